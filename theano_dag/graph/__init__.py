@@ -1,0 +1,8 @@
+"""The graph core: Variables, Apply nodes, Ops, Types and the FunctionGraph."""
+
+from theano_dag.graph.basic import Apply, Constant, Node, Variable, clone, graph_inputs
+from theano_dag.graph.op import Op, as_op
+from theano_dag.graph.type import Generic, Type
+
+__all__ = ["Apply", "Constant", "Node", "Variable", "clone", "graph_inputs", "Op", "as_op",
+           "Generic", "Type"]

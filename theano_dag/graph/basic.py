@@ -1,0 +1,872 @@
+"""The graph: ``Variable --owner--> Apply(op, inputs, outputs)`` and the algorithms over it.
+
+Mirrors ``theano.graph.basic`` (theano-pymc 1.1.2). Every algorithm here is iterative,
+so a graph of any depth works without touching Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from copy import copy
+
+from theano_dag.graph.utils import MetaObject, Scratchpad, ValidatingScratchpad
+
+__all__ = [
+    "Node",
+    "Apply",
+    "Variable",
+    "Constant",
+    "walk",
+    "ancestors",
+    "graph_inputs",
+    "inputs",
+    "vars_between",
+    "variables",
+    "orphans_between",
+    "orphans",
+    "applys_between",
+    "ops",
+    "variables_and_orphans",
+    "stack_search",
+    "clone",
+    "clone_get_equiv",
+    "clone_replace",
+    "general_toposort",
+    "io_toposort",
+    "io_connection_pattern",
+    "as_string",
+    "op_as_string",
+    "view_roots",
+    "list_of_nodes",
+    "is_in_ancestors",
+    "nodes_constructed",
+    "equal_computations",
+    "is_same_graph",
+]
+
+
+class Node(MetaObject):
+    """A vertex of the bipartite graph: either an Apply or a Variable."""
+
+    __slots__ = ()
+
+    def get_parents(self):
+        """Return the nodes this one directly depends on."""
+        raise NotImplementedError()
+
+
+class Apply(Node):
+    """One application of ``op`` to ``inputs``, producing ``outputs``.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> a, b = Variable(Generic(), name="a"), Variable(Generic(), name="b")
+    >>> node = Apply("op", [a], [b])
+    >>> b.owner is node, b.index, node.nin, node.nout
+    (True, 0, 1, 1)
+    """
+
+    __slots__ = ("op", "inputs", "outputs", "tag", "__weakref__")
+
+    def __init__(self, op, inputs, outputs):
+        if not isinstance(inputs, (list, tuple)):
+            raise TypeError(f"The inputs of Apply({op}) must be a list or tuple, got {inputs!r}")
+        if not isinstance(outputs, (list, tuple)):
+            raise TypeError(f"The outputs of Apply({op}) must be a list or tuple, got {outputs!r}")
+        self.op = op
+        self.tag = Scratchpad()
+        for i, x in enumerate(inputs):
+            if not isinstance(x, Variable):
+                raise TypeError(
+                    f"Input {i} of Apply({op}) must be a Variable, got {type(x).__name__}: {x!r}"
+                )
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        for i, out in enumerate(self.outputs):
+            if not isinstance(out, Variable):
+                raise TypeError(
+                    f"Output {i} of Apply({op}) must be a Variable, got {type(out).__name__}"
+                )
+            if out.owner is None:
+                out.owner = self
+                out.index = i
+            elif out.owner is not self or out.index != i:
+                raise ValueError(
+                    f"Output {i} of Apply({op}) ({out}) already belongs to another Apply node"
+                )
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in self.__slots__ if k != "__weakref__"}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def run_params(self):
+        """Return the params of the op for this node (``op.get_params(node)``)."""
+        if hasattr(self.op, "get_params"):
+            return self.op.get_params(self)
+        raise NotImplementedError(f"{self.op} has no get_params")
+
+    @property
+    def params_type(self):
+        return getattr(self.op, "params_type", None)
+
+    def default_output(self):
+        """Return the output the op designates as default, or the only output."""
+        do = getattr(self.op, "default_output", None)
+        if do is None:
+            if len(self.outputs) == 1:
+                return self.outputs[0]
+            raise ValueError(
+                f"{self.op}.default_output should be an output index when the op has "
+                f"{len(self.outputs)} outputs"
+            )
+        if not isinstance(do, int):
+            raise ValueError(f"{self.op}.default_output should be an int or long")
+        if not -len(self.outputs) <= do < len(self.outputs):
+            raise ValueError(f"{self.op}.default_output is out of range")
+        return self.outputs[do]
+
+    out = property(default_output, doc="Alias of ``default_output()``.")
+
+    @property
+    def nin(self):
+        return len(self.inputs)
+
+    @property
+    def nout(self):
+        return len(self.outputs)
+
+    def __str__(self):
+        return op_as_string(self.inputs, self)
+
+    def __repr__(self):
+        return str(self)
+
+    def clone(self):
+        """Return a copy of this node with the same inputs and new output Variables."""
+        cp = Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
+        cp.tag = copy(self.tag)
+        return cp
+
+    def clone_with_new_inputs(self, inputs, strict=True):
+        """Return an Apply of the same op on ``inputs``.
+
+        With ``strict`` the new inputs must have the same types as the old ones
+        (``Type.filter_variable`` may convert them); otherwise ``op.make_node``
+        rebuilds the node, and its outputs may get other types.
+        """
+        if len(inputs) != len(self.inputs):
+            raise ValueError(
+                f"clone_with_new_inputs of {self.op}: expected {len(self.inputs)} inputs, "
+                f"got {len(inputs)}"
+            )
+        new_inputs = list(inputs)
+        remake = False
+        for i, (cur, new) in enumerate(zip(self.inputs, new_inputs)):
+            if cur.type != new.type:
+                if strict:
+                    new_inputs[i] = cur.type.filter_variable(new)
+                else:
+                    remake = True
+        if remake:
+            node = self.op.make_node(*new_inputs)
+            node.tag = copy(self.tag).__update__(node.tag)
+            return node
+        node = self.clone()
+        node.inputs = new_inputs
+        return node
+
+    def get_parents(self):
+        return list(self.inputs)
+
+
+class Variable(Node):
+    """A value in the graph: a graph input (``owner is None``) or an Apply's output.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> x = Variable(Generic(), name="x")
+    >>> x.owner is None, str(x)
+    (True, 'x')
+    """
+
+    __slots__ = ("type", "owner", "index", "name", "tag", "auto_name", "_fn_cache", "__weakref__")
+    __count__ = itertools.count()
+    construction_observers: list = []
+
+    def __init__(self, type, owner=None, index=None, name=None):
+        self.tag = ValidatingScratchpad("test_value", type.filter)
+        self.type = type
+        if owner is not None and not isinstance(owner, Apply):
+            raise TypeError(f"owner must be an Apply instance, got {owner!r}")
+        self.owner = owner
+        if index is not None and not isinstance(index, int):
+            raise TypeError(f"index must be an int, got {index!r}")
+        self.index = index
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {name!r}")
+        self.name = name
+        self.auto_name = f"auto_{next(Variable.__count__)}"
+        if Variable.construction_observers:
+            Variable.notify_construction_observers(self)
+
+    def __getstate__(self):
+        state = {}
+        for k in Variable.__slots__:
+            if k not in ("__weakref__", "_fn_cache") and hasattr(self, k):
+                state[k] = getattr(self, k)
+        extra = getattr(self, "__dict__", None)
+        if extra:
+            state.update(extra)
+        return state
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def get_test_value(self):
+        """Return ``tag.test_value``; raise TestValueError when there is none."""
+        from theano_dag.graph.utils import TestValueError
+
+        if not hasattr(self.tag, "test_value"):
+            raise TestValueError(f"{self} has no test value")
+        return self.tag.test_value
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        if self.owner is not None:
+            op = self.owner.op
+            if self.index == getattr(op, "default_output", None):
+                return f"{op}.out"
+            return f"{op}.{self.index}"
+        return f"<{self.type}>"
+
+    def __repr__(self):
+        return str(self)
+
+    def clone(self):
+        """Return a new Variable like this one, with no owner (tag copied)."""
+        cp = self.__class__(self.type, None, None, self.name)
+        cp.tag = copy(self.tag)
+        return cp
+
+    def get_parents(self):
+        return [self.owner] if self.owner is not None else []
+
+    def eval(self, inputs_to_values=None):
+        """Compile (once, cached per set of inputs) and run the graph of this variable.
+
+        >>> from theano_dag import tensor as tt
+        >>> x = tt.dscalar("x")
+        >>> float((x * 2).eval({x: 3.0}))
+        6.0
+        """
+        from theano_dag.compile.function import function
+
+        inputs_to_values = dict(inputs_to_values or {})
+        keys = tuple(sorted(inputs_to_values, key=id))
+        cache = getattr(self, "_fn_cache", None)
+        if cache is None:
+            cache = self._fn_cache = {}
+        if keys not in cache:
+            cache[keys] = function(list(keys), self)
+        return cache[keys](*[inputs_to_values[k] for k in keys])
+
+    @classmethod
+    def append_construction_observer(cls, observer):
+        cls.construction_observers.append(observer)
+
+    @classmethod
+    def remove_construction_observer(cls, observer):
+        cls.construction_observers.remove(observer)
+
+    @classmethod
+    def notify_construction_observers(cls, instance):
+        for observer in cls.construction_observers:
+            observer(instance)
+
+
+class Constant(Variable):
+    """A Variable with a fixed value; it never has an owner.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> c = Constant(Generic(), 5, name="five")
+    >>> c.data, c.value, c.clone().data
+    (5, 5, 5)
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, type, data, name=None):
+        super().__init__(type, None, None, name)
+        self.data = type.filter(data)
+
+    @property
+    def owner(self):
+        return None
+
+    @owner.setter
+    def owner(self, value):
+        if value is not None:
+            raise ValueError("Constant instances cannot have an owner.")
+
+    @property
+    def value(self):
+        return self.data
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["data"] = self.data
+        state.pop("owner", None)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        state.pop("owner", None)
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def equals(self, other):
+        return isinstance(other, Constant) and self.signature() == other.signature()
+
+    def signature(self):
+        """A hashable key: two constants with equal signatures hold the same value."""
+        return (self.type, self.data)
+
+    def merge_signature(self):
+        return self.signature()
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        s = str(self.data)
+        return s if len(s) <= 20 else s[:10] + "..." + s[-5:]
+
+    def clone(self):
+        cp = self.__class__(self.type, self.data, self.name)
+        cp.tag = copy(self.tag)
+        return cp
+
+
+# ---------------------------------------------------------------------------
+# Walking the graph
+
+
+def walk(
+    nodes: Iterable,
+    expand: Callable,
+    bfs: bool = True,
+    return_children: bool = False,
+    hash_fn: Callable[[object], Hashable] = id,
+):
+    """Yield each node reachable from ``nodes`` through ``expand`` once.
+
+    >>> list(walk([1], lambda n: [n + 1] if n < 4 else None))
+    [1, 2, 3, 4]
+    """
+    todo = deque(nodes)
+    seen = set()
+    pop = todo.popleft if bfs else todo.pop
+    while todo:
+        node = pop()
+        h = hash_fn(node)
+        if h in seen:
+            continue
+        seen.add(h)
+        new = expand(node)
+        yield (node, new) if return_children else node
+        if new:
+            todo.extend(new)
+
+
+def ancestors(graphs: Iterable[Variable], blockers=None):
+    """Yield the variables ``graphs`` depend on (themselves included), depth first."""
+    blockers = set(blockers) if blockers else ()
+
+    def expand(r):
+        if r.owner is not None and r not in blockers:
+            return reversed(r.owner.inputs)
+
+    yield from walk(graphs, expand, bfs=False)
+
+
+def graph_inputs(graphs: Iterable[Variable], blockers=None) -> list:
+    """Return the ownerless variables (or blockers) that ``graphs`` depend on.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> from theano_dag.graph.op import Op
+    >>> class Join(Op):
+    ...     def make_node(self, *xs):
+    ...         return Apply(self, list(xs), [Variable(Generic())])
+    >>> a, b = Variable(Generic(), name="a"), Variable(Generic(), name="b")
+    >>> graph_inputs([Join()(a, Join()(b, a))])
+    [a, b]
+    """
+    blockers = set(blockers) if blockers else ()
+    return [r for r in ancestors(graphs, blockers) if r.owner is None or r in blockers]
+
+
+inputs = graph_inputs
+
+
+def vars_between(ins: Iterable[Variable], outs: Iterable[Variable]):
+    """Yield the variables on paths from ``ins`` to ``outs`` (with all outputs of each node)."""
+    ins = set(ins)
+
+    def expand(r):
+        if r.owner is not None and r not in ins:
+            return reversed(r.owner.inputs + r.owner.outputs)
+
+    yield from walk(outs, expand)
+
+
+def variables(i, o) -> list:
+    """List the variables between ``i`` and ``o`` (Theano 1.0 name of ``vars_between``)."""
+    return list(vars_between(i, o))
+
+
+def orphans_between(ins, outs) -> list:
+    """Return the ownerless variables needed by ``outs`` that are not in ``ins``."""
+    ins_set = set(ins)
+    return [r for r in vars_between(ins_set, outs) if r.owner is None and r not in ins_set]
+
+
+orphans = orphans_between
+
+
+def applys_between(ins, outs) -> list:
+    """Return the Apply nodes between ``ins`` and ``outs`` (each once)."""
+    ins = set(ins)
+    seen = {}
+    for r in vars_between(ins, outs):
+        if r not in ins and r.owner is not None:
+            seen.setdefault(r.owner, None)
+    return list(seen)
+
+
+def ops(i, o) -> set:
+    """Return the set of Apply nodes between ``i`` and ``o`` (Theano 1.0 name)."""
+    return set(applys_between(i, o))
+
+
+def variables_and_orphans(i, o):
+    """Return ``(variables, orphans)`` between ``i`` and ``o``."""
+    vs = variables(i, o)
+    i = set(i)
+    return vs, [r for r in vs if r.owner is None and r not in i]
+
+
+def stack_search(start, expand, mode="bfs", build_inv=False):
+    """Search from ``start`` with ``expand``; return the nodes (and the inverse map if asked).
+
+    >>> stack_search([1], lambda n: [n * 2] if n < 8 else None)
+    [1, 2, 4, 8]
+    """
+    if mode not in ("bfs", "dfs"):
+        raise ValueError(f"mode should be 'bfs' or 'dfs', got {mode!r}")
+    rval, inv = [], {}
+    for node, children in walk(start, expand, bfs=mode == "bfs", return_children=True):
+        rval.append(node)
+        if build_inv and children:
+            for c in children:
+                inv.setdefault(c, []).append(node)
+    return (rval, inv) if build_inv else rval
+
+
+# ---------------------------------------------------------------------------
+# Cloning
+
+
+def clone(inputs, outputs, copy_inputs=True, copy_orphans=None):
+    """Copy the graph between ``inputs`` and ``outputs``; return ``(new_inputs, new_outputs)``."""
+    if copy_orphans is None:
+        copy_orphans = copy_inputs
+    equiv = clone_get_equiv(inputs, outputs, copy_inputs, copy_orphans)
+    return [equiv[i] for i in inputs], [equiv[o] for o in outputs]
+
+
+def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=None):
+    """Copy the graph between ``inputs`` and ``outputs``; return the ``{old: new}`` map.
+
+    The map covers every Variable and Apply of the graph. Inputs (and orphans,
+    such as constants) are copied only when asked; otherwise they map to themselves.
+    """
+    if memo is None:
+        memo = {}
+    for inp in inputs:
+        if copy_inputs:
+            cpy = inp.clone()
+            cpy.owner = None
+            cpy.index = None
+            memo.setdefault(inp, cpy)
+        else:
+            memo.setdefault(inp, inp)
+    for node in io_toposort(inputs, outputs):
+        for inp in node.inputs:
+            if inp not in memo:
+                memo[inp] = inp.clone() if copy_orphans else inp
+        new_node = node.clone_with_new_inputs([memo[i] for i in node.inputs])
+        memo.setdefault(node, new_node)
+        for out, new_out in zip(node.outputs, new_node.outputs):
+            memo.setdefault(out, new_out)
+    for out in outputs:
+        if out not in memo:
+            memo[out] = out.clone() if copy_orphans else out
+    return memo
+
+
+def clone_replace(outputs, replace=None, strict=True):
+    """Copy the graph of ``outputs`` with the variables in ``replace`` substituted.
+
+    Replacements are not cloned; everything between them and ``outputs`` is.
+    """
+    single = isinstance(outputs, Variable)
+    outs = [outputs] if single else list(outputs)
+    replace = dict(replace or {})
+    memo = dict(replace)
+    for node in io_toposort(list(replace), outs):
+        new_inputs = [memo.get(i, i) for i in node.inputs]
+        if all(a is b for a, b in zip(new_inputs, node.inputs)):
+            continue
+        new_node = node.clone_with_new_inputs(new_inputs, strict=strict)
+        memo[node] = new_node
+        for o, n in zip(node.outputs, new_node.outputs):
+            memo[o] = n
+    res = [memo.get(o, o) for o in outs]
+    return res[0] if single else res
+
+
+# ---------------------------------------------------------------------------
+# Ordering
+
+
+def general_toposort(outputs, deps, compute_deps_cache=None, deps_cache=None, clients=None):
+    """Order everything ``outputs`` depend on through ``deps`` so dependencies come first.
+
+    ``deps(x)`` returns the direct dependencies of ``x``. Raises ValueError on a cycle.
+
+    >>> general_toposort(["c"], {"c": ["a", "b"], "b": ["a"], "a": []}.get)
+    ['a', 'b', 'c']
+    """
+    if compute_deps_cache is None:
+        if deps_cache is None:
+            deps_cache = {}
+
+        def compute_deps_cache(io):
+            d = deps_cache.get(io, _MISSING)
+            if d is _MISSING:
+                d = deps(io)
+                if d:
+                    # Duplicates are harmless for ordering; drop them so counts are exact.
+                    d = list(dict.fromkeys(d))
+                deps_cache[io] = d
+            return d
+
+    elif deps_cache is None:
+        raise ValueError("deps_cache must be given with compute_deps_cache")
+
+    _clients: dict = {}
+    pending: dict = {}
+    sources = deque()
+    n_found = 0
+    for node, children in walk(outputs, compute_deps_cache, bfs=False, return_children=True):
+        n_found += 1
+        if children:
+            pending[node] = len(children)
+            for child in children:
+                _clients.setdefault(child, []).append(node)
+        else:
+            sources.append(node)
+    if clients is not None:
+        clients.update(_clients)
+    order = []
+    while sources:
+        node = sources.popleft()
+        order.append(node)
+        for client in _clients.get(node, ()):
+            pending[client] -= 1
+            if pending[client] == 0:
+                sources.append(client)
+    if len(order) != n_found:
+        stuck = [str(n) for n, c in pending.items() if c > 0][:10]
+        raise ValueError(f"graph contains cycles (through {', '.join(stuck)})")
+    return order
+
+
+_MISSING = object()
+
+
+def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
+    """Return the Apply nodes between ``inputs`` and ``outputs`` in a topological order.
+
+    ``orderings`` maps an Apply to Applies that must run before it (what
+    DestroyHandler asks for), on top of the data dependencies.
+    """
+    if not orderings and clients is None:
+        # Fast path: an iterative post-order depth-first walk over Apply nodes.
+        # "grey" holds nodes whose inputs are being computed; meeting one again is a cycle.
+        computed = set(inputs)
+        order = []
+        done: set = set()
+        grey: set = set()
+        todo = [o.owner for o in reversed(list(outputs)) if o.owner is not None and o not in computed]
+        while todo:
+            cur = todo[-1]
+            if cur in done:
+                todo.pop()
+                continue
+            missing = [
+                i.owner
+                for i in cur.inputs
+                if i not in computed and i.owner is not None and i.owner not in done
+            ]
+            if missing:
+                if cur in grey or any(m in grey for m in missing):
+                    raise ValueError(f"graph contains cycles (through {cur})")
+                grey.add(cur)
+                todo.extend(reversed(missing))
+                continue
+            todo.pop()
+            grey.discard(cur)
+            done.add(cur)
+            computed.update(cur.outputs)
+            order.append(cur)
+        return order
+
+    iset = set(inputs)
+    orderings = orderings or {}
+
+    def compute_deps(obj):
+        if obj in iset:
+            return []
+        if isinstance(obj, Variable):
+            return [obj.owner] if obj.owner is not None else []
+        rval = list(obj.inputs)
+        rval.extend(orderings.get(obj, ()))
+        return rval
+
+    topo = general_toposort(outputs, compute_deps, clients=clients)
+    return [o for o in topo if isinstance(o, Apply)]
+
+
+def list_of_nodes(inputs, outputs) -> list:
+    """Return the Apply nodes between ``inputs`` and ``outputs``."""
+    iset = set(inputs)
+    return list(
+        walk(
+            [o.owner for o in outputs if o.owner is not None],
+            lambda n: [
+                i.owner
+                for i in n.inputs
+                if i.owner is not None and not any(o in iset for o in i.owner.outputs)
+            ],
+        )
+    )
+
+
+def is_in_ancestors(l_apply: Apply, f_node: Apply) -> bool:
+    """Return True if ``f_node`` is ``l_apply`` or one of its ancestors."""
+    for node in walk([l_apply], lambda n: [i.owner for i in n.inputs if i.owner is not None]):
+        if node is f_node:
+            return True
+    return False
+
+
+def io_connection_pattern(inputs, outputs) -> list:
+    """Return ``pattern[i][o]``: whether output ``o`` depends on input ``i``."""
+    n_in = len(inputs)
+    # One bit per input: the dependency set of a variable is a Python int.
+    mask = {inp: 1 << i for i, inp in enumerate(inputs)}
+    for node in io_toposort(inputs, outputs):
+        cp = getattr(node.op, "connection_pattern", None)
+        cp = cp(node) if cp is not None else None
+        for o_idx, out in enumerate(node.outputs):
+            m = 0
+            for i_idx, inp in enumerate(node.inputs):
+                if cp is None or cp[i_idx][o_idx]:
+                    m |= mask.get(inp, 0)
+            mask[out] = m
+    return [[bool(mask.get(o, 0) >> i & 1) for o in outputs] for i in range(n_in)]
+
+
+def view_roots(node: Variable) -> list:
+    """Return the variables that ``node`` is a view of, following view_maps to the end."""
+    roots, todo = [], [node]
+    while todo:
+        v = todo.pop()
+        owner = v.owner
+        vmap = getattr(owner.op, "view_map", None) if owner is not None else None
+        idx = vmap.get(v.index) if vmap else None
+        if idx:
+            todo.extend(owner.inputs[i] for i in reversed(idx))
+        else:
+            roots.append(v)
+    return roots
+
+
+# ---------------------------------------------------------------------------
+# Printing
+
+
+def default_leaf_formatter(x):
+    return str(x)
+
+
+def default_node_formatter(node, argstrings):
+    return f"{node.op}({', '.join(argstrings)})"
+
+
+def as_string(
+    inputs, outputs, leaf_formatter=default_leaf_formatter, node_formatter=default_node_formatter
+) -> list:
+    """Return one string per output; a node used twice is labelled ``*1 -> ...`` then ``*1``.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> from theano_dag.graph.op import Op
+    >>> class Add(Op):
+    ...     def make_node(self, *xs):
+    ...         return Apply(self, list(xs), [Variable(Generic())])
+    >>> x = Variable(Generic(), name="x")
+    >>> y = Add()(x, x)
+    >>> as_string([x], [Add()(y, y)])
+    ['Add(*1 -> Add(x, x), *1)']
+    """
+    iset = set(inputs)
+    n_uses: dict = {}
+    for node in io_toposort(inputs, outputs):
+        for i in node.inputs:
+            if i.owner is not None and i not in iset:
+                n_uses[i.owner] = n_uses.get(i.owner, 0) + 1
+    for o in outputs:
+        if o.owner is not None and o not in iset:
+            n_uses[o.owner] = n_uses.get(o.owner, 0) + 1
+    labels: dict = {}
+    rendered = []
+    for out in outputs:
+        # Explicit stack instead of recursion: ("enter", var) and ("exit", var) frames.
+        results: list = []
+        todo = [("enter", out)]
+        while todo:
+            kind, var = todo.pop()
+            node = var.owner
+            if kind == "enter":
+                if node is None or var in iset:
+                    results.append(leaf_formatter(var))
+                    continue
+                suffix = f"::{var.index}" if len(node.outputs) > 1 else ""
+                if n_uses.get(node, 0) > 1:
+                    if node in labels:
+                        results.append(labels[node] + suffix)
+                        continue
+                    labels[node] = f"*{len(labels) + 1}"
+                todo.append(("exit", var))
+                todo.extend(("enter", i) for i in reversed(node.inputs))
+            else:
+                n = len(node.inputs)
+                args = results[len(results) - n :]
+                del results[len(results) - n :]
+                s = node_formatter(node, args)
+                if node in labels:
+                    s = f"{labels[node]} -> {s}"
+                if len(node.outputs) > 1:
+                    s += f"::{var.index}"
+                results.append(s)
+        rendered.append(results[-1])
+    return rendered
+
+
+def op_as_string(
+    i, op, leaf_formatter=default_leaf_formatter, node_formatter=default_node_formatter
+) -> str:
+    """Return the string of Apply ``op`` with its inputs described relative to ``i``."""
+    strs = as_string(i, op.inputs, leaf_formatter, node_formatter)
+    return node_formatter(op, strs)
+
+
+# ---------------------------------------------------------------------------
+# Construction tracking and comparison
+
+
+@contextlib.contextmanager
+def nodes_constructed():
+    """Collect every Variable constructed inside the ``with`` block.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> with nodes_constructed() as new:
+    ...     v = Variable(Generic(), name="v")
+    >>> new
+    [v]
+    """
+    new_nodes: list = []
+    Variable.append_construction_observer(new_nodes.append)
+    try:
+        yield new_nodes
+    finally:
+        Variable.remove_construction_observer(new_nodes.append)
+
+
+def equal_computations(xs: Sequence, ys: Sequence, in_xs=None, in_ys=None) -> bool:
+    """Return True if ``xs`` and ``ys`` compute the same values.
+
+    ``in_xs[k]`` is taken to be the same as ``in_ys[k]``. Free variables must be
+    identical; constants must hold equal data; Apply nodes must have equal ops.
+    """
+    if len(xs) != len(ys):
+        raise ValueError("The number of graphs/variables in each argument must match.")
+    in_xs, in_ys = list(in_xs or []), list(in_ys or [])
+    if len(in_xs) != len(in_ys):
+        raise ValueError("in_xs and in_ys must have the same length")
+    given = dict(zip(in_xs, in_ys))
+    in_y_set = set(in_ys)
+    checked: set = set()
+    todo = list(zip(xs, ys))
+    while todo:
+        x, y = todo.pop()
+        key = (id(x), id(y))
+        if key in checked:
+            continue
+        checked.add(key)
+        if x in given:
+            if given[x] is not y:
+                return False
+            continue
+        if y in in_y_set:
+            return False
+        if x.type != y.type:
+            return False
+        xo, yo = x.owner, y.owner
+        if xo is None or yo is None:
+            if xo is not yo:
+                return False
+            if x is y:
+                continue
+            if isinstance(x, Constant) and isinstance(y, Constant) and _const_equal(x, y):
+                continue
+            return False
+        if x.index != y.index or xo.op != yo.op or len(xo.inputs) != len(yo.inputs):
+            return False
+        todo.extend(zip(xo.inputs, yo.inputs))
+    return True
+
+
+def _const_equal(x, y) -> bool:
+    try:
+        return bool(x.equals(y))
+    except Exception:  # an unusual data type whose comparison raises: not provably equal
+        return False
+
+
+def is_same_graph(var1, var2, givens=None) -> bool:
+    """Return True if ``var1`` and ``var2`` compute the same thing once ``givens`` are applied.
+
+    ``givens`` maps variables to the variables that replace them in both graphs.
+    """
+    if givens:
+        givens = dict(givens)
+        var1 = clone_replace(var1, givens, strict=False)
+        var2 = clone_replace(var2, givens, strict=False)
+    return equal_computations([var1], [var2])

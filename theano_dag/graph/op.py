@@ -1,0 +1,194 @@
+"""``Op``: what an Apply node computes (``theano.graph.op``).
+
+An Op is one small class: ``make_node`` builds the Apply, ``perform`` computes in
+Python, ``infer_shape`` gives output shapes, ``grad``/``L_op`` give gradients, and
+``__props__`` gives equality so merge can recognise the same computation twice.
+Engines keep their own implementations elsewhere, keyed by Op class.
+"""
+
+from __future__ import annotations
+
+from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.utils import MetaObject, MethodNotDefined
+
+__all__ = ["Op", "PureOp", "FromFunctionOp", "as_op"]
+
+
+class Op(MetaObject):
+    """Base class of all operations.
+
+    ``destroy_map`` maps an output index to the input indices it overwrites;
+    ``view_map`` maps an output index to the input indices it aliases.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> class Double(Op):
+    ...     __props__ = ()
+    ...     def make_node(self, x):
+    ...         return Apply(self, [x], [Generic()()])
+    ...     def perform(self, node, inputs, output_storage):
+    ...         output_storage[0][0] = 2 * inputs[0]
+    >>> x = Generic()("x")
+    >>> y = Double()(x)
+    >>> y.owner.op, y.owner.inputs
+    (Double, [x])
+    """
+
+    default_output = None
+    destroy_map: dict = {}
+    view_map: dict = {}
+
+    def make_node(self, *inputs) -> Apply:
+        """Build the Apply node of this op on ``inputs``.
+
+        The default uses ``self.itypes``/``self.otypes`` when the op defines them.
+        """
+        itypes = getattr(self, "itypes", None)
+        otypes = getattr(self, "otypes", None)
+        if itypes is None or otypes is None:
+            raise NotImplementedError(f"{type(self).__name__} must define make_node")
+        if len(inputs) != len(itypes):
+            raise TypeError(f"{self} expects {len(itypes)} inputs, got {len(inputs)}")
+        checked = []
+        for k, (inp, t) in enumerate(zip(inputs, itypes)):
+            if not isinstance(inp, Variable) or inp.type != t:
+                try:
+                    inp = t.filter_variable(inp)
+                except TypeError as e:
+                    raise TypeError(f"{self}: input {k} should be of type {t}: {e}") from None
+            checked.append(inp)
+        return Apply(self, checked, [t() for t in otypes])
+
+    def __call__(self, *inputs, **kwargs):
+        """Make the Apply node and return its default output (or all outputs)."""
+        return_list = kwargs.pop("return_list", False)
+        node = self.make_node(*inputs, **kwargs)
+        if self.default_output is not None:
+            rval = node.outputs[self.default_output]
+            return [rval] if return_list else rval
+        if len(node.outputs) == 1 and not return_list:
+            return node.outputs[0]
+        return node.outputs
+
+    def __ne__(self, other):
+        return not (self == other)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        """Compute the outputs: write ``output_storage[i][0]`` for each output ``i``."""
+        raise MethodNotDefined(f"{type(self).__name__}.perform is not implemented")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        """Return one shape tuple per output, from the input shapes."""
+        raise MethodNotDefined(f"{type(self).__name__}.infer_shape is not implemented")
+
+    def grad(self, inputs, output_grads):
+        """Return the gradient with respect to each input (symbolic)."""
+        raise MethodNotDefined(f"{type(self).__name__}.grad is not implemented")
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Left-multiply the Jacobian by ``output_grads``; defaults to ``grad``."""
+        return self.grad(inputs, output_grads)
+
+    def R_op(self, inputs, eval_points):
+        """Right-multiply the Jacobian by ``eval_points``."""
+        raise MethodNotDefined(f"{type(self).__name__}.R_op is not implemented")
+
+    def connection_pattern(self, node):
+        """``pattern[i][o]``: whether output ``o`` depends on input ``i`` (all True here)."""
+        return [[True] * len(node.outputs) for _ in node.inputs]
+
+    def do_constant_folding(self, fgraph, node) -> bool:
+        """Whether constant folding may compute this node at compile time."""
+        return True
+
+    def prepare_node(self, node, storage_map, compute_map, impl):
+        """Hook called once before a thunk for ``node`` is made."""
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling):
+        """Return a callable that runs ``perform`` on the node's storage cells."""
+        node_in = [storage_map[r] for r in node.inputs]
+        node_out = [storage_map[r] for r in node.outputs]
+        perform = self.perform
+        params = node.run_params() if hasattr(self, "get_params") else None
+
+        if params is None:
+
+            def thunk():
+                perform(node, [x[0] for x in node_in], node_out)
+                for o in node.outputs:
+                    compute_map[o][0] = True
+
+        else:
+
+            def thunk():
+                perform(node, [x[0] for x in node_in], node_out, params)
+                for o in node.outputs:
+                    compute_map[o][0] = True
+
+        thunk.inputs, thunk.outputs, thunk.perform = node_in, node_out, perform
+        return thunk
+
+    def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+        self.prepare_node(node, storage_map, compute_map, impl)
+        return self.make_py_thunk(node, storage_map, compute_map, no_recycling)
+
+
+PureOp = Op
+
+
+class FromFunctionOp(Op):
+    """An Op that calls a plain Python function (Owl's Delay node); see ``as_op``."""
+
+    __props__ = ("fn", "itypes", "otypes", "infer_shape_fn")
+
+    def __init__(self, fn, itypes, otypes, infer_shape=None):
+        self.fn = fn
+        self.itypes = tuple(itypes)
+        self.otypes = tuple(otypes)
+        self.infer_shape_fn = infer_shape
+        self.__name__ = getattr(fn, "__name__", "as_op")
+
+    def __str__(self):
+        return f"FromFunctionOp{{{self.__name__}}}"
+
+    def perform(self, node, inputs, output_storage, params=None):
+        outs = self.fn(*inputs)
+        if len(self.otypes) == 1:
+            outs = [outs]
+        if len(outs) != len(self.otypes):
+            raise ValueError(f"{self}: the function returned {len(outs)} outputs, expected "
+                             f"{len(self.otypes)}")
+        for cell, t, val in zip(output_storage, self.otypes, outs):
+            cell[0] = t.filter(val)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        if self.infer_shape_fn is None:
+            raise MethodNotDefined(f"{self} was built by as_op without infer_shape")
+        return self.infer_shape_fn(fgraph, node, input_shapes)
+
+
+def as_op(itypes, otypes, infer_shape=None):
+    """Decorator: wrap a plain Python function as an Op with the given input/output types.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> @as_op([Generic()], [Generic()])
+    ... def shout(s):
+    ...     return s.upper()
+    >>> x = Generic()("x")
+    >>> shout(x).owner.op
+    FromFunctionOp{shout}
+    """
+    from theano_dag.graph.type import Type
+
+    itypes = list(itypes) if isinstance(itypes, (list, tuple)) else [itypes]
+    otypes = list(otypes) if isinstance(otypes, (list, tuple)) else [otypes]
+    for which, ts in (("itypes", itypes), ("otypes", otypes)):
+        bad = [t for t in ts if not isinstance(t, Type)]
+        if bad:
+            raise TypeError(f"as_op: {which} must be a list of Types, got {bad[0]!r}")
+    if infer_shape is not None and not callable(infer_shape):
+        raise TypeError("as_op: infer_shape must be callable")
+
+    def make_op(fn):
+        return FromFunctionOp(fn, itypes, otypes, infer_shape)
+
+    return make_op

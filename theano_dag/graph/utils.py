@@ -1,0 +1,118 @@
+"""Small helpers shared by the graph core: the ``__props__`` metaclass and scratchpads."""
+
+from __future__ import annotations
+
+from abc import ABCMeta
+
+
+class MethodNotDefined(Exception):
+    """Raised by an Op or Type method that a subclass must implement but did not."""
+
+
+class TestValueError(Exception):
+    """Raised when a test value is missing or does not fit its variable."""
+
+
+class MetaType(ABCMeta):
+    """Metaclass that turns ``__props__`` into ``__eq__``, ``__hash__`` and ``__str__``.
+
+    Two Ops whose class and props are equal compare equal, so ``MergeOptimizer``
+    can see that two Apply nodes compute the same thing.
+
+    >>> class Scale(MetaObject):
+    ...     __props__ = ("factor",)
+    ...     def __init__(self, factor):
+    ...         self.factor = factor
+    >>> Scale(2) == Scale(2), Scale(2) == Scale(3), str(Scale(2))
+    (True, False, 'Scale{factor=2}')
+    """
+
+    def __new__(mcs, name, bases, dct):
+        props = dct.get("__props__")
+        if props is not None:
+            if not isinstance(props, tuple):
+                raise TypeError(f"{name}.__props__ must be a tuple of attribute names")
+            if not all(isinstance(p, str) for p in props):
+                raise TypeError(f"{name}.__props__ must contain only strings, got {props!r}")
+
+            def _props(self):
+                return tuple(getattr(self, a) for a in props)
+
+            def _props_dict(self):
+                return {a: getattr(self, a) for a in props}
+
+            dct["_props"] = _props
+            dct["_props_dict"] = _props_dict
+            if "__hash__" not in dct:
+                dct["__hash__"] = lambda self: hash((type(self), _props(self)))
+            if "__eq__" not in dct:
+                dct["__eq__"] = lambda self, other: (
+                    type(self) is type(other) and _props(self) == _props(other)
+                )
+            if "__str__" not in dct:
+                if props:
+                    dct["__str__"] = lambda self: "{}{{{}}}".format(
+                        type(self).__name__, ", ".join(f"{p}={getattr(self, p)!r}" for p in props)
+                    )
+                else:
+                    dct["__str__"] = lambda self: type(self).__name__
+        return super().__new__(mcs, name, bases, dct)
+
+
+class MetaObject(metaclass=MetaType):
+    """Base class of Op and Type: gets equality from ``__props__``."""
+
+    __slots__ = ()
+
+    def __ne__(self, other):
+        return not self == other
+
+
+class Scratchpad:
+    """A bag of attributes (``var.tag``) where rewrites and users leave notes."""
+
+    def clear(self):
+        self.__dict__.clear()
+
+    def __update__(self, other):
+        self.__dict__.update(other.__dict__)
+        return self
+
+    def __repr__(self):
+        return f"scratchpad{self.__dict__}"
+
+    __str__ = __repr__
+
+    def info(self):
+        print(f"<theano_dag.graph.utils.Scratchpad at {id(self)}>")
+        for k, v in self.__dict__.items():
+            print(f"  {k}: {v}")
+
+
+class ValidatingScratchpad(Scratchpad):
+    """A Scratchpad that passes one attribute (the test value) through a filter."""
+
+    def __init__(self, attr, attr_filter):
+        super().__init__()
+        object.__setattr__(self, "attr", attr)
+        object.__setattr__(self, "attr_filter", attr_filter)
+
+    def __setattr__(self, attr, obj):
+        if getattr(self, "attr", None) == attr:
+            obj = self.attr_filter(obj)
+        object.__setattr__(self, attr, obj)
+
+
+def toposort(prereqs_d):
+    """Sort the keys of ``{item: collection of prerequisites}`` so prerequisites come first.
+
+    >>> toposort({"b": ["a"], "c": ["b", "a"], "a": []})
+    ['a', 'b', 'c']
+    """
+    from theano_dag.graph.basic import general_toposort
+
+    items = set(prereqs_d)
+    for v in prereqs_d.values():
+        items.update(v)
+    order = general_toposort(sorted(items, key=repr), lambda x: list(prereqs_d.get(x, ())))
+    return order
