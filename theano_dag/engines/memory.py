@@ -35,12 +35,18 @@ Numbers a plan reports (all in bytes, each pooled value's size rounded up to
 * ``eager_peak_bytes``: what an evaluation that keeps every intermediate
   (pooled value) alive until the end needs: the sum of their sizes.
 * ``live_peak_bytes``: the largest total, over the nodes, of the pooled values
-  that must hold distinct bytes at that node: its outputs, plus every earlier
-  value still read after it. No plan can do with less, so
+  that must hold distinct bytes while that node runs: its outputs and every
+  earlier value it or a later node still reads, less, for each output, the
+  smaller of its size and that of the largest input it may overwrite in place
+  (one read for the last time here). No plan can do with less, so
   ``live_peak_bytes <= planned_bytes <= eager_peak_bytes`` always holds.
 
-Complexity: O(n log b) for n values and b blocks (best fit is a bisection in
-the sorted list of free blocks), plus O(n) passes over the nodes.
+Complexity: O(n log b) comparisons for n values and b blocks (best fit is a
+bisection in the sorted list of free blocks; putting a block back shifts that
+list, a memmove that is negligible next to the Python work), plus O(n) passes
+over the nodes. A 100,000-node chain plans in well under a second.
+
+:func:`check_plan` verifies any plan independently (tests and DebugMode use it).
 """
 
 from __future__ import annotations
@@ -303,19 +309,27 @@ class _Graph:
 
 
 def _live_peak(g: _Graph, size: dict, end: dict) -> int:
-    # A pooled value holds distinct bytes at every node from its birth up to the node
-    # before its last reader (that reader may write over it in place), and at least
-    # at its birth node.
-    diff = [0] * (len(g.nodes) + 1)
+    # While node k runs, every pooled value born at or before k whose lifetime reaches k
+    # holds its own bytes, except that an output may overwrite one input dying at k where
+    # allowed: the most such a pair can save is the smaller of the two sizes. Taking each
+    # output's best pair over-counts the saving, so the result stays a lower bound.
+    n = len(g.nodes)
+    diff = [0] * (n + 1)
     for v in g.pooled:
-        lo = g.producer[v]
-        hi = max(lo, end[v] - 1)
-        diff[lo] += size[v]
-        diff[hi + 1] -= size[v]
+        diff[g.producer[v]] += size[v]
+        diff[min(end[v], n - 1) + 1] -= size[v]
     peak = running = 0
-    for d in diff:
-        running += d
-        peak = max(peak, running)
+    for k, node in enumerate(g.nodes):
+        running += diff[k]
+        saving = 0
+        if node.inplace:
+            via_view = {g.root[v] for v in node.inputs if v in g.views}
+            best: dict = {}
+            for w, u in node.inplace:
+                if w in size and u in size and end[u] == k and u not in via_view:
+                    best[w] = max(best.get(w, 0), min(size[w], size[u]))
+            saving = sum(best.values())
+        peak = max(peak, running - saving)
     return peak
 
 
@@ -339,7 +353,8 @@ def plan_memory(
 
     1. the block of an input it may overwrite (an allowed ``inplace`` pair)
        whose last reader is this node, that is pooled, and that no view read by
-       this node aliases (best fit among several such inputs);
+       this node aliases (best fit among several such inputs; the block grows
+       if the output is bigger);
     2. the smallest free block at least as big (bisection in the sorted pool);
     3. the largest free block, grown to fit;
     4. a new block.
@@ -562,7 +577,8 @@ def check_plan(
             for u in active:
                 u_lo = plan.assignment[u][1]
                 u_hi = u_lo + g.size[u]
-                if u_lo < w_hi and w_lo < u_hi and not inplace_ok(u, w):
+                overlap = u_lo < w_hi and w_lo < u_hi and u_hi > u_lo and w_hi > w_lo
+                if overlap and not inplace_ok(u, w):
                     raise ValueError(
                         f"values {u!r} and {w!r} share bytes of block {b} while both are live: "
                         f"{u!r} lives from {g.label(g.producer[u])} to {_end_label(g, end[u])}, "

@@ -8,10 +8,60 @@ Engines keep their own implementations elsewhere, keyed by Op class.
 
 from __future__ import annotations
 
-from theano_dag.graph.basic import Apply, Variable
-from theano_dag.graph.utils import MetaObject, MethodNotDefined
+import importlib
+import pickle
+import warnings
 
-__all__ = ["Op", "PureOp", "FromFunctionOp", "as_op"]
+from theano_dag.graph.basic import Apply, NoParams, Variable
+from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError
+
+__all__ = ["Op", "PureOp", "FromFunctionOp", "as_op", "compute_test_value"]
+
+
+def compute_test_value(node: Apply) -> None:
+    """Run ``node`` on its inputs' test values and store ``tag.test_value`` on its outputs.
+
+    What ``Op.__call__`` does when ``config.compute_test_value`` is not ``"off"``: an
+    input without a test value raises ValueError (``"raise"``) or warns and skips the
+    node (``"warn"``).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> @as_op([Generic()], [Generic()])
+    ... def inc(v):
+    ...     return v + 1
+    >>> x = Generic()("x")
+    >>> x.tag.test_value = 41
+    >>> y = inc(x)
+    >>> compute_test_value(y.owner)
+    >>> y.get_test_value()
+    42
+    """
+    from theano_dag.config import config
+
+    storage_map: dict = {}
+    compute_map: dict = {}
+    for i, inp in enumerate(node.inputs):
+        try:
+            storage_map[inp] = [inp.get_test_value()]
+        except TestValueError:
+            msg = (
+                f"Cannot compute test value: input {i} ({inp}) of Op {node.op} "
+                "missing default value"
+            )
+            if config.compute_test_value == "warn":
+                warnings.warn(msg, stacklevel=3)
+                return
+            raise ValueError(msg) from None
+        compute_map[inp] = [True]
+    for out in node.outputs:
+        storage_map[out] = [None]
+        compute_map[out] = [False]
+    thunk = node.op.make_thunk(node, storage_map, compute_map, no_recycling=[])
+    thunk()
+    for out in node.outputs:
+        if not compute_map[out][0]:
+            raise ValueError(f"{node.op} did not compute output {out.index} for its test value")
+        out.tag.test_value = storage_map[out][0]
 
 
 class Op(MetaObject):
@@ -47,7 +97,7 @@ class Op(MetaObject):
         if itypes is None or otypes is None:
             raise NotImplementedError(f"{type(self).__name__} must define make_node")
         if len(inputs) != len(itypes):
-            raise TypeError(f"{self} expects {len(itypes)} inputs, got {len(inputs)}")
+            raise ValueError(f"{self} expects {len(itypes)} inputs, got {len(inputs)}")
         checked = []
         for k, (inp, t) in enumerate(zip(inputs, itypes)):
             if not isinstance(inp, Variable) or inp.type != t:
@@ -60,12 +110,18 @@ class Op(MetaObject):
 
     def __call__(self, *inputs, **kwargs):
         """Make the Apply node and return its default output (or all outputs)."""
+        from theano_dag.config import config
+
         return_list = kwargs.pop("return_list", False)
         node = self.make_node(*inputs, **kwargs)
+        if config.compute_test_value != "off":
+            compute_test_value(node)
         if self.default_output is not None:
             rval = node.outputs[self.default_output]
             return [rval] if return_list else rval
-        if len(node.outputs) == 1 and not return_list:
+        if return_list:
+            return list(node.outputs)
+        if len(node.outputs) == 1:
             return node.outputs[0]
         return node.outputs
 
@@ -100,34 +156,51 @@ class Op(MetaObject):
         """Whether constant folding may compute this node at compile time."""
         return True
 
+    def get_params(self, node):
+        """Return the params ``perform`` gets for ``node``; by default the op has none."""
+        raise MethodNotDefined("get_params")
+
     def prepare_node(self, node, storage_map, compute_map, impl):
         """Hook called once before a thunk for ``node`` is made."""
 
-    def make_py_thunk(self, node, storage_map, compute_map, no_recycling):
-        """Return a callable that runs ``perform`` on the node's storage cells."""
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """Return a callable that runs ``perform`` on the node's storage cells.
+
+        ``storage_map`` maps each variable to its one-element list; ``compute_map``
+        (may be None) maps each variable to a one-element list of "is computed".
+        """
         node_in = [storage_map[r] for r in node.inputs]
         node_out = [storage_map[r] for r in node.outputs]
-        perform = self.perform
-        params = node.run_params() if hasattr(self, "get_params") else None
+        perform = getattr(self, "debug_perform", self.perform) if debug else self.perform
+        params = node.run_params()
+        # Only outputs are marked: the inputs were computed before this thunk runs.
+        out_flags = [compute_map[o] for o in node.outputs] if compute_map is not None else []
 
-        if params is None:
+        if params is NoParams:
 
             def thunk():
-                perform(node, [x[0] for x in node_in], node_out)
-                for o in node.outputs:
-                    compute_map[o][0] = True
+                r = perform(node, [x[0] for x in node_in], node_out)
+                for flag in out_flags:
+                    flag[0] = True
+                return r
 
         else:
+            params_type = node.params_type
+            if params_type is not None:
+                params = params_type.filter(params)
 
             def thunk():
-                perform(node, [x[0] for x in node_in], node_out, params)
-                for o in node.outputs:
-                    compute_map[o][0] = True
+                r = perform(node, [x[0] for x in node_in], node_out, params)
+                for flag in out_flags:
+                    flag[0] = True
+                return r
 
         thunk.inputs, thunk.outputs, thunk.perform = node_in, node_out, perform
+        thunk.lazy = False
         return thunk
 
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+        """Return a zero-argument callable that computes ``node`` (the Python one here)."""
         self.prepare_node(node, storage_map, compute_map, impl)
         return self.make_py_thunk(node, storage_map, compute_map, no_recycling)
 
@@ -150,13 +223,27 @@ class FromFunctionOp(Op):
     def __str__(self):
         return f"FromFunctionOp{{{self.__name__}}}"
 
+    def __reduce__(self):
+        # ``@as_op`` puts the op where the function was defined: pickle it by that name.
+        mod = getattr(self.fn, "__module__", None)
+        name = getattr(self.fn, "__qualname__", self.__name__)
+        try:
+            obj = _load_back(mod, name)
+        except (ImportError, KeyError, AttributeError, TypeError):
+            raise pickle.PicklingError(f"Can't pickle as_op(), not found as {mod}.{name}") from None
+        if obj is not self:
+            raise pickle.PicklingError(f"Can't pickle as_op(), not the object at {mod}.{name}")
+        return _load_back, (mod, name)
+
     def perform(self, node, inputs, output_storage, params=None):
         outs = self.fn(*inputs)
         if len(self.otypes) == 1:
             outs = [outs]
         if len(outs) != len(self.otypes):
-            raise ValueError(f"{self}: the function returned {len(outs)} outputs, expected "
-                             f"{len(self.otypes)}")
+            raise ValueError(
+                f"{self}: the function returned {len(outs)} outputs, expected "
+                f"{len(self.otypes)}"
+            )
         for cell, t, val in zip(output_storage, self.otypes, outs):
             cell[0] = t.filter(val)
 
@@ -164,6 +251,13 @@ class FromFunctionOp(Op):
         if self.infer_shape_fn is None:
             raise MethodNotDefined(f"{self} was built by as_op without infer_shape")
         return self.infer_shape_fn(fgraph, node, input_shapes)
+
+
+def _load_back(mod, name):
+    obj = importlib.import_module(mod)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def as_op(itypes, otypes, infer_shape=None):

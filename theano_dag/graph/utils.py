@@ -5,12 +5,18 @@ from __future__ import annotations
 from abc import ABCMeta
 
 
-class MethodNotDefined(Exception):
-    """Raised by an Op or Type method that a subclass must implement but did not."""
+class MethodNotDefined(NotImplementedError):
+    """Raised by an Op or Type method that a subclass must implement but did not.
+
+    It subclasses NotImplementedError so that code written against either
+    convention (Theano raises both, depending on the method) catches it.
+    """
 
 
 class TestValueError(Exception):
     """Raised when a test value is missing or does not fit its variable."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
 
 class MetaType(ABCMeta):
@@ -67,6 +73,25 @@ class MetaObject(metaclass=MetaType):
     def __ne__(self, other):
         return not self == other
 
+    def __repr__(self):
+        # Ops and Types read best as their str (``Add``, ``Scale{factor=2}``) in lists
+        # and error messages; without a custom __str__, keep object's repr (and avoid
+        # the str -> repr -> str loop).
+        if type(self).__str__ is object.__str__:
+            return object.__repr__(self)
+        return str(self)
+
+
+def _slot_names(cls) -> list:
+    """Every ``__slots__`` entry along the MRO of ``cls`` (for pickling slotted classes)."""
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        names.extend(s for s in slots if s not in ("__weakref__", "__dict__") and s not in names)
+    return names
+
 
 class Scratchpad:
     """A bag of attributes (``var.tag``) where rewrites and users leave notes."""
@@ -77,6 +102,12 @@ class Scratchpad:
     def __update__(self, other):
         self.__dict__.update(other.__dict__)
         return self
+
+    def __copy__(self):
+        # copy.copy's generic reduce path costs more than the rest of a node clone.
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
 
     def __repr__(self):
         return f"scratchpad{self.__dict__}"

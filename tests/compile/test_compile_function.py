@@ -1,0 +1,316 @@
+"""function(): calls, updates, givens, the memory contract, on toy types (no tensor library)."""
+
+import numpy as np
+import pytest
+from compile_toys import add, add_inplace, exp, mul, neg, reuse, transpose, vec
+
+from theano_dag.compile import (
+    DeepCopyOp,
+    In,
+    Mode,
+    Out,
+    UnusedInputError,
+    ViewOp,
+    function,
+    shared,
+)
+from theano_dag.compile.sharedvalue import SharedVariable
+from theano_dag.engines.basic import PerformLinker
+from theano_dag.graph.fg import InconsistencyError
+
+PY = Mode(linker="py", optimizer=None)
+PY_NOGC = Mode(linker=PerformLinker(allow_gc=False), optimizer=None)
+
+
+def vshared(value, name):
+    return SharedVariable(vec, np.asarray(value, dtype="float64"), name=name)
+
+
+def test_positional_and_keyword_calls():
+    x, y = vec("x"), vec("y")
+    f = function([x, y], add(x, mul(x, y)), mode=PY)
+    np.testing.assert_allclose(f([1.0, 2.0], [3.0, 4.0]), [4.0, 10.0])
+    np.testing.assert_allclose(f(y=[3.0, 4.0], x=[1.0, 2.0]), [4.0, 10.0])
+    np.testing.assert_allclose(f([1.0, 2.0], y=[0.0, 0.0]), [1.0, 2.0])
+
+
+def test_single_output_list_output_and_none():
+    x = vec("x")
+    assert isinstance(function([x], neg(x), mode=PY)([1.0]), np.ndarray)
+    res = function([x], [neg(x)], mode=PY)([1.0])
+    assert isinstance(res, list) and len(res) == 1
+    res = function([x], [neg(x), exp(x)], mode=PY)([0.0])
+    assert [r.tolist() for r in res] == [[-0.0], [1.0]]
+    s = vshared([1.0], "s")
+    assert function([], None, updates=[(s, neg(s))], mode=PY)() is None
+    assert s.get_value().tolist() == [-1.0]
+
+
+def test_updates_swap():
+    a, b = vshared([1.0], "a"), vshared([2.0], "b")
+    f = function([], [], updates=[(a, b), (b, a)], mode=PY)
+    f()
+    assert (a.get_value()[0], b.get_value()[0]) == (2.0, 1.0)
+    f()
+    assert (a.get_value()[0], b.get_value()[0]) == (1.0, 2.0)
+
+
+def test_updates_apply_after_all_outputs():
+    s = vshared([1.0], "s")
+    f = function([], [s, add(s, s)], updates=[(s, add(s, s))], mode=PY)
+    old, doubled = f()
+    assert old.tolist() == [1.0] and doubled.tolist() == [2.0]
+    assert s.get_value().tolist() == [2.0]
+    # The returned old value is not the new storage and was not changed.
+    old2, _ = f()
+    assert old.tolist() == [1.0] and old2.tolist() == [2.0]
+
+
+def test_updates_dict_and_default_update():
+    s = vshared([1.0], "s")
+    t = vshared([5.0], "t")
+    t.default_update = add(t, t)
+    x = vec("x")
+    f = function([x], add(x, t), updates={s: add(s, x)}, mode=PY)
+    assert f([1.0]).tolist() == [6.0]
+    assert s.get_value().tolist() == [2.0] and t.get_value().tolist() == [10.0]
+    g = function([x], add(x, t), no_default_updates=True, mode=PY)
+    g([0.0])
+    assert t.get_value().tolist() == [10.0]
+    h = function([x], add(x, t), no_default_updates=[t], mode=PY)
+    h([0.0])
+    assert t.get_value().tolist() == [10.0]
+
+
+def test_bad_updates():
+    s = vshared([1.0], "s")
+    x = vec("x")
+    with pytest.raises(TypeError, match=r"update target must be a SharedVariable, got Variable: x"):
+        function([x], x, updates=[(x, neg(x))], mode=PY)
+    with pytest.raises(ValueError, match="The updates parameter must be a dict or a list of"):
+        function([], s, updates=[s, neg(s)], mode=PY)
+    with pytest.raises(ValueError, match="the shared variable s has two update expressions"):
+        function([], s, updates=[(s, neg(s)), (s, exp(s))], mode=PY)
+    from theano_dag.graph.type import Generic
+
+    with pytest.raises(TypeError) as info:
+        function([], s, updates=[(s, Generic()("z"))], mode=PY)
+    assert str(info.value) == (
+        "An update must have the same type as the shared variable it updates: s has type "
+        "Vec, its update z has type Generic"
+    )
+
+
+def test_givens_substitute():
+    x, y, z = vec("x"), vec("y"), vec("z")
+    f = function([y], add(x, x), givens={x: mul(y, y)}, mode=PY)
+    assert f([3.0]).tolist() == [18.0]
+    s = vshared([10.0], "s")
+    f = function([z], add(x, z), givens=[(x, s)], mode=PY)
+    assert f([1.0]).tolist() == [11.0]
+    # The user's graph is untouched.
+    assert add(x, x).owner.inputs[0] is x
+
+
+def test_givens_errors():
+    x, y = vec("x"), vec("y")
+    with pytest.raises(ValueError, match="givens tries to replace 'x', which is an input"):
+        function([x], neg(x), givens={x: y}, mode=PY)
+    from theano_dag.graph.type import Generic
+
+    with pytest.raises(TypeError) as info:
+        function([y], neg(x), givens={x: Generic()("w")}, mode=PY)
+    assert str(info.value) == (
+        "givens: cannot replace x (type Vec) by w (type Generic): the types must match"
+    )
+
+
+def test_unused_input():
+    x, y = vec("x"), vec("y")
+    with pytest.raises(UnusedInputError) as info:
+        function([x, y], neg(x), mode=PY)
+    assert str(info.value) == (
+        "function was asked to compute outputs from input 'y' (position 1), but that input is "
+        "not part of the graph that computes the outputs. Pass on_unused_input='warn' to make "
+        "this a warning, or 'ignore'."
+    )
+    with pytest.warns(UserWarning, match="input 'y' \\(position 1\\)"):
+        function([x, y], neg(x), mode=PY, on_unused_input="warn")
+    f = function([x, y], neg(x), mode=PY, on_unused_input="ignore")
+    assert f([1.0], [2.0]).tolist() == [-1.0]
+    with pytest.raises(ValueError, match="Invalid value for on_unused_input: 'loud'"):
+        function([x], neg(x), mode=PY, on_unused_input="loud")
+
+
+def test_bad_function_arguments():
+    x = vec("x")
+    with pytest.raises(TypeError, match="first argument must be a list of input variables"):
+        function(x, neg(x))
+    with pytest.raises(ValueError, match="Variable x is used twice in the inputs of function"):
+        function([x, x], neg(x), mode=PY)
+    s = vshared([1.0], "s")
+    with pytest.raises(TypeError, match="Cannot use a shared variable \\(s\\) as an explicit"):
+        function([s], neg(s), mode=PY)
+    with pytest.raises(TypeError, match="Outputs must be Variables or Out instances, got int"):
+        function([x], [neg(x), 3], mode=PY)
+
+
+def test_outputs_not_overwritten_by_later_call():
+    x = vec("x")
+    f = function([x], reuse(x), mode=PY_NOGC)
+    r1 = f(np.ones(2))
+    r2 = f(np.full(2, 3.0))
+    assert r1.tolist() == [2.0, 2.0] and r2.tolist() == [6.0, 6.0]
+    assert r1 is not r2
+
+
+def test_borrowed_output_may_be_overwritten():
+    x = vec("x")
+    f = function([x], Out(reuse(x), borrow=True), mode=PY_NOGC)
+    r1 = f(np.ones(2))
+    f(np.full(2, 3.0))
+    # borrow=True hands back internal storage: the next call writes into it.
+    assert r1.tolist() == [6.0, 6.0]
+
+
+def test_output_aliasing_an_input_is_copied():
+    x = vec("x")
+    f = function([x], x, mode=PY)
+    a = np.ones(2)
+    out = f(a)
+    assert out is not a and not np.shares_memory(out, a)
+    assert isinstance(f.maker.fgraph.outputs[0].owner.op, DeepCopyOp)
+    g = function([x], transpose(x), mode=PY)
+    assert not np.shares_memory(g(a), a)
+    h = function([In(x, borrow=True)], Out(transpose(x), borrow=True), mode=PY)
+    assert isinstance(h.maker.fgraph.outputs[0].owner.op, ViewOp)
+    assert np.shares_memory(h(a), a)
+
+
+def test_duplicate_outputs_do_not_alias():
+    x = vec("x")
+    y = neg(x)
+    o1, o2 = function([x], [y, y], mode=PY)([1.0])
+    assert o1 is not o2
+    o1[0] = 7.0
+    assert o2.tolist() == [-1.0]
+
+
+def test_shared_output_is_a_copy():
+    s = vshared([1.0, 2.0], "s")
+    v = function([], s, mode=PY)()
+    v[0] = 100.0
+    assert s.get_value().tolist() == [1.0, 2.0]
+
+
+def test_inplace_graph_refused_unless_accepted():
+    x, y = vec("x"), vec("y")
+    with pytest.raises(TypeError, match="Graph must not contain inplace operations"):
+        function([x, y], add_inplace(x, y), mode=PY)
+    with pytest.raises(InconsistencyError, match="Trying to destroy a protected Variable"):
+        function([x, y], add_inplace(x, y), mode=PY, accept_inplace=True)
+
+
+def test_mutable_input_may_be_destroyed_others_not():
+    x, y = vec("x"), vec("y")
+    f = function([In(x, mutable=True), y], add_inplace(x, y), mode=PY, accept_inplace=True)
+    a, b = np.ones(2), np.full(2, 2.0)
+    out = f(a, b)
+    assert out.tolist() == [3.0, 3.0]
+    assert a.tolist() == [3.0, 3.0]  # declared mutable: overwritten
+    assert b.tolist() == [2.0, 2.0]
+
+
+def test_inputs_not_modified_by_a_plain_function():
+    x = vec("x")
+    f = function([x], neg(add(x, x)), mode=PY)
+    a = np.array([1.0, 2.0])
+    f(a)
+    assert a.tolist() == [1.0, 2.0]
+
+
+def test_in_value_defaults_and_state():
+    x, y = vec("x"), vec("y")
+    f = function([x, In(y, value=[10.0])], add(x, y), mode=PY)
+    assert f([1.0]).tolist() == [11.0]
+    assert f([1.0], [1.0]).tolist() == [2.0]
+    assert f([1.0]).tolist() == [11.0]  # the default is refed
+    assert f["y"].tolist() == [10.0]
+    f["y"] = [0.5]
+    assert f([1.0]).tolist() == [1.5]
+    # An In with a value and an update is state kept by the function.
+    acc = vec("acc")
+    g = function([x, In(acc, value=[0.0], update=add(acc, x))], acc, mode=PY)
+    assert g([1.0]).tolist() == [0.0]
+    assert g([2.0]).tolist() == [1.0]
+    assert g["acc"].tolist() == [3.0]
+
+
+def test_copy_has_own_storage_and_shares_shared():
+    s = vshared([0.0], "s")
+    x = vec("x")
+    f = function([x], s, updates=[(s, add(s, x))], mode=PY, name="f")
+    g = f.copy()
+    assert g.name == "f copy" and g.maker.fgraph is not f.maker.fgraph
+    f([1.0])
+    g([2.0])
+    assert s.get_value().tolist() == [3.0]
+    h = f.copy(delete_updates=True)
+    h([5.0])
+    assert s.get_value().tolist() == [3.0]
+    t = vshared([100.0], "t")
+    k = f.copy(swap={s: t})
+    k([1.0])
+    assert t.get_value().tolist() == [101.0] and s.get_value().tolist() == [3.0]
+
+
+def test_runtime_error_through_function():
+    from compile_toys import Elem
+
+    def bad(a):
+        raise FloatingPointError("overflow here")
+
+    x = vec("x")
+    f = function([x], Elem(bad)(neg(x)), mode=PY, name="f")
+    with pytest.raises(FloatingPointError) as info:
+        f(np.zeros(3))
+    assert str(info.value) == (
+        "overflow here\n"
+        "Apply node that caused the error: bad(negative.0)\n"
+        "Toposort index: 1\n"
+        "Inputs types: [Vec]\n"
+        "Inputs shapes and dtypes: [(3,) float64]"
+    )
+    # The function still works after an error.
+    g = function([x], neg(x), mode=PY)
+    assert g([1.0]).tolist() == [-1.0]
+
+
+def test_deep_chain_compiles_and_runs():
+    x = vec("x")
+    v = x
+    for _ in range(5000):
+        v = add(v, x)
+    f = function([x], v, mode=PY)
+    assert f([1.0]).tolist() == [5001.0]
+
+
+def test_optimizer_is_called_with_the_fgraph():
+    seen = []
+
+    class Recorder:
+        def optimize(self, fgraph):
+            seen.append(len(fgraph.apply_nodes))
+
+    x = vec("x")
+    f = function([x], neg(neg(x)), mode=Mode(linker="py", optimizer=Recorder()))
+    assert seen == [2] and f([1.0]).tolist() == [1.0]
+
+
+def test_shared_generic_value():
+    s = shared({"a": 1}, name="s")
+    got = s.get_value()
+    got["a"] = 2
+    assert s.get_value() == {"a": 1}
+    s.get_value(borrow=True)["a"] = 3
+    assert s.get_value() == {"a": 3}

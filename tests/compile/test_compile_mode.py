@@ -1,0 +1,183 @@
+"""Mode, the optimizer/linker registries, and get_mode."""
+
+import pytest
+from compile_toys import neg, vec
+
+from theano_dag.compile import function
+from theano_dag.compile import mode as mode_mod
+from theano_dag.compile.mode import (
+    FAST_COMPILE,
+    FAST_RUN,
+    Mode,
+    PerformOnly,
+    get_linker,
+    get_mode,
+    register_linker,
+    register_mode,
+    register_optimizer,
+)
+from theano_dag.config import config
+from theano_dag.engines.basic import PerformLinker
+
+
+@pytest.fixture
+def registries(monkeypatch):
+    """Fresh copies of the registries, so tests do not leak registrations."""
+    monkeypatch.setattr(mode_mod, "predefined_linkers", dict(mode_mod.predefined_linkers))
+    monkeypatch.setattr(mode_mod, "predefined_optimizers", dict(mode_mod.predefined_optimizers))
+    monkeypatch.setattr(mode_mod, "predefined_modes", dict(mode_mod.predefined_modes))
+    monkeypatch.setattr(mode_mod, "_OPTDB", [])
+
+
+class FakeQuery:
+    """What the optimizer database's Query looks like to Mode."""
+
+    def __init__(self, include=(), exclude=()):
+        self.include, self.exclude = tuple(include), tuple(exclude)
+
+    def including(self, *tags):
+        return FakeQuery(self.include + tags, self.exclude)
+
+    def excluding(self, *tags):
+        return FakeQuery(self.include, self.exclude + tags)
+
+    def requiring(self, *tags):
+        return FakeQuery(self.include + tuple(f"req:{t}" for t in tags), self.exclude)
+
+
+class FakeDB:
+    def __init__(self):
+        self.queries = []
+
+    def query(self, q):
+        self.queries.append(q)
+        db = self
+
+        class Opt:
+            def optimize(self, fgraph):
+                db.ran = (q.include, q.exclude, len(fgraph.apply_nodes))
+
+        return Opt()
+
+
+def test_predefined_modes():
+    assert get_mode("PerformOnly") is PerformOnly
+    assert get_mode("FAST_RUN") is FAST_RUN and get_mode("FAST_COMPILE") is FAST_COMPILE
+    assert PerformOnly.optimizer is None
+    assert isinstance(PerformOnly.linker, PerformLinker)
+    # Each access gives a fresh linker: functions never share one.
+    assert PerformOnly.linker is not PerformOnly.linker
+
+
+def test_get_mode_errors():
+    with pytest.raises(ValueError, match="Unknown mode 'FASTEST'; registered modes: "):
+        get_mode("FASTEST")
+    with pytest.raises(TypeError, match="mode must be a Mode or a mode name, got int: 3"):
+        get_mode(3)
+
+
+def test_default_linker_follows_config():
+    m = Mode(optimizer=None)
+    with config.change_flags(linker="py"):
+        assert isinstance(m.linker, PerformLinker)
+    assert str(m) == "Mode(linker=None, optimizer=None)"
+
+
+def test_unknown_linker(registries):
+    with pytest.raises(ValueError, match="Unknown linker 'warp'; registered linkers: "):
+        _ = Mode(linker="warp", optimizer=None).linker
+
+
+def test_register_linker(registries):
+    register_linker("py_nogc", lambda: PerformLinker(allow_gc=False))
+    assert get_linker("py_nogc").allow_gc is False
+    with pytest.raises(ValueError, match="Linker name already taken: 'py_nogc'"):
+        register_linker("py_nogc", PerformLinker)
+    register_linker("py_nogc", PerformLinker(allow_gc=True), override=True)
+    lk = get_linker("py_nogc")
+    assert lk.allow_gc is True and lk is not mode_mod.predefined_linkers["py_nogc"]
+
+
+def test_cpu_linker_falls_back_to_reference(registries):
+    mode_mod.predefined_linkers.pop("cpu", None)
+    assert isinstance(get_linker("cpu"), PerformLinker)
+
+
+def test_optimizer_registry_and_tags(registries):
+    db = FakeDB()
+    mode_mod.register_optdb(db)
+    register_optimizer("fast_run", FakeQuery(include=["fast_run"]), override=True)
+    m = Mode(linker="py", optimizer="fast_run")
+    m2 = m.excluding("fusion").including("fast_compile")
+    assert m.provided_optimizer == "fast_run"  # the original is unchanged
+    assert m2.provided_optimizer.include == ("fast_run", "fast_compile")
+    assert m2.provided_optimizer.exclude == ("fusion",)
+    x = vec("x")
+    f = function([x], neg(x), mode=m2)
+    assert db.ran == (("fast_run", "fast_compile"), ("fusion",), 1)
+    assert f([1.0]).tolist() == [-1.0]
+    assert m.requiring("stable").provided_optimizer.include == ("fast_run", "req:stable")
+
+
+def test_optimizer_name_errors(registries):
+    with pytest.raises(ValueError, match="Unknown optimizer 'turbo'; registered optimizers: "):
+        _ = Mode(linker="py", optimizer="turbo").optimizer
+    with pytest.raises(ValueError, match="Optimizer name already taken: 'mine'"):
+        register_optimizer("mine", None)
+        register_optimizer("mine", None)
+
+
+def test_optimizer_factory_is_called_once(registries):
+    calls = []
+
+    class Opt:
+        def optimize(self, fgraph):
+            pass
+
+    def factory():
+        calls.append(1)
+        return Opt()
+
+    register_optimizer("lazy", factory)
+    m = Mode(linker="py", optimizer="lazy")
+    assert isinstance(m.optimizer, Opt) and isinstance(m.optimizer, Opt)
+    assert calls == [1]
+
+
+def test_tags_on_a_non_query_optimizer(registries):
+    class Opt:
+        def optimize(self, fgraph):
+            pass
+
+    with pytest.raises(TypeError, match="Mode.including: the optimizer .* is not a query"):
+        Mode(linker="py", optimizer=Opt()).including("fast_run")
+    # With no optimizer there is nothing to include or exclude: same mode back.
+    assert PerformOnly.excluding("x").optimizer is None
+
+
+def test_register_mode_and_default_mode_flags(registries):
+    seen = []
+
+    class Opt:
+        def __init__(self, tags=()):
+            self.tags = tags
+
+        def including(self, *t):
+            seen.append(("in", t))
+            return Opt(self.tags + t)
+
+        def excluding(self, *t):
+            seen.append(("ex", t))
+            return Opt(self.tags + t)
+
+    register_mode("MINE", Mode(linker="py", optimizer=Opt()))
+    with pytest.raises(ValueError, match="Mode name already taken: 'MINE'"):
+        register_mode("MINE", PerformOnly)
+    # config.mode only takes the standard names: stand one in for the test.
+    register_mode("PerformOnly", mode_mod.predefined_modes["MINE"], override=True)
+    with config.change_flags(
+        mode="PerformOnly", optimizer_excluding="a:b", optimizer_including="c"
+    ):
+        m = get_mode(None)
+    assert seen == [("ex", ("a", "b")), ("in", ("c",))]
+    assert m.provided_optimizer.tags == ("a", "b", "c")

@@ -1,0 +1,744 @@
+"""The optimizer framework on toy ops: global/local optimizers, navigators, merge,
+PatternSub, failure rollback, the loop guard and profiles."""
+
+import io
+import time
+import warnings
+
+import pytest
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Constant, equal_computations, is_same_graph
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.toolbox import ReplaceValidate
+from theano_dag.opt import (
+    ChangeLog,
+    EquilibriumOptimizer,
+    LocalOptGroup,
+    LocalOptimizer,
+    MaxUseRatioExceeded,
+    MergeOptimizer,
+    OpKeyOptimizer,
+    OpRemove,
+    OpSub,
+    OptimizationAbort,
+    OptimizationWarning,
+    Optimizer,
+    PatternSub,
+    SeqOptimizer,
+    TopoOptimizer,
+    in2out,
+    local_optimizer,
+    merge_optimizer,
+    optimizer,
+    out2in,
+    print_profile,
+)
+
+from .toy_ops import (
+    ToyDiv,
+    ToyMul,
+    ToyNeg,
+    ToyScale,
+    add,
+    const,
+    div,
+    double,
+    exp,
+    fgraph_eval,
+    identity,
+    log,
+    mul,
+    neg,
+    sub,
+    to_int,
+    toy_pass,
+)
+
+
+@pytest.fixture
+def xyz():
+    return double("x"), double("y"), double("z")
+
+
+def same(fg, expected, givens=None):
+    """The single output of ``fg`` computes ``expected`` (built on fg's own inputs)."""
+    fg.check_integrity()
+    return is_same_graph(fg.outputs[0], expected, givens)
+
+
+# ---------------------------------------------------------------------------
+# The tutorial's rule, written three ways
+
+
+class Simplify(Optimizer):
+    def add_requirements(self, fgraph):
+        fgraph.attach_feature(ReplaceValidate())
+
+    def apply(self, fgraph):
+        for node in fgraph.toposort():
+            if node.op == div:
+                x, y = node.inputs
+                z = node.outputs[0]
+                if x.owner and x.owner.op == mul:
+                    a, b = x.owner.inputs
+                    if y is a:
+                        fgraph.replace_validate(z, b)
+                    elif y is b:
+                        fgraph.replace_validate(z, a)
+
+
+class LocalSimplify(LocalOptimizer):
+    """Written for Theano 1.0: transform(self, node) and tracks() returning []."""
+
+    def transform(self, node):
+        if node.op == div:
+            x, y = node.inputs
+            if x.owner and x.owner.op == mul:
+                a, b = x.owner.inputs
+                if y is a:
+                    return [b]
+                elif y is b:
+                    return [a]
+        return False
+
+    def tracks(self):
+        return []
+
+
+def test_global_simplify(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y, z], [add(z, mul(div(mul(y, x), y), div(z, x)))])
+    Simplify().optimize(fg)
+    X, Y, Z = fg.inputs
+    assert same(fg, add(Z, mul(X, div(Z, X))))
+    assert fgraph_eval(fg, [2.0, 3.0, 5.0]) == [5.0 + 2.0 * (5.0 / 2.0)]
+
+
+def test_merge_then_simplify(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y, z], [div(mul(add(y, z), x), add(y, z))])
+    Simplify().optimize(fg)
+    assert len(fg.apply_nodes) == 4  # add(y, z) is not add(y, z): nothing happens
+    prof = merge_optimizer.optimize(fg)
+    assert prof.merged == 1 and len(fg.apply_nodes) == 3
+    assert str(fg) == "FunctionGraph(ToyDiv(ToyMul(*1 -> ToyAdd(y, z), x), *1))"
+    Simplify().optimize(fg)
+    assert fg.outputs[0] is fg.inputs[0]
+
+
+def test_local_simplify_theano_1_signature(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y, z], [add(z, mul(div(mul(y, x), y), div(z, x)))])
+    lopt = LocalSimplify()
+    assert lopt.transform(fg.outputs[0].owner) is False  # callable with the node only
+    TopoOptimizer(lopt).optimize(fg)
+    X, Y, Z = fg.inputs
+    assert same(fg, add(Z, mul(X, div(Z, X))))
+
+
+def test_local_optimizer_decorator_both_signatures(xyz):
+    x, y, z = xyz
+
+    @local_optimizer([ToyNeg])
+    def local_neg_neg(fgraph, node):
+        inner = node.inputs[0].owner
+        if inner is not None and inner.op == neg:
+            return [inner.inputs[0]]
+        return False
+
+    @local_optimizer([ToyNeg])
+    def local_neg_neg_old(node):  # Theano 1.0 style: the node only
+        return local_neg_neg.transform(None, node)
+
+    for lopt in (local_neg_neg, local_neg_neg_old):
+        fg = FunctionGraph([x], [exp(neg(neg(x)))])
+        in2out(lopt).optimize(fg)
+        assert same(fg, exp(fg.inputs[0]))
+    assert local_neg_neg.tracks() == [ToyNeg]
+    assert str(local_neg_neg) == "local_neg_neg"
+
+
+def test_local_optimizer_decorator_checks_tracks():
+    with pytest.raises(ValueError, match="use None instead of an empty list"):
+        local_optimizer([])(lambda fgraph, node: False)
+    with pytest.raises(ValueError, match="tracks must be Op classes or Op instances, got 3"):
+        local_optimizer([3])(lambda fgraph, node: False)
+
+
+def test_tracks_filter_and_subclasses(xyz):
+    x, y, z = xyz
+    seen = []
+
+    @local_optimizer([ToyMul])
+    def spy(fgraph, node):
+        seen.append(node.op)
+        return False
+
+    fg = FunctionGraph([x, y], [add(mul(x, y), div(x, y))])
+    TopoOptimizer(spy).optimize(fg)
+    assert seen == [mul]
+
+    class MyMul(ToyMul):  # a subclass of a tracked class is tracked too
+        __props__ = ()
+
+    seen.clear()
+    fg = FunctionGraph([x, y], [MyMul()(x, y)])
+    TopoOptimizer(spy).optimize(fg)
+    assert len(seen) == 1
+
+
+def test_topo_order(xyz):
+    x, y, z = xyz
+    order = []
+
+    @local_optimizer(None)
+    def spy(fgraph, node):
+        order.append(str(node.op))
+        return False
+
+    fg = FunctionGraph([x], [log(exp(neg(x)))])
+    TopoOptimizer(spy, order="in_to_out").optimize(fg)
+    assert order == ["ToyNeg", "ToyExp", "ToyLog"]
+    order.clear()
+    TopoOptimizer(spy, order="out_to_in").optimize(fg)
+    assert order == ["ToyLog", "ToyExp", "ToyNeg"]
+    with pytest.raises(ValueError, match="order must be 'out_to_in' or 'in_to_out'"):
+        TopoOptimizer(spy, order="sideways")
+
+
+def test_topo_visits_new_nodes_unless_ignore_newtrees(xyz):
+    x, y, z = xyz
+
+    # scale(2k)(x) -> scale(2)(scale(k)(x)): a rule that matches a node it creates.
+    @local_optimizer([ToyScale])
+    def halve(fgraph, node):
+        f = node.op.factor
+        if f > 2 and f % 2 == 0:
+            return [ToyScale(2)(ToyScale(f // 2)(node.inputs[0]))]
+        return False
+
+    fg = FunctionGraph([x], [ToyScale(16)(x)])
+    TopoOptimizer(halve, ignore_newtrees=False).optimize(fg)
+    assert len(fg.apply_nodes) == 4 and fgraph_eval(fg, [1.0]) == [16.0]
+    fg = FunctionGraph([x], [ToyScale(16)(x)])
+    TopoOptimizer(halve, ignore_newtrees=True).optimize(fg)
+    assert len(fg.apply_nodes) == 2 and fgraph_eval(fg, [1.0]) == [16.0]
+
+
+def test_navigator_helpers_group(xyz):
+    x, y, z = xyz
+    neg_neg = PatternSub((neg, (neg, "x")), "x")
+    mul_one = PatternSub((mul, "x", 1.0), "x")
+    nav = out2in(neg_neg, mul_one, name="simplify_stuff")
+    assert isinstance(nav.local_opt, LocalOptGroup) and nav.order == "out_to_in"
+    assert str(nav) == "simplify_stuff"
+    fg = FunctionGraph([x], [exp(mul(neg(neg(x)), 1.0))])
+    nav.optimize(fg)
+    assert same(fg, exp(fg.inputs[0]))
+    assert str(in2out(neg_neg)) == str(neg_neg)
+
+
+def test_opsub_opremove(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y], [div(add(x, y), add(y, x))])
+    TopoOptimizer(OpSub(add, mul)).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, div(mul(X, Y), mul(Y, X)))
+
+    fg = FunctionGraph([x], [exp(identity(identity(x)))])
+    TopoOptimizer(OpRemove(identity)).optimize(fg)
+    assert same(fg, exp(fg.inputs[0]))
+
+    a, b = toy_pass(x, y)
+    fg = FunctionGraph([x, y], [sub(a, b)])
+    TopoOptimizer(OpRemove(toy_pass)).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, sub(X, Y))
+    assert fgraph_eval(fg, [5.0, 3.0]) == [2.0]
+
+
+def test_opkey_optimizer(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y], [add(identity(x), identity(mul(x, y)))])
+    OpKeyOptimizer(OpRemove(identity)).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, add(X, mul(X, Y)))
+    with pytest.raises(TypeError, match="op_key"):
+        OpKeyOptimizer(local_optimizer(None)(lambda fg, node: False))
+
+
+def test_local_opt_group_first_wins_and_apply_all(xyz):
+    x, y, z = xyz
+    r1 = PatternSub((ToyScale(4), "x"), (ToyScale(2), (ToyScale(2), "x")), name="four")
+    r2 = PatternSub((ToyScale(2), "x"), (add, "x", "x"), name="two")
+    group = LocalOptGroup(r1, r2)
+    fg = FunctionGraph([x], [ToyScale(4)(x)])
+    out = group.transform(fg, fg.outputs[0].owner)
+    assert out[0].owner.op == ToyScale(2)  # r1 applied, then the group returned
+    group_all = LocalOptGroup(r1, r2, apply_all_opts=True)
+    out = group_all.transform(fg, fg.outputs[0].owner)
+    assert out[0].owner.op == add  # r1, then r2 on the node r1 made
+    with pytest.raises(TypeError, match="is not a LocalOptimizer"):
+        LocalOptGroup(r1, "r2")
+
+
+def test_dict_and_none_replacements(xyz):
+    x, y, z = xyz
+    a, b = toy_pass(x, y)
+
+    @local_optimizer([type(toy_pass)])
+    def first_only(fgraph, node):
+        # Output 1 is unused: it may be dropped with None.
+        return [node.inputs[0], None]
+
+    fg = FunctionGraph([x, y], [exp(a)])
+    TopoOptimizer(first_only).optimize(fg)
+    assert same(fg, exp(fg.inputs[0]))
+
+    @local_optimizer([type(toy_pass)])
+    def second_by_dict(fgraph, node):
+        return {node.outputs[1]: node.inputs[1]}
+
+    fg = FunctionGraph([x, y], [add(a, b)])
+    TopoOptimizer(second_by_dict).optimize(fg)
+    A = fg.outputs[0].owner.inputs[0]
+    assert A.owner.op == toy_pass and fg.outputs[0].owner.inputs[1] is fg.inputs[1]
+
+
+# ---------------------------------------------------------------------------
+# PatternSub
+
+
+def test_patternsub_tutorial_rules(xyz):
+    x, y, z = xyz
+    s1 = PatternSub((div, (mul, "x", "y"), "y"), "x")
+    s2 = PatternSub((div, (mul, "x", "y"), "x"), "y")
+    fg = FunctionGraph([x, y, z], [add(div(mul(x, y), y), div(mul(z, y), z))])
+    TopoOptimizer(LocalOptGroup(s1, s2)).optimize(fg)
+    X, Y, Z = fg.inputs
+    assert same(fg, add(X, Y))
+    assert str(s1) == "ToyDiv(ToyMul(x, y), y) -> x"
+
+
+def test_patternsub_repeated_variable_must_match_same(xyz):
+    x, y, z = xyz
+    s1 = PatternSub((div, (mul, "x", "y"), "y"), "x")
+    fg = FunctionGraph([x, y, z], [div(mul(x, y), z)])
+    TopoOptimizer(s1).optimize(fg)
+    X, Y, Z = fg.inputs
+    assert same(fg, div(mul(X, Y), Z))  # y != z: no match
+
+
+def test_patternsub_nested_and_output_ops(xyz):
+    x, y, z = xyz
+    # exp(log(x) + log(y)) -> x * y
+    rule = PatternSub((exp, (add, (log, "a"), (log, "b"))), (mul, "a", "b"))
+    fg = FunctionGraph([x, y], [neg(exp(add(log(x), log(y))))])
+    TopoOptimizer(rule).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, neg(mul(X, Y)))
+    assert fgraph_eval(fg, [2.0, 3.0]) == [-6.0]
+
+
+def test_patternsub_constraint(xyz):
+    x, y, z = xyz
+    positive = {"pattern": "c", "constraint": lambda v: isinstance(v, Constant) and v.data > 0}
+    rule = PatternSub((log, (mul, positive, "x")), (add, (log, "c"), (log, "x")))
+    fg = FunctionGraph([x], [add(log(mul(const(2.0), x)), log(mul(const(-2.0), x)))])
+    TopoOptimizer(rule).optimize(fg)
+    (X,) = fg.inputs
+    out = fg.outputs[0].owner
+    assert is_same_graph(out.inputs[0], add(log(const(2.0)), log(X)))
+    assert is_same_graph(out.inputs[1], log(mul(const(-2.0), X)))
+
+    seen = []
+
+    def two_args(fgraph, v):  # the (fgraph, expr) form of a constraint
+        seen.append(fgraph)
+        return True
+
+    rule2 = PatternSub((neg, {"pattern": "x", "constraint": two_args}), "x")
+    fg = FunctionGraph([x], [exp(neg(x))])
+    TopoOptimizer(rule2).optimize(fg)
+    assert seen == [fg] and same(fg, exp(fg.inputs[0]))
+
+
+def test_patternsub_multiple_clients(xyz):
+    x, y, z = xyz
+    m = mul(x, y)
+    outs = [div(m, y), exp(m)]  # mul(x, y) has two clients
+    rule = PatternSub((div, (mul, "x", "y"), "y"), "x")
+    fg = FunctionGraph([x, y], outs)
+    TopoOptimizer(rule).optimize(fg)
+    assert fg.outputs[0].owner.op == div
+    rule_mc = PatternSub((div, (mul, "x", "y"), "y"), "x", allow_multiple_clients=True)
+    fg = FunctionGraph([x, y], outs)
+    TopoOptimizer(rule_mc).optimize(fg)
+    assert fg.outputs[0] is fg.inputs[0]
+    # A dict sub-pattern can allow it for one place only.
+    rule_dict = PatternSub(
+        (div, {"pattern": (mul, "x", "y"), "allow_multiple_clients": True}, "y"), "x"
+    )
+    fg = FunctionGraph([x, y], outs)
+    TopoOptimizer(rule_dict).optimize(fg)
+    assert fg.outputs[0] is fg.inputs[0]
+
+
+def test_patternsub_constants(xyz):
+    x, y, z = xyz
+    times_one = PatternSub((mul, "x", 1), "x")
+    times_zero = PatternSub((mul, "x", const(0.0)), const(0.0))
+    fg = FunctionGraph([x], [add(mul(x, 1.0), mul(exp(x), 0.0))])
+    TopoOptimizer(LocalOptGroup(times_one, times_zero)).optimize(fg)
+    out = fg.outputs[0].owner
+    assert out.inputs[0] is fg.inputs[0]
+    assert isinstance(out.inputs[1], Constant) and out.inputs[1].data == 0.0
+    fg = FunctionGraph([x], [mul(x, 2.0)])
+    TopoOptimizer(times_one).optimize(fg)
+    assert fg.outputs[0].owner.op == mul
+    # A number as the whole output pattern becomes a constant of the output type.
+    zero = PatternSub((sub, "x", "x"), 0.0)
+    fg = FunctionGraph([x], [exp(sub(x, x))])
+    TopoOptimizer(zero).optimize(fg)
+    c = fg.outputs[0].owner.inputs[0]
+    assert isinstance(c, Constant) and c.data == 0.0
+
+
+def test_patternsub_skip_identities(xyz):
+    x, y, z = xyz
+
+    def skip(v):
+        return v.owner.inputs[0] if v.owner is not None and v.owner.op == identity else None
+
+    rule = PatternSub((neg, (neg, "x")), "x", skip_identities_fn=skip)
+    fg = FunctionGraph([x], [exp(neg(identity(neg(x))))])
+    TopoOptimizer(rule).optimize(fg)
+    assert same(fg, exp(fg.inputs[0]))
+
+
+@pytest.mark.parametrize(
+    "in_pattern, out_pattern, error, match",
+    [
+        ("x", "x", TypeError, "must start with an Op"),
+        ((div, "x"), "y", ValueError, r"uses \['y'\], which the input pattern does not define"),
+        ({"pat": (div, "x")}, "x", TypeError, "expected key 'pattern'"),
+        ((div, [1, 2]), "x", TypeError, "must start with an Op"),
+        ((div, "x", object()), "x", TypeError, "is not a tuple, dict, string"),
+        ((div, "x", "y"), {"pattern": "x"}, TypeError, "output pattern cannot contain a dict"),
+    ],
+)
+def test_patternsub_bad_patterns(in_pattern, out_pattern, error, match):
+    with pytest.raises(error, match=match):
+        PatternSub(in_pattern, out_pattern)
+
+
+# ---------------------------------------------------------------------------
+# Merge
+
+
+def test_merge_identical_constants(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x], [add(mul(x, const(2.0)), div(x, const(2.0)))])
+    consts = {v for v in fg.variables if isinstance(v, Constant)}
+    assert len(consts) == 2
+    prof = MergeOptimizer().optimize(fg)
+    consts = {v for v in fg.variables if isinstance(v, Constant)}
+    assert len(consts) == 1 and prof.constants == 1
+    fg.check_integrity()
+    assert fgraph_eval(fg, [4.0]) == [4.0 * 2 + 4.0 / 2]
+
+
+def test_merge_cascades_and_keeps_different_ops(xyz):
+    x, y, z = xyz
+    # Two copies of exp(x * 2) + y merge completely; exp vs log do not.
+    a = add(exp(mul(x, const(2.0))), y)
+    b = add(exp(mul(x, const(2.0))), y)
+    c = add(log(mul(x, const(2.0))), y)
+    fg = FunctionGraph([x, y], [a, b, c])
+    merge_optimizer.optimize(fg)
+    assert fg.outputs[0] is fg.outputs[1]
+    assert fg.outputs[2] is not fg.outputs[0]
+    assert len(fg.apply_nodes) == 5  # mul, exp, add, log, add
+    fg.check_integrity()
+    # Ops with different props are different computations.
+    fg = FunctionGraph([x], [add(ToyScale(2)(x), ToyScale(3)(x))])
+    merge_optimizer.optimize(fg)
+    assert len(fg.apply_nodes) == 3
+
+
+def test_merge_wide(xyz):
+    x, y, z = xyz
+    n = 500
+    outs = [add(ToyScale(i)(x), y) for i in range(n)] * 1 + [add(ToyScale(i)(x), y)
+                                                             for i in range(n)]
+    fg = FunctionGraph([x, y], outs)
+    merge_optimizer.optimize(fg)
+    assert len(fg.apply_nodes) == 2 * n
+    assert all(fg.outputs[i] is fg.outputs[i + n] for i in range(n))
+
+
+def test_merge_is_linear():
+    # Two copies of a chain of n nodes collapse node by node: the merges cascade
+    # through the feature's index, with no rescan of the graph per merge.
+    def build(n):
+        x, y = double("x"), double("y")
+        a, b = x, x
+        for i in range(n):
+            a = add(mul(a, y), const(float(i % 7)))
+            b = add(mul(b, y), const(float(i % 7)))
+        return FunctionGraph([x, y], [a, b], clone=False)
+
+    times = {}
+    for n in (1000, 8000):
+        fg = build(n)
+        t0 = time.perf_counter()
+        merge_optimizer.optimize(fg)
+        times[n] = time.perf_counter() - t0
+        assert fg.outputs[0] is fg.outputs[1]
+        assert len(fg.apply_nodes) == 2 * n
+        assert len([v for v in fg.variables if isinstance(v, Constant)]) == 7
+    # 8x the nodes: linear is ~8x the time; quadratic would be ~64x.
+    assert times[8000] < 25 * times[1000] + 0.05, times
+
+
+# ---------------------------------------------------------------------------
+# EquilibriumOptimizer
+
+
+def test_equilibrium_reaches_fixpoint(xyz):
+    x, y, z = xyz
+    rules = [
+        PatternSub((neg, (neg, "x")), "x", name="neg_neg"),
+        PatternSub((mul, "x", 1.0), "x", name="mul_one"),
+        PatternSub((log, (exp, "x")), "x", name="log_exp"),
+    ]
+    e = x
+    for _ in range(30):
+        e = log(exp(neg(neg(mul(e, 1.0)))))
+    fg = FunctionGraph([x, y], [add(e, y)])
+    before = fgraph_eval(fg, [1.5, 2.0])
+    prof = EquilibriumOptimizer(rules, max_use_ratio=4).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, add(X, Y))
+    assert fgraph_eval(fg, [1.5, 2.0]) == before
+    assert prof.changes == 90
+    out = io.StringIO()
+    print_profile(prof, out)
+    text = out.getvalue()
+    assert "neg_neg" in text and "mul_one" in text and "log_exp" in text
+    assert "- 30 -" in text  # each rule applied 30 times
+
+
+def test_equilibrium_with_global_and_cleanup(xyz):
+    x, y, z = xyz
+    rule = PatternSub((div, (mul, "x", "y"), "x"), "y")
+    fg = FunctionGraph([x, y, z], [div(mul(add(y, z), x), add(y, z))])
+    EquilibriumOptimizer([rule], max_use_ratio=4, cleanup_optimizers=[MergeOptimizer()]
+                         ).optimize(fg)
+    assert fg.outputs[0] is fg.inputs[0]
+    fg = FunctionGraph([x, y, z], [div(mul(add(y, z), x), add(y, z))])
+    EquilibriumOptimizer([rule, MergeOptimizer()], max_use_ratio=4).optimize(fg)
+    assert fg.outputs[0] is fg.inputs[0]
+
+
+def test_equilibrium_only_revisits_what_changed():
+    # 2000 independent exp(x_i) nodes and one neg(neg(x)): after the first pass only
+    # the rewritten corner is visited again.
+    xs = [double(f"x{i}") for i in range(2000)]
+    outs = [exp(v) for v in xs] + [neg(neg(xs[0]))]
+    fg = FunctionGraph(xs, outs, clone=False)
+    calls = []
+
+    @local_optimizer(None)
+    def spy(fgraph, node):
+        calls.append(node)
+        return False
+
+    rule = PatternSub((neg, (neg, "x")), "x")
+    prof = EquilibriumOptimizer([rule, spy], max_use_ratio=2).optimize(fg)
+    assert fg.outputs[-1] is xs[0]
+    # The rule removed the neg nodes before spy saw them; the exp nodes were seen once
+    # (a navigator that re-walks the graph each round would have called spy 4000 times).
+    assert len(calls) == 2000 and len(set(calls)) == 2000
+    assert prof.rounds == 2
+
+
+@local_optimizer([type(add)])
+def commute(fgraph, node):
+    a, b = node.inputs
+    return [add(b, a)]
+
+
+def test_equilibrium_loop_guard_reports_rule(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y], [exp(add(x, y))])
+    eq = EquilibriumOptimizer([commute], max_use_ratio=3)
+    with config.change_flags(on_opt_error="warn"):
+        with pytest.warns(OptimizationWarning, match="rule 'commute' was applied 7 times"):
+            prof = eq.optimize(fg)
+    assert "commute" in prof.looped
+    fg.check_integrity()
+    assert fgraph_eval(fg, [1.0, 2.0]) == fgraph_eval(FunctionGraph([x, y], [exp(add(x, y))]),
+                                                       [1.0, 2.0])
+    with config.change_flags(on_opt_error="raise"):
+        with pytest.raises(MaxUseRatioExceeded, match="'commute'.*probably loops"):
+            eq.optimize(FunctionGraph([x, y], [exp(add(x, y))]))
+    with config.change_flags(on_opt_error="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eq.optimize(FunctionGraph([x, y], [exp(add(x, y))]))
+
+
+def test_equilibrium_rejects_bad_ratio():
+    with pytest.raises(ValueError, match="max_use_ratio must be > 0"):
+        EquilibriumOptimizer([commute], max_use_ratio=0)
+
+
+# ---------------------------------------------------------------------------
+# Failures are reported and rolled back
+
+
+@optimizer
+def half_done_then_fail(fgraph):
+    """Replaces one node, then raises: the replacement must be undone."""
+    node = next(n for n in fgraph.toposort() if n.op == mul)
+    fgraph.replace(node.outputs[0], node.inputs[0])
+    raise RuntimeError("boom in the middle")
+
+
+def test_failing_global_optimizer_is_rolled_back(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y], [exp(mul(x, y))])
+    expected = fg.outputs[0]
+    original = [exp(mul(*fg.inputs))]
+    seq = SeqOptimizer(half_done_then_fail, merge_optimizer)
+    with config.change_flags(on_opt_error="warn"):
+        with pytest.warns(
+            OptimizationWarning,
+            match="Optimization half_done_then_fail failed and was rolled back: "
+            "RuntimeError: boom in the middle",
+        ):
+            prof = seq.optimize(fg)
+    fg.check_integrity()
+    assert fg.outputs[0] is expected
+    assert equal_computations(fg.outputs, original)
+    assert any(row[0] == "half_done_then_fail" and row[-1] for row in prof.rows)
+    assert any(row[0] == "MergeOptimizer" for row in prof.rows)  # the next one still ran
+
+    with config.change_flags(on_opt_error="raise"):
+        with pytest.raises(RuntimeError, match="boom in the middle"):
+            seq.optimize(fg)
+    fg.check_integrity()
+    assert equal_computations(fg.outputs, original)
+
+    with config.change_flags(on_opt_error="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        seq.optimize(fg)
+    assert equal_computations(fg.outputs, original)
+
+
+def test_optimization_abort_always_propagates(xyz):
+    x, y, z = xyz
+
+    @optimizer
+    def abort(fgraph):
+        raise OptimizationAbort("stop everything")
+
+    fg = FunctionGraph([x], [exp(x)])
+    with config.change_flags(on_opt_error="ignore"):
+        with pytest.raises(OptimizationAbort):
+            SeqOptimizer(abort).optimize(fg)
+
+
+def test_failing_local_optimizer_is_reported_others_apply(xyz):
+    x, y, z = xyz
+
+    @local_optimizer([ToyDiv])
+    def broken(fgraph, node):
+        raise ZeroDivisionError("bad rule")
+
+    good = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
+    fg = FunctionGraph([x, y], [div(neg(neg(x)), y)])
+    with config.change_flags(on_opt_error="warn"):
+        with pytest.warns(OptimizationWarning, match=r"broken failed on node ToyDiv.*bad rule"):
+            EquilibriumOptimizer([broken, good], max_use_ratio=4).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, div(X, Y))
+    with config.change_flags(on_opt_error="raise"):
+        with pytest.raises(ZeroDivisionError):
+            TopoOptimizer(broken).optimize(FunctionGraph([x, y], [div(x, y)]))
+
+
+def test_wrong_replacements_are_rolled_back(xyz):
+    x, y, z = xyz
+
+    @local_optimizer([ToyNeg])
+    def wrong_type(fgraph, node):
+        return [to_int(node.inputs[0])]
+
+    @local_optimizer([ToyNeg])
+    def wrong_count(fgraph, node):
+        return [node.inputs[0], node.inputs[0]]
+
+    @local_optimizer([ToyNeg])
+    def replace_then_fail(fgraph, node):
+        fgraph.replace(node.inputs[0], exp(node.inputs[0]))
+        raise RuntimeError("after a replace")
+
+    for lopt, match in [
+        (wrong_type, "The type of the replacement must be the same"),
+        (wrong_count, "returned 2 replacements for a node with 1 outputs"),
+        (replace_then_fail, "after a replace"),
+    ]:
+        fg = FunctionGraph([x], [exp(neg(x))])
+        with config.change_flags(on_opt_error="warn"):
+            with pytest.warns(OptimizationWarning, match=match):
+                TopoOptimizer(lopt).optimize(fg)
+        fg.check_integrity()
+        assert same(fg, exp(neg(fg.inputs[0])))
+
+
+def test_failure_callback_is_used(xyz):
+    x, y, z = xyz
+    got = []
+
+    @local_optimizer([ToyNeg])
+    def broken(fgraph, node):
+        raise KeyError("k")
+
+    fg = FunctionGraph([x], [neg(x)])
+    TopoOptimizer(broken, failure_callback=lambda exc, nav, pairs, lopt, node: got.append(
+        (type(exc), lopt, node.op))).optimize(fg)
+    assert got == [(KeyError, broken, neg)]
+
+
+def test_change_log_nested_checkpoints(xyz):
+    x, y, z = xyz
+    fg = FunctionGraph([x, y], [add(mul(x, y), exp(x))])
+    log_ = ChangeLog.attach(fg)
+    assert ChangeLog.attach(fg) is log_
+    X, Y = fg.inputs
+    outer = log_.begin()
+    fg.replace(fg.outputs[0].owner.inputs[0], X)
+    inner = log_.begin()
+    fg.replace(fg.outputs[0].owner.inputs[1], Y)
+    log_.revert(fg, inner)
+    log_.end(inner)
+    assert same(fg, add(X, exp(X)))
+    log_.revert(fg, outer)
+    log_.end(outer)
+    assert same(fg, add(mul(X, Y), exp(X)))
+    assert log_.log == []
+
+
+def test_seq_optimizer_profile_and_checks(xyz):
+    x, y, z = xyz
+    with pytest.raises(TypeError, match="is not an optimizer"):
+        SeqOptimizer(merge_optimizer, 3)
+    fg = FunctionGraph([x], [add(exp(x), exp(x))])
+    prof = SeqOptimizer([merge_optimizer], name="my_seq").optimize(fg)
+    out = io.StringIO()
+    print_profile(prof, out)
+    text = out.getvalue()
+    assert "SeqOptimizer my_seq" in text and "3/2 nodes" in text
+    assert "merged 1 nodes" in text

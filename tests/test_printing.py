@@ -1,0 +1,230 @@
+"""theano_dag.printing: debugprint golden output, pprint, DOT text, deep graphs."""
+
+import io
+import sys
+import types
+
+import pytest
+
+from theano_dag.compile import Mode, function
+from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.op import Op
+from theano_dag.graph.type import Generic
+from theano_dag.printing import (
+    char_from_number,
+    debugprint,
+    pprint,
+    pydot_source,
+    pydotprint,
+    register_pprint,
+)
+
+g = Generic()
+
+
+class Named(Op):
+    """A toy op printed as ``name``; ``nout`` outputs."""
+
+    __props__ = ("name", "nout")
+
+    def __init__(self, name, nout=1):
+        self.name = name
+        self.nout = nout
+
+    def __str__(self):
+        return self.name.capitalize()
+
+    def make_node(self, *xs):
+        return Apply(self, list(xs), [g() for _ in range(self.nout)])
+
+    def perform(self, node, inputs, out):
+        for cell in out:
+            cell[0] = inputs[0]
+
+
+add, mul, neg, exp, sub, pw = (Named(n) for n in ("add", "mul", "neg", "exp", "sub", "pow"))
+split = Named("split", nout=2)
+
+
+def test_debugprint_golden_variable():
+    x, y, z = g("x"), g("y"), g("z")
+    s = add(x, y)
+    out = mul(s, exp(s), z)
+    out.name = "out"
+    assert debugprint(out, file="str") == (
+        "Mul [id A] 'out'\n"
+        " |Add [id B]\n"
+        " | |x [id C]\n"
+        " | |y [id D]\n"
+        " |Exp [id E]\n"
+        " | |Add [id B]\n"
+        " |z [id F]"
+    )
+
+
+def test_debugprint_golden_function_with_order_and_types():
+    x, y = g("x"), g("y")
+    a, b = split(x)
+    f = function([x, y], [add(a, y), neg(b)], mode=Mode(linker="py", optimizer=None))
+    assert debugprint(f, file="str", print_type=True) == (
+        "Add [id A] <Generic> 1\n"
+        " |Split.0 [id B] <Generic> 0\n"
+        " | |x [id C] <Generic>\n"
+        " |y [id D] <Generic>\n"
+        "Neg [id E] <Generic> 2\n"
+        " |Split.1 [id B] <Generic> 0"
+    )
+
+
+def test_debugprint_ids_depth_and_file():
+    x = g("x")
+    v = neg(exp(x))
+    assert debugprint(v, file="str", ids="") == "Neg\n |Exp\n   |x"
+    assert debugprint(v, file="str", ids="int", depth=2) == "Neg [id 0]\n |Exp [id 1]"
+    buf = io.StringIO()
+    assert debugprint([v, x], file=buf) is buf
+    assert buf.getvalue() == "Neg [id A]\n |Exp [id B]\n   |x [id C]\nx [id C]\n"
+    with pytest.raises(TypeError, match="debugprint cannot print an object of type int"):
+        debugprint(3)
+    with pytest.raises(ValueError, match="ids must be 'CHAR', 'int', 'id' or ''"):
+        debugprint(v, ids="hex")
+
+
+def test_debugprint_stdout(capsys):
+    q = g("q")
+    debugprint(FunctionGraph([q], [neg(q)], clone=False))
+    assert capsys.readouterr().out.startswith("Neg [id A] 0\n |q [id B]")
+
+
+def test_char_from_number():
+    assert [char_from_number(n) for n in (0, 2, 25, 26, 52, 701)] == [
+        "A",
+        "C",
+        "Z",
+        "BA",
+        "CA",
+        "BAZ",
+    ]
+
+
+def test_pprint_falls_back_to_calls():
+    x, y = g("x"), g("y")
+    a, b = split(x)
+    assert pprint(add(exp(x), b)) == "Add(Exp(x), Split(x)[1])"
+    assert pprint([x, neg(y)]) == "x\nNeg(y)"
+
+
+class ScalarLike:
+    def __init__(self, name):
+        self.name = name
+
+
+class ElemLike(Op):
+    """Quacks like Elemwise: has .scalar_op.name (that is all pprint looks at)."""
+
+    __props__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+        self.scalar_op = ScalarLike(key)
+
+    def make_node(self, *xs):
+        return Apply(self, list(xs), [g()])
+
+
+E = {k: ElemLike(k) for k in ("add", "sub", "mul", "true_div", "pow", "neg", "exp", "lt")}
+
+
+@pytest.mark.parametrize(
+    "build, text",
+    [
+        (lambda x, y, z: E["mul"](E["add"](x, y), E["exp"](z)), "(x + y) * exp(z)"),
+        (lambda x, y, z: E["add"](x, E["mul"](y, z)), "x + y * z"),
+        (lambda x, y, z: E["sub"](x, E["sub"](y, z)), "x - (y - z)"),
+        (lambda x, y, z: E["sub"](E["sub"](x, y), z), "x - y - z"),
+        (lambda x, y, z: E["add"](x, E["add"](y, z)), "x + y + z"),
+        (lambda x, y, z: E["true_div"](x, E["mul"](y, z)), "x / (y * z)"),
+        (lambda x, y, z: E["pow"](E["pow"](x, y), z), "(x ** y) ** z"),
+        (lambda x, y, z: E["pow"](x, E["pow"](y, z)), "x ** y ** z"),
+        (lambda x, y, z: E["neg"](E["add"](x, y)), "-(x + y)"),
+        (lambda x, y, z: E["lt"](E["neg"](x), Constant(g, 2.5)), "-x < 2.5"),
+    ],
+)
+def test_pprint_infix(build, text):
+    assert pprint(build(g("x"), g("y"), g("z"))) == text
+
+
+def test_register_pprint():
+    class Dot(Op):
+        __props__ = ()
+
+        def make_node(self, a, b):
+            return Apply(self, [a, b], [g()])
+
+    register_pprint(Dot, lambda node, args: (f"{args[0][0]} @ {args[1][0]}", 20))
+    assert pprint(E["add"](Dot()(g("a"), g("b")), g("c"))) == "a @ b + c"
+
+
+def test_deep_chain_prints_without_recursion():
+    x = g("x")
+    v = x
+    for _ in range(5000):
+        v = neg(v)
+    text = debugprint(v, file="str")
+    assert text.count("\n") == 5000 and text.endswith("  |x [id " + char_from_number(5000) + "]")
+    assert pprint(v) == "Neg(" * 5000 + "x" + ")" * 5000
+    v = x
+    for _ in range(5000):
+        v = E["neg"](v)
+    assert pprint(v) == "-" * 5000 + "x"
+    dot = pydot_source(v)
+    assert dot.count("->") == 5001
+
+
+def test_pydot_source_golden():
+    x, y = g("x"), g("y")
+    c = Constant(g, 2, name="two")
+    out = mul(add(x, y), c)
+    out.name = "r"
+    assert pydot_source(out) == (
+        "digraph G {\n"
+        '  n0 [label="x", shape=box, style=filled, fillcolor=limegreen];\n'
+        '  n1 [label="y", shape=box, style=filled, fillcolor=limegreen];\n'
+        '  n2 [label="Add 0", shape=ellipse];\n'
+        '  n3 [label="two", shape=box, style=filled, fillcolor=lightgrey];\n'
+        '  n4 [label="Mul 1", shape=ellipse];\n'
+        '  n5 [label="output 0 r", shape=box, style=filled, fillcolor=dodgerblue];\n'
+        '  n0 -> n2 [label="0"];\n'
+        '  n1 -> n2 [label="1"];\n'
+        '  n2 -> n4 [label="0"];\n'
+        '  n3 -> n4 [label="1"];\n'
+        "  n4 -> n5;\n"
+        "}"
+    )
+
+
+def test_pydotprint_without_graphviz(monkeypatch):
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    with pytest.raises(ImportError, match=r"pip install theano_dag\[graphviz\]"):
+        pydotprint(neg(g("x")))
+
+
+def test_pydotprint_renders_with_graphviz(monkeypatch, tmp_path):
+    calls = []
+
+    class Source:
+        def __init__(self, text):
+            self.text = text
+
+        def render(self, filename, format, cleanup):
+            calls.append((self.text, filename, format, cleanup))
+            return f"{filename}.{format}"
+
+    fake = types.SimpleNamespace(Source=Source, ExecutableNotFound=RuntimeError)
+    monkeypatch.setitem(sys.modules, "graphviz", fake)
+    out = pydotprint(neg(g("x")), outfile=str(tmp_path / "graph.svg"), format="svg")
+    assert out == str(tmp_path / "graph.svg")
+    text, filename, fmt, cleanup = calls[0]
+    assert text.startswith("digraph G {") and '"Neg 0"' in text
+    assert (filename, fmt, cleanup) == (str(tmp_path / "graph"), "svg", True)

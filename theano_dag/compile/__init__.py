@@ -1,0 +1,53 @@
+"""Compiling graphs into callables: ``function``, ``In``/``Out``, shared variables, ``Mode``."""
+
+from theano_dag.compile.function import function, pfunc, rebuild_collect_shared
+from theano_dag.compile.function_module import (
+    Function,
+    FunctionMaker,
+    Supervisor,
+    UnusedInputError,
+)
+from theano_dag.compile.io import In, Out, SymbolicInput, SymbolicOutput
+from theano_dag.compile.mode import (
+    FAST_COMPILE,
+    FAST_RUN,
+    Mode,
+    PerformOnly,
+    get_default_mode,
+    get_mode,
+    register_linker,
+    register_mode,
+    register_optimizer,
+)
+from theano_dag.compile.ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
+from theano_dag.compile.sharedvalue import SharedVariable, shared, shared_constructor
+
+__all__ = [
+    "function",
+    "pfunc",
+    "rebuild_collect_shared",
+    "Function",
+    "FunctionMaker",
+    "Supervisor",
+    "UnusedInputError",
+    "In",
+    "Out",
+    "SymbolicInput",
+    "SymbolicOutput",
+    "Mode",
+    "FAST_RUN",
+    "FAST_COMPILE",
+    "PerformOnly",
+    "get_mode",
+    "get_default_mode",
+    "register_linker",
+    "register_mode",
+    "register_optimizer",
+    "DeepCopyOp",
+    "ViewOp",
+    "deep_copy_op",
+    "view_op",
+    "SharedVariable",
+    "shared",
+    "shared_constructor",
+]

@@ -1,0 +1,343 @@
+"""``function``: compile symbolic inputs and outputs into a callable (``theano.function``).
+
+``function`` first rebuilds the user's graph (``rebuild_collect_shared``):
+``givens`` are substituted, the shared variables the graph reads are
+collected (they become implicit inputs), and ``updates`` plus the shared
+variables' ``default_update`` become update expressions. A FunctionMaker then
+optimizes and links the graph. Everything is iterative, so graphs of any
+depth compile.
+"""
+
+from __future__ import annotations
+
+from theano_dag.compile.function_module import FunctionMaker, UnusedInputError
+from theano_dag.compile.io import In, SymbolicOutput
+from theano_dag.compile.sharedvalue import SharedVariable, shared
+from theano_dag.graph.basic import Constant, Variable, io_toposort
+
+__all__ = ["function", "pfunc", "rebuild_collect_shared"]
+
+
+def _pairs(pairs, what):
+    """Iterate ``(key, value)`` pairs of a dict or of a list of 2-sequences."""
+    if pairs is None:
+        return []
+    if isinstance(pairs, dict):
+        return list(pairs.items())
+    pairs = list(pairs)
+    for p in pairs:
+        if isinstance(p, Variable) or not isinstance(p, (tuple, list)) or len(p) != 2:
+            raise ValueError(
+                f"The {what} parameter must be a dict or a list of (variable, expression) "
+                f"pairs; got an element {p!r}"
+            )
+    return [tuple(p) for p in pairs]
+
+
+def rebuild_collect_shared(
+    outputs,
+    inputs=None,
+    replace=None,
+    updates=None,
+    rebuild_strict=True,
+    copy_inputs_over=True,
+    no_default_updates=False,
+):
+    """Rebuild ``outputs`` with ``replace`` substituted; collect shared variables and updates.
+
+    Returns ``(input_variables, cloned_outputs, [clone_d, update_d, update_expr,
+    shared_inputs])`` like Theano: ``update_expr`` is the list of
+    ``(shared_variable, cloned_update)`` pairs, explicit ones first, and
+    ``shared_inputs`` lists every shared variable met, in order.
+    """
+    clone_d: dict = {}
+    update_d: dict = {}
+    update_expr: list = []
+    shared_inputs: list = []
+
+    def visit_leaf(v):
+        if isinstance(v, SharedVariable):
+            if v not in shared_inputs:
+                shared_inputs.append(v)
+            default = v.default_update
+            wants_default = no_default_updates is False or (
+                isinstance(no_default_updates, list) and v not in no_default_updates
+            )
+            if default is not None and wants_default and v not in update_d:
+                upd = _check_update(v, default)
+                update_d[v] = upd
+                update_expr.append((v, upd))
+        clone_d[v] = v if copy_inputs_over else v.clone()
+
+    def clone_graph(variables):
+        """Clone what ``variables`` depend on, stopping at what ``clone_d`` already maps."""
+        known = [k for k in clone_d if isinstance(k, Variable)]
+        for node in io_toposort(known, variables):
+            if node in clone_d:
+                continue
+            for i in node.inputs:
+                if i not in clone_d:
+                    visit_leaf(i)
+            new_inputs = [clone_d[i] for i in node.inputs]
+            if all(a is b for a, b in zip(new_inputs, node.inputs)):
+                new_node = node
+            else:
+                new_node = node.clone_with_new_inputs(new_inputs, strict=rebuild_strict)
+            clone_d[node] = new_node
+            for old_o, new_o in zip(node.outputs, new_node.outputs):
+                clone_d.setdefault(old_o, new_o)
+        for v in variables:
+            if v not in clone_d:
+                visit_leaf(v)
+        return [clone_d[v] for v in variables]
+
+    for v_orig, v_repl in _pairs(replace, "givens"):
+        if not isinstance(v_orig, Variable):
+            raise TypeError(
+                f"givens keys must be Variables, got {type(v_orig).__name__}: " f"{v_orig!r}"
+            )
+        if not isinstance(v_repl, Variable):
+            v_repl = shared(v_repl)
+        if v_orig.type != v_repl.type:
+            try:
+                v_repl = v_orig.type.filter_variable(v_repl)
+            except TypeError:
+                raise TypeError(
+                    f"givens: cannot replace {v_orig} (type {v_orig.type}) by {v_repl} (type "
+                    f"{v_repl.type}): the types must match"
+                ) from None
+        if v_orig in clone_d:
+            raise ValueError(
+                f"givens: {v_orig} is used to compute another replacement but is itself "
+                f"replaced by {v_repl}; replacements may not depend on replaced variables"
+            )
+        clone_d[v_orig] = clone_graph([v_repl])[0]
+
+    input_variables = []
+    for i in inputs or []:
+        input_variables.append(clone_d.setdefault(i, i if copy_inputs_over else i.clone()))
+    for v in input_variables:
+        if isinstance(v, SharedVariable):
+            raise TypeError(
+                f"Cannot use a shared variable ({v}) as an explicit input: it is an implicit "
+                "input of every function that uses it. Substitute a non-shared variable with "
+                "the `givens` parameter instead"
+            )
+
+    for store_into, update_val in _pairs(updates, "updates"):
+        if not isinstance(store_into, SharedVariable):
+            raise TypeError(
+                f"update target must be a SharedVariable, got {type(store_into).__name__}: "
+                f"{store_into}"
+            )
+        if store_into in update_d:
+            raise ValueError(
+                f"the shared variable {store_into} has two update expressions: "
+                f"{update_d[store_into]} and {update_val}"
+            )
+        update_val = _check_update(store_into, update_val)
+        update_d[store_into] = update_val
+        update_expr.append((store_into, update_val))
+
+    if outputs is None:
+        cloned_outputs = []
+    else:
+        single = not isinstance(outputs, (list, tuple))
+        out_list = [outputs] if single else list(outputs)
+        cloned_list = []
+        for v in out_list:
+            if isinstance(v, SymbolicOutput):
+                cloned_list.append(SymbolicOutput(clone_graph([v.variable])[0], borrow=v.borrow))
+            elif isinstance(v, Variable):
+                cloned_list.append(clone_graph([v])[0])
+            else:
+                raise TypeError(
+                    "Outputs must be Variables or Out instances, got " f"{type(v).__name__}: {v!r}"
+                )
+        cloned_outputs = cloned_list[0] if single else cloned_list
+
+    # Update expressions may read more shared variables, whose default updates
+    # extend update_expr while we walk it.
+    k = 0
+    while k < len(update_expr):
+        v, v_update = update_expr[k]
+        update_d[v] = clone_graph([v_update])[0]
+        if v not in shared_inputs:
+            shared_inputs.append(v)
+        k += 1
+    return input_variables, cloned_outputs, [clone_d, update_d, update_expr, shared_inputs]
+
+
+def _check_update(store_into, update_val):
+    try:
+        upd = store_into.type.filter_variable(update_val, allow_convert=False)
+    except TypeError:
+        upd = None
+    if upd is None or upd.type != store_into.type:
+        raise TypeError(
+            f"An update must have the same type as the shared variable it updates: "
+            f"{store_into} has type {store_into.type}, its update {update_val} has type "
+            f"{getattr(update_val, 'type', type(update_val).__name__)}"
+        )
+    return upd
+
+
+def _param_to_in(param, allow_downcast=None):
+    if isinstance(param, Constant):
+        raise TypeError(f"Constants are not allowed as function inputs: {param}")
+    if isinstance(param, Variable):
+        return In(variable=param, allow_downcast=allow_downcast)
+    if isinstance(param, In):
+        return param
+    raise TypeError(
+        f"function inputs must be Variables or In instances, got {type(param).__name__}: "
+        f"{param!r}"
+    )
+
+
+def pfunc(
+    params,
+    outputs=None,
+    mode=None,
+    updates=None,
+    givens=None,
+    no_default_updates=False,
+    accept_inplace=False,
+    name=None,
+    rebuild_strict=True,
+    allow_input_downcast=None,
+    profile=None,
+    on_unused_input=None,
+):
+    """``function`` with the parameters checked and the graph rebuilt (Theano's ``pfunc``)."""
+    if not isinstance(params, (list, tuple)):
+        raise TypeError(
+            f"function inputs must be a list or tuple of Variables, got {type(params).__name__}"
+        )
+    if not isinstance(no_default_updates, (bool, list)):
+        raise TypeError("no_default_updates must be a bool or a list of shared variables")
+    inputs = [_param_to_in(p, allow_downcast=allow_input_downcast) for p in params]
+    in_variables = [i.variable for i in inputs]
+    for i, v in enumerate(in_variables):
+        if v in in_variables[i + 1 :]:
+            j = in_variables.index(v, i + 1)
+            raise ValueError(
+                f"Variable {v} is used twice in the inputs of function, at positions {i} and "
+                f"{j}; each input may appear once"
+            )
+    in_var_set = set(in_variables)
+    for x, _y in _pairs(givens, "givens"):
+        if x in in_var_set:
+            raise ValueError(
+                f"givens tries to replace '{x}', which is an input of the function: that has "
+                "no effect. Give the function a new input `y` and use givens={x: g(y)}"
+            )
+    single = outputs is not None and not isinstance(outputs, (list, tuple))
+    out_list = [] if outputs is None else ([outputs] if single else list(outputs))
+    extended = out_list + [i.update for i in inputs if i.update is not None]
+    input_variables, cloned_extended, other = rebuild_collect_shared(
+        extended,
+        in_variables,
+        replace=givens,
+        updates=updates,
+        rebuild_strict=rebuild_strict,
+        copy_inputs_over=True,
+        no_default_updates=no_default_updates,
+    )
+    clone_d, update_d, _update_expr, shared_inputs = other
+    if outputs is None:
+        cloned_outputs = None
+    elif single:
+        cloned_outputs = cloned_extended[0]
+    else:
+        cloned_outputs = cloned_extended[: len(out_list)]
+    for spec, iv in zip(inputs, input_variables):
+        spec.variable = iv
+        if spec.update is not None:
+            spec.update = clone_d.get(spec.update, spec.update)
+    for sv in shared_inputs:
+        if sv in update_d:
+            si = In(
+                variable=sv,
+                value=sv.container,
+                mutable=True,
+                borrow=True,
+                update=update_d[sv],
+                shared=True,
+            )
+        else:
+            si = In(variable=sv, value=sv.container, mutable=False, borrow=True, shared=True)
+        inputs.append(si)
+    maker = FunctionMaker(
+        inputs,
+        cloned_outputs,
+        mode=mode,
+        accept_inplace=accept_inplace,
+        profile=profile,
+        on_unused_input=on_unused_input,
+        name=name,
+    )
+    return maker.create()
+
+
+def function(
+    inputs,
+    outputs=None,
+    mode=None,
+    updates=None,
+    givens=None,
+    no_default_updates=False,
+    accept_inplace=False,
+    name=None,
+    rebuild_strict=True,
+    allow_input_downcast=None,
+    profile=None,
+    on_unused_input=None,
+):
+    """Compile a callable computing ``outputs`` from ``inputs``.
+
+    ``inputs``: a list of Variables or ``In``. ``outputs``: a Variable or
+    ``Out`` (the call returns one value), a list of them (it returns a list),
+    or None. ``updates``: ``(shared_variable, expression)`` pairs applied after
+    all outputs are computed, all at once. ``givens``: ``(variable,
+    replacement)`` pairs substituted in the graph. ``mode``: a Mode or a mode
+    name. ``allow_input_downcast``: accept values that lose precision when
+    cast to the input's dtype. ``on_unused_input``: 'raise', 'warn' or 'ignore'.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.compile.sharedvalue import shared
+    >>> x = tt.dscalar("x")
+    >>> acc = shared(np.float64(0.0), name="acc")
+    >>> f = function([x], acc, updates=[(acc, acc + x)])
+    >>> float(f(2.0)), float(f(3.0)), float(acc.get_value())
+    (0.0, 2.0, 5.0)
+    """
+    if isinstance(inputs, Variable) or isinstance(inputs, In):
+        raise TypeError(
+            "function's first argument must be a list of input variables, got a single "
+            f"{type(inputs).__name__}: {inputs}; write function([x], ...)"
+        )
+    if isinstance(outputs, dict):
+        raise TypeError(
+            "function outputs must be a Variable, an Out, or a list of them; "
+            "a dict is not supported"
+        )
+    return pfunc(
+        params=inputs,
+        outputs=outputs,
+        mode=mode,
+        updates=updates,
+        givens=givens,
+        no_default_updates=no_default_updates,
+        accept_inplace=accept_inplace,
+        name=name,
+        rebuild_strict=rebuild_strict,
+        allow_input_downcast=allow_input_downcast,
+        profile=profile,
+        on_unused_input=on_unused_input,
+    )
+
+
+# Theano exposes it here too.
+UnusedInputError = UnusedInputError

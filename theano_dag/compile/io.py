@@ -1,0 +1,158 @@
+"""``In`` and ``Out``: how a symbolic input or output of a function behaves (``theano.compile.io``).
+
+An ``In`` says where an input's value comes from (the caller, a default, a
+shared variable's storage), whether the function may overwrite it
+(``mutable``) or return it aliased (``borrow``), and what replaces it after
+each call (``update``). An ``Out`` says whether the function may hand back its
+internal storage (``borrow``).
+"""
+
+from __future__ import annotations
+
+from theano_dag.graph.basic import Variable
+
+__all__ = ["In", "Out", "SymbolicInput", "SymbolicOutput"]
+
+
+class SymbolicInput:
+    """An input of a compiled function; see :class:`In` for the parameters."""
+
+    def __init__(
+        self,
+        variable,
+        name=None,
+        update=None,
+        mutable=None,
+        strict=False,
+        allow_downcast=None,
+        autoname=True,
+        implicit=False,
+    ):
+        if not isinstance(variable, Variable):
+            raise TypeError(
+                f"In: variable must be a symbolic Variable, got {type(variable).__name__}: "
+                f"{variable!r}"
+            )
+        self.variable = variable
+        self.name = variable.name if (autoname and name is None) else name
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"In: name must be a string, got {self.name!r}")
+        if update is not None:
+            if not isinstance(update, Variable):
+                update = variable.type.filter_variable(update)
+            if update.type != variable.type:
+                raise TypeError(
+                    f"Variable '{variable}' has type {variable.type} but an update of type "
+                    f"{update.type}. The type of the update should be the same as the type "
+                    "of the variable"
+                )
+        self.update = update
+        self.mutable = (update is not None) if mutable is None else bool(mutable)
+        self.strict = strict
+        self.allow_downcast = allow_downcast
+        self.implicit = implicit
+
+    def __str__(self):
+        if self.update is not None:
+            return f"In({self.variable} -> {self.update})"
+        return f"In({self.variable})"
+
+    __repr__ = __str__
+
+
+class In(SymbolicInput):
+    """A function input with options.
+
+    Parameters
+    ----------
+    variable: the symbolic Variable the value is fed into.
+    name: the keyword that sets it in a call (defaults to ``variable.name``).
+    value: a default used when the caller gives none. With ``update`` the
+        value is state that persists between calls.
+    update: an expression whose value replaces this input's value after
+        each call.
+    mutable: the function may overwrite the value passed in (default:
+        ``update is not None``). Otherwise the function never modifies it.
+    borrow: an output may alias this input's value (default: ``mutable``).
+    strict: the value must already have exactly the right type.
+    allow_downcast: casting that loses precision is allowed (True), refused
+        (False), or allowed only for Python floats into floatX (None).
+    implicit: the caller may not give this input (shared variables).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> i = In(Generic()("x"), value=3)
+    >>> i.name, i.value, i.mutable, i.borrow
+    ('x', 3, False, False)
+    """
+
+    def __init__(
+        self,
+        variable,
+        name=None,
+        value=None,
+        update=None,
+        mutable=None,
+        strict=False,
+        allow_downcast=None,
+        autoname=True,
+        implicit=None,
+        borrow=None,
+        shared=False,
+    ):
+        # A shared input's value lives in the shared variable's storage, not in
+        # the function and not in the call.
+        self.shared = shared
+        mutable_flag = (update is not None) if mutable is None else bool(mutable)
+        self.borrow = mutable_flag if borrow is None else bool(borrow)
+        if mutable_flag and not self.borrow:
+            raise ValueError(
+                f"In({variable}): mutable=True with borrow=False is contradictory: a mutable "
+                "input may be both overwritten and aliased by an output"
+            )
+        if implicit is None:
+            from theano_dag.compile.sharedvalue import SharedVariable
+            from theano_dag.engines.basic import Container
+
+            implicit = isinstance(value, (Container, SharedVariable))
+        super().__init__(
+            variable,
+            name=name,
+            update=update,
+            mutable=mutable,
+            strict=strict,
+            allow_downcast=allow_downcast,
+            autoname=autoname,
+            implicit=implicit,
+        )
+        self.value = value
+        if self.implicit and value is None:
+            raise TypeError(f"In({variable}): an implicit input must be given a default value")
+
+
+class SymbolicOutput:
+    """A function output; ``borrow=True`` lets the function return its internal storage.
+
+    A borrowed output may be overwritten by the next call; a non-borrowed one
+    is the caller's for good.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> Out(Generic()("y"), borrow=True)
+    Out(y, borrow=True)
+    """
+
+    def __init__(self, variable, borrow=False):
+        if not isinstance(variable, Variable):
+            raise TypeError(
+                f"Out: variable must be a symbolic Variable, got {type(variable).__name__}: "
+                f"{variable!r}"
+            )
+        self.variable = variable
+        self.borrow = bool(borrow)
+
+    def __str__(self):
+        return f"Out({self.variable}, borrow={self.borrow})"
+
+    __repr__ = __str__
+
+
+Out = SymbolicOutput

@@ -1,0 +1,762 @@
+"""Symbolic differentiation (``theano.gradient``): ``grad``, ``Lop``, ``Rop``, ``jacobian``.
+
+``grad`` runs reverse mode over ``Op.L_op`` (which defaults to ``Op.grad``) and returns
+ordinary graphs, so the optimizer sees and simplifies them like any other expression.
+The walk is iterative: it visits the nodes that connect ``wrt`` to the cost in reverse
+topological order, so a graph of any depth works without touching the recursion limit.
+
+Placeholders, as in Theano: a ``DisconnectedType`` variable stands for a gradient that is
+zero because there is no path; a ``NullType`` variable stands for one that is undefined
+or not implemented (and makes ``grad`` raise ``NullTypeGradError`` naming the op).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Variable, general_toposort, io_toposort
+from theano_dag.graph.utils import MethodNotDefined
+from theano_dag.gradient_ops import (
+    ConsiderConstant,
+    DisconnectedGrad,
+    GradClip,
+    GradScale,
+    MapOverIndex,
+    UndefinedGrad,
+    ZeroGrad,
+    consider_constant,
+    disconnected_grad,
+    grad_clip,
+    grad_scale,
+    map_over_index,
+    undefined_grad,
+    zero_grad,
+)
+from theano_dag.gradient_types import (
+    DisconnectedType,
+    NullType,
+    disconnected_type,
+    grad_not_implemented,
+    grad_undefined,
+)
+
+__all__ = [
+    "grad",
+    "Lop",
+    "Rop",
+    "jacobian",
+    "hessian",
+    "subgraph_grad",
+    "DisconnectedInputError",
+    "NullTypeGradError",
+    "DisconnectedType",
+    "NullType",
+    "disconnected_type",
+    "grad_undefined",
+    "grad_not_implemented",
+    "ZeroGrad",
+    "DisconnectedGrad",
+    "UndefinedGrad",
+    "ConsiderConstant",
+    "GradClip",
+    "GradScale",
+    "MapOverIndex",
+    "zero_grad",
+    "disconnected_grad",
+    "undefined_grad",
+    "consider_constant",
+    "grad_clip",
+    "grad_scale",
+    "map_over_index",
+    "numeric_grad",
+    "verify_grad",
+    "GradientError",
+]
+
+
+class DisconnectedInputError(ValueError):
+    """Raised when ``grad`` is asked for the gradient with respect to a variable the cost
+    does not depend on, and ``disconnected_inputs='raise'``."""
+
+
+class NullTypeGradError(TypeError):
+    """Raised when a requested gradient is undefined or not implemented (a NullType)."""
+
+
+def _tt():
+    # The tensor package imports gradient helpers itself; import it late to avoid a cycle.
+    import theano_dag.tensor as tt
+
+    return tt
+
+
+def _dtype(var):
+    return getattr(var.type, "dtype", None)
+
+
+def _is_discrete(var) -> bool:
+    dt = _dtype(var)
+    return dt is not None and (dt == "bool" or dt.startswith(("int", "uint")))
+
+
+def _is_placeholder(var) -> bool:
+    return isinstance(var.type, (NullType, DisconnectedType))
+
+
+def _float_dtype_of(var) -> str:
+    dt = _dtype(var)
+    return dt if dt is not None and dt.startswith(("float", "complex")) else config.floatX
+
+
+def _float_zeros_like(var):
+    return _tt().zeros_like(var, dtype=_float_dtype_of(var))
+
+
+def _float_ones_like(var):
+    return _tt().ones_like(var, dtype=_float_dtype_of(var))
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _format_as(using_list, using_tuple, outputs):
+    """Return ``outputs`` as a list, a tuple, or a single value (how the caller passed them)."""
+    if using_list:
+        return list(outputs)
+    if using_tuple:
+        return tuple(outputs)
+    if isinstance(outputs, (list, tuple)):
+        if len(outputs) != 1:
+            raise ValueError(f"expected a single result, got {len(outputs)}")
+        return outputs[0]
+    return outputs
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+# ---------------------------------------------------------------------------
+# Which variables connect wrt to the cost
+
+
+def _node_to_pattern(node, cache=None) -> list:
+    """The node's ``connection_pattern``, checked (one list of bools per input)."""
+    if cache is not None and node in cache:
+        return cache[node]
+    pattern = node.op.connection_pattern(node)
+    if not isinstance(pattern, list) or len(pattern) != len(node.inputs):
+        raise TypeError(
+            f"{node.op}.connection_pattern must return a list of {len(node.inputs)} lists "
+            f"(one per input), got {pattern!r}"
+        )
+    for i, row in enumerate(pattern):
+        if not isinstance(row, list) or len(row) != len(node.outputs):
+            raise TypeError(
+                f"{node.op}.connection_pattern row {i} must be a list of {len(node.outputs)} "
+                f"bools (one per output), got {row!r}"
+            )
+    if cache is not None:
+        cache[node] = pattern
+    return pattern
+
+
+def _populate_var_to_app_to_idx(outputs, wrt, consider_constant, patterns):
+    """Map each variable on a path from ``wrt`` to ``outputs`` to ``{node: [input idx]}``.
+
+    A variable is kept when some output truly depends on it (following connection
+    patterns, stopping at ``consider_constant``) and it truly depends on some ``wrt``.
+    Both walks use explicit stacks (no recursion).
+    """
+    consider = set(consider_constant)
+    var_to_app_to_idx: dict = {}
+    seen: set = set()
+    stack = list(reversed(outputs))
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        if var in consider or var.owner is None:
+            continue
+        app = var.owner
+        pattern = _node_to_pattern(app, patterns)
+        out_idx = app.outputs.index(var)
+        parents = []
+        for i, ipt in enumerate(app.inputs):
+            if not pattern[i][out_idx]:
+                continue
+            idx = var_to_app_to_idx.setdefault(ipt, {}).setdefault(app, [])
+            if i not in idx:
+                idx.append(i)
+            parents.append(ipt)
+        stack.extend(reversed(parents))
+
+    # Forward from wrt along true connections: what depends on some wrt.
+    visited: set = set()
+    stack = list(wrt)
+    while stack:
+        var = stack.pop()
+        if var in visited or var not in var_to_app_to_idx:
+            continue
+        visited.add(var)
+        for node, idxs in var_to_app_to_idx[var].items():
+            pattern = _node_to_pattern(node, patterns)
+            for idx in idxs:
+                stack.extend(o for k, o in enumerate(node.outputs) if pattern[idx][k])
+    return {v: apps for v, apps in var_to_app_to_idx.items() if v in visited}
+
+
+# ---------------------------------------------------------------------------
+# grad
+
+
+def grad(
+    cost,
+    wrt,
+    consider_constant=None,
+    disconnected_inputs="raise",
+    add_names=True,
+    known_grads=None,
+    return_disconnected="zero",
+    null_gradients="raise",
+):
+    """Return the symbolic gradient of the scalar ``cost`` with respect to ``wrt``.
+
+    ``wrt`` is a variable or a list/tuple of them; the result has the same form.
+    ``consider_constant`` lists variables not to backpropagate through;
+    ``disconnected_inputs`` ('raise', 'warn', 'ignore') says what a ``wrt`` the cost does
+    not depend on does; ``known_grads`` maps variables to gradients to start from (then
+    ``cost`` may be None); ``return_disconnected`` ('zero', 'None', 'Disconnected') and
+    ``null_gradients`` ('raise', 'return') choose what disconnected and undefined
+    gradients become. Integer-valued variables get zero (float) gradients.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dscalar("x")
+    >>> g = grad(x ** 3, x)
+    >>> float(g.eval({x: 2.0}))
+    12.0
+    """
+    _check_choice("disconnected_inputs", disconnected_inputs, ("ignore", "warn", "raise"))
+    _check_choice("return_disconnected", return_disconnected, ("zero", "None", "Disconnected"))
+    _check_choice("null_gradients", null_gradients, ("raise", "return"))
+    if cost is None and known_grads is None:
+        raise ValueError("grad: cost and known_grads can't both be None")
+    if cost is not None:
+        if not isinstance(cost, Variable):
+            raise TypeError(f"grad: cost must be a symbolic Variable, got {cost!r}")
+        if isinstance(cost.type, NullType):
+            raise ValueError(f"grad: can't differentiate the undefined cost {cost}: "
+                             f"{cost.type.why_null}")
+        if getattr(cost.type, "ndim", None) != 0:
+            raise TypeError(
+                f"grad: cost must be a scalar (0-d tensor), but {cost} has type {cost.type}"
+                " (use .sum() or index it first)"
+            )
+    if isinstance(wrt, (set, frozenset)):
+        raise TypeError("grad: wrt must be a variable or a list/tuple, not a set "
+                        "(a set has no order to match the results to)")
+    using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
+    wrt = _as_list(wrt)
+    for k, elem in enumerate(wrt):
+        if not isinstance(elem, Variable):
+            raise TypeError(f"grad: wrt[{k}] must be a symbolic Variable, got {elem!r} "
+                            f"of type {type(elem).__name__}")
+    consider_constant = _check_consider_constant(consider_constant)
+    known_grads = _check_known_grads(known_grads)
+
+    outputs = ([cost] if cost is not None else []) + list(known_grads)
+    patterns: dict = {}
+    var_to_app_to_idx = _populate_var_to_app_to_idx(outputs, wrt, consider_constant, patterns)
+
+    grad_dict: dict = {}
+    if cost is not None:
+        g_cost = known_grads[cost] if cost in known_grads else _float_ones_like(cost)
+        dt = _dtype(cost)
+        if _dtype(g_cost) is not None and dt and dt.startswith(("float", "complex")):
+            if _dtype(g_cost) != dt:
+                g_cost = _tt().cast(g_cost, dt)
+        grad_dict[cost] = g_cost
+    # As in Theano, a known gradient replaces (is not added to) what flows from the cost.
+    grad_dict.update(known_grads)
+
+    cost_name = cost.name if (add_names and cost is not None) else None
+    rval = _populate_grad_dict(var_to_app_to_idx, grad_dict, wrt, cost_name, patterns)
+
+    for i, (elem, g) in enumerate(zip(wrt, rval)):
+        if isinstance(g.type, NullType) and null_gradients == "raise":
+            raise NullTypeGradError(
+                f"grad: the gradient with respect to {elem} is undefined (NullType): "
+                f"{g.type.why_null}"
+            )
+        if isinstance(g.type, DisconnectedType):
+            _handle_disconnected(elem, disconnected_inputs)
+            if return_disconnected == "zero":
+                rval[i] = _float_zeros_like(elem)
+            elif return_disconnected == "None":
+                rval[i] = None
+    return _format_as(using_list, using_tuple, rval)
+
+
+def _check_consider_constant(consider_constant) -> list:
+    if consider_constant is None:
+        return []
+    if isinstance(consider_constant, Variable) or not hasattr(consider_constant, "__iter__"):
+        raise TypeError("grad: consider_constant must be a list of Variables, got "
+                        f"{type(consider_constant).__name__}")
+    out = list(consider_constant)
+    for elem in out:
+        if not isinstance(elem, Variable):
+            raise TypeError(f"grad: elements of consider_constant must be Variables, got "
+                            f"{elem!r} of type {type(elem).__name__}")
+    return out
+
+
+def _check_known_grads(known_grads) -> dict:
+    if known_grads is None:
+        return {}
+    if not isinstance(known_grads, Mapping):
+        raise TypeError("grad: known_grads must be a dict {variable: gradient}, got "
+                        f"{type(known_grads).__name__}")
+    out = {}
+    for var, g in known_grads.items():
+        if not isinstance(var, Variable):
+            raise TypeError(f"grad: known_grads keys must be Variables, got {var!r}")
+        if not isinstance(g, Variable):
+            g = _tt().as_tensor_variable(g)
+        if not _is_placeholder(g):
+            dt = _dtype(g)
+            if dt is None or not dt.startswith(("float", "complex")):
+                raise TypeError(
+                    f"grad: the known gradient of {var} must be a float tensor, "
+                    f"NullType or DisconnectedType, got type {g.type}"
+                )
+            nd, g_nd = getattr(var.type, "ndim", None), getattr(g.type, "ndim", None)
+            if nd is not None and g_nd is not None and nd != g_nd:
+                raise ValueError(f"grad: the known gradient of {var} has {g_nd} dimensions, "
+                                 f"but {var} has {nd}")
+        out[var] = g
+    return out
+
+
+def _handle_disconnected(var, disconnected_inputs):
+    message = (
+        "grad method was asked to compute the gradient with respect to a variable that is "
+        "not part of the computational graph of the cost, or is used only by a "
+        f"non-differentiable operator: {var}"
+    )
+    if disconnected_inputs == "raise":
+        raise DisconnectedInputError(message)
+    if disconnected_inputs == "warn":
+        warnings.warn(message, stacklevel=3)
+
+
+def _populate_grad_dict(var_to_app_to_idx, grad_dict, wrt, cost_name, patterns):
+    """Fill ``grad_dict`` for every variable that connects ``wrt`` to the outputs.
+
+    Nodes run in reverse topological order, so by the time a node runs, every consumer
+    of its outputs has contributed its term and the output gradients are final.
+    """
+    relevant = {}
+    for apps in var_to_app_to_idx.values():
+        relevant.update(dict.fromkeys(apps))
+
+    def deps(node):
+        return [i.owner for i in node.inputs if i.owner in relevant]
+
+    order = general_toposort(list(relevant), deps)
+    term_dict: dict = {}
+
+    def total_grad(var):
+        if var in grad_dict:
+            return grad_dict[var]
+        null_terms, terms = [], []
+        for node, idxs in var_to_app_to_idx.get(var, {}).items():
+            for idx in idxs:
+                term = term_dict[node][idx]
+                if isinstance(term.type, NullType):
+                    null_terms.append(term)
+                elif not isinstance(term.type, DisconnectedType):
+                    v_nd, t_nd = getattr(var.type, "ndim", None), getattr(term.type, "ndim", None)
+                    if v_nd is not None and t_nd is not None and v_nd != t_nd:
+                        raise ValueError(
+                            f"{node.op}.grad returned a term with {t_nd} dimensions for input "
+                            f"{idx} ({var}), but {v_nd} are required"
+                        )
+                    terms.append(term)
+        if null_terms:
+            g = null_terms[0]
+        elif len(terms) == 1:
+            g = terms[0]
+        elif terms:
+            g = _tt().add(*terms)
+        else:
+            g = disconnected_type()
+        # A single term may be another variable's gradient passed through: keep its name.
+        if cost_name and var.name and not _is_placeholder(g) and g.name is None:
+            g.name = f"(d{cost_name}/d{var.name})"
+        grad_dict[var] = g
+        return g
+
+    for node in reversed(order):
+        output_grads = [total_grad(o) for o in node.outputs]
+        term_dict[node] = _node_input_grads(node, output_grads, _node_to_pattern(node, patterns))
+    return [total_grad(elem) for elem in wrt]
+
+
+def _node_input_grads(node, output_grads, pattern) -> list:
+    """The terms ``node`` contributes to its inputs' gradients, with Theano's checks."""
+    inputs = node.inputs
+    outputs_connected = [not isinstance(g.type, DisconnectedType) for g in output_grads]
+    ograd_is_null = [isinstance(g.type, NullType) for g in output_grads]
+    inputs_connected = [any(p and c for p, c in zip(row, outputs_connected)) for row in pattern]
+    only_null = [
+        not any(p and c and not n for p, c, n in zip(row, outputs_connected, ograd_is_null))
+        for row in pattern
+    ]
+    if not any(inputs_connected):
+        return [disconnected_type() for _ in inputs]
+    if all(only_null):
+        # Every connected path carries an undefined gradient: pass the first one on.
+        return [
+            next(g for p, g in zip(row, output_grads) if p and isinstance(g.type, NullType))
+            if conn else disconnected_type()
+            for row, conn in zip(pattern, inputs_connected)
+        ]
+
+    # An op that overwrites an input would break a grad graph that reads it: give copies.
+    destroyed = {node.inputs[idx[0]] for idx in getattr(node.op, "destroy_map", {}).values()}
+    op_inputs = [i.copy() if i in destroyed and hasattr(i, "copy") else i for i in inputs]
+
+    # Float outputs get gradients of their own dtype (no silent float64 in a float32 graph).
+    new_output_grads = []
+    for o, og in zip(node.outputs, output_grads):
+        o_dt, og_dt = _dtype(o), _dtype(og)
+        if og_dt is not None and o_dt is not None and not _is_discrete(o) and o_dt != og_dt:
+            og = _tt().cast(og, o_dt)
+        new_output_grads.append(og)
+
+    try:
+        input_grads = node.op.L_op(op_inputs, node.outputs, new_output_grads)
+    except MethodNotDefined:
+        input_grads = [
+            grad_not_implemented(node.op, i, inp) if conn else disconnected_type()
+            for i, (inp, conn) in enumerate(zip(inputs, inputs_connected))
+        ]
+    if input_grads is None:
+        raise TypeError(f"{node.op}.grad returned None, expected a list of gradient terms")
+    input_grads = list(input_grads)
+    if len(input_grads) != len(inputs):
+        raise ValueError(f"{node.op}.grad returned {len(input_grads)} gradient terms for "
+                         f"{len(inputs)} inputs")
+
+    # Undefined output gradients make every input they reach undefined too.
+    for i, row in enumerate(pattern):
+        for k, is_null in enumerate(ograd_is_null):
+            g = input_grads[i]
+            if is_null and row[k] and isinstance(g, Variable):
+                if not isinstance(g.type, DisconnectedType):
+                    input_grads[i] = output_grads[k]
+
+    output_is_int = [_is_discrete(o) for o in node.outputs]
+    for i, term in enumerate(input_grads):
+        if term is None:
+            raise TypeError(
+                f"{node.op}.grad returned None for the gradient of input {i}; return "
+                "zeros_like(input), disconnected_type() or a NullType variable "
+                "(grad_undefined / grad_not_implemented) instead"
+            )
+        if not isinstance(term, Variable):
+            raise TypeError(f"{node.op}.grad returned {term!r} for input {i}, expected a "
+                            "Variable")
+        connected = inputs_connected[i]
+        actually_connected = not isinstance(term.type, DisconnectedType)
+        if actually_connected and not connected:
+            raise TypeError(
+                f"{node.op}.grad returned {term} of type {term.type} for input {i}; its "
+                "connection_pattern says that input is disconnected, so DisconnectedType "
+                "was expected"
+            )
+        if connected and not actually_connected:
+            warnings.warn(
+                f"{node.op}.grad returned DisconnectedType for input {i}, which its "
+                "connection_pattern says is connected; implement connection_pattern",
+                stacklevel=4,
+            )
+        if _is_placeholder(term):
+            continue
+        dt = _dtype(term)
+        if dt is not None and not dt.startswith(("float", "complex")):
+            raise TypeError(f"{node.op}.grad illegally returned an integer-valued variable "
+                            f"(input index {i}, dtype {dt}); gradients must be float")
+        only_int = not any(
+            p and c and not is_int for p, c, is_int in zip(pattern[i], outputs_connected,
+                                                           output_is_int)
+        )
+        if only_int and _is_zero(term) == "no":
+            raise ValueError(
+                f"{node.op}.grad returned a nonzero gradient {term} for input {i}, which "
+                "reaches the cost only through integer-valued outputs (it must be zero)"
+            )
+        if _is_discrete(inputs[i]):
+            # The gradient with respect to an integer is zero (the function is piecewise
+            # constant there); a float zero keeps the gradient graph in floats.
+            input_grads[i] = _float_zeros_like(inputs[i])
+    return input_grads
+
+
+def _is_zero(x) -> str:
+    """'yes', 'no' or 'maybe': whether ``x`` is known to be all zeros."""
+    if isinstance(x.type, NullType):
+        return "no"
+    if isinstance(x.type, DisconnectedType):
+        return "yes"
+    try:
+        value = _tt().get_scalar_constant_value(x)
+    except Exception:
+        return "maybe"
+    return "yes" if value == 0 else "no"
+
+
+# ---------------------------------------------------------------------------
+# L and R operators
+
+
+def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise",
+        return_disconnected="zero"):  # noqa: N802 (Theano's name)
+    """Return ``eval_points`` (one per ``f``) left-multiplied by the Jacobian of ``f``.
+
+    ``Lop(f, wrt, v)[j] = sum_i v[i] . d f[i] / d wrt[j]`` (vector-Jacobian product).
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x, v = tt.dvector("x"), tt.dvector("v")
+    >>> g = Lop(x ** 2, x, v)
+    >>> g.eval({x: np.array([1.0, 2.0]), v: np.array([1.0, 10.0])})
+    array([ 2., 40.])
+    """
+    using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
+    f, eval_points = _as_list(f), _as_list(eval_points)
+    if len(f) != len(eval_points):
+        raise ValueError(f"Lop: f has {len(f)} variables but eval_points has "
+                         f"{len(eval_points)}; give one eval point per output")
+    known = {}
+    for out, v in zip(f, eval_points):
+        if not isinstance(out, Variable):
+            raise TypeError(f"Lop: f must contain symbolic Variables, got {out!r}")
+        if out in known:
+            raise ValueError(f"Lop: {out} appears twice in f")
+        known[out] = v
+    ret = grad(
+        cost=None,
+        wrt=_as_list(wrt),
+        known_grads=known,
+        consider_constant=consider_constant,
+        disconnected_inputs=disconnected_inputs,
+        return_disconnected=return_disconnected,
+    )
+    return _format_as(using_list, using_tuple, ret)
+
+
+def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="zero",
+        use_op_rop_implementation=False):  # noqa: N802 (Theano's name)
+    """Return the Jacobian of ``f`` right-multiplied by ``eval_points`` (one per ``wrt``).
+
+    ``Rop(f, wrt, v)[i] = sum_j d f[i] / d wrt[j] . v[j]`` (Jacobian-vector product).
+    By default it is built from two reverse passes (the L-operator applied twice, with
+    the cotangent ``u`` of ``f`` as a dummy: ``Lop(Lop(f, wrt, u), u, v)``), so every op
+    with a gradient works; ``use_op_rop_implementation=True`` uses each ``Op.R_op``.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x, v = tt.dvector("x"), tt.dvector("v")
+    >>> jv = Rop(x ** 2, x, v)
+    >>> jv.eval({x: np.array([1.0, 2.0]), v: np.array([1.0, 10.0])})
+    array([ 2., 40.])
+    """
+    _check_choice("disconnected_outputs", disconnected_outputs, ("ignore", "warn", "raise"))
+    _check_choice("return_disconnected", return_disconnected, ("zero", "None", "Disconnected"))
+    tt = _tt()
+    using_list, using_tuple = isinstance(f, list), isinstance(f, tuple)
+    fs = [tt.as_tensor_variable(x) for x in _as_list(f)]
+    wrt = [tt.as_tensor_variable(x) for x in _as_list(wrt)]
+    eval_points = [tt.as_tensor_variable(x) for x in _as_list(eval_points)]
+    if len(wrt) != len(eval_points):
+        raise ValueError(f"Rop: wrt has {len(wrt)} variables but eval_points has "
+                         f"{len(eval_points)}; give one eval point per wrt variable")
+    for i, (w, v) in enumerate(zip(wrt, eval_points)):
+        if w.type.ndim != v.type.ndim:
+            raise ValueError(f"Rop: element {i} of wrt/eval_points have mismatched "
+                             f"dimensionality: {w} has {w.type.ndim}, its eval point "
+                             f"{v} has {v.type.ndim}")
+    if use_op_rop_implementation:
+        rval = _rop_legacy(fs, wrt, eval_points)
+    else:
+        cotangents = [_float_zeros_like(out) for out in fs]
+        input_cot = Lop(fs, wrt, cotangents, disconnected_inputs="ignore")
+        known = {}
+        for c, v in zip(input_cot, eval_points):
+            # The same cotangent can serve two wrt entries: their eval points add up.
+            known[c] = known[c] + v if c in known else v
+        rval = grad(None, cotangents, known_grads=known, disconnected_inputs="ignore",
+                    return_disconnected="None")
+    out = []
+    for k, (fk, r) in enumerate(zip(fs, rval)):
+        if fk in wrt:
+            r = eval_points[wrt.index(fk)]
+        if r is None:
+            msg = ("Rop was asked for an output that does not depend on any variable of "
+                   f"wrt, or only through non-differentiable operators: f[{k}] = {fk}")
+            if disconnected_outputs == "raise":
+                raise DisconnectedInputError(msg)
+            if disconnected_outputs == "warn":
+                warnings.warn(msg, stacklevel=2)
+            if return_disconnected == "zero":
+                r = _float_zeros_like(fk)
+            elif return_disconnected == "Disconnected":
+                r = disconnected_type()
+        out.append(r)
+    return _format_as(using_list, using_tuple, out)
+
+
+def _rop_legacy(fs, wrt, eval_points) -> list:
+    """Forward pass over ``Op.R_op`` in topological order; None where disconnected."""
+    tt = _tt()
+    point = dict(zip(wrt, eval_points))
+    for node in io_toposort(wrt, fs):
+        if not any(point.get(i) is not None for i in node.inputs):
+            continue  # does not depend on wrt: its R_op would be all zeros
+        local = []
+        for inp in node.inputs:
+            p = point.get(inp)
+            if p is None and not isinstance(inp.type, NullType):
+                try:
+                    p = inp.zeros_like()
+                except Exception:  # non-tensor inputs (random states...) have no tangent
+                    p = None
+            if p is not None and p.type != inp.type:
+                p = inp.type.filter_variable(tt.cast(p, inp.type.dtype))
+            local.append(p)
+        try:
+            outs = node.op.R_op(node.inputs, local)
+        except MethodNotDefined:
+            raise NotImplementedError(
+                f"Rop: {node.op} has no R_op; call Rop without use_op_rop_implementation "
+                "to use its gradient instead"
+            ) from None
+        for o, r in zip(node.outputs, outs):
+            if o not in point:
+                point[o] = r
+    return [point.get(fk) for fk in fs]
+
+
+def subgraph_grad(wrt, end, start=None, cost=None, details=False):
+    """Gradients with respect to ``wrt`` and ``end`` of ``cost`` and/or known ``start``
+    gradients, treating ``end`` as constants (backpropagate one stage at a time).
+
+    Returns ``(wrt_grads, end_grads)`` (plus the start and cost parts if ``details``).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dscalar("x")
+    >>> h = x * 3.0
+    >>> (gx,), (gh,) = subgraph_grad([x], [h], cost=h ** 2)
+    >>> float(gh.eval({x: 1.0})), float(gx.eval({x: 1.0}))
+    (6.0, 0.0)
+    """
+    if cost is None and start is None:
+        raise ValueError("subgraph_grad: give a cost, start gradients, or both")
+    if not isinstance(end, list) or not isinstance(wrt, list):
+        raise TypeError("subgraph_grad: wrt and end must be lists")
+    params = list(dict.fromkeys(wrt + end))
+    parts = []
+    start_grads = cost_grads = None
+    if start is not None:
+        start_grads = grad(None, params, known_grads=start, consider_constant=end,
+                           disconnected_inputs="ignore")
+        parts.append(start_grads)
+    if cost is not None:
+        cost_grads = grad(cost, params, consider_constant=end, disconnected_inputs="ignore")
+        parts.append(cost_grads)
+    grads = parts[0] if len(parts) == 1 else [a + b for a, b in zip(*parts)]
+    by_param = dict(zip(params, grads))
+    wrt_grads, end_grads = [by_param[k] for k in wrt], [by_param[k] for k in end]
+    if details:
+        return wrt_grads, end_grads, start_grads, cost_grads
+    return wrt_grads, end_grads
+
+
+# ---------------------------------------------------------------------------
+# Jacobian and Hessian
+
+
+def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """Return the Jacobian of the vector ``expression``: ``J[i] = grad(expression[i], wrt)``.
+
+    Rows are computed by a ``MapOverIndex`` loop (Theano uses ``scan``); work that does
+    not depend on the row index is hoisted out of the loop. A scalar ``expression``
+    gives ``grad``. The result has the form of ``wrt`` (one variable, list or tuple).
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> jacobian(x ** 2, x).eval({x: np.array([1.0, 2.0])})
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    if not isinstance(expression, Variable):
+        raise TypeError(f"jacobian: expression must be a symbolic Variable, got {expression!r}")
+    ndim = getattr(expression.type, "ndim", None)
+    if ndim is None or ndim > 1:
+        raise ValueError(f"jacobian: expression must be a scalar or a vector, but {expression} "
+                         f"has type {expression.type} (flatten it first)")
+    using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
+    wrt = _as_list(wrt)
+    kw = dict(consider_constant=consider_constant, disconnected_inputs=disconnected_inputs)
+    if ndim == 0:
+        return _format_as(using_list, using_tuple, grad(expression, wrt, **kw))
+    tt = _tt()
+    idx = tt.lscalar("jacobian_row")
+    rows = grad(expression[idx], wrt, **kw)
+    jacobs = map_over_index(idx, expression.shape[0], rows, row_shape_of=wrt)
+    return _format_as(using_list, using_tuple, jacobs)
+
+
+def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """Return the Hessian of the scalar ``cost`` with respect to each vector in ``wrt``.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> hessian((x ** 3).sum(), x).eval({x: np.array([1.0, 2.0])})
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    if not isinstance(cost, Variable) or getattr(cost.type, "ndim", None) != 0:
+        raise TypeError(f"hessian: cost must be a scalar (0-d) Variable, got {cost!r}")
+    using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
+    wrt = _as_list(wrt)
+    hessians = []
+    for w in wrt:
+        if not isinstance(w, Variable) or getattr(w.type, "ndim", None) != 1:
+            raise ValueError(f"hessian: each wrt must be a vector (1-d) Variable, got {w!r} "
+                             f"of type {getattr(w, 'type', type(w))}")
+        g = grad(cost, w, consider_constant=consider_constant,
+                 disconnected_inputs=disconnected_inputs)
+        # The gradient may be disconnected from w even when the cost is not (linear cost).
+        hessians.append(jacobian(g, w, consider_constant=consider_constant,
+                                 disconnected_inputs="ignore"))
+    return _format_as(using_list, using_tuple, hessians)
+
+
+def __getattr__(name):
+    # The checkers compile functions; load them on first use (they import this module).
+    if name in ("numeric_grad", "verify_grad", "GradientError", "mode_not_slow"):
+        from theano_dag import gradient_check
+
+        return getattr(gradient_check, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

@@ -1,0 +1,858 @@
+"""``FunctionGraph``: a mutable graph with declared inputs and outputs (``theano.graph.fg``).
+
+The FunctionGraph owns the Apply nodes between its inputs and outputs, knows every
+variable's clients, and is the object that optimizers rewrite with ``replace``.
+Features (``theano_dag.graph.toolbox``) listen to its events and may veto changes.
+
+Everything here is iterative and linear in the size of what changes, so graphs of
+hundreds of thousands of nodes (or chains that deep) are fine.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from time import perf_counter
+
+from theano_dag.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    applys_between,
+    as_string,
+    clone_get_equiv,
+    io_toposort,
+    vars_between,
+)
+
+__all__ = [
+    "FunctionGraph",
+    "InconsistencyError",
+    "MissingInputError",
+    "IntegrityError",
+]
+
+
+class InconsistencyError(Exception):
+    """Raised (usually by a Feature) when a change would leave the graph invalid."""
+
+
+class MissingInputError(Exception):
+    """A variable needed to compute the outputs is not among the declared inputs.
+
+    ``variable`` is the missing Variable.
+    """
+
+    def __init__(self, *args, variable=None):
+        super().__init__("\n".join(str(a) for a in args))
+        self.variable = variable
+
+
+class IntegrityError(Exception):
+    """Raised by ``FunctionGraph.check_integrity`` when the cached structure is wrong."""
+
+
+class FunctionGraph:
+    """The subgraph between ``inputs`` and ``outputs``, with clients and listeners.
+
+    ``clients[var]`` lists the ``(node, i)`` pairs with ``node.inputs[i] is var``;
+    ``node`` is the string ``"output"`` when ``var`` is ``outputs[i]``.
+    With ``clone=True`` (the default) the graph is copied first, so the user's
+    variables are never modified by rewrites.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> from theano_dag.graph.op import Op
+    >>> class F(Op):
+    ...     __props__ = ()
+    ...     def make_node(self, *xs):
+    ...         return Apply(self, list(xs), [Generic()()])
+    >>> x, y = Generic()("x"), Generic()("y")
+    >>> fg = FunctionGraph([x, y], [F()(x, F()(y))], clone=False)
+    >>> len(fg.apply_nodes), fg.outputs[0].owner.inputs[0] is x
+    (2, True)
+    >>> fg.replace(x, y)
+    >>> fg
+    FunctionGraph(F(y, F(y)))
+    >>> len(fg.clients[y]), fg.clients[x], x in fg  # x stays a (now unused) input
+    (2, [], True)
+    """
+
+    def __init__(self, inputs, outputs, features=None, clone=True, update_mapping=None,
+                 **clone_kwds):
+        inputs = _as_variable_list(inputs, "inputs")
+        outputs = _as_variable_list(outputs, "outputs")
+        seen: set = set()
+        for k, var in enumerate(inputs):
+            if var in seen:
+                raise ValueError(
+                    f"Input {var} (position {k}) is given more than once in the inputs "
+                    f"of the FunctionGraph; each input must appear once"
+                )
+            seen.add(var)
+            if var.owner is not None:
+                raise ValueError(
+                    f"Input {var} (position {k}) is the output of {var.owner}; the inputs of "
+                    f"a FunctionGraph must have no owner (clone the graph or use its inputs)"
+                )
+        if clone:
+            equiv = clone_get_equiv(inputs, outputs, **clone_kwds)
+            inputs = [equiv[i] for i in inputs]
+            outputs = [equiv[o] for o in outputs]
+        if features is None:
+            features = []
+
+        self.execute_callbacks_time = 0.0
+        self.execute_callbacks_times: dict = {}
+        self._features: list = []
+        self._callbacks: dict = {}
+        self.apply_nodes: set = set()
+        self.variables: set = set()
+        self.clients: dict = {}
+        self.inputs: list = []
+        # Empty while features attach: the graph is imported after, and the
+        # features see every node through on_import.
+        self.outputs: list = []
+        self.profile = None
+        self.update_mapping = update_mapping
+        # A topological "level" per node: every input's owner has a smaller one.
+        # It lets the cycle check stop early (see _first_dependency).
+        self._level: dict = {}
+        # Bumped on every structural change; keys the toposort cache.
+        self._version = 0
+        self._toposort_cache = None
+
+        for f in features:
+            self.attach_feature(f)
+        from theano_dag.graph.toolbox import ReplaceValidate
+
+        self.attach_feature(ReplaceValidate())
+
+        for var in inputs:
+            self.add_input(var, check=False)
+        self.outputs = list(outputs)
+        for k, out in enumerate(self.outputs):
+            self._import_graph([out], reason="init", needed_by=f"output {k} ({out})")
+        for k, out in enumerate(self.outputs):
+            self.clients[out].append(("output", k))
+
+    # ------------------------------------------------------------------
+    # Inputs, clients, import and prune
+
+    def add_input(self, var, check=True):
+        """Declare ``var`` (an ownerless Variable) as a new input of the graph.
+
+        With ``check``, a variable that already is an input is left alone.
+        """
+        if not isinstance(var, Variable):
+            raise TypeError(f"add_input expects a Variable, got {type(var).__name__}: {var!r}")
+        if check and var in self.inputs:
+            return
+        if var.owner is not None:
+            raise ValueError(f"Cannot add {var} as an input: it is the output of {var.owner}")
+        self.inputs.append(var)
+        self.setup_var(var)
+        self.variables.add(var)
+        self._version += 1
+
+    def setup_var(self, var):
+        """Give ``var`` an (empty) clients list in this graph."""
+        self.clients.setdefault(var, [])
+
+    def setup_node(self, node):
+        """Check that ``node``'s op has well-formed ``view_map`` and ``destroy_map``."""
+        op = node.op
+        for attr in ("view_map", "destroy_map"):
+            m = getattr(op, attr, None)
+            if m and not all(isinstance(v, (list, tuple)) for v in m.values()):
+                raise TypeError(
+                    f"Op {op} has a bad {attr} {m!r}: the values must be lists or tuples "
+                    f"of input indices"
+                )
+
+    def get_clients(self, var):
+        """Return the ``(node, i)`` pairs such that ``node.inputs[i] is var``."""
+        return self.clients[var]
+
+    def add_client(self, var, new_client):
+        """Record that ``new_client = (node, i)`` uses ``var``."""
+        self.clients[var].append(new_client)
+
+    def remove_client(self, var, client_to_remove, reason=None):
+        """Remove one client of ``var``; prune what is no longer used, iteratively.
+
+        A variable without clients leaves the graph (declared inputs stay), and an
+        Apply whose outputs all lost their clients is pruned (``on_prune``), which
+        in turn removes it from its inputs' clients.
+        """
+        clients = self.clients
+        inputs = None
+        stack = [(var, client_to_remove)]
+        while stack:
+            var, client = stack.pop()
+            var_clients = clients.get(var)
+            if var_clients is None:
+                continue
+            try:
+                var_clients.remove(client)
+            except ValueError:
+                continue
+            if var_clients:
+                continue
+            owner = var.owner
+            if owner is None:
+                if inputs is None:
+                    inputs = set(self.inputs)
+                if var not in inputs:
+                    # An unused constant (or orphan) has no reason to stay.
+                    self.variables.discard(var)
+                    del clients[var]
+                    self._version += 1
+                continue
+            if owner not in self.apply_nodes:
+                continue
+            if any(clients.get(o) for o in owner.outputs):
+                continue
+            removed_by = getattr(owner.tag, "removed_by", None)
+            if removed_by is None:
+                owner.tag.removed_by = removed_by = []
+            removed_by.append(str(reason))
+            self.apply_nodes.remove(owner)
+            self._level.pop(owner, None)
+            for o in owner.outputs:
+                self.variables.discard(o)
+                clients.pop(o, None)
+            self._version += 1
+            self.execute_callbacks("on_prune", owner, reason)
+            stack.extend((inp, (owner, i)) for i, inp in enumerate(owner.inputs))
+
+    def import_var(self, var, reason=None, import_missing=False):
+        """Bring ``var`` (and the nodes it needs that are new) into the graph."""
+        self._import_graph([var], reason=reason, import_missing=import_missing)
+
+    def import_node(self, apply_node, check=True, reason=None, import_missing=False):
+        """Import ``apply_node`` and every new node it depends on, in topological order.
+
+        With ``check``, an ownerless non-constant variable that is not an input
+        raises MissingInputError (or becomes an input with ``import_missing``).
+        """
+        if not isinstance(apply_node, Apply):
+            raise TypeError(f"import_node expects an Apply, got {type(apply_node).__name__}")
+        self._import_graph(
+            list(apply_node.outputs), reason=reason, check=check, import_missing=import_missing,
+            only_owners=True,
+        )
+
+    def _new_nodes(self, roots):
+        """Return the Apply nodes ``roots`` depend on that are not in the graph, inputs first."""
+        variables = self.variables
+        apply_nodes = self.apply_nodes
+        stack = [
+            r.owner for r in reversed(roots)
+            if r.owner is not None and r.owner not in apply_nodes
+        ]
+        state: dict = {}
+        order = []
+        while stack:
+            node = stack[-1]
+            st = state.get(node)
+            if st is None:
+                state[node] = 1
+                for inp in reversed(node.inputs):
+                    o = inp.owner
+                    if o is not None and inp not in variables and o not in state:
+                        stack.append(o)
+            else:
+                stack.pop()
+                if st == 1:
+                    state[node] = 2
+                    order.append(node)
+        return order
+
+    def _import_graph(self, roots, reason=None, check=True, import_missing=False,
+                      needed_by=None, only_owners=False):
+        new_nodes = self._new_nodes(roots)
+        variables = self.variables
+        if check:
+            # Find every missing input before touching the graph, so a failure
+            # leaves it as it was.
+            missing = []
+            if not only_owners:
+                missing.extend(
+                    (r, None, None) for r in roots if _is_missing(r, variables)
+                )
+            for node in new_nodes:
+                missing.extend(
+                    (inp, node, j) for j, inp in enumerate(node.inputs)
+                    if _is_missing(inp, variables)
+                )
+            if missing:
+                if not import_missing:
+                    var, node, j = missing[0]
+                    target = needed_by or f"{roots[0]}"
+                    where = f", input {j} of {node}," if node is not None else ""
+                    raise MissingInputError(
+                        f"Undeclared input: {var} (of type {var.type}){where} is needed to "
+                        f"compute {target} but is not among the inputs of the FunctionGraph; "
+                        f"declare it as an input",
+                        variable=var,
+                    )
+                for var, _, _ in missing:
+                    self.add_input(var)
+
+        clients = self.clients
+        level = self._level
+        apply_nodes = self.apply_nodes
+        import_cbs = self._get_callbacks("on_import")
+        reason_s = str(reason)
+        checked_ops: set = set()
+        t0 = perf_counter()
+        for node in new_nodes:
+            op_id = id(node.op)
+            if op_id not in checked_ops:
+                self.setup_node(node)
+                checked_ops.add(op_id)
+            apply_nodes.add(node)
+            tag = node.tag
+            imported_by = getattr(tag, "imported_by", None)
+            if imported_by is None:
+                tag.imported_by = imported_by = []
+            imported_by.append(reason_s)
+            for o in node.outputs:
+                variables.add(o)
+                clients.setdefault(o, [])
+            lvl = 0
+            for i, inp in enumerate(node.inputs):
+                if inp not in variables:
+                    variables.add(inp)
+                    clients[inp] = []
+                clients[inp].append((node, i))
+                o = inp.owner
+                if o is not None:
+                    lo = level.get(o, 0)
+                    if lo > lvl:
+                        lvl = lo
+            level[node] = lvl + 1
+            # Called directly rather than through execute_callbacks: this loop is
+            # the hot path of building a big graph. Time is added up once below.
+            for _, fn in import_cbs:
+                fn(self, node, reason)
+        if new_nodes:
+            self._version += 1
+            if import_cbs:
+                self.execute_callbacks_time += perf_counter() - t0
+        if not only_owners:
+            for r in roots:
+                if r not in variables:
+                    variables.add(r)
+                    clients.setdefault(r, [])
+                    self._version += 1
+
+    # ------------------------------------------------------------------
+    # Changing the graph
+
+    def change_input(self, node, i, new_var, reason=None, import_missing=False):
+        """Make ``node.inputs[i]`` (or ``outputs[i]`` when ``node == "output"``) be ``new_var``.
+
+        The types must be equal. A change that would make the graph cyclic is
+        refused with InconsistencyError and the graph is left unchanged. Features
+        get ``on_change_input(fgraph, node, i, old_var, new_var, reason)``.
+        """
+        old = self.outputs[i] if _is_output(node) else node.inputs[i]
+        if old is new_var:
+            return
+        _check_same_type(old, new_var, reason)
+        if not _is_output(node):
+            culprit = self._first_dependency(new_var, {node})
+            if culprit is not None:
+                raise InconsistencyError(
+                    f"Changing input {i} of {node} to {new_var} would create a cycle: "
+                    f"{new_var} depends on {node}"
+                )
+        self._change_input(node, i, old, new_var, reason, import_missing)
+
+    def _change_input(self, node, i, old, new_var, reason, import_missing):
+        self._import_graph([new_var], reason=reason, import_missing=import_missing,
+                           needed_by=f"the replacement {new_var}")
+        if _is_output(node):
+            self.outputs[i] = new_var
+        else:
+            node.inputs[i] = new_var
+            self._raise_levels(node, new_var)
+        self.clients[new_var].append((node, i))
+        self._version += 1
+        self.remove_client(old, (node, i), reason=reason)
+        self.execute_callbacks("on_change_input", node, i, old, new_var, reason=reason)
+
+    def replace(self, var, new_var, reason=None, verbose=None, import_missing=False):
+        """Make every client of ``var`` use ``new_var`` instead.
+
+        ``var`` must be in the graph (ValueError otherwise) and ``new_var`` must
+        have the same type, or one ``var.type.convert_variable`` can convert to
+        (TypeError otherwise). A replacement that would make the graph cyclic is
+        refused with InconsistencyError before anything changes.
+        """
+        if verbose:
+            print(reason, var, new_var)
+        if not isinstance(new_var, Variable):
+            raise TypeError(
+                f"Cannot replace {var} by {new_var!r}: the replacement must be a Variable, "
+                f"got {type(new_var).__name__}"
+            )
+        if var.type != new_var.type:
+            converted = var.type.convert_variable(new_var)
+            if converted is None or converted.type != var.type:
+                _check_same_type(var, new_var, reason)
+            new_var = converted
+        if var not in self.variables:
+            raise ValueError(
+                f"Cannot replace {var}: it does not belong to this FunctionGraph "
+                f"(reason: {reason})"
+            )
+        if var is new_var:
+            return
+        var_clients = list(self.clients[var])
+        if not var_clients:
+            return
+        targets = {node for node, _ in var_clients if not _is_output(node)}
+        culprit = self._first_dependency(new_var, targets)
+        if culprit is not None:
+            raise InconsistencyError(
+                f"Replacing {var} by {new_var} would create a cycle: {new_var} depends on "
+                f"{culprit}, which uses {var} (reason: {reason})"
+            )
+        for node, i in var_clients:
+            self._change_input(node, i, var, new_var, reason, import_missing)
+
+    def replace_all(self, pairs, reason=None, import_missing=False):
+        """``replace`` each ``(var, new_var)`` pair in turn."""
+        for var, new_var in pairs:
+            self.replace(var, new_var, reason=reason, import_missing=import_missing)
+
+    def _first_dependency(self, new_var, targets):
+        """Return a node of ``targets`` (Applies in the graph) that ``new_var`` depends on."""
+        if not targets:
+            return None
+        level = self._level
+        apply_nodes = self.apply_nodes
+        # A node at a level <= every target's cannot be downstream of any target.
+        floor = min(level[t] for t in targets)
+        seen: set = set()
+        stack = [new_var]
+        while stack:
+            o = stack.pop().owner
+            if o is None or o in seen:
+                continue
+            seen.add(o)
+            if o in targets:
+                return o
+            if o in apply_nodes and level[o] <= floor:
+                continue
+            stack.extend(o.inputs)
+        return None
+
+    def _raise_levels(self, node, new_var):
+        """Restore ``level[input owner] < level[node]`` after ``new_var`` became an input."""
+        level = self._level
+        owner = new_var.owner
+        need = level.get(owner, 0) + 1 if owner is not None else 1
+        if level[node] >= need:
+            return
+        clients = self.clients
+        work = [(node, need)]
+        while work:
+            n, lvl = work.pop()
+            if level[n] >= lvl:
+                continue
+            level[n] = lvl
+            for o in n.outputs:
+                for c, _ in clients.get(o, ()):
+                    if not _is_output(c) and level[c] <= lvl:
+                        work.append((c, lvl + 1))
+
+    # ------------------------------------------------------------------
+    # Features
+
+    def attach_feature(self, feature):
+        """Add ``feature`` and call its ``on_attach(fgraph)``.
+
+        A feature that is already attached, or whose ``on_attach`` raises
+        ``AlreadyThere``, is silently not added.
+        """
+        from theano_dag.graph.toolbox import AlreadyThere
+
+        if any(f is feature for f in self._features):
+            return
+        attach = getattr(feature, "on_attach", None)
+        if attach is not None:
+            try:
+                attach(self)
+            except AlreadyThere:
+                return
+        self.execute_callbacks_times.setdefault(feature, 0.0)
+        self._features.append(feature)
+        self._callbacks = {}
+        self._toposort_cache = None
+
+    def remove_feature(self, feature):
+        """Remove ``feature`` and call its ``on_detach(fgraph)``; unknown features are ignored."""
+        for k, f in enumerate(self._features):
+            if f is feature:
+                del self._features[k]
+                break
+        else:
+            return
+        self._callbacks = {}
+        self._toposort_cache = None
+        detach = getattr(feature, "on_detach", None)
+        if detach is not None:
+            detach(self)
+
+    def _get_callbacks(self, name):
+        cbs = self._callbacks.get(name)
+        if cbs is None:
+            from theano_dag.graph.toolbox import Feature
+
+            # Methods a feature inherits unchanged from Feature do nothing: skip them.
+            noop = getattr(Feature, name, None)
+            cbs = []
+            for f in self._features:
+                fn = getattr(f, name, None)
+                if fn is None:
+                    continue
+                if noop is not None and getattr(type(f), name, None) is noop:
+                    continue
+                cbs.append((f, fn))
+            self._callbacks[name] = cbs
+        return cbs
+
+    def execute_callbacks(self, name, *args, **kwargs):
+        """Call ``feature.<name>(fgraph, *args, **kwargs)`` on every feature that has it."""
+        cbs = self._get_callbacks(name)
+        if not cbs:
+            return
+        t0 = perf_counter()
+        times = self.execute_callbacks_times
+        for feature, fn in cbs:
+            tf0 = perf_counter()
+            fn(self, *args, **kwargs)
+            times[feature] = times.get(feature, 0.0) + perf_counter() - tf0
+        self.execute_callbacks_time += perf_counter() - t0
+
+    def collect_callbacks(self, name, *args):
+        """Return ``{feature: feature.<name>(*args)}`` for every feature that has ``name``."""
+        d = {}
+        for feature in self._features:
+            fn = getattr(feature, name, None)
+            if fn is not None:
+                d[feature] = fn(*args)
+        return d
+
+    # ------------------------------------------------------------------
+    # Ordering and checking
+
+    def orderings(self):
+        """Return ``{node: [nodes that must run before it]}`` gathered from the features.
+
+        Features give extra constraints through ``orderings(fgraph)`` (DestroyHandler
+        uses this to run every reader of a value before the node that destroys it).
+        """
+        all_ords = []
+        for feature, fn in self._get_callbacks("orderings"):
+            ords = fn(self)
+            if not isinstance(ords, dict):
+                raise TypeError(
+                    f"{feature}.orderings must return a dict {{node: [prerequisites]}}, "
+                    f"got {type(ords).__name__}"
+                )
+            for node, prereqs in ords.items():
+                if isinstance(prereqs, (set, frozenset)):
+                    raise TypeError(
+                        f"{feature}.orderings gave a {type(prereqs).__name__} of prerequisites "
+                        f"for {node}; use an ordered collection so toposort is deterministic"
+                    )
+            if ords:
+                all_ords.append(ords)
+        if len(all_ords) == 1:
+            return {k: list(v) for k, v in all_ords[0].items()}
+        combined: dict = {}
+        for ords in all_ords:
+            for node, prereqs in ords.items():
+                combined.setdefault(node, []).extend(prereqs)
+        return combined
+
+    def toposort(self):
+        """Return the Apply nodes in an order where each node comes after its inputs.
+
+        Feature orderings are honoured too. Without orderings the order is cached
+        until the graph changes.
+
+        >>> from theano_dag.graph.type import Generic
+        >>> from theano_dag.graph.op import Op
+        >>> class F(Op):
+        ...     __props__ = ("name",)
+        ...     def __init__(self, name):
+        ...         self.name = name
+        ...     def make_node(self, *xs):
+        ...         return Apply(self, list(xs), [Generic()()])
+        >>> x = Generic()("x")
+        >>> fg = FunctionGraph([x], [F("b")(F("a")(x))], clone=False)
+        >>> [n.op.name for n in fg.toposort()]
+        ['a', 'b']
+        """
+        if len(self.apply_nodes) < 2:
+            return list(self.apply_nodes)
+        ords = self.orderings()
+        if ords:
+            return io_toposort(self.inputs, self.outputs, ords)
+        cache = self._toposort_cache
+        if cache is not None and cache[0] == self._version:
+            return list(cache[1])
+        order = io_toposort(self.inputs, self.outputs)
+        self._toposort_cache = (self._version, order)
+        return list(order)
+
+    def check_integrity(self):
+        """Recompute the structure from scratch and raise IntegrityError on any mismatch.
+
+        Checks ``apply_nodes``, ``variables``, the exact ``clients`` of every
+        variable, that no undeclared input is used, and the graph is acyclic.
+        """
+        nodes = set(applys_between(self.inputs, self.outputs))
+        if self.apply_nodes != nodes:
+            raise IntegrityError(
+                f"The nodes are inappropriately cached. missing: "
+                f"{_few(nodes - self.apply_nodes)}, in excess: {_few(self.apply_nodes - nodes)}"
+            )
+        variables = set(vars_between(self.inputs, self.outputs))
+        variables.update(self.inputs)
+        if self.variables != variables:
+            raise IntegrityError(
+                f"The variables are inappropriately cached. missing: "
+                f"{_few(variables - self.variables)}, in excess: "
+                f"{_few(self.variables - variables)}"
+            )
+        if set(self.clients) != variables:
+            raise IntegrityError(
+                f"The clients are kept for the wrong variables. missing: "
+                f"{_few(variables - set(self.clients))}, in excess: "
+                f"{_few(set(self.clients) - variables)}"
+            )
+        expected: dict = {v: [] for v in variables}
+        for node in nodes:
+            for i, inp in enumerate(node.inputs):
+                expected[inp].append((node, i))
+        for k, out in enumerate(self.outputs):
+            expected[out].append(("output", k))
+        inputs = set(self.inputs)
+        for var in variables:
+            if var.owner is None and var not in inputs and not isinstance(var, Constant):
+                raise IntegrityError(f"Undeclared input: {var}")
+            have = self.clients[var]
+            if len(have) != len(expected[var]) or set(map(_client_key, have)) != set(
+                map(_client_key, expected[var])
+            ):
+                raise IntegrityError(
+                    f"Inconsistent clients of {var}: cached {have}, actual {expected[var]}"
+                )
+        if set(self._level) != nodes:
+            raise IntegrityError("The node levels are kept for the wrong nodes")
+        for node in nodes:
+            for inp in node.inputs:
+                if inp.owner is not None and self._level[inp.owner] >= self._level[node]:
+                    raise IntegrityError(f"Node levels are not topological at {node}")
+        try:
+            io_toposort(self.inputs, self.outputs)
+        except ValueError as e:
+            raise IntegrityError(f"The graph contains a cycle: {e}") from None
+
+    # ------------------------------------------------------------------
+    # Copying, pickling, misc
+
+    def clone(self, check_integrity=True):
+        """Return a copy of this graph (with copies of its features)."""
+        return self.clone_get_equiv(check_integrity)[0]
+
+    def clone_get_equiv(self, check_integrity=True, attach_feature=True, **kwargs):
+        """Return ``(new_fgraph, equiv)`` where ``equiv`` maps old variables and nodes to new.
+
+        ``kwargs`` (``copy_inputs``, ``copy_orphans``) go to ``basic.clone_get_equiv``.
+        Features are copied with ``feature.clone()``.
+
+        >>> from theano_dag.graph.type import Generic
+        >>> from theano_dag.graph.op import Op
+        >>> class F(Op):
+        ...     def make_node(self, *xs):
+        ...         return Apply(self, list(xs), [Generic()()])
+        >>> x = Generic()("x")
+        >>> fg = FunctionGraph([x], [F()(x)], clone=False)
+        >>> fg2, equiv = fg.clone_get_equiv()
+        >>> equiv[x] is fg2.inputs[0], equiv[x] is x
+        (True, False)
+        >>> fg2, equiv = fg.clone_get_equiv(copy_inputs=False)
+        >>> fg2.inputs[0] is x
+        True
+        """
+        if check_integrity:
+            self.check_integrity()
+        equiv = clone_get_equiv(self.inputs, self.outputs, **kwargs)
+        new = FunctionGraph(
+            [equiv[i] for i in self.inputs],
+            [equiv[o] for o in self.outputs],
+            clone=False,
+            update_mapping=self.update_mapping,
+        )
+        if check_integrity:
+            new.check_integrity()
+        if attach_feature:
+            for feature in self._features:
+                clone = getattr(feature, "clone", None)
+                new.attach_feature(clone() if clone is not None else feature)
+        return new, equiv
+
+    def disown(self):
+        """Detach every feature and forget the graph; this object is unusable afterwards."""
+        for f in list(self._features):
+            self.remove_feature(f)
+        self.clients = {}
+        self.apply_nodes = set()
+        self.variables = set()
+        self._level = {}
+        self.inputs = None
+        self.outputs = None
+        self.profile = None
+        self.update_mapping = None
+
+    _CORE_ATTRS = frozenset(
+        [
+            "execute_callbacks_time", "_features", "apply_nodes", "variables", "clients",
+            "inputs", "outputs", "profile", "update_mapping", "_level", "_version",
+        ]
+    )
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        for key in ("execute_callbacks_times", "_callbacks", "_toposort_cache"):
+            d.pop(key, None)
+        for feature in self._features:
+            for attr in getattr(feature, "pickle_rm_attr", ()):
+                d.pop(attr, None)
+        # Features and attributes they installed that cannot be pickled are
+        # dropped with a warning rather than making the whole graph unpicklable.
+        kept = []
+        for feature in self._features:
+            err = _pickle_problem(self, feature)
+            if err is None:
+                kept.append(feature)
+            else:
+                warnings.warn(
+                    f"FunctionGraph pickling: dropping feature {feature!r}, which cannot be "
+                    f"pickled ({err})",
+                    stacklevel=2,
+                )
+                for attr in getattr(feature, "pickle_rm_attr", ()):
+                    d.pop(attr, None)
+        d["_features"] = kept
+        for key in [k for k in d if k not in self._CORE_ATTRS]:
+            err = _pickle_problem(self, d[key])
+            if err is not None:
+                warnings.warn(
+                    f"FunctionGraph pickling: dropping attribute {key!r}, which cannot be "
+                    f"pickled ({err})",
+                    stacklevel=2,
+                )
+                del d[key]
+        # Pickle the nodes inputs-first: each node's inputs are then already in the
+        # pickle memo, so pickling never recurses down a deep chain.
+        order = list(self.inputs)
+        order.extend(io_toposort(self.inputs, self.outputs))
+        return {"_pickle_order": order, **d}
+
+    def __setstate__(self, state):
+        state = dict(state)
+        state.pop("_pickle_order", None)
+        self.__dict__.update(state)
+        self.execute_callbacks_times = {f: 0.0 for f in self._features}
+        self._callbacks = {}
+        self._toposort_cache = None
+        for feature in self._features:
+            unpickle = getattr(feature, "unpickle", None)
+            if unpickle is not None:
+                unpickle(self)
+
+    def __contains__(self, item):
+        if isinstance(item, Variable):
+            return item in self.variables
+        if isinstance(item, Apply):
+            return item in self.apply_nodes
+        raise TypeError(f"A FunctionGraph contains Variables and Apply nodes, not {item!r}")
+
+    def __repr__(self):
+        return f"FunctionGraph({', '.join(as_string(self.inputs, self.outputs))})"
+
+    __str__ = __repr__
+
+
+# ----------------------------------------------------------------------
+# Helpers
+
+
+def _is_output(node):
+    return type(node) is str
+
+
+def _client_key(client):
+    node, i = client
+    return (id(node) if not _is_output(node) else "output", i)
+
+
+def _is_missing(var, variables):
+    return var.owner is None and var not in variables and not isinstance(var, Constant)
+
+
+def _as_variable_list(xs, what):
+    if isinstance(xs, Variable) or not isinstance(xs, (list, tuple)):
+        raise TypeError(f"The {what} of a FunctionGraph must be a list of Variables, got {xs!r}")
+    for k, x in enumerate(xs):
+        if not isinstance(x, Variable):
+            raise TypeError(
+                f"{what[:-1].capitalize()} {k} of the FunctionGraph must be a Variable, "
+                f"got {type(x).__name__}: {x!r}"
+            )
+    return list(xs)
+
+
+def _check_same_type(old, new, reason):
+    if old.type != new.type:
+        raise TypeError(
+            f"The type of the replacement must be the same as the type of the original "
+            f"Variable: cannot replace {old} of type {old.type} by {new} of type {new.type}"
+            f" (reason: {reason})"
+        )
+
+
+def _few(items, n=5):
+    items = list(items)
+    s = ", ".join(str(x) for x in items[:n])
+    return f"[{s}{', ...' if len(items) > n else ''}]"
+
+
+class _NullWriter:
+    def write(self, b):
+        return len(b)
+
+
+def _pickle_problem(fgraph, obj):
+    """Return why ``obj`` cannot be pickled (ignoring graph objects it refers to), or None."""
+
+    class Probe(pickle.Pickler):
+        def persistent_id(self, o):
+            if o is fgraph or isinstance(o, (Variable, Apply)):
+                return 1
+            return None
+
+    try:
+        Probe(_NullWriter(), protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+

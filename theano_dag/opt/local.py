@@ -1,0 +1,438 @@
+"""Local optimizers: rewrites of one Apply node (``theano.graph.opt``'s LocalOptimizer family).
+
+A local optimizer's ``transform(fgraph, node)`` returns ``False``/``None`` (nothing to do),
+a list of Variables to replace ``node.outputs`` with, or a dict ``{old: new}``. A
+navigator (``TopoOptimizer``, ``EquilibriumOptimizer``) decides where to apply it.
+
+``tracks()`` lists the Op classes or Op instances a rewrite looks at; navigators index
+rewrites by it, so a node only meets the rewrites that can match it (one dict lookup per
+node). ``None`` (or an empty list, as in the Theano tutorial) means every node.
+
+Rewrites written for Theano 1.0, whose ``transform`` takes only ``(self, node)``, keep
+working: the signature is detected when the class is defined.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import sys
+import time
+from collections import defaultdict
+
+from theano_dag.graph.op import Op
+from theano_dag.opt.basic import _attach_destroy_handler, opt_name
+
+__all__ = [
+    "LocalOptimizer",
+    "FromFunctionLocalOptimizer",
+    "local_optimizer",
+    "LocalOptGroup",
+    "OpSub",
+    "OpRemove",
+    "TrackIndex",
+    "LocalStats",
+]
+
+
+def _n_positional(fn):
+    """Number of positional parameters of ``fn``, or None when it takes ``*args``."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _node_only(legacy):
+    """Wrap a Theano 1.0 ``transform(self, node)`` so it also accepts ``(fgraph, node)``."""
+
+    def transform(self, *args, **kwargs):
+        node = kwargs.pop("node", None) if "node" in kwargs else args[-1]
+        return legacy(self, node)
+
+    transform.__wrapped__ = legacy
+    transform.__doc__ = legacy.__doc__
+    return transform
+
+
+class LocalOptimizer:
+    """A rewrite of one node; subclasses implement ``transform(fgraph, node)``.
+
+    >>> class Nothing(LocalOptimizer):
+    ...     def transform(self, node):  # the Theano 1.0 signature also works
+    ...         return False
+    >>> Nothing().transform(None, "a node"), Nothing().transform("a node")
+    (False, False)
+    """
+
+    # Whether new nodes this rewrite creates may be rewritten by it again in the same pass.
+    reentrant = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("transform")
+        if inspect.isfunction(fn) and _n_positional(fn) == 2:
+            cls.transform = _node_only(fn)
+            cls._legacy_transform = True
+
+    def tracks(self):
+        """Op classes or instances this rewrite applies to; None for every node."""
+        return None
+
+    def transform(self, fgraph, node, *args, **kwargs):
+        """Return False/None, a list of replacements for ``node.outputs``, or a dict."""
+        raise NotImplementedError(f"{type(self).__name__}.transform is not implemented")
+
+    def add_requirements(self, fgraph):
+        """Attach the features this rewrite relies on."""
+
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
+        print(f"{' ' * level}{type(self).__name__} {opt_name(self)} id={id(self)}", file=stream)
+
+
+class FromFunctionLocalOptimizer(LocalOptimizer):
+    """A local optimizer made from ``fn(fgraph, node)`` (or ``fn(node)``); see
+    ``local_optimizer``."""
+
+    def __init__(self, fn, tracks=None, requirements=()):
+        self.fn = fn
+        self._tracks = tracks
+        self.requirements = tuple(requirements)
+        self.__name__ = getattr(fn, "__name__", "FromFunctionLocalOptimizer")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._node_only = _n_positional(fn) == 1
+
+    def transform(self, *args, **kwargs):
+        if self._node_only:
+            return self.fn(args[-1])
+        return self.fn(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self.transform(*args, **kwargs)
+
+    def add_requirements(self, fgraph):
+        for req in self.requirements:
+            req(fgraph)
+
+    def tracks(self):
+        return self._tracks
+
+    def __str__(self):
+        return self.__name__
+
+    __repr__ = __str__
+
+
+def _check_tracks(tracks, where):
+    if tracks is None:
+        return None
+    if isinstance(tracks, (Op, type)):
+        tracks = [tracks]
+    tracks = list(tracks)
+    if not tracks:
+        raise ValueError(f"{where}: use None instead of an empty list to apply to all nodes")
+    for t in tracks:
+        if not (isinstance(t, Op) or (isinstance(t, type) and issubclass(t, Op))):
+            raise ValueError(f"{where}: tracks must be Op classes or Op instances, got {t!r}")
+    return tracks
+
+
+def local_optimizer(tracks, inplace=False, requirements=()):
+    """Decorator: turn ``f(fgraph, node)`` into a local optimizer tracking ``tracks``.
+
+    ``inplace=True`` adds a ``DestroyHandler`` to the requirements.
+
+    >>> from theano_dag.graph.op import Op
+    >>> class Neg(Op):
+    ...     __props__ = ()
+    >>> @local_optimizer([Neg])
+    ... def local_nothing(fgraph, node):
+    ...     return False
+    >>> local_nothing.tracks(), str(local_nothing)
+    ([<class 'theano_dag.opt.local.Neg'>], 'local_nothing')
+    """
+
+    def decorator(f):
+        where = f"local_optimizer({getattr(f, '__name__', f)!s})"
+        checked = _check_tracks(tracks, where)
+        reqs = tuple(requirements)
+        if inplace:
+            reqs = reqs + (_attach_destroy_handler,)
+        return FromFunctionLocalOptimizer(f, checked, reqs)
+
+    return decorator
+
+
+def _tracks_of(lopt):
+    t = lopt.tracks()
+    if t is None:
+        return None
+    t = list(t)
+    return t or None  # the Theano tutorial returns [] to mean "every node"
+
+
+class TrackIndex:
+    """Find, for an Op, the local optimizers whose ``tracks`` match it (cached per type).
+
+    A tracked class matches its subclasses; a tracked instance matches equal Ops.
+    Optimizers come back in the order they were given.
+
+    >>> from theano_dag.graph.op import Op
+    >>> class A(Op):
+    ...     __props__ = ()
+    >>> class B(A):
+    ...     __props__ = ()
+    >>> @local_optimizer([A])
+    ... def on_a(fgraph, node):
+    ...     return False
+    >>> @local_optimizer(None)
+    ... def on_all(fgraph, node):
+    ...     return False
+    >>> [str(o) for o in TrackIndex([on_a, on_all]).lookup(B())]
+    ['on_a', 'on_all']
+    """
+
+    def __init__(self, lopts):
+        self.lopts = list(lopts)
+        self.rank = {}
+        self.all: list = []
+        self.by_class: dict = defaultdict(list)
+        self.by_instance: dict = defaultdict(list)
+        self.unhashable: list = []  # (op, lopt) for ops that cannot be dict keys
+        for r, lopt in enumerate(self.lopts):
+            self.rank.setdefault(lopt, r)
+            tracks = _tracks_of(lopt)
+            if tracks is None:
+                self.all.append(lopt)
+                continue
+            for t in tracks:
+                if isinstance(t, type):
+                    self.by_class[t].append(lopt)
+                else:
+                    try:
+                        self.by_instance[t].append(lopt)
+                    except TypeError:
+                        self.unhashable.append((t, lopt))
+        self._type_cache: dict = {}
+
+    def _for_type(self, cls):
+        found = self._type_cache.get(cls)
+        if found is None:
+            found = list(self.all)
+            for klass in cls.__mro__:
+                found.extend(self.by_class.get(klass, ()))
+            found = self._ordered(found)
+            self._type_cache[cls] = found
+        return found
+
+    def _ordered(self, lopts):
+        seen = set()
+        out = []
+        for lo in sorted(lopts, key=self.rank.__getitem__):
+            if lo not in seen:
+                seen.add(lo)
+                out.append(lo)
+        return out
+
+    def lookup(self, op) -> list:
+        """Return the optimizers to try on a node whose op is ``op``."""
+        found = self._for_type(type(op))
+        if self.by_instance or self.unhashable:
+            extra = []
+            if self.by_instance:
+                try:
+                    extra = self.by_instance.get(op, [])
+                except TypeError:
+                    extra = [lo for t, los in self.by_instance.items() if t == op for lo in los]
+            extra = extra + [lo for t, lo in self.unhashable if t == op]
+            if extra:
+                found = self._ordered(found + extra)
+        return found
+
+    def __len__(self):
+        return len(self.lopts)
+
+
+class LocalStats:
+    """Per-rewrite counters: seconds spent, times tried, times applied, nodes created."""
+
+    def __init__(self):
+        self.time: dict = defaultdict(float)
+        self.tried: dict = defaultdict(int)
+        self.applied: dict = defaultdict(int)
+        self.created: dict = defaultdict(int)
+
+    def write(self, stream=sys.stdout, level=0):
+        pad = "    " * level
+        used = [o for o in self.tried if self.applied[o]]
+        unused = [o for o in self.tried if not self.applied[o]]
+        if used:
+            print(f"{pad}  time - applied - tried - nodes created - rewrite", file=stream)
+            for o in sorted(used, key=lambda o: -self.time[o]):
+                print(
+                    f"{pad}  {self.time[o]:.6f}s - {self.applied[o]} - {self.tried[o]} - "
+                    f"{self.created[o]} - {opt_name(o)}",
+                    file=stream,
+                )
+        t_unused = sum(self.time[o] for o in unused)
+        print(f"{pad}  {t_unused:.6f}s in {len(unused)} rewrites that never applied", file=stream)
+
+    def merge(self, other: LocalStats):
+        for name in ("time", "tried", "applied", "created"):
+            mine = getattr(self, name)
+            for k, v in getattr(other, name).items():
+                mine[k] += v
+
+
+class LocalOptGroup(LocalOptimizer):
+    """Try several local optimizers on a node; the first that applies wins.
+
+    With ``apply_all_opts=True`` the group keeps rewriting the node it produced until
+    no rewrite applies.
+    """
+
+    def __init__(self, *optimizers, apply_all_opts=False, profile=False, name=None):
+        if len(optimizers) == 1 and isinstance(optimizers[0], (list, tuple)):
+            optimizers = tuple(optimizers[0])
+        for o in optimizers:
+            if not isinstance(o, LocalOptimizer):
+                raise TypeError(f"LocalOptGroup: {o!r} is not a LocalOptimizer")
+        self.opts = tuple(optimizers)
+        self.reentrant = any(getattr(o, "reentrant", True) for o in self.opts)
+        self.retains_inputs = all(getattr(o, "retains_inputs", False) for o in self.opts)
+        self.apply_all_opts = apply_all_opts
+        self.profile = profile
+        self.stats = LocalStats()
+        self.index = TrackIndex(self.opts)
+        if name is not None:
+            self.__name__ = name
+
+    def __str__(self):
+        return getattr(self, "__name__", None) or (
+            f"LocalOptGroup({','.join(opt_name(o) for o in self.opts)})"
+        )
+
+    def tracks(self):
+        out = []
+        for o in self.opts:
+            t = _tracks_of(o)
+            if t is None:
+                return None
+            out.extend(t)
+        return out or None
+
+    def transform(self, fgraph, node):
+        repl = None
+        while True:
+            new_repl = None
+            for opt in self.index.lookup(node.op):
+                t0 = time.perf_counter() if self.profile else 0.0
+                new_repl = opt.transform(fgraph, node)
+                if self.profile:
+                    self.stats.time[opt] += time.perf_counter() - t0
+                    self.stats.tried[opt] += 1
+                if new_repl:
+                    if self.profile:
+                        self.stats.applied[opt] += 1
+                    break
+            if not new_repl:
+                return repl
+            if not self.apply_all_opts:
+                return new_repl
+            new_vars = list(new_repl.values()) if isinstance(new_repl, dict) else new_repl
+            repl = new_repl
+            first = new_vars[0]
+            if first is None or first.owner is None or isinstance(new_repl, dict):
+                return repl
+            owners = {v.owner for v in new_vars if v is not None}
+            if len(owners) != 1 or len(first.owner.outputs) != len(node.outputs):
+                return repl
+            node = first.owner
+
+    def add_requirements(self, fgraph):
+        for o in self.opts:
+            o.add_requirements(fgraph)
+
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
+        super().print_summary(stream, level, depth)
+        if depth != 0:
+            for o in self.opts:
+                o.print_summary(stream, level=level + 2, depth=depth - 1)
+
+
+class OpSub(LocalOptimizer):
+    """Replace each application of ``op1`` by ``op2`` on the same inputs.
+
+    >>> from theano_dag.graph.op import Op
+    >>> class Add(Op):
+    ...     __props__ = ()
+    >>> class Sub(Op):
+    ...     __props__ = ()
+    >>> str(OpSub(Add(), Sub()))
+    'Add -> Sub'
+    """
+
+    reentrant = False  # the nodes it makes hold op2, which it does not track
+    retains_inputs = True
+
+    def __init__(self, op1, op2, transfer_tags=True):
+        self.op1 = op1
+        self.op2 = op2
+        self.transfer_tags = transfer_tags
+
+    def op_key(self):
+        return self.op1
+
+    def tracks(self):
+        return [self.op1]
+
+    def transform(self, fgraph, node):
+        if node.op != self.op1:
+            return False
+        repl = self.op2.make_node(*node.inputs)
+        if self.transfer_tags:
+            repl.tag = copy.copy(node.tag)
+            for out, new_out in zip(node.outputs, repl.outputs):
+                new_out.tag = copy.copy(out.tag)
+        return repl.outputs
+
+    def __str__(self):
+        return f"{self.op1} -> {self.op2}"
+
+
+class OpRemove(LocalOptimizer):
+    """Remove each application of ``op``: output ``k`` is replaced by input ``k``.
+
+    >>> from theano_dag.graph.op import Op
+    >>> class Identity(Op):
+    ...     __props__ = ()
+    >>> str(OpRemove(Identity()))
+    'Identity(x) -> x'
+    """
+
+    reentrant = False  # it adds no node at all
+
+    def __init__(self, op):
+        self.op = op
+
+    def op_key(self):
+        return self.op
+
+    def tracks(self):
+        return [self.op]
+
+    def transform(self, fgraph, node):
+        if node.op != self.op:
+            return False
+        if len(node.inputs) != len(node.outputs):
+            raise ValueError(
+                f"OpRemove({self.op}): the node has {len(node.inputs)} inputs and "
+                f"{len(node.outputs)} outputs; OpRemove needs as many outputs as inputs"
+            )
+        return list(node.inputs)
+
+    def __str__(self):
+        return f"{self.op}(x) -> x"

@@ -1,0 +1,251 @@
+"""``MergeOptimizer``: one node per distinct computation, one Constant per distinct value.
+
+Two Apply nodes with equal ops and *identical* inputs compute the same thing, so the
+clients of one can use the other. ``MergeFeature`` keeps, incrementally, a dict
+``(op, ids of inputs) -> node`` and ``constant signature -> Constant``; a node whose key
+is taken is scheduled for merging. Merging changes the inputs of the merged node's
+clients, which re-keys them and may schedule them in turn, so a whole duplicated
+subgraph collapses in one ``apply``. Each node is keyed once per change of its inputs:
+the work is linear in the size of the graph (plus the changes), never quadratic.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.toolbox import AlreadyThere, Feature
+from theano_dag.opt.basic import GlobalOptimizer
+
+__all__ = ["MergeFeature", "MergeOptimizer", "merge_optimizer", "MergeProfile",
+           "pre_constant_merge"]
+
+
+def _op_key(op):
+    try:
+        hash(op)
+    except TypeError:  # an op that cannot be hashed only merges with itself
+        return ("unhashable", id(op))
+    return op
+
+
+def constant_key(c):
+    """A hashable key such that equal keys mean equal constants (None: do not merge).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> constant_key(Constant(Generic(), 3)) == constant_key(Constant(Generic(), 3))
+    True
+    """
+    sig = c.merge_signature() if hasattr(c, "merge_signature") else c.signature()
+    try:
+        hash(sig)
+        return sig
+    except TypeError:
+        pass
+    data = c.data
+    tobytes = getattr(data, "tobytes", None)
+    if tobytes is None:
+        return None
+    return (c.type, str(getattr(data, "dtype", "")), getattr(data, "shape", None), tobytes())
+
+
+class MergeFeature(Feature):
+    """Index the graph's nodes and constants to find duplicates as the graph changes.
+
+    Installs ``fgraph.merge_feature``; ``scheduled`` holds ``(duplicate, kept)`` pairs.
+    """
+
+    def on_attach(self, fgraph):
+        if getattr(fgraph, "merge_feature", None) is not None:
+            raise AlreadyThere("fgraph already has a MergeFeature")
+        fgraph.merge_feature = self
+        self.fgraph = fgraph
+        self.key_node: dict = {}
+        self.node_key: dict = {}
+        self.sig_const: dict = {}
+        self.scheduled: deque = deque()
+        self.blacklist: set = set()
+        for node in fgraph.toposort():
+            self.on_import(fgraph, node, "on_attach")
+
+    def on_detach(self, fgraph):
+        if getattr(fgraph, "merge_feature", None) is self:
+            del fgraph.merge_feature
+        self.key_node = self.node_key = self.sig_const = {}
+        self.scheduled = deque()
+
+    def clone(self):
+        return type(self)()
+
+    def on_import(self, fgraph, node, reason=None):
+        for c in node.inputs:
+            if isinstance(c, Constant):
+                self.process_constant(fgraph, c)
+        self.process_node(fgraph, node)
+
+    def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if isinstance(new_r, Constant):
+            self.process_constant(fgraph, new_r)
+        if node == "output":
+            return
+        self._forget(node)
+        if node in fgraph.apply_nodes:
+            self.process_node(fgraph, node)
+
+    def on_prune(self, fgraph, node, reason=None):
+        self._forget(node)
+
+    def _forget(self, node):
+        key = self.node_key.pop(node, None)
+        if key is not None and self.key_node.get(key) is node:
+            del self.key_node[key]
+
+    def process_constant(self, fgraph, c):
+        """Schedule ``c`` to be replaced by an equal constant already in the graph."""
+        key = constant_key(c)
+        if key is None:
+            return
+        other = self.sig_const.get(key)
+        if other is c:
+            return
+        if other is None or other not in fgraph.variables:
+            self.sig_const[key] = c
+            return
+        self.scheduled.append((c, other))
+
+    def process_node(self, fgraph, node):
+        """Schedule ``node`` to be replaced by an equal node already in the graph."""
+        key = (_op_key(node.op), tuple(map(id, node.inputs)))
+        other = self.key_node.get(key)
+        if other is node:
+            return
+        if other is None or other not in fgraph.apply_nodes or self.node_key.get(other) != key:
+            self.key_node[key] = node
+            self.node_key[node] = key
+            return
+        self.scheduled.append((node, other))
+
+
+def _same_computation(node, other) -> bool:
+    return (
+        len(node.inputs) == len(other.inputs)
+        and all(a is b for a, b in zip(node.inputs, other.inputs))
+        and len(node.outputs) == len(other.outputs)
+        and all(a.type == b.type for a, b in zip(node.outputs, other.outputs))
+        and node.op == other.op
+    )
+
+
+class MergeProfile:
+    def __init__(self):
+        self.merged = 0
+        self.constants = 0
+        self.failed = 0
+        self.time = 0.0
+
+    def write(self, stream=sys.stdout, level=0):
+        pad = "    " * level
+        print(
+            f"{pad}MergeOptimizer: merged {self.merged} nodes and {self.constants} constants "
+            f"({self.failed} refused) in {self.time:.4f}s",
+            file=stream,
+        )
+
+
+class MergeOptimizer(GlobalOptimizer):
+    """Merge the parts of the graph that compute the same thing.
+
+    The tutorial's example: in ``div(mul(add(y, z), x), add(y, z))`` the two
+    ``add(y, z)`` become one node used twice.
+    """
+
+    def add_requirements(self, fgraph):
+        if getattr(fgraph, "merge_feature", None) is None:
+            fgraph.attach_feature(MergeFeature())
+
+    def apply(self, fgraph):
+        prof = MergeProfile()
+        t0 = time.perf_counter()
+        feature = getattr(fgraph, "merge_feature", None)
+        if feature is None:
+            self.add_requirements(fgraph)
+            feature = fgraph.merge_feature
+        sched = feature.scheduled
+        # Without inplace ops a merge cannot make the graph invalid: skip validation.
+        check = hasattr(fgraph, "destroy_handler")
+        from theano_dag.graph.fg import InconsistencyError
+
+        while sched:
+            old, new = sched.popleft()
+            if isinstance(old, Constant):
+                if old not in fgraph.variables:
+                    continue
+                if new not in fgraph.variables:
+                    feature.process_constant(fgraph, old)  # ``new`` left: ``old`` is kept
+                    continue
+                fgraph.replace(old, new, reason="MergeOptimizer")
+                prof.constants += 1
+                continue
+            node, other = old, new
+            if node not in fgraph.apply_nodes:
+                continue
+            if other not in fgraph.apply_nodes:
+                feature.process_node(fgraph, node)  # ``other`` left: ``node`` is kept
+                continue
+            if (node, other) in feature.blacklist or not _same_computation(node, other):
+                continue
+            pairs = [(o, n) for o, n in zip(node.outputs, other.outputs) if o in fgraph.variables]
+            for o, n in pairs:
+                if o.name and not n.name:
+                    n.name = o.name
+            try:
+                if check:
+                    fgraph.replace_all_validate(pairs, reason="MergeOptimizer")
+                else:
+                    fgraph.replace_all(pairs, reason="MergeOptimizer")
+            except InconsistencyError:
+                feature.blacklist.add((node, other))
+                prof.failed += 1
+                continue
+            prof.merged += 1
+        feature.blacklist.clear()
+        prof.time = time.perf_counter() - t0
+        return prof
+
+    def __str__(self):
+        return getattr(self, "name", None) or "MergeOptimizer"
+
+
+merge_optimizer = MergeOptimizer()
+
+
+def pre_constant_merge(fgraph, variables):
+    """Merge equal constants inside the (not yet imported) graphs of ``variables``.
+
+    Used by rewrites that build many nodes at once; graphs already in ``fgraph`` are not
+    touched. Changes the new nodes' inputs in place and returns the variables.
+    """
+    seen: set = set()
+    by_key: dict = {}
+    single = not isinstance(variables, (list, tuple))
+    todo = [variables] if single else list(variables)
+    out = []
+    for root in todo:
+        stack = [root]
+        while stack:
+            var = stack.pop()
+            node = var.owner
+            if node is None or node in fgraph.apply_nodes or node in seen:
+                continue
+            seen.add(node)
+            for i, inp in enumerate(node.inputs):
+                if isinstance(inp, Constant):
+                    key = constant_key(inp)
+                    if key is not None:
+                        node.inputs[i] = by_key.setdefault(key, inp)
+                else:
+                    stack.append(inp)
+        out.append(root)
+    return out[0] if single else out

@@ -1,0 +1,633 @@
+"""Navigators: global optimizers that walk the graph applying local optimizers.
+
+``TopoOptimizer`` makes one pass in topological order (or its reverse);
+``OpKeyOptimizer`` visits only the nodes of one op; ``EquilibriumOptimizer`` applies
+local and global optimizers until none changes the graph.
+
+Speed: the optimizers to try on a node come from a ``TrackIndex`` (one dict lookup per
+node). After its first full pass, ``EquilibriumOptimizer`` only revisits what changed: a
+feature records the nodes imported and the nodes whose inputs changed, and the next
+round visits those and their clients (``revisit_depth`` levels down), so the work after
+the first pass is proportional to the number of changes, not to the size of the graph.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections import deque
+
+from theano_dag.config import config
+from theano_dag.graph.basic import io_toposort
+from theano_dag.graph.toolbox import Feature, ReplaceValidate
+from theano_dag.opt.basic import (
+    ChangeLog,
+    GlobalOptimizer,
+    OptimizationWarning,
+    _call_failure_callback,
+    opt_name,
+    report_failure,
+)
+from theano_dag.opt.local import LocalOptimizer, LocalStats, TrackIndex
+
+__all__ = [
+    "NavigatorOptimizer",
+    "TopoOptimizer",
+    "in2out",
+    "out2in",
+    "OpKeyOptimizer",
+    "EquilibriumOptimizer",
+    "MaxUseRatioExceeded",
+    "NavigatorProfile",
+    "DEFAULT_MAX_USE_RATIO",
+]
+
+# Theano's optdb.max_use_ratio: a rule may apply at most this many times per node.
+DEFAULT_MAX_USE_RATIO = 8.0
+
+
+class MaxUseRatioExceeded(RuntimeError):
+    """An EquilibriumOptimizer rule applied too often: it (or a pair of rules) loops."""
+
+
+def _inconsistency_error():
+    try:
+        from theano_dag.graph.fg import InconsistencyError
+    except ImportError:  # pragma: no cover - the FunctionGraph module always defines it
+        return ()
+    return InconsistencyError
+
+
+class Updater(Feature):
+    """Calls the navigator back when nodes are imported or their inputs change."""
+
+    def __init__(self, importer=None, chin=None, name=None):
+        self.importer = importer
+        self.chin = chin
+        self.name = name
+
+    def on_import(self, fgraph, node, reason=None):
+        if self.importer is not None:
+            self.importer(node)
+
+    def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if self.chin is not None:
+            self.chin(node, i, r, new_r, reason)
+
+    def on_detach(self, fgraph):
+        self.importer = self.chin = None
+
+    def __str__(self):
+        return f"Updater{{{self.name}}}"
+
+
+class NavigatorProfile:
+    """What a navigator did: time, replacements, node counts and per-rewrite stats."""
+
+    def __init__(self, kind, name, nodes_before):
+        self.kind = kind
+        self.name = name
+        self.nodes_before = nodes_before
+        self.nodes_after = nodes_before
+        self.max_nodes = nodes_before
+        self.changes = 0
+        self.rounds = 0
+        self.visited = 0
+        self.time = 0.0
+        self.toposort_time = 0.0
+        self.stats = LocalStats()
+        self.global_rows: list = []  # (name, seconds, changed)
+        self.looped: str | None = None
+
+    def write(self, stream=sys.stdout, level=0):
+        pad = "    " * level
+        print(f"{pad}{self.kind} {self.name}", file=stream)
+        print(
+            f"{pad}  time {self.time:.4f}s ({self.toposort_time:.4f}s toposort), "
+            f"{self.rounds} round(s), {self.visited} node visits, {self.changes} changes",
+            file=stream,
+        )
+        print(
+            f"{pad}  nodes (start, end, max) {self.nodes_before} {self.nodes_after} "
+            f"{self.max_nodes}",
+            file=stream,
+        )
+        if self.looped:
+            print(f"{pad}  STOPPED: {self.looped}", file=stream)
+        self.stats.write(stream, level)
+        for name, t, changed in self.global_rows:
+            print(f"{pad}  global {name}: {t:.6f}s{' (changed)' if changed else ''}", file=stream)
+
+
+class NavigatorOptimizer(GlobalOptimizer):
+    """Base of the navigators: applies ``local_opt`` to nodes, replacing their outputs.
+
+    ``ignore_newtrees``: True, nodes created by a rewrite are not visited in the same
+    pass; 'auto', take it from ``local_opt.reentrant``.
+
+    ``failure_callback(exc, navigator, repl_pairs, local_opt, node)`` is called when a
+    rewrite raises or its replacement is rejected (the change is rolled back first).
+    The default, None, reports according to ``config.on_opt_error``.
+    """
+
+    @staticmethod
+    def warn(exc, nav, repl_pairs, local_opt, node):
+        """Failure callback: report following ``config.on_opt_error``."""
+        report_failure(exc, local_opt, node)
+
+    @staticmethod
+    def warn_inplace(exc, nav, repl_pairs, local_opt, node):
+        """Failure callback: ignore InconsistencyError (an unsafe inplace), else ``warn``."""
+        if isinstance(exc, _inconsistency_error()):
+            return
+        report_failure(exc, local_opt, node)
+
+    @staticmethod
+    def warn_ignore(exc, nav, repl_pairs, local_opt, node):
+        """Failure callback: ignore every error."""
+
+    def __init__(self, local_opt, ignore_newtrees="auto", failure_callback=None):
+        if local_opt is not None and not isinstance(local_opt, LocalOptimizer):
+            raise TypeError(
+                f"{type(self).__name__}: expected a LocalOptimizer, got {local_opt!r}"
+            )
+        self.local_opt = local_opt
+        if ignore_newtrees == "auto":
+            self.ignore_newtrees = not getattr(local_opt, "reentrant", True)
+        else:
+            self.ignore_newtrees = ignore_newtrees
+        self.failure_callback = failure_callback
+        self._index = TrackIndex([local_opt]) if local_opt is not None else None
+
+    def add_requirements(self, fgraph):
+        if not hasattr(fgraph, "replace_all_validate"):
+            fgraph.attach_feature(ReplaceValidate())
+        ChangeLog.attach(fgraph)
+        if self.local_opt is not None:
+            self.local_opt.add_requirements(fgraph)
+
+    def _fail(self, exc, repl_pairs, lopt, node):
+        if self.failure_callback is None:
+            report_failure(exc, lopt, node)
+        else:
+            _call_failure_callback(self.failure_callback, exc, self, repl_pairs, lopt, node)
+
+    def process_node(self, fgraph, node, lopt=None):
+        """Apply ``lopt`` (default ``self.local_opt``) to ``node``; True if it replaced.
+
+        A rewrite that raises, or whose replacement the graph rejects, is rolled back
+        and reported; the graph stays as it was.
+        """
+        lopt = lopt or self.local_opt
+        log = ChangeLog.attach(fgraph)
+        token = log.begin()
+        try:
+            try:
+                replacements = lopt.transform(fgraph, node)
+            except Exception as exc:
+                log.revert(fgraph, token)
+                self._fail(exc, [(x, None) for x in node.outputs], lopt, node)
+                return False
+            if replacements is False or replacements is None:
+                return False
+            try:
+                repl_pairs, remove = self._pairs(fgraph, node, lopt, replacements)
+            except (TypeError, ValueError) as exc:
+                self._fail(exc, [], lopt, node)
+                return False
+            if not repl_pairs:
+                return False
+            try:
+                if remove:
+                    fgraph.replace_all_validate_remove(repl_pairs, reason=lopt, remove=remove)
+                else:
+                    fgraph.replace_all_validate(repl_pairs, reason=lopt)
+                return True
+            except Exception as exc:
+                log.revert(fgraph, token)
+                self._fail(exc, repl_pairs, lopt, node)
+                return False
+        finally:
+            log.end(token)
+
+    @staticmethod
+    def _pairs(fgraph, node, lopt, replacements):
+        old_vars = node.outputs
+        remove = []
+        if isinstance(replacements, dict):
+            replacements = dict(replacements)
+            remove = replacements.pop("remove", [])
+            old_vars = list(replacements)
+            replacements = list(replacements.values())
+        elif not isinstance(replacements, (list, tuple)):
+            raise TypeError(
+                f"Local optimizer {opt_name(lopt)} returned {replacements!r}; expected False, "
+                "None, a list of replacements or a dict"
+            )
+        if len(old_vars) != len(replacements):
+            raise ValueError(
+                f"Local optimizer {opt_name(lopt)} returned {len(replacements)} replacements "
+                f"for a node with {len(old_vars)} outputs ({node})"
+            )
+        for r, new in zip(old_vars, replacements):
+            if new is None and fgraph.clients.get(r):
+                raise ValueError(
+                    f"Local optimizer {opt_name(lopt)} tried to remove {r}, which is still used"
+                )
+        return [(r, new) for r, new in zip(old_vars, replacements) if new is not None and
+                new is not r], remove
+
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
+        super().print_summary(stream, level, depth)
+        if depth != 0 and self.local_opt is not None:
+            self.local_opt.print_summary(stream, level=level + 2, depth=depth - 1)
+
+
+class TopoOptimizer(NavigatorOptimizer):
+    """Apply one local optimizer to each node once, in topological order or its reverse.
+
+    ``order`` is ``'in_to_out'`` (inputs first) or ``'out_to_in'``. Nodes the rewrite
+    creates are visited too unless ``ignore_newtrees``.
+    """
+
+    def __init__(self, local_opt, order="in_to_out", ignore_newtrees=False,
+                 failure_callback=None):
+        if order not in ("out_to_in", "in_to_out"):
+            raise ValueError(f"TopoOptimizer: order must be 'out_to_in' or 'in_to_out', "
+                             f"got {order!r}")
+        self.order = order
+        super().__init__(local_opt, ignore_newtrees, failure_callback)
+
+    def apply(self, fgraph, start_from=None):
+        if start_from is None:
+            start_from = fgraph.outputs
+        prof = NavigatorProfile("TopoOptimizer", opt_name(self), len(fgraph.apply_nodes))
+        t0 = time.perf_counter()
+        q = deque(io_toposort(fgraph.inputs, start_from))
+        prof.toposort_time = time.perf_counter() - t0
+        current = [None]
+
+        def importer(node):
+            if node is not current[0]:
+                q.append(node)
+
+        updater = None
+        if not self.ignore_newtrees:
+            updater = Updater(importer, name=opt_name(self))
+            fgraph.attach_feature(updater)
+        lookup = self._index.lookup
+        lopt = self.local_opt
+        stats = prof.stats
+        apply_nodes = fgraph.apply_nodes
+        pop = q.popleft if self.order == "in_to_out" else q.pop
+        try:
+            while q:
+                node = pop()
+                if node not in apply_nodes or not lookup(node.op):
+                    continue
+                current[0] = node
+                prof.visited += 1
+                t1 = time.perf_counter()
+                changed = self.process_node(fgraph, node, lopt)
+                stats.time[lopt] += time.perf_counter() - t1
+                stats.tried[lopt] += 1
+                if changed:
+                    stats.applied[lopt] += 1
+                    prof.changes += 1
+        finally:
+            if updater is not None:
+                fgraph.remove_feature(updater)
+        prof.rounds = 1
+        prof.time = time.perf_counter() - t0
+        prof.nodes_after = prof.max_nodes = len(fgraph.apply_nodes)
+        return prof
+
+    def __str__(self):
+        return getattr(self, "__name__", None) or f"TopoOptimizer({opt_name(self.local_opt)})"
+
+
+def _navigator_helper(order, local_opts, name, kwargs):
+    from theano_dag.opt.local import LocalOptGroup
+
+    if not local_opts:
+        raise TypeError(f"{order}: give at least one local optimizer")
+    if len(local_opts) > 1:
+        lopt = LocalOptGroup(*local_opts)
+    else:
+        (lopt,) = local_opts
+        name = name or opt_name(lopt)
+    kwargs.setdefault("failure_callback", TopoOptimizer.warn_inplace)
+    ret = TopoOptimizer(lopt, order="out_to_in" if order == "out2in" else "in_to_out", **kwargs)
+    if name:
+        ret.__name__ = name
+    return ret
+
+
+def out2in(*local_opts, name=None, **kwargs):
+    """A TopoOptimizer applying ``local_opts`` from the outputs towards the inputs."""
+    return _navigator_helper("out2in", local_opts, name, kwargs)
+
+
+def in2out(*local_opts, name=None, **kwargs):
+    """A TopoOptimizer applying ``local_opts`` from the inputs towards the outputs."""
+    return _navigator_helper("in2out", local_opts, name, kwargs)
+
+
+class OpKeyOptimizer(NavigatorOptimizer):
+    """Apply a local optimizer to the nodes whose op equals ``local_opt.op_key()``."""
+
+    def __init__(self, local_opt, ignore_newtrees=False, failure_callback=None):
+        if not hasattr(local_opt, "op_key"):
+            raise TypeError("OpKeyOptimizer: the local optimizer must have an op_key method")
+        super().__init__(local_opt, ignore_newtrees, failure_callback)
+
+    def apply(self, fgraph):
+        key = self.local_opt.op_key()
+        keys = list(key) if isinstance(key, (list, tuple)) else [key]
+        prof = NavigatorProfile("OpKeyOptimizer", opt_name(self), len(fgraph.apply_nodes))
+        t0 = time.perf_counter()
+        q = [n for n in io_toposort(fgraph.inputs, fgraph.outputs) if n.op in keys]
+        current = [None]
+
+        def importer(node):
+            if node is not current[0] and node.op in keys:
+                q.append(node)
+
+        updater = None
+        if not self.ignore_newtrees:
+            updater = Updater(importer, name=opt_name(self))
+            fgraph.attach_feature(updater)
+        try:
+            while q:
+                node = q.pop()
+                if node not in fgraph.apply_nodes:
+                    continue
+                current[0] = node
+                prof.visited += 1
+                prof.changes += self.process_node(fgraph, node)
+        finally:
+            if updater is not None:
+                fgraph.remove_feature(updater)
+        prof.time = time.perf_counter() - t0
+        prof.nodes_after = len(fgraph.apply_nodes)
+        return prof
+
+
+class _DirtyTracker(Feature):
+    """Records the nodes an EquilibriumOptimizer must look at again."""
+
+    def __init__(self):
+        self.imported: dict = {}
+        self.changed: dict = {}
+        self.n_imported = 0
+
+    def on_import(self, fgraph, node, reason=None):
+        self.n_imported += 1
+        self.imported[node] = None
+
+    def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if node != "output":
+            self.changed[node] = None
+
+    def any(self) -> bool:
+        return bool(self.imported or self.changed)
+
+    def take(self):
+        imported, changed = self.imported, self.changed
+        self.imported, self.changed = {}, {}
+        return imported, changed
+
+
+class EquilibriumOptimizer(NavigatorOptimizer):
+    """Apply local and global optimizers until none of them changes the graph.
+
+    Each rule may apply at most ``max_use_ratio`` times the (largest) number of nodes; a
+    rule that exceeds it loops, and optimization stops, reporting the rule by name
+    (``config.on_opt_error='raise'`` makes this a ``MaxUseRatioExceeded`` error).
+
+    ``final_optimizers`` run after each round; ``cleanup_optimizers`` (merge, typically)
+    run after every change. ``revisit_depth`` says how many levels of clients of a
+    changed node are visited again in the next round.
+    """
+
+    def __init__(
+        self,
+        optimizers,
+        failure_callback=None,
+        ignore_newtrees=True,
+        tracks_on_change_inputs=False,
+        max_use_ratio=None,
+        final_optimizers=None,
+        cleanup_optimizers=None,
+        revisit_depth=2,
+        name=None,
+    ):
+        super().__init__(None, ignore_newtrees=ignore_newtrees, failure_callback=failure_callback)
+        self.local_optimizers = []
+        self.global_optimizers = []
+        for o in optimizers:
+            if isinstance(o, LocalOptimizer):
+                self.local_optimizers.append(o)
+            elif hasattr(o, "apply"):
+                self.global_optimizers.append(o)
+            else:
+                raise TypeError(f"EquilibriumOptimizer: {o!r} is not an optimizer")
+        self.final_optimizers = list(final_optimizers or [])
+        self.cleanup_optimizers = list(cleanup_optimizers or [])
+        self.tracks_on_change_inputs = tracks_on_change_inputs
+        if max_use_ratio is None:
+            max_use_ratio = getattr(config, "optdb__max_use_ratio", DEFAULT_MAX_USE_RATIO)
+        if not max_use_ratio or max_use_ratio <= 0:
+            raise ValueError(f"EquilibriumOptimizer: max_use_ratio must be > 0, got "
+                             f"{max_use_ratio!r}")
+        self.max_use_ratio = max_use_ratio
+        self.revisit_depth = revisit_depth
+        self._index = TrackIndex(self.local_optimizers)
+        if name is not None:
+            self.name = name
+
+    def get_local_optimizers(self):
+        return list(self.local_optimizers)
+
+    def add_requirements(self, fgraph):
+        super().add_requirements(fgraph)
+        for o in self.local_optimizers:
+            o.add_requirements(fgraph)
+        for o in self.global_optimizers + self.final_optimizers + self.cleanup_optimizers:
+            o.add_requirements(fgraph)
+
+    def _run_global(self, fgraph, gopt, tracker, prof):
+        """Run a global optimizer under a checkpoint; return whether it changed the graph."""
+        log = ChangeLog.attach(fgraph)
+        before = log.n_changes + log.n_imports
+        token = log.begin()
+        t0 = time.perf_counter()
+        try:
+            gopt.apply(fgraph)
+        except Exception as exc:
+            log.revert(fgraph, token)
+            self._fail(exc, [], gopt, None)
+        finally:
+            log.end(token)
+        dt = time.perf_counter() - t0
+        changed = log.n_changes + log.n_imports != before
+        prof.stats.time[gopt] += dt
+        prof.stats.tried[gopt] += 1
+        if changed:
+            prof.stats.applied[gopt] += 1
+        return changed
+
+    def _expand(self, fgraph, imported, changed):
+        """Nodes to visit next round: new nodes, changed nodes and their clients."""
+        apply_nodes = fgraph.apply_nodes
+        clients = fgraph.clients
+        todo = dict.fromkeys(n for n in imported if n in apply_nodes)
+        frontier = [n for n in changed if n in apply_nodes]
+        todo.update(dict.fromkeys(frontier))
+        frontier = list(todo)
+        for _ in range(self.revisit_depth):
+            nxt = []
+            for node in frontier:
+                for out in node.outputs:
+                    for client, _i in clients.get(out, ()):
+                        if client != "output" and client not in todo:
+                            todo[client] = None
+                            nxt.append(client)
+            frontier = nxt
+        return list(todo)
+
+    def apply(self, fgraph, start_from=None):
+        if start_from is None:
+            start_from = fgraph.outputs
+        tracker = _DirtyTracker()
+        fgraph.attach_feature(tracker)
+        prof = NavigatorProfile("EquilibriumOptimizer", opt_name(self), len(fgraph.apply_nodes))
+        stats = prof.stats
+        counts: dict = {}
+        max_nodes = max(len(fgraph.apply_nodes), 1)
+        t_start = time.perf_counter()
+        lookup = self._index.lookup
+        apply_nodes = fgraph.apply_nodes
+        looped = None
+        first = True
+        try:
+            while looped is None:
+                prof.rounds += 1
+                changed = False
+                for gopt in self.global_optimizers:
+                    if self._run_global(fgraph, gopt, tracker, prof):
+                        changed = True
+                        looped = looped or self._count(gopt, counts, max_nodes)
+                changed |= self._cleanup(fgraph, tracker, prof)
+                if first:
+                    t0 = time.perf_counter()
+                    stack = io_toposort(fgraph.inputs, start_from)
+                    prof.toposort_time += time.perf_counter() - t0
+                    tracker.take()
+                    first = False
+                else:
+                    stack = self._expand(fgraph, *tracker.take())
+                    stack.reverse()  # popped from the end: keep insertion order
+                max_nodes = max(max_nodes, len(apply_nodes))
+                current = None
+                # Nodes made during this round, visited in it (ignore_newtrees=False).
+                if not self.ignore_newtrees or self.tracks_on_change_inputs:
+
+                    def importer(node):
+                        if node is not current and not self.ignore_newtrees:
+                            stack.append(node)
+
+                    def chin(node, i, r, new_r, reason):
+                        if (self.tracks_on_change_inputs and node is not current
+                                and node != "output"):
+                            stack.append(node)
+
+                    updater = Updater(importer, chin, name=opt_name(self))
+                    fgraph.attach_feature(updater)
+                else:
+                    updater = None
+                try:
+                    while stack and looped is None:
+                        node = stack.pop()
+                        if node not in apply_nodes:
+                            continue
+                        lopts = lookup(node.op)
+                        if not lopts:
+                            continue
+                        current = node
+                        prof.visited += 1
+                        for lopt in lopts:
+                            n_imp = tracker.n_imported
+                            t1 = time.perf_counter()
+                            ok = self.process_node(fgraph, node, lopt)
+                            stats.time[lopt] += time.perf_counter() - t1
+                            stats.tried[lopt] += 1
+                            if not ok:
+                                continue
+                            changed = True
+                            prof.changes += 1
+                            stats.applied[lopt] += 1
+                            stats.created[lopt] += tracker.n_imported - n_imp
+                            looped = self._count(lopt, counts, max_nodes)
+                            self._cleanup(fgraph, tracker, prof)
+                            if looped or node not in apply_nodes:
+                                break
+                finally:
+                    if updater is not None:
+                        fgraph.remove_feature(updater)
+                for fopt in self.final_optimizers:
+                    if self._run_global(fgraph, fopt, tracker, prof):
+                        changed = True
+                        looped = looped or self._count(fopt, counts, max_nodes)
+                changed |= self._cleanup(fgraph, tracker, prof)
+                max_nodes = max(max_nodes, len(apply_nodes))
+                if not changed and not tracker.any():
+                    break
+        finally:
+            fgraph.remove_feature(tracker)
+        prof.time = time.perf_counter() - t_start
+        prof.nodes_after = len(apply_nodes)
+        prof.max_nodes = max_nodes
+        if looped is not None:
+            prof.looped = looped
+            self._report_loop(looped)
+        return prof
+
+    def _cleanup(self, fgraph, tracker, prof):
+        changed = False
+        for copt in self.cleanup_optimizers:
+            changed |= self._run_global(fgraph, copt, tracker, prof)
+        return changed
+
+    def _count(self, opt, counts, max_nodes):
+        """Count one application of ``opt``; return a message if it exceeds the limit."""
+        n = counts.get(opt, 0) + 1
+        counts[opt] = n
+        limit = max_nodes * self.max_use_ratio
+        if n <= limit:
+            return None
+        others = sorted((c, opt_name(o)) for o, c in counts.items() if o is not opt)[-3:]
+        also = ", ".join(f"'{name}' {c} times" for c, name in reversed(others))
+        return (
+            f"EquilibriumOptimizer {opt_name(self)} stopped: rule '{opt_name(opt)}' was applied "
+            f"{n} times, more than max_use_ratio ({self.max_use_ratio:g}) x {max_nodes} nodes; "
+            f"it probably loops{' (other rules: ' + also + ')' if also else ''}. Raise "
+            "max_use_ratio if the graph really needs that many rewrites."
+        )
+
+    def _report_loop(self, msg):
+        policy = config.on_opt_error
+        if policy == "raise":
+            raise MaxUseRatioExceeded(msg)
+        if policy == "warn":
+            warnings.warn(msg, OptimizationWarning, stacklevel=3)
+
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
+        GlobalOptimizer.print_summary(self, stream, level, depth)
+        if depth != 0:
+            for o in self.local_optimizers + self.global_optimizers:
+                o.print_summary(stream, level=level + 2, depth=depth - 1)
+
+    def __str__(self):
+        return getattr(self, "name", None) or "EquilibriumOptimizer"

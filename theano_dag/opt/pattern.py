@@ -1,0 +1,262 @@
+"""``PatternSub``: a rewrite written as data, ``(op, sub_pattern, ...) -> out_pattern``.
+
+Input patterns::
+
+    input_pattern ::= (op, sub_pattern, ...)
+                   |  {'pattern': input_pattern, 'constraint': fn,
+                       'allow_multiple_clients': bool}
+    sub_pattern   ::= input_pattern | 'name' | a Constant | an int or float
+
+A string is a pattern variable: it matches any Variable, and every occurrence of the
+same string must match the *same* Variable. A number matches a Constant holding that
+value; a Constant matches an equal Constant. ``constraint(expr)`` (or
+``constraint(fgraph, expr)``) is an extra test on the Variable matched there.
+
+Output patterns use the same syntax without dicts; strings are replaced by what they
+matched and ``(op, ...)`` calls ``op(...)``. A sub-pattern (not the root) only matches a
+Variable that has a single client, unless ``allow_multiple_clients`` is set, so that the
+rewrite removes the nodes it matched instead of duplicating work.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from theano_dag.graph.basic import Constant, Variable
+from theano_dag.opt.local import LocalOptimizer, _n_positional
+
+__all__ = ["PatternSub"]
+
+
+def _check_pattern(pattern, where, names, is_input, top=False):
+    """Validate a pattern at construction time; collect its variable names."""
+    if isinstance(pattern, (list, tuple)):
+        if not pattern:
+            raise TypeError(f"PatternSub: empty tuple in the {where} pattern")
+        if not callable(pattern[0]):
+            raise TypeError(
+                f"PatternSub: a {where} (sub)pattern must start with an Op, got {pattern[0]!r}"
+            )
+        for p in pattern[1:]:
+            _check_pattern(p, where, names, is_input)
+    elif isinstance(pattern, dict):
+        if not is_input:
+            raise TypeError("PatternSub: the output pattern cannot contain a dict")
+        if "pattern" not in pattern:
+            raise TypeError(f"PatternSub: malformed pattern {pattern!r} (expected key 'pattern')")
+        unknown = set(pattern) - {"pattern", "constraint", "allow_multiple_clients"}
+        if unknown:
+            raise TypeError(
+                f"PatternSub: unknown keys {sorted(unknown)} in pattern {pattern!r}; expected "
+                "'pattern', 'constraint', 'allow_multiple_clients'"
+            )
+        if top and not isinstance(pattern["pattern"], (list, tuple)):
+            raise TypeError("PatternSub: the input pattern must start with an Op")
+        _check_pattern(pattern["pattern"], where, names, is_input, top)
+    elif isinstance(pattern, str):
+        if top and is_input:
+            raise TypeError("PatternSub: the input pattern must start with an Op, not a string")
+        names.add(pattern)
+    elif isinstance(pattern, (bool, np.bool_)):
+        raise TypeError(f"PatternSub: {pattern!r} is not a valid pattern element")
+    elif isinstance(pattern, (int, float, np.integer, np.floating, Variable)):
+        if top and is_input:
+            raise TypeError("PatternSub: the input pattern must start with an Op")
+    else:
+        raise TypeError(
+            f"PatternSub: {pattern!r} in the {where} pattern is not a tuple, dict, string, "
+            "number or Constant"
+        )
+
+
+def _constant_equals(pattern, expr) -> bool:
+    try:
+        return bool(pattern.equals(expr))
+    except Exception:  # data whose == is elementwise: compare arrays instead
+        return pattern.type == expr.type and np.array_equal(pattern.data, expr.data)
+
+
+class PatternSub(LocalOptimizer):
+    """Replace every match of ``in_pattern`` by ``out_pattern``.
+
+    ``skip_identities_fn(expr)`` may return a Variable equivalent to ``expr`` to retry a
+    failed match on; ``tracks``/``get_nodes`` let the rewrite be indexed under a rarer
+    op (``get_nodes(fgraph, node)`` lists the nodes to try the pattern on).
+
+    >>> from theano_dag.graph.op import Op
+    >>> class Div(Op):
+    ...     __props__ = ()
+    >>> class Mul(Op):
+    ...     __props__ = ()
+    >>> div, mul = Div(), Mul()
+    >>> str(PatternSub((div, (mul, "x", "y"), "y"), "x"))
+    'Div(Mul(x, y), y) -> x'
+    """
+
+    def __init__(
+        self,
+        in_pattern,
+        out_pattern,
+        allow_multiple_clients=False,
+        skip_identities_fn=None,
+        name=None,
+        pdb=False,
+        tracks=(),
+        get_nodes=None,
+        values_eq_approx=None,
+    ):
+        in_names: set = set()
+        out_names: set = set()
+        _check_pattern(in_pattern, "input", in_names, True, top=True)
+        _check_pattern(out_pattern, "output", out_names, False)
+        missing = out_names - in_names
+        if missing:
+            raise ValueError(
+                f"PatternSub: the output pattern uses {sorted(missing)}, which the input "
+                f"pattern does not define (it defines {sorted(in_names)})"
+            )
+        self.in_pattern = in_pattern
+        self.out_pattern = out_pattern
+        self.op = in_pattern["pattern"][0] if isinstance(in_pattern, dict) else in_pattern[0]
+        self.allow_multiple_clients = allow_multiple_clients
+        self.skip_identities_fn = skip_identities_fn
+        self.values_eq_approx = values_eq_approx
+        self.pdb = pdb
+        if name:
+            self.__name__ = name
+        if tracks != () and get_nodes is None:
+            raise ValueError("PatternSub: giving tracks also requires get_nodes")
+        self._tracks = tracks
+        self.get_nodes = get_nodes
+
+    def op_key(self):
+        return self.op
+
+    def tracks(self):
+        if self._tracks != ():
+            return self._tracks
+        return [self.op]
+
+    def transform(self, fgraph, node, get_nodes=True):
+        """Return ``[replacement]`` if ``node`` matches the input pattern, else False."""
+        if get_nodes and self.get_nodes is not None:
+            for real_node in self.get_nodes(fgraph, node):
+                if real_node == "output":
+                    continue
+                ret = self.transform(fgraph, real_node, get_nodes=False)
+                if ret:
+                    if isinstance(ret, dict):
+                        return ret
+                    return dict(zip(real_node.outputs, ret))
+            return False
+        if node.op != self.op:
+            return False
+        if len(node.outputs) == 1:
+            root = node.outputs[0]
+        elif getattr(node.op, "default_output", None) is not None:
+            root = node.outputs[node.op.default_output]
+        else:
+            return False
+        u = self._match(fgraph, self.in_pattern, root, {}, True)
+        if u is None:
+            return False
+        ret = self._build(self.out_pattern, u)
+        if not isinstance(ret, Variable):
+            ret = root.type.filter_variable(ret)
+        if self.values_eq_approx is not None:
+            ret.tag.values_eq_approx = self.values_eq_approx
+        if len(node.outputs) == 1:
+            return [ret]
+        return {root: ret}
+
+    def _retry(self, fgraph, pattern, expr, u, allow_multiple_clients):
+        if self.skip_identities_fn is None:
+            return None
+        equiv = self.skip_identities_fn(expr)
+        if equiv is None:
+            return None
+        return self._match(fgraph, pattern, equiv, u, allow_multiple_clients)
+
+    def _match(self, fgraph, pattern, expr, u, allow_multiple_clients):
+        """Return the bindings ``{name: Variable}`` extending ``u``, or None."""
+        if isinstance(pattern, (list, tuple)):
+            owner = expr.owner
+            if (
+                owner is None
+                or owner.op != pattern[0]
+                or len(pattern) - 1 != len(owner.inputs)
+                or (not allow_multiple_clients and len(fgraph.clients[expr]) > 1)
+            ):
+                return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+            for p, v in zip(pattern[1:], owner.inputs):
+                u = self._match(fgraph, p, v, u, self.allow_multiple_clients)
+                if u is None:
+                    return None
+            if self.pdb:
+                import pdb
+
+                pdb.set_trace()
+            return u
+        if isinstance(pattern, dict):
+            constraint = pattern.get("constraint")
+            if constraint is not None:
+                ok = constraint(fgraph, expr) if _n_positional(constraint) == 2 else (
+                    constraint(expr)
+                )
+                if not ok:
+                    return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+            amc = pattern.get("allow_multiple_clients", allow_multiple_clients)
+            return self._match(fgraph, pattern["pattern"], expr, u, amc)
+        if isinstance(pattern, str):
+            bound = u.get(pattern)
+            if bound is None:
+                u = dict(u)
+                u[pattern] = expr
+                return u
+            if bound is expr:
+                return u
+            return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+        if isinstance(pattern, Constant):
+            if isinstance(expr, Constant) and _constant_equals(pattern, expr):
+                return u
+            return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+        # A number: matches a Constant holding that value (in every element).
+        if isinstance(expr, Constant):
+            try:
+                if np.all(np.asarray(expr.data) == pattern):
+                    return u
+            except (TypeError, ValueError):
+                pass
+        return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+
+    def _build(self, pattern, u):
+        if isinstance(pattern, (list, tuple)):
+            return pattern[0](*[self._build(p, u) for p in pattern[1:]])
+        if isinstance(pattern, str):
+            return u[pattern]
+        if isinstance(pattern, Constant):
+            return pattern.clone()
+        return pattern
+
+    def __str__(self):
+        name = getattr(self, "__name__", None)
+        if name:
+            return name
+
+        def to_str(p):
+            if isinstance(p, (list, tuple)):
+                return f"{p[0]}({', '.join(to_str(q) for q in p[1:])})"
+            if isinstance(p, dict):
+                cons = p.get("constraint", "no conditions")
+                cons = getattr(cons, "__name__", cons)
+                return f"{to_str(p['pattern'])} subject to {cons}"
+            return str(p)
+
+        return f"{to_str(self.in_pattern)} -> {to_str(self.out_pattern)}"
+
+    __repr__ = __str__
+
+    def print_summary(self, stream=sys.stdout, level=0, depth=-1):
+        print(f"{' ' * level}PatternSub {self} id={id(self)}", file=stream)

@@ -1,0 +1,548 @@
+"""``Elemwise``, ``DimShuffle`` and ``CAReduce``: how scalar ops become array ops.
+
+- ``Elemwise(scalar_op)`` applies a scalar op to every element, broadcasting like numpy
+  (a dimension broadcasts only where its type says it is broadcastable, as in Theano);
+- ``DimShuffle(input_broadcastable, new_order)`` permutes, adds (``'x'``) and drops
+  (broadcastable) dimensions, returning a view;
+- ``CAReduce(scalar_op, axis)`` reduces along axes with a commutative, associative op
+  (``Sum``, ``Prod``, ``Max``, ``Min``, ``All``, ``Any``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.op import Op
+from theano_dag.tensor import scalar as ts
+from theano_dag.tensor.scalar import Composite
+from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
+from theano_dag.tensor.var import as_tensor_variable, constant
+
+__all__ = ["Elemwise", "DimShuffle", "CAReduce", "Sum", "Prod", "Max", "Min", "All", "Any",
+           "Composite", "expand_composite_grad", "broadcast_static_shape"]
+
+
+def _is_discrete(v):
+    return v.type.dtype in discrete_dtypes
+
+
+def _zeros_like(x, dtype=None):
+    from theano_dag.tensor.basic import zeros_like
+
+    return zeros_like(x, dtype=dtype)
+
+
+def broadcast_static_shape(shapes, who="Elemwise"):
+    """The static output shape of broadcasting static shapes (``None`` = unknown).
+
+    >>> broadcast_static_shape([(None, 1), (1, 3)])
+    (None, 3)
+    """
+    out = []
+    for d, dims in enumerate(zip(*shapes)):
+        known = {s for s in dims if s is not None and s != 1}
+        if len(known) > 1:
+            raise ValueError(f"{who}: static shapes {list(shapes)} do not broadcast along "
+                             f"dimension {d} (lengths {sorted(known)})")
+        if known:
+            out.append(known.pop())
+        elif all(s == 1 for s in dims):
+            out.append(1)
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+class Elemwise(Op):
+    """Apply ``scalar_op`` elementwise; ``inplace_pattern={out: in}`` overwrites an input.
+
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dmatrix("x"), tt.drow("y")
+    >>> z = Elemwise(ts.add)(x, y)
+    >>> z.type, str(z.owner.op)
+    (TensorType(float64, matrix), 'Elemwise{add,no_inplace}')
+    >>> Elemwise(ts.add, {0: 0}).destroy_map
+    {0: [0]}
+    """
+
+    __props__ = ("scalar_op", "inplace_items")
+
+    def __init__(self, scalar_op, inplace_pattern=None, name=None):
+        self.scalar_op = scalar_op
+        self.inplace_items = tuple(sorted((inplace_pattern or {}).items()))
+        self.destroy_map = {o: [i] for o, i in self.inplace_items}
+        self.name = name
+
+    @property
+    def inplace_pattern(self):
+        return dict(self.inplace_items)
+
+    def __str__(self):
+        if self.name:
+            return self.name
+        tag = "inplace" if self.inplace_items else "no_inplace"
+        if len(self.inplace_items) > 1 or (self.inplace_items and self.inplace_items[0] != (0, 0)):
+            tag = "inplace" + str(list(self.inplace_items))
+        return f"Elemwise{{{self.scalar_op},{tag}}}"
+
+    __repr__ = __str__
+
+    def make_node(self, *inputs):
+        op = self.scalar_op
+        if op.nin != -1 and len(inputs) != op.nin:
+            raise TypeError(f"{self} expects {op.nin} inputs, got {len(inputs)}")
+        inputs = [as_tensor_variable(i) for i in inputs]
+        ndim = max((i.ndim for i in inputs), default=0)
+        # Lower-rank inputs get leading broadcastable dimensions, as in numpy.
+        inputs = [i if i.ndim == ndim else
+                  DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
+                  for i in inputs]
+        try:
+            out_dtypes = op.output_types(tuple(i.dtype for i in inputs))
+        except TypeError as e:
+            raise TypeError(f"{self}: {e}") from None
+        shape = broadcast_static_shape([i.type.shape for i in inputs], str(self))
+        for o, i in self.inplace_items:
+            if i >= len(inputs) or inputs[i].type.shape != shape or \
+                    inputs[i].dtype != out_dtypes[o]:
+                raise TypeError(f"{self}: output {o} cannot overwrite input {i}: it needs "
+                                f"dtype {out_dtypes[o]} and static shape {shape}")
+        outputs = [TensorType(d, shape=shape)() for d in out_dtypes]
+        return Apply(self, inputs, outputs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        self._check_runtime_broadcast(node, inputs)
+        out_dtypes = [o.type.dtype for o in node.outputs]
+        outs = self.scalar_op.compute(inputs, out_dtypes)
+        destroy = dict(self.inplace_items)
+        for k, (cell, val) in enumerate(zip(output_storage, outs)):
+            if k in destroy:
+                target = inputs[destroy[k]]
+                np.copyto(target, val)
+                cell[0] = target
+                continue
+            if not val.flags.writeable or not val.flags.owndata or any(
+                np.may_share_memory(val, x) for x in inputs if isinstance(x, np.ndarray)
+            ):
+                val = np.array(val)
+            cell[0] = val
+
+    def _check_runtime_broadcast(self, node, inputs):
+        shapes = [np.shape(x) for x in inputs]
+        for d in range(node.outputs[0].ndim):
+            lengths = {s[d] for s in shapes}
+            if len(lengths) <= 1:
+                continue
+            for x, s in zip(node.inputs, shapes):
+                if s[d] == 1 and not x.type.broadcastable[d]:
+                    raise ValueError(
+                        f"{self}: input shapes {shapes} differ along dimension {d}, and input "
+                        f"{node.inputs.index(x)} ({x}) has length 1 there but is not declared "
+                        f"broadcastable. Declare it broadcastable (e.g. tt.row/tt.col or "
+                        f"x.dimshuffle('x', 0)) to broadcast it."
+                    )
+            if len(lengths - {1}) > 1:
+                raise ValueError(f"{self}: input shapes {shapes} do not match along "
+                                 f"dimension {d}")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        out = []
+        for d, s in enumerate(node.outputs[0].type.shape):
+            if s is not None:
+                out.append(s)
+                continue
+            cands = [shp[d] for x, shp in zip(node.inputs, input_shapes)
+                     if not x.type.broadcastable[d]]
+            out.append(cands[0] if cands else 1)
+        return [tuple(out)] * len(node.outputs)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import is_disconnected, is_null
+
+        if all(_is_discrete(o) for o in outputs):
+            return [_zeros_like(x, _float_of(x)) for x in inputs]
+        ograds = [_zeros_like(o) if is_disconnected(g) else g
+                  for g, o in zip(output_grads, outputs)]
+        sgrads = self.scalar_op.L_op(list(inputs), list(outputs), ograds)
+        result = []
+        for x, g in zip(inputs, sgrads):
+            if _is_discrete(x):
+                result.append(_zeros_like(x, config.floatX))
+            elif g is None or is_null(g) or is_disconnected(g):
+                result.append(g)
+            else:
+                result.append(reduce_grad_to(as_tensor_variable(g), x))
+        return result
+
+    def grad(self, inputs, output_grads):
+        return self.L_op(inputs, self.make_node(*inputs).outputs, output_grads)
+
+
+def _float_of(x):
+    return x.dtype if x.dtype in continuous_dtypes else config.floatX
+
+
+def reduce_grad_to(g, x):
+    """Sum ``g`` over the dimensions where ``x`` was broadcast; give it ``x``'s dtype."""
+    from theano_dag.tensor.math import sum as tsum
+
+    if g.ndim < x.ndim:
+        g = DimShuffle(g.broadcastable, ["x"] * (x.ndim - g.ndim) + list(range(g.ndim)))(g)
+    axes = [d for d in range(x.ndim) if x.broadcastable[d] and not g.broadcastable[d]]
+    if axes:
+        g = tsum(g, axis=axes, keepdims=True)
+    if any(gb and not xb for gb, xb in zip(g.broadcastable, x.broadcastable)):
+        g = Elemwise(ts.second)(x, g)  # a gradient constant along a dim: spread it out
+    if g.dtype != x.dtype:
+        from theano_dag.tensor.basic import cast
+
+        g = cast(g, x.dtype)
+    return g
+
+
+def expand_composite_grad(comp, inputs, output_grads):
+    """Gradients of ``Elemwise(comp)``: rebuild its scalar graph with Elemwise ops and
+    walk it backwards, each node using its own scalar op's gradient."""
+    from theano_dag.gradient_types import is_disconnected, is_null
+
+    env = dict(zip(comp.inputs, inputs))
+    applies = []
+    for node in comp.nodes:
+        args = [constant(np.asarray(v.data, dtype=v.type.dtype)) if isinstance(v, Constant)
+                else env[v] for v in node.inputs]
+        outs = Elemwise(node.op)(*args, return_list=True)
+        env.update(zip(node.outputs, outs))
+        applies.append((node, outs[0].owner))
+    grads = {}
+    for o, g in zip(comp.outputs, output_grads):
+        if not is_disconnected(g):
+            grads[o] = grads[o] + g if o in grads else g
+    for node, app in reversed(applies):
+        gz = [grads.get(o) for o in node.outputs]
+        if all(g is None for g in gz):
+            continue
+        gz = [_zeros_like(t) if g is None else g for g, t in zip(gz, app.outputs)]
+        for v, g in zip(node.inputs, app.op.L_op(app.inputs, app.outputs, gz)):
+            if isinstance(v, Constant) or g is None or is_null(g) or is_disconnected(g):
+                continue
+            grads[v] = grads[v] + g if v in grads else g
+    return [grads[v] if v in grads else _zeros_like(x) for v, x in zip(comp.inputs, inputs)]
+
+
+class DimShuffle(Op):
+    """Reorder dimensions: ``new_order`` lists input dims, ``'x'`` inserts a length-1 one.
+
+    Dims left out must be broadcastable. The output is a view of the input.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> DimShuffle((False, False), ["x", 1, 0])(x).type
+    TensorType(float64, 3D)
+    >>> DimShuffle((False, False), ["x", 1, 0])(x).broadcastable
+    (True, False, False)
+    """
+
+    __props__ = ("input_broadcastable", "new_order")
+    view_map = {0: [0]}
+
+    def __init__(self, input_broadcastable, new_order, inplace=True):
+        self.input_broadcastable = tuple(bool(b) for b in input_broadcastable)
+        order = []
+        for o in new_order:
+            if o == "x":
+                order.append("x")
+            elif isinstance(o, (int, np.integer)) and 0 <= o < len(self.input_broadcastable):
+                order.append(int(o))
+            else:
+                raise ValueError(f"DimShuffle: invalid entry {o!r} in new_order {new_order} "
+                                 f"for an input of {len(self.input_broadcastable)} dimensions "
+                                 "(expected dimension indices or 'x')")
+        self.new_order = tuple(order)
+        kept = [o for o in order if o != "x"]
+        if len(set(kept)) != len(kept):
+            raise ValueError(f"DimShuffle: new_order {new_order} repeats a dimension")
+        self.drop = [i for i in range(len(self.input_broadcastable)) if i not in kept]
+        for i in self.drop:
+            if not self.input_broadcastable[i]:
+                raise ValueError(f"DimShuffle: cannot drop the non-broadcastable dimension {i} "
+                                 f"(input broadcastable {self.input_broadcastable}, new_order "
+                                 f"{self.new_order})")
+        self.shuffle = kept
+        self.augment = [k for k, o in enumerate(order) if o == "x"]
+        self.inplace = inplace
+
+    def __str__(self):
+        return "DimShuffle{" + ",".join(str(o) for o in self.new_order) + "}"
+
+    __repr__ = __str__
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if x.type.broadcastable != self.input_broadcastable:
+            if x.ndim != len(self.input_broadcastable) or any(
+                b and not xb for b, xb in zip(self.input_broadcastable, x.broadcastable)
+            ):
+                raise TypeError(f"{self}: expected an input with broadcastable pattern "
+                                f"{self.input_broadcastable}, got {x.type.broadcastable} ({x})")
+        shape = tuple(1 if o == "x" else x.type.shape[o] for o in self.new_order)
+        return Apply(self, [x], [TensorType(x.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        (x,) = inputs
+        res = np.transpose(x, self.shuffle + self.drop)
+        res = res.reshape(res.shape[: len(self.shuffle)])  # drops trailing 1s: still a view
+        if self.augment:
+            res = np.expand_dims(res, self.augment)
+        output_storage[0][0] = res if isinstance(res, np.ndarray) else np.asarray(res)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        (ishape,) = input_shapes
+        return [tuple(1 if o == "x" else ishape[o] for o in self.new_order)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        (x,) = inputs
+        (gz,) = output_grads
+        gz = as_tensor_variable(gz)
+        added = [k for k, o in enumerate(self.new_order) if o == "x" and not gz.broadcastable[k]]
+        if added:  # a gradient that varies along an added dim: sum it there first
+            from theano_dag.tensor.math import sum as tsum
+
+            gz = tsum(gz, axis=added, keepdims=True)
+        order = [self.new_order.index(i) if i in self.new_order else "x" for i in range(x.ndim)]
+        g = DimShuffle(gz.broadcastable, order)(gz)
+        if _is_discrete(x):
+            return [_zeros_like(x, config.floatX)]
+        return [reduce_grad_to(g, x)]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        return self(*eval_points, return_list=True)
+
+
+# Reductions ------------------------------------------------------------------------
+
+_UFUNCS = {ts.Add: np.add, ts.Mul: np.multiply, ts.Maximum: np.maximum,
+           ts.Minimum: np.minimum, ts.AND: np.bitwise_and, ts.OR: np.bitwise_or,
+           ts.XOR: np.bitwise_xor}
+
+
+def _norm_axis(axis, ndim, who):
+    if axis is None:
+        return None
+    if isinstance(axis, (int, np.integer)):
+        axis = [axis]
+    out = []
+    for a in axis:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{who}: axis must be an int or a list of ints, got {a!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{who}: axis {a} is out of range for a {ndim}-d input")
+        out.append(int(a) % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{who}: repeated axis in {axis}")
+    return tuple(sorted(out))
+
+
+class CAReduce(Op):
+    """Reduce along ``axis`` (None: all) with a commutative, associative scalar op.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dtensor3("x")
+    >>> r = CAReduce(ts.maximum, axis=(0, 2))(x)
+    >>> r.type, str(r.owner.op)
+    (TensorType(float64, vector), 'CAReduce{maximum, axis=(0, 2)}')
+    """
+
+    __props__ = ("scalar_op", "axis")
+
+    def __init__(self, scalar_op, axis=None):
+        if type(scalar_op) not in _UFUNCS:
+            raise TypeError(f"CAReduce: cannot reduce with {scalar_op} (it needs a "
+                            "commutative and associative binary op)")
+        self.scalar_op = scalar_op
+        if isinstance(axis, (int, np.integer)):
+            axis = (int(axis),)
+        self.axis = None if axis is None else tuple(sorted(int(a) for a in axis))
+        self.ufunc = _UFUNCS[type(scalar_op)]
+
+    def __str__(self):
+        name = type(self).__name__
+        head = name if name != "CAReduce" else f"CAReduce{{{self.scalar_op}, "
+        if name != "CAReduce":
+            return f"{name}{{axis={self.axis}}}" if self.axis is not None else f"{name}"
+        return head + (f"axis={self.axis}}}" if self.axis is not None else "axis=None}")
+
+    __repr__ = __str__
+
+    def _axes(self, ndim):
+        return tuple(range(ndim)) if self.axis is None else self.axis
+
+    def output_dtype(self, in_dtype):
+        return in_dtype
+
+    def acc_dtype_for(self, in_dtype):
+        return self.output_dtype(in_dtype)
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        for a in self._axes(x.ndim):
+            if a >= x.ndim:
+                raise ValueError(f"{self}: axis {a} is out of range for the {x.ndim}-d "
+                                 f"input {x}")
+        axes = self._axes(x.ndim)
+        shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
+        return Apply(self, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        (x,) = inputs
+        axes = self._axes(x.ndim)
+        acc = self.acc_dtype_for(x.dtype)
+        with np.errstate(all="ignore"):
+            if x.dtype != acc:
+                x = x.astype(acc)
+            r = self.ufunc.reduce(x, axis=axes) if axes else np.array(x, copy=True)
+        output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        axes = self._axes(node.inputs[0].ndim)
+        return [tuple(s for d, s in enumerate(input_shapes[0]) if d not in axes)]
+
+    def _expand(self, v, x):
+        """``v`` (reduced) with length-1 dims put back where ``x`` was reduced."""
+        axes = self._axes(x.ndim)
+        order, k = [], 0
+        for d in range(x.ndim):
+            if d in axes:
+                order.append("x")
+            else:
+                order.append(k)
+                k += 1
+        return DimShuffle(v.broadcastable, order)(v)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import grad_not_implemented
+
+        return [grad_not_implemented(self, 0, inputs[0])]
+
+
+class _DtypeReduce(CAReduce):
+    """Sum/Prod: integers accumulate in 64 bits (as numpy), ``dtype`` sets the output."""
+
+    __props__ = ("axis", "dtype", "acc_dtype")
+    __str__ = __repr__ = CAReduce.__str__
+
+    def __init__(self, axis=None, dtype=None, acc_dtype=None):
+        super().__init__(self._scalar_op, axis)
+        self.dtype = dtype
+        self.acc_dtype = acc_dtype
+
+    def output_dtype(self, in_dtype):
+        if self.dtype is not None:
+            return np.dtype(self.dtype).name
+        if in_dtype == "bool" or in_dtype.startswith("int"):
+            return "int64"
+        if in_dtype.startswith("uint"):
+            return "uint64"
+        return in_dtype
+
+    def acc_dtype_for(self, in_dtype):
+        if self.acc_dtype is not None:
+            return np.dtype(self.acc_dtype).name
+        out = self.output_dtype(in_dtype)
+        return "float32" if out == "float16" else out
+
+
+class Sum(_DtypeReduce):
+    """Sum along ``axis``; its gradient spreads the output gradient back."""
+
+    _scalar_op = ts.add
+
+    def L_op(self, inputs, outputs, output_grads):
+        (x,) = inputs
+        if _is_discrete(x):
+            return [_zeros_like(x, config.floatX)]
+        g = self._expand(as_tensor_variable(output_grads[0]), x)
+        return [reduce_grad_to(Elemwise(ts.second)(x, g), x)]
+
+
+class Prod(_DtypeReduce):
+    """Product along ``axis``; the gradient handles zeros in the input exactly."""
+
+    _scalar_op = ts.mul
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor import math as tm
+
+        (x,) = inputs
+        if _is_discrete(x):
+            return [_zeros_like(x, config.floatX)]
+        gz = self._expand(as_tensor_variable(output_grads[0]), x)
+        is_zero = tm.eq(x, 0)
+        n_zeros = self._expand(Sum(self.axis, dtype="int64")(is_zero), x)
+        prod_nz = self._expand(Prod(self.axis)(tm.switch(is_zero, 1, x)), x)
+        # No zero: prod / x. One zero: only it gets the product of the others. More: 0.
+        no_zero = gz * prod_nz / tm.switch(is_zero, 1, x)
+        one_zero = tm.switch(is_zero, gz * prod_nz, 0)
+        g = tm.switch(tm.eq(n_zeros, 0), no_zero, tm.switch(tm.eq(n_zeros, 1), one_zero, 0))
+        return [reduce_grad_to(g, x)]
+
+
+class Max(CAReduce):
+    """Maximum along ``axis``; ties all receive the gradient (as in Theano)."""
+
+    def __init__(self, axis=None):
+        super().__init__(ts.maximum, axis)
+
+    __props__ = ("axis",)
+    __str__ = __repr__ = CAReduce.__str__
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor import math as tm
+
+        (x,) = inputs
+        if _is_discrete(x):
+            return [_zeros_like(x, config.floatX)]
+        gz = self._expand(as_tensor_variable(output_grads[0]), x)
+        hit = tm.eq(x, self._expand(outputs[0], x))
+        return [reduce_grad_to(gz * hit, x)]
+
+
+class Min(Max):
+    """Minimum along ``axis``."""
+
+    def __init__(self, axis=None):
+        CAReduce.__init__(self, ts.minimum, axis)
+
+
+class _BoolReduce(CAReduce):
+    __props__ = ("axis",)
+    __str__ = __repr__ = CAReduce.__str__
+
+    def __init__(self, axis=None):
+        super().__init__(self._scalar_op, axis)
+
+    def output_dtype(self, in_dtype):
+        return "bool"
+
+    def perform(self, node, inputs, output_storage, params=None):
+        (x,) = inputs
+        fn = np.all if self._scalar_op is ts.and_ else np.any
+        output_storage[0][0] = np.asarray(fn(x, axis=self._axes(x.ndim)), dtype="bool")
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_zeros_like(inputs[0], _float_of(inputs[0]))]
+
+
+class All(_BoolReduce):
+    """True where every element along ``axis`` is nonzero."""
+
+    _scalar_op = ts.and_
+
+
+class Any(_BoolReduce):
+    """True where some element along ``axis`` is nonzero."""
+
+    _scalar_op = ts.or_

@@ -1,0 +1,453 @@
+"""Elementwise functions, reductions and ``dot`` (``theano.tensor`` math vocabulary).
+
+Every elementwise function is ``Elemwise(<scalar op>)``; reductions are ``CAReduce``
+subclasses plus ``Argmax``/``Argmin``; ``Dot`` covers vector/matrix products.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
+from theano_dag.tensor import scalar as ts
+from theano_dag.tensor.elemwise import (
+    All,
+    Any,
+    CAReduce,
+    DimShuffle,
+    Elemwise,
+    Max,
+    Min,
+    Prod,
+    Sum,
+    _norm_axis,
+)
+from theano_dag.tensor.type import TensorType, discrete_dtypes
+from theano_dag.tensor.var import as_tensor_variable
+
+__all__ = [
+    "add", "sub", "mul", "true_div", "int_div", "floor_div", "mod", "neg", "abs", "abs_",
+    "sgn", "sign", "pow", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt",
+    "sqr", "square", "reciprocal", "inv", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+    "arctan2", "sinh", "cosh", "tanh", "sigmoid", "softplus", "erf", "erfc", "maximum",
+    "minimum", "clip", "floor", "ceil", "trunc", "round", "round_half_to_even",
+    "round_half_away_from_zero", "iround", "lt", "gt", "le", "ge", "eq", "neq", "and_", "or_",
+    "xor", "invert", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "switch",
+    "where", "isnan", "isinf", "identity", "tensor_copy", "fma",
+    "sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax", "argmin",
+    "Argmax", "Argmin", "Dot", "dot", "outer",
+]
+
+_elemwise_cache: dict = {}
+
+
+def _ew(scalar_op):
+    if scalar_op not in _elemwise_cache:
+        _elemwise_cache[scalar_op] = Elemwise(scalar_op)
+    return _elemwise_cache[scalar_op]
+
+
+def _make(scalar_op, name, doc, example=None):
+    def fn(*args):
+        return _ew(scalar_op)(*args)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + (f"\n\n{example}" if example else "")
+    return fn
+
+
+_EX = """>>> from theano_dag import tensor as tt
+>>> x = tt.dvector("x")
+>>> {name}({args}).owner.op.scalar_op.name
+'{op}'"""
+
+
+def _unary(scalar_op, name, doc):
+    return _make(scalar_op, name, doc, _EX.format(name=name, args="x", op=scalar_op.name))
+
+
+def _binary(scalar_op, name, doc):
+    return _make(scalar_op, name, doc, _EX.format(name=name, args="x, x", op=scalar_op.name))
+
+
+add = _make(ts.add, "add", "Elementwise sum of any number of tensors.",
+            _EX.format(name="add", args="x, x, 1", op="add"))
+mul = _make(ts.mul, "mul", "Elementwise product of any number of tensors.",
+            _EX.format(name="mul", args="x, 2", op="mul"))
+sub = _binary(ts.sub, "sub", "``x - y``.")
+true_div = _binary(ts.true_div, "true_div", "``x / y`` (integers divide to float64).")
+int_div = _binary(ts.int_div, "int_div", "``x // y`` (floor division).")
+floor_div = int_div
+mod = _binary(ts.mod, "mod", "``x % y`` with the sign of ``y``, as Python.")
+neg = _unary(ts.neg, "neg", "``-x``.")
+abs = _unary(ts.abs_, "abs", "``|x|``.")  # noqa: A001 (Theano's name)
+abs_ = abs
+sgn = _unary(ts.sgn, "sgn", "The sign of ``x``: -1, 0 or 1.")
+sign = sgn
+pow = _binary(ts.pow, "pow", "``x ** y``.")  # noqa: A001
+maximum = _binary(ts.maximum, "maximum", "Elementwise maximum (NaN propagates).")
+minimum = _binary(ts.minimum, "minimum", "Elementwise minimum (NaN propagates).")
+lt = _binary(ts.lt, "lt", "``x < y`` (bool).")
+gt = _binary(ts.gt, "gt", "``x > y`` (bool).")
+le = _binary(ts.le, "le", "``x <= y`` (bool).")
+ge = _binary(ts.ge, "ge", "``x >= y`` (bool).")
+eq = _binary(ts.eq, "eq", "``x == y`` elementwise (bool); Variables' ``==`` is identity.")
+neq = _binary(ts.neq, "neq", "``x != y`` elementwise (bool).")
+and_ = _make(ts.and_, "and_", "Bitwise and (logical and on bools).")
+or_ = _make(ts.or_, "or_", "Bitwise or (logical or on bools).")
+xor = _make(ts.xor, "xor", "Bitwise xor.")
+invert = _make(ts.invert, "invert", "Bitwise not (logical not on bools).")
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = and_, or_, xor, invert
+isnan = _unary(ts.isnan, "isnan", "True where ``x`` is NaN.")
+isinf = _unary(ts.isinf, "isinf", "True where ``x`` is infinite.")
+identity = _unary(ts.identity, "identity", "A copy of ``x``.")
+tensor_copy = identity
+fma = _make(ts.fma, "fma", "``x * y + z`` (one op, one rounding in C).")
+arctan2 = _binary(ts.arctan2, "arctan2", "The angle of the point ``(x=b, y=a)``.")
+
+for _name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sqr",
+              "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+              "tanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "trunc",
+              "round_half_to_even", "round_half_away_from_zero"):
+    _op = getattr(ts, _name)
+    globals()[_name] = _unary(_op, _name, f"Elementwise {_op.__doc__ or _name}.")
+del _name, _op
+square, inv = sqr, reciprocal  # noqa: F821 (defined by the loop above)
+
+
+def clip(x, a_min, a_max):
+    """Limit ``x`` to ``[a_min, a_max]`` (as ``numpy.clip``).
+
+    >>> from theano_dag import tensor as tt
+    >>> clip(tt.dvector("x"), 0, 1).owner.op.scalar_op.name
+    'clip'
+    """
+    return _ew(ts.clip)(x, a_min, a_max)
+
+
+def switch(cond, ift, iff):
+    """``ift`` where ``cond`` is nonzero, else ``iff`` (``numpy.where``).
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> switch(x > 0, x, 0).dtype
+    'float64'
+    """
+    return _ew(ts.switch)(cond, ift, iff)
+
+
+def where(cond, ift=None, iff=None):
+    """``numpy.where`` with three arguments (an alias of ``switch``)."""
+    if ift is None or iff is None:
+        raise TypeError("where: the one-argument form (nonzero) is not supported; "
+                        "pass where(cond, ift, iff)")
+    return switch(cond, ift, iff)
+
+
+def round(a, mode=None):  # noqa: A001 (Theano's name)
+    """Round: ``mode`` is 'half_to_even' (default, as numpy) or 'half_away_from_zero'."""
+    if mode in (None, "half_to_even"):
+        return round_half_to_even(a)  # noqa: F821
+    if mode == "half_away_from_zero":
+        return round_half_away_from_zero(a)  # noqa: F821
+    raise ValueError(f"round: mode must be 'half_to_even' or 'half_away_from_zero', "
+                     f"got {mode!r}")
+
+
+def iround(a, mode=None):
+    """Round then cast to int64."""
+    from theano_dag.tensor.basic import cast
+
+    return cast(round(a, mode), "int64")
+
+
+# -- reductions -------------------------------------------------------------------
+
+
+def _keep(out, x, axis, keepdims):
+    if not keepdims:
+        return out
+    axes = range(x.ndim) if axis is None else axis
+    order, k = [], 0
+    for d in range(x.ndim):
+        if d in axes:
+            order.append("x")
+        else:
+            order.append(k)
+            k += 1
+    return DimShuffle(out.broadcastable, order)(out)
+
+
+def _reduce(op_cls, x, axis, keepdims, **kw):
+    x = as_tensor_variable(x)
+    axis = _norm_axis(axis, x.ndim, op_cls.__name__.lower())
+    out = op_cls(axis=axis, **kw)(x)
+    return _keep(out, x, axis, keepdims)
+
+
+def sum(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):  # noqa: A001
+    """Sum over ``axis`` (None: all); integers sum in int64 as in numpy.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.fmatrix("x")
+    >>> sum(x, axis=0).type, sum(x, axis=1, keepdims=True).broadcastable
+    (TensorType(float32, vector), (False, True))
+    """
+    return _reduce(Sum, x, axis, keepdims, dtype=dtype, acc_dtype=acc_dtype)
+
+
+def prod(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+    """Product over ``axis``."""
+    return _reduce(Prod, x, axis, keepdims, dtype=dtype, acc_dtype=acc_dtype)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    """Maximum over ``axis``."""
+    return _reduce(Max, x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001
+    """Minimum over ``axis``."""
+    return _reduce(Min, x, axis, keepdims)
+
+
+def all(x, axis=None, keepdims=False):  # noqa: A001
+    """True where every element over ``axis`` is nonzero."""
+    return _reduce(All, x, axis, keepdims)
+
+
+def any(x, axis=None, keepdims=False):  # noqa: A001
+    """True where some element over ``axis`` is nonzero."""
+    return _reduce(Any, x, axis, keepdims)
+
+
+def _count(x, axis):
+    from theano_dag.tensor.shape import shape_i
+
+    axes = range(x.ndim) if axis is None else axis
+    n = None
+    for a in axes:
+        s = shape_i(x, a)
+        n = s if n is None else n * s
+    return n
+
+
+def mean(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+    """Mean over ``axis``; integer inputs give float64 (as numpy).
+
+    >>> from theano_dag import tensor as tt
+    >>> mean(tt.fvector("x")).dtype, mean(tt.ivector("i")).dtype
+    ('float32', 'float64')
+    """
+    from theano_dag.tensor.basic import cast
+
+    x = as_tensor_variable(x)
+    axis = _norm_axis(axis, x.ndim, "mean")
+    s = sum(x, axis=axis, dtype=dtype, acc_dtype=acc_dtype)
+    if s.dtype in discrete_dtypes:
+        s = cast(s, "float64")
+    n = _count(x, axis)
+    if n is not None:
+        s = s / cast(n, s.dtype)
+    return _keep(s, x, axis, keepdims)
+
+
+def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom.
+
+    >>> from theano_dag import tensor as tt
+    >>> var(tt.dmatrix("x"), axis=1).ndim
+    1
+    """
+    from theano_dag.tensor.basic import cast
+
+    x = as_tensor_variable(x)
+    axis = _norm_axis(axis, x.ndim, "var")
+    if x.dtype in discrete_dtypes:
+        x = cast(x, "float64")
+    centered = x - mean(x, axis=axis, keepdims=True)
+    v = mean(sqr(centered), axis=axis)  # noqa: F821
+    if corrected:
+        ddof = builtins.max(ddof, 1)
+    if ddof:
+        n = cast(_count(x, axis), v.dtype)
+        v = v * n / (n - ddof)
+    return _keep(v, x, axis, keepdims)
+
+
+def std(x, axis=None, ddof=0, keepdims=False, corrected=False):
+    """Standard deviation over ``axis``."""
+    return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected))  # noqa: F821
+
+
+class Argmax(Op):
+    """Index of the maximum along ``axis`` (None: of the flattened input), as int64."""
+
+    __props__ = ("axis",)
+    _fn = staticmethod(np.argmax)
+
+    def __init__(self, axis=None):
+        self.axis = axis
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if self.axis is not None and not -x.ndim <= self.axis < builtins.max(x.ndim, 1):
+            raise ValueError(f"{type(self).__name__}: axis {self.axis} is out of range for "
+                             f"the {x.ndim}-d input {x}")
+        shape = () if self.axis is None else tuple(
+            s for d, s in enumerate(x.type.shape) if d != self.axis % x.ndim)
+        return Apply(self, [x], [TensorType("int64", shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.asarray(self._fn(inputs[0], axis=self.axis), dtype="int64")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        if self.axis is None:
+            return [()]
+        a = self.axis % node.inputs[0].ndim
+        return [tuple(s for d, s in enumerate(input_shapes[0]) if d != a)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.basic import zeros_like
+
+        x = inputs[0]
+        return [zeros_like(x, dtype=x.dtype if x.dtype not in discrete_dtypes
+                           else config.floatX)]
+
+
+class Argmin(Argmax):
+    """Index of the minimum along ``axis``."""
+
+    _fn = staticmethod(np.argmin)
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the maximum along ``axis`` (int64).
+
+    >>> from theano_dag import tensor as tt
+    >>> argmax(tt.dmatrix("x"), axis=1).type
+    TensorType(int64, vector)
+    """
+    return _arg(Argmax, x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index of the minimum along ``axis`` (int64)."""
+    return _arg(Argmin, x, axis, keepdims)
+
+
+def _arg(cls, x, axis, keepdims):
+    x = as_tensor_variable(x)
+    if isinstance(axis, (list, tuple)):
+        if len(axis) != 1:
+            raise ValueError(f"{cls.__name__.lower()}: only one axis is supported, got {axis}")
+        axis = axis[0]
+    if axis is not None:
+        axis = _norm_axis(axis, x.ndim, cls.__name__.lower())[0]
+    out = cls(axis)(x)
+    return _keep(out, x, None if axis is None else (axis,), keepdims)
+
+
+# -- dot ----------------------------------------------------------------------------
+
+
+class Dot(Op):
+    """Matrix/vector product of two tensors of 1 or 2 dimensions (numpy.dot).
+
+    >>> from theano_dag import tensor as tt
+    >>> Dot()(tt.dmatrix("a"), tt.dvector("v")).type
+    TensorType(float64, vector)
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, y):
+        x, y = as_tensor_variable(x), as_tensor_variable(y)
+        for k, v in enumerate((x, y)):
+            if v.ndim not in (1, 2):
+                raise TypeError(f"Dot: input {k} ({v}) must be a vector or a matrix, got "
+                                f"{v.ndim} dimensions (use tensordot for more)")
+        kx, ky = x.type.shape[-1], y.type.shape[0]
+        if kx is not None and ky is not None and kx != ky:
+            raise ValueError(f"Dot: shapes {x.type.shape} and {y.type.shape} are not aligned")
+        shape = x.type.shape[:-1] + y.type.shape[1:]
+        dtype = ts.upcast(x.dtype, y.dtype)
+        return Apply(self, [x, y], [TensorType(dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y = inputs
+        if x.shape[-1] != y.shape[0]:
+            raise ValueError(f"Dot: shapes {x.shape} and {y.shape} are not aligned "
+                             f"({x.shape[-1]} != {y.shape[0]})")
+        output_storage[0][0] = np.asarray(np.dot(x, y), dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        xs, ys = input_shapes
+        return [tuple(xs[:-1]) + tuple(ys[1:])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.elemwise import reduce_grad_to
+
+        x, y = inputs
+        (gz,) = output_grads
+        if x.ndim == 2 and y.ndim == 2:
+            gx, gy = dot(gz, y.T), dot(x.T, gz)
+        elif x.ndim == 1 and y.ndim == 2:
+            gx, gy = dot(y, gz), outer(x, gz)
+        elif x.ndim == 2 and y.ndim == 1:
+            gx, gy = outer(gz, y), dot(x.T, gz)
+        else:
+            gx, gy = gz * y, gz * x
+        return [reduce_grad_to(gx, x), reduce_grad_to(gy, y)]
+
+    def R_op(self, inputs, eval_points):
+        x, y = inputs
+        ex, ey = eval_points
+        terms = []
+        if ex is not None:
+            terms.append(dot(ex, y))
+        if ey is not None:
+            terms.append(dot(x, ey))
+        return [add(*terms) if len(terms) > 1 else terms[0]] if terms else [None]
+
+
+_dot = Dot()
+
+
+def dot(a, b):
+    """``numpy.dot`` for scalars, vectors and matrices.
+
+    >>> from theano_dag import tensor as tt
+    >>> dot(tt.dvector("u"), tt.dvector("v")).ndim, dot(2, tt.dmatrix("m")).ndim
+    (0, 2)
+    """
+    a, b = as_tensor_variable(a), as_tensor_variable(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return mul(a, b)
+    if a.ndim > 2 or b.ndim > 2:
+        raise TypeError(f"dot: inputs of {a.ndim} and {b.ndim} dimensions are not supported "
+                        "here; use tensordot")
+    return _dot(a, b)
+
+
+def outer(x, y):
+    """Outer product of two vectors (flattened first if they are not vectors).
+
+    >>> from theano_dag import tensor as tt
+    >>> outer(tt.dvector("u"), tt.dvector("v")).ndim
+    2
+    """
+    x, y = as_tensor_variable(x), as_tensor_variable(y)
+    if x.ndim != 1:
+        x = x.flatten()
+    if y.ndim != 1:
+        y = y.flatten()
+    return dot(x.dimshuffle(0, "x"), y.dimshuffle("x", 0))
+
+
+# CAReduce is re-exported so `tt.math.CAReduce` works as in PyTensor.
+_ = CAReduce

@@ -1,0 +1,471 @@
+"""Arithmetic, comparison, logic, ``switch`` and ``cast`` scalar ops.
+
+Gradients here are written with tensor ops (``T`` = ``theano_dag.tensor.math``);
+``Elemwise`` only asks for them on float inputs of float outputs, and sums the
+result over broadcast dimensions itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.tensor.scalar.basic import (
+    C_TYPES,
+    BinaryScalarOp,
+    ScalarOp,
+    UnaryScalarOp,
+    _t,
+    _tb,
+    bool_out,
+    same_out,
+    transfer_type,
+    true_div_out,
+    upcast,
+    upcast_out,
+    upcast_out_nobool,
+    zero_grads,
+)
+from theano_dag.tensor.type import discrete_dtypes, float_dtypes
+
+__all__ = [
+    "Add", "Sub", "Mul", "TrueDiv", "IntDiv", "Mod", "Neg", "Abs", "Sgn", "Pow", "Maximum",
+    "Minimum", "Clip", "LT", "GT", "LE", "GE", "EQ", "NEQ", "AND", "OR", "XOR", "Invert",
+    "Switch", "Cast", "Identity", "Second", "FMA", "IsNan", "IsInf",
+    "add", "sub", "mul", "true_div", "int_div", "mod", "neg", "abs_", "sgn", "pow",
+    "maximum", "minimum", "clip", "lt", "gt", "le", "ge", "eq", "neq", "and_", "or_", "xor",
+    "invert", "switch", "identity", "second", "fma", "isnan", "isinf", "cast", "convert_to",
+]
+
+
+def _is_float(dtype):
+    return dtype in float_dtypes
+
+
+# -- arithmetic ------------------------------------------------------------------
+
+
+class Add(ScalarOp):
+    nfunc = staticmethod(lambda *xs: _fold(np.add, xs))
+    commutative = associative = True
+    identity = 0
+    c_infix = " + "
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        if out_dtypes[0] == "bool":  # numpy: bool + bool is logical or
+            return ["(" + " || ".join(inputs) + ")"]
+        return super().c_code(inputs, in_dtypes, out_dtypes, types)
+
+    def grad(self, inputs, output_grads):
+        return [output_grads[0]] * len(inputs)
+
+
+class Mul(ScalarOp):
+    nfunc = staticmethod(lambda *xs: _fold(np.multiply, xs))
+    commutative = associative = True
+    identity = 1
+    c_infix = " * "
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        if out_dtypes[0] == "bool":
+            return ["(" + " && ".join(inputs) + ")"]
+        return super().c_code(inputs, in_dtypes, out_dtypes, types)
+
+    def grad(self, inputs, output_grads):
+        (gz,) = output_grads
+        T = _t()
+        out = []
+        for i in range(len(inputs)):
+            others = inputs[:i] + inputs[i + 1:]
+            if not others:
+                out.append(gz)
+            elif len(others) == 1:
+                out.append(gz * others[0])
+            else:
+                out.append(gz * T.mul(*others))
+        return out
+
+
+def _fold(fn, xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = fn(out, x)
+    return out
+
+
+class Sub(BinaryScalarOp):
+    nfunc = staticmethod(np.subtract)
+    c_expr = "(%(x)s - %(y)s)"
+
+    def grad(self, inputs, output_grads):
+        (gz,) = output_grads
+        return [gz, -gz]
+
+
+class TrueDiv(BinaryScalarOp):
+    nfunc = staticmethod(np.true_divide)
+    c_expr = "(%(x)s / %(y)s)"
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        return [gz / y, -gz * x / (y * y)]
+
+
+class IntDiv(BinaryScalarOp):
+    """Floor division, as Python's ``//`` (C's ``/`` truncates, so ints need care)."""
+
+    nfunc = staticmethod(np.floor_divide)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):
+            return "floor(%(x)s / %(y)s)"
+        return ("(%(y)s == 0 ? (%(t)s)0 : (%(t)s)(%(x)s / %(y)s - "
+                "((%(x)s %% %(y)s != 0) && ((%(x)s < 0) != (%(y)s < 0)))))")
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+class Mod(BinaryScalarOp):
+    """Python's ``%``: the result takes the sign of the divisor."""
+
+    nfunc = staticmethod(np.mod)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):
+            return ("(fmod(%(x)s, %(y)s) + ((fmod(%(x)s, %(y)s) != 0 && "
+                    "((fmod(%(x)s, %(y)s) < 0) != (%(y)s < 0))) ? %(y)s : (%(t)s)0))")
+        return ("(%(y)s == 0 ? (%(t)s)0 : (%(t)s)((%(x)s %% %(y)s) + "
+                "(((%(x)s %% %(y)s) != 0 && (((%(x)s %% %(y)s) < 0) != (%(y)s < 0))) "
+                "? %(y)s : 0)))")
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        return [gz, -gz * _t().int_div(x, y)]
+
+
+class Neg(UnaryScalarOp):
+    nfunc = staticmethod(np.negative)
+    c_expr = "(-%(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return [-output_grads[0]]
+
+
+class Abs(UnaryScalarOp):
+    nfunc = staticmethod(np.abs)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        d = out_dtypes[0]
+        if _is_float(d):
+            return "fabs(%(x)s)"
+        if d == "bool" or d.startswith("uint"):
+            return "(%(x)s)"
+        return "(%(x)s < 0 ? -%(x)s : %(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return [output_grads[0] * _t().sgn(inputs[0])]
+
+
+class Sgn(UnaryScalarOp):
+    nfunc = staticmethod(np.sign)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):  # sign(nan) is nan, as in numpy
+            return "(%(x)s != %(x)s ? %(x)s : (%(t)s)((%(x)s > 0) - (%(x)s < 0)))"
+        return "(%(t)s)((%(x)s > 0) - (%(x)s < 0))"
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+class Pow(BinaryScalarOp):
+    nfunc = staticmethod(np.power)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):
+            return "pow(%(x)s, %(y)s)"
+        return "(%(t)s)pow((double)%(x)s, (double)%(y)s)"
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        T = _t()
+        gx = gz * y * T.pow(x, y - 1)
+        # d/dy x**y = log(x) x**y, taken as 0 at x == 0 (where x**y is 0 for y > 0).
+        gy = T.switch(T.eq(x, 0), 0, gz * T.log(x) * outputs[0])
+        return [gx, gy]
+
+
+class Maximum(BinaryScalarOp):
+    """Elementwise max; NaN propagates, as in numpy."""
+
+    nfunc = staticmethod(np.maximum)
+    commutative = associative = True
+    identity = -np.inf
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):
+            return "((%(x)s > %(y)s || %(x)s != %(x)s) ? %(x)s : %(y)s)"
+        return "(%(x)s > %(y)s ? %(x)s : %(y)s)"
+
+    def L_op(self, inputs, outputs, output_grads):
+        # Both inputs get the gradient where they tie, as in Theano.
+        T = _t()
+        (gz,) = output_grads
+        return [gz * T.eq(outputs[0], x) for x in inputs]
+
+
+class Minimum(Maximum):
+    nfunc = staticmethod(np.minimum)
+    identity = np.inf
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):
+            return "((%(x)s < %(y)s || %(x)s != %(x)s) ? %(x)s : %(y)s)"
+        return "(%(x)s < %(y)s ? %(x)s : %(y)s)"
+
+
+class Clip(ScalarOp):
+    """``clip(x, lo, hi)`` = ``minimum(maximum(x, lo), hi)``, as numpy computes it."""
+
+    nin = 3
+    nfunc = staticmethod(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi))
+    c_expr = ("((%(x)s < %(y)s ? %(y)s : %(x)s) > %(z)s ? %(z)s : "
+              "(%(x)s < %(y)s ? %(y)s : %(x)s))")
+
+    def grad(self, inputs, output_grads):
+        x, lo, hi = inputs
+        (gz,) = output_grads
+        T = _t()
+        inside = T.and_(T.ge(x, lo), T.le(x, hi))
+        return [T.switch(inside, gz, 0), T.switch(T.lt(x, lo), gz, 0),
+                T.switch(T.gt(x, hi), gz, 0)]
+
+
+# -- comparisons and logic ----------------------------------------------------------
+
+
+class _Compare(BinaryScalarOp):
+    compute_in_output_dtype = False
+
+    def __init__(self, output_types_preference=bool_out, name=None):
+        super().__init__(output_types_preference, name)
+
+    def compute(self, inputs, out_dtypes):
+        # Compare in the common dtype, as numpy and C both do.
+        d = upcast(*[np.asarray(i).dtype for i in inputs])
+        return super().compute([np.asarray(i, dtype=d) for i in inputs], out_dtypes)
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+def _compare(name, fn, sym):
+    cls = type(name, (_Compare,), {"nfunc": staticmethod(fn),
+                                   "c_expr": f"(%(x)s {sym} %(y)s)",
+                                   "__doc__": f"``x {sym} y`` elementwise (bool output)."})
+    return cls
+
+
+LT = _compare("LT", np.less, "<")
+GT = _compare("GT", np.greater, ">")
+LE = _compare("LE", np.less_equal, "<=")
+GE = _compare("GE", np.greater_equal, ">=")
+EQ = _compare("EQ", np.equal, "==")
+NEQ = _compare("NEQ", np.not_equal, "!=")
+EQ.commutative = NEQ.commutative = True
+
+
+class _Bitwise(BinaryScalarOp):
+    commutative = associative = True
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+class AND(_Bitwise):
+    nfunc = staticmethod(np.bitwise_and)
+    c_expr = "(%(x)s & %(y)s)"
+    identity = True
+
+
+class OR(_Bitwise):
+    nfunc = staticmethod(np.bitwise_or)
+    c_expr = "(%(x)s | %(y)s)"
+    identity = False
+
+
+class XOR(_Bitwise):
+    nfunc = staticmethod(np.bitwise_xor)
+    c_expr = "(%(x)s ^ %(y)s)"
+    identity = False
+
+
+class Invert(UnaryScalarOp):
+    """Bitwise not; logical not on bools."""
+
+    nfunc = staticmethod(np.invert)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        return "(!%(x)s)" if out_dtypes[0] == "bool" else "(~%(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+class IsNan(UnaryScalarOp):
+    nfunc = staticmethod(np.isnan)
+    compute_in_output_dtype = False
+
+    def c_template(self, in_dtypes, out_dtypes):
+        return "(%(x)s != %(x)s)" if _is_float(in_dtypes[0]) else "0"
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+class IsInf(IsNan):
+    nfunc = staticmethod(np.isinf)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        return "(isinf(%(x)s) != 0)" if _is_float(in_dtypes[0]) else "0"
+
+
+# -- switch, cast, identity, fma ------------------------------------------------
+
+
+class Switch(ScalarOp):
+    """``switch(cond, a, b)``: ``a`` where ``cond`` is nonzero, else ``b`` (numpy.where)."""
+
+    nin = 3
+    compute_in_output_dtype = False
+    nfunc = staticmethod(np.where)
+    c_expr = "(%(x)s ? %(y)s : %(z)s)"
+
+    def __init__(self, output_types_preference=None, name=None):
+        super().__init__(output_types_preference or transfer_type(1, 2), name)
+
+    def grad(self, inputs, output_grads):
+        cond = inputs[0]
+        (gz,) = output_grads
+        T = _t()
+        zero = _tb().zeros_like(gz)
+        return [zero_grads([cond])[0], T.switch(cond, gz, zero), T.switch(cond, zero, gz)]
+
+
+class Cast(UnaryScalarOp):
+    """Convert to ``o_type`` (a dtype string) with C's/numpy's conversion."""
+
+    __props__ = ("o_type",)
+    compute_in_output_dtype = False
+
+    def __init__(self, o_type, name=None):
+        self.o_type = np.dtype(o_type).name
+        super().__init__(None, name or f"convert_to_{self.o_type}")
+
+    def output_types_preference(self, *dtypes):
+        return (self.o_type,)
+
+    def __str__(self):
+        return self.name
+
+    def impl(self, x):
+        return np.asarray(x).astype(self.o_type)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if self.o_type == "bool":
+            return "(%(x)s != 0)"
+        return "((%(t)s)(%(x)s))"
+
+    def grad(self, inputs, output_grads):
+        (x,) = inputs
+        if x.dtype in discrete_dtypes:
+            return zero_grads(inputs)
+        return [_tb().cast(output_grads[0], x.dtype)]
+
+
+class Identity(UnaryScalarOp):
+    nfunc = staticmethod(lambda x: np.array(x, copy=True))
+    c_expr = "(%(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return [output_grads[0]]
+
+
+class Second(BinaryScalarOp):
+    """``second(x, y)`` = ``y`` broadcast to the shape of ``x`` (Theano's ``fill``)."""
+
+    compute_in_output_dtype = False
+    c_expr = "(%(y)s)"
+
+    def impl(self, x, y):
+        return np.broadcast_to(y, np.broadcast_shapes(np.shape(x), np.shape(y)))
+
+    def grad(self, inputs, output_grads):
+        return [zero_grads(inputs[:1])[0], output_grads[0]]
+
+
+class FMA(ScalarOp):
+    """``x * y + z`` (rounded once in C via ``fma`` for floats)."""
+
+    nin = 3
+    nfunc = staticmethod(lambda x, y, z: x * y + z)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        if _is_float(out_dtypes[0]):
+            return "fma(%(x)s, %(y)s, %(z)s)"
+        return "(%(x)s * %(y)s + %(z)s)"
+
+    def grad(self, inputs, output_grads):
+        x, y, _ = inputs
+        (gz,) = output_grads
+        return [gz * y, gz * x, gz]
+
+
+add = Add(upcast_out, name="add")
+sub = Sub(upcast_out_nobool, name="sub")
+mul = Mul(upcast_out, name="mul")
+true_div = TrueDiv(true_div_out, name="true_div")
+int_div = IntDiv(upcast_out_nobool, name="int_div")
+mod = Mod(upcast_out_nobool, name="mod")
+neg = Neg(upcast_out_nobool, name="neg")
+abs_ = Abs(same_out, name="abs")
+sgn = Sgn(upcast_out_nobool, name="sgn")
+pow = Pow(upcast_out_nobool, name="pow")
+maximum = Maximum(upcast_out, name="maximum")
+minimum = Minimum(upcast_out, name="minimum")
+clip = Clip(upcast_out, name="clip")
+lt, gt, le, ge = LT(name="lt"), GT(name="gt"), LE(name="le"), GE(name="ge")
+eq, neq = EQ(name="eq"), NEQ(name="neq")
+and_ = AND(upcast_out, name="and_")
+or_ = OR(upcast_out, name="or_")
+xor = XOR(upcast_out, name="xor")
+invert = Invert(same_out, name="invert")
+isnan = IsNan(bool_out, name="isnan")
+isinf = IsInf(bool_out, name="isinf")
+switch = Switch(name="switch")
+identity = Identity(same_out, name="identity")
+second = Second(transfer_type(1), name="second")
+fma = FMA(upcast_out, name="fma")
+
+_casts: dict = {}
+
+
+def convert_to(dtype) -> Cast:
+    """The (cached) Cast op to ``dtype``."""
+    dtype = np.dtype(dtype).name
+    if dtype not in _casts:
+        _casts[dtype] = Cast(dtype)
+    return _casts[dtype]
+
+
+def cast(x, dtype):
+    """Cast the scalar variable ``x`` to ``dtype`` (no-op when it already has it)."""
+    from theano_dag.tensor.scalar.basic import as_scalar
+
+    x = as_scalar(x)
+    if x.dtype == np.dtype(dtype).name:
+        return x
+    return convert_to(dtype)(x)

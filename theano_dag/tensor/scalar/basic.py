@@ -1,0 +1,424 @@
+"""Scalar types and the scalar-op framework (``theano.scalar.basic``).
+
+A scalar op is the per-element computation of an ``Elemwise``. Each one knows:
+
+- ``output_types_preference(*dtypes) -> tuple of dtypes``: its upcasting rule;
+- ``nfunc``: a numpy function computing it elementwise over whole arrays;
+- ``c_expr``: one C expression template, valid in C99 and OpenCL C alike, with
+  ``%(x)s %(y)s %(z)s`` for inputs 0, 1, 2 and ``%(t)s`` for the output C type;
+  ``c_code(...)`` fills it in (ops whose C form depends on dtype override it);
+- ``L_op/grad``: its gradient, written with *tensor* ops: ``Elemwise`` calls it with
+  the tensor inputs, outputs and output gradients of the node being differentiated.
+
+Scalar graphs (``ScalarVariable``s joined by scalar ops) describe ``Composite`` ops,
+which the fusion rewrite builds and the C/OpenCL engines compile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.op import Op
+from theano_dag.graph.type import Type
+from theano_dag.tensor.type import all_dtypes, continuous_dtypes, discrete_dtypes
+
+__all__ = [
+    "ScalarType", "ScalarVariable", "ScalarConstant", "get_scalar_type", "as_scalar",
+    "upcast", "upcast_out", "upcast_out_nobool", "upgrade_to_float", "true_div_out",
+    "same_out", "bool_out", "float_out", "transfer_type", "C_TYPES", "OPENCL_TYPES",
+    "ScalarOp", "UnaryScalarOp", "BinaryScalarOp",
+]
+
+C_TYPES = {
+    "bool": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
+    "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
+    "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
+    "float64": "double",
+}
+OPENCL_TYPES = {
+    "bool": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
+    "uint8": "uchar", "uint16": "ushort", "uint32": "uint", "uint64": "ulong",
+    "float16": "half", "float32": "float", "float64": "double",
+}
+
+
+def _t():
+    """The tensor math module, imported late: scalar grads are written with tensor ops."""
+    from theano_dag.tensor import math
+
+    return math
+
+
+def _tb():
+    """The tensor basic module (zeros_like, cast, ...), imported late."""
+    from theano_dag.tensor import basic
+
+    return basic
+
+
+# -- upcasting rules --------------------------------------------------------------
+
+
+def upcast(*dtypes) -> str:
+    """The dtype numpy gives an operation on arrays of ``dtypes``.
+
+    >>> upcast("int8", "float32"), upcast("int32", "float32"), upcast("bool", "bool")
+    ('float32', 'float64', 'bool')
+    """
+    return np.result_type(*[np.dtype(d) for d in dtypes]).name
+
+
+def upcast_out(*dtypes):
+    return (upcast(*dtypes),)
+
+
+def upcast_out_nobool(*dtypes):
+    """Like ``upcast_out`` but bool becomes int8 (``True - True`` is arithmetic)."""
+    d = upcast(*dtypes)
+    return ("int8" if d == "bool" else d,)
+
+
+_FLOAT_OF = {"bool": "float32", "int8": "float32", "int16": "float32", "uint8": "float32",
+             "uint16": "float32", "int32": "float64", "int64": "float64",
+             "uint32": "float64", "uint64": "float64"}
+
+
+def upgrade_to_float(*dtypes):
+    """Integers become the float that holds them exactly (Theano's rule).
+
+    >>> upgrade_to_float("int8"), upgrade_to_float("int32"), upgrade_to_float("float32")
+    (('float32',), ('float64',), ('float32',))
+    """
+    return (upcast(*[_FLOAT_OF.get(d, d) for d in dtypes]),)
+
+
+def true_div_out(*dtypes):
+    """numpy's rule for ``/``: integers divide to float64."""
+    d = upcast(*dtypes)
+    return ("float64" if d in discrete_dtypes else d,)
+
+
+def same_out(*dtypes):
+    return (dtypes[0],)
+
+
+def bool_out(*dtypes):
+    return ("bool",)
+
+
+def float_out(*dtypes):
+    return (config.floatX,)
+
+
+class transfer_type:  # noqa: N801 (Theano's name)
+    """Output dtype = upcast of the inputs at ``positions`` (e.g. switch's branches)."""
+
+    def __init__(self, *positions):
+        self.positions = positions
+
+    def __call__(self, *dtypes):
+        return (upcast(*[dtypes[i] for i in self.positions]),)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.positions == self.positions
+
+    def __hash__(self):
+        return hash((type(self), self.positions))
+
+    def __repr__(self):
+        return f"transfer_type{self.positions}"
+
+
+# -- scalar types and variables --------------------------------------------------
+
+
+class ScalarType(Type):
+    """The type of one number of a given dtype (a 0-d numpy value).
+
+    >>> f = ScalarType("float32")
+    >>> f.filter(1.5), f.filter(3).dtype
+    (np.float32(1.5), dtype('float32'))
+    """
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype):
+        if dtype == "floatX":
+            dtype = config.floatX
+        dtype = np.dtype(dtype).name
+        if dtype not in all_dtypes:
+            raise TypeError(f"ScalarType: unsupported dtype {dtype!r}")
+        self.dtype = dtype
+        self.ndim = 0
+        self.broadcastable = ()
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        if isinstance(data, Variable):
+            raise TypeError(f"{self}: expected a number, got the Variable {data}")
+        if strict:
+            if not isinstance(data, np.generic) or data.dtype.name != self.dtype:
+                raise TypeError(f"{self} expected a numpy scalar of dtype {self.dtype}, "
+                                f"got {type(data).__name__}")
+            return data
+        arr = np.asarray(data)
+        if arr.ndim != 0:
+            raise TypeError(f"{self} expected a scalar, got an array of shape {arr.shape}")
+        converted = arr.astype(self.dtype)
+        if not allow_downcast and arr.dtype != converted.dtype:
+            lossless = np.array_equal(arr, converted, equal_nan=arr.dtype.kind in "fc")
+            if not lossless and not (isinstance(data, float) and self.dtype == config.floatX):
+                raise TypeError(f"{self} cannot store {data!r} without loss of precision")
+        return converted[()]
+
+    def values_eq_approx(self, a, b):
+        from theano_dag.tensor.type import TensorType
+
+        return TensorType.values_eq_approx(np.asarray(a), np.asarray(b))
+
+    def make_variable(self, name=None):
+        return ScalarVariable(self, None, None, name)
+
+    def make_constant(self, value, name=None):
+        return ScalarConstant(self, value, name)
+
+    @property
+    def Constant(self):  # noqa: N802
+        return ScalarConstant
+
+    def c_type(self, types=C_TYPES) -> str:
+        return types[self.dtype]
+
+    def __str__(self):
+        return self.dtype
+
+    def __repr__(self):
+        return f"ScalarType({self.dtype})"
+
+
+_scalar_types: dict = {}
+
+
+def get_scalar_type(dtype) -> ScalarType:
+    """The (cached) ScalarType of ``dtype``."""
+    if dtype not in _scalar_types:
+        _scalar_types[dtype] = ScalarType(dtype)
+    return _scalar_types[dtype]
+
+
+class _scalar_py_operators:  # noqa: N801
+    __slots__ = ()
+
+    def __add__(self, o):
+        from theano_dag.tensor.scalar import add
+
+        return add(self, o)
+
+    def __radd__(self, o):
+        from theano_dag.tensor.scalar import add
+
+        return add(o, self)
+
+    def __sub__(self, o):
+        from theano_dag.tensor.scalar import sub
+
+        return sub(self, o)
+
+    def __rsub__(self, o):
+        from theano_dag.tensor.scalar import sub
+
+        return sub(o, self)
+
+    def __mul__(self, o):
+        from theano_dag.tensor.scalar import mul
+
+        return mul(self, o)
+
+    def __rmul__(self, o):
+        from theano_dag.tensor.scalar import mul
+
+        return mul(o, self)
+
+    def __truediv__(self, o):
+        from theano_dag.tensor.scalar import true_div
+
+        return true_div(self, o)
+
+    def __neg__(self):
+        from theano_dag.tensor.scalar import neg
+
+        return neg(self)
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    @property
+    def ndim(self):
+        return 0
+
+
+class ScalarVariable(_scalar_py_operators, Variable):
+    """A symbolic scalar (node of a scalar graph, e.g. inside a Composite)."""
+
+
+class ScalarConstant(_scalar_py_operators, Constant):
+    """A constant scalar."""
+
+    def signature(self):
+        return (self.type, np.asarray(self.data).tobytes())
+
+
+def as_scalar(x, name=None) -> ScalarVariable:
+    """``x`` as a ScalarVariable; Python numbers become constants with autocast dtypes."""
+    if isinstance(x, Variable):
+        if not isinstance(x.type, ScalarType):
+            raise TypeError(f"as_scalar: {x} has type {x.type}, expected a ScalarType")
+        return x
+    from theano_dag.tensor.var import autocast_scalar
+
+    v = autocast_scalar(x)
+    if v.ndim != 0:
+        raise TypeError(f"as_scalar: expected a number, got {x!r}")
+    return ScalarConstant(get_scalar_type(v.dtype.name), v[()], name=name)
+
+
+# -- scalar ops ------------------------------------------------------------------
+
+_INPUT_KEYS = ("x", "y", "z")
+
+
+class ScalarOp(Op):
+    """Base class of scalar ops; see the module docstring for what a subclass gives.
+
+    ``nin = -1`` means any number of inputs (``add`` and ``mul``).
+    ``compute_in_output_dtype``: inputs are cast to the output dtype before computing
+    (so ``int8 -> float32`` ops never compute in float16, and C sees one type).
+    """
+
+    nin = -1
+    nout = 1
+    nfunc = None
+    c_expr = None
+    commutative = False
+    associative = False
+    identity = None  # the value x with op(x, y) == y, for reductions
+    c_infix = None  # variadic ops: the C operator joining all inputs
+    compute_in_output_dtype = True
+    __props__ = ("output_types_preference",)
+
+    def __init__(self, output_types_preference=None, name=None):
+        if output_types_preference is not None:
+            self.output_types_preference = output_types_preference
+        self.name = name or type(self).__name__.lower()
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return self.name
+
+    def output_types(self, dtypes) -> tuple:
+        """Output dtypes for input ``dtypes`` (a tuple of strings)."""
+        pref = getattr(self, "output_types_preference", None)
+        if pref is None:
+            raise NotImplementedError(f"{self} has no output_types_preference")
+        out = pref(*dtypes)
+        if len(out) != self.nout:
+            raise TypeError(f"{self}: output_types_preference gave {len(out)} types, "
+                            f"expected {self.nout}")
+        return tuple(out)
+
+    def check_nin(self, n, who=None):
+        if self.nin != -1 and n != self.nin:
+            raise TypeError(f"{who or self} expects {self.nin} inputs, got {n}")
+
+    def make_node(self, *inputs):
+        self.check_nin(len(inputs))
+        inputs = [as_scalar(i) for i in inputs]
+        outs = self.output_types(tuple(i.type.dtype for i in inputs))
+        return Apply(self, inputs, [get_scalar_type(d)() for d in outs])
+
+    def impl(self, *inputs):
+        """Compute with numpy on scalars or arrays (no output casting)."""
+        if self.nfunc is None:
+            raise NotImplementedError(f"{self} has no nfunc")
+        return self.nfunc(*inputs)
+
+    def compute(self, inputs, out_dtypes):
+        """Evaluate over numpy arrays, returning a list of arrays of ``out_dtypes``."""
+        if self.compute_in_output_dtype and self.nout == 1:
+            inputs = [np.asarray(i, dtype=out_dtypes[0]) for i in inputs]
+        with np.errstate(all="ignore"):
+            out = self.impl(*inputs)
+        outs = [out] if self.nout == 1 else list(out)
+        return [np.asarray(o, dtype=d) for o, d in zip(outs, out_dtypes)]
+
+    def perform(self, node, inputs, output_storage, params=None):
+        outs = self.compute(inputs, [o.type.dtype for o in node.outputs])
+        for cell, o in zip(output_storage, outs):
+            cell[0] = o[()]
+
+    def c_template(self, in_dtypes, out_dtypes) -> str:
+        """The C expression template for these dtypes (default: ``self.c_expr``)."""
+        if self.c_expr is None:
+            raise NotImplementedError(f"{self} has no C expression")
+        return self.c_expr
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES) -> list:
+        """One C expression per output, given C expressions ``inputs`` for the inputs.
+
+        >>> from theano_dag.tensor import scalar as ts
+        >>> ts.exp.c_code(["a[i]"], ["int32"], ["float64"])
+        ['exp(((double)(a[i])))']
+        >>> ts.add.c_code(["a", "b", "c"], ["float32"] * 3, ["float32"])
+        ['(a + b + c)']
+        """
+        tname = types[out_dtypes[0]]
+        names = {"t": tname}
+        cast = self.compute_in_output_dtype
+        args = [f"(({tname})({e}))" if cast and d != out_dtypes[0] else e
+                for e, d in zip(inputs, in_dtypes)]
+        for k, e in zip(_INPUT_KEYS, args):
+            names[k] = e
+        if self.c_infix is not None:
+            return ["(" + self.c_infix.join(args) + ")"]
+        return [self.c_template(in_dtypes, out_dtypes) % names]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return self.grad(inputs, output_grads)
+
+    def grad(self, inputs, output_grads):
+        from theano_dag.gradient_types import grad_not_implemented
+
+        return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
+
+
+class UnaryScalarOp(ScalarOp):
+    nin = 1
+
+
+class BinaryScalarOp(ScalarOp):
+    nin = 2
+
+
+def zero_grads(inputs):
+    """Zero gradients (floatX for discrete inputs), for piecewise-constant ops."""
+    out = []
+    for x in inputs:
+        dt = x.dtype if x.dtype in continuous_dtypes else config.floatX
+        out.append(_tb().zeros_like(x, dtype=dt))
+    return out
+
+
+def is_discrete(v) -> bool:
+    return v.dtype in discrete_dtypes
+
+
+def const_like(value, like):
+    """A constant of ``value`` with the float dtype of ``like`` (keeps float32 graphs 32)."""
+    from theano_dag.tensor.var import constant
+
+    dt = like.dtype if like.dtype in continuous_dtypes else config.floatX
+    return constant(np.asarray(value, dtype=dt))

@@ -1,0 +1,171 @@
+"""``Composite``: one scalar op made of a whole scalar graph (what fusion produces).
+
+Its numpy evaluation walks the scalar graph over whole arrays; its C form is a list
+of statements, one temporary per scalar node, that a C or OpenCL kernel puts in its
+loop body (``c_code_statements``), or one nested expression per output (``c_code``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.graph.basic import Constant, clone_get_equiv, io_toposort
+from theano_dag.tensor.scalar.basic import C_TYPES, ScalarOp, ScalarType, ScalarVariable
+
+__all__ = ["Composite", "c_literal"]
+
+
+def c_literal(value, dtype, types=C_TYPES) -> str:
+    """A C/OpenCL literal of ``value`` typed as ``dtype``.
+
+    >>> c_literal(1.5, "float32"), c_literal(float("inf"), "float64"), c_literal(3, "int32")
+    ('((float)1.5)', '((double)INFINITY)', '3')
+    """
+    v = np.asarray(value).astype(dtype)[()]
+    t = types[dtype]
+    if dtype == "bool":
+        return "1" if v else "0"
+    if np.issubdtype(v.dtype, np.floating):
+        if np.isnan(v):
+            return f"(({t})NAN)"
+        if np.isinf(v):
+            return f"(({t})INFINITY)" if v > 0 else f"(-({t})INFINITY)"
+        return f"(({t}){float(v)!r})"
+    return str(int(v))
+
+
+class Composite(ScalarOp):
+    """A scalar op defined by the scalar graph from ``inputs`` to ``outputs``.
+
+    >>> from theano_dag.tensor import scalar as ts
+    >>> x, y = ts.float64("x"), ts.float64("y")
+    >>> c = Composite([x, y], [ts.exp(x) * y + 1])
+    >>> c.nin, c.nout, str(c)
+    (2, 1, 'Composite{add(mul(exp(i0), i1), 1)}')
+    >>> float(c.compute([np.float64(0.0), np.float64(2.0)], ["float64"])[0])
+    3.0
+    >>> c.c_code(["a", "b"], ["float64", "float64"], ["float64"])
+    ['((exp(a) * b) + ((double)(1)))']
+    """
+
+    compute_in_output_dtype = False
+
+    def __init__(self, inputs, outputs, name=None):
+        for i, v in enumerate(inputs):
+            if not isinstance(v, ScalarVariable) or v.owner is not None:
+                raise TypeError(f"Composite: input {i} must be an ownerless scalar variable, "
+                                f"got {v!r}")
+        for i, v in enumerate(outputs):
+            if not isinstance(v.type, ScalarType):
+                raise TypeError(f"Composite: output {i} must be a scalar variable, got {v!r}")
+        equiv = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True)
+        self.inputs = [equiv[v] for v in inputs]
+        self.outputs = [equiv[v] for v in outputs]
+        self.nodes = io_toposort(self.inputs, self.outputs)
+        for node in self.nodes:
+            for v in node.inputs:
+                if v.owner is None and not isinstance(v, Constant) and v not in self.inputs:
+                    raise ValueError(f"Composite: {v} is used by the graph but is not an input")
+        self.nin = len(inputs)
+        self.nout = len(outputs)
+        self.in_dtypes = tuple(v.type.dtype for v in self.inputs)
+        self.out_dtypes = tuple(v.type.dtype for v in self.outputs)
+        self._text = self._graph_text()
+        self.name = name or f"Composite{{{self._text}}}"
+
+    # identity: two composites computing the same graph are the same op
+    def __eq__(self, other):
+        return type(other) is type(self) and other._key() == self._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def _key(self):
+        return (self.in_dtypes, self.out_dtypes, self._text)
+
+    def _graph_text(self):
+        names = {v: f"i{k}" for k, v in enumerate(self.inputs)}
+        for node in self.nodes:
+            args = []
+            for v in node.inputs:
+                if v in names:
+                    args.append(names[v])
+                elif isinstance(v, Constant):
+                    args.append(str(v.data) if not hasattr(v.data, "item") else str(v.data.item()))
+                else:
+                    args.append(str(v))
+            text = f"{node.op}({', '.join(args)})"
+            for o in node.outputs:
+                names[o] = text
+        return ", ".join(names.get(o, str(o)) for o in self.outputs)
+
+    def output_types_preference(self, *dtypes):
+        if tuple(dtypes) != self.in_dtypes:
+            raise TypeError(f"{self} expects input dtypes {self.in_dtypes}, got {tuple(dtypes)}")
+        return self.out_dtypes
+
+    def compute(self, inputs, out_dtypes):
+        """Evaluate the scalar graph over numpy arrays."""
+        values = {v: np.asarray(x) for v, x in zip(self.inputs, inputs)}
+        for node in self.nodes:
+            args = [np.asarray(v.data) if isinstance(v, Constant) else values[v]
+                    for v in node.inputs]
+            outs = node.op.compute(args, [o.type.dtype for o in node.outputs])
+            values.update(zip(node.outputs, outs))
+        return [np.asarray(values[o], dtype=d) for o, d in zip(self.outputs, out_dtypes)]
+
+    def impl(self, *inputs):
+        outs = self.compute(inputs, self.out_dtypes)
+        return outs[0] if self.nout == 1 else outs
+
+    def _expr_of(self, v, exprs, types):
+        if isinstance(v, Constant):
+            return c_literal(v.data, v.type.dtype, types)
+        return exprs[v]
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES) -> list:
+        """One nested C expression per output (intermediates cast to their dtype)."""
+        exprs = dict(zip(self.inputs, inputs))
+        for node in self.nodes:
+            args = [self._expr_of(v, exprs, types) for v in node.inputs]
+            outs = node.op.c_code(args, [v.type.dtype for v in node.inputs],
+                                  [o.type.dtype for o in node.outputs], types)
+            for o, e in zip(node.outputs, outs):
+                exprs[o] = e if o in self.outputs else self._as_type(e, o, node, types)
+        return [self._expr_of(o, exprs, types) for o in self.outputs]
+
+    @staticmethod
+    def _as_type(expr, var, node, types):
+        # Intermediates keep the dtype of their scalar variable, as an array would.
+        in_dt = {v.type.dtype for v in node.inputs}
+        if in_dt == {var.type.dtype}:
+            return expr
+        return f"(({types[var.type.dtype]}){expr})"
+
+    def c_code_statements(self, inputs, types=C_TYPES, prefix="v"):
+        """``(statements, output_names)``: one typed temporary per scalar node.
+
+        >>> from theano_dag.tensor import scalar as ts
+        >>> x = ts.float32("x")
+        >>> Composite([x], [ts.sqr(x) + ts.sqr(x)]).c_code_statements(["in0[i]"])
+        (['float v0 = (in0[i] * in0[i]);', 'float v1 = (v0 + v0);'], ['v1'])
+        """
+        names = dict(zip(self.inputs, inputs))
+        lines = []
+        k = 0
+        for node in self.nodes:
+            args = [self._expr_of(v, names, types) for v in node.inputs]
+            exprs = node.op.c_code(args, [v.type.dtype for v in node.inputs],
+                                   [o.type.dtype for o in node.outputs], types)
+            for o, e in zip(node.outputs, exprs):
+                name = f"{prefix}{k}"
+                k += 1
+                lines.append(f"{types[o.type.dtype]} {name} = {e};")
+                names[o] = name
+        return lines, [self._expr_of(o, names, types) for o in self.outputs]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Gradients by expanding the scalar graph into Elemwise tensor ops."""
+        from theano_dag.tensor.elemwise import expand_composite_grad
+
+        return expand_composite_grad(self, inputs, output_grads)

@@ -1,0 +1,163 @@
+"""Transcendental and rounding scalar ops: exp, log, trig, sigmoid, softplus, erf, floor...
+
+Most are defined by three things: a numpy function, a C expression that compiles as
+C99 and as OpenCL C, and the derivative ``f'(x)`` (written with tensor ops, given the
+input ``x`` and the output ``out``).
+"""
+
+from __future__ import annotations
+
+import math as _pymath
+
+import numpy as np
+
+from theano_dag.tensor.scalar.basic import (
+    BinaryScalarOp,
+    UnaryScalarOp,
+    _t,
+    const_like,
+    same_out,
+    upcast_out_nobool,
+    upgrade_to_float,
+    zero_grads,
+)
+from theano_dag.tensor.type import float_dtypes
+
+__all__ = [
+    "FloatUnaryOp", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sqr",
+    "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh",
+    "tanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "trunc",
+    "round_half_to_even", "round_half_away_from_zero",
+]
+
+try:  # scipy is optional; math.erf per element is the fallback
+    from scipy.special import erf as _np_erf
+    from scipy.special import erfc as _np_erfc
+except ImportError:  # pragma: no cover - depends on the environment
+    _np_erf = np.vectorize(_pymath.erf, otypes=[np.float64])
+    _np_erfc = np.vectorize(_pymath.erfc, otypes=[np.float64])
+
+
+class FloatUnaryOp(UnaryScalarOp):
+    """A unary op with a float result (integers are upgraded first).
+
+    ``deriv(x, out)`` returns ``f'(x)`` as a tensor expression.
+    """
+
+    deriv = None
+
+    def L_op(self, inputs, outputs, output_grads):
+        if self.deriv is None:
+            return super().L_op(inputs, outputs, output_grads)
+        return [output_grads[0] * self.deriv(inputs[0], outputs[0])]
+
+
+def _unary(name, nfunc, c_expr, deriv, doc, pref=upgrade_to_float):
+    cls = type(name.capitalize(), (FloatUnaryOp,), {
+        "nfunc": staticmethod(nfunc), "c_expr": c_expr,
+        "deriv": staticmethod(deriv) if deriv is not None else None, "__doc__": doc,
+    })
+    return cls(pref, name=name)
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))  # never overflows
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+T = _t  # tensor math, looked up when a gradient is built
+
+exp = _unary("exp", np.exp, "exp(%(x)s)", lambda x, out: out, "e**x")
+exp2 = _unary("exp2", np.exp2, "exp2(%(x)s)",
+              lambda x, out: out * const_like(np.log(2.0), out), "2**x")
+log = _unary("log", np.log, "log(%(x)s)", lambda x, out: 1 / x, "natural log")
+log2 = _unary("log2", np.log2, "log2(%(x)s)",
+              lambda x, out: 1 / (x * const_like(np.log(2.0), out)), "base-2 log")
+log10 = _unary("log10", np.log10, "log10(%(x)s)",
+               lambda x, out: 1 / (x * const_like(np.log(10.0), out)), "base-10 log")
+log1p = _unary("log1p", np.log1p, "log1p(%(x)s)", lambda x, out: 1 / (1 + x), "log(1 + x)")
+expm1 = _unary("expm1", np.expm1, "expm1(%(x)s)", lambda x, out: out + 1, "exp(x) - 1")
+sqrt = _unary("sqrt", np.sqrt, "sqrt(%(x)s)",
+              lambda x, out: const_like(0.5, out) / out, "square root")
+sqr = _unary("sqr", np.square, "(%(x)s * %(x)s)", lambda x, out: 2 * x, "x * x",
+             pref=upcast_out_nobool)
+reciprocal = _unary("reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)",
+                    lambda x, out: -(out * out), "1 / x")
+sin = _unary("sin", np.sin, "sin(%(x)s)", lambda x, out: T().cos(x), "sine")
+cos = _unary("cos", np.cos, "cos(%(x)s)", lambda x, out: -T().sin(x), "cosine")
+tan = _unary("tan", np.tan, "tan(%(x)s)", lambda x, out: 1 + out * out, "tangent")
+arcsin = _unary("arcsin", np.arcsin, "asin(%(x)s)",
+                lambda x, out: 1 / T().sqrt(1 - x * x), "inverse sine")
+arccos = _unary("arccos", np.arccos, "acos(%(x)s)",
+                lambda x, out: -1 / T().sqrt(1 - x * x), "inverse cosine")
+arctan = _unary("arctan", np.arctan, "atan(%(x)s)",
+                lambda x, out: 1 / (1 + x * x), "inverse tangent")
+sinh = _unary("sinh", np.sinh, "sinh(%(x)s)", lambda x, out: T().cosh(x), "hyperbolic sine")
+cosh = _unary("cosh", np.cosh, "cosh(%(x)s)", lambda x, out: T().sinh(x), "hyperbolic cosine")
+tanh = _unary("tanh", np.tanh, "tanh(%(x)s)", lambda x, out: 1 - out * out,
+              "hyperbolic tangent")
+# sigmoid and softplus: written so that exp never overflows, in numpy and in C alike.
+sigmoid = _unary(
+    "sigmoid", _sigmoid,
+    "(%(x)s >= 0 ? (%(t)s)1 / ((%(t)s)1 + exp(-%(x)s)) : exp(%(x)s) / ((%(t)s)1 + exp(%(x)s)))",
+    lambda x, out: out * (1 - out), "1 / (1 + exp(-x))")
+softplus = _unary(
+    "softplus", _softplus, "((%(x)s > 0 ? %(x)s : (%(t)s)0) + log1p(exp(-fabs(%(x)s))))",
+    lambda x, out: T().sigmoid(x), "log(1 + exp(x))")
+_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
+erf = _unary("erf", _np_erf, "erf(%(x)s)",
+             lambda x, out: const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x), "error function")
+erfc = _unary("erfc", _np_erfc, "erfc(%(x)s)",
+              lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x),
+              "complementary error function")
+
+
+class _Rounding(UnaryScalarOp):
+    """Piecewise constant: zero gradient; integers pass through (numpy 2 keeps them)."""
+
+    float_expr = None
+
+    def c_template(self, in_dtypes, out_dtypes):
+        return self.float_expr if out_dtypes[0] in float_dtypes else "(%(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return zero_grads(inputs)
+
+
+def _round_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _rounding(name, nfunc, c):
+    cls = type(name.capitalize(), (_Rounding,), {"nfunc": staticmethod(nfunc), "float_expr": c})
+    return cls(same_out, name=name)
+
+
+floor = _rounding("floor", np.floor, "floor(%(x)s)")
+ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)")
+trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)")
+# rint rounds half to even in the default rounding mode, as numpy.round does.
+round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
+round_half_away_from_zero = _rounding("round_half_away_from_zero", _round_away,
+                                      "round(%(x)s)")
+
+
+class ArcTan2(BinaryScalarOp):
+    """``arctan2(y, x)``: the angle of the point (x, y)."""
+
+    nfunc = staticmethod(np.arctan2)
+    c_expr = "atan2(%(x)s, %(y)s)"
+
+    def grad(self, inputs, output_grads):
+        y, x = inputs
+        (gz,) = output_grads
+        r2 = x * x + y * y
+        return [gz * x / r2, -gz * y / r2]
+
+
+arctan2 = ArcTan2(upgrade_to_float, name="arctan2")

@@ -1,0 +1,378 @@
+"""``TensorType``: the type of n-dimensional numpy arrays (``theano.tensor.type``).
+
+A TensorType is a dtype plus a static shape: one entry per dimension, an int where
+the length is known at graph-build time and ``None`` where it is not. A dimension of
+static length 1 is *broadcastable*, as in Theano.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Variable
+from theano_dag.graph.type import Type
+
+__all__ = [
+    "TensorType",
+    "tensor",
+    "values_eq_approx_tolerances",
+    "int_dtypes",
+    "uint_dtypes",
+    "float_dtypes",
+    "complex_dtypes",
+    "discrete_dtypes",
+    "continuous_dtypes",
+    "all_dtypes",
+]
+
+int_dtypes = ("int8", "int16", "int32", "int64")
+uint_dtypes = ("uint8", "uint16", "uint32", "uint64")
+float_dtypes = ("float16", "float32", "float64")
+complex_dtypes = ("complex64", "complex128")
+discrete_dtypes = ("bool",) + int_dtypes + uint_dtypes
+continuous_dtypes = float_dtypes + complex_dtypes
+all_dtypes = discrete_dtypes + continuous_dtypes
+
+# Relative/absolute tolerances of ``values_eq_approx`` by dtype: float32 keeps about
+# 7 digits, so comparing two float32 computations needs far looser bounds than float64.
+values_eq_approx_tolerances = {
+    "float16": (5e-3, 5e-3),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-8, 1e-10),
+    "complex64": (1e-4, 1e-5),
+    "complex128": (1e-8, 1e-10),
+}
+
+
+def _normalize_dtype(dtype) -> str:
+    if dtype == "floatX" or dtype is None:
+        return config.floatX
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"TensorType: unsupported dtype {dtype!r}") from None
+    if name not in all_dtypes:
+        raise TypeError(f"TensorType: unsupported dtype {dtype!r}; expected one of {all_dtypes}")
+    return name
+
+
+class TensorType(Type):
+    """The type of an ndarray of a given dtype and static shape.
+
+    >>> t = TensorType("float64", shape=(None, 3))
+    >>> t.ndim, t.broadcastable, t.shape
+    (2, (False, False), (None, 3))
+    >>> TensorType("float32", (True, False))
+    TensorType(float32, row)
+    >>> TensorType("float64", (False,)).filter([1, 2])
+    array([1., 2.])
+    """
+
+    __props__ = ("dtype", "shape")
+
+    def __init__(self, dtype, broadcastable=None, shape=None, name=None):
+        self.dtype = _normalize_dtype(dtype)
+        if shape is None and broadcastable is None:
+            raise TypeError("TensorType needs `broadcastable` or `shape`")
+        if shape is not None:
+            if broadcastable is not None:
+                if len(broadcastable) != len(shape):
+                    raise ValueError("TensorType: `broadcastable` and `shape` differ in length")
+                shape = tuple(1 if b else s for b, s in zip(broadcastable, shape))
+            norm = []
+            for s in shape:
+                if s is not None and (not isinstance(s, (int, np.integer)) or s < 0):
+                    raise TypeError(f"TensorType: static shape entries must be None or ints "
+                                    f">= 0, got {s!r}")
+                norm.append(None if s is None else int(s))
+            self.shape = tuple(norm)
+        else:
+            if isinstance(broadcastable, (int, np.integer)) and not isinstance(broadcastable, bool):
+                raise TypeError("TensorType: `broadcastable` must be a tuple of bools, "
+                                f"got {broadcastable!r}")
+            self.shape = tuple(1 if bool(b) else None for b in broadcastable)
+        self.name = name
+        self.numpy_dtype = np.dtype(self.dtype)
+
+    @property
+    def broadcastable(self):
+        return tuple(s == 1 for s in self.shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def clone(self, dtype=None, broadcastable=None, shape=None):
+        """Return a TensorType like this one with ``dtype``/``shape`` replaced."""
+        if shape is None and broadcastable is not None:
+            shape = tuple(1 if b else None for b in broadcastable)
+        return type(self)(dtype or self.dtype, shape=self.shape if shape is None else shape)
+
+    # -- values --------------------------------------------------------------------
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        """Return ``data`` as an ndarray of this type, or raise TypeError.
+
+        ``strict``: ``data`` must already be an ndarray of exactly this dtype.
+        ``allow_downcast``: convert to this dtype even when precision may be lost.
+        Otherwise only safe conversions pass, plus a Python float into floatX.
+        """
+        if isinstance(data, Variable):
+            raise TypeError(
+                "Expected an array-like object, but found a Variable: maybe you are trying "
+                "to call a function on a (possibly shared) variable instead of a numeric array?"
+            )
+        if isinstance(data, np.ndarray) and data.dtype == self.numpy_dtype:
+            pass
+        elif strict:
+            if not isinstance(data, np.ndarray):
+                raise TypeError(f"{self} expected an ndarray object (got {type(data).__name__}).")
+            raise TypeError(f"{self} expected an ndarray with dtype={self.dtype} "
+                            f"(got {data.dtype}).")
+        elif allow_downcast:
+            data = np.asarray(data, dtype=self.dtype)
+        elif isinstance(data, np.ndarray):
+            if np.result_type(self.numpy_dtype, data.dtype) != self.numpy_dtype:
+                raise TypeError(
+                    f"{self} cannot store a value of dtype {data.dtype} without risking loss "
+                    f"of precision. If you do not mind this loss, you can: 1) explicitly cast "
+                    f"your data to {self.dtype}, or 2) set allow_input_downcast=True when "
+                    f"calling function."
+                )
+            data = np.asarray(data, dtype=self.dtype)
+        elif (allow_downcast is None and isinstance(data, (float, np.floating))
+              and self.dtype == config.floatX):
+            # Theano lets Python float literals into floatX even when that is float32.
+            data = np.asarray(data, dtype=self.dtype)
+        else:
+            data = self._filter_lossless(data)
+        if data.ndim != self.ndim:
+            raise TypeError(f"{self}: wrong number of dimensions: expected {self.ndim}, "
+                            f"got {data.ndim} with shape {data.shape}.")
+        for i, (s, d) in enumerate(zip(self.shape, data.shape)):
+            if s is not None and s != d:
+                if s == 1:
+                    raise TypeError(
+                        f"{self}: non-unit value on shape on a broadcastable dimension: "
+                        f"dimension {i} has length {d}, expected 1 (shape {data.shape})."
+                    )
+                raise TypeError(f"{self}: dimension {i} has length {d}, expected {s} "
+                                f"(shape {data.shape}).")
+        return data
+
+    def _filter_lossless(self, data):
+        try:
+            original = np.asarray(data)
+        except Exception as e:
+            raise TypeError(f"{self} cannot convert {type(data).__name__} to an array: {e}") \
+                from None
+        if original.dtype == object:
+            raise TypeError(f"{self} cannot convert {data!r} to an array of {self.dtype}")
+        with np.errstate(all="ignore"):
+            try:
+                converted = original.astype(self.dtype)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(f"{self} cannot convert {data!r}: {e}") from None
+            same = self.values_eq(original, converted, force_same_dtype=False)
+        if not same:
+            text = str(data)
+            if len(text) > 80:
+                text = text[:75] + "(...)"
+            raise TypeError(
+                f"{self} cannot store accurately value {text}, it would be represented as "
+                f"{converted}. If you do not mind this precision loss, you can: 1) explicitly "
+                f"convert your data to a numpy array of dtype {self.dtype}, or 2) set "
+                f"allow_input_downcast=True when calling function."
+            )
+        return converted
+
+    def value_validity_msg(self, data):
+        try:
+            self.filter(data, strict=True)
+        except Exception as e:
+            return str(e)
+        return "value is valid"
+
+    def is_valid_value(self, data) -> bool:
+        return (isinstance(data, np.ndarray) and data.dtype == self.numpy_dtype
+                and data.ndim == self.ndim
+                and all(s is None or s == d for s, d in zip(self.shape, data.shape)))
+
+    @staticmethod
+    def values_eq(a, b, force_same_dtype=True) -> bool:
+        """Exact equality, with NaN equal to NaN in the same positions."""
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or (force_same_dtype and a.dtype != b.dtype):
+            return False
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+
+    @staticmethod
+    def values_eq_approx(a, b, allow_remove_inf=False, allow_remove_nan=False, rtol=None,
+                         atol=None) -> bool:
+        """``allclose`` with dtype-dependent tolerances; NaN and inf must match in place.
+
+        >>> TensorType.values_eq_approx(np.float32([1, np.nan]), np.float32([1.00001, np.nan]))
+        True
+        """
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
+            return bool(np.array_equal(a, b))
+        dt = str(np.result_type(a.dtype, b.dtype)) if a.dtype.kind in "fc" else str(b.dtype)
+        if b.dtype.kind in "fc" and a.dtype.kind in "fc":
+            # The looser of the two precisions decides.
+            dt = min((str(a.dtype), str(b.dtype)), key=lambda d: np.finfo(d).bits)
+        r, t = values_eq_approx_tolerances.get(dt, (1e-5, 1e-8))
+        rtol = r if rtol is None else rtol
+        atol = t if atol is None else atol
+        a64, b64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), \
+            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+        nan_a, nan_b = np.isnan(a64), np.isnan(b64)
+        if allow_remove_nan:
+            keep = ~(nan_a | nan_b)
+        else:
+            if not np.array_equal(nan_a, nan_b):
+                return False
+            keep = ~nan_a
+        inf_a, inf_b = np.isinf(a64), np.isinf(b64)
+        if allow_remove_inf:
+            keep &= ~(inf_a | inf_b)
+        else:
+            if not np.array_equal(inf_a & keep, inf_b & keep) or not np.array_equal(
+                a64[inf_a & keep], b64[inf_a & keep]
+            ):
+                return False
+            keep &= ~inf_a
+        return bool(np.allclose(a64[keep], b64[keep], rtol=rtol, atol=atol))
+
+    def may_share_memory(self, a, b) -> bool:
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            return bool(np.may_share_memory(a, b))
+        return False
+
+    def get_shape_info(self, obj):
+        return obj.shape
+
+    def get_size(self, shape_info):
+        return int(np.prod(shape_info, dtype=np.int64)) * self.numpy_dtype.itemsize
+
+    # -- relations between types --------------------------------------------------
+
+    def in_same_class(self, other) -> bool:
+        return isinstance(other, TensorType) and other.dtype == self.dtype \
+            and other.ndim == self.ndim
+
+    def is_super(self, other) -> bool:
+        """True if every value of ``other`` is a value of this type."""
+        return self.in_same_class(other) and all(
+            s is None or s == o for s, o in zip(self.shape, other.shape)
+        )
+
+    def convert_variable(self, var):
+        """Return ``var`` when its type is at least as specific as this one, else None.
+
+        A variable of static shape ``(1, 3)`` may stand where ``(None, 3)`` is expected.
+        """
+        if self.is_super(var.type):
+            return var
+        return None
+
+    # -- making variables ---------------------------------------------------------
+
+    def make_variable(self, name=None):
+        from theano_dag.tensor.var import TensorVariable
+
+        return TensorVariable(self, None, None, name)
+
+    def make_constant(self, value, name=None):
+        from theano_dag.tensor.var import TensorConstant
+
+        return TensorConstant(self, value, name)
+
+    @property
+    def Variable(self):  # noqa: N802 (Theano's attribute name)
+        from theano_dag.tensor.var import TensorVariable
+
+        return TensorVariable
+
+    @property
+    def Constant(self):  # noqa: N802
+        from theano_dag.tensor.var import TensorConstant
+
+        return TensorConstant
+
+    def __repr__(self):
+        return f"TensorType({self.dtype}, {self._shape_str()})"
+
+    def __str__(self):
+        if self.name:
+            return self.name
+        return repr(self)
+
+    def _shape_str(self):
+        named = {(): "scalar", (False,): "vector", (True,): "(True,)",
+                 (False, False): "matrix", (True, False): "row", (False, True): "col",
+                 (False,) * 3: "3D", (False,) * 4: "4D"}
+        if all(s in (None, 1) for s in self.shape) and self.broadcastable in named:
+            return named[self.broadcastable]
+        return "shape=(" + ", ".join("?" if s is None else str(s) for s in self.shape) + \
+            ("," if len(self.shape) == 1 else "") + ")"
+
+
+def tensor(dtype=None, broadcastable=None, name=None, shape=None):
+    """Return a new symbolic tensor: ``tensor('float32', (False, True), 'x')``.
+
+    The Theano call order ``tensor(dtype, broadcastable, name)`` works; so do
+    keywords ``shape=`` and a default dtype of floatX.
+
+    >>> x = tensor("float32", (False, True), name="x")
+    >>> x.type, x.name
+    (TensorType(float32, col), 'x')
+    """
+    if broadcastable is None and shape is None:
+        raise TypeError("tensor() needs `broadcastable` or `shape`")
+    return TensorType(dtype, broadcastable=broadcastable, shape=shape)(name)
+
+
+def _make_constructor(ndim_bcast, dtype, kind):
+    def constructor(name=None, dtype=dtype, shape=None):
+        if shape is not None:
+            if len(shape) != len(ndim_bcast):
+                raise TypeError(f"{kind}: shape {shape} has {len(shape)} dimensions, "
+                                f"expected {len(ndim_bcast)}")
+            t = TensorType(dtype, broadcastable=ndim_bcast, shape=shape)
+        else:
+            t = TensorType(dtype, broadcastable=ndim_bcast)
+        return t(name)
+
+    constructor.__name__ = kind
+    what = {0: "scalar", 1: "vector", 2: "matrix", 3: "3-d tensor", 4: "4-d tensor",
+            5: "5-d tensor"}
+    d = "floatX" if dtype is None else dtype
+    constructor.__doc__ = f"Return a symbolic {what[len(ndim_bcast)]} of dtype {d}."
+    return constructor
+
+
+_KINDS = {
+    "scalar": (),
+    "vector": (False,),
+    "matrix": (False, False),
+    "row": (True, False),
+    "col": (False, True),
+    "tensor3": (False,) * 3,
+    "tensor4": (False,) * 4,
+    "tensor5": (False,) * 5,
+}
+_PREFIXES = {"": None, "b": "int8", "w": "int16", "i": "int32", "l": "int64",
+             "f": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
+
+for _kind, _bc in _KINDS.items():
+    for _p, _dt in _PREFIXES.items():
+        _name = _p + _kind
+        globals()[_name] = _make_constructor(_bc, _dt, _name)
+        __all__.append(_name)
+del _kind, _bc, _p, _dt, _name

@@ -1,0 +1,404 @@
+"""``TensorVariable`` and ``TensorConstant``: symbolic arrays with numpy-like operators.
+
+``x + y``, ``x[1:, 0]``, ``x.sum(axis=0)``, ``x.T`` all build graph nodes. ``==`` is
+identity (Theano semantics: Variables are dict keys); use ``tt.eq`` for elementwise
+equality.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Constant, Variable
+from theano_dag.tensor.type import TensorType
+
+__all__ = [
+    "TensorVariable",
+    "TensorConstant",
+    "AsTensorError",
+    "as_tensor_variable",
+    "as_tensor",
+    "constant",
+    "autocast_scalar",
+]
+
+
+class AsTensorError(TypeError):
+    """Raised when an object cannot be turned into a tensor variable."""
+
+
+def _m():
+    from theano_dag.tensor import math
+
+    return math
+
+
+def _b():
+    from theano_dag.tensor import basic
+
+    return basic
+
+
+def _binop(fn_name, reflected=False):
+    def method(self, other):
+        try:
+            other = as_tensor_variable(other)
+        except (AsTensorError, TypeError, NotImplementedError):
+            return NotImplemented
+        fn = getattr(_m(), fn_name)
+        return fn(other, self) if reflected else fn(self, other)
+
+    method.__name__ = f"__{'r' if reflected else ''}{fn_name}__"
+    return method
+
+
+class _tensor_py_operators:  # noqa: N801 (Theano's name)
+    """Operators and numpy-like methods shared by tensor variables and constants."""
+
+    __slots__ = ()
+    __array_priority__ = 1000  # so ndarray + TensorVariable calls our __radd__
+
+    __add__, __radd__ = _binop("add"), _binop("add", True)
+    __sub__, __rsub__ = _binop("sub"), _binop("sub", True)
+    __mul__, __rmul__ = _binop("mul"), _binop("mul", True)
+    __truediv__, __rtruediv__ = _binop("true_div"), _binop("true_div", True)
+    __floordiv__, __rfloordiv__ = _binop("int_div"), _binop("int_div", True)
+    __mod__, __rmod__ = _binop("mod"), _binop("mod", True)
+    __pow__, __rpow__ = _binop("pow"), _binop("pow", True)
+    __matmul__, __rmatmul__ = _binop("dot"), _binop("dot", True)
+    __lt__, __le__ = _binop("lt"), _binop("le")
+    __gt__, __ge__ = _binop("gt"), _binop("ge")
+    __and__, __rand__ = _binop("and_"), _binop("and_", True)
+    __or__, __ror__ = _binop("or_"), _binop("or_", True)
+    __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
+
+    def __neg__(self):
+        return _m().neg(self)
+
+    def __abs__(self):
+        return _m().abs(self)
+
+    def __invert__(self):
+        return _m().invert(self)
+
+    def __bool__(self):
+        raise TypeError(
+            "Variables do not support boolean operations: a symbolic tensor has no truth "
+            "value. Use tt.switch / tt.and_ / tt.or_ to build conditions."
+        )
+
+    def __len__(self):
+        raise TypeError(
+            "len() of a symbolic tensor is not defined (its length is only known at run "
+            "time); use x.shape[0] instead."
+        )
+
+    def __iter__(self):
+        try:
+            n = _b().get_vector_length(self)
+        except (TypeError, ValueError):
+            raise TypeError(
+                "TensorType does not support iteration: the length of this tensor is not "
+                "fixed. Maybe you are using builtins.sum instead of tt.sum?"
+            ) from None
+        for i in range(n):
+            yield self[i]
+
+    # -- type information ---------------------------------------------------------
+
+    @property
+    def ndim(self):
+        return self.type.ndim
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    @property
+    def broadcastable(self):
+        return self.type.broadcastable
+
+    @property
+    def shape(self):
+        return _b().shape(self)
+
+    @property
+    def size(self):
+        return _m().prod(self.shape)
+
+    @property
+    def T(self):  # noqa: N802
+        return _b().transpose(self)
+
+    # -- methods ------------------------------------------------------------------
+
+    def __getitem__(self, args):
+        from theano_dag.tensor import subtensor
+
+        return subtensor.getitem(self, args)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+
+    def mean(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+
+    def var(self, axis=None, ddof=0, keepdims=False, corrected=False):
+        return _m().var(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
+
+    def std(self, axis=None, ddof=0, keepdims=False, corrected=False):
+        return _m().std(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
+
+    def max(self, axis=None, keepdims=False):
+        return _m().max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return _m().min(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _m().argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _m().argmin(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return _m().all(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        return _m().any(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, shape, *more, ndim=None):
+        if more:
+            shape = (shape,) + more
+        return _b().reshape(self, shape, ndim=ndim)
+
+    def dimshuffle(self, *pattern):
+        if len(pattern) == 1 and isinstance(pattern[0], (list, tuple)):
+            pattern = pattern[0]
+        return _b().dimshuffle(self, pattern)
+
+    def flatten(self, ndim=1):
+        return _b().flatten(self, ndim)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = axes[0]
+        return _b().transpose(self, axes or None)
+
+    def astype(self, dtype):
+        return _b().cast(self, dtype)
+
+    def dot(self, other):
+        return _m().dot(self, other)
+
+    def clip(self, a_min, a_max):
+        return _m().clip(self, a_min, a_max)
+
+    def round(self, mode=None):
+        return _m().round(self, mode)
+
+    def zeros_like(self, dtype=None):
+        return _b().zeros_like(self, dtype=dtype)
+
+    def ones_like(self, dtype=None):
+        return _b().ones_like(self, dtype=dtype)
+
+    def squeeze(self):
+        return _b().squeeze(self)
+
+    def copy(self, name=None):
+        out = _m().identity(self)
+        out.name = name
+        return out
+
+    def repeat(self, repeats, axis=None):
+        return _b().repeat(self, repeats, axis)
+
+    def exp(self):
+        return _m().exp(self)
+
+    def log(self):
+        return _m().log(self)
+
+    def sqrt(self):
+        return _m().sqrt(self)
+
+
+class TensorVariable(_tensor_py_operators, Variable):
+    """A symbolic n-dimensional array (the output of an op, or a graph input).
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> y = (x + 1).sum(axis=0)
+    >>> y.ndim, y.dtype, isinstance(y, TensorVariable)
+    (1, 'float64', True)
+    """
+
+
+class TensorConstant(_tensor_py_operators, Constant):
+    """A tensor with a fixed value. Two constants with equal data have equal signatures.
+
+    >>> a, b = constant([1.0, 2.0]), constant([1.0, 2.0])
+    >>> a is b, a.signature() == b.signature(), a.equals(b)
+    (False, True, True)
+    """
+
+    def __init__(self, type, data, name=None):
+        super().__init__(type, data, name)
+        self.data.setflags(write=False)
+
+    def signature(self):
+        # Bytes, dtype and shape identify the value exactly (NaN payloads included).
+        d = self.data
+        return (self.type, d.dtype.str, d.shape, d.tobytes())
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        d = self.data
+        s = str(d) if d.size <= 8 else f"{{{d.dtype} array of shape {d.shape}}}"
+        return s if len(s) <= 40 else s[:30] + "..." + s[-5:]
+
+    def get_scalar_value(self):
+        """The single value of a constant whose every element is equal."""
+        return _b().get_scalar_constant_value(self)
+
+
+def autocast_scalar(x, dtype=None):
+    """Numpy value of ``x`` with Theano's 'custom' dtype policy for Python numbers.
+
+    Python ints take the smallest int dtype that holds them; Python floats take float32
+    when that is exact (or when floatX is float32), else float64.
+
+    >>> autocast_scalar(3).dtype, autocast_scalar(1.5).dtype, autocast_scalar(0.1).dtype
+    (dtype('int8'), dtype('float32'), dtype('float64'))
+    """
+    if dtype is not None:
+        return np.asarray(x, dtype=dtype)
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        return np.asarray(x)
+    if config.cast_policy == "numpy+floatX":
+        arr = np.asarray(x)
+        if isinstance(x, float) or (arr.dtype.kind == "f" and not hasattr(x, "dtype")):
+            arr = arr.astype(config.floatX)
+        return arr
+    if isinstance(x, bool):
+        return np.asarray(x)
+    if isinstance(x, int):
+        for dt in ("int8", "int16", "int32", "int64"):
+            if np.iinfo(dt).min <= x <= np.iinfo(dt).max:
+                return np.asarray(x, dtype=dt)
+        return np.asarray(x, dtype="uint64")
+    if isinstance(x, float):
+        if config.floatX == "float32":
+            return np.asarray(x, dtype="float32")
+        with np.errstate(over="ignore"):
+            x32 = np.asarray(x, dtype="float32")
+        if x32 == x or np.isnan(x):
+            return x32
+        return np.asarray(x, dtype="float64")
+    if isinstance(x, complex):
+        return np.asarray(x)
+    arr = np.asarray(x)
+    if arr.size == 0 and arr.dtype == np.float64:
+        arr = arr.astype(config.floatX)
+    return arr
+
+
+def constant(x, name=None, ndim=None, dtype=None):
+    """Return a TensorConstant holding ``x`` (Python numbers auto-cast as in Theano).
+
+    >>> c = constant([[1, 2, 3]])
+    >>> c.type, c.data.dtype
+    (TensorType(int64, row), dtype('int64'))
+    >>> constant(2.0, ndim=2).broadcastable
+    (True, True)
+    """
+    if isinstance(x, TensorConstant):
+        if (name is None or x.name == name) and (ndim is None or x.ndim == ndim) and (
+            dtype is None or x.dtype == dtype
+        ):
+            return x
+        x = x.data
+    if isinstance(x, Variable):
+        raise AsTensorError(f"constant: {x} is a symbolic Variable, not a value")
+    try:
+        data = autocast_scalar(x, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise AsTensorError(f"Could not convert {x!r} to a tensor constant: {e}") from None
+    if data.dtype == object or data.dtype.name not in _known_dtypes():
+        raise AsTensorError(f"Could not convert {type(x).__name__} {x!r} to a tensor constant "
+                            f"(numpy gives dtype {data.dtype})")
+    if ndim is not None:
+        if data.ndim < ndim:
+            data = data.reshape((1,) * (ndim - data.ndim) + data.shape)
+        elif data.ndim > ndim:
+            extra = data.shape[: data.ndim - ndim]
+            if any(s != 1 for s in extra):
+                raise ValueError(
+                    f"constant: the value of shape {data.shape} cannot be made {ndim}-dimensional"
+                )
+            data = data.reshape(data.shape[data.ndim - ndim:])
+    ttype = TensorType(data.dtype, broadcastable=tuple(s == 1 for s in data.shape))
+    return TensorConstant(ttype, np.array(data), name=name)
+
+
+def _known_dtypes():
+    from theano_dag.tensor.type import all_dtypes
+
+    return all_dtypes
+
+
+def as_tensor_variable(x, name=None, ndim=None, dtype=None):
+    """Return ``x`` as a TensorVariable: variables pass through, values become constants.
+
+    With ``ndim``, leading broadcastable dimensions are added or dropped to match.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> as_tensor_variable(x) is x, as_tensor_variable(3).dtype
+    (True, 'int8')
+    >>> as_tensor_variable([x, x]).type
+    TensorType(float64, matrix)
+    """
+    if isinstance(x, Variable):
+        if hasattr(x, "_as_TensorVariable"):
+            x = x._as_TensorVariable()
+        if not isinstance(x.type, TensorType):
+            raise AsTensorError(f"Cannot convert {x} of type {x.type} to a tensor variable")
+        if ndim is not None and x.ndim != ndim:
+            if x.ndim > ndim:
+                drop = [i for i in range(x.ndim - ndim)]
+                if not all(x.broadcastable[i] for i in drop):
+                    raise ValueError(
+                        f"as_tensor_variable: {x} has {x.ndim} dimensions and cannot be made "
+                        f"{ndim}-dimensional (its leading dimensions are not broadcastable)"
+                    )
+                x = x.dimshuffle(list(range(x.ndim - ndim, x.ndim)))
+            else:
+                x = x.dimshuffle(["x"] * (ndim - x.ndim) + list(range(x.ndim)))
+        return x
+    if isinstance(x, (tuple, list)) and any(isinstance(e, Variable) for e in _flat(x)):
+        return _b().stack([as_tensor_variable(e) for e in x])
+    try:
+        return constant(x, name=name, ndim=ndim, dtype=dtype)
+    except AsTensorError:
+        raise
+    except TypeError as e:
+        raise AsTensorError(f"Cannot convert {x!r} to a tensor variable: {e}") from None
+
+
+def _flat(seq):
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+as_tensor = as_tensor_variable
+
