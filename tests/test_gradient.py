@@ -1,5 +1,6 @@
 """Tests of theano_dag.gradient: grad, Lop/Rop, jacobian/hessian, grad ops, verify_grad."""
 
+import pickle
 import sys
 import warnings
 
@@ -7,21 +8,19 @@ import numpy as np
 import pytest
 
 import theano_dag.tensor as tt
+from theano_dag.compile import shared
 from theano_dag.compile.function import function
-from theano_dag.graph.basic import Apply, ancestors
-from theano_dag.graph.op import Op
 from theano_dag.gradient import (
     ConsiderConstant,
-    DisconnectedGrad,
     DisconnectedInputError,
     DisconnectedType,
     GradientError,
+    Lop,
     MapOverIndex,
     NullType,
     NullTypeGradError,
-    ZeroGrad,
-    Lop,
     Rop,
+    ZeroGrad,
     consider_constant,
     disconnected_grad,
     disconnected_type,
@@ -38,6 +37,8 @@ from theano_dag.gradient import (
     verify_grad,
     zero_grad,
 )
+from theano_dag.graph.basic import Apply, ancestors
+from theano_dag.graph.op import Op
 
 RNG = np.random.default_rng(1234)
 
@@ -127,6 +128,40 @@ class WrongGrad(Op):
         return [3 * inputs[0] * output_grads[0]]
 
 
+class BadGrad(Op):
+    """out = 2 * x; ``grad`` returns whatever ``make_terms(x, g)`` gives."""
+
+    __props__ = ("kind",)
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def make_node(self, x):
+        x = tt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = 2 * inputs[0]
+
+    def grad(self, inputs, output_grads):
+        (g,) = output_grads
+        return {
+            "none": [None],
+            "integer": [tt.cast(g, "int64")],
+            "count": [g, g],
+            "disconnected": [disconnected_type()],
+            "default_pattern": [disconnected_type()],
+            "ndim": [g.sum()],
+        }[self.kind]
+
+
+class PatternedBadGrad(BadGrad):
+    """BadGrad with its own connection_pattern (so a mismatch is an error)."""
+
+    def connection_pattern(self, node):
+        return [[True]]
+
+
 # ---------------------------------------------------------------------------
 # grad against hand-computed values
 
@@ -172,8 +207,9 @@ def test_grad_logistic_regression():
     xv, wv = rand(5, 3), rand(3)
     yv = (RNG.random(5) > 0.5).astype("float64")
     pv = 1 / (1 + np.exp(-(xv @ wv)))
-    np.testing.assert_allclose(fn([x, y, w], grad(cost, w))(xv, yv, wv),
-                               xv.T @ (pv - yv) / 5, rtol=1e-10)
+    np.testing.assert_allclose(
+        fn([x, y, w], grad(cost, w))(xv, yv, wv), xv.T @ (pv - yv) / 5, rtol=1e-10
+    )
 
 
 def test_grad_broadcast_and_reductions():
@@ -319,6 +355,33 @@ def test_bad_consider_constant_and_known_grads():
         grad(None, y, known_grads={y * 2: tt.dmatrix("g")})
 
 
+@pytest.mark.parametrize(
+    "kind, error, match",
+    [
+        ("none", TypeError, "BadGrad.*returned None for the gradient of input 0"),
+        ("integer", TypeError, "BadGrad.*integer-valued variable.*dtype int64"),
+        ("count", ValueError, "BadGrad.*returned 2 gradient terms for 1 inputs"),
+        (
+            "disconnected",
+            TypeError,
+            "PatternedBadGrad.*DisconnectedType for input 0.*connection_pattern",
+        ),
+        ("ndim", ValueError, "BadGrad.*0 dimensions.*but 1 are required"),
+    ],
+)
+def test_op_contract_violations_are_reported(kind, error, match):
+    x = tt.dvector("x")
+    with pytest.raises(error, match=match):
+        grad(PatternedBadGrad(kind)(x).sum(), x)
+
+
+def test_disconnected_term_without_pattern_warns():
+    x = tt.dvector("x")
+    with pytest.warns(UserWarning, match="implement connection_pattern"):
+        g = grad(BadGrad("default_pattern")(x).sum(), x, disconnected_inputs="ignore")
+    np.testing.assert_array_equal(fn([x], g)(np.ones(2)), np.zeros(2))
+
+
 # ---------------------------------------------------------------------------
 # connection_pattern, integers, consider_constant, known_grads
 
@@ -329,7 +392,7 @@ def test_connection_pattern_is_respected():
     o0, o1 = op(a, b)
     cost = o0.sum()
     av = rand(3)
-    np.testing.assert_allclose(fn([a], grad(cost, a))(av), 2 * np.ones(3))
+    np.testing.assert_allclose(fn([a, b], grad(cost, a))(av, av), 2 * np.ones(3))
     # b only reaches o1, which the cost does not use.
     with pytest.raises(DisconnectedInputError, match="b"):
         grad(cost, b)
@@ -429,8 +492,13 @@ def test_zero_grad_and_disconnected_grad():
 def test_grad_ops_run_as_identity_and_infer_shape():
     x = tt.dmatrix("x")
     xv = rand(2, 3)
-    for wrap in (zero_grad, disconnected_grad, undefined_grad,
-                 lambda v: grad_clip(v, -1, 1), lambda v: grad_scale(v, 2.0)):
+    for wrap in (
+        zero_grad,
+        disconnected_grad,
+        undefined_grad,
+        lambda v: grad_clip(v, -1, 1),
+        lambda v: grad_scale(v, 2.0),
+    ):
         y = wrap(x)
         assert y.type == x.type
         np.testing.assert_array_equal(fn([x], y * 1.0)(xv), xv)
@@ -491,6 +559,18 @@ def test_rop_matches_jacobian_vector_product():
     np.testing.assert_allclose(out[1], 2 * xv @ vv)
 
 
+def test_rop_with_op_r_op_implementation():
+    w, x, v = tt.dmatrix("w"), tt.dvector("x"), tt.dvector("v")
+    y = tt.tanh(tt.dot(w, x)) * x.sum()
+    wv, xv, vv = rand(3, 4), rand(4), rand(4)
+    f = fn([w, x, v], [Rop(y, x, v), Rop(y, x, v, use_op_rop_implementation=True)])
+    by_pullback, by_r_op = f(wv, xv, vv)
+    t = np.tanh(wv @ xv)
+    expected = (1 - t**2) * (wv @ vv) * xv.sum() + t * vv.sum()
+    np.testing.assert_allclose(by_pullback, expected)
+    np.testing.assert_allclose(by_r_op, expected)
+
+
 def test_rop_errors_and_disconnected_outputs():
     x, y, v = tt.dvector("x"), tt.dvector("y"), tt.dvector("v")
     with pytest.raises(ValueError, match="mismatched dimensionality"):
@@ -539,9 +619,10 @@ def test_jacobian_loop_hoists_invariant_work():
     j = jacobian(y, x)
     op = j.owner.op
     assert isinstance(op, MapOverIndex)
-    inner_ops = {type(v.owner.op).__name__ for v in ancestors(op.inner_outputs) if v.owner}
+    inner_ops = " ".join(str(v.owner.op) for v in ancestors(op.inner_outputs) if v.owner)
+    outer_ops = " ".join(str(v.owner.op) for v in ancestors(j.owner.inputs) if v.owner)
     # tanh(w.x) does not depend on the row: it is computed once, outside the loop.
-    assert "Dot" not in inner_ops and "Dot" not in " ".join(inner_ops)
+    assert "tanh" not in inner_ops and "tanh" in outer_ops
     wv, xv = rand(3, 4), rand(4)
     t = np.tanh(wv @ xv)
     np.testing.assert_allclose(fn([w, x], j)(wv, xv), (1 - t**2)[:, None] * wv)
@@ -571,6 +652,22 @@ def test_grad_through_jacobian_loop():
     g = grad(j.sum(), x)  # 6 x
     xv = rand(4)
     np.testing.assert_allclose(fn([x], g)(xv), 6 * xv)
+
+
+def test_jacobian_shape_and_pickling():
+    x = tt.dvector("x")
+    j = jacobian(tt.exp(x), x)
+    node = j.owner
+    (shape,) = node.op.infer_shape(
+        None, node, [(node.inputs[0],)] + [(f"s{k}",) for k in range(1, len(node.inputs))]
+    )
+    assert shape[0] is node.inputs[0] and len(shape) == 2
+    np.testing.assert_array_equal(fn([x], j.shape)(np.ones(3)), [3, 3])
+    f = fn([x], j)
+    xv = rand(3)
+    np.testing.assert_allclose(f(xv), np.diag(np.exp(xv)))
+    op2 = pickle.loads(pickle.dumps(node.op))
+    assert op2._fn is None and len(op2.inner_outputs) == 1
 
 
 def test_map_over_index_checks():
@@ -611,8 +708,7 @@ def test_verify_grad_passes(fun, shapes):
 
 
 def test_verify_grad_accepts_random_state_and_float32():
-    verify_grad(tt.tanh, [RNG.standard_normal(3).astype("float32")],
-                rng=np.random.RandomState(0))
+    verify_grad(tt.tanh, [RNG.standard_normal(3).astype("float32")], rng=np.random.RandomState(0))
 
 
 def test_verify_grad_reports_wrong_gradient():
@@ -625,6 +721,13 @@ def test_verify_grad_reports_wrong_gradient():
     assert "argument 0" in msg and "abs. error" in msg and "rel. error" in msg
 
 
+def test_verify_grad_names_the_wrong_input():
+    pt = [np.array([0.5, 1.0]), np.array([1.5, -2.0])]
+    with pytest.raises(GradientError, match="argument 1") as info:
+        verify_grad(lambda a, b: a * 2 + WrongGrad()(b), pt, rng=np.random.default_rng(0))
+    assert info.value.arg == 1
+
+
 def test_verify_grad_rejects_integer_points():
     with pytest.raises(TypeError, match="input 0 has dtype int64"):
         verify_grad(tt.tanh, [np.array([1, 2])], rng=np.random.default_rng(0))
@@ -634,13 +737,21 @@ def test_numeric_grad_values_and_errors():
     ng = numeric_grad(lambda a, b: (a * b).sum(), [np.array([1.0, 2.0]), np.array([3.0, 4.0])])
     np.testing.assert_allclose(ng.gf[0], [3.0, 4.0], rtol=1e-5)
     np.testing.assert_allclose(ng.gf[1], [1.0, 2.0], rtol=1e-5)
-    arg, pos, abs_err, rel_err = ng.max_err([np.array([3.0, 4.0]), np.array([1.0, 2.5])],
-                                            1e-4, 1e-4)
+    arg, pos, abs_err, rel_err = ng.max_err(
+        [np.array([3.0, 4.0]), np.array([1.0, 2.5])], 1e-4, 1e-4
+    )
     assert (arg, pos) == (1, 1) and abs_err == pytest.approx(0.5, abs=1e-4)
 
 
 # ---------------------------------------------------------------------------
 # Depth: iterative, not recursive
+
+
+def _stack_depth():
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
 
 
 def test_long_chain_grad_does_not_recurse():
@@ -650,7 +761,8 @@ def test_long_chain_grad_does_not_recurse():
     for _ in range(n):
         y = y * 1.0001
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(400)  # far below the depth of the chain
+    # Leave room for ordinary calls, far less than the depth of the chain.
+    sys.setrecursionlimit(_stack_depth() + 300)
     try:
         g = grad(y, x)
     finally:
@@ -659,7 +771,24 @@ def test_long_chain_grad_does_not_recurse():
 
 
 def test_warnings_are_clean_for_normal_use():
-    x = tt.dvector("x")
+    x, w, v = tt.dvector("x"), tt.dmatrix("w"), tt.dvector("v")
+    y = tt.tanh(tt.dot(w, x[1:]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        grad((x**2).sum(), x)
+        grad((y**2).sum(), [x, w])
+        jacobian(y, x)
+        hessian((y**2).sum(), x)
+        Rop(y, x, v)
+
+
+def test_training_a_shared_variable_with_updates():
+    x = tt.dmatrix("x")
+    t = tt.dvector("t")
+    w = shared(np.zeros(3), name="w")
+    cost = ((tt.dot(x, w) - t) ** 2).mean()
+    train = function([x, t], cost, updates=[(w, w - 0.1 * grad(cost, w))])
+    xv = rand(20, 3)
+    w_true = np.array([1.0, -2.0, 0.5])
+    losses = [float(train(xv, xv @ w_true)) for _ in range(200)]
+    assert losses[-1] < 1e-3 * losses[0]
+    np.testing.assert_allclose(w.get_value(), w_true, atol=1e-2)

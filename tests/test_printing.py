@@ -115,44 +115,46 @@ def test_pprint_falls_back_to_calls():
     assert pprint([x, neg(y)]) == "x\nNeg(y)"
 
 
-class ScalarLike:
-    def __init__(self, name):
-        self.name = name
+def _vectors():
+    from theano_dag.tensor.type import TensorType
+
+    return [TensorType("float64", shape=(None,))(n) for n in "xyz"]
 
 
-class ElemLike(Op):
-    """Quacks like Elemwise: has .scalar_op.name (that is all pprint looks at)."""
+def _infix_cases():
+    from theano_dag.tensor import math as tm
 
-    __props__ = ("key",)
+    return [
+        (lambda x, y, z: (x + y) * tm.exp(z), "(x + y) * exp(z)"),
+        (lambda x, y, z: x + y * z, "x + y * z"),
+        (lambda x, y, z: x - (y - z), "x - (y - z)"),
+        (lambda x, y, z: x - y - z, "x - y - z"),
+        (lambda x, y, z: x + (y + z), "x + y + z"),
+        (lambda x, y, z: x / (y * z), "x / (y * z)"),
+        (lambda x, y, z: (x**y) ** z, "(x ** y) ** z"),
+        (lambda x, y, z: x ** (y**z), "x ** y ** z"),
+        (lambda x, y, z: -(x + y), "-(x + y)"),
+        (lambda x, y, z: -x < 2.5, "-x < 2.5"),
+        (lambda x, y, z: x * 2, "x * 2"),
+        (lambda x, y, z: tm.maximum(x, y) // 3, "maximum(x, y) // 3"),
+    ]
 
-    def __init__(self, key):
-        self.key = key
-        self.scalar_op = ScalarLike(key)
 
-    def make_node(self, *xs):
-        return Apply(self, list(xs), [g()])
-
-
-E = {k: ElemLike(k) for k in ("add", "sub", "mul", "true_div", "pow", "neg", "exp", "lt")}
+@pytest.mark.parametrize("case", range(12))
+def test_pprint_infix(case):
+    build, text = _infix_cases()[case]
+    assert pprint(build(*_vectors())) == text
 
 
-@pytest.mark.parametrize(
-    "build, text",
-    [
-        (lambda x, y, z: E["mul"](E["add"](x, y), E["exp"](z)), "(x + y) * exp(z)"),
-        (lambda x, y, z: E["add"](x, E["mul"](y, z)), "x + y * z"),
-        (lambda x, y, z: E["sub"](x, E["sub"](y, z)), "x - (y - z)"),
-        (lambda x, y, z: E["sub"](E["sub"](x, y), z), "x - y - z"),
-        (lambda x, y, z: E["add"](x, E["add"](y, z)), "x + y + z"),
-        (lambda x, y, z: E["true_div"](x, E["mul"](y, z)), "x / (y * z)"),
-        (lambda x, y, z: E["pow"](E["pow"](x, y), z), "(x ** y) ** z"),
-        (lambda x, y, z: E["pow"](x, E["pow"](y, z)), "x ** y ** z"),
-        (lambda x, y, z: E["neg"](E["add"](x, y)), "-(x + y)"),
-        (lambda x, y, z: E["lt"](E["neg"](x), Constant(g, 2.5)), "-x < 2.5"),
-    ],
-)
-def test_pprint_infix(build, text):
-    assert pprint(build(g("x"), g("y"), g("z"))) == text
+def test_pprint_tensor_reductions_and_transpose():
+    from theano_dag.tensor import math as tm
+    from theano_dag.tensor.type import TensorType
+
+    x, y, _ = _vectors()
+    m = TensorType("float64", shape=(None, None))("m")
+    assert pprint(m.T + 1) == "m.T + 1"
+    text = pprint(tm.sum(x * y))
+    assert text.endswith("(x * y)") and not text.startswith("add")
 
 
 def test_register_pprint():
@@ -160,10 +162,11 @@ def test_register_pprint():
         __props__ = ()
 
         def make_node(self, a, b):
-            return Apply(self, [a, b], [g()])
+            return Apply(self, [a, b], [a.type()])
 
     register_pprint(Dot, lambda node, args: (f"{args[0][0]} @ {args[1][0]}", 20))
-    assert pprint(E["add"](Dot()(g("a"), g("b")), g("c"))) == "a @ b + c"
+    x, y, z = _vectors()
+    assert pprint(Dot()(x, y) + z) == "x @ y + z"
 
 
 def test_deep_chain_prints_without_recursion():
@@ -174,9 +177,9 @@ def test_deep_chain_prints_without_recursion():
     text = debugprint(v, file="str")
     assert text.count("\n") == 5000 and text.endswith("  |x [id " + char_from_number(5000) + "]")
     assert pprint(v) == "Neg(" * 5000 + "x" + ")" * 5000
-    v = x
+    v = _vectors()[0]
     for _ in range(5000):
-        v = E["neg"](v)
+        v = -v
     assert pprint(v) == "-" * 5000 + "x"
     dot = pydot_source(v)
     assert dot.count("->") == 5001
@@ -223,8 +226,27 @@ def test_pydotprint_renders_with_graphviz(monkeypatch, tmp_path):
 
     fake = types.SimpleNamespace(Source=Source, ExecutableNotFound=RuntimeError)
     monkeypatch.setitem(sys.modules, "graphviz", fake)
-    out = pydotprint(neg(g("x")), outfile=str(tmp_path / "graph.svg"), format="svg")
+    out = pydotprint(neg(g("x")), outfile=str(tmp_path / "graph.svg"))
     assert out == str(tmp_path / "graph.svg")
     text, filename, fmt, cleanup = calls[0]
     assert text.startswith("digraph G {") and '"Neg 0"' in text
     assert (filename, fmt, cleanup) == (str(tmp_path / "graph"), "svg", True)
+    pydotprint(neg(g("x")), outfile=str(tmp_path / "graph"), format="pdf")
+    assert calls[1][1:3] == (str(tmp_path / "graph"), "pdf")
+
+
+def test_debugprint_golden_tensor_function():
+    from theano_dag.tensor import math as tm
+
+    x, y, _ = _vectors()
+    f = function([x, y], [(x + y) * tm.exp(x), x], mode="PerformOnly")
+    assert debugprint(f, file="str") == (
+        "Elemwise{mul,no_inplace} [id A] 2\n"
+        " |Elemwise{add,no_inplace} [id B] 0\n"
+        " | |x [id C]\n"
+        " | |y [id D]\n"
+        " |Elemwise{exp,no_inplace} [id E] 1\n"
+        "   |x [id C]\n"
+        "DeepCopyOp [id F] 'x' 3\n"
+        " |x [id C]"
+    )

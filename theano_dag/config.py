@@ -32,9 +32,10 @@ def _default_compiledir() -> str:
 
 FLAGS: dict[str, _Flag] = {
     "floatX": _Flag("float64", "dtype of float constructors", ("float64", "float32", "float16")),
-    "mode": _Flag("FAST_RUN", "default compilation mode",
-                  ("FAST_RUN", "FAST_COMPILE", "DebugMode", "DEBUG_MODE", "Mode", "PerformOnly")),
-    "linker": _Flag("cpu", "default engine", ("cpu", "py", "perform", "opencl")),
+    # mode and linker name registry entries (compile.mode.register_mode/register_linker),
+    # so they are checked when used, not here.
+    "mode": _Flag("FAST_RUN", "default compilation mode (a registered mode name)"),
+    "linker": _Flag("cpu", "default engine (a registered linker name)"),
     "device": _Flag("cpu", "where functions run", ("cpu", "opencl")),
     "cxx": _Flag(None, "C compiler used for fused kernels; '' disables C"),
     "compiledir": _Flag(None, "where compiled kernels are cached"),

@@ -16,21 +16,17 @@ import warnings
 from collections.abc import Mapping
 
 from theano_dag.config import config
-from theano_dag.graph.basic import Variable, general_toposort, io_toposort
-from theano_dag.graph.utils import MethodNotDefined
 from theano_dag.gradient_ops import (
     ConsiderConstant,
     DisconnectedGrad,
     GradClip,
     GradScale,
-    MapOverIndex,
     UndefinedGrad,
     ZeroGrad,
     consider_constant,
     disconnected_grad,
     grad_clip,
     grad_scale,
-    map_over_index,
     undefined_grad,
     zero_grad,
 )
@@ -41,6 +37,9 @@ from theano_dag.gradient_types import (
     grad_not_implemented,
     grad_undefined,
 )
+from theano_dag.graph.basic import Variable, general_toposort, io_toposort
+from theano_dag.graph.op import Op
+from theano_dag.graph.utils import MethodNotDefined
 
 __all__ = [
     "grad",
@@ -73,6 +72,7 @@ __all__ = [
     "numeric_grad",
     "verify_grad",
     "GradientError",
+    "mode_not_slow",
 ]
 
 
@@ -250,28 +250,39 @@ def grad(
         if not isinstance(cost, Variable):
             raise TypeError(f"grad: cost must be a symbolic Variable, got {cost!r}")
         if isinstance(cost.type, NullType):
-            raise ValueError(f"grad: can't differentiate the undefined cost {cost}: "
-                             f"{cost.type.why_null}")
+            raise ValueError(
+                f"grad: can't differentiate the undefined cost {cost}: {cost.type.why_null}"
+            )
         if getattr(cost.type, "ndim", None) != 0:
             raise TypeError(
                 f"grad: cost must be a scalar (0-d tensor), but {cost} has type {cost.type}"
                 " (use .sum() or index it first)"
             )
     if isinstance(wrt, (set, frozenset)):
-        raise TypeError("grad: wrt must be a variable or a list/tuple, not a set "
-                        "(a set has no order to match the results to)")
+        raise TypeError(
+            "grad: wrt must be a variable or a list/tuple, not a set "
+            "(a set has no order to match the results to)"
+        )
     using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
     wrt = _as_list(wrt)
     for k, elem in enumerate(wrt):
         if not isinstance(elem, Variable):
-            raise TypeError(f"grad: wrt[{k}] must be a symbolic Variable, got {elem!r} "
-                            f"of type {type(elem).__name__}")
+            raise TypeError(
+                f"grad: wrt[{k}] must be a symbolic Variable, got {elem!r} "
+                f"of type {type(elem).__name__}"
+            )
     consider_constant = _check_consider_constant(consider_constant)
     known_grads = _check_known_grads(known_grads)
 
     outputs = ([cost] if cost is not None else []) + list(known_grads)
     patterns: dict = {}
     var_to_app_to_idx = _populate_var_to_app_to_idx(outputs, wrt, consider_constant, patterns)
+
+    if disconnected_inputs == "raise":
+        # Fail before building anything: these wrt cannot be reached from the outputs.
+        for elem in wrt:
+            if elem not in var_to_app_to_idx and elem not in known_grads and elem is not cost:
+                _handle_disconnected(elem, disconnected_inputs)
 
     grad_dict: dict = {}
     if cost is not None:
@@ -306,13 +317,17 @@ def _check_consider_constant(consider_constant) -> list:
     if consider_constant is None:
         return []
     if isinstance(consider_constant, Variable) or not hasattr(consider_constant, "__iter__"):
-        raise TypeError("grad: consider_constant must be a list of Variables, got "
-                        f"{type(consider_constant).__name__}")
+        raise TypeError(
+            "grad: consider_constant must be a list of Variables, got "
+            f"{type(consider_constant).__name__}"
+        )
     out = list(consider_constant)
     for elem in out:
         if not isinstance(elem, Variable):
-            raise TypeError(f"grad: elements of consider_constant must be Variables, got "
-                            f"{elem!r} of type {type(elem).__name__}")
+            raise TypeError(
+                f"grad: elements of consider_constant must be Variables, got "
+                f"{elem!r} of type {type(elem).__name__}"
+            )
     return out
 
 
@@ -320,8 +335,10 @@ def _check_known_grads(known_grads) -> dict:
     if known_grads is None:
         return {}
     if not isinstance(known_grads, Mapping):
-        raise TypeError("grad: known_grads must be a dict {variable: gradient}, got "
-                        f"{type(known_grads).__name__}")
+        raise TypeError(
+            "grad: known_grads must be a dict {variable: gradient}, got "
+            f"{type(known_grads).__name__}"
+        )
     out = {}
     for var, g in known_grads.items():
         if not isinstance(var, Variable):
@@ -337,8 +354,10 @@ def _check_known_grads(known_grads) -> dict:
                 )
             nd, g_nd = getattr(var.type, "ndim", None), getattr(g.type, "ndim", None)
             if nd is not None and g_nd is not None and nd != g_nd:
-                raise ValueError(f"grad: the known gradient of {var} has {g_nd} dimensions, "
-                                 f"but {var} has {nd}")
+                raise ValueError(
+                    f"grad: the known gradient of {var} has {g_nd} dimensions, "
+                    f"but {var} has {nd}"
+                )
         out[var] = g
     return out
 
@@ -424,7 +443,8 @@ def _node_input_grads(node, output_grads, pattern) -> list:
         # Every connected path carries an undefined gradient: pass the first one on.
         return [
             next(g for p, g in zip(row, output_grads) if p and isinstance(g.type, NullType))
-            if conn else disconnected_type()
+            if conn
+            else disconnected_type()
             for row, conn in zip(pattern, inputs_connected)
         ]
 
@@ -451,8 +471,10 @@ def _node_input_grads(node, output_grads, pattern) -> list:
         raise TypeError(f"{node.op}.grad returned None, expected a list of gradient terms")
     input_grads = list(input_grads)
     if len(input_grads) != len(inputs):
-        raise ValueError(f"{node.op}.grad returned {len(input_grads)} gradient terms for "
-                         f"{len(inputs)} inputs")
+        raise ValueError(
+            f"{node.op}.grad returned {len(input_grads)} gradient terms for "
+            f"{len(inputs)} inputs"
+        )
 
     # Undefined output gradients make every input they reach undefined too.
     for i, row in enumerate(pattern):
@@ -471,8 +493,7 @@ def _node_input_grads(node, output_grads, pattern) -> list:
                 "(grad_undefined / grad_not_implemented) instead"
             )
         if not isinstance(term, Variable):
-            raise TypeError(f"{node.op}.grad returned {term!r} for input {i}, expected a "
-                            "Variable")
+            raise TypeError(f"{node.op}.grad returned {term!r} for input {i}, expected a Variable")
         connected = inputs_connected[i]
         actually_connected = not isinstance(term.type, DisconnectedType)
         if actually_connected and not connected:
@@ -482,20 +503,23 @@ def _node_input_grads(node, output_grads, pattern) -> list:
                 "was expected"
             )
         if connected and not actually_connected:
+            msg = f"{node.op}.grad returned DisconnectedType for input {i}, which "
+            if type(node.op).connection_pattern is not Op.connection_pattern:
+                raise TypeError(msg + "its connection_pattern says is connected")
             warnings.warn(
-                f"{node.op}.grad returned DisconnectedType for input {i}, which its "
-                "connection_pattern says is connected; implement connection_pattern",
-                stacklevel=4,
+                msg + "is connected by default; implement connection_pattern", stacklevel=4
             )
         if _is_placeholder(term):
             continue
         dt = _dtype(term)
         if dt is not None and not dt.startswith(("float", "complex")):
-            raise TypeError(f"{node.op}.grad illegally returned an integer-valued variable "
-                            f"(input index {i}, dtype {dt}); gradients must be float")
+            raise TypeError(
+                f"{node.op}.grad illegally returned an integer-valued variable "
+                f"(input index {i}, dtype {dt}); gradients must be float"
+            )
         only_int = not any(
-            p and c and not is_int for p, c, is_int in zip(pattern[i], outputs_connected,
-                                                           output_is_int)
+            p and c and not is_int
+            for p, c, is_int in zip(pattern[i], outputs_connected, output_is_int)
         )
         if only_int and _is_zero(term) == "no":
             raise ValueError(
@@ -526,8 +550,14 @@ def _is_zero(x) -> str:
 # L and R operators
 
 
-def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise",
-        return_disconnected="zero"):  # noqa: N802 (Theano's name)
+def Lop(
+    f,
+    wrt,
+    eval_points,
+    consider_constant=None,
+    disconnected_inputs="raise",
+    return_disconnected="zero",
+):  # noqa: N802 (Theano's name)
     """Return ``eval_points`` (one per ``f``) left-multiplied by the Jacobian of ``f``.
 
     ``Lop(f, wrt, v)[j] = sum_i v[i] . d f[i] / d wrt[j]`` (vector-Jacobian product).
@@ -542,8 +572,10 @@ def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise"
     using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
     f, eval_points = _as_list(f), _as_list(eval_points)
     if len(f) != len(eval_points):
-        raise ValueError(f"Lop: f has {len(f)} variables but eval_points has "
-                         f"{len(eval_points)}; give one eval point per output")
+        raise ValueError(
+            f"Lop: f has {len(f)} variables but eval_points has "
+            f"{len(eval_points)}; give one eval point per output"
+        )
     known = {}
     for out, v in zip(f, eval_points):
         if not isinstance(out, Variable):
@@ -562,8 +594,14 @@ def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise"
     return _format_as(using_list, using_tuple, ret)
 
 
-def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="zero",
-        use_op_rop_implementation=False):  # noqa: N802 (Theano's name)
+def Rop(
+    f,
+    wrt,
+    eval_points,
+    disconnected_outputs="raise",
+    return_disconnected="zero",
+    use_op_rop_implementation=False,
+):  # noqa: N802 (Theano's name)
     """Return the Jacobian of ``f`` right-multiplied by ``eval_points`` (one per ``wrt``).
 
     ``Rop(f, wrt, v)[i] = sum_j d f[i] / d wrt[j] . v[j]`` (Jacobian-vector product).
@@ -586,31 +624,30 @@ def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="
     wrt = [tt.as_tensor_variable(x) for x in _as_list(wrt)]
     eval_points = [tt.as_tensor_variable(x) for x in _as_list(eval_points)]
     if len(wrt) != len(eval_points):
-        raise ValueError(f"Rop: wrt has {len(wrt)} variables but eval_points has "
-                         f"{len(eval_points)}; give one eval point per wrt variable")
+        raise ValueError(
+            f"Rop: wrt has {len(wrt)} variables but eval_points has "
+            f"{len(eval_points)}; give one eval point per wrt variable"
+        )
     for i, (w, v) in enumerate(zip(wrt, eval_points)):
         if w.type.ndim != v.type.ndim:
-            raise ValueError(f"Rop: element {i} of wrt/eval_points have mismatched "
-                             f"dimensionality: {w} has {w.type.ndim}, its eval point "
-                             f"{v} has {v.type.ndim}")
+            raise ValueError(
+                f"Rop: element {i} of wrt/eval_points have mismatched "
+                f"dimensionality: {w} has {w.type.ndim}, its eval point "
+                f"{v} has {v.type.ndim}"
+            )
     if use_op_rop_implementation:
         rval = _rop_legacy(fs, wrt, eval_points)
     else:
-        cotangents = [_float_zeros_like(out) for out in fs]
-        input_cot = Lop(fs, wrt, cotangents, disconnected_inputs="ignore")
-        known = {}
-        for c, v in zip(input_cot, eval_points):
-            # The same cotangent can serve two wrt entries: their eval points add up.
-            known[c] = known[c] + v if c in known else v
-        rval = grad(None, cotangents, known_grads=known, disconnected_inputs="ignore",
-                    return_disconnected="None")
+        rval = _pushforward_through_pullback(fs, wrt, eval_points)
     out = []
     for k, (fk, r) in enumerate(zip(fs, rval)):
         if fk in wrt:
             r = eval_points[wrt.index(fk)]
         if r is None:
-            msg = ("Rop was asked for an output that does not depend on any variable of "
-                   f"wrt, or only through non-differentiable operators: f[{k}] = {fk}")
+            msg = (
+                "Rop was asked for an output that does not depend on any variable of "
+                f"wrt, or only through non-differentiable operators: f[{k}] = {fk}"
+            )
             if disconnected_outputs == "raise":
                 raise DisconnectedInputError(msg)
             if disconnected_outputs == "warn":
@@ -623,8 +660,33 @@ def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="
     return _format_as(using_list, using_tuple, out)
 
 
+def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
+    """``J v`` as ``Lop(Lop(f, wrt, u), u, v)``; None where an output is disconnected.
+
+    ``Lop(f, wrt, u) = u^T J`` is linear in the dummy cotangent ``u``, so its gradient
+    with respect to ``u`` along ``v`` is ``J v`` (J. Towns, "A new trick for calculating
+    Jacobian vector products", 2017). ``u`` only ever meets zeros; the optimizer cleans up.
+    """
+    cotangents = [_float_zeros_like(out) for out in fs]
+    input_cot = Lop(fs, list(wrt), cotangents, disconnected_inputs="ignore")
+    known = {}
+    for c, v in zip(input_cot, eval_points):
+        # The same cotangent can serve two wrt entries: their eval points add up.
+        known[c] = known[c] + v if c in known else v
+    return grad(
+        None,
+        cotangents,
+        known_grads=known,
+        disconnected_inputs="ignore",
+        return_disconnected="None",
+    )
+
+
 def _rop_legacy(fs, wrt, eval_points) -> list:
-    """Forward pass over ``Op.R_op`` in topological order; None where disconnected."""
+    """Forward pass over ``Op.R_op`` in topological order; None where disconnected.
+
+    A node whose op has no ``R_op`` is pushed forward through its gradient instead.
+    """
     tt = _tt()
     point = dict(zip(wrt, eval_points))
     for node in io_toposort(wrt, fs):
@@ -644,10 +706,8 @@ def _rop_legacy(fs, wrt, eval_points) -> list:
         try:
             outs = node.op.R_op(node.inputs, local)
         except MethodNotDefined:
-            raise NotImplementedError(
-                f"Rop: {node.op} has no R_op; call Rop without use_op_rop_implementation "
-                "to use its gradient instead"
-            ) from None
+            moving = {i: point[i] for i in node.inputs if point.get(i) is not None}
+            outs = _pushforward_through_pullback(node.outputs, list(moving), list(moving.values()))
         for o, r in zip(node.outputs, outs):
             if o not in point:
                 point[o] = r
@@ -675,8 +735,9 @@ def subgraph_grad(wrt, end, start=None, cost=None, details=False):
     parts = []
     start_grads = cost_grads = None
     if start is not None:
-        start_grads = grad(None, params, known_grads=start, consider_constant=end,
-                           disconnected_inputs="ignore")
+        start_grads = grad(
+            None, params, known_grads=start, consider_constant=end, disconnected_inputs="ignore"
+        )
         parts.append(start_grads)
     if cost is not None:
         cost_grads = grad(cost, params, consider_constant=end, disconnected_inputs="ignore")
@@ -689,74 +750,11 @@ def subgraph_grad(wrt, end, start=None, cost=None, details=False):
     return wrt_grads, end_grads
 
 
-# ---------------------------------------------------------------------------
-# Jacobian and Hessian
-
-
-def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
-    """Return the Jacobian of the vector ``expression``: ``J[i] = grad(expression[i], wrt)``.
-
-    Rows are computed by a ``MapOverIndex`` loop (Theano uses ``scan``); work that does
-    not depend on the row index is hoisted out of the loop. A scalar ``expression``
-    gives ``grad``. The result has the form of ``wrt`` (one variable, list or tuple).
-
-    >>> import numpy as np
-    >>> import theano_dag.tensor as tt
-    >>> x = tt.dvector("x")
-    >>> jacobian(x ** 2, x).eval({x: np.array([1.0, 2.0])})
-    array([[2., 0.],
-           [0., 4.]])
-    """
-    if not isinstance(expression, Variable):
-        raise TypeError(f"jacobian: expression must be a symbolic Variable, got {expression!r}")
-    ndim = getattr(expression.type, "ndim", None)
-    if ndim is None or ndim > 1:
-        raise ValueError(f"jacobian: expression must be a scalar or a vector, but {expression} "
-                         f"has type {expression.type} (flatten it first)")
-    using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
-    wrt = _as_list(wrt)
-    kw = dict(consider_constant=consider_constant, disconnected_inputs=disconnected_inputs)
-    if ndim == 0:
-        return _format_as(using_list, using_tuple, grad(expression, wrt, **kw))
-    tt = _tt()
-    idx = tt.lscalar("jacobian_row")
-    rows = grad(expression[idx], wrt, **kw)
-    jacobs = map_over_index(idx, expression.shape[0], rows, row_shape_of=wrt)
-    return _format_as(using_list, using_tuple, jacobs)
-
-
-def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
-    """Return the Hessian of the scalar ``cost`` with respect to each vector in ``wrt``.
-
-    >>> import numpy as np
-    >>> import theano_dag.tensor as tt
-    >>> x = tt.dvector("x")
-    >>> hessian((x ** 3).sum(), x).eval({x: np.array([1.0, 2.0])})
-    array([[ 6.,  0.],
-           [ 0., 12.]])
-    """
-    if not isinstance(cost, Variable) or getattr(cost.type, "ndim", None) != 0:
-        raise TypeError(f"hessian: cost must be a scalar (0-d) Variable, got {cost!r}")
-    using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
-    wrt = _as_list(wrt)
-    hessians = []
-    for w in wrt:
-        if not isinstance(w, Variable) or getattr(w.type, "ndim", None) != 1:
-            raise ValueError(f"hessian: each wrt must be a vector (1-d) Variable, got {w!r} "
-                             f"of type {getattr(w, 'type', type(w))}")
-        g = grad(cost, w, consider_constant=consider_constant,
-                 disconnected_inputs=disconnected_inputs)
-        # The gradient may be disconnected from w even when the cost is not (linear cost).
-        hessians.append(jacobian(g, w, consider_constant=consider_constant,
-                                 disconnected_inputs="ignore"))
-    return _format_as(using_list, using_tuple, hessians)
-
-
-def __getattr__(name):
-    # The checkers compile functions; load them on first use (they import this module).
-    if name in ("numeric_grad", "verify_grad", "GradientError", "mode_not_slow"):
-        from theano_dag import gradient_check
-
-        return getattr(gradient_check, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# The checkers and the row loop import this module lazily, so importing them here is safe.
+from theano_dag.gradient_check import (  # noqa: E402
+    GradientError,
+    mode_not_slow,
+    numeric_grad,
+    verify_grad,
+)
+from theano_dag.gradient_loop import MapOverIndex, hessian, jacobian, map_over_index  # noqa: E402

@@ -32,21 +32,24 @@ class numeric_grad:  # noqa: N801 (Theano's name)
         dtypes = [str(p.dtype) for p in apt]
         for k, dt in enumerate(dtypes):
             if dt not in self.type_eps:
-                raise TypeError(f"numeric_grad: argument {k} has dtype {dt}; expected one of "
-                                f"{tuple(self.type_eps)}")
+                raise TypeError(
+                    f"numeric_grad: argument {k} has dtype {dt}; expected one of "
+                    f"{tuple(self.type_eps)}"
+                )
         # Work in the most precise dtype present (smallest step), step as the least precise.
         working = min(dtypes, key=lambda dt: self.type_eps[dt])
         if eps is None:
             eps = max(self.type_eps[dt] for dt in dtypes)
         sizes = [p.size for p in apt]
         x = np.concatenate([p.ravel().astype(working) for p in apt]) if apt else np.zeros(0)
-        gx = np.zeros(x.size, dtype=out_type if out_type and out_type.startswith("complex")
-                      else working)
+        gx = np.zeros(
+            x.size, dtype=out_type if out_type and out_type.startswith("complex") else working
+        )
 
         def unpack(flat):
             out, pos = [], 0
             for p, s in zip(apt, sizes):
-                out.append(flat[pos:pos + s].reshape(p.shape).astype(p.dtype))
+                out.append(flat[pos : pos + s].reshape(p.shape).astype(p.dtype))
                 pos += s
             return out
 
@@ -57,7 +60,7 @@ class numeric_grad:  # noqa: N801 (Theano's name)
             gx[i] = (f(*unpack(step)) - f_x) / eps
         gf, pos = [], 0
         for p, s in zip(apt, sizes):
-            gf.append(gx[pos:pos + s].reshape(p.shape))
+            gf.append(gx[pos : pos + s].reshape(p.shape))
             pos += s
         self.gf = gf[0] if packed else gf
 
@@ -76,8 +79,10 @@ class numeric_grad:  # noqa: N801 (Theano's name)
         errs = []
         for i, (a, b) in enumerate(zip(g_pt, gf)):
             if np.shape(a) != np.shape(b):
-                raise ValueError(f"gradient {i} has shape {np.shape(a)}, the numeric gradient "
-                                 f"has shape {np.shape(b)}")
+                raise ValueError(
+                    f"gradient {i} has shape {np.shape(a)}, the numeric gradient "
+                    f"has shape {np.shape(b)}"
+                )
             errs.append(self.abs_rel_err(a, b))
         return errs
 
@@ -133,8 +138,19 @@ def mode_not_slow(mode):
 _TYPE_TOL = {"float16": 5e-2, "float32": 1e-2, "float64": 1e-4}
 
 
-def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=None,
-                rel_tol=None, mode=None, cast_to_output_type=False, no_debug_ref=True):
+def verify_grad(
+    fun,
+    pt,
+    n_tests=2,
+    rng=None,
+    eps=None,
+    out_type=None,
+    abs_tol=None,
+    rel_tol=None,
+    mode=None,
+    cast_to_output_type=False,
+    no_debug_ref=True,
+):
     """Check ``grad`` of ``fun`` at ``pt`` against finite differences; raise on mismatch.
 
     ``fun`` takes one symbolic tensor per array of ``pt`` and returns one variable.
@@ -157,8 +173,10 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
     pt = [np.array(p) for p in pt]
     for i, p in enumerate(pt):
         if str(p.dtype) not in _TYPE_TOL:
-            raise TypeError(f"verify_grad can work only with floating point inputs, but input "
-                            f"{i} has dtype {p.dtype}")
+            raise TypeError(
+                f"verify_grad can work only with floating point inputs, but input "
+                f"{i} has dtype {p.dtype}"
+            )
     if abs_tol is None:
         abs_tol = max(_TYPE_TOL[str(p.dtype)] for p in pt)
     if rel_tol is None:
@@ -172,8 +190,14 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
         return rng.rand(*shape)
 
     def compile_(inputs, outputs, m):
-        return function(inputs, outputs, mode=m, allow_input_downcast=True,
-                        on_unused_input="ignore", accept_inplace=True)
+        return function(
+            inputs,
+            outputs,
+            mode=m,
+            allow_input_downcast=True,
+            on_unused_input="ignore",
+            accept_inplace=True,
+        )
 
     tensor_pt = [
         tt.TensorType(str(p.dtype), broadcastable=tuple(s == 1 for s in p.shape))(f"input {i}")
@@ -181,8 +205,10 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
     ]
     o_output = fun(*tensor_pt)
     if isinstance(o_output, (list, tuple)):
-        raise NotImplementedError("verify_grad can't check a function with several outputs; "
-                                  "check each output separately")
+        raise NotImplementedError(
+            "verify_grad can't check a function with several outputs; "
+            "check each output separately"
+        )
     o_output = tt.as_tensor_variable(o_output)
     o_fn_out = np.asarray(compile_(tensor_pt, o_output, mode)(*[p.copy() for p in pt]))
 
@@ -193,8 +219,9 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
             return plain.astype("float32")
         return plain
 
-    t_r = tt.TensorType(str(random_projection().dtype),
-                        broadcastable=tuple(s == 1 for s in o_fn_out.shape))("random_projection")
+    t_r = tt.TensorType(
+        str(random_projection().dtype), broadcastable=tuple(s == 1 for s in o_fn_out.shape)
+    )("random_projection")
     cost = tt.sum(t_r * o_output)
     cost_mode = mode_not_slow(mode) if no_debug_ref else mode
     cost_fn = compile_([*tensor_pt, t_r], cost, cost_mode)
@@ -203,12 +230,21 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
 
     for _ in range(n_tests):
         r = random_projection()
-        num_grad = numeric_grad(lambda *xs, r=r: cost_fn(*xs, r), [p.copy() for p in pt],
-                                eps, out_type)
+        num_grad = numeric_grad(
+            lambda *xs, r=r: cost_fn(*xs, r), [p.copy() for p in pt], eps, out_type
+        )
         analytic = [np.asarray(g) for g in grad_fn(*[p.copy() for p in pt], r)]
         max_arg, max_pos, max_abs, max_rel = num_grad.max_err(analytic, abs_tol, rel_tol)
         if max_abs > abs_tol and max_rel > rel_tol:
             gf = num_grad.gf
-            raise GradientError(max_arg, max_pos, analytic[max_arg].shape,
-                                analytic[max_arg].ravel()[max_pos], gf[max_arg].ravel()[max_pos],
-                                max_abs, max_rel, abs_tol, rel_tol)
+            raise GradientError(
+                max_arg,
+                max_pos,
+                analytic[max_arg].shape,
+                analytic[max_arg].ravel()[max_pos],
+                gf[max_arg].ravel()[max_pos],
+                max_abs,
+                max_rel,
+                abs_tol,
+                rel_tol,
+            )

@@ -50,9 +50,9 @@ class NullType(Type):
     """The type of a gradient that cannot be computed; ``why_null`` says why.
 
     >>> from theano_dag.graph.type import Generic
-    >>> g = grad_undefined("Floor", 0, Generic()("x"), "it is piecewise constant")
+    >>> g = grad_undefined("Floor", 0, Generic()("x"), "it jumps")
     >>> is_null(g), g.type.why_null
-    (True, 'Floor.grad: gradient with respect to input 0 (x) is undefined: it is piecewise constant')
+    (True, 'Floor.grad: gradient with respect to input 0 (x) is undefined: it jumps')
     """
 
     __props__ = ("why_null",)

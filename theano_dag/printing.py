@@ -218,10 +218,19 @@ def register_pprint(op_type, printer):
     _PRINTERS[op_type] = printer
 
 
+def _is_elementwise(op) -> bool:
+    try:
+        from theano_dag.tensor.elemwise import Elemwise
+    except ImportError:  # the graph core prints without the tensor library
+        Elemwise = ()
+    # Reductions also carry a scalar_op (Sum has add): only Elemwise is infix.
+    return isinstance(op, Elemwise)
+
+
 def _op_key(op) -> str:
     """The scalar op's name for elementwise ops (``add``, ``exp``...), else ''."""
     scalar = getattr(op, "scalar_op", None)
-    if scalar is not None:
+    if scalar is not None and _is_elementwise(op):
         return getattr(scalar, "name", None) or type(scalar).__name__.lower()
     return ""
 
@@ -439,9 +448,10 @@ def pydot_source(obj, print_type=False, max_label_size=70, graph_name="G") -> st
 to_dot = pydot_source
 
 
-def pydotprint(fct, outfile=None, format="png", print_type=False, max_label_size=70):
+def pydotprint(fct, outfile=None, format=None, print_type=False, max_label_size=70):
     """Render the graph of ``fct`` to an image file with the ``graphviz`` package; return
-    the file's path (default: ``<compiledir>/theano_dag.pydotprint.<format>``)."""
+    the file's path. ``format`` defaults to ``outfile``'s extension, else png; ``outfile``
+    to ``<compiledir>/theano_dag.pydotprint.<format>``."""
     try:
         import graphviz
     except ImportError:
@@ -452,16 +462,16 @@ def pydotprint(fct, outfile=None, format="png", print_type=False, max_label_size
     from theano_dag.config import config
 
     source = pydot_source(fct, print_type=print_type, max_label_size=max_label_size)
+    ext = os.path.splitext(outfile)[1].lstrip(".") if outfile else ""
+    format = format or ext or "png"
     if outfile is None:
         outfile = os.path.join(config.compiledir, f"theano_dag.pydotprint.{format}")
-    base, ext = os.path.splitext(outfile)
-    if ext.lstrip(".") != format:
-        base = outfile
+    # graphviz appends ".<format>" itself.
+    base = outfile[: -len(format) - 1] if outfile.endswith(f".{format}") else outfile
     os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
     try:
-        rendered = graphviz.Source(source).render(filename=base, format=format, cleanup=True)
+        return graphviz.Source(source).render(filename=base, format=format, cleanup=True)
     except graphviz.ExecutableNotFound as e:
         raise RuntimeError(
             f"pydotprint: Graphviz's `dot` program is not installed or not on PATH ({e})"
         ) from e
-    return rendered

@@ -314,3 +314,53 @@ def test_shared_generic_value():
     assert s.get_value() == {"a": 1}
     s.get_value(borrow=True)["a"] = 3
     assert s.get_value() == {"a": 3}
+
+
+class InplaceRewrite:
+    """An optimizer that tries to replace ``neg(x)`` by ``x += x * x``, done in place."""
+
+    def __init__(self):
+        self.refused = None
+
+    def optimize(self, fgraph):
+        from theano_dag.graph.destroyhandler import DestroyHandler
+
+        fgraph.attach_feature(DestroyHandler())
+        node = next(n for n in fgraph.toposort() if n.op is neg)
+        x = node.inputs[0]
+        try:
+            fgraph.replace_validate(node.outputs[0], add_inplace(x, mul(x, x)), reason="inplace")
+        except InconsistencyError as e:
+            self.refused = str(e)
+
+
+def test_rewrite_cannot_destroy_an_immutable_input():
+    x = vec("x")
+    opt = InplaceRewrite()
+    f = function([x], exp(neg(x)), mode=Mode(linker="py", optimizer=opt))
+    assert opt.refused.startswith("Trying to destroy a protected Variable: x")
+    assert [str(n.op) for n in f.maker.fgraph.toposort()] == ["negative", "exp"]
+    a = np.array([1.0])
+    f(a)
+    assert a.tolist() == [1.0]
+
+
+def test_rewrite_may_destroy_a_mutable_input():
+    x = vec("x")
+    opt = InplaceRewrite()
+    f = function([In(x, mutable=True)], exp(neg(x)), mode=Mode(linker="py", optimizer=opt))
+    assert opt.refused is None
+    a = np.array([1.0])
+    np.testing.assert_allclose(f(a), np.exp([2.0]))
+    assert a.tolist() == [2.0]
+
+
+def test_dict_outputs_and_output_subset():
+    x = vec("x")
+    f = function([x], {"b": neg(x), "a": exp(x)}, mode=PY)
+    res = f([0.0])
+    assert sorted(res) == ["a", "b"] and res["a"].tolist() == [1.0]
+    assert res["b"].tolist() == [-0.0]
+    assert f.copy()([0.0])["a"].tolist() == [1.0]
+    g = function([x], [neg(x), exp(x)], mode=PY)
+    assert [r.tolist() for r in g([0.0], output_subset=[1])] == [[1.0]]

@@ -89,13 +89,17 @@ def test_unknown_linker(registries):
 
 
 def test_register_linker(registries):
-    register_linker("py_nogc", lambda: PerformLinker(allow_gc=False))
-    assert get_linker("py_nogc").allow_gc is False
-    with pytest.raises(ValueError, match="Linker name already taken: 'py_nogc'"):
-        register_linker("py_nogc", PerformLinker)
-    register_linker("py_nogc", PerformLinker(allow_gc=True), override=True)
-    lk = get_linker("py_nogc")
-    assert lk.allow_gc is True and lk is not mode_mod.predefined_linkers["py_nogc"]
+    register_linker("test_nogc", lambda: PerformLinker(allow_gc=False))
+    assert get_linker("test_nogc").allow_gc is False
+    with pytest.raises(ValueError, match="Linker name already taken: 'test_nogc'"):
+        register_linker("test_nogc", PerformLinker)
+    register_linker("test_nogc", PerformLinker(allow_gc=True), override=True)
+    lk = get_linker("test_nogc")
+    assert lk.allow_gc is True and lk is not mode_mod.predefined_linkers["test_nogc"]
+
+
+def test_py_nogc_is_predefined():
+    assert get_linker("py_nogc").allow_gc is False and get_linker("py").allow_gc is config.allow_gc
 
 
 def test_cpu_linker_falls_back_to_reference(registries):

@@ -1075,7 +1075,13 @@ class TestDeepChain:
         equiv = clone_get_equiv([x], [out])
         assert len(equiv) == 2 * DEPTH + 1
         assert equal_computations([equiv[out]], [out], in_xs=[equiv[x]], in_ys=[x])
+
+    def test_is_same_graph_deep(self):
+        x, out = chain(5000)
         assert is_same_graph(out, clone_replace(out))
+        assert not equal_computations([clone([x], [out])[1][0]], [out])  # the cloned x differs
+        y = MyVariable("y")
+        assert is_same_graph(out, chain(5000, start=y)[1], givens={x: y})
 
     def test_queries(self, deep):
         x, out = deep

@@ -17,6 +17,9 @@ from theano_dag.graph.fg import (
 )
 from theano_dag.graph.toolbox import Feature, NodeFinder
 
+# check_integrity runs after every mutation of every FunctionGraph in this module.
+pytestmark = pytest.mark.usefixtures("checked_fgraph")
+
 
 def xyz():
     return MyVar("x"), MyVar("y"), MyVar("z")
@@ -46,6 +49,17 @@ class Recorder(Feature):
 
 # ---------------------------------------------------------------------------
 # Construction
+
+
+def test_integrity_is_checked_after_every_mutation(checked_fgraph):
+    fg, (x, y, z, a, b, e) = build_abc()
+    n = checked_fgraph["n"]
+    assert n >= 1  # construction (its inner add_input/attach_feature calls count too)
+    fg.replace(a, op4(x))
+    assert checked_fgraph["n"] == n + 1
+    with pytest.raises(InconsistencyError):
+        fg.replace(z, e)
+    assert checked_fgraph["n"] == n + 2
 
 
 def test_construction_without_clone_tracks_everything():
@@ -114,7 +128,7 @@ def test_input_with_owner_is_refused():
 
 def test_non_variable_inputs_and_outputs():
     x, _, _ = xyz()
-    with pytest.raises(TypeError, match=r"Input 1 of the FunctionGraph must be a Variable, got int"):
+    with pytest.raises(TypeError, match=r"Input 1 of the FunctionGraph must be a Variable, got"):
         FunctionGraph([x, 3], [op1(x)])
     with pytest.raises(TypeError, match="outputs of a FunctionGraph must be a list"):
         FunctionGraph([x], op1(x))
@@ -229,8 +243,10 @@ def test_replace_type_mismatch_names_both_types():
     other = MyVar("w", thingy="other")
     fg.add_input(other)
     before = snapshot(fg)
-    with pytest.raises(TypeError, match=r"replace a of type MyType\{thingy='t'\} by w of type "
-                                        r"MyType\{thingy='other'\}"):
+    with pytest.raises(
+        TypeError,
+        match=r"replace a of type MyType\{thingy='t'\} by w of type " r"MyType\{thingy='other'\}",
+    ):
         fg.replace(a, other)
     assert snapshot(fg) == before
     assert_valid(fg)
@@ -260,8 +276,10 @@ def test_replace_that_would_create_a_cycle_is_refused():
     fg, (x, y, z, a, b, e) = build_abc()
     before = snapshot(fg)
     # b is computed from a, so a cannot be replaced by something that needs b.
-    with pytest.raises(InconsistencyError, match=r"Replacing a by op4\.0 would create a cycle: "
-                                                 r"op4\.0 depends on .*which uses a"):
+    with pytest.raises(
+        InconsistencyError,
+        match=r"Replacing a by op4\.0 would create a cycle: " r"op4\.0 depends on .*which uses a",
+    ):
         fg.replace(a, op4(b))
     assert snapshot(fg) == before
     assert_valid(fg)
@@ -305,6 +323,19 @@ def test_replace_all_and_multi_output_nodes():
     fg.replace_all([(m1, op4(y)), (x, y)])
     assert_valid(fg)
     assert m0.owner not in fg.apply_nodes and m0 not in fg.variables
+    with pytest.raises(ValueError, match="Cannot replace op_multi.0: it does not belong"):
+        fg.replace_all([(y, x), (m0, x)])
+    assert fg.inputs[1] in fg.variables and fg.clients[y]  # nothing was replaced
+
+
+def test_replace_all_skips_outputs_of_a_node_pruned_by_an_earlier_pair():
+    x, y, _ = xyz()
+    m0, m1 = op_multi(x, y)
+    fg = FunctionGraph([x, y], [op1(m0)], clone=False)
+    # m1 is unused: replacing m0 prunes the node and m1 with it.
+    fg.replace_all([(m0, op2(x)), (m1, op3(x))])
+    assert_valid(fg)
+    assert repr(fg) == "FunctionGraph(op1(op2(x)))"
 
 
 def test_change_input_directly():
@@ -331,7 +362,7 @@ def test_cycle_check_matches_brute_force_on_random_graphs():
         rng = random.Random(seed)
         ins = [MyVar(f"i{k}") for k in range(3)]
         pool = list(ins)
-        for k in range(25):
+        for _ in range(25):
             op = [op1, op2, op3, op4][rng.randrange(4)]
             pool.append(op(*rng.sample(pool, rng.choice([1, 2]))))
         fg = FunctionGraph(ins, pool[-3:], clone=False)
@@ -648,6 +679,12 @@ def test_import_node_and_import_var():
     fg.import_var(extra, reason="manual")
     assert extra in fg.variables and extra.owner in fg.apply_nodes
     assert extra.owner.tag.imported_by == ["manual"]
+    # Imported but not yet used by anything the outputs need: not a valid graph yet.
+    with pytest.raises(IntegrityError, match="nodes are inappropriately cached"):
+        fg.check_integrity()
+    fg.change_input(e.owner, 0, extra)
+    assert_valid(fg)
+    assert extra.owner.tag.imported_by == ["manual"]  # not imported a second time
     with pytest.raises(TypeError, match="expects an Apply"):
         fg.import_node(extra)
     w = MyVar("w")

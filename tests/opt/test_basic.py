@@ -426,6 +426,7 @@ def test_patternsub_skip_identities(xyz):
         ((div, [1, 2]), "x", TypeError, "must start with an Op"),
         ((div, "x", object()), "x", TypeError, "is not a tuple, dict, string"),
         ((div, "x", "y"), {"pattern": "x"}, TypeError, "output pattern cannot contain a dict"),
+        ((lambda a: a, "x"), "x", TypeError, "must start with an Op instance, got <function"),
     ],
 )
 def test_patternsub_bad_patterns(in_pattern, out_pattern, error, match):
@@ -470,8 +471,8 @@ def test_merge_cascades_and_keeps_different_ops(xyz):
 def test_merge_wide(xyz):
     x, y, z = xyz
     n = 500
-    outs = [add(ToyScale(i)(x), y) for i in range(n)] * 1 + [add(ToyScale(i)(x), y)
-                                                             for i in range(n)]
+    outs = [add(ToyScale(i)(x), y) for i in range(n)]
+    outs += [add(ToyScale(i)(x), y) for i in range(n)]
     fg = FunctionGraph([x, y], outs)
     merge_optimizer.optimize(fg)
     assert len(fg.apply_nodes) == 2 * n
@@ -480,26 +481,28 @@ def test_merge_wide(xyz):
 
 def test_merge_is_linear():
     # Two copies of a chain of n nodes collapse node by node: the merges cascade
-    # through the feature's index, with no rescan of the graph per merge.
+    # through the feature's index, with no rescan of the graph per merge. (Each level
+    # reads its own input: removing a client from a variable with thousands of clients
+    # is the FunctionGraph's cost, not merge's.)
     def build(n):
-        x, y = double("x"), double("y")
+        x = double("x")
+        ys = [double(f"y{i}") for i in range(n)]
         a, b = x, x
         for i in range(n):
-            a = add(mul(a, y), const(float(i % 7)))
-            b = add(mul(b, y), const(float(i % 7)))
-        return FunctionGraph([x, y], [a, b], clone=False)
+            a = ToyScale(i)(mul(a, ys[i]))
+            b = ToyScale(i)(mul(b, ys[i]))
+        return FunctionGraph([x, *ys], [a, b], clone=False)
 
     times = {}
-    for n in (1000, 8000):
+    for n in (500, 4000):
         fg = build(n)
         t0 = time.perf_counter()
         merge_optimizer.optimize(fg)
         times[n] = time.perf_counter() - t0
         assert fg.outputs[0] is fg.outputs[1]
         assert len(fg.apply_nodes) == 2 * n
-        assert len([v for v in fg.variables if isinstance(v, Constant)]) == 7
     # 8x the nodes: linear is ~8x the time; quadratic would be ~64x.
-    assert times[8000] < 25 * times[1000] + 0.05, times
+    assert times[4000] < 25 * times[500] + 0.05, times
 
 
 # ---------------------------------------------------------------------------
@@ -534,8 +537,9 @@ def test_equilibrium_with_global_and_cleanup(xyz):
     x, y, z = xyz
     rule = PatternSub((div, (mul, "x", "y"), "x"), "y")
     fg = FunctionGraph([x, y, z], [div(mul(add(y, z), x), add(y, z))])
-    EquilibriumOptimizer([rule], max_use_ratio=4, cleanup_optimizers=[MergeOptimizer()]
-                         ).optimize(fg)
+    EquilibriumOptimizer([rule], max_use_ratio=4, cleanup_optimizers=[MergeOptimizer()]).optimize(
+        fg
+    )
     assert fg.outputs[0] is fg.inputs[0]
     fg = FunctionGraph([x, y, z], [div(mul(add(y, z), x), add(y, z))])
     EquilibriumOptimizer([rule, MergeOptimizer()], max_use_ratio=4).optimize(fg)
@@ -579,8 +583,9 @@ def test_equilibrium_loop_guard_reports_rule(xyz):
             prof = eq.optimize(fg)
     assert "commute" in prof.looped
     fg.check_integrity()
-    assert fgraph_eval(fg, [1.0, 2.0]) == fgraph_eval(FunctionGraph([x, y], [exp(add(x, y))]),
-                                                       [1.0, 2.0])
+    assert fgraph_eval(fg, [1.0, 2.0]) == fgraph_eval(
+        FunctionGraph([x, y], [exp(add(x, y))]), [1.0, 2.0]
+    )
     with config.change_flags(on_opt_error="raise"):
         with pytest.raises(MaxUseRatioExceeded, match="'commute'.*probably loops"):
             eq.optimize(FunctionGraph([x, y], [exp(add(x, y))]))
@@ -707,8 +712,10 @@ def test_failure_callback_is_used(xyz):
         raise KeyError("k")
 
     fg = FunctionGraph([x], [neg(x)])
-    TopoOptimizer(broken, failure_callback=lambda exc, nav, pairs, lopt, node: got.append(
-        (type(exc), lopt, node.op))).optimize(fg)
+    TopoOptimizer(
+        broken,
+        failure_callback=lambda exc, nav, pairs, lopt, node: got.append((type(exc), lopt, node.op)),
+    ).optimize(fg)
     assert got == [(KeyError, broken, neg)]
 
 
@@ -742,3 +749,39 @@ def test_seq_optimizer_profile_and_checks(xyz):
     text = out.getvalue()
     assert "SeqOptimizer my_seq" in text and "3/2 nodes" in text
     assert "merged 1 nodes" in text
+
+
+def test_equilibrium_global_failure_rolled_back(xyz):
+    x, y, z = xyz
+    rule = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
+    fg = FunctionGraph([x, y], [exp(neg(neg(mul(x, y))))])
+    with config.change_flags(on_opt_error="warn"):
+        with pytest.warns(OptimizationWarning, match="half_done_then_fail failed"):
+            EquilibriumOptimizer([rule, half_done_then_fail], max_use_ratio=4).optimize(fg)
+    X, Y = fg.inputs
+    assert same(fg, exp(mul(X, Y)))  # the rule applied; the global's change was undone
+
+
+def test_remove_key_refuses_replacement_that_keeps_node(xyz):
+    x, y, z = xyz
+
+    @local_optimizer([type(exp)])
+    def exp_of_neg(fgraph, node):
+        # exp(neg(x)) -> exp(x), claiming it removes the neg node; neg(x) has another
+        # client, so the neg node stays and the rewrite must be undone.
+        inner = node.inputs[0].owner
+        if inner is not None and inner.op == neg:
+            return {node.outputs[0]: exp(inner.inputs[0]), "remove": [inner]}
+        return False
+
+    fg = FunctionGraph([x], [exp(neg(x)), log(neg(x))])
+    merge_optimizer.optimize(fg)
+    with config.change_flags(on_opt_error="warn"), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        TopoOptimizer(exp_of_neg).optimize(fg)
+    assert any("ReplacementDidNotRemoveError" in str(m.message) for m in w)
+    (X,) = fg.inputs
+    assert same(fg, exp(neg(X)))
+    fg = FunctionGraph([x], [exp(neg(x))])
+    TopoOptimizer(exp_of_neg).optimize(fg)
+    assert same(fg, exp(fg.inputs[0]))

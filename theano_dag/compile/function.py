@@ -208,6 +208,7 @@ def pfunc(
     allow_input_downcast=None,
     profile=None,
     on_unused_input=None,
+    output_keys=None,
 ):
     """``function`` with the parameters checked and the graph rebuilt (Theano's ``pfunc``)."""
     if not isinstance(params, (list, tuple)):
@@ -276,6 +277,7 @@ def pfunc(
         profile=profile,
         on_unused_input=on_unused_input,
         name=name,
+        output_keys=output_keys,
     )
     return maker.create()
 
@@ -298,7 +300,8 @@ def function(
 
     ``inputs``: a list of Variables or ``In``. ``outputs``: a Variable or
     ``Out`` (the call returns one value), a list of them (it returns a list),
-    or None. ``updates``: ``(shared_variable, expression)`` pairs applied after
+    a dict of them (it returns a dict with the same keys), or None.
+    ``updates``: ``(shared_variable, expression)`` pairs applied after
     all outputs are computed, all at once. ``givens``: ``(variable,
     replacement)`` pairs substituted in the graph. ``mode``: a Mode or a mode
     name. ``allow_input_downcast``: accept values that lose precision when
@@ -318,11 +321,11 @@ def function(
             "function's first argument must be a list of input variables, got a single "
             f"{type(inputs).__name__}: {inputs}; write function([x], ...)"
         )
+    output_keys = None
     if isinstance(outputs, dict):
-        raise TypeError(
-            "function outputs must be a Variable, an Out, or a list of them; "
-            "a dict is not supported"
-        )
+        # A dict of outputs: the call returns a dict with the same keys.
+        keys = sorted(outputs)
+        output_keys, outputs = keys, [outputs[k] for k in keys]
     return pfunc(
         params=inputs,
         outputs=outputs,
@@ -336,6 +339,7 @@ def function(
         allow_input_downcast=allow_input_downcast,
         profile=profile,
         on_unused_input=on_unused_input,
+        output_keys=output_keys,
     )
 
 

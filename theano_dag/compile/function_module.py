@@ -281,6 +281,7 @@ class Function:
             self._finder[spec.variable] = k
             if spec.name is not None and spec.name not in self._ambiguous:
                 self._finder.setdefault(spec.name, k)
+        self._prepare()
 
     # -- naming ---------------------------------------------------------------
 
@@ -307,7 +308,7 @@ class Function:
         if len(args) > n:
             raise TypeError(
                 f"{self._label} takes {n} input{'s' if n != 1 else ''} ({self._names_list()}) "
-                f"but {len(args)} were given"
+                f"but {len(args)} {'was' if len(args) == 1 else 'were'} given"
             )
         given = {self._explicit[p]: a for p, a in enumerate(args)}
         for key, value in kwargs.items():
@@ -345,18 +346,45 @@ class Function:
             msg = f"{self._label}: bad input {self._desc(k)}: {e}"
             raise _with_message(e, msg) from e
 
+    def _prepare(self):
+        """Precompute the per-call lists (storage cells never change once linked)."""
+        cells = [c.storage for c in self.input_storage]
+        self._explicit_cells = [cells[k] for k in self._explicit]
+        self._required_cells = [cells[k] for k in self._explicit if self.defaults[k][0]]
+        self._update_cells = [
+            (cells[k], self._n_returned + j) for j, (k, _spec) in enumerate(self._updates)
+        ]
+        self._out_cells = [c.storage for c in self.output_storage]
+        # With allow_gc the engine's output cells are emptied after a call, so the
+        # function holds no reference to what it returned.
+        self._gc_out_cells = (
+            [
+                c.storage
+                for c, var in zip(self.output_storage, self.maker.fgraph.outputs)
+                if var.owner is not None
+            ]
+            if getattr(self.fn, "allow_gc", False)
+            else []
+        )
+
     def __call__(self, *args, **kwargs):
         t0 = time.perf_counter()
-        output_subset = kwargs.pop("output_subset", None)
+        output_subset = kwargs.pop("output_subset", None) if kwargs else None
         if self.trust_input:
-            for k, a in zip(self._explicit, args):
-                self.input_storage[k].storage[0] = a
+            for cell, a in zip(self._explicit_cells, args):
+                cell[0] = a
+        elif not kwargs and len(args) == len(self._explicit):
+            # Every input given by position: the common case, kept short.
+            values = [self._filter(k, v) for k, v in zip(self._explicit, args)]
+            for cell, v in zip(self._explicit_cells, values):
+                cell[0] = v
+            if self._mutable:
+                self._unalias_inputs()
         else:
             given = self._collect(args, kwargs)
             # Filter everything before touching storage: a bad value leaves no trace.
             values = {k: self._filter(k, v) for k, v in given.items()}
-            for k in self._explicit:
-                cell = self.input_storage[k].storage
+            for k, cell in zip(self._explicit, self._explicit_cells):
                 if k in values:
                     cell[0] = values[k]
                 elif self.defaults[k][1]:
@@ -370,31 +398,30 @@ class Function:
         except Exception:
             self._clear_required()
             raise
-        outputs = [c.storage[0] for c in self.output_storage]
+        outputs = [cell[0] for cell in self._out_cells]
         self._clear_required()
-        if getattr(self.fn, "allow_gc", False):
-            for c, var in zip(self.output_storage, self.maker.fgraph.outputs):
-                if var.owner is not None:
-                    c.storage[0] = None
+        for cell in self._gc_out_cells:
+            cell[0] = None
         # All updates at once, after every output is computed (so (a, b), (b, a) swaps).
-        for j, (k, _spec) in enumerate(self._updates):
-            self.input_storage[k].storage[0] = outputs[self._n_returned + j]
-        outputs = outputs[: self._n_returned]
-        dt = time.perf_counter() - t0
-        self.maker.mode.call_time += dt
+        for cell, j in self._update_cells:
+            cell[0] = outputs[j]
+        self.maker.mode.call_time += time.perf_counter() - t0
         if self.maker.return_none:
             return None
         if output_subset is not None:
             return [outputs[i] for i in output_subset]
         if self.maker.unpack_single:
             return outputs[0]
+        if len(outputs) > self._n_returned:
+            del outputs[self._n_returned :]
+        if self.maker.output_keys is not None:
+            return dict(zip(self.maker.output_keys, outputs))
         return outputs
 
     def _clear_required(self):
         # Drop references to caller-provided values; they are not reused.
-        for k in self._explicit:
-            if self.defaults[k][0]:
-                self.input_storage[k].storage[0] = None
+        for cell in self._required_cells:
+            cell[0] = None
 
     def _unalias_inputs(self):
         """Copy input values that share memory with an earlier one, when any input is mutable
@@ -435,6 +462,7 @@ class Function:
         required, refeed, _ = self.defaults[k]
         if refeed or required:
             self.defaults[k] = (False, True, filtered)
+            self._prepare()
 
     def __contains__(self, item):
         try:
@@ -538,6 +566,7 @@ class Function:
             fgraph=fg_cpy,
             name=name or (f"{self.name} copy" if self.name else None),
             profile=maker.profile,
+            output_keys=maker.output_keys,
         )
         new_maker.return_none = maker.return_none
         return new_maker.create(storage, storage_map=storage_map)
@@ -585,9 +614,11 @@ class FunctionMaker:
         on_unused_input=None,
         fgraph=None,
         name=None,
+        output_keys=None,
     ):
         self.mode = get_mode(mode)
         self.profile = profile
+        self.output_keys = output_keys
         self.unpack_single = False
         self.return_none = False
         if outputs is None:

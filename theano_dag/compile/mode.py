@@ -62,7 +62,11 @@ STANDARD_OPTIMIZER_NAMES = (
 # Linker names that fall back to another when nothing registered them.
 LINKER_FALLBACKS = {"cpu": "py"}
 
-predefined_linkers: dict = {"py": PerformLinker, "perform": PerformLinker}
+predefined_linkers: dict = {
+    "py": PerformLinker,
+    "perform": PerformLinker,
+    "py_nogc": lambda: PerformLinker(allow_gc=False),
+}
 predefined_optimizers: dict = {}
 predefined_modes: dict = {}
 _OPTDB: list = []
@@ -88,8 +92,8 @@ def register_linker(name: str, factory, override: bool = False):
     """Make ``Mode(linker=name)`` use ``factory`` (a Linker or a callable returning one).
 
     >>> from theano_dag.engines.basic import PerformLinker
-    >>> register_linker("py_nogc", lambda: PerformLinker(allow_gc=False))
-    >>> get_linker("py_nogc").allow_gc
+    >>> register_linker("my_py", lambda: PerformLinker(allow_gc=False), override=True)
+    >>> get_linker("my_py").allow_gc
     False
     """
     if name in predefined_linkers and not override:

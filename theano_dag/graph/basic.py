@@ -1,15 +1,15 @@
 """The graph: ``Variable --owner--> Apply(op, inputs, outputs)`` and the algorithms over it.
 
-Mirrors ``theano.graph.basic`` (theano-pymc 1.1.2). Every algorithm here is iterative,
-so a graph of any depth works without touching Python's recursion limit.
+Mirrors ``theano.graph.basic`` (theano-pymc 1.1.2). The node classes live here; the
+algorithms (walk, ancestors, clone, io_toposort, as_string, equal_computations, ...) are
+written in ``theano_dag.graph.algorithms`` and re-exported here, so that
+``from theano_dag.graph.basic import io_toposort`` works as in Theano. Every algorithm
+is iterative: a graph of any depth works without touching Python's recursion limit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
 from copy import copy
 
 from theano_dag.graph.utils import (
@@ -93,7 +93,7 @@ class Apply(Node):
     (True, 0, 1, 1)
     """
 
-    __slots__ = ("op", "inputs", "outputs", "tag", "__weakref__")
+    __slots__ = ("op", "inputs", "outputs", "_tag", "__weakref__")
 
     def __init__(self, op, inputs, outputs):
         if not isinstance(inputs, (list, tuple)):
@@ -101,7 +101,7 @@ class Apply(Node):
         if not isinstance(outputs, (list, tuple)):
             raise TypeError(f"The outputs of Apply({op}) must be a list or tuple, got {outputs!r}")
         self.op = op
-        self.tag = Scratchpad()
+        self._tag = None
         for i, x in enumerate(inputs):
             if not isinstance(x, Variable):
                 raise TypeError(
@@ -121,6 +121,20 @@ class Apply(Node):
                 raise ValueError(
                     f"Output {i} of Apply({op}) ({out}) already belongs to another Apply node"
                 )
+
+    @property
+    def tag(self):
+        """A Scratchpad where rewrites and users leave notes (made on first use)."""
+        # Most nodes never get a note: creating the scratchpad lazily halves the
+        # objects per node, which is what the garbage collector's cost scales with.
+        tag = self._tag
+        if tag is None:
+            tag = self._tag = Scratchpad()
+        return tag
+
+    @tag.setter
+    def tag(self, value):
+        self._tag = value
 
     def __getstate__(self):
         return _get_slotted_state(self)
@@ -182,7 +196,8 @@ class Apply(Node):
     def clone(self):
         """Return a copy of this node with the same inputs and new output Variables."""
         cp = self.__class__(self.op, self.inputs, [o.clone() for o in self.outputs])
-        cp.tag = copy(self.tag)
+        if self._tag is not None:
+            cp._tag = copy(self._tag)
         return cp
 
     def clone_with_new_inputs(self, inputs, strict=True):
@@ -208,7 +223,8 @@ class Apply(Node):
                     remake = True
         if remake:
             node = self.op.make_node(*new_inputs)
-            node.tag = copy(self.tag).__update__(node.tag)
+            if self._tag is not None:
+                node.tag = copy(self._tag).__update__(node.tag)
             return node
         node = self.clone()
         node.inputs = new_inputs
@@ -227,12 +243,12 @@ class Variable(Node):
     (True, 'x')
     """
 
-    __slots__ = ("type", "owner", "index", "name", "tag", "auto_name", "_fn_cache", "__weakref__")
+    __slots__ = ("type", "owner", "index", "name", "_tag", "auto_name", "_fn_cache", "__weakref__")
     __count__ = itertools.count()
     construction_observers: list = []
 
     def __init__(self, type, owner=None, index=None, name=None):
-        self.tag = ValidatingScratchpad("test_value", type.filter)
+        self._tag = None
         self.type = type
         if owner is not None and not isinstance(owner, Apply):
             raise TypeError(f"owner must be an Apply instance, got {owner!r}")
@@ -256,9 +272,21 @@ class Variable(Node):
     def __setstate__(self, state):
         _set_slotted_state(self, state)
 
+    @property
+    def tag(self):
+        """A Scratchpad for notes; ``tag.test_value`` is checked by the type's ``filter``."""
+        tag = self._tag
+        if tag is None:  # made on first use, as for Apply.tag
+            tag = self._tag = ValidatingScratchpad("test_value", self.type.filter)
+        return tag
+
+    @tag.setter
+    def tag(self, value):
+        self._tag = value
+
     def get_test_value(self):
         """Return ``tag.test_value``; raise TestValueError when there is none."""
-        if not hasattr(self.tag, "test_value"):
+        if self._tag is None or not hasattr(self._tag, "test_value"):
             raise TestValueError(f"{self} has no test value")
         return self.tag.test_value
 
@@ -278,7 +306,8 @@ class Variable(Node):
     def clone(self):
         """Return a new Variable like this one, with no owner (tag copied)."""
         cp = self.__class__(self.type, None, None, self.name)
-        cp.tag = copy(self.tag)
+        if self._tag is not None:
+            cp._tag = copy(self._tag)
         return cp
 
     def get_parents(self):
@@ -393,645 +422,38 @@ class Constant(Variable):
 
     def clone(self):
         cp = self.__class__(self.type, self.data, self.name)
-        cp.tag = copy(self.tag)
+        if self._tag is not None:
+            cp._tag = copy(self._tag)
         return cp
 
 
-# ---------------------------------------------------------------------------
-# Walking the graph
-
-
-def walk(
-    nodes: Iterable,
-    expand: Callable,
-    bfs: bool = True,
-    return_children: bool = False,
-    hash_fn: Callable[[object], Hashable] = id,
-):
-    """Yield each node reachable from ``nodes`` through ``expand`` once.
-
-    >>> list(walk([1], lambda n: [n + 1] if n < 4 else None))
-    [1, 2, 3, 4]
-    """
-    todo = deque(nodes)
-    seen = set()
-    pop = todo.popleft if bfs else todo.pop
-    while todo:
-        node = pop()
-        h = hash_fn(node)
-        if h in seen:
-            continue
-        seen.add(h)
-        new = expand(node)
-        if return_children:
-            # The caller may iterate the children; a one-shot iterator would then be empty here.
-            if new is not None and not isinstance(new, (list, tuple)):
-                new = list(new)
-            yield node, new
-        else:
-            yield node
-        if new:
-            todo.extend(new)
-
-
-def ancestors(graphs: Iterable[Variable], blockers=None):
-    """Yield the variables ``graphs`` depend on (themselves included), depth first."""
-    blockers = set(blockers) if blockers else ()
-
-    def expand(r):
-        if r.owner is not None and r not in blockers:
-            return reversed(r.owner.inputs)
-
-    yield from walk(graphs, expand, bfs=False)
-
-
-def graph_inputs(graphs: Iterable[Variable], blockers=None) -> list:
-    """Return the ownerless variables that ``graphs`` depend on, in depth-first order.
-
-    The search stops at ``blockers``; like Theano, a blocker that has an owner is
-    not itself returned.
-
-    >>> from theano_dag.graph.type import Generic
-    >>> from theano_dag.graph.op import Op
-    >>> class Join(Op):
-    ...     def make_node(self, *xs):
-    ...         return Apply(self, list(xs), [Variable(Generic())])
-    >>> a, b = Variable(Generic(), name="a"), Variable(Generic(), name="b")
-    >>> graph_inputs([Join()(a, Join()(b, a))])
-    [a, b]
-    """
-    return [r for r in ancestors(graphs, blockers) if r.owner is None]
-
-
-inputs = graph_inputs
-
-
-def vars_between(ins: Iterable[Variable], outs: Iterable[Variable]):
-    """Yield the variables on paths from ``ins`` to ``outs`` (with all outputs of each node)."""
-    ins = set(ins)
-
-    def expand(r):
-        if r.owner is not None and r not in ins:
-            return reversed(r.owner.inputs + r.owner.outputs)
-
-    yield from walk(outs, expand)
-
-
-def variables(i, o) -> list:
-    """List the variables between ``i`` and ``o`` (Theano 1.0 name of ``vars_between``)."""
-    return list(vars_between(i, o))
-
-
-def orphans_between(ins, outs) -> list:
-    """Return the ownerless variables needed by ``outs`` that are not in ``ins``."""
-    ins_set = set(ins)
-    return [r for r in vars_between(ins_set, outs) if r.owner is None and r not in ins_set]
-
-
-orphans = orphans_between
-
-
-def applys_between(ins, outs) -> list:
-    """Return the Apply nodes between ``ins`` and ``outs`` (each once)."""
-    ins = set(ins)
-    seen = {}
-    for r in vars_between(ins, outs):
-        if r not in ins and r.owner is not None:
-            seen.setdefault(r.owner, None)
-    return list(seen)
-
-
-def ops(i, o) -> set:
-    """Return the set of Apply nodes between ``i`` and ``o`` (Theano 1.0 name)."""
-    return set(applys_between(i, o))
-
-
-def variables_and_orphans(i, o):
-    """Return ``(variables, orphans)`` between ``i`` and ``o``."""
-    vs = variables(i, o)
-    i = set(i)
-    return vs, [r for r in vs if r.owner is None and r not in i]
-
-
-def stack_search(start, expand, mode="bfs", build_inv=False):
-    """Search from ``start`` with ``expand``; return the nodes (and the inverse map if asked).
-
-    >>> stack_search([1], lambda n: [n * 2] if n < 8 else None)
-    [1, 2, 4, 8]
-    """
-    if mode not in ("bfs", "dfs"):
-        raise ValueError(f"mode should be 'bfs' or 'dfs', got {mode!r}")
-    rval, inv = [], {}
-    for node, children in walk(start, expand, bfs=mode == "bfs", return_children=True):
-        rval.append(node)
-        if build_inv and children:
-            for c in children:
-                inv.setdefault(c, []).append(node)
-    return (rval, inv) if build_inv else rval
-
-
-# ---------------------------------------------------------------------------
-# Cloning
-
-
-def clone(inputs, outputs, copy_inputs=True, copy_orphans=None):
-    """Copy the graph between ``inputs`` and ``outputs``; return ``(new_inputs, new_outputs)``."""
-    if copy_orphans is None:
-        copy_orphans = copy_inputs
-    equiv = clone_get_equiv(inputs, outputs, copy_inputs, copy_orphans)
-    return [equiv[i] for i in inputs], [equiv[o] for o in outputs]
-
-
-def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=None):
-    """Copy the graph between ``inputs`` and ``outputs``; return the ``{old: new}`` map.
-
-    The map covers every Variable and Apply of the graph. Inputs (and orphans,
-    such as constants) are copied only when asked; otherwise they map to themselves.
-    """
-    if memo is None:
-        memo = {}
-    for inp in inputs:
-        if copy_inputs:
-            cpy = inp.clone()
-            cpy.owner = None
-            cpy.index = None
-            memo.setdefault(inp, cpy)
-        else:
-            memo.setdefault(inp, inp)
-    for node in io_toposort(inputs, outputs):
-        for inp in node.inputs:
-            if inp not in memo:
-                memo[inp] = inp.clone() if copy_orphans else inp
-        new_node = node.clone_with_new_inputs([memo[i] for i in node.inputs])
-        memo.setdefault(node, new_node)
-        for out, new_out in zip(node.outputs, new_node.outputs):
-            memo.setdefault(out, new_out)
-    # An output that no node computes (an ownerless output that is not an input).
-    for out in outputs:
-        if out not in memo:
-            memo[out] = out.clone()
-    return memo
-
-
-def clone_replace(output, replace=None, strict=True, share_inputs=True):
-    """Copy the graph of ``output`` with the variables of ``replace`` substituted.
-
-    ``replace`` is a dict or a list of ``(old, new)`` pairs. Every Apply between the
-    graph inputs and ``output`` is copied; each ``new`` is used as it is and its own
-    graph is not searched (so ``x -> 2 * x`` works). With ``share_inputs`` the graph
-    inputs and constants are reused, otherwise they are cloned too. With ``strict``
-    a replacement must have (or convert to) the type of what it replaces.
-
-    >>> from theano_dag.graph.type import Generic
-    >>> from theano_dag.graph.op import Op
-    >>> class F(Op):
-    ...     __props__ = ()
-    ...     def make_node(self, *xs):
-    ...         return Apply(self, list(xs), [Generic()()])
-    >>> x, y = Generic()("x"), Generic()("y")
-    >>> out = F()(F()(x))
-    >>> new = clone_replace(out, {x: y})
-    >>> new.owner.inputs[0].owner.inputs, out.owner.inputs[0].owner.inputs
-    ([y], [x])
-    """
-    if isinstance(replace, dict):
-        items = list(replace.items())
-    elif isinstance(replace, (list, tuple)):
-        items = list(replace)
-    elif replace is None:
-        items = []
-    else:
-        raise ValueError(
-            f"clone_replace: replace must be a dict, a list of (old, new) pairs or None, "
-            f"got {type(replace).__name__}: {replace!r}"
-        )
-    single = isinstance(output, Variable)
-    outs = [output] if single else list(output)
-    memo: dict = {}
-    for old, new in items:
-        if not isinstance(old, Variable):
-            raise TypeError(f"clone_replace: the key {old!r} to replace must be a Variable")
-        if not isinstance(new, Variable) or (strict and new.type != old.type):
-            new = old.type.filter_variable(new)
-        memo[old] = new
-    for node in io_toposort(list(memo), outs):
-        for i in node.inputs:
-            if i not in memo:  # an ownerless input of the graph (or a constant)
-                memo[i] = i if share_inputs else i.clone()
-        new_node = node.clone_with_new_inputs([memo[i] for i in node.inputs], strict=strict)
-        memo[node] = new_node
-        for o, n in zip(node.outputs, new_node.outputs):
-            # setdefault: an output that is itself replaced keeps its replacement.
-            memo.setdefault(o, n)
-    res = [memo[o] if o in memo else (o if share_inputs else o.clone()) for o in outs]
-    return res[0] if single else res
-
-
-# ---------------------------------------------------------------------------
-# Ordering
-
-
-def general_toposort(outputs, deps, compute_deps_cache=None, deps_cache=None, clients=None):
-    """Order everything ``outputs`` depend on through ``deps`` so dependencies come first.
-
-    ``deps(x)`` returns the direct dependencies of ``x``. Raises ValueError on a cycle.
-
-    >>> general_toposort(["c"], {"c": ["a", "b"], "b": ["a"], "a": []}.get)
-    ['a', 'b', 'c']
-    """
-    if compute_deps_cache is None:
-        if deps_cache is None:
-            deps_cache = {}
-
-        def compute_deps_cache(io):
-            d = deps_cache.get(io, _MISSING)
-            if d is _MISSING:
-                d = deps(io)
-                if isinstance(d, (set, frozenset)):
-                    raise TypeError(
-                        f"deps({io!r}) returned a {type(d).__name__}: its iteration order is "
-                        "not deterministic, so neither would the toposort be; return a list"
-                    )
-                if d and not isinstance(d, list):
-                    d = list(d)
-                # Duplicates need no care: a dependency listed twice is counted twice
-                # in ``pending`` and releases its client twice.
-                deps_cache[io] = d
-            return d
-
-    elif deps_cache is None:
-        raise ValueError("deps_cache must be given with compute_deps_cache")
-
-    # Depth-first discovery (as ``walk(..., bfs=False)``, inlined: this is a hot loop),
-    # then Kahn's algorithm: a node is ready once all its dependencies are placed.
-    _clients: dict = {}
-    pending: dict = {}
-    sources = deque()
-    seen: set = set()
-    stack = list(outputs)
-    n_found = 0
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        n_found += 1
-        children = compute_deps_cache(node)
-        if children:
-            if not isinstance(children, list):
-                children = list(children)
-            pending[node] = len(children)
-            for child in children:
-                _clients.setdefault(child, []).append(node)
-            stack.extend(children)
-        else:
-            sources.append(node)
-    if clients is not None:
-        clients.update(_clients)
-    order = []
-    while sources:
-        node = sources.popleft()
-        order.append(node)
-        for client in _clients.get(node, ()):
-            pending[client] -= 1
-            if pending[client] == 0:
-                sources.append(client)
-    if len(order) != n_found:
-        stuck = [str(n) for n, c in pending.items() if c > 0][:10]
-        raise ValueError(f"graph contains cycles (through {', '.join(stuck)})")
-    return order
-
-
-_MISSING = object()
-
-
-def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
-    """Return the Apply nodes between ``inputs`` and ``outputs`` in a topological order.
-
-    ``orderings`` maps an Apply to Applies that must run before it (what
-    DestroyHandler asks for), on top of the data dependencies.
-    """
-    if not orderings and clients is None:
-        # Fast path: an iterative post-order depth-first walk over Apply nodes. A node is
-        # "expanded" once its missing dependencies are pushed above it on the stack, so
-        # everything above an expanded, unfinished node is one of its ancestors: needing
-        # such a node again means a cycle.
-        computed = set(inputs)
-        order = []
-        expanded: set = set()
-        done: set = set()
-        todo = [
-            o.owner for o in reversed(list(outputs)) if o.owner is not None and o not in computed
-        ]
-        while todo:
-            cur = todo[-1]
-            if cur in expanded:
-                todo.pop()
-                if cur in done:
-                    continue  # already placed (it was on the stack twice)
-            else:
-                expanded.add(cur)
-                n_todo = len(todo)
-                for i in reversed(cur.inputs):
-                    if i not in computed:
-                        owner = i.owner
-                        if owner is not None:
-                            if owner in expanded:
-                                raise ValueError(f"graph contains cycles (through {owner})")
-                            todo.append(owner)
-                if len(todo) != n_todo:
-                    continue
-                todo.pop()
-            done.add(cur)
-            computed.update(cur.outputs)
-            order.append(cur)
-        return order
-
-    iset = set(inputs)
-    orderings = orderings or {}
-    if clients is None:
-        # Orderings only: sort the Apply nodes alone (half the vertices of the
-        # bipartite graph); a node depends on the owners of its inputs.
-        def node_deps(node):
-            rval = [i.owner for i in node.inputs if i.owner is not None and i not in iset]
-            extra = orderings.get(node)
-            if extra:
-                rval.extend(extra)
-            return rval
-
-        starts = [o.owner for o in outputs if o.owner is not None and o not in iset]
-        return general_toposort(starts, node_deps)
-
-    # ``clients`` is filled for the whole bipartite graph (variables and nodes).
-    def compute_deps(obj):
-        if obj in iset:
-            return []
-        if isinstance(obj, Variable):
-            return [obj.owner] if obj.owner is not None else []
-        rval = list(obj.inputs)
-        rval.extend(orderings.get(obj, ()))
-        return rval
-
-    topo = general_toposort(outputs, compute_deps, clients=clients)
-    return [o for o in topo if isinstance(o, Apply)]
-
-
-def list_of_nodes(inputs, outputs) -> list:
-    """Return the Apply nodes between ``inputs`` and ``outputs``."""
-    iset = set(inputs)
-    return list(
-        walk(
-            [o.owner for o in outputs if o.owner is not None],
-            lambda n: [
-                i.owner
-                for i in n.inputs
-                if i.owner is not None and not any(o in iset for o in i.owner.outputs)
-            ],
-        )
-    )
-
-
-def is_in_ancestors(l_apply: Apply, f_node: Apply) -> bool:
-    """Return True if ``f_node`` is ``l_apply`` or one of its ancestors."""
-    for node in walk([l_apply], lambda n: [i.owner for i in n.inputs if i.owner is not None]):
-        if node is f_node:
-            return True
-    return False
-
-
-def io_connection_pattern(inputs, outputs) -> list:
-    """Return ``pattern[i][o]``: whether output ``o`` depends on input ``i``."""
-    n_in = len(inputs)
-    # One bit per input: the dependency set of a variable is a Python int.
-    mask = {inp: 1 << i for i, inp in enumerate(inputs)}
-    for node in io_toposort(inputs, outputs):
-        cp = getattr(node.op, "connection_pattern", None)
-        cp = cp(node) if cp is not None else None
-        for o_idx, out in enumerate(node.outputs):
-            m = 0
-            for i_idx, inp in enumerate(node.inputs):
-                if cp is None or cp[i_idx][o_idx]:
-                    m |= mask.get(inp, 0)
-            mask[out] = m
-    return [[bool(mask.get(o, 0) >> i & 1) for o in outputs] for i in range(n_in)]
-
-
-def view_roots(node: Variable) -> list:
-    """Return the variables that ``node`` is a view of, following view_maps to the end."""
-    roots, todo = [], [node]
-    while todo:
-        v = todo.pop()
-        owner = v.owner
-        vmap = getattr(owner.op, "view_map", None) if owner is not None else None
-        idx = vmap.get(v.index) if vmap else None
-        if idx:
-            todo.extend(owner.inputs[i] for i in reversed(idx))
-        else:
-            roots.append(v)
-    return roots
-
-
-# ---------------------------------------------------------------------------
-# Printing
-
-
-def default_leaf_formatter(x):
-    return str(x)
-
-
-def default_node_formatter(node, argstrings):
-    return f"{node.op}({', '.join(argstrings)})"
-
-
-def as_string(
-    inputs, outputs, leaf_formatter=default_leaf_formatter, node_formatter=default_node_formatter
-) -> list:
-    """Return one string per output; a node used twice is labelled ``*1 -> ...`` then ``*1``.
-
-    >>> from theano_dag.graph.type import Generic
-    >>> from theano_dag.graph.op import Op
-    >>> class Add(Op):
-    ...     __props__ = ()
-    ...     def make_node(self, *xs):
-    ...         return Apply(self, list(xs), [Variable(Generic())])
-    >>> x = Variable(Generic(), name="x")
-    >>> y = Add()(x, x)
-    >>> as_string([x], [Add()(y, y)])
-    ['Add(*1 -> Add(x, x), *1)']
-    """
-    iset = set(inputs)
-    n_uses: dict = {}
-    for node in io_toposort(inputs, outputs):
-        for i in node.inputs:
-            if i.owner is not None and i not in iset:
-                n_uses[i.owner] = n_uses.get(i.owner, 0) + 1
-    for o in outputs:
-        if o.owner is not None and o not in iset:
-            n_uses[o.owner] = n_uses.get(o.owner, 0) + 1
-    labels: dict = {}
-    rendered = []
-    for out in outputs:
-        # Explicit stack instead of recursion: ("enter", var) and ("exit", var) frames.
-        results: list = []
-        todo = [("enter", out)]
-        while todo:
-            kind, var = todo.pop()
-            node = var.owner
-            if kind == "enter":
-                if node is None or var in iset:
-                    results.append(leaf_formatter(var))
-                    continue
-                suffix = f"::{var.index}" if len(node.outputs) > 1 else ""
-                if n_uses.get(node, 0) > 1:
-                    if node in labels:
-                        results.append(labels[node] + suffix)
-                        continue
-                    labels[node] = f"*{len(labels) + 1}"
-                todo.append(("exit", var))
-                todo.extend(("enter", i) for i in reversed(node.inputs))
-            else:
-                n = len(node.inputs)
-                args = results[len(results) - n :]
-                del results[len(results) - n :]
-                s = node_formatter(node, args)
-                if node in labels:
-                    s = f"{labels[node]} -> {s}"
-                if len(node.outputs) > 1:
-                    s += f"::{var.index}"
-                results.append(s)
-        rendered.append(results[-1])
-    return rendered
-
-
-def op_as_string(
-    i, op, leaf_formatter=default_leaf_formatter, node_formatter=default_node_formatter
-) -> str:
-    """Return the string of Apply ``op`` with its inputs described relative to ``i``."""
-    strs = as_string(i, op.inputs, leaf_formatter, node_formatter)
-    return node_formatter(op, strs)
-
-
-# ---------------------------------------------------------------------------
-# Construction tracking and comparison
-
-
-@contextlib.contextmanager
-def nodes_constructed():
-    """Collect every Variable constructed inside the ``with`` block.
-
-    >>> from theano_dag.graph.type import Generic
-    >>> with nodes_constructed() as new:
-    ...     v = Variable(Generic(), name="v")
-    >>> new
-    [v]
-    """
-    new_nodes: list = []
-    Variable.append_construction_observer(new_nodes.append)
-    try:
-        yield new_nodes
-    finally:
-        Variable.remove_construction_observer(new_nodes.append)
-
-
-def equal_computations(xs: Sequence, ys: Sequence, in_xs=None, in_ys=None) -> bool:
-    """Return True if each ``xs[k]`` computes the same thing as ``ys[k]``.
-
-    Apply nodes must have equal ops and pairwise equal inputs, free variables must be
-    identical and constants must hold equal data; a pair ``(in_xs[k], in_ys[k])`` is
-    taken as equal. A non-Variable entry is compared by value (with a Constant's data).
-
-    >>> from theano_dag.graph.type import Generic
-    >>> from theano_dag.graph.op import Op
-    >>> class F(Op):
-    ...     __props__ = ()
-    ...     def make_node(self, *xs):
-    ...         return Apply(self, list(xs), [Generic()()])
-    >>> x, y = Generic()("x"), Generic()("y")
-    >>> equal_computations([F()(x)], [F()(x)]), equal_computations([F()(x)], [F()(y)])
-    (True, False)
-    >>> equal_computations([F()(x)], [F()(y)], in_xs=[x], in_ys=[y])
-    True
-    """
-    if len(xs) != len(ys):
-        raise ValueError("The number of graphs/variables in each argument must match.")
-    in_xs, in_ys = list(in_xs or []), list(in_ys or [])
-    if len(in_xs) != len(in_ys):
-        return False
-    if any(a.type != b.type for a, b in zip(in_xs, in_ys)):
-        return False
-    # Pairs are keyed by id: a Variable subclass may overload ``==`` symbolically.
-    common = {(id(a), id(b)) for a, b in zip(in_xs, in_ys)}
-    in_x_ids = {id(a) for a in in_xs}
-    todo = []
-    for x, y in zip(xs, ys):
-        if not isinstance(x, Variable) or not isinstance(y, Variable):
-            if not _value_equal(x, y):
-                return False
-            continue
-        if (x.owner is None) != (y.owner is None):
-            return False
-        if x.owner is not None and x.index != y.index:
-            return False
-        if id(x) not in in_x_ids and x.type != y.type:
-            return False
-        todo.append((x, y))
-    checked: set = set()
-    while todo:
-        x, y = todo.pop()
-        key = (id(x), id(y))
-        if key in common or key in checked:
-            continue
-        checked.add(key)
-        xo, yo = x.owner, y.owner
-        if xo is None or yo is None:
-            if xo is not yo:
-                return False
-            if x is y:
-                continue
-            if isinstance(x, Constant) and isinstance(y, Constant) and _const_equal(x, y):
-                continue
-            return False
-        if (
-            x.index != y.index
-            or xo.op != yo.op
-            or len(xo.inputs) != len(yo.inputs)
-            or len(xo.outputs) != len(yo.outputs)
-        ):
-            return False
-        todo.extend(zip(xo.inputs, yo.inputs))
-    return True
-
-
-def _value_equal(x, y) -> bool:
-    """Compare a plain value with a plain value or a Constant's data (numpy semantics)."""
-    import numpy as np
-
-    if isinstance(x, Variable):
-        x, y = y, x
-    if isinstance(y, Variable):
-        if not isinstance(y, Constant):
-            return False
-        y = y.data
-    try:
-        return bool(np.array_equal(x, y))
-    except Exception:  # objects numpy cannot compare are not provably equal
-        return False
-
-
-def _const_equal(x, y) -> bool:
-    try:
-        return bool(x.equals(y))
-    except Exception:  # an unusual data type whose comparison raises: not provably equal
-        return False
-
-
-def is_same_graph(var1, var2, givens=None) -> bool:
-    """Return True if ``var1`` and ``var2`` compute the same thing once ``givens`` are applied.
-
-    ``givens`` maps variables to the variables that replace them in both graphs.
-    """
-    if givens:
-        givens = dict(givens)
-        var1 = clone_replace(var1, givens, strict=False)
-        var2 = clone_replace(var2, givens, strict=False)
-    return equal_computations([var1], [var2])
+# Re-exported at the end: the algorithms module needs the classes above. (Importing it
+# first is safe too: ``theano_dag.graph``'s __init__ imports this module before it.)
+from theano_dag.graph.algorithms import (  # noqa: E402
+    ancestors,
+    applys_between,
+    as_string,
+    clone,
+    clone_get_equiv,
+    clone_replace,
+    equal_computations,
+    general_toposort,
+    graph_inputs,
+    inputs,
+    io_connection_pattern,
+    io_toposort,
+    is_in_ancestors,
+    is_same_graph,
+    list_of_nodes,
+    nodes_constructed,
+    op_as_string,
+    ops,
+    orphans,
+    orphans_between,
+    stack_search,
+    variables,
+    variables_and_orphans,
+    vars_between,
+    view_roots,
+    walk,
+)

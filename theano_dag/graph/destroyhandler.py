@@ -112,8 +112,10 @@ class DestroyHandler(Bookkeeper):
         return type(self)(self.do_imports_on_attach, self.algo)
 
     def on_attach(self, fgraph):
-        if self.fgraph is fgraph or hasattr(fgraph, "destroyers") or hasattr(
-            fgraph, "destroy_handler"
+        if (
+            self.fgraph is fgraph
+            or hasattr(fgraph, "destroyers")
+            or hasattr(fgraph, "destroy_handler")
         ):
             raise AlreadyThere("DestroyHandler feature is already present or in conflict")
         if self.fgraph is not None:
@@ -301,11 +303,13 @@ class DestroyHandler(Bookkeeper):
     @staticmethod
     def _check_aliasing(app, destroyed_idx, destroyed, root_impact):
         op = app.op
-        tolerated = {b for a, b in getattr(op, "destroyhandler_tolerate_same", []) if a ==
-                     destroyed_idx}
+        tolerated = {
+            b for a, b in getattr(op, "destroyhandler_tolerate_same", []) if a == destroyed_idx
+        }
         tolerated.add(destroyed_idx)
-        ignored = {b for a, b in getattr(op, "destroyhandler_tolerate_aliased", []) if a ==
-                   destroyed_idx}
+        ignored = {
+            b for a, b in getattr(op, "destroyhandler_tolerate_aliased", []) if a == destroyed_idx
+        }
         for i, inp in enumerate(app.inputs):
             if i in ignored or inp not in root_impact:
                 continue
@@ -347,7 +351,7 @@ def fast_inplace_check(fgraph, inputs):
             protected.update(f.protected)
     protected.update(fgraph.outputs)
     return [
-        i for i in inputs
+        i
+        for i in inputs
         if not isinstance(i, Constant) and not fgraph.has_destroyers([i]) and i not in protected
     ]
-

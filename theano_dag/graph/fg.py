@@ -77,8 +77,9 @@ class FunctionGraph:
     (2, [], True)
     """
 
-    def __init__(self, inputs, outputs, features=None, clone=True, update_mapping=None,
-                 **clone_kwds):
+    def __init__(
+        self, inputs, outputs, features=None, clone=True, update_mapping=None, **clone_kwds
+    ):
         inputs = _as_variable_list(inputs, "inputs")
         outputs = _as_variable_list(outputs, "outputs")
         seen: set = set()
@@ -238,7 +239,10 @@ class FunctionGraph:
         if not isinstance(apply_node, Apply):
             raise TypeError(f"import_node expects an Apply, got {type(apply_node).__name__}")
         self._import_graph(
-            list(apply_node.outputs), reason=reason, check=check, import_missing=import_missing,
+            list(apply_node.outputs),
+            reason=reason,
+            check=check,
+            import_missing=import_missing,
             only_owners=True,
         )
 
@@ -247,8 +251,7 @@ class FunctionGraph:
         variables = self.variables
         apply_nodes = self.apply_nodes
         stack = [
-            r.owner for r in reversed(roots)
-            if r.owner is not None and r.owner not in apply_nodes
+            r.owner for r in reversed(roots) if r.owner is not None and r.owner not in apply_nodes
         ]
         state: dict = {}
         order = []
@@ -268,8 +271,15 @@ class FunctionGraph:
                     order.append(node)
         return order
 
-    def _import_graph(self, roots, reason=None, check=True, import_missing=False,
-                      needed_by=None, only_owners=False):
+    def _import_graph(
+        self,
+        roots,
+        reason=None,
+        check=True,
+        import_missing=False,
+        needed_by=None,
+        only_owners=False,
+    ):
         new_nodes = self._new_nodes(roots)
         variables = self.variables
         if check:
@@ -277,14 +287,11 @@ class FunctionGraph:
             # leaves it as it was.
             missing = []
             if not only_owners:
-                missing.extend(
-                    (r, None, None) for r in roots if _is_missing(r, variables)
-                )
+                missing.extend((r, None, None) for r in roots if _is_missing(r, variables))
             for node in new_nodes:
-                missing.extend(
-                    (inp, node, j) for j, inp in enumerate(node.inputs)
-                    if _is_missing(inp, variables)
-                )
+                for j, inp in enumerate(node.inputs):
+                    if inp.owner is None and _is_missing(inp, variables):
+                        missing.append((inp, node, j))
             if missing:
                 if not import_missing:
                     var, node, j = missing[0]
@@ -371,8 +378,12 @@ class FunctionGraph:
         self._change_input(node, i, old, new_var, reason, import_missing)
 
     def _change_input(self, node, i, old, new_var, reason, import_missing):
-        self._import_graph([new_var], reason=reason, import_missing=import_missing,
-                           needed_by=f"the replacement {new_var}")
+        self._import_graph(
+            [new_var],
+            reason=reason,
+            import_missing=import_missing,
+            needed_by=f"the replacement {new_var}",
+        )
         if _is_output(node):
             self.outputs[i] = new_var
         else:
@@ -424,9 +435,22 @@ class FunctionGraph:
             self._change_input(node, i, var, new_var, reason, import_missing)
 
     def replace_all(self, pairs, reason=None, import_missing=False):
-        """``replace`` each ``(var, new_var)`` pair in turn."""
+        """``replace`` each ``(var, new_var)`` pair in turn.
+
+        Every ``var`` must be in the graph when the call starts; one that an
+        earlier pair removed from the graph (e.g. an unused output of a replaced
+        multi-output node) is skipped.
+        """
+        pairs = list(pairs)
+        for var, _ in pairs:
+            if var not in self.variables:
+                raise ValueError(
+                    f"Cannot replace {var}: it does not belong to this FunctionGraph "
+                    f"(reason: {reason})"
+                )
         for var, new_var in pairs:
-            self.replace(var, new_var, reason=reason, import_missing=import_missing)
+            if var in self.variables:
+                self.replace(var, new_var, reason=reason, import_missing=import_missing)
 
     def _first_dependency(self, new_var, targets):
         """Return a node of ``targets`` (Applies in the graph) that ``new_var`` depends on."""
@@ -722,11 +746,10 @@ class FunctionGraph:
         self.profile = None
         self.update_mapping = None
 
+    # Attributes the FunctionGraph itself owns (the others were installed by features).
     _CORE_ATTRS = frozenset(
-        [
-            "execute_callbacks_time", "_features", "apply_nodes", "variables", "clients",
-            "inputs", "outputs", "profile", "update_mapping", "_level", "_version",
-        ]
+        "execute_callbacks_time _features apply_nodes variables clients inputs outputs "
+        "profile update_mapping _level _version".split()
     )
 
     def __getstate__(self):
@@ -855,4 +878,3 @@ def _pickle_problem(fgraph, obj):
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as e:
         return f"{type(e).__name__}: {e}"
     return None
-

@@ -54,8 +54,16 @@ class BadOptimization(Exception):
     (True, 'opt')
     """
 
-    def __init__(self, old_r, new_r=None, old_r_val=None, new_r_val=None, reason=None,
-                 old_graph=None, new_graph=None):
+    def __init__(
+        self,
+        old_r,
+        new_r=None,
+        old_r_val=None,
+        new_r_val=None,
+        reason=None,
+        old_graph=None,
+        new_graph=None,
+    ):
         super().__init__()
         self.old_r = old_r
         self.new_r = new_r
@@ -115,7 +123,7 @@ def _value_difference(old, new):
     return [
         f"  Max Abs Diff:  {abs_diff.max()}",
         f"  Mean Abs Diff:  {abs_diff.mean()}",
-        f"  Value at Max Diff:  {(nv.flat[k], ov.flat[k])}",
+        f"  Value at Max Diff:  {(nv.flat[k].item(), ov.flat[k].item())}",
         f"  Max Rel Diff:  {rel_diff.max()}",
         f"  Mean Rel Diff:  {rel_diff.mean()}",
     ]
@@ -211,7 +219,26 @@ class LambdExtract:
 class History(Feature):
     """Record changes so they can be undone back to the last checkpoint.
 
-    Installs ``fgraph.checkpoint()`` and ``fgraph.revert(checkpoint)``.
+    Installs ``fgraph.checkpoint()`` and ``fgraph.revert(checkpoint)`` (every
+    FunctionGraph has them through its ReplaceValidate).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.graph.op import Op
+    >>> from theano_dag.graph.basic import Apply
+    >>> class F(Op):
+    ...     __props__ = ()
+    ...     def make_node(self, x):
+    ...         return Apply(self, [x], [Generic()()])
+    >>> x, y = Generic()("x"), Generic()("y")
+    >>> fg = FunctionGraph([x, y], [F()(x)], clone=False)
+    >>> chk = fg.checkpoint()
+    >>> fg.replace(x, y)
+    >>> fg
+    FunctionGraph(F(y))
+    >>> fg.revert(chk)
+    >>> fg
+    FunctionGraph(F(x))
     """
 
     pickle_rm_attr = ["checkpoint", "revert"]
@@ -367,8 +394,9 @@ class ReplaceValidate(History, Validator):
         """Replace ``r`` by ``new_r`` and validate; undo and re-raise on failure."""
         self.replace_all_validate(fgraph, [(r, new_r)], reason=reason, **kwargs)
 
-    def replace_all_validate(self, fgraph, replacements, reason=None, verbose=None,
-                             import_missing=False):
+    def replace_all_validate(
+        self, fgraph, replacements, reason=None, verbose=None, import_missing=False
+    ):
         """Replace each ``(r, new_r)`` then validate once; undo all and re-raise on failure.
 
         Every ``r`` must be in the graph when the call starts; one that an earlier
@@ -387,8 +415,9 @@ class ReplaceValidate(History, Validator):
             if r not in fgraph.variables:
                 continue
             try:
-                fgraph.replace(r, new_r, reason=reason, verbose=False,
-                               import_missing=import_missing)
+                fgraph.replace(
+                    r, new_r, reason=reason, verbose=False, import_missing=import_missing
+                )
             except Exception:
                 fgraph.revert(chk)
                 raise
@@ -407,7 +436,6 @@ class ReplaceValidate(History, Validator):
         """Like ``replace_all_validate``, but undo and raise ReplacementDidNotRemoveError
         when a node or variable of ``remove`` is still in the graph afterwards."""
         chk = fgraph.replace_all_validate(replacements, reason)
-        self._nodes_removed.update(remove)
         for rm in remove:
             if rm in fgraph.apply_nodes or rm in fgraph.variables:
                 fgraph.revert(chk)
@@ -418,6 +446,13 @@ class ReplaceValidate(History, Validator):
                 if warn:
                     warnings.warn(msg, stacklevel=2)
                 raise ReplacementDidNotRemoveError(msg)
+        self._nodes_removed.update(remove)
+
+    def revert(self, fgraph, checkpoint):
+        History.revert(self, fgraph, checkpoint)
+        # Undoing may re-import nodes removed earlier; that is no reason to
+        # refuse the next validation.
+        self.fail_validate = False
 
     def __getstate__(self):
         return History.__getstate__(self)
@@ -574,6 +609,21 @@ class Supervisor(Feature):
 
     ``function()`` attaches one protecting the inputs that are not declared mutable.
     It needs a DestroyHandler on the graph to know what is destroyed.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.graph.destroyhandler import DestroyHandler
+    >>> from theano_dag.graph.op import Op
+    >>> from theano_dag.graph.basic import Apply
+    >>> class Clobber(Op):
+    ...     __props__ = ()
+    ...     destroy_map = {0: [0]}
+    ...     def make_node(self, x):
+    ...         return Apply(self, [x], [Generic()()])
+    >>> x = Generic()("x")
+    >>> fg = FunctionGraph([x], [Clobber()(x)], [DestroyHandler(), Supervisor([x])], clone=False)
+    >>> fg.consistent()
+    False
     """
 
     def __init__(self, protected):

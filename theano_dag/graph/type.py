@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from theano_dag.graph.basic import Constant, Variable
-from theano_dag.graph.utils import MetaObject
+from theano_dag.graph.utils import MetaObject, MethodNotDefined
 
 __all__ = ["Type", "Generic", "generic"]
 
@@ -19,7 +19,7 @@ class Type(MetaObject):
 
     def filter(self, data, strict=False, allow_downcast=None):
         """Return ``data`` as a legal value of this type, or raise TypeError."""
-        raise NotImplementedError(f"{type(self).__name__}.filter is not implemented")
+        raise MethodNotDefined(f"{type(self).__name__}.filter is not implemented")
 
     def filter_inplace(self, value, storage, strict=False, allow_downcast=None):
         raise NotImplementedError()

@@ -202,11 +202,24 @@ class GlobalOptimizer(abc.ABC):
 
     ``optimize(fgraph)`` is ``add_requirements(fgraph)`` followed by ``apply(fgraph)``.
 
-    >>> class CountNodes(GlobalOptimizer):
+    >>> from theano_dag.graph.basic import Apply
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.graph.op import Op
+    >>> from theano_dag.graph.type import Generic
+    >>> class Twice(Op):
+    ...     __props__ = ()
+    ...     def make_node(self, x):
+    ...         return Apply(self, [x], [Generic()()])
+    >>> class RemoveTwice(GlobalOptimizer):
     ...     def apply(self, fgraph):
-    ...         self.seen = len(fgraph.apply_nodes)
-    >>> CountNodes().apply.__doc__ is None
-    True
+    ...         for node in fgraph.toposort():
+    ...             if isinstance(node.op, Twice):
+    ...                 fgraph.replace_validate(node.outputs[0], node.inputs[0])
+    >>> x = Generic()("x")
+    >>> fg = FunctionGraph([x], [Twice()(Twice()(x))])
+    >>> RemoveTwice().optimize(fg)
+    >>> fg
+    FunctionGraph(x)
     """
 
     @abc.abstractmethod
@@ -223,7 +236,7 @@ class GlobalOptimizer(abc.ABC):
         """Same as ``optimize(fgraph)``."""
         return self.optimize(fgraph)
 
-    def add_requirements(self, fgraph):
+    def add_requirements(self, fgraph):  # noqa: B027 - optional hook, not abstract
         """Attach the features ``apply`` relies on (``fgraph.attach_feature(...)``)."""
 
     def print_summary(self, stream=sys.stdout, level=0, depth=-1):
@@ -407,8 +420,16 @@ class SeqOptimizer(GlobalOptimizer, UserList):
                 log.revert(fgraph, token)
                 error = f"{type(exc).__name__}: {exc}"
                 prof.rows.append(
-                    (opt_name(opt), type(opt).__name__, time.perf_counter() - t0, 0, before,
-                     len(fgraph.apply_nodes), None, error)
+                    (
+                        opt_name(opt),
+                        type(opt).__name__,
+                        time.perf_counter() - t0,
+                        0,
+                        before,
+                        len(fgraph.apply_nodes),
+                        None,
+                        error,
+                    )
                 )
                 log.end(token)
                 token = None
@@ -421,8 +442,16 @@ class SeqOptimizer(GlobalOptimizer, UserList):
                 if token is not None:
                     log.end(token)
             prof.rows.append(
-                (opt_name(opt), type(opt).__name__, time.perf_counter() - t0,
-                 log.n_changes - changes_before, before, len(fgraph.apply_nodes), sub, error)
+                (
+                    opt_name(opt),
+                    type(opt).__name__,
+                    time.perf_counter() - t0,
+                    log.n_changes - changes_before,
+                    before,
+                    len(fgraph.apply_nodes),
+                    sub,
+                    error,
+                )
             )
         prof.nodes_after = len(fgraph.apply_nodes)
         return prof

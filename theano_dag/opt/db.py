@@ -62,8 +62,15 @@ class Query:
     (['fast_run'], ['inplace'])
     """
 
-    def __init__(self, include, require=None, exclude=None, subquery=None,
-                 position_cutoff=math.inf, extra_optimizations=None):
+    def __init__(
+        self,
+        include,
+        require=None,
+        exclude=None,
+        subquery=None,
+        position_cutoff=math.inf,
+        extra_optimizations=None,
+    ):
         self.include = dict.fromkeys(_tags(include, "include"))
         self.require = dict.fromkeys(_tags(require, "require"))
         self.exclude = dict.fromkeys(_tags(exclude, "exclude"))
@@ -72,10 +79,14 @@ class Query:
         self.extra_optimizations = list(extra_optimizations or [])
 
     def _copy(self, **changes):
-        args = dict(include=list(self.include), require=list(self.require),
-                    exclude=list(self.exclude), subquery=self.subquery,
-                    position_cutoff=self.position_cutoff,
-                    extra_optimizations=self.extra_optimizations)
+        args = dict(
+            include=list(self.include),
+            require=list(self.require),
+            exclude=list(self.exclude),
+            subquery=self.subquery,
+            position_cutoff=self.position_cutoff,
+            extra_optimizations=self.extra_optimizations,
+        )
         args.update(changes)
         return Query(**args)
 
@@ -105,8 +116,10 @@ class Query:
     __str__ = __repr__
 
     def __eq__(self, other):
-        return isinstance(other, Query) and repr(self) == repr(other) and (
-            self.extra_optimizations == other.extra_optimizations
+        return (
+            isinstance(other, Query)
+            and repr(self) == repr(other)
+            and (self.extra_optimizations == other.extra_optimizations)
         )
 
     def __hash__(self):
@@ -138,8 +151,10 @@ class DB:
         default everything in a DB named ``canonicalize`` is tagged ``canonicalize``).
         """
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{type(self).__name__}.register: the name must be a non-empty "
-                            f"string, got {name!r}")
+            raise TypeError(
+                f"{type(self).__name__}.register: the name must be a non-empty "
+                f"string, got {name!r}"
+            )
         if not isinstance(obj, (DB, GlobalOptimizer, LocalOptimizer)):
             raise TypeError(
                 f"{type(self).__name__}.register({name!r}): {obj!r} is not an optimizer, "
@@ -153,14 +168,16 @@ class DB:
             )
         use_db_name = kwargs.pop("use_db_name_as_tag", True)
         if kwargs:
-            raise TypeError(f"{type(self).__name__}.register: unexpected arguments "
-                            f"{sorted(kwargs)}")
+            raise TypeError(
+                f"{type(self).__name__}.register: unexpected arguments " f"{sorted(kwargs)}"
+            )
         for t in tags:
             if not isinstance(t, str):
                 raise TypeError(f"register({name!r}): tags must be strings, got {t!r}")
             if t in self._names:
-                raise ValueError(f"register({name!r}): the tag {t!r} is the name of a "
-                                 "registered object")
+                raise ValueError(
+                    f"register({name!r}): the tag {t!r} is the name of a " "registered object"
+                )
         other = self._registered.get(id(obj))
         if other is not None:
             raise ValueError(
@@ -181,8 +198,9 @@ class DB:
         obj = self[name]
         for tag in tags:
             if tag in self._names:
-                raise ValueError(f"add_tags({name!r}): the tag {tag!r} is the name of a "
-                                 "registered object")
+                raise ValueError(
+                    f"add_tags({name!r}): the tag {tag!r} is the name of a " "registered object"
+                )
             self.__db__.setdefault(tag, _OrderedSet()).add(obj)
 
     def remove_tags(self, name, *tags):
@@ -224,16 +242,22 @@ class DB:
                 if sub_q is None:
                     sub_q = q._copy(extra_optimizations=[]) if q.extra_optimizations else q
                 replacement = obj.query(sub_q)
+                if isinstance(replacement, list):  # a plain DB: group what it selected
+                    if replacement and all(isinstance(o, LocalOptimizer) for o in replacement):
+                        replacement = LocalOptGroup(*replacement)
+                    else:
+                        replacement = SeqOptimizer(replacement)
                 replacement.name = obj.name
                 result.add(replacement)
             else:
                 result.add(obj)
-        return result
+        return list(result)
 
     def query(self, *tags, **kwtags):
         """Select optimizers: ``query(Query(...))`` or ``query('+tag', '&tag', '-tag')``.
 
         ``+`` includes, ``&`` requires, ``-`` excludes; keyword arguments are subqueries.
+        A plain DB returns the list of what it selected; the subclasses build an optimizer.
         """
         if tags and isinstance(tags[0], Query):
             if len(tags) > 1 or kwtags:
@@ -245,12 +269,14 @@ class DB:
                 f"query: every tag must start with '+' (include), '&' (require) or "
                 f"'-' (exclude); got {bad[0]!r}"
             )
-        return self.__query__(Query(
-            include=[t[1:] for t in tags if t[0] == "+"],
-            require=[t[1:] for t in tags if t[0] == "&"],
-            exclude=[t[1:] for t in tags if t[0] == "-"],
-            subquery=kwtags,
-        ))
+        return self.__query__(
+            Query(
+                include=[t[1:] for t in tags if t[0] == "+"],
+                require=[t[1:] for t in tags if t[0] == "&"],
+                exclude=[t[1:] for t in tags if t[0] == "-"],
+                subquery=kwtags,
+            )
+        )
 
     def __getitem__(self, name):
         objs = self.__db__.get(name)
@@ -282,8 +308,9 @@ def _position(position, name, positions):
     if position == "last":
         return max(positions.values(), default=-1) + 1
     if isinstance(position, bool) or not isinstance(position, (int, float)):
-        raise TypeError(f"register({name!r}): position must be a number or 'last', got "
-                        f"{position!r}")
+        raise TypeError(
+            f"register({name!r}): position must be a number or 'last', got " f"{position!r}"
+        )
     return position
 
 
@@ -334,7 +361,9 @@ class SequenceDB(DB):
             if q.extra_optimizations:
                 positions = dict(positions)
                 for extra, pos in q.extra_optimizations:
-                    extra.name = getattr(extra, "name", None) or f"{type(extra).__name__}_{id(extra)}"
+                    extra.name = (
+                        getattr(extra, "name", None) or f"{type(extra).__name__}_{id(extra)}"
+                    )
                     positions[extra.name] = pos
                     opts.append(extra)
         opts = [o for o in opts if positions[o.name] < position_cutoff]
@@ -368,8 +397,10 @@ class EquilibriumDB(DB):
         final_opt = kwargs.pop("final_opt", False)
         cleanup = kwargs.pop("cleanup", False)
         if final_opt and cleanup:
-            raise ValueError(f"EquilibriumDB.register({name!r}): an optimizer cannot be both "
-                             "final_opt and cleanup")
+            raise ValueError(
+                f"EquilibriumDB.register({name!r}): an optimizer cannot be both "
+                "final_opt and cleanup"
+            )
         super().register(name, obj, *tags, **kwargs)
         self.__final__[name] = final_opt
         self.__cleanup__[name] = cleanup
@@ -426,8 +457,9 @@ class TopoDB(DB):
         self.failure_callback = failure_callback
 
     def query(self, *tags, **kwtags):
-        return TopoOptimizer(self.db.query(*tags, **kwtags), self.order, self.ignore_newtrees,
-                             self.failure_callback)
+        return TopoOptimizer(
+            self.db.query(*tags, **kwtags), self.order, self.ignore_newtrees, self.failure_callback
+        )
 
 
 class ProxyDB(DB):

@@ -175,7 +175,7 @@ def _tracks_of(lopt):
 
 
 class TrackIndex:
-    """Find, for an Op, the local optimizers whose ``tracks`` match it (cached per type).
+    """Find, for an Op, the local optimizers whose ``tracks`` match it (cached).
 
     A tracked class matches its subclasses; a tracked instance matches equal Ops.
     Optimizers come back in the order they were given.
@@ -194,6 +194,8 @@ class TrackIndex:
     >>> [str(o) for o in TrackIndex([on_a, on_all]).lookup(B())]
     ['on_a', 'on_all']
     """
+
+    OP_CACHE_SIZE = 4096
 
     def __init__(self, lopts):
         self.lopts = list(lopts)
@@ -217,6 +219,7 @@ class TrackIndex:
                     except TypeError:
                         self.unhashable.append((t, lopt))
         self._type_cache: dict = {}
+        self._op_cache: dict = {}  # id(op) -> (op, optimizers); holding op keeps its id valid
 
     def _for_type(self, cls):
         found = self._type_cache.get(cls)
@@ -239,17 +242,26 @@ class TrackIndex:
 
     def lookup(self, op) -> list:
         """Return the optimizers to try on a node whose op is ``op``."""
+        if not (self.by_instance or self.unhashable):
+            return self._for_type(type(op))
+        # Matching instance tracks hashes the op through its __props__: do it once per
+        # op instance (graphs reuse a few op instances for many nodes).
+        entry = self._op_cache.get(id(op))
+        if entry is not None and entry[0] is op:
+            return entry[1]
         found = self._for_type(type(op))
-        if self.by_instance or self.unhashable:
-            extra = []
-            if self.by_instance:
-                try:
-                    extra = self.by_instance.get(op, [])
-                except TypeError:
-                    extra = [lo for t, los in self.by_instance.items() if t == op for lo in los]
-            extra = extra + [lo for t, lo in self.unhashable if t == op]
-            if extra:
-                found = self._ordered(found + extra)
+        extra = []
+        if self.by_instance:
+            try:
+                extra = self.by_instance.get(op, [])
+            except TypeError:
+                extra = [lo for t, los in self.by_instance.items() if t == op for lo in los]
+        extra = extra + [lo for t, lo in self.unhashable if t == op]
+        if extra:
+            found = self._ordered(found + extra)
+        if len(self._op_cache) >= self.OP_CACHE_SIZE:
+            self._op_cache.clear()  # bounded: a long session meets many op instances
+        self._op_cache[id(op)] = (op, found)
         return found
 
     def __len__(self):

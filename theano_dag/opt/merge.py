@@ -19,16 +19,13 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.toolbox import AlreadyThere, Feature
 from theano_dag.opt.basic import GlobalOptimizer
 
-__all__ = ["MergeFeature", "MergeOptimizer", "merge_optimizer", "MergeProfile",
-           "pre_constant_merge"]
-
-
-def _op_key(op):
-    try:
-        hash(op)
-    except TypeError:  # an op that cannot be hashed only merges with itself
-        return ("unhashable", id(op))
-    return op
+__all__ = [
+    "MergeFeature",
+    "MergeOptimizer",
+    "merge_optimizer",
+    "MergeProfile",
+    "pre_constant_merge",
+]
 
 
 def constant_key(c):
@@ -65,6 +62,10 @@ class MergeFeature(Feature):
         self.key_node: dict = {}
         self.node_key: dict = {}
         self.sig_const: dict = {}
+        # id(op) -> (op, id of the first equal op seen): hashing an op through its
+        # __props__ is slow, so each op instance is hashed once, not once per node.
+        self.op_canon: dict = {}
+        self.canon_of: dict = {}
         self.scheduled: deque = deque()
         self.blacklist: set = set()
         for node in fgraph.toposort():
@@ -73,7 +74,7 @@ class MergeFeature(Feature):
     def on_detach(self, fgraph):
         if getattr(fgraph, "merge_feature", None) is self:
             del fgraph.merge_feature
-        self.key_node = self.node_key = self.sig_const = {}
+        self.key_node = self.node_key = self.sig_const = self.op_canon = self.canon_of = {}
         self.scheduled = deque()
 
     def clone(self):
@@ -115,9 +116,20 @@ class MergeFeature(Feature):
             return
         self.scheduled.append((c, other))
 
+    def op_id(self, op) -> int:
+        """The id of the first op seen that equals ``op`` (ops are compared once)."""
+        entry = self.op_canon.get(id(op))
+        if entry is None or entry[0] is not op:
+            try:
+                canon = self.canon_of.setdefault(op, op)
+            except TypeError:  # an op that cannot be hashed only merges with itself
+                canon = op
+            entry = self.op_canon[id(op)] = (op, id(canon), canon)
+        return entry[1]
+
     def process_node(self, fgraph, node):
         """Schedule ``node`` to be replaced by an equal node already in the graph."""
-        key = (_op_key(node.op), tuple(map(id, node.inputs)))
+        key = (self.op_id(node.op), *map(id, node.inputs))
         other = self.key_node.get(key)
         if other is node:
             return
@@ -128,13 +140,13 @@ class MergeFeature(Feature):
         self.scheduled.append((node, other))
 
 
-def _same_computation(node, other) -> bool:
+def _same_computation(feature, node, other) -> bool:
     return (
         len(node.inputs) == len(other.inputs)
         and all(a is b for a, b in zip(node.inputs, other.inputs))
         and len(node.outputs) == len(other.outputs)
         and all(a.type == b.type for a, b in zip(node.outputs, other.outputs))
-        and node.op == other.op
+        and feature.op_id(node.op) == feature.op_id(other.op)
     )
 
 
@@ -194,7 +206,7 @@ class MergeOptimizer(GlobalOptimizer):
             if other not in fgraph.apply_nodes:
                 feature.process_node(fgraph, node)  # ``other`` left: ``node`` is kept
                 continue
-            if (node, other) in feature.blacklist or not _same_computation(node, other):
+            if (node, other) in feature.blacklist or not _same_computation(feature, node, other):
                 continue
             pairs = [(o, n) for o, n in zip(node.outputs, other.outputs) if o in fgraph.variables]
             for o, n in pairs:

@@ -149,9 +149,7 @@ class NavigatorOptimizer(GlobalOptimizer):
 
     def __init__(self, local_opt, ignore_newtrees="auto", failure_callback=None):
         if local_opt is not None and not isinstance(local_opt, LocalOptimizer):
-            raise TypeError(
-                f"{type(self).__name__}: expected a LocalOptimizer, got {local_opt!r}"
-            )
+            raise TypeError(f"{type(self).__name__}: expected a LocalOptimizer, got {local_opt!r}")
         self.local_opt = local_opt
         if ignore_newtrees == "auto":
             self.ignore_newtrees = not getattr(local_opt, "reentrant", True)
@@ -235,8 +233,9 @@ class NavigatorOptimizer(GlobalOptimizer):
                 raise ValueError(
                     f"Local optimizer {opt_name(lopt)} tried to remove {r}, which is still used"
                 )
-        return [(r, new) for r, new in zip(old_vars, replacements) if new is not None and
-                new is not r], remove
+        return [
+            (r, new) for r, new in zip(old_vars, replacements) if new is not None and new is not r
+        ], remove
 
     def print_summary(self, stream=sys.stdout, level=0, depth=-1):
         super().print_summary(stream, level, depth)
@@ -251,11 +250,11 @@ class TopoOptimizer(NavigatorOptimizer):
     creates are visited too unless ``ignore_newtrees``.
     """
 
-    def __init__(self, local_opt, order="in_to_out", ignore_newtrees=False,
-                 failure_callback=None):
+    def __init__(self, local_opt, order="in_to_out", ignore_newtrees=False, failure_callback=None):
         if order not in ("out_to_in", "in_to_out"):
-            raise ValueError(f"TopoOptimizer: order must be 'out_to_in' or 'in_to_out', "
-                             f"got {order!r}")
+            raise ValueError(
+                f"TopoOptimizer: order must be 'out_to_in' or 'in_to_out', " f"got {order!r}"
+            )
         self.order = order
         super().__init__(local_opt, ignore_newtrees, failure_callback)
 
@@ -399,6 +398,21 @@ class _DirtyTracker(Feature):
         return imported, changed
 
 
+class _Run:
+    """The state of one EquilibriumOptimizer.apply."""
+
+    def __init__(self, fgraph, prof):
+        self.fgraph = fgraph
+        self.prof = prof
+        self.tracker = _DirtyTracker()
+        self.counts: dict = {}
+        self.max_nodes = max(len(fgraph.apply_nodes), 1)
+        self.looped: str | None = None
+
+    def see_size(self):
+        self.max_nodes = max(self.max_nodes, len(self.fgraph.apply_nodes))
+
+
 class EquilibriumOptimizer(NavigatorOptimizer):
     """Apply local and global optimizers until none of them changes the graph.
 
@@ -439,8 +453,9 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         if max_use_ratio is None:
             max_use_ratio = getattr(config, "optdb__max_use_ratio", DEFAULT_MAX_USE_RATIO)
         if not max_use_ratio or max_use_ratio <= 0:
-            raise ValueError(f"EquilibriumOptimizer: max_use_ratio must be > 0, got "
-                             f"{max_use_ratio!r}")
+            raise ValueError(
+                f"EquilibriumOptimizer: max_use_ratio must be > 0, got " f"{max_use_ratio!r}"
+            )
         self.max_use_ratio = max_use_ratio
         self.revisit_depth = revisit_depth
         self._index = TrackIndex(self.local_optimizers)
@@ -457,21 +472,23 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         for o in self.global_optimizers + self.final_optimizers + self.cleanup_optimizers:
             o.add_requirements(fgraph)
 
-    def _run_global(self, fgraph, gopt, tracker, prof):
+    def _run_global(self, fgraph, gopt, prof):
         """Run a global optimizer under a checkpoint; return whether it changed the graph."""
         log = ChangeLog.attach(fgraph)
         before = log.n_changes + log.n_imports
         token = log.begin()
         t0 = time.perf_counter()
+        failed = False
         try:
             gopt.apply(fgraph)
         except Exception as exc:
+            failed = True
             log.revert(fgraph, token)
             self._fail(exc, [], gopt, None)
         finally:
             log.end(token)
         dt = time.perf_counter() - t0
-        changed = log.n_changes + log.n_imports != before
+        changed = not failed and log.n_changes + log.n_imports != before
         prof.stats.time[gopt] += dt
         prof.stats.tried[gopt] += 1
         if changed:
@@ -500,108 +517,113 @@ class EquilibriumOptimizer(NavigatorOptimizer):
     def apply(self, fgraph, start_from=None):
         if start_from is None:
             start_from = fgraph.outputs
-        tracker = _DirtyTracker()
-        fgraph.attach_feature(tracker)
-        prof = NavigatorProfile("EquilibriumOptimizer", opt_name(self), len(fgraph.apply_nodes))
-        stats = prof.stats
-        counts: dict = {}
-        max_nodes = max(len(fgraph.apply_nodes), 1)
+        run = _Run(
+            fgraph,
+            NavigatorProfile("EquilibriumOptimizer", opt_name(self), len(fgraph.apply_nodes)),
+        )
+        prof = run.prof
+        fgraph.attach_feature(run.tracker)
         t_start = time.perf_counter()
-        lookup = self._index.lookup
-        apply_nodes = fgraph.apply_nodes
-        looped = None
-        first = True
         try:
-            while looped is None:
+            while run.looped is None:
                 prof.rounds += 1
-                changed = False
-                for gopt in self.global_optimizers:
-                    if self._run_global(fgraph, gopt, tracker, prof):
-                        changed = True
-                        looped = looped or self._count(gopt, counts, max_nodes)
-                changed |= self._cleanup(fgraph, tracker, prof)
-                if first:
+                changed = self._run_globals(run, self.global_optimizers)
+                changed |= self._cleanup(run)
+                if prof.rounds == 1:
                     t0 = time.perf_counter()
                     stack = io_toposort(fgraph.inputs, start_from)
                     prof.toposort_time += time.perf_counter() - t0
-                    tracker.take()
-                    first = False
+                    run.tracker.take()
                 else:
-                    stack = self._expand(fgraph, *tracker.take())
+                    stack = self._expand(fgraph, *run.tracker.take())
                     stack.reverse()  # popped from the end: keep insertion order
-                max_nodes = max(max_nodes, len(apply_nodes))
-                current = None
-                # Nodes made during this round, visited in it (ignore_newtrees=False).
-                if not self.ignore_newtrees or self.tracks_on_change_inputs:
-
-                    def importer(node):
-                        if node is not current and not self.ignore_newtrees:
-                            stack.append(node)
-
-                    def chin(node, i, r, new_r, reason):
-                        if (self.tracks_on_change_inputs and node is not current
-                                and node != "output"):
-                            stack.append(node)
-
-                    updater = Updater(importer, chin, name=opt_name(self))
-                    fgraph.attach_feature(updater)
-                else:
-                    updater = None
-                try:
-                    while stack and looped is None:
-                        node = stack.pop()
-                        if node not in apply_nodes:
-                            continue
-                        lopts = lookup(node.op)
-                        if not lopts:
-                            continue
-                        current = node
-                        prof.visited += 1
-                        for lopt in lopts:
-                            n_imp = tracker.n_imported
-                            t1 = time.perf_counter()
-                            ok = self.process_node(fgraph, node, lopt)
-                            stats.time[lopt] += time.perf_counter() - t1
-                            stats.tried[lopt] += 1
-                            if not ok:
-                                continue
-                            changed = True
-                            prof.changes += 1
-                            stats.applied[lopt] += 1
-                            stats.created[lopt] += tracker.n_imported - n_imp
-                            looped = self._count(lopt, counts, max_nodes)
-                            self._cleanup(fgraph, tracker, prof)
-                            if looped or node not in apply_nodes:
-                                break
-                finally:
-                    if updater is not None:
-                        fgraph.remove_feature(updater)
-                for fopt in self.final_optimizers:
-                    if self._run_global(fgraph, fopt, tracker, prof):
-                        changed = True
-                        looped = looped or self._count(fopt, counts, max_nodes)
-                changed |= self._cleanup(fgraph, tracker, prof)
-                max_nodes = max(max_nodes, len(apply_nodes))
-                if not changed and not tracker.any():
+                run.see_size()
+                changed |= self._local_pass(run, stack)
+                changed |= self._run_globals(run, self.final_optimizers)
+                changed |= self._cleanup(run)
+                run.see_size()
+                if not changed and not run.tracker.any():
                     break
         finally:
-            fgraph.remove_feature(tracker)
+            fgraph.remove_feature(run.tracker)
         prof.time = time.perf_counter() - t_start
-        prof.nodes_after = len(apply_nodes)
-        prof.max_nodes = max_nodes
-        if looped is not None:
-            prof.looped = looped
-            self._report_loop(looped)
+        prof.nodes_after = len(fgraph.apply_nodes)
+        prof.max_nodes = run.max_nodes
+        if run.looped is not None:
+            prof.looped = run.looped
+            self._report_loop(run.looped)
         return prof
 
-    def _cleanup(self, fgraph, tracker, prof):
+    def _run_globals(self, run, opts):
         changed = False
-        for copt in self.cleanup_optimizers:
-            changed |= self._run_global(fgraph, copt, tracker, prof)
+        for gopt in opts:
+            if self._run_global(run.fgraph, gopt, run.prof):
+                changed = True
+                run.looped = run.looped or self._count(gopt, run)
         return changed
 
-    def _count(self, opt, counts, max_nodes):
+    def _local_pass(self, run, stack):
+        """Visit the nodes of ``stack`` (popped from the end); return whether any changed."""
+        fgraph, prof, tracker = run.fgraph, run.prof, run.tracker
+        stats = prof.stats
+        apply_nodes = fgraph.apply_nodes
+        lookup = self._index.lookup
+        current = [None]
+        updater = None
+        # Nodes made during the pass are visited in it unless ignore_newtrees.
+        if not self.ignore_newtrees or self.tracks_on_change_inputs:
+
+            def importer(node):
+                if node is not current[0] and not self.ignore_newtrees:
+                    stack.append(node)
+
+            def chin(node, i, r, new_r, reason):
+                if self.tracks_on_change_inputs and node is not current[0] and node != "output":
+                    stack.append(node)
+
+            updater = Updater(importer, chin, name=opt_name(self))
+            fgraph.attach_feature(updater)
+        changed = False
+        try:
+            while stack and run.looped is None:
+                node = stack.pop()
+                if node not in apply_nodes:
+                    continue
+                lopts = lookup(node.op)
+                if not lopts:
+                    continue
+                current[0] = node
+                prof.visited += 1
+                for lopt in lopts:
+                    n_imp = tracker.n_imported
+                    t1 = time.perf_counter()
+                    ok = self.process_node(fgraph, node, lopt)
+                    stats.time[lopt] += time.perf_counter() - t1
+                    stats.tried[lopt] += 1
+                    if not ok:
+                        continue
+                    changed = True
+                    prof.changes += 1
+                    stats.applied[lopt] += 1
+                    stats.created[lopt] += tracker.n_imported - n_imp
+                    run.looped = self._count(lopt, run)
+                    self._cleanup(run)
+                    if run.looped or node not in apply_nodes:
+                        break
+        finally:
+            if updater is not None:
+                fgraph.remove_feature(updater)
+        return changed
+
+    def _cleanup(self, run):
+        changed = False
+        for copt in self.cleanup_optimizers:
+            changed |= self._run_global(run.fgraph, copt, run.prof)
+        return changed
+
+    def _count(self, opt, run):
         """Count one application of ``opt``; return a message if it exceeds the limit."""
+        counts, max_nodes = run.counts, run.max_nodes
         n = counts.get(opt, 0) + 1
         counts[opt] = n
         limit = max_nodes * self.max_use_ratio

@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from theano_dag.graph.basic import Constant, Variable
+from theano_dag.graph.op import Op
 from theano_dag.opt.local import LocalOptimizer, _n_positional
 
 __all__ = ["PatternSub"]
@@ -35,9 +36,16 @@ def _check_pattern(pattern, where, names, is_input, top=False):
     if isinstance(pattern, (list, tuple)):
         if not pattern:
             raise TypeError(f"PatternSub: empty tuple in the {where} pattern")
-        if not callable(pattern[0]):
+        head = pattern[0]
+        if is_input and not isinstance(head, Op):
+            # A node's op is compared with the head: anything but an Op never matches.
             raise TypeError(
-                f"PatternSub: a {where} (sub)pattern must start with an Op, got {pattern[0]!r}"
+                f"PatternSub: an input (sub)pattern must start with an Op instance, got "
+                f"{head!r}; a function that builds nodes can only be used in the output pattern"
+            )
+        if not callable(head):
+            raise TypeError(
+                f"PatternSub: a {where} (sub)pattern must start with an Op, got {head!r}"
             )
         for p in pattern[1:]:
             _check_pattern(p, where, names, is_input)
@@ -202,8 +210,10 @@ class PatternSub(LocalOptimizer):
         if isinstance(pattern, dict):
             constraint = pattern.get("constraint")
             if constraint is not None:
-                ok = constraint(fgraph, expr) if _n_positional(constraint) == 2 else (
-                    constraint(expr)
+                ok = (
+                    constraint(fgraph, expr)
+                    if _n_positional(constraint) == 2
+                    else (constraint(expr))
                 )
                 if not ok:
                     return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)

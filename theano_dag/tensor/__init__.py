@@ -1,0 +1,63 @@
+"""The numerical vocabulary (``theano.tensor``): types, variables and array ops.
+
+>>> from theano_dag import tensor as tt
+>>> x = tt.dmatrix("x")
+>>> y = tt.exp(x).sum(axis=1)
+>>> y.type, str(y.owner.op)
+(TensorType(float64, vector), 'Sum{axis=(1,)}')
+"""
+
+from theano_dag import scalar  # noqa: F401
+from theano_dag.tensor.basic import *  # noqa: F403
+from theano_dag.tensor.basic import __all__ as _basic_all
+from theano_dag.tensor.elemwise import (  # noqa: F401
+    CAReduce,
+    Composite,
+    DimShuffle,
+    Elemwise,
+)
+from theano_dag.tensor.math import *  # noqa: F403
+from theano_dag.tensor.math import __all__ as _math_all
+from theano_dag.tensor.subtensor import (  # noqa: F401
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    AdvancedSubtensor,
+    AdvancedSubtensor1,
+    IncSubtensor,
+    Subtensor,
+    inc_subtensor,
+    set_subtensor,
+    take,
+)
+from theano_dag.tensor.type import *  # noqa: F403
+from theano_dag.tensor.type import __all__ as _type_all
+from theano_dag.tensor.var import (  # noqa: F401
+    TensorConstant,
+    TensorVariable,
+    autocast_scalar,
+)
+
+__all__ = sorted(
+    set(_basic_all)
+    | set(_math_all)
+    | set(_type_all)
+    | {
+        "scalar",
+        "CAReduce",
+        "Composite",
+        "DimShuffle",
+        "Elemwise",
+        "Subtensor",
+        "IncSubtensor",
+        "AdvancedSubtensor1",
+        "AdvancedIncSubtensor1",
+        "AdvancedSubtensor",
+        "AdvancedIncSubtensor",
+        "set_subtensor",
+        "inc_subtensor",
+        "take",
+        "TensorConstant",
+        "TensorVariable",
+        "autocast_scalar",
+    }
+)

@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.op import Op
-from theano_dag.tensor import scalar as ts
-from theano_dag.tensor.scalar import Composite
+from theano_dag.scalar import Composite
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
 from theano_dag.tensor.var import as_tensor_variable, constant
 
-__all__ = ["Elemwise", "DimShuffle", "CAReduce", "Sum", "Prod", "Max", "Min", "All", "Any",
-           "Composite", "expand_composite_grad", "broadcast_static_shape"]
+__all__ = [
+    "Elemwise",
+    "DimShuffle",
+    "CAReduce",
+    "Sum",
+    "Prod",
+    "Max",
+    "Min",
+    "All",
+    "Any",
+    "Composite",
+    "expand_composite_grad",
+    "broadcast_static_shape",
+]
 
 
 def _is_discrete(v):
@@ -44,8 +56,10 @@ def broadcast_static_shape(shapes, who="Elemwise"):
     for d, dims in enumerate(zip(*shapes)):
         known = {s for s in dims if s is not None and s != 1}
         if len(known) > 1:
-            raise ValueError(f"{who}: static shapes {list(shapes)} do not broadcast along "
-                             f"dimension {d} (lengths {sorted(known)})")
+            raise ValueError(
+                f"{who}: static shapes {list(shapes)} do not broadcast along "
+                f"dimension {d} (lengths {sorted(known)})"
+            )
         if known:
             out.append(known.pop())
         elif all(s == 1 for s in dims):
@@ -96,19 +110,27 @@ class Elemwise(Op):
         inputs = [as_tensor_variable(i) for i in inputs]
         ndim = max((i.ndim for i in inputs), default=0)
         # Lower-rank inputs get leading broadcastable dimensions, as in numpy.
-        inputs = [i if i.ndim == ndim else
-                  DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
-                  for i in inputs]
+        inputs = [
+            i
+            if i.ndim == ndim
+            else DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
+            for i in inputs
+        ]
         try:
             out_dtypes = op.output_types(tuple(i.dtype for i in inputs))
         except TypeError as e:
             raise TypeError(f"{self}: {e}") from None
         shape = broadcast_static_shape([i.type.shape for i in inputs], str(self))
         for o, i in self.inplace_items:
-            if i >= len(inputs) or inputs[i].type.shape != shape or \
-                    inputs[i].dtype != out_dtypes[o]:
-                raise TypeError(f"{self}: output {o} cannot overwrite input {i}: it needs "
-                                f"dtype {out_dtypes[o]} and static shape {shape}")
+            if (
+                i >= len(inputs)
+                or inputs[i].type.shape != shape
+                or inputs[i].dtype != out_dtypes[o]
+            ):
+                raise TypeError(
+                    f"{self}: output {o} cannot overwrite input {i}: it needs "
+                    f"dtype {out_dtypes[o]} and static shape {shape}"
+                )
         outputs = [TensorType(d, shape=shape)() for d in out_dtypes]
         return Apply(self, inputs, outputs)
 
@@ -123,8 +145,10 @@ class Elemwise(Op):
                 np.copyto(target, val)
                 cell[0] = target
                 continue
-            if not val.flags.writeable or not val.flags.owndata or any(
-                np.may_share_memory(val, x) for x in inputs if isinstance(x, np.ndarray)
+            if (
+                not val.flags.writeable
+                or not val.flags.owndata
+                or any(np.may_share_memory(val, x) for x in inputs if isinstance(x, np.ndarray))
             ):
                 val = np.array(val)
             cell[0] = val
@@ -144,8 +168,9 @@ class Elemwise(Op):
                         f"x.dimshuffle('x', 0)) to broadcast it."
                     )
             if len(lengths - {1}) > 1:
-                raise ValueError(f"{self}: input shapes {shapes} do not match along "
-                                 f"dimension {d}")
+                raise ValueError(
+                    f"{self}: input shapes {shapes} do not match along " f"dimension {d}"
+                )
 
     def infer_shape(self, fgraph, node, input_shapes):
         out = []
@@ -153,8 +178,9 @@ class Elemwise(Op):
             if s is not None:
                 out.append(s)
                 continue
-            cands = [shp[d] for x, shp in zip(node.inputs, input_shapes)
-                     if not x.type.broadcastable[d]]
+            cands = [
+                shp[d] for x, shp in zip(node.inputs, input_shapes) if not x.type.broadcastable[d]
+            ]
             out.append(cands[0] if cands else 1)
         return [tuple(out)] * len(node.outputs)
 
@@ -163,8 +189,9 @@ class Elemwise(Op):
 
         if all(_is_discrete(o) for o in outputs):
             return [_zeros_like(x, _float_of(x)) for x in inputs]
-        ograds = [_zeros_like(o) if is_disconnected(g) else g
-                  for g, o in zip(output_grads, outputs)]
+        ograds = [
+            _zeros_like(o) if is_disconnected(g) else g for g, o in zip(output_grads, outputs)
+        ]
         sgrads = self.scalar_op.L_op(list(inputs), list(outputs), ograds)
         result = []
         for x, g in zip(inputs, sgrads):
@@ -210,8 +237,10 @@ def expand_composite_grad(comp, inputs, output_grads):
     env = dict(zip(comp.inputs, inputs))
     applies = []
     for node in comp.nodes:
-        args = [constant(np.asarray(v.data, dtype=v.type.dtype)) if isinstance(v, Constant)
-                else env[v] for v in node.inputs]
+        args = [
+            constant(np.asarray(v.data, dtype=v.type.dtype)) if isinstance(v, Constant) else env[v]
+            for v in node.inputs
+        ]
         outs = Elemwise(node.op)(*args, return_list=True)
         env.update(zip(node.outputs, outs))
         applies.append((node, outs[0].owner))
@@ -239,7 +268,7 @@ class DimShuffle(Op):
     >>> from theano_dag import tensor as tt
     >>> x = tt.dmatrix("x")
     >>> DimShuffle((False, False), ["x", 1, 0])(x).type
-    TensorType(float64, 3D)
+    TensorType(float64, shape=(1, ?, ?))
     >>> DimShuffle((False, False), ["x", 1, 0])(x).broadcastable
     (True, False, False)
     """
@@ -256,9 +285,11 @@ class DimShuffle(Op):
             elif isinstance(o, (int, np.integer)) and 0 <= o < len(self.input_broadcastable):
                 order.append(int(o))
             else:
-                raise ValueError(f"DimShuffle: invalid entry {o!r} in new_order {new_order} "
-                                 f"for an input of {len(self.input_broadcastable)} dimensions "
-                                 "(expected dimension indices or 'x')")
+                raise ValueError(
+                    f"DimShuffle: invalid entry {o!r} in new_order {new_order} "
+                    f"for an input of {len(self.input_broadcastable)} dimensions "
+                    "(expected dimension indices or 'x')"
+                )
         self.new_order = tuple(order)
         kept = [o for o in order if o != "x"]
         if len(set(kept)) != len(kept):
@@ -266,9 +297,11 @@ class DimShuffle(Op):
         self.drop = [i for i in range(len(self.input_broadcastable)) if i not in kept]
         for i in self.drop:
             if not self.input_broadcastable[i]:
-                raise ValueError(f"DimShuffle: cannot drop the non-broadcastable dimension {i} "
-                                 f"(input broadcastable {self.input_broadcastable}, new_order "
-                                 f"{self.new_order})")
+                raise ValueError(
+                    f"DimShuffle: cannot drop the non-broadcastable dimension {i} "
+                    f"(input broadcastable {self.input_broadcastable}, new_order "
+                    f"{self.new_order})"
+                )
         self.shuffle = kept
         self.augment = [k for k, o in enumerate(order) if o == "x"]
         self.inplace = inplace
@@ -284,8 +317,10 @@ class DimShuffle(Op):
             if x.ndim != len(self.input_broadcastable) or any(
                 b and not xb for b, xb in zip(self.input_broadcastable, x.broadcastable)
             ):
-                raise TypeError(f"{self}: expected an input with broadcastable pattern "
-                                f"{self.input_broadcastable}, got {x.type.broadcastable} ({x})")
+                raise TypeError(
+                    f"{self}: expected an input with broadcastable pattern "
+                    f"{self.input_broadcastable}, got {x.type.broadcastable} ({x})"
+                )
         shape = tuple(1 if o == "x" else x.type.shape[o] for o in self.new_order)
         return Apply(self, [x], [TensorType(x.dtype, shape=shape)()])
 
@@ -324,9 +359,15 @@ class DimShuffle(Op):
 
 # Reductions ------------------------------------------------------------------------
 
-_UFUNCS = {ts.Add: np.add, ts.Mul: np.multiply, ts.Maximum: np.maximum,
-           ts.Minimum: np.minimum, ts.AND: np.bitwise_and, ts.OR: np.bitwise_or,
-           ts.XOR: np.bitwise_xor}
+_UFUNCS = {
+    ts.Add: np.add,
+    ts.Mul: np.multiply,
+    ts.Maximum: np.maximum,
+    ts.Minimum: np.minimum,
+    ts.AND: np.bitwise_and,
+    ts.OR: np.bitwise_or,
+    ts.XOR: np.bitwise_xor,
+}
 
 
 def _norm_axis(axis, ndim, who):
@@ -360,8 +401,10 @@ class CAReduce(Op):
 
     def __init__(self, scalar_op, axis=None):
         if type(scalar_op) not in _UFUNCS:
-            raise TypeError(f"CAReduce: cannot reduce with {scalar_op} (it needs a "
-                            "commutative and associative binary op)")
+            raise TypeError(
+                f"CAReduce: cannot reduce with {scalar_op} (it needs a "
+                "commutative and associative binary op)"
+            )
         self.scalar_op = scalar_op
         if isinstance(axis, (int, np.integer)):
             axis = (int(axis),)
@@ -390,8 +433,9 @@ class CAReduce(Op):
         x = as_tensor_variable(x)
         for a in self._axes(x.ndim):
             if a >= x.ndim:
-                raise ValueError(f"{self}: axis {a} is out of range for the {x.ndim}-d "
-                                 f"input {x}")
+                raise ValueError(
+                    f"{self}: axis {a} is out of range for the {x.ndim}-d " f"input {x}"
+                )
         axes = self._axes(x.ndim)
         shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
         return Apply(self, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
@@ -399,7 +443,7 @@ class CAReduce(Op):
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
         axes = self._axes(x.ndim)
-        acc = self.acc_dtype_for(x.dtype)
+        acc = self.acc_dtype_for(x.dtype.name)
         with np.errstate(all="ignore"):
             if x.dtype != acc:
                 x = x.astype(acc)

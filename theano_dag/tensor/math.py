@@ -10,10 +10,10 @@ import builtins
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
-from theano_dag.tensor import scalar as ts
 from theano_dag.tensor.elemwise import (
     All,
     Any,
@@ -30,16 +30,92 @@ from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
 __all__ = [
-    "add", "sub", "mul", "true_div", "int_div", "floor_div", "mod", "neg", "abs", "abs_",
-    "sgn", "sign", "pow", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt",
-    "sqr", "square", "reciprocal", "inv", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
-    "arctan2", "sinh", "cosh", "tanh", "sigmoid", "softplus", "erf", "erfc", "maximum",
-    "minimum", "clip", "floor", "ceil", "trunc", "round", "round_half_to_even",
-    "round_half_away_from_zero", "iround", "lt", "gt", "le", "ge", "eq", "neq", "and_", "or_",
-    "xor", "invert", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "switch",
-    "where", "isnan", "isinf", "identity", "tensor_copy", "fma",
-    "sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax", "argmin",
-    "Argmax", "Argmin", "Dot", "dot", "outer",
+    "add",
+    "sub",
+    "mul",
+    "true_div",
+    "int_div",
+    "floor_div",
+    "mod",
+    "neg",
+    "abs",
+    "abs_",
+    "sgn",
+    "sign",
+    "pow",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "sqr",
+    "square",
+    "reciprocal",
+    "inv",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arctan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "sigmoid",
+    "softplus",
+    "erf",
+    "erfc",
+    "maximum",
+    "minimum",
+    "clip",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "round_half_to_even",
+    "round_half_away_from_zero",
+    "iround",
+    "lt",
+    "gt",
+    "le",
+    "ge",
+    "eq",
+    "neq",
+    "and_",
+    "or_",
+    "xor",
+    "invert",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "switch",
+    "where",
+    "isnan",
+    "isinf",
+    "identity",
+    "tensor_copy",
+    "fma",
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "mean",
+    "var",
+    "std",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "Argmax",
+    "Argmin",
+    "Dot",
+    "dot",
+    "outer",
 ]
 
 _elemwise_cache: dict = {}
@@ -74,10 +150,18 @@ def _binary(scalar_op, name, doc):
     return _make(scalar_op, name, doc, _EX.format(name=name, args="x, x", op=scalar_op.name))
 
 
-add = _make(ts.add, "add", "Elementwise sum of any number of tensors.",
-            _EX.format(name="add", args="x, x, 1", op="add"))
-mul = _make(ts.mul, "mul", "Elementwise product of any number of tensors.",
-            _EX.format(name="mul", args="x, 2", op="mul"))
+add = _make(
+    ts.add,
+    "add",
+    "Elementwise sum of any number of tensors.",
+    _EX.format(name="add", args="x, x, 1", op="add"),
+)
+mul = _make(
+    ts.mul,
+    "mul",
+    "Elementwise product of any number of tensors.",
+    _EX.format(name="mul", args="x, 2", op="mul"),
+)
 sub = _binary(ts.sub, "sub", "``x - y``.")
 true_div = _binary(ts.true_div, "true_div", "``x / y`` (integers divide to float64).")
 int_div = _binary(ts.int_div, "int_div", "``x // y`` (floor division).")
@@ -109,14 +193,42 @@ tensor_copy = identity
 fma = _make(ts.fma, "fma", "``x * y + z`` (one op, one rounding in C).")
 arctan2 = _binary(ts.arctan2, "arctan2", "The angle of the point ``(x=b, y=a)``.")
 
-for _name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sqr",
-              "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
-              "tanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "trunc",
-              "round_half_to_even", "round_half_away_from_zero"):
-    _op = getattr(ts, _name)
-    globals()[_name] = _unary(_op, _name, f"Elementwise {_op.__doc__ or _name}.")
-del _name, _op
-square, inv = sqr, reciprocal  # noqa: F821 (defined by the loop above)
+
+def _u(name):
+    """The tensor function of the unary scalar op ``name`` (doc from the scalar op)."""
+    op = getattr(ts, name)
+    return _unary(op, name, f"Elementwise {op.__doc__ or name}.")
+
+
+exp = _u("exp")
+exp2 = _u("exp2")
+log = _u("log")
+log2 = _u("log2")
+log10 = _u("log10")
+log1p = _u("log1p")
+expm1 = _u("expm1")
+sqrt = _u("sqrt")
+sqr = _u("sqr")
+reciprocal = _u("reciprocal")
+sin = _u("sin")
+cos = _u("cos")
+tan = _u("tan")
+arcsin = _u("arcsin")
+arccos = _u("arccos")
+arctan = _u("arctan")
+sinh = _u("sinh")
+cosh = _u("cosh")
+tanh = _u("tanh")
+sigmoid = _u("sigmoid")
+softplus = _u("softplus")
+erf = _u("erf")
+erfc = _u("erfc")
+floor = _u("floor")
+ceil = _u("ceil")
+trunc = _u("trunc")
+round_half_to_even = _u("round_half_to_even")
+round_half_away_from_zero = _u("round_half_away_from_zero")
+square, inv = sqr, reciprocal
 
 
 def clip(x, a_min, a_max):
@@ -143,19 +255,21 @@ def switch(cond, ift, iff):
 def where(cond, ift=None, iff=None):
     """``numpy.where`` with three arguments (an alias of ``switch``)."""
     if ift is None or iff is None:
-        raise TypeError("where: the one-argument form (nonzero) is not supported; "
-                        "pass where(cond, ift, iff)")
+        raise TypeError(
+            "where: the one-argument form (nonzero) is not supported; " "pass where(cond, ift, iff)"
+        )
     return switch(cond, ift, iff)
 
 
 def round(a, mode=None):  # noqa: A001 (Theano's name)
     """Round: ``mode`` is 'half_to_even' (default, as numpy) or 'half_away_from_zero'."""
     if mode in (None, "half_to_even"):
-        return round_half_to_even(a)  # noqa: F821
+        return round_half_to_even(a)
     if mode == "half_away_from_zero":
-        return round_half_away_from_zero(a)  # noqa: F821
-    raise ValueError(f"round: mode must be 'half_to_even' or 'half_away_from_zero', "
-                     f"got {mode!r}")
+        return round_half_away_from_zero(a)
+    raise ValueError(
+        f"round: mode must be 'half_to_even' or 'half_away_from_zero', " f"got {mode!r}"
+    )
 
 
 def iround(a, mode=None):
@@ -270,7 +384,7 @@ def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
     if x.dtype in discrete_dtypes:
         x = cast(x, "float64")
     centered = x - mean(x, axis=axis, keepdims=True)
-    v = mean(sqr(centered), axis=axis)  # noqa: F821
+    v = mean(sqr(centered), axis=axis)
     if corrected:
         ddof = builtins.max(ddof, 1)
     if ddof:
@@ -281,7 +395,7 @@ def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
 
 def std(x, axis=None, ddof=0, keepdims=False, corrected=False):
     """Standard deviation over ``axis``."""
-    return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected))  # noqa: F821
+    return sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected))
 
 
 class Argmax(Op):
@@ -296,10 +410,15 @@ class Argmax(Op):
     def make_node(self, x):
         x = as_tensor_variable(x)
         if self.axis is not None and not -x.ndim <= self.axis < builtins.max(x.ndim, 1):
-            raise ValueError(f"{type(self).__name__}: axis {self.axis} is out of range for "
-                             f"the {x.ndim}-d input {x}")
-        shape = () if self.axis is None else tuple(
-            s for d, s in enumerate(x.type.shape) if d != self.axis % x.ndim)
+            raise ValueError(
+                f"{type(self).__name__}: axis {self.axis} is out of range for "
+                f"the {x.ndim}-d input {x}"
+            )
+        shape = (
+            ()
+            if self.axis is None
+            else tuple(s for d, s in enumerate(x.type.shape) if d != self.axis % x.ndim)
+        )
         return Apply(self, [x], [TensorType("int64", shape=shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -315,8 +434,7 @@ class Argmax(Op):
         from theano_dag.tensor.basic import zeros_like
 
         x = inputs[0]
-        return [zeros_like(x, dtype=x.dtype if x.dtype not in discrete_dtypes
-                           else config.floatX)]
+        return [zeros_like(x, dtype=x.dtype if x.dtype not in discrete_dtypes else config.floatX)]
 
 
 class Argmin(Argmax):
@@ -369,8 +487,10 @@ class Dot(Op):
         x, y = as_tensor_variable(x), as_tensor_variable(y)
         for k, v in enumerate((x, y)):
             if v.ndim not in (1, 2):
-                raise TypeError(f"Dot: input {k} ({v}) must be a vector or a matrix, got "
-                                f"{v.ndim} dimensions (use tensordot for more)")
+                raise TypeError(
+                    f"Dot: input {k} ({v}) must be a vector or a matrix, got "
+                    f"{v.ndim} dimensions (use tensordot for more)"
+                )
         kx, ky = x.type.shape[-1], y.type.shape[0]
         if kx is not None and ky is not None and kx != ky:
             raise ValueError(f"Dot: shapes {x.type.shape} and {y.type.shape} are not aligned")
@@ -381,8 +501,10 @@ class Dot(Op):
     def perform(self, node, inputs, output_storage, params=None):
         x, y = inputs
         if x.shape[-1] != y.shape[0]:
-            raise ValueError(f"Dot: shapes {x.shape} and {y.shape} are not aligned "
-                             f"({x.shape[-1]} != {y.shape[0]})")
+            raise ValueError(
+                f"Dot: shapes {x.shape} and {y.shape} are not aligned "
+                f"({x.shape[-1]} != {y.shape[0]})"
+            )
         output_storage[0][0] = np.asarray(np.dot(x, y), dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -429,8 +551,10 @@ def dot(a, b):
     if a.ndim == 0 or b.ndim == 0:
         return mul(a, b)
     if a.ndim > 2 or b.ndim > 2:
-        raise TypeError(f"dot: inputs of {a.ndim} and {b.ndim} dimensions are not supported "
-                        "here; use tensordot")
+        raise TypeError(
+            f"dot: inputs of {a.ndim} and {b.ndim} dimensions are not supported "
+            "here; use tensordot"
+        )
     return _dot(a, b)
 
 

@@ -9,8 +9,18 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.var import as_tensor_variable, constant
 
-__all__ = ["Shape", "Shape_i", "MakeVector", "Reshape", "shape", "shape_i", "make_vector",
-           "reshape", "flatten", "as_int_vector"]
+__all__ = [
+    "Shape",
+    "Shape_i",
+    "MakeVector",
+    "Reshape",
+    "shape",
+    "shape_i",
+    "make_vector",
+    "reshape",
+    "flatten",
+    "as_int_vector",
+]
 
 
 def _disconnected():
@@ -67,8 +77,9 @@ class Shape_i(Op):  # noqa: N801 (Theano's name)
     def make_node(self, x):
         x = as_tensor_variable(x)
         if not 0 <= self.i < x.ndim:
-            raise TypeError(f"{self}: {x} has {x.ndim} dimensions, there is no dimension "
-                            f"{self.i}")
+            raise TypeError(
+                f"{self}: {x} has {x.ndim} dimensions, there is no dimension " f"{self.i}"
+            )
         return Apply(self, [x], [TensorType("int64", shape=())()])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -122,13 +133,16 @@ class MakeVector(Op):
         inputs = [as_tensor_variable(i) for i in inputs]
         for k, i in enumerate(inputs):
             if i.ndim != 0:
-                raise TypeError(f"{self}: input {k} ({i}) must be a scalar, got {i.ndim} "
-                                "dimensions")
+                raise TypeError(
+                    f"{self}: input {k} ({i}) must be a scalar, got {i.ndim} " "dimensions"
+                )
             if np.result_type(i.dtype, self.dtype).name != self.dtype and not (
                 isinstance(i, Constant) and np.asarray(i.data, self.dtype) == i.data
             ):
-                raise TypeError(f"{self}: input {k} ({i}) has dtype {i.dtype}, which cannot "
-                                f"be stored in {self.dtype} without loss")
+                raise TypeError(
+                    f"{self}: input {k} ({i}) has dtype {i.dtype}, which cannot "
+                    f"be stored in {self.dtype} without loss"
+                )
         return Apply(self, inputs, [TensorType(self.dtype, shape=(len(inputs),))()])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -143,8 +157,9 @@ class MakeVector(Op):
         if self.dtype in discrete_dtypes:
             return [_disconnected() for _ in inputs]
         (gz,) = output_grads
-        return [gz[k] if i.dtype not in discrete_dtypes else zeros_like(i)
-                for k, i in enumerate(inputs)]
+        return [
+            gz[k] if i.dtype not in discrete_dtypes else zeros_like(i) for k, i in enumerate(inputs)
+        ]
 
 
 def make_vector(*scalars, dtype="int64"):
@@ -158,8 +173,10 @@ def as_int_vector(values, who):
         parts = [as_tensor_variable(v) for v in values]
         for k, p in enumerate(parts):
             if p.ndim != 0 or p.dtype not in int_dtypes + uint_dtypes:
-                raise TypeError(f"{who}: entry {k} of the shape ({p}) must be an integer "
-                                f"scalar, got {p.type}")
+                raise TypeError(
+                    f"{who}: entry {k} of the shape ({p}) must be an integer "
+                    f"scalar, got {p.type}"
+                )
         if all(isinstance(p, Constant) for p in parts):
             return constant(np.asarray([p.data for p in parts], dtype="int64").reshape(-1))
         return make_vector(*parts)
@@ -185,7 +202,7 @@ class Reshape(Op):
 
     >>> from theano_dag import tensor as tt
     >>> reshape(tt.dvector("x"), (2, -1)).type
-    TensorType(float64, matrix)
+    TensorType(float64, shape=(2, ?))
     >>> reshape(tt.dvector("x"), (1, 3)).type
     TensorType(float64, shape=(1, 3))
     """
@@ -205,16 +222,18 @@ class Reshape(Op):
         x = as_tensor_variable(x)
         shp = as_int_vector(shp, str(self))
         if shp.type.shape[0] is not None and shp.type.shape[0] != self.ndim:
-            raise ValueError(f"{self}: the shape has {shp.type.shape[0]} entries, expected "
-                             f"{self.ndim}")
+            raise ValueError(
+                f"{self}: the shape has {shp.type.shape[0]} entries, expected " f"{self.ndim}"
+            )
         known = _const_entries(shp)
         if len(known) != self.ndim:
             known = [None] * self.ndim
         if sum(1 for k in known if k is not None and k < 0) > 1 or any(
             k is not None and k < -1 for k in known
         ):
-            raise ValueError(f"{self}: invalid shape {known}: at most one -1 and no other "
-                             "negative entries")
+            raise ValueError(
+                f"{self}: invalid shape {known}: at most one -1 and no other " "negative entries"
+            )
         static = [k if k is not None and k >= 0 else None for k in known]
         if None not in x.type.shape and static.count(None) == 1 and -1 in known:
             total = int(np.prod(x.type.shape))
@@ -226,17 +245,22 @@ class Reshape(Op):
     def perform(self, node, inputs, output_storage, params=None):
         x, shp = inputs
         if len(shp) != self.ndim:
-            raise ValueError(f"{self}: the shape {tuple(shp)} has {len(shp)} entries, "
-                             f"expected {self.ndim}")
+            raise ValueError(
+                f"{self}: the shape {tuple(shp)} has {len(shp)} entries, " f"expected {self.ndim}"
+            )
         try:
             out = np.reshape(x, tuple(int(s) for s in shp))
         except ValueError as e:
-            raise ValueError(f"{self}: cannot reshape an array of shape {x.shape} into shape "
-                             f"{tuple(int(s) for s in shp)}: {e}") from None
+            raise ValueError(
+                f"{self}: cannot reshape an array of shape {x.shape} into shape "
+                f"{tuple(int(s) for s in shp)}: {e}"
+            ) from None
         for d, s in enumerate(node.outputs[0].type.shape):
             if s is not None and out.shape[d] != s:
-                raise ValueError(f"{self}: output shape {out.shape} differs from the static "
-                                 f"shape {node.outputs[0].type.shape}")
+                raise ValueError(
+                    f"{self}: output shape {out.shape} differs from the static "
+                    f"shape {node.outputs[0].type.shape}"
+                )
         output_storage[0][0] = out
 
     def connection_pattern(self, node):

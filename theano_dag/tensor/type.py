@@ -83,14 +83,17 @@ class TensorType(Type):
             norm = []
             for s in shape:
                 if s is not None and (not isinstance(s, (int, np.integer)) or s < 0):
-                    raise TypeError(f"TensorType: static shape entries must be None or ints "
-                                    f">= 0, got {s!r}")
+                    raise TypeError(
+                        f"TensorType: static shape entries must be None or ints " f">= 0, got {s!r}"
+                    )
                 norm.append(None if s is None else int(s))
             self.shape = tuple(norm)
         else:
             if isinstance(broadcastable, (int, np.integer)) and not isinstance(broadcastable, bool):
-                raise TypeError("TensorType: `broadcastable` must be a tuple of bools, "
-                                f"got {broadcastable!r}")
+                raise TypeError(
+                    "TensorType: `broadcastable` must be a tuple of bools, "
+                    f"got {broadcastable!r}"
+                )
             self.shape = tuple(1 if bool(b) else None for b in broadcastable)
         self.name = name
         self.numpy_dtype = np.dtype(self.dtype)
@@ -128,10 +131,13 @@ class TensorType(Type):
         elif strict:
             if not isinstance(data, np.ndarray):
                 raise TypeError(f"{self} expected an ndarray object (got {type(data).__name__}).")
-            raise TypeError(f"{self} expected an ndarray with dtype={self.dtype} "
-                            f"(got {data.dtype}).")
+            raise TypeError(
+                f"{self} expected an ndarray with dtype={self.dtype} " f"(got {data.dtype})."
+            )
         elif allow_downcast:
-            data = np.asarray(data, dtype=self.dtype)
+            # Via asarray first: numpy refuses out-of-range Python ints but wraps arrays.
+            with np.errstate(all="ignore"):
+                data = np.asarray(data).astype(self.dtype)
         elif isinstance(data, np.ndarray):
             if np.result_type(self.numpy_dtype, data.dtype) != self.numpy_dtype:
                 raise TypeError(
@@ -141,15 +147,20 @@ class TensorType(Type):
                     f"calling function."
                 )
             data = np.asarray(data, dtype=self.dtype)
-        elif (allow_downcast is None and isinstance(data, (float, np.floating))
-              and self.dtype == config.floatX):
+        elif (
+            allow_downcast is None
+            and isinstance(data, (float, np.floating))
+            and self.dtype == config.floatX
+        ):
             # Theano lets Python float literals into floatX even when that is float32.
             data = np.asarray(data, dtype=self.dtype)
         else:
             data = self._filter_lossless(data)
         if data.ndim != self.ndim:
-            raise TypeError(f"{self}: wrong number of dimensions: expected {self.ndim}, "
-                            f"got {data.ndim} with shape {data.shape}.")
+            raise TypeError(
+                f"{self}: wrong number of dimensions: expected {self.ndim}, "
+                f"got {data.ndim} with shape {data.shape}."
+            )
         for i, (s, d) in enumerate(zip(self.shape, data.shape)):
             if s is not None and s != d:
                 if s == 1:
@@ -157,16 +168,18 @@ class TensorType(Type):
                         f"{self}: non-unit value on shape on a broadcastable dimension: "
                         f"dimension {i} has length {d}, expected 1 (shape {data.shape})."
                     )
-                raise TypeError(f"{self}: dimension {i} has length {d}, expected {s} "
-                                f"(shape {data.shape}).")
+                raise TypeError(
+                    f"{self}: dimension {i} has length {d}, expected {s} " f"(shape {data.shape})."
+                )
         return data
 
     def _filter_lossless(self, data):
         try:
             original = np.asarray(data)
         except Exception as e:
-            raise TypeError(f"{self} cannot convert {type(data).__name__} to an array: {e}") \
-                from None
+            raise TypeError(
+                f"{self} cannot convert {type(data).__name__} to an array: {e}"
+            ) from None
         if original.dtype == object:
             raise TypeError(f"{self} cannot convert {data!r} to an array of {self.dtype}")
         with np.errstate(all="ignore"):
@@ -181,7 +194,7 @@ class TensorType(Type):
                 text = text[:75] + "(...)"
             raise TypeError(
                 f"{self} cannot store accurately value {text}, it would be represented as "
-                f"{converted}. If you do not mind this precision loss, you can: 1) explicitly "
+                f"{converted.tolist()}. If you do not mind this precision loss, you can: 1) explicitly "
                 f"convert your data to a numpy array of dtype {self.dtype}, or 2) set "
                 f"allow_input_downcast=True when calling function."
             )
@@ -195,9 +208,12 @@ class TensorType(Type):
         return "value is valid"
 
     def is_valid_value(self, data) -> bool:
-        return (isinstance(data, np.ndarray) and data.dtype == self.numpy_dtype
-                and data.ndim == self.ndim
-                and all(s is None or s == d for s, d in zip(self.shape, data.shape)))
+        return (
+            isinstance(data, np.ndarray)
+            and data.dtype == self.numpy_dtype
+            and data.ndim == self.ndim
+            and all(s is None or s == d for s, d in zip(self.shape, data.shape))
+        )
 
     @staticmethod
     def values_eq(a, b, force_same_dtype=True) -> bool:
@@ -210,8 +226,9 @@ class TensorType(Type):
         return bool(np.array_equal(a, b))
 
     @staticmethod
-    def values_eq_approx(a, b, allow_remove_inf=False, allow_remove_nan=False, rtol=None,
-                         atol=None) -> bool:
+    def values_eq_approx(
+        a, b, allow_remove_inf=False, allow_remove_nan=False, rtol=None, atol=None
+    ) -> bool:
         """``allclose`` with dtype-dependent tolerances; NaN and inf must match in place.
 
         >>> TensorType.values_eq_approx(np.float32([1, np.nan]), np.float32([1.00001, np.nan]))
@@ -229,8 +246,10 @@ class TensorType(Type):
         r, t = values_eq_approx_tolerances.get(dt, (1e-5, 1e-8))
         rtol = r if rtol is None else rtol
         atol = t if atol is None else atol
-        a64, b64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), \
-            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+        a64, b64 = (
+            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
+        )
         nan_a, nan_b = np.isnan(a64), np.isnan(b64)
         if allow_remove_nan:
             keep = ~(nan_a | nan_b)
@@ -263,8 +282,9 @@ class TensorType(Type):
     # -- relations between types --------------------------------------------------
 
     def in_same_class(self, other) -> bool:
-        return isinstance(other, TensorType) and other.dtype == self.dtype \
-            and other.ndim == self.ndim
+        return (
+            isinstance(other, TensorType) and other.dtype == self.dtype and other.ndim == self.ndim
+        )
 
     def is_super(self, other) -> bool:
         """True if every value of ``other`` is a value of this type."""
@@ -314,13 +334,24 @@ class TensorType(Type):
         return repr(self)
 
     def _shape_str(self):
-        named = {(): "scalar", (False,): "vector", (True,): "(True,)",
-                 (False, False): "matrix", (True, False): "row", (False, True): "col",
-                 (False,) * 3: "3D", (False,) * 4: "4D"}
+        named = {
+            (): "scalar",
+            (False,): "vector",
+            (True,): "(True,)",
+            (False, False): "matrix",
+            (True, False): "row",
+            (False, True): "col",
+            (False,) * 3: "3D",
+            (False,) * 4: "4D",
+        }
         if all(s in (None, 1) for s in self.shape) and self.broadcastable in named:
             return named[self.broadcastable]
-        return "shape=(" + ", ".join("?" if s is None else str(s) for s in self.shape) + \
-            ("," if len(self.shape) == 1 else "") + ")"
+        return (
+            "shape=("
+            + ", ".join("?" if s is None else str(s) for s in self.shape)
+            + ("," if len(self.shape) == 1 else "")
+            + ")"
+        )
 
 
 def tensor(dtype=None, broadcastable=None, name=None, shape=None):
@@ -342,16 +373,24 @@ def _make_constructor(ndim_bcast, dtype, kind):
     def constructor(name=None, dtype=dtype, shape=None):
         if shape is not None:
             if len(shape) != len(ndim_bcast):
-                raise TypeError(f"{kind}: shape {shape} has {len(shape)} dimensions, "
-                                f"expected {len(ndim_bcast)}")
+                raise TypeError(
+                    f"{kind}: shape {shape} has {len(shape)} dimensions, "
+                    f"expected {len(ndim_bcast)}"
+                )
             t = TensorType(dtype, broadcastable=ndim_bcast, shape=shape)
         else:
             t = TensorType(dtype, broadcastable=ndim_bcast)
         return t(name)
 
     constructor.__name__ = kind
-    what = {0: "scalar", 1: "vector", 2: "matrix", 3: "3-d tensor", 4: "4-d tensor",
-            5: "5-d tensor"}
+    what = {
+        0: "scalar",
+        1: "vector",
+        2: "matrix",
+        3: "3-d tensor",
+        4: "4-d tensor",
+        5: "5-d tensor",
+    }
     d = "floatX" if dtype is None else dtype
     constructor.__doc__ = f"Return a symbolic {what[len(ndim_bcast)]} of dtype {d}."
     return constructor
@@ -367,8 +406,17 @@ _KINDS = {
     "tensor4": (False,) * 4,
     "tensor5": (False,) * 5,
 }
-_PREFIXES = {"": None, "b": "int8", "w": "int16", "i": "int32", "l": "int64",
-             "f": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
+_PREFIXES = {
+    "": None,
+    "b": "int8",
+    "w": "int16",
+    "i": "int32",
+    "l": "int64",
+    "f": "float32",
+    "d": "float64",
+    "c": "complex64",
+    "z": "complex128",
+}
 
 for _kind, _bc in _KINDS.items():
     for _p, _dt in _PREFIXES.items():

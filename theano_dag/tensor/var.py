@@ -298,7 +298,7 @@ def autocast_scalar(x, dtype=None):
             return np.asarray(x, dtype="float32")
         with np.errstate(over="ignore"):
             x32 = np.asarray(x, dtype="float32")
-        if x32 == x or np.isnan(x):
+        if float(x32) == x or np.isnan(x):
             return x32
         return np.asarray(x, dtype="float64")
     if isinstance(x, complex):
@@ -319,8 +319,10 @@ def constant(x, name=None, ndim=None, dtype=None):
     (True, True)
     """
     if isinstance(x, TensorConstant):
-        if (name is None or x.name == name) and (ndim is None or x.ndim == ndim) and (
-            dtype is None or x.dtype == dtype
+        if (
+            (name is None or x.name == name)
+            and (ndim is None or x.ndim == ndim)
+            and (dtype is None or x.dtype == dtype)
         ):
             return x
         x = x.data
@@ -331,8 +333,10 @@ def constant(x, name=None, ndim=None, dtype=None):
     except (TypeError, ValueError, OverflowError) as e:
         raise AsTensorError(f"Could not convert {x!r} to a tensor constant: {e}") from None
     if data.dtype == object or data.dtype.name not in _known_dtypes():
-        raise AsTensorError(f"Could not convert {type(x).__name__} {x!r} to a tensor constant "
-                            f"(numpy gives dtype {data.dtype})")
+        raise AsTensorError(
+            f"Could not convert {type(x).__name__} {x!r} to a tensor constant "
+            f"(numpy gives dtype {data.dtype})"
+        )
     if ndim is not None:
         if data.ndim < ndim:
             data = data.reshape((1,) * (ndim - data.ndim) + data.shape)
@@ -342,7 +346,7 @@ def constant(x, name=None, ndim=None, dtype=None):
                 raise ValueError(
                     f"constant: the value of shape {data.shape} cannot be made {ndim}-dimensional"
                 )
-            data = data.reshape(data.shape[data.ndim - ndim:])
+            data = data.reshape(data.shape[data.ndim - ndim :])
     ttype = TensorType(data.dtype, broadcastable=tuple(s == 1 for s in data.shape))
     return TensorConstant(ttype, np.array(data), name=name)
 
@@ -363,7 +367,7 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
     >>> as_tensor_variable(x) is x, as_tensor_variable(3).dtype
     (True, 'int8')
     >>> as_tensor_variable([x, x]).type
-    TensorType(float64, matrix)
+    TensorType(float64, shape=(2, ?))
     """
     if isinstance(x, Variable):
         if hasattr(x, "_as_TensorVariable"):
@@ -401,4 +405,3 @@ def _flat(seq):
 
 
 as_tensor = as_tensor_variable
-

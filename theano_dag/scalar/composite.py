@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Constant, clone_get_equiv, io_toposort
-from theano_dag.tensor.scalar.basic import C_TYPES, ScalarOp, ScalarType, ScalarVariable
+from theano_dag.scalar.basic import C_TYPES, ScalarOp, ScalarType, ScalarVariable
 
 __all__ = ["Composite", "c_literal"]
 
@@ -37,7 +37,7 @@ def c_literal(value, dtype, types=C_TYPES) -> str:
 class Composite(ScalarOp):
     """A scalar op defined by the scalar graph from ``inputs`` to ``outputs``.
 
-    >>> from theano_dag.tensor import scalar as ts
+    >>> from theano_dag import scalar as ts
     >>> x, y = ts.float64("x"), ts.float64("y")
     >>> c = Composite([x, y], [ts.exp(x) * y + 1])
     >>> c.nin, c.nout, str(c)
@@ -53,8 +53,9 @@ class Composite(ScalarOp):
     def __init__(self, inputs, outputs, name=None):
         for i, v in enumerate(inputs):
             if not isinstance(v, ScalarVariable) or v.owner is not None:
-                raise TypeError(f"Composite: input {i} must be an ownerless scalar variable, "
-                                f"got {v!r}")
+                raise TypeError(
+                    f"Composite: input {i} must be an ownerless scalar variable, " f"got {v!r}"
+                )
         for i, v in enumerate(outputs):
             if not isinstance(v.type, ScalarType):
                 raise TypeError(f"Composite: output {i} must be a scalar variable, got {v!r}")
@@ -108,8 +109,9 @@ class Composite(ScalarOp):
         """Evaluate the scalar graph over numpy arrays."""
         values = {v: np.asarray(x) for v, x in zip(self.inputs, inputs)}
         for node in self.nodes:
-            args = [np.asarray(v.data) if isinstance(v, Constant) else values[v]
-                    for v in node.inputs]
+            args = [
+                np.asarray(v.data) if isinstance(v, Constant) else values[v] for v in node.inputs
+            ]
             outs = node.op.compute(args, [o.type.dtype for o in node.outputs])
             values.update(zip(node.outputs, outs))
         return [np.asarray(values[o], dtype=d) for o, d in zip(self.outputs, out_dtypes)]
@@ -128,8 +130,12 @@ class Composite(ScalarOp):
         exprs = dict(zip(self.inputs, inputs))
         for node in self.nodes:
             args = [self._expr_of(v, exprs, types) for v in node.inputs]
-            outs = node.op.c_code(args, [v.type.dtype for v in node.inputs],
-                                  [o.type.dtype for o in node.outputs], types)
+            outs = node.op.c_code(
+                args,
+                [v.type.dtype for v in node.inputs],
+                [o.type.dtype for o in node.outputs],
+                types,
+            )
             for o, e in zip(node.outputs, outs):
                 exprs[o] = e if o in self.outputs else self._as_type(e, o, node, types)
         return [self._expr_of(o, exprs, types) for o in self.outputs]
@@ -145,9 +151,10 @@ class Composite(ScalarOp):
     def c_code_statements(self, inputs, types=C_TYPES, prefix="v"):
         """``(statements, output_names)``: one typed temporary per scalar node.
 
-        >>> from theano_dag.tensor import scalar as ts
+        >>> from theano_dag import scalar as ts
         >>> x = ts.float32("x")
-        >>> Composite([x], [ts.sqr(x) + ts.sqr(x)]).c_code_statements(["in0[i]"])
+        >>> s = ts.sqr(x)
+        >>> Composite([x], [s + s]).c_code_statements(["in0[i]"])
         (['float v0 = (in0[i] * in0[i]);', 'float v1 = (v0 + v0);'], ['v1'])
         """
         names = dict(zip(self.inputs, inputs))
@@ -155,8 +162,12 @@ class Composite(ScalarOp):
         k = 0
         for node in self.nodes:
             args = [self._expr_of(v, names, types) for v in node.inputs]
-            exprs = node.op.c_code(args, [v.type.dtype for v in node.inputs],
-                                   [o.type.dtype for o in node.outputs], types)
+            exprs = node.op.c_code(
+                args,
+                [v.type.dtype for v in node.inputs],
+                [o.type.dtype for o in node.outputs],
+                types,
+            )
             for o, e in zip(node.outputs, exprs):
                 name = f"{prefix}{k}"
                 k += 1

@@ -25,22 +25,53 @@ from theano_dag.graph.type import Type
 from theano_dag.tensor.type import all_dtypes, continuous_dtypes, discrete_dtypes
 
 __all__ = [
-    "ScalarType", "ScalarVariable", "ScalarConstant", "get_scalar_type", "as_scalar",
-    "upcast", "upcast_out", "upcast_out_nobool", "upgrade_to_float", "true_div_out",
-    "same_out", "bool_out", "float_out", "transfer_type", "C_TYPES", "OPENCL_TYPES",
-    "ScalarOp", "UnaryScalarOp", "BinaryScalarOp",
+    "ScalarType",
+    "ScalarVariable",
+    "ScalarConstant",
+    "get_scalar_type",
+    "as_scalar",
+    "upcast",
+    "upcast_out",
+    "upcast_out_nobool",
+    "upgrade_to_float",
+    "true_div_out",
+    "same_out",
+    "bool_out",
+    "float_out",
+    "transfer_type",
+    "C_TYPES",
+    "OPENCL_TYPES",
+    "ScalarOp",
+    "UnaryScalarOp",
+    "BinaryScalarOp",
 ]
 
 C_TYPES = {
-    "bool": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-    "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-    "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
+    "bool": "unsigned char",
+    "int8": "signed char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long long",
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned int",
+    "uint64": "unsigned long long",
+    "float32": "float",
     "float64": "double",
 }
 OPENCL_TYPES = {
-    "bool": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
-    "uint8": "uchar", "uint16": "ushort", "uint32": "uint", "uint64": "ulong",
-    "float16": "half", "float32": "float", "float64": "double",
+    "bool": "uchar",
+    "int8": "char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long",
+    "uint8": "uchar",
+    "uint16": "ushort",
+    "uint32": "uint",
+    "uint64": "ulong",
+    "float16": "half",
+    "float32": "float",
+    "float64": "double",
 }
 
 
@@ -80,9 +111,17 @@ def upcast_out_nobool(*dtypes):
     return ("int8" if d == "bool" else d,)
 
 
-_FLOAT_OF = {"bool": "float32", "int8": "float32", "int16": "float32", "uint8": "float32",
-             "uint16": "float32", "int32": "float64", "int64": "float64",
-             "uint32": "float64", "uint64": "float64"}
+_FLOAT_OF = {
+    "bool": "float32",
+    "int8": "float32",
+    "int16": "float32",
+    "uint8": "float32",
+    "uint16": "float32",
+    "int32": "float64",
+    "int64": "float64",
+    "uint32": "float64",
+    "uint64": "float64",
+}
 
 
 def upgrade_to_float(*dtypes):
@@ -159,8 +198,10 @@ class ScalarType(Type):
             raise TypeError(f"{self}: expected a number, got the Variable {data}")
         if strict:
             if not isinstance(data, np.generic) or data.dtype.name != self.dtype:
-                raise TypeError(f"{self} expected a numpy scalar of dtype {self.dtype}, "
-                                f"got {type(data).__name__}")
+                raise TypeError(
+                    f"{self} expected a numpy scalar of dtype {self.dtype}, "
+                    f"got {type(data).__name__}"
+                )
             return data
         arr = np.asarray(data)
         if arr.ndim != 0:
@@ -211,42 +252,42 @@ class _scalar_py_operators:  # noqa: N801
     __slots__ = ()
 
     def __add__(self, o):
-        from theano_dag.tensor.scalar import add
+        from theano_dag.scalar import add
 
         return add(self, o)
 
     def __radd__(self, o):
-        from theano_dag.tensor.scalar import add
+        from theano_dag.scalar import add
 
         return add(o, self)
 
     def __sub__(self, o):
-        from theano_dag.tensor.scalar import sub
+        from theano_dag.scalar import sub
 
         return sub(self, o)
 
     def __rsub__(self, o):
-        from theano_dag.tensor.scalar import sub
+        from theano_dag.scalar import sub
 
         return sub(o, self)
 
     def __mul__(self, o):
-        from theano_dag.tensor.scalar import mul
+        from theano_dag.scalar import mul
 
         return mul(self, o)
 
     def __rmul__(self, o):
-        from theano_dag.tensor.scalar import mul
+        from theano_dag.scalar import mul
 
         return mul(o, self)
 
     def __truediv__(self, o):
-        from theano_dag.tensor.scalar import true_div
+        from theano_dag.scalar import true_div
 
         return true_div(self, o)
 
     def __neg__(self):
-        from theano_dag.tensor.scalar import neg
+        from theano_dag.scalar import neg
 
         return neg(self)
 
@@ -305,6 +346,7 @@ class ScalarOp(Op):
     associative = False
     identity = None  # the value x with op(x, y) == y, for reductions
     c_infix = None  # variadic ops: the C operator joining all inputs
+    input_kinds = None  # numpy dtype kinds the inputs must have (None: any)
     compute_in_output_dtype = True
     __props__ = ("output_types_preference",)
 
@@ -321,13 +363,19 @@ class ScalarOp(Op):
 
     def output_types(self, dtypes) -> tuple:
         """Output dtypes for input ``dtypes`` (a tuple of strings)."""
+        if self.input_kinds is not None:
+            for k, d in enumerate(dtypes):
+                if np.dtype(d).kind not in self.input_kinds:
+                    raise TypeError(f"{self}: input {k} has dtype {d}, expected an integer or "
+                                    "bool dtype")
         pref = getattr(self, "output_types_preference", None)
         if pref is None:
             raise NotImplementedError(f"{self} has no output_types_preference")
         out = pref(*dtypes)
         if len(out) != self.nout:
-            raise TypeError(f"{self}: output_types_preference gave {len(out)} types, "
-                            f"expected {self.nout}")
+            raise TypeError(
+                f"{self}: output_types_preference gave {len(out)} types, " f"expected {self.nout}"
+            )
         return tuple(out)
 
     def check_nin(self, n, who=None):
@@ -369,7 +417,7 @@ class ScalarOp(Op):
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES) -> list:
         """One C expression per output, given C expressions ``inputs`` for the inputs.
 
-        >>> from theano_dag.tensor import scalar as ts
+        >>> from theano_dag import scalar as ts
         >>> ts.exp.c_code(["a[i]"], ["int32"], ["float64"])
         ['exp(((double)(a[i])))']
         >>> ts.add.c_code(["a", "b", "c"], ["float32"] * 3, ["float32"])
@@ -378,8 +426,10 @@ class ScalarOp(Op):
         tname = types[out_dtypes[0]]
         names = {"t": tname}
         cast = self.compute_in_output_dtype
-        args = [f"(({tname})({e}))" if cast and d != out_dtypes[0] else e
-                for e, d in zip(inputs, in_dtypes)]
+        args = [
+            f"(({tname})({e}))" if cast and d != out_dtypes[0] else e
+            for e, d in zip(inputs, in_dtypes)
+        ]
         for k, e in zip(_INPUT_KEYS, args):
             names[k] = e
         if self.c_infix is not None:

@@ -11,7 +11,7 @@ import math as _pymath
 
 import numpy as np
 
-from theano_dag.tensor.scalar.basic import (
+from theano_dag.scalar.basic import (
     BinaryScalarOp,
     UnaryScalarOp,
     _t,
@@ -24,10 +24,36 @@ from theano_dag.tensor.scalar.basic import (
 from theano_dag.tensor.type import float_dtypes
 
 __all__ = [
-    "FloatUnaryOp", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sqr",
-    "reciprocal", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh",
-    "tanh", "sigmoid", "softplus", "erf", "erfc", "floor", "ceil", "trunc",
-    "round_half_to_even", "round_half_away_from_zero",
+    "FloatUnaryOp",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "sqr",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arctan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "sigmoid",
+    "softplus",
+    "erf",
+    "erfc",
+    "floor",
+    "ceil",
+    "trunc",
+    "round_half_to_even",
+    "round_half_away_from_zero",
 ]
 
 try:  # scipy is optional; math.erf per element is the fallback
@@ -53,10 +79,16 @@ class FloatUnaryOp(UnaryScalarOp):
 
 
 def _unary(name, nfunc, c_expr, deriv, doc, pref=upgrade_to_float):
-    cls = type(name.capitalize(), (FloatUnaryOp,), {
-        "nfunc": staticmethod(nfunc), "c_expr": c_expr,
-        "deriv": staticmethod(deriv) if deriv is not None else None, "__doc__": doc,
-    })
+    cls = type(
+        name.capitalize(),
+        (FloatUnaryOp,),
+        {
+            "nfunc": staticmethod(nfunc),
+            "c_expr": c_expr,
+            "deriv": staticmethod(deriv) if deriv is not None else None,
+            "__doc__": doc,
+        },
+    )
     return cls(pref, name=name)
 
 
@@ -72,48 +104,80 @@ def _softplus(x):
 T = _t  # tensor math, looked up when a gradient is built
 
 exp = _unary("exp", np.exp, "exp(%(x)s)", lambda x, out: out, "e**x")
-exp2 = _unary("exp2", np.exp2, "exp2(%(x)s)",
-              lambda x, out: out * const_like(np.log(2.0), out), "2**x")
+exp2 = _unary(
+    "exp2", np.exp2, "exp2(%(x)s)", lambda x, out: out * const_like(np.log(2.0), out), "2**x"
+)
 log = _unary("log", np.log, "log(%(x)s)", lambda x, out: 1 / x, "natural log")
-log2 = _unary("log2", np.log2, "log2(%(x)s)",
-              lambda x, out: 1 / (x * const_like(np.log(2.0), out)), "base-2 log")
-log10 = _unary("log10", np.log10, "log10(%(x)s)",
-               lambda x, out: 1 / (x * const_like(np.log(10.0), out)), "base-10 log")
+log2 = _unary(
+    "log2",
+    np.log2,
+    "log2(%(x)s)",
+    lambda x, out: 1 / (x * const_like(np.log(2.0), out)),
+    "base-2 log",
+)
+log10 = _unary(
+    "log10",
+    np.log10,
+    "log10(%(x)s)",
+    lambda x, out: 1 / (x * const_like(np.log(10.0), out)),
+    "base-10 log",
+)
 log1p = _unary("log1p", np.log1p, "log1p(%(x)s)", lambda x, out: 1 / (1 + x), "log(1 + x)")
 expm1 = _unary("expm1", np.expm1, "expm1(%(x)s)", lambda x, out: out + 1, "exp(x) - 1")
-sqrt = _unary("sqrt", np.sqrt, "sqrt(%(x)s)",
-              lambda x, out: const_like(0.5, out) / out, "square root")
-sqr = _unary("sqr", np.square, "(%(x)s * %(x)s)", lambda x, out: 2 * x, "x * x",
-             pref=upcast_out_nobool)
-reciprocal = _unary("reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)",
-                    lambda x, out: -(out * out), "1 / x")
+sqrt = _unary(
+    "sqrt", np.sqrt, "sqrt(%(x)s)", lambda x, out: const_like(0.5, out) / out, "square root"
+)
+sqr = _unary(
+    "sqr", np.square, "(%(x)s * %(x)s)", lambda x, out: 2 * x, "x * x", pref=upcast_out_nobool
+)
+reciprocal = _unary(
+    "reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)", lambda x, out: -(out * out), "1 / x"
+)
 sin = _unary("sin", np.sin, "sin(%(x)s)", lambda x, out: T().cos(x), "sine")
 cos = _unary("cos", np.cos, "cos(%(x)s)", lambda x, out: -T().sin(x), "cosine")
 tan = _unary("tan", np.tan, "tan(%(x)s)", lambda x, out: 1 + out * out, "tangent")
-arcsin = _unary("arcsin", np.arcsin, "asin(%(x)s)",
-                lambda x, out: 1 / T().sqrt(1 - x * x), "inverse sine")
-arccos = _unary("arccos", np.arccos, "acos(%(x)s)",
-                lambda x, out: -1 / T().sqrt(1 - x * x), "inverse cosine")
-arctan = _unary("arctan", np.arctan, "atan(%(x)s)",
-                lambda x, out: 1 / (1 + x * x), "inverse tangent")
+arcsin = _unary(
+    "arcsin", np.arcsin, "asin(%(x)s)", lambda x, out: 1 / T().sqrt(1 - x * x), "inverse sine"
+)
+arccos = _unary(
+    "arccos", np.arccos, "acos(%(x)s)", lambda x, out: -1 / T().sqrt(1 - x * x), "inverse cosine"
+)
+arctan = _unary(
+    "arctan", np.arctan, "atan(%(x)s)", lambda x, out: 1 / (1 + x * x), "inverse tangent"
+)
 sinh = _unary("sinh", np.sinh, "sinh(%(x)s)", lambda x, out: T().cosh(x), "hyperbolic sine")
 cosh = _unary("cosh", np.cosh, "cosh(%(x)s)", lambda x, out: T().sinh(x), "hyperbolic cosine")
-tanh = _unary("tanh", np.tanh, "tanh(%(x)s)", lambda x, out: 1 - out * out,
-              "hyperbolic tangent")
+tanh = _unary("tanh", np.tanh, "tanh(%(x)s)", lambda x, out: 1 - out * out, "hyperbolic tangent")
 # sigmoid and softplus: written so that exp never overflows, in numpy and in C alike.
 sigmoid = _unary(
-    "sigmoid", _sigmoid,
+    "sigmoid",
+    _sigmoid,
     "(%(x)s >= 0 ? (%(t)s)1 / ((%(t)s)1 + exp(-%(x)s)) : exp(%(x)s) / ((%(t)s)1 + exp(%(x)s)))",
-    lambda x, out: out * (1 - out), "1 / (1 + exp(-x))")
+    lambda x, out: out * (1 - out),
+    "1 / (1 + exp(-x))",
+)
 softplus = _unary(
-    "softplus", _softplus, "((%(x)s > 0 ? %(x)s : (%(t)s)0) + log1p(exp(-fabs(%(x)s))))",
-    lambda x, out: T().sigmoid(x), "log(1 + exp(x))")
+    "softplus",
+    _softplus,
+    "((%(x)s > 0 ? %(x)s : (%(t)s)0) + log1p(exp(-fabs(%(x)s))))",
+    lambda x, out: T().sigmoid(x),
+    "log(1 + exp(x))",
+)
 _TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
-erf = _unary("erf", _np_erf, "erf(%(x)s)",
-             lambda x, out: const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x), "error function")
-erfc = _unary("erfc", _np_erfc, "erfc(%(x)s)",
-              lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x),
-              "complementary error function")
+erf = _unary(
+    "erf",
+    _np_erf,
+    "erf(%(x)s)",
+    lambda x, out: const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x),
+    "error function",
+)
+erfc = _unary(
+    "erfc",
+    _np_erfc,
+    "erfc(%(x)s)",
+    lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x),
+    "complementary error function",
+)
 
 
 class _Rounding(UnaryScalarOp):
@@ -143,8 +207,7 @@ ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)")
 trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)")
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
-round_half_away_from_zero = _rounding("round_half_away_from_zero", _round_away,
-                                      "round(%(x)s)")
+round_half_away_from_zero = _rounding("round_half_away_from_zero", _round_away, "round(%(x)s)")
 
 
 class ArcTan2(BinaryScalarOp):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.tensor.scalar.basic import (
+from theano_dag.scalar.basic import (
     C_TYPES,
     BinaryScalarOp,
     ScalarOp,
@@ -28,12 +28,67 @@ from theano_dag.tensor.scalar.basic import (
 from theano_dag.tensor.type import discrete_dtypes, float_dtypes
 
 __all__ = [
-    "Add", "Sub", "Mul", "TrueDiv", "IntDiv", "Mod", "Neg", "Abs", "Sgn", "Pow", "Maximum",
-    "Minimum", "Clip", "LT", "GT", "LE", "GE", "EQ", "NEQ", "AND", "OR", "XOR", "Invert",
-    "Switch", "Cast", "Identity", "Second", "FMA", "IsNan", "IsInf",
-    "add", "sub", "mul", "true_div", "int_div", "mod", "neg", "abs_", "sgn", "pow",
-    "maximum", "minimum", "clip", "lt", "gt", "le", "ge", "eq", "neq", "and_", "or_", "xor",
-    "invert", "switch", "identity", "second", "fma", "isnan", "isinf", "cast", "convert_to",
+    "Add",
+    "Sub",
+    "Mul",
+    "TrueDiv",
+    "IntDiv",
+    "Mod",
+    "Neg",
+    "Abs",
+    "Sgn",
+    "Pow",
+    "Maximum",
+    "Minimum",
+    "Clip",
+    "LT",
+    "GT",
+    "LE",
+    "GE",
+    "EQ",
+    "NEQ",
+    "AND",
+    "OR",
+    "XOR",
+    "Invert",
+    "Switch",
+    "Cast",
+    "Identity",
+    "Second",
+    "FMA",
+    "IsNan",
+    "IsInf",
+    "add",
+    "sub",
+    "mul",
+    "true_div",
+    "int_div",
+    "mod",
+    "neg",
+    "abs_",
+    "sgn",
+    "pow",
+    "maximum",
+    "minimum",
+    "clip",
+    "lt",
+    "gt",
+    "le",
+    "ge",
+    "eq",
+    "neq",
+    "and_",
+    "or_",
+    "xor",
+    "invert",
+    "switch",
+    "identity",
+    "second",
+    "fma",
+    "isnan",
+    "isinf",
+    "cast",
+    "convert_to",
 ]
 
 
@@ -75,7 +130,7 @@ class Mul(ScalarOp):
         T = _t()
         out = []
         for i in range(len(inputs)):
-            others = inputs[:i] + inputs[i + 1:]
+            others = inputs[:i] + inputs[i + 1 :]
             if not others:
                 out.append(gz)
             elif len(others) == 1:
@@ -119,8 +174,10 @@ class IntDiv(BinaryScalarOp):
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
             return "floor(%(x)s / %(y)s)"
-        return ("(%(y)s == 0 ? (%(t)s)0 : (%(t)s)(%(x)s / %(y)s - "
-                "((%(x)s %% %(y)s != 0) && ((%(x)s < 0) != (%(y)s < 0)))))")
+        return (
+            "(%(y)s == 0 ? (%(t)s)0 : (%(t)s)(%(x)s / %(y)s - "
+            "((%(x)s %% %(y)s != 0) && ((%(x)s < 0) != (%(y)s < 0)))))"
+        )
 
     def grad(self, inputs, output_grads):
         return zero_grads(inputs)
@@ -133,11 +190,15 @@ class Mod(BinaryScalarOp):
 
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
-            return ("(fmod(%(x)s, %(y)s) + ((fmod(%(x)s, %(y)s) != 0 && "
-                    "((fmod(%(x)s, %(y)s) < 0) != (%(y)s < 0))) ? %(y)s : (%(t)s)0))")
-        return ("(%(y)s == 0 ? (%(t)s)0 : (%(t)s)((%(x)s %% %(y)s) + "
-                "(((%(x)s %% %(y)s) != 0 && (((%(x)s %% %(y)s) < 0) != (%(y)s < 0))) "
-                "? %(y)s : 0)))")
+            return (
+                "(fmod(%(x)s, %(y)s) + ((fmod(%(x)s, %(y)s) != 0 && "
+                "((fmod(%(x)s, %(y)s) < 0) != (%(y)s < 0))) ? %(y)s : (%(t)s)0))"
+            )
+        return (
+            "(%(y)s == 0 ? (%(t)s)0 : (%(t)s)((%(x)s %% %(y)s) + "
+            "(((%(x)s %% %(y)s) != 0 && (((%(x)s %% %(y)s) < 0) != (%(y)s < 0))) "
+            "? %(y)s : 0)))"
+        )
 
     def grad(self, inputs, output_grads):
         x, y = inputs
@@ -232,16 +293,16 @@ class Clip(ScalarOp):
 
     nin = 3
     nfunc = staticmethod(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi))
-    c_expr = ("((%(x)s < %(y)s ? %(y)s : %(x)s) > %(z)s ? %(z)s : "
-              "(%(x)s < %(y)s ? %(y)s : %(x)s))")
+    c_expr = (
+        "((%(x)s < %(y)s ? %(y)s : %(x)s) > %(z)s ? %(z)s : " "(%(x)s < %(y)s ? %(y)s : %(x)s))"
+    )
 
     def grad(self, inputs, output_grads):
         x, lo, hi = inputs
         (gz,) = output_grads
         T = _t()
         inside = T.and_(T.ge(x, lo), T.le(x, hi))
-        return [T.switch(inside, gz, 0), T.switch(T.lt(x, lo), gz, 0),
-                T.switch(T.gt(x, hi), gz, 0)]
+        return [T.switch(inside, gz, 0), T.switch(T.lt(x, lo), gz, 0), T.switch(T.gt(x, hi), gz, 0)]
 
 
 # -- comparisons and logic ----------------------------------------------------------
@@ -263,9 +324,15 @@ class _Compare(BinaryScalarOp):
 
 
 def _compare(name, fn, sym):
-    cls = type(name, (_Compare,), {"nfunc": staticmethod(fn),
-                                   "c_expr": f"(%(x)s {sym} %(y)s)",
-                                   "__doc__": f"``x {sym} y`` elementwise (bool output)."})
+    cls = type(
+        name,
+        (_Compare,),
+        {
+            "nfunc": staticmethod(fn),
+            "c_expr": f"(%(x)s {sym} %(y)s)",
+            "__doc__": f"``x {sym} y`` elementwise (bool output).",
+        },
+    )
     return cls
 
 
@@ -280,6 +347,7 @@ EQ.commutative = NEQ.commutative = True
 
 class _Bitwise(BinaryScalarOp):
     commutative = associative = True
+    input_kinds = "biu"
 
     def grad(self, inputs, output_grads):
         return zero_grads(inputs)
@@ -307,6 +375,7 @@ class Invert(UnaryScalarOp):
     """Bitwise not; logical not on bools."""
 
     nfunc = staticmethod(np.invert)
+    input_kinds = "biu"
 
     def c_template(self, in_dtypes, out_dtypes):
         return "(!%(x)s)" if out_dtypes[0] == "bool" else "(~%(x)s)"
@@ -463,7 +532,7 @@ def convert_to(dtype) -> Cast:
 
 def cast(x, dtype):
     """Cast the scalar variable ``x`` to ``dtype`` (no-op when it already has it)."""
-    from theano_dag.tensor.scalar.basic import as_scalar
+    from theano_dag.scalar.basic import as_scalar
 
     x = as_scalar(x)
     if x.dtype == np.dtype(dtype).name:

@@ -1,0 +1,285 @@
+"""function() and shared() with tensors: input checking messages, updates, givens, borrow."""
+
+import numpy as np
+import pytest
+
+from theano_dag import In, Out, function, shared
+from theano_dag.compile import Mode
+from theano_dag.compile.sharedvar_tensor import TensorSharedVariable
+from theano_dag.config import config
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.type import TensorType
+
+
+def fvector(name):
+    return TensorType("float32", shape=(None,))(name)
+
+
+def dvector(name):
+    return TensorType("float64", shape=(None,))(name)
+
+
+def drow(name):
+    return TensorType("float64", shape=(1, None))(name)
+
+
+def dmatrix3(name):
+    return TensorType("float64", shape=(None, 3))(name)
+
+
+PRECISION = (
+    "cannot store a value of dtype float64 without risking loss of precision. If you do not "
+    "mind this loss, you can: 1) explicitly cast your data to float32, or 2) set "
+    "allow_input_downcast=True when calling function."
+)
+
+
+@pytest.fixture
+def f2():
+    x, y = fvector("x"), drow("y")
+    return function([x, y], x + y, name="f2")
+
+
+def test_wrong_dtype(f2):
+    with pytest.raises(TypeError) as info:
+        f2(np.zeros(3), np.zeros((1, 3)))
+    assert str(info.value) == (
+        "Function 'f2': bad input 'x' (position 0): TensorType(float32, vector) " + PRECISION
+    )
+
+
+def test_wrong_dtype_allowed_with_downcast():
+    x = fvector("x")
+    f = function([x], x * 2, allow_input_downcast=True)
+    out = f(np.array([0.5, 1.0]))
+    assert out.dtype == np.float32 and out.tolist() == [1.0, 2.0]
+    g = function([In(x, allow_downcast=True)], x * 2)
+    assert g(np.array([1.0])).dtype == np.float32
+
+
+def test_python_float_goes_into_floatx():
+    with config.change_flags(floatX="float32"):
+        x = TensorType("float32", shape=())("x")
+        f = function([x], x + 1)
+        assert f(0.5) == np.float32(1.5)
+
+
+def test_wrong_ndim(f2):
+    with pytest.raises(TypeError) as info:
+        f2(np.zeros(3, dtype="float32"), np.zeros(3))
+    assert str(info.value) == (
+        "Function 'f2': bad input 'y' (position 1): TensorType(float64, row): wrong number of "
+        "dimensions: expected 2, got 1 with shape (3,)."
+    )
+
+
+def test_non_unit_length_on_broadcastable_axis(f2):
+    with pytest.raises(TypeError) as info:
+        f2(np.zeros(3, dtype="float32"), np.zeros((2, 3)))
+    assert str(info.value) == (
+        "Function 'f2': bad input 'y' (position 1): TensorType(float64, row): non-unit value on "
+        "shape on a broadcastable dimension: dimension 0 has length 2, expected 1 (shape (2, 3))."
+    )
+
+
+def test_static_length_mismatch_unnamed_function():
+    m = dmatrix3("m")
+    f = function([m], m + 1)
+    with pytest.raises(TypeError) as info:
+        f(np.zeros((2, 4)))
+    assert str(info.value) == (
+        "Function: bad input 'm' (position 0): TensorType(float64, shape=(?, 3)): dimension 1 "
+        "has length 4, expected 3 (shape (2, 4))."
+    )
+
+
+def test_missing_extra_and_unknown_arguments(f2):
+    x = np.zeros(3, dtype="float32")
+    with pytest.raises(TypeError) as info:
+        f2(x)
+    assert str(info.value) == "Function 'f2' is missing a value for input 'y' (position 1)"
+    with pytest.raises(TypeError) as info:
+        f2(x, np.zeros((1, 3)), 5)
+    assert str(info.value) == "Function 'f2' takes 2 inputs ('x', 'y') but 3 were given"
+    with pytest.raises(TypeError) as info:
+        f2(x, np.zeros((1, 3)), z=1)
+    assert str(info.value) == (
+        "Function 'f2' got an unexpected keyword argument 'z'; its inputs are 'x', 'y'"
+    )
+    with pytest.raises(TypeError) as info:
+        f2(x, x=x)
+    assert str(info.value) == "Function 'f2' got multiple values for input 'x' (position 0)"
+
+
+def test_unnamed_input_is_named_by_position():
+    v = TensorType("float64", shape=(None,))()
+    f = function([v], v * 2)
+    with pytest.raises(TypeError) as info:
+        f()
+    assert str(info.value) == (
+        "Function is missing a value for input at position 0 (unnamed, "
+        "TensorType(float64, vector))"
+    )
+    with pytest.raises(TypeError, match=r"takes 1 input \(<unnamed 0>\) but 2 were given"):
+        f([1.0], [2.0])
+
+
+def test_shared_variable_is_not_a_keyword():
+    s = shared(np.zeros(2), name="s")
+    x = dvector("x")
+    f = function([x], x + s)
+    with pytest.raises(TypeError) as info:
+        f(np.ones(2), s=np.ones(2))
+    assert str(info.value) == (
+        "Function: input 's' is implicit (a shared variable or a stored state) and cannot be "
+        "given in a call; use set_value instead"
+    )
+
+
+def test_bad_input_runs_no_op_and_keeps_state():
+    s = shared(np.zeros(2), name="s")
+    x = dvector("x")
+    f = function([x], x, updates=[(s, s + x)])
+    with pytest.raises(TypeError):
+        f(np.ones((2, 2)))
+    assert s.get_value().tolist() == [0.0, 0.0]
+    f(np.ones(2))
+    assert s.get_value().tolist() == [1.0, 1.0]
+
+
+def test_keyword_calls_and_defaults():
+    x, y = dvector("x"), dvector("y")
+    f = function([x, In(y, value=np.array([10.0, 20.0]))], x * y)
+    assert f(np.ones(2)).tolist() == [10.0, 20.0]
+    assert f(y=np.ones(2), x=np.full(2, 3.0)).tolist() == [3.0, 3.0]
+    assert f(x=np.ones(2)).tolist() == [10.0, 20.0]
+    g = function([In(x, name="alpha")], x + 1)
+    assert g(alpha=np.zeros(1)).tolist() == [1.0]
+
+
+def test_updates_swap_shared_arrays():
+    a, b = shared(np.array([1.0, 2.0]), name="a"), shared(np.array([3.0, 4.0]), name="b")
+    f = function([], [a, b], updates=[(a, b), (b, a)])
+    va, vb = f()
+    assert va.tolist() == [1.0, 2.0] and vb.tolist() == [3.0, 4.0]
+    assert a.get_value().tolist() == [3.0, 4.0] and b.get_value().tolist() == [1.0, 2.0]
+    f()
+    assert a.get_value().tolist() == [1.0, 2.0] and b.get_value().tolist() == [3.0, 4.0]
+
+
+def test_sgd_step_with_updates():
+    w = shared(np.array([1.0, -2.0]), name="w")
+    x = dvector("x")
+    loss = tm.sum((w * x) ** 2)
+    step = function([x], loss, updates=[(w, w - 0.1 * 2 * w * x * x)])
+    first = step(np.ones(2))
+    second = step(np.ones(2))
+    assert first == pytest.approx(5.0) and second == pytest.approx(0.64 * 5.0)
+
+
+def test_givens_with_tensors():
+    x, y = dvector("x"), dvector("y")
+    z = tm.exp(x) + y
+    f = function([y], z, givens={x: y * 2})
+    np.testing.assert_allclose(f(np.array([0.0, 1.0])), np.exp([0.0, 2.0]) + [0.0, 1.0])
+    data = shared(np.array([5.0, 6.0]), name="data")
+    g = function([], x * 2, givens=[(x, data)])
+    assert g().tolist() == [10.0, 12.0]
+
+
+def test_outputs_not_overwritten_and_inputs_not_modified():
+    x = dvector("x")
+    f = function([x], [x * 2, x + 1])
+    a = np.array([1.0, 2.0])
+    o1 = f(a)
+    o2 = f(np.array([5.0, 5.0]))
+    assert [o.tolist() for o in o1] == [[2.0, 4.0], [2.0, 3.0]]
+    assert [o.tolist() for o in o2] == [[10.0, 10.0], [6.0, 6.0]]
+    assert a.tolist() == [1.0, 2.0]
+    ident = function([x], x)
+    out = ident(a)
+    out[0] = 99.0
+    assert a.tolist() == [1.0, 2.0]
+
+
+def test_shared_get_set_borrow():
+    v = np.array([1.0, 2.0])
+    s = shared(v, name="s")
+    assert isinstance(s, TensorSharedVariable)
+    v[0] = 100.0
+    assert s.get_value()[0] == 1.0  # shared() copied
+    got = s.get_value()
+    got[1] = -1.0
+    assert s.get_value()[1] == 2.0  # get_value() copies
+    inner = s.get_value(borrow=True)
+    inner[1] = 7.0
+    assert s.get_value()[1] == 7.0  # borrow=True is the internal array
+    w = np.zeros(2)
+    s.set_value(w, borrow=True)
+    w[0] = 3.0
+    assert s.get_value()[0] == 3.0
+    u = np.zeros(2)
+    s.set_value(u)
+    u[0] = 4.0
+    assert s.get_value()[0] == 0.0
+    b = shared(v, borrow=True)
+    v[1] = 42.0
+    assert b.get_value()[1] == 42.0
+
+
+def test_shared_types():
+    assert shared(np.zeros((2, 3), dtype="float32")).type == TensorType(
+        "float32", shape=(None, None)
+    )
+    assert shared(3).type == TensorType("int64", shape=())
+    assert shared(2.5).type == TensorType("float64", shape=())
+    assert shared(np.zeros((1, 3)), broadcastable=(True, False)).type.broadcastable == (True, False)
+    with pytest.raises(ValueError, match=r"shared: shape=\(3,\) has 1 entries for a value with 2"):
+        shared(np.zeros((1, 3)), shape=(3,))
+    with pytest.raises(TypeError, match="shared\\(\\) needs a value"):
+        shared(dvector("x"))
+    with pytest.raises(TypeError, match="No shared variable constructor accepts value='abc'"):
+        shared("abc", borrow=True)
+
+
+def test_shared_set_value_is_checked():
+    s = shared(np.zeros(2), name="s")
+    with pytest.raises(TypeError, match="wrong number of dimensions: expected 1, got 2"):
+        s.set_value(np.zeros((2, 2)))
+    assert s.get_value().tolist() == [0.0, 0.0]
+
+
+def test_borrowed_output_is_internal_storage_without_gc():
+    from theano_dag.engines.basic import PerformLinker
+
+    s = shared(np.array([1.0, 2.0]), name="s")
+    f = function(
+        [], Out(s, borrow=True), mode=Mode(linker=PerformLinker(allow_gc=False), optimizer=None)
+    )
+    assert f() is s.get_value(borrow=True)
+    g = function([], s)
+    assert g() is not s.get_value(borrow=True)
+
+
+def test_eval():
+    x = dvector("x")
+    assert (x * 3).eval({x: np.array([1.0, 2.0])}).tolist() == [3.0, 6.0]
+
+
+def test_runtime_error_from_a_tensor_op():
+    x, y = dvector("x"), dvector("y")
+    f = function([x, y], tm.exp(x) + y, name="f")
+    with pytest.raises(ValueError) as info:
+        f(np.zeros(2), np.zeros(3))
+    msg = str(info.value)
+    assert "Apply node that caused the error: Elemwise{add" in msg
+    assert "Toposort index: 1" in msg
+    assert "Inputs shapes and dtypes: [(2,) float64, (3,) float64]" in msg
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_no_input_function_called_with_one_argument():
+    f = function([], shared(np.ones(1), name="s") * 2, name="g")
+    with pytest.raises(TypeError) as info:
+        f(1)
+    assert str(info.value) == "Function 'g' takes 0 inputs (no inputs) but 1 was given"

@@ -1,0 +1,717 @@
+"""Tensor construction and rearrangement: cast, alloc, zeros/ones, join/stack/split,
+arange, eye, tile, repeat, transpose (``theano.tensor.basic``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.op import Op
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.shape import (
+    MakeVector,
+    Reshape,
+    Shape,
+    Shape_i,
+    as_int_vector,
+    flatten,
+    make_vector,
+    reshape,
+    shape,
+    shape_i,
+)
+from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, int_dtypes
+from theano_dag.tensor.var import AsTensorError, as_tensor_variable, constant
+
+__all__ = [
+    "as_tensor_variable",
+    "as_tensor",
+    "constant",
+    "AsTensorError",
+    "cast",
+    "fill",
+    "second",
+    "zeros_like",
+    "ones_like",
+    "Alloc",
+    "alloc",
+    "zeros",
+    "ones",
+    "full",
+    "Join",
+    "join",
+    "concatenate",
+    "stack",
+    "Split",
+    "split",
+    "ARange",
+    "arange",
+    "Eye",
+    "eye",
+    "identity_like",
+    "Tile",
+    "tile",
+    "Repeat",
+    "repeat",
+    "transpose",
+    "dimshuffle",
+    "squeeze",
+    "shape",
+    "shape_i",
+    "reshape",
+    "flatten",
+    "make_vector",
+    "MakeVector",
+    "Shape",
+    "Shape_i",
+    "Reshape",
+    "NotScalarConstantError",
+    "get_scalar_constant_value",
+    "get_vector_length",
+    "disconnected",
+]
+
+as_tensor = as_tensor_variable
+
+
+def disconnected():
+    """A fresh "disconnected gradient" variable (see ``theano_dag.gradient_types``)."""
+    from theano_dag.gradient_types import disconnected_type
+
+    return disconnected_type()
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype`` (``x`` itself when it already has it).
+
+    >>> from theano_dag import tensor as tt
+    >>> cast(tt.dvector("x"), "int32").dtype
+    'int32'
+    """
+    x = as_tensor_variable(x)
+    dtype = config.floatX if dtype == "floatX" else np.dtype(dtype).name
+    if x.dtype == dtype:
+        return x
+    return Elemwise(ts.convert_to(dtype))(x)
+
+
+def fill(model, value):
+    """``value`` broadcast to the shape of ``model`` (Theano's ``fill``/``second``)."""
+    return Elemwise(ts.second)(model, value)
+
+
+second = fill
+
+
+def zeros_like(x, dtype=None):
+    """Zeros with the shape of ``x`` (and its dtype unless ``dtype`` is given)."""
+    x = as_tensor_variable(x)
+    return fill(x, constant(np.zeros((), dtype=dtype or x.dtype)))
+
+
+def ones_like(x, dtype=None):
+    """Ones with the shape of ``x``."""
+    x = as_tensor_variable(x)
+    return fill(x, constant(np.ones((), dtype=dtype or x.dtype)))
+
+
+class Alloc(Op):
+    """``alloc(value, *shape)``: a new array of ``shape`` filled with ``value``.
+
+    >>> from theano_dag import tensor as tt
+    >>> alloc(0.0, 3, tt.lscalar("n")).type
+    TensorType(float64, shape=(3, ?))
+    """
+
+    __props__ = ()
+
+    def make_node(self, value, *shape):
+        v = as_tensor_variable(value)
+        sh = [as_tensor_variable(s) for s in shape]
+        for k, s in enumerate(sh):
+            if s.ndim != 0 or s.dtype not in int_dtypes + ("uint8", "uint16", "uint32"):
+                raise TypeError(
+                    f"Alloc: shape entry {k} ({s}) must be an integer scalar, " f"got {s.type}"
+                )
+        if v.ndim > len(sh):
+            raise TypeError(
+                f"Alloc: the value has {v.ndim} dimensions, more than the "
+                f"{len(sh)} of the requested shape"
+            )
+        static = [int(s.data) if isinstance(s, Constant) else None for s in sh]
+        return Apply(self, [v, *sh], [TensorType(v.dtype, shape=tuple(static))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        v, *sh = inputs
+        out = np.empty(tuple(int(s) for s in sh), dtype=node.outputs[0].dtype)
+        try:
+            out[...] = v
+        except ValueError:
+            raise ValueError(
+                f"Alloc: a value of shape {np.shape(v)} cannot fill the shape " f"{out.shape}"
+            ) from None
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(node.inputs[1:])]
+
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.elemwise import reduce_grad_to
+        from theano_dag.tensor.math import sum as tsum
+
+        v = inputs[0]
+        (gz,) = output_grads
+        lead = outputs[0].ndim - v.ndim
+        g = tsum(gz, axis=list(range(lead))) if lead else gz
+        if v.dtype in discrete_dtypes:
+            g = zeros_like(v, config.floatX)
+        else:
+            g = reduce_grad_to(g, v)
+        return [g] + [disconnected() for _ in inputs[1:]]
+
+
+_alloc = Alloc()
+
+
+def alloc(value, *shape):
+    """A new array of ``shape`` filled with ``value`` (broadcast)."""
+    if isinstance(value, float):
+        value = np.asarray(value, dtype=config.floatX)
+    return _alloc(value, *shape)
+
+
+def _shape_args(shape):
+    if isinstance(shape, (list, tuple)):
+        return list(shape)
+    s = as_tensor_variable(shape)
+    if s.ndim == 0:
+        return [s]
+    n = get_vector_length(s)
+    return [s[i] for i in range(n)]
+
+
+def zeros(shape, dtype=None):
+    """Zeros of ``shape`` (a tuple of ints/int scalars); dtype floatX by default."""
+    return _alloc(np.zeros((), dtype=dtype or config.floatX), *_shape_args(shape))
+
+
+def ones(shape, dtype=None):
+    """Ones of ``shape``."""
+    return _alloc(np.ones((), dtype=dtype or config.floatX), *_shape_args(shape))
+
+
+def full(shape, fill_value, dtype=None):
+    """``fill_value`` everywhere in an array of ``shape``."""
+    v = as_tensor_variable(fill_value)
+    if dtype is not None:
+        v = cast(v, dtype)
+    return _alloc(v, *_shape_args(shape))
+
+
+# -- join / stack / split ------------------------------------------------------------
+
+
+class Join(Op):
+    """Concatenate tensors of equal ndim along ``axis``.
+
+    >>> from theano_dag import tensor as tt
+    >>> join(0, tt.dmatrix("a"), tt.fmatrix("b")).type
+    TensorType(float64, matrix)
+    """
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis=0):
+        self.axis = int(axis)
+
+    def __str__(self):
+        return f"Join{{axis={self.axis}}}"
+
+    __repr__ = __str__
+
+    def make_node(self, *tensors):
+        if not tensors:
+            raise ValueError("Join: nothing to join")
+        ts_ = [as_tensor_variable(t) for t in tensors]
+        ndim = ts_[0].ndim
+        if ndim == 0:
+            raise TypeError("Join: cannot join scalars (0-d tensors); use stack")
+        for k, t in enumerate(ts_):
+            if t.ndim != ndim:
+                raise TypeError(
+                    f"Join: input {k} ({t}) has {t.ndim} dimensions, expected "
+                    f"{ndim} like input 0"
+                )
+        if not -ndim <= self.axis < ndim:
+            raise ValueError(f"Join: axis {self.axis} is out of range for {ndim}-d inputs")
+        axis = self.axis % ndim
+        dtype = ts.upcast(*[t.dtype for t in ts_])
+        shape = []
+        for d in range(ndim):
+            dims = [t.type.shape[d] for t in ts_]
+            if d == axis:
+                shape.append(None if None in dims else sum(dims))
+            else:
+                known = {s for s in dims if s is not None}
+                if len(known) > 1:
+                    raise ValueError(
+                        f"Join: inputs have different lengths {sorted(known)} "
+                        f"along dimension {d}"
+                    )
+                shape.append(known.pop() if known else None)
+        return Apply(self, ts_, [TensorType(dtype, shape=tuple(shape))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        try:
+            out = np.concatenate(inputs, axis=self.axis)
+        except ValueError as e:
+            raise ValueError(
+                f"{self}: cannot join shapes {[x.shape for x in inputs]}: {e}"
+            ) from None
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        axis = self.axis % node.inputs[0].ndim
+        out = list(input_shapes[0])
+        total = input_shapes[0][axis]
+        for s in input_shapes[1:]:
+            total = total + s[axis]
+        out[axis] = total
+        return [tuple(out)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.elemwise import reduce_grad_to
+
+        (gz,) = output_grads
+        axis = self.axis % gz.ndim
+        if len(inputs) == 1:
+            parts = [gz]
+        else:
+            sizes = make_vector(*[shape_i(x, axis) for x in inputs])
+            parts = Split(len(inputs), axis)(gz, sizes, return_list=True)
+        out = []
+        for x, g in zip(inputs, parts):
+            if x.dtype in discrete_dtypes:
+                out.append(zeros_like(x, config.floatX))
+            else:
+                out.append(reduce_grad_to(g, x))
+        return out
+
+
+def join(axis, *tensors):
+    """Concatenate ``tensors`` along ``axis`` (Theano's argument order)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    return Join(axis)(*tensors)
+
+
+def concatenate(tensor_list, axis=0):
+    """``numpy.concatenate``."""
+    if not isinstance(tensor_list, (list, tuple)):
+        raise TypeError("concatenate: the first argument must be a list or tuple of tensors")
+    return join(axis, *tensor_list)
+
+
+def stack(tensors, axis=0):
+    """Join tensors of equal shape along a new ``axis``.
+
+    >>> from theano_dag import tensor as tt
+    >>> stack([tt.dvector("a"), tt.dvector("b")], axis=1).ndim
+    2
+    """
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise TypeError("stack: expected a non-empty list of tensors")
+    ts_ = [as_tensor_variable(t) for t in tensors]
+    ndim = ts_[0].ndim
+    if not -(ndim + 1) <= axis <= ndim:
+        raise ValueError(f"stack: axis {axis} is out of range for {ndim}-d inputs")
+    axis = axis % (ndim + 1)
+    if ndim == 0 and all(isinstance(t, Variable) for t in ts_):
+        dtype = ts.upcast(*[t.dtype for t in ts_])
+        return MakeVector(dtype)(*[cast(t, dtype) for t in ts_])
+    parts = []
+    for t in ts_:
+        order = list(range(t.ndim))
+        order.insert(axis, "x")
+        parts.append(DimShuffle(t.broadcastable, order)(t))
+    return Join(axis)(*parts)
+
+
+class Split(Op):
+    """Split ``x`` along ``axis`` into ``len_splits`` parts of the given sizes."""
+
+    __props__ = ("len_splits", "axis")
+
+    def __init__(self, len_splits, axis=0):
+        self.len_splits = int(len_splits)
+        self.axis = int(axis)
+
+    def make_node(self, x, splits):
+        x = as_tensor_variable(x)
+        splits = as_int_vector(splits, "Split")
+        if not -x.ndim <= self.axis < x.ndim:
+            raise ValueError(f"Split: axis {self.axis} is out of range for the {x.ndim}-d {x}")
+        shape = list(x.type.shape)
+        shape[self.axis % x.ndim] = None
+        outs = [TensorType(x.dtype, shape=tuple(shape))() for _ in range(self.len_splits)]
+        return Apply(self, [x, splits], outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, splits = inputs
+        axis = self.axis % x.ndim
+        if len(splits) != self.len_splits:
+            raise ValueError(f"Split: got {len(splits)} sizes, expected {self.len_splits}")
+        if np.sum(splits) != x.shape[axis] or np.any(splits < 0):
+            raise ValueError(
+                f"Split: sizes {list(splits)} do not add up to the length "
+                f"{x.shape[axis]} of axis {axis}"
+            )
+        bounds = np.cumsum(splits)[:-1]
+        for cell, part in zip(output_storage, np.split(x, bounds, axis=axis)):
+            cell[0] = part.copy()
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        axis = self.axis % node.inputs[0].ndim
+        splits = node.inputs[1]
+        out = []
+        for i in range(self.len_splits):
+            s = list(input_shapes[0])
+            s[axis] = splits[i]
+            out.append(tuple(s))
+        return out
+
+    def connection_pattern(self, node):
+        return [[True] * self.len_splits, [False] * self.len_splits]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import is_disconnected
+
+        x, _ = inputs
+        gs = [zeros_like(o) if is_disconnected(g) else g for g, o in zip(output_grads, outputs)]
+        return [join(self.axis, *gs), disconnected()]
+
+
+def split(x, splits_size, n_splits, axis=0):
+    """Split ``x`` along ``axis`` into ``n_splits`` parts of sizes ``splits_size``."""
+    return Split(n_splits, axis)(x, splits_size, return_list=True)
+
+
+# -- ranges and patterns ----------------------------------------------------------
+
+
+class ARange(Op):
+    """``numpy.arange(start, stop, step)`` for scalar inputs."""
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype).name
+
+    def make_node(self, start, stop, step):
+        ins = [as_tensor_variable(v) for v in (start, stop, step)]
+        for name, v in zip(("start", "stop", "step"), ins):
+            if v.ndim != 0:
+                raise TypeError(f"ARange: {name} must be a scalar, got {v.type}")
+        return Apply(self, ins, [TensorType(self.dtype, shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        start, stop, step = (np.asarray(v)[()] for v in inputs)
+        if step == 0:
+            raise ValueError("ARange: step must not be 0")
+        output_storage[0][0] = np.arange(start, stop, step, dtype=self.dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        from theano_dag.tensor import math as tm
+
+        start, stop, step = node.inputs
+        n = tm.ceil(cast(stop - start, "float64") / cast(step, "float64"))
+        return [(cast(tm.maximum(n, 0), "int64"),)]
+
+    def connection_pattern(self, node):
+        return [[False]] * 3
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [disconnected() for _ in inputs]
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """``numpy.arange``; the dtype is the upcast of the arguments unless given.
+
+    >>> arange(5).dtype, arange(0.0, 1.0, 0.25).dtype
+    ('int64', 'float64')
+    """
+    if stop is None:
+        start, stop = 0, start
+    ins = [as_tensor_variable(v) for v in (start, stop, step)]
+    if dtype is None:
+        dtype = ts.upcast(*[v.dtype for v in ins])
+        if dtype in int_dtypes:
+            dtype = "int64"
+        elif dtype == "float32" and all(isinstance(v, Constant) for v in ins):
+            dtype = "float64"  # python float literals, as numpy
+    return ARange(dtype)(*ins)
+
+
+class Eye(Op):
+    """``numpy.eye(n, m, k)`` with scalar inputs."""
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype=None):
+        self.dtype = np.dtype(dtype or config.floatX).name
+
+    def make_node(self, n, m, k):
+        ins = [as_tensor_variable(v) for v in (n, m, k)]
+        for name, v in zip("nmk", ins):
+            if v.ndim != 0 or v.dtype not in int_dtypes:
+                raise TypeError(f"Eye: {name} must be an integer scalar, got {v.type}")
+        static = tuple(int(v.data) if isinstance(v, Constant) else None for v in ins[:2])
+        return Apply(self, ins, [TensorType(self.dtype, shape=static)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        n, m, k = (int(v) for v in inputs)
+        output_storage[0][0] = np.eye(n, m, k, dtype=self.dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(node.inputs[0], node.inputs[1])]
+
+    def connection_pattern(self, node):
+        return [[False]] * 3
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [disconnected() for _ in inputs]
+
+
+def eye(n, m=None, k=0, dtype=None):
+    """An ``n x m`` matrix with ones on diagonal ``k``."""
+    return Eye(dtype)(n, n if m is None else m, k)
+
+
+def identity_like(x, dtype=None):
+    """An identity matrix with the shape of ``x``."""
+    x = as_tensor_variable(x)
+    return eye(shape_i(x, 0), shape_i(x, 1), 0, dtype or x.dtype)
+
+
+class Tile(Op):
+    """``numpy.tile`` with a static tuple of repetitions (len(reps) == ndim)."""
+
+    __props__ = ("reps",)
+
+    def __init__(self, reps):
+        self.reps = tuple(int(r) for r in reps)
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if len(self.reps) != x.ndim:
+            raise TypeError(
+                f"Tile: reps {self.reps} must have one entry per dimension of " f"{x} ({x.ndim})"
+            )
+        shape = tuple(None if s is None else s * r for s, r in zip(x.type.shape, self.reps))
+        return Apply(self, [x], [TensorType(x.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.tile(inputs[0], self.reps)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(s * r for s, r in zip(input_shapes[0], self.reps))]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.math import sum as tsum
+
+        (x,) = inputs
+        (gz,) = output_grads
+        if not x.ndim:
+            return [gz]
+        # Each output dim d is (reps[d], len_d): split it in two and sum the reps part.
+        parts = []
+        for d, r in enumerate(self.reps):
+            parts += [r, shape_i(x, d)]
+        g = reshape(gz, parts, ndim=2 * x.ndim)
+        return [tsum(g, axis=list(range(0, 2 * x.ndim, 2)))]
+
+
+def tile(x, reps, ndim=None):
+    """Repeat ``x`` ``reps[d]`` times along each dim (reps: ints; shorter reps pad on the left)."""
+    x = as_tensor_variable(x)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    for r in reps:
+        if not isinstance(r, (int, np.integer)):
+            raise TypeError(f"tile: reps must be Python ints here, got {r!r}")
+    nd = max(x.ndim, len(reps)) if ndim is None else ndim
+    if x.ndim < nd:
+        x = DimShuffle(x.broadcastable, ["x"] * (nd - x.ndim) + list(range(x.ndim)))(x)
+    reps = (1,) * (nd - len(reps)) + reps
+    return Tile(reps)(x)
+
+
+class Repeat(Op):
+    """``numpy.repeat(x, repeats, axis)``; ``repeats`` an int scalar or vector input."""
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis=None):
+        self.axis = axis
+
+    def make_node(self, x, repeats):
+        x, repeats = as_tensor_variable(x), as_tensor_variable(repeats)
+        if repeats.dtype not in int_dtypes or repeats.ndim > 1:
+            raise TypeError(
+                f"Repeat: repeats must be an integer scalar or vector, got " f"{repeats.type}"
+            )
+        if self.axis is None:
+            shape = (None,)
+        else:
+            shape = list(x.type.shape)
+            shape[self.axis] = None
+            shape = tuple(shape)
+        return Apply(self, [x, repeats], [TensorType(x.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, r = inputs
+        output_storage[0][0] = np.repeat(x, r, axis=self.axis)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        from theano_dag.tensor.math import sum as tsum
+
+        x, r = node.inputs
+        xs = input_shapes[0]
+        if self.axis is None:
+            n = 1
+            for s in xs:
+                n = n * s
+            return [((n * r) if r.ndim == 0 else tsum(r),)]
+        out = list(xs)
+        out[self.axis] = xs[self.axis] * r if r.ndim == 0 else tsum(r)
+        return [tuple(out)]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import grad_not_implemented
+        from theano_dag.tensor.math import sum as tsum
+
+        x, r = inputs
+        (gz,) = output_grads
+        if r.ndim != 0:
+            return [grad_not_implemented(self, 0, x, "repeats must be a scalar"), disconnected()]
+        axis = self.axis
+        if axis is None:
+            x_flat = flatten(x)
+            g = tsum(reshape(gz, [shape_i(x_flat, 0), r]), axis=1)
+            return [reshape(g, shape(x), ndim=x.ndim), disconnected()]
+        dims = [shape_i(x, d) for d in range(x.ndim)]
+        dims.insert(axis + 1, r)
+        g = tsum(reshape(gz, dims, ndim=x.ndim + 1), axis=axis + 1)
+        return [g, disconnected()]
+
+
+def repeat(x, repeats, axis=None):
+    """``numpy.repeat``."""
+    return Repeat(axis)(x, repeats)
+
+
+# -- views ------------------------------------------------------------------------------
+
+
+def transpose(x, axes=None):
+    """Permute dimensions (reverse them by default).
+
+    >>> from theano_dag import tensor as tt
+    >>> transpose(tt.dtensor3("x"), (1, 0, 2)).owner.op
+    DimShuffle{1,0,2}
+    """
+    x = as_tensor_variable(x)
+    if axes is None:
+        axes = list(range(x.ndim))[::-1]
+    axes = [a % x.ndim if isinstance(a, (int, np.integer)) else a for a in axes]
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(
+            f"transpose: axes {list(axes)} are not a permutation of the "
+            f"{x.ndim} dimensions of {x}"
+        )
+    return DimShuffle(x.broadcastable, axes)(x)
+
+
+def dimshuffle(x, pattern):
+    """``x.dimshuffle(pattern)``: see ``DimShuffle``."""
+    x = as_tensor_variable(x)
+    return DimShuffle(x.broadcastable, list(pattern))(x)
+
+
+def squeeze(x):
+    """Drop the broadcastable (length-1) dimensions of ``x``."""
+    x = as_tensor_variable(x)
+    return DimShuffle(x.broadcastable, [d for d in range(x.ndim) if not x.broadcastable[d]])(x)
+
+
+# -- constant introspection -----------------------------------------------------------
+
+
+class NotScalarConstantError(Exception):
+    """Raised by ``get_scalar_constant_value`` when the value is not a known constant."""
+
+
+def get_scalar_constant_value(v, elemwise=True, max_recur=10):
+    """The number ``v`` is known to be at graph-build time, else NotScalarConstantError.
+
+    Sees through casts, DimShuffles, ``fill`` and Alloc of constants.
+
+    >>> from theano_dag import tensor as tt
+    >>> int(get_scalar_constant_value(tt.constant(3).dimshuffle("x", "x")))
+    3
+    """
+    for _ in range(max_recur + 1):
+        if isinstance(v, (int, float, np.number, np.ndarray)):
+            arr = np.asarray(v)
+            if arr.size and (arr == arr.flat[0]).all():
+                return arr.flat[0].copy() if arr.ndim else arr[()]
+            raise NotScalarConstantError(f"{v} is not a scalar constant")
+        if isinstance(v, Constant):
+            return get_scalar_constant_value(v.data)
+        owner = getattr(v, "owner", None)
+        if owner is None:
+            break
+        op = owner.op
+        if isinstance(op, DimShuffle) or isinstance(op, Alloc):
+            v = owner.inputs[0]
+        elif elemwise and isinstance(op, Elemwise) and isinstance(op.scalar_op, ts.Second):
+            v = owner.inputs[1]
+        elif elemwise and isinstance(op, Elemwise) and isinstance(op.scalar_op, ts.Cast):
+            val = get_scalar_constant_value(owner.inputs[0], elemwise, max_recur - 1)
+            return np.asarray(val).astype(op.scalar_op.o_type)[()]
+        elif isinstance(op, Shape_i) and owner.inputs[0].type.shape[op.i] is not None:
+            return np.int64(owner.inputs[0].type.shape[op.i])
+        else:
+            break
+    raise NotScalarConstantError(f"{v} is not a scalar constant")
+
+
+def get_vector_length(v) -> int:
+    """The static length of the vector ``v``, or ValueError when it is not known.
+
+    >>> from theano_dag import tensor as tt
+    >>> get_vector_length(tt.dmatrix("x").shape), get_vector_length(tt.constant([1, 2, 3]))
+    (2, 3)
+    """
+    v = as_tensor_variable(v)
+    if v.ndim != 1:
+        raise TypeError(f"get_vector_length: {v} must be a vector, got {v.ndim} dimensions")
+    if v.type.shape[0] is not None:
+        return v.type.shape[0]
+    if isinstance(v, Constant):
+        return len(v.data)
+    if v.owner is not None and isinstance(v.owner.op, (MakeVector,)):
+        return len(v.owner.inputs)
+    if v.owner is not None and isinstance(v.owner.op, Shape):
+        return v.owner.inputs[0].ndim
+    raise ValueError(f"get_vector_length: the length of {v} is not known statically")
+
+
+_ = continuous_dtypes

@@ -1,0 +1,632 @@
+"""Activations, softmax and cross-entropies (``theano.tensor.nnet.nnet``).
+
+``Softmax``/``LogSoftmax`` are Ops with numerically stable ``perform`` (the max is
+subtracted before ``exp``); their gradients are the ``SoftmaxGrad`` Op and a short
+tensor expression. ``CrossentropySoftmaxArgmax1HotWithBias`` is the fused
+softmax + negative log-likelihood that the stabilize rewrites target: its gradient
+(``CrossentropySoftmax1HotWithBiasDx``) is ``softmax - one_hot`` and never divides by
+a probability. Everything simpler (relu, binary cross-entropy) is a tensor expression
+whose gradient comes from the elementwise ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
+from theano_dag.scalar import upcast
+from theano_dag.tensor import basic as tb
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
+from theano_dag.tensor.var import as_tensor_variable
+
+__all__ = [
+    "relu", "elu", "selu", "softsign", "sigmoid", "softplus",
+    "Softmax", "SoftmaxGrad", "LogSoftmax", "softmax", "softmax_op", "softmax_grad",
+    "softmax_graph", "softmax_with_bias", "log_softmax", "logsoftmax",
+    "CrossentropyCategorical1Hot", "CrossentropyCategorical1HotGrad",
+    "crossentropy_categorical_1hot", "crossentropy_categorical_1hot_grad",
+    "CrossentropySoftmaxArgmax1HotWithBias", "CrossentropySoftmax1HotWithBiasDx",
+    "crossentropy_softmax_argmax_1hot_with_bias", "crossentropy_softmax_1hot_with_bias",
+    "crossentropy_softmax_1hot", "crossentropy_softmax_1hot_with_bias_dx",
+    "categorical_crossentropy", "binary_crossentropy", "sigmoid_binary_crossentropy",
+    "to_one_hot",
+]
+
+sigmoid = tm.sigmoid
+softplus = tm.softplus
+
+
+def _float_tensor(op, name, x, ndim=None):
+    x = as_tensor_variable(x)
+    if x.dtype not in float_dtypes:
+        raise TypeError(f"{op}: argument {name} must be a float tensor, got {x.type}")
+    if ndim is not None and x.ndim != ndim:
+        raise TypeError(f"{op}: argument {name} must have {ndim} dimension(s), got {x.type}")
+    return x
+
+
+def _int_vector(op, name, x):
+    x = as_tensor_variable(x)
+    if x.dtype not in discrete_dtypes or x.dtype == "bool" or x.ndim != 1:
+        raise TypeError(f"{op}: argument {name} must be an integer vector of class indices, "
+                        f"got {x.type}")
+    return x
+
+
+def _check_labels(op, idx, n_classes):
+    if idx.size and (idx.min() < 0 or idx.max() >= n_classes):
+        raise ValueError(f"{op}: class index out of range [0, {n_classes}): "
+                         f"min {idx.min()}, max {idx.max()}")
+
+
+# -- activations ----------------------------------------------------------------------
+
+
+def relu(x, alpha=0):
+    """Rectified linear unit; ``alpha`` is the slope for negative inputs (leaky relu).
+
+    Written as ``0.5 * (x + |x|)`` (Theano's form: one elementwise kernel forward and
+    backward).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> relu(x).eval({x: np.array([-2.0, 0.0, 3.0])})
+    array([0., 0., 3.])
+    >>> relu(x, alpha=0.1).eval({x: np.array([-2.0, 3.0])})
+    array([-0.2,  3. ])
+    """
+    x = as_tensor_variable(x)
+    if isinstance(alpha, (int, float)) and alpha == 0:
+        return 0.5 * (x + abs(x))
+    alpha = as_tensor_variable(alpha)
+    f1 = 0.5 * (1 + alpha)
+    f2 = 0.5 * (1 - alpha)
+    return f1 * x + f2 * abs(x)
+
+
+def elu(x, alpha=1):
+    """Exponential linear unit: ``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> elu(x).eval({x: np.array([0.0, 2.0])})
+    array([0., 2.])
+    """
+    x = as_tensor_variable(x)
+    return tm.switch(x > 0, x, alpha * tm.expm1(x))
+
+
+def selu(x):
+    """Scaled exponential linear unit (Klambauer et al. 2017).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> round(float(selu(x).eval({x: np.array([1.0])})[0]), 4)
+    1.0507
+    """
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
+
+
+def softsign(x):
+    """``x / (1 + |x|)``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> softsign(x).eval({x: np.array([1.0, -3.0])})
+    array([ 0.5 , -0.75])
+    """
+    x = as_tensor_variable(x)
+    return x / (1 + abs(x))
+
+
+# -- softmax --------------------------------------------------------------------------
+
+
+def _np_softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+class _AxisOp(Op):
+    __props__ = ("axis",)
+
+    def __init__(self, axis=-1):
+        if not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__}: axis must be an int, got {axis!r}")
+        self.axis = int(axis)
+
+    def __str__(self):
+        return f"{type(self).__name__}{{axis={self.axis}}}"
+
+    __repr__ = __str__
+
+    def _check_axis(self, x):
+        if not -x.ndim <= self.axis < x.ndim:
+            raise TypeError(f"{self}: axis {self.axis} is out of range for an input of "
+                            f"{x.ndim} dimension(s)")
+
+
+class Softmax(_AxisOp):
+    """``exp(x) / sum(exp(x))`` along ``axis``, computed stably (max subtracted first).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> Softmax(axis=-1)(x).eval({x: np.array([[0.0, 0.0], [1000.0, 1000.0]])})
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+
+    def make_node(self, x):
+        x = _float_tensor(self, "x", x)
+        if x.ndim == 0:
+            raise TypeError(f"{self}: argument x must have at least 1 dimension, got a scalar")
+        self._check_axis(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = _np_softmax(inputs[0], self.axis)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [SoftmaxGrad(self.axis)(output_grads[0], outputs[0])]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        return self.L_op(inputs, [self(*inputs)], eval_points)
+
+
+class SoftmaxGrad(_AxisOp):
+    """Gradient of softmax: ``(dy - sum(dy * sm, axis)) * sm`` for inputs ``(dy, sm)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> SoftmaxGrad(-1)(tt.dmatrix("dy"), tt.dmatrix("sm")).owner.op
+    SoftmaxGrad{axis=-1}
+    """
+
+    def make_node(self, dy, sm):
+        dy = _float_tensor(self, "dy", dy)
+        sm = _float_tensor(self, "sm", sm)
+        if dy.ndim != sm.ndim:
+            raise TypeError(f"{self}: dy and sm must have the same number of dimensions, got "
+                            f"{dy.ndim} and {sm.ndim}")
+        self._check_axis(sm)
+        out = TensorType(upcast(dy.dtype, sm.dtype), shape=sm.type.shape)
+        return Apply(self, [dy, sm], [out()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        dy, sm = inputs
+        if dy.shape != sm.shape:
+            raise ValueError(f"{self}: dy {dy.shape} and sm {sm.shape} differ in shape")
+        dx = dy * sm
+        dx -= sm * dx.sum(axis=self.axis, keepdims=True)
+        output_storage[0][0] = np.asarray(dx, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        dy, sm = inputs
+        (g,) = output_grads
+        s = tm.sum(dy * sm, axis=self.axis, keepdims=True)
+        gs = tm.sum(g * sm, axis=self.axis, keepdims=True)
+        return [self(g, sm), g * dy - g * s - gs * dy]
+
+
+class LogSoftmax(_AxisOp):
+    """``x - log(sum(exp(x)))`` along ``axis``, computed stably.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> LogSoftmax()(x).eval({x: np.array([1000.0, 1000.0])})
+    array([-0.69314718, -0.69314718])
+    """
+
+    def make_node(self, x):
+        x = _float_tensor(self, "x", x)
+        if x.ndim == 0:
+            raise TypeError(f"{self}: argument x must have at least 1 dimension, got a scalar")
+        self._check_axis(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x = inputs[0]
+        z = x - x.max(axis=self.axis, keepdims=True)
+        z -= np.log(np.exp(z).sum(axis=self.axis, keepdims=True))
+        output_storage[0][0] = z
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        (g,) = output_grads
+        return [g - tm.exp(outputs[0]) * tm.sum(g, axis=self.axis, keepdims=True)]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        ev = eval_points[0]
+        sm = tm.exp(self(*inputs))
+        return [ev - tm.sum(ev * sm, axis=self.axis, keepdims=True)]
+
+
+softmax_op = Softmax(axis=-1)
+logsoftmax_op = LogSoftmax(axis=-1)
+
+
+def _norm_axis(x, axis, who):
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{who}: axis must be an int, got {axis!r}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"{who}: axis {axis} is out of range for an input of {x.ndim} "
+                         "dimension(s)")
+    return int(axis) % x.ndim
+
+
+def softmax(c, axis=-1):
+    """Softmax of ``c`` along ``axis`` (the last one by default), as one ``Softmax`` node.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> softmax(x).eval({x: np.log(np.array([[1.0, 3.0]]))})
+    array([[0.25, 0.75]])
+    """
+    c = as_tensor_variable(c)
+    axis = _norm_axis(c, axis, "softmax")
+    return Softmax(axis)(c)
+
+
+def log_softmax(c, axis=-1):
+    """Log of the softmax of ``c`` along ``axis``, as one stable ``LogSoftmax`` node.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> np.exp(log_softmax(x).eval({x: np.log(np.array([[1.0, 3.0]]))}))
+    array([[0.25, 0.75]])
+    """
+    c = as_tensor_variable(c)
+    axis = _norm_axis(c, axis, "log_softmax")
+    return LogSoftmax(axis)(c)
+
+
+logsoftmax = log_softmax
+
+
+def softmax_grad(dy, sm, axis=-1):
+    """The ``SoftmaxGrad`` node for output gradient ``dy`` and softmax output ``sm``."""
+    sm = as_tensor_variable(sm)
+    return SoftmaxGrad(_norm_axis(sm, axis, "softmax_grad"))(dy, sm)
+
+
+def softmax_graph(c, axis=-1):
+    """Softmax written out as ``exp(c) / sum(exp(c))`` (what the rewrites recognise).
+
+    >>> from theano_dag import tensor as tt
+    >>> softmax_graph(tt.dmatrix("x")).owner.op.scalar_op.name
+    'true_div'
+    """
+    e = tm.exp(as_tensor_variable(c))
+    return e / tm.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_with_bias(x, b):
+    """``softmax(x + b)`` for a matrix ``x`` and a bias vector ``b`` (rows of x).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, b = tt.dmatrix("x"), tt.dvector("b")
+    >>> softmax_with_bias(x, b).eval({x: np.zeros((1, 2)), b: np.log([1.0, 3.0])})
+    array([[0.25, 0.75]])
+    """
+    x = _float_tensor("softmax_with_bias", "x", x, 2)
+    b = _float_tensor("softmax_with_bias", "b", b, 1)
+    return softmax(x + b.dimshuffle("x", 0))
+
+
+# -- one-hot cross-entropies ----------------------------------------------------------
+
+
+def _one_hot_mask(idx, n, dtype):
+    """``mask[i, j] = (j == idx[i])`` as ``dtype``, built from elementwise ops so that it
+    differentiates and fuses like any other expression."""
+    cols = tb.arange(n).dimshuffle("x", 0)
+    return tb.cast(tm.eq(cols, idx.dimshuffle(0, "x")), dtype)
+
+
+def to_one_hot(y, nb_class, dtype=None):
+    """A one-hot matrix from an integer vector of class indices.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> y = tt.lvector("y")
+    >>> to_one_hot(y, 3).eval({y: np.array([2, 0])})
+    array([[0., 0., 1.],
+           [1., 0., 0.]])
+    """
+    y = _int_vector("to_one_hot", "y", y)
+    return _one_hot_mask(y, nb_class, dtype or config.floatX)
+
+
+class CrossentropyCategorical1Hot(Op):
+    """``-log(coding_dist[i, true_one_of_n[i]])`` for each row ``i``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> p, y = tt.dmatrix("p"), tt.lvector("y")
+    >>> crossentropy_categorical_1hot(p, y).eval({p: np.array([[0.5, 0.5], [0.1, 0.9]]),
+    ...                                           y: np.array([0, 1])}).round(4)
+    array([0.6931, 0.1054])
+    """
+
+    __props__ = ()
+
+    def make_node(self, coding_dist, true_one_of_n):
+        c = _float_tensor(self, "coding_dist", coding_dist, 2)
+        y = _int_vector(self, "true_one_of_n", true_one_of_n)
+        return Apply(self, [c, y], [TensorType(c.dtype, shape=(c.type.shape[0],))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        c, y = inputs
+        if c.shape[0] != y.shape[0]:
+            raise ValueError(f"{self}: coding_dist has {c.shape[0]} rows but true_one_of_n "
+                             f"has {y.shape[0]} entries")
+        _check_labels(self, y, c.shape[1])
+        output_storage[0][0] = -np.log(c[np.arange(len(y)), y])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(input_shapes[0][0],)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import grad_undefined
+
+        c, y = inputs
+        return [crossentropy_categorical_1hot_grad(output_grads[0], c, y),
+                grad_undefined(self, 1, y, "class indices are discrete")]
+
+
+class CrossentropyCategorical1HotGrad(Op):
+    """Gradient of ``CrossentropyCategorical1Hot`` with respect to ``coding_dist``:
+    ``-g[i] / coding_dist[i, y[i]]`` at ``(i, y[i])``, zero elsewhere."""
+
+    __props__ = ()
+
+    def make_node(self, g_y, coding_dist, true_one_of_n):
+        g = _float_tensor(self, "g_y", g_y, 1)
+        c = _float_tensor(self, "coding_dist", coding_dist, 2)
+        y = _int_vector(self, "true_one_of_n", true_one_of_n)
+        out = TensorType(upcast(g.dtype, c.dtype), shape=c.type.shape)
+        return Apply(self, [g, c, y], [out()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        g, c, y = inputs
+        _check_labels(self, y, c.shape[1])
+        out = np.zeros(c.shape, dtype=node.outputs[0].dtype)
+        rows = np.arange(len(y))
+        out[rows, y] = -g / c[rows, y]
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import grad_undefined
+
+        g, c, y = inputs
+        (gg,) = output_grads
+        mask = _one_hot_mask(y, tb.shape_i(c, 1), c.dtype)
+        picked_c = tm.sum(c * mask, axis=1)
+        picked_gg = tm.sum(gg * mask, axis=1)
+        d_g = -picked_gg / picked_c
+        d_c = mask * (picked_gg * g / tm.sqr(picked_c)).dimshuffle(0, "x")
+        return [d_g, d_c, grad_undefined(self, 2, y, "class indices are discrete")]
+
+
+crossentropy_categorical_1hot = CrossentropyCategorical1Hot()
+crossentropy_categorical_1hot_grad = CrossentropyCategorical1HotGrad()
+
+
+class CrossentropySoftmaxArgmax1HotWithBias(Op):
+    """Fused ``sm = softmax(x + b)``, ``nll[i] = -log(sm[i, y_idx[i]])``, ``am = argmax``.
+
+    Outputs ``(nll, sm, am)``. The negative log-likelihood is computed from the
+    log-softmax, so it stays finite where ``softmax`` underflows to 0.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, b, y = tt.dmatrix("x"), tt.dvector("b"), tt.lvector("y")
+    >>> nll, sm, am = crossentropy_softmax_argmax_1hot_with_bias(x, b, y)
+    >>> nll.eval({x: np.array([[0.0, 800.0]]), b: np.zeros(2), y: np.array([0])})
+    array([800.])
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, b, y_idx):
+        x = _float_tensor(self, "x", x, 2)
+        b = _float_tensor(self, "b", b, 1)
+        y = _int_vector(self, "y_idx", y_idx)
+        if x.type.shape[1] is not None and b.type.shape[0] is not None \
+                and x.type.shape[1] != b.type.shape[0]:
+            raise ValueError(f"{self}: x has {x.type.shape[1]} columns but b has "
+                             f"{b.type.shape[0]} entries")
+        dtype = upcast(x.dtype, b.dtype)
+        rows = x.type.shape[0]
+        return Apply(self, [x, b, y], [TensorType(dtype, shape=(rows,))(),
+                                        TensorType(dtype, shape=x.type.shape)(),
+                                        TensorType(y.dtype, shape=(rows,))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, b, y = inputs
+        if b.shape[0] != x.shape[1]:
+            raise ValueError(f"{self}: x has {x.shape[1]} columns but b has {b.shape[0]} "
+                             "entries")
+        if y.shape[0] != x.shape[0]:
+            raise ValueError(f"{self}: x has {x.shape[0]} rows but y_idx has {y.shape[0]} "
+                             "entries")
+        _check_labels(self, y, x.shape[1])
+        dtype = node.outputs[0].dtype
+        z = (x + b).astype(dtype, copy=False)
+        z = z - z.max(axis=1, keepdims=True)
+        log_norm = np.log(np.exp(z).sum(axis=1, keepdims=True))
+        rows = np.arange(len(y))
+        output_storage[0][0] = np.asarray(log_norm[:, 0] - z[rows, y], dtype=dtype)
+        output_storage[1][0] = np.asarray(np.exp(z - log_norm), dtype=dtype)
+        output_storage[2][0] = np.asarray(np.argmax(z, axis=1), dtype=node.outputs[2].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        xs = input_shapes[0]
+        return [(xs[0],), xs, (xs[0],)]
+
+    def connection_pattern(self, node):
+        return [[True, True, False], [True, True, False], [False, False, False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import grad_undefined, is_disconnected
+
+        x, b, y = inputs
+        g_nll, g_sm, _ = output_grads
+        sm = outputs[1]
+        terms = []
+        if not is_disconnected(g_nll):
+            terms.append(crossentropy_softmax_1hot_with_bias_dx(g_nll, sm, y))
+        if not is_disconnected(g_sm):
+            terms.append(SoftmaxGrad(1)(g_sm, sm))
+        dx = tm.add(*terms) if len(terms) > 1 else terms[0] if terms else tb.zeros_like(x)
+        db = tm.sum(dx, axis=0)
+        return [tb.cast(dx, x.dtype), tb.cast(db, b.dtype),
+                grad_undefined(self, 2, y, "class indices are discrete")]
+
+
+class CrossentropySoftmax1HotWithBiasDx(Op):
+    """Gradient of the fused cross-entropy: ``dy[i] * (sm[i] - one_hot(y_idx[i]))``."""
+
+    __props__ = ()
+
+    def make_node(self, dy, sm, y_idx):
+        dy = _float_tensor(self, "dy", dy, 1)
+        sm = _float_tensor(self, "sm", sm, 2)
+        y = _int_vector(self, "y_idx", y_idx)
+        out = TensorType(upcast(dy.dtype, sm.dtype), shape=sm.type.shape)
+        return Apply(self, [dy, sm, y], [out()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        dy, sm, y = inputs
+        if dy.shape[0] != sm.shape[0] or y.shape[0] != sm.shape[0]:
+            raise ValueError(f"{self}: dy {dy.shape}, sm {sm.shape} and y_idx {y.shape} do "
+                             "not agree on the number of rows")
+        _check_labels(self, y, sm.shape[1])
+        dx = np.asarray(sm * dy[:, None], dtype=node.outputs[0].dtype)
+        dx[np.arange(len(y)), y] -= dy
+        output_storage[0][0] = dx
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import grad_undefined
+
+        dy, sm, y = inputs
+        (g,) = output_grads
+        mask = _one_hot_mask(y, tb.shape_i(sm, 1), sm.dtype)
+        d_dy = tm.sum(g * (sm - mask), axis=1)
+        d_sm = g * dy.dimshuffle(0, "x")
+        return [tb.cast(d_dy, dy.dtype), tb.cast(d_sm, sm.dtype),
+                grad_undefined(self, 2, y, "class indices are discrete")]
+
+
+crossentropy_softmax_argmax_1hot_with_bias = CrossentropySoftmaxArgmax1HotWithBias()
+crossentropy_softmax_1hot_with_bias_dx = CrossentropySoftmax1HotWithBiasDx()
+
+
+def crossentropy_softmax_1hot_with_bias(x, b, y_idx):
+    """``(nll, softmax(x + b))`` from the fused op (Theano's helper).
+
+    >>> from theano_dag import tensor as tt
+    >>> nll, sm = crossentropy_softmax_1hot_with_bias(tt.dmatrix(), tt.dvector(), tt.lvector())
+    >>> nll.owner.op
+    CrossentropySoftmaxArgmax1HotWithBias
+    """
+    return crossentropy_softmax_argmax_1hot_with_bias(x, b, y_idx)[:2]
+
+
+def crossentropy_softmax_1hot(x, y_idx):
+    """``(nll, softmax(x))`` with a zero bias, from the fused op.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dmatrix("x"), tt.lvector("y")
+    >>> nll, sm = crossentropy_softmax_1hot(x, y)
+    >>> nll.eval({x: np.log(np.array([[1.0, 3.0]])), y: np.array([1])}).round(4)
+    array([0.2877])
+    """
+    x = _float_tensor("crossentropy_softmax_1hot", "x", x, 2)
+    b = tb.zeros_like(x[0, :])
+    return crossentropy_softmax_1hot_with_bias(x, b, y_idx)
+
+
+def categorical_crossentropy(coding_dist, true_dist):
+    """Cross-entropy between predicted rows ``coding_dist`` and targets ``true_dist``.
+
+    ``true_dist`` is either a distribution per row (same rank: ``-sum(t * log(p))``) or
+    an integer vector of class indices (one rank less: ``-log(p[i, t[i]])``).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> p, t = tt.dmatrix("p"), tt.dmatrix("t")
+    >>> categorical_crossentropy(p, t).eval({p: np.array([[0.5, 0.5]]),
+    ...                                      t: np.array([[1.0, 0.0]])}).round(4)
+    array([0.6931])
+    """
+    coding_dist = as_tensor_variable(coding_dist)
+    true_dist = as_tensor_variable(true_dist)
+    if true_dist.ndim == coding_dist.ndim:
+        return -tm.sum(true_dist * tm.log(coding_dist), axis=coding_dist.ndim - 1)
+    if true_dist.ndim == coding_dist.ndim - 1:
+        return crossentropy_categorical_1hot(coding_dist, true_dist)
+    raise TypeError(f"categorical_crossentropy: rank mismatch between coding_dist "
+                    f"({coding_dist.ndim} dimensions) and true_dist ({true_dist.ndim}); "
+                    "expected the same rank or one less (class indices)")
+
+
+def binary_crossentropy(output, target):
+    """Elementwise ``-(t * log(o) + (1 - t) * log(1 - o))`` for probabilities ``o``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> o, t = tt.dvector("o"), tt.dvector("t")
+    >>> binary_crossentropy(o, t).eval({o: np.array([0.5, 0.9]),
+    ...                                 t: np.array([1.0, 1.0])}).round(4)
+    array([0.6931, 0.1054])
+    """
+    output, target = as_tensor_variable(output), as_tensor_variable(target)
+    return -(target * tm.log(output) + (1.0 - target) * tm.log(1.0 - output))
+
+
+def sigmoid_binary_crossentropy(output, target):
+    """``binary_crossentropy(sigmoid(output), target)`` computed stably from logits.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> o, t = tt.dvector("o"), tt.dvector("t")
+    >>> sigmoid_binary_crossentropy(o, t).eval({o: np.array([-800.0]),
+    ...                                         t: np.array([1.0])})
+    array([800.])
+    """
+    output, target = as_tensor_variable(output), as_tensor_variable(target)
+    return target * tm.softplus(-output) + (1.0 - target) * tm.softplus(output)

@@ -1,0 +1,419 @@
+"""Pooling over the last dimensions (``theano.tensor.signal.pool``).
+
+``Pool`` computes max / sum / average over windows of the last ``ndim`` (2 by default)
+dimensions. Unlike Theano, the window size, stride and padding are Op parameters
+(``__props__``), not symbolic inputs: they are fixed when the graph is built, so
+shapes stay static and the memory planner sees them.
+
+Modes, as in Theano: ``max`` and ``sum`` ignore the padding; ``average_inc_pad``
+divides by the window size including padding, ``average_exc_pad`` by the number of
+real pixels. With ``ignore_border=False`` a partial window at the end of an axis is
+kept (and averages divide by its real size).
+
+``perform`` is vectorised: the padded input is viewed as windows with
+``sliding_window_view`` and reduced in one call; the gradients add back with one
+strided slice per window offset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
+from theano_dag.tensor import basic as tb
+from theano_dag.tensor.type import TensorType, discrete_dtypes
+from theano_dag.tensor.var import as_tensor_variable
+
+__all__ = ["Pool", "MaxPoolGrad", "AveragePoolGrad", "DownsampleFactorMaxGradGrad",
+           "pool_2d", "max_pool_2d", "avg_pool_2d", "pool_output_shape"]
+
+_MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
+
+
+def _ints(value, n, name, who, minimum):
+    if isinstance(value, (int, np.integer)):
+        value = (value,) * n
+    try:
+        vals = tuple(value)
+    except TypeError:
+        raise TypeError(f"{who}: {name} must be a tuple of {n} ints, got {value!r}") from None
+    if len(vals) != n or not all(isinstance(v, (int, np.integer)) and v >= minimum
+                                 for v in vals):
+        raise ValueError(f"{who}: {name} must be {n} ints >= {minimum}, got {value!r}")
+    return tuple(int(v) for v in vals)
+
+
+def _out_len(v, ws, stride, pad, ignore_border):
+    """Pooled length of an axis of length ``v`` (an int or a symbolic scalar)."""
+    v = v + 2 * pad
+    if ignore_border:
+        out = (v - ws) // stride + 1
+        return max(out, 0) if isinstance(out, (int, np.integer)) else \
+            _tm().maximum(out, 0)
+    if stride >= ws:
+        return (v - 1) // stride + 1
+    out = (v - 1 - ws + stride) // stride
+    return (max(out, 0) if isinstance(out, (int, np.integer)) else _tm().maximum(out, 0)) + 1
+
+
+def _tm():
+    from theano_dag.tensor import math
+
+    return math
+
+
+def pool_output_shape(imgshape, ws, ignore_border=True, stride=None, pad=None, ndim=2):
+    """The output shape of pooling an input of shape ``imgshape``.
+
+    >>> pool_output_shape((1, 5, 5), (2, 2), ignore_border=True)
+    (1, 2, 2)
+    >>> pool_output_shape((1, 5, 5), (2, 2), ignore_border=False)
+    (1, 3, 3)
+    """
+    stride = ws if stride is None else stride
+    pad = (0,) * ndim if pad is None else pad
+    lead = tuple(imgshape[:-ndim])
+    return lead + tuple(_out_len(imgshape[-ndim + i], ws[i], stride[i], pad[i], ignore_border)
+                        for i in range(ndim))
+
+
+class _PoolBase(Op):
+    __props__ = ("ws", "stride", "pad", "ignore_border", "mode", "ndim")
+
+    def __init__(self, ws, stride=None, pad=None, ignore_border=True, mode="max", ndim=2):
+        who = type(self).__name__
+        if not isinstance(ndim, (int, np.integer)) or ndim < 1:
+            raise ValueError(f"{who}: ndim must be an int >= 1, got {ndim!r}")
+        self.ndim = int(ndim)
+        self.ws = _ints(ws, self.ndim, "ws", who, 1)
+        self.stride = self.ws if stride is None else _ints(stride, self.ndim, "stride", who, 1)
+        self.pad = (0,) * self.ndim if pad is None else _ints(pad, self.ndim, "pad", who, 0)
+        self.ignore_border = bool(ignore_border)
+        if mode == "max_deterministic":
+            mode = "max"
+        if mode not in _MODES:
+            raise ValueError(f"{who}: mode must be one of {_MODES}, got {mode!r}")
+        self.mode = mode
+        if any(self.pad) and not self.ignore_border:
+            raise NotImplementedError(f"{who}: padding works only with ignore_border=True")
+        if any(p >= w for p, w in zip(self.pad, self.ws)):
+            raise NotImplementedError(f"{who}: padding {self.pad} must be smaller than the "
+                                      f"window {self.ws}")
+
+    def __str__(self):
+        return (f"{type(self).__name__}{{ws={self.ws}, stride={self.stride}, pad={self.pad}, "
+                f"ignore_border={self.ignore_border}, mode={self.mode}}}")
+
+    __repr__ = __str__
+
+    def _params(self):
+        return dict(ws=self.ws, stride=self.stride, pad=self.pad,
+                    ignore_border=self.ignore_border, mode=self.mode, ndim=self.ndim)
+
+    def _input(self, x, name="x"):
+        x = as_tensor_variable(x)
+        if x.ndim < self.ndim:
+            raise TypeError(f"{self}: argument {name} must have at least {self.ndim} "
+                            f"dimensions, got {x.type}")
+        if x.dtype == "bool" or x.dtype.startswith("complex"):
+            raise TypeError(f"{self}: argument {name} must be a real numeric tensor, got "
+                            f"{x.type}")
+        return x
+
+    def _pooled_type(self, x):
+        shape = list(x.type.shape[:-self.ndim])
+        for i in range(self.ndim):
+            s = x.type.shape[-self.ndim + i]
+            shape.append(None if s is None else _out_len(s, self.ws[i], self.stride[i],
+                                                          self.pad[i], self.ignore_border))
+        return TensorType(x.dtype, shape=tuple(shape))
+
+    # -- numpy helpers ------------------------------------------------------------------
+
+    def _geometry(self, xshape):
+        nd = self.ndim
+        img = xshape[-nd:]
+        out = tuple(_out_len(img[i], self.ws[i], self.stride[i], self.pad[i],
+                             self.ignore_border) for i in range(nd))
+        # Padded extent: big enough for both the explicit padding and every window.
+        ext = tuple(max(img[i] + 2 * self.pad[i], (out[i] - 1) * self.stride[i] + self.ws[i])
+                    for i in range(nd))
+        return out, ext
+
+    def _padded(self, x, ext, fill):
+        nd = self.ndim
+        if all(e == s for e, s in zip(ext, x.shape[-nd:])):
+            return x
+        y = np.full(x.shape[:-nd] + ext, fill, dtype=x.dtype)
+        y[self._inner(x.shape)] = x
+        return y
+
+    def _inner(self, xshape):
+        nd = self.ndim
+        return (Ellipsis,) + tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i])
+                                   for i in range(nd))
+
+    def _fill(self, dtype):
+        if self.mode != "max":
+            return 0
+        return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+    def _counts(self, xshape, out, ext):
+        """How many pixels each window averages over (spatial shape ``out``)."""
+        nd = self.ndim
+        mask = np.zeros(ext)
+        if self.mode == "average_inc_pad":
+            mask[tuple(slice(0, xshape[-nd + i] + 2 * self.pad[i]) for i in range(nd))] = 1
+        else:
+            mask[tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i])
+                       for i in range(nd))] = 1
+        return self._window_reduce(mask, out, np.sum)
+
+    def _windows(self, y, out):
+        nd = self.ndim
+        axes = tuple(range(y.ndim - nd, y.ndim))
+        w = sliding_window_view(y, self.ws, axis=axes)
+        lead = (slice(None),) * (y.ndim - nd)
+        return w[lead + tuple(slice(0, out[i] * self.stride[i], self.stride[i])
+                              for i in range(nd))]
+
+    def _window_reduce(self, y, out, fn):
+        nd = self.ndim
+        if min(out) == 0:
+            return np.zeros(y.shape[:-nd] + out, dtype=y.dtype)
+        return fn(self._windows(y, out), axis=tuple(range(-nd, 0)))
+
+    def _offsets(self, out):
+        """For each window offset, the strided slice of the padded input it touches."""
+        nd = self.ndim
+        for off in itertools.product(*[range(w) for w in self.ws]):
+            yield (Ellipsis,) + tuple(
+                slice(off[i], off[i] + self.stride[i] * (out[i] - 1) + 1, self.stride[i])
+                for i in range(nd))
+
+
+class Pool(_PoolBase):
+    """Pool windows ``ws`` of the last ``ndim`` dimensions with ``mode``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> Pool((2, 2))(x).eval({x: np.arange(16.0).reshape(4, 4)})
+    array([[ 5.,  7.],
+           [13., 15.]])
+    """
+
+    def make_node(self, x):
+        x = self._input(x)
+        return Apply(self, [x], [self._pooled_type(x)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x = inputs[0]
+        out, ext = self._geometry(x.shape)
+        y = self._padded(x, ext, self._fill(x.dtype))
+        if self.mode == "max":
+            z = self._window_reduce(y, out, np.max)
+        else:
+            z = self._window_reduce(y, out, np.sum)
+            if self.mode != "sum":
+                z = z / self._counts(x.shape, out, ext)
+        output_storage[0][0] = np.asarray(z, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [pool_output_shape(input_shapes[0], self.ws, self.ignore_border, self.stride,
+                                  self.pad, self.ndim)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        (x,), (gz,) = inputs, output_grads
+        if x.dtype in discrete_dtypes:
+            return [tb.zeros_like(x, dtype="float64")]
+        if self.mode == "max":
+            return [MaxPoolGrad(**self._params())(x, outputs[0], gz)]
+        return [AveragePoolGrad(**self._params())(x, gz)]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        if self.mode != "max":
+            return [self(eval_points[0])]
+        x = inputs[0]
+        return [DownsampleFactorMaxGradGrad(**self._params())(x, self(x), eval_points[0])]
+
+
+class MaxPoolGrad(_PoolBase):
+    """Gradient of max pooling: inputs ``(x, maxout, gz)``; each window's gradient goes
+    to every position holding its maximum."""
+
+    def make_node(self, x, maxout, gz):
+        x = self._input(x)
+        maxout = self._input(maxout, "maxout")
+        gz = self._input(gz, "gz")
+        if maxout.ndim != x.ndim or gz.ndim != x.ndim:
+            raise TypeError(f"{self}: x, maxout and gz must have the same number of "
+                            f"dimensions, got {x.ndim}, {maxout.ndim}, {gz.ndim}")
+        return Apply(self, [x, maxout, gz], [TensorType(gz.dtype, shape=x.type.shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, maxout, gz = inputs
+        out, ext = self._geometry(x.shape)
+        if maxout.shape != gz.shape or maxout.shape[-self.ndim:] != out:
+            raise ValueError(f"{self}: maxout {maxout.shape} and gz {gz.shape} must be the "
+                             f"pooled shape of x {x.shape}")
+        y = self._padded(x, ext, self._fill(x.dtype))
+        gx = np.zeros(y.shape, dtype=node.outputs[0].dtype)
+        if min(out) > 0:
+            for sl in self._offsets(out):
+                gx[sl] += np.where(y[sl] == maxout, gz, 0)
+        output_storage[0][0] = np.ascontiguousarray(gx[self._inner(x.shape)])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, maxout, _ = inputs
+        (g,) = output_grads
+        return [tb.zeros_like(x), tb.zeros_like(maxout),
+                DownsampleFactorMaxGradGrad(**self._params())(x, maxout, g)]
+
+
+class DownsampleFactorMaxGradGrad(_PoolBase):
+    """The transpose of ``MaxPoolGrad`` in its last input: inputs ``(x, maxout, ggx)``,
+    output of ``maxout``'s shape, the sum of ``ggx`` over each window's maxima."""
+
+    def make_node(self, x, maxout, ggx):
+        x = self._input(x)
+        maxout = self._input(maxout, "maxout")
+        ggx = self._input(ggx, "ggx")
+        if maxout.ndim != x.ndim or ggx.ndim != x.ndim:
+            raise TypeError(f"{self}: x, maxout and ggx must have the same number of "
+                            f"dimensions, got {x.ndim}, {maxout.ndim}, {ggx.ndim}")
+        return Apply(self, [x, maxout, ggx],
+                     [TensorType(ggx.dtype, shape=maxout.type.shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, maxout, ggx = inputs
+        out, ext = self._geometry(x.shape)
+        if ggx.shape != x.shape or maxout.shape[-self.ndim:] != out:
+            raise ValueError(f"{self}: ggx {ggx.shape} must have x's shape {x.shape} and "
+                             f"maxout {maxout.shape} its pooled shape")
+        y = self._padded(x, ext, self._fill(x.dtype))
+        gg = self._padded(ggx, ext, 0)
+        z = np.zeros(maxout.shape, dtype=node.outputs[0].dtype)
+        if min(out) > 0:
+            for sl in self._offsets(out):
+                z += np.where(y[sl] == maxout, gg[sl], 0)
+        output_storage[0][0] = z
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, maxout, _ = inputs
+        (g,) = output_grads
+        return [tb.zeros_like(x), tb.zeros_like(maxout),
+                MaxPoolGrad(**self._params())(x, maxout, g)]
+
+
+class AveragePoolGrad(_PoolBase):
+    """Gradient of sum/average pooling: inputs ``(x, gz)``; each window spreads its
+    gradient (divided by its count for averages) over the pixels it covers."""
+
+    def make_node(self, x, gz):
+        x = self._input(x)
+        gz = self._input(gz, "gz")
+        if gz.ndim != x.ndim:
+            raise TypeError(f"{self}: x and gz must have the same number of dimensions, got "
+                            f"{x.ndim} and {gz.ndim}")
+        if self.mode == "max":
+            raise ValueError(f"{self}: mode 'max' uses MaxPoolGrad")
+        return Apply(self, [x, gz], [TensorType(gz.dtype, shape=x.type.shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, gz = inputs
+        out, ext = self._geometry(x.shape)
+        if gz.shape[-self.ndim:] != out or gz.shape[:-self.ndim] != x.shape[:-self.ndim]:
+            raise ValueError(f"{self}: gz {gz.shape} must be the pooled shape of x {x.shape}")
+        if self.mode != "sum" and min(out) > 0:
+            gz = gz / self._counts(x.shape, out, ext)
+        gx = np.zeros(x.shape[:-self.ndim] + ext, dtype=node.outputs[0].dtype)
+        if min(out) > 0:
+            for sl in self._offsets(out):
+                gx[sl] += gz
+        output_storage[0][0] = np.ascontiguousarray(gx[self._inner(x.shape)])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, _ = inputs
+        (g,) = output_grads
+        return [tb.zeros_like(x), Pool(**self._params())(g)]
+
+
+def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="max",  # noqa: A002
+            ds=None, st=None, padding=None):
+    """Pool the last two dimensions of ``input`` (Theano's signature).
+
+    ``ignore_border=None`` warns and means False, as in Theano; ``ds``/``st``/``padding``
+    are the deprecated names of ``ws``/``stride``/``pad``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> pool_2d(x, (2, 2), ignore_border=True, mode="average_inc_pad").eval(
+    ...     {x: np.arange(16.0).reshape(4, 4)})
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]])
+    """
+    for old, new, name in ((ds, ws, "ws"), (st, stride, "stride")):
+        if old is not None and new is not None:
+            raise ValueError(f"pool_2d: give {name} only, not its deprecated alias too")
+    ws = ds if ws is None else ws
+    stride = st if stride is None else stride
+    if padding is not None:
+        if pad not in (None, (0, 0)):
+            raise ValueError("pool_2d: give pad only, not its deprecated alias padding too")
+        pad = padding
+    if ws is None:
+        raise ValueError("pool_2d: you must provide a tuple value for the window size (ws)")
+    input = as_tensor_variable(input)  # noqa: A001
+    if input.ndim < 2:
+        raise NotImplementedError("pool_2d requires an input with 2 or more dimensions")
+    if ignore_border is None:
+        warnings.warn("pool_2d: ignore_border=None means False (Theano's default); pass it "
+                      "explicitly", DeprecationWarning, stacklevel=2)
+        ignore_border = False
+    return Pool(ws, stride, pad, ignore_border, mode, ndim=2)(input)
+
+
+def max_pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0)):  # noqa: A002
+    """Max pooling of the last two dimensions.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dtensor4("x")
+    >>> max_pool_2d(x, (2, 2)).eval({x: np.arange(16.0).reshape(1, 1, 4, 4)})[0, 0]
+    array([[ 5.,  7.],
+           [13., 15.]])
+    """
+    return pool_2d(input, ws, ignore_border=ignore_border, stride=stride, pad=pad, mode="max")
+
+
+def avg_pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0),  # noqa: A002
+                include_pad=False):
+    """Average pooling of the last two dimensions (padding counted if ``include_pad``).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dtensor4("x")
+    >>> avg_pool_2d(x, (2, 2)).eval({x: np.arange(16.0).reshape(1, 1, 4, 4)})[0, 0]
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]])
+    """
+    mode = "average_inc_pad" if include_pad else "average_exc_pad"
+    return pool_2d(input, ws, ignore_border=ignore_border, stride=stride, pad=pad, mode=mode)

@@ -1,0 +1,681 @@
+"""Indexing: ``x[...]``, ``set_subtensor``, ``inc_subtensor`` (``theano.tensor.subtensor``).
+
+- ``Subtensor``: basic indexing (integers and slices); a view of the input;
+- ``AdvancedSubtensor1``: ``x[int_vector]`` along the first axis (``take``);
+- ``AdvancedSubtensor``: any other numpy fancy indexing (int arrays, bool masks);
+- their ``Inc`` counterparts write or add a value into a copy (or, inplace, the input).
+
+The op stores the *structure* of the index (``idx_list``); the integer values are
+inputs, so a symbolic ``x[i:j]`` and a constant ``x[1:3]`` use the same op class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.op import Op
+from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
+from theano_dag.tensor.var import as_tensor_variable, constant
+
+__all__ = [
+    "Subtensor",
+    "IncSubtensor",
+    "AdvancedSubtensor1",
+    "AdvancedIncSubtensor1",
+    "AdvancedSubtensor",
+    "AdvancedIncSubtensor",
+    "getitem",
+    "set_subtensor",
+    "inc_subtensor",
+    "take",
+    "slice_length",
+]
+
+_INTS = int_dtypes + uint_dtypes
+
+
+def _disc():
+    from theano_dag.gradient_types import disconnected_type
+
+    return disconnected_type()
+
+
+def _int_scalar(v, what):
+    v = as_tensor_variable(v)
+    if v.ndim != 0 or v.dtype not in _INTS:
+        raise TypeError(
+            f"{what}: indices must be integers (or integer scalars), got {v} of " f"type {v.type}"
+        )
+    return v
+
+
+def _split_index(args, who):
+    """``(idx_list, inputs)`` for a basic index made of ints and slices."""
+    idx_list, inputs = [], []
+    for a in args:
+        if isinstance(a, slice):
+            entry = ["slice"]
+            for part in (a.start, a.stop, a.step):
+                if part is None:
+                    entry.append(False)
+                else:
+                    entry.append(True)
+                    inputs.append(_int_scalar(part, who))
+            idx_list.append(tuple(entry))
+        else:
+            idx_list.append(("int",))
+            inputs.append(_int_scalar(a, who))
+    return tuple(idx_list), inputs
+
+
+def _rebuild(idx_list, values):
+    """The numpy index tuple from ``idx_list`` and the runtime input values."""
+    it = iter(values)
+    out = []
+    for entry in idx_list:
+        kind = entry[0]
+        if kind == "int":
+            out.append(int(next(it)))
+        elif kind == "slice":
+            parts = [int(next(it)) if present else None for present in entry[1:]]
+            out.append(slice(*parts))
+        else:  # "tensor"
+            out.append(np.asarray(next(it)))
+    return tuple(out)
+
+
+def _idx_str(idx_list):
+    parts = []
+    for e in idx_list:
+        if e[0] == "int":
+            parts.append("int64")
+        elif e[0] == "slice":
+            parts.append(":".join("int64" if p else "" for p in e[1:]))
+        else:
+            parts.append("array")
+    return ", ".join(parts)
+
+
+def _const_int(v):
+    if isinstance(v, Constant):
+        return int(v.data)
+    return None
+
+
+def slice_length(n, start, stop, step):
+    """Symbolic ``len(range(n)[start:stop:step])``; parts may be None, ints or scalars.
+
+    >>> int(slice_length(10, 2, None, 3))
+    3
+    """
+    from theano_dag.tensor import math as tm
+
+    vals = [_const_int(v) if isinstance(v, Variable) else v for v in (n, start, stop, step)]
+    if (
+        all(v is not None or p is None for v, p in zip(vals, (n, start, stop, step)))
+        and vals[0] is not None
+    ):
+        return len(range(vals[0])[slice(*vals[1:])])
+    step = 1 if step is None else step
+
+    def norm(v, lo, hi):
+        v = as_tensor_variable(v)
+        return tm.clip(tm.switch(tm.lt(v, 0), v + n, v), lo, hi)
+
+    def positive():
+        a = 0 if start is None else norm(start, 0, n)
+        b = n if stop is None else norm(stop, 0, n)
+        return tm.maximum(tm.int_div(b - a + step - 1, step), 0)
+
+    def negative():
+        a = n - 1 if start is None else norm(start, -1, n - 1)
+        b = -1 if stop is None else norm(stop, -1, n - 1)
+        return tm.maximum(tm.int_div(a - b - step - 1, -step), 0)
+
+    s = _const_int(step) if isinstance(step, Variable) else step
+    if s is not None:
+        if s == 0:
+            raise ValueError("slice step cannot be zero")
+        return positive() if s > 0 else negative()
+    return tm.switch(tm.gt(step, 0), positive(), negative())
+
+
+class Subtensor(Op):
+    """Basic indexing ``x[idx]`` with integers and slices; the output is a view.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> y = x[1:, 0]
+    >>> str(y.owner.op), y.type
+    ('Subtensor{int64::, int64}', TensorType(float64, vector))
+    """
+
+    __props__ = ("idx_list",)
+    view_map = {0: [0]}
+
+    def __init__(self, idx_list):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+
+    def __str__(self):
+        return f"{type(self).__name__}{{{_idx_str(self.idx_list)}}}"
+
+    __repr__ = __str__
+
+    def _out_shape(self, x, idx_inputs):
+        if len(self.idx_list) > x.ndim:
+            raise IndexError(
+                f"{self}: too many indices for {x}: it has {x.ndim} dimensions "
+                f"but {len(self.idx_list)} were indexed"
+            )
+        it = iter(idx_inputs)
+        shape = []
+        for d, entry in enumerate(self.idx_list):
+            if entry[0] == "int":
+                next(it)
+                continue
+            parts = [next(it) if present else None for present in entry[1:]]
+            n = x.type.shape[d]
+            if all(p is None for p in parts):
+                shape.append(n)
+                continue
+            consts = [None if p is None else _const_int(p) for p in parts]
+            if n is not None and all(c is not None or p is None for c, p in zip(consts, parts)):
+                shape.append(len(range(n)[slice(*consts)]))
+            else:
+                shape.append(None)
+        shape.extend(x.type.shape[len(self.idx_list) :])
+        return tuple(shape)
+
+    def make_node(self, x, *idx_inputs):
+        x = as_tensor_variable(x)
+        idx_inputs = [_int_scalar(i, str(self)) for i in idx_inputs]
+        return Apply(
+            self, [x, *idx_inputs], [TensorType(x.dtype, shape=self._out_shape(x, idx_inputs))()]
+        )
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, *vals = inputs
+        out = x[_rebuild(self.idx_list, vals)]
+        output_storage[0][0] = out if isinstance(out, np.ndarray) else np.asarray(out)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        x, *idx = node.inputs
+        it = iter(idx)
+        out = []
+        for d, entry in enumerate(self.idx_list):
+            if entry[0] == "int":
+                next(it)
+                continue
+            parts = [next(it) if present else None for present in entry[1:]]
+            if all(p is None for p in parts):
+                out.append(input_shapes[0][d])
+            else:
+                out.append(slice_length(input_shapes[0][d], *parts))
+        out.extend(input_shapes[0][len(self.idx_list) :])
+        return [tuple(out)]
+
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.basic import zeros_like
+
+        x, *idx = inputs
+        (gz,) = output_grads
+        if x.dtype in discrete_dtypes:
+            from theano_dag.config import config
+
+            return [zeros_like(x, config.floatX)] + [_disc() for _ in idx]
+        gx = IncSubtensor(self.idx_list)(zeros_like(x), gz, *idx)
+        return [gx] + [_disc() for _ in idx]
+
+
+def _y_to_result(y, result_type, who):
+    y = as_tensor_variable(y)
+    if y.ndim > result_type.ndim:
+        raise ValueError(
+            f"{who}: the value {y} has {y.ndim} dimensions, more than the "
+            f"{result_type.ndim} of the indexed result"
+        )
+    return y
+
+
+def _reduce_y_grad(g, y):
+    """The gradient wrt ``y`` from the gradient of the indexed region."""
+    from theano_dag.tensor.elemwise import reduce_grad_to
+    from theano_dag.tensor.math import sum as tsum
+
+    lead = g.ndim - y.ndim
+    if lead:
+        g = tsum(g, axis=list(range(lead)))
+    return reduce_grad_to(g, y)
+
+
+class IncSubtensor(Op):
+    """``x`` with ``x[idx]`` replaced by (``set_instead_of_inc``) or incremented by ``y``."""
+
+    __props__ = ("idx_list", "inplace", "set_instead_of_inc")
+
+    def __init__(self, idx_list, inplace=False, set_instead_of_inc=False):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+        self.inplace = inplace
+        self.set_instead_of_inc = set_instead_of_inc
+        self.destroy_map = {0: [0]} if inplace else {}
+
+    def __str__(self):
+        name = "SetSubtensor" if self.set_instead_of_inc else "IncSubtensor"
+        return f"{name}{{{'inplace, ' if self.inplace else ''}{_idx_str(self.idx_list)}}}"
+
+    __repr__ = __str__
+
+    def make_node(self, x, y, *idx_inputs):
+        x = as_tensor_variable(x)
+        idx_inputs = [_int_scalar(i, str(self)) for i in idx_inputs]
+        sub_type = Subtensor(self.idx_list).make_node(x, *idx_inputs).outputs[0].type
+        y = _y_to_result(y, sub_type, str(self))
+        return Apply(self, [x, y, *idx_inputs], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y, *vals = inputs
+        out = x if self.inplace else x.copy()
+        idx = _rebuild(self.idx_list, vals)
+        if self.set_instead_of_inc:
+            out[idx] = y
+        else:
+            out[idx] += np.asarray(y, dtype=out.dtype) if out.dtype != np.asarray(y).dtype else y
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, y, *idx = inputs
+        (gz,) = output_grads
+        gx = gz
+        if self.set_instead_of_inc:
+            gx = IncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
+        gy = _reduce_y_grad(Subtensor(self.idx_list)(gz, *idx), y)
+        return [gx, gy] + [_disc() for _ in idx]
+
+
+class AdvancedSubtensor1(Op):
+    """``x[ilist]`` for an integer vector ``ilist`` (rows of ``x``; ``numpy.take`` axis 0).
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> x[tt.lvector("i")].owner.op
+    AdvancedSubtensor1
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, ilist):
+        x, ilist = as_tensor_variable(x), as_tensor_variable(ilist)
+        if ilist.ndim != 1 or ilist.dtype not in _INTS:
+            raise TypeError(
+                f"AdvancedSubtensor1: the index must be an integer vector, got " f"{ilist.type}"
+            )
+        if x.ndim == 0:
+            raise TypeError("AdvancedSubtensor1: cannot index a scalar")
+        shape = (ilist.type.shape[0],) + x.type.shape[1:]
+        return Apply(self, [x, ilist], [TensorType(x.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, i = inputs
+        output_storage[0][0] = x[i]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(input_shapes[1][0],) + tuple(input_shapes[0][1:])]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.basic import zeros_like
+
+        x, i = inputs
+        return [AdvancedIncSubtensor1()(zeros_like(x), output_grads[0], i), _disc()]
+
+
+class AdvancedIncSubtensor1(Op):
+    """Add ``y`` into (or set) the rows ``ilist`` of ``x``; repeated rows accumulate."""
+
+    __props__ = ("inplace", "set_instead_of_inc")
+
+    def __init__(self, inplace=False, set_instead_of_inc=False):
+        self.inplace = inplace
+        self.set_instead_of_inc = set_instead_of_inc
+        self.destroy_map = {0: [0]} if inplace else {}
+
+    def make_node(self, x, y, ilist):
+        x, ilist = as_tensor_variable(x), as_tensor_variable(ilist)
+        node = AdvancedSubtensor1().make_node(x, ilist)
+        y = _y_to_result(y, node.outputs[0].type, str(self))
+        return Apply(self, [x, y, ilist], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y, i = inputs
+        out = x if self.inplace else x.copy()
+        if self.set_instead_of_inc:
+            out[i] = y
+        else:
+            np.add.at(out, i, np.asarray(y, dtype=out.dtype))
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True], [False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, y, i = inputs
+        (gz,) = output_grads
+        gx = (
+            AdvancedIncSubtensor1(set_instead_of_inc=True)(gz, 0, i)
+            if self.set_instead_of_inc
+            else gz
+        )
+        return [gx, _reduce_y_grad(AdvancedSubtensor1()(gz, i), y), _disc()]
+
+
+def _adv_split(args, who):
+    idx_list, inputs = [], []
+    for a in args:
+        if isinstance(a, slice):
+            sub, ins = _split_index([a], who)
+            idx_list.extend(sub)
+            inputs.extend(ins)
+        else:
+            v = as_tensor_variable(a)
+            if v.dtype not in _INTS and v.dtype != "bool":
+                raise TypeError(f"{who}: index arrays must be integer or bool, got {v.type}")
+            idx_list.append(("tensor",))
+            inputs.append(v)
+    return tuple(idx_list), inputs
+
+
+class AdvancedSubtensor(Op):
+    """numpy fancy indexing with integer arrays and bool masks mixed with slices."""
+
+    __props__ = ("idx_list",)
+
+    def __init__(self, idx_list):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+
+    def __str__(self):
+        return f"AdvancedSubtensor{{{_idx_str(self.idx_list)}}}"
+
+    __repr__ = __str__
+
+    def _walk(self, x, idx_inputs):
+        """Yield ``(kind, dim, value_inputs)`` per index entry; kind is slice or adv."""
+        it = iter(idx_inputs)
+        dim = 0
+        for entry in self.idx_list:
+            if entry[0] == "tensor":
+                v = next(it)
+                yield "adv", dim, [v]
+                dim += v.ndim if v.dtype == "bool" else 1
+            else:
+                parts = [next(it) if present else None for present in entry[1:]]
+                yield "slice", dim, parts
+                dim += 1
+        if dim > x.ndim:
+            raise IndexError(f"{self}: too many indices for {x} ({x.ndim} dimensions)")
+
+    def _layout(self, x, idx_inputs):
+        """``(out ndim, advanced entries adjacent?)`` by numpy's rules."""
+        entries = list(self._walk(x, idx_inputs))
+        adv = [k for k, e in enumerate(entries) if e[0] == "adv"]
+        adv_nd = max((1 if e[2][0].dtype == "bool" else e[2][0].ndim)
+                     for e in entries if e[0] == "adv") if adv else 0
+        consumed = sum(e[2][0].ndim if e[0] == "adv" and e[2][0].dtype == "bool" else 1
+                       for e in entries)
+        n_slices = len(entries) - len(adv)
+        contiguous = not adv or adv == list(range(adv[0], adv[-1] + 1))
+        return adv_nd + n_slices + (x.ndim - consumed), contiguous
+
+    def make_node(self, x, *idx_inputs):
+        x = as_tensor_variable(x)
+        idx_inputs = [as_tensor_variable(i) for i in idx_inputs]
+        ndim, _ = self._layout(x, idx_inputs)
+        return Apply(self, [x, *idx_inputs], [TensorType(x.dtype, shape=(None,) * ndim)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, *vals = inputs
+        out = x[_rebuild(self.idx_list, vals)]
+        output_storage[0][0] = np.asarray(out)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        from theano_dag.tensor import math as tm
+        from theano_dag.tensor.shape import shape_i
+
+        x, *idx = node.inputs
+        xs = input_shapes[0]
+        entries = list(self._walk(x, idx))
+        _, contiguous = self._layout(x, idx)
+        adv_shapes, before, after, consumed = [], [], [], 0
+        for kind, dim, vals in entries:
+            if kind == "adv":
+                v = vals[0]
+                if v.dtype == "bool":  # a mask selects as many elements as it has True
+                    adv_shapes.append((tm.sum(v, dtype="int64"),))
+                    consumed = dim + v.ndim
+                else:
+                    adv_shapes.append(tuple(shape_i(v, d) for d in range(v.ndim)))
+                    consumed = dim + 1
+            else:
+                length = xs[dim] if all(p is None for p in vals) else slice_length(xs[dim], *vals)
+                (after if adv_shapes else before).append(length)
+                consumed = dim + 1
+        nd = max((len(s) for s in adv_shapes), default=0)
+        bshape = []
+        for k in range(nd):  # broadcast the index shapes (right-aligned)
+            dims = [s[len(s) - nd + k] for s in adv_shapes if len(s) - nd + k >= 0]
+            out = dims[0]
+            for d in dims[1:]:
+                out = tm.maximum(out, d)
+            bshape.append(out)
+        rest = list(xs[consumed:])
+        if contiguous:
+            return [tuple(before + bshape + after + rest)]
+        return [tuple(bshape + before + after + rest)]
+
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.tensor.basic import zeros_like
+
+        x, *idx = inputs
+        gx = AdvancedIncSubtensor(self.idx_list)(zeros_like(x), output_grads[0], *idx)
+        return [gx] + [_disc() for _ in idx]
+
+
+class AdvancedIncSubtensor(Op):
+    """Add ``y`` into (or set) ``x[fancy index]``; repeated positions accumulate."""
+
+    __props__ = ("idx_list", "inplace", "set_instead_of_inc")
+
+    def __init__(self, idx_list, inplace=False, set_instead_of_inc=False):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+        self.inplace = inplace
+        self.set_instead_of_inc = set_instead_of_inc
+        self.destroy_map = {0: [0]} if inplace else {}
+
+    def make_node(self, x, y, *idx_inputs):
+        x = as_tensor_variable(x)
+        node = AdvancedSubtensor(self.idx_list).make_node(x, *idx_inputs)
+        y = _y_to_result(y, node.outputs[0].type, "AdvancedIncSubtensor")
+        return Apply(self, [x, y, *node.inputs[1:]], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y, *vals = inputs
+        out = x if self.inplace else x.copy()
+        idx = _rebuild(self.idx_list, vals)
+        if self.set_instead_of_inc:
+            out[idx] = y
+        else:
+            np.add.at(out, idx, np.asarray(y, dtype=out.dtype))
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, y, *idx = inputs
+        (gz,) = output_grads
+        gx = (
+            AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
+            if self.set_instead_of_inc
+            else gz
+        )
+        gy = _reduce_y_grad(AdvancedSubtensor(self.idx_list)(gz, *idx), y)
+        return [gx, gy] + [_disc() for _ in idx]
+
+
+def _is_advanced(a):
+    if isinstance(a, (slice, type(None))) or a is Ellipsis:
+        return False
+    if isinstance(a, Variable):
+        return a.ndim > 0 or a.dtype == "bool"
+    if isinstance(a, (list, np.ndarray)):
+        return np.asarray(a).ndim > 0 or np.asarray(a).dtype == bool
+    return isinstance(a, (bool, np.bool_))
+
+
+def getitem(x, args):
+    """``x[args]``: the op behind ``TensorVariable.__getitem__``."""
+    if not isinstance(args, tuple):
+        args = (args,)
+    n_ell = sum(1 for a in args if a is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_ell:
+        k = next(i for i, a in enumerate(args) if a is Ellipsis)
+        used = sum(1 for a in args if a is not None and a is not Ellipsis)
+        args = args[:k] + (slice(None),) * (x.ndim - used) + args[k + 1 :]
+    if any(_is_advanced(a) for a in args):
+        if any(a is None for a in args):
+            raise NotImplementedError(
+                "getitem: mixing None (newaxis) with advanced indexing "
+                "is not supported; use dimshuffle first"
+            )
+        rest = args[1:]
+        first = as_tensor_variable(args[0]) if not isinstance(args[0], slice) else None
+        if (
+            first is not None
+            and first.ndim == 1
+            and first.dtype in _INTS
+            and all(isinstance(a, slice) and a == slice(None) for a in rest)
+        ):
+            return AdvancedSubtensor1()(x, first)
+        idx_list, inputs = _adv_split(args, "AdvancedSubtensor")
+        return AdvancedSubtensor(idx_list)(x, *inputs)
+    real = [a for a in args if a is not None]
+    if len(real) > x.ndim:
+        raise IndexError(
+            f"too many indices for {x}: it has {x.ndim} dimensions but " f"{len(real)} were indexed"
+        )
+    if real and not all(isinstance(a, slice) and a == slice(None) for a in real):
+        idx_list, inputs = _split_index(real, "Subtensor")
+        out = Subtensor(idx_list)(x, *inputs)
+    else:
+        out = x
+    if any(a is None for a in args):
+        # Insert the new axes: count the output dims that each real entry keeps.
+        order, k = [], 0
+        for a in args:
+            if a is None:
+                order.append("x")
+            elif isinstance(a, slice):
+                order.append(k)
+                k += 1
+        order.extend(range(k, out.ndim))
+        from theano_dag.tensor.elemwise import DimShuffle
+
+        out = DimShuffle(out.broadcastable, order)(out)
+    return out
+
+
+def _inc_or_set(x_sub, y, set_instead_of_inc, who):
+    x_sub = as_tensor_variable(x_sub)
+    node = x_sub.owner
+    if node is None:
+        raise TypeError(
+            f"{who}: the first argument must be an indexed tensor like x[1:], " f"got {x_sub}"
+        )
+    op = node.op
+    if isinstance(op, Subtensor):
+        return IncSubtensor(op.idx_list, set_instead_of_inc=set_instead_of_inc)(
+            node.inputs[0], y, *node.inputs[1:]
+        )
+    if isinstance(op, AdvancedSubtensor1):
+        return AdvancedIncSubtensor1(set_instead_of_inc=set_instead_of_inc)(
+            node.inputs[0], y, node.inputs[1]
+        )
+    if isinstance(op, AdvancedSubtensor):
+        return AdvancedIncSubtensor(op.idx_list, set_instead_of_inc=set_instead_of_inc)(
+            node.inputs[0], y, *node.inputs[1:]
+        )
+    from theano_dag.tensor.elemwise import DimShuffle
+
+    if (
+        isinstance(op, DimShuffle)
+        and "x" in op.new_order
+        and not op.drop
+        and op.shuffle == sorted(op.shuffle)
+    ):
+        y = as_tensor_variable(y)
+        if y.ndim == x_sub.ndim:
+            keep = [k for k, o in enumerate(op.new_order) if o != "x"]
+            y = DimShuffle(y.broadcastable, keep)(y)
+        inner = (
+            _inc_or_set(node.inputs[0], y, set_instead_of_inc, who)
+            if node.inputs[0].owner is not None
+            else None
+        )
+        if inner is not None:
+            return inner
+    raise TypeError(
+        f"{who}: the first argument must be the result of indexing, got "
+        f"{x_sub} computed by {op}"
+    )
+
+
+def set_subtensor(x, y):
+    """A copy of the indexed tensor's base with ``x``'s region set to ``y``.
+
+    >>> from theano_dag import tensor as tt
+    >>> v = tt.dvector("v")
+    >>> set_subtensor(v[1:], 0.0).owner.op
+    SetSubtensor{int64::}
+    """
+    return _inc_or_set(x, y, True, "set_subtensor")
+
+
+def inc_subtensor(x, y):
+    """A copy of the indexed tensor's base with ``y`` added to ``x``'s region."""
+    return _inc_or_set(x, y, False, "inc_subtensor")
+
+
+def take(a, indices, axis=None):
+    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``."""
+    a, indices = as_tensor_variable(a), as_tensor_variable(indices)
+    if axis is None:
+        return take(a.flatten(), indices, 0)
+    if indices.ndim == 1 and axis == 0:
+        return AdvancedSubtensor1()(a, indices)
+    args = [slice(None)] * (axis % a.ndim) + [indices]
+    return getitem(a, tuple(args))
+
+
+_ = constant
