@@ -12,7 +12,7 @@ EXTRAS = {
     "pytensor": ["pytensor"],
     "bench": ["pytensor", "jax", "matplotlib>=3.5"],
 }
-EXTRAS["dev"] = sorted({p for k in ("test", "networkx") for p in EXTRAS[k]})
+EXTRAS["dev"] = sorted({p for k in ("test", "networkx", "opencl") for p in EXTRAS[k]})
 
 setup(
     name="theano_dag",

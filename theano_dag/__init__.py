@@ -1,10 +1,32 @@
 """theano_dag: a Theano-style symbolic compiler for array programs.
 
 The public face: ``function``, ``shared``, ``grad``, ``config``, ``In``, ``Out``, ``Mode``.
+
+>>> import numpy as np
+>>> import theano_dag
+>>> import theano_dag.tensor as tt
+>>> x = tt.dvector("x")
+>>> f = theano_dag.function([x], theano_dag.grad((x**2).sum(), x))
+>>> f(np.array([1.0, 2.0]))
+array([2., 4.])
 """
 
 from theano_dag.compile import In, Mode, Out, function, shared
 from theano_dag.config import config
+from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
 
 __version__ = "0.1.0"
-__all__ = ["config", "__version__", "function", "shared", "In", "Out", "Mode"]
+__all__ = [
+    "config",
+    "__version__",
+    "function",
+    "shared",
+    "In",
+    "Out",
+    "Mode",
+    "grad",
+    "jacobian",
+    "hessian",
+    "Rop",
+    "Lop",
+]

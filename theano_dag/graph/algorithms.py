@@ -83,7 +83,16 @@ def walk(
 
 
 def ancestors(graphs: Iterable[Variable], blockers=None):
-    """Yield the variables ``graphs`` depend on (themselves included), depth first."""
+    """Yield the variables ``graphs`` depend on (themselves included), depth first.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> list(ancestors([z]))
+    [z, x, y]
+    >>> list(ancestors([z], blockers=[z]))
+    [z]
+    """
     blockers = set(blockers) if blockers else ()
 
     def expand(r):
@@ -115,7 +124,14 @@ inputs = graph_inputs
 
 
 def vars_between(ins: Iterable[Variable], outs: Iterable[Variable]):
-    """Yield the variables on paths from ``ins`` to ``outs`` (with all outputs of each node)."""
+    """Yield the variables on paths from ``ins`` to ``outs`` (with all outputs of each node).
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> list(vars_between([x], [z]))
+    [z, y, x]
+    """
     ins = set(ins)
 
     def expand(r):
@@ -126,12 +142,26 @@ def vars_between(ins: Iterable[Variable], outs: Iterable[Variable]):
 
 
 def variables(i, o) -> list:
-    """List the variables between ``i`` and ``o`` (Theano 1.0 name of ``vars_between``)."""
+    """List the variables between ``i`` and ``o`` (Theano 1.0 name of ``vars_between``).
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> variables([x], [z])
+    [z, y, x]
+    """
     return list(vars_between(i, o))
 
 
 def orphans_between(ins, outs) -> list:
-    """Return the ownerless variables needed by ``outs`` that are not in ``ins``."""
+    """Return the ownerless variables needed by ``outs`` that are not in ``ins``.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> orphans_between([x], [z])
+    [y]
+    """
     ins_set = set(ins)
     return [r for r in vars_between(ins_set, outs) if r.owner is None and r not in ins_set]
 
@@ -140,7 +170,14 @@ orphans = orphans_between
 
 
 def applys_between(ins, outs) -> list:
-    """Return the Apply nodes between ``ins`` and ``outs`` (each once)."""
+    """Return the Apply nodes between ``ins`` and ``outs`` (each once).
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> applys_between([x, y], [z])
+    [f(x, y)]
+    """
     ins = set(ins)
     seen = {}
     for r in vars_between(ins, outs):
@@ -150,12 +187,26 @@ def applys_between(ins, outs) -> list:
 
 
 def ops(i, o) -> set:
-    """Return the set of Apply nodes between ``i`` and ``o`` (Theano 1.0 name)."""
+    """Return the set of Apply nodes between ``i`` and ``o`` (Theano 1.0 name).
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> ops([x, y], [z])
+    {f(x, y)}
+    """
     return set(applys_between(i, o))
 
 
 def variables_and_orphans(i, o):
-    """Return ``(variables, orphans)`` between ``i`` and ``o``."""
+    """Return ``(variables, orphans)`` between ``i`` and ``o``.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> variables_and_orphans([x], [z])
+    ([z, y, x], [y])
+    """
     vs = variables(i, o)
     i = set(i)
     return vs, [r for r in vs if r.owner is None and r not in i]
@@ -183,7 +234,15 @@ def stack_search(start, expand, mode="bfs", build_inv=False):
 
 
 def clone(inputs, outputs, copy_inputs=True, copy_orphans=None):
-    """Copy the graph between ``inputs`` and ``outputs``; return ``(new_inputs, new_outputs)``."""
+    """Copy the graph between ``inputs`` and ``outputs``; return ``(new_inputs, new_outputs)``.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> (x2, y2), (z2,) = clone([x, y], [z])
+    >>> z2.owner.inputs == [x2, y2], x2 is x
+    (True, False)
+    """
     if copy_orphans is None:
         copy_orphans = copy_inputs
     equiv = clone_get_equiv(inputs, outputs, copy_inputs, copy_orphans)
@@ -195,6 +254,13 @@ def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=N
 
     The map covers every Variable and Apply of the graph. Inputs (and orphans,
     such as constants) are copied only when asked; otherwise they map to themselves.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> equiv = clone_get_equiv([x], [z], copy_inputs=False, copy_orphans=False)
+    >>> equiv[x] is x, equiv[y] is y, equiv[z] is z, equiv[z.owner].inputs
+    (True, True, False, [x, y])
     """
     if memo is None:
         memo = {}
@@ -358,6 +424,15 @@ def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
 
     ``orderings`` maps an Apply to Applies that must run before it (what
     DestroyHandler asks for), on top of the data dependencies.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> w = Apply("g", [z], [generic("w")]).outputs[0]
+    >>> io_toposort([x, y], [w])
+    [f(x, y), g(z)]
+    >>> io_toposort([z], [w])
+    [g(z)]
     """
     if not orderings and clients is None:
         # Fast path: an iterative post-order depth-first walk over Apply nodes. A node is
@@ -425,7 +500,14 @@ def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
 
 
 def list_of_nodes(inputs, outputs) -> list:
-    """Return the Apply nodes between ``inputs`` and ``outputs``."""
+    """Return the Apply nodes between ``inputs`` and ``outputs``.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> list_of_nodes([x, y], [z])
+    [f(x, y)]
+    """
     iset = set(inputs)
     return list(
         walk(
@@ -440,7 +522,15 @@ def list_of_nodes(inputs, outputs) -> list:
 
 
 def is_in_ancestors(l_apply: Apply, f_node: Apply) -> bool:
-    """Return True if ``f_node`` is ``l_apply`` or one of its ancestors."""
+    """Return True if ``f_node`` is ``l_apply`` or one of its ancestors.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> w = Apply("g", [z], [generic("w")]).outputs[0]
+    >>> is_in_ancestors(w.owner, z.owner), is_in_ancestors(z.owner, w.owner)
+    (True, False)
+    """
     for node in walk([l_apply], lambda n: [i.owner for i in n.inputs if i.owner is not None]):
         if node is f_node:
             return True
@@ -448,7 +538,14 @@ def is_in_ancestors(l_apply: Apply, f_node: Apply) -> bool:
 
 
 def io_connection_pattern(inputs, outputs) -> list:
-    """Return ``pattern[i][o]``: whether output ``o`` depends on input ``i``."""
+    """Return ``pattern[i][o]``: whether output ``o`` depends on input ``i``.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> io_connection_pattern([x, y], [z, x])
+    [[True, True], [True, False]]
+    """
     n_in = len(inputs)
     # One bit per input: the dependency set of a variable is a Python int.
     mask = {inp: 1 << i for i, inp in enumerate(inputs)}
@@ -465,7 +562,18 @@ def io_connection_pattern(inputs, outputs) -> list:
 
 
 def view_roots(node: Variable) -> list:
-    """Return the variables that ``node`` is a view of, following view_maps to the end."""
+    """Return the variables that ``node`` is a view of, following view_maps to the end.
+
+    >>> from theano_dag.graph.op import Op
+    >>> from theano_dag.graph.type import generic
+    >>> class View(Op):
+    ...     view_map = {0: [0]}
+    ...     def make_node(self, x):
+    ...         return Apply(self, [x], [generic()])
+    >>> x = generic("x")
+    >>> view_roots(View()(View()(x)))
+    [x]
+    """
     roots, todo = [], [node]
     while todo:
         v = todo.pop()
@@ -554,7 +662,15 @@ def as_string(
 def op_as_string(
     i, op, leaf_formatter=default_leaf_formatter, node_formatter=default_node_formatter
 ) -> str:
-    """Return the string of Apply ``op`` with its inputs described relative to ``i``."""
+    """Return the string of Apply ``op`` with its inputs described relative to ``i``.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> w = Apply("g", [z, x], [generic()]).outputs[0]
+    >>> op_as_string([x, y], w.owner), op_as_string([z, x], w.owner)
+    ('g(f(x, y), x)', 'g(z, x)')
+    """
     strs = as_string(i, op.inputs, leaf_formatter, node_formatter)
     return node_formatter(op, strs)
 
@@ -677,6 +793,13 @@ def is_same_graph(var1, var2, givens=None) -> bool:
     """Return True if ``var1`` and ``var2`` compute the same thing once ``givens`` are applied.
 
     ``givens`` maps variables to the variables that replace them in both graphs.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x, y = generic("x"), generic("y")
+    >>> z = Apply("f", [x, y], [generic("z")]).outputs[0]
+    >>> z2 = Apply("f", [y, y], [generic()]).outputs[0]
+    >>> is_same_graph(z, z2), is_same_graph(z, z2, givens={x: y})
+    (False, True)
     """
     if givens:
         givens = dict(givens)

@@ -12,6 +12,7 @@ import importlib
 import pickle
 import warnings
 
+from theano_dag.config import config
 from theano_dag.graph.basic import Apply, NoParams, Variable
 from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError
 
@@ -36,8 +37,6 @@ def compute_test_value(node: Apply) -> None:
     >>> y.get_test_value()
     42
     """
-    from theano_dag.config import config
-
     storage_map: dict = {}
     compute_map: dict = {}
     for i, inp in enumerate(node.inputs):
@@ -110,9 +109,7 @@ class Op(MetaObject):
 
     def __call__(self, *inputs, **kwargs):
         """Make the Apply node and return its default output (or all outputs)."""
-        from theano_dag.config import config
-
-        return_list = kwargs.pop("return_list", False)
+            return_list = kwargs.pop("return_list", False)
         node = self.make_node(*inputs, **kwargs)
         if config.compute_test_value != "off":
             compute_test_value(node)

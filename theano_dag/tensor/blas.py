@@ -63,6 +63,8 @@ def _math():
 class _Destructive(Op):
     """Shared by the ops whose one output may overwrite input 0."""
 
+    __props__ = ("inplace",)
+
     def __init__(self, inplace=False):
         self.inplace = bool(inplace)
         if self.inplace:
@@ -95,8 +97,6 @@ class Gemm(_Destructive):
     array([[6.5, 6.5],
            [6.5, 6.5]])
     """
-
-    __props__ = ("inplace",)
 
     def make_node(self, z, a, x, y, b):
         z = _check(self, "z", z, 2)
@@ -155,8 +155,6 @@ class Gemv(_Destructive):
     ...     {y: np.ones(2), A: np.eye(2), x: np.array([2.0, 3.0])})
     array([3., 4.])
     """
-
-    __props__ = ("inplace",)
 
     def make_node(self, y, alpha, A, x, beta):  # noqa: N803 (BLAS's name)
         y = _check(self, "y", y, 1)

@@ -1,0 +1,291 @@
+"""Elemwise broadcasting/upcasting, DimShuffle, CAReduce axes and keepdims, Composite."""
+
+import numpy as np
+import pytest
+from tensor_helpers import evaluate, inferred_shapes
+
+import theano_dag.tensor as tt
+from theano_dag import scalar as ts
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+
+# -- upcasting ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "a,b",
+    [("int8", "int8"), ("int8", "int32"), ("int32", "float32"), ("int16", "float32"),
+     ("float32", "float64"), ("bool", "int8"), ("uint8", "int8"), ("bool", "bool")],
+)
+def test_add_upcasts_like_numpy(a, b):
+    x, y = tt.vector(dtype=a), tt.vector(dtype=b)
+    want = (np.ones(1, a) + np.ones(1, b)).dtype
+    assert (x + y).dtype == want.name
+    got = evaluate(x + y, {x: np.ones(2, a), y: np.ones(2, b)})
+    assert got.dtype == want
+
+
+@pytest.mark.parametrize(
+    "dtype,want", [("int8", "float32"), ("int16", "float32"), ("int32", "float64"),
+                   ("int64", "float64"), ("float32", "float32"), ("bool", "float32")])
+def test_float_functions_upgrade_integers_without_float16(dtype, want):
+    x = tt.vector(dtype=dtype)
+    assert tt.exp(x).dtype == want
+    assert tt.sigmoid(x).dtype == want
+
+
+def test_true_div_of_integers_is_float64_and_int_div_stays_integer():
+    i, j = tt.ivector(), tt.bvector()
+    assert (i / j).dtype == "float64"
+    assert (i // j).dtype == "int32"
+    assert (tt.fvector() / i).dtype == "float64"
+    assert (tt.fvector() / j).dtype == "float32"
+
+
+def test_python_scalars_autocast():
+    f = tt.fvector()
+    assert (f * 2).dtype == "float32"  # 2 is int8
+    assert (f * 0.5).dtype == "float32"  # 0.5 is exact in float32
+    assert (f * 0.1).dtype == "float64"  # 0.1 is not: Theano's 'custom' cast policy
+    assert (tt.bvector() + 1000).dtype == "int16"
+    assert (tt.ivector() > 0).dtype == "bool"
+
+
+def test_bitwise_ops_reject_floats():
+    with pytest.raises(TypeError) as e:
+        tt.and_(tt.dvector(), tt.ivector())
+    assert str(e.value) == (
+        "Elemwise{and_,no_inplace}: and_: input 0 has dtype float64, expected an integer or "
+        "bool dtype"
+    )
+    with pytest.raises(TypeError, match="invert: input 0 has dtype float32"):
+        ~tt.fvector()
+
+
+# -- broadcasting -------------------------------------------------------------------------
+
+
+def test_static_broadcast_pattern():
+    x, r, c = tt.dmatrix(), tt.drow(), tt.dcol()
+    assert (x + r).broadcastable == (False, False)
+    assert (r + c).broadcastable == (False, False)
+    assert (r * r).broadcastable == (True, False)
+    assert (tt.dscalar() + tt.dvector()).broadcastable == (False,)
+    a = tt.TensorType("float64", shape=(None, 3))()
+    assert (a + tt.drow()).type.shape == (None, 3)
+
+
+def test_lower_rank_inputs_get_leading_dims():
+    x, v = tt.dtensor3(), tt.dvector()
+    node = (x + v).owner
+    assert isinstance(node.inputs[1].owner.op, DimShuffle)
+    assert node.inputs[1].owner.op.new_order == ("x", "x", 0)
+
+
+def test_static_shape_mismatch_is_rejected():
+    a = tt.TensorType("float64", shape=(3,))()
+    b = tt.TensorType("float64", shape=(4,))()
+    with pytest.raises(ValueError, match=r"do not broadcast along dimension 0 \(lengths \[3, 4\]\)"):
+        a + b
+
+
+def test_runtime_broadcast_needs_a_broadcastable_dim():
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    with pytest.raises(ValueError) as e:
+        evaluate(x + y, {x: np.ones((3, 4)), y: np.ones((1, 4))})
+    msg = str(e.value)
+    assert "differ along dimension 0" in msg and "input 1 (y)" in msg
+    assert "not declared broadcastable" in msg
+    with pytest.raises(ValueError, match="do not match along dimension 1"):
+        evaluate(x + y, {x: np.ones((3, 4)), y: np.ones((3, 5))})
+    r = tt.drow("r")
+    np.testing.assert_array_equal(
+        evaluate(x + r, {x: np.zeros((3, 4)), r: np.arange(4.0)[None]}),
+        np.tile(np.arange(4.0), (3, 1)),
+    )
+
+
+def test_elemwise_output_does_not_alias_inputs():
+    x = tt.dvector("x")
+    v = np.arange(3.0)
+    for out in (tt.add(x), tt.identity(x), tt.fill(x, 1.0)):
+        res = evaluate(out, {x: v})
+        assert not np.may_share_memory(res, v)
+        assert res.flags.writeable
+
+
+def test_inplace_elemwise_writes_into_its_input():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    op = Elemwise(ts.add, {0: 0})
+    assert op.destroy_map == {0: [0]} and str(op) == "Elemwise{add,inplace}"
+    out = op(x, y)
+    xv = np.arange(3.0)
+    res = evaluate(out, {x: xv, y: np.ones(3)})
+    assert res is xv and xv.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="output 0 cannot overwrite input 0"):
+        Elemwise(ts.add, {0: 0})(tt.drow(), tt.dmatrix())
+
+
+def test_elemwise_equality_and_infer_shape():
+    assert Elemwise(ts.exp) == Elemwise(ts.exp) and hash(Elemwise(ts.exp)) == hash(
+        Elemwise(ts.exp))
+    assert Elemwise(ts.exp) != Elemwise(ts.log)
+    x, c = tt.dmatrix("x"), tt.dcol("c")
+    assert inferred_shapes(x * c, {x: np.ones((2, 5)), c: np.ones((2, 1))}) == [(2, 5)]
+
+
+# -- DimShuffle --------------------------------------------------------------------------
+
+
+def test_dimshuffle_is_a_view():
+    x = tt.dmatrix("x")
+    y = x.dimshuffle(1, "x", 0)
+    assert y.owner.op.view_map == {0: [0]}
+    xv = np.arange(6.0).reshape(2, 3)
+    out = evaluate(y, {x: xv})
+    assert out.shape == (3, 1, 2) and np.shares_memory(out, xv)
+    np.testing.assert_array_equal(out[:, 0, :], xv.T)
+
+
+def test_dimshuffle_drop_and_errors():
+    x = tt.TensorType("float64", shape=(None, 1, None))("x")
+    y = x.dimshuffle(2, 0)
+    assert evaluate(y, {x: np.zeros((2, 1, 5))}).shape == (5, 2)
+    with pytest.raises(TypeError, match=r"expected an input with broadcastable pattern"):
+        DimShuffle((True, False), [1])(tt.dmatrix())
+    with pytest.raises(ValueError, match="invalid entry 2 in new_order"):
+        tt.dmatrix().dimshuffle(0, 2)
+
+
+def test_dimshuffle_grad_restores_layout():
+    from tensor_helpers import check_grad
+
+    check_grad(lambda a: a.dimshuffle(2, "x", 0, 1) * 3, [np.random.rand(2, 3, 4)],
+               np.random.default_rng(0))
+
+
+# -- CAReduce ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2), (0, 1, 2), -1, ()])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("fn,ref", [(tt.sum, np.sum), (tt.max, np.max), (tt.prod, np.prod)])
+def test_reduction_axes_and_keepdims(fn, ref, axis, keepdims):
+    x = tt.dtensor3("x")
+    xv = np.random.default_rng(0).normal(size=(2, 3, 4))
+    out = fn(x, axis=axis, keepdims=keepdims)
+    want = ref(xv, axis=axis, keepdims=keepdims)
+    got = evaluate(out, {x: xv})
+    assert got.shape == want.shape and out.ndim == want.ndim
+    np.testing.assert_allclose(got, want)
+    if keepdims:
+        axes = range(3) if axis is None else np.atleast_1d(axis) % 3
+        assert all(out.broadcastable[a] for a in axes)
+
+
+def test_reduction_dtypes():
+    assert tt.sum(tt.bvector()).dtype == "int64"
+    assert tt.sum(tt.vector(dtype="uint8")).dtype == "uint64"
+    assert tt.sum(tt.fvector()).dtype == "float32"
+    assert tt.sum(tt.ivector(), dtype="float32").dtype == "float32"
+    assert tt.prod(tt.bvector()).dtype == "int64"
+    assert tt.max(tt.bvector()).dtype == "int8"
+    assert tt.all(tt.dvector()).dtype == "bool"
+    assert tt.mean(tt.ivector()).dtype == "float64"
+    assert tt.argmax(tt.fmatrix(), axis=0).dtype == "int64"
+
+
+def test_reduction_errors():
+    with pytest.raises(ValueError, match="sum: axis 3 is out of range for a 3-d input"):
+        tt.sum(tt.dtensor3(), axis=3)
+    with pytest.raises(ValueError, match=r"max: repeated axis in \[0, 0\]"):
+        tt.max(tt.dmatrix(), axis=[0, 0])
+    with pytest.raises(TypeError, match="CAReduce: cannot reduce with sub"):
+        CAReduce(ts.sub)
+
+
+def test_sum_of_int8_does_not_overflow():
+    x = tt.bvector("x")
+    assert evaluate(x.sum(), {x: np.full(100, 100, dtype="int8")}) == 10000
+
+
+def test_reductions_propagate_nan():
+    x = tt.dvector("x")
+    for fn in (tt.max, tt.min, tt.sum):
+        assert np.isnan(evaluate(fn(x), {x: np.array([1.0, np.nan, 3.0])}))
+
+
+def test_max_grad_goes_to_all_ties():
+    from tensor_helpers import _symbolic_grad
+
+    x = tt.dvector("x")
+    (g,) = _symbolic_grad(tt.max(x), [x])
+    np.testing.assert_array_equal(evaluate(g, {x: np.array([1.0, 3.0, 3.0])}), [0, 1, 1])
+
+
+def test_prod_grad_with_zeros():
+    from tensor_helpers import _symbolic_grad
+
+    x = tt.dvector("x")
+    (g,) = _symbolic_grad(tt.prod(x), [x])
+    np.testing.assert_array_equal(evaluate(g, {x: np.array([2.0, 0.0, 3.0])}), [0, 6, 0])
+    np.testing.assert_array_equal(evaluate(g, {x: np.array([0.0, 0.0, 3.0])}), [0, 0, 0])
+    np.testing.assert_array_equal(evaluate(g, {x: np.array([2.0, 5.0, 3.0])}), [15, 6, 10])
+
+
+# -- Composite ---------------------------------------------------------------------------
+
+
+def _composite():
+    x, y = ts.float64("x"), ts.float64("y")
+    e = ts.exp(x)
+    return ts.Composite([x, y], [e * y + 1, ts.sigmoid(e - y)])
+
+
+def test_composite_evaluates_its_scalar_graph():
+    comp = _composite()
+    a, b = tt.dvector("a"), tt.dvector("b")
+    o1, o2 = Elemwise(comp)(a, b)
+    av, bv = np.array([0.0, 1.0, -2.0]), np.array([2.0, 0.5, 3.0])
+    g1, g2 = evaluate([o1, o2], {a: av, b: bv})
+    np.testing.assert_allclose(g1, np.exp(av) * bv + 1)
+    np.testing.assert_allclose(g2, 1 / (1 + np.exp(-(np.exp(av) - bv))))
+
+
+def test_composite_equality_and_name():
+    assert _composite() == _composite() and hash(_composite()) == hash(_composite())
+    x = ts.float64("x")
+    assert ts.Composite([x], [ts.exp(x)]) != ts.Composite([x], [ts.log(x)])
+    assert str(_composite()) == (
+        "Composite{add(mul(exp(i0), i1), 1), sigmoid(sub(exp(i0), i1))}"
+    )
+
+
+def test_composite_c_code_and_statements():
+    comp = _composite()
+    exprs = comp.c_code(["a", "b"], ["float64", "float64"], ["float64", "float64"])
+    assert exprs[0] == "((exp(a) * b) + ((double)(1)))"
+    lines, outs = comp.c_code_statements(["a", "b"])
+    assert lines[0] == "double v0 = exp(a);"
+    assert len(lines) == 5 and outs == ["v2", "v4"]  # exp computed once, shared
+
+
+def test_composite_rejects_free_variables_and_wrong_dtypes():
+    x, y = ts.float64("x"), ts.float64("y")
+    with pytest.raises(ValueError, match="y is used by the graph but is not an input"):
+        ts.Composite([x], [x + y])
+    comp = ts.Composite([x], [ts.exp(x)])
+    with pytest.raises(TypeError, match=r"expects input dtypes \('float64',\), got \('float32',\)"):
+        Elemwise(comp)(tt.fvector())
+
+
+def test_composite_grad_matches_finite_differences():
+    from tensor_helpers import check_grad
+
+    comp = _composite()
+
+    def build(a, b):
+        o1, o2 = Elemwise(comp)(a, b)
+        return o1 * 2 + o2
+
+    rng = np.random.default_rng(3)
+    check_grad(build, [rng.normal(size=(4,)), rng.normal(size=(4,))], rng)
