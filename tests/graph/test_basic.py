@@ -218,6 +218,17 @@ class TestApply:
         with pytest.raises(ValueError, match="already belongs to another Apply node"):
             Apply.__init__(node, split2, [x], [b, a])
 
+    def test_refused_node_links_no_output(self):
+        x = MyVariable("x")
+        fresh, taken = MyType()(), op1(x)
+        with pytest.raises(ValueError, match="already belongs to another Apply node"):
+            Apply(split2, [x], [fresh, taken])
+        assert fresh.owner is None and fresh.index is None
+        dup = MyType()()
+        with pytest.raises(ValueError, match=r"^Output 1 of Apply\(split2\) .* already belongs"):
+            Apply(split2, [x], [dup, dup])
+        assert dup.owner is None
+
     def test_default_output_single(self):
         y = op1(MyVariable("x"))
         assert y.owner.default_output() is y

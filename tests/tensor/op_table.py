@@ -116,9 +116,13 @@ ELEMWISE = [
     _unary("ceil", np.ceil, U(3, 4, lo=-5, hi=5), grad=False),
     _unary("trunc", np.trunc, U(3, 4, lo=-5, hi=5), grad=False),
     Row("round", tt.round, np.round, (U(3, 4, lo=-5, hi=5),), grad=False),
-    Row("round_half_away", lambda x: tt.round(x, "half_away_from_zero"),
-        lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), (U(3, 4, lo=-5, hi=5),),
-        grad=False),
+    Row(
+        "round_half_away",
+        lambda x: tt.round(x, "half_away_from_zero"),
+        lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
+        (U(3, 4, lo=-5, hi=5),),
+        grad=False,
+    ),
     _unary("isnan", np.isnan, grad=False),
     _unary("isinf", np.isinf, grad=False),
     _unary("identity", np.copy, dtypes=NUMERIC),
@@ -129,40 +133,99 @@ ELEMWISE = [
     _binary("int_div", np.floor_divide, (U(3, 4, lo=-5, hi=5), NZ(3, 4)), grad=False),
     _binary("mod", np.mod, (U(3, 4, lo=-5, hi=5), NZ(3, 4)), grad_inputs=(0,)),
     _binary("pow", np.power, (POS, U(3, 4, lo=-1.5, hi=1.5)), dtypes=FLOATS),
-    Row("pow_int", tt.pow, np.power, (U(3, 4, lo=-3, hi=3), U(3, 4, lo=0, hi=3)),
-        dtypes=("int32", "int64"), grad=False),
+    Row(
+        "pow_int",
+        tt.pow,
+        np.power,
+        (U(3, 4, lo=-3, hi=3), U(3, 4, lo=0, hi=3)),
+        dtypes=("int32", "int64"),
+        grad=False,
+    ),
     _binary("maximum", np.maximum),
     _binary("minimum", np.minimum),
     _binary("arctan2", np.arctan2, dtypes=FLOATS),
-    *[_binary(n, f, grad=False) for n, f in (
-        ("lt", np.less), ("gt", np.greater), ("le", np.less_equal),
-        ("ge", np.greater_equal), ("eq", np.equal), ("neq", np.not_equal))],
-    *[Row(n, getattr(tt, n), f, (U(3, 4, lo=-8, hi=8), U(3, 4, lo=-8, hi=8)),
-          dtypes=("int8", "int32", "int64", "bool"), grad=False)
-      for n, f in (("and_", np.bitwise_and), ("or_", np.bitwise_or), ("xor", np.bitwise_xor))],
-    Row("invert", tt.invert, np.invert, (U(3, 4, lo=-8, hi=8),),
-        dtypes=("int8", "int64", "bool"), grad=False),
+    *[
+        _binary(n, f, grad=False)
+        for n, f in (
+            ("lt", np.less),
+            ("gt", np.greater),
+            ("le", np.less_equal),
+            ("ge", np.greater_equal),
+            ("eq", np.equal),
+            ("neq", np.not_equal),
+        )
+    ],
+    *[
+        Row(
+            n,
+            getattr(tt, n),
+            f,
+            (U(3, 4, lo=-8, hi=8), U(3, 4, lo=-8, hi=8)),
+            dtypes=("int8", "int32", "int64", "bool"),
+            grad=False,
+        )
+        for n, f in (("and_", np.bitwise_and), ("or_", np.bitwise_or), ("xor", np.bitwise_xor))
+    ],
+    Row(
+        "invert",
+        tt.invert,
+        np.invert,
+        (U(3, 4, lo=-8, hi=8),),
+        dtypes=("int8", "int64", "bool"),
+        grad=False,
+    ),
     # -0.5 and 0.75 are exact in float32, so they stay float32 constants (Theano's autocast)
     Row("clip", lambda x: tt.clip(x, -0.5, 0.75), lambda x: np.clip(x, -0.5, 0.75), (U(3, 4),)),
     Row("clip_sym", tt.clip, np.clip, (U(3, 4), U(3, 4, lo=-1, hi=-0.1), U(3, 4, lo=0.1, hi=1))),
     Row("switch", tt.switch, np.where, (B(3, 4), U(3, 4), U(3, 4)), grad_inputs=(1, 2)),
     Row("fma", tt.fma, lambda x, y, z: x * y + z, (U(3, 4), U(3, 4), U(3, 4)), dtypes=NUMERIC),
-    Row("cast_int32", lambda x: tt.cast(x, "int32"), lambda x: x.astype("int32"),
-        (U(3, 4, lo=-5, hi=5),), grad=False),
-    Row("cast_float32", lambda x: tt.cast(x, "float32"), lambda x: x.astype("float32"),
-        (U(3, 4),), dtypes=("float64", "int64"), grad=False),
-    Row("astype_64", lambda x: x.astype("float64"), lambda x: x.astype("float64"), (U(3, 4),),
-        dtypes=("float32",), grad=False),
+    Row(
+        "cast_int32",
+        lambda x: tt.cast(x, "int32"),
+        lambda x: x.astype("int32"),
+        (U(3, 4, lo=-5, hi=5),),
+        grad=False,
+    ),
+    Row(
+        "cast_float32",
+        lambda x: tt.cast(x, "float32"),
+        lambda x: x.astype("float32"),
+        (U(3, 4),),
+        dtypes=("float64", "int64"),
+        grad=False,
+    ),
+    Row(
+        "astype_64",
+        lambda x: x.astype("float64"),
+        lambda x: x.astype("float64"),
+        (U(3, 4),),
+        dtypes=("float32",),
+        grad=False,
+    ),
     # broadcasting and upcasting
     Row("add_row", tt.add, np.add, (U(3, 4), U(1, 4))),
     Row("mul_col_row", tt.mul, np.multiply, (U(3, 1), U(1, 4))),
     Row("sub_rank", tt.sub, np.subtract, (U(2, 3, 4), U(4))),
-    Row("add3", lambda a, b, c: a + b + c, lambda a, b, c: a + b + c,
-        (U(3, 4), U(1, 4), U(3, 1)), dtypes=NUMERIC),
-    Row("scalar_ops", lambda x: 2 * x - 1.5 / (x * x + 1) + x**2,
-        lambda x: 2 * x - 1.5 / (x * x + 1) + x**2, (U(3, 4),)),
-    Row("composite", lambda x, y: tt.Elemwise(_composite())(x, y),
-        lambda x, y: np.exp(x) * y + np.tanh(y), (U(3, 4), U(3, 4)), dtypes=("float64",)),
+    Row(
+        "add3",
+        lambda a, b, c: a + b + c,
+        lambda a, b, c: a + b + c,
+        (U(3, 4), U(1, 4), U(3, 1)),
+        dtypes=NUMERIC,
+    ),
+    Row(
+        "scalar_ops",
+        lambda x: 2 * x - 1.5 / (x * x + 1) + x**2,
+        lambda x: 2 * x - 1.5 / (x * x + 1) + x**2,
+        (U(3, 4),),
+    ),
+    Row(
+        "composite",
+        lambda x, y: tt.Elemwise(_composite())(x, y),
+        lambda x, y: np.exp(x) * y + np.tanh(y),
+        (U(3, 4), U(3, 4)),
+        dtypes=("float64",),
+    ),
 ]
 
 
@@ -173,15 +236,24 @@ def _composite():
     return ts.Composite([x, y], [ts.exp(x) * y + ts.tanh(y)])
 
 
-def _reduce_rows(name, fn, ref, gens=(U(2, 3, 4),), grad=True, dtypes=FLOATS, **kw):
+CUBE = (U(2, 3, 4),)
+
+
+def _reduce_rows(name, fn, ref, gens=CUBE, grad=True, dtypes=FLOATS, **kw):
     rows = []
     for axis in (None, 0, 1, (0, 2), -1):
         for keep in (False, True):
-            rows.append(Row(
-                f"{name}[axis={axis},keep={keep}]",
-                lambda x, a=axis, k=keep: fn(x, axis=a, keepdims=k),
-                lambda x, a=axis, k=keep: ref(x, axis=a, keepdims=k),
-                gens, dtypes=dtypes, grad=grad, **kw))
+            rows.append(
+                Row(
+                    f"{name}[axis={axis},keep={keep}]",
+                    lambda x, a=axis, k=keep: fn(x, axis=a, keepdims=k),
+                    lambda x, a=axis, k=keep: ref(x, axis=a, keepdims=k),
+                    gens,
+                    dtypes=dtypes,
+                    grad=grad,
+                    **kw,
+                )
+            )
     return rows
 
 
@@ -193,104 +265,227 @@ REDUCTIONS = [
     *_reduce_rows("mean", tt.mean, np.mean, dtypes=NUMERIC),
     *_reduce_rows("var", tt.var, np.var),
     *_reduce_rows("std", tt.std, np.std, gens=(U(2, 3, 4, lo=-3, hi=3),)),
-    *_reduce_rows("all", tt.all, np.all, gens=(U(2, 3, 4, lo=-1, hi=3),), grad=False,
-                  dtypes=("int32", "bool", "float64")),
-    *_reduce_rows("any", tt.any, np.any, gens=(U(2, 3, 4, lo=-1, hi=1),), grad=False,
-                  dtypes=("int32", "bool", "float64")),
-    Row("prod_zeros", lambda x: tt.prod(x, axis=1), lambda x: np.prod(x, axis=1),
-        (lambda rng, dt: np.array([[0, 2, 3], [1, 0, 0], [2, 3, 4]], dtype=dt),)),
-    Row("var_ddof", lambda x: tt.var(x, axis=0, ddof=1), lambda x: np.var(x, axis=0, ddof=1),
-        (U(5, 3),)),
-    *[Row(f"{n}[axis={a},keep={k}]", lambda x, f=f, a=a, k=k: f(x, axis=a, keepdims=k),
-          lambda x, r=r, a=a, k=k: r(x, axis=a, keepdims=k), (U(3, 4, 5),),
-          dtypes=NUMERIC, grad=False)
-      for n, f, r in (("argmax", tt.argmax, np.argmax), ("argmin", tt.argmin, np.argmin))
-      for a in (None, 0, 2, -1) for k in (False, True)],
+    *_reduce_rows(
+        "all",
+        tt.all,
+        np.all,
+        gens=(U(2, 3, 4, lo=-1, hi=3),),
+        grad=False,
+        dtypes=("int32", "bool", "float64"),
+    ),
+    *_reduce_rows(
+        "any",
+        tt.any,
+        np.any,
+        gens=(U(2, 3, 4, lo=-1, hi=1),),
+        grad=False,
+        dtypes=("int32", "bool", "float64"),
+    ),
+    Row(
+        "prod_zeros",
+        lambda x: tt.prod(x, axis=1),
+        lambda x: np.prod(x, axis=1),
+        (lambda rng, dt: np.array([[0, 2, 3], [1, 0, 0], [2, 3, 4]], dtype=dt),),
+    ),
+    Row(
+        "var_ddof",
+        lambda x: tt.var(x, axis=0, ddof=1),
+        lambda x: np.var(x, axis=0, ddof=1),
+        (U(5, 3),),
+    ),
+    *[
+        Row(
+            f"{n}[axis={a},keep={k}]",
+            lambda x, f=f, a=a, k=k: f(x, axis=a, keepdims=k),
+            lambda x, r=r, a=a, k=k: r(x, axis=a, keepdims=k),
+            (U(3, 4, 5),),
+            dtypes=NUMERIC,
+            grad=False,
+        )
+        for n, f, r in (("argmax", tt.argmax, np.argmax), ("argmin", tt.argmin, np.argmin))
+        for a in (None, 0, 2, -1)
+        for k in (False, True)
+    ],
 ]
 
 SHAPE = [
-    Row("reshape", lambda x: x.reshape((4, 3)), lambda x: x.reshape(4, 3), (U(3, 4),),
-        dtypes=NUMERIC),
-    Row("reshape_-1", lambda x: x.reshape((2, -1, 2)), lambda x: x.reshape(2, -1, 2),
-        (U(3, 4),)),
-    Row("reshape_sym", lambda x: x.reshape((x.shape[1], x.shape[0])),
-        lambda x: x.reshape(x.shape[1], x.shape[0]), (U(3, 4),)),
+    Row(
+        "reshape",
+        lambda x: x.reshape((4, 3)),
+        lambda x: x.reshape(4, 3),
+        (U(3, 4),),
+        dtypes=NUMERIC,
+    ),
+    Row("reshape_-1", lambda x: x.reshape((2, -1, 2)), lambda x: x.reshape(2, -1, 2), (U(3, 4),)),
+    Row(
+        "reshape_sym",
+        lambda x: x.reshape((x.shape[1], x.shape[0])),
+        lambda x: x.reshape(x.shape[1], x.shape[0]),
+        (U(3, 4),),
+    ),
     Row("flatten", lambda x: x.flatten(), lambda x: x.reshape(-1), (U(2, 3, 4),)),
     Row("flatten2", lambda x: tt.flatten(x, 2), lambda x: x.reshape(2, -1), (U(2, 3, 4),)),
     Row("transpose", lambda x: x.T, lambda x: x.T, (U(3, 4),), dtypes=NUMERIC),
-    Row("transpose_axes", lambda x: x.transpose(1, 2, 0), lambda x: x.transpose(1, 2, 0),
-        (U(2, 3, 4),)),
-    Row("dimshuffle", lambda x: x.dimshuffle("x", 1, "x", 0),
-        lambda x: x.T[None, :, None, :], (U(3, 4),)),
+    Row(
+        "transpose_axes",
+        lambda x: x.transpose(1, 2, 0),
+        lambda x: x.transpose(1, 2, 0),
+        (U(2, 3, 4),),
+    ),
+    Row(
+        "dimshuffle",
+        lambda x: x.dimshuffle("x", 1, "x", 0),
+        lambda x: x.T[None, :, None, :],
+        (U(3, 4),),
+    ),
     Row("dimshuffle_drop", lambda x: x.dimshuffle(0, 2), lambda x: x[:, 0, :], (U(3, 1, 4),)),
-    Row("join", lambda a, b: tt.join(1, a, b), lambda a, b: np.concatenate([a, b], 1),
-        (U(3, 2), U(3, 4)), dtypes=NUMERIC),
-    Row("concatenate", lambda a, b, c: tt.concatenate([a, b, c]),
-        lambda a, b, c: np.concatenate([a, b, c]), (U(2), U(3), U(1))),
-    Row("stack", lambda a, b: tt.stack([a, b], axis=1), lambda a, b: np.stack([a, b], 1),
-        (U(3, 4), U(3, 4))),
-    Row("stack_scalars", lambda a, b: tt.stack([a, b]), lambda a, b: np.stack([a, b]),
-        (U(), U())),
-    Row("split", lambda x: tt.split(x, [1, 3], 2, axis=1)[1], lambda x: x[:, 1:],
-        (U(3, 4),)),
-    Row("alloc", lambda v: tt.alloc(v, 2, 3, 4), lambda v: np.broadcast_to(v, (2, 3, 4)),
-        (U(3, 1),)),
-    Row("fill", tt.fill, lambda m, v: np.broadcast_to(v, m.shape).astype(v.dtype),
-        (U(3, 4), U()), grad_inputs=(1,)),
+    Row(
+        "join",
+        lambda a, b: tt.join(1, a, b),
+        lambda a, b: np.concatenate([a, b], 1),
+        (U(3, 2), U(3, 4)),
+        dtypes=NUMERIC,
+    ),
+    Row(
+        "concatenate",
+        lambda a, b, c: tt.concatenate([a, b, c]),
+        lambda a, b, c: np.concatenate([a, b, c]),
+        (U(2), U(3), U(1)),
+    ),
+    Row(
+        "stack",
+        lambda a, b: tt.stack([a, b], axis=1),
+        lambda a, b: np.stack([a, b], 1),
+        (U(3, 4), U(3, 4)),
+    ),
+    Row("stack_scalars", lambda a, b: tt.stack([a, b]), lambda a, b: np.stack([a, b]), (U(), U())),
+    Row("split", lambda x: tt.split(x, [1, 3], 2, axis=1)[1], lambda x: x[:, 1:], (U(3, 4),)),
+    Row(
+        "alloc", lambda v: tt.alloc(v, 2, 3, 4), lambda v: np.broadcast_to(v, (2, 3, 4)), (U(3, 1),)
+    ),
+    Row(
+        "fill",
+        tt.fill,
+        lambda m, v: np.broadcast_to(v, m.shape).astype(v.dtype),
+        (U(3, 4), U()),
+        grad_inputs=(1,),
+    ),
     Row("zeros_like", tt.zeros_like, np.zeros_like, (U(3, 4),), dtypes=NUMERIC, grad=False),
     Row("ones_like", tt.ones_like, np.ones_like, (U(3, 4),), dtypes=NUMERIC, grad=False),
-    Row("zeros", lambda x: tt.zeros((x.shape[0], 2), dtype=x.dtype) + x[:, 0].dimshuffle(0, "x"),
-        lambda x: np.zeros((x.shape[0], 2), x.dtype) + x[:, :1], (U(3, 4),)),
-    Row("arange", lambda n: tt.arange(n), lambda n: np.arange(n), (I(lo=2, hi=6),),
-        dtypes=("int64",), grad=False),
-    Row("arange_float", lambda x: tt.arange(0.0, 1.0, 0.25) * x,
-        lambda x: np.arange(0.0, 1.0, 0.25) * x, (U(4),), dtypes=("float64",)),
-    Row("eye", lambda x: tt.eye(3, 4, 1, dtype=x.dtype) * x, lambda x: np.eye(3, 4, 1, dtype=x.dtype) * x,
-        (U(3, 4),)),
+    Row(
+        "zeros",
+        lambda x: tt.zeros((x.shape[0], 2), dtype=x.dtype) + x[:, 0].dimshuffle(0, "x"),
+        lambda x: np.zeros((x.shape[0], 2), x.dtype) + x[:, :1],
+        (U(3, 4),),
+    ),
+    Row(
+        "arange",
+        lambda n: tt.arange(n),
+        lambda n: np.arange(n),
+        (I(lo=2, hi=6),),
+        dtypes=("int64",),
+        grad=False,
+    ),
+    Row(
+        "arange_float",
+        lambda x: tt.arange(0.0, 1.0, 0.25) * x,
+        lambda x: np.arange(0.0, 1.0, 0.25) * x,
+        (U(4),),
+        dtypes=("float64",),
+    ),
+    Row(
+        "eye",
+        lambda x: tt.eye(3, 4, 1, dtype=x.dtype) * x,
+        lambda x: np.eye(3, 4, 1, dtype=x.dtype) * x,
+        (U(3, 4),),
+    ),
     Row("tile", lambda x: tt.tile(x, (2, 3)), lambda x: np.tile(x, (2, 3)), (U(2, 3),)),
     Row("repeat", lambda x: tt.repeat(x, 3, axis=1), lambda x: np.repeat(x, 3, 1), (U(2, 3),)),
     Row("repeat_flat", lambda x: tt.repeat(x, 2), lambda x: np.repeat(x, 2), (U(2, 3),)),
-    Row("repeat_vec", lambda x, r: tt.repeat(x, r, axis=0), lambda x, r: np.repeat(x, r, 0),
-        (U(3, 2), I(3, lo=0, hi=3)), grad=False),
-    Row("shape", lambda x: tt.shape(x), lambda x: np.array(x.shape), (U(3, 4),),
-        grad=False),
-    Row("shape_i", lambda x: tt.shape_i(x, 1) * x, lambda x: x.shape[1] * x, (U(3, 4),),
-        check_dtype=False),
+    Row(
+        "repeat_vec",
+        lambda x, r: tt.repeat(x, r, axis=0),
+        lambda x, r: np.repeat(x, r, 0),
+        (U(3, 2), I(3, lo=0, hi=3)),
+        grad=False,
+    ),
+    Row("shape", lambda x: tt.shape(x), lambda x: np.array(x.shape), (U(3, 4),), grad=False),
+    Row(
+        "shape_i",
+        lambda x: tt.shape_i(x, 1) * x,
+        lambda x: x.shape[1] * x,
+        (U(3, 4),),
+        check_dtype=False,
+    ),
 ]
 
 INDEXING = [
-    Row("subtensor_slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], (U(4, 5),),
-        dtypes=NUMERIC),
+    Row("subtensor_slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], (U(4, 5),), dtypes=NUMERIC),
     Row("subtensor_int", lambda x: x[2], lambda x: x[2], (U(4, 5),)),
     Row("subtensor_neg", lambda x: x[-1, ::-2], lambda x: x[-1, ::-2], (U(4, 5),)),
     Row("subtensor_mixed", lambda x: x[1:3, 0, -2:], lambda x: x[1:3, 0, -2:], (U(4, 3, 5),)),
     Row("subtensor_sym", lambda x, i: x[i:, i], lambda x, i: x[i:, i], (U(4, 5), I(lo=0, hi=3))),
-    Row("subtensor_sym_neg_step",
-        lambda x, i: x[i::-1], lambda x, i: x[i::-1], (U(6), I(lo=-4, hi=5))),
-    Row("subtensor_newaxis", lambda x: x[None, 1:, None], lambda x: x[None, 1:, None],
-        (U(3, 4),)),
+    Row(
+        "subtensor_sym_neg_step",
+        lambda x, i: x[i::-1],
+        lambda x, i: x[i::-1],
+        (U(6), I(lo=-4, hi=5)),
+    ),
+    Row("subtensor_newaxis", lambda x: x[None, 1:, None], lambda x: x[None, 1:, None], (U(3, 4),)),
     Row("subtensor_ellipsis", lambda x: x[..., 1], lambda x: x[..., 1], (U(2, 3, 4),)),
     Row("subtensor_scalar", lambda x: x[1, 2], lambda x: x[1, 2], (U(3, 4),)),
-    Row("set_subtensor", lambda x, y: tt.set_subtensor(x[1:, 2], y),
-        lambda x, y: _set(x, (slice(1, None), 2), y), (U(4, 5), U(3))),
-    Row("inc_subtensor", lambda x, y: tt.inc_subtensor(x[:, 1:3], y),
-        lambda x, y: _inc(x, (slice(None), slice(1, 3)), y), (U(4, 5), U(1, 2))),
+    Row(
+        "set_subtensor",
+        lambda x, y: tt.set_subtensor(x[1:, 2], y),
+        lambda x, y: _set(x, (slice(1, None), 2), y),
+        (U(4, 5), U(3)),
+    ),
+    Row(
+        "inc_subtensor",
+        lambda x, y: tt.inc_subtensor(x[:, 1:3], y),
+        lambda x, y: _inc(x, (slice(None), slice(1, 3)), y),
+        (U(4, 5), U(1, 2)),
+    ),
     Row("take_rows", lambda x, i: x[i], lambda x, i: x[i], (U(4, 3), I(5, lo=-4, hi=4))),
-    Row("take_fn", lambda x, i: tt.take(x, i, axis=1), lambda x, i: np.take(x, i, axis=1),
-        (U(4, 3), I(2, 2, lo=0, hi=3))),
-    Row("adv_inc1", lambda x, y, i: tt.inc_subtensor(x[i], y),
-        lambda x, y, i: _inc_at(x, i, y), (U(4, 3), U(5, 3), I(5, lo=0, hi=4))),
-    Row("adv_set1", lambda x, y, i: tt.set_subtensor(x[i], y),
-        lambda x, y, i: _set(x, i, y), (U(4, 3), U(3), lambda rng, dt: np.array([2, 0]))),
-    Row("adv_two_arrays", lambda x, i, j: x[i, j], lambda x, i, j: x[i, j],
-        (U(4, 5), I(3, lo=0, hi=4), I(3, lo=0, hi=5))),
-    Row("adv_slice_array", lambda x, i: x[1:, i], lambda x, i: x[1:, i],
-        (U(4, 5), I(2, 2, lo=0, hi=5))),
-    Row("adv_bool_mask", lambda x, m: x[m], lambda x, m: x[m], (U(4, 5), B(4, 5)),
-        grad_inputs=(0,)),
-    Row("adv_inc_general", lambda x, y, i: tt.inc_subtensor(x[:, i], y),
+    Row(
+        "take_fn",
+        lambda x, i: tt.take(x, i, axis=1),
+        lambda x, i: np.take(x, i, axis=1),
+        (U(4, 3), I(2, 2, lo=0, hi=3)),
+    ),
+    Row(
+        "adv_inc1",
+        lambda x, y, i: tt.inc_subtensor(x[i], y),
+        lambda x, y, i: _inc_at(x, i, y),
+        (U(4, 3), U(5, 3), I(5, lo=0, hi=4)),
+    ),
+    Row(
+        "adv_set1",
+        lambda x, y, i: tt.set_subtensor(x[i], y),
+        lambda x, y, i: _set(x, i, y),
+        (U(4, 3), U(3), lambda rng, dt: np.array([2, 0])),
+    ),
+    Row(
+        "adv_two_arrays",
+        lambda x, i, j: x[i, j],
+        lambda x, i, j: x[i, j],
+        (U(4, 5), I(3, lo=0, hi=4), I(3, lo=0, hi=5)),
+    ),
+    Row(
+        "adv_slice_array",
+        lambda x, i: x[1:, i],
+        lambda x, i: x[1:, i],
+        (U(4, 5), I(2, 2, lo=0, hi=5)),
+    ),
+    Row(
+        "adv_bool_mask", lambda x, m: x[m], lambda x, m: x[m], (U(4, 5), B(4, 5)), grad_inputs=(0,)
+    ),
+    Row(
+        "adv_inc_general",
+        lambda x, y, i: tt.inc_subtensor(x[:, i], y),
         lambda x, y, i: _inc_at(x, (slice(None), i), y),
-        (U(3, 4), U(3, 5), I(5, lo=0, hi=4))),
+        (U(3, 4), U(3, 5), I(5, lo=0, hi=4)),
+    ),
 ]
 
 
@@ -319,9 +514,14 @@ DOT = [
     Row("dot_vv", tt.dot, np.dot, (U(4), U(4)), dtypes=NUMERIC),
     Row("dot_scalar", tt.dot, np.dot, (U(), U(3, 4))),
     Row("matmul_op", lambda a, b: a @ b, lambda a, b: a @ b, (U(3, 4), U(4, 2))),
-    Row("dot_mixed_dtype", lambda a, b: tt.dot(a, tt.cast(b, "float32")),
-        lambda a, b: np.dot(a, b.astype("float32")), (U(3, 4), U(4, 2)), dtypes=("float64",),
-        grad=False),  # the float32 cast makes finite differences meaningless
+    Row(
+        "dot_mixed_dtype",
+        lambda a, b: tt.dot(a, tt.cast(b, "float32")),
+        lambda a, b: np.dot(a, b.astype("float32")),
+        (U(3, 4), U(4, 2)),
+        dtypes=("float64",),
+        grad=False,
+    ),  # the float32 cast makes finite differences meaningless
     Row("outer", tt.outer, np.outer, (U(3), U(4))),
 ]
 

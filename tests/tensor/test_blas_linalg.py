@@ -7,9 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.function import function
-from theano_dag.gradient import grad, verify_grad
+from theano_dag.compile.function import function as _function
+from theano_dag.compile.mode import Mode
+from theano_dag.gradient import grad
+from theano_dag.gradient import verify_grad as _verify_grad
 from theano_dag.graph.basic import ancestors
 from theano_dag.tensor.blas import (
     Dot22,
@@ -28,6 +31,19 @@ from theano_dag.tensor.blas import (
 from theano_dag.tensor.linalg import Einsum, batched_dot, batched_tensordot, einsum, tensordot
 from theano_dag.tensor.shape import shape_i
 
+# Ops are checked on the reference engine (Op.perform in order, no rewrites): the
+# ground truth that every other engine and rewrite is compared with.
+MODE = Mode(linker="py", optimizer=None)
+
+
+def function(inputs, outputs, **kwargs):
+    return _function(inputs, outputs, mode=MODE, **kwargs)
+
+
+def verify_grad(fun, pt, **kwargs):
+    return _verify_grad(fun, pt, mode=MODE, **kwargs)
+
+
 FLOATS = ("float32", "float64")
 RTOL = {"float32": 1e-4, "float64": 1e-10}
 
@@ -35,8 +51,7 @@ RTOL = {"float32": 1e-4, "float64": 1e-10}
 def sym(value, name=None):
     """A symbolic input typed like ``value`` (length-1 dims broadcastable)."""
     value = np.asarray(value)
-    return tt.TensorType(value.dtype, shape=tuple(1 if s == 1 else None for s in value.shape))(
-        name)
+    return tt.TensorType(value.dtype, shape=tuple(1 if s == 1 else None for s in value.shape))(name)
 
 
 def run(inputs, outputs, values):
@@ -201,17 +216,24 @@ def test_tensordot(sa, sb, axes, dtype):
     out = tensordot(a, b, axes)
     got = run([a, b], out, [av, bv])
     assert got.dtype == dtype
-    np.testing.assert_allclose(got, np.tensordot(av.astype("float64"), bv, axes),
-                               rtol=RTOL[dtype], atol=RTOL[dtype])
+    np.testing.assert_allclose(
+        got, np.tensordot(av.astype("float64"), bv, axes), rtol=RTOL[dtype], atol=RTOL[dtype]
+    )
     check_infer_shape(out, [a, b], [av, bv])
     if dtype == "float64":
         verify_grad(lambda x, y: tensordot(x, y, axes), [av, bv], rng=rng)
 
 
-@pytest.mark.parametrize("axes,match", [(3, "out of range"), ([[0], [0, 1]], "name 1 axes"),
-                                        ([[5], [0]], "axis 5 is out of range"),
-                                        ([[0, 0], [0, 1]], "repeat an axis"),
-                                        ("x", "int or a pair")])
+@pytest.mark.parametrize(
+    "axes,match",
+    [
+        (3, "out of range"),
+        ([[0], [0, 1]], "name 1 axes"),
+        ([[5], [0]], "axis 5 is out of range"),
+        ([[0, 0], [0, 1]], "repeat an axis"),
+        ("x", "int or a pair"),
+    ],
+)
 def test_tensordot_errors(axes, match):
     with pytest.raises(ValueError, match=match):
         tensordot(tt.dmatrix(), tt.dmatrix(), axes)
@@ -243,8 +265,9 @@ def test_batched_dot(sa, sb, dtype):
     a, b = sym(av), sym(bv)
     out = batched_dot(a, b)
     got = run([a, b], out, [av, bv])
-    np.testing.assert_allclose(got, _ref_batched_dot(av.astype("float64"), bv),
-                               rtol=RTOL[dtype], atol=RTOL[dtype])
+    np.testing.assert_allclose(
+        got, _ref_batched_dot(av.astype("float64"), bv), rtol=RTOL[dtype], atol=RTOL[dtype]
+    )
     check_infer_shape(out, [a, b], [av, bv])
     if dtype == "float64":
         verify_grad(batched_dot, [av, bv], rng=rng)
@@ -257,9 +280,14 @@ def test_batched_dot_errors():
         batched_dot(tt.dmatrix(), tt.dscalar())
 
 
-@pytest.mark.parametrize("sa,sb,axes", [((2, 3, 4), (2, 4, 5), [[2], [1]]),
-                                        ((2, 3, 4), (2, 3, 4), [[1, 2], [1, 2]]),
-                                        ((2, 3, 4), (2, 4, 3), 1)])
+@pytest.mark.parametrize(
+    "sa,sb,axes",
+    [
+        ((2, 3, 4), (2, 4, 5), [[2], [1]]),
+        ((2, 3, 4), (2, 3, 4), [[1, 2], [1, 2]]),
+        ((2, 3, 4), (2, 4, 3), 1),
+    ],
+)
 def test_batched_tensordot(sa, sb, axes):
     rng = np.random.default_rng(5)
     av, bv = rand(rng, sa), rand(rng, sb)
@@ -319,12 +347,14 @@ def test_gemm_beta_zero_ignores_z():
 @pytest.mark.parametrize(
     "op,args,vals,dmap",
     [
-        (gemm_inplace, "z a x y b", [np.ones((2, 2)), 2.0, np.eye(2), np.ones((2, 2)), 3.0],
-         {0: [0]}),
-        (gemv_inplace, "y alpha A x beta", [np.ones(2), 2.0, np.eye(2), np.ones(2), 3.0],
-         {0: [0]}),
-        (ger_destructive, "A alpha x y", [np.ones((2, 2)), 2.0, np.ones(2), np.ones(2)],
-         {0: [0]}),
+        (
+            gemm_inplace,
+            "z a x y b",
+            [np.ones((2, 2)), 2.0, np.eye(2), np.ones((2, 2)), 3.0],
+            {0: [0]},
+        ),
+        (gemv_inplace, "y alpha A x beta", [np.ones(2), 2.0, np.eye(2), np.ones(2), 3.0], {0: [0]}),
+        (ger_destructive, "A alpha x y", [np.ones((2, 2)), 2.0, np.ones(2), np.ones(2)], {0: [0]}),
     ],
 )
 def test_inplace_variants_overwrite_input0(op, args, vals, dmap):
@@ -357,21 +387,32 @@ def test_blas_names_and_str():
 @pytest.mark.parametrize(
     "build,match",
     [
-        (lambda: gemm_no_inplace(tt.dvector(), 1.0, tt.dmatrix(), tt.dmatrix(), 1.0),
-         r"Gemm\{no_inplace\}: argument z must be a matrix"),
-        (lambda: gemm_no_inplace(tt.dmatrix(), 1.0, tt.fmatrix(), tt.dmatrix(), 1.0),
-         "argument x must have dtype float64"),
-        (lambda: gemm_no_inplace(tt.dmatrix(), tt.dvector(), tt.dmatrix(), tt.dmatrix(), 1.0),
-         "argument a must be a scalar"),
-        (lambda: gemm_no_inplace(tt.lmatrix(), 1, tt.lmatrix(), tt.lmatrix(), 1),
-         "argument z must be floating point"),
-        (lambda: gemv_no_inplace(tt.dvector(), 1.0, tt.dvector(), tt.dvector(), 1.0),
-         r"Gemv\{no_inplace\}: argument A must be a matrix"),
-        (lambda: ger(tt.dmatrix(), 1.0, tt.dmatrix(), tt.dvector()),
-         "argument x must be a vector"),
+        (
+            lambda: gemm_no_inplace(tt.dvector(), 1.0, tt.dmatrix(), tt.dmatrix(), 1.0),
+            r"Gemm\{no_inplace\}: argument z must be a matrix",
+        ),
+        (
+            lambda: gemm_no_inplace(tt.dmatrix(), 1.0, tt.fmatrix(), tt.dmatrix(), 1.0),
+            "argument x must have dtype float64",
+        ),
+        (
+            lambda: gemm_no_inplace(tt.dmatrix(), tt.dvector(), tt.dmatrix(), tt.dmatrix(), 1.0),
+            "argument a must be a scalar",
+        ),
+        (
+            lambda: gemm_no_inplace(tt.lmatrix(), 1, tt.lmatrix(), tt.lmatrix(), 1),
+            "argument z must be floating point",
+        ),
+        (
+            lambda: gemv_no_inplace(tt.dvector(), 1.0, tt.dvector(), tt.dvector(), 1.0),
+            r"Gemv\{no_inplace\}: argument A must be a matrix",
+        ),
+        (lambda: ger(tt.dmatrix(), 1.0, tt.dmatrix(), tt.dvector()), "argument x must be a vector"),
         (lambda: dot22(tt.dmatrix(), tt.dvector()), "Dot22: argument y must be a matrix"),
-        (lambda: dot22scalar(tt.dmatrix(), tt.dmatrix(), tt.fscalar()),
-         "argument a must have dtype float64"),
+        (
+            lambda: dot22scalar(tt.dmatrix(), tt.dmatrix(), tt.fscalar()),
+            "argument a must have dtype float64",
+        ),
     ],
 )
 def test_blas_type_errors(build, match):
@@ -393,3 +434,14 @@ def test_gemm_inplace_refuses_aliased_z():
     x = tt.dmatrix("x")
     with pytest.raises(ValueError, match="aliased"):
         gemm_inplace(x, 1.0, x, x, 1.0)
+
+
+def test_gemm_inplace_in_a_function_needs_a_mutable_input():
+    z, x, y = tt.dmatrix("z"), tt.dmatrix("x"), tt.dmatrix("y")
+    out = gemm_inplace(z, 1.0, x, y, 1.0)
+    with pytest.raises(Exception, match="z would be overwritten"):
+        function([z, x, y], out, accept_inplace=True)
+    f = function([theano_dag.In(z, mutable=True), x, y], out, accept_inplace=True)
+    zv = np.zeros((2, 2))
+    np.testing.assert_array_equal(f(zv, np.eye(2), np.ones((2, 2))), np.ones((2, 2)))
+    np.testing.assert_array_equal(zv, np.ones((2, 2)))  # declared mutable: overwritten

@@ -13,8 +13,16 @@ from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
 @pytest.mark.parametrize(
     "a,b",
-    [("int8", "int8"), ("int8", "int32"), ("int32", "float32"), ("int16", "float32"),
-     ("float32", "float64"), ("bool", "int8"), ("uint8", "int8"), ("bool", "bool")],
+    [
+        ("int8", "int8"),
+        ("int8", "int32"),
+        ("int32", "float32"),
+        ("int16", "float32"),
+        ("float32", "float64"),
+        ("bool", "int8"),
+        ("uint8", "int8"),
+        ("bool", "bool"),
+    ],
 )
 def test_add_upcasts_like_numpy(a, b):
     x, y = tt.vector(dtype=a), tt.vector(dtype=b)
@@ -25,8 +33,16 @@ def test_add_upcasts_like_numpy(a, b):
 
 
 @pytest.mark.parametrize(
-    "dtype,want", [("int8", "float32"), ("int16", "float32"), ("int32", "float64"),
-                   ("int64", "float64"), ("float32", "float32"), ("bool", "float32")])
+    "dtype,want",
+    [
+        ("int8", "float32"),
+        ("int16", "float32"),
+        ("int32", "float64"),
+        ("int64", "float64"),
+        ("float32", "float32"),
+        ("bool", "float32"),
+    ],
+)
 def test_float_functions_upgrade_integers_without_float16(dtype, want):
     x = tt.vector(dtype=dtype)
     assert tt.exp(x).dtype == want
@@ -84,7 +100,9 @@ def test_lower_rank_inputs_get_leading_dims():
 def test_static_shape_mismatch_is_rejected():
     a = tt.TensorType("float64", shape=(3,))()
     b = tt.TensorType("float64", shape=(4,))()
-    with pytest.raises(ValueError, match=r"do not broadcast along dimension 0 \(lengths \[3, 4\]\)"):
+    with pytest.raises(
+        ValueError, match=r"do not broadcast along dimension 0 \(lengths \[3, 4\]\)"
+    ):
         a + b
 
 
@@ -126,8 +144,7 @@ def test_inplace_elemwise_writes_into_its_input():
 
 
 def test_elemwise_equality_and_infer_shape():
-    assert Elemwise(ts.exp) == Elemwise(ts.exp) and hash(Elemwise(ts.exp)) == hash(
-        Elemwise(ts.exp))
+    assert Elemwise(ts.exp) == Elemwise(ts.exp) and hash(Elemwise(ts.exp)) == hash(Elemwise(ts.exp))
     assert Elemwise(ts.exp) != Elemwise(ts.log)
     x, c = tt.dmatrix("x"), tt.dcol("c")
     assert inferred_shapes(x * c, {x: np.ones((2, 5)), c: np.ones((2, 1))}) == [(2, 5)]
@@ -159,8 +176,11 @@ def test_dimshuffle_drop_and_errors():
 def test_dimshuffle_grad_restores_layout():
     from tensor_helpers import check_grad
 
-    check_grad(lambda a: a.dimshuffle(2, "x", 0, 1) * 3, [np.random.rand(2, 3, 4)],
-               np.random.default_rng(0))
+    check_grad(
+        lambda a: a.dimshuffle(2, "x", 0, 1) * 3,
+        [np.random.rand(2, 3, 4)],
+        np.random.default_rng(0),
+    )
 
 
 # -- CAReduce ----------------------------------------------------------------------------
@@ -255,9 +275,7 @@ def test_composite_equality_and_name():
     assert _composite() == _composite() and hash(_composite()) == hash(_composite())
     x = ts.float64("x")
     assert ts.Composite([x], [ts.exp(x)]) != ts.Composite([x], [ts.log(x)])
-    assert str(_composite()) == (
-        "Composite{add(mul(exp(i0), i1), 1), sigmoid(sub(exp(i0), i1))}"
-    )
+    assert str(_composite()) == ("Composite{add(mul(exp(i0), i1), 1), sigmoid(sub(exp(i0), i1))}")
 
 
 def test_composite_c_code_and_statements():
@@ -289,3 +307,23 @@ def test_composite_grad_matches_finite_differences():
 
     rng = np.random.default_rng(3)
     check_grad(build, [rng.normal(size=(4,)), rng.normal(size=(4,))], rng)
+
+
+def test_graphs_and_ops_pickle():
+    import pickle
+
+    x = tt.dmatrix("x")
+    y = tt.sigmoid(x).sum(axis=0) + tt.floor(x)[1] * (x < 1).sum()
+    y2 = pickle.loads(pickle.dumps(y))
+    xv = np.arange(6.0).reshape(2, 3) / 4
+    x2 = [v for v in _inputs_of(y2) if v.name == "x"][0]
+    np.testing.assert_allclose(evaluate(y2, {x2: xv}), evaluate(y, {x: xv}))
+    comp = _composite()
+    assert pickle.loads(pickle.dumps(Elemwise(comp))) == Elemwise(comp)
+    assert pickle.loads(pickle.dumps(ts.lt)) == ts.lt
+
+
+def _inputs_of(v):
+    from theano_dag.graph.basic import graph_inputs
+
+    return graph_inputs([v])

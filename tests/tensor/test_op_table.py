@@ -18,8 +18,10 @@ def _inputs(row, dtype, rng):
     values = [gen(rng, dtype) for gen in row.gens]
     values = [np.asarray(v) for v in values]
     # Length-1 dims are declared broadcastable so that row/column inputs broadcast.
-    syms = [tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"in{k}")
-            for k, v in enumerate(values)]
+    syms = [
+        tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"in{k}")
+        for k, v in enumerate(values)
+    ]
     return syms, values
 
 
@@ -84,4 +86,26 @@ def test_grad(row):
     except ImportError:  # the project's checker is not there: use the local one
         check_grad(build, [values[k] for k in diff], rng)
         return
-    verify_grad(build, [values[k] for k in diff], rng=rng)
+    # The reference engine: this checks the ops; the engines have their own tests.
+    verify_grad(build, [values[k] for k in diff], rng=rng, mode="PerformOnly")
+
+
+@pytest.mark.parametrize("mode", ["PerformOnly", None])
+@pytest.mark.parametrize("row", TABLE, ids=str)
+def test_value_through_function(row, mode):
+    """The rows compiled by ``theano_dag.function`` (reference engine, then the default
+    mode with its rewrites and engine) agree with numpy."""
+    from theano_dag.compile.function import function
+
+    rng = np.random.default_rng(SEED)
+    dtype = row.dtypes[-1]
+    syms, values = _inputs(row, dtype, rng)
+    f = function(syms, row.build(*syms), mode=mode, on_unused_input="ignore")
+    got = np.asarray(f(*values))
+    with np.errstate(all="ignore"):
+        want = np.asarray(row.ref(*[v.copy() for v in values]))
+    assert got.shape == want.shape
+    if want.dtype.kind in "fc":
+        np.testing.assert_allclose(got, want, rtol=row.rtol64 if dtype == "float64" else 1e-4)
+    else:
+        np.testing.assert_array_equal(got, want)

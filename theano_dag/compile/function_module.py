@@ -282,6 +282,16 @@ class Function:
             if spec.name is not None and spec.name not in self._ambiguous:
                 self._finder.setdefault(spec.name, k)
         self._prepare()
+        # Engine hooks (the CPU engine): a profile object of its own, and a generated
+        # call path it installs in self._fast (used for positional calls).
+        prof = getattr(fn, "profile", None)
+        if prof is not None and hasattr(prof, "summary"):
+            prof.optimizer_time = getattr(maker, "optimizer_time", 0.0)
+            self.profile = prof
+        self._fast = None
+        install = getattr(fn, "install_fast_call", None)
+        if install is not None and getattr(maker, "output_keys", None) is None:
+            install(self)
 
     # -- naming ---------------------------------------------------------------
 
@@ -368,6 +378,12 @@ class Function:
         )
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            return fast(*args)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
         t0 = time.perf_counter()
         output_subset = kwargs.pop("output_subset", None) if kwargs else None
         if self.trust_input:
@@ -438,6 +454,15 @@ class Function:
                 c.storage[0] = _copy.copy(val)
             else:
                 seen.append((c.type, val))
+
+    def memory_plan(self, shapes=None):
+        """The engine's memory plan (blocks, planned bytes, eager and live peaks) for
+        ``shapes`` (one shape per input) or for the last call's input shapes."""
+        plan = getattr(self.fn, "memory_plan", None)
+        if plan is None:
+            raise NotImplementedError(f"{self._label}: its engine ({type(self.fn).__name__}) "
+                                      "does not plan memory; use Mode(linker='cpu')")
+        return plan(shapes)
 
     # -- access to input values -----------------------------------------------
 

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # Packages that register optimizers, linkers or modes when imported.
-PLUGIN_MODULES = ["theano_dag.opt", "theano_dag.engines"]
+PLUGIN_MODULES = ["theano_dag.opt", "theano_dag.engines", "theano_dag.engines.cpu"]
 
 # Standard optimizer names that mean "no rewrites" until an optimizer package registers them.
 STANDARD_OPTIMIZER_NAMES = (

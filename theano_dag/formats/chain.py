@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from theano_dag.formats.dicts import (
+    GraphFormatError,
     _parse,
     _parse_unidag,
     _write,
@@ -271,6 +272,12 @@ def interpret(graph, env, apply, *, fmt=None, outputs=None):
     """
     parsed = _parse_any(graph, fmt, tuple(env), outputs)
     values = dict(env)
+    for job in parsed.order:
+        for a in job.args:
+            if a not in values and a not in parsed.producer:  # a Constant, passed by the parse
+                raise GraphFormatError(
+                    f"argument {a!r} of job {job.key!r} has no value: put the constant in env"
+                )
     for job in parsed.order:
         results = tuple(apply(job.fn, [values[a] for a in job.args]))
         if len(results) != len(job.outs):

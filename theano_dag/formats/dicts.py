@@ -15,7 +15,9 @@ the same jobs differently (variables are any hashable objects except tuples,
 
 Tuples are reserved for the keys of multi-output jobs, which is why a variable
 cannot itself be a tuple. Graph inputs are the arguments no job defines; pass
-``inputs=`` to any function here to have them checked against a declared tuple.
+``inputs=`` to any function here to have them checked against a declared tuple (a
+theano_dag ``Constant`` carries its value, so it may be an argument without being
+declared).
 Every conversion validates its input and raises :class:`GraphFormatError` (a
 ``ValueError``) naming what is wrong: a cycle, an undefined argument, an index
 out of range, a variable defined twice. :mod:`theano_dag.formats.chain` detects
@@ -27,6 +29,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+
+from theano_dag.graph.basic import Constant
 
 __all__ = [
     "CycleError",
@@ -141,6 +145,11 @@ def _check_variable(var, where):
         raise TypeError(f"{where} is {var!r}, which is not hashable") from None
 
 
+def _is_constant(var):
+    """A graph Constant carries its value, so it needs no job and no declaration as an input."""
+    return isinstance(var, Constant)
+
+
 def _same(a, b):
     return a is b or a == b
 
@@ -197,7 +206,7 @@ def _parse(graph, fmt, inputs=None, outputs=None):
             _check_variable(arg, f"argument {i} of job {job.key!r}")
             if arg in producer or arg in found:
                 continue
-            if declared is not None and arg not in declared:
+            if declared is not None and arg not in declared and not _is_constant(arg):
                 raise GraphFormatError(
                     f"argument {arg!r} of job {job.key!r} is defined by no entry "
                     f"and is not a declared input"
@@ -205,6 +214,8 @@ def _parse(graph, fmt, inputs=None, outputs=None):
             found[arg] = None
     for out in outputs or ():
         if out not in producer and (declared is None or out not in declared):
+            if _is_constant(out):
+                continue
             raise GraphFormatError(f"output {out!r} is defined by no entry and is no input")
     order = _job_order(jobs, producer)
     return _Parsed(jobs, producer, order, tuple(declared if declared is not None else found))

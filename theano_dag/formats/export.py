@@ -6,15 +6,23 @@ defines them), except in a unidag, which has jobs only. An edge runs from each
 argument to the job that uses it (``argnums`` = its positions) and from a job to each
 of its outputs when they are separate nodes (``index`` = the output's position).
 Nodes are named by the keys of the dict, so a dag's single-output job is the node
-of its output variable.
+of its output variable. Any other registered format (a FunctionGraph, ...) is
+drawn as the tuple-dag it converts to; an OpGraph draws itself (its own ``to_dot``
+and ``to_networkx``).
 """
 
 from __future__ import annotations
 
-from theano_dag.formats.chain import _fmt_name, detect_format
+from theano_dag.formats.chain import FORMATS, _fmt_name, convert, detect_format
 from theano_dag.formats.dicts import _parse, _parse_unidag, index
 
 __all__ = ["to_dot", "to_networkx"]
+
+
+def _is_opgraph(graph):
+    from theano_dag.formats.opgraph import OpGraph
+
+    return isinstance(graph, OpGraph)
 
 
 def _fn_label(fn):
@@ -26,6 +34,9 @@ def _fn_label(fn):
 def _elements(graph, fmt):
     """``(nodes, edges)``: ``[(key, attrs)]`` and ``[(src, dst, attrs)]`` in a stable order."""
     fmt = _fmt_name(fmt) if fmt is not None else detect_format(graph)
+    if fmt not in FORMATS:
+        # other formats (a FunctionGraph, ...) are drawn as the tuple-dag they convert to
+        graph, fmt = convert(graph, to="tuple_dag", frm=fmt), "tuple_dag"
     nodes, edges = {}, []
     if fmt == "unidag":
         _parse_unidag(graph)
@@ -73,6 +84,8 @@ def to_networkx(graph, fmt=None):
         raise ImportError(
             "to_networkx needs networkx, an optional extra: pip install theano_dag[networkx]"
         ) from None
+    if _is_opgraph(graph):
+        return graph.to_networkx()
     nodes, edges = _elements(graph, fmt)
     g = nx.DiGraph()
     g.add_nodes_from(nodes)
@@ -97,6 +110,8 @@ def to_dot(graph, fmt=None, *, name="G"):
       n0 -> n1;
     }
     """
+    if _is_opgraph(graph):
+        return graph.to_dot(name)
     nodes, edges = _elements(graph, fmt)
     ids = {}
     lines = [f"digraph {_quote(name)} {{"]

@@ -109,18 +109,28 @@ class Apply(Node):
                 )
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        # Check every output before linking any, so a refused node leaves no half-made links.
+        seen: set = set()
         for i, out in enumerate(self.outputs):
             if not isinstance(out, Variable):
                 raise TypeError(
                     f"Output {i} of Apply({op}) must be a Variable, got {type(out).__name__}"
                 )
-            if out.owner is None:
-                out.owner = self
-                out.index = i
-            elif out.owner is not self or out.index != i:
+            if (out.owner is not None and (out.owner is not self or out.index != i)) or (
+                id(out) in seen
+            ):
                 raise ValueError(
                     f"Output {i} of Apply({op}) ({out}) already belongs to another Apply node"
                 )
+            if isinstance(out, Constant):
+                raise ValueError(
+                    f"Output {i} of Apply({op}) ({out}) is a Constant: "
+                    "Constant instances cannot have an owner."
+                )
+            seen.add(id(out))
+        for i, out in enumerate(self.outputs):
+            out.owner = self
+            out.index = i
 
     @property
     def tag(self):

@@ -367,7 +367,12 @@ class FunctionGraph:
         old = self.outputs[i] if _is_output(node) else node.inputs[i]
         if old is new_var:
             return
-        _check_same_type(old, new_var, reason)
+        if old.type != new_var.type and not (
+            _is_super(old.type, new_var.type) or _is_super(new_var.type, old.type)
+        ):
+            # A type more specific than the old one (static shape known) is accepted, as
+            # in PyTensor, and so is the reverse, so that such a change can be undone.
+            _check_same_type(old, new_var, reason)
         if not _is_output(node):
             culprit = self._first_dependency(new_var, {node})
             if culprit is not None:
@@ -411,7 +416,9 @@ class FunctionGraph:
             )
         if var.type != new_var.type:
             converted = var.type.convert_variable(new_var)
-            if converted is None or converted.type != var.type:
+            if converted is None or not (
+                converted.type == var.type or _is_super(var.type, converted.type)
+            ):
                 _check_same_type(var, new_var, reason)
             new_var = converted
         if var not in self.variables:
@@ -842,6 +849,12 @@ def _as_variable_list(xs, what):
                 f"got {type(x).__name__}: {x!r}"
             )
     return list(xs)
+
+
+def _is_super(t, other) -> bool:
+    """Whether every value of type ``other`` is a value of type ``t`` (False if unknown)."""
+    is_super = getattr(t, "is_super", None)
+    return bool(is_super(other)) if is_super is not None else False
 
 
 def _check_same_type(old, new, reason):

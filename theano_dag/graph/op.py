@@ -109,7 +109,7 @@ class Op(MetaObject):
 
     def __call__(self, *inputs, **kwargs):
         """Make the Apply node and return its default output (or all outputs)."""
-            return_list = kwargs.pop("return_list", False)
+        return_list = kwargs.pop("return_list", False)
         node = self.make_node(*inputs, **kwargs)
         if config.compute_test_value != "off":
             compute_test_value(node)

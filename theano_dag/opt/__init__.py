@@ -2,6 +2,8 @@
 
 The contract is ``theano.graph.opt`` and ``theano.graph.optdb`` of theano-pymc 1.1.2;
 ``docs/optimization.md`` walks through it with the Theano tutorial's examples.
+``optdb`` is the database ``function`` draws its optimizer from (``theano_dag.opt.optdb``
+lays it out); the rewrites live in ``theano_dag.opt.rewrites``.
 """
 
 from theano_dag.opt.basic import (
@@ -47,6 +49,17 @@ from theano_dag.opt.navigator import (
 )
 from theano_dag.opt.pattern import PatternSub
 
+# The global optimization database and the helpers that add rewrites to it (imported
+# last: the rewrites are written with the framework above).
+from theano_dag.opt.optdb import (  # noqa: E402
+    build_optdb,
+    optdb,
+    register_canonicalize,
+    register_specialize,
+    register_stabilize,
+    register_useless,
+)
+
 __all__ = [
     "ChangeLog",
     "DB",
@@ -75,6 +88,12 @@ __all__ = [
     "SequenceDB",
     "TopoDB",
     "TopoOptimizer",
+    "build_optdb",
+    "optdb",
+    "register_canonicalize",
+    "register_specialize",
+    "register_stabilize",
+    "register_useless",
     "in2out",
     "inplace_optimizer",
     "local_optimizer",

@@ -17,6 +17,8 @@ from theano_dag.scalar.basic import (
     _t,
     _tb,
     bool_out,
+    discrete_dtypes,
+    float_dtypes,
     same_out,
     transfer_type,
     true_div_out,
@@ -25,7 +27,6 @@ from theano_dag.scalar.basic import (
     upcast_out_nobool,
     zero_grads,
 )
-from theano_dag.tensor.type import discrete_dtypes, float_dtypes
 
 __all__ = [
     "Add",
@@ -331,6 +332,7 @@ def _compare(name, fn, sym):
             "nfunc": staticmethod(fn),
             "c_expr": f"(%(x)s {sym} %(y)s)",
             "__doc__": f"``x {sym} y`` elementwise (bool output).",
+            "__module__": __name__,
         },
     )
     return cls

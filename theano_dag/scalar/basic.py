@@ -22,7 +22,6 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.op import Op
 from theano_dag.graph.type import Type
-from theano_dag.tensor.type import all_dtypes, continuous_dtypes, discrete_dtypes
 
 __all__ = [
     "ScalarType",
@@ -45,6 +44,14 @@ __all__ = [
     "UnaryScalarOp",
     "BinaryScalarOp",
 ]
+
+int_dtypes = ("int8", "int16", "int32", "int64")
+uint_dtypes = ("uint8", "uint16", "uint32", "uint64")
+float_dtypes = ("float16", "float32", "float64")
+complex_dtypes = ("complex64", "complex128")
+discrete_dtypes = ("bool",) + int_dtypes + uint_dtypes
+continuous_dtypes = float_dtypes + complex_dtypes
+all_dtypes = discrete_dtypes + continuous_dtypes
 
 C_TYPES = {
     "bool": "unsigned char",
@@ -248,43 +255,29 @@ def get_scalar_type(dtype) -> ScalarType:
     return _scalar_types[dtype]
 
 
+def _scalar_binop(name, reflected=False):
+    def method(self, other):
+        from theano_dag import scalar
+
+        op = getattr(scalar, name)
+        return op(other, self) if reflected else op(self, other)
+
+    return method
+
+
 class _scalar_py_operators:  # noqa: N801
+    """Operators on scalar variables, for writing scalar graphs (Composite bodies)."""
+
     __slots__ = ()
-
-    def __add__(self, o):
-        from theano_dag.scalar import add
-
-        return add(self, o)
-
-    def __radd__(self, o):
-        from theano_dag.scalar import add
-
-        return add(o, self)
-
-    def __sub__(self, o):
-        from theano_dag.scalar import sub
-
-        return sub(self, o)
-
-    def __rsub__(self, o):
-        from theano_dag.scalar import sub
-
-        return sub(o, self)
-
-    def __mul__(self, o):
-        from theano_dag.scalar import mul
-
-        return mul(self, o)
-
-    def __rmul__(self, o):
-        from theano_dag.scalar import mul
-
-        return mul(o, self)
-
-    def __truediv__(self, o):
-        from theano_dag.scalar import true_div
-
-        return true_div(self, o)
+    __add__, __radd__ = _scalar_binop("add"), _scalar_binop("add", True)
+    __sub__, __rsub__ = _scalar_binop("sub"), _scalar_binop("sub", True)
+    __mul__, __rmul__ = _scalar_binop("mul"), _scalar_binop("mul", True)
+    __truediv__, __rtruediv__ = _scalar_binop("true_div"), _scalar_binop("true_div", True)
+    __floordiv__, __rfloordiv__ = _scalar_binop("int_div"), _scalar_binop("int_div", True)
+    __mod__, __rmod__ = _scalar_binop("mod"), _scalar_binop("mod", True)
+    __pow__, __rpow__ = _scalar_binop("pow"), _scalar_binop("pow", True)
+    __lt__, __le__ = _scalar_binop("lt"), _scalar_binop("le")
+    __gt__, __ge__ = _scalar_binop("gt"), _scalar_binop("ge")
 
     def __neg__(self):
         from theano_dag.scalar import neg
@@ -366,8 +359,9 @@ class ScalarOp(Op):
         if self.input_kinds is not None:
             for k, d in enumerate(dtypes):
                 if np.dtype(d).kind not in self.input_kinds:
-                    raise TypeError(f"{self}: input {k} has dtype {d}, expected an integer or "
-                                    "bool dtype")
+                    raise TypeError(
+                        f"{self}: input {k} has dtype {d}, expected an integer or " "bool dtype"
+                    )
         pref = getattr(self, "output_types_preference", None)
         if pref is None:
             raise NotImplementedError(f"{self} has no output_types_preference")

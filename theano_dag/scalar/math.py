@@ -16,12 +16,12 @@ from theano_dag.scalar.basic import (
     UnaryScalarOp,
     _t,
     const_like,
+    float_dtypes,
     same_out,
     upcast_out_nobool,
     upgrade_to_float,
     zero_grads,
 )
-from theano_dag.tensor.type import float_dtypes
 
 __all__ = [
     "FloatUnaryOp",
@@ -87,8 +87,10 @@ def _unary(name, nfunc, c_expr, deriv, doc, pref=upgrade_to_float):
             "c_expr": c_expr,
             "deriv": staticmethod(deriv) if deriv is not None else None,
             "__doc__": doc,
+            "__module__": __name__,
         },
     )
+    globals()[cls.__name__] = cls  # importable by name, so that ops pickle
     return cls(pref, name=name)
 
 
@@ -198,7 +200,9 @@ def _round_away(x):
 
 
 def _rounding(name, nfunc, c):
-    cls = type(name.capitalize(), (_Rounding,), {"nfunc": staticmethod(nfunc), "float_expr": c})
+    attrs = {"nfunc": staticmethod(nfunc), "float_expr": c, "__module__": __name__}
+    cls = type(name.capitalize(), (_Rounding,), attrs)
+    globals()[cls.__name__] = cls
     return cls(same_out, name=name)
 
 

@@ -368,7 +368,7 @@ class Split(Op):
             raise ValueError(f"Split: got {len(splits)} sizes, expected {self.len_splits}")
         if np.sum(splits) != x.shape[axis] or np.any(splits < 0):
             raise ValueError(
-                f"Split: sizes {list(splits)} do not add up to the length "
+                f"Split: sizes {splits.tolist()} do not add up to the length "
                 f"{x.shape[axis]} of axis {axis}"
             )
         bounds = np.cumsum(splits)[:-1]

@@ -1,4 +1,4 @@
-"""BLAS-shaped ops: ``Gemm``, ``Gemv``, ``Ger``, ``Dot22``, ``Dot22Scalar`` (``theano.tensor.blas``).
+"""BLAS-shaped ops: Gemm, Gemv, Ger, Dot22, Dot22Scalar (``theano.tensor.blas``).
 
 Users write ``dot`` and arithmetic; the optimizer fuses ``b*z + a*dot(x, y)`` into
 ``Gemm`` and later swaps in the inplace variant (``destroy_map = {0: [0]}``, so
@@ -19,10 +19,21 @@ from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.var import as_tensor_variable
 
 __all__ = [
-    "Gemm", "Gemv", "Ger", "Dot22", "Dot22Scalar",
-    "gemm_inplace", "gemm_no_inplace", "gemm",
-    "gemv_inplace", "gemv_no_inplace", "gemv",
-    "ger", "ger_destructive", "dot22", "dot22scalar",
+    "Gemm",
+    "Gemv",
+    "Ger",
+    "Dot22",
+    "Dot22Scalar",
+    "gemm_inplace",
+    "gemm_no_inplace",
+    "gemm",
+    "gemv_inplace",
+    "gemv_no_inplace",
+    "gemv",
+    "ger",
+    "ger_destructive",
+    "dot22",
+    "dot22scalar",
 ]
 
 _BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -38,14 +49,19 @@ def _check(op, name, x, ndim, dtype=None):
         # A Python number or array takes the dtype of the matrices it combines with.
         x = as_tensor_variable(np.asarray(x, dtype=dtype)) if dtype else as_tensor_variable(x)
     if x.ndim != ndim:
-        raise TypeError(f"{op}: argument {name} must be {what}, got {x.type} "
-                        f"({x.ndim} dimensions)")
+        raise TypeError(
+            f"{op}: argument {name} must be {what}, got {x.type} " f"({x.ndim} dimensions)"
+        )
     if dtype is not None and x.dtype != dtype:
-        raise TypeError(f"{op}: argument {name} must have dtype {dtype} like the other "
-                        f"arguments, got {x.dtype}")
+        raise TypeError(
+            f"{op}: argument {name} must have dtype {dtype} like the other "
+            f"arguments, got {x.dtype}"
+        )
     if dtype is None and x.dtype not in _BLAS_DTYPES:
-        raise TypeError(f"{op}: argument {name} must be floating point or complex "
-                        f"({', '.join(_BLAS_DTYPES)}), got {x.dtype}")
+        raise TypeError(
+            f"{op}: argument {name} must be floating point or complex "
+            f"({', '.join(_BLAS_DTYPES)}), got {x.dtype}"
+        )
     return x
 
 
@@ -120,8 +136,10 @@ class Gemm(_Destructive):
     def perform(self, node, inputs, output_storage, params=None):
         z, a, x, y, b = inputs
         if x.shape[1] != y.shape[0] or z.shape != (x.shape[0], y.shape[1]):
-            raise ValueError(f"{self}: incompatible shapes for b*z + a*dot(x, y): z {z.shape}, "
-                             f"x {x.shape}, y {y.shape}")
+            raise ValueError(
+                f"{self}: incompatible shapes for b*z + a*dot(x, y): z {z.shape}, "
+                f"x {x.shape}, y {y.shape}"
+            )
         out = self._target(z)
         prod = np.dot(x, y)
         if b == 0:
@@ -136,8 +154,7 @@ class Gemm(_Destructive):
         m = _math()
         z, a, x, y, b = inputs
         (g,) = output_grads
-        return [b * g, m.sum(g * m.dot(x, y)), a * m.dot(g, y.T), a * m.dot(x.T, g),
-                m.sum(g * z)]
+        return [b * g, m.sum(g * m.dot(x, y)), a * m.dot(g, y.T), a * m.dot(x.T, g), m.sum(g * z)]
 
 
 gemm_inplace = Gemm(inplace=True)
@@ -170,8 +187,10 @@ class Gemv(_Destructive):
     def perform(self, node, inputs, output_storage, params=None):
         y, alpha, A, x, beta = inputs  # noqa: N806
         if A.shape != (y.shape[0], x.shape[0]):
-            raise ValueError(f"{self}: incompatible shapes for beta*y + alpha*dot(A, x): "
-                             f"y {y.shape}, A {A.shape}, x {x.shape}")
+            raise ValueError(
+                f"{self}: incompatible shapes for beta*y + alpha*dot(A, x): "
+                f"y {y.shape}, A {A.shape}, x {x.shape}"
+            )
         out = self._target(y)
         prod = np.dot(A, x)
         if beta == 0:
@@ -186,8 +205,13 @@ class Gemv(_Destructive):
         m = _math()
         y, alpha, A, x, beta = inputs  # noqa: N806
         (g,) = output_grads
-        return [beta * g, m.dot(g, m.dot(A, x)), alpha * m.outer(g, x), alpha * m.dot(A.T, g),
-                m.dot(g, y)]
+        return [
+            beta * g,
+            m.dot(g, m.dot(A, x)),
+            alpha * m.outer(g, x),
+            alpha * m.dot(A.T, g),
+            m.dot(g, y),
+        ]
 
 
 gemv_inplace = Gemv(inplace=True)
@@ -230,8 +254,10 @@ class Ger(_Destructive):
     def perform(self, node, inputs, output_storage, params=None):
         A, alpha, x, y = inputs  # noqa: N806
         if A.shape != (x.shape[0], y.shape[0]):
-            raise ValueError(f"{self}: incompatible shapes for A + alpha*outer(x, y): "
-                             f"A {A.shape}, x {x.shape}, y {y.shape}")
+            raise ValueError(
+                f"{self}: incompatible shapes for A + alpha*outer(x, y): "
+                f"A {A.shape}, x {x.shape}, y {y.shape}"
+            )
         out = self._target(A)
         out += alpha * np.outer(x, y)
         output_storage[0][0] = out
@@ -261,8 +287,9 @@ class Dot22(Op):
     def make_node(self, x, y):
         x = _check(self, "x", x, 2)
         y = _check(self, "y", y, 2, x.dtype)
-        _check_len(self, "dot(x, y)", x.type.shape[1], y.type.shape[0],
-                   (x.type.shape, y.type.shape))
+        _check_len(
+            self, "dot(x, y)", x.type.shape[1], y.type.shape[0], (x.type.shape, y.type.shape)
+        )
         out = TensorType(x.dtype, shape=(x.type.shape[0], y.type.shape[1]))
         return Apply(self, [x, y], [out()])
 
@@ -295,8 +322,9 @@ class Dot22Scalar(Op):
         x = _check(self, "x", x, 2)
         y = _check(self, "y", y, 2, x.dtype)
         a = _check(self, "a", a, 0, x.dtype)
-        _check_len(self, "dot(x, y)", x.type.shape[1], y.type.shape[0],
-                   (x.type.shape, y.type.shape))
+        _check_len(
+            self, "dot(x, y)", x.type.shape[1], y.type.shape[0], (x.type.shape, y.type.shape)
+        )
         out = TensorType(x.dtype, shape=(x.type.shape[0], y.type.shape[1]))
         return Apply(self, [x, y, a], [out()])
 

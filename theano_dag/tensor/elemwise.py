@@ -445,9 +445,12 @@ class CAReduce(Op):
         axes = self._axes(x.ndim)
         acc = self.acc_dtype_for(x.dtype.name)
         with np.errstate(all="ignore"):
-            if x.dtype != acc:
-                x = x.astype(acc)
-            r = self.ufunc.reduce(x, axis=axes) if axes else np.array(x, copy=True)
+            if not axes:
+                r = np.array(x, dtype=acc, copy=True)
+            elif x.dtype != acc and self.ufunc in (np.add, np.multiply):
+                r = self.ufunc.reduce(x, axis=axes, dtype=acc)  # accumulate without a copy
+            else:
+                r = self.ufunc.reduce(x.astype(acc, copy=False), axis=axes)
         output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -494,9 +497,22 @@ class _DtypeReduce(CAReduce):
 
     def acc_dtype_for(self, in_dtype):
         if self.acc_dtype is not None:
-            return np.dtype(self.acc_dtype).name
+            acc = np.dtype(self.acc_dtype).name
+            if in_dtype in continuous_dtypes and ts.upcast(in_dtype, acc) != acc:
+                raise TypeError(
+                    f"{self}: an accumulator of dtype {acc} would lose the "
+                    f"precision of the {in_dtype} input; use at least "
+                    f"{ts.upcast(in_dtype, acc)}"
+                )
+            return acc
         out = self.output_dtype(in_dtype)
-        return "float32" if out == "float16" else out
+        # As Theano: low-precision floats accumulate in the next precision up.
+        return {"float16": "float32", "float32": "float64", "complex64": "complex128"}.get(out, out)
+
+    def make_node(self, x):
+        node = super().make_node(x)
+        self.acc_dtype_for(node.inputs[0].dtype)  # reject a lossy acc_dtype at build time
+        return node
 
 
 class Sum(_DtypeReduce):

@@ -35,22 +35,28 @@ def _parse(subscripts, ndims, who="einsum"):
     ``ndims`` dimensions: ellipses expanded into unused letters, implicit output made
     explicit (numpy's rule: the letters used once, in alphabetical order)."""
     if not isinstance(subscripts, str):
-        raise TypeError(f"{who}: subscripts must be a string like 'ij,jk->ik', "
-                        f"got {type(subscripts).__name__}")
+        raise TypeError(
+            f"{who}: subscripts must be a string like 'ij,jk->ik', "
+            f"got {type(subscripts).__name__}"
+        )
     s = subscripts.replace(" ", "")
     if s.count("->") > 1:
         raise ValueError(f"{who}: subscripts {subscripts!r} contain '->' more than once")
     lhs, arrow, rhs = s.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ndims):
-        raise ValueError(f"{who}: subscripts {subscripts!r} name {len(terms)} operand(s), "
-                         f"but {len(ndims)} were given")
+        raise ValueError(
+            f"{who}: subscripts {subscripts!r} name {len(terms)} operand(s), "
+            f"but {len(ndims)} were given"
+        )
     used = set()
     for t in terms + [rhs]:
         for c in t.replace("...", ""):
             if c not in _LETTERS:
-                raise ValueError(f"{who}: invalid subscript character {c!r} in "
-                                 f"{subscripts!r}; use ASCII letters (and '...')")
+                raise ValueError(
+                    f"{who}: invalid subscript character {c!r} in "
+                    f"{subscripts!r}; use ASCII letters (and '...')"
+                )
             used.add(c)
     free = [c for c in _LETTERS if c not in used]
     n_ell = 0
@@ -68,22 +74,26 @@ def _parse(subscripts, ndims, who="einsum"):
             return t
         n = nd - len(t.replace("...", ""))
         if n < 0:
-            raise TypeError(f"{who}: operand {k} has {nd} dimensions, fewer than its "
-                            f"subscripts {t!r} name")
+            raise TypeError(
+                f"{who}: operand {k} has {nd} dimensions, fewer than its " f"subscripts {t!r} name"
+            )
         # Ellipsis dimensions align from the right, as numpy broadcasting does.
-        return t.replace("...", "".join(ell[n_ell - n:]))
+        return t.replace("...", "".join(ell[n_ell - n :]))
 
     ins = [expand(t, nd, k) for k, (t, nd) in enumerate(zip(terms, ndims))]
     for k, (t, nd) in enumerate(zip(ins, ndims)):
         if len(t) != nd:
-            raise TypeError(f"{who}: operand {k} has {nd} dimension(s), but its subscripts "
-                            f"{terms[k]!r} name {len(t)}")
+            raise TypeError(
+                f"{who}: operand {k} has {nd} dimension(s), but its subscripts "
+                f"{terms[k]!r} name {len(t)}"
+            )
     if arrow:
         if "..." in rhs:
             out = rhs.replace("...", "".join(ell))
         elif ell and any("..." in t for t in terms):
-            raise ValueError(f"{who}: output subscripts of {subscripts!r} need '...' "
-                             "since an input has one")
+            raise ValueError(
+                f"{who}: output subscripts of {subscripts!r} need '...' " "since an input has one"
+            )
         else:
             out = rhs
     else:
@@ -91,8 +101,9 @@ def _parse(subscripts, ndims, who="einsum"):
         for t in ins:
             for c in t:
                 counts[c] = counts.get(c, 0) + 1
-        out = "".join(ell) + "".join(sorted(c for c, n in counts.items()
-                                            if n == 1 and c not in ell))
+        out = "".join(ell) + "".join(
+            sorted(c for c, n in counts.items() if n == 1 and c not in ell)
+        )
     return ins, out
 
 
@@ -130,8 +141,10 @@ class Einsum(Op):
     def __init__(self, subscripts):
         lhs, arrow, rhs = subscripts.partition("->")
         if not arrow or "." in subscripts or " " in subscripts:
-            raise ValueError(f"Einsum: subscripts must be canonical ('ij,jk->ik': explicit "
-                             f"output, no '...', no spaces), got {subscripts!r}")
+            raise ValueError(
+                f"Einsum: subscripts must be canonical ('ij,jk->ik': explicit "
+                f"output, no '...', no spaces), got {subscripts!r}"
+            )
         self.subscripts = subscripts
         self.in_terms = tuple(lhs.split(","))
         self.out_term = rhs
@@ -140,8 +153,10 @@ class Einsum(Op):
                 raise ValueError(f"Einsum: invalid subscript character {c!r} in {subscripts!r}")
         missing = set(rhs) - set("".join(self.in_terms))
         if missing:
-            raise ValueError(f"Einsum: output subscripts {sorted(missing)} of {subscripts!r} "
-                             "appear in no operand")
+            raise ValueError(
+                f"Einsum: output subscripts {sorted(missing)} of {subscripts!r} "
+                "appear in no operand"
+            )
 
     def __str__(self):
         return f"Einsum{{{self.subscripts}}}"
@@ -150,20 +165,25 @@ class Einsum(Op):
 
     def make_node(self, *operands):
         if len(operands) != len(self.in_terms):
-            raise TypeError(f"{self}: expected {len(self.in_terms)} operand(s), "
-                            f"got {len(operands)}")
+            raise TypeError(
+                f"{self}: expected {len(self.in_terms)} operand(s), " f"got {len(operands)}"
+            )
         xs = [as_tensor_variable(x) for x in operands]
         for k, (x, t) in enumerate(zip(xs, self.in_terms)):
             if x.ndim != len(t):
-                raise TypeError(f"{self}: operand {k} ({x}) must have {len(t)} dimension(s) "
-                                f"for subscripts {t!r}, got {x.ndim}")
+                raise TypeError(
+                    f"{self}: operand {k} ({x}) must have {len(t)} dimension(s) "
+                    f"for subscripts {t!r}, got {x.ndim}"
+                )
         sizes = _letter_sizes(self.in_terms, [x.type.shape for x in xs])
         static = {}
         for c, ns in sizes.items():
             known = {n for n in ns if n is not None}
             if len(known) > 1:
-                raise ValueError(f"{self}: subscript {c!r} has different static lengths "
-                                 f"{sorted(known)} among the operands")
+                raise ValueError(
+                    f"{self}: subscript {c!r} has different static lengths "
+                    f"{sorted(known)} among the operands"
+                )
             static[c] = known.pop() if known else None
         dtype = upcast(*[x.dtype for x in xs])
         out_shape = tuple(static[c] for c in self.out_term)
@@ -173,8 +193,10 @@ class Einsum(Op):
         sizes = _letter_sizes(self.in_terms, [x.shape for x in inputs])
         for c, ns in sizes.items():
             if len(set(ns)) > 1:
-                raise ValueError(f"{self}: subscript {c!r} has lengths {ns} among the operands "
-                                 f"(shapes {[x.shape for x in inputs]})")
+                raise ValueError(
+                    f"{self}: subscript {c!r} has lengths {ns} among the operands "
+                    f"(shapes {[x.shape for x in inputs]})"
+                )
         out = self.out_term
         uniq = "".join(dict.fromkeys(out))
         spec = ",".join(self.in_terms) + "->" + uniq
@@ -285,8 +307,9 @@ def einsum(subscripts, *operands):
         raise ValueError(f"einsum: output subscripts {out!r} repeat a letter")
     missing = set(out) - set("".join(ins))
     if missing:
-        raise ValueError(f"einsum: output subscripts {sorted(missing)} of {subscripts!r} "
-                         "appear in no operand")
+        raise ValueError(
+            f"einsum: output subscripts {sorted(missing)} of {subscripts!r} " "appear in no operand"
+        )
     ins = _rename_broadcast(ins, xs)
     return Einsum(",".join(ins) + "->" + out)(*xs)
 
@@ -307,24 +330,27 @@ def _norm_axes(axes, a, b, who):
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n < 0 or n > a.ndim or n > b.ndim:
-            raise ValueError(f"{who}: axes={n} is out of range for inputs of {a.ndim} and "
-                             f"{b.ndim} dimensions")
+            raise ValueError(
+                f"{who}: axes={n} is out of range for inputs of {a.ndim} and "
+                f"{b.ndim} dimensions"
+            )
         return list(range(a.ndim - n, a.ndim)), list(range(n))
     try:
         ax_a, ax_b = axes
     except (TypeError, ValueError):
-        raise ValueError(f"{who}: axes must be an int or a pair of axis lists, "
-                         f"got {axes!r}") from None
+        raise ValueError(
+            f"{who}: axes must be an int or a pair of axis lists, " f"got {axes!r}"
+        ) from None
     ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
     ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
     if len(ax_a) != len(ax_b):
-        raise ValueError(f"{who}: axes {axes!r} name {len(ax_a)} axes of a but {len(ax_b)} "
-                         "of b")
+        raise ValueError(f"{who}: axes {axes!r} name {len(ax_a)} axes of a but {len(ax_b)} " "of b")
     for which, ax, x in (("a", ax_a, a), ("b", ax_b, b)):
         for d in ax:
             if not -x.ndim <= d < x.ndim:
-                raise ValueError(f"{who}: axis {d} is out of range for {which} with "
-                                 f"{x.ndim} dimensions")
+                raise ValueError(
+                    f"{who}: axis {d} is out of range for {which} with " f"{x.ndim} dimensions"
+                )
     ax_a = [d % a.ndim for d in ax_a]
     ax_b = [d % b.ndim for d in ax_b]
     if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
@@ -353,8 +379,9 @@ def tensordot(a, b, axes=2):
     sb = list(range(a.ndim, a.ndim + b.ndim))
     for da, db in zip(ax_a, ax_b):
         sb[db] = sa[da]
-    out = [c for d, c in enumerate(sa) if d not in ax_a] + \
-        [c for d, c in enumerate(sb) if d not in ax_b]
+    out = [c for d, c in enumerate(sa) if d not in ax_a] + [
+        c for d, c in enumerate(sb) if d not in ax_b
+    ]
     return _labels_einsum(sa, sb, out, a, b)
 
 
@@ -369,13 +396,17 @@ def batched_tensordot(x, y, axes=2):
     """
     x, y = as_tensor_variable(x), as_tensor_variable(y)
     if x.ndim < 1 or y.ndim < 1:
-        raise TypeError("batched_tensordot: both inputs need a batch axis (ndim >= 1), "
-                        f"got {x.ndim} and {y.ndim} dimensions")
+        raise TypeError(
+            "batched_tensordot: both inputs need a batch axis (ndim >= 1), "
+            f"got {x.ndim} and {y.ndim} dimensions"
+        )
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n < 0 or n >= x.ndim or n >= y.ndim:
-            raise ValueError(f"batched_tensordot: axes={n} is out of range for inputs of "
-                             f"{x.ndim} and {y.ndim} dimensions")
+            raise ValueError(
+                f"batched_tensordot: axes={n} is out of range for inputs of "
+                f"{x.ndim} and {y.ndim} dimensions"
+            )
         axes = [list(range(x.ndim - n, x.ndim)), list(range(1, n + 1))]
     ax_x, ax_y = _norm_axes(axes, x, y, "batched_tensordot")
     if 0 in ax_x or 0 in ax_y:
@@ -385,8 +416,11 @@ def batched_tensordot(x, y, axes=2):
     sy[0] = sx[0]
     for dx, dy in zip(ax_x, ax_y):
         sy[dy] = sx[dx]
-    out = [sx[0]] + [c for d, c in enumerate(sx) if d and d not in ax_x] + \
-        [c for d, c in enumerate(sy) if d and d not in ax_y]
+    out = (
+        [sx[0]]
+        + [c for d, c in enumerate(sx) if d and d not in ax_x]
+        + [c for d, c in enumerate(sy) if d and d not in ax_y]
+    )
     return _labels_einsum(sx, sy, out, x, y)
 
 

@@ -1,6 +1,6 @@
 """Elementwise functions, reductions and ``dot`` (``theano.tensor`` math vocabulary).
 
-Every elementwise function is ``Elemwise(<scalar op>)``; reductions are ``CAReduce``
+Every elementwise function is an ``Elemwise(<scalar op>)`` instance; reductions are ``CAReduce``
 subclasses plus ``Argmax``/``Argmin``; ``Dot`` covers vector/matrix products.
 """
 
@@ -127,13 +127,23 @@ def _ew(scalar_op):
     return _elemwise_cache[scalar_op]
 
 
-def _make(scalar_op, name, doc, example=None):
-    def fn(*args):
-        return _ew(scalar_op)(*args)
+# The docstrings of the elementwise ops below, by name. As in Theano, ``tt.add``,
+# ``tt.mul``, ... are Elemwise Op *instances* (not functions), so that rewrites can say
+# ``node.op == tt.true_div`` or ``PatternSub((tt.mul, "x", 1), "x")``. Each instance also
+# carries its docstring; ``__test__`` makes doctest run the examples.
+ELEMWISE_DOCS: dict = {}
+__test__: dict = {}
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc + (f"\n\n{example}" if example else "")
-    return fn
+
+def _make(scalar_op, name, doc, example=None):
+    op = _ew(scalar_op)
+    text = doc + (f"\n\n{example}" if example else "")
+    ELEMWISE_DOCS[name] = text
+    if example:
+        __test__[name] = text
+    if getattr(op, "__doc__", None) in (None, type(op).__doc__):
+        op.__doc__ = text  # the first name an op gets (``abs`` before ``abs_``) documents it
+    return op
 
 
 _EX = """>>> from theano_dag import tensor as tt

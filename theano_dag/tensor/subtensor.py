@@ -432,10 +432,14 @@ class AdvancedSubtensor(Op):
         """``(out ndim, advanced entries adjacent?)`` by numpy's rules."""
         entries = list(self._walk(x, idx_inputs))
         adv = [k for k, e in enumerate(entries) if e[0] == "adv"]
-        adv_nd = max((1 if e[2][0].dtype == "bool" else e[2][0].ndim)
-                     for e in entries if e[0] == "adv") if adv else 0
-        consumed = sum(e[2][0].ndim if e[0] == "adv" and e[2][0].dtype == "bool" else 1
-                       for e in entries)
+        adv_nd = (
+            max((1 if e[2][0].dtype == "bool" else e[2][0].ndim) for e in entries if e[0] == "adv")
+            if adv
+            else 0
+        )
+        consumed = sum(
+            e[2][0].ndim if e[0] == "adv" and e[2][0].dtype == "bool" else 1 for e in entries
+        )
         n_slices = len(entries) - len(adv)
         contiguous = not adv or adv == list(range(adv[0], adv[-1] + 1))
         return adv_nd + n_slices + (x.ndim - consumed), contiguous

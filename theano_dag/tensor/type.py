@@ -26,13 +26,15 @@ __all__ = [
     "all_dtypes",
 ]
 
-int_dtypes = ("int8", "int16", "int32", "int64")
-uint_dtypes = ("uint8", "uint16", "uint32", "uint64")
-float_dtypes = ("float16", "float32", "float64")
-complex_dtypes = ("complex64", "complex128")
-discrete_dtypes = ("bool",) + int_dtypes + uint_dtypes
-continuous_dtypes = float_dtypes + complex_dtypes
-all_dtypes = discrete_dtypes + continuous_dtypes
+from theano_dag.scalar.basic import (  # noqa: E402 (the dtype families live with scalars)
+    all_dtypes,
+    complex_dtypes,
+    continuous_dtypes,
+    discrete_dtypes,
+    float_dtypes,
+    int_dtypes,
+    uint_dtypes,
+)
 
 # Relative/absolute tolerances of ``values_eq_approx`` by dtype: float32 keeps about
 # 7 digits, so comparing two float32 computations needs far looser bounds than float64.
@@ -194,9 +196,9 @@ class TensorType(Type):
                 text = text[:75] + "(...)"
             raise TypeError(
                 f"{self} cannot store accurately value {text}, it would be represented as "
-                f"{converted.tolist()}. If you do not mind this precision loss, you can: 1) explicitly "
-                f"convert your data to a numpy array of dtype {self.dtype}, or 2) set "
-                f"allow_input_downcast=True when calling function."
+                f"{converted.tolist()}. If you do not mind this precision loss, you can: "
+                f"1) explicitly convert your data to a numpy array of dtype {self.dtype}, "
+                f"or 2) set allow_input_downcast=True when calling function."
             )
         return converted
 

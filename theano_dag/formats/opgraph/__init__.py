@@ -12,6 +12,7 @@ rewrite it into the basic operations an engine supports:
 True
 """
 
+from theano_dag.formats.opgraph.convert import fgraph_to_opgraph, opgraph_to_fgraph
 from theano_dag.formats.opgraph.graph import Edge, OpGraph, OpGraphError, evaluate, infer_shapes
 from theano_dag.formats.opgraph.nodes import (
     Add,
@@ -67,6 +68,8 @@ __all__ = [
     "Tensor",
     "UnsupportedOperationError",
     "evaluate",
+    "fgraph_to_opgraph",
+    "opgraph_to_fgraph",
     "infer_shapes",
     "parse_modes",
     "rewrite_for",

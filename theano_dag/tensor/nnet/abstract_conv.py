@@ -22,16 +22,24 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.op import Op
-from theano_dag.tensor import basic as tb
 from theano_dag.scalar import upcast
+from theano_dag.tensor import basic as tb
 from theano_dag.tensor.type import TensorType, float_dtypes, int_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
 __all__ = [
-    "AbstractConv2d", "AbstractConv2d_gradWeights", "AbstractConv2d_gradInputs",
-    "Conv2d", "ConvGradWeights", "ConvGradInputs",
-    "conv2d", "conv2d_grad_wrt_inputs", "conv2d_grad_wrt_weights",
-    "get_conv_output_shape", "get_conv_shape_1axis", "border_mode_to_pad",
+    "AbstractConv2d",
+    "AbstractConv2d_gradWeights",
+    "AbstractConv2d_gradInputs",
+    "Conv2d",
+    "ConvGradWeights",
+    "ConvGradInputs",
+    "conv2d",
+    "conv2d_grad_wrt_inputs",
+    "conv2d_grad_wrt_weights",
+    "get_conv_output_shape",
+    "get_conv_shape_1axis",
+    "border_mode_to_pad",
 ]
 
 
@@ -44,8 +52,7 @@ def _pair(value, name, who, minimum):
     try:
         a, b = value
     except (TypeError, ValueError):
-        raise TypeError(f"{who}: {name} must be an int or a pair of ints, got {value!r}") \
-            from None
+        raise TypeError(f"{who}: {name} must be an int or a pair of ints, got {value!r}") from None
     if not all(isinstance(v, (int, np.integer)) and v >= minimum for v in (a, b)):
         raise ValueError(f"{who}: {name} must be ints >= {minimum}, got {value!r}")
     return int(a), int(b)
@@ -56,14 +63,18 @@ def _norm_border_mode(border_mode, who):
     are an int (symmetric padding) or a ``(before, after)`` pair."""
     if isinstance(border_mode, str):
         if border_mode not in ("valid", "full", "half"):
-            raise ValueError(f"{who}: border_mode must be 'valid', 'full', 'half', an int or "
-                             f"a pair, got {border_mode!r}")
+            raise ValueError(
+                f"{who}: border_mode must be 'valid', 'full', 'half', an int or "
+                f"a pair, got {border_mode!r}"
+            )
         return border_mode
     if isinstance(border_mode, (int, np.integer)):
         border_mode = (border_mode, border_mode)
     if not isinstance(border_mode, (tuple, list)) or len(border_mode) != 2:
-        raise ValueError(f"{who}: border_mode must be 'valid', 'full', 'half', an int or a "
-                         f"pair, got {border_mode!r}")
+        raise ValueError(
+            f"{who}: border_mode must be 'valid', 'full', 'half', an int or a "
+            f"pair, got {border_mode!r}"
+        )
     out = []
     for p in border_mode:
         if isinstance(p, (int, np.integer)):
@@ -120,8 +131,9 @@ def get_conv_shape_1axis(image_shape, kernel_shape, border_mode, subsample, dila
     return (image_shape + total - ((kernel_shape - 1) * dilation + 1)) // subsample + 1
 
 
-def get_conv_output_shape(image_shape, kernel_shape, border_mode, subsample,
-                          filter_dilation=(1, 1)):
+def get_conv_output_shape(
+    image_shape, kernel_shape, border_mode, subsample, filter_dilation=(1, 1)
+):
     """Output shape ``(batch, n_filters, height, width)`` of a 2-D convolution.
 
     >>> get_conv_output_shape((2, 3, 8, 8), (4, 3, 3, 3), "half", (2, 2))
@@ -131,8 +143,11 @@ def get_conv_output_shape(image_shape, kernel_shape, border_mode, subsample,
     spatial = []
     for d in range(2):
         bm = mode if isinstance(mode, str) else mode[d]
-        spatial.append(get_conv_shape_1axis(image_shape[2 + d], kernel_shape[2 + d], bm,
-                                            subsample[d], filter_dilation[d]))
+        spatial.append(
+            get_conv_shape_1axis(
+                image_shape[2 + d], kernel_shape[2 + d], bm, subsample[d], filter_dilation[d]
+            )
+        )
     return (image_shape[0], kernel_shape[0], *spatial)
 
 
@@ -150,16 +165,18 @@ def _windows(xp, kshp, out_hw, stride, dil):
     kh_eff = (kshp[0] - 1) * dil[0] + 1
     kw_eff = (kshp[1] - 1) * dil[1] + 1
     w = sliding_window_view(xp, (kh_eff, kw_eff), axis=(2, 3))
-    w = w[:, :, ::stride[0], ::stride[1], ::dil[0], ::dil[1]]
-    return w[:, :, :out_hw[0], :out_hw[1]]
+    w = w[:, :, :: stride[0], :: stride[1], :: dil[0], :: dil[1]]
+    return w[:, :, : out_hw[0], : out_hw[1]]
 
 
 def _out_hw(padded_hw, kshp, stride, dil, who, shapes):
     out = tuple((padded_hw[d] - (kshp[d] - 1) * dil[d] - 1) // stride[d] + 1 for d in range(2))
     if min(out) <= 0:
-        raise ValueError(f"{who}: the filters ({kshp[0]}x{kshp[1]}, dilation {dil}) are larger "
-                         f"than the padded image ({padded_hw[0]}x{padded_hw[1]}); shapes "
-                         f"{shapes}")
+        raise ValueError(
+            f"{who}: the filters ({kshp[0]}x{kshp[1]}, dilation {dil}) are larger "
+            f"than the padded image ({padded_hw[0]}x{padded_hw[1]}); shapes "
+            f"{shapes}"
+        )
     return out
 
 
@@ -168,19 +185,26 @@ def _conv_forward(op, x, w):
     f, cg, kh, kw = w.shape
     g = op.num_groups
     if c != cg * g or f % g:
-        raise ValueError(f"{op}: image has {c} channels, filters expect {cg} per group x "
-                         f"{g} group(s) and {f} filters (must divide by the groups); "
-                         f"shapes {x.shape}, {w.shape}")
+        raise ValueError(
+            f"{op}: image has {c} channels, filters expect {cg} per group x "
+            f"{g} group(s) and {f} filters (must divide by the groups); "
+            f"shapes {x.shape}, {w.shape}"
+        )
     pads = border_mode_to_pad(op.border_mode, (kh, kw), op.filter_dilation)
     xp = _pad(x, pads)
-    out_hw = _out_hw(xp.shape[2:], (kh, kw), op.subsample, op.filter_dilation, op,
-                     (x.shape, w.shape))
+    out_hw = _out_hw(
+        xp.shape[2:], (kh, kw), op.subsample, op.filter_dilation, op, (x.shape, w.shape)
+    )
     if op.filter_flip:
         w = w[:, :, ::-1, ::-1]
     win = _windows(xp, (kh, kw), out_hw, op.subsample, op.filter_dilation)
     fg = f // g
-    parts = [np.tensordot(win[:, i * cg:(i + 1) * cg], w[i * fg:(i + 1) * fg],
-                          axes=([1, 4, 5], [1, 2, 3])) for i in range(g)]
+    parts = [
+        np.tensordot(
+            win[:, i * cg : (i + 1) * cg], w[i * fg : (i + 1) * fg], axes=([1, 4, 5], [1, 2, 3])
+        )
+        for i in range(g)
+    ]
     out = parts[0] if g == 1 else np.concatenate(parts, axis=-1)
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
@@ -190,19 +214,25 @@ def _conv_grad_weights(op, x, gy, kshp):
     g = op.num_groups
     f = gy.shape[1]
     if c % g or f % g or gy.shape[0] != n:
-        raise ValueError(f"{op}: image {x.shape} and output gradient {gy.shape} do not fit "
-                         f"{g} group(s)")
+        raise ValueError(
+            f"{op}: image {x.shape} and output gradient {gy.shape} do not fit " f"{g} group(s)"
+        )
     pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
     xp = _pad(x, pads)
-    out_hw = _out_hw(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op,
-                     (x.shape, gy.shape))
+    out_hw = _out_hw(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op, (x.shape, gy.shape))
     if out_hw != gy.shape[2:]:
-        raise ValueError(f"{op}: output gradient has spatial shape {gy.shape[2:]}, the "
-                         f"convolution of image {x.shape} gives {out_hw}")
+        raise ValueError(
+            f"{op}: output gradient has spatial shape {gy.shape[2:]}, the "
+            f"convolution of image {x.shape} gives {out_hw}"
+        )
     win = _windows(xp, kshp, out_hw, op.subsample, op.filter_dilation)
     cg, fg = c // g, f // g
-    parts = [np.tensordot(gy[:, i * fg:(i + 1) * fg], win[:, i * cg:(i + 1) * cg],
-                          axes=([0, 2, 3], [0, 2, 3])) for i in range(g)]
+    parts = [
+        np.tensordot(
+            gy[:, i * fg : (i + 1) * fg], win[:, i * cg : (i + 1) * cg], axes=([0, 2, 3], [0, 2, 3])
+        )
+        for i in range(g)
+    ]
     dw = parts[0] if g == 1 else np.concatenate(parts, axis=0)
     if op.filter_flip:
         dw = dw[:, :, ::-1, ::-1]
@@ -214,16 +244,20 @@ def _conv_grad_inputs(op, w, gy, imshp):
     g = op.num_groups
     n = gy.shape[0]
     if gy.shape[1] != f or f % g:
-        raise ValueError(f"{op}: output gradient {gy.shape} does not fit filters {w.shape} "
-                         f"in {g} group(s)")
+        raise ValueError(
+            f"{op}: output gradient {gy.shape} does not fit filters {w.shape} " f"in {g} group(s)"
+        )
     pads = border_mode_to_pad(op.border_mode, (kh, kw), op.filter_dilation)
     hp = imshp[0] + sum(pads[0])
     wp = imshp[1] + sum(pads[1])
-    out_hw = _out_hw((hp, wp), (kh, kw), op.subsample, op.filter_dilation, op,
-                     (w.shape, gy.shape, tuple(imshp)))
+    out_hw = _out_hw(
+        (hp, wp), (kh, kw), op.subsample, op.filter_dilation, op, (w.shape, gy.shape, tuple(imshp))
+    )
     if out_hw != gy.shape[2:]:
-        raise ValueError(f"{op}: output gradient has spatial shape {gy.shape[2:]}, the "
-                         f"convolution of a {tuple(imshp)} image gives {out_hw}")
+        raise ValueError(
+            f"{op}: output gradient has spatial shape {gy.shape[2:]}, the "
+            f"convolution of a {tuple(imshp)} image gives {out_hw}"
+        )
     if op.filter_flip:
         w = w[:, :, ::-1, ::-1]
     fg = f // g
@@ -233,15 +267,20 @@ def _conv_grad_inputs(op, w, gy, imshp):
     oh, ow = out_hw
     for i in range(g):
         # cols[n, c, oh, ow, kh, kw]: what each receptive-field tap receives.
-        cols = np.tensordot(gy[:, i * fg:(i + 1) * fg], w[i * fg:(i + 1) * fg],
-                            axes=([1], [0])).transpose(0, 3, 1, 2, 4, 5)
-        dst = dxp[:, i * cg:(i + 1) * cg]
+        cols = np.tensordot(
+            gy[:, i * fg : (i + 1) * fg], w[i * fg : (i + 1) * fg], axes=([1], [0])
+        ).transpose(0, 3, 1, 2, 4, 5)
+        dst = dxp[:, i * cg : (i + 1) * cg]
         for a in range(kh):
             for b in range(kw):
-                dst[:, :, a * dh:a * dh + sh * (oh - 1) + 1:sh,
-                    b * dw:b * dw + sw * (ow - 1) + 1:sw] += cols[..., a, b]
+                dst[
+                    :,
+                    :,
+                    a * dh : a * dh + sh * (oh - 1) + 1 : sh,
+                    b * dw : b * dw + sw * (ow - 1) + 1 : sw,
+                ] += cols[..., a, b]
     (pt, _), (pl, _) = pads
-    return np.ascontiguousarray(dxp[:, :, pt:pt + imshp[0], pl:pl + imshp[1]])
+    return np.ascontiguousarray(dxp[:, :, pt : pt + imshp[0], pl : pl + imshp[1]])
 
 
 # -- Ops --------------------------------------------------------------------------------
@@ -259,8 +298,10 @@ def _tensor4(op, name, x):
 def _shape_vector(op, name, shape):
     shape = as_tensor_variable(shape)
     if shape.ndim != 1 or shape.dtype not in int_dtypes:
-        raise TypeError(f"{op}: argument {name} must be an int vector of 2 spatial lengths, "
-                        f"got {shape.type}")
+        raise TypeError(
+            f"{op}: argument {name} must be an int vector of 2 spatial lengths, "
+            f"got {shape.type}"
+        )
     if shape.type.shape[0] not in (None, 2):
         raise TypeError(f"{op}: argument {name} must have 2 entries, got {shape.type}")
     return shape
@@ -271,8 +312,9 @@ def _static_entries(v):
     if isinstance(v, Constant):
         return tuple(int(s) for s in np.asarray(v.data))
     if v.owner is not None and isinstance(v.owner.op, tb.MakeVector):
-        return tuple(int(np.asarray(i.data)) if isinstance(i, Constant) else None
-                     for i in v.owner.inputs)
+        return tuple(
+            int(np.asarray(i.data)) if isinstance(i, Constant) else None for i in v.owner.inputs
+        )
     return (None, None)
 
 
@@ -292,8 +334,14 @@ class BaseAbstractConv2d(Op):
 
     __props__ = ("border_mode", "subsample", "filter_flip", "filter_dilation", "num_groups")
 
-    def __init__(self, border_mode="valid", subsample=(1, 1), filter_flip=True,
-                 filter_dilation=(1, 1), num_groups=1):
+    def __init__(
+        self,
+        border_mode="valid",
+        subsample=(1, 1),
+        filter_flip=True,
+        filter_dilation=(1, 1),
+        num_groups=1,
+    ):
         who = type(self).__name__
         self.border_mode = _norm_border_mode(border_mode, who)
         self.subsample = _pair(subsample, "subsample", who, 1)
@@ -304,15 +352,21 @@ class BaseAbstractConv2d(Op):
         self.num_groups = int(num_groups)
 
     def __str__(self):
-        return (f"{type(self).__name__}{{{self.border_mode}, {self.subsample}, "
-                f"{self.filter_flip}, {self.filter_dilation}, {self.num_groups}}}")
+        return (
+            f"{type(self).__name__}{{{self.border_mode}, {self.subsample}, "
+            f"{self.filter_flip}, {self.filter_dilation}, {self.num_groups}}}"
+        )
 
     __repr__ = __str__
 
     def _params(self):
-        return dict(border_mode=self.border_mode, subsample=self.subsample,
-                    filter_flip=self.filter_flip, filter_dilation=self.filter_dilation,
-                    num_groups=self.num_groups)
+        return dict(
+            border_mode=self.border_mode,
+            subsample=self.subsample,
+            filter_flip=self.filter_flip,
+            filter_dilation=self.filter_dilation,
+            num_groups=self.num_groups,
+        )
 
     def _out_len(self, img, kern, d):
         bm = self.border_mode if isinstance(self.border_mode, str) else self.border_mode[d]
@@ -334,12 +388,16 @@ class AbstractConv2d(BaseAbstractConv2d):
         kern = _tensor4(self, "kern", kern)
         c, cg = img.type.shape[1], kern.type.shape[1]
         if c is not None and cg is not None and c != cg * self.num_groups:
-            raise ValueError(f"{self}: img has {c} channels but kern expects {cg} x "
-                             f"{self.num_groups} group(s)")
+            raise ValueError(
+                f"{self}: img has {c} channels but kern expects {cg} x "
+                f"{self.num_groups} group(s)"
+            )
         hw = [self._out_len(img.type.shape[2 + d], kern.type.shape[2 + d], d) for d in (0, 1)]
         if any(s is not None and s <= 0 for s in hw):
-            raise ValueError(f"{self}: the filters {kern.type.shape} do not fit in the image "
-                             f"{img.type.shape}")
+            raise ValueError(
+                f"{self}: the filters {kern.type.shape} do not fit in the image "
+                f"{img.type.shape}"
+            )
         shape = (img.type.shape[0], kern.type.shape[0], *hw)
         out = TensorType(upcast(img.dtype, kern.dtype), shape=shape)
         return Apply(self, [img, kern], [out()])
@@ -468,9 +526,21 @@ def _resolve(primary, alias, primary_name, alias_name, default):
     return default if primary is None else primary
 
 
-def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid",  # noqa: A002
-           subsample=(1, 1), filter_flip=True, filter_dilation=(1, 1), num_groups=1,
-           padding=None, stride=None, dilation=None, **kwargs):
+def conv2d(
+    input,
+    filters,
+    input_shape=None,
+    filter_shape=None,
+    border_mode="valid",  # noqa: A002
+    subsample=(1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1),
+    num_groups=1,
+    padding=None,
+    stride=None,
+    dilation=None,
+    **kwargs,
+):
     """2-D convolution of NCHW images with ``(F, C/num_groups, KH, KW)`` filters.
 
     ``border_mode`` (alias ``padding``): ``'valid'``, ``'full'``, ``'half'``, an int, or a
@@ -489,8 +559,9 @@ def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="val
            [4., 6., 4.]])
     """
     if kwargs.get("unshared"):
-        raise NotImplementedError("conv2d: unshared (locally connected) convolution is not "
-                                  "supported")
+        raise NotImplementedError(
+            "conv2d: unshared (locally connected) convolution is not " "supported"
+        )
     unknown = set(kwargs) - {"unshared", "image_shape"}
     if unknown:
         raise TypeError(f"conv2d: unexpected keyword argument(s) {sorted(unknown)}")
@@ -504,17 +575,31 @@ def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="val
     for name, var, hint in (("input", input, input_shape), ("filters", filters, filter_shape)):
         if hint is None:
             continue
-        if len(hint) != 4 or any(h is not None and s is not None and h != s
-                                 for h, s in zip(hint, var.type.shape)):
+        if len(hint) != 4 or any(
+            h is not None and s is not None and h != s for h, s in zip(hint, var.type.shape)
+        ):
             raise ValueError(f"conv2d: {name}_shape {tuple(hint)} does not match {var.type}")
-    op = AbstractConv2d(border_mode=border_mode, subsample=subsample, filter_flip=filter_flip,
-                        filter_dilation=filter_dilation, num_groups=num_groups)
+    op = AbstractConv2d(
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
     return op(input, filters)
 
 
-def conv2d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None,
-                           border_mode="valid", subsample=(1, 1), filter_flip=True,
-                           filter_dilation=(1, 1), num_groups=1):
+def conv2d_grad_wrt_inputs(
+    output_grad,
+    filters,
+    input_shape,
+    filter_shape=None,
+    border_mode="valid",
+    subsample=(1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1),
+    num_groups=1,
+):
     """The transposed convolution: gradient of ``conv2d`` w.r.t. an input of shape
     ``input_shape`` (its last two entries are used).
 
@@ -522,22 +607,38 @@ def conv2d_grad_wrt_inputs(output_grad, filters, input_shape, filter_shape=None,
     >>> conv2d_grad_wrt_inputs(tt.dtensor4("gy"), tt.dtensor4("w"), (None, None, 5, 5)).ndim
     4
     """
-    op = AbstractConv2d_gradInputs(border_mode=border_mode, subsample=subsample,
-                                   filter_flip=filter_flip, filter_dilation=filter_dilation,
-                                   num_groups=num_groups)
+    op = AbstractConv2d_gradInputs(
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
     return op(filters, output_grad, tb.as_int_vector(list(input_shape)[-2:], "input_shape"))
 
 
-def conv2d_grad_wrt_weights(input, output_grad, filter_shape, input_shape=None,  # noqa: A002
-                            border_mode="valid", subsample=(1, 1), filter_flip=True,
-                            filter_dilation=(1, 1), num_groups=1):
+def conv2d_grad_wrt_weights(
+    input,
+    output_grad,
+    filter_shape,
+    input_shape=None,  # noqa: A002
+    border_mode="valid",
+    subsample=(1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1),
+    num_groups=1,
+):
     """Gradient of ``conv2d`` w.r.t. filters of shape ``filter_shape`` (last two used).
 
     >>> from theano_dag import tensor as tt
     >>> conv2d_grad_wrt_weights(tt.dtensor4("x"), tt.dtensor4("gy"), (2, 1, 3, 3)).type
     TensorType(float64, shape=(?, ?, 3, 3))
     """
-    op = AbstractConv2d_gradWeights(border_mode=border_mode, subsample=subsample,
-                                    filter_flip=filter_flip, filter_dilation=filter_dilation,
-                                    num_groups=num_groups)
+    op = AbstractConv2d_gradWeights(
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
     return op(input, output_grad, tb.as_int_vector(list(filter_shape)[-2:], "filter_shape"))

@@ -32,15 +32,18 @@ def batch_normalization(inputs, gamma, beta, mean, std, mode="low_mem"):
     array([[1., 1.]])
     """
     if mode not in ("low_mem", "high_mem"):
-        raise ValueError(f"batch_normalization: mode must be 'low_mem' or 'high_mem', "
-                         f"got {mode!r}")
+        raise ValueError(
+            f"batch_normalization: mode must be 'low_mem' or 'high_mem', " f"got {mode!r}"
+        )
     inputs = as_tensor_variable(inputs)
     args = {"gamma": gamma, "beta": beta, "mean": mean, "std": std}
     for name, v in args.items():
         v = as_tensor_variable(v)
         if v.ndim > inputs.ndim:
-            raise TypeError(f"batch_normalization: {name} has {v.ndim} dimensions, more than "
-                            f"inputs ({inputs.ndim})")
+            raise TypeError(
+                f"batch_normalization: {name} has {v.ndim} dimensions, more than "
+                f"inputs ({inputs.ndim})"
+            )
         args[name] = v
     return (inputs - args["mean"]) * (args["gamma"] / args["std"]) + args["beta"]
 
@@ -52,13 +55,16 @@ def _prepare_axes(axes, ndim, who):
         elif axes == "spatial":
             axes = (0,) + tuple(range(2, ndim))
         else:
-            raise ValueError(f"{who}: axes must be 'per-activation', 'spatial' or a tuple of "
-                             f"ints, got {axes!r}")
+            raise ValueError(
+                f"{who}: axes must be 'per-activation', 'spatial' or a tuple of "
+                f"ints, got {axes!r}"
+            )
     elif isinstance(axes, (tuple, list, np.ndarray)):
         axes = tuple(int(a) for a in axes)
     else:
-        raise ValueError(f"{who}: axes must be 'per-activation', 'spatial' or a tuple of "
-                         f"ints, got {axes!r}")
+        raise ValueError(
+            f"{who}: axes must be 'per-activation', 'spatial' or a tuple of " f"ints, got {axes!r}"
+        )
     axes = tuple(sorted(set(axes)))
     if not axes:
         raise ValueError(f"{who}: there must be at least one normalization axis")
@@ -73,8 +79,10 @@ def _expand_params(who, ndim, axes, keep, **params):
     ranks = {v.ndim for v in params.values()}
     if len(ranks) != 1 or ranks.pop() not in (ndim, len(keep)):
         detail = ", ".join(f"{k} has {v.ndim}" for k, v in params.items())
-        raise ValueError(f"{who}: parameters must have {len(keep)} dimensions (the "
-                         f"non-normalized axes) or {ndim} (like inputs); {detail}")
+        raise ValueError(
+            f"{who}: parameters must have {len(keep)} dimensions (the "
+            f"non-normalized axes) or {ndim} (like inputs); {detail}"
+        )
     reduced = next(iter(params.values())).ndim != ndim
     out = {}
     for name, v in params.items():
@@ -87,8 +95,7 @@ def _expand_params(who, ndim, axes, keep, **params):
             out[name] = v
         else:
             # Make the normalized axes statically length 1 (Theano's addbroadcast).
-            out[name] = tb.reshape(v, [1 if d in axes else tb.shape_i(v, d)
-                                       for d in range(ndim)])
+            out[name] = tb.reshape(v, [1 if d in axes else tb.shape_i(v, d) for d in range(ndim)])
     return out, reduced
 
 
@@ -97,9 +104,16 @@ def _check_epsilon(epsilon, who):
         raise ValueError(f"{who}: epsilon must be at least 1e-5, got {epsilon}")
 
 
-def batch_normalization_train(inputs, gamma, beta, axes="per-activation", epsilon=1e-4,
-                              running_average_factor=0.1, running_mean=None,
-                              running_var=None):
+def batch_normalization_train(
+    inputs,
+    gamma,
+    beta,
+    axes="per-activation",
+    epsilon=1e-4,
+    running_average_factor=0.1,
+    running_mean=None,
+    running_var=None,
+):
     """Normalize with the batch statistics; return ``(out, mean, invstd)`` and, when
     ``running_mean``/``running_var`` are given, their updated values too.
 
@@ -121,8 +135,9 @@ def batch_normalization_train(inputs, gamma, beta, axes="per-activation", epsilo
     axes, keep = _prepare_axes(axes, ndim, who)
     _check_epsilon(epsilon, who)
     if (running_mean is None) != (running_var is None):
-        raise ValueError(f"{who}: running_mean and running_var must both be given or both "
-                         "be None")
+        raise ValueError(
+            f"{who}: running_mean and running_var must both be given or both " "be None"
+        )
     params = {"gamma": as_tensor_variable(gamma), "beta": as_tensor_variable(beta)}
     if running_mean is not None:
         params["running_mean"] = as_tensor_variable(running_mean)
@@ -148,8 +163,7 @@ def batch_normalization_train(inputs, gamma, beta, axes="per-activation", epsilo
     return tuple(results)
 
 
-def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activation",
-                             epsilon=1e-4):
+def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activation", epsilon=1e-4):
     """Normalize with given (running) statistics:
     ``(inputs - mean) * gamma / sqrt(var + epsilon) + beta``.
 
@@ -166,8 +180,15 @@ def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activatio
     inputs = as_tensor_variable(inputs)
     axes, keep = _prepare_axes(axes, inputs.ndim, who)
     _check_epsilon(epsilon, who)
-    p, _ = _expand_params(who, inputs.ndim, axes, keep, gamma=as_tensor_variable(gamma),
-                          beta=as_tensor_variable(beta), mean=as_tensor_variable(mean),
-                          var=as_tensor_variable(var))
+    p, _ = _expand_params(
+        who,
+        inputs.ndim,
+        axes,
+        keep,
+        gamma=as_tensor_variable(gamma),
+        beta=as_tensor_variable(beta),
+        mean=as_tensor_variable(mean),
+        var=as_tensor_variable(var),
+    )
     std = tm.sqrt(p["var"] + np.asarray(epsilon, dtype=inputs.dtype))
     return (inputs - p["mean"]) * (p["gamma"] / std) + p["beta"]

@@ -23,15 +23,35 @@ from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
 __all__ = [
-    "relu", "elu", "selu", "softsign", "sigmoid", "softplus",
-    "Softmax", "SoftmaxGrad", "LogSoftmax", "softmax", "softmax_op", "softmax_grad",
-    "softmax_graph", "softmax_with_bias", "log_softmax", "logsoftmax",
-    "CrossentropyCategorical1Hot", "CrossentropyCategorical1HotGrad",
-    "crossentropy_categorical_1hot", "crossentropy_categorical_1hot_grad",
-    "CrossentropySoftmaxArgmax1HotWithBias", "CrossentropySoftmax1HotWithBiasDx",
-    "crossentropy_softmax_argmax_1hot_with_bias", "crossentropy_softmax_1hot_with_bias",
-    "crossentropy_softmax_1hot", "crossentropy_softmax_1hot_with_bias_dx",
-    "categorical_crossentropy", "binary_crossentropy", "sigmoid_binary_crossentropy",
+    "relu",
+    "elu",
+    "selu",
+    "softsign",
+    "sigmoid",
+    "softplus",
+    "Softmax",
+    "SoftmaxGrad",
+    "LogSoftmax",
+    "softmax",
+    "softmax_op",
+    "softmax_grad",
+    "softmax_graph",
+    "softmax_with_bias",
+    "log_softmax",
+    "logsoftmax",
+    "CrossentropyCategorical1Hot",
+    "CrossentropyCategorical1HotGrad",
+    "crossentropy_categorical_1hot",
+    "crossentropy_categorical_1hot_grad",
+    "CrossentropySoftmaxArgmax1HotWithBias",
+    "CrossentropySoftmax1HotWithBiasDx",
+    "crossentropy_softmax_argmax_1hot_with_bias",
+    "crossentropy_softmax_1hot_with_bias",
+    "crossentropy_softmax_1hot",
+    "crossentropy_softmax_1hot_with_bias_dx",
+    "categorical_crossentropy",
+    "binary_crossentropy",
+    "sigmoid_binary_crossentropy",
     "to_one_hot",
 ]
 
@@ -51,18 +71,27 @@ def _float_tensor(op, name, x, ndim=None):
 def _int_vector(op, name, x):
     x = as_tensor_variable(x)
     if x.dtype not in discrete_dtypes or x.dtype == "bool" or x.ndim != 1:
-        raise TypeError(f"{op}: argument {name} must be an integer vector of class indices, "
-                        f"got {x.type}")
+        raise TypeError(
+            f"{op}: argument {name} must be an integer vector of class indices, " f"got {x.type}"
+        )
     return x
 
 
 def _check_labels(op, idx, n_classes):
     if idx.size and (idx.min() < 0 or idx.max() >= n_classes):
-        raise ValueError(f"{op}: class index out of range [0, {n_classes}): "
-                         f"min {idx.min()}, max {idx.max()}")
+        raise ValueError(
+            f"{op}: class index out of range [0, {n_classes}): " f"min {idx.min()}, max {idx.max()}"
+        )
 
 
 # -- activations ----------------------------------------------------------------------
+
+
+def _like(x, value):
+    """A Python number as a constant of ``x``'s float dtype (so float32 stays float32)."""
+    if isinstance(value, (int, float)) and x.dtype in float_dtypes:
+        return np.asarray(value, dtype=x.dtype)
+    return value
 
 
 def relu(x, alpha=0):
@@ -82,9 +111,14 @@ def relu(x, alpha=0):
     x = as_tensor_variable(x)
     if isinstance(alpha, (int, float)) and alpha == 0:
         return 0.5 * (x + abs(x))
-    alpha = as_tensor_variable(alpha)
-    f1 = 0.5 * (1 + alpha)
-    f2 = 0.5 * (1 - alpha)
+    if isinstance(alpha, (int, float)) and x.dtype in float_dtypes:
+        # A Python slope takes x's dtype, so a float32 network stays float32.
+        f1 = np.asarray(0.5 * (1 + alpha), dtype=x.dtype)
+        f2 = np.asarray(0.5 * (1 - alpha), dtype=x.dtype)
+    else:
+        alpha = as_tensor_variable(alpha)  # may be a learnable (shared) slope
+        f1 = 0.5 * (1 + alpha)
+        f2 = 0.5 * (1 - alpha)
     return f1 * x + f2 * abs(x)
 
 
@@ -98,7 +132,7 @@ def elu(x, alpha=1):
     array([0., 2.])
     """
     x = as_tensor_variable(x)
-    return tm.switch(x > 0, x, alpha * tm.expm1(x))
+    return tm.switch(x > 0, x, _like(x, alpha) * tm.expm1(x))
 
 
 def selu(x):
@@ -112,7 +146,8 @@ def selu(x):
     """
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
-    return scale * elu(x, alpha)
+    x = as_tensor_variable(x)
+    return _like(x, scale) * elu(x, alpha)
 
 
 def softsign(x):
@@ -152,8 +187,10 @@ class _AxisOp(Op):
 
     def _check_axis(self, x):
         if not -x.ndim <= self.axis < x.ndim:
-            raise TypeError(f"{self}: axis {self.axis} is out of range for an input of "
-                            f"{x.ndim} dimension(s)")
+            raise TypeError(
+                f"{self}: axis {self.axis} is out of range for an input of "
+                f"{x.ndim} dimension(s)"
+            )
 
 
 class Softmax(_AxisOp):
@@ -201,8 +238,10 @@ class SoftmaxGrad(_AxisOp):
         dy = _float_tensor(self, "dy", dy)
         sm = _float_tensor(self, "sm", sm)
         if dy.ndim != sm.ndim:
-            raise TypeError(f"{self}: dy and sm must have the same number of dimensions, got "
-                            f"{dy.ndim} and {sm.ndim}")
+            raise TypeError(
+                f"{self}: dy and sm must have the same number of dimensions, got "
+                f"{dy.ndim} and {sm.ndim}"
+            )
         self._check_axis(sm)
         out = TensorType(upcast(dy.dtype, sm.dtype), shape=sm.type.shape)
         return Apply(self, [dy, sm], [out()])
@@ -272,8 +311,9 @@ def _norm_axis(x, axis, who):
     if not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{who}: axis must be an int, got {axis!r}")
     if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"{who}: axis {axis} is out of range for an input of {x.ndim} "
-                         "dimension(s)")
+        raise ValueError(
+            f"{who}: axis {axis} is out of range for an input of {x.ndim} " "dimension(s)"
+        )
     return int(axis) % x.ndim
 
 
@@ -384,8 +424,10 @@ class CrossentropyCategorical1Hot(Op):
     def perform(self, node, inputs, output_storage, params=None):
         c, y = inputs
         if c.shape[0] != y.shape[0]:
-            raise ValueError(f"{self}: coding_dist has {c.shape[0]} rows but true_one_of_n "
-                             f"has {y.shape[0]} entries")
+            raise ValueError(
+                f"{self}: coding_dist has {c.shape[0]} rows but true_one_of_n "
+                f"has {y.shape[0]} entries"
+            )
         _check_labels(self, y, c.shape[1])
         output_storage[0][0] = -np.log(c[np.arange(len(y)), y])
 
@@ -396,8 +438,10 @@ class CrossentropyCategorical1Hot(Op):
         from theano_dag.gradient_types import grad_undefined
 
         c, y = inputs
-        return [crossentropy_categorical_1hot_grad(output_grads[0], c, y),
-                grad_undefined(self, 1, y, "class indices are discrete")]
+        return [
+            crossentropy_categorical_1hot_grad(output_grads[0], c, y),
+            grad_undefined(self, 1, y, "class indices are discrete"),
+        ]
 
 
 class CrossentropyCategorical1HotGrad(Op):
@@ -461,24 +505,36 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
         x = _float_tensor(self, "x", x, 2)
         b = _float_tensor(self, "b", b, 1)
         y = _int_vector(self, "y_idx", y_idx)
-        if x.type.shape[1] is not None and b.type.shape[0] is not None \
-                and x.type.shape[1] != b.type.shape[0]:
-            raise ValueError(f"{self}: x has {x.type.shape[1]} columns but b has "
-                             f"{b.type.shape[0]} entries")
+        if (
+            x.type.shape[1] is not None
+            and b.type.shape[0] is not None
+            and x.type.shape[1] != b.type.shape[0]
+        ):
+            raise ValueError(
+                f"{self}: x has {x.type.shape[1]} columns but b has " f"{b.type.shape[0]} entries"
+            )
         dtype = upcast(x.dtype, b.dtype)
         rows = x.type.shape[0]
-        return Apply(self, [x, b, y], [TensorType(dtype, shape=(rows,))(),
-                                        TensorType(dtype, shape=x.type.shape)(),
-                                        TensorType(y.dtype, shape=(rows,))()])
+        return Apply(
+            self,
+            [x, b, y],
+            [
+                TensorType(dtype, shape=(rows,))(),
+                TensorType(dtype, shape=x.type.shape)(),
+                TensorType(y.dtype, shape=(rows,))(),
+            ],
+        )
 
     def perform(self, node, inputs, output_storage, params=None):
         x, b, y = inputs
         if b.shape[0] != x.shape[1]:
-            raise ValueError(f"{self}: x has {x.shape[1]} columns but b has {b.shape[0]} "
-                             "entries")
+            raise ValueError(
+                f"{self}: x has {x.shape[1]} columns but b has {b.shape[0]} " "entries"
+            )
         if y.shape[0] != x.shape[0]:
-            raise ValueError(f"{self}: x has {x.shape[0]} rows but y_idx has {y.shape[0]} "
-                             "entries")
+            raise ValueError(
+                f"{self}: x has {x.shape[0]} rows but y_idx has {y.shape[0]} " "entries"
+            )
         _check_labels(self, y, x.shape[1])
         dtype = node.outputs[0].dtype
         z = (x + b).astype(dtype, copy=False)
@@ -494,7 +550,7 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
         return [(xs[0],), xs, (xs[0],)]
 
     def connection_pattern(self, node):
-        return [[True, True, False], [True, True, False], [False, False, False]]
+        return [[True, True, False], [True, True, False], [True, False, False]]
 
     def L_op(self, inputs, outputs, output_grads):
         from theano_dag.gradient_types import grad_undefined, is_disconnected
@@ -509,8 +565,13 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
             terms.append(SoftmaxGrad(1)(g_sm, sm))
         dx = tm.add(*terms) if len(terms) > 1 else terms[0] if terms else tb.zeros_like(x)
         db = tm.sum(dx, axis=0)
-        return [tb.cast(dx, x.dtype), tb.cast(db, b.dtype),
-                grad_undefined(self, 2, y, "class indices are discrete")]
+        # The class indices reach only nll: no gradient flows to them through sm.
+        g_y = (
+            tb.disconnected()
+            if is_disconnected(g_nll)
+            else grad_undefined(self, 2, y, "class indices are discrete")
+        )
+        return [tb.cast(dx, x.dtype), tb.cast(db, b.dtype), g_y]
 
 
 class CrossentropySoftmax1HotWithBiasDx(Op):
@@ -528,8 +589,10 @@ class CrossentropySoftmax1HotWithBiasDx(Op):
     def perform(self, node, inputs, output_storage, params=None):
         dy, sm, y = inputs
         if dy.shape[0] != sm.shape[0] or y.shape[0] != sm.shape[0]:
-            raise ValueError(f"{self}: dy {dy.shape}, sm {sm.shape} and y_idx {y.shape} do "
-                             "not agree on the number of rows")
+            raise ValueError(
+                f"{self}: dy {dy.shape}, sm {sm.shape} and y_idx {y.shape} do "
+                "not agree on the number of rows"
+            )
         _check_labels(self, y, sm.shape[1])
         dx = np.asarray(sm * dy[:, None], dtype=node.outputs[0].dtype)
         dx[np.arange(len(y)), y] -= dy
@@ -546,8 +609,11 @@ class CrossentropySoftmax1HotWithBiasDx(Op):
         mask = _one_hot_mask(y, tb.shape_i(sm, 1), sm.dtype)
         d_dy = tm.sum(g * (sm - mask), axis=1)
         d_sm = g * dy.dimshuffle(0, "x")
-        return [tb.cast(d_dy, dy.dtype), tb.cast(d_sm, sm.dtype),
-                grad_undefined(self, 2, y, "class indices are discrete")]
+        return [
+            tb.cast(d_dy, dy.dtype),
+            tb.cast(d_sm, sm.dtype),
+            grad_undefined(self, 2, y, "class indices are discrete"),
+        ]
 
 
 crossentropy_softmax_argmax_1hot_with_bias = CrossentropySoftmaxArgmax1HotWithBias()
@@ -599,9 +665,11 @@ def categorical_crossentropy(coding_dist, true_dist):
         return -tm.sum(true_dist * tm.log(coding_dist), axis=coding_dist.ndim - 1)
     if true_dist.ndim == coding_dist.ndim - 1:
         return crossentropy_categorical_1hot(coding_dist, true_dist)
-    raise TypeError(f"categorical_crossentropy: rank mismatch between coding_dist "
-                    f"({coding_dist.ndim} dimensions) and true_dist ({true_dist.ndim}); "
-                    "expected the same rank or one less (class indices)")
+    raise TypeError(
+        f"categorical_crossentropy: rank mismatch between coding_dist "
+        f"({coding_dist.ndim} dimensions) and true_dist ({true_dist.ndim}); "
+        "expected the same rank or one less (class indices)"
+    )
 
 
 def binary_crossentropy(output, target):

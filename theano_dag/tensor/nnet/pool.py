@@ -29,8 +29,16 @@ from theano_dag.tensor import basic as tb
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
-__all__ = ["Pool", "MaxPoolGrad", "AveragePoolGrad", "DownsampleFactorMaxGradGrad",
-           "pool_2d", "max_pool_2d", "avg_pool_2d", "pool_output_shape"]
+__all__ = [
+    "Pool",
+    "MaxPoolGrad",
+    "AveragePoolGrad",
+    "DownsampleFactorMaxGradGrad",
+    "pool_2d",
+    "max_pool_2d",
+    "avg_pool_2d",
+    "pool_output_shape",
+]
 
 _MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
 
@@ -42,8 +50,7 @@ def _ints(value, n, name, who, minimum):
         vals = tuple(value)
     except TypeError:
         raise TypeError(f"{who}: {name} must be a tuple of {n} ints, got {value!r}") from None
-    if len(vals) != n or not all(isinstance(v, (int, np.integer)) and v >= minimum
-                                 for v in vals):
+    if len(vals) != n or not all(isinstance(v, (int, np.integer)) and v >= minimum for v in vals):
         raise ValueError(f"{who}: {name} must be {n} ints >= {minimum}, got {value!r}")
     return tuple(int(v) for v in vals)
 
@@ -53,8 +60,7 @@ def _out_len(v, ws, stride, pad, ignore_border):
     v = v + 2 * pad
     if ignore_border:
         out = (v - ws) // stride + 1
-        return max(out, 0) if isinstance(out, (int, np.integer)) else \
-            _tm().maximum(out, 0)
+        return max(out, 0) if isinstance(out, (int, np.integer)) else _tm().maximum(out, 0)
     if stride >= ws:
         return (v - 1) // stride + 1
     out = (v - 1 - ws + stride) // stride
@@ -78,8 +84,9 @@ def pool_output_shape(imgshape, ws, ignore_border=True, stride=None, pad=None, n
     stride = ws if stride is None else stride
     pad = (0,) * ndim if pad is None else pad
     lead = tuple(imgshape[:-ndim])
-    return lead + tuple(_out_len(imgshape[-ndim + i], ws[i], stride[i], pad[i], ignore_border)
-                        for i in range(ndim))
+    return lead + tuple(
+        _out_len(imgshape[-ndim + i], ws[i], stride[i], pad[i], ignore_border) for i in range(ndim)
+    )
 
 
 class _PoolBase(Op):
@@ -102,35 +109,50 @@ class _PoolBase(Op):
         if any(self.pad) and not self.ignore_border:
             raise NotImplementedError(f"{who}: padding works only with ignore_border=True")
         if any(p >= w for p, w in zip(self.pad, self.ws)):
-            raise NotImplementedError(f"{who}: padding {self.pad} must be smaller than the "
-                                      f"window {self.ws}")
+            raise NotImplementedError(
+                f"{who}: padding {self.pad} must be smaller than the " f"window {self.ws}"
+            )
 
     def __str__(self):
-        return (f"{type(self).__name__}{{ws={self.ws}, stride={self.stride}, pad={self.pad}, "
-                f"ignore_border={self.ignore_border}, mode={self.mode}}}")
+        return (
+            f"{type(self).__name__}{{ws={self.ws}, stride={self.stride}, pad={self.pad}, "
+            f"ignore_border={self.ignore_border}, mode={self.mode}}}"
+        )
 
     __repr__ = __str__
 
     def _params(self):
-        return dict(ws=self.ws, stride=self.stride, pad=self.pad,
-                    ignore_border=self.ignore_border, mode=self.mode, ndim=self.ndim)
+        return dict(
+            ws=self.ws,
+            stride=self.stride,
+            pad=self.pad,
+            ignore_border=self.ignore_border,
+            mode=self.mode,
+            ndim=self.ndim,
+        )
 
     def _input(self, x, name="x"):
         x = as_tensor_variable(x)
         if x.ndim < self.ndim:
-            raise TypeError(f"{self}: argument {name} must have at least {self.ndim} "
-                            f"dimensions, got {x.type}")
+            raise TypeError(
+                f"{self}: argument {name} must have at least {self.ndim} "
+                f"dimensions, got {x.type}"
+            )
         if x.dtype == "bool" or x.dtype.startswith("complex"):
-            raise TypeError(f"{self}: argument {name} must be a real numeric tensor, got "
-                            f"{x.type}")
+            raise TypeError(
+                f"{self}: argument {name} must be a real numeric tensor, got " f"{x.type}"
+            )
         return x
 
     def _pooled_type(self, x):
-        shape = list(x.type.shape[:-self.ndim])
+        shape = list(x.type.shape[: -self.ndim])
         for i in range(self.ndim):
             s = x.type.shape[-self.ndim + i]
-            shape.append(None if s is None else _out_len(s, self.ws[i], self.stride[i],
-                                                          self.pad[i], self.ignore_border))
+            shape.append(
+                None
+                if s is None
+                else _out_len(s, self.ws[i], self.stride[i], self.pad[i], self.ignore_border)
+            )
         return TensorType(x.dtype, shape=tuple(shape))
 
     # -- numpy helpers ------------------------------------------------------------------
@@ -138,11 +160,15 @@ class _PoolBase(Op):
     def _geometry(self, xshape):
         nd = self.ndim
         img = xshape[-nd:]
-        out = tuple(_out_len(img[i], self.ws[i], self.stride[i], self.pad[i],
-                             self.ignore_border) for i in range(nd))
+        out = tuple(
+            _out_len(img[i], self.ws[i], self.stride[i], self.pad[i], self.ignore_border)
+            for i in range(nd)
+        )
         # Padded extent: big enough for both the explicit padding and every window.
-        ext = tuple(max(img[i] + 2 * self.pad[i], (out[i] - 1) * self.stride[i] + self.ws[i])
-                    for i in range(nd))
+        ext = tuple(
+            max(img[i] + 2 * self.pad[i], (out[i] - 1) * self.stride[i] + self.ws[i])
+            for i in range(nd)
+        )
         return out, ext
 
     def _padded(self, x, ext, fill):
@@ -155,8 +181,9 @@ class _PoolBase(Op):
 
     def _inner(self, xshape):
         nd = self.ndim
-        return (Ellipsis,) + tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i])
-                                   for i in range(nd))
+        return (Ellipsis,) + tuple(
+            slice(self.pad[i], self.pad[i] + xshape[-nd + i]) for i in range(nd)
+        )
 
     def _fill(self, dtype):
         if self.mode != "max":
@@ -170,8 +197,7 @@ class _PoolBase(Op):
         if self.mode == "average_inc_pad":
             mask[tuple(slice(0, xshape[-nd + i] + 2 * self.pad[i]) for i in range(nd))] = 1
         else:
-            mask[tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i])
-                       for i in range(nd))] = 1
+            mask[tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i]) for i in range(nd))] = 1
         return self._window_reduce(mask, out, np.sum)
 
     def _windows(self, y, out):
@@ -179,8 +205,7 @@ class _PoolBase(Op):
         axes = tuple(range(y.ndim - nd, y.ndim))
         w = sliding_window_view(y, self.ws, axis=axes)
         lead = (slice(None),) * (y.ndim - nd)
-        return w[lead + tuple(slice(0, out[i] * self.stride[i], self.stride[i])
-                              for i in range(nd))]
+        return w[lead + tuple(slice(0, out[i] * self.stride[i], self.stride[i]) for i in range(nd))]
 
     def _window_reduce(self, y, out, fn):
         nd = self.ndim
@@ -194,7 +219,8 @@ class _PoolBase(Op):
         for off in itertools.product(*[range(w) for w in self.ws]):
             yield (Ellipsis,) + tuple(
                 slice(off[i], off[i] + self.stride[i] * (out[i] - 1) + 1, self.stride[i])
-                for i in range(nd))
+                for i in range(nd)
+            )
 
 
 class Pool(_PoolBase):
@@ -225,8 +251,11 @@ class Pool(_PoolBase):
         output_storage[0][0] = np.asarray(z, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [pool_output_shape(input_shapes[0], self.ws, self.ignore_border, self.stride,
-                                  self.pad, self.ndim)]
+        return [
+            pool_output_shape(
+                input_shapes[0], self.ws, self.ignore_border, self.stride, self.pad, self.ndim
+            )
+        ]
 
     def L_op(self, inputs, outputs, output_grads):
         (x,), (gz,) = inputs, output_grads
@@ -254,16 +283,20 @@ class MaxPoolGrad(_PoolBase):
         maxout = self._input(maxout, "maxout")
         gz = self._input(gz, "gz")
         if maxout.ndim != x.ndim or gz.ndim != x.ndim:
-            raise TypeError(f"{self}: x, maxout and gz must have the same number of "
-                            f"dimensions, got {x.ndim}, {maxout.ndim}, {gz.ndim}")
+            raise TypeError(
+                f"{self}: x, maxout and gz must have the same number of "
+                f"dimensions, got {x.ndim}, {maxout.ndim}, {gz.ndim}"
+            )
         return Apply(self, [x, maxout, gz], [TensorType(gz.dtype, shape=x.type.shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
         x, maxout, gz = inputs
         out, ext = self._geometry(x.shape)
-        if maxout.shape != gz.shape or maxout.shape[-self.ndim:] != out:
-            raise ValueError(f"{self}: maxout {maxout.shape} and gz {gz.shape} must be the "
-                             f"pooled shape of x {x.shape}")
+        if maxout.shape != gz.shape or maxout.shape[-self.ndim :] != out:
+            raise ValueError(
+                f"{self}: maxout {maxout.shape} and gz {gz.shape} must be the "
+                f"pooled shape of x {x.shape}"
+            )
         y = self._padded(x, ext, self._fill(x.dtype))
         gx = np.zeros(y.shape, dtype=node.outputs[0].dtype)
         if min(out) > 0:
@@ -277,8 +310,11 @@ class MaxPoolGrad(_PoolBase):
     def L_op(self, inputs, outputs, output_grads):
         x, maxout, _ = inputs
         (g,) = output_grads
-        return [tb.zeros_like(x), tb.zeros_like(maxout),
-                DownsampleFactorMaxGradGrad(**self._params())(x, maxout, g)]
+        return [
+            tb.zeros_like(x),
+            tb.zeros_like(maxout),
+            DownsampleFactorMaxGradGrad(**self._params())(x, maxout, g),
+        ]
 
 
 class DownsampleFactorMaxGradGrad(_PoolBase):
@@ -290,17 +326,20 @@ class DownsampleFactorMaxGradGrad(_PoolBase):
         maxout = self._input(maxout, "maxout")
         ggx = self._input(ggx, "ggx")
         if maxout.ndim != x.ndim or ggx.ndim != x.ndim:
-            raise TypeError(f"{self}: x, maxout and ggx must have the same number of "
-                            f"dimensions, got {x.ndim}, {maxout.ndim}, {ggx.ndim}")
-        return Apply(self, [x, maxout, ggx],
-                     [TensorType(ggx.dtype, shape=maxout.type.shape)()])
+            raise TypeError(
+                f"{self}: x, maxout and ggx must have the same number of "
+                f"dimensions, got {x.ndim}, {maxout.ndim}, {ggx.ndim}"
+            )
+        return Apply(self, [x, maxout, ggx], [TensorType(ggx.dtype, shape=maxout.type.shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
         x, maxout, ggx = inputs
         out, ext = self._geometry(x.shape)
-        if ggx.shape != x.shape or maxout.shape[-self.ndim:] != out:
-            raise ValueError(f"{self}: ggx {ggx.shape} must have x's shape {x.shape} and "
-                             f"maxout {maxout.shape} its pooled shape")
+        if ggx.shape != x.shape or maxout.shape[-self.ndim :] != out:
+            raise ValueError(
+                f"{self}: ggx {ggx.shape} must have x's shape {x.shape} and "
+                f"maxout {maxout.shape} its pooled shape"
+            )
         y = self._padded(x, ext, self._fill(x.dtype))
         gg = self._padded(ggx, ext, 0)
         z = np.zeros(maxout.shape, dtype=node.outputs[0].dtype)
@@ -315,8 +354,11 @@ class DownsampleFactorMaxGradGrad(_PoolBase):
     def L_op(self, inputs, outputs, output_grads):
         x, maxout, _ = inputs
         (g,) = output_grads
-        return [tb.zeros_like(x), tb.zeros_like(maxout),
-                MaxPoolGrad(**self._params())(x, maxout, g)]
+        return [
+            tb.zeros_like(x),
+            tb.zeros_like(maxout),
+            MaxPoolGrad(**self._params())(x, maxout, g),
+        ]
 
 
 class AveragePoolGrad(_PoolBase):
@@ -327,8 +369,10 @@ class AveragePoolGrad(_PoolBase):
         x = self._input(x)
         gz = self._input(gz, "gz")
         if gz.ndim != x.ndim:
-            raise TypeError(f"{self}: x and gz must have the same number of dimensions, got "
-                            f"{x.ndim} and {gz.ndim}")
+            raise TypeError(
+                f"{self}: x and gz must have the same number of dimensions, got "
+                f"{x.ndim} and {gz.ndim}"
+            )
         if self.mode == "max":
             raise ValueError(f"{self}: mode 'max' uses MaxPoolGrad")
         return Apply(self, [x, gz], [TensorType(gz.dtype, shape=x.type.shape)()])
@@ -336,11 +380,11 @@ class AveragePoolGrad(_PoolBase):
     def perform(self, node, inputs, output_storage, params=None):
         x, gz = inputs
         out, ext = self._geometry(x.shape)
-        if gz.shape[-self.ndim:] != out or gz.shape[:-self.ndim] != x.shape[:-self.ndim]:
+        if gz.shape[-self.ndim :] != out or gz.shape[: -self.ndim] != x.shape[: -self.ndim]:
             raise ValueError(f"{self}: gz {gz.shape} must be the pooled shape of x {x.shape}")
         if self.mode != "sum" and min(out) > 0:
             gz = gz / self._counts(x.shape, out, ext)
-        gx = np.zeros(x.shape[:-self.ndim] + ext, dtype=node.outputs[0].dtype)
+        gx = np.zeros(x.shape[: -self.ndim] + ext, dtype=node.outputs[0].dtype)
         if min(out) > 0:
             for sl in self._offsets(out):
                 gx[sl] += gz
@@ -355,8 +399,17 @@ class AveragePoolGrad(_PoolBase):
         return [tb.zeros_like(x), Pool(**self._params())(g)]
 
 
-def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="max",  # noqa: A002
-            ds=None, st=None, padding=None):
+def pool_2d(
+    input,
+    ws=None,
+    ignore_border=None,
+    stride=None,
+    pad=(0, 0),
+    mode="max",  # noqa: A002
+    ds=None,
+    st=None,
+    padding=None,
+):
     """Pool the last two dimensions of ``input`` (Theano's signature).
 
     ``ignore_border=None`` warns and means False, as in Theano; ``ds``/``st``/``padding``
@@ -385,8 +438,11 @@ def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="m
     if input.ndim < 2:
         raise NotImplementedError("pool_2d requires an input with 2 or more dimensions")
     if ignore_border is None:
-        warnings.warn("pool_2d: ignore_border=None means False (Theano's default); pass it "
-                      "explicitly", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "pool_2d: ignore_border=None means False (Theano's default); pass it " "explicitly",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         ignore_border = False
     return Pool(ws, stride, pad, ignore_border, mode, ndim=2)(input)
 
@@ -404,8 +460,14 @@ def max_pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0)):  # noqa
     return pool_2d(input, ws, ignore_border=ignore_border, stride=stride, pad=pad, mode="max")
 
 
-def avg_pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0),  # noqa: A002
-                include_pad=False):
+def avg_pool_2d(
+    input,
+    ws,
+    ignore_border=True,
+    stride=None,
+    pad=(0, 0),  # noqa: A002
+    include_pad=False,
+):
     """Average pooling of the last two dimensions (padding counted if ``include_pad``).
 
     >>> import numpy as np

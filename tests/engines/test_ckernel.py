@@ -1,0 +1,491 @@
+"""Fused elementwise C kernels (theano_dag.engines.cpu.ckernel) against numpy.
+
+Every kernel is compared with ``Elemwise.perform`` (numpy) on random values and on
+NaN, +-inf, -0.0, denormals and integer extremes, through the contiguous, the
+broadcast and the strided paths of the C driver.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag import scalar as ts
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.config import config
+from theano_dag.engines.cpu import CPULinker, cc, ckernel
+from theano_dag.engines.cpu.csource import NotCompilable, array_layout, kernel_source
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.type import TensorType
+
+pytestmark = pytest.mark.skipif(
+    cc.get_toolchain(config.cxx) is None or array_layout() is None,
+    reason="no C compiler (config.cxx) or an unknown ndarray layout",
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+N = 301  # not a multiple of any vector width: the loop epilogues run too
+
+
+@pytest.fixture(scope="module")
+def compiledir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("ckernels"))
+
+
+def build(nodes, compiledir):
+    """Kernels for ``nodes``, compiled together (one library, synchronously)."""
+    lib = ckernel.kernel_library(compiledir=compiledir, mode="sync")
+    kernels = [lib.add(n) for n in nodes]
+    assert lib.wait(), lib.error
+    assert all(k.ready for k in kernels)
+    return kernels
+
+
+def reference(node, inputs):
+    cells = [[None] for _ in node.outputs]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        node.op.perform(node, inputs, cells)
+    return [c[0] for c in cells]
+
+
+def assert_same(got, want, rtol=None, atol=None):
+    """Equal as numpy computes it: exact for ints and bools; for floats, a few ulps,
+    NaN where NaN, and the sign of zeros and infinities."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)
+        return
+    if rtol is None:
+        rtol = 2e-6 if want.dtype == np.float32 else 1e-13
+    if atol is None:
+        atol = np.finfo(want.dtype).tiny
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    ok = np.isnan(want) | (np.signbit(got) == np.signbit(want))
+    assert ok.all(), f"signs differ at {np.nonzero(~ok)[0][:5]}: {got[~ok][:5]} vs {want[~ok][:5]}"
+
+
+def special_values(dtype, n, rng, shuffle):
+    """Random values in [-3, 3] (in range for ints) led by the special cases."""
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        v = rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True)
+        v = v.astype(dtype)
+        head = [info.min, info.max, 0, 1, 2, info.max - 1, info.min + 1]
+        if info.min < 0:
+            head += [-1, -2, info.min, -1]
+    else:
+        fi = np.finfo(dtype)
+        v = rng.uniform(-3, 3, n).astype(dtype)
+        head = [np.nan, np.inf, -np.inf, 0.0, -0.0, fi.smallest_subnormal,
+                -3 * fi.smallest_subnormal, fi.tiny / 4, fi.tiny, fi.max, -fi.max, 1.0, -1.0,
+                0.5, -0.5, 2.5, -2.5, 3.0, 1e-30, -1e-30, 709.0, -745.0, 88.5, -104.0, 0.75]
+    head = np.array(head, dtype=dtype)
+    if shuffle:
+        rng.shuffle(head)
+    v[: len(head)] = head
+    return v
+
+
+# -- every scalar op, all dtypes ---------------------------------------------------------
+
+UNARY = ["exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sqr", "reciprocal",
+         "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "sigmoid",
+         "softplus", "erf", "erfc", "floor", "ceil", "trunc", "round_half_to_even",
+         "round_half_away_from_zero", "isnan", "isinf", "neg", "abs_", "sgn", "identity"]
+BINARY = ["add", "sub", "mul", "true_div", "int_div", "mod", "pow", "maximum", "minimum",
+          "lt", "gt", "le", "ge", "eq", "neq", "arctan2"]
+BINARY_DTYPES = [("float32",) * 2, ("float64",) * 2, ("int32",) * 2, ("int64",) * 2,
+                 ("int8",) * 2, ("uint8",) * 2, ("uint64",) * 2, ("int8", "float32"),
+                 ("int16", "uint16"), ("bool", "bool")]  # fmt: skip
+
+
+def _op_cases():
+    cases = []
+    for name in UNARY:
+        for d in ("float32", "float64", "int32", "int8", "uint8", "int64"):
+            cases.append((name, (d,)))
+    for name in BINARY:
+        cases += [(name, d) for d in BINARY_DTYPES]
+    for name in ("and_", "or_", "xor"):
+        cases += [(name, d) for d in (("int32",) * 2, ("bool",) * 2, ("uint8", "int64"))]
+    cases += [("invert", (d,)) for d in ("int32", "int64", "bool", "uint16")]
+    cases += [("clip", d) for d in (("float64",) * 3, ("float32",) * 3, ("int32",) * 3)]
+    cases += [("switch", d) for d in (("bool", "float64", "float32"), ("int32", "int8", "int64"),
+                                      ("float64",) * 3)]
+    cases += [("fma", d) for d in (("float64",) * 3, ("float32",) * 3, ("int32",) * 3)]
+    cases += [("second", ("float64", "int32")), ("second", ("int8", "float32"))]
+    cases += [(f"cast:{o}", (i,)) for i, o in (("int32", "float32"), ("int64", "int8"),
+                                               ("bool", "float64"), ("float64", "float32"),
+                                               ("float32", "float64"), ("uint8", "int8"),
+                                               ("int64", "uint16"), ("float64", "bool"))]
+    return cases
+
+
+def _scalar_op(name):
+    if name.startswith("cast:"):
+        return ts.convert_to(name.split(":")[1])
+    return getattr(ts, name)
+
+
+def _op_node(case):
+    name, dtypes = case
+    xs = [TensorType(d, (False,))() for d in dtypes]
+    try:
+        return Elemwise(_scalar_op(name))(*xs).owner
+    except TypeError:  # the op refuses these dtypes (e.g. bitwise ops on floats)
+        return None
+
+
+OP_CASES = [c for c in _op_cases() if _op_node(c) is not None]
+
+
+@pytest.fixture(scope="module")
+def op_kernels(compiledir):
+    nodes, kernels, skipped = [], {}, []
+    for case in OP_CASES:
+        node = _op_node(case)
+        nodes.append((case, node))
+    lib = ckernel.kernel_library(compiledir=compiledir, mode="sync")
+    for case, node in nodes:
+        try:
+            kernels[case] = (node, lib.add(node))
+        except NotCompilable:
+            skipped.append(case)
+    assert lib.wait(), lib.error
+    return kernels, skipped
+
+
+@pytest.mark.parametrize("case", OP_CASES, ids=[f"{n}-{'-'.join(d)}" for n, d in OP_CASES])
+def test_op_matches_numpy(op_kernels, case):
+    kernels, skipped = op_kernels
+    if case in skipped:
+        assert case[0] == "pow" and np.dtype(case[1][0]).kind in "biu"
+        return
+    node, k = kernels[case]
+    rng = np.random.default_rng(abs(hash(case)) % 2**32)
+    inputs = [special_values(d, N, rng, shuffle=j > 0) for j, d in enumerate(case[1])]
+    if case[0].startswith("cast:") and case[1][0].startswith("float"):
+        inputs[0] = np.nan_to_num(inputs[0], nan=1.0, posinf=2.0, neginf=-2.0)
+        inputs[0] = np.clip(inputs[0], -100, 100)  # C leaves out-of-range casts undefined
+    (want,) = reference(node, inputs)
+    assert_same(k(*inputs), want)
+
+
+def test_integer_pow_runs_through_numpy(compiledir):
+    x = tt.ivector("x")
+    with pytest.raises(NotCompilable, match="pow on integers"):
+        build([(x**x).owner], compiledir)
+
+
+# -- composites -----------------------------------------------------------------------
+
+
+def composite_node(fn, dtypes, types=None):
+    """Elemwise(Composite(fn)) over tensors of ``dtypes`` (vectors unless ``types``)."""
+    ss = [ts.get_scalar_type(d)(f"s{j}") for j, d in enumerate(dtypes)]
+    outs = fn(*ss)
+    outs = outs if isinstance(outs, list) else [outs]
+    comp = ts.Composite(ss, outs)
+    types = types or [TensorType(d, (False,)) for d in dtypes]
+    return Elemwise(comp)(*[t() for t in types], return_list=True)[0].owner
+
+
+def bench_expr(x):
+    half = ts.as_scalar(np.asarray(0.5, dtype=x.type.dtype))
+    return ts.exp(-x * x) * ts.sin(x) + half * x * x * x - ts.tanh(x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_composite_with_special_values(compiledir, dtype):
+    node = composite_node(bench_expr, [dtype])
+    (k,) = build([node], compiledir)
+    x = special_values(dtype, 5000, np.random.default_rng(1), shuffle=False)
+    (want,) = reference(node, [x])
+    # The terms cancel near 0: compare to a few ulps of 1 there.
+    eps = np.finfo(dtype).eps
+    assert_same(k(x), want, rtol=8 * eps, atol=8 * eps)
+
+
+def test_small_int_intermediates_wrap(compiledir):
+    # int8: (x + y) wraps before it is compared and divided, as numpy's arrays do.
+    def fn(x, y):
+        s = x + y
+        return [ts.lt(s, 0), s // 3, (s * s) % 7, -s]
+
+    node = composite_node(fn, ["int8", "int8"])
+    (k,) = build([node], compiledir)
+    rng = np.random.default_rng(2)
+    x = special_values("int8", N, rng, False)
+    y = special_values("int8", N, rng, True)
+    for got, want in zip(k(x, y), reference(node, [x, y])):
+        assert_same(got, want)
+
+
+def test_integer_overflow_wraps(compiledir):
+    def fn(x, y, z):
+        return [x * y + z, abs(x) - y, -x, ts.int_div(x, y), ts.mod(x, y)]
+
+    for d in ("int32", "int64", "uint32"):
+        node = composite_node(fn, [d, d, d])
+        (k,) = build([node], compiledir)
+        rng = np.random.default_rng(3)
+        args = [special_values(d, N, rng, j > 0) for j in range(3)]
+        for got, want in zip(k(*args), reference(node, args)):
+            assert_same(got, want)
+
+
+def test_nested_composite_and_constant_outputs(compiledir):
+    a = ts.float64("a")
+    inner = ts.Composite([a], [ts.exp(a) + 1, a * 2])
+    x = ts.float64("x")
+    e, d = inner(x * 3)
+    node = Elemwise(ts.Composite([x], [e / d, ts.as_scalar(np.float64(2.5))]))(
+        tt.dvector()).owner
+    (k,) = build([node], compiledir)
+    v = special_values("float64", N, np.random.default_rng(4), False)
+    for got, want in zip(k(v), reference(node, [v])):
+        assert_same(got, np.broadcast_to(want, got.shape))
+
+
+# -- broadcasting, strides, sizes -----------------------------------------------------
+
+
+def _bcast_node(dtype):
+    mat = TensorType(dtype, (False, False))
+    row = TensorType(dtype, (True, False))
+    col = TensorType(dtype, (False, True))
+    sca = TensorType(dtype, (True, True))
+    return composite_node(lambda x, r, c, s: x * r + c - s * ts.exp(r) / (1 + x * x),
+                          [dtype] * 4, [mat, row, col, sca])
+
+
+@pytest.fixture(scope="module")
+def bcast_kernels(compiledir):
+    nodes = {d: _bcast_node(d) for d in ("float32", "float64")}
+    ks = build(list(nodes.values()), compiledir)
+    return {d: (nodes[d], k) for d, k in zip(nodes, ks)}
+
+
+SHAPES = [(5, 7), (0, 7), (5, 0), (1, 7), (5, 1), (1, 1), (300, 1001)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", SHAPES, ids=[f"{a}x{b}" for a, b in SHAPES])
+def test_broadcasting(bcast_kernels, dtype, shape):
+    node, k = bcast_kernels[dtype]
+    rng = np.random.default_rng(5)
+    m, n = shape
+    x = rng.standard_normal(shape).astype(dtype)
+    r = rng.standard_normal((1, n)).astype(dtype)
+    c = rng.standard_normal((m, 1)).astype(dtype)
+    s = np.full((1, 1), 0.25, dtype=dtype)
+    (want,) = reference(node, [x, r, c, s])
+    eps = np.finfo(dtype).eps
+    assert_same(k(x, r, c, s), want, rtol=8 * eps, atol=8 * eps)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "reversed", "out_strided"])
+def test_non_contiguous_operands(bcast_kernels, layout):
+    node, k = bcast_kernels["float64"]
+    rng = np.random.default_rng(6)
+    m, n = 301, 257
+    big = rng.standard_normal((2 * m, 3 * n))
+    x = {"transposed": np.asfortranarray(big[:m, :n]), "strided": big[::2, ::3],
+         "reversed": big[:m, ::-3], "out_strided": big[:m, :n]}[layout]  # fmt: skip
+    r = big[:1, ::-3][:, :n]
+    c = big[1 : 2 * m : 2, 7:8]
+    s = np.full((1, 1), -1.5)
+    (want,) = reference(node, [x, r, c, s])
+    if layout == "out_strided":
+        out_base = np.zeros((m, 2 * n))
+        out = out_base[:, ::2]
+        assert k(x, r, c, s, out=out) is out
+        assert_same(out, want, rtol=1e-12)
+        assert not out_base[:, 1::2].any()  # the gaps are untouched
+    else:
+        assert_same(k(x, r, c, s), want, rtol=1e-12)
+
+
+def test_scalar_kernels_take_numpy_scalars(compiledir):
+    d0 = TensorType("float64", ())
+    node = composite_node(lambda a, b: ts.exp(a) * b, ["float64", "float64"], [d0, d0])
+    (k,) = build([node], compiledir)
+    got = k(np.float64(1.0), np.array(2.0))  # a numpy scalar is not an ndarray
+    assert got.shape == () and got == np.exp(1.0) * 2
+
+
+def test_bad_shapes_raise_like_elemwise(bcast_kernels):
+    node, k = bcast_kernels["float64"]
+    x, c, s = np.ones((4, 5)), np.ones((4, 1)), np.ones((1, 1))
+    with pytest.raises(ValueError, match="do not match|does not broadcast"):
+        k(x, np.ones((1, 6)), c, s, out=np.empty((4, 5)))
+    vec = composite_node(lambda a, b: a + b, ["float64"] * 2)
+    (kv,) = build([vec], os.path.dirname(os.path.dirname(k.library.path)))
+    with pytest.raises(ValueError, match="not declared broadcastable"):
+        kv(np.ones(3), np.ones(1))
+    with pytest.raises(TypeError, match="must have dtype float64, got float32"):
+        kv(np.ones(3, "float32"), np.ones(3))
+
+
+def test_inplace_pattern_writes_over_its_input(compiledir):
+    x = tt.dvector()
+    comp = ts.Composite([s := ts.float64("s")], [ts.exp(s) - 1])
+    node = Elemwise(comp, {0: 0})(x).owner
+    (k,) = build([node], compiledir)
+    v = np.linspace(-1, 1, N)
+    want = np.expm1(v)
+    got = k(v)
+    assert got is v
+    assert_same(got, want, rtol=1e-12)
+
+
+# -- source, cache, compiler runs -----------------------------------------------------
+
+
+def test_kernel_source_snapshot():
+    node = composite_node(lambda a, b: a * b + 1, ["float32", "float32"])
+    src = kernel_source("k0", node, [0, 1], {})
+    assert src == textwrap.dedent("""
+        static __attribute__((noinline)) void k0_body(ptrdiff_t n, const float *restrict a0, \
+const float *restrict a1, float *restrict o0)
+        {
+            #pragma omp simd
+            for (ptrdiff_t i = 0; i < n; i++) {
+                const float x0 = a0[i];
+                const float x1 = a1[i];
+                float t0 = (x0 * x1);
+                float t1 = (t0 + ((float)1.0));
+                o0[i] = t1;
+            }
+        }
+
+        static void k0_fn(char **p, ptrdiff_t n)
+        {
+            k0_body(n, (const float *)p[0], (const float *)p[1], (float *)p[2]);
+        }
+
+        int k0(void *a0, void *a1, void *o0)
+        {
+            void *arrs[3] = {a0, a1, o0};
+            static const int codes[3] = {9, 9, 9};
+            static const unsigned long long bcast[2] = {0x0ULL, 0x0ULL};
+            return td_run(2, 1, arrs, codes, bcast, 1, k0_fn, 262144);
+        }
+        """)
+
+
+def test_second_build_hits_the_cache(tmp_path):
+    node = composite_node(lambda a: ts.cos(a) * 3, ["float64"])
+    before = dict(cc.stats)
+    build([node], str(tmp_path))
+    assert cc.stats["compiles"] == before["compiles"] + 1
+    (k,) = build([node], str(tmp_path))
+    assert cc.stats["compiles"] == before["compiles"] + 1  # no compiler run
+    assert cc.stats["cache_hits"] == before["cache_hits"] + 1
+    assert_same(k(np.arange(5.0)), np.cos(np.arange(5.0)) * 3, rtol=1e-13)
+    names = os.listdir(os.path.join(str(tmp_path), "kernels"))
+    assert sorted(n.rsplit(".", 1)[1] for n in names) == ["c", "so"]  # no temporaries
+
+
+def test_vector_math_comes_from_libmvec(compiledir):
+    tc = cc.get_toolchain(config.cxx)
+    if "exp" not in tc.simd or shutil.which("objdump") is None:
+        pytest.skip("no libmvec or no objdump here")
+    (k,) = build([composite_node(lambda a: ts.exp(a) * ts.sin(a), ["float32"])], compiledir)
+    dis = subprocess.run(["objdump", "-d", k.library.path], capture_output=True, text=True)
+    assert "_ZGV" in dis.stdout and "v_expf" in dis.stdout
+
+
+CONCURRENT = """
+import sys
+sys.path.insert(0, {root!r})
+from theano_dag.engines.cpu import cc
+from theano_dag.config import config
+tc = cc.get_toolchain(config.cxx)
+src = "int answer(void) {{ return 42; }}\\n" + "/* padding */\\n" * 20000
+path = cc.compile_library(tc, src, {directory!r})
+import ctypes
+print(ctypes.CDLL(path).answer(), cc.stats["compiles"])
+"""
+
+
+def test_concurrent_processes_compile_the_same_source(tmp_path):
+    script = CONCURRENT.format(root=ROOT, directory=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+        assert out.split()[0] == "42"
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 2 and {f.rsplit(".", 1)[1] for f in files} == {"c", "so"}
+
+
+# -- through the CPU engine -----------------------------------------------------------
+
+
+@pytest.fixture
+def engine_kernels():
+    ckernel.register()
+    yield
+    ckernel.unregister()
+
+
+def _fn(inputs, outputs):
+    return function(inputs, outputs, mode=Mode(linker=CPULinker(), optimizer=None))
+
+
+def test_function_compiles_all_kernels_in_one_call(engine_kernels, tmp_path):
+    x, y = tt.dvector("x"), tt.dmatrix("y")
+    z1 = Elemwise(ts.Composite([a := ts.float64("a")], [ts.exp(a) * a]))(x)
+    z2 = Elemwise(ts.Composite([b := ts.float64("b"), c := ts.float64("c")],
+                               [ts.tanh(b) - c * c]))(z1, y)
+    before = cc.stats["compiles"]
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = _fn([x, y], [z2, z1 + 1])
+        xv, yv = np.linspace(-2, 2, 50), np.random.default_rng(7).standard_normal((40, 50))
+        r = f(xv, yv)
+    assert cc.stats["compiles"] == before + 1
+    assert ckernel.wait_for_kernels(f)
+    src = ckernel.c_code(f)
+    assert "int k0(" in src and "int k1(" in src
+    assert ".c(" in f.fn.source()
+    e = np.exp(xv) * xv
+    np.testing.assert_allclose(r[0], np.tanh(e) - yv * yv, rtol=1e-12)
+    np.testing.assert_allclose(r[1], e + 1, rtol=1e-12)
+
+
+def test_background_build_runs_numpy_first(engine_kernels, tmp_path):
+    x = tt.fvector("x")
+    z = Elemwise(ts.Composite([a := ts.float32("a")], [ts.sigmoid(a) * 3 - a]))(x)
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("background"):
+        f = _fn([x], z)
+        xv = special_values("float32", N, np.random.default_rng(8), False)
+        first = f(xv)  # numpy, or C if the build already ended
+        assert ckernel.wait_for_kernels(f, timeout=120)
+        lib = f.fn.program.ckernels
+        assert all(k.ready for k in lib.kernels)
+        assert_same(f(xv), first, rtol=1e-6)
+
+
+def test_no_compiler_runs_numpy(engine_kernels):
+    x = tt.dvector("x")
+    z = Elemwise(ts.Composite([a := ts.float64("a")], [ts.exp(a) + a]))(x)
+    with config.change_flags(cxx=""):
+        assert ckernel.kernel_library() is None
+        f = _fn([x], z)
+        np.testing.assert_allclose(f(np.arange(4.0)), np.exp(np.arange(4.0)) + np.arange(4.0))
+    assert ckernel.c_code(f) == ""
+    assert not ckernel.wait_for_kernels(f)
+    assert ".c(" not in f.fn.source()

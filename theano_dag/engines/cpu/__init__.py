@@ -1,0 +1,24 @@
+"""The CPU engine: shape plan, Owl's memory plan, and generated straight-line numpy code.
+
+``Mode(linker="cpu")`` (the default linker) uses :class:`CPULinker`. Modules:
+``shapes`` (shape inference per input-shape signature), ``impls`` (per-Op-class
+numpy implementations), ``program`` (steps, value placement, memory plan),
+``codegen`` (the generated source), ``linker`` (the linker and its thunk),
+``profile`` (``function(..., profile=True)``).
+"""
+
+from theano_dag.engines.cpu.impls import Step, get_impl, register_impl
+from theano_dag.engines.cpu.linker import CPULinker, CPUThunk
+from theano_dag.engines.cpu.profile import CPUProfile
+
+__all__ = ["CPULinker", "CPUThunk", "CPUProfile", "Step", "register_impl", "get_impl"]
+
+
+def _register():
+    from theano_dag.compile.mode import predefined_linkers, register_linker
+
+    if "cpu" not in predefined_linkers:
+        register_linker("cpu", CPULinker)
+
+
+_register()

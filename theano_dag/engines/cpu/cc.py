@@ -1,0 +1,345 @@
+"""The C compiler driver of the CPU engine: flags, the on-disk kernel cache, builds.
+
+A kernel library (the C source of all fused kernels of one function) is compiled
+with one compiler call into ``<compiledir>/kernels/<key>.so``, ``key`` being a hash
+of the source, the compiler's identity and the flags. Concurrent processes are
+safe without locks: each compiles into a file of its own and renames it into
+place (``rename`` is atomic), so a reader sees a complete library or none. The
+rename is done by the shell that runs the compiler, so a build started by a
+process that exits before it ends still fills the cache.
+
+Flags keep numpy's floating-point results (NaN, inf, -0.0, denormals) while the
+loops vectorize: no ``-ffast-math``; ``-fno-math-errno`` and ``-fno-trapping-math``
+let GCC vectorize ``exp``/``sin``/... calls through glibc's libmvec (the kernels
+declare its vector variants themselves, see :func:`simd_functions`);
+``-ffp-contract=off`` keeps ``a*b+c`` rounded twice, as numpy does; ``-fwrapv``
+makes integer overflow wrap, as numpy's does. The instruction set is the
+x86-64 level of this CPU (``-march=x86-64-v3`` ...), part of the cache key.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import threading
+import uuid
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Toolchain",
+    "Build",
+    "CompileError",
+    "get_toolchain",
+    "x86_64_level",
+    "simd_functions",
+    "kernel_dir",
+    "stats",
+]
+
+CACHE_VERSION = "1"
+# Optimisation and floating-point flags (see the module docstring for why each).
+BASE_FLAGS = (
+    "-std=gnu11",
+    "-O3",
+    "-fPIC",
+    "-shared",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-ffp-contract=off",
+    "-fwrapv",
+    "-fno-semantic-interposition",
+    "-w",
+)
+# Sources this long compile at -O2: -O3's extra unrolling of a body of thousands of
+# statements costs seconds and gains nothing measurable.
+O2_ABOVE_BYTES = 200_000
+OPENMP_FLAGS = ("-fopenmp",)
+
+# Counters for tests and profiles: compiler runs and cache hits in this process.
+stats = {"compiles": 0, "cache_hits": 0, "failures": 0}
+_lock = threading.Lock()
+
+
+class CompileError(RuntimeError):
+    """The C compiler failed; the message holds its command and its error output."""
+
+
+def x86_64_level() -> int:
+    """The x86-64 micro-architecture level of this CPU (1..4), 0 elsewhere.
+
+    >>> x86_64_level() in (0, 1, 2, 3, 4)
+    True
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return 0
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+            else:
+                return 1
+    except OSError:
+        return 1
+    v2 = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}
+    v3 = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
+    v4 = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+    level = 1
+    for need in (v2, v3, v4):
+        if not need <= flags:
+            break
+        level += 1
+    return level
+
+
+# libm functions glibc's libmvec has vector variants of (double name; the float one
+# adds "f"), with their number of arguments.
+_MVEC = {
+    "acos": 1, "acosh": 1, "asin": 1, "asinh": 1, "atan": 1, "atanh": 1, "cbrt": 1,
+    "cos": 1, "cosh": 1, "erf": 1, "erfc": 1, "exp": 1, "exp10": 1, "exp2": 1,
+    "expm1": 1, "log": 1, "log10": 1, "log1p": 1, "log2": 1, "sin": 1, "sinh": 1,
+    "tan": 1, "tanh": 1, "atan2": 2, "hypot": 2, "pow": 2,
+}  # fmt: skip
+# x86-64 vector ABI: ISA letter and lanes of (double, float) for SSE, AVX, AVX2, AVX-512.
+_ABI = (("b", 2, 4), ("c", 4, 8), ("d", 4, 8), ("e", 8, 16))
+
+
+def _load_libmvec():
+    for name in ("libmvec.so.1", "libmvec.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+_SIMD_CACHE: dict = {}
+
+
+def simd_functions(level=None) -> tuple:
+    """Names of the libm functions whose libmvec vector variants all exist here.
+
+    Kernels declare these with ``__attribute__((simd))`` so that GCC calls the vector
+    variants without ``-ffast-math`` (glibc's headers only declare them under it).
+
+    >>> all(isinstance(f, str) for f in simd_functions())
+    True
+    """
+    level = x86_64_level() if level is None else level
+    if level == 0:
+        return ()
+    if level not in _SIMD_CACHE:
+        lib = _load_libmvec()
+        found = []
+        if lib is not None:
+            for fn, nargs in sorted(_MVEC.items()):
+                v = "v" * nargs
+                names = [f"_ZGV{isa}N{nd}{v}_{fn}" for isa, nd, _ in _ABI]
+                names += [f"_ZGV{isa}N{nf}{v}_{fn}f" for isa, _, nf in _ABI]
+                if all(hasattr(lib, n) for n in names):
+                    found.append(fn)
+        _SIMD_CACHE[level] = tuple(found)
+    return _SIMD_CACHE[level]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A compiler and the flags kernels are built with; ``key(source)`` names a build."""
+
+    cxx: str
+    flags: tuple
+    libs: tuple
+    identity: str
+    level: int = 0
+    simd: tuple = field(default=())
+
+    def flags_for(self, source: str) -> tuple:
+        if len(source) > O2_ABOVE_BYTES:
+            return tuple("-O2" if f == "-O3" else f for f in self.flags)
+        return self.flags
+
+    def key(self, source: str) -> str:
+        h = hashlib.sha256()
+        for part in (CACHE_VERSION, self.identity, " ".join(self.flags_for(source)),
+                     " ".join(self.libs), source):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()[:32]
+
+
+_TOOLCHAINS: dict = {}
+
+
+def get_toolchain(cxx: str | None) -> Toolchain | None:
+    """The toolchain of compiler ``cxx`` (a name or path), None when it is '' or missing.
+
+    >>> get_toolchain("") is None
+    True
+    """
+    if not cxx:
+        return None
+    if cxx in _TOOLCHAINS:
+        return _TOOLCHAINS[cxx]
+    path = shutil.which(cxx)
+    tc = None
+    if path is not None:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        # The binary's path, size and time stand for its version without running it.
+        identity = f"{real}:{st.st_size}:{int(st.st_mtime)}"
+        level = x86_64_level()
+        flags = list(BASE_FLAGS) + list(OPENMP_FLAGS)
+        if level >= 2:
+            flags.append(f"-march=x86-64-v{level}")
+        libs = ["-lm"]
+        simd = simd_functions(level)
+        if simd:
+            libs.insert(0, "-lmvec")
+        tc = Toolchain(path, tuple(flags), tuple(libs), identity, level, simd)
+    _TOOLCHAINS[cxx] = tc
+    return tc
+
+
+def _fallback_toolchain(tc: Toolchain) -> Toolchain:
+    """The same compiler without OpenMP, -march and libmvec (for compilers lacking them)."""
+    flags = tuple(f for f in tc.flags if f not in OPENMP_FLAGS and not f.startswith("-march"))
+    return Toolchain(tc.cxx, flags, ("-lm",), tc.identity, 0, ())
+
+
+def kernel_dir(compiledir: str) -> str:
+    """The folder of compiled kernel libraries inside ``compiledir``."""
+    return os.path.join(compiledir, "kernels")
+
+
+# Runs the compiler, then renames its output into place; being a shell of its own,
+# it finishes the job even if the Python process that started it has exited.
+_SCRIPT = 'tmp="$1"; final="$2"; shift 2; "$@" && mv -f "$tmp" "$final"'
+
+
+def _compile(tc: Toolchain, source: str, directory: str, final: str):
+    os.makedirs(directory, exist_ok=True)
+    tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    base = final[: -len(".so")]
+    src = f"{base}.{tag}.c"
+    tmp = f"{base}.{tag}.so.tmp"
+    with open(src, "w") as f:
+        f.write(source)
+    cmd = [tc.cxx, *tc.flags_for(source), src, "-o", tmp, *tc.libs]
+    with _lock:
+        stats["compiles"] += 1
+    if shutil.which("sh"):
+        proc = subprocess.run(["sh", "-c", _SCRIPT, "sh", tmp, final, *cmd],
+                              capture_output=True, text=True)
+    else:  # pragma: no cover - POSIX systems have sh
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode == 0:
+            os.replace(tmp, final)
+    if proc.returncode != 0 or not os.path.exists(final):
+        for p in (tmp,):
+            if os.path.exists(p):
+                os.unlink(p)
+        with _lock:
+            stats["failures"] += 1
+        raise CompileError(
+            f"C compiler failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+            f"{proc.stderr[-4000:]}\n(source kept in {src})"
+        )
+    # The source beside the library, for inspection; replaced atomically too.
+    os.replace(src, base + ".c")
+
+
+def compile_library(tc: Toolchain, source: str, directory: str) -> str:
+    """The path of the library built from ``source``: from the cache, else compiled.
+
+    A compiler without OpenMP, ``-march=x86-64-vN`` or libmvec gets one more try
+    without them.
+    """
+    final = os.path.join(directory, tc.key(source) + ".so")
+    if os.path.exists(final):
+        with _lock:
+            stats["cache_hits"] += 1
+        return final
+    try:
+        _compile(tc, source, directory, final)
+        return final
+    except CompileError:
+        fb = _fallback_toolchain(tc)
+        if fb.flags == tc.flags and fb.libs == tc.libs:
+            raise
+    # The fallback's library lives under the first key, so later runs hit the cache.
+    _compile(_fallback_toolchain(tc), source, directory, final)
+    return final
+
+
+def cached_library(tc: Toolchain, source: str, directory: str) -> str | None:
+    """The cached library of ``source`` if it exists (no compiler run)."""
+    final = os.path.join(directory, tc.key(source) + ".so")
+    if os.path.exists(final):
+        with _lock:
+            stats["cache_hits"] += 1
+        return final
+    return None
+
+
+_BUILDS: dict = {}
+
+
+class Build:
+    """One library build, run in a background thread or in the caller's.
+
+    ``wait(timeout)`` blocks until it ends and says whether it did; then ``path`` is
+    the library or ``error`` the exception. Builds of one source in one process are
+    shared (:meth:`start`).
+    """
+
+    def __init__(self, tc: Toolchain, source: str, directory: str):
+        self.tc, self.source, self.directory = tc, source, directory
+        self.path = None
+        self.error = None
+        self.done = threading.Event()
+        self._callbacks = []
+        self._finished = False
+        self._cb_lock = threading.Lock()
+
+    @classmethod
+    def start(cls, tc, source, directory, background=True) -> Build:
+        key = (tc.key(source), directory)
+        with _lock:
+            b = _BUILDS.get(key)
+            if b is not None and b.error is None:
+                return b
+            b = cls(tc, source, directory)
+            _BUILDS[key] = b
+        if background:
+            threading.Thread(target=b._run, name="theano_dag-cc", daemon=True).start()
+        else:
+            b._run()
+        return b
+
+    def _run(self):
+        try:
+            self.path = compile_library(self.tc, self.source, self.directory)
+        except Exception as e:  # reported through .error and the callbacks
+            self.error = e
+        with self._cb_lock:
+            self._finished = True
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(self)
+        self.done.set()  # after the callbacks: a waiter sees the library loaded
+
+    def add_done_callback(self, fn):
+        """Call ``fn(build)`` when the build ends (now, if it has)."""
+        with self._cb_lock:
+            if not self._finished:
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def wait(self, timeout=None) -> bool:
+        return self.done.wait(timeout)

@@ -1,0 +1,467 @@
+"""Fused elementwise C kernels for the CPU engine.
+
+Each ``Elemwise{Composite}`` node (and each plain ``Elemwise`` whose scalar op
+numpy has no ufunc for) becomes one C function (see :mod:`.csource`); all the
+kernels of one compiled function go into one library, built by one compiler
+call (:mod:`.cc`), cached on disk and loaded with ctypes.
+
+Time to first result: a library found in the cache is loaded at once; otherwise
+it compiles in a background thread while the calls run the numpy path, and
+the kernels swap in when it is ready. ``wait_for_kernels(f)`` waits for that
+(tests, benchmarks); ``compile_mode("sync")`` makes builds synchronous.
+
+With no compiler (``config.cxx=''``), every node runs through numpy as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+import warnings
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.engines.cpu import cc
+from theano_dag.engines.cpu.csource import (
+    DTYPE_CODES,
+    NotCompilable,
+    array_layout,
+    kernel_source,
+    preamble,
+)
+from theano_dag.graph.basic import Constant
+
+__all__ = [
+    "CKernel",
+    "KernelLibrary",
+    "NotCompilable",
+    "c_code",
+    "wait_for_kernels",
+    "kernel_library",
+    "compile_mode",
+    "register",
+    "unregister",
+]
+
+# "background": compile while numpy runs; "sync": compile before the first call;
+# "off": no C kernels.
+_MODE = ["background"]
+
+
+@contextlib.contextmanager
+def compile_mode(mode):
+    """Within the block, kernel libraries compile in ``mode``: ``"background"`` (the
+    default), ``"sync"`` or ``"off"``.
+
+    >>> with compile_mode("sync"):
+    ...     pass
+    """
+    if mode not in ("background", "sync", "off"):
+        raise ValueError(f"compile_mode: expected 'background', 'sync' or 'off', got {mode!r}")
+    old = _MODE[0]
+    _MODE[0] = mode
+    try:
+        yield
+    finally:
+        _MODE[0] = old
+
+
+def _is_composite(sop):
+    return hasattr(sop, "nodes") and hasattr(sop, "inputs") and hasattr(sop, "outputs")
+
+
+class CKernel:
+    """One Elemwise node as a C function: ``k(*arrays, out=None)``.
+
+    ``arrays`` are the node's inputs at ``arg_pos`` (size-1 constants are compiled
+    in); ``out`` an output array (a tuple for several outputs) or None.
+
+    The engine's generated code calls ``k.c(*arrays, *outs)`` directly (about 0.3 us):
+    it returns 0, or an error code after which ``k.fail(*arrays, *outs)`` converts an
+    operand it refused (a numpy scalar for a 0-d array) or raises the error numpy
+    would. Until the library is loaded, ``k.c`` runs the node through numpy.
+    """
+
+    def __init__(self, node, library=None, name="k"):
+        op = node.op
+        self.node = node
+        self.name = name
+        self.library = library
+        self.consts = {}
+        self.arg_pos = []
+        for p, v in enumerate(node.inputs):
+            if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
+                self.consts[p] = np.asarray(v.data).reshape(())
+            else:
+                self.arg_pos.append(p)
+        # The C with a placeholder for its name: identical kernels share one function.
+        self.template = kernel_source("@K@", node, self.arg_pos, self.consts)
+        self.nin = len(self.arg_pos)
+        self.nout = len(node.outputs)
+        self.ndim = node.outputs[0].type.ndim
+        self.in_dtypes = [np.dtype(node.inputs[p].type.dtype) for p in self.arg_pos]
+        self.out_dtypes = [np.dtype(o.type.dtype) for o in node.outputs]
+        destroy = dict(getattr(op, "inplace_pattern", None) or {})
+        self.destroy = {o: self.arg_pos.index(i) for o, i in destroy.items() if i in self.arg_pos}
+        # An input whose runtime shape is the output's (no broadcastable axis).
+        self._shape_arg = next(
+            (j for j, p in enumerate(self.arg_pos) if not any(node.inputs[p].broadcastable)),
+            None,
+        )
+        self.c = self._numpy_c
+        self.ready = False
+
+    def __repr__(self):
+        return f"<CKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
+
+    def _bind(self, lib):
+        fn = getattr(lib, self.name)
+        fn.argtypes = [ctypes.py_object] * (self.nin + self.nout)
+        fn.restype = ctypes.c_int
+        self.c = fn
+        self.ready = True
+
+    def __call__(self, *xs, out=None):
+        if self.nout == 1:
+            if out is None:
+                out = self._alloc(xs, 0)
+            if self.c(*xs, out):
+                self.fail(*xs, out)
+            return out
+        outs = tuple(out) if out is not None else tuple(
+            self._alloc(xs, j) for j in range(self.nout))
+        if self.c(*xs, *outs):
+            self.fail(*xs, *outs)
+        return outs
+
+    def _alloc(self, xs, j):
+        if j in self.destroy:
+            return xs[self.destroy[j]]
+        if self._shape_arg is not None:
+            shape = np.shape(xs[self._shape_arg])
+        elif xs:
+            shape = np.broadcast_shapes(*[np.shape(x) for x in xs])
+        else:
+            shape = (1,) * self.ndim
+        return np.empty(shape, dtype=self.out_dtypes[j])
+
+    def _numpy_c(self, *args):
+        """``c`` until the library is loaded: start it, else compute with numpy."""
+        lib = self.library
+        if lib is not None and not lib.started:
+            lib.start()
+            if self.ready:
+                return self.c(*args)
+        xs, outs = args[: self.nin], args[self.nin :]
+        node = self.node
+        cells = [[None] for _ in node.outputs]
+        node.op.perform(node, self._full_inputs(xs), cells)
+        for o, c in zip(outs, cells):
+            if o is not c[0]:
+                np.copyto(o, c[0], casting="unsafe")
+        return 0
+
+    def fail(self, *args):
+        """After ``c(*args)`` returned an error code: convert the operand it refused and
+        run again, or raise the error numpy would."""
+        nin = self.nin
+        args = list(args)
+        dtypes = self.in_dtypes + self.out_dtypes
+        rc = self.c(*args)  # checks fail before anything is written: safe to repeat
+        for _ in range(len(args) + 1):
+            kind, k = rc >> 16, rc & 0xFFFF
+            if kind not in (1, 2):  # 1: not an ndarray, 2: not the dtype's own descriptor
+                break
+            v = args[k]
+            if k >= nin and not isinstance(v, np.ndarray):
+                raise TypeError(f"{self.node.op}: output {k - nin} must be an ndarray, got "
+                                f"{type(v).__name__}")
+            arr = np.asarray(v)
+            if arr.dtype != dtypes[k]:
+                what = f"input {k}" if k < nin else f"output {k - nin}"
+                raise TypeError(f"{self.node.op}: {what} must have dtype {dtypes[k]}, got "
+                                f"{arr.dtype}")
+            args[k] = arr.view(dtypes[k])
+            rc = self.c(*args)
+            if not rc:
+                return
+        if rc >> 16 == 5:
+            raise MemoryError(f"{self.node.op}: out of memory for the kernel's buffers")
+        kind, k = rc >> 16, rc & 0xFFFF
+        xs, outs = args[:nin], args[nin:]
+        # Wrong ndim or shapes: the reference Elemwise says what is wrong, if it can.
+        check = getattr(self.node.op, "_check_runtime_broadcast", None)
+        if check is not None and k < nin:
+            check(self.node, self._full_inputs(xs))
+        what = f"input {k}" if k < nin else f"output {k - nin}"
+        raise ValueError(
+            f"{self.node.op}: {what} has shape {np.shape(args[k])}, which does not "
+            f"broadcast to the output shape {np.shape(outs[0])} (input shapes "
+            f"{[np.shape(x) for x in xs]})"
+        )
+
+    def _full_inputs(self, xs):
+        full = []
+        it = iter(xs)
+        for p in range(len(self.node.inputs)):
+            full.append(self.consts[p] if p in self.consts else next(it))
+        return full
+
+
+class KernelLibrary:
+    """The kernels of one compiled function and their one shared library.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> lib = KernelLibrary()
+    >>> k = lib.add((tt.sigmoid(x)).owner)
+    >>> "int k0(" in lib.source()
+    True
+    """
+
+    def __init__(self, toolchain=None, compiledir=None, mode=None):
+        self.toolchain = toolchain
+        self.compiledir = compiledir
+        self.mode = mode or _MODE[0]
+        self.kernels = []
+        self._by_source = {}
+        self.started = False
+        self.build = None
+        self.path = None
+        self.error = None
+        self._loaded = threading.Event()
+        self._lock = threading.Lock()
+
+    def add(self, node) -> CKernel:
+        """A kernel for ``node`` (raises NotCompilable); identical ones share C code."""
+        if self.started:
+            raise RuntimeError("KernelLibrary.add: the library is already built")
+        k = CKernel(node, self)
+        name = self._by_source.get(k.template)
+        if name is None:
+            name = f"k{len(self._by_source)}"
+            self._by_source[k.template] = name
+        k.name = name
+        self.kernels.append(k)
+        return k
+
+    def source(self) -> str:
+        """The whole C source: the preamble and one function per distinct kernel."""
+        tc = self.toolchain
+        simd = tc.simd if tc is not None else cc.simd_functions()
+        layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
+                                    "strides": 40, "descr": 56}  # fmt: skip
+        parts = [preamble(layout, simd)]
+        for template, name in self._by_source.items():
+            parts.append(template.replace("@K@", name))
+        return "\n".join(parts)
+
+    @property
+    def ready(self) -> bool:
+        return self._loaded.is_set()
+
+    def start(self):
+        """Load the library from the cache, or start building it (once)."""
+        with self._lock:
+            if self.started:
+                return
+            self.started = True
+        if not self.kernels or self.toolchain is None or self.mode == "off":
+            return
+        src = self.source()
+        directory = cc.kernel_dir(self.compiledir)
+        path = cc.cached_library(self.toolchain, src, directory)
+        if path is not None:
+            self._load(path)
+            return
+        self.build = cc.Build.start(self.toolchain, src, directory,
+                                    background=self.mode == "background")
+        self.build.add_done_callback(self._built)
+
+    def _built(self, build):
+        if build.error is not None:
+            self.error = build.error
+            warnings.warn(f"theano_dag: C kernels unavailable, numpy runs instead: "
+                          f"{build.error}", RuntimeWarning, stacklevel=2)
+            return
+        self._load(build.path)
+
+    def _load(self, path):
+        try:
+            # CDLL: the GIL is released while a kernel runs (it touches no Python object
+            # but the arrays its caller holds).
+            lib = ctypes.CDLL(path)
+            descrs = (ctypes.c_void_p * len(DTYPE_CODES))(
+                *[id(np.dtype(d)) for d in DTYPE_CODES])
+            lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
+            for k in self.kernels:
+                k._bind(lib)
+        except (OSError, AttributeError) as e:
+            self.error = e
+            warnings.warn(f"theano_dag: cannot load C kernels from {path}: {e}",
+                          RuntimeWarning, stacklevel=2)
+            return
+        self._lib = lib  # keeps the library loaded
+        self.path = path
+        self._loaded.set()
+
+    def wait(self, timeout=None) -> bool:
+        """Start the build if needed, wait for it; True when the kernels run in C."""
+        self.start()
+        if self.build is not None:
+            self.build.wait(timeout)
+        return self.ready
+
+
+def kernel_library(toolchain="config", compiledir=None, mode=None):
+    """A new KernelLibrary for the configured compiler, or None when C is off."""
+    if (mode or _MODE[0]) == "off" or array_layout() is None:
+        return None
+    if toolchain == "config":
+        toolchain = cc.get_toolchain(config.cxx)
+    if toolchain is None:
+        return None
+    return KernelLibrary(toolchain, compiledir or config.compiledir, mode)
+
+
+# -- engine integration --------------------------------------------------------------
+
+
+def _program_of(f):
+    """The CPU Program of a Function, a CPUThunk or a Program."""
+    for attr in ("fn", "program"):
+        while hasattr(f, attr) and not hasattr(f, "node_steps"):
+            f = getattr(f, attr)
+    return f if hasattr(f, "node_steps") else None
+
+
+def c_code(f) -> str:
+    """The C source of the fused kernels of ``f`` (a Function on the CPU engine, or a
+    FunctionGraph whose Elemwise nodes are shown as the engine would compile them).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x = tt.fvector("x")
+    >>> print(c_code(FunctionGraph([x], [tt.sigmoid(x)])).split("\\n")[0])
+    /* theano_dag fused elementwise kernels (generated) */
+    """
+    prog = _program_of(f)
+    if prog is not None:
+        lib = getattr(prog, "ckernels", None)
+        if lib is None or not lib.kernels:
+            return ""
+        return lib.source()
+    fgraph = getattr(getattr(f, "maker", None), "fgraph", f)
+    lib = KernelLibrary(cc.get_toolchain(config.cxx))
+    for node in fgraph.toposort():
+        if _wants_c(node):
+            try:
+                lib.add(node)
+            except NotCompilable:
+                pass
+    return lib.source() if lib.kernels else ""
+
+
+def wait_for_kernels(f, timeout=None) -> bool:
+    """Wait until the C kernels of ``f`` are compiled and loaded; True when ``f``'s
+    fused nodes now run in C (False: none, no compiler, or the build failed)."""
+    prog = _program_of(f)
+    lib = getattr(prog, "ckernels", None) if prog is not None else None
+    if lib is None or not lib.kernels:
+        return False
+    return lib.wait(timeout)
+
+
+def _wants_c(node, numpy_steps=None):
+    from theano_dag.tensor.elemwise import Elemwise
+
+    if not isinstance(node.op, Elemwise):
+        return False
+    sop = node.op.scalar_op
+    if _is_composite(sop):
+        return True
+    # A plain op: C only where numpy has no single ufunc for it (its steps would call
+    # the scalar op's Python compute and allocate).
+    if numpy_steps is None:
+        return False
+    return any(getattr(s, "prefer_fresh", False) for s in numpy_steps)
+
+
+def _library_of(ctx):
+    prog = ctx.p
+    lib = getattr(prog, "ckernels", False)
+    if lib is False:
+        lib = kernel_library()
+        prog.ckernels = lib
+    return lib
+
+
+def _make_emitter(previous):
+    from theano_dag.engines.cpu.impls import Step, _destroying
+
+    def elemwise_steps(node, ctx):
+        steps = previous(node, ctx)
+        lib = _library_of(ctx)
+        if lib is None or not _wants_c(node, steps):
+            return steps
+        try:
+            k = lib.add(node)
+        except NotCompilable:
+            return steps
+        kname = ctx.glob(k, k.name.upper())
+        ins = [node.inputs[p] for p in k.arg_pos]
+        nout = k.nout
+
+        def emit(names, outs, target):
+            lib.start()  # the plan is being generated: every kernel is known by now
+            if target is not None:
+                args = ", ".join([*names, target])
+                return [f"if {kname}.c({args}): {kname}.fail({args})", f"{outs[0]} = {target}"]
+            if nout == 1:
+                return [f"{outs[0]} = {kname}({', '.join(names)})"]
+            return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
+
+        od = [o.type.dtype for o in node.outputs]
+        inplace = []
+        if nout == 1:
+            inplace = [(0, j) for j, v in enumerate(ins)
+                       if v.type.dtype == od[0] and not isinstance(v, Constant)]
+        const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
+        step = Step(node, node.outputs, ins, emit, kind="out" if nout == 1 else "call",
+                    inplace=inplace, elementwise=nout == 1, const_shapes=const_shapes,
+                    dtypes=od)
+        destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
+        if destroy:
+            return _destroying(ctx, node, [step], destroy) or steps
+        return [step]
+
+    return elemwise_steps
+
+
+_REGISTERED: list = []
+
+
+def register():
+    """Make the CPU engine run fused Elemwise nodes through C kernels (idempotent)."""
+    if _REGISTERED:
+        return
+    from theano_dag.engines.cpu.impls import IMPLS, register_impl
+    from theano_dag.tensor.elemwise import Elemwise
+
+    previous = IMPLS.get(Elemwise)
+    if previous is None:
+        return
+    register_impl(Elemwise)(_make_emitter(previous))
+    _REGISTERED.append(previous)
+
+
+def unregister():
+    """Undo :func:`register`: Elemwise nodes run through numpy again."""
+    if not _REGISTERED:
+        return
+    from theano_dag.engines.cpu.impls import register_impl
+    from theano_dag.tensor.elemwise import Elemwise
+
+    register_impl(Elemwise)(_REGISTERED.pop())

@@ -1,0 +1,296 @@
+"""Straight-line Python source for one plan, compiled once per distinct source.
+
+Each plan becomes a module of one function, one line (or a few) per node::
+
+    def core(x0):
+        _tok = _err_off()
+        try:
+            v0 = _add1(x0, _k0, out=b0)
+            v1 = _exp2(v0)
+        except Exception as _e:
+            _fail(_e)
+        finally:
+            _err_on(_tok)
+        return (v1,)
+
+Names starting with ``_`` and ``b`` are globals of the plan (numpy functions,
+constants, the plan's block views); ``x`` names are inputs, ``v`` names values.
+Floating-point errors are ignored while it runs, as in ``Op.perform``. A value
+numpy allocated is deleted after its last reader, so memory is given back as
+early as the reference engine does. An error is re-raised with the node that
+raised it (found from the line number).
+
+Variants: ``fast`` (checks the inputs itself, applies updates and returns what
+``Function`` would: the call path), ``core`` (all outputs as a tuple), and the
+``profile`` and ``incremental`` versions of ``core``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import time
+
+import numpy as np
+
+from theano_dag.engines.basic import raise_with_op
+
+__all__ = ["build_core", "build_fast", "err_off", "err_on", "CODE_CACHE"]
+
+CODE_CACHE: dict = {}
+
+
+def _errstate_hooks():
+    """Cheap enter/exit of ``np.errstate(all='ignore')`` (numpy >= 2 keeps it in a ContextVar)."""
+    try:
+        from numpy._core import umath
+
+        cv = umath._extobj_contextvar
+        with np.errstate(all="ignore"):
+            ignore = cv.get()
+        return (lambda: cv.set(ignore)), cv.reset
+    except (ImportError, AttributeError):
+
+        def off():
+            es = np.errstate(all="ignore")
+            es.__enter__()
+            return es
+
+        def on(es):
+            es.__exit__(None, None, None)
+
+        return off, on
+
+
+err_off, err_on = _errstate_hooks()
+
+
+def _compile(source, tag):
+    code = CODE_CACHE.get(source)
+    if code is None:
+        digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+        filename = f"<theano_dag.cpu {tag} {digest}>"
+        lines = source.splitlines(True)
+        linecache.cache[filename] = (len(source), None, lines, filename)
+        code = compile(source, filename, "exec")
+        CODE_CACHE[source] = code
+    return code
+
+
+def _body(plan, mode):
+    """Lines of the computation (indented 8), and a map body line -> step index."""
+    p = plan.program
+    names = p.names
+    cat = plan.cat
+    lines, where = [], []
+    last = {}
+    for idx, (_k, st) in enumerate(plan.steps):
+        for v in st.inputs:
+            last[v] = idx
+        for v in st.outputs:
+            last.setdefault(v, idx)
+    dels: dict = {}
+    if mode in ("core", "fast", "profile"):
+        keep = set(p.outputs) | set(p.inputs)
+        for v, idx in last.items():
+            if v in keep or cat.get(v) not in ("fresh", "alloc", "view"):
+                continue
+            dels.setdefault(idx, []).append(names[v])
+    pad = " " * 8
+    cur_node = None
+    node_start = {}
+    for idx, (k, st) in enumerate(plan.steps):
+        first_of_node = k != cur_node
+        last_of_node = idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k
+        if first_of_node:
+            cur_node = k
+            node_start[k] = len(lines)
+            if mode == "profile":
+                lines.append(pad + "_t = _pc()")
+                where.append(idx)
+            elif mode == "incremental":
+                lines.append(pad + f"if _M >> {k} & 1:")
+                where.append(idx)
+        ins = [names[v] for v in st.inputs]
+        outs = [names[v] for v in st.outputs]
+        target = plan.target(st.outputs[0]) if st.kind == "out" and len(outs) == 1 else None
+        ind = pad + ("    " if mode == "incremental" else "")
+        for line in st.emit(ins, outs, target):
+            lines.append(ind + line)
+            where.append(idx)
+        if mode == "profile" and last_of_node:
+            lines.append(pad + f"_T[{k}] += _pc() - _t; _N[{k}] += 1")
+            where.append(idx)
+        if idx in dels:
+            lines.append(pad + "del " + ", ".join(sorted(set(dels[idx]))))
+            where.append(idx)
+    return lines, where
+
+
+def _header_lines(plan):
+    """Aliasing checks before in-place updates: a shared value the update would overwrite
+    must not share memory with another input (Theano copies it then, so do we)."""
+    p = plan.program
+    lines = []
+    if not plan.update_inplace:
+        return lines
+    for w in plan.update_inplace:
+        wn = p.names[w]
+        others = [p.names[v] for v in p.inputs if v is not w]
+        if others:
+            cond = " or ".join(f"_msm({wn}, {o})" for o in others)
+            lines.append(f"        if {cond}:")
+            lines.append(f"            {wn} = {wn}.copy()")
+    return lines
+
+
+def _make_fail(plan, where, first_line):
+    p = plan.program
+
+    def fail(e):
+        tb = e.__traceback__
+        lineno = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.startswith("<theano_dag.cpu"):
+                lineno = tb.tb_lineno
+                frame = tb.tb_frame
+                break
+            tb = tb.tb_next
+        if lineno is None or not 0 <= lineno - first_line < len(where):
+            raise e
+        idx = where[lineno - first_line]
+        k, st = plan.steps[idx]
+        node = st.node
+        local = frame.f_locals
+        storage = {}
+        for v in node.inputs:
+            nm = p.names.get(v)
+            if nm is not None and nm in local:
+                storage[v] = [local[nm]]
+            elif nm is not None and nm in frame.f_globals:
+                storage[v] = [frame.f_globals[nm]]
+        raise_with_op(p.fgraph, node, e, position=k, storage_map=storage)
+
+    return fail
+
+
+def _namespace(plan, where, first_line, extra=None):
+    p = plan.program
+    ns = dict(p.ns)
+    ns.update(plan.slot_values)
+    ns["_err_off"], ns["_err_on"] = err_off, err_on
+    ns["_empty"] = np.empty
+    ns["_msm"] = np.may_share_memory
+    ns["_fail"] = _make_fail(plan, where, first_line)
+    ns["_pc"] = time.perf_counter
+    ns.update(extra or {})
+    return ns
+
+
+def _assemble(plan, head, body, where, tail, mode, extra=None):
+    src = list(head)
+    src.append("    _tok = _err_off()")
+    src.append("    try:")
+    hdr = _header_lines(plan)
+    first_line = len(src) + len(hdr) + 1  # 1-based line number of body[0]
+    src += hdr
+    where = where if body else []
+    src += body if body else ["        pass"]
+    src.append("    except Exception as _e:")
+    src.append("        _fail(_e)")
+    src.append("    finally:")
+    src.append("        _err_on(_tok)")
+    src += tail
+    source = "\n".join(src) + "\n"
+    t0 = time.perf_counter()
+    code = _compile(source, mode)
+    ns = _namespace(plan, where, first_line, extra)
+    exec(code, ns)
+    plan.codegen_time += time.perf_counter() - t0
+    return ns, source
+
+
+def _ret_tuple(names):
+    if not names:
+        return "()"
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
+def build_core(plan, mode="core", extra=None):
+    """Compile the plan's ``core(*inputs) -> tuple of all outputs`` (``mode``: ``"core"``,
+    ``"profile"`` or ``"incremental"``, the last taking the dirty mask ``_M`` first)."""
+    t0 = time.perf_counter()
+    p = plan.program
+    args = ", ".join(p.names[v] for v in p.inputs)
+    body, where = _body(plan, mode)
+    if mode == "incremental":
+        head = [f"def core(_M, {args}):" if args else "def core(_M):"]
+        values = [p.names[v] for v in _persistent(plan)]
+        if values:
+            head.append(f"    {_ret_tuple(values)[1:-1]} = _V")
+        tail = []
+        if values:
+            tail.append(f"    _V[:] = {_ret_tuple(values)}")
+        tail.append(f"    return {_ret_tuple([p.names[v] for v in p.outputs])}")
+    else:
+        head = [f"def core({args}):"]
+        tail = [f"    return {_ret_tuple([p.names[v] for v in p.outputs])}"]
+    plan.codegen_time += time.perf_counter() - t0
+    ns, source = _assemble(plan, head, body, where, tail, mode, extra)
+    return ns["core"], source
+
+
+def _persistent(plan):
+    """Values an incremental core keeps from call to call (all it computes)."""
+    seen, out = set(), []
+    for _idx, (_k, st) in enumerate(plan.steps):
+        for v in st.outputs:
+            if v not in seen:
+                seen.add(v)
+                out.append(v)
+    return out
+
+
+def build_fast(plan, spec):
+    """Compile the plan's call path: ``fast(*args)`` checks the explicit inputs against
+    this plan's signature (else ``_switch(args)``), reads the shared values, runs,
+    stores the updates and returns what ``Function.__call__`` returns."""
+    t0 = time.perf_counter()
+    p = plan.program
+    names = p.names
+    head = ["def fast(*args):"]
+    n = len(spec.explicit)
+    head.append(f"    if len(args) != {n}:")
+    head.append("        return _slow(*args)")
+    extra = {"_slow": spec.slow, "_switch": spec.switch, "_nd": np.ndarray}
+    if n:
+        head.append(f"    {', '.join(names[p.inputs[k]] for k in spec.explicit)}, = args")
+    checks = []
+    for k, v in enumerate(p.inputs):
+        nm = names[v]
+        if k not in spec.explicit:
+            extra[f"_inC{k}"] = spec.cells[k]
+            head.append(f"    {nm} = _inC{k}[0]")
+        extra[f"_inD{k}"] = np.dtype(v.type.dtype)
+        extra[f"_inS{k}"] = plan.sig[k]
+        checks.append(
+            f"type({nm}) is not _nd or {nm}.dtype is not _inD{k} or {nm}.shape != _inS{k}"
+        )
+    if checks:
+        head.append("    if " + " or ".join(checks) + ":")
+        head.append("        return _switch(args)")
+    body, where = _body(plan, "fast")
+    tail = []
+    for k_in, k_out in spec.updates:
+        tail.append(f"    _inC{k_in}[0] = {names[p.outputs[k_out]]}")
+        extra[f"_inC{k_in}"] = spec.cells[k_in]
+    rets = [names[v] for v in p.outputs[: spec.n_returned]]
+    if spec.return_none:
+        tail.append("    return None")
+    elif spec.unpack_single:
+        tail.append(f"    return {rets[0]}")
+    else:
+        tail.append(f"    return [{', '.join(rets)}]")
+    plan.codegen_time += time.perf_counter() - t0
+    ns, source = _assemble(plan, head, body, where, tail, "fast", extra)
+    return ns["fast"], source

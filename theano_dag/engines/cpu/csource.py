@@ -1,0 +1,633 @@
+"""C source of fused elementwise kernels: one C function per ``Elemwise`` node.
+
+Each kernel is a loop body over contiguous arrays (``kN_body``, vectorized with
+``#pragma omp simd``) and an entry point ``int kN(PyObject *a0, ..., PyObject *o0)``
+that reads the numpy arrays' data, shape and strides itself (at byte offsets
+measured once per process, see :func:`array_layout`) and hands them to the
+shared driver ``td_run`` of the preamble:
+
+* all operands contiguous and of the output's shape: one flat loop, split over
+  OpenMP threads when the work is large enough;
+* otherwise (broadcast, strided, transposed operands): the output's elements in
+  C order, in blocks; an operand contiguous in that order is read in place, one
+  broadcast from a single element fills a buffer once, others are gathered into
+  (outputs scattered from) a buffer a run of the innermost axis at a time.
+
+The scalar C comes from each scalar op's C expression (``op.c_code``), except
+for the few below whose plain C differs from numpy (integer division and
+remainder by 0 or -1, float floor division and remainder on signed zeros and
+exact multiples), which call helper functions of the preamble.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import numpy as np
+
+from theano_dag.graph.basic import Constant
+from theano_dag.scalar.basic import C_TYPES
+
+__all__ = ["NotCompilable", "DTYPE_CODES", "array_layout", "preamble", "kernel_source"]
+
+
+class NotCompilable(Exception):
+    """This node has no C kernel (an op without a C expression, an unsupported dtype)."""
+
+
+# Dtype codes shared by the preamble's descriptor table and the kernels.
+DTYPE_CODES = {
+    d: k
+    for k, d in enumerate(
+        ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+         "float32", "float64"]
+    )
+}  # fmt: skip
+_SIGNED = ("int8", "int16", "int32", "int64")
+_UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+_FLOATS = ("float32", "float64")
+_SUFFIX = {d: d.replace("uint", "u").replace("int", "i").replace("float", "f") for d in C_TYPES}
+
+_LAYOUT = []
+
+
+def array_layout():
+    """Byte offsets of an ndarray's type, data, nd, dims, strides and descr fields,
+    measured on a live array and checked; None when they cannot be trusted.
+
+    >>> lay = array_layout()
+    >>> lay is None or sorted(lay) == ['data', 'descr', 'dims', 'nd', 'strides', 'type']
+    True
+    """
+    if _LAYOUT:
+        return _LAYOUT[0]
+    layout = None
+    try:
+        layout = _measure_layout()
+    except Exception:  # an unknown object layout: C kernels stay off
+        layout = None
+    _LAYOUT.append(layout)
+    return layout
+
+
+def _words(obj, n):
+    return struct.unpack(f"{n}P", ctypes.string_at(id(obj), n * ctypes.sizeof(ctypes.c_void_p)))
+
+
+def _measure_layout():
+    w = ctypes.sizeof(ctypes.c_void_p)
+    a = np.empty((3, 5), dtype=np.float64)
+    words = _words(a, 12)
+    data = words.index(a.ctypes.data)
+    tp = words.index(id(np.ndarray))
+    descr = words.index(id(a.dtype))
+    lay = {"type": tp * w, "data": data * w, "nd": (data + 1) * w, "dims": (data + 2) * w,
+           "strides": (data + 3) * w, "descr": descr * w}  # fmt: skip
+    # Check every field on arrays of other shapes, dtypes and strides.
+    for b in (np.zeros((2, 3, 4), np.float32)[:, ::2], np.zeros(7, np.int8), np.zeros(())):
+        ws = _words(b, 12)
+        if ws[lay["type"] // w] != id(np.ndarray) or ws[lay["data"] // w] != b.ctypes.data:
+            return None
+        if ws[lay["descr"] // w] != id(b.dtype):
+            return None
+        nd = ctypes.c_int.from_address(id(b) + lay["nd"]).value
+        if nd != b.ndim:
+            return None
+        if b.ndim:
+            dims = (ctypes.c_ssize_t * b.ndim).from_address(ws[lay["dims"] // w])
+            strides = (ctypes.c_ssize_t * b.ndim).from_address(ws[lay["strides"] // w])
+            if tuple(dims) != b.shape or tuple(strides) != b.strides:
+                return None
+    return lay
+
+
+def c_literal(value, dtype) -> str:
+    """A C literal of ``value`` as ``dtype`` (any int64, NaN, inf and -0.0 included).
+
+    >>> c_literal(-2**63, "int64"), c_literal(-0.0, "float32"), c_literal(True, "bool")
+    ('(-9223372036854775807LL - 1)', '((float)-0.0)', '1')
+    """
+    v = np.asarray(value).astype(dtype)[()]
+    t = C_TYPES[dtype]
+    if dtype == "bool":
+        return "1" if v else "0"
+    if dtype in _FLOATS:
+        if np.isnan(v):
+            return f"(({t})NAN)"
+        if np.isinf(v):
+            return f"(({t})INFINITY)" if v > 0 else f"(-({t})INFINITY)"
+        return f"(({t}){float(v)!r})"
+    i = int(v)
+    if dtype in _UNSIGNED:
+        return f"(({t}){i}ULL)"
+    if i == -(2**63):
+        return "(-9223372036854775807LL - 1)"
+    return f"(({t}){i}LL)"
+
+
+# -- scalar C with numpy's semantics -------------------------------------------------
+
+
+def _cast_args(args, in_dtypes, od):
+    return [a if d == od else f"(({C_TYPES[od]})({a}))" for a, d in zip(args, in_dtypes)]
+
+
+def _intdiv_c(op, args, in_dtypes, out_dtypes):
+    od = out_dtypes[0]
+    if od == "bool" or od not in _SUFFIX:
+        return None
+    x, y = _cast_args(args, in_dtypes, od)
+    return [f"td_floordiv_{_SUFFIX[od]}({x}, {y})"]
+
+
+def _mod_c(op, args, in_dtypes, out_dtypes):
+    od = out_dtypes[0]
+    if od == "bool" or od not in _SUFFIX:
+        return None
+    x, y = _cast_args(args, in_dtypes, od)
+    return [f"td_mod_{_SUFFIX[od]}({x}, {y})"]
+
+
+def _pow_c(op, args, in_dtypes, out_dtypes):
+    if out_dtypes[0] not in _FLOATS:
+        # numpy raises on negative integer exponents; a C loop cannot, so numpy runs it.
+        raise NotCompilable(f"{op} on integers")
+    return None
+
+
+def _clip_c(op, args, in_dtypes, out_dtypes):
+    from theano_dag import scalar as ts
+
+    # numpy's minimum(maximum(x, lo), hi): a NaN bound gives NaN.
+    od = out_dtypes[0]
+    x, lo, hi = _cast_args(args, in_dtypes, od)
+    (m,) = scalar_c(ts.maximum, [x, lo], [od, od], [od])
+    return scalar_c(ts.minimum, [m, hi], [od, od], [od])
+
+
+def _overrides():
+    from theano_dag import scalar as ts
+
+    return {ts.IntDiv: _intdiv_c, ts.Mod: _mod_c, ts.Pow: _pow_c, ts.Clip: _clip_c}
+
+
+_OVERRIDES: dict = {}
+
+
+def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
+    """One C expression per output of scalar ``op`` applied to C expressions ``args``."""
+    if not _OVERRIDES:
+        _OVERRIDES.update(_overrides())
+    for cls in type(op).__mro__:
+        fn = _OVERRIDES.get(cls)
+        if fn is not None:
+            r = fn(op, args, in_dtypes, out_dtypes)
+            if r is not None:
+                return r
+            break
+    try:
+        return op.c_code(args, list(in_dtypes), list(out_dtypes), C_TYPES)
+    except NotImplementedError as e:
+        raise NotCompilable(f"{op} has no C expression ({e})") from None
+
+
+def _check_dtype(d, what):
+    if d not in DTYPE_CODES:
+        raise NotCompilable(f"{what} has dtype {d}, which C kernels do not handle")
+
+
+def composite_statements(comp, in_exprs, prefix, lines) -> list:
+    """Append one typed C temporary per scalar node of ``comp`` to ``lines``; return the
+    C expressions of its outputs. Nested Composites are expanded in place."""
+    names = dict(zip(comp.inputs, in_exprs))
+
+    def arg(v):
+        if isinstance(v, Constant):
+            _check_dtype(v.type.dtype, f"constant {v}")
+            return c_literal(v.data, v.type.dtype)
+        return names[v]
+
+    for k, node in enumerate(comp.nodes):
+        args = [arg(v) for v in node.inputs]
+        in_dt = [v.type.dtype for v in node.inputs]
+        out_dt = [o.type.dtype for o in node.outputs]
+        for d in in_dt + out_dt:
+            _check_dtype(d, f"scalar op {node.op}")
+        if hasattr(node.op, "nodes") and hasattr(node.op, "inputs"):
+            exprs = composite_statements(node.op, args, f"{prefix}{k}_", lines)
+        else:
+            exprs = scalar_c(node.op, args, in_dt, out_dt)
+        for j, (o, e) in enumerate(zip(node.outputs, exprs)):
+            name = f"{prefix}{k}" if len(node.outputs) == 1 else f"{prefix}{k}_{j}"
+            lines.append(f"{C_TYPES[o.type.dtype]} {name} = {e};")
+            names[o] = name
+    return [arg(o) for o in comp.outputs]
+
+
+# -- one kernel ------------------------------------------------------------------------
+
+# Per-element cost of scalar ops relative to an add: decides when threads pay off.
+_EXPENSIVE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+              "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "sigmoid",
+              "softplus", "erf", "erfc", "pow"}  # fmt: skip
+_MEDIUM = {"true_div", "int_div", "mod", "sqrt", "reciprocal"}
+# Elements times cost above which a kernel runs on all OpenMP threads.
+PARALLEL_WORK = 1 << 18
+MIN_PARALLEL = 4096
+
+
+def _cost(sop):
+    nodes = getattr(sop, "nodes", None)
+    if nodes is not None:
+        return sum(_cost(n.op) for n in nodes) or 1
+    name = getattr(sop, "name", "")
+    return 20 if name in _EXPENSIVE else 4 if name in _MEDIUM else 1
+
+
+def parallel_threshold(sop) -> int:
+    """Output size from which the kernel of ``sop`` splits its loop over threads."""
+    return max(MIN_PARALLEL, PARALLEL_WORK // _cost(sop))
+
+
+def kernel_body(node, arg_pos, consts):
+    """``(loop statements, output expressions)`` of the Elemwise ``node``; inputs at
+    ``arg_pos`` are read from arrays ``a0, a1, ...``, the others are ``consts``."""
+    sop = node.op.scalar_op
+    exprs, lines = [], []
+    for p, v in enumerate(node.inputs):
+        d = v.type.dtype
+        _check_dtype(d, f"input {p} ({v})")
+        if p in consts:
+            exprs.append(c_literal(consts[p], d))
+        else:
+            j = arg_pos.index(p)
+            lines.append(f"const {C_TYPES[d]} x{j} = a{j}[i];")
+            exprs.append(f"x{j}")
+    for o in node.outputs:
+        _check_dtype(o.type.dtype, f"output {o}")
+    in_dt = [v.type.dtype for v in node.inputs]
+    out_dt = [o.type.dtype for o in node.outputs]
+    if hasattr(sop, "nodes") and hasattr(sop, "inputs"):
+        outs = composite_statements(sop, exprs, "t", lines)
+    else:
+        outs = scalar_c(sop, exprs, in_dt, out_dt)
+    return lines, outs
+
+
+def kernel_source(name, node, arg_pos, consts) -> str:
+    """The C of one kernel: ``name_body`` (the loop), ``name_fn`` and the entry ``name``."""
+    if node.outputs[0].type.ndim > 62:
+        raise NotCompilable(f"{node.outputs[0].type.ndim} dimensions")
+    lines, outs = kernel_body(node, arg_pos, consts)
+    ins = [node.inputs[p] for p in arg_pos]
+    nin, nout = len(ins), len(node.outputs)
+    params = [f"const {C_TYPES[v.type.dtype]} *restrict a{j}" for j, v in enumerate(ins)]
+    params += [f"{C_TYPES[o.type.dtype]} *restrict o{j}" for j, o in enumerate(node.outputs)]
+    stores = [f"o{j}[i] = {e};" for j, e in enumerate(outs)]
+    body = "\n".join("        " + s for s in lines + stores)
+    casts = [f"({'const ' if j < nin else ''}{C_TYPES[v.type.dtype]} *)p[{j}]"
+             for j, v in enumerate(ins + list(node.outputs))]
+    codes = [DTYPE_CODES[v.type.dtype] for v in ins + list(node.outputs)]
+    masks = []
+    for v in ins:
+        m = sum(1 << d for d, b in enumerate(v.type.broadcastable) if b)
+        masks.append(f"{m:#x}ULL")
+    entry_params = ", ".join(f"void *a{j}" for j in range(nin))
+    entry_params += (", " if nin else "") + ", ".join(f"void *o{j}" for j in range(nout))
+    arrs = ", ".join([f"a{j}" for j in range(nin)] + [f"o{j}" for j in range(nout)])
+    ndim = node.outputs[0].type.ndim
+    return f"""
+static __attribute__((noinline)) void {name}_body(ptrdiff_t n, {", ".join(params)})
+{{
+    #pragma omp simd
+    for (ptrdiff_t i = 0; i < n; i++) {{
+{body}
+    }}
+}}
+
+static void {name}_fn(char **p, ptrdiff_t n)
+{{
+    {name}_body(n, {", ".join(casts)});
+}}
+
+int {name}({entry_params})
+{{
+    void *arrs[{nin + nout}] = {{{arrs}}};
+    static const int codes[{nin + nout}] = {{{", ".join(map(str, codes))}}};
+    static const unsigned long long bcast[{max(nin, 1)}] = {{{", ".join(masks) or "0"}}};
+    return td_run({nin}, {nout}, arrs, codes, bcast, {ndim}, {name}_fn, \
+{parallel_threshold(node.op.scalar_op)});
+}}
+"""
+
+
+# -- the preamble ------------------------------------------------------------------------
+
+
+def _helpers():
+    out = []
+    for d in _SIGNED:
+        t, s = C_TYPES[d], _SUFFIX[d]
+        # Python's floor division and remainder; x // 0 = x % 0 = 0 and x // -1 = -x
+        # wrapping (C's / traps on INT_MIN / -1), as numpy gives.
+        out.append(f"""static inline {t} td_floordiv_{s}({t} a, {t} b) {{
+    if (b == 0) return 0;
+    if (b == -1) return ({t})(0 - a);
+    {t} q = ({t})(a / b), r = ({t})(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? ({t})(q - 1) : q;
+}}
+static inline {t} td_mod_{s}({t} a, {t} b) {{
+    if (b == 0 || b == -1) return 0;
+    {t} r = ({t})(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? ({t})(r + b) : r;
+}}""")
+    for d in _UNSIGNED + ("bool",):
+        t, s = C_TYPES[d], _SUFFIX[d]
+        out.append(f"static inline {t} td_floordiv_{s}({t} a, {t} b) "
+                   f"{{ return b == 0 ? 0 : ({t})(a / b); }}\n"
+                   f"static inline {t} td_mod_{s}({t} a, {t} b) "
+                   f"{{ return b == 0 ? 0 : ({t})(a % b); }}")
+    for d in _FLOATS:
+        t, s = C_TYPES[d], _SUFFIX[d]
+        # numpy's npy_divmod: the quotient from fmod, the remainder with the divisor's sign.
+        out.append(f"""static inline {t} td_divmod_{s}({t} a, {t} b, {t} *modulus) {{
+    {t} mod = fmod(a, b), div, floordiv;
+    if (b == 0) {{ *modulus = mod; return a / b; }}
+    div = (a - mod) / b;
+    if (mod != 0) {{
+        if ((b < 0) != (mod < 0)) {{ mod += b; div -= ({t})1; }}
+    }} else {{
+        mod = copysign(({t})0, b);
+    }}
+    if (div != 0) {{
+        floordiv = floor(div);
+        if (div - floordiv > ({t})0.5) floordiv += ({t})1;
+    }} else {{
+        floordiv = copysign(({t})0, a / b);
+    }}
+    *modulus = mod;
+    return floordiv;
+}}
+static inline {t} td_floordiv_{s}({t} a, {t} b) {{ {t} m; return td_divmod_{s}(a, b, &m); }}
+static inline {t} td_mod_{s}({t} a, {t} b) {{
+    {t} m;
+    if (b == 0) return fmod(a, b);
+    td_divmod_{s}(a, b, &m);
+    return m;
+}}""")
+    return "\n".join(out)
+
+
+def _simd_decls(functions):
+    decls = []
+    for fn in functions:
+        nargs = 2 if fn in ("atan2", "hypot", "pow") else 1
+        dargs = ", ".join(["double"] * nargs)
+        fargs = ", ".join(["float"] * nargs)
+        decls.append(f"TD_SIMD double ({fn})({dargs}); TD_SIMD float ({fn}f)({fargs});")
+    return "\n".join(decls)
+
+
+_DRIVER = r"""
+static const void *td_ndarray;
+static const void *td_descr[11];
+static const int td_size[11] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+
+/* Called once after loading: the ndarray type and the dtype descriptors, by address. */
+void td_init(const void *ndarray_type, const void *const *descrs)
+{
+    td_ndarray = ndarray_type;
+    for (int i = 0; i < 11; i++) td_descr[i] = descrs[i];
+}
+
+enum { TD_ETYPE = 1, TD_EDTYPE = 2, TD_ENDIM = 3, TD_ESHAPE = 4, TD_ENOMEM = 5 };
+#define TD_ERR(kind, k) (((kind) << 16) | (k))
+#define TD_F(o, off, T) (*(T *)((char *)(o) + (off)))
+
+typedef void (*td_fn)(char **p, ptrdiff_t n);
+
+static inline void td_copy(char *dst, ptrdiff_t ds, const char *src, ptrdiff_t ss,
+                           ptrdiff_t n, int es)
+{
+    switch (es) {
+    case 8: for (ptrdiff_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 8); break;
+    case 4: for (ptrdiff_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 4); break;
+    case 2: for (ptrdiff_t i = 0; i < n; i++) memcpy(dst + i * ds, src + i * ss, 2); break;
+    default: for (ptrdiff_t i = 0; i < n; i++) dst[i * ds] = src[i * ss]; break;
+    }
+}
+
+/* Elements [i0, i0 + len) in C order of an operand with strides st over shape:
+   gathered into buf (scatter = 0) or scattered from it (scatter = 1). */
+static void td_walk(char *base, const ptrdiff_t *st, const ptrdiff_t *shape, int nd,
+                    ptrdiff_t i0, ptrdiff_t len, char *buf, int es, int scatter)
+{
+    ptrdiff_t idx[64];
+    char *p = base;
+    ptrdiff_t r = i0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = r % shape[d];
+        r /= shape[d];
+        p += idx[d] * st[d];
+    }
+    const ptrdiff_t inner = shape[nd - 1], s = st[nd - 1];
+    while (len > 0) {
+        ptrdiff_t run = inner - idx[nd - 1];
+        if (run > len) run = len;
+        if (scatter) td_copy(p, s, buf, es, run, es);
+        else td_copy(buf, es, p, s, run, es);
+        buf += run * es;
+        len -= run;
+        p += run * s;
+        idx[nd - 1] += run;
+        if (idx[nd - 1] == inner && len > 0) {
+            p -= inner * s;
+            idx[nd - 1] = 0;
+            for (int d = nd - 2; d >= 0; d--) {
+                idx[d]++;
+                p += st[d];
+                if (idx[d] < shape[d]) break;
+                p -= shape[d] * st[d];
+                idx[d] = 0;
+            }
+        }
+    }
+}
+
+static ptrdiff_t td_split(ptrdiff_t n, int t, int nt)
+{
+    if (t >= nt) return n;
+    ptrdiff_t b = (ptrdiff_t)((double)n * t / nt);
+    return b & ~(ptrdiff_t)63;  /* whole cache lines per thread */
+}
+
+static int td_general(int nin, int na, char **base, const int *es, int nd,
+                      const ptrdiff_t *shape, const ptrdiff_t *st, ptrdiff_t n,
+                      td_fn fn, ptrdiff_t par_min)
+{
+    int kind[na];  /* 0: read in place, 1: one element broadcast, 2: walked */
+    for (int k = 0; k < na; k++) {
+        ptrdiff_t expect = es[k];
+        int contig = 1, zero = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            if (st[k * nd + d] != expect) contig = 0;
+            if (st[k * nd + d] != 0) zero = 0;
+            expect *= shape[d];
+        }
+        kind[k] = contig ? 0 : (zero && k < nin) ? 1 : 2;
+    }
+    ptrdiff_t B = 65536 / (8 * na);
+    if (B > 2048) B = 2048;
+    if (B < 16) B = 16;
+    B &= ~(ptrdiff_t)15;
+    const ptrdiff_t nblk = (n + B - 1) / B;
+    int failed = 0;
+#ifdef _OPENMP
+    #pragma omp parallel if (n >= par_min && nblk > 1)
+#endif
+    {
+        char *bufs = (char *)malloc((size_t)na * B * 8);
+        char **p = (char **)malloc(sizeof(char *) * na);
+        if (!bufs || !p) {
+            failed = 1;
+        } else {
+            for (int k = 0; k < na; k++)
+                if (kind[k] == 1) td_copy(bufs + k * B * 8, es[k], base[k], 0, B, es[k]);
+#ifdef _OPENMP
+            #pragma omp for schedule(static)
+#endif
+            for (ptrdiff_t b = 0; b < nblk; b++) {
+                const ptrdiff_t i0 = b * B, len = (n - i0 < B) ? n - i0 : B;
+                for (int k = 0; k < na; k++) {
+                    char *buf = bufs + k * B * 8;
+                    if (kind[k] == 0) {
+                        p[k] = base[k] + i0 * es[k];
+                    } else {
+                        p[k] = buf;
+                        if (kind[k] == 2 && k < nin)
+                            td_walk(base[k], st + k * nd, shape, nd, i0, len, buf, es[k], 0);
+                    }
+                }
+                fn(p, len);
+                for (int k = nin; k < na; k++)
+                    if (kind[k] != 0)
+                        td_walk(base[k], st + k * nd, shape, nd, i0, len, p[k], es[k], 1);
+            }
+        }
+        free(bufs);
+        free(p);
+    }
+    return failed ? TD_ERR(TD_ENOMEM, 0) : 0;
+}
+
+/* Check the operands, broadcast the inputs to the first output's shape, drop length-1
+   axes, merge axes every operand walks contiguously, and run. */
+static int td_run(int nin, int nout, void **arrs, const int *codes,
+                  const unsigned long long *bcast, int ndim, td_fn fn, ptrdiff_t par_min)
+{
+    const int na = nin + nout, nd1 = ndim > 0 ? ndim : 1;
+    char *base[na];
+    int es[na];
+    ptrdiff_t shape[nd1], st[na * nd1], cshape[nd1], cst[na * nd1];
+    for (int k = 0; k < na; k++) {
+        void *o = arrs[k];
+        if (TD_F(o, TD_OFF_TYPE, const void *) != td_ndarray) return TD_ERR(TD_ETYPE, k);
+        if (TD_F(o, TD_OFF_DESCR, const void *) != td_descr[codes[k]])
+            return TD_ERR(TD_EDTYPE, k);
+        if (TD_F(o, TD_OFF_ND, int) != ndim) return TD_ERR(TD_ENDIM, k);
+        base[k] = TD_F(o, TD_OFF_DATA, char *);
+        es[k] = td_size[codes[k]];
+    }
+    const ptrdiff_t *od = TD_F(arrs[nin], TD_OFF_DIMS, const ptrdiff_t *);
+    ptrdiff_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        shape[d] = od[d];
+        n *= od[d];
+    }
+    for (int k = 0; k < na; k++) {
+        const ptrdiff_t *dims = TD_F(arrs[k], TD_OFF_DIMS, const ptrdiff_t *);
+        const ptrdiff_t *strides = TD_F(arrs[k], TD_OFF_STRIDES, const ptrdiff_t *);
+        for (int d = 0; d < ndim; d++) {
+            if (dims[d] == shape[d]) st[k * nd1 + d] = strides[d];
+            else if (k < nin && dims[d] == 1 && ((bcast[k] >> d) & 1)) st[k * nd1 + d] = 0;
+            else return TD_ERR(TD_ESHAPE, k);
+        }
+    }
+    if (n == 0) return 0;
+    int nd = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1) continue;
+        int merge = nd > 0;
+        for (int k = 0; merge && k < na; k++)
+            merge = cst[k * nd1 + nd - 1] == st[k * nd1 + d] * shape[d];
+        if (merge) {
+            cshape[nd - 1] *= shape[d];
+            for (int k = 0; k < na; k++) cst[k * nd1 + nd - 1] = st[k * nd1 + d];
+        } else {
+            cshape[nd] = shape[d];
+            for (int k = 0; k < na; k++) cst[k * nd1 + nd] = st[k * nd1 + d];
+            nd++;
+        }
+    }
+    if (nd == 0) {
+        nd = 1;
+        cshape[0] = 1;
+        for (int k = 0; k < na; k++) cst[k * nd1] = es[k];
+    }
+    int contig = nd == 1;
+    for (int k = 0; contig && k < na; k++) contig = cst[k * nd1] == es[k];
+    if (contig) {
+        if (n < par_min) {
+            fn(base, n);
+            return 0;
+        }
+#ifdef _OPENMP
+        #pragma omp parallel
+        {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            const ptrdiff_t lo = td_split(n, t, nt), hi = td_split(n, t + 1, nt);
+            char *p[na];
+            for (int k = 0; k < na; k++) p[k] = base[k] + lo * es[k];
+            if (hi > lo) fn(p, hi - lo);
+        }
+#else
+        fn(base, n);
+#endif
+        return 0;
+    }
+    /* td_general wants the strides packed nd per operand */
+    ptrdiff_t pst[na * nd];
+    for (int k = 0; k < na; k++)
+        for (int d = 0; d < nd; d++) pst[k * nd + d] = cst[k * nd1 + d];
+    return td_general(nin, na, base, es, nd, cshape, pst, n, fn, par_min);
+}
+"""
+
+
+def preamble(layout, simd_functions) -> str:
+    """The C shared by all kernels of a library: headers, libmvec declarations,
+    numpy-exact helpers and the ``td_run`` driver."""
+    defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
+    return f"""/* theano_dag fused elementwise kernels (generated) */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+/* glibc declares libmvec's vector variants only under -ffast-math; declaring them here
+   lets GCC vectorize these calls with IEEE semantics intact. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TD_SIMD __attribute__((simd("notinbranch")))
+{_simd_decls(simd_functions)}
+#endif
+/* exp(float) is expf, as numpy computes float32 in float32 */
+#include <tgmath.h>
+
+{defines}
+
+{_helpers()}
+{_DRIVER}"""

@@ -1,0 +1,780 @@
+"""How the CPU engine runs each op: per-Op-class emitters of numpy code, kept out of the ops.
+
+An *emitter* turns one Apply node into :class:`Step` objects; a Step knows the
+values it reads and writes and emits the Python source lines computing them.
+Emitters are registered per Op class (:func:`register_impl`), looked up along
+the class's MRO; an op with none runs through its own ``perform`` (a *call*
+step, unplanned: numpy allocates its outputs).
+
+Kinds of steps:
+
+* ``out`` steps write their one output into a target array the engine chooses
+  (``np.add(a, b, out=t)``) or, given none, let numpy allocate it. Elementwise
+  ones may overwrite an input of the output's exact shape (``inplace``).
+* ``view`` steps alias an input (``DimShuffle``, ``ViewOp``, views an op declares
+  in its ``view_map``, outputs an op writes over an input in its ``destroy_map``).
+* ``call`` steps run ``Op.perform`` through the op's thunk.
+
+A fused ``Elemwise{Composite}`` expands into one ``out`` step per scalar node,
+each writing a planned scratch value, until the C kernels take them over.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.graph.basic import Constant
+
+__all__ = ["Step", "Temp", "register_impl", "get_impl", "make_steps", "IMPLS"]
+
+IMPLS: dict = {}
+
+
+def register_impl(*op_classes):
+    """Register ``fn(node, ctx) -> list[Step] | None`` as the emitter of ``op_classes``.
+
+    Returning None makes the engine fall back to ``perform`` for that node.
+
+    >>> from theano_dag.graph.op import Op
+    >>> class MyOp(Op):
+    ...     __props__ = ()
+    >>> @register_impl(MyOp)
+    ... def _my_impl(node, ctx):
+    ...     return None
+    >>> get_impl(MyOp()) is _my_impl
+    True
+    >>> del IMPLS[MyOp]
+    """
+
+    def deco(fn):
+        for cls in op_classes:
+            IMPLS[cls] = fn
+        return fn
+
+    return deco
+
+
+def get_impl(op):
+    """The emitter registered for ``op``'s class or its nearest base class (None if none)."""
+    for cls in type(op).__mro__:
+        fn = IMPLS.get(cls)
+        if fn is not None:
+            return fn
+    return None
+
+
+class Temp:
+    """A scratch value made by an expanded node (a scalar node inside a Composite)."""
+
+    __slots__ = ("dtype", "label")
+
+    def __init__(self, dtype, label):
+        self.dtype = dtype
+        self.label = label
+
+    @property
+    def type(self):
+        return None
+
+    def __repr__(self):
+        return f"<temp {self.label} {self.dtype}>"
+
+
+class Step:
+    """A few lines of generated code computing ``outputs`` from ``inputs`` (value ids).
+
+    ``emit(ins, outs, target)`` returns the source lines: ``ins``/``outs`` are the
+    local names of the values, ``target`` the expression of the array to write the
+    single output into, or None to let numpy allocate it. ``kind`` is ``"out"``,
+    ``"view"`` or ``"call"``; ``views`` maps output positions to the input position
+    they alias; ``inplace`` lists ``(output position, input position)`` pairs the
+    output may overwrite when the input has its exact shape and dtype.
+    ``elementwise`` out steps broadcast their inputs, plus ``const_shapes``, to their
+    natural output shape; ``prefer_fresh`` steps are cheaper writing fresh arrays.
+    """
+
+    __slots__ = (
+        "node",
+        "outputs",
+        "inputs",
+        "emit",
+        "kind",
+        "views",
+        "inplace",
+        "elementwise",
+        "const_shapes",
+        "prefer_fresh",
+        "dtypes",
+    )
+
+    def __init__(
+        self,
+        node,
+        outputs,
+        inputs,
+        emit,
+        kind="out",
+        views=None,
+        inplace=(),
+        elementwise=False,
+        const_shapes=(),
+        prefer_fresh=False,
+        dtypes=None,
+    ):
+        self.node = node
+        self.outputs = tuple(outputs)
+        self.inputs = tuple(inputs)
+        self.emit = emit
+        self.kind = kind
+        self.views = dict(views or {})
+        self.inplace = tuple(inplace)
+        self.elementwise = elementwise
+        self.const_shapes = tuple(const_shapes)
+        self.prefer_fresh = prefer_fresh
+        if dtypes is None:
+            dtypes = tuple(_dtype_of(o) for o in self.outputs)
+        self.dtypes = tuple(dtypes)
+
+
+def _dtype_of(v):
+    if isinstance(v, Temp):
+        return v.dtype
+    return getattr(getattr(v, "type", None), "dtype", None)
+
+
+def _is_tensor(v):
+    t = getattr(v, "type", None)
+    return getattr(t, "dtype", None) is not None and getattr(t, "ndim", None) is not None
+
+
+# -- the fallback: Op.perform through the op's thunk ------------------------------------
+
+
+def make_call(node):
+    """A callable running ``node`` through its op's thunk: args in, output(s) out."""
+    cells = {}
+    for v in list(node.inputs) + list(node.outputs):
+        cells.setdefault(v, [None])
+    compute_map = {v: [v.owner is None or v not in node.outputs] for v in cells}
+    thunk = node.op.make_thunk(node, cells, compute_map, [], "py")
+    in_cells = [cells[v] for v in node.inputs]
+    out_cells = [cells[v] for v in node.outputs]
+    single = len(out_cells) == 1
+    pairs = list(zip(in_cells, range(len(in_cells))))
+
+    def call(*args):
+        for cell, k in pairs:
+            cell[0] = args[k]
+        for cell in out_cells:
+            cell[0] = None
+        try:
+            thunk()
+        finally:
+            for cell in in_cells:
+                cell[0] = None
+        if single:
+            r = out_cells[0][0]
+            out_cells[0][0] = None
+            return r
+        r = tuple(c[0] for c in out_cells)
+        for c in out_cells:
+            c[0] = None
+        return r
+
+    return call
+
+
+def call_steps(node, ctx):
+    """The fallback step of ``node``: run its ``perform``; outputs alias inputs as declared."""
+    fn = ctx.glob(make_call(node), "F")
+    op = node.op
+    views = {}
+    for maps in (getattr(op, "view_map", None) or {}, getattr(op, "destroy_map", None) or {}):
+        for o, ins in maps.items():
+            if ins:
+                views[o] = ins[0]
+    n_out = len(node.outputs)
+
+    def emit(ins, outs, target):
+        lhs = outs[0] if n_out == 1 else ", ".join(outs) + ("," if n_out == 1 else "")
+        return [f"{lhs} = {fn}({', '.join(ins)})"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="call", views=views)]
+
+
+# -- elementwise: one scalar op over arrays ---------------------------------------------
+
+_NATURAL: dict = {}
+
+
+def _natural_dtype(uf, dtypes):
+    """The dtype numpy's ``uf`` gives for inputs of ``dtypes`` (None if it has no loop)."""
+    key = (uf, dtypes)
+    if key not in _NATURAL:
+        try:
+            with np.errstate(all="ignore"):
+                r = uf(*[np.ones(1, dtype=d) for d in dtypes])
+            _NATURAL[key] = np.asarray(r).dtype.name
+        except Exception:
+            _NATURAL[key] = None
+    return _NATURAL[key]
+
+
+def _scalar_classes():
+    try:
+        from theano_dag import scalar as ts
+        from theano_dag.scalar.basic import ScalarOp
+    except ImportError:
+        return None
+    return ts, ScalarOp
+
+
+def _ufunc_form(sop, n_in, in_dtypes, od):
+    """``(ufunc, fold, work_dtypes)`` when numpy's ufunc computes ``sop`` exactly, else None.
+
+    ``work_dtypes`` are the dtypes the reference casts the inputs to before computing
+    (``ScalarOp.compute``): the output dtype, or the inputs' common dtype for
+    comparisons, or the inputs' own.
+    """
+    classes = _scalar_classes()
+    if classes is None:
+        return None
+    ts, ScalarOp = classes  # noqa: N806
+    cls = type(sop)
+    if getattr(sop, "nout", 1) != 1:
+        return None
+    fold = False
+    if isinstance(sop, (ts.Add, ts.Mul)) and cls.compute is ScalarOp.compute:
+        if n_in < 2:
+            return None
+        uf, fold = (np.add if isinstance(sop, ts.Add) else np.multiply), True
+    else:
+        uf = getattr(sop, "nfunc", None)
+        if not isinstance(uf, np.ufunc) or uf.nout != 1 or uf.nin != n_in:
+            return None
+        if cls.impl is not ScalarOp.impl:
+            return None
+    compare = getattr(ts.arith, "_Compare", None) if hasattr(ts, "arith") else None
+    if cls.compute is ScalarOp.compute:
+        if sop.compute_in_output_dtype:
+            work = (od,) * n_in
+        else:
+            work = tuple(in_dtypes)
+    elif compare is not None and isinstance(sop, compare) and "compute" not in cls.__dict__:
+        common = np.result_type(*[np.dtype(d) for d in in_dtypes]).name
+        work = (common,) * n_in
+    else:
+        return None
+    return uf, fold, work
+
+
+def _const_for(value, dtype):
+    arr = np.asarray(value, dtype=dtype)
+    return arr[()] if arr.ndim == 0 else arr
+
+
+class _Arg:
+    """One input of an elementwise step: a value (by position) or a constant (a name)."""
+
+    __slots__ = ("value", "const", "shape", "cast")
+
+    def __init__(self, value=None, const=None, shape=None, cast=None):
+        self.value, self.const, self.shape, self.cast = value, const, shape, cast
+
+
+def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
+    """One step applying scalar op ``sop`` to ``items`` (Variables/Temps, or
+    ``("const", data)`` pairs), writing value ``out_id`` of dtype ``od``."""
+    form = _ufunc_form(sop, len(items), in_dtypes, od)
+    if form is None:
+        return _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim)
+    uf, fold, work = form
+    natural = _natural_dtype(uf, work)
+    if natural is None:
+        return _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim)
+    args, values, const_shapes = [], [], []
+    for item, d, w in zip(items, in_dtypes, work):
+        if isinstance(item, tuple):
+            c = _const_for(item[1], w)
+            args.append(_Arg(const=ctx.const(c, "k")))
+            const_shapes.append(np.shape(c))
+        else:
+            cast = ctx.glob(np.dtype(w), "D") if d != w else None
+            if item not in values:
+                values.append(item)
+            args.append(_Arg(value=values.index(item), cast=cast))
+    ufn = ctx.glob(uf, uf.__name__)
+    odn = ctx.glob(np.dtype(od), "D")
+    asarray = ctx.glob(np.asarray, "asarray")
+    unsafe = ", casting='unsafe'" if natural != od else ""
+
+    def expr(a, ins):
+        if a.const is not None:
+            return a.const
+        name = ins[a.value]
+        return f"{name}.astype({a.cast})" if a.cast else name
+
+    def finish(e):
+        if out_ndim == 0:
+            return f"{asarray}({e}, {odn})"
+        return f"{e}.astype({odn})" if natural != od else e
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        es = [expr(a, ins) for a in args]
+        if not fold:
+            if target is not None:
+                return [f"{o} = {ufn}({', '.join(es)}, out={target}{unsafe})"]
+            return [f"{o} = {finish(f'{ufn}(' + ', '.join(es) + ')')}"]
+        if target is not None:
+            lines = [f"{o} = {ufn}({es[0]}, {es[1]}, out={target}{unsafe})"]
+            lines += [f"{ufn}({o}, {e}, out={o}{unsafe})" for e in es[2:]]
+            return lines
+        lines = [f"{o} = {ufn}({es[0]}, {es[1]})"]
+        lines += [f"{o} = {ufn}({o}, {e})" for e in es[2:]]
+        if out_ndim == 0 or natural != od:
+            lines.append(f"{o} = {finish(o)}")
+        return lines
+
+    # An input may be overwritten when it is read before the output is written: any
+    # input of a one-call ufunc; only the first two of a fold, and only when they are
+    # not read again later in the fold.
+    inplace = []
+    for pos, a in enumerate(args):
+        if a.const is not None or a.cast is not None or in_dtypes[pos] != od:
+            continue
+        if fold and (pos >= 2 or any(b.value == a.value for b in args[2:])):
+            continue
+        inplace.append((0, a.value))
+    return Step(
+        node,
+        (out_id,),
+        values,
+        emit,
+        inplace=sorted(set(inplace)),
+        elementwise=True,
+        const_shapes=const_shapes,
+        dtypes=(od,),
+    )
+
+
+def _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
+    """A scalar op numpy has no single ufunc for: ``sop.compute`` (fresh arrays)."""
+    values, parts = [], []
+    for item in items:
+        if isinstance(item, tuple):
+            parts.append(("c", ctx.const(np.asarray(item[1]), "k")))
+        else:
+            if item not in values:
+                values.append(item)
+            parts.append(("v", values.index(item)))
+    fn = ctx.glob(_compute_fn(sop, od), "S")
+    copyto = ctx.glob(np.copyto, "copyto")
+    const_shapes = [np.shape(item[1]) for item in items if isinstance(item, tuple)]
+
+    def emit(ins, outs, target):
+        es = [n if k == "c" else ins[n] for k, n in parts]
+        o = outs[0]
+        call = f"{fn}({', '.join(es)})"
+        if target is None:
+            return [f"{o} = {call}"]
+        return [f"{copyto}({target}, {call}, casting='unsafe')", f"{o} = {target}"]
+
+    return Step(
+        node,
+        (out_id,),
+        values,
+        emit,
+        elementwise=True,
+        const_shapes=const_shapes,
+        prefer_fresh=True,
+        dtypes=(od,),
+    )
+
+
+def _compute_fn(sop, od):
+    out_dtypes = [od]
+    compute = sop.compute
+
+    def run(*xs):
+        return compute(list(xs), out_dtypes)[0]
+
+    return run
+
+
+def _copy_steps(ctx, node, x, out_id, od):
+    """``out = x`` cast to ``od`` (Identity, Cast, Second's broadcast fill)."""
+    copyto = ctx.glob(np.copyto, "copyto")
+    odn = ctx.glob(np.dtype(od), "D")
+    asarray = ctx.glob(np.array, "array")
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        if target is None:
+            return [f"{o} = {asarray}({ins[0]}, dtype={odn})"]
+        return [f"{copyto}({target}, {ins[0]}, casting='unsafe')", f"{o} = {target}"]
+
+    # Elementwise: a fill (Second) broadcasts x to a bigger shape, so it needs a target.
+    return Step(node, (out_id,), (x,), emit, elementwise=True, dtypes=(od,))
+
+
+def _expand_elemwise(node, ctx):
+    op = node.op
+    sop = op.scalar_op
+    if len(node.outputs) != 1 and not _is_composite(sop):
+        return None
+    destroy = dict(getattr(op, "inplace_pattern", {}) or {})
+    out_ndim = node.outputs[0].type.ndim
+    items = [("const", ctx.value_of(v)) if ctx.is_const(v) else v for v in node.inputs]
+    in_dtypes = [v.type.dtype for v in node.inputs]
+    if _is_composite(sop):
+        steps = _composite_steps(ctx, node, sop, items, out_ndim)
+    else:
+        od = node.outputs[0].type.dtype
+        classes = _scalar_classes()
+        ts = classes[0] if classes else None
+        x = node.outputs[0]
+        if ts is not None and type(sop) in (getattr(ts, "Identity", None), getattr(ts, "Cast", None)):
+            if isinstance(items[0], tuple):
+                return None
+            steps = [_copy_steps(ctx, node, items[0], x, od)]
+        elif ts is not None and type(sop) is getattr(ts, "Second", None):
+            if isinstance(items[1], tuple):
+                return None
+            steps = [_copy_steps(ctx, node, items[1], x, od)]
+        else:
+            steps = [elementwise_step(ctx, node, sop, items, in_dtypes, x, od, out_ndim)]
+    if steps is None:
+        return None
+    if destroy:
+        # Written over the destroyed input: a final step copies the result there unless
+        # the last step can write there itself.
+        return _destroying(ctx, node, steps, destroy)
+    return steps
+
+
+def _destroying(ctx, node, steps, destroy):
+    """Make the last step of an inplace Elemwise write its output over the destroyed input."""
+    if len(destroy) != 1 or len(node.outputs) != 1:
+        return None
+    ((_, i),) = destroy.items()
+    last = steps[-1]
+    base = node.inputs[i]
+    if last.kind != "out" or isinstance(base, Constant):
+        return None
+    if base in last.inputs:
+        # The step must read the input before writing over it.
+        p = last.inputs.index(base)
+        if not (last.prefer_fresh or (0, p) in last.inplace):
+            return None
+        inputs = last.inputs
+    else:
+        inputs = last.inputs + (base,)
+    k = inputs.index(base)
+    n_own = len(last.inputs)
+    inner = last.emit
+
+    def emit(ins, outs, target):
+        return inner(ins[:n_own], outs, ins[k])
+
+    steps[-1] = Step(
+        node, last.outputs, inputs, emit, kind="view", views={0: k}, dtypes=last.dtypes
+    )
+    return steps
+
+
+def _is_composite(sop):
+    nodes = getattr(sop, "nodes", None)
+    return nodes is not None and hasattr(sop, "inputs") and hasattr(sop, "outputs")
+
+
+def _composite_steps(ctx, node, comp, items, out_ndim):
+    outs = list(comp.outputs)
+    if len(set(outs)) != len(outs):
+        return None
+    env = dict(zip(comp.inputs, items))
+    final = dict(zip(outs, node.outputs))
+    for o in outs:
+        if o.owner is None:  # an output that is an input or a constant
+            return None
+    steps = []
+    for k, inode in enumerate(comp.nodes):
+        if len(inode.outputs) != 1 or _is_composite(inode.op):
+            return None
+        o = inode.outputs[0]
+        args = []
+        for v in inode.inputs:
+            if isinstance(v, Constant):
+                args.append(("const", v.data))
+            else:
+                args.append(env[v])
+        in_dtypes = [v.type.dtype for v in inode.inputs]
+        od = o.type.dtype
+        out_id = final.get(o)
+        if out_id is None:
+            out_id = ctx.temp(od, f"{inode.op}#{k}")
+        nd = out_ndim if o in final else None
+        step = elementwise_step(ctx, node, inode.op, args, in_dtypes, out_id, od, nd)
+        steps.append(step)
+        env[o] = out_id
+    return steps
+
+
+# -- registrations -------------------------------------------------------------------
+
+
+def _dimshuffle_steps(node, ctx):
+    op = node.op
+    x = node.inputs[0]
+    if not _is_tensor(x):
+        return None
+    drop = tuple(op.drop)
+    remaining = [d for d in range(x.type.ndim) if d not in drop]
+    kept = [o for o in op.new_order if o != "x"]
+    perm = tuple(remaining.index(k) for k in kept)
+    need_perm = perm != tuple(range(len(perm)))
+    augment = any(o == "x" for o in op.new_order)
+    index = tuple(None if o == "x" else slice(None) for o in op.new_order)
+    dname = ctx.const(drop, "drop") if drop else None
+    pname = ctx.const(perm, "perm") if need_perm else None
+    iname = ctx.const(index, "idx") if augment else None
+
+    def emit(ins, outs, target):
+        e = ins[0]
+        if dname:
+            e = f"{e}.squeeze({dname})"
+        if pname:
+            e = f"{e}.transpose({pname})"
+        if iname:
+            e = f"{e}[{iname}]"
+        if e == ins[0]:
+            e = f"{e}.view()"
+        return [f"{outs[0]} = {e}"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
+
+
+def _careduce_steps(node, ctx):
+    from theano_dag.tensor.elemwise import CAReduce
+
+    op = node.op
+    (x,) = node.inputs
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+    od = node.outputs[0].type.dtype
+    axes = tuple(op._axes(x.type.ndim))
+    if not axes:
+        return None
+    out_ndim = node.outputs[0].type.ndim
+    asarray = ctx.glob(np.asarray, "asarray")
+    odn = ctx.glob(np.dtype(od), "D")
+    axn = ctx.const(axes, "axes")
+    if type(op).perform is CAReduce.perform and hasattr(op, "ufunc"):
+        acc = op.acc_dtype_for(x.type.dtype)
+        if acc != od:
+            return None
+        fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
+        cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x.type.dtype != acc else ""
+    elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
+        # All / Any: numpy's truth of each element, as their perform does.
+        fn = ctx.glob(np.all if type(op.scalar_op).__name__ == "AND" else np.any, "allany")
+        cast = ""
+    else:
+        return None
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        if target is not None:
+            return [f"{o} = {fn}({ins[0]}{cast}, axis={axn}, out={target})"]
+        e = f"{fn}({ins[0]}{cast}, axis={axn})"
+        return [f"{o} = {asarray}({e}, {odn})" if out_ndim == 0 else f"{o} = {e}"]
+
+    return [Step(node, node.outputs, (x,), emit)]
+
+
+_BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+def _dot_steps(node, ctx, scale=False):
+    x, y = node.inputs[0], node.inputs[1]
+    od = node.outputs[0].type.dtype
+    if not (_is_tensor(x) and _is_tensor(y)) or ctx.is_const(x) or ctx.is_const(y):
+        return None
+    if not (x.type.dtype == y.type.dtype == od and od in _BLAS_DTYPES):
+        return None
+    dot = ctx.glob(np.dot, "dot")
+    mul = ctx.glob(np.multiply, "multiply")
+    asarray = ctx.glob(np.asarray, "asarray")
+    zero_d = node.outputs[0].type.ndim == 0
+    inputs = node.inputs[:2]
+    scale_name = None
+    if scale:
+        if ctx.is_const(node.inputs[2]):
+            scale_name = ctx.const(ctx.value_of(node.inputs[2]), "k")
+        else:
+            inputs = node.inputs[:3]
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        a = scale_name or (ins[2] if scale else None)
+        if target is not None:
+            lines = [f"{o} = {dot}({ins[0]}, {ins[1]}, {target})"]
+        elif zero_d:
+            lines = [f"{o} = {asarray}({dot}({ins[0]}, {ins[1]}))"]
+        else:
+            lines = [f"{o} = {dot}({ins[0]}, {ins[1]})"]
+        if scale:
+            lines.append(f"{mul}({o}, {a}, out={o})")
+        return lines
+
+    return [Step(node, node.outputs, inputs, emit)]
+
+
+def _axpby(z, a, p, b, out):
+    """``out = b*z + a*p`` rounding as the BLAS ops' reference (``p`` is scratch)."""
+    if out is None:
+        out = np.empty_like(z)
+    if b == 0:
+        return np.multiply(p, a, out=out)
+    if b != 1:
+        np.multiply(z, b, out=out)
+    elif out is not z:
+        np.copyto(out, z)
+    if a != 1:
+        np.multiply(p, a, out=p)
+    return np.add(out, p, out=out)
+
+
+def _blas_steps(node, ctx, kind):
+    """Gemm / Gemv / Ger as a product into a planned scratch value, then ``b*z + a*p``."""
+    ins = node.inputs
+    z = ins[0]
+    od = node.outputs[0].type.dtype
+    if od not in _BLAS_DTYPES or any(ctx.is_const(v) for v in ins if v.type.ndim > 0):
+        return None
+    if any(v.type.dtype != od for v in ins if v.type.ndim > 0):
+        return None
+    if kind == "ger":
+        _, alpha, x, y = ins
+        prod_fn, a, b = ctx.glob(np.outer, "outer"), alpha, None
+    else:
+        _, a, x, y, b = ins
+        prod_fn = ctx.glob(np.dot, "dot")
+    p = ctx.temp(od, f"{kind}_product")
+    pn = prod_fn
+
+    def emit_prod(names, outs, target):
+        if target is not None:
+            return [f"{outs[0]} = {pn}({names[0]}, {names[1]}, {target})"]
+        return [f"{outs[0]} = {pn}({names[0]}, {names[1]})"]
+
+    steps = [Step(node, (p,), (x, y), emit_prod, dtypes=(od,))]
+    axpby = ctx.glob(_axpby, "axpby")
+    scalars = [a] if b is None else [a, b]
+    sc = [ctx.const(ctx.value_of(s), "k") if ctx.is_const(s) else s for s in scalars]
+    vals = [z, p] + [s for s in sc if not isinstance(s, str)]
+    destroy = bool(getattr(node.op, "destroy_map", None))
+
+    def emit_comb(names, outs, target):
+        it = iter(names[2:])
+        sn = [s if isinstance(s, str) else next(it) for s in sc]
+        bn = "1" if b is None else sn[1]
+        t = names[0] if destroy else (target if target is not None else "None")
+        return [f"{outs[0]} = {axpby}({names[0]}, {sn[0]}, {names[1]}, {bn}, {t})"]
+
+    if destroy:
+        steps.append(
+            Step(node, node.outputs, vals, emit_comb, kind="view", views={0: 0}, dtypes=(od,))
+        )
+    else:
+        steps.append(Step(node, node.outputs, vals, emit_comb, inplace=[(0, 0)], dtypes=(od,)))
+    return steps
+
+
+def _deepcopy_steps(node, ctx):
+    x = node.inputs[0]
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {ins[0]}.copy()"]
+
+    return [Step(node, node.outputs, (x,), emit, kind="call")]
+
+
+def _viewop_steps(node, ctx):
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {ins[0]}"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
+
+
+def _shape_steps(node, ctx):
+    x = node.inputs[0]
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+    arr = ctx.glob(np.array, "array")
+    i64 = ctx.glob(np.dtype("int64"), "D")
+    i = getattr(node.op, "i", None)
+
+    def emit(ins, outs, target):
+        sub = f".shape[{i}]" if i is not None else ".shape"
+        return [f"{outs[0]} = {arr}({ins[0]}{sub}, dtype={i64})"]
+
+    return [Step(node, node.outputs, (x,), emit, kind="call")]
+
+
+def _register_defaults():
+    try:
+        from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+    except ImportError:
+        return
+    register_impl(Elemwise)(_expand_elemwise)
+    register_impl(DimShuffle)(_dimshuffle_steps)
+    register_impl(CAReduce)(_careduce_steps)
+    try:
+        from theano_dag.tensor.math import Dot
+
+        register_impl(Dot)(_dot_steps)
+    except ImportError:
+        pass
+    try:
+        from theano_dag.tensor import blas
+
+        register_impl(blas.Dot22)(_dot_steps)
+        register_impl(blas.Dot22Scalar)(lambda node, ctx: _dot_steps(node, ctx, scale=True))
+        register_impl(blas.Gemm)(lambda node, ctx: _blas_steps(node, ctx, "gemm"))
+        register_impl(blas.Gemv)(lambda node, ctx: _blas_steps(node, ctx, "gemv"))
+        register_impl(blas.Ger)(lambda node, ctx: _blas_steps(node, ctx, "ger"))
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from theano_dag.compile.ops import DeepCopyOp, ViewOp
+
+        register_impl(DeepCopyOp)(_deepcopy_steps)
+        register_impl(ViewOp)(_viewop_steps)
+    except ImportError:
+        pass
+    try:
+        from theano_dag.tensor.shape import Shape, Shape_i
+
+        register_impl(Shape, Shape_i)(_shape_steps)
+    except ImportError:
+        pass
+
+
+_register_defaults()
+
+
+def make_steps(node, ctx):
+    """The steps running ``node``: its registered emitter's, else a ``perform`` call."""
+    fn = get_impl(node.op)
+    steps = None
+    if fn is not None:
+        try:
+            steps = fn(node, ctx)
+        except NotImplementedError:
+            steps = None
+    if steps is None:
+        steps = call_steps(node, ctx)
+    return steps

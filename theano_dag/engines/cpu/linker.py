@@ -1,0 +1,394 @@
+"""``CPULinker``: the CPU engine's linker (``Mode(linker="cpu")``, the default).
+
+``accept(fgraph)`` then ``make_thunk()`` give a :class:`CPUThunk`; the first call
+with a given input-shape signature infers every shape, plans memory and
+generates the plan's code; later calls with that signature run the generated
+code directly. ``Function`` asks the thunk for a *fast call*
+(:meth:`CPUThunk.install_fast_call`): a generated function that checks the
+inputs against the current signature with a few identity and tuple compares,
+runs, stores the updates and returns the outputs, so a call costs little more
+than the numpy calls themselves.
+
+Not thread safe: the plan's blocks are reused by every call (as Theano's
+storage is).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from theano_dag.engines.basic import Container, Linker
+from theano_dag.engines.cpu.codegen import _persistent, build_core, build_fast
+from theano_dag.engines.cpu.profile import CPUProfile
+from theano_dag.engines.cpu.program import DEFAULT_MIN_PLAN_BYTES, Program
+
+__all__ = ["CPULinker", "CPUThunk", "MAX_PLANS"]
+
+# Plans (each with its blocks) kept per function; the least recently made goes first.
+MAX_PLANS = 8
+
+
+class CPULinker(Linker):
+    """Link a FunctionGraph into planned, generated numpy code.
+
+    ``incremental``: recompute only what depends on inputs that changed since the
+    last call. ``min_plan_bytes``: values smaller than this are left to numpy's
+    allocator (0 plans everything). ``profile``: collect a :class:`CPUProfile`
+    (``function(..., profile=True)`` sets it).
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.compile.function import function
+    >>> from theano_dag.compile.mode import Mode
+    >>> x = tt.dvector("x")
+    >>> f = function([x], tt.exp(x) * 2 + 1, mode=Mode(linker=CPULinker(), optimizer=None))
+    >>> f(np.zeros(3))
+    array([3., 3., 3.])
+    """
+
+    def __init__(self, *, incremental=False, min_plan_bytes=DEFAULT_MIN_PLAN_BYTES,
+                 profile=None, schedule=None, allow_gc=None):
+        super().__init__(allow_gc=allow_gc, scheduler=schedule)
+        if not isinstance(min_plan_bytes, int) or min_plan_bytes < 0:
+            raise ValueError(f"CPULinker: min_plan_bytes must be an int >= 0, got "
+                             f"{min_plan_bytes!r}")
+        self.incremental = bool(incremental)
+        self.min_plan_bytes = min_plan_bytes
+        self.profile = profile
+        self.fgraph = None
+        self.no_recycling = []
+        self.updates = {}
+
+    def _options(self):
+        return dict(incremental=self.incremental, min_plan_bytes=self.min_plan_bytes,
+                    profile=self.profile, schedule=self._scheduler, allow_gc=self._allow_gc)
+
+    def accept(self, fgraph, no_recycling=None, profile=None):
+        """Bind to ``fgraph`` (a fresh linker when already bound to another graph)."""
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            return type(self)(**self._options()).accept(fgraph, no_recycling, profile)
+        self.fgraph = fgraph
+        self.no_recycling = list(no_recycling or [])
+        if profile:
+            self.profile = profile
+        mapping = getattr(fgraph, "update_mapping", None) or {}
+        self.updates = {fgraph.inputs[i]: fgraph.outputs[o] for o, i in mapping.items()}
+        return self
+
+    def accept_var_updates(self, updates):
+        """``{shared input variable: update output variable}`` (FunctionMaker's hook)."""
+        self.updates = dict(updates)
+
+    def make_thunk(self, input_storage=None, output_storage=None, storage_map=None):
+        """Return ``(thunk, input_containers, output_containers)``."""
+        fgraph = self.fgraph
+        if fgraph is None:
+            raise ValueError("CPULinker.make_thunk: call accept(fgraph) first")
+        t0 = time.perf_counter()
+        if input_storage is None:
+            input_storage = [[None] for _ in fgraph.inputs]
+        if len(input_storage) != len(fgraph.inputs):
+            raise ValueError(f"input_storage has {len(input_storage)} cells, the graph has "
+                             f"{len(fgraph.inputs)} inputs")
+        if output_storage is None:
+            output_storage = [[None] for _ in fgraph.outputs]
+        if len(output_storage) != len(fgraph.outputs):
+            raise ValueError(f"output_storage has {len(output_storage)} cells, the graph has "
+                             f"{len(fgraph.outputs)} outputs")
+        # Outputs the caller may keep between calls; all others (Out(borrow=True)) may
+        # live in buffers the plan reuses.
+        kept = set(self.no_recycling)
+        borrowed = [o for o in fgraph.outputs if o.owner is not None and o not in kept]
+        if not self.no_recycling:
+            borrowed = []  # no information: treat every output as the caller's
+        program = Program(fgraph, self.schedule(fgraph), updates=self.updates,
+                          borrowed=borrowed, incremental=self.incremental,
+                          min_plan_bytes=self.min_plan_bytes)
+        profile = None
+        if self.profile:
+            profile = self.profile if isinstance(self.profile, CPUProfile) else CPUProfile(
+                getattr(fgraph, "name", None))
+            profile.set_nodes([n for n, _, _ in program.node_steps])
+            profile.link_time += time.perf_counter() - t0
+        thunk = CPUThunk(program, input_storage, output_storage, profile)
+        ins = [Container(r, cell) for r, cell in zip(fgraph.inputs, input_storage)]
+        outs = [Container(r, cell, readonly=True)
+                for r, cell in zip(fgraph.outputs, output_storage)]
+        return thunk, ins, outs
+
+
+class _FastSpec:
+    """What a generated fast call needs to know about the Function it serves."""
+
+    def __init__(self, function, thunk):
+        self.explicit = list(function._explicit)
+        self.cells = [c.storage for c in function.input_storage]
+        self.n_returned = function._n_returned
+        self.updates = [(k, self.n_returned + j) for j, (k, _s) in enumerate(function._updates)]
+        self.unpack_single = function.maker.unpack_single
+        self.return_none = function.maker.return_none
+        self.slow = function._call
+        self.switch = None
+
+
+class CPUThunk:
+    """The callable a CPULinker makes: runs the plan of the inputs' signature.
+
+    Called with no arguments, it reads the input cells and fills the output
+    cells (the ``Function`` protocol). ``memory_plan()`` gives the current plan's
+    :class:`~theano_dag.engines.memory.MemoryPlan`, ``source()`` its code.
+    """
+
+    allow_gc = True
+
+    def __init__(self, program, input_storage, output_storage, profile=None):
+        self.program = program
+        self.input_storage = input_storage
+        self.output_storage = output_storage
+        self.profile = profile
+        self.plans: OrderedDict = OrderedDict()
+        self.current = None
+        self.nodes_run = None
+        p = program
+        self._tensor = [_is_tensor_type(v.type) for v in p.inputs]
+        self._dtypes = [np.dtype(v.type.dtype) if t else None
+                        for v, t in zip(p.inputs, self._tensor)]
+        self._function = None
+        self._spec = None
+        if p.incremental:
+            self._down = _downstream_masks(p)
+            self._all = (1 << len(p.node_steps)) - 1
+            self._last = [_NOTHING] * len(p.inputs)
+            self._snap = [None] * len(p.inputs)
+
+    # -- plans ---------------------------------------------------------------------
+
+    def _signature(self, vals):
+        sig = []
+        for k, (v, is_t) in enumerate(zip(vals, self._tensor)):
+            if not is_t:
+                sig.append(None)
+                continue
+            if not isinstance(v, np.ndarray):
+                var = self.program.inputs[k]
+                raise TypeError(f"CPU engine: input {k} ({var}) has no array value "
+                                f"(got {type(v).__name__}); expected {var.type}")
+            sig.append(v.shape)
+        return tuple(sig)
+
+    def plan_for(self, sig):
+        """The plan of signature ``sig`` (made and cached on first use)."""
+        plan = self.plans.get(sig)
+        if plan is None:
+            plan = self.program.plan(sig)
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.popitem(last=False)
+            self.plans[sig] = plan
+            prof = self.profile
+            if prof is not None:
+                prof.plan_time += plan.plan_time
+                prof.n_plans += 1
+        if self.profile is not None:
+            self.profile.memory = plan.memory
+            self.profile.n_unplanned = plan.n_unplanned
+            self.profile.own_bytes = plan.own_bytes
+        self.current = plan
+        return plan
+
+    def _core(self, plan):
+        if plan.core is None:
+            p = self.program
+            if p.incremental:
+                n = len(_persistent(plan))
+                plan.inc_values = [None] * n
+                plan.core, plan.source_core = build_core(plan, "incremental",
+                                                         {"_V": plan.inc_values})
+            elif self.profile is not None:
+                prof = self.profile
+                # One time and count per node, shared by every plan.
+                times, calls = _Counters(prof), _Counters(prof, calls=True)
+                plan.core, plan.source_core = build_core(plan, "profile",
+                                                         {"_T": times, "_N": calls})
+            else:
+                plan.core, plan.source_core = build_core(plan, "core")
+            if self.profile is not None:
+                self.profile.codegen_time += plan.codegen_time
+        return plan.core
+
+    # -- calls ---------------------------------------------------------------------
+
+    def __call__(self):
+        t0 = time.perf_counter()
+        vals = [c[0] for c in self.input_storage]
+        plan = self.plan_for(self._signature(vals))
+        core = self._core(plan)
+        if self.program.incremental:
+            outs = self._run_incremental(plan, core, vals)
+        else:
+            outs = core(*vals)
+        for cell, v in zip(self.output_storage, outs):
+            cell[0] = v
+        if self.profile is not None:
+            self.profile.calls += 1
+            self.profile.call_time += time.perf_counter() - t0
+
+    def _run_incremental(self, plan, core, vals):
+        fresh = getattr(plan, "inc_fresh", True) or self.program.has_destroyers
+        plan.inc_fresh = False
+        mask = self._all if fresh else 0
+        for k, v in enumerate(vals):
+            if fresh or _changed(v, self._last[k], self._snap[k]):
+                mask |= self._down[k]
+                self._last[k] = v
+                self._snap[k] = _snapshot(v)
+        outs = core(mask, *vals)
+        self.nodes_run = bin(mask & self._all).count("1")
+        if self.profile is not None:
+            self.profile.nodes_run_last = self.nodes_run
+            self.profile.nodes_run_total += self.nodes_run
+        # Kept values must not reach the caller: hand out copies.
+        return [np.array(o, copy=True) if isinstance(o, np.ndarray) else o for o in outs]
+
+    def install_fast_call(self, function):
+        """Give ``function`` (a Function over this thunk) a generated call path.
+
+        Sets ``function._fast`` when the graph allows it (tensor inputs, no mutable
+        explicit input, no profiling or incremental run); returns whether it did.
+        """
+        p = self.program
+        if p.incremental or self.profile is not None or not all(self._tensor):
+            return False
+        inputs = function.maker.inputs
+        if any(inputs[k].mutable for k in function._explicit):
+            return False
+        self._function = function
+        self._spec = _FastSpec(function, self)
+        self._spec.switch = self._switch
+        function._fast = self._first_call
+        return True
+
+    def _first_call(self, *args):
+        return self._switch(args)
+
+    def _switch(self, args):
+        """The fast call's slow half: find the plan of these inputs and install its code."""
+        spec, function = self._spec, self._function
+        if len(args) != len(spec.explicit):
+            return spec.slow(*args)
+        vals = [cell[0] for cell in spec.cells]
+        for pos, k in enumerate(spec.explicit):
+            vals[k] = args[pos]
+        for k, v in enumerate(vals):
+            if type(v) is not np.ndarray or v.dtype is not self._dtypes[k]:
+                return spec.slow(*args)
+        sig = tuple(v.shape for v in vals)
+        if sig not in self.plans:
+            try:
+                for v, var in zip(vals, self.program.inputs):
+                    var.type.filter(v, strict=True)
+            except Exception:
+                return spec.slow(*args)  # it raises the Function's own message
+        plan = self.plan_for(sig)
+        if plan.fast is None:
+            plan.fast, plan.source_fast = build_fast(plan, spec)
+        function._fast = plan.fast
+        return plan.fast(*args)
+
+    # -- inspection ----------------------------------------------------------------
+
+    def memory_plan(self, shapes=None):
+        """The MemoryPlan for ``shapes`` (one shape per input), or of the last call."""
+        if shapes is not None:
+            shapes = tuple(tuple(s) if s is not None else None for s in shapes)
+            if len(shapes) != len(self.program.inputs):
+                raise ValueError(f"memory_plan: {len(shapes)} shapes for "
+                                 f"{len(self.program.inputs)} inputs")
+            return self.plan_for(shapes).memory
+        if self.current is None:
+            static = [getattr(v.type, "shape", None) for v in self.program.inputs]
+            if all(s is not None and None not in s for s in static):
+                return self.plan_for(tuple(tuple(s) for s in static)).memory
+            raise ValueError("memory_plan: no call yet and the input shapes are not static; "
+                             "call the function once or pass shapes=[...]")
+        return self.current.memory
+
+    def source(self):
+        """The generated source of the current plan (the fast call's if it has one)."""
+        plan = self.current
+        if plan is None:
+            raise ValueError("source: no plan yet; call the function first")
+        if plan.fast is not None:
+            return plan.source_fast
+        self._core(plan)
+        return plan.source_core
+
+
+class _Counters:
+    """A list-like view of a profile's per-node times (or call counts)."""
+
+    __slots__ = ("prof", "calls")
+
+    def __init__(self, prof, calls=False):
+        self.prof, self.calls = prof, calls
+
+    def __getitem__(self, k):
+        return (self.prof.node_calls if self.calls else self.prof.node_time)[k]
+
+    def __setitem__(self, k, v):
+        (self.prof.node_calls if self.calls else self.prof.node_time)[k] = v
+
+
+class _Nothing:
+    pass
+
+
+_NOTHING = _Nothing()
+
+
+def _is_tensor_type(t):
+    return getattr(t, "dtype", None) is not None and getattr(t, "ndim", None) is not None
+
+
+def _downstream_masks(program):
+    """For each input, the bit mask of the nodes (run order) that depend on it."""
+    deps: dict = {}
+    for k, v in enumerate(program.inputs):
+        deps[v] = 1 << k
+    down = [0] * len(program.inputs)
+    for j, (node, _steps, _call) in enumerate(program.node_steps):
+        d = 0
+        for v in node.inputs:
+            d |= deps.get(v, 0)
+        for o in node.outputs:
+            deps[o] = d
+        k = 0
+        while d:
+            if d & 1:
+                down[k] |= 1 << j
+            d >>= 1
+            k += 1
+    return down
+
+
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, np.generic)
+
+
+def _snapshot(v):
+    if isinstance(v, np.ndarray):
+        return np.array(v, copy=True, order="C")
+    return None
+
+
+def _changed(v, last, snap):
+    if v is not last:
+        return True
+    if isinstance(v, np.ndarray):
+        if snap is None or snap.shape != v.shape or snap.dtype != v.dtype:
+            return True
+        # Bytes, not values: -0.0 against 0.0 or one NaN against another counts.
+        a = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+        return not np.array_equal(a, snap.reshape(-1).view(np.uint8))
+    return not isinstance(v, _IMMUTABLE)

@@ -1,0 +1,439 @@
+"""A linked graph as steps, and its per-signature plans with their generated code.
+
+:class:`Program` is built once per compiled function: the run order, constant
+folding of small all-constant nodes, and the :class:`~.impls.Step` lists of each
+node. For each input-shape signature, :meth:`Program.plan` infers every shape,
+decides where each value lives, asks the memory planner for blocks, and
+generates straight-line Python source (one or a few lines per node) that
+:mod:`.codegen` compiles. Plans are cached per signature by the linker.
+
+Where a value lives (its *category*):
+
+* ``pooled``: in a planned block (``b3 = block[:n].view(dtype).reshape(shape)``);
+* ``fresh``: numpy allocates it (outputs handed to the user, small values, ops
+  without an ``out=`` form, values whose shape is unknown before the run);
+* ``alloc``: a fresh array the step writes into (an output whose natural shape
+  is not its broadcast shape);
+* ``own``: a buffer of its own kept by the plan (an ``Out(borrow=True)`` output,
+  every value under ``incremental``);
+* ``update``: written straight into the storage of the shared variable it
+  updates (Owl's update edges);
+* ``view``: aliases an input of its step.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from theano_dag.engines.cpu.impls import Temp, call_steps, make_steps
+from theano_dag.engines.cpu.shapes import ShapeError, broadcast_shapes, infer_shapes
+from theano_dag.engines.memory import MemoryPlan, PlanNode, plan_memory
+from theano_dag.graph.basic import Constant
+
+__all__ = ["Program", "Plan", "DEFAULT_MIN_PLAN_BYTES", "FOLD_MAX_BYTES"]
+
+# Below this size numpy's own small-array cache allocates faster than an ``out=``
+# argument is parsed, so such values are left to numpy (measured crossover ~8 KiB).
+DEFAULT_MIN_PLAN_BYTES = 16384
+# Nodes on constants only are computed once at link time when their result is this small.
+FOLD_MAX_BYTES = 1 << 16
+ALIGN = 64
+
+
+def _is_tensor_type(t):
+    return getattr(t, "dtype", None) is not None and getattr(t, "ndim", None) is not None
+
+
+def _nbytes(shape, dtype):
+    n = 1
+    for s in shape:
+        n *= s
+    return n * np.dtype(dtype).itemsize
+
+
+def _aligned_block(nbytes):
+    raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    off = (-raw.ctypes.data) % ALIGN
+    return raw[off : off + nbytes]
+
+
+class _Ctx:
+    """What emitters may ask of the program: global names, constants, scratch values."""
+
+    def __init__(self, program):
+        self.p = program
+
+    def glob(self, obj, hint):
+        return self.p.global_name(obj, hint)
+
+    def const(self, value, hint="k"):
+        return self.p.const_name(value, hint)
+
+    def temp(self, dtype, label):
+        return Temp(dtype, label)
+
+    def is_const(self, v):
+        return isinstance(v, Constant) or v in self.p.folded
+
+    def value_of(self, v):
+        return v.data if isinstance(v, Constant) else self.p.folded[v]
+
+
+class Program:
+    """Everything about a linked graph that does not depend on the input shapes."""
+
+    def __init__(self, fgraph, order, *, updates=None, borrowed=(), incremental=False,
+                 min_plan_bytes=DEFAULT_MIN_PLAN_BYTES):
+        self.fgraph = fgraph
+        self.order = list(order)
+        self.incremental = incremental
+        self.min_plan_bytes = min_plan_bytes
+        self.inputs = list(fgraph.inputs)
+        self.outputs = list(fgraph.outputs)
+        self.updates = dict(updates or {})  # shared input var -> update output var
+        self.borrowed = set(borrowed)
+        self.ns: dict = {}
+        self._glob_ids: dict = {}
+        self.folded: dict = {}
+        self._fold()
+        ctx = _Ctx(self)
+        self.node_steps = []  # (node, expanded steps or None, call steps)
+        for node in self.order:
+            if all(o in self.folded for o in node.outputs):
+                continue
+            steps = make_steps(node, ctx)
+            call = steps if steps[0].kind == "call" and len(steps) == 1 else None
+            self.node_steps.append((node, steps, call))
+        self.node_index = {node: k for k, (node, _, _) in enumerate(self.node_steps)}
+        self.names = self._name_values()
+        self.output_set = set(self.outputs)
+        self.has_destroyers = any(
+            getattr(node.op, "destroy_map", None) for node, _, _ in self.node_steps
+        )
+
+    # -- names -------------------------------------------------------------------
+
+    def global_name(self, obj, hint):
+        key = id(obj)
+        if key in self._glob_ids:
+            return self._glob_ids[key][0]
+        base = "".join(c if c.isalnum() else "_" for c in str(hint))[:24] or "g"
+        name = f"_g{len(self._glob_ids)}_{base}"
+        self._glob_ids[key] = (name, obj)  # keeps obj alive so its id stays unique
+        self.ns[name] = obj
+        return name
+
+    def const_name(self, value, hint="k"):
+        return self.global_name(value, hint)
+
+    def _fold(self):
+        """Compute small nodes whose inputs are all constants once, now."""
+        outputs = set(self.fgraph.outputs)
+        for node in self.order:
+            if getattr(node.op, "destroy_map", None) or any(o in outputs for o in node.outputs):
+                continue
+            if not node.inputs or not all(
+                isinstance(v, Constant) or v in self.folded for v in node.inputs
+            ):
+                continue
+            try:
+                if not node.op.do_constant_folding(self.fgraph, node):
+                    continue
+            except Exception:
+                continue
+            args = [v.data if isinstance(v, Constant) else self.folded[v] for v in node.inputs]
+            cells = [[None] for _ in node.outputs]
+            try:
+                with np.errstate(all="ignore"):
+                    node.op.perform(node, args, cells)
+            except Exception:
+                continue  # left to run time, where the error belongs
+            vals = [c[0] for c in cells]
+            if any(getattr(v, "nbytes", 0) > FOLD_MAX_BYTES for v in vals):
+                continue
+            for o, v in zip(node.outputs, vals):
+                self.folded[o] = v
+
+    def _name_values(self):
+        names: dict = {}
+        for k, v in enumerate(self.inputs):
+            names[v] = f"x{k}"
+        n = 0
+
+        def name(v):
+            nonlocal n
+            if v in names:
+                return
+            if isinstance(v, Constant):
+                names[v] = self.const_name(v.data, "c")
+            elif v in self.folded:
+                names[v] = self.const_name(self.folded[v], "f")
+            else:
+                names[v] = f"v{n}"
+                n += 1
+
+        for node, steps, _call in self.node_steps:
+            for v in node.inputs:
+                name(v)
+            for st in steps:
+                for v in st.inputs:
+                    name(v)
+                for v in st.outputs:
+                    name(v)
+            for v in node.outputs:
+                name(v)
+        for v in self.outputs:
+            name(v)
+        return names
+
+    # -- planning ----------------------------------------------------------------
+
+    def plan(self, sig):
+        """The :class:`Plan` for the input-shape signature ``sig`` (one entry per input)."""
+        t0 = time.perf_counter()
+        input_shapes = dict(zip(self.inputs, sig))
+        try:
+            shapes, _known = infer_shapes(
+                self.fgraph, [n for n, _, _ in self.node_steps], input_shapes, self.folded
+            )
+        except ShapeError as e:
+            from theano_dag.engines.basic import raise_with_op
+
+            pos = self.node_index.get(e.node, "?")
+            storage = {}
+            for v, shp in zip(e.node.inputs, e.in_shapes or ()):
+                if shp is not None:
+                    storage[v] = [_Described(shp, v.type.dtype)]
+            raise_with_op(self.fgraph, e.node, e, position=pos, storage_map=storage)
+        steps = self._choose_steps(shapes)
+        plan = Plan(self, sig, steps, shapes)
+        plan.plan_time = time.perf_counter() - t0
+        return plan
+
+    def _choose_steps(self, shapes):
+        """Each node's expanded steps, or its ``perform`` call where a shape is unknown."""
+        chosen = []
+        for node, steps, call in self.node_steps:
+            use = steps
+            if call is None:
+                for st in steps:
+                    for v in st.inputs:
+                        if isinstance(v, Temp) and v not in shapes:
+                            shapes[v] = None
+                    for v, d in zip(st.outputs, st.dtypes):
+                        if isinstance(v, Temp):
+                            ins = [shapes.get(i) for i in st.inputs] + list(st.const_shapes)
+                            shapes[v] = broadcast_shapes(ins)
+                        if d is not None and shapes.get(v) is None and st.kind != "view":
+                            use = None
+                if use is None:
+                    use = call_steps(node, _Ctx(self))
+            chosen.append((node, use))
+        return chosen
+
+
+class Plan:
+    """Where every value lives for one signature, the blocks, and the generated source."""
+
+    def __init__(self, program, sig, node_steps, shapes):
+        self.program = program
+        self.sig = sig
+        self.node_steps = node_steps
+        self.shapes = shapes
+        self.steps = [(k, st) for k, (_node, sts) in enumerate(node_steps) for st in sts]
+        self.fast = None
+        self.core = None
+        self.codegen_time = 0.0
+        self._categorize()
+        self._plan_blocks()
+
+    # Each produced value: its step, its position there, how it is read.
+    def _categorize(self):
+        p = self.program
+        producer, readers, base = {}, {}, {}
+        for idx, (_k, st) in enumerate(self.steps):
+            for v in st.inputs:
+                readers.setdefault(v, []).append(idx)
+            for j, v in enumerate(st.outputs):
+                producer[v] = (idx, j)
+                if j in st.views:
+                    base[v] = st.inputs[st.views[j]]
+        self.producer, self.readers, self.base = producer, readers, base
+        # Everything the user gets must be memory of its own: outputs and what they view.
+        pinned = set()
+        for v in p.outputs:
+            while v in producer and v not in pinned:
+                pinned.add(v)
+                if v not in base:
+                    break
+                v = base[v]
+        cat = {}
+        incremental = p.incremental
+        for idx, (_k, st) in enumerate(self.steps):
+            for j, v in enumerate(st.outputs):
+                d = st.dtypes[j]
+                shp = self.shapes.get(v)
+                if j in st.views:
+                    cat[v] = "view"
+                elif st.kind != "out" or d is None or shp is None:
+                    cat[v] = "fresh"
+                else:
+                    natural = self._natural_ok(st, shp)
+                    small = _nbytes(shp, d) < p.min_plan_bytes
+                    if incremental:
+                        # Every value must outlive the call: no block is ever reused.
+                        cat[v] = "fresh" if natural else "alloc"
+                    elif v in pinned:
+                        if v in p.borrowed and not incremental:
+                            cat[v] = "own"
+                        else:
+                            cat[v] = "fresh" if natural else "alloc"
+                    elif natural and (st.prefer_fresh or small):
+                        cat[v] = "fresh"
+                    else:
+                        cat[v] = "pooled"
+        self.cat = cat
+        self.update_inplace = {} if incremental else self._update_edges()
+        for w, u in self.update_inplace.items():
+            cat[u] = "update"
+
+    def _natural_ok(self, st, shp):
+        if not st.elementwise:
+            return True
+        ins = [self.shapes.get(v) for v in st.inputs] + list(st.const_shapes)
+        return broadcast_shapes(ins) == tuple(shp)
+
+    def _update_edges(self):
+        """Shared variables whose update can be computed straight into their storage."""
+        p = self.program
+        result = {}
+        n_out_users = {}
+        for v in p.outputs:
+            n_out_users[v] = n_out_users.get(v, 0) + 1
+        for w, u in p.updates.items():
+            if u not in self.producer or self.cat.get(u) not in ("fresh", "alloc", "own"):
+                continue
+            idx, j = self.producer[u]
+            st = self.steps[idx][1]
+            if st.kind != "out" or n_out_users.get(u, 0) != 1 or u in p.borrowed:
+                continue
+            shp, wshape = self.shapes.get(u), self.shapes.get(w)
+            if shp is None or wshape != shp or st.dtypes[j] != w.type.dtype:
+                continue
+            if _nbytes(shp, st.dtypes[j]) < p.min_plan_bytes:
+                continue
+            # The old value must be dead when the update is written: no later reader of w
+            # or of anything viewing it, it is not returned, and this step reads it only
+            # where it may be overwritten.
+            aliases = self._aliases_of(w)
+            if any(a in p.output_set for a in aliases):
+                continue
+            ok = True
+            for a in aliases:
+                for r in self.readers.get(a, ()):
+                    if r > idx or (r == idx and a is not w):
+                        ok = False
+            if ok and w in st.inputs:
+                pos = st.inputs.index(w)
+                ok = (j, pos) in st.inplace
+            if ok:
+                result[w] = u
+        return result
+
+    def _aliases_of(self, w):
+        out, todo = {w}, [w]
+        while todo:
+            v = todo.pop()
+            for idx in self.readers.get(v, ()):
+                st = self.steps[idx][1]
+                for j, o in enumerate(st.outputs):
+                    if j in st.views and st.inputs[st.views[j]] is v and o not in out:
+                        out.add(o)
+                        todo.append(o)
+        return out
+
+    def _plan_blocks(self):
+        p = self.program
+        cat, shapes = self.cat, self.shapes
+        pooled = [v for v, c in cat.items() if c == "pooled"]
+        sizes = {v: _nbytes(shapes[v], cat_dtype(self, v)) for v in pooled}
+        nodes = []
+        for idx, (_k, st) in enumerate(self.steps):
+            pairs = []
+            for j, i in st.inplace:
+                out, inp = st.outputs[j], st.inputs[i]
+                if cat.get(out) != "pooled" or cat.get(inp) != "pooled":
+                    continue
+                if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
+                    continue
+                pairs.append((out, inp))
+            nodes.append(PlanNode(outputs=st.outputs, inputs=st.inputs, inplace=pairs,
+                                  name=str(idx)))
+        views = {v: self.base[v] for v, c in cat.items() if c == "view"}
+        pinned = [v for v, c in cat.items() if c not in ("pooled", "view")]
+        pinned += [v for v in p.outputs if cat.get(v) == "view"]
+        pinned += p.inputs
+        self.memory = plan_memory(nodes, sizes, pinned=pinned, views=views)
+        leaked = set(pooled) - set(self.memory.assignment)
+        if leaked:  # the planner pinned a root we did not expect: give it its own memory
+            for v in leaked:
+                cat[v] = "own"
+        blocks = [_aligned_block(n) for n in self.memory.blocks]
+        self.slots: dict = {}
+        self.slot_values: dict = {}
+        made: dict = {}
+        for v, (b, off) in self.memory.assignment.items():
+            d = cat_dtype(self, v)
+            key = (b, d, shapes[v])
+            arr = made.get(key)
+            if arr is None:
+                n = sizes[v]
+                arr = blocks[b][off : off + n].view(d).reshape(shapes[v])
+                made[key] = arr
+            self._slot(v, arr)
+        self.own_bytes = 0
+        for v, c in cat.items():
+            if c == "own":
+                arr = np.empty(shapes[v], dtype=cat_dtype(self, v))
+                self.own_bytes += arr.nbytes
+                self._slot(v, arr)
+            elif c == "alloc":
+                self._slot(v, tuple(shapes[v]))
+        self.blocks = blocks
+        self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc"))
+
+    def _slot(self, v, value):
+        name = f"b{len(self.slots)}"
+        self.slots[v] = name
+        self.slot_values[name] = value
+
+    def target(self, v):
+        """The expression a step writes value ``v`` into (None: numpy allocates it)."""
+        c = self.cat.get(v)
+        if c in ("pooled", "own"):
+            return self.slots[v]
+        if c == "alloc":
+            dname = self.program.global_name(np.dtype(cat_dtype(self, v)), "D")
+            return f"_empty({self.slots[v]}, {dname})"
+        if c == "update":
+            w = next(w for w, u in self.update_inplace.items() if u is v)
+            return self.program.names[w]
+        return None
+
+    def memory_plan(self) -> MemoryPlan:
+        """The memory plan of this signature (pooled values only)."""
+        return self.memory
+
+
+class _Described:
+    """Stands for a value in an error message: its shape and dtype."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+
+def cat_dtype(plan, v):
+    idx, j = plan.producer[v]
+    return plan.steps[idx][1].dtypes[j]

@@ -1,0 +1,326 @@
+"""Shape inference for one input-shape signature: every intermediate's concrete shape.
+
+The CPU engine plans memory per *signature* (the tuple of the input shapes).
+For a signature, :func:`infer_shapes` walks the nodes in run order and asks each
+op for its output shapes with plain integer input shapes: a few common ops have
+fast rules here (elementwise broadcasting, ``DimShuffle``, reductions, ``Dot``);
+every other op answers through its own ``infer_shape``.
+
+``infer_shape`` may answer with symbolic expressions (``Reshape`` does, from the
+value of its shape input). Those are evaluated with the values known at plan
+time: constants, and small integer values computed only from shapes (``Shape``,
+``Shape_i``, ``MakeVector`` of them and arithmetic on them), which this module
+computes too. A shape that cannot be known before the run (it depends on data)
+is ``None``: the engine then runs that value unplanned, and so everything whose
+shape depends on it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.graph.basic import Constant, Variable
+
+__all__ = ["ShapeError", "infer_shapes", "broadcast_shapes", "evaluate_expression"]
+
+# Values up to this many elements are computed at plan time when they derive from
+# shapes only (shape vectors, their entries, arithmetic on them).
+KNOWN_VALUE_MAX_SIZE = 64
+
+
+class ShapeError(ValueError):
+    """Input shapes that a node cannot accept (raised at plan time, with the node)."""
+
+    def __init__(self, msg, node=None, in_shapes=None):
+        super().__init__(msg)
+        self.node = node
+        self.in_shapes = in_shapes
+
+
+class _Unknown(Exception):
+    """An expression needs a value that is not known before the run."""
+
+
+def broadcast_shapes(shapes):
+    """numpy's broadcasting of integer shapes (``None`` if one is unknown or they clash).
+
+    >>> broadcast_shapes([(3, 1), (4,)])
+    (3, 4)
+    >>> broadcast_shapes([(3,), (4,)]) is None
+    True
+    """
+    if any(s is None for s in shapes):
+        return None
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def _as_int(v):
+    """A shape entry as a Python int (``_Unknown`` if it is not a non-negative integer)."""
+    if isinstance(v, (bool, np.bool_)):
+        raise _Unknown
+    if isinstance(v, (int, np.integer)):
+        iv = int(v)
+    elif isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu":
+        iv = int(v)
+    else:
+        raise _Unknown
+    if iv < 0:
+        raise _Unknown
+    return iv
+
+
+def evaluate_expression(var, known):
+    """Evaluate a symbolic expression with ``known`` values (``{Variable: value}``).
+
+    Iterative (no recursion limit); raises ``LookupError`` when a needed value is
+    neither a constant nor known.
+
+    >>> import theano_dag.tensor as tt
+    >>> n = tt.lscalar("n")
+    >>> int(evaluate_expression(n * 2 + 1, {n: np.int64(3)}))
+    7
+    """
+    try:
+        return _evaluate(var, known)
+    except _Unknown:
+        raise LookupError(f"evaluate_expression: {var} needs a value that is not known") from None
+
+
+def _evaluate(var, known):
+    if not isinstance(var, Variable):
+        return var
+    cache: dict = {}
+    stack = [var]
+    while stack:
+        v = stack[-1]
+        if v in cache:
+            stack.pop()
+            continue
+        if isinstance(v, Constant):
+            cache[v] = v.data
+            stack.pop()
+            continue
+        if v in known:
+            cache[v] = known[v]
+            stack.pop()
+            continue
+        node = v.owner
+        if node is None:
+            raise _Unknown
+        missing = [i for i in node.inputs if i not in cache]
+        if missing:
+            stack.extend(missing)
+            continue
+        cells = [[None] for _ in node.outputs]
+        with np.errstate(all="ignore"):
+            node.op.perform(node, [cache[i] for i in node.inputs], cells)
+        for o, c in zip(node.outputs, cells):
+            cache[o] = c[0]
+        stack.pop()
+    return cache[var]
+
+
+# -- fast rules for common ops -----------------------------------------------------
+
+
+def _elemwise(fgraph, node, in_shapes):
+    nd = node.outputs[0].type.ndim
+    out = []
+    for d in range(nd):
+        lengths = {s[d] for s in in_shapes}
+        if len(lengths) > 1:
+            for x, s in zip(node.inputs, in_shapes):
+                if s[d] == 1 and not x.type.broadcastable[d]:
+                    raise ShapeError(
+                        f"{node.op}: input shapes {list(in_shapes)} differ along dimension {d}, "
+                        f"and input {node.inputs.index(x)} ({x}) has length 1 there but is not "
+                        "declared broadcastable. Declare it broadcastable (e.g. tt.row/tt.col "
+                        "or x.dimshuffle('x', 0)) to broadcast it.",
+                        node,
+                    )
+            rest = lengths - {1}
+            if len(rest) > 1:
+                raise ShapeError(
+                    f"{node.op}: input shapes {list(in_shapes)} do not match along dimension {d}",
+                    node,
+                )
+            out.append(rest.pop())
+        else:
+            out.append(lengths.pop() if lengths else 1)
+    for d, s in enumerate(node.outputs[0].type.shape):
+        if s is not None and out[d] != s:
+            raise ShapeError(
+                f"{node.op}: output length {out[d]} along dimension {d} differs from the "
+                f"static shape {node.outputs[0].type.shape}",
+                node,
+            )
+    return [tuple(out)] * len(node.outputs)
+
+
+def _dimshuffle(fgraph, node, in_shapes):
+    (s,) = in_shapes
+    for d in node.op.drop:
+        if s[d] != 1:
+            raise ShapeError(
+                f"{node.op}: cannot drop dimension {d} of an input of shape {s} (its length "
+                "is not 1)",
+                node,
+            )
+    return [tuple(1 if o == "x" else s[o] for o in node.op.new_order)]
+
+
+def _dot(fgraph, node, in_shapes):
+    xs, ys = in_shapes[0], in_shapes[1]
+    if xs[-1] != ys[0]:
+        raise ShapeError(
+            f"{node.op}: shapes {xs} and {ys} are not aligned ({xs[-1]} != {ys[0]})", node
+        )
+    return [tuple(xs[:-1]) + tuple(ys[1:])]
+
+
+FAST_RULES: dict = {}
+
+
+def _install_fast_rules():
+    try:
+        from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+    except ImportError:  # the tensor library is optional for the engine
+        return
+    FAST_RULES[Elemwise] = _elemwise
+    FAST_RULES[DimShuffle] = _dimshuffle
+    try:
+        from theano_dag.tensor.math import Dot
+
+        FAST_RULES[Dot] = _dot
+    except ImportError:
+        pass
+
+
+_install_fast_rules()
+
+
+def _shape_value_ops():
+    """The op classes whose output is a function of their input's *shape* only."""
+    try:
+        from theano_dag.tensor.shape import Shape, Shape_i
+    except ImportError:
+        return None, None
+    return Shape, Shape_i
+
+
+_SHAPE, _SHAPE_I = _shape_value_ops()
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def infer_shapes(fgraph, order, input_shapes, constants=None):
+    """Concrete shapes of every variable for one signature.
+
+    ``input_shapes`` maps each graph input to its shape tuple (``None`` for a
+    value with no shape); ``constants`` maps variables whose value is fixed
+    (constants, values folded at link time) to it. Returns ``(shapes, known)``:
+    ``shapes[v]`` is a tuple of ints or ``None`` (unknown before the run, or not
+    an array); ``known`` holds the small values computed from shapes alone.
+    Raises :class:`ShapeError` (carrying ``.node``) when a node cannot accept its
+    input shapes.
+    """
+    shapes: dict = dict(input_shapes)
+    known: dict = {}
+    for v, val in (constants or {}).items():
+        known[v] = val
+        shapes[v] = np.shape(val) if isinstance(val, np.ndarray | np.generic) else None
+    for node in order:
+        in_shapes = []
+        for v in node.inputs:
+            if v not in shapes:
+                if isinstance(v, Constant):
+                    data = v.data
+                    known[v] = data
+                    shapes[v] = np.shape(data) if isinstance(data, np.ndarray | np.generic) else None
+                else:
+                    shapes[v] = None
+            in_shapes.append(shapes[v])
+        outs = node.outputs
+        if all(o in known for o in outs):  # folded at link time
+            continue
+        op = node.op
+        result = None
+        if all(s is not None for s in in_shapes):
+            rule = FAST_RULES.get(type(op))
+            if rule is not None:
+                try:
+                    result = rule(fgraph, node, in_shapes)
+                except ShapeError as e:
+                    e.in_shapes = in_shapes
+                    raise
+            else:
+                result = _generic(fgraph, node, in_shapes, known)
+        if result is None:
+            result = [None] * len(outs)
+        for o, s in zip(outs, result):
+            shapes[o] = s
+        _know_values(node, in_shapes, result, known)
+    return shapes, known
+
+
+def _generic(fgraph, node, in_shapes, known):
+    if not all(getattr(o.type, "ndim", None) is not None for o in node.outputs):
+        return None
+    try:
+        raw = node.op.infer_shape(fgraph, node, [tuple(s) for s in in_shapes])
+    except Exception:
+        return None
+    if raw is None or len(raw) != len(node.outputs):
+        return None
+    result = []
+    for o, shp in zip(node.outputs, raw):
+        try:
+            entries = tuple(_as_int(_evaluate(e, known)) for e in shp)
+        except Exception:
+            result.append(None)
+            continue
+        if len(entries) != o.type.ndim:
+            result.append(None)
+            continue
+        result.append(entries)
+    return result
+
+
+def _know_values(node, in_shapes, out_shapes, known):
+    """Compute the node's outputs now when they derive from shapes alone and are small."""
+    op = node.op
+    if _SHAPE is not None and isinstance(op, _SHAPE):
+        if in_shapes[0] is not None:
+            known[node.outputs[0]] = np.asarray(in_shapes[0], dtype="int64")
+        return
+    if _SHAPE_I is not None and isinstance(op, _SHAPE_I):
+        if in_shapes[0] is not None:
+            known[node.outputs[0]] = np.asarray(in_shapes[0][op.i], dtype="int64")
+        return
+    if not node.inputs or not all(v in known for v in node.inputs):
+        return
+    if any(s is None or _size(s) > KNOWN_VALUE_MAX_SIZE for s in out_shapes):
+        return
+    if getattr(op, "destroy_map", None):
+        return
+    try:
+        if not op.do_constant_folding(None, node):
+            return
+    except Exception:
+        return
+    cells = [[None] for _ in node.outputs]
+    try:
+        with np.errstate(all="ignore"):
+            op.perform(node, [known[v] for v in node.inputs], cells)
+    except Exception:
+        return
+    for o, c in zip(node.outputs, cells):
+        known[o] = c[0]

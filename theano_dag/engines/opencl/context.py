@@ -1,0 +1,394 @@
+"""The OpenCL device: choosing it, its queue and memory pool, transfers, the program cache.
+
+``get_context()`` returns the process-wide :class:`DeviceContext` for the
+platform and device named by ``config.opencl__platform`` and
+``config.opencl__device`` (case-insensitive substrings; empty picks the first,
+preferring a GPU). pyopencl is imported only here and only when a device is
+first needed, so that the rest of theano_dag imports without it.
+
+Every host<->device copy made by the engine goes through
+:meth:`DeviceContext.upload` or :meth:`DeviceContext.download`, which count
+them in ``ctx.transfers`` (tests and benchmarks read the counts).
+
+Built programs are cached twice: in memory (per context) and on disk under
+``config.compiledir/opencl``, keyed by the SHA-256 of the source, the build
+options and the device's identity, so that a second process loads the binary
+instead of compiling the source again. ``ctx.program_stats`` counts builds and
+hits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from theano_dag.config import config
+
+__all__ = [
+    "OpenCLUnavailable",
+    "DeviceContext",
+    "TransferStats",
+    "get_context",
+    "reset_context",
+    "import_pyopencl",
+    "opencl_available",
+]
+
+
+class OpenCLUnavailable(ImportError):
+    """pyopencl is missing or no OpenCL platform/device matches the config."""
+
+
+def import_pyopencl():
+    """Return the ``pyopencl`` module, or raise OpenCLUnavailable naming the extra.
+
+    >>> try:
+    ...     cl = import_pyopencl()
+    ... except OpenCLUnavailable as e:
+    ...     cl = None
+    ...     assert "theano_dag[opencl]" in str(e)
+    """
+    try:
+        import pyopencl
+        import pyopencl.array  # noqa: F401
+        import pyopencl.tools  # noqa: F401
+    except ImportError as e:
+        raise OpenCLUnavailable(
+            "The OpenCL engine needs pyopencl and an OpenCL driver: "
+            "pip install 'theano_dag[opencl]' (pyopencl + pocl-binary-distribution, a CPU "
+            f"driver that needs no system packages). Import failed: {e}"
+        ) from e
+    return pyopencl
+
+
+@dataclass
+class TransferStats:
+    """Counts of host<->device copies (``h2d``: uploads, ``d2h``: downloads) and their bytes.
+
+    >>> t = TransferStats()
+    >>> t.h2d, t.d2h_bytes
+    (0, 0)
+    """
+
+    h2d: int = 0
+    d2h: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+
+    def snapshot(self) -> "TransferStats":
+        """A copy of the counts now (subtract two snapshots to count one call)."""
+        return TransferStats(self.h2d, self.d2h, self.h2d_bytes, self.d2h_bytes)
+
+    def __sub__(self, other):
+        return TransferStats(
+            self.h2d - other.h2d,
+            self.d2h - other.d2h,
+            self.h2d_bytes - other.h2d_bytes,
+            self.d2h_bytes - other.d2h_bytes,
+        )
+
+
+def _pick(items, pattern, describe, what):
+    if not pattern:
+        return items[0]
+    for item in items:
+        if pattern.lower() in describe(item).lower():
+            return item
+    names = ", ".join(repr(describe(i)) for i in items) or "none"
+    raise OpenCLUnavailable(
+        f"No OpenCL {what} matches config.opencl__{what}={pattern!r}; available: {names}"
+    )
+
+
+def _select_device(cl):
+    try:
+        platforms = cl.get_platforms()
+    except Exception as e:  # the ICD loader found no platform at all
+        raise OpenCLUnavailable(f"No OpenCL platform found: {e}") from e
+    if not platforms:
+        raise OpenCLUnavailable("No OpenCL platform found")
+    if config.opencl__platform:
+        platform = _pick(platforms, config.opencl__platform, lambda p: p.name, "platform")
+        platforms = [platform]
+    devices = []
+    for p in platforms:
+        try:
+            devs = p.get_devices()
+        except Exception:
+            continue
+        # A GPU first: it is what the engine is for; PoCL's CPU device otherwise.
+        devices += sorted(devs, key=lambda d: not (d.type & cl.device_type.GPU))
+    if not devices:
+        raise OpenCLUnavailable("The OpenCL platforms have no devices")
+    return _pick(devices, config.opencl__device, lambda d: d.name, "device")
+
+
+# ---------------------------------------------------------------------------
+# PoCL on a CPU its LLVM does not know
+
+
+def _writable_ranges():
+    out = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 1 and parts[1].startswith("rw"):
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                out.append((lo, hi))
+    return out
+
+
+def _pocl_cpu_name_for_host() -> bytes:
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line
+                    break
+    except OSError:
+        pass
+    words = set(flags.split())
+    # Names of at most 7 characters: they must fit where "generic" was written.
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= words:
+        return b"skx"
+    if {"avx2", "fma", "bmi2"} <= words:
+        return b"haswell"
+    return b"x86-64"
+
+
+def _repair_pocl_generic_cpu(device) -> bool:
+    """Make an old PoCL build kernels on a CPU its LLVM does not recognise.
+
+    PoCL 3.0 asks LLVM for the host CPU name; an LLVM older than the CPU answers
+    "generic", which clang then refuses ("unknown target CPU 'generic'"), so no
+    kernel builds. PoCL keeps that name as a C string in its device structure:
+    this finds the string (a pointer in the first 4 KiB of the structure to the
+    bytes "generic") and writes the name of an older CPU with the same features
+    over it. Returns True if something was rewritten. Only called after a test
+    build failed with exactly that message.
+    """
+    if "Portable Computing Language" not in device.platform.name:
+        return False
+    try:
+        ranges = _writable_ranges()
+    except OSError:
+        return False
+
+    def readable(addr, n):
+        return any(lo <= addr and addr + n <= hi for lo, hi in ranges)
+
+    base = device.int_ptr
+    if not readable(base, 4096):
+        return False
+    name = _pocl_cpu_name_for_host() + b"\0"
+    done = False
+    for off in range(0, 4096, 8):
+        ptr = ctypes.c_uint64.from_address(base + off).value
+        if readable(ptr, 8) and ctypes.string_at(ptr, 8) == b"generic\0":
+            ctypes.memmove(ptr, name, len(name))
+            done = True
+    return done
+
+
+_PROBE_SOURCE = "__kernel void theano_dag_probe(__global int* a) { a[get_global_id(0)] = 1; }"
+
+
+def _probe_build(cl, ctx, device):
+    """Build a trivial program; repair PoCL's CPU name if that is what fails."""
+    try:
+        cl.Program(ctx, _PROBE_SOURCE).build()
+        return
+    except cl.RuntimeError as e:
+        if "unknown target CPU" not in str(e) or not _repair_pocl_generic_cpu(device):
+            raise OpenCLUnavailable(
+                f"The OpenCL device {device.name!r} cannot build programs: {e}"
+            ) from e
+    try:
+        cl.Program(ctx, _PROBE_SOURCE + "\n").build()
+    except cl.RuntimeError as e:
+        raise OpenCLUnavailable(
+            f"The OpenCL device {device.name!r} cannot build programs: {e}"
+        ) from e
+
+
+# ---------------------------------------------------------------------------
+# The context
+
+
+class DeviceContext:
+    """One OpenCL device with its context, in-order queue, memory pool and caches."""
+
+    def __init__(self, cl, device):
+        self.cl = cl
+        self.device = device
+        self.context = cl.Context([device])
+        _probe_build(cl, self.context, device)
+        self.queue = cl.CommandQueue(self.context)
+        self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+        self.has_fp64 = "cl_khr_fp64" in device.extensions or bool(
+            getattr(device, "double_fp_config", 0)
+        )
+        self.max_work_group_size = int(device.max_work_group_size)
+        self.transfers = TransferStats()
+        self.program_stats = {"builds": 0, "memory_hits": 0, "disk_hits": 0}
+        self._programs: dict = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return f"DeviceContext({self.describe()})"
+
+    def describe(self) -> str:
+        """``'device name' on 'platform name'``."""
+        return f"{self.device.name!r} on {self.device.platform.name!r}"
+
+    # -- memory -----------------------------------------------------------------
+
+    def allocate(self, nbytes: int):
+        """A device buffer of at least ``nbytes`` bytes from the pool (freed when dropped)."""
+        return self.pool.allocate(max(int(nbytes), 8))
+
+    def buffer(self, nbytes: int):
+        """A device buffer of its own (for planned blocks, which live as long as a plan)."""
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, max(int(nbytes), 8))
+
+    def upload(self, array: np.ndarray, buffer=None, offset: int = 0):
+        """Copy ``array`` (made C-contiguous) to ``buffer`` (a new one if None); return it."""
+        array = np.ascontiguousarray(array)
+        if buffer is None:
+            buffer = self.allocate(array.nbytes)
+        if array.nbytes:
+            self.cl.enqueue_copy(self.queue, buffer, array, dst_offset=offset, is_blocking=True)
+        self.transfers.h2d += 1
+        self.transfers.h2d_bytes += array.nbytes
+        return buffer
+
+    def download(self, buffer, offset: int, nbytes: int, out: np.ndarray):
+        """Copy ``nbytes`` at ``offset`` of ``buffer`` into the C-contiguous ``out``."""
+        if nbytes:
+            self.cl.enqueue_copy(self.queue, out, buffer, src_offset=offset, is_blocking=True)
+        self.transfers.d2h += 1
+        self.transfers.d2h_bytes += nbytes
+        return out
+
+    # -- programs ---------------------------------------------------------------
+
+    def _identity(self) -> str:
+        d = self.device
+        return "|".join(
+            str(x)
+            for x in (d.platform.name, d.platform.version, d.name, d.version, d.driver_version)
+        )
+
+    def cache_key(self, source: str, options=()) -> str:
+        """The SHA-256 naming a built program: source, options and device identity."""
+        h = hashlib.sha256()
+        for part in (source, " ".join(options), self._identity()):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def cache_dir(self) -> str:
+        return os.path.join(config.compiledir, "opencl")
+
+    def build_program(self, source: str, options=()):
+        """The built program for ``source``: from memory, from disk, or built now."""
+        cl = self.cl
+        options = list(options)
+        key = self.cache_key(source, options)
+        with self._lock:
+            prg = self._programs.get(key)
+            if prg is not None:
+                self.program_stats["memory_hits"] += 1
+                return prg
+            path = os.path.join(self.cache_dir(), key + ".bin")
+            prg = None
+            if os.path.exists(path):
+                try:
+                    with open(path, "rb") as f:
+                        binary = f.read()
+                    prg = cl.Program(self.context, [self.device], [binary]).build(options)
+                    self.program_stats["disk_hits"] += 1
+                except Exception:  # stale or foreign binary: rebuild from source
+                    prg = None
+            if prg is None:
+                try:
+                    prg = cl.Program(self.context, source).build(options)
+                except cl.RuntimeError as e:
+                    raise RuntimeError(
+                        f"OpenCL build failed on {self.describe()}:\n{e}\n--- source ---\n"
+                        + _numbered(source)
+                    ) from e
+                self.program_stats["builds"] += 1
+                self._save_binary(prg, path)
+            self._programs[key] = prg
+            return prg
+
+    def _save_binary(self, prg, path):
+        try:
+            binary = prg.binaries[0]
+        except Exception:
+            return
+        if not binary:
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(binary)
+            os.replace(tmp, path)  # atomic: another process never reads half a file
+        except OSError:
+            pass
+
+    def clear_memory_cache(self):
+        """Forget built programs (the disk cache stays): what a new process sees."""
+        with self._lock:
+            self._programs.clear()
+
+
+def _numbered(source: str) -> str:
+    return "\n".join(f"{k + 1:4d}  {line}" for k, line in enumerate(source.splitlines()))
+
+
+_CONTEXTS: dict = {}
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def get_context() -> DeviceContext:
+    """The DeviceContext for the configured platform and device (made once per choice).
+
+    Raises :class:`OpenCLUnavailable` with the reason when there is none.
+    """
+    key = (config.opencl__platform, config.opencl__device)
+    with _CONTEXTS_LOCK:
+        ctx = _CONTEXTS.get(key)
+        if ctx is None:
+            cl = import_pyopencl()
+            device = _select_device(cl)
+            ctx = DeviceContext(cl, device)
+            _CONTEXTS[key] = ctx
+        return ctx
+
+
+def reset_context():
+    """Drop the cached contexts (the next ``get_context`` makes a new one)."""
+    with _CONTEXTS_LOCK:
+        _CONTEXTS.clear()
+
+
+def opencl_available() -> tuple[bool, str]:
+    """``(True, description)`` if a device can be used, else ``(False, reason)``.
+
+    >>> ok, why = opencl_available()
+    >>> isinstance(ok, bool) and isinstance(why, str)
+    True
+    """
+    try:
+        return True, get_context().describe()
+    except OpenCLUnavailable as e:
+        return False, str(e)

@@ -1,0 +1,310 @@
+"""How each op runs on the device: the ``Impl`` contract, the registry, and the view ops.
+
+An engine registers one *implementation factory* per Op class (the Ops know
+nothing of the engine). ``make_impl(node, ctx)`` returns an :class:`Impl` or
+raises :class:`Unsupported` saying why; the placement rewrite runs such nodes
+on the host. ``BASIC_OPS`` is the set of Op classes with an implementation.
+
+An Impl says, for the memory planner, which outputs view which input
+(``view_of``) and which may overwrite a dying input (``inplace_pairs``), gives
+its kernel sources, and ``run``s: device inputs arrive as :class:`DArr`, inputs
+listed in ``host_inputs`` as numpy values (shape vectors, indices), and each
+output is asked from the engine with ``out(k, shape, dtype)`` so that it lands
+in its planned block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.engines.opencl.values import DArr, c_strides
+
+__all__ = [
+    "Impl",
+    "Unsupported",
+    "IMPLS",
+    "BASIC_OPS",
+    "register_impl",
+    "make_impl",
+    "I64",
+    "copy_to_contiguous",
+]
+
+I64 = np.int64
+
+
+class Unsupported(Exception):
+    """This node has no device implementation (the message says why)."""
+
+
+class Impl:
+    """One node's device implementation (see the module docstring)."""
+
+    host_inputs: tuple = ()
+
+    def __init__(self, node, ctx):
+        self.node = node
+        self.ctx = ctx
+        self.kernels: dict = {}
+
+    def view_of(self) -> dict:
+        """``{output index: input index}`` for outputs that alias an input."""
+        return {}
+
+    def inplace_pairs(self) -> list:
+        """``(output index, input index)`` pairs that may share memory when the input dies."""
+        return []
+
+    def sources(self) -> dict:
+        """``{kernel name: OpenCL source}`` this node needs."""
+        return {}
+
+    def bind(self, program):
+        """Take this node's kernels from the built program."""
+        cl = self.ctx.cl
+        self.kernels = {name: cl.Kernel(program, name) for name in self.sources()}
+
+    def launch(self, name, gsize, args, lsize=None):
+        """Enqueue kernel ``name`` over ``gsize`` work-items (nothing when it is 0)."""
+        if any(g == 0 for g in gsize):
+            return
+        k = self.kernels[name]
+        k.set_args(*args)
+        self.ctx.cl.enqueue_nd_range_kernel(self.ctx.queue, k, gsize, lsize)
+
+    def run(self, inputs, out):
+        raise NotImplementedError
+
+
+IMPLS: dict = {}
+
+
+def register_impl(*op_classes):
+    """Class decorator: ``factory(node, ctx)`` implements nodes of ``op_classes``."""
+
+    def deco(factory):
+        for cls in op_classes:
+            IMPLS[cls] = factory
+        return factory
+
+    return deco
+
+
+class _BasicOps:
+    """The Op classes with a device implementation (a live view of the registry)."""
+
+    def __contains__(self, op_class):
+        return any(issubclass(op_class, c) for c in IMPLS)
+
+    def __iter__(self):
+        return iter(sorted(IMPLS, key=lambda c: c.__name__))
+
+    def __len__(self):
+        return len(IMPLS)
+
+    def __repr__(self):
+        return "BasicOps{" + ", ".join(c.__name__ for c in self) + "}"
+
+
+BASIC_OPS = _BasicOps()
+
+
+def make_impl(node, ctx, host_scalars=frozenset()) -> Impl:
+    """The device implementation of ``node``, or Unsupported.
+
+    ``host_scalars``: positions of inputs that are one-element values on the host,
+    which some kernels take by value.
+    """
+    for cls in type(node.op).__mro__:
+        factory = IMPLS.get(cls)
+        if factory is not None:
+            if getattr(factory, "takes_host_scalars", False):
+                return factory(node, ctx, host_scalars=frozenset(host_scalars))
+            return factory(node, ctx)
+    raise Unsupported(f"no OpenCL kernel for {type(node.op).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# Copies
+
+
+def copy_source(ndim: int, ctype: str) -> tuple[str, str]:
+    """``(name, source)`` of a kernel copying a strided array into a contiguous one.
+
+    >>> name, src = copy_source(2, "float")
+    >>> name, "d1" in src
+    ('copy2_float', True)
+    """
+    name = f"copy{ndim}_{ctype.replace(' ', '_')}"
+    dims = "".join(f", const long d{k}" for k in range(1, ndim))
+    strides = "".join(f", const long s{k}" for k in range(ndim))
+    lines = ["    long r = gid;"]
+    idx = []
+    for k in range(ndim - 1, 0, -1):
+        lines.append(f"    const long i{k} = r % d{k}; r /= d{k};")
+    if ndim:
+        lines.append("    const long i0 = r;")
+        idx = [f"i{k} * s{k}" for k in range(ndim)]
+    src = (
+        f"__kernel void {name}(const long n{dims}, __global const {ctype}* x, const long xo"
+        f"{strides}, __global {ctype}* y, const long yo)\n{{\n"
+        "    const long gid = get_global_id(0);\n    if (gid >= n) return;\n"
+        + "\n".join(lines)
+        + f"\n    y[yo + gid] = x[xo{''.join(' + ' + i for i in idx)}];\n}}\n"
+    )
+    return name, src
+
+
+def copy_to_contiguous(impl: Impl, x: DArr, dst: DArr):
+    """Copy the strided ``x`` into the contiguous ``dst`` with ``impl``'s copy kernel."""
+    from theano_dag.scalar.basic import OPENCL_TYPES
+
+    name, _ = copy_source(x.ndim, OPENCL_TYPES[x.dtype.name])
+    args = [I64(x.size)] + [I64(d) for d in x.shape[1:]]
+    args += [x.data, I64(x.elem_offset)] + [I64(s) for s in x.elem_strides()]
+    args += [dst.data, I64(dst.elem_offset)]
+    impl.launch(name, (x.size,), args)
+
+
+class _CopyImpl(Impl):
+    """Copies into a fresh contiguous output (DeepCopyOp, and the copy half of others)."""
+
+    def _copy_sources(self, var):
+        from theano_dag.scalar.basic import OPENCL_TYPES
+
+        name, src = copy_source(var.ndim, OPENCL_TYPES[var.dtype])
+        return {name: src}
+
+    def sources(self):
+        return self._copy_sources(self.node.inputs[0])
+
+    def run(self, inputs, out):
+        (x,) = inputs
+        y = out(0, x.shape, x.dtype)
+        copy_to_contiguous(self, x, y)
+        return [y]
+
+
+def _deep_copy_factory(node, ctx):
+    return _CopyImpl(node, ctx)
+
+
+class _ViewImpl(Impl):
+    def view_of(self):
+        return {0: 0}
+
+
+class _IdentityView(_ViewImpl):
+    def run(self, inputs, out):
+        return [inputs[0]]
+
+
+class _DimShuffleImpl(_ViewImpl):
+    def run(self, inputs, out):
+        (x,) = inputs
+        op = self.node.op
+        for d in op.drop:
+            if x.shape[d] != 1:
+                raise ValueError(
+                    f"{op}: cannot drop dimension {d} of an input of shape {x.shape} "
+                    "(its length is not 1)"
+                )
+        shape, strides = [], []
+        for o in op.new_order:
+            if o == "x":
+                shape.append(1)
+                strides.append(0)
+            else:
+                shape.append(x.shape[o])
+                strides.append(x.strides[o])
+        return [x.view(shape, strides)]
+
+
+class _ReshapeImpl(_ViewImpl):
+    host_inputs = (1,)
+
+    def sources(self):
+        return _CopyImpl._copy_sources(self, self.node.inputs[0])
+
+    def run(self, inputs, out):
+        x, shp = inputs
+        op = self.node.op
+        shp = [int(s) for s in np.asarray(shp).reshape(-1)]
+        if len(shp) != op.ndim:
+            raise ValueError(f"{op}: the shape {tuple(shp)} has {len(shp)} entries, "
+                             f"expected {op.ndim}")
+        if shp.count(-1) > 1 or any(s < -1 for s in shp):
+            raise ValueError(f"{op}: invalid shape {tuple(shp)}")
+        if -1 in shp:
+            rest = int(np.prod([s for s in shp if s != -1]))
+            if rest == 0 or x.size % rest:
+                raise ValueError(f"{op}: cannot reshape an array of shape {x.shape} into "
+                                 f"shape {tuple(shp)}")
+            shp[shp.index(-1)] = x.size // rest
+        if int(np.prod(shp)) != x.size:
+            raise ValueError(f"{op}: cannot reshape an array of shape {x.shape} into shape "
+                             f"{tuple(shp)}")
+        for d, s in enumerate(self.node.outputs[0].type.shape):
+            if s is not None and shp[d] != s:
+                raise ValueError(f"{op}: output shape {tuple(shp)} differs from the static "
+                                 f"shape {self.node.outputs[0].type.shape}")
+        if not x.is_c_contiguous:
+            # Not a view then: a contiguous copy first (the planner was told "view", so
+            # this copy is allocated outside the plan).
+            y = out(0, x.shape, x.dtype, planned=False)
+            copy_to_contiguous(self, x, y)
+            x = y
+        return [x.view(shp, c_strides(shp, x.dtype.itemsize))]
+
+
+def _norm_index(i, n, d, op):
+    if not -n <= i < n:
+        raise IndexError(f"{op}: index {i} is out of bounds for axis {d} with size {n}")
+    return i + n if i < 0 else i
+
+
+class _SubtensorImpl(_ViewImpl):
+    """Basic indexing as a view: an offset and new strides, no copy."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.host_inputs = tuple(range(1, len(node.inputs)))
+
+    def run(self, inputs, out):
+        x, *vals = inputs
+        op = self.node.op
+        if len(op.idx_list) > x.ndim:
+            raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions")
+        it = iter(int(v) for v in vals)
+        offset, shape, strides = x.offset, [], []
+        for d, entry in enumerate(op.idx_list):
+            n, st = x.shape[d], x.strides[d]
+            if entry[0] == "int":
+                offset += _norm_index(next(it), n, d, op) * st
+                continue
+            parts = [next(it) if present else None for present in entry[1:]]
+            start, stop, step = slice(*parts).indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                offset += start * st
+            shape.append(length)
+            strides.append(st * step)
+        shape += x.shape[len(op.idx_list):]
+        strides += x.strides[len(op.idx_list):]
+        return [x.view(shape, strides, offset)]
+
+
+def _install():
+    from theano_dag.compile.ops import DeepCopyOp, ViewOp
+    from theano_dag.tensor.elemwise import DimShuffle
+    from theano_dag.tensor.shape import Reshape
+    from theano_dag.tensor.subtensor import Subtensor
+
+    IMPLS[DeepCopyOp] = _deep_copy_factory
+    IMPLS[ViewOp] = _IdentityView
+    IMPLS[DimShuffle] = _DimShuffleImpl
+    IMPLS[Reshape] = _ReshapeImpl
+    IMPLS[Subtensor] = _SubtensorImpl
+
+
+_install()

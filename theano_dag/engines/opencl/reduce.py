@@ -1,0 +1,346 @@
+"""Reductions and row-wise kernels: CAReduce (sum, prod, max, min, all, any over any axes),
+Argmax/Argmin, Softmax, LogSoftmax and SoftmaxGrad.
+
+A reduction over axes ``A`` of an input with kept axes ``K`` computes one output
+element per *work-group*: its ``L`` work-items stride over the reduced elements
+(any strides, so transposed or sliced inputs need no copy), then combine their
+partial results in local memory. ``L`` is 1 when there are many outputs or few
+elements each (no barrier then), up to 128 otherwise. The row-wise softmax
+kernels give one work-item per row along the axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.engines.opencl.elemwise import _digest, check_fp64
+from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
+from theano_dag.scalar.basic import OPENCL_TYPES
+
+__all__ = ["ReduceImpl", "ArgImpl", "SoftmaxImpl", "index_code"]
+
+_INT_MIN = {
+    "int8": "(-128)", "int16": "(-32768)", "int32": "(-2147483647 - 1)",
+    "int64": "(-9223372036854775807L - 1)",
+}  # fmt: skip
+_INT_MAX = {
+    "int8": "127", "int16": "32767", "int32": "2147483647", "int64": "9223372036854775807L",
+    "uint8": "255", "uint16": "65535", "uint32": "4294967295U",
+    "uint64": "18446744073709551615UL", "bool": "1",
+}  # fmt: skip
+
+
+def index_code(dims, var: str, offset: str, prefix: str) -> list:
+    """Lines turning the flat index ``var`` into ``offset`` over ``dims`` (C order), with
+    sizes ``{prefix}d{k}`` and element strides ``{prefix}s{k}`` as kernel parameters.
+
+    >>> index_code([0, 1], "m", "off", "k")
+    ['long m_r = m;', 'off += (m_r % kd1) * ks1; m_r /= kd1;', 'off += m_r * ks0;']
+    """
+    if not dims:
+        return []
+    lines = [f"long {var}_r = {var};"]
+    for j in range(len(dims) - 1, 0, -1):
+        lines.append(f"{offset} += ({var}_r % {prefix}d{j}) * {prefix}s{j}; {var}_r /= {prefix}d{j};")
+    lines.append(f"{offset} += {var}_r * {prefix}s0;")
+    return lines
+
+
+def _dim_params(n, prefix):
+    return "".join(f", const long {prefix}d{j}, const long {prefix}s{j}" for j in range(n))
+
+
+def _dim_args(x, dims, prefix_unused=None):
+    st = x.elem_strides()
+    args = []
+    for d in dims:
+        args += [I64(x.shape[d]), I64(st[d])]
+    return args
+
+
+def _combine(kind, dtype):
+    is_float = dtype.startswith("float")
+    if kind == "add":
+        return "(a + b)"
+    if kind == "mul":
+        return "(a * b)"
+    if kind == "max":
+        return "((a > b || a != a) ? a : b)" if is_float else "(a > b ? a : b)"
+    if kind == "min":
+        return "((a < b || a != a) ? a : b)" if is_float else "(a < b ? a : b)"
+    if kind == "and":
+        return "(a && b)"
+    if kind == "or":
+        return "(a || b)"
+    raise Unsupported(f"no OpenCL combiner for {kind}")
+
+
+def _identity(kind, dtype):
+    t = OPENCL_TYPES[dtype]
+    if kind in ("add", "or"):
+        return f"(({t})0)"
+    if kind in ("mul", "and"):
+        return f"(({t})1)"
+    if dtype.startswith("float"):
+        return f"(({t})-INFINITY)" if kind == "max" else f"(({t})INFINITY)"
+    if kind == "max":
+        return _INT_MIN.get(dtype, "0")
+    return _INT_MAX[dtype]
+
+
+def _reduce_kind(op):
+    from theano_dag import scalar as ts
+    from theano_dag.tensor.elemwise import All, Any
+
+    if isinstance(op, All):
+        return "and"
+    if isinstance(op, Any):
+        return "or"
+    kinds = {ts.Add: "add", ts.Mul: "mul", ts.Maximum: "max", ts.Minimum: "min"}
+    for cls, kind in kinds.items():
+        if type(op.scalar_op) is cls:
+            return kind
+    raise Unsupported(f"{op}: no OpenCL reduction for {op.scalar_op}")
+
+
+class ReduceImpl(Impl):
+    """``CAReduce`` and its subclasses (see the module docstring)."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        op = node.op
+        (x,) = node.inputs
+        self.kind = _reduce_kind(op)
+        self.ndim = x.ndim
+        self.axes = tuple(range(x.ndim)) if op.axis is None else tuple(op.axis)
+        self.kept = tuple(d for d in range(x.ndim) if d not in self.axes)
+        self.in_dtype = x.type.dtype
+        self.out_dtype = node.outputs[0].type.dtype
+        if self.kind in ("and", "or"):
+            self.acc_dtype = "int32"
+        else:
+            self.acc_dtype = op.acc_dtype_for(self.in_dtype)
+        for d in (self.in_dtype, self.out_dtype, self.acc_dtype):
+            if d not in OPENCL_TYPES or d == "float16":
+                raise Unsupported(f"{op}: dtype {d} has no OpenCL kernel here")
+        check_fp64(ctx, node, [self.in_dtype, self.out_dtype, self.acc_dtype])
+        self.name = "red_" + _digest(repr((self.kind, self.ndim, self.axes, self.in_dtype,
+                                           self.out_dtype, self.acc_dtype)))
+
+    def sources(self):
+        ti, to, ta = (OPENCL_TYPES[d] for d in (self.in_dtype, self.out_dtype, self.acc_dtype))
+        load = "(x[off] != 0)" if self.kind in ("and", "or") else f"(({ta})x[off])"
+        comb = _combine(self.kind, self.acc_dtype)
+        lines = [
+            f"__kernel void {self.name}(const long R{_dim_params(len(self.kept), 'k')}"
+            f"{_dim_params(len(self.axes), 'r')}, __global const {ti}* x, const long xo, "
+            f"__global {to}* y, const long yo, __local {ta}* sc)",
+            "{",
+            "    const long m = get_group_id(0);",
+            "    const int lid = get_local_id(0);",
+            "    const int L = get_local_size(0);",
+            "    long base = xo;",
+            *("    " + s for s in index_code(self.kept, "m", "base", "k")),
+            f"    {ta} acc = {_identity(self.kind, self.acc_dtype)};",
+            "    for (long t = lid; t < R; t += L) {",
+            "        long off = base;",
+            *("        " + s for s in index_code(self.axes, "t", "off", "r")),
+            f"        const {ta} a = acc, b = {load};",
+            f"        acc = {comb};",
+            "    }",
+            "    sc[lid] = acc;",
+            "    barrier(CLK_LOCAL_MEM_FENCE);",
+            "    for (int s = L / 2; s > 0; s >>= 1) {",
+            "        if (lid < s) {",
+            f"            const {ta} a = sc[lid], b = sc[lid + s];",
+            f"            sc[lid] = {comb};",
+            "        }",
+            "        barrier(CLK_LOCAL_MEM_FENCE);",
+            "    }",
+            f"    if (lid == 0) y[yo + m] = ({to})sc[0];",
+            "}",
+        ]
+        return {self.name: "\n".join(lines) + "\n"}
+
+    def run(self, inputs, out):
+        (x,) = inputs
+        for a in self.axes:
+            if a >= x.ndim:
+                raise ValueError(f"{self.node.op}: axis {a} out of range for shape {x.shape}")
+        shape = tuple(x.shape[d] for d in self.kept)
+        y = out(0, shape, self.out_dtype)
+        m = int(np.prod(shape)) if shape else 1
+        r = int(np.prod([x.shape[d] for d in self.axes])) if self.axes else 1
+        group = 1
+        if r > 64 and m < 4096:
+            group = min(128, self.ctx.max_work_group_size)
+            group = 1 << (group.bit_length() - 1)  # a power of two, for the tree
+        itemsize = np.dtype(self.acc_dtype).itemsize
+        args = [I64(r)] + _dim_args(x, self.kept) + _dim_args(x, self.axes)
+        args += [x.data, I64(x.elem_offset), y.data, I64(y.elem_offset)]
+        args.append(self.ctx.cl.LocalMemory(itemsize * group))
+        self.launch(self.name, (m * group,), args, (group,))
+        return [y]
+
+
+class ArgImpl(Impl):
+    """``Argmax``/``Argmin`` along one axis, or over the flattened input (C order)."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        from theano_dag.tensor.math import Argmin
+
+        (x,) = node.inputs
+        op = node.op
+        self.ndim = x.ndim
+        self.axes = tuple(range(x.ndim)) if op.axis is None else (op.axis % max(x.ndim, 1),)
+        if x.ndim == 0:
+            self.axes = ()
+        self.kept = tuple(d for d in range(x.ndim) if d not in self.axes)
+        self.in_dtype = x.type.dtype
+        if self.in_dtype not in OPENCL_TYPES or self.in_dtype == "float16":
+            raise Unsupported(f"{op}: dtype {self.in_dtype}")
+        check_fp64(ctx, node, [self.in_dtype])
+        self.cmp = "<" if isinstance(op, Argmin) else ">"
+        self.name = "arg_" + _digest(repr((self.cmp, self.ndim, self.axes, self.in_dtype)))
+
+    def sources(self):
+        t = OPENCL_TYPES[self.in_dtype]
+        nan = "(v != v && best == best)" if self.in_dtype.startswith("float") else "0"
+        lines = [
+            f"__kernel void {self.name}(const long M, const long R"
+            f"{_dim_params(len(self.kept), 'k')}{_dim_params(len(self.axes), 'r')}, "
+            f"__global const {t}* x, const long xo, __global long* y, const long yo)",
+            "{",
+            "    const long m = get_global_id(0);",
+            "    if (m >= M) return;",
+            "    long base = xo;",
+            *("    " + s for s in index_code(self.kept, "m", "base", "k")),
+            f"    {t} best = x[base];",
+            "    long bi = 0;",
+            "    for (long t = 1; t < R; ++t) {",
+            "        long off = base;",
+            *("        " + s for s in index_code(self.axes, "t", "off", "r")),
+            f"        const {t} v = x[off];",
+            # numpy: the first NaN wins, and after it nothing does.
+            f"        if (v {self.cmp} best || {nan}) {{ best = v; bi = t; }}",
+            "    }",
+            "    y[yo + m] = bi;",
+            "}",
+        ]
+        return {self.name: "\n".join(lines) + "\n"}
+
+    def run(self, inputs, out):
+        (x,) = inputs
+        shape = tuple(x.shape[d] for d in self.kept)
+        r = int(np.prod([x.shape[d] for d in self.axes])) if self.axes else 1
+        if r == 0:
+            raise ValueError(f"{self.node.op}: attempt to get argmax of an empty sequence")
+        y = out(0, shape, "int64")
+        m = int(np.prod(shape)) if shape else 1
+        args = [I64(m), I64(r)] + _dim_args(x, self.kept) + _dim_args(x, self.axes)
+        args += [x.data, I64(x.elem_offset), y.data, I64(y.elem_offset)]
+        self.launch(self.name, (m,), args)
+        return [y]
+
+
+class SoftmaxImpl(Impl):
+    """Softmax, LogSoftmax and SoftmaxGrad along one axis, one work-item per row."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        from theano_dag.tensor.nnet.nnet import LogSoftmax, SoftmaxGrad
+
+        op = node.op
+        self.kind = (
+            "grad" if isinstance(op, SoftmaxGrad) else "log" if isinstance(op, LogSoftmax)
+            else "softmax"
+        )
+        ref = node.inputs[-1]
+        self.ndim = ref.ndim
+        self.axis = op.axis % ref.ndim
+        self.kept = tuple(d for d in range(self.ndim) if d != self.axis)
+        self.dtypes = [v.type.dtype for v in node.inputs] + [node.outputs[0].type.dtype]
+        for d in self.dtypes:
+            if not d.startswith("float") or d == "float16":
+                raise Unsupported(f"{op}: dtype {d}")
+        check_fp64(ctx, node, self.dtypes)
+        self.name = "smx_" + _digest(repr((self.kind, self.ndim, self.axis, self.dtypes)))
+
+    def sources(self):
+        to = OPENCL_TYPES[self.dtypes[-1]]
+        ins = self.node.inputs
+        params = "".join(
+            f", __global const {OPENCL_TYPES[v.type.dtype]}* x{k}, const long o{k}"
+            + _dim_params(self.ndim, f"x{k}")
+            for k, v in enumerate(ins)
+        )
+        lines = [
+            f"__kernel void {self.name}(const long M, const long K{params}, "
+            f"__global {to}* y, const long yo{_dim_params(self.ndim, 'y')})",
+            "{",
+            "    const long m = get_global_id(0);",
+            "    if (m >= M) return;",
+        ]
+        for k in range(len(ins)):
+            lines.append(f"    long b{k} = o{k};")
+            lines += ["    { " + " ".join(index_code(self.kept, "m", f"b{k}", f"x{k}")) + " }"]
+            lines.append(f"    const long a{k} = x{k}s{len(self.kept)};")
+        lines.append("    long by = yo;")
+        lines += ["    { " + " ".join(index_code(self.kept, "m", "by", "y")) + " }"]
+        lines.append(f"    const long ay = ys{len(self.kept)};")
+        if self.kind == "grad":  # inputs (dy, sm): dx = (dy - sum(dy * sm)) * sm
+            lines += [
+                f"    {to} s = 0;",
+                "    for (long j = 0; j < K; ++j) s += x0[b0 + j * a0] * x1[b1 + j * a1];",
+                "    for (long j = 0; j < K; ++j)",
+                "        y[by + j * ay] = (x0[b0 + j * a0] - s) * x1[b1 + j * a1];",
+            ]
+        else:
+            lines += [
+                f"    {to} mx = -INFINITY;",
+                "    for (long j = 0; j < K; ++j) { const " + to + " v = x0[b0 + j * a0]; "
+                "mx = (v > mx || v != v) ? v : mx; }",
+                f"    {to} s = 0;",
+                "    for (long j = 0; j < K; ++j) s += exp(x0[b0 + j * a0] - mx);",
+            ]
+            if self.kind == "log":
+                lines += [
+                    "    const " + to + " ls = log(s);",
+                    "    for (long j = 0; j < K; ++j) y[by + j * ay] = x0[b0 + j * a0] - mx - ls;",
+                ]
+            else:
+                lines.append(
+                    "    for (long j = 0; j < K; ++j) y[by + j * ay] = exp(x0[b0 + j * a0] - mx) / s;"
+                )
+        lines.append("}")
+        return {self.name: "\n".join(lines) + "\n"}
+
+    def run(self, inputs, out):
+        ref = inputs[-1]
+        if len(inputs) == 2 and inputs[0].shape != ref.shape:
+            raise ValueError(f"{self.node.op}: dy {inputs[0].shape} and sm {ref.shape} differ "
+                             "in shape")
+        y = out(0, ref.shape, self.dtypes[-1])
+        m = int(np.prod([ref.shape[d] for d in self.kept])) if self.kept else 1
+        args = [I64(m), I64(ref.shape[self.axis])]
+        # Each array's (size, stride) pairs: the kept dims in order, then the axis.
+        dims = list(self.kept) + [self.axis]
+        for x in inputs:
+            args += [x.data, I64(x.elem_offset)] + _dim_args(x, dims)
+        args += [y.data, I64(y.elem_offset)] + _dim_args(y, dims)
+        self.launch(self.name, (m,), args)
+        return [y]
+
+
+def _install():
+    from theano_dag.tensor.elemwise import CAReduce
+    from theano_dag.tensor.math import Argmax
+    from theano_dag.tensor.nnet.nnet import LogSoftmax, Softmax, SoftmaxGrad
+
+    register_impl(CAReduce)(ReduceImpl)
+    register_impl(Argmax)(ArgImpl)
+    register_impl(Softmax, LogSoftmax, SoftmaxGrad)(SoftmaxImpl)
+
+
+_install()

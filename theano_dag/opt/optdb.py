@@ -1,0 +1,226 @@
+"""The optimization database: what ``function`` runs between building and running a graph.
+
+``build_optdb()`` makes a fresh database; ``optdb`` is the one ``Mode`` queries. Its
+layout, the whole pipeline in one table (``PIPELINE``):
+
+=========  =====================  ==============================================  =======================
+position   name                   what                                            tags
+=========  =====================  ==============================================  =======================
+0          merge1                 merge identical computations and constants      fast_run fast_compile
+0.6        useless                remove nodes that compute nothing new           fast_run fast_compile
+1          canonicalize           simplify: identities, canonical products,       fast_run fast_compile
+                                  constant folding, argument order
+1.2        merge1.2               merge what canonicalize made identical          fast_run fast_compile
+1.5        stabilize              numerically stable forms (log1p, log_softmax)   fast_run
+1.7        blas                   dot plus accumulation -> Gemm/Gemv/Ger          fast_run
+2          specialize             x**2 -> sqr, Adagrad fusion                     fast_run
+2.5        fma                    a*b + c -> fma                                  fast_run
+48         elemwise_fusion        elementwise trees -> Elemwise{Composite}        fast_run fusion
+48.5       fused_reduce           reduce(elemwise) -> FusedReduce                 fast_run fusion
+49         merge2                 merge again                                     fast_run merge
+49.5       add_destroy_handler    attach the DestroyHandler (a marker)            fast_run inplace
+50         insert_inplace         overwrite inputs nothing else needs             fast_run inplace
+100        merge3                 last merge                                      fast_run merge
+=========  =====================  ==============================================  =======================
+
+FAST_RUN queries ``fast_run`` (everything); FAST_COMPILE queries ``fast_compile``: the
+merges, the useless-code pass and the light part of canonicalize (the rules tagged
+``fast_compile``). Rewrites that insert inplace ops must sit at position 50 or more,
+after ``add_destroy_handler``.
+
+``register_canonicalize``, ``register_stabilize``, ``register_specialize`` and
+``register_useless`` add a local rewrite to the global optdb (or to ``db=`` another one).
+
+Note: ``theano_dag.opt.optdb`` is the *database* (as ``theano.compile.optdb``); import
+this module's functions with ``from theano_dag.opt.optdb import build_optdb``.
+"""
+
+from __future__ import annotations
+
+from theano_dag.opt.basic import GlobalOptimizer
+from theano_dag.opt.db import EquilibriumDB, LocalGroupDB, Query, SequenceDB, TopoDB
+from theano_dag.opt.merge import MergeOptimizer
+from theano_dag.opt.navigator import NavigatorOptimizer
+from theano_dag.opt.rewrites import RULES
+from theano_dag.opt.rewrites.fusion import FusionOptimizer, local_fused_reduce
+from theano_dag.opt.rewrites.inplace import InplaceOptimizer
+
+__all__ = [
+    "AddDestroyHandler",
+    "PIPELINE",
+    "build_optdb",
+    "optdb",
+    "register_canonicalize",
+    "register_stabilize",
+    "register_specialize",
+    "register_useless",
+    "OPT_FAST_RUN",
+    "OPT_FAST_COMPILE",
+]
+
+
+class AddDestroyHandler(GlobalOptimizer):
+    """Attach a ``DestroyHandler``: after it, rewrites may insert inplace ops.
+
+    Not attached from the start because it makes every later change more expensive to
+    validate; optimizations before position 49.5 run as if no op overwrote anything.
+    """
+
+    def add_requirements(self, fgraph):
+        from theano_dag.graph.destroyhandler import DestroyHandler
+
+        if not hasattr(fgraph, "destroy_handler"):
+            fgraph.attach_feature(DestroyHandler())
+
+    def apply(self, fgraph):
+        pass
+
+    def __str__(self):
+        return getattr(self, "name", None) or "AddDestroyHandler"
+
+
+def _equilibrium(**kwargs):
+    return EquilibriumDB(**kwargs)
+
+
+def _topo(apply_all_opts=False, order="in_to_out"):
+    return TopoDB(
+        LocalGroupDB(apply_all_opts=apply_all_opts),
+        order=order,
+        failure_callback=NavigatorOptimizer.warn_inplace,
+    )
+
+
+def _fused_reduce_db():
+    db = _topo()
+    db.db.register("local_fused_reduce", local_fused_reduce, "fast_run", "fusion")
+    return db
+
+
+# position, name, factory of the optimizer or DB, tags
+PIPELINE = (
+    (0, "merge1", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
+    (0.6, "useless", lambda: _topo(apply_all_opts=True), ("fast_run", "fast_compile")),
+    (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
+    (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
+    (1.5, "stabilize", _equilibrium, ("fast_run",)),
+    (1.7, "blas", _equilibrium, ("fast_run",)),
+    (2, "specialize", _equilibrium, ("fast_run",)),
+    (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
+    (48, "elemwise_fusion", FusionOptimizer, ("fast_run", "fusion")),
+    (48.5, "fused_reduce", _fused_reduce_db, ("fast_run", "fusion")),
+    (49, "merge2", MergeOptimizer, ("fast_run", "merge")),
+    (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
+    (50, "insert_inplace", InplaceOptimizer, ("fast_run", "inplace")),
+    (100, "merge3", MergeOptimizer, ("fast_run", "merge")),
+)
+
+
+def _local_db(optdb, name):
+    """The DB of ``optdb`` that local rewrites named ``name`` go into."""
+    db = optdb[name]
+    return db.db if isinstance(db, TopoDB) else db
+
+
+def build_optdb(rules=RULES) -> SequenceDB:
+    """A fresh optimization database laid out as ``PIPELINE``, filled with ``rules``.
+
+    >>> db = build_optdb()
+    >>> [o.name for o in db.query(Query(include=["fast_compile"]))]
+    ['merge1', 'useless', 'canonicalize', 'merge1.2']
+    """
+    db = SequenceDB()
+    for position, name, make, tags in PIPELINE:
+        db.register(name, make(), position, *tags)
+    # Merging after every change lets canonicalize see the shared subexpressions at once.
+    db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
+    for rule in rules:
+        target = _local_db(db, rule.db)
+        target.register(rule.name, rule.rewrite, "fast_run", *rule.tags, **rule.kwargs)
+    return db
+
+
+optdb = build_optdb()
+
+OPT_FAST_RUN = Query(include=["fast_run"])
+OPT_FAST_COMPILE = Query(include=["fast_compile"])
+OPT_MERGE = Query(include=["merge"])
+# Everything up to and including stabilize: what a stable but unspecialized graph needs.
+OPT_STABILIZE = Query(include=["fast_run"], position_cutoff=1.51)
+
+
+def _register(db_name, lopt, tags, kwargs):
+    if isinstance(lopt, str):  # used as @register_xxx("tag", ...)
+
+        def decorator(inner):
+            return _register(db_name, inner, (lopt, *tags), kwargs)
+
+        return decorator
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name", None) or getattr(lopt, "__name__", None) or str(lopt)
+    target_db = kwargs.pop("db", None) or optdb
+    _local_db(target_db, db_name).register(name, lopt, "fast_run", *tags, **kwargs)
+    if db_name == "useless":
+        _local_db(target_db, "canonicalize").register(name, lopt, "fast_run", *tags, **kwargs)
+    return lopt
+
+
+def register_canonicalize(lopt, *tags, **kwargs):
+    """Add ``lopt`` to canonicalize (tagged 'fast_run' and ``tags``); usable as a decorator.
+
+    ``name=`` overrides the rewrite's name, ``db=`` targets another optdb than the global.
+
+    >>> from theano_dag.opt import local_optimizer
+    >>> db = build_optdb()
+    >>> @register_canonicalize("fast_compile", db=db)
+    ... @local_optimizer(None)
+    ... def local_my_rule(fgraph, node):
+    ...     return False
+    >>> "local_my_rule" in db["canonicalize"]
+    True
+    """
+    return _register("canonicalize", lopt, tags, kwargs)
+
+
+def register_stabilize(lopt, *tags, **kwargs):
+    """Add ``lopt`` to stabilize (see ``register_canonicalize``)."""
+    return _register("stabilize", lopt, tags, kwargs)
+
+
+def register_specialize(lopt, *tags, **kwargs):
+    """Add ``lopt`` to specialize (see ``register_canonicalize``)."""
+    return _register("specialize", lopt, tags, kwargs)
+
+
+def register_useless(lopt, *tags, **kwargs):
+    """Add ``lopt`` to the useless-code pass and to canonicalize (see
+    ``register_canonicalize``)."""
+    return _register("useless", lopt, tags, kwargs)
+
+
+def _register_with_modes():
+    """Make the standard optimizer names of ``Mode`` query this optdb."""
+    from theano_dag.compile import mode
+
+    mode.register_optdb(optdb)
+    for name, query in (
+        ("fast_run", OPT_FAST_RUN),
+        ("fast_compile", OPT_FAST_COMPILE),
+        ("merge", OPT_MERGE),
+        ("stabilize", OPT_STABILIZE),
+        ("o1", OPT_FAST_COMPILE),
+        ("o2", OPT_FAST_RUN.excluding("fusion", "inplace")),
+        ("o3", OPT_FAST_RUN),
+    ):
+        mode.register_optimizer(name, query, override=True)
+    if "DebugMode" not in mode.predefined_modes:
+
+        def debug_mode():
+            from theano_dag.compile.debugmode import DebugMode
+
+            return DebugMode()
+
+        mode.register_mode("DebugMode", debug_mode)
+
+
+_register_with_modes()

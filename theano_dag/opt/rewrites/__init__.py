@@ -1,0 +1,31 @@
+"""The standard rewrites, one family per module; ``table.RULES`` says where each goes.
+
+============================  =========================================================
+module                        what
+============================  =========================================================
+``constant_folding``          compute nodes of constants at compile time
+``useless``                   remove nodes that compute nothing new
+``algebra``                   identities (x+0, x*1, x*0, --x, ...), broadcasts, order
+``products``                  canonical products, ``x*y/y -> x``
+``stabilize``                 log1p, log-sigmoid, log-softmax, fused cross-entropy
+``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
+``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
+``fusion``                    elementwise trees -> Elemwise{Composite}, fused reductions
+``inplace``                   overwrite inputs nothing else needs
+============================  =========================================================
+"""
+
+from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule table
+    algebra,
+    blas,
+    constant_folding,
+    fusion,
+    inplace,
+    products,
+    specialize,
+    stabilize,
+    useless,
+)
+from theano_dag.opt.rewrites.table import RULES, Rule, RuleTable
+
+__all__ = ["RULES", "Rule", "RuleTable"]

@@ -1,0 +1,155 @@
+"""BLAS: a ``dot`` plus an accumulation becomes one ``Gemm``, ``Gemv`` or ``Ger`` call.
+
+``b*z + a*dot(x, y)`` on matrices is ``Gemm(z, a, x, y, b)``, on a matrix and a vector
+``Gemv``; ``A + a*outer(x, y)`` is ``Ger``. The rules run in the ``blas`` EquilibriumDB
+(position 1.7), before ``fma`` would turn ``a*dot + z`` into a fused multiply-add. A
+``dot`` of two matrices left alone becomes ``Dot22``. The inplace versions (which
+overwrite ``z``) come later, from the ``inplace`` pass.
+"""
+
+from __future__ import annotations
+
+from theano_dag import scalar as ts
+from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_float,
+    is_scalar_like,
+    scalar_op,
+    single_client,
+    typed_constant,
+)
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.blas import Dot22, dot22, gemm_no_inplace, gemv_no_inplace, ger
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.math import Dot
+
+__all__ = ["local_gemm", "local_dot22"]
+
+
+def _as_scalar(v, dtype):
+    """``v`` (a broadcastable-everywhere tensor) as a 0-d tensor of ``dtype``, or None."""
+    if v.ndim and not is_scalar_like(v):
+        return None
+    c = const_value(v)
+    if c is not None:
+        return typed_constant(c, dtype)
+    if v.dtype != dtype:
+        return None
+    if v.ndim:
+        v = DimShuffle(v.broadcastable, [])(v)
+    return v
+
+
+def _scaled(fgraph, term, dtype):
+    """``(scale, base)`` with ``term = scale * base`` (scale a 0-d tensor)."""
+    owner = term.owner
+    sop = scalar_op(owner)
+    if sop is not None and single_client(fgraph, term):
+        if isinstance(sop, ts.Neg):
+            return typed_constant(-1, dtype), owner.inputs[0]
+        if isinstance(sop, ts.Mul) and len(owner.inputs) == 2:
+            for i, j in ((0, 1), (1, 0)):
+                s = _as_scalar(owner.inputs[i], dtype)
+                if s is not None and not is_scalar_like(owner.inputs[j]):
+                    return s, owner.inputs[j]
+    return typed_constant(1, dtype), term
+
+
+def _dot_args(fgraph, var):
+    """``(x, y)`` when ``var`` is a single-use ``dot(x, y)``."""
+    owner = var.owner
+    if owner is None or not isinstance(owner.op, (Dot, Dot22)) or not single_client(fgraph, var):
+        return None
+    return tuple(owner.inputs)
+
+
+def _outer_vectors(x, y):
+    """``(u, v)`` when ``dot(x, y)`` is ``outer(u, v)`` (a column times a row)."""
+    xo, yo = x.owner, y.owner
+    if xo is None or yo is None:
+        return None
+    if not (isinstance(xo.op, DimShuffle) and isinstance(yo.op, DimShuffle)):
+        return None
+    if xo.op.new_order != (0, "x") or yo.op.new_order != ("x", 0):
+        return None
+    return xo.inputs[0], yo.inputs[0]
+
+
+def _blas_call(z, alpha, x, y, beta):
+    """The Gemm/Gemv/Ger computing ``beta*z + alpha*dot(x, y)``, or None."""
+    dtype = z.dtype
+    if not (x.dtype == y.dtype == dtype):
+        return None
+    if x.ndim == 2 and y.ndim == 2:
+        uv = _outer_vectors(x, y)
+        if uv is not None and z.ndim == 2 and const_value(beta) == 1:
+            return ger(z, alpha, *uv)
+        if z.ndim == 2:
+            return gemm_no_inplace(z, alpha, x, y, beta)
+    elif x.ndim == 2 and y.ndim == 1 and z.ndim == 1:
+        return gemv_no_inplace(z, alpha, x, y, beta)
+    elif x.ndim == 1 and y.ndim == 2 and z.ndim == 1:
+        return gemv_no_inplace(z, alpha, y.T, x, beta)
+    return None
+
+
+def _terms(node):
+    """``[(sign, term)]`` of an add or a sub node."""
+    sop = scalar_op(node)
+    if isinstance(sop, ts.Add):
+        return [(1, t) for t in node.inputs]
+    if isinstance(sop, ts.Sub):
+        return [(1, node.inputs[0]), (-1, node.inputs[1])]
+    return None
+
+
+@local_optimizer([Elemwise])
+def local_gemm(fgraph, node):
+    """A scaled dot product added to a scaled accumulator, as one BLAS call."""
+    # b*z + a*dot(x, y) -> gemm(z, a, x, y, b) ; z - dot(x, y) -> gemm(z, -1, x, y, 1)
+    # y + dot(A, x) -> gemv(y, 1, A, x, 1) ; A + a*outer(x, y) -> ger(A, a, x, y)
+    terms = _terms(node)
+    out = node.outputs[0]
+    if terms is None or len(terms) < 2 or not is_float(out) or out.ndim not in (1, 2):
+        return False
+    dtype = out.dtype
+    for k, (sign_d, t) in enumerate(terms):
+        alpha, base = _scaled(fgraph, t, dtype)
+        xy = _dot_args(fgraph, base)
+        if xy is None:
+            continue
+        for j, (sign_z, zt) in enumerate(terms):
+            if j == k or zt.type.broadcastable != base.type.broadcastable:
+                continue
+            beta, z = _scaled(fgraph, zt, dtype)
+            if z.type.broadcastable != base.type.broadcastable or z.dtype != dtype:
+                continue
+            a = alpha if sign_d == 1 else tm.neg(alpha)
+            b = beta if sign_z == 1 else tm.neg(beta)
+            call = _blas_call(z, a, *xy, b)
+            if call is None:
+                continue
+            rest = [t2 if s == 1 else tm.neg(t2) for i, (s, t2) in enumerate(terms) if i not in (k, j)]
+            new = tm.add(call, *rest) if rest else call
+            new = fit(out, new)
+            if new is not None:
+                return [new]
+    return False
+
+
+@local_optimizer([Dot])
+def local_dot22(fgraph, node):
+    """A product of two float matrices of one dtype, as the BLAS ``Dot22``."""
+    # dot(x, y) -> dot22(x, y)   (x, y matrices)
+    x, y = node.inputs
+    if x.ndim != 2 or y.ndim != 2 or not is_float(x) or x.dtype != y.dtype:
+        return False
+    new = fit(node.outputs[0], dot22(x, y))
+    return [new] if new is not None else False
+
+
+RULES.add("blas", local_gemm)
+RULES.add("blas", local_dot22)

@@ -1,0 +1,216 @@
+"""Elementwise fusion: trees of Elemwise nodes become one ``Elemwise{Composite}``.
+
+An engine runs a Composite as one loop over the elements, computing the whole tree per
+element without storing the intermediates. ``FusionOptimizer`` walks the graph once,
+from the outputs: each Elemwise node not yet fused starts a group and absorbs the
+Elemwise nodes that compute its inputs, when those are used only inside the group and
+have the group's broadcast pattern (fusing a row into a matrix loop would recompute the
+row for every line). A group takes at most ``max_inputs`` distinct inputs. The work is
+linear in the size of the graph.
+
+``local_fused_reduce`` then turns a reduction of a (fused) Elemwise used only by that
+reduction into one ``FusedReduce`` node.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
+from theano_dag.opt.basic import GlobalOptimizer
+from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.utils import fit, scalar_op, single_client
+from theano_dag.scalar import Composite
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from theano_dag.tensor.fused import FusedReduce
+
+__all__ = ["FusionOptimizer", "MAX_FUSED_INPUTS", "local_fused_reduce"]
+
+# Inputs of one fused loop at most (a C kernel's argument list stays reasonable).
+MAX_FUSED_INPUTS = 32
+
+
+def _fusable(node) -> bool:
+    sop = scalar_op(node)
+    return sop is not None and len(node.outputs) == 1 and getattr(sop, "nout", 1) == 1
+
+
+def _scalar_constant(var):
+    """The 0-d data of ``var`` when it is a constant broadcast everywhere (inlined into
+    the Composite), else None."""
+    base = var
+    if base.owner is not None and isinstance(base.owner.op, DimShuffle):
+        base = base.owner.inputs[0]
+    if isinstance(base, Constant) and all(var.broadcastable):
+        data = np.asarray(base.data)
+        if data.size == 1:
+            return data.reshape(())
+    return None
+
+
+class _Group:
+    """One fused loop under construction: the nodes it computes and its inputs."""
+
+    def __init__(self, root):
+        self.root = root
+        self.nodes = {root}
+        self.inputs: dict = {}  # outside variable -> None (ordered set)
+
+
+class FusionOptimizer(GlobalOptimizer):
+    """Fuse trees of elementwise nodes into ``Elemwise{Composite}`` nodes.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> fg = FunctionGraph([x, y], [tt.exp(x) * y + 1])
+    >>> _ = FusionOptimizer().optimize(fg)
+    >>> fg
+    FunctionGraph(Elemwise{Composite{add(mul(exp(i0), i1), 1.0)},no_inplace}(x, y))
+    """
+
+    def __init__(self, max_inputs=MAX_FUSED_INPUTS):
+        if max_inputs < 2:
+            raise ValueError(f"FusionOptimizer: max_inputs must be >= 2, got {max_inputs}")
+        self.max_inputs = max_inputs
+
+    def add_requirements(self, fgraph):
+        from theano_dag.graph.toolbox import ReplaceValidate
+
+        if not hasattr(fgraph, "replace_all_validate"):
+            fgraph.attach_feature(ReplaceValidate())
+
+    def apply(self, fgraph):
+        t0 = time.perf_counter()
+        done: set = set()
+        fused = 0
+        for node in reversed(fgraph.toposort()):
+            if node in done or node not in fgraph.apply_nodes or not _fusable(node):
+                continue
+            group = self._grow(fgraph, node)
+            done.update(group.nodes)
+            if len(group.nodes) < 2:
+                continue
+            new = self._build(group)
+            if new is None:
+                continue
+            fgraph.replace_all([(node.outputs[0], new)], reason=self)
+            fused += 1
+        return {"fused": fused, "time": time.perf_counter() - t0}
+
+    def _grow(self, fgraph, root):
+        group = _Group(root)
+        pattern = root.outputs[0].type.broadcastable
+        clients = fgraph.clients
+        # The group's inputs so far (distinct, constants inlined); absorbing the node
+        # computing one of them replaces it by that node's inputs.
+        frontier = group.inputs
+        for i in root.inputs:
+            if _scalar_constant(i) is None:
+                frontier[i] = None
+        todo = list(frontier)
+        while todo:
+            deferred = []
+            progress = False
+            while todo:
+                var = todo.pop()
+                owner = var.owner
+                if (
+                    var not in frontier
+                    or owner is None
+                    or not _fusable(owner)
+                    or var.type.broadcastable != pattern
+                ):
+                    continue
+                if not all(c in group.nodes for c, _ in clients.get(var, ())):
+                    deferred.append(var)  # another use may join the group later
+                    continue
+                new = [i for i in owner.inputs if i not in frontier and _scalar_constant(i) is None]
+                if len(frontier) - 1 + len(dict.fromkeys(new)) > self.max_inputs:
+                    continue
+                del frontier[var]
+                for i in new:
+                    frontier[i] = None
+                todo.extend(new)
+                group.nodes.add(owner)
+                progress = True
+            if progress:
+                todo = deferred
+        return group
+
+    def _build(self, group):
+        """The ``Elemwise{Composite}`` computing the group's root, or None."""
+        inputs = list(group.inputs)
+        if len(inputs) > self.max_inputs:
+            return None
+        svars = {v: ts.get_scalar_type(v.dtype)() for v in inputs}
+        cache: dict = {}
+
+        def scalar_of(var):
+            if var in svars:
+                return svars[var]
+            if var in cache:
+                return cache[var]
+            data = _scalar_constant(var)
+            if data is not None:
+                return ts.ScalarConstant(ts.get_scalar_type(str(data.dtype)), data[()])
+            raise KeyError(var)
+
+        order = []
+        stack = [group.root]
+        seen: set = set()
+        while stack:  # the group's nodes, inputs first
+            node = stack[-1]
+            pending = [
+                i.owner
+                for i in node.inputs
+                if i.owner in group.nodes and i.owner not in seen and i not in svars
+            ]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+        for node in order:
+            sop = node.op.scalar_op
+            args = [scalar_of(i) for i in node.inputs]
+            if isinstance(sop, Composite):
+                outs = _inline(sop, args)
+            else:
+                outs = sop.make_node(*args).outputs
+            if outs[0].type.dtype != node.outputs[0].dtype:
+                return None
+            cache[node.outputs[0]] = outs[0]
+        comp = Composite([svars[v] for v in inputs], [cache[group.root.outputs[0]]])
+        new = Elemwise(comp)(*inputs)
+        return fit(group.root.outputs[0], new)
+
+    def __str__(self):
+        return getattr(self, "name", None) or "FusionOptimizer"
+
+
+def _inline(comp, args):
+    """The outputs of Composite ``comp``'s scalar graph, rebuilt on ``args``."""
+    env = dict(zip(comp.inputs, args))
+    for node in comp.nodes:
+        ins = [v if isinstance(v, Constant) else env[v] for v in node.inputs]
+        env.update(zip(node.outputs, node.op.make_node(*ins).outputs))
+    return [env[o] for o in comp.outputs]
+
+
+@local_optimizer([CAReduce])
+def local_fused_reduce(fgraph, node):
+    """A reduction of an elementwise result used nowhere else, as one loop."""
+    # sum(elemwise(x, y), axis) -> FusedReduce{sum, elemwise}(x, y)
+    (x,) = node.inputs
+    inner = x.owner
+    if not _fusable(inner) or not single_client(fgraph, x):
+        return False
+    new = FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)
+    new = fit(node.outputs[0], new)
+    return [new] if new is not None else False

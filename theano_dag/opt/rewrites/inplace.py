@@ -1,0 +1,152 @@
+"""Inplace: make nodes overwrite an input that nothing else needs.
+
+Runs after ``add_destroy_handler`` (position 49.5), so the ``DestroyHandler`` knows every
+overwritten value, and the ``Supervisor`` that ``function`` attaches refuses to overwrite
+a caller's input (unless declared ``In(mutable=True)``) or an output.
+
+An input is overwritten only if its one use is this node, it is not a view of another
+value, and it is not protected: then no other node can read it after it is overwritten,
+whatever the order. Those changes are all made at once and the graph validated once (a
+validation walks the whole graph, so validating after each change would be quadratic);
+if that validation fails, which the conditions above should make impossible, the changes
+are undone and made again one at a time, each validated.
+"""
+
+from __future__ import annotations
+
+import time
+
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.toolbox import Supervisor
+from theano_dag.opt.basic import ChangeLog, GlobalOptimizer
+from theano_dag.tensor.blas import Gemm, Gemv, Ger, gemm_inplace, gemv_inplace, ger_destructive
+from theano_dag.tensor.elemwise import Elemwise
+
+__all__ = ["InplaceOptimizer", "inplace_candidates"]
+
+
+def _elemwise_inplace(node, i):
+    op = node.op
+    if op.inplace_items or len(node.outputs) != 1:
+        return None
+    if node.inputs[i].type != node.outputs[0].type:
+        return None
+    return Elemwise(op.scalar_op, {0: i}, name=op.name)
+
+
+def _blas_inplace(node, i):
+    if i != 0 or node.inputs[0].type != node.outputs[0].type:
+        return None
+    op = node.op
+    if isinstance(op, Gemm) and not op.inplace:
+        return gemm_inplace
+    if isinstance(op, Gemv) and not op.inplace:
+        return gemv_inplace
+    if isinstance(op, Ger) and not op.destructive:
+        return ger_destructive
+    return None
+
+
+# Op class -> (positions of the inputs that may be overwritten, maker(node, i) -> new op)
+INPLACE_MAKERS = {
+    Elemwise: (None, _elemwise_inplace),
+    Gemm: ((0,), _blas_inplace),
+    Gemv: ((0,), _blas_inplace),
+    Ger: ((0,), _blas_inplace),
+}
+
+
+def _protected(fgraph) -> set:
+    protected = set(fgraph.outputs)
+    for f in getattr(fgraph, "_features", ()):
+        if isinstance(f, Supervisor):
+            protected.update(f.protected)
+    return protected
+
+
+def _is_view(var) -> bool:
+    owner = var.owner
+    if owner is None:
+        return False
+    k = owner.outputs.index(var)
+    op = owner.op
+    return k in (getattr(op, "view_map", None) or {}) or k in (
+        getattr(op, "destroy_map", None) or {}
+    )
+
+
+def inplace_candidates(fgraph, node, protected):
+    """``(i, new_op)`` for each input ``i`` of ``node`` it may overwrite, first best."""
+    entry = INPLACE_MAKERS.get(type(node.op))
+    if entry is None or getattr(node.op, "destroy_map", None):
+        return []
+    positions, maker = entry
+    clients = fgraph.clients
+    out = []
+    for i in positions if positions is not None else range(len(node.inputs)):
+        v = node.inputs[i]
+        if isinstance(v, Constant) or v in protected or _is_view(v):
+            continue
+        if clients.get(v) != [(node, i)]:
+            continue  # another node reads it (or this one twice)
+        new_op = maker(node, i)
+        if new_op is not None:
+            out.append((i, new_op))
+    return out
+
+
+class InplaceOptimizer(GlobalOptimizer):
+    """Replace Elemwise, Gemm, Gemv and Ger nodes by their inplace versions where safe."""
+
+    def add_requirements(self, fgraph):
+        from theano_dag.graph.destroyhandler import DestroyHandler
+
+        if not hasattr(fgraph, "destroy_handler"):
+            fgraph.attach_feature(DestroyHandler())
+
+    def apply(self, fgraph):
+        t0 = time.perf_counter()
+        protected = _protected(fgraph)
+        plan = []
+        for node in fgraph.toposort():
+            cands = inplace_candidates(fgraph, node, protected)
+            if cands:
+                plan.append((node, cands[0][1]))
+        log = ChangeLog.attach(fgraph)
+        token = log.begin()
+        try:
+            for node, new_op in plan:
+                self._swap(fgraph, node, new_op, validate=False)
+            try:
+                fgraph.validate()
+                done = len(plan)
+            except Exception:
+                log.revert(fgraph, token)
+                done = self._one_by_one(fgraph, plan)
+        finally:
+            log.end(token)
+        return {"inplace": done, "time": time.perf_counter() - t0}
+
+    @staticmethod
+    def _swap(fgraph, node, new_op, validate):
+        new = new_op.make_node(*node.inputs)
+        pairs = list(zip(node.outputs, new.outputs))
+        if validate:
+            fgraph.replace_all_validate(pairs, reason="inplace")
+        else:
+            fgraph.replace_all(pairs, reason="inplace")
+
+    def _one_by_one(self, fgraph, plan):
+        done = 0
+        for node, new_op in plan:
+            if node not in fgraph.apply_nodes:
+                continue
+            try:
+                self._swap(fgraph, node, new_op, validate=True)
+                done += 1
+            except Exception:  # the DestroyHandler or the Supervisor said no: keep it
+                continue
+        return done
+
+    def __str__(self):
+        return getattr(self, "name", None) or "InplaceOptimizer"

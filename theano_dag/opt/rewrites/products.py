@@ -1,0 +1,215 @@
+"""Canonical products: chains of ``*``, ``/`` and unary ``-`` become ``coef * num / den``.
+
+``MulCanonizer`` collects the factors of a product through nested ``mul``, ``true_div``
+and ``neg`` nodes (those used only there, of the same dtype), multiplies the constant
+factors into one coefficient and rebuilds the product in one canonical form::
+
+    neg?( true_div( mul(num..., coef), mul(den...) ) )
+
+with the factors in the canonical order of ``commutative_key``. Two instances are
+registered in canonicalize: ``local_mul_canonizer`` (no cancellation: exact) and
+``local_mul_cancel``, which also cancels a factor found in both the numerator and the
+denominator (``x * y / y -> x``, ``x / x -> 1``); the latter is exact for finite,
+non-zero values only, hence tagged ``nonfinite_unsafe``. Both produce the same canonical
+form, so they never undo each other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.opt.local import LocalOptimizer
+from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE, commutative_key
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_float,
+    is_scalar_like,
+    scalar_op,
+    single_client,
+    typed_constant,
+)
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import Elemwise
+
+__all__ = ["MulCanonizer", "local_mul_canonizer", "local_mul_cancel"]
+
+_COLLECTED = (ts.Mul, ts.TrueDiv, ts.Neg)
+
+
+class _Product:
+    """The factors of one product: numerator, denominator, constant coefficient."""
+
+    def __init__(self, dtype, ndim):
+        self.dtype = dtype
+        self.ndim = ndim
+        self.num: list = []
+        self.den: list = []
+        self.leaves: list = []  # every factor met, constants included (shape sources)
+        self.coef = np.array(1.0, dtype="float64")
+        self.n_consts = 0
+        self.n_inner = 0  # nested nodes absorbed
+
+    def collect(self, fgraph, node):
+        stack = [(v, True) for v in _factors(node)]
+        if isinstance(scalar_op(node), ts.TrueDiv):
+            stack = [(node.inputs[0], True), (node.inputs[1], False)]
+        elif isinstance(scalar_op(node), ts.Neg):
+            self.coef = -self.coef
+        while stack:
+            var, up = stack.pop()
+            inner = var.owner
+            sop = scalar_op(inner)
+            if (
+                isinstance(sop, _COLLECTED)
+                and var.dtype == self.dtype
+                and single_client(fgraph, var)
+            ):
+                self.n_inner += 1
+                if isinstance(sop, ts.TrueDiv):
+                    stack.append((inner.inputs[0], up))
+                    stack.append((inner.inputs[1], not up))
+                else:
+                    if isinstance(sop, ts.Neg):
+                        self.coef = -self.coef
+                    stack.extend((v, up) for v in inner.inputs)
+                continue
+            self.leaves.append(var)
+            c = const_value(var) if is_scalar_like(var) else None
+            if c is not None and np.isfinite(c) and (up or c != 0):
+                self.n_consts += 1
+                with np.errstate(all="ignore"):
+                    self.coef = self.coef * c if up else self.coef / c
+                continue
+            (self.num if up else self.den).append(var)
+
+    def cancel(self) -> int:
+        """Remove factors found in both the numerator and the denominator."""
+        n = 0
+        for v in list(self.den):
+            for k, u in enumerate(self.num):
+                if u is v:
+                    del self.num[k]
+                    self.den.remove(v)
+                    n += 1
+                    break
+        return n
+
+    def build(self):
+        """The canonical expression of the product (None if it cannot be built)."""
+        coef = self.coef
+        if not np.isfinite(coef) or coef == 0:
+            return None
+        negate = bool(coef < 0)
+        coef = abs(float(coef))
+        num = sorted(self.num, key=commutative_key)
+        den = sorted(self.den, key=commutative_key)
+        if coef != 1:
+            num.append(typed_constant(coef, self.dtype, self.ndim))
+        top = _product(num) if num else typed_constant(1, self.dtype, self.ndim)
+        expr = tm.true_div(top, _product(den)) if den else top
+        return tm.neg(expr) if negate else expr
+
+
+def _factors(node):
+    sop = scalar_op(node)
+    if isinstance(sop, (ts.Mul, ts.Neg)):
+        return list(node.inputs)
+    return []
+
+
+def _product(factors):
+    return factors[0] if len(factors) == 1 else tm.mul(*factors)
+
+
+def _same_structure(a, b) -> bool:
+    """Whether ``a`` and ``b`` are the same expression, down to shared variables."""
+    todo = [(a, b)]
+    while todo:
+        x, y = todo.pop()
+        if x is y:
+            continue
+        xo, yo = x.owner, y.owner
+        if xo is None or yo is None:
+            if not (hasattr(x, "equals") and hasattr(y, "equals") and x.type == y.type):
+                return False
+            try:
+                if not x.equals(y):
+                    return False
+            except Exception:
+                return False
+            continue
+        if (
+            xo.op != yo.op
+            or x.index != y.index
+            or len(xo.inputs) != len(yo.inputs)
+            or x.type != y.type
+        ):
+            return False
+        todo.extend(zip(xo.inputs, yo.inputs))
+    return True
+
+
+class MulCanonizer(LocalOptimizer):
+    """Rewrite a product into its canonical form (see the module docstring).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.opt import in2out
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> fg = FunctionGraph([x, y], [(x * 2) * (y * 3) / y])
+    >>> _ = in2out(MulCanonizer(cancel=True)).optimize(fg)
+    >>> fg
+    FunctionGraph(Elemwise{mul,no_inplace}(x, TensorConstant{6.0}))
+    """
+
+    def __init__(self, cancel=False, name=None):
+        self.cancel = cancel
+        self.__name__ = name or ("local_mul_cancel" if cancel else "local_mul_canonizer")
+
+    def tracks(self):
+        return [Elemwise]
+
+    def transform(self, fgraph, node):
+        sop = scalar_op(node)
+        if not isinstance(sop, _COLLECTED):
+            return False
+        out = node.outputs[0]
+        if not is_float(out) or len(node.outputs) != 1:
+            return False
+        prod = _Product(out.dtype, out.ndim)
+        prod.collect(fgraph, node)
+        n_cancelled = prod.cancel() if self.cancel else 0
+        if self.cancel and not n_cancelled:
+            return False
+        if not n_cancelled and self._obviously_canonical(node, prod):
+            return False
+        new = prod.build()
+        if new is None or new.dtype != out.dtype:
+            return False
+        if _same_structure(new, out):
+            return False
+        new = fit(out, new, prod.leaves)
+        return [new] if new is not None else False
+
+    @staticmethod
+    def _obviously_canonical(node, prod) -> bool:
+        """Cheap test for the common case, to avoid building a product to compare."""
+        if prod.n_inner or prod.n_consts:
+            return False
+        sop = scalar_op(node)
+        if isinstance(sop, ts.TrueDiv) or isinstance(sop, ts.Neg):
+            return True  # x / y and -x with plain x, y
+        keys = [commutative_key(v) for v in node.inputs]
+        return keys == sorted(keys)
+
+    def __str__(self):
+        return self.__name__
+
+
+local_mul_canonizer = MulCanonizer(cancel=False)
+local_mul_cancel = MulCanonizer(cancel=True)
+RULES.add("canonicalize", local_mul_canonizer)
+RULES.add("canonicalize", local_mul_cancel, NONFINITE_UNSAFE)

@@ -1,0 +1,203 @@
+"""Specialization: replace general operations by cheaper specific ones.
+
+``x ** 2`` by ``sqr(x)``, ``x ** 0.5`` by ``sqrt(x)``; the Adagrad update pattern by one
+fused ``Adagrad`` node, and ``a * b + c`` by ``fma(a, b, c)`` (Owl's optimiser, figure
+6). FMA runs as its own pass (``fma``, after ``specialize``) so that the patterns which
+contain a product plus a sum (Adagrad's ``acc + g*g``, BLAS's ``z + a*dot(x, y)``) are
+recognised first.
+"""
+
+from __future__ import annotations
+
+from theano_dag import scalar as ts
+from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_float,
+    is_scalar_like,
+    scalar_op,
+    single_client,
+    typed_constant,
+)
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import cast
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.fused import Adagrad
+
+__all__ = ["local_pow_specialize", "local_mul_to_sqr", "local_adagrad", "local_fma"]
+
+# x ** c for these exponents c -> a cheaper unary op
+_POW = {
+    2.0: tm.sqr,
+    0.5: tm.sqrt,
+    -1.0: tm.reciprocal,
+    -0.5: lambda x: tm.reciprocal(tm.sqrt(x)),
+    -2.0: lambda x: tm.reciprocal(tm.sqr(x)),
+}
+
+
+@local_optimizer([Elemwise])
+def local_pow_specialize(fgraph, node):
+    """Powers with a simple constant exponent."""
+    # x ** 2 -> sqr(x) ; x ** 0.5 -> sqrt(x) ; x ** -1 -> 1/x ; x ** 1 -> x ; x ** 0 -> 1
+    if not isinstance(scalar_op(node), ts.Pow):
+        return False
+    x, y = node.inputs
+    out = node.outputs[0]
+    if not is_scalar_like(y):
+        return False
+    p = const_value(y)
+    if p is None or not is_float(out):
+        return False
+    p = float(p)
+    xf = cast(x, out.dtype)
+    if p == 1.0:
+        new = xf
+    elif p == 0.0:
+        new = typed_constant(1, out.dtype)
+    elif p in _POW:
+        new = _POW[p](xf)
+    else:
+        return False
+    new = fit(out, new, [x, y])
+    return [new] if new is not None else False
+
+
+@local_optimizer([Elemwise])
+def local_mul_to_sqr(fgraph, node):
+    """A number times itself."""
+    # x * x -> sqr(x)
+    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
+        return False
+    x, y = node.inputs
+    out = node.outputs[0]
+    if x is not y or not is_float(x) or x.dtype != out.dtype:
+        return False
+    new = fit(out, tm.sqr(x))
+    return [new] if new is not None else False
+
+
+def _is_square_of(var, g) -> bool:
+    """Whether ``var`` is ``g * g`` or ``sqr(g)``."""
+    owner = var.owner
+    sop = scalar_op(owner)
+    if isinstance(sop, ts.Mul) and len(owner.inputs) == 2:
+        return owner.inputs[0] is g and owner.inputs[1] is g
+    return sop == ts.sqr and owner.inputs[0] is g
+
+
+def _accumulator(var, g):
+    """``acc`` when ``var`` is ``acc + g*g`` (an add of two terms, or ``fma(g, g, acc)``)."""
+    owner = var.owner
+    sop = scalar_op(owner)
+    if isinstance(sop, ts.Add) and len(owner.inputs) == 2:
+        a, b = owner.inputs
+        if _is_square_of(b, g):
+            return a
+        if _is_square_of(a, g):
+            return b
+    if isinstance(sop, ts.FMA) and owner.inputs[0] is g and owner.inputs[1] is g:
+        return owner.inputs[2]
+    return None
+
+
+def _adagrad_parts(node):
+    """``(acc, g, eps, acc_plus_sq)`` when ``node`` divides ``g`` by ``sqrt(acc + g*g + eps)``.
+
+    ``acc_plus_sq`` is the variable holding ``acc + g*g`` (the updated accumulator),
+    or None when that sum only exists inside the denominator.
+    """
+    g, den = node.inputs
+    if den.owner is None or scalar_op(den.owner) != ts.sqrt:
+        return None
+    total = den.owner.inputs[0]
+    add = total.owner
+    if not isinstance(scalar_op(add), ts.Add):
+        return None
+    terms = list(add.inputs)
+    eps = None
+    for t in terms:
+        if is_scalar_like(t):
+            c = const_value(t)
+            if c is not None and c >= 0:
+                eps = float(c)
+                terms.remove(t)
+                break
+    if eps is None:
+        return None
+    if len(terms) == 1:
+        acc = _accumulator(terms[0], g)
+        return None if acc is None else (acc, g, eps, terms[0])
+    if len(terms) == 2:
+        a, b = terms
+        if _is_square_of(b, g):
+            return a, g, eps, None
+        if _is_square_of(a, g):
+            return b, g, eps, None
+    return None
+
+
+@local_optimizer([Elemwise])
+def local_adagrad(fgraph, node):
+    """The Adagrad update as one fused node (Owl's ``Fused_Adagrad``)."""
+    # g / sqrt(acc + g*g + eps) -> Adagrad(eps)(acc, g)[1]   (and acc + g*g -> [0])
+    if not isinstance(scalar_op(node), ts.TrueDiv):
+        return False
+    parts = _adagrad_parts(node)
+    if parts is None:
+        return False
+    acc, g, eps, acc_plus_sq = parts
+    out = node.outputs[0]
+    if not (is_float(acc) and acc.dtype == g.dtype == out.dtype and acc.ndim == g.ndim):
+        return False
+    if out.ndim != g.ndim:
+        return False
+    new_acc, step = Adagrad(eps)(acc, g)
+    step = fit(out, step)
+    if step is None:
+        return False
+    repl = {out: step}
+    if acc_plus_sq is not None:
+        new_acc = fit(acc_plus_sq, new_acc)
+        if new_acc is None:
+            return False
+        repl[acc_plus_sq] = new_acc
+    return repl
+
+
+@local_optimizer([Elemwise])
+def local_fma(fgraph, node):
+    """A product added to something, as one fused multiply-add."""
+    # a * b + c -> fma(a, b, c) ; a * b * d + c -> fma(a, b * d, c) ; a*b + c + e -> fma(a, b, c + e)
+    if not isinstance(scalar_op(node), ts.Add) or len(node.inputs) < 2:
+        return False
+    out = node.outputs[0]
+    if not is_float(out):
+        return False
+    if any(i.dtype != out.dtype for i in node.inputs):
+        return False  # a narrower intermediate (an int sum, say) would round differently
+    for k, term in enumerate(node.inputs):
+        prod = term.owner
+        if (
+            isinstance(scalar_op(prod), ts.Mul)
+            and len(prod.inputs) >= 2
+            and all(i.dtype == out.dtype for i in prod.inputs)
+            and single_client(fgraph, term)
+        ):
+            break
+    else:
+        return False
+    a, *bs = prod.inputs
+    b = bs[0] if len(bs) == 1 else tm.mul(*bs)
+    rest = node.inputs[:k] + node.inputs[k + 1 :]
+    c = rest[0] if len(rest) == 1 else tm.add(*rest)
+    new = fit(out, tm.fma(a, b, c))
+    return [new] if new is not None else False
+
+
+RULES.add("specialize", local_pow_specialize)
+RULES.add("specialize", local_mul_to_sqr)
+RULES.add("specialize", local_adagrad)
+RULES.add("fma", local_fma)

@@ -1,0 +1,202 @@
+"""Stabilization: replace expressions that lose precision or overflow by stable forms.
+
+``log(1 + x)`` loses every digit of a tiny ``x``; ``log(sigmoid(x))`` is ``-inf`` for
+``x < -745`` although the true value is about ``x``; ``log(softmax(x))`` underflows the
+same way. The stable forms compute the same function without the intermediate that
+rounds or overflows. These rewrites may change results, always for the better: the
+values they give are closer to the exact ones.
+"""
+
+from __future__ import annotations
+
+from theano_dag import scalar as ts
+from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import fit, is_const, is_float, scalar_op
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise, Sum
+from theano_dag.tensor.nnet import nnet
+
+__all__ = [
+    "local_log1p",
+    "local_log_sigmoid",
+    "local_log_softmax",
+    "local_softmax_graph",
+    "local_crossentropy_softmax",
+    "local_crossentropy_softmax_grad",
+]
+
+
+@local_optimizer([Elemwise])
+def local_log1p(fgraph, node):
+    """``log(1 + x)`` computed without forming ``1 + x``."""
+    # log(1 + x) -> log1p(x) ; log(1 - x) -> log1p(-x)
+    if scalar_op(node) != ts.log:
+        return False
+    (arg,) = node.inputs
+    out = node.outputs[0]
+    inner = arg.owner
+    sop = scalar_op(inner)
+    if isinstance(sop, ts.Add):
+        ones = [i for i in inner.inputs if is_const(i, 1)]
+        if not ones:
+            return False
+        rest = list(inner.inputs)
+        rest.remove(ones[0])
+        x = rest[0] if len(rest) == 1 else tm.add(*rest)
+    elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
+        x = tm.neg(inner.inputs[1])
+    else:
+        return False
+    if not is_float(x) or x.dtype != arg.dtype:
+        return False
+    new = fit(out, tm.log1p(x), inner.inputs)
+    return [new] if new is not None else False
+
+
+@local_optimizer([Elemwise])
+def local_log_sigmoid(fgraph, node):
+    """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``."""
+    # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
+    if scalar_op(node) != ts.log:
+        return False
+    (arg,) = node.inputs
+    inner = arg.owner
+    sop = scalar_op(inner)
+    if sop is not None and sop == ts.sigmoid:
+        x = inner.inputs[0]
+        new = tm.neg(tm.softplus(tm.neg(x)))
+    elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
+        s = inner.inputs[1]
+        if s.owner is None or scalar_op(s.owner) != ts.sigmoid:
+            return False
+        x = s.owner.inputs[0]
+        new = tm.neg(tm.softplus(x))
+    else:
+        return False
+    if not is_float(x):
+        return False
+    new = fit(node.outputs[0], new, inner.inputs)
+    return [new] if new is not None else False
+
+
+@local_optimizer([Elemwise])
+def local_log_softmax(fgraph, node):
+    """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow."""
+    # log(softmax(x, axis)) -> log_softmax(x, axis)
+    if scalar_op(node) != ts.log:
+        return False
+    sm = node.inputs[0].owner
+    if sm is None or type(sm.op) is not nnet.Softmax:
+        return False
+    new = fit(node.outputs[0], nnet.LogSoftmax(sm.op.axis)(sm.inputs[0]))
+    return [new] if new is not None else False
+
+
+def _sum_axis_keepdims(var):
+    """``(x, axis)`` when ``var`` is ``sum(x, axis=axis, keepdims=True)`` over one axis."""
+    ds = var.owner
+    if ds is None or not isinstance(ds.op, DimShuffle):
+        return None
+    s = ds.inputs[0].owner
+    if s is None or type(s.op) is not Sum or s.op.axis is None or len(s.op.axis) != 1:
+        return None
+    x = s.inputs[0]
+    (axis,) = s.op.axis
+    kept = [d for d in range(x.ndim) if d != axis]
+    expected = tuple("x" if d == axis else kept.index(d) for d in range(x.ndim))
+    if ds.op.new_order != expected:
+        return None
+    return x, axis
+
+
+@local_optimizer([Elemwise])
+def local_softmax_graph(fgraph, node):
+    """The written-out softmax (``nnet.softmax_graph``) becomes one stable ``Softmax``."""
+    # exp(x) / sum(exp(x), axis, keepdims=True) -> softmax(x, axis)
+    if not isinstance(scalar_op(node), ts.TrueDiv):
+        return False
+    e, s = node.inputs
+    found = _sum_axis_keepdims(s)
+    if found is None or found[0] is not e or scalar_op(e.owner) != ts.exp:
+        return False
+    x = e.owner.inputs[0]
+    if not is_float(x) or x.ndim == 0:
+        return False
+    new = fit(node.outputs[0], nnet.Softmax(found[1])(x))
+    return [new] if new is not None else False
+
+
+def _softmax_bias(sm_node):
+    """``(x, b)`` for a 2-d ``softmax(x + b)`` over the last axis (b a row bias, or None)."""
+    if type(sm_node.op) is not nnet.Softmax or sm_node.inputs[0].ndim != 2:
+        return None
+    if sm_node.op.axis not in (-1, 1):
+        return None
+    z = sm_node.inputs[0]
+    add = z.owner
+    if isinstance(scalar_op(add), ts.Add) and len(add.inputs) == 2:
+        for i, j in ((0, 1), (1, 0)):
+            b = add.inputs[j]
+            if (
+                b.owner is not None
+                and isinstance(b.owner.op, DimShuffle)
+                and b.owner.op.new_order == ("x", 0)
+                and add.inputs[i].ndim == 2
+                and b.owner.inputs[0].dtype == z.dtype
+                and add.inputs[i].dtype == z.dtype
+            ):
+                return add.inputs[i], b.owner.inputs[0]
+    return z, None
+
+
+@local_optimizer([nnet.CrossentropyCategorical1Hot])
+def local_crossentropy_softmax(fgraph, node):
+    """The cross-entropy of a softmax, fused into the op that computes both stably."""
+    # crossentropy_1hot(softmax(x + b), y) -> crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[0]
+    sm, y = node.inputs
+    if sm.owner is None:
+        return False
+    found = _softmax_bias(sm.owner)
+    if found is None:
+        return False
+    x, b = found
+    if b is None:
+        nll, new_sm = nnet.crossentropy_softmax_1hot(x, y)
+    else:
+        nll, new_sm = nnet.crossentropy_softmax_1hot_with_bias(x, b, y)
+    nll = fit(node.outputs[0], nll)
+    if nll is None:
+        return False
+    repl = {node.outputs[0]: nll}
+    new_sm = fit(sm, new_sm)
+    if new_sm is not None:  # the softmax computed by the fused op serves other uses too
+        repl[sm] = new_sm
+    return repl
+
+
+@local_optimizer([nnet.SoftmaxGrad])
+def local_crossentropy_softmax_grad(fgraph, node):
+    """The gradient of the cross-entropy of a softmax, fused into one op."""
+    # softmax_grad(crossentropy_1hot_grad(g, sm, y), sm) -> crossentropy_softmax_1hot_with_bias_dx(g, sm, y)
+    dy, sm = node.inputs
+    if sm.ndim != 2 or node.op.axis not in (-1, 1) or dy.owner is None:
+        return False
+    if type(dy.owner.op) is not nnet.CrossentropyCategorical1HotGrad:
+        return False
+    g, sm2, y = dy.owner.inputs
+    if sm2 is not sm:
+        return False
+    new = fit(node.outputs[0], nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm, y))
+    return [new] if new is not None else False
+
+
+for _rule in (
+    local_log1p,
+    local_log_sigmoid,
+    local_log_softmax,
+    local_softmax_graph,
+    local_crossentropy_softmax,
+    local_crossentropy_softmax_grad,
+):
+    RULES.add("stabilize", _rule)

@@ -1,0 +1,87 @@
+"""The table of the standard rewrites: which DB of the optdb each one goes into.
+
+Rewrite modules record their rules here with small decorators
+(``@canonicalize("fast_compile")``); ``theano_dag.opt.optdb.build_optdb`` reads the table
+to fill a *fresh* optdb. Nothing is registered into a global registry at import time, so
+a test can build as many independent optdbs as it likes.
+
+>>> from theano_dag.opt.local import local_optimizer
+>>> rules = RuleTable()
+>>> @rules.canonicalize("fast_compile")
+... @local_optimizer(None)
+... def local_nothing(fgraph, node):
+...     return False
+>>> [(r.db, r.name, r.tags) for r in rules]
+[('canonicalize', 'local_nothing', ('fast_compile',))]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from theano_dag.opt.basic import opt_name
+
+__all__ = ["Rule", "RuleTable", "RULES"]
+
+# The EquilibriumDBs (and the TopoDB) of the optdb that take local rewrites.
+LOCAL_DBS = ("useless", "canonicalize", "stabilize", "specialize", "blas", "fma", "inplace")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rewrite to register: ``db[name] = rewrite`` with ``tags`` (plus 'fast_run')."""
+
+    db: str
+    name: str
+    rewrite: object
+    tags: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+
+class RuleTable:
+    """An ordered list of ``Rule``s, filled by decorators, read by ``build_optdb``."""
+
+    def __init__(self):
+        self.rules: list = []
+
+    def add(self, db, rewrite, *tags, name=None, **kwargs):
+        """Record ``rewrite`` for the DB ``db``; returns the rewrite (usable as decorator)."""
+        if db not in LOCAL_DBS:
+            raise ValueError(f"RuleTable.add: unknown DB {db!r}; expected one of {LOCAL_DBS}")
+        name = name or opt_name(rewrite)
+        if any(r.name == name and r.db == db for r in self.rules):
+            raise ValueError(f"RuleTable.add: a rule named {name!r} is already in {db!r}")
+        self.rules.append(Rule(db, name, rewrite, tuple(tags), dict(kwargs)))
+        return rewrite
+
+    def _decorator(self, db, tags, kwargs):
+        def decorate(rewrite):
+            return self.add(db, rewrite, *tags, **kwargs)
+
+        return decorate
+
+    def useless(self, *tags, **kwargs):
+        """Decorator: a rule that only removes computations (also run in canonicalize)."""
+        return self._decorator("useless", tags, kwargs)
+
+    def canonicalize(self, *tags, **kwargs):
+        """Decorator: a rule of the ``canonicalize`` EquilibriumDB."""
+        return self._decorator("canonicalize", tags, kwargs)
+
+    def stabilize(self, *tags, **kwargs):
+        """Decorator: a rule of the ``stabilize`` EquilibriumDB."""
+        return self._decorator("stabilize", tags, kwargs)
+
+    def specialize(self, *tags, **kwargs):
+        """Decorator: a rule of the ``specialize`` EquilibriumDB."""
+        return self._decorator("specialize", tags, kwargs)
+
+    def __iter__(self):
+        return iter(self.rules)
+
+    def __len__(self):
+        return len(self.rules)
+
+
+# The table of theano_dag's own rewrites (filled when theano_dag.opt.rewrites is imported).
+RULES = RuleTable()

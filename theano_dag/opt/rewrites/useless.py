@@ -1,0 +1,211 @@
+"""Useless-code removal: nodes that compute nothing new are replaced by their input.
+
+These rules only remove work. They run early, in one pass (the ``useless`` TopoDB at
+position 0.6), and again inside ``canonicalize``, where other rewrites create new
+opportunities. Nodes nothing depends on any more are pruned by the FunctionGraph itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.compile.ops import DeepCopyOp, ViewOp
+from theano_dag.graph.basic import Constant
+from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import const_value, fit, scalar_op
+from theano_dag.tensor.basic import Alloc
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
+
+__all__ = [
+    "local_remove_identity_op",
+    "local_useless_elemwise",
+    "local_useless_dimshuffle",
+    "local_useless_reshape",
+    "local_useless_alloc",
+    "local_useless_switch",
+    "local_useless_reduce",
+    "local_useless_fill",
+]
+
+
+def _both(rewrite, *tags):
+    """Record ``rewrite`` in the ``useless`` pass and in ``canonicalize``."""
+    RULES.add("useless", rewrite, "fast_compile", *tags)
+    RULES.add("canonicalize", rewrite, "fast_compile", *tags)
+    return rewrite
+
+
+@local_optimizer([ViewOp, DeepCopyOp, Elemwise])
+def local_remove_identity_op(fgraph, node):
+    """Identity ops go: ViewOp (and the gradient ops built on it: ZeroGrad, GradClip...),
+    DeepCopyOp, Elemwise{identity}. ``function`` adds the copies its outputs need after
+    optimization."""
+    # view_op(x) -> x, deep_copy(x) -> x, zero_grad(x) -> x, identity(x) -> x
+    op = node.op
+    if isinstance(op, Elemwise):
+        if not isinstance(scalar_op(node), ts.Identity):
+            return False
+    elif not isinstance(op, (ViewOp, DeepCopyOp)):
+        return False
+    new = fit(node.outputs[0], node.inputs[0])
+    return [new] if new is not None else False
+
+
+@local_optimizer([Elemwise])
+def local_useless_elemwise(fgraph, node):
+    """Elemwise ops that return one of their inputs unchanged."""
+    # add(x) -> x, mul(x) -> x, maximum(x, x) -> x, minimum(x, x) -> x, second(x, y) of
+    # same-shaped x -> y, cast(x) -> x (same dtype)
+    sop = scalar_op(node)
+    if sop is None:
+        return False
+    out = node.outputs[0]
+    ins = node.inputs
+    if len(ins) == 1 and isinstance(sop, (ts.Add, ts.Mul)):
+        new = ins[0]
+    elif isinstance(sop, ts.Cast) and ins[0].dtype == sop.o_type:
+        new = ins[0]
+    elif isinstance(sop, (ts.Maximum, ts.Minimum)) and ins[0] is ins[1]:
+        new = ins[0]
+    elif isinstance(sop, (ts.AND, ts.OR)) and ins[0] is ins[1] and ins[0].dtype == "bool":
+        new = ins[0]
+    else:
+        return False
+    new = fit(out, new, ins)
+    return [new] if new is not None else False
+
+
+@local_optimizer([DimShuffle])
+def local_useless_dimshuffle(fgraph, node):
+    """A DimShuffle that keeps every dimension in place."""
+    # dimshuffle{0,1,...}(x) -> x
+    op = node.op
+    if op.new_order != tuple(range(len(op.input_broadcastable))):
+        return False
+    new = fit(node.outputs[0], node.inputs[0])
+    return [new] if new is not None else False
+
+
+def _shape_entries(shp):
+    """The entries of a shape vector as variables (or ints), or None when not known."""
+    if isinstance(shp, Constant):
+        return [int(v) for v in np.asarray(shp.data)]
+    if shp.owner is not None and isinstance(shp.owner.op, MakeVector):
+        return list(shp.owner.inputs)
+    return None
+
+
+def _is_dim_of(entry, x, d) -> bool:
+    """Whether ``entry`` is known to equal ``x.shape[d]``."""
+    if isinstance(entry, (int, np.integer)):
+        return x.type.shape[d] == entry
+    v = const_value(entry)
+    if v is not None:
+        return x.type.shape[d] == int(v)
+    owner = entry.owner
+    if owner is None:
+        return False
+    if isinstance(owner.op, Shape_i):
+        return owner.inputs[0] is x and owner.op.i == d
+    return False
+
+
+@local_optimizer([Reshape])
+def local_useless_reshape(fgraph, node):
+    """A reshape to the shape the input already has."""
+    # reshape(x, shape(x)) -> x ; reshape(x, [shape_i(x, 0), ...]) -> x
+    x, shp = node.inputs
+    if x.ndim != node.op.ndim:
+        return False
+    if shp.owner is not None and isinstance(shp.owner.op, Shape) and shp.owner.inputs[0] is x:
+        new = x
+    else:
+        entries = _shape_entries(shp)
+        if entries is None or len(entries) != x.ndim:
+            return False
+        if not all(_is_dim_of(e, x, d) for d, e in enumerate(entries)):
+            return False
+        new = x
+    new = fit(node.outputs[0], new)
+    return [new] if new is not None else False
+
+
+@local_optimizer([Alloc])
+def local_useless_alloc(fgraph, node):
+    """An alloc of a value that already has the requested shape."""
+    # alloc(x, x.shape[0], ..., x.shape[n-1]) -> x
+    value, *shape = node.inputs
+    out = node.outputs[0]
+    if value.ndim != len(shape) or value.dtype != out.dtype:
+        return False
+    if not all(_is_dim_of(s, value, d) for d, s in enumerate(shape)):
+        return False
+    new = fit(out, value)
+    return [new] if new is not None else False
+
+
+@local_optimizer([Elemwise])
+def local_useless_switch(fgraph, node):
+    """A switch whose condition is a constant, or whose branches are the same."""
+    # switch(1, a, b) -> a ; switch(0, a, b) -> b ; switch(c, a, a) -> a
+    if not isinstance(scalar_op(node), ts.Switch):
+        return False
+    cond, a, b = node.inputs
+    out = node.outputs[0]
+    if a is b:
+        new = fit(out, a, [cond])
+    else:
+        c = const_value(cond)
+        if c is None:
+            return False
+        new = fit(out, a if c else b, [cond, b if c else a])
+    return [new] if new is not None else False
+
+
+@local_optimizer([CAReduce])
+def local_useless_reduce(fgraph, node):
+    """A reduction over no axis, or only over dimensions of length 1."""
+    # sum(x, axis=()) -> x ; max(x_col, axis=1) -> x_col.dimshuffle(0)
+    x = node.inputs[0]
+    out = node.outputs[0]
+    axes = node.op._axes(x.ndim)
+    if any(not x.type.broadcastable[a] for a in axes):
+        return False
+    if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
+        return False  # all/any turn numbers into bools
+    kept = [d for d in range(x.ndim) if d not in axes]
+    new = DimShuffle(x.broadcastable, kept)(x) if axes else x
+    new = fit(out, new)
+    return [new] if new is not None else False
+
+
+@local_optimizer([Elemwise])
+def local_useless_fill(fgraph, node):
+    """``fill(x, y)`` when ``y`` already has the shape of the result."""
+    # fill(x, y) -> y   when x broadcasts along every dimension y varies along
+    if not isinstance(scalar_op(node), ts.Second):
+        return False
+    x, y = node.inputs
+    out = node.outputs[0]
+    if y.ndim != out.ndim:
+        return False
+    if any(not xb and yb for xb, yb in zip(x.broadcastable, y.broadcastable)):
+        return False
+    new = fit(out, y)
+    return [new] if new is not None else False
+
+
+for _rule in (
+    local_remove_identity_op,
+    local_useless_elemwise,
+    local_useless_dimshuffle,
+    local_useless_reshape,
+    local_useless_alloc,
+    local_useless_switch,
+    local_useless_reduce,
+    local_useless_fill,
+):
+    _both(_rule)

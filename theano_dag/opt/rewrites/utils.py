@@ -1,0 +1,188 @@
+"""Small helpers the rewrites share: recognising ops and constants, keeping types.
+
+A replacement must have the type of what it replaces (same dtype, a static shape at
+least as specific). ``fit`` casts and re-broadcasts a candidate, or returns None when
+it cannot, and the rewrite then does not apply: a rewrite never guesses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
+from theano_dag.tensor.basic import NotScalarConstantError, cast, fill, get_scalar_constant_value
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.type import TensorType, float_dtypes
+from theano_dag.tensor.var import TensorConstant, constant
+
+__all__ = [
+    "scalar_op",
+    "is_op",
+    "const_value",
+    "is_const",
+    "is_scalar_like",
+    "fit",
+    "broadcast_fill",
+    "typed_constant",
+    "single_client",
+    "is_float",
+    "elemwise_of",
+]
+
+
+def scalar_op(node):
+    """The scalar op of an Elemwise node that overwrites nothing, else None.
+
+    >>> import theano_dag.tensor as tt
+    >>> scalar_op(tt.exp(tt.dvector()).owner).name
+    'exp'
+    """
+    if node is None or node == "output":
+        return None
+    op = node.op
+    if type(op) is Elemwise and not op.inplace_items:
+        return op.scalar_op
+    return None
+
+
+def is_op(var, scalar_cls):
+    """Whether ``var`` is computed by a (non-inplace) Elemwise of scalar op class ``scalar_cls``.
+
+    >>> import theano_dag.tensor as tt
+    >>> is_op(tt.neg(tt.dvector()), ts.Neg), is_op(tt.dvector(), ts.Neg)
+    (True, False)
+    """
+    return isinstance(scalar_op(var.owner), scalar_cls)
+
+
+def elemwise_of(scalar):
+    """The Elemwise op applying ``scalar`` (an existing instance from ``tensor.math`` when
+    there is one, so that printed graphs and equality look the same)."""
+    from theano_dag.tensor.math import _ew
+
+    return _ew(scalar)
+
+
+def const_value(var, elemwise=True):
+    """The number every element of ``var`` is known to hold, else None.
+
+    Sees through DimShuffle, Alloc, fill and cast of constants.
+
+    >>> import theano_dag.tensor as tt
+    >>> float(const_value(tt.constant(2.0).dimshuffle("x"))), const_value(tt.dvector())
+    (2.0, None)
+    """
+    if isinstance(var, Constant) and not isinstance(var, TensorConstant):
+        return None
+    try:
+        v = get_scalar_constant_value(var, elemwise=elemwise)
+    except (NotScalarConstantError, ValueError, TypeError):
+        return None
+    v = np.asarray(v)
+    return v[()] if v.ndim == 0 else None
+
+
+def is_const(var, value) -> bool:
+    """Whether every element of ``var`` is the constant ``value``.
+
+    >>> import theano_dag.tensor as tt
+    >>> is_const(tt.constant([1.0, 1.0]), 1), is_const(tt.constant(0), 1)
+    (True, False)
+    """
+    v = const_value(var)
+    if v is None:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(v == value)
+
+
+def is_scalar_like(var) -> bool:
+    """Whether ``var`` broadcasts along every dimension (a scalar in array clothing)."""
+    return all(var.type.broadcastable)
+
+
+def is_float(var) -> bool:
+    return var.type.dtype in float_dtypes
+
+
+def typed_constant(value, dtype, ndim=0):
+    """A constant of ``dtype`` holding ``value``, with ``ndim`` broadcastable dimensions."""
+    return constant(np.asarray(value, dtype=dtype).reshape((1,) * ndim))
+
+
+def _add_leading_dims(var, ndim):
+    if var.ndim >= ndim:
+        return var
+    return DimShuffle(var.broadcastable, ["x"] * (ndim - var.ndim) + list(range(var.ndim)))(var)
+
+
+def broadcast_fill(new, shape_sources, out_type):
+    """``new`` broadcast (with ``fill``) over ``shape_sources`` until its static shape is as
+    broadcast as ``out_type``'s; the variables used are those whose shape the original
+    expression depended on."""
+    new = _add_leading_dims(new, out_type.ndim)
+    for src in shape_sources:
+        if _covers(new.type, out_type):
+            break
+        if src.ndim > out_type.ndim or isinstance(src, Constant) and all(src.broadcastable):
+            continue
+        src = _add_leading_dims(src, out_type.ndim)
+        if any(
+            nb and not sb for nb, sb in zip(new.type.broadcastable, src.type.broadcastable)
+        ):  # src varies along a dimension new lacks: spread new over src's shape
+            new = fill(src, new)
+    return new
+
+
+def _covers(t, out_type) -> bool:
+    """Whether a value of type ``t`` has (statically) the dimensions ``out_type`` has."""
+    return all(not (tb and not ob) for tb, ob in zip(t.broadcastable, out_type.broadcastable))
+
+
+def fit(old, new, shape_sources=()):
+    """``new`` made to have ``old``'s type, or None when that cannot be done.
+
+    The dtype is cast; missing dimensions are added; ``shape_sources`` (variables of the
+    original expression) are used to spread ``new`` over dimensions it lacks.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, r = tt.dmatrix("x"), tt.drow("r")
+    >>> fit(x + r, r, [x]).type == (x + r).type
+    True
+    >>> fit(tt.ivector("i") + 0.5, tt.ivector("i")).dtype
+    'float64'
+    """
+    if new is None:
+        return None
+    ot = old.type
+    if new.type == ot:
+        return new
+    if not isinstance(ot, TensorType) or not isinstance(new.type, TensorType):
+        return None
+    if new.ndim > ot.ndim:
+        return None
+    new = _add_leading_dims(new, ot.ndim)
+    if not _covers(new.type, ot):
+        new = broadcast_fill(new, shape_sources, ot)
+    if new.dtype != ot.dtype:
+        new = cast(new, ot.dtype)
+    if new.type == ot or ot.is_super(new.type):
+        return new
+    return None
+
+
+def single_client(fgraph, var) -> bool:
+    """Whether exactly one node (at one position) uses ``var`` and it is not an output."""
+    clients = fgraph.clients.get(var, ())
+    return len(clients) == 1 and clients[0][0] != "output"
+
+
+def ones_or_zeros_like(old, value, shape_sources):
+    """A variable of ``old``'s type holding ``value`` everywhere, shaped by
+    ``shape_sources`` (None if that is not possible)."""
+    c = typed_constant(value, old.type.dtype)
+    return fit(old, c, shape_sources)
+
+
+_ = ts  # scalar op classes are looked up through this module by the rewrite modules
