@@ -4,8 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OPENCL_STAMP := $(VENV)/.opencl-checked
+# theano-pymc 1.1.2 needs numpy<1.24 and scipy<1.10: its interop tests get their own venv
+THEANO_VENV := .venv-theano
+THEANO_STAMP := $(THEANO_VENV)/.installed
+THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv bench clean
+.PHONY: test demo lint venv venv-theano bench clean
 
 $(STAMP): setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -14,6 +18,15 @@ $(STAMP): setup.py pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+$(THEANO_STAMP): setup.py pyproject.toml
+	test -x $(THEANO_VENV)/bin/python || $(PY) -m venv $(THEANO_VENV)
+	$(THEANO_VENV)/bin/python -m pip install -q "theano-pymc==1.1.2" "numpy==1.23.5" \
+	  "scipy==1.9.3" pytest hypothesis
+	$(THEANO_VENV)/bin/python -m pip install -q -e .
+	touch $(THEANO_STAMP)
+
+venv-theano: $(THEANO_STAMP)
 
 # PoCL from pip (in the dev extra) is tried first. On virtual machines whose CPUID hides
 # the CPU model it cannot build kernels; then Debian's PoCL is installed (root only).
@@ -31,8 +44,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: lint $(OPENCL_STAMP)
+test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
 	$(BIN)/python -m pytest tests theano_dag -p no:cacheprovider
+	THEANO_FLAGS='$(THEANO_FLAGS_TEST)' $(THEANO_VENV)/bin/python -m pytest \
+	  tests_theano theano_dag/formats/theano_interop.py -p no:cacheprovider
 
 demo: $(STAMP)
 	$(BIN)/python examples/train_digits.py
@@ -41,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/graph_core.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(THEANO_VENV) build *.egg-info

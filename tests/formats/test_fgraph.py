@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from random_graphs import random_args, tensor_graphs
 
 from theano_dag import function
 from theano_dag import tensor as tt
@@ -172,48 +173,11 @@ def test_dot_and_networkx_of_a_fgraph():
 
 # -- random tensor graphs ------------------------------------------------------------------------
 
-N = 3  # every dimension has length N, so any two operands fit together
-UNARY = [tt.exp, tt.tanh, tt.neg, tt.sqr, tt.abs, tt.sigmoid]
-BINARY = [tt.add, tt.mul, tt.sub, tt.maximum]
-
-
-@st.composite
-def tensor_graphs(draw, max_ops=8):
-    x, v, s = tt.dmatrix("x"), tt.dvector("v"), tt.dscalar("s")
-    pool = [x, v, s]
-    for _ in range(draw(st.integers(1, max_ops))):
-        kind = draw(
-            st.sampled_from(["unary", "binary", "const", "reduce", "shuffle", "dot", "sub"])
-        )
-        a = draw(st.sampled_from(pool))
-        if kind == "unary":
-            out = draw(st.sampled_from(UNARY))(a)
-        elif kind == "binary":
-            out = draw(st.sampled_from(BINARY))(a, draw(st.sampled_from(pool)))
-        elif kind == "const":
-            out = a * draw(st.sampled_from([0.5, 2, -1.25]))
-        elif kind == "reduce":
-            if a.ndim == 0:
-                continue
-            axis = draw(st.sampled_from([None, *range(a.ndim)]))
-            out = draw(st.sampled_from([tt.sum, tt.max, tt.prod]))(a, axis=axis)
-        elif kind == "shuffle":
-            out = a.T if a.ndim == 2 else a.dimshuffle("x", *range(a.ndim))
-        elif kind == "dot":
-            b = draw(st.sampled_from([p for p in pool if p.ndim in (1, 2)]))
-            out = tt.dot(a, b) if a.ndim in (1, 2) else a * b
-        else:
-            out = a[::-1] if a.ndim else a
-        pool.append(out)
-    n_out = draw(st.integers(1, 3))
-    outs = [draw(st.sampled_from(pool[3:] or pool)) for _ in range(n_out)]
-    return FunctionGraph([x, v, s], outs, clone=False)
-
 
 @settings(max_examples=30, deadline=None)
 @given(tensor_graphs(), st.sampled_from(FORMATS))
 def test_random_round_trips(fg, fmt):
-    args = [rng.random((N, N)), rng.random(N), np.float64(rng.random())]
+    args = random_args(rng)
     fg2 = round_trip(fg, fmt)
     assert_same(fg, fg2, args)
     # and back again: the second trip gives the same dict

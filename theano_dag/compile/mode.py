@@ -45,7 +45,12 @@ __all__ = [
 ]
 
 # Packages that register optimizers, linkers or modes when imported.
-PLUGIN_MODULES = ["theano_dag.opt", "theano_dag.engines", "theano_dag.engines.cpu"]
+PLUGIN_MODULES = [
+    "theano_dag.opt",
+    "theano_dag.engines",
+    "theano_dag.engines.cpu",
+    "theano_dag.engines.opencl",
+]
 
 # Standard optimizer names that mean "no rewrites" until an optimizer package registers them.
 STANDARD_OPTIMIZER_NAMES = (
@@ -204,8 +209,9 @@ class Mode:
         """A fresh, unbound Linker (each function gets its own)."""
         lk = self.provided_linker
         if lk is None:
-            # Resolved at use, so that config.change_flags(linker=...) is seen.
-            lk = config.linker
+            # Resolved at use, so that config.change_flags(linker=...) is seen;
+            # device=opencl picks the OpenCL engine as THEANO_FLAGS=device=cuda did.
+            lk = "opencl" if config.device == "opencl" else config.linker
         if isinstance(lk, str):
             return get_linker(lk)
         return lk

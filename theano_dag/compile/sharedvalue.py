@@ -13,6 +13,7 @@ import copy as _copy
 
 import numpy as np
 
+from theano_dag.config import config
 from theano_dag.engines.basic import Container
 from theano_dag.graph.basic import Variable
 from theano_dag.graph.type import generic
@@ -134,6 +135,10 @@ def shared(value, name=None, strict=False, allow_downcast=None, **kwargs):
             "shared() needs a value (a numpy array, a number...), not a symbolic Variable: "
             f"got {value}"
         )
+    if config.device == "opencl":
+        # Registers the device shared-variable constructor (tried first).
+        import theano_dag.engines.opencl  # noqa: F401
+
     # Constructors added last are the most specific; the generic one is first.
     for ctor in reversed(_CONSTRUCTORS):
         try:

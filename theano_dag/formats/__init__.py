@@ -36,8 +36,6 @@ from theano_dag.formats.dicts import (
 from theano_dag.formats.export import to_dot, to_networkx
 from theano_dag.formats.fgraph import fgraph_to_tuple_dag, tuple_dag_to_fgraph
 from theano_dag.formats.foreign import NoCounterpartError
-from theano_dag.formats.pytensor_interop import from_pytensor, to_pytensor
-from theano_dag.formats.theano_interop import from_theano, to_theano
 from theano_dag.formats.opgraph import (
     BasicOps,
     OpGraph,
@@ -46,6 +44,8 @@ from theano_dag.formats.opgraph import (
     opgraph_to_fgraph,
     rewrite_for,
 )
+from theano_dag.formats.pytensor_interop import from_pytensor, to_pytensor
+from theano_dag.formats.theano_interop import from_theano, to_theano
 
 __all__ = [
     "FORMATS",

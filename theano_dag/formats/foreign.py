@@ -15,11 +15,12 @@ naming it instead.
 from __future__ import annotations
 
 import importlib
+import inspect
 import types as pytypes
 
 import numpy as np
 
-from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
 from theano_dag.graph.type import Generic
@@ -99,9 +100,6 @@ class Flavor:
         return axis
 
 
-_flavors: dict = {}
-
-
 def _our_type(fl, ftype):
     from theano_dag import tensor as tt
 
@@ -139,6 +137,13 @@ class ForeignOp(Op):
 
     __repr__ = __str__
 
+    def _takes_params(self):
+        # Theano passes an op with a params_type its params; PyTensor 3 no longer does
+        if getattr(self.fop, "params_type", None) is None:
+            return False
+        sig = inspect.signature(self.fop.perform)
+        return len(sig.parameters) >= 4
+
     def make_node(self, *inputs):
         if len(inputs) != len(self.fnode.inputs):
             raise TypeError(f"{self} expects {len(self.fnode.inputs)} inputs, got {len(inputs)}")
@@ -153,7 +158,7 @@ class ForeignOp(Op):
         ]
         cells = [[None] for _ in fnode.outputs]
         try:
-            if getattr(self.fop, "params_type", None) is not None:
+            if self._takes_params():
                 self.fop.perform(fnode, args, cells, self.fop.get_params(fnode))
             else:
                 self.fop.perform(fnode, args, cells)
@@ -250,8 +255,11 @@ def to_foreign(fgraph, flavor, strict=False, who="to_foreign"):
 
     for node in fgraph.toposort():
         ins = [var(v) for v in node.inputs]
-        rule = to_rule(node.op)
-        outs = rule(fl, node, ins) if rule is not None else None
+        if isinstance(node.op, ForeignOp) and node.op.flavor is fl:
+            outs = node.op.fop(*ins, return_list=True)  # back to the op it wraps
+        else:
+            rule = to_rule(node.op)
+            outs = rule(fl, node, ins) if rule is not None else None
         if outs is None:
             if strict:
                 raise NoCounterpartError(
@@ -286,16 +294,21 @@ def from_foreign(ffgraph, flavor, strict=False, who="from_foreign"):
                 raise ValueError(f"{who}: {v} is neither an input nor computed in the graph")
             otype = _our_type(fl, v.type)
             if isinstance(otype, tt.TensorType):
+                # our constants' types know only which dimensions have length 1
                 data = np.array(v.data, dtype=otype.dtype)
-                vmap[v] = tt.TensorConstant(otype, data, name=v.name)
+                ctype = tt.TensorType(otype.dtype, broadcastable=[n == 1 for n in data.shape])
+                vmap[v] = tt.TensorConstant(ctype, data, name=v.name)
             else:
                 vmap[v] = Constant(otype, v.data, name=v.name)
         return vmap[v]
 
     for node in ffgraph.toposort():
         ins = [var(v) for v in node.inputs]
-        rule = from_rule(fl, node.op)
-        outs = rule(fl, node, ins) if rule is not None else None
+        if isinstance(node.op, _foreign_wrapper_class(fl)):
+            outs = node.op.td_op(*ins, return_list=True)  # back to the op it wraps
+        else:
+            rule = from_rule(fl, node.op)
+            outs = rule(fl, node, ins) if rule is not None else None
         if outs is None:
             if strict:
                 raise NoCounterpartError(

@@ -10,6 +10,8 @@ ops (inside ``Elemwise`` and ``Composite``) map by name through ``SCALAR_NAMES``
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from theano_dag.formats.foreign import proxy
@@ -91,11 +93,15 @@ def _composite(fl, comp, to_foreign):
         convert, make = scalar_from_foreign, ts.Composite
     vmap = {v: new_input(v) for v in comp.inputs}
     for node in io_toposort(comp.inputs, comp.outputs):
-        op = convert(fl, node.op)
-        if op is None:
-            return None
         args = [vmap[v] if v in vmap else new_const(v) for v in node.inputs]
-        vmap.update(zip(node.outputs, op.make_node(*args).outputs))
+        op = convert(fl, node.op)
+        if op is not None:
+            vmap.update(zip(node.outputs, op.make_node(*args).outputs))
+        elif to_foreign and node.op is ts.fma:  # x * y + z, in two ops
+            mul, add = (scalar_to_foreign(fl, o) for o in (ts.mul, ts.add))
+            vmap[node.outputs[0]] = add(mul(args[0], args[1]), args[2])
+        else:
+            return None
     outs = [vmap[o] if o in vmap else new_const(o) for o in comp.outputs]
     return make([vmap[v] for v in comp.inputs], outs)
 
@@ -104,31 +110,35 @@ def _composite(fl, comp, to_foreign):
 
 
 def _elemwise_to(fl, node, ins):
-    fop = scalar_to_foreign(fl, node.op.scalar_op)
+    from theano_dag import scalar as ts
+
+    op = node.op.scalar_op
+    fop = scalar_to_foreign(fl, op)
+    if fop is None and not isinstance(op, ts.Composite):
+        # a scalar op the other side lacks may still be a composite of ops it has
+        xs = [ts.get_scalar_type(v.dtype)() for v in node.inputs]
+        fop = _composite(fl, ts.Composite(xs, op.make_node(*xs).outputs), to_foreign=True)
     if fop is None:
         return None
     pattern = node.op.inplace_pattern or None
     return fl.Elemwise(fop, pattern)(*ins, return_list=True)
 
 
-def _const_value(v):
-    """The Python int of a constant index, else None."""
-    return int(np.asarray(v.data)) if isinstance(v, Constant) else None
-
-
 def _subtensor_to(fl, node, ins):
-    idx = _index_tuple(node.op.idx_list, node.inputs[1:], ins[1:])
+    idx = _index_tuple(fl, node.op.idx_list, node.inputs[1:], ins[1:])
     return [ins[0][idx]]
 
 
-def _index_tuple(idx_list, our_idx, f_idx):
-    """A Python index of constants (as ints) and foreign variables, from our idx_list."""
+def _index_tuple(fl, idx_list, our_idx, f_idx):
+    """A Python index of foreign variables from our idx_list; a constant index becomes a
+    foreign scalar constant of its dtype, as the foreign packages write constant indices."""
     pairs = iter(zip(our_idx, f_idx))
 
     def one():
         ours, theirs = next(pairs)
-        value = _const_value(ours)
-        return value if value is not None else theirs
+        if isinstance(ours, Constant):
+            return fl.scalar_constant(ours.data, ours.type.dtype)
+        return theirs
 
     out = []
     for entry in idx_list:
@@ -141,7 +151,7 @@ def _index_tuple(idx_list, our_idx, f_idx):
 
 def _incsubtensor_to(fl, node, ins):
     x, y = ins[:2]
-    target = x[_index_tuple(node.op.idx_list, node.inputs[2:], ins[2:])]
+    target = x[_index_tuple(fl, node.op.idx_list, node.inputs[2:], ins[2:])]
     fn = fl.set_subtensor if node.op.set_instead_of_inc else fl.inc_subtensor
     return [fn(target, y)]
 
@@ -197,6 +207,7 @@ def _build_to_rules():
         MakeVector: lambda fl, node, ins: [fl.MakeVector(node.op.dtype)(*ins)],
         basic.Join: lambda fl, node, ins: [fl.tensor.join(node.op.axis, *ins)],
         basic.Alloc: lambda fl, node, ins: [fl.tensor.alloc(*ins)],
+        basic.Eye: lambda fl, node, ins: [fl.Eye(node.op.dtype)(*ins)],
         nnet.Softmax: lambda fl, node, ins: fl.softmax("Softmax", node.op.axis, ins),
         nnet.LogSoftmax: lambda fl, node, ins: fl.softmax("LogSoftmax", node.op.axis, ins),
         nnet.SoftmaxGrad: lambda fl, node, ins: fl.softmax("SoftmaxGrad", node.op.axis, ins),
@@ -306,7 +317,7 @@ def _subtensor_from(fl, node, ins):
 def _our_index(fl, node, ins, n_lead):
     """Our ``(idx_list, index inputs)`` from a foreign (Inc)Subtensor node."""
     where = {v: ins[k] for k, v in enumerate(node.inputs) if k >= n_lead}
-    entries = fl.get_idx_list(node)
+    entries = fl.get_idx_list(node, n_lead)
     idx_list, idx_ins = [], []
 
     def take(v):
@@ -371,17 +382,45 @@ def _blockwise_from(fl, node, ins):
     return None if rule is None else rule(fl, proxy(node, core), ins)
 
 
-def _build_from_rules():
-    from theano_dag.tensor import basic, math, shape, subtensor
+def _expanded(var, order):
+    """The input of ``var`` when ``var`` is a DimShuffle with ``new_order`` ``order``."""
     from theano_dag.tensor.elemwise import DimShuffle
+
+    node = var.owner
+    if node is not None and isinstance(node.op, DimShuffle) and node.op.new_order == order:
+        return node.inputs[0]
+    return None
+
+
+def _dimshuffle_from(fl, node, ins):
+    from theano_dag.tensor.elemwise import DimShuffle
+    from theano_dag.tensor.math import Dot
+
+    x, order = ins[0], tuple(node.op.new_order)
+    # PyTensor's Dot takes matrices: dot(a, v) is written squeeze(dot(a, v[:, None])).
+    # Dropping the length-1 axis of such a Dot gives back our vector Dot.
+    owner = x.owner
+    if owner is not None and isinstance(owner.op, Dot):
+        a, b = owner.inputs
+        if x.ndim == 2 and order == (0,) and _expanded(b, (0, "x")) is not None:
+            return [Dot()(a, _expanded(b, (0, "x")))]
+        if x.ndim == 2 and order == (1,) and _expanded(a, ("x", 0)) is not None:
+            return [Dot()(_expanded(a, ("x", 0)), b)]
+        if x.ndim == 1 and order == () and a.ndim == 1 and _expanded(b, (0, "x")) is not None:
+            return [Dot()(a, _expanded(b, (0, "x")))]
+    return [DimShuffle(x.broadcastable, order)(x)]
+
+
+def _build_from_rules():
+    from theano_dag.tensor import basic, math, subtensor
     from theano_dag.tensor.linalg import einsum
 
+    shape = importlib.import_module("theano_dag.tensor.shape")
     identity = lambda fl, node, ins: ins[:1]
     return {
         "Elemwise": _elemwise_from,
-        "DimShuffle": lambda fl, node, ins: [
-            DimShuffle(ins[0].broadcastable, node.op.new_order)(ins[0])
-        ],
+        "DimShuffle": _dimshuffle_from,
+        "Eye": lambda fl, node, ins: [basic.Eye(node.op.dtype)(*ins)],
         "CAReduce": _careduce_from,
         "MaxAndArgmax": _max_and_argmax_from,
         "Argmax": _argmax_from,

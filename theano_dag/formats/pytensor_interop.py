@@ -53,6 +53,7 @@ class PyTensorFlavor(Flavor):
         "Shape": "pytensor.tensor.shape:Shape",
         "Shape_i": "pytensor.tensor.shape:Shape_i",
         "MakeVector": "pytensor.tensor.basic:MakeVector",
+        "Eye": "pytensor.tensor.basic:Eye",
         "Softmax": "pytensor.tensor.special:Softmax",
         "LogSoftmax": "pytensor.tensor.special:LogSoftmax",
         "Cholesky": "pytensor.tensor.linalg.decomposition.cholesky:Cholesky",
@@ -71,8 +72,9 @@ class PyTensorFlavor(Flavor):
     def dimshuffle(self, x, new_order):
         return self.DimShuffle(input_ndim=x.type.ndim, new_order=tuple(new_order))(x)
 
-    def get_idx_list(self, node):
-        return self.get_idx_list_fn(node.inputs, node.op.idx_list)
+    def get_idx_list(self, node, n_lead):
+        # the function reads the index inputs after one leading input (x)
+        return self.get_idx_list_fn([node.inputs[0], *node.inputs[n_lead:]], node.op.idx_list)
 
     def softmax(self, name, axis, ins):
         if name == "SoftmaxGrad":
@@ -137,4 +139,6 @@ register_conversion(
     "pytensor_fgraph", "fgraph", lambda g, strict=False, **_: from_pytensor(g, strict),
     detect=_is_pytensor_fgraph,
 )  # fmt: skip
-register_conversion("fgraph", "pytensor_fgraph", lambda g, strict=False, **_: to_pytensor(g, strict))
+register_conversion(
+    "fgraph", "pytensor_fgraph", lambda g, strict=False, **_: to_pytensor(g, strict)
+)

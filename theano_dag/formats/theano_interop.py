@@ -54,6 +54,7 @@ class TheanoFlavor(Flavor):
         "Shape": "theano.compile.ops:Shape",
         "Shape_i": "theano.compile.ops:Shape_i",
         "MakeVector": "theano.tensor.opt:MakeVector",
+        "Eye": "theano.tensor.basic:Eye",
         "Softmax": "theano.tensor.nnet.nnet:Softmax",
         "LogSoftmax": "theano.tensor.nnet.nnet:LogSoftmax",
         "SoftmaxGrad": "theano.tensor.nnet.nnet:SoftmaxGrad",
@@ -72,8 +73,9 @@ class TheanoFlavor(Flavor):
     def dimshuffle(self, x, new_order):
         return self.DimShuffle(x.type.broadcastable, list(new_order))(x)
 
-    def get_idx_list(self, node):
-        return self.get_idx_list_fn(node.inputs, node.op.idx_list)
+    def get_idx_list(self, node, n_lead):
+        # the function reads the index inputs after one leading input (x)
+        return self.get_idx_list_fn([node.inputs[0], *node.inputs[n_lead:]], node.op.idx_list)
 
     def softmax(self, name, axis, ins):
         # Theano's softmax ops work along the rows of a matrix only
@@ -82,7 +84,7 @@ class TheanoFlavor(Flavor):
         return [getattr(self, name)()(*ins)]
 
     def softmax_axis(self, op, ndim):
-        return -1 if ndim == 2 else None
+        return 1 if ndim == 2 else None  # ours are made with the axis counted from the front
 
     def cholesky(self, x, lower):
         return self.Cholesky(lower=lower)(x)

@@ -319,6 +319,7 @@ class LocalOptGroup(LocalOptimizer):
         self.profile = profile
         self.stats = LocalStats()
         self.index = TrackIndex(self.opts)
+        self._applied: list = []
         if name is not None:
             self.__name__ = name
 
@@ -336,8 +337,19 @@ class LocalOptGroup(LocalOptimizer):
             out.extend(t)
         return out or None
 
+    def applied_rewrite(self):
+        """The rewrite(s) of the group that made the last replacement (a name for
+        reports): the rewrite itself, or ``"a, then b"`` when several chained."""
+        chain = self._applied
+        if not chain:
+            return None
+        if len(chain) == 1:
+            return chain[0]
+        return ", then ".join(opt_name(o) for o in chain)
+
     def transform(self, fgraph, node):
         repl = None
+        self._applied = []
         while True:
             new_repl = None
             for opt in self.index.lookup(node.op):
@@ -349,6 +361,7 @@ class LocalOptGroup(LocalOptimizer):
                 if new_repl:
                     if self.profile:
                         self.stats.applied[opt] += 1
+                    self._applied.append(opt)
                     break
             if not new_repl:
                 return repl

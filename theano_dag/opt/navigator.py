@@ -196,11 +196,14 @@ class NavigatorOptimizer(GlobalOptimizer):
                 return False
             if not repl_pairs:
                 return False
+            # A group names the rewrite of it that applied (reports, DebugMode).
+            applied = getattr(lopt, "applied_rewrite", None)
+            reason = (applied() if applied is not None else None) or lopt
             try:
                 if remove:
-                    fgraph.replace_all_validate_remove(repl_pairs, reason=lopt, remove=remove)
+                    fgraph.replace_all_validate_remove(repl_pairs, reason=reason, remove=remove)
                 else:
-                    fgraph.replace_all_validate(repl_pairs, reason=lopt)
+                    fgraph.replace_all_validate(repl_pairs, reason=reason)
                 return True
             except Exception as exc:
                 log.revert(fgraph, token)

@@ -150,10 +150,11 @@ OPT_STABILIZE = Query(include=["fast_run"], position_cutoff=1.51)
 
 
 def _register(db_name, lopt, tags, kwargs):
-    if isinstance(lopt, str):  # used as @register_xxx("tag", ...)
+    if lopt is None or isinstance(lopt, str):  # used as @register_xxx("tag", ..., db=...)
+        more = () if lopt is None else (lopt,)
 
         def decorator(inner):
-            return _register(db_name, inner, (lopt, *tags), kwargs)
+            return _register(db_name, inner, (*more, *tags), kwargs)
 
         return decorator
     kwargs = dict(kwargs)
@@ -165,7 +166,7 @@ def _register(db_name, lopt, tags, kwargs):
     return lopt
 
 
-def register_canonicalize(lopt, *tags, **kwargs):
+def register_canonicalize(lopt=None, *tags, **kwargs):
     """Add ``lopt`` to canonicalize (tagged 'fast_run' and ``tags``); usable as a decorator.
 
     ``name=`` overrides the rewrite's name, ``db=`` targets another optdb than the global.
@@ -182,17 +183,17 @@ def register_canonicalize(lopt, *tags, **kwargs):
     return _register("canonicalize", lopt, tags, kwargs)
 
 
-def register_stabilize(lopt, *tags, **kwargs):
+def register_stabilize(lopt=None, *tags, **kwargs):
     """Add ``lopt`` to stabilize (see ``register_canonicalize``)."""
     return _register("stabilize", lopt, tags, kwargs)
 
 
-def register_specialize(lopt, *tags, **kwargs):
+def register_specialize(lopt=None, *tags, **kwargs):
     """Add ``lopt`` to specialize (see ``register_canonicalize``)."""
     return _register("specialize", lopt, tags, kwargs)
 
 
-def register_useless(lopt, *tags, **kwargs):
+def register_useless(lopt=None, *tags, **kwargs):
     """Add ``lopt`` to the useless-code pass and to canonicalize (see
     ``register_canonicalize``)."""
     return _register("useless", lopt, tags, kwargs)

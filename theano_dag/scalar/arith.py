@@ -413,7 +413,8 @@ class Switch(ScalarOp):
     nin = 3
     compute_in_output_dtype = False
     nfunc = staticmethod(np.where)
-    c_expr = "(%(x)s ? %(y)s : %(z)s)"
+    # "!= 0" because OpenCL C refuses a floating-point condition in "?:".
+    c_expr = "((%(x)s) != 0 ? %(y)s : %(z)s)"
 
     def __init__(self, output_types_preference=None, name=None):
         super().__init__(output_types_preference or transfer_type(1, 2), name)

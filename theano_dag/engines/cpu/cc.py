@@ -165,8 +165,13 @@ class Toolchain:
 
     def key(self, source: str) -> str:
         h = hashlib.sha256()
-        for part in (CACHE_VERSION, self.identity, " ".join(self.flags_for(source)),
-                     " ".join(self.libs), source):
+        for part in (
+            CACHE_VERSION,
+            self.identity,
+            " ".join(self.flags_for(source)),
+            " ".join(self.libs),
+            source,
+        ):
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()[:32]
@@ -233,8 +238,9 @@ def _compile(tc: Toolchain, source: str, directory: str, final: str):
     with _lock:
         stats["compiles"] += 1
     if shutil.which("sh"):
-        proc = subprocess.run(["sh", "-c", _SCRIPT, "sh", tmp, final, *cmd],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["sh", "-c", _SCRIPT, "sh", tmp, final, *cmd], capture_output=True, text=True
+        )
     else:  # pragma: no cover - POSIX systems have sh
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode == 0:

@@ -130,8 +130,9 @@ class CKernel:
             if self.c(*xs, out):
                 self.fail(*xs, out)
             return out
-        outs = tuple(out) if out is not None else tuple(
-            self._alloc(xs, j) for j in range(self.nout))
+        outs = (
+            tuple(out) if out is not None else tuple(self._alloc(xs, j) for j in range(self.nout))
+        )
         if self.c(*xs, *outs):
             self.fail(*xs, *outs)
         return outs
@@ -154,6 +155,11 @@ class CKernel:
             lib.start()
             if self.ready:
                 return self.c(*args)
+        with np.errstate(all="ignore"):
+            return self.fallback(*args)
+
+    def fallback(self, *args):
+        """The node through ``Elemwise.perform`` (the engine installs a faster one)."""
         xs, outs = args[: self.nin], args[self.nin :]
         node = self.node
         cells = [[None] for _ in node.outputs]
@@ -176,13 +182,16 @@ class CKernel:
                 break
             v = args[k]
             if k >= nin and not isinstance(v, np.ndarray):
-                raise TypeError(f"{self.node.op}: output {k - nin} must be an ndarray, got "
-                                f"{type(v).__name__}")
+                raise TypeError(
+                    f"{self.node.op}: output {k - nin} must be an ndarray, got "
+                    f"{type(v).__name__}"
+                )
             arr = np.asarray(v)
             if arr.dtype != dtypes[k]:
                 what = f"input {k}" if k < nin else f"output {k - nin}"
-                raise TypeError(f"{self.node.op}: {what} must have dtype {dtypes[k]}, got "
-                                f"{arr.dtype}")
+                raise TypeError(
+                    f"{self.node.op}: {what} must have dtype {dtypes[k]}, got " f"{arr.dtype}"
+                )
             args[k] = arr.view(dtypes[k])
             rc = self.c(*args)
             if not rc:
@@ -276,15 +285,19 @@ class KernelLibrary:
         if path is not None:
             self._load(path)
             return
-        self.build = cc.Build.start(self.toolchain, src, directory,
-                                    background=self.mode == "background")
+        self.build = cc.Build.start(
+            self.toolchain, src, directory, background=self.mode == "background"
+        )
         self.build.add_done_callback(self._built)
 
     def _built(self, build):
         if build.error is not None:
             self.error = build.error
-            warnings.warn(f"theano_dag: C kernels unavailable, numpy runs instead: "
-                          f"{build.error}", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"theano_dag: C kernels unavailable, numpy runs instead: " f"{build.error}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return
         self._load(build.path)
 
@@ -293,15 +306,15 @@ class KernelLibrary:
             # CDLL: the GIL is released while a kernel runs (it touches no Python object
             # but the arrays its caller holds).
             lib = ctypes.CDLL(path)
-            descrs = (ctypes.c_void_p * len(DTYPE_CODES))(
-                *[id(np.dtype(d)) for d in DTYPE_CODES])
+            descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
             lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
             for k in self.kernels:
                 k._bind(lib)
         except (OSError, AttributeError) as e:
             self.error = e
-            warnings.warn(f"theano_dag: cannot load C kernels from {path}: {e}",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"theano_dag: cannot load C kernels from {path}: {e}", RuntimeWarning, stacklevel=2
+            )
             return
         self._lib = lib  # keeps the library loaded
         self.path = path
@@ -342,10 +355,16 @@ def c_code(f) -> str:
     FunctionGraph whose Elemwise nodes are shown as the engine would compile them).
 
     >>> import theano_dag.tensor as tt
+    >>> from theano_dag import scalar as ts
     >>> from theano_dag.graph.fg import FunctionGraph
-    >>> x = tt.fvector("x")
-    >>> print(c_code(FunctionGraph([x], [tt.sigmoid(x)])).split("\\n")[0])
+    >>> from theano_dag.tensor.elemwise import Elemwise
+    >>> s, x = ts.float32("s"), tt.fvector("x")
+    >>> y = Elemwise(ts.Composite([s], [ts.exp(s) * 2]))(x)
+    >>> src = c_code(FunctionGraph([x], [y]))
+    >>> print(src.splitlines()[0])
     /* theano_dag fused elementwise kernels (generated) */
+    >>> print([line.strip() for line in src.splitlines() if " = exp(" in line])
+    ['float t0 = exp(x0);']
     """
     prog = _program_of(f)
     if prog is not None:
@@ -410,6 +429,10 @@ def _make_emitter(previous):
             k = lib.add(node)
         except NotCompilable:
             return steps
+        fallbacks = getattr(lib, "fallbacks", None)
+        if fallbacks is None:
+            fallbacks = lib.fallbacks = _Fallbacks(ctx)
+        fallbacks.add(k, node, steps)
         kname = ctx.glob(k, k.name.upper())
         ins = [node.inputs[p] for p in k.arg_pos]
         nout = k.nout
@@ -426,18 +449,98 @@ def _make_emitter(previous):
         od = [o.type.dtype for o in node.outputs]
         inplace = []
         if nout == 1:
-            inplace = [(0, j) for j, v in enumerate(ins)
-                       if v.type.dtype == od[0] and not isinstance(v, Constant)]
+            inplace = [
+                (0, j)
+                for j, v in enumerate(ins)
+                if v.type.dtype == od[0] and not isinstance(v, Constant)
+            ]
         const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
-        step = Step(node, node.outputs, ins, emit, kind="out" if nout == 1 else "call",
-                    inplace=inplace, elementwise=nout == 1, const_shapes=const_shapes,
-                    dtypes=od)
+        step = Step(
+            node,
+            node.outputs,
+            ins,
+            emit,
+            kind="out" if nout == 1 else "call",
+            inplace=inplace,
+            elementwise=nout == 1,
+            const_shapes=const_shapes,
+            dtypes=od,
+        )
         destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
         if destroy:
             return _destroying(ctx, node, [step], destroy) or steps
         return [step]
 
     return elemwise_steps
+
+
+def _fallback_source(node, steps, k, ctx, fname):
+    """Source of ``fname(*arrays, *outs)`` running the numpy steps the engine would
+    have run (ufuncs into fresh scratch arrays, the last one into its ``out``); None
+    when the steps do not allow it (an in-place node, no steps)."""
+    if not steps or getattr(node.op, "destroy_map", None):
+        return None
+    names = {node.inputs[p]: f"a{j}" for j, p in enumerate(k.arg_pos)}
+    outs = {o: f"o{j}" for j, o in enumerate(node.outputs)}
+    copyto = ctx.glob(np.copyto, "copyto")
+    lines = []
+    for st in steps:
+        if st.kind == "view" or any(v not in names for v in st.inputs):
+            return None
+        ins = [names[v] for v in st.inputs]
+        onames = []
+        for v in st.outputs:
+            names[v] = f"t{len(names)}"
+            onames.append(names[v])
+        target = None
+        if st.kind == "out" and len(st.outputs) == 1 and st.outputs[0] in outs:
+            target = outs[st.outputs[0]]
+        lines += st.emit(ins, onames, target)
+        for v, n in zip(st.outputs, onames):
+            if v in outs and target is None:
+                lines.append(f"{copyto}({outs[v]}, {n}, casting='unsafe')")
+    if any(o not in names for o in node.outputs):
+        return None
+    params = [f"a{j}" for j in range(k.nin)] + [f"o{j}" for j in range(k.nout)]
+    body = "".join(f"    {line}\n" for line in lines)
+    return f"def {fname}({', '.join(params)}):\n{body}    return 0\n"
+
+
+class _Fallbacks:
+    """The numpy fallbacks of a library's kernels, compiled together on first use
+    (never, when the library comes from the cache before the first call)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.pending = []
+
+    def add(self, k, node, steps):
+        self.pending.append((k, node, steps))
+        k.fallback = self._first_use(k)
+
+    def _first_use(self, k):
+        def fallback(*args):
+            self.build()
+            return k.fallback(*args)
+
+        return fallback
+
+    def build(self):
+        pending, self.pending = self.pending, []
+        srcs, kernels = [], []
+        for j, (k, node, steps) in enumerate(pending):
+            src = _fallback_source(node, steps, k, self.ctx, f"fb{j}")
+            if src is None:
+                k.fallback = CKernel.fallback.__get__(k)
+            else:
+                srcs.append(src)
+                kernels.append((k, f"fb{j}"))
+        local: dict = {}
+        if srcs:
+            code = compile("".join(srcs), "<theano_dag.ckernel fallbacks>", "exec")
+            exec(code, self.ctx.p.ns, local)
+        for k, name in kernels:
+            k.fallback = local[name]
 
 
 _REGISTERED: list = []

@@ -27,6 +27,7 @@ Variants: ``fast`` (checks the inputs itself, applies updates and returns what
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import linecache
 import time
@@ -48,7 +49,8 @@ def _errstate_hooks():
         cv = umath._extobj_contextvar
         with np.errstate(all="ignore"):
             ignore = cv.get()
-        return (lambda: cv.set(ignore)), cv.reset
+        # Both are C calls: no Python frame on the hot path.
+        return functools.partial(cv.set, ignore), cv.reset
     except (ImportError, AttributeError):
 
         def off():
@@ -95,6 +97,8 @@ def _body(plan, mode):
         for v, idx in last.items():
             if v in keep or cat.get(v) not in ("fresh", "alloc", "view"):
                 continue
+            if cat[v] != "view" and plan.small(v):
+                continue  # freeing it early saves nothing worth a statement
             dels.setdefault(idx, []).append(names[v])
     pad = " " * 8
     cur_node = None
@@ -191,7 +195,7 @@ def _assemble(plan, head, body, where, tail, mode, extra=None):
     src = list(head)
     src.append("    _tok = _err_off()")
     src.append("    try:")
-    hdr = _header_lines(plan)
+    hdr = _header_lines(plan) + ["        " + line for line in plan.prologue]
     first_line = len(src) + len(hdr) + 1  # 1-based line number of body[0]
     src += hdr
     where = where if body else []

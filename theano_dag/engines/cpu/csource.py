@@ -105,8 +105,8 @@ def _measure_layout():
 def c_literal(value, dtype) -> str:
     """A C literal of ``value`` as ``dtype`` (any int64, NaN, inf and -0.0 included).
 
-    >>> c_literal(-2**63, "int64"), c_literal(-0.0, "float32"), c_literal(True, "bool")
-    ('(-9223372036854775807LL - 1)', '((float)-0.0)', '1')
+    >>> c_literal(-2**63, "int64"), c_literal(-0.0, "float32"), c_literal(7, "uint8")
+    ('(-9223372036854775807LL - 1)', '((float)-0.0)', '((unsigned char)7ULL)')
     """
     v = np.asarray(value).astype(dtype)[()]
     t = C_TYPES[dtype]
@@ -121,9 +121,11 @@ def c_literal(value, dtype) -> str:
     i = int(v)
     if dtype in _UNSIGNED:
         return f"(({t}){i}ULL)"
+    if -(2**31) < i < 2**31:
+        return str(i)  # an int: C promotes the small types to int anyway
     if i == -(2**63):
         return "(-9223372036854775807LL - 1)"
-    return f"(({t}){i}LL)"
+    return f"{i}LL"
 
 
 # -- scalar C with numpy's semantics -------------------------------------------------
@@ -166,10 +168,33 @@ def _clip_c(op, args, in_dtypes, out_dtypes):
     return scalar_c(ts.minimum, [m, hi], [od, od], [od])
 
 
+def _compare_c(op, args, in_dtypes, out_dtypes):
+    # numpy compares in the inputs' common dtype (int64 with uint64: float64); C's usual
+    # conversions would compare -1 < 1u as unsigned.
+    common = np.result_type(*[np.dtype(d) for d in in_dtypes]).name
+    if all(d == common for d in in_dtypes) or common not in C_TYPES:
+        return None
+    return op.c_code(_cast_args(args, in_dtypes, common), [common] * len(args), out_dtypes, C_TYPES)
+
+
+def _fma_c(op, args, in_dtypes, out_dtypes):
+    # Rounded twice, as the numpy path computes it (C's fma() rounds once, which differs
+    # in the last bit, and where x*y overflows: fma(big, 2, -inf) is -inf, numpy's NaN).
+    x, y, z = _cast_args(args, in_dtypes, out_dtypes[0])
+    return [f"({x} * {y} + {z})"]
+
+
 def _overrides():
     from theano_dag import scalar as ts
 
-    return {ts.IntDiv: _intdiv_c, ts.Mod: _mod_c, ts.Pow: _pow_c, ts.Clip: _clip_c}
+    return {
+        ts.IntDiv: _intdiv_c,
+        ts.Mod: _mod_c,
+        ts.Pow: _pow_c,
+        ts.Clip: _clip_c,
+        ts.FMA: _fma_c,
+        ts.arith._Compare: _compare_c,
+    }
 
 
 _OVERRIDES: dict = {}
@@ -215,7 +240,7 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
         for d in in_dt + out_dt:
             _check_dtype(d, f"scalar op {node.op}")
         if hasattr(node.op, "nodes") and hasattr(node.op, "inputs"):
-            exprs = composite_statements(node.op, args, f"{prefix}{k}_", lines)
+            exprs = composite_statements(node.op, args, f"{prefix}{k}n", lines)
         else:
             exprs = scalar_c(node.op, args, in_dt, out_dt)
         for j, (o, e) in enumerate(zip(node.outputs, exprs)):
@@ -286,8 +311,10 @@ def kernel_source(name, node, arg_pos, consts) -> str:
     params += [f"{C_TYPES[o.type.dtype]} *restrict o{j}" for j, o in enumerate(node.outputs)]
     stores = [f"o{j}[i] = {e};" for j, e in enumerate(outs)]
     body = "\n".join("        " + s for s in lines + stores)
-    casts = [f"({'const ' if j < nin else ''}{C_TYPES[v.type.dtype]} *)p[{j}]"
-             for j, v in enumerate(ins + list(node.outputs))]
+    casts = [
+        f"({'const ' if j < nin else ''}{C_TYPES[v.type.dtype]} *)p[{j}]"
+        for j, v in enumerate(ins + list(node.outputs))
+    ]
     codes = [DTYPE_CODES[v.type.dtype] for v in ins + list(node.outputs)]
     masks = []
     for v in ins:
@@ -344,10 +371,12 @@ static inline {t} td_mod_{s}({t} a, {t} b) {{
 }}""")
     for d in _UNSIGNED + ("bool",):
         t, s = C_TYPES[d], _SUFFIX[d]
-        out.append(f"static inline {t} td_floordiv_{s}({t} a, {t} b) "
-                   f"{{ return b == 0 ? 0 : ({t})(a / b); }}\n"
-                   f"static inline {t} td_mod_{s}({t} a, {t} b) "
-                   f"{{ return b == 0 ? 0 : ({t})(a % b); }}")
+        out.append(
+            f"static inline {t} td_floordiv_{s}({t} a, {t} b) "
+            f"{{ return b == 0 ? 0 : ({t})(a / b); }}\n"
+            f"static inline {t} td_mod_{s}({t} a, {t} b) "
+            f"{{ return b == 0 ? 0 : ({t})(a % b); }}"
+        )
     for d in _FLOATS:
         t, s = C_TYPES[d], _SUFFIX[d]
         # numpy's npy_divmod: the quotient from fmod, the remainder with the divisor's sign.

@@ -66,11 +66,14 @@ def get_impl(op):
 class Temp:
     """A scratch value made by an expanded node (a scalar node inside a Composite)."""
 
-    __slots__ = ("dtype", "label")
+    __slots__ = ("dtype", "label", "like")
 
-    def __init__(self, dtype, label):
+    def __init__(self, dtype, label, like=None):
         self.dtype = dtype
         self.label = label
+        # Values (or ("const", data) items) whose broadcast shape is this value's shape,
+        # when it is not the broadcast of the inputs of the step that writes it.
+        self.like = like
 
     @property
     def type(self):
@@ -105,6 +108,7 @@ class Step:
         "const_shapes",
         "prefer_fresh",
         "dtypes",
+        "temp_shape",
     )
 
     def __init__(
@@ -120,6 +124,7 @@ class Step:
         const_shapes=(),
         prefer_fresh=False,
         dtypes=None,
+        temp_shape=None,
     ):
         self.node = node
         self.outputs = tuple(outputs)
@@ -131,6 +136,7 @@ class Step:
         self.elementwise = elementwise
         self.const_shapes = tuple(const_shapes)
         self.prefer_fresh = prefer_fresh
+        self.temp_shape = temp_shape
         if dtypes is None:
             dtypes = tuple(_dtype_of(o) for o in self.outputs)
         self.dtypes = tuple(dtypes)
@@ -230,8 +236,10 @@ def _scalar_classes():
 
 
 def _ufunc_form(sop, n_in, in_dtypes, od):
-    """``(ufunc, fold, work_dtypes)`` when numpy's ufunc computes ``sop`` exactly, else None.
+    """``(ufuncs, work_dtypes)`` when numpy ufuncs compute ``sop`` exactly, else None.
 
+    ``ufuncs`` is one ufunc of ``n_in`` inputs, or a *chain* of binary ufuncs folded
+    left to right over the inputs (``add``/``mul`` of many inputs, ``fma``).
     ``work_dtypes`` are the dtypes the reference casts the inputs to before computing
     (``ScalarOp.compute``): the output dtype, or the inputs' common dtype for
     comparisons, or the inputs' own.
@@ -243,18 +251,20 @@ def _ufunc_form(sop, n_in, in_dtypes, od):
     cls = type(sop)
     if getattr(sop, "nout", 1) != 1:
         return None
-    fold = False
     if isinstance(sop, (ts.Add, ts.Mul)) and cls.compute is ScalarOp.compute:
         if n_in < 2:
             return None
-        uf, fold = (np.add if isinstance(sop, ts.Add) else np.multiply), True
+        ufs = [np.add if isinstance(sop, ts.Add) else np.multiply] * (n_in - 1)
+    elif isinstance(sop, getattr(ts, "FMA", ())) and cls.compute is ScalarOp.compute:
+        ufs = [np.multiply, np.add]  # x * y + z, rounded twice as numpy does
     else:
         uf = getattr(sop, "nfunc", None)
         if not isinstance(uf, np.ufunc) or uf.nout != 1 or uf.nin != n_in:
             return None
         if cls.impl is not ScalarOp.impl:
             return None
-    compare = getattr(ts.arith, "_Compare", None) if hasattr(ts, "arith") else None
+        ufs = [uf]
+    compare = getattr(getattr(ts, "arith", None), "_Compare", None)
     if cls.compute is ScalarOp.compute:
         if sop.compute_in_output_dtype:
             work = (od,) * n_in
@@ -265,7 +275,41 @@ def _ufunc_form(sop, n_in, in_dtypes, od):
         work = (common,) * n_in
     else:
         return None
-    return uf, fold, work
+    if len(ufs) > 1 and len(set(work)) != 1:
+        return None
+    return ufs, work
+
+
+# Python operators that call exactly these ufuncs: ``a + b`` skips the argument parsing
+# of ``np.add(a, b)`` (about 0.2 us a call on small arrays). Not ``**``: numpy turns
+# ``x ** 2`` and ``x ** 0.5`` into other ufuncs.
+_BINARY_OPERATORS = {
+    np.add: "+",
+    np.subtract: "-",
+    np.multiply: "*",
+    np.true_divide: "/",
+    np.floor_divide: "//",
+    np.remainder: "%",
+    np.less: "<",
+    np.greater: ">",
+    np.less_equal: "<=",
+    np.greater_equal: ">=",
+    np.equal: "==",
+    np.not_equal: "!=",
+    np.bitwise_and: "&",
+    np.bitwise_or: "|",
+    np.bitwise_xor: "^",
+}
+_UNARY_OPERATORS = {np.negative: "-", np.invert: "~"}
+
+
+def _fresh_call(uf, ufn, es):
+    """Source computing ``uf(*es)`` into a new array, by operator where one exists."""
+    if len(es) == 2 and uf in _BINARY_OPERATORS:
+        return f"({es[0]} {_BINARY_OPERATORS[uf]} {es[1]})"
+    if len(es) == 1 and uf in _UNARY_OPERATORS:
+        return f"({_UNARY_OPERATORS[uf]}{es[0]})"
+    return f"{ufn}({', '.join(es)})"
 
 
 def _const_for(value, dtype):
@@ -288,14 +332,26 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     form = _ufunc_form(sop, len(items), in_dtypes, od)
     if form is None:
         return _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim)
-    uf, fold, work = form
-    natural = _natural_dtype(uf, work)
-    if natural is None:
+    ufs, work = form
+    if len(ufs) == 1:
+        natural = _natural_dtype(ufs[0], work)
+    else:
+        nat = {_natural_dtype(uf, (work[0], work[0])) for uf in ufs}
+        natural = nat.pop() if len(nat) == 1 else None
+    if natural is None or (len(ufs) > 1 and natural != work[0]):
         return _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim)
     args, values, const_shapes = [], [], []
+    # With every array input already in its work dtype, a scalar constant can be a
+    # Python number: numpy treats it as "weak" (it takes the array's dtype, NEP 50),
+    # which gives the same result and is parsed faster than a numpy scalar.
+    weak = any(not isinstance(i, tuple) for i in items) and all(
+        d == w for i, d, w in zip(items, in_dtypes, work) if not isinstance(i, tuple)
+    )
     for item, d, w in zip(items, in_dtypes, work):
         if isinstance(item, tuple):
             c = _const_for(item[1], w)
+            if weak and np.ndim(c) == 0:
+                c = c.item()
             args.append(_Arg(const=ctx.const(c, "k")))
             const_shapes.append(np.shape(c))
         else:
@@ -303,10 +359,11 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
             if item not in values:
                 values.append(item)
             args.append(_Arg(value=values.index(item), cast=cast))
-    ufn = ctx.glob(uf, uf.__name__)
+    ufns = [ctx.glob(uf, uf.__name__) for uf in ufs]
     odn = ctx.glob(np.dtype(od), "D")
     asarray = ctx.glob(np.asarray, "asarray")
     unsafe = ", casting='unsafe'" if natural != od else ""
+    chain = len(ufs) > 1
 
     def expr(a, ins):
         if a.const is not None:
@@ -322,28 +379,30 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     def emit(ins, outs, target):
         o = outs[0]
         es = [expr(a, ins) for a in args]
-        if not fold:
+        if not chain:
             if target is not None:
-                return [f"{o} = {ufn}({', '.join(es)}, out={target}{unsafe})"]
-            return [f"{o} = {finish(f'{ufn}(' + ', '.join(es) + ')')}"]
+                return [f"{o} = {ufns[0]}({', '.join(es)}, out={target}{unsafe})"]
+            return [f"{o} = {finish(_fresh_call(ufs[0], ufns[0], es))}"]
         if target is not None:
-            lines = [f"{o} = {ufn}({es[0]}, {es[1]}, out={target}{unsafe})"]
-            lines += [f"{ufn}({o}, {e}, out={o}{unsafe})" for e in es[2:]]
+            lines = [f"{o} = {ufns[0]}({es[0]}, {es[1]}, out={target}{unsafe})"]
+            lines += [f"{u}({o}, {e}, out={o}{unsafe})" for u, e in zip(ufns[1:], es[2:])]
             return lines
-        lines = [f"{o} = {ufn}({es[0]}, {es[1]})"]
-        lines += [f"{o} = {ufn}({o}, {e})" for e in es[2:]]
+        lines = [f"{o} = {_fresh_call(ufs[0], ufns[0], es[:2])}"]
+        lines += [
+            f"{o} = {_fresh_call(uf, u, [o, e])}" for uf, u, e in zip(ufs[1:], ufns[1:], es[2:])
+        ]
         if out_ndim == 0 or natural != od:
             lines.append(f"{o} = {finish(o)}")
         return lines
 
     # An input may be overwritten when it is read before the output is written: any
-    # input of a one-call ufunc; only the first two of a fold, and only when they are
-    # not read again later in the fold.
+    # input of a one-call ufunc; only the first two of a chain, and only when they are
+    # not read again later in the chain.
     inplace = []
     for pos, a in enumerate(args):
         if a.const is not None or a.cast is not None or in_dtypes[pos] != od:
             continue
-        if fold and (pos >= 2 or any(b.value == a.value for b in args[2:])):
+        if chain and (pos >= 2 or any(b.value == a.value for b in args[2:])):
             continue
         inplace.append((0, a.value))
     return Step(
@@ -434,7 +493,10 @@ def _expand_elemwise(node, ctx):
         classes = _scalar_classes()
         ts = classes[0] if classes else None
         x = node.outputs[0]
-        if ts is not None and type(sop) in (getattr(ts, "Identity", None), getattr(ts, "Cast", None)):
+        if ts is not None and type(sop) in (
+            getattr(ts, "Identity", None),
+            getattr(ts, "Cast", None),
+        ):
             if isinstance(items[0], tuple):
                 return None
             steps = [_copy_steps(ctx, node, items[0], x, od)]
@@ -488,12 +550,14 @@ def _is_composite(sop):
     return nodes is not None and hasattr(sop, "inputs") and hasattr(sop, "outputs")
 
 
-def _composite_steps(ctx, node, comp, items, out_ndim):
+def _composite_steps(ctx, node, comp, items, out_ndim, out_ids=None):
+    """One elementwise step per scalar node of ``comp``; its outputs are ``out_ids``
+    (default: the node's outputs)."""
     outs = list(comp.outputs)
     if len(set(outs)) != len(outs):
         return None
     env = dict(zip(comp.inputs, items))
-    final = dict(zip(outs, node.outputs))
+    final = dict(zip(outs, node.outputs if out_ids is None else out_ids))
     for o in outs:
         if o.owner is None:  # an output that is an input or a constant
             return None
@@ -520,247 +584,12 @@ def _composite_steps(ctx, node, comp, items, out_ndim):
     return steps
 
 
-# -- registrations -------------------------------------------------------------------
-
-
-def _dimshuffle_steps(node, ctx):
-    op = node.op
-    x = node.inputs[0]
-    if not _is_tensor(x):
-        return None
-    drop = tuple(op.drop)
-    remaining = [d for d in range(x.type.ndim) if d not in drop]
-    kept = [o for o in op.new_order if o != "x"]
-    perm = tuple(remaining.index(k) for k in kept)
-    need_perm = perm != tuple(range(len(perm)))
-    augment = any(o == "x" for o in op.new_order)
-    index = tuple(None if o == "x" else slice(None) for o in op.new_order)
-    dname = ctx.const(drop, "drop") if drop else None
-    pname = ctx.const(perm, "perm") if need_perm else None
-    iname = ctx.const(index, "idx") if augment else None
-
-    def emit(ins, outs, target):
-        e = ins[0]
-        if dname:
-            e = f"{e}.squeeze({dname})"
-        if pname:
-            e = f"{e}.transpose({pname})"
-        if iname:
-            e = f"{e}[{iname}]"
-        if e == ins[0]:
-            e = f"{e}.view()"
-        return [f"{outs[0]} = {e}"]
-
-    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
-
-
-def _careduce_steps(node, ctx):
-    from theano_dag.tensor.elemwise import CAReduce
-
-    op = node.op
-    (x,) = node.inputs
-    if not _is_tensor(x) or ctx.is_const(x):
-        return None
-    od = node.outputs[0].type.dtype
-    axes = tuple(op._axes(x.type.ndim))
-    if not axes:
-        return None
-    out_ndim = node.outputs[0].type.ndim
-    asarray = ctx.glob(np.asarray, "asarray")
-    odn = ctx.glob(np.dtype(od), "D")
-    axn = ctx.const(axes, "axes")
-    if type(op).perform is CAReduce.perform and hasattr(op, "ufunc"):
-        acc = op.acc_dtype_for(x.type.dtype)
-        if acc != od:
-            return None
-        fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
-        cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x.type.dtype != acc else ""
-    elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
-        # All / Any: numpy's truth of each element, as their perform does.
-        fn = ctx.glob(np.all if type(op.scalar_op).__name__ == "AND" else np.any, "allany")
-        cast = ""
-    else:
-        return None
-
-    def emit(ins, outs, target):
-        o = outs[0]
-        if target is not None:
-            return [f"{o} = {fn}({ins[0]}{cast}, axis={axn}, out={target})"]
-        e = f"{fn}({ins[0]}{cast}, axis={axn})"
-        return [f"{o} = {asarray}({e}, {odn})" if out_ndim == 0 else f"{o} = {e}"]
-
-    return [Step(node, node.outputs, (x,), emit)]
-
-
-_BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
-
-
-def _dot_steps(node, ctx, scale=False):
-    x, y = node.inputs[0], node.inputs[1]
-    od = node.outputs[0].type.dtype
-    if not (_is_tensor(x) and _is_tensor(y)) or ctx.is_const(x) or ctx.is_const(y):
-        return None
-    if not (x.type.dtype == y.type.dtype == od and od in _BLAS_DTYPES):
-        return None
-    dot = ctx.glob(np.dot, "dot")
-    mul = ctx.glob(np.multiply, "multiply")
-    asarray = ctx.glob(np.asarray, "asarray")
-    zero_d = node.outputs[0].type.ndim == 0
-    inputs = node.inputs[:2]
-    scale_name = None
-    if scale:
-        if ctx.is_const(node.inputs[2]):
-            scale_name = ctx.const(ctx.value_of(node.inputs[2]), "k")
-        else:
-            inputs = node.inputs[:3]
-
-    def emit(ins, outs, target):
-        o = outs[0]
-        a = scale_name or (ins[2] if scale else None)
-        if target is not None:
-            lines = [f"{o} = {dot}({ins[0]}, {ins[1]}, {target})"]
-        elif zero_d:
-            lines = [f"{o} = {asarray}({dot}({ins[0]}, {ins[1]}))"]
-        else:
-            lines = [f"{o} = {dot}({ins[0]}, {ins[1]})"]
-        if scale:
-            lines.append(f"{mul}({o}, {a}, out={o})")
-        return lines
-
-    return [Step(node, node.outputs, inputs, emit)]
-
-
-def _axpby(z, a, p, b, out):
-    """``out = b*z + a*p`` rounding as the BLAS ops' reference (``p`` is scratch)."""
-    if out is None:
-        out = np.empty_like(z)
-    if b == 0:
-        return np.multiply(p, a, out=out)
-    if b != 1:
-        np.multiply(z, b, out=out)
-    elif out is not z:
-        np.copyto(out, z)
-    if a != 1:
-        np.multiply(p, a, out=p)
-    return np.add(out, p, out=out)
-
-
-def _blas_steps(node, ctx, kind):
-    """Gemm / Gemv / Ger as a product into a planned scratch value, then ``b*z + a*p``."""
-    ins = node.inputs
-    z = ins[0]
-    od = node.outputs[0].type.dtype
-    if od not in _BLAS_DTYPES or any(ctx.is_const(v) for v in ins if v.type.ndim > 0):
-        return None
-    if any(v.type.dtype != od for v in ins if v.type.ndim > 0):
-        return None
-    if kind == "ger":
-        _, alpha, x, y = ins
-        prod_fn, a, b = ctx.glob(np.outer, "outer"), alpha, None
-    else:
-        _, a, x, y, b = ins
-        prod_fn = ctx.glob(np.dot, "dot")
-    p = ctx.temp(od, f"{kind}_product")
-    pn = prod_fn
-
-    def emit_prod(names, outs, target):
-        if target is not None:
-            return [f"{outs[0]} = {pn}({names[0]}, {names[1]}, {target})"]
-        return [f"{outs[0]} = {pn}({names[0]}, {names[1]})"]
-
-    steps = [Step(node, (p,), (x, y), emit_prod, dtypes=(od,))]
-    axpby = ctx.glob(_axpby, "axpby")
-    scalars = [a] if b is None else [a, b]
-    sc = [ctx.const(ctx.value_of(s), "k") if ctx.is_const(s) else s for s in scalars]
-    vals = [z, p] + [s for s in sc if not isinstance(s, str)]
-    destroy = bool(getattr(node.op, "destroy_map", None))
-
-    def emit_comb(names, outs, target):
-        it = iter(names[2:])
-        sn = [s if isinstance(s, str) else next(it) for s in sc]
-        bn = "1" if b is None else sn[1]
-        t = names[0] if destroy else (target if target is not None else "None")
-        return [f"{outs[0]} = {axpby}({names[0]}, {sn[0]}, {names[1]}, {bn}, {t})"]
-
-    if destroy:
-        steps.append(
-            Step(node, node.outputs, vals, emit_comb, kind="view", views={0: 0}, dtypes=(od,))
-        )
-    else:
-        steps.append(Step(node, node.outputs, vals, emit_comb, inplace=[(0, 0)], dtypes=(od,)))
-    return steps
-
-
-def _deepcopy_steps(node, ctx):
-    x = node.inputs[0]
-    if not _is_tensor(x) or ctx.is_const(x):
-        return None
-
-    def emit(ins, outs, target):
-        return [f"{outs[0]} = {ins[0]}.copy()"]
-
-    return [Step(node, node.outputs, (x,), emit, kind="call")]
-
-
-def _viewop_steps(node, ctx):
-    def emit(ins, outs, target):
-        return [f"{outs[0]} = {ins[0]}"]
-
-    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
-
-
-def _shape_steps(node, ctx):
-    x = node.inputs[0]
-    if not _is_tensor(x) or ctx.is_const(x):
-        return None
-    arr = ctx.glob(np.array, "array")
-    i64 = ctx.glob(np.dtype("int64"), "D")
-    i = getattr(node.op, "i", None)
-
-    def emit(ins, outs, target):
-        sub = f".shape[{i}]" if i is not None else ".shape"
-        return [f"{outs[0]} = {arr}({ins[0]}{sub}, dtype={i64})"]
-
-    return [Step(node, node.outputs, (x,), emit, kind="call")]
-
-
 def _register_defaults():
     try:
-        from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
-    except ImportError:
+        from theano_dag.tensor.elemwise import Elemwise
+    except ImportError:  # the engine runs graphs of other ops without the tensor library
         return
     register_impl(Elemwise)(_expand_elemwise)
-    register_impl(DimShuffle)(_dimshuffle_steps)
-    register_impl(CAReduce)(_careduce_steps)
-    try:
-        from theano_dag.tensor.math import Dot
-
-        register_impl(Dot)(_dot_steps)
-    except ImportError:
-        pass
-    try:
-        from theano_dag.tensor import blas
-
-        register_impl(blas.Dot22)(_dot_steps)
-        register_impl(blas.Dot22Scalar)(lambda node, ctx: _dot_steps(node, ctx, scale=True))
-        register_impl(blas.Gemm)(lambda node, ctx: _blas_steps(node, ctx, "gemm"))
-        register_impl(blas.Gemv)(lambda node, ctx: _blas_steps(node, ctx, "gemv"))
-        register_impl(blas.Ger)(lambda node, ctx: _blas_steps(node, ctx, "ger"))
-    except (ImportError, AttributeError):
-        pass
-    try:
-        from theano_dag.compile.ops import DeepCopyOp, ViewOp
-
-        register_impl(DeepCopyOp)(_deepcopy_steps)
-        register_impl(ViewOp)(_viewop_steps)
-    except ImportError:
-        pass
-    try:
-        from theano_dag.tensor.shape import Shape, Shape_i
-
-        register_impl(Shape, Shape_i)(_shape_steps)
-    except ImportError:
-        pass
 
 
 _register_defaults()
@@ -778,3 +607,7 @@ def make_steps(node, ctx):
     if steps is None:
         steps = call_steps(node, ctx)
     return steps
+
+
+# The emitters of the other ops register themselves (kept in their own module).
+from theano_dag.engines.cpu import ops as _ops  # noqa: E402, F401

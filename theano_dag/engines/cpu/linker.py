@@ -49,29 +49,44 @@ class CPULinker(Linker):
     array([3., 3., 3.])
     """
 
-    def __init__(self, *, incremental=False, min_plan_bytes=DEFAULT_MIN_PLAN_BYTES,
-                 profile=None, schedule=None, allow_gc=None):
+    def __init__(
+        self,
+        *,
+        incremental=False,
+        min_plan_bytes=DEFAULT_MIN_PLAN_BYTES,
+        profile=None,
+        schedule=None,
+        allow_gc=None,
+    ):
         super().__init__(allow_gc=allow_gc, scheduler=schedule)
         if not isinstance(min_plan_bytes, int) or min_plan_bytes < 0:
-            raise ValueError(f"CPULinker: min_plan_bytes must be an int >= 0, got "
-                             f"{min_plan_bytes!r}")
+            raise ValueError(
+                f"CPULinker: min_plan_bytes must be an int >= 0, got " f"{min_plan_bytes!r}"
+            )
         self.incremental = bool(incremental)
         self.min_plan_bytes = min_plan_bytes
         self.profile = profile
         self.fgraph = None
-        self.no_recycling = []
+        self.no_recycling = None
         self.updates = {}
 
     def _options(self):
-        return dict(incremental=self.incremental, min_plan_bytes=self.min_plan_bytes,
-                    profile=self.profile, schedule=self._scheduler, allow_gc=self._allow_gc)
+        return dict(
+            incremental=self.incremental,
+            min_plan_bytes=self.min_plan_bytes,
+            profile=self.profile,
+            schedule=self._scheduler,
+            allow_gc=self._allow_gc,
+        )
 
     def accept(self, fgraph, no_recycling=None, profile=None):
         """Bind to ``fgraph`` (a fresh linker when already bound to another graph)."""
         if self.fgraph is not None and self.fgraph is not fgraph:
             return type(self)(**self._options()).accept(fgraph, no_recycling, profile)
         self.fgraph = fgraph
-        self.no_recycling = list(no_recycling or [])
+        # None: nothing known, every output is the caller's; a list (FunctionMaker's):
+        # the outputs not in it are borrowed (Out(borrow=True)).
+        self.no_recycling = None if no_recycling is None else list(no_recycling)
         if profile:
             self.profile = profile
         mapping = getattr(fgraph, "update_mapping", None) or {}
@@ -91,32 +106,45 @@ class CPULinker(Linker):
         if input_storage is None:
             input_storage = [[None] for _ in fgraph.inputs]
         if len(input_storage) != len(fgraph.inputs):
-            raise ValueError(f"input_storage has {len(input_storage)} cells, the graph has "
-                             f"{len(fgraph.inputs)} inputs")
+            raise ValueError(
+                f"input_storage has {len(input_storage)} cells, the graph has "
+                f"{len(fgraph.inputs)} inputs"
+            )
         if output_storage is None:
             output_storage = [[None] for _ in fgraph.outputs]
         if len(output_storage) != len(fgraph.outputs):
-            raise ValueError(f"output_storage has {len(output_storage)} cells, the graph has "
-                             f"{len(fgraph.outputs)} outputs")
+            raise ValueError(
+                f"output_storage has {len(output_storage)} cells, the graph has "
+                f"{len(fgraph.outputs)} outputs"
+            )
         # Outputs the caller may keep between calls; all others (Out(borrow=True)) may
         # live in buffers the plan reuses.
-        kept = set(self.no_recycling)
-        borrowed = [o for o in fgraph.outputs if o.owner is not None and o not in kept]
-        if not self.no_recycling:
-            borrowed = []  # no information: treat every output as the caller's
-        program = Program(fgraph, self.schedule(fgraph), updates=self.updates,
-                          borrowed=borrowed, incremental=self.incremental,
-                          min_plan_bytes=self.min_plan_bytes)
+        borrowed = []
+        if self.no_recycling is not None:
+            kept = set(self.no_recycling)
+            borrowed = [o for o in fgraph.outputs if o.owner is not None and o not in kept]
+        program = Program(
+            fgraph,
+            self.schedule(fgraph),
+            updates=self.updates,
+            borrowed=borrowed,
+            incremental=self.incremental,
+            min_plan_bytes=self.min_plan_bytes,
+        )
         profile = None
         if self.profile:
-            profile = self.profile if isinstance(self.profile, CPUProfile) else CPUProfile(
-                getattr(fgraph, "name", None))
+            profile = (
+                self.profile
+                if isinstance(self.profile, CPUProfile)
+                else CPUProfile(getattr(fgraph, "name", None))
+            )
             profile.set_nodes([n for n, _, _ in program.node_steps])
             profile.link_time += time.perf_counter() - t0
         thunk = CPUThunk(program, input_storage, output_storage, profile)
         ins = [Container(r, cell) for r, cell in zip(fgraph.inputs, input_storage)]
-        outs = [Container(r, cell, readonly=True)
-                for r, cell in zip(fgraph.outputs, output_storage)]
+        outs = [
+            Container(r, cell, readonly=True) for r, cell in zip(fgraph.outputs, output_storage)
+        ]
         return thunk, ins, outs
 
 
@@ -154,8 +182,9 @@ class CPUThunk:
         self.nodes_run = None
         p = program
         self._tensor = [_is_tensor_type(v.type) for v in p.inputs]
-        self._dtypes = [np.dtype(v.type.dtype) if t else None
-                        for v, t in zip(p.inputs, self._tensor)]
+        self._dtypes = [
+            np.dtype(v.type.dtype) if t else None for v, t in zip(p.inputs, self._tensor)
+        ]
         self._function = None
         self._spec = None
         if p.incremental:
@@ -174,8 +203,10 @@ class CPUThunk:
                 continue
             if not isinstance(v, np.ndarray):
                 var = self.program.inputs[k]
-                raise TypeError(f"CPU engine: input {k} ({var}) has no array value "
-                                f"(got {type(v).__name__}); expected {var.type}")
+                raise TypeError(
+                    f"CPU engine: input {k} ({var}) has no array value "
+                    f"(got {type(v).__name__}); expected {var.type}"
+                )
             sig.append(v.shape)
         return tuple(sig)
 
@@ -204,14 +235,16 @@ class CPUThunk:
             if p.incremental:
                 n = len(_persistent(plan))
                 plan.inc_values = [None] * n
-                plan.core, plan.source_core = build_core(plan, "incremental",
-                                                         {"_V": plan.inc_values})
+                plan.core, plan.source_core = build_core(
+                    plan, "incremental", {"_V": plan.inc_values}
+                )
             elif self.profile is not None:
                 prof = self.profile
                 # One time and count per node, shared by every plan.
                 times, calls = _Counters(prof), _Counters(prof, calls=True)
-                plan.core, plan.source_core = build_core(plan, "profile",
-                                                         {"_T": times, "_N": calls})
+                plan.core, plan.source_core = build_core(
+                    plan, "profile", {"_T": times, "_N": calls}
+                )
             else:
                 plan.core, plan.source_core = build_core(plan, "core")
             if self.profile is not None:
@@ -304,15 +337,18 @@ class CPUThunk:
         if shapes is not None:
             shapes = tuple(tuple(s) if s is not None else None for s in shapes)
             if len(shapes) != len(self.program.inputs):
-                raise ValueError(f"memory_plan: {len(shapes)} shapes for "
-                                 f"{len(self.program.inputs)} inputs")
+                raise ValueError(
+                    f"memory_plan: {len(shapes)} shapes for " f"{len(self.program.inputs)} inputs"
+                )
             return self.plan_for(shapes).memory
         if self.current is None:
             static = [getattr(v.type, "shape", None) for v in self.program.inputs]
             if all(s is not None and None not in s for s in static):
                 return self.plan_for(tuple(tuple(s) for s in static)).memory
-            raise ValueError("memory_plan: no call yet and the input shapes are not static; "
-                             "call the function once or pass shapes=[...]")
+            raise ValueError(
+                "memory_plan: no call yet and the input shapes are not static; "
+                "call the function once or pass shapes=[...]"
+            )
         return self.current.memory
 
     def source(self):

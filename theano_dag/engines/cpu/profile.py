@@ -68,13 +68,20 @@ class CPUProfile:
         """A readable report (a few tables of text)."""
         lines = [f"Function profile: {self.name or '<unnamed>'} (CPU engine)"]
         per = self.call_time / self.calls * 1e6 if self.calls else 0.0
-        lines.append(f"  calls: {self.calls}, time in calls: {self.call_time:.6f} s "
-                     f"({per:.1f} us per call)")
+        lines.append(
+            f"  calls: {self.calls}, time in calls: {self.call_time:.6f} s "
+            f"({per:.1f} us per call)"
+        )
         lines.append(
             "  compile time: optimize {:.4f} s, link {:.4f} s, plan {:.4f} s ({} plan{}), "
             "codegen {:.4f} s, C compile {:.4f} s".format(
-                self.optimizer_time, self.link_time, self.plan_time, self.n_plans,
-                "" if self.n_plans == 1 else "s", self.codegen_time, self.c_compile_time,
+                self.optimizer_time,
+                self.link_time,
+                self.plan_time,
+                self.n_plans,
+                "" if self.n_plans == 1 else "s",
+                self.codegen_time,
+                self.c_compile_time,
             )
         )
         if self.memory is not None:
@@ -87,8 +94,10 @@ class CPUProfile:
                 f"allocated by numpy, {_fmt_bytes(self.own_bytes)} in own buffers"
             )
         if self.nodes_run_last is not None:
-            lines.append(f"  incremental: last call ran {self.nodes_run_last} of "
-                         f"{len(self.nodes)} nodes; {self.nodes_run_total} node runs in all")
+            lines.append(
+                f"  incremental: last call ran {self.nodes_run_last} of "
+                f"{len(self.nodes)} nodes; {self.nodes_run_total} node runs in all"
+            )
         total = sum(self.node_time) or 1.0
         lines.append("  per op type:  time(s)   share  calls  nodes  op")
         for name, (t, c, n) in sorted(self.op_totals().items(), key=lambda kv: -kv[1][0]):
@@ -97,8 +106,10 @@ class CPUProfile:
         ranked = sorted(range(len(self.nodes)), key=lambda k: -self.node_time[k])
         for k in ranked[:n_nodes]:
             t = self.node_time[k]
-            lines.append(f"    {t:12.6f}  {100 * t / total:5.1f}%  {self.node_calls[k]:5d}  "
-                         f"#{k} {self.nodes[k]}")
+            lines.append(
+                f"    {t:12.6f}  {100 * t / total:5.1f}%  {self.node_calls[k]:5d}  "
+                f"#{k} {self.nodes[k]}"
+            )
         return "\n".join(lines)
 
     def __str__(self):

@@ -10,10 +10,13 @@ generates straight-line Python source (one or a few lines per node) that
 Where a value lives (its *category*):
 
 * ``pooled``: in a planned block (``b3 = block[:n].view(dtype).reshape(shape)``);
-* ``fresh``: numpy allocates it (outputs handed to the user, small values, ops
-  without an ``out=`` form, values whose shape is unknown before the run);
-* ``alloc``: a fresh array the step writes into (an output whose natural shape
-  is not its broadcast shape);
+* ``fresh``: numpy allocates it (small outputs and values, ops without an
+  ``out=`` form, values whose shape is unknown before the run);
+* ``outblk``: an output (or what an output views) in a block each call allocates
+  afresh: the dead values before it share that block, so a chain that ends in an
+  output needs no memory besides the output;
+* ``alloc``: a fresh array the step writes into (a small output whose natural
+  shape is not its broadcast shape);
 * ``own``: a buffer of its own kept by the plan (an ``Out(borrow=True)`` output,
   every value under ``incremental``);
 * ``update``: written straight into the storage of the shared variable it
@@ -84,8 +87,16 @@ class _Ctx:
 class Program:
     """Everything about a linked graph that does not depend on the input shapes."""
 
-    def __init__(self, fgraph, order, *, updates=None, borrowed=(), incremental=False,
-                 min_plan_bytes=DEFAULT_MIN_PLAN_BYTES):
+    def __init__(
+        self,
+        fgraph,
+        order,
+        *,
+        updates=None,
+        borrowed=(),
+        incremental=False,
+        min_plan_bytes=DEFAULT_MIN_PLAN_BYTES,
+    ):
         self.fgraph = fgraph
         self.order = list(order)
         self.incremental = incremental
@@ -224,8 +235,19 @@ class Program:
                             shapes[v] = None
                     for v, d in zip(st.outputs, st.dtypes):
                         if isinstance(v, Temp):
-                            ins = [shapes.get(i) for i in st.inputs] + list(st.const_shapes)
-                            shapes[v] = broadcast_shapes(ins)
+                            ins = [shapes.get(i) for i in st.inputs]
+                            if v.like is not None:
+                                like = [
+                                    np.shape(i[1]) if isinstance(i, tuple) else shapes.get(i)
+                                    for i in v.like
+                                ]
+                                shapes[v] = broadcast_shapes(like)
+                            elif any(s is None for s in ins):
+                                shapes[v] = None
+                            elif st.temp_shape is not None:
+                                shapes[v] = tuple(st.temp_shape(ins))
+                            else:
+                                shapes[v] = broadcast_shapes(ins + list(st.const_shapes))
                         if d is not None and shapes.get(v) is None and st.kind != "view":
                             use = None
                 if use is None:
@@ -271,7 +293,7 @@ class Plan:
                 v = base[v]
         cat = {}
         incremental = p.incremental
-        for idx, (_k, st) in enumerate(self.steps):
+        for _k, st in self.steps:
             for j, v in enumerate(st.outputs):
                 d = st.dtypes[j]
                 shp = self.shapes.get(v)
@@ -286,17 +308,22 @@ class Plan:
                         # Every value must outlive the call: no block is ever reused.
                         cat[v] = "fresh" if natural else "alloc"
                     elif v in pinned:
-                        if v in p.borrowed and not incremental:
+                        if v in p.borrowed:
                             cat[v] = "own"
-                        else:
+                        elif small:
                             cat[v] = "fresh" if natural else "alloc"
+                        else:
+                            # A block allocated afresh by each call, which the value
+                            # shares with the dead values before it (in place when it
+                            # may): a chain ending in an output needs no other memory.
+                            cat[v] = "outblk"
                     elif natural and (st.prefer_fresh or small):
                         cat[v] = "fresh"
                     else:
                         cat[v] = "pooled"
         self.cat = cat
         self.update_inplace = {} if incremental else self._update_edges()
-        for w, u in self.update_inplace.items():
+        for u in self.update_inplace.values():
             cat[u] = "update"
 
     def _natural_ok(self, st, shp):
@@ -313,7 +340,7 @@ class Plan:
         for v in p.outputs:
             n_out_users[v] = n_out_users.get(v, 0) + 1
         for w, u in p.updates.items():
-            if u not in self.producer or self.cat.get(u) not in ("fresh", "alloc", "own"):
+            if u not in self.producer or self.cat.get(u) not in ("fresh", "alloc", "own", "outblk"):
                 continue
             idx, j = self.producer[u]
             st = self.steps[idx][1]
@@ -354,45 +381,81 @@ class Plan:
                         todo.append(o)
         return out
 
-    def _plan_blocks(self):
+    def _plan_blocks(self, replans=0):
         p = self.program
         cat, shapes = self.cat, self.shapes
-        pooled = [v for v, c in cat.items() if c == "pooled"]
+        pool_cats = ("pooled", "outblk")
+        pooled = [v for v, c in cat.items() if c in pool_cats]
         sizes = {v: _nbytes(shapes[v], cat_dtype(self, v)) for v in pooled}
         nodes = []
         for idx, (_k, st) in enumerate(self.steps):
             pairs = []
             for j, i in st.inplace:
                 out, inp = st.outputs[j], st.inputs[i]
-                if cat.get(out) != "pooled" or cat.get(inp) != "pooled":
+                if cat.get(out) not in pool_cats or cat.get(inp) != "pooled":
                     continue
                 if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
                     continue
                 pairs.append((out, inp))
-            nodes.append(PlanNode(outputs=st.outputs, inputs=st.inputs, inplace=pairs,
-                                  name=str(idx)))
+            nodes.append(
+                PlanNode(outputs=st.outputs, inputs=st.inputs, inplace=pairs, name=str(idx))
+            )
+        # The caller reads the outputs after the last node: their blocks stay busy.
+        returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
+        returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
+        nodes.append(PlanNode(outputs=(), inputs=tuple(returned), name="return"))
         views = {v: self.base[v] for v, c in cat.items() if c == "view"}
-        pinned = [v for v, c in cat.items() if c not in ("pooled", "view")]
-        pinned += [v for v in p.outputs if cat.get(v) == "view"]
+        pinned = [v for v, c in cat.items() if c not in pool_cats and c != "view"]
         pinned += p.inputs
         self.memory = plan_memory(nodes, sizes, pinned=pinned, views=views)
+        # What the planner was told, for check_plan (tests, DebugMode).
+        self.plan_input = (nodes, sizes)
+        # The caller keeps an output's whole block: an output much smaller than the block
+        # it landed in gets an array of its own instead (and the plan is made again).
+        wasteful = [
+            v
+            for v, (b, _o) in self.memory.assignment.items()
+            if cat[v] == "outblk" and 2 * sizes[v] < self.memory.blocks[b]
+        ]
+        if wasteful and replans < 3:
+            for v in wasteful:
+                cat[v] = "alloc"
+            return self._plan_blocks(replans + 1)
         leaked = set(pooled) - set(self.memory.assignment)
         if leaked:  # the planner pinned a root we did not expect: give it its own memory
             for v in leaked:
                 cat[v] = "own"
-        blocks = [_aligned_block(n) for n in self.memory.blocks]
+        # Blocks that end the call holding an output are allocated by each call.
+        per_call = {b for v, (b, _o) in self.memory.assignment.items() if cat[v] == "outblk"}
+        blocks = [
+            None if b in per_call else _aligned_block(n) for b, n in enumerate(self.memory.blocks)
+        ]
         self.slots: dict = {}
         self.slot_values: dict = {}
+        self.prologue: list = []
         made: dict = {}
+        u8 = p.global_name(np.dtype(np.uint8), "u8")
+        for b in sorted(per_call):
+            self.slot_values[f"bn{b}"] = self.memory.blocks[b]
+            self.prologue.append(f"_blk{b} = _empty(bn{b}, {u8})")
         for v, (b, off) in self.memory.assignment.items():
             d = cat_dtype(self, v)
             key = (b, d, shapes[v])
-            arr = made.get(key)
-            if arr is None:
-                n = sizes[v]
-                arr = blocks[b][off : off + n].view(d).reshape(shapes[v])
-                made[key] = arr
-            self._slot(v, arr)
+            if key in made:
+                self.slots[v] = made[key]
+                continue
+            n = sizes[v]
+            name = f"b{len(made)}"
+            if b in per_call:
+                dn = p.global_name(np.dtype(d), "D")
+                self.slot_values[f"{name}s"] = (off, off + n, tuple(shapes[v]))
+                self.prologue.append(
+                    f"{name} = _blk{b}[{name}s[0]:{name}s[1]].view({dn}).reshape({name}s[2])"
+                )
+            else:
+                self.slot_values[name] = blocks[b][off : off + n].view(d).reshape(shapes[v])
+            made[key] = name
+            self.slots[v] = name
         self.own_bytes = 0
         for v, c in cat.items():
             if c == "own":
@@ -405,14 +468,14 @@ class Plan:
         self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc"))
 
     def _slot(self, v, value):
-        name = f"b{len(self.slots)}"
+        name = f"bo{len(self.slots)}"
         self.slots[v] = name
         self.slot_values[name] = value
 
     def target(self, v):
         """The expression a step writes value ``v`` into (None: numpy allocates it)."""
         c = self.cat.get(v)
-        if c in ("pooled", "own"):
+        if c in ("pooled", "own", "outblk"):
             return self.slots[v]
         if c == "alloc":
             dname = self.program.global_name(np.dtype(cat_dtype(self, v)), "D")
@@ -421,6 +484,14 @@ class Plan:
             w = next(w for w, u in self.update_inplace.items() if u is v)
             return self.program.names[w]
         return None
+
+    def small(self, v):
+        """Whether value ``v`` is known to be smaller than the planning threshold."""
+        shp = self.shapes.get(v)
+        if shp is None or v not in self.producer:
+            return False
+        d = cat_dtype(self, v)
+        return d is not None and _nbytes(shp, d) < self.program.min_plan_bytes
 
     def memory_plan(self) -> MemoryPlan:
         """The memory plan of this signature (pooled values only)."""

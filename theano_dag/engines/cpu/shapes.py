@@ -244,7 +244,9 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
                 if isinstance(v, Constant):
                     data = v.data
                     known[v] = data
-                    shapes[v] = np.shape(data) if isinstance(data, np.ndarray | np.generic) else None
+                    shapes[v] = (
+                        np.shape(data) if isinstance(data, np.ndarray | np.generic) else None
+                    )
                 else:
                     shapes[v] = None
             in_shapes.append(shapes[v])

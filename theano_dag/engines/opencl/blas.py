@@ -66,8 +66,11 @@ class GemmImpl(Impl):
                 self.modes[role] = "arg"
             else:
                 self.modes[role] = "dev"
-        self.host_inputs = tuple(self.pos[3 + i] for i, r in enumerate(("alpha", "beta"))
-                                 if self.modes.get(r) == "arg")
+        self.host_inputs = tuple(
+            self.pos[3 + i] for i, r in enumerate(("alpha", "beta")) if self.modes.get(r) == "arg"
+        )
+        a_dt, b_dt = ins[self.pos[0]].type.dtype, ins[self.pos[1]].type.dtype
+        self.vector_ok = not self.is_ger and a_dt == b_dt == self.out_dtype
         key = repr((dtypes, self.pos, self.modes, self.is_ger, self._literals()))
         self.name = "gemm_" + _digest(key)
 
@@ -76,8 +79,9 @@ class GemmImpl(Impl):
         for role, p in zip(("alpha", "beta"), self.pos[3:]):
             if self.modes.get(role) == "lit":
                 v = self.node.inputs[p]
-                out[role] = c_literal(np.asarray(v.data).reshape(-1)[0], self.out_dtype,
-                                      OPENCL_TYPES)
+                out[role] = c_literal(
+                    np.asarray(v.data).reshape(-1)[0], self.out_dtype, OPENCL_TYPES
+                )
         return out
 
     # -- code -----------------------------------------------------------------------
@@ -90,8 +94,7 @@ class GemmImpl(Impl):
         ps += [f"__global const {t(a)}* A", "const long ao", "const long sa0", "const long sa1"]
         ps += [f"__global const {t(b)}* B", "const long bo", "const long sb0", "const long sb1"]
         if z is not None:
-            ps += [f"__global const {t(z)}* Z", "const long zo", "const long sz0",
-                   "const long sz1"]
+            ps += [f"__global const {t(z)}* Z", "const long zo", "const long sz0", "const long sz1"]
         for role, p in zip(("alpha", "beta"), self.pos[3:]):
             m = self.modes.get(role)
             if m == "arg":
@@ -131,43 +134,141 @@ class GemmImpl(Impl):
 
     def sources(self):
         tc = OPENCL_TYPES[self.out_dtype]
-        direct = "\n".join([
-            f"__kernel void {self.name}_d({self._params()})",
+        direct = "\n".join(
+            [
+                f"__kernel void {self.name}_d({self._params()})",
+                "{",
+                "    const long i = get_global_id(0), j = get_global_id(1);",
+                "    if (i >= M || j >= N) return;",
+                *self._scalars(),
+                f"    {tc} acc = 0;",
+                "    for (long k = 0; k < K; ++k)",
+                f"        acc += ({tc})A[ao + i * sa0 + k * sa1]"
+                f" * ({tc})B[bo + k * sb0 + j * sb1];",
+                "    " + self._store(),
+                "}",
+            ]
+        )
+        tiled = "\n".join(
+            [
+                f"__kernel void {self.name}_t({self._params()})",
+                "{",
+                f"    __local {tc} As[{TILE}][{TILE}];",
+                f"    __local {tc} Bs[{TILE}][{TILE + 1}];",
+                "    const int li = get_local_id(0), lj = get_local_id(1);",
+                "    const long i = get_global_id(0), j = get_global_id(1);",
+                "    const long i0 = get_group_id(0) * " + str(TILE) + ";",
+                "    const long j0 = get_group_id(1) * " + str(TILE) + ";",
+                *self._scalars(),
+                f"    {tc} acc = 0;",
+                f"    for (long k0 = 0; k0 < K; k0 += {TILE}) {{",
+                # Work-item (li, lj) loads A[i0+li, k0+lj] and B[k0+li, j0+lj].
+                f"        As[li][lj] = (i < M && k0 + lj < K) ? "
+                f"({tc})A[ao + i * sa0 + (k0 + lj) * sa1] : 0;",
+                f"        Bs[li][lj] = (k0 + li < K && j0 + lj < N) ? "
+                f"({tc})B[bo + (k0 + li) * sb0 + (j0 + lj) * sb1] : 0;",
+                "        barrier(CLK_LOCAL_MEM_FENCE);",
+                f"        for (int kk = 0; kk < {TILE}; ++kk) acc += As[li][kk] * Bs[kk][lj];",
+                "        barrier(CLK_LOCAL_MEM_FENCE);",
+                "    }",
+                "    if (i < M && j < N) " + self._store(),
+                "}",
+            ]
+        )
+        out = {self.name + "_d": direct + "\n", self.name + "_t": tiled + "\n"}
+        if self.vector_ok:
+            out[self.name + "_v"] = self._nn_source()
+            out[self.name + "_n"] = self._nt_source()
+        return out
+
+    # Register-blocked kernels for CPUs (and fine on GPUs): the driver turns the
+    # vector types into SIMD. "nn": B rows contiguous, a work-item computes a 4x8 block
+    # of C from 8-wide loads of B. "nt": A rows and B columns contiguous along K, a
+    # work-item computes 1x4 dot products from 8-wide loads of both.
+
+    def _row_stores(self, rows, width):
+        tc = OPENCL_TYPES[self.out_dtype]
+        lines = [f"    {tc} t[{width}];"]
+        for r in range(rows):
+            lines += [
+                f"    if (i0 + {r} < M) {{",
+                f"        vstore{width}(acc{r}, 0, t);",
+                f"        const long i = i0 + {r};",
+                f"        for (int q = 0; q < {width}; ++q) {{",
+                "            const long j = j0 + q;",
+                f"            const {tc} acc = t[q];",
+                "            if (j < N) " + self._store(),
+                "        }",
+                "    }",
+            ]
+        return lines
+
+    def _nn_source(self):
+        tc = OPENCL_TYPES[self.out_dtype]
+        rows, w = 4, 8
+        lines = [
+            f"__kernel void {self.name}_v({self._params()})",
             "{",
-            "    const long i = get_global_id(0), j = get_global_id(1);",
-            "    if (i >= M || j >= N) return;",
+            f"    const long i0 = get_global_id(0) * {rows}, j0 = get_global_id(1) * {w};",
+            "    if (i0 >= M || j0 >= N) return;",
             *self._scalars(),
-            f"    {tc} acc = 0;",
-            "    for (long k = 0; k < K; ++k)",
-            f"        acc += ({tc})A[ao + i * sa0 + k * sa1] * ({tc})B[bo + k * sb0 + j * sb1];",
-            "    " + self._store(),
-            "}",
-        ])
-        tiled = "\n".join([
-            f"__kernel void {self.name}_t({self._params()})",
-            "{",
-            f"    __local {tc} As[{TILE}][{TILE}];",
-            f"    __local {tc} Bs[{TILE}][{TILE + 1}];",
-            "    const int li = get_local_id(0), lj = get_local_id(1);",
-            "    const long i = get_global_id(0), j = get_global_id(1);",
-            "    const long i0 = get_group_id(0) * " + str(TILE) + ";",
-            "    const long j0 = get_group_id(1) * " + str(TILE) + ";",
-            *self._scalars(),
-            f"    {tc} acc = 0;",
-            f"    for (long k0 = 0; k0 < K; k0 += {TILE}) {{",
-            # Work-item (li, lj) loads A[i0+li, k0+lj] and B[k0+li, j0+lj].
-            f"        As[li][lj] = (i < M && k0 + lj < K) ? ({tc})A[ao + i * sa0 + (k0 + lj) * sa1]"
-            " : 0;",
-            f"        Bs[li][lj] = (k0 + li < K && j0 + lj < N) ? "
-            f"({tc})B[bo + (k0 + li) * sb0 + (j0 + lj) * sb1] : 0;",
-            "        barrier(CLK_LOCAL_MEM_FENCE);",
-            f"        for (int kk = 0; kk < {TILE}; ++kk) acc += As[li][kk] * Bs[kk][lj];",
-            "        barrier(CLK_LOCAL_MEM_FENCE);",
+            # Rows past M read row M-1 (never stored): no branch in the loop.
+            *(f"    const long a{r} = ao + min(i0 + {r}, M - 1) * sa0;" for r in range(rows)),
+            *(f"    {tc}{w} acc{r} = 0;" for r in range(rows)),
+            f"    if (j0 + {w} <= N) {{",
+            "        for (long k = 0; k < K; ++k) {",
+            f"            const {tc}{w} b = vload{w}(0, B + bo + k * sb0 + j0);",
+            *(f"            acc{r} += ({tc})A[a{r} + k * sa1] * b;" for r in range(rows)),
+            "        }",
+            "    } else {",
+            f"        {tc} t0[{w}] = {{0}}, t1[{w}] = {{0}}, t2[{w}] = {{0}}, t3[{w}] = {{0}};",
+            "        for (long k = 0; k < K; ++k)",
+            f"            for (int q = 0; q < {w} && j0 + q < N; ++q) {{",
+            f"                const {tc} b = ({tc})B[bo + k * sb0 + j0 + q];",
+            *(f"                t{r}[q] += ({tc})A[a{r} + k * sa1] * b;" for r in range(rows)),
+            "            }",
+            *(f"        acc{r} = vload{w}(0, t{r});" for r in range(rows)),
             "    }",
-            "    if (i < M && j < N) " + self._store(),
+            *self._row_stores(rows, w),
             "}",
-        ])
-        return {self.name + "_d": direct + "\n", self.name + "_t": tiled + "\n"}
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _nt_source(self):
+        tc = OPENCL_TYPES[self.out_dtype]
+        cols, w = 4, 8
+        lines = [
+            f"__kernel void {self.name}_n({self._params()})",
+            "{",
+            f"    const long i0 = get_global_id(0), j0 = get_global_id(1) * {cols};",
+            "    if (i0 >= M || j0 >= N) return;",
+            *self._scalars(),
+            "    const long ar = ao + i0 * sa0;",
+            *(f"    const long b{c} = bo + min(j0 + {c}, N - 1) * sb1;" for c in range(cols)),
+            *(f"    {tc}{w} v{c} = 0;" for c in range(cols)),
+            f"    const long K8 = K - K % {w};",
+            f"    for (long k = 0; k < K8; k += {w}) {{",
+            f"        const {tc}{w} a = vload{w}(0, A + ar + k);",
+            *(f"        v{c} += a * vload{w}(0, B + b{c} + k);" for c in range(cols)),
+            "    }",
+            f"    {tc} t[{cols}];",
+            *(
+                f"    t[{c}] = v{c}.s0 + v{c}.s1 + v{c}.s2 + v{c}.s3 + v{c}.s4 + v{c}.s5 + v{c}.s6"
+                f" + v{c}.s7;"
+                for c in range(cols)
+            ),
+            "    for (long k = K8; k < K; ++k) {",
+            *(f"        t[{c}] += A[ar + k] * B[b{c} + k];" for c in range(cols)),
+            "    }",
+            "    const long i = i0;",
+            f"    for (int q = 0; q < {cols}; ++q) {{",
+            "        const long j = j0 + q;",
+            f"        const {tc} acc = t[q];",
+            "        if (j < N) " + self._store(),
+            "    }",
+            "}",
+        ]
+        return "\n".join(lines) + "\n"
 
     # -- running --------------------------------------------------------------------
 
@@ -195,15 +296,17 @@ class GemmImpl(Impl):
             m, k, sa0, sa1 = self._as_matrix(a, "A")
             k2, n, sb0, sb1 = self._as_matrix(b, "B")
             if k != k2:
-                raise ValueError(f"{op}: shapes {a.shape} and {b.shape} are not aligned "
-                                 f"({k} != {k2})")
+                raise ValueError(
+                    f"{op}: shapes {a.shape} and {b.shape} are not aligned " f"({k} != {k2})"
+                )
         out_shape = self.node.outputs[0].type.ndim
         if pz is not None:
             z = inputs[pz]
             shape = z.shape
             if tuple(z.shape) != ((m, n) if z.ndim == 2 else (m,)):
-                raise ValueError(f"{op}: incompatible shapes: z {z.shape}, operands "
-                                 f"{a.shape} and {b.shape}")
+                raise ValueError(
+                    f"{op}: incompatible shapes: z {z.shape}, operands " f"{a.shape} and {b.shape}"
+                )
         else:
             shape = tuple(([m] if a.ndim == 2 else []) + ([n] if b.ndim == 2 else []))
         if len(shape) != out_shape:  # pragma: no cover - make_node guarantees it
@@ -223,7 +326,12 @@ class GemmImpl(Impl):
             elif mode == "dev":
                 args += [inputs[p].data, I64(inputs[p].elem_offset)]
         args += [y.data, I64(y.elem_offset)]
-        if m >= TILE and n >= TILE:
+        big = m * n * k >= 32768
+        if self.vector_ok and big and sb1 == 1 and n >= 8:
+            self.launch(self.name + "_v", (-(-m // 4), -(-n // 8)), args)
+        elif self.vector_ok and big and sa1 == 1 and sb0 == 1 and k >= 8:
+            self.launch(self.name + "_n", (m, -(-n // 4)), args)
+        elif m >= TILE and n >= TILE:
             gs = (-(-m // TILE) * TILE, -(-n // TILE) * TILE)
             self.launch(self.name + "_t", gs, args, (TILE, TILE))
         else:

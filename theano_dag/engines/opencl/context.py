@@ -19,7 +19,6 @@ hits.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import threading
@@ -80,7 +79,7 @@ class TransferStats:
     h2d_bytes: int = 0
     d2h_bytes: int = 0
 
-    def snapshot(self) -> "TransferStats":
+    def snapshot(self) -> TransferStats:
         """A copy of the counts now (subtract two snapshots to count one call)."""
         return TransferStats(self.h2d, self.d2h, self.h2d_bytes, self.d2h_bytes)
 
@@ -105,7 +104,8 @@ def _pick(items, pattern, describe, what):
     )
 
 
-def _select_device(cl):
+def _candidates(cl):
+    """The devices matching the config, a GPU first (what the engine is for)."""
     try:
         platforms = cl.get_platforms()
     except Exception as e:  # the ICD loader found no platform at all
@@ -113,108 +113,44 @@ def _select_device(cl):
     if not platforms:
         raise OpenCLUnavailable("No OpenCL platform found")
     if config.opencl__platform:
-        platform = _pick(platforms, config.opencl__platform, lambda p: p.name, "platform")
-        platforms = [platform]
+        platforms = [_pick(platforms, config.opencl__platform, lambda p: p.name, "platform")]
     devices = []
     for p in platforms:
         try:
-            devs = p.get_devices()
-        except Exception:
+            devices += p.get_devices()
+        except Exception:  # a platform with no device of any type
             continue
-        # A GPU first: it is what the engine is for; PoCL's CPU device otherwise.
-        devices += sorted(devs, key=lambda d: not (d.type & cl.device_type.GPU))
+    devices.sort(key=lambda d: not (d.type & cl.device_type.GPU))
     if not devices:
         raise OpenCLUnavailable("The OpenCL platforms have no devices")
-    return _pick(devices, config.opencl__device, lambda d: d.name, "device")
-
-
-# ---------------------------------------------------------------------------
-# PoCL on a CPU its LLVM does not know
-
-
-def _writable_ranges():
-    out = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) > 1 and parts[1].startswith("rw"):
-                lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                out.append((lo, hi))
-    return out
-
-
-def _pocl_cpu_name_for_host() -> bytes:
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = line
-                    break
-    except OSError:
-        pass
-    words = set(flags.split())
-    # Names of at most 7 characters: they must fit where "generic" was written.
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= words:
-        return b"skx"
-    if {"avx2", "fma", "bmi2"} <= words:
-        return b"haswell"
-    return b"x86-64"
-
-
-def _repair_pocl_generic_cpu(device) -> bool:
-    """Make an old PoCL build kernels on a CPU its LLVM does not recognise.
-
-    PoCL 3.0 asks LLVM for the host CPU name; an LLVM older than the CPU answers
-    "generic", which clang then refuses ("unknown target CPU 'generic'"), so no
-    kernel builds. PoCL keeps that name as a C string in its device structure:
-    this finds the string (a pointer in the first 4 KiB of the structure to the
-    bytes "generic") and writes the name of an older CPU with the same features
-    over it. Returns True if something was rewritten. Only called after a test
-    build failed with exactly that message.
-    """
-    if "Portable Computing Language" not in device.platform.name:
-        return False
-    try:
-        ranges = _writable_ranges()
-    except OSError:
-        return False
-
-    def readable(addr, n):
-        return any(lo <= addr and addr + n <= hi for lo, hi in ranges)
-
-    base = device.int_ptr
-    if not readable(base, 4096):
-        return False
-    name = _pocl_cpu_name_for_host() + b"\0"
-    done = False
-    for off in range(0, 4096, 8):
-        ptr = ctypes.c_uint64.from_address(base + off).value
-        if readable(ptr, 8) and ctypes.string_at(ptr, 8) == b"generic\0":
-            ctypes.memmove(ptr, name, len(name))
-            done = True
-    return done
+    if config.opencl__device:
+        wanted = config.opencl__device.lower()
+        devices = [d for d in devices if wanted in d.name.lower()] or [
+            _pick(devices, config.opencl__device, lambda d: d.name, "device")
+        ]
+    return devices
 
 
 _PROBE_SOURCE = "__kernel void theano_dag_probe(__global int* a) { a[get_global_id(0)] = 1; }"
 
 
-def _probe_build(cl, ctx, device):
-    """Build a trivial program; repair PoCL's CPU name if that is what fails."""
-    try:
-        cl.Program(ctx, _PROBE_SOURCE).build()
-        return
-    except cl.RuntimeError as e:
-        if "unknown target CPU" not in str(e) or not _repair_pocl_generic_cpu(device):
-            raise OpenCLUnavailable(
-                f"The OpenCL device {device.name!r} cannot build programs: {e}"
-            ) from e
-    try:
-        cl.Program(ctx, _PROBE_SOURCE + "\n").build()
-    except cl.RuntimeError as e:
-        raise OpenCLUnavailable(
-            f"The OpenCL device {device.name!r} cannot build programs: {e}"
-        ) from e
+def _select_device(cl):
+    """Return ``(device, context)`` for the first candidate that can build a program.
+
+    A device that is listed but cannot compile is skipped, not used: the pip wheel
+    of PoCL, for one, cannot build on a CPU its LLVM does not recognise
+    ("unknown target CPU 'generic'"; the Makefile then installs Debian's PoCL).
+    """
+    reasons = []
+    for device in _candidates(cl):
+        try:
+            context = cl.Context([device])
+            cl.Program(context, _PROBE_SOURCE).build()
+            return device, context
+        except Exception as e:  # noqa: BLE001  any failure means "not usable"
+            first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            reasons.append(f"{device.platform.name} / {device.name}: {first}")
+    raise OpenCLUnavailable("No OpenCL device can build programs: " + "; ".join(reasons))
 
 
 # ---------------------------------------------------------------------------
@@ -224,11 +160,10 @@ def _probe_build(cl, ctx, device):
 class DeviceContext:
     """One OpenCL device with its context, in-order queue, memory pool and caches."""
 
-    def __init__(self, cl, device):
+    def __init__(self, cl, device, context=None):
         self.cl = cl
         self.device = device
-        self.context = cl.Context([device])
-        _probe_build(cl, self.context, device)
+        self.context = context if context is not None else cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
         self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         self.has_fp64 = "cl_khr_fp64" in device.extensions or bool(
@@ -238,6 +173,7 @@ class DeviceContext:
         self.transfers = TransferStats()
         self.program_stats = {"builds": 0, "memory_hits": 0, "disk_hits": 0}
         self._programs: dict = {}
+        self._copy_kernels: dict = {}
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -276,7 +212,48 @@ class DeviceContext:
         self.transfers.d2h_bytes += nbytes
         return out
 
+    def from_host(self, array):
+        """Upload a numpy array (or number): a new contiguous DArr."""
+        from theano_dag.engines.opencl.values import DArr
+
+        array = np.ascontiguousarray(array)
+        return DArr(self.upload(array), 0, array.shape, array.dtype)
+
+    def to_host(self, d) -> np.ndarray:
+        """Download a DArr (of any strides) into a new numpy array."""
+        out = np.empty(d.shape, dtype=d.dtype)
+        if d.size == 0:
+            return out
+        if not d.is_c_contiguous:
+            d = self.contiguous(d)
+        return self.download(d.data, d.offset, d.nbytes, out)
+
+    def contiguous(self, d):
+        """A C-contiguous device copy of the DArr ``d``."""
+        from theano_dag.engines.opencl.impl import I64, copy_source
+        from theano_dag.engines.opencl.values import DArr
+        from theano_dag.scalar.basic import OPENCL_TYPES
+
+        name, src = copy_source(d.ndim, OPENCL_TYPES[d.dtype.name])
+        kernel = self._copy_kernels.get(name)
+        if kernel is None:
+            kernel = self.cl.Kernel(self.build_program(self.header() + src), name)
+            self._copy_kernels[name] = kernel
+        y = DArr(self.allocate(d.nbytes), 0, d.shape, d.dtype)
+        args = [I64(d.size)] + [I64(s) for s in d.shape[1:]]
+        args += [d.data, I64(d.elem_offset)] + [I64(s) for s in d.elem_strides()]
+        args += [y.data, I64(0)]
+        kernel.set_args(*args)
+        self.cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-d.size // 64) * 64,), (64,))
+        return y
+
     # -- programs ---------------------------------------------------------------
+
+    def header(self) -> str:
+        """What every program starts with (float64 enabled where the device has it)."""
+        if self.has_fp64:
+            return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+        return ""
 
     def _identity(self) -> str:
         d = self.device
@@ -296,8 +273,27 @@ class DeviceContext:
     def cache_dir(self) -> str:
         return os.path.join(config.compiledir, "opencl")
 
-    def build_program(self, source: str, options=()):
-        """The built program for ``source``: from memory, from disk, or built now."""
+    def driver_caches_builds(self) -> bool:
+        """Whether the driver keeps its own cache of built sources (PoCL and NVIDIA do).
+
+        Asking such a driver for a program's binary can cost more than the build
+        (PoCL compiles every kernel for it), so the disk cache is skipped there.
+        """
+        try:
+            from pyopencl.characterize import has_src_build_cache
+
+            return bool(has_src_build_cache(self.device))
+        except Exception:
+            return False
+
+    def build_program(self, source: str, options=(), persist=None):
+        """The built program for ``source``: from memory, from disk, or built now.
+
+        ``persist``: save the binary to the disk cache (None: unless the driver
+        caches builds itself).
+        """
+        if persist is None:
+            persist = not self.driver_caches_builds()
         cl = self.cl
         options = list(options)
         key = self.cache_key(source, options)
@@ -325,7 +321,8 @@ class DeviceContext:
                         + _numbered(source)
                     ) from e
                 self.program_stats["builds"] += 1
-                self._save_binary(prg, path)
+                if persist:
+                    self._save_binary(prg, path)
             self._programs[key] = prg
             return prg
 
@@ -369,8 +366,8 @@ def get_context() -> DeviceContext:
         ctx = _CONTEXTS.get(key)
         if ctx is None:
             cl = import_pyopencl()
-            device = _select_device(cl)
-            ctx = DeviceContext(cl, device)
+            device, context = _select_device(cl)
+            ctx = DeviceContext(cl, device, context)
             _CONTEXTS[key] = ctx
         return ctx
 

@@ -58,12 +58,14 @@ def vectorizable(scalar_op, dtypes) -> bool:
     for n in nodes:
         if getattr(n.op, "name", "") not in _VECTOR_SAFE:
             return False
-        if any(v.type.dtype != dtypes[0] for v in list(n.inputs) + list(n.outputs)):
+        # Constants become scalar literals cast to the compute type: fine with vectors.
+        used = [v for v in n.inputs if not isinstance(v, Constant)] + list(n.outputs)
+        if any(v.type.dtype != dtypes[0] for v in used):
             return False
     return True
 
 
-def elemwise_body(scalar_op, in_exprs, in_dtypes, out_dtypes):
+def elemwise_body(scalar_op, in_exprs, in_dtypes, out_dtypes, types=OPENCL_TYPES):
     """``(statements, output expressions)`` computing the scalar op with OpenCL types.
 
     >>> from theano_dag import scalar as ts
@@ -71,8 +73,8 @@ def elemwise_body(scalar_op, in_exprs, in_dtypes, out_dtypes):
     ([], ['(x0 + x1)'])
     """
     if isinstance(scalar_op, Composite):
-        return scalar_op.c_code_statements(in_exprs, types=OPENCL_TYPES)
-    return [], scalar_op.c_code(in_exprs, list(in_dtypes), list(out_dtypes), types=OPENCL_TYPES)
+        return scalar_op.c_code_statements(in_exprs, types=types)
+    return [], scalar_op.c_code(in_exprs, list(in_dtypes), list(out_dtypes), types=types)
 
 
 def uses_double(dtypes, code: str) -> bool:
@@ -117,7 +119,7 @@ class ElemwiseImpl(Impl):
         for k, v in enumerate(node.inputs):
             if isinstance(v, Constant) and np.size(v.data) == 1:
                 self.modes.append("lit")
-            elif k in host_scalars:
+            elif k in host_scalars and all(v.type.broadcastable):
                 self.modes.append("arg")
             elif all(v.type.broadcastable):
                 self.modes.append("one")
@@ -132,6 +134,7 @@ class ElemwiseImpl(Impl):
         self.stmts, self.out_exprs = stmts, outs
         check_fp64(ctx, node, self.in_dtypes + self.out_dtypes, "\n".join(stmts + outs))
         body = "\n".join(stmts + outs)
+        self.scalar_op = op.scalar_op
         self.tag = _digest(repr((self.in_dtypes, self.out_dtypes, self.modes, self.ndim, body)))
         self.vector = vectorizable(op.scalar_op, self.in_dtypes + self.out_dtypes) and all(
             m in ("full", "lit") for m in self.modes
@@ -184,7 +187,20 @@ class ElemwiseImpl(Impl):
         return lines
 
     def _stores(self, width: int = 0):
-        lines = ["    " + s for s in self.stmts]
+        stmts = self.stmts
+        if width:
+            # The same graph with every float of the (single) dtype a floatN vector.
+            d = self.out_dtypes[0]
+            vtypes = dict(OPENCL_TYPES, **{d: f"{OPENCL_TYPES[d]}{width}"})
+            names = [self._in_expr(k) for k in range(len(self.node.inputs))]
+            stmts, outs = elemwise_body(
+                self.scalar_op, names, self.in_dtypes, self.out_dtypes, vtypes
+            )
+            lines = ["    " + s for s in stmts]
+            for j, e in enumerate(outs):
+                lines.append(f"    vstore{width}({e}, 0, q{j} + u{j} + gid);")
+            return lines
+        lines = ["    " + s for s in stmts]
         for j, (e, d) in enumerate(zip(self.out_exprs, self.out_dtypes)):
             t = OPENCL_TYPES[d]
             if width:
@@ -206,7 +222,10 @@ class ElemwiseImpl(Impl):
 
     def sources(self):
         base = f"ew_{self.tag}"
-        out = {base + "_s": self._kernel(base + "_s", True), base + "_c": self._kernel(base + "_c", False)}
+        out = {
+            base + "_s": self._kernel(base + "_s", True),
+            base + "_c": self._kernel(base + "_c", False),
+        }
         if self.vector:
             w = VECTOR_WIDTH[self.in_dtypes[0] if self.in_dtypes else self.out_dtypes[0]]
             out[base + "_v"] = self._kernel(base + "_v", False, w)
@@ -219,7 +238,11 @@ class ElemwiseImpl(Impl):
         out_b = self.node.outputs[0].type.broadcastable
         for j, o in enumerate(self.node.outputs):
             for k, v in enumerate(self.node.inputs):
-                if self.modes[k] == "full" and v.type.broadcastable == out_b and v.type.dtype == o.type.dtype:
+                if (
+                    self.modes[k] == "full"
+                    and v.type.broadcastable == out_b
+                    and v.type.dtype == o.type.dtype
+                ):
                     pairs.append((j, k))
         return pairs
 
@@ -230,11 +253,16 @@ class ElemwiseImpl(Impl):
             lengths = {s[d] for s in shapes}
             rest = lengths - {1}
             if len(rest) > 1:
-                raise ValueError(f"{self.node.op}: input shapes {shapes} do not match along "
-                                 f"dimension {d}")
+                raise ValueError(
+                    f"{self.node.op}: input shapes {shapes} do not match along " f"dimension {d}"
+                )
             if rest and len(lengths) > 1:
                 for k, (x, m) in enumerate(zip(inputs, self.modes)):
-                    if m == "full" and x.shape[d] == 1 and not self.node.inputs[k].type.broadcastable[d]:
+                    if (
+                        m == "full"
+                        and x.shape[d] == 1
+                        and not self.node.inputs[k].type.broadcastable[d]
+                    ):
                         raise ValueError(
                             f"{self.node.op}: input shapes {shapes} differ along dimension {d}, "
                             f"and input {k} has length 1 there but is not declared broadcastable"
@@ -260,7 +288,9 @@ class ElemwiseImpl(Impl):
                     self.launch(base + "_v", (nv,), self._args(inputs, outs, nv * w, False, 0))
                 start = nv * w
             if start < n:
-                self.launch(base + "_c", (n - start,), self._args(inputs, outs, n - start, False, start))
+                self.launch(
+                    base + "_c", (n - start,), self._args(inputs, outs, n - start, False, start)
+                )
         else:
             self.launch(base + "_s", (n,), self._args(inputs, outs, n, True, 0, shape))
         return outs
@@ -290,10 +320,33 @@ def _elemwise_factory(node, ctx, host_scalars=frozenset()):
 
 _elemwise_factory.takes_host_scalars = True
 
-def _install():
+
+def _adagrad_factory(node, ctx, host_scalars=frozenset()):
+    """``Adagrad(eps)`` as the Composite ``(acc + g*g, g / sqrt(acc + g*g + eps))``."""
+    from theano_dag import scalar as ts
+    from theano_dag.scalar.basic import ScalarConstant, get_scalar_type
     from theano_dag.tensor.elemwise import Elemwise
 
+    dtype = node.outputs[0].type.dtype
+    acc, g = (get_scalar_type(v.type.dtype)() for v in node.inputs)
+    eps = ScalarConstant(get_scalar_type(dtype), np.asarray(node.op.eps, dtype=dtype)[()])
+    new_acc = ts.add(acc, ts.mul(g, g))
+    step = ts.true_div(g, ts.sqrt(ts.add(new_acc, eps)))
+    proxy = Elemwise(Composite([acc, g], [new_acc, step])).make_node(*node.inputs)
+    impl = ElemwiseImpl(proxy, ctx, host_scalars)
+    impl.node = node
+    return impl
+
+
+_adagrad_factory.takes_host_scalars = True
+
+
+def _install():
+    from theano_dag.tensor.elemwise import Elemwise
+    from theano_dag.tensor.fused import Adagrad
+
     register_impl(Elemwise)(_elemwise_factory)
+    register_impl(Adagrad)(_adagrad_factory)
 
 
 _install()

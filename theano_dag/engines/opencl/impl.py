@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 I64 = np.int64
+# Work-group shapes for 1-, 2- and 3-d launches that leave the size to the engine.
+_GROUPS = {1: (64,), 2: (8, 8), 3: (4, 4, 4)}
 
 
 class Unsupported(Exception):
@@ -46,6 +48,7 @@ class Impl:
         self.node = node
         self.ctx = ctx
         self.kernels: dict = {}
+        self.last_launch = None  # the kernel this node ran last (tests, profiles)
 
     def view_of(self) -> dict:
         """``{output index: input index}`` for outputs that alias an input."""
@@ -65,10 +68,19 @@ class Impl:
         self.kernels = {name: cl.Kernel(program, name) for name in self.sources()}
 
     def launch(self, name, gsize, args, lsize=None):
-        """Enqueue kernel ``name`` over ``gsize`` work-items (nothing when it is 0)."""
+        """Enqueue kernel ``name`` over ``gsize`` work-items (nothing when it is 0).
+
+        Without ``lsize`` the work-group size is fixed (``GROUP`` items, the
+        global size padded to a multiple: kernels check their bounds), so that a
+        driver that compiles per work-group size (PoCL) compiles each kernel once.
+        """
         if any(g == 0 for g in gsize):
             return
+        if lsize is None:
+            lsize = _GROUPS[len(gsize)]
+            gsize = tuple(-(-g // w) * w for g, w in zip(gsize, lsize))
         k = self.kernels[name]
+        self.last_launch = name
         k.set_args(*args)
         self.ctx.cl.enqueue_nd_range_kernel(self.ctx.queue, k, gsize, lsize)
 
@@ -231,23 +243,28 @@ class _ReshapeImpl(_ViewImpl):
         op = self.node.op
         shp = [int(s) for s in np.asarray(shp).reshape(-1)]
         if len(shp) != op.ndim:
-            raise ValueError(f"{op}: the shape {tuple(shp)} has {len(shp)} entries, "
-                             f"expected {op.ndim}")
+            raise ValueError(
+                f"{op}: the shape {tuple(shp)} has {len(shp)} entries, " f"expected {op.ndim}"
+            )
         if shp.count(-1) > 1 or any(s < -1 for s in shp):
             raise ValueError(f"{op}: invalid shape {tuple(shp)}")
         if -1 in shp:
             rest = int(np.prod([s for s in shp if s != -1]))
             if rest == 0 or x.size % rest:
-                raise ValueError(f"{op}: cannot reshape an array of shape {x.shape} into "
-                                 f"shape {tuple(shp)}")
+                raise ValueError(
+                    f"{op}: cannot reshape an array of shape {x.shape} into " f"shape {tuple(shp)}"
+                )
             shp[shp.index(-1)] = x.size // rest
         if int(np.prod(shp)) != x.size:
-            raise ValueError(f"{op}: cannot reshape an array of shape {x.shape} into shape "
-                             f"{tuple(shp)}")
+            raise ValueError(
+                f"{op}: cannot reshape an array of shape {x.shape} into shape " f"{tuple(shp)}"
+            )
         for d, s in enumerate(self.node.outputs[0].type.shape):
             if s is not None and shp[d] != s:
-                raise ValueError(f"{op}: output shape {tuple(shp)} differs from the static "
-                                 f"shape {self.node.outputs[0].type.shape}")
+                raise ValueError(
+                    f"{op}: output shape {tuple(shp)} differs from the static "
+                    f"shape {self.node.outputs[0].type.shape}"
+                )
         if not x.is_c_contiguous:
             # Not a view then: a contiguous copy first (the planner was told "view", so
             # this copy is allocated outside the plan).
@@ -289,8 +306,8 @@ class _SubtensorImpl(_ViewImpl):
                 offset += start * st
             shape.append(length)
             strides.append(st * step)
-        shape += x.shape[len(op.idx_list):]
-        strides += x.strides[len(op.idx_list):]
+        shape += x.shape[len(op.idx_list) :]
+        strides += x.strides[len(op.idx_list) :]
         return [x.view(shape, strides, offset)]
 
 

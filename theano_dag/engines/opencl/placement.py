@@ -59,7 +59,7 @@ def _is_small_host_result(node) -> bool:
     for o in node.outputs:
         ndim = getattr(o.type, "ndim", None)
         dtype = getattr(o.type, "dtype", "")
-        if ndim == 0:
+        if ndim == 0 or all(getattr(o.type, "broadcastable", ())):
             continue
         if ndim == 1 and (dtype.startswith("int") or dtype.startswith("uint")):
             continue
@@ -128,16 +128,20 @@ def place(fgraph, ctx, host_fallback: bool) -> Placement:
                 loc[o] = HOST
             continue
         in_locs = [pl.location(v) for v in node.inputs]
-        if all(loc_ == HOST or isinstance(v, Constant) for v, loc_ in zip(node.inputs, in_locs)) \
-                and any(loc_ == HOST for loc_ in in_locs) and _is_small_host_result(node):
+        if (
+            all(loc_ == HOST or isinstance(v, Constant) for v, loc_ in zip(node.inputs, in_locs))
+            and any(loc_ == HOST for loc_ in in_locs)
+            and _is_small_host_result(node)
+        ):
             # Shape arithmetic: the values are already on the host and tiny.
             pl.where[node] = "host"
             for o in node.outputs:
                 loc[o] = HOST
             continue
         host_scalars = {
-            i for i, (v, loc_) in enumerate(zip(node.inputs, in_locs))
-            if loc_ == HOST and getattr(v.type, "ndim", None) == 0
+            i
+            for i, (v, loc_) in enumerate(zip(node.inputs, in_locs))
+            if loc_ == HOST and all(getattr(v.type, "broadcastable", (False,)))
         }
         try:
             impl = make_impl(node, ctx, host_scalars)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.engines.opencl.elemwise import _digest, check_fp64
+from theano_dag.engines.opencl.elemwise import _digest, check_fp64, elemwise_body
 from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
 from theano_dag.scalar.basic import OPENCL_TYPES
 
@@ -30,19 +30,20 @@ _INT_MAX = {
 }  # fmt: skip
 
 
-def index_code(dims, var: str, offset: str, prefix: str) -> list:
-    """Lines turning the flat index ``var`` into ``offset`` over ``dims`` (C order), with
-    sizes ``{prefix}d{k}`` and element strides ``{prefix}s{k}`` as kernel parameters.
+def index_code(dims, var: str, offset: str, prefix: str, sprefix: str | None = None) -> list:
+    """Lines adding to ``offset`` the element offset of flat index ``var`` over ``dims`` (C
+    order): sizes are the kernel parameters ``{prefix}d{k}``, strides ``{sprefix}s{k}``.
 
     >>> index_code([0, 1], "m", "off", "k")
     ['long m_r = m;', 'off += (m_r % kd1) * ks1; m_r /= kd1;', 'off += m_r * ks0;']
     """
     if not dims:
         return []
+    sp = prefix if sprefix is None else sprefix
     lines = [f"long {var}_r = {var};"]
     for j in range(len(dims) - 1, 0, -1):
-        lines.append(f"{offset} += ({var}_r % {prefix}d{j}) * {prefix}s{j}; {var}_r /= {prefix}d{j};")
-    lines.append(f"{offset} += {var}_r * {prefix}s0;")
+        lines.append(f"{offset} += ({var}_r % {prefix}d{j}) * {sp}s{j}; {var}_r /= {prefix}d{j};")
+    lines.append(f"{offset} += {var}_r * {sp}s0;")
     return lines
 
 
@@ -104,47 +105,97 @@ def _reduce_kind(op):
 
 
 class ReduceImpl(Impl):
-    """``CAReduce`` and its subclasses (see the module docstring)."""
+    """``CAReduce`` and its subclasses, and ``FusedReduce`` (a reduction of an elementwise
+    expression of several broadcast inputs, never materialised)."""
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
+        from theano_dag.tensor.fused import FusedReduce
+
         op = node.op
-        (x,) = node.inputs
-        self.kind = _reduce_kind(op)
-        self.ndim = x.ndim
-        self.axes = tuple(range(x.ndim)) if op.axis is None else tuple(op.axis)
-        self.kept = tuple(d for d in range(x.ndim) if d not in self.axes)
-        self.in_dtype = x.type.dtype
+        fused = isinstance(op, FusedReduce)
+        red = op.reduce_op if fused else op
+        self.kind = _reduce_kind(red)
+        self.ndim = max(v.ndim for v in node.inputs)
+        self.axes = tuple(range(self.ndim)) if red.axis is None else tuple(red.axis)
+        self.kept = tuple(d for d in range(self.ndim) if d not in self.axes)
+        self.in_dtypes = [v.type.dtype for v in node.inputs]
         self.out_dtype = node.outputs[0].type.dtype
-        if self.kind in ("and", "or"):
-            self.acc_dtype = "int32"
+        if fused:
+            mid = op.scalar_op.output_types(tuple(self.in_dtypes))[0]
+            names = [f"x{k}[off{k}]" for k in range(len(node.inputs))]
+            try:
+                stmts, outs = elemwise_body(op.scalar_op, names, self.in_dtypes, [mid])
+            except (NotImplementedError, KeyError, TypeError) as e:
+                raise Unsupported(f"{op}: no OpenCL expression ({e})") from None
+            if any(v.ndim != self.ndim for v in node.inputs):
+                raise Unsupported(f"{op}: inputs of different ranks")
         else:
-            self.acc_dtype = op.acc_dtype_for(self.in_dtype)
-        for d in (self.in_dtype, self.out_dtype, self.acc_dtype):
+            mid = self.in_dtypes[0]
+            stmts, outs = [], ["x0[off0]"]
+        self.stmts, self.expr, self.mid_dtype = stmts, outs[0], mid
+        self.acc_dtype = "int32" if self.kind in ("and", "or") else red.acc_dtype_for(mid)
+        for d in self.in_dtypes + [mid, self.out_dtype, self.acc_dtype]:
             if d not in OPENCL_TYPES or d == "float16":
                 raise Unsupported(f"{op}: dtype {d} has no OpenCL kernel here")
-        check_fp64(ctx, node, [self.in_dtype, self.out_dtype, self.acc_dtype])
-        self.name = "red_" + _digest(repr((self.kind, self.ndim, self.axes, self.in_dtype,
-                                           self.out_dtype, self.acc_dtype)))
+        check_fp64(
+            ctx,
+            node,
+            self.in_dtypes + [mid, self.out_dtype, self.acc_dtype],
+            "\n".join(stmts + outs),
+        )
+        self.name = "red_" + _digest(
+            repr(
+                (
+                    self.kind,
+                    self.ndim,
+                    self.axes,
+                    self.in_dtypes,
+                    self.out_dtype,
+                    self.acc_dtype,
+                    stmts,
+                    outs,
+                )
+            )
+        )
 
     def sources(self):
-        ti, to, ta = (OPENCL_TYPES[d] for d in (self.in_dtype, self.out_dtype, self.acc_dtype))
-        load = "(x[off] != 0)" if self.kind in ("and", "or") else f"(({ta})x[off])"
+        to, ta = OPENCL_TYPES[self.out_dtype], OPENCL_TYPES[self.acc_dtype]
+        tm = OPENCL_TYPES[self.mid_dtype]
+        n_in = len(self.node.inputs)
+        value = f"(({tm})({self.expr}))"
+        load = f"({value} != 0)" if self.kind in ("and", "or") else f"(({ta}){value})"
         comb = _combine(self.kind, self.acc_dtype)
+        params = "".join(f", const long kd{j}" for j in range(len(self.kept)))
+        params += "".join(f", const long rd{j}" for j in range(len(self.axes)))
+        for k, d in enumerate(self.in_dtypes):
+            params += f", __global const {OPENCL_TYPES[d]}* x{k}, const long o{k}"
+            params += "".join(f", const long k{k}s{j}" for j in range(len(self.kept)))
+            params += "".join(f", const long r{k}s{j}" for j in range(len(self.axes)))
         lines = [
-            f"__kernel void {self.name}(const long R{_dim_params(len(self.kept), 'k')}"
-            f"{_dim_params(len(self.axes), 'r')}, __global const {ti}* x, const long xo, "
+            f"__kernel void {self.name}(const long R{params}, "
             f"__global {to}* y, const long yo, __local {ta}* sc)",
             "{",
             "    const long m = get_group_id(0);",
             "    const int lid = get_local_id(0);",
             "    const int L = get_local_size(0);",
-            "    long base = xo;",
-            *("    " + s for s in index_code(self.kept, "m", "base", "k")),
+        ]
+        for k in range(n_in):
+            lines.append(f"    long base{k} = o{k};")
+            lines.append(
+                "    { " + " ".join(index_code(self.kept, "m", f"base{k}", "k", f"k{k}")) + " }"
+            )
+        lines += [
             f"    {ta} acc = {_identity(self.kind, self.acc_dtype)};",
             "    for (long t = lid; t < R; t += L) {",
-            "        long off = base;",
-            *("        " + s for s in index_code(self.axes, "t", "off", "r")),
+        ]
+        for k in range(n_in):
+            lines.append(f"        long off{k} = base{k};")
+            lines.append(
+                "        { " + " ".join(index_code(self.axes, "t", f"off{k}", "r", f"r{k}")) + " }"
+            )
+        lines += ["        " + st for st in self.stmts]
+        lines += [
             f"        const {ta} a = acc, b = {load};",
             f"        acc = {comb};",
             "    }",
@@ -163,21 +214,30 @@ class ReduceImpl(Impl):
         return {self.name: "\n".join(lines) + "\n"}
 
     def run(self, inputs, out):
-        (x,) = inputs
-        for a in self.axes:
-            if a >= x.ndim:
-                raise ValueError(f"{self.node.op}: axis {a} out of range for shape {x.shape}")
-        shape = tuple(x.shape[d] for d in self.kept)
+        full = []
+        for d in range(self.ndim):
+            lengths = {x.shape[d] for x in inputs} - {1}
+            if len(lengths) > 1:
+                raise ValueError(
+                    f"{self.node.op}: input shapes {[x.shape for x in inputs]} "
+                    f"do not match along dimension {d}"
+                )
+            full.append(lengths.pop() if lengths else 1)
+        shape = tuple(full[d] for d in self.kept)
         y = out(0, shape, self.out_dtype)
         m = int(np.prod(shape)) if shape else 1
-        r = int(np.prod([x.shape[d] for d in self.axes])) if self.axes else 1
+        r = int(np.prod([full[d] for d in self.axes])) if self.axes else 1
         group = 1
         if r > 64 and m < 4096:
             group = min(128, self.ctx.max_work_group_size)
             group = 1 << (group.bit_length() - 1)  # a power of two, for the tree
         itemsize = np.dtype(self.acc_dtype).itemsize
-        args = [I64(r)] + _dim_args(x, self.kept) + _dim_args(x, self.axes)
-        args += [x.data, I64(x.elem_offset), y.data, I64(y.elem_offset)]
+        args = [I64(r)] + [I64(full[d]) for d in self.kept] + [I64(full[d]) for d in self.axes]
+        for x in inputs:
+            st = x.elem_strides()
+            args += [x.data, I64(x.elem_offset)]
+            args += [I64(st[d]) for d in self.kept] + [I64(st[d]) for d in self.axes]
+        args += [y.data, I64(y.elem_offset)]
         args.append(self.ctx.cl.LocalMemory(itemsize * group))
         self.launch(self.name, (m * group,), args, (group,))
         return [y]
@@ -253,7 +313,10 @@ class SoftmaxImpl(Impl):
 
         op = node.op
         self.kind = (
-            "grad" if isinstance(op, SoftmaxGrad) else "log" if isinstance(op, LogSoftmax)
+            "grad"
+            if isinstance(op, SoftmaxGrad)
+            else "log"
+            if isinstance(op, LogSoftmax)
             else "softmax"
         )
         ref = node.inputs[-1]
@@ -311,7 +374,8 @@ class SoftmaxImpl(Impl):
                 ]
             else:
                 lines.append(
-                    "    for (long j = 0; j < K; ++j) y[by + j * ay] = exp(x0[b0 + j * a0] - mx) / s;"
+                    "    for (long j = 0; j < K; ++j)"
+                    " y[by + j * ay] = exp(x0[b0 + j * a0] - mx) / s;"
                 )
         lines.append("}")
         return {self.name: "\n".join(lines) + "\n"}
@@ -319,8 +383,9 @@ class SoftmaxImpl(Impl):
     def run(self, inputs, out):
         ref = inputs[-1]
         if len(inputs) == 2 and inputs[0].shape != ref.shape:
-            raise ValueError(f"{self.node.op}: dy {inputs[0].shape} and sm {ref.shape} differ "
-                             "in shape")
+            raise ValueError(
+                f"{self.node.op}: dy {inputs[0].shape} and sm {ref.shape} differ " "in shape"
+            )
         y = out(0, ref.shape, self.dtypes[-1])
         m = int(np.prod([ref.shape[d] for d in self.kept])) if self.kept else 1
         args = [I64(m), I64(ref.shape[self.axis])]
@@ -335,10 +400,11 @@ class SoftmaxImpl(Impl):
 
 def _install():
     from theano_dag.tensor.elemwise import CAReduce
+    from theano_dag.tensor.fused import FusedReduce
     from theano_dag.tensor.math import Argmax
     from theano_dag.tensor.nnet.nnet import LogSoftmax, Softmax, SoftmaxGrad
 
-    register_impl(CAReduce)(ReduceImpl)
+    register_impl(CAReduce, FusedReduce)(ReduceImpl)
     register_impl(Argmax)(ArgImpl)
     register_impl(Softmax, LogSoftmax, SoftmaxGrad)(SoftmaxImpl)
 

@@ -100,11 +100,13 @@ class DArr:
             out.append(q)
         return tuple(out)
 
-    def view(self, shape, strides, offset=None) -> "DArr":
+    def view(self, shape, strides, offset=None) -> DArr:
         """Another view of the same buffer."""
-        return DArr(self.data, self.offset if offset is None else offset, shape, self.dtype, strides)
+        return DArr(
+            self.data, self.offset if offset is None else offset, shape, self.dtype, strides
+        )
 
-    def transpose(self, axes) -> "DArr":
+    def transpose(self, axes) -> DArr:
         return self.view([self.shape[a] for a in axes], [self.strides[a] for a in axes])
 
     def __repr__(self):

@@ -3,7 +3,7 @@
 Each rule keeps the type of what it replaces (dtype and broadcast pattern: ``x * 0``
 becomes zeros of the shape ``x * 0`` had, not a scalar 0). Rules tagged
 ``nonfinite_unsafe`` are exact for finite numbers but not for inf and NaN
-(``inf - inf`` is NaN, not 0); FAST_RUN uses them, as Theano does, and
+(``inf - inf`` is NaN, not 0: ``x - x -> 0``, ``x * 0 -> 0``); FAST_RUN uses them, as Theano does, and
 ``mode.excluding("nonfinite_unsafe")`` leaves them out.
 """
 
@@ -52,6 +52,12 @@ __all__ = [
 # Tag of rewrites that are exact for finite values only.
 NONFINITE_UNSAFE = "nonfinite_unsafe"
 
+# The elementwise ops whose arguments may be reordered (tracked by instance, so that a
+# rule only meets the nodes it can change).
+COMMUTATIVE_OPS = [
+    tm.add, tm.mul, tm.maximum, tm.minimum, tm.eq, tm.neq, tm.and_, tm.or_, tm.xor
+]
+
 
 def _replace_neutral(node, neutral, scalar_cls):
     """Drop the constant ``neutral`` inputs of an ``scalar_cls`` node (``x + 0``, ``x * 1``)."""
@@ -72,21 +78,21 @@ def _replace_neutral(node, neutral, scalar_cls):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.add])
 def local_add_zero(fgraph, node):
     """Adding zero does nothing."""
     # x + 0 -> x
     return _replace_neutral(node, 0, ts.Add)
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.mul])
 def local_mul_one(fgraph, node):
     """Multiplying by one does nothing."""
     # x * 1 -> x
     return _replace_neutral(node, 1, ts.Mul)
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.mul])
 def local_mul_zero(fgraph, node):
     """A product with a zero factor is zeros of the product's shape."""
     # x * 0 -> zeros(shape of x * 0)
@@ -99,7 +105,7 @@ def local_mul_zero(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.true_div, tm.int_div])
 def local_div_one(fgraph, node):
     """Dividing by one does nothing (floor division only for integers)."""
     # x / 1 -> x ; x // 1 -> x (integers)
@@ -118,7 +124,7 @@ def local_div_one(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.sub])
 def local_sub_zero(fgraph, node):
     """Subtracting zero does nothing; subtracting from zero negates."""
     # x - 0 -> x ; 0 - x -> -x
@@ -135,7 +141,7 @@ def local_sub_zero(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.sub])
 def local_sub_self(fgraph, node):
     """``x - x`` is zeros of the shape of ``x``."""
     # x - x -> zeros_like(x)
@@ -159,8 +165,15 @@ _X = {"pattern": "x", "constraint": _same_dtype_float}
 local_neg_neg = PatternSub((tm.neg, (tm.neg, _X)), "x", name="local_neg_neg")
 # log(exp(x)) -> x
 local_log_exp = PatternSub((tm.log, (tm.exp, _X)), "x", name="local_log_exp")
-# exp(log(x)) -> x   (NaN for x < 0 before, x after: nonfinite_unsafe)
-local_exp_log = PatternSub((tm.exp, (tm.log, _X)), "x", name="local_exp_log")
+
+
+def _nan_below_zero(x):
+    """``x`` where ``x >= 0``, NaN elsewhere (what ``exp(log(x))`` computes)."""
+    return tm.switch(tm.ge(x, 0), x, typed_constant(np.nan, x.dtype, x.ndim))
+
+
+# exp(log(x)) -> switch(x >= 0, x, nan)
+local_exp_log = PatternSub((tm.exp, (tm.log, _X)), (_nan_below_zero, "x"), name="local_exp_log")
 
 
 @local_optimizer([DimShuffle])
@@ -270,7 +283,7 @@ def commutative_key(var):
     return (0, int(var.auto_name[5:]))
 
 
-@local_optimizer([Elemwise])
+@local_optimizer(COMMUTATIVE_OPS)
 def local_commutative_canonical(fgraph, node):
     """Arguments of commutative ops in a canonical order, nested ``add``/``mul`` of the
     same dtype flattened, so that merge finds more common subexpressions."""
@@ -311,7 +324,7 @@ _CANONICALIZE = [
     (local_sub_self, (NONFINITE_UNSAFE,)),
     (local_neg_neg, ("fast_compile",)),
     (local_log_exp, ()),
-    (local_exp_log, (NONFINITE_UNSAFE,)),
+    (local_exp_log, ()),
     (local_dimshuffle_dimshuffle, ("fast_compile",)),
     (local_reshape_reshape, ()),
     (local_alloc_alloc, ()),

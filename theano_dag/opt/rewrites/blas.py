@@ -106,7 +106,7 @@ def _terms(node):
     return None
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.add, tm.sub])
 def local_gemm(fgraph, node):
     """A scaled dot product added to a scaled accumulator, as one BLAS call."""
     # b*z + a*dot(x, y) -> gemm(z, a, x, y, b) ; z - dot(x, y) -> gemm(z, -1, x, y, 1)

@@ -69,7 +69,7 @@ class FusionOptimizer(GlobalOptimizer):
     >>> fg = FunctionGraph([x, y], [tt.exp(x) * y + 1])
     >>> _ = FusionOptimizer().optimize(fg)
     >>> fg
-    FunctionGraph(Elemwise{Composite{add(mul(exp(i0), i1), 1.0)},no_inplace}(x, y))
+    FunctionGraph(Elemwise{Composite{add(mul(exp(i0), i1), 1)},no_inplace}(x, y))
     """
 
     def __init__(self, max_inputs=MAX_FUSED_INPUTS):
@@ -143,7 +143,7 @@ class FusionOptimizer(GlobalOptimizer):
 
     def _build(self, group):
         """The ``Elemwise{Composite}`` computing the group's root, or None."""
-        inputs = list(group.inputs)
+        inputs = _ordered_inputs(group)
         if len(inputs) > self.max_inputs:
             return None
         svars = {v: ts.get_scalar_type(v.dtype)() for v in inputs}
@@ -159,23 +159,7 @@ class FusionOptimizer(GlobalOptimizer):
                 return ts.ScalarConstant(ts.get_scalar_type(str(data.dtype)), data[()])
             raise KeyError(var)
 
-        order = []
-        stack = [group.root]
-        seen: set = set()
-        while stack:  # the group's nodes, inputs first
-            node = stack[-1]
-            pending = [
-                i.owner
-                for i in node.inputs
-                if i.owner in group.nodes and i.owner not in seen and i not in svars
-            ]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            if node not in seen:
-                seen.add(node)
-                order.append(node)
+        order = _postorder(group)
         for node in order:
             sop = node.op.scalar_op
             args = [scalar_of(i) for i in node.inputs]
@@ -192,6 +176,35 @@ class FusionOptimizer(GlobalOptimizer):
 
     def __str__(self):
         return getattr(self, "name", None) or "FusionOptimizer"
+
+
+def _postorder(group):
+    """The group's nodes, each after the group nodes computing its inputs, left to right."""
+    order, seen = [], set()
+    stack = [(group.root, iter(group.root.inputs))]
+    while stack:
+        node, it = stack[-1]
+        for i in it:
+            o = i.owner
+            if o in group.nodes and o not in seen and i not in group.inputs:
+                stack.append((o, iter(o.inputs)))
+                break
+        else:
+            stack.pop()
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+    return order
+
+
+def _ordered_inputs(group):
+    """The group's inputs in the order a left-to-right reading of the expression meets them."""
+    found: dict = {}
+    for node in _postorder(group):
+        for i in node.inputs:
+            if i in group.inputs:
+                found[i] = None
+    return list(found)
 
 
 def _inline(comp, args):

@@ -32,7 +32,6 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import Elemwise
 
 __all__ = ["MulCanonizer", "local_mul_canonizer", "local_mul_cancel"]
 
@@ -162,7 +161,7 @@ class MulCanonizer(LocalOptimizer):
     >>> fg = FunctionGraph([x, y], [(x * 2) * (y * 3) / y])
     >>> _ = in2out(MulCanonizer(cancel=True)).optimize(fg)
     >>> fg
-    FunctionGraph(Elemwise{mul,no_inplace}(x, TensorConstant{6.0}))
+    FunctionGraph(Elemwise{mul,no_inplace}(x, [6.]))
     """
 
     def __init__(self, cancel=False, name=None):
@@ -170,7 +169,7 @@ class MulCanonizer(LocalOptimizer):
         self.__name__ = name or ("local_mul_cancel" if cancel else "local_mul_canonizer")
 
     def tracks(self):
-        return [Elemwise]
+        return [tm.mul, tm.true_div, tm.neg]
 
     def transform(self, fgraph, node):
         sop = scalar_op(node)

@@ -38,7 +38,7 @@ _POW = {
 }
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.pow])
 def local_pow_specialize(fgraph, node):
     """Powers with a simple constant exponent."""
     # x ** 2 -> sqr(x) ; x ** 0.5 -> sqrt(x) ; x ** -1 -> 1/x ; x ** 1 -> x ; x ** 0 -> 1
@@ -65,7 +65,7 @@ def local_pow_specialize(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.mul])
 def local_mul_to_sqr(fgraph, node):
     """A number times itself."""
     # x * x -> sqr(x)
@@ -139,7 +139,7 @@ def _adagrad_parts(node):
     return None
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.true_div])
 def local_adagrad(fgraph, node):
     """The Adagrad update as one fused node (Owl's ``Fused_Adagrad``)."""
     # g / sqrt(acc + g*g + eps) -> Adagrad(eps)(acc, g)[1]   (and acc + g*g -> [0])
@@ -167,7 +167,7 @@ def local_adagrad(fgraph, node):
     return repl
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.add])
 def local_fma(fgraph, node):
     """A product added to something, as one fused multiply-add."""
     # a * b + c -> fma(a, b, c) ; a * b * d + c -> fma(a, b * d, c) ; a*b + c + e -> fma(a, b, c + e)

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.log])
 def local_log1p(fgraph, node):
     """``log(1 + x)`` computed without forming ``1 + x``."""
     # log(1 + x) -> log1p(x) ; log(1 - x) -> log1p(-x)
@@ -54,7 +54,7 @@ def local_log1p(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.log])
 def local_log_sigmoid(fgraph, node):
     """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``."""
     # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
@@ -80,7 +80,7 @@ def local_log_sigmoid(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.log])
 def local_log_softmax(fgraph, node):
     """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow."""
     # log(softmax(x, axis)) -> log_softmax(x, axis)
@@ -110,7 +110,7 @@ def _sum_axis_keepdims(var):
     return x, axis
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.true_div])
 def local_softmax_graph(fgraph, node):
     """The written-out softmax (``nnet.softmax_graph``) becomes one stable ``Softmax``."""
     # exp(x) / sum(exp(x), axis, keepdims=True) -> softmax(x, axis)

@@ -14,10 +14,15 @@ from theano_dag.compile.ops import DeepCopyOp, ViewOp
 from theano_dag.graph.basic import Constant
 from theano_dag.opt.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit, scalar_op
+from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
+from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import Alloc
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
+from theano_dag.tensor.type import all_dtypes
+
+# Casts to every dtype (a cast to the dtype its input has does nothing).
+CASTS = [elemwise_of(ts.convert_to(d)) for d in all_dtypes if d != "float16"]
 
 __all__ = [
     "local_remove_identity_op",
@@ -38,7 +43,7 @@ def _both(rewrite, *tags):
     return rewrite
 
 
-@local_optimizer([ViewOp, DeepCopyOp, Elemwise])
+@local_optimizer([ViewOp, DeepCopyOp, tm.identity])
 def local_remove_identity_op(fgraph, node):
     """Identity ops go: ViewOp (and the gradient ops built on it: ZeroGrad, GradClip...),
     DeepCopyOp, Elemwise{identity}. ``function`` adds the copies its outputs need after
@@ -54,7 +59,7 @@ def local_remove_identity_op(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([tm.add, tm.mul, tm.maximum, tm.minimum, tm.and_, tm.or_, *CASTS])
 def local_useless_elemwise(fgraph, node):
     """Elemwise ops that return one of their inputs unchanged."""
     # add(x) -> x, mul(x) -> x, maximum(x, x) -> x, minimum(x, x) -> x, second(x, y) of
@@ -147,7 +152,7 @@ def local_useless_alloc(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([elemwise_of(ts.switch)])
 def local_useless_switch(fgraph, node):
     """A switch whose condition is a constant, or whose branches are the same."""
     # switch(1, a, b) -> a ; switch(0, a, b) -> b ; switch(c, a, a) -> a
@@ -182,7 +187,7 @@ def local_useless_reduce(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([elemwise_of(ts.second)])
 def local_useless_fill(fgraph, node):
     """``fill(x, y)`` when ``y`` already has the shape of the result."""
     # fill(x, y) -> y   when x broadcasts along every dimension y varies along

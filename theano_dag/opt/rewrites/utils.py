@@ -11,7 +11,7 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
-from theano_dag.tensor.basic import NotScalarConstantError, cast, fill, get_scalar_constant_value
+from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.var import TensorConstant, constant
@@ -73,14 +73,44 @@ def const_value(var, elemwise=True):
     >>> float(const_value(tt.constant(2.0).dimshuffle("x"))), const_value(tt.dvector())
     (2.0, None)
     """
-    if isinstance(var, Constant) and not isinstance(var, TensorConstant):
+    # A walk down to the constant first: most variables are not constants, and finding
+    # that out must be cheap (rewrites ask this about every input they look at).
+    v = var
+    casts = []
+    for _ in range(16):
+        owner = v.owner
+        if owner is None:
+            break
+        op = owner.op
+        t = type(op)
+        if t is DimShuffle or t is Alloc:
+            v = owner.inputs[0]
+        elif t is Elemwise and elemwise and not op.inplace_items:
+            sop = type(op.scalar_op)
+            if sop is ts.Second:
+                v = owner.inputs[1]
+            elif sop is ts.Cast:
+                casts.append(op.scalar_op.o_type)
+                v = owner.inputs[0]
+            else:
+                return None
+        else:
+            return None
+    if not isinstance(v, TensorConstant):
         return None
-    try:
-        v = get_scalar_constant_value(var, elemwise=elemwise)
-    except (NotScalarConstantError, ValueError, TypeError):
+    data = np.asarray(v.data)
+    if data.size == 0:
         return None
-    v = np.asarray(v)
-    return v[()] if v.ndim == 0 else None
+    first = data.flat[0]
+    if data.size > 1:
+        with np.errstate(invalid="ignore"):
+            same = data == first
+        if not (same.all() or (np.isnan(first) and np.isnan(data).all())):
+            return None
+    value = np.asarray(first)
+    for dtype in reversed(casts):
+        value = value.astype(dtype)
+    return value[()]
 
 
 def is_const(var, value) -> bool:

@@ -1,0 +1,187 @@
+"""Benchmark: FAST_RUN optimization time of theano_dag, next to PyTensor's, on big graphs.
+
+Graphs (built identically in both libraries from one seeded recipe):
+
+- random DAGs of 1,000 / 10,000 / 50,000 elementwise nodes over 16 float vectors: unary
+  (exp, tanh, sin, neg, sqr, abs) and binary (add, mul, sub, maximum, true_div) ops whose
+  arguments come from the 64 most recent variables, some with constants (x*1, x+0, x*2)
+  and about 5% exact duplicates of an earlier node (work for merge); every variable
+  nobody uses is an output;
+- a 200-layer MLP (tanh layers of width 32), forward pass plus the gradient of a squared
+  error with respect to every weight and bias.
+
+For each graph: the number of nodes, theano_dag's optimization time (``FAST_RUN``: merge,
+canonicalize, stabilize, specialize, fusion, inplace) and time per node, then PyTensor's
+FAST_RUN rewriting time for the same graph (its ``total_graph_rewrite_time`` counter,
+measured around ``pytensor.function(..., mode=Mode(linker="py", optimizer="fast_run"))``
+so that no C compilation is counted) and the ratio. Per-node times that stay flat as the
+graphs grow mean linear scaling.
+
+Run: ``.venv/bin/python benchmarks/compile_time.py`` (``--sizes 1000,10000``,
+``--no-pytensor``, ``--pytensor-max 10000`` to skip PyTensor on bigger graphs).
+PyTensor is optional (``pip install pytensor``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+
+import numpy as np
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+
+try:
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.compile.debug import profiling as pt_profiling
+except ImportError:  # optional: the benchmark then reports theano_dag alone
+    pytensor = None
+
+UNARY = ("exp", "tanh", "sin", "neg", "sqr", "abs")
+BINARY = ("add", "mul", "sub", "maximum", "true_div")
+CONST_OPS = (("mul", 1.0), ("add", 0.0), ("mul", 2.0), ("add", 0.5))
+N_INPUTS = 16
+WINDOW = 64
+
+
+def dag_recipe(n_nodes, seed=0):
+    """A list of ``(op name, argument indices, constant or None)``; variable ``k`` is
+    input ``k`` for ``k < N_INPUTS``, else the output of recipe entry ``k - N_INPUTS``."""
+    rng = random.Random(seed)
+    recipe = []
+    for _ in range(n_nodes):
+        n_vars = N_INPUTS + len(recipe)
+        lo = max(0, n_vars - WINDOW)
+        if recipe and rng.random() < 0.05:
+            recipe.append(recipe[rng.randrange(max(0, len(recipe) - WINDOW), len(recipe))])
+            continue
+        r = rng.random()
+        if r < 0.35:
+            recipe.append((rng.choice(UNARY), (rng.randrange(lo, n_vars),), None))
+        elif r < 0.9:
+            args = (rng.randrange(lo, n_vars), rng.randrange(lo, n_vars))
+            recipe.append((rng.choice(BINARY), args, None))
+        else:
+            op, c = rng.choice(CONST_OPS)
+            recipe.append((op, (rng.randrange(lo, n_vars),), c))
+    return recipe
+
+
+def build_dag(lib, recipe):
+    """``(inputs, outputs)`` of the recipe's graph in ``lib`` (theano_dag.tensor or
+    pytensor.tensor)."""
+    inputs = [lib.dvector(f"x{k}") for k in range(N_INPUTS)]
+    variables = list(inputs)
+    used = [False] * (N_INPUTS + len(recipe))
+    for op, args, c in recipe:
+        fn = getattr(lib, op)
+        xs = [variables[a] for a in args]
+        for a in args:
+            used[a] = True
+        variables.append(fn(*xs, c) if c is not None else fn(*xs))
+    outputs = [v for v, u in zip(variables[N_INPUTS:], used[N_INPUTS:]) if not u]
+    return inputs, outputs
+
+
+def build_mlp(lib, grad, n_layers=200, width=32, seed=0):
+    """``(inputs, outputs)``: an MLP's cost and its gradients w.r.t. all parameters."""
+    x, y = lib.dmatrix("x"), lib.dmatrix("y")
+    params = []
+    h = x
+    for k in range(n_layers):
+        w, b = lib.dmatrix(f"W{k}"), lib.dvector(f"b{k}")
+        params += [w, b]
+        h = lib.tanh(lib.dot(h, w) + b)
+    cost = lib.mean(lib.sqr(h - y))
+    grads = grad(cost, params)
+    return [x, y, *params], [cost, *grads]
+
+
+def count_nodes(outputs):
+    from theano_dag.graph.basic import applys_between, graph_inputs
+
+    return len(applys_between(list(graph_inputs(outputs)), outputs))
+
+
+def time_ours(inputs, outputs):
+    mode = Mode(linker="py", optimizer="fast_run")
+    gc.collect()
+    t0 = time.perf_counter()
+    f = theano_dag.function(inputs, outputs, mode=mode, on_unused_input="ignore")
+    total = time.perf_counter() - t0
+    return f.maker.optimizer_time, total, len(f.maker.fgraph.apply_nodes)
+
+
+def time_pytensor(inputs, outputs):
+    mode = pytensor.compile.mode.Mode(linker="py", optimizer="fast_run")
+    gc.collect()
+    before = pt_profiling.total_graph_rewrite_time
+    t0 = time.perf_counter()
+    f = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore")
+    total = time.perf_counter() - t0
+    rewrite = pt_profiling.total_graph_rewrite_time - before
+    return rewrite, total, len(f.maker.fgraph.apply_nodes)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--no-pytensor", action="store_true")
+    parser.add_argument("--pytensor-max", type=int, default=10**9)
+    parser.add_argument("--mlp-layers", type=int, default=200)
+    args = parser.parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+    use_pt = pytensor is not None and not args.no_pytensor
+    if pytensor is None and not args.no_pytensor:
+        print("pytensor is not installed: timing theano_dag only (pip install pytensor)")
+
+    cases = []
+    for n in (int(s) for s in args.sizes.split(",") if s):
+        recipe = dag_recipe(n)
+        cases.append((f"random DAG {n}", lambda lib, r=recipe: build_dag(lib, r), n))
+    cases.append(
+        (
+            f"MLP {args.mlp_layers} layers + grad",
+            lambda lib: build_mlp(lib, _grad_of(lib), n_layers=args.mlp_layers),
+            None,
+        )
+    )
+
+    header = (
+        f"{'graph':<26} {'nodes':>7} {'ours opt s':>11} {'us/node':>8} {'after':>6}"
+        f" {'pytensor s':>11} {'us/node':>8} {'after':>6} {'ratio':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, build, size in cases:
+        ins, outs = build(tt)
+        n_nodes = count_nodes(outs)
+        ours, _total, after = time_ours(ins, outs)
+        line = (
+            f"{name:<26} {n_nodes:>7} {ours:>11.3f} {1e6 * ours / n_nodes:>8.1f} {after:>6}"
+        )
+        if use_pt and (size is None or size <= args.pytensor_max):
+            p_ins, p_outs = build(pt)
+            theirs, _p_total, p_after = time_pytensor(p_ins, p_outs)
+            line += (
+                f" {theirs:>11.3f} {1e6 * theirs / n_nodes:>8.1f} {p_after:>6}"
+                f" {theirs / ours:>6.1f}x"
+            )
+        print(line, flush=True)
+
+
+def _grad_of(lib):
+    if lib is tt:
+        return theano_dag.grad
+    return pytensor.grad
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

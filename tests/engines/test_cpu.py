@@ -1,0 +1,494 @@
+"""The CPU engine (theano_dag.engines.cpu) against the reference engine (PerformLinker)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.io import In, Out
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.compile.sharedvalue import shared
+from theano_dag.engines.cpu import CPULinker, CPUProfile
+from theano_dag.engines.cpu.linker import CPUThunk
+from theano_dag.engines.memory import check_plan
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+from op_table import TABLE  # noqa: E402
+
+REF = Mode(linker="py", optimizer=None)
+
+
+def cpu(min_plan_bytes=0, optimizer=None, **kw):
+    return Mode(linker=CPULinker(min_plan_bytes=min_plan_bytes, **kw), optimizer=optimizer)
+
+
+def both(inputs, outputs, modes=None, **kw):
+    """The same graph compiled by the reference engine and by the CPU engine(s)."""
+    ref = function(inputs, outputs, mode=REF, on_unused_input="ignore", **kw)
+    fns = [
+        function(inputs, outputs, mode=m, on_unused_input="ignore", **kw)
+        for m in (modes or [cpu()])
+    ]
+    return ref, fns
+
+
+def assert_same(got, want, rtol=1e-6):
+    got_l = got if isinstance(got, list) else [got]
+    want_l = want if isinstance(want, list) else [want]
+    assert len(got_l) == len(want_l)
+    for g, w in zip(got_l, want_l):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+def plan_of(f):
+    assert isinstance(f.fn, CPUThunk)
+    return f.fn.current
+
+
+# -- values: shapes, broadcasting, dtypes ---------------------------------------------
+
+SHAPE_CASES = [
+    ((5, 4), (5, 4)),  # same shape
+    ((5, 4), (1, 4)),  # a row broadcasts
+    ((5, 1), (1, 4)),  # a column and a row
+    ((0, 4), (1, 4)),  # a size-0 axis
+    ((1, 1), (1, 1)),  # all size 1
+    ((300, 70), (1, 70)),  # big enough to be planned by default
+]
+
+
+def _sym(shape, dtype, name):
+    return tt.TensorType(dtype, shape=tuple(1 if s == 1 else None for s in shape))(name)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("sx,sy", SHAPE_CASES)
+def test_elementwise_graphs_match_the_reference(sx, sy, dtype):
+    rng = np.random.default_rng(0)
+    x, y = _sym(sx, dtype, "x"), _sym(sy, dtype, "y")
+    outs = [
+        tt.exp(-x * x) * tt.sin(x) + 0.5 * x * x * x - tt.tanh(y),
+        (x - y) / (abs(y) + 1),
+        tt.maximum(x, 0) * y,
+        tt.sum(x * y, axis=0),
+        tt.max(x + y, axis=1) if sx[1] and sy[1] and max(sx[0], sy[0]) else x + y,
+    ]
+    xv = rng.standard_normal(sx).astype(dtype)
+    yv = rng.standard_normal(sy).astype(dtype)
+    modes = [cpu(0), cpu(DEFAULT := 16384), cpu(0, "fast_run"), get_mode(None)]
+    ref, fns = both([x, y], outs, modes)
+    want = ref(xv, yv)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for f in fns:
+        for _ in range(2):  # the first call plans, the second runs the plan
+            assert_same(f(xv, yv), want, rtol)
+    assert DEFAULT == 16384
+
+
+CASES = [(row, dt) for row in TABLE for dt in row.dtypes]
+
+
+def _row_inputs(row, dtype, rng):
+    values = [np.asarray(gen(rng, dtype)) for gen in row.gens]
+    syms = [
+        tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"i{k}")
+        for k, v in enumerate(values)
+    ]
+    return syms, values
+
+
+@pytest.mark.parametrize("row,dtype", CASES, ids=[f"{r}-{d}" for r, d in CASES])
+def test_every_op_table_row_matches_the_reference(row, dtype):
+    rng = np.random.default_rng(1234)
+    syms, values = _row_inputs(row, dtype, rng)
+    out = row.build(*syms)
+    copies = [v.copy() for v in values]
+    ref, fns = both(syms, out, [cpu(0), cpu(0, "fast_run"), cpu(1 << 30)])
+    want = ref(*values)
+    for f in fns:
+        assert_same(f(*values), want, 1e-5 if dtype == "float32" else 1e-10)
+        assert_same(f(*values), want, 1e-5 if dtype == "float32" else 1e-10)
+    for v, before in zip(values, copies):
+        np.testing.assert_array_equal(v, before, err_msg=f"{row} modified its input")
+
+
+def test_integer_and_mixed_dtypes():
+    i8, f32, i64 = tt.bvector("a"), tt.fvector("b"), tt.lvector("c")
+    outs = [i8 + 1, i8 * f32, f32 / i64, (i8 < f32), tt.exp(i8), i64 // 3, -i8, i8 + i8]
+    ref, fns = both([i8, f32, i64], outs, [cpu(0), cpu(0, "fast_run")])
+    vals = (
+        np.array([120, -3, 5, 127], "int8"),
+        np.array([1.5, -2, 0.25, 3], "float32"),
+        np.array([7, -2, 3, 1], "int64"),
+    )
+    want = ref(*vals)
+    for f in fns:
+        assert_same(f(*vals), want)
+
+
+def test_dot_gemm_and_reductions():
+    a, b, v = tt.dmatrix("a"), tt.dmatrix("b"), tt.dvector("v")
+    outs = [
+        tt.dot(a, b),
+        tt.dot(a, v),
+        tt.dot(v, a.T),
+        tt.dot(v, v),
+        tt.sum(a, axis=1),
+        tt.prod(a),
+        tt.all(a > 0, axis=0),
+        tt.any(a > 0),
+        a + 0.5 * tt.dot(a, b),
+    ]
+    rng = np.random.default_rng(2)
+    av, bv, vv = rng.random((6, 6)), rng.random((6, 6)), rng.random(6)
+    ref, fns = both([a, b, v], outs, [cpu(0), cpu(0, "fast_run"), cpu()])
+    for f in fns:
+        assert_same(f(av, bv, vv), ref(av, bv, vv), 1e-12)
+    with pytest.raises(ValueError, match="not aligned"):
+        fns[0](av, rng.random((5, 6)), vv)
+
+
+# -- the memory contract ----------------------------------------------------------------
+
+
+def test_outputs_are_not_overwritten_by_later_calls():
+    x = tt.dvector("x")
+    y = tt.exp(x) * 2
+    for mode in [cpu(0), cpu(0, "fast_run"), get_mode(None)]:
+        f = function([x], [y, y + 1], mode=mode)
+        r1 = f(np.ones(5000))
+        keep = [r.copy() for r in r1]
+        r2 = f(np.zeros(5000))
+        for r, k in zip(r1, keep):
+            np.testing.assert_array_equal(r, k)
+        assert not np.shares_memory(r1[0], r2[0]) and not np.shares_memory(r1[1], r2[1])
+
+
+def test_borrowed_output_may_be_reused_between_calls():
+    x = tt.dvector("x")
+    f = function([x], Out(tt.exp(x) * 2, borrow=True), mode=cpu(0))
+    r1 = f(np.ones(100))
+    r2 = f(np.zeros(100))
+    assert r1 is r2  # the plan's own buffer
+    np.testing.assert_array_equal(r2, 2 * np.ones(100))
+
+
+def test_inputs_are_not_modified():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    out = tt.exp(x + y) * (x - 1) + y
+    xv, yv = np.linspace(-1, 1, 5000), np.linspace(2, 3, 5000)
+    for mode in [cpu(0), cpu(0, "fast_run"), get_mode(None)]:
+        xc, yc = xv.copy(), yv.copy()
+        function([x, y], out, mode=mode)(xc, yc)
+        np.testing.assert_array_equal(xc, xv)
+        np.testing.assert_array_equal(yc, yv)
+
+
+def test_mutable_input_may_be_overwritten_only_when_declared():
+    x = tt.dvector("x")
+    f = function([In(x, mutable=True)], tt.exp(x) + 1, mode=get_mode(None))
+    xv = np.zeros(3)
+    np.testing.assert_array_equal(f(xv), np.full(3, 2.0))
+
+
+# -- plans per signature ----------------------------------------------------------------
+
+
+def test_plan_cache_replans_once_per_signature():
+    x = tt.dmatrix("x")
+    f = function([x], tt.exp(x) * x + 1, mode=cpu(0))
+    made = []
+    plan = f.fn.program.plan
+    f.fn.program.plan = lambda sig: made.append(sig) or plan(sig)
+    for _ in range(3):
+        f(np.ones((4, 5)))
+    assert made == [((4, 5),)]
+    for _ in range(3):
+        f(np.ones((2, 7)))
+    f(np.ones((4, 5)))
+    assert made == [((4, 5),), ((2, 7),)]
+    np.testing.assert_allclose(f(np.zeros((2, 7))), np.ones((2, 7)))
+
+
+def test_memory_plan_of_a_50_op_chain_uses_a_constant_number_of_blocks():
+    x = tt.dvector("x")
+    y = x
+    for k in range(50):
+        y = tt.exp(y) * 0.5 if k % 2 else y + 1.0
+    f = function([x], y, mode=cpu(0))
+    xv = np.linspace(0, 1, 1000)
+    np.testing.assert_allclose(f(xv), function([x], y, mode=REF)(xv))
+    plan = f.memory_plan()
+    assert plan.n_blocks <= 2
+    assert plan.planned_bytes <= 2 * (8000 + 64)
+    assert plan.eager_peak_bytes >= 40 * 8000
+    assert plan.live_peak_bytes <= plan.planned_bytes <= plan.eager_peak_bytes
+    # The plan is valid for the engine's own description of the run.
+    assert f.memory_plan(shapes=[(10,)]).n_blocks <= 2
+    assert "block" in plan.summary()
+
+
+def test_memory_plan_is_safe_on_a_branchy_graph():
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    a = tt.exp(x)
+    b = a * y
+    c = tt.dot(a, b) + a
+    d = (c - b).T * 2
+    f = function([x, y], [d, c.sum()], mode=cpu(0))
+    xv, yv = np.random.default_rng(0).random((2, 20, 20))
+    assert_same(f(xv, yv), function([x, y], [d, c.sum()], mode=REF)(xv, yv), 1e-12)
+    cur = plan_of(f)
+    assert cur.memory.n_blocks >= 1
+    check_plan(*cur.plan_input, cur.memory)
+
+
+def test_memory_plan_before_any_call_needs_shapes():
+    x = tt.dvector("x")
+    f = function([x], x + 1, mode=cpu(0))
+    with pytest.raises(ValueError, match="no call yet"):
+        f.memory_plan()
+    # x + 1 is the output: one block, that each call allocates afresh.
+    plan = f.memory_plan(shapes=[(100,)])
+    assert plan.blocks == [832] and plan.eager_peak_bytes == 832
+    with pytest.raises(ValueError, match="1 inputs"):
+        f.memory_plan(shapes=[(1,), (2,)])
+
+
+def test_mlp_inference_plans_less_than_eager():
+    rng = np.random.default_rng(0)
+    x = tt.fmatrix("x")
+    params = [
+        shared(rng.standard_normal(s).astype("float32"))
+        for s in [(784, 512), (512,), (512, 512), (512,), (512, 10), (10,)]
+    ]
+    h = x
+    for k in range(3):
+        w, b = params[2 * k], params[2 * k + 1]
+        h = tt.dot(h, w) + b
+        if k < 2:
+            h = tt.maximum(h, 0)
+    f = function([x], h, mode=get_mode(None))
+    xv = rng.standard_normal((64, 784)).astype("float32")
+    assert_same(f(xv), function([x], h, mode=REF)(xv), 1e-4)
+    plan = f.memory_plan()
+    assert plan.planned_bytes <= 2 * 64 * 512 * 4 + 128
+    assert plan.planned_bytes < plan.eager_peak_bytes
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+def test_shape_errors_name_the_node():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    f = function([x, y], tt.exp(x) + y, mode=cpu(0))
+    with pytest.raises(ValueError) as info:
+        f(np.zeros(2), np.zeros(3))
+    msg = str(info.value)
+    assert "Apply node that caused the error: Elemwise{add" in msg
+    assert "Inputs shapes and dtypes: [(2,) float64, (3,) float64]" in msg
+
+
+def test_runtime_errors_name_the_node():
+    x = tt.dvector("x")
+    f = function([x], tt.max(tt.exp(x)), mode=cpu(0))
+    with pytest.raises(ValueError) as info:
+        f(np.zeros(0))
+    assert "Apply node that caused the error" in str(info.value)
+    assert "(0,) float64" in str(info.value)
+
+
+def test_bad_inputs_give_the_function_errors():
+    x = tt.dvector("x")
+    f = function([x], x * 2, mode=get_mode(None))
+    np.testing.assert_array_equal(f([1, 2]), [2.0, 4.0])  # lists are converted
+    with pytest.raises(TypeError, match="takes 1 input"):
+        f(np.zeros(2), np.zeros(2))
+    with pytest.raises(TypeError, match="wrong number of dimensions"):
+        f(np.zeros((2, 2)))
+    np.testing.assert_array_equal(f(x=np.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(f(np.ones(3, dtype="float32")), [2.0, 2.0, 2.0])
+
+
+# -- updates ----------------------------------------------------------------------------
+
+
+def test_update_lands_in_the_shared_storage_without_a_copy():
+    rng = np.random.default_rng(3)
+    w0 = rng.random((300, 100))
+    x = tt.dmatrix("x")
+    xv = rng.random((7, 300))
+    results = []
+    for mode in [REF, get_mode(None), cpu(0)]:
+        w = shared(w0.copy(), name="W")
+        g = tt.dot(x.T, x[:, :100])
+        f = function([x], (w * 2).sum(), updates=[(w, w - 0.1 * g)], mode=mode)
+        storage = w.get_value(borrow=True)
+        r = [f(xv), f(xv)]
+        results.append((r, w.get_value()))
+        if mode is not REF:
+            assert w.get_value(borrow=True) is storage  # written in place
+            assert plan_of(f).update_inplace
+    for r, wv in results[1:]:
+        np.testing.assert_allclose(r, results[0][0], rtol=1e-12)
+        np.testing.assert_allclose(wv, results[0][1], rtol=1e-12)
+
+
+def test_update_in_place_copes_with_aliased_shared_values():
+    base = np.ones((50, 50))
+    a = shared(base, borrow=True)
+    b = shared(base, borrow=True)  # the same memory
+    f = function([], [], updates=[(a, a * 2 + b)], mode=cpu(0))
+    f()
+    np.testing.assert_array_equal(a.get_value(), np.full((50, 50), 3.0))
+    np.testing.assert_array_equal(b.get_value(), np.ones((50, 50)))
+
+
+def test_swapping_updates_and_returned_old_value():
+    a, b = shared(np.arange(4000.0)), shared(-np.arange(4000.0))
+    f = function([], a, updates=[(a, b), (b, a * 1.0)], mode=cpu(0))
+    old = f()
+    np.testing.assert_array_equal(old, np.arange(4000.0))
+    np.testing.assert_array_equal(a.get_value(), -np.arange(4000.0))
+    np.testing.assert_array_equal(b.get_value(), np.arange(4000.0))
+    old2 = f()
+    np.testing.assert_array_equal(old, np.arange(4000.0))  # the first result is intact
+    np.testing.assert_array_equal(old2, -np.arange(4000.0))
+
+
+# -- incremental ------------------------------------------------------------------------
+
+
+def test_incremental_recomputes_only_downstream_of_changed_inputs():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a = tt.exp(x) * 3  # depends on x only: 2 nodes
+    b = tt.sin(y)  # y only: 1 node
+    out = a + b  # both: 1 node
+    f = function([x, y], out, mode=cpu(0, incremental=True))
+    xv, yv = np.linspace(0, 1, 10), np.linspace(1, 2, 10)
+    want = np.exp(xv) * 3 + np.sin(yv)
+    np.testing.assert_allclose(f(xv, yv), want)
+    # Every node ran (the constant's DimShuffle was folded when linking).
+    assert f.fn.nodes_run == len(f.fn.program.node_steps) == 4
+    r = f(xv, yv)
+    assert f.fn.nodes_run == 0
+    np.testing.assert_allclose(r, want)
+    r[:] = 0  # the caller's copy: the kept value is intact
+    np.testing.assert_allclose(f(xv, yv), want)
+    y2 = yv + 1
+    np.testing.assert_allclose(f(xv, y2), np.exp(xv) * 3 + np.sin(y2))
+    assert f.fn.nodes_run == 2  # sin and the final add
+    xv[0] = 5.0  # mutated in place: detected
+    np.testing.assert_allclose(f(xv, y2), np.exp(xv) * 3 + np.sin(y2))
+    assert f.fn.nodes_run == 3  # everything but sin(y)
+
+
+def test_incremental_with_profile_reports_nodes_run():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    f = function([x, y], tt.exp(x) + y, mode=cpu(0, incremental=True), profile=True)
+    xv, yv = np.ones(3), np.zeros(3)
+    f(xv, yv)
+    f(xv, yv + 1)
+    s = f.profile.summary()
+    assert "incremental: last call ran 1 of 2 nodes; 3 node runs in all" in s
+
+
+# -- profile ----------------------------------------------------------------------------
+
+
+def test_profile_summary():
+    x = tt.dmatrix("x")
+    y = tt.dot(tt.exp(x), x.T).sum() + tt.tanh(x).max()
+    f = function([x], y, mode=cpu(0), profile=True, name="prof")
+    xv = np.random.default_rng(0).random((30, 30))
+    for _ in range(3):
+        f(xv)
+    prof = f.profile
+    assert isinstance(prof, CPUProfile)
+    assert prof.calls == 3 and all(c == 3 for c in prof.node_calls)
+    s = prof.summary()
+    assert s.splitlines()[0] == "Function profile: prof (CPU engine)"
+    for text in [
+        "calls: 3",
+        "compile time: optimize",
+        "plan",
+        "codegen",
+        "C compile",
+        "memory:",
+        "planned",
+        "eager (keep-all)",
+        "per op type:",
+        "Dot",
+        "Elemwise",
+        "per node (top",
+    ]:
+        assert text in s, text
+    assert prof.op_totals()["Dot"][1] == 3
+    np.testing.assert_allclose(f(xv), function([x], y, mode=REF)(xv))
+
+
+# -- deep graphs and generated code ------------------------------------------------------
+
+
+def test_a_5000_op_chain_compiles_and_runs():
+    x = tt.dvector("x")
+    y = x
+    for _ in range(5000):
+        y = y * 1.0001 if _ % 2 else y + 0.0001
+    f = function([x], y, mode=cpu(0))
+    xv = np.ones(7)
+    want = xv.copy()
+    for k in range(5000):
+        want = want * 1.0001 if k % 2 else want + 0.0001
+    np.testing.assert_allclose(f(xv), want, rtol=1e-10)
+    assert f.memory_plan().n_blocks <= 2
+
+
+def test_generated_source_is_straight_line_numpy():
+    x = tt.dvector("x")
+    f = function([x], tt.exp(x) * 2, mode=cpu(0))
+    f(np.zeros(4))
+    src = f.fn.source()
+    assert src.startswith("def fast(*args):")
+    assert "_exp" in src and "out=b" in src
+
+
+def test_fast_path_falls_back_for_unusual_calls():
+    x, y = tt.dvector("x"), tt.dscalar("y")
+    f = function([x, In(y, value=2.0)], x * y, mode=get_mode(None))
+    np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])  # default value
+    np.testing.assert_array_equal(f(np.ones(2), 3.0), [3.0, 3.0])
+    np.testing.assert_array_equal(f(np.ones(2), y=4.0), [4.0, 4.0])
+    sub = np.ones(3).view(np.ndarray)[::2]  # a non-contiguous view is fine
+    np.testing.assert_array_equal(f(sub, 3.0), [3.0, 3.0])
+    assert f.fn.current is not None
+
+
+def test_fused_reduce_runs_planned_and_matches_the_reference():
+    from theano_dag import scalar as ts
+    from theano_dag.tensor.elemwise import Sum
+    from theano_dag.tensor.fused import FusedReduce
+
+    x, y = tt.dmatrix("x"), tt.drow("y")
+    a, b = ts.float64("a"), ts.float64("b")
+    outs = [
+        FusedReduce(Sum(axis=(1,)), ts.sqr)(x),
+        # The scalar graph ignores y, yet the reduced value has the broadcast shape.
+        FusedReduce(Sum(axis=(0,)), ts.Composite([a, b], [ts.exp(a) * 2]))(x[:1], y * 0 + x),
+    ]
+    xv, yv = np.random.default_rng(5).random((2, 30, 40))
+    yv = yv[:1]
+    ref, fns = both([x, y], outs, [cpu(0), cpu()])
+    for f in fns:
+        assert_same(f(xv, yv), ref(xv, yv), 1e-12)
+    # Both run as numpy steps (the elementwise part, then the reduction), not perform.
+    steps = [st for _k, st in fns[0].fn.current.steps if type(st.node.op) is FusedReduce]
+    assert steps and all(st.kind == "out" for st in steps)
+    assert fns[0].fn.source().count("add_reduce") == 2

@@ -1,0 +1,327 @@
+"""The OpenCL engine (PoCL on the CPU is enough): values vs the reference engine, transfers,
+device arrays, shared variables on the device, the program cache, host fallback."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from theano_dag.engines.opencl.context import opencl_available
+
+OK, WHY = opencl_available()
+if not OK:
+    pytest.skip(f"no OpenCL platform/device available: {WHY}", allow_module_level=True)
+
+import theano_dag  # noqa: E402
+import theano_dag.engines.opencl as ocl  # noqa: E402
+import theano_dag.tensor as tt  # noqa: E402
+from theano_dag import printing  # noqa: E402
+from theano_dag.compile.io import Out  # noqa: E402
+from theano_dag.compile.mode import Mode  # noqa: E402
+from theano_dag.config import config  # noqa: E402
+from theano_dag.engines.opencl.context import OpenCLUnavailable, get_context  # noqa: E402
+from theano_dag.engines.opencl.linker import OpenCLLinker  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+from op_table import TABLE  # noqa: E402
+
+CTX = get_context()
+OCL = Mode(linker="opencl")
+REF = Mode(linker="py", optimizer=None)
+
+
+def cl_array(a):
+    return ocl.to_device(np.asarray(a))
+
+
+def is_dev(v):
+    return type(v).__module__.startswith("pyopencl")
+
+
+# -- every op of the table, float32 and float64, vs the reference engine ---------------
+
+
+def _table_inputs(row, dtype, rng, tag):
+    values = [np.asarray(gen(rng, dtype)) for gen in row.gens]
+    # Length-1 dims are broadcastable, so the row/column rows broadcast.
+    syms = [
+        tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"{tag}_{k}")
+        for k, v in enumerate(values)
+    ]
+    return syms, values
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_op_table_matches_reference_engine(dtype):
+    # All rows in one function: one program build, and every row still checked alone.
+    rng = np.random.default_rng(1234)
+    rows = [r for r in TABLE if dtype in r.dtypes]
+    syms, values, outs = [], [], []
+    for i, row in enumerate(rows):
+        s, v = _table_inputs(row, dtype, rng, f"r{i}")
+        outs.append(row.build(*s))
+        syms += s
+        values += v
+    # Compiler optimisations off: a cold driver cache builds the ~250 kernels 3x faster.
+    fast_build = Mode(linker=OpenCLLinker(build_options=["-cl-opt-disable"]))
+    f = theano_dag.function(syms, outs, mode=fast_build, on_unused_input="ignore")
+    ref = theano_dag.function(syms, outs, mode=REF, on_unused_input="ignore")
+    copies = [v.copy() for v in values]
+    got, want = f(*values), ref(*values)
+    bad = []
+    for row, g, w in zip(rows, got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            bad.append(f"{row}: {g.shape} {g.dtype}, reference {w.shape} {w.dtype}")
+            continue
+        tol = row.rtol32 if dtype == "float32" else row.rtol64
+        if w.dtype.kind in "fc":
+            ok = np.allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
+        else:
+            ok = np.array_equal(g, w)
+        if not ok:
+            bad.append(f"{row}: max difference {np.max(np.abs(g - w))}")
+    assert not bad, "\n".join(bad)
+    for v, c in zip(values, copies):
+        np.testing.assert_array_equal(v, c, err_msg="the engine modified an input")
+    # Most of the table runs as kernels; what does not is on the host, visibly.
+    fn = f.fn
+    device_nodes = [n for n, w in fn.where.items() if w == "device"]
+    assert len(device_nodes) > 150
+    fallback_ops = {type(n.op).__name__ for n, _ in fn.placement.fallbacks}
+    assert "Elemwise" not in fallback_ops and "CAReduce" not in fallback_ops
+
+
+def test_strided_and_broadcast_inputs_use_the_strided_kernel():
+    x, r = tt.fmatrix("x"), tt.frow("r")
+    f = theano_dag.function([x, r], tt.exp(x.T) * r + x.T, mode=OCL)
+    a = np.random.default_rng(0).random((5, 3)).astype("float32")
+    b = np.random.default_rng(1).random((1, 5)).astype("float32")
+    np.testing.assert_allclose(f(a, b), np.exp(a.T) * b + a.T, rtol=1e-6)
+    # a transposed device array, used in place
+    dev_t = ocl.to_device(a.T.copy()).transpose()  # shape (5, 3), not contiguous
+    np.testing.assert_allclose(f(dev_t, b), np.exp(a.T) * b + a.T, rtol=1e-6)
+    with pytest.raises(ValueError, match="do not match along dimension"):
+        f(a, np.ones((1, 4), "float32"))
+
+
+def test_generated_kernel_source_snapshot():
+    x = tt.fvector("x")
+    f = theano_dag.function([x], tt.exp(x), mode=Mode(linker="opencl", optimizer=None))
+    src = ocl.opencl_source(f)
+    assert src.count("__kernel void ew_") == 3  # strided, contiguous, vector
+    contiguous = src[src.index("_c(") :].split("}")[0]
+    assert "const float x0 = p0[o0 + gid];" in contiguous
+    assert "q0[u0 + gid] = (float)(exp(x0));" in contiguous
+    vector = src[src.index("_v(") :].split("}")[0]
+    assert "vstore8(exp(x0), 0, q0 + u0 + gid);" in vector
+    strided = src[src.index("_s(") :].split("}")[0]
+    assert "const float x0 = p0[o0 + i0 * s0_0];" in strided
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gemm_kernels_for_every_layout(dtype):
+    # Sizes with tails (not multiples of the 4x8 blocks or 16x16 tiles); each layout
+    # picks another kernel: row-blocked (B rows contiguous), dot products (A rows and
+    # B columns contiguous), tiled (neither), direct (small).
+    rng = np.random.default_rng(5)
+    a, b = rng.random((37, 45)).astype(dtype), rng.random((45, 29)).astype(dtype)
+    z = rng.random((37, 29)).astype(dtype)
+    x, y, w = (tt.matrix(n, dtype=dtype) for n in "xyw")
+    v = tt.vector("v", dtype=dtype)
+    exprs = [
+        tt.dot(x, y),
+        tt.dot(x, w.T),
+        tt.dot(y.T, x.T).T,
+        tt.dot(x[:3, :4], y[:4, :2]),
+        tt.dot(x, v),
+        theano_dag.tensor.blas.gemm_no_inplace(
+            z_ := tt.matrix("z", dtype=dtype), np.asarray(0.5, dtype), x, y, np.asarray(2.0, dtype)
+        ),
+    ]
+    f = theano_dag.function([x, y, w, v, z_], exprs, mode=OCL, on_unused_input="ignore")
+    got = f(a, b, b.T.copy(), b[:, 0].copy(), z)
+    want = [a @ b, a @ b, a @ b, a[:3, :4] @ b[:4, :2], a @ b[:, 0], 2 * z + 0.5 * (a @ b)]
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=tol)
+    launched = {
+        impl.last_launch.rsplit("_", 1)[-1]
+        for impl in f.fn.impls.values()
+        if (impl.last_launch or "").startswith("gemm_")
+    }
+    assert launched == {"v", "n", "t", "d"}
+
+
+# -- placement: host fallback and the error without it --------------------------------
+
+
+def test_host_fallback_inserts_visible_transfers():
+    x, i = tt.fmatrix("x"), tt.lvector("i")
+    y = tt.exp(x)[i] * 2  # AdvancedSubtensor1 has no kernel
+    f = theano_dag.function([x, i], y, mode=OCL)
+    a = np.random.default_rng(2).random((4, 3)).astype("float32")
+    idx = np.array([3, 0, 3])
+    np.testing.assert_allclose(f(a, idx), np.exp(a)[idx] * 2, rtol=1e-6)
+    text = printing.debugprint(f, file="str")
+    assert "HostFromGpu" in text and "GpuFromHost" in text
+    assert [type(n.op).__name__ for n, _ in f.fn.placement.fallbacks] == ["AdvancedSubtensor1"]
+    assert "AdvancedSubtensor1" in ocl.opencl_profile(f)
+
+
+def test_no_fallback_raises_naming_the_op():
+    x, i = tt.fmatrix("x"), tt.lvector("i")
+    with config.change_flags(opencl__host_fallback=False):
+        with pytest.raises(NotImplementedError, match="AdvancedSubtensor1"):
+            theano_dag.function([x, i], tt.exp(x)[i], mode=OCL)
+    with pytest.raises(NotImplementedError, match="cannot run AdvancedSubtensor1"):
+        theano_dag.function([x, i], x[i], mode=Mode(linker=OpenCLLinker(host_fallback=False)))
+
+
+def test_float64_on_a_device_without_it_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(CTX, "has_fp64", False)
+    x = tt.dvector("x")
+    with pytest.raises(TypeError, match="does not support float64") as e:
+        theano_dag.function([x], tt.exp(x), mode=OCL)
+    assert CTX.device.name in str(e.value)
+    y = tt.fvector("y")
+    g = theano_dag.function([y], tt.exp(y), mode=OCL)  # float32 still compiles
+    np.testing.assert_allclose(g(np.zeros(2, "float32")), [1, 1])
+
+
+# -- device arrays in and out, shared variables on the device ---------------------------
+
+
+def test_device_arrays_in_and_out():
+    x = tt.fvector("x")
+    a = np.arange(6, dtype="float32")
+    dev = cl_array(a)
+    f = theano_dag.function([x], Out(x * 2, borrow=True), mode=OCL)
+    before = CTX.transfers.snapshot()
+    out = f(dev)
+    moved = CTX.transfers - before
+    assert is_dev(out)
+    assert (moved.h2d, moved.d2h) == (0, 0)  # in place in, kept on the device out
+    np.testing.assert_array_equal(out.get(), a * 2)
+    g = theano_dag.function([x], x * 2, mode=OCL)  # default: back to numpy
+    res = g(dev)
+    assert isinstance(res, np.ndarray)
+    np.testing.assert_array_equal(res, a * 2)
+    h = theano_dag.function([x], [x + 1, x.sum()], mode=Mode(linker="opencl_device"))
+    r1, r2 = h(a)
+    assert is_dev(r1) and is_dev(r2)
+    assert float(r2.get()) == a.sum()
+    with pytest.raises(TypeError, match="dtype float32"):
+        f(cl_array(a.astype("float64")))
+
+
+def test_shared_variables_stay_on_the_device_across_calls():
+    rng = np.random.default_rng(3)
+    w0 = rng.random((4, 3)).astype("float32")
+    w = ocl.opencl_shared(w0, name="w")
+    x = tt.fmatrix("x")
+    cost = tt.sqr(tt.dot(x, w)).sum()
+    g = theano_dag.grad(cost, w)
+    step = theano_dag.function([x], cost, updates=[(w, w - np.float32(0.01) * g)], mode=OCL)
+    xs = rng.random((5, 4)).astype("float32")
+    before = CTX.transfers.snapshot()
+    ref_w = w0.astype("float64")
+    for _ in range(4):
+        c = step(xs)
+        ref_c = np.sum((xs @ ref_w) ** 2)
+        ref_w = ref_w - 0.01 * 2 * xs.T @ (xs @ ref_w)
+        np.testing.assert_allclose(c, ref_c, rtol=1e-4)
+    moved = CTX.transfers - before
+    # Per call: x up, the cost down; w never moves.
+    assert (moved.h2d, moved.d2h) == (4, 4)
+    assert moved.h2d_bytes == 4 * xs.nbytes
+    assert is_dev(w.get_value(borrow=True, return_internal_type=True))
+    np.testing.assert_allclose(w.get_value(), ref_w, rtol=1e-4)
+    # the same with a plain (host) shared variable: w goes up and comes back each call
+    wh = theano_dag.shared(w0.copy(), name="wh")
+    gh = theano_dag.grad(tt.sqr(tt.dot(x, wh)).sum(), wh)
+    step_h = theano_dag.function([x], [], updates=[(wh, wh - np.float32(0.01) * gh)], mode=OCL)
+    before = CTX.transfers.snapshot()
+    step_h(xs)
+    moved = CTX.transfers - before
+    assert (moved.h2d, moved.d2h) == (2, 1)
+    assert isinstance(wh.get_value(borrow=True), np.ndarray)
+
+
+def test_shared_constructor_with_device_opencl():
+    with config.change_flags(device="opencl"):
+        v = theano_dag.shared(np.ones(3, dtype="float32"), name="v")
+    assert type(v).__name__ == "OpenCLSharedVariable"
+    u = theano_dag.shared(cl_array(np.zeros(2)))
+    assert type(u).__name__ == "OpenCLSharedVariable"
+    f = theano_dag.function([], v * 2, updates=[(v, v + 1)], mode=OCL)
+    np.testing.assert_array_equal(f(), [2, 2, 2])
+    np.testing.assert_array_equal(v.get_value(), [2, 2, 2])
+    v.set_value(np.full(3, 5, dtype="float32"))
+    np.testing.assert_array_equal(f(), [10, 10, 10])
+
+
+# -- memory plan, profile, program cache, device selection -------------------------------
+
+
+def test_memory_plan_and_profile_report_device_bytes():
+    x = tt.dvector("x")
+    y = x
+    for k in range(6):  # reductions between the steps keep them apart: buffers are reused
+        y = (y * (k + 2)).sum() * y + y.max()
+    f = theano_dag.function([x], y, mode=Mode(linker="opencl", optimizer=None))
+    a = np.linspace(-1, 1, 1000)
+    ref = theano_dag.function([x], y, mode=REF)
+    np.testing.assert_allclose(f(a), ref(a), rtol=1e-9)
+    plan = f.fn.last_plan.memory_plan
+    assert plan.planned_bytes > 0
+    assert plan.planned_bytes < plan.eager_peak_bytes  # blocks were reused
+    assert f.fn.planned_device_bytes == plan.planned_bytes
+    text = ocl.opencl_profile(f)
+    assert f"planned device bytes: {plan.planned_bytes}" in text
+
+
+def test_program_cache_hit():
+    x = tt.fvector("x")
+    expr = tt.tanh(x) * 3 - tt.sqrt(tt.abs(x))
+    theano_dag.function([x], expr, mode=OCL)
+    before = dict(CTX.program_stats)
+    theano_dag.function([x], expr, mode=OCL)  # same kernels: no rebuild
+    after = CTX.program_stats
+    assert after["builds"] == before["builds"]
+    assert after["memory_hits"] == before["memory_hits"] + 1
+    # On disk (what a second process finds): a binary saved, then loaded, not rebuilt.
+    src = CTX.header() + f"__kernel void cache_probe_{os.getpid()}(__global int* a) {{ a[0] = 7; }}"
+    CTX.build_program(src, persist=True)
+    assert os.path.exists(os.path.join(CTX.cache_dir(), CTX.cache_key(src) + ".bin"))
+    CTX.clear_memory_cache()
+    builds, hits = CTX.program_stats["builds"], CTX.program_stats["disk_hits"]
+    CTX.build_program(src, persist=True)
+    assert CTX.program_stats["builds"] == builds
+    assert CTX.program_stats["disk_hits"] == hits + 1
+
+
+def test_device_selection_by_config():
+    with config.change_flags(opencl__device="no-such-device-xyz"):
+        with pytest.raises(OpenCLUnavailable, match="no-such-device-xyz"):
+            get_context()
+    name = CTX.device.name.split()[0]
+    with config.change_flags(opencl__device=name.lower()):
+        assert get_context().device.name == CTX.device.name
+
+
+# -- the digits MLP trains to the same accuracy as on the reference engine ---------------
+
+
+def test_digits_mlp_trains_like_the_reference_engine():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import train_digits
+
+    fast_build = Mode(linker=OpenCLLinker(build_options=["-cl-opt-disable"]))
+    got = train_digits.main(epochs=2, mode=fast_build)
+    want = train_digits.main(epochs=2, mode=Mode(linker="py"))
+    assert got == pytest.approx(want, abs=0.005)
+    assert got[1] > 0.75

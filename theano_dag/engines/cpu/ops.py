@@ -1,0 +1,310 @@
+"""CPU engine emitters for the non-elementwise ops: views, reductions, BLAS, copies, shapes.
+
+Each function here turns one Apply node into :class:`~.impls.Step` objects (see
+:mod:`.impls` for the contract) and is registered for its Op class by
+:func:`register_defaults`, which :mod:`.impls` runs when imported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.engines.cpu.impls import (
+    Step,
+    _composite_steps,
+    _is_composite,
+    _is_tensor,
+    elementwise_step,
+    register_impl,
+)
+
+__all__ = ["register_defaults"]
+
+
+def _dimshuffle_steps(node, ctx):
+    op = node.op
+    x = node.inputs[0]
+    if not _is_tensor(x):
+        return None
+    drop = tuple(op.drop)
+    remaining = [d for d in range(x.type.ndim) if d not in drop]
+    kept = [o for o in op.new_order if o != "x"]
+    perm = tuple(remaining.index(k) for k in kept)
+    need_perm = perm != tuple(range(len(perm)))
+    augment = any(o == "x" for o in op.new_order)
+    index = tuple(None if o == "x" else slice(None) for o in op.new_order)
+    dname = ctx.const(drop, "drop") if drop else None
+    pname = ctx.const(perm, "perm") if need_perm else None
+    iname = ctx.const(index, "idx") if augment else None
+
+    def emit(ins, outs, target):
+        e = ins[0]
+        if dname:
+            e = f"{e}.squeeze({dname})"
+        if pname:
+            e = f"{e}.transpose({pname})"
+        if iname:
+            e = f"{e}[{iname}]"
+        if e == ins[0]:
+            e = f"{e}.view()"
+        return [f"{outs[0]} = {e}"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
+
+
+def _careduce_steps(node, ctx):
+    (x,) = node.inputs
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+    return _reduce_steps(node, ctx, node.op, x, x.type.dtype, x.type.ndim)
+
+
+def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
+    """The step reducing value ``x`` with CAReduce ``op`` into the node's output."""
+    from theano_dag.tensor.elemwise import CAReduce
+
+    od = node.outputs[0].type.dtype
+    axes = tuple(op._axes(x_ndim))
+    if not axes:
+        return None
+    out_ndim = node.outputs[0].type.ndim
+    asarray = ctx.glob(np.asarray, "asarray")
+    odn = ctx.glob(np.dtype(od), "D")
+    axn = ctx.const(axes, "axes")
+    if type(op).perform is CAReduce.perform and hasattr(op, "ufunc"):
+        acc = op.acc_dtype_for(x_dtype)
+        if acc != od:
+            return None
+        fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
+        cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x_dtype != acc else ""
+    elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
+        # All / Any: numpy's truth of each element, as their perform does.
+        fn = ctx.glob(np.all if type(op.scalar_op).__name__ == "AND" else np.any, "allany")
+        cast = ""
+    else:
+        return None
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        if target is not None:
+            return [f"{o} = {fn}({ins[0]}{cast}, axis={axn}, out={target})"]
+        e = f"{fn}({ins[0]}{cast}, axis={axn})"
+        return [f"{o} = {asarray}({e}, {odn})" if out_ndim == 0 else f"{o} = {e}"]
+
+    return [Step(node, node.outputs, (x,), emit)]
+
+
+def _fused_reduce_steps(node, ctx):
+    """FusedReduce: the elementwise part into a planned scratch value, then the reduction
+    (the numpy path; a C kernel may run both as one loop)."""
+    op = node.op
+    sop = op.scalar_op
+    in_dtypes = tuple(v.type.dtype for v in node.inputs)
+    mid_dtype = sop.output_types(in_dtypes)[0]
+    ndim = max(v.type.ndim for v in node.inputs)
+    if any(v.type.ndim != ndim for v in node.inputs) or not all(map(_is_tensor, node.inputs)):
+        return None
+    items = [("const", ctx.value_of(v)) if ctx.is_const(v) else v for v in node.inputs]
+    mid = ctx.temp(mid_dtype, "fused_mid")
+    mid.like = items
+    if not any(not isinstance(i, tuple) for i in items):
+        return None
+    if _is_composite(sop):
+        steps = _composite_steps(ctx, node, sop, items, None, out_ids=[mid])
+    else:
+        steps = [elementwise_step(ctx, node, sop, items, list(in_dtypes), mid, mid_dtype, None)]
+    if steps is None:
+        return None
+    red = _reduce_steps(node, ctx, op.reduce_op, mid, mid_dtype, ndim)
+    if red is None:
+        return None
+    return steps + red
+
+
+_BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+def _dot_steps(node, ctx, scale=False):
+    x, y = node.inputs[0], node.inputs[1]
+    od = node.outputs[0].type.dtype
+    if not (_is_tensor(x) and _is_tensor(y)) or ctx.is_const(x) or ctx.is_const(y):
+        return None
+    if not (x.type.dtype == y.type.dtype == od and od in _BLAS_DTYPES):
+        return None
+    dot = ctx.glob(np.dot, "dot")
+    mul = ctx.glob(np.multiply, "multiply")
+    asarray = ctx.glob(np.asarray, "asarray")
+    zero_d = node.outputs[0].type.ndim == 0
+    inputs = node.inputs[:2]
+    scale_name = None
+    if scale:
+        if ctx.is_const(node.inputs[2]):
+            scale_name = ctx.const(ctx.value_of(node.inputs[2]), "k")
+        else:
+            inputs = node.inputs[:3]
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        a = scale_name or (ins[2] if scale else None)
+        if target is not None:
+            lines = [f"{o} = {dot}({ins[0]}, {ins[1]}, {target})"]
+        elif zero_d:
+            lines = [f"{o} = {asarray}({dot}({ins[0]}, {ins[1]}))"]
+        else:
+            lines = [f"{o} = {dot}({ins[0]}, {ins[1]})"]
+        if scale:
+            lines.append(f"{mul}({o}, {a}, out={o})")
+        return lines
+
+    return [Step(node, node.outputs, inputs, emit)]
+
+
+def _axpby(z, a, p, b, out):
+    """``out = b*z + a*p`` rounding as the BLAS ops' reference (``p`` is scratch)."""
+    if out is None:
+        out = np.empty_like(z)
+    if b == 0:
+        return np.multiply(p, a, out=out)
+    if b != 1:
+        np.multiply(z, b, out=out)
+    elif out is not z:
+        np.copyto(out, z)
+    if a != 1:
+        np.multiply(p, a, out=p)
+    return np.add(out, p, out=out)
+
+
+def _blas_steps(node, ctx, kind):
+    """Gemm / Gemv / Ger as a product into a planned scratch value, then ``b*z + a*p``."""
+    ins = node.inputs
+    z = ins[0]
+    od = node.outputs[0].type.dtype
+    if od not in _BLAS_DTYPES or any(ctx.is_const(v) for v in ins if v.type.ndim > 0):
+        return None
+    if any(v.type.dtype != od for v in ins if v.type.ndim > 0):
+        return None
+    if kind == "ger":
+        _, alpha, x, y = ins
+        prod_fn, a, b = ctx.glob(np.outer, "outer"), alpha, None
+    else:
+        _, a, x, y, b = ins
+        prod_fn = ctx.glob(np.dot, "dot")
+    p = ctx.temp(od, f"{kind}_product")
+    pn = prod_fn
+
+    def emit_prod(names, outs, target):
+        if target is not None:
+            return [f"{outs[0]} = {pn}({names[0]}, {names[1]}, {target})"]
+        return [f"{outs[0]} = {pn}({names[0]}, {names[1]})"]
+
+    if kind == "ger":
+
+        def pshape(shapes):
+            return (shapes[0][0], shapes[1][0])
+    else:
+
+        def pshape(shapes):
+            return tuple(shapes[0][:-1]) + tuple(shapes[1][1:])
+
+    steps = [Step(node, (p,), (x, y), emit_prod, dtypes=(od,), temp_shape=pshape)]
+    axpby = ctx.glob(_axpby, "axpby")
+    scalars = [a] if b is None else [a, b]
+    sc = [ctx.const(ctx.value_of(s), "k") if ctx.is_const(s) else s for s in scalars]
+    vals = [z, p] + [s for s in sc if not isinstance(s, str)]
+    destroy = bool(getattr(node.op, "destroy_map", None))
+
+    def emit_comb(names, outs, target):
+        it = iter(names[2:])
+        sn = [s if isinstance(s, str) else next(it) for s in sc]
+        bn = "1" if b is None else sn[1]
+        t = names[0] if destroy else (target if target is not None else "None")
+        return [f"{outs[0]} = {axpby}({names[0]}, {sn[0]}, {names[1]}, {bn}, {t})"]
+
+    if destroy:
+        steps.append(
+            Step(node, node.outputs, vals, emit_comb, kind="view", views={0: 0}, dtypes=(od,))
+        )
+    else:
+        steps.append(Step(node, node.outputs, vals, emit_comb, inplace=[(0, 0)], dtypes=(od,)))
+    return steps
+
+
+def _deepcopy_steps(node, ctx):
+    x = node.inputs[0]
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {ins[0]}.copy()"]
+
+    return [Step(node, node.outputs, (x,), emit, kind="call")]
+
+
+def _viewop_steps(node, ctx):
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {ins[0]}"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
+
+
+def _shape_steps(node, ctx):
+    x = node.inputs[0]
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+    arr = ctx.glob(np.array, "array")
+    i64 = ctx.glob(np.dtype("int64"), "D")
+    i = getattr(node.op, "i", None)
+
+    def emit(ins, outs, target):
+        sub = f".shape[{i}]" if i is not None else ".shape"
+        return [f"{outs[0]} = {arr}({ins[0]}{sub}, dtype={i64})"]
+
+    return [Step(node, node.outputs, (x,), emit, kind="call")]
+
+
+def register_defaults():
+    """Register the emitters of this module for the ops that exist (idempotent)."""
+    try:
+        from theano_dag.tensor.elemwise import CAReduce, DimShuffle
+    except ImportError:
+        return
+    register_impl(DimShuffle)(_dimshuffle_steps)
+    register_impl(CAReduce)(_careduce_steps)
+    try:
+        from theano_dag.tensor.fused import FusedReduce
+
+        register_impl(FusedReduce)(_fused_reduce_steps)
+    except ImportError:
+        pass
+    try:
+        from theano_dag.tensor.math import Dot
+
+        register_impl(Dot)(_dot_steps)
+    except ImportError:
+        pass
+    try:
+        from theano_dag.tensor import blas
+
+        register_impl(blas.Dot22)(_dot_steps)
+        register_impl(blas.Dot22Scalar)(lambda node, ctx: _dot_steps(node, ctx, scale=True))
+        register_impl(blas.Gemm)(lambda node, ctx: _blas_steps(node, ctx, "gemm"))
+        register_impl(blas.Gemv)(lambda node, ctx: _blas_steps(node, ctx, "gemv"))
+        register_impl(blas.Ger)(lambda node, ctx: _blas_steps(node, ctx, "ger"))
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from theano_dag.compile.ops import DeepCopyOp, ViewOp
+
+        register_impl(DeepCopyOp)(_deepcopy_steps)
+        register_impl(ViewOp)(_viewop_steps)
+    except ImportError:
+        pass
+    try:
+        from theano_dag.tensor.shape import Shape, Shape_i
+
+        register_impl(Shape, Shape_i)(_shape_steps)
+    except ImportError:
+        pass
+
+
+register_defaults()

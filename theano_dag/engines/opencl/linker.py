@@ -1,0 +1,449 @@
+"""``OpenCLLinker``: the OpenCL engine's linker (``Mode(linker='opencl')``).
+
+``accept(fgraph)`` places every node (``placement.place``: transfers become
+visible nodes of the graph); ``make_thunk()`` builds one OpenCL program with
+every kernel, uploads the constants once, and returns the callable.
+
+Each call, per *signature* (the shapes, and for device arrays the strides, of
+the inputs), a plan is made once and cached: the concrete shape of every value
+(``engines.cpu.shapes.infer_shapes``), then the memory plan of the device values
+(``engines.memory.plan_memory``: one device buffer per block, each value at its
+offset in one). Values whose shape depends on data, and the outputs, get
+buffers from the memory pool at run time instead.
+
+Inputs may be numpy arrays (copied to the device when a device node reads
+them) or ``pyopencl.array.Array`` (used in place). Outputs are copied back as
+numpy arrays, except those declared ``Out(..., borrow=True)``, all of them with
+``return_device_arrays=True``, and updates of shared variables that live on the
+device (see ``shared.py``), which stay device arrays.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.engines.basic import Container, Linker, raise_with_op
+from theano_dag.engines.memory import PlanNode, plan_memory
+from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
+from theano_dag.engines.opencl.placement import BOTH, DEVICE, place
+from theano_dag.engines.opencl.shared import DeviceInputType
+from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
+from theano_dag.graph.basic import Constant
+
+__all__ = ["OpenCLLinker", "DevicePlan"]
+
+
+def _nbytes(shape, dtype) -> int:
+    n = np.dtype(dtype).itemsize
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+class DevicePlan:
+    """The memory plan of one signature: ``slots[var] = (buffer, offset, capacity)``."""
+
+    def __init__(self, memory_plan, slots, buffers, shapes):
+        self.memory_plan = memory_plan
+        self.slots = slots
+        self.buffers = buffers
+        self.shapes = shapes
+
+    @property
+    def planned_bytes(self) -> int:
+        return 0 if self.memory_plan is None else self.memory_plan.planned_bytes
+
+    def summary(self) -> str:
+        if self.memory_plan is None:
+            return "no memory plan (shapes unknown before the run)"
+        return "device memory: " + self.memory_plan.summary()
+
+
+class OpenCLLinker(Linker):
+    """Run a FunctionGraph on an OpenCL device (see the module docstring).
+
+    ``return_device_arrays``: every output stays on the device.
+    ``host_fallback``: run ops without a kernel on the host (None: the config flag).
+    ``build_options``: OpenCL compiler options (e.g. ``["-cl-fast-relaxed-math"]``, or
+    ``["-cl-opt-disable"]`` where compile time matters more than speed).
+    """
+
+    def __init__(
+        self,
+        return_device_arrays=False,
+        host_fallback=None,
+        allow_gc=None,
+        schedule=None,
+        build_options=(),
+    ):
+        super().__init__(allow_gc=True if allow_gc is None else allow_gc, scheduler=schedule)
+        self.return_device_arrays = bool(return_device_arrays)
+        self.host_fallback = host_fallback
+        self.build_options = tuple(build_options)
+        self.fgraph = None
+        self.no_recycling = []
+        self.updates = {}
+        self.placement = None
+        self.ctx = None
+        self.profile = None
+
+    def clone(self, allow_gc=None):
+        return type(self)(
+            self.return_device_arrays,
+            self.host_fallback,
+            self.allow_gc if allow_gc is None else allow_gc,
+            self._scheduler,
+            self.build_options,
+        )
+
+    def accept(self, fgraph, no_recycling=None, profile=None):
+        """Bind to ``fgraph`` and place its nodes (inserting the transfer nodes)."""
+        from theano_dag.engines.opencl.context import get_context
+
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            return self.clone().accept(fgraph, no_recycling, profile)
+        self.fgraph = fgraph
+        self.no_recycling = list(no_recycling or [])
+        self.profile = profile
+        self.ctx = get_context()
+        fallback = (
+            config.opencl__host_fallback if self.host_fallback is None else self.host_fallback
+        )
+        self.placement = place(fgraph, self.ctx, bool(fallback))
+        return self
+
+    def accept_var_updates(self, updates):
+        """``{shared input variable: update output variable}`` (from FunctionMaker)."""
+        self.updates = dict(updates)
+
+    def make_thunk(self, input_storage=None, output_storage=None, storage_map=None):
+        fg = self.fgraph
+        if fg is None:
+            raise ValueError("OpenCLLinker.make_thunk: call accept(fgraph) first")
+        if input_storage is None:
+            input_storage = [[None] for _ in fg.inputs]
+        if output_storage is None:
+            output_storage = [[None] for _ in fg.outputs]
+        runner = _Runner(self, input_storage, output_storage)
+        ins = [
+            Container(DeviceInputType(v.type) if hasattr(v.type, "ndim") else v, cell, name=v.name)
+            for v, cell in zip(fg.inputs, input_storage)
+        ]
+        outs = [Container(v, cell, readonly=True) for v, cell in zip(fg.outputs, output_storage)]
+        return runner, ins, outs
+
+
+class _Runner:
+    """The callable a Function runs (``fn``); see the module docstring."""
+
+    def __init__(self, linker, input_storage, output_storage):
+        self.linker = linker
+        self.ctx = linker.ctx
+        fg = linker.fgraph
+        pl = linker.placement
+        self.fgraph = fg
+        self.order = linker.schedule(fg)
+        self.where = pl.where
+        self.impls = pl.impls
+        self.placement = pl
+        self.input_storage = input_storage
+        self.output_storage = output_storage
+        self.allow_gc = True
+        self.plans: dict = {}
+        self.profile = bool(linker.profile) or bool(config.profile)
+        self.node_times = [0.0] * len(self.order)
+        self.calls = 0
+        self.source = self._build()
+        self.constants = self._upload_constants()
+        in_idx = {v: k for k, v in enumerate(fg.inputs)}
+        self.update_of = {
+            j: in_idx[inp]
+            for inp, out in linker.updates.items()
+            for j, o in enumerate(fg.outputs)
+            if o is out and inp in in_idx
+        }
+        keep = set(linker.no_recycling)
+        self.out_device = [
+            linker.return_device_arrays
+            or (v.owner is not None and v not in keep and j not in self.update_of)
+            for j, v in enumerate(fg.outputs)
+        ]
+        self._last_use()
+
+    # -- compile time -------------------------------------------------------------
+
+    def _build(self) -> str:
+        sources: dict = {}
+        for node in self.order:
+            impl = self.impls.get(node)
+            if impl is not None:
+                sources.update(impl.sources())
+        text = self.ctx.header() + "\n".join(sources[k] for k in sorted(sources))
+        self.kernel_names = sorted(sources)
+        if sources:
+            program = self.ctx.build_program(text, self.linker.build_options)
+            for impl in self.impls.values():
+                impl.bind(program)
+        return text
+
+    def _upload_constants(self) -> dict:
+        out = {}
+        for node in self.order:
+            if self.where[node] not in ("device", "h2d"):
+                continue
+            host_in = set(self.impls[node].host_inputs) if node in self.impls else set()
+            for i, v in enumerate(node.inputs):
+                if isinstance(v, Constant) and i not in host_in and v not in out:
+                    data = np.asarray(v.data)
+                    if data.dtype.kind in "biuf" and data.dtype != np.float16:
+                        out[v] = self.ctx.from_host(data)
+        return out
+
+    def _last_use(self):
+        """``dead[k]``: the values nothing reads after step ``k`` (dropped then)."""
+        last = {}
+        for k, node in enumerate(self.order):
+            for v in node.inputs:
+                last[v] = k
+        keep = set(self.fgraph.outputs) | set(self.fgraph.inputs)
+        self.dead = [[] for _ in self.order]
+        for v, k in last.items():
+            if v not in keep and not isinstance(v, Constant):
+                self.dead[k].append(v)
+
+    # -- planning -------------------------------------------------------------------
+
+    def _plan(self, sig, input_shapes) -> DevicePlan:
+        try:
+            from theano_dag.engines.cpu.shapes import infer_shapes
+        except ImportError:  # no shape inference available: everything from the pool
+            return DevicePlan(None, {}, [], {})
+        fg, order = self.fgraph, self.order
+        shapes, _known = infer_shapes(fg, order, input_shapes)
+        pl = self.placement
+        nodes, sizes, views, pinned = [], {}, {}, set(fg.outputs)
+        for node in order:
+            where = self.where[node]
+            if where not in ("device", "h2d"):
+                continue
+            outs = tuple(o for o in node.outputs if pl.location(o) == DEVICE)
+            ins = tuple(v for v in node.inputs if pl.location(v) in (DEVICE, BOTH))
+            impl = self.impls.get(node)
+            inplace = ()
+            if impl is not None:
+                for j, i in impl.view_of().items():
+                    views[node.outputs[j]] = node.inputs[i]
+                inplace = tuple(
+                    (node.outputs[j], node.inputs[i])
+                    for j, i in impl.inplace_pairs()
+                    if node.inputs[i] in ins
+                )
+            for o in outs:
+                shp = shapes.get(o)
+                if o in views:
+                    continue
+                if shp is None:
+                    pinned.add(o)
+                else:
+                    sizes[o] = _nbytes(shp, o.type.dtype)
+            nodes.append(PlanNode(outputs=outs, inputs=ins, inplace=inplace, name=str(node.op)))
+        if not nodes:
+            return DevicePlan(None, {}, [], shapes)
+        mp = plan_memory(nodes, sizes, pinned=pinned, views=views)
+        buffers = [self.ctx.buffer(b) for b in mp.blocks]
+        slots = {v: (buffers[b], off, mp.blocks[b] - off) for v, (b, off) in mp.assignment.items()}
+        return DevicePlan(mp, slots, buffers, shapes)
+
+    # -- running --------------------------------------------------------------------
+
+    def __call__(self):
+        ctx = self.ctx
+        fg = self.fgraph
+        host: dict = {}
+        dev: dict = {}
+        sig = []
+        shapes = {}
+        for v, cell in zip(fg.inputs, self.input_storage):
+            x = cell[0]
+            if is_device_array(x):
+                d = from_cl_array(x)
+                dev[v] = d
+                sig.append((d.shape, d.strides))
+                shapes[v] = d.shape
+            else:
+                host[v] = x
+                shp = np.shape(x) if x is not None else None
+                sig.append(shp)
+                shapes[v] = shp
+        sig = tuple(sig)
+        plan = self.plans.get(sig)
+        if plan is None:
+            try:
+                plan = self._plan(sig, shapes)
+            except Exception as e:
+                node = getattr(e, "node", None)
+                if node is not None:
+                    raise_with_op(fg, node, e)
+                raise
+            self.plans[sig] = plan
+        self.last_plan = plan
+        slots = plan.slots
+        consts = self.constants
+
+        def get_dev(v):
+            d = dev.get(v)
+            if d is None:
+                d = consts.get(v)
+                if d is None:
+                    val = v.data if isinstance(v, Constant) else host[v]
+                    d = ctx.from_host(val)
+                    if not isinstance(v, Constant):
+                        dev[v] = d
+            return d
+
+        def get_host(v):
+            if isinstance(v, Constant):
+                return v.data
+            h = host.get(v)
+            if h is None:
+                h = ctx.to_host(dev[v])
+                host[v] = h
+            return h
+
+        for k, node in enumerate(self.order):
+            t0 = time.perf_counter() if self.profile else 0.0
+            where = self.where[node]
+            try:
+                if where == "device":
+                    impl = self.impls[node]
+                    host_in = impl.host_inputs
+                    ins = [
+                        get_host(v) if i in host_in else get_dev(v)
+                        for i, v in enumerate(node.inputs)
+                    ]
+
+                    def out(j, shape, dtype, planned=True, _node=node):
+                        var = _node.outputs[j]
+                        need = _nbytes(shape, dtype)
+                        slot = slots.get(var) if planned else None
+                        if slot is not None and slot[2] >= need:
+                            return DArr(slot[0], slot[1], shape, dtype)
+                        return DArr(ctx.allocate(need), 0, shape, dtype)
+
+                    for o, val in zip(node.outputs, impl.run(ins, out)):
+                        dev[o] = val
+                elif where == "h2d":
+                    src = node.inputs[0]
+                    h = np.ascontiguousarray(get_host(src))
+                    o = node.outputs[0]
+                    slot = slots.get(o)
+                    if slot is not None and slot[2] >= h.nbytes:
+                        ctx.upload(h, slot[0], slot[1])
+                        dev[o] = DArr(slot[0], slot[1], h.shape, h.dtype)
+                    else:
+                        dev[o] = ctx.from_host(h)
+                elif where == "d2h":
+                    host[node.outputs[0]] = get_host(node.inputs[0])
+                elif where == "meta":
+                    self._meta(node, dev, host)
+                else:  # host: run the reference implementation
+                    cells = [[None] for _ in node.outputs]
+                    node.op.perform(node, [get_host(v) for v in node.inputs], cells)
+                    for o, c in zip(node.outputs, cells):
+                        host[o] = c[0]
+            except Exception as e:
+                raise_with_op(fg, node, e, position=k)
+            if self.profile:
+                ctx.queue.finish()
+                self.node_times[k] += time.perf_counter() - t0
+            for v in self.dead[k]:
+                dev.pop(v, None)
+                host.pop(v, None)
+        self._outputs(dev, host, get_host)
+        self.calls += 1
+
+    def _meta(self, node, dev, host):
+        from theano_dag.tensor.shape import Shape
+
+        v = node.inputs[0]
+        val = dev.get(v)
+        if val is None:
+            val = v.data if isinstance(v, Constant) else host.get(v)
+            if val is None:
+                val = self.constants[v]
+        shape = np.shape(val) if not isinstance(val, DArr) else val.shape
+        if isinstance(node.op, Shape):
+            host[node.outputs[0]] = np.asarray(shape, dtype="int64")
+        else:
+            i = node.op.i
+            if not -len(shape) <= i < len(shape):
+                raise IndexError(f"{node.op}: the input has {len(shape)} dimensions")
+            host[node.outputs[0]] = np.asarray(shape[i], dtype="int64")
+
+    def _outputs(self, dev, host, get_host):
+        ctx = self.ctx
+        in_cells = self.input_storage
+        for j, (v, cell) in enumerate(zip(self.fgraph.outputs, self.output_storage)):
+            if v.owner is None:  # an input or a constant returned as it is
+                if isinstance(v, Constant):
+                    cell[0] = v.data
+                else:
+                    cell[0] = in_cells[self.fgraph.inputs.index(v)][0]
+                continue
+            to_device = self.out_device[j]
+            if j in self.update_of:
+                to_device = is_device_array(in_cells[self.update_of[j]][0])
+            d = dev.get(v)
+            if to_device:
+                if d is None:
+                    d = ctx.from_host(host[v])
+                elif not d.is_c_contiguous:
+                    # pyopencl's own methods (get, arithmetic) want contiguous arrays.
+                    d = ctx.contiguous(d)
+                cell[0] = to_cl_array(d, ctx.queue)
+            else:
+                cell[0] = host[v] if d is None else ctx.to_host(d)
+
+    # -- introspection ---------------------------------------------------------------
+
+    def opencl_source(self) -> str:
+        """The OpenCL program of this function (every kernel it launches)."""
+        return self.source
+
+    @property
+    def planned_device_bytes(self) -> int:
+        """Bytes in the planned device blocks of the last signature run (0 before a run)."""
+        plan = getattr(self, "last_plan", None)
+        return 0 if plan is None else plan.planned_bytes
+
+    def profile_summary(self) -> str:
+        """Text: the device, the memory plan and bytes, transfers, and per-node times."""
+        lines = [
+            f"OpenCL engine on {self.ctx.describe()}: {len(self.order)} nodes, "
+            f"{len(self.kernel_names)} kernels, {self.calls} calls"
+        ]
+        plan = getattr(self, "last_plan", None)
+        if plan is not None:
+            lines.append(plan.summary())
+            lines.append(f"planned device bytes: {plan.planned_bytes}")
+        fb = self.placement.fallbacks
+        if fb:
+            lines.append("on the host: " + ", ".join(f"{n.op} ({why})" for n, why in fb))
+        t = self.ctx.transfers
+        lines.append(
+            f"transfers so far (all functions): {t.h2d} to device ({t.h2d_bytes} B), "
+            f"{t.d2h} to host ({t.d2h_bytes} B)"
+        )
+        if self.profile and self.calls:
+            total = sum(self.node_times) or 1.0
+            ranked = sorted(enumerate(self.node_times), key=lambda kv: -kv[1])[:15]
+            for k, s in ranked:
+                node = self.order[k]
+                lines.append(
+                    f"  {100 * s / total:5.1f}%  {s / self.calls * 1e3:8.3f} ms/call  "
+                    f"{self.where[node]:6s}  {node.op}"
+                )
+        return "\n".join(lines)
