@@ -55,8 +55,15 @@ def main(epochs=30, mode=None):
     w = theano_dag.shared(np.zeros((64, 10)), name="w")
     b = theano_dag.shared(np.zeros(10), name="b")
     acc_lr = train(
-        "logistic regression", [w, b], nnet.softmax(tt.dot(x, w) + b), x, y, data, 0.5,
-        epochs, mode=mode,
+        "logistic regression",
+        [w, b],
+        nnet.softmax(tt.dot(x, w) + b),
+        x,
+        y,
+        data,
+        0.5,
+        epochs,
+        mode=mode,
     )
 
     w1 = theano_dag.shared(rng.normal(0, 0.1, (64, 64)), name="w1")
@@ -65,8 +72,15 @@ def main(epochs=30, mode=None):
     b2 = theano_dag.shared(np.zeros(10), name="b2")
     hidden = nnet.relu(tt.dot(x, w1) + b1)
     acc_mlp = train(
-        "2-layer MLP", [w1, b1, w2, b2], nnet.softmax(tt.dot(hidden, w2) + b2), x, y, data,
-        0.2, epochs, mode=mode,
+        "2-layer MLP",
+        [w1, b1, w2, b2],
+        nnet.softmax(tt.dot(hidden, w2) + b2),
+        x,
+        y,
+        data,
+        0.2,
+        epochs,
+        mode=mode,
     )
     return acc_lr, acc_mlp
 

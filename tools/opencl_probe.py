@@ -24,7 +24,9 @@ def working_devices():
                 src = "__kernel void f(__global float *a){a[get_global_id(0)] += 1.0f;}"
                 prg = cl.Program(ctx, src).build()
                 a = np.zeros(4, dtype=np.float32)
-                buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+                buf = cl.Buffer(
+                    ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a
+                )
                 prg.f(queue, a.shape, None, buf)
                 cl.enqueue_copy(queue, a, buf)
                 queue.finish()

@@ -52,7 +52,8 @@ class MetaType(ABCMeta):
             if "__hash__" not in dct:
                 dct["__hash__"] = lambda self: hash((type(self), _props(self)))
             if "__eq__" not in dct:
-                dct["__eq__"] = lambda self, other: (
+                # Identity first: graphs reuse a few op instances for many nodes.
+                dct["__eq__"] = lambda self, other: self is other or (
                     type(self) is type(other) and _props(self) == _props(other)
                 )
             if "__str__" not in dct:
