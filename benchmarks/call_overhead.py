@@ -4,8 +4,9 @@ What a call costs when the arrays are tiny: the compiled function's own work
 (input checks, dispatch, output handling) next to the numpy calls themselves.
 Peers, measured in the same run: numpy eager always; PyTensor's C backend
 (``mode="CVM"``) and JAX's jit only when importable. Each case prints one JSON
-line: medians over ``--repeats`` runs of ``--number`` calls, in microseconds per
-call, and each engine's ratio to numpy eager.
+line: medians over ``--repeats`` rounds (the engines take turns within a round)
+of ``--number`` calls, in microseconds per call, and each engine's ratio to
+numpy eager.
 
 Targets (issue 5, measured on the issue's 2-core machine where numpy eager took
 0.9 us): at most 2 us for ``x + 1`` and 3 us for the 10-op chain. On another
@@ -58,10 +59,16 @@ def _chain_sym(x, lib):
     return abs(y)
 
 
-def _time(fn, arg, number, repeats):
-    fn(arg)  # warm: plans, compiles
-    runs = timeit.repeat(lambda: fn(arg), number=number, repeat=repeats)
-    return statistics.median(runs) / number * 1e6
+def _time_all(fns, arg, number, repeats):
+    """Median microseconds per call of each callable; the callables take turns in each
+    round, so that a machine busy for a while slows all of them alike."""
+    for fn in fns.values():
+        fn(arg)  # warm: plans, compiles
+    runs = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            runs[name].append(timeit.timeit(lambda fn=fn: fn(arg), number=number) / number)
+    return {name: statistics.median(r) * 1e6 for name, r in runs.items()}
 
 
 def _peers(case):
@@ -108,15 +115,16 @@ def main(argv=None):
         f = function([x], sym)
         np.testing.assert_allclose(f(a), eager(a), rtol=1e-12)
         row = {"benchmark": "call_overhead", "case": name, "n": N, "dtype": "float64"}
-        t_numpy = _time(eager, a, args.number, args.repeats)
+        fns = {"numpy_eager": eager, "theano_dag": f, **_peers(name)}
+        times = _time_all(fns, a, args.number, args.repeats)
+        t_numpy = times["numpy_eager"]
         if eager_x1 is None:
             eager_x1 = t_numpy
-        row["numpy_eager_us"] = round(t_numpy, 3)
-        row["theano_dag_us"] = round(_time(f, a, args.number, args.repeats), 3)
-        for peer, fn in _peers(name).items():
-            row[f"{peer}_us"] = round(_time(fn, a, args.number, args.repeats), 3)
-        for key in [k for k in row if k.endswith("_us") and k != "numpy_eager_us"]:
-            row[key[:-3] + "_vs_numpy"] = round(row[key] / t_numpy, 2)
+        for key, t in times.items():
+            row[f"{key}_us"] = round(t, 3)
+        for key in times:
+            if key != "numpy_eager":
+                row[f"{key}_vs_numpy"] = round(times[key] / t_numpy, 2)
         # The issue's targets, as multiples of eager ``x + 1`` on this machine.
         target = 2.0 if name == "x+1" else 3.0
         row["target_us_scaled"] = round(target / 0.9 * eager_x1, 3)

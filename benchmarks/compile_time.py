@@ -163,9 +163,7 @@ def main(argv=None):
         ins, outs = build(tt)
         n_nodes = count_nodes(outs)
         ours, _total, after = time_ours(ins, outs)
-        line = (
-            f"{name:<26} {n_nodes:>7} {ours:>11.3f} {1e6 * ours / n_nodes:>8.1f} {after:>6}"
-        )
+        line = f"{name:<26} {n_nodes:>7} {ours:>11.3f} {1e6 * ours / n_nodes:>8.1f} {after:>6}"
         if use_pt and (size is None or size <= args.pytensor_max):
             p_ins, p_outs = build(pt)
             theirs, _p_total, p_after = time_pytensor(p_ins, p_outs)

@@ -11,7 +11,9 @@ Graphs, the same for every engine (a seeded recipe):
 
 Each measurement runs in a fresh process (imports are not timed): the clock runs
 from building the symbolic graph to the first result. ``cold`` uses an empty
-compile cache, ``warm`` runs again over the cache the cold run left. Engines:
+compile cache, ``warm`` runs again over the cache the cold run left. theano_dag runs
+under Python's default recursion limit; the peers get a raised one (they recurse
+per node), and for the chain the report says whether they pass the default. Engines:
 theano_dag (default mode; fused kernels compile in the background while the
 first calls run numpy, so ``kernels_ready_s`` is reported too), PyTensor in each
 mode of ``--pytensor-modes`` (the best is reported as ``pytensor_best``), JAX's
@@ -40,6 +42,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N_INPUTS = 4
 LENGTH = 1000
 UNARY = ("sin", "cos", "tanh", "neg", "abs", "sqr")
+# Peers recurse per node: they get this limit (theano_dag keeps Python's default, 1000).
+PEER_RECURSION_LIMIT = 200_000
 BINARY = ("mul", "maximum", "minimum", "avg", "halfdiff")
 
 
@@ -88,7 +92,7 @@ def input_values():
 # -- workers (one per fresh process) ----------------------------------------------------
 
 
-def run_theano_dag(steps, compiledir, _mode):
+def run_theano_dag(steps, compiledir, _mode, _limit):
     sys.path.insert(0, ROOT)
     import theano_dag
     import theano_dag.tensor as tt
@@ -102,32 +106,37 @@ def run_theano_dag(steps, compiledir, _mode):
     t0 = time.perf_counter()
     inputs = [tt.dvector(f"x{k}") for k in range(N_INPUTS)]
     out = build(tt, inputs, steps, op_table(tt, numpy_like=False))
-    f = theano_dag.function(inputs, out)
-    r = f(*xs)
     t1 = time.perf_counter()
-    in_c = ckernel.wait_for_kernels(f)
+    f = theano_dag.function(inputs, out, on_unused_input="ignore")
     t2 = time.perf_counter()
-    return {"s": t1 - t0, "kernels_ready_s": t2 - t0, "in_c": in_c, "checksum": float(r.sum())}
+    r = f(*xs)
+    t3 = time.perf_counter()
+    in_c = ckernel.wait_for_kernels(f)
+    t4 = time.perf_counter()
+    return {"s": t3 - t0, "build_s": t1 - t0, "function_s": t2 - t1, "first_call_s": t3 - t2,
+            "kernels_ready_s": t4 - t0, "in_c": in_c, "checksum": float(r.sum())}  # fmt: skip
 
 
-def run_pytensor(steps, compiledir, mode):
+def run_pytensor(steps, compiledir, mode, limit):
     os.environ["PYTENSOR_FLAGS"] = f"compiledir={compiledir}"
     import pytensor
     import pytensor.tensor as pt
 
+    sys.setrecursionlimit(limit)
     xs = input_values()
     t0 = time.perf_counter()
     inputs = [pt.dvector(f"x{k}") for k in range(N_INPUTS)]
     out = build(pt, inputs, steps, op_table(pt, numpy_like=False))
-    f = pytensor.function(inputs, out, mode=mode)
+    f = pytensor.function(inputs, out, mode=mode, on_unused_input="ignore")
     r = f(*xs)
     return {"s": time.perf_counter() - t0, "checksum": float(r.sum())}
 
 
-def run_jax(steps, compiledir, _mode):
+def run_jax(steps, compiledir, _mode, limit):
     import jax
     import jax.numpy as jnp
 
+    sys.setrecursionlimit(limit)
     jax.config.update("jax_enable_x64", True)
     xs = input_values()
     t0 = time.perf_counter()
@@ -143,10 +152,10 @@ WORKERS = {"theano_dag": run_theano_dag, "pytensor": run_pytensor, "jax": run_ja
 
 
 def worker(argv):
-    engine, kind, n, compiledir, mode = argv
+    engine, kind, n, compiledir, mode, limit = argv
     steps = recipe(kind, int(n))
     try:
-        res = WORKERS[engine](steps, compiledir, mode)
+        res = WORKERS[engine](steps, compiledir, mode, int(limit))
     except RecursionError as e:
         res = {"error": f"RecursionError: {e}"}
     except Exception as e:
@@ -154,17 +163,9 @@ def worker(argv):
     print("RESULT " + json.dumps(res), flush=True)
 
 
-def measure(engine, kind, n, compiledir, mode, timeout):
-    cmd = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--worker",
-        engine,
-        kind,
-        str(n),
-        compiledir,
-        mode or "-",
-    ]
+def measure(engine, kind, n, compiledir, mode, timeout, limit=PEER_RECURSION_LIMIT):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", engine, kind, str(n),
+           compiledir, mode or "-", str(limit)]  # fmt: skip
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -177,7 +178,7 @@ def measure(engine, kind, n, compiledir, mode, timeout):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1000, 5000])
     ap.add_argument("--chain", type=int, default=5000)
     ap.add_argument("--pytensor-modes", default="FAST_COMPILE,CVM,NUMBA")
     ap.add_argument("--no-peers", action="store_true")
@@ -204,9 +205,15 @@ def main(argv=None):
                     row[f"{label}_error"] = res["error"]
                     continue
                 row[f"{label}_s"] = round(res["s"], 3)
-                if "kernels_ready_s" in res:
-                    row[f"{label}_kernels_ready_s"] = round(res["kernels_ready_s"], 3)
+                for part in ("build_s", "function_s", "first_call_s", "kernels_ready_s"):
+                    if part in res:
+                        row[f"{label}_{part}"] = round(res[part], 3)
+                if "in_c" in res:
                     row[f"{label}_in_c"] = res["in_c"]
+            if kind == "chain" and engine != "theano_dag":
+                # Do the peers survive Python's default recursion limit?
+                res = measure(engine, kind, n, cache, mode, args.timeout, limit=1000)
+                row[f"{name}_default_recursion_limit"] = res.get("error", "ok")[:60]
                 if engine == "pytensor":
                     best[temp] = min(best.get(temp, float("inf")), res["s"])
         for temp, s in best.items():

@@ -456,7 +456,7 @@ def test_generated_source_is_straight_line_numpy():
     f = function([x], tt.exp(x) * 2, mode=cpu(0))
     f(np.zeros(4))
     src = f.fn.source()
-    assert src.startswith("def fast(*args):")
+    assert src.startswith("def fast(x0=_NA, *_rest, **_kw):")
     assert "_exp" in src and "out=b" in src
 
 
@@ -492,3 +492,32 @@ def test_fused_reduce_runs_planned_and_matches_the_reference():
     steps = [st for _k, st in fns[0].fn.current.steps if type(st.node.op) is FusedReduce]
     assert steps and all(st.kind == "out" for st in steps)
     assert fns[0].fn.source().count("add_reduce") == 2
+
+
+def test_function_incremental_keyword():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    mode = Mode(linker="cpu", optimizer=None)
+    f = function([x, y], tt.exp(x) + y, mode=mode, incremental=True)
+    xv = np.ones(3)
+    f(xv, np.zeros(3))
+    np.testing.assert_allclose(f(xv, np.ones(3)), np.e + 1)
+    assert f.fn.nodes_run == 1
+    g = function([x, y], tt.exp(x) + y, mode=mode)  # the Mode is unchanged
+    assert not g.fn.program.incremental
+    with pytest.raises(ValueError, match="incremental=True needs an engine"):
+        function([x, y], x + y, mode=REF, incremental=True)
+
+
+def test_floating_point_errors_are_ignored_as_in_perform():
+    import warnings
+
+    x = tt.dvector("x")
+    for mode in [get_mode(None), cpu(0, profile=None, incremental=True)]:
+        f = function([x], tt.log(x) / x, mode=mode)
+        before = np.geterr()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r = f(np.zeros(3))
+            r = f(np.zeros(3))
+        assert np.geterr() == before
+        assert np.all(np.isneginf(r))

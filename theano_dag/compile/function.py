@@ -209,6 +209,7 @@ def pfunc(
     profile=None,
     on_unused_input=None,
     output_keys=None,
+    incremental=False,
 ):
     """``function`` with the parameters checked and the graph rebuilt (Theano's ``pfunc``)."""
     if not isinstance(params, (list, tuple)):
@@ -278,6 +279,7 @@ def pfunc(
         on_unused_input=on_unused_input,
         name=name,
         output_keys=output_keys,
+        incremental=incremental,
     )
     return maker.create()
 
@@ -295,6 +297,7 @@ def function(
     allow_input_downcast=None,
     profile=None,
     on_unused_input=None,
+    incremental=False,
 ):
     """Compile a callable computing ``outputs`` from ``inputs``.
 
@@ -306,6 +309,9 @@ def function(
     replacement)`` pairs substituted in the graph. ``mode``: a Mode or a mode
     name. ``allow_input_downcast``: accept values that lose precision when
     cast to the input's dtype. ``on_unused_input``: 'raise', 'warn' or 'ignore'.
+    ``profile``: collect time and memory per node (``f.profile.summary()``).
+    ``incremental``: a call recomputes only what depends on inputs that changed
+    since the last call (the CPU engine).
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -340,6 +346,7 @@ def function(
         profile=profile,
         on_unused_input=on_unused_input,
         output_keys=output_keys,
+        incremental=incremental,
     )
 
 

@@ -18,6 +18,7 @@ the input and its position.
 from __future__ import annotations
 
 import copy as _copy
+import operator
 import time
 import warnings
 
@@ -283,12 +284,13 @@ class Function:
                 self._finder.setdefault(spec.name, k)
         self._prepare()
         # Engine hooks (the CPU engine): a profile object of its own, and a generated
-        # call path it installs in self._fast (used for positional calls).
+        # call path it may install as self._entry (what a call runs; see __call__).
         prof = getattr(fn, "profile", None)
         if prof is not None and hasattr(prof, "summary"):
             prof.optimizer_time = getattr(maker, "optimizer_time", 0.0)
             self.profile = prof
         self._fast = None
+        self._entry = self._call
         install = getattr(fn, "install_fast_call", None)
         if install is not None and getattr(maker, "output_keys", None) is None:
             install(self)
@@ -377,11 +379,10 @@ class Function:
             else []
         )
 
-    def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None and not kwargs:
-            return fast(*args)
-        return self._call(*args, **kwargs)
+    # ``f(...)`` calls ``f._entry(...)``: ``_call`` below, or the engine's generated call
+    # path, which checks the inputs itself and falls back to ``_call`` for anything
+    # unusual. Read through a C-level getter, so a call adds no Python frame of its own.
+    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
 
     def _call(self, *args, **kwargs):
         t0 = time.perf_counter()
@@ -460,8 +461,10 @@ class Function:
         ``shapes`` (one shape per input) or for the last call's input shapes."""
         plan = getattr(self.fn, "memory_plan", None)
         if plan is None:
-            raise NotImplementedError(f"{self._label}: its engine ({type(self.fn).__name__}) "
-                                      "does not plan memory; use Mode(linker='cpu')")
+            raise NotImplementedError(
+                f"{self._label}: its engine ({type(self.fn).__name__}) "
+                "does not plan memory; use Mode(linker='cpu')"
+            )
         return plan(shapes)
 
     # -- access to input values -----------------------------------------------
@@ -640,6 +643,7 @@ class FunctionMaker:
         fgraph=None,
         name=None,
         output_keys=None,
+        incremental=False,
     ):
         self.mode = get_mode(mode)
         self.profile = profile
@@ -683,6 +687,14 @@ class FunctionMaker:
         linker = self.mode.linker
         if not hasattr(linker, "accept"):
             raise ValueError(f"The linker of {self.mode} ({linker!r}) has no accept method")
+        if incremental:
+            if not hasattr(linker, "incremental"):
+                raise ValueError(
+                    f"incremental=True needs an engine that recomputes incrementally (the "
+                    f"CPU engine, Mode(linker='cpu')); {type(linker).__name__} does not"
+                )
+            linker = linker.clone()  # the Mode's own linker stays as it was
+            linker.incremental = True
         no_recycling = sorted(infer_reuse_pattern(fgraph, no_borrow), key=_topo_key(fgraph))
         self.linker = linker.accept(fgraph, no_recycling=no_recycling, profile=profile)
         if hasattr(self.linker, "accept_var_updates"):

@@ -109,6 +109,10 @@ class FunctionGraph:
         self.apply_nodes: set = set()
         self.variables: set = set()
         self.clients: dict = {}
+        # var -> {client: position in clients[var]}, for variables with many clients
+        # only: removing one of thousands of clients is then O(1), not a list scan.
+        self._client_index: dict = {}
+        self._input_set: set = set()
         self.inputs: list = []
         # Empty while features attach: the graph is imported after, and the
         # features see every node through on_import.
@@ -134,7 +138,7 @@ class FunctionGraph:
         for k, out in enumerate(self.outputs):
             self._import_graph([out], reason="init", needed_by=f"output {k} ({out})")
         for k, out in enumerate(self.outputs):
-            self.clients[out].append(("output", k))
+            self._append_client(out, ("output", k))
 
     # ------------------------------------------------------------------
     # Inputs, clients, import and prune
@@ -151,6 +155,7 @@ class FunctionGraph:
         if var.owner is not None:
             raise ValueError(f"Cannot add {var} as an input: it is the output of {var.owner}")
         self.inputs.append(var)
+        self._input_set.add(var)
         self.setup_var(var)
         self.variables.add(var)
         self._version += 1
@@ -176,7 +181,40 @@ class FunctionGraph:
 
     def add_client(self, var, new_client):
         """Record that ``new_client = (node, i)`` uses ``var``."""
-        self.clients[var].append(new_client)
+        self._append_client(var, new_client)
+
+    def _append_client(self, var, client):
+        lst = self.clients[var]
+        idx = self._client_index.get(var)
+        if idx is not None:
+            idx[client] = len(lst)
+        lst.append(client)
+        if idx is None and len(lst) > _INDEX_MIN_CLIENTS:
+            self._client_index[var] = {c: k for k, c in enumerate(lst)}
+
+    def _drop_client(self, var, var_clients, client) -> bool:
+        """Remove ``client`` from ``var_clients`` (the list of ``var``); False if absent.
+
+        Short lists keep their order; a long one (indexed) moves its last entry into the
+        freed place, so that removal is O(1).
+        """
+        idx = self._client_index.get(var)
+        if idx is None:
+            try:
+                var_clients.remove(client)
+            except ValueError:
+                return False
+            return True
+        pos = idx.pop(client, None)
+        if pos is None:
+            return False
+        last = var_clients.pop()
+        if pos < len(var_clients):
+            var_clients[pos] = last
+            idx[last] = pos
+        if not var_clients:
+            del self._client_index[var]
+        return True
 
     def remove_client(self, var, client_to_remove, reason=None):
         """Remove one client of ``var``; prune what is no longer used, iteratively.
@@ -186,23 +224,19 @@ class FunctionGraph:
         in turn removes it from its inputs' clients.
         """
         clients = self.clients
-        inputs = None
+        inputs = self._inputs_set()
         stack = [(var, client_to_remove)]
         while stack:
             var, client = stack.pop()
             var_clients = clients.get(var)
             if var_clients is None:
                 continue
-            try:
-                var_clients.remove(client)
-            except ValueError:
+            if not self._drop_client(var, var_clients, client):
                 continue
             if var_clients:
                 continue
             owner = var.owner
             if owner is None:
-                if inputs is None:
-                    inputs = set(self.inputs)
                 if var not in inputs:
                     # An unused constant (or orphan) has no reason to stay.
                     self.variables.discard(var)
@@ -222,6 +256,7 @@ class FunctionGraph:
             for o in owner.outputs:
                 self.variables.discard(o)
                 clients.pop(o, None)
+                self._client_index.pop(o, None)
             self._version += 1
             self.execute_callbacks("on_prune", owner, reason)
             stack.extend((inp, (owner, i)) for i, inp in enumerate(owner.inputs))
@@ -307,6 +342,7 @@ class FunctionGraph:
                     self.add_input(var)
 
         clients = self.clients
+        append_client = self._append_client
         level = self._level
         apply_nodes = self.apply_nodes
         import_cbs = self._get_callbacks("on_import")
@@ -332,7 +368,7 @@ class FunctionGraph:
                 if inp not in variables:
                     variables.add(inp)
                     clients[inp] = []
-                clients[inp].append((node, i))
+                append_client(inp, (node, i))
                 o = inp.owner
                 if o is not None:
                     lo = level.get(o, 0)
@@ -394,7 +430,7 @@ class FunctionGraph:
         else:
             node.inputs[i] = new_var
             self._raise_levels(node, new_var)
-        self.clients[new_var].append((node, i))
+        self._append_client(new_var, (node, i))
         self._version += 1
         self.remove_client(old, (node, i), reason=reason)
         self.execute_callbacks("on_change_input", node, i, old, new_var, reason=reason)
@@ -458,6 +494,12 @@ class FunctionGraph:
         for var, new_var in pairs:
             if var in self.variables:
                 self.replace(var, new_var, reason=reason, import_missing=import_missing)
+
+    def _inputs_set(self) -> set:
+        """The inputs as a set (rebuilt only if ``inputs`` was changed by hand)."""
+        if len(self._input_set) != len(self.inputs):
+            self._input_set = set(self.inputs)
+        return self._input_set
 
     def _first_dependency(self, new_var, targets):
         """Return a node of ``targets`` (Applies in the graph) that ``new_var`` depends on."""
@@ -745,6 +787,8 @@ class FunctionGraph:
         for f in list(self._features):
             self.remove_feature(f)
         self.clients = {}
+        self._client_index = {}
+        self._input_set = set()
         self.apply_nodes = set()
         self.variables = set()
         self._level = {}
@@ -756,7 +800,7 @@ class FunctionGraph:
     # Attributes the FunctionGraph itself owns (the others were installed by features).
     _CORE_ATTRS = frozenset(
         "execute_callbacks_time _features apply_nodes variables clients inputs outputs "
-        "profile update_mapping _level _version".split()
+        "profile update_mapping _level _version _client_index _input_set".split()
     )
 
     def __getstate__(self):
@@ -824,6 +868,10 @@ class FunctionGraph:
 
 # ----------------------------------------------------------------------
 # Helpers
+
+
+# Lists of clients longer than this get a position index (O(1) removal).
+_INDEX_MIN_CLIENTS = 32
 
 
 def _is_output(node):

@@ -223,7 +223,10 @@ def kernel_dir(compiledir: str) -> str:
 
 # Runs the compiler, then renames its output into place; being a shell of its own,
 # it finishes the job even if the Python process that started it has exited.
-_SCRIPT = 'tmp="$1"; final="$2"; shift 2; "$@" && mv -f "$tmp" "$final"'
+_SCRIPT = (
+    'tmp="$1"; final="$2"; src="$3"; csrc="$4"; shift 4; '
+    '"$@" && mv -f "$tmp" "$final" && mv -f "$src" "$csrc"'
+)
 
 
 def _compile(tc: Toolchain, source: str, directory: str, final: str):
@@ -239,24 +242,24 @@ def _compile(tc: Toolchain, source: str, directory: str, final: str):
         stats["compiles"] += 1
     if shutil.which("sh"):
         proc = subprocess.run(
-            ["sh", "-c", _SCRIPT, "sh", tmp, final, *cmd], capture_output=True, text=True
+            ["sh", "-c", _SCRIPT, "sh", tmp, final, src, base + ".c", *cmd],
+            capture_output=True,
+            text=True,
         )
     else:  # pragma: no cover - POSIX systems have sh
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode == 0:
             os.replace(tmp, final)
+            os.replace(src, base + ".c")
     if proc.returncode != 0 or not os.path.exists(final):
-        for p in (tmp,):
-            if os.path.exists(p):
-                os.unlink(p)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         with _lock:
             stats["failures"] += 1
         raise CompileError(
             f"C compiler failed (exit {proc.returncode}): {' '.join(cmd)}\n"
             f"{proc.stderr[-4000:]}\n(source kept in {src})"
         )
-    # The source beside the library, for inspection; replaced atomically too.
-    os.replace(src, base + ".c")
 
 
 def compile_library(tc: Toolchain, source: str, directory: str) -> str:

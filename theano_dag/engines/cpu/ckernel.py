@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import threading
 import warnings
 
@@ -66,6 +67,19 @@ def compile_mode(mode):
         yield
     finally:
         _MODE[0] = old
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """No garbage collection within: the burst of small objects of binding a library
+    would otherwise trigger full collections over a big graph (0.9 s at 5,000 nodes)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _is_composite(sop):
@@ -308,8 +322,9 @@ class KernelLibrary:
             lib = ctypes.CDLL(path)
             descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
             lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
-            for k in self.kernels:
-                k._bind(lib)
+            with _gc_paused():
+                for k in self.kernels:
+                    k._bind(lib)
         except (OSError, AttributeError) as e:
             self.error = e
             warnings.warn(
@@ -421,18 +436,21 @@ def _make_emitter(previous):
     from theano_dag.engines.cpu.impls import Step, _destroying
 
     def elemwise_steps(node, ctx):
-        steps = previous(node, ctx)
         lib = _library_of(ctx)
-        if lib is None or not _wants_c(node, steps):
+        if lib is None:
+            return previous(node, ctx)
+        # A Composite's numpy steps are only made if its fallback is ever needed.
+        steps = None if _is_composite(node.op.scalar_op) else previous(node, ctx)
+        if steps is not None and not _wants_c(node, steps):
             return steps
         try:
             k = lib.add(node)
         except NotCompilable:
-            return steps
+            return steps if steps is not None else previous(node, ctx)
         fallbacks = getattr(lib, "fallbacks", None)
         if fallbacks is None:
             fallbacks = lib.fallbacks = _Fallbacks(ctx)
-        fallbacks.add(k, node, steps)
+        fallbacks.add(k, node, steps, previous)
         kname = ctx.glob(k, k.name.upper())
         ins = [node.inputs[p] for p in k.arg_pos]
         nout = k.nout
@@ -468,7 +486,10 @@ def _make_emitter(previous):
         )
         destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
         if destroy:
-            return _destroying(ctx, node, [step], destroy) or steps
+            done = _destroying(ctx, node, [step], destroy)
+            if done is None:
+                return steps if steps is not None else previous(node, ctx)
+            return done
         return [step]
 
     return elemwise_steps
@@ -507,28 +528,42 @@ def _fallback_source(node, steps, k, ctx, fname):
 
 
 class _Fallbacks:
-    """The numpy fallbacks of a library's kernels, compiled together on first use
-    (never, when the library comes from the cache before the first call)."""
+    """The numpy fallbacks of a library's kernels while it compiles: a kernel's first
+    call runs ``Elemwise.perform`` (nothing to prepare: the first result comes
+    soonest); from its second call on, the engine's numpy steps, compiled together
+    for all kernels then (never, when the library was loaded before that)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.pending = []
 
-    def add(self, k, node, steps):
-        self.pending.append((k, node, steps))
+    def add(self, k, node, steps, emitter):
+        """``steps``: the node's numpy steps, or None to ask ``emitter`` when needed."""
+        self.pending.append((k, node, steps, emitter))
         k.fallback = self._first_use(k)
 
     def _first_use(self, k):
+        calls = [0]
+
         def fallback(*args):
+            calls[0] += 1
+            if calls[0] == 1:
+                return CKernel.fallback(k, *args)
             self.build()
             return k.fallback(*args)
 
         return fallback
 
     def build(self):
+        with _gc_paused():
+            self._build()
+
+    def _build(self):
         pending, self.pending = self.pending, []
         srcs, kernels = [], []
-        for j, (k, node, steps) in enumerate(pending):
+        for j, (k, node, steps, emitter) in enumerate(pending):
+            if steps is None:
+                steps = emitter(node, self.ctx)
             src = _fallback_source(node, steps, k, self.ctx, f"fb{j}")
             if src is None:
                 k.fallback = CKernel.fallback.__get__(k)

@@ -27,6 +27,7 @@ Variants: ``fast`` (checks the inputs itself, applies updates and returns what
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
 import linecache
@@ -67,9 +68,41 @@ def _errstate_hooks():
 err_off, err_on = _errstate_hooks()
 
 
+def ignoring_context():
+    """A ``contextvars.Context`` in which numpy ignores floating-point errors, or None.
+
+    The call path runs inside it (``ctx.run(fast, ...)``): entering a context costs
+    less than setting and resetting numpy's error state around each call. None when
+    numpy keeps its error state elsewhere (then the generated code sets it itself).
+
+    >>> import numpy as np
+    >>> ctx = ignoring_context()
+    >>> ctx is None or ctx.run(np.geterr)["divide"]
+    'ignore'
+    """
+    try:
+        from numpy._core import umath
+
+        cv = umath._extobj_contextvar
+    except (ImportError, AttributeError):
+        return None
+    ctx = contextvars.copy_context()
+    with np.errstate(all="ignore"):
+        ignore = cv.get()
+    ctx.run(cv.set, ignore)
+    return ctx
+
+
+# Distinct sources kept compiled (and their text kept for tracebacks).
+CODE_CACHE_SIZE = 1024
+
+
 def _compile(source, tag):
     code = CODE_CACHE.get(source)
     if code is None:
+        if len(CODE_CACHE) >= CODE_CACHE_SIZE:
+            old_source = next(iter(CODE_CACHE))
+            linecache.cache.pop(CODE_CACHE.pop(old_source).co_filename, None)
         digest = hashlib.sha1(source.encode()).hexdigest()[:12]
         filename = f"<theano_dag.cpu {tag} {digest}>"
         lines = source.splitlines(True)
@@ -191,9 +224,10 @@ def _namespace(plan, where, first_line, extra=None):
     return ns
 
 
-def _assemble(plan, head, body, where, tail, mode, extra=None):
+def _assemble(plan, head, body, where, tail, mode, extra=None, errstate=True):
     src = list(head)
-    src.append("    _tok = _err_off()")
+    if errstate:
+        src.append("    _tok = _err_off()")
     src.append("    try:")
     hdr = _header_lines(plan) + ["        " + line for line in plan.prologue]
     first_line = len(src) + len(hdr) + 1  # 1-based line number of body[0]
@@ -202,8 +236,9 @@ def _assemble(plan, head, body, where, tail, mode, extra=None):
     src += body if body else ["        pass"]
     src.append("    except Exception as _e:")
     src.append("        _fail(_e)")
-    src.append("    finally:")
-    src.append("        _err_on(_tok)")
+    if errstate:
+        src.append("    finally:")
+        src.append("        _err_on(_tok)")
     src += tail
     source = "\n".join(src) + "\n"
     t0 = time.perf_counter()
@@ -244,6 +279,24 @@ def build_core(plan, mode="core", extra=None):
     return ns["core"], source
 
 
+class _Missing:
+    """The default of a fast call's parameters: that argument was not given."""
+
+    def __repr__(self):
+        return "<not given>"
+
+
+_NA = _Missing()
+
+
+def _slow_na(slow):
+    def call(given, rest, kw):
+        args = [a for a in given if a is not _NA]
+        return slow(*args, *rest, **kw)
+
+    return call
+
+
 def _persistent(plan):
     """Values an incremental core keeps from call to call (all it computes)."""
     seen, out = set(), []
@@ -255,20 +308,27 @@ def _persistent(plan):
     return out
 
 
-def build_fast(plan, spec):
-    """Compile the plan's call path: ``fast(*args)`` checks the explicit inputs against
-    this plan's signature (else ``_switch(args)``), reads the shared values, runs,
-    stores the updates and returns what ``Function.__call__`` returns."""
+def build_fast(plan, spec, errstate=True):
+    """Compile the plan's call path: ``fast(x0, x1, ...)`` checks the explicit inputs
+    against this plan's signature (else ``_switch(args)``), reads the shared values,
+    runs, stores the updates and returns what ``Function`` returns. Any other call
+    (another number of arguments, keywords) goes to ``_slow``, Function's own path.
+    ``errstate=False``: the caller runs it where numpy ignores floating-point errors
+    (:func:`ignoring_context`)."""
     t0 = time.perf_counter()
     p = plan.program
     names = p.names
-    head = ["def fast(*args):"]
-    n = len(spec.explicit)
-    head.append(f"    if len(args) != {n}:")
-    head.append("        return _slow(*args)")
-    extra = {"_slow": spec.slow, "_switch": spec.switch, "_nd": np.ndarray}
-    if n:
-        head.append(f"    {', '.join(names[p.inputs[k]] for k in spec.explicit)}, = args")
+    explicit = [names[p.inputs[k]] for k in spec.explicit]
+    # Fixed parameters with a marker default: cheaper than unpacking *args, and a call
+    # with fewer arguments still reaches the generated code (which hands it on).
+    params = [f"{nm}=_NA" for nm in explicit] + ["*_rest", "**_kw"]
+    head = [f"def fast({', '.join(params)}):"]
+    cond = ["_rest", "_kw"] + ([f"{explicit[-1]} is _NA"] if explicit else [])
+    head.append(f"    if {' or '.join(cond)}:")
+    head.append(
+        f"        return _slow_na(({', '.join(explicit)}{',' if explicit else ''}), _rest, _kw)"
+    )
+    extra = {"_slow_na": _slow_na(spec.slow), "_switch": spec.switch, "_nd": np.ndarray, "_NA": _NA}
     checks = []
     for k, v in enumerate(p.inputs):
         nm = names[v]
@@ -282,7 +342,7 @@ def build_fast(plan, spec):
         )
     if checks:
         head.append("    if " + " or ".join(checks) + ":")
-        head.append("        return _switch(args)")
+        head.append(f"        return _switch(({', '.join(explicit)}{',' if explicit else ''}))")
     body, where = _body(plan, "fast")
     tail = []
     for k_in, k_out in spec.updates:
@@ -296,5 +356,5 @@ def build_fast(plan, spec):
     else:
         tail.append(f"    return [{', '.join(rets)}]")
     plan.codegen_time += time.perf_counter() - t0
-    ns, source = _assemble(plan, head, body, where, tail, "fast", extra)
+    ns, source = _assemble(plan, head, body, where, tail, "fast", extra, errstate)
     return ns["fast"], source

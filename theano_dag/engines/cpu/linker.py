@@ -10,18 +10,26 @@ runs, stores the updates and returns the outputs, so a call costs little more
 than the numpy calls themselves.
 
 Not thread safe: the plan's blocks are reused by every call (as Theano's
-storage is).
+storage is). The call path runs inside one ``contextvars.Context`` per function
+(where numpy ignores floating-point errors), so two threads calling one function
+at once get a RuntimeError rather than mixed-up results.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict
 
 import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
-from theano_dag.engines.cpu.codegen import _persistent, build_core, build_fast
+from theano_dag.engines.cpu.codegen import (
+    _persistent,
+    build_core,
+    build_fast,
+    ignoring_context,
+)
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.cpu.program import DEFAULT_MIN_PLAN_BYTES, Program
 
@@ -187,6 +195,7 @@ class CPUThunk:
         ]
         self._function = None
         self._spec = None
+        self._ctx = None
         if p.incremental:
             self._down = _downstream_masks(p)
             self._all = (1 << len(p.node_steps)) - 1
@@ -298,17 +307,30 @@ class CPUThunk:
         if any(inputs[k].mutable for k in function._explicit):
             return False
         self._function = function
+        self._ctx = ignoring_context()
         self._spec = _FastSpec(function, self)
         self._spec.switch = self._switch
-        function._fast = self._first_call
+        self._install(self._first_call)
         return True
 
-    def _first_call(self, *args):
+    def _install(self, fast):
+        function = self._function
+        if self._ctx is not None:
+            # Run inside a context where numpy ignores floating-point errors (as
+            # Op.perform does); a C-level partial adds no Python frame to the call.
+            fast = functools.partial(self._ctx.run, fast)
+        function._fast = fast
+        if hasattr(function, "_entry"):
+            function._entry = fast
+
+    def _first_call(self, *args, **kwargs):
+        if kwargs:
+            return self._spec.slow(*args, **kwargs)
         return self._switch(args)
 
     def _switch(self, args):
         """The fast call's slow half: find the plan of these inputs and install its code."""
-        spec, function = self._spec, self._function
+        spec = self._spec
         if len(args) != len(spec.explicit):
             return spec.slow(*args)
         vals = [cell[0] for cell in spec.cells]
@@ -326,8 +348,8 @@ class CPUThunk:
                 return spec.slow(*args)  # it raises the Function's own message
         plan = self.plan_for(sig)
         if plan.fast is None:
-            plan.fast, plan.source_fast = build_fast(plan, spec)
-        function._fast = plan.fast
+            plan.fast, plan.source_fast = build_fast(plan, spec, errstate=self._ctx is None)
+        self._install(plan.fast)
         return plan.fast(*args)
 
     # -- inspection ----------------------------------------------------------------

@@ -142,8 +142,19 @@ class Program:
     def _fold(self):
         """Compute small nodes whose inputs are all constants once, now."""
         outputs = set(self.fgraph.outputs)
+        # A value some node overwrites (or what it views) must be computed afresh by each
+        # call: never fold it into a constant.
+        destroyed = set()
+        for node in reversed(self.order):
+            for ins in (getattr(node.op, "destroy_map", None) or {}).values():
+                destroyed.update(node.inputs[i] for i in ins)
+            for o, ins in (getattr(node.op, "view_map", None) or {}).items():
+                if node.outputs[o] in destroyed:
+                    destroyed.update(node.inputs[i] for i in ins)
         for node in self.order:
-            if getattr(node.op, "destroy_map", None) or any(o in outputs for o in node.outputs):
+            if getattr(node.op, "destroy_map", None) or any(
+                o in outputs or o in destroyed for o in node.outputs
+            ):
                 continue
             if not node.inputs or not all(
                 isinstance(v, Constant) or v in self.folded for v in node.inputs

@@ -231,6 +231,14 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
     an array); ``known`` holds the small values computed from shapes alone.
     Raises :class:`ShapeError` (carrying ``.node``) when a node cannot accept its
     input shapes.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.basic import io_toposort
+    >>> x, y = tt.dmatrix("x"), tt.drow("y")
+    >>> z = tt.dot(tt.exp(x) + y, x.T).sum(axis=0)
+    >>> shapes, _ = infer_shapes(None, io_toposort([x, y], [z]), {x: (3, 4), y: (1, 4)})
+    >>> shapes[z]
+    (3,)
     """
     shapes: dict = dict(input_shapes)
     known: dict = {}

@@ -277,9 +277,13 @@ def _broadcast_of(variables, ndim):
 def commutative_key(var):
     """Sort key of the arguments of commutative ops: variables in creation order (so two
     orders of the same arguments sort alike and merge finds them), constants last."""
-    if isinstance(var, Constant):
-        data = np.asarray(var.data)
-        return (1, str(data.dtype), data.shape, data.tobytes())
+    base = var
+    owner = var.owner
+    if owner is not None and type(owner.op) is DimShuffle:
+        base = owner.inputs[0]  # a broadcast constant sorts as the constant
+    if isinstance(base, Constant):
+        data = np.asarray(base.data)
+        return (1, str(data.dtype), data.shape, data.tobytes(), var.ndim)
     return (0, int(var.auto_name[5:]))
 
 

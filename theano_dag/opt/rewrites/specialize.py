@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from theano_dag import scalar as ts
 from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const_value,
@@ -26,22 +27,22 @@ from theano_dag.tensor.basic import cast
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.fused import Adagrad
 
-__all__ = ["local_pow_specialize", "local_mul_to_sqr", "local_adagrad", "local_fma"]
+__all__ = ["local_pow_specialize", "local_pow_sqrt", "local_mul_to_sqr", "local_adagrad", "local_fma"]
 
-# x ** c for these exponents c -> a cheaper unary op
+# x ** c for these exponents c -> a cheaper unary op (exact for every x, inf and NaN too)
 _POW = {
     2.0: tm.sqr,
-    0.5: tm.sqrt,
     -1.0: tm.reciprocal,
-    -0.5: lambda x: tm.reciprocal(tm.sqrt(x)),
     -2.0: lambda x: tm.reciprocal(tm.sqr(x)),
+}
+# ... and those exact for every x but -inf (pow(-inf, 0.5) is inf, sqrt(-inf) is NaN)
+_POW_SQRT = {
+    0.5: tm.sqrt,
+    -0.5: lambda x: tm.reciprocal(tm.sqrt(x)),
 }
 
 
-@local_optimizer([tm.pow])
-def local_pow_specialize(fgraph, node):
-    """Powers with a simple constant exponent."""
-    # x ** 2 -> sqr(x) ; x ** 0.5 -> sqrt(x) ; x ** -1 -> 1/x ; x ** 1 -> x ; x ** 0 -> 1
+def _pow_rewrite(node, table, trivial):
     if not isinstance(scalar_op(node), ts.Pow):
         return False
     x, y = node.inputs
@@ -53,16 +54,30 @@ def local_pow_specialize(fgraph, node):
         return False
     p = float(p)
     xf = cast(x, out.dtype)
-    if p == 1.0:
+    if trivial and p == 1.0:
         new = xf
-    elif p == 0.0:
+    elif trivial and p == 0.0:
         new = typed_constant(1, out.dtype)
-    elif p in _POW:
-        new = _POW[p](xf)
+    elif p in table:
+        new = table[p](xf)
     else:
         return False
     new = fit(out, new, [x, y])
     return [new] if new is not None else False
+
+
+@local_optimizer([tm.pow])
+def local_pow_specialize(fgraph, node):
+    """Powers with a simple constant exponent."""
+    # x ** 2 -> sqr(x) ; x ** -1 -> 1/x ; x ** -2 -> 1/sqr(x) ; x ** 1 -> x ; x ** 0 -> 1
+    return _pow_rewrite(node, _POW, trivial=True)
+
+
+@local_optimizer([tm.pow])
+def local_pow_sqrt(fgraph, node):
+    """Square roots written as powers (not IEEE-exact at -inf: nonfinite_unsafe)."""
+    # x ** 0.5 -> sqrt(x) ; x ** -0.5 -> 1/sqrt(x)
+    return _pow_rewrite(node, _POW_SQRT, trivial=False)
 
 
 @local_optimizer([tm.mul])
@@ -198,6 +213,7 @@ def local_fma(fgraph, node):
 
 
 RULES.add("specialize", local_pow_specialize)
+RULES.add("specialize", local_pow_sqrt, NONFINITE_UNSAFE)
 RULES.add("specialize", local_mul_to_sqr)
 RULES.add("specialize", local_adagrad)
 RULES.add("fma", local_fma)

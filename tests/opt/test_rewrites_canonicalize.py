@@ -1,0 +1,284 @@
+"""Canonicalization rewrites: each checked for structure (is_same_graph with the expected
+graph) and for values (reference engine before and after)."""
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.opt.rewrites import algebra as alg
+from theano_dag.opt.rewrites.constant_folding import ConstantFolding, local_shape_i_static
+from theano_dag.opt.rewrites.products import local_mul_cancel, local_mul_canonizer
+from theano_dag.tensor.shape import Shape_i
+
+from .rewrite_helpers import apply_dbs, apply_rules, check, fgraph_values, reference_values
+
+rng = np.random.default_rng(42)
+f64 = np.float64
+
+
+def c64(v):
+    """A float64 constant (``tt.constant(0.0)`` would be autocast to float32)."""
+    return tt.constant(np.asarray(v, dtype="float64"))
+
+
+def vec(*names):
+    return [tt.dvector(n) for n in names]
+
+
+def vals(n=4, k=1, lo=-2.0, hi=2.0):
+    return [rng.uniform(lo, hi, size=n) for _ in range(k)]
+
+
+def rules(*rs, fold=False):
+    return lambda fg: apply_rules(fg, *rs, fold=fold)
+
+
+# -- identities ------------------------------------------------------------------------
+
+
+def test_add_zero_and_mul_one():
+    x, y = vec("x", "y")
+    check([x, y], [x + 0, (x * 1) * y, 0 + x + 0], [x, x * y, x], vals(k=2),
+          rules(alg.local_add_zero, alg.local_mul_one))
+
+
+def test_add_zero_keeps_the_broadcast_shape():
+    # r + zeros((3, 4)): dropping the zeros must keep the (3, 4) shape
+    r = tt.drow("r")
+    z = tt.zeros((3, 4))
+    out = r + z
+    fg = check([r], [out], [tt.fill(z, r)], [rng.normal(size=(1, 4))], rules(alg.local_add_zero))
+    assert fg.outputs[0].type == out.type
+
+
+def test_add_zero_upcasts_like_the_original():
+    i = tt.ivector("i")
+    check([i], [i + 0.0], [tt.cast(i, "float64")], [np.array([1, -2], dtype="int32")],
+          rules(alg.local_add_zero))
+
+
+def test_mul_zero_gives_zeros_of_the_product_shape():
+    x, m = tt.dvector("x"), tt.dmatrix("m")
+    zeros = tt.fill(x, c64(0))
+    check([x, m], [x * 0, m * (x * 0)], [zeros, tt.fill(m, c64(0))],
+          [rng.normal(size=3), rng.normal(size=(2, 3))], rules(alg.local_mul_zero))
+
+
+def test_mul_zero_is_tagged_nonfinite_unsafe():
+    # nan * 0 is nan; the rewrite gives 0. FAST_RUN.excluding("nonfinite_unsafe") keeps nan.
+    x = tt.dvector("x")
+    fg = apply_dbs(FunctionGraph([x], [x * 0]), "canonicalize", exclude=["nonfinite_unsafe"])
+    assert np.isnan(fgraph_values(fg, [np.array([np.nan, 1.0])])[0][0])
+    fg = apply_dbs(FunctionGraph([x], [x * 0]), "canonicalize")
+    np.testing.assert_array_equal(fgraph_values(fg, [np.array([np.nan, 1.0])])[0], [0.0, 0.0])
+
+
+def test_div_one_and_int_div_one():
+    x = tt.dvector("x")
+    i = tt.lvector("i")
+    check([x, i], [x / 1, i // 1, x // 1], [x, i, x // 1],
+          [rng.normal(size=3), np.array([3, -7, 0])], rules(alg.local_div_one))
+
+
+def test_sub_zero_and_zero_sub():
+    x = tt.dvector("x")
+    check([x], [x - 0, 0 - x], [x, -x], vals(), rules(alg.local_sub_zero))
+
+
+def test_zero_sub_of_unsigned_ints_negates_in_the_output_dtype():
+    u = tt.vector("u", dtype="uint8")
+    out = 0 - u  # int16: 0 - 200 is -200, not (uint8) 56
+    check([u], [out], [-tt.cast(u, "int16")], [np.array([200, 3], dtype="uint8")],
+          rules(alg.local_sub_zero))
+
+
+def test_sub_self():
+    x, m = tt.dvector("x"), tt.dmatrix("m")
+    check([x, m], [x - x, m - m], [tt.fill(x, c64(0)), tt.fill(m, c64(0))],
+          [rng.normal(size=3), rng.normal(size=(2, 3))], rules(alg.local_sub_self))
+
+
+def test_neg_neg_but_not_of_bools():
+    x = tt.dvector("x")
+    b = tt.vector("b", dtype="bool")
+    check([x, b], [-(-x), -(-b)], [x, -(-b)],
+          [rng.normal(size=3), np.array([True, False])], rules(alg.local_neg_neg))
+
+
+def test_log_exp_and_exp_log():
+    x = tt.dvector("x")
+    expected_exp_log = tt.switch(tt.ge(x, 0), x, tt.constant(np.array([np.nan])))
+    check([x], [tt.log(tt.exp(x)), tt.exp(tt.log(x))], [x, expected_exp_log],
+          [np.array([-1.0, 0.0, 2.5, np.inf])], rules(alg.local_log_exp, alg.local_exp_log))
+
+
+# -- dimshuffles, reshapes, broadcasts -------------------------------------------------
+
+
+def test_double_transpose_disappears():
+    m = tt.dmatrix("m")
+    from theano_dag.opt.rewrites.useless import local_useless_dimshuffle
+
+    check([m], [m.T.T, m.dimshuffle("x", 1, 0).dimshuffle(2, 1)], [m, m],
+          [rng.normal(size=(2, 3))], rules(alg.local_dimshuffle_dimshuffle,
+                                           local_useless_dimshuffle))
+
+
+def test_dimshuffle_dimshuffle_composes():
+    m = tt.dmatrix("m")
+    out = m.T.dimshuffle("x", 0, 1)
+    check([m], [out], [m.dimshuffle("x", 1, 0)], [rng.normal(size=(2, 3))],
+          rules(alg.local_dimshuffle_dimshuffle))
+
+
+def test_reshape_reshape():
+    m = tt.dmatrix("m")
+    out = tt.reshape(tt.reshape(m, (6,)), (3, 2))
+    check([m], [out], [tt.reshape(m, (3, 2))], [rng.normal(size=(2, 3))],
+          rules(alg.local_reshape_reshape))
+
+
+def test_alloc_alloc():
+    x = tt.dvector("x")
+    out = tt.alloc(tt.alloc(x, 3, 4), 2, 3, 4)
+    check([x], [out], [tt.alloc(x, 2, 3, 4)], [rng.normal(size=4)],
+          rules(alg.local_alloc_alloc))
+
+
+def test_elemwise_drops_a_repeated_broadcast():
+    m, x, y = tt.dmatrix("m"), tt.dvector("x"), tt.dvector("y")
+    n = tt.TensorType("float64", shape=(2, 3))("n")
+    check([m, n, x, y], [m * tt.fill(m, y), n + tt.alloc(x, 2, 3)], [m * y, n + x],
+          [rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=3),
+           rng.normal(size=3)], rules(alg.local_elemwise_drop_broadcast))
+
+
+def test_broadcast_kept_when_it_gives_the_shape():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    out = tt.fill(tt.dmatrix("m"), y) + x  # the fill gives the matrix shape: keep it
+    fg = FunctionGraph(list(out.owner.inputs[0].owner.inputs[:1]) + [x, y], [out],
+                       clone=False)
+    apply_rules(fg, alg.local_elemwise_drop_broadcast, fold=False)
+    assert fg.outputs[0] is out
+
+
+# -- canonical order and products -------------------------------------------------------
+
+
+def test_commutative_arguments_are_sorted_and_flattened():
+    x, y, z = vec("x", "y", "z")
+    check([x, y, z], [y + x, (y + x) + z, tt.eq(z, x), tt.maximum(y, x) * 2],
+          [x + y, tt.add(x, y, z), tt.eq(x, z), tt.mul(tt.maximum(x, y), 2)],
+          vals(k=3), rules(alg.local_commutative_canonical))
+
+
+def test_flattening_keeps_shared_and_narrower_sums():
+    x, y, z = vec("x", "y", "z")
+    s = x + y
+    i8 = tt.vector("i", dtype="int8")
+    out = (s + z) * s  # s is used twice: not flattened into the outer sum
+    out2 = (i8 + i8) + x  # int8 sum wraps around: not flattened into a float sum
+    # (arguments sort in creation order: z was made before s)
+    check([x, y, z, i8], [out, out2], [s * (z + s), x + (i8 + i8)],
+          vals(k=3) + [np.array([100, 100, 1, 2], dtype="int8")],
+          rules(alg.local_commutative_canonical))
+
+
+def test_merge_finds_swapped_sums_after_canonicalize():
+    x, y = vec("x", "y")
+    fg = apply_dbs(FunctionGraph([x, y], [tt.exp(x + y) * tt.exp(y + x)]), "merge1",
+                   "canonicalize", "merge1.2")
+    assert sum(1 for n in fg.apply_nodes if n.op == tt.exp) == 1
+
+
+def test_mul_canonizer_collects_constants_and_factors():
+    x, y = vec("x", "y")
+    six = tt.constant(np.array([6.0]))
+    check([x, y], [(x * 2) * (y * 3), (x / 2) / y, -(x * -y)],
+          [tt.mul(x, y, six), tt.true_div(tt.mul(x, tt.constant(np.array([0.5]))), y), x * y],
+          vals(k=2), rules(local_mul_canonizer))
+
+
+def test_mul_canonizer_leaves_canonical_products_alone():
+    x, y, z = vec("x", "y", "z")
+    out = tt.true_div(tt.mul(x, y), z)
+    fg = FunctionGraph([x, y, z], [out], clone=False)
+    apply_rules(fg, local_mul_canonizer, fold=False)
+    assert fg.outputs[0] is out
+
+
+def test_mul_cancel():
+    x, y = vec("x", "y")
+    m = tt.dmatrix("m")
+    outs = [(x * y) / y, x / x, (x * m) / m]  # in the last, m still gives the shape
+    args = [rng.uniform(1, 2, size=4), rng.uniform(1, 2, size=4),
+            rng.uniform(1, 2, size=(2, 4))]
+    want = reference_values([x, y, m], outs, args)
+    fg = FunctionGraph([x, y, m], outs, clone=False)
+    apply_rules(fg, local_mul_cancel, fold=False)
+    assert fg.outputs[0] is x
+    assert "true_div" not in " ".join(str(n.op) for n in fg.toposort())
+    got = fgraph_values(fg, args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+    assert got[2].shape == (2, 4)
+
+
+def test_canonicalize_db_reaches_a_fixed_point_without_looping():
+    x, y, z = vec("x", "y", "z")
+    out = ((x * y) / (z * 2)) * (2 * z) / y + (-(-x)) * 1 + 0
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fg = check([x, y, z], [out], [x + x], [rng.uniform(1, 2, size=4)] * 3,
+                   lambda fg: apply_dbs(fg, "canonicalize", "merge1.2"))
+    assert len(fg.apply_nodes) == 1
+
+
+# -- constant folding -------------------------------------------------------------------
+
+
+def test_constant_folding():
+    x = tt.dvector("x")
+    two = tt.exp(c64(0.0)) * 2
+    fg = check([x], [x + two], [x + tt.constant(np.array([2.0]))], vals(),
+               rules(ConstantFolding()))
+    assert all(n.op == tt.add for n in fg.apply_nodes)
+
+
+def test_constant_folding_size_limit():
+    small = tt.alloc(c64(1.0), 10, 10)
+    big = tt.alloc(c64(1.0), 400, 400)
+    fg = FunctionGraph([], [small, big], clone=False)
+    apply_rules(fg, ConstantFolding(max_size=1000), fold=False)
+    assert fg.outputs[0].owner is None and fg.outputs[0].data.shape == (10, 10)
+    assert fg.outputs[1] is big
+
+
+def test_constant_folding_keeps_run_time_errors():
+    bad = tt.alloc(tt.constant(np.ones(3)), 2, 5)  # cannot fill (2, 5) with 3 values
+    fg = FunctionGraph([], [bad], clone=False)
+    apply_rules(fg, ConstantFolding(), fold=False)
+    assert fg.outputs[0] is bad
+
+
+def test_static_shape_i_is_a_constant():
+    x = tt.TensorType("float64", shape=(3, None))("x")
+    out = Shape_i(0)(x) + Shape_i(1)(x)
+    fg = FunctionGraph([x], [out], clone=False)
+    apply_rules(fg, local_shape_i_static, fold=False)
+    assert not any(isinstance(n.op, Shape_i) and n.op.i == 0 for n in fg.apply_nodes)
+    assert fgraph_values(fg, [np.zeros((3, 5))])[0] == 8
+
+
+@pytest.mark.parametrize("build", [lambda x: x * (tt.exp(c64(0.0)) * 1),
+                                   lambda x: x + tt.exp(c64(0.0)) * 0])
+def test_fast_compile_canonicalize_folds_and_simplifies(build):
+    from theano_dag.opt import Query, optdb
+
+    x = tt.dvector("x")
+    fg = FunctionGraph([x], [build(x)])
+    optdb.query(Query(include=["fast_compile"])).optimize(fg)
+    assert fg.outputs[0] is fg.inputs[0]
