@@ -11,6 +11,7 @@ The public face: ``function``, ``shared``, ``grad``, ``config``, ``In``, ``Out``
 array([2., 4.])
 """
 
+from theano_dag import printing  # noqa: E402  (theano_dag.printing, as theano.printing)
 from theano_dag.compile import In, Mode, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
@@ -29,4 +30,5 @@ __all__ = [
     "hessian",
     "Rop",
     "Lop",
+    "printing",
 ]

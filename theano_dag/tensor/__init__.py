@@ -8,6 +8,10 @@
 """
 
 from theano_dag import scalar  # noqa: F401
+
+# Submodules Theano users reach as attributes (tt.nnet.softmax, tt.blas.Gemm, ...); imported
+# last because they build on everything above.
+from theano_dag.tensor import blas, linalg, nlinalg, nnet  # noqa: E402, F401
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all
 from theano_dag.tensor.elemwise import (  # noqa: F401
@@ -15,6 +19,12 @@ from theano_dag.tensor.elemwise import (  # noqa: F401
     Composite,
     DimShuffle,
     Elemwise,
+)
+from theano_dag.tensor.linalg import (  # noqa: E402, F401
+    batched_dot,
+    batched_tensordot,
+    einsum,
+    tensordot,
 )
 from theano_dag.tensor.math import *  # noqa: F403
 from theano_dag.tensor.math import __all__ as _math_all
@@ -59,5 +69,13 @@ __all__ = sorted(
         "TensorConstant",
         "TensorVariable",
         "autocast_scalar",
+        "batched_dot",
+        "batched_tensordot",
+        "einsum",
+        "tensordot",
+        "nnet",
+        "blas",
+        "linalg",
+        "nlinalg",
     }
 )
