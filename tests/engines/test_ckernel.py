@@ -423,6 +423,8 @@ def test_bad_shapes_raise_like_elemwise(bcast_kernels):
         kv(np.ones(3), np.ones(1))
     with pytest.raises(TypeError, match="must have dtype float64, got float32"):
         kv(np.ones(3, "float32"), np.ones(3))
+    with pytest.raises(TypeError, match="takes 2 arrays"):
+        kv(np.ones(3))
 
 
 def test_inplace_pattern_writes_over_its_input(compiledir):

@@ -217,7 +217,11 @@ def _fallback_toolchain(tc: Toolchain) -> Toolchain:
 
 
 def kernel_dir(compiledir: str) -> str:
-    """The folder of compiled kernel libraries inside ``compiledir``."""
+    """The folder of compiled kernel libraries inside ``compiledir``.
+
+    >>> kernel_dir("/tmp/cache")
+    '/tmp/cache/kernels'
+    """
     return os.path.join(compiledir, "kernels")
 
 

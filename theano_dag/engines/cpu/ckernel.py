@@ -96,6 +96,11 @@ class CKernel:
     it returns 0, or an error code after which ``k.fail(*arrays, *outs)`` converts an
     operand it refused (a numpy scalar for a 0-d array) or raises the error numpy
     would. Until the library is loaded, ``k.c`` runs the node through numpy.
+
+    >>> import theano_dag.tensor as tt
+    >>> k = CKernel(tt.exp(tt.dvector("x")).owner)  # no library: numpy
+    >>> k(np.zeros(2)), k.ready
+    (array([1., 1.]), False)
     """
 
     def __init__(self, node, library=None, name="k"):
@@ -138,6 +143,11 @@ class CKernel:
         self.ready = True
 
     def __call__(self, *xs, out=None):
+        if len(xs) != self.nin:
+            raise TypeError(
+                f"{self.node.op}: its kernel takes {self.nin} arrays (the inputs "
+                f"at {self.arg_pos}), got {len(xs)}"
+            )
         if self.nout == 1:
             if out is None:
                 out = self._alloc(xs, 0)
@@ -174,6 +184,11 @@ class CKernel:
 
     def fallback(self, *args):
         """The node through ``Elemwise.perform`` (the engine installs a faster one)."""
+        if len(args) != self.nin + self.nout:
+            raise TypeError(
+                f"{self.node.op}: expected {self.nin} arrays and {self.nout} "
+                f"outputs, got {len(args)} arguments"
+            )
         xs, outs = args[: self.nin], args[self.nin :]
         node = self.node
         cells = [[None] for _ in node.outputs]
@@ -344,7 +359,12 @@ class KernelLibrary:
 
 
 def kernel_library(toolchain="config", compiledir=None, mode=None):
-    """A new KernelLibrary for the configured compiler, or None when C is off."""
+    """A new KernelLibrary for the configured compiler, or None when C is off.
+
+    >>> with config.change_flags(cxx=""):
+    ...     kernel_library() is None
+    True
+    """
     if (mode or _MODE[0]) == "off" or array_layout() is None:
         return None
     if toolchain == "config":
@@ -400,7 +420,14 @@ def c_code(f) -> str:
 
 def wait_for_kernels(f, timeout=None) -> bool:
     """Wait until the C kernels of ``f`` are compiled and loaded; True when ``f``'s
-    fused nodes now run in C (False: none, no compiler, or the build failed)."""
+    fused nodes now run in C (False: none, no compiler, or the build failed).
+
+    >>> import theano_dag
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> wait_for_kernels(theano_dag.function([x], x + 1))  # nothing fused: no kernels
+    False
+    """
     prog = _program_of(f)
     lib = getattr(prog, "ckernels", None) if prog is not None else None
     if lib is None or not lib.kernels:
@@ -458,8 +485,10 @@ def _make_emitter(previous):
         def emit(names, outs, target):
             lib.start()  # the plan is being generated: every kernel is known by now
             if target is not None:
-                args = ", ".join([*names, target])
-                return [f"if {kname}.c({args}): {kname}.fail({args})", f"{outs[0]} = {target}"]
+                # The target may be an expression that allocates (``_empty(shape, D)``):
+                # evaluated once, into the output's name.
+                args = ", ".join([*names, outs[0]])
+                return [f"{outs[0]} = {target}", f"if {kname}.c({args}): {kname}.fail({args})"]
             if nout == 1:
                 return [f"{outs[0]} = {kname}({', '.join(names)})"]
             return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]

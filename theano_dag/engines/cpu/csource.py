@@ -201,7 +201,14 @@ _OVERRIDES: dict = {}
 
 
 def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
-    """One C expression per output of scalar ``op`` applied to C expressions ``args``."""
+    """One C expression per output of scalar ``op`` applied to C expressions ``args``.
+
+    >>> from theano_dag import scalar as ts
+    >>> scalar_c(ts.int_div, ["a", "b"], ["int32", "int32"], ["int32"])
+    ['td_floordiv_i32(a, b)']
+    >>> scalar_c(ts.exp, ["a"], ["float32"], ["float32"])
+    ['exp(a)']
+    """
     if not _OVERRIDES:
         _OVERRIDES.update(_overrides())
     for cls in type(op).__mro__:
@@ -271,7 +278,12 @@ def _cost(sop):
 
 
 def parallel_threshold(sop) -> int:
-    """Output size from which the kernel of ``sop`` splits its loop over threads."""
+    """Output size from which the kernel of ``sop`` splits its loop over threads.
+
+    >>> from theano_dag import scalar as ts
+    >>> parallel_threshold(ts.add), parallel_threshold(ts.exp)
+    (262144, 13107)
+    """
     return max(MIN_PARALLEL, PARALLEL_WORK // _cost(sop))
 
 

@@ -208,7 +208,7 @@ def local_fma(fgraph, node):
     b = bs[0] if len(bs) == 1 else tm.mul(*bs)
     rest = node.inputs[:k] + node.inputs[k + 1 :]
     c = rest[0] if len(rest) == 1 else tm.add(*rest)
-    new = fit(out, tm.fma(a, b, c * 1.0000001))
+    new = fit(out, tm.fma(a, b, c))
     return [new] if new is not None else False
 
 
