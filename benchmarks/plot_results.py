@@ -283,6 +283,7 @@ def plot(rows, png):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print("matplotlib is not installed (pip install '.[plot]'): no plot", file=sys.stderr)
         return False
@@ -327,6 +328,10 @@ def plot(rows, png):
                 ax.plot([x0 - width / 2, x0 + width / 2], [goal, goal], color="red", lw=2.5)
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_yscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_minor_label))
+        ax.tick_params(axis="y", which="both", labelsize=7)
         ax.set_xticks(range(len(brows)), [case_name(r)[:24] for r in brows], fontsize=8)
         ax.set_title(spec["title"], fontsize=10)
         ax.set_ylabel(f"{spec['ours']} / peer", fontsize=8)
@@ -337,6 +342,12 @@ def plot(rows, png):
     fig.savefig(png, dpi=110)
     plt.close(fig)
     return True
+
+
+def _minor_label(value, _pos):
+    """Label the minor ticks 2 and 5 of each decade only, so that the labels stay legible."""
+    text = f"{value:g}"
+    return text if text.strip("0.")[:1] in ("2", "5") else ""
 
 
 def _target_ratio(bench, row):

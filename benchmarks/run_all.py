@@ -103,7 +103,10 @@ def machine_info():
 
 def discover(only=None, skip=()):
     """The benchmark scripts to run, by name (file stem), in alphabetical order."""
-    names = sorted(p.stem for p in HERE.glob("*.py") if p.name not in EXCLUDED)
+    # Files starting with "_" are helpers the scripts import, not benchmarks.
+    names = sorted(
+        p.stem for p in HERE.glob("*.py") if p.name not in EXCLUDED and not p.name.startswith("_")
+    )
     unknown = [n for n in list(only or []) + list(skip) if n not in names]
     if unknown:
         raise SystemExit(f"unknown benchmark(s) {unknown}; available: {names}")

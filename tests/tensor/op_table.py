@@ -525,4 +525,205 @@ DOT = [
     Row("outer", tt.outer, np.outer, (U(3), U(4))),
 ]
 
-TABLE = ELEMWISE + REDUCTIONS + SHAPE + INDEXING + DOT
+
+
+def C(value):
+    """A fixed int64 value whatever the row's dtype (an ifelse condition)."""
+    return lambda rng, dtype: np.asarray(value, dtype="int64")
+
+
+def CLOSE(*shape):
+    """Differences that are tiny (close), small, or large, in random places."""
+
+    def gen(rng, dtype):
+        scale = rng.choice([0.0, 1e-9, 1e-6, 1e-3, 1.0], size=shape)
+        return (scale * rng.uniform(-1, 1, size=shape)).astype(dtype)
+
+    return gen
+
+
+def _mode_rows(name, fn, ref, axes, gens, dtypes=NUMERIC, grad=True):
+    return [
+        Row(
+            f"{name}[axis={a}]",
+            lambda x, a=a: fn(x, axis=a),
+            lambda x, a=a: ref(x, axis=a),
+            gens,
+            dtypes=dtypes,
+            grad=grad,
+        )
+        for a in axes
+    ]
+
+
+def _max_and_argmax(x, axis, keepdims):
+    if axis is None or isinstance(axis, int):
+        return np.max(x, axis=axis, keepdims=keepdims), np.argmax(x, axis=axis, keepdims=keepdims)
+    kept = [d for d in range(x.ndim) if d not in axis]
+    moved = x.transpose(*kept, *axis).reshape([x.shape[d] for d in kept] + [-1])
+    idx = np.argmax(moved, axis=-1)
+    if keepdims:
+        idx = np.expand_dims(idx, axis)
+    return np.max(x, axis=axis, keepdims=keepdims), idx
+
+
+EXTRAS = [
+    *_mode_rows("cumsum", tt.cumsum, np.cumsum, (None, 0, 1, -1), (U(3, 4),)),
+    *_mode_rows("cumsum3", tt.cumsum, np.cumsum, (None, 1), (U(2, 3, 4),), dtypes=FLOATS),
+    *_mode_rows("cumprod", tt.cumprod, np.cumprod, (None, 0, -1), (NZ(3, 4),)),
+    *_mode_rows("sort", tt.sort, np.sort, (-1, 0, None), (U(3, 4, lo=-5, hi=5),)),
+    *_mode_rows("sort3", tt.sort, np.sort, (1,), (U(2, 3, 4),), dtypes=FLOATS),
+    *_mode_rows("argsort", tt.argsort, np.argsort, (-1, 0, None), (U(3, 4),), grad=False),
+    Row("diag_vector", tt.diag, np.diag, (U(3),), dtypes=NUMERIC),
+    Row("diag_vector_k", lambda v: tt.diag(v, -2), lambda v: np.diag(v, -2), (U(3),)),
+    Row("diag_matrix", tt.diag, np.diag, (U(3, 3),), dtypes=NUMERIC),
+    Row("diag_wide_k", lambda m: tt.diag(m, 2), lambda m: np.diag(m, 2), (U(3, 5),)),
+    Row("diag_tall_neg", lambda m: tt.diag(m, -1), lambda m: np.diag(m, -1), (U(5, 3),)),
+    Row(
+        "diagonal_3d",
+        lambda x: tt.diagonal(x, 1, 0, 2),
+        lambda x: np.diagonal(x, 1, 0, 2),
+        (U(3, 2, 4),),
+    ),
+    Row("tril", tt.tril, np.tril, (U(3, 4),), dtypes=NUMERIC),
+    Row("tril_k", lambda m: tt.tril(m, 1), lambda m: np.tril(m, 1), (U(4, 3),)),
+    Row("triu", tt.triu, np.triu, (U(3, 4),), dtypes=NUMERIC),
+    Row("triu_k_batched", lambda m: tt.triu(m, -1), lambda m: np.triu(m, -1), (U(2, 3, 4),)),
+    Row(
+        "tri",
+        lambda x: tt.tri(3, 4, 1, dtype=x.dtype) * x,
+        lambda x: np.tri(3, 4, 1, dtype=x.dtype) * x,
+        (U(3, 4),),
+    ),
+    Row(
+        "isclose",
+        lambda a, d: tt.isclose(a, a + d),
+        lambda a, d: np.isclose(a, a + d),
+        (U(3, 4), CLOSE(3, 4)),
+        grad=False,
+    ),
+    Row(
+        "isclose_special",
+        lambda a, b: tt.isclose(a, b, equal_nan=True),
+        lambda a, b: np.isclose(a, b, equal_nan=True),
+        (
+            lambda rng, dt: np.array([np.inf, -np.inf, np.nan, np.nan, 1.0, np.inf], dt),
+            lambda rng, dt: np.array([np.inf, np.inf, np.nan, 1.0, np.inf, 1.0], dt),
+        ),
+        grad=False,
+    ),
+    Row(
+        "isclose_int",
+        lambda a, b: tt.isclose(a, b, atol=1),
+        lambda a, b: np.isclose(a, b, atol=1),
+        (U(3, 4, lo=-3, hi=3), U(3, 4, lo=-3, hi=3)),
+        dtypes=("int32", "int64"),
+        grad=False,
+    ),
+    Row(
+        "allclose",
+        lambda a, d: tt.allclose(a, a + d, atol=1e-5),
+        lambda a, d: np.allclose(a, a + d, atol=1e-5),
+        (U(3, 4), CLOSE(3, 4)),
+        grad=False,
+    ),
+    *[
+        Row(
+            f"max_and_argmax[{k},axis={a},keep={keep}]",
+            lambda x, k=k, a=a, keep=keep: tt.max_and_argmax(x, axis=a, keepdims=keep)[k],
+            lambda x, k=k, a=a, keep=keep: _max_and_argmax(x, a, keep)[k],
+            (U(2, 3, 4),),
+            dtypes=NUMERIC,
+            grad=k == 0,
+        )
+        for k in (0, 1)
+        for a, keep in ((None, False), (1, True), ((0, 2), False), ((0, 2), True))
+    ],
+    Row(
+        "squeeze_axis",
+        lambda x: tt.squeeze(x, axis=0),
+        lambda x: np.squeeze(x, axis=0),
+        (U(1, 3, 1),),
+        dtypes=NUMERIC,
+    ),
+    Row("squeeze_all", tt.squeeze, np.squeeze, (U(1, 3, 1),)),
+    Row(
+        "expand_dims",
+        lambda x: tt.expand_dims(x, (0, -1)),
+        lambda x: np.expand_dims(x, (0, -1)),
+        (U(3, 4),),
+    ),
+    Row("flip", tt.flip, np.flip, (U(3, 4),), dtypes=NUMERIC),
+    Row("flip_axis", lambda x: tt.flip(x, 1), lambda x: np.flip(x, 1), (U(2, 3, 4),)),
+    Row(
+        "shape_padleft",
+        lambda x: tt.shape_padleft(x, 2),
+        lambda x: x[None, None],
+        (U(3, 4),),
+        dtypes=NUMERIC,
+    ),
+    Row("shape_padright", tt.shape_padright, lambda x: x[..., None], (U(3, 4),)),
+    Row("shape_padaxis", lambda x: tt.shape_padaxis(x, 1), lambda x: x[:, None], (U(3, 4),)),
+    Row(
+        "unbroadcast",
+        lambda x: tt.unbroadcast(x, 0) * 2,
+        lambda x: x * 2,
+        (U(1, 4),),
+        dtypes=NUMERIC,
+    ),
+    Row(
+        "addbroadcast",
+        lambda x, y: tt.addbroadcast(tt.unbroadcast(x, 0), 0) + y,
+        lambda x, y: x + y,
+        (U(1, 4), U(3, 4)),
+    ),
+    Row(
+        "patternbroadcast",
+        lambda x, y: tt.patternbroadcast(tt.unbroadcast(x, 1), (False, True)) * y,
+        lambda x, y: x * y,
+        (U(3, 1), U(3, 4)),
+    ),
+    Row(
+        "specify_shape",
+        lambda x: tt.specify_shape(x, (3, None)) * 2,
+        lambda x: x * 2,
+        (U(3, 4),),
+        dtypes=NUMERIC,
+    ),
+    Row(
+        "specify_shape_sym",
+        lambda x, y: tt.specify_shape(x, y.shape) + y,
+        lambda x, y: x + y,
+        (U(3, 4), U(3, 4)),
+    ),
+    *[
+        Row(
+            f"ifelse[{c}]",
+            lambda c, a, b: tt_ifelse(c, a, b),
+            lambda c, a, b: (a if c else b).copy(),
+            (C(c), U(3, 4), U(3, 4)),
+            dtypes=NUMERIC,
+            grad_inputs=(1, 2),
+        )
+        for c in (0, 1)
+    ],
+    *[
+        Row(
+            f"ifelse_shapes[{c}]",
+            lambda c, a, b: tt_ifelse(tt.gt(c, 0), a, b),
+            lambda c, a, b: (a if c > 0 else b).copy(),
+            (C(c), U(3, 4), U(2, 4)),
+            grad_inputs=(1, 2),
+        )
+        for c in (0, 1)
+    ],
+]
+
+
+def tt_ifelse(c, a, b):
+    from theano_dag.ifelse import ifelse
+
+    return ifelse(c, a, b)
+
+
+TABLE = ELEMWISE + REDUCTIONS + SHAPE + INDEXING + DOT + EXTRAS

@@ -227,13 +227,23 @@ class RewriteChecker(Feature):
                 return  # the replacement uses a variable the graph did not have: unknown
             except Exception as e:
                 raise BadOptimization(
-                    r, new_r, old, f"<error: {type(e).__name__}: {e}>", reason=name,
-                    old_graph=_graph_text(r), new_graph=_graph_text(new_r),
+                    r,
+                    new_r,
+                    old,
+                    f"<error: {type(e).__name__}: {e}>",
+                    reason=name,
+                    old_graph=_graph_text(r),
+                    new_graph=_graph_text(new_r),
                 ) from e
             if not _values_equal(r, new_r, old, new):
                 raise BadOptimization(
-                    r, new_r, old, new, reason=name,
-                    old_graph=_graph_text(r), new_graph=_graph_text(new_r),
+                    r,
+                    new_r,
+                    old,
+                    new,
+                    reason=name,
+                    old_graph=_graph_text(r),
+                    new_graph=_graph_text(new_r),
                 )
 
     def report(self, stream=sys.stdout):
@@ -254,7 +264,9 @@ class DebugOptimizer:
 
     def optimize(self, fgraph, *args, **kwargs):
         checker = RewriteChecker(
-            self.mode.check_integrity, self.mode.check_values, self.mode.sample_inputs,
+            self.mode.check_integrity,
+            self.mode.check_values,
+            self.mode.sample_inputs,
             self.mode.seed,
         )
         fgraph.attach_feature(checker)
@@ -362,6 +374,6 @@ class DebugMode(Mode):
         from theano_dag.engines.basic import PerformLinker
 
         lk = Mode.linker.fget(self)
-        if not self.check_engine or isinstance(lk, PerformLinker):
+        if not self.check_engine or type(lk) is PerformLinker:  # the reference itself
             return lk
         return _CheckedLinker(lk)

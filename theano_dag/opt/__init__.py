@@ -47,7 +47,6 @@ from theano_dag.opt.navigator import (
     in2out,
     out2in,
 )
-from theano_dag.opt.pattern import PatternSub
 
 # The global optimization database and the helpers that add rewrites to it (imported
 # last: the rewrites are written with the framework above).
@@ -59,6 +58,7 @@ from theano_dag.opt.optdb import (  # noqa: E402
     register_stabilize,
     register_useless,
 )
+from theano_dag.opt.pattern import PatternSub
 
 __all__ = [
     "ChangeLog",

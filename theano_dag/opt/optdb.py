@@ -3,25 +3,25 @@
 ``build_optdb()`` makes a fresh database; ``optdb`` is the one ``Mode`` queries. Its
 layout, the whole pipeline in one table (``PIPELINE``):
 
-=========  =====================  ==============================================  =======================
-position   name                   what                                            tags
-=========  =====================  ==============================================  =======================
-0          merge1                 merge identical computations and constants      fast_run fast_compile
-0.6        useless                remove nodes that compute nothing new           fast_run fast_compile
-1          canonicalize           simplify: identities, canonical products,       fast_run fast_compile
-                                  constant folding, argument order
-1.2        merge1.2               merge what canonicalize made identical          fast_run fast_compile
-1.5        stabilize              numerically stable forms (log1p, log_softmax)   fast_run
-1.7        blas                   dot plus accumulation -> Gemm/Gemv/Ger          fast_run
-2          specialize             x**2 -> sqr, Adagrad fusion                     fast_run
-2.5        fma                    a*b + c -> fma                                  fast_run
-48         elemwise_fusion        elementwise trees -> Elemwise{Composite}        fast_run fusion
-48.5       fused_reduce           reduce(elemwise) -> FusedReduce                 fast_run fusion
-49         merge2                 merge again                                     fast_run merge
-49.5       add_destroy_handler    attach the DestroyHandler (a marker)            fast_run inplace
-50         insert_inplace         overwrite inputs nothing else needs             fast_run inplace
-100        merge3                 last merge                                      fast_run merge
-=========  =====================  ==============================================  =======================
+========  ===================  ========================================  ====================
+position  name                 what                                      tags
+========  ===================  ========================================  ====================
+0         merge1               merge identical computations, constants   fast_run fast_compile
+0.6       useless              remove nodes that compute nothing new     fast_run fast_compile
+1         canonicalize         identities, canonical products, constant  fast_run fast_compile
+                               folding, canonical argument order
+1.2       merge1.2             merge what canonicalize made identical    fast_run fast_compile
+1.5       stabilize            stable forms (log1p, log_softmax, ...)    fast_run
+1.7       blas                 dot plus accumulation -> Gemm/Gemv/Ger    fast_run
+2         specialize           x**2 -> sqr, Adagrad fusion               fast_run
+2.5       fma                  a*b + c -> fma                            fast_run
+48        elemwise_fusion      elementwise trees -> Elemwise{Composite}  fast_run fusion
+48.5      fused_reduce         reduce(elemwise) -> FusedReduce           fast_run fusion
+49        merge2               merge again                               fast_run merge
+49.5      add_destroy_handler  attach the DestroyHandler (a marker)      fast_run inplace
+50        insert_inplace       overwrite inputs nothing else needs       fast_run inplace
+100       merge3               last merge                                fast_run merge
+========  ===================  ========================================  ====================
 
 FAST_RUN queries ``fast_run`` (everything); FAST_COMPILE queries ``fast_compile``: the
 merges, the useless-code pass and the light part of canonicalize (the rules tagged
@@ -93,7 +93,7 @@ def _topo(apply_all_opts=False, order="in_to_out"):
 
 def _fused_reduce_db():
     db = _topo()
-    db.db.register("local_fused_reduce", local_fused_reduce, "fast_run", "fusion")
+    db.db.register("local_fused_reduce", local_fused_reduce, "fast_run", "fusion", "fused_reduce")
     return db
 
 
@@ -131,7 +131,10 @@ def build_optdb(rules=RULES) -> SequenceDB:
     """
     db = SequenceDB()
     for position, name, make, tags in PIPELINE:
-        db.register(name, make(), position, *tags)
+        obj = make()
+        db.register(name, obj, position, *tags)
+        if isinstance(obj, TopoDB):
+            obj.db.name = name  # its rewrites answer to the pass's name as a tag
     # Merging after every change lets canonicalize see the shared subexpressions at once.
     db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
     for rule in rules:

@@ -11,7 +11,13 @@ from theano_dag import scalar  # noqa: F401
 
 # Submodules Theano users reach as attributes (tt.nnet.softmax, tt.blas.Gemm, ...); imported
 # last because they build on everything above.
-from theano_dag.tensor import blas, linalg, nlinalg, nnet  # noqa: E402, F401
+from theano_dag.tensor import (  # noqa: E402, F401
+    blas,
+    linalg,
+    nlinalg,
+    nnet,
+    random,
+)
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all
 from theano_dag.tensor.elemwise import (  # noqa: F401
@@ -20,6 +26,10 @@ from theano_dag.tensor.elemwise import (  # noqa: F401
     DimShuffle,
     Elemwise,
 )
+
+# After basic (sorted order): extra_ops.squeeze, which takes axis=, replaces basic.squeeze.
+from theano_dag.tensor.extra_ops import *  # noqa: F403
+from theano_dag.tensor.extra_ops import __all__ as _extra_all
 from theano_dag.tensor.linalg import (  # noqa: E402, F401
     batched_dot,
     batched_tensordot,
@@ -28,6 +38,12 @@ from theano_dag.tensor.linalg import (  # noqa: E402, F401
 )
 from theano_dag.tensor.math import *  # noqa: F403
 from theano_dag.tensor.math import __all__ as _math_all
+from theano_dag.tensor.plural import *  # noqa: F403
+from theano_dag.tensor.plural import __all__ as _plural_all
+from theano_dag.tensor.shape_extra import *  # noqa: F403
+from theano_dag.tensor.shape_extra import __all__ as _shape_extra_all
+from theano_dag.tensor.sort import *  # noqa: F403
+from theano_dag.tensor.sort import __all__ as _sort_all
 from theano_dag.tensor.subtensor import (  # noqa: F401
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -51,6 +67,10 @@ __all__ = sorted(
     set(_basic_all)
     | set(_math_all)
     | set(_type_all)
+    | set(_plural_all)
+    | set(_shape_extra_all)
+    | set(_sort_all)
+    | set(_extra_all)
     | {
         "scalar",
         "CAReduce",
@@ -77,5 +97,6 @@ __all__ = sorted(
         "blas",
         "linalg",
         "nlinalg",
+        "random",
     }
 )

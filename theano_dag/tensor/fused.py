@@ -28,9 +28,7 @@ def _broadcast_shapes(node, input_shapes):
         if s is not None:
             out.append(s)
             continue
-        cands = [
-            shp[d] for x, shp in zip(node.inputs, input_shapes) if not x.type.broadcastable[d]
-        ]
+        cands = [shp[d] for x, shp in zip(node.inputs, input_shapes) if not x.type.broadcastable[d]]
         out.append(cands[0] if cands else 1)
     return tuple(out)
 

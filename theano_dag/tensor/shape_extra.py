@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.op import Op
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.shape import as_int_vector
@@ -337,9 +337,7 @@ def expand_dims(a, axis):
     norm = []
     for ax in axes:
         if not isinstance(ax, (int, np.integer)) or not -out_ndim <= ax < out_ndim:
-            raise ValueError(
-                f"expand_dims: axis {ax!r} is out of range for a {out_ndim}-d result"
-            )
+            raise ValueError(f"expand_dims: axis {ax!r} is out of range for a {out_ndim}-d result")
         norm.append(int(ax) % out_ndim)
     if len(set(norm)) != len(norm):
         raise ValueError(f"expand_dims: repeated axis in {axis}")

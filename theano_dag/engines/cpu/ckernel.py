@@ -112,11 +112,12 @@ class CKernel:
         self.arg_pos = []
         for p, v in enumerate(node.inputs):
             if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
-                self.consts[p] = np.asarray(v.data).reshape(())
+                self.consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
             else:
                 self.arg_pos.append(p)
         # The C with a placeholder for its name: identical kernels share one function.
-        self.template = kernel_source("@K@", node, self.arg_pos, self.consts)
+        scalars = {p: c.reshape(()) for p, c in self.consts.items()}
+        self.template = kernel_source("@K@", node, self.arg_pos, scalars)
         self.nin = len(self.arg_pos)
         self.nout = len(node.outputs)
         self.ndim = node.outputs[0].type.ndim

@@ -3,8 +3,8 @@
 Each rule keeps the type of what it replaces (dtype and broadcast pattern: ``x * 0``
 becomes zeros of the shape ``x * 0`` had, not a scalar 0). Rules tagged
 ``nonfinite_unsafe`` are exact for finite numbers but not for inf and NaN
-(``inf - inf`` is NaN, not 0: ``x - x -> 0``, ``x * 0 -> 0``); FAST_RUN uses them, as Theano does, and
-``mode.excluding("nonfinite_unsafe")`` leaves them out.
+(``inf - inf`` is NaN, not 0: ``x - x -> 0``, ``x * 0 -> 0``); FAST_RUN uses them, as
+Theano does, and ``mode.excluding("nonfinite_unsafe")`` leaves them out.
 """
 
 from __future__ import annotations
@@ -54,9 +54,7 @@ NONFINITE_UNSAFE = "nonfinite_unsafe"
 
 # The elementwise ops whose arguments may be reordered (tracked by instance, so that a
 # rule only meets the nodes it can change).
-COMMUTATIVE_OPS = [
-    tm.add, tm.mul, tm.maximum, tm.minimum, tm.eq, tm.neq, tm.and_, tm.or_, tm.xor
-]
+COMMUTATIVE_OPS = [tm.add, tm.mul, tm.maximum, tm.minimum, tm.eq, tm.neq, tm.and_, tm.or_, tm.xor]
 
 
 def _replace_neutral(node, neutral, scalar_cls):
@@ -302,11 +300,7 @@ def local_commutative_canonical(fgraph, node):
         flat = []
         for i in ins:
             inner = i.owner
-            if (
-                scalar_op(inner) == sop
-                and i.dtype == out.dtype
-                and single_client(fgraph, i)
-            ):
+            if scalar_op(inner) == sop and i.dtype == out.dtype and single_client(fgraph, i):
                 flat.extend(inner.inputs)
                 flattened = True
             else:

@@ -23,7 +23,7 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.blas import Dot22, dot22, gemm_no_inplace, gemv_no_inplace, ger
-from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.math import Dot
 
 __all__ = ["local_gemm", "local_dot22"]
@@ -132,7 +132,9 @@ def local_gemm(fgraph, node):
             call = _blas_call(z, a, *xy, b)
             if call is None:
                 continue
-            rest = [t2 if s == 1 else tm.neg(t2) for i, (s, t2) in enumerate(terms) if i not in (k, j)]
+            rest = [
+                t2 if s == 1 else tm.neg(t2) for i, (s, t2) in enumerate(terms) if i not in (k, j)
+            ]
             new = tm.add(call, *rest) if rest else call
             new = fit(out, new)
             if new is not None:

@@ -24,10 +24,15 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
-from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.fused import Adagrad
 
-__all__ = ["local_pow_specialize", "local_pow_sqrt", "local_mul_to_sqr", "local_adagrad", "local_fma"]
+__all__ = [
+    "local_pow_specialize",
+    "local_pow_sqrt",
+    "local_mul_to_sqr",
+    "local_adagrad",
+    "local_fma",
+]
 
 # x ** c for these exponents c -> a cheaper unary op (exact for every x, inf and NaN too)
 _POW = {
@@ -125,6 +130,10 @@ def _adagrad_parts(node):
     or None when that sum only exists inside the denominator.
     """
     g, den = node.inputs
+    return _adagrad_denominator(g, den)
+
+
+def _adagrad_denominator(g, den):
     if den.owner is None or scalar_op(den.owner) != ts.sqrt:
         return None
     total = den.owner.inputs[0]
@@ -158,18 +167,34 @@ def _adagrad_parts(node):
 def local_adagrad(fgraph, node):
     """The Adagrad update as one fused node (Owl's ``Fused_Adagrad``)."""
     # g / sqrt(acc + g*g + eps) -> Adagrad(eps)(acc, g)[1]   (and acc + g*g -> [0])
+    # (lr * g) / sqrt(acc + g*g + eps) -> Adagrad(eps)(acc, g)[1] * lr
     if not isinstance(scalar_op(node), ts.TrueDiv):
         return False
-    parts = _adagrad_parts(node)
-    if parts is None:
+    num, den = node.inputs
+    # The numerator is g, or (after canonicalize) a product of g and a learning rate.
+    candidates = [(num, [])]
+    if isinstance(scalar_op(num.owner), ts.Mul) and single_client(fgraph, num):
+        factors = num.owner.inputs
+        candidates += [(f, factors[:k] + factors[k + 1 :]) for k, f in enumerate(factors)]
+    found = next(
+        (
+            (parts, others)
+            for g, others in candidates
+            if (parts := _adagrad_denominator(g, den)) is not None
+        ),
+        None,
+    )
+    if found is None:
         return False
-    acc, g, eps, acc_plus_sq = parts
+    (acc, g, eps, acc_plus_sq), others = found
     out = node.outputs[0]
     if not (is_float(acc) and acc.dtype == g.dtype == out.dtype and acc.ndim == g.ndim):
         return False
     if out.ndim != g.ndim:
         return False
     new_acc, step = Adagrad(eps)(acc, g)
+    if others:
+        step = tm.mul(step, *others)
     step = fit(out, step)
     if step is None:
         return False
@@ -182,31 +207,43 @@ def local_adagrad(fgraph, node):
     return repl
 
 
+def _as_dtype(var, dtype):
+    """``var`` in ``dtype``: a broadcast constant is remade in it, a variable cast."""
+    if var.dtype == dtype:
+        return var
+    c = const_value(var) if is_scalar_like(var) else None
+    if c is not None:
+        return typed_constant(c, dtype, var.ndim)
+    return cast(var, dtype)
+
+
 @local_optimizer([tm.add])
 def local_fma(fgraph, node):
     """A product added to something, as one fused multiply-add."""
-    # a * b + c -> fma(a, b, c) ; a * b * d + c -> fma(a, b * d, c) ; a*b + c + e -> fma(a, b, c + e)
+    # a*b + c -> fma(a, b, c) ; a*b*d + c -> fma(a, b*d, c) ; a*b + c + e -> fma(a, b, c + e)
     if not isinstance(scalar_op(node), ts.Add) or len(node.inputs) < 2:
         return False
     out = node.outputs[0]
     if not is_float(out):
         return False
-    if any(i.dtype != out.dtype for i in node.inputs):
-        return False  # a narrower intermediate (an int sum, say) would round differently
-    for k, term in enumerate(node.inputs):
-        prod = term.owner
-        if (
-            isinstance(scalar_op(prod), ts.Mul)
-            and len(prod.inputs) >= 2
-            and all(i.dtype == out.dtype for i in prod.inputs)
+    # The product must be computed in the sum's dtype (not, say, an int product that wraps
+    # around); the other operands are cast, as the sum itself computes in that dtype.
+    k = next(
+        (
+            k
+            for k, term in enumerate(node.inputs)
+            if isinstance(scalar_op(term.owner), ts.Mul)
+            and len(term.owner.inputs) >= 2
+            and term.dtype == out.dtype
             and single_client(fgraph, term)
-        ):
-            break
-    else:
+        ),
+        None,
+    )
+    if k is None:
         return False
-    a, *bs = prod.inputs
+    a, *bs = (_as_dtype(f, out.dtype) for f in node.inputs[k].owner.inputs)
     b = bs[0] if len(bs) == 1 else tm.mul(*bs)
-    rest = node.inputs[:k] + node.inputs[k + 1 :]
+    rest = [_as_dtype(r, out.dtype) for r in node.inputs[:k] + node.inputs[k + 1 :]]
     c = rest[0] if len(rest) == 1 else tm.add(*rest)
     new = fit(out, tm.fma(a, b, c))
     return [new] if new is not None else False

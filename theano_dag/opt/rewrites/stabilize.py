@@ -14,7 +14,7 @@ from theano_dag.opt.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, is_const, is_float, scalar_op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import DimShuffle, Elemwise, Sum
+from theano_dag.tensor.elemwise import DimShuffle, Sum
 from theano_dag.tensor.nnet import nnet
 
 __all__ = [
@@ -54,27 +54,34 @@ def local_log1p(fgraph, node):
     return [new] if new is not None else False
 
 
-@local_optimizer([tm.log])
+def _sigmoid_arg(var):
+    """``x`` when ``var`` is ``sigmoid(x)``."""
+    owner = var.owner
+    if owner is not None and scalar_op(owner) == ts.sigmoid:
+        return owner.inputs[0]
+    return None
+
+
+@local_optimizer([tm.log, tm.log1p])
 def local_log_sigmoid(fgraph, node):
     """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``."""
     # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
-    if scalar_op(node) != ts.log:
-        return False
+    # log1p(-sigmoid(x)) -> -softplus(x)
     (arg,) = node.inputs
     inner = arg.owner
     sop = scalar_op(inner)
-    if sop is not None and sop == ts.sigmoid:
-        x = inner.inputs[0]
-        new = tm.neg(tm.softplus(tm.neg(x)))
-    elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
-        s = inner.inputs[1]
-        if s.owner is None or scalar_op(s.owner) != ts.sigmoid:
-            return False
-        x = s.owner.inputs[0]
-        new = tm.neg(tm.softplus(x))
-    else:
-        return False
-    if not is_float(x):
+    x = None
+    if scalar_op(node) == ts.log:
+        x = _sigmoid_arg(arg)
+        if x is not None:
+            new = tm.neg(tm.softplus(tm.neg(x)))
+        elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
+            x = _sigmoid_arg(inner.inputs[1])
+            new = None if x is None else tm.neg(tm.softplus(x))
+    elif isinstance(sop, ts.Neg):
+        x = _sigmoid_arg(inner.inputs[0])
+        new = None if x is None else tm.neg(tm.softplus(x))
+    if x is None or new is None or not is_float(x):
         return False
     new = fit(node.outputs[0], new, inner.inputs)
     return [new] if new is not None else False
@@ -178,7 +185,7 @@ def local_crossentropy_softmax(fgraph, node):
 @local_optimizer([nnet.SoftmaxGrad])
 def local_crossentropy_softmax_grad(fgraph, node):
     """The gradient of the cross-entropy of a softmax, fused into one op."""
-    # softmax_grad(crossentropy_1hot_grad(g, sm, y), sm) -> crossentropy_softmax_1hot_with_bias_dx(g, sm, y)
+    # softmax_grad(xent_1hot_grad(g, sm, y), sm) -> xent_softmax_1hot_with_bias_dx(g, sm, y)
     dy, sm = node.inputs
     if sm.ndim != 2 or node.op.axis not in (-1, 1) or dy.owner is None:
         return False
@@ -192,8 +199,8 @@ def local_crossentropy_softmax_grad(fgraph, node):
 
 
 for _rule in (
+    local_log_sigmoid,  # before log1p, which would turn log(1 - sigmoid) into log1p(-...)
     local_log1p,
-    local_log_sigmoid,
     local_log_softmax,
     local_softmax_graph,
     local_crossentropy_softmax,

@@ -1,0 +1,123 @@
+"""DebugMode: every rewrite checked (integrity, values), the engine checked, profiles."""
+
+import io
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.debugmode import BadEngineOutput, DebugMode, sample_value
+from theano_dag.compile.mode import get_mode
+from theano_dag.engines.basic import PerformLinker
+from theano_dag.graph.toolbox import BadOptimization
+from theano_dag.opt import (
+    Query,
+    build_optdb,
+    local_optimizer,
+    optimizer,
+    register_canonicalize,
+)
+
+rng = np.random.default_rng(0)
+
+
+def mode_with(db, **kwargs):
+    """A DebugMode running the FAST_RUN query of ``db`` (instead of the global optdb)."""
+    return DebugMode(linker="py", optimizer=db.query(Query(include=["fast_run"])), **kwargs)
+
+
+def test_good_rewrites_pass_and_values_are_right():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    out = tt.log(1 + x * 1) * (y * 2) / y + tt.exp(x) * y
+    f = theano_dag.function([x, y], out, mode=DebugMode(linker="py"))
+    a, b = rng.uniform(0.1, 1, size=3), rng.uniform(0.1, 1, size=3)
+    np.testing.assert_allclose(f(a, b), np.log1p(a) * 2 + np.exp(a) * b)
+
+
+def test_debugmode_is_a_registered_mode():
+    assert isinstance(get_mode("DebugMode"), DebugMode)
+    assert isinstance(get_mode("DEBUG_MODE"), DebugMode)
+
+
+def test_a_wrong_rewrite_raises_bad_optimization_naming_it():
+    db = build_optdb()
+
+    @register_canonicalize(db=db)
+    @local_optimizer([tt.exp])
+    def local_wrong_exp(fgraph, node):
+        return [tt.expm1(node.inputs[0])]  # off by one
+
+    x = tt.dvector("x")
+    with pytest.raises(BadOptimization) as info:
+        theano_dag.function([x], tt.exp(x) * 2, mode=mode_with(db))
+    msg = str(info.value)
+    assert "Reason:  local_wrong_exp" in msg
+    assert "Elemwise{exp,no_inplace}" in msg and "Elemwise{expm1,no_inplace}" in msg
+    assert "Max Abs Diff:  1.0" in msg  # exp(x) - expm1(x) is exactly 1
+    assert info.value.reason == "local_wrong_exp"
+
+
+def test_a_rewrite_that_breaks_the_graph_bookkeeping_is_caught():
+    @optimizer
+    def corrupt(fgraph):
+        node = fgraph.outputs[0].owner
+        node.inputs[0] = node.inputs[1]  # behind the FunctionGraph's back
+        fgraph.replace(fgraph.outputs[0], node.op(*node.inputs), reason="corrupt")
+
+    x, y = tt.dvector("x"), tt.dvector("y")
+    with pytest.raises(BadOptimization, match="after a change made by corrupt.*inconsistent"):
+        theano_dag.function([x, y], x + y, mode=DebugMode(linker="py", optimizer=corrupt))
+
+
+def test_profile_reports_time_and_changes_per_rewrite():
+    out = io.StringIO()
+    x, y = tt.dvector("x"), tt.dvector("y")
+    mode = DebugMode(linker="py", profile=True, stream=out)
+    theano_dag.function([x, y], (x * 1 + 0) * y + x * y, mode=mode)
+    text = out.getvalue()
+    assert "DebugMode: optimization took" in text
+    assert "time - applied - tried" in text and "local_mul_one" in text
+    assert "Changes per rewrite (DebugMode):" in text
+    prof, checker = mode.last_optimizer_profile
+    assert checker.counts["local_mul_one"] >= 1 and checker.counts["local_add_zero"] >= 1
+
+
+class _WrongLinker(PerformLinker):
+    """The reference engine, but every output is off by one."""
+
+    def make_all(self, **kwargs):
+        fn, ins, outs, thunks, order = super().make_all(**kwargs)
+
+        def wrong():
+            fn()
+            for c in outs:
+                c.storage[0] = c.storage[0] + 1
+
+        return wrong, ins, outs, thunks, order
+
+
+def test_an_engine_that_computes_wrong_values_is_caught():
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.exp(x), mode=DebugMode(linker=_WrongLinker()))
+    with pytest.raises(BadEngineOutput, match="output 0 .* differs from the reference"):
+        f(np.zeros(2))
+    good = theano_dag.function([x], tt.exp(x), mode=DebugMode(linker="py"))
+    np.testing.assert_allclose(good(np.zeros(2)), [1.0, 1.0])
+
+
+def test_sample_inputs_and_graphs_random_inputs_cannot_run():
+    x = tt.dvector("x")
+    out = tt.reshape(x, (5, 7)) * 1  # random vectors of length 3, 4, 2, 6, 5, 1 do not fit
+    with pytest.warns(UserWarning, match="could not be evaluated on random inputs"):
+        theano_dag.function([x], out, mode=DebugMode(linker="py"))
+    f = theano_dag.function([x], out, mode=DebugMode(linker="py", sample_inputs=[[np.ones(35)]]))
+    assert f(np.arange(35.0)).shape == (5, 7)
+
+
+def test_sample_value_types():
+    assert sample_value(tt.fmatrix(), 3, rng, True).dtype == np.float32
+    assert sample_value(tt.bvector(), 3, rng, True).dtype == np.int8
+    assert sample_value(tt.TensorType("float64", shape=(2, None))(), 4, rng, False).shape == (2, 4)
+    v = sample_value(tt.dvector(), 50, rng, False)
+    assert (v >= 0.1).all() and (v < 1.1).all()

@@ -1,0 +1,134 @@
+"""Elementwise fusion and fused reductions."""
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.opt.rewrites.fusion import FusionOptimizer
+from theano_dag.printing import debugprint
+from theano_dag.scalar import Composite
+from theano_dag.tensor.elemwise import Elemwise, Sum
+from theano_dag.tensor.fused import FusedReduce
+
+from .rewrite_helpers import apply_dbs, check, fgraph_values
+
+rng = np.random.default_rng(11)
+
+
+def fuse(fg, max_inputs=32):
+    FusionOptimizer(max_inputs).optimize(fg)
+    return fg
+
+
+def composites(fg):
+    return [
+        n
+        for n in fg.apply_nodes
+        if isinstance(n.op, Elemwise) and isinstance(n.op.scalar_op, Composite)
+    ]
+
+
+def test_a_tree_becomes_one_loop():
+    x, y, z = (tt.dvector(n) for n in "xyz")
+    fg = check(
+        [x, y, z], [tt.exp(x) * y + tt.sin(z)], None, [rng.normal(size=4) for _ in range(3)], fuse
+    )
+    assert len(fg.apply_nodes) == 1
+    assert debugprint(fg, file="str") == (
+        "Elemwise{Composite{add(mul(exp(i0), i1), sin(i2))},no_inplace} [id A] 0\n"
+        " |x [id B]\n"
+        " |y [id C]\n"
+        " |z [id D]"
+    )
+
+
+def test_shared_subexpression_inside_a_group():
+    x = tt.dvector("x")
+    e = tt.exp(x)
+    fg = check([x], [tt.sin(e) + tt.cos(e)], None, [rng.normal(size=3)], fuse)
+    assert len(fg.apply_nodes) == 1  # exp's two uses are both in the group
+
+
+def test_a_value_used_outside_is_not_fused_away():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    e = tt.exp(x)
+    fg = check([x, y], [e * y + 1, e], None, [rng.normal(size=3)] * 2, fuse)
+    assert fg.outputs[1].owner.op == tt.exp
+    assert len(composites(fg)) == 1
+
+
+def test_no_fusion_across_broadcast_patterns():
+    # exp of a row feeding a matrix loop would be recomputed for every line: not fused
+    r, m = tt.drow("r"), tt.dmatrix("m")
+    fg = check(
+        [r, m], [tt.exp(r) + m * 2], None, [rng.normal(size=(1, 3)), rng.normal(size=(2, 3))], fuse
+    )
+    assert any(n.op == tt.exp for n in fg.apply_nodes)
+
+
+def test_constants_are_inlined():
+    x = tt.dvector("x")
+    fg = fuse(FunctionGraph([x], [(x + 1.5) * 2]))
+    (node,) = fg.apply_nodes
+    assert node.inputs == fg.inputs
+
+
+@pytest.mark.parametrize("max_inputs", [3, 8])
+def test_max_inputs(max_inputs):
+    xs = [tt.dvector(f"x{k}") for k in range(20)]
+    out = xs[0]
+    for v in xs[1:]:
+        out = tt.exp(out) + v
+    args = [rng.normal(size=2) * 0.1 for _ in xs]
+    fg = check(xs, [out], None, args, lambda fg: fuse(fg, max_inputs))
+    comps = composites(fg)
+    assert comps and all(len(n.inputs) <= max_inputs for n in comps)
+    assert len(fg.apply_nodes) < 20
+
+
+def test_nested_composites_inline():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    inner = Elemwise(Composite(*_scalar_graph()))(x, y)
+    fg = check([x, y], [tt.exp(inner) + x], None, [rng.normal(size=3)] * 2, fuse)
+    assert len(fg.apply_nodes) == 1
+
+
+def _scalar_graph():
+    from theano_dag import scalar as ts
+
+    a, b = ts.float64("a"), ts.float64("b")
+    return [a, b], [a * b + 1]
+
+
+def test_fused_reduce():
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    args = [rng.normal(size=(2, 3)), rng.normal(size=(2, 3))]
+    fg = check(
+        [x, y],
+        [tt.sum(tt.exp(x) * y, axis=1), tt.max(x + y)],
+        None,
+        args,
+        lambda fg: apply_dbs(fg, "elemwise_fusion", "fused_reduce"),
+    )
+    ops = [o.owner.op for o in fg.outputs]
+    assert all(isinstance(op, FusedReduce) for op in ops) and len(fg.apply_nodes) == 2
+    assert isinstance(ops[0].reduce_op, Sum) and ops[0].reduce_op.axis == (1,)
+    assert str(ops[1]) == "FusedReduce{Max, add}"
+
+
+def test_no_fused_reduce_when_the_elementwise_result_is_used_elsewhere():
+    x = tt.dmatrix("x")
+    e = tt.exp(x)
+    fg = apply_dbs(FunctionGraph([x], [tt.sum(e), e]), "elemwise_fusion", "fused_reduce")
+    assert not any(isinstance(n.op, FusedReduce) for n in fg.apply_nodes)
+    np.testing.assert_allclose(fgraph_values(fg, [np.ones((1, 2))])[0], 2 * np.e)
+
+
+def test_fusion_is_excluded_with_its_tag():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    from theano_dag.opt import Query, optdb
+
+    fg = FunctionGraph([x, y], [tt.exp(x) * y])
+    optdb.query(Query(include=["fast_run"], exclude=["fusion"])).optimize(fg)
+    assert not composites(fg) and len(fg.apply_nodes) == 2

@@ -1,0 +1,252 @@
+"""Random streams: reproducibility, fresh draws per call, distributions, symbolic sizes,
+errors, and a dropout MLP that trains."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.sharedvalue import shared
+from theano_dag.tensor.random import (
+    BinomialRV,
+    NormalRV,
+    RandomGeneratorType,
+    RandomStream,
+    RandomStreams,
+    RandomVariable,
+    UniformRV,
+)
+
+MODES = ["PerformOnly", None]
+
+
+def _draws(seed, mode=None, calls=2):
+    srng = RandomStream(seed=seed)
+    f = theano_dag.function([], [srng.normal((4,)), srng.uniform((3,))], mode=mode)
+    return [np.concatenate(f()) for _ in range(calls)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_same_seed_same_draws(mode):
+    a, b = _draws(12, mode), _draws(12, mode)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    c = _draws(13, mode)
+    assert not np.allclose(a[0], c[0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_successive_calls_differ(mode):
+    first, second = _draws(5, mode)
+    assert not np.any(first == second)
+
+
+def test_two_draws_of_one_stream_are_independent():
+    srng = RandomStream(seed=1)
+    u, v = srng.uniform((5,)), srng.uniform((5,))
+    a, b = theano_dag.function([], [u, v])()
+    assert not np.any(a == b)
+    assert u.rng is not v.rng and u.update == (u.rng, u.owner.outputs[0])
+
+
+def test_seed_restarts_the_stream():
+    srng = RandomStream(seed=7)
+    f = theano_dag.function([], srng.normal((3,)))
+    first = f()
+    f()
+    srng.seed()
+    np.testing.assert_array_equal(f(), first)
+    srng.seed(8)
+    assert not np.allclose(f(), first)
+    assert len(srng.updates()) == 1
+
+
+def test_no_default_updates_repeats_the_draw():
+    srng = RandomStream(seed=2)
+    f = theano_dag.function([], srng.uniform((3,)), no_default_updates=True)
+    np.testing.assert_array_equal(f(), f())
+
+
+def test_state_is_not_modified_in_place():
+    srng = RandomStream(seed=3)
+    u = srng.uniform((2,))
+    before = u.rng.get_value(borrow=True)
+    state = repr(before.bit_generator.state)
+    theano_dag.function([], u)()
+    assert repr(before.bit_generator.state) == state  # the op drew from a copy
+    assert u.rng.get_value(borrow=True) is not before  # the update installed the new one
+
+
+def test_moments():
+    srng = RandomStream(seed=0)
+    n = 20000
+    normal = srng.normal((n,), avg=2.0, std=3.0)
+    uniform = srng.uniform((n,), low=-1.0, high=3.0)
+    binom = srng.binomial((n,), n=10, p=0.3)
+    f = theano_dag.function([], [normal, uniform, binom])
+    a, b, c = f()
+    assert abs(a.mean() - 2.0) < 0.1 and abs(a.std() - 3.0) < 0.1
+    assert b.min() >= -1.0 and b.max() < 3.0 and abs(b.mean() - 1.0) < 0.05
+    assert abs(b.var() - 16 / 12) < 0.05
+    assert c.dtype == np.int64 and c.min() >= 0 and c.max() <= 10
+    assert abs(c.mean() - 3.0) < 0.1 and abs(c.var() - 2.1) < 0.15
+
+
+def test_dtypes():
+    srng = RandomStream(seed=0)
+    assert srng.normal((2,)).dtype == theano_dag.config.floatX
+    assert srng.normal((2,), avg=tt.dscalar("m")).dtype == "float64"
+    assert srng.uniform((2,), dtype="float32").dtype == "float32"
+    assert srng.binomial((2,), p=0.5, dtype="float64").dtype == "float64"
+    f = theano_dag.function([], srng.uniform((2,), dtype="float32"))
+    assert f().dtype == np.float32
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_symbolic_size(mode):
+    srng = RandomStream(seed=0)
+    x = tt.dmatrix("x")
+    u = srng.uniform(size=x.shape)
+    assert u.ndim == 2
+    n = tt.lscalar("n")
+    v = srng.normal(size=(n, 2))
+    assert v.type.shape == (None, 2)
+    f = theano_dag.function([x, n], [u, v], mode=mode)
+    a, b = f(np.zeros((3, 4)), 5)
+    assert a.shape == (3, 4) and b.shape == (5, 2)
+
+
+def test_size_from_parameters_and_ndim():
+    srng = RandomStream(seed=0)
+    mu = tt.dvector("mu")
+    draws = srng.normal(avg=mu, std=1e-6)  # no size: the parameters' shape
+    f = theano_dag.function([mu], draws)
+    np.testing.assert_allclose(f(np.array([1.0, 5.0, 9.0])), [1.0, 5.0, 9.0], atol=1e-4)
+    s = tt.lvector("s")
+    with pytest.raises(ValueError, match="the length of the size vector .* pass ndim="):
+        srng.uniform(size=s)
+    u = srng.uniform(size=s, ndim=3)
+    assert u.ndim == 3
+    assert theano_dag.function([s], u)(np.array([2, 1, 3])).shape == (2, 1, 3)
+    with pytest.raises(ValueError, match=r"size \(2, 3\) has 2 entries, but ndim=3"):
+        srng.uniform(size=(2, 3), ndim=3)
+
+
+def test_broadcast_parameters_against_size():
+    srng = RandomStream(seed=0)
+    loc = tt.dvector("loc")
+    draws = srng.normal(size=(4, 3), avg=loc, std=1e-9)
+    out = theano_dag.function([loc], draws)(np.arange(3.0))
+    np.testing.assert_allclose(out, np.broadcast_to(np.arange(3.0), (4, 3)), atol=1e-6)
+    f = theano_dag.function([loc], srng.normal(size=(4, 3), avg=loc))
+    with pytest.raises(ValueError, match=r"normal_rv\{.*\}: cannot draw with size \(4, 3\)"):
+        f(np.arange(5.0))
+
+
+def test_infer_shape():
+    srng = RandomStream(seed=0)
+    x = tt.dmatrix("x")
+    u = srng.uniform(size=x.shape)
+    shapes = u.owner.op.infer_shape(None, u.owner, [None, (2,)])
+    assert shapes[0] is None and len(shapes[1]) == 2
+    f = theano_dag.function([x], u.shape, mode="PerformOnly")
+    assert f(np.zeros((3, 5))).tolist() == [3, 5]
+    mu = tt.dcol("mu")
+    v = srng.normal(avg=mu, std=tt.drow("s"))
+    assert v.broadcastable == (False, False)
+    node = v.owner
+    got = node.op.infer_shape(None, node, [None, (0,), (7, 1), (1, 4)])
+    assert got[1] == (7, 4)
+
+
+def test_choice_and_permutation():
+    srng = RandomStream(seed=4)
+    perm = srng.permutation(size=(2,), n=5)
+    assert perm.type == tt.TensorType("int64", shape=(2, 5))
+    pick = srng.choice((3,), a=3)
+    values = tt.constant(np.array([10.0, 20.0, 30.0]))
+    from_values = srng.choice((50,), a=values, p=[0.0, 0.5, 0.5])
+    no_repeat = srng.choice((3,), a=3, replace=False)
+    f = theano_dag.function([], [perm, pick, from_values, no_repeat])
+    p, k, v, nr = f()
+    assert p.shape == (2, 5) and all(sorted(row) == [0, 1, 2, 3, 4] for row in p.tolist())
+    assert k.shape == (3,) and set(k.tolist()) <= {0, 1, 2}
+    assert v.dtype == np.float64 and set(v.tolist()) <= {20.0, 30.0}
+    assert sorted(nr.tolist()) == [0, 1, 2]
+
+
+def test_dropout_mlp_trains():
+    """A two-layer network with a dropout mask from the stream: gradients flow through
+    the masked units and the cost goes down."""
+    rng = np.random.default_rng(0)
+    srng = RandomStream(seed=0)
+    x, y = tt.dmatrix("x"), tt.dvector("y")
+    w = shared(rng.normal(scale=0.5, size=(5, 16)), name="w")
+    v = shared(np.zeros(16), name="v")
+    h = tt.tanh(tt.dot(x, w))
+    keep = 0.8
+    mask = srng.binomial(size=h.shape, p=keep, dtype=h.dtype)
+    pred = tt.dot(h * mask / keep, v)
+    cost = tt.mean((pred - y) ** 2)
+    gw, gv = theano_dag.grad(cost, [w, v])
+    train = theano_dag.function([x, y], cost, updates=[(w, w - 0.1 * gw), (v, v - 0.1 * gv)])
+    xs = rng.normal(size=(128, 5))
+    ys = np.tanh(xs[:, 0] - xs[:, 1])
+    costs = [float(train(xs, ys)) for _ in range(150)]
+    assert costs[-1] < 0.5 * costs[0]
+    # The mask changes between calls: the same inputs give different masked outputs.
+    out = theano_dag.function([x], h * mask)
+    assert not np.array_equal(out(xs), out(xs))
+
+
+def test_grad_wrt_parameters_is_undefined():
+    srng = RandomStream(seed=0)
+    mu = tt.dscalar("mu")
+    draws = srng.normal((3,), avg=mu)
+    with pytest.raises(TypeError, match="undefined"):
+        theano_dag.grad(draws.sum(), mu)
+
+
+def test_errors():
+    rng = shared(np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rng must be a variable holding a numpy random"):
+        NormalRV()(tt.dvector("r"), (2,), 0.0, 1.0)
+    with pytest.raises(TypeError, match=r"expected 2 parameters \('low', 'high'\), got 1"):
+        UniformRV()(rng, (2,), 0.0)
+    with pytest.raises(TypeError, match="parameter n must be integers"):
+        BinomialRV()(rng, (2,), 1.5, 0.5)
+    with pytest.raises(TypeError, match="parameter loc must be real numbers"):
+        NormalRV()(rng, (2,), tt.zscalar("z"), 1.0)
+    with pytest.raises(TypeError, match="must be an integer scalar"):
+        RandomStream(0).normal(size=(2.5,))
+    bad = shared(np.random.default_rng(0))
+    new_rng, out = NormalRV("float64")(bad, (2,), 0.0, 1.0)
+    bad.set_value("not a generator")
+    with pytest.raises(TypeError, match="the rng input holds a str"):
+        theano_dag.function([], out, mode="PerformOnly")()
+
+
+def test_legacy_random_state_and_plain_shared():
+    """Theano's shared(np.random.RandomState(seed)) works as the rng input too."""
+    rng = shared(np.random.RandomState(3))
+    new_rng, out = NormalRV("float64")(rng, (3,), 0.0, 1.0)
+    rng.default_update = new_rng
+    f = theano_dag.function([], out)
+    first = f()
+    np.testing.assert_allclose(first, np.random.RandomState(3).normal(0.0, 1.0, size=3))
+    assert not np.allclose(f(), first)
+
+
+def test_names_and_type():
+    assert RandomStreams is RandomStream
+    assert str(NormalRV("float32")) == "normal_rv{float32}"
+    assert NormalRV("float32") == NormalRV("float32") != NormalRV("float64")
+    assert isinstance(NormalRV(), RandomVariable)
+    t = RandomGeneratorType()
+    with pytest.raises(TypeError, match="expected a numpy.random.Generator or RandomState"):
+        t.filter(3)
+    g = np.random.default_rng(1)
+    assert t.values_eq(g, np.random.default_rng(1)) and not t.values_eq(g, np.random.default_rng(2))
+    assert tt.random.RandomStream is RandomStream

@@ -1,0 +1,251 @@
+"""``RandomVariable``: an Op that draws from a distribution with a numpy generator
+(``theano.tensor.random.op``).
+
+A draw node has inputs ``(rng, size, *params)`` and outputs ``(new_rng, draws)``:
+
+* ``rng`` holds a ``numpy.random.Generator`` (or a legacy ``RandomState``), usually in a
+  shared variable. The op never changes it: it draws from a copy and returns the
+  advanced copy as ``new_rng``. Making ``new_rng`` the shared variable's
+  ``default_update`` (what ``RandomStream`` does) gives fresh draws on every call of a
+  compiled function, and the same draws for the same seed.
+* ``size`` is an int64 vector (empty: the shape the parameters broadcast to).
+* ``params`` are the distribution's parameters, tensors broadcasting against ``size``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.op import Op
+from theano_dag.graph.type import Generic
+from theano_dag.tensor.elemwise import broadcast_static_shape
+from theano_dag.tensor.shape import MakeVector, as_int_vector, make_vector
+from theano_dag.tensor.type import TensorType, int_dtypes, uint_dtypes
+from theano_dag.tensor.var import as_tensor_variable, constant
+
+__all__ = ["RandomGeneratorType", "random_generator_type", "RandomVariable", "as_size"]
+
+_GENERATORS = (np.random.Generator, np.random.RandomState)
+
+
+class RandomGeneratorType(Generic):
+    """The type of numpy random generators (``Generator``, or a legacy ``RandomState``).
+
+    >>> import numpy as np
+    >>> t = RandomGeneratorType()
+    >>> t.is_valid_value(np.random.default_rng(0)), t.is_valid_value(3)
+    (True, False)
+    """
+
+    __props__ = ()
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        if isinstance(data, _GENERATORS):
+            return data
+        raise TypeError(
+            f"{self} expected a numpy.random.Generator or RandomState, got {type(data).__name__}"
+        )
+
+    def is_valid_value(self, data) -> bool:
+        return isinstance(data, _GENERATORS)
+
+    @staticmethod
+    def values_eq(a, b) -> bool:
+        return type(a) is type(b) and _state(a) == _state(b)
+
+    def __str__(self):
+        return "RandomGeneratorType"
+
+    __repr__ = __str__
+
+
+def _state(rng):
+    if isinstance(rng, np.random.Generator):
+        return repr(rng.bit_generator.state)
+    return repr(rng.get_state(legacy=False))
+
+
+random_generator_type = RandomGeneratorType()
+
+
+def as_size(size, ndim=None, who="size"):
+    """``size`` (None, an int, a tuple of ints/int scalars, or an int vector) as an int64
+    vector whose length is known at build time (``ndim`` says it for a symbolic vector).
+
+    >>> as_size(None).data.shape, as_size((2, 3)).data.tolist()
+    ((0,), [2, 3])
+    """
+    if size is None:
+        vec = constant(np.zeros(0, dtype="int64"))
+    elif isinstance(size, (list, tuple)):
+        vec = as_int_vector(list(size), who) if size else constant(np.zeros(0, dtype="int64"))
+    else:
+        vec = as_int_vector(size, who)
+    n = _known_length(vec)
+    if n is None:
+        if ndim is None:
+            raise ValueError(
+                f"{who}: the length of the size vector {vec} is not known when the graph is "
+                "built; pass ndim= (the number of dimensions of the draws)"
+            )
+        vec = make_vector(*[vec[i] for i in range(ndim)])
+    elif ndim is not None and n not in (0, ndim):
+        raise ValueError(f"{who}: size {size} has {n} entries, but ndim={ndim}")
+    return vec
+
+
+def _known_length(vec):
+    from theano_dag.tensor.basic import get_vector_length
+
+    try:
+        return get_vector_length(vec)
+    except ValueError:
+        return None
+
+
+def _size_entries(vec):
+    """Static entries of the size vector (None where symbolic)."""
+    if isinstance(vec, Constant):
+        return [int(v) for v in vec.data]
+    if vec.owner is not None and isinstance(vec.owner.op, MakeVector):
+        return [int(i.data) if isinstance(i, Constant) else None for i in vec.owner.inputs]
+    return [None] * _known_length(vec)
+
+
+class RandomVariable(Op):
+    """Base class of the draw ops; a subclass sets ``name``, ``param_names``,
+    ``default_dtype`` and ``rng_fn``.
+
+    >>> from theano_dag.tensor.random.basic import NormalRV
+    >>> NormalRV("float64")
+    normal_rv{float64}
+    """
+
+    __props__ = ("dtype",)
+    name = "random_variable"
+    param_names: tuple = ()
+    default_dtype = "floatX"
+
+    def __init__(self, dtype=None):
+        dtype = dtype or self.default_dtype
+        self.dtype = config.floatX if dtype == "floatX" else np.dtype(dtype).name
+
+    def __str__(self):
+        return f"{self.name}{{{self.dtype}}}"
+
+    __repr__ = __str__
+
+    def rng_fn(self, rng, *params, size):
+        raise NotImplementedError
+
+    # -- the pieces a subclass may change -------------------------------------------------
+
+    def check_params(self, params):
+        """Raise TypeError for a parameter of the wrong kind (named in the message)."""
+        for name, p in zip(self.param_names, params):
+            if p.dtype.startswith("complex") or p.dtype == "bool":
+                raise TypeError(f"{self}: parameter {name} must be real numbers, got {p.type}")
+
+    def static_shape(self, size_entries, params):
+        """The draws' static shape (None for unknown lengths)."""
+        if size_entries:
+            return tuple(size_entries)
+        return _broadcast_static([p.type.shape for p in params], str(self))
+
+    def symbolic_shape(self, size, param_shapes, params):
+        """The draws' shape as scalars (for ``infer_shape``)."""
+        n = size_length(size)
+        if n:
+            return tuple(size[i] for i in range(n))
+        return _broadcast_symbolic(param_shapes, params)
+
+    # -- the Op ------------------------------------------------------------------------------
+
+    def make_node(self, rng, size, *params):
+        if not isinstance(rng, Variable) or not isinstance(rng.type, Generic):
+            raise TypeError(
+                f"{self}: rng must be a variable holding a numpy random generator (for "
+                f"instance shared(np.random.default_rng(seed))), got {rng!r}"
+            )
+        if len(params) != len(self.param_names):
+            raise TypeError(
+                f"{self}: expected {len(self.param_names)} parameters "
+                f"{self.param_names}, got {len(params)}"
+            )
+        size = as_size(size, who=f"{self}: size")
+        params = [as_tensor_variable(p) for p in params]
+        self.check_params(params)
+        shape = self.static_shape(_size_entries(size), params)
+        draws = TensorType(self.dtype, shape=shape)()
+        return Apply(self, [rng, size, *params], [rng.type(), draws])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        rng, size, *ps = inputs
+        if not isinstance(rng, _GENERATORS):
+            raise TypeError(
+                f"{self}: the rng input holds a {type(rng).__name__}, expected a "
+                "numpy.random.Generator or RandomState"
+            )
+        rng = copy.deepcopy(rng)  # the input state stays as it was (no destroy_map)
+        shape = tuple(int(s) for s in size) or None
+        try:
+            draws = self.rng_fn(rng, *ps, size=shape)
+        except ValueError as e:
+            raise ValueError(
+                f"{self}: cannot draw with size {shape} and parameters of shapes "
+                f"{[np.shape(p) for p in ps]}: {e}"
+            ) from None
+        output_storage[0][0] = rng
+        output_storage[1][0] = np.asarray(draws, dtype=self.dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        _, size, *params = node.inputs
+        return [None, self.symbolic_shape(size, input_shapes[2:], params)]
+
+    def do_constant_folding(self, fgraph, node):
+        return False  # a draw is not a constant, whatever its inputs
+
+    def connection_pattern(self, node):
+        return [[False, False], [False, False]] + [[False, True]] * (len(node.inputs) - 2)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from theano_dag.gradient_types import disconnected_type, grad_undefined
+
+        return [disconnected_type(), disconnected_type()] + [
+            grad_undefined(self, k + 2, p, "the draws are not differentiable in the parameters")
+            for k, p in enumerate(inputs[2:])
+        ]
+
+
+def _broadcast_static(shapes, who):
+    nd = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
+    return broadcast_static_shape(padded, who) if padded else ()
+
+
+def _broadcast_symbolic(param_shapes, params):
+    nd = max((p.ndim for p in params), default=0)
+    out = []
+    for d in range(nd):
+        length = 1
+        for p, shp in zip(params, param_shapes):
+            k = d - (nd - p.ndim)
+            if k >= 0 and not p.type.broadcastable[k]:
+                length = shp[k]  # the parameters agree (or numpy raises at run time)
+                break
+        out.append(length)
+    return tuple(out)
+
+
+def int_param(p):
+    """Whether the parameter ``p`` holds integers."""
+    return p.dtype in int_dtypes + uint_dtypes
+
+
+def size_length(size):
+    """The number of entries of a draw node's size input."""
+    return len(_size_entries(size))
