@@ -52,8 +52,15 @@ test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
 demo: $(STAMP)
 	$(BIN)/python examples/train_digits.py
 
-bench: $(STAMP)
-	$(BIN)/python benchmarks/graph_core.py
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+# Every benchmark with the peers side by side, then the tables and plot of docs/performance.md.
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/run_all.py --args compile_time='--pytensor-max 10000'
+	$(BIN)/python benchmarks/plot_results.py
 
 clean:
 	rm -rf $(VENV) $(THEANO_VENV) build *.egg-info
