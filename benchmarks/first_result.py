@@ -212,12 +212,12 @@ def main(argv=None):
                     row[f"{label}_kernels_ready_s"] = round(res["kernels_ready_s"], 3)
                 if "in_c" in res:
                     row[f"{label}_in_c"] = res["in_c"]
+                if engine == "pytensor":
+                    best[temp] = min(best.get(temp, float("inf")), res["s"])
             if kind == "chain" and engine != "theano_dag":
                 # Do the peers survive Python's default recursion limit?
                 res = measure(engine, kind, n, cache, mode, args.timeout, limit=1000)
                 row[f"{name}_default_recursion_limit"] = res.get("error", "ok")[:60]
-                if engine == "pytensor":
-                    best[temp] = min(best.get(temp, float("inf")), res["s"])
         for temp, s in best.items():
             row[f"pytensor_best_{temp}_s"] = round(s, 3)
             ours = row.get(f"theano_dag_{temp}_s")

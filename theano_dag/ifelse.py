@@ -109,9 +109,7 @@ class IfElse(Op):
                 f"for True), got {c.type}"
             )
         n = self.n_outs
-        values = [
-            _as_branch(b, branches[(k + n) % (2 * n)], tt) for k, b in enumerate(branches)
-        ]
+        values = [_as_branch(b, branches[(k + n) % (2 * n)], tt) for k, b in enumerate(branches)]
         ts, fs = values[:n], values[n:]
         outs = [_join_types(t, f, k)() for k, (t, f) in enumerate(zip(ts, fs))]
         return Apply(self, [c, *values], outs)

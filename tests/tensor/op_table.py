@@ -526,7 +526,6 @@ DOT = [
 ]
 
 
-
 def C(value):
     """A fixed int64 value whatever the row's dtype (an ifelse condition)."""
     return lambda rng, dtype: np.asarray(value, dtype="int64")

@@ -26,6 +26,7 @@ import platform
 import shutil
 import subprocess
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -314,6 +315,7 @@ class Build:
         self.tc, self.source, self.directory = tc, source, directory
         self.path = None
         self.error = None
+        self.seconds = None  # the compiler's wall time, once done
         self.done = threading.Event()
         self._callbacks = []
         self._finished = False
@@ -335,10 +337,12 @@ class Build:
         return b
 
     def _run(self):
+        t0 = time.perf_counter()
         try:
             self.path = compile_library(self.tc, self.source, self.directory)
         except Exception as e:  # reported through .error and the callbacks
             self.error = e
+        self.seconds = time.perf_counter() - t0
         with self._cb_lock:
             self._finished = True
             callbacks, self._callbacks = self._callbacks, []

@@ -301,6 +301,14 @@ class KernelLibrary:
     def ready(self) -> bool:
         return self._loaded.is_set()
 
+    @property
+    def compile_seconds(self):
+        """Seconds the compiler ran for this library (0.0: from the cache; None: not
+        built, or still building)."""
+        if self.build is None:
+            return 0.0 if self.ready else None
+        return self.build.seconds
+
     def start(self):
         """Load the library from the cache, or start building it (once)."""
         with self._lock:

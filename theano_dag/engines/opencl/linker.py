@@ -227,7 +227,9 @@ class _Runner:
         nodes, sizes, views, pinned = [], {}, {}, set(fg.outputs)
         for node in order:
             where = self.where[node]
-            if where not in ("device", "h2d"):
+            # d2h nodes produce nothing on the device but read a device value, which
+            # must stay alive (unshared) until the copy to the host has run.
+            if where not in ("device", "h2d", "d2h"):
                 continue
             outs = tuple(o for o in node.outputs if pl.location(o) == DEVICE)
             ins = tuple(v for v in node.inputs if pl.location(v) in (DEVICE, BOTH))

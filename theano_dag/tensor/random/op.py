@@ -19,11 +19,12 @@ import copy
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.op import Op
 from theano_dag.graph.type import Generic
 from theano_dag.tensor.elemwise import broadcast_static_shape
-from theano_dag.tensor.shape import MakeVector, as_int_vector, make_vector
+from theano_dag.tensor.shape import as_int_vector, make_vector
+from theano_dag.tensor.shape_extra import _shape_entries
 from theano_dag.tensor.type import TensorType, int_dtypes, uint_dtypes
 from theano_dag.tensor.var import as_tensor_variable, constant
 
@@ -109,11 +110,8 @@ def _known_length(vec):
 
 def _size_entries(vec):
     """Static entries of the size vector (None where symbolic)."""
-    if isinstance(vec, Constant):
-        return [int(v) for v in vec.data]
-    if vec.owner is not None and isinstance(vec.owner.op, MakeVector):
-        return [int(i.data) if isinstance(i, Constant) else None for i in vec.owner.inputs]
-    return [None] * _known_length(vec)
+    entries = _shape_entries(vec)
+    return [None] * _known_length(vec) if entries is None else entries
 
 
 class RandomVariable(Op):
