@@ -301,6 +301,10 @@ def cached_library(tc: Toolchain, source: str, directory: str) -> str | None:
 
 
 _BUILDS: dict = {}
+# Compilers running at once in this process: a program making many functions queues
+# their builds instead of starting a compiler per function at the same time.
+MAX_PARALLEL_BUILDS = max(2, os.cpu_count() or 2)
+_SLOTS = threading.BoundedSemaphore(MAX_PARALLEL_BUILDS)
 
 
 class Build:
@@ -339,7 +343,8 @@ class Build:
     def _run(self):
         t0 = time.perf_counter()
         try:
-            self.path = compile_library(self.tc, self.source, self.directory)
+            with _SLOTS:
+                self.path = compile_library(self.tc, self.source, self.directory)
         except Exception as e:  # reported through .error and the callbacks
             self.error = e
         self.seconds = time.perf_counter() - t0
