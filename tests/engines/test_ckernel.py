@@ -590,3 +590,28 @@ def test_no_compiler_runs_numpy(engine_kernels):
     assert ckernel.c_code(f) == ""
     assert not ckernel.wait_for_kernels(f)
     assert "_K0" not in f.fn.source()
+
+
+def test_numpy_fallbacks_while_the_library_builds(engine_kernels, monkeypatch):
+    # A build that never ends: the first call runs Elemwise.perform, later calls the
+    # engine's numpy steps, compiled for all kernels at once.
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    x, y = tt.dmatrix("x"), tt.drow("y")
+    a, b = ts.float64("a"), ts.float64("b")
+    z = Elemwise(ts.Composite([a, b], [ts.exp(a) * b - a]))(x, y)
+    f = _fn([x, y], [z, z * 2])
+    xv = np.random.default_rng(9).standard_normal((300, 70))
+    yv = np.random.default_rng(10).standard_normal((1, 70))
+    want = np.exp(xv) * yv - xv
+    (k,) = f.fn.program.ckernels.kernels
+    for call in range(3):
+        r = f(xv, yv)
+        np.testing.assert_allclose(r[0], want, rtol=1e-13)
+        np.testing.assert_allclose(r[1], 2 * want, rtol=1e-13)
+        assert not k.ready
+        if call >= 1:
+            assert k.fallback.__name__ == "fb0"  # the compiled numpy steps
+    assert not ckernel.wait_for_kernels(f, timeout=0)

@@ -4,7 +4,8 @@
 ``shapes`` (shape inference per input-shape signature), ``impls`` (per-Op-class
 numpy implementations), ``program`` (steps, value placement, memory plan),
 ``codegen`` (the generated source), ``linker`` (the linker and its thunk),
-``profile`` (``function(..., profile=True)``).
+``profile`` (``function(..., profile=True)``), ``ckernel`` (fused elementwise nodes as
+generated C loops; with no compiler, or ``config.cxx=''``, they run through numpy).
 """
 
 from theano_dag.engines.cpu.impls import Step, get_impl, register_impl
@@ -22,3 +23,9 @@ def _register():
 
 
 _register()
+
+# The C kernels take over Elemwise{Composite} (and Elemwise without a ufunc) from the
+# numpy implementations registered by ``impls``; see ckernel.register.
+from theano_dag.engines.cpu import ckernel  # noqa: E402
+
+ckernel.register()

@@ -503,6 +503,40 @@ static ptrdiff_t td_split(ptrdiff_t n, int t, int nt)
     return b & ~(ptrdiff_t)63;  /* whole cache lines per thread */
 }
 
+/* Blocks [b0, b1) of B elements, in C order of the output. */
+static int td_blocks(int nin, int na, char **base, const int *es, const int *kind, int nd,
+                     const ptrdiff_t *shape, const ptrdiff_t *st, ptrdiff_t n, ptrdiff_t B,
+                     ptrdiff_t b0, ptrdiff_t b1, td_fn fn)
+{
+    char *bufs = (char *)malloc((size_t)na * B * 8);
+    char **p = (char **)malloc(sizeof(char *) * na);
+    int failed = !bufs || !p;
+    if (!failed) {
+        for (int k = 0; k < na; k++)
+            if (kind[k] == 1) td_copy(bufs + k * B * 8, es[k], base[k], 0, B, es[k]);
+        for (ptrdiff_t b = b0; b < b1; b++) {
+            const ptrdiff_t i0 = b * B, len = (n - i0 < B) ? n - i0 : B;
+            for (int k = 0; k < na; k++) {
+                char *buf = bufs + k * B * 8;
+                if (kind[k] == 0) {
+                    p[k] = base[k] + i0 * es[k];
+                } else {
+                    p[k] = buf;
+                    if (kind[k] == 2 && k < nin)
+                        td_walk(base[k], st + k * nd, shape, nd, i0, len, buf, es[k], 0);
+                }
+            }
+            fn(p, len);
+            for (int k = nin; k < na; k++)
+                if (kind[k] != 0)
+                    td_walk(base[k], st + k * nd, shape, nd, i0, len, p[k], es[k], 1);
+        }
+    }
+    free(bufs);
+    free(p);
+    return failed;
+}
+
 static int td_general(int nin, int na, char **base, const int *es, int nd,
                       const ptrdiff_t *shape, const ptrdiff_t *st, ptrdiff_t n,
                       td_fn fn, ptrdiff_t par_min)
@@ -525,40 +559,17 @@ static int td_general(int nin, int na, char **base, const int *es, int nd,
     const ptrdiff_t nblk = (n + B - 1) / B;
     int failed = 0;
 #ifdef _OPENMP
-    #pragma omp parallel if (n >= par_min && nblk > 1)
-#endif
-    {
-        char *bufs = (char *)malloc((size_t)na * B * 8);
-        char **p = (char **)malloc(sizeof(char *) * na);
-        if (!bufs || !p) {
-            failed = 1;
-        } else {
-            for (int k = 0; k < na; k++)
-                if (kind[k] == 1) td_copy(bufs + k * B * 8, es[k], base[k], 0, B, es[k]);
-#ifdef _OPENMP
-            #pragma omp for schedule(static)
-#endif
-            for (ptrdiff_t b = 0; b < nblk; b++) {
-                const ptrdiff_t i0 = b * B, len = (n - i0 < B) ? n - i0 : B;
-                for (int k = 0; k < na; k++) {
-                    char *buf = bufs + k * B * 8;
-                    if (kind[k] == 0) {
-                        p[k] = base[k] + i0 * es[k];
-                    } else {
-                        p[k] = buf;
-                        if (kind[k] == 2 && k < nin)
-                            td_walk(base[k], st + k * nd, shape, nd, i0, len, buf, es[k], 0);
-                    }
-                }
-                fn(p, len);
-                for (int k = nin; k < na; k++)
-                    if (kind[k] != 0)
-                        td_walk(base[k], st + k * nd, shape, nd, i0, len, p[k], es[k], 1);
-            }
+    if (n >= par_min && nblk > 1) {
+        #pragma omp parallel reduction(|| : failed)
+        {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            failed = td_blocks(nin, na, base, es, kind, nd, shape, st, n, B,
+                               nblk * t / nt, nblk * (t + 1) / nt, fn);
         }
-        free(bufs);
-        free(p);
+        return failed ? TD_ERR(TD_ENOMEM, 0) : 0;
     }
+#endif
+    failed = td_blocks(nin, na, base, es, kind, nd, shape, st, n, B, 0, nblk, fn);
     return failed ? TD_ERR(TD_ENOMEM, 0) : 0;
 }
 
