@@ -18,7 +18,9 @@ so that no C compilation is counted) and the ratio. Per-node times that stay fla
 graphs grow mean linear scaling.
 
 Run: ``.venv/bin/python benchmarks/compile_time.py`` (``--sizes 1000,10000``,
-``--no-pytensor``, ``--pytensor-max 10000`` to skip PyTensor on bigger graphs).
+``--no-pytensor``, ``--pytensor-max 10000`` to skip PyTensor on bigger graphs). PyTensor
+runs in a child process stopped after ``--pytensor-timeout`` seconds (default 1800);
+a graph it did not finish shows ``>1800`` and a lower bound of the ratio.
 PyTensor is optional (``pip install pytensor``).
 """
 
@@ -129,12 +131,39 @@ def time_pytensor(inputs, outputs):
     return rewrite, total, len(f.maker.fgraph.apply_nodes)
 
 
+def time_pytensor_with_timeout(build, timeout):
+    """``time_pytensor`` of the graph ``build(pt)`` makes, in a child process that is
+    stopped after ``timeout`` seconds (None then: PyTensor did not finish)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+
+    def work():
+        ins, outs = build(pt)
+        child.send(time_pytensor(ins, outs))
+
+    proc = ctx.Process(target=work, daemon=True)
+    proc.start()
+    ready = parent.poll(timeout)
+    result = parent.recv() if ready else None
+    proc.kill()
+    proc.join()
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--no-pytensor", action="store_true")
     parser.add_argument("--pytensor-max", type=int, default=10**9)
     parser.add_argument("--mlp-layers", type=int, default=200)
+    parser.add_argument(
+        "--pytensor-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds PyTensor may take on one graph before it is stopped",
+    )
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     use_pt = pytensor is not None and not args.no_pytensor
@@ -171,12 +200,17 @@ def main(argv=None):
         ours, _total, after = time_ours(ins, outs)
         line = f"{name:<26} {n_nodes:>7} {ours:>11.3f} {1e6 * ours / n_nodes:>8.1f} {after:>6}"
         if use_pt and (size is None or size <= args.pytensor_max):
-            p_ins, p_outs = build(pt)
-            theirs, _p_total, p_after = time_pytensor(p_ins, p_outs)
-            line += (
-                f" {theirs:>11.3f} {1e6 * theirs / n_nodes:>8.1f} {p_after:>6}"
-                f" {theirs / ours:>6.1f}x"
-            )
+            result = time_pytensor_with_timeout(build, args.pytensor_timeout)
+            if result is None:  # the ratio is then at least timeout / ours
+                t = args.pytensor_timeout
+                bound, ratio = f">{t:.0f}", f">{t / ours:.0f}"
+                line += f" {bound:>11} {'':>8} {'':>6} {ratio:>6}x"
+            else:
+                theirs, _p_total, p_after = result
+                line += (
+                    f" {theirs:>11.3f} {1e6 * theirs / n_nodes:>8.1f} {p_after:>6}"
+                    f" {theirs / ours:>6.1f}x"
+                )
         print(line, flush=True)
 
 

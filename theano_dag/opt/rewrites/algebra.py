@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Apply, Constant
 from theano_dag.opt.local import local_optimizer
 from theano_dag.opt.pattern import PatternSub
 from theano_dag.opt.rewrites.table import RULES
@@ -307,8 +307,12 @@ def local_commutative_canonical(fgraph, node):
                 flat.append(i)
         ins = flat
     order = sorted(ins, key=commutative_key)
-    if not flattened and all(a is b for a, b in zip(order, ins)):
-        return False
+    if not flattened:
+        if all(a is b for a, b in zip(order, ins)):
+            return False
+        # A permutation of a commutative op's arguments gives the same output type:
+        # build the node directly (make_node's type inference is the costly part).
+        return Apply(node.op, order, [out.type()]).outputs
     new = fit(out, elemwise_of(sop)(*order))
     return [new] if new is not None else False
 
