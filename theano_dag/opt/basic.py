@@ -143,7 +143,9 @@ def gc_frozen():
     ...     pass
     """
     global _gc_frozen_depth
-    if _gc_frozen_depth or not gc.isenabled():
+    # Nothing to do when nested, when the collector is off, or when the program froze
+    # objects itself (unfreezing would undo that).
+    if _gc_frozen_depth or not gc.isenabled() or gc.get_freeze_count():
         yield
         return
     _gc_frozen_depth += 1

@@ -58,6 +58,18 @@ def _scaled(fgraph, term, dtype):
     return typed_constant(1, dtype), term
 
 
+def _mentions_dot(term) -> bool:
+    """Whether ``term`` is a dot, or a scaled or negated one (a cheap first test)."""
+    owner = term.owner
+    if owner is None:
+        return False
+    if isinstance(owner.op, (Dot, Dot22)):
+        return True
+    return scalar_op(owner) is not None and any(
+        i.owner is not None and isinstance(i.owner.op, (Dot, Dot22)) for i in owner.inputs
+    )
+
+
 def _dot_args(fgraph, var):
     """``(x, y)`` when ``var`` is a single-use ``dot(x, y)``."""
     owner = var.owner
@@ -115,6 +127,8 @@ def local_gemm(fgraph, node):
     out = node.outputs[0]
     if terms is None or len(terms) < 2 or not is_float(out) or out.ndim not in (1, 2):
         return False
+    if not any(_mentions_dot(t) for _, t in terms):
+        return False  # the common case, rejected before any closer look
     dtype = out.dtype
     for k, (sign_d, t) in enumerate(terms):
         alpha, base = _scaled(fgraph, t, dtype)
