@@ -339,7 +339,12 @@ def test_update_lands_in_the_shared_storage_without_a_copy():
         results.append((r, w.get_value()))
         if mode is not REF:
             assert w.get_value(borrow=True) is storage  # written in place
-            assert plan_of(f).update_inplace
+            # either the Gemm itself overwrites W (inplace pass), or the plan writes the
+            # update's result into W's storage
+            fg = f.maker.fgraph
+            w_in = fg.inputs[-1]
+            gemm_on_w = [n for n in fg.apply_nodes if n.op.destroy_map and n.inputs[0] is w_in]
+            assert plan_of(f).update_inplace or gemm_on_w
     for r, wv in results[1:]:
         np.testing.assert_allclose(r, results[0][0], rtol=1e-12)
         np.testing.assert_allclose(wv, results[0][1], rtol=1e-12)

@@ -91,6 +91,30 @@ def test_shared_variable_updates_run_in_place():
     np.testing.assert_allclose(w.get_value(), [0.5, 0.5, 0.5])
 
 
+def test_a_weight_read_by_the_forward_pass_is_updated_by_gemm_in_place():
+    # w <- w - lr * dot(x.T, g): the forward pass reads w (and its transpose) first, so
+    # the Gemm may overwrite w only after those readers; the DestroyHandler orders them.
+    w = theano_dag.shared(rng.normal(size=(4, 3)), name="w")
+    x = tt.dmatrix("x")
+    h = tt.dot(x, w)
+    back = tt.dot(h, w.T)
+    g = h * 2.0
+    f = theano_dag.function(
+        [x], [back.sum()], updates={w: w - 0.1 * tt.dot(x.T, g)}, mode=MODE
+    )
+    fg = f.maker.fgraph
+    gemms = [n for n in destroyers(fg) if str(n.op) == "Gemm{inplace}"]
+    assert len(gemms) == 1 and gemms[0].inputs[0] is fg.inputs[-1]
+    order = fg.toposort()
+    readers = [n for n, _ in fg.clients[fg.inputs[-1]] if n is not gemms[0]]
+    assert readers and all(order.index(n) < order.index(gemms[0]) for n in readers)
+    w0, xv = w.get_value(), rng.normal(size=(5, 4))
+    (got,) = f(xv)
+    hv = xv @ w0
+    np.testing.assert_allclose(got, (hv @ w0.T).sum())
+    np.testing.assert_allclose(w.get_value(), w0 - 0.1 * xv.T @ (2 * hv))
+
+
 def test_values_with_and_without_inplace_agree():
     x, y = tt.dmatrix("x"), tt.dmatrix("y")
     outs = [tt.exp(x * y) - tt.sin(x) * 2, tt.sqrt(tt.abs(x + y)) / 3]

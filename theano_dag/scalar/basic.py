@@ -16,6 +16,8 @@ which the fusion rewrite builds and the C/OpenCL engines compile.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from theano_dag.config import config
@@ -105,7 +107,18 @@ def upcast(*dtypes) -> str:
     >>> upcast("int8", "float32"), upcast("int32", "float32"), upcast("bool", "bool")
     ('float32', 'float64', 'bool')
     """
+    return _upcast(dtypes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _upcast(dtypes) -> str:
+    # Graph building calls this per node; numpy's result_type and dtype.name are slow.
     return np.result_type(*[np.dtype(d) for d in dtypes]).name
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_kind(d) -> str:
+    return np.dtype(d).kind
 
 
 def upcast_out(*dtypes):
@@ -358,7 +371,7 @@ class ScalarOp(Op):
         """Output dtypes for input ``dtypes`` (a tuple of strings)."""
         if self.input_kinds is not None:
             for k, d in enumerate(dtypes):
-                if np.dtype(d).kind not in self.input_kinds:
+                if _dtype_kind(d) not in self.input_kinds:
                     raise TypeError(
                         f"{self}: input {k} has dtype {d}, expected an integer or " "bool dtype"
                     )

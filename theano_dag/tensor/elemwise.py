@@ -52,6 +52,9 @@ def broadcast_static_shape(shapes, who="Elemwise"):
     >>> broadcast_static_shape([(None, 1), (1, 3)])
     (None, 3)
     """
+    first = shapes[0] if shapes else ()
+    if all(s == first for s in shapes):
+        return tuple(first)  # the common case: identical static shapes
     out = []
     for d, dims in enumerate(zip(*shapes)):
         known = {s for s in dims if s is not None and s != 1}

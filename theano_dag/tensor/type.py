@@ -48,6 +48,8 @@ values_eq_approx_tolerances = {
 
 
 def _normalize_dtype(dtype) -> str:
+    if dtype.__class__ is str and dtype in _DTYPE_NAMES:
+        return dtype  # the common case, without numpy's slow dtype.name
     if dtype == "floatX" or dtype is None:
         return config.floatX
     try:
@@ -57,6 +59,9 @@ def _normalize_dtype(dtype) -> str:
     if name not in all_dtypes:
         raise TypeError(f"TensorType: unsupported dtype {dtype!r}; expected one of {all_dtypes}")
     return name
+
+
+_DTYPE_NAMES = frozenset(all_dtypes)
 
 
 class TensorType(Type):

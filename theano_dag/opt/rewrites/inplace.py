@@ -75,8 +75,12 @@ def _is_view(var) -> bool:
     )
 
 
-def inplace_candidates(fgraph, node, protected):
-    """``(i, new_op)`` for each input ``i`` of ``node`` it may overwrite, first best."""
+def inplace_candidates(fgraph, node, protected, shared_reads=False):
+    """``(i, new_op)`` for each input ``i`` of ``node`` it may overwrite, first best.
+
+    With ``shared_reads``, also inputs that other nodes read: overwriting one is then
+    only legal if those readers can all run first, which the caller must validate.
+    """
     entry = INPLACE_MAKERS.get(type(node.op))
     if entry is None or getattr(node.op, "destroy_map", None):
         return []
@@ -87,8 +91,11 @@ def inplace_candidates(fgraph, node, protected):
         v = node.inputs[i]
         if isinstance(v, Constant) or v in protected or _is_view(v):
             continue
-        if clients.get(v) != [(node, i)]:
-            continue  # another node reads it (or this one twice)
+        uses = clients.get(v, [])
+        if sum(1 for c, _ in uses if c is node) != 1:
+            continue  # this node reads it twice
+        if len(uses) != 1 and not shared_reads:
+            continue  # another node reads it
         new_op = maker(node, i)
         if new_op is not None:
             out.append((i, new_op))
@@ -125,7 +132,39 @@ class InplaceOptimizer(GlobalOptimizer):
                 done = self._one_by_one(fgraph, plan)
         finally:
             log.end(token)
+        done += self._blas_on_read_inputs(fgraph, protected)
         return {"inplace": done, "time": time.perf_counter() - t0}
+
+    # Validating one change walks the whole graph; a few tries bound the cost.
+    MAX_SHARED_READ_TRIES = 16
+
+    def _blas_on_read_inputs(self, fgraph, protected):
+        """Gemm/Gemv/Ger that may overwrite a graph input other nodes also read.
+
+        The case that matters is a training step's ``w <- w - lr * dot(a, b)``: the
+        forward pass reads ``w``, and its update is a Gemm on ``w``. Overwriting ``w``
+        in place (after its readers ran, an ordering the DestroyHandler adds) saves a
+        copy of every weight matrix per step. Each change is validated on its own and
+        kept only if the DestroyHandler finds an order.
+        """
+        done = tries = 0
+        for node in list(fgraph.toposort()):
+            if tries >= self.MAX_SHARED_READ_TRIES:
+                break
+            if type(node.op) not in (Gemm, Gemv, Ger) or node not in fgraph.apply_nodes:
+                continue
+            if node.inputs[0].owner is not None:
+                continue
+            cands = inplace_candidates(fgraph, node, protected, shared_reads=True)
+            if not cands:
+                continue
+            tries += 1
+            try:
+                self._swap(fgraph, node, cands[0][1], validate=True)
+                done += 1
+            except Exception:  # the DestroyHandler found no order: keep the copy
+                continue
+        return done
 
     @staticmethod
     def _swap(fgraph, node, new_op, validate):
