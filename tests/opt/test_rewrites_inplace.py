@@ -99,9 +99,7 @@ def test_a_weight_read_by_the_forward_pass_is_updated_by_gemm_in_place():
     h = tt.dot(x, w)
     back = tt.dot(h, w.T)
     g = h * 2.0
-    f = theano_dag.function(
-        [x], [back.sum()], updates={w: w - 0.1 * tt.dot(x.T, g)}, mode=MODE
-    )
+    f = theano_dag.function([x], [back.sum()], updates={w: w - 0.1 * tt.dot(x.T, g)}, mode=MODE)
     fg = f.maker.fgraph
     gemms = [n for n in destroyers(fg) if str(n.op) == "Gemm{inplace}"]
     assert len(gemms) == 1 and gemms[0].inputs[0] is fg.inputs[-1]
