@@ -136,7 +136,7 @@ class FunctionGraph:
             self.add_input(var, check=False)
         self.outputs = list(outputs)
         for k, out in enumerate(self.outputs):
-            self._import_graph([out], reason="init", needed_by=f"output {k} ({out})")
+            self._import_graph([out], reason="init", needed_by=("output", k, out))
         for k, out in enumerate(self.outputs):
             self._append_client(out, ("output", k))
 
@@ -330,7 +330,7 @@ class FunctionGraph:
             if missing:
                 if not import_missing:
                     var, node, j = missing[0]
-                    target = needed_by or f"{roots[0]}"
+                    target = _describe_target(needed_by, roots[0])
                     where = f", input {j} of {node}," if node is not None else ""
                     raise MissingInputError(
                         f"Undeclared input: {var} (of type {var.type}){where} is needed to "
@@ -423,7 +423,7 @@ class FunctionGraph:
             [new_var],
             reason=reason,
             import_missing=import_missing,
-            needed_by=f"the replacement {new_var}",
+            needed_by=("the replacement", None, new_var),
         )
         if _is_output(node):
             self.outputs[i] = new_var
@@ -881,6 +881,15 @@ def _is_output(node):
 def _client_key(client):
     node, i = client
     return (id(node) if not _is_output(node) else "output", i)
+
+
+def _describe_target(needed_by, root):
+    """What a missing input was needed for, in words. ``needed_by`` is ``(what, k, var)``:
+    formatting variables costs, so it is only done when an error is raised."""
+    if needed_by is None:
+        return f"{root}"
+    what, k, var = needed_by
+    return f"{what} {k} ({var})" if k is not None else f"{what} {var}"
 
 
 def _is_missing(var, variables):

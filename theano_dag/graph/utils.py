@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from abc import ABCMeta
-
 
 class MethodNotDefined(NotImplementedError):
     """Raised by an Op or Type method that a subclass must implement but did not.
@@ -19,7 +17,7 @@ class TestValueError(Exception):
     __test__ = False  # not a pytest test class, despite the name
 
 
-class MetaType(ABCMeta):
+class MetaType(type):
     """Metaclass that turns ``__props__`` into ``__eq__``, ``__hash__`` and ``__str__``.
 
     Two Ops whose class and props are equal compare equal, so ``MergeOptimizer``
@@ -31,6 +29,10 @@ class MetaType(ABCMeta):
     ...         self.factor = factor
     >>> Scale(2) == Scale(2), Scale(2) == Scale(3), str(Scale(2))
     (True, False, 'Scale{factor=2}')
+
+    A plain ``type``, not an ``ABCMeta``: ``isinstance`` against an ABC goes through
+    ``ABCMeta.__instancecheck__``, several times slower, and optimizers ask
+    ``isinstance(x, Variable)`` (or an Op class) hundreds of thousands of times.
     """
 
     def __new__(mcs, name, bases, dct):
