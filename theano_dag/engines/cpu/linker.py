@@ -32,6 +32,7 @@ from theano_dag.engines.cpu.codegen import (
 )
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.cpu.program import DEFAULT_MIN_PLAN_BYTES, Program
+from theano_dag.engines.cpu.tiling import tile_rows
 
 __all__ = ["CPULinker", "CPUThunk", "MAX_PLANS"]
 
@@ -45,7 +46,8 @@ class CPULinker(Linker):
     ``incremental``: recompute only what depends on inputs that changed since the
     last call. ``min_plan_bytes``: values smaller than this are left to numpy's
     allocator (0 plans everything). ``profile``: collect a :class:`CPUProfile`
-    (``function(..., profile=True)`` sets it).
+    (``function(..., profile=True)`` sets it). ``tile``: run the row-local part of
+    the graph over tiles of the batch where that saves memory (see ``tiling``).
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -65,6 +67,7 @@ class CPULinker(Linker):
         profile=None,
         schedule=None,
         allow_gc=None,
+        tile=True,
     ):
         super().__init__(allow_gc=allow_gc, scheduler=schedule)
         if not isinstance(min_plan_bytes, int) or min_plan_bytes < 0:
@@ -74,6 +77,7 @@ class CPULinker(Linker):
         self.incremental = bool(incremental)
         self.min_plan_bytes = min_plan_bytes
         self.profile = profile
+        self.tile = bool(tile)
         self.fgraph = None
         self.no_recycling = None
         self.updates = {}
@@ -85,6 +89,7 @@ class CPULinker(Linker):
             profile=self.profile,
             schedule=self._scheduler,
             allow_gc=self._allow_gc,
+            tile=self.tile,
         )
 
     def accept(self, fgraph, no_recycling=None, profile=None):
@@ -98,6 +103,13 @@ class CPULinker(Linker):
         if profile:
             self.profile = profile
         mapping = getattr(fgraph, "update_mapping", None) or {}
+        if self.tile and not self.incremental:
+            # An engine decision, made on the optimized graph: the new node shows in
+            # debugprint(f). Outputs it replaces are renamed in no_recycling.
+            shared = {fgraph.inputs[i] for i in mapping.values()}
+            renamed = tile_rows(fgraph, shared)
+            if renamed and self.no_recycling is not None:
+                self.no_recycling = [renamed.get(v, v) for v in self.no_recycling]
         self.updates = {fgraph.inputs[i]: fgraph.outputs[o] for o, i in mapping.items()}
         return self
 

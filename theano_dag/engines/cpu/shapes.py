@@ -195,6 +195,9 @@ def _install_fast_rules():
         from theano_dag.tensor.math import Dot
 
         FAST_RULES[Dot] = _dot
+        from theano_dag.tensor.blas import Dot22, Dot22Scalar
+
+        FAST_RULES[Dot22] = FAST_RULES[Dot22Scalar] = _dot
     except ImportError:
         pass
 
