@@ -14,6 +14,13 @@ Cases:
   interpreter that keeps every intermediate, fifty.
 * ``mlp_inference``: 784-512-512-10 ReLU MLP on a batch of 4096 float32
   (weights and input exist before the call).
+* ``resnet_inference``: a small ResNet-style convnet forward (Owl's convnet case):
+  a 3x3 conv to 16 channels, an identity block (two 3x3 convs and a skip), a
+  downsampling block (3x3 stride-2 convs to 32 channels, a 1x1 stride-2 projection
+  shortcut), batch norm folded into per-channel scale and shift, global average
+  pooling and a dense layer, on 128 float32 images 3x32x32 (one 16-channel
+  activation is 8 MiB). PyTensor 3 has no batched 2-d convolution, so it is not
+  among the peers here; numpy eager convolves tap by tap.
 
 Engines: ``theano_dag`` (default mode: optimizer and CPU engine), ``theano_dag_py``
 (the reference engine, which frees each value after its last reader),
@@ -77,6 +84,57 @@ def mlp_ops(x, ws, lib, dot, relu):
         if k < 2:
             h = relu(h)
     return h
+
+
+RESNET_BATCH = 128
+
+
+def resnet_ops(x, p, conv, channel, relu, mean_hw, dot):
+    """The convnet; ``conv(h, w, stride)`` is a 'half'-padded cross-correlation,
+    ``channel(v)`` shapes a per-channel vector to broadcast over (N, C, H, W)."""
+
+    def affine(h, k):
+        return h * channel(p[f"s{k}"]) + channel(p[f"b{k}"])
+
+    h = relu(affine(conv(x, p["w0"], 1), 0))
+    r = relu(affine(conv(h, p["w1"], 1), 1))
+    h = relu(affine(conv(r, p["w2"], 1), 2) + h)
+    r = relu(affine(conv(h, p["w3"], 2), 3))
+    h = relu(affine(conv(r, p["w4"], 1), 4) + conv(h, p["wsc"], 2))
+    return dot(mean_hw(h), p["dense_w"]) + p["dense_b"]
+
+
+def _resnet_params(dtype="float32"):
+    rng = np.random.default_rng(0)
+    shapes = {"w0": (16, 3, 3), "w1": (16, 16, 3), "w2": (16, 16, 3), "w3": (32, 16, 3)}
+    shapes.update({"w4": (32, 32, 3), "wsc": (32, 16, 1)})
+    p = {}
+    for k, (f, c, ks) in shapes.items():
+        p[k] = (rng.standard_normal((f, c, ks, ks)) * np.sqrt(2.0 / (c * ks * ks))).astype(dtype)
+    for k, c in enumerate((16, 16, 16, 32, 32)):
+        p[f"s{k}"] = (1 + 0.1 * rng.standard_normal(c)).astype(dtype)
+        p[f"b{k}"] = (0.1 * rng.standard_normal(c)).astype(dtype)
+    p["dense_w"] = (rng.standard_normal((32, 10)) * 0.3).astype(dtype)
+    p["dense_b"] = np.zeros(10, dtype)
+    x = rng.standard_normal((RESNET_BATCH, 3, 32, 32)).astype(dtype)
+    return x, p
+
+
+def np_conv_half(x, w, stride):
+    """Cross-correlation with 'half' padding, tap by tap (as numpy code would do it)."""
+    k = w.shape[2]
+    pad = k // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else x
+    oh = (x.shape[2] + 2 * pad - k) // stride + 1
+    ow = (x.shape[3] + 2 * pad - k) // stride + 1
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow), x.dtype)
+    for i in range(k):
+        for j in range(k):
+            patch = xp[
+                :, :, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride
+            ]
+            out += np.einsum("nchw,fc->nfhw", patch, w[:, :, i, j])
+    return out
 
 
 def _mlp_params(dtype="float32"):
@@ -149,6 +207,74 @@ def build(case, engine):
             xa = jnp.asarray(arg)
             compiled = fn.lower(xa, wj).compile()
             return (lambda a: compiled(a, wj).block_until_ready()), xa
+    if case == "resnet_inference":
+        arg, p = _resnet_params()
+        if engine == "numpy_eager":
+
+            def np_forward(a):
+                return resnet_ops(
+                    a,
+                    p,
+                    np_conv_half,
+                    lambda v: v[None, :, None, None],
+                    lambda h: np.maximum(h, 0),
+                    lambda h: h.mean(axis=(2, 3)),
+                    np.dot,
+                )
+
+            return np_forward, arg
+        if engine.startswith("theano_dag"):
+            import theano_dag.tensor as tt
+            from theano_dag.compile.function import function
+            from theano_dag.compile.mode import Mode
+            from theano_dag.compile.sharedvalue import shared
+            from theano_dag.tensor import nnet
+
+            x = tt.ftensor4("x")
+            ps = {k: shared(v, borrow=True, name=k) for k, v in p.items()}
+
+            def conv(h, w, stride):
+                return nnet.conv2d(
+                    h, w, border_mode="half", subsample=(stride, stride), filter_flip=False
+                )
+
+            out = resnet_ops(
+                x,
+                ps,
+                conv,
+                lambda v: v.dimshuffle("x", 0, "x", "x"),
+                lambda h: tt.maximum(h, 0),
+                lambda h: h.mean(axis=(2, 3)),
+                tt.dot,
+            )
+            mode = None if engine == "theano_dag" else Mode(linker="py", optimizer=None)
+            return function([x], out, mode=mode), arg
+        if engine == "jax_jit":
+            import jax
+            import jax.numpy as jnp
+
+            def conv(h, w, stride):
+                pad = w.shape[2] // 2
+                return jax.lax.conv_general_dilated(
+                    h, w, (stride, stride), [(pad, pad), (pad, pad)]
+                )
+
+            pj = {k: jnp.asarray(v) for k, v in p.items()}
+            fn = jax.jit(
+                lambda a, q: resnet_ops(
+                    a,
+                    q,
+                    conv,
+                    lambda v: v[None, :, None, None],
+                    lambda h: jnp.maximum(h, 0),
+                    lambda h: h.mean(axis=(2, 3)),
+                    jnp.dot,
+                )
+            )
+            xa = jnp.asarray(arg)
+            compiled = fn.lower(xa, pj).compile()
+            return (lambda a: compiled(a, pj).block_until_ready()), xa
+        raise ImportError(f"{engine} has no batched 2-d convolution in this benchmark")
     raise ValueError(f"unknown case/engine {case}/{engine}")
 
 
@@ -194,7 +320,7 @@ def measure(case, engine, repeats):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--cases", default="chain50,mlp_inference")
+    ap.add_argument("--cases", default="chain50,mlp_inference,resnet_inference")
     ap.add_argument("--child", nargs=2, metavar=("CASE", "ENGINE"))
     args = ap.parse_args(argv)
     if args.child:

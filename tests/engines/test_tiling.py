@@ -60,7 +60,8 @@ def test_mlp_inference_is_tiled_and_matches_the_reference(small_tiles, dtype, ro
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
-def test_a_big_batch_runs_in_several_tiles(small_tiles):
+def test_a_big_batch_runs_in_several_tiles(small_tiles, monkeypatch):
+    monkeypatch.setattr(tiling, "TILE_BYTES", 65536)  # about 30 rows of this MLP
     x, out, _ = mlp("float64")
     f = function([x], out)
     (node,) = tiled_nodes(f)
@@ -78,7 +79,7 @@ def test_a_big_batch_runs_in_several_tiles(small_tiles):
     np.testing.assert_allclose(f(xv), function([x], out, mode=REF)(xv), rtol=1e-12)
     # 16-row multiples, the last tile takes the rest
     assert len(calls) > 2 and sum(calls) == 300 and len(set(calls[:-1])) == 1
-    assert calls[0] % 16 == 0
+    assert calls[0] % 16 == 0 and calls[0] * 4 <= 300
 
 
 def test_results_are_not_overwritten_by_the_next_call(small_tiles):
@@ -171,3 +172,32 @@ def test_a_wrong_input_shape_is_reported_before_any_op_runs(small_tiles):
     assert tiled_nodes(f)
     with pytest.raises(ShapeError, match=r"Dot22: shapes \(100, 7\) and \(20, 64\) are not"):
         f(np.ones((100, 7)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_convnet_forward_is_tiled_image_by_image(small_tiles, dtype):
+    # conv -> scale/shift -> relu -> spatial mean -> dense. The mean divides by H*W,
+    # which comes from Shape_i of an activation: the same for every tile, so it is
+    # computed inside the region instead of keeping the mean and the dense layer out.
+    x = tt.tensor4("x", dtype=dtype)
+    w = shared((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(dtype), name="w")
+    s = shared(rng.standard_normal(4).astype(dtype), name="s")
+    dense = shared(rng.standard_normal((4, 3)).astype(dtype), name="dense")
+    h = nnet.conv2d(x, w, border_mode="half", filter_flip=False)
+    h = tt.maximum(h * s.dimshuffle("x", 0, "x", "x"), 0)
+    out = tt.dot(h.mean(axis=(2, 3)), dense)
+    f = function([x], out)
+    (node,) = tiled_nodes(f)
+    inner_ops = {type(n.op).__name__ for n in node.op.inner.apply_nodes}
+    assert {"AbstractConv2d", "Shape_i", "Dot22"} <= inner_ops
+    assert [type(n.op).__name__ for n in f.maker.fgraph.toposort()][-1] == "RowTiled"
+    xv = rng.standard_normal((37, 3, 6, 6)).astype(dtype)
+    assert 0 < node.op.rows_per_tile([xv] + _whole_args(f, node)) < 37
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(f(xv), function([x], out, mode=REF)(xv), rtol=tol, atol=tol)
+
+
+def _whole_args(f, node):
+    """The values of ``node``'s untiled inputs (shared values and their DimShuffles)."""
+    ref = function([], node.inputs[1:], mode=REF, on_unused_input="ignore")
+    return list(ref())

@@ -12,8 +12,9 @@ it by one :class:`RowTiled` node that holds it as an inner graph, compiled on fi
 use by the CPU engine. A value is *row-tiled* when its axis 0 is the batch axis of a
 non-shared graph input: row ``i`` depends on row ``i`` of the inputs only. The
 rules (:func:`row_local`): elementwise ops whose other inputs broadcast along axis 0,
-``dot``/Gemm/Gemv with the batch on the left, DimShuffles that keep axis 0 first,
-softmax-like ops and reductions along other axes. A node joins the region only if
+``dot``/Gemm/Gemv with the batch on the left, convolutions and pooling of a batch of
+images, DimShuffles that keep axis 0 first, softmax-like ops and reductions along
+other axes. A node joins the region only if
 its other inputs do not depend on the region (the region stays one convex piece), and
 it does not overwrite a value that is read outside the region.
 
@@ -41,7 +42,8 @@ __all__ = ["RowTiled", "row_local", "find_region", "tile_rows", "TILE_BYTES", "M
 TILE_BYTES = 2 << 20
 # Tiling pays when the region's own values would take more than this at full size.
 MIN_TILED_BYTES = 4 << 20
-# Rows per tile are a multiple of this (BLAS blocks rows in multiples of 8 or 16).
+# Rows per tile are a multiple of this when there are more (BLAS blocks rows in
+# multiples of 8 or 16).
 ROW_MULTIPLE = 16
 
 
@@ -52,6 +54,13 @@ def _ops():
     from theano_dag.tensor.nnet import nnet
 
     return blas, math, CAReduce, DimShuffle, Elemwise, FusedReduce, nnet
+
+
+def _conv_ops():
+    from theano_dag.tensor.nnet.abstract_conv import AbstractConv2d
+    from theano_dag.tensor.nnet.pool import Pool
+
+    return AbstractConv2d, Pool
 
 
 def _leading_broadcast(v):
@@ -87,6 +96,11 @@ def row_local(node, tiled) -> bool:
         return tiled[0] and tiled[2] and not (tiled[1] or tiled[3] or tiled[4])
     if isinstance(op, DimShuffle):
         return bool(op.new_order) and op.new_order[0] == 0
+    conv, pool = _conv_ops()
+    if isinstance(op, conv):  # images (N, C, H, W): each image on its own
+        return tiled[0] and not any(tiled[1:])
+    if isinstance(op, pool):  # pools the last op.ndim axes
+        return tiled[0] and node.inputs[0].type.ndim > op.ndim
     if isinstance(op, _SOFTMAXES(nnet)):
         ndim = node.inputs[0].type.ndim
         return ndim >= 2 and op.axis % ndim != 0 and all(tiled)
@@ -101,7 +115,15 @@ def row_local(node, tiled) -> bool:
 
 def _is_product(node):
     blas, math, *_ = _ops()
-    return isinstance(node.op, (blas.Dot22, blas.Dot22Scalar, math.Dot, blas.Gemm, blas.Gemv))
+    products = (blas.Dot22, blas.Dot22Scalar, math.Dot, blas.Gemm, blas.Gemv, _conv_ops()[0])
+    return isinstance(node.op, products)
+
+
+def _is_row_invariant_shape(node, tiled):
+    # Shape_i{k}, k >= 1, of a row-tiled value: the same for every tile and the whole.
+    from theano_dag.tensor.shape import Shape_i
+
+    return isinstance(node.op, Shape_i) and node.op.i >= 1 and tiled[0]
 
 
 def find_region(fgraph, order, seeds, banned=()):
@@ -109,22 +131,25 @@ def find_region(fgraph, order, seeds, banned=()):
     axis 0 is a batch axis), as a list in ``order``; ``banned`` nodes never join.
 
     A node joins when :func:`row_local` holds and its whole (untiled) inputs do not
-    depend on the region, so that the region can run as one node.
+    depend on the region, so that the region can run as one node. Values that depend
+    on the region but not on the batch (the ``H*W`` of a spatial mean, from
+    ``Shape_i`` of an activation) join too, as whole values computed in each tile;
+    :func:`tile_rows` keeps them inside the region.
     """
     tiled = set(seeds)
+    invariant = set()  # made in the region, the same for every tile
     tainted = set()  # depends on the region without being row-tiled
     region = []
     for node in order:
         flags = [v in tiled for v in node.inputs]
-        touches = any(flags) or any(v in tainted for v in node.inputs)
-        if not touches:
+        inv = [v in invariant for v in node.inputs]
+        if not (any(flags) or any(inv) or any(v in tainted for v in node.inputs)):
             continue
-        ok = (
-            node not in banned
-            and not any(v in tainted for v in node.inputs)
-            and row_local(node, flags)
-        )
-        if ok:
+        ok = node not in banned and not any(v in tainted for v in node.inputs)
+        if ok and (_is_row_invariant_shape(node, flags) or (any(inv) and not any(flags))):
+            region.append(node)
+            invariant.update(node.outputs)
+        elif ok and row_local(node, flags):
             region.append(node)
             tiled.update(node.outputs)
         else:
@@ -152,6 +177,13 @@ def _boundary(fgraph, region):
         or any(c == "output" or c not in members for c, _ in fgraph.clients[o])
     ]
     return inputs, outputs
+
+
+def _is_whole(v):
+    """Whether region value ``v`` is a whole value (made from shapes, the same for every
+    tile) rather than row-tiled: row-tiled values have a batch axis, of no static 1."""
+    shape = getattr(v.type, "shape", None)
+    return not shape or shape[0] == 1
 
 
 def _overwrites_boundary(region, inputs, outputs):
@@ -260,8 +292,9 @@ class RowTiled(Op):
                 row_bytes += int(np.prod(s, dtype=np.int64)) * np.dtype(o.type.dtype).itemsize
         if row_bytes * n <= MIN_TILED_BYTES:
             return 0
-        rows = max(ROW_MULTIPLE, TILE_BYTES // max(row_bytes, 1))
-        rows -= rows % ROW_MULTIPLE
+        rows = max(1, TILE_BYTES // max(row_bytes, 1))
+        if rows >= ROW_MULTIPLE:  # big rows (images) may go a few at a time
+            rows -= rows % ROW_MULTIPLE
         return rows if rows < n else 0
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -370,8 +403,10 @@ def _pays(region, outputs):
     out_width = [widths[o] for o in outputs]
     if None in out_width:
         return False
-    own = sum(widths[o] or 0 for n in region for o in n.outputs if o not in out_set)
-    return own > 2 * sum(out_width)
+    own = [widths[o] for n in region for o in n.outputs if o not in out_set]
+    if own and None in own:
+        return True  # widths unknown until run time (convolutions): the run decides
+    return sum(own) > 2 * sum(out_width)
 
 
 def _seeds(fgraph, updates):
@@ -403,6 +438,9 @@ def tile_rows(fgraph, updates=()):
             return {}
         inputs, outputs = _boundary(fgraph, region)
         bad = _overwrites_boundary(region, inputs, outputs)
+        # a whole value made inside the region has no tiles to hand out: its maker
+        # stays outside (and so do the nodes that need it)
+        bad += [o.owner for o in outputs if _is_whole(o)]
         if not bad:
             break
         banned.update(bad)
