@@ -32,6 +32,8 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import broadcast_static_shape
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["MulCanonizer", "local_mul_canonizer", "local_mul_cancel"]
 
@@ -47,16 +49,34 @@ class _Product:
         self.num: list = []
         self.den: list = []
         self.leaves: list = []  # every factor met, constants included (shape sources)
-        self.coef = np.array(1.0, dtype="float64")
+        # The constant factors met, in order ((value, up), or None for a negation): the
+        # coefficient is only computed if asked for (most products tried change nothing).
+        self._coef_steps: list = []
+        self._coef = None
         self.n_consts = 0
         self.n_inner = 0  # nested nodes absorbed
+
+    @property
+    def coef(self):
+        """The product of the constant factors (numerator over denominator), float64."""
+        if self._coef is None:
+            coef = np.array(1.0, dtype="float64")
+            with np.errstate(all="ignore"):
+                for step in self._coef_steps:
+                    if step is None:
+                        coef = -coef
+                    else:
+                        c, up = step
+                        coef = coef * c if up else coef / c
+            self._coef = coef
+        return self._coef
 
     def collect(self, fgraph, node):
         stack = [(v, True) for v in _factors(node)]
         if isinstance(scalar_op(node), ts.TrueDiv):
             stack = [(node.inputs[0], True), (node.inputs[1], False)]
         elif isinstance(scalar_op(node), ts.Neg):
-            self.coef = -self.coef
+            self._coef_steps.append(None)
         while stack:
             var, up = stack.pop()
             inner = var.owner
@@ -72,15 +92,14 @@ class _Product:
                     stack.append((inner.inputs[1], not up))
                 else:
                     if isinstance(sop, ts.Neg):
-                        self.coef = -self.coef
+                        self._coef_steps.append(None)
                     stack.extend((v, up) for v in inner.inputs)
                 continue
             self.leaves.append(var)
             c = const_value(var) if is_scalar_like(var) else None
             if c is not None and np.isfinite(c) and (up or c != 0):
                 self.n_consts += 1
-                with np.errstate(all="ignore"):
-                    self.coef = self.coef * c if up else self.coef / c
+                self._coef_steps.append((c, up))
                 continue
             (self.num if up else self.den).append(var)
 
@@ -151,6 +170,61 @@ def _same_structure(a, b) -> bool:
     return True
 
 
+# (coefficient, dtype, ndim) -> the constant ``build`` makes for it, to compare with.
+_COEF_CONSTANTS: dict = {}
+
+
+def _coef_constant(coef, dtype, ndim):
+    key = (coef, dtype, ndim)
+    c = _COEF_CONSTANTS.get(key)
+    if c is None:
+        if len(_COEF_CONSTANTS) > 1024:
+            _COEF_CONSTANTS.clear()
+        c = _COEF_CONSTANTS[key] = typed_constant(coef, dtype, ndim)
+    return c
+
+
+def _canonical_with_coef(node, prod) -> bool:
+    """Whether ``node`` is already ``mul(x..., c)``: the sorted factors and the constant
+    coefficient, exactly what ``prod.build()`` would make (or build makes nothing).
+
+    A product with a constant is visited again and again during canonicalize; this
+    answers without building (and throwing away) a new product each time.
+    """
+    coef = prod.coef
+    if not np.isfinite(coef) or coef == 0:
+        return True  # build() gives None: the rewrite does nothing
+    if (
+        prod.den
+        or prod.n_consts != 1
+        or node.op != tm.mul
+        or np.asarray(coef).dtype != np.float64
+        or not coef > 0
+        or coef == 1
+    ):
+        return False
+    ins = node.inputs
+    last = ins[-1]
+    out = node.outputs[0]
+    if last.owner is not None or len(ins) != len(prod.num) + 1:
+        return False
+    if any(v.ndim != out.ndim for v in ins):
+        return False  # build() would add a DimShuffle
+    num = sorted(prod.num, key=commutative_key)
+    if any(a is not b for a, b in zip(num, ins)):
+        return False
+    ref = _coef_constant(float(coef), prod.dtype, prod.ndim)
+    if not (hasattr(last, "equals") and last.type == ref.type and last.equals(ref)):
+        return False
+    # The type make_node gives the product of inputs of these types.
+    try:
+        (dtype,) = node.op.scalar_op.output_types(tuple(v.dtype for v in ins))
+        shape = broadcast_static_shape([v.type.shape for v in ins])
+    except (TypeError, ValueError):
+        return False
+    return out.type == TensorType(dtype, shape=shape)
+
+
 class MulCanonizer(LocalOptimizer):
     """Rewrite a product into its canonical form (see the module docstring).
 
@@ -195,9 +269,15 @@ class MulCanonizer(LocalOptimizer):
 
     @staticmethod
     def _obviously_canonical(node, prod) -> bool:
-        """Cheap test for the common case, to avoid building a product to compare."""
-        if prod.n_inner or prod.n_consts:
+        """Cheap test for the common cases, to avoid building a product to compare.
+
+        True only when ``prod.build()`` would give None or an expression of the same
+        structure as ``node``'s output (what ``transform`` then ignores).
+        """
+        if prod.n_inner:
             return False
+        if prod.n_consts:
+            return _canonical_with_coef(node, prod)
         sop = scalar_op(node)
         if isinstance(sop, ts.TrueDiv) or isinstance(sop, ts.Neg):
             return True  # x / y and -x with plain x, y
