@@ -428,8 +428,8 @@ def tile_rows(fgraph, updates=()):
     when nothing changed).
     """
     seeds = _seeds(fgraph, set(updates))
-    if not seeds:
-        return {}
+    if not seeds or not any(_is_product(n) for n in fgraph.apply_nodes):
+        return {}  # the common quick answer: elementwise graphs have no product
     order = fgraph.toposort()
     banned = set()
     while True:
