@@ -201,3 +201,36 @@ def _whole_args(f, node):
     """The values of ``node``'s untiled inputs (shared values and their DimShuffles)."""
     ref = function([], node.inputs[1:], mode=REF, on_unused_input="ignore")
     return list(ref())
+
+
+def test_two_batches_of_different_lengths_run_whole(small_tiles):
+    xa, xb = tt.dmatrix("xa"), tt.dmatrix("xb")
+    w = shared(rng.standard_normal((20, 64)), name="w")
+    v = shared(rng.standard_normal((64, 2)), name="v")
+    outs = [tt.dot(tt.tanh(tt.dot(xa, w)), v), tt.dot(tt.tanh(tt.dot(xb, w)), v)]
+    f = function([xa, xb], outs)
+    (node,) = tiled_nodes(f)
+    assert sum(node.op.tiled) == 2
+    a, b = rng.standard_normal((100, 20)), rng.standard_normal((30, 20))
+    want = function([xa, xb], outs, mode=REF)(a, b)
+    for got, ref in zip(f(a, b), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_borrowed_outputs_and_updates_around_a_tiled_region(small_tiles):
+    x = tt.dmatrix("x")
+    w = shared(rng.standard_normal((20, 64)), name="w")
+    v = shared(rng.standard_normal((64, 2)), name="v")
+    total = shared(np.zeros(2), name="total")
+    logits = tt.dot(tt.tanh(tt.dot(x, w)), v)
+    f = function(
+        [x],
+        theano_dag.Out(logits, borrow=True),
+        updates=[(total, total + logits.sum(axis=0))],
+    )
+    assert tiled_nodes(f)
+    a = rng.standard_normal((100, 20))
+    want = np.tanh(a @ w.get_value()) @ v.get_value()
+    np.testing.assert_allclose(f(a), want, rtol=1e-12)
+    f(a)
+    np.testing.assert_allclose(total.get_value(), 2 * want.sum(axis=0), rtol=1e-12)
