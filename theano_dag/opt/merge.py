@@ -25,6 +25,7 @@ __all__ = [
     "merge_optimizer",
     "MergeProfile",
     "pre_constant_merge",
+    "use_graph_constants",
 ]
 
 
@@ -261,3 +262,36 @@ def pre_constant_merge(fgraph, variables):
                     stack.append(inp)
         out.append(root)
     return out[0] if single else out
+
+
+def use_graph_constants(fgraph, variables):
+    """Make the new nodes of the graphs of ``variables`` use the constants of ``fgraph``.
+
+    A rewrite builds fresh constants (the ``0.5`` of ``x * 0.5``); once imported, each
+    would be replaced by the equal constant the graph already has, at the next merge,
+    a replacement like any other. When a merge runs right after every change anyway
+    (canonicalize), taking the graph's constant at once gives the same graph for less.
+    Only nodes not yet in ``fgraph`` are changed (in place).
+    """
+    feature = getattr(fgraph, "merge_feature", None)
+    if feature is None:
+        return
+    sig_const = feature.sig_const
+    apply_nodes = fgraph.apply_nodes
+    graph_vars = fgraph.variables
+    seen: set = set()
+    stack = [v.owner for v in variables if v is not None and v.owner is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen or node in apply_nodes:
+            continue
+        seen.add(node)
+        inputs = node.inputs
+        for i, inp in enumerate(inputs):
+            if inp.owner is not None:
+                stack.append(inp.owner)
+            elif isinstance(inp, Constant) and inp not in graph_vars:
+                key = constant_key(inp)
+                other = sig_const.get(key) if key is not None else None
+                if other is not None and other is not inp and other in graph_vars:
+                    inputs[i] = other

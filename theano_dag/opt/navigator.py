@@ -30,6 +30,7 @@ from theano_dag.opt.basic import (
     report_failure,
 )
 from theano_dag.opt.local import LocalOptimizer, LocalStats, TrackIndex
+from theano_dag.opt.merge import MergeOptimizer, use_graph_constants
 
 __all__ = [
     "NavigatorOptimizer",
@@ -131,6 +132,9 @@ class NavigatorOptimizer(GlobalOptimizer):
     The default, None, reports according to ``config.on_opt_error``.
     """
 
+    # Whether a merge follows every change (see ``use_graph_constants``).
+    _merges_constants = False
+
     @staticmethod
     def warn(exc, nav, repl_pairs, local_opt, node):
         """Failure callback: report following ``config.on_opt_error``."""
@@ -196,6 +200,8 @@ class NavigatorOptimizer(GlobalOptimizer):
                 return False
             if not repl_pairs:
                 return False
+            if self._merges_constants:
+                use_graph_constants(fgraph, [new for _, new in repl_pairs])
             # A group names the rewrite of it that applied (reports, DebugMode).
             applied = getattr(lopt, "applied_rewrite", None)
             reason = (applied() if applied is not None else None) or lopt
@@ -461,6 +467,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             )
         self.max_use_ratio = max_use_ratio
         self.revisit_depth = revisit_depth
+        self._merges_constants = any(isinstance(o, MergeOptimizer) for o in self.cleanup_optimizers)
         self._index = TrackIndex(self.local_optimizers)
         if name is not None:
             self.name = name
