@@ -225,8 +225,14 @@ def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
 
 
 def _check_dtype(d, what):
-    if d not in DTYPE_CODES:
-        raise NotCompilable(f"{what} has dtype {d}, which C kernels do not handle")
+    """Raise NotCompilable unless C kernels handle dtype ``d``; ``what`` names the value,
+    as a string or a callable making it (formatting a graph value is not free, and this
+    runs for every scalar of every kernel)."""
+    if d in DTYPE_CODES:
+        return
+    if callable(what):
+        what = what()
+    raise NotCompilable(f"{what} has dtype {d}, which C kernels do not handle")
 
 
 def composite_statements(comp, in_exprs, prefix, lines) -> list:
@@ -236,7 +242,7 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
 
     def arg(v):
         if isinstance(v, Constant):
-            _check_dtype(v.type.dtype, f"constant {v}")
+            _check_dtype(v.type.dtype, lambda v=v: f"constant {v}")
             return c_literal(v.data, v.type.dtype)
         return names[v]
 
@@ -245,7 +251,7 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
         in_dt = [v.type.dtype for v in node.inputs]
         out_dt = [o.type.dtype for o in node.outputs]
         for d in in_dt + out_dt:
-            _check_dtype(d, f"scalar op {node.op}")
+            _check_dtype(d, lambda op=node.op: f"scalar op {op}")
         if hasattr(node.op, "nodes") and hasattr(node.op, "inputs"):
             exprs = composite_statements(node.op, args, f"{prefix}{k}n", lines)
         else:
@@ -294,7 +300,7 @@ def kernel_body(node, arg_pos, consts):
     exprs, lines = [], []
     for p, v in enumerate(node.inputs):
         d = v.type.dtype
-        _check_dtype(d, f"input {p} ({v})")
+        _check_dtype(d, lambda p=p, v=v: f"input {p} ({v})")
         if p in consts:
             exprs.append(c_literal(consts[p], d))
         else:
@@ -302,7 +308,7 @@ def kernel_body(node, arg_pos, consts):
             lines.append(f"const {C_TYPES[d]} x{j} = a{j}[i];")
             exprs.append(f"x{j}")
     for o in node.outputs:
-        _check_dtype(o.type.dtype, f"output {o}")
+        _check_dtype(o.type.dtype, lambda o=o: f"output {o}")
     in_dt = [v.type.dtype for v in node.inputs]
     out_dt = [o.type.dtype for o in node.outputs]
     if hasattr(sop, "nodes") and hasattr(sop, "inputs"):
