@@ -600,15 +600,23 @@ class FunctionGraph:
 
     def execute_callbacks(self, name, *args, **kwargs):
         """Call ``feature.<name>(fgraph, *args, **kwargs)`` on every feature that has it."""
-        cbs = self._get_callbacks(name)
+        cbs = self._callbacks.get(name)
+        if cbs is None:
+            cbs = self._get_callbacks(name)
         if not cbs:
             return
         t0 = perf_counter()
-        times = self.execute_callbacks_times
-        for feature, fn in cbs:
-            tf0 = perf_counter()
-            fn(self, *args, **kwargs)
-            times[feature] = times.get(feature, 0.0) + perf_counter() - tf0
+        if self.profile is None:
+            # Every change of the graph comes here: without a profile to fill, only the
+            # total is timed (as for on_import, see _import_graph).
+            for _, fn in cbs:
+                fn(self, *args, **kwargs)
+        else:
+            times = self.execute_callbacks_times
+            for feature, fn in cbs:
+                tf0 = perf_counter()
+                fn(self, *args, **kwargs)
+                times[feature] = times.get(feature, 0.0) + perf_counter() - tf0
         self.execute_callbacks_time += perf_counter() - t0
 
     def collect_callbacks(self, name, *args):

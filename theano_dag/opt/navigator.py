@@ -182,41 +182,57 @@ class NavigatorOptimizer(GlobalOptimizer):
         and reported; the graph stays as it was.
         """
         lopt = lopt or self.local_opt
-        log = ChangeLog.attach(fgraph)
-        token = log.begin()
+        log = getattr(fgraph, "change_log", None)
+        if log is None:
+            log = ChangeLog.attach(fgraph)
+        # log.begin() and, below, log.end() written out: this runs for every rewrite
+        # tried on every node, and most find nothing to do.
+        log.depth += 1
+        token = len(log.log)
         try:
+            replacements = lopt.transform(fgraph, node)
+        except Exception as exc:
             try:
-                replacements = lopt.transform(fgraph, node)
-            except Exception as exc:
                 log.revert(fgraph, token)
                 self._fail(exc, [(x, None) for x in node.outputs], lopt, node)
-                return False
-            if replacements is False or replacements is None:
-                return False
-            try:
-                repl_pairs, remove = self._pairs(fgraph, node, lopt, replacements)
-            except (TypeError, ValueError) as exc:
-                self._fail(exc, [], lopt, node)
-                return False
-            if not repl_pairs:
-                return False
-            if self._merges_constants:
-                use_graph_constants(fgraph, [new for _, new in repl_pairs])
-            # A group names the rewrite of it that applied (reports, DebugMode).
-            applied = getattr(lopt, "applied_rewrite", None)
-            reason = (applied() if applied is not None else None) or lopt
-            try:
-                if remove:
-                    fgraph.replace_all_validate_remove(repl_pairs, reason=reason, remove=remove)
-                else:
-                    fgraph.replace_all_validate(repl_pairs, reason=reason)
-                return True
-            except Exception as exc:
-                log.revert(fgraph, token)
-                self._fail(exc, repl_pairs, lopt, node)
-                return False
+            finally:
+                log.end(token)
+            return False
+        if replacements is False or replacements is None:
+            log.depth -= 1
+            if log.depth <= 0:
+                log.depth = 0
+                log.log.clear()
+            return False
+        try:
+            return self._replace(fgraph, node, lopt, replacements, log, token)
         finally:
             log.end(token)
+
+    def _replace(self, fgraph, node, lopt, replacements, log, token):
+        """Replace ``node``'s outputs as ``replacements`` (what ``lopt`` returned) says."""
+        try:
+            repl_pairs, remove = self._pairs(fgraph, node, lopt, replacements)
+        except (TypeError, ValueError) as exc:
+            self._fail(exc, [], lopt, node)
+            return False
+        if not repl_pairs:
+            return False
+        if self._merges_constants:
+            use_graph_constants(fgraph, [new for _, new in repl_pairs])
+        # A group names the rewrite of it that applied (reports, DebugMode).
+        applied = getattr(lopt, "applied_rewrite", None)
+        reason = (applied() if applied is not None else None) or lopt
+        try:
+            if remove:
+                fgraph.replace_all_validate_remove(repl_pairs, reason=reason, remove=remove)
+            else:
+                fgraph.replace_all_validate(repl_pairs, reason=reason)
+            return True
+        except Exception as exc:
+            log.revert(fgraph, token)
+            self._fail(exc, repl_pairs, lopt, node)
+            return False
 
     @staticmethod
     def _pairs(fgraph, node, lopt, replacements):
@@ -594,6 +610,9 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             updater = Updater(importer, chin, name=opt_name(self))
             fgraph.attach_feature(updater)
         changed = False
+        perf_counter = time.perf_counter
+        process_node = self.process_node
+        stat_time, stat_tried = stats.time, stats.tried
         try:
             while stack and run.looped is None:
                 node = stack.pop()
@@ -606,10 +625,10 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 prof.visited += 1
                 for lopt in lopts:
                     n_imp = tracker.n_imported
-                    t1 = time.perf_counter()
-                    ok = self.process_node(fgraph, node, lopt)
-                    stats.time[lopt] += time.perf_counter() - t1
-                    stats.tried[lopt] += 1
+                    t1 = perf_counter()
+                    ok = process_node(fgraph, node, lopt)
+                    stat_time[lopt] += perf_counter() - t1
+                    stat_tried[lopt] += 1
                     if not ok:
                         continue
                     changed = True

@@ -85,20 +85,47 @@ class Composite(ScalarOp):
         return (self.in_dtypes, self.out_dtypes, self._text)
 
     def _graph_text(self):
+        """The expression of each output, inputs named ``i0``, ``i1``, ...
+
+        Written out piece by piece from the outputs down: building each node's text from
+        its inputs' texts would copy every subexpression once per level above it, which
+        is quadratic for the long chains fusion makes.
+        """
         names = {v: f"i{k}" for k, v in enumerate(self.inputs)}
-        for node in self.nodes:
-            args = []
-            for v in node.inputs:
-                if v in names:
-                    args.append(names[v])
-                elif isinstance(v, Constant):
-                    args.append(str(v.data) if not hasattr(v.data, "item") else str(v.data.item()))
-                else:
-                    args.append(str(v))
-            text = f"{node.op}({', '.join(args)})"
-            for o in node.outputs:
-                names[o] = text
-        return ", ".join(names.get(o, str(o)) for o in self.outputs)
+        in_graph = set(self.nodes)
+        texts = []
+        for o in self.outputs:
+            if o in names or o.owner in in_graph:
+                texts.append(self._expression_text(o, names, in_graph))
+            else:
+                texts.append(str(o))
+        return ", ".join(texts)
+
+    @staticmethod
+    def _expression_text(var, names, in_graph):
+        parts = []
+        stack = [var]  # Variables still to write, or literal text
+        while stack:
+            item = stack.pop()
+            if type(item) is str:
+                parts.append(item)
+            elif item in names:
+                parts.append(names[item])
+            elif item.owner in in_graph:
+                node = item.owner
+                seq = [f"{node.op}("]
+                for j, v in enumerate(node.inputs):
+                    if j:
+                        seq.append(", ")
+                    seq.append(v)
+                seq.append(")")
+                stack.extend(reversed(seq))
+            elif isinstance(item, Constant):
+                d = item.data
+                parts.append(str(d) if not hasattr(d, "item") else str(d.item()))
+            else:
+                parts.append(str(item))
+        return "".join(parts)
 
     def output_types_preference(self, *dtypes):
         if tuple(dtypes) != self.in_dtypes:
