@@ -108,7 +108,17 @@ class Apply(Node):
                     f"Input {i} of Apply({op}) must be a Variable, got {type(x).__name__}: {x!r}"
                 )
         self.inputs = list(inputs)
-        self.outputs = list(outputs)
+        self.outputs = outputs = list(outputs)
+        if len(outputs) == 1:  # the common case, checked and linked in one go
+            out = outputs[0]
+            if (
+                isinstance(out, Variable)
+                and (out.owner is None or (out.owner is self and out.index == 0))
+                and not isinstance(out, Constant)
+            ):
+                out.owner = self
+                out.index = 0
+                return
         # Check every output before linking any, so a refused node leaves no half-made links.
         seen: set = set()
         for i, out in enumerate(self.outputs):

@@ -225,6 +225,7 @@ class FunctionGraph:
         """
         clients = self.clients
         inputs = self._inputs_set()
+        reason_s = None  # str(reason), made once: a replacement may prune many nodes
         stack = [(var, client_to_remove)]
         while stack:
             var, client = stack.pop()
@@ -250,7 +251,9 @@ class FunctionGraph:
             removed_by = getattr(owner.tag, "removed_by", None)
             if removed_by is None:
                 owner.tag.removed_by = removed_by = []
-            removed_by.append(str(reason))
+            if reason_s is None:
+                reason_s = str(reason)
+            removed_by.append(reason_s)
             self.apply_nodes.remove(owner)
             self._level.pop(owner, None)
             for o in owner.outputs:

@@ -37,6 +37,9 @@ def c_literal(value, dtype, types=C_TYPES) -> str:
 class Composite(ScalarOp):
     """A scalar op defined by the scalar graph from ``inputs`` to ``outputs``.
 
+    The graph is copied (the caller's variables stay free for other uses) unless
+    ``copy=False``, which hands the graph over to the op.
+
     >>> from theano_dag import scalar as ts
     >>> x, y = ts.float64("x"), ts.float64("y")
     >>> c = Composite([x, y], [ts.exp(x) * y + 1])
@@ -50,7 +53,7 @@ class Composite(ScalarOp):
 
     compute_in_output_dtype = False
 
-    def __init__(self, inputs, outputs, name=None):
+    def __init__(self, inputs, outputs, name=None, copy=True):
         for i, v in enumerate(inputs):
             if not isinstance(v, ScalarVariable) or v.owner is not None:
                 raise TypeError(
@@ -59,9 +62,13 @@ class Composite(ScalarOp):
         for i, v in enumerate(outputs):
             if not isinstance(v.type, ScalarType):
                 raise TypeError(f"Composite: output {i} must be a scalar variable, got {v!r}")
-        equiv = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True)
-        self.inputs = [equiv[v] for v in inputs]
-        self.outputs = [equiv[v] for v in outputs]
+        if copy:
+            equiv = clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True)
+            self.inputs = [equiv[v] for v in inputs]
+            self.outputs = [equiv[v] for v in outputs]
+        else:  # the caller built the graph for this op alone (fusion): no need to copy it
+            self.inputs = list(inputs)
+            self.outputs = list(outputs)
         self.nodes = io_toposort(self.inputs, self.outputs)
         for node in self.nodes:
             for v in node.inputs:

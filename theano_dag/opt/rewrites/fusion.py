@@ -170,7 +170,8 @@ class FusionOptimizer(GlobalOptimizer):
             if outs[0].type.dtype != node.outputs[0].dtype:
                 return None
             cache[node.outputs[0]] = outs[0]
-        comp = Composite([svars[v] for v in inputs], [cache[group.root.outputs[0]]])
+        # The scalar graph was made here for this Composite only: it need not copy it.
+        comp = Composite([svars[v] for v in inputs], [cache[group.root.outputs[0]]], copy=False)
         new = Elemwise(comp)(*inputs)
         return fit(group.root.outputs[0], new)
 
