@@ -16,6 +16,8 @@ form, so they never undo each other.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from theano_dag import scalar as ts
@@ -34,6 +36,7 @@ from theano_dag.opt.rewrites.utils import (
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.type import TensorType
+from theano_dag.tensor.var import TensorConstant
 
 __all__ = ["MulCanonizer", "local_mul_canonizer", "local_mul_cancel"]
 
@@ -170,59 +173,78 @@ def _same_structure(a, b) -> bool:
     return True
 
 
-# (coefficient, dtype, ndim) -> the constant ``build`` makes for it, to compare with.
-_COEF_CONSTANTS: dict = {}
+# (coefficient, dtype, ndim) -> the signature of the constant ``build`` makes for it.
+_COEF_SIGNATURES: dict = {}
 
 
-def _coef_constant(coef, dtype, ndim):
+def _coef_signature(coef, dtype, ndim):
     key = (coef, dtype, ndim)
-    c = _COEF_CONSTANTS.get(key)
-    if c is None:
-        if len(_COEF_CONSTANTS) > 1024:
-            _COEF_CONSTANTS.clear()
-        c = _COEF_CONSTANTS[key] = typed_constant(coef, dtype, ndim)
-    return c
+    sig = _COEF_SIGNATURES.get(key)
+    if sig is None:
+        if len(_COEF_SIGNATURES) > 1024:
+            _COEF_SIGNATURES.clear()
+        sig = _COEF_SIGNATURES[key] = typed_constant(coef, dtype, ndim).signature()
+    return sig
 
 
 def _canonical_with_coef(node, prod) -> bool:
     """Whether ``node`` is already ``mul(x..., c)``: the sorted factors and the constant
-    coefficient, exactly what ``prod.build()`` would make (or build makes nothing).
+    coefficient, exactly what ``prod.build()`` would make.
 
     A product with a constant is visited again and again during canonicalize; this
-    answers without building (and throwing away) a new product each time.
+    answers without building (and throwing away) a new product each time. False
+    means "not sure": ``transform`` then builds the product and compares.
     """
-    coef = prod.coef
-    if not np.isfinite(coef) or coef == 0:
-        return True  # build() gives None: the rewrite does nothing
+    ins = node.inputs
+    last = ins[-1]
     if (
         prod.den
         or prod.n_consts != 1
+        or last.owner is not None
+        or len(ins) != len(prod.num) + 1
         or node.op != tm.mul
-        or np.asarray(coef).dtype != np.float64
-        or not coef > 0
-        or coef == 1
+        or not isinstance(last, TensorConstant)
     ):
         return False
-    ins = node.inputs
-    last = ins[-1]
     out = node.outputs[0]
-    if last.owner is not None or len(ins) != len(prod.num) + 1:
-        return False
-    if any(v.ndim != out.ndim for v in ins):
+    ndim = out.ndim
+    if any(v.ndim != ndim for v in ins):
         return False  # build() would add a DimShuffle
     num = sorted(prod.num, key=commutative_key)
     if any(a is not b for a, b in zip(num, ins)):
         return False
-    ref = _coef_constant(float(coef), prod.dtype, prod.ndim)
-    if not (hasattr(last, "equals") and last.type == ref.type and last.equals(ref)):
+    coef = prod.coef
+    if np.asarray(coef).dtype != np.float64 or not (np.isfinite(coef) and coef > 0):
+        return False
+    if coef == 1:
+        return False
+    # _same_structure compares constants with ``equals``: their signatures.
+    if last.signature() != _coef_signature(float(coef), prod.dtype, prod.ndim):
         return False
     # The type make_node gives the product of inputs of these types.
+    t = out.type
     try:
         (dtype,) = node.op.scalar_op.output_types(tuple(v.dtype for v in ins))
         shape = broadcast_static_shape([v.type.shape for v in ins])
     except (TypeError, ValueError):
         return False
-    return out.type == TensorType(dtype, shape=shape)
+    return type(t) is TensorType and t.dtype == dtype and t.shape == shape
+
+
+# The last product the canonizer collected without changing the graph: (fgraph, node,
+# graph version, _Product). local_mul_cancel runs on the same node right after it.
+_LAST_COLLECTED: list = [None, None, None, None]
+
+
+def _nothing_to_cancel(fgraph, node) -> bool:
+    """Whether the product the canonizer just collected at ``node`` (the graph unchanged
+    since) has no factor in both its numerator and its denominator."""
+    graph_ref, node_ref, version, prod = _LAST_COLLECTED
+    if graph_ref is None or graph_ref() is not fgraph or node_ref() is not node:
+        return False
+    if version != fgraph._version:
+        return False
+    return not any(u is v for v in prod.den for u in prod.num)
 
 
 class MulCanonizer(LocalOptimizer):
@@ -252,8 +274,12 @@ class MulCanonizer(LocalOptimizer):
         out = node.outputs[0]
         if not is_float(out) or len(node.outputs) != 1:
             return False
+        if self.cancel and _nothing_to_cancel(fgraph, node):
+            return False
         prod = _Product(out.dtype, out.ndim)
         prod.collect(fgraph, node)
+        if not self.cancel:
+            _LAST_COLLECTED[:] = [weakref.ref(fgraph), weakref.ref(node), fgraph._version, prod]
         n_cancelled = prod.cancel() if self.cancel else 0
         if self.cancel and not n_cancelled:
             return False
