@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 
 class MethodNotDefined(NotImplementedError):
     """Raised by an Op or Type method that a subclass must implement but did not.
@@ -43,8 +45,23 @@ class MetaType(type):
             if not all(isinstance(p, str) for p in props):
                 raise TypeError(f"{name}.__props__ must contain only strings, got {props!r}")
 
+            # attrgetter reads the attributes in C: ops and types are compared and
+            # hashed (through their props) many times per node an optimizer visits.
+            if len(props) >= 2:
+                getter = operator.attrgetter(*props)
+            elif props:
+                one = operator.attrgetter(props[0])
+
+                def getter(self):
+                    return (one(self),)
+
+            else:
+
+                def getter(self):
+                    return ()
+
             def _props(self):
-                return tuple(getattr(self, a) for a in props)
+                return getter(self)
 
             def _props_dict(self):
                 return {a: getattr(self, a) for a in props}
@@ -52,11 +69,11 @@ class MetaType(type):
             dct["_props"] = _props
             dct["_props_dict"] = _props_dict
             if "__hash__" not in dct:
-                dct["__hash__"] = lambda self: hash((type(self), _props(self)))
+                dct["__hash__"] = lambda self: hash((type(self), getter(self)))
             if "__eq__" not in dct:
                 # Identity first: graphs reuse a few op instances for many nodes.
                 dct["__eq__"] = lambda self, other: self is other or (
-                    type(self) is type(other) and _props(self) == _props(other)
+                    type(self) is type(other) and getter(self) == getter(other)
                 )
             if "__str__" not in dct:
                 if props:
