@@ -23,6 +23,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from theano_dag.compile.function import gc_paused
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.cpu.codegen import (
     _persistent,
@@ -235,7 +236,8 @@ class CPUThunk:
         """The plan of signature ``sig`` (made and cached on first use)."""
         plan = self.plans.get(sig)
         if plan is None:
-            plan = self.program.plan(sig)
+            with gc_paused():  # shapes, plan and code of a big graph: many small objects
+                plan = self.program.plan(sig)
             if len(self.plans) >= MAX_PLANS:
                 self.plans.popitem(last=False)
             self.plans[sig] = plan
@@ -360,7 +362,8 @@ class CPUThunk:
                 return spec.slow(*args)  # it raises the Function's own message
         plan = self.plan_for(sig)
         if plan.fast is None:
-            plan.fast, plan.source_fast = build_fast(plan, spec, errstate=self._ctx is None)
+            with gc_paused():
+                plan.fast, plan.source_fast = build_fast(plan, spec, errstate=self._ctx is None)
         self._install(plan.fast)
         return plan.fast(*args)
 
