@@ -571,7 +571,8 @@ class PreserveVariableAttributes(Feature):
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
         if r.name is not None and new_r.name is None:
             new_r.name = r.name
-        if getattr(r.tag, "nan_guard_mode_check", False) and not getattr(
+        # r._tag, not r.tag: reading r.tag would make a scratchpad for every variable.
+        if getattr(getattr(r, "_tag", None), "nan_guard_mode_check", False) and not getattr(
             new_r.tag, "nan_guard_mode_check", False
         ):
             new_r.tag.nan_guard_mode_check = r.tag.nan_guard_mode_check

@@ -178,6 +178,12 @@ class MergeOptimizer(GlobalOptimizer):
         if getattr(fgraph, "merge_feature", None) is None:
             fgraph.attach_feature(MergeFeature())
 
+    @staticmethod
+    def has_work(fgraph) -> bool:
+        """False when ``apply`` would certainly change nothing (no duplicate is known)."""
+        feature = getattr(fgraph, "merge_feature", None)
+        return feature is None or bool(feature.scheduled)
+
     def apply(self, fgraph):
         prof = MergeProfile()
         t0 = time.perf_counter()

@@ -411,7 +411,7 @@ class _DirtyTracker(Feature):
         self.imported[node] = None
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
-        if node != "output":
+        if type(node) is not str:  # not the "output" marker (and no Op.__ne__ call)
             self.changed[node] = None
 
     def any(self) -> bool:
@@ -534,7 +534,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             for node in frontier:
                 for out in node.outputs:
                     for client, _i in clients.get(out, ()):
-                        if client != "output" and client not in todo:
+                        if type(client) is not str and client not in todo:
                             todo[client] = None
                             nxt.append(client)
             frontier = nxt
@@ -604,7 +604,11 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     stack.append(node)
 
             def chin(node, i, r, new_r, reason):
-                if self.tracks_on_change_inputs and node is not current[0] and node != "output":
+                if (
+                    self.tracks_on_change_inputs
+                    and node is not current[0]
+                    and type(node) is not str  # not "output"
+                ):
                     stack.append(node)
 
             updater = Updater(importer, chin, name=opt_name(self))
@@ -647,6 +651,9 @@ class EquilibriumOptimizer(NavigatorOptimizer):
     def _cleanup(self, run):
         changed = False
         for copt in self.cleanup_optimizers:
+            # Cleanups run after every change: skip a merge that has nothing to merge.
+            if type(copt) is MergeOptimizer and not copt.has_work(run.fgraph):
+                continue
             changed |= self._run_global(run.fgraph, copt, run.prof)
         return changed
 

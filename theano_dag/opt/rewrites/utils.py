@@ -205,7 +205,8 @@ def fit(old, new, shape_sources=()):
 def single_client(fgraph, var) -> bool:
     """Whether exactly one node (at one position) uses ``var`` and it is not an output."""
     clients = fgraph.clients.get(var, ())
-    return len(clients) == 1 and clients[0][0] != "output"
+    # The "output" marker is the only client that is a str (and Apply's != is slow).
+    return len(clients) == 1 and type(clients[0][0]) is not str
 
 
 def ones_or_zeros_like(old, value, shape_sources):
