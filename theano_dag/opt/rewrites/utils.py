@@ -7,6 +7,8 @@ it cannot, and the rewrite then does not apply: a rewrite never guesses.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from theano_dag import scalar as ts
@@ -98,7 +100,39 @@ def const_value(var, elemwise=True):
             return None
     if not isinstance(v, TensorConstant):
         return None
-    data = np.asarray(v.data)
+    value = _uniform_value(v)
+    if value is None:
+        return None
+    if casts:
+        value = np.asarray(value)
+        for dtype in reversed(casts):
+            value = value.astype(dtype)
+        return value[()]
+    return value
+
+
+# TensorConstant -> the value all its elements hold (None if they differ). A constant's
+# data never changes (it is read-only), and rewrites ask about the same few constants
+# on every node they visit.
+_UNIFORM_VALUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NOT_UNIFORM = object()
+
+
+def _uniform_value(c):
+    try:
+        value = _UNIFORM_VALUES[c]
+    except (KeyError, TypeError):
+        value = _compute_uniform_value(c)
+        try:
+            _UNIFORM_VALUES[c] = _NOT_UNIFORM if value is None else value
+        except TypeError:  # not weakly referable: just not cached
+            pass
+        return value
+    return None if value is _NOT_UNIFORM else value
+
+
+def _compute_uniform_value(c):
+    data = np.asarray(c.data)
     if data.size == 0:
         return None
     first = data.flat[0]
@@ -107,10 +141,7 @@ def const_value(var, elemwise=True):
             same = data == first
         if not (same.all() or (np.isnan(first) and np.isnan(data).all())):
             return None
-    value = np.asarray(first)
-    for dtype in reversed(casts):
-        value = value.astype(dtype)
-    return value[()]
+    return np.asarray(first)[()]
 
 
 def is_const(var, value) -> bool:
