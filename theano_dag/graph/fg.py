@@ -318,8 +318,10 @@ class FunctionGraph:
         needed_by=None,
         only_owners=False,
     ):
-        new_nodes = self._new_nodes(roots)
         variables = self.variables
+        if not only_owners and len(roots) == 1 and roots[0] in variables:
+            return  # already in the graph: what a replacement by a known variable meets
+        new_nodes = self._new_nodes(roots)
         if check:
             # Find every missing input before touching the graph, so a failure
             # leaves it as it was.
@@ -349,7 +351,7 @@ class FunctionGraph:
         level = self._level
         apply_nodes = self.apply_nodes
         import_cbs = self._get_callbacks("on_import")
-        reason_s = str(reason)
+        reason_s = str(reason) if new_nodes else None
         checked_ops: set = set()
         t0 = perf_counter()
         for node in new_nodes:

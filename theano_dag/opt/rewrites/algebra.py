@@ -9,6 +9,8 @@ Theano does, and ``mode.excluding("nonfinite_unsafe")`` leaves them out.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from theano_dag import scalar as ts
@@ -280,9 +282,25 @@ def commutative_key(var):
     if owner is not None and type(owner.op) is DimShuffle:
         base = owner.inputs[0]  # a broadcast constant sorts as the constant
     if isinstance(base, Constant):
-        data = np.asarray(base.data)
-        return (1, str(data.dtype), data.shape, data.tobytes(), var.ndim)
+        return (*_constant_key(base), var.ndim)
     return (0, int(var.auto_name[5:]))
+
+
+# Constant -> the start of its sort key (its data never changes; dtype names are slow).
+_CONSTANT_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _constant_key(c):
+    try:
+        return _CONSTANT_KEYS[c]
+    except (KeyError, TypeError):
+        data = np.asarray(c.data)
+        key = (1, str(data.dtype), data.shape, data.tobytes())
+        try:
+            _CONSTANT_KEYS[c] = key
+        except TypeError:  # not weakly referable: just not cached
+            pass
+        return key
 
 
 @local_optimizer(COMMUTATIVE_OPS)
