@@ -104,6 +104,9 @@ class FromFunctionLocalOptimizer(LocalOptimizer):
         self.__name__ = getattr(fn, "__name__", "FromFunctionLocalOptimizer")
         self.__doc__ = getattr(fn, "__doc__", None)
         self._node_only = _n_positional(fn) == 1
+        if not self._node_only and type(self).transform is FromFunctionLocalOptimizer.transform:
+            # Navigators call transform for every node they visit: call fn itself.
+            self.transform = fn
 
     def transform(self, *args, **kwargs):
         if self._node_only:

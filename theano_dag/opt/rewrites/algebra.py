@@ -324,7 +324,14 @@ def local_commutative_canonical(fgraph, node):
             else:
                 flat.append(i)
         ins = flat
-    order = sorted(ins, key=commutative_key)
+    if not flattened and len(ins) == 2:
+        # The common binary case, without sorted(): a stable sort keeps equal keys.
+        a, b = ins
+        if commutative_key(a) <= commutative_key(b):
+            return False
+        order = [b, a]
+    else:
+        order = sorted(ins, key=commutative_key)
     if not flattened:
         if all(a is b for a, b in zip(order, ins)):
             return False
