@@ -568,8 +568,9 @@ class FunctionGraph:
                 return
         self.execute_callbacks_times.setdefault(feature, 0.0)
         self._features.append(feature)
+        # The toposort cache stays valid: it is only used when no feature adds orderings,
+        # and optimizers attach and remove features all the time.
         self._callbacks = {}
-        self._toposort_cache = None
 
     def remove_feature(self, feature):
         """Remove ``feature`` and call its ``on_detach(fgraph)``; unknown features are ignored."""
@@ -580,7 +581,6 @@ class FunctionGraph:
         else:
             return
         self._callbacks = {}
-        self._toposort_cache = None
         detach = getattr(feature, "on_detach", None)
         if detach is not None:
             detach(self)
