@@ -7,6 +7,8 @@ static length 1 is *broadcastable*, as in Theano.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from theano_dag.config import config
@@ -105,8 +107,9 @@ class TensorType(Type):
         self.name = name
         self.numpy_dtype = np.dtype(self.dtype)
 
-    @property
+    @functools.cached_property
     def broadcastable(self):
+        # Computed once per type: rewrites ask for it on every node they look at.
         return tuple(s == 1 for s in self.shape)
 
     @property

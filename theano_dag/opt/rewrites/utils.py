@@ -40,7 +40,7 @@ def scalar_op(node):
     >>> scalar_op(tt.exp(tt.dvector()).owner).name
     'exp'
     """
-    if node is None or node == "output":
+    if node is None or type(node) is str:  # no node, or the "output" marker
         return None
     op = node.op
     if type(op) is Elemwise and not op.inplace_items:
