@@ -7,8 +7,6 @@ static length 1 is *broadcastable*, as in Theano.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from theano_dag.config import config
@@ -66,6 +64,20 @@ def _normalize_dtype(dtype) -> str:
 _DTYPE_NAMES = frozenset(all_dtypes)
 
 
+class _BroadcastablePattern:
+    """``TensorType.broadcastable``: which dimensions have length 1, computed on first use
+    and then kept in the instance (rewrites ask for it on every node they look at).
+
+    Like ``functools.cached_property``, without its lock.
+    """
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        pattern = obj.__dict__["broadcastable"] = tuple(s == 1 for s in obj.shape)
+        return pattern
+
+
 class TensorType(Type):
     """The type of an ndarray of a given dtype and static shape.
 
@@ -107,10 +119,7 @@ class TensorType(Type):
         self.name = name
         self.numpy_dtype = np.dtype(self.dtype)
 
-    @functools.cached_property
-    def broadcastable(self):
-        # Computed once per type: rewrites ask for it on every node they look at.
-        return tuple(s == 1 for s in self.shape)
+    broadcastable = _BroadcastablePattern()
 
     @property
     def ndim(self):
