@@ -708,3 +708,14 @@ def test_graph_inputs_of_fgraph_outputs_are_declared():
     assert io_toposort(fg.inputs, fg.outputs) == fg.toposort()
     assert isinstance(fg.outputs[0].owner, Apply)
     assert cached_clients(fg)[x]
+
+
+def test_toposort_cache_survives_attaching_features():
+    fg, _ = build_abc()
+    order = fg.toposort()
+    cache = fg._toposort_cache
+    fg.attach_feature(NodeFinder())
+    assert fg.toposort() == order and fg._toposort_cache is cache
+    # A change of the graph still refreshes it.
+    fg.replace(fg.outputs[0], fg.inputs[0])
+    assert fg.toposort() == io_toposort(fg.inputs, fg.outputs)

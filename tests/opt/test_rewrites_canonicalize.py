@@ -355,3 +355,38 @@ def test_fast_compile_canonicalize_folds_and_simplifies(build):
     fg = FunctionGraph([x], [build(x)])
     optdb.query(Query(include=["fast_compile"])).optimize(fg)
     assert fg.outputs[0] is fg.inputs[0]
+
+
+def test_canonical_product_with_a_coefficient_is_left_alone():
+    # mul(x, [2.]) is what the canonizer builds: visiting it again changes nothing.
+    x = tt.dvector("x")
+    fg = FunctionGraph([x], [x * 2.0], clone=False)
+    apply_rules(fg, local_mul_canonizer, fold=False)
+    node = fg.outputs[0].owner
+    assert local_mul_canonizer.transform(fg, node) is False
+    # ... but a product whose factors are out of order still is rewritten.
+    y = tt.dvector("y")
+    fg2 = FunctionGraph([x, y], [tt.mul(y, x, tt.constant([3.0]))], clone=False)
+    assert local_mul_canonizer.transform(fg2, fg2.outputs[0].owner)
+
+
+def test_mul_cancel_after_the_canonizer_still_cancels():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    fg = FunctionGraph([x, y], [(x * y) / y], clone=False)
+    node = fg.outputs[0].owner
+    assert local_mul_canonizer.transform(fg, node) is False  # already canonical
+    assert local_mul_cancel.transform(fg, node)  # and x * y / y still cancels
+
+
+def test_canonicalize_takes_the_graphs_constants():
+    # The 0.5 that the canonizer builds is the graph's own constant, not a copy.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    fg = FunctionGraph([x, y], [(x + y) * 0.5, (x - y) * 0.5], clone=False)
+    apply_dbs(fg, "merge", "canonicalize")
+    halves = {
+        id(i)
+        for out in fg.outputs
+        for i in out.owner.inputs
+        if isinstance(i, tt.TensorConstant) and float(i.data.flat[0]) == 0.5
+    }
+    assert len(halves) == 1

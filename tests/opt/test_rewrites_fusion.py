@@ -132,3 +132,33 @@ def test_fusion_is_excluded_with_its_tag():
     fg = FunctionGraph([x, y], [tt.exp(x) * y])
     optdb.query(Query(include=["fast_run"], exclude=["fusion"])).optimize(fg)
     assert not composites(fg) and len(fg.apply_nodes) == 2
+
+
+def test_composite_text_of_a_long_chain():
+    # The text is written out in linear time; it reads as the nested expression.
+    from theano_dag import scalar as ts
+    from theano_dag.scalar import Composite
+
+    x, y = ts.float64("x"), ts.float64("y")
+    e = x
+    for k in range(3000):
+        e = ts.sin(e) * y if k % 2 else ts.cos(e) + 1.5
+    c = Composite([x, y], [e, x])
+    text = str(c)
+    assert text.startswith("Composite{mul(sin(add(cos(")
+    assert text.endswith("i1), i0}")
+    assert text.count("(") == text.count(")") == 2 * 3000  # two ops per step
+    # Shared subexpressions are written out each time, as before.
+    a = ts.exp(x)
+    assert str(Composite([x], [a * a, a])) == "Composite{mul(exp(i0), exp(i0)), exp(i0)}"
+
+
+def test_composite_without_copy_keeps_the_graph():
+    from theano_dag import scalar as ts
+    from theano_dag.scalar import Composite
+
+    x = ts.float64("x")
+    out = ts.exp(x) + 1
+    c = Composite([x], [out], copy=False)
+    assert c.inputs[0] is x and c.outputs[0] is out
+    assert c == Composite([x], [out])

@@ -236,13 +236,22 @@ def _canonical_with_coef(node, prod) -> bool:
 _LAST_COLLECTED: list = [None, None, None, None]
 
 
+def _remember_collected(fgraph, node, prod):
+    version = getattr(fgraph, "_version", None)
+    try:
+        refs = [weakref.ref(fgraph), weakref.ref(node)] if version is not None else None
+    except TypeError:  # not weakly referable (a stand-in graph): remember nothing
+        refs = None
+    _LAST_COLLECTED[:] = [*refs, version, prod] if refs else [None, None, None, None]
+
+
 def _nothing_to_cancel(fgraph, node) -> bool:
     """Whether the product the canonizer just collected at ``node`` (the graph unchanged
     since) has no factor in both its numerator and its denominator."""
     graph_ref, node_ref, version, prod = _LAST_COLLECTED
     if graph_ref is None or graph_ref() is not fgraph or node_ref() is not node:
         return False
-    if version != fgraph._version:
+    if version is None or version != getattr(fgraph, "_version", None):
         return False
     return not any(u is v for v in prod.den for u in prod.num)
 
@@ -279,7 +288,7 @@ class MulCanonizer(LocalOptimizer):
         prod = _Product(out.dtype, out.ndim)
         prod.collect(fgraph, node)
         if not self.cancel:
-            _LAST_COLLECTED[:] = [weakref.ref(fgraph), weakref.ref(node), fgraph._version, prod]
+            _remember_collected(fgraph, node, prod)
         n_cancelled = prod.cancel() if self.cancel else 0
         if self.cancel and not n_cancelled:
             return False
