@@ -46,8 +46,11 @@ class ConstantFolding(LocalOptimizer):
         inputs = node.inputs
         # Ops without inputs (a random draw, say) are not "constant" computations.
         # (``owner is None`` first: it rules out most nodes faster than isinstance.)
-        if not inputs or any(i.owner is not None for i in inputs):
+        if not inputs:
             return False
+        for i in inputs:  # a loop, not any(): this runs for every node of every pass
+            if i.owner is not None:
+                return False
         if not all(isinstance(i, Constant) for i in inputs):
             return False
         op = node.op
