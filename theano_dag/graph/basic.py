@@ -236,7 +236,8 @@ class Apply(Node):
         remake = False
         for i, (cur, new) in enumerate(zip(self.inputs, new_inputs)):
             # A plain value is a type mismatch: strict mode wraps it as a Constant.
-            if not isinstance(new, Variable) or cur.type != new.type:
+            # (A clone shares its original's type object: no comparison needed.)
+            if not isinstance(new, Variable) or (new.type is not cur.type and cur.type != new.type):
                 if strict:
                     new_inputs[i] = cur.type.filter_variable(new)
                 else:
