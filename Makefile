@@ -59,7 +59,7 @@ $(BENCH_STAMP): $(STAMP)
 
 # Every benchmark with the peers side by side, then the tables and plot of docs/performance.md.
 bench: $(BENCH_STAMP)
-	$(BIN)/python benchmarks/run_all.py --args compile_time='--pytensor-max 10000'
+	$(BIN)/python benchmarks/run_all.py --args compile_time='--pytensor-max 4000'
 	$(BIN)/python benchmarks/plot_results.py
 
 clean:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import sys
 import time
@@ -199,19 +200,25 @@ def main(argv=None):
         n_nodes = count_nodes(outs)
         ours, _total, after = time_ours(ins, outs)
         line = f"{name:<26} {n_nodes:>7} {ours:>11.3f} {1e6 * ours / n_nodes:>8.1f} {after:>6}"
+        row = {"benchmark": "compile_time", "case": name, "unit": "s", "nodes": n_nodes,
+               "theano_dag_s": round(ours, 4), "theano_dag_nodes_after": after}  # fmt: skip
         if use_pt and (size is None or size <= args.pytensor_max):
             result = time_pytensor_with_timeout(build, args.pytensor_timeout)
             if result is None:  # the ratio is then at least timeout / ours
                 t = args.pytensor_timeout
                 bound, ratio = f">{t:.0f}", f">{t / ours:.0f}"
                 line += f" {bound:>11} {'':>8} {'':>6} {ratio:>6}x"
+                row["pytensor_error"] = f"timeout after {t:.0f} s"
             else:
                 theirs, _p_total, p_after = result
                 line += (
                     f" {theirs:>11.3f} {1e6 * theirs / n_nodes:>8.1f} {p_after:>6}"
                     f" {theirs / ours:>6.1f}x"
                 )
+                row.update(pytensor_s=round(theirs, 4), pytensor_nodes_after=p_after)
+                row["pytensor_vs_theano_dag"] = round(theirs / ours, 1)
         print(line, flush=True)
+        print(json.dumps(row), flush=True)
 
 
 def _grad_of(lib):
