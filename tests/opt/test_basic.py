@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 
+from theano_dag.compile.function import gc_paused
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, equal_computations, is_same_graph
 from theano_dag.graph.fg import FunctionGraph
@@ -495,12 +496,17 @@ def test_merge_is_linear():
 
     times = {}
     for n in (500, 4000):
-        fg = build(n)
-        t0 = time.perf_counter()
-        merge_optimizer.optimize(fg)
-        times[n] = time.perf_counter() - t0
-        assert fg.outputs[0] is fg.outputs[1]
-        assert len(fg.apply_nodes) == 2 * n
+        best = None
+        for _ in range(3):  # the best of three, without full-heap GC pauses in the clock
+            fg = build(n)
+            with gc_paused():
+                t0 = time.perf_counter()
+                merge_optimizer.optimize(fg)
+                t = time.perf_counter() - t0
+            best = t if best is None else min(best, t)
+            assert fg.outputs[0] is fg.outputs[1]
+            assert len(fg.apply_nodes) == 2 * n
+        times[n] = best
     # 8x the nodes: linear is ~8x the time; quadratic would be ~64x.
     assert times[4000] < 25 * times[500] + 0.05, times
 

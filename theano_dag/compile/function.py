@@ -221,6 +221,7 @@ def gc_paused():
             gc.enable()
 
 
+@gc_paused()
 def pfunc(
     params,
     outputs=None,
@@ -238,41 +239,6 @@ def pfunc(
     incremental=False,
 ):
     """``function`` with the parameters checked and the graph rebuilt (Theano's ``pfunc``)."""
-    with gc_paused():
-        return _pfunc(
-            params,
-            outputs,
-            mode,
-            updates,
-            givens,
-            no_default_updates,
-            accept_inplace,
-            name,
-            rebuild_strict,
-            allow_input_downcast,
-            profile,
-            on_unused_input,
-            output_keys,
-            incremental,
-        )
-
-
-def _pfunc(
-    params,
-    outputs,
-    mode,
-    updates,
-    givens,
-    no_default_updates,
-    accept_inplace,
-    name,
-    rebuild_strict,
-    allow_input_downcast,
-    profile,
-    on_unused_input,
-    output_keys,
-    incremental,
-):
     if not isinstance(params, (list, tuple)):
         raise TypeError(
             f"function inputs must be a list or tuple of Variables, got {type(params).__name__}"

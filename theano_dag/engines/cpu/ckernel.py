@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import gc
 import os
 import threading
 import warnings
 
 import numpy as np
 
+from theano_dag.compile.function import gc_paused
 from theano_dag.config import config
 from theano_dag.engines.cpu import cc
 from theano_dag.engines.cpu.csource import (
@@ -75,19 +75,6 @@ def compile_mode(mode):
         yield
     finally:
         _MODE[0] = old
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """No garbage collection within: the burst of small objects of binding a library
-    would otherwise trigger full collections over a big graph (0.9 s at 5,000 nodes)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _is_composite(sop):
@@ -354,7 +341,7 @@ class KernelLibrary:
             lib = ctypes.CDLL(path)
             descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
             lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
-            with _gc_paused():
+            with gc_paused():
                 for k in self.kernels:
                     k._bind(lib)
         except (OSError, AttributeError) as e:
@@ -601,7 +588,7 @@ class _Fallbacks:
         return fallback
 
     def build(self):
-        with _gc_paused():
+        with gc_paused():
             self._build()
 
     def _build(self):
