@@ -10,19 +10,15 @@ hundreds of thousands of nodes (or chains that deep) are fine.
 
 from __future__ import annotations
 
-import pickle
-import warnings
 from time import perf_counter
 
 from theano_dag.graph.basic import (
     Apply,
     Constant,
     Variable,
-    applys_between,
     as_string,
     clone_get_equiv,
     io_toposort,
-    vars_between,
 )
 
 __all__ = [
@@ -703,53 +699,9 @@ class FunctionGraph:
         Checks ``apply_nodes``, ``variables``, the exact ``clients`` of every
         variable, that no undeclared input is used, and the graph is acyclic.
         """
-        nodes = set(applys_between(self.inputs, self.outputs))
-        if self.apply_nodes != nodes:
-            raise IntegrityError(
-                f"The nodes are inappropriately cached. missing: "
-                f"{_few(nodes - self.apply_nodes)}, in excess: {_few(self.apply_nodes - nodes)}"
-            )
-        variables = set(vars_between(self.inputs, self.outputs))
-        variables.update(self.inputs)
-        if self.variables != variables:
-            raise IntegrityError(
-                f"The variables are inappropriately cached. missing: "
-                f"{_few(variables - self.variables)}, in excess: "
-                f"{_few(self.variables - variables)}"
-            )
-        if set(self.clients) != variables:
-            raise IntegrityError(
-                f"The clients are kept for the wrong variables. missing: "
-                f"{_few(variables - set(self.clients))}, in excess: "
-                f"{_few(set(self.clients) - variables)}"
-            )
-        expected: dict = {v: [] for v in variables}
-        for node in nodes:
-            for i, inp in enumerate(node.inputs):
-                expected[inp].append((node, i))
-        for k, out in enumerate(self.outputs):
-            expected[out].append(("output", k))
-        inputs = set(self.inputs)
-        for var in variables:
-            if var.owner is None and var not in inputs and not isinstance(var, Constant):
-                raise IntegrityError(f"Undeclared input: {var}")
-            have = self.clients[var]
-            if len(have) != len(expected[var]) or set(map(_client_key, have)) != set(
-                map(_client_key, expected[var])
-            ):
-                raise IntegrityError(
-                    f"Inconsistent clients of {var}: cached {have}, actual {expected[var]}"
-                )
-        if set(self._level) != nodes:
-            raise IntegrityError("The node levels are kept for the wrong nodes")
-        for node in nodes:
-            for inp in node.inputs:
-                if inp.owner is not None and self._level[inp.owner] >= self._level[node]:
-                    raise IntegrityError(f"Node levels are not topological at {node}")
-        try:
-            io_toposort(self.inputs, self.outputs)
-        except ValueError as e:
-            raise IntegrityError(f"The graph contains a cycle: {e}") from None
+        from theano_dag.graph.fg_checks import check_integrity
+
+        check_integrity(self)
 
     # ------------------------------------------------------------------
     # Copying, pickling, misc
@@ -810,61 +762,15 @@ class FunctionGraph:
         self.profile = None
         self.update_mapping = None
 
-    # Attributes the FunctionGraph itself owns (the others were installed by features).
-    _CORE_ATTRS = frozenset(
-        "execute_callbacks_time _features apply_nodes variables clients inputs outputs "
-        "profile update_mapping _level _version _client_index _input_set".split()
-    )
-
     def __getstate__(self):
-        d = dict(self.__dict__)
-        for key in ("execute_callbacks_times", "_callbacks", "_toposort_cache"):
-            d.pop(key, None)
-        for feature in self._features:
-            for attr in getattr(feature, "pickle_rm_attr", ()):
-                d.pop(attr, None)
-        # Features and attributes they installed that cannot be pickled are
-        # dropped with a warning rather than making the whole graph unpicklable.
-        kept = []
-        for feature in self._features:
-            err = _pickle_problem(self, feature)
-            if err is None:
-                kept.append(feature)
-            else:
-                warnings.warn(
-                    f"FunctionGraph pickling: dropping feature {feature!r}, which cannot be "
-                    f"pickled ({err})",
-                    stacklevel=2,
-                )
-                for attr in getattr(feature, "pickle_rm_attr", ()):
-                    d.pop(attr, None)
-        d["_features"] = kept
-        for key in [k for k in d if k not in self._CORE_ATTRS]:
-            err = _pickle_problem(self, d[key])
-            if err is not None:
-                warnings.warn(
-                    f"FunctionGraph pickling: dropping attribute {key!r}, which cannot be "
-                    f"pickled ({err})",
-                    stacklevel=2,
-                )
-                del d[key]
-        # Pickle the nodes inputs-first: each node's inputs are then already in the
-        # pickle memo, so pickling never recurses down a deep chain.
-        order = list(self.inputs)
-        order.extend(io_toposort(self.inputs, self.outputs))
-        return {"_pickle_order": order, **d}
+        from theano_dag.graph.fg_checks import pickle_state
+
+        return pickle_state(self)
 
     def __setstate__(self, state):
-        state = dict(state)
-        state.pop("_pickle_order", None)
-        self.__dict__.update(state)
-        self.execute_callbacks_times = {f: 0.0 for f in self._features}
-        self._callbacks = {}
-        self._toposort_cache = None
-        for feature in self._features:
-            unpickle = getattr(feature, "unpickle", None)
-            if unpickle is not None:
-                unpickle(self)
+        from theano_dag.graph.fg_checks import restore_state
+
+        restore_state(self, state)
 
     def __contains__(self, item):
         if isinstance(item, Variable):
@@ -889,11 +795,6 @@ _INDEX_MIN_CLIENTS = 32
 
 def _is_output(node):
     return type(node) is str
-
-
-def _client_key(client):
-    node, i = client
-    return (id(node) if not _is_output(node) else "output", i)
 
 
 def _describe_target(needed_by, root):
@@ -934,30 +835,3 @@ def _check_same_type(old, new, reason):
             f"Variable: cannot replace {old} of type {old.type} by {new} of type {new.type}"
             f" (reason: {reason})"
         )
-
-
-def _few(items, n=5):
-    items = list(items)
-    s = ", ".join(str(x) for x in items[:n])
-    return f"[{s}{', ...' if len(items) > n else ''}]"
-
-
-class _NullWriter:
-    def write(self, b):
-        return len(b)
-
-
-def _pickle_problem(fgraph, obj):
-    """Return why ``obj`` cannot be pickled (ignoring graph objects it refers to), or None."""
-
-    class Probe(pickle.Pickler):
-        def persistent_id(self, o):
-            if o is fgraph or isinstance(o, (Variable, Apply)):
-                return 1
-            return None
-
-    try:
-        Probe(_NullWriter(), protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
-    except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as e:
-        return f"{type(e).__name__}: {e}"
-    return None
