@@ -101,7 +101,7 @@ def row_local(node, tiled) -> bool:
         return tiled[0] and not any(tiled[1:])
     if isinstance(op, pool):  # pools the last op.ndim axes
         return tiled[0] and node.inputs[0].type.ndim > op.ndim
-    if isinstance(op, _SOFTMAXES(nnet)):
+    if isinstance(op, _softmaxes(nnet)):
         ndim = node.inputs[0].type.ndim
         return ndim >= 2 and op.axis % ndim != 0 and all(tiled)
     if isinstance(op, (CAReduce, FusedReduce)):
@@ -355,7 +355,7 @@ def _value_shape(v):
     return tuple(shape)
 
 
-def _SOFTMAXES(nnet):  # noqa: N802
+def _softmaxes(nnet):
     return (nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad)
 
 
