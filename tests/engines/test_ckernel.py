@@ -469,7 +469,7 @@ const float *restrict a1, float *restrict o0)
             void *arrs[3] = {a0, a1, o0};
             static const int codes[3] = {9, 9, 9};
             static const unsigned long long bcast[2] = {0x0ULL, 0x0ULL};
-            return td_run(2, 1, arrs, codes, bcast, 1, k0_fn, 131072);
+            return td_run(2, 1, arrs, codes, bcast, 1, k0_fn, 524288);
         }
         """)
 

@@ -265,8 +265,11 @@ def test_memory_plan_before_any_call_needs_shapes():
 def test_mlp_inference_plans_at_the_live_floor():
     rng = np.random.default_rng(0)
     x = tt.fmatrix("x")
+    # Weights scaled by 1/sqrt(fan-in) keep activations O(1), as in training: float32
+    # sums over 784 terms in another order (the C product vs numpy's BLAS) then agree
+    # to the tolerance below.
     params = [
-        shared(rng.standard_normal(s).astype("float32"))
+        shared((rng.standard_normal(s) / np.sqrt(s[0])).astype("float32"))
         for s in [(784, 512), (512,), (512, 512), (512,), (512, 10), (10,)]
     ]
     h = x
@@ -345,9 +348,10 @@ def test_update_lands_in_the_shared_storage_without_a_copy():
             w_in = fg.inputs[-1]
             gemm_on_w = [n for n in fg.apply_nodes if n.op.destroy_map and n.inputs[0] is w_in]
             assert plan_of(f).update_inplace or gemm_on_w
+    # The C product sums in another order than numpy's BLAS: float64 rounding apart.
     for r, wv in results[1:]:
-        np.testing.assert_allclose(r, results[0][0], rtol=1e-12)
-        np.testing.assert_allclose(wv, results[0][1], rtol=1e-12)
+        np.testing.assert_allclose(r, results[0][0], rtol=1e-10)
+        np.testing.assert_allclose(wv, results[0][1], rtol=1e-10)
 
 
 def test_update_in_place_copes_with_aliased_shared_values():

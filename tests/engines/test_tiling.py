@@ -76,7 +76,8 @@ def test_a_big_batch_runs_in_several_tiles(small_tiles, monkeypatch):
             return orig(*args)
 
     node.op._fn = Spy()
-    np.testing.assert_allclose(f(xv), function([x], out, mode=REF)(xv), rtol=1e-12)
+    # (rtol: the C product and numpy's BLAS sum in different orders)
+    np.testing.assert_allclose(f(xv), function([x], out, mode=REF)(xv), rtol=1e-10)
     # 16-row multiples, the last tile takes the rest
     assert len(calls) > 2 and sum(calls) == 300 and len(set(calls[:-1])) == 1
     assert calls[0] % 16 == 0 and calls[0] * 4 <= 300

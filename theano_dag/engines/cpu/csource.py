@@ -270,8 +270,11 @@ _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "c
               "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "sigmoid",
               "softplus", "erf", "erfc", "pow"}  # fmt: skip
 _MEDIUM = {"true_div", "int_div", "mod", "sqrt", "reciprocal"}
-# Elements times cost above which a kernel runs on all OpenMP threads.
-PARALLEL_WORK = 1 << 18
+# Elements times cost above which a kernel runs on all OpenMP threads. Waking the
+# sleeping workers (OMP_WAIT_POLICY=PASSIVE, see ckernel) took tens of microseconds on
+# the 2-core benchmark machine: below this, one thread finishes first (the MLP step's
+# 256 x 512 elementwise kernels: 3.23 -> 3.03 ms with 1 << 20 instead of 1 << 18).
+PARALLEL_WORK = 1 << 20
 MIN_PARALLEL = 4096
 
 
@@ -288,7 +291,7 @@ def parallel_threshold(sop) -> int:
 
     >>> from theano_dag import scalar as ts
     >>> parallel_threshold(ts.add), parallel_threshold(ts.exp)
-    (262144, 13107)
+    (1048576, 52428)
     """
     return max(MIN_PARALLEL, PARALLEL_WORK // _cost(sop))
 
