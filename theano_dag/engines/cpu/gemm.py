@@ -323,9 +323,7 @@ def gemm_source(layout=None) -> str:
             *defines,
         ]
     )
-    body = [
-        _TYPE.replace("@T@", t).replace("@S@", s) for t, s in (("float", "s"), ("double", "d"))
-    ]
+    body = [_TYPE.replace("@T@", t).replace("@S@", s) for t, s in (("float", "s"), ("double", "d"))]
     return "\n".join([head, *body, _ENTRY])
 
 

@@ -282,7 +282,8 @@ def _c_gemm_steps(node, ctx, gemm):
             return [f"{outs[0]} = {gemm}({xn}, {yn}, {zn}, {an}, {bn})"]
         if target is None:
             return [f"{outs[0]} = {gemm}({xn}, {yn}, {zn}.copy(), {an}, {bn})"]
-        return [f"{copyto}({target}, {zn})", f"{outs[0]} = {gemm}({xn}, {yn}, {target}, {an}, {bn})"]
+        call = f"{outs[0]} = {gemm}({xn}, {yn}, {target}, {an}, {bn})"
+        return [f"{copyto}({target}, {zn})", call]
 
     if destroy:
         return [Step(node, node.outputs, vals, emit, kind="view", views={0: 0})]
