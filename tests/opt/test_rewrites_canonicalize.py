@@ -277,6 +277,26 @@ def test_mul_canonizer_leaves_canonical_products_alone():
     assert fg.outputs[0] is out
 
 
+def test_mul_canonizer_keeps_an_exact_narrower_constant():
+    # 0.5 autocasts to a float32 constant; x * 0.5 of a float64 x is already canonical:
+    # rebuilding it around a float64 0.5 would give the same values and type.
+    x = tt.dvector("x")
+    half = tt.constant(np.array([0.5], dtype="float32"))
+    out = tt.mul(x, half)
+    fg = FunctionGraph([x], [out], clone=False)
+    apply_rules(fg, local_mul_canonizer, fold=False)
+    assert fg.outputs[0] is out
+    # Two constants still fold into one coefficient of the product's dtype.
+    fg = check(
+        [x],
+        [tt.mul(x, half, half)],
+        [tt.mul(x, c64([0.25]))],
+        vals(),
+        rules(local_mul_canonizer),
+    )
+    assert fg.outputs[0].owner.inputs[1].dtype == "float64"
+
+
 def test_mul_cancel():
     x, y = vec("x", "y")
     m = tt.dmatrix("m")
