@@ -93,8 +93,11 @@ static inline void st_@S@(@T@ *p, v@S@ v) { memcpy(p, &v, sizeof v); }
 
 /* One MR x NR tile of C from packed panels: C = alpha * acc + beta * C (beta == 0:
    C is not read, as in BLAS). Partial tiles and strided C go through a buffer. */
-static void micro_@S@(int kc, const @T@ *ap, const @T@ *bp, @T@ *c, ptrdiff_t rsc,
-                      ptrdiff_t csc, int mr, int nr, @T@ alpha, @T@ beta)
+/* A(i, k) at ap[i*ars + k*acs]: a packed panel (ars 1, acs MR, constants once inlined)
+   or MR full rows of A read where they are (see part_). */
+static inline __attribute__((always_inline)) void
+micro_core_@S@(int kc, const @T@ *ap, ptrdiff_t ars, ptrdiff_t acs, const @T@ *bp, @T@ *c,
+               ptrdiff_t rsc, ptrdiff_t csc, int mr, int nr, @T@ alpha, @T@ beta)
 {
     v@S@ acc[MR_@S@][2];
     #pragma GCC unroll 12
@@ -103,7 +106,7 @@ static void micro_@S@(int kc, const @T@ *ap, const @T@ *bp, @T@ *c, ptrdiff_t rs
         const v@S@ b0 = ld_@S@(bp + k * NR_@S@), b1 = ld_@S@(bp + k * NR_@S@ + VL_@S@);
         #pragma GCC unroll 12
         for (int i = 0; i < MR_@S@; i++) {
-            const @T@ a = ap[k * MR_@S@ + i];
+            const @T@ a = ap[i * ars + k * acs];
             acc[i][0] += a * b0;
             acc[i][1] += a * b1;
         }
@@ -132,6 +135,19 @@ static void micro_@S@(int kc, const @T@ *ap, const @T@ *bp, @T@ *c, ptrdiff_t rs
             @T@ *cij = c + i * rsc + j * csc;
             *cij = beta == 0 ? alpha * t[i][j] : alpha * t[i][j] + beta * *cij;
         }
+}
+
+static void micro_@S@(int kc, const @T@ *ap, const @T@ *bp, @T@ *c, ptrdiff_t rsc,
+                      ptrdiff_t csc, int mr, int nr, @T@ alpha, @T@ beta)
+{
+    micro_core_@S@(kc, ap, 1, MR_@S@, bp, c, rsc, csc, mr, nr, alpha, beta);
+}
+
+static void micro_direct_@S@(int kc, const @T@ *a, ptrdiff_t rs, ptrdiff_t cs,
+                             const @T@ *bp, @T@ *c, ptrdiff_t rsc, ptrdiff_t csc, int nr,
+                             @T@ alpha, @T@ beta)
+{
+    micro_core_@S@(kc, a, rs, cs, bp, c, rsc, csc, MR_@S@, nr, alpha, beta);
 }
 
 /* The m x n block of C, packing into this thread's buffers. */
@@ -163,6 +179,22 @@ static int part_@S@(int m, int n, int k, @T@ alpha, const @T@ *a, ptrdiff_t rsa,
             const int kc = k - pc < kb ? k - pc : kb;
             const @T@ bet = pc == 0 ? beta : 1;
             pack_b_@S@(kc, nc, b + pc * rsb + jc * csb, rsb, csb, bp);
+            if (nc <= NR_@S@) {
+                /* One panel of B: each element of A is read once, so packing A would
+                   only copy it. Full row panels read A in place; a last partial one
+                   is packed (zero rows instead of reading past the end). */
+                const @T@ *ak = a + pc * csa;
+                int ir = 0;
+                for (; ir + MR_@S@ <= m; ir += MR_@S@)
+                    micro_direct_@S@(kc, ak + ir * rsa, rsa, csa, bp, c + ir * rsc + jc * csc,
+                                     rsc, csc, nc, alpha, bet);
+                if (ir < m) {
+                    pack_a_@S@(m - ir, kc, ak + ir * rsa, rsa, csa, ap);
+                    micro_@S@(kc, ap, bp, c + ir * rsc + jc * csc, rsc, csc, m - ir, nc,
+                              alpha, bet);
+                }
+                continue;
+            }
             for (int ic = 0; ic < m; ic += mb) {
                 const int mc = m - ic < mb ? m - ic : mb;
                 pack_a_@S@(mc, kc, a + ic * rsa + pc * csa, rsa, csa, ap);
@@ -182,13 +214,6 @@ static int gemm_@S@(int m, int n, int k, @T@ alpha, const @T@ *a, ptrdiff_t rsa,
                     ptrdiff_t csa, const @T@ *b, ptrdiff_t rsb, ptrdiff_t csb, @T@ beta,
                     @T@ *c, ptrdiff_t rsc, ptrdiff_t csc)
 {
-    if (n < NR_@S@ && n < m) {  /* C' = B' A': the long side goes where NR pads */
-        int t = m; m = n; n = t;
-        const @T@ *p = a; a = b; b = p;
-        ptrdiff_t s = rsa; rsa = csb; csb = s;
-        s = csa; csa = rsb; rsb = s;
-        s = rsc; rsc = csc; csc = s;
-    }
     int nt = 1;
 #ifdef _OPENMP
     if ((double)m * n * k >= TD_PARALLEL_WORK) nt = omp_get_max_threads();
