@@ -197,3 +197,34 @@ def test_engine_results_are_not_overwritten_by_the_next_call(c_gemm):
     second = f(a * 3, b)
     np.testing.assert_array_equal(first, np.full((16, 16), 2.0))
     np.testing.assert_array_equal(second, np.full((16, 16), 6.0))
+
+
+def test_engine_gemm_whose_output_reuses_an_operand(c_gemm):
+    # dot(h, y) + h: a Gemm reading h as z and as x. When h dies there, the plan may put
+    # the result in h's own block; the C kernel then sees its output overlap an input,
+    # declines, and numpy computes it (the product first, then the sum).
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    h = tt.exp(x)
+    out = tt.dot(h, y) + h
+    f = function([x, y], out, mode=get_mode(None))
+    assert any(isinstance(n.op, blas.Gemm) for n in f.maker.fgraph.apply_nodes)
+    rng = np.random.default_rng(5)
+    xv, yv = rng.uniform(-1, 1, (30, 30)), rng.uniform(-1, 1, (30, 30))
+    want = np.exp(xv) @ yv + np.exp(xv)
+    for _ in range(2):
+        np.testing.assert_allclose(f(xv, yv), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("scalar", ["constant", "variable"])
+def test_engine_dot22scalar(c_gemm, no_numpy, scalar):
+    x, y, s = tt.fmatrix("x"), tt.fmatrix("y"), tt.fscalar("s")
+    a = np.float32(0.25) if scalar == "constant" else s
+    out = blas.dot22scalar(x, y, a)
+    f = function([x, y, s], out, mode=Mode(linker="cpu", optimizer=None), on_unused_input="ignore")
+    rng = np.random.default_rng(6)
+    xv = rng.uniform(-1, 1, (20, 30)).astype("float32")
+    yv = rng.uniform(-1, 1, (30, 40)).astype("float32")
+    got = f(xv, yv, np.float32(0.25))
+    want = function([x, y, s], out, mode=REF, on_unused_input="ignore")(xv, yv, np.float32(0.25))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -249,6 +249,17 @@ _ENTRY = r"""
 #define TD_F(o, off, T) (*(T *)((char *)(o) + (off)))
 static const void *td_ndarray, *td_f32, *td_f64;
 
+/* Whether this build targets AVX-512 (a compiler that refused -march=x86-64-v4 built
+   the fallback without it: then "auto" leaves products to numpy). */
+int td_gemm_avx512(void)
+{
+#ifdef __AVX512F__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void td_gemm_init(const void *ndarray_type, const void *f32, const void *f64)
 {
     td_ndarray = ndarray_type;
@@ -428,6 +439,9 @@ def _bind(path):
             ctypes.c_void_p(id(np.dtype("float32"))),
             ctypes.c_void_p(id(np.dtype("float64"))),
         )
+        if config.cpu_gemm == "auto" and not lib.td_gemm_avx512():
+            _STATE["error"] = "the library was built without AVX-512"
+            return
         fn = lib.td_gemm
         fn.argtypes = [ctypes.py_object] * 3 + [ctypes.c_double] * 2
         fn.restype = ctypes.c_int
