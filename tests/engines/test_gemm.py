@@ -228,3 +228,13 @@ def test_engine_dot22scalar(c_gemm, no_numpy, scalar):
     want = function([x, y, s], out, mode=REF, on_unused_input="ignore")(xv, yv, np.float32(0.25))
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_read_only_output_gets_numpys_error(c_gemm):
+    c = np.zeros((16, 16))
+    c.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        G.gemm(np.ones((16, 16)), np.ones((16, 16)), c, 1.0, 1.0)
+    with pytest.raises(ValueError, match="not acceptable"):  # np.dot's words for it
+        G.gemm(np.ones((16, 16)), np.ones((16, 16)), c, 1.0, 0.0)
+    assert not c.any()

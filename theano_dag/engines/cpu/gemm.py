@@ -474,7 +474,8 @@ def gemm(a, b, c, alpha, beta):
            [3., 4.]])
     """
     fn = _STATE["fn"]
-    if fn is not None:
+    # (read-only memory, say a borrowed np.load(mmap_mode="r") array, gets numpy's error)
+    if fn is not None and c.flags.writeable:
         rc = fn(a, b, c, alpha, beta)
         if rc == 0:
             return c
