@@ -4,6 +4,10 @@ The kernel is forced on with ``config.cpu_gemm="c"`` so that these tests run it 
 machine with a compiler, AVX-512 or not (``"auto"`` takes it only on AVX-512).
 """
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -238,3 +242,41 @@ def test_read_only_output_gets_numpys_error(c_gemm):
     with pytest.raises(ValueError, match="not acceptable"):  # np.dot's words for it
         G.gemm(np.ones((16, 16)), np.ones((16, 16)), c, 1.0, 0.0)
     assert not c.any()
+
+
+FORK_SCRIPT = """
+import os, sys
+import numpy as np
+import theano_dag, theano_dag.tensor as tt
+from theano_dag.config import config
+from theano_dag.engines.cpu import cc, ckernel, gemm
+
+config.compiledir = sys.argv[1]
+config.cpu_gemm = "c"
+assert gemm.load(wait=True)
+x, y = tt.fmatrix("x"), tt.fmatrix("y")
+f = theano_dag.function([x, y], tt.exp(tt.dot(x, y)) * 2 + 1)
+a = np.full((600, 600), 1e-3, np.float32)
+want = f(a, a)
+assert ckernel.wait_for_kernels(f)
+np.testing.assert_allclose(f(a, a), want, rtol=1e-5)  # C, threads: parallel loops ran
+pid = os.fork()
+if pid == 0:  # the child: its OpenMP threads are gone
+    ok = cc.forked() and np.allclose(f(a, a), want, rtol=1e-5)
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+print("child exit", os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_runs_the_kernels_on_one_thread(compiledir):
+    # Before the fix the child waited forever for the parent's OpenMP threads.
+    proc = subprocess.run(
+        [sys.executable, "-c", FORK_SCRIPT, compiledir],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "child exit 0" in proc.stdout

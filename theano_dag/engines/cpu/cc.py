@@ -28,6 +28,7 @@ import subprocess
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -215,6 +216,47 @@ def _fallback_toolchain(tc: Toolchain) -> Toolchain:
     """The same compiler without OpenMP, -march and libmvec (for compilers lacking them)."""
     flags = tuple(f for f in tc.flags if f not in OPENMP_FLAGS and not f.startswith("-march"))
     return Toolchain(tc.cxx, flags, ("-lm",), tc.identity, 0, ())
+
+
+# -- fork safety ------------------------------------------------------------------------
+# libgomp's worker threads do not survive fork(): in the child, the first parallel loop
+# waits for them forever (multiprocessing's default start method on Linux forks). Every
+# loaded library exports td_set_serial; in a forked child all of them, and those loaded
+# there later, run their loops on one thread (what PyTorch does for its pool, too).
+_LIBRARIES: weakref.WeakSet = weakref.WeakSet()
+_FORKED = [False]
+
+
+def register_library(lib):
+    """Track a loaded library (a ``ctypes.CDLL`` exporting ``td_set_serial``) so that a
+    forked child process switches it to one thread; in such a child, switch it now."""
+    with _lock:
+        _LIBRARIES.add(lib)
+    if _FORKED[0]:
+        lib.td_set_serial(1)
+
+
+def forked() -> bool:
+    """Whether this process is a fork of one that had loaded kernel libraries.
+
+    >>> forked() in (True, False)
+    True
+    """
+    return _FORKED[0]
+
+
+def _after_fork_in_child():
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    if not len(_LIBRARIES):
+        return  # no OpenMP ran here: the child may use threads as usual
+    _FORKED[0] = True
+    for lib in list(_LIBRARIES):
+        lib.td_set_serial(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def kernel_dir(compiledir: str) -> str:

@@ -341,6 +341,7 @@ class KernelLibrary:
             lib = ctypes.CDLL(path)
             descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
             lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
+            cc.register_library(lib)
             with gc_paused():
                 for k in self.kernels:
                     k._bind(lib)

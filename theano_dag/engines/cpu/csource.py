@@ -444,6 +444,12 @@ static const void *td_ndarray;
 static const void *td_descr[11];
 static const int td_size[11] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
 
+/* 1 in a child process forked after OpenMP ran: its thread pool did not survive the
+   fork (a parallel loop would wait for it forever), so loops run on one thread. */
+static int td_serial;
+
+void td_set_serial(int serial) { td_serial = serial; }
+
 /* Called once after loading: the ndarray type and the dtype descriptors, by address. */
 void td_init(const void *ndarray_type, const void *const *descrs)
 {
@@ -568,7 +574,7 @@ static int td_general(int nin, int na, char **base, const int *es, int nd,
     const ptrdiff_t nblk = (n + B - 1) / B;
     int failed = 0;
 #ifdef _OPENMP
-    if (n >= par_min && nblk > 1) {
+    if (!td_serial && n >= par_min && nblk > 1) {
         #pragma omp parallel reduction(|| : failed)
         {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -639,7 +645,7 @@ static int td_run(int nin, int nout, void **arrs, const int *codes,
     int contig = nd == 1;
     for (int k = 0; contig && k < na; k++) contig = cst[k * nd1] == es[k];
     if (contig) {
-        if (n < par_min) {
+        if (n < par_min || td_serial) {
             fn(base, n);
             return 0;
         }

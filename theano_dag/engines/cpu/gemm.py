@@ -216,7 +216,7 @@ static int gemm_@S@(int m, int n, int k, @T@ alpha, const @T@ *a, ptrdiff_t rsa,
 {
     int nt = 1;
 #ifdef _OPENMP
-    if ((double)m * n * k >= TD_PARALLEL_WORK) nt = omp_get_max_threads();
+    if (!td_serial && (double)m * n * k >= TD_PARALLEL_WORK) nt = omp_get_max_threads();
 #endif
     const int split_n = n / NR_@S@ >= 2 * nt || n >= m;
     const int len = split_n ? n : m, unit = split_n ? NR_@S@ : MR_@S@;
@@ -357,6 +357,9 @@ def gemm_source(layout=None) -> str:
             "#include <omp.h>",
             "#endif",
             *defines,
+            "/* 1 in a child forked after OpenMP ran (see csource): one thread. */",
+            "static int td_serial;",
+            "void td_set_serial(int serial) { td_serial = serial; }",
         ]
     )
     body = [_TYPE.replace("@T@", t).replace("@S@", s) for t, s in (("float", "s"), ("double", "d"))]
@@ -442,6 +445,7 @@ def _bind(path):
         if config.cpu_gemm == "auto" and not lib.td_gemm_avx512():
             _STATE["error"] = "the library was built without AVX-512"
             return
+        cc.register_library(lib)
         fn = lib.td_gemm
         fn.argtypes = [ctypes.py_object] * 3 + [ctypes.c_double] * 2
         fn.restype = ctypes.c_int
