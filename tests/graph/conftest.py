@@ -13,6 +13,7 @@ _MUTATORS = (
     "replace",
     "replace_all",
     "change_input",
+    "reorder_inputs",
     "add_input",
     "attach_feature",
     "remove_feature",

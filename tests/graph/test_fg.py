@@ -12,6 +12,7 @@ from theano_dag.graph.basic import Apply, ancestors, graph_inputs, io_toposort
 from theano_dag.graph.fg import (
     FunctionGraph,
     InconsistencyError,
+    InputReorder,
     IntegrityError,
     MissingInputError,
 )
@@ -352,6 +353,51 @@ def test_change_input_directly():
     assert snapshot(fg) == before
     with pytest.raises(TypeError, match="must be the same"):
         fg.change_input(a.owner, 0, MyVar("q", "other"))
+    assert snapshot(fg) == before
+
+
+def test_reorder_inputs_moves_arguments_in_place():
+    """The node and its outputs stay; clients follow; features hear one change per
+    moved position, with an InputReorder reason holding the old order."""
+    x, y, z = xyz()
+    a = op1(x, y)  # x is used once, y twice: y's client list changes only in place
+    out = op2(op3(a, y), x, z)
+    fg = FunctionGraph([x, y, z], [out], clone=False)
+    node = out.owner
+    rec = Recorder()
+    fg.attach_feature(rec)
+    rec.events.clear()
+    fg.reorder_inputs(node, [x, node.inputs[0], z], reason="mine")
+    assert_valid(fg)
+    assert fg.outputs[0] is out and out.owner is node and node in fg.apply_nodes
+    assert [str(v) for v in node.inputs] == ["x", str(out.owner.inputs[1]), "z"]
+    assert (node, 0) in fg.clients[x] and (node, 1) not in fg.clients[x]
+    assert [e[:3] for e in rec.events] == [("change", node, 0), ("change", node, 1)]
+    reason = rec.events[0][5]
+    assert isinstance(reason, InputReorder) and str(reason) == "mine"
+    assert reason.old_inputs[1] is x and reason.old_inputs[2] is z
+    assert not [e for e in rec.events if e[0] in ("prune", "import")]
+    # the same order again changes nothing and says nothing
+    rec.events.clear()
+    fg.reorder_inputs(node, list(node.inputs))
+    assert rec.events == []
+
+
+def test_reorder_inputs_refuses_what_is_not_a_permutation_and_leaves_the_graph():
+    x, y, z = xyz()
+    q = MyVar("q", "other")
+    out = op1(x, y, q)
+    fg = FunctionGraph([x, y, q, z], [out], clone=False)
+    node = out.owner
+    before = snapshot(fg)
+    with pytest.raises(ValueError, match="is not a permutation of the inputs"):
+        fg.reorder_inputs(node, [x, z, q])
+    with pytest.raises(ValueError, match="is not a permutation of the inputs"):
+        fg.reorder_inputs(node, [x, y])
+    with pytest.raises(TypeError, match="input 1 of op1.* has type MyType.*; moving q of type"):
+        fg.reorder_inputs(node, [x, q, y])
+    with pytest.raises(ValueError, match="is not in this FunctionGraph"):
+        fg.reorder_inputs(op1(y, x).owner, [x, y])
     assert snapshot(fg) == before
 
 

@@ -233,6 +233,64 @@ def test_commutative_arguments_are_sorted_and_flattened():
     )
 
 
+def test_sorting_moves_arguments_in_place_and_a_failed_rewrite_undoes_it():
+    """Same-typed arguments are sorted in the node itself (no new node, clients kept);
+    arguments of different types (broadcasting) need a new node. A rewrite that fails
+    after sorting is rolled back to the old order, without pruning anything."""
+    from theano_dag.graph.toolbox import Feature
+    from theano_dag.opt import in2out
+    from theano_dag.opt.local import LocalOptimizer
+
+    x, y = vec("x", "y")
+    m, row = tt.dmatrix("m"), tt.drow("row")  # creation order sorts x, y, m, row
+    same, mixed = y * x, tt.add(row, m)
+    fg = FunctionGraph([x, y, m, row], [same, mixed], clone=False)
+    node_same, node_mixed = same.owner, mixed.owner
+    in2out(alg.local_commutative_canonical).optimize(fg)
+    assert fg.outputs[0] is same and node_same.inputs == [x, y]
+    assert (node_same, 0) in fg.clients[x] and (node_same, 1) in fg.clients[y]
+    new_mixed = fg.outputs[1].owner  # a new node: a row and a matrix differ in type
+    assert new_mixed is not node_mixed and new_mixed.inputs == [m, row]
+
+    class SortThenFail(LocalOptimizer):
+        def tracks(self):
+            return [tt.mul]
+
+        def transform(self, fgraph, node):
+            alg.local_commutative_canonical.transform(fgraph, node)
+            raise RuntimeError("failed after sorting")
+
+    a, b = tt.exp(x), tt.exp(y)
+    out = b * a
+    fg = FunctionGraph([x, y], [out], clone=False)
+
+    class Prunes(Feature):
+        seen: list = []
+
+        def on_prune(self, fgraph, node, reason):
+            self.seen.append(node)
+
+    fg.attach_feature(Prunes())
+    failures = []
+    in2out(SortThenFail(), failure_callback=lambda *args: failures.append(args[0])).optimize(fg)
+    assert [str(e) for e in failures] == ["failed after sorting"]
+    assert out.owner.inputs == [b, a]  # rolled back
+    fg.check_integrity()
+    assert {n.op for n in fg.apply_nodes} == {tt.exp, tt.mul} and len(fg.apply_nodes) == 3
+    assert Prunes.seen == []
+
+
+def test_sorting_in_place_passes_debugmode():
+    import theano_dag
+    from theano_dag.compile.debugmode import DebugMode
+
+    x, y = vec("x", "y")
+    f = theano_dag.function([x, y], tt.exp(y * x) + tt.exp(x * y), mode=DebugMode(linker="py"))
+    a, b = vals(k=2)
+    np.testing.assert_allclose(f(a, b), 2 * np.exp(a * b))
+    assert sum(1 for n in f.maker.fgraph.toposort() if "exp" in str(n.op)) <= 1
+
+
 def test_flattening_keeps_shared_and_narrower_sums():
     x, y, z = vec("x", "y", "z")
     s = x + y

@@ -26,6 +26,7 @@ __all__ = [
     "InconsistencyError",
     "MissingInputError",
     "IntegrityError",
+    "InputReorder",
 ]
 
 
@@ -436,6 +437,57 @@ class FunctionGraph:
         self.remove_client(old, (node, i), reason=reason)
         self.execute_callbacks("on_change_input", node, i, old, new_var, reason=reason)
 
+    def reorder_inputs(self, node, new_inputs, reason=None):
+        """Give ``node`` a permutation of its inputs, in place.
+
+        For an op whose result does not depend on the order of its inputs (a
+        commutative scalar op): the node and its outputs stay, so no client of theirs
+        changes, which costs far less than replacing the node by a new one. Every input
+        that moves must keep its type. Features get ``on_change_input`` for each moved
+        position, with an ``InputReorder`` as the reason (it holds the old order, so
+        that the change can be undone as one).
+
+        >>> from theano_dag.graph.type import Generic
+        >>> from theano_dag.graph.op import Op
+        >>> class Add(Op):
+        ...     __props__ = ()
+        ...     def make_node(self, *xs):
+        ...         return Apply(self, list(xs), [Generic()()])
+        >>> x, y = Generic()("x"), Generic()("y")
+        >>> fg = FunctionGraph([x, y], [Add()(y, x)], clone=False)
+        >>> node = fg.outputs[0].owner
+        >>> fg.reorder_inputs(node, [x, y])
+        >>> fg, fg.outputs[0].owner is node, fg.clients[x]
+        (FunctionGraph(Add(x, y)), True, [(Add(x, y), 0)])
+        """
+        if node not in self.apply_nodes:
+            raise ValueError(f"reorder_inputs: {node} is not in this FunctionGraph")
+        old = list(node.inputs)
+        new_inputs = list(new_inputs)
+        if len(new_inputs) != len(old) or sorted(map(id, new_inputs)) != sorted(map(id, old)):
+            raise ValueError(
+                f"reorder_inputs: {new_inputs} is not a permutation of the inputs of {node}"
+            )
+        moved = [k for k, (a, b) in enumerate(zip(old, new_inputs)) if a is not b]
+        for k in moved:
+            if old[k].type != new_inputs[k].type:
+                raise TypeError(
+                    f"reorder_inputs: input {k} of {node} has type {old[k].type}; moving "
+                    f"{new_inputs[k]} of type {new_inputs[k].type} there would change it"
+                )
+        if not moved:
+            return
+        clients = self.clients
+        for k in moved:
+            self._drop_client(old[k], clients[old[k]], (node, k))
+        node.inputs[:] = new_inputs
+        for k in moved:
+            self._append_client(new_inputs[k], (node, k))
+        self._version += 1
+        why = InputReorder(reason, old)
+        for k in moved:
+            self.execute_callbacks("on_change_input", node, k, old[k], new_inputs[k], reason=why)
+
     def replace(self, var, new_var, reason=None, verbose=None, import_missing=False):
         """Make every client of ``var`` use ``new_var`` instead.
 
@@ -835,3 +887,21 @@ def _check_same_type(old, new, reason):
             f"Variable: cannot replace {old} of type {old.type} by {new} of type {new.type}"
             f" (reason: {reason})"
         )
+
+
+class InputReorder:
+    """The reason given to features for a change made by ``FunctionGraph.reorder_inputs``.
+
+    A moved input is not a replacement of equal value: the node's result is unchanged
+    because its op ignores the order. ``old_inputs`` is the order before, ``reason`` the
+    caller's reason.
+    """
+
+    __slots__ = ("reason", "old_inputs")
+
+    def __init__(self, reason, old_inputs):
+        self.reason = reason
+        self.old_inputs = old_inputs
+
+    def __str__(self):
+        return str(self.reason)

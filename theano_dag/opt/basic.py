@@ -27,6 +27,7 @@ import warnings
 from collections import UserList
 
 from theano_dag.config import config
+from theano_dag.graph.fg import InputReorder
 from theano_dag.graph.toolbox import AlreadyThere, Feature
 
 __all__ = [
@@ -201,6 +202,12 @@ class ChangeLog(Feature):
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
         self.n_changes += 1
         if self.depth and not self.replaying:
+            if type(reason) is InputReorder:
+                # One entry per reorder, undone as one: undoing its moves one at a time
+                # would prune an input whose only use had moved, and import it again.
+                if not self.log or self.log[-1][2] is not reason:
+                    self.log.append((node, None, reason))
+                return
             self.log.append((node, i, r))
 
     def begin(self) -> int:
@@ -222,7 +229,10 @@ class ChangeLog(Feature):
         try:
             while len(log) > token:
                 node, i, r = log.pop()
-                fgraph.change_input(node, i, r, reason="rollback")
+                if i is None:
+                    fgraph.reorder_inputs(node, r.old_inputs, reason="rollback")
+                else:
+                    fgraph.change_input(node, i, r, reason="rollback")
         finally:
             self.replaying = False
 

@@ -83,7 +83,11 @@ class LocalOptimizer:
         return None
 
     def transform(self, fgraph, node, *args, **kwargs):
-        """Return False/None, a list of replacements for ``node.outputs``, or a dict."""
+        """Return False/None, a list of replacements for ``node.outputs``, or a dict.
+
+        Or True: the rewrite changed ``node`` in place through the graph's own methods
+        (``fgraph.reorder_inputs``), which its features saw and the navigator can undo.
+        """
         raise NotImplementedError(f"{type(self).__name__}.transform is not implemented")
 
     def add_requirements(self, fgraph):
@@ -368,7 +372,7 @@ class LocalOptGroup(LocalOptimizer):
                     break
             if not new_repl:
                 return repl
-            if not self.apply_all_opts:
+            if not self.apply_all_opts or new_repl is True:  # True: changed in place
                 return new_repl
             new_vars = list(new_repl.values()) if isinstance(new_repl, dict) else new_repl
             repl = new_repl

@@ -213,6 +213,11 @@ class NavigatorOptimizer(GlobalOptimizer):
                 log.depth = 0
                 log.log.clear()
             return False
+        if replacements is True:
+            # The rewrite changed the node in place through the graph's own methods
+            # (FunctionGraph.reorder_inputs), which the features and the log saw.
+            log.end(token)
+            return True
         try:
             return self._replace(fgraph, node, lopt, replacements, log, token)
         finally:

@@ -303,6 +303,20 @@ def _constant_key(c):
         return key
 
 
+def _reorderable(fgraph, node, order) -> bool:
+    """Can ``node`` take the argument order ``order`` in place (``reorder_inputs``)?
+
+    Not when an argument would change type at its position (broadcasting), nor for an
+    op whose destroy or view map names input positions.
+    """
+    if getattr(fgraph, "reorder_inputs", None) is None or node not in fgraph.apply_nodes:
+        return False
+    op = node.op
+    if getattr(op, "destroy_map", None) or getattr(op, "view_map", None):
+        return False
+    return all(a is b or a.type == b.type for a, b in zip(order, node.inputs))
+
+
 @local_optimizer(COMMUTATIVE_OPS)
 def local_commutative_canonical(fgraph, node):
     """Arguments of commutative ops in a canonical order, nested ``add``/``mul`` of the
@@ -335,6 +349,10 @@ def local_commutative_canonical(fgraph, node):
     if not flattened:
         if all(a is b for a, b in zip(order, ins)):
             return False
+        if _reorderable(fgraph, node, order):
+            # The same node with its arguments moved: no new node, no client to rewire.
+            fgraph.reorder_inputs(node, order, reason=local_commutative_canonical)
+            return True
         # A permutation of a commutative op's arguments gives the same output type:
         # build the node directly (make_node's type inference is the costly part).
         return Apply(node.op, order, [out.type()]).outputs
