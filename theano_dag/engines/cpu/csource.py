@@ -198,6 +198,19 @@ def _overrides():
 
 
 _OVERRIDES: dict = {}
+# type(op) -> its override (None: the op's own c_code); resolved once per class, as
+# the MRO walk costs more than the C expression itself.
+_OVERRIDE_OF: dict = {}
+
+
+def _override_of(cls):
+    fn = _OVERRIDE_OF.get(cls, False)
+    if fn is False:
+        if not _OVERRIDES:
+            _OVERRIDES.update(_overrides())
+        fn = next((_OVERRIDES[c] for c in cls.__mro__ if c in _OVERRIDES), None)
+        _OVERRIDE_OF[cls] = fn
+    return fn
 
 
 def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
@@ -209,15 +222,11 @@ def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
     >>> scalar_c(ts.exp, ["a"], ["float32"], ["float32"])
     ['exp(a)']
     """
-    if not _OVERRIDES:
-        _OVERRIDES.update(_overrides())
-    for cls in type(op).__mro__:
-        fn = _OVERRIDES.get(cls)
-        if fn is not None:
-            r = fn(op, args, in_dtypes, out_dtypes)
-            if r is not None:
-                return r
-            break
+    fn = _override_of(type(op))
+    if fn is not None:
+        r = fn(op, args, in_dtypes, out_dtypes)
+        if r is not None:
+            return r
     try:
         return op.c_code(args, list(in_dtypes), list(out_dtypes), C_TYPES)
     except NotImplementedError as e:
@@ -238,7 +247,10 @@ def _check_dtype(d, what):
 def composite_statements(comp, in_exprs, prefix, lines) -> list:
     """Append one typed C temporary per scalar node of ``comp`` to ``lines``; return the
     C expressions of its outputs. Nested Composites are expanded in place."""
+    # This runs for every scalar node of every fused kernel when a function is linked,
+    # cache hit or not: the loop avoids per-node closures and repeated lookups.
     names = dict(zip(comp.inputs, in_exprs))
+    known = DTYPE_CODES
 
     def arg(v):
         if isinstance(v, Constant):
@@ -247,18 +259,25 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
         return names[v]
 
     for k, node in enumerate(comp.nodes):
-        args = [arg(v) for v in node.inputs]
-        in_dt = [v.type.dtype for v in node.inputs]
-        out_dt = [o.type.dtype for o in node.outputs]
+        ins, outs, op = node.inputs, node.outputs, node.op
+        args = [arg(v) if isinstance(v, Constant) else names[v] for v in ins]
+        in_dt = [v.type.dtype for v in ins]
+        out_dt = [o.type.dtype for o in outs]
         for d in in_dt + out_dt:
-            _check_dtype(d, lambda op=node.op: f"scalar op {op}")
-        if hasattr(node.op, "nodes") and hasattr(node.op, "inputs"):
-            exprs = composite_statements(node.op, args, f"{prefix}{k}n", lines)
+            if d not in known:
+                _check_dtype(d, lambda op=op: f"scalar op {op}")
+        if hasattr(op, "nodes") and hasattr(op, "inputs"):
+            exprs = composite_statements(op, args, f"{prefix}{k}n", lines)
         else:
-            exprs = scalar_c(node.op, args, in_dt, out_dt)
-        for j, (o, e) in enumerate(zip(node.outputs, exprs)):
-            name = f"{prefix}{k}" if len(node.outputs) == 1 else f"{prefix}{k}_{j}"
-            lines.append(f"{C_TYPES[o.type.dtype]} {name} = {e};")
+            exprs = scalar_c(op, args, in_dt, out_dt)
+        if len(outs) == 1 and exprs:
+            name = f"{prefix}{k}"
+            lines.append(f"{C_TYPES[out_dt[0]]} {name} = {exprs[0]};")
+            names[outs[0]] = name
+            continue
+        for j, (o, d, e) in enumerate(zip(outs, out_dt, exprs)):
+            name = f"{prefix}{k}_{j}"
+            lines.append(f"{C_TYPES[d]} {name} = {e};")
             names[o] = name
     return [arg(o) for o in comp.outputs]
 
@@ -281,7 +300,10 @@ MIN_PARALLEL = 4096
 def _cost(sop):
     nodes = getattr(sop, "nodes", None)
     if nodes is not None:
-        return sum(_cost(n.op) for n in nodes) or 1
+        total = 0
+        for n in nodes:
+            total += _cost(n.op)
+        return total or 1
     name = getattr(sop, "name", "")
     return 20 if name in _EXPENSIVE else 4 if name in _MEDIUM else 1
 
@@ -301,19 +323,20 @@ def kernel_body(node, arg_pos, consts):
     ``arg_pos`` are read from arrays ``a0, a1, ...``, the others are ``consts``."""
     sop = node.op.scalar_op
     exprs, lines = [], []
-    for p, v in enumerate(node.inputs):
-        d = v.type.dtype
-        _check_dtype(d, lambda p=p, v=v: f"input {p} ({v})")
+    in_dt = [v.type.dtype for v in node.inputs]
+    out_dt = [o.type.dtype for o in node.outputs]
+    for p, d in enumerate(in_dt):
+        if d not in DTYPE_CODES:
+            _check_dtype(d, lambda p=p: f"input {p} ({node.inputs[p]})")
         if p in consts:
             exprs.append(c_literal(consts[p], d))
         else:
             j = arg_pos.index(p)
             lines.append(f"const {C_TYPES[d]} x{j} = a{j}[i];")
             exprs.append(f"x{j}")
-    for o in node.outputs:
-        _check_dtype(o.type.dtype, lambda o=o: f"output {o}")
-    in_dt = [v.type.dtype for v in node.inputs]
-    out_dt = [o.type.dtype for o in node.outputs]
+    for o, d in zip(node.outputs, out_dt):
+        if d not in DTYPE_CODES:
+            _check_dtype(d, lambda o=o: f"output {o}")
     if hasattr(sop, "nodes") and hasattr(sop, "inputs"):
         outs = composite_statements(sop, exprs, "t", lines)
     else:
@@ -323,34 +346,56 @@ def kernel_body(node, arg_pos, consts):
 
 def kernel_source(name, node, arg_pos, consts) -> str:
     """The C of one kernel: ``name_body`` (the loop), ``name_fn`` and the entry ``name``."""
-    if node.outputs[0].type.ndim > 62:
-        raise NotCompilable(f"{node.outputs[0].type.ndim} dimensions")
-    lines, outs = kernel_body(node, arg_pos, consts)
-    ins = [node.inputs[p] for p in arg_pos]
-    nin, nout = len(ins), len(node.outputs)
-    params = [f"const {C_TYPES[v.type.dtype]} *restrict a{j}" for j, v in enumerate(ins)]
-    params += [f"{C_TYPES[o.type.dtype]} *restrict o{j}" for j, o in enumerate(node.outputs)]
-    stores = [f"o{j}[i] = {e};" for j, e in enumerate(outs)]
-    body = "\n".join("        " + s for s in lines + stores)
-    casts = [
-        f"({'const ' if j < nin else ''}{C_TYPES[v.type.dtype]} *)p[{j}]"
-        for j, v in enumerate(ins + list(node.outputs))
-    ]
-    codes = [DTYPE_CODES[v.type.dtype] for v in ins + list(node.outputs)]
-    masks = []
-    for v in ins:
-        m = sum(1 << d for d, b in enumerate(v.type.broadcastable) if b)
-        masks.append(f"{m:#x}ULL")
-    entry_params = ", ".join(f"void *a{j}" for j in range(nin))
-    entry_params += (", " if nin else "") + ", ".join(f"void *o{j}" for j in range(nout))
-    arrs = ", ".join([f"a{j}" for j in range(nin)] + [f"o{j}" for j in range(nout)])
     ndim = node.outputs[0].type.ndim
-    return f"""
+    if ndim > 62:
+        raise NotCompilable(f"{ndim} dimensions")
+    lines, outs = kernel_body(node, arg_pos, consts)
+    lines += [f"o{j}[i] = {e};" for j, e in enumerate(outs)]
+    body = "        " + "\n        ".join(lines) if lines else ""
+    ins = [node.inputs[p] for p in arg_pos]
+    # Everything around the loop body depends on a few properties only, which many
+    # kernels share: it is made once per process for each combination.
+    key = (
+        name,
+        tuple([v.type.dtype for v in ins]),
+        tuple([o.type.dtype for o in node.outputs]),
+        tuple([v.type.broadcastable for v in ins]),
+        ndim,
+        parallel_threshold(node.op.scalar_op),
+    )
+    frame = _FRAMES.get(key)
+    if frame is None:
+        if len(_FRAMES) >= 4096:  # a bound for long-lived processes; rarely reached
+            _FRAMES.clear()
+        frame = _FRAMES[key] = _kernel_frame(*key)
+    return frame[0] + body + frame[1]
+
+
+_FRAMES: dict = {}
+
+
+def _kernel_frame(name, in_dtypes, out_dtypes, in_broadcastable, ndim, threshold):
+    """The C of a kernel before and after its loop body."""
+    nin, nout = len(in_dtypes), len(out_dtypes)
+    ctys = [C_TYPES[d] for d in in_dtypes + out_dtypes]
+    params = [f"const {ctys[j]} *restrict a{j}" for j in range(nin)]
+    params += [f"{ctys[nin + j]} *restrict o{j}" for j in range(nout)]
+    casts = [f"(const {ctys[j]} *)p[{j}]" for j in range(nin)]
+    casts += [f"({ctys[j]} *)p[{j}]" for j in range(nin, nin + nout)]
+    codes = ", ".join([str(DTYPE_CODES[d]) for d in in_dtypes + out_dtypes])
+    masks = []
+    for bcast in in_broadcastable:
+        m = sum(1 << d for d, b in enumerate(bcast) if b)
+        masks.append(f"{m:#x}ULL")
+    operands = [f"a{j}" for j in range(nin)] + [f"o{j}" for j in range(nout)]
+    entry_params = ", ".join(["void *" + a for a in operands])
+    head = f"""
 static __attribute__((noinline)) void {name}_body(ptrdiff_t n, {", ".join(params)})
 {{
     #pragma omp simd
     for (ptrdiff_t i = 0; i < n; i++) {{
-{body}
+"""
+    tail = f"""
     }}
 }}
 
@@ -361,13 +406,13 @@ static void {name}_fn(char **p, ptrdiff_t n)
 
 int {name}({entry_params})
 {{
-    void *arrs[{nin + nout}] = {{{arrs}}};
-    static const int codes[{nin + nout}] = {{{", ".join(map(str, codes))}}};
+    void *arrs[{nin + nout}] = {{{", ".join(operands)}}};
+    static const int codes[{nin + nout}] = {{{codes}}};
     static const unsigned long long bcast[{max(nin, 1)}] = {{{", ".join(masks) or "0"}}};
-    return td_run({nin}, {nout}, arrs, codes, bcast, {ndim}, {name}_fn, \
-{parallel_threshold(node.op.scalar_op)});
+    return td_run({nin}, {nout}, arrs, codes, bcast, {ndim}, {name}_fn, {threshold});
 }}
 """
+    return head, tail
 
 
 # -- the preamble ------------------------------------------------------------------------
