@@ -534,3 +534,36 @@ def test_floating_point_errors_are_ignored_as_in_perform():
             r = f(np.zeros(3))
         assert np.geterr() == before
         assert np.all(np.isneginf(r))
+
+
+def test_generated_code_cached_on_disk(tmp_path, monkeypatch):
+    # A long generated source is compiled once; a new process (here: an emptied
+    # in-memory cache) loads its code object from <compiledir>/pycode, and a
+    # damaged file there is compiled again.
+    from theano_dag.config import config
+    from theano_dag.engines.cpu import codegen
+
+    monkeypatch.setattr(codegen, "CODE_CACHE", {})
+    source = "".join(f"v{k} = {k} * 2\n" for k in range(codegen.DISK_CACHE_MIN_CHARS // 8))
+    source += "def f():\n    return v3 + 1\n"
+    with config.change_flags(compiledir=str(tmp_path)):
+        _check_disk_cache(codegen, source, tmp_path, monkeypatch)
+
+
+def _check_disk_cache(codegen, source, tmp_path, monkeypatch):
+    code = codegen._compile(source, "test")
+    (cached,) = (tmp_path / "pycode").iterdir()
+    ns: dict = {}
+    exec(code, ns)
+    assert ns["f"]() == 7
+    monkeypatch.setattr(codegen, "CODE_CACHE", {})
+    with monkeypatch.context() as m:
+        m.setattr(codegen, "compile", None, raising=False)  # must not be called
+        again = codegen._compile(source, "test")
+    assert again == code and again.co_filename == code.co_filename
+    cached.write_bytes(b"not marshal data")
+    monkeypatch.setattr(codegen, "CODE_CACHE", {})
+    ns = {}
+    exec(codegen._compile(source, "test"), ns)
+    assert ns["f"]() == 7
+    assert [p.name for p in (tmp_path / "pycode").iterdir()] == [cached.name]

@@ -23,15 +23,24 @@ raised it (found from the line number).
 Variants: ``fast`` (checks the inputs itself, applies updates and returns what
 ``Function`` would: the call path), ``core`` (all outputs as a tuple), and the
 ``profile`` and ``incremental`` versions of ``core``.
+
+The code objects of long sources are also cached on disk (``<compiledir>/pycode``),
+so that a new process running the same graph skips the Python compiler.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import hashlib
+import importlib.util
 import linecache
+import marshal
+import os
 import time
+import types
+import uuid
 
 import numpy as np
 
@@ -107,8 +116,56 @@ def _compile(source, tag):
         filename = f"<theano_dag.cpu {tag} {digest}>"
         lines = source.splitlines(True)
         linecache.cache[filename] = (len(source), None, lines, filename)
-        code = compile(source, filename, "exec")
+        if len(source) >= DISK_CACHE_MIN_CHARS:
+            code = _disk_compile(source, filename)
+        else:
+            code = compile(source, filename, "exec")
         CODE_CACHE[source] = code
+    return code
+
+
+# Sources at least this long have their code object kept on disk too, in
+# ``<compiledir>/pycode``: compiling the ~15 KB source of a graph of ~400 nodes took
+# 2.2 ms of a fresh process's first call, loading it back 0.15 ms. Shorter sources
+# compile faster than a file is written.
+DISK_CACHE_MIN_CHARS = 8192
+
+
+def _disk_compile(source, filename):
+    """``compile(source, filename, "exec")``, through a cache of code objects on disk.
+
+    The key covers the bytecode format (the interpreter's magic number) and the
+    filename baked into the code. Like the kernel cache (see ``cc``), a file is written
+    under a name of its own and renamed into place, so concurrent processes read a
+    whole file or none; anything unreadable is compiled afresh.
+    """
+    from theano_dag.config import config
+
+    h = hashlib.sha256()
+    for part in (importlib.util.MAGIC_NUMBER, filename.encode(), source.encode()):
+        h.update(part)
+        h.update(b"\0")
+    try:
+        path = os.path.join(config.compiledir, "pycode", h.hexdigest()[:32] + ".code")
+    except Exception:  # no usable compiledir: just compile
+        return compile(source, filename, "exec")
+    try:
+        with open(path, "rb") as f:
+            code = marshal.loads(f.read())
+        if isinstance(code, types.CodeType) and code.co_filename == filename:
+            return code
+    except Exception:  # missing, or not whole marshal data: compile it again
+        pass
+    code = compile(source, filename, "exec")
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps(code))
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full cache: the code still runs
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
     return code
 
 
