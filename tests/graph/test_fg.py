@@ -16,7 +16,7 @@ from theano_dag.graph.fg import (
     IntegrityError,
     MissingInputError,
 )
-from theano_dag.graph.toolbox import Feature, NodeFinder
+from theano_dag.graph.toolbox import Feature, NodeFinder, PreserveNames
 
 # check_integrity runs after every mutation of every FunctionGraph in this module.
 pytestmark = pytest.mark.usefixtures("checked_fgraph")
@@ -366,8 +366,10 @@ def test_reorder_inputs_moves_arguments_in_place():
     node = out.owner
     rec = Recorder()
     fg.attach_feature(rec)
+    fg.attach_feature(PreserveNames())  # a move is no replacement: no name is passed on
     rec.events.clear()
     fg.reorder_inputs(node, [x, node.inputs[0], z], reason="mine")
+    assert node.inputs[1].name is None and x.name == "x"
     assert_valid(fg)
     assert fg.outputs[0] is out and out.owner is node and node in fg.apply_nodes
     assert [str(v) for v in node.inputs] == ["x", str(out.owner.inputs[1]), "z"]

@@ -575,6 +575,50 @@ def test_equilibrium_only_revisits_what_changed():
     assert prof.rounds == 2
 
 
+def test_equilibrium_revisits_only_nodes_visited_before_a_change():
+    """A node whose inputs changed before its visit saw the change: no second visit.
+    One visited before a change is visited again, with its clients (two levels)."""
+    x = double("x")
+
+    def make_chain():
+        chain = [neg(neg(x))]
+        for _ in range(50):
+            chain.append(exp(chain[-1]))
+        return chain
+
+    calls = []
+
+    @local_optimizer(None)
+    def spy(fgraph, node):
+        calls.append(node)
+        return False
+
+    # The rule removes the negs during the first round, inputs first: the exp they fed
+    # is visited after that, once (the inner neg is seen by spy, the outer one is not).
+    chain = make_chain()
+    fg = FunctionGraph([x], [chain[-1]], clone=False)
+    rule = PatternSub((neg, (neg, "x")), "x")
+    prof = EquilibriumOptimizer([rule, spy], max_use_ratio=2).optimize(fg)
+    assert fg.outputs[0].owner.inputs[0] is not chain[0]
+    assert len(calls) == 51 and len(set(calls)) == 51 and prof.rounds == 2
+
+    # A global optimizer removes them after the first round: the three exp nodes
+    # nearest to the change are visited again in the second.
+    @optimizer
+    def drop_negs(fgraph):
+        for node in list(fgraph.apply_nodes):
+            inner = node.inputs[0].owner
+            if node.op == neg and inner is not None and inner.op == neg:
+                fgraph.replace(node.outputs[0], inner.inputs[0], reason="drop_negs")
+
+    calls.clear()
+    chain = make_chain()
+    fg = FunctionGraph([x], [chain[-1]], clone=False)
+    EquilibriumOptimizer([spy], max_use_ratio=2, final_optimizers=[drop_negs]).optimize(fg)
+    assert len(calls) == 52 + 3
+    assert set(calls[52:]) == {c.owner for c in chain[1:4]}
+
+
 @local_optimizer([type(add)])
 def commute(fgraph, node):
     a, b = node.inputs

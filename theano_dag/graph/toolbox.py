@@ -12,7 +12,7 @@ from functools import partial
 from time import perf_counter
 
 from theano_dag.graph.basic import io_toposort, is_same_graph
-from theano_dag.graph.fg import InconsistencyError
+from theano_dag.graph.fg import InconsistencyError, InputReorder
 
 __all__ = [
     "AlreadyThere",
@@ -561,7 +561,8 @@ class PreserveNames(Feature):
     """Give a nameless replacement the name of the variable it replaces."""
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
-        if r.name is not None and new_r.name is None:
+        # (moved arguments of an order-blind op, reorder_inputs, replace nothing)
+        if r.name is not None and new_r.name is None and type(reason) is not InputReorder:
             new_r.name = r.name
 
 
@@ -569,6 +570,8 @@ class PreserveVariableAttributes(Feature):
     """Like PreserveNames, and also keep the ``nan_guard_mode_check`` tag."""
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if type(reason) is InputReorder:
+            return  # moved arguments (reorder_inputs): nothing was replaced
         if r.name is not None and new_r.name is None:
             new_r.name = r.name
         # r._tag, not r.tag: reading r.tag would make a scratchpad for every variable.

@@ -413,20 +413,22 @@ class OpKeyOptimizer(NavigatorOptimizer):
 
 
 class _DirtyTracker(Feature):
-    """Records the nodes an EquilibriumOptimizer must look at again."""
+    """Records the nodes an EquilibriumOptimizer must look at again, each with the
+    ``clock`` (the number of the node visit under way) at its latest change."""
 
-    def __init__(self):
+    def __init__(self, run):
+        self.run = run
         self.imported: dict = {}
         self.changed: dict = {}
         self.n_imported = 0
 
     def on_import(self, fgraph, node, reason=None):
         self.n_imported += 1
-        self.imported[node] = None
+        self.imported[node] = self.run.clock
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
         if type(node) is not str:  # not the "output" marker (and no Op.__ne__ call)
-            self.changed[node] = None
+            self.changed[node] = self.run.clock
 
     def any(self) -> bool:
         return bool(self.imported or self.changed)
@@ -443,7 +445,11 @@ class _Run:
     def __init__(self, fgraph, prof):
         self.fgraph = fgraph
         self.prof = prof
-        self.tracker = _DirtyTracker()
+        self.tracker = _DirtyTracker(self)
+        # Node visits are numbered (clock); last_visit[node] is the number of its latest
+        # one. A change at clock t is stale for a node whose latest visit is not after t.
+        self.clock = 0
+        self.last_visit: dict = {}
         self.counts: dict = {}
         self.max_nodes = max(len(fgraph.apply_nodes), 1)
         self.looped: str | None = None
@@ -535,22 +541,33 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             prof.stats.applied[gopt] += 1
         return changed
 
-    def _expand(self, fgraph, imported, changed):
-        """Nodes to visit next round: new nodes, changed nodes and their clients."""
-        apply_nodes = fgraph.apply_nodes
-        clients = fgraph.clients
-        todo = dict.fromkeys(n for n in imported if n in apply_nodes)
-        frontier = [n for n in changed if n in apply_nodes]
-        todo.update(dict.fromkeys(frontier))
-        frontier = list(todo)
+    def _expand(self, run, imported, changed):
+        """Nodes to visit next round: new and changed nodes and their clients
+        (``revisit_depth`` levels), those of them not visited since the change.
+
+        A node visited after a change saw it: in the first round, which goes inputs
+        first, that is most of the nodes a rewrite upstream touched.
+        """
+        apply_nodes = run.fgraph.apply_nodes
+        clients = run.fgraph.clients
+        last_visit = run.last_visit
+        when: dict = {}  # changed node -> clock of its latest change
+        for marks in (imported, changed):
+            for n, t in marks.items():
+                if n in apply_nodes and t > when.get(n, -1):
+                    when[n] = t
+        todo = {n: None for n, t in when.items() if last_visit.get(n, -1) <= t}
+        frontier = when
         for _ in range(self.revisit_depth):
-            nxt = []
-            for node in frontier:
+            nxt: dict = {}
+            for node, t in frontier.items():
                 for out in node.outputs:
                     for client, _i in clients.get(out, ()):
-                        if type(client) is not str and client not in todo:
+                        if type(client) is str or t <= nxt.get(client, -1):
+                            continue
+                        nxt[client] = t
+                        if client not in todo and last_visit.get(client, -1) <= t:
                             todo[client] = None
-                            nxt.append(client)
             frontier = nxt
         return list(todo)
 
@@ -578,7 +595,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     prof.toposort_time += time.perf_counter() - t0
                     run.tracker.take()
                 else:
-                    stack = self._expand(fgraph, *run.tracker.take())
+                    stack = self._expand(run, *run.tracker.take())
                     stack.reverse()  # popped from the end: keep insertion order
                 run.see_size()
                 changed |= self._local_pass(run, stack)
@@ -634,6 +651,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         perf_counter = time.perf_counter
         process_node = self.process_node
         stat_time, stat_tried = stats.time, stats.tried
+        last_visit = run.last_visit
         try:
             while stack and run.looped is None:
                 node = stack.pop()
@@ -644,6 +662,8 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     continue
                 current[0] = node
                 prof.visited += 1
+                run.clock += 1
+                last_visit[node] = run.clock
                 for lopt in lopts:
                     n_imp = tracker.n_imported
                     t1 = perf_counter()
