@@ -561,19 +561,19 @@ class PreserveNames(Feature):
     """Give a nameless replacement the name of the variable it replaces."""
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
-        # (moved arguments of an order-blind op, reorder_inputs, replace nothing)
-        if r.name is not None and new_r.name is None and type(reason) is not InputReorder:
+        if type(reason) is InputReorder:
+            return  # moved arguments (reorder_inputs): nothing was replaced
+        if r.name is not None and new_r.name is None:
             new_r.name = r.name
 
 
-class PreserveVariableAttributes(Feature):
+class PreserveVariableAttributes(PreserveNames):
     """Like PreserveNames, and also keep the ``nan_guard_mode_check`` tag."""
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
         if type(reason) is InputReorder:
             return  # moved arguments (reorder_inputs): nothing was replaced
-        if r.name is not None and new_r.name is None:
-            new_r.name = r.name
+        super().on_change_input(fgraph, node, i, r, new_r, reason)
         # r._tag, not r.tag: reading r.tag would make a scratchpad for every variable.
         if getattr(getattr(r, "_tag", None), "nan_guard_mode_check", False) and not getattr(
             new_r.tag, "nan_guard_mode_check", False

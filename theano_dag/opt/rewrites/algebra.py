@@ -309,7 +309,7 @@ def _reorderable(fgraph, node, order) -> bool:
     Not when an argument would change type at its position (broadcasting), nor for an
     op whose destroy or view map names input positions.
     """
-    if getattr(fgraph, "reorder_inputs", None) is None or node not in fgraph.apply_nodes:
+    if node not in fgraph.apply_nodes:  # (a node LocalOptGroup made, not yet in the graph)
         return False
     op = node.op
     if getattr(op, "destroy_map", None) or getattr(op, "view_map", None):
