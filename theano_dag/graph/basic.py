@@ -457,16 +457,13 @@ from theano_dag.graph.algorithms import (  # noqa: E402
     clone,
     clone_get_equiv,
     clone_replace,
-    equal_computations,
     general_toposort,
     graph_inputs,
     inputs,
     io_connection_pattern,
     io_toposort,
     is_in_ancestors,
-    is_same_graph,
     list_of_nodes,
-    nodes_constructed,
     op_as_string,
     ops,
     orphans,
@@ -477,4 +474,9 @@ from theano_dag.graph.algorithms import (  # noqa: E402
     vars_between,
     view_roots,
     walk,
+)
+from theano_dag.graph.comparison import (  # noqa: E402
+    equal_computations,
+    is_same_graph,
+    nodes_constructed,
 )
