@@ -233,39 +233,35 @@ def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
         raise NotCompilable(f"{op} has no C expression ({e})") from None
 
 
-def _check_dtype(d, what):
-    """Raise NotCompilable unless C kernels handle dtype ``d``; ``what`` names the value,
-    as a string or a callable making it (formatting a graph value is not free, and this
-    runs for every scalar of every kernel)."""
-    if d in DTYPE_CODES:
-        return
-    if callable(what):
-        what = what()
-    raise NotCompilable(f"{what} has dtype {d}, which C kernels do not handle")
+def _dtype_error(d, what) -> NotCompilable:
+    """The error for a value (``what``) of a dtype C kernels do not handle. Callers test
+    ``d in DTYPE_CODES`` first: this runs for every scalar of every kernel, and the
+    description (it formats graph values) is only worth making for the error."""
+    return NotCompilable(f"{what} has dtype {d}, which C kernels do not handle")
 
 
 def composite_statements(comp, in_exprs, prefix, lines) -> list:
     """Append one typed C temporary per scalar node of ``comp`` to ``lines``; return the
     C expressions of its outputs. Nested Composites are expanded in place."""
     # This runs for every scalar node of every fused kernel when a function is linked,
-    # cache hit or not: the loop avoids per-node closures and repeated lookups.
+    # cache hit or not: no per-node closures.
     names = dict(zip(comp.inputs, in_exprs))
-    known = DTYPE_CODES
 
     def arg(v):
         if isinstance(v, Constant):
-            _check_dtype(v.type.dtype, lambda v=v: f"constant {v}")
+            if v.type.dtype not in DTYPE_CODES:
+                raise _dtype_error(v.type.dtype, f"constant {v}")
             return c_literal(v.data, v.type.dtype)
         return names[v]
 
     for k, node in enumerate(comp.nodes):
         ins, outs, op = node.inputs, node.outputs, node.op
-        args = [arg(v) if isinstance(v, Constant) else names[v] for v in ins]
+        args = [arg(v) for v in ins]
         in_dt = [v.type.dtype for v in ins]
         out_dt = [o.type.dtype for o in outs]
         for d in in_dt + out_dt:
-            if d not in known:
-                _check_dtype(d, lambda op=op: f"scalar op {op}")
+            if d not in DTYPE_CODES:
+                raise _dtype_error(d, f"scalar op {op}")
         if hasattr(op, "nodes") and hasattr(op, "inputs"):
             exprs = composite_statements(op, args, f"{prefix}{k}n", lines)
         else:
@@ -327,7 +323,7 @@ def kernel_body(node, arg_pos, consts):
     out_dt = [o.type.dtype for o in node.outputs]
     for p, d in enumerate(in_dt):
         if d not in DTYPE_CODES:
-            _check_dtype(d, lambda p=p: f"input {p} ({node.inputs[p]})")
+            raise _dtype_error(d, f"input {p} ({node.inputs[p]})")
         if p in consts:
             exprs.append(c_literal(consts[p], d))
         else:
@@ -336,7 +332,7 @@ def kernel_body(node, arg_pos, consts):
             exprs.append(f"x{j}")
     for o, d in zip(node.outputs, out_dt):
         if d not in DTYPE_CODES:
-            _check_dtype(d, lambda o=o: f"output {o}")
+            raise _dtype_error(d, f"output {o}")
     if hasattr(sop, "nodes") and hasattr(sop, "inputs"):
         outs = composite_statements(sop, exprs, "t", lines)
     else:
