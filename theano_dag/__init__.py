@@ -21,6 +21,10 @@ from theano_dag.compile import In, Mode, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
 
+if config.device == "opencl":
+    # shared() then makes device arrays: the engine registers its constructor on import.
+    import theano_dag.engines.opencl  # noqa: F401
+
 __version__ = "0.1.0"
 __all__ = [
     "config",

@@ -25,16 +25,16 @@ import copy
 
 import numpy as np
 
+from theano_dag import tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
 
 __all__ = ["IfElse", "ifelse"]
 
 
 def _tt():
-    from theano_dag import tensor
-
     return tensor
 
 
@@ -148,15 +148,12 @@ class IfElse(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         tt = _tt()
-        from theano_dag.gradient_types import is_disconnected
 
         c, values = inputs[0], inputs[1:]
         ts, fs = values[: self.n_outs], values[self.n_outs :]
         grads_t, grads_f = [], []
         for t, f, g in zip(ts, fs, output_grads):
             if is_disconnected(g):
-                from theano_dag.gradient_types import disconnected_type
-
                 grads_t.append(disconnected_type())
                 grads_f.append(disconnected_type())
                 continue

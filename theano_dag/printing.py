@@ -10,7 +10,11 @@ import os
 import sys
 from io import StringIO
 
-from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply, Constant, Variable, io_toposort
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.shared import SharedVariable
+from theano_dag.tensor.elemwise import Elemwise
 
 __all__ = [
     "debugprint",
@@ -42,10 +46,6 @@ def char_from_number(number: int) -> str:
 
 def _roots(obj):
     """``[(variable, toposort or None, storage_map or None)]`` to print for ``obj``."""
-    from theano_dag.compile.function_module import Function
-    from theano_dag.compile.io import SymbolicInput, SymbolicOutput
-    from theano_dag.graph.fg import FunctionGraph
-
     items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
     roots = []
     for item in items:
@@ -53,9 +53,11 @@ def _roots(obj):
             roots.append((item, None, None))
         elif isinstance(item, Apply):
             roots.extend((o, None, None) for o in item.outputs)
-        elif isinstance(item, (SymbolicInput, SymbolicOutput)):
+        elif isinstance(getattr(item, "variable", None), Variable):
+            # In / Out (compile's SymbolicInput / SymbolicOutput) wrap the variable to print.
             roots.append((item.variable, None, None))
-        elif isinstance(item, Function):
+        elif isinstance(getattr(getattr(item, "maker", None), "fgraph", None), FunctionGraph):
+            # A compiled Function (compile sits above printing): print its optimized graph.
             fg = item.maker.fgraph
             topo = fg.toposort()
             smap = getattr(item.fn, "storage_map", None)
@@ -219,10 +221,6 @@ def register_pprint(op_type, printer):
 
 
 def _is_elementwise(op) -> bool:
-    try:
-        from theano_dag.tensor.elemwise import Elemwise
-    except ImportError:  # the graph core prints without the tensor library
-        Elemwise = ()
     # Reductions also carry a scalar_op (Sum has add): only Elemwise is infix.
     return isinstance(op, Elemwise)
 
@@ -378,9 +376,6 @@ def pydot_source(obj, print_type=False, max_label_size=70, graph_name="G") -> st
       n1 -> n2;
     }
     """
-    from theano_dag.compile.sharedvalue import SharedVariable
-    from theano_dag.graph.basic import io_toposort
-
     roots = _roots(obj)
     outputs = [v for v, _, _ in roots]
     order = next((o for _, o, _ in roots if o is not None), None)
@@ -459,7 +454,6 @@ def pydotprint(fct, outfile=None, format=None, print_type=False, max_label_size=
             "pydotprint needs the graphviz Python package (and Graphviz's `dot` program): "
             "pip install theano_dag[graphviz]. pydot_source() gives the DOT text without it."
         ) from None
-    from theano_dag.config import config
 
     source = pydot_source(fct, print_type=print_type, max_label_size=max_label_size)
     ext = os.path.splitext(outfile)[1].lstrip(".") if outfile else ""

@@ -5,9 +5,9 @@ import pytest
 
 from theano_dag import In, Out, function, shared
 from theano_dag.compile import Mode
-from theano_dag.compile.sharedvar_tensor import TensorSharedVariable
 from theano_dag.config import config
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.sharedvar import TensorSharedVariable
 from theano_dag.tensor.type import TensorType
 
 

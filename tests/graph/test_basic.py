@@ -807,7 +807,7 @@ class TestGeneralToposort:
             general_toposort(["a"], None, compute_deps_cache=lambda n: [])
 
     def test_utils_toposort(self):
-        from theano_dag.graph.utils import toposort
+        from theano_dag.graph.algorithms import toposort
 
         assert toposort({"b": ["a"], "c": ["b"], "a": []}) == ["a", "b", "c"]
 

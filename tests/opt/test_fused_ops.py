@@ -8,7 +8,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
-from theano_dag.gradient_check import verify_grad
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.elemwise import Max, Sum
 from theano_dag.tensor.fused import Adagrad, FusedReduce

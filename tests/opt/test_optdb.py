@@ -10,9 +10,9 @@ import theano_dag.tensor as tt
 from theano_dag import config
 from theano_dag.compile import mode as mode_mod
 from theano_dag.compile.mode import FAST_COMPILE, FAST_RUN, Mode, get_mode
-from theano_dag.compile.ops import deep_copy_op, view_op
-from theano_dag.gradient_ops import grad_clip, zero_grad
+from theano_dag.gradient.ops import grad_clip, zero_grad
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.identity_ops import deep_copy_op, view_op
 from theano_dag.opt import (
     OptimizationWarning,
     Query,

@@ -237,9 +237,9 @@ def test_sorting_moves_arguments_in_place_and_a_failed_rewrite_undoes_it():
     """Same-typed arguments are sorted in the node itself (no new node, clients kept);
     arguments of different types (broadcasting) need a new node. A rewrite that fails
     after sorting is rolled back to the old order, without pruning anything."""
+    from theano_dag.graph.rewriting.local import LocalOptimizer
     from theano_dag.graph.toolbox import Feature
     from theano_dag.opt import in2out
-    from theano_dag.opt.local import LocalOptimizer
 
     x, y = vec("x", "y")
     m, row = tt.dmatrix("m"), tt.drow("row")  # creation order sorts x, y, m, row

@@ -124,7 +124,7 @@ def _symbolic_grad(cost, wrt):
 
 
 def _local_grad(cost, wrt):
-    from theano_dag.gradient_types import is_disconnected, is_null
+    from theano_dag.graph.null_type import is_disconnected, is_null
     from theano_dag.tensor.basic import ones_like, zeros_like
 
     nodes = io_toposort(list(wrt), [cost])

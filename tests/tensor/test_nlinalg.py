@@ -6,7 +6,7 @@ import pytest
 from theano_dag import function
 from theano_dag import tensor as tt
 from theano_dag.gradient import grad
-from theano_dag.gradient_check import verify_grad
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nlinalg import Cholesky, Eigh, cholesky, eigh, generalized_eigh
 

@@ -82,7 +82,7 @@ def test_grad(row):
         return row.build(*[fixed[k] if k in fixed else next(it) for k in range(len(values))])
 
     try:
-        from theano_dag.gradient_check import verify_grad
+        from theano_dag.gradient.verify import verify_grad
     except ImportError:  # the project's checker is not there: use the local one
         check_grad(build, [values[k] for k in diff], rng)
         return

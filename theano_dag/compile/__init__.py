@@ -19,8 +19,8 @@ from theano_dag.compile.mode import (
     register_mode,
     register_optimizer,
 )
-from theano_dag.compile.ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
 from theano_dag.compile.sharedvalue import SharedVariable, shared, shared_constructor
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
 
 __all__ = [
     "function",

@@ -32,9 +32,12 @@ from collections import defaultdict
 import numpy as np
 
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import InputReorder
+from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature
+from theano_dag.printing import debugprint
 
 __all__ = ["DebugMode", "DebugOptimizer", "RewriteChecker", "BadEngineOutput", "sample_value"]
 
@@ -125,16 +128,12 @@ class _Evaluator:
 
 
 def _reason_name(reason) -> str:
-    from theano_dag.opt.basic import opt_name
-
     if reason is None:
         return "(no reason given)"
     return reason if isinstance(reason, str) else opt_name(reason)
 
 
 def _graph_text(var) -> str:
-    from theano_dag.printing import debugprint
-
     try:
         return debugprint(var, file="str")
     except Exception as e:  # printing must never hide the real error
@@ -289,8 +288,6 @@ class DebugOptimizer:
         self.profile, self.checker = prof, checker
         self.mode.last_optimizer_profile = (prof, checker)
         if self.mode.profile:
-            from theano_dag.opt.basic import print_profile
-
             stream = self.mode.stream or sys.stdout
             print(f"DebugMode: optimization took {elapsed:.4f}s (checks included)", file=stream)
             print_profile(prof, stream)
@@ -308,8 +305,6 @@ class _CheckedLinker:
         self.inner = inner
 
     def accept(self, fgraph, no_recycling=None, profile=None):
-        from theano_dag.engines.basic import PerformLinker
-
         new = _CheckedLinker(self.inner.accept(fgraph, no_recycling=no_recycling, profile=profile))
         new.fgraph = fgraph
         new.reference = PerformLinker(allow_gc=False).accept(fgraph)
@@ -379,8 +374,6 @@ class DebugMode(Mode):
 
     @property
     def linker(self):
-        from theano_dag.engines.basic import PerformLinker
-
         lk = Mode.linker.fget(self)
         if not self.check_engine or type(lk) is PerformLinker:  # the reference itself
             return lk

@@ -10,9 +10,10 @@ must not reuse between calls. ``FunctionMaker`` (``function_module``) calls thes
 from __future__ import annotations
 
 from theano_dag.compile.io import SymbolicOutput
-from theano_dag.compile.ops import deep_copy_op, view_op
 from theano_dag.graph.basic import graph_inputs
+from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph, InconsistencyError
+from theano_dag.graph.identity_ops import deep_copy_op, view_op
 from theano_dag.graph.toolbox import PreserveVariableAttributes, Supervisor
 
 __all__ = [
@@ -122,7 +123,6 @@ def attach_protection(fgraph, input_specs, accept_inplace):
                 f"Graph must not contain inplace operations (found {node.op} in {node}); pass "
                 "accept_inplace=True to allow them"
             )
-        from theano_dag.graph.destroyhandler import DestroyHandler
 
         fgraph.attach_feature(DestroyHandler())
     # Unlike Theano, an input the user's own graph destroys is protected too:

@@ -31,6 +31,7 @@ from theano_dag.compile.fgraph_setup import (
 )
 from theano_dag.compile.io import In, SymbolicInput, SymbolicOutput
 from theano_dag.compile.mode import get_mode
+from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.config import config
 from theano_dag.engines.basic import Container
 from theano_dag.graph.basic import Constant, Variable, ancestors, clone_get_equiv
@@ -379,7 +380,6 @@ class Function:
         variables of the same type. ``delete_updates`` drops every update.
         ``share_memory`` shares the intermediate storage (not inputs/outputs).
         """
-        from theano_dag.compile.sharedvalue import SharedVariable
 
         maker = self.maker
         n_out = len(maker.outputs)
@@ -638,8 +638,6 @@ class FunctionMaker:
 
 
 def _is_shared(value) -> bool:
-    from theano_dag.compile.sharedvalue import SharedVariable
-
     return isinstance(value, SharedVariable)
 
 

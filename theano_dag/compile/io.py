@@ -10,6 +10,7 @@ internal storage (``borrow``).
 from __future__ import annotations
 
 from theano_dag.graph.basic import Variable
+from theano_dag.graph.shared import Container, SharedVariable
 
 __all__ = ["In", "Out", "SymbolicInput", "SymbolicOutput"]
 
@@ -110,9 +111,6 @@ class In(SymbolicInput):
                 "input may be both overwritten and aliased by an output"
             )
         if implicit is None:
-            from theano_dag.compile.sharedvalue import SharedVariable
-            from theano_dag.engines.basic import Container
-
             implicit = isinstance(value, (Container, SharedVariable))
         super().__init__(
             variable,

@@ -15,11 +15,11 @@ an output returned to the user is never written into again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from copy import copy, deepcopy
+from copy import copy
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant
-from theano_dag.graph.type import Type
+from theano_dag.graph.shared import Container
 
 __all__ = [
     "Container",
@@ -34,75 +34,6 @@ __all__ = [
     "raise_with_op",
     "describe_value",
 ]
-
-
-class Container:
-    """Join a Variable (or a Type) with a storage cell holding its value.
-
-    Setting ``.data`` (alias ``.value``) filters the new value through the
-    type; a ``readonly`` container refuses it.
-
-    >>> from theano_dag.graph.type import Generic
-    >>> c = Container(Generic()("x"), [None])
-    >>> c.data = [1, 2]
-    >>> c.storage, c.name
-    ([[1, 2]], 'x')
-    """
-
-    def __init__(self, r, storage, *, readonly=False, strict=False, allow_downcast=None, name=None):
-        if not isinstance(storage, list) or len(storage) < 1:
-            raise TypeError(
-                f"Container storage must be a list of length at least one, got {storage!r}"
-            )
-        self.type = r if isinstance(r, Type) else r.type
-        self.name = getattr(r, "name", None) if name is None else name
-        self.storage = storage
-        self.readonly = readonly
-        self.strict = strict
-        self.allow_downcast = allow_downcast
-
-    def __get__(self):
-        return self.storage[0]
-
-    def __set__(self, value):
-        if self.readonly:
-            raise ValueError(f"Cannot set readonly storage: {self.name}")
-        if value is None:
-            self.storage[0] = None
-            return
-        kwargs = {}
-        if self.strict:
-            kwargs["strict"] = True
-        if self.allow_downcast is not None:
-            kwargs["allow_downcast"] = self.allow_downcast
-        try:
-            try:
-                # Reuse the old buffer when the type knows how to.
-                self.storage[0] = self.type.filter_inplace(value, self.storage[0], **kwargs)
-            except NotImplementedError:
-                self.storage[0] = self.type.filter(value, **kwargs)
-        except Exception as e:
-            e.args = e.args + (f'Container name "{self.name}"',)
-            raise
-
-    data = property(__get__, __set__)
-    value = property(__get__, __set__)
-
-    def __str__(self):
-        return f"<{self.storage[0]}>"
-
-    def __repr__(self):
-        return f"<{self.storage[0]!r}>"
-
-    def __deepcopy__(self, memo):
-        return type(self)(
-            deepcopy(self.type, memo),
-            deepcopy(self.storage, memo),
-            readonly=self.readonly,
-            strict=self.strict,
-            allow_downcast=self.allow_downcast,
-            name=self.name,
-        )
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Iterable
 from theano_dag.graph.basic import Apply, Variable
 
 __all__ = [
+    "toposort",
     "walk",
     "ancestors",
     "graph_inputs",
@@ -669,3 +670,16 @@ def op_as_string(
     """
     strs = as_string(i, op.inputs, leaf_formatter, node_formatter)
     return node_formatter(op, strs)
+
+
+def toposort(prereqs_d):
+    """Sort the keys of ``{item: collection of prerequisites}`` so prerequisites come first.
+
+    >>> toposort({"b": ["a"], "c": ["b", "a"], "a": []})
+    ['a', 'b', 'c']
+    """
+    items = set(prereqs_d)
+    for v in prereqs_d.values():
+        items.update(v)
+    order = general_toposort(sorted(items, key=repr), lambda x: list(prereqs_d.get(x, ())))
+    return order

@@ -2,8 +2,7 @@
 
 The FunctionGraph owns the Apply nodes between its inputs and outputs, knows every
 variable's clients, and is the object that optimizers rewrite with ``replace``.
-Features (``theano_dag.graph.toolbox``) listen to its events and may veto changes; how
-they are attached and called back is in ``fg_features``.
+Features (``theano_dag.graph.toolbox``) listen to its events and may veto changes.
 
 Everything here is iterative and linear in the size of what changes, so graphs of
 hundreds of thousands of nodes (or chains that deep) are fine.
@@ -11,17 +10,22 @@ hundreds of thousands of nodes (or chains that deep) are fine.
 
 from __future__ import annotations
 
+import pickle
+import warnings
 from time import perf_counter
 
 from theano_dag.graph.basic import (
     Apply,
     Constant,
     Variable,
+    applys_between,
     as_string,
     clone_get_equiv,
     io_toposort,
+    vars_between,
 )
-from theano_dag.graph.fg_features import FeatureHost
+from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, ReplaceValidate
+from theano_dag.graph.utils import InconsistencyError
 
 __all__ = [
     "FunctionGraph",
@@ -30,10 +34,6 @@ __all__ = [
     "IntegrityError",
     "InputReorder",
 ]
-
-
-class InconsistencyError(Exception):
-    """Raised (usually by a Feature) when a change would leave the graph invalid."""
 
 
 class MissingInputError(Exception):
@@ -51,7 +51,7 @@ class IntegrityError(Exception):
     """Raised by ``FunctionGraph.check_integrity`` when the cached structure is wrong."""
 
 
-class FunctionGraph(FeatureHost):
+class FunctionGraph:
     """The subgraph between ``inputs`` and ``outputs``, with clients and listeners.
 
     ``clients[var]`` lists the ``(node, i)`` pairs with ``node.inputs[i] is var``;
@@ -127,8 +127,6 @@ class FunctionGraph(FeatureHost):
 
         for f in features:
             self.attach_feature(f)
-        from theano_dag.graph.toolbox import ReplaceValidate
-
         self.attach_feature(ReplaceValidate())
 
         for var in inputs:
@@ -637,8 +635,6 @@ class FunctionGraph(FeatureHost):
         Checks ``apply_nodes``, ``variables``, the exact ``clients`` of every
         variable, that no undeclared input is used, and the graph is acyclic.
         """
-        from theano_dag.graph.fg_checks import check_integrity
-
         check_integrity(self)
 
     # ------------------------------------------------------------------
@@ -701,13 +697,9 @@ class FunctionGraph(FeatureHost):
         self.update_mapping = None
 
     def __getstate__(self):
-        from theano_dag.graph.fg_checks import pickle_state
-
         return pickle_state(self)
 
     def __setstate__(self, state):
-        from theano_dag.graph.fg_checks import restore_state
-
         restore_state(self, state)
 
     def __contains__(self, item):
@@ -721,6 +713,117 @@ class FunctionGraph(FeatureHost):
         return f"FunctionGraph({', '.join(as_string(self.inputs, self.outputs))})"
 
     __str__ = __repr__
+
+    # Features: attaching them, calling them back on each change, their orderings
+
+    def attach_feature(self, feature):
+        """Add ``feature`` and call its ``on_attach(fgraph)``.
+
+        A feature that is already attached, or whose ``on_attach`` raises
+        ``AlreadyThere``, is silently not added.
+        """
+        if any(f is feature for f in self._features):
+            return
+        attach = getattr(feature, "on_attach", None)
+        if attach is not None:
+            try:
+                attach(self)
+            except AlreadyThere:
+                return
+        self.execute_callbacks_times.setdefault(feature, 0.0)
+        self._features.append(feature)
+        # The toposort cache stays valid: it is only used when no feature adds orderings,
+        # and optimizers attach and remove features all the time.
+        self._callbacks = {}
+
+    def remove_feature(self, feature):
+        """Remove ``feature`` and call its ``on_detach(fgraph)``; unknown features are ignored."""
+        for k, f in enumerate(self._features):
+            if f is feature:
+                del self._features[k]
+                break
+        else:
+            return
+        self._callbacks = {}
+        detach = getattr(feature, "on_detach", None)
+        if detach is not None:
+            detach(self)
+
+    def _get_callbacks(self, name):
+        cbs = self._callbacks.get(name)
+        if cbs is None:
+            # Methods a feature inherits unchanged from Feature do nothing: skip them.
+            noop = getattr(Feature, name, None)
+            cbs = []
+            for f in self._features:
+                fn = getattr(f, name, None)
+                if fn is None:
+                    continue
+                if noop is not None and getattr(type(f), name, None) is noop:
+                    continue
+                cbs.append((f, fn))
+            self._callbacks[name] = cbs
+        return cbs
+
+    def execute_callbacks(self, name, *args, **kwargs):
+        """Call ``feature.<name>(fgraph, *args, **kwargs)`` on every feature that has it."""
+        cbs = self._callbacks.get(name)
+        if cbs is None:
+            cbs = self._get_callbacks(name)
+        if not cbs:
+            return
+        t0 = perf_counter()
+        if self.profile is None:
+            # Every change of the graph comes here: without a profile to fill, only the
+            # total is timed (as for on_import, see _import_graph).
+            for _, fn in cbs:
+                fn(self, *args, **kwargs)
+        else:
+            times = self.execute_callbacks_times
+            for feature, fn in cbs:
+                tf0 = perf_counter()
+                fn(self, *args, **kwargs)
+                times[feature] = times.get(feature, 0.0) + perf_counter() - tf0
+        self.execute_callbacks_time += perf_counter() - t0
+
+    def collect_callbacks(self, name, *args):
+        """Return ``{feature: feature.<name>(*args)}`` for every feature that has ``name``."""
+        d = {}
+        for feature in self._features:
+            fn = getattr(feature, name, None)
+            if fn is not None:
+                d[feature] = fn(*args)
+        return d
+
+    def orderings(self):
+        """Return ``{node: [nodes that must run before it]}`` gathered from the features.
+
+        Features give extra constraints through ``orderings(fgraph)`` (DestroyHandler
+        uses this to run every reader of a value before the node that destroys it).
+        """
+        all_ords = []
+        for feature, fn in self._get_callbacks("orderings"):
+            ords = fn(self)
+            if not isinstance(ords, dict):
+                raise TypeError(
+                    f"{feature}.orderings must return a dict {{node: [prerequisites]}}, "
+                    f"got {type(ords).__name__}"
+                )
+            for node, prereqs in ords.items():
+                if isinstance(prereqs, (set, frozenset)):
+                    raise TypeError(
+                        f"{feature}.orderings gave a {type(prereqs).__name__} of prerequisites "
+                        f"for {node}; use an ordered collection so toposort is deterministic"
+                    )
+            if ords:
+                all_ords.append(ords)
+        if len(all_ords) == 1:
+            return {k: list(v) for k, v in all_ords[0].items()}
+        combined: dict = {}
+        for ords in all_ords:
+            for node, prereqs in ords.items():
+                combined.setdefault(node, []).extend(prereqs)
+        return combined
 
 
 # ----------------------------------------------------------------------
@@ -775,19 +878,149 @@ def _check_same_type(old, new, reason):
         )
 
 
-class InputReorder:
-    """The reason given to features for a change made by ``FunctionGraph.reorder_inputs``.
+# Integrity checking and pickling: what FunctionGraph does rarely
 
-    A moved input is not a replacement of equal value: the node's result is unchanged
-    because its op ignores the order. ``old_inputs`` is the order before, ``reason`` the
-    caller's reason.
-    """
+# Attributes the FunctionGraph itself owns (the others were installed by features).
+_CORE_ATTRS = frozenset(
+    "execute_callbacks_time _features apply_nodes variables clients inputs outputs "
+    "profile update_mapping _level _version _client_index _input_set".split()
+)
 
-    __slots__ = ("reason", "old_inputs")
 
-    def __init__(self, reason, old_inputs):
-        self.reason = reason
-        self.old_inputs = old_inputs
+def check_integrity(fgraph):
+    """Recompute ``fgraph``'s structure from scratch; raise IntegrityError on a mismatch
+    (see ``FunctionGraph.check_integrity``)."""
+    nodes = set(applys_between(fgraph.inputs, fgraph.outputs))
+    if fgraph.apply_nodes != nodes:
+        raise IntegrityError(
+            f"The nodes are inappropriately cached. missing: "
+            f"{_few(nodes - fgraph.apply_nodes)}, in excess: {_few(fgraph.apply_nodes - nodes)}"
+        )
+    variables = set(vars_between(fgraph.inputs, fgraph.outputs))
+    variables.update(fgraph.inputs)
+    if fgraph.variables != variables:
+        raise IntegrityError(
+            f"The variables are inappropriately cached. missing: "
+            f"{_few(variables - fgraph.variables)}, in excess: "
+            f"{_few(fgraph.variables - variables)}"
+        )
+    if set(fgraph.clients) != variables:
+        raise IntegrityError(
+            f"The clients are kept for the wrong variables. missing: "
+            f"{_few(variables - set(fgraph.clients))}, in excess: "
+            f"{_few(set(fgraph.clients) - variables)}"
+        )
+    expected: dict = {v: [] for v in variables}
+    for node in nodes:
+        for i, inp in enumerate(node.inputs):
+            expected[inp].append((node, i))
+    for k, out in enumerate(fgraph.outputs):
+        expected[out].append(("output", k))
+    inputs = set(fgraph.inputs)
+    for var in variables:
+        if var.owner is None and var not in inputs and not isinstance(var, Constant):
+            raise IntegrityError(f"Undeclared input: {var}")
+        have = fgraph.clients[var]
+        if len(have) != len(expected[var]) or set(map(_client_key, have)) != set(
+            map(_client_key, expected[var])
+        ):
+            raise IntegrityError(
+                f"Inconsistent clients of {var}: cached {have}, actual {expected[var]}"
+            )
+    if set(fgraph._level) != nodes:
+        raise IntegrityError("The node levels are kept for the wrong nodes")
+    for node in nodes:
+        for inp in node.inputs:
+            if inp.owner is not None and fgraph._level[inp.owner] >= fgraph._level[node]:
+                raise IntegrityError(f"Node levels are not topological at {node}")
+    try:
+        io_toposort(fgraph.inputs, fgraph.outputs)
+    except ValueError as e:
+        raise IntegrityError(f"The graph contains a cycle: {e}") from None
 
-    def __str__(self):
-        return str(self.reason)
+
+def pickle_state(fgraph):
+    """``fgraph.__getstate__``: features and attributes that cannot be pickled are dropped
+    with a warning, and nodes are listed inputs-first (no recursion on deep chains)."""
+    d = dict(fgraph.__dict__)
+    for key in ("execute_callbacks_times", "_callbacks", "_toposort_cache"):
+        d.pop(key, None)
+    for feature in fgraph._features:
+        for attr in getattr(feature, "pickle_rm_attr", ()):
+            d.pop(attr, None)
+    # Features and attributes they installed that cannot be pickled are
+    # dropped with a warning rather than making the whole graph unpicklable.
+    kept = []
+    for feature in fgraph._features:
+        err = _pickle_problem(fgraph, feature)
+        if err is None:
+            kept.append(feature)
+        else:
+            warnings.warn(
+                f"FunctionGraph pickling: dropping feature {feature!r}, which cannot be "
+                f"pickled ({err})",
+                stacklevel=2,
+            )
+            for attr in getattr(feature, "pickle_rm_attr", ()):
+                d.pop(attr, None)
+    d["_features"] = kept
+    for key in [k for k in d if k not in _CORE_ATTRS]:
+        err = _pickle_problem(fgraph, d[key])
+        if err is not None:
+            warnings.warn(
+                f"FunctionGraph pickling: dropping attribute {key!r}, which cannot be "
+                f"pickled ({err})",
+                stacklevel=2,
+            )
+            del d[key]
+    # Pickle the nodes inputs-first: each node's inputs are then already in the
+    # pickle memo, so pickling never recurses down a deep chain.
+    order = list(fgraph.inputs)
+    order.extend(io_toposort(fgraph.inputs, fgraph.outputs))
+    return {"_pickle_order": order, **d}
+
+
+def restore_state(fgraph, state):
+    """``fgraph.__setstate__``."""
+    state = dict(state)
+    state.pop("_pickle_order", None)
+    fgraph.__dict__.update(state)
+    fgraph.execute_callbacks_times = {f: 0.0 for f in fgraph._features}
+    fgraph._callbacks = {}
+    fgraph._toposort_cache = None
+    for feature in fgraph._features:
+        unpickle = getattr(feature, "unpickle", None)
+        if unpickle is not None:
+            unpickle(fgraph)
+
+
+def _client_key(client):
+    node, i = client
+    return (id(node) if not _is_output(node) else "output", i)
+
+
+def _few(items, n=5):
+    items = list(items)
+    s = ", ".join(str(x) for x in items[:n])
+    return f"[{s}{', ...' if len(items) > n else ''}]"
+
+
+class _NullWriter:
+    def write(self, b):
+        return len(b)
+
+
+def _pickle_problem(fgraph, obj):
+    """Return why ``obj`` cannot be pickled (ignoring graph objects it refers to), or None."""
+
+    class Probe(pickle.Pickler):
+        def persistent_id(self, o):
+            if o is fgraph or isinstance(o, (Variable, Apply)):
+                return 1
+            return None
+
+    try:
+        Probe(_NullWriter(), protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None

@@ -14,6 +14,7 @@ import warnings
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, NoParams, Variable
+from theano_dag.graph.type import Type
 from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError
 
 __all__ = ["Op", "PureOp", "FromFunctionOp", "as_op", "compute_test_value"]
@@ -268,7 +269,6 @@ def as_op(itypes, otypes, infer_shape=None):
     >>> shout(x).owner.op
     FromFunctionOp{shout}
     """
-    from theano_dag.graph.type import Type
 
     itypes = list(itypes) if isinstance(itypes, (list, tuple)) else [itypes]
     otypes = list(otypes) if isinstance(otypes, (list, tuple)) else [otypes]

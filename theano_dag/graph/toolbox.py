@@ -12,7 +12,7 @@ from functools import partial
 from time import perf_counter
 
 from theano_dag.graph.basic import io_toposort, is_same_graph
-from theano_dag.graph.fg import InconsistencyError, InputReorder
+from theano_dag.graph.utils import InconsistencyError
 
 __all__ = [
     "AlreadyThere",
@@ -31,6 +31,24 @@ __all__ = [
     "Supervisor",
     "is_same_graph",
 ]
+
+
+class InputReorder:
+    """The reason given to features for a change made by ``FunctionGraph.reorder_inputs``.
+
+    A moved input is not a replacement of equal value: the node's result is unchanged
+    because its op ignores the order. ``old_inputs`` is the order before, ``reason`` the
+    caller's reason.
+    """
+
+    __slots__ = ("reason", "old_inputs")
+
+    def __init__(self, reason, old_inputs):
+        self.reason = reason
+        self.old_inputs = old_inputs
+
+    def __str__(self):
+        return str(self.reason)
 
 
 class AlreadyThere(Exception):
@@ -354,7 +372,7 @@ class ReplaceValidate(History, Validator):
     >>> fg.replace_validate(fg.outputs[0], F()(F()(x)))
     Traceback (most recent call last):
     ...
-    theano_dag.graph.fg.InconsistencyError: too big
+    theano_dag.graph.utils.InconsistencyError: too big
     >>> fg
     FunctionGraph(F(x))
     """

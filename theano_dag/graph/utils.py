@@ -154,16 +154,5 @@ class ValidatingScratchpad(Scratchpad):
         object.__setattr__(self, attr, obj)
 
 
-def toposort(prereqs_d):
-    """Sort the keys of ``{item: collection of prerequisites}`` so prerequisites come first.
-
-    >>> toposort({"b": ["a"], "c": ["b", "a"], "a": []})
-    ['a', 'b', 'c']
-    """
-    from theano_dag.graph.basic import general_toposort
-
-    items = set(prereqs_d)
-    for v in prereqs_d.values():
-        items.update(v)
-    order = general_toposort(sorted(items, key=repr), lambda x: list(prereqs_d.get(x, ())))
-    return order
+class InconsistencyError(Exception):
+    """Raised (usually by a Feature) when a change would leave the graph invalid."""

@@ -6,46 +6,44 @@ The contract is ``theano.graph.opt`` and ``theano.graph.optdb`` of theano-pymc 1
 lays it out); the rewrites live in ``theano_dag.opt.rewrites``.
 """
 
-from theano_dag.opt.basic import (
+from theano_dag.graph.rewriting import (
+    DB,
     ChangeLog,
+    EquilibriumDB,
+    EquilibriumOptimizer,
+    FromFunctionLocalOptimizer,
     FromFunctionOptimizer,
     GlobalOptimizer,
+    LocalGroupDB,
+    LocalOptGroup,
+    LocalOptimizer,
+    MaxUseRatioExceeded,
+    MergeFeature,
+    MergeOptimizer,
+    NavigatorOptimizer,
+    OpKeyOptimizer,
+    OpRemove,
+    OpSub,
     OptimizationAbort,
     OptimizationWarning,
     Optimizer,
-    SeqOptimizer,
-    inplace_optimizer,
-    opt_name,
-    optimizer,
-    print_profile,
-    report_failure,
-)
-from theano_dag.opt.db import (
-    DB,
-    EquilibriumDB,
-    LocalGroupDB,
+    PatternSub,
     ProxyDB,
     Query,
+    SeqOptimizer,
     SequenceDB,
     TopoDB,
-)
-from theano_dag.opt.local import (
-    FromFunctionLocalOptimizer,
-    LocalOptGroup,
-    LocalOptimizer,
-    OpRemove,
-    OpSub,
-    local_optimizer,
-)
-from theano_dag.opt.merge import MergeFeature, MergeOptimizer, merge_optimizer, pre_constant_merge
-from theano_dag.opt.navigator import (
-    EquilibriumOptimizer,
-    MaxUseRatioExceeded,
-    NavigatorOptimizer,
-    OpKeyOptimizer,
     TopoOptimizer,
     in2out,
+    inplace_optimizer,
+    local_optimizer,
+    merge_optimizer,
+    opt_name,
+    optimizer,
     out2in,
+    pre_constant_merge,
+    print_profile,
+    report_failure,
 )
 
 # The global optimization database and the helpers that add rewrites to it (imported
@@ -58,7 +56,6 @@ from theano_dag.opt.optdb import (  # noqa: E402
     register_stabilize,
     register_useless,
 )
-from theano_dag.opt.pattern import PatternSub
 
 __all__ = [
     "ChangeLog",

@@ -37,10 +37,10 @@ this module's functions with ``from theano_dag.opt.optdb import build_optdb``.
 
 from __future__ import annotations
 
-from theano_dag.opt.basic import GlobalOptimizer
-from theano_dag.opt.db import EquilibriumDB, LocalGroupDB, Query, SequenceDB, TopoDB
-from theano_dag.opt.merge import MergeOptimizer
-from theano_dag.opt.navigator import NavigatorOptimizer
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
+from theano_dag.graph.rewriting.db import EquilibriumDB, LocalGroupDB, Query, SequenceDB, TopoDB
+from theano_dag.graph.rewriting.merge import MergeOptimizer
+from theano_dag.graph.rewriting.navigator import NavigatorOptimizer
 from theano_dag.opt.rewrites import RULES
 from theano_dag.opt.rewrites.fusion import FusionOptimizer, local_fused_reduce
 from theano_dag.opt.rewrites.inplace import InplaceOptimizer

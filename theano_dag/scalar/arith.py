@@ -16,6 +16,7 @@ from theano_dag.scalar.basic import (
     UnaryScalarOp,
     _t,
     _tb,
+    as_scalar,
     bool_out,
     discrete_dtypes,
     float_dtypes,
@@ -535,7 +536,6 @@ def convert_to(dtype) -> Cast:
 
 def cast(x, dtype):
     """Cast the scalar variable ``x`` to ``dtype`` (no-op when it already has it)."""
-    from theano_dag.scalar.basic import as_scalar
 
     x = as_scalar(x)
     if x.dtype == np.dtype(dtype).name:

@@ -22,6 +22,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.null_type import grad_not_implemented
 from theano_dag.graph.op import Op
 from theano_dag.graph.type import Type
 
@@ -447,8 +448,6 @@ class ScalarOp(Op):
         return self.grad(inputs, output_grads)
 
     def grad(self, inputs, output_grads):
-        from theano_dag.gradient_types import grad_not_implemented
-
         return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
 
 

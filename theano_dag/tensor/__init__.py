@@ -17,6 +17,7 @@ from theano_dag.tensor import (  # noqa: E402, F401
     nlinalg,
     nnet,
     random,
+    sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
 )
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all

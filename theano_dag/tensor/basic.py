@@ -8,8 +8,11 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.null_type import disconnected_type, grad_not_implemented, is_disconnected
 from theano_dag.graph.op import Op
-from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
+from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     MakeVector,
     Reshape,
@@ -77,8 +80,7 @@ as_tensor = as_tensor_variable
 
 
 def disconnected():
-    """A fresh "disconnected gradient" variable (see ``theano_dag.gradient_types``)."""
-    from theano_dag.gradient_types import disconnected_type
+    """A fresh "disconnected gradient" variable (see ``theano_dag.graph.null_type``)."""
 
     return disconnected_type()
 
@@ -161,9 +163,6 @@ class Alloc(Op):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.elemwise import reduce_grad_to
-        from theano_dag.tensor.math import sum as tsum
-
         v = inputs[0]
         (gz,) = output_grads
         lead = outputs[0].ndim - v.ndim
@@ -285,8 +284,6 @@ class Join(Op):
         return [tuple(out)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.elemwise import reduce_grad_to
-
         (gz,) = output_grads
         axis = self.axis % gz.ndim
         if len(inputs) == 1:
@@ -389,8 +386,6 @@ class Split(Op):
         return [[True] * self.len_splits, [False] * self.len_splits]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import is_disconnected
-
         x, _ = inputs
         gs = [zeros_like(o) if is_disconnected(g) else g for g, o in zip(output_grads, outputs)]
         return [join(self.axis, *gs), disconnected()]
@@ -426,8 +421,6 @@ class ARange(Op):
         output_storage[0][0] = np.arange(start, stop, step, dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from theano_dag.tensor import math as tm
-
         start, stop, step = node.inputs
         n = tm.ceil(cast(stop - start, "float64") / cast(step, "float64"))
         return [(cast(tm.maximum(n, 0), "int64"),)]
@@ -522,8 +515,6 @@ class Tile(Op):
         return [tuple(s * r for s, r in zip(input_shapes[0], self.reps))]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.math import sum as tsum
-
         (x,) = inputs
         (gz,) = output_grads
         if not x.ndim:
@@ -577,8 +568,6 @@ class Repeat(Op):
         output_storage[0][0] = np.repeat(x, r, axis=self.axis)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from theano_dag.tensor.math import sum as tsum
-
         x, r = node.inputs
         xs = input_shapes[0]
         if self.axis is None:
@@ -594,9 +583,6 @@ class Repeat(Op):
         return [[True], [False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_not_implemented
-        from theano_dag.tensor.math import sum as tsum
-
         x, r = inputs
         (gz,) = output_grads
         if r.ndim != 0:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.basic import Apply, Variable, view_roots
 from theano_dag.graph.op import Op
+from theano_dag.tensor import math
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.var import as_tensor_variable
 
@@ -71,8 +72,6 @@ def _check_len(op, what, n1, n2, shapes):
 
 
 def _math():
-    from theano_dag.tensor import math
-
     return math
 
 
@@ -125,8 +124,6 @@ class Gemm(_Destructive):
         _check_len(self, "z rows", z.type.shape[0], x.type.shape[0], shapes)
         _check_len(self, "z columns", z.type.shape[1], y.type.shape[1], shapes)
         if self.inplace:
-            from theano_dag.graph.basic import view_roots
-
             # z is overwritten: it must not alias x or y.
             zr = set(view_roots(z))
             if zr & set(view_roots(x)) or zr & set(view_roots(y)):

@@ -15,6 +15,7 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
 from theano_dag.graph.op import Op
 from theano_dag.scalar import Composite
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
@@ -188,8 +189,6 @@ class Elemwise(Op):
         return [tuple(out)] * len(node.outputs)
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import is_disconnected, is_null
-
         if all(_is_discrete(o) for o in outputs):
             return [_zeros_like(x, _float_of(x)) for x in inputs]
         ograds = [
@@ -235,7 +234,6 @@ def reduce_grad_to(g, x):
 def expand_composite_grad(comp, inputs, output_grads):
     """Gradients of ``Elemwise(comp)``: rebuild its scalar graph with Elemwise ops and
     walk it backwards, each node using its own scalar op's gradient."""
-    from theano_dag.gradient_types import is_disconnected, is_null
 
     env = dict(zip(comp.inputs, inputs))
     applies = []
@@ -473,8 +471,6 @@ class CAReduce(Op):
         return DimShuffle(v.broadcastable, order)(v)
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_not_implemented
-
         return [grad_not_implemented(self, 0, inputs[0])]
 
 

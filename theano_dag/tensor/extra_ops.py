@@ -14,11 +14,14 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
 from theano_dag.tensor.shape import shape_i
+from theano_dag.tensor.shape_extra import specify_shape
+from theano_dag.tensor.subtensor import set_subtensor
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
@@ -42,8 +45,6 @@ __all__ = [
 
 
 def _disconnected():
-    from theano_dag.gradient_types import disconnected_type
-
     return disconnected_type()
 
 
@@ -245,7 +246,6 @@ class ExtractDiag(Op):
         n = shape_i(gz, gz.ndim - 1)
         r = tb.arange(n) + max(0, -self.offset)
         c = tb.arange(n) + max(0, self.offset)
-        from theano_dag.tensor.subtensor import set_subtensor
 
         zeros = tb.zeros_like(xt, dtype=gz.dtype)
         gt = set_subtensor(zeros[(Ellipsis, r, c)], gz)
@@ -480,7 +480,6 @@ def squeeze(x, axis=None):
     >>> squeeze(tt.dmatrix("m"), axis=0).type
     TensorType(float64, vector)
     """
-    from theano_dag.tensor.shape_extra import specify_shape
 
     x = as_tensor_variable(x)
     if axis is None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import is_disconnected
 from theano_dag.graph.op import Op
-from theano_dag.tensor.elemwise import CAReduce, broadcast_static_shape
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import CAReduce, Elemwise, broadcast_static_shape, reduce_grad_to
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
@@ -83,10 +85,6 @@ class Adagrad(Op):
         return [shape, shape]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import is_disconnected
-        from theano_dag.tensor import math as tm
-        from theano_dag.tensor.elemwise import reduce_grad_to
-
         acc, g = inputs
         new_acc, step = outputs
         g_acc, g_step = output_grads
@@ -132,8 +130,6 @@ class FusedReduce(Op):
     __repr__ = __str__
 
     def _elemwise(self):
-        from theano_dag.tensor.elemwise import Elemwise
-
         return Elemwise(self.scalar_op)
 
     def make_node(self, *inputs):

@@ -22,6 +22,8 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
+from theano_dag.tensor.basic import cast, ones_like, zeros_like
+from theano_dag.tensor.math import add
 from theano_dag.tensor.type import TensorType, continuous_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
@@ -219,8 +221,6 @@ class Einsum(Op):
         return [tuple(where[c] for c in self.out_term)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import cast, ones_like, zeros_like
-
         (g,) = output_grads
         grads = []
         for k, x in enumerate(inputs):
@@ -241,8 +241,6 @@ class Einsum(Op):
         return grads
 
     def R_op(self, inputs, eval_points):
-        from theano_dag.tensor.math import add
-
         terms = []
         for k, ev in enumerate(eval_points):
             if ev is not None:

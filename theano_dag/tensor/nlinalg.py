@@ -14,7 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import DisconnectedType, grad_not_implemented
 from theano_dag.graph.op import Op
+from theano_dag.scalar import upcast
+from theano_dag.tensor.basic import cast, zeros_like
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
@@ -36,7 +39,6 @@ def _float_matrix(op, x, k=0):
         raise TypeError(f"{op}: input {k} ({x}) must be a matrix, got {x.ndim} dimensions")
     if x.dtype not in float_dtypes:
         # integers decompose in float64, as numpy.linalg does
-        from theano_dag.tensor.basic import cast
 
         x = cast(x, "float64")
     return x
@@ -48,8 +50,6 @@ def _square(shape):
 
 
 def _is_disconnected(g):
-    from theano_dag.gradient_types import DisconnectedType
-
     return isinstance(g.type, DisconnectedType)
 
 
@@ -154,8 +154,6 @@ class Eigh(Op):
         return [(n,), (n, n)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import zeros_like
-
         grads = [zeros_like(o) if _is_disconnected(g) else g for o, g in zip(outputs, output_grads)]
         return [EighGrad(self.UPLO)(inputs[0], *outputs, *grads)]
 
@@ -205,7 +203,6 @@ class GeneralizedEigh(Op):
 
     def make_node(self, a, b):
         a, b = _float_matrix(self, a), _float_matrix(self, b, 1)
-        from theano_dag.scalar import upcast
 
         dtype = upcast(a.dtype, b.dtype)
         n = _square(a.type.shape)
@@ -226,8 +223,6 @@ class GeneralizedEigh(Op):
         return [(n,), (n, n)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_not_implemented
-
         return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
 
 

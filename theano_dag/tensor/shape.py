@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.var import as_tensor_variable, constant
@@ -24,8 +25,6 @@ __all__ = [
 
 
 def _disconnected():
-    from theano_dag.gradient_types import disconnected_type
-
     return disconnected_type()
 
 

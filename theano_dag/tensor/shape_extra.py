@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor.elemwise import DimShuffle
-from theano_dag.tensor.shape import as_int_vector
+from theano_dag.tensor.shape import MakeVector, as_int_vector
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.var import as_tensor_variable, constant
 
@@ -34,8 +35,6 @@ __all__ = [
 
 
 def _disconnected():
-    from theano_dag.gradient_types import disconnected_type
-
     return disconnected_type()
 
 
@@ -247,7 +246,6 @@ class SpecifyShape(Op):
 
 def _shape_entries(shape):
     """The entries of a shape vector known at build time (None where symbolic)."""
-    from theano_dag.tensor.shape import MakeVector
 
     if isinstance(shape, Constant):
         return [int(v) for v in np.asarray(shape.data).reshape(-1)]

@@ -13,8 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import zeros_like
+from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
+from theano_dag.tensor.math import sum as tsum
+from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.var import as_tensor_variable, constant
 
@@ -36,8 +43,6 @@ _INTS = int_dtypes + uint_dtypes
 
 
 def _disc():
-    from theano_dag.gradient_types import disconnected_type
-
     return disconnected_type()
 
 
@@ -109,7 +114,6 @@ def slice_length(n, start, stop, step):
     >>> int(slice_length(10, 2, None, 3))
     3
     """
-    from theano_dag.tensor import math as tm
 
     vals = [_const_int(v) if isinstance(v, Variable) else v for v in (n, start, stop, step)]
     if (
@@ -219,13 +223,9 @@ class Subtensor(Op):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import zeros_like
-
         x, *idx = inputs
         (gz,) = output_grads
         if x.dtype in discrete_dtypes:
-            from theano_dag.config import config
-
             return [zeros_like(x, config.floatX)] + [_disc() for _ in idx]
         gx = IncSubtensor(self.idx_list)(zeros_like(x), gz, *idx)
         return [gx] + [_disc() for _ in idx]
@@ -243,8 +243,6 @@ def _y_to_result(y, result_type, who):
 
 def _reduce_y_grad(g, y):
     """The gradient wrt ``y`` from the gradient of the indexed region."""
-    from theano_dag.tensor.elemwise import reduce_grad_to
-    from theano_dag.tensor.math import sum as tsum
 
     lead = g.ndim - y.ndim
     if lead:
@@ -335,8 +333,6 @@ class AdvancedSubtensor1(Op):
         return [[True], [False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import zeros_like
-
         x, i = inputs
         return [AdvancedIncSubtensor1()(zeros_like(x), output_grads[0], i), _disc()]
 
@@ -456,9 +452,6 @@ class AdvancedSubtensor(Op):
         output_storage[0][0] = np.asarray(out)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from theano_dag.tensor import math as tm
-        from theano_dag.tensor.shape import shape_i
-
         x, *idx = node.inputs
         xs = input_shapes[0]
         entries = list(self._walk(x, idx))
@@ -494,8 +487,6 @@ class AdvancedSubtensor(Op):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import zeros_like
-
         x, *idx = inputs
         gx = AdvancedIncSubtensor(self.idx_list)(zeros_like(x), output_grads[0], *idx)
         return [gx] + [_disc() for _ in idx]
@@ -604,7 +595,6 @@ def getitem(x, args):
                 order.append(k)
                 k += 1
         order.extend(range(k, out.ndim))
-        from theano_dag.tensor.elemwise import DimShuffle
 
         out = DimShuffle(out.broadcastable, order)(out)
     return out
@@ -630,7 +620,6 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
         return AdvancedIncSubtensor(op.idx_list, set_instead_of_inc=set_instead_of_inc)(
             node.inputs[0], y, *node.inputs[1:]
         )
-    from theano_dag.tensor.elemwise import DimShuffle
 
     if (
         isinstance(op, DimShuffle)

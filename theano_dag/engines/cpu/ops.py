@@ -354,7 +354,7 @@ def register_defaults():
     except (ImportError, AttributeError):
         pass
     try:
-        from theano_dag.compile.ops import DeepCopyOp, ViewOp
+        from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 
         register_impl(DeepCopyOp)(_deepcopy_steps)
         register_impl(ViewOp)(_viewop_steps)

@@ -19,7 +19,7 @@ function is first compiled for it.
 from __future__ import annotations
 
 from theano_dag.compile.mode import register_linker
-from theano_dag.compile.sharedvalue import shared_constructor
+from theano_dag.graph.shared import shared_constructor
 
 __all__ = [
     "OpenCLLinker",

@@ -312,7 +312,7 @@ class _SubtensorImpl(_ViewImpl):
 
 
 def _install():
-    from theano_dag.compile.ops import DeepCopyOp, ViewOp
+    from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
     from theano_dag.tensor.elemwise import DimShuffle
     from theano_dag.tensor.shape import Reshape
     from theano_dag.tensor.subtensor import Subtensor

@@ -118,14 +118,14 @@ def to_host(value, ctx=None) -> np.ndarray:
 
 
 def _tensor_type_of(value, broadcastable=None, shape=None):
-    from theano_dag.compile.sharedvar_tensor import tensor_type_for
+    from theano_dag.tensor.sharedvar import tensor_type_for
 
     dummy = np.empty((0,) * value.ndim, dtype=value.dtype)
     return tensor_type_for(dummy, broadcastable=broadcastable, shape=shape)
 
 
 def _shared_class():
-    from theano_dag.compile.sharedvar_tensor import TensorSharedVariable
+    from theano_dag.tensor.sharedvar import TensorSharedVariable
 
     class OpenCLSharedVariable(TensorSharedVariable):
         """A shared tensor stored on the OpenCL device (see the module docstring)."""

@@ -15,8 +15,8 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import Apply, Constant
-from theano_dag.opt.local import local_optimizer
-from theano_dag.opt.pattern import PatternSub
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.graph.rewriting.pattern import PatternSub
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     elemwise_of,

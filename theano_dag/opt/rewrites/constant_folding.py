@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Constant
-from theano_dag.opt.local import LocalOptimizer, local_optimizer
+from theano_dag.graph.rewriting.local import LocalOptimizer, local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.tensor.shape import Shape, Shape_i
 from theano_dag.tensor.var import constant

@@ -20,8 +20,9 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
-from theano_dag.opt.basic import GlobalOptimizer
-from theano_dag.opt.local import local_optimizer
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.graph.toolbox import ReplaceValidate
 from theano_dag.opt.rewrites.utils import fit, scalar_op, single_client
 from theano_dag.scalar import Composite
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -78,8 +79,6 @@ class FusionOptimizer(GlobalOptimizer):
         self.max_inputs = max_inputs
 
     def add_requirements(self, fgraph):
-        from theano_dag.graph.toolbox import ReplaceValidate
-
         if not hasattr(fgraph, "replace_all_validate"):
             fgraph.attach_feature(ReplaceValidate())
 

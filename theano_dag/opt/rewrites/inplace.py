@@ -17,8 +17,9 @@ from __future__ import annotations
 import time
 
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.destroyhandler import DestroyHandler
+from theano_dag.graph.rewriting.basic import ChangeLog, GlobalOptimizer
 from theano_dag.graph.toolbox import Supervisor
-from theano_dag.opt.basic import ChangeLog, GlobalOptimizer
 from theano_dag.tensor.blas import Gemm, Gemv, Ger, gemm_inplace, gemv_inplace, ger_destructive
 from theano_dag.tensor.elemwise import Elemwise
 
@@ -106,8 +107,6 @@ class InplaceOptimizer(GlobalOptimizer):
     """Replace Elemwise, Gemm, Gemv and Ger nodes by their inplace versions where safe."""
 
     def add_requirements(self, fgraph):
-        from theano_dag.graph.destroyhandler import DestroyHandler
-
         if not hasattr(fgraph, "destroy_handler"):
             fgraph.attach_feature(DestroyHandler())
 

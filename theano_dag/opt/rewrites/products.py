@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.opt.local import LocalOptimizer
+from theano_dag.graph.rewriting.local import LocalOptimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE, commutative_key
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (

@@ -10,7 +10,7 @@ recognised first.
 from __future__ import annotations
 
 from theano_dag import scalar as ts
-from theano_dag.opt.local import local_optimizer
+from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (

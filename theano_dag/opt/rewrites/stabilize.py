@@ -10,7 +10,7 @@ values they give are closer to the exact ones.
 from __future__ import annotations
 
 from theano_dag import scalar as ts
-from theano_dag.opt.local import local_optimizer
+from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, is_const, is_float, scalar_op
 from theano_dag.tensor import math as tm

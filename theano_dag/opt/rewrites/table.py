@@ -5,7 +5,7 @@ Rewrite modules record their rules here with small decorators
 to fill a *fresh* optdb. Nothing is registered into a global registry at import time, so
 a test can build as many independent optdbs as it likes.
 
->>> from theano_dag.opt.local import local_optimizer
+>>> from theano_dag.graph.rewriting.local import local_optimizer
 >>> rules = RuleTable()
 >>> @rules.canonicalize("fast_compile")
 ... @local_optimizer(None)
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from theano_dag.opt.basic import opt_name
+from theano_dag.graph.rewriting.basic import opt_name
 
 __all__ = ["Rule", "RuleTable", "RULES"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.compile.ops import DeepCopyOp, ViewOp
 from theano_dag.graph.basic import Constant
-from theano_dag.opt.local import local_optimizer
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
+from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
 from theano_dag.tensor import math as tm

@@ -15,6 +15,7 @@ from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.math import _ew
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.var import TensorConstant, constant
 
@@ -61,7 +62,6 @@ def is_op(var, scalar_cls):
 def elemwise_of(scalar):
     """The Elemwise op applying ``scalar`` (an existing instance from ``tensor.math`` when
     there is one, so that printed graphs and equality look the same)."""
-    from theano_dag.tensor.math import _ew
 
     return _ew(scalar)
 

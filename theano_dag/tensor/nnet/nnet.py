@@ -15,6 +15,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
@@ -435,8 +436,6 @@ class CrossentropyCategorical1Hot(Op):
         return [(input_shapes[0][0],)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_undefined
-
         c, y = inputs
         return [
             crossentropy_categorical_1hot_grad(output_grads[0], c, y),
@@ -469,8 +468,6 @@ class CrossentropyCategorical1HotGrad(Op):
         return [input_shapes[1]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_undefined
-
         g, c, y = inputs
         (gg,) = output_grads
         mask = _one_hot_mask(y, tb.shape_i(c, 1), c.dtype)
@@ -553,8 +550,6 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
         return [[True, True, False], [True, True, False], [True, False, False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_undefined, is_disconnected
-
         x, b, y = inputs
         g_nll, g_sm, _ = output_grads
         sm = outputs[1]
@@ -602,8 +597,6 @@ class CrossentropySoftmax1HotWithBiasDx(Op):
         return [input_shapes[1]]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import grad_undefined
-
         dy, sm, y = inputs
         (g,) = output_grads
         mask = _one_hot_mask(y, tb.shape_i(sm, 1), sm.dtype)

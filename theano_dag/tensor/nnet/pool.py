@@ -26,6 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
+from theano_dag.tensor import math
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.var import as_tensor_variable
 
@@ -68,8 +69,6 @@ def _out_len(v, ws, stride, pad, ignore_border):
 
 
 def _tm():
-    from theano_dag.tensor import math
-
     return math
 
 

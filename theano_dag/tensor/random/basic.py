@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag.graph.basic import Constant
 from theano_dag.tensor.random.op import RandomVariable, int_param, size_length
 
 __all__ = ["NormalRV", "UniformRV", "BinomialRV", "ChoiceRV", "PermutationRV"]
@@ -103,8 +104,6 @@ class PermutationRV(RandomVariable):
             raise TypeError(f"{self}: n must be an integer scalar, got {n.type}")
 
     def static_shape(self, size_entries, params):
-        from theano_dag.graph.basic import Constant
-
         (n,) = params
         return (*size_entries, int(n.data) if isinstance(n, Constant) else None)
 

@@ -20,8 +20,10 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.null_type import disconnected_type, grad_undefined
 from theano_dag.graph.op import Op
 from theano_dag.graph.type import Generic
+from theano_dag.tensor.basic import get_vector_length
 from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.shape import as_int_vector, make_vector
 from theano_dag.tensor.shape_extra import _shape_entries
@@ -100,8 +102,6 @@ def as_size(size, ndim=None, who="size"):
 
 
 def _known_length(vec):
-    from theano_dag.tensor.basic import get_vector_length
-
     try:
         return get_vector_length(vec)
     except ValueError:
@@ -211,8 +211,6 @@ class RandomVariable(Op):
         return [[False, False], [False, False]] + [[False, True]] * (len(node.inputs) - 2)
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient_types import disconnected_type, grad_undefined
-
         return [disconnected_type(), disconnected_type()] + [
             grad_undefined(self, k + 2, p, "the draws are not differentiable in the parameters")
             for k, p in enumerate(inputs[2:])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.graph.shared import SharedVariable
 from theano_dag.scalar.basic import upcast
 from theano_dag.tensor.random import basic
 from theano_dag.tensor.random.op import as_size, random_generator_type
@@ -68,8 +69,6 @@ class RandomStream:
         Returns the draws; ``out.rng`` is the shared generator and ``out.update`` the
         ``(rng, new_rng)`` pair, as in Theano.
         """
-        from theano_dag.compile.sharedvalue import SharedVariable
-
         rng = SharedVariable(type=random_generator_type, value=self._new_generator())
         rng.tag.is_rng = True
         size = as_size(size, ndim=ndim, who=f"{op.name}: size")

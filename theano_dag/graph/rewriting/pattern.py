@@ -26,7 +26,7 @@ import numpy as np
 
 from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.op import Op
-from theano_dag.opt.local import LocalOptimizer, _n_positional
+from theano_dag.graph.rewriting.local import LocalOptimizer, _n_positional
 
 __all__ = ["PatternSub"]
 

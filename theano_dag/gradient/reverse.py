@@ -1,4 +1,4 @@
-"""Symbolic differentiation (``theano.gradient``): ``grad``, ``Lop``, ``Rop``, ``jacobian``.
+"""Reverse-mode differentiation: ``grad``, ``Lop``, ``Rop`` and ``subgraph_grad``.
 
 ``grad`` runs reverse mode over ``Op.L_op`` (which defaults to ``Op.grad``) and returns
 ordinary graphs, so the optimizer sees and simplifies them like any other expression.
@@ -15,29 +15,15 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
+from theano_dag import tensor as tt
 from theano_dag.config import config
-from theano_dag.gradient_ops import (
-    ConsiderConstant,
-    DisconnectedGrad,
-    GradClip,
-    GradScale,
-    UndefinedGrad,
-    ZeroGrad,
-    consider_constant,
-    disconnected_grad,
-    grad_clip,
-    grad_scale,
-    undefined_grad,
-    zero_grad,
-)
-from theano_dag.gradient_types import (
+from theano_dag.graph.basic import Variable, general_toposort, io_toposort
+from theano_dag.graph.null_type import (
     DisconnectedType,
     NullType,
     disconnected_type,
     grad_not_implemented,
-    grad_undefined,
 )
-from theano_dag.graph.basic import Variable, general_toposort, io_toposort
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 
@@ -45,34 +31,9 @@ __all__ = [
     "grad",
     "Lop",
     "Rop",
-    "jacobian",
-    "hessian",
     "subgraph_grad",
     "DisconnectedInputError",
     "NullTypeGradError",
-    "DisconnectedType",
-    "NullType",
-    "disconnected_type",
-    "grad_undefined",
-    "grad_not_implemented",
-    "ZeroGrad",
-    "DisconnectedGrad",
-    "UndefinedGrad",
-    "ConsiderConstant",
-    "GradClip",
-    "GradScale",
-    "MapOverIndex",
-    "zero_grad",
-    "disconnected_grad",
-    "undefined_grad",
-    "consider_constant",
-    "grad_clip",
-    "grad_scale",
-    "map_over_index",
-    "numeric_grad",
-    "verify_grad",
-    "GradientError",
-    "mode_not_slow",
 ]
 
 
@@ -83,13 +44,6 @@ class DisconnectedInputError(ValueError):
 
 class NullTypeGradError(TypeError):
     """Raised when a requested gradient is undefined or not implemented (a NullType)."""
-
-
-def _tt():
-    # The tensor package imports gradient helpers itself; import it late to avoid a cycle.
-    import theano_dag.tensor as tt
-
-    return tt
 
 
 def _dtype(var):
@@ -111,11 +65,11 @@ def _float_dtype_of(var) -> str:
 
 
 def _float_zeros_like(var):
-    return _tt().zeros_like(var, dtype=_float_dtype_of(var))
+    return tt.zeros_like(var, dtype=_float_dtype_of(var))
 
 
 def _float_ones_like(var):
-    return _tt().ones_like(var, dtype=_float_dtype_of(var))
+    return tt.ones_like(var, dtype=_float_dtype_of(var))
 
 
 def _as_list(x):
@@ -290,7 +244,7 @@ def grad(
         dt = _dtype(cost)
         if _dtype(g_cost) is not None and dt and dt.startswith(("float", "complex")):
             if _dtype(g_cost) != dt:
-                g_cost = _tt().cast(g_cost, dt)
+                g_cost = tt.cast(g_cost, dt)
         grad_dict[cost] = g_cost
     # As in Theano, a known gradient replaces (is not added to) what flows from the cost.
     grad_dict.update(known_grads)
@@ -344,7 +298,7 @@ def _check_known_grads(known_grads) -> dict:
         if not isinstance(var, Variable):
             raise TypeError(f"grad: known_grads keys must be Variables, got {var!r}")
         if not isinstance(g, Variable):
-            g = _tt().as_tensor_variable(g)
+            g = tt.as_tensor_variable(g)
         if not _is_placeholder(g):
             dt = _dtype(g)
             if dt is None or not dt.startswith(("float", "complex")):
@@ -412,7 +366,7 @@ def _populate_grad_dict(var_to_app_to_idx, grad_dict, wrt, cost_name, patterns):
         elif len(terms) == 1:
             g = terms[0]
         elif terms:
-            g = _tt().add(*terms)
+            g = tt.add(*terms)
         else:
             g = disconnected_type()
         # A single term may be another variable's gradient passed through: keep its name.
@@ -457,7 +411,7 @@ def _node_input_grads(node, output_grads, pattern) -> list:
     for o, og in zip(node.outputs, output_grads):
         o_dt, og_dt = _dtype(o), _dtype(og)
         if og_dt is not None and o_dt is not None and not _is_discrete(o) and o_dt != og_dt:
-            og = _tt().cast(og, o_dt)
+            og = tt.cast(og, o_dt)
         new_output_grads.append(og)
 
     try:
@@ -540,7 +494,7 @@ def _is_zero(x) -> str:
     if isinstance(x.type, DisconnectedType):
         return "yes"
     try:
-        value = _tt().get_scalar_constant_value(x)
+        value = tt.get_scalar_constant_value(x)
     except Exception:
         return "maybe"
     return "yes" if value == 0 else "no"
@@ -618,7 +572,6 @@ def Rop(
     """
     _check_choice("disconnected_outputs", disconnected_outputs, ("ignore", "warn", "raise"))
     _check_choice("return_disconnected", return_disconnected, ("zero", "None", "Disconnected"))
-    tt = _tt()
     using_list, using_tuple = isinstance(f, list), isinstance(f, tuple)
     fs = [tt.as_tensor_variable(x) for x in _as_list(f)]
     wrt = [tt.as_tensor_variable(x) for x in _as_list(wrt)]
@@ -687,7 +640,6 @@ def _rop_legacy(fs, wrt, eval_points) -> list:
 
     A node whose op has no ``R_op`` is pushed forward through its gradient instead.
     """
-    tt = _tt()
     point = dict(zip(wrt, eval_points))
     for node in io_toposort(wrt, fs):
         if not any(point.get(i) is not None for i in node.inputs):
@@ -748,13 +700,3 @@ def subgraph_grad(wrt, end, start=None, cost=None, details=False):
     if details:
         return wrt_grads, end_grads, start_grads, cost_grads
     return wrt_grads, end_grads
-
-
-# The checkers and the row loop import this module lazily, so importing them here is safe.
-from theano_dag.gradient_check import (  # noqa: E402
-    GradientError,
-    mode_not_slow,
-    numeric_grad,
-    verify_grad,
-)
-from theano_dag.gradient_loop import MapOverIndex, hessian, jacobian, map_over_index  # noqa: E402

@@ -27,8 +27,9 @@ import warnings
 from collections import UserList
 
 from theano_dag.config import config
+from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import InputReorder
-from theano_dag.graph.toolbox import AlreadyThere, Feature
+from theano_dag.graph.toolbox import AlreadyThere, BadOptimization, Feature
 
 __all__ = [
     "GlobalOptimizer",
@@ -65,8 +66,6 @@ class OptimizationAbort(Exception):
 def _always_raise() -> tuple:
     kinds = [OptimizationAbort]
     try:  # BadOptimization lives with the FunctionGraph tools; it must always propagate.
-        from theano_dag.graph.toolbox import BadOptimization
-
         kinds.append(BadOptimization)
     except ImportError:
         pass
@@ -331,8 +330,6 @@ def optimizer(f):
 
 
 def _attach_destroy_handler(fgraph):
-    from theano_dag.graph.destroyhandler import DestroyHandler
-
     fgraph.attach_feature(DestroyHandler())
 
 

@@ -20,8 +20,7 @@ from collections import deque
 
 from theano_dag.config import config
 from theano_dag.graph.basic import io_toposort
-from theano_dag.graph.toolbox import Feature, ReplaceValidate
-from theano_dag.opt.basic import (
+from theano_dag.graph.rewriting.basic import (
     ChangeLog,
     GlobalOptimizer,
     OptimizationWarning,
@@ -29,8 +28,10 @@ from theano_dag.opt.basic import (
     opt_name,
     report_failure,
 )
-from theano_dag.opt.local import LocalOptimizer, LocalStats, TrackIndex
-from theano_dag.opt.merge import MergeOptimizer, use_graph_constants
+from theano_dag.graph.rewriting.local import LocalOptimizer, LocalStats, TrackIndex
+from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
+from theano_dag.graph.toolbox import Feature, ReplaceValidate
+from theano_dag.graph.utils import InconsistencyError
 
 __all__ = [
     "NavigatorOptimizer",
@@ -50,14 +51,6 @@ DEFAULT_MAX_USE_RATIO = 8.0
 
 class MaxUseRatioExceeded(RuntimeError):
     """An EquilibriumOptimizer rule applied too often: it (or a pair of rules) loops."""
-
-
-def _inconsistency_error():
-    try:
-        from theano_dag.graph.fg import InconsistencyError
-    except ImportError:  # pragma: no cover - the FunctionGraph module always defines it
-        return ()
-    return InconsistencyError
 
 
 def _toposort(fgraph, start_from):
@@ -152,7 +145,7 @@ class NavigatorOptimizer(GlobalOptimizer):
     @staticmethod
     def warn_inplace(exc, nav, repl_pairs, local_opt, node):
         """Failure callback: ignore InconsistencyError (an unsafe inplace), else ``warn``."""
-        if isinstance(exc, _inconsistency_error()):
+        if isinstance(exc, InconsistencyError):
             return
         report_failure(exc, local_opt, node)
 
@@ -346,7 +339,7 @@ class TopoOptimizer(NavigatorOptimizer):
 
 
 def _navigator_helper(order, local_opts, name, kwargs):
-    from theano_dag.opt.local import LocalOptGroup
+    from theano_dag.graph.rewriting.local import LocalOptGroup
 
     if not local_opts:
         raise TypeError(f"{order}: give at least one local optimizer")

@@ -8,9 +8,10 @@ view of the input) but the optimizer ought to remove them before a function runs
 
 from __future__ import annotations
 
-from theano_dag.compile.ops import ViewOp
-from theano_dag.gradient_types import disconnected_type, grad_undefined
+from theano_dag import tensor as tt
 from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.identity_ops import ViewOp
+from theano_dag.graph.null_type import disconnected_type, grad_undefined
 
 __all__ = [
     "ZeroGrad",
@@ -28,12 +29,6 @@ __all__ = [
 ]
 
 
-def _tt():
-    import theano_dag.tensor as tt
-
-    return tt
-
-
 class _GradIdentity(ViewOp):
     """Identity in the forward pass (a view of its input); subclasses set the gradient.
 
@@ -44,7 +39,7 @@ class _GradIdentity(ViewOp):
 
     def make_node(self, x):
         if not isinstance(x, Variable):
-            x = _tt().as_tensor_variable(x)
+            x = tt.as_tensor_variable(x)
         return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -61,12 +56,12 @@ class ZeroGrad(_GradIdentity):
     """Identity whose gradient is zero (the graph behind it still counts as connected)."""
 
     def grad(self, inputs, output_grads):
-        return [_tt().zeros_like(output_grads[0])]
+        return [tt.zeros_like(output_grads[0])]
 
     def R_op(self, inputs, eval_points):
         if eval_points[0] is None:
             return [None]
-        return [_tt().zeros_like(eval_points[0])]
+        return [tt.zeros_like(eval_points[0])]
 
 
 class ConsiderConstant(ZeroGrad):
@@ -111,7 +106,7 @@ class GradClip(_GradIdentity):
         self.clip_upper_bound = clip_upper_bound
 
     def grad(self, inputs, output_grads):
-        return [_tt().clip(output_grads[0], self.clip_lower_bound, self.clip_upper_bound)]
+        return [tt.clip(output_grads[0], self.clip_lower_bound, self.clip_upper_bound)]
 
 
 class GradScale(_GradIdentity):
@@ -159,7 +154,7 @@ def undefined_grad(x):
     >>> grad(undefined_grad(x) * 2, x)
     Traceback (most recent call last):
     ...
-    theano_dag.gradient.NullTypeGradError: grad: the gradient with respect to x is undefined...
+    theano_dag.gradient.reverse.NullTypeGradError: grad: the gradient with respect to x is...
     """
     return UndefinedGrad()(x)
 

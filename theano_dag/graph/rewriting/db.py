@@ -17,9 +17,13 @@ import sys
 from io import StringIO
 
 from theano_dag.config import config
-from theano_dag.opt.basic import GlobalOptimizer, SeqOptimizer
-from theano_dag.opt.local import LocalOptGroup, LocalOptimizer
-from theano_dag.opt.navigator import EquilibriumOptimizer, NavigatorOptimizer, TopoOptimizer
+from theano_dag.graph.rewriting.basic import GlobalOptimizer, SeqOptimizer
+from theano_dag.graph.rewriting.local import LocalOptGroup, LocalOptimizer
+from theano_dag.graph.rewriting.navigator import (
+    EquilibriumOptimizer,
+    NavigatorOptimizer,
+    TopoOptimizer,
+)
 
 __all__ = ["DB", "Query", "SequenceDB", "EquilibriumDB", "LocalGroupDB", "TopoDB", "ProxyDB"]
 
@@ -129,7 +133,7 @@ class Query:
 class DB:
     """Optimizers (or DBs) registered under a unique name and any number of tags.
 
-    >>> from theano_dag.opt.basic import optimizer
+    >>> from theano_dag.graph.rewriting.basic import optimizer
     >>> db = DB()
     >>> db.register("nothing", optimizer(lambda fg: None), "fast_run")
     >>> "nothing" in db, [o.name for o in db.query("+fast_run")]
@@ -320,7 +324,7 @@ class SequenceDB(DB):
     ``register(name, obj, position, *tags)`` (``position`` may also be a keyword or
     'last'). ``query`` returns a ``SeqOptimizer``.
 
-    >>> from theano_dag.opt.basic import optimizer
+    >>> from theano_dag.graph.rewriting.basic import optimizer
     >>> db = SequenceDB()
     >>> db.register("b", optimizer(lambda fg: None), 2, "fast_run")
     >>> db.register("a", optimizer(lambda fg: None), 1, "fast_run")

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 
 from theano_dag.graph.op import Op
-from theano_dag.opt.basic import _attach_destroy_handler, opt_name
+from theano_dag.graph.rewriting.basic import _attach_destroy_handler, opt_name
 
 __all__ = [
     "LocalOptimizer",
@@ -159,7 +159,7 @@ def local_optimizer(tracks, inplace=False, requirements=()):
     ... def local_nothing(fgraph, node):
     ...     return False
     >>> local_nothing.tracks(), str(local_nothing)
-    ([<class 'theano_dag.opt.local.Neg'>], 'local_nothing')
+    ([<class 'theano_dag.graph.rewriting.local.Neg'>], 'local_nothing')
     """
 
     def decorator(f):

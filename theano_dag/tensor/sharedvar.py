@@ -1,18 +1,19 @@
 """Shared tensors: a SharedVariable with the tensor operators (``theano.tensor.sharedvar``).
 
-Imported lazily by :func:`theano_dag.compile.sharedvalue.shared`, so the
-compile package does not need the tensor package to import.
+Importing the tensor package registers :func:`tensor_constructor` with
+:func:`theano_dag.graph.shared.shared`, which then makes numpy arrays and numbers
+into :class:`TensorSharedVariable`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.compile.sharedvalue import SharedVariable
+from theano_dag.graph.shared import SharedVariable, shared_constructor
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.var import _tensor_py_operators
 
-__all__ = ["TensorSharedVariable", "tensor_type_for"]
+__all__ = ["TensorSharedVariable", "tensor_constructor", "tensor_type_for"]
 
 
 class TensorSharedVariable(_tensor_py_operators, SharedVariable):
@@ -44,3 +45,29 @@ def tensor_type_for(array: np.ndarray, broadcastable=None, shape=None) -> Tensor
             f"for a value with {array.ndim} dimensions"
         )
     return TensorType(array.dtype, broadcastable=tuple(broadcastable))
+
+
+@shared_constructor
+def tensor_constructor(
+    value,
+    name=None,
+    strict=False,
+    allow_downcast=None,
+    borrow=False,
+    broadcastable=None,
+    shape=None,
+):
+    """Shared tensor of a numpy array or a Python/numpy number."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            raise TypeError(f"shared: arrays of dtype {value.dtype} are not tensors")
+        array = value if borrow else value.copy()
+    elif isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
+        # Python numbers: int64 / float64 / complex128, like Theano's scalar constructor.
+        array = np.asarray(value)
+    else:
+        raise TypeError(f"shared tensors hold numpy arrays or numbers, not {type(value)}")
+    ttype = tensor_type_for(array, broadcastable=broadcastable, shape=shape)
+    return TensorSharedVariable(
+        type=ttype, value=array, name=name, strict=strict, allow_downcast=allow_downcast
+    )

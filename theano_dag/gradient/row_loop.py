@@ -10,25 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.gradient_types import DisconnectedType, disconnected_type
+from theano_dag import tensor as tt
+from theano_dag.gradient.reverse import Lop, _as_list, _format_as, grad
 from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
+from theano_dag.graph.null_type import DisconnectedType, disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 
 __all__ = ["MapOverIndex", "map_over_index", "jacobian", "hessian"]
-
-
-def _tt():
-    import theano_dag.tensor as tt
-
-    return tt
-
-
-def _gradient():
-    # gradient.py re-exports this module's names, so import it late.
-    from theano_dag import gradient
-
-    return gradient
 
 
 class MapOverIndex(Op):
@@ -52,7 +41,6 @@ class MapOverIndex(Op):
         return f"MapOverIndex{{{len(self.inner_inputs) - 1} args, {len(self.inner_outputs)} rows}}"
 
     def make_node(self, n, *args):
-        tt = _tt()
         n = tt.as_tensor_variable(n)
         if n.type.ndim != 0 or not n.type.dtype.startswith(("int", "uint")):
             raise TypeError(f"{self}: n must be an integer scalar, got {n} of type {n.type}")
@@ -130,9 +118,7 @@ class MapOverIndex(Op):
             g_holders[g_holder] = g
             g_row = g_holder[inner_idx]
             known[out] = known[out] + g_row if out in known else g_row
-        terms = _gradient().Lop(
-            list(known), holders, list(known.values()), disconnected_inputs="ignore"
-        )
+        terms = Lop(list(known), holders, list(known.values()), disconnected_inputs="ignore")
         idx = inner_idx.type("grad_row")
         outer = {inner_idx: idx, **dict(zip(holders, args))}
         outer.update(g_holders)
@@ -156,7 +142,6 @@ def map_over_index(idx, n, outputs, row_shape_of=None, mode=None):
     array([[0., 0.],
            [1., 2.]])
     """
-    tt = _tt()
     if not isinstance(idx, Variable) or idx.owner is not None:
         raise TypeError(f"map_over_index: idx must be a free symbolic variable, got {idx!r}")
     if getattr(idx.type, "ndim", None) != 0 or not idx.type.dtype.startswith(("int", "uint")):
@@ -226,16 +211,15 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
             f"jacobian: expression must be a scalar or a vector, but {expression} "
             f"has type {expression.type} (flatten it first)"
         )
-    gradient = _gradient()
     using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
-    wrt = gradient._as_list(wrt)
+    wrt = _as_list(wrt)
     kw = dict(consider_constant=consider_constant, disconnected_inputs=disconnected_inputs)
     if ndim == 0:
-        return gradient._format_as(using_list, using_tuple, gradient.grad(expression, wrt, **kw))
-    idx = _tt().lscalar("jacobian_row")
-    rows = gradient.grad(expression[idx], wrt, **kw)
+        return _format_as(using_list, using_tuple, grad(expression, wrt, **kw))
+    idx = tt.lscalar("jacobian_row")
+    rows = grad(expression[idx], wrt, **kw)
     jacobs = map_over_index(idx, expression.shape[0], rows, row_shape_of=wrt)
-    return gradient._format_as(using_list, using_tuple, jacobs)
+    return _format_as(using_list, using_tuple, jacobs)
 
 
 def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
@@ -250,9 +234,8 @@ def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
     """
     if not isinstance(cost, Variable) or getattr(cost.type, "ndim", None) != 0:
         raise TypeError(f"hessian: cost must be a scalar (0-d) Variable, got {cost!r}")
-    gradient = _gradient()
     using_list, using_tuple = isinstance(wrt, list), isinstance(wrt, tuple)
-    wrt = gradient._as_list(wrt)
+    wrt = _as_list(wrt)
     hessians = []
     for w in wrt:
         if not isinstance(w, Variable) or getattr(w.type, "ndim", None) != 1:
@@ -260,11 +243,11 @@ def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
                 f"hessian: each wrt must be a vector (1-d) Variable, got {w!r} "
                 f"of type {getattr(w, 'type', type(w))}"
             )
-        g = gradient.grad(
+        g = grad(
             cost, w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs
         )
         # The gradient may be disconnected from w even when the cost is not (linear cost).
         hessians.append(
             jacobian(g, w, consider_constant=consider_constant, disconnected_inputs="ignore")
         )
-    return gradient._format_as(using_list, using_tuple, hessians)
+    return _format_as(using_list, using_tuple, hessians)

@@ -16,8 +16,9 @@ import time
 from collections import deque
 
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.fg import InconsistencyError
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.toolbox import AlreadyThere, Feature
-from theano_dag.opt.basic import GlobalOptimizer
 
 __all__ = [
     "MergeFeature",
@@ -194,7 +195,6 @@ class MergeOptimizer(GlobalOptimizer):
         sched = feature.scheduled
         # Without inplace ops a merge cannot make the graph invalid: skip validation.
         check = hasattr(fgraph, "destroy_handler")
-        from theano_dag.graph.fg import InconsistencyError
 
         while sched:
             old, new = sched.popleft()
