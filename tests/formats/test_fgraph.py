@@ -24,7 +24,7 @@ from theano_dag.formats import (
 )
 from theano_dag.graph.basic import Constant, equal_computations, is_same_graph
 from theano_dag.graph.fg import FunctionGraph
-from theano_dag.tensor.linalg import einsum
+from theano_dag.tensor.contractions import einsum
 from theano_dag.tensor.nnet import softmax
 
 rng = np.random.default_rng(1)

@@ -32,9 +32,9 @@ from theano_dag.formats.opgraph import (
 )
 from theano_dag.graph.basic import Constant, graph_inputs
 from theano_dag.graph.fg import FunctionGraph
-from theano_dag.tensor.linalg import Einsum, einsum
+from theano_dag.tensor.contractions import Einsum, einsum
+from theano_dag.tensor.linalg import cholesky, eigh, generalized_eigh
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.nlinalg import cholesky, eigh, generalized_eigh
 from theano_dag.tensor.shape import reshape
 
 rng = np.random.default_rng(5)

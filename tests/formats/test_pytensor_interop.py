@@ -31,8 +31,8 @@ from theano_dag.formats.foreign import ForeignOp, to_foreign  # noqa: E402
 from theano_dag.formats.pytensor_interop import PyTensorFlavor  # noqa: E402
 from theano_dag.graph.basic import equal_computations  # noqa: E402
 from theano_dag.graph.fg import FunctionGraph  # noqa: E402
-from theano_dag.tensor.linalg import einsum  # noqa: E402
-from theano_dag.tensor.nlinalg import cholesky, eigh  # noqa: E402
+from theano_dag.tensor.contractions import einsum  # noqa: E402
+from theano_dag.tensor.linalg import cholesky, eigh  # noqa: E402
 from theano_dag.tensor.nnet import log_softmax, softmax  # noqa: E402
 
 rng = np.random.default_rng(7)

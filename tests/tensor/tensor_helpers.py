@@ -11,7 +11,7 @@ import numpy as np
 
 from theano_dag.graph.basic import Constant, io_toposort
 from theano_dag.tensor.shape import shape_i
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 
 def evaluate_all(outputs, givens=None):

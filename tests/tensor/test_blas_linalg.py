@@ -28,7 +28,7 @@ from theano_dag.tensor.blas import (
     ger,
     ger_destructive,
 )
-from theano_dag.tensor.linalg import Einsum, batched_dot, batched_tensordot, einsum, tensordot
+from theano_dag.tensor.contractions import Einsum, batched_dot, batched_tensordot, einsum, tensordot
 from theano_dag.tensor.shape import shape_i
 
 # Ops are checked on the reference engine (Op.perform in order, no rewrites): the

@@ -11,7 +11,7 @@ from tensor_helpers import evaluate
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.tensor.extra_ops import AllocDiag, CumOp, ExtractDiag
-from theano_dag.tensor.shape_extra import Rebroadcast, SpecifyShape
+from theano_dag.tensor.shape import Rebroadcast, SpecifyShape
 from theano_dag.tensor.sort import ArgSortOp, SortOp
 
 NEW_NAMES = """

@@ -8,7 +8,7 @@ from theano_dag import tensor as tt
 from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.fg import FunctionGraph
-from theano_dag.tensor.nlinalg import Cholesky, Eigh, cholesky, eigh, generalized_eigh
+from theano_dag.tensor.linalg import Cholesky, Eigh, cholesky, eigh, generalized_eigh
 
 rng = np.random.default_rng(3)
 

@@ -171,7 +171,7 @@ def _careduce_to(fl, node, ins):
 
 
 def _linalg_to(fl, node, ins):
-    from theano_dag.tensor import nlinalg
+    from theano_dag.tensor import linalg as nlinalg
 
     op = node.op
     if isinstance(op, nlinalg.Cholesky):
@@ -182,7 +182,8 @@ def _linalg_to(fl, node, ins):
 
 
 def _build_to_rules():
-    from theano_dag.tensor import basic, elemwise, linalg, math, nlinalg, subtensor
+    from theano_dag.tensor import basic, contractions, elemwise, math, subtensor
+    from theano_dag.tensor import linalg as nlinalg
     from theano_dag.tensor.nnet import nnet
     from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
 
@@ -213,7 +214,7 @@ def _build_to_rules():
         nnet.SoftmaxGrad: lambda fl, node, ins: fl.softmax("SoftmaxGrad", node.op.axis, ins),
         nlinalg.Cholesky: _linalg_to,
         nlinalg.Eigh: _linalg_to,
-        linalg.Einsum: lambda fl, node, ins: fl.einsum(node.op.subscripts, ins),
+        contractions.Einsum: lambda fl, node, ins: fl.einsum(node.op.subscripts, ins),
     }
 
 
@@ -363,7 +364,7 @@ def _softmax_from(fl, node, ins):
 
 
 def _linalg_from(fl, node, ins):
-    from theano_dag.tensor import nlinalg
+    from theano_dag.tensor import linalg as nlinalg
 
     op = node.op
     if type(op).__name__ == "Cholesky":
@@ -413,7 +414,7 @@ def _dimshuffle_from(fl, node, ins):
 
 def _build_from_rules():
     from theano_dag.tensor import basic, math, subtensor
-    from theano_dag.tensor.linalg import einsum
+    from theano_dag.tensor.contractions import einsum
 
     shape = importlib.import_module("theano_dag.tensor.shape")
     identity = lambda fl, node, ins: ins[:1]

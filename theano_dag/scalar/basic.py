@@ -20,6 +20,8 @@ import functools
 
 import numpy as np
 
+# The operators' ops (scalar.arith) build on this module: reached through the package.
+from theano_dag import scalar as _scalar
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import grad_not_implemented
@@ -271,9 +273,7 @@ def get_scalar_type(dtype) -> ScalarType:
 
 def _scalar_binop(name, reflected=False):
     def method(self, other):
-        from theano_dag import scalar
-
-        op = getattr(scalar, name)
+        op = getattr(_scalar, name)
         return op(other, self) if reflected else op(self, other)
 
     return method
@@ -294,9 +294,7 @@ class _scalar_py_operators:  # noqa: N801
     __gt__, __ge__ = _scalar_binop("gt"), _scalar_binop("ge")
 
     def __neg__(self):
-        from theano_dag.scalar import neg
-
-        return neg(self)
+        return _scalar.neg(self)
 
     @property
     def dtype(self):
@@ -324,7 +322,7 @@ def as_scalar(x, name=None) -> ScalarVariable:
         if not isinstance(x.type, ScalarType):
             raise TypeError(f"as_scalar: {x} has type {x.type}, expected a ScalarType")
         return x
-    from theano_dag.tensor.var import autocast_scalar
+    from theano_dag.tensor.variable import autocast_scalar
 
     v = autocast_scalar(x)
     if v.ndim != 0:
@@ -474,7 +472,7 @@ def is_discrete(v) -> bool:
 
 def const_like(value, like):
     """A constant of ``value`` with the float dtype of ``like`` (keeps float32 graphs 32)."""
-    from theano_dag.tensor.var import constant
+    from theano_dag.tensor.variable import constant
 
     dt = like.dtype if like.dtype in continuous_dtypes else config.floatX
     return constant(np.asarray(value, dtype=dt))

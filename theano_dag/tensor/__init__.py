@@ -13,14 +13,22 @@ from theano_dag import scalar  # noqa: F401
 # last because they build on everything above.
 from theano_dag.tensor import (  # noqa: E402, F401
     blas,
+    contractions,
     linalg,
     nlinalg,
     nnet,
     random,
     sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
+    slinalg,
 )
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all
+from theano_dag.tensor.contractions import (  # noqa: E402, F401
+    batched_dot,
+    batched_tensordot,
+    einsum,
+    tensordot,
+)
 from theano_dag.tensor.elemwise import (  # noqa: F401
     CAReduce,
     Composite,
@@ -31,18 +39,12 @@ from theano_dag.tensor.elemwise import (  # noqa: F401
 # After basic (sorted order): extra_ops.squeeze, which takes axis=, replaces basic.squeeze.
 from theano_dag.tensor.extra_ops import *  # noqa: F403
 from theano_dag.tensor.extra_ops import __all__ as _extra_all
-from theano_dag.tensor.linalg import (  # noqa: E402, F401
-    batched_dot,
-    batched_tensordot,
-    einsum,
-    tensordot,
-)
 from theano_dag.tensor.math import *  # noqa: F403
 from theano_dag.tensor.math import __all__ as _math_all
 from theano_dag.tensor.plural import *  # noqa: F403
 from theano_dag.tensor.plural import __all__ as _plural_all
-from theano_dag.tensor.shape_extra import *  # noqa: F403
-from theano_dag.tensor.shape_extra import __all__ as _shape_extra_all
+from theano_dag.tensor.shape import *  # noqa: F403
+from theano_dag.tensor.shape import __all__ as _shape_all
 from theano_dag.tensor.sort import *  # noqa: F403
 from theano_dag.tensor.sort import __all__ as _sort_all
 from theano_dag.tensor.subtensor import (  # noqa: F401
@@ -58,7 +60,7 @@ from theano_dag.tensor.subtensor import (  # noqa: F401
 )
 from theano_dag.tensor.type import *  # noqa: F403
 from theano_dag.tensor.type import __all__ as _type_all
-from theano_dag.tensor.var import (  # noqa: F401
+from theano_dag.tensor.variable import (  # noqa: F401
     TensorConstant,
     TensorVariable,
     autocast_scalar,
@@ -69,7 +71,7 @@ __all__ = sorted(
     | set(_math_all)
     | set(_type_all)
     | set(_plural_all)
-    | set(_shape_extra_all)
+    | set(_shape_all)
     | set(_sort_all)
     | set(_extra_all)
     | {
@@ -96,7 +98,9 @@ __all__ = sorted(
         "tensordot",
         "nnet",
         "blas",
+        "contractions",
         "linalg",
+        "slinalg",
         "nlinalg",
         "random",
     }

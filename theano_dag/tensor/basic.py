@@ -26,7 +26,7 @@ from theano_dag.tensor.shape import (
     shape_i,
 )
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, int_dtypes
-from theano_dag.tensor.var import AsTensorError, as_tensor_variable, constant
+from theano_dag.tensor.variable import AsTensorError, as_tensor_variable, constant
 
 __all__ = [
     "as_tensor_variable",

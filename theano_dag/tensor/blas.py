@@ -17,7 +17,7 @@ from theano_dag.graph.basic import Apply, Variable, view_roots
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math
 from theano_dag.tensor.type import TensorType
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "Gemm",

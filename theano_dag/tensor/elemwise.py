@@ -13,13 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import scalar as ts
+
+# Ops of later modules that build on this one (basic, math) are reached through the
+# package when called.
+from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
 from theano_dag.graph.op import Op
 from theano_dag.scalar import Composite
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
-from theano_dag.tensor.var import as_tensor_variable, constant
+from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
     "Elemwise",
@@ -42,9 +46,7 @@ def _is_discrete(v):
 
 
 def _zeros_like(x, dtype=None):
-    from theano_dag.tensor.basic import zeros_like
-
-    return zeros_like(x, dtype=dtype)
+    return _tensor.basic.zeros_like(x, dtype=dtype)
 
 
 def broadcast_static_shape(shapes, who="Elemwise"):
@@ -215,19 +217,15 @@ def _float_of(x):
 
 def reduce_grad_to(g, x):
     """Sum ``g`` over the dimensions where ``x`` was broadcast; give it ``x``'s dtype."""
-    from theano_dag.tensor.math import sum as tsum
-
     if g.ndim < x.ndim:
         g = DimShuffle(g.broadcastable, ["x"] * (x.ndim - g.ndim) + list(range(g.ndim)))(g)
     axes = [d for d in range(x.ndim) if x.broadcastable[d] and not g.broadcastable[d]]
     if axes:
-        g = tsum(g, axis=axes, keepdims=True)
+        g = _tensor.math.sum(g, axis=axes, keepdims=True)
     if any(gb and not xb for gb, xb in zip(g.broadcastable, x.broadcastable)):
         g = Elemwise(ts.second)(x, g)  # a gradient constant along a dim: spread it out
     if g.dtype != x.dtype:
-        from theano_dag.tensor.basic import cast
-
-        g = cast(g, x.dtype)
+        g = _tensor.basic.cast(g, x.dtype)
     return g
 
 
@@ -343,9 +341,7 @@ class DimShuffle(Op):
         gz = as_tensor_variable(gz)
         added = [k for k, o in enumerate(self.new_order) if o == "x" and not gz.broadcastable[k]]
         if added:  # a gradient that varies along an added dim: sum it there first
-            from theano_dag.tensor.math import sum as tsum
-
-            gz = tsum(gz, axis=added, keepdims=True)
+            gz = _tensor.math.sum(gz, axis=added, keepdims=True)
         order = [self.new_order.index(i) if i in self.new_order else "x" for i in range(x.ndim)]
         g = DimShuffle(gz.broadcastable, order)(gz)
         if _is_discrete(x):
@@ -533,8 +529,7 @@ class Prod(_DtypeReduce):
     _scalar_op = ts.mul
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor import math as tm
-
+        tm = _tensor.math
         (x,) = inputs
         if _is_discrete(x):
             return [_zeros_like(x, config.floatX)]
@@ -559,8 +554,7 @@ class Max(CAReduce):
     __str__ = __repr__ = CAReduce.__str__
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor import math as tm
-
+        tm = _tensor.math
         (x,) = inputs
         if _is_discrete(x):
             return [_zeros_like(x, config.floatX)]

@@ -19,11 +19,10 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
-from theano_dag.tensor.shape import shape_i
-from theano_dag.tensor.shape_extra import specify_shape
+from theano_dag.tensor.shape import shape_i, specify_shape
 from theano_dag.tensor.subtensor import set_subtensor
 from theano_dag.tensor.type import TensorType, discrete_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "CumOp",

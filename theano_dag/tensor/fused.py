@@ -18,7 +18,7 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import CAReduce, Elemwise, broadcast_static_shape, reduce_grad_to
 from theano_dag.tensor.type import TensorType, float_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["Adagrad", "FusedReduce"]
 

@@ -1,455 +1,256 @@
-"""Tensor contractions: ``einsum``, ``tensordot``, ``batched_dot`` (``theano.tensor`` names).
+"""Matrix decompositions (``theano.tensor.slinalg.Cholesky``, ``theano.tensor.nlinalg.Eigh``).
 
-One Op, ``Einsum``, does all of them: generalized Einstein summation with explicit
-subscripts (``"ij,jk->ik"``), the OpGraph "multiplication" operator. Its gradient with
-respect to each operand is again an ``Einsum`` with permuted subscripts, so gradients of
-any order stay in the same vocabulary, and ``tensordot``/``batched_dot`` are thin
-wrappers that only build subscripts.
+Each Op computes with ``numpy.linalg`` (scipy is not needed). Cholesky and the
+symmetric eigendecomposition read only the lower triangle of their input, as LAPACK
+does, so their gradients are lower triangular too: the gradient of an entry below
+the diagonal counts both it and its mirror image.
 
-The Op's subscripts are canonical: explicit output, no ellipsis, every letter a
-single ASCII letter. One extension over numpy: an output term may repeat a letter
-(``"i->ii"``), meaning "place the values on that diagonal, zeros elsewhere". It is
-what the gradient of a trace-like term (``"ii->"``) needs.
+The generalized problem ``A v = w B v`` (:class:`GeneralizedEigh`) is what the
+OpGraph's ``EigenSolve`` with two inputs means; it has no gradient.
 """
 
 from __future__ import annotations
 
-import string
-
 import numpy as np
 
-from theano_dag.config import config
 from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import DisconnectedType, grad_not_implemented
 from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
-from theano_dag.tensor.basic import cast, ones_like, zeros_like
-from theano_dag.tensor.math import add
-from theano_dag.tensor.type import TensorType, continuous_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.basic import cast, zeros_like
+from theano_dag.tensor.type import TensorType, float_dtypes
+from theano_dag.tensor.variable import as_tensor_variable
 
-__all__ = ["Einsum", "einsum", "tensordot", "batched_dot", "batched_tensordot"]
-
-_LETTERS = string.ascii_letters
-
-
-def _parse(subscripts, ndims, who="einsum"):
-    """Canonical ``(input_terms, output_term)`` for ``subscripts`` over operands of
-    ``ndims`` dimensions: ellipses expanded into unused letters, implicit output made
-    explicit (numpy's rule: the letters used once, in alphabetical order)."""
-    if not isinstance(subscripts, str):
-        raise TypeError(
-            f"{who}: subscripts must be a string like 'ij,jk->ik', "
-            f"got {type(subscripts).__name__}"
-        )
-    s = subscripts.replace(" ", "")
-    if s.count("->") > 1:
-        raise ValueError(f"{who}: subscripts {subscripts!r} contain '->' more than once")
-    lhs, arrow, rhs = s.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(ndims):
-        raise ValueError(
-            f"{who}: subscripts {subscripts!r} name {len(terms)} operand(s), "
-            f"but {len(ndims)} were given"
-        )
-    used = set()
-    for t in terms + [rhs]:
-        for c in t.replace("...", ""):
-            if c not in _LETTERS:
-                raise ValueError(
-                    f"{who}: invalid subscript character {c!r} in "
-                    f"{subscripts!r}; use ASCII letters (and '...')"
-                )
-            used.add(c)
-    free = [c for c in _LETTERS if c not in used]
-    n_ell = 0
-    for t, nd in zip(terms, ndims):
-        if "..." in t:
-            n_ell = max(n_ell, nd - len(t.replace("...", "")))
-    if n_ell > len(free):
-        raise ValueError(f"{who}: too many dimensions under '...' in {subscripts!r}")
-    ell = free[:n_ell]
-
-    def expand(t, nd, k):
-        if t.count("...") > 1:
-            raise ValueError(f"{who}: operand {k} has more than one '...' in {subscripts!r}")
-        if "..." not in t:
-            return t
-        n = nd - len(t.replace("...", ""))
-        if n < 0:
-            raise TypeError(
-                f"{who}: operand {k} has {nd} dimensions, fewer than its " f"subscripts {t!r} name"
-            )
-        # Ellipsis dimensions align from the right, as numpy broadcasting does.
-        return t.replace("...", "".join(ell[n_ell - n :]))
-
-    ins = [expand(t, nd, k) for k, (t, nd) in enumerate(zip(terms, ndims))]
-    for k, (t, nd) in enumerate(zip(ins, ndims)):
-        if len(t) != nd:
-            raise TypeError(
-                f"{who}: operand {k} has {nd} dimension(s), but its subscripts "
-                f"{terms[k]!r} name {len(t)}"
-            )
-    if arrow:
-        if "..." in rhs:
-            out = rhs.replace("...", "".join(ell))
-        elif ell and any("..." in t for t in terms):
-            raise ValueError(
-                f"{who}: output subscripts of {subscripts!r} need '...' " "since an input has one"
-            )
-        else:
-            out = rhs
-    else:
-        counts = {}
-        for t in ins:
-            for c in t:
-                counts[c] = counts.get(c, 0) + 1
-        out = "".join(ell) + "".join(
-            sorted(c for c, n in counts.items() if n == 1 and c not in ell)
-        )
-    return ins, out
+__all__ = [
+    "Cholesky",
+    "CholeskyGrad",
+    "Eigh",
+    "EighGrad",
+    "GeneralizedEigh",
+    "cholesky",
+    "eigh",
+    "generalized_eigh",
+]
 
 
-def _letter_sizes(ins, shapes):
-    """Map each letter to the sizes it has among ``shapes`` (aligned with ``ins``)."""
-    sizes: dict = {}
-    for t, shp in zip(ins, shapes):
-        for c, n in zip(t, shp):
-            sizes.setdefault(c, []).append(n)
-    return sizes
+def _float_matrix(op, x, k=0):
+    x = as_tensor_variable(x)
+    if x.ndim != 2:
+        raise TypeError(f"{op}: input {k} ({x}) must be a matrix, got {x.ndim} dimensions")
+    if x.dtype not in float_dtypes:
+        # integers decompose in float64, as numpy.linalg does
+
+        x = cast(x, "float64")
+    return x
 
 
-def _fresh_letters(used, n):
-    free = [c for c in _LETTERS if c not in used]
-    if len(free) < n:
-        raise ValueError("einsum: more than 52 distinct subscripts are needed")
-    return free[:n]
+def _square(shape):
+    n = shape[0] if shape[0] is not None else shape[1]
+    return (n, n)
 
 
-class Einsum(Op):
-    """Einstein summation over explicit subscripts, e.g. ``Einsum("ij,jk->ik")``.
+def _is_disconnected(g):
+    return isinstance(g.type, DisconnectedType)
 
-    All operands' letters must agree in length (a statically broadcastable dimension
-    is renamed apart by ``einsum()`` before the Op is made). The output dtype is the
-    numpy upcast of the operands' dtypes.
+
+def _lower_grad(g):
+    """Fold a gradient with respect to a symmetric matrix onto its lower triangle."""
+    return np.tril(g) + np.triu(g, 1).T
+
+
+class Cholesky(Op):
+    """The Cholesky factor of a symmetric positive definite matrix: lower ``L`` with
+    ``A = L L^T`` (``lower=False``: upper ``U = L^T``).
 
     >>> from theano_dag import tensor as tt
-    >>> z = Einsum("ij,jk->ik")(tt.dmatrix("a"), tt.dmatrix("b"))
-    >>> z.owner.op, z.type
-    (Einsum{ij,jk->ik}, TensorType(float64, matrix))
+    >>> a = tt.dmatrix("a")
+    >>> cholesky(a).eval({a: np.array([[4.0, 2.0], [2.0, 5.0]])})
+    array([[2., 0.],
+           [1., 2.]])
     """
 
-    __props__ = ("subscripts",)
+    __props__ = ("lower",)
 
-    def __init__(self, subscripts):
-        lhs, arrow, rhs = subscripts.partition("->")
-        if not arrow or "." in subscripts or " " in subscripts:
-            raise ValueError(
-                f"Einsum: subscripts must be canonical ('ij,jk->ik': explicit "
-                f"output, no '...', no spaces), got {subscripts!r}"
-            )
-        self.subscripts = subscripts
-        self.in_terms = tuple(lhs.split(","))
-        self.out_term = rhs
-        for c in subscripts.replace(",", "").replace("->", ""):
-            if c not in _LETTERS:
-                raise ValueError(f"Einsum: invalid subscript character {c!r} in {subscripts!r}")
-        missing = set(rhs) - set("".join(self.in_terms))
-        if missing:
-            raise ValueError(
-                f"Einsum: output subscripts {sorted(missing)} of {subscripts!r} "
-                "appear in no operand"
-            )
+    def __init__(self, lower=True):
+        self.lower = bool(lower)
 
-    def __str__(self):
-        return f"Einsum{{{self.subscripts}}}"
-
-    __repr__ = __str__
-
-    def make_node(self, *operands):
-        if len(operands) != len(self.in_terms):
-            raise TypeError(
-                f"{self}: expected {len(self.in_terms)} operand(s), " f"got {len(operands)}"
-            )
-        xs = [as_tensor_variable(x) for x in operands]
-        for k, (x, t) in enumerate(zip(xs, self.in_terms)):
-            if x.ndim != len(t):
-                raise TypeError(
-                    f"{self}: operand {k} ({x}) must have {len(t)} dimension(s) "
-                    f"for subscripts {t!r}, got {x.ndim}"
-                )
-        sizes = _letter_sizes(self.in_terms, [x.type.shape for x in xs])
-        static = {}
-        for c, ns in sizes.items():
-            known = {n for n in ns if n is not None}
-            if len(known) > 1:
-                raise ValueError(
-                    f"{self}: subscript {c!r} has different static lengths "
-                    f"{sorted(known)} among the operands"
-                )
-            static[c] = known.pop() if known else None
-        dtype = upcast(*[x.dtype for x in xs])
-        out_shape = tuple(static[c] for c in self.out_term)
-        return Apply(self, xs, [TensorType(dtype, shape=out_shape)()])
+    def make_node(self, x):
+        x = _float_matrix(self, x)
+        return Apply(self, [x], [TensorType(x.dtype, shape=_square(x.type.shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        sizes = _letter_sizes(self.in_terms, [x.shape for x in inputs])
-        for c, ns in sizes.items():
-            if len(set(ns)) > 1:
-                raise ValueError(
-                    f"{self}: subscript {c!r} has lengths {ns} among the operands "
-                    f"(shapes {[x.shape for x in inputs]})"
-                )
-        out = self.out_term
-        uniq = "".join(dict.fromkeys(out))
-        spec = ",".join(self.in_terms) + "->" + uniq
-        # optimize=True lets numpy pick a contraction order and use BLAS (tensordot).
-        r = np.einsum(spec, *inputs, optimize=len(inputs) > 1)
-        dtype = node.outputs[0].dtype
-        if uniq != out:
-            full = np.zeros([sizes[c][0] for c in out], dtype=dtype)
-            np.einsum(f"{out}->{uniq}", full)[...] = r  # a writable view of the diagonal
-            r = full
-        elif any(np.may_share_memory(r, x) for x in inputs):
-            r = r.copy()  # "ij->ji" is a view in numpy; our output must own its data
-        output_storage[0][0] = np.asarray(r, dtype=dtype)
+        low = np.linalg.cholesky(inputs[0])
+        out = low if self.lower else low.T
+        output_storage[0][0] = np.ascontiguousarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        where = {}
-        for t, shp in zip(self.in_terms, input_shapes):
-            for c, n in zip(t, shp):
-                where.setdefault(c, n)
-        return [tuple(where[c] for c in self.out_term)]
+        return [input_shapes[0]]
 
     def L_op(self, inputs, outputs, output_grads):
         (g,) = output_grads
-        grads = []
-        for k, x in enumerate(inputs):
-            if x.dtype not in continuous_dtypes:
-                # Theano's convention: an integer input gets a zero float gradient.
-                grads.append(zeros_like(x, dtype=config.floatX))
-                continue
-            terms = [self.out_term] + [t for j, t in enumerate(self.in_terms) if j != k]
-            args = [g] + [y for j, y in enumerate(inputs) if j != k]
-            target = self.in_terms[k]
-            if set(target) - set("".join(terms)):
-                # A letter only operand k has is summed in the forward pass: its gradient
-                # is constant along it, and ones_like(x) supplies the length.
-                terms.append(target)
-                args.append(ones_like(x))
-            gk = Einsum(",".join(terms) + "->" + target)(*args)
-            grads.append(gk if gk.dtype == x.dtype else cast(gk, x.dtype))
-        return grads
-
-    def R_op(self, inputs, eval_points):
-        terms = []
-        for k, ev in enumerate(eval_points):
-            if ev is not None:
-                args = list(inputs)
-                args[k] = ev
-                terms.append(self(*args))
-        if not terms:
-            return [None]
-        return [terms[0] if len(terms) == 1 else add(*terms)]
+        factor = outputs[0] if self.lower else outputs[0].T
+        g = g if self.lower else g.T
+        return [CholeskyGrad()(inputs[0], factor, g)]
 
 
-def _rename_broadcast(ins, xs):
-    """Give a statically length-1 dimension its own letter where the same letter has
-    another length elsewhere: numpy would broadcast it, and renaming makes that explicit
-    (a length-1 letter summed alone changes nothing) so gradients keep the right shape."""
-    sizes = _letter_sizes(ins, [x.type.shape for x in xs])
-    used = set("".join(ins))
-    out = []
-    for t, x in zip(ins, xs):
-        chars = list(t)
-        for d, c in enumerate(t):
-            if x.type.shape[d] == 1 and any(n != 1 for n in sizes[c]):
-                (fresh,) = _fresh_letters(used, 1)
-                used.add(fresh)
-                chars[d] = fresh
-        out.append("".join(chars))
-    return out
+class CholeskyGrad(Op):
+    """The gradient of :class:`Cholesky` (lower form): inputs ``A``, ``L``, ``dL``.
+
+    ``S = L^-T Phi(L^T dL) L^-1``, with ``Phi`` the lower triangle with its diagonal
+    halved (Murray, 2016); the result is ``S + S^T`` folded onto the lower triangle.
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, low, g):
+        x, low, g = (as_tensor_variable(v) for v in (x, low, g))
+        return Apply(self, [x, low, g], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        _, low, g = inputs
+        inner = low.T @ g
+        phi = np.tril(inner) - np.diag(np.diag(inner)) / 2
+        # L^-T X L^-1 with two solves: L^T Y = X, then L^T Z^T = Y^T
+        s = np.linalg.solve(low.T, np.linalg.solve(low.T, phi).T).T
+        grad = np.tril(s + s.T) - np.diag(np.diag(s))
+        output_storage[0][0] = np.asarray(grad, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
 
 
-def einsum(subscripts, *operands):
-    """Einstein summation, as ``numpy.einsum``: ``einsum("ij,jk->ik", a, b)``.
+class Eigh(Op):
+    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` (columns) of a symmetric
+    matrix, read from its lower (``UPLO='L'``) or upper triangle: ``eigh(a) -> (w, v)``.
 
-    Supports explicit and implicit output, ``...``, traces (``"ii->"``), diagonals
-    (``"ii->i"``), transposes, outer products and batches. The result is one
-    ``Einsum`` node whose gradient is again an einsum.
+    >>> from theano_dag import tensor as tt
+    >>> a = tt.dmatrix("a")
+    >>> w, v = eigh(a)
+    >>> w.eval({a: np.array([[2.0, 1.0], [1.0, 2.0]])})
+    array([1., 3.])
+    """
 
-    >>> import numpy as np
+    __props__ = ("UPLO",)
+
+    def __init__(self, UPLO="L"):  # noqa: N803 (numpy's and Theano's name)
+        if UPLO not in ("L", "U"):
+            raise ValueError(f"Eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+        self.UPLO = UPLO
+
+    def make_node(self, x):
+        x = _float_matrix(self, x)
+        n = _square(x.type.shape)
+        return Apply(
+            self, [x], [TensorType(x.dtype, shape=n[:1])(), TensorType(x.dtype, shape=n)()]
+        )
+
+    def perform(self, node, inputs, output_storage, params=None):
+        w, v = np.linalg.eigh(inputs[0], self.UPLO)
+        output_storage[0][0] = np.asarray(w, dtype=node.outputs[0].dtype)
+        output_storage[1][0] = np.asarray(v, dtype=node.outputs[1].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        n = input_shapes[0][0]
+        return [(n,), (n, n)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        grads = [zeros_like(o) if _is_disconnected(g) else g for o, g in zip(outputs, output_grads)]
+        return [EighGrad(self.UPLO)(inputs[0], *outputs, *grads)]
+
+
+class EighGrad(Op):
+    """The gradient of :class:`Eigh`: inputs ``A, w, v, dw, dv``.
+
+    ``G = v (diag(dw) + F * (v^T dv)) v^T`` with ``F[i, j] = 1 / (w[j] - w[i])`` off
+    the diagonal (distinct eigenvalues assumed), folded onto the triangle read.
+    """
+
+    __props__ = ("UPLO",)
+
+    def __init__(self, UPLO="L"):  # noqa: N803
+        self.UPLO = UPLO
+
+    def make_node(self, x, w, v, gw, gv):
+        ins = [as_tensor_variable(a) for a in (x, w, v, gw, gv)]
+        return Apply(self, ins, [ins[0].type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        _, w, v, gw, gv = inputs
+        diff = w[None, :] - w[:, None]
+        np.fill_diagonal(diff, 1.0)
+        f = 1.0 / diff
+        np.fill_diagonal(f, 0.0)
+        g = v @ (np.diag(gw) + f * (v.T @ gv)) @ v.T
+        out = _lower_grad(g) if self.UPLO == "L" else _lower_grad(g.T).T
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+
+class GeneralizedEigh(Op):
+    """``A v = w B v`` for symmetric ``A`` and symmetric positive definite ``B``:
+    ascending ``w`` and ``B``-orthonormal eigenvectors ``v`` (columns), ``-> (w, v)``.
+
     >>> from theano_dag import tensor as tt
     >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
-    >>> c = einsum("ij,jk->ik", a, b)
-    >>> c.owner.op
-    Einsum{ij,jk->ik}
-    >>> x = np.arange(6.0).reshape(2, 3)
-    >>> c.eval({a: x, b: x.T})
-    array([[ 5., 14.],
-           [14., 50.]])
-    >>> einsum("ii", tt.dmatrix("m")).owner.op
-    Einsum{ii->}
+    >>> w, v = generalized_eigh(a, b)
+    >>> w.eval({a: np.diag([2.0, 6.0]), b: np.diag([1.0, 2.0])})
+    array([2., 3.])
     """
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    if not operands:
-        raise TypeError("einsum: at least one operand is needed")
-    xs = []
-    for k, x in enumerate(operands):
-        try:
-            xs.append(as_tensor_variable(x))
-        except TypeError as e:
-            raise TypeError(f"einsum: operand {k} is not a tensor: {e}") from None
-    ins, out = _parse(subscripts, [x.ndim for x in xs])
-    if len(set(out)) != len(out):
-        raise ValueError(f"einsum: output subscripts {out!r} repeat a letter")
-    missing = set(out) - set("".join(ins))
-    if missing:
-        raise ValueError(
-            f"einsum: output subscripts {sorted(missing)} of {subscripts!r} " "appear in no operand"
-        )
-    ins = _rename_broadcast(ins, xs)
-    return Einsum(",".join(ins) + "->" + out)(*xs)
+
+    __props__ = ()
+
+    def make_node(self, a, b):
+        a, b = _float_matrix(self, a), _float_matrix(self, b, 1)
+
+        dtype = upcast(a.dtype, b.dtype)
+        n = _square(a.type.shape)
+        return Apply(self, [a, b], [TensorType(dtype, shape=n[:1])(), TensorType(dtype, shape=n)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a, b = inputs
+        # With B = L L^T the problem is the symmetric C u = w u, C = L^-1 A L^-T, v = L^-T u.
+        low = np.linalg.cholesky(b)
+        c = np.linalg.solve(low, np.linalg.solve(low, a).T).T
+        w, u = np.linalg.eigh(c)
+        v = np.linalg.solve(low.T, u)
+        output_storage[0][0] = np.asarray(w, dtype=node.outputs[0].dtype)
+        output_storage[1][0] = np.asarray(v, dtype=node.outputs[1].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        n = input_shapes[0][0]
+        return [(n,), (n, n)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
 
 
-def _labels_einsum(sa, sb, out, a, b):
-    """``einsum`` over integer labels, renamed to letters in order of appearance."""
-    names: dict = {}
-    for lab in list(sa) + list(sb):
-        names.setdefault(lab, _LETTERS[len(names)])
-
-    def term(labels):
-        return "".join(names[lab] for lab in labels)
-
-    return einsum(f"{term(sa)},{term(sb)}->{term(out)}", a, b)
-
-
-def _norm_axes(axes, a, b, who):
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        if n < 0 or n > a.ndim or n > b.ndim:
-            raise ValueError(
-                f"{who}: axes={n} is out of range for inputs of {a.ndim} and "
-                f"{b.ndim} dimensions"
-            )
-        return list(range(a.ndim - n, a.ndim)), list(range(n))
-    try:
-        ax_a, ax_b = axes
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{who}: axes must be an int or a pair of axis lists, " f"got {axes!r}"
-        ) from None
-    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
-    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
-    if len(ax_a) != len(ax_b):
-        raise ValueError(f"{who}: axes {axes!r} name {len(ax_a)} axes of a but {len(ax_b)} " "of b")
-    for which, ax, x in (("a", ax_a, a), ("b", ax_b, b)):
-        for d in ax:
-            if not -x.ndim <= d < x.ndim:
-                raise ValueError(
-                    f"{who}: axis {d} is out of range for {which} with " f"{x.ndim} dimensions"
-                )
-    ax_a = [d % a.ndim for d in ax_a]
-    ax_b = [d % b.ndim for d in ax_b]
-    if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
-        raise ValueError(f"{who}: axes {axes!r} repeat an axis")
-    return ax_a, ax_b
-
-
-def tensordot(a, b, axes=2):
-    """Sum products over the given axes, as ``numpy.tensordot``.
-
-    ``axes`` is an int ``n`` (the last ``n`` axes of ``a`` with the first ``n`` of
-    ``b``) or a pair of axis lists.
-
-    >>> import numpy as np
-    >>> from theano_dag import tensor as tt
-    >>> a, b = tt.dtensor3("a"), tt.dmatrix("b")
-    >>> tensordot(a, b, axes=[[2], [0]]).owner.op
-    Einsum{abc,cd->abd}
-    >>> x, y = np.ones((2, 3, 4)), np.ones((4, 5))
-    >>> tensordot(a, b, axes=1).eval({a: x, b: y}).shape
-    (2, 3, 5)
-    """
-    a, b = as_tensor_variable(a), as_tensor_variable(b)
-    ax_a, ax_b = _norm_axes(axes, a, b, "tensordot")
-    sa = list(range(a.ndim))
-    sb = list(range(a.ndim, a.ndim + b.ndim))
-    for da, db in zip(ax_a, ax_b):
-        sb[db] = sa[da]
-    out = [c for d, c in enumerate(sa) if d not in ax_a] + [
-        c for d, c in enumerate(sb) if d not in ax_b
-    ]
-    return _labels_einsum(sa, sb, out, a, b)
-
-
-def batched_tensordot(x, y, axes=2):
-    """``tensordot`` of ``x[i]`` and ``y[i]`` for each ``i`` along the first (batch) axis.
-
-    ``axes`` counts axes of the full inputs (so never 0, the batch axis).
+def cholesky(x, lower=True):
+    """The Cholesky factor of ``x`` (see :class:`Cholesky`).
 
     >>> from theano_dag import tensor as tt
-    >>> batched_tensordot(tt.dtensor3("x"), tt.dtensor3("y"), [[2], [1]]).owner.op
-    Einsum{abc,acd->abd}
+    >>> cholesky(tt.dmatrix("a")).owner.op
+    Cholesky{lower=True}
     """
-    x, y = as_tensor_variable(x), as_tensor_variable(y)
-    if x.ndim < 1 or y.ndim < 1:
-        raise TypeError(
-            "batched_tensordot: both inputs need a batch axis (ndim >= 1), "
-            f"got {x.ndim} and {y.ndim} dimensions"
-        )
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        if n < 0 or n >= x.ndim or n >= y.ndim:
-            raise ValueError(
-                f"batched_tensordot: axes={n} is out of range for inputs of "
-                f"{x.ndim} and {y.ndim} dimensions"
-            )
-        axes = [list(range(x.ndim - n, x.ndim)), list(range(1, n + 1))]
-    ax_x, ax_y = _norm_axes(axes, x, y, "batched_tensordot")
-    if 0 in ax_x or 0 in ax_y:
-        raise ValueError("batched_tensordot: axis 0 is the batch axis and cannot be summed")
-    sx = list(range(x.ndim))
-    sy = list(range(x.ndim, x.ndim + y.ndim))
-    sy[0] = sx[0]
-    for dx, dy in zip(ax_x, ax_y):
-        sy[dy] = sx[dx]
-    out = (
-        [sx[0]]
-        + [c for d, c in enumerate(sx) if d and d not in ax_x]
-        + [c for d, c in enumerate(sy) if d and d not in ax_y]
-    )
-    return _labels_einsum(sx, sy, out, x, y)
+    return Cholesky(lower)(x)
 
 
-def batched_dot(a, b):
-    """``dot(a[i], b[i])`` for each ``i`` of the first (batch) axis.
+def eigh(a, UPLO="L"):  # noqa: N803
+    """``(w, v)``: eigenvalues and eigenvectors of the symmetric ``a`` (see :class:`Eigh`).
 
-    Like Theano: a batch of vectors times a batch of scalars scales elementwise;
-    otherwise the last axis of ``a[i]`` meets the second-to-last of ``b[i]`` (or its
-    only axis), as ``numpy.dot`` does.
-
-    >>> import numpy as np
     >>> from theano_dag import tensor as tt
-    >>> a, b = tt.dtensor3("a"), tt.dtensor3("b")
-    >>> batched_dot(a, b).owner.op
-    Einsum{abc,acd->abd}
-    >>> batched_dot(a, b).eval({a: np.ones((2, 3, 4)), b: np.ones((2, 4, 5))})[0, 0, 0]
-    np.float64(4.0)
+    >>> [o.ndim for o in eigh(tt.dmatrix("a"))]
+    [1, 2]
     """
-    a, b = as_tensor_variable(a), as_tensor_variable(b)
-    if a.ndim == 0:
-        raise TypeError("batched_dot: a must have at least one (batch) axis, got a scalar")
-    if b.ndim == 0:
-        raise TypeError("batched_dot: b must have at least one (batch) axis, got a scalar")
-    sa = list(range(a.ndim))
-    sb = list(range(a.ndim, a.ndim + b.ndim))
-    sb[0] = sa[0]
-    if a.ndim == 1 or b.ndim == 1:
-        # A batch of scalars scales the other batch elementwise.
-        out = sa if b.ndim == 1 else sb
-    else:
-        k = max(1, b.ndim - 2)
-        sb[k] = sa[-1]
-        out = sa[:-1] + [c for d, c in enumerate(sb) if d and d != k]
-    return _labels_einsum(sa, sb, out, a, b)
+    return tuple(Eigh(UPLO)(a, return_list=True))
+
+
+def generalized_eigh(a, b):
+    """``(w, v)`` of ``A v = w B v`` (see :class:`GeneralizedEigh`).
+
+    >>> from theano_dag import tensor as tt
+    >>> generalized_eigh(tt.dmatrix("a"), tt.dmatrix("b"))[0].owner.op
+    GeneralizedEigh
+    """
+    return tuple(GeneralizedEigh()(a, b, return_list=True))

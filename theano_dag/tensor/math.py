@@ -11,6 +11,10 @@ import builtins
 import numpy as np
 
 from theano_dag import scalar as ts
+
+# Ops of later modules that build on this one (basic, math) are reached through the
+# package when called.
+from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
@@ -25,9 +29,11 @@ from theano_dag.tensor.elemwise import (
     Prod,
     Sum,
     _norm_axis,
+    reduce_grad_to,
 )
+from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "add",
@@ -284,9 +290,7 @@ def round(a, mode=None):  # noqa: A001 (Theano's name)
 
 def iround(a, mode=None):
     """Round then cast to int64."""
-    from theano_dag.tensor.basic import cast
-
-    return cast(round(a, mode), "int64")
+    return _tensor.basic.cast(round(a, mode), "int64")
 
 
 # -- reductions -------------------------------------------------------------------
@@ -350,8 +354,6 @@ def any(x, axis=None, keepdims=False):  # noqa: A001
 
 
 def _count(x, axis):
-    from theano_dag.tensor.shape import shape_i
-
     axes = range(x.ndim) if axis is None else axis
     n = None
     for a in axes:
@@ -367,8 +369,7 @@ def mean(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):
     >>> mean(tt.fvector("x")).dtype, mean(tt.ivector("i")).dtype
     ('float32', 'float64')
     """
-    from theano_dag.tensor.basic import cast
-
+    cast = _tensor.basic.cast
     x = as_tensor_variable(x)
     axis = _norm_axis(axis, x.ndim, "mean")
     s = sum(x, axis=axis, dtype=dtype, acc_dtype=acc_dtype)
@@ -387,8 +388,7 @@ def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
     >>> var(tt.dmatrix("x"), axis=1).ndim
     1
     """
-    from theano_dag.tensor.basic import cast
-
+    cast = _tensor.basic.cast
     x = as_tensor_variable(x)
     axis = _norm_axis(axis, x.ndim, "var")
     if x.dtype in discrete_dtypes:
@@ -441,10 +441,12 @@ class Argmax(Op):
         return [tuple(s for d, s in enumerate(input_shapes[0]) if d != a)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import zeros_like
-
         x = inputs[0]
-        return [zeros_like(x, dtype=x.dtype if x.dtype not in discrete_dtypes else config.floatX)]
+        return [
+            _tensor.basic.zeros_like(
+                x, dtype=x.dtype if x.dtype not in discrete_dtypes else config.floatX
+            )
+        ]
 
 
 class Argmin(Argmax):
@@ -522,8 +524,6 @@ class Dot(Op):
         return [tuple(xs[:-1]) + tuple(ys[1:])]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.elemwise import reduce_grad_to
-
         x, y = inputs
         (gz,) = output_grads
         if x.ndim == 2 and y.ndim == 2:

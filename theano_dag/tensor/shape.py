@@ -1,14 +1,27 @@
-"""Shape ops: ``Shape``, ``Shape_i``, ``MakeVector``, ``Reshape`` (``theano.tensor.shape``)."""
+"""Shape ops (``theano.tensor.shape``): reading shapes (``Shape``, ``Shape_i``,
+``MakeVector``), changing them (``Reshape``, ``flatten``), and shapes and broadcast patterns
+stated by the user: ``specify_shape``, ``Rebroadcast`` (``addbroadcast`` / ``unbroadcast`` /
+``patternbroadcast``), and padding with broadcastable dimensions (``shape_padleft``,
+``shape_padright``, ``shape_padaxis``, ``expand_dims``).
+
+A TensorType's static shape is a promise about values; ``SpecifyShape`` and ``Rebroadcast``
+let a graph make that promise where it is known only to the user, and check it when the
+graph runs, so a wrong promise is an error rather than a silently wrong broadcast.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+# Ops of later modules that build on this one (basic, math) are reached through the
+# package when called.
+from theano_dag import tensor as _tensor
 from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
+from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
-from theano_dag.tensor.var import as_tensor_variable, constant
+from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
     "Shape",
@@ -21,6 +34,16 @@ __all__ = [
     "reshape",
     "flatten",
     "as_int_vector",
+    "Rebroadcast",
+    "addbroadcast",
+    "unbroadcast",
+    "patternbroadcast",
+    "SpecifyShape",
+    "specify_shape",
+    "shape_padleft",
+    "shape_padright",
+    "shape_padaxis",
+    "expand_dims",
 ]
 
 
@@ -151,13 +174,12 @@ class MakeVector(Op):
         return [(len(node.inputs),)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.tensor.basic import zeros_like
-
         if self.dtype in discrete_dtypes:
             return [_disconnected() for _ in inputs]
         (gz,) = output_grads
         return [
-            gz[k] if i.dtype not in discrete_dtypes else zeros_like(i) for k, i in enumerate(inputs)
+            gz[k] if i.dtype not in discrete_dtypes else _tensor.basic.zeros_like(i)
+            for k, i in enumerate(inputs)
         ]
 
 
@@ -270,8 +292,7 @@ class Reshape(Op):
         return [reshape(output_grads[0], shape(x), ndim=x.ndim), _disconnected()]
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from theano_dag.tensor import math as tm
-
+        tm = _tensor.math
         x, shp = node.inputs
         known = _const_entries(shp)
         entries = [k if k is not None else shp[i] for i, k in enumerate(known)]
@@ -327,3 +348,309 @@ def flatten(x, ndim=1):
     if x.ndim == ndim:
         return x
     return reshape(x, [shape_i(x, i) for i in range(ndim - 1)] + [-1], ndim=ndim)
+
+
+class Rebroadcast(Op):
+    """Declare dimensions of a tensor broadcastable (length 1) or not.
+
+    ``Rebroadcast((0, True), (2, False))`` makes dimension 0 broadcastable and dimension 2
+    not. The output is a view of the input; at run time a dimension declared broadcastable
+    must have length 1 (ValueError otherwise).
+
+    >>> from theano_dag import tensor as tt
+    >>> Rebroadcast((1, True))(tt.dmatrix("x")).type
+    TensorType(float64, col)
+    """
+
+    __props__ = ("axis",)
+    view_map = {0: [0]}
+
+    def __init__(self, *axis):
+        pairs = {}
+        for item in axis:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                raise TypeError(f"Rebroadcast: expected (axis, bool) pairs, got {item!r}")
+            a, b = item
+            if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or a < 0:
+                raise TypeError(f"Rebroadcast: axis must be a non-negative int, got {a!r}")
+            pairs[int(a)] = bool(b)
+        self.axis = tuple(sorted(pairs.items()))
+
+    def __str__(self):
+        return "Rebroadcast{" + ",".join(f"({a},{b})" for a, b in self.axis) + "}"
+
+    __repr__ = __str__
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        shape = list(x.type.shape)
+        for a, b in self.axis:
+            if a >= x.ndim:
+                raise ValueError(f"{self}: {x} has {x.ndim} dimensions, there is no dimension {a}")
+            if b:
+                if shape[a] not in (None, 1):
+                    raise ValueError(
+                        f"{self}: dimension {a} of {x} has static length {shape[a]}, "
+                        "so it cannot be declared broadcastable (length 1)"
+                    )
+                shape[a] = 1
+            elif shape[a] == 1:
+                shape[a] = None
+        return Apply(self, [x], [TensorType(x.dtype, shape=tuple(shape))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        (x,) = inputs
+        for a, b in self.axis:
+            if b and x.shape[a] != 1:
+                raise ValueError(
+                    f"{self}: dimension {a} of the input has length {x.shape[a]}, expected 1 "
+                    f"(it was declared broadcastable; the input's shape is {x.shape})"
+                )
+        output_storage[0][0] = x.view()
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        out = list(input_shapes[0])
+        for a, b in self.axis:
+            if b:
+                out[a] = 1
+        return [tuple(out)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        (x,) = inputs
+        (gz,) = output_grads
+        # Back to the input's pattern on the dims this op changed.
+        back = Rebroadcast(*[(a, x.type.broadcastable[a]) for a, _ in self.axis])
+        return [back(gz)]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        return self(*eval_points, return_list=True)
+
+
+def _rebroadcast(x, pairs):
+    x = as_tensor_variable(x)
+    for a, _ in pairs:
+        if not isinstance(a, (int, np.integer)) or not -x.ndim <= a < x.ndim:
+            raise ValueError(f"{x} has {x.ndim} dimensions, there is no dimension {a!r}")
+    pairs = [(int(a) % x.ndim, b) for a, b in pairs]
+    if all(x.type.broadcastable[a] == b for a, b in pairs):
+        return x  # nothing changes: no node (Theano's apply_rebroadcast_opt)
+    return Rebroadcast(*pairs)(x)
+
+
+def addbroadcast(x, *axes):
+    """Declare ``axes`` of ``x`` broadcastable (length 1, checked at run time).
+
+    >>> from theano_dag import tensor as tt
+    >>> addbroadcast(tt.dmatrix("x"), 0).broadcastable
+    (True, False)
+    """
+    return _rebroadcast(x, [(a, True) for a in axes])
+
+
+def unbroadcast(x, *axes):
+    """Declare ``axes`` of ``x`` not broadcastable (they may then have any length).
+
+    >>> from theano_dag import tensor as tt
+    >>> unbroadcast(tt.row("r"), 0).broadcastable
+    (False, False)
+    """
+    return _rebroadcast(x, [(a, False) for a in axes])
+
+
+def patternbroadcast(x, broadcastable):
+    """Give ``x`` the broadcastable pattern ``broadcastable`` (one bool per dimension).
+
+    >>> from theano_dag import tensor as tt
+    >>> patternbroadcast(tt.dmatrix("x"), (False, True)).type
+    TensorType(float64, col)
+    """
+    x = as_tensor_variable(x)
+    broadcastable = tuple(broadcastable)
+    if len(broadcastable) != x.ndim:
+        raise ValueError(
+            f"patternbroadcast: the pattern {broadcastable} has {len(broadcastable)} entries, "
+            f"{x} has {x.ndim} dimensions"
+        )
+    return _rebroadcast(x, list(enumerate(bool(b) for b in broadcastable)))
+
+
+class SpecifyShape(Op):
+    """``specify_shape(x, shape)``: ``x`` itself, with its shape checked at run time.
+
+    Inputs: ``x`` and an int64 vector with one entry per dimension; a negative entry
+    (``None`` in ``specify_shape``) leaves that dimension unchecked. Constant entries
+    become the output's static shape. A value of another shape raises ValueError naming
+    the expected and the actual shape.
+
+    >>> from theano_dag import tensor as tt
+    >>> specify_shape(tt.dmatrix("x"), (None, 3)).type
+    TensorType(float64, shape=(?, 3))
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x, shape):
+        x = as_tensor_variable(x)
+        shape = as_int_vector(shape, "SpecifyShape")
+        n = shape.type.shape[0]
+        known = _shape_entries(shape)
+        if n is None and known is not None:
+            n = len(known)
+        if n is None:
+            raise TypeError(
+                f"SpecifyShape: the length of the shape {shape} is not known; it must have "
+                f"one entry per dimension of {x} ({x.ndim})"
+            )
+        if n != x.ndim:
+            raise TypeError(
+                f"SpecifyShape: the shape has {n} entries, expected {x.ndim} (one per "
+                f"dimension of {x})"
+            )
+        static = list(x.type.shape)
+        for d, k in enumerate(known or [None] * n):
+            if k is None or k < 0:
+                continue
+            if static[d] is not None and static[d] != k:
+                raise ValueError(
+                    f"SpecifyShape: dimension {d} of {x} has static length {static[d]}, "
+                    f"but {k} was specified"
+                )
+            static[d] = k
+        return Apply(self, [x, shape], [TensorType(x.dtype, shape=tuple(static))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, shape = inputs
+        if len(shape) != x.ndim or any(s >= 0 and s != d for s, d in zip(shape, x.shape)):
+            expected = tuple(int(s) if s >= 0 else None for s in shape)
+            raise ValueError(
+                f"SpecifyShape: expected shape {expected} (None: any length), "
+                f"got shape {x.shape}"
+            )
+        output_storage[0][0] = x.view()
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        x, shape = node.inputs
+        known = _shape_entries(shape) or [None] * x.ndim
+        # Symbolic or negative entries: the input's own length, which the run-time check
+        # makes equal to any non-negative specified one.
+        return [
+            tuple(
+                k if k is not None and k >= 0 else input_shapes[0][d] for d, k in enumerate(known)
+            )
+        ]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, shape = inputs
+        (gz,) = output_grads
+        return [specify_shape(gz, shape), _disconnected()]
+
+    def R_op(self, inputs, eval_points):
+        if eval_points[0] is None:
+            return [None]
+        return [specify_shape(eval_points[0], inputs[1])]
+
+
+def _shape_entries(shape):
+    """The entries of a shape vector known at build time (None where symbolic)."""
+
+    if isinstance(shape, Constant):
+        return [int(v) for v in np.asarray(shape.data).reshape(-1)]
+    if shape.owner is not None and isinstance(shape.owner.op, MakeVector):
+        return [int(i.data) if isinstance(i, Constant) else None for i in shape.owner.inputs]
+    return None
+
+
+def specify_shape(x, shape):
+    """``x`` with its shape promised to be ``shape`` (checked at run time).
+
+    ``shape`` is a tuple of ints, int scalars and ``None`` (any length), or an int vector
+    (for instance another tensor's ``.shape``).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> y = specify_shape(x, (3,))
+    >>> y.type, y.eval({x: np.ones(3)}).shape
+    (TensorType(float64, shape=(3,)), (3,))
+    """
+    x = as_tensor_variable(x)
+    if isinstance(shape, (list, tuple)):
+        if len(shape) != x.ndim:
+            raise TypeError(
+                f"specify_shape: the shape {tuple(shape)} has {len(shape)} entries, expected "
+                f"{x.ndim} (one per dimension of {x})"
+            )
+        shape = [constant(np.int64(-1)) if s is None else s for s in shape]
+        if not shape:
+            shape = constant(np.zeros(0, dtype="int64"))
+    return SpecifyShape()(x, shape)
+
+
+def shape_padleft(t, n_ones=1):
+    """``t`` with ``n_ones`` broadcastable dimensions added on the left.
+
+    >>> from theano_dag import tensor as tt
+    >>> shape_padleft(tt.dvector("v"), 2).broadcastable
+    (True, True, False)
+    """
+    t = as_tensor_variable(t)
+    return DimShuffle(t.broadcastable, ["x"] * n_ones + list(range(t.ndim)))(t)
+
+
+def shape_padright(t, n_ones=1):
+    """``t`` with ``n_ones`` broadcastable dimensions added on the right.
+
+    >>> from theano_dag import tensor as tt
+    >>> shape_padright(tt.dvector("v")).broadcastable
+    (False, True)
+    """
+    t = as_tensor_variable(t)
+    return DimShuffle(t.broadcastable, list(range(t.ndim)) + ["x"] * n_ones)(t)
+
+
+def shape_padaxis(t, axis):
+    """``t`` with a broadcastable dimension inserted at ``axis`` (negative counts from the
+    end of the result, as ``numpy.expand_dims``).
+
+    >>> from theano_dag import tensor as tt
+    >>> shape_padaxis(tt.dmatrix("m"), -1).broadcastable
+    (False, False, True)
+    """
+    t = as_tensor_variable(t)
+    if not isinstance(axis, (int, np.integer)) or not -t.ndim - 1 <= axis <= t.ndim:
+        raise IndexError(
+            f"shape_padaxis: axis {axis!r} is out of range [{-t.ndim - 1}, {t.ndim}] for "
+            f"the {t.ndim}-d {t}"
+        )
+    order = list(range(t.ndim))
+    order.insert(int(axis) % (t.ndim + 1), "x")
+    return DimShuffle(t.broadcastable, order)(t)
+
+
+def expand_dims(a, axis):
+    """``numpy.expand_dims``: insert broadcastable dimensions at ``axis`` (an int or a
+    tuple of ints, positions in the result).
+
+    >>> from theano_dag import tensor as tt
+    >>> expand_dims(tt.dvector("v"), (0, 2)).type
+    TensorType(float64, shape=(1, ?, 1))
+    """
+    a = as_tensor_variable(a)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out_ndim = a.ndim + len(axes)
+    norm = []
+    for ax in axes:
+        if not isinstance(ax, (int, np.integer)) or not -out_ndim <= ax < out_ndim:
+            raise ValueError(f"expand_dims: axis {ax!r} is out of range for a {out_ndim}-d result")
+        norm.append(int(ax) % out_ndim)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"expand_dims: repeated axis in {axis}")
+    dims = iter(range(a.ndim))
+    order = ["x" if d in norm else next(dims) for d in range(out_ndim)]
+    return DimShuffle(a.broadcastable, order)(a)

@@ -11,7 +11,7 @@ import numpy as np
 
 from theano_dag.graph.shared import SharedVariable, shared_constructor
 from theano_dag.tensor.type import TensorType
-from theano_dag.tensor.var import _tensor_py_operators
+from theano_dag.tensor.variable import _tensor_py_operators
 
 __all__ = ["TensorSharedVariable", "tensor_constructor", "tensor_type_for"]
 

@@ -14,7 +14,7 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["SortOp", "ArgSortOp", "sort", "argsort"]
 

@@ -23,7 +23,7 @@ from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
-from theano_dag.tensor.var import as_tensor_variable, constant
+from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
     "Subtensor",

@@ -322,27 +322,16 @@ class TensorType(Type):
 
     # -- making variables ---------------------------------------------------------
 
-    def make_variable(self, name=None):
-        from theano_dag.tensor.var import TensorVariable
+    # The classes of the variables and constants this type makes (Theano's attribute names);
+    # ``theano_dag.tensor.variable`` sets them when it defines them.
+    Variable: type = None
+    Constant: type = None
 
-        return TensorVariable(self, None, None, name)
+    def make_variable(self, name=None):
+        return self.Variable(self, None, None, name)
 
     def make_constant(self, value, name=None):
-        from theano_dag.tensor.var import TensorConstant
-
-        return TensorConstant(self, value, name)
-
-    @property
-    def Variable(self):  # noqa: N802 (Theano's attribute name)
-        from theano_dag.tensor.var import TensorVariable
-
-        return TensorVariable
-
-    @property
-    def Constant(self):  # noqa: N802
-        from theano_dag.tensor.var import TensorConstant
-
-        return TensorConstant
+        return self.Constant(self, value, name)
 
     def __repr__(self):
         return f"TensorType({self.dtype}, {self._shape_str()})"

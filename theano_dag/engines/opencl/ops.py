@@ -20,7 +20,7 @@ class _Transfer(Op):
     view_map = {0: [0]}
 
     def make_node(self, x):
-        from theano_dag.tensor.var import as_tensor_variable
+        from theano_dag.tensor.variable import as_tensor_variable
 
         x = as_tensor_variable(x)
         return Apply(self, [x], [x.type()])

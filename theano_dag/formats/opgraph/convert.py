@@ -7,7 +7,7 @@ elementwise operations into ``add``/``sub``/``mul``/``true_div``/``**``, a
 ``Multiplication`` into ``dot`` when it is a matrix or vector product, a transpose
 when it only permutes, else ``einsum``; ``Slice``/``Chip`` into indexing,
 ``Reshape`` into ``reshape``, ``Cholesky``/``EigenSolve`` into the ops of
-:mod:`theano_dag.tensor.nlinalg`.
+:mod:`theano_dag.tensor.linalg`.
 
 FunctionGraph -> OpGraph goes the other way for the ops that have an OpGraph
 operation (the ones above, ``Einsum``, ``DimShuffle``, constant ``Subtensor`` and
@@ -51,10 +51,10 @@ def _tt():
     import importlib
 
     from theano_dag import tensor as tt
-    from theano_dag.tensor import linalg, nlinalg
+    from theano_dag.tensor import contractions, linalg
 
     # the module, not the function tt.shape that shadows it
-    return tt, linalg, nlinalg, importlib.import_module("theano_dag.tensor.shape")
+    return tt, contractions, linalg, importlib.import_module("theano_dag.tensor.shape")
 
 
 # -- OpGraph -> FunctionGraph ---------------------------------------------------------------------
@@ -352,7 +352,7 @@ def _reshape(b, node):
 
 
 def _einsum_like(b, node):
-    from theano_dag.tensor.linalg import Einsum
+    from theano_dag.tensor.contractions import Einsum
 
     if isinstance(node.op, Einsum):
         ins, out = node.op.in_terms, node.op.out_term
@@ -367,7 +367,7 @@ def _einsum_like(b, node):
 
 
 def _linalg(b, node):
-    from theano_dag.tensor.nlinalg import Eigh, GeneralizedEigh
+    from theano_dag.tensor.linalg import Eigh, GeneralizedEigh
 
     x = node.inputs[0]
     if isinstance(node.op, Eigh):
@@ -383,11 +383,11 @@ def _linalg(b, node):
 
 
 def _converters():
+    from theano_dag.tensor.contractions import Einsum
     from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-    from theano_dag.tensor.linalg import Einsum
+    from theano_dag.tensor.linalg import Cholesky as CholeskyOp
+    from theano_dag.tensor.linalg import Eigh, GeneralizedEigh
     from theano_dag.tensor.math import Dot
-    from theano_dag.tensor.nlinalg import Cholesky as CholeskyOp
-    from theano_dag.tensor.nlinalg import Eigh, GeneralizedEigh
     from theano_dag.tensor.shape import Reshape as ReshapeOp
     from theano_dag.tensor.subtensor import Subtensor
 

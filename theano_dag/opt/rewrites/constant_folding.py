@@ -13,7 +13,7 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import LocalOptimizer, local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.tensor.shape import Shape, Shape_i
-from theano_dag.tensor.var import constant
+from theano_dag.tensor.variable import constant
 
 __all__ = ["ConstantFolding", "constant_folding", "MAX_FOLDED_SIZE", "local_shape_i_static"]
 

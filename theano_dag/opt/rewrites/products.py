@@ -36,7 +36,7 @@ from theano_dag.opt.rewrites.utils import (
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.type import TensorType
-from theano_dag.tensor.var import TensorConstant
+from theano_dag.tensor.variable import TensorConstant
 
 __all__ = ["MulCanonizer", "local_mul_canonizer", "local_mul_cancel"]
 

@@ -17,7 +17,7 @@ from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
 from theano_dag.tensor.type import TensorType, float_dtypes
-from theano_dag.tensor.var import TensorConstant, constant
+from theano_dag.tensor.variable import TensorConstant, constant
 
 __all__ = [
     "scalar_op",

@@ -25,7 +25,7 @@ from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor.type import TensorType, float_dtypes, int_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "AbstractConv2d",

@@ -11,7 +11,7 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["batch_normalization", "batch_normalization_train", "batch_normalization_test"]
 

@@ -21,7 +21,7 @@ from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "relu",

@@ -25,10 +25,9 @@ from theano_dag.graph.op import Op
 from theano_dag.graph.type import Generic
 from theano_dag.tensor.basic import get_vector_length
 from theano_dag.tensor.elemwise import broadcast_static_shape
-from theano_dag.tensor.shape import as_int_vector, make_vector
-from theano_dag.tensor.shape_extra import _shape_entries
+from theano_dag.tensor.shape import _shape_entries, as_int_vector, make_vector
 from theano_dag.tensor.type import TensorType, int_dtypes, uint_dtypes
-from theano_dag.tensor.var import as_tensor_variable, constant
+from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = ["RandomGeneratorType", "random_generator_type", "RandomVariable", "as_size"]
 

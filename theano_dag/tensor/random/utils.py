@@ -16,7 +16,7 @@ from theano_dag.graph.shared import SharedVariable
 from theano_dag.scalar.basic import upcast
 from theano_dag.tensor.random import basic
 from theano_dag.tensor.random.op import as_size, random_generator_type
-from theano_dag.tensor.var import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["RandomStream", "RandomStreams"]
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+# The ops behind the operators (tensor.math, .basic, .subtensor) build on this module's
+# classes: they are reached through the package when called.
+from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable
-from theano_dag.tensor.type import TensorType
+from theano_dag.tensor.type import TensorType, all_dtypes
 
 __all__ = [
     "TensorVariable",
@@ -28,25 +31,13 @@ class AsTensorError(TypeError):
     """Raised when an object cannot be turned into a tensor variable."""
 
 
-def _m():
-    from theano_dag.tensor import math
-
-    return math
-
-
-def _b():
-    from theano_dag.tensor import basic
-
-    return basic
-
-
 def _binop(fn_name, reflected=False):
     def method(self, other):
         try:
             other = as_tensor_variable(other)
         except (AsTensorError, TypeError, NotImplementedError):
             return NotImplemented
-        fn = getattr(_m(), fn_name)
+        fn = getattr(_tensor.math, fn_name)
         return fn(other, self) if reflected else fn(self, other)
 
     method.__name__ = f"__{'r' if reflected else ''}{fn_name}__"
@@ -74,13 +65,13 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
 
     def __neg__(self):
-        return _m().neg(self)
+        return _tensor.math.neg(self)
 
     def __abs__(self):
-        return _m().abs(self)
+        return _tensor.math.abs(self)
 
     def __invert__(self):
-        return _m().invert(self)
+        return _tensor.math.invert(self)
 
     def __bool__(self):
         raise TypeError(
@@ -96,7 +87,7 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
 
     def __iter__(self):
         try:
-            n = _b().get_vector_length(self)
+            n = _tensor.basic.get_vector_length(self)
         except (TypeError, ValueError):
             raise TypeError(
                 "TensorType does not support iteration: the length of this tensor is not "
@@ -121,111 +112,115 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
 
     @property
     def shape(self):
-        return _b().shape(self)
+        return _tensor.basic.shape(self)
 
     @property
     def size(self):
-        return _m().prod(self.shape)
+        return _tensor.math.prod(self.shape)
 
     @property
     def T(self):  # noqa: N802
-        return _b().transpose(self)
+        return _tensor.basic.transpose(self)
 
     # -- methods ------------------------------------------------------------------
 
     def __getitem__(self, args):
-        from theano_dag.tensor import subtensor
-
-        return subtensor.getitem(self, args)
+        return _tensor.subtensor.getitem(self, args)
 
     def sum(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
-        return _m().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+        return _tensor.math.sum(
+            self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype
+        )
 
     def prod(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
-        return _m().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+        return _tensor.math.prod(
+            self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype
+        )
 
     def mean(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
-        return _m().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+        return _tensor.math.mean(
+            self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype
+        )
 
     def var(self, axis=None, ddof=0, keepdims=False, corrected=False):
-        return _m().var(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
+        return _tensor.math.var(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
 
     def std(self, axis=None, ddof=0, keepdims=False, corrected=False):
-        return _m().std(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
+        return _tensor.math.std(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
 
     def max(self, axis=None, keepdims=False):
-        return _m().max(self, axis=axis, keepdims=keepdims)
+        return _tensor.math.max(self, axis=axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
-        return _m().min(self, axis=axis, keepdims=keepdims)
+        return _tensor.math.min(self, axis=axis, keepdims=keepdims)
 
     def argmax(self, axis=None, keepdims=False):
-        return _m().argmax(self, axis=axis, keepdims=keepdims)
+        return _tensor.math.argmax(self, axis=axis, keepdims=keepdims)
 
     def argmin(self, axis=None, keepdims=False):
-        return _m().argmin(self, axis=axis, keepdims=keepdims)
+        return _tensor.math.argmin(self, axis=axis, keepdims=keepdims)
 
     def all(self, axis=None, keepdims=False):
-        return _m().all(self, axis=axis, keepdims=keepdims)
+        return _tensor.math.all(self, axis=axis, keepdims=keepdims)
 
     def any(self, axis=None, keepdims=False):
-        return _m().any(self, axis=axis, keepdims=keepdims)
+        return _tensor.math.any(self, axis=axis, keepdims=keepdims)
 
     def reshape(self, shape, *more, ndim=None):
         if more:
             shape = (shape,) + more
-        return _b().reshape(self, shape, ndim=ndim)
+        return _tensor.basic.reshape(self, shape, ndim=ndim)
 
     def dimshuffle(self, *pattern):
         if len(pattern) == 1 and isinstance(pattern[0], (list, tuple)):
             pattern = pattern[0]
-        return _b().dimshuffle(self, pattern)
+        return _tensor.basic.dimshuffle(self, pattern)
 
     def flatten(self, ndim=1):
-        return _b().flatten(self, ndim)
+        return _tensor.basic.flatten(self, ndim)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = axes[0]
-        return _b().transpose(self, axes or None)
+        return _tensor.basic.transpose(self, axes or None)
 
     def astype(self, dtype):
-        return _b().cast(self, dtype)
+        return _tensor.basic.cast(self, dtype)
 
     def dot(self, other):
-        return _m().dot(self, other)
+        return _tensor.math.dot(self, other)
 
     def clip(self, a_min, a_max):
-        return _m().clip(self, a_min, a_max)
+        return _tensor.math.clip(self, a_min, a_max)
 
     def round(self, mode=None):
-        return _m().round(self, mode)
+        return _tensor.math.round(self, mode)
 
     def zeros_like(self, dtype=None):
-        return _b().zeros_like(self, dtype=dtype)
+        return _tensor.basic.zeros_like(self, dtype=dtype)
 
     def ones_like(self, dtype=None):
-        return _b().ones_like(self, dtype=dtype)
+        return _tensor.basic.ones_like(self, dtype=dtype)
 
     def squeeze(self):
-        return _b().squeeze(self)
+        return _tensor.basic.squeeze(self)
 
     def copy(self, name=None):
-        out = _m().identity(self)
+        out = _tensor.math.identity(self)
         out.name = name
         return out
 
     def repeat(self, repeats, axis=None):
-        return _b().repeat(self, repeats, axis)
+        return _tensor.basic.repeat(self, repeats, axis)
 
     def exp(self):
-        return _m().exp(self)
+        return _tensor.math.exp(self)
 
     def log(self):
-        return _m().log(self)
+        return _tensor.math.log(self)
 
     def sqrt(self):
-        return _m().sqrt(self)
+        return _tensor.math.sqrt(self)
 
 
 class TensorVariable(_tensor_py_operators, Variable):
@@ -265,7 +260,7 @@ class TensorConstant(_tensor_py_operators, Constant):
 
     def get_scalar_value(self):
         """The single value of a constant whose every element is equal."""
-        return _b().get_scalar_constant_value(self)
+        return _tensor.basic.get_scalar_constant_value(self)
 
 
 def autocast_scalar(x, dtype=None):
@@ -332,7 +327,7 @@ def constant(x, name=None, ndim=None, dtype=None):
         data = autocast_scalar(x, dtype)
     except (TypeError, ValueError, OverflowError) as e:
         raise AsTensorError(f"Could not convert {x!r} to a tensor constant: {e}") from None
-    if data.dtype == object or data.dtype.name not in _known_dtypes():
+    if data.dtype == object or data.dtype.name not in all_dtypes:
         raise AsTensorError(
             f"Could not convert {type(x).__name__} {x!r} to a tensor constant "
             f"(numpy gives dtype {data.dtype})"
@@ -349,12 +344,6 @@ def constant(x, name=None, ndim=None, dtype=None):
             data = data.reshape(data.shape[data.ndim - ndim :])
     ttype = TensorType(data.dtype, broadcastable=tuple(s == 1 for s in data.shape))
     return TensorConstant(ttype, np.array(data), name=name)
-
-
-def _known_dtypes():
-    from theano_dag.tensor.type import all_dtypes
-
-    return all_dtypes
 
 
 def as_tensor_variable(x, name=None, ndim=None, dtype=None):
@@ -387,7 +376,7 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
                 x = x.dimshuffle(["x"] * (ndim - x.ndim) + list(range(x.ndim)))
         return x
     if isinstance(x, (tuple, list)) and any(isinstance(e, Variable) for e in _flat(x)):
-        return _b().stack([as_tensor_variable(e) for e in x])
+        return _tensor.basic.stack([as_tensor_variable(e) for e in x])
     try:
         return constant(x, name=name, ndim=ndim, dtype=dtype)
     except AsTensorError:
@@ -405,3 +394,8 @@ def _flat(seq):
 
 
 as_tensor = as_tensor_variable
+
+
+# TensorType makes its variables and constants with these classes.
+TensorType.Variable = TensorVariable
+TensorType.Constant = TensorConstant
