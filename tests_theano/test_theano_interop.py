@@ -25,8 +25,8 @@ from theano_dag.formats import (  # noqa: E402
 from theano_dag.formats.foreign import ForeignOp  # noqa: E402
 from theano_dag.graph.basic import equal_computations  # noqa: E402
 from theano_dag.graph.fg import FunctionGraph  # noqa: E402
-from theano_dag.tensor.linalg import einsum  # noqa: E402
-from theano_dag.tensor.nlinalg import cholesky, eigh  # noqa: E402
+from theano_dag.tensor.contractions import einsum  # noqa: E402
+from theano_dag.tensor.linalg import cholesky, eigh  # noqa: E402
 from theano_dag.tensor.nnet import log_softmax, softmax  # noqa: E402
 
 rng = np.random.default_rng(11)
