@@ -217,7 +217,7 @@ def _inline(comp, args):
     return [env[o] for o in comp.outputs]
 
 
-@local_optimizer([CAReduce])
+@local_optimizer([CAReduce], fit=fit)
 def local_fused_reduce(fgraph, node):
     """A reduction of an elementwise result used nowhere else, as one loop."""
     # sum(elemwise(x, y), axis) -> FusedReduce{sum, elemwise}(x, y)
@@ -225,6 +225,4 @@ def local_fused_reduce(fgraph, node):
     inner = x.owner
     if not _fusable(inner) or not single_client(fgraph, x):
         return False
-    new = FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)
-    new = fit(node.outputs[0], new)
-    return [new] if new is not None else False
+    return FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)
