@@ -22,6 +22,7 @@ from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
 from theano_dag.opt.basic import GlobalOptimizer
 from theano_dag.opt.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, scalar_op, single_client
 from theano_dag.scalar import Composite
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -217,6 +218,7 @@ def _inline(comp, args):
     return [env[o] for o in comp.outputs]
 
 
+@RULES.fused_reduce("fusion", "fused_reduce")
 @local_optimizer([CAReduce], fit=fit)
 def local_fused_reduce(fgraph, node):
     """A reduction of an elementwise result used nowhere else, as one loop."""

@@ -32,7 +32,16 @@ from theano_dag.opt.basic import opt_name
 __all__ = ["Rule", "RuleTable", "RULES"]
 
 # The EquilibriumDBs (and the TopoDB) of the optdb that take local rewrites.
-LOCAL_DBS = ("useless", "canonicalize", "stabilize", "specialize", "blas", "fma", "inplace")
+LOCAL_DBS = (
+    "useless",
+    "canonicalize",
+    "stabilize",
+    "specialize",
+    "blas",
+    "fma",
+    "fused_reduce",
+    "inplace",
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,10 @@ class RuleTable:
     def fma(self, *tags, **kwargs):
         """Decorator: a rule of the ``fma`` pass (one out-to-in walk after specialize)."""
         return self._decorator("fma", tags, kwargs)
+
+    def fused_reduce(self, *tags, **kwargs):
+        """Decorator: a rule of the ``fused_reduce`` pass (one walk after fusion)."""
+        return self._decorator("fused_reduce", tags, kwargs)
 
     def __iter__(self):
         return iter(self.rules)
