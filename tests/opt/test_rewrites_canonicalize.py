@@ -97,13 +97,13 @@ def test_div_one_and_int_div_one():
         [x / 1, i // 1, x // 1],
         [x, i, x // 1],
         [rng.normal(size=3), np.array([3, -7, 0])],
-        rules(alg.local_div_one),
+        rules(alg.local_div_one, alg.local_int_div_one),
     )
 
 
 def test_sub_zero_and_zero_sub():
     x = tt.dvector("x")
-    check([x], [x - 0, 0 - x], [x, -x], vals(), rules(alg.local_sub_zero))
+    check([x], [x - 0, 0 - x], [x, -x], vals(), rules(alg.local_sub_zero, alg.local_zero_sub))
 
 
 def test_zero_sub_of_unsigned_ints_negates_in_the_output_dtype():
@@ -114,7 +114,7 @@ def test_zero_sub_of_unsigned_ints_negates_in_the_output_dtype():
         [out],
         [-tt.cast(u, "int16")],
         [np.array([200, 3], dtype="uint8")],
-        rules(alg.local_sub_zero),
+        rules(alg.local_zero_sub),
     )
 
 
@@ -229,35 +229,34 @@ def test_commutative_arguments_are_sorted_and_flattened():
         [y + x, (y + x) + z, tt.eq(z, x), tt.maximum(y, x) * 2],
         [x + y, tt.add(x, y, z), tt.eq(x, z), tt.mul(tt.maximum(x, y), 2)],
         vals(k=3),
-        rules(alg.local_commutative_canonical),
+        rules(alg.local_commutative_flatten, alg.CommutativeSort()),
     )
 
 
-def test_sorting_moves_arguments_in_place_and_a_failed_rewrite_undoes_it():
+def test_sorting_moves_arguments_in_place_and_a_failed_pass_undoes_it():
     """Same-typed arguments are sorted in the node itself (no new node, clients kept);
-    arguments of different types (broadcasting) need a new node. A rewrite that fails
-    after sorting is rolled back to the old order, without pruning anything."""
-    from theano_dag.graph.rewriting.local import LocalOptimizer
+    arguments of different types (broadcasting) need a new node. A pass that fails
+    after sorting is rolled back to the old order, without pruning anything.
+
+    (The sort is a global pass since issue 14, no longer a local rewrite that changed
+    the graph itself: the rollback is the EquilibriumOptimizer's, of a global pass.)"""
     from theano_dag.graph.toolbox import Feature
-    from theano_dag.opt import in2out
+    from theano_dag.opt import EquilibriumOptimizer
 
     x, y = vec("x", "y")
     m, row = tt.dmatrix("m"), tt.drow("row")  # creation order sorts x, y, m, row
     same, mixed = y * x, tt.add(row, m)
     fg = FunctionGraph([x, y, m, row], [same, mixed], clone=False)
     node_same, node_mixed = same.owner, mixed.owner
-    in2out(alg.local_commutative_canonical).optimize(fg)
+    alg.CommutativeSort().optimize(fg)
     assert fg.outputs[0] is same and node_same.inputs == [x, y]
     assert (node_same, 0) in fg.clients[x] and (node_same, 1) in fg.clients[y]
     new_mixed = fg.outputs[1].owner  # a new node: a row and a matrix differ in type
     assert new_mixed is not node_mixed and new_mixed.inputs == [m, row]
 
-    class SortThenFail(LocalOptimizer):
-        def tracks(self):
-            return [tt.mul]
-
-        def transform(self, fgraph, node):
-            alg.local_commutative_canonical.transform(fgraph, node)
+    class SortThenFail(alg.CommutativeSort):
+        def apply(self, fgraph):
+            super().apply(fgraph)
             raise RuntimeError("failed after sorting")
 
     a, b = tt.exp(x), tt.exp(y)
@@ -272,12 +271,29 @@ def test_sorting_moves_arguments_in_place_and_a_failed_rewrite_undoes_it():
 
     fg.attach_feature(Prunes())
     failures = []
-    in2out(SortThenFail(), failure_callback=lambda *args: failures.append(args[0])).optimize(fg)
+    EquilibriumOptimizer(
+        [SortThenFail()], failure_callback=lambda *args: failures.append(args[0])
+    ).optimize(fg)
     assert [str(e) for e in failures] == ["failed after sorting"]
     assert out.owner.inputs == [b, a]  # rolled back
     fg.check_integrity()
     assert {n.op for n in fg.apply_nodes} == {tt.exp, tt.mul} and len(fg.apply_nodes) == 3
     assert Prunes.seen == []
+
+
+def test_sort_visits_only_what_changed_since_its_last_run():
+    x, y, z = vec("x", "y", "z")
+    fg = FunctionGraph([x, y, z], [tt.exp(y * x)], clone=False)
+    sort = alg.CommutativeSort()
+    sort.optimize(fg)
+    pending = fg.unsorted_commutative_nodes
+    assert not pending.nodes
+    # A new input: the node is looked at again (and sorted: z was made after x).
+    mul = fg.outputs[0].owner.inputs[0].owner
+    fg.change_input(mul, 0, z)
+    assert list(pending.nodes) == [mul]
+    sort.optimize(fg)
+    assert mul.inputs == [y, z] and not pending.nodes
 
 
 def test_sorting_in_place_passes_debugmode():
@@ -303,7 +319,7 @@ def test_flattening_keeps_shared_and_narrower_sums():
         [out, out2],
         [s * (z + s), x + (i8 + i8)],
         vals(k=3) + [np.array([100, 100, 1, 2], dtype="int8")],
-        rules(alg.local_commutative_canonical),
+        rules(alg.local_commutative_flatten, alg.CommutativeSort()),
     )
 
 

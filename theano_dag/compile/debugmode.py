@@ -34,9 +34,8 @@ import numpy as np
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.basic import Constant
-from theano_dag.graph.fg import InputReorder
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
-from theano_dag.graph.toolbox import BadOptimization, Feature
+from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
 from theano_dag.printing import debugprint
 
 __all__ = ["DebugMode", "DebugOptimizer", "RewriteChecker", "BadEngineOutput", "sample_value"]

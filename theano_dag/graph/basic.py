@@ -264,7 +264,16 @@ class Variable(Node):
     (True, 'x')
     """
 
-    __slots__ = ("type", "owner", "index", "name", "_tag", "auto_name", "_fn_cache", "__weakref__")
+    __slots__ = (
+        "type",
+        "owner",
+        "index",
+        "name",
+        "_tag",
+        "creation_index",
+        "_fn_cache",
+        "__weakref__",
+    )
     __count__ = itertools.count()
     construction_observers: list = []
 
@@ -280,9 +289,15 @@ class Variable(Node):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a string, got {name!r}")
         self.name = name
-        self.auto_name = f"auto_{next(Variable.__count__)}"
+        # A number that orders variables by creation (a stable sort key for rewrites).
+        self.creation_index = next(Variable.__count__)
         if Variable.construction_observers:
             Variable.notify_construction_observers(self)
+
+    @property
+    def auto_name(self) -> str:
+        """A name unique to this variable, ``auto_<creation_index>``."""
+        return f"auto_{self.creation_index}"
 
     def __getstate__(self):
         state = _get_slotted_state(self)

@@ -42,7 +42,7 @@ from theano_dag.graph.rewriting.db import EquilibriumDB, LocalGroupDB, Query, Se
 from theano_dag.graph.rewriting.merge import MergeOptimizer
 from theano_dag.graph.rewriting.navigator import NavigatorOptimizer
 from theano_dag.opt.rewrites import RULES
-from theano_dag.opt.rewrites.fusion import FusionOptimizer, local_fused_reduce
+from theano_dag.opt.rewrites.fusion import FusionOptimizer
 from theano_dag.opt.rewrites.inplace import InplaceOptimizer
 
 __all__ = [
@@ -91,12 +91,6 @@ def _topo(apply_all_opts=False, order="in_to_out"):
     )
 
 
-def _fused_reduce_db():
-    db = _topo()
-    db.db.register("local_fused_reduce", local_fused_reduce, "fast_run", "fusion", "fused_reduce")
-    return db
-
-
 # position, name, factory of the optimizer or DB, tags
 PIPELINE = (
     (0, "merge1", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
@@ -108,7 +102,7 @@ PIPELINE = (
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
     (48, "elemwise_fusion", FusionOptimizer, ("fast_run", "fusion")),
-    (48.5, "fused_reduce", _fused_reduce_db, ("fast_run", "fusion")),
+    (48.5, "fused_reduce", _topo, ("fast_run", "fusion")),
     (49, "merge2", MergeOptimizer, ("fast_run", "merge")),
     (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
     (50, "insert_inplace", InplaceOptimizer, ("fast_run", "inplace")),

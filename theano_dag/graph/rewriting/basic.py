@@ -28,8 +28,7 @@ from collections import UserList
 
 from theano_dag.config import config
 from theano_dag.graph.destroyhandler import DestroyHandler
-from theano_dag.graph.fg import InputReorder
-from theano_dag.graph.toolbox import AlreadyThere, BadOptimization, Feature
+from theano_dag.graph.toolbox import AlreadyThere, BadOptimization, Feature, InputReorder
 
 __all__ = [
     "GlobalOptimizer",

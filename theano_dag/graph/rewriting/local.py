@@ -4,6 +4,10 @@ A local optimizer's ``transform(fgraph, node)`` returns ``False``/``None`` (noth
 a list of Variables to replace ``node.outputs`` with, or a dict ``{old: new}``. A
 navigator (``TopoOptimizer``, ``EquilibriumOptimizer``) decides where to apply it.
 
+A rewrite written as a function (``local_optimizer``) may also return one Variable, the
+replacement of the node's (default) output; with ``fit=``, every replacement is first
+made to have the type of what it replaces, or the rewrite declines (``as_replacements``).
+
 ``tracks()`` lists the Op classes or Op instances a rewrite looks at; navigators index
 rewrites by it, so a node only meets the rewrites that can match it (one dict lookup per
 node). ``None`` (or an empty list, as in the Theano tutorial) means every node.
@@ -20,12 +24,14 @@ import sys
 import time
 from collections import defaultdict
 
+from theano_dag.graph.basic import Variable
 from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.basic import _attach_destroy_handler, opt_name
 
 __all__ = [
     "LocalOptimizer",
     "FromFunctionLocalOptimizer",
+    "as_replacements",
     "local_optimizer",
     "LocalOptGroup",
     "OpSub",
@@ -97,25 +103,85 @@ class LocalOptimizer:
         print(f"{' ' * level}{type(self).__name__} {opt_name(self)} id={id(self)}", file=stream)
 
 
+def as_replacements(node, result, fit=None, shape_sources=()):
+    """What a local rewrite returned, in the form navigators take (a list or a dict).
+
+    ``result`` may be one Variable: the replacement of ``node``'s output (of its default
+    output when it has several). ``fit(old, new, shape_sources)`` (PyTensor's
+    ``allow_cast``, made general) returns ``new`` with ``old``'s type (cast, given the
+    broadcast dimensions it lacks from ``shape_sources``) or None when it cannot: then
+    the whole rewrite declines (False). A rule that must spread its replacement over the
+    shape of other variables calls its ``fit`` itself, with those variables.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> from theano_dag.graph.basic import Apply
+    >>> from theano_dag.graph.op import Op
+    >>> class Id(Op):
+    ...     __props__ = ()
+    ...     def make_node(self, x):
+    ...         return Apply(self, [x], [x.type()])
+    >>> x = Generic()("x")
+    >>> node = Id()(x).owner
+    >>> as_replacements(node, x)
+    [x]
+    >>> as_replacements(node, x, fit=lambda old, new, sources: None)
+    False
+    """
+    if result is None or result is False or result is True:
+        return result
+    outputs = node.outputs
+    if isinstance(result, Variable):
+        if len(outputs) == 1:
+            result = [result]
+        else:
+            default = getattr(node.op, "default_output", None)
+            if default is None:
+                raise ValueError(
+                    f"A local rewrite returned one Variable for {node}, which has "
+                    f"{len(outputs)} outputs and no default_output: return a list or a dict"
+                )
+            result = {outputs[default]: result}
+    if fit is None:
+        return result
+    sources = shape_sources
+    if isinstance(result, dict):
+        fitted = {}
+        for old, new in result.items():
+            if new is not None and old != "remove":
+                new = fit(old, new, sources)
+                if new is None:
+                    return False
+            fitted[old] = new
+        return fitted
+    fitted = []
+    for old, new in zip(outputs, result):
+        if new is not None:
+            new = fit(old, new, sources)
+            if new is None:
+                return False
+        fitted.append(new)
+    return fitted + list(result[len(outputs) :])  # a length error stays the navigator's
+
+
 class FromFunctionLocalOptimizer(LocalOptimizer):
     """A local optimizer made from ``fn(fgraph, node)`` (or ``fn(node)``); see
     ``local_optimizer``."""
 
-    def __init__(self, fn, tracks=None, requirements=()):
+    def __init__(self, fn, tracks=None, requirements=(), fit=None):
         self.fn = fn
         self._tracks = tracks
         self.requirements = tuple(requirements)
+        self.fit = fit
         self.__name__ = getattr(fn, "__name__", "FromFunctionLocalOptimizer")
         self.__doc__ = getattr(fn, "__doc__", None)
         self._node_only = _n_positional(fn) == 1
-        if not self._node_only and type(self).transform is FromFunctionLocalOptimizer.transform:
-            # Navigators call transform for every node they visit: call fn itself.
-            self.transform = fn
 
     def transform(self, *args, **kwargs):
-        if self._node_only:
-            return self.fn(args[-1])
-        return self.fn(*args, **kwargs)
+        result = self.fn(args[-1]) if self._node_only else self.fn(*args, **kwargs)
+        if result is None or result is False:  # the common case first: nothing to do
+            return result
+        node = args[1] if len(args) > 1 else (args[0] if args else kwargs["node"])
+        return as_replacements(node, result, self.fit)
 
     def __call__(self, *args, **kwargs):
         return self.transform(*args, **kwargs)
@@ -147,10 +213,14 @@ def _check_tracks(tracks, where):
     return tracks
 
 
-def local_optimizer(tracks, inplace=False, requirements=()):
+def local_optimizer(tracks, inplace=False, requirements=(), fit=None):
     """Decorator: turn ``f(fgraph, node)`` into a local optimizer tracking ``tracks``.
 
-    ``inplace=True`` adds a ``DestroyHandler`` to the requirements.
+    ``f`` returns None/False (no match), one Variable (the new output), a list or a dict
+    (see ``LocalOptimizer.transform``). ``fit(old, new, shape_sources)`` makes each
+    replacement fit the type of what it replaces, or declines the rewrite
+    (``as_replacements``). ``inplace=True`` adds a ``DestroyHandler`` to the
+    requirements.
 
     >>> from theano_dag.graph.op import Op
     >>> class Neg(Op):
@@ -168,7 +238,7 @@ def local_optimizer(tracks, inplace=False, requirements=()):
         reqs = tuple(requirements)
         if inplace:
             reqs = reqs + (_attach_destroy_handler,)
-        return FromFunctionLocalOptimizer(f, checked, reqs)
+        return FromFunctionLocalOptimizer(f, checked, reqs, fit=fit)
 
     return decorator
 

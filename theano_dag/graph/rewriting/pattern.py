@@ -16,6 +16,16 @@ Output patterns use the same syntax without dicts; strings are replaced by what 
 matched and ``(op, ...)`` calls ``op(...)``. A sub-pattern (not the root) only matches a
 Variable that has a single client, unless ``allow_multiple_clients`` is set, so that the
 rewrite removes the nodes it matched instead of duplicating work.
+
+Two options make a pattern cover what a hand-written rule would:
+
+- ``fit(old, new, shape_sources)`` (PyTensor's ``allow_cast``, made general): when the
+  replacement's type differs from the replaced variable's, ``fit`` returns it made to
+  fit (cast, broadcast over ``shape_sources``, the variables the pattern matched) or
+  None, and the rewrite declines. A number in the output pattern is handed to ``fit``
+  as it is, to become a constant of the replaced variable's type.
+- ``commutative=True``: a binary root also matches with its two arguments swapped
+  (``x + 0`` and ``0 + x`` are one rule).
 """
 
 from __future__ import annotations
@@ -79,6 +89,17 @@ def _check_pattern(pattern, where, names, is_input, top=False):
         )
 
 
+def _swap_root(pattern):
+    if isinstance(pattern, dict):
+        return {**pattern, "pattern": _swap_root(pattern["pattern"])}
+    if len(pattern) != 3:
+        raise TypeError(
+            f"PatternSub: commutative=True needs a root pattern with two arguments, got "
+            f"{len(pattern) - 1} in {pattern!r}"
+        )
+    return (pattern[0], pattern[2], pattern[1])
+
+
 def _constant_equals(pattern, expr) -> bool:
     try:
         return bool(pattern.equals(expr))
@@ -114,6 +135,8 @@ class PatternSub(LocalOptimizer):
         tracks=(),
         get_nodes=None,
         values_eq_approx=None,
+        fit=None,
+        commutative=False,
     ):
         in_names: set = set()
         out_names: set = set()
@@ -132,6 +155,11 @@ class PatternSub(LocalOptimizer):
         self.skip_identities_fn = skip_identities_fn
         self.values_eq_approx = values_eq_approx
         self.pdb = pdb
+        self.fit = fit
+        self.commutative = commutative
+        # The root pattern with its two arguments swapped (matched against the node's
+        # inputs as they are, so that the bindings come in the node's order).
+        self._swapped = _swap_root(in_pattern) if commutative else None
         if name:
             self.__name__ = name
         if tracks != () and get_nodes is None:
@@ -168,10 +196,17 @@ class PatternSub(LocalOptimizer):
         else:
             return False
         u = self._match(fgraph, self.in_pattern, root, {}, True)
+        if u is None and self._swapped is not None:
+            u = self._match(fgraph, self._swapped, root, {}, True)
         if u is None:
             return False
         ret = self._build(self.out_pattern, u)
-        if not isinstance(ret, Variable):
+        if self.fit is not None:
+            if not (isinstance(ret, Variable) and ret.type == root.type):
+                ret = self.fit(root, ret, list(u.values()))
+                if ret is None:
+                    return False
+        elif not isinstance(ret, Variable):
             ret = root.type.filter_variable(ret)
         if self.values_eq_approx is not None:
             ret.tag.values_eq_approx = self.values_eq_approx

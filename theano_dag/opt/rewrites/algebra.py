@@ -1,7 +1,9 @@
 """Canonicalization: algebraic identities, broadcasts and a canonical argument order.
 
-Each rule keeps the type of what it replaces (dtype and broadcast pattern: ``x * 0``
-becomes zeros of the shape ``x * 0`` had, not a scalar 0). Rules tagged
+Simple identities are a table of patterns, one line each; rules that need code are
+functions. Each rule keeps the type of what it replaces (dtype and broadcast pattern:
+``x * 0`` becomes zeros of the shape ``x * 0`` had, not a scalar 0): the framework fits
+the replacement (``fit``), the rules do not. Rules tagged
 ``nonfinite_unsafe`` are exact for finite numbers but not for inf and NaN
 (``inf - inf`` is NaN, not 0: ``x - x -> 0``, ``x * 0 -> 0``); FAST_RUN uses them, as
 Theano does, and ``mode.excluding("nonfinite_unsafe")`` leaves them out.
@@ -15,14 +17,17 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.graph.rewriting.pattern import PatternSub
+from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, ReplaceValidate
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    const,
     elemwise_of,
     fit,
     is_const,
     is_float,
+    pattern,
     scalar_op,
     single_client,
     typed_constant,
@@ -39,7 +44,9 @@ __all__ = [
     "local_mul_one",
     "local_mul_zero",
     "local_div_one",
+    "local_int_div_one",
     "local_sub_zero",
+    "local_zero_sub",
     "local_sub_self",
     "local_neg_neg",
     "local_log_exp",
@@ -48,7 +55,9 @@ __all__ = [
     "local_reshape_reshape",
     "local_alloc_alloc",
     "local_elemwise_drop_broadcast",
-    "local_commutative_canonical",
+    "local_commutative_flatten",
+    "CommutativeSort",
+    "commutative_sort",
 ]
 
 # Tag of rewrites that are exact for finite values only.
@@ -59,112 +68,50 @@ NONFINITE_UNSAFE = "nonfinite_unsafe"
 COMMUTATIVE_OPS = [tm.add, tm.mul, tm.maximum, tm.minimum, tm.eq, tm.neq, tm.and_, tm.or_, tm.xor]
 
 
-def _replace_neutral(node, neutral, scalar_cls):
-    """Drop the constant ``neutral`` inputs of an ``scalar_cls`` node (``x + 0``, ``x * 1``)."""
-    if not isinstance(scalar_op(node), scalar_cls):
-        return False
-    ins = node.inputs
-    keep = [i for i in ins if not is_const(i, neutral)]
-    if len(keep) == len(ins):
-        return False
-    out = node.outputs[0]
-    if not keep:
-        new = typed_constant(neutral, out.dtype)
-    elif len(keep) == 1:
-        new = keep[0]
-    else:
-        new = node.op(*keep)
-    new = fit(out, new, ins)
-    return [new] if new is not None else False
+def _not_float(var):
+    return not is_float(var)
 
 
-@local_optimizer([tm.add])
-def local_add_zero(fgraph, node):
-    """Adding zero does nothing."""
-    # x + 0 -> x
-    return _replace_neutral(node, 0, ts.Add)
+ZERO, ONE = const(0), const(1)
+_F = {"pattern": "x", "constraint": is_float}  # x, a float (neg of a bool is an int8)
+canonicalize = RULES.canonicalize
 
+# -- the pattern table: one rule a line -------------------------------------------------
+# The framework fits each replacement to the type of what it replaces (``fit``: cast,
+# broadcast over the matched variables), so ``x * 0 -> 0`` gives zeros of the product's
+# shape and dtype. ``commutative=True``: ``0 + x`` matches ``x + 0`` too.
+_FAST = "fast_compile"
 
-@local_optimizer([tm.mul])
-def local_mul_one(fgraph, node):
-    """Multiplying by one does nothing."""
-    # x * 1 -> x
-    return _replace_neutral(node, 1, ts.Mul)
-
-
-@local_optimizer([tm.mul])
-def local_mul_zero(fgraph, node):
-    """A product with a zero factor is zeros of the product's shape."""
-    # x * 0 -> zeros(shape of x * 0)
-    if not isinstance(scalar_op(node), ts.Mul):
-        return False
-    if not any(is_const(i, 0) for i in node.inputs):
-        return False
-    out = node.outputs[0]
-    new = fit(out, typed_constant(0, out.dtype), node.inputs)
-    return [new] if new is not None else False
-
-
-@local_optimizer([tm.true_div, tm.int_div])
-def local_div_one(fgraph, node):
-    """Dividing by one does nothing (floor division only for integers)."""
-    # x / 1 -> x ; x // 1 -> x (integers)
-    sop = scalar_op(node)
-    if isinstance(sop, ts.TrueDiv):
-        pass
-    elif isinstance(sop, ts.IntDiv):
-        if is_float(node.outputs[0]):
-            return False  # x // 1 is floor(x) for floats
-    else:
-        return False
-    x, y = node.inputs
-    if not is_const(y, 1):
-        return False
-    new = fit(node.outputs[0], x, [y])
-    return [new] if new is not None else False
-
-
-@local_optimizer([tm.sub])
-def local_sub_zero(fgraph, node):
-    """Subtracting zero does nothing; subtracting from zero negates."""
-    # x - 0 -> x ; 0 - x -> -x
-    if not isinstance(scalar_op(node), ts.Sub):
-        return False
-    x, y = node.inputs
-    out = node.outputs[0]
-    if is_const(y, 0):
-        new = fit(out, x, [y])
-    elif is_const(x, 0) and out.dtype != "bool":
-        new = fit(out, tm.neg(cast(y, out.dtype)), [x])
-    else:
-        return False
-    return [new] if new is not None else False
-
-
-@local_optimizer([tm.sub])
-def local_sub_self(fgraph, node):
-    """``x - x`` is zeros of the shape of ``x``."""
-    # x - x -> zeros_like(x)
-    if not isinstance(scalar_op(node), ts.Sub):
-        return False
-    x, y = node.inputs
-    if x is not y:
-        return False
-    out = node.outputs[0]
-    new = fit(out, typed_constant(0, out.dtype), [x])
-    return [new] if new is not None else False
-
-
-def _same_dtype_float(var):
-    return is_float(var)
-
-
-_X = {"pattern": "x", "constraint": _same_dtype_float}
-
-# --x -> x   (floats: neg of a bool is an int8)
-local_neg_neg = PatternSub((tm.neg, (tm.neg, _X)), "x", name="local_neg_neg")
+# x + 0 -> x
+local_add_zero = canonicalize(_FAST)(
+    pattern("local_add_zero", (tm.add, "x", ZERO), "x", commutative=True)
+)
+# x * 1 -> x
+local_mul_one = canonicalize(_FAST)(
+    pattern("local_mul_one", (tm.mul, "x", ONE), "x", commutative=True)
+)
+# x * 0 -> 0   (NaN * 0 is NaN: nonfinite_unsafe)
+local_mul_zero = canonicalize(NONFINITE_UNSAFE)(
+    pattern("local_mul_zero", (tm.mul, "x", ZERO), 0, commutative=True)
+)
+# x / 1 -> x
+local_div_one = canonicalize(_FAST)(pattern("local_div_one", (tm.true_div, "x", ONE), "x"))
+# x // 1 -> x   (integers: x // 1 is floor(x) for floats)
+local_int_div_one = canonicalize(_FAST)(
+    pattern(
+        "local_int_div_one",
+        {"pattern": (tm.int_div, "x", ONE), "constraint": _not_float},
+        "x",
+    )
+)
+# x - 0 -> x
+local_sub_zero = canonicalize()(pattern("local_sub_zero", (tm.sub, "x", ZERO), "x"))
+# x - x -> 0   (inf - inf is NaN: nonfinite_unsafe)
+local_sub_self = canonicalize(NONFINITE_UNSAFE)(pattern("local_sub_self", (tm.sub, "x", "x"), 0))
+# --x -> x   (floats)
+local_neg_neg = canonicalize(_FAST)(pattern("local_neg_neg", (tm.neg, (tm.neg, _F)), "x"))
 # log(exp(x)) -> x
-local_log_exp = PatternSub((tm.log, (tm.exp, _X)), "x", name="local_log_exp")
+local_log_exp = canonicalize()(pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x"))
 
 
 def _nan_below_zero(x):
@@ -173,50 +120,67 @@ def _nan_below_zero(x):
 
 
 # exp(log(x)) -> switch(x >= 0, x, nan)
-local_exp_log = PatternSub((tm.exp, (tm.log, _X)), (_nan_below_zero, "x"), name="local_exp_log")
+local_exp_log = canonicalize()(
+    pattern("local_exp_log", (tm.exp, (tm.log, _F)), (_nan_below_zero, "x"))
+)
 
 
-@local_optimizer([DimShuffle])
+# -- rules that need code ---------------------------------------------------------------
+
+
+@canonicalize()
+@local_optimizer([tm.sub], fit=fit)
+def local_zero_sub(fgraph, node):
+    """Subtracting from zero negates (in the result's dtype: ``0 - u`` of a uint8 ``u``
+    is an int16, and must not wrap around)."""
+    # 0 - x -> -x
+    if not isinstance(scalar_op(node), ts.Sub):
+        return None
+    zero, x = node.inputs
+    out = node.outputs[0]
+    if not is_const(zero, 0) or out.dtype == "bool":
+        return None
+    return tm.neg(cast(x, out.dtype))
+
+
+@canonicalize(_FAST)
+@local_optimizer([DimShuffle], fit=fit)
 def local_dimshuffle_dimshuffle(fgraph, node):
     """Two DimShuffles in a row are one (``x.T.T`` becomes ``x``, once the identity
     DimShuffle left is removed)."""
     # dimshuffle{o2}(dimshuffle{o1}(x)) -> dimshuffle{o1[o2]}(x)
     inner = node.inputs[0].owner
     if inner is None or not isinstance(inner.op, DimShuffle):
-        return False
+        return None
     order1 = inner.op.new_order
     order = [o if o == "x" else order1[o] for o in node.op.new_order]
     x = inner.inputs[0]
     try:
-        new = DimShuffle(x.broadcastable, order)(x)
+        return DimShuffle(x.broadcastable, order)(x)
     except ValueError:
-        return False
-    new = fit(node.outputs[0], new)
-    return [new] if new is not None else False
+        return None
 
 
-@local_optimizer([Reshape])
+@canonicalize()
+@local_optimizer([Reshape], fit=fit)
 def local_reshape_reshape(fgraph, node):
     """Only the last of two reshapes matters."""
     # reshape(reshape(x, s1), s2) -> reshape(x, s2)
     inner = node.inputs[0].owner
     if inner is None or not isinstance(inner.op, Reshape):
-        return False
-    new = node.op(inner.inputs[0], node.inputs[1])
-    new = fit(node.outputs[0], new)
-    return [new] if new is not None else False
+        return None
+    return node.op(inner.inputs[0], node.inputs[1])
 
 
-@local_optimizer([Alloc])
+@canonicalize()
+@local_optimizer([Alloc], fit=fit)
 def local_alloc_alloc(fgraph, node):
     """Broadcasting a broadcast value again: only the outer shape matters."""
     # alloc(alloc(v, *s1), *s2) -> alloc(v, *s2)
     inner = node.inputs[0].owner
     if inner is None or not isinstance(inner.op, Alloc):
-        return False
-    v = inner.inputs[0]
-    new = fit(node.outputs[0], alloc(v, *node.inputs[1:]))
-    return [new] if new is not None else False
+        return None
+    return alloc(inner.inputs[0], *node.inputs[1:])
 
 
 def _broadcast_source(var):
@@ -231,7 +195,8 @@ def _broadcast_source(var):
     return None
 
 
-@local_optimizer([Elemwise])
+@canonicalize()
+@local_optimizer([Elemwise], fit=fit)
 def local_elemwise_drop_broadcast(fgraph, node):
     """An Elemwise broadcasts its inputs itself: an input that is only a broadcast of a
     smaller value (alloc or fill) is replaced by that value when the other inputs give
@@ -240,7 +205,7 @@ def local_elemwise_drop_broadcast(fgraph, node):
     # add(x, alloc(y, *x.shape)) -> add(x, y) ; mul(x, fill(x, y)) -> mul(x, y)
     sop = scalar_op(node)
     if sop is None or isinstance(sop, ts.Second) or len(node.inputs) < 2:
-        return False
+        return None
     out = node.outputs[0]
     ins = list(node.inputs)
     changed = False
@@ -255,13 +220,11 @@ def local_elemwise_drop_broadcast(fgraph, node):
         ins = trial
         changed = True
     if not changed:
-        return False
+        return None
     try:
-        new = node.op(*ins)
+        return node.op(*ins)
     except (TypeError, ValueError):
-        return False
-    new = fit(out, new)
-    return [new] if new is not None else False
+        return None
 
 
 def _broadcast_of(variables, ndim):
@@ -274,16 +237,25 @@ def _broadcast_of(variables, ndim):
     return tuple(pattern)
 
 
+# -- canonical argument order -----------------------------------------------------------
+
+
 def commutative_key(var):
     """Sort key of the arguments of commutative ops: variables in creation order (so two
-    orders of the same arguments sort alike and merge finds them), constants last."""
+    orders of the same arguments sort alike and merge finds them), constants last.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> sorted([tt.constant(2.0), y, x], key=commutative_key)[:2] == [x, y]
+    True
+    """
     base = var
     owner = var.owner
     if owner is not None and type(owner.op) is DimShuffle:
         base = owner.inputs[0]  # a broadcast constant sorts as the constant
     if isinstance(base, Constant):
         return (*_constant_key(base), var.ndim)
-    return (0, int(var.auto_name[5:]))
+    return (0, var.creation_index)
 
 
 # Constant -> the start of its sort key (its data never changes; dtype names are slow).
@@ -303,78 +275,134 @@ def _constant_key(c):
         return key
 
 
-def _reorderable(fgraph, node, order) -> bool:
+def _canonical_order(inputs):
+    """``inputs`` sorted by ``commutative_key``, or None when they already are."""
+    if len(inputs) == 2:  # the common case, without sorted() (a stable sort keeps ties)
+        a, b = inputs
+        return None if commutative_key(a) <= commutative_key(b) else [b, a]
+    order = sorted(inputs, key=commutative_key)
+    return None if all(a is b for a, b in zip(order, inputs)) else order
+
+
+_COMMUTATIVE_SCALARS = frozenset(type(op.scalar_op) for op in COMMUTATIVE_OPS)
+
+
+def _is_commutative(node) -> bool:
+    sop = scalar_op(node)
+    return type(sop) in _COMMUTATIVE_SCALARS and sop.commutative and len(node.outputs) == 1
+
+
+@canonicalize()
+@local_optimizer([op for op in COMMUTATIVE_OPS if op.scalar_op.nin == -1], fit=fit)
+def local_commutative_flatten(fgraph, node):
+    """Nested ``add``/``mul`` of the same dtype become one node (its arguments in the
+    canonical order), so that merge finds more common subexpressions."""
+    # add(add(a, b), c) -> add(a, b, c)
+    sop = scalar_op(node)
+    if sop is None or not sop.associative or len(node.outputs) != 1:
+        return None
+    out = node.outputs[0]
+    flat = []
+    flattened = False
+    for i in node.inputs:
+        inner = i.owner
+        if scalar_op(inner) == sop and i.dtype == out.dtype and single_client(fgraph, i):
+            flat.extend(inner.inputs)
+            flattened = True
+        else:
+            flat.append(i)
+    if not flattened:
+        return None
+    return elemwise_of(sop)(*sorted(flat, key=commutative_key))
+
+
+class _UnsortedNodes(Feature):
+    """The nodes of commutative ops whose arguments may be out of the canonical order:
+    all at first, then those imported or given a new input since (an ordered set)."""
+
+    def on_attach(self, fgraph):
+        if hasattr(fgraph, "unsorted_commutative_nodes"):
+            raise AlreadyThere()
+        fgraph.unsorted_commutative_nodes = self
+        self.nodes = dict.fromkeys(n for n in fgraph.toposort() if _is_commutative(n))
+
+    def on_detach(self, fgraph):
+        del fgraph.unsorted_commutative_nodes
+
+    def on_import(self, fgraph, node, reason):
+        if _is_commutative(node):
+            self.nodes[node] = None
+
+    def on_change_input(self, fgraph, node, i, var, new_var, reason=None):
+        # A reorder leaves the node sorted; a new input may sort elsewhere.
+        if type(node) is not str and type(reason) is not InputReorder and _is_commutative(node):
+            self.nodes[node] = None
+
+    def on_prune(self, fgraph, node, reason):
+        self.nodes.pop(node, None)
+
+
+class CommutativeSort(GlobalOptimizer):
+    """Arguments of commutative ops in the canonical order of ``commutative_key``
+    (``mul(y, x) -> mul(x, y)``, ``eq(y, x) -> eq(x, y)``), so that merge finds the same
+    computation written twice.
+
+    A global pass, run by canonicalize after every change (a ``cleanup``): it visits
+    only the nodes made or changed since its last run (``_UnsortedNodes``), and moves
+    the arguments in the node itself (``FunctionGraph.reorder_inputs``: no new node, no
+    client to rewire) unless a moved argument would change type (broadcasting), where
+    a new node replaces the old.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> fg = FunctionGraph([x, y], [y * x], clone=False)
+    >>> CommutativeSort().optimize(fg)
+    >>> fg
+    FunctionGraph(Elemwise{mul,no_inplace}(x, y))
+    """
+
+    def add_requirements(self, fgraph):
+        if not hasattr(fgraph, "replace_all_validate"):
+            fgraph.attach_feature(ReplaceValidate())
+        if not hasattr(fgraph, "unsorted_commutative_nodes"):
+            fgraph.attach_feature(_UnsortedNodes())
+
+    def apply(self, fgraph):
+        pending = fgraph.unsorted_commutative_nodes
+        apply_nodes = fgraph.apply_nodes
+        while pending.nodes:  # a replacement re-marks the clients of what it replaced
+            batch, pending.nodes = pending.nodes, {}
+            for node in batch:
+                if node not in apply_nodes:
+                    continue
+                order = _canonical_order(node.inputs)
+                if order is None:
+                    continue
+                if _reorderable(node, order):
+                    fgraph.reorder_inputs(node, order, reason=self)
+                else:
+                    # A permutation of a commutative op's arguments gives the same output
+                    # type: build the node directly (make_node's type inference is the
+                    # costly part).
+                    (out,) = node.outputs
+                    new = Apply(node.op, order, [out.type()]).outputs[0]
+                    fgraph.replace_all_validate([(out, new)], reason=self)
+
+    def __str__(self):
+        return "commutative_sort"
+
+
+def _reorderable(node, order) -> bool:
     """Can ``node`` take the argument order ``order`` in place (``reorder_inputs``)?
 
     Not when an argument would change type at its position (broadcasting), nor for an
     op whose destroy or view map names input positions.
     """
-    if node not in fgraph.apply_nodes:  # (a node LocalOptGroup made, not yet in the graph)
-        return False
     op = node.op
     if getattr(op, "destroy_map", None) or getattr(op, "view_map", None):
         return False
     return all(a is b or a.type == b.type for a, b in zip(order, node.inputs))
 
 
-@local_optimizer(COMMUTATIVE_OPS)
-def local_commutative_canonical(fgraph, node):
-    """Arguments of commutative ops in a canonical order, nested ``add``/``mul`` of the
-    same dtype flattened, so that merge finds more common subexpressions."""
-    # add(add(a, b), c) -> add(a, b, c) ; mul(y, x) -> mul(x, y) ; eq(y, x) -> eq(x, y)
-    sop = scalar_op(node)
-    if sop is None or not sop.commutative or len(node.outputs) != 1:
-        return False
-    out = node.outputs[0]
-    ins = list(node.inputs)
-    flattened = False
-    if sop.nin == -1 and sop.associative:
-        flat = []
-        for i in ins:
-            inner = i.owner
-            if scalar_op(inner) == sop and i.dtype == out.dtype and single_client(fgraph, i):
-                flat.extend(inner.inputs)
-                flattened = True
-            else:
-                flat.append(i)
-        ins = flat
-    if not flattened and len(ins) == 2:
-        # The common binary case, without sorted(): a stable sort keeps equal keys.
-        a, b = ins
-        if commutative_key(a) <= commutative_key(b):
-            return False
-        order = [b, a]
-    else:
-        order = sorted(ins, key=commutative_key)
-    if not flattened:
-        if all(a is b for a, b in zip(order, ins)):
-            return False
-        if _reorderable(fgraph, node, order):
-            # The same node with its arguments moved: no new node, no client to rewire.
-            fgraph.reorder_inputs(node, order, reason=local_commutative_canonical)
-            return True
-        # A permutation of a commutative op's arguments gives the same output type:
-        # build the node directly (make_node's type inference is the costly part).
-        return Apply(node.op, order, [out.type()]).outputs
-    new = fit(out, elemwise_of(sop)(*order))
-    return [new] if new is not None else False
-
-
-_CANONICALIZE = [
-    (local_add_zero, ("fast_compile",)),
-    (local_mul_one, ("fast_compile",)),
-    (local_mul_zero, (NONFINITE_UNSAFE,)),
-    (local_div_one, ("fast_compile",)),
-    (local_sub_zero, ()),
-    (local_sub_self, (NONFINITE_UNSAFE,)),
-    (local_neg_neg, ("fast_compile",)),
-    (local_log_exp, ()),
-    (local_exp_log, ()),
-    (local_dimshuffle_dimshuffle, ("fast_compile",)),
-    (local_reshape_reshape, ()),
-    (local_alloc_alloc, ()),
-    (local_elemwise_drop_broadcast, ()),
-    (local_commutative_canonical, ()),
-]
-for _rule, _tags in _CANONICALIZE:
-    RULES.add("canonicalize", _rule, *_tags)
+commutative_sort = canonicalize(cleanup=True)(CommutativeSort())

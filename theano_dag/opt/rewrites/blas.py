@@ -118,6 +118,7 @@ def _terms(node):
     return None
 
 
+@RULES.blas()
 @local_optimizer([tm.add, tm.sub])
 def local_gemm(fgraph, node):
     """A scaled dot product added to a scaled accumulator, as one BLAS call."""
@@ -151,21 +152,17 @@ def local_gemm(fgraph, node):
             ]
             new = tm.add(call, *rest) if rest else call
             new = fit(out, new)
-            if new is not None:
-                return [new]
+            if new is not None:  # else another pairing of the terms may fit
+                return new
     return False
 
 
-@local_optimizer([Dot])
+@RULES.blas()
+@local_optimizer([Dot], fit=fit)
 def local_dot22(fgraph, node):
     """A product of two float matrices of one dtype, as the BLAS ``Dot22``."""
     # dot(x, y) -> dot22(x, y)   (x, y matrices)
     x, y = node.inputs
     if x.ndim != 2 or y.ndim != 2 or not is_float(x) or x.dtype != y.dtype:
         return False
-    new = fit(node.outputs[0], dot22(x, y))
-    return [new] if new is not None else False
-
-
-RULES.add("blas", local_gemm)
-RULES.add("blas", local_dot22)
+    return dot22(x, y)

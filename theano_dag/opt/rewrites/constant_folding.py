@@ -79,13 +79,14 @@ class ConstantFolding(LocalOptimizer):
         return self.__name__
 
 
-constant_folding = ConstantFolding()
-RULES.add("canonicalize", constant_folding, "fast_compile")
-RULES.add("useless", ConstantFolding(), "fast_compile", name="constant_folding")
-RULES.add("stabilize", ConstantFolding(), name="constant_folding")
-RULES.add("specialize", ConstantFolding(), name="constant_folding")
+constant_folding = RULES.canonicalize("fast_compile")(ConstantFolding())
+# (one instance per pass: each EquilibriumDB counts and profiles its own rules)
+RULES.useless(canonicalize=False)(ConstantFolding())
+RULES.stabilize()(ConstantFolding())
+RULES.specialize()(ConstantFolding())
 
 
+@RULES.canonicalize("fast_compile")
 @local_optimizer([Shape_i, Shape])
 def local_shape_i_static(fgraph, node):
     """The shape of a variable whose static shape is known is a constant."""
@@ -101,6 +102,3 @@ def local_shape_i_static(fgraph, node):
         return False
     c = constant(np.asarray(x.type.shape, dtype=node.outputs[0].dtype))
     return [c] if c.type == node.outputs[0].type else False
-
-
-RULES.add("canonicalize", local_shape_i_static, "fast_compile")

@@ -23,6 +23,7 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import ReplaceValidate
+from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, scalar_op, single_client
 from theano_dag.scalar import Composite
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -216,7 +217,8 @@ def _inline(comp, args):
     return [env[o] for o in comp.outputs]
 
 
-@local_optimizer([CAReduce])
+@RULES.fused_reduce("fusion", "fused_reduce")
+@local_optimizer([CAReduce], fit=fit)
 def local_fused_reduce(fgraph, node):
     """A reduction of an elementwise result used nowhere else, as one loop."""
     # sum(elemwise(x, y), axis) -> FusedReduce{sum, elemwise}(x, y)
@@ -224,6 +226,4 @@ def local_fused_reduce(fgraph, node):
     inner = x.owner
     if not _fusable(inner) or not single_client(fgraph, x):
         return False
-    new = FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)
-    new = fit(node.outputs[0], new)
-    return [new] if new is not None else False
+    return FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)

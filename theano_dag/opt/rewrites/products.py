@@ -316,7 +316,7 @@ class MulCanonizer(LocalOptimizer):
         if _same_structure(new, out):
             return False
         new = fit(out, new, prod.leaves)
-        return [new] if new is not None else False
+        return [new] if new is not None else False  # a class: transform returns a list
 
     @staticmethod
     def _obviously_canonical(node, prod) -> bool:
@@ -339,7 +339,5 @@ class MulCanonizer(LocalOptimizer):
         return self.__name__
 
 
-local_mul_canonizer = MulCanonizer(cancel=False)
-local_mul_cancel = MulCanonizer(cancel=True)
-RULES.add("canonicalize", local_mul_canonizer)
-RULES.add("canonicalize", local_mul_cancel, NONFINITE_UNSAFE)
+local_mul_canonizer = RULES.canonicalize()(MulCanonizer(cancel=False))
+local_mul_cancel = RULES.canonicalize(NONFINITE_UNSAFE)(MulCanonizer(cancel=True))

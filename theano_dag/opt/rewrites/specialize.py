@@ -18,6 +18,7 @@ from theano_dag.opt.rewrites.utils import (
     fit,
     is_float,
     is_scalar_like,
+    pattern,
     scalar_op,
     single_client,
     typed_constant,
@@ -47,6 +48,9 @@ _POW_SQRT = {
 }
 
 
+_FLOAT_X = {"pattern": "x", "constraint": is_float}
+
+
 def _pow_rewrite(node, table, trivial):
     if not isinstance(scalar_op(node), ts.Pow):
         return False
@@ -67,10 +71,10 @@ def _pow_rewrite(node, table, trivial):
         new = table[p](xf)
     else:
         return False
-    new = fit(out, new, [x, y])
-    return [new] if new is not None else False
+    return fit(out, new, [x, y])
 
 
+@RULES.specialize()
 @local_optimizer([tm.pow])
 def local_pow_specialize(fgraph, node):
     """Powers with a simple constant exponent."""
@@ -78,6 +82,7 @@ def local_pow_specialize(fgraph, node):
     return _pow_rewrite(node, _POW, trivial=True)
 
 
+@RULES.specialize(NONFINITE_UNSAFE)
 @local_optimizer([tm.pow])
 def local_pow_sqrt(fgraph, node):
     """Square roots written as powers (not IEEE-exact at -inf: nonfinite_unsafe)."""
@@ -85,18 +90,10 @@ def local_pow_sqrt(fgraph, node):
     return _pow_rewrite(node, _POW_SQRT, trivial=False)
 
 
-@local_optimizer([tm.mul])
-def local_mul_to_sqr(fgraph, node):
-    """A number times itself."""
-    # x * x -> sqr(x)
-    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
-        return False
-    x, y = node.inputs
-    out = node.outputs[0]
-    if x is not y or not is_float(x) or x.dtype != out.dtype:
-        return False
-    new = fit(out, tm.sqr(x))
-    return [new] if new is not None else False
+# x * x -> sqr(x)   (floats)
+local_mul_to_sqr = RULES.specialize()(
+    pattern("local_mul_to_sqr", (tm.mul, _FLOAT_X, _FLOAT_X), (tm.sqr, "x"))
+)
 
 
 def _is_square_of(var, g) -> bool:
@@ -163,6 +160,7 @@ def _adagrad_denominator(g, den):
     return None
 
 
+@RULES.specialize()
 @local_optimizer([tm.true_div])
 def local_adagrad(fgraph, node):
     """The Adagrad update as one fused node (Owl's ``Fused_Adagrad``)."""
@@ -217,7 +215,8 @@ def _as_dtype(var, dtype):
     return cast(var, dtype)
 
 
-@local_optimizer([tm.add])
+@RULES.fma()
+@local_optimizer([tm.add], fit=fit)
 def local_fma(fgraph, node):
     """A product added to something, as one fused multiply-add."""
     # a*b + c -> fma(a, b, c) ; a*b*d + c -> fma(a, b*d, c) ; a*b + c + e -> fma(a, b, c + e)
@@ -245,12 +244,4 @@ def local_fma(fgraph, node):
     b = bs[0] if len(bs) == 1 else tm.mul(*bs)
     rest = [_as_dtype(r, out.dtype) for r in node.inputs[:k] + node.inputs[k + 1 :]]
     c = rest[0] if len(rest) == 1 else tm.add(*rest)
-    new = fit(out, tm.fma(a, b, c))
-    return [new] if new is not None else False
-
-
-RULES.add("specialize", local_pow_specialize)
-RULES.add("specialize", local_pow_sqrt, NONFINITE_UNSAFE)
-RULES.add("specialize", local_mul_to_sqr)
-RULES.add("specialize", local_adagrad)
-RULES.add("fma", local_fma)
+    return tm.fma(a, b, c)

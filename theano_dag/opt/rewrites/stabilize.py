@@ -17,6 +17,8 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import DimShuffle, Sum
 from theano_dag.tensor.nnet import nnet
 
+stabilize = RULES.stabilize
+
 __all__ = [
     "local_log1p",
     "local_log_sigmoid",
@@ -27,6 +29,41 @@ __all__ = [
 ]
 
 
+def _sigmoid_arg(var):
+    """``x`` when ``var`` is ``sigmoid(x)``."""
+    owner = var.owner
+    if owner is not None and scalar_op(owner) == ts.sigmoid:
+        return owner.inputs[0]
+    return None
+
+
+# Registered before log1p, which would turn log(1 - sigmoid(x)) into log1p(-sigmoid(x)).
+@stabilize()
+@local_optimizer([tm.log, tm.log1p])
+def local_log_sigmoid(fgraph, node):
+    """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``."""
+    # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
+    # log1p(-sigmoid(x)) -> -softplus(x)
+    (arg,) = node.inputs
+    inner = arg.owner
+    sop = scalar_op(inner)
+    x = None
+    if scalar_op(node) == ts.log:
+        x = _sigmoid_arg(arg)
+        if x is not None:
+            new = tm.neg(tm.softplus(tm.neg(x)))
+        elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
+            x = _sigmoid_arg(inner.inputs[1])
+            new = None if x is None else tm.neg(tm.softplus(x))
+    elif isinstance(sop, ts.Neg):
+        x = _sigmoid_arg(inner.inputs[0])
+        new = None if x is None else tm.neg(tm.softplus(x))
+    if x is None or new is None or not is_float(x):
+        return False
+    return fit(node.outputs[0], new, inner.inputs)
+
+
+@stabilize()
 @local_optimizer([tm.log])
 def local_log1p(fgraph, node):
     """``log(1 + x)`` computed without forming ``1 + x``."""
@@ -50,44 +87,11 @@ def local_log1p(fgraph, node):
         return False
     if not is_float(x) or x.dtype != arg.dtype:
         return False
-    new = fit(out, tm.log1p(x), inner.inputs)
-    return [new] if new is not None else False
+    return fit(out, tm.log1p(x), inner.inputs)
 
 
-def _sigmoid_arg(var):
-    """``x`` when ``var`` is ``sigmoid(x)``."""
-    owner = var.owner
-    if owner is not None and scalar_op(owner) == ts.sigmoid:
-        return owner.inputs[0]
-    return None
-
-
-@local_optimizer([tm.log, tm.log1p])
-def local_log_sigmoid(fgraph, node):
-    """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``."""
-    # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
-    # log1p(-sigmoid(x)) -> -softplus(x)
-    (arg,) = node.inputs
-    inner = arg.owner
-    sop = scalar_op(inner)
-    x = None
-    if scalar_op(node) == ts.log:
-        x = _sigmoid_arg(arg)
-        if x is not None:
-            new = tm.neg(tm.softplus(tm.neg(x)))
-        elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
-            x = _sigmoid_arg(inner.inputs[1])
-            new = None if x is None else tm.neg(tm.softplus(x))
-    elif isinstance(sop, ts.Neg):
-        x = _sigmoid_arg(inner.inputs[0])
-        new = None if x is None else tm.neg(tm.softplus(x))
-    if x is None or new is None or not is_float(x):
-        return False
-    new = fit(node.outputs[0], new, inner.inputs)
-    return [new] if new is not None else False
-
-
-@local_optimizer([tm.log])
+@stabilize()
+@local_optimizer([tm.log], fit=fit)
 def local_log_softmax(fgraph, node):
     """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow."""
     # log(softmax(x, axis)) -> log_softmax(x, axis)
@@ -96,8 +100,7 @@ def local_log_softmax(fgraph, node):
     sm = node.inputs[0].owner
     if sm is None or type(sm.op) is not nnet.Softmax:
         return False
-    new = fit(node.outputs[0], nnet.LogSoftmax(sm.op.axis)(sm.inputs[0]))
-    return [new] if new is not None else False
+    return nnet.LogSoftmax(sm.op.axis)(sm.inputs[0])
 
 
 def _sum_axis_keepdims(var):
@@ -117,7 +120,8 @@ def _sum_axis_keepdims(var):
     return x, axis
 
 
-@local_optimizer([tm.true_div])
+@stabilize()
+@local_optimizer([tm.true_div], fit=fit)
 def local_softmax_graph(fgraph, node):
     """The written-out softmax (``nnet.softmax_graph``) becomes one stable ``Softmax``."""
     # exp(x) / sum(exp(x), axis, keepdims=True) -> softmax(x, axis)
@@ -130,8 +134,7 @@ def local_softmax_graph(fgraph, node):
     x = e.owner.inputs[0]
     if not is_float(x) or x.ndim == 0:
         return False
-    new = fit(node.outputs[0], nnet.Softmax(found[1])(x))
-    return [new] if new is not None else False
+    return nnet.Softmax(found[1])(x)
 
 
 def _softmax_bias(sm_node):
@@ -157,6 +160,7 @@ def _softmax_bias(sm_node):
     return z, None
 
 
+@stabilize()
 @local_optimizer([nnet.CrossentropyCategorical1Hot])
 def local_crossentropy_softmax(fgraph, node):
     """The cross-entropy of a softmax, fused into the op that computes both stably."""
@@ -182,7 +186,8 @@ def local_crossentropy_softmax(fgraph, node):
     return repl
 
 
-@local_optimizer([nnet.SoftmaxGrad])
+@stabilize()
+@local_optimizer([nnet.SoftmaxGrad], fit=fit)
 def local_crossentropy_softmax_grad(fgraph, node):
     """The gradient of the cross-entropy of a softmax, fused into one op."""
     # softmax_grad(xent_1hot_grad(g, sm, y), sm) -> xent_softmax_1hot_with_bias_dx(g, sm, y)
@@ -194,16 +199,4 @@ def local_crossentropy_softmax_grad(fgraph, node):
     g, sm2, y = dy.owner.inputs
     if sm2 is not sm:
         return False
-    new = fit(node.outputs[0], nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm, y))
-    return [new] if new is not None else False
-
-
-for _rule in (
-    local_log_sigmoid,  # before log1p, which would turn log(1 - sigmoid) into log1p(-...)
-    local_log1p,
-    local_log_softmax,
-    local_softmax_graph,
-    local_crossentropy_softmax,
-    local_crossentropy_softmax_grad,
-):
-    RULES.add("stabilize", _rule)
+    return nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm, y)

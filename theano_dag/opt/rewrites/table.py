@@ -1,9 +1,11 @@
 """The table of the standard rewrites: which DB of the optdb each one goes into.
 
-Rewrite modules record their rules here with small decorators
-(``@canonicalize("fast_compile")``); ``theano_dag.opt.optdb.build_optdb`` reads the table
-to fill a *fresh* optdb. Nothing is registered into a global registry at import time, so
-a test can build as many independent optdbs as it likes.
+This is the one way a standard rule is registered: a decorator of the table named for
+the DB the rule goes into (``@RULES.canonicalize("fast_compile")`` above a function
+rule; ``RULES.canonicalize()(pattern(...))`` for a pattern rule).
+``theano_dag.opt.optdb.build_optdb`` reads the table to fill a *fresh* optdb. Nothing is
+registered into a global registry at import time, so a test can build as many
+independent optdbs as it likes.
 
 >>> from theano_dag.graph.rewriting.local import local_optimizer
 >>> rules = RuleTable()
@@ -11,8 +13,14 @@ a test can build as many independent optdbs as it likes.
 ... @local_optimizer(None)
 ... def local_nothing(fgraph, node):
 ...     return False
->>> [(r.db, r.name, r.tags) for r in rules]
-[('canonicalize', 'local_nothing', ('fast_compile',))]
+>>> @rules.useless()
+... @local_optimizer(None)
+... def local_nothing_either(fgraph, node):
+...     return False
+>>> [(r.db, r.name, r.tags) for r in rules]  # doctest: +NORMALIZE_WHITESPACE
+[('canonicalize', 'local_nothing', ('fast_compile',)),
+ ('useless', 'local_nothing_either', ('fast_compile',)),
+ ('canonicalize', 'local_nothing_either', ('fast_compile',))]
 """
 
 from __future__ import annotations
@@ -24,7 +32,16 @@ from theano_dag.graph.rewriting.basic import opt_name
 __all__ = ["Rule", "RuleTable", "RULES"]
 
 # The EquilibriumDBs (and the TopoDB) of the optdb that take local rewrites.
-LOCAL_DBS = ("useless", "canonicalize", "stabilize", "specialize", "blas", "fma", "inplace")
+LOCAL_DBS = (
+    "useless",
+    "canonicalize",
+    "stabilize",
+    "specialize",
+    "blas",
+    "fma",
+    "fused_reduce",
+    "inplace",
+)
 
 
 @dataclass(frozen=True)
@@ -60,9 +77,18 @@ class RuleTable:
 
         return decorate
 
-    def useless(self, *tags, **kwargs):
-        """Decorator: a rule that only removes computations (also run in canonicalize)."""
-        return self._decorator("useless", tags, kwargs)
+    def useless(self, *tags, canonicalize=True, **kwargs):
+        """Decorator: a rule that only removes computations; it runs in the early
+        ``useless`` pass and (unless ``canonicalize=False``) again in canonicalize, both
+        times in FAST_COMPILE too."""
+
+        def decorate(rewrite):
+            self.add("useless", rewrite, "fast_compile", *tags, **kwargs)
+            if canonicalize:
+                self.add("canonicalize", rewrite, "fast_compile", *tags, **kwargs)
+            return rewrite
+
+        return decorate
 
     def canonicalize(self, *tags, **kwargs):
         """Decorator: a rule of the ``canonicalize`` EquilibriumDB."""
@@ -75,6 +101,18 @@ class RuleTable:
     def specialize(self, *tags, **kwargs):
         """Decorator: a rule of the ``specialize`` EquilibriumDB."""
         return self._decorator("specialize", tags, kwargs)
+
+    def blas(self, *tags, **kwargs):
+        """Decorator: a rule of the ``blas`` EquilibriumDB (dot plus accumulation)."""
+        return self._decorator("blas", tags, kwargs)
+
+    def fma(self, *tags, **kwargs):
+        """Decorator: a rule of the ``fma`` pass (one out-to-in walk after specialize)."""
+        return self._decorator("fma", tags, kwargs)
+
+    def fused_reduce(self, *tags, **kwargs):
+        """Decorator: a rule of the ``fused_reduce`` pass (one walk after fusion)."""
+        return self._decorator("fused_reduce", tags, kwargs)
 
     def __iter__(self):
         return iter(self.rules)

@@ -36,14 +36,11 @@ __all__ = [
 ]
 
 
-def _both(rewrite, *tags):
-    """Record ``rewrite`` in the ``useless`` pass and in ``canonicalize``."""
-    RULES.add("useless", rewrite, "fast_compile", *tags)
-    RULES.add("canonicalize", rewrite, "fast_compile", *tags)
-    return rewrite
+useless = RULES.useless  # each rule runs in the useless pass and in canonicalize
 
 
-@local_optimizer([ViewOp, DeepCopyOp, tm.identity])
+@useless()
+@local_optimizer([ViewOp, DeepCopyOp, tm.identity], fit=fit)
 def local_remove_identity_op(fgraph, node):
     """Identity ops go: ViewOp (and the gradient ops built on it: ZeroGrad, GradClip...),
     DeepCopyOp, Elemwise{identity}. ``function`` adds the copies its outputs need after
@@ -55,11 +52,11 @@ def local_remove_identity_op(fgraph, node):
             return False
     elif not isinstance(op, (ViewOp, DeepCopyOp)):
         return False
-    new = fit(node.outputs[0], node.inputs[0])
-    return [new] if new is not None else False
+    return node.inputs[0]
 
 
-@local_optimizer([tm.add, tm.mul, tm.maximum, tm.minimum, tm.and_, tm.or_, *CASTS])
+@useless()
+@local_optimizer([tm.add, tm.mul, tm.maximum, tm.minimum, tm.and_, tm.or_, *CASTS], fit=fit)
 def local_useless_elemwise(fgraph, node):
     """Elemwise ops that return one of their inputs unchanged."""
     # add(x) -> x, mul(x) -> x, maximum(x, x) -> x, minimum(x, x) -> x, second(x, y) of
@@ -79,19 +76,18 @@ def local_useless_elemwise(fgraph, node):
         new = ins[0]
     else:
         return False
-    new = fit(out, new, ins)
-    return [new] if new is not None else False
+    return fit(out, new, ins)
 
 
-@local_optimizer([DimShuffle])
+@useless()
+@local_optimizer([DimShuffle], fit=fit)
 def local_useless_dimshuffle(fgraph, node):
     """A DimShuffle that keeps every dimension in place."""
     # dimshuffle{0,1,...}(x) -> x
     op = node.op
     if op.new_order != tuple(range(len(op.input_broadcastable))):
         return False
-    new = fit(node.outputs[0], node.inputs[0])
-    return [new] if new is not None else False
+    return node.inputs[0]
 
 
 def _shape_entries(shp):
@@ -118,7 +114,8 @@ def _is_dim_of(entry, x, d) -> bool:
     return False
 
 
-@local_optimizer([Reshape])
+@useless()
+@local_optimizer([Reshape], fit=fit)
 def local_useless_reshape(fgraph, node):
     """A reshape to the shape the input already has."""
     # reshape(x, shape(x)) -> x ; reshape(x, [shape_i(x, 0), ...]) -> x
@@ -134,11 +131,11 @@ def local_useless_reshape(fgraph, node):
         if not all(_is_dim_of(e, x, d) for d, e in enumerate(entries)):
             return False
         new = x
-    new = fit(node.outputs[0], new)
-    return [new] if new is not None else False
+    return new
 
 
-@local_optimizer([Alloc])
+@useless()
+@local_optimizer([Alloc], fit=fit)
 def local_useless_alloc(fgraph, node):
     """An alloc of a value that already has the requested shape."""
     # alloc(x, x.shape[0], ..., x.shape[n-1]) -> x
@@ -148,11 +145,11 @@ def local_useless_alloc(fgraph, node):
         return False
     if not all(_is_dim_of(s, value, d) for d, s in enumerate(shape)):
         return False
-    new = fit(out, value)
-    return [new] if new is not None else False
+    return value
 
 
-@local_optimizer([elemwise_of(ts.switch)])
+@useless()
+@local_optimizer([elemwise_of(ts.switch)], fit=fit)
 def local_useless_switch(fgraph, node):
     """A switch whose condition is a constant, or whose branches are the same."""
     # switch(1, a, b) -> a ; switch(0, a, b) -> b ; switch(c, a, a) -> a
@@ -161,33 +158,30 @@ def local_useless_switch(fgraph, node):
     cond, a, b = node.inputs
     out = node.outputs[0]
     if a is b:
-        new = fit(out, a, [cond])
-    else:
-        c = const_value(cond)
-        if c is None:
-            return False
-        new = fit(out, a if c else b, [cond, b if c else a])
-    return [new] if new is not None else False
+        return fit(out, a, [cond])
+    c = const_value(cond)
+    if c is None:
+        return None
+    return fit(out, a if c else b, [cond, b if c else a])
 
 
-@local_optimizer([CAReduce])
+@useless()
+@local_optimizer([CAReduce], fit=fit)
 def local_useless_reduce(fgraph, node):
     """A reduction over no axis, or only over dimensions of length 1."""
     # sum(x, axis=()) -> x ; max(x_col, axis=1) -> x_col.dimshuffle(0)
     x = node.inputs[0]
-    out = node.outputs[0]
     axes = node.op._axes(x.ndim)
     if any(not x.type.broadcastable[a] for a in axes):
         return False
     if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
         return False  # all/any turn numbers into bools
     kept = [d for d in range(x.ndim) if d not in axes]
-    new = DimShuffle(x.broadcastable, kept)(x) if axes else x
-    new = fit(out, new)
-    return [new] if new is not None else False
+    return DimShuffle(x.broadcastable, kept)(x) if axes else x
 
 
-@local_optimizer([elemwise_of(ts.second)])
+@useless()
+@local_optimizer([elemwise_of(ts.second)], fit=fit)
 def local_useless_fill(fgraph, node):
     """``fill(x, y)`` when ``y`` already has the shape of the result."""
     # fill(x, y) -> y   when x broadcasts along every dimension y varies along
@@ -199,18 +193,4 @@ def local_useless_fill(fgraph, node):
         return False
     if any(not xb and yb for xb, yb in zip(x.broadcastable, y.broadcastable)):
         return False
-    new = fit(out, y)
-    return [new] if new is not None else False
-
-
-for _rule in (
-    local_remove_identity_op,
-    local_useless_elemwise,
-    local_useless_dimshuffle,
-    local_useless_reshape,
-    local_useless_alloc,
-    local_useless_switch,
-    local_useless_reduce,
-    local_useless_fill,
-):
-    _both(_rule)
+    return y

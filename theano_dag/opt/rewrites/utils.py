@@ -2,7 +2,9 @@
 
 A replacement must have the type of what it replaces (same dtype, a static shape at
 least as specific). ``fit`` casts and re-broadcasts a candidate, or returns None when
-it cannot, and the rewrite then does not apply: a rewrite never guesses.
+it cannot, and the rewrite then does not apply: a rewrite never guesses. Rules hand
+``fit`` to the framework (``local_optimizer(..., fit=fit)``, ``pattern``) rather than
+call it themselves.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import weakref
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Constant, Variable
+from theano_dag.graph.rewriting.pattern import PatternSub
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
@@ -26,6 +29,8 @@ __all__ = [
     "is_const",
     "is_scalar_like",
     "fit",
+    "pattern",
+    "const",
     "broadcast_fill",
     "typed_constant",
     "single_client",
@@ -205,7 +210,8 @@ def fit(old, new, shape_sources=()):
     """``new`` made to have ``old``'s type, or None when that cannot be done.
 
     The dtype is cast; missing dimensions are added; ``shape_sources`` (variables of the
-    original expression) are used to spread ``new`` over dimensions it lacks.
+    original expression) are used to spread ``new`` over dimensions it lacks. A number
+    becomes a constant of ``old``'s dtype first (the ``0`` of a pattern ``x * 0 -> 0``).
 
     >>> import theano_dag.tensor as tt
     >>> x, r = tt.dmatrix("x"), tt.drow("r")
@@ -217,6 +223,10 @@ def fit(old, new, shape_sources=()):
     if new is None:
         return None
     ot = old.type
+    if not isinstance(new, Variable):
+        if not isinstance(ot, TensorType):
+            return None
+        new = typed_constant(new, ot.dtype)
     if new.type == ot:
         return new
     if not isinstance(ot, TensorType) or not isinstance(new.type, TensorType):
@@ -231,6 +241,33 @@ def fit(old, new, shape_sources=()):
     if new.type == ot or ot.is_super(new.type):
         return new
     return None
+
+
+def pattern(name, in_pattern, out_pattern, **options):
+    """A ``PatternSub`` rule named ``name`` whose replacement is fitted to the type of
+    what it replaces (``fit``): one line of a rule table.
+
+    >>> import theano_dag.tensor as tt
+    >>> str(pattern("local_neg_neg", (tt.neg, (tt.neg, "x")), "x"))
+    'local_neg_neg'
+    """
+    return PatternSub(in_pattern, out_pattern, name=name, fit=fit, **options)
+
+
+def const(value):
+    """An input pattern matching a Variable every element of which is ``value`` (a
+    constant, seen through broadcasts and casts: ``is_const``); it binds the name
+    ``"const_<value>"``.
+
+    >>> const(0)["pattern"]
+    'const_0'
+    """
+
+    def constraint(var):
+        return is_const(var, value)
+
+    constraint.__name__ = f"is_const_{value}"
+    return {"pattern": f"const_{value}", "constraint": constraint}
 
 
 def single_client(fgraph, var) -> bool:
