@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.engines.cpu import gemm as cgemm
-from theano_dag.engines.cpu.impls import (
+from theano_dag.engines.cpu.emit.impls import (
     Step,
     _composite_steps,
     _is_composite,
@@ -18,6 +17,7 @@ from theano_dag.engines.cpu.impls import (
     elementwise_step,
     register_impl,
 )
+from theano_dag.engines.cpu.native import gemm as cgemm
 
 __all__ = ["register_defaults"]
 

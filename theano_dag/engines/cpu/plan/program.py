@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-from theano_dag.engines.cpu.impls import Temp, call_steps, make_steps
-from theano_dag.engines.cpu.shapes import ShapeError, broadcast_shapes, infer_shapes
+from theano_dag.engines.cpu.emit.impls import Temp, call_steps, make_steps
+from theano_dag.engines.cpu.plan.shapes import ShapeError, broadcast_shapes, infer_shapes
 from theano_dag.engines.memory import MemoryPlan, PlanNode, plan_memory
 from theano_dag.graph.basic import Constant
 

@@ -25,14 +25,14 @@ import numpy as np
 
 from theano_dag.compile.function import gc_paused
 from theano_dag.config import config
-from theano_dag.engines.cpu import cc
-from theano_dag.engines.cpu.csource import (
+from theano_dag.engines.cpu.emit.csource import (
     DTYPE_CODES,
     NotCompilable,
     array_layout,
     kernel_source,
     preamble,
 )
+from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Constant
 
 __all__ = [
@@ -465,7 +465,7 @@ def _library_of(ctx):
 
 
 def _make_emitter(previous):
-    from theano_dag.engines.cpu.impls import Step, _destroying
+    from theano_dag.engines.cpu.emit.impls import Step, _destroying
 
     def elemwise_steps(node, ctx):
         lib = _library_of(ctx)
@@ -619,7 +619,7 @@ def register():
     """Make the CPU engine run fused Elemwise nodes through C kernels (idempotent)."""
     if _REGISTERED:
         return
-    from theano_dag.engines.cpu.impls import IMPLS, register_impl
+    from theano_dag.engines.cpu.emit.impls import IMPLS, register_impl
     from theano_dag.tensor.elemwise import Elemwise
 
     previous = IMPLS.get(Elemwise)
@@ -633,7 +633,7 @@ def unregister():
     """Undo :func:`register`: Elemwise nodes run through numpy again."""
     if not _REGISTERED:
         return
-    from theano_dag.engines.cpu.impls import register_impl
+    from theano_dag.engines.cpu.emit.impls import register_impl
     from theano_dag.tensor.elemwise import Elemwise
 
     register_impl(Elemwise)(_REGISTERED.pop())
