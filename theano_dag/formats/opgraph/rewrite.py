@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Set
 
 from theano_dag.formats.opgraph.graph import OpGraph, infer_shapes
 from theano_dag.formats.opgraph.nodes import (
@@ -40,6 +39,7 @@ from theano_dag.formats.opgraph.nodes import (
     _dims_by_mode,
     _is_perm,
 )
+from theano_dag.graph import basic_ops as graph_basic_ops
 from theano_dag.graph.basic import Apply, io_toposort
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
@@ -59,9 +59,10 @@ __all__ = [
 ]
 
 
-class BasicOps(Set):
+class BasicOps(graph_basic_ops.BasicOps):
     """The set of operations an engine can run: operation classes (any parameters) or
-    operation instances (exactly those parameters).
+    operation instances (exactly those parameters); the engines' one
+    :class:`~theano_dag.graph.basic_ops.BasicOps`, holding OpGraph operations.
 
     >>> cpu = BasicOps([Add, MatrixMultiply, Pow(2)], name="cpu")
     >>> Add() in cpu, Pow(2) in cpu, Pow(3) in cpu, MatrixMultiply in cpu
@@ -70,39 +71,11 @@ class BasicOps(Set):
     BasicOps(['Add', 'MatrixMultiply', 'Permute', 'Pow(2)'])
     """
 
-    def __init__(self, ops=(), name=None):
-        items = []
-        for op in ops:
-            if not (
-                isinstance(op, Operation) or isinstance(op, type) and issubclass(op, Operation)
-            ):
-                raise TypeError(f"BasicOps holds operations or operation classes, got {op!r}")
-            items.append(op)
-        self._items = frozenset(items)
-        self.name = name
-
-    @classmethod
-    def _from_iterable(cls, it):
-        return cls(it)
-
-    def __contains__(self, op):
-        if isinstance(op, type):
-            return op in self._items
-        return type(op) in self._items or op in self._items
-
-    def __iter__(self):
-        return iter(sorted(self._items, key=_op_name))
-
-    def __len__(self):
-        return len(self._items)
-
-    def __repr__(self):
-        name = f", name={self.name!r}" if self.name else ""
-        return f"BasicOps({[_op_name(op) for op in self]}{name})"
+    kind = Operation
 
 
 def _op_name(op):
-    return op.__name__ if isinstance(op, type) else op.label()
+    return BasicOps.label(op)
 
 
 #: Every built-in operation: what the numpy evaluator runs.
