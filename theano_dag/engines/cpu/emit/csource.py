@@ -26,6 +26,7 @@ import struct
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.engines.cpu.native import c_source
 from theano_dag.graph.basic import Constant
 from theano_dag.scalar.basic import C_TYPES
@@ -160,8 +161,6 @@ def _pow_c(op, args, in_dtypes, out_dtypes):
 
 
 def _clip_c(op, args, in_dtypes, out_dtypes):
-    from theano_dag import scalar as ts
-
     # numpy's minimum(maximum(x, lo), hi): a NaN bound gives NaN.
     od = out_dtypes[0]
     x, lo, hi = _cast_args(args, in_dtypes, od)
@@ -186,8 +185,6 @@ def _fma_c(op, args, in_dtypes, out_dtypes):
 
 
 def _overrides():
-    from theano_dag import scalar as ts
-
     return {
         ts.IntDiv: _intdiv_c,
         ts.Mod: _mod_c,
