@@ -74,10 +74,6 @@ class BasicOps(graph_basic_ops.BasicOps):
     kind = Operation
 
 
-def _op_name(op):
-    return BasicOps.label(op)
-
-
 #: Every built-in operation: what the numpy evaluator runs.
 REFERENCE_OPS = BasicOps(
     [Add, Subtraction, ElementwiseMultiplication, Division, Scale, Pow, Permute, Multiplication,
@@ -135,7 +131,11 @@ _MADE = itertools.count()  # creation order of Steps: the order a rule made them
 
 
 def step_tensor(shape=None, name=None):
-    """A Variable standing for an OpGraph tensor of ``shape``."""
+    """A Variable standing for an OpGraph tensor of ``shape`` (kept in ``tag.shape``).
+
+    >>> step_tensor((2, None), "A").tag.shape
+    (2, None)
+    """
     var = Generic()(name)
     var.tag.shape = None if shape is None else tuple(shape)
     return var
@@ -342,6 +342,16 @@ class LowerToBasicOps(LocalOptimizer):
     are lowered in turn, and a rule fails when one of them cannot be (or when an
     operation class comes round again). ``plans[node]`` keeps the Steps that replaced
     a node, in the order the rules made them; ``failures[node]`` why none did.
+
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.opt.navigator import in2out
+    >>> x = step_tensor((2, 3), "x")
+    >>> ij = ("i", "j")
+    >>> fg = FunctionGraph([x], [Step(Subtraction(), ij, ij, outs=[ij])(x, x)])
+    >>> lower = LowerToBasicOps(BasicOps([Add, Scale]), REWRITES)
+    >>> _ = in2out(lower).optimize(fg)
+    >>> [str(node.op) for node in fg.toposort()]
+    ['Scale(-1)', 'Add']
     """
 
     reentrant = False  # what it makes is lowered already
@@ -442,7 +452,7 @@ def rewrite_for(opgraph, basic_ops, shapes=None, rewrites=None):
             raise UnsupportedOperationError(
                 f"node {n} ({opgraph.node(n).label()} {_describe(in_modes, out_modes)}) cannot "
                 f"run on {engine}, which supports "
-                f"{', '.join(map(_op_name, basic_ops)) or 'nothing'}; "
+                f"{', '.join(map(BasicOps.label, basic_ops)) or 'nothing'}; "
                 f"no rewrite expresses it: {lower.failures[node]}"
             )
         plans[n] = lower.plans.get(node, [node])
