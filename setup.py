@@ -19,7 +19,8 @@ setup(
     version="0.1.0",
     description="A Theano-style symbolic compiler for array programs",
     packages=find_packages(include=["theano_dag", "theano_dag.*"]),
-    package_data={"theano_dag": ["datasets/*.npz"]},
+    # the fixed C sources of the CPU engine are read at build time (engines.cpu.native)
+    package_data={"theano_dag": ["datasets/*.npz", "engines/cpu/native/*.c"]},
     python_requires=">=3.10",
     install_requires=["numpy>=1.23,<3"],
     extras_require=EXTRAS,

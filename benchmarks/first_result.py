@@ -101,7 +101,7 @@ def run_theano_dag(steps, compiledir, _mode, _limit):
     import theano_dag
     import theano_dag.tensor as tt
     from theano_dag.config import config
-    from theano_dag.engines.cpu import ckernel
+    from theano_dag.engines.cpu.native import ckernel
 
     config.compiledir = compiledir
     ckernel.register()

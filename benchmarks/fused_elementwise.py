@@ -46,7 +46,7 @@ import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag.compile.io import Out  # noqa: E402
 from theano_dag.config import config  # noqa: E402
-from theano_dag.engines.cpu import ckernel  # noqa: E402
+from theano_dag.engines.cpu.native import ckernel  # noqa: E402
 
 HAND_C = r"""
 #include <math.h>

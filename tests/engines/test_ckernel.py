@@ -1,4 +1,4 @@
-"""Fused elementwise C kernels (theano_dag.engines.cpu.ckernel) against numpy.
+"""Fused elementwise C kernels (theano_dag.engines.cpu.native.ckernel) against numpy.
 
 Every kernel is compared with ``Elemwise.perform`` (numpy) on random values and on
 NaN, +-inf, -0.0, denormals and integer extremes, through the contiguous, the
@@ -20,8 +20,9 @@ from theano_dag import scalar as ts
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
-from theano_dag.engines.cpu import CPULinker, cc, ckernel
-from theano_dag.engines.cpu.csource import NotCompilable, array_layout, kernel_source
+from theano_dag.engines.cpu import CPULinker
+from theano_dag.engines.cpu.emit.csource import NotCompilable, array_layout, kernel_source
+from theano_dag.engines.cpu.native import cc, ckernel
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.type import TensorType
 
@@ -499,7 +500,7 @@ def test_vector_math_comes_from_libmvec(compiledir):
 CONCURRENT = """
 import sys
 sys.path.insert(0, {root!r})
-from theano_dag.engines.cpu import cc
+from theano_dag.engines.cpu.native import cc
 from theano_dag.config import config
 tc = cc.get_toolchain(config.cxx)
 src = "int answer(void) {{ return 42; }}\\n" + "/* padding */\\n" * 20000
@@ -623,7 +624,7 @@ def test_openmp_workers_sleep_between_kernels_unless_the_user_chose():
     import subprocess
     import sys
 
-    code = "import os, theano_dag.engines.cpu.ckernel; print(os.environ['OMP_WAIT_POLICY'])"
+    code = "import os, theano_dag.engines.cpu.native.ckernel; print(os.environ['OMP_WAIT_POLICY'])"
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "PASSIVE"

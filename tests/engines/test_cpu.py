@@ -541,7 +541,7 @@ def test_generated_code_cached_on_disk(tmp_path, monkeypatch):
     # in-memory cache) loads its code object from <compiledir>/pycode, and a
     # damaged file there is compiled again.
     from theano_dag.config import config
-    from theano_dag.engines.cpu import codegen
+    from theano_dag.engines.cpu.emit import codegen
 
     monkeypatch.setattr(codegen, "CODE_CACHE", {})
     source = "".join(f"v{k} = {k} * 2\n" for k in range(codegen.DISK_CACHE_MIN_CHARS // 8))

@@ -1,4 +1,4 @@
-"""Matrix products in C (theano_dag.engines.cpu.gemm) against numpy, and in the engine.
+"""Matrix products in C (theano_dag.engines.cpu.native.gemm) against numpy, and in the engine.
 
 The kernel is forced on with ``config.cpu_gemm="c"`` so that these tests run it on any
 machine with a compiler, AVX-512 or not (``"auto"`` takes it only on AVX-512).
@@ -17,9 +17,9 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
-from theano_dag.engines.cpu import cc
-from theano_dag.engines.cpu import gemm as G
-from theano_dag.engines.cpu.csource import array_layout
+from theano_dag.engines.cpu.emit.csource import array_layout
+from theano_dag.engines.cpu.native import cc
+from theano_dag.engines.cpu.native import gemm as G
 from theano_dag.tensor import blas
 
 pytestmark = pytest.mark.skipif(
@@ -249,7 +249,7 @@ import os, sys
 import numpy as np
 import theano_dag, theano_dag.tensor as tt
 from theano_dag.config import config
-from theano_dag.engines.cpu import cc, ckernel, gemm
+from theano_dag.engines.cpu.native import cc, ckernel, gemm
 
 config.compiledir = sys.argv[1]
 config.cpu_gemm = "c"

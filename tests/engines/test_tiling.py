@@ -10,7 +10,7 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.engines.cpu import CPULinker, tiling
-from theano_dag.engines.cpu.shapes import ShapeError
+from theano_dag.engines.cpu.plan.shapes import ShapeError
 from theano_dag.engines.cpu.tiling import RowTiled, find_region, row_local
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor import nnet

@@ -34,6 +34,10 @@ from theano_dag.formats.opgraph import (
     parse_modes,
     rewrite_for,
 )
+from theano_dag.formats.opgraph.rewrite import REWRITES, LowerToBasicOps, Step, step_tensor
+from theano_dag.graph import basic_ops
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.rewriting.navigator import EquilibriumOptimizer
 
 rng = np.random.default_rng(0)
 
@@ -560,6 +564,43 @@ def test_opgraph_to_networkx():
     assert g.number_of_nodes() == 7 and g.number_of_edges() == 6
     assert g.nodes[2] == {"node": Multiplication(), "kind": "operation"}
     assert g.nodes[0]["kind"] == "tensor" and g.edges[0, 5] == {"labels": "i,j,k"}
+
+
+def test_basic_ops_is_one_class_for_every_engine():
+    from theano_dag.engines.opencl.impl import BASIC_OPS, IMPLS
+
+    assert isinstance(GEMM, basic_ops.BasicOps) and isinstance(BASIC_OPS, basic_ops.BasicOps)
+    assert IMPLS and all(c in BASIC_OPS for c in IMPLS) and len(BASIC_OPS) == len(IMPLS)
+    # a live view: an op class registered later counts
+    registry = {}
+    live = basic_ops.BasicOps(source=registry, name="toy")
+    assert Add not in live
+    registry[Add] = "a kernel"
+    assert Add in live and Add() in live and list(live) == [Add]
+    with pytest.raises(TypeError, match="ops or a live source, not both"):
+        basic_ops.BasicOps([Add], source=registry)
+
+
+def test_rules_are_local_rewrites_any_navigator_applies():
+    # the FunctionGraph of Steps rewrite_for builds, lowered by an EquilibriumOptimizer
+    a, b = step_tensor((3, 2), "A"), step_tensor((4, 3), "B")
+    c = Step(Multiplication(), ("k", "i"), ("j", "k"), outs=[("i", "j")])(a, b)
+    fg = FunctionGraph([a, b], [c], clone=False)
+    lower = LowerToBasicOps(GEMM, REWRITES)
+    EquilibriumOptimizer([lower], max_use_ratio=10).optimize(fg)
+    assert [str(n.op) for n in fg.toposort()] == ["Permute", "Permute", "MatrixMultiply"]
+    x, y = rng.random((3, 2)), rng.random((4, 3))
+    values = {a: x, b: y}
+    for node in fg.toposort():
+        cells = [[None] for _ in node.outputs]
+        node.op.perform(node, [values[v] for v in node.inputs], cells)
+        values.update((o, cell[0]) for o, cell in zip(node.outputs, cells))
+    np.testing.assert_allclose(values[fg.outputs[0]], np.einsum("ki,jk->ij", x, y))
+    # a node no rule can lower stays, and the optimizer says why
+    d = Step(Cholesky(), ("i", "j"), outs=[("i", "j")])(a)
+    fg = FunctionGraph([a], [d], clone=False)
+    EquilibriumOptimizer([lower], max_use_ratio=10).optimize(fg)
+    assert fg.outputs[0] is d and lower.failures[d.owner] == "no rewrite exists for Cholesky"
 
 
 def test_rewrite_with_a_custom_rule_table():

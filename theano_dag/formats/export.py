@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from theano_dag.formats.chain import FORMATS, _fmt_name, convert, detect_format
 from theano_dag.formats.dicts import _parse, _parse_unidag, index
+from theano_dag.formats.opgraph import OpGraph
 
 __all__ = ["to_dot", "to_networkx"]
 
 
 def _is_opgraph(graph):
-    from theano_dag.formats.opgraph import OpGraph
-
     return isinstance(graph, OpGraph)
 
 
@@ -79,7 +78,7 @@ def to_networkx(graph, fmt=None):
     ('job', 'input')
     """
     try:
-        import networkx as nx
+        import networkx as nx  # an optional extra: needed only when asked for
     except ImportError:
         raise ImportError(
             "to_networkx needs networkx, an optional extra: pip install theano_dag[networkx]"

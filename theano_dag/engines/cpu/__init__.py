@@ -8,7 +8,7 @@ numpy implementations), ``program`` (steps, value placement, memory plan),
 generated C loops; with no compiler, or ``config.cxx=''``, they run through numpy).
 """
 
-from theano_dag.engines.cpu.impls import Step, get_impl, register_impl
+from theano_dag.engines.cpu.emit.impls import Step, get_impl, register_impl
 from theano_dag.engines.cpu.linker import CPULinker, CPUThunk
 from theano_dag.engines.cpu.profile import CPUProfile
 
@@ -26,6 +26,6 @@ _register()
 
 # The C kernels take over Elemwise{Composite} (and Elemwise without a ufunc) from the
 # numpy implementations registered by ``impls``; see ckernel.register.
-from theano_dag.engines.cpu import ckernel  # noqa: E402
+from theano_dag.engines.cpu.native import ckernel  # noqa: E402
 
 ckernel.register()

@@ -25,14 +25,14 @@ import numpy as np
 
 from theano_dag.compile.function import gc_paused
 from theano_dag.engines.basic import Container, Linker
-from theano_dag.engines.cpu.codegen import (
+from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
     build_core,
     build_fast,
     ignoring_context,
 )
+from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
-from theano_dag.engines.cpu.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.tiling import tile_rows
 
 __all__ = ["CPULinker", "CPUThunk", "MAX_PLANS"]

@@ -235,7 +235,7 @@ class RowTiled(Op):
     def infer_shape(self, fgraph, node, in_shapes):
         """The outputs' shapes, from the inner graph's (concrete input shapes only: the
         CPU engine's plan is the one user of this op)."""
-        from theano_dag.engines.cpu.shapes import infer_shapes
+        from theano_dag.engines.cpu.plan.shapes import infer_shapes
 
         shapes, _ = infer_shapes(
             self.inner, self.inner.toposort(), dict(zip(self.inner.inputs, in_shapes))
@@ -268,7 +268,7 @@ class RowTiled(Op):
         return rows
 
     def _choose_rows(self, inputs):
-        from theano_dag.engines.cpu.shapes import infer_shapes
+        from theano_dag.engines.cpu.plan.shapes import infer_shapes
 
         tiled = [a for a, t in zip(inputs, self.tiled) if t]
         n = tiled[0].shape[0]
@@ -327,7 +327,7 @@ def _plan_rule(fgraph, node, in_shapes):
 
 
 def _install_plan_rule():
-    from theano_dag.engines.cpu.shapes import FAST_RULES
+    from theano_dag.engines.cpu.plan.shapes import FAST_RULES
 
     FAST_RULES[RowTiled] = _plan_rule
 

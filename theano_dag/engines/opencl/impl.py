@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.engines.opencl.values import DArr, c_strides
+from theano_dag.graph.basic_ops import BasicOps
 
 __all__ = [
     "Impl",
@@ -102,23 +103,8 @@ def register_impl(*op_classes):
     return deco
 
 
-class _BasicOps:
-    """The Op classes with a device implementation (a live view of the registry)."""
-
-    def __contains__(self, op_class):
-        return any(issubclass(op_class, c) for c in IMPLS)
-
-    def __iter__(self):
-        return iter(sorted(IMPLS, key=lambda c: c.__name__))
-
-    def __len__(self):
-        return len(IMPLS)
-
-    def __repr__(self):
-        return "BasicOps{" + ", ".join(c.__name__ for c in self) + "}"
-
-
-BASIC_OPS = _BasicOps()
+#: The Op classes with a device implementation (a live view of the registry).
+BASIC_OPS = BasicOps(source=IMPLS, name="opencl")
 
 
 def make_impl(node, ctx, host_scalars=frozenset()) -> Impl:

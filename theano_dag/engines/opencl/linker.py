@@ -218,7 +218,7 @@ class _Runner:
 
     def _plan(self, sig, input_shapes) -> DevicePlan:
         try:
-            from theano_dag.engines.cpu.shapes import infer_shapes
+            from theano_dag.engines.cpu.plan.shapes import infer_shapes
         except ImportError:  # no shape inference available: everything from the pool
             return DevicePlan(None, {}, [], {})
         fg, order = self.fgraph, self.order

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import scalar as ts
+from theano_dag import tensor as tt
 from theano_dag.formats.chain import register_conversion
 from theano_dag.formats.opgraph.graph import OpGraph
 from theano_dag.formats.opgraph.nodes import (
@@ -42,19 +44,18 @@ from theano_dag.formats.opgraph.nodes import (
 from theano_dag.formats.opgraph.rewrite import UnsupportedOperationError
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.tensor import contractions, linalg
+from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
+from theano_dag.tensor.contractions import Einsum
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.linalg import Cholesky as CholeskyOp
+from theano_dag.tensor.linalg import Eigh, GeneralizedEigh
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Reshape as ReshapeOp
+from theano_dag.tensor.shape import reshape
+from theano_dag.tensor.subtensor import Subtensor, _rebuild
 
 __all__ = ["fgraph_to_opgraph", "opgraph_to_fgraph"]
-
-
-def _tt():
-    # imported when used: the OpGraph itself needs only numpy
-    import importlib
-
-    from theano_dag import tensor as tt
-    from theano_dag.tensor import contractions, linalg
-
-    # the module, not the function tt.shape that shadows it
-    return tt, contractions, linalg, importlib.import_module("theano_dag.tensor.shape")
 
 
 # -- OpGraph -> FunctionGraph ---------------------------------------------------------------------
@@ -82,7 +83,6 @@ def _dot_plan(ins, out):
 
 
 def _multiplication(xs, ins, out, op):
-    tt, linalg, _, _ = _tt()
     if len(xs) == 1 and sorted(ins[0]) == sorted(out) and len(set(out)) == len(out):
         return _align(xs[0], ins[0], out)
     plan = _dot_plan(ins, out)
@@ -90,12 +90,11 @@ def _multiplication(xs, ins, out, op):
         a_order, b_order, result = plan
         product = tt.dot(_align(xs[0], ins[0], a_order), _align(xs[1], ins[1], b_order))
         return _align(product, result, out)
-    return linalg.einsum(op.subscripts(ins, [out]), *xs)
+    return contractions.einsum(op.subscripts(ins, [out]), *xs)
 
 
 def _operation(op, xs, ins, outs):
     """The output Variables of OpGraph operation ``op`` on the Variables ``xs``."""
-    tt, _, nlinalg, shape = _tt()
     out = outs[0]
     if isinstance(op, MatrixMultiply):
         return [tt.dot(*xs)]
@@ -119,14 +118,14 @@ def _operation(op, xs, ins, outs):
         rest = ins[0][: op.mode] + ins[0][op.mode + 1 :]
         return [_align(xs[0][tuple(index)], rest, out)]
     if isinstance(op, Reshape):
-        return [shape.reshape(xs[0], op.shape)]
+        return [reshape(xs[0], op.shape)]
     if isinstance(op, Cholesky):
-        return [_align(nlinalg.cholesky(xs[0]), ins[0], out)]
+        return [_align(linalg.cholesky(xs[0]), ins[0], out)]
     if isinstance(op, EigenSolve):
         if len(xs) == 1:
-            w, v = nlinalg.eigh(xs[0])
+            w, v = linalg.eigh(xs[0])
         else:
-            w, v = nlinalg.generalized_eigh(xs[0], _align(xs[1], ins[1], ins[0]))
+            w, v = linalg.generalized_eigh(xs[0], _align(xs[1], ins[1], ins[0]))
         return [_align(v, ins[0], out), w]
     raise UnsupportedOperationError(
         f"opgraph_to_fgraph: the operation {op.label()} has no theano_dag counterpart"
@@ -153,7 +152,6 @@ def opgraph_to_fgraph(opgraph, inputs=None, outputs=None, dtype="float64"):
     array([[1., 3., 5.],
            [2., 4., 6.]])
     """
-    tt = _tt()[0]
     opgraph.validate()
     inputs = opgraph.sources() if inputs is None else tuple(inputs)
     outputs = opgraph.sinks() if outputs is None else tuple(outputs)
@@ -203,8 +201,6 @@ def _modes(ndim):
 
 
 def _scalar_constant(var):
-    from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
-
     try:
         return get_scalar_constant_value(var)
     except NotScalarConstantError:
@@ -265,8 +261,6 @@ def _unsupported(node, why=""):
 
 
 def _elemwise(b, node):
-    from theano_dag import scalar as ts
-
     out = node.outputs[0]
     labels = _modes(out.ndim)
     scalar_op = node.op.scalar_op
@@ -305,8 +299,6 @@ def _dimshuffle(b, node):
 
 
 def _subtensor(b, node):
-    from theano_dag.tensor.subtensor import _rebuild
-
     x, out = node.inputs[0], node.outputs[0]
     consts = [_scalar_constant(v) for v in node.inputs[1:]]
     if any(c is None for c in consts):
@@ -352,8 +344,6 @@ def _reshape(b, node):
 
 
 def _einsum_like(b, node):
-    from theano_dag.tensor.contractions import Einsum
-
     if isinstance(node.op, Einsum):
         ins, out = node.op.in_terms, node.op.out_term
         if len(set(out)) != len(out):
@@ -367,8 +357,6 @@ def _einsum_like(b, node):
 
 
 def _linalg(b, node):
-    from theano_dag.tensor.linalg import Eigh, GeneralizedEigh
-
     x = node.inputs[0]
     if isinstance(node.op, Eigh):
         if node.op.UPLO != "L":
@@ -382,20 +370,12 @@ def _linalg(b, node):
     return b.op(Cholesky(), [(x, "i,j")], [(node.outputs[0], labels)])
 
 
-def _converters():
-    from theano_dag.tensor.contractions import Einsum
-    from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-    from theano_dag.tensor.linalg import Cholesky as CholeskyOp
-    from theano_dag.tensor.linalg import Eigh, GeneralizedEigh
-    from theano_dag.tensor.math import Dot
-    from theano_dag.tensor.shape import Reshape as ReshapeOp
-    from theano_dag.tensor.subtensor import Subtensor
-
-    return {
-        Elemwise: _elemwise, DimShuffle: _dimshuffle, Subtensor: _subtensor,
-        ReshapeOp: _reshape, Einsum: _einsum_like, Dot: _einsum_like,
-        CholeskyOp: _linalg, Eigh: _linalg, GeneralizedEigh: _linalg,
-    }  # fmt: skip
+#: our Op class -> the step that adds its node to the OpGraph (looked up along the MRO)
+_CONVERTERS = {
+    Elemwise: _elemwise, DimShuffle: _dimshuffle, Subtensor: _subtensor,
+    ReshapeOp: _reshape, Einsum: _einsum_like, Dot: _einsum_like,
+    CholeskyOp: _linalg, Eigh: _linalg, GeneralizedEigh: _linalg,
+}  # fmt: skip
 
 
 def fgraph_to_opgraph(fgraph):
@@ -415,7 +395,7 @@ def fgraph_to_opgraph(fgraph):
     """
     if not isinstance(fgraph, FunctionGraph):
         raise TypeError(f"fgraph_to_opgraph needs a FunctionGraph, got {type(fgraph).__name__}")
-    table = _converters()
+    table = _CONVERTERS
     b = _Builder()
     needed = set()  # variables some operation reads as a tensor, or outputs
     for out in fgraph.outputs:
@@ -437,11 +417,6 @@ def fgraph_to_opgraph(fgraph):
 
 def _operands(node):
     """The inputs of ``node`` that its OpGraph operation reads as tensors."""
-    from theano_dag import scalar as ts
-    from theano_dag.tensor.elemwise import Elemwise
-    from theano_dag.tensor.shape import Reshape as ReshapeOp
-    from theano_dag.tensor.subtensor import Subtensor
-
     if isinstance(node.op, Subtensor | ReshapeOp):
         return node.inputs[:1]
     if isinstance(node.op, Elemwise) and node.op.scalar_op in (ts.mul, ts.pow):

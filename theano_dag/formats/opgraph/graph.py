@@ -301,7 +301,7 @@ class OpGraph:
         Needs the optional extra: ``pip install theano_dag[networkx]``.
         """
         try:
-            import networkx as nx
+            import networkx as nx  # an optional extra: needed only when asked for
         except ImportError:
             raise ImportError(
                 "OpGraph.to_networkx needs networkx, an optional extra: "

@@ -20,6 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Constant, Variable
+from theano_dag.tensor.blas import Dot22, Dot22Scalar
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Shape, Shape_i
 
 __all__ = ["ShapeError", "infer_shapes", "broadcast_shapes", "evaluate_expression"]
 
@@ -184,37 +188,12 @@ def _dot(fgraph, node, in_shapes):
 FAST_RULES: dict = {}
 
 
-def _install_fast_rules():
-    try:
-        from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-    except ImportError:  # the tensor library is optional for the engine
-        return
-    FAST_RULES[Elemwise] = _elemwise
-    FAST_RULES[DimShuffle] = _dimshuffle
-    try:
-        from theano_dag.tensor.math import Dot
+FAST_RULES[Elemwise] = _elemwise
+FAST_RULES[DimShuffle] = _dimshuffle
+FAST_RULES[Dot] = FAST_RULES[Dot22] = FAST_RULES[Dot22Scalar] = _dot
 
-        FAST_RULES[Dot] = _dot
-        from theano_dag.tensor.blas import Dot22, Dot22Scalar
-
-        FAST_RULES[Dot22] = FAST_RULES[Dot22Scalar] = _dot
-    except ImportError:
-        pass
-
-
-_install_fast_rules()
-
-
-def _shape_value_ops():
-    """The op classes whose output is a function of their input's *shape* only."""
-    try:
-        from theano_dag.tensor.shape import Shape, Shape_i
-    except ImportError:
-        return None, None
-    return Shape, Shape_i
-
-
-_SHAPE, _SHAPE_I = _shape_value_ops()
+# the op classes whose output is a function of their input's *shape* only
+_SHAPE, _SHAPE_I = Shape, Shape_i
 
 
 def _size(shape):

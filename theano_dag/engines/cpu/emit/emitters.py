@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.engines.cpu import gemm as cgemm
-from theano_dag.engines.cpu.impls import (
+from theano_dag.engines.cpu.emit.impls import (
     Step,
     _composite_steps,
     _is_composite,
@@ -18,6 +17,12 @@ from theano_dag.engines.cpu.impls import (
     elementwise_step,
     register_impl,
 )
+from theano_dag.engines.cpu.native import gemm as cgemm
+from theano_dag.tensor import blas
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle
+from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Shape, Shape_i
 
 __all__ = ["register_defaults"]
 
@@ -62,8 +67,6 @@ def _careduce_steps(node, ctx):
 
 def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
     """The step reducing value ``x`` with CAReduce ``op`` into the node's output."""
-    from theano_dag.tensor.elemwise import CAReduce
-
     od = node.outputs[0].type.dtype
     axes = tuple(op._axes(x_ndim))
     if not axes:
@@ -324,48 +327,22 @@ def _shape_steps(node, ctx):
 
 
 def register_defaults():
-    """Register the emitters of this module for the ops that exist (idempotent)."""
-    try:
-        from theano_dag.tensor.elemwise import CAReduce, DimShuffle
-    except ImportError:
-        return
+    """Register the emitters of this module for their ops (idempotent)."""
+    # compile/ holds ViewOp and DeepCopyOp until they move down to graph/: an upward import
+    from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
+
     register_impl(DimShuffle)(_dimshuffle_steps)
     register_impl(CAReduce)(_careduce_steps)
-    try:
-        from theano_dag.tensor.fused import FusedReduce
-
-        register_impl(FusedReduce)(_fused_reduce_steps)
-    except ImportError:
-        pass
-    try:
-        from theano_dag.tensor.math import Dot
-
-        register_impl(Dot)(_dot_steps)
-    except ImportError:
-        pass
-    try:
-        from theano_dag.tensor import blas
-
-        register_impl(blas.Dot22)(_dot_steps)
-        register_impl(blas.Dot22Scalar)(lambda node, ctx: _dot_steps(node, ctx, scale=True))
-        register_impl(blas.Gemm)(lambda node, ctx: _blas_steps(node, ctx, "gemm"))
-        register_impl(blas.Gemv)(lambda node, ctx: _blas_steps(node, ctx, "gemv"))
-        register_impl(blas.Ger)(lambda node, ctx: _blas_steps(node, ctx, "ger"))
-    except (ImportError, AttributeError):
-        pass
-    try:
-        from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
-
-        register_impl(DeepCopyOp)(_deepcopy_steps)
-        register_impl(ViewOp)(_viewop_steps)
-    except ImportError:
-        pass
-    try:
-        from theano_dag.tensor.shape import Shape, Shape_i
-
-        register_impl(Shape, Shape_i)(_shape_steps)
-    except ImportError:
-        pass
+    register_impl(FusedReduce)(_fused_reduce_steps)
+    register_impl(Dot)(_dot_steps)
+    register_impl(blas.Dot22)(_dot_steps)
+    register_impl(blas.Dot22Scalar)(lambda node, ctx: _dot_steps(node, ctx, scale=True))
+    register_impl(blas.Gemm)(lambda node, ctx: _blas_steps(node, ctx, "gemm"))
+    register_impl(blas.Gemv)(lambda node, ctx: _blas_steps(node, ctx, "gemv"))
+    register_impl(blas.Ger)(lambda node, ctx: _blas_steps(node, ctx, "ger"))
+    register_impl(DeepCopyOp)(_deepcopy_steps)
+    register_impl(ViewOp)(_viewop_steps)
+    register_impl(Shape, Shape_i)(_shape_steps)
 
 
 register_defaults()

@@ -30,8 +30,9 @@ import time
 
 import numpy as np
 
-from theano_dag.engines.cpu.impls import Temp, call_steps, make_steps
-from theano_dag.engines.cpu.shapes import ShapeError, broadcast_shapes, infer_shapes
+from theano_dag.engines.basic import raise_with_op
+from theano_dag.engines.cpu.emit.impls import Temp, call_steps, make_steps
+from theano_dag.engines.cpu.plan.shapes import ShapeError, broadcast_shapes, infer_shapes
 from theano_dag.engines.memory import MemoryPlan, PlanNode, plan_memory
 from theano_dag.graph.basic import Constant
 
@@ -221,8 +222,6 @@ class Program:
                 self.fgraph, [n for n, _, _ in self.node_steps], input_shapes, self.folded
             )
         except ShapeError as e:
-            from theano_dag.engines.basic import raise_with_op
-
             pos = self.node_index.get(e.node, "?")
             storage = {}
             for v, shp in zip(e.node.inputs, e.in_shapes or ()):

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
+from theano_dag.scalar.basic import ScalarOp
+from theano_dag.tensor.elemwise import Elemwise
 
 __all__ = ["Step", "Temp", "register_impl", "get_impl", "make_steps", "IMPLS"]
 
@@ -226,15 +229,6 @@ def _natural_dtype(uf, dtypes):
     return _NATURAL[key]
 
 
-def _scalar_classes():
-    try:
-        from theano_dag import scalar as ts
-        from theano_dag.scalar.basic import ScalarOp
-    except ImportError:
-        return None
-    return ts, ScalarOp
-
-
 def _ufunc_form(sop, n_in, in_dtypes, od):
     """``(ufuncs, work_dtypes)`` when numpy ufuncs compute ``sop`` exactly, else None.
 
@@ -244,10 +238,6 @@ def _ufunc_form(sop, n_in, in_dtypes, od):
     (``ScalarOp.compute``): the output dtype, or the inputs' common dtype for
     comparisons, or the inputs' own.
     """
-    classes = _scalar_classes()
-    if classes is None:
-        return None
-    ts, ScalarOp = classes  # noqa: N806
     cls = type(sop)
     if getattr(sop, "nout", 1) != 1:
         return None
@@ -490,17 +480,15 @@ def _expand_elemwise(node, ctx):
         steps = _composite_steps(ctx, node, sop, items, out_ndim)
     else:
         od = node.outputs[0].type.dtype
-        classes = _scalar_classes()
-        ts = classes[0] if classes else None
         x = node.outputs[0]
-        if ts is not None and type(sop) in (
+        if type(sop) in (
             getattr(ts, "Identity", None),
             getattr(ts, "Cast", None),
         ):
             if isinstance(items[0], tuple):
                 return None
             steps = [_copy_steps(ctx, node, items[0], x, od)]
-        elif ts is not None and type(sop) is getattr(ts, "Second", None):
+        elif type(sop) is getattr(ts, "Second", None):
             if isinstance(items[1], tuple):
                 return None
             steps = [_copy_steps(ctx, node, items[1], x, od)]
@@ -584,15 +572,7 @@ def _composite_steps(ctx, node, comp, items, out_ndim, out_ids=None):
     return steps
 
 
-def _register_defaults():
-    try:
-        from theano_dag.tensor.elemwise import Elemwise
-    except ImportError:  # the engine runs graphs of other ops without the tensor library
-        return
-    register_impl(Elemwise)(_expand_elemwise)
-
-
-_register_defaults()
+register_impl(Elemwise)(_expand_elemwise)
 
 
 def make_steps(node, ctx):
@@ -610,4 +590,4 @@ def make_steps(node, ctx):
 
 
 # The emitters of the other ops register themselves (kept in their own module).
-from theano_dag.engines.cpu import ops as _ops  # noqa: E402, F401
+from theano_dag.engines.cpu.emit import emitters as _emitters  # noqa: E402, F401

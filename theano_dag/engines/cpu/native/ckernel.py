@@ -25,15 +25,17 @@ import numpy as np
 
 from theano_dag.compile.function import gc_paused
 from theano_dag.config import config
-from theano_dag.engines.cpu import cc
-from theano_dag.engines.cpu.csource import (
+from theano_dag.engines.cpu.emit.csource import (
     DTYPE_CODES,
     NotCompilable,
     array_layout,
     kernel_source,
     preamble,
 )
+from theano_dag.engines.cpu.emit.impls import IMPLS, Step, _destroying, register_impl
+from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Constant
+from theano_dag.tensor.elemwise import Elemwise
 
 __all__ = [
     "CKernel",
@@ -441,8 +443,6 @@ def wait_for_kernels(f, timeout=None) -> bool:
 
 
 def _wants_c(node, numpy_steps=None):
-    from theano_dag.tensor.elemwise import Elemwise
-
     if not isinstance(node.op, Elemwise):
         return False
     sop = node.op.scalar_op
@@ -465,8 +465,6 @@ def _library_of(ctx):
 
 
 def _make_emitter(previous):
-    from theano_dag.engines.cpu.impls import Step, _destroying
-
     def elemwise_steps(node, ctx):
         lib = _library_of(ctx)
         if lib is None:
@@ -619,9 +617,6 @@ def register():
     """Make the CPU engine run fused Elemwise nodes through C kernels (idempotent)."""
     if _REGISTERED:
         return
-    from theano_dag.engines.cpu.impls import IMPLS, register_impl
-    from theano_dag.tensor.elemwise import Elemwise
-
     previous = IMPLS.get(Elemwise)
     if previous is None:
         return
@@ -633,7 +628,4 @@ def unregister():
     """Undo :func:`register`: Elemwise nodes run through numpy again."""
     if not _REGISTERED:
         return
-    from theano_dag.engines.cpu.impls import register_impl
-    from theano_dag.tensor.elemwise import Elemwise
-
     register_impl(Elemwise)(_REGISTERED.pop())

@@ -1,0 +1,119 @@
+"""The walkers: a theano_dag FunctionGraph to a foreign one and back, node by node.
+
+Each node goes through the op tables of :mod:`~theano_dag.formats.foreign.rules`;
+a node no rule maps is wrapped (:mod:`~theano_dag.formats.foreign.wrap`), or with
+``strict=True`` raises :class:`~theano_dag.formats.foreign.flavor.NoCounterpartError`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.formats.foreign.flavor import NoCounterpartError, cast_to, foreign_type, our_type
+from theano_dag.formats.foreign.rules import from_rule, to_rule
+from theano_dag.formats.foreign.wrap import ForeignOp, foreign_wrapper_class
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.tensor.type import TensorType
+from theano_dag.tensor.variable import TensorConstant
+
+__all__ = ["from_foreign", "to_foreign"]
+
+
+def _check_fgraph(graph, cls, who, what):
+    if not isinstance(graph, cls):
+        raise TypeError(f"{who} needs a {what} FunctionGraph, got {type(graph).__name__}")
+
+
+def to_foreign(fgraph, flavor, strict=False, who="to_foreign"):
+    """A foreign FunctionGraph computing what theano_dag's ``fgraph`` computes.
+
+    The inputs and outputs keep their order and names; see :mod:`theano_dag.formats.foreign`.
+    """
+    fl = flavor.load(who)
+    _check_fgraph(fgraph, FunctionGraph, who, "theano_dag")
+    vmap = {}
+    for x in fgraph.inputs:
+        vmap[x] = foreign_type(fl, x.type)(name=x.name)
+
+    def var(v):
+        if v not in vmap:
+            if not isinstance(v, Constant):
+                raise ValueError(f"{who}: {v} is neither an input nor computed in the graph")
+            ftype = foreign_type(fl, v.type)
+            if fl.is_tensor_type(ftype):
+                vmap[v] = fl.tensor_constant(v.data, ftype, name=v.name)
+            else:
+                vmap[v] = fl.Constant(ftype, v.data, name=v.name)
+        return vmap[v]
+
+    for node in fgraph.toposort():
+        ins = [var(v) for v in node.inputs]
+        if isinstance(node.op, ForeignOp) and node.op.flavor is fl:
+            outs = node.op.fop(*ins, return_list=True)  # back to the op it wraps
+        else:
+            rule = to_rule(node.op)
+            outs = rule(fl, node, ins) if rule is not None else None
+        if outs is None:
+            if strict:
+                raise NoCounterpartError(
+                    f"{who}: the theano_dag op {node.op} has no counterpart in {fl.package} "
+                    "(strict=True; without it the op is wrapped and runs its own perform)"
+                )
+            outs = foreign_wrapper_class(fl)(node)(*ins, return_list=True)
+        for old, new in zip(node.outputs, outs):
+            new = cast_to(fl, new, getattr(old.type, "dtype", None), ours=False)
+            if old.name is not None and new.name is None:
+                new.name = old.name
+            vmap[old] = new
+    return fl.FunctionGraph(
+        [vmap[x] for x in fgraph.inputs], [var(o) for o in fgraph.outputs], clone=False
+    )
+
+
+def from_foreign(ffgraph, flavor, strict=False, who="from_foreign"):
+    """A theano_dag FunctionGraph computing what the foreign ``ffgraph`` computes."""
+    fl = flavor.load(who)
+    _check_fgraph(ffgraph, fl.FunctionGraph, who, fl.package)
+    vmap = {}
+    for x in ffgraph.inputs:
+        vmap[x] = our_type(fl, x.type)(x.name)
+
+    def var(v):
+        if v not in vmap:
+            if not isinstance(v, fl.Constant):
+                raise ValueError(f"{who}: {v} is neither an input nor computed in the graph")
+            otype = our_type(fl, v.type)
+            if isinstance(otype, TensorType):
+                # our constants' types know only which dimensions have length 1
+                data = np.array(v.data, dtype=otype.dtype)
+                ctype = TensorType(otype.dtype, broadcastable=[n == 1 for n in data.shape])
+                vmap[v] = TensorConstant(ctype, data, name=v.name)
+            else:
+                vmap[v] = Constant(otype, v.data, name=v.name)
+        return vmap[v]
+
+    for node in ffgraph.toposort():
+        ins = [var(v) for v in node.inputs]
+        if isinstance(node.op, foreign_wrapper_class(fl)):
+            outs = node.op.td_op(*ins, return_list=True)  # back to the op it wraps
+        else:
+            rule = from_rule(fl, node.op)
+            outs = rule(fl, node, ins) if rule is not None else None
+        if outs is None:
+            if strict:
+                raise NoCounterpartError(
+                    f"{who}: the {fl.package} op {node.op} has no counterpart in theano_dag "
+                    "(strict=True; without it the op is wrapped and runs its own perform)"
+                )
+            outs = ForeignOp(fl, node)(*ins, return_list=True)
+        for old, new in zip(node.outputs, outs):
+            if new is None:
+                continue  # an output no rule makes: unused, or the graph would not come here
+            new = cast_to(fl, new, getattr(our_type(fl, old.type), "dtype", None), ours=True)
+            if old.name is not None and new.name is None:
+                new.name = old.name
+            vmap[old] = new
+    return FunctionGraph(
+        [vmap[x] for x in ffgraph.inputs], [var(o) for o in ffgraph.outputs], clone=False
+    )

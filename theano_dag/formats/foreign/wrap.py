@@ -1,0 +1,106 @@
+"""Ops with no counterpart on the other side, wrapped to run their own ``perform``.
+
+:class:`ForeignOp` holds a foreign node in a theano_dag graph; the class made by
+:func:`foreign_wrapper_class` holds a theano_dag node in a foreign graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from theano_dag.formats.foreign.flavor import foreign_type, our_type
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
+
+__all__ = ["ForeignOp", "foreign_wrapper_class"]
+
+
+class ForeignOp(Op):
+    """A foreign op in a theano_dag graph: ``perform`` runs the foreign op's ``perform`` on
+    the foreign node it came from (or, for an op with only a C implementation, a foreign
+    function compiled for that node alone)."""
+
+    def __init__(self, flavor, fnode):
+        self.flavor = flavor
+        self.fnode = fnode
+        self.fop = fnode.op
+        self._fn = None
+
+    def __str__(self):
+        return f"{type(self.flavor).__name__.removesuffix('Flavor')}{{{self.fop}}}"
+
+    __repr__ = __str__
+
+    def _takes_params(self):
+        # Theano passes an op with a params_type its params; PyTensor 3 no longer does
+        if getattr(self.fop, "params_type", None) is None:
+            return False
+        sig = inspect.signature(self.fop.perform)
+        return len(sig.parameters) >= 4
+
+    def make_node(self, *inputs):
+        if len(inputs) != len(self.fnode.inputs):
+            raise TypeError(f"{self} expects {len(self.fnode.inputs)} inputs, got {len(inputs)}")
+        outs = [our_type(self.flavor, o.type)() for o in self.fnode.outputs]
+        return Apply(self, list(inputs), outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        fl, fnode = self.flavor, self.fnode
+        args = [
+            np.asarray(v)[()] if fl.is_scalar_type(fv.type) else v
+            for v, fv in zip(inputs, fnode.inputs)
+        ]
+        cells = [[None] for _ in fnode.outputs]
+        try:
+            if self._takes_params():
+                self.fop.perform(fnode, args, cells, self.fop.get_params(fnode))
+            else:
+                self.fop.perform(fnode, args, cells)
+        except (NotImplementedError, fl.MethodNotDefined):
+            if self._fn is None:
+                self._fn = _compile_single(fl, fnode)
+            results = self._fn(*args)
+            cells = [[r] for r in results]
+        for cell, out, value in zip(output_storage, node.outputs, cells):
+            dtype = getattr(out.type, "dtype", None)
+            cell[0] = np.asarray(value[0], dtype=dtype) if dtype is not None else value[0]
+
+
+def _compile_single(fl, fnode):
+    ins = [v.type() for v in fnode.inputs]
+    outs = fnode.op.make_node(*ins).outputs
+    return fl.function(ins, list(outs))
+
+
+def foreign_wrapper_class(fl):
+    """A foreign Op class whose instances run one theano_dag node's ``perform``."""
+    cls = getattr(fl, "_wrapper_cls", None)
+    if cls is not None:
+        return cls
+
+    def make_node(self, *inputs):
+        outs = [foreign_type(fl, o.type)() for o in self.td_node.outputs]
+        return fl.Apply(self, list(inputs), outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        self.td_op.perform(self.td_node, list(inputs), output_storage)
+
+    def init(self, td_node):
+        self.td_node = td_node
+        self.td_op = td_node.op
+
+    cls = type(
+        "TheanoDagOp",
+        (fl.Op,),
+        {
+            "__init__": init,
+            "make_node": make_node,
+            "perform": perform,
+            "__str__": lambda self: f"TheanoDag{{{self.td_op}}}",
+            "__doc__": "A theano_dag op run by its own perform (it has no counterpart here).",
+        },
+    )
+    fl._wrapper_cls = cls
+    return cls
