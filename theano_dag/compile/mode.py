@@ -11,11 +11,16 @@ packages fill without editing this file:
 * ``register_linker(name, factory)``: ``factory`` is a Linker (copied on use)
   or a zero-argument callable returning a new Linker.
 
-Names not yet registered are looked up again after importing the packages in
-``PLUGIN_MODULES``, which register what they provide when imported. Until an
-optimizer package provides them, the standard optimizer names (``fast_run``,
-``fast_compile``, ...) mean "no rewrites", and the ``cpu`` linker falls back
-to the reference ``py`` engine.
+The engines' table of linkers lives in ``theano_dag.engines`` (``LINKERS``, which
+``predefined_linkers`` is): this module imports the engine packages it knows, and
+each adds its linkers there. A query also includes the rewrites tagged with the
+engine's ``required_rewrites`` (its lowering passes: row tiling for ``cpu``, device
+placement for ``opencl``) and leaves out its ``incompatible_rewrites``, as PyTensor's
+JAX and Numba modes do. Optimizer names not yet registered are looked up again after
+importing the packages in ``PLUGIN_MODULES`` (the optimizer database registers the
+standard names when imported). Until it does, the standard optimizer names
+(``fast_run``, ``fast_compile``, ...) mean "no rewrites", and the ``cpu`` linker
+falls back to the reference ``py`` engine when its name is not in the table.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from __future__ import annotations
 import copy
 import importlib
 
+import theano_dag.engines.cpu  # noqa: F401  (adds "cpu" to the engines' table)
+import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads on first use)
 from theano_dag.config import config
-from theano_dag.engines.basic import PerformLinker
+from theano_dag.engines import LINKERS
 
 __all__ = [
     "Mode",
@@ -44,13 +51,9 @@ __all__ = [
     "PerformOnly",
 ]
 
-# Packages that register optimizers, linkers or modes when imported.
-PLUGIN_MODULES = [
-    "theano_dag.opt",
-    "theano_dag.engines",
-    "theano_dag.engines.cpu",
-    "theano_dag.engines.opencl",
-]
+# Packages that register optimizers or modes when imported (the engines are imported
+# above: they only fill the engines' table).
+PLUGIN_MODULES = ["theano_dag.opt"]
 
 # Standard optimizer names that mean "no rewrites" until an optimizer package registers them.
 STANDARD_OPTIMIZER_NAMES = (
@@ -67,11 +70,7 @@ STANDARD_OPTIMIZER_NAMES = (
 # Linker names that fall back to another when nothing registered them.
 LINKER_FALLBACKS = {"cpu": "py"}
 
-predefined_linkers: dict = {
-    "py": PerformLinker,
-    "perform": PerformLinker,
-    "py_nogc": lambda: PerformLinker(allow_gc=False),
-}
+predefined_linkers: dict = LINKERS
 predefined_optimizers: dict = {}
 predefined_modes: dict = {}
 _OPTDB: list = []

@@ -23,7 +23,6 @@ import warnings
 
 import numpy as np
 
-from theano_dag.compile.function import gc_paused
 from theano_dag.config import config
 from theano_dag.engines.cpu import cc
 from theano_dag.engines.cpu.csource import (
@@ -34,6 +33,7 @@ from theano_dag.engines.cpu.csource import (
     preamble,
 )
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.utils import gc_paused
 
 __all__ = [
     "CKernel",

@@ -23,7 +23,6 @@ from collections import OrderedDict
 
 import numpy as np
 
-from theano_dag.compile.function import gc_paused
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.cpu.codegen import (
     _persistent,
@@ -34,6 +33,7 @@ from theano_dag.engines.cpu.codegen import (
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.cpu.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.tiling import tile_rows
+from theano_dag.graph.utils import gc_paused
 
 __all__ = ["CPULinker", "CPUThunk", "MAX_PLANS"]
 

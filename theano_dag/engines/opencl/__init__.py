@@ -18,8 +18,8 @@ function is first compiled for it.
 
 from __future__ import annotations
 
-from theano_dag.compile.mode import register_linker
 from theano_dag.compile.sharedvalue import shared_constructor
+from theano_dag.engines import register_linker
 
 __all__ = [
     "OpenCLLinker",
