@@ -31,7 +31,7 @@ import importlib
 import theano_dag.engines.cpu  # noqa: F401  (adds "cpu" to the engines' table)
 import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads on first use)
 from theano_dag.config import config
-from theano_dag.engines import LINKERS
+from theano_dag.engines import LINKERS, inner
 
 __all__ = [
     "Mode",
@@ -159,6 +159,33 @@ def _optdb():
     return _OPTDB[0]
 
 
+def engine_query(query, linker):
+    """``query`` with the engine's lowering passes: the rewrites tagged with one of
+    ``linker.required_rewrites`` included, those tagged ``linker.incompatible_rewrites``
+    left out. ``None`` (no rewrites) becomes the empty query ``"None"`` when the engine
+    needs lowering, so that ``Mode(linker="opencl", optimizer=None)`` still places its
+    nodes; an optimizer that is no query is returned as it is.
+
+    >>> from theano_dag.engines.cpu import CPULinker
+    >>> q = engine_query(get_optimizer("fast_run"), CPULinker(tile=False))
+    >>> "cpu" in q.include, "row_tiling" in q.exclude
+    (True, True)
+    >>> engine_query(None, get_linker("py")) is None
+    True
+    """
+    required = tuple(getattr(linker, "required_rewrites", ()))
+    incompatible = tuple(getattr(linker, "incompatible_rewrites", ()))
+    if query is None and required:
+        query = get_optimizer("None")
+    if query is None or not _is_query(query):
+        return query
+    if required:
+        query = query.including(*required)
+    if incompatible:
+        query = query.excluding(*incompatible)
+    return query
+
+
 def get_optimizer(name):
     """Return what a registered optimizer name stands for (None: no rewrites)."""
     if name is None:
@@ -217,10 +244,12 @@ class Mode:
 
     @property
     def optimizer(self):
-        """The optimizer (an object with ``.optimize(fgraph)``) or None."""
+        """The optimizer (an object with ``.optimize(fgraph)``) or None; a query also
+        runs the linker's lowering passes (``engine_query``)."""
         opt = self.provided_optimizer
         if isinstance(opt, str):
             opt = get_optimizer(opt)
+        opt = engine_query(opt, self.linker)
         if opt is not None and _is_query(opt):
             opt = _optdb().query(opt)
         return opt
@@ -334,3 +363,7 @@ def get_mode(name_or_mode=None):
 def get_default_mode():
     """The Mode ``function`` uses when given none."""
     return get_mode(None)
+
+
+# Inner graphs (engines.inner.compile_inner) compiled with no mode use the default one.
+inner.set_default_mode(get_default_mode)
