@@ -85,7 +85,9 @@ class MapOverIndex(Op):
 
     def _function(self):
         if self._fn is None:
-            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), self.mode)
+            self._fn = compile_inner(
+                list(self.inner_inputs), list(self.inner_outputs), self.mode, borrow=False
+            )
         return self._fn
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -101,7 +103,7 @@ class MapOverIndex(Op):
                     for r, o in zip(row, node.outputs)
                 ]
             for out, r in zip(outs, row):
-                out[i] = r  # a copy: the inner function's outputs are borrowed
+                out[i] = r
         for k, (cell, out) in enumerate(zip(output_storage, node.outputs)):
             if outs is not None:
                 cell[0] = outs[k]

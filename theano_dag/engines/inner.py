@@ -11,8 +11,10 @@ default mode, which ``compile.mode`` hands down with :func:`set_default_mode` (i
 above the engines, so the engines do not reach up for it).
 
 The inputs are never overwritten (a ``Supervisor`` keeps the optimizer's in-place
-rewrites off them). The outputs are *borrowed*: a value returned may live in a buffer
-that the next call reuses, so the caller copies what it keeps.
+rewrites off them). With ``borrow=True`` the outputs are *borrowed* (as
+``Out(borrow=True)``): a value returned may live in a buffer that the next call reuses
+(or stay on the device), so the caller copies what it keeps; ``borrow=False`` makes
+every output the caller's, a host array.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def set_default_mode(getter):
 class InnerFunction:
     """A compiled inner graph: ``f(*values)`` returns the list of output values.
 
-    Each value goes through its input's type filter; the outputs are borrowed (see
-    the module docstring). ``fgraph`` is the graph that was linked.
+    Each value goes through its input's type filter; see the module docstring for
+    who owns the outputs. ``fgraph`` is the graph that was linked.
     """
 
     def __init__(self, fgraph, linker):
@@ -72,12 +74,13 @@ class InnerFunction:
         return [cell[0] for cell in self._outputs]
 
 
-def compile_inner(inputs, outputs=None, mode=None) -> InnerFunction:
+def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction:
     """Compile an inner graph into an :class:`InnerFunction`.
 
     ``inputs, outputs``: lists of variables (the graph is copied), or a FunctionGraph
     as ``inputs`` alone (linked as it is when ``mode`` has no optimizer, copied
-    before it is rewritten otherwise). ``mode``: see the module docstring.
+    before it is rewritten otherwise). ``mode`` and ``borrow``: see the module
+    docstring.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -104,6 +107,7 @@ def compile_inner(inputs, outputs=None, mode=None) -> InnerFunction:
         fgraph.attach_feature(Supervisor(fgraph.inputs))
         run = getattr(optimizer, "optimize", None) or optimizer
         run(fgraph)
-    # Every output is borrowed: the callers copy what they keep (no_recycling empty).
-    linker = mode.linker.accept(fgraph, no_recycling=[])
+    # no_recycling lists the outputs the caller keeps; the others are borrowed.
+    keep = [] if borrow else [o for o in fgraph.outputs if o.owner is not None]
+    linker = mode.linker.accept(fgraph, no_recycling=keep)
     return InnerFunction(fgraph, linker)
