@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -354,3 +356,12 @@ def test_engines_import_nothing_of_compile_but_what_moves_to_graph():
                     if alias.name.startswith("theano_dag.compile"):
                         found.add((path.relative_to(ENGINES).as_posix(), alias.name))
     assert found <= LEFT_FOR_THE_GRAPH_MOVE, sorted(found - LEFT_FOR_THE_GRAPH_MOVE)
+
+
+def test_importing_the_engines_loads_no_pyopencl():
+    code = (
+        "import sys, theano_dag, theano_dag.engines.opencl as ocl\n"
+        "assert ocl.OpenCLLinker.required_rewrites == ('opencl',)\n"
+        "assert 'pyopencl' not in sys.modules, 'pyopencl imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ENGINES.parent.parent)
