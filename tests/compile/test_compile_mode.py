@@ -102,11 +102,6 @@ def test_py_nogc_is_predefined():
     assert get_linker("py_nogc").allow_gc is False and get_linker("py").allow_gc is config.allow_gc
 
 
-def test_cpu_linker_falls_back_to_reference(registries):
-    mode_mod.predefined_linkers.pop("cpu", None)
-    assert isinstance(get_linker("cpu"), PerformLinker)
-
-
 def test_optimizer_registry_and_tags(registries):
     db = FakeDB()
     mode_mod.register_optdb(db)

@@ -31,7 +31,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from theano_dag.compile.mode import Mode
+from theano_dag.compile.mode import Mode, register_mode
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
@@ -377,3 +377,7 @@ class DebugMode(Mode):
         if not self.check_engine or type(lk) is PerformLinker:  # the reference itself
             return lk
         return _CheckedLinker(lk)
+
+
+# ``function(..., mode="DebugMode")`` (and Theano's "DEBUG_MODE") make one when first used.
+register_mode("DebugMode", DebugMode)

@@ -503,12 +503,24 @@ class FunctionMaker:
             inputs = [inputs]
         inputs = [self.wrap_in(i) for i in inputs]
         outputs = [self.wrap_out(o) for o in outputs]
+        mode = self.mode
+        if incremental:
+            linker = mode.linker
+            if not hasattr(linker, "incremental"):
+                raise ValueError(
+                    f"incremental=True needs an engine that recomputes incrementally (the "
+                    f"CPU engine, Mode(linker='cpu')); {type(linker).__name__} does not"
+                )
+            linker = linker.clone()  # the Mode's own linker stays as it was
+            linker.incremental = True
+            # The query follows the engine's options (no row tiling when incremental).
+            mode = mode.clone(linker=linker)
         if fgraph is None:
             self._check_unused_inputs(inputs, outputs, on_unused_input)
             fgraph, additional = std_fgraph(inputs, outputs, accept_inplace)
             fgraph.profile = profile
             t0 = time.perf_counter()
-            optimizer = self.mode.optimizer
+            optimizer = mode.optimizer
             if optimizer is not None:
                 run = getattr(optimizer, "optimize", None) or optimizer
                 run(fgraph)
@@ -527,17 +539,9 @@ class FunctionMaker:
                 f"{len(fgraph.outputs)} outputs"
             )
         no_borrow = [v for v, spec in zip(fgraph.outputs, specs) if not spec.borrow]
-        linker = self.mode.linker
+        linker = mode.linker
         if not hasattr(linker, "accept"):
             raise ValueError(f"The linker of {self.mode} ({linker!r}) has no accept method")
-        if incremental:
-            if not hasattr(linker, "incremental"):
-                raise ValueError(
-                    f"incremental=True needs an engine that recomputes incrementally (the "
-                    f"CPU engine, Mode(linker='cpu')); {type(linker).__name__} does not"
-                )
-            linker = linker.clone()  # the Mode's own linker stays as it was
-            linker.incremental = True
         no_recycling = sorted(infer_reuse_pattern(fgraph, no_borrow), key=_topo_key(fgraph))
         self.linker = linker.accept(fgraph, no_recycling=no_recycling, profile=profile)
         if hasattr(self.linker, "accept_var_updates"):

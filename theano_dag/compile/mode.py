@@ -11,20 +11,32 @@ packages fill without editing this file:
 * ``register_linker(name, factory)``: ``factory`` is a Linker (copied on use)
   or a zero-argument callable returning a new Linker.
 
-Names not yet registered are looked up again after importing the packages in
-``PLUGIN_MODULES``, which register what they provide when imported. Until an
-optimizer package provides them, the standard optimizer names (``fast_run``,
-``fast_compile``, ...) mean "no rewrites", and the ``cpu`` linker falls back
-to the reference ``py`` engine.
+The engines' table of linkers lives in ``theano_dag.engines`` (``LINKERS``, which
+``predefined_linkers`` is): this module imports the engine packages it knows, and
+each adds its linkers there. The standard optimizer names (``fast_run``,
+``fast_compile``, ``merge``, ``stabilize``, ``o1``..``o3``, ``None``) are queries of the
+global ``theano_dag.opt.optdb``, registered below. A query also includes the rewrites
+tagged with the engine's ``required_rewrites`` (its lowering passes: row tiling for
+``cpu``, device placement for ``opencl``) and leaves out its ``incompatible_rewrites``,
+as PyTensor's JAX and Numba modes do.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 
+import theano_dag.engines.cpu  # noqa: F401  (adds "cpu" to the engines' table)
+import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads on first use)
 from theano_dag.config import config
-from theano_dag.engines.basic import PerformLinker
+from theano_dag.engines import LINKERS, inner
+from theano_dag.opt.optdb import (
+    OPT_FAST_COMPILE,
+    OPT_FAST_RUN,
+    OPT_MERGE,
+    OPT_NONE,
+    OPT_STABILIZE,
+    optdb,
+)
 
 __all__ = [
     "Mode",
@@ -44,53 +56,21 @@ __all__ = [
     "PerformOnly",
 ]
 
-# Packages that register optimizers, linkers or modes when imported.
-PLUGIN_MODULES = [
-    "theano_dag.opt",
-    "theano_dag.engines",
-    "theano_dag.engines.cpu",
-    "theano_dag.engines.opencl",
-]
-
-# Standard optimizer names that mean "no rewrites" until an optimizer package registers them.
-STANDARD_OPTIMIZER_NAMES = (
-    "fast_run",
-    "fast_compile",
-    "merge",
-    "stabilize",
-    "o1",
-    "o2",
-    "o3",
-    "None",
-)
-
-# Linker names that fall back to another when nothing registered them.
-LINKER_FALLBACKS = {"cpu": "py"}
-
-predefined_linkers: dict = {
-    "py": PerformLinker,
-    "perform": PerformLinker,
-    "py_nogc": lambda: PerformLinker(allow_gc=False),
+predefined_linkers: dict = LINKERS
+# The standard optimizer names: queries of the optimizer database below.
+predefined_optimizers: dict = {
+    "fast_run": OPT_FAST_RUN,
+    "fast_compile": OPT_FAST_COMPILE,
+    "merge": OPT_MERGE,
+    "stabilize": OPT_STABILIZE,
+    "o1": OPT_FAST_COMPILE,
+    "o2": OPT_FAST_RUN.excluding("fusion", "inplace"),
+    "o3": OPT_FAST_RUN,
+    "None": OPT_NONE,
 }
-predefined_optimizers: dict = {}
 predefined_modes: dict = {}
-_OPTDB: list = []
-_plugins_loaded = False
-
-
-def _load_plugins():
-    """Import the plugin packages once, so that they register their names."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for mod in PLUGIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ImportError as e:
-            # Only a missing plugin package is tolerated; a broken one must be seen.
-            if getattr(e, "name", None) != mod:
-                raise
+# The database that resolves query objects (a list, so a test can put its own in).
+_OPTDB: list = [optdb]
 
 
 def register_linker(name: str, factory, override: bool = False):
@@ -128,10 +108,6 @@ def register_mode(name: str, mode, override: bool = False):
 def get_linker(name: str):
     """Return a new, unbound Linker for a registered name."""
     if name not in predefined_linkers:
-        _load_plugins()
-    if name not in predefined_linkers and name in LINKER_FALLBACKS:
-        name = LINKER_FALLBACKS[name]
-    if name not in predefined_linkers:
         raise ValueError(
             f"Unknown linker {name!r}; registered linkers: {', '.join(sorted(predefined_linkers))}"
         )
@@ -147,17 +123,38 @@ def _is_query(opt) -> bool:
 
 def _optdb():
     if not _OPTDB:
-        _load_plugins()
-    if not _OPTDB:
-        try:
-            from theano_dag.opt import optdb  # type: ignore[attr-defined]
-        except ImportError:
-            raise ValueError(
-                "Mode: an optimizer query needs an optimizer database; none is registered "
-                "(register_optdb) and theano_dag.opt.optdb is not available"
-            ) from None
-        _OPTDB.append(optdb)
+        raise ValueError(
+            "Mode: an optimizer query needs an optimizer database; none is registered "
+            "(register_optdb)"
+        )
     return _OPTDB[0]
+
+
+def engine_query(query, linker):
+    """``query`` with the engine's lowering passes: the rewrites tagged with one of
+    ``linker.required_rewrites`` included, those tagged ``linker.incompatible_rewrites``
+    left out. ``None`` (no rewrites) becomes the empty query ``"None"`` when the engine
+    needs lowering, so that ``Mode(linker="opencl", optimizer=None)`` still places its
+    nodes; an optimizer that is no query is returned as it is.
+
+    >>> from theano_dag.engines.cpu import CPULinker
+    >>> q = engine_query(get_optimizer("fast_run"), CPULinker(tile=False))
+    >>> "cpu" in q.include, "row_tiling" in q.exclude
+    (True, True)
+    >>> engine_query(None, get_linker("py")) is None
+    True
+    """
+    required = tuple(getattr(linker, "required_rewrites", ()))
+    incompatible = tuple(getattr(linker, "incompatible_rewrites", ()))
+    if query is None and required:
+        query = get_optimizer("None")
+    if query is None or not _is_query(query):
+        return query
+    if required:
+        query = query.including(*required)
+    if incompatible:
+        query = query.excluding(*incompatible)
+    return query
 
 
 def get_optimizer(name):
@@ -165,10 +162,6 @@ def get_optimizer(name):
     if name is None:
         return None
     if name not in predefined_optimizers:
-        _load_plugins()
-    if name not in predefined_optimizers:
-        if name in STANDARD_OPTIMIZER_NAMES:
-            return None
         raise ValueError(
             f"Unknown optimizer {name!r}; registered optimizers: "
             f"{', '.join(sorted(predefined_optimizers)) or '(none)'}"
@@ -218,10 +211,12 @@ class Mode:
 
     @property
     def optimizer(self):
-        """The optimizer (an object with ``.optimize(fgraph)``) or None."""
+        """The optimizer (an object with ``.optimize(fgraph)``) or None; a query also
+        runs the linker's lowering passes (``engine_query``)."""
         opt = self.provided_optimizer
         if isinstance(opt, str):
             opt = get_optimizer(opt)
+        opt = engine_query(opt, self.linker)
         if opt is not None and _is_query(opt):
             opt = _optdb().query(opt)
         return opt
@@ -311,8 +306,6 @@ def get_mode(name_or_mode=None):
     if name == "Mode":
         mode = Mode(linker=config.linker, optimizer="default")
     else:
-        if name not in predefined_modes:
-            _load_plugins()
         if name == "DEBUG_MODE" and name not in predefined_modes:
             name = "DebugMode"
         if name not in predefined_modes:
@@ -335,3 +328,7 @@ def get_mode(name_or_mode=None):
 def get_default_mode():
     """The Mode ``function`` uses when given none."""
     return get_mode(None)
+
+
+# Inner graphs (engines.inner.compile_inner) compiled with no mode use the default one.
+inner.set_default_mode(get_default_mode)

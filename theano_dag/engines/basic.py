@@ -196,7 +196,16 @@ class Linker:
 
     ``allow_gc`` says whether intermediates may be freed during a run;
     ``scheduler`` (a callable ``fgraph -> [Apply]``) replaces ``fgraph.toposort``.
+
+    A linker only links: ``accept`` never changes the graph. The graph changes an
+    engine needs (its *lowering*: row tiling, device placement) are passes of the
+    optimizer database tagged with the engine's name; a Mode's query includes the
+    tags in ``required_rewrites`` and leaves out those in ``incompatible_rewrites``
+    (PyTensor's names).
     """
+
+    required_rewrites: tuple = ()
+    incompatible_rewrites: tuple = ()
 
     def __init__(self, *, allow_gc: bool | None = None, scheduler: Callable | None = None):
         self._allow_gc = allow_gc

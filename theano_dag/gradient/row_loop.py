@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import tensor as tt
+from theano_dag.engines.inner import compile_inner
 from theano_dag.gradient.reverse import Lop, _as_list, _format_as, grad
 from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type
@@ -25,7 +26,9 @@ class MapOverIndex(Op):
 
     ``inner_inputs[0]`` is the integer row index; the others stand for the op's inputs
     after ``n``. ``row_shape_of[k]`` names the argument whose shape is row ``k``'s shape
-    (for ``infer_shape`` and for ``n == 0``). The inner graph is compiled once, on first run.
+    (for ``infer_shape`` and for ``n == 0``). The inner graph is compiled once, on first
+    run, by the engines' entry point for inner graphs (``engines.inner.compile_inner``)
+    with ``mode`` (None: the default mode).
     """
 
     __props__ = ("inner_inputs", "inner_outputs", "row_shape_of", "mode")
@@ -70,13 +73,8 @@ class MapOverIndex(Op):
 
     def _function(self):
         if self._fn is None:
-            from theano_dag.compile.function import function
-
-            self._fn = function(
-                list(self.inner_inputs),
-                list(self.inner_outputs),
-                mode=self.mode,
-                on_unused_input="ignore",
+            self._fn = compile_inner(
+                list(self.inner_inputs), list(self.inner_outputs), self.mode, borrow=False
             )
         return self._fn
 
@@ -84,10 +82,19 @@ class MapOverIndex(Op):
         n, *args = inputs
         fn = self._function()
         idx_dtype = self.inner_inputs[0].type.dtype
-        rows = [fn(np.asarray(i, dtype=idx_dtype), *args) for i in range(int(n))]
+        outs = None
+        for i in range(int(n)):
+            row = fn(np.asarray(i, dtype=idx_dtype), *args)
+            if outs is None:
+                outs = [
+                    np.empty((int(n), *np.shape(r)), dtype=o.type.dtype)
+                    for r, o in zip(row, node.outputs)
+                ]
+            for out, r in zip(outs, row):
+                out[i] = r
         for k, (cell, out) in enumerate(zip(output_storage, node.outputs)):
-            if rows:
-                cell[0] = np.stack([np.asarray(r[k]) for r in rows]).astype(out.type.dtype)
+            if outs is not None:
+                cell[0] = outs[k]
             else:
                 j = self.row_shape_of[k]
                 row_shape = np.shape(args[j]) if j is not None else ()

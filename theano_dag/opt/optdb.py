@@ -3,30 +3,44 @@
 ``build_optdb()`` makes a fresh database; ``optdb`` is the one ``Mode`` queries. Its
 layout, the whole pipeline in one table (``PIPELINE``):
 
-========  ===================  ========================================  ====================
-position  name                 what                                      tags
-========  ===================  ========================================  ====================
-0         merge1               merge identical computations, constants   fast_run fast_compile
-0.6       useless              remove nodes that compute nothing new     fast_run fast_compile
-1         canonicalize         identities, canonical products, constant  fast_run fast_compile
-                               folding, canonical argument order
-1.2       merge1.2             merge what canonicalize made identical    fast_run fast_compile
-1.5       stabilize            stable forms (log1p, log_softmax, ...)    fast_run
-1.7       blas                 dot plus accumulation -> Gemm/Gemv/Ger    fast_run
-2         specialize           x**2 -> sqr, Adagrad fusion               fast_run
-2.5       fma                  a*b + c -> fma                            fast_run
-48        elemwise_fusion      elementwise trees -> Elemwise{Composite}  fast_run fusion
-48.5      fused_reduce         reduce(elemwise) -> FusedReduce           fast_run fusion
-49        merge2               merge again                               fast_run merge
-49.5      add_destroy_handler  attach the DestroyHandler (a marker)      fast_run inplace
-50        insert_inplace       overwrite inputs nothing else needs       fast_run inplace
-100       merge3               last merge                                fast_run merge
-========  ===================  ========================================  ====================
+========  =======================  ========================================  ====================
+position  name                     what                                      tags
+========  =======================  ========================================  ====================
+0         merge1                   merge identical computations, constants   fast_run fast_compile
+0.6       useless                  remove nodes that compute nothing new     fast_run fast_compile
+1         canonicalize             identities, canonical products, constant  fast_run fast_compile
+                                   folding, canonical argument order
+1.2       merge1.2                 merge what canonicalize made identical    fast_run fast_compile
+1.5       stabilize                stable forms (log1p, log_softmax, ...)    fast_run
+1.7       blas                     dot plus accumulation -> Gemm/Gemv/Ger    fast_run
+2         specialize               x**2 -> sqr, Adagrad fusion               fast_run
+2.5       fma                      a*b + c -> fma                            fast_run
+48        elemwise_fusion          elementwise trees -> Elemwise{Composite}  fast_run fusion
+48.5      fused_reduce             reduce(elemwise) -> FusedReduce           fast_run fusion
+49        merge2                   merge again                               fast_run merge
+49.5      add_destroy_handler      attach the DestroyHandler (a marker)      fast_run inplace
+50        insert_inplace           overwrite inputs nothing else needs       fast_run inplace
+100       merge3                   last merge                                fast_run merge
+110       cpu_row_tiling           CPU engine: batch rows a tile at a time   cpu row_tiling
+120       opencl_device_placement  OpenCL engine: host/device transfers      opencl
+                                                                             device_placement
+========  =======================  ========================================  ====================
 
 FAST_RUN queries ``fast_run`` (everything); FAST_COMPILE queries ``fast_compile``: the
 merges, the useless-code pass and the light part of canonicalize (the rules tagged
 ``fast_compile``). Rewrites that insert inplace ops must sit at position 50 or more,
 after ``add_destroy_handler``.
+
+The engine lowering passes (``theano_dag.opt.lowering``, all also tagged ``lowering``)
+come last, on the graph the engine will link, and carry no ``fast_run`` tag: a Mode
+adds its engine's tag to its query (the linker's ``required_rewrites``: ``cpu`` for the
+CPU engine, ``opencl`` for the OpenCL engine), so only that engine's Modes run them.
+``Mode.excluding("row_tiling")`` leaves the tiling out.
+
+>>> [o.name for o in optdb.query(OPT_FAST_RUN.including("cpu"))][-2:]
+['merge3', 'cpu_row_tiling']
+>>> [o.name for o in optdb.query(Query(include=["opencl"]))]
+['opencl_device_placement']
 
 ``register_canonicalize``, ``register_stabilize``, ``register_specialize`` and
 ``register_useless`` add a local rewrite to the global optdb (or to ``db=`` another one).
@@ -41,6 +55,12 @@ from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.db import EquilibriumDB, LocalGroupDB, Query, SequenceDB, TopoDB
 from theano_dag.graph.rewriting.merge import MergeOptimizer
 from theano_dag.graph.rewriting.navigator import NavigatorOptimizer
+from theano_dag.opt.lowering import (
+    DEVICE_PLACEMENT_TAGS,
+    ROW_TILING_TAGS,
+    DevicePlacement,
+    RowTiling,
+)
 from theano_dag.opt.rewrites import RULES
 from theano_dag.opt.rewrites.fusion import FusionOptimizer
 from theano_dag.opt.rewrites.inplace import InplaceOptimizer
@@ -56,6 +76,9 @@ __all__ = [
     "register_useless",
     "OPT_FAST_RUN",
     "OPT_FAST_COMPILE",
+    "OPT_NONE",
+    "ROW_TILING_POSITION",
+    "DEVICE_PLACEMENT_POSITION",
 ]
 
 
@@ -91,6 +114,11 @@ def _topo(apply_all_opts=False, order="in_to_out"):
     )
 
 
+# Engine lowering runs after the last merge (100): the engine's passes see the final
+# graph, the one its linker will link. Tiling first: placement reads the tiled graph.
+ROW_TILING_POSITION = 110
+DEVICE_PLACEMENT_POSITION = 120
+
 # position, name, factory of the optimizer or DB, tags
 PIPELINE = (
     (0, "merge1", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
@@ -107,6 +135,8 @@ PIPELINE = (
     (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
     (50, "insert_inplace", InplaceOptimizer, ("fast_run", "inplace")),
     (100, "merge3", MergeOptimizer, ("fast_run", "merge")),
+    (ROW_TILING_POSITION, "cpu_row_tiling", RowTiling, ROW_TILING_TAGS),
+    (DEVICE_PLACEMENT_POSITION, "opencl_device_placement", DevicePlacement, DEVICE_PLACEMENT_TAGS),
 )
 
 
@@ -142,6 +172,8 @@ optdb = build_optdb()
 OPT_FAST_RUN = Query(include=["fast_run"])
 OPT_FAST_COMPILE = Query(include=["fast_compile"])
 OPT_MERGE = Query(include=["merge"])
+# No rewrites but the engine's lowering passes, which a Mode adds (PyTensor's OPT_NONE).
+OPT_NONE = Query(include=[])
 # Everything up to and including stabilize: what a stable but unspecialized graph needs.
 OPT_STABILIZE = Query(include=["fast_run"], position_cutoff=1.51)
 
@@ -194,31 +226,3 @@ def register_useless(lopt=None, *tags, **kwargs):
     """Add ``lopt`` to the useless-code pass and to canonicalize (see
     ``register_canonicalize``)."""
     return _register("useless", lopt, tags, kwargs)
-
-
-def _register_with_modes():
-    """Make the standard optimizer names of ``Mode`` query this optdb."""
-    from theano_dag.compile import mode
-
-    mode.register_optdb(optdb)
-    for name, query in (
-        ("fast_run", OPT_FAST_RUN),
-        ("fast_compile", OPT_FAST_COMPILE),
-        ("merge", OPT_MERGE),
-        ("stabilize", OPT_STABILIZE),
-        ("o1", OPT_FAST_COMPILE),
-        ("o2", OPT_FAST_RUN.excluding("fusion", "inplace")),
-        ("o3", OPT_FAST_RUN),
-    ):
-        mode.register_optimizer(name, query, override=True)
-    if "DebugMode" not in mode.predefined_modes:
-
-        def debug_mode():
-            from theano_dag.compile.debugmode import DebugMode
-
-            return DebugMode()
-
-        mode.register_mode("DebugMode", debug_mode)
-
-
-_register_with_modes()

@@ -8,21 +8,14 @@ numpy implementations), ``program`` (steps, value placement, memory plan),
 generated C loops; with no compiler, or ``config.cxx=''``, they run through numpy).
 """
 
+from theano_dag.engines import register_linker
 from theano_dag.engines.cpu.emit.impls import Step, get_impl, register_impl
 from theano_dag.engines.cpu.linker import CPULinker, CPUThunk
 from theano_dag.engines.cpu.profile import CPUProfile
 
 __all__ = ["CPULinker", "CPUThunk", "CPUProfile", "Step", "register_impl", "get_impl"]
 
-
-def _register():
-    from theano_dag.compile.mode import predefined_linkers, register_linker
-
-    if "cpu" not in predefined_linkers:
-        register_linker("cpu", CPULinker)
-
-
-_register()
+register_linker("cpu", CPULinker, override=True)
 
 # The C kernels take over Elemwise{Composite} (and Elemwise without a ufunc) from the
 # numpy implementations registered by ``impls``; see ckernel.register.

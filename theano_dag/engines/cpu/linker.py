@@ -23,7 +23,6 @@ from collections import OrderedDict
 
 import numpy as np
 
-from theano_dag.compile.function import gc_paused
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
@@ -33,7 +32,7 @@ from theano_dag.engines.cpu.emit.codegen import (
 )
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
-from theano_dag.engines.cpu.tiling import tile_rows
+from theano_dag.graph.utils import gc_paused
 
 __all__ = ["CPULinker", "CPUThunk", "MAX_PLANS"]
 
@@ -48,7 +47,9 @@ class CPULinker(Linker):
     last call. ``min_plan_bytes``: values smaller than this are left to numpy's
     allocator (0 plans everything). ``profile``: collect a :class:`CPUProfile`
     (``function(..., profile=True)`` sets it). ``tile``: run the row-local part of
-    the graph over tiles of the batch where that saves memory (see ``tiling``).
+    the graph over tiles of the batch where that saves memory (see ``tiling``); the
+    tiling is the optdb pass tagged ``row_tiling``, which ``tile=False`` (like
+    ``Mode.excluding("row_tiling")``) leaves out of the Mode's query.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -83,6 +84,15 @@ class CPULinker(Linker):
         self.no_recycling = None
         self.updates = {}
 
+    # The Mode's query runs the CPU engine's lowering passes (row tiling).
+    required_rewrites = ("cpu",)
+
+    @property
+    def incompatible_rewrites(self):
+        """Row tiling is left out when switched off, and for incremental runs (which
+        track the nodes of the graph itself)."""
+        return ("row_tiling",) if not self.tile or self.incremental else ()
+
     def _options(self):
         return dict(
             incremental=self.incremental,
@@ -94,7 +104,8 @@ class CPULinker(Linker):
         )
 
     def accept(self, fgraph, no_recycling=None, profile=None):
-        """Bind to ``fgraph`` (a fresh linker when already bound to another graph)."""
+        """Bind to ``fgraph`` (a fresh linker when already bound to another graph); the
+        graph is left as it is (row tiling ran before, as an optdb pass)."""
         if self.fgraph is not None and self.fgraph is not fgraph:
             return type(self)(**self._options()).accept(fgraph, no_recycling, profile)
         self.fgraph = fgraph
@@ -104,13 +115,6 @@ class CPULinker(Linker):
         if profile:
             self.profile = profile
         mapping = getattr(fgraph, "update_mapping", None) or {}
-        if self.tile and not self.incremental:
-            # An engine decision, made on the optimized graph: the new node shows in
-            # debugprint(f). Outputs it replaces are renamed in no_recycling.
-            shared = {fgraph.inputs[i] for i in mapping.values()}
-            renamed = tile_rows(fgraph, shared)
-            if renamed and self.no_recycling is not None:
-                self.no_recycling = [renamed.get(v, v) for v in self.no_recycling]
         self.updates = {fgraph.inputs[i]: fgraph.outputs[o] for o, i in mapping.items()}
         return self
 

@@ -9,7 +9,12 @@ stay in cache, and only the (small) result is full size.
 
 :func:`tile_rows` finds that part of an optimized graph (the *region*) and replaces
 it by one :class:`RowTiled` node that holds it as an inner graph, compiled on first
-use by the CPU engine. A value is *row-tiled* when its axis 0 is the batch axis of a
+use by the CPU engine (through ``engines.inner.compile_inner``). It runs as the optdb
+pass ``row_tiling`` (tags ``cpu``, ``row_tiling``; ``theano_dag.opt.lowering``), which
+the CPU engine's Modes include: ``Mode.excluding("row_tiling")`` or
+``CPULinker(tile=False)`` turns it off.
+
+A value is *row-tiled* when its axis 0 is the batch axis of a
 non-shared graph input: row ``i`` depends on row ``i`` of the inputs only. The
 rules (:func:`row_local`): elementwise ops whose other inputs broadcast along axis 0,
 ``dot``/Gemm/Gemv with the batch on the left, convolutions and pooling of a batch of
@@ -31,6 +36,9 @@ import threading
 
 import numpy as np
 
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.plan.shapes import FAST_RULES, infer_shapes
+from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Apply, Constant, clone_get_equiv
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
@@ -202,7 +210,8 @@ class RowTiled(Op):
     """Run ``inner`` (a FunctionGraph) over row tiles of the inputs flagged ``tiled``.
 
     Its outputs are the inner graph's, with the batch axis first. Compiled on first
-    use with the CPU engine; ``tile_rows`` makes these nodes.
+    use with the CPU engine (``compile_inner``, no rewrites: the graph is already
+    optimized); ``tile_rows`` makes these nodes.
     """
 
     def __init__(self, inner, tiled):
@@ -235,8 +244,6 @@ class RowTiled(Op):
     def infer_shape(self, fgraph, node, in_shapes):
         """The outputs' shapes, from the inner graph's (concrete input shapes only: the
         CPU engine's plan is the one user of this op)."""
-        from theano_dag.engines.cpu.plan.shapes import infer_shapes
-
         shapes, _ = infer_shapes(
             self.inner, self.inner.toposort(), dict(zip(self.inner.inputs, in_shapes))
         )
@@ -245,18 +252,7 @@ class RowTiled(Op):
     def _function(self):
         with self._lock:
             if self._fn is None:
-                from theano_dag.compile.function_module import FunctionMaker
-                from theano_dag.compile.io import In, Out
-                from theano_dag.compile.mode import Mode
-                from theano_dag.engines.cpu.linker import CPULinker
-
-                maker = FunctionMaker(
-                    [In(v) for v in self.inner.inputs],
-                    [Out(o, borrow=True) for o in self.inner.outputs],
-                    mode=Mode(linker=CPULinker(tile=False), optimizer=None),
-                    fgraph=self.inner,
-                )
-                self._fn = maker.create()
+                self._fn = compile_inner(self.inner, mode=InnerMode(CPULinker(tile=False)))
             return self._fn
 
     def rows_per_tile(self, inputs):
@@ -268,8 +264,6 @@ class RowTiled(Op):
         return rows
 
     def _choose_rows(self, inputs):
-        from theano_dag.engines.cpu.plan.shapes import infer_shapes
-
         tiled = [a for a, t in zip(inputs, self.tiled) if t]
         n = tiled[0].shape[0]
         if n == 0 or any(a.shape[0] != n for a in tiled):
@@ -302,7 +296,6 @@ class RowTiled(Op):
         rows = self.rows_per_tile(inputs)
         if not rows:
             res = fn(*inputs)
-            res = res if isinstance(res, list) else [res]
             for cell, r in zip(output_storage, res):
                 cell[0] = np.array(r, copy=True)  # the inner function's buffers are reused
             return
@@ -311,7 +304,6 @@ class RowTiled(Op):
         for r0 in range(0, n, rows):
             args = [a[r0 : r0 + rows] if t else a for a, t in zip(inputs, self.tiled)]
             res = fn(*args)
-            res = res if isinstance(res, list) else [res]
             if outs is None:
                 outs = [np.empty((n,) + r.shape[1:], r.dtype) for r in res]
             for o, r in zip(outs, res):
@@ -326,13 +318,7 @@ def _plan_rule(fgraph, node, in_shapes):
     return node.op.infer_shape(fgraph, node, in_shapes)
 
 
-def _install_plan_rule():
-    from theano_dag.engines.cpu.plan.shapes import FAST_RULES
-
-    FAST_RULES[RowTiled] = _plan_rule
-
-
-_install_plan_rule()
+FAST_RULES[RowTiled] = _plan_rule
 
 
 def _value_shape(v):
@@ -410,14 +396,13 @@ def _pays(region, outputs):
 
 
 def _seeds(fgraph, updates):
-    from theano_dag.compile.sharedvalue import SharedVariable
-
+    # A shared variable (it has a value: get_value) holds parameters, not a batch.
     return [
         v
         for v in fgraph.inputs
         if getattr(v.type, "ndim", 0) >= 1
         and not _leading_broadcast(v)
-        and not isinstance(v, SharedVariable)
+        and not hasattr(v, "get_value")
         and v not in updates
     ]
 

@@ -8,8 +8,9 @@ host with explicit ``GpuFromHost``/``HostFromGpu`` nodes when
 ``config.opencl__host_fallback`` is on, and are an error naming the op when it
 is off.
 
-Importing this package needs no pyopencl: the device is opened when a
-function is first compiled for it.
+Importing this package needs no pyopencl (only ``context`` and ``values`` import it,
+inside the functions that open the device): the device is opened when a function is
+first compiled for it.
 
 >>> from theano_dag.compile.mode import get_linker
 >>> type(get_linker("opencl")).__name__
@@ -18,7 +19,17 @@ function is first compiled for it.
 
 from __future__ import annotations
 
-from theano_dag.compile.mode import register_linker
+from theano_dag.engines import register_linker
+from theano_dag.engines.opencl.context import get_context, opencl_available
+from theano_dag.engines.opencl.impl import BASIC_OPS
+from theano_dag.engines.opencl.linker import OpenCLLinker  # its kernels register on import
+from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu
+from theano_dag.engines.opencl.shared import (
+    opencl_shared,
+    opencl_shared_constructor,
+    to_device,
+    to_host,
+)
 from theano_dag.graph.shared import shared_constructor
 
 __all__ = [
@@ -37,40 +48,12 @@ __all__ = [
 
 
 def __getattr__(name):
-    # Everything heavy (the tensor library, the kernels) loads on first use.
-    if name == "OpenCLLinker":
-        from theano_dag.engines.opencl.linker import OpenCLLinker
-
-        return OpenCLLinker
-    if name == "BASIC_OPS":
-        _load_impls()
-        from theano_dag.engines.opencl.impl import BASIC_OPS
-
-        return BASIC_OPS
-    if name in ("GpuFromHost", "HostFromGpu"):
-        from theano_dag.engines.opencl import ops
-
-        return getattr(ops, name)
-    if name in ("opencl_shared", "to_device", "to_host", "OpenCLSharedVariable"):
+    # The class is made on first use: its base, TensorSharedVariable, is still in compile.
+    if name == "OpenCLSharedVariable":
         from theano_dag.engines.opencl import shared
 
-        return getattr(shared, name)
-    if name in ("get_context", "opencl_available"):
-        from theano_dag.engines.opencl import context
-
-        return getattr(context, name)
+        return shared.OpenCLSharedVariable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _load_impls():
-    from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401
-
-
-def _make_linker(**kwargs):
-    _load_impls()
-    from theano_dag.engines.opencl.linker import OpenCLLinker
-
-    return OpenCLLinker(**kwargs)
 
 
 def opencl_source(f) -> str:
@@ -89,12 +72,11 @@ def opencl_profile(f) -> str:
     return fn.profile_summary()
 
 
-register_linker("opencl", _make_linker, override=True)
-register_linker("opencl_device", lambda: _make_linker(return_device_arrays=True), override=True)
+def _device_linker():
+    return OpenCLLinker(return_device_arrays=True)
 
 
-@shared_constructor
-def _opencl_shared_constructor(value, **kwargs):
-    from theano_dag.engines.opencl.shared import opencl_shared_constructor
+register_linker("opencl", OpenCLLinker, override=True)
+register_linker("opencl_device", _device_linker, override=True)
 
-    return opencl_shared_constructor(value, **kwargs)
+shared_constructor(opencl_shared_constructor)

@@ -1,8 +1,10 @@
 """``OpenCLLinker``: the OpenCL engine's linker (``Mode(linker='opencl')``).
 
-``accept(fgraph)`` places every node (``placement.place``: transfers become
-visible nodes of the graph); ``make_thunk()`` builds one OpenCL program with
-every kernel, uploads the constants once, and returns the callable.
+The optdb pass ``device_placement`` (tag ``opencl``, which this engine's Modes
+include) has put the transfers on the graph as visible nodes; ``accept(fgraph)``
+reads where every node runs back from it (``placement.place(..., lower=False)``,
+which changes nothing); ``make_thunk()`` builds one OpenCL program with every
+kernel, uploads the constants once, and returns the callable.
 
 Each call, per *signature* (the shapes, and for device arrays the strides, of
 the inputs), a plan is made once and cached: the concrete shape of every value
@@ -71,6 +73,9 @@ class OpenCLLinker(Linker):
     ``["-cl-opt-disable"]`` where compile time matters more than speed).
     """
 
+    # The Mode's query runs the OpenCL engine's lowering pass (device placement).
+    required_rewrites = ("opencl",)
+
     def __init__(
         self,
         return_device_arrays=False,
@@ -100,7 +105,8 @@ class OpenCLLinker(Linker):
         )
 
     def accept(self, fgraph, no_recycling=None, profile=None):
-        """Bind to ``fgraph`` and place its nodes (inserting the transfer nodes)."""
+        """Bind to ``fgraph`` and read where its nodes run (the graph is left as it is:
+        the ``device_placement`` pass inserted the transfers)."""
         from theano_dag.engines.opencl.context import get_context
 
         if self.fgraph is not None and self.fgraph is not fgraph:
@@ -112,7 +118,7 @@ class OpenCLLinker(Linker):
         fallback = (
             config.opencl__host_fallback if self.host_fallback is None else self.host_fallback
         )
-        self.placement = place(fgraph, self.ctx, bool(fallback))
+        self.placement = place(fgraph, self.ctx, bool(fallback), lower=False)
         return self
 
     def accept_var_updates(self, updates):

@@ -15,20 +15,31 @@ Walking the graph in topological order, every node gets one of:
 Graph inputs and constants are on both sides (the engine copies them where
 they are read); every other value that crosses sides gets one transfer node,
 shared by all its readers, so ``debugprint`` shows each copy.
+
+``place`` runs twice per function: as the optdb pass ``device_placement`` (tags
+``opencl``, ``device_placement``; ``theano_dag.opt.lowering``), which inserts the
+transfers, and in ``OpenCLLinker.accept`` with ``lower=False``, which only reads the
+placed graph back (and raises :class:`NotPlaced` where a transfer is missing).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
 from theano_dag.engines.opencl.impl import Unsupported, make_impl
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu, gpu_from_host, host_from_gpu
 from theano_dag.graph.basic import Constant
 
-__all__ = ["Placement", "place", "DEVICE", "HOST", "BOTH"]
+__all__ = ["Placement", "NotPlaced", "place", "DEVICE", "HOST", "BOTH"]
 
 DEVICE, HOST, BOTH = "device", "host", "both"
 TRANSFER_REASON = "opencl_transfer"
+
+
+class NotPlaced(ValueError):
+    """The graph lacks a transfer node that the OpenCL engine needs: the
+    ``device_placement`` pass did not run on it."""
 
 
 @dataclass
@@ -76,11 +87,12 @@ def _fallback_error(node, reason):
     )
 
 
-def place(fgraph, ctx, host_fallback: bool) -> Placement:
+def place(fgraph, ctx, host_fallback: bool, lower: bool = True) -> Placement:
     """Decide where every node of ``fgraph`` runs and insert the transfer nodes (in place).
 
     Returns the :class:`Placement`. Idempotent: transfer nodes already in the
-    graph are kept, and no second copy of one is made.
+    graph are kept, and no second copy of one is made. ``lower=False`` changes
+    nothing: a value on the wrong side raises :class:`NotPlaced`.
     """
     meta_ops = _meta_ops()
     pl = Placement()
@@ -107,6 +119,14 @@ def place(fgraph, ctx, host_fallback: bool) -> Placement:
             want = wanted[i]
             if want is None or have in (BOTH, want):
                 continue
+            if not lower:
+                side = "device" if want == DEVICE else "host"
+                raise NotPlaced(
+                    f"The OpenCL engine needs input {i} of {node} ({var}) on the {side}, "
+                    "and the graph has no transfer for it: the optdb pass "
+                    "'device_placement' did not run (a Mode whose query includes "
+                    "'opencl' and does not exclude 'device_placement' runs it)"
+                )
             new = transfer(var, want == DEVICE)
             fgraph.change_input(node, i, new, reason=TRANSFER_REASON)
 

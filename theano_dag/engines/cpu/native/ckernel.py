@@ -23,7 +23,6 @@ import warnings
 
 import numpy as np
 
-from theano_dag.compile.function import gc_paused
 from theano_dag.config import config
 from theano_dag.engines.cpu.emit.csource import (
     DTYPE_CODES,
@@ -35,6 +34,7 @@ from theano_dag.engines.cpu.emit.csource import (
 from theano_dag.engines.cpu.emit.impls import IMPLS, Step, _destroying, register_impl
 from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.utils import gc_paused
 from theano_dag.tensor.elemwise import Elemwise
 
 __all__ = [

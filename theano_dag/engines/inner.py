@@ -1,0 +1,113 @@
+"""The one entry point for compiling inner graphs: :func:`compile_inner`.
+
+Ops that hold a graph of their own (the CPU engine's ``RowTiled`` tile, the gradient's
+``MapOverIndex`` row, scan's step tomorrow) compile it here, never by calling
+``function()``: the engines sit below ``compile``, and an inner graph needs none of a
+user's call semantics (defaults, updates, input protection), only its values.
+
+``mode`` is anything with a ``linker`` and an ``optimizer`` attribute: a
+``compile.Mode``, or an :class:`InnerMode` naming them directly. ``None`` is the
+default mode, which ``compile.mode`` hands down with :func:`set_default_mode` (it sits
+above the engines, so the engines do not reach up for it).
+
+The inputs are never overwritten (a ``Supervisor`` keeps the optimizer's in-place
+rewrites off them). With ``borrow=True`` the outputs are *borrowed* (as
+``Out(borrow=True)``): a value returned may live in a buffer that the next call reuses
+(or stay on the device), so the caller copies what it keeps; ``borrow=False`` makes
+every output the caller's, a host array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.toolbox import Supervisor
+
+__all__ = ["InnerMode", "InnerFunction", "compile_inner", "set_default_mode"]
+
+
+@dataclass(frozen=True)
+class InnerMode:
+    """The two things :func:`compile_inner` needs: a linker and an optimizer (or None).
+
+    The linker is used as given (bound to the inner graph by ``accept``); pass a
+    fresh one per compile.
+    """
+
+    linker: object
+    optimizer: object = None
+
+
+_default_mode = [None]  # a zero-argument callable giving the default mode
+
+
+def set_default_mode(getter):
+    """Make ``compile_inner(..., mode=None)`` use ``getter()`` (``compile.mode`` sets
+    its ``get_default_mode`` here on import)."""
+    _default_mode[0] = getter
+
+
+class InnerFunction:
+    """A compiled inner graph: ``f(*values)`` returns the list of output values.
+
+    Each value goes through its input's type filter; see the module docstring for
+    who owns the outputs. ``fgraph`` is the graph that was linked.
+    """
+
+    def __init__(self, fgraph, linker):
+        self.fgraph = fgraph
+        self.linker = linker
+        thunk, ins, outs = linker.make_thunk()
+        self._thunk = thunk
+        self._inputs = ins
+        self._outputs = [c.storage for c in outs]
+
+    def __call__(self, *args):
+        if len(args) != len(self._inputs):
+            raise TypeError(
+                f"inner function of {len(self._inputs)} inputs called with {len(args)} values"
+            )
+        for container, value in zip(self._inputs, args):
+            container.data = value
+        self._thunk()
+        return [cell[0] for cell in self._outputs]
+
+
+def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction:
+    """Compile an inner graph into an :class:`InnerFunction`.
+
+    ``inputs, outputs``: lists of variables (the graph is copied), or a FunctionGraph
+    as ``inputs`` alone (linked as it is when ``mode`` has no optimizer, copied
+    before it is rewritten otherwise). ``mode`` and ``borrow``: see the module
+    docstring.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.engines.basic import PerformLinker
+    >>> x = tt.dvector("x")
+    >>> f = compile_inner([x], [tt.exp(x) * 2], InnerMode(PerformLinker()))
+    >>> f(np.zeros(2))
+    [array([2., 2.])]
+    """
+    if mode is None:
+        if _default_mode[0] is None:
+            raise ValueError(
+                "compile_inner: no mode given and no default mode set (import theano_dag)"
+            )
+        mode = _default_mode[0]()
+    optimizer = mode.optimizer
+    if isinstance(inputs, FunctionGraph):
+        if outputs is not None:
+            raise TypeError("compile_inner: give a FunctionGraph alone, or inputs and outputs")
+        fgraph = inputs.clone() if optimizer is not None else inputs
+    else:
+        fgraph = FunctionGraph(list(inputs), list(outputs), clone=True)
+    if optimizer is not None:
+        fgraph.attach_feature(Supervisor(fgraph.inputs))
+        run = getattr(optimizer, "optimize", None) or optimizer
+        run(fgraph)
+    # no_recycling lists the outputs the caller keeps; the others are borrowed.
+    keep = [] if borrow else [o for o in fgraph.outputs if o.owner is not None]
+    linker = mode.linker.accept(fgraph, no_recycling=keep)
+    return InnerFunction(fgraph, linker)
