@@ -51,6 +51,7 @@ this module's functions with ``from theano_dag.opt.optdb import build_optdb``.
 
 from __future__ import annotations
 
+from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.db import EquilibriumDB, LocalGroupDB, Query, SequenceDB, TopoDB
 from theano_dag.graph.rewriting.merge import MergeOptimizer
@@ -90,8 +91,6 @@ class AddDestroyHandler(GlobalOptimizer):
     """
 
     def add_requirements(self, fgraph):
-        from theano_dag.graph.destroyhandler import DestroyHandler
-
         if not hasattr(fgraph, "destroy_handler"):
             fgraph.attach_feature(DestroyHandler())
 

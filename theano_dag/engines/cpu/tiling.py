@@ -42,6 +42,13 @@ from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Apply, Constant, clone_get_equiv
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
+from theano_dag.tensor import blas, math
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.nnet.abstract_conv import AbstractConv2d
+from theano_dag.tensor.nnet.pool import Pool
+from theano_dag.tensor.shape import Shape_i
 
 __all__ = ["RowTiled", "row_local", "find_region", "tile_rows", "TILE_BYTES", "MIN_TILED_BYTES"]
 
@@ -56,18 +63,10 @@ ROW_MULTIPLE = 16
 
 
 def _ops():
-    from theano_dag.tensor import blas, math
-    from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
-    from theano_dag.tensor.fused import FusedReduce
-    from theano_dag.tensor.nnet import nnet
-
     return blas, math, CAReduce, DimShuffle, Elemwise, FusedReduce, nnet
 
 
 def _conv_ops():
-    from theano_dag.tensor.nnet.abstract_conv import AbstractConv2d
-    from theano_dag.tensor.nnet.pool import Pool
-
     return AbstractConv2d, Pool
 
 
@@ -129,8 +128,6 @@ def _is_product(node):
 
 def _is_row_invariant_shape(node, tiled):
     # Shape_i{k}, k >= 1, of a row-tiled value: the same for every tile and the whole.
-    from theano_dag.tensor.shape import Shape_i
-
     return isinstance(node.op, Shape_i) and node.op.i >= 1 and tiled[0]
 
 

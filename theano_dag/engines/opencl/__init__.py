@@ -20,6 +20,7 @@ first compiled for it.
 from __future__ import annotations
 
 from theano_dag.engines import register_linker
+from theano_dag.engines.opencl import shared
 from theano_dag.engines.opencl.context import get_context, opencl_available
 from theano_dag.engines.opencl.impl import BASIC_OPS
 from theano_dag.engines.opencl.linker import OpenCLLinker  # its kernels register on import
@@ -50,8 +51,6 @@ __all__ = [
 def __getattr__(name):
     # The class is made on first use: its base, TensorSharedVariable, is still in compile.
     if name == "OpenCLSharedVariable":
-        from theano_dag.engines.opencl import shared
-
         return shared.OpenCLSharedVariable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -19,6 +19,8 @@ from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
 from theano_dag.graph.basic import Constant
 from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.scalar.composite import c_literal
+from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
+from theano_dag.tensor.math import Dot
 
 __all__ = ["GemmImpl", "TILE"]
 
@@ -30,8 +32,6 @@ class GemmImpl(Impl):
 
     def __init__(self, node, ctx, host_scalars=frozenset()):
         super().__init__(node, ctx)
-        from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
-        from theano_dag.tensor.math import Dot
 
         op = node.op
         ins = node.inputs
@@ -347,9 +347,6 @@ _gemm_factory.takes_host_scalars = True
 
 
 def _install():
-    from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
-    from theano_dag.tensor.math import Dot
-
     register_impl(Dot, Dot22, Dot22Scalar, Gemm, Gemv, Ger)(_gemm_factory)
 
 

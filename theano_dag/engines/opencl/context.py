@@ -27,6 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.engines.opencl.impl import I64, copy_source
+from theano_dag.engines.opencl.values import DArr
+from theano_dag.scalar.basic import OPENCL_TYPES
 
 __all__ = [
     "OpenCLUnavailable",
@@ -214,7 +217,6 @@ class DeviceContext:
 
     def from_host(self, array):
         """Upload a numpy array (or number): a new contiguous DArr."""
-        from theano_dag.engines.opencl.values import DArr
 
         array = np.ascontiguousarray(array)
         return DArr(self.upload(array), 0, array.shape, array.dtype)
@@ -230,9 +232,6 @@ class DeviceContext:
 
     def contiguous(self, d):
         """A C-contiguous device copy of the DArr ``d``."""
-        from theano_dag.engines.opencl.impl import I64, copy_source
-        from theano_dag.engines.opencl.values import DArr
-        from theano_dag.scalar.basic import OPENCL_TYPES
 
         name, src = copy_source(d.ndim, OPENCL_TYPES[d.dtype.name])
         kernel = self._copy_kernels.get(name)

@@ -22,10 +22,13 @@ import hashlib
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
 from theano_dag.graph.basic import Constant
-from theano_dag.scalar.basic import OPENCL_TYPES
+from theano_dag.scalar.basic import OPENCL_TYPES, ScalarConstant, get_scalar_type
 from theano_dag.scalar.composite import Composite, c_literal
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.fused import Adagrad
 
 __all__ = ["ElemwiseImpl", "elemwise_body", "vectorizable", "uses_double"]
 
@@ -323,9 +326,6 @@ _elemwise_factory.takes_host_scalars = True
 
 def _adagrad_factory(node, ctx, host_scalars=frozenset()):
     """``Adagrad(eps)`` as the Composite ``(acc + g*g, g / sqrt(acc + g*g + eps))``."""
-    from theano_dag import scalar as ts
-    from theano_dag.scalar.basic import ScalarConstant, get_scalar_type
-    from theano_dag.tensor.elemwise import Elemwise
 
     dtype = node.outputs[0].type.dtype
     acc, g = (get_scalar_type(v.type.dtype)() for v in node.inputs)
@@ -342,9 +342,6 @@ _adagrad_factory.takes_host_scalars = True
 
 
 def _install():
-    from theano_dag.tensor.elemwise import Elemwise
-    from theano_dag.tensor.fused import Adagrad
-
     register_impl(Elemwise)(_elemwise_factory)
     register_impl(Adagrad)(_adagrad_factory)
 

@@ -19,6 +19,11 @@ import numpy as np
 
 from theano_dag.engines.opencl.values import DArr, c_strides
 from theano_dag.graph.basic_ops import BasicOps
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
+from theano_dag.scalar.basic import OPENCL_TYPES
+from theano_dag.tensor.elemwise import DimShuffle
+from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.subtensor import Subtensor
 
 __all__ = [
     "Impl",
@@ -155,7 +160,6 @@ def copy_source(ndim: int, ctype: str) -> tuple[str, str]:
 
 def copy_to_contiguous(impl: Impl, x: DArr, dst: DArr):
     """Copy the strided ``x`` into the contiguous ``dst`` with ``impl``'s copy kernel."""
-    from theano_dag.scalar.basic import OPENCL_TYPES
 
     name, _ = copy_source(x.ndim, OPENCL_TYPES[x.dtype.name])
     args = [I64(x.size)] + [I64(d) for d in x.shape[1:]]
@@ -168,8 +172,6 @@ class _CopyImpl(Impl):
     """Copies into a fresh contiguous output (DeepCopyOp, and the copy half of others)."""
 
     def _copy_sources(self, var):
-        from theano_dag.scalar.basic import OPENCL_TYPES
-
         name, src = copy_source(var.ndim, OPENCL_TYPES[var.dtype])
         return {name: src}
 
@@ -298,11 +300,6 @@ class _SubtensorImpl(_ViewImpl):
 
 
 def _install():
-    from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
-    from theano_dag.tensor.elemwise import DimShuffle
-    from theano_dag.tensor.shape import Reshape
-    from theano_dag.tensor.subtensor import Subtensor
-
     IMPLS[DeepCopyOp] = _deep_copy_factory
     IMPLS[ViewOp] = _IdentityView
     IMPLS[DimShuffle] = _DimShuffleImpl

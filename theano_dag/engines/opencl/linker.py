@@ -28,6 +28,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import Container, Linker, raise_with_op
+from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
 from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
 from theano_dag.engines.opencl.placement import BOTH, DEVICE, place
@@ -223,10 +224,6 @@ class _Runner:
     # -- planning -------------------------------------------------------------------
 
     def _plan(self, sig, input_shapes) -> DevicePlan:
-        try:
-            from theano_dag.engines.cpu.plan.shapes import infer_shapes
-        except ImportError:  # no shape inference available: everything from the pool
-            return DevicePlan(None, {}, [], {})
         fg, order = self.fgraph, self.order
         shapes, _known = infer_shapes(fg, order, input_shapes)
         pl = self.placement

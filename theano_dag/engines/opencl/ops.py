@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["GpuFromHost", "HostFromGpu", "gpu_from_host", "host_from_gpu"]
 
@@ -20,8 +21,6 @@ class _Transfer(Op):
     view_map = {0: [0]}
 
     def make_node(self, x):
-        from theano_dag.tensor.variable import as_tensor_variable
-
         x = as_tensor_variable(x)
         return Apply(self, [x], [x.type()])
 

@@ -30,6 +30,7 @@ from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (regi
 from theano_dag.engines.opencl.impl import Unsupported, make_impl
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu, gpu_from_host, host_from_gpu
 from theano_dag.graph.basic import Constant
+from theano_dag.tensor.shape import Shape, Shape_i
 
 __all__ = ["Placement", "NotPlaced", "place", "DEVICE", "HOST", "BOTH"]
 
@@ -59,8 +60,6 @@ class Placement:
 
 
 def _meta_ops():
-    from theano_dag.tensor.shape import Shape, Shape_i
-
     return (Shape, Shape_i)
 
 

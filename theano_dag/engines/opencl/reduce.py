@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.engines.opencl.elemwise import _digest, check_fp64, elemwise_body
 from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
 from theano_dag.scalar.basic import OPENCL_TYPES
+from theano_dag.tensor.elemwise import All, Any, CAReduce
+from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.math import Argmax, Argmin
+from theano_dag.tensor.nnet.nnet import LogSoftmax, Softmax, SoftmaxGrad
 
 __all__ = ["ReduceImpl", "ArgImpl", "SoftmaxImpl", "index_code"]
 
@@ -90,9 +95,6 @@ def _identity(kind, dtype):
 
 
 def _reduce_kind(op):
-    from theano_dag import scalar as ts
-    from theano_dag.tensor.elemwise import All, Any
-
     if isinstance(op, All):
         return "and"
     if isinstance(op, Any):
@@ -110,7 +112,6 @@ class ReduceImpl(Impl):
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
-        from theano_dag.tensor.fused import FusedReduce
 
         op = node.op
         fused = isinstance(op, FusedReduce)
@@ -248,7 +249,6 @@ class ArgImpl(Impl):
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
-        from theano_dag.tensor.math import Argmin
 
         (x,) = node.inputs
         op = node.op
@@ -309,7 +309,6 @@ class SoftmaxImpl(Impl):
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
-        from theano_dag.tensor.nnet.nnet import LogSoftmax, SoftmaxGrad
 
         op = node.op
         self.kind = (
@@ -399,11 +398,6 @@ class SoftmaxImpl(Impl):
 
 
 def _install():
-    from theano_dag.tensor.elemwise import CAReduce
-    from theano_dag.tensor.fused import FusedReduce
-    from theano_dag.tensor.math import Argmax
-    from theano_dag.tensor.nnet.nnet import LogSoftmax, Softmax, SoftmaxGrad
-
     register_impl(CAReduce, FusedReduce)(ReduceImpl)
     register_impl(Argmax)(ArgImpl)
     register_impl(Softmax, LogSoftmax, SoftmaxGrad)(SoftmaxImpl)

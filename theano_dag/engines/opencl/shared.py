@@ -19,8 +19,10 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import Container
+from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
 from theano_dag.graph.type import Type
+from theano_dag.tensor.sharedvar import TensorSharedVariable, tensor_type_for
 
 __all__ = [
     "DeviceInputType",
@@ -95,7 +97,6 @@ def to_device(value, ctx=None):
 
     Device arrays are returned as they are.
     """
-    from theano_dag.engines.opencl.context import get_context
 
     if is_device_array(value):
         return value
@@ -109,7 +110,6 @@ def to_device(value, ctx=None):
 
 def to_host(value, ctx=None) -> np.ndarray:
     """Copy a device array to a new numpy array (counted as a transfer); numpy passes through."""
-    from theano_dag.engines.opencl.context import get_context
 
     if not is_device_array(value):
         return value
@@ -118,15 +118,11 @@ def to_host(value, ctx=None) -> np.ndarray:
 
 
 def _tensor_type_of(value, broadcastable=None, shape=None):
-    from theano_dag.tensor.sharedvar import tensor_type_for
-
     dummy = np.empty((0,) * value.ndim, dtype=value.dtype)
     return tensor_type_for(dummy, broadcastable=broadcastable, shape=shape)
 
 
 def _shared_class():
-    from theano_dag.tensor.sharedvar import TensorSharedVariable
-
     class OpenCLSharedVariable(TensorSharedVariable):
         """A shared tensor stored on the OpenCL device (see the module docstring)."""
 

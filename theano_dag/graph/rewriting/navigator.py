@@ -28,7 +28,7 @@ from theano_dag.graph.rewriting.basic import (
     opt_name,
     report_failure,
 )
-from theano_dag.graph.rewriting.local import LocalOptimizer, LocalStats, TrackIndex
+from theano_dag.graph.rewriting.local import LocalOptGroup, LocalOptimizer, LocalStats, TrackIndex
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
 from theano_dag.graph.toolbox import Feature, ReplaceValidate
 from theano_dag.graph.utils import InconsistencyError
@@ -339,8 +339,6 @@ class TopoOptimizer(NavigatorOptimizer):
 
 
 def _navigator_helper(order, local_opts, name, kwargs):
-    from theano_dag.graph.rewriting.local import LocalOptGroup
-
     if not local_opts:
         raise TypeError(f"{order}: give at least one local optimizer")
     if len(local_opts) > 1:

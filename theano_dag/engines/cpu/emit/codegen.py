@@ -44,6 +44,7 @@ import uuid
 
 import numpy as np
 
+from theano_dag.config import config
 from theano_dag.engines.basic import raise_with_op
 
 __all__ = ["build_core", "build_fast", "err_off", "err_on", "CODE_CACHE"]
@@ -139,7 +140,6 @@ def _disk_compile(source, filename):
     under a name of its own and renamed into place, so concurrent processes read a
     whole file or none; anything unreadable is compiled afresh.
     """
-    from theano_dag.config import config
 
     h = hashlib.sha256()
     for part in (importlib.util.MAGIC_NUMBER, filename.encode(), source.encode()):

@@ -18,6 +18,7 @@ from theano_dag.engines.cpu.emit.impls import (
     register_impl,
 )
 from theano_dag.engines.cpu.native import gemm as cgemm
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle
 from theano_dag.tensor.fused import FusedReduce
@@ -329,7 +330,6 @@ def _shape_steps(node, ctx):
 def register_defaults():
     """Register the emitters of this module for their ops (idempotent)."""
     # compile/ holds ViewOp and DeepCopyOp until they move down to graph/: an upward import
-    from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 
     register_impl(DimShuffle)(_dimshuffle_steps)
     register_impl(CAReduce)(_careduce_steps)
