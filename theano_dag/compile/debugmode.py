@@ -32,6 +32,7 @@ from collections import defaultdict
 import numpy as np
 
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.callspec import CallableThunk, as_thunk
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import InputReorder
 from theano_dag.graph.toolbox import BadOptimization, Feature
@@ -287,7 +288,7 @@ class DebugOptimizer:
         if self.mode.check_integrity:
             fgraph.check_integrity()
         self.profile, self.checker = prof, checker
-        self.mode.last_optimizer_profile = (prof, checker)
+        self.mode._report["last_optimizer_profile"] = (prof, checker)
         if self.mode.profile:
             from theano_dag.opt.basic import print_profile
 
@@ -335,10 +336,7 @@ class _CheckedLinker:
                         f"  engine:    {c.data!r}\n  reference: {w!r}"
                     )
 
-        for attr in ("storage_map", "thunks", "nodes"):
-            if hasattr(fn, attr):
-                setattr(checked, attr, getattr(fn, attr))
-        return checked, ins, outs
+        return CallableThunk(checked, storage_map=as_thunk(fn).storage_map), ins, outs
 
 
 class DebugMode(Mode):
@@ -371,7 +369,14 @@ class DebugMode(Mode):
         self.profile = profile
         self.stream = stream
         self.seed = seed
-        self.last_optimizer_profile = None
+        # The one thing a DebugMode records (at compile time, never per call): what
+        # its last optimization did. A Mode is immutable, so it lives in a dict.
+        self._report = {"last_optimizer_profile": None}
+
+    @property
+    def last_optimizer_profile(self):
+        """``(optimizer profile, checker)`` of the last graph this mode optimized."""
+        return self._report["last_optimizer_profile"]
 
     @property
     def optimizer(self):

@@ -180,20 +180,38 @@ def get_optimizer(name):
     return opt
 
 
-class Mode:
+class _FrozenAfterInit(type):
+    """Freezes an instance once its (outermost) ``__init__`` has run, so that a
+    subclass's ``__init__`` may still set its own fields."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_frozen", True)
+        return obj
+
+
+class Mode(metaclass=_FrozenAfterInit):
     """How to compile: an optimizer (rewrites) and a linker (the engine).
 
     ``linker``: a Linker or a registered name (None: ``config.linker`` at use).
     ``optimizer``: an object with ``.optimize(fgraph)``, a query object, a
     registered name, ``None`` for no rewrites, or ``"default"`` for
-    ``"fast_run"``. ``including``/``excluding``/``requiring`` return new Modes
-    whose query has those tags added; the Mode itself never changes.
+    ``"fast_run"``. ``including``/``excluding``/``requiring``/``clone`` return
+    new Modes; a Mode itself never changes (one is shared by every function
+    compiled with it), and assigning to one raises.
 
     >>> m = Mode(linker="py", optimizer=None)
     >>> m.optimizer is None, type(m.linker).__name__
     (True, 'PerformLinker')
     >>> m.excluding("fusion").provided_optimizer is None
     True
+    >>> try:
+    ...     m.provided_linker = "cpu"
+    ... except AttributeError as e:
+    ...     print(str(e).split(";")[0])
+    Mode is immutable: cannot set 'provided_linker'
+    >>> m.clone(linker="cpu").provided_linker, m.provided_linker
+    ('cpu', 'py')
     """
 
     def __init__(self, linker=None, optimizer="default"):
@@ -201,8 +219,17 @@ class Mode:
             optimizer = "fast_run"
         self.provided_linker = linker
         self.provided_optimizer = optimizer
-        self.call_time = 0.0
-        self.fn_time = 0.0
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_frozen"):
+            raise AttributeError(
+                f"{type(self).__name__} is immutable: cannot set {name!r}; make a changed copy "
+                "with mode.clone(linker=..., optimizer=...), including(...) or excluding(...)"
+            )
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
 
     @property
     def linker(self):
@@ -268,9 +295,9 @@ class Mode:
             linker = self.provided_linker
             if link_kwargs and linker is not None and not isinstance(linker, str):
                 linker = linker.clone(**link_kwargs)
-        new = copy.copy(self)
-        new.provided_linker, new.provided_optimizer = linker, optimizer
-        new.call_time = new.fn_time = 0.0
+        new = copy.copy(self)  # a subclass's own fields come along
+        object.__setattr__(new, "provided_linker", linker)
+        object.__setattr__(new, "provided_optimizer", optimizer)
         return new
 
     def __str__(self):
