@@ -112,10 +112,14 @@ class Function:
         """Use ``spec`` from now on: the engine makes the call path anew from it."""
         self.spec = spec
         self._path = self.fn.make_call(spec)
+        self._path.watch(self._use_entry)
 
-    # ``f(...)`` runs ``f._path.entry(...)``: the engine's call path. Read through a
-    # C-level getter, so a call adds no Python frame of its own.
-    __call__ = property(operator.attrgetter("_path.entry"), doc="Call the function.")
+    def _use_entry(self, entry):
+        self._entry = entry
+
+    # ``f(...)`` runs the call path's current entry, which the path hands over (see
+    # CallPath.watch). Read through a C-level getter, so a call adds no Python frame.
+    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
 
     @property
     def _label(self) -> str:

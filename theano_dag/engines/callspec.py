@@ -246,11 +246,32 @@ class CallPath(ABC):
     """What ``thunk.make_call(spec)`` returns: ``entry`` is the function a call runs.
 
     An engine may replace ``entry`` between calls (the CPU engine installs the
-    generated code of the inputs' shapes); ``Function`` reads it afresh each call.
+    generated code of the inputs' shapes). Whoever calls through the path subscribes
+    with ``watch(callback)``: the callback gets the entry at once and each new one, so
+    the caller can keep it where a call finds it fastest (``Function`` keeps it in an
+    attribute of its own that its ``__call__`` reads at C level).
     """
 
     spec: CallSpec
-    entry: Callable[..., Any]
+
+    def __init__(self):
+        self._entry = None
+        self._watchers: list = []
+
+    @property
+    def entry(self) -> Callable[..., Any]:
+        return self._entry
+
+    @entry.setter
+    def entry(self, fn):
+        self._entry = fn
+        for callback in self._watchers:
+            callback(fn)
+
+    def watch(self, callback: Callable[[Callable], None]) -> None:
+        """Call ``callback(entry)`` now and whenever the entry changes."""
+        self._watchers.append(callback)
+        callback(self._entry)
 
 
 class Thunk(ABC):
@@ -313,6 +334,7 @@ class PlainCall(CallPath):
     """
 
     def __init__(self, spec: CallSpec, thunk: Callable[[], None]):
+        super().__init__()
         self.spec = spec
         self.thunk = thunk
         cells = spec.input_cells

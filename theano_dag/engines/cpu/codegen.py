@@ -395,8 +395,9 @@ def build_fast(plan, spec, slow, switch, errstate=True):
             head.append(f"    {nm} = _inC{k}[0]")
         extra[f"_inD{k}"] = np.dtype(v.type.dtype)
         extra[f"_inS{k}"] = plan.sig[k]
+        # ``__class__`` is an attribute read; ``type(x)`` a global lookup and a call.
         checks.append(
-            f"type({nm}) is not _nd or {nm}.dtype is not _inD{k} or {nm}.shape != _inS{k}"
+            f"{nm}.__class__ is not _nd or {nm}.dtype is not _inD{k} or {nm}.shape != _inS{k}"
         )
     if checks:
         head.append("    if " + " or ".join(checks) + ":")

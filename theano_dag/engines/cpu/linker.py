@@ -355,6 +355,7 @@ class CPUCall(CallPath):
     """
 
     def __init__(self, thunk: CPUThunk, spec: CallSpec):
+        super().__init__()
         self.thunk = thunk
         self.spec = spec
         self.plain = PlainCall(spec, thunk)
