@@ -307,3 +307,13 @@ def test_profile_counts_calls_on_the_function_not_the_mode():
         f(np.zeros(2))
     assert f.profile.calls == 3 and f.profile.call_time > 0
     assert "calls: 3" in f.profile.summary()
+
+
+def test_compiling_leaves_a_modes_linker_instance_unbound():
+    lk = CPULinker()
+    mode = Mode(linker=lk, optimizer=None)
+    x = tt.dvector("x")
+    f, g = function([x], x + 1, mode=mode), function([x], x * 2, mode=mode)
+    assert lk.fgraph is None and mode.provided_linker is lk
+    assert f.maker.linker is not lk and f.maker.linker is not g.maker.linker
+    np.testing.assert_array_equal(f(np.ones(2)) + g(np.ones(2)), [4.0, 4.0])

@@ -24,7 +24,7 @@ import copy
 import importlib
 
 from theano_dag.config import config
-from theano_dag.engines.basic import PerformLinker
+from theano_dag.engines.basic import Linker, PerformLinker
 
 __all__ = [
     "Mode",
@@ -96,7 +96,7 @@ def _load_plugins():
 def register_linker(name: str, factory, override: bool = False):
     """Make ``Mode(linker=name)`` use ``factory`` (a Linker or a callable returning one).
 
-    >>> from theano_dag.engines.basic import PerformLinker
+    >>> from theano_dag.engines.basic import Linker, PerformLinker
     >>> register_linker("my_py", lambda: PerformLinker(allow_gc=False), override=True)
     >>> get_linker("my_py").allow_gc
     False
@@ -241,7 +241,9 @@ class Mode(metaclass=_FrozenAfterInit):
             lk = "opencl" if config.device == "opencl" else config.linker
         if isinstance(lk, str):
             return get_linker(lk)
-        return lk
+        # A copy: accept() binds a linker to one graph, and the Mode's own instance is
+        # shared by every function compiled with it.
+        return lk.clone() if isinstance(lk, Linker) else lk
 
     @property
     def optimizer(self):
