@@ -13,6 +13,11 @@ The memory contract (``theano.compile.function.types``):
 Inputs are checked before any op runs: wrong count, unknown keyword, missing
 value, and any value its type's ``filter`` refuses raise an error that names
 the input and its position.
+
+Those semantics are written once, in ``engines.callspec.PlainCall``: once the
+graph is linked, ``FunctionMaker`` describes the call in a frozen ``CallSpec``
+and the engine's thunk turns it into the call path (``thunk.make_call(spec)``),
+the plain call or an engine's specialisation of it.
 """
 
 from __future__ import annotations
