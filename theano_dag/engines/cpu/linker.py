@@ -3,11 +3,13 @@
 ``accept(fgraph)`` then ``make_thunk()`` give a :class:`CPUThunk`; the first call
 with a given input-shape signature infers every shape, plans memory and
 generates the plan's code; later calls with that signature run the generated
-code directly. ``Function`` asks the thunk for a *fast call*
-(:meth:`CPUThunk.install_fast_call`): a generated function that checks the
-inputs against the current signature with a few identity and tuple compares,
-runs, stores the updates and returns the outputs, so a call costs little more
-than the numpy calls themselves.
+code directly. ``Function`` asks the thunk for its call path
+(:meth:`CPUThunk.make_call`, given the frozen ``CallSpec``): a :class:`CPUCall`
+whose entry is a generated specialisation of the spec's call for the current
+signature. It checks the inputs with a few identity and tuple compares, runs,
+stores the updates and returns the outputs, so a call costs little more than the
+numpy calls themselves; anything unusual goes to the plain call
+(``engines.callspec.PlainCall``) of the same spec.
 
 Not thread safe: the plan's blocks are reused by every call (as Theano's
 storage is). The call path runs inside one ``contextvars.Context`` per function
