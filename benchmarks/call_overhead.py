@@ -13,7 +13,13 @@ Targets (issue 5, measured on the issue's 2-core machine where numpy eager took
 machine compare the ratios to numpy eager (the target ratios are 2.2 and 3.3
 times eager ``x + 1``).
 
-Run: ``.venv/bin/python benchmarks/call_overhead.py``
+Issue 14 asks for ``x + 1`` at most 1.2 times numpy eager's call (the row's
+``theano_dag_vs_numpy``). What a call of ``x + 1`` runs is the CPU engine's generated
+call (``f.fn.source()``), reached through ``Function``'s C-level ``__call__`` getter and
+the context in which numpy ignores floating-point errors.
+
+Run: ``.venv/bin/python benchmarks/call_overhead.py`` (it imports the installed
+``theano_dag``; from another checkout, put that checkout first: ``PYTHONPATH=.``).
 """
 
 from __future__ import annotations
@@ -129,6 +135,8 @@ def main(argv=None):
         target = 2.0 if name == "x+1" else 3.0
         row["target_us_scaled"] = round(target / 0.9 * eager_x1, 3)
         row["meets_target"] = row["theano_dag_us"] <= row["target_us_scaled"]
+        if name == "x+1":
+            row["meets_issue14_ratio_1.2"] = row["theano_dag_vs_numpy"] <= 1.2
         row["machine"] = f"{platform.machine()} {platform.python_version()} numpy {np.__version__}"
         print(json.dumps(row), flush=True)
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from theano_dag.compile.mode import Mode, register_mode
 from theano_dag.engines.basic import PerformLinker
+from theano_dag.engines.callspec import CallableThunk, as_thunk
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
@@ -285,7 +286,7 @@ class DebugOptimizer:
         if self.mode.check_integrity:
             fgraph.check_integrity()
         self.profile, self.checker = prof, checker
-        self.mode.last_optimizer_profile = (prof, checker)
+        self.mode._report["last_optimizer_profile"] = (prof, checker)
         if self.mode.profile:
             stream = self.mode.stream or sys.stdout
             print(f"DebugMode: optimization took {elapsed:.4f}s (checks included)", file=stream)
@@ -329,10 +330,7 @@ class _CheckedLinker:
                         f"  engine:    {c.data!r}\n  reference: {w!r}"
                     )
 
-        for attr in ("storage_map", "thunks", "nodes"):
-            if hasattr(fn, attr):
-                setattr(checked, attr, getattr(fn, attr))
-        return checked, ins, outs
+        return CallableThunk(checked, storage_map=as_thunk(fn).storage_map), ins, outs
 
 
 class DebugMode(Mode):
@@ -365,7 +363,14 @@ class DebugMode(Mode):
         self.profile = profile
         self.stream = stream
         self.seed = seed
-        self.last_optimizer_profile = None
+        # The one thing a DebugMode records (at compile time, never per call): what
+        # its last optimization did. A Mode is immutable, so it lives in a dict.
+        self._report = {"last_optimizer_profile": None}
+
+    @property
+    def last_optimizer_profile(self):
+        """``(optimizer profile, checker)`` of the last graph this mode optimized."""
+        return self._report["last_optimizer_profile"]
 
     @property
     def optimizer(self):

@@ -13,6 +13,11 @@ The memory contract (``theano.compile.function.types``):
 Inputs are checked before any op runs: wrong count, unknown keyword, missing
 value, and any value its type's ``filter`` refuses raise an error that names
 the input and its position.
+
+Those semantics are written once, in ``engines.callspec.PlainCall``: once the
+graph is linked, ``FunctionMaker`` describes the call in a frozen ``CallSpec``
+and the engine's thunk turns it into the call path (``thunk.make_call(spec)``),
+the plain call or an engine's specialisation of it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import copy as _copy
 import operator
 import time
 import warnings
+from dataclasses import replace
 
 from theano_dag.compile.fgraph_setup import (
     alias_root,
@@ -34,6 +40,7 @@ from theano_dag.compile.mode import get_mode
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.config import config
 from theano_dag.engines.basic import Container
+from theano_dag.engines.callspec import CallProfile, CallSpec, InputSpec, as_thunk
 from theano_dag.graph.basic import Constant, Variable, ancestors, clone_get_equiv
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.toolbox import Supervisor
@@ -64,25 +71,14 @@ def _input_desc(spec, position) -> str:
     return f"at position {position} (unnamed, {spec.variable.type})"
 
 
-def _with_message(exc: BaseException, msg: str) -> BaseException:
-    """An exception of the same type as ``exc`` with message ``msg`` (TypeError if the type
-    cannot be built from a message)."""
-    try:
-        new = type(exc)(msg)
-        if str(new) == msg:
-            return new
-    except Exception:
-        pass
-    return TypeError(msg)
-
-
 class Function:
     """A compiled function: call it with the input values, get the outputs.
 
     Positional arguments fill the explicit inputs in order; keywords fill
     them by name. One output (given not in a list) is returned alone, a list
     of outputs as a list, no outputs as None. ``f.maker.fgraph`` is the
-    optimized graph and ``f.fn`` the linker's thunk.
+    optimized graph, ``f.fn`` the engine's thunk and ``f.spec`` the frozen
+    :class:`~theano_dag.engines.callspec.CallSpec` the engine made the call from.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -91,225 +87,73 @@ class Function:
     >>> f = function([x, y], x + y, name="add")
     >>> f([1.0, 2.0], y=np.ones(2))
     array([2., 3.])
+    >>> f.spec.label, [s.name for s in f.spec.inputs]
+    ("Function 'add'", ['x', 'y'])
     """
 
-    def __init__(self, fn, input_storage, output_storage, maker, defaults, name=None):
+    def __init__(self, fn, input_storage, output_storage, maker, spec, name=None):
         self.fn = fn
         self.input_storage = input_storage
         self.output_storage = output_storage
         self.maker = maker
         self.name = name
-        self.profile = maker.profile
-        # defaults[k] is (required, refeed, value) for each input.
-        self.defaults = defaults
-        self.trust_input = False
-        inputs = maker.inputs
-        self._explicit = [k for k, spec in enumerate(inputs) if not spec.implicit]
-        self._by_name: dict = {}
-        self._ambiguous: set = set()
-        for k in self._explicit:
-            nm = inputs[k].name
-            if nm is None:
-                continue
-            if nm in self._by_name:
-                self._ambiguous.add(nm)
-            self._by_name[nm] = k
-        self._implicit_names = {
-            inputs[k].name: k for k, s in enumerate(inputs) if s.implicit and s.name
-        }
-        self._updates = [(k, spec) for k, spec in enumerate(inputs) if spec.update is not None]
-        self._n_returned = len(maker.outputs)
-        self._mutable = any(spec.mutable for spec in inputs)
-        # Shared/implicit containers and user-visible lookup: variable or name -> index.
+        # The engine's own profile object when it keeps one, else the call counter.
+        if fn.profile is not None:
+            fn.profile.optimizer_time = maker.optimizer_time
+            self.profile = fn.profile
+        elif spec.profile is not None:
+            spec.profile.optimizer_time = maker.optimizer_time
+            self.profile = spec.profile
+        else:
+            self.profile = maker.profile
+        # User-visible lookup of inputs: variable or unambiguous name -> index.
         self._finder: dict = {}
-        for k, spec in enumerate(inputs):
-            self._finder[spec.variable] = k
-            if spec.name is not None and spec.name not in self._ambiguous:
-                self._finder.setdefault(spec.name, k)
-        self._prepare()
-        # Engine hooks (the CPU engine): a profile object of its own, and a generated
-        # call path it may install as self._entry (what a call runs; see __call__).
-        prof = getattr(fn, "profile", None)
-        if prof is not None and hasattr(prof, "summary"):
-            prof.optimizer_time = getattr(maker, "optimizer_time", 0.0)
-            self.profile = prof
-        self._fast = None
-        self._entry = self._call
-        install = getattr(fn, "install_fast_call", None)
-        if install is not None and getattr(maker, "output_keys", None) is None:
-            install(self)
+        for k, inp in enumerate(maker.inputs):
+            self._finder[inp.variable] = k
+            if inp.name is not None and inp.name not in spec.ambiguous:
+                self._finder.setdefault(inp.name, k)
+        self._set_spec(spec)
 
-    # -- naming ---------------------------------------------------------------
+    def _set_spec(self, spec):
+        """Use ``spec`` from now on: the engine makes the call path anew from it."""
+        self.spec = spec
+        self._path = self.fn.make_call(spec)
+        self._path.watch(self._use_entry)
+
+    def _use_entry(self, entry):
+        self._entry = entry
+
+    # ``f(...)`` runs the call path's current entry, which the path hands over (see
+    # CallPath.watch). Read through a C-level getter, so a call adds no Python frame.
+    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
 
     @property
     def _label(self) -> str:
-        return f"Function '{self.name}'" if self.name else "Function"
+        return self.spec.label
 
-    def _names_list(self) -> str:
-        labels = []
-        for k in self._explicit:
-            nm = self.maker.inputs[k].name
-            labels.append(f"'{nm}'" if nm is not None else f"<unnamed {self._explicit.index(k)}>")
-        return ", ".join(labels) if labels else "no inputs"
+    @property
+    def defaults(self) -> list:
+        """``(required, refeed, value)`` of each input (Theano's ``Function.defaults``)."""
+        return [(s.required, s.refeed, s.default) for s in self.spec.inputs]
 
-    def _desc(self, k) -> str:
-        pos = self._explicit.index(k) if k in self._explicit else k
-        return _input_desc(self.maker.inputs[k], pos)
+    @property
+    def trust_input(self) -> bool:
+        """When True, a call hands its arguments to the engine unchecked (all of them
+        must be given, by position, as valid values of their types)."""
+        return self.spec.trust_input
 
-    # -- calling --------------------------------------------------------------
-
-    def _collect(self, args, kwargs) -> dict:
-        """Map each explicit input index to the raw value given for it; check the call."""
-        n = len(self._explicit)
-        if len(args) > n:
-            raise TypeError(
-                f"{self._label} takes {n} input{'s' if n != 1 else ''} ({self._names_list()}) "
-                f"but {len(args)} {'was' if len(args) == 1 else 'were'} given"
-            )
-        given = {self._explicit[p]: a for p, a in enumerate(args)}
-        for key, value in kwargs.items():
-            if key in self._ambiguous:
-                raise TypeError(
-                    f"{self._label}: the keyword '{key}' is ambiguous: several inputs have that "
-                    "name; pass them by position"
-                )
-            k = self._by_name.get(key)
-            if k is None:
-                if key in self._implicit_names:
-                    raise TypeError(
-                        f"{self._label}: input '{key}' is implicit (a shared variable or a "
-                        "stored state) and cannot be given in a call; use set_value instead"
-                    )
-                raise TypeError(
-                    f"{self._label} got an unexpected keyword argument '{key}'; its inputs are "
-                    f"{self._names_list()}"
-                )
-            if k in given:
-                raise TypeError(f"{self._label} got multiple values for input {self._desc(k)}")
-            given[k] = value
-        for k in self._explicit:
-            if k not in given and self.defaults[k][0]:
-                raise TypeError(f"{self._label} is missing a value for input {self._desc(k)}")
-        return given
-
-    def _filter(self, k, value):
-        c = self.input_storage[k]
-        if value is None:
-            return None
-        try:
-            return c.type.filter(value, strict=c.strict, allow_downcast=c.allow_downcast)
-        except Exception as e:
-            msg = f"{self._label}: bad input {self._desc(k)}: {e}"
-            raise _with_message(e, msg) from e
-
-    def _prepare(self):
-        """Precompute the per-call lists (storage cells never change once linked)."""
-        cells = [c.storage for c in self.input_storage]
-        self._explicit_cells = [cells[k] for k in self._explicit]
-        self._required_cells = [cells[k] for k in self._explicit if self.defaults[k][0]]
-        self._update_cells = [
-            (cells[k], self._n_returned + j) for j, (k, _spec) in enumerate(self._updates)
-        ]
-        self._out_cells = [c.storage for c in self.output_storage]
-        # With allow_gc the engine's output cells are emptied after a call, so the
-        # function holds no reference to what it returned.
-        self._gc_out_cells = (
-            [
-                c.storage
-                for c, var in zip(self.output_storage, self.maker.fgraph.outputs)
-                if var.owner is not None
-            ]
-            if getattr(self.fn, "allow_gc", False)
-            else []
-        )
-
-    # ``f(...)`` calls ``f._entry(...)``: ``_call`` below, or the engine's generated call
-    # path, which checks the inputs itself and falls back to ``_call`` for anything
-    # unusual. Read through a C-level getter, so a call adds no Python frame of its own.
-    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
-
-    def _call(self, *args, **kwargs):
-        t0 = time.perf_counter()
-        output_subset = kwargs.pop("output_subset", None) if kwargs else None
-        if self.trust_input:
-            for cell, a in zip(self._explicit_cells, args):
-                cell[0] = a
-        elif not kwargs and len(args) == len(self._explicit):
-            # Every input given by position: the common case, kept short.
-            values = [self._filter(k, v) for k, v in zip(self._explicit, args)]
-            for cell, v in zip(self._explicit_cells, values):
-                cell[0] = v
-            if self._mutable:
-                self._unalias_inputs()
-        else:
-            given = self._collect(args, kwargs)
-            # Filter everything before touching storage: a bad value leaves no trace.
-            values = {k: self._filter(k, v) for k, v in given.items()}
-            for k, cell in zip(self._explicit, self._explicit_cells):
-                if k in values:
-                    cell[0] = values[k]
-                elif self.defaults[k][1]:
-                    default = self.defaults[k][2]
-                    # A mutable input may be overwritten: never hand it the stored default.
-                    cell[0] = _copy.copy(default) if self.maker.inputs[k].mutable else default
-            if self._mutable:
-                self._unalias_inputs()
-        try:
-            self.fn()
-        except Exception:
-            self._clear_required()
-            raise
-        outputs = [cell[0] for cell in self._out_cells]
-        self._clear_required()
-        for cell in self._gc_out_cells:
-            cell[0] = None
-        # All updates at once, after every output is computed (so (a, b), (b, a) swaps).
-        for cell, j in self._update_cells:
-            cell[0] = outputs[j]
-        self.maker.mode.call_time += time.perf_counter() - t0
-        if self.maker.return_none:
-            return None
-        if output_subset is not None:
-            return [outputs[i] for i in output_subset]
-        if self.maker.unpack_single:
-            return outputs[0]
-        if len(outputs) > self._n_returned:
-            del outputs[self._n_returned :]
-        if self.maker.output_keys is not None:
-            return dict(zip(self.maker.output_keys, outputs))
-        return outputs
-
-    def _clear_required(self):
-        # Drop references to caller-provided values; they are not reused.
-        for cell in self._required_cells:
-            cell[0] = None
-
-    def _unalias_inputs(self):
-        """Copy input values that share memory with an earlier one, when any input is mutable
-        (an op may destroy one and so change the other)."""
-        seen = []
-        for c in self.input_storage:
-            val = c.storage[0]
-            if val is None:
-                continue
-            may_share = getattr(c.type, "may_share_memory", None)
-            if may_share is None:
-                continue
-            if any(t == c.type and may_share(v, val) for t, v in seen):
-                c.storage[0] = _copy.copy(val)
-            else:
-                seen.append((c.type, val))
+    @trust_input.setter
+    def trust_input(self, value):
+        if bool(value) != self.spec.trust_input:
+            self._set_spec(replace(self.spec, trust_input=bool(value)))
 
     def memory_plan(self, shapes=None):
         """The engine's memory plan (blocks, planned bytes, eager and live peaks) for
         ``shapes`` (one shape per input) or for the last call's input shapes."""
-        plan = getattr(self.fn, "memory_plan", None)
-        if plan is None:
-            raise NotImplementedError(
-                f"{self._label}: its engine ({type(self.fn).__name__}) "
-                "does not plan memory; use Mode(linker='cpu')"
-            )
-        return plan(shapes)
+        try:
+            return self.fn.memory_plan(shapes)
+        except NotImplementedError as e:
+            raise NotImplementedError(f"{self._label}: {e}") from None
 
     # -- access to input values -----------------------------------------------
 
@@ -318,9 +162,11 @@ class Function:
             return self._finder[item]
         if isinstance(item, int) and 0 <= item < len(self.input_storage):
             return item
-        if isinstance(item, str) and item in self._ambiguous:
+        if isinstance(item, str) and item in self.spec.ambiguous:
             raise KeyError(f"{self._label}: the name '{item}' is ambiguous")
-        raise KeyError(f"{self._label} has no input {item!r}; its inputs are {self._names_list()}")
+        raise KeyError(
+            f"{self._label} has no input {item!r}; its inputs are {self.spec.names_list()}"
+        )
 
     def __getitem__(self, item):
         """The current default (or state) value of an input, by name, variable or index."""
@@ -329,12 +175,11 @@ class Function:
     def __setitem__(self, item, value):
         """Set the default (or state) value of an input."""
         k = self._index(item)
-        filtered = self._filter(k, value)
+        filtered = self.spec.filter(k, value)
         self.input_storage[k].storage[0] = filtered
-        required, refeed, _ = self.defaults[k]
-        if refeed or required:
-            self.defaults[k] = (False, True, filtered)
-            self._prepare()
+        inp = self.spec.inputs[k]
+        if inp.refeed or inp.required:
+            self._set_spec(self.spec.with_default(k, filtered))
 
     def __contains__(self, item):
         try:
@@ -360,8 +205,8 @@ class Function:
 
     def free(self):
         """Drop the intermediate values kept between calls (when ``allow_gc`` is off)."""
-        storage_map = getattr(self.fn, "storage_map", None)
-        if storage_map is None or getattr(self.fn, "allow_gc", True):
+        storage_map = self.fn.storage_map
+        if storage_map is None or self.fn.allow_gc:
             return
         for var, cell in storage_map.items():
             if not isinstance(var, Constant) and var.owner is not None:
@@ -425,7 +270,7 @@ class Function:
             io_vars = set(maker.fgraph.inputs) | set(maker.fgraph.outputs)
             storage_map = {
                 memo[v]: cell
-                for v, cell in getattr(self.fn, "storage_map", {}).items()
+                for v, cell in (self.fn.storage_map or {}).items()
                 if v not in io_vars and v in memo
             }
         new_maker = FunctionMaker(
@@ -506,7 +351,7 @@ class FunctionMaker:
         mode = self.mode
         if incremental:
             linker = mode.linker
-            if not hasattr(linker, "incremental"):
+            if not getattr(linker, "supports_incremental", False):
                 raise ValueError(
                     f"incremental=True needs an engine that recomputes incrementally (the "
                     f"CPU engine, Mode(linker='cpu')); {type(linker).__name__} does not"
@@ -538,17 +383,17 @@ class FunctionMaker:
                 f"FunctionMaker: {len(specs)} output specs for a graph with "
                 f"{len(fgraph.outputs)} outputs"
             )
+        self.output_specs = specs  # the outputs', then the updates'
         no_borrow = [v for v, spec in zip(fgraph.outputs, specs) if not spec.borrow]
         linker = mode.linker
         if not hasattr(linker, "accept"):
             raise ValueError(f"The linker of {self.mode} ({linker!r}) has no accept method")
         no_recycling = sorted(infer_reuse_pattern(fgraph, no_borrow), key=_topo_key(fgraph))
         self.linker = linker.accept(fgraph, no_recycling=no_recycling, profile=profile)
-        if hasattr(self.linker, "accept_var_updates"):
-            mapping = fgraph.update_mapping or {}
-            self.linker.accept_var_updates(
-                {fgraph.inputs[i]: fgraph.outputs[o] for o, i in mapping.items()}
-            )
+        mapping = fgraph.update_mapping or {}
+        self.linker.accept_var_updates(
+            {fgraph.inputs[i]: fgraph.outputs[o] for o, i in mapping.items()}
+        )
         self.inputs = inputs
         self.expanded_inputs = inputs
         self.outputs = outputs
@@ -622,23 +467,74 @@ class FunctionMaker:
         fn, in_containers, out_containers = self.linker.make_thunk(
             input_storage=cells, storage_map=storage_map
         )
+        fn = as_thunk(fn)
         for spec, c in zip(self.inputs, in_containers):
             c.strict = spec.strict
             c.allow_downcast = spec.allow_downcast
             c.name = spec.name
-        f = Function(fn, in_containers, out_containers, self, defaults, name=self.name)
+        call_spec = self._call_spec(fn, in_containers, out_containers, defaults)
         # Defaults and non-shared state go through the type's filter once, here.
-        for k, (spec, (required, refeed, value)) in enumerate(zip(self.inputs, defaults)):
+        for k, (spec, (_required, refeed, value)) in enumerate(zip(self.inputs, defaults)):
             if (
                 value is not None
                 and not isinstance(spec.value, Container)
                 and not _is_shared(spec.value)
             ):
-                filtered = f._filter(k, value)
+                filtered = call_spec.filter(k, value)
                 in_containers[k].storage[0] = filtered
                 if refeed:
-                    f.defaults[k] = (required, refeed, filtered)
-        return f
+                    call_spec = call_spec.with_default(k, filtered)
+        return Function(fn, in_containers, out_containers, self, call_spec, name=self.name)
+
+    def _call_spec(self, fn, in_containers, out_containers, defaults) -> CallSpec:
+        """The frozen description of a call that the engine makes the call path from."""
+        fgraph = self.fgraph
+        n_out = len(self.outputs)
+        explicit = [k for k, spec in enumerate(self.inputs) if not spec.implicit]
+        inputs, j = [], n_out
+        for k, (spec, (required, refeed, value)) in enumerate(zip(self.inputs, defaults)):
+            update = None
+            if spec.update is not None:
+                update, j = j, j + 1
+            inputs.append(
+                InputSpec(
+                    # The container's type: an engine may accept more than the variable's
+                    # type does (the OpenCL engine takes device arrays too).
+                    in_containers[k].type,
+                    name=spec.name,
+                    index=k,
+                    position=None if spec.implicit else explicit.index(k),
+                    required=required,
+                    refeed=refeed,
+                    default=value if refeed else None,
+                    shared=isinstance(spec.value, Container) or _is_shared(spec.value),
+                    mutable=bool(spec.mutable),
+                    strict=bool(spec.strict),
+                    allow_downcast=spec.allow_downcast,
+                    update=update,
+                )
+            )
+        # With allow_gc the engine empties computed outputs' cells after a call, so the
+        # function keeps no reference to what it returned.
+        freed = (
+            tuple(j for j, v in enumerate(fgraph.outputs) if v.owner is not None)
+            if fn.allow_gc
+            else ()
+        )
+        profile = CallProfile() if self.profile and fn.profile is None else None
+        return CallSpec(
+            inputs=tuple(inputs),
+            input_cells=tuple(c.storage for c in in_containers),
+            output_cells=tuple(c.storage for c in out_containers),
+            n_returned=n_out,
+            borrow=tuple(bool(o.borrow) for o in self.output_specs),
+            unpack_single=self.unpack_single,
+            return_none=self.return_none,
+            output_keys=None if self.output_keys is None else tuple(self.output_keys),
+            freed_outputs=freed,
+            name=self.name,
+            profile=profile,
+        )
 
 
 def _is_shared(value) -> bool:

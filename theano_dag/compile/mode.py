@@ -29,6 +29,7 @@ import theano_dag.engines.cpu  # noqa: F401  (adds "cpu" to the engines' table)
 import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads on first use)
 from theano_dag.config import config
 from theano_dag.engines import LINKERS, inner
+from theano_dag.engines.basic import Linker
 from theano_dag.opt.optdb import (
     OPT_FAST_COMPILE,
     OPT_FAST_RUN,
@@ -76,7 +77,7 @@ _OPTDB: list = [optdb]
 def register_linker(name: str, factory, override: bool = False):
     """Make ``Mode(linker=name)`` use ``factory`` (a Linker or a callable returning one).
 
-    >>> from theano_dag.engines.basic import PerformLinker
+    >>> from theano_dag.engines.basic import Linker, PerformLinker
     >>> register_linker("my_py", lambda: PerformLinker(allow_gc=False), override=True)
     >>> get_linker("my_py").allow_gc
     False
@@ -173,20 +174,38 @@ def get_optimizer(name):
     return opt
 
 
-class Mode:
+class _FrozenAfterInit(type):
+    """Freezes an instance once its (outermost) ``__init__`` has run, so that a
+    subclass's ``__init__`` may still set its own fields."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        object.__setattr__(obj, "_frozen", True)
+        return obj
+
+
+class Mode(metaclass=_FrozenAfterInit):
     """How to compile: an optimizer (rewrites) and a linker (the engine).
 
     ``linker``: a Linker or a registered name (None: ``config.linker`` at use).
     ``optimizer``: an object with ``.optimize(fgraph)``, a query object, a
     registered name, ``None`` for no rewrites, or ``"default"`` for
-    ``"fast_run"``. ``including``/``excluding``/``requiring`` return new Modes
-    whose query has those tags added; the Mode itself never changes.
+    ``"fast_run"``. ``including``/``excluding``/``requiring``/``clone`` return
+    new Modes; a Mode itself never changes (one is shared by every function
+    compiled with it), and assigning to one raises.
 
     >>> m = Mode(linker="py", optimizer=None)
     >>> m.optimizer is None, type(m.linker).__name__
     (True, 'PerformLinker')
     >>> m.excluding("fusion").provided_optimizer is None
     True
+    >>> try:
+    ...     m.provided_linker = "cpu"
+    ... except AttributeError as e:
+    ...     print(str(e).split(";")[0])
+    Mode is immutable: cannot set 'provided_linker'
+    >>> m.clone(linker="cpu").provided_linker, m.provided_linker
+    ('cpu', 'py')
     """
 
     def __init__(self, linker=None, optimizer="default"):
@@ -194,8 +213,17 @@ class Mode:
             optimizer = "fast_run"
         self.provided_linker = linker
         self.provided_optimizer = optimizer
-        self.call_time = 0.0
-        self.fn_time = 0.0
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get("_frozen"):
+            raise AttributeError(
+                f"{type(self).__name__} is immutable: cannot set {name!r}; make a changed copy "
+                "with mode.clone(linker=..., optimizer=...), including(...) or excluding(...)"
+            )
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
 
     @property
     def linker(self):
@@ -207,7 +235,9 @@ class Mode:
             lk = "opencl" if config.device == "opencl" else config.linker
         if isinstance(lk, str):
             return get_linker(lk)
-        return lk
+        # A copy: accept() binds a linker to one graph, and the Mode's own instance is
+        # shared by every function compiled with it.
+        return lk.clone() if isinstance(lk, Linker) else lk
 
     @property
     def optimizer(self):
@@ -263,9 +293,9 @@ class Mode:
             linker = self.provided_linker
             if link_kwargs and linker is not None and not isinstance(linker, str):
                 linker = linker.clone(**link_kwargs)
-        new = copy.copy(self)
-        new.provided_linker, new.provided_optimizer = linker, optimizer
-        new.call_time = new.fn_time = 0.0
+        new = copy.copy(self)  # a subclass's own fields come along
+        object.__setattr__(new, "provided_linker", linker)
+        object.__setattr__(new, "provided_optimizer", optimizer)
         return new
 
     def __str__(self):

@@ -10,6 +10,11 @@ checked against.
 Engines that reuse storage between calls must honour ``no_recycling`` (the
 variables handed to ``accept``): their cells are emptied before each run, so
 an output returned to the user is never written into again.
+
+The thunk is a :class:`~theano_dag.engines.callspec.Thunk`: besides running, it
+says what ``Function`` may ask of it (``allow_gc``, ``storage_map``, ``profile``,
+``memory_plan``) and makes the call path from a frozen ``CallSpec``
+(``make_call``); see ``engines.callspec``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable
 from copy import copy
 
 from theano_dag.config import config
+from theano_dag.engines.callspec import CallableThunk, Thunk, as_thunk
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.shared import Container
 
@@ -31,6 +37,7 @@ __all__ = [
     "map_storage",
     "gc_helper",
     "streamline",
+    "Streamline",
     "raise_with_op",
     "describe_value",
 ]
@@ -156,10 +163,31 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
     raise new from exc
 
 
+class Streamline(Thunk):
+    """Empty the ``no_recycling`` cells, then run every node's thunk in order."""
+
+    def __init__(self, fgraph, thunks, order, steps, no_recycling, storage_map):
+        self.fgraph, self.thunks, self.nodes = fgraph, thunks, order
+        self.steps, self.no_recycling, self.storage_map = steps, no_recycling, storage_map
+
+    def __call__(self):
+        for cell in self.no_recycling:
+            cell[0] = None
+        k = 0
+        try:
+            for thunk, old_storage in self.steps:
+                thunk()
+                for cell in old_storage:
+                    cell[0] = None
+                k += 1
+        except Exception as e:
+            raise_with_op(self.fgraph, self.nodes[k], e, position=k, storage_map=self.storage_map)
+
+
 def streamline(
     fgraph, thunks, order, post_thunk_old_storage=None, no_recycling=None, storage_map=None
-):
-    """Return one callable that empties ``no_recycling`` cells, then runs every thunk.
+) -> Streamline:
+    """Return one Thunk that empties ``no_recycling`` cells, then runs every thunk.
 
     ``post_thunk_old_storage[k]`` lists the cells to empty after thunk ``k``
     (garbage collection of intermediates); None disables that.
@@ -170,21 +198,7 @@ def streamline(
     if post_thunk_old_storage is not None and len(post_thunk_old_storage) != len(thunks):
         raise ValueError(f"{len(post_thunk_old_storage)} gc lists for {len(thunks)} thunks")
     steps = list(zip(thunks, post_thunk_old_storage or [()] * len(thunks)))
-
-    def run():
-        for cell in no_recycling:
-            cell[0] = None
-        k = 0
-        try:
-            for thunk, old_storage in steps:
-                thunk()
-                for cell in old_storage:
-                    cell[0] = None
-                k += 1
-        except Exception as e:
-            raise_with_op(fgraph, order[k], e, position=k, storage_map=storage_map)
-
-    return run
+    return Streamline(fgraph, list(thunks), list(order), steps, no_recycling, storage_map)
 
 
 # ---------------------------------------------------------------------------
@@ -202,10 +216,14 @@ class Linker:
     optimizer database tagged with the engine's name; a Mode's query includes the
     tags in ``required_rewrites`` and leaves out those in ``incompatible_rewrites``
     (PyTensor's names).
+
+    ``supports_incremental``: the engine can recompute only what changed
+    (``function(..., incremental=True)`` sets its ``incremental``).
     """
 
     required_rewrites: tuple = ()
     incompatible_rewrites: tuple = ()
+    supports_incremental = False
 
     def __init__(self, *, allow_gc: bool | None = None, scheduler: Callable | None = None):
         self._allow_gc = allow_gc
@@ -227,8 +245,13 @@ class Linker:
     def accept(self, fgraph, no_recycling=None, profile=None):
         raise NotImplementedError(f"{type(self).__name__}.accept is not implemented")
 
+    def accept_var_updates(self, updates):
+        """``{shared input variable: its update output}`` (FunctionMaker tells every linker;
+        engines that keep updated values in place use it)."""
+
     def make_thunk(self, **kwargs):
-        """Return ``(thunk, input_containers, output_containers)``."""
+        """Return ``(thunk, input_containers, output_containers)``; the thunk is a
+        :class:`~theano_dag.engines.callspec.Thunk`."""
         raise NotImplementedError(f"{type(self).__name__}.make_thunk is not implemented")
 
     def make_function(self, unpack_single=True, **kwargs):
@@ -346,8 +369,6 @@ class PerformLinker(LocalLinker):
             fgraph, thunks, order, post_thunk_old_storage, no_recycling, storage_map=storage_map
         )
         fn.allow_gc = self.allow_gc
-        fn.storage_map = storage_map
-        fn.thunks, fn.nodes = thunks, order
         return (
             fn,
             [Container(r, cell) for r, cell in zip(fgraph.inputs, input_storage)],
@@ -414,7 +435,7 @@ class WrapLinker(Linker):
             for thunk in thunks
         ]
         fgraph, wrapper, pre = self.fgraph, self.wrapper, self.pre
-        storage_map = getattr(fns[0], "storage_map", None)
+        storage_map = as_thunk(fns[0]).storage_map
 
         def f():
             for inputs in input_lists[1:]:
@@ -429,9 +450,9 @@ class WrapLinker(Linker):
                 except Exception as e:
                     raise_with_op(fgraph, node, e, position=i, storage_map=storage_map)
 
-        f.thunk_groups = thunk_groups
-        f.storage_map = storage_map
-        return f, inputs0, outputs0
+        thunk = CallableThunk(f, storage_map=storage_map)
+        thunk.thunk_groups = thunk_groups
+        return thunk, inputs0, outputs0
 
 
 def WrapLinkerMany(linkers, wrappers):

@@ -3,11 +3,13 @@
 ``accept(fgraph)`` then ``make_thunk()`` give a :class:`CPUThunk`; the first call
 with a given input-shape signature infers every shape, plans memory and
 generates the plan's code; later calls with that signature run the generated
-code directly. ``Function`` asks the thunk for a *fast call*
-(:meth:`CPUThunk.install_fast_call`): a generated function that checks the
-inputs against the current signature with a few identity and tuple compares,
-runs, stores the updates and returns the outputs, so a call costs little more
-than the numpy calls themselves.
+code directly. ``Function`` asks the thunk for its call path
+(:meth:`CPUThunk.make_call`, given the frozen ``CallSpec``): a :class:`CPUCall`
+whose entry is a generated specialisation of the spec's call for the current
+signature. It checks the inputs with a few identity and tuple compares, runs,
+stores the updates and returns the outputs, so a call costs little more than the
+numpy calls themselves; anything unusual goes to the plain call
+(``engines.callspec.PlainCall``) of the same spec.
 
 Not thread safe: the plan's blocks are reused by every call (as Theano's
 storage is). The call path runs inside one ``contextvars.Context`` per function
@@ -24,6 +26,7 @@ from collections import OrderedDict
 import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
+from theano_dag.engines.callspec import CallPath, CallSpec, PlainCall, Thunk
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
     build_core,
@@ -34,7 +37,7 @@ from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.graph.utils import gc_paused
 
-__all__ = ["CPULinker", "CPUThunk", "MAX_PLANS"]
+__all__ = ["CPULinker", "CPUThunk", "CPUCall", "MAX_PLANS"]
 
 # Plans (each with its blocks) kept per function; the least recently made goes first.
 MAX_PLANS = 8
@@ -60,6 +63,8 @@ class CPULinker(Linker):
     >>> f(np.zeros(3))
     array([3., 3., 3.])
     """
+
+    supports_incremental = True
 
     def __init__(
         self,
@@ -173,25 +178,12 @@ class CPULinker(Linker):
         return thunk, ins, outs
 
 
-class _FastSpec:
-    """What a generated fast call needs to know about the Function it serves."""
-
-    def __init__(self, function, thunk):
-        self.explicit = list(function._explicit)
-        self.cells = [c.storage for c in function.input_storage]
-        self.n_returned = function._n_returned
-        self.updates = [(k, self.n_returned + j) for j, (k, _s) in enumerate(function._updates)]
-        self.unpack_single = function.maker.unpack_single
-        self.return_none = function.maker.return_none
-        self.slow = function._call
-        self.switch = None
-
-
-class CPUThunk:
-    """The callable a CPULinker makes: runs the plan of the inputs' signature.
+class CPUThunk(Thunk):
+    """The thunk a CPULinker makes: runs the plan of the inputs' signature.
 
     Called with no arguments, it reads the input cells and fills the output
-    cells (the ``Function`` protocol). ``memory_plan()`` gives the current plan's
+    cells (the ``Thunk`` protocol). ``make_call(spec)`` gives the generated call
+    path, ``memory_plan()`` the current plan's
     :class:`~theano_dag.engines.memory.MemoryPlan`, ``source()`` its code.
     """
 
@@ -210,9 +202,6 @@ class CPUThunk:
         self._dtypes = [
             np.dtype(v.type.dtype) if t else None for v, t in zip(p.inputs, self._tensor)
         ]
-        self._function = None
-        self._spec = None
-        self._ctx = None
         if p.incremental:
             self._down = _downstream_masks(p)
             self._all = (1 << len(p.node_steps)) - 1
@@ -312,64 +301,22 @@ class CPUThunk:
         # Kept values must not reach the caller: hand out copies.
         return [np.array(o, copy=True) if isinstance(o, np.ndarray) else o for o in outs]
 
-    def install_fast_call(self, function):
-        """Give ``function`` (a Function over this thunk) a generated call path.
-
-        Sets ``function._fast`` when the graph allows it (tensor inputs, no mutable
-        explicit input, no profiling or incremental run); returns whether it did.
-        """
+    def make_call(self, spec: CallSpec) -> CallPath:
+        """The call path of a function over this thunk: a :class:`CPUCall` when the
+        graph and the spec allow generated calls (tensor inputs, none of them mutable
+        and given by the caller, no profiling, incremental run or dict of outputs),
+        else the plain call."""
         p = self.program
-        if p.incremental or self.profile is not None or not all(self._tensor):
-            return False
-        inputs = function.maker.inputs
-        if any(inputs[k].mutable for k in function._explicit):
-            return False
-        self._function = function
-        self._ctx = ignoring_context()
-        self._spec = _FastSpec(function, self)
-        self._spec.switch = self._switch
-        self._install(self._first_call)
-        return True
-
-    def _install(self, fast):
-        function = self._function
-        if self._ctx is not None:
-            # Run inside a context where numpy ignores floating-point errors (as
-            # Op.perform does); a C-level partial adds no Python frame to the call.
-            fast = functools.partial(self._ctx.run, fast)
-        function._fast = fast
-        if hasattr(function, "_entry"):
-            function._entry = fast
-
-    def _first_call(self, *args, **kwargs):
-        if kwargs:
-            return self._spec.slow(*args, **kwargs)
-        return self._switch(args)
-
-    def _switch(self, args):
-        """The fast call's slow half: find the plan of these inputs and install its code."""
-        spec = self._spec
-        if len(args) != len(spec.explicit):
-            return spec.slow(*args)
-        vals = [cell[0] for cell in spec.cells]
-        for pos, k in enumerate(spec.explicit):
-            vals[k] = args[pos]
-        for k, v in enumerate(vals):
-            if type(v) is not np.ndarray or v.dtype is not self._dtypes[k]:
-                return spec.slow(*args)
-        sig = tuple(v.shape for v in vals)
-        if sig not in self.plans:
-            try:
-                for v, var in zip(vals, self.program.inputs):
-                    var.type.filter(v, strict=True)
-            except Exception:
-                return spec.slow(*args)  # it raises the Function's own message
-        plan = self.plan_for(sig)
-        if plan.fast is None:
-            with gc_paused():
-                plan.fast, plan.source_fast = build_fast(plan, spec, errstate=self._ctx is None)
-        self._install(plan.fast)
-        return plan.fast(*args)
+        if (
+            p.incremental
+            or self.profile is not None
+            or spec.profile is not None
+            or spec.output_keys is not None
+            or not all(self._tensor)
+            or any(spec.inputs[k].mutable for k in spec.explicit)
+        ):
+            return PlainCall(spec, self)
+        return CPUCall(self, spec)
 
     # -- inspection ----------------------------------------------------------------
 
@@ -401,6 +348,69 @@ class CPUThunk:
             return plan.source_fast
         self._core(plan)
         return plan.source_core
+
+
+class CPUCall(CallPath):
+    """The CPU engine's call path: for each input signature, generated code that
+    specialises the spec's call (``codegen.build_fast``); the plain call of the same
+    spec for anything else (keywords, defaults, other types, bad values).
+
+    ``entry`` is the generated function of the last signature seen; a call with
+    another signature goes through ``_switch``, which finds (or makes) that
+    signature's plan and code and installs it as the entry.
+    """
+
+    def __init__(self, thunk: CPUThunk, spec: CallSpec):
+        super().__init__()
+        self.thunk = thunk
+        self.spec = spec
+        self.plain = PlainCall(spec, thunk)
+        self.slow = self.plain.entry
+        self.ctx = ignoring_context()
+        self.generated: dict = {}  # signature -> generated call
+        self._install(self._first_call)
+
+    def _install(self, fast):
+        if self.ctx is not None:
+            # Run inside a context where numpy ignores floating-point errors (as
+            # Op.perform does); a C-level partial adds no Python frame to the call.
+            fast = functools.partial(self.ctx.run, fast)
+        self.entry = fast
+
+    def _first_call(self, *args, **kwargs):
+        if kwargs:
+            return self.slow(*args, **kwargs)
+        return self._switch(args)
+
+    def _switch(self, args):
+        """The generated call's slow half: find the plan of these inputs, install its code."""
+        spec, thunk = self.spec, self.thunk
+        if len(args) != len(spec.explicit):
+            return self.slow(*args)
+        vals = [cell[0] for cell in spec.input_cells]
+        for pos, k in enumerate(spec.explicit):
+            vals[k] = args[pos]
+        for k, v in enumerate(vals):
+            if type(v) is not np.ndarray or v.dtype is not thunk._dtypes[k]:
+                return self.slow(*args)
+        sig = tuple(v.shape for v in vals)
+        if sig not in thunk.plans:
+            try:
+                for v, var in zip(vals, thunk.program.inputs):
+                    var.type.filter(v, strict=True)
+            except Exception:
+                return self.slow(*args)  # it raises the Function's own message
+        plan = thunk.plan_for(sig)
+        fast = self.generated.get(sig)
+        if fast is None:
+            with gc_paused():
+                fast, source = build_fast(
+                    plan, spec, self.slow, self._switch, errstate=self.ctx is None
+                )
+            self.generated[sig] = fast
+            plan.fast, plan.source_fast = fast, source  # for source()
+        self._install(fast)
+        return fast(*args)
 
 
 class _Counters:

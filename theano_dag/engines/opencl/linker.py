@@ -28,6 +28,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import Container, Linker, raise_with_op
+from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
 from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
@@ -143,8 +144,10 @@ class OpenCLLinker(Linker):
         return runner, ins, outs
 
 
-class _Runner:
-    """The callable a Function runs (``fn``); see the module docstring."""
+class _Runner(Thunk):
+    """The thunk a Function runs (``fn``); see the module docstring. It keeps its own
+    per-node times (``profile_summary()``), so ``profile`` (the Thunk's profile object)
+    stays None and ``Function`` counts calls itself."""
 
     def __init__(self, linker, input_storage, output_storage):
         self.linker = linker
@@ -160,7 +163,7 @@ class _Runner:
         self.output_storage = output_storage
         self.allow_gc = True
         self.plans: dict = {}
-        self.profile = bool(linker.profile) or bool(config.profile)
+        self.profiling = bool(linker.profile) or bool(config.profile)
         self.node_times = [0.0] * len(self.order)
         self.calls = 0
         self.source = self._build()
@@ -319,7 +322,7 @@ class _Runner:
             return h
 
         for k, node in enumerate(self.order):
-            t0 = time.perf_counter() if self.profile else 0.0
+            t0 = time.perf_counter() if self.profiling else 0.0
             where = self.where[node]
             try:
                 if where == "device":
@@ -361,7 +364,7 @@ class _Runner:
                         host[o] = c[0]
             except Exception as e:
                 raise_with_op(fg, node, e, position=k)
-            if self.profile:
+            if self.profiling:
                 ctx.queue.finish()
                 self.node_times[k] += time.perf_counter() - t0
             for v in self.dead[k]:
@@ -442,7 +445,7 @@ class _Runner:
             f"transfers so far (all functions): {t.h2d} to device ({t.h2d_bytes} B), "
             f"{t.d2h} to host ({t.d2h_bytes} B)"
         )
-        if self.profile and self.calls:
+        if self.profiling and self.calls:
             total = sum(self.node_times) or 1.0
             ranked = sorted(enumerate(self.node_times), key=lambda kv: -kv[1])[:15]
             for k, s in ranked:

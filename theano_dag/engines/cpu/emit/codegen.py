@@ -365,11 +365,12 @@ def _persistent(plan):
     return out
 
 
-def build_fast(plan, spec, errstate=True):
-    """Compile the plan's call path: ``fast(x0, x1, ...)`` checks the explicit inputs
-    against this plan's signature (else ``_switch(args)``), reads the shared values,
-    runs, stores the updates and returns what ``Function`` returns. Any other call
-    (another number of arguments, keywords) goes to ``_slow``, Function's own path.
+def build_fast(plan, spec, slow, switch, errstate=True):
+    """Compile the plan's call path, a specialisation of ``spec`` (a ``CallSpec``):
+    ``fast(x0, x1, ...)`` checks the explicit inputs against this plan's signature
+    (else ``switch(args)``), reads the shared values, runs, stores the updates and
+    returns what ``PlainCall(spec)`` returns. Any other call (another number of
+    arguments, keywords) goes to ``slow``, the plain call.
     ``errstate=False``: the caller runs it where numpy ignores floating-point errors
     (:func:`ignoring_context`)."""
     t0 = time.perf_counter()
@@ -385,17 +386,18 @@ def build_fast(plan, spec, errstate=True):
     head.append(
         f"        return _slow_na(({', '.join(explicit)}{',' if explicit else ''}), _rest, _kw)"
     )
-    extra = {"_slow_na": _slow_na(spec.slow), "_switch": spec.switch, "_nd": np.ndarray, "_NA": _NA}
+    extra = {"_slow_na": _slow_na(slow), "_switch": switch, "_nd": np.ndarray, "_NA": _NA}
     checks = []
     for k, v in enumerate(p.inputs):
         nm = names[v]
         if k not in spec.explicit:
-            extra[f"_inC{k}"] = spec.cells[k]
+            extra[f"_inC{k}"] = spec.input_cells[k]
             head.append(f"    {nm} = _inC{k}[0]")
         extra[f"_inD{k}"] = np.dtype(v.type.dtype)
         extra[f"_inS{k}"] = plan.sig[k]
+        # ``__class__`` is an attribute read; ``type(x)`` a global lookup and a call.
         checks.append(
-            f"type({nm}) is not _nd or {nm}.dtype is not _inD{k} or {nm}.shape != _inS{k}"
+            f"{nm}.__class__ is not _nd or {nm}.dtype is not _inD{k} or {nm}.shape != _inS{k}"
         )
     if checks:
         head.append("    if " + " or ".join(checks) + ":")
@@ -404,7 +406,7 @@ def build_fast(plan, spec, errstate=True):
     tail = []
     for k_in, k_out in spec.updates:
         tail.append(f"    _inC{k_in}[0] = {names[p.outputs[k_out]]}")
-        extra[f"_inC{k_in}"] = spec.cells[k_in]
+        extra[f"_inC{k_in}"] = spec.input_cells[k_in]
     rets = [names[v] for v in p.outputs[: spec.n_returned]]
     if spec.return_none:
         tail.append("    return None")

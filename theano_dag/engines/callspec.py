@@ -1,0 +1,462 @@
+"""The protocol between ``Function`` and an engine: a frozen call specification.
+
+``FunctionMaker`` links the graph (``linker.make_thunk()`` gives a :class:`Thunk`
+and the storage cells), describes the call in a :class:`CallSpec` (inputs with
+their types and flags, defaults, updates, which outputs are returned, borrow
+flags) and asks the thunk for the call: ``thunk.make_call(spec)`` returns one
+:class:`CallPath`. A call of the Function runs ``path.entry``.
+
+The call semantics are written once, here, in :class:`PlainCall`: input
+checking and its messages, keywords, defaults, updates, what is returned,
+``trust_input``. An engine may return a generated specialisation of the same
+spec (the CPU engine does); it must behave as ``PlainCall(spec, thunk)`` does,
+and hands anything unusual to it.
+
+This module sits in the engines floor so that both ``compile`` (above) and every
+engine can import it.
+
+>>> import numpy as np
+>>> from theano_dag.engines.basic import PerformLinker
+>>> from theano_dag.graph.fg import FunctionGraph
+>>> import theano_dag.tensor as tt
+>>> x = tt.dvector("x")
+>>> thunk, ins, outs = PerformLinker().accept(FunctionGraph([x], [x * 2])).make_thunk()
+>>> spec = CallSpec(
+...     inputs=(InputSpec(x.type, name="x", index=0, position=0),),
+...     input_cells=tuple(c.storage for c in ins),
+...     output_cells=tuple(c.storage for c in outs),
+...     n_returned=1,
+...     borrow=(False,),
+...     unpack_single=True,
+... )
+>>> call = thunk.make_call(spec)
+>>> call.entry([1.0, 2.0])
+array([2., 4.])
+>>> call.entry(y=1)
+Traceback (most recent call last):
+...
+TypeError: Function got an unexpected keyword argument 'y'; its inputs are 'x'
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from theano_dag.graph.type import Type
+
+__all__ = [
+    "InputSpec",
+    "CallSpec",
+    "CallPath",
+    "CallProfile",
+    "PlainCall",
+    "Thunk",
+    "CallableThunk",
+    "as_thunk",
+    "with_message",
+]
+
+
+# ---------------------------------------------------------------------------
+# The specification
+
+
+@dataclass(frozen=True, eq=False)
+class InputSpec:
+    """One input of a compiled function, as a call sees it.
+
+    ``index``: its place among all the graph's inputs; ``position``: its place among
+    the inputs a caller gives (None: implicit, a shared variable's or a state's value,
+    never given in a call). ``required``: a call must give it. ``refeed``: a call
+    that does not give it uses ``default`` (already filtered). ``shared``: its cell is
+    a shared variable's container. ``mutable``: the function may overwrite the value.
+    ``strict``/``allow_downcast``: how ``type.filter`` converts a given value.
+    ``update``: the index of the graph output that holds its next value.
+    """
+
+    type: Type
+    name: str | None = None
+    index: int = 0
+    position: int | None = None
+    required: bool = True
+    refeed: bool = False
+    default: Any = None
+    shared: bool = False
+    mutable: bool = False
+    strict: bool = False
+    allow_downcast: bool | None = None
+    update: int | None = None
+
+    @property
+    def implicit(self) -> bool:
+        return self.position is None
+
+    def describe(self) -> str:
+        """How an error message names this input."""
+        pos = self.index if self.position is None else self.position
+        if self.name is not None:
+            return f"'{self.name}' (position {pos})"
+        return f"at position {pos} (unnamed, {self.type})"
+
+
+@dataclass(frozen=True, eq=False)
+class CallSpec:
+    """Everything a call of a compiled function needs to know, fixed once linked.
+
+    ``input_cells``/``output_cells``: the storage cells the thunk reads and fills
+    (one per graph input/output). The graph's first ``n_returned`` outputs are the
+    function's outputs, the others the updates' new values. ``borrow[j]``: the
+    engine may hand out output ``j`` in a buffer it reuses. The copies an output
+    needs (one that would alias an input, a constant or another output) are in the
+    graph already (``DeepCopyOp``, see ``compile.fgraph_setup.insert_deepcopy``),
+    so a call never copies an output itself. ``freed_outputs``: the
+    outputs whose cells a call empties once read (the engine frees memory early, so
+    the function keeps no reference). ``unpack_single``/``return_none``/
+    ``output_keys``: the call returns one value, None, or a dict. ``trust_input``:
+    given values go to the thunk unchecked. ``profile``: counts calls and their
+    time (None: no counting, which costs nothing).
+    """
+
+    inputs: tuple[InputSpec, ...]
+    input_cells: tuple[list, ...]
+    output_cells: tuple[list, ...]
+    n_returned: int
+    borrow: tuple[bool, ...]
+    unpack_single: bool = False
+    return_none: bool = False
+    output_keys: tuple | None = None
+    freed_outputs: tuple[int, ...] = ()
+    trust_input: bool = False
+    name: str | None = None
+    profile: CallProfile | None = None
+
+    def __post_init__(self):
+        if len(self.input_cells) != len(self.inputs):
+            raise ValueError(
+                f"CallSpec: {len(self.input_cells)} input cells for {len(self.inputs)} inputs"
+            )
+        if len(self.borrow) != len(self.output_cells):
+            raise ValueError(
+                f"CallSpec: {len(self.borrow)} borrow flags for {len(self.output_cells)} outputs"
+            )
+        for spec in self.inputs:
+            if spec.update is not None and not self.n_returned <= spec.update < len(
+                self.output_cells
+            ):
+                raise ValueError(
+                    f"CallSpec: the update of input {spec.describe()} is output {spec.update}, "
+                    f"not one of the update outputs {self.n_returned}..{len(self.output_cells) - 1}"
+                )
+
+    # Derived once (a frozen spec never changes, so neither do these).
+
+    @cached_property
+    def label(self) -> str:
+        return f"Function '{self.name}'" if self.name else "Function"
+
+    @cached_property
+    def explicit(self) -> tuple[int, ...]:
+        """Indices of the inputs a caller gives, in call order."""
+        return tuple(
+            k for _, k in sorted((s.position, s.index) for s in self.inputs if not s.implicit)
+        )
+
+    @cached_property
+    def updates(self) -> tuple[tuple[int, int], ...]:
+        """``(input index, output index)`` of every update."""
+        return tuple((s.index, s.update) for s in self.inputs if s.update is not None)
+
+    @cached_property
+    def by_name(self) -> dict:
+        """Keyword name -> input index (ambiguous names are in ``ambiguous``)."""
+        return {self.inputs[k].name: k for k in self.explicit if self.inputs[k].name is not None}
+
+    @cached_property
+    def ambiguous(self) -> frozenset:
+        names = [self.inputs[k].name for k in self.explicit if self.inputs[k].name is not None]
+        return frozenset(n for n in names if names.count(n) > 1)
+
+    def names_list(self) -> str:
+        """The explicit inputs, as an error message lists them."""
+        labels = []
+        for pos, k in enumerate(self.explicit):
+            nm = self.inputs[k].name
+            labels.append(f"'{nm}'" if nm is not None else f"<unnamed {pos}>")
+        return ", ".join(labels) if labels else "no inputs"
+
+    def filter(self, k, value):
+        """``value`` converted by input ``k``'s type, or an error that names the input."""
+        if value is None:
+            return None
+        spec = self.inputs[k]
+        try:
+            return spec.type.filter(value, strict=spec.strict, allow_downcast=spec.allow_downcast)
+        except Exception as e:
+            raise with_message(e, f"{self.label}: bad input {spec.describe()}: {e}") from e
+
+    def with_default(self, k, value) -> CallSpec:
+        """A spec in which input ``k`` defaults to ``value`` (already filtered)."""
+        spec = self.inputs[k]
+        new = replace(spec, required=False, refeed=True, default=value)
+        return replace(self, inputs=self.inputs[:k] + (new,) + self.inputs[k + 1 :])
+
+
+def with_message(exc: BaseException, msg: str) -> BaseException:
+    """An exception of the same type as ``exc`` with message ``msg`` (TypeError if the type
+    cannot be built from a message).
+
+    >>> with_message(ValueError("bad"), "input x: bad")
+    ValueError('input x: bad')
+    """
+    try:
+        new = type(exc)(msg)
+        if str(new) == msg:
+            return new
+    except Exception:
+        pass
+    return TypeError(msg)
+
+
+@dataclass
+class CallProfile:
+    """Calls of one function and the time spent in them (``function(..., profile=True)``
+    with an engine that has no profile of its own)."""
+
+    calls: int = 0
+    call_time: float = 0.0
+    optimizer_time: float = 0.0
+    nodes: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        per = self.call_time / self.calls * 1e6 if self.calls else 0.0
+        return (
+            f"calls: {self.calls}, time in calls: {self.call_time:.6f} s ({per:.1f} us per "
+            f"call); optimizer: {self.optimizer_time:.6f} s"
+        )
+
+
+# ---------------------------------------------------------------------------
+# The engine side
+
+
+class CallPath(ABC):
+    """What ``thunk.make_call(spec)`` returns: ``entry`` is the function a call runs.
+
+    An engine may replace ``entry`` between calls (the CPU engine installs the
+    generated code of the inputs' shapes). Whoever calls through the path subscribes
+    with ``watch(callback)``: the callback gets the entry at once and each new one, so
+    the caller can keep it where a call finds it fastest (``Function`` keeps it in an
+    attribute of its own that its ``__call__`` reads at C level).
+    """
+
+    spec: CallSpec
+
+    def __init__(self):
+        self._entry = None
+        self._watchers: list = []
+
+    @property
+    def entry(self) -> Callable[..., Any]:
+        return self._entry
+
+    @entry.setter
+    def entry(self, fn):
+        self._entry = fn
+        for callback in self._watchers:
+            callback(fn)
+
+    def watch(self, callback: Callable[[Callable], None]) -> None:
+        """Call ``callback(entry)`` now and whenever the entry changes."""
+        self._watchers.append(callback)
+        callback(self._entry)
+
+
+class Thunk(ABC):
+    """What ``linker.make_thunk()`` returns first: one run of the graph over the cells.
+
+    Called with no arguments it reads the input cells and fills the output cells.
+    ``allow_gc``: the engine frees intermediate values during a run. ``storage_map``:
+    variable -> cell of every value (None if the engine keeps no such map).
+    ``profile``: the engine's profile object (with ``summary()``), or None.
+    ``make_call(spec)`` gives the call path (default: :class:`PlainCall`).
+    """
+
+    allow_gc: bool = False
+    storage_map: dict | None = None
+    profile: Any = None
+
+    @abstractmethod
+    def __call__(self) -> None: ...
+
+    def make_call(self, spec: CallSpec) -> CallPath:
+        """The call of a function over this thunk; engines may specialise it."""
+        return PlainCall(spec, self)
+
+    def memory_plan(self, shapes=None):
+        """The engine's memory plan for ``shapes`` (engines that plan memory override this)."""
+        raise NotImplementedError(
+            f"its engine ({type(self).__name__}) does not plan memory; use Mode(linker='cpu')"
+        )
+
+
+class CallableThunk(Thunk):
+    """A plain callable as a :class:`Thunk` (for engines that make a closure)."""
+
+    def __init__(self, run: Callable[[], None], *, storage_map=None, allow_gc=False):
+        self.run = run
+        self.storage_map = storage_map
+        self.allow_gc = allow_gc
+
+    def __call__(self):
+        self.run()
+
+
+def as_thunk(fn) -> Thunk:
+    """``fn`` if it is a :class:`Thunk`, else ``fn`` wrapped as one."""
+    return fn if isinstance(fn, Thunk) else CallableThunk(fn)
+
+
+# ---------------------------------------------------------------------------
+# The semantics, written once
+
+
+class PlainCall(CallPath):
+    """The call of a function, in plain Python over a :class:`CallSpec`.
+
+    Positional arguments fill the explicit inputs in order, keywords fill them by
+    name (``output_subset=[...]`` picks outputs). Every value goes through its
+    type's ``filter`` before any is stored, so a bad call leaves no trace. Inputs
+    not given take their default. After the thunk runs, updates are stored all at
+    once, and the outputs are returned as the spec says.
+    """
+
+    def __init__(self, spec: CallSpec, thunk: Callable[[], None]):
+        super().__init__()
+        self.spec = spec
+        self.thunk = thunk
+        cells = spec.input_cells
+        self.explicit = spec.explicit
+        self.explicit_cells = [cells[k] for k in spec.explicit]
+        self.required_cells = [cells[k] for k in spec.explicit if spec.inputs[k].required]
+        self.update_cells = [(cells[k], j) for k, j in spec.updates]
+        self.out_cells = list(spec.output_cells)
+        self.freed_cells = [spec.output_cells[j] for j in spec.freed_outputs]
+        self.mutable = any(s.mutable for s in spec.inputs)
+        self.implicit_names = {s.name for s in spec.inputs if s.implicit and s.name}
+        self.entry = self.__call__
+
+    def _collect(self, args, kwargs) -> dict:
+        """Map each explicit input index to the raw value given for it; check the call."""
+        spec = self.spec
+        label, explicit = spec.label, self.explicit
+        n = len(explicit)
+        if len(args) > n:
+            raise TypeError(
+                f"{label} takes {n} input{'s' if n != 1 else ''} ({spec.names_list()}) "
+                f"but {len(args)} {'was' if len(args) == 1 else 'were'} given"
+            )
+        given = {explicit[p]: a for p, a in enumerate(args)}
+        for key, value in kwargs.items():
+            if key in spec.ambiguous:
+                raise TypeError(
+                    f"{label}: the keyword '{key}' is ambiguous: several inputs have that "
+                    "name; pass them by position"
+                )
+            k = spec.by_name.get(key)
+            if k is None:
+                if key in self.implicit_names:
+                    raise TypeError(
+                        f"{label}: input '{key}' is implicit (a shared variable or a "
+                        "stored state) and cannot be given in a call; use set_value instead"
+                    )
+                raise TypeError(
+                    f"{label} got an unexpected keyword argument '{key}'; its inputs are "
+                    f"{spec.names_list()}"
+                )
+            if k in given:
+                raise TypeError(
+                    f"{label} got multiple values for input {spec.inputs[k].describe()}"
+                )
+            given[k] = value
+        for k in explicit:
+            if k not in given and spec.inputs[k].required:
+                raise TypeError(f"{label} is missing a value for input {spec.inputs[k].describe()}")
+        return given
+
+    def __call__(self, *args, **kwargs):
+        spec = self.spec
+        t0 = time.perf_counter() if spec.profile is not None else 0.0
+        output_subset = kwargs.pop("output_subset", None) if kwargs else None
+        if spec.trust_input:
+            for cell, a in zip(self.explicit_cells, args):
+                cell[0] = a
+        elif not kwargs and len(args) == len(self.explicit):
+            # Every input given by position: the common case, kept short.
+            values = [spec.filter(k, v) for k, v in zip(self.explicit, args)]
+            for cell, v in zip(self.explicit_cells, values):
+                cell[0] = v
+            if self.mutable:
+                self._unalias_inputs()
+        else:
+            given = self._collect(args, kwargs)
+            # Filter everything before touching storage: a bad value leaves no trace.
+            values = {k: spec.filter(k, v) for k, v in given.items()}
+            for k, cell in zip(self.explicit, self.explicit_cells):
+                if k in values:
+                    cell[0] = values[k]
+                elif spec.inputs[k].refeed:
+                    default = spec.inputs[k].default
+                    # A mutable input may be overwritten: never hand it the stored default.
+                    cell[0] = _copy.copy(default) if spec.inputs[k].mutable else default
+            if self.mutable:
+                self._unalias_inputs()
+        try:
+            self.thunk()
+        except Exception:
+            self._clear_required()
+            raise
+        outputs = [cell[0] for cell in self.out_cells]
+        self._clear_required()
+        for cell in self.freed_cells:
+            cell[0] = None
+        # All updates at once, after every output is computed (so (a, b), (b, a) swaps).
+        for cell, j in self.update_cells:
+            cell[0] = outputs[j]
+        if spec.profile is not None:
+            spec.profile.calls += 1
+            spec.profile.call_time += time.perf_counter() - t0
+        if spec.return_none:
+            return None
+        if output_subset is not None:
+            return [outputs[i] for i in output_subset]
+        if spec.unpack_single:
+            return outputs[0]
+        del outputs[spec.n_returned :]
+        if spec.output_keys is not None:
+            return dict(zip(spec.output_keys, outputs))
+        return outputs
+
+    def _clear_required(self):
+        # Drop references to caller-provided values; they are not reused.
+        for cell in self.required_cells:
+            cell[0] = None
+
+    def _unalias_inputs(self):
+        """Copy input values that share memory with an earlier one, when any input is mutable
+        (an op may destroy one and so change the other)."""
+        seen = []
+        for spec, cell in zip(self.spec.inputs, self.spec.input_cells):
+            val = cell[0]
+            if val is None:
+                continue
+            t = spec.type
+            if any(u == t and t.may_share_memory(v, val) for u, v in seen):
+                cell[0] = _copy.copy(val)
+            else:
+                seen.append((t, val))
