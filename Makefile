@@ -40,9 +40,11 @@ $(OPENCL_STAMP): $(STAMP)
 	    fi; $(BIN)/python tools/opencl_probe.py || echo "no usable OpenCL device"; }
 	touch $(OPENCL_STAMP)
 
+# ruff, then the floors of docs/architecture.md (import-linter's contracts in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo --no-cache
 
 test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
 	$(BIN)/python -m pytest tests theano_dag -p no:cacheprovider

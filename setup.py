@@ -3,7 +3,14 @@
 from setuptools import find_packages, setup
 
 EXTRAS = {
-    "test": ["pytest>=7", "hypothesis>=6", "ruff==0.8.6", "scikit-learn>=1.2", "pytensor"],
+    "test": [
+        "pytest>=7",
+        "hypothesis>=6",
+        "ruff==0.8.6",
+        "import-linter>=2.1,<3",
+        "scikit-learn>=1.2",
+        "pytensor",
+    ],
     "examples": ["scikit-learn>=1.2"],
     "networkx": ["networkx>=2.8"],
     "graphviz": ["graphviz>=0.20"],
