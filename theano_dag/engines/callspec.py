@@ -114,7 +114,7 @@ class CallSpec:
     function's outputs, the others the updates' new values. ``borrow[j]``: the
     engine may hand out output ``j`` in a buffer it reuses. The copies an output
     needs (one that would alias an input, a constant or another output) are in the
-    graph already (``DeepCopyOp``, see ``compile.fgraph_setup.insert_deepcopy``),
+    graph already (``DeepCopyOp``, see ``compile.function_module.insert_deepcopy``),
     so a call never copies an output itself. ``freed_outputs``: the
     outputs whose cells a call empties once read (the engine frees memory early, so
     the function keeps no reference). ``unpack_single``/``return_none``/
