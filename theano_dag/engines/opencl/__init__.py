@@ -20,12 +20,12 @@ first compiled for it.
 from __future__ import annotations
 
 from theano_dag.engines import register_linker
-from theano_dag.engines.opencl import shared
 from theano_dag.engines.opencl.context import get_context, opencl_available
 from theano_dag.engines.opencl.impl import BASIC_OPS
-from theano_dag.engines.opencl.linker import OpenCLLinker  # its kernels register on import
+from theano_dag.engines.opencl.linker import OpenCLLinker, _Runner  # kernels register on import
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu
 from theano_dag.engines.opencl.shared import (
+    OpenCLSharedVariable,
     opencl_shared,
     opencl_shared_constructor,
     to_device,
@@ -38,6 +38,7 @@ __all__ = [
     "BASIC_OPS",
     "GpuFromHost",
     "HostFromGpu",
+    "OpenCLSharedVariable",
     "opencl_shared",
     "opencl_source",
     "opencl_profile",
@@ -48,17 +49,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # The class is made on first use: its base, TensorSharedVariable, is still in compile.
-    if name == "OpenCLSharedVariable":
-        return shared.OpenCLSharedVariable
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def opencl_source(f) -> str:
     """The OpenCL program a compiled function runs (all its kernels), as text."""
     fn = getattr(f, "fn", f)
-    if not hasattr(fn, "opencl_source"):
+    if not isinstance(fn, _Runner):
         raise TypeError(f"{f!r} was not compiled with the OpenCL engine (Mode(linker='opencl'))")
     return fn.opencl_source()
 
@@ -66,7 +60,7 @@ def opencl_source(f) -> str:
 def opencl_profile(f) -> str:
     """The OpenCL engine's report for a compiled function: plan, device bytes, transfers."""
     fn = getattr(f, "fn", f)
-    if not hasattr(fn, "profile_summary"):
+    if not isinstance(fn, _Runner):
         raise TypeError(f"{f!r} was not compiled with the OpenCL engine (Mode(linker='opencl'))")
     return fn.profile_summary()
 

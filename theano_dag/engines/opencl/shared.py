@@ -26,6 +26,7 @@ from theano_dag.tensor.sharedvar import TensorSharedVariable, tensor_type_for
 
 __all__ = [
     "DeviceInputType",
+    "OpenCLSharedVariable",
     "opencl_shared",
     "opencl_shared_constructor",
     "to_device",
@@ -122,58 +123,42 @@ def _tensor_type_of(value, broadcastable=None, shape=None):
     return tensor_type_for(dummy, broadcastable=broadcastable, shape=shape)
 
 
-def _shared_class():
-    class OpenCLSharedVariable(TensorSharedVariable):
-        """A shared tensor stored on the OpenCL device (see the module docstring)."""
+class OpenCLSharedVariable(TensorSharedVariable):
+    """A shared tensor stored on the OpenCL device (see the module docstring)."""
 
-        def __init__(
-            self, type, value, strict=False, allow_downcast=None, container=None, name=None
-        ):
-            if container is None:
-                dev = to_device(value)
-                container = Container(
-                    DeviceInputType(type),
-                    [dev],
-                    name=name,
-                    strict=strict,
-                    allow_downcast=allow_downcast,
-                )
-                value, strict = None, False
-            super().__init__(
-                type=type,
-                value=value,
+    def __init__(self, type, value, strict=False, allow_downcast=None, container=None, name=None):
+        if container is None:
+            dev = to_device(value)
+            container = Container(
+                DeviceInputType(type),
+                [dev],
+                name=name,
                 strict=strict,
                 allow_downcast=allow_downcast,
-                container=container,
-                name=name,
             )
+            value, strict = None, False
+        super().__init__(
+            type=type,
+            value=value,
+            strict=strict,
+            allow_downcast=allow_downcast,
+            container=container,
+            name=name,
+        )
 
-        def get_value(self, borrow=False, return_internal_type=False):
-            value = self.container.value
-            if is_device_array(value):
-                if return_internal_type:
-                    return value if borrow else value.copy()
-                return to_host(value)
-            return value if borrow else np.array(value, copy=True)
+    def get_value(self, borrow=False, return_internal_type=False):
+        value = self.container.value
+        if is_device_array(value):
+            if return_internal_type:
+                return value if borrow else value.copy()
+            return to_host(value)
+        return value if borrow else np.array(value, copy=True)
 
-        def set_value(self, new_value, borrow=False):
-            if is_device_array(new_value):
-                self.container.value = new_value if borrow else new_value.copy()
-            else:
-                self.container.value = to_device(self.type.filter(new_value))
-
-    return OpenCLSharedVariable
-
-
-_CLASS: list = []
-
-
-def __getattr__(name):
-    if name == "OpenCLSharedVariable":
-        if not _CLASS:
-            _CLASS.append(_shared_class())
-        return _CLASS[0]
-    raise AttributeError(name)
+    def set_value(self, new_value, borrow=False):
+        if is_device_array(new_value):
+            self.container.value = new_value if borrow else new_value.copy()
+        else:
+            self.container.value = to_device(self.type.filter(new_value))
 
 
 def opencl_shared(
@@ -184,7 +169,6 @@ def opencl_shared(
     ``value``: a numpy array or number (copied to the device) or a device array
     (used as it is).
     """
-    cls = __getattr__("OpenCLSharedVariable")
     if not is_device_array(value):
         value = np.asarray(value)
         if value.dtype.kind not in "biuf" or value.dtype == np.float16:
@@ -192,7 +176,9 @@ def opencl_shared(
                 f"opencl_shared: arrays of dtype {value.dtype} cannot live on " "the device"
             )
     ttype = _tensor_type_of(value, broadcastable, shape)
-    return cls(type=ttype, value=value, strict=strict, allow_downcast=allow_downcast, name=name)
+    return OpenCLSharedVariable(
+        type=ttype, value=value, strict=strict, allow_downcast=allow_downcast, name=name
+    )
 
 
 def opencl_shared_constructor(
