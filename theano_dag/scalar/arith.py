@@ -14,8 +14,6 @@ from theano_dag.scalar.basic import (
     BinaryScalarOp,
     ScalarOp,
     UnaryScalarOp,
-    _t,
-    _tb,
     as_scalar,
     bool_out,
     discrete_dtypes,
@@ -26,6 +24,7 @@ from theano_dag.scalar.basic import (
     upcast,
     upcast_out,
     upcast_out_nobool,
+    vocabulary,
     zero_grads,
 )
 
@@ -129,7 +128,7 @@ class Mul(ScalarOp):
 
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
-        T = _t()
+        T = vocabulary(gz)
         out = []
         for i in range(len(inputs)):
             others = inputs[:i] + inputs[i + 1 :]
@@ -205,7 +204,7 @@ class Mod(BinaryScalarOp):
     def grad(self, inputs, output_grads):
         x, y = inputs
         (gz,) = output_grads
-        return [gz, -gz * _t().int_div(x, y)]
+        return [gz, -gz * vocabulary(gz).int_div(x, y)]
 
 
 class Neg(UnaryScalarOp):
@@ -228,7 +227,7 @@ class Abs(UnaryScalarOp):
         return "(%(x)s < 0 ? -%(x)s : %(x)s)"
 
     def grad(self, inputs, output_grads):
-        return [output_grads[0] * _t().sgn(inputs[0])]
+        return [output_grads[0] * vocabulary(output_grads[0]).sgn(inputs[0])]
 
 
 class Sgn(UnaryScalarOp):
@@ -254,7 +253,7 @@ class Pow(BinaryScalarOp):
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
         (gz,) = output_grads
-        T = _t()
+        T = vocabulary(gz)
         gx = gz * y * T.pow(x, y - 1)
         # d/dy x**y = log(x) x**y, taken as 0 at x == 0 (where x**y is 0 for y > 0).
         gy = T.switch(T.eq(x, 0), 0, gz * T.log(x) * outputs[0])
@@ -275,8 +274,8 @@ class Maximum(BinaryScalarOp):
 
     def L_op(self, inputs, outputs, output_grads):
         # Both inputs get the gradient where they tie, as in Theano.
-        T = _t()
         (gz,) = output_grads
+        T = vocabulary(gz)
         return [gz * T.eq(outputs[0], x) for x in inputs]
 
 
@@ -302,7 +301,7 @@ class Clip(ScalarOp):
     def grad(self, inputs, output_grads):
         x, lo, hi = inputs
         (gz,) = output_grads
-        T = _t()
+        T = vocabulary(gz)
         inside = T.and_(T.ge(x, lo), T.le(x, hi))
         return [T.switch(inside, gz, 0), T.switch(T.lt(x, lo), gz, 0), T.switch(T.gt(x, hi), gz, 0)]
 
@@ -423,8 +422,8 @@ class Switch(ScalarOp):
     def grad(self, inputs, output_grads):
         cond = inputs[0]
         (gz,) = output_grads
-        T = _t()
-        zero = _tb().zeros_like(gz)
+        T = vocabulary(gz)
+        zero = T.zeros_like(gz)
         return [zero_grads([cond])[0], T.switch(cond, gz, zero), T.switch(cond, zero, gz)]
 
 
@@ -456,7 +455,7 @@ class Cast(UnaryScalarOp):
         (x,) = inputs
         if x.dtype in discrete_dtypes:
             return zero_grads(inputs)
-        return [_tb().cast(output_grads[0], x.dtype)]
+        return [vocabulary(output_grads[0]).cast(output_grads[0], x.dtype)]
 
 
 class Identity(UnaryScalarOp):

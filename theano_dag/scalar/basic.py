@@ -87,18 +87,21 @@ OPENCL_TYPES = {
 }
 
 
-def _t():
-    """The tensor math module, imported late: scalar grads are written with tensor ops."""
-    from theano_dag.tensor import math
+def vocabulary(v):
+    """The functions that build graphs of ``v``'s kind, by name (``switch``, ``eq``, ``cast``,
+    ``zeros_like``, ``constant``, ...): what scalar ops write their gradients with.
 
-    return math
-
-
-def _tb():
-    """The tensor basic module (zeros_like, cast, ...), imported late."""
-    from theano_dag.tensor import basic
-
-    return basic
+    ``Elemwise`` hands a scalar op's gradient tensors, so the gradient is built from
+    tensor ops; the variable's Type names its vocabulary (``TensorType.vocabulary`` is
+    the ``theano_dag.tensor`` package), so this floor does not import the one above it.
+    """
+    vocab = getattr(v.type, "vocabulary", None)
+    if vocab is None:
+        raise TypeError(
+            f"{v} of type {v.type} names no vocabulary to build a gradient with: scalar ops "
+            "are differentiated through Elemwise, on tensors"
+        )
+    return vocab
 
 
 # -- upcasting rules --------------------------------------------------------------
@@ -237,9 +240,7 @@ class ScalarType(Type):
         return converted[()]
 
     def values_eq_approx(self, a, b):
-        from theano_dag.tensor.type import TensorType
-
-        return TensorType.values_eq_approx(np.asarray(a), np.asarray(b))
+        return values_eq_approx(np.asarray(a), np.asarray(b))
 
     def make_variable(self, name=None):
         return ScalarVariable(self, None, None, name)
@@ -316,14 +317,107 @@ class ScalarConstant(_scalar_py_operators, Constant):
         return (self.type, np.asarray(self.data).tobytes())
 
 
+# Relative/absolute tolerances of ``values_eq_approx`` by dtype: float32 keeps about
+# 7 digits, so comparing two float32 computations needs far looser bounds than float64.
+values_eq_approx_tolerances = {
+    "float16": (5e-3, 5e-3),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-8, 1e-10),
+    "complex64": (1e-4, 1e-5),
+    "complex128": (1e-8, 1e-10),
+}
+
+
+def values_eq_approx(
+    a, b, allow_remove_inf=False, allow_remove_nan=False, rtol=None, atol=None
+) -> bool:
+    """``allclose`` with dtype-dependent tolerances; NaN and inf must match in place.
+
+    >>> values_eq_approx(np.float32([1, np.nan]), np.float32([1.00001, np.nan]))
+    True
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
+        return bool(np.array_equal(a, b))
+    dt = str(np.result_type(a.dtype, b.dtype)) if a.dtype.kind in "fc" else str(b.dtype)
+    if b.dtype.kind in "fc" and a.dtype.kind in "fc":
+        # The looser of the two precisions decides.
+        dt = min((str(a.dtype), str(b.dtype)), key=lambda d: np.finfo(d).bits)
+    r, t = values_eq_approx_tolerances.get(dt, (1e-5, 1e-8))
+    rtol = r if rtol is None else rtol
+    atol = t if atol is None else atol
+    a64, b64 = (
+        a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+        b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
+    )
+    nan_a, nan_b = np.isnan(a64), np.isnan(b64)
+    if allow_remove_nan:
+        keep = ~(nan_a | nan_b)
+    else:
+        if not np.array_equal(nan_a, nan_b):
+            return False
+        keep = ~nan_a
+    inf_a, inf_b = np.isinf(a64), np.isinf(b64)
+    if allow_remove_inf:
+        keep &= ~(inf_a | inf_b)
+    else:
+        if not np.array_equal(inf_a & keep, inf_b & keep) or not np.array_equal(
+            a64[inf_a & keep], b64[inf_a & keep]
+        ):
+            return False
+        keep &= ~inf_a
+    return bool(np.allclose(a64[keep], b64[keep], rtol=rtol, atol=atol))
+
+
+def autocast_scalar(x, dtype=None):
+    """Numpy value of ``x`` with Theano's 'custom' dtype policy for Python numbers.
+
+    Python ints take the smallest int dtype that holds them; Python floats take float32
+    when that is exact (or when floatX is float32), else float64.
+
+    >>> autocast_scalar(3).dtype, autocast_scalar(1.5).dtype, autocast_scalar(0.1).dtype
+    (dtype('int8'), dtype('float32'), dtype('float64'))
+    """
+    if dtype is not None:
+        return np.asarray(x, dtype=dtype)
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        return np.asarray(x)
+    if config.cast_policy == "numpy+floatX":
+        arr = np.asarray(x)
+        if isinstance(x, float) or (arr.dtype.kind == "f" and not hasattr(x, "dtype")):
+            arr = arr.astype(config.floatX)
+        return arr
+    if isinstance(x, bool):
+        return np.asarray(x)
+    if isinstance(x, int):
+        for dt in ("int8", "int16", "int32", "int64"):
+            if np.iinfo(dt).min <= x <= np.iinfo(dt).max:
+                return np.asarray(x, dtype=dt)
+        return np.asarray(x, dtype="uint64")
+    if isinstance(x, float):
+        if config.floatX == "float32":
+            return np.asarray(x, dtype="float32")
+        with np.errstate(over="ignore"):
+            x32 = np.asarray(x, dtype="float32")
+        if float(x32) == x or np.isnan(x):
+            return x32
+        return np.asarray(x, dtype="float64")
+    if isinstance(x, complex):
+        return np.asarray(x)
+    arr = np.asarray(x)
+    if arr.size == 0 and arr.dtype == np.float64:
+        arr = arr.astype(config.floatX)
+    return arr
+
+
 def as_scalar(x, name=None) -> ScalarVariable:
     """``x`` as a ScalarVariable; Python numbers become constants with autocast dtypes."""
     if isinstance(x, Variable):
         if not isinstance(x.type, ScalarType):
             raise TypeError(f"as_scalar: {x} has type {x.type}, expected a ScalarType")
         return x
-    from theano_dag.tensor.variable import autocast_scalar
-
     v = autocast_scalar(x)
     if v.ndim != 0:
         raise TypeError(f"as_scalar: expected a number, got {x!r}")
@@ -462,7 +556,7 @@ def zero_grads(inputs):
     out = []
     for x in inputs:
         dt = x.dtype if x.dtype in continuous_dtypes else config.floatX
-        out.append(_tb().zeros_like(x, dtype=dt))
+        out.append(vocabulary(x).zeros_like(x, dtype=dt))
     return out
 
 
@@ -472,7 +566,5 @@ def is_discrete(v) -> bool:
 
 def const_like(value, like):
     """A constant of ``value`` with the float dtype of ``like`` (keeps float32 graphs 32)."""
-    from theano_dag.tensor.variable import constant
-
     dt = like.dtype if like.dtype in continuous_dtypes else config.floatX
-    return constant(np.asarray(value, dtype=dt))
+    return vocabulary(like).constant(np.asarray(value, dtype=dt))

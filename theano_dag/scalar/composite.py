@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Constant, clone_get_equiv, io_toposort
-from theano_dag.scalar.basic import C_TYPES, ScalarOp, ScalarType, ScalarVariable
+from theano_dag.scalar.basic import C_TYPES, ScalarOp, ScalarType, ScalarVariable, vocabulary
 
 __all__ = ["Composite", "c_literal"]
 
@@ -211,6 +211,4 @@ class Composite(ScalarOp):
 
     def L_op(self, inputs, outputs, output_grads):
         """Gradients by expanding the scalar graph into Elemwise tensor ops."""
-        from theano_dag.tensor.elemwise import expand_composite_grad
-
-        return expand_composite_grad(self, inputs, output_grads)
+        return vocabulary(inputs[0]).elemwise.expand_composite_grad(self, inputs, output_grads)

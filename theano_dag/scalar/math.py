@@ -14,12 +14,12 @@ import numpy as np
 from theano_dag.scalar.basic import (
     BinaryScalarOp,
     UnaryScalarOp,
-    _t,
     const_like,
     float_dtypes,
     same_out,
     upcast_out_nobool,
     upgrade_to_float,
+    vocabulary,
     zero_grads,
 )
 
@@ -64,6 +64,10 @@ except ImportError:  # pragma: no cover - depends on the environment
     _np_erfc = np.vectorize(_pymath.erfc, otypes=[np.float64])
 
 
+# The functions that build a gradient of x's kind (tensor ops, for Elemwise's tensors).
+_of = vocabulary
+
+
 class FloatUnaryOp(UnaryScalarOp):
     """A unary op with a float result (integers are upgraded first).
 
@@ -103,8 +107,6 @@ def _softplus(x):
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
-T = _t  # tensor math, looked up when a gradient is built
-
 exp = _unary("exp", np.exp, "exp(%(x)s)", lambda x, out: out, "e**x")
 exp2 = _unary(
     "exp2", np.exp2, "exp2(%(x)s)", lambda x, out: out * const_like(np.log(2.0), out), "2**x"
@@ -135,20 +137,28 @@ sqr = _unary(
 reciprocal = _unary(
     "reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)", lambda x, out: -(out * out), "1 / x"
 )
-sin = _unary("sin", np.sin, "sin(%(x)s)", lambda x, out: T().cos(x), "sine")
-cos = _unary("cos", np.cos, "cos(%(x)s)", lambda x, out: -T().sin(x), "cosine")
+sin = _unary("sin", np.sin, "sin(%(x)s)", lambda x, out: _of(x).cos(x), "sine")
+cos = _unary("cos", np.cos, "cos(%(x)s)", lambda x, out: -_of(x).sin(x), "cosine")
 tan = _unary("tan", np.tan, "tan(%(x)s)", lambda x, out: 1 + out * out, "tangent")
 arcsin = _unary(
-    "arcsin", np.arcsin, "asin(%(x)s)", lambda x, out: 1 / T().sqrt(1 - x * x), "inverse sine"
+    "arcsin",
+    np.arcsin,
+    "asin(%(x)s)",
+    lambda x, out: 1 / _of(x).sqrt(1 - x * x),
+    "inverse sine",
 )
 arccos = _unary(
-    "arccos", np.arccos, "acos(%(x)s)", lambda x, out: -1 / T().sqrt(1 - x * x), "inverse cosine"
+    "arccos",
+    np.arccos,
+    "acos(%(x)s)",
+    lambda x, out: -1 / _of(x).sqrt(1 - x * x),
+    "inverse cosine",
 )
 arctan = _unary(
     "arctan", np.arctan, "atan(%(x)s)", lambda x, out: 1 / (1 + x * x), "inverse tangent"
 )
-sinh = _unary("sinh", np.sinh, "sinh(%(x)s)", lambda x, out: T().cosh(x), "hyperbolic sine")
-cosh = _unary("cosh", np.cosh, "cosh(%(x)s)", lambda x, out: T().sinh(x), "hyperbolic cosine")
+sinh = _unary("sinh", np.sinh, "sinh(%(x)s)", lambda x, out: _of(x).cosh(x), "hyperbolic sine")
+cosh = _unary("cosh", np.cosh, "cosh(%(x)s)", lambda x, out: _of(x).sinh(x), "hyperbolic cosine")
 tanh = _unary("tanh", np.tanh, "tanh(%(x)s)", lambda x, out: 1 - out * out, "hyperbolic tangent")
 # sigmoid and softplus: written so that exp never overflows, in numpy and in C alike.
 sigmoid = _unary(
@@ -162,7 +172,7 @@ softplus = _unary(
     "softplus",
     _softplus,
     "((%(x)s > 0 ? %(x)s : (%(t)s)0) + log1p(exp(-fabs(%(x)s))))",
-    lambda x, out: T().sigmoid(x),
+    lambda x, out: _of(x).sigmoid(x),
     "log(1 + exp(x))",
 )
 _TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
@@ -170,14 +180,14 @@ erf = _unary(
     "erf",
     _np_erf,
     "erf(%(x)s)",
-    lambda x, out: const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x),
+    lambda x, out: const_like(_TWO_OVER_SQRT_PI, out) * _of(x).exp(-x * x),
     "error function",
 )
 erfc = _unary(
     "erfc",
     _np_erfc,
     "erfc(%(x)s)",
-    lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) * T().exp(-x * x),
+    lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) * _of(x).exp(-x * x),
     "complementary error function",
 )
 

@@ -34,17 +34,9 @@ from theano_dag.scalar.basic import (  # noqa: E402 (the dtype families live wit
     float_dtypes,
     int_dtypes,
     uint_dtypes,
+    values_eq_approx,
+    values_eq_approx_tolerances,
 )
-
-# Relative/absolute tolerances of ``values_eq_approx`` by dtype: float32 keeps about
-# 7 digits, so comparing two float32 computations needs far looser bounds than float64.
-values_eq_approx_tolerances = {
-    "float16": (5e-3, 5e-3),
-    "float32": (1e-4, 1e-5),
-    "float64": (1e-8, 1e-10),
-    "complex64": (1e-4, 1e-5),
-    "complex128": (1e-8, 1e-10),
-}
 
 
 def _normalize_dtype(dtype) -> str:
@@ -244,48 +236,7 @@ class TensorType(Type):
             return bool(np.array_equal(a, b, equal_nan=True))
         return bool(np.array_equal(a, b))
 
-    @staticmethod
-    def values_eq_approx(
-        a, b, allow_remove_inf=False, allow_remove_nan=False, rtol=None, atol=None
-    ) -> bool:
-        """``allclose`` with dtype-dependent tolerances; NaN and inf must match in place.
-
-        >>> TensorType.values_eq_approx(np.float32([1, np.nan]), np.float32([1.00001, np.nan]))
-        True
-        """
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape:
-            return False
-        if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
-            return bool(np.array_equal(a, b))
-        dt = str(np.result_type(a.dtype, b.dtype)) if a.dtype.kind in "fc" else str(b.dtype)
-        if b.dtype.kind in "fc" and a.dtype.kind in "fc":
-            # The looser of the two precisions decides.
-            dt = min((str(a.dtype), str(b.dtype)), key=lambda d: np.finfo(d).bits)
-        r, t = values_eq_approx_tolerances.get(dt, (1e-5, 1e-8))
-        rtol = r if rtol is None else rtol
-        atol = t if atol is None else atol
-        a64, b64 = (
-            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
-            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
-        )
-        nan_a, nan_b = np.isnan(a64), np.isnan(b64)
-        if allow_remove_nan:
-            keep = ~(nan_a | nan_b)
-        else:
-            if not np.array_equal(nan_a, nan_b):
-                return False
-            keep = ~nan_a
-        inf_a, inf_b = np.isinf(a64), np.isinf(b64)
-        if allow_remove_inf:
-            keep &= ~(inf_a | inf_b)
-        else:
-            if not np.array_equal(inf_a & keep, inf_b & keep) or not np.array_equal(
-                a64[inf_a & keep], b64[inf_a & keep]
-            ):
-                return False
-            keep &= ~inf_a
-        return bool(np.allclose(a64[keep], b64[keep], rtol=rtol, atol=atol))
+    values_eq_approx = staticmethod(values_eq_approx)
 
     def may_share_memory(self, a, b) -> bool:
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
@@ -326,6 +277,9 @@ class TensorType(Type):
     # ``theano_dag.tensor.variable`` sets them when it defines them.
     Variable: type = None
     Constant: type = None
+    # The functions that build graphs of tensors (the ``theano_dag.tensor`` package, set
+    # with the classes): scalar ops write their gradients with it (``scalar.vocabulary``).
+    vocabulary = None
 
     def make_variable(self, name=None):
         return self.Variable(self, None, None, name)

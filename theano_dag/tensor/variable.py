@@ -12,8 +12,8 @@ import numpy as np
 # The ops behind the operators (tensor.math, .basic, .subtensor) build on this module's
 # classes: they are reached through the package when called.
 from theano_dag import tensor as _tensor
-from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable
+from theano_dag.scalar.basic import autocast_scalar
 from theano_dag.tensor.type import TensorType, all_dtypes
 
 __all__ = [
@@ -263,47 +263,6 @@ class TensorConstant(_tensor_py_operators, Constant):
         return _tensor.basic.get_scalar_constant_value(self)
 
 
-def autocast_scalar(x, dtype=None):
-    """Numpy value of ``x`` with Theano's 'custom' dtype policy for Python numbers.
-
-    Python ints take the smallest int dtype that holds them; Python floats take float32
-    when that is exact (or when floatX is float32), else float64.
-
-    >>> autocast_scalar(3).dtype, autocast_scalar(1.5).dtype, autocast_scalar(0.1).dtype
-    (dtype('int8'), dtype('float32'), dtype('float64'))
-    """
-    if dtype is not None:
-        return np.asarray(x, dtype=dtype)
-    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
-        return np.asarray(x)
-    if config.cast_policy == "numpy+floatX":
-        arr = np.asarray(x)
-        if isinstance(x, float) or (arr.dtype.kind == "f" and not hasattr(x, "dtype")):
-            arr = arr.astype(config.floatX)
-        return arr
-    if isinstance(x, bool):
-        return np.asarray(x)
-    if isinstance(x, int):
-        for dt in ("int8", "int16", "int32", "int64"):
-            if np.iinfo(dt).min <= x <= np.iinfo(dt).max:
-                return np.asarray(x, dtype=dt)
-        return np.asarray(x, dtype="uint64")
-    if isinstance(x, float):
-        if config.floatX == "float32":
-            return np.asarray(x, dtype="float32")
-        with np.errstate(over="ignore"):
-            x32 = np.asarray(x, dtype="float32")
-        if float(x32) == x or np.isnan(x):
-            return x32
-        return np.asarray(x, dtype="float64")
-    if isinstance(x, complex):
-        return np.asarray(x)
-    arr = np.asarray(x)
-    if arr.size == 0 and arr.dtype == np.float64:
-        arr = arr.astype(config.floatX)
-    return arr
-
-
 def constant(x, name=None, ndim=None, dtype=None):
     """Return a TensorConstant holding ``x`` (Python numbers auto-cast as in Theano).
 
@@ -399,3 +358,4 @@ as_tensor = as_tensor_variable
 # TensorType makes its variables and constants with these classes.
 TensorType.Variable = TensorVariable
 TensorType.Constant = TensorConstant
+TensorType.vocabulary = _tensor

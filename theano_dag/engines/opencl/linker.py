@@ -32,10 +32,12 @@ from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
 from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
+from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import BOTH, DEVICE, place
 from theano_dag.engines.opencl.shared import DeviceInputType
 from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
 from theano_dag.graph.basic import Constant
+from theano_dag.tensor.shape import Shape
 
 __all__ = ["OpenCLLinker", "DevicePlan"]
 
@@ -109,8 +111,6 @@ class OpenCLLinker(Linker):
     def accept(self, fgraph, no_recycling=None, profile=None):
         """Bind to ``fgraph`` and read where its nodes run (the graph is left as it is:
         the ``device_placement`` pass inserted the transfers)."""
-        from theano_dag.engines.opencl.context import get_context
-
         if self.fgraph is not None and self.fgraph is not fgraph:
             return self.clone().accept(fgraph, no_recycling, profile)
         self.fgraph = fgraph
@@ -374,8 +374,6 @@ class _Runner(Thunk):
         self.calls += 1
 
     def _meta(self, node, dev, host):
-        from theano_dag.tensor.shape import Shape
-
         v = node.inputs[0]
         val = dev.get(v)
         if val is None:
