@@ -484,3 +484,14 @@ def test_canonicalize_takes_the_graphs_constants():
         if isinstance(i, tt.TensorConstant) and float(i.data.flat[0]) == 0.5
     }
     assert len(halves) == 1
+
+
+def test_a_copy_of_the_graph_gets_its_own_set_of_unsorted_nodes():
+    x, y = vec("x", "y")
+    fg = FunctionGraph([x, y], [tt.exp(y * x)], clone=False)
+    alg.CommutativeSort().optimize(fg)
+    copy = fg.clone()
+    assert copy.unsorted_commutative_nodes is not fg.unsorted_commutative_nodes
+    assert not fg.unsorted_commutative_nodes.nodes  # the copy did not refill the original
+    mul = copy.outputs[0].owner.inputs[0].owner
+    assert list(copy.unsorted_commutative_nodes.nodes) == [mul]  # all nodes, at first

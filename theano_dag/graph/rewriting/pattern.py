@@ -30,6 +30,7 @@ Two options make a pattern cover what a hand-written rule would:
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -39,6 +40,10 @@ from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import LocalOptimizer, _n_positional
 
 __all__ = ["PatternSub"]
+
+# The arity of a constraint, looked up once per function (inspect.signature is slow, and
+# a pattern's constraints are asked about on every node the pattern is tried on).
+_constraint_arity = functools.lru_cache(maxsize=1024)(_n_positional)
 
 
 def _check_pattern(pattern, where, names, is_input, top=False):
@@ -153,6 +158,8 @@ class PatternSub(LocalOptimizer):
         self.op = in_pattern["pattern"][0] if isinstance(in_pattern, dict) else in_pattern[0]
         self.allow_multiple_clients = allow_multiple_clients
         self.skip_identities_fn = skip_identities_fn
+        # (a failed match is retried only through skip_identities_fn)
+        self._retries = skip_identities_fn is not None
         self.values_eq_approx = values_eq_approx
         self.pdb = pdb
         self.fit = fit
@@ -187,7 +194,7 @@ class PatternSub(LocalOptimizer):
                         return ret
                     return dict(zip(real_node.outputs, ret))
             return False
-        if node.op != self.op:
+        if node.op is not self.op and node.op != self.op:
             return False
         if len(node.outputs) == 1:
             root = node.outputs[0]
@@ -215,24 +222,26 @@ class PatternSub(LocalOptimizer):
         return {root: ret}
 
     def _retry(self, fgraph, pattern, expr, u, allow_multiple_clients):
-        if self.skip_identities_fn is None:
-            return None
         equiv = self.skip_identities_fn(expr)
         if equiv is None:
             return None
         return self._match(fgraph, pattern, equiv, u, allow_multiple_clients)
 
-    def _match(self, fgraph, pattern, expr, u, allow_multiple_clients):
-        """Return the bindings ``{name: Variable}`` extending ``u``, or None."""
-        if isinstance(pattern, (list, tuple)):
+    def _match(self, fgraph, pattern, expr, u, multi):
+        """Return the bindings ``{name: Variable}`` extending ``u``, or None.
+
+        ``multi``: whether ``expr`` may have several clients.
+        """
+        kind = type(pattern)  # type() first: this runs for every node a pattern is tried on
+        if kind is tuple or kind is list:
             owner = expr.owner
             if (
                 owner is None
-                or owner.op != pattern[0]
+                or (owner.op is not pattern[0] and owner.op != pattern[0])
                 or len(pattern) - 1 != len(owner.inputs)
-                or (not allow_multiple_clients and len(fgraph.clients[expr]) > 1)
+                or (not multi and len(fgraph.clients[expr]) > 1)
             ):
-                return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+                return self._retry(fgraph, pattern, expr, u, multi) if self._retries else None
             for p, v in zip(pattern[1:], owner.inputs):
                 u = self._match(fgraph, p, v, u, self.allow_multiple_clients)
                 if u is None:
@@ -242,19 +251,19 @@ class PatternSub(LocalOptimizer):
 
                 pdb.set_trace()
             return u
-        if isinstance(pattern, dict):
+        if kind is dict:
             constraint = pattern.get("constraint")
             if constraint is not None:
                 ok = (
                     constraint(fgraph, expr)
-                    if _n_positional(constraint) == 2
+                    if _constraint_arity(constraint) == 2
                     else (constraint(expr))
                 )
                 if not ok:
-                    return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
-            amc = pattern.get("allow_multiple_clients", allow_multiple_clients)
+                    return self._retry(fgraph, pattern, expr, u, multi) if self._retries else None
+            amc = pattern.get("allow_multiple_clients", multi)
             return self._match(fgraph, pattern["pattern"], expr, u, amc)
-        if isinstance(pattern, str):
+        if kind is str:
             bound = u.get(pattern)
             if bound is None:
                 u = dict(u)
@@ -262,11 +271,11 @@ class PatternSub(LocalOptimizer):
                 return u
             if bound is expr:
                 return u
-            return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+            return self._retry(fgraph, pattern, expr, u, multi) if self._retries else None
         if isinstance(pattern, Constant):
             if isinstance(expr, Constant) and _constant_equals(pattern, expr):
                 return u
-            return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+            return self._retry(fgraph, pattern, expr, u, multi) if self._retries else None
         # A number: matches a Constant holding that value (in every element).
         if isinstance(expr, Constant):
             try:
@@ -274,7 +283,7 @@ class PatternSub(LocalOptimizer):
                     return u
             except (TypeError, ValueError):
                 pass
-        return self._retry(fgraph, pattern, expr, u, allow_multiple_clients)
+        return self._retry(fgraph, pattern, expr, u, multi) if self._retries else None
 
     def _build(self, pattern, u):
         if isinstance(pattern, (list, tuple)):

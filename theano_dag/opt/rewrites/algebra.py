@@ -329,6 +329,9 @@ class _UnsortedNodes(Feature):
     def on_detach(self, fgraph):
         del fgraph.unsorted_commutative_nodes
 
+    def clone(self):
+        return type(self)()  # a copy of the graph gets its own set
+
     def on_import(self, fgraph, node, reason):
         if _is_commutative(node):
             self.nodes[node] = None
