@@ -144,3 +144,20 @@ def test_one_variable_for_a_node_of_several_outputs_is_an_error():
         as_replacements(node, x)
     assert as_replacements(node, {node.outputs[1]: x}, fit=toy_fit) == {node.outputs[1]: x}
     assert as_replacements(node, [x, y], fit=refuse) is False
+
+
+def test_a_local_rewrite_that_returns_true_is_reported_and_the_graph_left_as_it_was():
+    """A local rewrite returns replacements; changing the graph itself is a global pass's
+    job, so True (the old "changed in place") is refused with a message that says so."""
+    x = double("x")
+    out = neg(x)
+
+    @local_optimizer([neg])
+    def local_says_true(fgraph, node):
+        return True
+
+    fg = FunctionGraph([x], [out], clone=False)
+    failures = rewrite(fg, local_says_true)
+    assert len(failures) == 1 and isinstance(failures[0], TypeError)
+    assert "returned True" in str(failures[0]) and "global pass" in str(failures[0])
+    assert fg.outputs[0] is out

@@ -91,8 +91,8 @@ class LocalOptimizer:
     def transform(self, fgraph, node, *args, **kwargs):
         """Return False/None, a list of replacements for ``node.outputs``, or a dict.
 
-        Or True: the rewrite changed ``node`` in place through the graph's own methods
-        (``fgraph.reorder_inputs``), which its features saw and the navigator can undo.
+        A local rewrite never changes the graph itself: the navigator makes the
+        replacements (and can undo them). A change in place is a global pass's job.
         """
         raise NotImplementedError(f"{type(self).__name__}.transform is not implemented")
 
@@ -127,8 +127,13 @@ def as_replacements(node, result, fit=None, shape_sources=()):
     >>> as_replacements(node, x, fit=lambda old, new, sources: None)
     False
     """
-    if result is None or result is False or result is True:
+    if result is None or result is False:
         return result
+    if result is True:
+        raise TypeError(
+            f"A local rewrite returned True for {node}: it returns its replacements and "
+            "leaves the graph to the navigator (a change in place is a global pass)"
+        )
     outputs = node.outputs
     if isinstance(result, Variable):
         if len(outputs) == 1:
@@ -442,7 +447,7 @@ class LocalOptGroup(LocalOptimizer):
                     break
             if not new_repl:
                 return repl
-            if not self.apply_all_opts or new_repl is True:  # True: changed in place
+            if not self.apply_all_opts:
                 return new_repl
             new_vars = list(new_repl.values()) if isinstance(new_repl, dict) else new_repl
             repl = new_repl

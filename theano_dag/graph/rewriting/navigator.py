@@ -28,7 +28,13 @@ from theano_dag.graph.rewriting.basic import (
     opt_name,
     report_failure,
 )
-from theano_dag.graph.rewriting.local import LocalOptGroup, LocalOptimizer, LocalStats, TrackIndex
+from theano_dag.graph.rewriting.local import (
+    LocalOptGroup,
+    LocalOptimizer,
+    LocalStats,
+    TrackIndex,
+    as_replacements,
+)
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
 from theano_dag.graph.toolbox import Feature, ReplaceValidate
 from theano_dag.graph.utils import InconsistencyError
@@ -193,6 +199,8 @@ class NavigatorOptimizer(GlobalOptimizer):
         token = len(log.log)
         try:
             replacements = lopt.transform(fgraph, node)
+            if replacements is True:
+                as_replacements(node, True)  # raises: a local rewrite changed the graph itself
         except Exception as exc:
             try:
                 log.revert(fgraph, token)
@@ -206,11 +214,6 @@ class NavigatorOptimizer(GlobalOptimizer):
                 log.depth = 0
                 log.log.clear()
             return False
-        if replacements is True:
-            # The rewrite changed the node in place through the graph's own methods
-            # (FunctionGraph.reorder_inputs), which the features and the log saw.
-            log.end(token)
-            return True
         try:
             return self._replace(fgraph, node, lopt, replacements, log, token)
         finally:
