@@ -235,6 +235,19 @@ def test_compile_inner_of_variables_and_of_a_fgraph():
         f(np.zeros(3))
 
 
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_inner_function_filters_what_does_not_fit(linker):
+    x = tt.TensorType("float64", shape=(None, 2))("x")
+    f = compile_inner([x], [x * 2], InnerMode(Mode(linker=linker).linker))
+    np.testing.assert_array_equal(f([[1, 2]])[0], [[2.0, 4.0]])  # a list, converted
+    np.testing.assert_array_equal(f(np.ones((3, 2), "int32"))[0], np.full((3, 2), 2.0))
+    np.testing.assert_array_equal(f(np.ones((3, 2)))[0], np.full((3, 2), 2.0))  # remembered
+    with pytest.raises(TypeError, match="dimension 1 has length 3, expected 2"):
+        f(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="without risking loss of precision"):
+        f(np.ones((1, 2), "complex128"))
+
+
 @pytest.mark.parametrize("linker", ["cpu", pytest.param("opencl", marks=needs_opencl)])
 def test_compile_inner_outputs_kept_by_the_caller(linker):
     x = tt.fmatrix("x")
