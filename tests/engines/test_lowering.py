@@ -218,6 +218,19 @@ def test_opencl_accept_refuses_a_graph_not_placed():
     np.testing.assert_allclose(f(xv), np.exp(np.sort(xv) * 2), rtol=1e-6)
 
 
+@needs_opencl
+def test_debugmode_checks_the_placement_pass():
+    x = tt.fvector("x")
+    y = tt.exp(tt.sort(x) * 2)  # sort runs on the host: its result is copied over
+    mode = DebugMode(linker="opencl")
+    with theano_dag.config.change_flags(opencl__host_fallback=True):
+        f = function([x], y, mode=mode)
+    _prof, checker = mode.last_optimizer_profile
+    assert checker.counts["opencl_transfer"] >= 1  # each transfer went through the checker
+    xv = np.array([3, 1, 2], dtype="float32")
+    np.testing.assert_allclose(f(xv), np.exp(np.sort(xv) * 2), rtol=1e-6)
+
+
 # -- compile_inner: the one entry point for inner graphs --------------------------------
 
 
