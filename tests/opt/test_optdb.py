@@ -52,7 +52,9 @@ def test_layout_reads_like_theanos():
 
 def test_fast_run_and_fast_compile_queries():
     fast_run = [o.name for o in optdb.query(Query(include=["fast_run"]))]
-    assert fast_run == [name for _, name, _, tags in PIPELINE if "fast_run" in tags]
+    # Every pass but the engines' lowering, which a Mode adds by its engine's tag.
+    assert fast_run == [name for _, name, _, tags in PIPELINE if "lowering" not in tags]
+    assert fast_run[-1] == "merge3"
     fast_compile = [o.name for o in optdb.query(Query(include=["fast_compile"]))]
     assert fast_compile == ["merge1", "useless", "canonicalize", "merge1.2"]
     canon = optdb.query(Query(include=["fast_compile"]))[2]

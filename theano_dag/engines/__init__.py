@@ -41,7 +41,7 @@ def register_linker(name: str, factory, override: bool = False, table=None):
 
     ``table``: the table to fill (default ``LINKERS``).
 
-    >>> table = {}
+    >>> table = {}  # a fresh table, as a test would make
     >>> register_linker("my_py", _py_nogc, table=table)
     >>> table["my_py"]().allow_gc
     False

@@ -284,6 +284,22 @@ class CPUThunk(Thunk):
             self.profile.calls += 1
             self.profile.call_time += time.perf_counter() - t0
 
+    def run_values(self, vals):
+        """Run on ``vals`` (one value per input) and return the outputs, without the
+        cells: the call of an inner graph (``engines.inner``). The same plans and code as
+        a call through the cells; profiles and incremental runs go through the cells.
+        """
+        if self.profile is not None or self.program.incremental or not all(self._tensor):
+            for cell, v in zip(self.input_storage, vals):
+                cell[0] = v
+            self()
+            return [cell[0] for cell in self.output_storage]
+        plan = self.plans.get(tuple(v.shape for v in vals))
+        if plan is None:
+            plan = self.plan_for(self._signature(vals))
+        core = plan.core if plan.core is not None else self._core(plan)
+        return list(core(*vals))
+
     def _run_incremental(self, plan, core, vals):
         fresh = getattr(plan, "inc_fresh", True) or self.program.has_destroyers
         plan.inc_fresh = False

@@ -62,12 +62,7 @@ MIN_TILED_BYTES = 4 << 20
 ROW_MULTIPLE = 16
 
 
-def _ops():
-    return blas, math, CAReduce, DimShuffle, Elemwise, FusedReduce, nnet
-
-
-def _conv_ops():
-    return AbstractConv2d, Pool
+_SOFTMAXES = (nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad)
 
 
 def _leading_broadcast(v):
@@ -84,7 +79,6 @@ def row_local(node, tiled) -> bool:
     >>> row_local(tt.dot(x, w).owner, [True, False]), row_local(tt.dot(x, w).owner, [False, True])
     (True, False)
     """
-    blas, math, CAReduce, DimShuffle, Elemwise, FusedReduce, nnet = _ops()
     op = node.op
     if not any(tiled) or any(getattr(o.type, "ndim", 0) < 1 for o in node.outputs):
         return False
@@ -103,12 +97,11 @@ def row_local(node, tiled) -> bool:
         return tiled[0] and tiled[2] and not (tiled[1] or tiled[3] or tiled[4])
     if isinstance(op, DimShuffle):
         return bool(op.new_order) and op.new_order[0] == 0
-    conv, pool = _conv_ops()
-    if isinstance(op, conv):  # images (N, C, H, W): each image on its own
+    if isinstance(op, AbstractConv2d):  # images (N, C, H, W): each image on its own
         return tiled[0] and not any(tiled[1:])
-    if isinstance(op, pool):  # pools the last op.ndim axes
+    if isinstance(op, Pool):  # pools the last op.ndim axes
         return tiled[0] and node.inputs[0].type.ndim > op.ndim
-    if isinstance(op, _softmaxes(nnet)):
+    if isinstance(op, _SOFTMAXES):
         ndim = node.inputs[0].type.ndim
         return ndim >= 2 and op.axis % ndim != 0 and all(tiled)
     if isinstance(op, (CAReduce, FusedReduce)):
@@ -121,8 +114,7 @@ def row_local(node, tiled) -> bool:
 
 
 def _is_product(node):
-    blas, math, *_ = _ops()
-    products = (blas.Dot22, blas.Dot22Scalar, math.Dot, blas.Gemm, blas.Gemv, _conv_ops()[0])
+    products = (blas.Dot22, blas.Dot22Scalar, math.Dot, blas.Gemm, blas.Gemv, AbstractConv2d)
     return isinstance(node.op, products)
 
 
@@ -338,14 +330,9 @@ def _value_shape(v):
     return tuple(shape)
 
 
-def _softmaxes(nnet):
-    return (nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad)
-
-
 def _row_widths(region):
     """Elements per row of each value the region makes, where it can be told at link
     time (None where not): the batch axis is the only unknown length."""
-    blas, math, CAReduce, DimShuffle, Elemwise, FusedReduce, nnet = _ops()
     widths = {}
 
     def width(v):
@@ -363,9 +350,7 @@ def _row_widths(region):
             w = width(node.inputs[0])
         elif isinstance(op, blas.Gemv):
             w = 1
-        elif isinstance(
-            op, (Elemwise, DimShuffle, nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad)
-        ):
+        elif isinstance(op, (Elemwise, DimShuffle, *_SOFTMAXES)):
             known = [width(v) for v in node.inputs if getattr(v.type, "ndim", 0) >= 1]
             w = None if not known or None in known else max(known)
         elif isinstance(op, (CAReduce, FusedReduce)) and node.outputs[0].type.ndim == 1:
