@@ -11,19 +11,13 @@ The public face: ``function``, ``shared``, ``grad``, ``config``, ``In``, ``Out``
 array([2., 4.])
 """
 
-# The default mode's optimizer and engine (engines.cpu, opt) are loaded now rather than
-# inside the first ``function`` call, as PyTensor loads its rewrites on import: the time
-# to a first result then counts compiling the graph, not importing some twenty modules.
-import theano_dag.engines.cpu  # noqa: F401
-import theano_dag.opt  # noqa: F401
-from theano_dag import printing  # noqa: E402  (theano_dag.printing, as theano.printing)
+# The optimizer and the engines load with compile (compile.mode imports them), as PyTensor
+# loads its rewrites on import: the time to a first result then counts compiling the
+# graph, not importing some twenty modules.
+from theano_dag import printing  # theano_dag.printing, as theano.printing
 from theano_dag.compile import In, Mode, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
-
-if config.device == "opencl":
-    # shared() then makes device arrays: the engine registers its constructor on import.
-    import theano_dag.engines.opencl  # noqa: F401
 
 __version__ = "0.1.0"
 __all__ = [

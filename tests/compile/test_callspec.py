@@ -22,7 +22,7 @@ from theano_dag.engines.cpu.linker import CPUCall
 from theano_dag.graph.fg import FunctionGraph
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
-from op_table import TABLE  # noqa: E402
+from op_table import TABLE, row_inputs  # noqa: E402
 
 PY = Mode(linker="py", optimizer=None)
 
@@ -69,19 +69,9 @@ def assert_same_outcome(got, want):
 CASES = [(row, dt) for row in TABLE for dt in row.dtypes]
 
 
-def _row_inputs(row, dtype):
-    rng = np.random.default_rng(7)
-    values = [np.asarray(gen(rng, dtype)) for gen in row.gens]
-    syms = [
-        tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"i{k}")
-        for k, v in enumerate(values)
-    ]
-    return syms, values
-
-
 @pytest.mark.parametrize("row,dtype", CASES, ids=[f"{r}-{d}" for r, d in CASES])
 def test_generated_call_matches_the_plain_call_on_every_op(row, dtype):
-    syms, values = _row_inputs(row, dtype)
+    syms, values = row_inputs(row, dtype, np.random.default_rng(7))
     f = function(syms, row.build(*syms), mode=cpu(), on_unused_input="ignore")
     assert isinstance(f._path, CPUCall)
     plain = plain_of(f)

@@ -16,7 +16,7 @@ from theano_dag.engines.cpu.linker import CPUThunk
 from theano_dag.engines.memory import check_plan
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
-from op_table import TABLE  # noqa: E402
+from op_table import TABLE, row_inputs  # noqa: E402
 
 REF = Mode(linker="py", optimizer=None)
 
@@ -96,19 +96,10 @@ def test_elementwise_graphs_match_the_reference(sx, sy, dtype):
 CASES = [(row, dt) for row in TABLE for dt in row.dtypes]
 
 
-def _row_inputs(row, dtype, rng):
-    values = [np.asarray(gen(rng, dtype)) for gen in row.gens]
-    syms = [
-        tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"i{k}")
-        for k, v in enumerate(values)
-    ]
-    return syms, values
-
-
 @pytest.mark.parametrize("row,dtype", CASES, ids=[f"{r}-{d}" for r, d in CASES])
 def test_every_op_table_row_matches_the_reference(row, dtype):
     rng = np.random.default_rng(1234)
-    syms, values = _row_inputs(row, dtype, rng)
+    syms, values = row_inputs(row, dtype, rng)
     out = row.build(*syms)
     copies = [v.copy() for v in values]
     ref, fns = both(syms, out, [cpu(0), cpu(0, "fast_run"), cpu(1 << 30)])

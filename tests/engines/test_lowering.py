@@ -24,7 +24,7 @@ from theano_dag.engines.cpu import CPULinker, tiling
 from theano_dag.engines.cpu.tiling import RowTiled
 from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.engines.opencl.context import opencl_available
-from theano_dag.gradient import row_loop as gradient_loop
+from theano_dag.gradient import row_loop
 from theano_dag.graph.basic import graph_inputs
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting.db import Query
@@ -313,7 +313,7 @@ def inner_calls(monkeypatch):
         return compile_inner(*args, **kwargs)
 
     monkeypatch.setattr(tiling, "compile_inner", spy)
-    monkeypatch.setattr(gradient_loop, "compile_inner", spy)
+    monkeypatch.setattr(row_loop, "compile_inner", spy)
     return calls
 
 
@@ -348,7 +348,7 @@ def test_map_over_index_compiles_its_row_through_compile_inner(inner_calls, no_f
 
 def test_map_over_index_with_no_rows_and_a_hoisted_output():
     i, x = tt.lscalar("i"), tt.dvector("x")
-    rows, same = gradient_loop.map_over_index(i, x.shape[0], [x * i, x * 2])
+    rows, same = row_loop.map_over_index(i, x.shape[0], [x * i, x * 2])
     f = function([x], [rows, same])
     got_rows, got_same = f(np.array([1.0, 2.0]))
     np.testing.assert_array_equal(got_rows, [[0.0, 0.0], [1.0, 2.0]])

@@ -726,3 +726,14 @@ def tt_ifelse(c, a, b):
 
 
 TABLE = ELEMWISE + REDUCTIONS + SHAPE + INDEXING + DOT + EXTRAS
+
+
+def row_inputs(row, dtype, rng):
+    """Values for one row of the table, and symbolic inputs of matching types (an axis of
+    length 1 is broadcastable, as the values' shapes say)."""
+    values = [np.asarray(gen(rng, dtype)) for gen in row.gens]
+    syms = [
+        tt.TensorType(v.dtype, shape=tuple(1 if s == 1 else None for s in v.shape))(f"i{k}")
+        for k, v in enumerate(values)
+    ]
+    return syms, values

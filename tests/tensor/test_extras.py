@@ -1,4 +1,4 @@
-"""Focused tests of the Theano names added in plural.py, shape_extra.py, extra_ops.py and
+"""Focused tests of the Theano names added in plural.py, shape.py, extra_ops.py and
 sort.py: what the op table (values, shapes, gradients) cannot say, such as errors, static
 types, run-time checks and Theano's quirks."""
 

@@ -140,7 +140,7 @@ def engine_query(query, linker):
 
     >>> from theano_dag.engines.basic import PerformLinker
     >>> from theano_dag.engines.cpu import CPULinker
-    >>> from theano_dag.opt.db import Query
+    >>> from theano_dag.graph.rewriting.db import Query
     >>> q = engine_query(Query(include=["fast_run"]), CPULinker(tile=False))
     >>> list(q.include), list(q.exclude)
     (['fast_run', 'cpu'], ['row_tiling'])

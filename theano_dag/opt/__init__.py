@@ -1,54 +1,17 @@
-"""Graph optimization: global and local optimizers, navigators, merge and the databases.
+"""The rewrite rules and the optimization database ``function`` draws its optimizer from.
 
-The contract is ``theano.graph.opt`` and ``theano.graph.optdb`` of theano-pymc 1.1.2;
+``theano_dag.opt.optdb`` lays the database out; the rules live in ``theano_dag.opt.rewrites``
+and the engines' lowering passes in ``theano_dag.opt.lowering``. The framework they are
+written with (``theano.graph.opt`` and ``theano.graph.optdb`` of theano-pymc 1.1.2) lives in
+``theano_dag.graph.rewriting``; its names are re-exported here for users, and
 ``docs/optimization.md`` walks through it with the Theano tutorial's examples.
-``optdb`` is the database ``function`` draws its optimizer from (``theano_dag.opt.optdb``
-lays it out); the rewrites live in ``theano_dag.opt.rewrites``.
 """
 
-from theano_dag.graph.rewriting import (
-    DB,
-    ChangeLog,
-    EquilibriumDB,
-    EquilibriumOptimizer,
-    FromFunctionLocalOptimizer,
-    FromFunctionOptimizer,
-    GlobalOptimizer,
-    LocalGroupDB,
-    LocalOptGroup,
-    LocalOptimizer,
-    MaxUseRatioExceeded,
-    MergeFeature,
-    MergeOptimizer,
-    NavigatorOptimizer,
-    OpKeyOptimizer,
-    OpRemove,
-    OpSub,
-    OptimizationAbort,
-    OptimizationWarning,
-    Optimizer,
-    PatternSub,
-    ProxyDB,
-    Query,
-    SeqOptimizer,
-    SequenceDB,
-    TopoDB,
-    TopoOptimizer,
-    in2out,
-    inplace_optimizer,
-    local_optimizer,
-    merge_optimizer,
-    opt_name,
-    optimizer,
-    out2in,
-    pre_constant_merge,
-    print_profile,
-    report_failure,
-)
+from theano_dag.graph.rewriting import *  # noqa: F403
+from theano_dag.graph.rewriting import __all__ as _framework_all
 
-# The global optimization database and the helpers that add rewrites to it (imported
-# last: the rewrites are written with the framework above).
-from theano_dag.opt.optdb import (  # noqa: E402
+# The global optimization database and the helpers that add rewrites to it.
+from theano_dag.opt.optdb import (
     build_optdb,
     optdb,
     register_canonicalize,
@@ -58,47 +21,11 @@ from theano_dag.opt.optdb import (  # noqa: E402
 )
 
 __all__ = [
-    "ChangeLog",
-    "DB",
-    "EquilibriumDB",
-    "EquilibriumOptimizer",
-    "FromFunctionLocalOptimizer",
-    "FromFunctionOptimizer",
-    "GlobalOptimizer",
-    "LocalGroupDB",
-    "LocalOptGroup",
-    "LocalOptimizer",
-    "MaxUseRatioExceeded",
-    "MergeFeature",
-    "MergeOptimizer",
-    "NavigatorOptimizer",
-    "OpKeyOptimizer",
-    "OpRemove",
-    "OpSub",
-    "OptimizationAbort",
-    "OptimizationWarning",
-    "Optimizer",
-    "PatternSub",
-    "ProxyDB",
-    "Query",
-    "SeqOptimizer",
-    "SequenceDB",
-    "TopoDB",
-    "TopoOptimizer",
+    *_framework_all,
     "build_optdb",
     "optdb",
     "register_canonicalize",
     "register_specialize",
     "register_stabilize",
     "register_useless",
-    "in2out",
-    "inplace_optimizer",
-    "local_optimizer",
-    "merge_optimizer",
-    "opt_name",
-    "optimizer",
-    "out2in",
-    "pre_constant_merge",
-    "print_profile",
-    "report_failure",
 ]

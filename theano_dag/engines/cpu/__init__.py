@@ -1,11 +1,18 @@
 """The CPU engine: shape plan, Owl's memory plan, and generated straight-line numpy code.
 
-``Mode(linker="cpu")`` (the default linker) uses :class:`CPULinker`. Modules:
-``shapes`` (shape inference per input-shape signature), ``impls`` (per-Op-class
-numpy implementations), ``program`` (steps, value placement, memory plan),
-``codegen`` (the generated source), ``linker`` (the linker and its thunk),
-``profile`` (``function(..., profile=True)``), ``ckernel`` (fused elementwise nodes as
-generated C loops; with no compiler, or ``config.cxx=''``, they run through numpy).
+``Mode(linker="cpu")`` (the default linker) uses :class:`CPULinker`. By stage:
+
+- ``plan/``: ``shapes`` (shape inference per input-shape signature) and ``program``
+  (steps, value placement, Owl's memory plan);
+- ``emit/``: ``impls`` (per-Op-class numpy implementations), ``emitters`` (the code each
+  step emits), ``csource`` (C loops of fused elementwise nodes), ``codegen`` (the
+  generated Python: the run and the specialised call);
+- ``native/``: ``cc`` (the compiler driver and its cache), ``ckernel`` (loading the C
+  kernels; with no compiler, or ``config.cxx=''``, they run through numpy), ``gemm``
+  (the matrix product), with the fixed C sources as ``.c`` files;
+- ``linker`` (the linker and its thunk), ``tiling`` (``RowTiled``: the row tiling that
+  the ``cpu_row_tiling`` pass of the optdb makes), ``profile``
+  (``function(..., profile=True)``).
 """
 
 from theano_dag.engines import register_linker
