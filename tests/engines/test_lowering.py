@@ -385,3 +385,13 @@ def test_importing_the_engines_loads_no_pyopencl():
         "assert 'pyopencl' not in sys.modules, 'pyopencl imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ENGINES.parent.parent)
+
+
+def test_the_stabilize_optimizer_keeps_the_engines_lowering_passes():
+    """OPT_STABILIZE stops after stabilize by leaving the later fast_run passes out by name:
+    a position cutoff would also drop the device placement the OpenCL engine needs."""
+    names = [o.name for o in Mode(linker="opencl", optimizer="stabilize").optimizer]
+    assert names == ["merge1", "useless", "canonicalize", "merge1.2", "stabilize"] + [
+        "opencl_device_placement"
+    ]
+    assert [o.name for o in Mode(linker="py", optimizer="stabilize").optimizer] == names[:-1]

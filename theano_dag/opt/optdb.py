@@ -115,6 +115,8 @@ def _topo(apply_all_opts=False, order="in_to_out"):
 
 # Engine lowering runs after the last merge (100): the engine's passes see the final
 # graph, the one its linker will link. Tiling first: placement reads the tiled graph.
+# Where stabilize sits: OPT_STABILIZE keeps the fast_run passes up to it.
+STABILIZE_POSITION = 1.5
 ROW_TILING_POSITION = 110
 DEVICE_PLACEMENT_POSITION = 120
 
@@ -124,7 +126,7 @@ PIPELINE = (
     (0.6, "useless", lambda: _topo(apply_all_opts=True), ("fast_run", "fast_compile")),
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
-    (1.5, "stabilize", _equilibrium, ("fast_run",)),
+    (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),
     (1.7, "blas", _equilibrium, ("fast_run",)),
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
@@ -174,7 +176,16 @@ OPT_MERGE = Query(include=["merge"])
 # No rewrites but the engine's lowering passes, which a Mode adds (PyTensor's OPT_NONE).
 OPT_NONE = Query(include=[])
 # Everything up to and including stabilize: what a stable but unspecialized graph needs.
-OPT_STABILIZE = Query(include=["fast_run"], position_cutoff=1.51)
+# The later fast_run passes are left out by name, not by a position cutoff, which would
+# also cut off the engines' lowering passes that a Mode adds to the query.
+OPT_STABILIZE = Query(
+    include=["fast_run"],
+    exclude=[
+        name
+        for position, name, _, tags in PIPELINE
+        if position > STABILIZE_POSITION and "fast_run" in tags
+    ],
+)
 
 
 def _register(db_name, lopt, tags, kwargs):
