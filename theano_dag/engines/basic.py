@@ -23,7 +23,7 @@ from collections.abc import Callable
 from copy import copy
 
 from theano_dag.config import config
-from theano_dag.engines.callspec import CallableThunk, Thunk, as_thunk
+from theano_dag.engines.callspec import CallableThunk, Thunk, as_thunk, with_message
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.shared import Container
 
@@ -119,20 +119,6 @@ def describe_value(value) -> str:
     return type(value).__name__
 
 
-def _rebuild_exception(exc: BaseException, msg: str) -> BaseException:
-    """An exception of ``exc``'s type whose message is ``msg``, or ``exc`` annotated."""
-    try:
-        new = type(exc)(msg)
-        if str(new) == msg:
-            return new
-    except Exception:
-        pass
-    # Types that cannot be rebuilt from one message (KeyError quotes it, some
-    # require several arguments): keep the original object and add the text.
-    exc.args = (msg,) if len(exc.args) <= 1 else exc.args + (msg,)
-    return exc
-
-
 def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=None):
     """Re-raise ``exc`` (raised while running ``node``) with where and on what it failed.
 
@@ -155,7 +141,7 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
         lines.append(
             "Inputs shapes and dtypes: [" + ", ".join(describe_value(v) for v in values) + "]"
         )
-    new = _rebuild_exception(exc, "\n".join(lines))
+    new = with_message(exc, "\n".join(lines), fallback=None)
     new.node = node
     new.position = position
     if new is exc:

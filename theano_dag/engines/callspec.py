@@ -207,12 +207,15 @@ class CallSpec:
         return replace(self, inputs=self.inputs[:k] + (new,) + self.inputs[k + 1 :])
 
 
-def with_message(exc: BaseException, msg: str) -> BaseException:
-    """An exception of the same type as ``exc`` with message ``msg`` (TypeError if the type
-    cannot be built from a message).
+def with_message(exc: BaseException, msg: str, fallback=TypeError) -> BaseException:
+    """An exception of the same type as ``exc`` with message ``msg``. A type that cannot
+    be built from one message (KeyError quotes it, some need several arguments) gives
+    ``fallback(msg)``; with ``fallback=None``, ``exc`` itself with ``msg`` added.
 
     >>> with_message(ValueError("bad"), "input x: bad")
     ValueError('input x: bad')
+    >>> with_message(KeyError("k"), "no k")
+    TypeError('no k')
     """
     try:
         new = type(exc)(msg)
@@ -220,7 +223,10 @@ def with_message(exc: BaseException, msg: str) -> BaseException:
             return new
     except Exception:
         pass
-    return TypeError(msg)
+    if fallback is not None:
+        return fallback(msg)
+    exc.args = (msg,) if len(exc.args) <= 1 else exc.args + (msg,)
+    return exc
 
 
 @dataclass
