@@ -248,7 +248,9 @@ class Pow(BinaryScalarOp):
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
             return "pow(%(x)s, %(y)s)"
-        return "(%(t)s)pow((double)%(x)s, (double)%(y)s)"
+        # Rounded, not truncated: a device's pow may land one ulp below an exact integer
+        # power (NVIDIA's OpenCL gave -6858.99... for (-19)**3, truncated to -6858).
+        return "(%(t)s)rint(pow((double)%(x)s, (double)%(y)s))"
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
