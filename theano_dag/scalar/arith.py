@@ -451,6 +451,13 @@ class Cast(UnaryScalarOp):
     def c_template(self, in_dtypes, out_dtypes):
         if self.o_type == "bool":
             return "(%(x)s != 0)"
+        if _is_float(in_dtypes[0]) and self.o_type in ("int32", "int64"):
+            # C leaves a NaN or out-of-range conversion undefined: x86 gives the type's
+            # minimum (as numpy does there), NVIDIA's OpenCL saturates. Say it once.
+            bits = 31 if self.o_type == "int32" else 63
+            lo, hi = f"-{2**bits}.0f", f"{2**bits}.0f"  # powers of two: exact as floats
+            low = f"(%(t)s)({-(2**bits) + 1} - 1)"  # the minimum, as a literal C accepts
+            return f"((%(x)s >= {lo} && %(x)s < {hi}) ? (%(t)s)(%(x)s) : {low})"
         return "((%(t)s)(%(x)s))"
 
     def grad(self, inputs, output_grads):
