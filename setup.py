@@ -1,6 +1,6 @@
 """Packaging entry point for theano_dag (tool settings live in pyproject.toml)."""
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 EXTRAS = {
     "test": [
@@ -31,4 +31,9 @@ setup(
     python_requires=">=3.10",
     install_requires=["numpy>=1.23,<3"],
     extras_require=EXTRAS,
+    # The C half of a compiled function's call; optional: without a C compiler the
+    # package installs and calls go through the Python half (engines.callspec).
+    ext_modules=[
+        Extension("theano_dag.engines._callstub", ["theano_dag/engines/callstub.c"], optional=True)
+    ],
 )

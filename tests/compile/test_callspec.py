@@ -5,7 +5,9 @@ Thunk protocol of every engine, and immutable Modes."""
 import copy
 import dataclasses
 import os
+import shutil
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from theano_dag.compile.function import function
 from theano_dag.compile.io import In, Out
 from theano_dag.compile.mode import FAST_RUN, Mode, get_mode
 from theano_dag.compile.sharedvalue import shared
+from theano_dag.engines import callspec
 from theano_dag.engines.basic import PerformLinker, WrapLinker
 from theano_dag.engines.callspec import CallPath, CallSpec, PlainCall, Thunk
 from theano_dag.engines.cpu import CPULinker
@@ -69,8 +72,19 @@ def assert_same_outcome(got, want):
 CASES = [(row, dt) for row in TABLE for dt in row.dtypes]
 
 
+@pytest.fixture(params=["guarded", "python"])
+def call_half(request, monkeypatch):
+    """Both forms of the generated call: the body of a Guard checked in C (when the C
+    half is built), and the Python function that checks its inputs itself."""
+    if request.param == "guarded" and not callspec.NATIVE_CALL:
+        pytest.skip("the C half of the call (engines/callstub.c) is not built")
+    if request.param == "python":
+        monkeypatch.setattr("theano_dag.engines.cpu.linker.NATIVE_CALL", False)
+    return request.param
+
+
 @pytest.mark.parametrize("row,dtype", CASES, ids=[f"{r}-{d}" for r, d in CASES])
-def test_generated_call_matches_the_plain_call_on_every_op(row, dtype):
+def test_generated_call_matches_the_plain_call_on_every_op(row, dtype, call_half):
     syms, values = row_inputs(row, dtype, np.random.default_rng(7))
     f = function(syms, row.build(*syms), mode=cpu(), on_unused_input="ignore")
     assert isinstance(f._path, CPUCall)
@@ -80,6 +94,7 @@ def test_generated_call_matches_the_plain_call_on_every_op(row, dtype):
     for _ in range(2):  # the first call generates the code, the second runs it
         assert_same_outcome(outcome(f, *values), want)
     assert f._path.generated, "the generated call never ran"
+    assert f._guarded == (call_half == "guarded")
     # Values the generated call hands to the plain one, and bad ones: same result or error.
     bad_calls = [
         ([v.tolist() for v in values], {}),
@@ -170,7 +185,7 @@ FEATURES = _features()
 
 
 @pytest.mark.parametrize("name", sorted(FEATURES))
-def test_generated_call_matches_the_plain_call_and_the_reference_engine(name):
+def test_generated_call_matches_the_plain_call_and_the_reference_engine(name, call_half):
     """The same calls through three functions of one graph: the CPU engine's generated
     call, the plain call over the same kind of spec (a second CPU function), and the
     reference engine. Each function has its own copy of the shared state."""
@@ -197,6 +212,61 @@ def test_a_bad_call_leaves_no_trace_in_the_generated_call():
         f("abc")
     np.testing.assert_array_equal(s.get_value(), [1.0, 1.0])
     np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])
+
+
+def test_the_c_half_of_the_call_is_built_where_a_compiler_is():
+    # CI installs with gcc: a silent fall back to the Python half would hide a slower call.
+    if shutil.which(os.environ.get("CC", "gcc")) is None:
+        pytest.skip("no C compiler: the package installs without the C half")
+    assert callspec.NATIVE_CALL and callspec.CallBase is not callspec._PyCallBase
+    x = tt.dvector("x")
+    f = function([x], x + 1.0)
+    assert isinstance(f, callspec.CallBase)
+    f(np.ones(3))
+    assert f._guarded
+
+
+@pytest.mark.parametrize("threads_call", ["guarded", "python"])
+def test_calls_from_many_threads_each_get_their_own_result(threads_call, monkeypatch):
+    # One Context shared by the calls could be entered by one thread only ("cannot
+    # enter context ... is already entered" before); the C half falls back to setting
+    # numpy's error state in the calling thread's own context.
+    if threads_call == "guarded" and not callspec.NATIVE_CALL:
+        pytest.skip("the C half of the call is not built")
+    if threads_call == "python":
+        monkeypatch.setattr("theano_dag.engines.cpu.linker.NATIVE_CALL", False)
+    x = tt.dvector("x")
+    f = function([x], tt.exp(x) * 2 - tt.log(x), mode=cpu())
+    errors, wrong = [], []
+
+    def work(k):
+        v = np.full(4 + k % 2, 1.0 + k)
+        want = np.exp(v) * 2 - np.log(v)
+        try:
+            for _ in range(300):
+                got = f(v)
+                if not np.array_equal(got, want):
+                    wrong.append((k, got))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and wrong == []
+
+
+def test_the_python_half_reads_the_entry_and_ignores_the_guard():
+    class F(callspec._PyCallBase):
+        pass
+
+    f = F()
+    f._set_guard(lambda *a: ("entry", a), None, np.ndarray, (), (), None, None, None, None)
+    assert f(1, 2) == ("entry", (1, 2))
+    f._set_entry(lambda: "other")
+    assert f() == "other" and not f._guarded
 
 
 # -- the spec is frozen, changes give a new spec and a new call path ---------------------

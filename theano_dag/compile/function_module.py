@@ -23,17 +23,18 @@ the plain call or an engine's specialisation of it.
 from __future__ import annotations
 
 import copy as _copy
-import operator
 import time
 import warnings
 from dataclasses import replace
+
+import numpy as np
 
 from theano_dag.compile.io import In, SymbolicInput, SymbolicOutput
 from theano_dag.compile.mode import get_mode
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.config import config
 from theano_dag.engines.basic import Container
-from theano_dag.engines.callspec import CallProfile, CallSpec, InputSpec, as_thunk
+from theano_dag.engines.callspec import CallBase, CallProfile, CallSpec, InputSpec, as_thunk
 from theano_dag.graph.basic import Constant, Variable, ancestors, clone_get_equiv, graph_inputs
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph, InconsistencyError
@@ -236,7 +237,7 @@ def _input_desc(spec, position) -> str:
     return f"at position {position} (unnamed, {spec.variable.type})"
 
 
-class Function:
+class Function(CallBase):
     """A compiled function: call it with the input values, get the outputs.
 
     Positional arguments fill the explicit inputs in order; keywords fill
@@ -285,12 +286,13 @@ class Function:
         self._path = self.fn.make_call(spec)
         self._path.watch(self._use_entry)
 
-    def _use_entry(self, entry):
-        self._entry = entry
-
-    # ``f(...)`` runs the call path's current entry, which the path hands over (see
-    # CallPath.watch). Read through a C-level getter, so a call adds no Python frame.
-    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
+    def _use_entry(self, entry, guard):
+        # ``f(...)`` runs in the C half of CallBase: the guard's body when the arguments
+        # pass its checks, else the path's entry (see CallPath.watch).
+        if guard is None:
+            self._set_entry(entry)
+        else:
+            self._set_guard(entry, guard.body, guard.miss, np.ndarray, *guard[2:])
 
     @property
     def _label(self) -> str:

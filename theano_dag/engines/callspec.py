@@ -41,19 +41,29 @@ TypeError: Function got an unexpected keyword argument 'y'; its inputs are 'x'
 from __future__ import annotations
 
 import copy as _copy
+import operator
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from theano_dag.graph.type import Type
+
+try:  # the C half of the call, built by `pip install` where a C compiler is found
+    from theano_dag.engines._callstub import CallBase as _NativeCallBase
+except ImportError:
+    _NativeCallBase = None
 
 __all__ = [
     "InputSpec",
     "CallSpec",
     "CallPath",
+    "CallBase",
+    "Guard",
+    "NATIVE_CALL",
     "CallProfile",
     "PlainCall",
     "Thunk",
@@ -251,20 +261,43 @@ class CallProfile:
 # The engine side
 
 
+class Guard(NamedTuple):
+    """A call the caller may run itself, in C, when the arguments pass its checks.
+
+    ``body(*arrays)`` takes exactly ``len(dtypes)`` positional arguments, each an
+    exact ``numpy.ndarray`` whose ``dtype`` is the given object and whose shape is the
+    given tuple, and runs inside ``ctx`` (a ``contextvars.Context`` in which numpy
+    ignores floating-point errors; None: the body sets that itself). When it is busy
+    (another thread, a nested call), the caller sets ``cv`` to ``ignore`` in its own
+    context instead. A call that fails a check runs ``miss(args)``; anything else the
+    path's ``entry``.
+    """
+
+    body: Callable[..., Any]
+    miss: Callable[[tuple], Any]
+    dtypes: tuple
+    shapes: tuple
+    ctx: Any = None
+    cv: Any = None
+    ignore: Any = None
+
+
 class CallPath(ABC):
     """What ``thunk.make_call(spec)`` returns: ``entry`` is the function a call runs.
 
     An engine may replace ``entry`` between calls (the CPU engine installs the
-    generated code of the inputs' shapes). Whoever calls through the path subscribes
-    with ``watch(callback)``: the callback gets the entry at once and each new one, so
-    the caller can keep it where a call finds it fastest (``Function`` keeps it in an
-    attribute of its own that its ``__call__`` reads at C level).
+    generated code of the inputs' shapes), with or without a :class:`Guard`.
+    Whoever calls through the path subscribes with ``watch(callback)``: the callback
+    gets ``(entry, guard)`` at once and at each change, so the caller can keep them
+    where a call finds them fastest (``Function``, a :class:`CallBase`, keeps them in
+    its C half).
     """
 
     spec: CallSpec
 
     def __init__(self):
         self._entry = None
+        self._guard = None
         self._watchers: list = []
 
     @property
@@ -273,14 +306,44 @@ class CallPath(ABC):
 
     @entry.setter
     def entry(self, fn):
-        self._entry = fn
-        for callback in self._watchers:
-            callback(fn)
+        self.set_entry(fn)
 
-    def watch(self, callback: Callable[[Callable], None]) -> None:
-        """Call ``callback(entry)`` now and whenever the entry changes."""
+    @property
+    def guard(self) -> Guard | None:
+        return self._guard
+
+    def set_entry(self, fn, guard: Guard | None = None) -> None:
+        """Make ``fn`` the entry (and ``guard``, if any, its checked fast call)."""
+        self._entry, self._guard = fn, guard
+        for callback in self._watchers:
+            callback(fn, guard)
+
+    def watch(self, callback: Callable[[Callable, Guard | None], None]) -> None:
+        """Call ``callback(entry, guard)`` now and whenever the entry changes."""
         self._watchers.append(callback)
-        callback(self._entry)
+        callback(self._entry, self._guard)
+
+
+class _PyCallBase:
+    """The call of a compiled function where the C half is not built: ``f(...)``
+    reads the entry through a C-level getter and runs it; a guard is not used
+    (the entry handles every call)."""
+
+    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
+    _guarded = False
+
+    def _set_entry(self, entry):
+        self._entry = entry
+
+    def _set_guard(self, entry, body, miss, array_type, dtypes, shapes, ctx, cv, ignore):
+        self._entry = entry
+
+
+#: The base class of ``Function``: its call checked and dispatched in C
+#: (``engines/callstub.c``) when that was built, else :class:`_PyCallBase`.
+#: ``THEANO_DAG_PY_CALL=1`` chooses the Python one (to test it, or to rule the C one out).
+NATIVE_CALL = _NativeCallBase is not None and not os.environ.get("THEANO_DAG_PY_CALL")
+CallBase = _NativeCallBase if NATIVE_CALL else _PyCallBase
 
 
 class Thunk(ABC):

@@ -19,18 +19,20 @@ at once get a RuntimeError rather than mixed-up results.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections import OrderedDict
 
 import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
-from theano_dag.engines.callspec import CallPath, CallSpec, PlainCall, Thunk
+from theano_dag.engines.callspec import NATIVE_CALL, CallPath, CallSpec, Guard, PlainCall, Thunk
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
     build_core,
     build_fast,
+    err_off,
+    err_on,
+    errstate_var,
     ignoring_context,
 )
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
@@ -382,16 +384,48 @@ class CPUCall(CallPath):
         self.spec = spec
         self.plain = PlainCall(spec, thunk)
         self.slow = self.plain.entry
-        self.ctx = ignoring_context()
         self.generated: dict = {}  # signature -> generated call
+        # With the C half of the call (callspec.NATIVE_CALL) the generated code is the
+        # body of a Guard: the caller checks the explicit inputs and enters ctx, a
+        # Context where numpy ignores floating-point errors (or, when another thread
+        # is in it, sets that in its own). Without it the generated code sets numpy's
+        # error state itself: one shared Context cannot be entered by two threads.
+        self.guarded = NATIVE_CALL
+        self.ctx = ignoring_context() if self.guarded else None
+        self.cv, self.ignore = errstate_var()
+        self._general = self._ignoring(self._first_call)
+        self._miss = self._ignoring(self._switch)
         self._install(self._first_call)
 
-    def _install(self, fast):
-        if self.ctx is not None:
-            # Run inside a context where numpy ignores floating-point errors (as
-            # Op.perform does); a C-level partial adds no Python frame to the call.
-            fast = functools.partial(self.ctx.run, fast)
-        self.entry = fast
+    def _install(self, fast, sig=None):
+        if self.guarded and sig is not None:
+            spec, dtypes = self.spec, self.thunk._dtypes
+            guard = Guard(
+                fast,
+                self._miss,
+                tuple(dtypes[k] for k in spec.explicit),
+                tuple(sig[k] for k in spec.explicit),
+                self.ctx,
+                self.cv,
+                self.ignore,
+            )
+            self.set_entry(self._general, guard)
+            return
+        self.entry = self._general if sig is None else fast
+
+    @staticmethod
+    def _ignoring(fn):
+        """``fn`` run where numpy ignores floating-point errors, in the caller's own
+        context (safe from any thread, and inside another call of the function)."""
+
+        def call(*args, **kwargs):
+            token = err_off()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                err_on(token)
+
+        return call
 
     def _first_call(self, *args, **kwargs):
         if kwargs:
@@ -421,11 +455,16 @@ class CPUCall(CallPath):
         if fast is None:
             with gc_paused():
                 fast, source = build_fast(
-                    plan, spec, self.slow, self._switch, errstate=self.ctx is None
+                    plan,
+                    spec,
+                    self.slow,
+                    self._switch,
+                    errstate=self.ctx is None,
+                    guarded=self.guarded,
                 )
             self.generated[sig] = fast
             plan.fast, plan.source_fast = fast, source  # for source()
-        self._install(fast)
+        self._install(fast, sig)
         return fast(*args)
 
 

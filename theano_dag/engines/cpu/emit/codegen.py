@@ -103,6 +103,25 @@ def ignoring_context():
     return ctx
 
 
+def errstate_var():
+    """numpy's error-state ``ContextVar`` and its value that ignores every error, or
+    ``(None, None)`` when numpy keeps its error state elsewhere (numpy < 2).
+
+    >>> import numpy as np
+    >>> cv, ignore = errstate_var()
+    >>> cv is None or cv.get() is not ignore
+    True
+    """
+    try:
+        from numpy._core import umath
+
+        cv = umath._extobj_contextvar
+    except (ImportError, AttributeError):
+        return None, None
+    with np.errstate(all="ignore"):
+        return cv, cv.get()
+
+
 # Distinct sources kept compiled (and their text kept for tracebacks).
 CODE_CACHE_SIZE = 1024
 
@@ -365,27 +384,32 @@ def _persistent(plan):
     return out
 
 
-def build_fast(plan, spec, slow, switch, errstate=True):
+def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     """Compile the plan's call path, a specialisation of ``spec`` (a ``CallSpec``):
     ``fast(x0, x1, ...)`` checks the explicit inputs against this plan's signature
     (else ``switch(args)``), reads the shared values, runs, stores the updates and
     returns what ``PlainCall(spec)`` returns. Any other call (another number of
     arguments, keywords) goes to ``slow``, the plain call.
     ``errstate=False``: the caller runs it where numpy ignores floating-point errors
-    (:func:`ignoring_context`)."""
+    (:func:`ignoring_context`). ``guarded=True``: the caller has checked the explicit
+    inputs already (a :class:`~theano_dag.engines.callspec.Guard`, in C), so ``fast``
+    takes exactly them and checks only the shared inputs it reads."""
     t0 = time.perf_counter()
     p = plan.program
     names = p.names
     explicit = [names[p.inputs[k]] for k in spec.explicit]
     # Fixed parameters with a marker default: cheaper than unpacking *args, and a call
     # with fewer arguments still reaches the generated code (which hands it on).
-    params = [f"{nm}=_NA" for nm in explicit] + ["*_rest", "**_kw"]
-    head = [f"def fast({', '.join(params)}):"]
-    cond = ["_rest", "_kw"] + ([f"{explicit[-1]} is _NA"] if explicit else [])
-    head.append(f"    if {' or '.join(cond)}:")
-    head.append(
-        f"        return _slow_na(({', '.join(explicit)}{',' if explicit else ''}), _rest, _kw)"
-    )
+    if guarded:
+        head = [f"def fast({', '.join(explicit)}):"]
+    else:
+        params = [f"{nm}=_NA" for nm in explicit] + ["*_rest", "**_kw"]
+        head = [f"def fast({', '.join(params)}):"]
+        cond = ["_rest", "_kw"] + ([f"{explicit[-1]} is _NA"] if explicit else [])
+        head.append(f"    if {' or '.join(cond)}:")
+        head.append(
+            f"        return _slow_na(({', '.join(explicit)}{',' if explicit else ''}), _rest, _kw)"
+        )
     extra = {"_slow_na": _slow_na(slow), "_switch": switch, "_nd": np.ndarray, "_NA": _NA}
     checks = []
     for k, v in enumerate(p.inputs):
@@ -393,6 +417,8 @@ def build_fast(plan, spec, slow, switch, errstate=True):
         if k not in spec.explicit:
             extra[f"_inC{k}"] = spec.input_cells[k]
             head.append(f"    {nm} = _inC{k}[0]")
+        if guarded and k in spec.explicit:
+            continue
         extra[f"_inD{k}"] = np.dtype(v.type.dtype)
         extra[f"_inS{k}"] = plan.sig[k]
         # ``__class__`` is an attribute read; ``type(x)`` a global lookup and a call.
