@@ -23,6 +23,7 @@ the plain call or an engine's specialisation of it.
 from __future__ import annotations
 
 import copy as _copy
+import threading
 import time
 import warnings
 from dataclasses import replace
@@ -283,8 +284,23 @@ class Function(CallBase):
     def _set_spec(self, spec):
         """Use ``spec`` from now on: the engine makes the call path anew from it."""
         self.spec = spec
+        # The engines reuse a function's storage from call to call (the CPU engine's
+        # planned blocks, the reference engine's cells): the thread that sets the spec
+        # calls the function itself, any other a copy of its own.
+        self._copies = threading.local()
+        self._set_owner(threading.get_ident(), self._call_in_other_thread)
         self._path = self.fn.make_call(spec)
         self._path.watch(self._use_entry)
+
+    def _call_in_other_thread(self, *args, **kwargs):
+        """A call from a thread other than the owner's runs that thread's own copy
+        (:meth:`copy`: the same graph and engine, its own storage, the same shared
+        variables), made on its first call and kept while the thread lives. Updates of
+        shared variables from several threads at once race as they would in numpy."""
+        mine = getattr(self._copies, "function", None)
+        if mine is None:
+            mine = self._copies.function = self.copy()
+        return mine(*args, **kwargs)
 
     def _use_entry(self, entry, guard):
         # ``f(...)`` runs in the C half of CallBase: the guard's body when the arguments

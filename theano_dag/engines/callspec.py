@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy as _copy
 import operator
 import os
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -326,17 +327,31 @@ class CallPath(ABC):
 
 class _PyCallBase:
     """The call of a compiled function where the C half is not built: ``f(...)``
-    reads the entry through a C-level getter and runs it; a guard is not used
-    (the entry handles every call)."""
+    reads this thread's entry through C-level getters and runs it; a guard is not
+    used (the entry handles every call)."""
 
-    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
+    __call__ = property(operator.attrgetter("_local.entry"), doc="Call the function.")
     _guarded = False
+    _entry = None
+
+    def _set_owner(self, ident, other):
+        self._owner = ident
+        self._local = _ThreadEntry(ident, other, self._entry)
 
     def _set_entry(self, entry):
         self._entry = entry
+        if threading.get_ident() == self._owner:
+            self._local.entry = entry
 
     def _set_guard(self, entry, body, miss, array_type, dtypes, shapes, ctx, cv, ignore):
-        self._entry = entry
+        self._set_entry(entry)
+
+
+class _ThreadEntry(threading.local):
+    """The Python half's entry, per thread: the owner's, or ``other`` elsewhere."""
+
+    def __init__(self, owner, other, entry):
+        self.entry = entry if threading.get_ident() == owner else other
 
 
 #: The base class of ``Function``: its call checked and dispatched in C

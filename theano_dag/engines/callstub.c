@@ -45,6 +45,8 @@ typedef struct {
     PyObject *ctx;        /* contextvars.Context in which numpy ignores FP errors, or NULL */
     PyObject *cv;         /* numpy's error-state ContextVar, for when ctx is busy */
     PyObject *ignore;     /* its value that ignores every error */
+    PyObject *other;      /* other(...) runs a call from a thread other than owner */
+    unsigned long owner;  /* the thread whose calls this object runs itself */
     Py_ssize_t n;         /* -1: no guard; every call goes to entry */
     int *ndims;
     Py_ssize_t *dims;     /* the n shapes, one after the other */
@@ -103,6 +105,14 @@ callbase_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject
 {
     CallBase *self = (CallBase *)op;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (self->other != NULL && PyThread_get_thread_ident() != self->owner) {
+        /* The engines reuse a function's storage from call to call: another thread
+         * runs a copy of its own (Function._call_in_other_thread). */
+        PyObject *other = Py_NewRef(self->other);
+        PyObject *res = PyObject_Vectorcall(other, args, nargsf, kwnames);
+        Py_DECREF(other);
+        return res;
+    }
     if (self->n >= 0 && nargs == self->n && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
         Py_ssize_t off = 0;
         int hit = 1;
@@ -172,6 +182,7 @@ callbase_traverse(CallBase *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->entry);
+    Py_VISIT(self->other);
     Py_VISIT(self->body);
     Py_VISIT(self->miss);
     Py_VISIT(self->array_type);
@@ -186,6 +197,7 @@ static int
 callbase_clear(CallBase *self)
 {
     Py_CLEAR(self->entry);
+    Py_CLEAR(self->other);
     drop_guard(self);
     return 0;
 }
@@ -209,6 +221,24 @@ callbase_set_entry(CallBase *self, PyObject *entry)
     Py_INCREF(entry);
     Py_XSETREF(self->entry, entry);
     drop_guard(self);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(set_owner_doc,
+             "_set_owner(ident, other): calls from threads other than ``ident`` run other(...).");
+
+static PyObject *
+callbase_set_owner(CallBase *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_set_owner takes 2 arguments");
+        return NULL;
+    }
+    unsigned long ident = PyLong_AsUnsignedLong(args[0]);
+    if (ident == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    self->owner = ident;
+    Py_XSETREF(self->other, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
     Py_RETURN_NONE;
 }
 
@@ -293,6 +323,7 @@ callbase_get_guarded(CallBase *self, void *closure)
 static PyMethodDef callbase_methods[] = {
     {"_set_entry", (PyCFunction)callbase_set_entry, METH_O, set_entry_doc},
     {"_set_guard", (PyCFunction)(void (*)(void))callbase_set_guard, METH_FASTCALL, set_guard_doc},
+    {"_set_owner", (PyCFunction)(void (*)(void))callbase_set_owner, METH_FASTCALL, set_owner_doc},
     {NULL, NULL, 0, NULL},
 };
 
