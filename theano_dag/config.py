@@ -129,3 +129,19 @@ class Config:
 
 config = Config()
 config.load_env(os.environ.get("THEANO_DAG_FLAGS"))
+
+
+def install_hint(extra: str, requirement: str) -> str:
+    """The line that installs an optional extra, as a user can paste it in any shell.
+
+    theano_dag is installed from a checkout (it is on no package index), so the extra is
+    named by path; the requirement alone works anywhere. Brackets are quoted for zsh.
+
+    >>> print(install_hint("networkx", "networkx>=2.8"))
+    pip install 'networkx>=2.8' (the 'networkx' extra: pip install '.[networkx]' in a
+    theano_dag checkout)
+    """
+    return (
+        f"pip install '{requirement}' "
+        f"(the '{extra}' extra: pip install '.[{extra}]' in a theano_dag checkout)"
+    )

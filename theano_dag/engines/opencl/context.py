@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theano_dag.config import config
+from theano_dag.config import config, install_hint
 from theano_dag.engines.opencl.impl import I64, copy_source
 from theano_dag.engines.opencl.values import DArr
 from theano_dag.scalar.basic import OPENCL_TYPES
@@ -53,7 +53,7 @@ def import_pyopencl():
     ...     cl = import_pyopencl()
     ... except OpenCLUnavailable as e:
     ...     cl = None
-    ...     assert "theano_dag[opencl]" in str(e)
+    ...     assert "pip install '.[opencl]'" in str(e)
     """
     try:
         import pyopencl
@@ -61,9 +61,10 @@ def import_pyopencl():
         import pyopencl.tools  # noqa: F401
     except ImportError as e:
         raise OpenCLUnavailable(
-            "The OpenCL engine needs pyopencl and an OpenCL driver: "
-            "pip install 'theano_dag[opencl]' (pyopencl + pocl-binary-distribution, a CPU "
-            f"driver that needs no system packages). Import failed: {e}"
+            "The OpenCL engine needs pyopencl and an OpenCL driver (pocl-binary-distribution "
+            "is a CPU driver that needs no system packages): "
+            f"{install_hint('opencl', 'pyopencl>=2022.1')} pocl-binary-distribution. "
+            f"Import failed: {e}"
         ) from e
     return pyopencl
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from theano_dag.config import install_hint
 from theano_dag.formats.opgraph.nodes import Node, Operation, parse_modes
 
 __all__ = ["Edge", "OpGraph", "OpGraphError", "evaluate", "infer_shapes"]
@@ -298,14 +299,14 @@ class OpGraph:
         """A ``networkx.DiGraph`` on the node indices: node attribute ``node`` (the object) and
         ``kind`` (``'tensor'`` or ``'operation'``), edge attribute ``labels``.
 
-        Needs the optional extra: ``pip install theano_dag[networkx]``.
+        Needs the optional extra ``networkx`` (``pip install '.[networkx]'`` in a checkout).
         """
         try:
             import networkx as nx  # an optional extra: needed only when asked for
         except ImportError:
             raise ImportError(
                 "OpGraph.to_networkx needs networkx, an optional extra: "
-                "pip install theano_dag[networkx]"
+                + install_hint("networkx", "networkx>=2.8")
             ) from None
         g = nx.DiGraph()
         for n, node in enumerate(self._nodes):
