@@ -39,11 +39,6 @@ FLAGS: dict[str, _Flag] = {
     "device": _Flag("cpu", "where functions run", ("cpu", "opencl")),
     "cxx": _Flag(None, "C compiler used for fused kernels; '' disables C"),
     "compiledir": _Flag(None, "where compiled kernels are cached"),
-    "cpu_gemm": _Flag(
-        "auto",
-        "matrix products of the CPU engine: 'auto' (C where it targets AVX-512), 'c', 'numpy'",
-        ("auto", "c", "numpy"),
-    ),
     "on_opt_error": _Flag("warn", "what a failing rewrite does", ("warn", "raise", "ignore")),
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),
     "optimizer_excluding": _Flag("", "colon-separated tags to exclude"),
