@@ -10,13 +10,13 @@ Between two nodes there is at most one edge, so a pair of nodes names an edge.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
 
 from theano_dag.config import install_hint
 from theano_dag.formats.opgraph.nodes import Node, Operation, parse_modes
+from theano_dag.graph.algorithms import indexed_toposort
 
 __all__ = ["Edge", "OpGraph", "OpGraphError", "evaluate", "infer_shapes"]
 
@@ -216,18 +216,7 @@ class OpGraph:
 
         Raises :class:`OpGraphError` naming the nodes on a cycle.
         """
-        waiting = [len(ins) for ins in self._in]
-        ready = [n for n, w in enumerate(waiting) if not w]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            n = heapq.heappop(ready)
-            order.append(n)
-            for e in self._out[n]:
-                dst = self._edges[e].dst
-                waiting[dst] -= 1
-                if not waiting[dst]:
-                    heapq.heappush(ready, dst)
+        order, waiting = indexed_toposort([[self._edges[e].src for e in ins] for ins in self._in])
         if len(order) < len(self._nodes):
             cycle = self._find_cycle(waiting)
             raise OpGraphError("the OpGraph has a cycle through nodes " + " -> ".join(cycle))
