@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx
+.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -51,6 +51,7 @@ test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
 	THEANO_FLAGS='$(THEANO_FLAGS_TEST)' $(THEANO_VENV)/bin/python -m pytest \
 	  tests_theano theano_dag/formats/theano_interop.py -p no:cacheprovider
 	$(MAKE) test-no-cxx
+	$(MAKE) docs
 	$(MAKE) dist-check
 
 # What a user without a C compiler gets (macOS, Windows, no gcc: docs/engines.md,
@@ -64,6 +65,11 @@ test-no-cxx: $(STAMP)
 # bundled data and C sources present, the README's and docs/index.md's examples run.
 dist-check: $(STAMP)
 	$(BIN)/python tools/check_dist.py
+
+# The site and its API reference (mkdocs + mkdocstrings, the docs extra, in dev) into
+# build/site; strict: a broken link or reference, or any other warning, fails it.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
 
 demo: $(STAMP)
 	$(BIN)/python examples/train_digits.py

@@ -84,3 +84,20 @@ def test_every_name_on_the_architecture_page_exists():
         except (ImportError, AttributeError):
             missing.append(name)
     assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+
+
+def test_doctests_become_code_blocks_on_the_site():
+    """`make docs` fences docstring examples (tools/griffe_doctests.py, a griffe extension)."""
+    pytest.importorskip("griffe")  # the docs extra
+    import importlib.util
+
+    path = pathlib.Path(__file__).parent.parent / "tools" / "griffe_doctests.py"
+    spec = importlib.util.spec_from_file_location("griffe_doctests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert doctest.testmod(module).failed == 0
+    from theano_dag.graph.op import Op
+
+    fenced = module.fence_doctests(Op.__doc__)
+    before, code = fenced.split("```pycon\n", 1)
+    assert ">>>" not in before and "output_storage[0][0]" in code.split("```")[0]
