@@ -1,39 +1,16 @@
-"""Packaging entry point for theano_dag (tool settings live in pyproject.toml)."""
+"""The C extension of theano_dag; everything else is in pyproject.toml.
 
-from setuptools import Extension, find_packages, setup
+``theano_dag.engines._callstub`` is the C half of a compiled function's call
+(engines/callstub.c). It is optional: where no C compiler is found the package installs
+without it and calls go through the Python half (``engines.callspec.NATIVE_CALL``).
+"""
 
-EXTRAS = {
-    "test": [
-        "pytest>=7",
-        "hypothesis>=6",
-        "ruff==0.8.6",
-        "import-linter>=2.1,<3",
-        "scikit-learn>=1.2",
-        "pytensor",
-    ],
-    "examples": ["scikit-learn>=1.2"],
-    "networkx": ["networkx>=2.8"],
-    "graphviz": ["graphviz>=0.20"],
-    "plot": ["matplotlib>=3.5"],
-    "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.0"],
-    "pytensor": ["pytensor"],
-    "bench": ["pytensor", "jax", "matplotlib>=3.5"],
-}
-EXTRAS["dev"] = sorted({p for k in ("test", "networkx", "opencl") for p in EXTRAS[k]})
+from setuptools import Extension, setup
 
 setup(
-    name="theano_dag",
-    version="0.1.0",
-    description="A Theano-style symbolic compiler for array programs",
-    packages=find_packages(include=["theano_dag", "theano_dag.*"]),
-    # the fixed C sources of the CPU engine are read at build time (engines.cpu.native)
-    package_data={"theano_dag": ["datasets/*.npz", "engines/cpu/native/*.c"]},
-    python_requires=">=3.10",
-    install_requires=["numpy>=1.23,<3"],
-    extras_require=EXTRAS,
-    # The C half of a compiled function's call; optional: without a C compiler the
-    # package installs and calls go through the Python half (engines.callspec).
     ext_modules=[
-        Extension("theano_dag.engines._callstub", ["theano_dag/engines/callstub.c"], optional=True)
+        Extension(
+            "theano_dag.engines._callstub", ["theano_dag/engines/callstub.c"], optional=True
+        )
     ],
 )

@@ -209,7 +209,7 @@ def test_pydot_source_golden():
 
 def test_pydotprint_without_graphviz(monkeypatch):
     monkeypatch.setitem(sys.modules, "graphviz", None)
-    with pytest.raises(ImportError, match=r"pip install theano_dag\[graphviz\]"):
+    with pytest.raises(ImportError, match=r"pip install '\.\[graphviz\]'"):
         pydotprint(neg(g("x")))
 
 

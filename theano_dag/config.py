@@ -39,11 +39,6 @@ FLAGS: dict[str, _Flag] = {
     "device": _Flag("cpu", "where functions run", ("cpu", "opencl")),
     "cxx": _Flag(None, "C compiler used for fused kernels; '' disables C"),
     "compiledir": _Flag(None, "where compiled kernels are cached"),
-    "cpu_gemm": _Flag(
-        "auto",
-        "matrix products of the CPU engine: 'auto' (C where it targets AVX-512), 'c', 'numpy'",
-        ("auto", "c", "numpy"),
-    ),
     "on_opt_error": _Flag("warn", "what a failing rewrite does", ("warn", "raise", "ignore")),
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),
     "optimizer_excluding": _Flag("", "colon-separated tags to exclude"),
@@ -129,3 +124,19 @@ class Config:
 
 config = Config()
 config.load_env(os.environ.get("THEANO_DAG_FLAGS"))
+
+
+def install_hint(extra: str, requirement: str) -> str:
+    """The line that installs an optional extra, as a user can paste it in any shell.
+
+    theano_dag is installed from a checkout (it is on no package index), so the extra is
+    named by path; the requirement alone works anywhere. Brackets are quoted for zsh.
+
+    >>> print(install_hint("networkx", "networkx>=2.8"))
+    pip install 'networkx>=2.8' (the 'networkx' extra: pip install '.[networkx]' in a
+    theano_dag checkout)
+    """
+    return (
+        f"pip install '{requirement}' "
+        f"(the '{extra}' extra: pip install '.[{extra}]' in a theano_dag checkout)"
+    )

@@ -10,7 +10,7 @@ import os
 import sys
 from io import StringIO
 
-from theano_dag.config import config
+from theano_dag.config import config, install_hint
 from theano_dag.graph.basic import Apply, Constant, Variable, io_toposort
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.shared import SharedVariable
@@ -452,7 +452,8 @@ def pydotprint(fct, outfile=None, format=None, print_type=False, max_label_size=
     except ImportError:
         raise ImportError(
             "pydotprint needs the graphviz Python package (and Graphviz's `dot` program): "
-            "pip install theano_dag[graphviz]. pydot_source() gives the DOT text without it."
+            f"{install_hint('graphviz', 'graphviz>=0.20')}. "
+            "pydot_source() gives the DOT text without it."
         ) from None
 
     source = pydot_source(fct, print_type=print_type, max_label_size=max_label_size)

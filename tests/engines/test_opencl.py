@@ -293,15 +293,21 @@ def test_program_cache_hit():
     after = CTX.program_stats
     assert after["builds"] == before["builds"]
     assert after["memory_hits"] == before["memory_hits"] + 1
-    # On disk (what a second process finds): a binary saved, then loaded, not rebuilt.
+    # On disk (what a second process finds): pyopencl's binary cache under cache_dir(),
+    # unless the driver caches source builds itself (PoCL, NVIDIA): then it builds again.
+    from pyopencl.characterize import has_src_build_cache
+
     src = CTX.header() + f"__kernel void cache_probe_{os.getpid()}(__global int* a) {{ a[0] = 7; }}"
-    CTX.build_program(src, persist=True)
-    assert os.path.exists(os.path.join(CTX.cache_dir(), CTX.cache_key(src) + ".bin"))
+    CTX.build_program(src)
     CTX.clear_memory_cache()
     builds, hits = CTX.program_stats["builds"], CTX.program_stats["disk_hits"]
-    CTX.build_program(src, persist=True)
-    assert CTX.program_stats["builds"] == builds
-    assert CTX.program_stats["disk_hits"] == hits + 1
+    CTX.build_program(src)
+    if has_src_build_cache(CTX.device):
+        assert CTX.program_stats["builds"] == builds + 1
+    else:
+        assert os.listdir(CTX.cache_dir())
+        assert CTX.program_stats["builds"] == builds
+        assert CTX.program_stats["disk_hits"] == hits + 1
 
 
 def test_device_selection_by_config():

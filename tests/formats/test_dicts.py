@@ -388,7 +388,7 @@ def test_to_networkx_tuple_dag_and_unidag():
 
 def test_to_networkx_without_networkx(monkeypatch):
     monkeypatch.setitem(sys.modules, "networkx", None)  # makes `import networkx` fail
-    with pytest.raises(ImportError, match=r"pip install theano_dag\[networkx\]"):
+    with pytest.raises(ImportError, match=r"pip install '\.\[networkx\]'"):
         to_networkx(DAG)
 
 

@@ -12,8 +12,10 @@ _HERE = os.path.dirname(__file__)
 def load_digits(dtype="float64", seed=0, test_fraction=0.25):
     """Return ``(x_train, y_train, x_test, y_test)`` for the 8x8 handwritten digits.
 
-    The 1,797 images are scikit-learn's bundled copy of the UCI digits (pixel
-    values 0..16, scaled here to [0, 1]), split once with a fixed shuffle.
+    The 1,797 images are the test part of the UCI "Optical Recognition of Handwritten
+    Digits" (Alpaydin and Kaynak, 1998; CC BY 4.0, see ``DIGITS.md`` beside this module),
+    as scikit-learn bundles them (pixel values 0..16, scaled here to [0, 1]), split once
+    with a fixed shuffle.
 
     >>> x_train, y_train, x_test, y_test = load_digits()
     >>> x_train.shape, x_test.shape, int(y_train.max())

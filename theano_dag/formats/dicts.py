@@ -26,10 +26,10 @@ formats and converts between any two.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
+from theano_dag.graph.algorithms import indexed_toposort
 from theano_dag.graph.basic import Constant
 
 __all__ = [
@@ -278,34 +278,22 @@ def _check_inputs(inputs, producer):
 
 
 def _job_order(jobs, producer):
-    """Kahn's algorithm over jobs; leftovers mean a cycle, reported by its variables."""
-    deps = {
-        id(job): {id(producer[a]): producer[a] for a in job.args if a in producer} for job in jobs
-    }
-    users = {id(job): [] for job in jobs}
-    for job in jobs:
-        for dep_id in deps[id(job)]:
-            users[dep_id].append(job)
-    waiting = {id(job): len(deps[id(job)]) for job in jobs}
-    # a heap on dict position keeps the order stable: a graph already in order stays so
+    """The jobs in dependency order (dict position first among the ready ones, so a graph
+    already in order stays so); a cycle is reported by its variables."""
     rank = {id(job): k for k, job in enumerate(jobs)}
-    ready = [(rank[id(job)], job) for job in jobs if not waiting[id(job)]]
-    order = []
-    while ready:
-        _, job = heapq.heappop(ready)
-        order.append(job)
-        for user in users[id(job)]:
-            waiting[id(user)] -= 1
-            if not waiting[id(user)]:
-                heapq.heappush(ready, (rank[id(user)], user))
+    deps = [
+        list(dict.fromkeys(rank[id(producer[a])] for a in job.args if a in producer))
+        for job in jobs
+    ]
+    order, waiting = indexed_toposort(deps)
     if len(order) == len(jobs):
-        return order
+        return [jobs[k] for k in order]
     # Every job left waits on another job left, so walking back from one reaches a cycle.
-    job = next(j for j in jobs if waiting[id(j)])
+    job = next(j for k, j in enumerate(jobs) if waiting[k])
     seen, path = {}, []  # path[k] = (job, variable it uses from the next job on the path)
     while id(job) not in seen:
         seen[id(job)] = len(path)
-        var = next(a for a in job.args if a in producer and waiting[id(producer[a])])
+        var = next(a for a in job.args if a in producer and waiting[rank[id(producer[a])]])
         path.append((job, var))
         job = producer[var]
     cycle_vars = [var for _, var in path[seen[id(job)] :]][::-1]  # in data-flow order

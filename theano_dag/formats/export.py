@@ -13,6 +13,7 @@ and ``to_networkx``).
 
 from __future__ import annotations
 
+from theano_dag.config import install_hint
 from theano_dag.formats.chain import FORMATS, _fmt_name, convert, detect_format
 from theano_dag.formats.dicts import _parse, _parse_unidag, index
 from theano_dag.formats.opgraph import OpGraph
@@ -68,7 +69,7 @@ def _elements(graph, fmt):
 def to_networkx(graph, fmt=None):
     """A ``networkx.DiGraph`` of a dict graph (any format; ``fmt`` detected when omitted).
 
-    Needs the optional extra: ``pip install theano_dag[networkx]``.
+    Needs the optional extra ``networkx`` (``pip install '.[networkx]'`` in a checkout).
 
     >>> g = to_networkx({('q', 'r'): {'fn': 'divmod', 'args': ('a', 'b')}})
     >>> sorted(g.edges(data=True), key=str)
@@ -81,7 +82,8 @@ def to_networkx(graph, fmt=None):
         import networkx as nx  # an optional extra: needed only when asked for
     except ImportError:
         raise ImportError(
-            "to_networkx needs networkx, an optional extra: pip install theano_dag[networkx]"
+            "to_networkx needs networkx, an optional extra: "
+            + install_hint("networkx", "networkx>=2.8")
         ) from None
     if _is_opgraph(graph):
         return graph.to_networkx()

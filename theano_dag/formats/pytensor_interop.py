@@ -1,6 +1,6 @@
 """theano_dag FunctionGraph <-> PyTensor FunctionGraph: ``to_pytensor`` / ``from_pytensor``.
 
-Needs PyTensor, an optional extra (``pip install theano_dag[pytensor]``). Written against
+Needs PyTensor, an optional extra (``pip install '.[pytensor]'`` in a checkout). Written against
 PyTensor 3; what PyTensor does differently from Theano is in :class:`PyTensorFlavor`
 (static shapes on types, ``DimShuffle(input_ndim=, new_order=)``, axis tuples on
 ``Softmax``, ``Blockwise``-wrapped linear algebra, its own ``Einsum``). See
@@ -9,6 +9,7 @@ PyTensor 3; what PyTensor does differently from Theano is in :class:`PyTensorFla
 
 from __future__ import annotations
 
+from theano_dag.config import install_hint
 from theano_dag.formats.chain import register_conversion
 from theano_dag.formats.foreign import Flavor, from_foreign, to_foreign
 
@@ -19,7 +20,7 @@ class PyTensorFlavor(Flavor):
     """Where PyTensor keeps the classes the conversion needs."""
 
     package = "pytensor"
-    install = "pip install theano_dag[pytensor]"
+    install = install_hint("pytensor", "pytensor>=3.0.7,<3.1")
     scalar_modules = ("pytensor.scalar.basic", "pytensor.scalar.math")
     paths = {
         "FunctionGraph": "pytensor.graph.fg:FunctionGraph",

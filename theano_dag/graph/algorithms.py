@@ -9,6 +9,7 @@ Walking (``walk``, ``ancestors``, ``graph_inputs``, ...), cloning (``clone``,
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 
@@ -32,6 +33,7 @@ __all__ = [
     "clone_get_equiv",
     "clone_replace",
     "general_toposort",
+    "indexed_toposort",
     "io_toposort",
     "io_connection_pattern",
     "as_string",
@@ -414,6 +416,39 @@ def general_toposort(outputs, deps, compute_deps_cache=None, deps_cache=None, cl
 
 
 _MISSING = object()
+
+
+def indexed_toposort(deps) -> tuple[list, list]:
+    """Kahn's algorithm over items ``0..len(deps)-1``; ``deps[i]`` lists what item ``i``
+    depends on (a dependency listed twice is waited for twice).
+
+    Among the items that are ready, the lowest index goes first, so items already in a
+    valid order keep it. Returns ``(order, waiting)``: ``order`` is complete unless there
+    is a cycle, and then ``waiting[i] > 0`` marks the items on or behind one (the
+    callers name a cycle in their own terms). The other sorts of the package, over
+    Apply nodes, jobs of a dict graph and OpGraph nodes, are this one or
+    :func:`general_toposort`.
+
+    >>> indexed_toposort([[2], [], []])
+    ([1, 2, 0], [0, 0, 0])
+    >>> indexed_toposort([[1], [0], []])
+    ([2], [1, 1, 0])
+    """
+    waiting = [len(d) for d in deps]
+    users: list = [[] for _ in deps]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    ready = [i for i, w in enumerate(waiting) if not w]  # ascending: already a heap
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, u)
+    return order, waiting
 
 
 def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from theano_dag.graph.algorithms import indexed_toposort
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import InconsistencyError
 from theano_dag.graph.toolbox import AlreadyThere, Bookkeeper, Supervisor
@@ -39,29 +40,20 @@ class ProtocolError(Exception):
 def _cycle_nodes(fgraph, orderings):
     """Return the Apply nodes that cannot be scheduled (empty when there is no cycle).
 
-    Kahn's algorithm over the Apply nodes, with ``orderings`` as extra edges.
+    :func:`~theano_dag.graph.algorithms.indexed_toposort` over the Apply nodes, with
+    ``orderings`` as extra edges.
     """
-    apply_nodes = fgraph.apply_nodes
-    pending: dict = {}
-    children: dict = {}
-    ready = deque()
-    for node in apply_nodes:
-        parents = {i.owner for i in node.inputs if i.owner is not None and i.owner in apply_nodes}
-        parents.update(p for p in orderings.get(node, ()) if p in apply_nodes)
-        parents.discard(None)
-        pending[node] = len(parents)
-        for p in parents:
-            children.setdefault(p, []).append(node)
-        if not parents:
-            ready.append(node)
-    while ready:
-        node = ready.popleft()
-        del pending[node]
-        for c in children.get(node, ()):
-            pending[c] -= 1
-            if pending[c] == 0:
-                ready.append(c)
-    return set(pending)
+    nodes = list(fgraph.apply_nodes)
+    index = {node: k for k, node in enumerate(nodes)}
+    deps = []
+    for node in nodes:
+        parents = {index[i.owner] for i in node.inputs if i.owner in index}
+        parents.update(index[p] for p in orderings.get(node, ()) if p in index)
+        deps.append(parents)
+    order, waiting = indexed_toposort(deps)
+    if len(order) == len(nodes):
+        return set()
+    return {node for node, w in zip(nodes, waiting) if w}
 
 
 class DestroyHandler(Bookkeeper):

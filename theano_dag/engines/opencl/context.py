@@ -10,23 +10,21 @@ Every host<->device copy made by the engine goes through
 :meth:`DeviceContext.upload` or :meth:`DeviceContext.download`, which count
 them in ``ctx.transfers`` (tests and benchmarks read the counts).
 
-Built programs are cached twice: in memory (per context) and on disk under
-``config.compiledir/opencl``, keyed by the SHA-256 of the source, the build
-options and the device's identity, so that a second process loads the binary
-instead of compiling the source again. ``ctx.program_stats`` counts builds and
-hits.
+Built programs are cached in memory (per context) and, by pyopencl's own
+``Program.build(cache_dir=...)``, on disk under ``config.compiledir/opencl``, so
+that a second process loads the binary instead of compiling the source again.
+``ctx.program_stats`` counts builds and hits.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from theano_dag.config import config
+from theano_dag.config import config, install_hint
 from theano_dag.engines.opencl.impl import I64, copy_source
 from theano_dag.engines.opencl.values import DArr
 from theano_dag.scalar.basic import OPENCL_TYPES
@@ -53,7 +51,7 @@ def import_pyopencl():
     ...     cl = import_pyopencl()
     ... except OpenCLUnavailable as e:
     ...     cl = None
-    ...     assert "theano_dag[opencl]" in str(e)
+    ...     assert "pip install '.[opencl]'" in str(e)
     """
     try:
         import pyopencl
@@ -61,9 +59,10 @@ def import_pyopencl():
         import pyopencl.tools  # noqa: F401
     except ImportError as e:
         raise OpenCLUnavailable(
-            "The OpenCL engine needs pyopencl and an OpenCL driver: "
-            "pip install 'theano_dag[opencl]' (pyopencl + pocl-binary-distribution, a CPU "
-            f"driver that needs no system packages). Import failed: {e}"
+            "The OpenCL engine needs pyopencl and an OpenCL driver (pocl-binary-distribution "
+            "is a CPU driver that needs no system packages): "
+            f"{install_hint('opencl', 'pyopencl>=2022.1')} pocl-binary-distribution. "
+            f"Import failed: {e}"
         ) from e
     return pyopencl
 
@@ -254,92 +253,38 @@ class DeviceContext:
             return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
         return ""
 
-    def _identity(self) -> str:
-        d = self.device
-        return "|".join(
-            str(x)
-            for x in (d.platform.name, d.platform.version, d.name, d.version, d.driver_version)
-        )
-
-    def cache_key(self, source: str, options=()) -> str:
-        """The SHA-256 naming a built program: source, options and device identity."""
-        h = hashlib.sha256()
-        for part in (source, " ".join(options), self._identity()):
-            h.update(part.encode())
-            h.update(b"\0")
-        return h.hexdigest()
-
     def cache_dir(self) -> str:
+        """Where pyopencl keeps built binaries for this package: ``compiledir/opencl``."""
         return os.path.join(config.compiledir, "opencl")
 
-    def driver_caches_builds(self) -> bool:
-        """Whether the driver keeps its own cache of built sources (PoCL and NVIDIA do).
+    def build_program(self, source: str, options=()):
+        """The built program for ``source``: from memory, else ``Program.build``.
 
-        Asking such a driver for a program's binary can cost more than the build
-        (PoCL compiles every kernel for it), so the disk cache is skipped there.
+        pyopencl's build keeps its own on-disk cache of binaries (in :meth:`cache_dir`,
+        keyed by source, options and device), so a second process loads a binary instead
+        of compiling; it skips that cache for drivers that cache builds themselves (PoCL,
+        NVIDIA), where asking for a binary costs more than a build.
         """
-        try:
-            from pyopencl.characterize import has_src_build_cache
-
-            return bool(has_src_build_cache(self.device))
-        except Exception:
-            return False
-
-    def build_program(self, source: str, options=(), persist=None):
-        """The built program for ``source``: from memory, from disk, or built now.
-
-        ``persist``: save the binary to the disk cache (None: unless the driver
-        caches builds itself).
-        """
-        if persist is None:
-            persist = not self.driver_caches_builds()
         cl = self.cl
         options = list(options)
-        key = self.cache_key(source, options)
+        key = (source, tuple(options))
         with self._lock:
             prg = self._programs.get(key)
             if prg is not None:
                 self.program_stats["memory_hits"] += 1
                 return prg
-            path = os.path.join(self.cache_dir(), key + ".bin")
-            prg = None
-            if os.path.exists(path):
-                try:
-                    with open(path, "rb") as f:
-                        binary = f.read()
-                    prg = cl.Program(self.context, [self.device], [binary]).build(options)
-                    self.program_stats["disk_hits"] += 1
-                except Exception:  # stale or foreign binary: rebuild from source
-                    prg = None
-            if prg is None:
-                try:
-                    prg = cl.Program(self.context, source).build(options)
-                except cl.RuntimeError as e:
-                    raise RuntimeError(
-                        f"OpenCL build failed on {self.describe()}:\n{e}\n--- source ---\n"
-                        + _numbered(source)
-                    ) from e
-                self.program_stats["builds"] += 1
-                if persist:
-                    self._save_binary(prg, path)
+            try:
+                prg = cl.Program(self.context, source).build(options, cache_dir=self.cache_dir())
+            except cl.RuntimeError as e:
+                raise RuntimeError(
+                    f"OpenCL build failed on {self.describe()}:\n{e}\n--- source ---\n"
+                    + _numbered(source)
+                ) from e
+            # pyopencl records (how, whether from its disk cache, seconds) on the program
+            info = getattr(prg, "_build_duration_info", None)
+            self.program_stats["disk_hits" if info and info[1] else "builds"] += 1
             self._programs[key] = prg
             return prg
-
-    def _save_binary(self, prg, path):
-        try:
-            binary = prg.binaries[0]
-        except Exception:
-            return
-        if not binary:
-            return
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(binary)
-            os.replace(tmp, path)  # atomic: another process never reads half a file
-        except OSError:
-            pass
 
     def clear_memory_cache(self):
         """Forget built programs (the disk cache stays): what a new process sees."""

@@ -10,12 +10,13 @@ Between two nodes there is at most one edge, so a pair of nodes names an edge.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
 
+from theano_dag.config import install_hint
 from theano_dag.formats.opgraph.nodes import Node, Operation, parse_modes
+from theano_dag.graph.algorithms import indexed_toposort
 
 __all__ = ["Edge", "OpGraph", "OpGraphError", "evaluate", "infer_shapes"]
 
@@ -215,18 +216,7 @@ class OpGraph:
 
         Raises :class:`OpGraphError` naming the nodes on a cycle.
         """
-        waiting = [len(ins) for ins in self._in]
-        ready = [n for n, w in enumerate(waiting) if not w]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            n = heapq.heappop(ready)
-            order.append(n)
-            for e in self._out[n]:
-                dst = self._edges[e].dst
-                waiting[dst] -= 1
-                if not waiting[dst]:
-                    heapq.heappush(ready, dst)
+        order, waiting = indexed_toposort([[self._edges[e].src for e in ins] for ins in self._in])
         if len(order) < len(self._nodes):
             cycle = self._find_cycle(waiting)
             raise OpGraphError("the OpGraph has a cycle through nodes " + " -> ".join(cycle))
@@ -298,14 +288,14 @@ class OpGraph:
         """A ``networkx.DiGraph`` on the node indices: node attribute ``node`` (the object) and
         ``kind`` (``'tensor'`` or ``'operation'``), edge attribute ``labels``.
 
-        Needs the optional extra: ``pip install theano_dag[networkx]``.
+        Needs the optional extra ``networkx`` (``pip install '.[networkx]'`` in a checkout).
         """
         try:
             import networkx as nx  # an optional extra: needed only when asked for
         except ImportError:
             raise ImportError(
                 "OpGraph.to_networkx needs networkx, an optional extra: "
-                "pip install theano_dag[networkx]"
+                + install_hint("networkx", "networkx>=2.8")
             ) from None
         g = nx.DiGraph()
         for n, node in enumerate(self._nodes):

@@ -17,7 +17,6 @@ from theano_dag.engines.cpu.emit.impls import (
     elementwise_step,
     register_impl,
 )
-from theano_dag.engines.cpu.native import gemm as cgemm
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle
@@ -129,25 +128,6 @@ def _fused_reduce_steps(node, ctx):
 _BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
-def _c_gemm(ctx, x, y, od):
-    """The name of :func:`.gemm.gemm` in the generated code when the product ``x @ y``
-    goes there (two float matrices, and ``config.cpu_gemm`` wants C here), else None.
-    Until the library is loaded, ``gemm`` runs numpy."""
-    if od not in ("float32", "float64") or x.type.ndim != 2 or y.type.ndim != 2:
-        return None
-    if not cgemm.wanted():
-        return None
-    cgemm.load()  # from the cache, or a build in the background
-    return ctx.glob(cgemm.gemm, "gemm")
-
-
-def _scalar_expr(ctx, v, names):
-    """Python source of scalar ``v`` as a float: a literal for a constant."""
-    if ctx.is_const(v):
-        return repr(float(ctx.value_of(v)))
-    return f"float({names[v]})"
-
-
 def _dot_steps(node, ctx, scale=False):
     x, y = node.inputs[0], node.inputs[1]
     od = node.outputs[0].type.dtype
@@ -166,19 +146,6 @@ def _dot_steps(node, ctx, scale=False):
             scale_name = ctx.const(ctx.value_of(node.inputs[2]), "k")
         else:
             inputs = node.inputs[:3]
-    gemm = _c_gemm(ctx, x, y, od)
-    if gemm is not None:
-        empty = ctx.glob(np.empty, "empty")
-        odn = ctx.glob(np.dtype(od), "D")
-        alpha = repr(float(ctx.value_of(node.inputs[2]))) if scale_name else None
-
-        def emit_c(ins, outs, target):
-            a = alpha or (f"float({ins[2]})" if scale else "1.0")
-            if target is None:
-                target = f"{empty}(({ins[0]}.shape[0], {ins[1]}.shape[1]), {odn})"
-            return [f"{outs[0]} = {gemm}({ins[0]}, {ins[1]}, {target}, {a}, 0.0)"]
-
-        return [Step(node, node.outputs, inputs, emit_c)]
 
     def emit(ins, outs, target):
         o = outs[0]
@@ -226,9 +193,6 @@ def _blas_steps(node, ctx, kind):
     else:
         _, a, x, y, b = ins
         prod_fn = ctx.glob(np.dot, "dot")
-    gemm = _c_gemm(ctx, x, y, od) if kind == "gemm" else None
-    if gemm is not None:
-        return _c_gemm_steps(node, ctx, gemm)
     p = ctx.temp(od, f"{kind}_product")
     pn = prod_fn
 
@@ -267,31 +231,6 @@ def _blas_steps(node, ctx, kind):
     else:
         steps.append(Step(node, node.outputs, vals, emit_comb, inplace=[(0, 0)], dtypes=(od,)))
     return steps
-
-
-def _c_gemm_steps(node, ctx, gemm):
-    """Gemm as one call of the C product: into ``z`` itself when the op destroys it,
-    else into a copy of ``z`` (the planned block, which may be ``z``'s own)."""
-    z, a, x, y, b = node.inputs
-    scalars = [s for s in (a, b) if not ctx.is_const(s)]
-    vals = [z, x, y, *scalars]
-    destroy = bool(getattr(node.op, "destroy_map", None))
-    copyto = ctx.glob(np.copyto, "copyto")
-
-    def emit(ins, outs, target):
-        names = dict(zip(vals, ins))
-        an, bn = _scalar_expr(ctx, a, names), _scalar_expr(ctx, b, names)
-        zn, xn, yn = ins[0], ins[1], ins[2]
-        if destroy:
-            return [f"{outs[0]} = {gemm}({xn}, {yn}, {zn}, {an}, {bn})"]
-        if target is None:
-            return [f"{outs[0]} = {gemm}({xn}, {yn}, {zn}.copy(), {an}, {bn})"]
-        call = f"{outs[0]} = {gemm}({xn}, {yn}, {target}, {an}, {bn})"
-        return [f"{copyto}({target}, {zn})", call]
-
-    if destroy:
-        return [Step(node, node.outputs, vals, emit, kind="view", views={0: 0})]
-    return [Step(node, node.outputs, vals, emit, inplace=[(0, 0)])]
 
 
 def _deepcopy_steps(node, ctx):
