@@ -55,11 +55,13 @@ test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
 	$(MAKE) dist-check
 
 # What a user without a C compiler gets (macOS, Windows, no gcc: docs/engines.md,
-# "Platforms"): the CPU engine's numpy path, on a fast subset (2.5 min on 2 busy cores).
+# "Platforms"): the CPU engine's numpy path and the Python half of the call
+# (THEANO_DAG_PY_CALL), on a fast subset (2.5 min on 2 busy cores).
 NO_CXX_TESTS := tests/engines/test_cpu.py tests/engines/test_blas_products.py \
   tests/engines/test_tiling.py tests/engines/test_memory.py tests/compile
 test-no-cxx: $(STAMP)
-	THEANO_DAG_FLAGS=cxx= $(BIN)/python -m pytest $(NO_CXX_TESTS) -p no:cacheprovider
+	THEANO_DAG_FLAGS=cxx= THEANO_DAG_PY_CALL=1 $(BIN)/python -m pytest $(NO_CXX_TESTS) \
+	  -p no:cacheprovider
 
 # The built wheel and sdist, each installed into a fresh venv: no scipy at import, the
 # bundled data and C sources present, the README's and docs/index.md's examples run.
