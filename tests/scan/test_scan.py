@@ -1,0 +1,339 @@
+"""``scan`` and its loops: values against numpy loops on every engine, Theano's argument
+forms (taps, None outputs, n_steps, go_backwards, until, updates), errors, gradients."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import verify_grad
+from theano_dag.scan import Scan, foldl, foldr, scan, until
+from theano_dag.scan import map as scan_map
+from theano_dag.scan import reduce as scan_reduce
+
+ENGINES = [
+    pytest.param(Mode(linker="py", optimizer=None), id="py"),
+    pytest.param(Mode(linker="cpu"), id="cpu"),
+    pytest.param(
+        Mode(linker="opencl"),
+        id="opencl",
+        marks=pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device"),
+    ),
+]
+REF = Mode(linker="py", optimizer=None)
+RNG = np.random.default_rng(42)
+
+
+def run(inputs, outputs, values, mode, updates=None):
+    f = theano_dag.function(inputs, outputs, mode=mode, updates=updates)
+    return f(*values)
+
+
+# -- values on every engine ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rnn_step_matches_numpy_loop(mode, dtype):
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    w = tt.TensorType(dtype, shape=(None, None))("w")
+    h0 = tt.TensorType(dtype, shape=(None,))("h0")
+    hs, updates = scan(
+        lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+        sequences=x,
+        outputs_info=h0,
+        non_sequences=w,
+        mode=mode,
+    )
+    assert updates == OrderedDict()
+    xv = RNG.normal(size=(7, 4)).astype(dtype)
+    wv = (RNG.normal(size=(4, 4)) * 0.5).astype(dtype)
+    h0v = RNG.normal(size=4).astype(dtype)
+    got = run([x, w, h0], hs, [xv, wv, h0v], mode)
+    h, want = h0v, []
+    for t in range(7):
+        h = np.tanh(h @ wv + xv[t])
+        want.append(h)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-5 if dtype == "float32" else 1e-12)
+    np.testing.assert_allclose(got, run([x, w, h0], hs, [xv, wv, h0v], REF), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_taps_on_sequences_and_outputs(mode):
+    # y[t] = x[t-2] + x[t+1] + y[t-1] * y[t-3] / 10
+    x = tt.dvector("x")
+    y0 = tt.dvector("y0")
+    ys, _ = scan(
+        lambda xm2, xp1, ym1, ym3: xm2 + xp1 + ym1 * ym3 / 10,
+        sequences=dict(input=x, taps=[-2, 1]),
+        outputs_info=dict(initial=y0, taps=[-1, -3]),
+        mode=mode,
+    )
+    xv, y0v = RNG.normal(size=9), RNG.normal(size=3)
+    got = run([x, y0], ys, [xv, y0v], mode)
+    buf = list(y0v)
+    for t in range(9 - 3):
+        buf.append(xv[t] + xv[t + 3] + buf[-1] * buf[-3] / 10)
+    np.testing.assert_allclose(got, buf[3:], rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_go_backwards_multiple_outputs_and_none(mode):
+    x = tt.dvector("x")
+    (acc, double), _ = scan(
+        lambda v, a: (a + v, v * 2),
+        sequences=x,
+        outputs_info=[np.float64(0.0), None],
+        go_backwards=True,
+        mode=mode,
+    )
+    xv = np.arange(1.0, 6.0)
+    got_acc, got_double = run([x], [acc, double], [xv], mode)
+    np.testing.assert_allclose(got_acc, np.cumsum(xv[::-1]))
+    np.testing.assert_allclose(got_double, xv[::-1] * 2)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_symbolic_and_constant_n_steps(mode):
+    k = tt.iscalar("k")
+    a = tt.dvector("a")
+    powers, _ = scan(lambda p, a: p * a, outputs_info=tt.ones_like(a), non_sequences=a, n_steps=k)
+    av = np.array([1.0, 2.0, 3.0])
+    got = run([a, k], powers, [av, 4], mode)
+    np.testing.assert_allclose(got, [av**i for i in range(1, 5)])
+    assert run([a, k], powers, [av, 0], mode).shape == (0, 3)
+    fixed, _ = scan(lambda p: p * 2, outputs_info=np.float64(1.0), n_steps=5)
+    np.testing.assert_allclose(run([], fixed, [], mode), [2, 4, 8, 16, 32])
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_until_ends_the_loop(mode):
+    # Doubles until the value passes 100 (Theano's doc example), at most 1000 steps.
+    x = tt.dscalar("x")
+    vals, _ = scan(lambda p: (p * 2, until(p * 2 > 100)), outputs_info=x, n_steps=1000)
+    np.testing.assert_allclose(run([x], vals, [3.0], mode), [6, 12, 24, 48, 96, 192])
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_shared_variable_updates_inside_fn(mode):
+    count = theano_dag.shared(np.float64(0.0), name="count")
+    x = tt.dvector("x")
+    out, updates = scan(lambda v: (v + count, {count: count + 1}), sequences=x)
+    assert list(updates) == [count]
+    f = theano_dag.function([x], out, updates=updates, mode=mode)
+    np.testing.assert_allclose(f(np.zeros(3)), [0, 1, 2])
+    assert count.get_value() == 3
+    np.testing.assert_allclose(f(np.zeros(2)), [3, 4])
+    assert count.get_value() == 5
+
+
+def test_implicit_outer_variables_and_shared_reads():
+    w = theano_dag.shared(np.array([1.0, 2.0]), name="w")
+    c = tt.dscalar("c")
+    x = tt.dmatrix("x")
+    out, _ = scan(lambda row: row * w + c, sequences=x)
+    node = out.owner
+    assert isinstance(node.op, Scan)
+    assert w in node.inputs and c in node.inputs
+    xv = RNG.normal(size=(3, 2))
+    np.testing.assert_allclose(theano_dag.function([x, c], out)(xv, 0.5), xv * [1, 2] + 0.5)
+
+
+def test_return_list_and_only_updates():
+    x = tt.dvector("x")
+    (out,), _ = scan(lambda v: v + 1, sequences=x, return_list=True)
+    np.testing.assert_allclose(out.eval({x: np.ones(2)}), [2, 2])
+    s = theano_dag.shared(np.float64(0.0))
+    none, updates = scan(lambda v: {s: s + v}, sequences=x)
+    assert none is None
+    f = theano_dag.function([x], [], updates=updates)
+    f(np.array([1.0, 2.0, 3.0]))
+    assert s.get_value() == 6.0
+
+
+def test_views_map_reduce_foldl_foldr():
+    x = tt.dvector("x")
+    xv = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(scan_map(lambda v: v**2, x)[0].eval({x: xv}), xv**2)
+    r, _ = scan_reduce(lambda v, a: a + v, x, np.float64(0.0))
+    assert r.eval({x: xv}) == 6.0
+    assert foldl(lambda v, a: a * 10 + v, x, np.float64(0.0))[0].eval({x: xv}) == 123.0
+    assert foldr(lambda v, a: a * 10 + v, x, np.float64(0.0))[0].eval({x: xv}) == 321.0
+    # Theano's top-level names.
+    assert theano_dag.map is scan_map and theano_dag.reduce is scan_reduce
+    assert theano_dag.scan is scan and theano_dag.scan_module.until is until
+
+
+def test_infer_shape_of_states():
+    x0 = tt.dvector("x0")
+    k = tt.lscalar("k")
+    out, _ = scan(lambda p: p + 1, outputs_info=x0, n_steps=k)
+    buf = out.owner.inputs[0]  # out is a slice of the buffer
+    node = buf.owner
+    shapes = node.op.infer_shape(None, node, [(), (1, x0.shape[0])])
+    assert len(shapes) == 1 and len(shapes[0]) == 2
+
+
+def test_strict_wants_every_variable_passed():
+    w = tt.dscalar("w")
+    x = tt.dvector("x")
+    with pytest.raises(ValueError, match=r"strict=True.*w"):
+        scan(lambda v: v * w, sequences=x, strict=True)
+    out, _ = scan(lambda v, w: v * w, sequences=x, non_sequences=w, strict=True)
+    np.testing.assert_allclose(out.eval({x: np.ones(2), w: 3.0}), [3, 3])
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def test_output_type_differs_from_initial_state():
+    x = tt.dvector("x")
+    with pytest.raises(TypeError, match=r"float64, scalar.*float32, scalar"):
+        scan(lambda v, a: a + v, sequences=x, outputs_info=np.float32(0))
+    with pytest.raises(TypeError, match=r"output 0 .*vector.*scalar"):
+        scan(lambda v, a: a + x, sequences=x, outputs_info=np.float64(0))
+
+
+def test_too_few_initial_steps_for_taps():
+    y0 = tt.dvector("y0")
+    ys, _ = scan(lambda a, b: a + b, outputs_info=dict(initial=y0, taps=[-1, -3]), n_steps=3)
+    f = theano_dag.function([y0], ys, mode=REF)
+    with pytest.raises(ValueError, match=r"taps \[-1, -3\] and needs 3 initial steps.*has 2"):
+        f(np.zeros(2))
+
+
+def test_n_steps_longer_than_sequence():
+    x = tt.dvector("x")
+    out, _ = scan(lambda v: v, sequences=x, n_steps=5)
+    f = theano_dag.function([x], out, mode=REF)
+    with pytest.raises(ValueError, match=r"sequence 0 has 3 steps, fewer than the 5 steps"):
+        f(np.zeros(3))
+
+
+def test_until_must_be_scalar():
+    with pytest.raises(TypeError, match=r"until: the condition must be a scalar"):
+        until(tt.dvector("v") > 0)
+
+
+def test_no_steps_information():
+    with pytest.raises(ValueError, match="no information about the number of steps"):
+        scan(lambda p: p, outputs_info=np.float64(0))
+
+
+def test_positive_output_taps_refused():
+    with pytest.raises(ValueError, match="taps must be negative"):
+        scan(lambda p: p, outputs_info=dict(initial=tt.dvector(), taps=[1]), n_steps=2)
+
+
+# -- gradients -------------------------------------------------------------------------------
+
+
+def test_grad_rnn_by_finite_differences():
+    rng = np.random.default_rng(0)
+
+    def cost(x, w, h0):
+        hs, _ = scan(
+            lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+            sequences=x,
+            outputs_info=h0,
+            non_sequences=w,
+        )
+        return (hs**2).sum() + hs[-1].sum()
+
+    verify_grad(
+        cost, [rng.normal(size=(5, 3)), rng.normal(size=(3, 3)) * 0.5, rng.normal(size=3)], rng=rng
+    )
+
+
+def test_grad_several_taps_by_finite_differences():
+    rng = np.random.default_rng(1)
+
+    def cost(x, y0, c):
+        ys, _ = scan(
+            lambda xm2, xp1, ym1, ym3, c: xm2 * xp1 + tt.sin(ym1) * ym3 * c,
+            sequences=dict(input=x, taps=[-2, 1]),
+            outputs_info=dict(initial=y0, taps=[-1, -3]),
+            non_sequences=c,
+        )
+        return (ys * tt.arange(ys.shape[0])).sum()
+
+    verify_grad(cost, [rng.normal(size=8), rng.normal(size=4), np.array(0.7)], rng=rng)
+
+
+def test_grad_go_backwards_and_nitsot_by_finite_differences():
+    rng = np.random.default_rng(2)
+
+    def cost(x, a0):
+        (acc, y), _ = scan(
+            lambda v, a: (a * tt.cos(v) + v, a * v),
+            sequences=x,
+            outputs_info=[a0, None],
+            go_backwards=True,
+        )
+        return acc.sum() + (y**2).sum()
+
+    verify_grad(cost, [rng.normal(size=(4, 2)), rng.normal(size=2)], rng=rng)
+
+
+def test_truncate_gradient_stops_the_flow():
+    x = tt.dvector("x")
+    h0 = tt.dscalar("h0")
+    hs, _ = scan(lambda v, h: h * 0.5 + v, sequences=x, outputs_info=h0, truncate_gradient=2)
+    gx, gh0 = theano_dag.grad(hs[-1], [x, h0])
+    f = theano_dag.function([x, h0], [gx, gh0])
+    got_x, got_h0 = f(np.ones(5), 1.0)
+    # Only the last two steps pass a gradient back.
+    np.testing.assert_allclose(got_x, [0, 0, 0, 0.5, 1.0])
+    assert got_h0 == 0.0
+    full, _ = scan(lambda v, h: h * 0.5 + v, sequences=x, outputs_info=h0)
+    got_x, got_h0 = theano_dag.function([x, h0], theano_dag.grad(full[-1], [x, h0]))(
+        np.ones(5), 1.0
+    )
+    np.testing.assert_allclose(got_x, 0.5 ** np.arange(4, -1, -1))
+    assert got_h0 == 0.5**5
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_grad_float32_on_every_engine(mode):
+    x = tt.fmatrix("x")
+    w = tt.fmatrix("w")
+    hs, _ = scan(
+        lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+        sequences=x,
+        outputs_info=tt.zeros_like(x[0]),
+        non_sequences=w,
+    )
+    gw = theano_dag.grad(hs.sum(), w)
+    xv = RNG.normal(size=(6, 3)).astype("float32")
+    wv = RNG.normal(size=(3, 3)).astype("float32")
+    got = run([x, w], gw, [xv, wv], mode)
+    want = run([x, w], gw, [xv, wv], REF)
+    assert got.dtype == "float32"
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_jacobian_of_loop_output():
+    x = tt.dvector("x")
+    ys, _ = scan(lambda v, a: a * v, sequences=x, outputs_info=np.float64(1.0))
+    j = theano_dag.jacobian(ys, x)
+    xv = np.array([2.0, 3.0, 4.0])
+    got = j.eval({x: xv})
+    prods = np.cumprod(xv)
+    want = np.array([[prods[i] / xv[k] if k <= i else 0 for k in range(3)] for i in range(3)])
+    np.testing.assert_allclose(got, want)
+
+
+def test_grad_through_until_is_not_implemented():
+    x = tt.dscalar("x")
+    vals, _ = scan(lambda p: (p * 2, until(p > 10)), outputs_info=x, n_steps=10)
+    from theano_dag.gradient import NullTypeGradError
+
+    with pytest.raises(NullTypeGradError, match="until"):
+        theano_dag.grad(vals.sum(), x)

@@ -1,0 +1,175 @@
+"""The gradient of ``Scan``: backpropagation through time, as a second, backward Scan.
+
+Step ``t`` of the forward loop computes ``f(seq rows, state taps, non_sequences)``. The
+backward loop walks ``t = n-1 .. n-T`` (``T = n``, or ``truncate_gradient`` steps) and
+applies the vector-Jacobian product of ``f`` (``gradient.Lop`` on the inner graph) to
+the cotangents of step ``t``'s outputs. A state written at step ``t`` is read, through
+its taps, by the steps up to ``t + m`` later; so the backward loop carries, per state,
+a *window* of ``m`` accumulated cotangents (for the rows ``t+m .. t+1`` of the buffer):
+its first row completes the cotangent of the row step ``t`` wrote, and each tap adds
+its term at the place of the row it read. The non-sequences' gradients are summed in a
+carried accumulator; the sequences' are per-step outputs of the backward loop.
+"""
+
+from __future__ import annotations
+
+from theano_dag import tensor as tt
+from theano_dag.gradient.reverse import Lop
+from theano_dag.graph.basic import clone_replace
+from theano_dag.graph.null_type import DisconnectedType, disconnected_type, grad_not_implemented
+
+__all__ = ["scan_grad"]
+
+
+def _is_float(var):
+    return str(getattr(var.type, "dtype", "")).startswith(("float", "complex"))
+
+
+def _like(x, var):
+    """``x`` with the dtype and broadcastable pattern of ``var`` (the loop's types)."""
+    if x.type.dtype != var.type.dtype:
+        x = tt.cast(x, var.type.dtype)
+    if x.type.broadcastable != var.type.broadcastable:
+        x = tt.patternbroadcast(x, var.type.broadcastable)
+    return x
+
+
+def scan_grad(op, inputs, outputs, output_grads):
+    """``op.L_op``: the gradients of a Scan node's inputs, computed by a backward Scan."""
+    n, seqs, inits, nonseqs = op.split_outer(inputs)
+    nst = op.n_states
+    if op.has_until:
+        return [disconnected_type()] + [
+            grad_not_implemented(op, i, x, "the gradient of a scan that ends on `until`")
+            for i, x in enumerate(inputs[1:], start=1)
+        ]
+    g_outs = [
+        tt.zeros_like(o) if isinstance(g.type, DisconnectedType) else g
+        for o, g in zip(outputs, output_grads)
+    ]
+    g_bufs, g_nits = g_outs[:nst], g_outs[nst:]
+    steps = n if op.truncate_gradient < 0 else tt.minimum(n, op.truncate_gradient)
+    start = n - steps
+
+    fwd_seqs = list(op.inner_inputs[: op.n_seqs])
+    fwd_taps = op.inner_tap_inputs()
+    fwd_nonseqs = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    fwd_state_outs = list(op.inner_outputs[:nst])
+    fwd_nit_outs = list(op.inner_outputs[nst : nst + op.n_nitsot])
+
+    def rev(x):
+        # rows start .. n-1 of x, last first
+        return x[start:n][::-1]
+
+    # The backward loop's sequences: the forward rows, the states' taps as they were
+    # read, and the cotangents of what each step wrote.
+    b_seqs, b_seq_outer = [], []
+    replace = {}
+    for v, s in zip(fwd_seqs, seqs):
+        replace[v] = v.type(v.name)
+        b_seqs.append(replace[v])
+        b_seq_outer.append(rev(s))
+    for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
+        m = op.mintaps[k]
+        for tap, v in zip(taps, tap_vars):
+            replace[v] = v.type(v.name)
+            b_seqs.append(replace[v])
+            b_seq_outer.append(rev(outputs[k][m + tap : m + tap + n]))
+    g_state_rows = []
+    for k in range(nst):
+        row = fwd_taps[k][0].type("g_state")
+        g_state_rows.append(row)
+        b_seqs.append(row)
+        b_seq_outer.append(rev(g_bufs[k][op.mintaps[k] :]))
+    g_nit_rows = []
+    for j, out in enumerate(fwd_nit_outs):
+        row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
+        g_nit_rows.append(row)
+        b_seqs.append(row)
+        b_seq_outer.append(rev(g_nits[j]))
+    b_nonseqs = []
+    for v in fwd_nonseqs:
+        replace[v] = v.type(v.name)
+        b_nonseqs.append(replace[v])
+
+    # The carried values: a window per state, an accumulator per float non-sequence.
+    windows = [
+        tt.TensorType(v[0].type.dtype, broadcastable=(False, *v[0].type.broadcastable))("window")
+        for v in fwd_taps
+    ]
+    float_ns = [k for k, v in enumerate(fwd_nonseqs) if _is_float(v)]
+    accs = [b_nonseqs[k].type("acc") for k in float_ns]
+
+    cots, outs_f = [], []
+    for k, out in enumerate(fwd_state_outs):
+        if _is_float(out):
+            outs_f.append(out)
+            cots.append(windows[k][0] + g_state_rows[k])
+    for j, out in enumerate(fwd_nit_outs):
+        if _is_float(out):
+            outs_f.append(out)
+            cots.append(g_nit_rows[j])
+    wrt_seqs = [v for v in fwd_seqs if _is_float(v)]
+    wrt_taps = [v for tap_vars in fwd_taps for v in tap_vars if _is_float(v)]
+    wrt_ns = [fwd_nonseqs[k] for k in float_ns]
+    wrt = wrt_seqs + wrt_taps + wrt_ns
+    # The cotangents are inner variables of the backward loop: keep them out of the
+    # replacement (they are not forward inner inputs).
+    terms = (
+        Lop(outs_f, wrt, cots, disconnected_inputs="ignore", return_disconnected="zero")
+        if outs_f and wrt
+        else [tt.zeros_like(w) for w in wrt]
+    )
+    terms = clone_replace(terms, replace) if terms else []
+    d_of = dict(zip(wrt, terms))
+
+    new_windows = []
+    for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
+        w = windows[k]
+        shifted = tt.concatenate([w[1:], tt.zeros_like(w[:1])], axis=0)
+        for tap, v in zip(taps, tap_vars):
+            if v in d_of:
+                shifted = tt.inc_subtensor(shifted[-tap - 1], d_of[v])
+        new_windows.append(shifted)
+    new_windows = [_like(w, v) for w, v in zip(new_windows, windows)]
+    new_accs = [_like(a + d_of[fwd_nonseqs[k]], a) for a, k in zip(accs, float_ns)]
+    d_seqs = [_like(d_of[v], replace[v]) for v in wrt_seqs]
+
+    back = type(op)(
+        [*b_seqs, *windows, *accs, *b_nonseqs],
+        [*new_windows, *new_accs, *d_seqs],
+        n_seqs=len(b_seqs),
+        state_taps=[(-1,)] * (len(windows) + len(accs)),
+        n_nitsot=len(d_seqs),
+        mode=op.mode,
+        name=f"grad_of_{op.name}" if op.name else "grad_of_scan",
+    )
+    window_inits = [
+        tt.shape_padleft(tt.zeros_like(outputs[k][:m])) for k, m in enumerate(op.mintaps)
+    ]
+    acc_inits = [tt.shape_padleft(tt.zeros_like(nonseqs[k])) for k in float_ns]
+    res = back(steps, *b_seq_outer, *window_inits, *acc_inits, *nonseqs, return_list=True)
+    res_windows = res[: len(windows)]
+    res_accs = res[len(windows) : len(windows) + len(accs)]
+    res_dseqs = res[len(windows) + len(accs) :]
+
+    grads = [disconnected_type()]
+    dseq_of = dict(zip(wrt_seqs, res_dseqs))
+    for v, s in zip(fwd_seqs, seqs):
+        if v not in dseq_of:
+            grads.append(tt.zeros_like(s, dtype="float64"))
+            continue
+        # Rows before `start` (truncated) and past `n` (unused) get no gradient.
+        grads.append(tt.set_subtensor(tt.zeros_like(s)[start:n], dseq_of[v][::-1]))
+    for k, (init, m) in enumerate(zip(inits, op.mintaps)):
+        if not _is_float(init):
+            grads.append(tt.zeros_like(init, dtype="float64"))
+            continue
+        # The last window holds the rows m-1 .. 0 when the backward loop reached step 0.
+        reached = tt.switch(tt.eq(start, 0), res_windows[k][-1][::-1], 0)
+        g = g_bufs[k][:m] + reached
+        grads.append(tt.set_subtensor(tt.zeros_like(init)[:m], g))
+    acc_of = dict(zip(float_ns, res_accs))
+    for k, a in enumerate(nonseqs):
+        grads.append(acc_of[k][-1] if k in acc_of else tt.zeros_like(a, dtype="float64"))
+    return grads

@@ -1,0 +1,279 @@
+"""The ``Scan`` op: a loop over an inner graph, with recurrent states and per-step outputs.
+
+The layout is Theano's, reduced to three kinds of loop values:
+
+- *sequences*: outer arrays of at least ``n_steps`` rows; step ``t`` reads row ``t``
+  (``scan()`` turns each tap of a user's sequence into a slice of its own, and
+  ``go_backwards`` into a reversed slice, so the op only walks forward);
+- *states*: each with its taps (negative offsets into its own past); the outer input is
+  the initial buffer of ``m = -min(taps)`` rows, the outer output the full buffer of
+  ``m + n_steps`` rows (the initial rows first), written in place step after step;
+- *per-step outputs* (Theano's "nit-sot"): row ``t`` of an outer output of ``n_steps``
+  rows, allocated once the first step gives its shape.
+
+Non-sequences are read unchanged at every step. With ``has_until`` the inner graph's
+last output is a boolean scalar: the loop stops after the step where it is true, and the
+outputs keep only the steps run.
+
+Outer inputs: ``[n_steps, *sequences, *initial buffers, *non_sequences]``.
+Inner inputs: ``[*sequence rows, *state taps (state by state, tap by tap), *non_sequences]``.
+Outer outputs: ``[*state buffers, *per-step outputs]``; inner outputs the same, by row,
+then the condition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import tensor as tt
+from theano_dag.engines.inner import compile_inner
+from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.op import Op
+from theano_dag.graph.utils import MethodNotDefined
+from theano_dag.scan.grad import scan_grad
+
+__all__ = ["Scan"]
+
+
+class Scan(Op):
+    """A loop over an inner graph (see the module docstring for the layout).
+
+    ``state_taps``: one tuple of negative taps per state. ``mode`` compiles the inner
+    graph (through ``engines.inner.compile_inner``, once, on first run; None: the
+    default mode). ``truncate_gradient``: how many steps back the gradient flows (-1:
+    all of them).
+    """
+
+    __props__ = (
+        "inner_inputs",
+        "inner_outputs",
+        "n_seqs",
+        "state_taps",
+        "n_nitsot",
+        "has_until",
+        "truncate_gradient",
+        "mode",
+        "name",
+    )
+
+    def __init__(
+        self,
+        inner_inputs,
+        inner_outputs,
+        n_seqs,
+        state_taps,
+        n_nitsot,
+        has_until=False,
+        truncate_gradient=-1,
+        mode=None,
+        name=None,
+    ):
+        self.inner_inputs = tuple(inner_inputs)
+        self.inner_outputs = tuple(inner_outputs)
+        self.n_seqs = int(n_seqs)
+        self.state_taps = tuple(tuple(int(t) for t in taps) for taps in state_taps)
+        self.n_nitsot = int(n_nitsot)
+        self.has_until = bool(has_until)
+        self.truncate_gradient = int(truncate_gradient)
+        self.mode = mode
+        self.name = name
+        for taps in self.state_taps:
+            if not taps or any(t >= 0 for t in taps):
+                raise ValueError(f"Scan: state taps must be negative, got {list(taps)}")
+        self.mintaps = tuple(-min(taps) for taps in self.state_taps)
+        self.n_states = len(self.state_taps)
+        n_tap_inputs = sum(len(t) for t in self.state_taps)
+        self.n_nonseqs = len(self.inner_inputs) - self.n_seqs - n_tap_inputs
+        n_out = self.n_states + self.n_nitsot + int(self.has_until)
+        if self.n_nonseqs < 0 or len(self.inner_outputs) != n_out:
+            raise ValueError(
+                f"Scan: {len(self.inner_inputs)} inner inputs and {len(self.inner_outputs)} "
+                f"inner outputs do not fit {self.n_seqs} sequences, states with taps "
+                f"{[list(t) for t in self.state_taps]} and {self.n_nitsot} per-step outputs"
+            )
+        self._fn = None
+
+    def __str__(self):
+        name = f"{self.name}, " if self.name else ""
+        return (
+            f"Scan{{{name}{self.n_seqs} seqs, {self.n_states} states, "
+            f"{self.n_nitsot} outputs{', until' if self.has_until else ''}}}"
+        )
+
+    def __getstate__(self):
+        # The compiled inner function is a cache; it is rebuilt on first run.
+        state = dict(self.__dict__)
+        state["_fn"] = None
+        return state
+
+    # -- the layout ------------------------------------------------------------------------
+
+    def split_outer(self, inputs):
+        """``(n_steps, sequences, initial buffers, non_sequences)`` of the outer inputs."""
+        ns, nst = self.n_seqs, self.n_states
+        return inputs[0], inputs[1 : 1 + ns], inputs[1 + ns : 1 + ns + nst], inputs[1 + ns + nst :]
+
+    def inner_tap_inputs(self):
+        """The inner inputs of the states' taps, one list per state."""
+        pos, out = self.n_seqs, []
+        for taps in self.state_taps:
+            out.append(list(self.inner_inputs[pos : pos + len(taps)]))
+            pos += len(taps)
+        return out
+
+    # -- building ---------------------------------------------------------------------------
+
+    def make_node(self, n_steps, *args):
+        n_steps = tt.as_tensor_variable(n_steps)
+        if n_steps.type.ndim != 0 or not n_steps.type.dtype.startswith(("int", "uint")):
+            raise TypeError(f"{self}: n_steps must be an integer scalar, got type {n_steps.type}")
+        if n_steps.type.dtype != "int64":
+            n_steps = tt.cast(n_steps, "int64")
+        expected = self.n_seqs + self.n_states + self.n_nonseqs
+        if len(args) != expected:
+            raise TypeError(f"{self}: expected {expected} inputs after n_steps, got {len(args)}")
+        args = [a if isinstance(a, Variable) else tt.as_tensor_variable(a) for a in args]
+        _, seqs, inits, nonseqs = self.split_outer([None, *args])
+        inner_seqs = self.inner_inputs[: self.n_seqs]
+        for k, (s, inner) in enumerate(zip(seqs, inner_seqs)):
+            _check_row_type(self, f"sequence {k}", s, inner.type)
+        taps = self.inner_tap_inputs()
+        for k, (init, tap_vars) in enumerate(zip(inits, taps)):
+            _check_row_type(self, f"initial state {k}", init, tap_vars[0].type)
+        new_nonseqs = []
+        inner_nonseqs = self.inner_inputs[len(self.inner_inputs) - self.n_nonseqs :]
+        for k, (a, inner) in enumerate(zip(nonseqs, inner_nonseqs)):
+            if a.type != inner.type:
+                try:
+                    a = inner.type.filter_variable(a)
+                except TypeError as e:
+                    raise TypeError(
+                        f"{self}: non-sequence {k} should have type {inner.type}, "
+                        f"got {a} of type {a.type}"
+                    ) from e
+            new_nonseqs.append(a)
+        outs = [_rows_type(t[0].type)() for t in taps]
+        nit = self.inner_outputs[self.n_states : self.n_states + self.n_nitsot]
+        outs += [_rows_type(o.type)() for o in nit]
+        return Apply(self, [n_steps, *seqs, *inits, *new_nonseqs], outs)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _function(self):
+        if self._fn is None:
+            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), self.mode)
+        return self._fn
+
+    def perform(self, node, inputs, output_storage, params=None):
+        n_steps, seqs, inits, nonseqs = self.split_outer(inputs)
+        n = int(n_steps)
+        if n < 0:
+            raise ValueError(f"{self}: n_steps must not be negative, got {n}")
+        for k, s in enumerate(seqs):
+            if s.shape[0] < n:
+                raise ValueError(
+                    f"{self}: sequence {k} has {s.shape[0]} steps, fewer than the "
+                    f"{n} steps (n_steps) the loop runs"
+                )
+        buffers = []
+        for k, (init, m, var) in enumerate(zip(inits, self.mintaps, node.outputs)):
+            if init.shape[0] < m:
+                raise ValueError(
+                    f"{self}: state {k} has taps {list(self.state_taps[k])} and needs "
+                    f"{m} initial steps, but its initial value has {init.shape[0]}"
+                )
+            buf = np.empty((m + n, *init.shape[1:]), dtype=var.type.dtype)
+            buf[:m] = init[:m]
+            buffers.append(buf)
+        # Where each step reads: (buffer, offset of the tap from t) per tap input.
+        tap_reads = [
+            (buf, m + tap)
+            for buf, m, taps in zip(buffers, self.mintaps, self.state_taps)
+            for tap in taps
+        ]
+        writes = [(buf, m) for buf, m in zip(buffers, self.mintaps)]
+        nitsot = [None] * self.n_nitsot
+        nst, has_until = self.n_states, self.has_until
+        fn = self._function() if n else None
+        steps = n
+        for t in range(n):
+            # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
+            args = [s[t, ...] for s in seqs]
+            args += [buf[t + off, ...] for buf, off in tap_reads]
+            args += nonseqs
+            outs = fn(*args)
+            for k, (buf, m) in enumerate(writes):
+                row = _host(outs[k])
+                if np.shape(row) != buf.shape[1:]:
+                    raise ValueError(
+                        f"{self}: step {t} gave state {k} the shape {np.shape(row)}, but "
+                        f"its initial value has rows of shape {buf.shape[1:]}"
+                    )
+                buf[t + m] = row
+            for j in range(self.n_nitsot):
+                row = _host(outs[nst + j])
+                if nitsot[j] is None:
+                    dtype = node.outputs[nst + j].type.dtype
+                    nitsot[j] = np.empty((n, *np.shape(row)), dtype=dtype)
+                elif np.shape(row) != nitsot[j].shape[1:]:
+                    raise ValueError(
+                        f"{self}: step {t} gave output {nst + j} the shape {np.shape(row)}, "
+                        f"the steps before {nitsot[j].shape[1:]}"
+                    )
+                nitsot[j][t] = row
+            if has_until and _host(outs[-1]):
+                steps = t + 1
+                break
+        for k, buf in enumerate(buffers):
+            output_storage[k][0] = buf if steps == n else buf[: self.mintaps[k] + steps].copy()
+        for j, arr in enumerate(nitsot):
+            var = node.outputs[nst + j]
+            if arr is None:
+                # No step ran: an empty stack, its unknown row dimensions empty too.
+                shape = (0, *(1 if b else 0 for b in var.type.broadcastable[1:]))
+                arr = np.zeros(shape, dtype=var.type.dtype)
+            elif steps != n:
+                arr = arr[:steps].copy()
+            output_storage[nst + j][0] = arr
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        if self.has_until or self.n_nitsot:
+            # The steps run, or the rows' shape, are known only from running the loop.
+            raise MethodNotDefined(f"{self}: output shapes are known when the loop has run")
+        n = node.inputs[0]
+        _, _, init_shapes, _ = self.split_outer(input_shapes)
+        return [(m + n, *s[1:]) for m, s in zip(self.mintaps, init_shapes)]
+
+    # -- gradient ---------------------------------------------------------------------------
+
+    def connection_pattern(self, node):
+        nout = len(node.outputs)
+        return [[False] * nout] + [[True] * nout for _ in node.inputs[1:]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return scan_grad(self, inputs, outputs, output_grads)
+
+
+def _host(value):
+    # An engine may leave a borrowed output on its device (engines.inner): bring it here.
+    if type(value) is np.ndarray:
+        return value
+    get = getattr(value, "get", None)
+    return get() if get is not None else np.asarray(value)
+
+
+def _rows_type(row_type):
+    """The type of a stack of ``row_type`` rows."""
+    return tt.TensorType(row_type.dtype, broadcastable=(False, *row_type.broadcastable))
+
+
+def _check_row_type(op, what, outer, row_type):
+    ndim = getattr(outer.type, "ndim", None)
+    if (
+        ndim != row_type.ndim + 1
+        or outer.type.dtype != row_type.dtype
+        or any(b and not ob for ob, b in zip(outer.type.broadcastable[1:], row_type.broadcastable))
+    ):
+        raise TypeError(
+            f"{op}: {what} should have rows of type {row_type}, got {outer} of type {outer.type}"
+        )
