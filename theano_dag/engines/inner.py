@@ -1,7 +1,7 @@
 """The one entry point for compiling inner graphs: :func:`compile_inner`.
 
 Ops that hold a graph of their own (the CPU engine's ``RowTiled`` tile, the gradient's
-``MapOverIndex`` row, scan's step tomorrow) compile it here, never by calling
+``MapOverIndex`` row, the ``Scan`` op's step) compile it here, never by calling
 ``function()``: the engines sit below ``compile``, and an inner graph needs none of a
 user's call semantics (defaults, updates, input protection), only its values.
 
