@@ -20,7 +20,7 @@ from theano_dag import (
     printing,  # theano_dag.printing, as theano.printing
     scan_module,
 )
-from theano_dag.compile import In, Mode, Out, function, shared
+from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
@@ -46,4 +46,5 @@ __all__ = [
     "foldl",
     "foldr",
     "scan_module",
+    "OpFromGraph",
 ]
