@@ -95,6 +95,29 @@ class InnerFunction:
             return self._run(vals)
         return self._run(args)
 
+    def checked_runner(self, args):
+        """Check ``args`` once and return a callable ``run(values)`` for values of the
+        same dtypes and shapes (a loop's steps): it skips the checks ``__call__`` makes.
+        Values that the type filter would convert get the checked ``__call__`` instead.
+
+        >>> import numpy as np
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.engines.basic import PerformLinker
+        >>> x = tt.dvector("x")
+        >>> run = compile_inner([x], [x + 1], InnerMode(PerformLinker())).checked_runner(
+        ...     [np.zeros(2)])
+        >>> run([np.ones(2)])
+        [array([2., 2.])]
+        """
+        if len(args) != len(self._inputs):
+            raise TypeError(
+                f"inner function of {len(self._inputs)} inputs called with {len(args)} values"
+            )
+        vals = self._filter(args)
+        if all(a is v for a, v in zip(args, vals)):
+            return self._run
+        return lambda values: self(*values)
+
     def _filter(self, args):
         vals = []
         for (container, cell), value in zip(self._inputs, args):

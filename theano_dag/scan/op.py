@@ -193,31 +193,37 @@ class Scan(Op):
         ]
         writes = [(buf, m) for buf, m in zip(buffers, self.mintaps)]
         nitsot = [None] * self.n_nitsot
-        nst, has_until = self.n_states, self.has_until
-        fn = self._function() if n else None
+        nst, n_nitsot, has_until = self.n_states, self.n_nitsot, self.has_until
+        rows = [(buf, m, buf.shape[1:]) for buf, m in writes]
+        run = None
         steps = n
         for t in range(n):
             # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
             args = [s[t, ...] for s in seqs]
             args += [buf[t + off, ...] for buf, off in tap_reads]
             args += nonseqs
-            outs = fn(*args)
-            for k, (buf, m) in enumerate(writes):
-                row = _host(outs[k])
-                if np.shape(row) != buf.shape[1:]:
+            if run is None:
+                # Every step reads values of the same types and shapes: check them once.
+                run = self._function().checked_runner(args)
+            outs = run(args)
+            for k, (buf, m, shape) in enumerate(rows):
+                row = outs[k]
+                if type(row) is not np.ndarray:
+                    row = _host(row)
+                if row.shape != shape:
                     raise ValueError(
-                        f"{self}: step {t} gave state {k} the shape {np.shape(row)}, but "
-                        f"its initial value has rows of shape {buf.shape[1:]}"
+                        f"{self}: step {t} gave state {k} the shape {row.shape}, but "
+                        f"its initial value has rows of shape {shape}"
                     )
                 buf[t + m] = row
-            for j in range(self.n_nitsot):
+            for j in range(n_nitsot):
                 row = _host(outs[nst + j])
                 if nitsot[j] is None:
                     dtype = node.outputs[nst + j].type.dtype
-                    nitsot[j] = np.empty((n, *np.shape(row)), dtype=dtype)
-                elif np.shape(row) != nitsot[j].shape[1:]:
+                    nitsot[j] = np.empty((n, *row.shape), dtype=dtype)
+                elif row.shape != nitsot[j].shape[1:]:
                     raise ValueError(
-                        f"{self}: step {t} gave output {nst + j} the shape {np.shape(row)}, "
+                        f"{self}: step {t} gave output {nst + j} the shape {row.shape}, "
                         f"the steps before {nitsot[j].shape[1:]}"
                     )
                 nitsot[j][t] = row
@@ -259,7 +265,7 @@ def _host(value):
     if type(value) is np.ndarray:
         return value
     get = getattr(value, "get", None)
-    return get() if get is not None else np.asarray(value)
+    return np.asarray(get() if get is not None else value)
 
 
 def _rows_type(row_type):
