@@ -119,3 +119,17 @@ def test_infer_shape_from_the_inner_graph():
 
 def test_top_level_name():
     assert theano_dag.OpFromGraph is OpFromGraph
+
+
+def test_gradient_when_an_output_feeds_another():
+    # The second output is built on the first: both paths reach x.
+    x = tt.dvector("x")
+    h = tt.sin(x)
+    op = OpFromGraph([x], [h, h * 3])
+    rng = np.random.default_rng(3)
+
+    def cost(a):
+        o1, o2 = op(a)
+        return o1.sum() + (o2**2).sum()
+
+    verify_grad(cost, [rng.normal(size=3)], rng=rng)

@@ -337,3 +337,60 @@ def test_grad_through_until_is_not_implemented():
 
     with pytest.raises(NullTypeGradError, match="until"):
         theano_dag.grad(vals.sum(), x)
+
+
+def test_grad_when_an_output_feeds_another():
+    # The step returns h and h * 3: the gradient reaches x through both.
+    rng = np.random.default_rng(4)
+
+    def cost(x):
+        (hs, ts), _ = scan(
+            lambda v, h: [tt.sin(h) + v, (tt.sin(h) + v) * 3],
+            sequences=x,
+            outputs_info=[np.float64(0.2), None],
+        )
+        return (hs**2).sum() + ts.sum()
+
+    verify_grad(cost, [rng.normal(size=4)], rng=rng)
+
+
+def test_rop_and_second_order_through_scan():
+    x, v, c = tt.dvector("x"), tt.dvector("v"), tt.dscalar("c")
+    ys, _ = scan(
+        lambda xt, a, c: tt.sin(a) * c + xt,
+        sequences=x,
+        outputs_info=np.float64(0.3),
+        non_sequences=c,
+    )
+
+    def numpy_loop(xv, cv):
+        a, out = 0.3, []
+        for t in range(len(xv)):
+            a = np.sin(a) * cv + xv[t]
+            out.append(a)
+        return np.array(out)
+
+    xv, vv, eps = np.array([0.1, 0.2, 0.3, 0.4]), np.array([1.0, -2.0, 0.5, 3.0]), 1e-6
+    want = (numpy_loop(xv + eps * vv, 0.7) - numpy_loop(xv - eps * vv, 0.7)) / (2 * eps)
+    got = theano_dag.Rop(ys, x, v).eval({x: xv, v: vv, c: 0.7})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # The Hessian of the loop's sum (a loop over the gradient of a loop).
+    hess = theano_dag.hessian(ys.sum(), x).eval({x: xv, c: 0.7})
+    g = theano_dag.function([x], theano_dag.grad(ys.sum(), x), givens={c: tt.constant(0.7)})
+    num = np.array([(g(xv + eps * e) - g(xv - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(hess, num, rtol=1e-5, atol=1e-8)
+    # d2/dc2 by finite differences of the first derivative.
+    rng = np.random.default_rng(5)
+    verify_grad(
+        lambda cc: theano_dag.grad(
+            scan(
+                lambda xt, a, c: tt.sin(a) * c + xt,
+                sequences=tt.constant(xv),
+                outputs_info=np.float64(0.3),
+                non_sequences=cc,
+            )[0].sum(),
+            cc,
+        ),
+        [np.array(0.7)],
+        rng=rng,
+    )

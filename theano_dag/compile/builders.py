@@ -11,9 +11,12 @@ optimizer sees through it.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 from theano_dag import tensor as tt
 from theano_dag.engines.inner import compile_inner
-from theano_dag.gradient.reverse import Lop, Rop
+from theano_dag.gradient.reverse import Rop, grad
 from theano_dag.graph.algorithms import io_connection_pattern
 from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, graph_inputs
 from theano_dag.graph.null_type import DisconnectedType
@@ -25,6 +28,10 @@ from theano_dag.opt.optdb import register_canonicalize
 __all__ = ["OpFromGraph", "local_inline_ofg"]
 
 _DEFAULT = "default"
+
+
+def _is_float(var):
+    return str(getattr(var.type, "dtype", "")).startswith(("float", "complex"))
 
 
 class OpFromGraph(Op):
@@ -160,24 +167,24 @@ class OpFromGraph(Op):
     def _default_lop(self, inputs, outputs, output_grads):
         # The inner graph's vector-Jacobian product, put on the outer variables. The
         # cotangents enter as placeholders, so that the outer ones are kept, not cloned
-        # (Rop differentiates with respect to them).
-        known, holders, replace = [], [], self._replace(inputs)
+        # (Rop differentiates with respect to them); and as the gradient of one scalar,
+        # since an output may be an intermediate of another.
+        terms, replace = [], self._replace(inputs)
         for o, g in zip(self.inner_outputs, output_grads):
-            if isinstance(g.type, DisconnectedType):
+            if isinstance(g.type, DisconnectedType) or not _is_float(o):
                 continue
-            known.append(o)
-            holders.append(g.type())
-            replace[holders[-1]] = g
-        if not known:
+            holder = g.type()
+            replace[holder] = g
+            terms.append((o * holder).sum())
+        if not terms:
             return [tt.zeros_like(i) for i in inputs]
-        terms = Lop(
-            known,
+        grads = grad(
+            functools.reduce(operator.add, terms),
             list(self.inner_inputs),
-            holders,
             disconnected_inputs="ignore",
             return_disconnected="Disconnected",
         )
-        return clone_replace(terms, replace)
+        return clone_replace(grads, replace)
 
     def L_op(self, inputs, outputs, output_grads):
         lop, grad_ov = self.lop_overrides, self.grad_overrides

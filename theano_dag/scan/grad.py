@@ -13,8 +13,11 @@ carried accumulator; the sequences' are per-step outputs of the backward loop.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 from theano_dag import tensor as tt
-from theano_dag.gradient.reverse import Lop
+from theano_dag.gradient.reverse import grad
 from theano_dag.graph.basic import clone_replace
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type, grad_not_implemented
 
@@ -32,6 +35,19 @@ def _like(x, var):
     if x.type.broadcastable != var.type.broadcastable:
         x = tt.patternbroadcast(x, var.type.broadcastable)
     return x
+
+
+def _vjp(outputs, wrt, cotangents):
+    """``sum_i <cotangents[i], d outputs[i] / d wrt>`` for each of ``wrt``.
+
+    Written as the gradient of one scalar rather than with known output gradients: an
+    output may also be an intermediate of another (a step returning ``h`` and ``h * 2``),
+    and a known gradient would stand for its whole gradient, dropping the other path.
+    """
+    if not outputs or not wrt:
+        return [tt.zeros_like(w) for w in wrt]
+    cost = functools.reduce(operator.add, [(o * c).sum() for o, c in zip(outputs, cotangents)])
+    return grad(cost, wrt, disconnected_inputs="ignore", return_disconnected="zero")
 
 
 def scan_grad(op, inputs, outputs, output_grads):
@@ -115,11 +131,7 @@ def scan_grad(op, inputs, outputs, output_grads):
     wrt = wrt_seqs + wrt_taps + wrt_ns
     # The cotangents are inner variables of the backward loop: keep them out of the
     # replacement (they are not forward inner inputs).
-    terms = (
-        Lop(outs_f, wrt, cots, disconnected_inputs="ignore", return_disconnected="zero")
-        if outs_f and wrt
-        else [tt.zeros_like(w) for w in wrt]
-    )
+    terms = _vjp(outs_f, wrt, cots)
     terms = clone_replace(terms, replace) if terms else []
     d_of = dict(zip(wrt, terms))
 
