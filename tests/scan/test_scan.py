@@ -13,6 +13,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import verify_grad
+from theano_dag.graph.basic import io_toposort
 from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
@@ -394,3 +395,36 @@ def test_rop_and_second_order_through_scan():
         [np.array(0.7)],
         rng=rng,
     )
+
+
+# -- rewrites ------------------------------------------------------------------------------
+
+
+def _scan_nodes(f):
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Scan)]
+
+
+@pytest.mark.parametrize("mode", ENGINES[1:])
+def test_loop_invariant_work_is_hoisted(mode):
+    x, w, h0 = tt.dmatrix("x"), tt.dmatrix("w"), tt.dvector("h0")
+    hs, _ = scan(
+        lambda x_t, h, w: tt.tanh(tt.dot(h, tt.exp(w).T * 2) + x_t),
+        sequences=x,
+        outputs_info=h0,
+        non_sequences=w,
+    )
+    f = theano_dag.function([x, w, h0], hs, mode=mode)
+    (node,) = _scan_nodes(f)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    # exp(w).T * 2 is computed once, outside: the step is the product, add and tanh.
+    assert not any("exp" in str(n.op).lower() for n in inner), [str(n.op) for n in inner]
+    assert any("exp" in str(n.op).lower() for n in f.maker.fgraph.apply_nodes)
+    xv, wv, h0v = RNG.normal(size=(5, 3)), RNG.normal(size=(3, 3)) * 0.3, RNG.normal(size=3)
+    want = run([x, w, h0], hs, [xv, wv, h0v], REF)
+    np.testing.assert_allclose(f(xv, wv, h0v), want, rtol=1e-12)
+    excluded = theano_dag.function(
+        [x, w, h0], hs, mode=mode.excluding("local_scan_hoist_invariants")
+    )
+    (node,) = _scan_nodes(excluded)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    assert any("exp" in str(n.op).lower() for n in inner)

@@ -6,7 +6,8 @@ What each module holds:
 - :mod:`~theano_dag.scan.basic`: ``scan``, which builds a Scan node from a step function,
   and ``until``;
 - :mod:`~theano_dag.scan.grad`: the gradient (backpropagation through time);
-- :mod:`~theano_dag.scan.views`: ``map``, ``reduce``, ``foldl``, ``foldr``.
+- :mod:`~theano_dag.scan.views`: ``map``, ``reduce``, ``foldl``, ``foldr``;
+- :mod:`~theano_dag.scan.rewriting`: rewrites of Scan nodes (loop-invariant hoisting).
 
 As in Theano, ``theano_dag.scan`` is the function once ``theano_dag`` is imported;
 ``from theano_dag.scan import until`` and ``theano_dag.scan_module.until`` import the rest.
@@ -23,6 +24,16 @@ array([ 1.,  8., 27.])
 
 from theano_dag.scan.basic import scan, until
 from theano_dag.scan.op import Scan
+from theano_dag.scan.rewriting import local_scan_hoist_invariants
 from theano_dag.scan.views import foldl, foldr, map, reduce  # noqa: A004 (Theano's names)
 
-__all__ = ["scan", "until", "Scan", "map", "reduce", "foldl", "foldr"]
+__all__ = [
+    "scan",
+    "until",
+    "Scan",
+    "map",
+    "reduce",
+    "foldl",
+    "foldr",
+    "local_scan_hoist_invariants",
+]

@@ -1,0 +1,82 @@
+"""Rewrites of ``Scan`` nodes, in the optdb's canonicalize (FAST_RUN).
+
+- ``local_scan_hoist_invariants``: what the step computes from non-sequences and
+  constants alone is the same at every step: compute it once, before the loop, and pass
+  it in as a non-sequence (Theano's ``scan_opt.PushOutNonSeqScan``). Non-sequences the
+  step no longer reads are dropped.
+"""
+
+from __future__ import annotations
+
+from theano_dag.graph.basic import Constant, clone_replace, graph_inputs, io_toposort
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.optdb import register_canonicalize
+from theano_dag.scan.op import Scan
+from theano_dag.tensor.type import TensorType
+
+__all__ = ["local_scan_hoist_invariants"]
+
+
+def _hoistable(node, invariant):
+    """A node computed from loop-invariant values only, safe to run once outside."""
+    if getattr(node.op, "destroy_map", None):
+        return False
+    if not all(isinstance(v.type, TensorType) for v in (*node.inputs, *node.outputs)):
+        return False  # random generators and other state: leave them in the step
+    return all(isinstance(i, Constant) or i in invariant for i in node.inputs)
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_hoist_invariants(fgraph, node):
+    """Move the step's loop-invariant computation out of the loop (see the module)."""
+    # Scan(step(f(nonseqs), ...)) -> Scan(step(p, ...)) with p = f(nonseqs) outside
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    n_in = len(op.inner_inputs)
+    first_ns = n_in - op.n_nonseqs
+    inner_ns = list(op.inner_inputs[first_ns:])
+    outer_ns = list(node.inputs[len(node.inputs) - op.n_nonseqs :])
+    invariant = set(inner_ns)
+    hoisted_nodes = set()
+    for inner_node in io_toposort(list(op.inner_inputs), list(op.inner_outputs)):
+        if inner_node.inputs and _hoistable(inner_node, invariant):
+            hoisted_nodes.add(inner_node)
+            invariant.update(inner_node.outputs)
+    if not hoisted_nodes:
+        return None
+    # The hoisted values the rest of the step reads (or that it returns as they are).
+    frontier = {}
+    for inner_node in io_toposort(list(op.inner_inputs), list(op.inner_outputs)):
+        if inner_node in hoisted_nodes:
+            continue
+        for i in inner_node.inputs:
+            if i.owner in hoisted_nodes:
+                frontier.setdefault(i)
+    for o in op.inner_outputs:
+        if o.owner in hoisted_nodes:
+            frontier.setdefault(o)
+    frontier = list(frontier)
+    if not frontier:
+        return None
+    holders = [v.type(v.name) for v in frontier]
+    new_outs = clone_replace(list(op.inner_outputs), dict(zip(frontier, holders)))
+    outer_values = clone_replace(frontier, dict(zip(inner_ns, outer_ns)))
+    # Keep the non-sequences the step still reads.
+    used = set(graph_inputs(new_outs))
+    kept = [(h, o) for h, o in zip(inner_ns, outer_ns) if h in used]
+    kept += [(h, o) for h, o in zip(holders, outer_values) if h in used]
+    new_op = Scan(
+        [*op.inner_inputs[:first_ns], *(h for h, _ in kept)],
+        new_outs,
+        n_seqs=op.n_seqs,
+        state_taps=op.state_taps,
+        n_nitsot=op.n_nitsot,
+        has_until=op.has_until,
+        truncate_gradient=op.truncate_gradient,
+        mode=op.mode,
+        name=op.name,
+    )
+    outer = node.inputs[: len(node.inputs) - op.n_nonseqs]
+    return new_op(*outer, *(o for _, o in kept), return_list=True)
