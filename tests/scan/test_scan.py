@@ -428,3 +428,19 @@ def test_loop_invariant_work_is_hoisted(mode):
     (node,) = _scan_nodes(excluded)
     inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
     assert any("exp" in str(n.op).lower() for n in inner)
+
+
+def test_debugprint_shows_the_inner_graph():
+    x = tt.dvector("x")
+    s, _ = scan(lambda v, acc: acc + v * 2, sequences=x, outputs_info=np.float64(0))
+    text = theano_dag.printing.debugprint(s, file="str")
+    outer, inner = text.split("\nInner graphs:\n")
+    assert "Scan{1 seqs, 1 states, 0 outputs} [id B]" in outer
+    assert inner.strip().splitlines() == [
+        "Scan{1 seqs, 1 states, 0 outputs} [id B]",
+        " >Elemwise{add,no_inplace} [id P]",
+        " > |<TensorType(float64, scalar)> [id Q]",
+        " > |Elemwise{mul,no_inplace} [id R]",
+        " >   |x[t] [id S]",
+        " >   |2 [id T]",
+    ]
