@@ -444,3 +444,58 @@ def test_debugprint_shows_the_inner_graph():
         " >   |x[t] [id S]",
         " >   |2 [id T]",
     ]
+
+
+@pytest.mark.parametrize("mode", ENGINES[1:])
+def test_only_the_last_state_is_kept(mode):
+    # h[-1] alone is read: the loop keeps a circular buffer of 2 rows, not 1 + n_steps.
+    x, h0 = tt.dmatrix("x"), tt.dvector("h0")
+    hs, _ = scan(lambda x_t, h: tt.tanh(h * 0.9 + x_t), sequences=x, outputs_info=h0)
+    f = theano_dag.function([x, h0], hs[-1], mode=mode)
+    (node,) = _scan_nodes(f)
+    assert node.op.store == (2,)
+    xv, h0v = RNG.normal(size=(7, 3)), RNG.normal(size=3)
+    np.testing.assert_allclose(f(xv, h0v), run([x, h0], hs, [xv, h0v], REF)[-1], rtol=1e-12)
+    np.testing.assert_allclose(f(xv[:1], h0v), np.tanh(h0v * 0.9 + xv[0]), rtol=1e-12)
+    # Reading the whole output keeps everything.
+    g = theano_dag.function([x, h0], [hs[-1], hs], mode=mode)
+    (node,) = _scan_nodes(g)
+    assert node.op.store == (0,)
+
+
+def test_last_steps_of_a_tapped_state():
+    # taps [-1, -3] and y[-2] read: 4 rows kept (3 taps back, and the step written).
+    y0 = tt.dvector("y0")
+    ys, _ = scan(lambda a, b: a * 0.5 + b, outputs_info=dict(initial=y0, taps=[-3, -1]), n_steps=9)
+    f = theano_dag.function([y0], [ys[-2], ys[-1]])
+    (node,) = _scan_nodes(f)
+    assert node.op.store == (4,)
+    want = run([y0], ys, [np.array([1.0, 2.0, 3.0])], REF)
+    got = f(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(got, [want[-2], want[-1]], rtol=1e-12)
+
+
+def test_long_loop_keeps_constant_memory():
+    import tracemalloc
+
+    x0 = tt.dvector("x0")
+    k = tt.lscalar("k")
+    out, _ = scan(lambda p: p * 0.5 + 1.0, outputs_info=x0, n_steps=k)
+    f = theano_dag.function([x0, k], out[-1])
+    f(np.zeros(100), 3)
+    tracemalloc.start()
+    got = f(np.zeros(100), 100_000)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    np.testing.assert_allclose(got, np.full(100, 2.0))
+    # All 100,000 steps of 100 floats would be 80 MB.
+    assert peak < 1_000_000, peak
+
+
+def test_save_memory_then_until():
+    x = tt.dscalar("x")
+    vals, _ = scan(lambda p: (p * 2, until(p * 2 > 100)), outputs_info=x, n_steps=1000)
+    f = theano_dag.function([x], vals[-1])
+    (node,) = _scan_nodes(f)
+    assert node.op.store == (2,)
+    assert f(3.0) == 192.0

@@ -7,7 +7,8 @@ What each module holds:
   and ``until``;
 - :mod:`~theano_dag.scan.grad`: the gradient (backpropagation through time);
 - :mod:`~theano_dag.scan.views`: ``map``, ``reduce``, ``foldl``, ``foldr``;
-- :mod:`~theano_dag.scan.rewriting`: rewrites of Scan nodes (loop-invariant hoisting).
+- :mod:`~theano_dag.scan.rewriting`: rewrites of Scan nodes (loop-invariant hoisting,
+  memory saving).
 
 As in Theano, ``theano_dag.scan`` is the function once ``theano_dag`` is imported;
 ``from theano_dag.scan import until`` and ``theano_dag.scan_module.until`` import the rest.
@@ -24,7 +25,7 @@ array([ 1.,  8., 27.])
 
 from theano_dag.scan.basic import scan, until
 from theano_dag.scan.op import Scan
-from theano_dag.scan.rewriting import local_scan_hoist_invariants
+from theano_dag.scan.rewriting import local_scan_hoist_invariants, local_scan_save_memory
 from theano_dag.scan.views import foldl, foldr, map, reduce  # noqa: A004 (Theano's names)
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "foldl",
     "foldr",
     "local_scan_hoist_invariants",
+    "local_scan_save_memory",
 ]

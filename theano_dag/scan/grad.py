@@ -54,10 +54,14 @@ def scan_grad(op, inputs, outputs, output_grads):
     """``op.L_op``: the gradients of a Scan node's inputs, computed by a backward Scan."""
     n, seqs, inits, nonseqs = op.split_outer(inputs)
     nst = op.n_states
-    if op.has_until:
+    if op.has_until or any(op.store):
+        why = (
+            "the gradient of a scan that ends on `until`"
+            if op.has_until
+            else "the gradient of a scan that keeps only its last steps (store)"
+        )
         return [disconnected_type()] + [
-            grad_not_implemented(op, i, x, "the gradient of a scan that ends on `until`")
-            for i, x in enumerate(inputs[1:], start=1)
+            grad_not_implemented(op, i, x, why) for i, x in enumerate(inputs[1:], start=1)
         ]
     g_outs = [
         tt.zeros_like(o) if isinstance(g.type, DisconnectedType) else g

@@ -41,7 +41,10 @@ class Scan(Op):
     ``state_taps``: one tuple of negative taps per state. ``mode`` compiles the inner
     graph (through ``engines.inner.compile_inner``, once, on first run; None: the
     default mode). ``truncate_gradient``: how many steps back the gradient flows (-1:
-    all of them).
+    all of them). ``store``: per state, 0 to keep all its steps, or ``S`` to keep its
+    last ``S`` rows only, in a circular buffer (set by the memory rewrite
+    ``local_scan_save_memory`` when only the last steps are read); the output is then
+    those last rows.
     """
 
     __props__ = (
@@ -54,6 +57,7 @@ class Scan(Op):
         "truncate_gradient",
         "mode",
         "name",
+        "store",
     )
 
     def __init__(
@@ -67,6 +71,7 @@ class Scan(Op):
         truncate_gradient=-1,
         mode=None,
         name=None,
+        store=None,
     ):
         self.inner_inputs = tuple(inner_inputs)
         self.inner_outputs = tuple(inner_outputs)
@@ -82,6 +87,14 @@ class Scan(Op):
                 raise ValueError(f"Scan: state taps must be negative, got {list(taps)}")
         self.mintaps = tuple(-min(taps) for taps in self.state_taps)
         self.n_states = len(self.state_taps)
+        self.store = tuple(int(s) for s in store) if store else (0,) * self.n_states
+        if len(self.store) != self.n_states or any(
+            0 < s <= m for s, m in zip(self.store, self.mintaps)
+        ):
+            raise ValueError(
+                f"Scan: store {list(self.store)} must give each state 0 (all its steps) or "
+                f"more rows than its taps reach back ({list(self.mintaps)})"
+            )
         n_tap_inputs = sum(len(t) for t in self.state_taps)
         self.n_nonseqs = len(self.inner_inputs) - self.n_seqs - n_tap_inputs
         n_out = self.n_states + self.n_nitsot + int(self.has_until)
@@ -175,38 +188,41 @@ class Scan(Op):
                     f"{self}: sequence {k} has {s.shape[0]} steps, fewer than the "
                     f"{n} steps (n_steps) the loop runs"
                 )
-        buffers = []
+        buffers, sizes = [], []
         for k, (init, m, var) in enumerate(zip(inits, self.mintaps, node.outputs)):
             if init.shape[0] < m:
                 raise ValueError(
                     f"{self}: state {k} has taps {list(self.state_taps[k])} and needs "
                     f"{m} initial steps, but its initial value has {init.shape[0]}"
                 )
-            buf = np.empty((m + n, *init.shape[1:]), dtype=var.type.dtype)
+            # Row p of the state's history lives at p % size (size < m + n: circular).
+            size = m + n if not self.store[k] else min(self.store[k], m + n)
+            buf = np.empty((size, *init.shape[1:]), dtype=var.type.dtype)
             buf[:m] = init[:m]
             buffers.append(buf)
-        # Where each step reads: (buffer, offset of the tap from t) per tap input.
+            sizes.append(size)
+        # Where each step reads: (buffer, offset of the tap from t, size) per tap input.
         tap_reads = [
-            (buf, m + tap)
-            for buf, m, taps in zip(buffers, self.mintaps, self.state_taps)
+            (buf, m + tap, size)
+            for buf, m, size, taps in zip(buffers, self.mintaps, sizes, self.state_taps)
             for tap in taps
         ]
-        writes = [(buf, m) for buf, m in zip(buffers, self.mintaps)]
+        writes = [(buf, m, size) for buf, m, size in zip(buffers, self.mintaps, sizes)]
         nitsot = [None] * self.n_nitsot
         nst, n_nitsot, has_until = self.n_states, self.n_nitsot, self.has_until
-        rows = [(buf, m, buf.shape[1:]) for buf, m in writes]
+        rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
         run = None
         steps = n
         for t in range(n):
             # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
             args = [s[t, ...] for s in seqs]
-            args += [buf[t + off, ...] for buf, off in tap_reads]
+            args += [buf[(t + off) % size, ...] for buf, off, size in tap_reads]
             args += nonseqs
             if run is None:
                 # Every step reads values of the same types and shapes: check them once.
                 run = self._function().checked_runner(args)
             outs = run(args)
-            for k, (buf, m, shape) in enumerate(rows):
+            for k, (buf, m, size, shape) in enumerate(rows):
                 row = outs[k]
                 if type(row) is not np.ndarray:
                     row = _host(row)
@@ -215,7 +231,7 @@ class Scan(Op):
                         f"{self}: step {t} gave state {k} the shape {row.shape}, but "
                         f"its initial value has rows of shape {shape}"
                     )
-                buf[t + m] = row
+                buf[(t + m) % size] = row
             for j in range(n_nitsot):
                 row = _host(outs[nst + j])
                 if nitsot[j] is None:
@@ -230,8 +246,13 @@ class Scan(Op):
             if has_until and _host(outs[-1]):
                 steps = t + 1
                 break
-        for k, buf in enumerate(buffers):
-            output_storage[k][0] = buf if steps == n else buf[: self.mintaps[k] + steps].copy()
+        for k, (buf, size) in enumerate(zip(buffers, sizes)):
+            written = self.mintaps[k] + steps  # rows of history: initial ones, then steps
+            if written > size:
+                buf = np.roll(buf, -(written % size), axis=0)  # oldest kept row first
+            elif written < size:
+                buf = buf[:written].copy()
+            output_storage[k][0] = buf
         for j, arr in enumerate(nitsot):
             var = node.outputs[nst + j]
             if arr is None:
@@ -248,7 +269,10 @@ class Scan(Op):
             raise MethodNotDefined(f"{self}: output shapes are known when the loop has run")
         n = node.inputs[0]
         _, _, init_shapes, _ = self.split_outer(input_shapes)
-        return [(m + n, *s[1:]) for m, s in zip(self.mintaps, init_shapes)]
+        return [
+            (m + n if not store else tt.minimum(m + n, store), *s[1:])
+            for m, store, s in zip(self.mintaps, self.store, init_shapes)
+        ]
 
     # -- gradient ---------------------------------------------------------------------------
 

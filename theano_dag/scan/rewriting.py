@@ -4,17 +4,22 @@
   constants alone is the same at every step: compute it once, before the loop, and pass
   it in as a non-sequence (Theano's ``scan_opt.PushOutNonSeqScan``). Non-sequences the
   step no longer reads are dropped.
+- ``local_scan_save_memory`` (specialize): a state of which only the last steps are
+  read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
+  instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
+  last state alone is used holds two rows of it.
 """
 
 from __future__ import annotations
 
 from theano_dag.graph.basic import Constant, clone_replace, graph_inputs, io_toposort
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.opt.optdb import register_canonicalize
+from theano_dag.opt.optdb import register_canonicalize, register_specialize
 from theano_dag.scan.op import Scan
+from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType
 
-__all__ = ["local_scan_hoist_invariants"]
+__all__ = ["local_scan_hoist_invariants", "local_scan_save_memory"]
 
 
 def _hoistable(node, invariant):
@@ -77,6 +82,86 @@ def local_scan_hoist_invariants(fgraph, node):
         truncate_gradient=op.truncate_gradient,
         mode=op.mode,
         name=op.name,
+        store=op.store,
     )
     outer = node.inputs[: len(node.inputs) - op.n_nonseqs]
     return new_op(*outer, *(o for _, o in kept), return_list=True)
+
+
+def _rows_from_end(client):
+    """``j`` when ``client`` reads row ``-j`` (a constant) of its first input, else None."""
+    if client == "output" or not isinstance(client.op, Subtensor):
+        return None
+    if client.op.idx_list[0][0] != "int" or not isinstance(client.inputs[1], Constant):
+        return None
+    index = int(client.inputs[1].data)
+    return -index if index < 0 else None
+
+
+def _is_steps_slice(client, m):
+    """Whether ``client`` is ``buffer[m:]``, the steps after the initial rows."""
+    if client == "output" or not isinstance(client.op, Subtensor):
+        return False
+    if client.op.idx_list[0] != ("slice", True, False, False):
+        return False
+    start = client.inputs[1]
+    return isinstance(start, Constant) and int(start.data) == m
+
+
+@register_specialize
+@local_optimizer([Scan])
+def local_scan_save_memory(fgraph, node):
+    """Keep only the last rows of a state that is read only there (see the module)."""
+    # Scan(...)[m:][-j] -> Scan(..., store=max(m+1, j))[-j]
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    store = list(op.store)
+    reads = {}  # state k -> [(variable read, its Subtensor node)]
+    for k in range(op.n_states):
+        if store[k]:
+            continue
+        m, need, found = op.mintaps[k], 1, []
+        for client, _ in fgraph.clients.get(node.outputs[k], []):
+            j = _rows_from_end(client)
+            if j is not None:
+                found.append(client)
+                need = max(need, j)
+                continue
+            if not _is_steps_slice(client, m):
+                break
+            for grandchild, _ in fgraph.clients.get(client.outputs[0], []):
+                j = _rows_from_end(grandchild)
+                if j is None:
+                    break
+                found.append(grandchild)
+                need = max(need, j)
+            else:
+                continue
+            break
+        else:
+            store[k] = max(m + 1, need)
+            reads[k] = found
+    if not reads:
+        return None
+    new_op = Scan(
+        op.inner_inputs,
+        op.inner_outputs,
+        n_seqs=op.n_seqs,
+        state_taps=op.state_taps,
+        n_nitsot=op.n_nitsot,
+        has_until=op.has_until,
+        truncate_gradient=op.truncate_gradient,
+        mode=op.mode,
+        name=op.name,
+        store=store,
+    )
+    new_outs = new_op(*node.inputs, return_list=True)
+    replace = {
+        old: new for k, (old, new) in enumerate(zip(node.outputs, new_outs)) if k not in reads
+    }
+    for k, clients in reads.items():
+        for client in clients:
+            # The same index from the end, on the rows kept.
+            replace[client.outputs[0]] = client.op(new_outs[k], *client.inputs[1:])
+    return replace
