@@ -208,6 +208,9 @@ class Scan(Op):
             for tap in taps
         ]
         writes = [(buf, m, size) for buf, m, size in zip(buffers, self.mintaps, sizes)]
+        # Each step's reads, sequences first: (array, offset from t, rows); a sequence
+        # has at least n rows, so its row is t.
+        reads = [(s, 0, max(s.shape[0], 1)) for s in seqs] + tap_reads
         nitsot = [None] * self.n_nitsot
         nst, n_nitsot, has_until = self.n_states, self.n_nitsot, self.has_until
         rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
@@ -215,8 +218,7 @@ class Scan(Op):
         steps = n
         for t in range(n):
             # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
-            args = [s[t, ...] for s in seqs]
-            args += [buf[(t + off) % size, ...] for buf, off, size in tap_reads]
+            args = [a[(t + off) % size, ...] for a, off, size in reads]
             args += nonseqs
             if run is None:
                 # Every step reads values of the same types and shapes: check them once.
