@@ -499,3 +499,14 @@ def test_save_memory_then_until():
     (node,) = _scan_nodes(f)
     assert node.op.store == (2,)
     assert f(3.0) == 192.0
+
+
+def test_unused_sequences_are_dropped():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    out, _ = scan(lambda a, b: a * 2, sequences=[x, y])
+    assert len(out.owner.inputs) == 3  # n_steps and the two sequences, as built
+    f = theano_dag.function([x, y], out)
+    (node,) = _scan_nodes(f)
+    assert node.op.n_seqs == 1
+    # y still bounds the number of steps (the shortest sequence), outside the loop.
+    np.testing.assert_allclose(f(np.arange(4.0), np.zeros(2)), [0.0, 2.0])

@@ -18,7 +18,7 @@ import operator
 
 from theano_dag import tensor as tt
 from theano_dag.gradient.reverse import grad
-from theano_dag.graph.basic import clone_replace
+from theano_dag.graph.basic import ancestors, clone_replace
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type, grad_not_implemented
 
 __all__ = ["scan_grad"]
@@ -113,9 +113,14 @@ def scan_grad(op, inputs, outputs, output_grads):
         b_nonseqs.append(replace[v])
 
     # The carried values: a window per state, an accumulator per float non-sequence.
+    # A window of one row (the common taps=[-1]) is that row itself.
     windows = [
-        tt.TensorType(v[0].type.dtype, broadcastable=(False, *v[0].type.broadcastable))("window")
-        for v in fwd_taps
+        tt.TensorType(v[0].type.dtype, broadcastable=v[0].type.broadcastable)("window")
+        if m == 1
+        else tt.TensorType(v[0].type.dtype, broadcastable=(False, *v[0].type.broadcastable))(
+            "window"
+        )
+        for v, m in zip(fwd_taps, op.mintaps)
     ]
     float_ns = [k for k, v in enumerate(fwd_nonseqs) if _is_float(v)]
     accs = [b_nonseqs[k].type("acc") for k in float_ns]
@@ -124,7 +129,8 @@ def scan_grad(op, inputs, outputs, output_grads):
     for k, out in enumerate(fwd_state_outs):
         if _is_float(out):
             outs_f.append(out)
-            cots.append(windows[k][0] + g_state_rows[k])
+            head = windows[k] if op.mintaps[k] == 1 else windows[k][0]
+            cots.append(head + g_state_rows[k])
     for j, out in enumerate(fwd_nit_outs):
         if _is_float(out):
             outs_f.append(out)
@@ -136,12 +142,30 @@ def scan_grad(op, inputs, outputs, output_grads):
     # The cotangents are inner variables of the backward loop: keep them out of the
     # replacement (they are not forward inner inputs).
     terms = _vjp(outs_f, wrt, cots)
+    # A gradient that reads what the step computed (tanh's does) reads the forward
+    # loop's stored rows instead of computing the step again.
+    used = set(ancestors(terms)) if terms else set()
+    stored = [
+        (o, outputs[k][op.mintaps[k] : op.mintaps[k] + n]) for k, o in enumerate(fwd_state_outs)
+    ]
+    stored += [(o, outputs[nst + j][:n]) for j, o in enumerate(fwd_nit_outs)]
+    for o, rows in stored:
+        if o.owner is None or o not in used or o in replace:
+            continue
+        replace[o] = o.type("out")
+        b_seqs.append(replace[o])
+        b_seq_outer.append(rev(rows))
     terms = clone_replace(terms, replace) if terms else []
     d_of = dict(zip(wrt, terms))
 
     new_windows = []
     for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
         w = windows[k]
+        if op.mintaps[k] == 1:
+            # taps == (-1,): the new window is the cotangent of the row the step read.
+            v = tap_vars[0]
+            new_windows.append(d_of[v] if v in d_of else tt.zeros_like(w))
+            continue
         shifted = tt.concatenate([w[1:], tt.zeros_like(w[:1])], axis=0)
         for tap, v in zip(taps, tap_vars):
             if v in d_of:
@@ -161,7 +185,8 @@ def scan_grad(op, inputs, outputs, output_grads):
         name=f"grad_of_{op.name}" if op.name else "grad_of_scan",
     )
     window_inits = [
-        tt.shape_padleft(tt.zeros_like(outputs[k][:m])) for k, m in enumerate(op.mintaps)
+        tt.shape_padleft(tt.zeros_like(outputs[k][0] if m == 1 else outputs[k][:m]))
+        for k, m in enumerate(op.mintaps)
     ]
     acc_inits = [tt.shape_padleft(tt.zeros_like(nonseqs[k])) for k in float_ns]
     res = back(steps, *b_seq_outer, *window_inits, *acc_inits, *nonseqs, return_list=True)
@@ -182,7 +207,9 @@ def scan_grad(op, inputs, outputs, output_grads):
             grads.append(tt.zeros_like(init, dtype="float64"))
             continue
         # The last window holds the rows m-1 .. 0 when the backward loop reached step 0.
-        reached = tt.switch(tt.eq(start, 0), res_windows[k][-1][::-1], 0)
+        last = res_windows[k][-1]
+        last = tt.shape_padleft(last) if m == 1 else last[::-1]
+        reached = tt.switch(tt.eq(start, 0), last, 0)
         g = g_bufs[k][:m] + reached
         grads.append(tt.set_subtensor(tt.zeros_like(init)[:m], g))
     acc_of = dict(zip(float_ns, res_accs))

@@ -4,6 +4,8 @@
   constants alone is the same at every step: compute it once, before the loop, and pass
   it in as a non-sequence (Theano's ``scan_opt.PushOutNonSeqScan``). Non-sequences the
   step no longer reads are dropped.
+- ``local_scan_remove_unused_inputs``: sequences and non-sequences the step does not
+  read are not sliced or passed (a gradient loop often leaves some).
 - ``local_scan_save_memory`` (specialize): a state of which only the last steps are
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
@@ -19,7 +21,11 @@ from theano_dag.scan.op import Scan
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType
 
-__all__ = ["local_scan_hoist_invariants", "local_scan_save_memory"]
+__all__ = [
+    "local_scan_hoist_invariants",
+    "local_scan_remove_unused_inputs",
+    "local_scan_save_memory",
+]
 
 
 def _hoistable(node, invariant):
@@ -165,3 +171,43 @@ def local_scan_save_memory(fgraph, node):
             # The same index from the end, on the rows kept.
             replace[client.outputs[0]] = client.op(new_outs[k], *client.inputs[1:])
     return replace
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_remove_unused_inputs(fgraph, node):
+    """Drop the sequences and non-sequences the step does not read (see the module)."""
+    # Scan(n, s_unused, ..., w_unused) -> Scan(n, ...)
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    used = set(graph_inputs(list(op.inner_outputs)))
+    ns, first_ns = op.n_seqs, len(op.inner_inputs) - op.n_nonseqs
+    n_steps, seqs, inits, nonseqs = op.split_outer(node.inputs)
+    keep_seq = [k for k in range(ns) if op.inner_inputs[k] in used]
+    keep_ns = [k for k in range(op.n_nonseqs) if op.inner_inputs[first_ns + k] in used]
+    if len(keep_seq) == ns and len(keep_ns) == op.n_nonseqs:
+        return None
+    new_op = Scan(
+        [
+            *(op.inner_inputs[k] for k in keep_seq),
+            *op.inner_inputs[ns:first_ns],
+            *(op.inner_inputs[first_ns + k] for k in keep_ns),
+        ],
+        op.inner_outputs,
+        n_seqs=len(keep_seq),
+        state_taps=op.state_taps,
+        n_nitsot=op.n_nitsot,
+        has_until=op.has_until,
+        truncate_gradient=op.truncate_gradient,
+        mode=op.mode,
+        name=op.name,
+        store=op.store,
+    )
+    return new_op(
+        n_steps,
+        *(seqs[k] for k in keep_seq),
+        *inits,
+        *(nonseqs[k] for k in keep_ns),
+        return_list=True,
+    )
