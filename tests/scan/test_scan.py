@@ -510,3 +510,27 @@ def test_unused_sequences_are_dropped():
     assert node.op.n_seqs == 1
     # y still bounds the number of steps (the shortest sequence), outside the loop.
     np.testing.assert_allclose(f(np.arange(4.0), np.zeros(2)), [0.0, 2.0])
+
+
+def test_random_streams_inside_the_step():
+    from theano_dag.tensor.random.utils import RandomStream
+
+    srng = RandomStream(seed=7)
+    n = tt.lscalar("n")
+    draws, updates = scan(lambda: srng.normal(size=(2,)), n_steps=n)
+    assert len(updates) == 1  # the generator, carried through the loop
+    f = theano_dag.function([n], draws, updates=updates)
+    first, second = f(3), f(3)
+    assert first.shape == (3, 2)
+    assert not np.allclose(first[0], first[1]) and not np.allclose(first, second)
+    # The same draws as three calls of a function drawing once, from the same seed.
+    srng2 = RandomStream(seed=7)
+    once = theano_dag.function([], srng2.normal(size=(2,)))
+    np.testing.assert_allclose(first, [once() for _ in range(3)])
+    # A gradient that needs the draws is refused by name; one that does not works.
+    x = tt.dvector("x")
+    noisy, _ = scan(lambda v: v * srng.normal(size=()), sequences=x)
+    with pytest.raises(Exception, match="random"):
+        theano_dag.grad(noisy.sum(), x)
+    shifted, _ = scan(lambda v: v + srng.normal(size=()), sequences=x)
+    np.testing.assert_allclose(theano_dag.grad(shifted.sum(), x).eval({x: np.ones(3)}), 1.0)

@@ -292,12 +292,16 @@ def scan(
             )
     # Updated shared variables are carried through the loop; every other outer variable
     # fn reads (shared or not) is a non-sequence of the loop (Theano adds them for the user).
-    shared_states = list(updates)
+    # Tensors are states (a buffer, a gradient); others (random generators) are carried.
+    shared_states = [v for v in updates if isinstance(v.type, tt.TensorType)]
+    shared_carried = [v for v in updates if not isinstance(v.type, tt.TensorType)]
     shared_rows = [_placeholder(v, v.name) for v in shared_states]
+    carried_rows = [_placeholder(v, v.name) for v in shared_carried]
     outer_nonseqs = [v for v, h in zip(given_nonseqs, nonseq_holders) if h is not v]
     inner_nonseqs = [h for v, h in zip(given_nonseqs, nonseq_holders) if h is not v]
     implicit = [v for v in free if v not in updates]
     replace = dict(zip(shared_states, shared_rows))
+    replace.update(zip(shared_carried, carried_rows))
     for v in implicit:
         outer_nonseqs.append(v)
         inner_nonseqs.append(_placeholder(v, v.name))
@@ -308,6 +312,7 @@ def scan(
     inner_outs = [outputs[k] for k in state_idx]
     inner_outs += [updates[v] for v in shared_states]
     inner_outs += [outputs[k] for k in nit_idx]
+    inner_outs += [updates[v] for v in shared_carried]
     if condition is not None:
         inner_outs.append(condition)
     inner_outs = clone_replace(inner_outs, replace) if inner_outs else []
@@ -326,6 +331,7 @@ def scan(
         inner_ins.append(row)
         state_taps.append((-1,))
         inits.append(tt.unbroadcast(tt.shape_padleft(v), 0))
+    inner_ins.extend(carried_rows)
     inner_ins.extend(inner_nonseqs)
 
     op = Scan(
@@ -338,17 +344,21 @@ def scan(
         truncate_gradient=truncate_gradient,
         mode=mode,
         name=name,
+        n_carry=len(shared_carried),
     )
-    results = op(n, *seq_slices, *inits, *outer_nonseqs, return_list=True)
+    results = op(n, *seq_slices, *inits, *shared_carried, *outer_nonseqs, return_list=True)
 
     n_user_states = len(state_idx)
     out_list = [None] * len(outputs)
     for k, buf in zip(state_idx, results[:n_user_states]):
         out_list[k] = buf[-min(states[k][1]) :]
     shared_bufs = results[n_user_states : n_user_states + len(shared_states)]
-    for k, stack in zip(nit_idx, results[n_user_states + len(shared_states) :]):
+    first_nit = n_user_states + len(shared_states)
+    for k, stack in zip(nit_idx, results[first_nit : first_nit + len(nit_idx)]):
         out_list[k] = stack
-    new_updates = OrderedDict((v, buf[-1]) for v, buf in zip(shared_states, shared_bufs))
+    finals = {v: buf[-1] for v, buf in zip(shared_states, shared_bufs)}
+    finals.update(zip(shared_carried, results[first_nit + len(nit_idx) :]))
+    new_updates = OrderedDict((v, finals[v]) for v in updates)
     if not out_list:
         return None, new_updates
     if len(out_list) == 1 and not return_list:

@@ -50,9 +50,19 @@ def _vjp(outputs, wrt, cotangents):
     return grad(cost, wrt, disconnected_inputs="ignore", return_disconnected="zero")
 
 
+def _not_implemented(op, inputs, why):
+    """No gradient for any input (n_steps and carried values: disconnected)."""
+    first_carry = 1 + op.n_seqs + op.n_states
+    carry_pos = range(first_carry, first_carry + op.n_carry)
+    return [
+        disconnected_type() if i == 0 or i in carry_pos else grad_not_implemented(op, i, x, why)
+        for i, x in enumerate(inputs)
+    ]
+
+
 def scan_grad(op, inputs, outputs, output_grads):
     """``op.L_op``: the gradients of a Scan node's inputs, computed by a backward Scan."""
-    n, seqs, inits, nonseqs = op.split_outer(inputs)
+    n, seqs, inits, carries, nonseqs = op.split_outer(inputs)
     nst = op.n_states
     if op.has_until or any(op.store):
         why = (
@@ -60,12 +70,10 @@ def scan_grad(op, inputs, outputs, output_grads):
             if op.has_until
             else "the gradient of a scan that keeps only its last steps (store)"
         )
-        return [disconnected_type()] + [
-            grad_not_implemented(op, i, x, why) for i, x in enumerate(inputs[1:], start=1)
-        ]
+        return _not_implemented(op, inputs, why)
     g_outs = [
         tt.zeros_like(o) if isinstance(g.type, DisconnectedType) else g
-        for o, g in zip(outputs, output_grads)
+        for o, g in zip(outputs[: nst + op.n_nitsot], output_grads)
     ]
     g_bufs, g_nits = g_outs[:nst], g_outs[nst:]
     steps = n if op.truncate_gradient < 0 else tt.minimum(n, op.truncate_gradient)
@@ -156,6 +164,11 @@ def scan_grad(op, inputs, outputs, output_grads):
         b_seqs.append(replace[o])
         b_seq_outer.append(rev(rows))
     terms = clone_replace(terms, replace) if terms else []
+    carried = set(op.inner_carry_inputs())
+    if carried and carried & set(ancestors(terms)):
+        # The step draws random numbers the gradient needs; they are not stored.
+        why = "the gradient of a scan whose step's derivative reads a carried random state"
+        return _not_implemented(op, inputs, why)
     d_of = dict(zip(wrt, terms))
 
     new_windows = []
@@ -212,6 +225,7 @@ def scan_grad(op, inputs, outputs, output_grads):
         reached = tt.switch(tt.eq(start, 0), last, 0)
         g = g_bufs[k][:m] + reached
         grads.append(tt.set_subtensor(tt.zeros_like(init)[:m], g))
+    grads += [disconnected_type() for _ in carries]
     acc_of = dict(zip(float_ns, res_accs))
     for k, a in enumerate(nonseqs):
         grads.append(acc_of[k][-1] if k in acc_of else tt.zeros_like(a, dtype="float64"))

@@ -11,14 +11,16 @@ The layout is Theano's, reduced to three kinds of loop values:
 - *per-step outputs* (Theano's "nit-sot"): row ``t`` of an outer output of ``n_steps``
   rows, allocated once the first step gives its shape.
 
+*Carried values* (any type: a shared random generator updated by the step) go from
+one step to the next and only their last value comes out (no buffer, no gradient).
 Non-sequences are read unchanged at every step. With ``has_until`` the inner graph's
 last output is a boolean scalar: the loop stops after the step where it is true, and the
 outputs keep only the steps run.
 
-Outer inputs: ``[n_steps, *sequences, *initial buffers, *non_sequences]``.
-Inner inputs: ``[*sequence rows, *state taps (state by state, tap by tap), *non_sequences]``.
-Outer outputs: ``[*state buffers, *per-step outputs]``; inner outputs the same, by row,
-then the condition.
+Outer inputs: ``[n_steps, *sequences, *initial buffers, *carried, *non_sequences]``.
+Inner inputs: ``[*sequence rows, *state taps (state by state, tap by tap), *carried,
+*non_sequences]``. Outer outputs: ``[*state buffers, *per-step outputs, *carried]``; inner
+outputs the same, by row, then the condition.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Scan(Op):
         "mode",
         "name",
         "store",
+        "n_carry",
     )
 
     def __init__(
@@ -72,6 +75,7 @@ class Scan(Op):
         mode=None,
         name=None,
         store=None,
+        n_carry=0,
     ):
         self.inner_inputs = tuple(inner_inputs)
         self.inner_outputs = tuple(inner_outputs)
@@ -96,8 +100,9 @@ class Scan(Op):
                 f"more rows than its taps reach back ({list(self.mintaps)})"
             )
         n_tap_inputs = sum(len(t) for t in self.state_taps)
-        self.n_nonseqs = len(self.inner_inputs) - self.n_seqs - n_tap_inputs
-        n_out = self.n_states + self.n_nitsot + int(self.has_until)
+        self.n_carry = int(n_carry)
+        self.n_nonseqs = len(self.inner_inputs) - self.n_seqs - n_tap_inputs - self.n_carry
+        n_out = self.n_states + self.n_nitsot + self.n_carry + int(self.has_until)
         if self.n_nonseqs < 0 or len(self.inner_outputs) != n_out:
             raise ValueError(
                 f"Scan: {len(self.inner_inputs)} inner inputs and {len(self.inner_outputs)} "
@@ -122,9 +127,17 @@ class Scan(Op):
     # -- the layout ------------------------------------------------------------------------
 
     def split_outer(self, inputs):
-        """``(n_steps, sequences, initial buffers, non_sequences)`` of the outer inputs."""
-        ns, nst = self.n_seqs, self.n_states
-        return inputs[0], inputs[1 : 1 + ns], inputs[1 + ns : 1 + ns + nst], inputs[1 + ns + nst :]
+        """``(n_steps, sequences, initial buffers, carried, non_sequences)`` of the outer
+        inputs."""
+        a = 1 + self.n_seqs
+        b = a + self.n_states
+        c = b + self.n_carry
+        return inputs[0], inputs[1:a], inputs[a:b], inputs[b:c], inputs[c:]
+
+    def inner_carry_inputs(self):
+        """The inner inputs of the carried values."""
+        first = self.n_seqs + sum(len(t) for t in self.state_taps)
+        return list(self.inner_inputs[first : first + self.n_carry])
 
     def inner_tap_inputs(self):
         """The inner inputs of the states' taps, one list per state."""
@@ -142,11 +155,11 @@ class Scan(Op):
             raise TypeError(f"{self}: n_steps must be an integer scalar, got type {n_steps.type}")
         if n_steps.type.dtype != "int64":
             n_steps = tt.cast(n_steps, "int64")
-        expected = self.n_seqs + self.n_states + self.n_nonseqs
+        expected = self.n_seqs + self.n_states + self.n_carry + self.n_nonseqs
         if len(args) != expected:
             raise TypeError(f"{self}: expected {expected} inputs after n_steps, got {len(args)}")
         args = [a if isinstance(a, Variable) else tt.as_tensor_variable(a) for a in args]
-        _, seqs, inits, nonseqs = self.split_outer([None, *args])
+        _, seqs, inits, carries, nonseqs = self.split_outer([None, *args])
         inner_seqs = self.inner_inputs[: self.n_seqs]
         for k, (s, inner) in enumerate(zip(seqs, inner_seqs)):
             _check_row_type(self, f"sequence {k}", s, inner.type)
@@ -155,6 +168,8 @@ class Scan(Op):
             _check_row_type(self, f"initial state {k}", init, tap_vars[0].type)
         new_nonseqs = []
         inner_nonseqs = self.inner_inputs[len(self.inner_inputs) - self.n_nonseqs :]
+        carry_vars = self.inner_carry_inputs()
+        new_carries = [inner.type.filter_variable(a) for a, inner in zip(carries, carry_vars)]
         for k, (a, inner) in enumerate(zip(nonseqs, inner_nonseqs)):
             if a.type != inner.type:
                 try:
@@ -168,7 +183,8 @@ class Scan(Op):
         outs = [_rows_type(t[0].type)() for t in taps]
         nit = self.inner_outputs[self.n_states : self.n_states + self.n_nitsot]
         outs += [_rows_type(o.type)() for o in nit]
-        return Apply(self, [n_steps, *seqs, *inits, *new_nonseqs], outs)
+        outs += [v.type() for v in carry_vars]
+        return Apply(self, [n_steps, *seqs, *inits, *new_carries, *new_nonseqs], outs)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -178,7 +194,7 @@ class Scan(Op):
         return self._fn
 
     def perform(self, node, inputs, output_storage, params=None):
-        n_steps, seqs, inits, nonseqs = self.split_outer(inputs)
+        n_steps, seqs, inits, carries, nonseqs = self.split_outer(inputs)
         n = int(n_steps)
         if n < 0:
             raise ValueError(f"{self}: n_steps must not be negative, got {n}")
@@ -213,12 +229,15 @@ class Scan(Op):
         reads = [(s, 0, max(s.shape[0], 1)) for s in seqs] + tap_reads
         nitsot = [None] * self.n_nitsot
         nst, n_nitsot, has_until = self.n_states, self.n_nitsot, self.has_until
+        n_carry, first_carry = self.n_carry, self.n_states + self.n_nitsot
+        carries = list(carries)
         rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
         run = None
         steps = n
         for t in range(n):
             # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
             args = [a[(t + off) % size, ...] for a, off, size in reads]
+            args += carries
             args += nonseqs
             if run is None:
                 # Every step reads values of the same types and shapes: check them once.
@@ -245,6 +264,8 @@ class Scan(Op):
                         f"the steps before {nitsot[j].shape[1:]}"
                     )
                 nitsot[j][t] = row
+            if n_carry:
+                carries = list(outs[first_carry : first_carry + n_carry])
             if has_until and _host(outs[-1]):
                 steps = t + 1
                 break
@@ -264,13 +285,15 @@ class Scan(Op):
             elif steps != n:
                 arr = arr[:steps].copy()
             output_storage[nst + j][0] = arr
+        for j, value in enumerate(carries):
+            output_storage[first_carry + j][0] = value
 
     def infer_shape(self, fgraph, node, input_shapes):
-        if self.has_until or self.n_nitsot:
+        if self.has_until or self.n_nitsot or self.n_carry:
             # The steps run, or the rows' shape, are known only from running the loop.
             raise MethodNotDefined(f"{self}: output shapes are known when the loop has run")
         n = node.inputs[0]
-        _, _, init_shapes, _ = self.split_outer(input_shapes)
+        _, _, init_shapes, _, _ = self.split_outer(input_shapes)
         return [
             (m + n if not store else tt.minimum(m + n, store), *s[1:])
             for m, store, s in zip(self.mintaps, self.store, init_shapes)
@@ -279,8 +302,14 @@ class Scan(Op):
     # -- gradient ---------------------------------------------------------------------------
 
     def connection_pattern(self, node):
+        # n_steps and the carried values (random generators) pass no gradient.
         nout = len(node.outputs)
-        return [[False] * nout] + [[True] * nout for _ in node.inputs[1:]]
+        _, seqs, inits, carries, nonseqs = self.split_outer(node.inputs)
+        rows = [[False] * nout]
+        rows += [[True] * nout for _ in (*seqs, *inits)]
+        rows += [[False] * nout for _ in carries]
+        rows += [[True] * nout for _ in nonseqs]
+        return rows
 
     def L_op(self, inputs, outputs, output_grads):
         return scan_grad(self, inputs, outputs, output_grads)

@@ -89,6 +89,7 @@ def local_scan_hoist_invariants(fgraph, node):
         mode=op.mode,
         name=op.name,
         store=op.store,
+        n_carry=op.n_carry,
     )
     outer = node.inputs[: len(node.inputs) - op.n_nonseqs]
     return new_op(*outer, *(o for _, o in kept), return_list=True)
@@ -161,6 +162,7 @@ def local_scan_save_memory(fgraph, node):
         mode=op.mode,
         name=op.name,
         store=store,
+        n_carry=op.n_carry,
     )
     new_outs = new_op(*node.inputs, return_list=True)
     replace = {
@@ -183,7 +185,7 @@ def local_scan_remove_unused_inputs(fgraph, node):
         return None
     used = set(graph_inputs(list(op.inner_outputs)))
     ns, first_ns = op.n_seqs, len(op.inner_inputs) - op.n_nonseqs
-    n_steps, seqs, inits, nonseqs = op.split_outer(node.inputs)
+    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
     keep_seq = [k for k in range(ns) if op.inner_inputs[k] in used]
     keep_ns = [k for k in range(op.n_nonseqs) if op.inner_inputs[first_ns + k] in used]
     if len(keep_seq) == ns and len(keep_ns) == op.n_nonseqs:
@@ -203,11 +205,13 @@ def local_scan_remove_unused_inputs(fgraph, node):
         mode=op.mode,
         name=op.name,
         store=op.store,
+        n_carry=op.n_carry,
     )
     return new_op(
         n_steps,
         *(seqs[k] for k in keep_seq),
         *inits,
+        *carries,
         *(nonseqs[k] for k in keep_ns),
         return_list=True,
     )
