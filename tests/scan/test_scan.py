@@ -534,3 +534,23 @@ def test_random_streams_inside_the_step():
         theano_dag.grad(noisy.sum(), x)
     shifted, _ = scan(lambda v: v + srng.normal(size=()), sequences=x)
     np.testing.assert_allclose(theano_dag.grad(shifted.sum(), x).eval({x: np.ones(3)}), 1.0)
+
+
+def test_loops_over_the_same_steps_are_merged():
+    x = tt.dvector("x")
+    sums, _ = scan(lambda v, a: a + v, sequences=x, outputs_info=np.float64(0))
+    prods, _ = scan(lambda v, a: a * v, sequences=x, outputs_info=np.float64(1))
+    squares, _ = scan(lambda v: v * v, sequences=x)
+    f = theano_dag.function([x], [sums, prods, squares])
+    (node,) = _scan_nodes(f)
+    assert node.op.n_states == 2 and node.op.n_nitsot == 1
+    xv = np.array([1.0, 2.0, 3.0, 4.0])
+    got = f(xv)
+    np.testing.assert_allclose(got[0], np.cumsum(xv))
+    np.testing.assert_allclose(got[1], np.cumprod(xv))
+    np.testing.assert_allclose(got[2], xv**2)
+    # A loop that reads the other's result stays apart.
+    after, _ = scan(lambda v, a: a + v, sequences=sums, outputs_info=np.float64(0))
+    g = theano_dag.function([x], [sums, after])
+    assert len(_scan_nodes(g)) == 2
+    np.testing.assert_allclose(g(xv)[1], np.cumsum(np.cumsum(xv)))

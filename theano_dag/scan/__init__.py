@@ -8,7 +8,7 @@ What each module holds:
 - :mod:`~theano_dag.scan.grad`: the gradient (backpropagation through time);
 - :mod:`~theano_dag.scan.views`: ``map``, ``reduce``, ``foldl``, ``foldr``;
 - :mod:`~theano_dag.scan.rewriting`: rewrites of Scan nodes (loop-invariant hoisting,
-  unused inputs, memory saving).
+  unused inputs, merging, memory saving).
 
 As in Theano, ``theano_dag.scan`` is the function once ``theano_dag`` is imported;
 ``from theano_dag.scan import until`` and ``theano_dag.scan_module.until`` import the rest.
@@ -27,6 +27,7 @@ from theano_dag.scan.basic import scan, until
 from theano_dag.scan.op import Scan
 from theano_dag.scan.rewriting import (
     local_scan_hoist_invariants,
+    local_scan_merge,
     local_scan_remove_unused_inputs,
     local_scan_save_memory,
 )
@@ -43,4 +44,5 @@ __all__ = [
     "local_scan_hoist_invariants",
     "local_scan_save_memory",
     "local_scan_remove_unused_inputs",
+    "local_scan_merge",
 ]

@@ -6,6 +6,9 @@
   step no longer reads are dropped.
 - ``local_scan_remove_unused_inputs``: sequences and non-sequences the step does not
   read are not sliced or passed (a gradient loop often leaves some).
+- ``local_scan_merge``: two loops over the same number of steps, neither reading the
+  other, become one loop (Theano's ``ScanMerge``): one pass over the steps, one inner
+  call per step.
 - ``local_scan_save_memory`` (specialize): a state of which only the last steps are
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
@@ -14,7 +17,13 @@
 
 from __future__ import annotations
 
-from theano_dag.graph.basic import Constant, clone_replace, graph_inputs, io_toposort
+from theano_dag.graph.basic import (
+    Constant,
+    clone_replace,
+    graph_inputs,
+    io_toposort,
+    is_in_ancestors,
+)
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.optdb import register_canonicalize, register_specialize
 from theano_dag.scan.op import Scan
@@ -23,6 +32,7 @@ from theano_dag.tensor.type import TensorType
 
 __all__ = [
     "local_scan_hoist_invariants",
+    "local_scan_merge",
     "local_scan_remove_unused_inputs",
     "local_scan_save_memory",
 ]
@@ -215,3 +225,73 @@ def local_scan_remove_unused_inputs(fgraph, node):
         *(nonseqs[k] for k in keep_ns),
         return_list=True,
     )
+
+
+def _inner_parts(op):
+    """The op's inner inputs and outputs, by kind."""
+    ins, outs = list(op.inner_inputs), list(op.inner_outputs)
+    n_taps = sum(len(t) for t in op.state_taps)
+    a, b = op.n_seqs, op.n_seqs + n_taps
+    c = b + op.n_carry
+    nst, nit = op.n_states, op.n_nitsot
+    return (
+        (ins[:a], ins[a:b], ins[b:c], ins[c:]),
+        (outs[:nst], outs[nst : nst + nit], outs[nst + nit : nst + nit + op.n_carry]),
+    )
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_merge(fgraph, node):
+    """Merge ``node`` with another loop over the same steps (see the module)."""
+    # Scan_a(n, ...), Scan_b(n, ...) -> Scan_ab(n, ...)
+    op = node.op
+    if not isinstance(op, Scan) or op.has_until:
+        return None
+    n_steps = node.inputs[0]
+    other = None
+    for client, _ in fgraph.clients.get(n_steps, []):
+        if (
+            client != "output"
+            and client is not node
+            and isinstance(client.op, Scan)
+            and client.inputs[0] is n_steps
+            and not client.op.has_until
+            and client.op.mode == op.mode
+            and client.op.truncate_gradient == op.truncate_gradient
+            and not is_in_ancestors(client, node)
+            and not is_in_ancestors(node, client)
+        ):
+            other = client
+            break
+    if other is None:
+        return None
+    nodes = [node, other]
+    parts = [_inner_parts(nd.op) for nd in nodes]
+    outer = [nd.op.split_outer(nd.inputs) for nd in nodes]
+    (s1, t1, c1, w1), (o1, y1, k1) = parts[0]
+    (s2, t2, c2, w2), (o2, y2, k2) = parts[1]
+    merged = Scan(
+        [*s1, *s2, *t1, *t2, *c1, *c2, *w1, *w2],
+        [*o1, *o2, *y1, *y2, *k1, *k2],
+        n_seqs=len(s1) + len(s2),
+        state_taps=[*op.state_taps, *other.op.state_taps],
+        n_nitsot=len(y1) + len(y2),
+        truncate_gradient=op.truncate_gradient,
+        mode=op.mode,
+        name=op.name or other.op.name,
+        store=[*op.store, *other.op.store],
+        n_carry=len(k1) + len(k2),
+    )
+    (_, sq1, in1, ca1, ns1), (_, sq2, in2, ca2, ns2) = outer
+    res = merged(n_steps, *sq1, *sq2, *in1, *in2, *ca1, *ca2, *ns1, *ns2, return_list=True)
+    st1, st2 = op.n_states, other.op.n_states
+    ny1, ny2 = op.n_nitsot, other.op.n_nitsot
+    states = res[: st1 + st2]
+    nits = res[st1 + st2 : st1 + st2 + ny1 + ny2]
+    carries = res[st1 + st2 + ny1 + ny2 :]
+    new_first = [*states[:st1], *nits[:ny1], *carries[: op.n_carry]]
+    new_second = [*states[st1:], *nits[ny1:], *carries[op.n_carry :]]
+    replace = dict(zip(node.outputs, new_first))
+    replace.update(zip(other.outputs, new_second))
+    return replace
