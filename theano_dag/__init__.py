@@ -14,10 +14,16 @@ array([2., 4.])
 # The optimizer and the engines load with compile (compile.mode imports them), as PyTensor
 # loads its rewrites on import: the time to a first result then counts compiling the
 # graph, not importing some twenty modules.
-from theano_dag import printing  # theano_dag.printing, as theano.printing
-from theano_dag.compile import In, Mode, Out, function, shared
+# As in Theano, `theano_dag.scan` is the function: its package stays importable by path
+# (`from theano_dag.scan import until`), and theano_dag.scan_module is Theano 1.0's path.
+from theano_dag import (
+    printing,  # theano_dag.printing, as theano.printing
+    scan_module,
+)
+from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
+from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 
 __version__ = "0.1.0"
 __all__ = [
@@ -34,4 +40,11 @@ __all__ = [
     "Rop",
     "Lop",
     "printing",
+    "scan",
+    "map",
+    "reduce",
+    "foldl",
+    "foldr",
+    "scan_module",
+    "OpFromGraph",
 ]

@@ -85,6 +85,7 @@ def debugprint(
     used_ids=None,
     print_destroy_map=False,
     print_view_map=False,
+    _inner=False,
 ):
     """Print the graph of ``obj`` as an indented tree, one line per variable.
 
@@ -174,6 +175,39 @@ def debugprint(
                 child_prefix_child = prefix_child + ("  " if k == n - 1 else " |")
                 children.append((inp, prefix_child + " |", child_prefix_child, d - 1))
             stack.extend(reversed(children))
+    # Ops that hold a graph of their own (Scan, OpFromGraph, MapOverIndex: an
+    # ``inner_outputs`` attribute) print it after the outer graph, as Theano does, each
+    # line of it under `` >``; an inner graph's own inner graphs follow in turn.
+    inner_nodes = [k for k in done if getattr(getattr(k, "op", None), "inner_outputs", None)]
+    if inner_nodes and depth != 0 and not _inner:
+        print("\nInner graphs:", file=out)
+        shown = set()
+        while inner_nodes:
+            node = inner_nodes.pop(0)
+            if node.op in shown:
+                continue
+            shown.add(node.op)
+            print(f"\n{node.op} {id_of(node)}".rstrip(), file=out)
+            sub_done: dict = {}
+            for inner_out in node.op.inner_outputs:
+                text = debugprint(
+                    inner_out,
+                    depth=depth,
+                    print_type=print_type,
+                    file="str",
+                    ids=ids,
+                    stop_on_name=stop_on_name,
+                    done=sub_done,
+                    used_ids=used_ids,
+                    _inner=True,
+                )
+                for line in text.splitlines():
+                    print(f" >{line}", file=out)
+            inner_nodes.extend(
+                k
+                for k in sub_done
+                if getattr(getattr(k, "op", None), "inner_outputs", None) and k.op not in shown
+            )
     if file == "str":
         return out.getvalue().rstrip("\n")
     if file is None:

@@ -1,5 +1,6 @@
 """Compiling graphs into callables: ``function``, ``In``/``Out``, shared variables, ``Mode``."""
 
+from theano_dag.compile.builders import OpFromGraph
 from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function import function, pfunc, rebuild_collect_shared
 from theano_dag.compile.function_module import (
@@ -24,6 +25,7 @@ from theano_dag.compile.sharedvalue import SharedVariable, shared, shared_constr
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
 
 __all__ = [
+    "OpFromGraph",
     "DebugMode",
     "function",
     "pfunc",

@@ -1,7 +1,7 @@
 """The one entry point for compiling inner graphs: :func:`compile_inner`.
 
 Ops that hold a graph of their own (the CPU engine's ``RowTiled`` tile, the gradient's
-``MapOverIndex`` row, scan's step tomorrow) compile it here, never by calling
+``MapOverIndex`` row, the ``Scan`` op's step) compile it here, never by calling
 ``function()``: the engines sit below ``compile``, and an inner graph needs none of a
 user's call semantics (defaults, updates, input protection), only its values.
 
@@ -94,6 +94,33 @@ class InnerFunction:
                 self._fits.add(sig)
             return self._run(vals)
         return self._run(args)
+
+    def checked_runner(self, args):
+        """Check ``args`` once and return a callable ``run(values)`` for values of the
+        same dtypes and shapes (a loop's steps): it skips the checks ``__call__`` makes.
+        It returns a sequence of the outputs (borrowed, as ``borrow=True`` says).
+        Values that the type filter would convert get the checked ``__call__`` instead.
+
+        >>> import numpy as np
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.engines.basic import PerformLinker
+        >>> x = tt.dvector("x")
+        >>> run = compile_inner([x], [x + 1], InnerMode(PerformLinker())).checked_runner(
+        ...     [np.zeros(2)])
+        >>> [float(v) for v in run([np.ones(2)])[0]]
+        [2.0, 2.0]
+        """
+        if len(args) != len(self._inputs):
+            raise TypeError(
+                f"inner function of {len(self._inputs)} inputs called with {len(args)} values"
+            )
+        vals = self._filter(args)
+        if not all(a is v for a, v in zip(args, vals)):
+            return lambda values: self(*values)
+        # An engine may look its plan up once for values of fixed shapes (the CPU engine).
+        fixed = getattr(self._thunk, "fixed_shape_runner", None)
+        run = fixed(vals) if fixed is not None else None
+        return run if run is not None else self._run
 
     def _filter(self, args):
         vals = []

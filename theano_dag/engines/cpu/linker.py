@@ -302,6 +302,18 @@ class CPUThunk(Thunk):
         core = plan.core if plan.core is not None else self._core(plan)
         return list(core(*vals))
 
+    def fixed_shape_runner(self, vals):
+        """``run(values) -> outputs`` for values of the shapes of ``vals`` (a loop's
+        steps, ``engines.inner.InnerFunction.checked_runner``): ``run_values`` with the
+        plan looked up once. None where ``run_values`` goes through the cells."""
+        if self.profile is not None or self.program.incremental or not all(self._tensor):
+            return None
+        plan = self.plans.get(tuple(v.shape for v in vals))
+        if plan is None:
+            plan = self.plan_for(self._signature(vals))
+        core = plan.core if plan.core is not None else self._core(plan)
+        return lambda values: core(*values)
+
     def _run_incremental(self, plan, core, vals):
         fresh = getattr(plan, "inc_fresh", True) or self.program.has_destroyers
         plan.inc_fresh = False

@@ -1,0 +1,135 @@
+"""``OpFromGraph``: values on every engine, shared inputs, gradients (default and
+overridden) by finite differences, R-operator, shapes, and the inline rewrite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.builders import OpFromGraph
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import Rop, disconnected_type, verify_grad
+
+ENGINES = [
+    pytest.param(Mode(linker="py", optimizer=None), id="py"),
+    pytest.param(Mode(linker="cpu"), id="cpu"),
+    pytest.param(
+        Mode(linker="opencl"),
+        id="opencl",
+        marks=pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device"),
+    ),
+]
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("inline", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_values_match_numpy(mode, inline, dtype):
+    x, y = tt.TensorType(dtype, shape=(None,))("x"), tt.TensorType(dtype, shape=(None,))("y")
+    op = OpFromGraph([x, y], [x * y + tt.exp(x), (x - y).sum()], inline=inline)
+    a, b = tt.TensorType(dtype, shape=(None,))("a"), tt.TensorType(dtype, shape=(None,))("b")
+    o1, o2 = op(a, b)
+    f = theano_dag.function([a, b], [o1 + 1, o2], mode=mode)
+    av, bv = np.array([0.5, 1.0], dtype=dtype), np.array([2.0, 3.0], dtype=dtype)
+    r1, r2 = f(av, bv)
+    assert r1.dtype == dtype
+    np.testing.assert_allclose(r1, av * bv + np.exp(av) + 1, rtol=1e-6)
+    np.testing.assert_allclose(r2, (av - bv).sum(), rtol=1e-6)
+    kinds = {type(n.op).__name__ for n in f.maker.fgraph.apply_nodes}
+    if mode.optimizer is not None:
+        assert ("OpFromGraph" in kinds) is not inline
+
+
+def test_shared_variables_become_inputs():
+    w = theano_dag.shared(np.array([1.0, 2.0]), name="w")
+    x = tt.dvector("x")
+    op = OpFromGraph([x], [x * w])
+    a = tt.dvector("a")
+    out = op(a)
+    assert w in out.owner.inputs
+    f = theano_dag.function([a], out)
+    np.testing.assert_allclose(f(np.ones(2)), [1, 2])
+    w.set_value(np.array([3.0, 4.0]))
+    np.testing.assert_allclose(f(np.ones(2)), [3, 4])
+
+
+def test_free_non_input_variable_is_an_error():
+    x, z = tt.dscalars("x", "z")
+    with pytest.raises(ValueError, match=r"depend on \[z\]"):
+        OpFromGraph([x], [x + z])
+
+
+def test_default_gradient_by_finite_differences():
+    x, y = tt.dmatrices("x", "y")
+    op = OpFromGraph([x, y], [tt.tanh(tt.dot(x, y)), (x**2).sum()])
+    rng = np.random.default_rng(0)
+
+    def cost(a, b):
+        o1, o2 = op(a, b)
+        return o1.sum() + o2
+
+    verify_grad(cost, [rng.normal(size=(2, 3)), rng.normal(size=(3, 2))], rng=rng)
+
+
+def test_grad_and_lop_overrides():
+    x, y = tt.dscalars("x", "y")
+    # A "straight-through" op: the forward is a rounding, the gradient passes g through.
+    op = OpFromGraph([x], [tt.round(x)], grad_overrides=lambda inps, grads: [grads[0]])
+    a = tt.dscalar("a")
+    assert theano_dag.grad(op(a) * 3, a).eval({a: 1.3}) == 3.0
+    op2 = OpFromGraph(
+        [x, y],
+        [x * y],
+        lop_overrides=["default", lambda inps, outs, grads: grads[0] * 10],
+    )
+    b = tt.dscalar("b")
+    ga, gb = theano_dag.grad(op2(a, b), [a, b])
+    assert ga.eval({a: 2.0, b: 5.0}) == 5.0
+    assert gb.eval({a: 2.0, b: 5.0}) == 10.0
+    op3 = OpFromGraph([x, y], [x * y], grad_overrides=["default", disconnected_type()])
+    ga, gb = theano_dag.grad(op3(a, b), [a, b], disconnected_inputs="ignore")
+    assert ga.eval({a: 2.0, b: 5.0}) == 5.0
+    assert gb.eval({b: 5.0}) == 0.0
+
+
+def test_rop_default_and_override():
+    x = tt.dvector("x")
+    op = OpFromGraph([x], [x**2])
+    a, v = tt.dvectors("a", "v")
+    for legacy in (False, True):  # through the pullback, and through Op.R_op
+        r = Rop(op(a), a, v, use_op_rop_implementation=legacy)
+        np.testing.assert_allclose(r.eval({a: np.array([1.0, 2.0]), v: np.ones(2)}), [2, 4])
+    op2 = OpFromGraph([x], [x**2], rop_overrides=lambda inps, pts: [pts[0] * 7])
+    r2 = Rop(op2(a), a, v, use_op_rop_implementation=True)
+    np.testing.assert_allclose(r2.eval({v: np.ones(2)}), [7, 7])
+
+
+def test_infer_shape_from_the_inner_graph():
+    x = tt.dmatrix("x")
+    op = OpFromGraph([x], [x.T])
+    a = tt.dmatrix("a")
+    out = op(a)
+    shp = op.infer_shape(None, out.owner, [(a.shape[0], a.shape[1])])
+    f = theano_dag.function([a], list(shp[0]))
+    assert [int(s) for s in f(np.zeros((2, 5)))] == [5, 2]
+
+
+def test_top_level_name():
+    assert theano_dag.OpFromGraph is OpFromGraph
+
+
+def test_gradient_when_an_output_feeds_another():
+    # The second output is built on the first: both paths reach x.
+    x = tt.dvector("x")
+    h = tt.sin(x)
+    op = OpFromGraph([x], [h, h * 3])
+    rng = np.random.default_rng(3)
+
+    def cost(a):
+        o1, o2 = op(a)
+        return o1.sum() + (o2**2).sum()
+
+    verify_grad(cost, [rng.normal(size=3)], rng=rng)

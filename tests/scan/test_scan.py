@@ -1,0 +1,556 @@
+"""``scan`` and its loops: values against numpy loops on every engine, Theano's argument
+forms (taps, None outputs, n_steps, go_backwards, until, updates), errors, gradients."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import verify_grad
+from theano_dag.graph.basic import io_toposort
+from theano_dag.scan import Scan, foldl, foldr, scan, until
+from theano_dag.scan import map as scan_map
+from theano_dag.scan import reduce as scan_reduce
+
+ENGINES = [
+    pytest.param(Mode(linker="py", optimizer=None), id="py"),
+    pytest.param(Mode(linker="cpu"), id="cpu"),
+    pytest.param(
+        Mode(linker="opencl"),
+        id="opencl",
+        marks=pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device"),
+    ),
+]
+REF = Mode(linker="py", optimizer=None)
+RNG = np.random.default_rng(42)
+
+
+def run(inputs, outputs, values, mode, updates=None):
+    f = theano_dag.function(inputs, outputs, mode=mode, updates=updates)
+    return f(*values)
+
+
+# -- values on every engine ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rnn_step_matches_numpy_loop(mode, dtype):
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    w = tt.TensorType(dtype, shape=(None, None))("w")
+    h0 = tt.TensorType(dtype, shape=(None,))("h0")
+    hs, updates = scan(
+        lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+        sequences=x,
+        outputs_info=h0,
+        non_sequences=w,
+        mode=mode,
+    )
+    assert updates == OrderedDict()
+    xv = RNG.normal(size=(7, 4)).astype(dtype)
+    wv = (RNG.normal(size=(4, 4)) * 0.5).astype(dtype)
+    h0v = RNG.normal(size=4).astype(dtype)
+    got = run([x, w, h0], hs, [xv, wv, h0v], mode)
+    h, want = h0v, []
+    for t in range(7):
+        h = np.tanh(h @ wv + xv[t])
+        want.append(h)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-5 if dtype == "float32" else 1e-12)
+    np.testing.assert_allclose(got, run([x, w, h0], hs, [xv, wv, h0v], REF), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_taps_on_sequences_and_outputs(mode):
+    # y[t] = x[t-2] + x[t+1] + y[t-1] * y[t-3] / 10
+    x = tt.dvector("x")
+    y0 = tt.dvector("y0")
+    ys, _ = scan(
+        lambda xm2, xp1, ym1, ym3: xm2 + xp1 + ym1 * ym3 / 10,
+        sequences=dict(input=x, taps=[-2, 1]),
+        outputs_info=dict(initial=y0, taps=[-1, -3]),
+        mode=mode,
+    )
+    xv, y0v = RNG.normal(size=9), RNG.normal(size=3)
+    got = run([x, y0], ys, [xv, y0v], mode)
+    buf = list(y0v)
+    for t in range(9 - 3):
+        buf.append(xv[t] + xv[t + 3] + buf[-1] * buf[-3] / 10)
+    np.testing.assert_allclose(got, buf[3:], rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_go_backwards_multiple_outputs_and_none(mode):
+    x = tt.dvector("x")
+    (acc, double), _ = scan(
+        lambda v, a: (a + v, v * 2),
+        sequences=x,
+        outputs_info=[np.float64(0.0), None],
+        go_backwards=True,
+        mode=mode,
+    )
+    xv = np.arange(1.0, 6.0)
+    got_acc, got_double = run([x], [acc, double], [xv], mode)
+    np.testing.assert_allclose(got_acc, np.cumsum(xv[::-1]))
+    np.testing.assert_allclose(got_double, xv[::-1] * 2)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_symbolic_and_constant_n_steps(mode):
+    k = tt.iscalar("k")
+    a = tt.dvector("a")
+    powers, _ = scan(lambda p, a: p * a, outputs_info=tt.ones_like(a), non_sequences=a, n_steps=k)
+    av = np.array([1.0, 2.0, 3.0])
+    got = run([a, k], powers, [av, 4], mode)
+    np.testing.assert_allclose(got, [av**i for i in range(1, 5)])
+    assert run([a, k], powers, [av, 0], mode).shape == (0, 3)
+    fixed, _ = scan(lambda p: p * 2, outputs_info=np.float64(1.0), n_steps=5)
+    np.testing.assert_allclose(run([], fixed, [], mode), [2, 4, 8, 16, 32])
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_until_ends_the_loop(mode):
+    # Doubles until the value passes 100 (Theano's doc example), at most 1000 steps.
+    x = tt.dscalar("x")
+    vals, _ = scan(lambda p: (p * 2, until(p * 2 > 100)), outputs_info=x, n_steps=1000)
+    np.testing.assert_allclose(run([x], vals, [3.0], mode), [6, 12, 24, 48, 96, 192])
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_shared_variable_updates_inside_fn(mode):
+    count = theano_dag.shared(np.float64(0.0), name="count")
+    x = tt.dvector("x")
+    out, updates = scan(lambda v: (v + count, {count: count + 1}), sequences=x)
+    assert list(updates) == [count]
+    f = theano_dag.function([x], out, updates=updates, mode=mode)
+    np.testing.assert_allclose(f(np.zeros(3)), [0, 1, 2])
+    assert count.get_value() == 3
+    np.testing.assert_allclose(f(np.zeros(2)), [3, 4])
+    assert count.get_value() == 5
+
+
+def test_implicit_outer_variables_and_shared_reads():
+    w = theano_dag.shared(np.array([1.0, 2.0]), name="w")
+    c = tt.dscalar("c")
+    x = tt.dmatrix("x")
+    out, _ = scan(lambda row: row * w + c, sequences=x)
+    node = out.owner
+    assert isinstance(node.op, Scan)
+    assert w in node.inputs and c in node.inputs
+    xv = RNG.normal(size=(3, 2))
+    np.testing.assert_allclose(theano_dag.function([x, c], out)(xv, 0.5), xv * [1, 2] + 0.5)
+
+
+def test_return_list_and_only_updates():
+    x = tt.dvector("x")
+    (out,), _ = scan(lambda v: v + 1, sequences=x, return_list=True)
+    np.testing.assert_allclose(out.eval({x: np.ones(2)}), [2, 2])
+    s = theano_dag.shared(np.float64(0.0))
+    none, updates = scan(lambda v: {s: s + v}, sequences=x)
+    assert none is None
+    f = theano_dag.function([x], [], updates=updates)
+    f(np.array([1.0, 2.0, 3.0]))
+    assert s.get_value() == 6.0
+
+
+def test_views_map_reduce_foldl_foldr():
+    x = tt.dvector("x")
+    xv = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(scan_map(lambda v: v**2, x)[0].eval({x: xv}), xv**2)
+    r, _ = scan_reduce(lambda v, a: a + v, x, np.float64(0.0))
+    assert r.eval({x: xv}) == 6.0
+    assert foldl(lambda v, a: a * 10 + v, x, np.float64(0.0))[0].eval({x: xv}) == 123.0
+    assert foldr(lambda v, a: a * 10 + v, x, np.float64(0.0))[0].eval({x: xv}) == 321.0
+    # Theano's top-level names.
+    assert theano_dag.map is scan_map and theano_dag.reduce is scan_reduce
+    assert theano_dag.scan is scan and theano_dag.scan_module.until is until
+
+
+def test_infer_shape_of_states():
+    x0 = tt.dvector("x0")
+    k = tt.lscalar("k")
+    out, _ = scan(lambda p: p + 1, outputs_info=x0, n_steps=k)
+    buf = out.owner.inputs[0]  # out is a slice of the buffer
+    node = buf.owner
+    shapes = node.op.infer_shape(None, node, [(), (1, x0.shape[0])])
+    assert len(shapes) == 1 and len(shapes[0]) == 2
+
+
+def test_strict_wants_every_variable_passed():
+    w = tt.dscalar("w")
+    x = tt.dvector("x")
+    with pytest.raises(ValueError, match=r"strict=True.*w"):
+        scan(lambda v: v * w, sequences=x, strict=True)
+    out, _ = scan(lambda v, w: v * w, sequences=x, non_sequences=w, strict=True)
+    np.testing.assert_allclose(out.eval({x: np.ones(2), w: 3.0}), [3, 3])
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def test_output_type_differs_from_initial_state():
+    x = tt.dvector("x")
+    with pytest.raises(TypeError, match=r"float64, scalar.*float32, scalar"):
+        scan(lambda v, a: a + v, sequences=x, outputs_info=np.float32(0))
+    with pytest.raises(TypeError, match=r"output 0 .*vector.*scalar"):
+        scan(lambda v, a: a + x, sequences=x, outputs_info=np.float64(0))
+
+
+def test_too_few_initial_steps_for_taps():
+    y0 = tt.dvector("y0")
+    ys, _ = scan(lambda a, b: a + b, outputs_info=dict(initial=y0, taps=[-1, -3]), n_steps=3)
+    f = theano_dag.function([y0], ys, mode=REF)
+    with pytest.raises(ValueError, match=r"taps \[-1, -3\] and needs 3 initial steps.*has 2"):
+        f(np.zeros(2))
+
+
+def test_n_steps_longer_than_sequence():
+    x = tt.dvector("x")
+    out, _ = scan(lambda v: v, sequences=x, n_steps=5)
+    f = theano_dag.function([x], out, mode=REF)
+    with pytest.raises(ValueError, match=r"sequence 0 has 3 steps, fewer than the 5 steps"):
+        f(np.zeros(3))
+
+
+def test_until_must_be_scalar():
+    with pytest.raises(TypeError, match=r"until: the condition must be a scalar"):
+        until(tt.dvector("v") > 0)
+
+
+def test_no_steps_information():
+    with pytest.raises(ValueError, match="no information about the number of steps"):
+        scan(lambda p: p, outputs_info=np.float64(0))
+
+
+def test_positive_output_taps_refused():
+    with pytest.raises(ValueError, match="taps must be negative"):
+        scan(lambda p: p, outputs_info=dict(initial=tt.dvector(), taps=[1]), n_steps=2)
+
+
+# -- gradients -------------------------------------------------------------------------------
+
+
+def test_grad_rnn_by_finite_differences():
+    rng = np.random.default_rng(0)
+
+    def cost(x, w, h0):
+        hs, _ = scan(
+            lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+            sequences=x,
+            outputs_info=h0,
+            non_sequences=w,
+        )
+        return (hs**2).sum() + hs[-1].sum()
+
+    verify_grad(
+        cost, [rng.normal(size=(5, 3)), rng.normal(size=(3, 3)) * 0.5, rng.normal(size=3)], rng=rng
+    )
+
+
+def test_grad_several_taps_by_finite_differences():
+    rng = np.random.default_rng(1)
+
+    def cost(x, y0, c):
+        ys, _ = scan(
+            lambda xm2, xp1, ym1, ym3, c: xm2 * xp1 + tt.sin(ym1) * ym3 * c,
+            sequences=dict(input=x, taps=[-2, 1]),
+            outputs_info=dict(initial=y0, taps=[-1, -3]),
+            non_sequences=c,
+        )
+        return (ys * tt.arange(ys.shape[0])).sum()
+
+    verify_grad(cost, [rng.normal(size=8), rng.normal(size=4), np.array(0.7)], rng=rng)
+
+
+def test_grad_go_backwards_and_nitsot_by_finite_differences():
+    rng = np.random.default_rng(2)
+
+    def cost(x, a0):
+        (acc, y), _ = scan(
+            lambda v, a: (a * tt.cos(v) + v, a * v),
+            sequences=x,
+            outputs_info=[a0, None],
+            go_backwards=True,
+        )
+        return acc.sum() + (y**2).sum()
+
+    verify_grad(cost, [rng.normal(size=(4, 2)), rng.normal(size=2)], rng=rng)
+
+
+def test_truncate_gradient_stops_the_flow():
+    x = tt.dvector("x")
+    h0 = tt.dscalar("h0")
+    hs, _ = scan(lambda v, h: h * 0.5 + v, sequences=x, outputs_info=h0, truncate_gradient=2)
+    gx, gh0 = theano_dag.grad(hs[-1], [x, h0])
+    f = theano_dag.function([x, h0], [gx, gh0])
+    got_x, got_h0 = f(np.ones(5), 1.0)
+    # Only the last two steps pass a gradient back.
+    np.testing.assert_allclose(got_x, [0, 0, 0, 0.5, 1.0])
+    assert got_h0 == 0.0
+    full, _ = scan(lambda v, h: h * 0.5 + v, sequences=x, outputs_info=h0)
+    got_x, got_h0 = theano_dag.function([x, h0], theano_dag.grad(full[-1], [x, h0]))(
+        np.ones(5), 1.0
+    )
+    np.testing.assert_allclose(got_x, 0.5 ** np.arange(4, -1, -1))
+    assert got_h0 == 0.5**5
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_grad_float32_on_every_engine(mode):
+    x = tt.fmatrix("x")
+    w = tt.fmatrix("w")
+    hs, _ = scan(
+        lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+        sequences=x,
+        outputs_info=tt.zeros_like(x[0]),
+        non_sequences=w,
+    )
+    gw = theano_dag.grad(hs.sum(), w)
+    xv = RNG.normal(size=(6, 3)).astype("float32")
+    wv = RNG.normal(size=(3, 3)).astype("float32")
+    got = run([x, w], gw, [xv, wv], mode)
+    want = run([x, w], gw, [xv, wv], REF)
+    assert got.dtype == "float32"
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_jacobian_of_loop_output():
+    x = tt.dvector("x")
+    ys, _ = scan(lambda v, a: a * v, sequences=x, outputs_info=np.float64(1.0))
+    j = theano_dag.jacobian(ys, x)
+    xv = np.array([2.0, 3.0, 4.0])
+    got = j.eval({x: xv})
+    prods = np.cumprod(xv)
+    want = np.array([[prods[i] / xv[k] if k <= i else 0 for k in range(3)] for i in range(3)])
+    np.testing.assert_allclose(got, want)
+
+
+def test_grad_through_until_is_not_implemented():
+    x = tt.dscalar("x")
+    vals, _ = scan(lambda p: (p * 2, until(p > 10)), outputs_info=x, n_steps=10)
+    from theano_dag.gradient import NullTypeGradError
+
+    with pytest.raises(NullTypeGradError, match="until"):
+        theano_dag.grad(vals.sum(), x)
+
+
+def test_grad_when_an_output_feeds_another():
+    # The step returns h and h * 3: the gradient reaches x through both.
+    rng = np.random.default_rng(4)
+
+    def cost(x):
+        (hs, ts), _ = scan(
+            lambda v, h: [tt.sin(h) + v, (tt.sin(h) + v) * 3],
+            sequences=x,
+            outputs_info=[np.float64(0.2), None],
+        )
+        return (hs**2).sum() + ts.sum()
+
+    verify_grad(cost, [rng.normal(size=4)], rng=rng)
+
+
+def test_rop_and_second_order_through_scan():
+    x, v, c = tt.dvector("x"), tt.dvector("v"), tt.dscalar("c")
+    ys, _ = scan(
+        lambda xt, a, c: tt.sin(a) * c + xt,
+        sequences=x,
+        outputs_info=np.float64(0.3),
+        non_sequences=c,
+    )
+
+    def numpy_loop(xv, cv):
+        a, out = 0.3, []
+        for t in range(len(xv)):
+            a = np.sin(a) * cv + xv[t]
+            out.append(a)
+        return np.array(out)
+
+    xv, vv, eps = np.array([0.1, 0.2, 0.3, 0.4]), np.array([1.0, -2.0, 0.5, 3.0]), 1e-6
+    want = (numpy_loop(xv + eps * vv, 0.7) - numpy_loop(xv - eps * vv, 0.7)) / (2 * eps)
+    got = theano_dag.Rop(ys, x, v).eval({x: xv, v: vv, c: 0.7})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # The Hessian of the loop's sum (a loop over the gradient of a loop).
+    hess = theano_dag.hessian(ys.sum(), x).eval({x: xv, c: 0.7})
+    g = theano_dag.function([x], theano_dag.grad(ys.sum(), x), givens={c: tt.constant(0.7)})
+    num = np.array([(g(xv + eps * e) - g(xv - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(hess, num, rtol=1e-5, atol=1e-8)
+    # d2/dc2 by finite differences of the first derivative.
+    rng = np.random.default_rng(5)
+    verify_grad(
+        lambda cc: theano_dag.grad(
+            scan(
+                lambda xt, a, c: tt.sin(a) * c + xt,
+                sequences=tt.constant(xv),
+                outputs_info=np.float64(0.3),
+                non_sequences=cc,
+            )[0].sum(),
+            cc,
+        ),
+        [np.array(0.7)],
+        rng=rng,
+    )
+
+
+# -- rewrites ------------------------------------------------------------------------------
+
+
+def _scan_nodes(f):
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Scan)]
+
+
+@pytest.mark.parametrize("mode", ENGINES[1:])
+def test_loop_invariant_work_is_hoisted(mode):
+    x, w, h0 = tt.dmatrix("x"), tt.dmatrix("w"), tt.dvector("h0")
+    hs, _ = scan(
+        lambda x_t, h, w: tt.tanh(tt.dot(h, tt.exp(w).T * 2) + x_t),
+        sequences=x,
+        outputs_info=h0,
+        non_sequences=w,
+    )
+    f = theano_dag.function([x, w, h0], hs, mode=mode)
+    (node,) = _scan_nodes(f)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    # exp(w).T * 2 is computed once, outside: the step is the product, add and tanh.
+    assert not any("exp" in str(n.op).lower() for n in inner), [str(n.op) for n in inner]
+    assert any("exp" in str(n.op).lower() for n in f.maker.fgraph.apply_nodes)
+    xv, wv, h0v = RNG.normal(size=(5, 3)), RNG.normal(size=(3, 3)) * 0.3, RNG.normal(size=3)
+    want = run([x, w, h0], hs, [xv, wv, h0v], REF)
+    np.testing.assert_allclose(f(xv, wv, h0v), want, rtol=1e-12)
+    excluded = theano_dag.function(
+        [x, w, h0], hs, mode=mode.excluding("local_scan_hoist_invariants")
+    )
+    (node,) = _scan_nodes(excluded)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    assert any("exp" in str(n.op).lower() for n in inner)
+
+
+def test_debugprint_shows_the_inner_graph():
+    x = tt.dvector("x")
+    s, _ = scan(lambda v, acc: acc + v * 2, sequences=x, outputs_info=np.float64(0))
+    text = theano_dag.printing.debugprint(s, file="str")
+    outer, inner = text.split("\nInner graphs:\n")
+    assert "Scan{1 seqs, 1 states, 0 outputs} [id B]" in outer
+    assert inner.strip().splitlines() == [
+        "Scan{1 seqs, 1 states, 0 outputs} [id B]",
+        " >Elemwise{add,no_inplace} [id P]",
+        " > |<TensorType(float64, scalar)> [id Q]",
+        " > |Elemwise{mul,no_inplace} [id R]",
+        " >   |x[t] [id S]",
+        " >   |2 [id T]",
+    ]
+
+
+@pytest.mark.parametrize("mode", ENGINES[1:])
+def test_only_the_last_state_is_kept(mode):
+    # h[-1] alone is read: the loop keeps a circular buffer of 2 rows, not 1 + n_steps.
+    x, h0 = tt.dmatrix("x"), tt.dvector("h0")
+    hs, _ = scan(lambda x_t, h: tt.tanh(h * 0.9 + x_t), sequences=x, outputs_info=h0)
+    f = theano_dag.function([x, h0], hs[-1], mode=mode)
+    (node,) = _scan_nodes(f)
+    assert node.op.store == (2,)
+    xv, h0v = RNG.normal(size=(7, 3)), RNG.normal(size=3)
+    np.testing.assert_allclose(f(xv, h0v), run([x, h0], hs, [xv, h0v], REF)[-1], rtol=1e-12)
+    np.testing.assert_allclose(f(xv[:1], h0v), np.tanh(h0v * 0.9 + xv[0]), rtol=1e-12)
+    # Reading the whole output keeps everything.
+    g = theano_dag.function([x, h0], [hs[-1], hs], mode=mode)
+    (node,) = _scan_nodes(g)
+    assert node.op.store == (0,)
+
+
+def test_last_steps_of_a_tapped_state():
+    # taps [-1, -3] and y[-2] read: 4 rows kept (3 taps back, and the step written).
+    y0 = tt.dvector("y0")
+    ys, _ = scan(lambda a, b: a * 0.5 + b, outputs_info=dict(initial=y0, taps=[-3, -1]), n_steps=9)
+    f = theano_dag.function([y0], [ys[-2], ys[-1]])
+    (node,) = _scan_nodes(f)
+    assert node.op.store == (4,)
+    want = run([y0], ys, [np.array([1.0, 2.0, 3.0])], REF)
+    got = f(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(got, [want[-2], want[-1]], rtol=1e-12)
+
+
+def test_long_loop_keeps_constant_memory():
+    import tracemalloc
+
+    x0 = tt.dvector("x0")
+    k = tt.lscalar("k")
+    out, _ = scan(lambda p: p * 0.5 + 1.0, outputs_info=x0, n_steps=k)
+    f = theano_dag.function([x0, k], out[-1])
+    f(np.zeros(100), 3)
+    tracemalloc.start()
+    got = f(np.zeros(100), 100_000)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    np.testing.assert_allclose(got, np.full(100, 2.0))
+    # All 100,000 steps of 100 floats would be 80 MB.
+    assert peak < 1_000_000, peak
+
+
+def test_save_memory_then_until():
+    x = tt.dscalar("x")
+    vals, _ = scan(lambda p: (p * 2, until(p * 2 > 100)), outputs_info=x, n_steps=1000)
+    f = theano_dag.function([x], vals[-1])
+    (node,) = _scan_nodes(f)
+    assert node.op.store == (2,)
+    assert f(3.0) == 192.0
+
+
+def test_unused_sequences_are_dropped():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    out, _ = scan(lambda a, b: a * 2, sequences=[x, y])
+    assert len(out.owner.inputs) == 3  # n_steps and the two sequences, as built
+    f = theano_dag.function([x, y], out)
+    (node,) = _scan_nodes(f)
+    assert node.op.n_seqs == 1
+    # y still bounds the number of steps (the shortest sequence), outside the loop.
+    np.testing.assert_allclose(f(np.arange(4.0), np.zeros(2)), [0.0, 2.0])
+
+
+def test_random_streams_inside_the_step():
+    from theano_dag.tensor.random.utils import RandomStream
+
+    srng = RandomStream(seed=7)
+    n = tt.lscalar("n")
+    draws, updates = scan(lambda: srng.normal(size=(2,)), n_steps=n)
+    assert len(updates) == 1  # the generator, carried through the loop
+    f = theano_dag.function([n], draws, updates=updates)
+    first, second = f(3), f(3)
+    assert first.shape == (3, 2)
+    assert not np.allclose(first[0], first[1]) and not np.allclose(first, second)
+    # The same draws as three calls of a function drawing once, from the same seed.
+    srng2 = RandomStream(seed=7)
+    once = theano_dag.function([], srng2.normal(size=(2,)))
+    np.testing.assert_allclose(first, [once() for _ in range(3)])
+    # A gradient that needs the draws is refused by name; one that does not works.
+    x = tt.dvector("x")
+    noisy, _ = scan(lambda v: v * srng.normal(size=()), sequences=x)
+    with pytest.raises(Exception, match="random"):
+        theano_dag.grad(noisy.sum(), x)
+    shifted, _ = scan(lambda v: v + srng.normal(size=()), sequences=x)
+    np.testing.assert_allclose(theano_dag.grad(shifted.sum(), x).eval({x: np.ones(3)}), 1.0)
+
+
+def test_loops_over_the_same_steps_are_merged():
+    x = tt.dvector("x")
+    sums, _ = scan(lambda v, a: a + v, sequences=x, outputs_info=np.float64(0))
+    prods, _ = scan(lambda v, a: a * v, sequences=x, outputs_info=np.float64(1))
+    squares, _ = scan(lambda v: v * v, sequences=x)
+    f = theano_dag.function([x], [sums, prods, squares])
+    (node,) = _scan_nodes(f)
+    assert node.op.n_states == 2 and node.op.n_nitsot == 1
+    xv = np.array([1.0, 2.0, 3.0, 4.0])
+    got = f(xv)
+    np.testing.assert_allclose(got[0], np.cumsum(xv))
+    np.testing.assert_allclose(got[1], np.cumprod(xv))
+    np.testing.assert_allclose(got[2], xv**2)
+    # A loop that reads the other's result stays apart.
+    after, _ = scan(lambda v, a: a + v, sequences=sums, outputs_info=np.float64(0))
+    g = theano_dag.function([x], [sums, after])
+    assert len(_scan_nodes(g)) == 2
+    np.testing.assert_allclose(g(xv)[1], np.cumsum(np.cumsum(xv)))

@@ -1,0 +1,232 @@
+"""The gradient of ``Scan``: backpropagation through time, as a second, backward Scan.
+
+Step ``t`` of the forward loop computes ``f(seq rows, state taps, non_sequences)``. The
+backward loop walks ``t = n-1 .. n-T`` (``T = n``, or ``truncate_gradient`` steps) and
+applies the vector-Jacobian product of ``f`` (``gradient.Lop`` on the inner graph) to
+the cotangents of step ``t``'s outputs. A state written at step ``t`` is read, through
+its taps, by the steps up to ``t + m`` later; so the backward loop carries, per state,
+a *window* of ``m`` accumulated cotangents (for the rows ``t+m .. t+1`` of the buffer):
+its first row completes the cotangent of the row step ``t`` wrote, and each tap adds
+its term at the place of the row it read. The non-sequences' gradients are summed in a
+carried accumulator; the sequences' are per-step outputs of the backward loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+from theano_dag import tensor as tt
+from theano_dag.gradient.reverse import grad
+from theano_dag.graph.basic import ancestors, clone_replace
+from theano_dag.graph.null_type import DisconnectedType, disconnected_type, grad_not_implemented
+
+__all__ = ["scan_grad"]
+
+
+def _is_float(var):
+    return str(getattr(var.type, "dtype", "")).startswith(("float", "complex"))
+
+
+def _like(x, var):
+    """``x`` with the dtype and broadcastable pattern of ``var`` (the loop's types)."""
+    if x.type.dtype != var.type.dtype:
+        x = tt.cast(x, var.type.dtype)
+    if x.type.broadcastable != var.type.broadcastable:
+        x = tt.patternbroadcast(x, var.type.broadcastable)
+    return x
+
+
+def _vjp(outputs, wrt, cotangents):
+    """``sum_i <cotangents[i], d outputs[i] / d wrt>`` for each of ``wrt``.
+
+    Written as the gradient of one scalar rather than with known output gradients: an
+    output may also be an intermediate of another (a step returning ``h`` and ``h * 2``),
+    and a known gradient would stand for its whole gradient, dropping the other path.
+    """
+    if not outputs or not wrt:
+        return [tt.zeros_like(w) for w in wrt]
+    cost = functools.reduce(operator.add, [(o * c).sum() for o, c in zip(outputs, cotangents)])
+    return grad(cost, wrt, disconnected_inputs="ignore", return_disconnected="zero")
+
+
+def _not_implemented(op, inputs, why):
+    """No gradient for any input (n_steps and carried values: disconnected)."""
+    first_carry = 1 + op.n_seqs + op.n_states
+    carry_pos = range(first_carry, first_carry + op.n_carry)
+    return [
+        disconnected_type() if i == 0 or i in carry_pos else grad_not_implemented(op, i, x, why)
+        for i, x in enumerate(inputs)
+    ]
+
+
+def scan_grad(op, inputs, outputs, output_grads):
+    """``op.L_op``: the gradients of a Scan node's inputs, computed by a backward Scan."""
+    n, seqs, inits, carries, nonseqs = op.split_outer(inputs)
+    nst = op.n_states
+    if op.has_until or any(op.store):
+        why = (
+            "the gradient of a scan that ends on `until`"
+            if op.has_until
+            else "the gradient of a scan that keeps only its last steps (store)"
+        )
+        return _not_implemented(op, inputs, why)
+    g_outs = [
+        tt.zeros_like(o) if isinstance(g.type, DisconnectedType) else g
+        for o, g in zip(outputs[: nst + op.n_nitsot], output_grads)
+    ]
+    g_bufs, g_nits = g_outs[:nst], g_outs[nst:]
+    steps = n if op.truncate_gradient < 0 else tt.minimum(n, op.truncate_gradient)
+    start = n - steps
+
+    fwd_seqs = list(op.inner_inputs[: op.n_seqs])
+    fwd_taps = op.inner_tap_inputs()
+    fwd_nonseqs = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    fwd_state_outs = list(op.inner_outputs[:nst])
+    fwd_nit_outs = list(op.inner_outputs[nst : nst + op.n_nitsot])
+
+    def rev(x):
+        # rows start .. n-1 of x, last first
+        return x[start:n][::-1]
+
+    # The backward loop's sequences: the forward rows, the states' taps as they were
+    # read, and the cotangents of what each step wrote.
+    b_seqs, b_seq_outer = [], []
+    replace = {}
+    for v, s in zip(fwd_seqs, seqs):
+        replace[v] = v.type(v.name)
+        b_seqs.append(replace[v])
+        b_seq_outer.append(rev(s))
+    for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
+        m = op.mintaps[k]
+        for tap, v in zip(taps, tap_vars):
+            replace[v] = v.type(v.name)
+            b_seqs.append(replace[v])
+            b_seq_outer.append(rev(outputs[k][m + tap : m + tap + n]))
+    g_state_rows = []
+    for k in range(nst):
+        row = fwd_taps[k][0].type("g_state")
+        g_state_rows.append(row)
+        b_seqs.append(row)
+        b_seq_outer.append(rev(g_bufs[k][op.mintaps[k] :]))
+    g_nit_rows = []
+    for j, out in enumerate(fwd_nit_outs):
+        row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
+        g_nit_rows.append(row)
+        b_seqs.append(row)
+        b_seq_outer.append(rev(g_nits[j]))
+    b_nonseqs = []
+    for v in fwd_nonseqs:
+        replace[v] = v.type(v.name)
+        b_nonseqs.append(replace[v])
+
+    # The carried values: a window per state, an accumulator per float non-sequence.
+    # A window of one row (the common taps=[-1]) is that row itself.
+    windows = [
+        tt.TensorType(v[0].type.dtype, broadcastable=v[0].type.broadcastable)("window")
+        if m == 1
+        else tt.TensorType(v[0].type.dtype, broadcastable=(False, *v[0].type.broadcastable))(
+            "window"
+        )
+        for v, m in zip(fwd_taps, op.mintaps)
+    ]
+    float_ns = [k for k, v in enumerate(fwd_nonseqs) if _is_float(v)]
+    accs = [b_nonseqs[k].type("acc") for k in float_ns]
+
+    cots, outs_f = [], []
+    for k, out in enumerate(fwd_state_outs):
+        if _is_float(out):
+            outs_f.append(out)
+            head = windows[k] if op.mintaps[k] == 1 else windows[k][0]
+            cots.append(head + g_state_rows[k])
+    for j, out in enumerate(fwd_nit_outs):
+        if _is_float(out):
+            outs_f.append(out)
+            cots.append(g_nit_rows[j])
+    wrt_seqs = [v for v in fwd_seqs if _is_float(v)]
+    wrt_taps = [v for tap_vars in fwd_taps for v in tap_vars if _is_float(v)]
+    wrt_ns = [fwd_nonseqs[k] for k in float_ns]
+    wrt = wrt_seqs + wrt_taps + wrt_ns
+    # The cotangents are inner variables of the backward loop: keep them out of the
+    # replacement (they are not forward inner inputs).
+    terms = _vjp(outs_f, wrt, cots)
+    # A gradient that reads what the step computed (tanh's does) reads the forward
+    # loop's stored rows instead of computing the step again.
+    used = set(ancestors(terms)) if terms else set()
+    stored = [
+        (o, outputs[k][op.mintaps[k] : op.mintaps[k] + n]) for k, o in enumerate(fwd_state_outs)
+    ]
+    stored += [(o, outputs[nst + j][:n]) for j, o in enumerate(fwd_nit_outs)]
+    for o, rows in stored:
+        if o.owner is None or o not in used or o in replace:
+            continue
+        replace[o] = o.type("out")
+        b_seqs.append(replace[o])
+        b_seq_outer.append(rev(rows))
+    terms = clone_replace(terms, replace) if terms else []
+    carried = set(op.inner_carry_inputs())
+    if carried and carried & set(ancestors(terms)):
+        # The step draws random numbers the gradient needs; they are not stored.
+        why = "the gradient of a scan whose step's derivative reads a carried random state"
+        return _not_implemented(op, inputs, why)
+    d_of = dict(zip(wrt, terms))
+
+    new_windows = []
+    for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
+        w = windows[k]
+        if op.mintaps[k] == 1:
+            # taps == (-1,): the new window is the cotangent of the row the step read.
+            v = tap_vars[0]
+            new_windows.append(d_of[v] if v in d_of else tt.zeros_like(w))
+            continue
+        shifted = tt.concatenate([w[1:], tt.zeros_like(w[:1])], axis=0)
+        for tap, v in zip(taps, tap_vars):
+            if v in d_of:
+                shifted = tt.inc_subtensor(shifted[-tap - 1], d_of[v])
+        new_windows.append(shifted)
+    new_windows = [_like(w, v) for w, v in zip(new_windows, windows)]
+    new_accs = [_like(a + d_of[fwd_nonseqs[k]], a) for a, k in zip(accs, float_ns)]
+    d_seqs = [_like(d_of[v], replace[v]) for v in wrt_seqs]
+
+    back = type(op)(
+        [*b_seqs, *windows, *accs, *b_nonseqs],
+        [*new_windows, *new_accs, *d_seqs],
+        n_seqs=len(b_seqs),
+        state_taps=[(-1,)] * (len(windows) + len(accs)),
+        n_nitsot=len(d_seqs),
+        mode=op.mode,
+        name=f"grad_of_{op.name}" if op.name else "grad_of_scan",
+    )
+    window_inits = [
+        tt.shape_padleft(tt.zeros_like(outputs[k][0] if m == 1 else outputs[k][:m]))
+        for k, m in enumerate(op.mintaps)
+    ]
+    acc_inits = [tt.shape_padleft(tt.zeros_like(nonseqs[k])) for k in float_ns]
+    res = back(steps, *b_seq_outer, *window_inits, *acc_inits, *nonseqs, return_list=True)
+    res_windows = res[: len(windows)]
+    res_accs = res[len(windows) : len(windows) + len(accs)]
+    res_dseqs = res[len(windows) + len(accs) :]
+
+    grads = [disconnected_type()]
+    dseq_of = dict(zip(wrt_seqs, res_dseqs))
+    for v, s in zip(fwd_seqs, seqs):
+        if v not in dseq_of:
+            grads.append(tt.zeros_like(s, dtype="float64"))
+            continue
+        # Rows before `start` (truncated) and past `n` (unused) get no gradient.
+        grads.append(tt.set_subtensor(tt.zeros_like(s)[start:n], dseq_of[v][::-1]))
+    for k, (init, m) in enumerate(zip(inits, op.mintaps)):
+        if not _is_float(init):
+            grads.append(tt.zeros_like(init, dtype="float64"))
+            continue
+        # The last window holds the rows m-1 .. 0 when the backward loop reached step 0.
+        last = res_windows[k][-1]
+        last = tt.shape_padleft(last) if m == 1 else last[::-1]
+        reached = tt.switch(tt.eq(start, 0), last, 0)
+        g = g_bufs[k][:m] + reached
+        grads.append(tt.set_subtensor(tt.zeros_like(init)[:m], g))
+    grads += [disconnected_type() for _ in carries]
+    acc_of = dict(zip(float_ns, res_accs))
+    for k, a in enumerate(nonseqs):
+        grads.append(acc_of[k][-1] if k in acc_of else tt.zeros_like(a, dtype="float64"))
+    return grads

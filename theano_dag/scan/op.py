@@ -1,0 +1,340 @@
+"""The ``Scan`` op: a loop over an inner graph, with recurrent states and per-step outputs.
+
+The layout is Theano's, reduced to three kinds of loop values:
+
+- *sequences*: outer arrays of at least ``n_steps`` rows; step ``t`` reads row ``t``
+  (``scan()`` turns each tap of a user's sequence into a slice of its own, and
+  ``go_backwards`` into a reversed slice, so the op only walks forward);
+- *states*: each with its taps (negative offsets into its own past); the outer input is
+  the initial buffer of ``m = -min(taps)`` rows, the outer output the full buffer of
+  ``m + n_steps`` rows (the initial rows first), written in place step after step;
+- *per-step outputs* (Theano's "nit-sot"): row ``t`` of an outer output of ``n_steps``
+  rows, allocated once the first step gives its shape.
+
+*Carried values* (any type: a shared random generator updated by the step) go from
+one step to the next and only their last value comes out (no buffer, no gradient).
+Non-sequences are read unchanged at every step. With ``has_until`` the inner graph's
+last output is a boolean scalar: the loop stops after the step where it is true, and the
+outputs keep only the steps run.
+
+Outer inputs: ``[n_steps, *sequences, *initial buffers, *carried, *non_sequences]``.
+Inner inputs: ``[*sequence rows, *state taps (state by state, tap by tap), *carried,
+*non_sequences]``. Outer outputs: ``[*state buffers, *per-step outputs, *carried]``; inner
+outputs the same, by row, then the condition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import tensor as tt
+from theano_dag.engines.inner import compile_inner
+from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.op import Op
+from theano_dag.graph.utils import MethodNotDefined
+from theano_dag.scan.grad import scan_grad
+
+__all__ = ["Scan"]
+
+
+class Scan(Op):
+    """A loop over an inner graph (see the module docstring for the layout).
+
+    ``state_taps``: one tuple of negative taps per state. ``mode`` compiles the inner
+    graph (through ``engines.inner.compile_inner``, once, on first run; None: the
+    default mode). ``truncate_gradient``: how many steps back the gradient flows (-1:
+    all of them). ``store``: per state, 0 to keep all its steps, or ``S`` to keep its
+    last ``S`` rows only, in a circular buffer (set by the memory rewrite
+    ``local_scan_save_memory`` when only the last steps are read); the output is then
+    those last rows.
+    """
+
+    __props__ = (
+        "inner_inputs",
+        "inner_outputs",
+        "n_seqs",
+        "state_taps",
+        "n_nitsot",
+        "has_until",
+        "truncate_gradient",
+        "mode",
+        "name",
+        "store",
+        "n_carry",
+    )
+
+    def __init__(
+        self,
+        inner_inputs,
+        inner_outputs,
+        n_seqs,
+        state_taps,
+        n_nitsot,
+        has_until=False,
+        truncate_gradient=-1,
+        mode=None,
+        name=None,
+        store=None,
+        n_carry=0,
+    ):
+        self.inner_inputs = tuple(inner_inputs)
+        self.inner_outputs = tuple(inner_outputs)
+        self.n_seqs = int(n_seqs)
+        self.state_taps = tuple(tuple(int(t) for t in taps) for taps in state_taps)
+        self.n_nitsot = int(n_nitsot)
+        self.has_until = bool(has_until)
+        self.truncate_gradient = int(truncate_gradient)
+        self.mode = mode
+        self.name = name
+        for taps in self.state_taps:
+            if not taps or any(t >= 0 for t in taps):
+                raise ValueError(f"Scan: state taps must be negative, got {list(taps)}")
+        self.mintaps = tuple(-min(taps) for taps in self.state_taps)
+        self.n_states = len(self.state_taps)
+        self.store = tuple(int(s) for s in store) if store else (0,) * self.n_states
+        if len(self.store) != self.n_states or any(
+            0 < s <= m for s, m in zip(self.store, self.mintaps)
+        ):
+            raise ValueError(
+                f"Scan: store {list(self.store)} must give each state 0 (all its steps) or "
+                f"more rows than its taps reach back ({list(self.mintaps)})"
+            )
+        n_tap_inputs = sum(len(t) for t in self.state_taps)
+        self.n_carry = int(n_carry)
+        self.n_nonseqs = len(self.inner_inputs) - self.n_seqs - n_tap_inputs - self.n_carry
+        n_out = self.n_states + self.n_nitsot + self.n_carry + int(self.has_until)
+        if self.n_nonseqs < 0 or len(self.inner_outputs) != n_out:
+            raise ValueError(
+                f"Scan: {len(self.inner_inputs)} inner inputs and {len(self.inner_outputs)} "
+                f"inner outputs do not fit {self.n_seqs} sequences, states with taps "
+                f"{[list(t) for t in self.state_taps]} and {self.n_nitsot} per-step outputs"
+            )
+        self._fn = None
+
+    def __str__(self):
+        name = f"{self.name}, " if self.name else ""
+        return (
+            f"Scan{{{name}{self.n_seqs} seqs, {self.n_states} states, "
+            f"{self.n_nitsot} outputs{', until' if self.has_until else ''}}}"
+        )
+
+    def __getstate__(self):
+        # The compiled inner function is a cache; it is rebuilt on first run.
+        state = dict(self.__dict__)
+        state["_fn"] = None
+        return state
+
+    # -- the layout ------------------------------------------------------------------------
+
+    def split_outer(self, inputs):
+        """``(n_steps, sequences, initial buffers, carried, non_sequences)`` of the outer
+        inputs."""
+        a = 1 + self.n_seqs
+        b = a + self.n_states
+        c = b + self.n_carry
+        return inputs[0], inputs[1:a], inputs[a:b], inputs[b:c], inputs[c:]
+
+    def inner_carry_inputs(self):
+        """The inner inputs of the carried values."""
+        first = self.n_seqs + sum(len(t) for t in self.state_taps)
+        return list(self.inner_inputs[first : first + self.n_carry])
+
+    def inner_tap_inputs(self):
+        """The inner inputs of the states' taps, one list per state."""
+        pos, out = self.n_seqs, []
+        for taps in self.state_taps:
+            out.append(list(self.inner_inputs[pos : pos + len(taps)]))
+            pos += len(taps)
+        return out
+
+    # -- building ---------------------------------------------------------------------------
+
+    def make_node(self, n_steps, *args):
+        n_steps = tt.as_tensor_variable(n_steps)
+        if n_steps.type.ndim != 0 or not n_steps.type.dtype.startswith(("int", "uint")):
+            raise TypeError(f"{self}: n_steps must be an integer scalar, got type {n_steps.type}")
+        if n_steps.type.dtype != "int64":
+            n_steps = tt.cast(n_steps, "int64")
+        expected = self.n_seqs + self.n_states + self.n_carry + self.n_nonseqs
+        if len(args) != expected:
+            raise TypeError(f"{self}: expected {expected} inputs after n_steps, got {len(args)}")
+        args = [a if isinstance(a, Variable) else tt.as_tensor_variable(a) for a in args]
+        _, seqs, inits, carries, nonseqs = self.split_outer([None, *args])
+        inner_seqs = self.inner_inputs[: self.n_seqs]
+        for k, (s, inner) in enumerate(zip(seqs, inner_seqs)):
+            _check_row_type(self, f"sequence {k}", s, inner.type)
+        taps = self.inner_tap_inputs()
+        for k, (init, tap_vars) in enumerate(zip(inits, taps)):
+            _check_row_type(self, f"initial state {k}", init, tap_vars[0].type)
+        new_nonseqs = []
+        inner_nonseqs = self.inner_inputs[len(self.inner_inputs) - self.n_nonseqs :]
+        carry_vars = self.inner_carry_inputs()
+        new_carries = [inner.type.filter_variable(a) for a, inner in zip(carries, carry_vars)]
+        for k, (a, inner) in enumerate(zip(nonseqs, inner_nonseqs)):
+            if a.type != inner.type:
+                try:
+                    a = inner.type.filter_variable(a)
+                except TypeError as e:
+                    raise TypeError(
+                        f"{self}: non-sequence {k} should have type {inner.type}, "
+                        f"got {a} of type {a.type}"
+                    ) from e
+            new_nonseqs.append(a)
+        outs = [_rows_type(t[0].type)() for t in taps]
+        nit = self.inner_outputs[self.n_states : self.n_states + self.n_nitsot]
+        outs += [_rows_type(o.type)() for o in nit]
+        outs += [v.type() for v in carry_vars]
+        return Apply(self, [n_steps, *seqs, *inits, *new_carries, *new_nonseqs], outs)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _function(self):
+        if self._fn is None:
+            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), self.mode)
+        return self._fn
+
+    def perform(self, node, inputs, output_storage, params=None):
+        n_steps, seqs, inits, carries, nonseqs = self.split_outer(inputs)
+        n = int(n_steps)
+        if n < 0:
+            raise ValueError(f"{self}: n_steps must not be negative, got {n}")
+        for k, s in enumerate(seqs):
+            if s.shape[0] < n:
+                raise ValueError(
+                    f"{self}: sequence {k} has {s.shape[0]} steps, fewer than the "
+                    f"{n} steps (n_steps) the loop runs"
+                )
+        buffers, sizes = [], []
+        for k, (init, m, var) in enumerate(zip(inits, self.mintaps, node.outputs)):
+            if init.shape[0] < m:
+                raise ValueError(
+                    f"{self}: state {k} has taps {list(self.state_taps[k])} and needs "
+                    f"{m} initial steps, but its initial value has {init.shape[0]}"
+                )
+            # Row p of the state's history lives at p % size (size < m + n: circular).
+            size = m + n if not self.store[k] else min(self.store[k], m + n)
+            buf = np.empty((size, *init.shape[1:]), dtype=var.type.dtype)
+            buf[:m] = init[:m]
+            buffers.append(buf)
+            sizes.append(size)
+        # Where each step reads: (buffer, offset of the tap from t, size) per tap input.
+        tap_reads = [
+            (buf, m + tap, size)
+            for buf, m, size, taps in zip(buffers, self.mintaps, sizes, self.state_taps)
+            for tap in taps
+        ]
+        writes = [(buf, m, size) for buf, m, size in zip(buffers, self.mintaps, sizes)]
+        # Each step's reads, sequences first: (array, offset from t, rows); a sequence
+        # has at least n rows, so its row is t.
+        reads = [(s, 0, max(s.shape[0], 1)) for s in seqs] + tap_reads
+        nitsot = [None] * self.n_nitsot
+        nst, n_nitsot, has_until = self.n_states, self.n_nitsot, self.has_until
+        n_carry, first_carry = self.n_carry, self.n_states + self.n_nitsot
+        carries = list(carries)
+        rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
+        run = None
+        steps = n
+        for t in range(n):
+            # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
+            args = [a[(t + off) % size, ...] for a, off, size in reads]
+            args += carries
+            args += nonseqs
+            if run is None:
+                # Every step reads values of the same types and shapes: check them once.
+                run = self._function().checked_runner(args)
+            outs = run(args)
+            for k, (buf, m, size, shape) in enumerate(rows):
+                row = outs[k]
+                if type(row) is not np.ndarray:
+                    row = _host(row)
+                if row.shape != shape:
+                    raise ValueError(
+                        f"{self}: step {t} gave state {k} the shape {row.shape}, but "
+                        f"its initial value has rows of shape {shape}"
+                    )
+                buf[(t + m) % size] = row
+            for j in range(n_nitsot):
+                row = _host(outs[nst + j])
+                if nitsot[j] is None:
+                    dtype = node.outputs[nst + j].type.dtype
+                    nitsot[j] = np.empty((n, *row.shape), dtype=dtype)
+                elif row.shape != nitsot[j].shape[1:]:
+                    raise ValueError(
+                        f"{self}: step {t} gave output {nst + j} the shape {row.shape}, "
+                        f"the steps before {nitsot[j].shape[1:]}"
+                    )
+                nitsot[j][t] = row
+            if n_carry:
+                carries = list(outs[first_carry : first_carry + n_carry])
+            if has_until and _host(outs[-1]):
+                steps = t + 1
+                break
+        for k, (buf, size) in enumerate(zip(buffers, sizes)):
+            written = self.mintaps[k] + steps  # rows of history: initial ones, then steps
+            if written > size:
+                buf = np.roll(buf, -(written % size), axis=0)  # oldest kept row first
+            elif written < size:
+                buf = buf[:written].copy()
+            output_storage[k][0] = buf
+        for j, arr in enumerate(nitsot):
+            var = node.outputs[nst + j]
+            if arr is None:
+                # No step ran: an empty stack, its unknown row dimensions empty too.
+                shape = (0, *(1 if b else 0 for b in var.type.broadcastable[1:]))
+                arr = np.zeros(shape, dtype=var.type.dtype)
+            elif steps != n:
+                arr = arr[:steps].copy()
+            output_storage[nst + j][0] = arr
+        for j, value in enumerate(carries):
+            output_storage[first_carry + j][0] = value
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        if self.has_until or self.n_nitsot or self.n_carry:
+            # The steps run, or the rows' shape, are known only from running the loop.
+            raise MethodNotDefined(f"{self}: output shapes are known when the loop has run")
+        n = node.inputs[0]
+        _, _, init_shapes, _, _ = self.split_outer(input_shapes)
+        return [
+            (m + n if not store else tt.minimum(m + n, store), *s[1:])
+            for m, store, s in zip(self.mintaps, self.store, init_shapes)
+        ]
+
+    # -- gradient ---------------------------------------------------------------------------
+
+    def connection_pattern(self, node):
+        # n_steps and the carried values (random generators) pass no gradient.
+        nout = len(node.outputs)
+        _, seqs, inits, carries, nonseqs = self.split_outer(node.inputs)
+        rows = [[False] * nout]
+        rows += [[True] * nout for _ in (*seqs, *inits)]
+        rows += [[False] * nout for _ in carries]
+        rows += [[True] * nout for _ in nonseqs]
+        return rows
+
+    def L_op(self, inputs, outputs, output_grads):
+        return scan_grad(self, inputs, outputs, output_grads)
+
+
+def _host(value):
+    # An engine may leave a borrowed output on its device (engines.inner): bring it here.
+    if type(value) is np.ndarray:
+        return value
+    get = getattr(value, "get", None)
+    return np.asarray(get() if get is not None else value)
+
+
+def _rows_type(row_type):
+    """The type of a stack of ``row_type`` rows."""
+    return tt.TensorType(row_type.dtype, broadcastable=(False, *row_type.broadcastable))
+
+
+def _check_row_type(op, what, outer, row_type):
+    ndim = getattr(outer.type, "ndim", None)
+    if (
+        ndim != row_type.ndim + 1
+        or outer.type.dtype != row_type.dtype
+        or any(b and not ob for ob, b in zip(outer.type.broadcastable[1:], row_type.broadcastable))
+    ):
+        raise TypeError(
+            f"{op}: {what} should have rows of type {row_type}, got {outer} of type {outer.type}"
+        )
