@@ -312,6 +312,24 @@ class Function:
         if bool(value) != self.spec.trust_input:
             self._set_spec(replace(self.spec, trust_input=bool(value)))
 
+    # -- pickling ---------------------------------------------------------------
+
+    def __reduce__(self):
+        """Pickle the maker (the user's graph and the Mode, never the engine's thunk
+        and its compiled closures) and each input's current value; loading compiles
+        the graph again, as Theano does (the CPU engine's kernels come from its cache).
+        Shared variables travel with the graph, so the loaded function reads and updates
+        the loaded copies of them."""
+        values = []
+        for k, (spec, cell) in enumerate(zip(self.maker.inputs, self.input_storage)):
+            if isinstance(spec.value, Container) or _is_shared(spec.value):
+                values.append(None)  # the container comes with the maker's specs
+            elif self.maker.required[k]:
+                values.append(None)
+            else:
+                values.append(cell.storage[0])  # a default or a state the calls updated
+        return (_rebuild_function, (self.maker, values, self.trust_input, self.name))
+
     def memory_plan(self, shapes=None):
         """The engine's memory plan (blocks, planned bytes, eager and live peaks) for
         ``shapes`` (one shape per input) or for the last call's input shapes."""
@@ -500,6 +518,11 @@ class FunctionMaker:
     ):
         self.mode = get_mode(mode)
         self.profile = profile
+        self.incremental = incremental
+        self.accept_inplace = accept_inplace
+        # What __reduce__ pickles: the graph as the user gave it (std_fgraph clones it, so
+        # rewrites never touch it), not the optimized graph whose ops an engine lowered.
+        self._source = None if fgraph is not None else (inputs, outputs)
         self.output_keys = output_keys
         self.unpack_single = False
         self.return_none = False
@@ -572,6 +595,27 @@ class FunctionMaker:
             and spec.update is None
             for spec in inputs
         ]
+
+    def __reduce__(self):
+        if self._source is None:
+            raise TypeError(
+                "This FunctionMaker was built from an already optimized graph (Function.copy); "
+                "only functions compiled by function() or FunctionMaker(inputs, outputs) pickle"
+            )
+        inputs, outputs = self._source
+        state = dict(
+            inputs=inputs,
+            outputs=outputs,
+            mode=self.mode,
+            accept_inplace=self.accept_inplace,
+            # A profile object holds timings of this process; the loaded function
+            # starts a fresh one when profiling was asked for.
+            profile=bool(self.profile) if self.profile is not None else None,
+            name=self.name,
+            output_keys=self.output_keys,
+            incremental=self.incremental,
+        )
+        return (_rebuild_maker, (state,))
 
     def _check_unused_inputs(self, inputs, outputs, on_unused_input):
         if on_unused_input is None:
@@ -700,6 +744,24 @@ class FunctionMaker:
             name=self.name,
             profile=profile,
         )
+
+
+def _rebuild_function(maker, values, trust_input, name):
+    """Unpickle a Function: its maker compiled the graph again, each input gets its value."""
+    storage = [
+        spec.value if isinstance(spec.value, Container) or _is_shared(spec.value) else v
+        for spec, v in zip(maker.inputs, values)
+    ]
+    fn = maker.create(storage)
+    fn.name = name
+    fn.trust_input = trust_input
+    return fn
+
+
+def _rebuild_maker(state):
+    """Unpickle a FunctionMaker: build, optimize and link the pickled user graph."""
+    maker = FunctionMaker(**state, on_unused_input="ignore")
+    return maker
 
 
 def _is_shared(value) -> bool:
