@@ -154,7 +154,7 @@ def attach_protection(fgraph, input_specs, accept_inplace):
                 "accept_inplace=True to allow them"
             )
 
-        fgraph.attach_feature(DestroyHandler())
+        fgraph.attach_feature(DestroyHandler(algo=config.cycle_detection))
     # Unlike Theano, an input the user's own graph destroys is protected too:
     # only In(mutable=True) lets a function overwrite what the caller passed.
     protected = [inp for spec, inp in zip(input_specs, fgraph.inputs) if not spec.mutable]

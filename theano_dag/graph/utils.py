@@ -1,11 +1,18 @@
-"""Small helpers shared by the graph core: the ``__props__`` metaclass, scratchpads and
-``gc_paused`` (used by the compiler and by the engines alike)."""
+"""Small helpers shared by the graph core: the ``__props__`` metaclass, scratchpads,
+``gc_paused`` (used by the compiler and by the engines alike) and the user's stack
+(``user_stack``, ``add_tag_trace``, ``copy_stack_trace``)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import operator
+import os
+import sys
+import traceback
+
+# The package's own directory: frames from files under it are not the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class MethodNotDefined(NotImplementedError):
@@ -182,3 +189,75 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
+
+
+def _is_user_frame(frame) -> bool:
+    filename = frame.f_code.co_filename
+    return not filename.startswith(_PACKAGE_DIR) and "importlib._bootstrap" not in filename
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes ``warnings.warn``, called by the caller of this
+    function, point at the first frame outside theano_dag (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and not _is_user_frame(frame):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def user_stack(limit: int) -> list:
+    """The innermost ``limit`` frames of the current stack that are not theano_dag's,
+    outermost first (``traceback.FrameSummary`` objects, whose source line is read only
+    when printed, so that keeping one per node costs little)."""
+    frames: list = []
+    frame = sys._getframe(1)
+    while frame is not None and len(frames) < limit:
+        if _is_user_frame(frame):
+            code = frame.f_code
+            frames.append(
+                traceback.FrameSummary(
+                    code.co_filename, frame.f_lineno, code.co_name, lookup_line=False
+                )
+            )
+        frame = frame.f_back
+    frames.reverse()
+    return frames
+
+
+def add_tag_trace(thing, limit: int):
+    """Keep in ``thing.tag.trace`` the user's stack where ``thing`` is made (Theano's
+    ``tag.trace``: a list of stacks, one here; rewrites add the stacks of what they
+    replace with ``copy_stack_trace``). ``limit`` 0 keeps nothing."""
+    if limit > 0:
+        thing.tag.trace = [user_stack(limit)]
+    return thing
+
+
+def get_stack_trace(variable) -> list:
+    """The stacks kept for ``variable`` (``[]`` when none)."""
+    tag = variable._tag if hasattr(variable, "_tag") else getattr(variable, "tag", None)
+    return list(getattr(tag, "trace", None) or [])
+
+
+def copy_stack_trace(from_var, to_var):
+    """Give ``to_var`` (a variable or a list) the stacks of ``from_var`` (one or a list),
+    so that an error in the node a rewrite made names the lines of the nodes it replaced.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> a, b = Generic()("a"), Generic()("b")
+    >>> a.tag.trace = [["frame"]]
+    >>> copy_stack_trace(a, b)
+    >>> b.tag.trace
+    [['frame']]
+    """
+    sources = from_var if isinstance(from_var, (list, tuple)) else [from_var]
+    stacks: list = []
+    for v in sources:
+        for stack in get_stack_trace(v):
+            if stack not in stacks:
+                stacks.append(stack)
+    if not stacks:
+        return
+    targets = to_var if isinstance(to_var, (list, tuple)) else [to_var]
+    for v in targets:
+        v.tag.trace = list(stacks)
