@@ -30,6 +30,7 @@ from dataclasses import replace
 
 from theano_dag.compile.io import In, SymbolicInput, SymbolicOutput
 from theano_dag.compile.mode import get_mode
+from theano_dag.compile.profiling import print_at_exit
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.config import config
 from theano_dag.engines.basic import Container
@@ -264,6 +265,8 @@ class Function:
         self.name = name
         # The engine's own profile object when it keeps one, else the call counter.
         if fn.profile is not None:
+            if config.profile:
+                print_at_exit(fn.profile)
             fn.profile.optimizer_time = maker.optimizer_time
             self.profile = fn.profile
         elif spec.profile is not None:
@@ -517,6 +520,8 @@ class FunctionMaker:
         incremental=False,
     ):
         self.mode = get_mode(mode)
+        if profile is None and config.profile:
+            profile = True
         self.profile = profile
         self.incremental = incremental
         self.accept_inplace = accept_inplace
