@@ -40,6 +40,7 @@ from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph, InconsistencyError
 from theano_dag.graph.identity_ops import deep_copy_op, view_op
 from theano_dag.graph.toolbox import PreserveVariableAttributes, Supervisor
+from theano_dag.graph.utils import tag_trace_paused
 
 __all__ = [
     "Function",
@@ -561,7 +562,8 @@ class FunctionMaker:
             optimizer = mode.optimizer
             if optimizer is not None:
                 run = getattr(optimizer, "optimize", None) or optimizer
-                run(fgraph)
+                with tag_trace_paused():  # an optimizer that is a bare callable, too
+                    run(fgraph)
             self.optimizer_time = time.perf_counter() - t0
             insert_deepcopy(fgraph, inputs, outputs + additional)
         else:

@@ -20,6 +20,7 @@ says what ``Function`` may ask of it (``allow_gc``, ``storage_map``, ``profile``
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from copy import copy
 
@@ -28,6 +29,7 @@ from theano_dag.engines.callspec import CallableThunk, Thunk, as_thunk, with_mes
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.shared import Container
+from theano_dag.graph.utils import get_stack_trace
 
 __all__ = [
     "Container",
@@ -143,12 +145,45 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
         lines.append(
             "Inputs shapes and dtypes: [" + ", ".join(describe_value(v) for v in values) + "]"
         )
+    lines.extend(_creation_lines(node))
+    if config.exception_verbosity == "high" and storage_map is not None:
+        lines.append("Inputs values:")
+        for i, v in zip(node.inputs, values):
+            text = repr(v).replace("\n", " ")
+            lines.append(f"  {i}: {text[:200] + ' ...' if len(text) > 200 else text}")
+    else:
+        lines.append(
+            "HINT: Use the flag exception_verbosity=high for the values of the node's inputs."
+        )
     new = with_message(exc, "\n".join(lines), fallback=None)
     new.node = node
     new.position = position
     if new is exc:
         raise exc
     raise new from exc
+
+
+def _creation_lines(node) -> list:
+    """Where the user made ``node`` (Theano's "Backtrace when the node is created"), from
+    its outputs' ``tag.trace``: one stack per node of the user's graph it stands for."""
+    stacks: list = []
+    for out in node.outputs:
+        for stack in get_stack_trace(out):
+            if stack not in stacks:
+                stacks.append(stack)
+    if not stacks:
+        return [
+            "HINT: Re-running with the flag traceback__limit=N (N > 0, the default is 8) "
+            "gives the back-trace of where this node was created."
+        ]
+    lines = [
+        "Backtrace when the node is created (use the flag traceback__limit=N to make it " "longer):"
+    ]
+    for k, stack in enumerate(stacks):
+        if k:
+            lines.append("and (a node fused or rewritten into this one):")
+        lines.extend(line.rstrip("\n") for line in traceback.format_list(stack))
+    return lines
 
 
 class Streamline(Thunk):

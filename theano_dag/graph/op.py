@@ -15,7 +15,7 @@ import warnings
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, NoParams, Variable
 from theano_dag.graph.type import Type
-from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError
+from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError, add_tag_trace
 
 __all__ = ["Op", "PureOp", "FromFunctionOp", "as_op", "compute_test_value"]
 
@@ -112,6 +112,7 @@ class Op(MetaObject):
         """Make the Apply node and return its default output (or all outputs)."""
         return_list = kwargs.pop("return_list", False)
         node = self.make_node(*inputs, **kwargs)
+        add_tag_trace(node.outputs, config.traceback__limit)
         if config.compute_test_value != "off":
             compute_test_value(node)
         if self.default_output is not None:

@@ -9,7 +9,6 @@ import gc
 import operator
 import os
 import sys
-import traceback
 
 # The package's own directory: frames from files under it are not the user's.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -191,51 +190,72 @@ def gc_paused():
             gc.enable()
 
 
-def _is_user_frame(frame) -> bool:
-    filename = frame.f_code.co_filename
-    return not filename.startswith(_PACKAGE_DIR) and "importlib._bootstrap" not in filename
-
-
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes ``warnings.warn``, called by the caller of this
     function, point at the first frame outside theano_dag (the user's line)."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and not _is_user_frame(frame):
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return level
 
 
 def user_stack(limit: int) -> list:
     """The innermost ``limit`` frames of the current stack that are not theano_dag's,
-    outermost first (``traceback.FrameSummary`` objects, whose source line is read only
-    when printed, so that keeping one per node costs little)."""
+    outermost first, as Theano's ``tag.trace`` keeps them: ``(filename, lineno, name,
+    line)`` tuples (``traceback.format_list`` prints them), whose ``line`` is None until
+    printed, so that keeping one stack per node costs little."""
     frames: list = []
     frame = sys._getframe(1)
+    package = _PACKAGE_DIR
     while frame is not None and len(frames) < limit:
-        if _is_user_frame(frame):
-            code = frame.f_code
-            frames.append(
-                traceback.FrameSummary(
-                    code.co_filename, frame.f_lineno, code.co_name, lookup_line=False
-                )
-            )
+        code = frame.f_code
+        filename = code.co_filename
+        if not filename.startswith(package):
+            frames.append((filename, frame.f_lineno, code.co_name, None))
         frame = frame.f_back
     frames.reverse()
     return frames
 
 
-def add_tag_trace(thing, limit: int):
-    """Keep in ``thing.tag.trace`` the user's stack where ``thing`` is made (Theano's
-    ``tag.trace``: a list of stacks, one here; rewrites add the stacks of what they
-    replace with ``copy_stack_trace``). ``limit`` 0 keeps nothing."""
-    if limit > 0:
-        thing.tag.trace = [user_stack(limit)]
-    return thing
+# > 0 while nodes are made by the compiler, not by the user (see tag_trace_paused).
+_TRACE_PAUSED = [0]
+
+
+@contextlib.contextmanager
+def tag_trace_paused():
+    """Nodes made within the block get no ``tag.trace``: the rewrites a function's
+    optimizer runs make nodes whose user stack is only the ``function(...)`` call; they
+    get the stacks of the nodes they replace instead (``FunctionGraph.replace`` and
+    ``copy_stack_trace``)."""
+    _TRACE_PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        _TRACE_PAUSED[0] -= 1
+
+
+def add_tag_trace(variables, limit: int):
+    """Keep in each of ``variables``' ``tag.trace`` the user's stack where they are made
+    (Theano's ``tag.trace``: a list of stacks, one here; a rewrite gives what it makes
+    the stacks of what it replaces, ``copy_stack_trace``). ``limit`` 0 keeps nothing.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> v = Generic()("v")
+    >>> _ = add_tag_trace([v], 3)
+    >>> stack = v.tag.trace[0]
+    >>> 1 <= len(stack) <= 3 and stack[-1][2]
+    '<module>'
+    """
+    if limit > 0 and not _TRACE_PAUSED[0]:
+        stacks = [user_stack(limit)]
+        for v in variables:
+            v.tag.trace = stacks
+    return variables
 
 
 def get_stack_trace(variable) -> list:
     """The stacks kept for ``variable`` (``[]`` when none)."""
-    tag = variable._tag if hasattr(variable, "_tag") else getattr(variable, "tag", None)
+    tag = getattr(variable, "_tag", None)
     return list(getattr(tag, "trace", None) or [])
 
 
