@@ -43,6 +43,7 @@ __all__ = [
     "streamline",
     "Streamline",
     "raise_with_op",
+    "creation_lines",
     "describe_value",
 ]
 
@@ -145,7 +146,7 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
         lines.append(
             "Inputs shapes and dtypes: [" + ", ".join(describe_value(v) for v in values) + "]"
         )
-    lines.extend(_creation_lines(node))
+    lines.extend(creation_lines(node))
     if config.exception_verbosity == "high" and storage_map is not None:
         lines.append("Inputs values:")
         for i, v in zip(node.inputs, values):
@@ -163,7 +164,7 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
     raise new from exc
 
 
-def _creation_lines(node) -> list:
+def creation_lines(node) -> list:
     """Where the user made ``node`` (Theano's "Backtrace when the node is created"), from
     its outputs' ``tag.trace``: one stack per node of the user's graph it stands for."""
     stacks: list = []
