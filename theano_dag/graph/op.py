@@ -17,7 +17,15 @@ from theano_dag.graph.basic import Apply, NoParams, Variable
 from theano_dag.graph.type import Type
 from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError, add_tag_trace
 
-__all__ = ["Op", "PureOp", "FromFunctionOp", "as_op", "compute_test_value"]
+__all__ = [
+    "Op",
+    "PureOp",
+    "COp",
+    "FromFunctionOp",
+    "as_op",
+    "compute_test_value",
+    "register_c_runner",
+]
 
 
 def compute_test_value(node: Apply) -> None:
@@ -205,6 +213,70 @@ class Op(MetaObject):
 
 
 PureOp = Op
+
+# What builds a COp's C code into something callable: set by the CPU engine
+# (theano_dag.engines.cpu.native.cop), which owns the compiler and its cache.
+_C_RUNNER: list = [None]
+
+
+def register_c_runner(make_runner):
+    """Make ``make_runner(op, node)`` the builder of COps' C code: it returns a callable
+    ``run(input_values, output_storage)`` (the CPU engine registers its own)."""
+    _C_RUNNER[0] = make_runner
+
+
+class COp(Op):
+    """An Op whose computation is C code (Theano's ``COp``), with no ``perform`` needed.
+
+    Subclasses write ``c_code(node, name, inputs, outputs, sub)``: C statements over the
+    variables named in ``inputs``/``outputs`` (``PyArrayObject*`` for tensors, the
+    outputs holding the previous value or NULL, to be set to a new reference) that jump
+    to ``sub["fail"]`` on error after setting a Python exception. ``c_support_code``,
+    ``c_support_code_apply``, ``c_headers``, ``c_header_dirs``, ``c_libraries``,
+    ``c_lib_dirs``, ``c_compile_args``, ``c_code_cleanup`` and ``c_code_cache_version``
+    are Theano's hooks. The CPU engine compiles the code with its compiler and cache (one
+    library per op and input types) and every engine runs it through ``perform``.
+    """
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        raise MethodNotDefined(f"{type(self).__name__}.c_code is not implemented")
+
+    def c_code_cleanup(self, node, name, inputs, outputs, sub):
+        return ""
+
+    def c_support_code(self, **kwargs):
+        return ""
+
+    def c_support_code_apply(self, node, name):
+        return ""
+
+    def c_headers(self, **kwargs):
+        return []
+
+    def c_header_dirs(self, **kwargs):
+        return []
+
+    def c_libraries(self, **kwargs):
+        return []
+
+    def c_lib_dirs(self, **kwargs):
+        return []
+
+    def c_compile_args(self, **kwargs):
+        return []
+
+    def c_code_cache_version(self):
+        return ()
+
+    def perform(self, node, inputs, output_storage, params=None):
+        if _C_RUNNER[0] is None:
+            raise MethodNotDefined(
+                f"{type(self).__name__} has only C code and no C compiler is registered "
+                "(import theano_dag.engines.cpu, which compile does)"
+            )
+        # The builder keeps what it built (by op and input types): nothing is stored on
+        # the node, so graphs holding COps still pickle.
+        _C_RUNNER[0](self, node)(inputs, output_storage)
 
 
 class FromFunctionOp(Op):
