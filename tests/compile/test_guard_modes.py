@@ -96,3 +96,20 @@ def test_detect_nan_prints_the_node(capsys):
         f(np.array([-1.0]))
     out = capsys.readouterr().out
     assert "*** NaN detected ***" in out and "log" in out
+
+
+def test_theano_import_paths_of_its_test_helpers():
+    from theano_dag.compile.debugmode import str_diagnostic
+    from theano_dag.compile.ops import as_op
+
+    text = str_diagnostic(np.array([1.0, 2.0]), np.array([1.0, 2.5]), None, None)
+    assert "Max Abs Diff: 0.5" in text and "1 of 2 elements differ" in text
+    assert "float32" in str_diagnostic(np.float32([1]), np.float32([1]), 1e-3, 1e-3)
+
+    x = tt.dvector("x")
+
+    @as_op(itypes=[x.type], otypes=[x.type])
+    def twice(a):
+        return 2 * a
+
+    assert theano_dag.function([x], twice(x))(np.ones(2)).tolist() == [2.0, 2.0]
