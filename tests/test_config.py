@@ -117,3 +117,24 @@ def test_warn_float64_names_the_users_line():
     with config.change_flags(warn_float64="raise"):
         with pytest.raises(TypeError, match="float64 dtype"):
             tt.exp(tt.fvector("f")) + np.float64(1.5) * tt.dscalar()
+
+
+@pytest.mark.parametrize("action", ["ignore", "warn", "raise"])
+def test_get_test_values_follows_compute_test_value(action):
+    from theano_dag.graph.op import get_test_values
+    from theano_dag.graph.utils import TestValueError
+
+    x, y = tt.dvector("x"), tt.dvector("y")
+    x.tag.test_value = np.zeros(4)
+    assert get_test_values(x) == []  # off
+    with config.change_flags(compute_test_value=action):
+        ((xv, other),) = get_test_values(x, np.ones(2))
+        assert xv.shape == (4,) and other.shape == (2,)
+        if action == "raise":
+            with pytest.raises(TestValueError, match="Argument 0 .* has no test value"):
+                get_test_values(y)
+        elif action == "warn":
+            with pytest.warns(UserWarning, match="has no test value"):
+                assert get_test_values(y) == []
+        else:
+            assert get_test_values(y) == []

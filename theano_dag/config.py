@@ -63,7 +63,10 @@ FLAGS: dict[str, _Flag] = {
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),
     "optimizer_excluding": _Flag("", "colon-separated tags to exclude"),
     "optimizer_including": _Flag("", "colon-separated tags to include"),
-    "compute_test_value": _Flag("off", "evaluate test values on build", ("off", "raise", "warn")),
+    "compute_test_value": _Flag(
+        "off", "evaluate test values on build", ("off", "ignore", "warn", "raise", "pdb")
+    ),
+    "unittests__rseed": _Flag("666", "seed of Theano's test helpers ('random': none)"),
     "profile": _Flag(False, "profile every function", kind=bool),
     "allow_gc": _Flag(True, "free intermediates after use in the reference engine", kind=bool),
     "opencl__platform": _Flag("", "OpenCL platform name substring (empty: first)"),

@@ -96,3 +96,14 @@ def test_exception_verbosity_high_shows_the_input_values():
     with config.change_flags(exception_verbosity="high"):
         with pytest.raises(IndexError, match=r"Inputs values:\n  x: array\(\[7\., 7\.\]\)"):
             f(np.full(2, 7.0), 3)
+
+
+def test_graph_inputs_made_by_a_type_keep_a_trace_too():
+    # Theano's tests/graph/test_utils.py::test_stack_trace, in this suite's terms.
+    with config.change_flags(traceback__limit=1):
+        v = tt.vector()
+        assert len(v.tag.trace) == 1 and len(v.tag.trace[0]) == 1
+    with config.change_flags(traceback__limit=2):
+        v = tt.vector()
+        assert len(v.tag.trace) == 1 and len(v.tag.trace[0]) == 2
+        assert v.tag.trace[0][-1][0] == HERE

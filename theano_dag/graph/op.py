@@ -9,7 +9,9 @@ Engines keep their own implementations elsewhere, keyed by Op class.
 from __future__ import annotations
 
 import importlib
+import pdb
 import pickle
+import sys
 import warnings
 
 from theano_dag.config import config
@@ -25,6 +27,8 @@ __all__ = [
     "as_op",
     "compute_test_value",
     "register_c_runner",
+    "get_test_value",
+    "get_test_values",
 ]
 
 
@@ -56,7 +60,10 @@ def compute_test_value(node: Apply) -> None:
                 f"Cannot compute test value: input {i} ({inp}) of Op {node.op} "
                 "missing default value"
             )
-            if config.compute_test_value == "warn":
+            action = config.compute_test_value
+            if action == "ignore":
+                return
+            if action == "warn":
                 warnings.warn(msg, stacklevel=3)
                 return
             raise ValueError(msg) from None
@@ -70,6 +77,53 @@ def compute_test_value(node: Apply) -> None:
         if not compute_map[out][0]:
             raise ValueError(f"{node.op} did not compute output {out.index} for its test value")
         out.tag.test_value = storage_map[out][0]
+
+
+def get_test_value(v):
+    """The test value of ``v``: its ``tag.test_value`` (TestValueError when it has none),
+    a constant's data, a shared variable's value; anything not a Variable as it is."""
+    if not isinstance(v, Variable):
+        return v
+    if hasattr(v, "data"):  # a Constant
+        return v.data
+    if hasattr(v, "get_value") and not hasattr(v.tag, "test_value"):
+        return v.get_value(borrow=True)
+    return v.get_test_value()
+
+
+def get_test_values(*args) -> list:
+    """``[tuple of the test values of args]`` (``[value]`` for one argument) when
+    ``config.compute_test_value`` is on and every argument has one; ``[]`` when it is
+    off, or when one is missing and it is ``"ignore"`` or ``"warn"`` (which warns);
+    ``"raise"`` raises TestValueError (Theano's helper: ``for x_val, in
+    get_test_values(x)`` runs its body only when the values exist).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> x = Generic()("x")
+    >>> x.tag.test_value = 3
+    >>> get_test_values(x)
+    []
+    >>> with config.change_flags(compute_test_value="ignore"):
+    ...     get_test_values(x, 4)
+    [(3, 4)]
+    """
+    action = config.compute_test_value
+    if action == "off":
+        return []
+    values = []
+    for i, arg in enumerate(args):
+        try:
+            values.append(get_test_value(arg))
+        except TestValueError:
+            msg = f"Argument {i} ({arg}) has no test value"
+            if action == "warn":
+                warnings.warn(msg, stacklevel=2)
+            elif action == "raise":
+                raise TestValueError(msg) from None
+            elif action == "pdb":
+                pdb.post_mortem(sys.exc_info()[2])
+            return []
+    return values if len(values) == 1 else [tuple(values)]
 
 
 class Op(MetaObject):
