@@ -150,3 +150,18 @@ def test_theano_linker_names_map_to_the_cpu_engine(name):
     lk = get_linker(name)
     assert isinstance(lk, CPULinker)
     assert lk.allow_gc is (False if name.endswith("_nogc") else None)
+
+
+class FibbyWithPerform(Fibby):
+    """Theano 1.1.2's Op wants a perform: C ops give one that raises; engines use C."""
+
+    def perform(self, node, inputs, output_storage, params=None):
+        raise NotImplementedError("C only")
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "NanGuardMode"])
+def test_engines_run_the_c_code_even_when_perform_exists(mode):
+    x = tt.dvector("x")
+    f = theano_dag.function([x], FibbyWithPerform()(x), mode=mode)
+    xv = np.array([1.0, 2.0, 3.0, 0.5])
+    np.testing.assert_allclose(f(xv), fibby_ref(xv))

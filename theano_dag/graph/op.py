@@ -323,6 +323,11 @@ class COp(Op):
         return ()
 
     def perform(self, node, inputs, output_storage, params=None):
+        """Run the C code (a subclass may give a Python ``perform`` of its own; engines
+        still run the C code, as Theano's C linkers did)."""
+        self._run_c(node, inputs, output_storage)
+
+    def _run_c(self, node, inputs, output_storage):
         if _C_RUNNER[0] is None:
             raise MethodNotDefined(
                 f"{type(self).__name__} has only C code and no C compiler is registered "
@@ -331,6 +336,22 @@ class COp(Op):
         # The builder keeps what it built (by op and input types): nothing is stored on
         # the node, so graphs holding COps still pickle.
         _C_RUNNER[0](self, node)(inputs, output_storage)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """A thunk running the C code on the node's cells (whatever ``perform`` is)."""
+        if _C_RUNNER[0] is None:
+            return super().make_py_thunk(node, storage_map, compute_map, no_recycling, debug)
+        run = _C_RUNNER[0](self, node)
+        node_in = [storage_map[r] for r in node.inputs]
+        node_out = [storage_map[r] for r in node.outputs]
+        out_flags = [compute_map[o] for o in node.outputs] if compute_map is not None else []
+
+        def thunk():
+            run([x[0] for x in node_in], node_out)
+            for flag in out_flags:
+                flag[0] = True
+
+        return thunk
 
 
 class FromFunctionOp(Op):
