@@ -4,7 +4,7 @@ they print.
 
     python tools/compare_theano_programs.py /path/to/theano-venv/bin/python [programs...]
 
-Default programs: ``examples/theano/*.py`` (a custom COp, a pickled predict function
+Default programs: ``examples/theano_programs/*.py`` (a custom COp, a pickled predict function
 loaded in a new process, a function under NanGuardMode). Exits 1 when an output differs.
 """
 
@@ -33,7 +33,9 @@ def main(argv):
         print(__doc__)
         return 2
     theano_python, programs = argv[0], argv[1:]
-    programs = programs or sorted(glob.glob(os.path.join(ROOT, "examples", "theano", "*.py")))
+    programs = programs or sorted(
+        glob.glob(os.path.join(ROOT, "examples", "theano_programs", "*.py"))
+    )
     env_theano = dict(
         os.environ,
         THEANO_FLAGS="blas__ldflags=,base_compiledir=" + os.path.join(ROOT, "build", "theano"),
