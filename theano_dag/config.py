@@ -1,15 +1,30 @@
-"""Configuration flags, read once from ``THEANO_DAG_FLAGS`` (like ``THEANO_FLAGS``).
+"""Configuration flags, read once at import, like Theano's ``THEANO_FLAGS`` and ``.theanorc``.
 
-``THEANO_DAG_FLAGS="floatX=float32,mode=FAST_COMPILE"`` sets flags at import;
-``config.change_flags(floatX="float32")`` changes them for a ``with`` block.
-Options are read at the edges (``function``, ``Mode``), not deep inside the core.
+At import, the rc files are read first (``~/.theano_dagrc``, or the paths listed in
+``THEANO_DAGRC``, separated by ``os.pathsep``), then ``THEANO_DAG_FLAGS``
+(``"floatX=float32,mode=FAST_COMPILE"``), which wins. An rc file is an INI file: flags in
+``[global]``, and a flag ``a__b`` as ``b`` in section ``[a]``::
+
+    [global]
+    floatX = float32
+    [traceback]
+    limit = 4
+
+A flag name the config does not know is reported by a warning that names the close
+matches, and import goes on (as Theano and PyTensor do). ``print(config)`` lists every
+flag with its value; ``config.change_flags(floatX="float32")`` changes flags for a
+``with`` block. Options are read at the edges (``function``, ``Mode``), not deep inside
+the core.
 """
 
 from __future__ import annotations
 
+import configparser
 import contextlib
+import difflib
 import os
 import shutil
+import warnings
 from dataclasses import dataclass, field
 
 
@@ -43,14 +58,44 @@ FLAGS: dict[str, _Flag] = {
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),
     "optimizer_excluding": _Flag("", "colon-separated tags to exclude"),
     "optimizer_including": _Flag("", "colon-separated tags to include"),
-    "compute_test_value": _Flag("off", "evaluate test values on build", ("off", "raise", "warn")),
+    "compute_test_value": _Flag(
+        "off", "evaluate test values on build", ("off", "ignore", "warn", "raise", "pdb")
+    ),
+    "unittests__rseed": _Flag("666", "seed of Theano's test helpers ('random': none)"),
     "profile": _Flag(False, "profile every function", kind=bool),
     "allow_gc": _Flag(True, "free intermediates after use in the reference engine", kind=bool),
     "opencl__platform": _Flag("", "OpenCL platform name substring (empty: first)"),
     "opencl__device": _Flag("", "OpenCL device name substring (empty: first)"),
     "opencl__host_fallback": _Flag(True, "run ops without OpenCL kernel on the host", kind=bool),
     "cast_policy": _Flag("custom", "dtype of python scalars", ("custom", "numpy+floatX")),
+    # Like mode and linker, a registered name (compile.mode.register_optimizer), checked
+    # at use; it replaces the default mode's optimizer when set ("None": no rewrites).
+    "optimizer": _Flag(
+        "fast_run",
+        "optimizer of the default mode: fast_run, fast_compile, merge, stabilize, o1..o3, None",
+    ),
+    "exception_verbosity": _Flag(
+        "low",
+        "'high' adds the failing node's inputs (types, shapes, strides, values) to runtime errors",
+        ("low", "high"),
+    ),
+    "warn_float64": _Flag(
+        "ignore",
+        "what creating a float64 tensor variable does",
+        ("ignore", "warn", "raise", "pdb"),
+    ),
+    "cycle_detection": _Flag(
+        "regular",
+        "the DestroyHandler's cycle check for in-place rewrites (Theano's names; both "
+        "give the same graphs here)",
+        ("regular", "fast"),
+    ),
+    "traceback__limit": _Flag(
+        8, "how many frames of the user's stack a node keeps (tag.trace); 0: none", kind=int
+    ),
 }
+
+_RC_SECTION = "global"
 
 
 def _parse(name: str, value):
@@ -60,6 +105,13 @@ def _parse(name: str, value):
         if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
             raise ValueError(f"config.{name}: expected a boolean, got {value!r}")
         value = low in ("1", "true", "yes", "on")
+    if flag.kind is int and not isinstance(value, int):
+        try:
+            value = int(value)
+        except ValueError:
+            raise ValueError(f"config.{name}: expected an integer, got {value!r}") from None
+    if name == "optimizer" and value is None:
+        value = "None"  # Theano's spelling of "no rewrites", as a registered name
     if flag.choices is not None and value not in flag.choices:
         raise ValueError(f"config.{name}: {value!r} is not one of {', '.join(flag.choices)}")
     return value
@@ -75,7 +127,7 @@ class Config:
     'float32'
     """
 
-    _values: dict = field(default_factory=dict)
+    _values: dict = field(default_factory=dict, repr=False)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -110,8 +162,48 @@ class Config:
         finally:
             self._values = old
 
+    def is_set(self, name: str) -> bool:
+        """Whether flag ``name`` was given a value (by the environment, an rc file or code)."""
+        return name in self._values
+
+    def __str__(self):
+        lines = []
+        for name, flag in FLAGS.items():
+            choices = f" ({', '.join(flag.choices)})" if flag.choices else ""
+            lines.append(
+                f"{name}{choices}\n    Doc:  {flag.doc}\n    Value:  {getattr(self, name)}"
+            )
+        return "\n\n".join(lines)
+
+    def __repr__(self):
+        changed = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"Config({changed})"
+
+    def _set_from_text(self, name: str, value: str, where: str):
+        """Set a flag read from text; an unknown name warns with the close matches."""
+        name = name.replace(".", "__")
+        if name not in FLAGS:
+            close = difflib.get_close_matches(name, FLAGS, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            warnings.warn(
+                f"{where}: theano_dag has no flag {name!r}, it is ignored{hint}", stacklevel=3
+            )
+            return
+        setattr(self, name, value)
+
     def load_env(self, text: str | None):
-        """Apply a ``THEANO_DAG_FLAGS``-style string: ``name=value,name=value``."""
+        """Apply a ``THEANO_DAG_FLAGS``-style string: ``name=value,name=value``.
+
+        >>> import warnings
+        >>> cfg = Config()
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     cfg.load_env("floatx=float32,profile=True")
+        >>> print(w[0].message)
+        THEANO_DAG_FLAGS: theano_dag has no flag 'floatx', it is ignored; did you mean 'floatX'?
+        >>> cfg.profile, cfg.floatX
+        (True, 'float64')
+        """
         for item in (text or "").split(","):
             item = item.strip()
             if not item:
@@ -119,10 +211,35 @@ class Config:
             if "=" not in item:
                 raise ValueError(f"THEANO_DAG_FLAGS: expected name=value, got {item!r}")
             k, v = (s.strip() for s in item.split("=", 1))
-            setattr(self, k.replace(".", "__"), v)
+            self._set_from_text(k, v, "THEANO_DAG_FLAGS")
+
+    def load_rc(self, paths):
+        """Apply the rc files ``paths`` (INI: ``[global]`` flags, ``[a]`` ``b`` = flag
+        ``a__b``); a missing file is skipped, later files win."""
+        for path in paths:
+            path = os.path.expanduser(path)
+            if not os.path.isfile(path):
+                continue
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.optionxform = str  # flag names are case-sensitive (floatX)
+            parser.read(path)
+            for section in parser.sections():
+                for key, value in parser.items(section):
+                    name = key if section == _RC_SECTION else f"{section}__{key}"
+                    self._set_from_text(name, value, path)
+
+
+def rc_paths() -> list:
+    """The rc files read at import: ``THEANO_DAGRC`` (``os.pathsep``-separated) or
+    ``~/.theano_dagrc``."""
+    env = os.environ.get("THEANO_DAGRC")
+    if env is not None:
+        return [p for p in env.split(os.pathsep) if p]
+    return [os.path.join("~", ".theano_dagrc")]
 
 
 config = Config()
+config.load_rc(rc_paths())
 config.load_env(os.environ.get("THEANO_DAG_FLAGS"))
 
 

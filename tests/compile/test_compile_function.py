@@ -274,12 +274,20 @@ def test_runtime_error_through_function():
     f = function([x], Elem(bad)(neg(x)), mode=PY, name="f")
     with pytest.raises(FloatingPointError) as info:
         f(np.zeros(3))
-    assert str(info.value) == (
+    text = str(info.value)
+    assert text.startswith(
         "overflow here\n"
         "Apply node that caused the error: bad(negative.0)\n"
         "Toposort index: 1\n"
         "Inputs types: [Vec]\n"
-        "Inputs shapes and dtypes: [(3,) float64]"
+        "Inputs shapes and dtypes: [(3,) float64]\n"
+        "Backtrace when the node is created (use the flag traceback__limit=N to make it "
+        "longer):\n"
+    )
+    # The user's line where the failing node was made (issue 17), then the hint.
+    assert '    f = function([x], Elem(bad)(neg(x)), mode=PY, name="f")\n' in text
+    assert text.endswith(
+        "HINT: Use the flag exception_verbosity=high for the values of the node's inputs."
     )
     # The function still works after an error.
     g = function([x], neg(x), mode=PY)

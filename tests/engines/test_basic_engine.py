@@ -169,13 +169,15 @@ def test_runtime_error_names_op_position_shapes_and_keeps_type():
     with pytest.raises(ValueError) as info:
         f(np.zeros((2, 3)), np.ones((2, 3)))
     err = info.value
-    assert str(err) == (
+    assert str(err).startswith(
         "boom\n"
         "Apply node that caused the error: boom(add.0)\n"
         "Toposort index: 1\n"
         "Inputs types: [Arr]\n"
-        "Inputs shapes and dtypes: [(2, 3) float64]"
+        "Inputs shapes and dtypes: [(2, 3) float64]\n"
+        "Backtrace when the node is created"  # then the user's line (issue 17)
     )
+    assert "    bad = Unary(boom)(s)\n" in str(err)
     assert isinstance(err.__cause__, ValueError) and str(err.__cause__) == "boom"
     assert err.node is bad.owner and err.position == 1
 

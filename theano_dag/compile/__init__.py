@@ -21,12 +21,16 @@ from theano_dag.compile.mode import (
     register_mode,
     register_optimizer,
 )
+from theano_dag.compile.monitormode import MonitorMode
+from theano_dag.compile.nanguardmode import NanGuardMode
 from theano_dag.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
 
 __all__ = [
     "OpFromGraph",
     "DebugMode",
+    "MonitorMode",
+    "NanGuardMode",
     "function",
     "pfunc",
     "rebuild_collect_shared",

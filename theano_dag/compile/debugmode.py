@@ -39,11 +39,73 @@ from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
 from theano_dag.printing import debugprint
 
-__all__ = ["DebugMode", "DebugOptimizer", "RewriteChecker", "BadEngineOutput", "sample_value"]
+__all__ = [
+    "DebugMode",
+    "DebugOptimizer",
+    "RewriteChecker",
+    "BadEngineOutput",
+    "sample_value",
+    "str_diagnostic",
+]
 
 # Lengths tried, in turn, for the dimensions whose length the types leave open, until
 # the original graph can be evaluated (a reshape to (2, -1) needs an even size...).
 TRIAL_LENGTHS = (3, 4, 2, 6, 5, 1)
+
+
+def _stats_line(label, a) -> str:
+    a = np.asarray(a)
+    if a.size == 0 or a.dtype.kind not in "biufc":
+        return f"  {label}: {a.shape} {a.dtype}"
+    return (
+        f"  {label}: {a.shape} {a.dtype} {a.strides} {a.min()} {a.max()} "
+        f"{int(np.isinf(a).sum())} {int(np.isnan(a).sum())}"
+    )
+
+
+def str_diagnostic(expected, value, rtol, atol) -> str:
+    """Several lines saying how ``value`` differs from ``expected`` (Theano's helper of
+    the same name, which its test tools import): shape, dtype, strides, min, max and
+    counts of infinities and NaNs of each, both values, the absolute and relative
+    differences, and the tolerances used (``None``: numpy's ``allclose`` defaults).
+
+    >>> print(str_diagnostic(np.array([1.0, 2.0]), np.array([1.0, 2.5]), None, None))
+    ... # doctest: +NORMALIZE_WHITESPACE
+                : shape, dtype, strides, min, max, n_inf, n_nan:
+      Expected : (2,) float64 (8,) 1.0 2.0 0 0
+      Value    : (2,) float64 (8,) 1.0 2.5 0 0
+      expected : [1. 2.]
+      value    : [1.  2.5]
+      Max Abs Diff: 0.5 Mean Abs Diff: 0.25 Median Abs Diff: 0.25 Std Abs Diff: 0.25
+      Max Rel Diff: 0.25 Mean Rel Diff: 0.125 Median Rel Diff: 0.125 Std Rel Diff: 0.125
+      rtol, atol: 1e-05 1e-08
+      1 of 2 elements differ beyond the tolerances
+    """
+    rtol = 1e-05 if rtol is None else rtol
+    atol = 1e-08 if atol is None else atol
+    lines = [
+        "            : shape, dtype, strides, min, max, n_inf, n_nan:",
+        _stats_line("Expected ", expected),
+        _stats_line("Value    ", value),
+        f"  expected : {expected}",
+        f"  value    : {value}",
+    ]
+    try:
+        ov, nv = np.asarray(expected, dtype=float), np.asarray(value, dtype=float)
+        absdiff = np.abs(nv - ov)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reldiff = absdiff / np.abs(ov)
+        for name, d in (("Abs", absdiff), ("Rel", reldiff)):
+            lines.append(
+                f"  Max {name} Diff: {np.max(d):g} Mean {name} Diff: {np.mean(d):g} "
+                f"Median {name} Diff: {np.median(d):g} Std {name} Diff: {np.std(d):g}"
+            )
+        bad = ~np.isclose(nv, ov, rtol=rtol, atol=atol)
+        lines.append(f"  rtol, atol: {rtol:g} {atol:g}")
+        lines.append(f"  {int(bad.sum())} of {bad.size} elements differ beyond the tolerances")
+    except (TypeError, ValueError):  # shapes that do not broadcast, objects
+        lines.append(f"  rtol, atol: {rtol:g} {atol:g}")
+    return "\n".join(lines)
 
 
 class BadEngineOutput(Exception):

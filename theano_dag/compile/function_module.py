@@ -32,6 +32,7 @@ import numpy as np
 
 from theano_dag.compile.io import In, SymbolicInput, SymbolicOutput
 from theano_dag.compile.mode import get_mode
+from theano_dag.compile.profiling import print_at_exit
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.config import config
 from theano_dag.engines.basic import Container
@@ -41,6 +42,7 @@ from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph, InconsistencyError
 from theano_dag.graph.identity_ops import deep_copy_op, view_op
 from theano_dag.graph.toolbox import PreserveVariableAttributes, Supervisor
+from theano_dag.graph.utils import tag_trace_paused
 
 __all__ = [
     "Function",
@@ -156,7 +158,7 @@ def attach_protection(fgraph, input_specs, accept_inplace):
                 "accept_inplace=True to allow them"
             )
 
-        fgraph.attach_feature(DestroyHandler())
+        fgraph.attach_feature(DestroyHandler(algo=config.cycle_detection))
     # Unlike Theano, an input the user's own graph destroys is protected too:
     # only In(mutable=True) lets a function overwrite what the caller passed.
     protected = [inp for spec, inp in zip(input_specs, fgraph.inputs) if not spec.mutable]
@@ -266,6 +268,8 @@ class Function(CallBase):
         self.name = name
         # The engine's own profile object when it keeps one, else the call counter.
         if fn.profile is not None:
+            if config.profile:
+                print_at_exit(fn.profile)
             fn.profile.optimizer_time = maker.optimizer_time
             self.profile = fn.profile
         elif spec.profile is not None:
@@ -329,6 +333,24 @@ class Function(CallBase):
     def trust_input(self, value):
         if bool(value) != self.spec.trust_input:
             self._set_spec(replace(self.spec, trust_input=bool(value)))
+
+    # -- pickling ---------------------------------------------------------------
+
+    def __reduce__(self):
+        """Pickle the maker (the user's graph and the Mode, never the engine's thunk
+        and its compiled closures) and each input's current value; loading compiles
+        the graph again, as Theano does (the CPU engine's kernels come from its cache).
+        Shared variables travel with the graph, so the loaded function reads and updates
+        the loaded copies of them."""
+        values = []
+        for k, (spec, cell) in enumerate(zip(self.maker.inputs, self.input_storage)):
+            if isinstance(spec.value, Container) or _is_shared(spec.value):
+                values.append(None)  # the container comes with the maker's specs
+            elif self.maker.required[k]:
+                values.append(None)
+            else:
+                values.append(cell.storage[0])  # a default or a state the calls updated
+        return (_rebuild_function, (self.maker, values, self.trust_input, self.name))
 
     def memory_plan(self, shapes=None):
         """The engine's memory plan (blocks, planned bytes, eager and live peaks) for
@@ -517,7 +539,14 @@ class FunctionMaker:
         incremental=False,
     ):
         self.mode = get_mode(mode)
+        if profile is None and config.profile:
+            profile = True
         self.profile = profile
+        self.incremental = incremental
+        self.accept_inplace = accept_inplace
+        # What __reduce__ pickles: the graph as the user gave it (std_fgraph clones it, so
+        # rewrites never touch it), not the optimized graph whose ops an engine lowered.
+        self._source = None if fgraph is not None else (inputs, outputs)
         self.output_keys = output_keys
         self.unpack_single = False
         self.return_none = False
@@ -551,7 +580,8 @@ class FunctionMaker:
             optimizer = mode.optimizer
             if optimizer is not None:
                 run = getattr(optimizer, "optimize", None) or optimizer
-                run(fgraph)
+                with tag_trace_paused():  # an optimizer that is a bare callable, too
+                    run(fgraph)
             self.optimizer_time = time.perf_counter() - t0
             insert_deepcopy(fgraph, inputs, outputs + additional)
         else:
@@ -590,6 +620,27 @@ class FunctionMaker:
             and spec.update is None
             for spec in inputs
         ]
+
+    def __reduce__(self):
+        if self._source is None:
+            raise TypeError(
+                "This FunctionMaker was built from an already optimized graph (Function.copy); "
+                "only functions compiled by function() or FunctionMaker(inputs, outputs) pickle"
+            )
+        inputs, outputs = self._source
+        state = dict(
+            inputs=inputs,
+            outputs=outputs,
+            mode=self.mode,
+            accept_inplace=self.accept_inplace,
+            # A profile object holds timings of this process; the loaded function
+            # starts a fresh one when profiling was asked for.
+            profile=bool(self.profile) if self.profile is not None else None,
+            name=self.name,
+            output_keys=self.output_keys,
+            incremental=self.incremental,
+        )
+        return (_rebuild_maker, (state,))
 
     def _check_unused_inputs(self, inputs, outputs, on_unused_input):
         if on_unused_input is None:
@@ -718,6 +769,24 @@ class FunctionMaker:
             name=self.name,
             profile=profile,
         )
+
+
+def _rebuild_function(maker, values, trust_input, name):
+    """Unpickle a Function: its maker compiled the graph again, each input gets its value."""
+    storage = [
+        spec.value if isinstance(spec.value, Container) or _is_shared(spec.value) else v
+        for spec, v in zip(maker.inputs, values)
+    ]
+    fn = maker.create(storage)
+    fn.name = name
+    fn.trust_input = trust_input
+    return fn
+
+
+def _rebuild_maker(state):
+    """Unpickle a FunctionMaker: build, optimize and link the pickled user graph."""
+    maker = FunctionMaker(**state, on_unused_input="ignore")
+    return maker
 
 
 def _is_shared(value) -> bool:

@@ -319,13 +319,17 @@ predefined_modes.update(
 
 
 def get_mode(name_or_mode=None):
-    """Return the Mode for a name or Mode (None: ``config.mode`` plus the
-    ``optimizer_including``/``optimizer_excluding`` flags).
+    """Return the Mode for a name or Mode (None: ``config.mode``, with the optimizer
+    ``config.optimizer`` when that flag is set, and the ``optimizer_including``/
+    ``optimizer_excluding`` flags).
 
     >>> get_mode("PerformOnly") is PerformOnly
     True
     >>> get_mode(PerformOnly) is PerformOnly
     True
+    >>> with config.change_flags(optimizer=None):
+    ...     get_mode().provided_optimizer
+    'None'
     """
     if name_or_mode is not None and not isinstance(name_or_mode, str):
         if not isinstance(name_or_mode, Mode):
@@ -336,7 +340,7 @@ def get_mode(name_or_mode=None):
         return name_or_mode
     name = config.mode if name_or_mode is None else name_or_mode
     if name == "Mode":
-        mode = Mode(linker=config.linker, optimizer="default")
+        mode = Mode(linker=config.linker, optimizer=config.optimizer)
     else:
         if name == "DEBUG_MODE" and name not in predefined_modes:
             name = "DebugMode"
@@ -350,6 +354,8 @@ def get_mode(name_or_mode=None):
             predefined_modes[name] = mode
     if name_or_mode is None:
         # The flags apply to the default mode only, as in Theano.
+        if config.is_set("optimizer"):
+            mode = mode.clone(optimizer=config.optimizer)
         if config.optimizer_excluding:
             mode = mode.excluding(*config.optimizer_excluding.split(":"))
         if config.optimizer_including:

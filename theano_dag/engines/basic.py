@@ -19,13 +19,17 @@ says what ``Function`` may ask of it (``allow_gc``, ``storage_map``, ``profile``
 
 from __future__ import annotations
 
+import time
+import traceback
 from collections.abc import Callable
 from copy import copy
 
 from theano_dag.config import config
 from theano_dag.engines.callspec import CallableThunk, Thunk, as_thunk, with_message
+from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.shared import Container
+from theano_dag.graph.utils import get_stack_trace
 
 __all__ = [
     "Container",
@@ -39,6 +43,7 @@ __all__ = [
     "streamline",
     "Streamline",
     "raise_with_op",
+    "creation_lines",
     "describe_value",
 ]
 
@@ -141,12 +146,45 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
         lines.append(
             "Inputs shapes and dtypes: [" + ", ".join(describe_value(v) for v in values) + "]"
         )
+    lines.extend(creation_lines(node))
+    if config.exception_verbosity == "high" and storage_map is not None:
+        lines.append("Inputs values:")
+        for i, v in zip(node.inputs, values):
+            text = repr(v).replace("\n", " ")
+            lines.append(f"  {i}: {text[:200] + ' ...' if len(text) > 200 else text}")
+    else:
+        lines.append(
+            "HINT: Use the flag exception_verbosity=high for the values of the node's inputs."
+        )
     new = with_message(exc, "\n".join(lines), fallback=None)
     new.node = node
     new.position = position
     if new is exc:
         raise exc
     raise new from exc
+
+
+def creation_lines(node) -> list:
+    """Where the user made ``node`` (Theano's "Backtrace when the node is created"), from
+    its outputs' ``tag.trace``: one stack per node of the user's graph it stands for."""
+    stacks: list = []
+    for out in node.outputs:
+        for stack in get_stack_trace(out):
+            if stack not in stacks:
+                stacks.append(stack)
+    if not stacks:
+        return [
+            "HINT: Re-running with the flag traceback__limit=N (N > 0, the default is 8) "
+            "gives the back-trace of where this node was created."
+        ]
+    lines = [
+        "Backtrace when the node is created (use the flag traceback__limit=N to make it " "longer):"
+    ]
+    for k, stack in enumerate(stacks):
+        if k:
+            lines.append("and (a node fused or rewritten into this one):")
+        lines.extend(line.rstrip("\n") for line in traceback.format_list(stack))
+    return lines
 
 
 class Streamline(Thunk):
@@ -170,13 +208,52 @@ class Streamline(Thunk):
             raise_with_op(self.fgraph, self.nodes[k], e, position=k, storage_map=self.storage_map)
 
 
+class ProfiledStreamline(Streamline):
+    """A Streamline that times each node into ``profile`` (a ProfileStats): a class
+    of its own, so the plain run keeps its loop without a clock."""
+
+    def __init__(self, *args, profile):
+        super().__init__(*args)
+        self.profile = profile
+        profile.set_nodes(self.nodes)
+
+    def __call__(self):
+        prof, clock = self.profile, time.perf_counter
+        times, calls = prof.node_time, prof.node_calls
+        start = clock()
+        for cell in self.no_recycling:
+            cell[0] = None
+        k = 0
+        try:
+            for thunk, old_storage in self.steps:
+                t0 = clock()
+                thunk()
+                times[k] += clock() - t0
+                calls[k] += 1
+                for cell in old_storage:
+                    cell[0] = None
+                k += 1
+        except Exception as e:
+            raise_with_op(self.fgraph, self.nodes[k], e, position=k, storage_map=self.storage_map)
+        finally:
+            prof.calls += 1
+            prof.call_time += clock() - start
+
+
 def streamline(
-    fgraph, thunks, order, post_thunk_old_storage=None, no_recycling=None, storage_map=None
+    fgraph,
+    thunks,
+    order,
+    post_thunk_old_storage=None,
+    no_recycling=None,
+    storage_map=None,
+    profile=None,
 ) -> Streamline:
     """Return one Thunk that empties ``no_recycling`` cells, then runs every thunk.
 
     ``post_thunk_old_storage[k]`` lists the cells to empty after thunk ``k``
-    (garbage collection of intermediates); None disables that.
+    (garbage collection of intermediates); None disables that. ``profile`` (a
+    ProfileStats) makes the thunk time each node into it.
     """
     no_recycling = list(no_recycling or [])
     if len(thunks) != len(order):
@@ -184,7 +261,10 @@ def streamline(
     if post_thunk_old_storage is not None and len(post_thunk_old_storage) != len(thunks):
         raise ValueError(f"{len(post_thunk_old_storage)} gc lists for {len(thunks)} thunks")
     steps = list(zip(thunks, post_thunk_old_storage or [()] * len(thunks)))
-    return Streamline(fgraph, list(thunks), list(order), steps, no_recycling, storage_map)
+    args = (fgraph, list(thunks), list(order), steps, no_recycling, storage_map)
+    if profile is not None:
+        return ProfiledStreamline(*args, profile=profile)
+    return Streamline(*args)
 
 
 # ---------------------------------------------------------------------------
@@ -310,21 +390,25 @@ class PerformLinker(LocalLinker):
         super().__init__(allow_gc=allow_gc, scheduler=schedule)
         self.fgraph = None
         self.no_recycling = []
+        self.profile = None
 
     def accept(self, fgraph, no_recycling=None, profile=None):
-        """Bind this linker to ``fgraph`` (a new linker if already bound to another)."""
+        """Bind this linker to ``fgraph`` (a new linker if already bound to another).
+        ``profile`` (True or a ProfileStats): time every node."""
         if self.fgraph is not None and self.fgraph is not fgraph:
             return type(self)(allow_gc=self.allow_gc, schedule=self._scheduler).accept(
                 fgraph, no_recycling, profile
             )
         self.fgraph = fgraph
         self.no_recycling = list(no_recycling or [])
+        self.profile = profile
         return self
 
     def make_all(self, input_storage=None, output_storage=None, storage_map=None):
         fgraph = self.fgraph
         if fgraph is None:
             raise ValueError("PerformLinker.make_all: call accept(fgraph) first")
+        t0 = time.perf_counter()
         order = self.schedule(fgraph)
         input_storage, output_storage, storage_map = map_storage(
             fgraph, order, input_storage, output_storage, storage_map
@@ -351,9 +435,24 @@ class PerformLinker(LocalLinker):
             ]
         graph_inputs = set(fgraph.inputs)
         no_recycling = [storage_map[r] for r in self.no_recycling if r not in graph_inputs]
+        profile = None
+        if self.profile:
+            profile = (
+                self.profile
+                if isinstance(self.profile, ProfileStats)
+                else ProfileStats(getattr(fgraph, "name", None), engine="reference engine")
+            )
         fn = streamline(
-            fgraph, thunks, order, post_thunk_old_storage, no_recycling, storage_map=storage_map
+            fgraph,
+            thunks,
+            order,
+            post_thunk_old_storage,
+            no_recycling,
+            storage_map=storage_map,
+            profile=profile,
         )
+        if profile is not None:
+            profile.link_time += time.perf_counter() - t0
         fn.allow_gc = self.allow_gc
         return (
             fn,

@@ -25,7 +25,7 @@ from theano_dag.graph.basic import (
     vars_between,
 )
 from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, ReplaceValidate
-from theano_dag.graph.utils import InconsistencyError
+from theano_dag.graph.utils import InconsistencyError, copy_stack_trace, get_stack_trace
 
 __all__ = [
     "FunctionGraph",
@@ -527,6 +527,9 @@ class FunctionGraph:
                 f"Replacing {var} by {new_var} would create a cycle: {new_var} depends on "
                 f"{culprit}, which uses {var} (reason: {reason})"
             )
+        if new_var.owner is not None and not get_stack_trace(new_var):
+            # A node a rewrite made answers for the user's line of the one it replaces.
+            copy_stack_trace(var, new_var)
         for node, i in var_clients:
             self._change_input(node, i, var, new_var, reason, import_missing)
 

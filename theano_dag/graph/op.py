@@ -9,15 +9,27 @@ Engines keep their own implementations elsewhere, keyed by Op class.
 from __future__ import annotations
 
 import importlib
+import pdb
 import pickle
+import sys
 import warnings
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, NoParams, Variable
 from theano_dag.graph.type import Type
-from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError
+from theano_dag.graph.utils import MetaObject, MethodNotDefined, TestValueError, add_tag_trace
 
-__all__ = ["Op", "PureOp", "FromFunctionOp", "as_op", "compute_test_value"]
+__all__ = [
+    "Op",
+    "PureOp",
+    "COp",
+    "FromFunctionOp",
+    "as_op",
+    "compute_test_value",
+    "register_c_runner",
+    "get_test_value",
+    "get_test_values",
+]
 
 
 def compute_test_value(node: Apply) -> None:
@@ -48,7 +60,10 @@ def compute_test_value(node: Apply) -> None:
                 f"Cannot compute test value: input {i} ({inp}) of Op {node.op} "
                 "missing default value"
             )
-            if config.compute_test_value == "warn":
+            action = config.compute_test_value
+            if action == "ignore":
+                return
+            if action == "warn":
                 warnings.warn(msg, stacklevel=3)
                 return
             raise ValueError(msg) from None
@@ -62,6 +77,53 @@ def compute_test_value(node: Apply) -> None:
         if not compute_map[out][0]:
             raise ValueError(f"{node.op} did not compute output {out.index} for its test value")
         out.tag.test_value = storage_map[out][0]
+
+
+def get_test_value(v):
+    """The test value of ``v``: its ``tag.test_value`` (TestValueError when it has none),
+    a constant's data, a shared variable's value; anything not a Variable as it is."""
+    if not isinstance(v, Variable):
+        return v
+    if hasattr(v, "data"):  # a Constant
+        return v.data
+    if hasattr(v, "get_value") and not hasattr(v.tag, "test_value"):
+        return v.get_value(borrow=True)
+    return v.get_test_value()
+
+
+def get_test_values(*args) -> list:
+    """``[tuple of the test values of args]`` (``[value]`` for one argument) when
+    ``config.compute_test_value`` is on and every argument has one; ``[]`` when it is
+    off, or when one is missing and it is ``"ignore"`` or ``"warn"`` (which warns);
+    ``"raise"`` raises TestValueError (Theano's helper: ``for x_val, in
+    get_test_values(x)`` runs its body only when the values exist).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> x = Generic()("x")
+    >>> x.tag.test_value = 3
+    >>> get_test_values(x)
+    []
+    >>> with config.change_flags(compute_test_value="ignore"):
+    ...     get_test_values(x, 4)
+    [(3, 4)]
+    """
+    action = config.compute_test_value
+    if action == "off":
+        return []
+    values = []
+    for i, arg in enumerate(args):
+        try:
+            values.append(get_test_value(arg))
+        except TestValueError:
+            msg = f"Argument {i} ({arg}) has no test value"
+            if action == "warn":
+                warnings.warn(msg, stacklevel=2)
+            elif action == "raise":
+                raise TestValueError(msg) from None
+            elif action == "pdb":
+                pdb.post_mortem(sys.exc_info()[2])
+            return []
+    return values if len(values) == 1 else [tuple(values)]
 
 
 class Op(MetaObject):
@@ -112,6 +174,7 @@ class Op(MetaObject):
         """Make the Apply node and return its default output (or all outputs)."""
         return_list = kwargs.pop("return_list", False)
         node = self.make_node(*inputs, **kwargs)
+        add_tag_trace(node.outputs, config.traceback__limit)
         if config.compute_test_value != "off":
             compute_test_value(node)
         if self.default_output is not None:
@@ -204,6 +267,91 @@ class Op(MetaObject):
 
 
 PureOp = Op
+
+# What builds a COp's C code into something callable: set by the CPU engine
+# (theano_dag.engines.cpu.native.cop), which owns the compiler and its cache.
+_C_RUNNER: list = [None]
+
+
+def register_c_runner(make_runner):
+    """Make ``make_runner(op, node)`` the builder of COps' C code: it returns a callable
+    ``run(input_values, output_storage)`` (the CPU engine registers its own)."""
+    _C_RUNNER[0] = make_runner
+
+
+class COp(Op):
+    """An Op whose computation is C code (Theano's ``COp``), with no ``perform`` needed.
+
+    Subclasses write ``c_code(node, name, inputs, outputs, sub)``: C statements over the
+    variables named in ``inputs``/``outputs`` (``PyArrayObject*`` for tensors, the
+    outputs holding the previous value or NULL, to be set to a new reference) that jump
+    to ``sub["fail"]`` on error after setting a Python exception. ``c_support_code``,
+    ``c_support_code_apply``, ``c_headers``, ``c_header_dirs``, ``c_libraries``,
+    ``c_lib_dirs``, ``c_compile_args``, ``c_code_cleanup`` and ``c_code_cache_version``
+    are Theano's hooks. The CPU engine compiles the code with its compiler and cache (one
+    library per op and input types) and every engine runs it through ``perform``.
+    """
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        raise MethodNotDefined(f"{type(self).__name__}.c_code is not implemented")
+
+    def c_code_cleanup(self, node, name, inputs, outputs, sub):
+        return ""
+
+    def c_support_code(self, **kwargs):
+        return ""
+
+    def c_support_code_apply(self, node, name):
+        return ""
+
+    def c_headers(self, **kwargs):
+        return []
+
+    def c_header_dirs(self, **kwargs):
+        return []
+
+    def c_libraries(self, **kwargs):
+        return []
+
+    def c_lib_dirs(self, **kwargs):
+        return []
+
+    def c_compile_args(self, **kwargs):
+        return []
+
+    def c_code_cache_version(self):
+        return ()
+
+    def perform(self, node, inputs, output_storage, params=None):
+        """Run the C code (a subclass may give a Python ``perform`` of its own; engines
+        still run the C code, as Theano's C linkers did)."""
+        self._run_c(node, inputs, output_storage)
+
+    def _run_c(self, node, inputs, output_storage):
+        if _C_RUNNER[0] is None:
+            raise MethodNotDefined(
+                f"{type(self).__name__} has only C code and no C compiler is registered "
+                "(import theano_dag.engines.cpu, which compile does)"
+            )
+        # The builder keeps what it built (by op and input types): nothing is stored on
+        # the node, so graphs holding COps still pickle.
+        _C_RUNNER[0](self, node)(inputs, output_storage)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """A thunk running the C code on the node's cells (whatever ``perform`` is)."""
+        if _C_RUNNER[0] is None:
+            return super().make_py_thunk(node, storage_map, compute_map, no_recycling, debug)
+        run = _C_RUNNER[0](self, node)
+        node_in = [storage_map[r] for r in node.inputs]
+        node_out = [storage_map[r] for r in node.outputs]
+        out_flags = [compute_map[o] for o in node.outputs] if compute_map is not None else []
+
+        def thunk():
+            run([x[0] for x in node_in], node_out)
+            for flag in out_flags:
+                flag[0] = True
+
+        return thunk
 
 
 class FromFunctionOp(Op):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable
-from theano_dag.graph.utils import MetaObject, MethodNotDefined
+from theano_dag.graph.utils import MetaObject, MethodNotDefined, add_tag_trace
 
 __all__ = ["Type", "Generic", "generic"]
 
@@ -65,8 +66,9 @@ class Type(MetaObject):
         return self.Constant(self, value, name)
 
     def __call__(self, name=None) -> Variable:
-        """Shorthand for ``make_variable``: ``x = t('x')``."""
-        return self.make_variable(name)
+        """Shorthand for ``make_variable``: ``x = t('x')``; the variable keeps the user's
+        stack (``tag.trace``), as a node's outputs do."""
+        return add_tag_trace([self.make_variable(name)], config.traceback__limit)[0]
 
     @classmethod
     def values_eq(cls, a, b) -> bool:

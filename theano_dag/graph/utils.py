@@ -1,11 +1,17 @@
-"""Small helpers shared by the graph core: the ``__props__`` metaclass, scratchpads and
-``gc_paused`` (used by the compiler and by the engines alike)."""
+"""Small helpers shared by the graph core: the ``__props__`` metaclass, scratchpads,
+``gc_paused`` (used by the compiler and by the engines alike) and the user's stack
+(``user_stack``, ``add_tag_trace``, ``copy_stack_trace``)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import operator
+import os
+import sys
+
+# The package's own directory: frames from files under it are not the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class MethodNotDefined(NotImplementedError):
@@ -182,3 +188,96 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes ``warnings.warn``, called by the caller of this
+    function, point at the first frame outside theano_dag (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def user_stack(limit: int) -> list:
+    """The innermost ``limit`` frames of the current stack that are not theano_dag's,
+    outermost first, as Theano's ``tag.trace`` keeps them: ``(filename, lineno, name,
+    line)`` tuples (``traceback.format_list`` prints them), whose ``line`` is None until
+    printed, so that keeping one stack per node costs little."""
+    frames: list = []
+    frame = sys._getframe(1)
+    package = _PACKAGE_DIR
+    while frame is not None and len(frames) < limit:
+        code = frame.f_code
+        filename = code.co_filename
+        if not filename.startswith(package):
+            frames.append((filename, frame.f_lineno, code.co_name, None))
+        frame = frame.f_back
+    frames.reverse()
+    return frames
+
+
+# > 0 while nodes are made by the compiler, not by the user (see tag_trace_paused).
+_TRACE_PAUSED = [0]
+
+
+@contextlib.contextmanager
+def tag_trace_paused():
+    """Nodes made within the block get no ``tag.trace``: the rewrites a function's
+    optimizer runs make nodes whose user stack is only the ``function(...)`` call; they
+    get the stacks of the nodes they replace instead (``FunctionGraph.replace`` and
+    ``copy_stack_trace``)."""
+    _TRACE_PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        _TRACE_PAUSED[0] -= 1
+
+
+def add_tag_trace(variables, limit: int):
+    """Keep in each of ``variables``' ``tag.trace`` the user's stack where they are made
+    (Theano's ``tag.trace``: a list of stacks, one here; a rewrite gives what it makes
+    the stacks of what it replaces, ``copy_stack_trace``). ``limit`` 0 keeps nothing.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> v = Generic()("v")
+    >>> _ = add_tag_trace([v], 3)
+    >>> stack = v.tag.trace[0]
+    >>> 1 <= len(stack) <= 3 and stack[-1][2]
+    '<module>'
+    """
+    if limit > 0 and not _TRACE_PAUSED[0]:
+        stacks = [user_stack(limit)]
+        for v in variables:
+            v.tag.trace = stacks
+    return variables
+
+
+def get_stack_trace(variable) -> list:
+    """The stacks kept for ``variable`` (``[]`` when none)."""
+    tag = getattr(variable, "_tag", None)
+    return list(getattr(tag, "trace", None) or [])
+
+
+def copy_stack_trace(from_var, to_var):
+    """Give ``to_var`` (a variable or a list) the stacks of ``from_var`` (one or a list),
+    so that an error in the node a rewrite made names the lines of the nodes it replaced.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> a, b = Generic()("a"), Generic()("b")
+    >>> a.tag.trace = [["frame"]]
+    >>> copy_stack_trace(a, b)
+    >>> b.tag.trace
+    [['frame']]
+    """
+    sources = from_var if isinstance(from_var, (list, tuple)) else [from_var]
+    stacks: list = []
+    for v in sources:
+        for stack in get_stack_trace(v):
+            if stack not in stacks:
+                stacks.append(stack)
+    if not stacks:
+        return
+    targets = to_var if isinstance(to_var, (list, tuple)) else [to_var]
+    for v in targets:
+        v.tag.trace = list(stacks)

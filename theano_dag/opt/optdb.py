@@ -51,6 +51,7 @@ this module's functions with ``from theano_dag.opt.optdb import build_optdb``.
 
 from __future__ import annotations
 
+from theano_dag.config import config
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.db import EquilibriumDB, LocalGroupDB, Query, SequenceDB, TopoDB
@@ -92,7 +93,7 @@ class AddDestroyHandler(GlobalOptimizer):
 
     def add_requirements(self, fgraph):
         if not hasattr(fgraph, "destroy_handler"):
-            fgraph.attach_feature(DestroyHandler())
+            fgraph.attach_feature(DestroyHandler(algo=config.cycle_detection))
 
     def apply(self, fgraph):
         pass

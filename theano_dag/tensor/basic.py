@@ -28,6 +28,32 @@ from theano_dag.tensor.shape import (
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, int_dtypes
 from theano_dag.tensor.variable import AsTensorError, as_tensor_variable, constant
 
+# Tolerances of _allclose by the narrowest dtype compared (Theano's test defaults).
+_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-5, 1e-5), "complex64": (1e-5, 1e-5)}
+_DEFAULT_TOLERANCE = (1e-8, 1e-5)  # (atol, rtol) of float64 and the rest
+
+
+def _allclose(a, b, rtol=None, atol=None) -> bool:
+    """``np.allclose`` with tolerances that follow the dtypes (Theano's test helper):
+    float16 compares to 1e-3, float32 to 1e-5, float64 to numpy's defaults.
+
+    >>> import numpy as np
+    >>> _allclose(np.float32([0.0]), np.float32([5e-6])), _allclose([0.0], [5e-6])
+    (True, False)
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    atol_, rtol_ = _DEFAULT_TOLERANCE
+    for narrow in ("float16", "float32", "complex64"):
+        if narrow in (str(a.dtype), str(b.dtype)):
+            atol_, rtol_ = _TOLERANCES[narrow]
+            break
+    return bool(
+        np.allclose(
+            a, b, atol=atol_ if atol is None else atol, rtol=rtol_ if rtol is None else rtol
+        )
+    )
+
+
 __all__ = [
     "as_tensor_variable",
     "as_tensor",

@@ -7,12 +7,17 @@ equality.
 
 from __future__ import annotations
 
+import pdb
+import warnings
+
 import numpy as np
 
 # The ops behind the operators (tensor.math, .basic, .subtensor) build on this module's
 # classes: they are reached through the package when called.
 from theano_dag import tensor as _tensor
+from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable
+from theano_dag.graph.utils import user_stacklevel
 from theano_dag.scalar.basic import autocast_scalar
 from theano_dag.tensor.type import TensorType, all_dtypes
 
@@ -231,7 +236,32 @@ class TensorVariable(_tensor_py_operators, Variable):
     >>> y = (x + 1).sum(axis=0)
     >>> y.ndim, y.dtype, isinstance(y, TensorVariable)
     (1, 'float64', True)
+
+    ``config.warn_float64`` (``warn``, ``raise``, ``pdb``) flags each float64 variable
+    made, at the user's line, to find what keeps a float32 program in float64:
+
+    >>> with config.change_flags(warn_float64="raise"):
+    ...     tt.dvector("v")
+    Traceback (most recent call last):
+    ...
+    TypeError: You are creating a TensorVariable with float64 dtype (flag warn_float64=raise)
     """
+
+    def __init__(self, type, owner=None, index=None, name=None):
+        super().__init__(type, owner=owner, index=index, name=name)
+        action = config.warn_float64
+        if action != "ignore" and type.dtype == "float64":
+            _float64_created(action)
+
+
+def _float64_created(action: str):
+    msg = f"You are creating a TensorVariable with float64 dtype (flag warn_float64={action})"
+    if action == "warn":
+        warnings.warn(msg, stacklevel=user_stacklevel())
+    elif action == "raise":
+        raise TypeError(msg)
+    else:
+        pdb.set_trace()
 
 
 class TensorConstant(_tensor_py_operators, Constant):

@@ -9,7 +9,8 @@
   generated Python: the run and the specialised call);
 - ``native/``: ``cc`` (the compiler driver and its cache), ``ckernel`` (loading the C
   kernels; with no compiler, or ``config.cxx=''``, they run through numpy), ``gemm``
-  (the matrix product), with the fixed C sources as ``.c`` files;
+  (the matrix product), ``cop`` (users' ``COp`` C code), with the fixed C sources as
+  ``.c`` files;
 - ``linker`` (the linker and its thunk), ``tiling`` (``RowTiled``: the row tiling that
   the ``cpu_row_tiling`` pass of the optdb makes), ``profile``
   (``function(..., profile=True)``).
@@ -24,8 +25,20 @@ __all__ = ["CPULinker", "CPUThunk", "CPUProfile", "Step", "register_impl", "get_
 
 register_linker("cpu", CPULinker, override=True)
 
+
+def _cpu_nogc():
+    return CPULinker(allow_gc=False)
+
+
+# Theano's C and VM linkers ran an op's C code where it had some and its perform where
+# not: the CPU engine does both, so Theano's names run on it.
+for _name in ("c", "cvm", "vm", "c|py"):
+    register_linker(_name, CPULinker, override=True)
+for _name in ("cvm_nogc", "vm_nogc", "c|py_nogc"):
+    register_linker(_name, _cpu_nogc, override=True)
+
 # The C kernels take over Elemwise{Composite} (and Elemwise without a ufunc) from the
 # numpy implementations registered by ``impls``; see ckernel.register.
-from theano_dag.engines.cpu.native import ckernel  # noqa: E402
+from theano_dag.engines.cpu.native import ckernel, cop  # noqa: E402, F401 (cop: COps' C)
 
 ckernel.register()

@@ -37,6 +37,7 @@ from theano_dag.engines.cpu.emit.codegen import (
 )
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
+from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.utils import gc_paused
 
 __all__ = ["CPULinker", "CPUThunk", "CPUCall", "MAX_PLANS"]
@@ -167,7 +168,7 @@ class CPULinker(Linker):
         if self.profile:
             profile = (
                 self.profile
-                if isinstance(self.profile, CPUProfile)
+                if isinstance(self.profile, ProfileStats)
                 else CPUProfile(getattr(fgraph, "name", None))
             )
             profile.set_nodes([n for n, _, _ in program.node_steps])

@@ -36,6 +36,7 @@ from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import BOTH, DEVICE, place
 from theano_dag.engines.opencl.shared import DeviceInputType
 from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
+from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.basic import Constant
 from theano_dag.tensor.shape import Shape
 
@@ -135,7 +136,10 @@ class OpenCLLinker(Linker):
             input_storage = [[None] for _ in fg.inputs]
         if output_storage is None:
             output_storage = [[None] for _ in fg.outputs]
+        t0 = time.perf_counter()
         runner = _Runner(self, input_storage, output_storage)
+        if runner.profile is not None:
+            runner.profile.link_time += time.perf_counter() - t0
         ins = [
             Container(DeviceInputType(v.type) if hasattr(v.type, "ndim") else v, cell, name=v.name)
             for v, cell in zip(fg.inputs, input_storage)
@@ -145,9 +149,10 @@ class OpenCLLinker(Linker):
 
 
 class _Runner(Thunk):
-    """The thunk a Function runs (``fn``); see the module docstring. It keeps its own
-    per-node times (``profile_summary()``), so ``profile`` (the Thunk's profile object)
-    stays None and ``Function`` counts calls itself."""
+    """The thunk a Function runs (``fn``); see the module docstring. When profiling, its
+    ``profile`` (a ProfileStats) gets the calls and each node's time, measured after the
+    device's queue has finished; ``profile_summary()`` adds the device, the plan and the
+    transfers."""
 
     def __init__(self, linker, input_storage, output_storage):
         self.linker = linker
@@ -166,6 +171,15 @@ class _Runner(Thunk):
         self.profiling = bool(linker.profile) or bool(config.profile)
         self.node_times = [0.0] * len(self.order)
         self.calls = 0
+        if self.profiling:
+            given = linker.profile
+            self.profile = (
+                given
+                if isinstance(given, ProfileStats)
+                else ProfileStats(getattr(fg, "name", None), engine="OpenCL engine")
+            )
+            self.profile.set_nodes(self.order)
+            self.node_times = self.profile.node_time  # one list, filled by __call__
         self.source = self._build()
         self.constants = self._upload_constants()
         in_idx = {v: k for k, v in enumerate(fg.inputs)}
@@ -268,6 +282,17 @@ class _Runner(Thunk):
     # -- running --------------------------------------------------------------------
 
     def __call__(self):
+        if self.profiling:
+            start = time.perf_counter()
+            try:
+                self._run()
+            finally:
+                self.profile.calls += 1
+                self.profile.call_time += time.perf_counter() - start
+        else:
+            self._run()
+
+    def _run(self):
         ctx = self.ctx
         fg = self.fgraph
         host: dict = {}
@@ -367,6 +392,7 @@ class _Runner(Thunk):
             if self.profiling:
                 ctx.queue.finish()
                 self.node_times[k] += time.perf_counter() - t0
+                self.profile.node_calls[k] += 1
             for v in self.dead[k]:
                 dev.pop(v, None)
                 host.pop(v, None)

@@ -35,6 +35,7 @@ from theano_dag.graph.rewriting.local import (
     OpRemove,
     OpSub,
     local_optimizer,
+    pre_greedy_local_optimizer,
 )
 from theano_dag.graph.rewriting.merge import (
     MergeFeature,
@@ -89,6 +90,7 @@ __all__ = [
     "optimizer",
     "out2in",
     "pre_constant_merge",
+    "pre_greedy_local_optimizer",
     "print_profile",
     "report_failure",
 ]

@@ -29,6 +29,7 @@ from collections import UserList
 from theano_dag.config import config
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.toolbox import AlreadyThere, BadOptimization, Feature, InputReorder
+from theano_dag.graph.utils import tag_trace_paused
 
 __all__ = [
     "GlobalOptimizer",
@@ -270,9 +271,13 @@ class GlobalOptimizer(abc.ABC):
         raise NotImplementedError()
 
     def optimize(self, fgraph, *args, **kwargs):
-        """Attach what this optimizer needs, then apply it; return ``apply``'s profile."""
+        """Attach what this optimizer needs, then apply it; return ``apply``'s profile.
+
+        The nodes it makes get no creation stack of their own (it would only name the
+        caller of ``optimize``): each takes the stacks of what it replaces."""
         self.add_requirements(fgraph)
-        return self.apply(fgraph, *args, **kwargs)
+        with tag_trace_paused():
+            return self.apply(fgraph, *args, **kwargs)
 
     def __call__(self, fgraph):
         """Same as ``optimize(fgraph)``."""

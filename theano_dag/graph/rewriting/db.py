@@ -17,6 +17,7 @@ import sys
 from io import StringIO
 
 from theano_dag.config import config
+from theano_dag.graph.rewriting import basic as opt  # noqa: F401 (Theano's optdb.opt)
 from theano_dag.graph.rewriting.basic import GlobalOptimizer, SeqOptimizer
 from theano_dag.graph.rewriting.local import LocalOptGroup, LocalOptimizer
 from theano_dag.graph.rewriting.navigator import (

@@ -38,6 +38,7 @@ __all__ = [
     "OpRemove",
     "TrackIndex",
     "LocalStats",
+    "pre_greedy_local_optimizer",
 ]
 
 
@@ -543,3 +544,64 @@ class OpRemove(LocalOptimizer):
 
     def __str__(self):
         return f"{self.op}(x) -> x"
+
+
+def pre_greedy_local_optimizer(fgraph, optimizations, out):
+    """Apply the local rewrites ``optimizations`` to the graph of ``out``, bottom-up,
+    before it is part of a FunctionGraph; return ``out``'s replacement (Theano's name).
+
+    Nodes of ``fgraph`` (which may be None) are left alone. Like Theano, this rewires the
+    inputs of the visited nodes in place, and runs one pass: each node gets each rewrite
+    once, the next ones applied to what the previous one made. Its use is folding
+    constants in a graph being built (the indices of a subtensor).
+
+    >>> from theano_dag.graph.basic import Apply, Constant
+    >>> from theano_dag.graph.op import Op
+    >>> from theano_dag.graph.type import Generic
+    >>> class Add(Op):
+    ...     __props__ = ()
+    ...     def make_node(self, a, b):
+    ...         return Apply(self, [a, b], [Generic()()])
+    >>> @local_optimizer([Add])
+    ... def fold(fgraph, node):
+    ...     if all(isinstance(i, Constant) for i in node.inputs):
+    ...         return [Constant(Generic(), node.inputs[0].data + node.inputs[1].data)]
+    >>> one, two, x = Constant(Generic(), 1), Constant(Generic(), 2), Generic()("x")
+    >>> out = Add()(Add()(one, two), x)
+    >>> new = pre_greedy_local_optimizer(None, [fold], out)
+    >>> new.owner.inputs[0].data, new.owner.inputs[1] is x
+    (3, True)
+    """
+    skip = fgraph.apply_nodes if fgraph is not None else ()
+    # The nodes between the graph's inputs and ``out``, inputs first (iteratively, so
+    # that a deep graph does not reach the recursion limit).
+    order, seen = [], set()
+    stack = [(out.owner, False)] if out.owner is not None else []
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node in seen or node in skip:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        for inp in reversed(node.inputs):
+            if inp.owner is not None and inp.owner not in seen:
+                stack.append((inp.owner, False))
+    done: dict = {}
+    for node in order:
+        node.inputs = [done.get(i, i) for i in node.inputs]
+        current = node
+        for opt in optimizations:
+            ret = as_replacements(current, opt.transform(fgraph, current))
+            if not ret:
+                continue
+            if isinstance(ret, dict):
+                ret = [ret.get(o, o) for o in current.outputs]
+            for old, new in zip(node.outputs, ret):
+                done[old] = new
+            if ret[0].owner is None:
+                break
+            current = ret[0].owner
+    return done.get(out, out)

@@ -23,6 +23,7 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import ReplaceValidate
+from theano_dag.graph.utils import copy_stack_trace
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, scalar_op, single_client
 from theano_dag.scalar import Composite
@@ -97,6 +98,8 @@ class FusionOptimizer(GlobalOptimizer):
             new = self._build(group)
             if new is None:
                 continue
+            # The fused node answers for the lines of every node it holds.
+            copy_stack_trace([n.outputs[0] for n in group.nodes], new)
             fgraph.replace_all([(node.outputs[0], new)], reason=self)
             fused += 1
         return {"fused": fused, "time": time.perf_counter() - t0}
@@ -226,4 +229,6 @@ def local_fused_reduce(fgraph, node):
     inner = x.owner
     if not _fusable(inner) or not single_client(fgraph, x):
         return False
-    return FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)
+    out = FusedReduce(node.op, inner.op.scalar_op)(*inner.inputs)
+    copy_stack_trace([node.outputs[0], x], out)
+    return out

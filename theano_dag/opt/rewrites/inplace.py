@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from theano_dag.config import config
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.rewriting.basic import ChangeLog, GlobalOptimizer
@@ -108,7 +109,7 @@ class InplaceOptimizer(GlobalOptimizer):
 
     def add_requirements(self, fgraph):
         if not hasattr(fgraph, "destroy_handler"):
-            fgraph.attach_feature(DestroyHandler())
+            fgraph.attach_feature(DestroyHandler(algo=config.cycle_detection))
 
     def apply(self, fgraph):
         t0 = time.perf_counter()

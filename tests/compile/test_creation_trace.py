@@ -1,0 +1,109 @@
+"""Nodes keep the user's stack where they were made (``tag.trace``), rewrites and
+fusion carry it, and a runtime error prints it ("Backtrace when the node is created")."""
+
+import linecache
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.config import config
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
+
+HERE = __file__
+
+
+def _lines(var):
+    return [(f[0], f[1]) for stack in get_stack_trace(var) for f in stack]
+
+
+def test_op_call_keeps_the_users_frames_only():
+    x = tt.dvector("x")
+    y = tt.exp(x)  # the line the trace names
+    (stack,) = y.tag.trace
+    filename, lineno, name, _line = stack[-1]
+    assert filename == HERE and name == "test_op_call_keeps_the_users_frames_only"
+    assert linecache.getline(filename, lineno).strip() == (
+        "y = tt.exp(x)  # the line the trace names"
+    )
+    assert all("theano_dag/" not in f[0].replace("\\", "/") for f in stack)
+
+
+def test_traceback_limit_flag():
+    x = tt.dvector("x")
+    with config.change_flags(traceback__limit=1):
+        assert len(tt.exp(x).tag.trace[0]) == 1
+    with config.change_flags(traceback__limit=0):
+        assert get_stack_trace(tt.exp(x)) == []
+
+
+def test_rewrites_carry_the_trace_of_what_they_replace():
+    x = tt.dvector("x")
+    y = tt.log(1 + x)  # rewritten to log1p
+    fg = FunctionGraph([x], [y], clone=True)
+    theano_dag.compile.mode.get_mode("FAST_RUN").optimizer.optimize(fg)
+    (out,) = fg.outputs
+    assert "log1p" in str(out.owner.op) or "Composite" in str(out.owner.op)
+    assert (HERE, y.tag.trace[0][-1][1]) in _lines(out)
+
+
+def test_copy_stack_trace_merges_the_stacks():
+    x = tt.dvector("x")
+    a = tt.exp(x)
+    b = tt.sin(x)
+    c = tt.cos(x)
+    copy_stack_trace([a, b], c)
+    assert c.tag.trace == a.tag.trace + b.tag.trace
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", Mode(linker="cpu", optimizer=None)])
+def test_runtime_error_names_the_users_line(mode):
+    x, i = tt.dvector("x"), tt.lscalar("i")
+    z = tt.log(tt.exp(x) + 1)[i]  # the failing index
+    f = theano_dag.function([x, i], z, mode=mode)
+    np.testing.assert_allclose(f(np.zeros(3), 1), np.log(2.0))
+    with pytest.raises(IndexError) as info:
+        f(np.zeros(3), 5)
+    text = str(info.value)
+    assert "Backtrace when the node is created" in text
+    assert f'File "{HERE}", line {z.tag.trace[0][-1][1]}' in text
+    assert "z = tt.log(tt.exp(x) + 1)[i]  # the failing index" in text
+    assert "exception_verbosity=high" in text
+
+
+def test_error_in_a_fused_node_names_every_line_it_fused():
+    x, v = tt.dmatrix("x"), tt.dvector("v")
+    a = tt.exp(x)  # line a
+    b = a * v  # line b
+    s = b.sum(axis=1)  # line s
+    f = theano_dag.function([x, v], s)
+    (fused,) = [n for n in f.maker.fgraph.apply_nodes if "Fused" in type(n.op).__name__]
+    with pytest.raises(ValueError) as info:
+        f(np.ones((2, 3)), np.ones(4))
+    text = str(info.value)
+    assert f"Apply node that caused the error: {fused}" in text
+    for marker in ("# line a", "# line b", "# line s"):
+        assert marker in text, marker
+    assert "and (a node fused or rewritten into this one):" in text
+
+
+def test_exception_verbosity_high_shows_the_input_values():
+    x, i = tt.dvector("x"), tt.lscalar("i")
+    f = theano_dag.function([x, i], x[i], mode="FAST_COMPILE")
+    with config.change_flags(exception_verbosity="high"):
+        with pytest.raises(IndexError, match=r"Inputs values:\n  x: array\(\[7\., 7\.\]\)"):
+            f(np.full(2, 7.0), 3)
+
+
+def test_graph_inputs_made_by_a_type_keep_a_trace_too():
+    # Theano's tests/graph/test_utils.py::test_stack_trace, in this suite's terms.
+    with config.change_flags(traceback__limit=1):
+        v = tt.vector()
+        assert len(v.tag.trace) == 1 and len(v.tag.trace[0]) == 1
+    with config.change_flags(traceback__limit=2):
+        v = tt.vector()
+        assert len(v.tag.trace) == 1 and len(v.tag.trace[0]) == 2
+        assert v.tag.trace[0][-1][0] == HERE

@@ -1,0 +1,140 @@
+"""Flags, the rc file, THEANO_DAG_FLAGS, and the flags Theano users set."""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import get_mode
+from theano_dag.config import FLAGS, Config, config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _import_in_fresh_process(env_updates, code):
+    env = {k: v for k, v in os.environ.items() if k not in ("THEANO_DAG_FLAGS", "THEANO_DAGRC")}
+    env.update(env_updates)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env
+    )
+
+
+def test_misspelt_flag_in_env_warns_with_close_matches_and_import_goes_on():
+    res = _import_in_fresh_process(
+        {"THEANO_DAG_FLAGS": "floatx=float32,profil=True,mode=FAST_COMPILE"},
+        "import theano_dag; print(theano_dag.config.mode, theano_dag.config.floatX)",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "FAST_COMPILE float64"
+    assert "no flag 'floatx', it is ignored; did you mean 'floatX'?" in res.stderr
+    assert "no flag 'profil'" in res.stderr and "'profile'" in res.stderr
+
+
+def test_rc_file_read_at_import_and_env_flags_win(tmp_path):
+    rc = tmp_path / "rc"
+    rc.write_text("[global]\nfloatX = float32\nmode = FAST_COMPILE\n[traceback]\nlimit = 3\n")
+    res = _import_in_fresh_process(
+        {"THEANO_DAGRC": str(rc), "THEANO_DAG_FLAGS": "mode=FAST_RUN"},
+        "from theano_dag import config as c; print(c.floatX, c.mode, c.traceback__limit)",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["float32", "FAST_RUN", "3"]
+
+
+def test_default_rc_file_is_in_home(tmp_path):
+    (tmp_path / ".theano_dagrc").write_text("[global]\nfloatX = float32\n")
+    res = _import_in_fresh_process(
+        {"HOME": str(tmp_path)}, "from theano_dag import config; print(config.floatX)"
+    )
+    assert res.stdout.strip() == "float32", res.stderr
+
+
+def test_rc_file_unknown_flag_warns_naming_the_file(tmp_path):
+    rc = tmp_path / "rc"
+    rc.write_text("[global]\ncycle_detect = fast\n")
+    cfg = Config()
+    with pytest.warns(UserWarning, match="no flag 'cycle_detect'.*'cycle_detection'") as w:
+        cfg.load_rc([str(rc), str(tmp_path / "missing")])
+    assert str(rc) in str(w[0].message)
+
+
+def test_print_config_lists_every_flag_and_value():
+    with config.change_flags(floatX="float32"):
+        text = str(config)
+    for name in FLAGS:
+        assert f"\n{name}" in "\n" + text
+    assert "floatX (float64, float32, float16)\n    Doc:" in text
+    assert "Value:  float32" in text
+    assert repr(Config()) == "Config()"
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(ValueError, match="exception_verbosity: 'loud' is not one of low, high"):
+        config.exception_verbosity = "loud"
+    with pytest.raises(ValueError, match="traceback__limit: expected an integer"):
+        config.traceback__limit = "many"
+
+
+def test_optimizer_flag_sets_the_default_modes_rewrites():
+    x = tt.dvector("x")
+    y = tt.log(tt.exp(x)) * 1
+    with config.change_flags(optimizer=None):
+        assert get_mode().provided_optimizer == "None"
+        f = theano_dag.function([x], y)
+        assert len(f.maker.fgraph.apply_nodes) >= 3  # nothing rewritten
+    with config.change_flags(optimizer="fast_compile"):
+        assert get_mode().provided_optimizer == "fast_compile"
+    f = theano_dag.function([x], y)
+    assert len(f.maker.fgraph.apply_nodes) < 3
+    np.testing.assert_allclose(f([1.0, 2.0]), [1.0, 2.0])
+    with config.change_flags(optimizer="fast_run"):  # a named mode keeps its own optimizer
+        assert get_mode("FAST_COMPILE").provided_optimizer == "fast_compile"
+
+
+@pytest.mark.parametrize("algo", ["regular", "fast"])
+def test_cycle_detection_flag_reaches_the_destroy_handler(algo):
+    x = tt.dvector("x")
+    with config.change_flags(cycle_detection=algo):
+        f = theano_dag.function([x], tt.exp(x) + 1)
+    handlers = [ft for ft in f.maker.fgraph._features if type(ft).__name__ == "DestroyHandler"]
+    assert [h.algo for h in handlers] in ([algo], [])
+    np.testing.assert_allclose(f([0.0]), [2.0])
+
+
+def test_warn_float64_names_the_users_line():
+    with config.change_flags(warn_float64="warn"):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            tt.dvector("v")
+            tt.fvector("f")
+    assert len(w) == 1 and w[0].filename == __file__
+    with config.change_flags(warn_float64="raise"):
+        with pytest.raises(TypeError, match="float64 dtype"):
+            tt.exp(tt.fvector("f")) + np.float64(1.5) * tt.dscalar()
+
+
+@pytest.mark.parametrize("action", ["ignore", "warn", "raise"])
+def test_get_test_values_follows_compute_test_value(action):
+    from theano_dag.graph.op import get_test_values
+    from theano_dag.graph.utils import TestValueError
+
+    x, y = tt.dvector("x"), tt.dvector("y")
+    x.tag.test_value = np.zeros(4)
+    assert get_test_values(x) == []  # off
+    with config.change_flags(compute_test_value=action):
+        ((xv, other),) = get_test_values(x, np.ones(2))
+        assert xv.shape == (4,) and other.shape == (2,)
+        if action == "raise":
+            with pytest.raises(TestValueError, match="Argument 0 .* has no test value"):
+                get_test_values(y)
+        elif action == "warn":
+            with pytest.warns(UserWarning, match="has no test value"):
+                assert get_test_values(y) == []
+        else:
+            assert get_test_values(y) == []
