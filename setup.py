@@ -16,6 +16,7 @@ EXTRAS = {
     "graphviz": ["graphviz>=0.20"],
     "plot": ["matplotlib>=3.5"],
     "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.0"],
+    "dask": ["dask[array,distributed]>=2024.1,<2027"],
     "pytensor": ["pytensor"],
     "bench": ["pytensor", "jax", "matplotlib>=3.5"],
 }
