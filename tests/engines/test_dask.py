@@ -4,6 +4,7 @@ chunkings, inputs and shared variables as dask arrays, the lowering, the task gr
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import warnings
 
@@ -15,7 +16,7 @@ from dask.core import flatten  # noqa: E402
 
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
-from theano_dag import printing  # noqa: E402
+from theano_dag import formats, printing  # noqa: E402
 from theano_dag.compile.mode import Mode, get_mode  # noqa: E402
 from theano_dag.engines.dask import (  # noqa: E402
     ChunkKernel,
@@ -117,8 +118,6 @@ def test_fused_elementwise_is_one_task_per_chunk():
 
 
 def test_chunk_kernel_pickles_and_compiles_where_it_runs():
-    import pickle
-
     x = tt.fvector("x")
     k = ChunkKernel((tt.exp(x) * 2 + 1).owner)  # add(mul(...), 1): two inputs
     k2 = pickle.loads(pickle.dumps(k))
@@ -229,3 +228,18 @@ def test_task_graph_is_a_dag_of_tasks():
     keys = list(flatten(graph.pop("__outputs__")))
     assert len(keys) == 1 and keys[0] in graph
     assert len(graph) >= 3 + 3  # the chunks of x, one kernel task per chunk, the tree
+
+
+def test_formats_emit_a_compiled_functions_dask_graph_as_a_dag():
+    x, y = tt.dmatrix("x"), tt.dvector("y")
+    f = theano_dag.function(
+        [x, y], [tt.exp(x).sum(axis=1) + y], mode=Mode(linker=DaskLinker(chunks=(2, 3)))
+    )
+    a, b = np.random.default_rng(0).random((5, 6)), np.arange(5.0)
+    dag, keys = formats.function_to_dag(f, a, b)
+    assert formats.detect_format(dag) == "dag"
+    formats.validate(dag)
+    assert len(formats.convert(dag, "unidag")) == len(dag)
+    values = formats.interpret(dag, {}, lambda fn, args: (fn(*args),))
+    got = np.concatenate([values[k] for k in keys])
+    np.testing.assert_allclose(got, f(a, b)[0])
