@@ -42,7 +42,7 @@ def client():
         processes=True,
         memory_limit=MEMORY_LIMIT,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",
     )
     c = distributed.Client(cluster)
     try:
