@@ -11,10 +11,11 @@ import sys
 try:
     import dask
     import dask.array as da
+    from dask.base import tokenize
 except ImportError:  # the extra is optional: the engine reports it when used
-    dask = da = None
+    dask = da = tokenize = None
 
-__all__ = ["dask", "da", "require", "is_dask_array", "current_client"]
+__all__ = ["dask", "da", "tokenize", "require", "is_dask_array", "current_client"]
 
 
 def require(who: str = "the Dask engine"):

@@ -112,7 +112,7 @@ class DaskThunk(Thunk):
             for j, o in enumerate(fg.outputs)
             if o is out and inp in in_idx
         }
-        self.last_graph = None
+        self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
 
     def scheduler(self):
         s = self.linker.dask_scheduler
@@ -128,15 +128,16 @@ class DaskThunk(Thunk):
         for k, (var, cell) in enumerate(zip(fg.inputs, self.input_storage)):
             value = cell[0]
             if hasattr(var.type, "ndim") and not is_dask_array(value) and value is not None:
-                value = da.from_array(np.asarray(value), chunks=self.linker.chunks_for(k, var))
+                # name=False: a random key, not a hash of the whole array.
+                chunks = self.linker.chunks_for(k, var)
+                value = da.from_array(np.asarray(value), chunks=chunks, name=False)
             values[var] = value
-        build(self.order, values)
+        build(self.order, values, self.kernels)
         return [values[o] if o in values else o.data for o in fg.outputs]
 
     def __call__(self):
         fg = self.fgraph
         outs = self.collections()
-        self.last_graph = outs
         sched = self.scheduler()
         # Updates that stay where the scheduler keeps them: those of shared variables
         # whose value is a dask array already.

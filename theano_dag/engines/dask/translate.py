@@ -27,7 +27,7 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
-from theano_dag.engines.dask.backend import da, dask, is_dask_array
+from theano_dag.engines.dask.backend import da, dask, is_dask_array, tokenize
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Constant
@@ -117,7 +117,9 @@ class ChunkKernel:
 
 
 def _as_dask(value):
-    return value if is_dask_array(value) else da.from_array(np.asarray(value), chunks=-1)
+    return (
+        value if is_dask_array(value) else da.from_array(np.asarray(value), chunks=-1, name=False)
+    )
 
 
 def _local(value) -> bool:
@@ -141,15 +143,18 @@ def _cast(x, node, k=0):
 # The rules: node, input values -> output values
 
 
-def _elemwise(node, vals):
+def _elemwise(node, vals, kernels):
     ndim = node.outputs[0].ndim
     ind = _ALPHABET[:ndim]
     args = []
     for v in vals:
         args += [_as_dask(v), ind]
-    kern = ChunkKernel(node)
-    # A readable key prefix, then the token that keeps two nodes' keys apart.
-    name = f"{str(node.op.scalar_op)[:40]}-{kern.token}".replace(" ", "")
+    # One kernel per node for the life of the function: compiled once per worker.
+    kern = kernels.get(node)
+    if kern is None:
+        kern = kernels[node] = ChunkKernel(node)
+    # A readable key prefix, then a token of the kernel and of the inputs' keys.
+    name = f"{str(node.op.scalar_op)[:40]}-{tokenize(kern, *vals)}".replace(" ", "")
     if len(node.outputs) == 1:
         out = da.blockwise(kern, ind, *args, meta=_meta(ndim, _out_dtype(node)), name=name)
         return [out]
@@ -385,9 +390,11 @@ def _small_local(vals) -> bool:
     return all(_local(v) and np.size(v) <= LOCAL_MAX_SIZE for v in vals)
 
 
-def build(order, values: dict) -> dict:
+def build(order, values: dict, kernels: dict | None = None) -> dict:
     """Fill ``values`` (variable -> value, the inputs given) with every node's outputs,
-    in ``order``; constants are read from the graph."""
+    in ``order``; constants are read from the graph. ``kernels``: the function's
+    :class:`ChunkKernel` per elementwise node (filled as they are made)."""
+    kernels = {} if kernels is None else kernels
     for node in order:
         vals = []
         for v in node.inputs:
@@ -407,7 +414,7 @@ def build(order, values: dict) -> dict:
             if node.inputs and rule not in (_elemwise, _alloc, _gemm, _gemv, _ger, _dot):
                 if _local(vals[0]):
                     vals = [_as_dask(vals[0])] + vals[1:]
-            outs = rule(node, vals)
+            outs = rule(node, vals, kernels) if rule is _elemwise else rule(node, vals)
         for o, val in zip(node.outputs, outs):
             values[o] = val
     return values
