@@ -45,6 +45,7 @@ PEERS = ("pytensor", "jax", "jaxlib", "numba", "pyopencl", "matplotlib")
 QUICK_ARGS = {
     "call_overhead": ["--number", "2000", "--repeats", "3"],
     "compile_time": ["--sizes", "1000,10000", "--mlp-layers", "50"],
+    "dask_engine": ["--n", "4000000", "--repeats", "3"],
     "first_result": ["--sizes", "1000", "--chain", "1000", "--timeout", "120"],
     "fused_elementwise": ["--n", "1000000", "--rounds", "5"],
     "graph_core": ["--sizes", "1000,10000"],

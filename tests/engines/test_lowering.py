@@ -82,12 +82,16 @@ def test_query_of_each_engine_lists_its_lowering_passes():
     ocl = pass_names(Mode(linker="opencl"))
     assert ocl[-2:] == ["merge3", "opencl_device_placement"]
     assert "cpu_row_tiling" not in ocl
+    dask = pass_names(Mode(linker="dask"))
+    assert dask[-2:] == ["merge3", "dask_gathering"]
+    assert "cpu_row_tiling" not in dask and "insert_inplace" not in dask
     py = pass_names(Mode(linker="py"))
     assert py[-1] == "merge3"
     # The global optdb lists them under their tags, lowering last.
     assert [o.name for o in optdb.query(Query(include=["lowering"]))] == [
         "cpu_row_tiling",
         "opencl_device_placement",
+        "dask_gathering",
     ]
 
 

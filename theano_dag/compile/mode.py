@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 
 import theano_dag.engines.cpu  # noqa: F401  (adds "cpu" to the engines' table)
+import theano_dag.engines.dask  # noqa: F401  (adds "dask"; dask is needed only to compile)
 import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads on first use)
 from theano_dag.config import config
 from theano_dag.engines import LINKERS, inner
@@ -55,6 +56,7 @@ __all__ = [
     "FAST_RUN",
     "FAST_COMPILE",
     "PerformOnly",
+    "DASK",
 ]
 
 predefined_linkers: dict = LINKERS
@@ -312,9 +314,10 @@ class Mode(metaclass=_FrozenAfterInit):
 FAST_RUN = Mode(linker=None, optimizer="fast_run")
 FAST_COMPILE = Mode(linker="py", optimizer="fast_compile")
 PerformOnly = Mode(linker="py", optimizer=None)
+DASK = Mode(linker="dask", optimizer="fast_run")
 
 predefined_modes.update(
-    {"FAST_RUN": FAST_RUN, "FAST_COMPILE": FAST_COMPILE, "PerformOnly": PerformOnly}
+    {"FAST_RUN": FAST_RUN, "FAST_COMPILE": FAST_COMPILE, "PerformOnly": PerformOnly, "DASK": DASK}
 )
 
 

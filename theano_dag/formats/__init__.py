@@ -20,6 +20,7 @@ from theano_dag.formats.chain import (
     toposort,
     validate,
 )
+from theano_dag.formats.dask_graph import dask_to_dag, function_to_dag
 from theano_dag.formats.dicts import (
     CycleError,
     GraphFormatError,
@@ -58,6 +59,8 @@ __all__ = [
     "IndexOutOfRangeError",
     "convert",
     "dag_jobs",
+    "dask_to_dag",
+    "function_to_dag",
     "dag_to_index_dag",
     "dag_to_unidag",
     "fgraph_to_opgraph",

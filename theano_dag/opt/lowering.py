@@ -19,14 +19,23 @@ device_placement    GpuFromHost/HostFromGpu where     opencl device_placement
 from __future__ import annotations
 
 from theano_dag.engines.cpu.tiling import tile_rows
+from theano_dag.engines.dask.lower import insert_gathers
 from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import place
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 
-__all__ = ["RowTiling", "DevicePlacement", "ROW_TILING_TAGS", "DEVICE_PLACEMENT_TAGS"]
+__all__ = [
+    "RowTiling",
+    "DevicePlacement",
+    "DaskGathering",
+    "ROW_TILING_TAGS",
+    "DEVICE_PLACEMENT_TAGS",
+    "DASK_GATHER_TAGS",
+]
 
 ROW_TILING_TAGS = ("cpu", "row_tiling", "lowering")
 DEVICE_PLACEMENT_TAGS = ("opencl", "device_placement", "lowering")
+DASK_GATHER_TAGS = ("dask", "dask_gather", "lowering")
 
 
 class RowTiling(GlobalOptimizer):
@@ -62,3 +71,15 @@ class DevicePlacement(GlobalOptimizer):
 
     def __str__(self):
         return getattr(self, "name", None) or "DevicePlacement"
+
+
+class DaskGathering(GlobalOptimizer):
+    """The Dask engine's lowering (``engines.dask.lower.insert_gathers``) as a pass:
+    a ``DaskGather`` on each array an op with no chunked form reads, with a warning
+    naming the op (it runs in one task holding its whole inputs)."""
+
+    def apply(self, fgraph):
+        insert_gathers(fgraph)
+
+    def __str__(self):
+        return getattr(self, "name", None) or "DaskGathering"

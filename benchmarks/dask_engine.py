@@ -1,0 +1,163 @@
+"""The Dask engine (issue 20) against the same expressions written with dask.array.
+
+Two cases, on a ``distributed.LocalCluster`` of worker processes (loopback only,
+one thread each), the input made chunk by chunk on the workers and persisted there:
+
+* ``chain40``: 40 elementwise ops and a final sum over a float64 vector. theano_dag
+  runs the 40 ops as one fused C kernel per chunk; dask.array runs one numpy call
+  per op per chunk (its blockwise fusion merges the tasks, not the loops).
+* ``logreg_step``: one gradient step of logistic regression (cost, gradient of w
+  and b, the new w and b) on an (n, 10) matrix.
+
+Each (case, workers, engine) runs on a fresh cluster, so that each worker's peak
+memory (``ru_maxrss``, read on the workers after the runs) is the engine's own. A
+row per case and worker count: medians over ``--repeats`` calls in seconds, the
+ratio dask.array / theano_dag (above 1: theano_dag is faster), the peak memory per
+worker of each, and with 2 workers the scaling from 1 worker (time with 1 / time
+with 2) for each engine.
+
+Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import time
+
+import dask
+import dask.array as da
+import distributed
+import numpy as np
+
+import theano_dag
+import theano_dag.tensor as tt
+
+D = 10
+
+
+def chain(x, lib, n=40):
+    y = x
+    for k in range(n // 4):
+        y = lib.maximum(y * 0.999 + 0.01, -3.0)
+        y = lib.tanh(y) if k % 3 == 0 else abs(y) - 0.5
+    return y
+
+
+def _peak_rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _chain_case(n, chunk):
+    def data():
+        return da.random.default_rng(0).standard_normal(n, chunks=chunk).persist()
+
+    x = tt.dvector("x")
+    f = theano_dag.function([x], chain(x, tt).sum(), mode="DASK")
+
+    def ours(xd):
+        return f(xd)
+
+    def peer(xd):
+        return chain(xd, da).sum().compute()
+
+    return data, ours, peer
+
+
+def _logreg_case(n, chunk):
+    def data():
+        rng = da.random.default_rng(1)
+        xd = rng.standard_normal((n, D), chunks=(chunk // D, D))
+        yd = (xd @ np.linspace(-1, 1, D) > 0).astype("float64")
+        return dask.persist(xd, yd)
+
+    x, y = tt.dmatrix("x"), tt.dvector("y")
+    w, b = tt.dvector("w"), tt.dscalar("b")
+    p = tt.nnet.sigmoid(tt.dot(x, w) + b)
+    cost = tt.nnet.binary_crossentropy(p, y).mean()
+    gw, gb = theano_dag.grad(cost, [w, b])
+    f = theano_dag.function([x, y, w, b], [cost, w - 0.5 * gw, b - 0.5 * gb], mode="DASK")
+    w0, b0 = np.zeros(D), np.float64(0.0)
+
+    def ours(data):
+        return f(data[0], data[1], w0, b0)
+
+    def peer(data):
+        xd, yd = data
+        q = 1 / (1 + da.exp(-(xd @ w0 + b0)))
+        c = -(yd * da.log(q) + (1 - yd) * da.log1p(-q)).mean()
+        g = q - yd
+        return dask.compute(c, w0 - 0.5 * (xd.T @ g) / n, b0 - 0.5 * g.mean())
+
+    return data, ours, peer
+
+
+CASES = {"chain40": _chain_case, "logreg_step": _logreg_case}
+
+
+def _run(case, workers, engine, args):
+    cluster = distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=args.memory_limit,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )
+    client = distributed.Client(cluster)
+    try:
+        data, ours, peer = CASES[case](args.n, args.chunk)
+        fn = ours if engine == "theano_dag" else peer
+        values = data()
+        fn(values)  # warm: the workers compile the kernels, import what they need
+        times = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            fn(values)
+            times.append(time.perf_counter() - t0)
+        peak = max(client.run(_peak_rss).values())
+        return statistics.median(times), peak
+    finally:
+        client.close()
+        cluster.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=20_000_000, help="elements of the input")
+    ap.add_argument("--chunk", type=int, default=1 << 20, help="elements per chunk")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--memory-limit", default="1GB", help="per worker")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--workers", default="1,2")
+    args = ap.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    by_workers: dict = {}
+    for case in args.cases.split(","):
+        for workers in counts:
+            res = {e: _run(case, workers, e, args) for e in ("theano_dag", "dask_array")}
+            by_workers[(case, workers)] = res
+            row = {
+                "case": case,
+                "workers": workers,
+                "n": args.n,
+                "chunk": args.chunk,
+                "theano_dag_s": round(res["theano_dag"][0], 4),
+                "dask_array_s": round(res["dask_array"][0], 4),
+                "dask_array_over_theano_dag": round(res["dask_array"][0] / res["theano_dag"][0], 2),
+                "theano_dag_peak_mb_per_worker": round(res["theano_dag"][1] / 1e6),
+                "dask_array_peak_mb_per_worker": round(res["dask_array"][1] / 1e6),
+                "machine": platform.machine(),
+            }
+            one = by_workers.get((case, 1))
+            if workers > 1 and one is not None:
+                for e in ("theano_dag", "dask_array"):
+                    row[f"{e}_scaling_from_1"] = round(one[e][0] / res[e][0], 2)
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

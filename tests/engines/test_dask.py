@@ -1,0 +1,245 @@
+"""The Dask engine: every op of the table against the reference engine with several
+chunkings, inputs and shared variables as dask arrays, the lowering, the task graph."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+from dask.core import flatten  # noqa: E402
+
+import theano_dag  # noqa: E402
+import theano_dag.tensor as tt  # noqa: E402
+from theano_dag import formats, printing  # noqa: E402
+from theano_dag.compile.mode import Mode, get_mode  # noqa: E402
+from theano_dag.engines.dask import (  # noqa: E402
+    ChunkKernel,
+    DaskGather,
+    DaskLinker,
+    DaskSharedVariable,
+    GatherWarning,
+    dask_collections,
+    dask_shared,
+    dask_task_graph,
+)
+from theano_dag.graph.rewriting.db import Query  # noqa: E402
+from theano_dag.opt import optdb  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+from op_table import TABLE, row_inputs  # noqa: E402
+
+REF = Mode(linker="py", optimizer=None)
+SYNC = {"scheduler": "sync"}
+
+# one chunk, uneven chunks (2 along every axis of the table's 3- and 4-long axes), length 1
+CHUNKINGS = {"one": -1, "uneven": 2, "ones": 1}
+
+
+def _close(g, w, tol):
+    g, w = np.asarray(g), np.asarray(w)
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return f"{g.shape} {g.dtype}, reference {w.shape} {w.dtype}"
+    if w.dtype.kind in "fc":
+        ok = np.allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
+    else:
+        ok = np.array_equal(g, w)
+    return None if ok else f"max difference {np.max(np.abs(g.astype(float) - w))}"
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_op_table_matches_reference_engine(dtype, chunking):
+    # All rows in one function: one compile, each row still checked alone.
+    rng = np.random.default_rng(1234)
+    rows = [r for r in TABLE if dtype in r.dtypes]
+    syms, values, outs = [], [], []
+    for row in rows:
+        s, v = row_inputs(row, dtype, rng)
+        outs.append(row.build(*s))
+        syms += s
+        values += v
+    mode = Mode(linker=DaskLinker(chunks=CHUNKINGS[chunking], **SYNC), optimizer="fast_run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        f = theano_dag.function(syms, outs, mode=mode, on_unused_input="ignore")
+    ref = theano_dag.function(syms, outs, mode=REF, on_unused_input="ignore")
+    copies = [v.copy() for v in values]
+    got, want = f(*values), ref(*values)
+    tol = 1e-4 if dtype == "float32" else 1e-7
+    bad = [f"{row}: {msg}" for row, g, w in zip(rows, got, want) if (msg := _close(g, w, tol))]
+    assert not bad, "\n".join(bad)
+    for v, c in zip(values, copies):
+        np.testing.assert_array_equal(v, c, err_msg="the engine modified an input")
+
+
+# -- the Mode, the optdb, the lowering ----------------------------------------------------
+
+
+def test_dask_mode_by_name_runs_the_lowering_and_no_inplace_rewrite():
+    mode = get_mode("DASK")
+    names = [o.name for o in mode.optimizer]
+    assert names[-1] == "dask_gathering"
+    assert "insert_inplace" not in names and "fused_reduce" not in names
+    assert "cpu_row_tiling" not in names
+    assert "dask_gathering" in [o.name for o in optdb.query(Query(include=["dask"]))]
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.exp(x).sum(), mode="DASK")
+    np.testing.assert_allclose(f(np.arange(5.0)), np.exp(np.arange(5.0)).sum())
+    assert not any(n.op.destroy_map for n in f.maker.fgraph.apply_nodes)
+
+
+def test_an_op_without_chunked_form_is_gathered_with_a_warning_naming_it():
+    x = tt.dvector("x")
+    with pytest.warns(GatherWarning, match=r"SortOp.*no chunked form"):
+        f = theano_dag.function([x], tt.sort(x) * 2, mode=Mode(linker=DaskLinker(chunks=2)))
+    gathers = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, DaskGather)]
+    assert len(gathers) == 1
+    assert "DaskGather" in printing.debugprint(f, file="str")
+    v = np.array([3.0, 1.0, 2.0, 0.0, 5.0])
+    np.testing.assert_array_equal(f(v), np.sort(v) * 2)
+
+
+def test_fused_elementwise_is_one_task_per_chunk():
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    out = tt.tanh(tt.exp(x) * y + tt.sin(x) - y**2)
+    f = theano_dag.function([x, y], out, mode=Mode(linker=DaskLinker(chunks=(2, 3))))
+    (node,) = f.maker.fgraph.apply_nodes  # the whole expression fused into one Composite
+    a, b = np.random.default_rng(0).random((2, 5, 7))
+    graph = dask_task_graph(f, a, b)
+    kernel_tasks = [k for k in graph if isinstance(k, tuple) and "Composite" in k[0]]
+    assert len(kernel_tasks) == 3 * 3  # chunks (2, 2, 1) x (3, 3, 1)
+    np.testing.assert_allclose(f(a, b), np.tanh(np.exp(a) * b + np.sin(a) - b**2))
+
+
+def test_chunk_kernel_pickles_and_compiles_where_it_runs():
+    x = tt.fvector("x")
+    k = ChunkKernel((tt.exp(x) * 2 + 1).owner)  # add(mul(...), 1): two inputs
+    k2 = pickle.loads(pickle.dumps(k))
+    v = np.arange(4, dtype="float32")
+    np.testing.assert_allclose(k2(v, np.ones(1, "int8")), v + 1, rtol=1e-6)
+    assert k2(v, np.ones(1, "int8")).dtype == np.float32
+
+
+# -- inputs, outputs, shared variables ----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dask_array_inputs_and_dask_outputs(dtype):
+    x, w = tt.matrix("x", dtype=dtype), tt.vector("w", dtype=dtype)
+    out = tt.nnet.sigmoid(tt.dot(x, w)).mean()
+    rng = np.random.default_rng(0)
+    xv, wv = rng.random((30, 4)).astype(dtype), rng.random(4).astype(dtype)
+    want = (1 / (1 + np.exp(-(xv @ wv)))).mean()
+    f = theano_dag.function([x, w], out, mode="DASK")
+    got = f(da.from_array(xv, chunks=(7, 4)), wv)
+    assert isinstance(got, np.ndarray) and got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    lazy = theano_dag.function([x, w], out, mode=Mode(linker=DaskLinker(return_dask=True)))
+    res = lazy(da.from_array(xv, chunks=(7, 4)), wv)
+    assert isinstance(res, da.Array)
+    np.testing.assert_allclose(res.compute(), want, rtol=1e-5)
+
+
+def test_a_dask_input_of_the_wrong_dtype_is_refused_naming_it():
+    x = tt.dvector("x")
+    f = theano_dag.function([x], x * 2, mode="DASK")
+    with pytest.raises(TypeError, match=r"bad input 'x'.*dask array of dtype float64"):
+        f(da.zeros(3, dtype="float32"))
+
+
+def test_chunks_per_input_by_name():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    f = theano_dag.function(
+        [x, y], [x + 1, y * 2], mode=Mode(linker=DaskLinker(chunks={"x": 2, "y": 5}))
+    )
+    a, b = dask_collections(f, np.zeros(6), np.zeros(6))
+    assert a.chunks == ((2, 2, 2),) and b.chunks == ((5, 1),)
+
+
+def _logreg(dtype, n=200, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    xv = rng.normal(size=(n, d)).astype(dtype)
+    yv = (xv @ rng.normal(size=d) > 0).astype(dtype)
+    return xv, yv
+
+
+def _train_numpy(xv, yv, steps, lr):
+    w, b = np.zeros(xv.shape[1], xv.dtype), xv.dtype.type(0)
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(xv @ w + b)))
+        g = p - yv
+        w = w - lr * (xv.T @ g) / len(yv)
+        b = b - lr * g.mean()
+    return w, b
+
+
+def _train_graph(x, y, w, b, lr):
+    p = tt.nnet.sigmoid(tt.dot(x, w) + b)
+    cost = tt.nnet.binary_crossentropy(p, y).mean()
+    gw, gb = theano_dag.grad(cost, [w, b])
+    return cost, [(w, w - lr * gw), (b, b - lr * gb)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_training_loop_updates_stay_dask_arrays_until_get_value(dtype):
+    xv, yv = _logreg(dtype)
+    x, y = tt.matrix("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    w = dask_shared(np.zeros(5, dtype), name="w")
+    b = dask_shared(np.zeros((), dtype), name="b")
+    assert isinstance(w, DaskSharedVariable)
+    cost, updates = _train_graph(x, y, w, b, 0.5)
+    f = theano_dag.function([x, y], cost, updates=updates, mode="DASK")
+    xd, yd = da.from_array(xv, chunks=(64, 5)), da.from_array(yv, chunks=64)
+    for _ in range(20):
+        f(xd, yd)
+        assert isinstance(w.get_value(return_internal_type=True), da.Array)
+    want_w, want_b = _train_numpy(xv, yv, 20, 0.5)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(w.get_value(), want_w, rtol=tol, atol=tol)
+    np.testing.assert_allclose(b.get_value(), want_b, rtol=tol, atol=tol)
+    assert isinstance(w.get_value(), np.ndarray)
+
+
+def test_shared_numpy_variables_are_updated_with_numpy_values():
+    w = theano_dag.shared(np.ones(4), name="w")
+    x = tt.dvector("x")
+    f = theano_dag.function([x], (x * w).sum(), updates=[(w, w * 2)], mode="DASK")
+    assert f(np.arange(4.0)) == 6.0
+    assert type(w.get_value(borrow=True)) is np.ndarray
+    np.testing.assert_array_equal(w.get_value(), np.full(4, 2.0))
+
+
+def test_shared_of_a_dask_array_makes_a_dask_shared_variable():
+    s = theano_dag.shared(da.ones((4, 2), chunks=2), name="s")
+    assert isinstance(s, DaskSharedVariable)
+    np.testing.assert_array_equal(s.get_value(), np.ones((4, 2)))
+
+
+def test_task_graph_is_a_dag_of_tasks():
+    x = tt.dvector("x")
+    f = theano_dag.function([x], (tt.exp(x) * 2).sum(), mode=Mode(linker=DaskLinker(chunks=2)))
+    graph = dask_task_graph(f, np.ones(6))
+    keys = list(flatten(graph.pop("__outputs__")))
+    assert len(keys) == 1 and keys[0] in graph
+    assert len(graph) >= 3 + 3  # the chunks of x, one kernel task per chunk, the tree
+
+
+def test_formats_emit_a_compiled_functions_dask_graph_as_a_dag():
+    x, y = tt.dmatrix("x"), tt.dvector("y")
+    f = theano_dag.function(
+        [x, y], [tt.exp(x).sum(axis=1) + y], mode=Mode(linker=DaskLinker(chunks=(2, 3)))
+    )
+    a, b = np.random.default_rng(0).random((5, 6)), np.arange(5.0)
+    dag, keys = formats.function_to_dag(f, a, b)
+    assert formats.detect_format(dag) == "dag"
+    formats.validate(dag)
+    assert len(formats.convert(dag, "unidag")) == len(dag)
+    values = formats.interpret(dag, {}, lambda fn, args: (fn(*args),))
+    got = np.concatenate([values[k] for k in keys])
+    np.testing.assert_allclose(got, f(a, b)[0])

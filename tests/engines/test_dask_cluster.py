@@ -1,0 +1,155 @@
+"""The Dask engine on a ``distributed.LocalCluster`` of 2 worker processes (loopback only),
+each limited to far less memory than the input, which is made chunk by chunk on the
+workers: a 40-op elementwise chain with a reduction, a logistic-regression training
+loop with updates, and a worker killed during a call.
+
+``THEANO_DAG_DASK_TEST_GB`` sets the input size (default 0.85 GB of float64, just
+over the two workers' limits together, so the suite stays short; the issue's figure
+is 2).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+import theano_dag  # noqa: E402
+import theano_dag.tensor as tt  # noqa: E402
+from theano_dag.engines.dask import dask_shared  # noqa: E402
+
+MEMORY_LIMIT = 400e6
+GB = float(os.environ.get("THEANO_DAG_DASK_TEST_GB", "0.85"))
+CHUNK = 1 << 20  # elements: 8 MB of float64
+
+
+def _peak_rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=MEMORY_LIMIT,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def chain(x, n=40):
+    """40 elementwise ops: cheap ones mostly, with a few transcendental."""
+    y = x
+    for k in range(n // 4):
+        y = tt.maximum(y * 0.999 + 0.01, -3.0)
+        y = tt.tanh(y) if k % 3 == 0 else abs(y) - 0.5
+    return y
+
+
+def chain_numpy(x, n=40):
+    y = x
+    for k in range(n // 4):
+        y = np.maximum(y * 0.999 + 0.01, -3.0)
+        y = np.tanh(y) if k % 3 == 0 else abs(y) - 0.5
+    return y
+
+
+def test_chain_of_40_ops_on_input_larger_than_workers(client):
+    n = int(GB * 1e9 / 8) // CHUNK * CHUNK
+    assert n * 8 > 2 * MEMORY_LIMIT
+    x = tt.dvector("x")
+    y = chain(x)
+    f = theano_dag.function([x], [y.sum(), y[:CHUNK].sum(), y[:1000]], mode="DASK")
+    elementwise = [n for n in f.maker.fgraph.apply_nodes if "Composite" in str(n.op)]
+    assert len(elementwise) == 1  # the 40 ops are one kernel
+    xd = da.random.default_rng(0).standard_normal(n, chunks=CHUNK)
+    workers = set(client.scheduler_info()["workers"])
+    total, first_sum, head = f(xd)
+    sample = xd[:CHUNK].compute()
+    np.testing.assert_allclose(head, chain_numpy(sample[:1000]), rtol=1e-12)
+    np.testing.assert_allclose(first_sum, chain_numpy(sample).sum(), rtol=1e-9)
+    # Every element of the chain lies in [-0.5, 1]: the total is bounded by that.
+    assert np.isfinite(total) and -0.5 * n <= total <= n
+    assert set(client.scheduler_info()["workers"]) == workers  # no worker restarted
+    peaks = client.run(_peak_rss)
+    print("peak RSS per worker (MB):", [round(p / 1e6) for p in peaks.values()])
+    assert all(p < MEMORY_LIMIT for p in peaks.values()), peaks
+
+
+def test_logistic_regression_training_loop_with_updates(client):
+    n, d = 400_000, 10
+    rng = da.random.default_rng(1)
+    xd = rng.standard_normal((n, d), chunks=(50_000, d)).persist()
+    wt = np.linspace(-1, 1, d)
+    yd = (xd @ wt > 0).astype("float64").persist()
+    x, y = tt.dmatrix("x"), tt.dvector("y")
+    w = dask_shared(np.zeros(d), name="w")
+    b = dask_shared(np.zeros(()), name="b")
+    p = tt.nnet.sigmoid(tt.dot(x, w) + b)
+    cost = tt.nnet.binary_crossentropy(p, y).mean()
+    gw, gb = theano_dag.grad(cost, [w, b])
+    train = theano_dag.function(
+        [x, y], cost, updates=[(w, w - 0.5 * gw), (b, b - 0.5 * gb)], mode="DASK"
+    )
+    costs = [float(train(xd, yd)) for _ in range(5)]
+    # The updates stay on the cluster: persisted futures, not numpy arrays.
+    wv = w.get_value(return_internal_type=True)
+    assert isinstance(wv, da.Array)
+    assert all(distributed.futures_of(wv))
+    xv, yv = xd.compute(), yd.compute()
+    w_np, b_np = np.zeros(d), 0.0
+    for _ in range(5):
+        q = 1 / (1 + np.exp(-(xv @ w_np + b_np)))
+        w_np, b_np = w_np - 0.5 * xv.T @ (q - yv) / n, b_np - 0.5 * (q - yv).mean()
+    np.testing.assert_allclose(w.get_value(), w_np, rtol=1e-8)
+    np.testing.assert_allclose(b.get_value(), b_np, rtol=1e-8, atol=1e-12)
+    assert costs == sorted(costs, reverse=True)
+
+
+def test_a_worker_killed_during_a_call(client):
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.exp(tt.sin(x) * 0.5).sum(), mode="DASK")
+    n = 24 * CHUNK
+    xd = da.random.default_rng(2).standard_normal(n, chunks=CHUNK)
+    want = np.exp(np.sin(xd) * 0.5).sum().compute()
+    result = {}
+
+    def call():
+        try:
+            result["value"] = f(xd)
+        except Exception as e:  # noqa: BLE001 (the error is what the test checks)
+            result["error"] = e
+
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(0.5)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    assert t.is_alive()  # the call is running when the worker dies
+    try:
+        client.run(os._exit, 1, workers=[victim])
+    except (OSError, distributed.comm.CommClosedError):
+        pass  # the worker died before it could answer: what was asked
+    t.join(120)
+    assert not t.is_alive()
+    if "value" in result:  # Dask recomputed what the dead worker held
+        np.testing.assert_allclose(result["value"], want, rtol=1e-9)
+    else:  # or it gave up, naming the task
+        assert "KilledWorker" in type(result["error"]).__name__
+    client.wait_for_workers(2, timeout=60)
+    assert victim not in client.scheduler_info()["workers"]  # the nanny started a new one
+    np.testing.assert_allclose(f(xd), want, rtol=1e-9)

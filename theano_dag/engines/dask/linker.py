@@ -1,0 +1,187 @@
+"""``DaskLinker``: the Dask engine's linker (``Mode(linker="dask")``, ``mode="DASK"``).
+
+The optdb pass ``dask_gather`` (tag ``dask``, which this engine's Modes include) has
+marked with ``DaskGather`` the values that an op with no chunked form reads whole;
+the Modes leave out the in-place rewrites (a chunk is shared by every task that
+reads it, so no kernel may overwrite one) and the fused reductions (a reduction is
+a dask tree reduction over the chunks of the fused elementwise kernel's output).
+``accept(fgraph)`` only binds the linker; ``make_thunk()`` returns a
+:class:`DaskThunk`.
+
+Each call turns the graph into dask collections (``translate.build``): inputs given
+as numpy arrays are chunked (``chunks``: one spec for every input, or a dict by input
+name or position; ``"auto"`` lets dask choose), dask arrays are used as they are.
+Then everything is computed in one go by ``scheduler``: a ``distributed.Client``,
+a dask scheduler name (``"threads"``, ``"processes"``, ``"sync"``), or None: the
+current client if there is one, else the threaded scheduler. Outputs come back as
+numpy arrays, or as dask arrays (not computed) with ``return_dask=True``. Updates of
+shared variables holding dask arrays (``DaskSharedVariable``) are persisted where
+the scheduler keeps them (on the cluster's workers) and stay dask arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.engines.basic import Container, Linker
+from theano_dag.engines.callspec import Thunk
+from theano_dag.engines.dask.backend import current_client, da, dask, is_dask_array, require
+from theano_dag.engines.dask.shared import DaskInputType
+from theano_dag.engines.dask.translate import build
+
+__all__ = ["DaskLinker", "DaskThunk"]
+
+
+class DaskLinker(Linker):
+    """Run a FunctionGraph as a Dask task graph (see the module docstring).
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.compile.function import function
+    >>> from theano_dag.compile.mode import Mode
+    >>> x = tt.dvector("x")
+    >>> f = function([x], (tt.exp(x) * 2).sum(), mode=Mode(linker=DaskLinker(chunks=2)))
+    >>> f(np.zeros(5))
+    array(10.)
+    """
+
+    required_rewrites = ("dask",)
+    incompatible_rewrites = ("inplace", "fused_reduce")
+
+    def __init__(self, chunks="auto", scheduler=None, return_dask=False, allow_gc=None):
+        super().__init__(allow_gc=allow_gc)
+        self.chunks = chunks
+        self.dask_scheduler = scheduler
+        self.return_dask = bool(return_dask)
+        self.fgraph = None
+        self.updates = {}
+
+    def accept(self, fgraph, no_recycling=None, profile=None):
+        """Bind to ``fgraph`` (left as it is: the ``dask_gather`` pass has lowered it)."""
+        require()
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            return self.clone().accept(fgraph, no_recycling, profile)
+        self.fgraph = fgraph
+        return self
+
+    def accept_var_updates(self, updates):
+        """``{shared input variable: update output variable}`` (from FunctionMaker)."""
+        self.updates = dict(updates)
+
+    def make_thunk(self, input_storage=None, output_storage=None, storage_map=None):
+        fg = self.fgraph
+        if fg is None:
+            raise ValueError("DaskLinker.make_thunk: call accept(fgraph) first")
+        if input_storage is None:
+            input_storage = [[None] for _ in fg.inputs]
+        if output_storage is None:
+            output_storage = [[None] for _ in fg.outputs]
+        thunk = DaskThunk(self, input_storage, output_storage)
+        ins = [
+            Container(DaskInputType(v.type) if hasattr(v.type, "ndim") else v, cell, name=v.name)
+            for v, cell in zip(fg.inputs, input_storage)
+        ]
+        outs = [Container(v, cell, readonly=True) for v, cell in zip(fg.outputs, output_storage)]
+        return thunk, ins, outs
+
+    def chunks_for(self, k, var):
+        """The chunk spec of input ``k`` (variable ``var``)."""
+        spec = self.chunks
+        if isinstance(spec, dict):
+            for key in (var, var.name, k):
+                if key is not None and key in spec:
+                    return spec[key]
+            return "auto"
+        return spec
+
+
+class DaskThunk(Thunk):
+    """One call: the graph as dask collections, computed (or handed out) at once."""
+
+    def __init__(self, linker, input_storage, output_storage):
+        self.linker = linker
+        self.fgraph = fg = linker.fgraph
+        self.order = linker.schedule(fg)
+        self.input_storage = input_storage
+        self.output_storage = output_storage
+        in_idx = {v: k for k, v in enumerate(fg.inputs)}
+        # output index -> input index of the shared variable it updates
+        self.update_of = {
+            j: in_idx[inp]
+            for inp, out in linker.updates.items()
+            for j, o in enumerate(fg.outputs)
+            if o is out and inp in in_idx
+        }
+        self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
+
+    def scheduler(self):
+        s = self.linker.dask_scheduler
+        if s is None:
+            s = current_client() or "threads"
+        return s
+
+    def collections(self):
+        """The dask value of every output for the inputs now in the cells (computes
+        nothing but shapes and the small local values)."""
+        fg = self.fgraph
+        values = {}
+        for k, (var, cell) in enumerate(zip(fg.inputs, self.input_storage)):
+            value = cell[0]
+            if hasattr(var.type, "ndim") and not is_dask_array(value) and value is not None:
+                # name=False: a random key, not a hash of the whole array.
+                chunks = self.linker.chunks_for(k, var)
+                value = da.from_array(np.asarray(value), chunks=chunks, name=False)
+            values[var] = value
+        build(self.order, values, self.kernels)
+        return [values[o] if o in values else o.data for o in fg.outputs]
+
+    def __call__(self):
+        fg = self.fgraph
+        outs = self.collections()
+        sched = self.scheduler()
+        # Updates that stay where the scheduler keeps them: those of shared variables
+        # whose value is a dask array already.
+        keep = {
+            j
+            for j, k in self.update_of.items()
+            if is_dask_array(self.input_storage[k][0]) and is_dask_array(outs[j])
+        }
+        if self.linker.return_dask:
+            keep = {j for j, v in enumerate(outs) if is_dask_array(v)}
+        lazy = [j for j, v in enumerate(outs) if is_dask_array(v)]
+        persist = [j for j in lazy if j in keep]
+        compute = [j for j in lazy if j not in keep]
+        if persist and not self.linker.return_dask:
+            # One graph for both: the persisted updates and the computed outputs share
+            # their common work (computed once), then the outputs are gathered.
+            done = _persist([outs[j] for j in lazy], sched)
+            for j, v in zip(lazy, done):
+                outs[j] = v
+        elif persist:
+            done = _persist([outs[j] for j in persist], sched)
+            for j, v in zip(persist, done):
+                outs[j] = v
+        if compute:
+            done = _compute([outs[j] for j in compute], sched)
+            for j, v in zip(compute, done):
+                outs[j] = v
+        for j, (var, value) in enumerate(zip(fg.outputs, outs)):
+            if not is_dask_array(value) and hasattr(var.type, "dtype"):
+                value = np.asarray(value, dtype=var.type.dtype)
+            self.output_storage[j][0] = value
+
+
+def _scheduler_kwargs(sched):
+    return {"scheduler": sched}
+
+
+def _persist(arrays, sched):
+    if hasattr(sched, "persist"):  # a distributed Client: the chunks stay on the workers
+        return sched.persist(arrays)
+    return dask.persist(*arrays, scheduler=sched)
+
+
+def _compute(arrays, sched):
+    if hasattr(sched, "compute"):
+        return sched.gather(sched.compute(arrays))
+    return dask.compute(*arrays, scheduler=sched)

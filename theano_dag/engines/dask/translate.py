@@ -1,0 +1,420 @@
+"""What each op becomes on Dask: the table of chunked forms, and the gathered fallback.
+
+A call builds one dask collection per value of the graph, node by node (``build``).
+A value is either a *dask array* (inputs, and what ops make of them) or a *local*
+value (constants, shapes and the small integer arithmetic on them), which is
+computed at once on the caller's side and never becomes a task.
+
+* ``Elemwise`` (fused ``Composite`` included): one ``blockwise`` task per chunk that
+  runs the CPU engine's compiled kernel on the chunk (:class:`ChunkKernel`): the C
+  loop of the whole fused subgraph, never one task per scalar op.
+* reductions: dask.array's tree reductions (``sum``, ``prod``, ``max`` ...).
+* ``Dot``/``Dot22``/``Gemm``/``Gemv``/``Ger``: dask.array's blocked products.
+* ``DimShuffle``, ``Subtensor``, ``Reshape``, ``Join``, ``Alloc``, ``Shape``...: the
+  dask.array operation of the same meaning (rechunking only where dask needs it).
+* anything else: one task over the gathered inputs (``DaskGather`` marks them, and
+  the lowering pass warned at compile time), running the op's own ``perform``.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+import uuid
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.plan.shapes import infer_shapes
+from theano_dag.engines.dask.backend import da, dask, is_dask_array, tokenize
+from theano_dag.engines.dask.ops import DaskGather
+from theano_dag.engines.inner import InnerMode, compile_inner
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
+from theano_dag.tensor import elemwise as te
+from theano_dag.tensor.basic import Alloc, Join
+from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Rebroadcast, Reshape, Shape, Shape_i, SpecifyShape
+from theano_dag.tensor.subtensor import Subtensor, _rebuild
+from theano_dag.tensor.type import TensorType
+
+__all__ = ["RULES", "ChunkKernel", "has_chunked_form", "build", "LOCAL_MAX_SIZE"]
+
+# Values up to this many elements, computed from local values only, stay local.
+LOCAL_MAX_SIZE = 64
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+# ---------------------------------------------------------------------------
+# The fused elementwise kernel, one task per chunk
+
+# token -> InnerFunction, per thread: the CPU engine's functions are not thread safe,
+# and Dask's threaded scheduler runs several chunks of one node at once.
+_COMPILED = threading.local()
+
+
+class ChunkKernel:
+    """One elementwise node run on one chunk of each input by the CPU engine.
+
+    The node's graph is compiled by the CPU engine (its generated C kernel for a fused
+    ``Composite``) once per process and thread, on first use: a ``ChunkKernel`` is
+    pickled to the workers of a cluster as its graph and a token, and compiles there.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> k = ChunkKernel(tt.exp(x).owner)
+    >>> k(np.zeros(2))
+    array([1., 1.])
+    """
+
+    def __init__(self, node):
+        # A chunk is shorter than the whole: only the length-1 (broadcastable) axes
+        # keep their static length.
+        inputs = [
+            TensorType(v.type.dtype, shape=tuple(1 if s == 1 else None for s in v.type.shape))()
+            for v in node.inputs
+        ]
+        outputs = node.op.make_node(*inputs).outputs
+        self.inputs, self.outputs = inputs, outputs
+        self.label = str(node.op)
+        self.token = uuid.uuid4().hex
+
+    def __getstate__(self):
+        return {"inputs": self.inputs, "outputs": self.outputs, "label": self.label,
+                "token": self.token}  # fmt: skip
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __dask_tokenize__(self):
+        return ("theano_dag.ChunkKernel", self.token)
+
+    def _function(self):
+        cache = getattr(_COMPILED, "fns", None)
+        if cache is None:
+            cache = _COMPILED.fns = {}
+        fn = cache.get(self.token)
+        if fn is None:
+            fg = FunctionGraph(self.inputs, self.outputs, clone=True)
+            fn = cache[self.token] = compile_inner(fg, mode=InnerMode(CPULinker()), borrow=False)
+        return fn
+
+    def __call__(self, *chunks):
+        outs = self._function()(*chunks)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def __repr__(self):
+        return f"ChunkKernel({self.label})"
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+
+def _as_dask(value):
+    return (
+        value if is_dask_array(value) else da.from_array(np.asarray(value), chunks=-1, name=False)
+    )
+
+
+def _local(value) -> bool:
+    return not is_dask_array(value)
+
+
+def _meta(ndim, dtype):
+    return np.empty((0,) * ndim, dtype=dtype)
+
+
+def _out_dtype(node, k=0):
+    return np.dtype(node.outputs[k].dtype)
+
+
+def _cast(x, node, k=0):
+    dt = _out_dtype(node, k)
+    return x if x.dtype == dt else x.astype(dt)
+
+
+# ---------------------------------------------------------------------------
+# The rules: node, input values -> output values
+
+
+def _elemwise(node, vals, kernels):
+    ndim = node.outputs[0].ndim
+    ind = _ALPHABET[:ndim]
+    args = []
+    for v in vals:
+        args += [_as_dask(v), ind]
+    # One kernel per node for the life of the function: compiled once per worker.
+    kern = kernels.get(node)
+    if kern is None:
+        kern = kernels[node] = ChunkKernel(node)
+    # A readable key prefix, then a token of the kernel and of the inputs' keys.
+    name = f"{str(node.op.scalar_op)[:40]}-{tokenize(kern, *vals)}".replace(" ", "")
+    if len(node.outputs) == 1:
+        out = da.blockwise(kern, ind, *args, meta=_meta(ndim, _out_dtype(node)), name=name)
+        return [out]
+    both = da.blockwise(kern, ind, *args, meta=_meta(ndim, object), name=name)
+    return [
+        both.map_blocks(operator.getitem, k, meta=_meta(ndim, _out_dtype(node, k)))
+        for k in range(len(node.outputs))
+    ]
+
+
+_REDUCERS = {
+    te.Sum: "sum",
+    te.Prod: "prod",
+    te.Max: "max",
+    te.Min: "min",
+    te.All: "all",
+    te.Any: "any",
+}
+_CA_REDUCERS = {ts.Add: "sum", ts.Mul: "prod", ts.Maximum: "max", ts.Minimum: "min"}
+
+
+def _reducer_name(op):
+    name = _REDUCERS.get(type(op))
+    if name is None and type(op) is te.CAReduce:
+        name = _CA_REDUCERS.get(type(op.scalar_op))
+    return name
+
+
+def _reduce(node, vals):
+    op = node.op
+    x = _as_dask(vals[0])
+    fn = getattr(da, _reducer_name(op))
+    axis = op.axis
+    if isinstance(op, te._DtypeReduce):
+        acc = op.acc_dtype_for(node.inputs[0].dtype)
+        out = fn(x, axis=axis, dtype=acc)
+    else:
+        out = fn(x, axis=axis)
+    return [_cast(out, node)]
+
+
+def _dot(node, vals):
+    x, y = (_as_dask(v) for v in vals[:2])
+    if x.ndim == 0 or y.ndim == 0:
+        out = x * y
+    else:
+        out = da.tensordot(x, y, axes=([x.ndim - 1], [0]))
+    if isinstance(node.op, Dot22Scalar):
+        out = out * _as_dask(vals[2])
+    return [_cast(out, node)]
+
+
+def _gemm(node, vals):
+    z, a, x, y, b = (_as_dask(v) for v in vals)
+    return [_cast(b * z + a * da.dot(x, y), node)]
+
+
+def _gemv(node, vals):
+    y, alpha, a, x, beta = (_as_dask(v) for v in vals)
+    return [_cast(beta * y + alpha * da.dot(a, x), node)]
+
+
+def _ger(node, vals):
+    a, alpha, x, y = (_as_dask(v) for v in vals)
+    return [_cast(a + alpha * da.outer(x, y), node)]
+
+
+def _dimshuffle(node, vals):
+    op = node.op
+    x = vals[0]
+    if op.drop:
+        x = x.squeeze(axis=tuple(op.drop)) if x.ndim else x
+    kept = [o for o in op.new_order if o != "x"]
+    rank = {d: k for k, d in enumerate(sorted(kept))}
+    perm = [rank[d] for d in kept]
+    if perm != sorted(perm):
+        x = x.transpose(perm)
+    if "x" in op.new_order:
+        x = x[tuple(None if o == "x" else slice(None) for o in op.new_order)]
+    return [x]
+
+
+def _subtensor(node, vals):
+    x, *idx = vals
+    return [x[_rebuild(node.op.idx_list, idx)]]
+
+
+def _reshape(node, vals):
+    x, shape = vals
+    shape = [int(s) for s in np.asarray(shape).reshape(-1)]
+    if -1 in shape:
+        known = int(np.prod([s for s in shape if s != -1]))
+        shape[shape.index(-1)] = x.size // known if known else 0
+    try:
+        return [x.reshape(tuple(shape))]
+    except NotImplementedError:
+        # Dimensions split unevenly: through the flat array (dask merges, then splits).
+        return [x.reshape((x.size,)).reshape(tuple(shape))]
+
+
+def _join(node, vals):
+    return [_cast(da.concatenate([_as_dask(v) for v in vals], axis=node.op.axis), node)]
+
+
+def _alloc(node, vals):
+    v, *shape = vals
+    shape = tuple(int(np.asarray(s)) for s in shape)
+    v = _as_dask(np.asarray(v, dtype=_out_dtype(node)) if _local(v) else _cast(v, node))
+    return [da.broadcast_to(v, shape)]
+
+
+def _shape(node, vals):
+    return [np.asarray(vals[0].shape, dtype=_out_dtype(node))]
+
+
+def _shape_i(node, vals):
+    return [np.asarray(vals[0].shape[node.op.i], dtype=_out_dtype(node))]
+
+
+def _specify_shape(node, vals):
+    # The shapes of dask arrays are known before anything runs: check them now,
+    # with the op's own message (its perform on an empty array of the same shape).
+    x, shape = vals
+    NodeTask(node)(np.broadcast_to(np.zeros((), x.dtype), x.shape), shape)
+    return [x]
+
+
+def _identity(node, vals):
+    return [vals[0]]
+
+
+def _gather(node, vals):
+    x = vals[0]
+    # One chunk: the node that reads it gets the whole array in one task.
+    return [x.rechunk(x.shape) if x.numblocks != (1,) * x.ndim else x]
+
+
+def _deep_copy(node, vals):
+    # Dask never writes to a chunk; only an input given as a numpy array could come
+    # back as itself (a single chunk of from_array), so the copy is one per chunk.
+    return [vals[0].map_blocks(np.copy, meta=_meta(vals[0].ndim, vals[0].dtype))]
+
+
+RULES: dict = {
+    te.Elemwise: _elemwise,
+    Dot: _dot,
+    Dot22: _dot,
+    Dot22Scalar: _dot,
+    Gemm: _gemm,
+    Gemv: _gemv,
+    Ger: _ger,
+    te.DimShuffle: _dimshuffle,
+    Subtensor: _subtensor,
+    Reshape: _reshape,
+    Join: _join,
+    Alloc: _alloc,
+    Shape: _shape,
+    Shape_i: _shape_i,
+    SpecifyShape: _specify_shape,
+    Rebroadcast: _identity,
+    ViewOp: _identity,
+    DaskGather: _gather,
+    DeepCopyOp: _deep_copy,
+}
+for _cls in _REDUCERS:
+    RULES[_cls] = _reduce
+RULES[te.CAReduce] = _reduce
+
+
+def _rule(op):
+    rule = RULES.get(type(op))
+    if rule is _reduce and _reducer_name(op) is None:
+        return None
+    return rule
+
+
+def has_chunked_form(node) -> bool:
+    """True when the engine runs ``node`` chunk by chunk (or on local values only)."""
+    return _rule(node.op) is not None
+
+
+# ---------------------------------------------------------------------------
+# The gathered fallback: one task over whole inputs, running the op's perform
+
+
+class NodeTask:
+    """Run one node's ``perform`` on whole (gathered) input values; picklable."""
+
+    def __init__(self, node):
+        self.node = node
+
+    def __dask_tokenize__(self):
+        return ("theano_dag.NodeTask", id(self.node), str(self.node.op))
+
+    def __call__(self, *values):
+        node = self.node
+        storage = [[None] for _ in node.outputs]
+        node.op.perform(node, list(values), storage)
+        outs = tuple(
+            np.asarray(s[0], dtype=o.dtype) if hasattr(o.type, "dtype") else s[0]
+            for s, o in zip(storage, node.outputs)
+        )
+        return outs[0] if len(outs) == 1 else outs
+
+
+def _run_local(node, vals):
+    out = NodeTask(node)(*vals)
+    return [out] if len(node.outputs) == 1 else list(out)
+
+
+def _gathered(node, vals):
+    task = NodeTask(node)
+    shapes, _ = infer_shapes(
+        None,
+        [node],
+        {v: tuple(x.shape) for v, x in zip(node.inputs, vals) if is_dask_array(x)},
+        constants={v: x for v, x in zip(node.inputs, vals) if not is_dask_array(x)},
+    )
+    outs = node.outputs
+    if any(shapes.get(o) is None for o in outs):
+        # Its output shape depends on the data: run it now on the computed inputs.
+        computed = dask.compute(*vals)
+        return [_as_dask(v) for v in _run_local(node, list(computed))]
+    delayed = dask.delayed(task, nout=len(outs) if len(outs) > 1 else None, pure=True)
+    result = delayed(*vals)
+    parts = [result] if len(outs) == 1 else [result[k] for k in range(len(outs))]
+    return [
+        da.from_delayed(p, shape=shapes[o], dtype=np.dtype(o.dtype)) for p, o in zip(parts, outs)
+    ]
+
+
+def _small_local(vals) -> bool:
+    return all(_local(v) and np.size(v) <= LOCAL_MAX_SIZE for v in vals)
+
+
+def build(order, values: dict, kernels: dict | None = None) -> dict:
+    """Fill ``values`` (variable -> value, the inputs given) with every node's outputs,
+    in ``order``; constants are read from the graph. ``kernels``: the function's
+    :class:`ChunkKernel` per elementwise node (filled as they are made)."""
+    kernels = {} if kernels is None else kernels
+    for node in order:
+        vals = []
+        for v in node.inputs:
+            if v not in values:
+                if not isinstance(v, Constant):
+                    raise ValueError(f"Dask engine: no value for {v} (input of {node.op})")
+                values[v] = v.data
+            vals.append(values[v])
+        rule = _rule(node.op)
+        if _small_local(vals) and not isinstance(node.op, Alloc):
+            outs = _run_local(node, vals)
+        elif rule is None:
+            outs = _gathered(node, vals)
+        elif all(_local(v) for v in vals) and rule in (_shape, _shape_i, _identity):
+            outs = _run_local(node, vals)
+        else:
+            if node.inputs and rule not in (_elemwise, _alloc, _gemm, _gemv, _ger, _dot):
+                if _local(vals[0]):
+                    vals = [_as_dask(vals[0])] + vals[1:]
+            outs = rule(node, vals, kernels) if rule is _elemwise else rule(node, vals)
+        for o, val in zip(node.outputs, outs):
+            values[o] = val
+    return values
