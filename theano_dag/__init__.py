@@ -15,9 +15,15 @@ array([2., 4.])
 # loads its rewrites on import: the time to a first result then counts compiling the
 # graph, not importing some twenty modules.
 from theano_dag import printing  # theano_dag.printing, as theano.printing
+from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
+
+# Theano code calls T.grad; the gradient floor sits above tensor, so the package (which
+# imports both) puts the differentiation functions into tensor's namespace.
+_tensor.grad, _tensor.jacobian, _tensor.hessian = grad, jacobian, hessian
+_tensor.Rop, _tensor.Lop = Rop, Lop
 
 __version__ = "0.1.0"
 __all__ = [

@@ -8,6 +8,7 @@
 """
 
 from theano_dag import scalar  # noqa: F401
+from theano_dag.graph.basic import Variable  # noqa: F401 (Theano's T.Variable)
 
 # Submodules Theano users reach as attributes (tt.nnet.softmax, tt.blas.Gemm, ...); imported
 # last because they build on everything above.
@@ -18,7 +19,9 @@ from theano_dag.tensor import (  # noqa: E402, F401
     nlinalg,
     nnet,
     random,
+    shared_randomstreams,
     sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
+    signal,
     slinalg,
 )
 from theano_dag.tensor.basic import *  # noqa: F403
@@ -103,5 +106,8 @@ __all__ = sorted(
         "slinalg",
         "nlinalg",
         "random",
+        "shared_randomstreams",
+        "signal",
+        "Variable",
     }
 )
