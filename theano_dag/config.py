@@ -55,6 +55,8 @@ FLAGS: dict[str, _Flag] = {
     "opencl__device": _Flag("", "OpenCL device name substring (empty: first)"),
     "opencl__host_fallback": _Flag(True, "run ops without OpenCL kernel on the host", kind=bool),
     "cast_policy": _Flag("custom", "dtype of python scalars", ("custom", "numpy+floatX")),
+    # read by Theano's own tests (unittest_tools.fetch_seed) when they run on theano_dag
+    "unittests__rseed": _Flag("666", "seed of tests' random numbers ('random': a new one)"),
 }
 
 

@@ -238,3 +238,36 @@ def test_import_paths_and_instances_match_theano():
     assert slinalg.solve_lower_triangular.A_structure == "lower_triangular"
     assert tt.slinalg.cholesky is linalg.cholesky
     assert tt.nlinalg.extract_diag(np.eye(2)).eval().tolist() == [1.0, 1.0]
+
+
+def test_cholesky_on_error_and_float16():
+    x = tt.dmatrix("x")
+    nan_chol = linalg.Cholesky(on_error="nan")
+    assert str(nan_chol) == "Cholesky{lower=True, on_error='nan'}"
+    assert np.isnan(function([x], nan_chol(x))(-np.eye(2))).all()
+    with pytest.raises(np.linalg.LinAlgError):
+        function([x], linalg.cholesky(x))(-np.eye(2))
+    with pytest.raises(ValueError, match="on_error must be 'raise' or 'nan'"):
+        linalg.Cholesky(on_error="warn")
+    h = tt.TensorType("float16", shape=(None, None))("h")
+    eye = np.eye(3, dtype="float16") * 2
+    got = function([h], [slinalg.solve(h, h), nlinalg.det(h), nlinalg.matrix_inverse(h)])(eye)
+    assert [g.dtype for g in got] == ["float16"] * 3
+    np.testing.assert_allclose(got[0], np.eye(3))
+    assert float(got[1]) == 8.0
+
+
+def test_tensorinv_tensorsolve_lstsq():
+    a3 = tt.dtensor3("a3")
+    a = rng.standard_normal((6, 2, 3))
+    inv = function([a3], nlinalg.tensorinv(a3, ind=1))(a)
+    np.testing.assert_allclose(inv, np.linalg.tensorinv(a, ind=1))
+    b = tt.dmatrix("b")
+    sq = rng.standard_normal((2, 3, 6))
+    rhs = rng.standard_normal((2, 3))
+    got = function([a3, b], nlinalg.tensorsolve(a3, b))(sq, rhs)
+    np.testing.assert_allclose(got, np.linalg.tensorsolve(sq, rhs))
+    m, v = tt.dmatrix("m"), tt.dvector("v")
+    outs = function([m, v], nlinalg.lstsq()(m, v, -1))(RECT, RECT @ np.ones(3))
+    for g, w in zip(outs, np.linalg.lstsq(RECT, RECT @ np.ones(3), rcond=-1)):
+        np.testing.assert_allclose(g, w, atol=1e-10)

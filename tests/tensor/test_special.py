@@ -14,6 +14,7 @@ from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.engines.cpu.native.ckernel import c_code
 from theano_dag.gradient.verify import verify_grad
+from theano_dag.tensor import xlogx
 
 sps = pytest.importorskip("scipy.special")
 
@@ -32,7 +33,7 @@ UNARY = {
     "erfcx": (tt.erfcx, sps.erfcx, np.array([-1.0, 0.0, 2.0, 30.0, 1e4])),
     "log1mexp": (tt.log1mexp, lambda x: np.log(-np.expm1(x)), NEGATIVE),
     "log1pexp": (tt.log1pexp, lambda x: np.logaddexp(0, x), np.array([-800.0, -1, 0, 2, 800])),
-    "xlogx": (tt.xlogx, lambda x: sps.xlogy(x, x), np.array([0.0, 0.1, 1.0, 4.0])),
+    "xlogx": (xlogx.xlogx, lambda x: sps.xlogy(x, x), np.array([0.0, 0.1, 1.0, 4.0])),
 }
 NO_GRAD = {"tri_gamma"}
 ENGINES = [Mode(linker="py"), Mode(linker="cpu")]
@@ -63,11 +64,11 @@ def test_unary_grad(name):
 def test_binary_and_composed_values_and_grads():
     a, b = tt.dvectors("a", "b")
     va, vb = np.array([0.0, 0.5, 2.0]), np.array([0.0, 3.0, 0.25])
-    f = function([a, b], [tt.xlogy0(a, b), tt.betaln(a + 1, b + 1)])
+    f = function([a, b], [xlogx.xlogy0(a, b), tt.betaln(a + 1, b + 1)])
     xl, bl = f(va, vb)
     np.testing.assert_allclose(xl, [0.0, 0.5 * np.log(3.0), 2.0 * np.log(0.25)])
     np.testing.assert_allclose(bl, sps.betaln(va + 1, vb + 1))
-    verify_grad(tt.xlogy0, [va[1:], vb[1:]], rng=np.random.default_rng(1))
+    verify_grad(xlogx.xlogy0, [va[1:], vb[1:]], rng=np.random.default_rng(1))
     verify_grad(tt.betaln, [va + 1, vb + 1], rng=np.random.default_rng(2))
 
 
@@ -92,7 +93,9 @@ def test_logsumexp(dtype):
 @pytest.mark.skipif(not config.cxx, reason="no C compiler")
 def test_cpu_kernels_compute_the_libm_functions_in_c():
     x = tt.dvector("x")
-    f = function([x], tt.gammaln(x) + tt.gamma(x) * tt.xlogx(x) - tt.log1mexp(-x), mode="FAST_RUN")
+    f = function(
+        [x], tt.gammaln(x) + tt.gamma(x) * xlogx.xlogx(x) - tt.log1mexp(-x), mode="FAST_RUN"
+    )
     src = c_code(f)
     for name in ("lgamma(", "tgamma(", "log1p(", "expm1("):
         assert name in src
@@ -108,3 +111,16 @@ def test_without_scipy_gammaln_falls_back_and_psi_says_what_to_install(monkeypat
     np.testing.assert_allclose(got, [np.inf, np.log(np.sqrt(np.pi)), np.log(6.0)])
     with pytest.raises(ImportError, match=r"psi computes with scipy.special.psi: pip install"):
         function([x], tt.psi(x), mode=Mode(linker="py"))(np.array([1.0]))
+
+
+def test_theano_test_helpers():
+    from theano_dag.compile.debugmode import str_diagnostic
+    from theano_dag.tensor.basic import _allclose
+
+    assert tt.xlogx is xlogx and xlogx.xlogy0 is theano_dag.tensor.math.xlogy0
+    assert tt.verify_grad is theano_dag.gradient.verify.verify_grad
+    assert _allclose(np.float32(1), np.float32(1 + 2e-6)) and not _allclose(1.0, 1.001)
+    text = str_diagnostic(np.zeros(2), np.array([0.0, np.nan]), 1e-5, 1e-8)
+    assert "1 nan" in text and "largest differences" in text
+    assert "cannot be compared" in str_diagnostic(np.zeros(2), np.zeros(3), None, None)
+    assert theano_dag.config.unittests__rseed == "666"

@@ -39,7 +39,14 @@ from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
 from theano_dag.printing import debugprint
 
-__all__ = ["DebugMode", "DebugOptimizer", "RewriteChecker", "BadEngineOutput", "sample_value"]
+__all__ = [
+    "DebugMode",
+    "DebugOptimizer",
+    "RewriteChecker",
+    "BadEngineOutput",
+    "sample_value",
+    "str_diagnostic",
+]
 
 # Lengths tried, in turn, for the dimensions whose length the types leave open, until
 # the original graph can be evaluated (a reshape to (2, -1) needs an even size...).
@@ -48,6 +55,43 @@ TRIAL_LENGTHS = (3, 4, 2, 6, 5, 1)
 
 class BadEngineOutput(Exception):
     """An engine computed an output different from the reference engine's."""
+
+
+def str_diagnostic(expected, value, rtol, atol):
+    """A few lines comparing an array with the one expected (Theano's helper, which its
+    tests print when two values differ): shapes, dtypes, ranges, non-finite counts and
+    the largest absolute and relative differences.
+
+    >>> print(str_diagnostic(np.array([1.0, 2.0]), np.array([1.0, 2.5]), 1e-5, 1e-8))
+      expected: shape (2,) float64, min 1, max 2, 0 inf, 0 nan
+      value   : shape (2,) float64, min 1, max 2.5, 0 inf, 0 nan
+      largest differences: absolute 0.5, relative 0.2 (rtol 1e-05, atol 1e-08)
+    """
+    lines = []
+    for name, arr in (("expected", expected), ("value   ", value)):
+        a = np.asarray(arr)
+        if a.size and a.dtype.kind in "biuf":
+            info = (
+                f"min {a.min():.6g}, max {a.max():.6g}, {int(np.isinf(a).sum())} inf, "
+                f"{int(np.isnan(a).sum())} nan"
+            )
+        else:
+            info = "no numbers"
+        lines.append(f"  {name}: shape {a.shape} {a.dtype}, {info}")
+    try:
+        e, v = np.asarray(expected, dtype="float64"), np.asarray(value, dtype="float64")
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN difference is NaN
+            diff = np.abs(e - v)
+            rel = diff / np.maximum(np.abs(e), np.abs(v))
+            largest = np.nanmax(diff), np.nanmax(rel)
+        lines.append(
+            f"  largest differences: absolute {largest[0]:.6g}, relative "
+            f"{largest[1]:.6g} (rtol {rtol}, atol {atol})"
+        )
+    except (TypeError, ValueError):  # shapes that do not broadcast, or not numbers
+        lines.append("  the values cannot be compared elementwise")
+    return "\n".join(lines)
 
 
 def sample_value(var, length, rng, signed):

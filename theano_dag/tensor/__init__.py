@@ -23,6 +23,7 @@ from theano_dag.tensor import (  # noqa: E402, F401
     sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
     signal,
     slinalg,
+    xlogx,
 )
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all
@@ -109,5 +110,6 @@ __all__ = sorted(
         "shared_randomstreams",
         "signal",
         "Variable",
+        "xlogx",
     }
 )

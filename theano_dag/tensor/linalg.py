@@ -46,6 +46,11 @@ __all__ = [
     "SLogDet",
     "SVD",
     "Solve",
+    "TensorInv",
+    "TensorSolve",
+    "lstsq",
+    "tensorinv",
+    "tensorsolve",
     "cho_solve",
     "cholesky",
     "det",
@@ -84,6 +89,12 @@ def _float_matrix(op, x, k=0):
     return x
 
 
+def _linalg_dtype(a):
+    """``a`` in a dtype numpy.linalg computes in (float16 is not one: float32)."""
+    a = np.asarray(a)
+    return a.astype("float32") if a.dtype == np.float16 else a
+
+
 def _square(shape):
     n = shape[0] if shape[0] is not None else shape[1]
     return (n, n)
@@ -109,17 +120,32 @@ class Cholesky(Op):
            [1., 2.]])
     """
 
-    __props__ = ("lower",)
+    __props__ = ("lower", "on_error")
 
-    def __init__(self, lower=True):
+    def __init__(self, lower=True, on_error="raise"):
+        if on_error not in ("raise", "nan"):
+            raise ValueError(f"Cholesky: on_error must be 'raise' or 'nan', got {on_error!r}")
         self.lower = bool(lower)
+        self.on_error = on_error
+
+    def __str__(self):
+        nan = ", on_error='nan'" if self.on_error == "nan" else ""
+        return f"Cholesky{{lower={self.lower}{nan}}}"
+
+    __repr__ = __str__
 
     def make_node(self, x):
         x = _float_matrix(self, x)
         return Apply(self, [x], [TensorType(x.dtype, shape=_square(x.type.shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        low = np.linalg.cholesky(inputs[0])
+        try:
+            low = np.linalg.cholesky(_linalg_dtype(inputs[0]))
+        except np.linalg.LinAlgError:
+            if self.on_error == "raise":
+                raise
+            # on_error="nan": a matrix that is not positive definite gives NaNs (Theano's)
+            low = np.full(inputs[0].shape, np.nan)
         out = low if self.lower else low.T
         output_storage[0][0] = np.ascontiguousarray(out, dtype=node.outputs[0].dtype)
 
@@ -185,7 +211,7 @@ class Eigh(Op):
         )
 
     def perform(self, node, inputs, output_storage, params=None):
-        w, v = np.linalg.eigh(inputs[0], self.UPLO)
+        w, v = np.linalg.eigh(_linalg_dtype(inputs[0]), self.UPLO)
         output_storage[0][0] = np.asarray(w, dtype=node.outputs[0].dtype)
         output_storage[1][0] = np.asarray(v, dtype=node.outputs[1].dtype)
 
@@ -326,7 +352,7 @@ class MatrixInverse(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=_square(x.type.shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        out = np.linalg.inv(inputs[0])
+        out = np.linalg.inv(_linalg_dtype(inputs[0]))
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -355,7 +381,7 @@ class MatrixPinv(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=(n, m))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        out = np.linalg.pinv(inputs[0])
+        out = np.linalg.pinv(_linalg_dtype(inputs[0]))
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -391,7 +417,9 @@ class Det(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=())()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        output_storage[0][0] = np.asarray(np.linalg.det(inputs[0]), dtype=node.outputs[0].dtype)
+        output_storage[0][0] = np.asarray(
+            np.linalg.det(_linalg_dtype(inputs[0])), dtype=node.outputs[0].dtype
+        )
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [()]
@@ -419,7 +447,7 @@ class SLogDet(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=())(), TensorType(x.dtype, shape=())()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        sign, logdet = np.linalg.slogdet(inputs[0])
+        sign, logdet = np.linalg.slogdet(_linalg_dtype(inputs[0]))
         output_storage[0][0] = np.asarray(sign, dtype=node.outputs[0].dtype)
         output_storage[1][0] = np.asarray(logdet, dtype=node.outputs[1].dtype)
 
@@ -490,7 +518,8 @@ class Solve(Op):
         return a
 
     def perform(self, node, inputs, output_storage, params=None):
-        a, b = inputs
+        work = _linalg_dtype(np.zeros(0, dtype=node.outputs[0].dtype)).dtype
+        a, b = (np.asarray(v, dtype=work) for v in inputs)
         # numpy has no triangular solve; LU of the triangle gives the same x
         out = np.linalg.solve(self._matrix(a), b)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
@@ -537,7 +566,7 @@ class Eig(Op):
         )
 
     def perform(self, node, inputs, output_storage, params=None):
-        w, v = np.linalg.eig(inputs[0])
+        w, v = np.linalg.eig(_linalg_dtype(inputs[0]))
         if np.iscomplexobj(w) and np.any(w.imag != 0):
             raise ValueError(
                 "Eig: the matrix has complex eigenvalues, which real outputs cannot hold; "
@@ -585,7 +614,7 @@ class SVD(Op):
         return Apply(self, [x], [u, s, vt])
 
     def perform(self, node, inputs, output_storage, params=None):
-        outs = np.linalg.svd(inputs[0], self.full_matrices, self.compute_uv)
+        outs = np.linalg.svd(_linalg_dtype(inputs[0]), self.full_matrices, self.compute_uv)
         outs = outs if self.compute_uv else (outs,)
         for store, o, var in zip(output_storage, outs, node.outputs):
             store[0] = np.asarray(o, dtype=var.dtype)
@@ -643,7 +672,7 @@ class QR(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=(m, rows))(), r])
 
     def perform(self, node, inputs, output_storage, params=None):
-        outs = np.linalg.qr(inputs[0], self.mode)
+        outs = np.linalg.qr(_linalg_dtype(inputs[0]), self.mode)
         outs = (outs,) if self.mode == "r" else outs
         for store, o, var in zip(output_storage, outs, node.outputs):
             store[0] = np.asarray(o, dtype=var.dtype)
@@ -711,6 +740,126 @@ class Expm(Op):
         n = shape_i(a, 0)
         block = join(0, join(1, at, g), join(1, zeros_like(at), at))
         return [expm(block)[:n, n:]]
+
+
+class TensorInv(Op):
+    """``numpy.linalg.tensorinv``: the inverse of ``a`` for ``tensordot(.., ind)``; the
+    result has the shape ``a.shape[ind:] + a.shape[:ind]``. No gradient, as in Theano.
+
+    >>> from theano_dag import tensor as tt
+    >>> a = tt.dtensor3("a")
+    >>> tensorinv(a, ind=1).eval({a: np.eye(4).reshape(4, 2, 2)}).shape
+    (2, 2, 4)
+    """
+
+    __props__ = ("ind",)
+
+    def __init__(self, ind=2):
+        self.ind = int(ind)
+
+    def make_node(self, a):
+        a = as_tensor_variable(a)
+        if a.dtype not in float_dtypes:
+            a = cast(a, "float64")
+        shape = a.type.shape[self.ind :] + a.type.shape[: self.ind]
+        return Apply(self, [a], [TensorType(a.dtype, shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        out = np.linalg.tensorinv(_linalg_dtype(inputs[0]), self.ind)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        (shp,) = input_shapes
+        return [tuple(shp[self.ind :]) + tuple(shp[: self.ind])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [grad_not_implemented(self, 0, inputs[0])]
+
+
+class TensorSolve(Op):
+    """``numpy.linalg.tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) = b``, the
+    axes ``axes`` of ``a`` moved to its end first. No gradient, as in Theano.
+
+    >>> from theano_dag import tensor as tt
+    >>> a, b = tt.dtensor3("a"), tt.dmatrix("b")
+    >>> x = tensorsolve(a, b)
+    >>> x.eval({a: np.eye(4).reshape(2, 2, 4), b: np.arange(4.0).reshape(2, 2)})
+    array([0., 1., 2., 3.])
+    """
+
+    __props__ = ("axes",)
+
+    def __init__(self, axes=None):
+        self.axes = None if axes is None else tuple(axes)
+
+    def make_node(self, a, b):
+        a, b = as_tensor_variable(a), as_tensor_variable(b)
+        dtype = upcast(a.dtype, b.dtype, "float32")
+        out = TensorType(dtype, shape=(None,) * (a.ndim - b.ndim))()
+        return Apply(self, [a, b], [out])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a, b = (_linalg_dtype(np.asarray(v, dtype="float64")) for v in inputs)
+        out = np.linalg.tensorsolve(a, b, self.axes)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
+
+
+class lstsq(Op):  # noqa: N801 (Theano's name for the op class)
+    """``numpy.linalg.lstsq(a, b, rcond)``: ``[x, residuals, rank, s]``, ``x``
+    minimizing ``|b - a x|``. No gradient, as in Theano.
+
+    >>> from theano_dag import tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dvector("b")
+    >>> x = lstsq()(a, b, -1)[0]
+    >>> x.eval({a: np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]), b: np.array([1.0, 4.0, 5.0])})
+    array([1., 2.])
+    """
+
+    __props__ = ()
+
+    def make_node(self, a, b, rcond):
+        a, b = _float_matrix(self, a), as_tensor_variable(b)
+        rcond = as_tensor_variable(rcond)
+        dtype = upcast(a.dtype, b.dtype)
+        outs = [
+            TensorType(dtype, shape=(None,) * b.ndim)(),
+            TensorType(dtype, shape=(None,))(),
+            TensorType("int64", shape=())(),
+            TensorType(dtype, shape=(None,))(),
+        ]
+        return Apply(self, [a, b, rcond], outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a, b, rcond = inputs
+        outs = np.linalg.lstsq(_linalg_dtype(a), _linalg_dtype(b), rcond=float(rcond))
+        for store, o, var in zip(output_storage, outs, node.outputs):
+            store[0] = np.asarray(o, dtype=var.dtype)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
+
+
+def tensorinv(a, ind=2):
+    """The tensor inverse of ``a`` (see :class:`TensorInv`).
+
+    >>> from theano_dag import tensor as tt
+    >>> tensorinv(tt.dtensor4("a")).ndim
+    4
+    """
+    return TensorInv(ind)(a)
+
+
+def tensorsolve(a, b, axes=None):
+    """``x`` with ``tensordot(a, x, x.ndim) = b`` (see :class:`TensorSolve`).
+
+    >>> from theano_dag import tensor as tt
+    >>> tensorsolve(tt.dtensor3("a"), tt.dmatrix("b")).ndim
+    1
+    """
+    return TensorSolve(axes)(a, b)
 
 
 matrix_inverse = MatrixInverse()

@@ -84,8 +84,6 @@ __all__ = [
     "erfcx",
     "log1mexp",
     "log1pexp",
-    "xlogx",
-    "xlogy0",
     "betaln",
     "logsumexp",
     "maximum",
@@ -267,6 +265,8 @@ erfcinv = _u("erfcinv")
 erfcx = _u("erfcx")
 log1mexp = _u("log1mexp")
 log1pexp = softplus  # PyTensor's name
+# xlogx and xlogy0 are reached as tensor.xlogx.xlogx, Theano's path (tensor.xlogx is
+# the module there, so they are left out of __all__).
 xlogx = _u("xlogx")
 xlogy0 = _binary(ts.xlogy0, "xlogy0", "``x * log(y)``, 0 where ``x`` is 0.")
 
