@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from theano_dag.tensor.random.utils import RandomStream
 
-__all__ = ["MRG_RandomStreams"]
+__all__ = ["MRG_RandomStream", "MRG_RandomStreams"]
 
 
 class MRG_RandomStreams(RandomStream):  # noqa: N801 (Theano's name)
@@ -74,3 +74,7 @@ class MRG_RandomStreams(RandomStream):  # noqa: N801 (Theano's name)
         return super().choice(
             size, a=2 if a is None else a, replace=replace, p=p, ndim=ndim, dtype=dtype
         )
+
+
+# Theano 1.1.2's name for the class (MRG_RandomStreams is the older one, still used).
+MRG_RandomStream = MRG_RandomStreams
