@@ -271,3 +271,17 @@ def test_tensorinv_tensorsolve_lstsq():
     outs = function([m, v], nlinalg.lstsq()(m, v, -1))(RECT, RECT @ np.ones(3))
     for g, w in zip(outs, np.linalg.lstsq(RECT, RECT @ np.ones(3), rcond=-1)):
         np.testing.assert_allclose(g, w, atol=1e-10)
+
+
+def test_norm_takes_theanos_strings_and_raises_its_errors():
+    v, m = tt.dvector("v"), tt.dmatrix("m")
+    np.testing.assert_allclose(nlinalg.norm(v, "inf").eval({v: B_VEC}), np.abs(B_VEC).max())
+    np.testing.assert_allclose(
+        nlinalg.norm(m, "-inf").eval({m: RECT}), np.linalg.norm(RECT, -np.inf)
+    )
+    with pytest.raises(ValueError, match="out of bounds"):
+        nlinalg.norm(tt.dscalar("s"))
+    with pytest.raises(NotImplementedError, match="vectors and matrices only"):
+        nlinalg.norm(tt.dtensor3("t"))
+    with pytest.raises(ValueError, match="invalid ord 'x' for a vector"):
+        nlinalg.norm(v, "x")

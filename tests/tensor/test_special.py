@@ -124,3 +124,11 @@ def test_theano_test_helpers():
     assert "1 nan" in text and "largest differences" in text
     assert "cannot be compared" in str_diagnostic(np.zeros(2), np.zeros(3), None, None)
     assert theano_dag.config.unittests__rseed == "666"
+
+
+def test_theano_misc_paths():
+    from theano_dag.misc.safe_asarray import _asarray
+
+    assert _asarray([1], dtype="floatX").dtype == theano_dag.config.floatX
+    s = tt._shared(np.ones(2), name="s")
+    assert s.type.ndim == 1 and s.name == "s"

@@ -49,6 +49,7 @@ from theano_dag.tensor.plural import *  # noqa: F403
 from theano_dag.tensor.plural import __all__ as _plural_all
 from theano_dag.tensor.shape import *  # noqa: F403
 from theano_dag.tensor.shape import __all__ as _shape_all
+from theano_dag.tensor.sharedvar import tensor_constructor as _shared  # noqa: F401 (Theano's)
 from theano_dag.tensor.sort import *  # noqa: F403
 from theano_dag.tensor.sort import __all__ as _sort_all
 from theano_dag.tensor.subtensor import (  # noqa: F401

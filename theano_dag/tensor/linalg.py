@@ -1060,8 +1060,9 @@ def matrix_power(m, n):
 
 
 def norm(x, ord=None):  # noqa: A002 (numpy's name)
-    """``numpy.linalg.norm`` of a vector or a matrix (``ord``: None/2, inf, -inf, 0, 1, p
-    for vectors; None/"fro", inf, -inf, 1, -1, 2, -2, "nuc" for matrices).
+    """``numpy.linalg.norm`` of a vector or a matrix (``ord``: None/2, inf, -inf, 0, p
+    for vectors; None/"fro", inf, -inf, 1, -1, 2, -2, "nuc" for matrices; Theano's
+    ``"inf"`` and ``"-inf"`` strings are the infinities).
 
     >>> from theano_dag import tensor as tt
     >>> v = tt.dvector("v")
@@ -1070,6 +1071,11 @@ def norm(x, ord=None):  # noqa: A002 (numpy's name)
     """
     x = as_tensor_variable(x)
     inf = float("inf")
+    ord = {"inf": inf, "-inf": -inf}.get(ord, ord) if isinstance(ord, str) else ord  # noqa: A001
+    if x.ndim == 0:
+        raise ValueError("norm: 'axis' entry is out of bounds (x is a scalar)")
+    if x.ndim > 2:
+        raise NotImplementedError(f"norm: {x} has {x.ndim} dimensions; vectors and matrices only")
     if x.ndim == 1:
         if ord is None or ord == 2:
             return tm.sqrt(tm.sum(tm.sqr(x)))
@@ -1079,17 +1085,17 @@ def norm(x, ord=None):  # noqa: A002 (numpy's name)
             return tm.min(abs(x))
         if ord == 0:
             return tm.sum(tm.neq(x, 0), dtype=x.dtype)
+        if isinstance(ord, str):
+            raise ValueError(f"norm: invalid ord {ord!r} for a vector")
         p = np.asarray(ord, dtype=x.dtype)  # a Python float would upcast float32 to float64
         return tm.sum(abs(x) ** p) ** (1 / p)
-    if x.ndim == 2:
-        if ord is None or ord == "fro":
-            return tm.sqrt(tm.sum(tm.sqr(x)))
-        table = {inf: (1, tm.max), -inf: (1, tm.min), 1: (0, tm.max), -1: (0, tm.min)}
-        if ord in table:
-            axis, pick = table[ord]
-            return pick(tm.sum(abs(x), axis=axis))
-        if ord in (2, -2, "nuc"):
-            s = svd(x, compute_uv=False)
-            return {2: tm.max, -2: tm.min, "nuc": tm.sum}[ord](s)
-        raise ValueError(f"norm: invalid ord {ord!r} for a matrix")
-    raise TypeError(f"norm: {x} must be a vector or a matrix, got {x.ndim} dimensions")
+    if ord is None or ord == "fro":
+        return tm.sqrt(tm.sum(tm.sqr(x)))
+    table = {inf: (1, tm.max), -inf: (1, tm.min), 1: (0, tm.max), -1: (0, tm.min)}
+    if ord in table:
+        axis, pick = table[ord]
+        return pick(tm.sum(abs(x), axis=axis))
+    if ord in (2, -2, "nuc"):
+        s = svd(x, compute_uv=False)
+        return {2: tm.max, -2: tm.min, "nuc": tm.sum}[ord](s)
+    raise ValueError(f"norm: invalid ord {ord!r} for a matrix")
