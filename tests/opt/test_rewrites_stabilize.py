@@ -184,3 +184,17 @@ def test_log_sum_exp_leaves_logsumexp_alone():
     out = tt.logsumexp(m, axis=1)
     fg = stabilize(FunctionGraph([m], [out]))
     assert [str(n.op) for n in fg.toposort()].count("Max{axis=(1,)}") == 1
+
+
+def test_gradient_of_log_sum_exp_is_shifted_by_the_max():
+    m = tt.dmatrix("m")
+    g = theano_dag.grad(tt.log(tt.sum(tt.exp(m), axis=1)).sum(), m)
+    fg = stabilize(FunctionGraph([m], [g]))
+    assert "Max{axis=(1,)}" in [str(n.op) for n in fg.toposort()]
+    f = theano_dag.function([m], g)
+    np.testing.assert_allclose(
+        f(np.array([[1000.0, 1000.0], [0.0, np.log(3.0)]])), [[0.5, 0.5], [0.25, 0.75]]
+    )
+    v = tt.dvector("v")
+    f = theano_dag.function([v], theano_dag.grad(tt.log(tt.sum(tt.exp(v))), v), mode=FAST_RUN_PY)
+    np.testing.assert_allclose(f(np.array([1000.0, 1000.0, 0.0])), [0.5, 0.5, 0.0])

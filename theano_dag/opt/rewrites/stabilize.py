@@ -26,6 +26,7 @@ __all__ = [
     "local_log1p_exp",
     "local_log_sum_exp",
     "local_exp_over_1_plus_exp",
+    "local_exp_over_sum_exp",
     "local_log_sigmoid",
     "local_log_softmax",
     "local_softmax_graph",
@@ -187,6 +188,37 @@ def local_log_sum_exp(fgraph, node):
     if outer is not None:
         new = outer(new)
     return fit(node.outputs[0], new)
+
+
+@stabilize()
+@local_optimizer([tm.mul])
+def local_exp_over_sum_exp(fgraph, node):
+    """The gradient of ``log(sum(exp(x), axis))``, ``exp(x) * (g / sum(exp(x)))``, with
+    both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
+    overflows)."""
+    # exp(x) * dimshuffle(g / sum(exp(x), axis)) -> exp(x - m) * dimshuffle(g / sum(exp(x - m)))
+    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
+        return False
+    for e, d in (node.inputs, node.inputs[::-1]):
+        x = _exp_arg(e)
+        ds = d.owner
+        if x is None or ds is None or not isinstance(ds.op, DimShuffle) or ds.op.drop:
+            continue
+        div = ds.inputs[0].owner
+        if not isinstance(scalar_op(div), ts.TrueDiv):
+            continue
+        g, total = div.inputs
+        s = total.owner
+        if s is None or type(s.op) is not Sum or s.inputs[0] is not e:
+            continue
+        if not is_float(x) or _shifted_by_a_max(x):
+            return False
+        axis = s.op.axis
+        m = tm.max(x, axis=axis, keepdims=True)
+        m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
+        shifted = tm.exp(x - m)
+        return fit(node.outputs[0], shifted * ds.op(g / tm.sum(shifted, axis=axis)))
+    return False
 
 
 @stabilize()
