@@ -198,3 +198,10 @@ def test_gradient_of_log_sum_exp_is_shifted_by_the_max():
     v = tt.dvector("v")
     f = theano_dag.function([v], theano_dag.grad(tt.log(tt.sum(tt.exp(v))), v), mode=FAST_RUN_PY)
     np.testing.assert_allclose(f(np.array([1000.0, 1000.0, 0.0])), [0.5, 0.5, 0.0])
+
+
+def test_gradient_of_minus_log_sum_exp_too():
+    m = tt.dmatrix("m")
+    cost = -tt.log(tt.sum(tt.exp(m), axis=1)).sum()
+    f = theano_dag.function([m], theano_dag.grad(cost, m))
+    np.testing.assert_allclose(f(np.array([[2000.0, 2000.0, 0.0]])), [[-0.5, -0.5, 0.0]])

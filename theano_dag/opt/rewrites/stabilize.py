@@ -197,6 +197,7 @@ def local_exp_over_sum_exp(fgraph, node):
     both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
     overflows)."""
     # exp(x) * dimshuffle(g / sum(exp(x), axis)) -> exp(x - m) * dimshuffle(g / sum(exp(x - m)))
+    # (and with -(g / sum(exp(x))), the same)
     if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
         return False
     for e, d in (node.inputs, node.inputs[::-1]):
@@ -205,6 +206,9 @@ def local_exp_over_sum_exp(fgraph, node):
         if x is None or ds is None or not isinstance(ds.op, DimShuffle) or ds.op.drop:
             continue
         div = ds.inputs[0].owner
+        negated = isinstance(scalar_op(div), ts.Neg)  # a cost of -log(sum(exp(x)))
+        if negated:
+            div = div.inputs[0].owner
         if not isinstance(scalar_op(div), ts.TrueDiv):
             continue
         g, total = div.inputs
@@ -217,7 +221,8 @@ def local_exp_over_sum_exp(fgraph, node):
         m = tm.max(x, axis=axis, keepdims=True)
         m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
         shifted = tm.exp(x - m)
-        return fit(node.outputs[0], shifted * ds.op(g / tm.sum(shifted, axis=axis)))
+        ratio = g / tm.sum(shifted, axis=axis)
+        return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
     return False
 
 
