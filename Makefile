@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs
+.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -88,3 +88,14 @@ bench: $(BENCH_STAMP)
 
 clean:
 	rm -rf $(VENV) $(THEANO_VENV) build dist *.egg-info
+
+# theano-pymc 1.1.2's own tensor, compile and gradient tests, run against theano_dag with
+# the imports changed and against theano-pymc itself; counts in build/theano-suite/.
+# THEANO_SRC: a Theano-PyMC clone (made here when absent, which needs the network).
+THEANO_SRC ?= build/Theano-PyMC
+THEANO_SUITE_EVERY ?= 3
+theano-suite: $(STAMP) $(THEANO_STAMP)
+	test -d $(THEANO_SRC) || git clone -q --branch rel-1.1.2 --depth 1 \
+	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
+	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --every $(THEANO_SUITE_EVERY) \
+	  --theano-python $(THEANO_VENV)/bin/python --dag-python $(BIN)/python

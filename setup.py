@@ -9,8 +9,6 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension(
-            "theano_dag.engines._callstub", ["theano_dag/engines/callstub.c"], optional=True
-        )
+        Extension("theano_dag.engines._callstub", ["theano_dag/engines/callstub.c"], optional=True)
     ],
 )

@@ -20,10 +20,17 @@ from theano_dag import (
     printing,  # theano_dag.printing, as theano.printing
     scan_module,
 )
+from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
+
+# Theano code calls T.grad; the gradient floor sits above tensor, so the package (which
+# imports both) puts the differentiation functions into tensor's namespace.
+_tensor.grad, _tensor.jacobian, _tensor.hessian = grad, jacobian, hessian
+_tensor.Rop, _tensor.Lop, _tensor.verify_grad = Rop, Lop, verify_grad
 
 __version__ = "0.1.0"
 __all__ = [

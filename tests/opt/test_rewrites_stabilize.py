@@ -128,3 +128,80 @@ def test_stabilize_is_not_in_fast_compile():
     f = theano_dag.function([x], tt.log(1 + x), mode="FAST_COMPILE")
     assert not any(n.op == tt.log1p for n in f.maker.fgraph.apply_nodes)
     assert fgraph_values(f.maker.fgraph, [np.array([1e-20])])[0][0] == 0.0
+
+
+def test_log1p_exp_becomes_softplus_and_log1mexp():
+    x = tt.dvector("x")
+    check(
+        [x],
+        [tt.log(1 + tt.exp(x)), tt.log1p(tt.exp(x)), tt.log(1 - tt.exp(x)), tt.log(-tt.expm1(x))],
+        [tt.softplus(x), tt.softplus(x), tt.log1mexp(x), tt.log1mexp(x)],
+        [-rng.uniform(0.1, 3, size=4)],
+        stabilize,
+    )
+
+
+def test_log1p_exp_at_extreme_values():
+    x = tt.dvector("x")
+    f = theano_dag.function([x], [tt.log(1 + tt.exp(x)), tt.log(1 - tt.exp(x))])
+    big, tiny = f(np.array([1000.0, -1e-20]))
+    assert big[0] == 1000.0  # exp(1000) overflowed to inf
+    np.testing.assert_allclose(tiny[1], np.log(1e-20))  # 1 - exp(-1e-20) rounded to 0
+    g = theano_dag.function([x], theano_dag.grad(tt.log(1 + tt.exp(x)).sum(), x))
+    np.testing.assert_allclose(g(np.array([1000.0, -1000.0, 0.0])), [1.0, 0.0, 0.5])
+
+
+def test_exp_over_1_plus_exp_is_sigmoid():
+    x = tt.dvector("x")
+    e = tt.exp(x)
+    check([x], [e / (1 + e), e / (e + 1)], [tt.sigmoid(x)] * 2, [rng.normal(size=4)], stabilize)
+
+
+def test_log_sum_exp():
+    m = tt.dmatrix("m")
+    fg = check(
+        [m],
+        [tt.log(tt.sum(tt.exp(m), axis=1)), tt.log(tt.sum(tt.exp(m), axis=0, keepdims=True))],
+        None,
+        [rng.normal(size=(2, 3))],
+        stabilize,
+    )
+    # each is now max + log(sum(exp(x - max))): one Max per output, and no rewrite loop
+    assert [str(n.op) for n in fg.toposort()].count("Max{axis=(1,)}") == 1
+    assert [str(n.op) for n in fg.toposort()].count("Max{axis=(0,)}") == 1
+    f = theano_dag.function([m], tt.log(tt.sum(tt.exp(m), axis=1)))
+    np.testing.assert_allclose(
+        f(np.array([[1000.0, 1000.0], [-1000.0, -1000.0]])),
+        [1000.0 + np.log(2), -1000.0 + np.log(2)],
+    )
+    v = tt.dvector("v")
+    f = theano_dag.function([v], tt.log(tt.sum(tt.exp(v))))
+    np.testing.assert_allclose(f(np.array([1000.0, 1000.0])), 1000.6931471805599)
+
+
+def test_log_sum_exp_leaves_logsumexp_alone():
+    m = tt.dmatrix("m")
+    out = tt.logsumexp(m, axis=1)
+    fg = stabilize(FunctionGraph([m], [out]))
+    assert [str(n.op) for n in fg.toposort()].count("Max{axis=(1,)}") == 1
+
+
+def test_gradient_of_log_sum_exp_is_shifted_by_the_max():
+    m = tt.dmatrix("m")
+    g = theano_dag.grad(tt.log(tt.sum(tt.exp(m), axis=1)).sum(), m)
+    fg = stabilize(FunctionGraph([m], [g]))
+    assert "Max{axis=(1,)}" in [str(n.op) for n in fg.toposort()]
+    f = theano_dag.function([m], g)
+    np.testing.assert_allclose(
+        f(np.array([[1000.0, 1000.0], [0.0, np.log(3.0)]])), [[0.5, 0.5], [0.25, 0.75]]
+    )
+    v = tt.dvector("v")
+    f = theano_dag.function([v], theano_dag.grad(tt.log(tt.sum(tt.exp(v))), v), mode=FAST_RUN_PY)
+    np.testing.assert_allclose(f(np.array([1000.0, 1000.0, 0.0])), [0.5, 0.5, 0.0])
+
+
+def test_gradient_of_minus_log_sum_exp_too():
+    m = tt.dmatrix("m")
+    cost = -tt.log(tt.sum(tt.exp(m), axis=1)).sum()
+    f = theano_dag.function([m], theano_dag.grad(cost, m))
+    np.testing.assert_allclose(f(np.array([[2000.0, 2000.0, 0.0]])), [[-0.5, -0.5, 0.0]])

@@ -5,6 +5,7 @@ import pytest
 from tensor_helpers import evaluate
 
 import theano_dag.tensor as tt
+from theano_dag.gradient import grad
 from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
 from theano_dag.tensor.subtensor import IncSubtensor
 
@@ -175,3 +176,33 @@ def test_mean_of_float32_stays_float32():
     m = x.mean(axis=0)
     assert m.dtype == "float32"
     np.testing.assert_allclose(evaluate(m, {x: np.ones((4, 3), "float32")}), np.ones(3))
+
+
+# Regression (issue 16): an integer value written into a float tensor made the gradient
+# wrt that value integer-valued, and grad() refused it; Theano gives [1, 0, 0].
+@pytest.mark.parametrize(
+    "build, expected",
+    [
+        (lambda v: tt.set_subtensor(v[1:], 0), [1.0, 0.0, 0.0]),
+        (lambda v: tt.inc_subtensor(v[1:], 0), [1.0, 1.0, 1.0]),
+        (lambda v: tt.set_subtensor(v[[1, 2]], 0), [1.0, 0.0, 0.0]),
+        (lambda v: tt.inc_subtensor(v[[1, 2]], 2), [1.0, 1.0, 1.0]),
+        (lambda v: tt.set_subtensor(v[np.array([False, True, True])], 0), [1.0, 0.0, 0.0]),
+        (lambda v: tt.inc_subtensor(v[np.array([False, True, True])], 1), [1.0, 1.0, 1.0]),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_grad_through_integer_value_written_into_float(build, expected, dtype):
+    v = tt.vector("v", dtype=dtype)
+    g = grad(build(v).sum(), v)
+    assert g.dtype == dtype
+    np.testing.assert_array_equal(g.eval({v: np.ones(3, dtype=dtype)}), expected)
+
+
+def test_grad_wrt_integer_tensor_indexed_is_float_zero():
+    v = tt.dvector("v")
+    i = tt.lvector("i")
+    cost = (tt.set_subtensor(i[1:], 5) * v).sum() + tt.inc_subtensor(i[[0]], 1).sum() * v[0]
+    g = grad(cost, v)
+    out = g.eval({v: np.ones(3), i: np.array([1, 2, 3])})
+    np.testing.assert_array_equal(out, [1.0 + 7.0, 5.0, 5.0])

@@ -56,6 +56,16 @@ __all__ = [
     "trunc",
     "round_half_to_even",
     "round_half_away_from_zero",
+    "gammaln",
+    "gamma",
+    "psi",
+    "tri_gamma",
+    "erfinv",
+    "erfcinv",
+    "erfcx",
+    "log1mexp",
+    "xlogx",
+    "xlogy0",
 ]
 
 
@@ -228,6 +238,148 @@ erfc = _unary(
     lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) * _of(x).exp(-x * x),
     "complementary error function",
 )
+
+
+def _scipy_special(name, fallback=None):
+    """``scipy.special.<name>``, looked up at the first call: scipy is an optional
+    dependency, needed only by the graphs that use these functions. ``fallback`` (a numpy
+    function) serves when scipy is not installed."""
+
+    def call(*args):
+        try:
+            import scipy.special as sps  # noqa: PLC0415 (optional extra, loaded when used)
+        except ImportError:
+            if fallback is not None:
+                return fallback(*args)
+            raise ImportError(
+                f"the scalar op {name} computes with scipy.special.{name}: pip install scipy"
+            ) from None
+        return getattr(sps, name)(*args)
+
+    call.__name__ = name
+    return call
+
+
+_SQRT_PI_OVER_2 = np.sqrt(np.pi) / 2
+
+
+# lgamma and tgamma are in C99's and OpenCL C's maths libraries; the others are not, so
+# their Elemwise nodes run numpy's (scipy's) function on every engine.
+def _per_element(f, at_pole):
+    """``f`` (a ``math`` function) over arrays; its poles and overflows give ``at_pole``."""
+
+    def safe(v):
+        try:
+            return f(v)
+        except ValueError:  # a pole: 0, -1, -2, ...
+            return at_pole
+        except OverflowError:
+            return np.inf
+
+    return np.vectorize(safe, otypes=[np.float64])
+
+
+_scipy_gammaln = _scipy_special("gammaln", _per_element(_pymath.lgamma, np.inf))
+
+
+def _gammaln(x):
+    # C99's lgamma(-inf) is +inf (|gamma| grows without bound); scipy says -inf
+    return np.where(np.isneginf(x), np.inf, _scipy_gammaln(x))
+
+
+gammaln = _unary(
+    "gammaln",
+    _gammaln,
+    "lgamma(%(x)s)",
+    lambda x, out: _of(x).psi(x),
+    "log|gamma(x)|",
+)
+gamma = _unary(
+    "gamma",
+    _scipy_special("gamma", _per_element(_pymath.gamma, np.nan)),
+    "tgamma(%(x)s)",
+    lambda x, out: out * _of(x).psi(x),
+    "the gamma function",
+)
+psi = _unary(
+    "psi",
+    _scipy_special("psi"),
+    None,
+    lambda x, out: _of(x).tri_gamma(x),
+    "the digamma function, d/dx log(gamma(x))",
+)
+tri_gamma = _unary(
+    "tri_gamma",
+    lambda x: _scipy_special("polygamma")(1, x),
+    None,
+    None,
+    "the trigamma function, d/dx psi(x)",
+)
+erfinv = _unary(
+    "erfinv",
+    _scipy_special("erfinv"),
+    None,
+    lambda x, out: const_like(_SQRT_PI_OVER_2, out) * _of(x).exp(out * out),
+    "the inverse of erf",
+)
+erfcinv = _unary(
+    "erfcinv",
+    _scipy_special("erfcinv"),
+    None,
+    lambda x, out: -const_like(_SQRT_PI_OVER_2, out) * _of(x).exp(out * out),
+    "the inverse of erfc",
+)
+erfcx = _unary(
+    "erfcx",
+    _scipy_special("erfcx"),
+    None,
+    lambda x, out: 2 * x * out - const_like(_TWO_OVER_SQRT_PI, out),
+    "exp(x**2) * erfc(x), which does not overflow for large x",
+)
+
+
+def _log1mexp(x):
+    # log1p(-exp(x)) loses digits near x = 0, log(-expm1(x)) far from it (Maechler, 2012)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x < -_pymath.log(2), np.log1p(-np.exp(x)), np.log(-np.expm1(x)))
+
+
+log1mexp = _unary(
+    "log1mexp",
+    _log1mexp,
+    "(%(x)s < (%(t)s)-0.6931471805599453 ? log1p(-exp(%(x)s)) : log(-expm1(%(x)s)))",
+    lambda x, out: -1 / _of(x).expm1(-x),
+    "log(1 - exp(x)) for x <= 0, accurate at both ends",
+)
+
+
+def _xlogx(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0, x * np.log(np.where(x == 0, 1, x)))
+
+
+xlogx = _unary(
+    "xlogx",
+    _xlogx,
+    "(%(x)s == 0 ? (%(t)s)0 : %(x)s * log(%(x)s))",
+    lambda x, out: _of(x).log(x) + 1,
+    "x * log(x), 0 at x = 0 (its limit)",
+)
+
+
+class XLogY0(BinaryScalarOp):
+    """``x * log(y)``, 0 where ``x`` is 0 (whatever ``y``: the entropy convention)."""
+
+    nfunc = staticmethod(lambda x, y: np.where(x == 0, 0.0, x * np.log(np.where(x == 0, 1, y))))
+    c_expr = "(%(x)s == 0 ? (%(t)s)0 : %(x)s * log(%(y)s))"
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        return [gz * _of(x).log(y), gz * x / y]
+
+
+xlogy0 = XLogY0(upgrade_to_float, name="xlogy0")
 
 
 class _Rounding(UnaryScalarOp):

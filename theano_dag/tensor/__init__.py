@@ -8,6 +8,7 @@
 """
 
 from theano_dag import scalar  # noqa: F401
+from theano_dag.graph.basic import Variable  # noqa: F401 (Theano's T.Variable)
 
 # Submodules Theano users reach as attributes (tt.nnet.softmax, tt.blas.Gemm, ...); imported
 # last because they build on everything above.
@@ -18,8 +19,11 @@ from theano_dag.tensor import (  # noqa: E402, F401
     nlinalg,
     nnet,
     random,
+    shared_randomstreams,
     sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
+    signal,
     slinalg,
+    xlogx,
 )
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all
@@ -45,6 +49,7 @@ from theano_dag.tensor.plural import *  # noqa: F403
 from theano_dag.tensor.plural import __all__ as _plural_all
 from theano_dag.tensor.shape import *  # noqa: F403
 from theano_dag.tensor.shape import __all__ as _shape_all
+from theano_dag.tensor.sharedvar import tensor_constructor as _shared  # noqa: F401 (Theano's)
 from theano_dag.tensor.sort import *  # noqa: F403
 from theano_dag.tensor.sort import __all__ as _sort_all
 from theano_dag.tensor.subtensor import (  # noqa: F401
@@ -103,5 +108,9 @@ __all__ = sorted(
         "slinalg",
         "nlinalg",
         "random",
+        "shared_randomstreams",
+        "signal",
+        "Variable",
+        "xlogx",
     }
 )

@@ -33,7 +33,7 @@ from theano_dag.tensor.elemwise import (
 )
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes
-from theano_dag.tensor.variable import as_tensor_variable
+from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
     "add",
@@ -75,6 +75,17 @@ __all__ = [
     "softplus",
     "erf",
     "erfc",
+    "gammaln",
+    "gamma",
+    "psi",
+    "tri_gamma",
+    "erfinv",
+    "erfcinv",
+    "erfcx",
+    "log1mexp",
+    "log1pexp",
+    "betaln",
+    "logsumexp",
     "maximum",
     "minimum",
     "clip",
@@ -245,6 +256,46 @@ trunc = _u("trunc")
 round_half_to_even = _u("round_half_to_even")
 round_half_away_from_zero = _u("round_half_away_from_zero")
 square, inv = sqr, reciprocal
+gammaln = _u("gammaln")
+gamma = _u("gamma")
+psi = _u("psi")
+tri_gamma = _u("tri_gamma")
+erfinv = _u("erfinv")
+erfcinv = _u("erfcinv")
+erfcx = _u("erfcx")
+log1mexp = _u("log1mexp")
+log1pexp = softplus  # PyTensor's name
+# xlogx and xlogy0 are reached as tensor.xlogx.xlogx, Theano's path (tensor.xlogx is
+# the module there, so they are left out of __all__).
+xlogx = _u("xlogx")
+xlogy0 = _binary(ts.xlogy0, "xlogy0", "``x * log(y)``, 0 where ``x`` is 0.")
+
+
+def betaln(a, b):
+    """``log(B(a, b)) = gammaln(a) + gammaln(b) - gammaln(a + b)``.
+
+    >>> import numpy as np
+    >>> print(f"{float(betaln(np.float64(2.0), np.float64(3.0)).eval()):.6f}")
+    -2.484907
+    """
+    return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """``log(sum(exp(x), axis))`` without overflow: the max ``m`` is taken out first,
+    ``m + log(sum(exp(x - m)))`` (an infinite ``m`` is left in, as numpy's does).
+
+    >>> import numpy as np
+    >>> print(f"{float(logsumexp(np.array([1000.0, 1000.0])).eval()):.4f}")
+    1000.6931
+    """
+    x = as_tensor_variable(x)
+    axis = _norm_axis(axis, x.ndim, "logsumexp")
+    m = max(x, axis=axis)
+    # x - inf would be nan: an all -inf (or +inf) slice keeps its max as the result
+    m = switch(isinf(m), constant(np.asarray(0, dtype=m.dtype)), m)
+    shifted = exp(x - _keep(m, x, axis, True))
+    return _keep(log(sum(shifted, axis=axis)) + m, x, axis, keepdims)
 
 
 def clip(x, a_min, a_max):

@@ -1,5 +1,92 @@
-"""``theano.tensor.nlinalg``'s path: the decompositions live in :mod:`theano_dag.tensor.linalg`."""
+"""``theano.tensor.nlinalg``'s path: the ops live in :mod:`theano_dag.tensor.linalg`."""
 
-from theano_dag.tensor.linalg import Eigh, EighGrad, GeneralizedEigh, eigh, generalized_eigh
+from theano_dag.tensor.extra_ops import AllocDiag, ExtractDiag, diag
+from theano_dag.tensor.linalg import (
+    QR,
+    SVD,
+    Det,
+    Eig,
+    Eigh,
+    EighGrad,
+    GeneralizedEigh,
+    MatrixInverse,
+    MatrixPinv,
+    SLogDet,
+    TensorInv,
+    TensorSolve,
+    det,
+    eig,
+    eigh,
+    generalized_eigh,
+    inv,
+    lstsq,
+    matrix_dot,
+    matrix_inverse,
+    matrix_power,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    svd,
+    tensorinv,
+    tensorsolve,
+    trace,
+)
 
-__all__ = ["Eigh", "EighGrad", "GeneralizedEigh", "eigh", "generalized_eigh"]
+__all__ = [
+    "AllocDiag",
+    "Det",
+    "Eig",
+    "Eigh",
+    "EighGrad",
+    "ExtractDiag",
+    "GeneralizedEigh",
+    "MatrixInverse",
+    "MatrixPinv",
+    "QR",
+    "SLogDet",
+    "SVD",
+    "TensorInv",
+    "TensorSolve",
+    "alloc_diag",
+    "det",
+    "diag",
+    "eig",
+    "eigh",
+    "extract_diag",
+    "generalized_eigh",
+    "inv",
+    "lstsq",
+    "matrix_dot",
+    "matrix_inverse",
+    "matrix_power",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "svd",
+    "tensorinv",
+    "tensorsolve",
+    "trace",
+]
+
+
+def alloc_diag(v):
+    """The square matrix with the vector ``v`` on its diagonal (Theano's name).
+
+    >>> import numpy as np
+    >>> alloc_diag(np.array([1.0, 2.0])).eval()
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    return diag(v)
+
+
+def extract_diag(x):
+    """The main diagonal of the matrix ``x`` (Theano's name).
+
+    >>> import numpy as np
+    >>> extract_diag(np.array([[1.0, 2.0], [3.0, 4.0]])).eval()
+    array([1., 4.])
+    """
+    return diag(x)

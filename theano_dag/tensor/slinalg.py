@@ -1,5 +1,35 @@
-"""``theano.tensor.slinalg``'s path: the decompositions live in :mod:`theano_dag.tensor.linalg`."""
+"""``theano.tensor.slinalg``'s path: the ops live in :mod:`theano_dag.tensor.linalg`."""
 
-from theano_dag.tensor.linalg import Cholesky, CholeskyGrad, cholesky
+from theano_dag.tensor.linalg import (
+    Cholesky,
+    CholeskyGrad,
+    Expm,
+    Solve,
+    cho_solve,
+    cholesky,
+    eigvalsh,
+    expm,
+    kron,
+    solve,
+    solve_lower_triangular,
+    solve_symmetric,
+    solve_triangular,
+    solve_upper_triangular,
+)
 
-__all__ = ["Cholesky", "CholeskyGrad", "cholesky"]
+__all__ = [
+    "Cholesky",
+    "CholeskyGrad",
+    "Expm",
+    "Solve",
+    "cho_solve",
+    "cholesky",
+    "eigvalsh",
+    "expm",
+    "kron",
+    "solve",
+    "solve_lower_triangular",
+    "solve_symmetric",
+    "solve_triangular",
+    "solve_upper_triangular",
+]

@@ -10,13 +10,25 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import grad_undefined
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
-from theano_dag.tensor.shape import shape_i
-from theano_dag.tensor.type import TensorType, discrete_dtypes
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.shape import flatten, shape_i
+from theano_dag.tensor.subtensor import set_subtensor
+from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
-__all__ = ["SortOp", "ArgSortOp", "sort", "argsort"]
+__all__ = [
+    "SortOp",
+    "ArgSortOp",
+    "TopKOp",
+    "sort",
+    "argsort",
+    "topk",
+    "argtopk",
+    "topk_and_argtopk",
+]
 
 KINDS = ("quicksort", "mergesort", "heapsort", "stable")
 
@@ -119,8 +131,8 @@ class ArgSortOp(SortOp):
         return [tb.zeros_like(x, dtype=dtype)]
 
 
-def _take_along_axis(x, idx, axis):
-    """``numpy.take_along_axis`` by advanced indexing (aranges broadcast on other dims)."""
+def _along_axis_index(x, idx, axis):
+    """The advanced index that picks ``idx`` along ``axis`` (aranges on the other dims)."""
     index = []
     for d in range(x.ndim):
         if d == axis:
@@ -129,7 +141,155 @@ def _take_along_axis(x, idx, axis):
             pattern = ["x"] * x.ndim
             pattern[d] = 0
             index.append(tb.arange(shape_i(x, d), dtype="int64").dimshuffle(*pattern))
-    return x[tuple(index)]
+    return tuple(index)
+
+
+def _take_along_axis(x, idx, axis):
+    """``numpy.take_along_axis`` by advanced indexing (aranges broadcast on other dims)."""
+    return x[_along_axis_index(x, idx, axis)]
+
+
+def _topk_indices(x, k, axis, sorted_):
+    """The indices of the ``k`` largest (``k < 0``: ``-k`` smallest) along ``axis``."""
+    n = x.shape[axis]
+    if k == 0 or abs(k) > n:
+        raise ValueError(f"TopKOp: k={k} is out of range for an axis of length {n}")
+    if k > 0:
+        idx = np.take(np.argpartition(x, n - k, axis=axis), np.arange(n - k, n), axis=axis)
+    else:
+        idx = np.take(np.argpartition(x, -k - 1, axis=axis), np.arange(-k), axis=axis)
+    if sorted_:  # the largest first (the smallest first for k < 0)
+        vals = np.take_along_axis(x, idx, axis)
+        order = np.argsort(-vals if k > 0 else vals, axis=axis, kind="stable")
+        idx = np.take_along_axis(idx, order, axis)
+    return idx
+
+
+class TopKOp(Op):
+    """The ``k`` largest elements along ``axis`` (``k < 0``: the ``-k`` smallest) and/or
+    their indices: ``[values, indices]`` by default. ``sorted=False`` (Theano's only
+    choice) leaves them in partition order; ``sorted=True`` sorts them, largest first.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> v = tt.dvector("v")
+    >>> topk(v, 2).eval({v: np.array([1.0, 5.0, 3.0])})
+    array([5., 3.])
+    """
+
+    __props__ = ("axis", "sorted", "return_values", "return_indices", "idx_dtype")
+
+    def __init__(
+        self, axis=-1, sorted=True, idx_dtype="int64", return_values=True, return_indices=True
+    ):  # noqa: A002 (Theano's name)
+        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+            raise TypeError(f"TopKOp: axis must be an int, got {axis!r}")
+        if idx_dtype not in int_dtypes + uint_dtypes:
+            raise TypeError(f"TopKOp: idx_dtype must be an integer dtype, got {idx_dtype!r}")
+        if not (return_values or return_indices):
+            raise ValueError("TopKOp: return_values or return_indices (or both) must be True")
+        self.axis = int(axis)
+        self.sorted = bool(sorted)
+        self.idx_dtype = idx_dtype
+        self.return_values = bool(return_values)
+        self.return_indices = bool(return_indices)
+
+    def __str__(self):
+        return f"TopKOp{{axis={self.axis}, sorted={self.sorted}}}"
+
+    __repr__ = __str__
+
+    def make_node(self, x, kth):
+        x, kth = as_tensor_variable(x), as_tensor_variable(kth)
+        if x.ndim == 0:
+            raise ValueError("TopKOp: cannot take the top k of a scalar")
+        if not -x.ndim <= self.axis < x.ndim:
+            raise IndexError(
+                f"TopKOp: axis {self.axis} is out of range, expected an integer within "
+                f"[{-x.ndim}, {x.ndim - 1}]"
+            )
+        if kth.ndim != 0 or kth.dtype not in int_dtypes + uint_dtypes:
+            raise TypeError(f"TopKOp: k must be an integer scalar, got {kth.type}")
+        shape = list(x.type.shape)
+        k = (
+            tb.get_scalar_constant_value(kth)
+            if kth.owner is None and hasattr(kth, "data")
+            else None
+        )
+        shape[self.axis % x.ndim] = None if k is None else abs(int(k))
+        outs = []
+        if self.return_values:
+            outs.append(TensorType(x.dtype, shape=tuple(shape))())
+        if self.return_indices:
+            outs.append(TensorType(self.idx_dtype, shape=tuple(shape))())
+        return Apply(self, [x, kth], outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, k = inputs
+        idx = _topk_indices(x, int(k), self.axis % x.ndim, self.sorted)
+        outs = []
+        if self.return_values:
+            outs.append(np.take_along_axis(x, idx, self.axis % x.ndim))
+        if self.return_indices:
+            outs.append(idx.astype(self.idx_dtype))
+        for store, o in zip(output_storage, outs):
+            store[0] = np.ascontiguousarray(o)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        shape = list(input_shapes[0])
+        shape[self.axis % node.inputs[0].ndim] = tm.abs(node.inputs[1])
+        return [tuple(shape)] * len(node.outputs)
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, k = inputs
+        k_grad = grad_undefined(self, 1, k, "TopKOp: k is not differentiable")
+        if not self.return_values:
+            return [tb.zeros_like(x, config.floatX), k_grad]
+        idx = (
+            outputs[1]
+            if self.return_indices
+            else TopKOp(self.axis, self.sorted, self.idx_dtype, False, True)(x, k)
+        )
+        gz = output_grads[0]
+        axis = self.axis % x.ndim
+        gx = set_subtensor(tb.zeros_like(x)[_along_axis_index(x, idx, axis)], gz)
+        return [gx, k_grad]
+
+
+def _topk(x, kth, axis, sorted_, idx_dtype, values, indices):
+    if axis is None:
+        x, axis = flatten(as_tensor_variable(x)), 0
+    return TopKOp(axis, sorted_, idx_dtype, values, indices)(x, kth, return_list=True)
+
+
+def topk(x, kth, axis=-1, sorted=True, idx_dtype="int64"):  # noqa: A002 (Theano's name)
+    """The ``kth`` largest elements of ``x`` along ``axis`` (see :class:`TopKOp`).
+
+    >>> import numpy as np
+    >>> topk(np.array([[1.0, 4.0, 2.0]]), -1).eval()
+    array([[1.]])
+    """
+    return _topk(x, kth, axis, sorted, idx_dtype, True, False)[0]
+
+
+def argtopk(x, kth, axis=-1, sorted=True, idx_dtype="int64"):  # noqa: A002
+    """The indices of the ``kth`` largest elements of ``x`` along ``axis``.
+
+    >>> import numpy as np
+    >>> argtopk(np.array([1.0, 4.0, 2.0]), 2).eval()
+    array([1, 2])
+    """
+    return _topk(x, kth, axis, sorted, idx_dtype, False, True)[0]
+
+
+def topk_and_argtopk(x, kth, axis=-1, sorted=True, idx_dtype="int64"):  # noqa: A002
+    """``(values, indices)`` of the ``kth`` largest elements of ``x`` along ``axis``.
+
+    >>> import numpy as np
+    >>> [o.eval().tolist() for o in topk_and_argtopk(np.array([1.0, 4.0, 2.0]), 1)]
+    [[4.0], [1]]
+    """
+    return tuple(_topk(x, kth, axis, sorted, idx_dtype, True, True))
 
 
 def sort(a, axis=-1, kind="quicksort", order=None):

@@ -242,12 +242,23 @@ def _y_to_result(y, result_type, who):
 
 
 def _reduce_y_grad(g, y):
-    """The gradient wrt ``y`` from the gradient of the indexed region."""
+    """The gradient wrt ``y`` from the gradient of the indexed region.
 
+    An integer ``y`` (``set_subtensor(v[1:], 0)``) gets a float zero, as in Theano: a
+    gradient is never integer-valued, and an integer cannot move infinitesimally.
+    """
+    if y.dtype in discrete_dtypes:
+        return zeros_like(y, config.floatX)
     lead = g.ndim - y.ndim
     if lead:
         g = tsum(g, axis=list(range(lead)))
     return reduce_grad_to(g, y)
+
+
+def _discrete_inc_grads(x, y, idx):
+    """An integer result carries no gradient: float zeros for ``x`` and ``y``."""
+    gy = zeros_like(y, config.floatX if y.dtype in discrete_dtypes else None)
+    return [zeros_like(x, config.floatX), gy] + [_disc() for _ in idx]
 
 
 class IncSubtensor(Op):
@@ -293,6 +304,8 @@ class IncSubtensor(Op):
     def L_op(self, inputs, outputs, output_grads):
         x, y, *idx = inputs
         (gz,) = output_grads
+        if x.dtype in discrete_dtypes:
+            return _discrete_inc_grads(x, y, idx)
         gx = gz
         if self.set_instead_of_inc:
             gx = IncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
@@ -334,6 +347,8 @@ class AdvancedSubtensor1(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         x, i = inputs
+        if x.dtype in discrete_dtypes:
+            return [zeros_like(x, config.floatX), _disc()]
         return [AdvancedIncSubtensor1()(zeros_like(x), output_grads[0], i), _disc()]
 
 
@@ -371,6 +386,8 @@ class AdvancedIncSubtensor1(Op):
     def L_op(self, inputs, outputs, output_grads):
         x, y, i = inputs
         (gz,) = output_grads
+        if x.dtype in discrete_dtypes:
+            return _discrete_inc_grads(x, y, [i])
         gx = (
             AdvancedIncSubtensor1(set_instead_of_inc=True)(gz, 0, i)
             if self.set_instead_of_inc
@@ -488,6 +505,8 @@ class AdvancedSubtensor(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         x, *idx = inputs
+        if x.dtype in discrete_dtypes:
+            return [zeros_like(x, config.floatX)] + [_disc() for _ in idx]
         gx = AdvancedIncSubtensor(self.idx_list)(zeros_like(x), output_grads[0], *idx)
         return [gx] + [_disc() for _ in idx]
 
@@ -528,6 +547,8 @@ class AdvancedIncSubtensor(Op):
     def L_op(self, inputs, outputs, output_grads):
         x, y, *idx = inputs
         (gz,) = output_grads
+        if x.dtype in discrete_dtypes:
+            return _discrete_inc_grads(x, y, idx)
         gx = (
             AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
             if self.set_instead_of_inc

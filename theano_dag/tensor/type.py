@@ -24,6 +24,7 @@ __all__ = [
     "discrete_dtypes",
     "continuous_dtypes",
     "all_dtypes",
+    "integer_dtypes",
 ]
 
 from theano_dag.scalar.basic import (  # noqa: E402 (the dtype families live with scalars)
@@ -37,6 +38,8 @@ from theano_dag.scalar.basic import (  # noqa: E402 (the dtype families live wit
     values_eq_approx,
     values_eq_approx_tolerances,
 )
+
+integer_dtypes = int_dtypes + uint_dtypes  # Theano's name: signed and unsigned
 
 
 def _normalize_dtype(dtype) -> str:

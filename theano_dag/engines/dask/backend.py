@@ -6,31 +6,46 @@ always); compiling a function for it does, and :func:`require` says so clearly.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
-try:
-    import dask
-    import dask.array as da
-    from dask.base import tokenize
-except ImportError:  # the extra is optional: the engine reports it when used
-    dask = da = tokenize = None
+# dask, da and tokenize are read as attributes (see __getattr__).
+__all__ = ["require", "is_dask_array", "current_client"]
 
-__all__ = ["dask", "da", "tokenize", "require", "is_dask_array", "current_client"]
+_LAZY = {"dask": ("dask", None), "da": ("dask.array", None), "tokenize": ("dask.base", "tokenize")}
+
+
+def __getattr__(name):
+    # dask (and dask.array, which imports scipy) load on first use, not with theano_dag:
+    # ``backend.da`` is read when a function is compiled or run for the Dask engine.
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    try:
+        value = importlib.import_module(module)
+    except ImportError:  # the extra is optional: the engine reports it when used
+        value = None
+    if value is not None and attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value
+    return value
 
 
 def require(who: str = "the Dask engine"):
     """Raise ImportError naming the extra when dask is not installed."""
+    da = globals()["da"] if "da" in globals() else __getattr__("da")
     if da is None:
         raise ImportError(f"{who} needs dask: pip install 'theano_dag[dask]'")
 
 
 def is_dask_array(value) -> bool:
-    """True for a ``dask.array.Array``.
+    """True for a ``dask.array.Array`` (never imports dask: a user holding one has).
 
     >>> import numpy as np
     >>> is_dask_array(np.zeros(2))
     False
     """
+    da = sys.modules.get("dask.array")
     return da is not None and isinstance(value, da.Array)
 
 

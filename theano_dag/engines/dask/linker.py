@@ -25,7 +25,8 @@ import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.callspec import Thunk
-from theano_dag.engines.dask.backend import current_client, da, dask, is_dask_array, require
+from theano_dag.engines.dask import backend
+from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.shared import DaskInputType
 from theano_dag.engines.dask.translate import build
 
@@ -130,7 +131,7 @@ class DaskThunk(Thunk):
             if hasattr(var.type, "ndim") and not is_dask_array(value) and value is not None:
                 # name=False: a random key, not a hash of the whole array.
                 chunks = self.linker.chunks_for(k, var)
-                value = da.from_array(np.asarray(value), chunks=chunks, name=False)
+                value = backend.da.from_array(np.asarray(value), chunks=chunks, name=False)
             values[var] = value
         build(self.order, values, self.kernels)
         return [values[o] if o in values else o.data for o in fg.outputs]
@@ -178,10 +179,10 @@ def _scheduler_kwargs(sched):
 def _persist(arrays, sched):
     if hasattr(sched, "persist"):  # a distributed Client: the chunks stay on the workers
         return sched.persist(arrays)
-    return dask.persist(*arrays, scheduler=sched)
+    return backend.dask.persist(*arrays, scheduler=sched)
 
 
 def _compute(arrays, sched):
     if hasattr(sched, "compute"):
         return sched.gather(sched.compute(arrays))
-    return dask.compute(*arrays, scheduler=sched)
+    return backend.dask.compute(*arrays, scheduler=sched)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.engines.basic import Container
-from theano_dag.engines.dask.backend import da, is_dask_array, require
+from theano_dag.engines.dask import backend
+from theano_dag.engines.dask.backend import is_dask_array, require
 from theano_dag.graph.type import Type
 from theano_dag.tensor.sharedvar import TensorSharedVariable, tensor_type_for
 
@@ -122,7 +123,7 @@ def _as_dask(value):
     if is_dask_array(value):
         return value
     arr = np.array(value, copy=True)
-    return da.from_array(arr, chunks="auto")
+    return backend.da.from_array(arr, chunks="auto")
 
 
 def dask_shared(

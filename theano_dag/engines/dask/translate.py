@@ -27,7 +27,8 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
-from theano_dag.engines.dask.backend import da, dask, is_dask_array, tokenize
+from theano_dag.engines.dask import backend
+from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Constant
@@ -118,7 +119,9 @@ class ChunkKernel:
 
 def _as_dask(value):
     return (
-        value if is_dask_array(value) else da.from_array(np.asarray(value), chunks=-1, name=False)
+        value
+        if is_dask_array(value)
+        else backend.da.from_array(np.asarray(value), chunks=-1, name=False)
     )
 
 
@@ -154,11 +157,11 @@ def _elemwise(node, vals, kernels):
     if kern is None:
         kern = kernels[node] = ChunkKernel(node)
     # A readable key prefix, then a token of the kernel and of the inputs' keys.
-    name = f"{str(node.op.scalar_op)[:40]}-{tokenize(kern, *vals)}".replace(" ", "")
+    name = f"{str(node.op.scalar_op)[:40]}-{backend.tokenize(kern, *vals)}".replace(" ", "")
     if len(node.outputs) == 1:
-        out = da.blockwise(kern, ind, *args, meta=_meta(ndim, _out_dtype(node)), name=name)
+        out = backend.da.blockwise(kern, ind, *args, meta=_meta(ndim, _out_dtype(node)), name=name)
         return [out]
-    both = da.blockwise(kern, ind, *args, meta=_meta(ndim, object), name=name)
+    both = backend.da.blockwise(kern, ind, *args, meta=_meta(ndim, object), name=name)
     return [
         both.map_blocks(operator.getitem, k, meta=_meta(ndim, _out_dtype(node, k)))
         for k in range(len(node.outputs))
@@ -186,7 +189,7 @@ def _reducer_name(op):
 def _reduce(node, vals):
     op = node.op
     x = _as_dask(vals[0])
-    fn = getattr(da, _reducer_name(op))
+    fn = getattr(backend.da, _reducer_name(op))
     axis = op.axis
     if isinstance(op, te._DtypeReduce):
         acc = op.acc_dtype_for(node.inputs[0].dtype)
@@ -201,7 +204,7 @@ def _dot(node, vals):
     if x.ndim == 0 or y.ndim == 0:
         out = x * y
     else:
-        out = da.tensordot(x, y, axes=([x.ndim - 1], [0]))
+        out = backend.da.tensordot(x, y, axes=([x.ndim - 1], [0]))
     if isinstance(node.op, Dot22Scalar):
         out = out * _as_dask(vals[2])
     return [_cast(out, node)]
@@ -209,17 +212,17 @@ def _dot(node, vals):
 
 def _gemm(node, vals):
     z, a, x, y, b = (_as_dask(v) for v in vals)
-    return [_cast(b * z + a * da.dot(x, y), node)]
+    return [_cast(b * z + a * backend.da.dot(x, y), node)]
 
 
 def _gemv(node, vals):
     y, alpha, a, x, beta = (_as_dask(v) for v in vals)
-    return [_cast(beta * y + alpha * da.dot(a, x), node)]
+    return [_cast(beta * y + alpha * backend.da.dot(a, x), node)]
 
 
 def _ger(node, vals):
     a, alpha, x, y = (_as_dask(v) for v in vals)
-    return [_cast(a + alpha * da.outer(x, y), node)]
+    return [_cast(a + alpha * backend.da.outer(x, y), node)]
 
 
 def _dimshuffle(node, vals):
@@ -256,14 +259,14 @@ def _reshape(node, vals):
 
 
 def _join(node, vals):
-    return [_cast(da.concatenate([_as_dask(v) for v in vals], axis=node.op.axis), node)]
+    return [_cast(backend.da.concatenate([_as_dask(v) for v in vals], axis=node.op.axis), node)]
 
 
 def _alloc(node, vals):
     v, *shape = vals
     shape = tuple(int(np.asarray(s)) for s in shape)
     v = _as_dask(np.asarray(v, dtype=_out_dtype(node)) if _local(v) else _cast(v, node))
-    return [da.broadcast_to(v, shape)]
+    return [backend.da.broadcast_to(v, shape)]
 
 
 def _shape(node, vals):
@@ -376,13 +379,14 @@ def _gathered(node, vals):
     outs = node.outputs
     if any(shapes.get(o) is None for o in outs):
         # Its output shape depends on the data: run it now on the computed inputs.
-        computed = dask.compute(*vals)
+        computed = backend.dask.compute(*vals)
         return [_as_dask(v) for v in _run_local(node, list(computed))]
-    delayed = dask.delayed(task, nout=len(outs) if len(outs) > 1 else None, pure=True)
+    delayed = backend.dask.delayed(task, nout=len(outs) if len(outs) > 1 else None, pure=True)
     result = delayed(*vals)
     parts = [result] if len(outs) == 1 else [result[k] for k in range(len(outs))]
     return [
-        da.from_delayed(p, shape=shapes[o], dtype=np.dtype(o.dtype)) for p, o in zip(parts, outs)
+        backend.da.from_delayed(p, shape=shapes[o], dtype=np.dtype(o.dtype))
+        for p, o in zip(parts, outs)
     ]
 
 

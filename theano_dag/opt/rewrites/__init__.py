@@ -7,7 +7,8 @@ module                        what
 ``useless``                   remove nodes that compute nothing new
 ``algebra``                   identities (x+0, x*1, x*0, --x, ...), broadcasts, order
 ``products``                  canonical products, ``x*y/y -> x``
-``stabilize``                 log1p, log-sigmoid, log-softmax, fused cross-entropy
+``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-sigmoid,
+                              log-softmax, fused cross-entropy
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
 ``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
 ``fusion``                    elementwise trees -> Elemwise{Composite}, fused reductions

@@ -2,8 +2,10 @@
 
 ``log(1 + x)`` loses every digit of a tiny ``x``; ``log(sigmoid(x))`` is ``-inf`` for
 ``x < -745`` although the true value is about ``x``; ``log(softmax(x))`` underflows the
-same way. The stable forms compute the same function without the intermediate that
-rounds or overflows. These rewrites may change results, always for the better: the
+same way; ``log(1 + exp(x))`` and ``log(sum(exp(x)))`` overflow for ``x > 709`` where
+the true values are about ``x``; ``log(1 - exp(x))`` loses every digit near 0. The
+stable forms compute the same function without the intermediate that rounds or
+overflows. These rewrites may change results, always for the better: the
 values they give are closer to the exact ones.
 """
 
@@ -14,13 +16,17 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, is_const, is_float, scalar_op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import DimShuffle, Sum
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
 from theano_dag.tensor.nnet import nnet
 
 stabilize = RULES.stabilize
 
 __all__ = [
     "local_log1p",
+    "local_log1p_exp",
+    "local_log_sum_exp",
+    "local_exp_over_1_plus_exp",
+    "local_exp_over_sum_exp",
     "local_log_sigmoid",
     "local_log_softmax",
     "local_softmax_graph",
@@ -88,6 +94,136 @@ def local_log1p(fgraph, node):
     if not is_float(x) or x.dtype != arg.dtype:
         return False
     return fit(out, tm.log1p(x), inner.inputs)
+
+
+def _exp_arg(var):
+    """``x`` when ``var`` is ``exp(x)``."""
+    owner = var.owner
+    return owner.inputs[0] if owner is not None and scalar_op(owner) == ts.exp else None
+
+
+@stabilize()
+@local_optimizer([tm.log1p, tm.log])
+def local_log1p_exp(fgraph, node):
+    """``log1p(exp(x))`` as ``softplus(x)`` and ``log1p(-exp(x))`` as ``log1mexp(x)``
+    (local_log1p turns ``log(1 + exp(x))`` and ``log(1 - exp(x))`` into these first)."""
+    # log1p(exp(x)) -> softplus(x) ; log1p(-exp(x)) -> log1mexp(x) ; log(-expm1(x)) -> log1mexp(x)
+    (arg,) = node.inputs
+    inner = arg.owner
+    sop = scalar_op(inner)
+    if scalar_op(node) == ts.log1p:
+        x = _exp_arg(arg)
+        if x is not None:
+            new = tm.softplus(x)
+        elif isinstance(sop, ts.Neg):
+            x = _exp_arg(inner.inputs[0])
+            new = None if x is None else tm.log1mexp(x)
+        else:
+            return False
+    elif scalar_op(node) == ts.log and isinstance(sop, ts.Neg):
+        expm1_node = inner.inputs[0].owner
+        if expm1_node is None or scalar_op(expm1_node) != ts.expm1:
+            return False
+        x = expm1_node.inputs[0]
+        new = tm.log1mexp(x)
+    else:
+        return False
+    if x is None or new is None or not is_float(x):
+        return False
+    return fit(node.outputs[0], new, inner.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.true_div])
+def local_exp_over_1_plus_exp(fgraph, node):
+    """``exp(x) / (1 + exp(x))`` (the gradient of ``log(1 + exp(x))``) as ``sigmoid(x)``,
+    which is not ``inf / inf`` for large ``x``."""
+    # exp(x) / (1 + exp(x)) -> sigmoid(x)
+    if not isinstance(scalar_op(node), ts.TrueDiv):
+        return False
+    num, den = node.inputs
+    x = _exp_arg(num)
+    add = den.owner
+    if x is None or not isinstance(scalar_op(add), ts.Add) or len(add.inputs) != 2:
+        return False
+    a, b = add.inputs
+    if not ((a is num and is_const(b, 1)) or (b is num and is_const(a, 1))):
+        return False
+    return fit(node.outputs[0], tm.sigmoid(x), node.inputs)
+
+
+def _shifted_by_a_max(var, depth=4):
+    """Whether ``var`` is computed (within ``depth`` elementwise steps) from a max
+    reduction: the argument of exp in a stabilized log-sum-exp, which must not be
+    rewritten again."""
+    owner = var.owner
+    if owner is None or depth == 0:
+        return False
+    if isinstance(owner.op, CAReduce):
+        return owner.op.scalar_op == ts.maximum
+    if not isinstance(owner.op, (Elemwise, DimShuffle)):
+        return False
+    return any(_shifted_by_a_max(i, depth - 1) for i in owner.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.log])
+def local_log_sum_exp(fgraph, node):
+    """``log(sum(exp(x), axis))`` as ``m + log(sum(exp(x - m), axis))`` with ``m`` the
+    max over ``axis`` (``tensor.logsumexp``), which cannot overflow."""
+    # log(sum(exp(x), axis)) -> logsumexp(x, axis) ; also with keepdims=True
+    if scalar_op(node) != ts.log:
+        return False
+    (arg,) = node.inputs
+    outer = None
+    s = arg.owner
+    if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
+        outer, s = s.op, s.inputs[0].owner
+    if s is None or type(s.op) is not Sum:
+        return False
+    x = _exp_arg(s.inputs[0])
+    if x is None or not is_float(x) or _shifted_by_a_max(x):
+        return False
+    new = tm.logsumexp(x, axis=s.op.axis)
+    if outer is not None:
+        new = outer(new)
+    return fit(node.outputs[0], new)
+
+
+@stabilize()
+@local_optimizer([tm.mul])
+def local_exp_over_sum_exp(fgraph, node):
+    """The gradient of ``log(sum(exp(x), axis))``, ``exp(x) * (g / sum(exp(x)))``, with
+    both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
+    overflows)."""
+    # exp(x) * dimshuffle(g / sum(exp(x), axis)) -> exp(x - m) * dimshuffle(g / sum(exp(x - m)))
+    # (and with -(g / sum(exp(x))), the same)
+    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
+        return False
+    for e, d in (node.inputs, node.inputs[::-1]):
+        x = _exp_arg(e)
+        ds = d.owner
+        if x is None or ds is None or not isinstance(ds.op, DimShuffle) or ds.op.drop:
+            continue
+        div = ds.inputs[0].owner
+        negated = isinstance(scalar_op(div), ts.Neg)  # a cost of -log(sum(exp(x)))
+        if negated:
+            div = div.inputs[0].owner
+        if not isinstance(scalar_op(div), ts.TrueDiv):
+            continue
+        g, total = div.inputs
+        s = total.owner
+        if s is None or type(s.op) is not Sum or s.inputs[0] is not e:
+            continue
+        if not is_float(x) or _shifted_by_a_max(x):
+            return False
+        axis = s.op.axis
+        m = tm.max(x, axis=axis, keepdims=True)
+        m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
+        shifted = tm.exp(x - m)
+        ratio = g / tm.sum(shifted, axis=axis)
+        return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
+    return False
 
 
 @stabilize()

@@ -14,16 +14,22 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.scalar.basic import upcast
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import arange
 from theano_dag.tensor.random import basic
 from theano_dag.tensor.random.op import as_size, random_generator_type
+from theano_dag.tensor.shape import reshape, shape_i
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["RandomStream", "RandomStreams"]
 
 
 class RandomStream:
-    """Symbolic random draws: ``srng.normal(size)``, ``uniform``, ``binomial``, ``choice``,
-    ``permutation``, with the argument names of Theano's ``RandomStreams``.
+    """Symbolic random draws: ``srng.normal(size)``, ``uniform``, ``binomial``,
+    ``random_integers``, ``integers``, ``poisson``, ``exponential``, ``gamma``, ``beta``,
+    ``categorical``, ``multinomial``, ``dirichlet``, ``choice``, ``permutation`` and
+    ``shuffle_row_elements``, with the argument names of Theano's ``RandomStreams``
+    (``size`` first).
 
     ``size`` is None (the parameters' broadcast shape), an int, a tuple of ints or int
     scalars, or an int vector such as ``x.shape``; ``ndim`` gives the number of dimensions
@@ -138,6 +144,123 @@ class RandomStream:
         [0, 1, 2, 3]
         """
         return self.gen(basic.PermutationRV(dtype), size, n, ndim=ndim)
+
+    def _float_dtype(self, dtype, *params):
+        return dtype or upcast(config.floatX, *(p.dtype for p in params))
+
+    def random_integers(self, size=None, low=0, high=1, ndim=None, dtype="int64"):
+        """Integers drawn uniformly from ``[low, high]``, both ends included (Theano's).
+
+        >>> srng = RandomStream(seed=1)
+        >>> sorted(set(srng.random_integers((200,), 1, 3).eval().tolist()))
+        [1, 2, 3]
+        """
+        low, high = as_tensor_variable(low), as_tensor_variable(high)
+        return self.gen(basic.IntegersRV(dtype), size, low, high + 1, ndim=ndim)
+
+    def integers(self, size=None, low=0, high=None, ndim=None, dtype="int64"):
+        """Integers drawn uniformly from ``[low, high)`` (numpy's; ``high=None``:
+        ``[0, low)``).
+
+        >>> srng = RandomStream(seed=1)
+        >>> sorted(set(srng.integers((200,), 3).eval().tolist()))
+        [0, 1, 2]
+        """
+        if high is None:
+            low, high = 0, low
+        low, high = as_tensor_variable(low), as_tensor_variable(high)
+        return self.gen(basic.IntegersRV(dtype), size, low, high, ndim=ndim)
+
+    def poisson(self, size=None, lam=1.0, ndim=None, dtype="int64"):
+        """Poisson draws of mean ``lam``.
+
+        >>> srng = RandomStream(seed=1)
+        >>> round(float(srng.poisson((4000,), lam=3.0).eval().mean()), 1)
+        3.0
+        """
+        return self.gen(basic.PoissonRV(dtype), size, lam, ndim=ndim)
+
+    def exponential(self, size=None, scale=1.0, ndim=None, dtype=None):
+        """Exponential draws of mean ``scale``.
+
+        >>> srng = RandomStream(seed=1)
+        >>> bool((srng.exponential((10,)).eval() > 0).all())
+        True
+        """
+        scale = as_tensor_variable(scale)
+        dtype = self._float_dtype(dtype, scale)
+        return self.gen(basic.ExponentialRV(dtype), size, scale, ndim=ndim)
+
+    def gamma(self, size=None, shape=1.0, scale=1.0, ndim=None, dtype=None):
+        """Gamma draws of ``shape`` and ``scale`` (numpy's parameters; mean
+        ``shape * scale``).
+
+        >>> srng = RandomStream(seed=1)
+        >>> round(float(srng.gamma((4000,), 2.0, 1.5).eval().mean()), 1)
+        3.0
+        """
+        shape, scale = as_tensor_variable(shape), as_tensor_variable(scale)
+        dtype = self._float_dtype(dtype, shape, scale)
+        return self.gen(basic.GammaRV(dtype), size, shape, scale, ndim=ndim)
+
+    def beta(self, size=None, alpha=1.0, beta=1.0, ndim=None, dtype=None):
+        """Beta draws in ``[0, 1]``.
+
+        >>> srng = RandomStream(seed=1)
+        >>> round(float(srng.beta((4000,), 2.0, 2.0).eval().mean()), 1)
+        0.5
+        """
+        alpha, beta = as_tensor_variable(alpha), as_tensor_variable(beta)
+        dtype = self._float_dtype(dtype, alpha, beta)
+        return self.gen(basic.BetaRV(dtype), size, alpha, beta, ndim=ndim)
+
+    def categorical(self, size=None, p=None, ndim=None, dtype="int64"):
+        """One index per probability vector ``p`` (its last axis).
+
+        >>> srng = RandomStream(seed=1)
+        >>> srng.categorical(p=[[0.0, 1.0], [1.0, 0.0]]).eval().tolist()
+        [1, 0]
+        """
+        return self.gen(basic.CategoricalRV(dtype), size, p, ndim=ndim)
+
+    def multinomial(self, size=None, n=1, pvals=(0.5, 0.5), ndim=None, dtype="int64"):
+        """Counts of ``n`` trials over the outcomes of probabilities ``pvals`` (last axis):
+        draws of shape ``size + (len(pvals),)``.
+
+        >>> srng = RandomStream(seed=1)
+        >>> srng.multinomial((2,), n=5, pvals=[0.0, 1.0]).eval().tolist()
+        [[0, 5], [0, 5]]
+        """
+        return self.gen(basic.MultinomialRV(dtype), size, n, pvals, ndim=ndim)
+
+    def dirichlet(self, size=None, alpha=(1.0, 1.0), ndim=None, dtype=None):
+        """Probability vectors from the Dirichlet distribution of ``alpha``.
+
+        >>> srng = RandomStream(seed=1)
+        >>> bool(np.allclose(srng.dirichlet((3,), alpha=[1.0, 2.0, 3.0]).eval().sum(1), 1))
+        True
+        """
+        alpha = as_tensor_variable(alpha)
+        dtype = self._float_dtype(dtype, alpha)
+        return self.gen(basic.DirichletRV(dtype), size, alpha, ndim=ndim)
+
+    def shuffle_row_elements(self, input):  # noqa: A002 (Theano's name)
+        """``input`` with the elements of each row (its last axis) in a random order,
+        a new order per row.
+
+        >>> srng = RandomStream(seed=1)
+        >>> m = np.arange(6.0).reshape(2, 3)
+        >>> [sorted(r) for r in srng.shuffle_row_elements(m).eval().tolist()]
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        """
+        x = as_tensor_variable(input)
+        n = shape_i(x, x.ndim - 1)
+        lead = [shape_i(x, d) for d in range(x.ndim - 1)]
+        rows = tm.prod(lead, dtype="int64") if lead else 1
+        flat = reshape(x, [rows, n])
+        perm = self.permutation(size=(rows,), n=n)
+        shuffled = flat[arange(rows).dimshuffle(0, "x"), perm]
+        return reshape(shuffled, [shape_i(x, d) for d in range(x.ndim)])
 
 
 # Theano's older name (theano.tensor.shared_randomstreams.RandomStreams).

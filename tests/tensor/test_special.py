@@ -1,0 +1,134 @@
+"""Special functions (gammaln, gamma, psi, erfinv, erfcx, log1mexp, xlogx, ...) and
+logsumexp: values against scipy/numpy in float32 and float64 on the reference and CPU
+engines, gradients by finite differences, the C kernels that compute them."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import theano_dag
+from theano_dag import function
+from theano_dag import tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.config import config
+from theano_dag.engines.cpu.native.ckernel import c_code
+from theano_dag.gradient.verify import verify_grad
+from theano_dag.tensor import xlogx
+
+sps = pytest.importorskip("scipy.special")
+
+POSITIVE = np.array([0.2, 0.7, 1.5, 3.0, 7.25])
+UNIT = np.array([-0.9, -0.3, 0.1, 0.5, 0.95])
+NEGATIVE = np.array([-30.0, -2.0, -0.5, -1e-3, -1e-12])
+
+# name: (tensor function, reference, inputs)
+UNARY = {
+    "gammaln": (tt.gammaln, sps.gammaln, POSITIVE),
+    "gamma": (tt.gamma, sps.gamma, POSITIVE),
+    "psi": (tt.psi, sps.psi, POSITIVE),
+    "tri_gamma": (tt.tri_gamma, lambda x: sps.polygamma(1, x), POSITIVE),
+    "erfinv": (tt.erfinv, sps.erfinv, UNIT),
+    "erfcinv": (tt.erfcinv, sps.erfcinv, UNIT + 1),
+    "erfcx": (tt.erfcx, sps.erfcx, np.array([-1.0, 0.0, 2.0, 30.0, 1e4])),
+    "log1mexp": (tt.log1mexp, lambda x: np.log(-np.expm1(x)), NEGATIVE),
+    "log1pexp": (tt.log1pexp, lambda x: np.logaddexp(0, x), np.array([-800.0, -1, 0, 2, 800])),
+    "xlogx": (xlogx.xlogx, lambda x: sps.xlogy(x, x), np.array([0.0, 0.1, 1.0, 4.0])),
+}
+NO_GRAD = {"tri_gamma"}
+ENGINES = [Mode(linker="py"), Mode(linker="cpu")]
+
+
+@pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_values(name, dtype, mode):
+    fn, ref, values = UNARY[name]
+    x = tt.vector("x", dtype=dtype)
+    out = fn(x)
+    assert out.dtype == dtype
+    got = function([x], out, mode=mode)(values.astype(dtype))
+    want = ref(values.astype(dtype).astype("float64"))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(set(UNARY) - NO_GRAD))
+def test_unary_grad(name):
+    fn, _, values = UNARY[name]
+    # away from 0: xlogx's derivative is -inf there, and log1mexp is defined for x < 0 only
+    values = values[np.abs(values) > 1e-2]
+    verify_grad(fn, [values.astype("float64")], rng=np.random.default_rng(0))
+
+
+def test_binary_and_composed_values_and_grads():
+    a, b = tt.dvectors("a", "b")
+    va, vb = np.array([0.0, 0.5, 2.0]), np.array([0.0, 3.0, 0.25])
+    f = function([a, b], [xlogx.xlogy0(a, b), tt.betaln(a + 1, b + 1)])
+    xl, bl = f(va, vb)
+    np.testing.assert_allclose(xl, [0.0, 0.5 * np.log(3.0), 2.0 * np.log(0.25)])
+    np.testing.assert_allclose(bl, sps.betaln(va + 1, vb + 1))
+    verify_grad(xlogx.xlogy0, [va[1:], vb[1:]], rng=np.random.default_rng(1))
+    verify_grad(tt.betaln, [va + 1, vb + 1], rng=np.random.default_rng(2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logsumexp(dtype):
+    m = tt.matrix("m", dtype=dtype)
+    v = np.array([[1000.0, 1000.0, -5.0], [-np.inf, -np.inf, -np.inf]], dtype=dtype)
+    outs = [tt.logsumexp(m), tt.logsumexp(m, axis=1), tt.logsumexp(m, axis=0, keepdims=True)]
+    assert [o.dtype for o in outs] == [dtype] * 3
+    got = function([m], outs)(v)
+    for g, axis, keep in zip(got, [None, 1, 0], [False, False, True]):
+        want = sps.logsumexp(v.astype("float64"), axis=axis, keepdims=keep)
+        np.testing.assert_allclose(g, want, rtol=1e-6)
+    small = np.array([[0.5, -1.0, 2.0], [0.25, 0.0, 0.0]])
+    verify_grad(lambda x: tt.logsumexp(x, axis=1), [small], rng=np.random.default_rng(3))
+    g = theano_dag.grad(tt.logsumexp(m, axis=1).sum(), m)
+    np.testing.assert_allclose(
+        function([m], g)(v[:1]), [[0.5, 0.5, 0.0]], atol=1e-6
+    )  # finite where exp(1000) would overflow
+
+
+@pytest.mark.skipif(not config.cxx, reason="no C compiler")
+def test_cpu_kernels_compute_the_libm_functions_in_c():
+    x = tt.dvector("x")
+    f = function(
+        [x], tt.gammaln(x) + tt.gamma(x) * xlogx.xlogx(x) - tt.log1mexp(-x), mode="FAST_RUN"
+    )
+    src = c_code(f)
+    for name in ("lgamma(", "tgamma(", "log1p(", "expm1("):
+        assert name in src
+    want = sps.gammaln(POSITIVE) + sps.gamma(POSITIVE) * POSITIVE * np.log(POSITIVE)
+    want -= np.log(-np.expm1(-POSITIVE))
+    np.testing.assert_allclose(f(POSITIVE), want, rtol=1e-12)
+
+
+def test_without_scipy_gammaln_falls_back_and_psi_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy.special", None)  # import fails as if absent
+    x = tt.dvector("x")
+    got = function([x], tt.gammaln(x), mode=Mode(linker="py"))(np.array([0.0, 0.5, 4.0]))
+    np.testing.assert_allclose(got, [np.inf, np.log(np.sqrt(np.pi)), np.log(6.0)])
+    with pytest.raises(ImportError, match=r"psi computes with scipy.special.psi: pip install"):
+        function([x], tt.psi(x), mode=Mode(linker="py"))(np.array([1.0]))
+
+
+def test_theano_test_helpers():
+    from theano_dag.compile.debugmode import str_diagnostic
+    from theano_dag.tensor.basic import _allclose
+
+    assert tt.xlogx is xlogx and xlogx.xlogy0 is theano_dag.tensor.math.xlogy0
+    assert tt.verify_grad is theano_dag.gradient.verify.verify_grad
+    assert _allclose(np.float32(1), np.float32(1 + 2e-6)) and not _allclose(1.0, 1.001)
+    text = str_diagnostic(np.zeros(2), np.array([0.0, np.nan]), 1e-5, 1e-8)
+    assert "1 nan" in text and "largest differences" in text
+    assert "cannot be compared" in str_diagnostic(np.zeros(2), np.zeros(3), None, None)
+    assert theano_dag.config.unittests__rseed == "666"
+
+
+def test_theano_misc_paths():
+    from theano_dag.misc.safe_asarray import _asarray
+
+    assert _asarray([1], dtype="floatX").dtype == theano_dag.config.floatX
+    s = tt._shared(np.ones(2), name="s")
+    assert s.type.ndim == 1 and s.name == "s"

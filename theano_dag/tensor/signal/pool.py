@@ -1,0 +1,29 @@
+"""``theano.tensor.signal.pool``'s path: the pooling ops live in
+:mod:`theano_dag.tensor.nnet.pool`.
+
+>>> import theano_dag.tensor as tt
+>>> pool_2d(tt.dtensor4("x"), ws=(2, 2), ignore_border=True).ndim
+4
+"""
+
+from theano_dag.tensor.nnet.pool import (
+    AveragePoolGrad,
+    DownsampleFactorMaxGradGrad,
+    MaxPoolGrad,
+    Pool,
+    avg_pool_2d,
+    max_pool_2d,
+    pool_2d,
+    pool_output_shape,
+)
+
+__all__ = [
+    "AveragePoolGrad",
+    "DownsampleFactorMaxGradGrad",
+    "MaxPoolGrad",
+    "Pool",
+    "avg_pool_2d",
+    "max_pool_2d",
+    "pool_2d",
+    "pool_output_shape",
+]

@@ -1,0 +1,240 @@
+"""Run theano-pymc 1.1.2's own tests against theano_dag, imports changed, and against
+theano-pymc itself, and count the passes of each (``make theano-suite``).
+
+The tests come from a Theano-PyMC git repository (``--src``: a clone or its ``.git``
+directory; ``--ref``, default ``rel-1.1.2``). Two copies are made under ``--work``:
+
+* ``theano/``: the tests as they are, run by ``--theano-python`` (a venv with
+  theano-pymc 1.1.2, the project's ``.venv-theano``);
+* ``theano_dag/``: the same tests with every ``theano`` module name changed to
+  ``theano_dag`` (and the few modules that moved renamed, ``RENAMED``), run by
+  ``--dag-python`` with this checkout first on ``sys.path``.
+
+Both sides run the same selection: the files of ``FILES`` not in ``EXCLUDED`` (Theano's
+C-backend internals, MPI), every ``--every``-th test of each file (the same tests on
+both sides: the selection is by position in the collected order), tests marked ``slow``
+skipped as Theano's own conftest does. Each file runs in its own pytest process with a
+time limit. The result is one JSON line per file and a total line, in ``--out``.
+
+    python tools/theano_suite.py --src /path/to/Theano-PyMC --every 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The test files of the comparison: Theano's tensor and compile tests and its gradient tests.
+FILES = ("tests/tensor/test_*.py", "tests/compile/test_*.py", "tests/compile/function/test_*.py")
+EXTRA_FILES = ("tests/test_gradient.py",)
+
+# Left out, with the reason: they test Theano's C backend or other machinery theano_dag
+# does not reproduce by design.
+EXCLUDED = {
+    "tests/tensor/test_blas_c.py": "Theano's C BLAS ops (CGemv, CGer) and their C code",
+    "tests/tensor/test_blas_scipy.py": "Theano's scipy BLAS backend ops",
+    "tests/tensor/test_gc.py": "Theano's C linker garbage-collection internals",
+    "tests/tensor/test_mpi.py": "MPI send/receive ops (needs mpi4py and mpiexec)",
+    "tests/compile/test_compilelock.py": "the lock of Theano's C compilation cache",
+}
+
+# Theano module paths whose theano_dag counterpart has another name.
+RENAMED = {
+    "theano_dag.configdefaults": "theano_dag.config",
+    "theano_dag.configparser": "theano_dag.config",
+    "theano_dag.link.basic": "theano_dag.engines.basic",
+    "theano_dag.graph.opt": "theano_dag.graph.rewriting",
+    "theano_dag.graph.optdb": "theano_dag.opt",
+}
+
+# A word "theano" that names the package (not theano_dag, theano-pymc or THEANO_FLAGS).
+_THEANO = re.compile(r"(?<![\w.-])theano(?![\w-])")
+
+CONFTEST = '''"""Written by tools/theano_suite.py: Theano's "slow" marker and the sampling."""
+
+import os
+
+import pytest
+
+EVERY = int(os.environ.get("THEANO_SUITE_EVERY", "1"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a slow test (skipped, as Theano's conftest does)")
+
+
+def pytest_collection_modifyitems(config, items):
+    kept = [item for k, item in enumerate(items) if k % EVERY == 0]
+    items[:] = kept
+    for item in kept:
+        if "slow" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="slow (Theano skips it without --runslow)"))
+'''
+
+
+def export_tests(src: Path, ref: str, dest: Path) -> None:
+    """The ``tests`` tree of ``ref`` in the repository ``src``, written under ``dest``."""
+    git_dir = src if (src / "HEAD").exists() and not (src / ".git").exists() else src / ".git"
+    data = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ref, "tests"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def to_theano_dag(source: str) -> str:
+    """Theano test source with its imports (and module references) changed to theano_dag.
+
+    >>> to_theano_dag("import theano.tensor as tt\\nfrom theano.configdefaults import config")
+    'import theano_dag.tensor as tt\\nfrom theano_dag.config import config'
+    """
+    out = _THEANO.sub("theano_dag", source)
+    for old, new in RENAMED.items():
+        out = re.sub(rf"\b{re.escape(old)}\b", new, out)
+    return out
+
+
+def prepare(src: Path, ref: str, work: Path) -> dict:
+    """The two copies of the tests (``theano`` and ``theano_dag``) under ``work``."""
+    sides = {"theano": work / "theano", "theano_dag": work / "theano_dag"}
+    for side, path in sides.items():
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        export_tests(src, ref, path)
+        (path / "conftest.py").write_text(CONFTEST)
+        if side == "theano_dag":
+            for f in path.rglob("*.py"):
+                f.write_text(to_theano_dag(f.read_text()))
+    return sides
+
+
+def select_files(tree: Path) -> list:
+    files = sorted({p.relative_to(tree).as_posix() for pat in FILES for p in tree.glob(pat)})
+    files += [f for f in EXTRA_FILES if (tree / f).exists()]
+    return [f for f in files if f not in EXCLUDED]
+
+
+def run_file(python: str, tree: Path, rel: str, env: dict, timeout: int) -> dict:
+    """Run one test file; the counts from its JUnit XML report."""
+    report = tree / "reports" / (rel.replace("/", "__") + ".xml")
+    report.parent.mkdir(exist_ok=True)
+    cmd = [python, "-m", "pytest", rel, "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    cmd += [f"--junitxml={report}", f"--rootdir={tree}"]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
+        )
+        status = "ran"
+        tail = proc.stdout[-400:]
+    except subprocess.TimeoutExpired:
+        status, tail = f"timed out after {timeout}s", ""
+    counts = {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    if report.exists():
+        root = ET.parse(report).getroot()
+        for case in root.iter("testcase"):
+            counts["tests"] += 1
+            kinds = {child.tag for child in case}
+            if "error" in kinds:
+                counts["errors"] += 1
+            elif "failure" in kinds:
+                counts["failed"] += 1
+            elif "skipped" in kinds:
+                counts["skipped"] += 1
+            else:
+                counts["passed"] += 1
+        report.unlink()
+    return {"file": rel, "status": status, **counts, "tail": tail if not counts["passed"] else ""}
+
+
+def run_side(side, python, tree, files, every, timeout, jobs, extra_path):
+    env = dict(os.environ)
+    env["THEANO_SUITE_EVERY"] = str(every)
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), *extra_path])
+    env.setdefault("THEANO_FLAGS", f"base_compiledir={tree.parent / 'theano-cache'},blas__ldflags=")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    with ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(lambda f: run_file(python, tree, f, env, timeout), files))
+    return {r["file"]: {"side": side, **r} for r in results}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", required=True, type=Path, help="a Theano-PyMC clone or .git dir")
+    ap.add_argument("--ref", default="rel-1.1.2")
+    ap.add_argument("--work", type=Path, default=ROOT / "build" / "theano-suite")
+    ap.add_argument("--every", type=int, default=3, help="run every N-th test of each file")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per file")
+    ap.add_argument("--jobs", type=int, default=2, help="files run at once")
+    ap.add_argument("--theano-python", default=str(ROOT / ".venv-theano" / "bin" / "python"))
+    ap.add_argument("--dag-python", default=sys.executable)
+    ap.add_argument("--side", choices=["both", "theano", "theano_dag"], default="both")
+    ap.add_argument("--files", nargs="*", help="test files (default: the selection)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="JSON lines (default: WORK/results.jsonl)"
+    )
+    args = ap.parse_args(argv)
+
+    sides = prepare(args.src, args.ref, args.work)
+    files = args.files or select_files(sides["theano"])
+    pythons = {"theano": args.theano_python, "theano_dag": args.dag_python}
+    extra = {"theano": [], "theano_dag": [str(ROOT)]}
+    results = {}
+    for side in ["theano", "theano_dag"] if args.side == "both" else [args.side]:
+        results[side] = run_side(
+            side,
+            pythons[side],
+            sides[side],
+            files,
+            args.every,
+            args.timeout,
+            args.jobs,
+            extra[side],
+        )
+    out = args.out or args.work / "results.jsonl"
+    lines = []
+    for f in files:
+        row = {"file": f}
+        for side, res in results.items():
+            r = res[f]
+            row[side] = {k: r[k] for k in ("tests", "passed", "failed", "errors", "skipped")}
+            if r["status"] != "ran":
+                row[side]["status"] = r["status"]
+        lines.append(row)
+    totals = {"file": "TOTAL", "every": args.every, "ref": args.ref, "files": len(files)}
+    for side in results:
+        totals[side] = {
+            k: sum(row[side][k] for row in lines)
+            for k in ("tests", "passed", "failed", "errors", "skipped")
+        }
+    if len(results) == 2 and totals["theano"]["passed"]:
+        totals["ratio"] = round(totals["theano_dag"]["passed"] / totals["theano"]["passed"], 3)
+    lines.append(totals)
+    out.write_text("".join(json.dumps(row) + "\n" for row in lines))
+    for row in lines:
+        cells = [f"{row['file']:<48}"]
+        for side in results:
+            c = row[side]
+            cells.append(f"{side}: {c['passed']:>4}/{c['tests']:<4}")
+        print("  ".join(cells))
+    if "ratio" in totals:
+        print(f"theano_dag passes {totals['ratio']:.1%} as often as theano-pymc ({out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
