@@ -273,10 +273,19 @@ class Maximum(BinaryScalarOp):
         return "(%(x)s > %(y)s ? %(x)s : %(y)s)"
 
     def L_op(self, inputs, outputs, output_grads):
-        # Both inputs get the gradient where they tie, as in Theano.
+        # At a tie the first input equal to the result takes the whole gradient and
+        # the others none (Theano's and PyTensor's convention), so that
+        # grad(maximum(x, x)) is 1, as finite differences say, not 2. The last input
+        # takes what no earlier one took (also the NaN case, as theirs do).
         (gz,) = output_grads
         T = vocabulary(gz)
-        return [gz * T.eq(outputs[0], x) for x in inputs]
+        grads, free = [], None
+        for x in inputs[:-1]:
+            tie = T.eq(outputs[0], x)
+            grads.append(gz * (tie if free is None else T.and_(free, tie)))
+            free = T.invert(tie) if free is None else T.and_(free, T.invert(tie))
+        grads.append(gz * free)
+        return grads
 
 
 class Minimum(Maximum):

@@ -1,0 +1,63 @@
+"""Regression tests for issue 18 (reliability): the reproducers of the issue, each as
+it was filed, checked against numpy on every engine that can run it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad, verify_grad
+
+OPENCL, _WHY = opencl_available()
+needs_opencl = pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_d_dot_into_a_planned_block_is_an_array(dtype):
+    # numpy.dot(u, v, out) returns a numpy scalar for a 0-d out; the inplace add
+    # after it needs the block itself.
+    x = tt.vector("x", dtype=dtype)
+    mode = Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    f = function([x], tt.dot(x, x) + 1, mode=mode)
+    v = np.arange(3, dtype=dtype)
+    for _ in range(2):
+        out = f(v)
+        assert isinstance(out, np.ndarray) and out.shape == ()
+        np.testing.assert_allclose(out, np.dot(v, v) + 1)
+
+
+@needs_opencl
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_opencl_returns_a_copied_zero_d_value(dtype):
+    # A 0-d host value was uploaded as shape (1,) (ascontiguousarray), so the copy
+    # kernel compiled for 0 dimensions was looked up for 1: KeyError 'copy1_double'.
+    s = tt.scalar("s", dtype=dtype)
+    f = function([s], s, mode=Mode(linker="opencl"))
+    out = f(1.5)
+    assert np.asarray(out).shape == () and out == 1.5
+    g = function([s], [s, s * 2], mode=Mode(linker="opencl"))
+    assert [float(o) for o in g(2.0)] == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("op", [tt.maximum, tt.minimum])
+def test_maximum_minimum_gradient_at_a_tie_is_not_doubled(op):
+    # The first input equal to the result takes the gradient (Theano, PyTensor).
+    x = tt.dvector("x")
+    f = function([x], grad(op(x, x).sum(), x))
+    np.testing.assert_array_equal(f(np.array([1.0, -2.0])), [1.0, 1.0])
+    y = tt.dvector("y")
+    gx, gy = grad(op(x, y).sum(), [x, y])
+    g = function([x, y], [gx, gy])
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 5.0])
+    want_x = (op(x, y).eval({x: a, y: b}) == a).astype(float)
+    rx, ry = g(a, b)
+    np.testing.assert_array_equal(rx, want_x)
+    np.testing.assert_array_equal(ry, 1 - want_x)
+    # Away from ties the gradient is the finite-difference one.
+    rng = np.random.default_rng(0)
+    verify_grad(lambda u, w: op(u, w), [rng.random(4), rng.random(4) + 2], rng=rng)
