@@ -3,6 +3,8 @@ it was filed, checked against numpy on every engine that can run it."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
 
@@ -61,3 +64,43 @@ def test_maximum_minimum_gradient_at_a_tie_is_not_doubled(op):
     # Away from ties the gradient is the finite-difference one.
     rng = np.random.default_rng(0)
     verify_grad(lambda u, w: op(u, w), [rng.random(4), rng.random(4) + 2], rng=rng)
+
+
+# -- the cold first call: while the C library builds, numpy runs at the floor ---------
+
+
+def _chain(y, lib, ops):
+    x = y
+    for k in range(ops):
+        r = k % 4
+        y = y * 0.999 if r == 0 else lib.sin(y) if r == 1 else lib.tanh(y) + x if r == 2 else abs(y)
+    return y
+
+
+@pytest.mark.parametrize("first_call", [True, False])
+def test_cold_call_runs_the_fused_chain_in_place(monkeypatch, first_call):
+    # A library that never finishes building: every call runs the numpy fallback. A
+    # 40-op chain on 2^17 float64 (1 MiB a value) must hold about the output and one
+    # scratch value, not the 40 intermediates Elemwise.perform keeps (issue 18: 96x).
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    x = tt.dvector("x")
+    f = function([x], _chain(x, tt, 40))
+    (lib,) = [f.fn.program.ckernels]
+    assert lib is not None and lib.kernels, "the chain is one fused kernel"
+    v = np.linspace(-1, 1, 1 << 17)
+    want = _chain(v, np, 40)
+    if not first_call:
+        f(v)
+    tracemalloc.start()
+    try:
+        got = f(v)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not lib.kernels[0].ready
+    assert peak < 3.5 * v.nbytes, f"peak {peak / v.nbytes:.1f} values"
+    np.testing.assert_array_equal(v, np.linspace(-1, 1, 1 << 17))  # input intact
