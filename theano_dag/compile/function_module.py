@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy as _copy
 import operator
+import threading
 import time
 import warnings
 from dataclasses import replace
@@ -280,17 +281,24 @@ class Function:
         self._set_spec(spec)
 
     def _set_spec(self, spec):
-        """Use ``spec`` from now on: the engine makes the call path anew from it."""
+        """Use ``spec`` from now on: the engine makes the call path anew from it.
+
+        The thread doing so owns the function's storage; see :class:`_PerThread`."""
         self.spec = spec
+        self._owner = threading.get_ident()
+        self._threads = _PerThread(self)
         self._path = self.fn.make_call(spec)
         self._path.watch(self._use_entry)
 
     def _use_entry(self, entry):
         self._entry = entry
+        if threading.get_ident() == self._owner:
+            self._threads.entry = entry
 
-    # ``f(...)`` runs the call path's current entry, which the path hands over (see
-    # CallPath.watch). Read through a C-level getter, so a call adds no Python frame.
-    __call__ = property(operator.attrgetter("_entry"), doc="Call the function.")
+    # ``f(...)`` runs this thread's entry: in the owning thread, the call path's current
+    # entry, which the path hands over (see CallPath.watch). Read through C-level
+    # getters, so a call adds no Python frame.
+    __call__ = property(operator.attrgetter("_threads.entry"), doc="Call the function.")
 
     @property
     def _label(self) -> str:
@@ -451,6 +459,25 @@ class Function:
         )
         new_maker.return_none = maker.return_none
         return new_maker.create(storage, storage_map=storage_map)
+
+
+class _PerThread(threading.local):
+    """Each thread's way into a Function (``entry``): threads never share its storage.
+
+    The engines reuse a function's storage from call to call (the CPU engine's planned
+    blocks, the reference engine's cells), so two calls at once would mix up their
+    values. The thread that made the function (or last changed its spec) calls it
+    directly; any other thread, on its first call, gets a copy of its own
+    (:meth:`Function.copy`: the same graph and engine, its own storage, the same
+    shared variables), kept for as long as that thread lives. So each caller gets
+    its own results, and a single-threaded program pays only a thread-local read
+    per call. Updates of shared variables from several threads at once race as they
+    would in numpy code.
+    """
+
+    def __init__(self, function):
+        if threading.get_ident() != function._owner:
+            self.entry = function.copy()
 
 
 # ---------------------------------------------------------------------------

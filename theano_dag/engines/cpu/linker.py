@@ -11,10 +11,11 @@ stores the updates and returns the outputs, so a call costs little more than the
 numpy calls themselves; anything unusual goes to the plain call
 (``engines.callspec.PlainCall``) of the same spec.
 
-Not thread safe: the plan's blocks are reused by every call (as Theano's
-storage is). The call path runs inside one ``contextvars.Context`` per function
-(where numpy ignores floating-point errors), so two threads calling one function
-at once get a RuntimeError rather than mixed-up results.
+One thread at a time: the plan's blocks are reused by every call (as Theano's
+storage is), and the call path runs inside one ``contextvars.Context`` per
+function (where numpy ignores floating-point errors). ``Function`` sees to it:
+a thread other than the one that made the function calls a copy of its own
+(``compile.function_module._PerThread``).
 """
 
 from __future__ import annotations
