@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv venv-theano bench clean
+.PHONY: test demo lint venv venv-theano bench fuzz clean
 
 $(STAMP): setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -50,6 +50,13 @@ test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
 	$(BIN)/python -m pytest tests theano_dag -p no:cacheprovider
 	THEANO_FLAGS='$(THEANO_FLAGS_TEST)' $(THEANO_VENV)/bin/python -m pytest \
 	  tests_theano theano_dag/formats/theano_interop.py -p no:cacheprovider
+
+# The differential fuzzer (theano_dag/testing/fuzz.py): N random graphs from SEED on every
+# engine here, against numpy; each failure is shrunk and printed as a script.
+N ?= 1000
+SEED ?= 0
+fuzz: $(STAMP) $(OPENCL_STAMP)
+	$(BIN)/python -m theano_dag.testing.fuzz --n $(N) --seed $(SEED)
 
 demo: $(STAMP)
 	$(BIN)/python examples/train_digits.py
