@@ -104,3 +104,19 @@ def test_cold_call_runs_the_fused_chain_in_place(monkeypatch, first_call):
     assert not lib.kernels[0].ready
     assert peak < 3.5 * v.nbytes, f"peak {peak / v.nbytes:.1f} values"
     np.testing.assert_array_equal(v, np.linspace(-1, 1, 1 << 17))  # input intact
+
+
+# -- bugs the fuzzer found (theano_dag/testing/fuzz.py) --------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inc_subtensor_of_a_full_slice_of_a_slice(dtype):
+    # x[:] was x itself, so inc_subtensor(v[1:][:], y) updated v, not v[1:] (fuzzer
+    # seed 1, graph 453: shape (3, 4) where numpy and PyTensor give (2, 4)).
+    v = tt.matrix("v", dtype=dtype)
+    y = tt.scalar("y", dtype=dtype)
+    a = np.arange(12, dtype=dtype).reshape(3, 4)
+    for op, want in ((tt.inc_subtensor, a[1:] + 2), (tt.set_subtensor, np.full((2, 4), 2))):
+        for mode in (None, Mode(linker="py", optimizer=None)):
+            f = function([v, y], op(v[1:][:], y), mode=mode)
+            np.testing.assert_array_equal(f(a, 2), want.astype(dtype))
