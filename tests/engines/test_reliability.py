@@ -120,3 +120,26 @@ def test_inc_subtensor_of_a_full_slice_of_a_slice(dtype):
         for mode in (None, Mode(linker="py", optimizer=None)):
             f = function([v, y], op(v[1:][:], y), mode=mode)
             np.testing.assert_array_equal(f(a, 2), want.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_minus_x_keeps_the_shape_of_the_zeros(dtype):
+    # (v - v) - u -> -u dropped the zeros' shape (fuzzer seed 2, graph 29): (1, 4)
+    # where numpy gives (3, 4).
+    u = tt.vector("u", dtype=dtype)
+    v = tt.TensorType(dtype, shape=(None, 1))("v")
+    a, b = np.arange(4, dtype=dtype), np.ones((3, 1), dtype)
+    for mode in (None, Mode(linker="py", optimizer="fast_run")):
+        f = function([u, v], (v - v) - u, mode=mode)
+        np.testing.assert_array_equal(f(a, b), np.broadcast_to(-a, (3, 4)))
+
+
+def test_a_broadcast_fill_output_is_its_own_array():
+    # u + (m - m) -> a fill of u to m's shape: the CPU engine returned a read-only
+    # broadcast view of the input u (fuzzer seed 2, graph 310).
+    u, m = tt.dvector("u"), tt.dmatrix("m")
+    f = function([u, m], u + (m - m))
+    a = np.arange(4.0)
+    r = f(a, np.ones((3, 4)))
+    np.testing.assert_array_equal(r, np.broadcast_to(a, (3, 4)))
+    assert not np.shares_memory(r, a) and r.flags.writeable
