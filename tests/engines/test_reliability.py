@@ -143,3 +143,30 @@ def test_a_broadcast_fill_output_is_its_own_array():
     r = f(a, np.ones((3, 4)))
     np.testing.assert_array_equal(r, np.broadcast_to(a, (3, 4)))
     assert not np.shares_memory(r, a) and r.flags.writeable
+
+
+def _engine_modes():
+    modes = [("py", Mode(linker="py", optimizer=None)), ("cpu", None)]
+    if OPENCL:
+        modes.append(("opencl", Mode(linker="opencl")))
+    return modes
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_engines_agree_on_non_finite_clip_and_floor_division(dtype):
+    # OpenCL's clip ignored a NaN bound, and its floor(x / y) gave inf for inf // 0.5
+    # and 10 for 1 // 0.1 (numpy: NaN and 9); the C kernels run numpy's divmod too.
+    x, lo, hi, y = (tt.vector("x", dtype=dtype), tt.scalar("lo", dtype=dtype),
+                    tt.scalar("hi", dtype=dtype), tt.vector("y", dtype=dtype))  # fmt: skip
+    xv = np.array([-2.0, 0.5, 3.0, np.nan, np.inf, -np.inf, 1.0, -7.5], dtype)
+    yv = np.array([0.5, 0.1, -0.3, 2.0, 0.5, 0.5, np.inf, -np.inf], dtype)
+    nan = np.array(np.nan, dtype)
+    for name, mode in _engine_modes():
+        with ckernel.compile_mode("sync"):
+            f = function([x, lo, hi, y], [tt.clip(x, lo, hi), x // y], mode=mode)
+            for bounds in ((nan, np.array(1, dtype)), (np.array(0, dtype), nan)):
+                c, d = f(xv, *bounds, yv)
+                np.testing.assert_array_equal(np.asarray(c), np.clip(xv, *bounds), err_msg=name)
+                with np.errstate(all="ignore"):
+                    want = np.floor_divide(xv, yv)
+                np.testing.assert_array_equal(np.asarray(d), want, err_msg=name)

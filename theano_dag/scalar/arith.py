@@ -173,6 +173,10 @@ class IntDiv(BinaryScalarOp):
     nfunc = staticmethod(np.floor_divide)
 
     def c_template(self, in_dtypes, out_dtypes):
+        if out_dtypes[0] in ("float32", "float64"):
+            # numpy's divmod algorithm (floor(x / y) differs: 1 // 0.1 is 9, inf // 2 is
+            # NaN); the engines define td_floordiv_f32/f64 in their C preambles.
+            return f"td_floordiv_f{out_dtypes[0][-2:]}(%(x)s, %(y)s)"
         if _is_float(out_dtypes[0]):
             return "floor(%(x)s / %(y)s)"
         return (
@@ -303,9 +307,9 @@ class Clip(ScalarOp):
 
     nin = 3
     nfunc = staticmethod(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi))
-    c_expr = (
-        "((%(x)s < %(y)s ? %(y)s : %(x)s) > %(z)s ? %(z)s : " "(%(x)s < %(y)s ? %(y)s : %(x)s))"
-    )
+    # maximum then minimum, NaN-propagating as numpy's (a NaN bound gives NaN).
+    _m = "((%(x)s > %(y)s || %(x)s != %(x)s) ? %(x)s : %(y)s)"
+    c_expr = f"(({_m} < %(z)s || {_m} != {_m}) ? {_m} : %(z)s)"
 
     def grad(self, inputs, output_grads):
         x, lo, hi = inputs
