@@ -27,3 +27,21 @@ def test_a_wrong_engine_is_caught_shrunk_and_reproduced(monkeypatch):
     script = fuzz.reproducer(small, "py")
     assert "tt.tanh(" in script and "function([" in script
     exec(compile(script, "<reproducer>", "exec"), {"print": lambda *a: None})
+
+
+def test_fixed_seed_gradient_sample_agrees_with_finite_differences():
+    out = io.StringIO()
+    assert fuzz.run_grads(20, seed=2026, out=out) == [], out.getvalue()
+
+
+def test_a_wrong_gradient_is_caught(monkeypatch):
+    # The reference's sqr made a cube: its finite differences disagree with grad(sqr).
+    monkeypatch.setitem(fuzz.OPS, "sqr", (1, "tt.sqr({0})", "{0} ** 3"))
+    rng = np.random.default_rng(4)
+    recs = (fuzz.generate(rng) for _ in range(300))
+    rec = next(
+        r
+        for r in recs
+        if fuzz.differentiable(r) and any(r.nodes[k][0] == "sqr" for k in r.outputs)
+    )
+    assert fuzz.check_grad(rec)

@@ -48,8 +48,9 @@ from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad
 
-__all__ = ["Recipe", "generate", "check", "shrink", "reproducer", "ENGINES", "main"]
+__all__ = ["Recipe", "generate", "check", "check_grad", "shrink", "reproducer", "ENGINES", "main"]
 
 FLOATS = ("float32", "float64")
 BASE = ("a", "b", 1)
@@ -437,6 +438,51 @@ def _check_engine(rec, name, tol):
     return []
 
 
+# -- gradients ---------------------------------------------------------------------------
+
+
+def differentiable(rec) -> bool:
+    """Whether :func:`check_grad` applies: float64 throughout, no shared variable."""
+    return rec.shared_index is None and all(d == "float64" for d in rec.dtypes)
+
+
+def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
+    """The gradient of ``sum_j w_j * sum(output_j)`` with respect to every input, by
+    :func:`~theano_dag.gradient.grad` compiled in ``mode``, against central differences
+    of numpy's value of the same cost; the problems found (empty: it agrees)."""
+    if not differentiable(rec):
+        return []
+    inputs, _, syms = _build(rec)
+    weights = [1.0 + 0.37 * j for j in range(len(rec.outputs))]
+    cost = sum(w * syms[k].sum() for w, k in zip(weights, rec.outputs))
+    wrt = [syms[k] for k in inputs]
+    try:
+        gs = grad(cost, wrt, disconnected_inputs="ignore")
+        f = function(wrt, gs, mode=mode, on_unused_input="ignore")
+    except Exception as e:
+        return [f"grad raised {type(e).__name__}: {e}"]
+    vals = _values(rec, SIZES[0], np.random.default_rng(rec.seed))
+
+    def numpy_cost(v):
+        env = reference(rec, v)
+        return sum(w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs))
+
+    got = f(*[vals[k] for k in inputs])
+    problems = []
+    for k, g in zip(inputs, got):
+        num = np.zeros_like(vals[k])
+        for i in np.ndindex(vals[k].shape):
+            v = {j: a.copy() for j, a in vals.items()}
+            v[k][i] += eps
+            up = numpy_cost(v)
+            v[k][i] -= 2 * eps
+            num[i] = (up - numpy_cost(v)) / (2 * eps)
+        if not np.allclose(np.asarray(g), num, rtol=tol, atol=tol):
+            err = np.max(np.abs(np.asarray(g) - num))
+            problems.append(f"gradient wrt {_name(k)} differs (max abs error {err:.3g})")
+    return problems
+
+
 # -- shrinking and reproducing -------------------------------------------------------
 
 
@@ -591,6 +637,25 @@ def reproducer(rec, engine) -> str:
 # -- command line ----------------------------------------------------------------------
 
 
+def run_grads(n, seed=0, out=sys.stdout):
+    """Check the gradients of ``n`` differentiable recipes from ``seed`` (default mode);
+    the failures as ``(index, "grad", problems, recipe)``."""
+    rng = np.random.default_rng(seed)
+    failures, done = [], 0
+    while done < n:
+        rec = generate(rng)
+        if not differentiable(rec):
+            continue
+        problems = check_grad(rec)
+        if problems:
+            small = shrink(rec, lambda r: differentiable(r) and bool(check_grad(r)))
+            failures.append((done, "grad", problems, small))
+            print(f"# gradient graph {done} (seed {seed}): {problems[0]}", file=out)
+            print(reproducer(small, "cpu_c"), file=out)
+        done += 1
+    return failures
+
+
 def run(n, seed=0, engines=None, c_every=20, opencl_every=10, out=sys.stdout, shrink_failures=True):
     """Check ``n`` recipes from ``seed``; the C engine on every ``c_every``-th graph and
     OpenCL on every ``opencl_every``-th (each compiles a program). Returns the failures
@@ -599,6 +664,8 @@ def run(n, seed=0, engines=None, c_every=20, opencl_every=10, out=sys.stdout, sh
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
+        if i and i % 500 == 0:
+            print(f"# {i} graphs, {len(failures)} failing", file=out, flush=True)
         rec = generate(rng)
         names = [
             e
@@ -624,19 +691,23 @@ def main(argv=None):
     ap.add_argument("--engines", default=None, help="comma-separated (default: all here)")
     ap.add_argument("--c-every", type=int, default=20, help="C kernels on every k-th graph")
     ap.add_argument("--opencl-every", type=int, default=10)
+    ap.add_argument("--grads", type=int, default=None, help="gradient graphs (default N/5)")
     a = ap.parse_args(argv)
     engines = a.engines.split(",") if a.engines else None
+    n_grads = a.n // 5 if a.grads is None else a.grads
     t0 = time.perf_counter()
     try:
         failures = run(a.n, a.seed, engines, a.c_every, a.opencl_every)
+        grad_failures = run_grads(n_grads, a.seed)
     except Exception:
         traceback.print_exc()
         return 2
     print(
         f"{a.n} graphs, seed {a.seed}, engines {engines or available_engines()}: "
-        f"{len(failures)} failing, {time.perf_counter() - t0:.0f} s"
+        f"{len(failures)} failing; {n_grads} gradient graphs: {len(grad_failures)} failing; "
+        f"{time.perf_counter() - t0:.0f} s"
     )
-    return 1 if failures else 0
+    return 1 if failures or grad_failures else 0
 
 
 if __name__ == "__main__":
