@@ -40,8 +40,6 @@ def test_a_wrong_gradient_is_caught(monkeypatch):
     rng = np.random.default_rng(4)
     recs = (fuzz.generate(rng) for _ in range(300))
     rec = next(
-        r
-        for r in recs
-        if fuzz.differentiable(r) and any(r.nodes[k][0] == "sqr" for k in r.outputs)
+        r for r in recs if fuzz.differentiable(r) and any(r.nodes[k][0] == "sqr" for k in r.outputs)
     )
     assert fuzz.check_grad(rec)
