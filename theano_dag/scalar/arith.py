@@ -173,12 +173,20 @@ class IntDiv(BinaryScalarOp):
     nfunc = staticmethod(np.floor_divide)
 
     def c_template(self, in_dtypes, out_dtypes):
-        if out_dtypes[0] in ("float32", "float64"):
-            # numpy's divmod algorithm (floor(x / y) differs: 1 // 0.1 is 9, inf // 2 is
-            # NaN); the engines define td_floordiv_f32/f64 in their C preambles.
-            return f"td_floordiv_f{out_dtypes[0][-2:]}(%(x)s, %(y)s)"
         if _is_float(out_dtypes[0]):
-            return "floor(%(x)s / %(y)s)"
+            # numpy's divmod algorithm, inline (floor(x / y) differs: 1 // 0.1 is 9 and
+            # inf // 2 is NaN in numpy): d = (x - fmod(x, y)) / y, one less where the
+            # remainder's sign is not the divisor's, then rounded to the nearest integer.
+            m = "fmod(%(x)s, %(y)s)"
+            d = (
+                f"((%(x)s - {m}) / %(y)s - (({m} != 0 && ((%(y)s < 0) != ({m} < 0))) "
+                "? (%(t)s)1 : (%(t)s)0))"
+            )
+            return (
+                f"(%(y)s == 0 ? %(x)s / %(y)s : ({d} != 0 ? floor({d}) + "
+                f"({d} - floor({d}) > (%(t)s)0.5 ? (%(t)s)1 : (%(t)s)0) : "
+                "copysign((%(t)s)0, %(x)s / %(y)s)))"
+            )
         return (
             "(%(y)s == 0 ? (%(t)s)0 : (%(t)s)(%(x)s / %(y)s - "
             "((%(x)s %% %(y)s != 0) && ((%(x)s < 0) != (%(y)s < 0)))))"

@@ -42,18 +42,6 @@ __all__ = [
 ]
 
 
-def _floordiv_sources() -> dict:
-    path = os.path.join(os.path.dirname(__file__), "..", "cpu", "native", "floordiv_float.c")
-    with open(path) as f:
-        template = f.read()
-    f32 = template.replace("@T@", "float").replace("@S@", "f32")
-    f64 = template.replace("@T@", "double").replace("@S@", "f64")
-    return {"f32": f32, "f64": f32 + f64}
-
-
-_FLOORDIV = _floordiv_sources()
-
-
 class OpenCLUnavailable(ImportError):
     """pyopencl is missing or no OpenCL platform/device matches the config."""
 
@@ -262,12 +250,10 @@ class DeviceContext:
     # -- programs ---------------------------------------------------------------
 
     def header(self) -> str:
-        """What every program starts with: float64 enabled where the device has it, and
-        numpy's floor division for floats (``td_floordiv_f32``/``_f64``, which the
-        scalar ops' C expressions call; the CPU engine's C kernels share the source)."""
+        """What every program starts with (float64 enabled where the device has it)."""
         if self.has_fp64:
-            return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + _FLOORDIV["f64"]
-        return _FLOORDIV["f32"]
+            return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+        return ""
 
     def _identity(self) -> str:
         d = self.device
