@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite
+.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -72,6 +72,13 @@ dist-check: $(STAMP)
 # build/site; strict: a broken link or reference, or any other warning, fails it.
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
+
+# The differential fuzzer (theano_dag/testing/fuzz.py): N random graphs from SEED on every
+# engine here, against numpy; each failure is shrunk and printed as a script.
+N ?= 1000
+SEED ?= 0
+fuzz: $(STAMP) $(OPENCL_STAMP)
+	$(BIN)/python -m theano_dag.testing.fuzz --n $(N) --seed $(SEED)
 
 demo: $(STAMP)
 	$(BIN)/python examples/train_digits.py

@@ -485,7 +485,8 @@ def test_second_build_hits_the_cache(tmp_path):
     assert cc.stats["cache_hits"] == before["cache_hits"] + 1
     assert_same(k(np.arange(5.0)), np.cos(np.arange(5.0)) * 3, rtol=1e-13)
     names = os.listdir(os.path.join(str(tmp_path), "kernels"))
-    assert sorted(n.rsplit(".", 1)[1] for n in names) == ["c", "so"]  # no temporaries
+    # No temporaries: the source, the library, its checksum and the compile lock.
+    assert sorted(n.split(".", 1)[1] for n in names) == ["c", "lock", "so", "so.sum"]
 
 
 def test_vector_math_comes_from_libmvec(compiledir):
@@ -526,7 +527,8 @@ def test_concurrent_processes_compile_the_same_source(tmp_path):
         assert p.returncode == 0, err
         assert out.split()[0] == "42"
     files = sorted(os.listdir(tmp_path))
-    assert len(files) == 2 and {f.rsplit(".", 1)[1] for f in files} == {"c", "so"}
+    assert sorted(f.split(".", 1)[1] for f in files) == ["c", "lock", "so", "so.sum"]
+    assert sum(int(out.split()[1]) for out, _ in results) == 1  # the lock: one compile
 
 
 # -- through the CPU engine -----------------------------------------------------------

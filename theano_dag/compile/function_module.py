@@ -286,7 +286,9 @@ class Function(CallBase):
         self._set_spec(spec)
 
     def _set_spec(self, spec):
-        """Use ``spec`` from now on: the engine makes the call path anew from it."""
+        """Use ``spec`` from now on: the engine makes the call path anew from it.
+
+        The thread doing so owns the function's storage; see :meth:`_call_in_other_thread`."""
         self.spec = spec
         # The engines reuse a function's storage from call to call (the CPU engine's
         # planned blocks, the reference engine's cells): the thread that sets the spec

@@ -174,7 +174,19 @@ class IntDiv(BinaryScalarOp):
 
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
-            return "floor(%(x)s / %(y)s)"
+            # numpy's divmod algorithm, inline (floor(x / y) differs: 1 // 0.1 is 9 and
+            # inf // 2 is NaN in numpy): d = (x - fmod(x, y)) / y, one less where the
+            # remainder's sign is not the divisor's, then rounded to the nearest integer.
+            m = "fmod(%(x)s, %(y)s)"
+            d = (
+                f"((%(x)s - {m}) / %(y)s - (({m} != 0 && ((%(y)s < 0) != ({m} < 0))) "
+                "? (%(t)s)1 : (%(t)s)0))"
+            )
+            return (
+                f"(%(y)s == 0 ? %(x)s / %(y)s : ({d} != 0 ? floor({d}) + "
+                f"({d} - floor({d}) > (%(t)s)0.5 ? (%(t)s)1 : (%(t)s)0) : "
+                "copysign((%(t)s)0, %(x)s / %(y)s)))"
+            )
         return (
             "(%(y)s == 0 ? (%(t)s)0 : (%(t)s)(%(x)s / %(y)s - "
             "((%(x)s %% %(y)s != 0) && ((%(x)s < 0) != (%(y)s < 0)))))"
@@ -275,10 +287,19 @@ class Maximum(BinaryScalarOp):
         return "(%(x)s > %(y)s ? %(x)s : %(y)s)"
 
     def L_op(self, inputs, outputs, output_grads):
-        # Both inputs get the gradient where they tie, as in Theano.
+        # At a tie the first input equal to the result takes the whole gradient and
+        # the others none (Theano's and PyTensor's convention), so that
+        # grad(maximum(x, x)) is 1, as finite differences say, not 2. The last input
+        # takes what no earlier one took (also the NaN case, as theirs do).
         (gz,) = output_grads
         T = vocabulary(gz)
-        return [gz * T.eq(outputs[0], x) for x in inputs]
+        grads, free = [], None
+        for x in inputs[:-1]:
+            tie = T.eq(outputs[0], x)
+            grads.append(gz * (tie if free is None else T.and_(free, tie)))
+            free = T.invert(tie) if free is None else T.and_(free, T.invert(tie))
+        grads.append(gz * free)
+        return grads
 
 
 class Minimum(Maximum):
@@ -296,9 +317,9 @@ class Clip(ScalarOp):
 
     nin = 3
     nfunc = staticmethod(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi))
-    c_expr = (
-        "((%(x)s < %(y)s ? %(y)s : %(x)s) > %(z)s ? %(z)s : " "(%(x)s < %(y)s ? %(y)s : %(x)s))"
-    )
+    # maximum then minimum, NaN-propagating as numpy's (a NaN bound gives NaN).
+    _m = "((%(x)s > %(y)s || %(x)s != %(x)s) ? %(x)s : %(y)s)"
+    c_expr = f"(({_m} < %(z)s || {_m} != {_m}) ? {_m} : %(z)s)"
 
     def grad(self, inputs, output_grads):
         x, lo, hi = inputs

@@ -601,7 +601,9 @@ def getitem(x, args):
         raise IndexError(
             f"too many indices for {x}: it has {x.ndim} dimensions but " f"{len(real)} were indexed"
         )
-    if real and not all(isinstance(a, slice) and a == slice(None) for a in real):
+    if real:
+        # x[:] too is a Subtensor (as in Theano): inc_subtensor(x[1:][:], y) then
+        # updates x[1:], not x (rewrites remove a useless one).
         idx_list, inputs = _split_index(real, "Subtensor")
         out = Subtensor(idx_list)(x, *inputs)
     else:

@@ -11,10 +11,12 @@ stores the updates and returns the outputs, so a call costs little more than the
 numpy calls themselves; anything unusual goes to the plain call
 (``engines.callspec.PlainCall``) of the same spec.
 
-Not thread safe: the plan's blocks are reused by every call (as Theano's
-storage is). The call path runs inside one ``contextvars.Context`` per function
-(where numpy ignores floating-point errors), so two threads calling one function
-at once get a RuntimeError rather than mixed-up results.
+One thread at a time: the plan's blocks are reused by every call (as Theano's
+storage is). ``Function`` sees to it: a thread other than the one that made the
+function calls a copy of its own (``Function._call_in_other_thread``). The generated
+code runs where numpy ignores floating-point errors: inside one
+``contextvars.Context`` per function, entered by the C half of the call, or, when
+that is busy or not built, with numpy's error state set in the caller's own context.
 """
 
 from __future__ import annotations

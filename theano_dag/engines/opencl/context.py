@@ -197,7 +197,8 @@ class DeviceContext:
 
     def upload(self, array: np.ndarray, buffer=None, offset: int = 0):
         """Copy ``array`` (made C-contiguous) to ``buffer`` (a new one if None); return it."""
-        array = np.ascontiguousarray(array)
+        # asarray, not ascontiguousarray: the latter makes a 0-d value 1-d
+        array = np.asarray(array, order="C")
         if buffer is None:
             buffer = self.allocate(array.nbytes)
         if array.nbytes:
@@ -217,7 +218,7 @@ class DeviceContext:
     def from_host(self, array):
         """Upload a numpy array (or number): a new contiguous DArr."""
 
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         return DArr(self.upload(array), 0, array.shape, array.dtype)
 
     def to_host(self, d) -> np.ndarray:

@@ -370,7 +370,7 @@ class _Runner(Thunk):
                         dev[o] = val
                 elif where == "h2d":
                     src = node.inputs[0]
-                    h = np.ascontiguousarray(get_host(src))
+                    h = np.asarray(get_host(src), order="C")
                     o = node.outputs[0]
                     slot = slots.get(o)
                     if slot is not None and slot[2] >= h.nbytes:

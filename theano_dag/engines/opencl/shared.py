@@ -102,7 +102,7 @@ def to_device(value, ctx=None):
     if is_device_array(value):
         return value
     ctx = ctx or get_context()
-    arr = np.ascontiguousarray(value)
+    arr = np.asarray(value, order="C")
     if arr.dtype == np.float16 or arr.dtype.kind not in "biuf":
         raise TypeError(f"to_device: arrays of dtype {arr.dtype} cannot live on the device")
     buf = ctx.upload(arr)

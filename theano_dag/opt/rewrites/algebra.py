@@ -33,7 +33,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import Alloc, alloc, cast
+from theano_dag.tensor.basic import Alloc, alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import Reshape
 
@@ -140,7 +140,14 @@ def local_zero_sub(fgraph, node):
     out = node.outputs[0]
     if not is_const(zero, 0) or out.dtype == "bool":
         return None
-    return tm.neg(cast(x, out.dtype))
+    neg = tm.neg(cast(x, out.dtype))
+    pad = (True,) * (out.ndim - x.ndim)
+    if pad + tuple(x.broadcastable) != tuple(out.broadcastable):
+        # The zeros (x - x's fill, say) may be larger than x: keep their shape, which
+        # fitting the type alone does not (found by the fuzzer: (n, 1) - (n, 1) - (4,)
+        # gave shape (1, 4)).
+        return fill(zero, neg)
+    return neg
 
 
 @canonicalize(_FAST)

@@ -151,7 +151,9 @@ def _dot_steps(node, ctx, scale=False):
         o = outs[0]
         a = scale_name or (ins[2] if scale else None)
         if target is not None:
-            lines = [f"{o} = {dot}({ins[0]}, {ins[1]}, {target})"]
+            # numpy.dot with a 0-d out= fills it but returns a numpy scalar:
+            # bind the block itself so an inplace op after it gets an array.
+            lines = [f"{dot}({ins[0]}, {ins[1]}, {target})", f"{o} = {target}"]
         elif zero_d:
             lines = [f"{o} = {asarray}({dot}({ins[0]}, {ins[1]}))"]
         else:

@@ -446,9 +446,16 @@ def _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
 def _compute_fn(sop, od):
     out_dtypes = [od]
     compute = sop.compute
+    ndarray = np.ndarray
 
     def run(*xs):
-        return compute(list(xs), out_dtypes)[0]
+        r = compute(list(xs), out_dtypes)[0]
+        # A compute may return a view of an input (Second's fill broadcasts it): the
+        # step's value must be an array of its own, which may reach the caller or be
+        # written over by a later step.
+        if r.__class__ is ndarray and (r.base is not None or not r.flags.writeable):
+            r = np.array(r, dtype=od)
+        return r
 
     return run
 

@@ -529,15 +529,27 @@ def _make_emitter(previous):
 
 def _fallback_source(node, steps, k, ctx, fname):
     """Source of ``fname(*arrays, *outs)`` running the numpy steps the engine would
-    have run (ufuncs into fresh scratch arrays, the last one into its ``out``); None
-    when the steps do not allow it (an in-place node, no steps)."""
+    have run; None when the steps do not allow it (an in-place node, no steps).
+
+    The steps run at the memory floor of a chain, as the planner would run them:
+    a step writes over a scratch value of its own that dies there (an input pair it
+    declares in-place) when that value has the output's shape, the step of a
+    kernel output writes into ``out``, and a scratch value is dropped after its
+    last use. So a 40-op chain holds one scratch array, not 40 (issue 18: the
+    first call of a cold cache peaked at 96x the warm one).
+    """
     if not steps or getattr(node.op, "destroy_map", None):
         return None
     names = {node.inputs[p]: f"a{j}" for j, p in enumerate(k.arg_pos)}
     outs = {o: f"o{j}" for j, o in enumerate(node.outputs)}
     copyto = ctx.glob(np.copyto, "copyto")
-    lines = []
-    for st in steps:
+    last = {}
+    for i, st in enumerate(steps):
+        for v in st.inputs:
+            last[v] = i
+    owned = set()  # scratch values this function made: free to overwrite once dead
+    lines = ["_S = o0.shape"]
+    for i, st in enumerate(steps):
         if st.kind == "view" or any(v not in names for v in st.inputs):
             return None
         ins = [names[v] for v in st.inputs]
@@ -545,13 +557,34 @@ def _fallback_source(node, steps, k, ctx, fname):
         for v in st.outputs:
             names[v] = f"t{len(names)}"
             onames.append(names[v])
-        target = None
-        if st.kind == "out" and len(st.outputs) == 1 and st.outputs[0] in outs:
-            target = outs[st.outputs[0]]
-        lines += st.emit(ins, onames, target)
-        for v, n in zip(st.outputs, onames):
-            if v in outs and target is None:
-                lines.append(f"{copyto}({outs[v]}, {n}, casting='unsafe')")
+        single = st.kind == "out" and len(st.outputs) == 1
+        if single and st.outputs[0] in outs:
+            lines += st.emit(ins, onames, outs[st.outputs[0]])
+        else:
+            reuse = None
+            if single:
+                reuse = next(
+                    (p for _, p in st.inplace if st.inputs[p] in owned and last[st.inputs[p]] == i),
+                    None,
+                )
+            if reuse is None:
+                lines += st.emit(ins, onames, None)
+            else:
+                # Only a scratch value of the output's shape can take the result (an
+                # input of a broadcasting step may be smaller).
+                lines.append(f"if {ins[reuse]}.shape == _S:")
+                lines += [f"    {line}" for line in st.emit(ins, onames, ins[reuse])]
+                lines.append("else:")
+                lines += [f"    {line}" for line in st.emit(ins, onames, None)]
+            for v, n in zip(st.outputs, onames):
+                if v in outs:
+                    lines.append(f"{copyto}({outs[v]}, {n}, casting='unsafe')")
+                elif not st.prefer_fresh:
+                    # A computed step may hand back one of its inputs: not scratch.
+                    owned.add(v)
+        dead = sorted({names[v] for v in st.inputs if v in owned and last[v] == i})
+        if dead:
+            lines.append(f"del {', '.join(dead)}")
     if any(o not in names for o in node.outputs):
         return None
     params = [f"a{j}" for j in range(k.nin)] + [f"o{j}" for j in range(k.nout)]
@@ -559,11 +592,17 @@ def _fallback_source(node, steps, k, ctx, fname):
     return f"def {fname}({', '.join(params)}):\n{body}    return 0\n"
 
 
+# From this many output elements on, even a kernel's first call runs the numpy steps
+# (``Elemwise.perform`` keeps every intermediate of the fused graph alive at once).
+COLD_STEPS_MIN_SIZE = 1 << 15
+
+
 class _Fallbacks:
     """The numpy fallbacks of a library's kernels while it compiles: a kernel's first
-    call runs ``Elemwise.perform`` (nothing to prepare: the first result comes
-    soonest); from its second call on, the engine's numpy steps, compiled together
-    for all kernels then (never, when the library was loaded before that)."""
+    call on a small output runs ``Elemwise.perform`` (nothing to prepare: the first
+    result comes soonest); a first call on a large one, and every later call, the
+    engine's numpy steps in place (``_fallback_source``), compiled together for all
+    kernels then (never, when the library was loaded before that)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -579,7 +618,7 @@ class _Fallbacks:
 
         def fallback(*args):
             calls[0] += 1
-            if calls[0] == 1:
+            if calls[0] == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
                 return CKernel.fallback(k, *args)
             self.build()
             return k.fallback(*args)

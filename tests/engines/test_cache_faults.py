@@ -1,0 +1,187 @@
+"""The kernel cache under faults (issue 18, point 3), each made to happen: a truncated
+or overwritten library, a compiler that fails, hangs or is missing, a cache directory
+that cannot be written, two processes compiling the same library at once. In every
+case the function keeps giving numpy's values, with one warning naming the cause."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.config import config
+from theano_dag.engines.cpu.native import cc, ckernel
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GCC = cc.get_toolchain(config.cxx)
+needs_cc = pytest.mark.skipif(GCC is None, reason="no C compiler")
+
+
+def _graph():
+    x = tt.dvector("x")
+    return x, tt.tanh(x) * 3 + tt.exp(-x * x)
+
+
+def _want(v):
+    return np.tanh(v) * 3 + np.exp(-v * v)
+
+
+def _run_sync(**flags):
+    """Compile and call the graph with the build in the caller's thread; the result
+    and the warnings it gave."""
+    v = np.linspace(-2, 2, 50)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with config.change_flags(**flags), ckernel.compile_mode("sync"):
+            x, y = _graph()
+            f = function([x], y)
+            r = f(v)
+            r2 = f(v)
+    np.testing.assert_allclose(r, _want(v), rtol=1e-12)
+    np.testing.assert_allclose(r2, _want(v), rtol=1e-12)
+    return f, [w for w in got if issubclass(w.category, RuntimeWarning)]
+
+
+def _fake_compiler(tmp_path, body):
+    path = tmp_path / "fake-cc"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_failing_compiler_runs_numpy_with_one_warning(tmp_path):
+    cxx = _fake_compiler(tmp_path, 'echo "fake-cc: internal error" >&2; exit 3')
+    f, got = _run_sync(cxx=cxx, compiledir=str(tmp_path / "cache"))
+    assert len(got) == 1, [str(w.message) for w in got]
+    msg = str(got[0].message)
+    assert "C compiler failed (exit 3)" in msg and "fake-cc: internal error" in msg
+    assert not ckernel.wait_for_kernels(f, timeout=0)
+
+
+def test_hanging_compiler_is_killed_after_the_timeout(tmp_path, monkeypatch):
+    marker = tmp_path / "still-running"
+    cxx = _fake_compiler(tmp_path, f"sleep 30; touch {marker}")
+    monkeypatch.setattr(cc, "COMPILE_TIMEOUT_S", 1.0)
+    f, got = _run_sync(cxx=cxx, compiledir=str(tmp_path / "cache"))
+    assert len(got) == 1 and "timed out after 1 s" in str(got[0].message)
+    assert isinstance(f.fn.program.ckernels.error, cc.CompileTimeout)
+    out = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert out.stdout.strip() == "", "the compiler's session was killed"
+
+
+def test_missing_compiler_says_so_once(tmp_path):
+    missing = str(tmp_path / "no-such-cc")
+    _, got = _run_sync(cxx=missing, compiledir=str(tmp_path / "cache"))
+    assert len(got) == 1 and "no-such-cc" in str(got[0].message)
+    assert "not found" in str(got[0].message)
+    _, again = _run_sync(cxx=missing, compiledir=str(tmp_path / "cache"))
+    assert again == []
+
+
+def _read_only_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    if os.access(ro, os.W_OK):  # root writes anyway: /sys takes no new folders
+        ro = "/sys"
+        try:
+            os.makedirs(cc.kernel_dir(ro))
+        except OSError:
+            return ro
+        pytest.skip("no read-only directory to try")
+    return str(ro)
+
+
+@needs_cc
+def test_read_only_cache_runs_numpy_with_one_warning(tmp_path):
+    ro = _read_only_dir(tmp_path)
+    _, got = _run_sync(compiledir=ro)
+    assert len(got) == 1, [str(w.message) for w in got]
+    msg = str(got[0].message)
+    assert "cannot be written" in msg and ro in msg
+
+
+CHILD = """
+import sys, warnings
+sys.path.insert(0, {root!r})
+warnings.simplefilter("always")
+import numpy as np
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.config import config
+from theano_dag.engines.cpu.native import cc, ckernel
+config.compiledir = {cache!r}
+x = tt.dvector("x")
+with ckernel.compile_mode("sync"):
+    f = function([x], tt.tanh(x) * 3 + tt.exp(-x * x))
+    v = np.linspace(-2, 2, 50)
+    r = f(v)
+assert np.allclose(r, np.tanh(v) * 3 + np.exp(-v * v), rtol=1e-12, atol=0)
+assert ckernel.wait_for_kernels(f, timeout=0)
+print("ok", cc.stats["compiles"], cc.stats["cache_hits"], f.fn.program.ckernels.path)
+"""
+
+
+def _child(cache):
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD.format(root=ROOT, cache=str(cache))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return p
+
+
+@needs_cc
+@pytest.mark.parametrize("damage", ["truncate", "overwrite", "no_sum"])
+def test_damaged_library_is_detected_and_built_again(tmp_path, damage):
+    # A truncated library used to kill every later process with a bus error (it is
+    # mapped, then read past its end); an overwritten one loaded garbage.
+    first = _child(tmp_path)
+    assert first.returncode == 0, first.stderr
+    _, compiles, _, path = first.stdout.split()
+    assert compiles == "1" and os.path.exists(path + ".sum")
+    size = os.path.getsize(path)
+    if damage == "truncate":
+        os.truncate(path, size // 3)
+    elif damage == "overwrite":
+        with open(path, "r+b") as fh:
+            fh.seek(size // 2)
+            fh.write(b"\xff" * 64)
+    else:
+        os.unlink(path + ".sum")
+    second = _child(tmp_path)
+    assert second.returncode == 0, second.stderr  # not -7 (SIGBUS)
+    assert second.stdout.split()[1] == "1", "built again"
+    assert second.stderr.count("is damaged") == 1, second.stderr
+    third = _child(tmp_path)
+    assert third.returncode == 0 and third.stdout.split()[1:3] == ["0", "1"], third.stdout
+    assert "damaged" not in third.stderr
+
+
+@needs_cc
+def test_two_processes_compile_one_library_once(tmp_path):
+    # Started together: the file lock makes the second wait for the first's library.
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD.format(root=ROOT, cache=str(tmp_path))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    compiles = sum(int(out.split()[1]) for out, _ in outs)
+    assert compiles == 1
+    names = os.listdir(cc.kernel_dir(str(tmp_path)))
+    suffixes = sorted(n.split(".", 1)[1] for n in names)
+    assert suffixes == ["c", "lock", "so", "so.sum"], names

@@ -1,0 +1,172 @@
+"""Regression tests for issue 18 (reliability): the reproducers of the issue, each as
+it was filed, checked against numpy on every engine that can run it."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad, verify_grad
+
+OPENCL, _WHY = opencl_available()
+needs_opencl = pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_d_dot_into_a_planned_block_is_an_array(dtype):
+    # numpy.dot(u, v, out) returns a numpy scalar for a 0-d out; the inplace add
+    # after it needs the block itself.
+    x = tt.vector("x", dtype=dtype)
+    mode = Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    f = function([x], tt.dot(x, x) + 1, mode=mode)
+    v = np.arange(3, dtype=dtype)
+    for _ in range(2):
+        out = f(v)
+        assert isinstance(out, np.ndarray) and out.shape == ()
+        np.testing.assert_allclose(out, np.dot(v, v) + 1)
+
+
+@needs_opencl
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_opencl_returns_a_copied_zero_d_value(dtype):
+    # A 0-d host value was uploaded as shape (1,) (ascontiguousarray), so the copy
+    # kernel compiled for 0 dimensions was looked up for 1: KeyError 'copy1_double'.
+    s = tt.scalar("s", dtype=dtype)
+    f = function([s], s, mode=Mode(linker="opencl"))
+    out = f(1.5)
+    assert np.asarray(out).shape == () and out == 1.5
+    g = function([s], [s, s * 2], mode=Mode(linker="opencl"))
+    assert [float(o) for o in g(2.0)] == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("op", [tt.maximum, tt.minimum])
+def test_maximum_minimum_gradient_at_a_tie_is_not_doubled(op):
+    # The first input equal to the result takes the gradient (Theano, PyTensor).
+    x = tt.dvector("x")
+    f = function([x], grad(op(x, x).sum(), x))
+    np.testing.assert_array_equal(f(np.array([1.0, -2.0])), [1.0, 1.0])
+    y = tt.dvector("y")
+    gx, gy = grad(op(x, y).sum(), [x, y])
+    g = function([x, y], [gx, gy])
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 5.0])
+    want_x = (op(x, y).eval({x: a, y: b}) == a).astype(float)
+    rx, ry = g(a, b)
+    np.testing.assert_array_equal(rx, want_x)
+    np.testing.assert_array_equal(ry, 1 - want_x)
+    # Away from ties the gradient is the finite-difference one.
+    rng = np.random.default_rng(0)
+    verify_grad(lambda u, w: op(u, w), [rng.random(4), rng.random(4) + 2], rng=rng)
+
+
+# -- the cold first call: while the C library builds, numpy runs at the floor ---------
+
+
+def _chain(y, lib, ops):
+    x = y
+    for k in range(ops):
+        r = k % 4
+        y = y * 0.999 if r == 0 else lib.sin(y) if r == 1 else lib.tanh(y) + x if r == 2 else abs(y)
+    return y
+
+
+@pytest.mark.parametrize("first_call", [True, False])
+def test_cold_call_runs_the_fused_chain_in_place(monkeypatch, first_call):
+    # A library that never finishes building: every call runs the numpy fallback. A
+    # 40-op chain on 2^17 float64 (1 MiB a value) must hold about the output and one
+    # scratch value, not the 40 intermediates Elemwise.perform keeps (issue 18: 96x).
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    x = tt.dvector("x")
+    f = function([x], _chain(x, tt, 40))
+    (lib,) = [f.fn.program.ckernels]
+    assert lib is not None and lib.kernels, "the chain is one fused kernel"
+    v = np.linspace(-1, 1, 1 << 17)
+    want = _chain(v, np, 40)
+    if not first_call:
+        f(v)
+    tracemalloc.start()
+    try:
+        got = f(v)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not lib.kernels[0].ready
+    assert peak < 3.5 * v.nbytes, f"peak {peak / v.nbytes:.1f} values"
+    np.testing.assert_array_equal(v, np.linspace(-1, 1, 1 << 17))  # input intact
+
+
+# -- bugs the fuzzer found (theano_dag/testing/fuzz.py) --------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inc_subtensor_of_a_full_slice_of_a_slice(dtype):
+    # x[:] was x itself, so inc_subtensor(v[1:][:], y) updated v, not v[1:] (fuzzer
+    # seed 1, graph 453: shape (3, 4) where numpy and PyTensor give (2, 4)).
+    v = tt.matrix("v", dtype=dtype)
+    y = tt.scalar("y", dtype=dtype)
+    a = np.arange(12, dtype=dtype).reshape(3, 4)
+    for op, want in ((tt.inc_subtensor, a[1:] + 2), (tt.set_subtensor, np.full((2, 4), 2))):
+        for mode in (None, Mode(linker="py", optimizer=None)):
+            f = function([v, y], op(v[1:][:], y), mode=mode)
+            np.testing.assert_array_equal(f(a, 2), want.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_minus_x_keeps_the_shape_of_the_zeros(dtype):
+    # (v - v) - u -> -u dropped the zeros' shape (fuzzer seed 2, graph 29): (1, 4)
+    # where numpy gives (3, 4).
+    u = tt.vector("u", dtype=dtype)
+    v = tt.TensorType(dtype, shape=(None, 1))("v")
+    a, b = np.arange(4, dtype=dtype), np.ones((3, 1), dtype)
+    for mode in (None, Mode(linker="py", optimizer="fast_run")):
+        f = function([u, v], (v - v) - u, mode=mode)
+        np.testing.assert_array_equal(f(a, b), np.broadcast_to(-a, (3, 4)))
+
+
+def test_a_broadcast_fill_output_is_its_own_array():
+    # u + (m - m) -> a fill of u to m's shape: the CPU engine returned a read-only
+    # broadcast view of the input u (fuzzer seed 2, graph 310).
+    u, m = tt.dvector("u"), tt.dmatrix("m")
+    f = function([u, m], u + (m - m))
+    a = np.arange(4.0)
+    r = f(a, np.ones((3, 4)))
+    np.testing.assert_array_equal(r, np.broadcast_to(a, (3, 4)))
+    assert not np.shares_memory(r, a) and r.flags.writeable
+
+
+def _engine_modes():
+    modes = [("py", Mode(linker="py", optimizer=None)), ("cpu", None)]
+    if OPENCL:
+        modes.append(("opencl", Mode(linker="opencl")))
+    return modes
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_engines_agree_on_non_finite_clip_and_floor_division(dtype):
+    # OpenCL's clip ignored a NaN bound, and its floor(x / y) gave inf for inf // 0.5
+    # and 10 for 1 // 0.1 (numpy: NaN and 9); the C kernels run numpy's divmod too.
+    x, lo, hi, y = (tt.vector("x", dtype=dtype), tt.scalar("lo", dtype=dtype),
+                    tt.scalar("hi", dtype=dtype), tt.vector("y", dtype=dtype))  # fmt: skip
+    xv = np.array([-2.0, 0.5, 3.0, np.nan, np.inf, -np.inf, 1.0, -7.5], dtype)
+    yv = np.array([0.5, 0.1, -0.3, 2.0, 0.5, 0.5, np.inf, -np.inf], dtype)
+    nan = np.array(np.nan, dtype)
+    for name, mode in _engine_modes():
+        with ckernel.compile_mode("sync"):
+            f = function([x, lo, hi, y], [tt.clip(x, lo, hi), x // y], mode=mode)
+            for bounds in ((nan, np.array(1, dtype)), (np.array(0, dtype), nan)):
+                c, d = f(xv, *bounds, yv)
+                np.testing.assert_array_equal(np.asarray(c), np.clip(xv, *bounds), err_msg=name)
+                with np.errstate(all="ignore"):
+                    want = np.floor_divide(xv, yv)
+                np.testing.assert_array_equal(np.asarray(d), want, err_msg=name)

@@ -1,0 +1,106 @@
+"""Threads (issue 18, point 4): one compiled function called from 8 threads at once,
+1,000 calls each, gives every caller the result the sequential calls give, on every
+engine; functions compile in several threads at once."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.compile.sharedvalue import shared
+from theano_dag.config import config
+from theano_dag.engines.opencl.context import opencl_available
+
+THREADS, CALLS = 8, 1000
+OPENCL, _WHY = opencl_available()
+
+ENGINES = [
+    pytest.param(lambda: None, id="cpu"),
+    pytest.param("no_c", id="cpu_without_c"),
+    pytest.param(lambda: Mode(linker="py", optimizer=None), id="py"),
+    pytest.param(
+        lambda: Mode(linker="opencl"),
+        id="opencl",
+        marks=pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}"),
+    ),
+]
+
+
+def _in_threads(work, n=THREADS):
+    """Run ``work(k)`` in ``n`` threads started together; the exceptions raised."""
+    barrier, errors = threading.Barrier(n), []
+
+    def run(k):
+        try:
+            barrier.wait()
+            work(k)
+        except BaseException as e:  # reported to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_function_from_eight_threads(engine):
+    flags = {"cxx": ""} if engine == "no_c" else {}
+    mode = None if engine == "no_c" else engine()
+    with config.change_flags(**flags):
+        x = tt.dvector("x")
+        w = shared(np.linspace(0, 1, 16), name="w")
+        f = function([x], [tt.tanh(x) * w + x.sum(), (x * w).max()], mode=mode)
+        rng = np.random.default_rng(0)
+        ins = [rng.standard_normal(16) + k for k in range(THREADS)]
+        kept = [v.copy() for v in ins]
+        want = [[np.asarray(o).copy() for o in f(v)] for v in ins]
+        wrong = []
+
+        def work(k):
+            for _ in range(CALLS):
+                got = f(ins[k])
+                for g, e in zip(got, want[k]):
+                    if not np.array_equal(np.asarray(g), e):
+                        wrong.append(k)
+
+        errors = _in_threads(work)
+    assert errors == [] and wrong == []
+    for v, k in zip(ins, kept):
+        np.testing.assert_array_equal(v, k)  # inputs intact
+
+
+def test_functions_compile_in_eight_threads_at_once():
+    results = {}
+
+    def work(k):
+        x = tt.dvector("x")
+        f = function([x], tt.exp(x * (k + 1)) - tt.sin(x) / (k + 2))
+        v = np.linspace(-1, 1, 50)
+        results[k] = (f(v), np.exp(v * (k + 1)) - np.sin(v) / (k + 2))
+
+    assert _in_threads(work) == []
+    for k in range(THREADS):
+        np.testing.assert_allclose(*results[k], rtol=1e-12)
+
+
+def test_the_owning_thread_calls_directly_others_get_copies():
+    x = tt.dvector("x")
+    f = function([x], x * 2)
+    np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])
+    assert getattr(f._copies, "function", None) is None  # the owner: f's own storage
+    seen = []
+
+    def work(k):
+        np.testing.assert_array_equal(f(np.full(2, k)), [2.0 * k, 2.0 * k])
+        seen.append(f._copies.function)
+
+    assert _in_threads(work, n=2) == []
+    assert all(c is not f for c in seen) and seen[0] is not seen[1]
