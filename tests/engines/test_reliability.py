@@ -152,6 +152,22 @@ def _engine_modes():
     return modes
 
 
+def test_cold_call_of_a_0d_chain_gives_numpy_scalars_no_out(monkeypatch):
+    # The in-place fallback wrote a step into its dying scratch input; on 0-d values that
+    # input is a numpy scalar, and the ufunc refused it ("return arrays must be of
+    # ArrayType", seen in a fresh clone's CI run: Rop through scan on a cold cache).
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    x, c = tt.dscalar("x"), tt.dscalar("c")
+    y = tt.fma(c, (x + 1) * tt.cos(x), -(c * (x + 2) * tt.sin(x)))
+    f = function([x, c], y)
+    want = 0.7 * ((0.3 + 1) * np.cos(0.3)) - 0.7 * (0.3 + 2) * np.sin(0.3)
+    for _ in range(3):  # the first call runs Elemwise.perform, the next the numpy steps
+        np.testing.assert_allclose(f(0.3, 0.7), want, rtol=1e-14)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_engines_agree_on_non_finite_clip_and_floor_division(dtype):
     # OpenCL's clip ignored a NaN bound, and its floor(x / y) gave inf for inf // 0.5

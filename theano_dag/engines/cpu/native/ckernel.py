@@ -570,9 +570,11 @@ def _fallback_source(node, steps, k, ctx, fname):
             if reuse is None:
                 lines += st.emit(ins, onames, None)
             else:
-                # Only a scratch value of the output's shape can take the result (an
-                # input of a broadcasting step may be smaller).
-                lines.append(f"if {ins[reuse]}.shape == _S:")
+                # Only a scratch array of the output's shape can take the result (an
+                # input of a broadcasting step may be smaller; a 0-d step gives a numpy
+                # scalar, which no ufunc takes as ``out``).
+                nd = ctx.glob(np.ndarray, "ndarray")
+                lines.append(f"if {ins[reuse]}.__class__ is {nd} and {ins[reuse]}.shape == _S:")
                 lines += [f"    {line}" for line in st.emit(ins, onames, ins[reuse])]
                 lines.append("else:")
                 lines += [f"    {line}" for line in st.emit(ins, onames, None)]
