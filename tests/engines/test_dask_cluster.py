@@ -31,6 +31,16 @@ CHUNK = 1 << 20  # elements: 8 MB of float64
 
 
 def _peak_rss():
+    """The worker's own peak resident memory. Not ru_maxrss: Linux carries it across
+    exec, so a worker spawned by a big process (pytest after thousands of tests) starts
+    with its parent's peak; /proc's VmHWM belongs to the worker's own address space."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # not Linux
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
