@@ -320,7 +320,24 @@ callbase_get_guarded(CallBase *self, void *closure)
     return PyBool_FromLong(self->n >= 0);
 }
 
+PyDoc_STRVAR(init_subclass_doc,
+             "A subclass (Function) is called through vectorcall as CallBase is: Python 3.12\n"
+             "gives a heap subclass the flag itself, 3.11 makes the call build a tuple.");
+
+static PyObject *
+callbase_init_subclass(PyObject *cls, PyObject *args, PyObject *kwargs)
+{
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    /* Only where the subclass keeps the base's call (no __call__ of its own): then
+     * tp_vectorcall_offset, always inherited, points at our vectorcall slot. */
+    if (tp->tp_call == PyVectorcall_Call && tp->tp_vectorcall_offset > 0)
+        tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef callbase_methods[] = {
+    {"__init_subclass__", (PyCFunction)(void (*)(void))callbase_init_subclass,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, init_subclass_doc},
     {"_set_entry", (PyCFunction)callbase_set_entry, METH_O, set_entry_doc},
     {"_set_guard", (PyCFunction)(void (*)(void))callbase_set_guard, METH_FASTCALL, set_guard_doc},
     {"_set_owner", (PyCFunction)(void (*)(void))callbase_set_owner, METH_FASTCALL, set_owner_doc},

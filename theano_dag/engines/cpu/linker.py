@@ -21,6 +21,7 @@ that is busy or not built, with numpy's error state set in the caller's own cont
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict
 
@@ -402,11 +403,12 @@ class CPUCall(CallPath):
         self.generated: dict = {}  # signature -> generated call
         # With the C half of the call (callspec.NATIVE_CALL) the generated code is the
         # body of a Guard: the caller checks the explicit inputs and enters ctx, a
-        # Context where numpy ignores floating-point errors (or, when another thread
-        # is in it, sets that in its own). Without it the generated code sets numpy's
-        # error state itself: one shared Context cannot be entered by two threads.
+        # Context where numpy ignores floating-point errors (or, when it is busy, sets
+        # that in its own). Without it the generated code checks its inputs and runs
+        # inside ctx through a C-level partial. Only the thread that owns the function
+        # calls it (Function._call_in_other_thread), so ctx is never entered twice.
         self.guarded = NATIVE_CALL
-        self.ctx = ignoring_context() if self.guarded else None
+        self.ctx = ignoring_context()
         self.cv, self.ignore = errstate_var()
         self._general = self._ignoring(self._first_call)
         self._miss = self._ignoring(self._switch)
@@ -426,7 +428,12 @@ class CPUCall(CallPath):
             )
             self.set_entry(self._general, guard)
             return
-        self.entry = self._general if sig is None else fast
+        if sig is None:
+            self.entry = self._general
+        elif self.ctx is not None:
+            self.entry = functools.partial(self.ctx.run, fast)  # no Python frame added
+        else:
+            self.entry = fast
 
     @staticmethod
     def _ignoring(fn):
