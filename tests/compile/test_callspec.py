@@ -226,6 +226,9 @@ def test_the_c_half_of_the_call_is_built_where_a_compiler_is():
     assert isinstance(f, callspec.CallBase)
     f(np.ones(3))
     assert f._guarded
+    # Called through vectorcall (no argument tuple), also where Python 3.11 would not
+    # give a heap subclass the flag: Py_TPFLAGS_HAVE_VECTORCALL is 1 << 11.
+    assert type(f).__flags__ & (1 << 11)
 
 
 @pytest.mark.parametrize("threads_call", ["guarded", "python"])
