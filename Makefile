@@ -11,7 +11,9 @@ THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
 .PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite fuzz
 
-$(STAMP): pyproject.toml
+# setup.py and callstub.c: the editable install builds the C half of the call in place,
+# so a change to it reinstalls.
+$(STAMP): pyproject.toml setup.py theano_dag/engines/callstub.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,dask]'
