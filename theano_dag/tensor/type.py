@@ -15,6 +15,7 @@ from theano_dag.graph.type import Type
 
 __all__ = [
     "TensorType",
+    "ForeignArrayType",
     "tensor",
     "values_eq_approx_tolerances",
     "int_dtypes",
@@ -389,3 +390,68 @@ for _kind, _bc in _KINDS.items():
         globals()[_name] = _make_constructor(_bc, _dt, _name)
         __all__.append(_name)
 del _kind, _bc, _p, _dt, _name
+
+
+class ForeignArrayType(Type):
+    """A tensor type that also takes arrays an engine keeps elsewhere (an OpenCL device
+    array, a dask array) of the same dtype, rank and known lengths, unconverted; other
+    values go through ``tensor_type``'s filter. Subclasses say which arrays
+    (``is_foreign``), how to name them (``kind``, ``label``) and whether two may share
+    memory.
+
+    >>> class Listy(ForeignArrayType):
+    ...     kind, label = "list", "Listy"
+    ...     @staticmethod
+    ...     def is_foreign(data):
+    ...         return False
+    >>> Listy(TensorType("float64", shape=(None,))).filter([1, 2]).dtype
+    dtype('float64')
+    """
+
+    __props__ = ("tensor_type",)
+    kind = "foreign"  # in messages: "a <kind> array"
+    label = "Foreign"  # in str(): "<label>(TensorType(...))"
+
+    def __init__(self, tensor_type):
+        self.tensor_type = tensor_type
+
+    @staticmethod
+    def is_foreign(data) -> bool:
+        raise NotImplementedError
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        if not self.is_foreign(data):
+            return self.tensor_type.filter(data, strict=strict, allow_downcast=allow_downcast)
+        tt, kind = self.tensor_type, self.kind
+        if data.dtype != np.dtype(tt.dtype):
+            raise TypeError(
+                f"{tt} expected a {kind} array of dtype {tt.dtype}, got one of dtype "
+                f"{data.dtype} ({kind} arrays are not converted)"
+            )
+        if data.ndim != tt.ndim:
+            raise TypeError(
+                f"{tt} expected a {kind} array of {tt.ndim} dimensions, got shape {data.shape}"
+            )
+        for d, (want, got) in enumerate(zip(tt.shape, data.shape)):
+            if want is not None and want != got:
+                raise TypeError(
+                    f"{tt} expected length {want} along dimension {d}, got a {kind} "
+                    f"array of shape {data.shape}"
+                )
+        return data
+
+    def is_valid_value(self, data) -> bool:
+        try:
+            self.filter(data, strict=True)
+            return True
+        except (TypeError, ValueError):
+            return False
+
+    def may_share_memory(self, a, b) -> bool:
+        return self.tensor_type.may_share_memory(a, b)
+
+    def values_eq_approx(self, a, b):
+        return self.tensor_type.values_eq_approx(a, b)
+
+    def __str__(self):
+        return f"{self.label}({self.tensor_type})"

@@ -18,13 +18,13 @@ import numpy as np
 from theano_dag.engines.basic import Container
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array, require
-from theano_dag.graph.type import Type
 from theano_dag.tensor.sharedvar import TensorSharedVariable, tensor_type_for
+from theano_dag.tensor.type import ForeignArrayType
 
 __all__ = ["DaskInputType", "DaskSharedVariable", "dask_shared", "dask_shared_constructor"]
 
 
-class DaskInputType(Type):
+class DaskInputType(ForeignArrayType):
     """A tensor type that also accepts dask arrays of the same dtype and rank.
 
     >>> import theano_dag.tensor as tt
@@ -33,38 +33,8 @@ class DaskInputType(Type):
     dtype('float64')
     """
 
-    __props__ = ("tensor_type",)
-
-    def __init__(self, tensor_type):
-        self.tensor_type = tensor_type
-
-    def filter(self, data, strict=False, allow_downcast=None):
-        if is_dask_array(data):
-            tt = self.tensor_type
-            if data.dtype != np.dtype(tt.dtype):
-                raise TypeError(
-                    f"{tt} expected a dask array of dtype {tt.dtype}, got one of dtype "
-                    f"{data.dtype} (dask arrays are not converted)"
-                )
-            if data.ndim != tt.ndim:
-                raise TypeError(
-                    f"{tt} expected a dask array of {tt.ndim} dimensions, got shape {data.shape}"
-                )
-            for d, (want, got) in enumerate(zip(tt.shape, data.shape)):
-                if want is not None and want != got:
-                    raise TypeError(
-                        f"{tt} expected length {want} along dimension {d}, got a dask "
-                        f"array of shape {data.shape}"
-                    )
-            return data
-        return self.tensor_type.filter(data, strict=strict, allow_downcast=allow_downcast)
-
-    def is_valid_value(self, data) -> bool:
-        try:
-            self.filter(data, strict=True)
-            return True
-        except (TypeError, ValueError):
-            return False
+    kind, label = "dask", "Dask"
+    is_foreign = staticmethod(is_dask_array)
 
     def may_share_memory(self, a, b) -> bool:
         # Dask arrays are immutable: nothing a function does can change one.
@@ -74,9 +44,6 @@ class DaskInputType(Type):
 
     def values_eq_approx(self, a, b):
         return self.tensor_type.values_eq_approx(np.asarray(a), np.asarray(b))
-
-    def __str__(self):
-        return f"Dask({self.tensor_type})"
 
 
 class DaskSharedVariable(TensorSharedVariable):

@@ -21,8 +21,8 @@ from theano_dag.config import config
 from theano_dag.engines.basic import Container
 from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
-from theano_dag.graph.type import Type
 from theano_dag.tensor.sharedvar import TensorSharedVariable, tensor_type_for
+from theano_dag.tensor.type import ForeignArrayType
 
 __all__ = [
     "DeviceInputType",
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-class DeviceInputType(Type):
+class DeviceInputType(ForeignArrayType):
     """A tensor type that also accepts device arrays of the same dtype and rank.
 
     >>> import theano_dag.tensor as tt
@@ -43,39 +43,8 @@ class DeviceInputType(Type):
     dtype('float64')
     """
 
-    __props__ = ("tensor_type",)
-
-    def __init__(self, tensor_type):
-        self.tensor_type = tensor_type
-
-    def filter(self, data, strict=False, allow_downcast=None):
-        if is_device_array(data):
-            tt = self.tensor_type
-            if data.dtype != np.dtype(tt.dtype):
-                raise TypeError(
-                    f"{tt} expected a device array of dtype {tt.dtype}, got one of dtype "
-                    f"{data.dtype} (device arrays are not converted)"
-                )
-            if data.ndim != tt.ndim:
-                raise TypeError(
-                    f"{tt} expected a device array of {tt.ndim} dimensions, got shape "
-                    f"{data.shape}"
-                )
-            for d, (want, got) in enumerate(zip(tt.shape, data.shape)):
-                if want is not None and want != got:
-                    raise TypeError(
-                        f"{tt} expected length {want} along dimension {d}, got a device "
-                        f"array of shape {data.shape}"
-                    )
-            return data
-        return self.tensor_type.filter(data, strict=strict, allow_downcast=allow_downcast)
-
-    def is_valid_value(self, data) -> bool:
-        try:
-            self.filter(data, strict=True)
-            return True
-        except (TypeError, ValueError):
-            return False
+    kind, label = "device", "Device"
+    is_foreign = staticmethod(is_device_array)
 
     def may_share_memory(self, a, b) -> bool:
         if is_device_array(a) or is_device_array(b):
@@ -85,12 +54,6 @@ class DeviceInputType(Type):
                 and a.base_data.int_ptr == b.base_data.int_ptr
             )
         return self.tensor_type.may_share_memory(a, b)
-
-    def values_eq_approx(self, a, b):
-        return self.tensor_type.values_eq_approx(a, b)
-
-    def __str__(self):
-        return f"Device({self.tensor_type})"
 
 
 def to_device(value, ctx=None):
