@@ -21,6 +21,7 @@ from theano_dag.engines import callspec
 from theano_dag.engines.basic import PerformLinker, WrapLinker
 from theano_dag.engines.callspec import CallPath, CallSpec, PlainCall, Thunk
 from theano_dag.engines.cpu import CPULinker
+from theano_dag.engines.cpu import linker as cpu_linker
 from theano_dag.engines.cpu.linker import CPUCall
 from theano_dag.graph.fg import FunctionGraph
 
@@ -79,7 +80,7 @@ def call_half(request, monkeypatch):
     if request.param == "guarded" and not callspec.NATIVE_CALL:
         pytest.skip("the C half of the call (engines/callstub.c) is not built")
     if request.param == "python":
-        monkeypatch.setattr("theano_dag.engines.cpu.linker.NATIVE_CALL", False)
+        monkeypatch.setattr(cpu_linker, "NATIVE_CALL", False)
     return request.param
 
 
@@ -239,7 +240,7 @@ def test_calls_from_many_threads_each_get_their_own_result(threads_call, monkeyp
     if threads_call == "guarded" and not callspec.NATIVE_CALL:
         pytest.skip("the C half of the call is not built")
     if threads_call == "python":
-        monkeypatch.setattr("theano_dag.engines.cpu.linker.NATIVE_CALL", False)
+        monkeypatch.setattr(cpu_linker, "NATIVE_CALL", False)
     x = tt.dvector("x")
     f = function([x], tt.exp(x) * 2 - tt.log(x), mode=cpu())
     errors, wrong = [], []

@@ -52,27 +52,47 @@ __all__ = ["build_core", "build_fast", "err_off", "err_on", "CODE_CACHE"]
 CODE_CACHE: dict = {}
 
 
-def _errstate_hooks():
-    """Cheap enter/exit of ``np.errstate(all='ignore')`` (numpy >= 2 keeps it in a ContextVar)."""
-    try:
+def _errstate_var():
+    try:  # numpy >= 2 keeps its error state in a ContextVar
         from numpy._core import umath
 
         cv = umath._extobj_contextvar
-        with np.errstate(all="ignore"):
-            ignore = cv.get()
-        # Both are C calls: no Python frame on the hot path.
-        return functools.partial(cv.set, ignore), cv.reset
     except (ImportError, AttributeError):
+        return None, None
+    with np.errstate(all="ignore"):
+        return cv, cv.get()
 
-        def off():
-            es = np.errstate(all="ignore")
-            es.__enter__()
-            return es
 
-        def on(es):
-            es.__exit__(None, None, None)
+_CV, _IGNORE = _errstate_var()
 
-        return off, on
+
+def errstate_var():
+    """numpy's error-state ``ContextVar`` and its value that ignores every error, or
+    ``(None, None)`` when numpy keeps its error state elsewhere (numpy < 2).
+
+    >>> import numpy as np
+    >>> cv, ignore = errstate_var()
+    >>> cv is None or cv.get() is not ignore
+    True
+    """
+    return _CV, _IGNORE
+
+
+def _errstate_hooks():
+    """Cheap enter/exit of ``np.errstate(all='ignore')``."""
+    if _CV is not None:
+        # Both are C calls: no Python frame on the hot path.
+        return functools.partial(_CV.set, _IGNORE), _CV.reset
+
+    def off():
+        es = np.errstate(all="ignore")
+        es.__enter__()
+        return es
+
+    def on(es):
+        es.__exit__(None, None, None)
+
+    return off, on
 
 
 err_off, err_on = _errstate_hooks()
@@ -90,36 +110,11 @@ def ignoring_context():
     >>> ctx is None or ctx.run(np.geterr)["divide"]
     'ignore'
     """
-    try:
-        from numpy._core import umath
-
-        cv = umath._extobj_contextvar
-    except (ImportError, AttributeError):
+    if _CV is None:
         return None
     ctx = contextvars.copy_context()
-    with np.errstate(all="ignore"):
-        ignore = cv.get()
-    ctx.run(cv.set, ignore)
+    ctx.run(_CV.set, _IGNORE)
     return ctx
-
-
-def errstate_var():
-    """numpy's error-state ``ContextVar`` and its value that ignores every error, or
-    ``(None, None)`` when numpy keeps its error state elsewhere (numpy < 2).
-
-    >>> import numpy as np
-    >>> cv, ignore = errstate_var()
-    >>> cv is None or cv.get() is not ignore
-    True
-    """
-    try:
-        from numpy._core import umath
-
-        cv = umath._extobj_contextvar
-    except (ImportError, AttributeError):
-        return None, None
-    with np.errstate(all="ignore"):
-        return cv, cv.get()
 
 
 # Distinct sources kept compiled (and their text kept for tracebacks).
