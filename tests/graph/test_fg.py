@@ -119,12 +119,30 @@ def test_input_given_twice():
         FunctionGraph([x, y, x], [op1(x, y)])
 
 
-def test_input_with_owner_is_refused():
+def test_input_with_owner_is_refused_without_clone():
     x, _, _ = xyz()
     a = op1(x)
     a.name = "a"
     with pytest.raises(ValueError, match=r"Input a \(position 0\) is the output of op1\(x\)"):
-        FunctionGraph([a], [op2(a)])
+        FunctionGraph([a], [op2(a)], clone=False)
+    with pytest.raises(ValueError, match=r"is the output of op1\(x\)"):
+        FunctionGraph([a], [op2(a)], copy_inputs=False)
+
+
+def test_input_with_owner_is_cut_when_cloned():
+    # Theano's contract: the clone of an owned input is a fresh input, so the graph
+    # above it is not part of the FunctionGraph (and x is not needed).
+    x, _, _ = xyz()
+    a = op1(x)
+    a.name = "a"
+    out = op2(a)
+    fg = FunctionGraph([a], [out])
+    (new_a,) = fg.inputs
+    assert new_a is not a and new_a.owner is None and new_a.name == "a"
+    assert fg.outputs[0].owner.inputs == [new_a]
+    assert len(fg.apply_nodes) == 1
+    assert a.owner is not None and out.owner.inputs[0] is a  # the user's graph is untouched
+    fg.check_integrity()
 
 
 def test_non_variable_inputs_and_outputs():
@@ -547,7 +565,7 @@ def test_toposort_cache_follows_changes():
 def test_check_integrity_detects_corruption():
     fg, (x, y, z, a, b, e) = build_abc()
     fg.clients[a].append((b.owner, 1))
-    with pytest.raises(IntegrityError, match="Inconsistent clients of a"):
+    with pytest.raises(IntegrityError, match="Inconsistent clients list: a"):
         fg.check_integrity()
     fg, (x, y, z, a, b, e) = build_abc()
     fg.apply_nodes.discard(b.owner)

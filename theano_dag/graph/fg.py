@@ -14,6 +14,7 @@ import pickle
 import warnings
 from time import perf_counter
 
+from theano_dag.config import config
 from theano_dag.graph.basic import (
     Apply,
     Constant,
@@ -24,8 +25,19 @@ from theano_dag.graph.basic import (
     io_toposort,
     vars_between,
 )
-from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, ReplaceValidate
-from theano_dag.graph.utils import InconsistencyError, copy_stack_trace, get_stack_trace
+from theano_dag.graph.toolbox import (
+    AlreadyThere,
+    BadOptimization,
+    Feature,
+    InputReorder,
+    ReplaceValidate,
+)
+from theano_dag.graph.utils import (
+    InconsistencyError,
+    TestValueError,
+    copy_stack_trace,
+    get_stack_trace,
+)
 
 __all__ = [
     "FunctionGraph",
@@ -89,10 +101,13 @@ class FunctionGraph:
                     f"of the FunctionGraph; each input must appear once"
                 )
             seen.add(var)
-            if var.owner is not None:
+            # Cloning (with its inputs copied) cuts the graph at an owned input: the
+            # copy has no owner, as in Theano. Without a copy it cannot be an input.
+            if var.owner is not None and not (clone and clone_kwds.get("copy_inputs", True)):
                 raise ValueError(
                     f"Input {var} (position {k}) is the output of {var.owner}; the inputs of "
-                    f"a FunctionGraph must have no owner (clone the graph or use its inputs)"
+                    f"a FunctionGraph built with clone=False must have no owner (clone the "
+                    f"graph or use its inputs)"
                 )
         if clone:
             equiv = clone_get_equiv(inputs, outputs, **clone_kwds)
@@ -332,6 +347,9 @@ class FunctionGraph:
             if missing:
                 if not import_missing:
                     var, node, j = missing[0]
+                    if hasattr(var.type, "why_null"):
+                        # A NullType gradient reached the graph: say why, as Theano does.
+                        raise TypeError(f"Computation graph contains a NaN. {var.type.why_null}")
                     target = _describe_target(needed_by, roots[0])
                     where = f", input {j} of {node}," if node is not None else ""
                     raise MissingInputError(
@@ -510,6 +528,8 @@ class FunctionGraph:
             ):
                 _check_same_type(var, new_var, reason)
             new_var = converted
+        if config.compute_test_value != "off":
+            _check_test_value_shapes(var, new_var)
         if var not in self.variables:
             raise ValueError(
                 f"Cannot replace {var}: it does not belong to this FunctionGraph "
@@ -872,12 +892,38 @@ def _is_super(t, other) -> bool:
     return bool(is_super(other)) if is_super is not None else False
 
 
-def _check_same_type(old, new, reason):
-    if old.type != new.type:
-        raise TypeError(
+class ReplacementTypeError(BadOptimization, TypeError):
+    """A replacement whose type is not (and cannot be converted to) the replaced one's:
+    a TypeError, and Theano's BadOptimization (what its ``replace`` raises)."""
+
+    def __init__(self, old, new, reason):
+        super().__init__(old, new, reason=reason)
+        self.args = (
             f"The type of the replacement must be the same as the type of the original "
             f"Variable: cannot replace {old} of type {old.type} by {new} of type {new.type}"
-            f" (reason: {reason})"
+            f" (reason: {reason})",
+        )
+
+    def __str__(self):
+        return self.args[0]
+
+
+def _check_same_type(old, new, reason):
+    if old.type != new.type:
+        raise ReplacementTypeError(old, new, reason)
+
+
+def _check_test_value_shapes(var, new_var):
+    # With test values on, a replacement must keep the test value's shape (Theano's check).
+    try:
+        old_value, new_value = var.get_test_value(), new_var.get_test_value()
+    except TestValueError:
+        return
+    old_shape, new_shape = getattr(old_value, "shape", None), getattr(new_value, "shape", None)
+    if old_shape != new_shape:
+        raise AssertionError(
+            "The replacement variable has a test value with a shape different from the "
+            f"original variable's test value. Original: {old_shape}, new: {new_shape}"
         )
 
 
@@ -899,6 +945,12 @@ def check_integrity(fgraph):
             f"The nodes are inappropriately cached. missing: "
             f"{_few(nodes - fgraph.apply_nodes)}, in excess: {_few(fgraph.apply_nodes - nodes)}"
         )
+    # Theano's checks and messages first (its tests match them), then our own.
+    for node in nodes:
+        for i, inp in enumerate(node.inputs):
+            have = fgraph.clients.get(inp, [])
+            if not any(c is node and j == i for c, j in have):
+                raise IntegrityError(f"Inconsistent clients list {(node, i)} in {have}")
     variables = set(vars_between(fgraph.inputs, fgraph.outputs))
     variables.update(fgraph.inputs)
     if fgraph.variables != variables:
@@ -907,9 +959,22 @@ def check_integrity(fgraph):
             f"{_few(variables - fgraph.variables)}, in excess: "
             f"{_few(fgraph.variables - variables)}"
         )
+    inputs = set(fgraph.inputs)
+    for var in variables:
+        if var.owner is None and var not in inputs and not isinstance(var, Constant):
+            raise IntegrityError(f"Undeclared input: {var}")
+        for node, i in fgraph.clients.get(var, []):
+            if _is_output(node):
+                if i >= len(fgraph.outputs) or fgraph.outputs[i] is not var:
+                    raise IntegrityError(f"Inconsistent clients list: {var}, output {i}")
+                continue
+            if node not in nodes:
+                raise IntegrityError(f"Client not in FunctionGraph: {var}, {(node, i)}")
+            if node.inputs[i] is not var:
+                raise IntegrityError(f"Inconsistent clients list: {var}, {node.inputs[i]}")
     if set(fgraph.clients) != variables:
         raise IntegrityError(
-            f"The clients are kept for the wrong variables. missing: "
+            f"Inconsistent clients list: the clients are kept for the wrong variables. missing: "
             f"{_few(variables - set(fgraph.clients))}, in excess: "
             f"{_few(set(fgraph.clients) - variables)}"
         )
@@ -919,10 +984,7 @@ def check_integrity(fgraph):
             expected[inp].append((node, i))
     for k, out in enumerate(fgraph.outputs):
         expected[out].append(("output", k))
-    inputs = set(fgraph.inputs)
     for var in variables:
-        if var.owner is None and var not in inputs and not isinstance(var, Constant):
-            raise IntegrityError(f"Undeclared input: {var}")
         have = fgraph.clients[var]
         if len(have) != len(expected[var]) or set(map(_client_key, have)) != set(
             map(_client_key, expected[var])

@@ -13,6 +13,7 @@ import pdb
 import pickle
 import sys
 import warnings
+from copy import deepcopy
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, NoParams, Variable
@@ -52,9 +53,12 @@ def compute_test_value(node: Apply) -> None:
     """
     storage_map: dict = {}
     compute_map: dict = {}
+    # An input the op destroys gets a copy: its test value belongs to its variable.
+    destroyed = {i for positions in getattr(node.op, "destroy_map", {}).values() for i in positions}
     for i, inp in enumerate(node.inputs):
         try:
-            storage_map[inp] = [inp.get_test_value()]
+            value = inp.get_test_value()
+            storage_map[inp] = [deepcopy(value) if i in destroyed else value]
         except TestValueError:
             msg = (
                 f"Cannot compute test value: input {i} ({inp}) of Op {node.op} "
@@ -160,6 +164,8 @@ class Op(MetaObject):
             raise NotImplementedError(f"{type(self).__name__} must define make_node")
         if len(inputs) != len(itypes):
             raise ValueError(f"{self} expects {len(itypes)} inputs, got {len(inputs)}")
+        # Theano's ``tt.dmatrix`` is a type; ours is a constructor: take what it makes.
+        itypes = [t if isinstance(t, Type) else t().type for t in itypes]
         checked = []
         for k, (inp, t) in enumerate(zip(inputs, itypes)):
             if not isinstance(inp, Variable) or inp.type != t:
@@ -337,9 +343,13 @@ class COp(Op):
         # the node, so graphs holding COps still pickle.
         _C_RUNNER[0](self, node)(inputs, output_storage)
 
+    def _has_c_code(self):
+        return type(self).c_code is not COp.c_code
+
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
-        """A thunk running the C code on the node's cells (whatever ``perform`` is)."""
-        if _C_RUNNER[0] is None:
+        """A thunk running the C code on the node's cells (whatever ``perform`` is); a
+        COp with no ``c_code`` runs its ``perform``, as Theano falls back to Python."""
+        if _C_RUNNER[0] is None or not self._has_c_code():
             return super().make_py_thunk(node, storage_map, compute_map, no_recycling, debug)
         run = _C_RUNNER[0](self, node)
         node_in = [storage_map[r] for r in node.inputs]

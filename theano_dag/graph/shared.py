@@ -124,6 +124,13 @@ class SharedVariable(Variable):
         value = self.container.value
         return value if borrow else _copy.deepcopy(value)
 
+    def get_test_value(self):
+        """The test value of a shared variable is its value (a copy), unless a
+        ``tag.test_value`` was set: ``compute_test_value`` needs no tag on it."""
+        if self._tag is not None and hasattr(self._tag, "test_value"):
+            return self._tag.test_value
+        return self.get_value(borrow=False)
+
     def set_value(self, new_value, borrow=False):
         """Set the value (filtered through the type). ``borrow=True`` keeps ``new_value``
         itself when the type allows, so later changes to it are seen by the functions."""

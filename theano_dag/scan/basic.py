@@ -8,8 +8,10 @@ from collections import OrderedDict
 import numpy as np
 
 from theano_dag import tensor as tt
+from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable, clone_replace, graph_inputs
 from theano_dag.graph.shared import SharedVariable
+from theano_dag.graph.utils import TestValueError
 from theano_dag.scan.op import Scan
 
 __all__ = ["scan", "until"]
@@ -90,6 +92,18 @@ def _placeholder(var, name):
     new = var.type()
     new.name = name
     return new
+
+
+def _give_test_value(inner, outer, pick=lambda v: v):
+    """Tag the step function's free variable ``inner`` with ``pick`` of ``outer``'s test
+    value, as Theano's scan does: the step graph then gets test values while it is built."""
+    if config.compute_test_value == "off":
+        return
+    try:
+        value = outer.get_test_value()
+    except TestValueError:
+        return
+    inner.tag.test_value = pick(np.asarray(value) if not isinstance(value, np.ndarray) else value)
 
 
 def _row(x):
@@ -195,6 +209,7 @@ def scan(
         lengths.append(x.shape[0] - (hi - lo))
         for tap in taps:
             row = _row(x)
+            _give_test_value(row, x, lambda v, i=tap - lo: v[i])
             if x.name:
                 row.name = f"{x.name}[t{tap:+d}]" if tap else f"{x.name}[t]"
             args.append(row)
@@ -233,6 +248,11 @@ def scan(
         rows = []
         for tap in taps:
             r = row_type_of()
+            if taps == [-1]:
+                _give_test_value(r, init)
+            else:
+                first = tap - min(taps)
+                _give_test_value(r, init, lambda v, i=first: v[i])
             if init.name:
                 r.name = f"{init.name}[t{tap:+d}]"
             rows.append(r)
@@ -243,6 +263,8 @@ def scan(
     for v in given_nonseqs:
         # Shared variables are passed as themselves: fn may return updates keyed by them.
         h = v if isinstance(v, SharedVariable) else _placeholder(v, v.name)
+        if h is not v:
+            _give_test_value(h, v)
         nonseq_holders.append(h)
         args.append(h)
 

@@ -23,6 +23,7 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.engines.cpu.native.cc import compile_library, get_toolchain, kernel_dir
 from theano_dag.graph.op import register_c_runner
+from theano_dag.scalar.basic import ScalarType
 
 __all__ = ["c_source", "make_runner"]
 
@@ -37,6 +38,16 @@ def _is_tensor(var) -> bool:
 
 
 def _declare(var, cname: str, is_input: bool, j: int) -> list:
+    if isinstance(var.type, ScalarType):
+        # Theano's scalars are C values (``npy_int32 V1``), passed as 0-d arrays.
+        dtype = np.dtype(var.type.dtype)
+        lines = [f"typedef npy_{dtype.name} dtype_{cname};", f"npy_{dtype.name} {cname} = 0;"]
+        if is_input:
+            lines.append(
+                f"{cname} = *(npy_{dtype.name}*)PyArray_DATA("
+                f"(PyArrayObject*)PyList_GET_ITEM(td_ins, {j}));"
+            )
+        return lines
     if not _is_tensor(var):
         if is_input:
             return [f"PyObject* {cname} = PyList_GET_ITEM(td_ins, {j});"]
@@ -91,6 +102,17 @@ def c_source(op, node) -> str:
     cleanup = op.c_code_cleanup(node, name, ins, outs, sub)
     set_outputs = []
     for k, cname in enumerate(outs):
+        if isinstance(node.outputs[k].type, ScalarType):
+            num = np.dtype(node.outputs[k].type.dtype).num
+            set_outputs += [
+                "if (!td_failed) {",
+                f"    PyObject* td_s{k} = PyArray_SimpleNew(0, NULL, {num});",
+                f"    if (td_s{k} == NULL) td_failed = 1;",
+                f"    else {{ *(dtype_{cname}*)PyArray_DATA((PyArrayObject*)td_s{k}) = {cname};",
+                f"           PyList_SetItem(td_outs, {k}, td_s{k}); }}",
+                "}",
+            ]
+            continue
         set_outputs += [
             f"if ({cname} == NULL) {{ Py_INCREF(Py_None); "
             f"PyList_SetItem(td_outs, {k}, Py_None); }}",
@@ -173,18 +195,25 @@ def _build(op, node):
     fn.argtypes = [ctypes.py_object, ctypes.py_object]
     fn.restype = ctypes.c_int
     tensor_in = [_is_tensor(v) for v in node.inputs]
+    scalar_in = [
+        np.dtype(v.type.dtype) if isinstance(v.type, ScalarType) else None for v in node.inputs
+    ]
+    scalar_out = [isinstance(v.type, ScalarType) for v in node.outputs]
     n_out = len(node.outputs)
     label = f"{op} ({type(op).__name__}.c_code)"
 
     def run(inputs, output_storage, _lib=lib):
-        ins = [np.asarray(x) if t else x for x, t in zip(inputs, tensor_in)]
+        ins = [
+            np.asarray(x, dtype=d) if d is not None else np.asarray(x) if t else x
+            for x, t, d in zip(inputs, tensor_in, scalar_in)
+        ]
         outs = [cell[0] for cell in output_storage]
         if fn(ins, outs) != 0:
             raise RuntimeError(f"{label} failed without setting a Python exception")
         for j in range(n_out):
             if outs[j] is None:
                 raise RuntimeError(f"{label} left output {j} NULL")
-            output_storage[j][0] = outs[j]
+            output_storage[j][0] = outs[j][()] if scalar_out[j] else outs[j]
 
     return run
 
