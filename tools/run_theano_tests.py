@@ -35,7 +35,7 @@ MODULES = {
     "theano.graph.opt_utils": "theano_dag.graph.rewriting",
     "theano.link.basic": "theano_dag.engines.basic",
     "theano.link.utils": "theano_dag.engines.basic",
-    "theano.tensor.opt": "theano_dag.opt",
+    "theano.tensor.opt": "theano_dag.opt.tensor_opt",
     "theano.tensor.var": "theano_dag.tensor.variable",
     "theano.tensor.type_other": "theano_dag.tensor.type_other",
     "theano.gradient": "theano_dag.gradient",

@@ -10,12 +10,14 @@ import theano_dag.tensor as tt
 from theano_dag import scalar
 from theano_dag.compile import Mode
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply
+from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.null_type import NullType
 from theano_dag.graph.op import COp, Op
+from theano_dag.graph.rewriting import pre_constant_merge, pre_greedy_local_optimizer
 from theano_dag.graph.toolbox import BadOptimization
 from theano_dag.graph.type import Type
+from theano_dag.opt.tensor_opt import constant_folding
 
 
 class _Any(Type):
@@ -199,3 +201,31 @@ def test_cop_without_c_code_runs_its_perform():
     thunk = o.owner.op.make_thunk(o.owner, storage, computed, no_recycling=[])
     thunk()
     assert storage[o][0] == 4 and computed[o][0]
+
+
+def test_pre_constant_merge_keeps_the_first_constant_depth_first():
+    x, y = _Any()("x"), _Any()("y")
+    c1, c2 = Constant(_Any(), 1, "c1"), Constant(_Any(), 1, "c1")
+    inner = _F()(c1, x)
+    out = _F()(inner, y, c2)
+    # The first input's graph is searched before the later inputs, as Theano recurses.
+    assert pre_constant_merge(FunctionGraph([], []), out) == [out]
+    assert out.owner.inputs[2] is c1
+
+
+def test_constant_folding_passes_a_copy_of_the_cell_list():
+    class Rebinds(Op):
+        # Rebinds the cell instead of filling it: the output is left None, as in Theano.
+        __props__ = ()
+
+        def make_node(self, *xs):
+            return Apply(self, list(xs), [_Any()()])
+
+        def perform(self, node, inputs, out):
+            out[0] = [sum(inputs)]
+
+    c1, c2 = Constant(_Any(), 1), Constant(_Any(), 2)
+    folded = pre_greedy_local_optimizer(
+        FunctionGraph([], []), [constant_folding], Rebinds()(c1, c2)
+    )
+    assert folded.owner is None and folded.data is None

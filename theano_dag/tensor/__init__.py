@@ -23,6 +23,7 @@ from theano_dag.tensor import (  # noqa: E402, F401
     sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
     signal,
     slinalg,
+    type_other,  # noqa: F401 (Theano's tensor.type_other.NoneConst)
     xlogx,
 )
 from theano_dag.tensor.basic import *  # noqa: F403

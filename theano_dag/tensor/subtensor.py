@@ -417,10 +417,15 @@ class AdvancedSubtensor(Op):
 
     __props__ = ("idx_list",)
 
-    def __init__(self, idx_list):
-        self.idx_list = tuple(tuple(e) for e in idx_list)
+    def __init__(self, idx_list=None):
+        # None: Theano's ``AdvancedSubtensor()``, whose make_node reads the index kinds
+        # from its arguments (a constant slice among them) and makes the node of the op
+        # with that idx_list.
+        self.idx_list = None if idx_list is None else tuple(tuple(e) for e in idx_list)
 
     def __str__(self):
+        if self.idx_list is None:
+            return "AdvancedSubtensor"
         return f"AdvancedSubtensor{{{_idx_str(self.idx_list)}}}"
 
     __repr__ = __str__
@@ -458,6 +463,13 @@ class AdvancedSubtensor(Op):
         return adv_nd + n_slices + (x.ndim - consumed), contiguous
 
     def make_node(self, x, *idx_inputs):
+        if self.idx_list is None:
+            args = [
+                a.data if isinstance(a, Constant) and isinstance(a.data, slice) else a
+                for a in idx_inputs
+            ]
+            idx_list, inputs = _adv_split(args, "AdvancedSubtensor")
+            return AdvancedSubtensor(idx_list).make_node(x, *inputs)
         x = as_tensor_variable(x)
         idx_inputs = [as_tensor_variable(i) for i in idx_inputs]
         ndim, _ = self._layout(x, idx_inputs)

@@ -108,7 +108,9 @@ def report_failure(exc: BaseException, optimizer, node=None, policy: str | None 
     >>> print(w[0].message)
     Optimization my_rule failed and was rolled back: ValueError: boom ...
     """
-    if isinstance(exc, _always_raise()):
+    # A replacement of the wrong type is BadOptimization in Theano's replace, but it is
+    # a rewrite's mistake caught before any change (a TypeError too): the policy applies.
+    if isinstance(exc, _always_raise()) and not isinstance(exc, TypeError):
         raise exc
     policy = policy or config.on_opt_error
     if policy == "raise":

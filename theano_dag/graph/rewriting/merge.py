@@ -15,7 +15,7 @@ import sys
 import time
 from collections import deque
 
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.fg import InconsistencyError
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.toolbox import AlreadyThere, Feature
@@ -244,30 +244,41 @@ def pre_constant_merge(fgraph, variables):
     """Merge equal constants inside the (not yet imported) graphs of ``variables``.
 
     Used by rewrites that build many nodes at once; graphs already in ``fgraph`` are not
-    touched. Changes the new nodes' inputs in place and returns the variables.
+    touched. Changes the new nodes' inputs in place and returns the variables (a list,
+    also for one variable, as Theano's does).
     """
     seen: set = set()
     by_key: dict = {}
-    single = not isinstance(variables, (list, tuple))
-    todo = [variables] if single else list(variables)
+    todo = [variables] if isinstance(variables, Variable) else list(variables)
     out = []
+
+    def fresh(node):
+        return node is not None and node not in fgraph.apply_nodes and node not in seen
+
+    # Depth first in input order (an input's whole graph before the next input), as
+    # Theano's recursion goes: the first constant met of each value is the one kept.
     for root in todo:
-        stack = [root]
-        while stack:
-            var = stack.pop()
-            node = var.owner
-            if node is None or node in fgraph.apply_nodes or node in seen:
-                continue
-            seen.add(node)
-            for i, inp in enumerate(node.inputs):
+        if isinstance(root, Constant):
+            key = constant_key(root)
+            root = by_key.setdefault(key, root) if key is not None else root
+        elif fresh(root.owner):
+            seen.add(root.owner)
+            stack = [(root.owner, 0)]
+            while stack:
+                node, i = stack.pop()
+                if i == len(node.inputs):
+                    continue
+                stack.append((node, i + 1))
+                inp = node.inputs[i]
                 if isinstance(inp, Constant):
                     key = constant_key(inp)
                     if key is not None:
                         node.inputs[i] = by_key.setdefault(key, inp)
-                else:
-                    stack.append(inp)
+                elif fresh(inp.owner):
+                    seen.add(inp.owner)
+                    stack.append((inp.owner, 0))
         out.append(root)
-    return out[0] if single else out
+    return out
 
 
 def use_graph_constants(fgraph, variables):

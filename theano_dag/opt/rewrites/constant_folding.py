@@ -58,7 +58,9 @@ class ConstantFolding(LocalOptimizer):
             return False
         storage = [[None] for _ in node.outputs]
         try:
-            op.perform(node, [i.data for i in inputs], storage)
+            # A copy of the cell list, as a thunk passes: an op that rebinds a cell
+            # (not its content) leaves the output None, as in Theano.
+            op.perform(node, [i.data for i in inputs], list(storage))
         except Exception:
             return False  # the error belongs to run time (e.g. a bad index): keep the node
         out = []

@@ -1,0 +1,18 @@
+"""Theano's ``theano.tensor.opt`` namespace: the public names of every rewrite family
+(``theano_dag.opt.rewrites``) in one module, as Theano's code imports them
+(``from theano.tensor.opt import constant_folding``).
+
+>>> from theano_dag.opt.tensor_opt import constant_folding
+>>> str(constant_folding)
+'constant_folding'
+"""
+
+from theano_dag.opt.rewrites.algebra import *  # noqa: F403
+from theano_dag.opt.rewrites.blas import *  # noqa: F403
+from theano_dag.opt.rewrites.constant_folding import *  # noqa: F403
+from theano_dag.opt.rewrites.fusion import *  # noqa: F403
+from theano_dag.opt.rewrites.inplace import *  # noqa: F403
+from theano_dag.opt.rewrites.products import *  # noqa: F403
+from theano_dag.opt.rewrites.specialize import *  # noqa: F403
+from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
+from theano_dag.opt.rewrites.useless import *  # noqa: F403
