@@ -59,11 +59,16 @@ def test_register_and_lookup():
 def test_register_errors():
     db = DB()
     db.register("merge1", nop(), "fast_run")
-    with pytest.raises(ValueError, match="'merge1' is already the name of another registered"):
+    with pytest.raises(
+        ValueError, match="^The name 'merge1' is already the name of another registered"
+    ):
         db.register("merge1", nop())
     with pytest.raises(ValueError, match="'fast_run' is already a tag"):
         db.register("fast_run", nop())
-    with pytest.raises(ValueError, match="the tag 'merge1' is the name of a registered object"):
+    with pytest.raises(
+        ValueError,
+        match="The tag 'merge1' given to register\\('other'\\) is the name of a registered",
+    ):
         db.register("other", nop(), "merge1")
     with pytest.raises(TypeError, match="is not an optimizer, local optimizer or DB"):
         db.register("x", lambda fg: None)

@@ -168,8 +168,8 @@ class DB:
         if name in self.__db__:
             what = "the name of another registered object" if name in self._names else "a tag"
             raise ValueError(
-                f"{type(self).__name__}.register: {name!r} is already {what} in this DB; "
-                "choose another name"
+                f"The name {name!r} is already {what} in this DB "
+                f"({type(self).__name__}.register); choose another name"
             )
         use_db_name = kwargs.pop("use_db_name_as_tag", True)
         if kwargs:
@@ -181,7 +181,8 @@ class DB:
                 raise TypeError(f"register({name!r}): tags must be strings, got {t!r}")
             if t in self._names:
                 raise ValueError(
-                    f"register({name!r}): the tag {t!r} is the name of a " "registered object"
+                    f"The tag {t!r} given to register({name!r}) is the name of a registered "
+                    "object"
                 )
         other = self._registered.get(id(obj))
         if other is not None:
