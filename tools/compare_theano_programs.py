@@ -1,5 +1,5 @@
 """Run Theano 1.1.2 programs twice, with theano-pymc (in its own venv) and with theano_dag
-(their imports changed as ``tools/run_theano_tests.py`` changes them), and compare what
+(their imports changed by ``tools/theano_names.py``, as for Theano's tests), and compare what
 they print.
 
     python tools/compare_theano_programs.py /path/to/theano-venv/bin/python [programs...]
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from run_theano_tests import rewrite
+from theano_names import rewrite
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,20 +1,21 @@
 """Run theano-pymc 1.1.2's own graph and link tests against theano_dag.
 
 The tests are taken from a Theano-PyMC checkout (tag ``rel-1.1.2``), copied to a
-temporary folder with their imports changed (``theano.X`` -> the theano_dag module
-that holds Theano's names, by the table below, else ``theano_dag.X``), and run with
-pytest; the script prints pytest's summary and the count per file.
+temporary folder with their imports changed (``tools/theano_names.py``: ``theano.X`` ->
+the theano_dag module that holds Theano's names, else ``theano_dag.X``), and run with
+pytest; the script prints pytest's summary, then the count per file and the tests left
+out with their reasons.
 
     python tools/run_theano_tests.py /path/to/Theano-PyMC [pytest args...]
 
 The path may be a git directory (``.../repo/.git``): the tests are then read from the
-tag ``rel-1.1.2`` with ``git archive``. Tests of Theano's C backend internals
-(``tests/link/c``, the C code of ``tests/graph/c_code``) are left out, as the issue
-that asked for this script says.
+tag ``rel-1.1.2`` with ``git archive``. Only tests of Theano's C backend internals are
+left out (``theano_names.LEFT_OUT`` and ``theano_names.DESELECTED`` say which and why).
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import shutil
@@ -22,66 +23,26 @@ import subprocess
 import sys
 import tempfile
 
+from theano_names import DESELECTED, GRAPH_LINK_FILES, GRAPH_LINK_RUN, LEFT_OUT, rewrite
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAG = "rel-1.1.2"
-FILES = ["tests/__init__.py", "tests/unittest_tools.py", "tests/graph", "tests/link"]
-LEFT_OUT = ["tests/link/c"]
 
-# Theano module -> the theano_dag module with the same names (the longest prefix wins).
-MODULES = {
-    "theano.configdefaults": "theano_dag.config",
-    "theano.graph.opt": "theano_dag.graph.rewriting",
-    "theano.graph.optdb": "theano_dag.graph.rewriting.db",
-    "theano.graph.opt_utils": "theano_dag.graph.rewriting",
-    "theano.link.basic": "theano_dag.engines.basic",
-    "theano.link.c.basic": "theano_dag.engines.theano_linkers",
-    "theano.link.c.exceptions": "theano_dag.engines.theano_linkers",
-    "theano.link.vm": "theano_dag.engines.theano_linkers",
-    "theano.graph.sched": "theano_dag.graph.sched",
-    "theano.utils": "theano_dag.graph.utils",
-    "theano.link.utils": "theano_dag.engines.basic",
-    "theano.tensor.opt": "theano_dag.opt.tensor_opt",
-    "theano.tensor.var": "theano_dag.tensor.variable",
-    "theano.tensor.type_other": "theano_dag.tensor.type_other",
-    "theano.gradient": "theano_dag.gradient",
-    "theano": "theano_dag",
-}
-_PATTERN = re.compile(
-    r"\b(" + "|".join(re.escape(m) for m in sorted(MODULES, key=len, reverse=True)) + r")\b"
-)
+__all__ = ["rewrite", "main"]
 
-
-# Modules that Theano's tests import by name from another module's namespace (``from
-# theano.graph.opt import logging, theano``): imported as modules instead.
-_BORROWED_MODULES = ("theano_dag", "logging")
-_BORROWED = re.compile(r"^[ \t]+(" + "|".join(_BORROWED_MODULES) + r"),[ \t]*\n", re.M)
-
-
-def rewrite(text: str) -> str:
-    """``text`` with its Theano module names changed to theano_dag's (in imports and in
-    dotted uses alike, as ``theano.tensor.dvector`` or ``theano.config``).
-
-    >>> rewrite("from theano.graph.opt import LocalOptimizer\\nimport theano.tensor as tt")
-    'from theano_dag.graph.rewriting import LocalOptimizer\\nimport theano_dag.tensor as tt'
-    """
-    text = _PATTERN.sub(lambda m: MODULES[m.group(1)], text)
-    borrowed = _BORROWED.findall(text)
-    if borrowed:
-        text = _BORROWED.sub("", text)
-        text = "".join(f"import {name}\n" for name in dict.fromkeys(borrowed)) + text
-    return text
+_RESULT = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+?)(?:::| |$)", re.M)
 
 
 def _copy_tests(source: str, dest: str):
     if source.rstrip("/").endswith(".git"):
         archive = subprocess.run(
-            ["git", "--git-dir", source, "archive", "--format=tar", TAG, *FILES],
+            ["git", "--git-dir", source, "archive", "--format=tar", TAG, *GRAPH_LINK_FILES],
             check=True,
             capture_output=True,
         ).stdout
         subprocess.run(["tar", "xf", "-", "-C", dest], input=archive, check=True)
     else:
-        for f in FILES:
+        for f in GRAPH_LINK_FILES:
             src = os.path.join(source, f)
             if os.path.isdir(src):
                 shutil.copytree(src, os.path.join(dest, f))
@@ -89,7 +50,11 @@ def _copy_tests(source: str, dest: str):
                 os.makedirs(os.path.dirname(os.path.join(dest, f)), exist_ok=True)
                 shutil.copy(src, os.path.join(dest, f))
     for f in LEFT_OUT:
-        shutil.rmtree(os.path.join(dest, f), ignore_errors=True)
+        path = os.path.join(dest, f)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
     for folder, _dirs, names in os.walk(dest):
         for name in names:
             if name.endswith(".py"):
@@ -100,6 +65,18 @@ def _copy_tests(source: str, dest: str):
                     fh.write(rewrite(text))
 
 
+def per_file(report: str) -> dict:
+    """``{file: Counter(outcome)}`` from pytest's ``-rA`` short summary.
+
+    >>> dict(per_file("PASSED tests/a.py::t1\\nFAILED tests/a.py::t2 - boom\\n")["tests/a.py"])
+    {'PASSED': 1, 'FAILED': 1}
+    """
+    counts: dict = collections.defaultdict(collections.Counter)
+    for outcome, where in _RESULT.findall(report):
+        counts[where.split("::")[0]][outcome] += 1
+    return counts
+
+
 def main(argv):
     if not argv:
         print(__doc__)
@@ -108,26 +85,36 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="theano_tests_") as dest:
         _copy_tests(source, dest)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, dest]))
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests/graph",
-            "tests/link",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-rfE",
-            "--rootdir",
-            dest,
-            "-o",
-            "addopts=",
-            "--continue-on-collection-errors",
-            *extra,
-        ]
-        proc = subprocess.run(cmd, cwd=dest, env=env, capture_output=True, text=True)
+        cmd = [sys.executable, "-m", "pytest", *GRAPH_LINK_RUN, "-p", "no:cacheprovider"]
+        cmd += ["-q", "-rA", "--tb=no", "--rootdir", dest, "-o", "addopts="]
+        cmd += ["--continue-on-collection-errors"]
+        cmd += [f"--deselect={t}" for t in DESELECTED]
+        proc = subprocess.run([*cmd, *extra], cwd=dest, env=env, capture_output=True, text=True)
         out = proc.stdout + proc.stderr
-        print(out)
+        print(out.rstrip().splitlines()[-1] if out.strip() else "(no output)")
+        counts = per_file(out)
+        total: collections.Counter = collections.Counter()
+        print(f"\n{'file':<42} {'passed':>6} {'failed':>6} {'error':>6} {'other':>6}")
+        for f in sorted(counts):
+            c = counts[f]
+            total.update(c)
+            other = sum(c.values()) - c["PASSED"] - c["FAILED"] - c["ERROR"]
+            print(f"{f:<42} {c['PASSED']:>6} {c['FAILED']:>6} {c['ERROR']:>6} {other:>6}")
+        other = sum(total.values()) - total["PASSED"] - total["FAILED"] - total["ERROR"]
+        print(
+            f"{'total':<42} {total['PASSED']:>6} {total['FAILED']:>6} {total['ERROR']:>6} "
+            f"{other:>6}"
+        )
+        print("\nleft out (Theano's C backend internals):")
+        for what, why in {**LEFT_OUT, **DESELECTED}.items():
+            print(f"  {what}: {why}")
+        if "-v" in extra or "--verbose" in extra:
+            print(out)
+        else:
+            print("\nnot passing:")
+            for line in out.splitlines():
+                if line.startswith(("FAILED", "ERROR")):
+                    print(f"  {line}")
         return 0
 
 

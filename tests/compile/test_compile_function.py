@@ -372,3 +372,12 @@ def test_dict_outputs_and_output_subset():
     assert f.copy()([0.0])["a"].tolist() == [1.0]
     g = function([x], [neg(x), exp(x)], mode=PY)
     assert [r.tolist() for r in g([0.0], output_subset=[1])] == [[1.0]]
+
+
+def test_output_subset_of_dict_outputs_names_keys():
+    # Theano's contract: with dict outputs the subset lists keys and a dict comes back.
+    x = vec("x")
+    f = function([x], {"b": neg(x), "a": exp(x)}, mode=PY)
+    sub = f([0.0], output_subset=["a"])
+    assert list(sub) == ["a"] and sub["a"].tolist() == [1.0]
+    assert f([1.0], output_subset=["a", "b"])["b"].tolist() == [-1.0]

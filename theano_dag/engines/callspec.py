@@ -518,6 +518,11 @@ class PlainCall(CallPath):
         if spec.return_none:
             return None
         if output_subset is not None:
+            if spec.output_keys is not None:
+                # Theano: with dict outputs, the subset names keys and a dict comes back.
+                keys = spec.output_keys
+                picked = [keys.index(k) if isinstance(k, str) else k for k in output_subset]
+                return {keys[i]: outputs[i] for i in picked}
             return [outputs[i] for i in output_subset]
         if spec.unpack_single:
             return outputs[0]
