@@ -104,6 +104,18 @@ def vocabulary(v):
     return vocab
 
 
+def round_half_away_from_zero_vec(x):
+    """``x`` rounded to the nearest integer, halves away from zero (C's ``round``; numpy's
+    ``round`` takes halves to even). Theano's name for the numpy reference.
+
+    >>> round_half_away_from_zero_vec(np.array([-2.5, -0.5, 0.5, 1.5, 2.4]))
+    array([-3., -1.,  1.,  2.,  2.])
+    """
+    x = np.asarray(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
 # -- upcasting rules --------------------------------------------------------------
 
 

@@ -36,6 +36,18 @@ from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "deg2rad",
+    "rad2deg",
+    "j0",
+    "j1",
+    "i0",
+    "i1",
+    "jv",
+    "iv",
+    "chi2sf",
     "add",
     "sub",
     "mul",
@@ -246,6 +258,18 @@ arctan = _u("arctan")
 sinh = _u("sinh")
 cosh = _u("cosh")
 tanh = _u("tanh")
+arcsinh = _u("arcsinh")
+arccosh = _u("arccosh")
+arctanh = _u("arctanh")
+deg2rad = _u("deg2rad")
+rad2deg = _u("rad2deg")
+j0 = _u("j0")
+j1 = _u("j1")
+i0 = _u("i0")
+i1 = _u("i1")
+jv = _binary(ts.jv, "jv", "The Bessel function of the first kind of order ``v``: ``jv(v, x)``.")
+iv = _binary(ts.iv, "iv", "The modified Bessel function of the first kind: ``iv(v, x)``.")
+chi2sf = _binary(ts.chi2sf, "chi2sf", "The chi-squared survival function ``chi2sf(x, k)``.")
 sigmoid = _u("sigmoid")
 softplus = _u("softplus")
 erf = _u("erf")
