@@ -66,9 +66,27 @@ CONFTEST = '''"""Written by tools/theano_suite.py: Theano's "slow" marker and th
 
 import os
 
+import numpy as np
 import pytest
 
 EVERY = int(os.environ.get("THEANO_SUITE_EVERY", "1"))
+
+if not hasattr(np, "find_common_type"):
+    # Theano 1.1.2's test helpers call numpy 1's find_common_type, which numpy 2 removed
+    # (theano-pymc's venv has numpy 1, theano_dag's may not): numpy 1's rule, for the
+    # tests only: the scalar types count when their kind is above the arrays' kind.
+    _KINDS = "buifc"
+
+    def _find_common_type(array_types, scalar_types):
+        arrays = np.result_type(*array_types) if len(array_types) else None
+        scalars = np.result_type(*scalar_types) if len(scalar_types) else None
+        if arrays is None or scalars is None:
+            return arrays if scalars is None else scalars
+        if _KINDS.find(scalars.kind) > _KINDS.find(arrays.kind):
+            return np.result_type(scalars, arrays)
+        return arrays
+
+    np.find_common_type = _find_common_type
 
 
 def pytest_configure(config):

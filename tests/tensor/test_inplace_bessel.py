@@ -87,9 +87,16 @@ def test_inplace_ops_overwrite_their_first_input(mode):
     np.testing.assert_allclose(first, np.sqrt(a))
 
 
-def test_an_inplace_op_needs_the_output_dtype_in_its_first_input():
-    with pytest.raises(TypeError):
-        inplace.exp_inplace(tt.ivector("i"))
+@pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
+def test_an_inplace_op_gives_its_first_input_dtype(mode):
+    i, x = tt.ivector("i"), tt.dvector("x")
+    f = function([i, x], inplace.add_inplace(i, x), mode=mode, accept_inplace=True)
+    a = np.array([2, -4, 0], dtype="int32")
+    out = f(a, np.array([-0.64, 0.95, 1.5]))
+    # numpy's float sum, truncated to the integers (Theano's transfer_type(0))
+    assert out.dtype == "int32" and out.tolist() == [1, -3, 1] and a.tolist() == [1, -3, 1]
+    with pytest.raises(TypeError, match="cannot overwrite input 0"):
+        inplace.add_inplace(tt.dvector("v"), tt.dmatrix("m"))
 
 
 def test_round_half_away_from_zero_vec():

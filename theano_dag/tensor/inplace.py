@@ -1,9 +1,10 @@
 """The in-place elementwise ops (``theano.tensor.inplace``): ``<name>_inplace`` is
 ``Elemwise(<scalar op>, {0: 0})``, which writes its result into its first input.
 
-An in-place op needs its first input to have the output's dtype and shape (``exp_inplace``
-of an integer vector is refused when the graph is built, as in Theano). Graphs rarely need
-them written by hand: the inplace rewrites make the same ops from the ordinary ones.
+As in Theano, the result has the first input's dtype (``int_vector + float_vector`` in place
+is computed as numpy does, then cast back to the integers, truncating) and its shape (an
+input that the others would broadcast is refused). Graphs rarely need them written by
+hand: the inplace rewrites make the same ops from the ordinary ones.
 
 >>> import numpy as np
 >>> from theano_dag import function, tensor as tt
@@ -19,7 +20,10 @@ array([1., 1.])
 
 from __future__ import annotations
 
+import copy
+
 from theano_dag import scalar as ts
+from theano_dag.scalar.basic import transfer_type
 from theano_dag.tensor.elemwise import Elemwise
 
 # Theano's names (the ones before "_inplace") and the scalar op of each.
@@ -102,8 +106,19 @@ _OPS = {
 
 __all__ = sorted(f"{name}_inplace" for name in _OPS)
 
+
+def _first_input_dtype(op):
+    """``op`` computing as numpy would and giving the first input's dtype (Theano's
+    ``transfer_type(0)`` scalar ops), named ``<op>_inplace``."""
+    new = copy.copy(op)
+    new.output_types_preference = transfer_type(0)
+    new.compute_in_output_dtype = False  # int += float: the float sum, then truncated
+    new.name = f"{op.name}_inplace"
+    return new
+
+
 for _name, _op in _OPS.items():
-    globals()[f"{_name}_inplace"] = Elemwise(_op, {0: 0})
+    globals()[f"{_name}_inplace"] = Elemwise(_first_input_dtype(_op), {0: 0})
 fill_inplace = globals()["second_inplace"]
 __all__.append("fill_inplace")
 del _name, _op
