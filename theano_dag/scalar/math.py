@@ -61,6 +61,8 @@ __all__ = [
     "jv",
     "iv",
     "chi2sf",
+    "conj",
+    "complex_from_polar",
     "sigmoid",
     "softplus",
     "erf",
@@ -539,3 +541,33 @@ class Iv(_Bessel2):
 chi2sf = Chi2SF(upgrade_to_float, name="chi2sf")
 jv = Jv(upgrade_to_float, name="jv")
 iv = Iv(upgrade_to_float, name="iv")
+
+
+class Conj(UnaryScalarOp):
+    """The complex conjugate; the value itself for real dtypes."""
+
+    nfunc = staticmethod(np.conj)
+    compute_in_output_dtype = False
+
+    def c_template(self, in_dtypes, out_dtypes):
+        # Real dtypes only reach C (complex ones run numpy on the host).
+        return "(%(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return [_of(inputs[0]).conj(output_grads[0])]
+
+
+def _complex_of(*dtypes):
+    return (np.result_type(upgrade_to_float(*dtypes)[0], np.complex64).name,)
+
+
+class ComplexFromPolar(BinaryScalarOp):
+    """``r * (cos(theta) + 1j * sin(theta))``: the complex number of modulus ``r`` and
+    angle ``theta`` (complex64 from float32, complex128 from float64 and integers)."""
+
+    nfunc = staticmethod(lambda r, theta: r * np.cos(theta) + 1j * r * np.sin(theta))
+    compute_in_output_dtype = False
+
+
+conj = Conj(same_out, name="conj")
+complex_from_polar = ComplexFromPolar(_complex_of, name="complex_from_polar")
