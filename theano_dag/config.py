@@ -104,6 +104,7 @@ _WARN_BUGS = (
     "gpu_set_subtensor",
     "identify_1pexp_bug",
     "inc_set_subtensor",
+    "inc_set_subtensor1",
     "reduce_join",
     "sum_div_dimshuffle_bug",
     "sum_sum_bug",

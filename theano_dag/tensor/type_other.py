@@ -13,7 +13,7 @@ from __future__ import annotations
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.type import Type
 
-__all__ = ["NoneTypeT", "NoneConst", "none_type_t"]
+__all__ = ["NoneTypeT", "NoneConst", "none_type_t", "make_slice"]
 
 
 class NoneTypeT(Type):
@@ -35,3 +35,17 @@ class NoneTypeT(Type):
 
 none_type_t = NoneTypeT()
 NoneConst = Constant(none_type_t, None, name="NoneConst")
+
+
+def make_slice(start=None, stop=None, step=None):
+    """``slice(start, stop, step)``: theano_dag indexes with Python slices whose bounds
+    may be symbolic scalars, where Theano built a slice variable (``MakeSlice``).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> tt.as_tensor_variable(np.arange(5.0))[make_slice(1, None, 2)].eval()
+    array([1., 3.])
+    """
+    if isinstance(start, slice):
+        return start
+    return slice(start, stop, step)
