@@ -203,3 +203,22 @@ def test_autocast_float_as_and_theano_names():
     assert tt.extract_constant(x) is x
     assert tt.default(None, x) is x
     assert tt.stacklists([[1.0, 2.0], [3.0, 4.0]]).eval().tolist() == [[1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_methods_of_variables(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    v = RNG.standard_normal((3, 4)).astype(dtype)
+    np.testing.assert_array_equal(x.ravel().eval({x: v}), v.ravel())
+    np.testing.assert_array_equal(x.argsort().eval({x: v}), v.argsort())
+    np.testing.assert_array_equal(x.argsort(0).eval({x: v}), v.argsort(0))
+    np.testing.assert_allclose(x.cumsum().eval({x: v}), v.cumsum(), rtol=1e-5)
+    np.testing.assert_allclose(x.cumprod(1).eval({x: v}), v.cumprod(1), rtol=1e-5)
+    np.testing.assert_array_equal(x.conj().eval({x: v}), v)
+    np.testing.assert_array_equal(x.conjugate().eval({x: v}), v)
+    np.testing.assert_allclose(x.ptp(1).eval({x: v}), np.ptp(v, 1), rtol=1e-6)
+    np.testing.assert_array_equal(x.swapaxes(0, 1).eval({x: v}), v.T)
+    w = np.where(v > 0, v, 0)
+    np.testing.assert_array_equal(x.nonzero_values().eval({x: w}), w[w != 0])
+    for got, ref in zip(x.nonzero(), np.nonzero(w)):
+        np.testing.assert_array_equal(got.eval({x: w}), ref)
