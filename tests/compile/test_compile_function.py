@@ -384,3 +384,22 @@ def test_dict_outputs_and_output_subset():
     assert f.copy()([0.0])["a"].tolist() == [1.0]
     g = function([x], [neg(x), exp(x)], mode=PY)
     assert [r.tolist() for r in g([0.0], output_subset=[1])] == [[1.0]]
+
+
+def test_function_dump_pickles_a_call_that_compiles_the_same(tmp_path):
+    import pickle
+
+    from theano_dag.compile.function import function_dump
+    from theano_dag.compile.sharedvalue import shared
+
+    x = vec("x")
+    s = shared(np.array([1.0, 2.0]), "s")
+    path = str(tmp_path / "dump.pkl")
+    assert function_dump(path, [x], add(x, s), mode=PY) is None
+    with open(path, "rb") as f:
+        args = pickle.load(f)
+    assert args["mode"] is not None and args["accept_inplace"] is False
+    f2 = function(**args)
+    assert f2(np.array([10.0, 20.0])).tolist() == [11.0, 22.0]
+    with pytest.raises(TypeError, match="filename"):
+        function_dump(tmp_path, [x], x)

@@ -222,3 +222,15 @@ def test_numpy_methods_of_variables(dtype):
     np.testing.assert_array_equal(x.nonzero_values().eval({x: w}), w[w != 0])
     for got, ref in zip(x.nonzero(), np.nonzero(w)):
         np.testing.assert_array_equal(got.eval({x: w}), ref)
+
+
+@pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
+def test_theanos_convert_to_ops_cast_as_numpy(mode):
+    from theano_dag.tensor import basic
+
+    x = tt.dvector("x")
+    v = np.array([-1.7, 0.2, 3.9])
+    for dt in ("int8", "int32", "int64", "float32", "float64"):
+        out = run([x], getattr(basic, f"_convert_to_{dt}")(x), [v], mode)
+        assert out.dtype == dt
+        np.testing.assert_array_equal(out, v.astype(dt))
