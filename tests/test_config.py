@@ -138,3 +138,15 @@ def test_get_test_values_follows_compute_test_value(action):
                 assert get_test_values(y) == []
         else:
             assert get_test_values(y) == []
+
+
+def test_theanos_no_effect_flags_are_accepted_and_typed():
+    # Theano's tests set these (e.g. change_flags(warn__sum_div_dimshuffle_bug=False)).
+    assert config.warn__sum_div_dimshuffle_bug is False
+    with config.change_flags(warn__sum_div_dimshuffle_bug="true", DebugMode__patience="3"):
+        assert config.warn__sum_div_dimshuffle_bug is True
+        assert config.DebugMode__patience == 3
+    assert "no effect" in FLAGS["blas__ldflags"].doc
+    with pytest.raises(ValueError, match="deterministic"):
+        with config.change_flags(deterministic="always"):
+            pass

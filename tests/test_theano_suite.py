@@ -97,3 +97,17 @@ def test_every_nth_test_runs_and_slow_ones_skip(tmp_path):
         text=True,
     )
     assert "7 passed, 1 skipped" in out.stdout
+
+
+def test_an_earlier_sides_counts_are_read_back(tmp_path):
+    path = tmp_path / "partial.jsonl"
+    path.write_text(
+        '{"file": "tests/a.py", "theano": {"tests": 3, "passed": 2, "failed": 1, '
+        '"errors": 0, "skipped": 0}}\n'
+        '{"file": "tests/b.py", "theano_dag": {"tests": 1, "passed": 1, "failed": 0, '
+        '"errors": 0, "skipped": 0}}\n'
+        '{"file": "TOTAL", "theano": {"tests": 3, "passed": 2}}\n'
+    )
+    rows = suite.load_side(path, "theano")
+    assert list(rows) == ["tests/a.py"]
+    assert rows["tests/a.py"]["passed"] == 2 and rows["tests/a.py"]["status"] == "ran"

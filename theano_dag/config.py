@@ -95,6 +95,38 @@ FLAGS: dict[str, _Flag] = {
     ),
 }
 
+# Theano's flags that Theano's own code and tests set, which change nothing here: each
+# warn__* flag warns about a bug of an old Theano version that theano_dag never had, and the
+# others tune Theano's C backend (BLAS linking, compiler flags, conv shape asserts) or its
+# DebugMode. Accepted so that such code runs; nothing reads them.
+_WARN_BUGS = (
+    "argmax_pushdown_bug",
+    "gpu_set_subtensor",
+    "identify_1pexp_bug",
+    "inc_set_subtensor",
+    "inc_set_subtensor1",
+    "reduce_join",
+    "sum_div_dimshuffle_bug",
+    "sum_sum_bug",
+    "subtensor_merge_bug",
+    "signal_conv2d_interface",
+    "vm_gc_bug",
+)
+_NO_EFFECT = "Theano's flag, accepted for Theano's code; no effect in theano_dag"
+FLAGS.update({f"warn__{name}": _Flag(False, _NO_EFFECT, kind=bool) for name in _WARN_BUGS})
+FLAGS.update(
+    {
+        "blas__ldflags": _Flag("", _NO_EFFECT),
+        "gcc__cxxflags": _Flag("", _NO_EFFECT),
+        "conv__assert_shape": _Flag(False, _NO_EFFECT, kind=bool),
+        "compute_test_value_opt": _Flag("off", _NO_EFFECT),
+        "profiling__min_peak_memory": _Flag(False, _NO_EFFECT, kind=bool),
+        "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
+        "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),
+        "deterministic": _Flag("default", _NO_EFFECT, ("default", "more")),
+    }
+)
+
 _RC_SECTION = "global"
 
 

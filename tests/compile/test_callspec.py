@@ -364,6 +364,17 @@ def test_a_mode_is_immutable_and_its_copies_are_new_modes():
     assert m.excluding("fusion") is not m
 
 
+def test_check_isfinite_is_the_one_settable_field_as_in_theano():
+    # Theano's test tools copy the default mode and set DebugMode's flag on the copy.
+    m = copy.copy(Mode(linker="py", optimizer=None))
+    assert m.check_isfinite is True
+    m.check_isfinite = False
+    assert m.check_isfinite is False and Mode.check_isfinite is True
+    x = tt.dvector("x")
+    f = function([x], tt.log(x), mode=m)
+    np.testing.assert_allclose(f(np.array([0.0, 1.0])), [-np.inf, 0.0])
+
+
 def test_calls_write_nothing_to_the_shared_mode():
     before = dict(vars(FAST_RUN))
     x = tt.dvector("x")

@@ -207,8 +207,20 @@ def test_inplace_graph_refused_unless_accepted():
     x, y = vec("x"), vec("y")
     with pytest.raises(TypeError, match="Graph must not contain inplace operations"):
         function([x, y], add_inplace(x, y), mode=PY)
-    with pytest.raises(InconsistencyError, match="Trying to destroy a protected Variable"):
-        function([x, y], add_inplace(x, y), mode=PY, accept_inplace=True)
+    # Accepted, the caller's own in-place op overwrites its input, as in Theano (issue 16:
+    # Theano's tests of in-place ops rely on it); the other input is kept.
+    f = function([x, y], add_inplace(x, y), mode=PY, accept_inplace=True)
+    a, b = np.ones(2), np.full(2, 2.0)
+    assert f(a, b).tolist() == [3.0, 3.0]
+    assert a.tolist() == [3.0, 3.0] and b.tolist() == [2.0, 2.0]
+
+
+def test_a_rewrite_never_destroys_an_input_the_caller_did_not_give_up():
+    x, y = vec("x"), vec("y")
+    f = function([x, y], add(neg(add_inplace(x, y)), y), accept_inplace=True)
+    a, b = np.ones(2), np.full(2, 2.0)
+    assert f(a, b).tolist() == [-1.0, -1.0]
+    assert b.tolist() == [2.0, 2.0]
 
 
 def test_mutable_input_may_be_destroyed_others_not():
@@ -381,3 +393,22 @@ def test_output_subset_of_dict_outputs_names_keys():
     sub = f([0.0], output_subset=["a"])
     assert list(sub) == ["a"] and sub["a"].tolist() == [1.0]
     assert f([1.0], output_subset=["a", "b"])["b"].tolist() == [-1.0]
+
+
+def test_function_dump_pickles_a_call_that_compiles_the_same(tmp_path):
+    import pickle
+
+    from theano_dag.compile.function import function_dump
+    from theano_dag.compile.sharedvalue import shared
+
+    x = vec("x")
+    s = shared(np.array([1.0, 2.0]), "s")
+    path = str(tmp_path / "dump.pkl")
+    assert function_dump(path, [x], add(x, s), mode=PY) is None
+    with open(path, "rb") as f:
+        args = pickle.load(f)
+    assert args["mode"] is not None and args["accept_inplace"] is False
+    f2 = function(**args)
+    assert f2(np.array([10.0, 20.0])).tolist() == [11.0, 22.0]
+    with pytest.raises(TypeError, match="filename"):
+        function_dump(tmp_path, [x], x)

@@ -10,13 +10,15 @@ depth compile.
 
 from __future__ import annotations
 
+import pickle
+
 from theano_dag.compile.function_module import FunctionMaker, UnusedInputError
 from theano_dag.compile.io import In, SymbolicOutput
 from theano_dag.compile.sharedvalue import SharedVariable, shared
 from theano_dag.graph.basic import Constant, Variable, io_toposort
 from theano_dag.graph.utils import gc_paused  # re-exported: its old home
 
-__all__ = ["function", "pfunc", "rebuild_collect_shared"]
+__all__ = ["function", "function_dump", "pfunc", "rebuild_collect_shared"]
 
 
 def _pairs(pairs, what):
@@ -354,3 +356,56 @@ def function(
 
 # Theano exposes it here too.
 UnusedInputError = UnusedInputError
+
+
+def function_dump(
+    filename,
+    inputs,
+    outputs=None,
+    mode=None,
+    updates=None,
+    givens=None,
+    no_default_updates=False,
+    accept_inplace=False,
+    name=None,
+    rebuild_strict=True,
+    allow_input_downcast=None,
+    profile=None,
+    on_unused_input=None,
+    extra_tag_to_remove=None,
+):
+    """Pickle the arguments of a ``function(...)`` call to ``filename`` instead of compiling
+    (Theano's reproducer for compilation problems): ``function(**pickle.load(f))`` compiles
+    the same function, shared variables and their values included.
+
+    >>> import os, pickle, tempfile
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> path = os.path.join(tempfile.mkdtemp(), "dump.pkl")
+    >>> function_dump(path, [x], x * 2)
+    >>> with open(path, "rb") as f:
+    ...     f2 = function(**pickle.load(f))
+    >>> f2(np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
+    if not isinstance(filename, str):
+        raise TypeError(f"function_dump: filename must be a str, got {filename!r}")
+    if extra_tag_to_remove is not None:
+        raise NotImplementedError("function_dump: extra_tag_to_remove is not supported")
+    args = dict(
+        inputs=inputs,
+        outputs=outputs,
+        mode=mode,
+        updates=updates,
+        givens=givens,
+        no_default_updates=no_default_updates,
+        accept_inplace=accept_inplace,
+        name=name,
+        rebuild_strict=rebuild_strict,
+        allow_input_downcast=allow_input_downcast,
+        profile=profile,
+        on_unused_input=on_unused_input,
+    )
+    with open(filename, "wb") as f:
+        pickle.dump(args, f, protocol=pickle.HIGHEST_PROTOCOL)

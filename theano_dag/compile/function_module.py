@@ -159,9 +159,14 @@ def attach_protection(fgraph, input_specs, accept_inplace):
             )
 
         fgraph.attach_feature(DestroyHandler(algo=config.cycle_detection))
-    # Unlike Theano, an input the user's own graph destroys is protected too:
-    # only In(mutable=True) lets a function overwrite what the caller passed.
-    protected = [inp for spec, inp in zip(input_specs, fgraph.inputs) if not spec.mutable]
+    # As in Theano, an input that the caller's own graph destroys (an in-place op written
+    # by hand, allowed by accept_inplace=True) is overwritten: both say so explicitly.
+    # Every other input is protected: a rewrite overwrites only In(mutable=True) ones.
+    protected = [
+        inp
+        for spec, inp in zip(input_specs, fgraph.inputs)
+        if not (spec.mutable or (has_inplace and _has_destroyers(fgraph, inp)))
+    ]
     fgraph.attach_feature(Supervisor(protected))
     # A rewrite that replaces a named variable keeps the name (for debugprint).
     fgraph.attach_feature(PreserveVariableAttributes())

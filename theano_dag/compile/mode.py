@@ -212,6 +212,12 @@ class Mode(metaclass=_FrozenAfterInit):
     ('cpu', 'py')
     """
 
+    # Theano's DebugMode flag (reject non-finite values), which Theano's code sets on a
+    # copy of the default mode. No engine reads it on a plain Mode, so setting it
+    # changes no compiled function: the one field left settable after __init__.
+    check_isfinite = True
+    _SETTABLE = frozenset({"check_isfinite"})
+
     def __init__(self, linker=None, optimizer="default"):
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = "fast_run"
@@ -219,7 +225,7 @@ class Mode(metaclass=_FrozenAfterInit):
         self.provided_optimizer = optimizer
 
     def __setattr__(self, name, value):
-        if self.__dict__.get("_frozen"):
+        if self.__dict__.get("_frozen") and name not in self._SETTABLE:
             raise AttributeError(
                 f"{type(self).__name__} is immutable: cannot set {name!r}; make a changed copy "
                 "with mode.clone(linker=..., optimizer=...), including(...) or excluding(...)"

@@ -2,5 +2,6 @@
 and the tensor constructor in :mod:`theano_dag.tensor.sharedvar`."""
 
 from theano_dag.graph.shared import SharedVariable, shared, shared_constructor
+from theano_dag.graph.type import generic  # Theano has it here too
 
-__all__ = ["SharedVariable", "shared", "shared_constructor"]
+__all__ = ["SharedVariable", "shared", "shared_constructor", "generic"]

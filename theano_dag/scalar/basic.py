@@ -16,6 +16,7 @@ which the fusion rewrite builds and the C/OpenCL engines compile.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -29,6 +30,11 @@ from theano_dag.graph.op import Op
 from theano_dag.graph.type import Type
 
 __all__ = [
+    "constant",
+    "Scalar",
+    "ComplexError",
+    "autocast_float",
+    "autocast_float_as",
     "ScalarType",
     "ScalarVariable",
     "ScalarConstant",
@@ -102,6 +108,18 @@ def vocabulary(v):
             "are differentiated through Elemwise, on tensors"
         )
     return vocab
+
+
+def round_half_away_from_zero_vec(x):
+    """``x`` rounded to the nearest integer, halves away from zero (C's ``round``; numpy's
+    ``round`` takes halves to even). Theano's name for the numpy reference.
+
+    >>> round_half_away_from_zero_vec(np.array([-2.5, -0.5, 0.5, 1.5, 2.4]))
+    array([-3., -1.,  1.,  2.,  2.])
+    """
+    x = np.asarray(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
 # -- upcasting rules --------------------------------------------------------------
@@ -371,6 +389,44 @@ def values_eq_approx(
     return bool(np.allclose(a64[keep], b64[keep], rtol=rtol, atol=atol))
 
 
+class _AutocastFloat:
+    """Theano's ``autocast_float``: the dtypes a Python float constant may take, the first
+    that holds it exactly (else the last); ``autocast_float_as`` changes them for a block.
+
+    >>> autocast_float.dtypes
+    ('float32', 'float64')
+    >>> with autocast_float_as("float64"):
+    ...     autocast_scalar(1.5).dtype
+    dtype('float64')
+    """
+
+    default = ("float32", "float64")
+
+    def __init__(self):
+        self._stack = []
+
+    @property
+    def dtypes(self) -> tuple:
+        return self._stack[-1] if self._stack else self.default
+
+
+autocast_float = _AutocastFloat()
+
+
+@contextlib.contextmanager
+def autocast_float_as(*dtypes):
+    """Python floats become constants of ``dtypes`` inside the block (Theano's context
+    manager; ``"float32"`` alone makes ``fvector() + 1.1`` stay float32)."""
+    for dt in dtypes:
+        if dt not in ("float16", "float32", "float64"):
+            raise ValueError(f"autocast_float_as: {dt!r} is not a float dtype")
+    autocast_float._stack.append(tuple(dtypes))
+    try:
+        yield
+    finally:
+        autocast_float._stack.pop()
+
+
 def autocast_scalar(x, dtype=None):
     """Numpy value of ``x`` with Theano's 'custom' dtype policy for Python numbers.
 
@@ -397,13 +453,15 @@ def autocast_scalar(x, dtype=None):
                 return np.asarray(x, dtype=dt)
         return np.asarray(x, dtype="uint64")
     if isinstance(x, float):
-        if config.floatX == "float32":
+        dtypes = autocast_float.dtypes
+        if config.floatX == "float32" and "float32" in dtypes:
             return np.asarray(x, dtype="float32")
-        with np.errstate(over="ignore"):
-            x32 = np.asarray(x, dtype="float32")
-        if float(x32) == x or np.isnan(x):
-            return x32
-        return np.asarray(x, dtype="float64")
+        for dt in dtypes[:-1]:
+            with np.errstate(over="ignore"):
+                xd = np.asarray(x, dtype=dt)
+            if float(xd) == x or np.isnan(x):
+                return xd
+        return np.asarray(x, dtype=dtypes[-1])
     if isinstance(x, complex):
         return np.asarray(x)
     arr = np.asarray(x)
@@ -422,6 +480,25 @@ def as_scalar(x, name=None) -> ScalarVariable:
     if v.ndim != 0:
         raise TypeError(f"as_scalar: expected a number, got {x!r}")
     return ScalarConstant(get_scalar_type(v.dtype.name), v[()], name=name)
+
+
+def constant(x, name=None, dtype=None) -> ScalarConstant:
+    """A scalar constant of ``x`` (its autocast dtype unless ``dtype`` is given).
+
+    >>> constant(3).type.dtype, constant(3, dtype="float32").type.dtype
+    ('int8', 'float32')
+    """
+    v = autocast_scalar(x, dtype)
+    if v.ndim != 0:
+        raise TypeError(f"scalar.constant: expected a number, got {x!r}")
+    return ScalarConstant(get_scalar_type(v.dtype.name), v[()], name=name)
+
+
+Scalar = ScalarType  # Theano's name of the type
+
+
+class ComplexError(NotImplementedError):
+    """An op that takes no complex input was given one (Theano's exception)."""
 
 
 # -- scalar ops ------------------------------------------------------------------

@@ -13,11 +13,13 @@ import warnings
 import numpy as np
 
 from theano_dag.config import install_hint
+from theano_dag.graph.null_type import grad_not_implemented
 from theano_dag.scalar.basic import (
     BinaryScalarOp,
     UnaryScalarOp,
     const_like,
     float_dtypes,
+    round_half_away_from_zero_vec,
     same_out,
     upcast_out_nobool,
     upgrade_to_float,
@@ -47,6 +49,20 @@ __all__ = [
     "sinh",
     "cosh",
     "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "deg2rad",
+    "rad2deg",
+    "j0",
+    "j1",
+    "i0",
+    "i1",
+    "jv",
+    "iv",
+    "chi2sf",
+    "conj",
+    "complex_from_polar",
     "sigmoid",
     "softplus",
     "erf",
@@ -208,6 +224,42 @@ arctan = _unary(
 sinh = _unary("sinh", np.sinh, "sinh(%(x)s)", lambda x, out: _of(x).cosh(x), "hyperbolic sine")
 cosh = _unary("cosh", np.cosh, "cosh(%(x)s)", lambda x, out: _of(x).sinh(x), "hyperbolic cosine")
 tanh = _unary("tanh", np.tanh, "tanh(%(x)s)", lambda x, out: 1 - out * out, "hyperbolic tangent")
+arcsinh = _unary(
+    "arcsinh",
+    np.arcsinh,
+    "asinh(%(x)s)",
+    lambda x, out: 1 / _of(x).sqrt(x * x + 1),
+    "inverse hyperbolic sine",
+)
+arccosh = _unary(
+    "arccosh",
+    np.arccosh,
+    "acosh(%(x)s)",
+    lambda x, out: 1 / _of(x).sqrt(x * x - 1),
+    "inverse hyperbolic cosine",
+)
+arctanh = _unary(
+    "arctanh",
+    np.arctanh,
+    "atanh(%(x)s)",
+    lambda x, out: 1 / (1 - x * x),
+    "inverse hyperbolic tangent",
+)
+_DEG = np.pi / 180.0
+deg2rad = _unary(
+    "deg2rad",
+    np.deg2rad,
+    f"(%(x)s * (%(t)s){_DEG!r})",
+    lambda x, out: const_like(_DEG, out),
+    "degrees to radians",
+)
+rad2deg = _unary(
+    "rad2deg",
+    np.rad2deg,
+    f"(%(x)s * (%(t)s){1 / _DEG!r})",
+    lambda x, out: const_like(1 / _DEG, out),
+    "radians to degrees",
+)
 # sigmoid and softplus: written so that exp never overflows, in numpy and in C alike.
 sigmoid = _unary(
     "sigmoid",
@@ -336,6 +388,25 @@ erfcx = _unary(
     lambda x, out: 2 * x * out - const_like(_TWO_OVER_SQRT_PI, out),
     "exp(x**2) * erfc(x), which does not overflow for large x",
 )
+# Bessel functions (scipy.special, imported when they first run; no C expression).
+j1 = _unary("j1", _scipy_special("j1"), None, None, "Bessel function of the first kind, order 1")
+j0 = _unary(
+    "j0",
+    _scipy_special("j0"),
+    None,
+    lambda x, out: -_of(x).j1(x),
+    "Bessel function of the first kind, order 0",
+)
+i1 = _unary(
+    "i1", _scipy_special("i1"), None, None, "modified Bessel function of the first kind, order 1"
+)
+i0 = _unary(
+    "i0",
+    _scipy_special("i0"),
+    None,
+    lambda x, out: _of(x).i1(x),
+    "modified Bessel function of the first kind, order 0",
+)
 
 
 def _log1mexp(x):
@@ -394,11 +465,6 @@ class _Rounding(UnaryScalarOp):
         return zero_grads(inputs)
 
 
-def _round_away(x):
-    t = np.trunc(x)
-    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
-
-
 def _rounding(name, nfunc, c):
     attrs = {"nfunc": staticmethod(nfunc), "float_expr": c, "__module__": __name__}
     cls = type(name.capitalize(), (_Rounding,), attrs)
@@ -411,7 +477,9 @@ ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)")
 trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)")
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
-round_half_away_from_zero = _rounding("round_half_away_from_zero", _round_away, "round(%(x)s)")
+round_half_away_from_zero = _rounding(
+    "round_half_away_from_zero", round_half_away_from_zero_vec, "round(%(x)s)"
+)
 
 
 class ArcTan2(BinaryScalarOp):
@@ -428,3 +496,78 @@ class ArcTan2(BinaryScalarOp):
 
 
 arctan2 = ArcTan2(upgrade_to_float, name="arctan2")
+
+
+def _scipy_chi2sf(x, k):
+    # chi2.sf(x, k) is the regularized upper incomplete gamma Q(k / 2, x / 2).
+    return _scipy_special("gammaincc")(k / 2.0, x / 2.0)
+
+
+class Chi2SF(BinaryScalarOp):
+    """``chi2sf(x, k)``: the survival function of the chi-squared law with ``k`` degrees of
+    freedom at ``x`` (``scipy.stats.chi2.sf``); no gradient, as in Theano."""
+
+    nfunc = staticmethod(_scipy_chi2sf)
+
+
+class _Bessel2(BinaryScalarOp):
+    """``f(v, x)`` of order ``v``; the gradient in ``x`` by the recurrence
+    ``d/dx f(v, x) = (f(v - 1, x) + sign * f(v + 1, x)) / 2``, none in ``v`` (Theano's)."""
+
+    sign = -1
+
+    def grad(self, inputs, output_grads):
+        v, x = inputs
+        (gz,) = output_grads
+        op = _of(x)
+        f = getattr(op, self.name)
+        dx = (f(v - 1, x) + self.sign * f(v + 1, x)) / 2
+        return [grad_not_implemented(self, 0, v), gz * dx]
+
+
+class Jv(_Bessel2):
+    """``jv(v, x)``: the Bessel function of the first kind of real order ``v``."""
+
+    nfunc = staticmethod(lambda v, x: _scipy_special("jv")(v, x))
+
+
+class Iv(_Bessel2):
+    """``iv(v, x)``: the modified Bessel function of the first kind of real order ``v``."""
+
+    nfunc = staticmethod(lambda v, x: _scipy_special("iv")(v, x))
+    sign = 1
+
+
+chi2sf = Chi2SF(upgrade_to_float, name="chi2sf")
+jv = Jv(upgrade_to_float, name="jv")
+iv = Iv(upgrade_to_float, name="iv")
+
+
+class Conj(UnaryScalarOp):
+    """The complex conjugate; the value itself for real dtypes."""
+
+    nfunc = staticmethod(np.conj)
+    compute_in_output_dtype = False
+
+    def c_template(self, in_dtypes, out_dtypes):
+        # Real dtypes only reach C (complex ones run numpy on the host).
+        return "(%(x)s)"
+
+    def grad(self, inputs, output_grads):
+        return [_of(inputs[0]).conj(output_grads[0])]
+
+
+def _complex_of(*dtypes):
+    return (np.result_type(upgrade_to_float(*dtypes)[0], np.complex64).name,)
+
+
+class ComplexFromPolar(BinaryScalarOp):
+    """``r * (cos(theta) + 1j * sin(theta))``: the complex number of modulus ``r`` and
+    angle ``theta`` (complex64 from float32, complex128 from float64 and integers)."""
+
+    nfunc = staticmethod(lambda r, theta: r * np.cos(theta) + 1j * r * np.sin(theta))
+    compute_in_output_dtype = False
+
+
+conj = Conj(same_out, name="conj")
+complex_from_polar = ComplexFromPolar(_complex_of, name="complex_from_polar")

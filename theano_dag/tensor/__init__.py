@@ -8,6 +8,7 @@
 """
 
 from theano_dag import scalar  # noqa: F401
+from theano_dag import scalar as scal  # noqa: F401 (Theano's tt.scal)
 from theano_dag.graph.basic import Variable  # noqa: F401 (Theano's T.Variable)
 
 # Submodules Theano users reach as attributes (tt.nnet.softmax, tt.blas.Gemm, ...); imported
@@ -15,9 +16,11 @@ from theano_dag.graph.basic import Variable  # noqa: F401 (Theano's T.Variable)
 from theano_dag.tensor import (  # noqa: E402, F401
     blas,
     contractions,
+    inplace,
     linalg,
     nlinalg,
     nnet,
+    opt,
     random,
     shared_randomstreams,
     sharedvar,  # registers numpy arrays and numbers with theano_dag.shared
@@ -26,6 +29,8 @@ from theano_dag.tensor import (  # noqa: E402, F401
     type_other,  # noqa: F401 (Theano's tensor.type_other.NoneConst)
     xlogx,
 )
+from theano_dag.tensor.arrays import *  # noqa: F403
+from theano_dag.tensor.arrays import __all__ as _arrays_all
 from theano_dag.tensor.basic import *  # noqa: F403
 from theano_dag.tensor.basic import __all__ as _basic_all
 from theano_dag.tensor.contractions import (  # noqa: E402, F401
@@ -44,8 +49,10 @@ from theano_dag.tensor.elemwise import (  # noqa: F401
 # After basic (sorted order): extra_ops.squeeze, which takes axis=, replaces basic.squeeze.
 from theano_dag.tensor.extra_ops import *  # noqa: F403
 from theano_dag.tensor.extra_ops import __all__ as _extra_all
+from theano_dag.tensor.fdiff import numeric_grad  # noqa: E402, F401
 from theano_dag.tensor.math import *  # noqa: F403
 from theano_dag.tensor.math import __all__ as _math_all
+from theano_dag.tensor.math import dot as dense_dot  # noqa: E402, F401 (Theano's name)
 from theano_dag.tensor.plural import *  # noqa: F403
 from theano_dag.tensor.plural import __all__ as _plural_all
 from theano_dag.tensor.shape import *  # noqa: F403
@@ -65,7 +72,9 @@ from theano_dag.tensor.subtensor import (  # noqa: F401
     take,
 )
 from theano_dag.tensor.type import *  # noqa: F403
+from theano_dag.tensor.type import TensorType as Tensor  # noqa: E402, F401 (Theano's alias)
 from theano_dag.tensor.type import __all__ as _type_all
+from theano_dag.tensor.type_other import NoneConst  # noqa: E402, F401
 from theano_dag.tensor.variable import (  # noqa: F401
     TensorConstant,
     TensorVariable,
@@ -80,6 +89,7 @@ __all__ = sorted(
     | set(_shape_all)
     | set(_sort_all)
     | set(_extra_all)
+    | set(_arrays_all)
     | {
         "scalar",
         "CAReduce",
@@ -113,5 +123,13 @@ __all__ = sorted(
         "signal",
         "Variable",
         "xlogx",
+        "inplace",
+        "opt",
+        "scal",
+        "numeric_grad",
+        "dense_dot",
+        "Tensor",
+        "NoneConst",
+        "type_other",
     }
 )

@@ -125,6 +125,12 @@ def cast(x, dtype):
     return Elemwise(ts.convert_to(dtype))(x)
 
 
+# Theano's elementwise casts by dtype (tensor.basic._convert_to_<dtype>): ``cast``'s ops.
+for _dt in discrete_dtypes + continuous_dtypes:
+    globals()[f"_convert_to_{_dt}"] = Elemwise(ts.convert_to(_dt))
+del _dt
+
+
 def fill(model, value):
     """``value`` broadcast to the shape of ``model`` (Theano's ``fill``/``second``)."""
     return Elemwise(ts.second)(model, value)

@@ -36,6 +36,24 @@ from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "deg2rad",
+    "rad2deg",
+    "j0",
+    "j1",
+    "i0",
+    "i1",
+    "jv",
+    "iv",
+    "chi2sf",
+    "conj",
+    "complex_from_polar",
+    "ceil_intdiv",
+    "isnan_",
+    "is_flat",
+    "cov",
     "add",
     "sub",
     "mul",
@@ -246,6 +264,22 @@ arctan = _u("arctan")
 sinh = _u("sinh")
 cosh = _u("cosh")
 tanh = _u("tanh")
+arcsinh = _u("arcsinh")
+arccosh = _u("arccosh")
+arctanh = _u("arctanh")
+deg2rad = _u("deg2rad")
+rad2deg = _u("rad2deg")
+j0 = _u("j0")
+j1 = _u("j1")
+i0 = _u("i0")
+i1 = _u("i1")
+jv = _binary(ts.jv, "jv", "The Bessel function of the first kind of order ``v``: ``jv(v, x)``.")
+iv = _binary(ts.iv, "iv", "The modified Bessel function of the first kind: ``iv(v, x)``.")
+conj = _unary(ts.conj, "conj", "The complex conjugate (the value itself for reals).")
+complex_from_polar = _binary(
+    ts.complex_from_polar, "complex_from_polar", "``r * exp(1j * theta)`` from ``r, theta``."
+)
+chi2sf = _binary(ts.chi2sf, "chi2sf", "The chi-squared survival function ``chi2sf(x, k)``.")
 sigmoid = _u("sigmoid")
 softplus = _u("softplus")
 erf = _u("erf")
@@ -269,6 +303,63 @@ log1pexp = softplus  # PyTensor's name
 # the module there, so they are left out of __all__).
 xlogx = _u("xlogx")
 xlogy0 = _binary(ts.xlogy0, "xlogy0", "``x * log(y)``, 0 where ``x`` is 0.")
+
+
+isnan_ = isnan  # Theano's name of the op behind isnan
+
+
+def ceil_intdiv(a, b):
+    """``a // b`` rounded up: ``(a // b) + (a % b != 0)``.
+
+    >>> import numpy as np
+    >>> ceil_intdiv(np.array([7, -7, 6]), np.array([2, 2, 3])).eval()
+    array([ 4, -3,  2])
+    """
+    div = int_div(a, b)
+    return div + _tensor.basic.cast(neq(mod(a, b), 0), div.dtype)
+
+
+def is_flat(var, ndim=None, outdim=None):
+    """Whether ``var`` has ``ndim`` dimensions (1 by default; ``outdim`` is Theano's older
+    name of the argument).
+
+    >>> from theano_dag import tensor as tt
+    >>> is_flat(tt.dvector()), is_flat(tt.dmatrix()), is_flat(tt.dmatrix(), ndim=2)
+    (True, False, True)
+    """
+    if ndim is None:
+        ndim = 1 if outdim is None else outdim
+    return as_tensor_variable(var).ndim == ndim
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+    """The covariance matrix of the variables in ``m`` (``numpy.cov``; without weights).
+
+    >>> import numpy as np
+    >>> x = np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.5]])
+    >>> np.allclose(cov(x).eval(), np.cov(x))
+    True
+    """
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov: fweights and aweights are not supported")
+    m = as_tensor_variable(m)
+    if m.ndim == 1:
+        m = m.dimshuffle("x", 0)
+    if not rowvar and m.ndim == 2:
+        m = m.T
+    if y is not None:
+        y = as_tensor_variable(y)
+        if y.ndim == 1:
+            y = y.dimshuffle("x", 0)
+        if not rowvar:
+            y = y.T
+        m = _tensor.basic.concatenate([m, y], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = _tensor.basic.cast(shape_i(m, 1), "float64")
+    centred = m - mean(m, axis=1, keepdims=True)
+    c = dot(centred, centred.T) / (n - ddof)
+    return c
 
 
 def betaln(a, b):

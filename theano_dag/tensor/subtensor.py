@@ -18,11 +18,12 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import zeros_like
+from theano_dag.tensor.basic import alloc, get_vector_length, zeros_like
 from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
+from theano_dag.tensor.type_other import MakeSlice, NoneConst, SliceConstant
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
@@ -37,6 +38,13 @@ __all__ = [
     "inc_subtensor",
     "take",
     "slice_length",
+    "advanced_inc_subtensor",
+    "advanced_inc_subtensor1",
+    "advanced_set_subtensor",
+    "advanced_set_subtensor1",
+    "get_canonical_form_slice",
+    "basic_shape",
+    "indexed_result_shape",
 ]
 
 _INTS = int_dtypes + uint_dtypes
@@ -707,3 +715,123 @@ def take(a, indices, axis=None):
 
 
 _ = constant
+
+
+def advanced_inc_subtensor1(x, y, ilist):
+    """``x`` with ``y`` added at the rows ``ilist`` (repeats accumulate): Theano's name."""
+    return AdvancedIncSubtensor1()(x, y, ilist)
+
+
+def advanced_set_subtensor1(x, y, ilist):
+    """``x`` with the rows ``ilist`` set to ``y``: Theano's name."""
+    return AdvancedIncSubtensor1(set_instead_of_inc=True)(x, y, ilist)
+
+
+def advanced_inc_subtensor(x, y, *index):
+    """``x`` with ``y`` added at ``x[index]`` (any advanced index; repeats accumulate).
+
+    >>> import numpy as np
+    >>> advanced_inc_subtensor(np.zeros((2, 3)), 1.0, [0, 0], [1, 1]).eval()
+    array([[0., 2., 0.],
+           [0., 0., 0.]])
+    """
+    x = as_tensor_variable(x)
+    return inc_subtensor(x[tuple(index)], y)
+
+
+def advanced_set_subtensor(x, y, *index):
+    """``x`` with ``x[index]`` set to ``y`` (any advanced index)."""
+    x = as_tensor_variable(x)
+    return set_subtensor(x[tuple(index)], y)
+
+
+def get_canonical_form_slice(theslice, length):
+    """``(slice(start, stop, step), direction)`` with ``step > 0`` such that
+    ``x[theslice] == x[start:stop:step][::direction]`` for ``len(x) == length``; the parts
+    are symbolic when ``theslice`` or ``length`` are (Theano's contract). An int index is
+    returned as a non-negative index with direction 1.
+
+    >>> import numpy as np
+    >>> canon, direction = get_canonical_form_slice(slice(None, None, -2), 7)
+    >>> [int(v.eval()) for v in (canon.start, canon.stop, canon.step, direction)]
+    [0, 7, 2, -1]
+    >>> np.arange(7)[0:7:2][::-1].tolist() == np.arange(7)[::-2].tolist()
+    True
+    """
+    length = as_tensor_variable(length)
+    if not isinstance(theslice, slice):
+        i = as_tensor_variable(theslice)
+        return tm.switch(tm.lt(i, 0), i + length, i), 1
+    start, stop, step = theslice.start, theslice.stop, theslice.step
+    step = as_tensor_variable(1 if step is None else step)
+    n = length
+
+    def norm(v, lo, hi):
+        v = as_tensor_variable(v)
+        return tm.clip(tm.switch(tm.lt(v, 0), v + n, v), lo, hi)
+
+    # numpy's slice.indices, for each sign of the step
+    a_pos = as_tensor_variable(0) if start is None else norm(start, 0, n)
+    b_pos = n if stop is None else norm(stop, 0, n)
+    a_neg = n - 1 if start is None else norm(start, -1, n - 1)
+    count = slice_length(n, start, stop, step)
+    positive = tm.gt(step, 0)
+    # Negative step: the elements are a_neg, a_neg + step, ..., the last of them first.
+    last = a_neg + (count - 1) * step
+    c_start = tm.switch(positive, a_pos, tm.switch(tm.gt(count, 0), last, 0))
+    c_stop = tm.switch(positive, tm.maximum(b_pos, a_pos), tm.switch(tm.gt(count, 0), a_neg + 1, 0))
+    c_step = tm.abs(step)
+    direction = tm.switch(positive, 1, -1)
+    return slice(c_start, c_stop, c_step), direction
+
+
+def _as_python_slice(idx):
+    # Theano's index lists may hold a slice variable (MakeSlice's output or a
+    # SliceConstant); its bounds are what the length needs.
+    if isinstance(idx, SliceConstant):
+        return idx.data
+    if getattr(idx, "owner", None) is not None and isinstance(idx.owner.op, MakeSlice):
+        return slice(*(None if b is NoneConst else b for b in idx.owner.inputs))
+    return idx
+
+
+def basic_shape(shape, indices):
+    """The lengths that the basic ``indices`` (slices, None for a new axis) give the
+    dimensions they index of an ``x`` of ``shape``, one entry per index (Theano's: the
+    dimensions left unindexed are not listed).
+
+    >>> [int(d.eval()) if hasattr(d, "eval") else d for d in basic_shape((5, 4), (slice(1, 3),))]
+    [2]
+    """
+    out = []
+    dims = list(shape)
+    k = 0
+    for idx in indices:
+        if idx is None:
+            out.append(1)
+            continue
+        idx = _as_python_slice(idx)
+        if not isinstance(idx, slice):
+            raise TypeError(f"basic_shape: {idx!r} is not a basic index (a slice or None)")
+        out.append(slice_length(dims[k], idx.start, idx.stop, idx.step))
+        k += 1
+    return tuple(out)
+
+
+def indexed_result_shape(array_shape, indices, indices_are_shapes=False):
+    """The shape of ``x[indices]`` for an ``x`` of ``array_shape`` (any numpy index), as a
+    tuple of symbolic dimensions."""
+    if indices_are_shapes:
+        raise NotImplementedError(
+            "indexed_result_shape: indices_are_shapes=True is not supported; pass the indices"
+        )
+    dims = [array_shape[k] for k in range(_vector_len(array_shape))]
+    x = alloc(np.float64(0), *dims)
+    out = x[tuple(indices)]
+    return tuple(out.shape[k] for k in range(out.ndim))
+
+
+def _vector_len(shape):
+    if isinstance(shape, (tuple, list)):
+        return len(shape)
+    return get_vector_length(shape)

@@ -227,6 +227,36 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def sqrt(self):
         return _tensor.math.sqrt(self)
 
+    # numpy's array methods that Theano's variables have too.
+    def ravel(self):
+        return _tensor.basic.flatten(self)
+
+    def argsort(self, axis=-1, kind="quicksort", order=None):
+        return _tensor.argsort(self, axis, kind, order)
+
+    def cumsum(self, axis=None):
+        return _tensor.cumsum(self, axis)
+
+    def cumprod(self, axis=None):
+        return _tensor.cumprod(self, axis)
+
+    def conj(self):
+        return _tensor.math.conj(self)
+
+    conjugate = conj
+
+    def ptp(self, axis=None):
+        return _tensor.ptp(self, axis)
+
+    def swapaxes(self, axis1, axis2):
+        return _tensor.swapaxes(self, axis1, axis2)
+
+    def nonzero(self, return_matrix=False):
+        return _tensor.nonzero(self, return_matrix)
+
+    def nonzero_values(self):
+        return _tensor.nonzero_values(self)
+
 
 class TensorVariable(_tensor_py_operators, Variable):
     """A symbolic n-dimensional array (the output of an op, or a graph input).
