@@ -599,4 +599,5 @@ def make_steps(node, ctx):
 
 
 # The emitters of the other ops register themselves (kept in their own module).
+from theano_dag.engines.cpu.emit import conv as _conv  # noqa: E402, F401
 from theano_dag.engines.cpu.emit import emitters as _emitters  # noqa: E402, F401

@@ -1,0 +1,165 @@
+"""Convolution on the engines: the CPU engine's im2col emitters (forward, both gradients)
+and the OpenCL engine (PoCL), each against the reference engine and the loop-written
+numpy reference, float32 and float64; gradients by finite differences; the workspaces
+planned by the memory planner."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.emit import conv as cpu_conv
+from theano_dag.engines.cpu.emit.impls import Temp
+from theano_dag.engines.cpu.linker import CPULinker, CPUThunk
+from theano_dag.engines.memory import check_plan
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad, verify_grad
+from theano_dag.tensor import nnet
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+from nnet_reference import ref_conv2d, ref_conv_grad_inputs, ref_conv_grad_weights  # noqa: E402
+
+REF = Mode(linker="py", optimizer=None)
+CPU = Mode(linker=CPULinker(min_plan_bytes=0))
+OCL_OK, OCL_WHY = opencl_available()
+ENGINES = [
+    "cpu",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+FLOATS = ("float32", "float64")
+
+CASES = {
+    "valid": ((2, 3, 5, 6), (4, 3, 3, 2), {}),
+    "half": ((2, 3, 5, 5), (2, 3, 3, 3), dict(border_mode="half")),
+    "full-stride2": ((1, 2, 5, 4), (3, 2, 2, 3), dict(border_mode="full", subsample=2)),
+    "asym-pad-dilated": (
+        (2, 2, 7, 6),
+        (2, 2, 2, 3),
+        dict(border_mode=(1, (0, 2)), subsample=(2, 1), filter_dilation=(2, 1)),
+    ),
+    "groups-noflip": ((2, 4, 5, 5), (6, 2, 3, 3), dict(num_groups=2, filter_flip=False)),
+    "1x1-pad2-stride3": ((1, 3, 4, 5), (2, 3, 1, 1), dict(border_mode=2, subsample=3)),
+    "1x1-plain": ((3, 4, 5, 5), (6, 4, 1, 1), {}),
+    "1x1-groups": ((3, 4, 5, 5), (6, 2, 1, 1), dict(num_groups=2)),
+    "7x7-stride2-pad3": ((1, 3, 13, 12), (4, 3, 7, 7), dict(border_mode=3, subsample=2)),
+    "depthwise": ((2, 3, 6, 6), (3, 1, 3, 3), dict(num_groups=3, border_mode=1)),
+}
+
+
+def mode_of(engine):
+    return CPU if engine == "cpu" else Mode(linker="opencl")
+
+
+def _graph(xs, ws, kw, dtype):
+    x = tt.TensorType(dtype, shape=(None,) * 4)("x")
+    w = tt.TensorType(dtype, shape=(None, None) + ws[2:])("w")
+    y = nnet.conv2d(x, w, **kw)
+    gy = tt.TensorType(dtype, shape=(None,) * 4)("gy")
+    # The gradients with a given output gradient: <y, gy> differentiated.
+    gx, gw = grad((y * gy).sum(), [x, w])
+    return [x, w, gy], [y, gx, gw]
+
+
+def _values(xs, ws, kw, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    ys = ref_conv2d(np.zeros(xs), np.zeros(ws), **kw).shape
+    return x, w, rng.standard_normal(ys).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conv_values(case, engine, dtype):
+    xs, ws, kw = CASES[case]
+    ins, outs = _graph(xs, ws, kw, dtype)
+    vals = _values(xs, ws, kw, dtype)
+    got = function(ins, outs, mode=mode_of(engine))(*vals)
+    ref = function(ins, outs, mode=REF)(*vals)
+    x, w, gy = (v.astype("float64") for v in vals)
+    loops = [
+        ref_conv2d(x, w, **kw),
+        ref_conv_grad_inputs(w, gy, xs[2:], **kw),
+        ref_conv_grad_weights(x, gy, ws[2:], **kw),
+    ]
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for g, r, lp in zip(got, ref, loops):
+        g = np.asarray(g)
+        assert g.dtype == dtype and g.shape == lp.shape
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+        np.testing.assert_allclose(g, lp, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["half", "asym-pad-dilated", "groups-noflip", "1x1-plain"])
+def test_cpu_conv_runs_the_emitters_with_planned_workspaces(case):
+    xs, ws, kw = CASES[case]
+    ins, outs = _graph(xs, ws, kw, "float64")
+    f = function(ins, outs, mode=CPU)
+    f(*_values(xs, ws, kw, "float64"))
+    assert isinstance(f.fn, CPUThunk)
+    src = f.fn.source()
+    for name in ("conv_forward", "conv_grad_inputs", "conv_grad_weights"):
+        assert name in src
+    plan = f.fn.current
+    check_plan(*plan.plan_input, plan.memory)
+    temps = {v.label: c for v, c in plan.cat.items() if isinstance(v, Temp)}
+    assert set(temps.values()) == {"pooled"}
+    assert "conv_acc" in temps
+    if case != "1x1-plain":
+        assert "conv_cols" in temps
+    else:
+        assert "conv_cols" not in temps
+    assert ("conv_pad" in temps) == (case in ("half", "asym-pad-dilated"))
+
+
+def test_cpu_conv_batches_in_chunks(monkeypatch):
+    # A workspace limit below one image's columns: one image per chunk.
+    monkeypatch.setattr(cpu_conv, "WORKSPACE_MAX_BYTES", 64)
+    xs, ws, kw = (5, 3, 6, 6), (4, 3, 3, 3), dict(border_mode="half", subsample=2)
+    ins, outs = _graph(xs, ws, kw, "float64")
+    vals = _values(xs, ws, kw, "float64")
+    f = function(ins, outs, mode=Mode(linker=CPULinker(min_plan_bytes=0)))
+    got = f(*vals)
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    assert {f.fn.current.shapes[v][0] for v in cols} == {1}
+    for g, r in zip(got, function(ins, outs, mode=REF)(*vals)):
+        np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-10)
+
+
+def test_cpu_conv_non_contiguous_input():
+    x = tt.dtensor4("x")
+    w = tt.TensorType("float64", shape=(None, None, 3, 3))("w")
+    y = nnet.conv2d(x.dimshuffle(0, 1, 3, 2), w, border_mode="half")
+    rng = np.random.default_rng(5)
+    xv, wv = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((2, 3, 3, 3))
+    np.testing.assert_allclose(
+        function([x, w], y, mode=CPU)(xv, wv),
+        ref_conv2d(xv.transpose(0, 1, 3, 2), wv, border_mode="half"),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", ["half", "asym-pad-dilated", "groups-noflip"])
+def test_conv_verify_grad(case, engine):
+    xs, ws, kw = CASES[case]
+    rng = np.random.default_rng(7)
+    x, w, _ = _values(xs, ws, kw, "float64", seed=8)
+    verify_grad(lambda a, b: nnet.conv2d(a, b, **kw), [x, w], rng=rng, mode=mode_of(engine))
+
+
+def test_cpu_conv_falls_back_for_mixed_dtypes():
+    x, w = tt.ftensor4("x"), tt.dtensor4("w")
+    f = function([x, w], nnet.conv2d(x, w), mode=CPU)
+    rng = np.random.default_rng(9)
+    xv, wv = rng.standard_normal((1, 2, 4, 4)).astype("float32"), rng.standard_normal((3, 2, 2, 2))
+    np.testing.assert_allclose(f(xv, wv), ref_conv2d(xv.astype("float64"), wv), rtol=1e-6)
+    assert "conv_forward" not in f.fn.source()

@@ -1,0 +1,444 @@
+"""CPU engine emitters for convolution and pooling: im2col into planned workspaces + BLAS.
+
+A convolution is a matrix product once each receptive field is laid out as a column
+(*im2col*): for one image, ``out (F, OH*OW) = W (F, C*KH*KW) @ cols (C*KH*KW, OH*OW)``,
+which lands in NCHW order with no transpose. The columns are one strided copy of the
+(padded) image; the product is OpenBLAS's GEMM through ``numpy.matmul`` with ``out=``.
+Why this method (measured in ``benchmarks/conv.py``, see docs/performance.md): the
+GEMM is 70-90% of the time on ResNet50's layers and OpenBLAS's is as fast as any we
+can call; a direct loop in generated C was several times slower than it, and the
+``onednn`` package does not install here.
+
+What the memory planner sees: each node is a few steps, and every scratch array is a
+:class:`~.impls.Temp` written by a step of its own (the *workspace*): the zero-padded
+image, the columns, the filters' accumulator. So workspaces share blocks with the dead
+values around them like any value, and the output goes into the target the plan gives.
+The columns of a whole batch are made at once (one batched ``matmul``) up to
+:data:`WORKSPACE_MAX_BYTES`; bigger batches are done in chunks of images.
+
+- forward: pad -> im2col -> ``W @ cols`` per group into the output;
+- gradient w.r.t. the filters: pad -> im2col -> ``gy[n] @ cols[n].T`` summed over images;
+- gradient w.r.t. the image: ``W.T @ gy`` -> columns -> scatter-add of each filter tap
+  (col2im, clipped to the image: no padded buffer);
+- 1x1 filters with stride 1 and no padding skip the columns: the image is its own.
+
+Pooling (2-D, ``ignore_border=True`` or windows that fit) is a running ``maximum``/
+``add`` of one strided slice per window offset into the output, over a planned padded
+copy when there is padding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from theano_dag.engines.cpu.emit.impls import Step, register_impl
+from theano_dag.tensor.nnet.abstract_conv import (
+    AbstractConv2d,
+    AbstractConv2d_gradInputs,
+    AbstractConv2d_gradWeights,
+    border_mode_to_pad,
+)
+
+__all__ = ["ConvGeometry", "WORKSPACE_MAX_BYTES", "conv_forward", "conv_grad_weights"]
+
+# The columns of this many bytes at most are made at once: a bigger batch is done in
+# chunks of images (the columns of one image are made whatever their size).
+WORKSPACE_MAX_BYTES = 1 << 25
+_FLOATS = ("float32", "float64")
+
+
+class ConvGeometry:
+    """The static parameters of one convolution node, resolved for its filter size.
+
+    >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+    >>> g.pads, g.padded((1, 2, 5, 5)), g.out_hw((5, 5))
+    (((1, 1), (1, 1)), (1, 2, 7, 7), (5, 5))
+    """
+
+    __slots__ = ("pads", "stride", "dil", "flip", "groups", "kshp", "plain")
+
+    def __init__(self, op, kshp):
+        self.kshp = tuple(kshp)
+        self.pads = border_mode_to_pad(op.border_mode, self.kshp, op.filter_dilation)
+        self.stride = op.subsample
+        self.dil = op.filter_dilation
+        self.flip = op.filter_flip
+        self.groups = op.num_groups
+        # A 1x1 filter at stride 1 without padding reads the image as its own columns.
+        self.plain = self.kshp == (1, 1) and self.stride == (1, 1) and not self.padding
+
+    @property
+    def padding(self):
+        return any(self.pads[0]) or any(self.pads[1])
+
+    def padded(self, xshape):
+        (pt, pb), (pl, pr) = self.pads
+        return (xshape[0], xshape[1], xshape[2] + pt + pb, xshape[3] + pl + pr)
+
+    def out_hw(self, hw):
+        (pt, pb), (pl, pr) = self.pads
+        padded = (hw[0] + pt + pb, hw[1] + pl + pr)
+        return tuple(
+            (padded[d] - (self.kshp[d] - 1) * self.dil[d] - 1) // self.stride[d] + 1
+            for d in range(2)
+        )
+
+    def cols_shape(self, n, c, out_hw, itemsize):
+        """``(images per chunk, C*KH*KW, OH*OW)``: the columns' workspace."""
+        k = c * self.kshp[0] * self.kshp[1]
+        per_image = k * out_hw[0] * out_hw[1] * itemsize
+        nb = max(1, min(n, WORKSPACE_MAX_BYTES // max(per_image, 1)))
+        return (nb, k, out_hw[0] * out_hw[1])
+
+
+def _filters(w, geo):
+    """The filters as ``(F, C/groups*KH*KW)`` rows (flipped for a true convolution)."""
+    if geo.flip:
+        w = w[:, :, ::-1, ::-1]
+    return w.reshape(w.shape[0], -1)
+
+
+def _pad_into(x, xp, geo):
+    """Copy ``x`` into the middle of ``xp`` and zero its border (``xp`` is reused memory)."""
+    (pt, pb), (pl, pr) = geo.pads
+    h, w = x.shape[2:]
+    xp[:, :, :pt] = 0
+    xp[:, :, pt + h :] = 0
+    xp[:, :, pt : pt + h, :pl] = 0
+    xp[:, :, pt : pt + h, pl + w :] = 0
+    xp[:, :, pt : pt + h, pl : pl + w] = x
+    return xp
+
+
+def _im2col(xp, cols, s, e, geo, out_hw):
+    """Columns of images ``s:e`` of the padded image into ``cols[:e-s]``."""
+    m = e - s
+    c = xp.shape[1]
+    kh, kw = geo.kshp
+    oh, ow = out_hw
+    st = xp.strides
+    view = as_strided(
+        xp[s:e],
+        (m, c, kh, kw, oh, ow),
+        (
+            st[0],
+            st[1],
+            st[2] * geo.dil[0],
+            st[3] * geo.dil[1],
+            st[2] * geo.stride[0],
+            st[3] * geo.stride[1],
+        ),
+        writeable=False,
+    )
+    cv = cols[:m]
+    np.copyto(cv.reshape(m, c, kh, kw, oh, ow), view)
+    return cv
+
+
+def conv_forward(x, w, xp, cols, out, geo):
+    """``out = conv(x, w)`` with workspaces ``xp`` (padded image, or None) and ``cols``
+    (or None for a plain 1x1 convolution); ``out`` None allocates it.
+
+    >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
+    >>> x, w = np.ones((1, 2, 2, 2)), np.ones((3, 2, 1, 1))
+    >>> conv_forward(x, w, None, None, None, geo)[0, :, 0, 0]
+    array([2., 2., 2.])
+    """
+    n, c = x.shape[:2]
+    f = w.shape[0]
+    g = geo.groups
+    fg = f // g
+    out_hw = geo.out_hw(x.shape[2:])
+    if out is None:
+        out = np.empty((n, f) + out_hw, dtype=x.dtype)
+    wm = _filters(w, geo)
+    outm = out.reshape(n, f, out_hw[0] * out_hw[1])
+    if cols is None:
+        xm = x.reshape(n, c, -1)
+        cg = c // g
+        for i in range(g):
+            np.matmul(
+                wm[i * fg : (i + 1) * fg],
+                xm[:, i * cg : (i + 1) * cg],
+                out=outm[:, i * fg : (i + 1) * fg],
+            )
+        return out
+    if xp is not None:
+        x = _pad_into(x, xp, geo)
+    nb, k = cols.shape[:2]
+    kg = k // g
+    for s in range(0, n, nb):
+        e = min(n, s + nb)
+        cv = _im2col(x, cols, s, e, geo, out_hw)
+        if g == 1:
+            np.matmul(wm, cv, out=outm[s:e])
+        else:
+            for i in range(g):
+                np.matmul(
+                    wm[i * fg : (i + 1) * fg],
+                    cv[:, i * kg : (i + 1) * kg],
+                    out=outm[s:e, i * fg : (i + 1) * fg],
+                )
+    return out
+
+
+def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
+    """``out = dconv/dw`` for image ``x`` and output gradient ``gy``: the sum over images
+    of ``gy[n] @ cols[n].T``, each product in ``acc``, a ``(F, C/groups*KH*KW)`` scratch.
+
+    >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
+    >>> x, gy = np.ones((2, 1, 2, 2)), np.ones((2, 3, 2, 2))
+    >>> conv_grad_weights(x, gy, None, None, None, None, geo).ravel()
+    array([8., 8., 8.])
+    """
+    n, c = x.shape[:2]
+    f = gy.shape[1]
+    g = geo.groups
+    fg, cg = f // g, c // g
+    kh, kw = geo.kshp
+    kg = cg * kh * kw
+    if out is None:
+        out = np.empty((f, cg, kh, kw), dtype=gy.dtype)
+    if acc is None:
+        acc = np.empty((f, kg), dtype=gy.dtype)
+    # Flipped filters: the products go into a flipped view of the output.
+    dst = out[:, :, ::-1, ::-1] if geo.flip else out
+    acc4 = acc.reshape(f, cg, kh, kw)
+    gym = gy.reshape(n, f, -1)
+    if xp is not None:
+        x = _pad_into(x, xp, geo)
+    nb = n if cols is None else cols.shape[0]
+    for s in range(0, n, nb):
+        e = min(n, s + nb)
+        cv = x.reshape(n, c, -1)[s:e] if cols is None else _im2col(x, cols, s, e, geo, gy.shape[2:])
+        for j in range(e - s):
+            for i in range(g):
+                np.matmul(
+                    gym[s + j, i * fg : (i + 1) * fg],
+                    cv[j, i * kg : (i + 1) * kg].T,
+                    out=acc[i * fg : (i + 1) * fg],
+                )
+            if s + j == 0:
+                np.copyto(dst, acc4)
+            else:
+                np.add(dst, acc4, out=dst)
+    return out
+
+
+def conv_grad_inputs(w, gy, cols, out, imshp, geo):
+    """``out = dconv/dx`` of an image of spatial shape ``imshp``: ``W.T @ gy`` into the
+    columns, then each filter tap's slice added into the image (clipped to it)."""
+    n, f = gy.shape[:2]
+    cg = w.shape[1]
+    g = geo.groups
+    fg = f // g
+    c = cg * g
+    kh, kw = geo.kshp
+    h, wd = int(imshp[0]), int(imshp[1])
+    if out is None:
+        out = np.empty((n, c, h, wd), dtype=gy.dtype)
+    wt = _filters(w, geo)
+    gym = gy.reshape(n, f, -1)
+    if cols is None:
+        outm = out.reshape(n, c, -1)
+        for i in range(g):
+            np.matmul(
+                wt[i * fg : (i + 1) * fg].T,
+                gym[:, i * fg : (i + 1) * fg],
+                out=outm[:, i * cg : (i + 1) * cg],
+            )
+        return out
+    out[...] = 0
+    oh, ow = gy.shape[2:]
+    (pt, _), (pl, _) = geo.pads
+    (sh, sw), (dh, dw) = geo.stride, geo.dil
+    taps = []
+    for a in range(kh):
+        r0, r1, i0, i1 = _tap_range(a * dh - pt, sh, oh, h)
+        for b in range(kw):
+            c0, c1, j0, j1 = _tap_range(b * dw - pl, sw, ow, wd)
+            if r1 > r0 and c1 > c0:
+                taps.append((a, b, slice(r0, r1, sh), slice(c0, c1, sw), i0, i1, j0, j1))
+    nb, k = cols.shape[:2]
+    kg = k // g
+    for s in range(0, n, nb):
+        e = min(n, s + nb)
+        m = e - s
+        cv = cols[:m]
+        for i in range(g):
+            np.matmul(
+                wt[i * fg : (i + 1) * fg].T,
+                gym[s:e, i * fg : (i + 1) * fg],
+                out=cv[:, i * kg : (i + 1) * kg],
+            )
+        c6 = cv.reshape(m, c, kh, kw, oh, ow)
+        dst = out[s:e]
+        for a, b, rs, cs, i0, i1, j0, j1 in taps:
+            d = dst[:, :, rs, cs]
+            np.add(d, c6[:, :, a, b, i0:i1, j0:j1], out=d)
+    return out
+
+
+def _tap_range(offset, stride, n_out, n_in):
+    """For a tap at ``offset`` (in image coordinates, padding subtracted): the image
+    rows ``r0:r1`` (step ``stride``) it touches inside the image, and the output rows
+    ``i0:i1`` they come from."""
+    i0 = max(0, (-offset + stride - 1) // stride)
+    i1 = min(n_out, (n_in - 1 - offset) // stride + 1)
+    if i1 <= i0:
+        return 0, 0, 0, 0
+    return offset + i0 * stride, offset + (i1 - 1) * stride + 1, i0, i1
+
+
+# -- emitters --------------------------------------------------------------------------
+
+
+def _static_kshp(node, ctx, kern_pos=None, shape_pos=None):
+    if kern_pos is not None:
+        s = node.inputs[kern_pos].type.shape[2:]
+        return tuple(s) if None not in s else None
+    v = node.inputs[shape_pos]
+    if not ctx.is_const(v):
+        return None
+    return tuple(int(i) for i in np.asarray(ctx.value_of(v)))
+
+
+def _workspace_step(ctx, node, dtype, label, inputs, shape_fn):
+    """A step that provides a scratch array (its target, else a fresh one) of
+    ``shape_fn(input shapes)``: the memory planner places it like any value."""
+    t = ctx.temp(dtype, label)
+    empty = ctx.glob(np.empty, "empty")
+    dn = ctx.glob(np.dtype(dtype), "D")
+    sfn = ctx.glob(lambda *arrays: shape_fn([a.shape for a in arrays]), f"{label}_shape")
+
+    def emit(ins, outs, target):
+        if target is not None:
+            return [f"{outs[0]} = {target}"]
+        return [f"{outs[0]} = {empty}({sfn}({', '.join(ins)}), {dn})"]
+
+    return t, Step(node, (t,), inputs, emit, dtypes=(dtype,), temp_shape=shape_fn)
+
+
+def _same_float(node):
+    ds = {v.type.dtype for v in node.inputs if v.type.ndim == 4} | {node.outputs[0].type.dtype}
+    return len(ds) == 1 and ds.pop() in _FLOATS
+
+
+def _conv_steps(node, ctx):
+    x, w = node.inputs
+    kshp = _static_kshp(node, ctx, kern_pos=1)
+    if kshp is None or not _same_float(node) or ctx.is_const(x):
+        return None
+    geo = ConvGeometry(node.op, kshp)
+    dtype = node.outputs[0].type.dtype
+    itemsize = np.dtype(dtype).itemsize
+    steps, ins = [], [x, w]
+    xp = cols = None
+    if not geo.plain:
+        if geo.padding:
+            xp, st = _workspace_step(ctx, node, dtype, "conv_pad", (x,), lambda s: geo.padded(s[0]))
+            steps.append(st)
+
+        def cols_shape(s):
+            return geo.cols_shape(s[0][0], s[0][1], geo.out_hw(s[0][2:]), itemsize)
+
+        cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (x,), cols_shape)
+        steps.append(st)
+    ins += [v for v in (xp, cols) if v is not None]
+    fn = ctx.glob(conv_forward, "conv_forward")
+    gn = ctx.glob(geo, "conv_geo")
+    has_xp, has_cols = xp is not None, cols is not None
+
+    def emit(names, outs, target):
+        it = iter(names[2:])
+        a_xp = next(it) if has_xp else "None"
+        a_cols = next(it) if has_cols else "None"
+        t = target if target is not None else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {names[1]}, {a_xp}, {a_cols}, {t}, {gn})"]
+
+    steps.append(Step(node, node.outputs, ins, emit))
+    return steps
+
+
+def _grad_weights_steps(node, ctx):
+    x, gy, _shape = node.inputs
+    kshp = _static_kshp(node, ctx, shape_pos=2)
+    if kshp is None or not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
+        return None
+    geo = ConvGeometry(node.op, kshp)
+    dtype = node.outputs[0].type.dtype
+    itemsize = np.dtype(dtype).itemsize
+    steps, extra = [], []
+    has = {"xp": False, "cols": False}
+    if not geo.plain:
+        if geo.padding:
+            xp, st = _workspace_step(ctx, node, dtype, "conv_pad", (x,), lambda s: geo.padded(s[0]))
+            steps.append(st)
+            extra.append(xp)
+            has["xp"] = True
+
+        def cols_shape(s):
+            return geo.cols_shape(s[0][0], s[0][1], geo.out_hw(s[0][2:]), itemsize)
+
+        cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (x,), cols_shape)
+        steps.append(st)
+        extra.append(cols)
+        has["cols"] = True
+    g = geo.groups
+
+    def acc_shape(s):
+        return (s[1][1], s[0][1] // g * kshp[0] * kshp[1])
+
+    acc, st = _workspace_step(ctx, node, dtype, "conv_acc", (x, gy), acc_shape)
+    steps.append(st)
+    extra.append(acc)
+    fn = ctx.glob(conv_grad_weights, "conv_grad_weights")
+    gn = ctx.glob(geo, "conv_geo")
+
+    def emit(names, outs, target):
+        it = iter(names[2:])
+        a_xp = next(it) if has["xp"] else "None"
+        a_cols = next(it) if has["cols"] else "None"
+        a_acc = next(it)
+        t = target if target is not None else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {names[1]}, {a_xp}, {a_cols}, {a_acc}, {t}, {gn})"]
+
+    steps.append(Step(node, node.outputs, [x, gy] + extra, emit))
+    return steps
+
+
+def _grad_inputs_steps(node, ctx):
+    w, gy, shape = node.inputs
+    kshp = _static_kshp(node, ctx, kern_pos=0)
+    if kshp is None or not _same_float(node) or ctx.is_const(gy):
+        return None
+    geo = ConvGeometry(node.op, kshp)
+    dtype = node.outputs[0].type.dtype
+    itemsize = np.dtype(dtype).itemsize
+    steps, ins = [], [w, gy, shape]
+    has_cols = not geo.plain
+    if has_cols:
+
+        def cols_shape(s):
+            c = s[0][1] * geo.groups
+            return geo.cols_shape(s[1][0], c, s[1][2:], itemsize)
+
+        cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (w, gy), cols_shape)
+        steps.append(st)
+        ins.append(cols)
+    fn = ctx.glob(conv_grad_inputs, "conv_grad_inputs")
+    gn = ctx.glob(geo, "conv_geo")
+
+    def emit(names, outs, target):
+        a_cols = names[3] if has_cols else "None"
+        t = target if target is not None else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {names[1]}, {a_cols}, {t}, {names[2]}, {gn})"]
+
+    steps.append(Step(node, node.outputs, ins, emit))
+    return steps
+
+
+register_impl(AbstractConv2d)(_conv_steps)
+register_impl(AbstractConv2d_gradWeights)(_grad_weights_steps)
+register_impl(AbstractConv2d_gradInputs)(_grad_inputs_steps)
