@@ -163,3 +163,67 @@ def test_cpu_conv_falls_back_for_mixed_dtypes():
     xv, wv = rng.standard_normal((1, 2, 4, 4)).astype("float32"), rng.standard_normal((3, 2, 2, 2))
     np.testing.assert_allclose(f(xv, wv), ref_conv2d(xv.astype("float64"), wv), rtol=1e-6)
     assert "conv_forward" not in f.fn.source()
+
+
+# -- pooling -----------------------------------------------------------------------------
+
+POOL_CASES = {
+    "2x2": ((2, 2, 4, 6), (2, 2), dict(ignore_border=True)),
+    "3x2-stride1x2": ((1, 2, 5, 6), (3, 2), dict(ignore_border=True, stride=(1, 2))),
+    "3x3-partial": ((2, 1, 7, 5), (3, 3), dict(ignore_border=False, stride=(2, 2))),
+    "3x3-pad-stride2": ((1, 2, 5, 6), (3, 3), dict(ignore_border=True, pad=(1, 2), stride=(2, 2))),
+    "3-d-input": ((3, 5, 4), (2, 3), dict(ignore_border=False)),
+}
+POOL_MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
+
+
+def _distinct(shape, dtype, seed=0):
+    """Distinct values (no ties: max pooling is differentiable there)."""
+    rng = np.random.default_rng(seed)
+    return (rng.permutation(int(np.prod(shape))).reshape(shape) / 7.0 - 1.0).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", POOL_MODES)
+@pytest.mark.parametrize("case", sorted(POOL_CASES))
+def test_pool_values(case, mode, engine, dtype):
+    xs, ws, kw = POOL_CASES[case]
+    x = tt.TensorType(dtype, shape=(None,) * len(xs))("x")
+    y = nnet.pool_2d(x, ws, mode=mode, **kw)
+    gy = tt.TensorType(dtype, shape=(None,) * len(xs))("gy")
+    outs = [y, grad((y * gy).sum(), x)]
+    xv = _distinct(xs, dtype)
+    gv = np.random.default_rng(1).standard_normal(function([x], y, mode=REF)(xv).shape)
+    vals = [xv, gv.astype(dtype)]
+    got = function([x, gy], outs, mode=mode_of(engine))(*vals)
+    ref = function([x, gy], outs, mode=REF)(*vals)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for g, r in zip(got, ref):
+        assert np.asarray(g).dtype == dtype
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["2x2", "3x3-pad-stride2"])
+def test_cpu_pool_runs_the_emitter(case):
+    xs, ws, kw = POOL_CASES[case]
+    x = tt.dtensor4("x")
+    f = function([x], nnet.pool_2d(x, ws, mode="max", **kw), mode=CPU)
+    f(_distinct(xs, "float64"))
+    assert "pool_forward" in f.fn.source()
+    plan = f.fn.current
+    check_plan(*plan.plan_input, plan.memory)
+    temps = {v.label for v in plan.cat if isinstance(v, Temp)}
+    assert temps == ({"pool_pad"} if case == "3x3-pad-stride2" else set())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", ["max", "average_exc_pad"])
+def test_pool_verify_grad(mode, engine):
+    xs, ws, kw = POOL_CASES["3x3-pad-stride2"]
+    verify_grad(
+        lambda a: nnet.pool_2d(a, ws, mode=mode, **kw),
+        [_distinct(xs, "float64", seed=3)],
+        rng=np.random.default_rng(4),
+        mode=mode_of(engine),
+    )

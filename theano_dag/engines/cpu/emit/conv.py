@@ -39,8 +39,16 @@ from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d_gradWeights,
     border_mode_to_pad,
 )
+from theano_dag.tensor.nnet.pool import Pool
 
-__all__ = ["ConvGeometry", "WORKSPACE_MAX_BYTES", "conv_forward", "conv_grad_weights"]
+__all__ = [
+    "ConvGeometry",
+    "WORKSPACE_MAX_BYTES",
+    "conv_forward",
+    "conv_grad_weights",
+    "conv_grad_inputs",
+    "pool_forward",
+]
 
 # The columns of this many bytes at most are made at once: a bigger batch is done in
 # chunks of images (the columns of one image are made whatever their size).
@@ -439,6 +447,94 @@ def _grad_inputs_steps(node, ctx):
     return steps
 
 
+class _PoolPlan:
+    """One pooling node's geometry and its averaging counts, cached per image shape."""
+
+    def __init__(self, op):
+        self.op = op
+        self.counts = {}
+
+    def padded_shape(self, xshape):
+        _out, ext = self.op._geometry(xshape)
+        return tuple(xshape[:-2]) + tuple(ext)
+
+    def needs_padding(self, xshape):
+        return self.padded_shape(xshape) != tuple(xshape)
+
+    def divisor(self, xshape, out, ext):
+        key = tuple(xshape[-2:])
+        d = self.counts.get(key)
+        if d is None:
+            d = self.counts[key] = self.op._counts(xshape, out, ext)
+        return d
+
+
+def pool_forward(x, xp, out, pp):
+    """2-D pooling of ``x``'s last two axes into ``out`` (None allocates it): one strided
+    slice per window offset folded with ``maximum``/``add``; ``xp`` is the padded copy's
+    workspace (None when the windows fit the image).
+
+    >>> pp = _PoolPlan(Pool((2, 2)))
+    >>> pool_forward(np.arange(16.0).reshape(1, 4, 4), None, None, pp)
+    array([[[ 5.,  7.],
+            [13., 15.]]])
+    """
+    op = pp.op
+    out_hw, ext = op._geometry(x.shape)
+    if out is None:
+        out = np.empty(x.shape[:-2] + tuple(out_hw), dtype=x.dtype)
+    if min(out_hw) == 0:
+        return out
+    if xp is not None:
+        fill = op._fill(x.dtype)
+        xp[...] = fill
+        xp[op._inner(x.shape)] = x
+        y = xp
+    else:
+        y = x
+    fold = np.maximum if op.mode == "max" else np.add
+    first = True
+    for sl in op._offsets(out_hw):
+        if first:
+            np.copyto(out, y[sl])
+            first = False
+        else:
+            fold(out, y[sl], out=out)
+    if op.mode in ("average_inc_pad", "average_exc_pad"):
+        np.divide(out, pp.divisor(x.shape, out_hw, ext), out=out, casting="unsafe")
+    return out
+
+
+def _pool_steps(node, ctx):
+    op = node.op
+    (x,) = node.inputs
+    dtype = node.outputs[0].type.dtype
+    if op.ndim != 2 or x.type.dtype != dtype or dtype not in _FLOATS or ctx.is_const(x):
+        return None
+    pp = _PoolPlan(op)
+    steps, ins = [], [x]
+    padded = any(op.pad) or not op.ignore_border
+    if padded:
+        # Padding, or partial windows at the border: a padded copy in a workspace (whose
+        # shape equals the image's when the windows happen to fit: the copy is then cheap).
+        xp, st = _workspace_step(
+            ctx, node, dtype, "pool_pad", (x,), lambda s: pp.padded_shape(s[0])
+        )
+        steps.append(st)
+        ins.append(xp)
+    fn = ctx.glob(pool_forward, "pool_forward")
+    pn = ctx.glob(pp, "pool_geo")
+
+    def emit(names, outs, target):
+        a_xp = names[1] if padded else "None"
+        t = target if target is not None else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {a_xp}, {t}, {pn})"]
+
+    steps.append(Step(node, node.outputs, ins, emit))
+    return steps
+
+
+register_impl(Pool)(_pool_steps)
 register_impl(AbstractConv2d)(_conv_steps)
 register_impl(AbstractConv2d_gradWeights)(_grad_weights_steps)
 register_impl(AbstractConv2d_gradInputs)(_grad_inputs_steps)
