@@ -227,3 +227,16 @@ def test_pool_verify_grad(mode, engine):
         rng=np.random.default_rng(4),
         mode=mode_of(engine),
     )
+
+
+@pytest.mark.parametrize("mode", POOL_MODES)
+def test_cpu_global_pool(mode):
+    # Windows as big as the image: reduced over the windows' view, not offset by offset.
+    x = tt.dtensor4("x")
+    f = function([x], nnet.pool_2d(x, (4, 5), mode=mode, ignore_border=True), mode=CPU)
+    xv = _distinct((2, 3, 4, 5), "float64")
+    want = xv.max(axis=(2, 3)) if mode == "max" else xv.sum(axis=(2, 3))
+    if mode.startswith("average"):
+        want = want / 20
+    np.testing.assert_allclose(f(xv)[:, :, 0, 0], want, rtol=1e-12)
+    assert "pool_forward" in f.fn.source()

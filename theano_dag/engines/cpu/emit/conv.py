@@ -493,8 +493,15 @@ def pool_forward(x, xp, out, pp):
     else:
         y = x
     fold = np.maximum if op.mode == "max" else np.add
-    first = True
-    for sl in op._offsets(out_hw):
+    if op.ws[0] * op.ws[1] > out_hw[0] * out_hw[1]:
+        # More window offsets than windows (a global pool): one reduction over the
+        # windows' view costs less than a call per offset.
+        win = op._windows(y, out_hw)
+        fold.reduce(win, axis=(-2, -1), out=out)
+        first = None
+    else:
+        first = True
+    for sl in op._offsets(out_hw) if first else ():
         if first:
             np.copyto(out, y[sl])
             first = False
