@@ -109,14 +109,30 @@ def test_cpu_conv_runs_the_emitters_with_planned_workspaces(case):
         assert name in src
     plan = f.fn.current
     check_plan(*plan.plan_input, plan.memory)
-    temps = {v.label: c for v, c in plan.cat.items() if isinstance(v, Temp)}
-    assert set(temps.values()) == {"pooled"}
-    assert "conv_acc" in temps
-    if case != "1x1-plain":
-        assert "conv_cols" in temps
-    else:
-        assert "conv_cols" not in temps
-    assert ("conv_pad" in temps) == (case in ("half", "asym-pad-dilated"))
+    temps = {}
+    for v, c in plan.cat.items():
+        if isinstance(v, Temp):
+            assert c == "pooled"
+            temps.setdefault(v.label, []).append(plan.shapes[v])
+    assert sorted(temps) == ["conv_acc", "conv_cols", "conv_pad"]
+    # A workspace the convolution does not need is empty.
+    assert (temps["conv_cols"][0] == (0,)) == (case == "1x1-plain")
+    assert all((s == (0,)) == (case not in ("half", "asym-pad-dilated")) for s in temps["conv_pad"])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cpu_conv_filters_of_unknown_shape(case):
+    # The filters' size known only at the call: the geometry and workspaces follow it.
+    xs, ws, kw = CASES[case]
+    x, w, gy = (tt.dtensor4(n) for n in ("x", "w", "gy"))
+    y = nnet.conv2d(x, w, **kw)
+    outs = [y, *grad((y * gy).sum(), [x, w])]
+    vals = _values(xs, ws, kw, "float64")
+    f = function([x, w, gy], outs, mode=CPU)
+    got = f(*vals)
+    assert "conv_grad_weights" in f.fn.source()
+    for g, r in zip(got, function([x, w, gy], outs, mode=REF)(*vals)):
+        np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-10)
 
 
 def test_cpu_conv_batches_in_chunks(monkeypatch):

@@ -8,6 +8,7 @@ position  name                     what                                      tag
 ========  =======================  ========================================  ====================
 0         merge1                   merge identical computations, constants   fast_run fast_compile
 0.6       useless                  remove nodes that compute nothing new     fast_run fast_compile
+0.8       conv_fold                batch norm, bias, relu -> convolution     fast_run
 1         canonicalize             identities, canonical products, constant  fast_run fast_compile
                                    folding, canonical argument order
 1.2       merge1.2                 merge what canonicalize made identical    fast_run fast_compile
@@ -129,6 +130,7 @@ DASK_GATHER_POSITION = 130
 PIPELINE = (
     (0, "merge1", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (0.6, "useless", lambda: _topo(apply_all_opts=True), ("fast_run", "fast_compile")),
+    (0.8, "conv_fold", _equilibrium, ("fast_run",)),
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),

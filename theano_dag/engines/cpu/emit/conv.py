@@ -37,6 +37,7 @@ from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
     AbstractConv2d_gradWeights,
+    Conv2dBiasAct,
     border_mode_to_pad,
 )
 from theano_dag.tensor.nnet.pool import Pool
@@ -144,9 +145,26 @@ def _im2col(xp, cols, s, e, geo, out_hw):
     return cv
 
 
-def conv_forward(x, w, xp, cols, out, geo):
-    """``out = conv(x, w)`` with workspaces ``xp`` (padded image, or None) and ``cols``
-    (or None for a plain 1x1 convolution); ``out`` None allocates it.
+def _ws(buf, shape, dtype):
+    """The planned workspace ``buf`` when it has ``shape`` (else a fresh array)."""
+    if buf is not None and buf.shape == shape:
+        return buf
+    return np.empty(shape, dtype=dtype)
+
+
+def _epilogue(o, bias, relu):
+    """The fused bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+    if bias is not None:
+        np.add(o, bias[:, None], out=o)
+    if relu:
+        np.maximum(o, 0, out=o)
+
+
+def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
+    """``out = conv(x, w)`` with workspaces ``xp`` (the padded image) and ``cols`` (the
+    columns; unused by a plain 1x1 convolution); None (or a workspace of another shape)
+    allocates them, and ``out``. ``bias`` (per filter) and ``relu`` are applied to each
+    chunk of images as soon as it is computed.
 
     >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
     >>> x, w = np.ones((1, 2, 2, 2)), np.ones((3, 2, 1, 1))
@@ -157,12 +175,14 @@ def conv_forward(x, w, xp, cols, out, geo):
     f = w.shape[0]
     g = geo.groups
     fg = f // g
+    if bias is not None and bias.shape != (f,):
+        raise ValueError(f"convolution: bias has shape {bias.shape}, the filters {w.shape}")
     out_hw = geo.out_hw(x.shape[2:])
     if out is None:
         out = np.empty((n, f) + out_hw, dtype=x.dtype)
     wm = _filters(w, geo)
     outm = out.reshape(n, f, out_hw[0] * out_hw[1])
-    if cols is None:
+    if geo.plain:
         xm = x.reshape(n, c, -1)
         cg = c // g
         for i in range(g):
@@ -171,9 +191,11 @@ def conv_forward(x, w, xp, cols, out, geo):
                 xm[:, i * cg : (i + 1) * cg],
                 out=outm[:, i * fg : (i + 1) * fg],
             )
+        _epilogue(outm, bias, relu)
         return out
-    if xp is not None:
-        x = _pad_into(x, xp, geo)
+    if geo.padding:
+        x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
+    cols = _ws(cols, geo.cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb, k = cols.shape[:2]
     kg = k // g
     for s in range(0, n, nb):
@@ -188,12 +210,14 @@ def conv_forward(x, w, xp, cols, out, geo):
                     cv[:, i * kg : (i + 1) * kg],
                     out=outm[s:e, i * fg : (i + 1) * fg],
                 )
+        _epilogue(outm[s:e], bias, relu)
     return out
 
 
 def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
     """``out = dconv/dw`` for image ``x`` and output gradient ``gy``: the sum over images
-    of ``gy[n] @ cols[n].T``, each product in ``acc``, a ``(F, C/groups*KH*KW)`` scratch.
+    of ``gy[n] @ cols[n].T``, each product in ``acc``, a ``(F, C/groups*KH*KW)`` scratch
+    (workspaces as in :func:`conv_forward`).
 
     >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
     >>> x, gy = np.ones((2, 1, 2, 2)), np.ones((2, 3, 2, 2))
@@ -208,18 +232,22 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
     kg = cg * kh * kw
     if out is None:
         out = np.empty((f, cg, kh, kw), dtype=gy.dtype)
-    if acc is None:
-        acc = np.empty((f, kg), dtype=gy.dtype)
+    acc = _ws(acc, (f, kg), gy.dtype)
     # Flipped filters: the products go into a flipped view of the output.
     dst = out[:, :, ::-1, ::-1] if geo.flip else out
     acc4 = acc.reshape(f, cg, kh, kw)
     gym = gy.reshape(n, f, -1)
-    if xp is not None:
-        x = _pad_into(x, xp, geo)
-    nb = n if cols is None else cols.shape[0]
+    out_hw = gy.shape[2:]
+    if geo.plain:
+        nb = n
+    else:
+        if geo.padding:
+            x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
+        cols = _ws(cols, geo.cols_shape(n, c, out_hw, x.itemsize), x.dtype)
+        nb = cols.shape[0]
     for s in range(0, n, nb):
         e = min(n, s + nb)
-        cv = x.reshape(n, c, -1)[s:e] if cols is None else _im2col(x, cols, s, e, geo, gy.shape[2:])
+        cv = x.reshape(n, c, -1)[s:e] if geo.plain else _im2col(x, cols, s, e, geo, out_hw)
         for j in range(e - s):
             for i in range(g):
                 np.matmul(
@@ -236,7 +264,14 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
 
 def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     """``out = dconv/dx`` of an image of spatial shape ``imshp``: ``W.T @ gy`` into the
-    columns, then each filter tap's slice added into the image (clipped to it)."""
+    columns, then each filter tap's slice added into the image (clipped to it).
+
+    >>> geo = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+    >>> conv_grad_inputs(np.ones((1, 1, 3, 3)), np.ones((1, 1, 3, 3)), None, None, (3, 3), geo)
+    array([[[[4., 6., 4.],
+             [6., 9., 6.],
+             [4., 6., 4.]]]])
+    """
     n, f = gy.shape[:2]
     cg = w.shape[1]
     g = geo.groups
@@ -248,7 +283,7 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
         out = np.empty((n, c, h, wd), dtype=gy.dtype)
     wt = _filters(w, geo)
     gym = gy.reshape(n, f, -1)
-    if cols is None:
+    if geo.plain:
         outm = out.reshape(n, c, -1)
         for i in range(g):
             np.matmul(
@@ -268,6 +303,7 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
             c0, c1, j0, j1 = _tap_range(b * dw - pl, sw, ow, wd)
             if r1 > r0 and c1 > c0:
                 taps.append((a, b, slice(r0, r1, sh), slice(c0, c1, sw), i0, i1, j0, j1))
+    cols = _ws(cols, geo.cols_shape(n, c, (oh, ow), gy.itemsize), gy.dtype)
     nb, k = cols.shape[:2]
     kg = k // g
     for s in range(0, n, nb):
@@ -302,30 +338,63 @@ def _tap_range(offset, stride, n_out, n_in):
 # -- emitters --------------------------------------------------------------------------
 
 
-def _static_kshp(node, ctx, kern_pos=None, shape_pos=None):
-    if kern_pos is not None:
-        s = node.inputs[kern_pos].type.shape[2:]
-        return tuple(s) if None not in s else None
-    v = node.inputs[shape_pos]
-    if not ctx.is_const(v):
-        return None
-    return tuple(int(i) for i in np.asarray(ctx.value_of(v)))
+class ConvPlan:
+    """A convolution node's parameters and its :class:`ConvGeometry` per filter size
+    (the filters' spatial shape may be known only when the function is called).
+
+    >>> ConvPlan(AbstractConv2d(border_mode="half")).geo((5, 3)).pads
+    ((2, 2), (1, 1))
+    """
+
+    def __init__(self, op):
+        self.op = op
+        self._geo = {}
+
+    def geo(self, kshp):
+        key = (int(kshp[0]), int(kshp[1]))
+        g = self._geo.get(key)
+        if g is None:
+            g = self._geo[key] = ConvGeometry(self.op, key)
+        return g
 
 
-def _workspace_step(ctx, node, dtype, label, inputs, shape_fn):
+_NONE = (0,)  # the shape of a workspace a convolution of this size does not use
+
+
+def _workspace_step(ctx, node, dtype, label, inputs, shape_fn, with_outputs=False):
     """A step that provides a scratch array (its target, else a fresh one) of
-    ``shape_fn(input shapes)``: the memory planner places it like any value."""
+    ``shape_fn(input shapes[, output shapes])``: the memory planner places it like any
+    value. Made fresh, it is sized from the arrays (``with_outputs``: made by the
+    function itself, which finds it of the wrong shape)."""
     t = ctx.temp(dtype, label)
     empty = ctx.glob(np.empty, "empty")
     dn = ctx.glob(np.dtype(dtype), "D")
-    sfn = ctx.glob(lambda *arrays: shape_fn([a.shape for a in arrays]), f"{label}_shape")
+    if with_outputs:
+
+        def fresh(*arrays):
+            return _NONE
+    else:
+
+        def fresh(*arrays):
+            return shape_fn([a.shape for a in arrays])
+
+    sfn = ctx.glob(fresh, f"{label}_shape")
 
     def emit(ins, outs, target):
         if target is not None:
             return [f"{outs[0]} = {target}"]
         return [f"{outs[0]} = {empty}({sfn}({', '.join(ins)}), {dn})"]
 
-    return t, Step(node, (t,), inputs, emit, dtypes=(dtype,), temp_shape=shape_fn)
+    step = Step(
+        node,
+        (t,),
+        inputs,
+        emit,
+        dtypes=(dtype,),
+        temp_shape=shape_fn,
+        temp_shape_outputs=with_outputs,
+    )
+    return t, step
 
 
 def _same_float(node):
@@ -333,118 +402,109 @@ def _same_float(node):
     return len(ds) == 1 and ds.pop() in _FLOATS
 
 
-def _conv_steps(node, ctx):
-    x, w = node.inputs
-    kshp = _static_kshp(node, ctx, kern_pos=1)
-    if kshp is None or not _same_float(node) or ctx.is_const(x):
-        return None
-    geo = ConvGeometry(node.op, kshp)
-    dtype = node.outputs[0].type.dtype
+def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=False):
+    """The padded image's and the columns' workspace steps of a convolution of
+    ``inputs[0]``; ``kern_shape(shapes of inputs[, of the outputs])`` gives the filters'
+    spatial shape."""
     itemsize = np.dtype(dtype).itemsize
-    steps, ins = [], [x, w]
-    xp = cols = None
-    if not geo.plain:
-        if geo.padding:
-            xp, st = _workspace_step(ctx, node, dtype, "conv_pad", (x,), lambda s: geo.padded(s[0]))
-            steps.append(st)
 
-        def cols_shape(s):
-            return geo.cols_shape(s[0][0], s[0][1], geo.out_hw(s[0][2:]), itemsize)
+    def pad_shape(*s):
+        geo = cp.geo(kern_shape(*s))
+        return geo.padded(s[0][0]) if geo.padding and not geo.plain else _NONE
 
-        cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (x,), cols_shape)
-        steps.append(st)
-    ins += [v for v in (xp, cols) if v is not None]
+    def cols_shape(*s):
+        geo = cp.geo(kern_shape(*s))
+        if geo.plain:
+            return _NONE
+        xs = s[0][0]
+        return geo.cols_shape(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
+
+    xp, st1 = _workspace_step(ctx, node, dtype, "conv_pad", inputs, pad_shape, with_outputs)
+    cols, st2 = _workspace_step(ctx, node, dtype, "conv_cols", inputs, cols_shape, with_outputs)
+    return [xp, cols], [st1, st2]
+
+
+def _conv_steps(node, ctx):
+    x, w = node.inputs[:2]
+    fused = isinstance(node.op, Conv2dBiasAct)
+    if not _same_float(node) or ctx.is_const(x):
+        return None
+    dtype = node.outputs[0].type.dtype
+    cp = ConvPlan(node.op)
+    ins = [x, w] + ([node.inputs[2]] if fused else [])
+    relu = fused and node.op.activation == "relu"
+    temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:])
     fn = ctx.glob(conv_forward, "conv_forward")
-    gn = ctx.glob(geo, "conv_geo")
-    has_xp, has_cols = xp is not None, cols is not None
+    cn = ctx.glob(cp, "conv_plan")
+    n_args = len(ins)
 
     def emit(names, outs, target):
-        it = iter(names[2:])
-        a_xp = next(it) if has_xp else "None"
-        a_cols = next(it) if has_cols else "None"
+        x_, w_ = names[:2]
+        xp, cols = names[n_args:]
         t = target if target is not None else "None"
-        return [f"{outs[0]} = {fn}({names[0]}, {names[1]}, {a_xp}, {a_cols}, {t}, {gn})"]
+        tail = f", {names[2]}, {relu}" if fused else ""
+        geo = f"{cn}.geo({w_}.shape[2:])"
+        return [f"{outs[0]} = {fn}({x_}, {w_}, {xp}, {cols}, {t}, {geo}{tail})"]
 
-    steps.append(Step(node, node.outputs, ins, emit))
+    steps.append(Step(node, node.outputs, ins + temps, emit))
     return steps
 
 
 def _grad_weights_steps(node, ctx):
-    x, gy, _shape = node.inputs
-    kshp = _static_kshp(node, ctx, shape_pos=2)
-    if kshp is None or not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
+    x, gy, shape = node.inputs
+    if not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
         return None
-    geo = ConvGeometry(node.op, kshp)
     dtype = node.outputs[0].type.dtype
-    itemsize = np.dtype(dtype).itemsize
-    steps, extra = [], []
-    has = {"xp": False, "cols": False}
-    if not geo.plain:
-        if geo.padding:
-            xp, st = _workspace_step(ctx, node, dtype, "conv_pad", (x,), lambda s: geo.padded(s[0]))
-            steps.append(st)
-            extra.append(xp)
-            has["xp"] = True
+    cp = ConvPlan(node.op)
+    # The filters' size is the value of ``shape``, which the node's output shape holds.
+    temps, steps = _conv_workspaces(
+        ctx, node, cp, dtype, (x,), lambda s, o: o[0][2:], with_outputs=True
+    )
 
-        def cols_shape(s):
-            return geo.cols_shape(s[0][0], s[0][1], geo.out_hw(s[0][2:]), itemsize)
+    def acc_shape(s, o):
+        f, cg, kh, kw = o[0]
+        return (f, cg * kh * kw)
 
-        cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (x,), cols_shape)
-        steps.append(st)
-        extra.append(cols)
-        has["cols"] = True
-    g = geo.groups
-
-    def acc_shape(s):
-        return (s[1][1], s[0][1] // g * kshp[0] * kshp[1])
-
-    acc, st = _workspace_step(ctx, node, dtype, "conv_acc", (x, gy), acc_shape)
+    acc, st = _workspace_step(ctx, node, dtype, "conv_acc", (x, gy), acc_shape, True)
     steps.append(st)
-    extra.append(acc)
     fn = ctx.glob(conv_grad_weights, "conv_grad_weights")
-    gn = ctx.glob(geo, "conv_geo")
+    cn = ctx.glob(cp, "conv_plan")
 
     def emit(names, outs, target):
-        it = iter(names[2:])
-        a_xp = next(it) if has["xp"] else "None"
-        a_cols = next(it) if has["cols"] else "None"
-        a_acc = next(it)
+        x_, gy_, shape_, xp, cols, acc_ = names
         t = target if target is not None else "None"
-        return [f"{outs[0]} = {fn}({names[0]}, {names[1]}, {a_xp}, {a_cols}, {a_acc}, {t}, {gn})"]
+        geo = f"{cn}.geo({shape_})"
+        return [f"{outs[0]} = {fn}({x_}, {gy_}, {xp}, {cols}, {acc_}, {t}, {geo})"]
 
-    steps.append(Step(node, node.outputs, [x, gy] + extra, emit))
+    steps.append(Step(node, node.outputs, [x, gy, shape] + temps + [acc], emit))
     return steps
 
 
 def _grad_inputs_steps(node, ctx):
     w, gy, shape = node.inputs
-    kshp = _static_kshp(node, ctx, kern_pos=0)
-    if kshp is None or not _same_float(node) or ctx.is_const(gy):
+    if not _same_float(node) or ctx.is_const(gy):
         return None
-    geo = ConvGeometry(node.op, kshp)
     dtype = node.outputs[0].type.dtype
     itemsize = np.dtype(dtype).itemsize
-    steps, ins = [], [w, gy, shape]
-    has_cols = not geo.plain
-    if has_cols:
+    cp = ConvPlan(node.op)
 
-        def cols_shape(s):
-            c = s[0][1] * geo.groups
-            return geo.cols_shape(s[1][0], c, s[1][2:], itemsize)
+    def cols_shape(s):
+        geo = cp.geo(s[0][2:])
+        if geo.plain:
+            return _NONE
+        return geo.cols_shape(s[1][0], s[0][1] * geo.groups, s[1][2:], itemsize)
 
-        cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (w, gy), cols_shape)
-        steps.append(st)
-        ins.append(cols)
+    cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (w, gy), cols_shape)
     fn = ctx.glob(conv_grad_inputs, "conv_grad_inputs")
-    gn = ctx.glob(geo, "conv_geo")
+    cn = ctx.glob(cp, "conv_plan")
 
     def emit(names, outs, target):
-        a_cols = names[3] if has_cols else "None"
+        w_, gy_, shape_, cols_ = names
         t = target if target is not None else "None"
-        return [f"{outs[0]} = {fn}({names[0]}, {names[1]}, {a_cols}, {t}, {names[2]}, {gn})"]
+        geo = f"{cn}.geo({w_}.shape[2:])"
+        return [f"{outs[0]} = {fn}({w_}, {gy_}, {cols_}, {t}, {shape_}, {geo})"]
 
-    steps.append(Step(node, node.outputs, ins, emit))
-    return steps
+    return [st, Step(node, node.outputs, [w, gy, shape, cols], emit)]
 
 
 class _PoolPlan:
@@ -542,6 +602,6 @@ def _pool_steps(node, ctx):
 
 
 register_impl(Pool)(_pool_steps)
-register_impl(AbstractConv2d)(_conv_steps)
+register_impl(AbstractConv2d, Conv2dBiasAct)(_conv_steps)
 register_impl(AbstractConv2d_gradWeights)(_grad_weights_steps)
 register_impl(AbstractConv2d_gradInputs)(_grad_inputs_steps)
