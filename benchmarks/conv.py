@@ -17,7 +17,11 @@ Every engine's result is compared with numpy eager's first (an engine that disag
 prints an error instead of a time). One JSON line per case: median milliseconds of
 ``--repeats`` rounds, each engine's ratio to JAX jit and to the fastest peer.
 
-Run pinned to one core for comparable figures (the 2-core machine is shared):
+Every engine gets as many threads as the process has cores: OpenBLAS (numpy eager and
+theano_dag) is capped with ``threadpoolctl`` where installed, since by default it starts
+a thread per core of the machine even when the process is pinned to fewer (two threads
+on one core made the same products 1x to 5x slower, at random). Run pinned to one core
+for comparable figures (the 2-core machine is shared):
 ``taskset -c 1 .venv/bin/python benchmarks/conv.py`` (``PYTHONPATH=.`` from another
 checkout).
 """
@@ -217,8 +221,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     jax = _jax()
     torch = None if args.no_torch else _torch()
+    cores = max(1, len(os.sched_getaffinity(0)))
     if torch is not None:
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+        torch.set_num_threads(cores)
+    try:
+        import threadpoolctl  # noqa: PLC0415 (optional: the bench extra)
+
+        threadpoolctl.threadpool_limits(cores, user_api="blas")
+    except ImportError:
+        pass
     only = set(filter(None, args.cases.split(",")))
     for dtype in args.dtypes.split(","):
         for layer in CONV_LAYERS:
