@@ -61,7 +61,8 @@ def _inputs(dtype, seed=0, n_filters=4):
 def _check(outputs_of, dtype, engine, expect_ops, seed=0):
     """Build with ``outputs_of(x, w, gamma, beta, mean, var)`` (symbolic), compile with
     the engine's fast_run, and compare with the unoptimized reference."""
-    x, w = tt.TensorType(dtype, shape=(None,) * 4)("x"), tt.TensorType(dtype, shape=(None,) * 4)("w")
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
     g, b, m, v = (tt.TensorType(dtype, shape=(None,))(n) for n in "gbmv")
     out = outputs_of(x, w, g, b, m, v)
     ins = [x, w, g, b, m, v]
@@ -165,7 +166,8 @@ def test_conv_fold_is_a_named_pass():
 @pytest.mark.parametrize("engine", ["ref", *ENGINES])
 @pytest.mark.parametrize("activation", [None, "relu"])
 def test_conv2d_bias_act_values_and_infer_shape(activation, engine, dtype):
-    x, w = tt.TensorType(dtype, shape=(None,) * 4)("x"), tt.TensorType(dtype, shape=(None,) * 4)("w")
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
     b = tt.TensorType(dtype, shape=(None,))("b")
     params = dict(border_mode=(1, 2), subsample=(2, 1), num_groups=1)
     y = Conv2dBiasAct(activation=activation, **params)(x, w, b)

@@ -4,10 +4,12 @@ A convolution is a matrix product once each receptive field is laid out as a col
 (*im2col*): for one image, ``out (F, OH*OW) = W (F, C*KH*KW) @ cols (C*KH*KW, OH*OW)``,
 which lands in NCHW order with no transpose. The columns are one strided copy of the
 (padded) image; the product is OpenBLAS's GEMM through ``numpy.matmul`` with ``out=``.
-Why this method (measured in ``benchmarks/conv.py``, see docs/performance.md): the
-GEMM is 70-90% of the time on ResNet50's layers and OpenBLAS's is as fast as any we
-can call; a direct loop in generated C was several times slower than it, and the
-``onednn`` package does not install here.
+Why this method (measured in ``benchmarks/conv.py`` and
+``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
+the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
+can call; a direct convolution compiled from C (four filters per pass, vectorized by
+the compiler) was 3x to 10x slower than it. The ``onednn`` package is Intel's SYCL
+build, which needs the DPC++ and OpenCL runtimes; it was not bound here.
 
 What the memory planner sees: each node is a few steps, and every scratch array is a
 :class:`~.impls.Temp` written by a step of its own (the *workspace*): the zero-padded
@@ -22,9 +24,14 @@ The columns of a whole batch are made at once (one batched ``matmul``) up to
   (col2im, clipped to the image: no padded buffer);
 - 1x1 filters with stride 1 and no padding skip the columns: the image is its own.
 
-Pooling (2-D, ``ignore_border=True`` or windows that fit) is a running ``maximum``/
-``add`` of one strided slice per window offset into the output, over a planned padded
-copy when there is padding.
+A workspace a given convolution does not need (no padding; a plain 1x1) is planned
+with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) adds its bias
+and applies its relu to each chunk of the output right after its product, in place.
+
+Pooling (2-D, every mode and border) is a running ``maximum``/``add`` of one strided
+slice per window offset into the output, over a planned padded copy when there is
+padding or a partial window; a global pool (more offsets than windows) is one reduction
+over the windows' view.
 """
 
 from __future__ import annotations
