@@ -183,6 +183,9 @@ OPT_FAST_COMPILE = Query(include=["fast_compile"])
 OPT_MERGE = Query(include=["merge"])
 # No rewrites but the engine's lowering passes, which a Mode adds (PyTensor's OPT_NONE).
 OPT_NONE = Query(include=[])
+# Passes before stabilize that only make the graph faster (they change no value's
+# stability): the stabilize optimizer leaves them out with the later ones.
+SPEED_ONLY_EARLY = ("conv_fold",)
 # Everything up to and including stabilize: what a stable but unspecialized graph needs.
 # The later fast_run passes are left out by name, not by a position cutoff, which would
 # also cut off the engines' lowering passes that a Mode adds to the query.
@@ -191,7 +194,7 @@ OPT_STABILIZE = Query(
     exclude=[
         name
         for position, name, _, tags in PIPELINE
-        if position > STABILIZE_POSITION and "fast_run" in tags
+        if (position > STABILIZE_POSITION or name in SPEED_ONLY_EARLY) and "fast_run" in tags
     ],
 )
 
