@@ -38,12 +38,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 EXCLUDED = {"run_all.py", "plot_results.py"}
 DEFAULT_OUT = HERE / "results" / "latest.jsonl"
-PEERS = ("pytensor", "jax", "jaxlib", "numba", "pyopencl", "matplotlib")
+PEERS = ("pytensor", "jax", "jaxlib", "numba", "pyopencl", "matplotlib", "torch")
 
 # Smaller workloads for a smoke run. A script that no longer accepts these arguments
 # (argparse exits with status 2) is run again with none.
 QUICK_ARGS = {
     "call_overhead": ["--number", "2000", "--repeats", "3"],
+    "conv": ["--repeats", "3", "--dtypes", "float32"],
     "compile_time": ["--sizes", "1000,10000", "--mlp-layers", "50"],
     "dask_engine": ["--n", "4000000", "--repeats", "3"],
     "first_result": ["--sizes", "1000", "--chain", "1000", "--timeout", "120"],

@@ -8,6 +8,7 @@ position  name                     what                                      tag
 ========  =======================  ========================================  ====================
 0         merge1                   merge identical computations, constants   fast_run fast_compile
 0.6       useless                  remove nodes that compute nothing new     fast_run fast_compile
+0.8       conv_fold                batch norm, bias, relu -> convolution     fast_run
 1         canonicalize             identities, canonical products, constant  fast_run fast_compile
                                    folding, canonical argument order
 1.2       merge1.2                 merge what canonicalize made identical    fast_run fast_compile
@@ -129,6 +130,7 @@ DASK_GATHER_POSITION = 130
 PIPELINE = (
     (0, "merge1", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (0.6, "useless", lambda: _topo(apply_all_opts=True), ("fast_run", "fast_compile")),
+    (0.8, "conv_fold", _equilibrium, ("fast_run",)),
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),
@@ -181,6 +183,9 @@ OPT_FAST_COMPILE = Query(include=["fast_compile"])
 OPT_MERGE = Query(include=["merge"])
 # No rewrites but the engine's lowering passes, which a Mode adds (PyTensor's OPT_NONE).
 OPT_NONE = Query(include=[])
+# Passes before stabilize that only make the graph faster (they change no value's
+# stability): the stabilize optimizer leaves them out with the later ones.
+SPEED_ONLY_EARLY = ("conv_fold",)
 # Everything up to and including stabilize: what a stable but unspecialized graph needs.
 # The later fast_run passes are left out by name, not by a position cutoff, which would
 # also cut off the engines' lowering passes that a Mode adds to the query.
@@ -189,7 +194,7 @@ OPT_STABILIZE = Query(
     exclude=[
         name
         for position, name, _, tags in PIPELINE
-        if position > STABILIZE_POSITION and "fast_run" in tags
+        if (position > STABILIZE_POSITION or name in SPEED_ONLY_EARLY) and "fast_run" in tags
     ],
 )
 

@@ -5,6 +5,7 @@ module                        what
 ============================  =========================================================
 ``constant_folding``          compute nodes of constants at compile time
 ``useless``                   remove nodes that compute nothing new
+``conv``                      batch normalization, bias and relu folded into convolutions
 ``algebra``                   identities (x+0, x*1, x*0, --x, ...), broadcasts, order
 ``products``                  canonical products, ``x*y/y -> x``
 ``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-sigmoid,
@@ -20,6 +21,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     algebra,
     blas,
     constant_folding,
+    conv,
     fusion,
     inplace,
     products,

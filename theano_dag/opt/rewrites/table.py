@@ -34,6 +34,7 @@ __all__ = ["Rule", "RuleTable", "RULES"]
 # The EquilibriumDBs (and the TopoDB) of the optdb that take local rewrites.
 LOCAL_DBS = (
     "useless",
+    "conv_fold",
     "canonicalize",
     "stabilize",
     "specialize",
@@ -89,6 +90,10 @@ class RuleTable:
             return rewrite
 
         return decorate
+
+    def conv_fold(self, *tags, **kwargs):
+        """Decorator: a rule of the ``conv_fold`` EquilibriumDB (before canonicalize)."""
+        return self._decorator("conv_fold", tags, kwargs)
 
     def canonicalize(self, *tags, **kwargs):
         """Decorator: a rule of the ``canonicalize`` EquilibriumDB."""

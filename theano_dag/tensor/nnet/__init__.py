@@ -14,6 +14,7 @@ from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d_gradInputs,
     AbstractConv2d_gradWeights,
     Conv2d,
+    Conv2dBiasAct,
     ConvGradInputs,
     ConvGradWeights,
     border_mode_to_pad,
@@ -75,6 +76,7 @@ from theano_dag.tensor.nnet.pool import (
 __all__ = [
     "AbstractConv2d",
     "AbstractConv2d_gradInputs",
+    "Conv2dBiasAct",
     "AbstractConv2d_gradWeights",
     "Conv2d",
     "ConvGradInputs",

@@ -31,6 +31,7 @@ __all__ = [
     "AbstractConv2d",
     "AbstractConv2d_gradWeights",
     "AbstractConv2d_gradInputs",
+    "Conv2dBiasAct",
     "Conv2d",
     "ConvGradWeights",
     "ConvGradInputs",
@@ -510,6 +511,81 @@ class AbstractConv2d_gradInputs(BaseAbstractConv2d):  # noqa: N801 (Theano's nam
         d_kern = AbstractConv2d_gradWeights(**self._params())(g, topgrad, _spatial_shape(kern))
         d_top = AbstractConv2d(**self._params())(g, kern)
         return [tb.cast(d_kern, kern.dtype), tb.cast(d_top, topgrad.dtype), tb.disconnected()]
+
+
+_ACTIVATIONS = (None, "relu")
+
+
+class Conv2dBiasAct(BaseAbstractConv2d):
+    """``act(conv2d(img, kern) + bias[None, :, None, None])`` as one node: what the
+    optimizer makes of a convolution followed by a per-filter bias (a folded batch
+    normalization included) and a ``relu``, so that an engine adds the bias and applies
+    the activation while the convolution's output is still in cache, in its memory.
+
+    ``activation`` is None or ``'relu'`` (``max(z, 0)``, which ``0.5 * (z + |z|)``
+    equals). The gradient is that of the unfused graph.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, w, b = tt.dtensor4("x"), tt.dtensor4("w"), tt.dvector("b")
+    >>> y = Conv2dBiasAct(activation="relu")(x, w, b)
+    >>> y.eval({x: np.ones((1, 1, 2, 2)), w: np.ones((2, 1, 2, 2)),
+    ...         b: np.array([-5.0, 1.0])})[0, :, 0, 0]
+    array([0., 5.])
+    """
+
+    __props__ = BaseAbstractConv2d.__props__ + ("activation",)
+
+    def __init__(self, activation=None, **params):
+        super().__init__(**params)
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"Conv2dBiasAct: activation must be one of {_ACTIVATIONS}, got {activation!r}"
+            )
+        self.activation = activation
+
+    def __str__(self):
+        return f"{super().__str__()[:-1]}, {self.activation}}}"
+
+    __repr__ = __str__
+
+    def conv_op(self):
+        """The plain convolution this node starts with."""
+        return AbstractConv2d(**self._params())
+
+    def make_node(self, img, kern, bias):
+        conv = self.conv_op().make_node(img, kern)
+        img, kern = conv.inputs
+        bias = as_tensor_variable(bias)
+        out_type = conv.outputs[0].type
+        if bias.ndim != 1 or bias.dtype != out_type.dtype:
+            raise TypeError(
+                f"{self}: bias must be a vector of the output's dtype {out_type.dtype}, "
+                f"got {bias.type}"
+            )
+        return Apply(self, [img, kern, bias], [out_type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, w, b = inputs
+        if b.shape != (w.shape[0],):
+            raise ValueError(f"{self}: bias has shape {b.shape}, the filters {w.shape}")
+        out = _conv_forward(self, x, w)
+        out += b[:, None, None]
+        if self.activation == "relu":
+            np.maximum(out, 0, out=out)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return self.conv_op().infer_shape(fgraph, node, input_shapes[:2])
+
+    def L_op(self, inputs, outputs, output_grads):
+        img, kern, bias = inputs
+        (g,) = output_grads
+        if self.activation == "relu":
+            g = g * tb.cast(outputs[0] > 0, g.dtype)
+        d_img, d_kern = self.conv_op().L_op([img, kern], None, [g])
+        d_bias = g.sum(axis=(0, 2, 3))
+        return [d_img, d_kern, tb.cast(d_bias, bias.dtype)]
 
 
 # The brief's short names for the same Ops.

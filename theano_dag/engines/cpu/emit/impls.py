@@ -97,6 +97,9 @@ class Step:
     output may overwrite when the input has its exact shape and dtype.
     ``elementwise`` out steps broadcast their inputs, plus ``const_shapes``, to their
     natural output shape; ``prefer_fresh`` steps are cheaper writing fresh arrays.
+    ``temp_shape(input shapes)`` gives the shape of a scratch output (a Temp); with
+    ``temp_shape_outputs`` it is called as ``temp_shape(input shapes, shapes of the
+    node's outputs)`` (a workspace sized by what the node makes).
     """
 
     __slots__ = (
@@ -112,6 +115,7 @@ class Step:
         "prefer_fresh",
         "dtypes",
         "temp_shape",
+        "temp_shape_outputs",
     )
 
     def __init__(
@@ -128,6 +132,7 @@ class Step:
         prefer_fresh=False,
         dtypes=None,
         temp_shape=None,
+        temp_shape_outputs=False,
     ):
         self.node = node
         self.outputs = tuple(outputs)
@@ -140,6 +145,7 @@ class Step:
         self.const_shapes = tuple(const_shapes)
         self.prefer_fresh = prefer_fresh
         self.temp_shape = temp_shape
+        self.temp_shape_outputs = temp_shape_outputs
         if dtypes is None:
             dtypes = tuple(_dtype_of(o) for o in self.outputs)
         self.dtypes = tuple(dtypes)
@@ -599,4 +605,5 @@ def make_steps(node, ctx):
 
 
 # The emitters of the other ops register themselves (kept in their own module).
+from theano_dag.engines.cpu.emit import conv as _conv  # noqa: E402, F401
 from theano_dag.engines.cpu.emit import emitters as _emitters  # noqa: E402, F401

@@ -254,6 +254,13 @@ class Program:
                                 shapes[v] = broadcast_shapes(like)
                             elif any(s is None for s in ins):
                                 shapes[v] = None
+                            elif st.temp_shape_outputs:
+                                outs = [shapes.get(o) for o in node.outputs]
+                                shapes[v] = (
+                                    None
+                                    if any(s is None for s in outs)
+                                    else tuple(st.temp_shape(ins, outs))
+                                )
                             elif st.temp_shape is not None:
                                 shapes[v] = tuple(st.temp_shape(ins))
                             else:

@@ -1,0 +1,258 @@
+"""Convolution on the engines: the CPU engine's im2col emitters (forward, both gradients)
+and the OpenCL engine (PoCL), each against the reference engine and the loop-written
+numpy reference, float32 and float64; gradients by finite differences; the workspaces
+planned by the memory planner."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.emit import conv as cpu_conv
+from theano_dag.engines.cpu.emit.impls import Temp
+from theano_dag.engines.cpu.linker import CPULinker, CPUThunk
+from theano_dag.engines.memory import check_plan
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad, verify_grad
+from theano_dag.tensor import nnet
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+from nnet_reference import ref_conv2d, ref_conv_grad_inputs, ref_conv_grad_weights  # noqa: E402
+
+REF = Mode(linker="py", optimizer=None)
+CPU = Mode(linker=CPULinker(min_plan_bytes=0))
+OCL_OK, OCL_WHY = opencl_available()
+ENGINES = [
+    "cpu",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+FLOATS = ("float32", "float64")
+
+CASES = {
+    "valid": ((2, 3, 5, 6), (4, 3, 3, 2), {}),
+    "half": ((2, 3, 5, 5), (2, 3, 3, 3), dict(border_mode="half")),
+    "full-stride2": ((1, 2, 5, 4), (3, 2, 2, 3), dict(border_mode="full", subsample=2)),
+    "asym-pad-dilated": (
+        (2, 2, 7, 6),
+        (2, 2, 2, 3),
+        dict(border_mode=(1, (0, 2)), subsample=(2, 1), filter_dilation=(2, 1)),
+    ),
+    "groups-noflip": ((2, 4, 5, 5), (6, 2, 3, 3), dict(num_groups=2, filter_flip=False)),
+    "1x1-pad2-stride3": ((1, 3, 4, 5), (2, 3, 1, 1), dict(border_mode=2, subsample=3)),
+    "1x1-plain": ((3, 4, 5, 5), (6, 4, 1, 1), {}),
+    "1x1-groups": ((3, 4, 5, 5), (6, 2, 1, 1), dict(num_groups=2)),
+    "7x7-stride2-pad3": ((1, 3, 13, 12), (4, 3, 7, 7), dict(border_mode=3, subsample=2)),
+    "depthwise": ((2, 3, 6, 6), (3, 1, 3, 3), dict(num_groups=3, border_mode=1)),
+}
+
+
+def mode_of(engine):
+    return CPU if engine == "cpu" else Mode(linker="opencl")
+
+
+def _graph(xs, ws, kw, dtype):
+    x = tt.TensorType(dtype, shape=(None,) * 4)("x")
+    w = tt.TensorType(dtype, shape=(None, None) + ws[2:])("w")
+    y = nnet.conv2d(x, w, **kw)
+    gy = tt.TensorType(dtype, shape=(None,) * 4)("gy")
+    # The gradients with a given output gradient: <y, gy> differentiated.
+    gx, gw = grad((y * gy).sum(), [x, w])
+    return [x, w, gy], [y, gx, gw]
+
+
+def _values(xs, ws, kw, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    ys = ref_conv2d(np.zeros(xs), np.zeros(ws), **kw).shape
+    return x, w, rng.standard_normal(ys).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conv_values(case, engine, dtype):
+    xs, ws, kw = CASES[case]
+    ins, outs = _graph(xs, ws, kw, dtype)
+    vals = _values(xs, ws, kw, dtype)
+    got = function(ins, outs, mode=mode_of(engine))(*vals)
+    ref = function(ins, outs, mode=REF)(*vals)
+    x, w, gy = (v.astype("float64") for v in vals)
+    loops = [
+        ref_conv2d(x, w, **kw),
+        ref_conv_grad_inputs(w, gy, xs[2:], **kw),
+        ref_conv_grad_weights(x, gy, ws[2:], **kw),
+    ]
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for g, r, lp in zip(got, ref, loops):
+        g = np.asarray(g)
+        assert g.dtype == dtype and g.shape == lp.shape
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+        np.testing.assert_allclose(g, lp, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["half", "asym-pad-dilated", "groups-noflip", "1x1-plain"])
+def test_cpu_conv_runs_the_emitters_with_planned_workspaces(case):
+    xs, ws, kw = CASES[case]
+    ins, outs = _graph(xs, ws, kw, "float64")
+    f = function(ins, outs, mode=CPU)
+    f(*_values(xs, ws, kw, "float64"))
+    assert isinstance(f.fn, CPUThunk)
+    src = f.fn.source()
+    for name in ("conv_forward", "conv_grad_inputs", "conv_grad_weights"):
+        assert name in src
+    plan = f.fn.current
+    check_plan(*plan.plan_input, plan.memory)
+    temps = {}
+    for v, c in plan.cat.items():
+        if isinstance(v, Temp):
+            assert c == "pooled"
+            temps.setdefault(v.label, []).append(plan.shapes[v])
+    assert sorted(temps) == ["conv_acc", "conv_cols", "conv_pad"]
+    # A workspace the convolution does not need is empty.
+    assert (temps["conv_cols"][0] == (0,)) == (case == "1x1-plain")
+    assert all((s == (0,)) == (case not in ("half", "asym-pad-dilated")) for s in temps["conv_pad"])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cpu_conv_filters_of_unknown_shape(case):
+    # The filters' size known only at the call: the geometry and workspaces follow it.
+    xs, ws, kw = CASES[case]
+    x, w, gy = (tt.dtensor4(n) for n in ("x", "w", "gy"))
+    y = nnet.conv2d(x, w, **kw)
+    outs = [y, *grad((y * gy).sum(), [x, w])]
+    vals = _values(xs, ws, kw, "float64")
+    f = function([x, w, gy], outs, mode=CPU)
+    got = f(*vals)
+    assert "conv_grad_weights" in f.fn.source()
+    for g, r in zip(got, function([x, w, gy], outs, mode=REF)(*vals)):
+        np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-10)
+
+
+def test_cpu_conv_batches_in_chunks(monkeypatch):
+    # A workspace limit below one image's columns: one image per chunk.
+    monkeypatch.setattr(cpu_conv, "WORKSPACE_MAX_BYTES", 64)
+    xs, ws, kw = (5, 3, 6, 6), (4, 3, 3, 3), dict(border_mode="half", subsample=2)
+    ins, outs = _graph(xs, ws, kw, "float64")
+    vals = _values(xs, ws, kw, "float64")
+    f = function(ins, outs, mode=Mode(linker=CPULinker(min_plan_bytes=0)))
+    got = f(*vals)
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    assert {f.fn.current.shapes[v][0] for v in cols} == {1}
+    for g, r in zip(got, function(ins, outs, mode=REF)(*vals)):
+        np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-10)
+
+
+def test_cpu_conv_non_contiguous_input():
+    x = tt.dtensor4("x")
+    w = tt.TensorType("float64", shape=(None, None, 3, 3))("w")
+    y = nnet.conv2d(x.dimshuffle(0, 1, 3, 2), w, border_mode="half")
+    rng = np.random.default_rng(5)
+    xv, wv = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((2, 3, 3, 3))
+    np.testing.assert_allclose(
+        function([x, w], y, mode=CPU)(xv, wv),
+        ref_conv2d(xv.transpose(0, 1, 3, 2), wv, border_mode="half"),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", ["half", "asym-pad-dilated", "groups-noflip"])
+def test_conv_verify_grad(case, engine):
+    xs, ws, kw = CASES[case]
+    rng = np.random.default_rng(7)
+    x, w, _ = _values(xs, ws, kw, "float64", seed=8)
+    verify_grad(lambda a, b: nnet.conv2d(a, b, **kw), [x, w], rng=rng, mode=mode_of(engine))
+
+
+def test_cpu_conv_falls_back_for_mixed_dtypes():
+    x, w = tt.ftensor4("x"), tt.dtensor4("w")
+    f = function([x, w], nnet.conv2d(x, w), mode=CPU)
+    rng = np.random.default_rng(9)
+    xv, wv = rng.standard_normal((1, 2, 4, 4)).astype("float32"), rng.standard_normal((3, 2, 2, 2))
+    np.testing.assert_allclose(f(xv, wv), ref_conv2d(xv.astype("float64"), wv), rtol=1e-6)
+    assert "conv_forward" not in f.fn.source()
+
+
+# -- pooling -----------------------------------------------------------------------------
+
+POOL_CASES = {
+    "2x2": ((2, 2, 4, 6), (2, 2), dict(ignore_border=True)),
+    "3x2-stride1x2": ((1, 2, 5, 6), (3, 2), dict(ignore_border=True, stride=(1, 2))),
+    "3x3-partial": ((2, 1, 7, 5), (3, 3), dict(ignore_border=False, stride=(2, 2))),
+    "3x3-pad-stride2": ((1, 2, 5, 6), (3, 3), dict(ignore_border=True, pad=(1, 2), stride=(2, 2))),
+    "3-d-input": ((3, 5, 4), (2, 3), dict(ignore_border=False)),
+}
+POOL_MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
+
+
+def _distinct(shape, dtype, seed=0):
+    """Distinct values (no ties: max pooling is differentiable there)."""
+    rng = np.random.default_rng(seed)
+    return (rng.permutation(int(np.prod(shape))).reshape(shape) / 7.0 - 1.0).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", POOL_MODES)
+@pytest.mark.parametrize("case", sorted(POOL_CASES))
+def test_pool_values(case, mode, engine, dtype):
+    xs, ws, kw = POOL_CASES[case]
+    x = tt.TensorType(dtype, shape=(None,) * len(xs))("x")
+    y = nnet.pool_2d(x, ws, mode=mode, **kw)
+    gy = tt.TensorType(dtype, shape=(None,) * len(xs))("gy")
+    outs = [y, grad((y * gy).sum(), x)]
+    xv = _distinct(xs, dtype)
+    gv = np.random.default_rng(1).standard_normal(function([x], y, mode=REF)(xv).shape)
+    vals = [xv, gv.astype(dtype)]
+    got = function([x, gy], outs, mode=mode_of(engine))(*vals)
+    ref = function([x, gy], outs, mode=REF)(*vals)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for g, r in zip(got, ref):
+        assert np.asarray(g).dtype == dtype
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["2x2", "3x3-pad-stride2"])
+def test_cpu_pool_runs_the_emitter(case):
+    xs, ws, kw = POOL_CASES[case]
+    x = tt.dtensor4("x")
+    f = function([x], nnet.pool_2d(x, ws, mode="max", **kw), mode=CPU)
+    f(_distinct(xs, "float64"))
+    assert "pool_forward" in f.fn.source()
+    plan = f.fn.current
+    check_plan(*plan.plan_input, plan.memory)
+    temps = {v.label for v in plan.cat if isinstance(v, Temp)}
+    assert temps == ({"pool_pad"} if case == "3x3-pad-stride2" else set())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mode", ["max", "average_exc_pad"])
+def test_pool_verify_grad(mode, engine):
+    xs, ws, kw = POOL_CASES["3x3-pad-stride2"]
+    verify_grad(
+        lambda a: nnet.pool_2d(a, ws, mode=mode, **kw),
+        [_distinct(xs, "float64", seed=3)],
+        rng=np.random.default_rng(4),
+        mode=mode_of(engine),
+    )
+
+
+@pytest.mark.parametrize("mode", POOL_MODES)
+def test_cpu_global_pool(mode):
+    # Windows as big as the image: reduced over the windows' view, not offset by offset.
+    x = tt.dtensor4("x")
+    f = function([x], nnet.pool_2d(x, (4, 5), mode=mode, ignore_border=True), mode=CPU)
+    xv = _distinct((2, 3, 4, 5), "float64")
+    want = xv.max(axis=(2, 3)) if mode == "max" else xv.sum(axis=(2, 3))
+    if mode.startswith("average"):
+        want = want / 20
+    np.testing.assert_allclose(f(xv)[:, :, 0, 0], want, rtol=1e-12)
+    assert "pool_forward" in f.fn.source()

@@ -1,0 +1,209 @@
+"""The conv_fold pass: batch normalization, bias and relu folded into the convolution.
+
+Each rule is checked for structure (the ops left in the optimized graph) and for values
+(the folded graph against the unoptimized one on the reference engine), float32 and
+float64, on the CPU engine and on OpenCL (PoCL); the fused op itself against numpy, its
+``infer_shape`` and its gradient by finite differences."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import verify_grad
+from theano_dag.tensor import nnet
+from theano_dag.tensor.nnet import AbstractConv2d, Conv2dBiasAct
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+from nnet_reference import ref_conv2d  # noqa: E402
+
+REF = Mode(linker="py", optimizer=None)
+OCL_OK, OCL_WHY = opencl_available()
+ENGINES = [
+    "cpu",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+FLOATS = ("float32", "float64")
+
+
+def mode_of(engine):
+    if engine == "cpu":
+        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    return Mode(linker="opencl", optimizer="fast_run")
+
+
+def _ops(f):
+    return [n.op for n in f.maker.fgraph.toposort()]
+
+
+def _channel(v):
+    return v.dimshuffle("x", 0, "x", "x")
+
+
+def _inputs(dtype, seed=0, n_filters=4):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(dtype)
+    w = rng.standard_normal((n_filters, 3, 3, 3)).astype(dtype)
+    p = [rng.standard_normal(n_filters).astype(dtype) for _ in range(3)]
+    var = rng.uniform(0.5, 2.0, n_filters).astype(dtype)
+    return x, w, p, var
+
+
+def _check(outputs_of, dtype, engine, expect_ops, seed=0):
+    """Build with ``outputs_of(x, w, gamma, beta, mean, var)`` (symbolic), compile with
+    the engine's fast_run, and compare with the unoptimized reference."""
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    g, b, m, v = (tt.TensorType(dtype, shape=(None,))(n) for n in "gbmv")
+    out = outputs_of(x, w, g, b, m, v)
+    ins = [x, w, g, b, m, v]
+    xv, wv, (gv, bv, mv), vv = _inputs(dtype, seed)
+    vals = [xv, wv, gv, bv, mv, vv]
+    f = function(ins, out, mode=mode_of(engine), on_unused_input="ignore")
+    want = function(ins, out, mode=REF, on_unused_input="ignore")(*vals)
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(f(*vals), want, rtol=tol, atol=tol)
+    kinds = [type(op) for op in _ops(f) if isinstance(op, (AbstractConv2d, Conv2dBiasAct))]
+    assert [(k, getattr(op, "activation", "-")) for k, op in zip(kinds, _conv_ops(f))] == (
+        expect_ops
+    )
+    return f
+
+
+def _conv_ops(f):
+    return [op for op in _ops(f) if isinstance(op, (AbstractConv2d, Conv2dBiasAct))]
+
+
+def _bn(x, w, g, b, m, v):
+    c = nnet.conv2d(x, w, border_mode="half")
+    return nnet.batch_normalization_test(c, g, b, m, v, axes="spatial", epsilon=1e-3)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batch_norm_and_relu_fold_into_the_convolution(engine, dtype):
+    f = _check(lambda *a: nnet.relu(_bn(*a)), dtype, engine, [(Conv2dBiasAct, "relu")], seed=1)
+    # The folded filters are computed from the filters and the statistics: nothing of
+    # the image's size is left besides the convolution.
+    assert sum(1 for op in _ops(f) if isinstance(op, (AbstractConv2d, Conv2dBiasAct))) == 1
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batch_norm_folds_without_relu(engine, dtype):
+    _check(_bn, dtype, engine, [(Conv2dBiasAct, None)])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scale_and_shift_fold(engine):
+    def build(x, w, g, b, m, v):
+        return nnet.conv2d(x, w) * _channel(g) + _channel(b)
+
+    _check(build, "float64", engine, [(Conv2dBiasAct, None)])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_bias_and_relu_as_maximum_fold(engine):
+    def build(x, w, g, b, m, v):
+        return tt.maximum(nnet.conv2d(x, w, subsample=2) + _channel(b), 0)
+
+    _check(build, "float64", engine, [(Conv2dBiasAct, "relu")])
+
+
+def test_bias_then_relu_in_float32_fold():
+    def build(x, w, g, b, m, v):
+        return nnet.relu(nnet.conv2d(x, w, border_mode=1) + _channel(b))
+
+    _check(build, "float32", "cpu", [(Conv2dBiasAct, "relu")])
+
+
+def test_no_fold_when_the_convolution_is_read_elsewhere():
+    def build(x, w, g, b, m, v):
+        c = nnet.conv2d(x, w)
+        return [nnet.relu(c + _channel(b)), c]
+
+    _check(build, "float64", "cpu", [(AbstractConv2d, "-")])
+
+
+def test_no_fold_of_a_relu_whose_input_is_read_elsewhere():
+    def build(x, w, g, b, m, v):
+        y = nnet.conv2d(x, w) + _channel(b)
+        return [nnet.relu(y), y * 2]
+
+    _check(build, "float64", "cpu", [(Conv2dBiasAct, None)])
+
+
+def test_no_fold_of_a_scalar_added_to_every_filter():
+    # (1, 1, 1, 1) against filters of unknown number: not a per-filter bias.
+    def build(x, w, g, b, m, v):
+        return nnet.conv2d(x, w) + tt.constant(np.ones((1, 1, 1, 1)))
+
+    _check(build, "float64", "cpu", [(AbstractConv2d, "-")])
+
+
+def test_conv_fold_is_a_named_pass():
+    names = [o.name for o in get_mode("FAST_RUN").optimizer]
+    assert names.index("conv_fold") < names.index("canonicalize")
+    x, w, b = tt.dtensor4("x"), tt.dtensor4("w"), tt.dvector("b")
+    y = nnet.relu(nnet.conv2d(x, w) + _channel(b))
+    f = function([x, w, b], y, mode=get_mode("FAST_RUN").excluding("conv_fold"))
+    assert not any(isinstance(op, Conv2dBiasAct) for op in _ops(f))
+
+
+# -- the fused op ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ["ref", *ENGINES])
+@pytest.mark.parametrize("activation", [None, "relu"])
+def test_conv2d_bias_act_values_and_infer_shape(activation, engine, dtype):
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    b = tt.TensorType(dtype, shape=(None,))("b")
+    params = dict(border_mode=(1, 2), subsample=(2, 1), num_groups=1)
+    y = Conv2dBiasAct(activation=activation, **params)(x, w, b)
+    xv, wv, (bv, _, _), _ = _inputs(dtype, seed=2)
+    mode = REF if engine == "ref" else Mode(linker=mode_of(engine).linker, optimizer=None)
+    got = function([x, w, b], y, mode=mode)(xv, wv, bv)
+    want = ref_conv2d(xv.astype("float64"), wv.astype("float64"), **params) + bv[:, None, None]
+    if activation == "relu":
+        want = np.maximum(want, 0)
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    node = y.owner
+    entries = node.op.infer_shape(None, node, [x.shape, w.shape, b.shape])[0]
+    shape = function([x, w, b], list(entries), mode=REF, on_unused_input="ignore")
+    assert tuple(int(s) for s in shape(xv, wv, bv)) == got.shape
+
+
+@pytest.mark.parametrize("engine", ["ref", *ENGINES])
+@pytest.mark.parametrize("activation", [None, "relu"])
+def test_conv2d_bias_act_verify_grad(activation, engine):
+    xv, wv, (bv, _, _), _ = _inputs("float64", seed=3)
+    op = Conv2dBiasAct(activation=activation, border_mode="half", num_groups=1)
+    mode = REF if engine == "ref" else mode_of(engine)
+    verify_grad(op, [xv, wv, bv], rng=np.random.default_rng(4), mode=mode)
+
+
+def test_conv2d_bias_act_errors():
+    x, w = tt.dtensor4("x"), tt.dtensor4("w")
+    with pytest.raises(TypeError, match="bias must be a vector of the output's dtype float64"):
+        Conv2dBiasAct()(x, w, tt.fvector("b"))
+    with pytest.raises(ValueError, match="activation must be one of"):
+        Conv2dBiasAct(activation="tanh")
+    f = theano_dag.function([x, w, b := tt.dvector("b")], Conv2dBiasAct()(x, w, b), mode=REF)
+    with pytest.raises(ValueError, match=r"bias has shape \(3,\)"):
+        f(np.ones((1, 1, 3, 3)), np.ones((2, 1, 2, 2)), np.ones(3))
+    g = theano_dag.function([x, w, b], Conv2dBiasAct()(x, w, b), mode=mode_of("cpu"))
+    with pytest.raises(ValueError, match=r"bias has shape \(3,\)"):
+        g(np.ones((1, 1, 3, 3)), np.ones((2, 1, 2, 2)), np.ones(3))

@@ -1,0 +1,614 @@
+"""CPU engine emitters for convolution and pooling: im2col into planned workspaces + BLAS.
+
+A convolution is a matrix product once each receptive field is laid out as a column
+(*im2col*): for one image, ``out (F, OH*OW) = W (F, C*KH*KW) @ cols (C*KH*KW, OH*OW)``,
+which lands in NCHW order with no transpose. The columns are one strided copy of the
+(padded) image; the product is OpenBLAS's GEMM through ``numpy.matmul`` with ``out=``.
+Why this method (measured in ``benchmarks/conv.py`` and
+``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
+the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
+can call; a direct convolution compiled from C (four filters per pass, vectorized by
+the compiler) was 3x to 10x slower than it. The ``onednn`` package is Intel's SYCL
+build, which needs the DPC++ and OpenCL runtimes; it was not bound here.
+
+What the memory planner sees: each node is a few steps, and every scratch array is a
+:class:`~.impls.Temp` written by a step of its own (the *workspace*): the zero-padded
+image, the columns, the filters' accumulator. So workspaces share blocks with the dead
+values around them like any value, and the output goes into the target the plan gives.
+The columns of a whole batch are made at once (one batched ``matmul``) up to
+:data:`WORKSPACE_MAX_BYTES`; bigger batches are done in chunks of images.
+
+- forward: pad -> im2col -> ``W @ cols`` per group into the output;
+- gradient w.r.t. the filters: pad -> im2col -> ``gy[n] @ cols[n].T`` summed over images;
+- gradient w.r.t. the image: ``W.T @ gy`` -> columns -> scatter-add of each filter tap
+  (col2im, clipped to the image: no padded buffer);
+- 1x1 filters with stride 1 and no padding skip the columns: the image is its own.
+
+A workspace a given convolution does not need (no padding; a plain 1x1) is planned
+with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) adds its bias
+and applies its relu to each chunk of the output right after its product, in place.
+
+Pooling (2-D, every mode and border) is a running ``maximum``/``add`` of one strided
+slice per window offset into the output, over a planned padded copy when there is
+padding or a partial window; a global pool (more offsets than windows) is one reduction
+over the windows' view.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from theano_dag.engines.cpu.emit.impls import Step, register_impl
+from theano_dag.tensor.nnet.abstract_conv import (
+    AbstractConv2d,
+    AbstractConv2d_gradInputs,
+    AbstractConv2d_gradWeights,
+    Conv2dBiasAct,
+    border_mode_to_pad,
+)
+from theano_dag.tensor.nnet.pool import Pool
+
+__all__ = [
+    "ConvGeometry",
+    "WORKSPACE_MAX_BYTES",
+    "conv_forward",
+    "conv_grad_weights",
+    "conv_grad_inputs",
+    "pool_forward",
+]
+
+# The columns of this many bytes at most are made at once: a bigger batch is done in
+# chunks of images (the columns of one image are made whatever their size).
+WORKSPACE_MAX_BYTES = 1 << 25
+_FLOATS = ("float32", "float64")
+
+
+class ConvGeometry:
+    """The static parameters of one convolution node, resolved for its filter size.
+
+    >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+    >>> g.pads, g.padded((1, 2, 5, 5)), g.out_hw((5, 5))
+    (((1, 1), (1, 1)), (1, 2, 7, 7), (5, 5))
+    """
+
+    __slots__ = ("pads", "stride", "dil", "flip", "groups", "kshp", "plain")
+
+    def __init__(self, op, kshp):
+        self.kshp = tuple(kshp)
+        self.pads = border_mode_to_pad(op.border_mode, self.kshp, op.filter_dilation)
+        self.stride = op.subsample
+        self.dil = op.filter_dilation
+        self.flip = op.filter_flip
+        self.groups = op.num_groups
+        # A 1x1 filter at stride 1 without padding reads the image as its own columns.
+        self.plain = self.kshp == (1, 1) and self.stride == (1, 1) and not self.padding
+
+    @property
+    def padding(self):
+        return any(self.pads[0]) or any(self.pads[1])
+
+    def padded(self, xshape):
+        (pt, pb), (pl, pr) = self.pads
+        return (xshape[0], xshape[1], xshape[2] + pt + pb, xshape[3] + pl + pr)
+
+    def out_hw(self, hw):
+        (pt, pb), (pl, pr) = self.pads
+        padded = (hw[0] + pt + pb, hw[1] + pl + pr)
+        return tuple(
+            (padded[d] - (self.kshp[d] - 1) * self.dil[d] - 1) // self.stride[d] + 1
+            for d in range(2)
+        )
+
+    def cols_shape(self, n, c, out_hw, itemsize):
+        """``(images per chunk, C*KH*KW, OH*OW)``: the columns' workspace."""
+        k = c * self.kshp[0] * self.kshp[1]
+        per_image = k * out_hw[0] * out_hw[1] * itemsize
+        nb = max(1, min(n, WORKSPACE_MAX_BYTES // max(per_image, 1)))
+        return (nb, k, out_hw[0] * out_hw[1])
+
+
+def _filters(w, geo):
+    """The filters as ``(F, C/groups*KH*KW)`` rows (flipped for a true convolution)."""
+    if geo.flip:
+        w = w[:, :, ::-1, ::-1]
+    return w.reshape(w.shape[0], -1)
+
+
+def _pad_into(x, xp, geo):
+    """Copy ``x`` into the middle of ``xp`` and zero its border (``xp`` is reused memory)."""
+    (pt, pb), (pl, pr) = geo.pads
+    h, w = x.shape[2:]
+    xp[:, :, :pt] = 0
+    xp[:, :, pt + h :] = 0
+    xp[:, :, pt : pt + h, :pl] = 0
+    xp[:, :, pt : pt + h, pl + w :] = 0
+    xp[:, :, pt : pt + h, pl : pl + w] = x
+    return xp
+
+
+def _im2col(xp, cols, s, e, geo, out_hw):
+    """Columns of images ``s:e`` of the padded image into ``cols[:e-s]``."""
+    m = e - s
+    c = xp.shape[1]
+    kh, kw = geo.kshp
+    oh, ow = out_hw
+    st = xp.strides
+    view = as_strided(
+        xp[s:e],
+        (m, c, kh, kw, oh, ow),
+        (
+            st[0],
+            st[1],
+            st[2] * geo.dil[0],
+            st[3] * geo.dil[1],
+            st[2] * geo.stride[0],
+            st[3] * geo.stride[1],
+        ),
+        writeable=False,
+    )
+    cv = cols[:m]
+    np.copyto(cv.reshape(m, c, kh, kw, oh, ow), view)
+    return cv
+
+
+def _ws(buf, shape, dtype):
+    """The planned workspace ``buf`` when it has ``shape`` (else a fresh array)."""
+    if buf is not None and buf.shape == shape:
+        return buf
+    return np.empty(shape, dtype=dtype)
+
+
+def _epilogue(o, bias, relu):
+    """The fused bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+    if bias is not None:
+        np.add(o, bias[:, None], out=o)
+    if relu:
+        np.maximum(o, 0, out=o)
+
+
+def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
+    """``out = conv(x, w)`` with workspaces ``xp`` (the padded image) and ``cols`` (the
+    columns; unused by a plain 1x1 convolution); None (or a workspace of another shape)
+    allocates them, and ``out``. ``bias`` (per filter) and ``relu`` are applied to each
+    chunk of images as soon as it is computed.
+
+    >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
+    >>> x, w = np.ones((1, 2, 2, 2)), np.ones((3, 2, 1, 1))
+    >>> conv_forward(x, w, None, None, None, geo)[0, :, 0, 0]
+    array([2., 2., 2.])
+    """
+    n, c = x.shape[:2]
+    f = w.shape[0]
+    g = geo.groups
+    fg = f // g
+    if bias is not None and bias.shape != (f,):
+        raise ValueError(f"convolution: bias has shape {bias.shape}, the filters {w.shape}")
+    out_hw = geo.out_hw(x.shape[2:])
+    if out is None:
+        out = np.empty((n, f) + out_hw, dtype=x.dtype)
+    wm = _filters(w, geo)
+    outm = out.reshape(n, f, out_hw[0] * out_hw[1])
+    if geo.plain:
+        xm = x.reshape(n, c, -1)
+        cg = c // g
+        for i in range(g):
+            np.matmul(
+                wm[i * fg : (i + 1) * fg],
+                xm[:, i * cg : (i + 1) * cg],
+                out=outm[:, i * fg : (i + 1) * fg],
+            )
+        _epilogue(outm, bias, relu)
+        return out
+    if geo.padding:
+        x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
+    cols = _ws(cols, geo.cols_shape(n, c, out_hw, x.itemsize), x.dtype)
+    nb, k = cols.shape[:2]
+    kg = k // g
+    for s in range(0, n, nb):
+        e = min(n, s + nb)
+        cv = _im2col(x, cols, s, e, geo, out_hw)
+        if g == 1:
+            np.matmul(wm, cv, out=outm[s:e])
+        else:
+            for i in range(g):
+                np.matmul(
+                    wm[i * fg : (i + 1) * fg],
+                    cv[:, i * kg : (i + 1) * kg],
+                    out=outm[s:e, i * fg : (i + 1) * fg],
+                )
+        _epilogue(outm[s:e], bias, relu)
+    return out
+
+
+def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
+    """``out = dconv/dw`` for image ``x`` and output gradient ``gy``: the sum over images
+    of ``gy[n] @ cols[n].T``, each product in ``acc``, a ``(F, C/groups*KH*KW)`` scratch
+    (workspaces as in :func:`conv_forward`).
+
+    >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
+    >>> x, gy = np.ones((2, 1, 2, 2)), np.ones((2, 3, 2, 2))
+    >>> conv_grad_weights(x, gy, None, None, None, None, geo).ravel()
+    array([8., 8., 8.])
+    """
+    n, c = x.shape[:2]
+    f = gy.shape[1]
+    g = geo.groups
+    fg, cg = f // g, c // g
+    kh, kw = geo.kshp
+    kg = cg * kh * kw
+    if out is None:
+        out = np.empty((f, cg, kh, kw), dtype=gy.dtype)
+    acc = _ws(acc, (f, kg), gy.dtype)
+    # Flipped filters: the products go into a flipped view of the output.
+    dst = out[:, :, ::-1, ::-1] if geo.flip else out
+    acc4 = acc.reshape(f, cg, kh, kw)
+    gym = gy.reshape(n, f, -1)
+    out_hw = gy.shape[2:]
+    if geo.plain:
+        nb = n
+    else:
+        if geo.padding:
+            x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
+        cols = _ws(cols, geo.cols_shape(n, c, out_hw, x.itemsize), x.dtype)
+        nb = cols.shape[0]
+    for s in range(0, n, nb):
+        e = min(n, s + nb)
+        cv = x.reshape(n, c, -1)[s:e] if geo.plain else _im2col(x, cols, s, e, geo, out_hw)
+        for j in range(e - s):
+            for i in range(g):
+                np.matmul(
+                    gym[s + j, i * fg : (i + 1) * fg],
+                    cv[j, i * kg : (i + 1) * kg].T,
+                    out=acc[i * fg : (i + 1) * fg],
+                )
+            if s + j == 0:
+                np.copyto(dst, acc4)
+            else:
+                np.add(dst, acc4, out=dst)
+    return out
+
+
+def conv_grad_inputs(w, gy, cols, out, imshp, geo):
+    """``out = dconv/dx`` of an image of spatial shape ``imshp``: ``W.T @ gy`` into the
+    columns, then each filter tap's slice added into the image (clipped to it).
+
+    >>> geo = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+    >>> conv_grad_inputs(np.ones((1, 1, 3, 3)), np.ones((1, 1, 3, 3)), None, None, (3, 3), geo)
+    array([[[[4., 6., 4.],
+             [6., 9., 6.],
+             [4., 6., 4.]]]])
+    """
+    n, f = gy.shape[:2]
+    cg = w.shape[1]
+    g = geo.groups
+    fg = f // g
+    c = cg * g
+    kh, kw = geo.kshp
+    h, wd = int(imshp[0]), int(imshp[1])
+    if out is None:
+        out = np.empty((n, c, h, wd), dtype=gy.dtype)
+    wt = _filters(w, geo)
+    gym = gy.reshape(n, f, -1)
+    if geo.plain:
+        outm = out.reshape(n, c, -1)
+        for i in range(g):
+            np.matmul(
+                wt[i * fg : (i + 1) * fg].T,
+                gym[:, i * fg : (i + 1) * fg],
+                out=outm[:, i * cg : (i + 1) * cg],
+            )
+        return out
+    out[...] = 0
+    oh, ow = gy.shape[2:]
+    (pt, _), (pl, _) = geo.pads
+    (sh, sw), (dh, dw) = geo.stride, geo.dil
+    taps = []
+    for a in range(kh):
+        r0, r1, i0, i1 = _tap_range(a * dh - pt, sh, oh, h)
+        for b in range(kw):
+            c0, c1, j0, j1 = _tap_range(b * dw - pl, sw, ow, wd)
+            if r1 > r0 and c1 > c0:
+                taps.append((a, b, slice(r0, r1, sh), slice(c0, c1, sw), i0, i1, j0, j1))
+    cols = _ws(cols, geo.cols_shape(n, c, (oh, ow), gy.itemsize), gy.dtype)
+    nb, k = cols.shape[:2]
+    kg = k // g
+    for s in range(0, n, nb):
+        e = min(n, s + nb)
+        m = e - s
+        cv = cols[:m]
+        for i in range(g):
+            np.matmul(
+                wt[i * fg : (i + 1) * fg].T,
+                gym[s:e, i * fg : (i + 1) * fg],
+                out=cv[:, i * kg : (i + 1) * kg],
+            )
+        c6 = cv.reshape(m, c, kh, kw, oh, ow)
+        dst = out[s:e]
+        for a, b, rs, cs, i0, i1, j0, j1 in taps:
+            d = dst[:, :, rs, cs]
+            np.add(d, c6[:, :, a, b, i0:i1, j0:j1], out=d)
+    return out
+
+
+def _tap_range(offset, stride, n_out, n_in):
+    """For a tap at ``offset`` (in image coordinates, padding subtracted): the image
+    rows ``r0:r1`` (step ``stride``) it touches inside the image, and the output rows
+    ``i0:i1`` they come from."""
+    i0 = max(0, (-offset + stride - 1) // stride)
+    i1 = min(n_out, (n_in - 1 - offset) // stride + 1)
+    if i1 <= i0:
+        return 0, 0, 0, 0
+    return offset + i0 * stride, offset + (i1 - 1) * stride + 1, i0, i1
+
+
+# -- emitters --------------------------------------------------------------------------
+
+
+class ConvPlan:
+    """A convolution node's parameters and its :class:`ConvGeometry` per filter size
+    (the filters' spatial shape may be known only when the function is called).
+
+    >>> ConvPlan(AbstractConv2d(border_mode="half")).geo((5, 3)).pads
+    ((2, 2), (1, 1))
+    """
+
+    def __init__(self, op):
+        self.op = op
+        self._geo = {}
+
+    def geo(self, kshp):
+        key = (int(kshp[0]), int(kshp[1]))
+        g = self._geo.get(key)
+        if g is None:
+            g = self._geo[key] = ConvGeometry(self.op, key)
+        return g
+
+
+_NONE = (0,)  # the shape of a workspace a convolution of this size does not use
+
+
+def _workspace_step(ctx, node, dtype, label, inputs, shape_fn, with_outputs=False):
+    """A step that provides a scratch array (its target, else a fresh one) of
+    ``shape_fn(input shapes[, output shapes])``: the memory planner places it like any
+    value. Made fresh, it is sized from the arrays (``with_outputs``: made by the
+    function itself, which finds it of the wrong shape)."""
+    t = ctx.temp(dtype, label)
+    empty = ctx.glob(np.empty, "empty")
+    dn = ctx.glob(np.dtype(dtype), "D")
+    if with_outputs:
+
+        def fresh(*arrays):
+            return _NONE
+    else:
+
+        def fresh(*arrays):
+            return shape_fn([a.shape for a in arrays])
+
+    sfn = ctx.glob(fresh, f"{label}_shape")
+
+    def emit(ins, outs, target):
+        if target is not None:
+            return [f"{outs[0]} = {target}"]
+        return [f"{outs[0]} = {empty}({sfn}({', '.join(ins)}), {dn})"]
+
+    step = Step(
+        node,
+        (t,),
+        inputs,
+        emit,
+        dtypes=(dtype,),
+        temp_shape=shape_fn,
+        temp_shape_outputs=with_outputs,
+    )
+    return t, step
+
+
+def _same_float(node):
+    ds = {v.type.dtype for v in node.inputs if v.type.ndim == 4} | {node.outputs[0].type.dtype}
+    return len(ds) == 1 and ds.pop() in _FLOATS
+
+
+def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=False):
+    """The padded image's and the columns' workspace steps of a convolution of
+    ``inputs[0]``; ``kern_shape(shapes of inputs[, of the outputs])`` gives the filters'
+    spatial shape."""
+    itemsize = np.dtype(dtype).itemsize
+
+    def pad_shape(*s):
+        geo = cp.geo(kern_shape(*s))
+        return geo.padded(s[0][0]) if geo.padding and not geo.plain else _NONE
+
+    def cols_shape(*s):
+        geo = cp.geo(kern_shape(*s))
+        if geo.plain:
+            return _NONE
+        xs = s[0][0]
+        return geo.cols_shape(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
+
+    xp, st1 = _workspace_step(ctx, node, dtype, "conv_pad", inputs, pad_shape, with_outputs)
+    cols, st2 = _workspace_step(ctx, node, dtype, "conv_cols", inputs, cols_shape, with_outputs)
+    return [xp, cols], [st1, st2]
+
+
+def _conv_steps(node, ctx):
+    x, w = node.inputs[:2]
+    fused = isinstance(node.op, Conv2dBiasAct)
+    if not _same_float(node) or ctx.is_const(x):
+        return None
+    dtype = node.outputs[0].type.dtype
+    cp = ConvPlan(node.op)
+    ins = [x, w] + ([node.inputs[2]] if fused else [])
+    relu = fused and node.op.activation == "relu"
+    temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:])
+    fn = ctx.glob(conv_forward, "conv_forward")
+    cn = ctx.glob(cp, "conv_plan")
+    n_args = len(ins)
+
+    def emit(names, outs, target):
+        x_, w_ = names[:2]
+        xp, cols = names[n_args:]
+        t = target if target is not None else "None"
+        tail = f", {names[2]}, {relu}" if fused else ""
+        geo = f"{cn}.geo({w_}.shape[2:])"
+        return [f"{outs[0]} = {fn}({x_}, {w_}, {xp}, {cols}, {t}, {geo}{tail})"]
+
+    steps.append(Step(node, node.outputs, ins + temps, emit))
+    return steps
+
+
+def _grad_weights_steps(node, ctx):
+    x, gy, shape = node.inputs
+    if not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
+        return None
+    dtype = node.outputs[0].type.dtype
+    cp = ConvPlan(node.op)
+    # The filters' size is the value of ``shape``, which the node's output shape holds.
+    temps, steps = _conv_workspaces(
+        ctx, node, cp, dtype, (x,), lambda s, o: o[0][2:], with_outputs=True
+    )
+
+    def acc_shape(s, o):
+        f, cg, kh, kw = o[0]
+        return (f, cg * kh * kw)
+
+    acc, st = _workspace_step(ctx, node, dtype, "conv_acc", (x, gy), acc_shape, True)
+    steps.append(st)
+    fn = ctx.glob(conv_grad_weights, "conv_grad_weights")
+    cn = ctx.glob(cp, "conv_plan")
+
+    def emit(names, outs, target):
+        x_, gy_, shape_, xp, cols, acc_ = names
+        t = target if target is not None else "None"
+        geo = f"{cn}.geo({shape_})"
+        return [f"{outs[0]} = {fn}({x_}, {gy_}, {xp}, {cols}, {acc_}, {t}, {geo})"]
+
+    steps.append(Step(node, node.outputs, [x, gy, shape] + temps + [acc], emit))
+    return steps
+
+
+def _grad_inputs_steps(node, ctx):
+    w, gy, shape = node.inputs
+    if not _same_float(node) or ctx.is_const(gy):
+        return None
+    dtype = node.outputs[0].type.dtype
+    itemsize = np.dtype(dtype).itemsize
+    cp = ConvPlan(node.op)
+
+    def cols_shape(s):
+        geo = cp.geo(s[0][2:])
+        if geo.plain:
+            return _NONE
+        return geo.cols_shape(s[1][0], s[0][1] * geo.groups, s[1][2:], itemsize)
+
+    cols, st = _workspace_step(ctx, node, dtype, "conv_cols", (w, gy), cols_shape)
+    fn = ctx.glob(conv_grad_inputs, "conv_grad_inputs")
+    cn = ctx.glob(cp, "conv_plan")
+
+    def emit(names, outs, target):
+        w_, gy_, shape_, cols_ = names
+        t = target if target is not None else "None"
+        geo = f"{cn}.geo({w_}.shape[2:])"
+        return [f"{outs[0]} = {fn}({w_}, {gy_}, {cols_}, {t}, {shape_}, {geo})"]
+
+    return [st, Step(node, node.outputs, [w, gy, shape, cols], emit)]
+
+
+class _PoolPlan:
+    """One pooling node's geometry and its averaging counts, cached per image shape."""
+
+    def __init__(self, op):
+        self.op = op
+        self.counts = {}
+
+    def padded_shape(self, xshape):
+        _out, ext = self.op._geometry(xshape)
+        return tuple(xshape[:-2]) + tuple(ext)
+
+    def needs_padding(self, xshape):
+        return self.padded_shape(xshape) != tuple(xshape)
+
+    def divisor(self, xshape, out, ext):
+        key = tuple(xshape[-2:])
+        d = self.counts.get(key)
+        if d is None:
+            d = self.counts[key] = self.op._counts(xshape, out, ext)
+        return d
+
+
+def pool_forward(x, xp, out, pp):
+    """2-D pooling of ``x``'s last two axes into ``out`` (None allocates it): one strided
+    slice per window offset folded with ``maximum``/``add``; ``xp`` is the padded copy's
+    workspace (None when the windows fit the image).
+
+    >>> pp = _PoolPlan(Pool((2, 2)))
+    >>> pool_forward(np.arange(16.0).reshape(1, 4, 4), None, None, pp)
+    array([[[ 5.,  7.],
+            [13., 15.]]])
+    """
+    op = pp.op
+    out_hw, ext = op._geometry(x.shape)
+    if out is None:
+        out = np.empty(x.shape[:-2] + tuple(out_hw), dtype=x.dtype)
+    if min(out_hw) == 0:
+        return out
+    if xp is not None:
+        fill = op._fill(x.dtype)
+        xp[...] = fill
+        xp[op._inner(x.shape)] = x
+        y = xp
+    else:
+        y = x
+    fold = np.maximum if op.mode == "max" else np.add
+    if op.ws[0] * op.ws[1] > out_hw[0] * out_hw[1]:
+        # More window offsets than windows (a global pool): one reduction over the
+        # windows' view costs less than a call per offset.
+        win = op._windows(y, out_hw)
+        fold.reduce(win, axis=(-2, -1), out=out)
+        first = None
+    else:
+        first = True
+    for sl in op._offsets(out_hw) if first else ():
+        if first:
+            np.copyto(out, y[sl])
+            first = False
+        else:
+            fold(out, y[sl], out=out)
+    if op.mode in ("average_inc_pad", "average_exc_pad"):
+        np.divide(out, pp.divisor(x.shape, out_hw, ext), out=out, casting="unsafe")
+    return out
+
+
+def _pool_steps(node, ctx):
+    op = node.op
+    (x,) = node.inputs
+    dtype = node.outputs[0].type.dtype
+    if op.ndim != 2 or x.type.dtype != dtype or dtype not in _FLOATS or ctx.is_const(x):
+        return None
+    pp = _PoolPlan(op)
+    steps, ins = [], [x]
+    padded = any(op.pad) or not op.ignore_border
+    if padded:
+        # Padding, or partial windows at the border: a padded copy in a workspace (whose
+        # shape equals the image's when the windows happen to fit: the copy is then cheap).
+        xp, st = _workspace_step(
+            ctx, node, dtype, "pool_pad", (x,), lambda s: pp.padded_shape(s[0])
+        )
+        steps.append(st)
+        ins.append(xp)
+    fn = ctx.glob(pool_forward, "pool_forward")
+    pn = ctx.glob(pp, "pool_geo")
+
+    def emit(names, outs, target):
+        a_xp = names[1] if padded else "None"
+        t = target if target is not None else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {a_xp}, {t}, {pn})"]
+
+    steps.append(Step(node, node.outputs, ins, emit))
+    return steps
+
+
+register_impl(Pool)(_pool_steps)
+register_impl(AbstractConv2d, Conv2dBiasAct)(_conv_steps)
+register_impl(AbstractConv2d_gradWeights)(_grad_weights_steps)
+register_impl(AbstractConv2d_gradInputs)(_grad_inputs_steps)
