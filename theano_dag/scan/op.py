@@ -28,13 +28,21 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import tensor as tt
-from theano_dag.engines.inner import compile_inner
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.loop import KernelLoop, loop_library, record_step
+from theano_dag.engines.inner import compile_inner, default_mode
 from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 from theano_dag.scan.grad import scan_grad
 
-__all__ = ["Scan"]
+__all__ = ["Scan", "STEP_KERNELS"]
+
+# The rewrite tag the step's mode includes when the CPU engine runs the loop in C
+# (``scan.rewriting.local_elemwise_as_kernel``).
+STEP_KERNELS = "scan_step_kernels"
+# Fewer steps than this run in Python: setting up the C loop costs a few steps' time.
+C_LOOP_MIN_STEPS = 8
 
 
 class Scan(Op):
@@ -110,6 +118,7 @@ class Scan(Op):
                 f"{[list(t) for t in self.state_taps]} and {self.n_nitsot} per-step outputs"
             )
         self._fn = None
+        self._loop_lib = None  # the C loop driver, when the step's engine has one
 
     def __str__(self):
         name = f"{self.name}, " if self.name else ""
@@ -122,6 +131,7 @@ class Scan(Op):
         # The compiled inner function is a cache; it is rebuilt on first run.
         state = dict(self.__dict__)
         state["_fn"] = None
+        state["_loop_lib"] = None
         return state
 
     # -- the layout ------------------------------------------------------------------------
@@ -190,8 +200,35 @@ class Scan(Op):
 
     def _function(self):
         if self._fn is None:
-            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), self.mode)
+            mode = self.mode if self.mode is not None else default_mode()
+            lib = None
+            if self.n_carry == 0 and isinstance(mode.linker, CPULinker):
+                lib = loop_library()
+            if lib is not None and hasattr(mode, "including"):
+                # The C loop replays steps made of kernels only: make every elementwise
+                # node one (a plain mul would be numpy's ufunc, called from Python).
+                mode = mode.including(STEP_KERNELS)
+            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), mode)
+            self._loop_lib = lib
         return self._fn
+
+    def _c_loop(self, fn, calls, args, reads, outs, writes, nitsot, n):
+        """The :class:`~theano_dag.engines.cpu.loop.KernelLoop` of the steps after the
+        recorded first one, or None when its outputs cannot be copied as rows."""
+        nst, n_read = self.n_states, len(reads)
+        views = [(a, rows) for a, rows in zip(args[:n_read], reads)]
+        copies = [(outs[k], (buf, m, size)) for k, (buf, m, size) in enumerate(writes)]
+        copies += [(outs[nst + j], (arr, 0, n)) for j, arr in enumerate(nitsot)]
+        if not KernelLoop.fits([o for o, _ in copies], [r for _, r in copies]):
+            return None
+        if any(not isinstance(a, np.ndarray) for a in args):
+            return None
+        cond = None
+        if self.has_until:
+            cond = outs[-1]
+            if not isinstance(cond, np.ndarray) or cond.dtype.kind not in "biu":
+                return None
+        return KernelLoop(self._loop_lib, views, calls, copies, cond)
 
     def perform(self, node, inputs, output_storage, params=None):
         n_steps, seqs, inits, carries, nonseqs = self.split_outer(inputs)
@@ -234,15 +271,24 @@ class Scan(Op):
         rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
         run = None
         steps = n
-        for t in range(n):
+        fn = self._function()
+        # With the CPU engine's C loop, the first step is recorded and the others replayed.
+        c_loop = n >= C_LOOP_MIN_STEPS and self._loop_lib is not None
+        t = 0
+        while t < n:
             # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
             args = [a[(t + off) % size, ...] for a, off, size in reads]
             args += carries
             args += nonseqs
             if run is None:
                 # Every step reads values of the same types and shapes: check them once.
-                run = self._function().checked_runner(args)
-            outs = run(args)
+                run = fn.checked_runner(args)
+            calls = None
+            if c_loop:
+                outs, calls = record_step(fn, run, args)
+                c_loop = False
+            else:
+                outs = run(args)
             for k, (buf, m, size, shape) in enumerate(rows):
                 row = outs[k]
                 if type(row) is not np.ndarray:
@@ -269,6 +315,15 @@ class Scan(Op):
             if has_until and _host(outs[-1]):
                 steps = t + 1
                 break
+            t += 1
+            if calls is not None:
+                loop = self._c_loop(fn, calls, args, reads, outs, writes, nitsot, n)
+                if loop is not None:
+                    t, status = loop.run(t, n)
+                    if status == 1:
+                        steps = t
+                        break
+                    # status 2: step t failed in a kernel; Python runs it to say why.
         for k, (buf, size) in enumerate(zip(buffers, sizes)):
             written = self.mintaps[k] + steps  # rows of history: initial ones, then steps
             if written > size:

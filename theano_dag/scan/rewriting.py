@@ -13,10 +13,16 @@
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
   last state alone is used holds two rows of it.
+- ``local_elemwise_as_kernel`` (only in a loop's step, under the ``scan_step_kernels``
+  tag the ``Scan`` op includes when the CPU engine has its C loop): each elementwise node
+  fusion left alone becomes a one-op ``Elemwise{Composite}``, so that the CPU engine runs
+  it as a C kernel and the whole step can be replayed by the C loop
+  (``engines.cpu.loop``) instead of calling numpy's ufunc from Python.
 """
 
 from __future__ import annotations
 
+from theano_dag import scalar as ts
 from theano_dag.graph.basic import (
     Constant,
     clone_replace,
@@ -25,8 +31,10 @@ from theano_dag.graph.basic import (
     is_in_ancestors,
 )
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.opt.optdb import register_canonicalize, register_specialize
-from theano_dag.scan.op import Scan
+from theano_dag.graph.rewriting.navigator import in2out
+from theano_dag.opt.optdb import optdb, register_canonicalize, register_specialize
+from theano_dag.scan.op import STEP_KERNELS, Scan
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType
 
@@ -35,7 +43,11 @@ __all__ = [
     "local_scan_merge",
     "local_scan_remove_unused_inputs",
     "local_scan_save_memory",
+    "local_elemwise_as_kernel",
 ]
+
+# After fusion (48, 48.5), before inplace (50): what is left unfused becomes a kernel.
+STEP_KERNELS_POSITION = 48.6
 
 
 def _hoistable(node, invariant):
@@ -44,7 +56,11 @@ def _hoistable(node, invariant):
         return False
     if not all(isinstance(v.type, TensorType) for v in (*node.inputs, *node.outputs)):
         return False  # random generators and other state: leave them in the step
-    return all(isinstance(i, Constant) or i in invariant for i in node.inputs)
+    # Constants alone are folded in the step (and a size-1 constant compiles into the
+    # step's C kernel, where a hoisted one would be one more array read every step).
+    return all(isinstance(i, Constant) or i in invariant for i in node.inputs) and any(
+        not isinstance(i, Constant) for i in node.inputs
+    )
 
 
 @register_canonicalize
@@ -295,3 +311,39 @@ def local_scan_merge(fgraph, node):
     replace = dict(zip(node.outputs, new_first))
     replace.update(zip(other.outputs, new_second))
     return replace
+
+
+@local_optimizer([Elemwise])
+def local_elemwise_as_kernel(fgraph, node):
+    """A plain elementwise node as a one-op Composite (see the module docstring).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x = tt.dvector("x")
+    >>> fg = FunctionGraph([x], [x * 2], clone=False)
+    >>> local_elemwise_as_kernel.transform(fg, fg.outputs[0].owner)[0].owner.op
+    Elemwise{Composite{(i0 * 2.0)}}
+    """
+    # mul(x, y) -> Elemwise{Composite{mul(i0, i1)}}(x, y)
+    op = node.op
+    if not isinstance(op, Elemwise) or isinstance(op.scalar_op, ts.Composite):
+        return None
+    if len(node.outputs) != 1 or op.inplace_pattern:
+        return None
+    scalars = [ts.get_scalar_type(i.type.dtype)() for i in node.inputs]
+    out = op.scalar_op.make_node(*scalars).outputs[0]
+    if out.type.dtype != node.outputs[0].type.dtype:
+        return None
+    comp = ts.Composite(scalars, [out], copy=False)
+    new = Elemwise(comp)(*node.inputs)
+    if new.type != node.outputs[0].type:
+        return None
+    return [new]
+
+
+optdb.register(
+    "elemwise_as_kernel",
+    in2out(local_elemwise_as_kernel, name="elemwise_as_kernel"),
+    STEP_KERNELS_POSITION,
+    STEP_KERNELS,
+)
