@@ -331,13 +331,28 @@ def test_jacobian_of_loop_output():
     np.testing.assert_allclose(got, want)
 
 
-def test_grad_through_until_is_not_implemented():
+@pytest.mark.parametrize("mode", ENGINES[:2])
+def test_grad_through_until(mode):
+    # 2.6, 5.2, 10.4, 20.8: the step after p = 10.4 is the last; the sum is 30x.
     x = tt.dscalar("x")
-    vals, _ = scan(lambda p: (p * 2, until(p > 10)), outputs_info=x, n_steps=10)
-    from theano_dag.gradient import NullTypeGradError
+    vals, _ = scan(lambda p: (p * 2, until(p > 10)), outputs_info=x, n_steps=10, mode=mode)
+    g = theano_dag.function([x], theano_dag.grad(vals.sum(), x), mode=mode)
+    assert float(g(1.3)) == pytest.approx(30.0)
 
-    with pytest.raises(NullTypeGradError, match="until"):
-        theano_dag.grad(vals.sum(), x)
+
+def test_grad_through_until_by_finite_differences():
+    def f(xs, w, h0):
+        def step(x, acc, w):
+            new = acc + tt.tanh(x * w) ** 2
+            return new, until(new.sum() > 2.0)
+
+        sums, _ = scan(step, sequences=xs, outputs_info=h0, non_sequences=w)
+        ys, _ = scan(lambda x, w: (x * w, until(x.sum() > 1.5)), sequences=xs, non_sequences=w)
+        return (sums**2).sum() + ys.sum()
+
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(0.3, 0.6, size=(12, 2))
+    verify_grad(f, [xs, np.array([0.9, 1.1]), np.array([0.05, -0.1])], rng=rng)
 
 
 def test_grad_when_an_output_feeds_another():
