@@ -30,17 +30,14 @@ import numpy as np
 from theano_dag import tensor as tt
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.loop import KernelLoop, loop_library, record_step
-from theano_dag.engines.inner import compile_inner, default_mode
+from theano_dag.engines.inner import InnerMode, compile_inner, default_mode
 from theano_dag.graph.basic import Apply, Constant, Variable, ancestors, io_toposort
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 from theano_dag.scan.grad import scan_grad
+from theano_dag.scan.step_kernels import StepOptimizer
 
-__all__ = ["Scan", "STEP_KERNELS"]
-
-# The rewrite tag the step's mode includes when the CPU engine runs the loop in C
-# (``scan.rewriting.local_elemwise_as_kernel``).
-STEP_KERNELS = "scan_step_kernels"
+__all__ = ["Scan"]
 # Fewer steps than this run in Python: setting up the C loop costs a few steps' time.
 C_LOOP_MIN_STEPS = 8
 
@@ -201,13 +198,14 @@ class Scan(Op):
     def _function(self):
         if self._fn is None:
             mode = self.mode if self.mode is not None else default_mode()
+            linker = mode.linker
             lib = None
-            if self.n_carry == 0 and isinstance(mode.linker, CPULinker):
+            if self.n_carry == 0 and isinstance(linker, CPULinker):
                 lib = loop_library()
-            if lib is not None and hasattr(mode, "including"):
+            if lib is not None:
                 # The C loop replays steps made of kernels only: make every elementwise
                 # node one (a plain mul would be numpy's ufunc, called from Python).
-                mode = mode.including(STEP_KERNELS)
+                mode = InnerMode(linker, StepOptimizer(mode.optimizer))
             self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), mode)
             self._loop_lib = lib
         return self._fn

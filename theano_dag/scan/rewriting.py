@@ -13,16 +13,13 @@
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
   last state alone is used holds two rows of it.
-- ``local_elemwise_as_kernel`` (only in a loop's step, under the ``scan_step_kernels``
-  tag the ``Scan`` op includes when the CPU engine has its C loop): each elementwise node
-  fusion left alone becomes a one-op ``Elemwise{Composite}``, so that the CPU engine runs
-  it as a C kernel and the whole step can be replayed by the C loop
-  (``engines.cpu.loop``) instead of calling numpy's ufunc from Python.
+- ``local_elemwise_as_kernel`` (:mod:`~theano_dag.scan.step_kernels`; only in a loop's
+  step, after its optimizer, when the CPU engine has its C loop): each elementwise node
+  fusion left alone becomes a one-op ``Elemwise{Composite}``.
 """
 
 from __future__ import annotations
 
-from theano_dag import scalar as ts
 from theano_dag.graph.basic import (
     Constant,
     clone_replace,
@@ -31,10 +28,9 @@ from theano_dag.graph.basic import (
     is_in_ancestors,
 )
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.graph.rewriting.navigator import in2out
-from theano_dag.opt.optdb import optdb, register_canonicalize, register_specialize
-from theano_dag.scan.op import STEP_KERNELS, Scan
-from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.opt.optdb import register_canonicalize, register_specialize
+from theano_dag.scan.op import Scan
+from theano_dag.scan.step_kernels import local_elemwise_as_kernel
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType
 
@@ -45,9 +41,6 @@ __all__ = [
     "local_scan_save_memory",
     "local_elemwise_as_kernel",
 ]
-
-# After fusion (48, 48.5), before inplace (50): what is left unfused becomes a kernel.
-STEP_KERNELS_POSITION = 48.6
 
 
 def _hoistable(node, invariant):
@@ -311,39 +304,3 @@ def local_scan_merge(fgraph, node):
     replace = dict(zip(node.outputs, new_first))
     replace.update(zip(other.outputs, new_second))
     return replace
-
-
-@local_optimizer([Elemwise])
-def local_elemwise_as_kernel(fgraph, node):
-    """A plain elementwise node as a one-op Composite (see the module docstring).
-
-    >>> import theano_dag.tensor as tt
-    >>> from theano_dag.graph.fg import FunctionGraph
-    >>> x = tt.dvector("x")
-    >>> fg = FunctionGraph([x], [x * 2], clone=False)
-    >>> local_elemwise_as_kernel.transform(fg, fg.outputs[0].owner)[0].owner.op
-    Elemwise{Composite{(i0 * 2.0)}}
-    """
-    # mul(x, y) -> Elemwise{Composite{mul(i0, i1)}}(x, y)
-    op = node.op
-    if not isinstance(op, Elemwise) or isinstance(op.scalar_op, ts.Composite):
-        return None
-    if len(node.outputs) != 1 or op.inplace_pattern:
-        return None
-    scalars = [ts.get_scalar_type(i.type.dtype)() for i in node.inputs]
-    out = op.scalar_op.make_node(*scalars).outputs[0]
-    if out.type.dtype != node.outputs[0].type.dtype:
-        return None
-    comp = ts.Composite(scalars, [out], copy=False)
-    new = Elemwise(comp)(*node.inputs)
-    if new.type != node.outputs[0].type:
-        return None
-    return [new]
-
-
-optdb.register(
-    "elemwise_as_kernel",
-    in2out(local_elemwise_as_kernel, name="elemwise_as_kernel"),
-    STEP_KERNELS_POSITION,
-    STEP_KERNELS,
-)
