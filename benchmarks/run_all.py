@@ -50,7 +50,7 @@ QUICK_ARGS = {
     "first_result": ["--sizes", "1000", "--chain", "1000", "--timeout", "120"],
     "fused_elementwise": ["--n", "1000000", "--rounds", "5"],
     "graph_core": ["--sizes", "1000,10000"],
-    "loops": ["--steps", "1000", "--repeats", "3"],
+    "loops": ["--steps", "1000", "--repeats", "3", "--hidden", "128", "--lstm-steps", "20"],
     "memory_peak": ["--repeats", "1"],
     "mlp_training": ["--steps", "10", "--repeats", "3"],
     "opencl": ["--runs", "3", "--size", "1000000"],

@@ -5,6 +5,15 @@
 'theano_dag.scan.basic'
 """
 
-from theano_dag.scan import Scan, foldl, foldr, map, reduce, scan, until  # noqa: A004
+from theano_dag.scan import (  # noqa: A004
+    Scan,
+    foldl,
+    foldr,
+    map,
+    reduce,
+    scan,
+    scan_checkpoints,
+    until,
+)
 
-__all__ = ["scan", "until", "Scan", "map", "reduce", "foldl", "foldr"]
+__all__ = ["scan", "until", "Scan", "map", "reduce", "foldl", "foldr", "scan_checkpoints"]

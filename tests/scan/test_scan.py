@@ -182,6 +182,33 @@ def test_infer_shape_of_states():
     assert len(shapes) == 1 and len(shapes[0]) == 2
 
 
+@pytest.mark.parametrize("mode", ENGINES[:2])
+def test_infer_shape_of_per_step_outputs(mode):
+    xs, w = tt.dmatrix("xs"), tt.dvector("w")
+    (acc, ys), _ = scan(lambda x, a, w: (a + x, tt.outer(x, w)), sequences=xs,
+                        outputs_info=[tt.zeros((xs.shape[1],)), None], non_sequences=w)  # fmt: skip
+    node = ys.owner
+    shapes = node.op.infer_shape(None, node, [tuple(i.shape[d] for d in range(i.ndim))
+                                              for i in node.inputs])  # fmt: skip
+    dims = [tt.as_tensor_variable(d) for shp in shapes for d in shp]
+    f = theano_dag.function([xs, w], [*dims, acc, ys], mode=mode, on_unused_input="ignore")
+    for steps in (5, 0):
+        *got, acc_v, ys_v = f(RNG.normal(size=(steps, 3)), RNG.normal(size=4))
+        # The state's buffer holds its initial row, then one row per step.
+        assert [int(d) for d in got] == [acc_v.shape[0] + 1, *acc_v.shape[1:], *ys_v.shape]
+        assert ys_v.shape == (steps, 3, 4)  # no step ran: rows of the inferred shape
+
+
+def test_infer_shape_of_rows_that_depend_on_values_is_not_defined():
+    from theano_dag.graph.utils import MethodNotDefined
+
+    v = tt.lvector("v")
+    ys, _ = scan(lambda k: tt.arange(k), sequences=v)
+    node = ys.owner
+    with pytest.raises(MethodNotDefined, match="depends on the step's values"):
+        node.op.infer_shape(None, node, [(), (v.shape[0],)])
+
+
 def test_strict_wants_every_variable_passed():
     w = tt.dscalar("w")
     x = tt.dvector("x")
@@ -331,13 +358,28 @@ def test_jacobian_of_loop_output():
     np.testing.assert_allclose(got, want)
 
 
-def test_grad_through_until_is_not_implemented():
+@pytest.mark.parametrize("mode", ENGINES[:2])
+def test_grad_through_until(mode):
+    # 2.6, 5.2, 10.4, 20.8: the step after p = 10.4 is the last; the sum is 30x.
     x = tt.dscalar("x")
-    vals, _ = scan(lambda p: (p * 2, until(p > 10)), outputs_info=x, n_steps=10)
-    from theano_dag.gradient import NullTypeGradError
+    vals, _ = scan(lambda p: (p * 2, until(p > 10)), outputs_info=x, n_steps=10, mode=mode)
+    g = theano_dag.function([x], theano_dag.grad(vals.sum(), x), mode=mode)
+    assert float(g(1.3)) == pytest.approx(30.0)
 
-    with pytest.raises(NullTypeGradError, match="until"):
-        theano_dag.grad(vals.sum(), x)
+
+def test_grad_through_until_by_finite_differences():
+    def f(xs, w, h0):
+        def step(x, acc, w):
+            new = acc + tt.tanh(x * w) ** 2
+            return new, until(new.sum() > 2.0)
+
+        sums, _ = scan(step, sequences=xs, outputs_info=h0, non_sequences=w)
+        ys, _ = scan(lambda x, w: (x * w, until(x.sum() > 1.5)), sequences=xs, non_sequences=w)
+        return (sums**2).sum() + ys.sum()
+
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(0.3, 0.6, size=(12, 2))
+    verify_grad(f, [xs, np.array([0.9, 1.1]), np.array([0.05, -0.1])], rng=rng)
 
 
 def test_grad_when_an_output_feeds_another():

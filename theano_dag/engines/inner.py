@@ -26,7 +26,7 @@ import numpy as np
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.toolbox import Supervisor
 
-__all__ = ["InnerMode", "InnerFunction", "compile_inner", "set_default_mode"]
+__all__ = ["InnerMode", "InnerFunction", "compile_inner", "default_mode", "set_default_mode"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,13 @@ def set_default_mode(getter):
     _default_mode[0] = getter
 
 
+def default_mode():
+    """The mode ``compile_inner(..., mode=None)`` uses (see :func:`set_default_mode`)."""
+    if _default_mode[0] is None:
+        raise ValueError("compile_inner: no mode given and no default mode set (import theano_dag)")
+    return _default_mode[0]()
+
+
 class InnerFunction:
     """A compiled inner graph: ``f(*values)`` returns the list of output values.
 
@@ -66,6 +73,7 @@ class InnerFunction:
         self.linker = linker
         thunk, ins, outs = linker.make_thunk()
         self._thunk = thunk
+        self.thunk = thunk  # the engine's, for what drives the step itself (a C loop)
         self._inputs = [(c, c.storage) for c in ins]
         self._outputs = [c.storage for c in outs]
         dtypes = [getattr(c.type, "dtype", None) for c in ins]
@@ -155,11 +163,7 @@ def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction
     [array([2., 2.])]
     """
     if mode is None:
-        if _default_mode[0] is None:
-            raise ValueError(
-                "compile_inner: no mode given and no default mode set (import theano_dag)"
-            )
-        mode = _default_mode[0]()
+        mode = default_mode()
     optimizer = mode.optimizer
     if isinstance(inputs, FunctionGraph):
         if outputs is not None:

@@ -8,17 +8,24 @@ of the loop so it is computed once.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 
 from theano_dag import tensor as tt
 from theano_dag.engines.inner import compile_inner
-from theano_dag.gradient.reverse import Lop, _as_list, _format_as, grad
+from theano_dag.gradient.reverse import _as_list, _format_as, grad
 from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 
 __all__ = ["MapOverIndex", "map_over_index", "jacobian", "hessian"]
+
+
+def _is_float(var):
+    return str(getattr(var.type, "dtype", "")).startswith(("float", "complex"))
 
 
 class MapOverIndex(Op):
@@ -117,15 +124,20 @@ class MapOverIndex(Op):
         # then put the outer variables back in and loop again.
         n, *args = inputs
         inner_idx, holders = self.inner_inputs[0], list(self.inner_inputs[1:])
-        known, g_holders = {}, {}
+        # The gradient of one scalar, sum_k <g_k[i], out_k>, not known output gradients:
+        # an output that is also an intermediate of another keeps both its paths (known
+        # gradients would replace the one flowing back from the other output).
+        terms_of_cost, g_holders = [], {}
         for out, g in zip(self.inner_outputs, output_grads):
-            if isinstance(g.type, DisconnectedType):
+            if isinstance(g.type, DisconnectedType) or not _is_float(out):
                 continue
             g_holder = g.type()
             g_holders[g_holder] = g
-            g_row = g_holder[inner_idx]
-            known[out] = known[out] + g_row if out in known else g_row
-        terms = Lop(list(known), holders, list(known.values()), disconnected_inputs="ignore")
+            terms_of_cost.append((out * g_holder[inner_idx]).sum())
+        if not terms_of_cost:
+            return [disconnected_type()] + [disconnected_type() for _ in args]
+        cost = functools.reduce(operator.add, terms_of_cost)
+        terms = grad(cost, holders, disconnected_inputs="ignore", return_disconnected="zero")
         idx = inner_idx.type("grad_row")
         outer = {inner_idx: idx, **dict(zip(holders, args))}
         outer.update(g_holders)

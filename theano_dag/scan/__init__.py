@@ -7,6 +7,8 @@ What each module holds:
   and ``until``;
 - :mod:`~theano_dag.scan.grad`: the gradient (backpropagation through time);
 - :mod:`~theano_dag.scan.views`: ``map``, ``reduce``, ``foldl``, ``foldr``;
+- :mod:`~theano_dag.scan.checkpoints`: ``scan_checkpoints`` (a loop that stores its
+  states every ``save_every_N`` steps and recomputes the others for the gradient);
 - :mod:`~theano_dag.scan.rewriting`: rewrites of Scan nodes (loop-invariant hoisting,
   unused inputs, merging, memory saving).
 
@@ -24,6 +26,7 @@ array([ 1.,  8., 27.])
 """
 
 from theano_dag.scan.basic import scan, until
+from theano_dag.scan.checkpoints import scan_checkpoints
 from theano_dag.scan.op import Scan
 from theano_dag.scan.rewriting import (
     local_scan_hoist_invariants,
@@ -41,6 +44,7 @@ __all__ = [
     "reduce",
     "foldl",
     "foldr",
+    "scan_checkpoints",
     "local_scan_hoist_invariants",
     "local_scan_save_memory",
     "local_scan_remove_unused_inputs",

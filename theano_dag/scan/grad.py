@@ -64,13 +64,19 @@ def scan_grad(op, inputs, outputs, output_grads):
     """``op.L_op``: the gradients of a Scan node's inputs, computed by a backward Scan."""
     n, seqs, inits, carries, nonseqs = op.split_outer(inputs)
     nst = op.n_states
-    if op.has_until or any(op.store):
-        why = (
-            "the gradient of a scan that ends on `until`"
-            if op.has_until
-            else "the gradient of a scan that keeps only its last steps (store)"
-        )
+    if any(op.store):
+        why = "the gradient of a scan that keeps only its last steps (store)"
         return _not_implemented(op, inputs, why)
+    if op.has_until:
+        # The steps that ran are the rows the outputs kept: the backward loop walks
+        # those (the condition itself has no gradient: it only picks the length).
+        if nst:
+            n = outputs[0].shape[0] - op.mintaps[0]
+        elif op.n_nitsot:
+            n = outputs[0].shape[0]
+        else:
+            why = "the gradient of a scan that ends on `until` and returns no rows"
+            return _not_implemented(op, inputs, why)
     g_outs = [
         tt.zeros_like(o) if isinstance(g.type, DisconnectedType) else g
         for o, g in zip(outputs[: nst + op.n_nitsot], output_grads)

@@ -28,13 +28,18 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import tensor as tt
-from theano_dag.engines.inner import compile_inner
-from theano_dag.graph.basic import Apply, Variable
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.loop import KernelLoop, loop_library, record_step
+from theano_dag.engines.inner import InnerMode, compile_inner, default_mode
+from theano_dag.graph.basic import Apply, Constant, Variable, ancestors, io_toposort
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 from theano_dag.scan.grad import scan_grad
+from theano_dag.scan.step_kernels import StepOptimizer
 
 __all__ = ["Scan"]
+# Fewer steps than this run in Python: setting up the C loop costs a few steps' time.
+C_LOOP_MIN_STEPS = 8
 
 
 class Scan(Op):
@@ -110,6 +115,7 @@ class Scan(Op):
                 f"{[list(t) for t in self.state_taps]} and {self.n_nitsot} per-step outputs"
             )
         self._fn = None
+        self._loop_lib = None  # the C loop driver, when the step's engine has one
 
     def __str__(self):
         name = f"{self.name}, " if self.name else ""
@@ -122,6 +128,7 @@ class Scan(Op):
         # The compiled inner function is a cache; it is rebuilt on first run.
         state = dict(self.__dict__)
         state["_fn"] = None
+        state["_loop_lib"] = None
         return state
 
     # -- the layout ------------------------------------------------------------------------
@@ -190,8 +197,36 @@ class Scan(Op):
 
     def _function(self):
         if self._fn is None:
-            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), self.mode)
+            mode = self.mode if self.mode is not None else default_mode()
+            linker = mode.linker
+            lib = None
+            if self.n_carry == 0 and isinstance(linker, CPULinker):
+                lib = loop_library()
+            if lib is not None:
+                # The C loop replays steps made of kernels only: make every elementwise
+                # node one (a plain mul would be numpy's ufunc, called from Python).
+                mode = InnerMode(linker, StepOptimizer(mode.optimizer))
+            self._fn = compile_inner(list(self.inner_inputs), list(self.inner_outputs), mode)
+            self._loop_lib = lib
         return self._fn
+
+    def _c_loop(self, fn, calls, args, reads, outs, writes, nitsot, n):
+        """The :class:`~theano_dag.engines.cpu.loop.KernelLoop` of the steps after the
+        recorded first one, or None when its outputs cannot be copied as rows."""
+        nst, n_read = self.n_states, len(reads)
+        views = [(a, rows) for a, rows in zip(args[:n_read], reads)]
+        copies = [(outs[k], (buf, m, size)) for k, (buf, m, size) in enumerate(writes)]
+        copies += [(outs[nst + j], (arr, 0, n)) for j, arr in enumerate(nitsot)]
+        if not KernelLoop.fits([o for o, _ in copies], [r for _, r in copies]):
+            return None
+        if any(not isinstance(a, np.ndarray) for a in args):
+            return None
+        cond = None
+        if self.has_until:
+            cond = outs[-1]
+            if not isinstance(cond, np.ndarray) or cond.dtype.kind not in "biu":
+                return None
+        return KernelLoop(self._loop_lib, views, calls, copies, cond)
 
     def perform(self, node, inputs, output_storage, params=None):
         n_steps, seqs, inits, carries, nonseqs = self.split_outer(inputs)
@@ -234,15 +269,24 @@ class Scan(Op):
         rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
         run = None
         steps = n
-        for t in range(n):
+        fn = self._function()
+        # With the CPU engine's C loop, the first step is recorded and the others replayed.
+        c_loop = n >= C_LOOP_MIN_STEPS and self._loop_lib is not None
+        t = 0
+        while t < n:
             # `a[i, ...]` is a 0-d array for a vector: the inner function takes arrays.
             args = [a[(t + off) % size, ...] for a, off, size in reads]
             args += carries
             args += nonseqs
             if run is None:
                 # Every step reads values of the same types and shapes: check them once.
-                run = self._function().checked_runner(args)
-            outs = run(args)
+                run = fn.checked_runner(args)
+            calls = None
+            if c_loop:
+                outs, calls = record_step(fn, run, args)
+                c_loop = False
+            else:
+                outs = run(args)
             for k, (buf, m, size, shape) in enumerate(rows):
                 row = outs[k]
                 if type(row) is not np.ndarray:
@@ -269,6 +313,15 @@ class Scan(Op):
             if has_until and _host(outs[-1]):
                 steps = t + 1
                 break
+            t += 1
+            if calls is not None:
+                loop = self._c_loop(fn, calls, args, reads, outs, writes, nitsot, n)
+                if loop is not None:
+                    t, status = loop.run(t, n)
+                    if status == 1:
+                        steps = t
+                        break
+                    # status 2: step t failed in a kernel; Python runs it to say why.
         for k, (buf, size) in enumerate(zip(buffers, sizes)):
             written = self.mintaps[k] + steps  # rows of history: initial ones, then steps
             if written > size:
@@ -276,11 +329,18 @@ class Scan(Op):
             elif written < size:
                 buf = buf[:written].copy()
             output_storage[k][0] = buf
+        empty_rows = None
+        if n_nitsot and nitsot[0] is None:
+            empty_rows = self._rows_without_steps(seqs, inits, nonseqs)
         for j, arr in enumerate(nitsot):
             var = node.outputs[nst + j]
             if arr is None:
-                # No step ran: an empty stack, its unknown row dimensions empty too.
-                shape = (0, *(1 if b else 0 for b in var.type.broadcastable[1:]))
+                # No step ran: an empty stack, its rows of the shape infer_shape gives
+                # (or, where it gives none, the unknown dimensions empty too).
+                if empty_rows is not None:
+                    shape = (0, *empty_rows[j])
+                else:
+                    shape = (0, *(1 if b else 0 for b in var.type.broadcastable[1:]))
                 arr = np.zeros(shape, dtype=var.type.dtype)
             elif steps != n:
                 arr = arr[:steps].copy()
@@ -289,15 +349,78 @@ class Scan(Op):
             output_storage[first_carry + j][0] = value
 
     def infer_shape(self, fgraph, node, input_shapes):
-        if self.has_until or self.n_nitsot or self.n_carry:
-            # The steps run, or the rows' shape, are known only from running the loop.
+        if self.has_until or self.n_carry:
+            # The steps run, or the carried values, are known only from running the loop.
             raise MethodNotDefined(f"{self}: output shapes are known when the loop has run")
         n = node.inputs[0]
-        _, _, init_shapes, _, _ = self.split_outer(input_shapes)
-        return [
+        _, seq_shapes, init_shapes, _, ns_shapes = self.split_outer(input_shapes)
+        states = [
             (m + n if not store else tt.minimum(m + n, store), *s[1:])
             for m, store, s in zip(self.mintaps, self.store, init_shapes)
         ]
+        rows = self._row_shapes(seq_shapes, init_shapes, ns_shapes)
+        return states + [(n, *r) for r in rows]
+
+    def _rows_without_steps(self, seqs, inits, nonseqs):
+        """The per-step outputs' row shapes (ints) from the values' shapes, or None."""
+        if self.has_until or self.n_carry:
+            return None
+        try:
+            rows = self._row_shapes(
+                [np.shape(v) for v in seqs],
+                [np.shape(v) for v in inits],
+                [np.shape(v) if isinstance(v, np.ndarray) else None for v in nonseqs],
+            )
+        except MethodNotDefined:
+            return None
+        if not all(isinstance(d, (int, np.integer)) for r in rows for d in r):
+            return None  # a dimension computed by a graph: not known without running it
+        return [tuple(int(d) for d in r) for r in rows]
+
+    def _row_shapes(self, seq_shapes, init_shapes, ns_shapes):
+        """The shapes of the per-step outputs' rows, from the outer inputs' shapes: each
+        inner node's ``infer_shape`` in turn. MethodNotDefined when one has none, or when
+        a row's shape depends on the step's values (not on its inputs' shapes)."""
+        wanted = list(self.inner_outputs[self.n_states : self.n_states + self.n_nitsot])
+        if not wanted:
+            return []
+        shape_of = {}
+        for v, s in zip(self.inner_inputs[: self.n_seqs], seq_shapes):
+            shape_of[v] = tuple(s[1:])
+        for tap_vars, s in zip(self.inner_tap_inputs(), init_shapes):
+            for v in tap_vars:
+                shape_of[v] = tuple(s[1:])
+        inner_ns = self.inner_inputs[len(self.inner_inputs) - self.n_nonseqs :]
+        for v, s in zip(inner_ns, ns_shapes):
+            shape_of[v] = tuple(s) if s is not None else None
+        inner_vars = set(self.inner_inputs)
+        for inner in io_toposort(list(self.inner_inputs), wanted):
+            ins = []
+            for i in inner.inputs:
+                if isinstance(i, Constant):
+                    ins.append(tuple(np.shape(i.data)))
+                elif shape_of.get(i) is not None:
+                    ins.append(shape_of[i])
+                else:
+                    raise MethodNotDefined(f"{self}: no shape for the step's {i}")
+            try:
+                outs = inner.op.infer_shape(None, inner, ins)
+            except Exception as e:  # no infer_shape, or one that needs a graph
+                raise MethodNotDefined(f"{self}: {inner.op} gives no shape") from e
+            shape_of.update(zip(inner.outputs, (tuple(o) for o in outs)))
+            inner_vars.update(inner.outputs)
+        rows = []
+        for o in wanted:
+            if isinstance(o, Constant):
+                rows.append(tuple(np.shape(o.data)))
+            elif shape_of.get(o) is not None:
+                rows.append(shape_of[o])
+            else:
+                raise MethodNotDefined(f"{self}: no shape for the step's output {o}")
+        dims = [d for r in rows for d in r if isinstance(d, Variable)]
+        if any(a in inner_vars for a in ancestors(dims)):
+            raise MethodNotDefined(f"{self}: a row's shape depends on the step's values")
+        return rows
 
     # -- gradient ---------------------------------------------------------------------------
 

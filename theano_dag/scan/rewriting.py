@@ -13,6 +13,9 @@
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
   last state alone is used holds two rows of it.
+- ``local_elemwise_as_kernel`` (:mod:`~theano_dag.scan.step_kernels`; only in a loop's
+  step, after its optimizer, when the CPU engine has its C loop): each elementwise node
+  fusion left alone becomes a one-op ``Elemwise{Composite}``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from theano_dag.graph.basic import (
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.optdb import register_canonicalize, register_specialize
 from theano_dag.scan.op import Scan
+from theano_dag.scan.step_kernels import local_elemwise_as_kernel
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType
 
@@ -35,6 +39,7 @@ __all__ = [
     "local_scan_merge",
     "local_scan_remove_unused_inputs",
     "local_scan_save_memory",
+    "local_elemwise_as_kernel",
 ]
 
 
@@ -44,7 +49,11 @@ def _hoistable(node, invariant):
         return False
     if not all(isinstance(v.type, TensorType) for v in (*node.inputs, *node.outputs)):
         return False  # random generators and other state: leave them in the step
-    return all(isinstance(i, Constant) or i in invariant for i in node.inputs)
+    # Constants alone are folded in the step (and a size-1 constant compiles into the
+    # step's C kernel, where a hoisted one would be one more array read every step).
+    return all(isinstance(i, Constant) or i in invariant for i in node.inputs) and any(
+        not isinstance(i, Constant) for i in node.inputs
+    )
 
 
 @register_canonicalize
