@@ -251,11 +251,16 @@ class _Exporter:
         kshp = node.inputs[1].type.shape[2:]
         if op.border_mode in ("half", "full") and None in kshp:
             raise OnnxExportError("to_onnx: conv2d padding needs the filters' static shape")
-        (top, bottom), (left, right) = (
-            ((0, 0), (0, 0))
-            if op.border_mode == "valid"
-            else border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
-        )
+        if op.border_mode in ("half", "full"):
+            (top, bottom), (left, right) = border_mode_to_pad(
+                op.border_mode, kshp, op.filter_dilation
+            )
+        elif op.border_mode == "valid":
+            top = bottom = left = right = 0
+        else:  # explicit padding: an int or a (before, after) pair per axis
+            (top, bottom), (left, right) = (
+                p if isinstance(p, tuple) else (p, p) for p in op.border_mode
+            )
         w = ins[1]
         if op.filter_flip:  # ONNX's Conv correlates: a true convolution flips the filters
             w = self.emit(

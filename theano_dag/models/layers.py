@@ -222,8 +222,9 @@ class TensorOps:
 
     def weight(self, array, name):
         if self.weights == "shared":
-            # the static shape lets an update (w - lr * grad) keep the weight's exact type
-            return shared(array, name=name, shape=array.shape)
+            # the static shape lets an update (w - lr * grad) keep the weight's exact type;
+            # borrowed: the weights are held once, by Params and the graph together
+            return shared(array, name=name, shape=array.shape, borrow=True)
         return tb.constant(array, name=name)
 
     def conv(self, x, w, stride=1, pad=0):
