@@ -324,9 +324,9 @@ def _builders(engine, name, network, params, images, labels):
 
         def build():
             net = Net(ops, params)
+            # the weight tensors, made here rather than inside what torch.compile traces
+            net.weights = {k: ops.weight(v, k) for k, v in params.arrays.items()}
             x = torch.from_numpy(images)
-            with torch.inference_mode(mode=not train):
-                network(net, x[:1])  # makes the weight tensors, outside what is compiled
             if not train:
                 fn = lambda: network(net, x)  # noqa: E731
                 if engine == "torch_compile":
