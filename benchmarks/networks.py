@@ -468,6 +468,8 @@ def _case_line(case, results, repeats, quick):
 def _fmt(v, digits=3):
     if v is None:
         return "-"
+    if v < 1e-3:
+        return "0"  # numpy eager builds nothing
     return f"{v:.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
@@ -573,6 +575,7 @@ def main(argv=None):
     if args.render:
         rows = [json.loads(ln) for ln in args.render.read_text().splitlines() if ln.startswith("{")]
         rows = [r for r in rows if r.get("benchmark") == "networks"]
+        rows.sort(key=lambda r: list(CASES).index(r["case"]))
         plot(rows, args.png)
         update_doc(args.doc, render(rows, args.png.name))
         return 0
