@@ -94,6 +94,7 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run_all.py --args compile_time='--pytensor-max 4000'
 	$(BIN)/python benchmarks/plot_results.py
+	$(BIN)/python benchmarks/networks.py --render benchmarks/results/latest.jsonl
 
 clean:
 	rm -rf $(VENV) $(THEANO_VENV) build dist *.egg-info

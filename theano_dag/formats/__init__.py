@@ -5,7 +5,7 @@ The dict formats and their conversions live in :mod:`~theano_dag.formats.dicts`
 and :mod:`~theano_dag.formats.chain`, networkx/DOT output in
 :mod:`~theano_dag.formats.export`, FunctionGraph <-> tuple-dag in
 :mod:`~theano_dag.formats.fgraph`, the OpGraph and its operations in
-:mod:`~theano_dag.formats.opgraph`, Theano and PyTensor in
+:mod:`~theano_dag.formats.opgraph`, ONNX in :mod:`~theano_dag.formats.onnx`, Theano and PyTensor in
 :mod:`~theano_dag.formats.theano_interop` and :mod:`~theano_dag.formats.pytensor_interop`.
 """
 
@@ -37,6 +37,7 @@ from theano_dag.formats.dicts import (
 from theano_dag.formats.export import to_dot, to_networkx
 from theano_dag.formats.fgraph import fgraph_to_tuple_dag, tuple_dag_to_fgraph
 from theano_dag.formats.foreign import NoCounterpartError
+from theano_dag.formats.onnx import OnnxExportError, from_onnx, to_onnx
 from theano_dag.formats.opgraph import (
     BasicOps,
     OpGraph,
@@ -49,6 +50,9 @@ from theano_dag.formats.pytensor_interop import from_pytensor, to_pytensor
 from theano_dag.formats.theano_interop import from_theano, to_theano
 
 __all__ = [
+    "OnnxExportError",
+    "from_onnx",
+    "to_onnx",
     "FORMATS",
     "BasicOps",
     "OpGraph",

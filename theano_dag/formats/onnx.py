@@ -1,0 +1,554 @@
+"""ONNX: export a theano_dag graph (a compiled function, a FunctionGraph, or inputs and
+outputs) to an ``onnx.ModelProto``, and import the operators it exports back.
+
+What is exported is the graph as the user wrote it (a compiled function's source graph,
+before any engine lowered it): elementwise arithmetic, ``dot``, ``conv2d``, ``pool_2d``,
+softmax and log-softmax, reductions, ``concatenate``, ``dimshuffle``, ``reshape`` and
+shapes. Shared variables and constants become initializers. Needs the ``onnx`` extra
+(``pip install 'theano_dag[onnx]'``); ONNX Runtime runs what it writes.
+
+>>> import numpy as np
+>>> import theano_dag.tensor as tt
+>>> from theano_dag.formats.onnx import from_onnx, to_onnx
+>>> x = tt.fmatrix("x")
+>>> model = to_onnx([x], [tt.exp(x).sum(axis=1)])
+>>> [n.op_type for n in model.graph.node]
+['Exp', 'ReduceSum', 'Identity']
+>>> inputs, outputs = from_onnx(model)
+>>> outputs[0].eval({inputs[0]: np.zeros((2, 3), "float32")})
+array([3., 3.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag.graph.algorithms import io_toposort
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
+from theano_dag.graph.shared import SharedVariable, shared
+from theano_dag.scalar import arith as sb
+from theano_dag.tensor import basic as tb
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from theano_dag.tensor.nnet import (
+    AbstractConv2d,
+    LogSoftmax,
+    Pool,
+    Softmax,
+    border_mode_to_pad,
+    conv2d,
+    log_softmax,
+    pool_2d,
+    softmax,
+)
+from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, reshape, shape
+from theano_dag.tensor.subtensor import Subtensor
+from theano_dag.tensor.type import TensorType
+
+__all__ = ["OPSET", "OnnxExportError", "from_onnx", "to_onnx"]
+
+OPSET = 18  # the first opset whose reductions all take their axes as an input
+_MISSING = "theano_dag.formats.onnx needs the onnx package: pip install 'theano_dag[onnx]'"
+
+
+class OnnxExportError(NotImplementedError):
+    """An op (or a form of one) that has no ONNX operator here; or an ONNX node that
+    :func:`from_onnx` does not import."""
+
+
+def _onnx():
+    try:
+        import onnx  # noqa: PLC0415 (optional extra: theano_dag[onnx])
+    except ImportError as exc:
+        raise ImportError(_MISSING) from exc
+    return onnx
+
+
+# theano_dag scalar op name -> ONNX operator (elementwise, numpy broadcasting in both)
+_ELEMWISE = {
+    "add": "Add",
+    "mul": "Mul",
+    "sub": "Sub",
+    "true_div": "Div",
+    "neg": "Neg",
+    "exp": "Exp",
+    "log": "Log",
+    "sqrt": "Sqrt",
+    "abs": "Abs",
+    "maximum": "Max",
+    "minimum": "Min",
+    "pow": "Pow",
+    "tanh": "Tanh",
+    "sigmoid": "Sigmoid",
+    "gt": "Greater",
+    "lt": "Less",
+    "eq": "Equal",
+    "switch": "Where",
+    "identity": "Identity",
+}
+_REDUCE = {"add": "ReduceSum", "mul": "ReduceProd", "maximum": "ReduceMax", "minimum": "ReduceMin"}
+_POOL = {"max": ("MaxPool", None), "average_inc_pad": ("AveragePool", 1)}
+_POOL["average_exc_pad"] = ("AveragePool", 0)
+
+
+class _Exporter:
+    def __init__(self, onnx):
+        self.onnx, self.h = onnx, onnx.helper
+        self.names: dict[object, str] = {}
+        self.nodes, self.initializers = [], []
+
+    def name(self, var):
+        if var not in self.names:
+            base = var.name or "v"
+            self.names[var] = f"{base}_{len(self.names)}"
+            if isinstance(var, (Constant, SharedVariable)):
+                value = var.data if isinstance(var, Constant) else var.get_value(borrow=True)
+                self.initializer(np.asarray(value, dtype=var.dtype), self.names[var])
+        return self.names[var]
+
+    def initializer(self, value, name):
+        self.initializers.append(self.onnx.numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def const(self, value, dtype="int64"):
+        return self.initializer(np.asarray(value, dtype=dtype), f"c{len(self.initializers)}")
+
+    def tmp(self):
+        self.names[object()] = name = f"t{len(self.names)}"
+        return name
+
+    def emit(self, op_type, inputs, output=None, **attrs):
+        output = output or self.tmp()
+        self.nodes.append(self.h.make_node(op_type, list(inputs), [output], **attrs))
+        return output
+
+    def value_info(self, var, name):
+        dims = [d if d is not None else f"{name}_d{i}" for i, d in enumerate(var.type.shape)]
+        elem = self.h.np_dtype_to_tensor_dtype(np.dtype(var.dtype))
+        return self.h.make_tensor_value_info(name, elem, dims)
+
+    # -- one Apply node ---------------------------------------------------------------
+
+    def apply(self, node):
+        op, ins = node.op, [self.name(v) for v in node.inputs]
+        out = self.name(node.outputs[0])
+        if isinstance(op, Elemwise):
+            return self.elemwise(node, ins, out)
+        if isinstance(op, (DeepCopyOp, ViewOp)):
+            return self.emit("Identity", ins, out)
+        if isinstance(op, DimShuffle):
+            return self.dimshuffle(op, node.inputs[0].ndim, ins[0], out)
+        if isinstance(op, CAReduce) and op.scalar_op.name in _REDUCE:
+            axes = range(node.inputs[0].ndim) if op.axis is None else op.axis
+            reduce = _REDUCE[op.scalar_op.name]
+            return self.emit(reduce, [ins[0], self.const(list(axes))], out, keepdims=0)
+        if isinstance(op, tm.Dot):
+            return self.emit("MatMul", ins, out)
+        if isinstance(op, (Softmax, LogSoftmax)):
+            kind = "Softmax" if isinstance(op, Softmax) else "LogSoftmax"
+            return self.emit(kind, ins, out, axis=op.axis)
+        if isinstance(op, tb.Join):
+            axis = int(node.inputs[0].data) if op.axis is None else op.axis
+            parts = ins[1:] if op.axis is None else ins
+            return self.emit("Concat", parts, out, axis=axis)
+        if isinstance(op, Shape_i):
+            shape = self.emit("Shape", ins, start=op.i, end=op.i + 1)
+            return self.emit("Squeeze", [shape, self.const([0])], out)
+        if isinstance(op, Shape):
+            return self.emit("Shape", ins, out)
+        if isinstance(op, Reshape):
+            shape = self.emit("Cast", [ins[1]], to=self.onnx.TensorProto.INT64)
+            return self.emit("Reshape", [ins[0], shape], out)
+        if isinstance(op, MakeVector):
+            parts = [self.vector(n) for n in ins]
+            return self.emit("Concat", parts, out, axis=0)
+        if isinstance(op, Subtensor):
+            return self.subtensor(op, node, ins, out)
+        if isinstance(op, AbstractConv2d):
+            return self.conv(op, node, ins, out)
+        if isinstance(op, Pool):
+            return self.pool(op, node, ins, out)
+        raise OnnxExportError(f"to_onnx: no ONNX operator for {op} ({type(op).__name__})")
+
+    def elemwise(self, node, ins, out):
+        scalar_op = node.op.scalar_op
+        name = scalar_op.name
+        if isinstance(scalar_op, sb.Cast):
+            elem = self.h.np_dtype_to_tensor_dtype(
+                np.dtype(getattr(scalar_op.o_type, "dtype", scalar_op.o_type))
+            )
+            return self.emit("Cast", ins, out, to=elem)
+        if name not in _ELEMWISE:
+            raise OnnxExportError(f"to_onnx: no ONNX operator for the elementwise {name}")
+        kind = _ELEMWISE[name]
+        # theano_dag upcasts mixed dtypes (x - 1 with an int8 1); ONNX wants them equal
+        dtypes = [v.dtype for v in node.inputs]
+        if kind == "Where":
+            target, first = node.outputs[0].dtype, 1
+        elif kind in ("Greater", "Less", "Equal"):
+            target, first = np.result_type(*dtypes).name, 0
+        else:
+            target, first = node.outputs[0].dtype, 0
+        elem = self.h.np_dtype_to_tensor_dtype(np.dtype(target))
+        ins = [
+            self.emit("Cast", [n], to=elem) if i >= first and d != target else n
+            for i, (n, d) in enumerate(zip(ins, dtypes))
+        ]
+        while len(ins) > 2 and kind in ("Add", "Mul"):  # n-ary in theano_dag, binary in ONNX
+            ins = [self.emit(kind, ins[:2]), *ins[2:]]
+        return self.emit(kind, ins, out)
+
+    def vector(self, scalar):
+        """A 0-d integer as the 1-d int64 ONNX takes for indices."""
+        v = self.emit("Unsqueeze", [scalar, self.const([0])])
+        return self.emit("Cast", [v], to=self.onnx.TensorProto.INT64)
+
+    def subtensor(self, op, node, ins, out):
+        x, idx, ints = ins[0], iter(node.inputs[1:]), []
+        big = 2**62  # ONNX clamps a start or end past the length to the length
+
+        def vec(var, default):
+            if var is None:
+                return self.const([default])
+            if isinstance(var, Constant):  # constants stay constants, for the import
+                return self.const([int(var.data)])
+            return self.vector(self.name(var))
+
+        for d, entry in enumerate(op.idx_list):
+            if entry[0] == "int":
+                ints.append((d, self.name(next(idx))))
+                continue
+            start, stop, step = (next(idx) if present else None for present in entry[1:])
+            if step is not None and not isinstance(step, Constant):
+                raise OnnxExportError("to_onnx: a slice's step must be a constant")
+            neg = step is not None and int(step.data) < 0
+            parts = [vec(start, big if neg else 0), vec(stop, -big if neg else big)]
+            x = self.emit("Slice", [x, *parts, self.const([d]), vec(step, 1)])
+        for d, i in reversed(ints):  # the last axes first: the earlier keep their numbers
+            i = self.emit("Cast", [i], to=self.onnx.TensorProto.INT64)
+            x = self.emit("Gather", [x, i], axis=d)
+        return self.emit("Identity", [x], out)
+
+    def dimshuffle(self, op, ndim, x, out):
+        order = op.new_order
+        dropped = [d for d in range(ndim) if d not in order]
+        if dropped:
+            x = self.emit("Squeeze", [x, self.const(dropped)])
+        kept = [d for d in order if d != "x"]
+        perm = [sorted(kept).index(d) for d in kept]
+        if perm != sorted(perm):
+            x = self.emit("Transpose", [x], perm=perm)
+        new = [i for i, d in enumerate(order) if d == "x"]
+        return (
+            self.emit("Unsqueeze", [x, self.const(new)], out)
+            if new
+            else self.emit("Identity", [x], out)
+        )
+
+    def conv(self, op, node, ins, out):
+        kshp = node.inputs[1].type.shape[2:]
+        if op.border_mode in ("half", "full") and None in kshp:
+            raise OnnxExportError("to_onnx: conv2d padding needs the filters' static shape")
+        if op.border_mode in ("half", "full"):
+            (top, bottom), (left, right) = border_mode_to_pad(
+                op.border_mode, kshp, op.filter_dilation
+            )
+        elif op.border_mode == "valid":
+            top = bottom = left = right = 0
+        else:  # explicit padding: an int or a (before, after) pair per axis
+            (top, bottom), (left, right) = (
+                p if isinstance(p, tuple) else (p, p) for p in op.border_mode
+            )
+        w = ins[1]
+        if op.filter_flip:  # ONNX's Conv correlates: a true convolution flips the filters
+            w = self.emit(
+                "Slice",
+                [w, self.const([-1, -1]), self.const([-(2**62)] * 2), self.const([2, 3])]
+                + [self.const([-1, -1])],
+            )
+        return self.emit(
+            "Conv",
+            [ins[0], w],
+            out,
+            strides=list(op.subsample),
+            dilations=list(op.filter_dilation),
+            pads=[top, left, bottom, right],
+            group=op.num_groups,
+        )
+
+    def pool(self, op, node, ins, out):
+        if op.ndim != 2 or not op.ignore_border or op.mode not in _POOL:
+            raise OnnxExportError(
+                f"to_onnx: {op} (ONNX pools 2-d windows with ignore_border=True, "
+                f"modes {sorted(_POOL)})"
+            )
+        kind, include_pad = _POOL[op.mode]
+        attrs = {"kernel_shape": list(op.ws), "strides": list(op.stride)}
+        attrs["pads"] = [op.pad[0], op.pad[1], op.pad[0], op.pad[1]]
+        if include_pad is not None:
+            attrs["count_include_pad"] = include_pad
+        return self.emit(kind, ins, out, **attrs)
+
+
+def _source(graph, outputs):
+    """(inputs, outputs) of what to export: a compiled function's source graph, a
+    FunctionGraph's, or the lists given."""
+    if outputs is not None:
+        return list(graph), list(outputs)
+    if isinstance(graph, FunctionGraph):
+        return list(graph.inputs), list(graph.outputs)
+    maker = getattr(graph, "maker", None)
+    if maker is not None and getattr(maker, "_source", None) is not None:
+        ins, outs = maker._source  # the graph as given, before the engine lowered it
+        ins = [getattr(i, "variable", i) for i in (ins if isinstance(ins, list) else [ins])]
+        ins = [i for i in ins if not isinstance(i, SharedVariable)]  # initializers
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        return ins, [getattr(o, "variable", o) for o in outs]
+    raise TypeError(
+        "to_onnx: give a compiled function, a FunctionGraph, or inputs and outputs; "
+        f"got {type(graph).__name__}"
+    )
+
+
+def to_onnx(graph, outputs=None, name="theano_dag", opset=OPSET):
+    """The ONNX model of ``graph``: a function compiled by ``theano_dag.function``, a
+    ``FunctionGraph``, or a list of inputs with ``outputs``. The inputs stay inputs
+    (their unknown dimensions named), shared variables and constants become initializers.
+    Raises :class:`OnnxExportError` naming an op without an ONNX counterpart.
+    """
+    onnx = _onnx()
+    inputs, outputs = _source(graph, outputs)
+    ex = _Exporter(onnx)
+    in_names = [ex.name(v) for v in inputs]
+    if any(isinstance(v, SharedVariable) for v in inputs):
+        raise TypeError("to_onnx: a shared variable is an initializer, not an input")
+    for node in io_toposort(inputs, outputs):
+        ex.apply(node)
+    out_names = []
+    for i, v in enumerate(outputs):
+        out_names.append(f"output_{i}")
+        ex.emit("Identity", [ex.name(v)], out_names[-1])
+    graph_proto = onnx.helper.make_graph(
+        ex.nodes,
+        name,
+        [ex.value_info(v, n) for v, n in zip(inputs, in_names)],
+        [ex.value_info(v, n) for v, n in zip(outputs, out_names)],
+        initializer=ex.initializers,
+    )
+    model = onnx.helper.make_model(
+        graph_proto,
+        opset_imports=[onnx.helper.make_opsetid("", opset)],
+        producer_name="theano_dag",
+    )
+    onnx.checker.check_model(model)
+    return model
+
+
+# -- import ---------------------------------------------------------------------------
+
+
+def _binary(fn):
+    return lambda ins, attrs: fn(*ins)
+
+
+def _ints(v, what):
+    if not isinstance(v, np.ndarray):
+        raise OnnxExportError(f"from_onnx: {what} must be a constant")
+    return [int(a) for a in v.ravel()]
+
+
+def _squeeze(ins, attrs, known):
+    x, axes = ins[0], _ints(known(ins[1]), "Squeeze axes")
+    return x.dimshuffle([d for d in range(x.ndim) if d not in axes])
+
+
+def _unsqueeze(ins, attrs, known):
+    x, axes = ins[0], _ints(known(ins[1]), "Unsqueeze axes")
+    order, it = [], iter(range(x.ndim))
+    for i in range(x.ndim + len(axes)):
+        order.append("x" if i in axes else next(it))
+    return x.dimshuffle(order)
+
+
+def _reduce(fn):
+    def build(ins, attrs, known):
+        axes = None if len(ins) < 2 else _ints(known(ins[1]), "reduction axes")
+        return fn(ins[0], axis=axes, keepdims=bool(attrs.get("keepdims", 1)))
+
+    return build
+
+
+def _conv(ins, attrs, known):
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    return conv2d(
+        ins[0],
+        ins[1],
+        border_mode=((pads[0], pads[2]), (pads[1], pads[3])),
+        subsample=tuple(attrs.get("strides", (1, 1))),
+        filter_dilation=tuple(attrs.get("dilations", (1, 1))),
+        num_groups=attrs.get("group", 1),
+        filter_flip=False,
+    )
+
+
+def _pool(mode):
+    def build(ins, attrs, known):
+        pads = attrs.get("pads", [0, 0, 0, 0])
+        if pads[:2] != pads[2:] or attrs.get("ceil_mode", 0):
+            raise OnnxExportError("from_onnx: pools with asymmetric pads or ceil_mode")
+        if mode != "max":
+            inc = attrs.get("count_include_pad", 0)
+            name = "average_inc_pad" if inc else "average_exc_pad"
+        else:
+            name = "max"
+        return pool_2d(
+            ins[0],
+            tuple(attrs["kernel_shape"]),
+            ignore_border=True,
+            stride=tuple(attrs.get("strides", (1, 1))),
+            pad=tuple(pads[:2]),
+            mode=name,
+        )
+
+    return build
+
+
+def _entries(var, known):
+    """The entries of a 1-d index: ints where constant, else scalar variables."""
+    value = known(var)
+    if isinstance(value, np.ndarray):
+        return [int(a) for a in value.ravel()]
+    return [var[i] for i in range(var.type.shape[0])]
+
+
+def _slice(ins, attrs, known):
+    starts, ends = _entries(ins[1], known), _entries(ins[2], known)
+    axes = _ints(known(ins[3]), "axes") if len(ins) > 3 else list(range(len(starts)))
+    steps = _ints(known(ins[4]), "steps") if len(ins) > 4 else [1] * len(starts)
+    index = [slice(None)] * ins[0].ndim
+    limit = 2**61  # ONNX's "to the end" is any start or end past the length
+
+    def bound(v):
+        return None if isinstance(v, int) and abs(v) >= limit else v
+
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        index[a] = slice(bound(s), bound(e), st)
+    return ins[0][tuple(index)]
+
+
+def _gather(ins, attrs, known):
+    if ins[1].ndim != 0:
+        raise OnnxExportError("from_onnx: Gather with an index array")
+    axis = attrs.get("axis", 0)
+    return ins[0][(slice(None),) * axis + (ins[1],)]
+
+
+def _shape(ins, attrs, known):
+    start, end = attrs.get("start", 0), attrs.get("end", None)
+    return shape(ins[0])[start:end]
+
+
+def _reshape(ins, attrs, known):
+    shape = known(ins[1])
+    if isinstance(shape, np.ndarray):
+        return reshape(ins[0], [int(d) for d in shape])
+    ndim = ins[1].type.shape[0]
+    if ndim is None:
+        raise OnnxExportError("from_onnx: Reshape to a shape of unknown length")
+    return reshape(ins[0], ins[1], ndim=ndim)
+
+
+def _cast(ins, attrs, known):
+    onnx = _onnx()
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
+    return tb.cast(ins[0], dtype.name)
+
+
+# ONNX operator -> builder(inputs, attributes, known constant value)
+_IMPORT = {
+    "Add": lambda i, a, k: i[0] + i[1],
+    "Sub": lambda i, a, k: i[0] - i[1],
+    "Mul": lambda i, a, k: i[0] * i[1],
+    "Div": lambda i, a, k: tm.true_div(i[0], i[1]),
+    "Pow": lambda i, a, k: i[0] ** i[1],
+    "Max": lambda i, a, k: tm.maximum(i[0], i[1]),
+    "Min": lambda i, a, k: tm.minimum(i[0], i[1]),
+    "Neg": lambda i, a, k: -i[0],
+    "Exp": lambda i, a, k: tm.exp(i[0]),
+    "Log": lambda i, a, k: tm.log(i[0]),
+    "Sqrt": lambda i, a, k: tm.sqrt(i[0]),
+    "Abs": lambda i, a, k: abs(i[0]),
+    "Tanh": lambda i, a, k: tm.tanh(i[0]),
+    "Sigmoid": lambda i, a, k: tm.sigmoid(i[0]),
+    "Greater": lambda i, a, k: tm.gt(i[0], i[1]),
+    "Less": lambda i, a, k: tm.lt(i[0], i[1]),
+    "Equal": lambda i, a, k: tm.eq(i[0], i[1]),
+    "Where": lambda i, a, k: tb.switch(i[0], i[1], i[2]),
+    "Identity": lambda i, a, k: i[0],
+    "Cast": _cast,
+    "MatMul": lambda i, a, k: tm.dot(i[0], i[1]),
+    "Softmax": lambda i, a, k: softmax(i[0], axis=a.get("axis", -1)),
+    "LogSoftmax": lambda i, a, k: log_softmax(i[0], axis=a.get("axis", -1)),
+    "ReduceSum": _reduce(tm.sum),
+    "ReduceProd": _reduce(tm.prod),
+    "ReduceMax": _reduce(tm.max),
+    "ReduceMin": _reduce(tm.min),
+    "Concat": lambda i, a, k: tb.concatenate(i, axis=a["axis"]),
+    "Shape": _shape,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Transpose": lambda i, a, k: i[0].dimshuffle(a["perm"]),
+    "Reshape": _reshape,
+    "Conv": _conv,
+    "MaxPool": _pool("max"),
+    "AveragePool": _pool("average"),
+    "Slice": _slice,
+    "Gather": _gather,
+}
+
+
+def from_onnx(model, constants=True):
+    """Build the theano_dag graph of an ONNX ``model`` made of the operators
+    :func:`to_onnx` writes: returns ``(inputs, outputs)``, the inputs new tensor
+    variables (dimensions without a size left free), the initializers constants (or
+    shared variables with ``constants=False``). Raises :class:`OnnxExportError` for an
+    operator it does not import.
+    """
+    onnx = _onnx()
+    graph = model.graph if hasattr(model, "graph") else model
+    env, values = {}, {}
+    for init in graph.initializer:
+        value = onnx.numpy_helper.to_array(init)
+        values[init.name] = value
+        if constants or value.dtype.kind not in "fc":
+            env[init.name] = tb.constant(value, name=init.name)
+        else:
+            env[init.name] = shared(value, name=init.name)
+    inputs = []
+    for vi in graph.input:
+        if vi.name in env:
+            continue
+        t = vi.type.tensor_type
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+        env[vi.name] = TensorType(dtype, shape=shape)(vi.name)
+        inputs.append(env[vi.name])
+
+    def known(var):
+        if isinstance(var, Constant):
+            return np.asarray(var.data)
+        return None
+
+    for node in graph.node:
+        if node.op_type == "Constant":
+            value = onnx.numpy_helper.to_array(node.attribute[0].t)
+            env[node.output[0]] = tb.constant(value)
+            continue
+        if node.op_type not in _IMPORT:
+            raise OnnxExportError(f"from_onnx: no import for the ONNX operator {node.op_type}")
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        ins = [env[n] for n in node.input if n]
+        env[node.output[0]] = _IMPORT[node.op_type](ins, attrs, known)
+    return inputs, [env[o.name] for o in graph.output]
