@@ -11,7 +11,7 @@ one thread each), the input made chunk by chunk on the workers and persisted the
 
 Each (case, workers) runs on one cluster: the two engines' calls alternate (the
 machine may be shared: both see the same load), then each engine's peak memory per
-worker (VmHWM) is read on fresh worker processes after two calls of its own. A
+worker (VmHWM, reset before) is read after two calls of its own. A
 row per case and worker count: medians over ``--repeats`` calls in seconds, the
 ratio dask.array / theano_dag (above 1: theano_dag is faster), the peak memory per
 worker of each, and with 2 workers the scaling from 1 worker (time with 1 / time
@@ -23,6 +23,8 @@ Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import json
 import platform
 import resource
@@ -109,6 +111,18 @@ def _logreg_case(n, chunk):
 CASES = {"chain40": _chain_case, "logreg_step": _logreg_case}
 
 
+def _reset_peak():
+    """Start the worker's peak memory again from what it holds now (the persisted input):
+    freed memory back to the system, then Linux's VmHWM reset (``clear_refs``: 5)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:  # not Linux/glibc: the peak is the process's since it started
+        pass
+
+
 def _cluster(workers, args):
     cluster = distributed.LocalCluster(
         n_workers=workers,
@@ -124,7 +138,7 @@ def _cluster(workers, args):
 def _run(case, workers, args):
     """Both engines on one cluster: timings interleaved call by call (the machine is
     shared: both sides see the same load), then each engine's peak memory per worker
-    on fresh worker processes (``client.restart``: VmHWM only grows)."""
+    over two calls of its own, from the worker's peak reset before them."""
     cluster, client = _cluster(workers, args)
     try:
         data, ours, peer = CASES[case](args.n, args.chunk)
@@ -140,9 +154,7 @@ def _run(case, workers, args):
                 times[e].append(time.perf_counter() - t0)
         peaks = {}
         for e, fn in fns.items():
-            del values
-            client.restart()
-            values = data()
+            client.run(_reset_peak)
             fn(values)
             fn(values)
             peaks[e] = max(client.run(_peak_rss).values())
