@@ -108,6 +108,45 @@ def test_an_op_without_chunked_form_is_gathered_with_a_warning_naming_it():
     np.testing.assert_array_equal(f(v), np.sort(v) * 2)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_small_elementwise_value_read_by_several_kernels_is_computed_in_each(dtype):
+    # The gradient step of logistic regression: dot(x, w) + b and 1 - y are read by the
+    # cost's kernel and the gradient's; fusion keeps them apart, the Dask lowering not.
+    x, y = tt.matrix("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    w, b = tt.vector("w", dtype=dtype), tt.scalar("b", dtype=dtype)
+    p = tt.nnet.sigmoid(tt.dot(x, w) + b)
+    cost = tt.nnet.binary_crossentropy(p, y).mean()
+    gw, gb = theano_dag.grad(cost, [w, b])
+    outs = [cost, w - 0.5 * gw, b - 0.5 * gb]
+    chunks = {"x": (64, 5), "y": 64}
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC), optimizer="fast_run")
+    f = theano_dag.function([x, y, w, b], outs, mode=mode)
+    apart = theano_dag.function([x, y, w, b], outs, mode=mode.excluding("dask_inline"))
+
+    def shared_elementwise(fn):
+        fg = fn.maker.fgraph
+        return [
+            n
+            for n in fg.apply_nodes
+            if type(n.op) is tt.Elemwise
+            and sum(
+                c != "output" and type(c.op) is tt.Elemwise for c, _ in fg.clients[n.outputs[0]]
+            )
+            > 1
+        ]
+
+    assert shared_elementwise(f) == []
+    kept = {str(n.op) for n in shared_elementwise(apart)}
+    assert {"Elemwise{add,no_inplace}", "Elemwise{sub,no_inplace}"} <= kept
+    xv, yv = _logreg(dtype)
+    wv, bv = np.linspace(-1, 1, 5).astype(dtype), np.asarray(0.1, dtype)
+    assert len(dask_task_graph(f, xv, yv, wv, bv)) < len(dask_task_graph(apart, xv, yv, wv, bv))
+    ref = theano_dag.function([x, y, w, b], outs, mode=REF)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for got, want in zip(f(xv, yv, wv, bv), ref(xv, yv, wv, bv)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 def test_fused_elementwise_is_one_task_per_chunk():
     x, y = tt.dmatrix("x"), tt.dmatrix("y")
     out = tt.tanh(tt.exp(x) * y + tt.sin(x) - y**2)
