@@ -124,6 +124,13 @@ def _reset_peak():
 
 
 def _cluster(workers, args):
+    # A loaded machine starts worker processes slowly: wait for them longer than the
+    # default 30 s before giving up.
+    with dask.config.set({"distributed.comm.timeouts.connect": "180s"}):
+        return _start(workers, args)
+
+
+def _start(workers, args):
     cluster = distributed.LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
