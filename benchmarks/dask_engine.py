@@ -9,8 +9,9 @@ one thread each), the input made chunk by chunk on the workers and persisted the
 * ``logreg_step``: one gradient step of logistic regression (cost, gradient of w
   and b, the new w and b) on an (n, 10) matrix.
 
-Each (case, workers, engine) runs on a fresh cluster, so that each worker's peak
-memory (``ru_maxrss``, read on the workers after the runs) is the engine's own. A
+Each (case, workers) runs on one cluster: the two engines' calls alternate (the
+machine may be shared: both see the same load), then each engine's peak memory per
+worker (VmHWM, reset before) is read after two calls of its own. A
 row per case and worker count: medians over ``--repeats`` calls in seconds, the
 ratio dask.array / theano_dag (above 1: theano_dag is faster), the peak memory per
 worker of each, and with 2 workers the scaling from 1 worker (time with 1 / time
@@ -22,6 +23,8 @@ Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import json
 import platform
 import resource
@@ -108,7 +111,26 @@ def _logreg_case(n, chunk):
 CASES = {"chain40": _chain_case, "logreg_step": _logreg_case}
 
 
-def _run(case, workers, engine, args):
+def _reset_peak():
+    """Start the worker's peak memory again from what it holds now (the persisted input):
+    freed memory back to the system, then Linux's VmHWM reset (``clear_refs``: 5)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:  # not Linux/glibc: the peak is the process's since it started
+        pass
+
+
+def _cluster(workers, args):
+    # A loaded machine starts worker processes slowly: wait for them longer than the
+    # default 30 s before giving up.
+    with dask.config.set({"distributed.comm.timeouts.connect": "180s"}):
+        return _start(workers, args)
+
+
+def _start(workers, args):
     cluster = distributed.LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
@@ -117,19 +139,33 @@ def _run(case, workers, engine, args):
         host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
     )
-    client = distributed.Client(cluster)
+    return cluster, distributed.Client(cluster)
+
+
+def _run(case, workers, args):
+    """Both engines on one cluster: timings interleaved call by call (the machine is
+    shared: both sides see the same load), then each engine's peak memory per worker
+    over two calls of its own, from the worker's peak reset before them."""
+    cluster, client = _cluster(workers, args)
     try:
         data, ours, peer = CASES[case](args.n, args.chunk)
-        fn = ours if engine == "theano_dag" else peer
+        fns = {"theano_dag": ours, "dask_array": peer}
         values = data()
-        fn(values)  # warm: the workers compile the kernels, import what they need
-        times = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
+        for fn in fns.values():
+            fn(values)  # warm: the workers compile the kernels, import what they need
+        times = {e: [] for e in fns}
+        for r in range(args.repeats):
+            for e in sorted(fns, reverse=bool(r % 2)):
+                t0 = time.perf_counter()
+                fns[e](values)
+                times[e].append(time.perf_counter() - t0)
+        peaks = {}
+        for e, fn in fns.items():
+            client.run(_reset_peak)
             fn(values)
-            times.append(time.perf_counter() - t0)
-        peak = max(client.run(_peak_rss).values())
-        return statistics.median(times), peak
+            fn(values)
+            peaks[e] = max(client.run(_peak_rss).values())
+        return {e: (statistics.median(times[e]), peaks[e]) for e in fns}
     finally:
         client.close()
         cluster.close()
@@ -148,7 +184,7 @@ def main():
     by_workers: dict = {}
     for case in args.cases.split(","):
         for workers in counts:
-            res = {e: _run(case, workers, e, args) for e in ("theano_dag", "dask_array")}
+            res = _run(case, workers, args)
             by_workers[(case, workers)] = res
             row = {
                 "case": case,

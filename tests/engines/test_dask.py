@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import sys
 import warnings
 
@@ -19,10 +20,12 @@ import theano_dag.tensor as tt  # noqa: E402
 from theano_dag import formats, printing  # noqa: E402
 from theano_dag.compile.mode import Mode, get_mode  # noqa: E402
 from theano_dag.engines.dask import (  # noqa: E402
+    ChunkError,
     ChunkKernel,
     DaskGather,
     DaskLinker,
     DaskSharedVariable,
+    DaskTaskError,
     GatherWarning,
     dask_collections,
     dask_shared,
@@ -103,6 +106,45 @@ def test_an_op_without_chunked_form_is_gathered_with_a_warning_naming_it():
     assert "DaskGather" in printing.debugprint(f, file="str")
     v = np.array([3.0, 1.0, 2.0, 0.0, 5.0])
     np.testing.assert_array_equal(f(v), np.sort(v) * 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_small_elementwise_value_read_by_several_kernels_is_computed_in_each(dtype):
+    # The gradient step of logistic regression: dot(x, w) + b and 1 - y are read by the
+    # cost's kernel and the gradient's; fusion keeps them apart, the Dask lowering not.
+    x, y = tt.matrix("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    w, b = tt.vector("w", dtype=dtype), tt.scalar("b", dtype=dtype)
+    p = tt.nnet.sigmoid(tt.dot(x, w) + b)
+    cost = tt.nnet.binary_crossentropy(p, y).mean()
+    gw, gb = theano_dag.grad(cost, [w, b])
+    outs = [cost, w - 0.5 * gw, b - 0.5 * gb]
+    chunks = {"x": (64, 5), "y": 64}
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC), optimizer="fast_run")
+    f = theano_dag.function([x, y, w, b], outs, mode=mode)
+    apart = theano_dag.function([x, y, w, b], outs, mode=mode.excluding("dask_inline"))
+
+    def shared_elementwise(fn):
+        fg = fn.maker.fgraph
+        return [
+            n
+            for n in fg.apply_nodes
+            if type(n.op) is tt.Elemwise
+            and sum(
+                c != "output" and type(c.op) is tt.Elemwise for c, _ in fg.clients[n.outputs[0]]
+            )
+            > 1
+        ]
+
+    assert shared_elementwise(f) == []
+    kept = {str(n.op) for n in shared_elementwise(apart)}
+    assert {"Elemwise{add,no_inplace}", "Elemwise{sub,no_inplace}"} <= kept
+    xv, yv = _logreg(dtype)
+    wv, bv = np.linspace(-1, 1, 5).astype(dtype), np.asarray(0.1, dtype)
+    assert len(dask_task_graph(f, xv, yv, wv, bv)) < len(dask_task_graph(apart, xv, yv, wv, bv))
+    ref = theano_dag.function([x, y, w, b], outs, mode=REF)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for got, want in zip(f(xv, yv, wv, bv), ref(xv, yv, wv, bv)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_fused_elementwise_is_one_task_per_chunk():
@@ -243,3 +285,73 @@ def test_formats_emit_a_compiled_functions_dask_graph_as_a_dag():
     values = formats.interpret(dag, {}, lambda fn, args: (fn(*args),))
     got = np.concatenate([values[k] for k in keys])
     np.testing.assert_allclose(got, f(a, b)[0])
+
+
+# -- chunkings an op needs, errors naming the task ---------------------------------------
+
+
+def _sync(**kw):
+    return Mode(linker=DaskLinker(scheduler="sync", **kw))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_runs_chunk_by_chunk_with_its_axis_rechunked_whole(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GatherWarning)  # it has a chunked form now
+        f = theano_dag.function([x], tt.nnet.softmax(x), mode=_sync(chunks=(2, 3)))
+    v = np.random.default_rng(0).normal(size=(5, 6)).astype(dtype)
+    graph = dask_task_graph(f, v)
+    tasks = [k for k in graph if isinstance(k, tuple) and k[0].startswith("Softmax")]
+    assert len(tasks) == 3  # one per row chunk: axis 1 rechunked to one chunk, rows kept
+    e = np.exp(v - v.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(f(v), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_a_chunking_an_op_cannot_run_on_is_an_error_naming_the_op_and_the_chunks():
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], tt.nnet.softmax(x), mode=_sync(chunks=(2, 3), rechunk=False))
+    with pytest.raises(ChunkError) as err:
+        f(np.ones((5, 6)))
+    assert str(err.value) == (
+        "Dask engine: Softmax{axis=1} needs axis 1 of its input 0 in one chunk; got chunks "
+        "((2, 2, 1), (3, 3)), expected ((2, 2, 1), (6,)) (chunk that axis -1, or let the "
+        "engine rechunk: DaskLinker(rechunk=True))"
+    )
+    # the chunking it asks for runs; so do dask inputs chunked so
+    np.testing.assert_allclose(f(da.ones((5, 6), chunks=(2, -1))), np.full((5, 6), 1 / 6))
+    f2 = theano_dag.function([x], tt.nnet.softmax(x), mode=_sync(chunks=(2, -1), rechunk=False))
+    np.testing.assert_allclose(f2(np.ones((5, 6))), np.full((5, 6), 1 / 6))
+
+
+def test_an_error_in_a_chunk_task_names_its_key_and_op():
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], tt.exp(x), mode=_sync(chunks=2))
+
+    def ravel_one(b, block_id=None):
+        return b.ravel() if block_id == (1, 0) else b
+
+    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    with pytest.raises(DaskTaskError) as err:
+        f(bad)
+    assert re.fullmatch(
+        r"Dask engine: task \('exp-[0-9a-f]{32}', 1, 0\) \(running Elemwise\{exp,no_inplace\}\) "
+        r"failed: TypeError: \('TensorType\(float64, matrix\): wrong number of dimensions: "
+        r"expected 2, got 1 with shape \(4,\)\.', 'Container name \"None\"'\)",
+        str(err.value),
+    ), str(err.value)
+    np.testing.assert_allclose(f(np.zeros((4, 4))), np.ones((4, 4)))  # the next call works
+
+
+def test_an_error_in_a_gathered_task_names_its_key_and_op():
+    x = tt.dmatrix("x")
+    with pytest.warns(GatherWarning):
+        f = theano_dag.function([x], tt.linalg.cholesky(x) * 2, mode=_sync(chunks=2))
+    with pytest.raises(DaskTaskError) as err:
+        f(-np.eye(3))
+    assert re.fullmatch(
+        r"Dask engine: task 'Cholesky\{lower=True\}-[0-9a-f]{32}' \(running "
+        r"Cholesky\{lower=True\}\) failed: LinAlgError: Matrix is not positive definite",
+        str(err.value),
+    ), str(err.value)
+    np.testing.assert_allclose(f(np.eye(3) * 4), np.eye(3) * 4)

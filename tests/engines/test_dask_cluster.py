@@ -11,6 +11,7 @@ is 2).
 from __future__ import annotations
 
 import os
+import re
 import resource
 import threading
 import time
@@ -20,10 +21,16 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
 
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
-from theano_dag.engines.dask import dask_shared  # noqa: E402
+from theano_dag.compile.mode import Mode  # noqa: E402
+from theano_dag.engines.dask import (  # noqa: E402
+    DaskLinker,  # noqa: E402
+    DaskTaskError,
+    dask_shared,
+)
 
 MEMORY_LIMIT = 400e6
 GB = float(os.environ.get("THEANO_DAG_DASK_TEST_GB", "0.85"))
@@ -159,7 +166,61 @@ def test_a_worker_killed_during_a_call(client):
     if "value" in result:  # Dask recomputed what the dead worker held
         np.testing.assert_allclose(result["value"], want, rtol=1e-9)
     else:  # or it gave up, naming the task
-        assert "KilledWorker" in type(result["error"]).__name__
+        err = result["error"]
+        assert isinstance(err, DaskTaskError) and "KilledWorker" in str(err), err
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.scheduler_info()["workers"]  # the nanny started a new one
     np.testing.assert_allclose(f(xd), want, rtol=1e-9)
+
+
+def test_an_error_in_a_task_on_a_worker_names_its_key_and_op(client):
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], tt.exp(x), mode="DASK")
+
+    def ravel_one(b, block_id=None):
+        return b.ravel() if block_id == (1, 0) else b
+
+    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    with pytest.raises(DaskTaskError) as err:
+        f(bad)
+    assert re.fullmatch(
+        r"Dask engine: task \('exp-[0-9a-f]{32}', 1, 0\) \(running Elemwise\{exp,no_inplace\}\) "
+        r"failed: TypeError: .*wrong number of dimensions: expected 2, got 1 with shape \(4,\).*",
+        str(err.value),
+    ), str(err.value)
+    np.testing.assert_allclose(f(da.zeros((4, 4), chunks=2)), np.ones((4, 4)))
+
+
+def test_a_task_whose_workers_die_is_named_with_its_op():
+    # Its own cluster: the scheduler gives up on a task at the first worker it kills.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=MEMORY_LIMIT,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        )
+    c = distributed.Client(cluster, set_as_default=False)
+    try:
+        x = tt.dvector("x")
+        f = theano_dag.function([x], (x * 2).sum(), mode=Mode(linker=DaskLinker(scheduler=c)))
+        # (dask calls the function on an empty array for its type: that one returns)
+        deadly = da.ones(4, chunks=2).map_blocks(
+            lambda b: os._exit(1) if b.size else b, dtype="float64"
+        )
+        with pytest.raises(DaskTaskError) as err:
+            f(deadly)
+        assert re.fullmatch(
+            # Dask fused the input's task, the kernel's and the partial sum's into one,
+            # which has the sum's key: the key and op of the task that ran.
+            r"Dask engine: task \('sum-[0-9a-f]{32}', [01]\) \(running Sum\) failed: "
+            r"KilledWorker: the workers running it died \(more than 0 times\)",
+            str(err.value),
+        ), str(err.value)
+        c.wait_for_workers(1, timeout=60)
+        assert f(da.ones(4, chunks=2)) == 8.0  # the next call works
+    finally:
+        c.close()
+        cluster.close()

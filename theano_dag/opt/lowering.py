@@ -19,7 +19,7 @@ device_placement    GpuFromHost/HostFromGpu where     opencl device_placement
 from __future__ import annotations
 
 from theano_dag.engines.cpu.tiling import tile_rows
-from theano_dag.engines.dask.lower import insert_gathers
+from theano_dag.engines.dask.lower import inline_shared_elementwise, insert_gathers
 from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import place
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
@@ -28,14 +28,17 @@ __all__ = [
     "RowTiling",
     "DevicePlacement",
     "DaskGathering",
+    "DaskInlineElementwise",
     "ROW_TILING_TAGS",
     "DEVICE_PLACEMENT_TAGS",
     "DASK_GATHER_TAGS",
+    "DASK_INLINE_TAGS",
 ]
 
 ROW_TILING_TAGS = ("cpu", "row_tiling", "lowering")
 DEVICE_PLACEMENT_TAGS = ("opencl", "device_placement", "lowering")
 DASK_GATHER_TAGS = ("dask", "dask_gather", "lowering")
+DASK_INLINE_TAGS = ("dask", "dask_inline", "lowering")
 
 
 class RowTiling(GlobalOptimizer):
@@ -83,3 +86,15 @@ class DaskGathering(GlobalOptimizer):
 
     def __str__(self):
         return getattr(self, "name", None) or "DaskGathering"
+
+
+class DaskInlineElementwise(GlobalOptimizer):
+    """The Dask engine's ``engines.dask.lower.inline_shared_elementwise`` as a pass: a
+    small elementwise value read by several elementwise nodes is computed in each of
+    them (one fused task per chunk each, none for it, and no chunk of it stored)."""
+
+    def apply(self, fgraph):
+        return {"inlined": inline_shared_elementwise(fgraph)}
+
+    def __str__(self):
+        return getattr(self, "name", None) or "DaskInlineElementwise"

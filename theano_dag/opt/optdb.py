@@ -60,9 +60,11 @@ from theano_dag.graph.rewriting.merge import MergeOptimizer
 from theano_dag.graph.rewriting.navigator import NavigatorOptimizer
 from theano_dag.opt.lowering import (
     DASK_GATHER_TAGS,
+    DASK_INLINE_TAGS,
     DEVICE_PLACEMENT_TAGS,
     ROW_TILING_TAGS,
     DaskGathering,
+    DaskInlineElementwise,
     DevicePlacement,
     RowTiling,
 )
@@ -84,6 +86,7 @@ __all__ = [
     "OPT_NONE",
     "ROW_TILING_POSITION",
     "DEVICE_PLACEMENT_POSITION",
+    "DASK_INLINE_POSITION",
     "DASK_GATHER_POSITION",
 ]
 
@@ -124,6 +127,7 @@ def _topo(apply_all_opts=False, order="in_to_out"):
 STABILIZE_POSITION = 1.5
 ROW_TILING_POSITION = 110
 DEVICE_PLACEMENT_POSITION = 120
+DASK_INLINE_POSITION = 129
 DASK_GATHER_POSITION = 130
 
 # position, name, factory of the optimizer or DB, tags
@@ -145,6 +149,7 @@ PIPELINE = (
     (100, "merge3", MergeOptimizer, ("fast_run", "merge")),
     (ROW_TILING_POSITION, "cpu_row_tiling", RowTiling, ROW_TILING_TAGS),
     (DEVICE_PLACEMENT_POSITION, "opencl_device_placement", DevicePlacement, DEVICE_PLACEMENT_TAGS),
+    (DASK_INLINE_POSITION, "dask_inline_elementwise", DaskInlineElementwise, DASK_INLINE_TAGS),
     (DASK_GATHER_POSITION, "dask_gathering", DaskGathering, DASK_GATHER_TAGS),
 )
 

@@ -27,7 +27,14 @@ from theano_dag.engines.dask.shared import (
     dask_shared,
     dask_shared_constructor,
 )
-from theano_dag.engines.dask.translate import RULES, ChunkKernel, has_chunked_form
+from theano_dag.engines.dask.translate import (
+    RULES,
+    ChunkError,
+    ChunkKernel,
+    DaskTaskError,
+    KeyedTask,
+    has_chunked_form,
+)
 from theano_dag.graph.shared import shared_constructor
 
 __all__ = [
@@ -39,6 +46,9 @@ __all__ = [
     "DaskSharedVariable",
     "dask_shared",
     "ChunkKernel",
+    "ChunkError",
+    "DaskTaskError",
+    "KeyedTask",
     "GatherWarning",
     "RULES",
     "has_chunked_form",

@@ -9,10 +9,15 @@ from __future__ import annotations
 import importlib
 import sys
 
-# dask, da and tokenize are read as attributes (see __getattr__).
+# dask, da, tokenize and BlockIdDep are read as attributes (see __getattr__).
 __all__ = ["require", "is_dask_array", "current_client"]
 
-_LAZY = {"dask": ("dask", None), "da": ("dask.array", None), "tokenize": ("dask.base", "tokenize")}
+_LAZY = {
+    "dask": ("dask", None),
+    "da": ("dask.array", None),
+    "tokenize": ("dask.base", "tokenize"),
+    "BlockIdDep": ("dask.layers", "ArrayBlockIdDep"),
+}
 
 
 def __getattr__(name):

@@ -28,7 +28,7 @@ from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.shared import DaskInputType
-from theano_dag.engines.dask.translate import build
+from theano_dag.engines.dask.translate import DaskTaskError, build
 
 __all__ = ["DaskLinker", "DaskThunk"]
 
@@ -49,9 +49,12 @@ class DaskLinker(Linker):
     required_rewrites = ("dask",)
     incompatible_rewrites = ("inplace", "fused_reduce")
 
-    def __init__(self, chunks="auto", scheduler=None, return_dask=False, allow_gc=None):
+    def __init__(
+        self, chunks="auto", scheduler=None, return_dask=False, rechunk=True, allow_gc=None
+    ):
         super().__init__(allow_gc=allow_gc)
         self.chunks = chunks
+        self.rechunk = bool(rechunk)
         self.dask_scheduler = scheduler
         self.return_dask = bool(return_dask)
         self.fgraph = None
@@ -114,6 +117,8 @@ class DaskThunk(Thunk):
             if o is out and inp in in_idx
         }
         self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
+        # The last call's {layer name: node or input variable}, to name a failed task.
+        self.owners: dict = {}
 
     def scheduler(self):
         s = self.linker.dask_scheduler
@@ -126,14 +131,17 @@ class DaskThunk(Thunk):
         nothing but shapes and the small local values)."""
         fg = self.fgraph
         values = {}
+        owners = self.owners = {}
         for k, (var, cell) in enumerate(zip(fg.inputs, self.input_storage)):
             value = cell[0]
             if hasattr(var.type, "ndim") and not is_dask_array(value) and value is not None:
                 # name=False: a random key, not a hash of the whole array.
                 chunks = self.linker.chunks_for(k, var)
                 value = backend.da.from_array(np.asarray(value), chunks=chunks, name=False)
+            if is_dask_array(value):
+                owners.update(dict.fromkeys(value.dask.layers, var))
             values[var] = value
-        build(self.order, values, self.kernels)
+        build(self.order, values, self.kernels, self.linker.rechunk, owners)
         return [values[o] if o in values else o.data for o in fg.outputs]
 
     def __call__(self):
@@ -149,6 +157,33 @@ class DaskThunk(Thunk):
         }
         if self.linker.return_dask:
             keep = {j for j, v in enumerate(outs) if is_dask_array(v)}
+        try:
+            self._run(outs, sched, keep)
+        except DaskTaskError:
+            raise
+        except Exception as exc:
+            key = _failed_key(exc)
+            if key is None:
+                raise
+            raise DaskTaskError(
+                f"Dask engine: task {key!r} ({self._what(key)}) failed: KilledWorker: the "
+                f"workers running it died (more than {exc.allowed_failures} times)"
+            ) from exc
+        for j, (var, value) in enumerate(zip(fg.outputs, outs)):
+            if not is_dask_array(value) and hasattr(var.type, "dtype"):
+                value = np.asarray(value, dtype=var.type.dtype)
+            self.output_storage[j][0] = value
+
+    def _what(self, key) -> str:
+        """What the task of ``key`` was doing: the op of the node that made its layer."""
+        owner = self.owners.get(key[0] if isinstance(key, tuple) else key)
+        if owner is None:
+            return "a task of the call"
+        if hasattr(owner, "op"):
+            return f"running {owner.op}"
+        return f"making input {owner.name or self.fgraph.inputs.index(owner)!r}"
+
+    def _run(self, outs, sched, keep):
         lazy = [j for j, v in enumerate(outs) if is_dask_array(v)]
         persist = [j for j in lazy if j in keep]
         compute = [j for j in lazy if j not in keep]
@@ -166,10 +201,13 @@ class DaskThunk(Thunk):
             done = _compute([outs[j] for j in compute], sched)
             for j, v in zip(compute, done):
                 outs[j] = v
-        for j, (var, value) in enumerate(zip(fg.outputs, outs)):
-            if not is_dask_array(value) and hasattr(var.type, "dtype"):
-                value = np.asarray(value, dtype=var.type.dtype)
-            self.output_storage[j][0] = value
+
+
+def _failed_key(exc):
+    """The key of the task a scheduler's error is about (distributed's KilledWorker
+    carries it), else None."""
+    task = getattr(exc, "task", None) if type(exc).__name__ == "KilledWorker" else None
+    return task
 
 
 def _scheduler_kwargs(sched):

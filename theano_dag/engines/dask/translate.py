@@ -38,11 +38,20 @@ from theano_dag.tensor import elemwise as te
 from theano_dag.tensor.basic import Alloc, Join
 from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
 from theano_dag.tensor.math import Dot
+from theano_dag.tensor.nnet.nnet import LogSoftmax, Softmax, SoftmaxGrad
 from theano_dag.tensor.shape import Rebroadcast, Reshape, Shape, Shape_i, SpecifyShape
 from theano_dag.tensor.subtensor import Subtensor, _rebuild
 from theano_dag.tensor.type import TensorType
 
-__all__ = ["RULES", "ChunkKernel", "has_chunked_form", "build", "LOCAL_MAX_SIZE"]
+__all__ = [
+    "RULES",
+    "ChunkKernel",
+    "ChunkError",
+    "DaskTaskError",
+    "has_chunked_form",
+    "build",
+    "LOCAL_MAX_SIZE",
+]
 
 # Values up to this many elements, computed from local values only, stay local.
 LOCAL_MAX_SIZE = 64
@@ -56,6 +65,63 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 # token -> InnerFunction, per thread: the CPU engine's functions are not thread safe,
 # and Dask's threaded scheduler runs several chunks of one node at once.
 _COMPILED = threading.local()
+
+
+class ChunkError(ValueError):
+    """A value's chunks are ones that an op cannot run on (Dask engine); the message
+    names the op, the chunks it got and the chunking it expects."""
+
+
+class DaskTaskError(RuntimeError):
+    """A task of a Dask engine call failed; the message names the task's key and the
+    op it was running (or the input it was making), then the error itself."""
+
+
+def _task_error(key, what, exc) -> DaskTaskError:
+    return DaskTaskError(f"Dask engine: task {key!r} ({what}) failed: {type(exc).__name__}: {exc}")
+
+
+class KeyedTask:
+    """A chunk task that knows its key: ``task(block_id, *chunks)`` runs ``fn(*chunks)``
+    and turns an exception into a :class:`DaskTaskError` naming the key (the layer's
+    ``name`` and the block index) and ``label`` (the op), raised where it ran.
+
+    >>> import numpy as np
+    >>> t = KeyedTask(np.log, "log-0", "Elemwise{log}")
+    >>> t((0,), np.ones(2))
+    array([0., 0.])
+    """
+
+    def __init__(self, fn, name, label):
+        self.fn, self.name, self.label = fn, name, label
+
+    def __dask_tokenize__(self):
+        return ("theano_dag.KeyedTask", self.name)
+
+    def __call__(self, block_id, *chunks):
+        try:
+            return self.fn(*chunks)
+        except Exception as exc:
+            raise _task_error((self.name, *block_id), f"running {self.label}", exc) from exc
+
+    def __repr__(self):
+        return f"KeyedTask({self.label})"
+
+
+def _keyed_blockwise(fn, name, label, ind, arrays, meta):
+    """``da.blockwise`` of ``KeyedTask(fn)`` over ``arrays`` (all indexed ``ind``): the
+    chunks unified first, as ``blockwise`` would, so each task gets its block index."""
+    pairs = []
+    for a in arrays:
+        pairs += [a, ind]
+    chunkss, arrays = backend.da.core.unify_chunks(*pairs)
+    out_chunks = tuple(chunkss[c] for c in ind)
+    args = [backend.BlockIdDep(out_chunks), ind]
+    for a in arrays:
+        args += [a, ind]
+    return backend.da.blockwise(
+        KeyedTask(fn, name, label), ind, *args, meta=meta, name=name, align_arrays=False
+    )
 
 
 class ChunkKernel:
@@ -149,19 +215,18 @@ def _cast(x, node, k=0):
 def _elemwise(node, vals, kernels):
     ndim = node.outputs[0].ndim
     ind = _ALPHABET[:ndim]
-    args = []
-    for v in vals:
-        args += [_as_dask(v), ind]
+    arrays = [_as_dask(v) for v in vals]
     # One kernel per node for the life of the function: compiled once per worker.
     kern = kernels.get(node)
     if kern is None:
         kern = kernels[node] = ChunkKernel(node)
     # A readable key prefix, then a token of the kernel and of the inputs' keys.
     name = f"{str(node.op.scalar_op)[:40]}-{backend.tokenize(kern, *vals)}".replace(" ", "")
+    label = str(node.op)
     if len(node.outputs) == 1:
-        out = backend.da.blockwise(kern, ind, *args, meta=_meta(ndim, _out_dtype(node)), name=name)
-        return [out]
-    both = backend.da.blockwise(kern, ind, *args, meta=_meta(ndim, object), name=name)
+        meta = _meta(ndim, _out_dtype(node))
+        return [_keyed_blockwise(kern, name, label, ind, arrays, meta)]
+    both = _keyed_blockwise(kern, name, label, ind, arrays, _meta(ndim, object))
     return [
         both.map_blocks(operator.getitem, k, meta=_meta(ndim, _out_dtype(node, k)))
         for k in range(len(node.outputs))
@@ -381,8 +446,11 @@ def _gathered(node, vals):
         # Its output shape depends on the data: run it now on the computed inputs.
         computed = backend.dask.compute(*vals)
         return [_as_dask(v) for v in _run_local(node, list(computed))]
-    delayed = backend.dask.delayed(task, nout=len(outs) if len(outs) > 1 else None, pure=True)
-    result = delayed(*vals)
+    # The task's key is chosen here, so that its errors can name it.
+    key = f"{str(node.op)[:40]}-{backend.tokenize(task, *vals)}".replace(" ", "")
+    keyed = _KeyedWhole(task, key, str(node.op))
+    delayed = backend.dask.delayed(keyed, nout=len(outs) if len(outs) > 1 else None, pure=True)
+    result = delayed(*vals, dask_key_name=key)
     parts = [result] if len(outs) == 1 else [result[k] for k in range(len(outs))]
     return [
         backend.da.from_delayed(p, shape=shapes[o], dtype=np.dtype(o.dtype))
@@ -390,14 +458,73 @@ def _gathered(node, vals):
     ]
 
 
+class _KeyedWhole(KeyedTask):
+    """A gathered op's one task (a ``delayed`` call, key ``name``)."""
+
+    def __call__(self, *values):
+        try:
+            return self.fn(*values)
+        except Exception as exc:
+            raise _task_error(self.name, f"running {self.label}", exc) from exc
+
+
+# ---------------------------------------------------------------------------
+# Ops that run chunk by chunk when one axis is whole in every chunk
+
+
+_WHOLE_AXIS = (Softmax, LogSoftmax, SoftmaxGrad)
+
+
+def _whole_axis(node, vals, rechunk=True):
+    """One task per chunk running the op's ``perform``: the op's axis must be in one
+    chunk. Else the engine rechunks that axis (``rechunk``) or raises ChunkError."""
+    op = node.op
+    arrays = [_as_dask(v) for v in vals]
+    ndim = arrays[0].ndim
+    axis = op.axis % ndim
+    for k, a in enumerate(arrays):
+        if len(a.chunks[axis]) == 1:
+            continue
+        if not rechunk:
+            want = tuple(c if d != axis else (a.shape[axis],) for d, c in enumerate(a.chunks))
+            raise ChunkError(
+                f"Dask engine: {op} needs axis {axis} of its input {k} in one chunk; got "
+                f"chunks {a.chunks}, expected {want} (chunk that axis -1, or let the "
+                "engine rechunk: DaskLinker(rechunk=True))"
+            )
+        arrays[k] = a.rechunk({axis: -1})
+    task = NodeTask(_standalone(node))
+    name = f"{str(op)}-{backend.tokenize(task, *arrays)}".replace(" ", "")
+    ind = _ALPHABET[:ndim]
+    return [_keyed_blockwise(task, name, str(op), ind, arrays, _meta(ndim, _out_dtype(node)))]
+
+
+def _standalone(node):
+    """``node``'s op applied to fresh inputs of the types a chunk has (length-1 axes
+    stay so): pickled to the workers alone, not with the graph around ``node``."""
+    inputs = [
+        TensorType(v.type.dtype, shape=tuple(1 if s == 1 else None for s in v.type.shape))()
+        for v in node.inputs
+    ]
+    return node.op.make_node(*inputs)
+
+
+for _cls in _WHOLE_AXIS:
+    RULES[_cls] = _whole_axis
+
+
 def _small_local(vals) -> bool:
     return all(_local(v) and np.size(v) <= LOCAL_MAX_SIZE for v in vals)
 
 
-def build(order, values: dict, kernels: dict | None = None) -> dict:
+def build(
+    order, values: dict, kernels: dict | None = None, rechunk=True, owners: dict | None = None
+) -> dict:
     """Fill ``values`` (variable -> value, the inputs given) with every node's outputs,
     in ``order``; constants are read from the graph. ``kernels``: the function's
-    :class:`ChunkKernel` per elementwise node (filled as they are made)."""
+    :class:`ChunkKernel` per elementwise node (filled as they are made). ``rechunk``:
+    whether an op that needs other chunks gets them (else :class:`ChunkError`).
+    ``owners``, if given, gets ``{layer name: node}`` for the layers each node made."""
     kernels = {} if kernels is None else kernels
     for node in order:
         vals = []
@@ -418,7 +545,15 @@ def build(order, values: dict, kernels: dict | None = None) -> dict:
             if node.inputs and rule not in (_elemwise, _alloc, _gemm, _gemv, _ger, _dot):
                 if _local(vals[0]):
                     vals = [_as_dask(vals[0])] + vals[1:]
-            outs = rule(node, vals, kernels) if rule is _elemwise else rule(node, vals)
+            if rule is _elemwise:
+                outs = rule(node, vals, kernels)
+            elif rule is _whole_axis:
+                outs = rule(node, vals, rechunk)
+            else:
+                outs = rule(node, vals)
         for o, val in zip(node.outputs, outs):
             values[o] = val
+            if owners is not None and is_dask_array(val):
+                for name in val.dask.layers:
+                    owners.setdefault(name, node)
     return values
