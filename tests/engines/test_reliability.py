@@ -186,3 +186,48 @@ def test_engines_agree_on_non_finite_clip_and_floor_division(dtype):
                 with np.errstate(all="ignore"):
                     want = np.floor_divide(xv, yv)
                 np.testing.assert_array_equal(np.asarray(d), want, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_product_with_an_infinite_constant_is_left_as_written(dtype):
+    # x / (inf / x) became sqr(x) / inf: NaN once sqr(x) overflows (float32 x = -1e30)
+    # where the graph as written gives 0, on every engine and FAST_RUN's rewrites.
+    x = tt.vector("x", dtype=dtype)
+    xv = np.array([-1e30, 2.0, -3.0, 1e-30], dtype)
+    with np.errstate(all="ignore"):
+        want = xv / (np.array(np.inf, dtype) / xv)
+    modes = _engine_modes() + [("py fast_run", Mode(linker="py", optimizer="fast_run"))]
+    for name, mode in modes:
+        with ckernel.compile_mode("sync"):
+            f = function([x], x / (np.array(np.inf, dtype) / x), mode=mode)
+            np.testing.assert_array_equal(np.asarray(f(xv)), want, err_msg=name)
+
+
+def test_reassociated_products_are_tagged_and_can_be_excluded():
+    # The canonical product reorders factors: float32 x * (x * 1e-30) is 1e30 at x =
+    # 1e30, its reorder (x * x) * 1e-30 inf. Excluding "reassociate" (the flattening of
+    # nested products and both canonizers) keeps the written order.
+    x = tt.fvector("x")
+    xv = np.array([1e30, 2.0], "float32")
+    y = x * (x * np.float32(1e-30))
+    want = xv * (xv * np.float32(1e-30))
+    fast_run = Mode(linker="py", optimizer="fast_run")
+    assert np.isinf(function([x], y, mode=fast_run)(xv)[0])
+    f = function([x], y, mode=fast_run.excluding("reassociate"))
+    np.testing.assert_array_equal(f(xv), want)
+
+
+@needs_opencl
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_opencl_trigonometry_with_a_lane_near_overflow(dtype):
+    # PoCL's float8 sin/cos/tan: with 8.5e37 in one lane, sin(4.7e-38) in another gave
+    # 0.0078 (fuzzer seed 13, graph 192); float32 trigonometry runs the scalar kernel.
+    info = np.finfo(dtype)
+    xv = np.array([np.nan, np.inf, -np.inf, info.max / 4, -info.max / 4, info.tiny * 4, 0, 3.0])
+    xv = np.tile(xv.astype(dtype), 4)
+    x = tt.vector("x", dtype=dtype)
+    f = function([x], [tt.sin(x), tt.cos(x), tt.tan(x)], mode=Mode(linker="opencl"))
+    with np.errstate(all="ignore"):
+        wants = [np.sin(xv), np.cos(xv), np.tan(xv)]
+    for got, want in zip(f(xv), wants):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=0, equal_nan=True)
