@@ -106,6 +106,53 @@ def test_cold_call_runs_the_fused_chain_in_place(monkeypatch, first_call):
     np.testing.assert_array_equal(v, np.linspace(-1, 1, 1 << 17))  # input intact
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cold_fallback_runs_block_by_block_with_the_same_values(monkeypatch, dtype):
+    # The numpy steps run over blocks of FALLBACK_BLOCK elements (the scratch values stay
+    # in the cache): full-shape inputs are cut into blocks; a broadcast row, a 0-d value
+    # and a transposed (non-contiguous) input make the steps run whole. Same values as
+    # the reference engine either way, the input intact.
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    calls = []
+    blocked = ckernel._blocked
+
+    def spy(fb, block=ckernel.FALLBACK_BLOCK):
+        def run(*args):
+            calls.append(args[-1].shape)
+            return fb(*args)
+
+        return blocked(run, block)
+
+    monkeypatch.setattr(ckernel, "_blocked", spy)
+    m, r = tt.matrix("m", dtype=dtype), tt.TensorType(dtype, shape=(1, None))("r")
+    c = tt.scalar("c", dtype=dtype)
+    cases = [
+        ([m], tt.tanh(m * 0.5) + abs(m) * 2, False),
+        ([m, c], tt.sin(m) * c + m, False),
+        ([m, r], tt.sin(m) * r + m, True),
+    ]
+    rng = np.random.default_rng(0)
+    mv = rng.uniform(-1, 1, (300, 250)).astype(dtype)
+    vals = {m: mv, c: np.asarray(1.5, dtype), r: rng.uniform(-1, 1, (1, 250)).astype(dtype)}
+    ref = Mode(linker="py", optimizer=None)
+    for ins, out, whole in cases:
+        f = function(ins, out)
+        want = function(ins, out, mode=ref)(*[vals[v] for v in ins])
+        for args in ([vals[v] for v in ins], [mv.T.copy().T] + [vals[v] for v in ins[1:]]):
+            calls.clear()
+            for _ in range(2):  # the first call runs Elemwise.perform (small) or the steps
+                np.testing.assert_allclose(
+                    f(*args), want, rtol=1e-6 if dtype == "float32" else 1e-14
+                )
+            np.testing.assert_array_equal(args[0], mv)
+            blocks = len([s for s in calls if s == (1, ckernel.FALLBACK_BLOCK)])
+            contiguous = args[0].flags.c_contiguous
+            assert (blocks > 0) == (contiguous and not whole), (out, contiguous, calls[:3])
+
+
 # -- bugs the fuzzer found (theano_dag/testing/fuzz.py) --------------------------------
 
 
