@@ -758,8 +758,9 @@ def run(
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        if i and i % 500 == 0:
-            print(f"# {i} graphs, {len(failures)} failing", file=out, flush=True)
+        if i and i % 100 == 0:
+            n_cls = "" if classified is None else f", {len(classified)} classified"
+            print(f"# {i} graphs, {len(failures)} failing{n_cls}", file=out, flush=True)
         rec = generate(rng)
         names = [
             e
