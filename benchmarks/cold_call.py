@@ -19,7 +19,13 @@ call's wall time, in seconds. Engines:
 * ``numpy_eager``: the chain written in numpy, one call.
 
 One JSON line per case: medians over ``--repeats`` processes, and the ratios of
-``cold`` to ``numpy_eager`` (targets: at most 1.5 in both peak and time).
+``cold`` to ``numpy_eager`` (targets: at most 1.5 in both peak and time). The first
+line describes the machine: CPU count, and the BLAS kernel ``threadpoolctl`` reports
+(the children run with ``OPENBLAS_CORETYPE`` unset, so numpy picks its own kernel).
+
+While the C library compiles, the first calls run the kernel's numpy steps in place,
+block by block (``ckernel.FALLBACK_BLOCK`` elements: the scratch values stay in the
+cache), with the compiler niced in the background.
 
 Run: ``.venv/bin/python benchmarks/cold_call.py [--quick] [--repeats 3]``
 """
@@ -103,10 +109,30 @@ def child(engine, n, ops, cachedir):
     print(json.dumps({"mib": (peak - before) / MIB, "s": dt}))
 
 
+def _env():
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    env.pop("OPENBLAS_CORETYPE", None)  # numpy's own choice of kernel
+    return env
+
+
+def machine():
+    """CPU count and the BLAS numpy runs (as threadpoolctl reports it, in a child
+    process with the benchmark's environment)."""
+    code = (
+        "import json, numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "keep = ('internal_api', 'version', 'architecture', 'num_threads')\n"
+        "print(json.dumps([{k: p.get(k) for k in keep} for p in threadpool_info()]))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
+    blas = json.loads(res.stdout) if res.returncode == 0 else res.stderr.strip()[-200:]
+    return {"machine": True, "cpus": os.cpu_count(), "blas": blas}
+
+
 def measure(engine, n, ops):
     with tempfile.TemporaryDirectory(prefix="td_cold_") as d:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", engine, str(n), str(ops), d]
-        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        env = _env()
         res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     if res.returncode:
         raise RuntimeError(f"{engine} {n} x {ops}: {res.stderr[-2000:]}")
@@ -116,7 +142,7 @@ def measure(engine, n, ops):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="1e6 values only, one process each")
+    ap.add_argument("--quick", action="store_true", help="1e6 values only")
     ap.add_argument("--child", nargs=4, metavar=("ENGINE", "N", "OPS", "DIR"))
     a = ap.parse_args()
     if a.child:
@@ -124,7 +150,8 @@ def main():
         child(engine, int(n), int(ops), d)
         return
     sizes = [10**6] if a.quick else [10**6, 10**7]
-    repeats = 1 if a.quick else a.repeats
+    repeats = a.repeats
+    print(json.dumps(machine()), flush=True)
     for n in sizes:
         for ops in (10, 40):
             runs = {e: [] for e in ENGINES}
@@ -138,6 +165,7 @@ def main():
             eager_mib = max(line["numpy_eager_mib"], 1e-9)
             line["cold_vs_eager_mib"] = round(line["cold_mib"] / eager_mib, 2)
             line["cold_vs_eager_s"] = round(line["cold_s"] / line["numpy_eager_s"], 2)
+            line["no_cxx_vs_eager_s"] = round(line["no_cxx_s"] / line["numpy_eager_s"], 2)
             print(json.dumps(line), flush=True)
 
 

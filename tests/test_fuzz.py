@@ -1,5 +1,7 @@
 """The fuzzer's fixed-seed sample (issue 18): random graphs on every engine against
-numpy; ``make fuzz N=...`` runs more. A failure prints its shrunk reproducer."""
+numpy, a share of them with NaN, infinities and extreme values; ``make fuzz N=...`` runs
+more. A failure prints its shrunk reproducer; a difference that only a documented
+non-finite rewrite makes is classified with its tag."""
 
 from __future__ import annotations
 
@@ -43,3 +45,52 @@ def test_a_wrong_gradient_is_caught(monkeypatch):
         r for r in recs if fuzz.differentiable(r) and any(r.nodes[k][0] == "sqr" for k in r.outputs)
     )
     assert fuzz.check_grad(rec)
+
+
+def _x_minus_x(seed):
+    return fuzz.Recipe(
+        nodes=[("input", ("a",), "float64"), ("sub", (0, 0), None)],
+        outputs=[1],
+        seed=seed,
+        dims=[("a",), ("a",)],
+        dtypes=["float64", "float64"],
+        nonfinite=True,
+    )
+
+
+def _with_nan_or_inf(seed):
+    vals = fuzz._values(_x_minus_x(seed), fuzz.SIZES[0], np.random.default_rng(seed))
+    return not np.isfinite(vals[0]).all()
+
+
+def test_a_share_of_graphs_gets_non_finite_inputs():
+    rng = np.random.default_rng(5)
+    recs = [fuzz.generate(rng) for _ in range(200)]
+    share = sum(r.nonfinite for r in recs) / len(recs)
+    assert 0.15 < share < 0.35
+    seen = set()
+    for rec in recs:
+        if rec.nonfinite:
+            for v in fuzz._values(rec, fuzz.SIZES[0], np.random.default_rng(rec.seed)).values():
+                seen.update({"nan"} if np.isnan(v).any() else set())
+                seen.update({"inf"} if np.isposinf(v).any() else set())
+                seen.update({"-inf"} if np.isneginf(v).any() else set())
+                seen.update({"huge"} if (np.abs(v[np.isfinite(v)]) > 1e30).any() else set())
+    assert seen == {"nan", "inf", "-inf", "huge"}
+    assert not any(fuzz.differentiable(r) for r in recs if r.nonfinite)
+
+
+def test_a_difference_from_a_tagged_rewrite_is_classified_with_its_tag():
+    # x - x -> 0 (nonfinite_unsafe) where x holds NaN or inf: numpy gives NaN.
+    seed = next(s for s in range(100) if _with_nan_or_inf(s))
+    rec = _x_minus_x(seed)
+    assert fuzz.check(rec, ["py", "cpu_safe"]) == []
+    assert fuzz.check(rec, ["cpu"])
+    assert fuzz.classify(rec, "cpu") == "nonfinite_unsafe"
+
+
+def test_a_difference_no_tag_explains_is_a_failure(monkeypatch):
+    # numpy's x - x made x - x + 1: no excluded rewrite makes the engine agree.
+    monkeypatch.setitem(fuzz.OPS, "sub", (2, "{0} - {1}", "{0} - {1} + 1"))
+    rec = _x_minus_x(next(s for s in range(100) if _with_nan_or_inf(s)))
+    assert fuzz.check(rec, ["cpu"]) and fuzz.classify(rec, "cpu") is None

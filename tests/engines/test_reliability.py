@@ -106,6 +106,53 @@ def test_cold_call_runs_the_fused_chain_in_place(monkeypatch, first_call):
     np.testing.assert_array_equal(v, np.linspace(-1, 1, 1 << 17))  # input intact
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cold_fallback_runs_block_by_block_with_the_same_values(monkeypatch, dtype):
+    # The numpy steps run over blocks of FALLBACK_BLOCK elements (the scratch values stay
+    # in the cache): full-shape inputs are cut into blocks; a broadcast row, a 0-d value
+    # and a transposed (non-contiguous) input make the steps run whole. Same values as
+    # the reference engine either way, the input intact.
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    calls = []
+    blocked = ckernel._blocked
+
+    def spy(fb, block=ckernel.FALLBACK_BLOCK):
+        def run(*args):
+            calls.append(args[-1].shape)
+            return fb(*args)
+
+        return blocked(run, block)
+
+    monkeypatch.setattr(ckernel, "_blocked", spy)
+    m, r = tt.matrix("m", dtype=dtype), tt.TensorType(dtype, shape=(1, None))("r")
+    c = tt.scalar("c", dtype=dtype)
+    cases = [
+        ([m], tt.tanh(m * 0.5) + abs(m) * 2, False),
+        ([m, c], tt.sin(m) * c + m, False),
+        ([m, r], tt.sin(m) * r + m, True),
+    ]
+    rng = np.random.default_rng(0)
+    mv = rng.uniform(-1, 1, (300, 250)).astype(dtype)
+    vals = {m: mv, c: np.asarray(1.5, dtype), r: rng.uniform(-1, 1, (1, 250)).astype(dtype)}
+    ref = Mode(linker="py", optimizer=None)
+    for ins, out, whole in cases:
+        f = function(ins, out)
+        want = function(ins, out, mode=ref)(*[vals[v] for v in ins])
+        for args in ([vals[v] for v in ins], [mv.T.copy().T] + [vals[v] for v in ins[1:]]):
+            calls.clear()
+            for _ in range(2):  # the first call runs Elemwise.perform (small) or the steps
+                np.testing.assert_allclose(
+                    f(*args), want, rtol=1e-6 if dtype == "float32" else 1e-14
+                )
+            np.testing.assert_array_equal(args[0], mv)
+            blocks = len([s for s in calls if s == (1, ckernel.FALLBACK_BLOCK)])
+            contiguous = args[0].flags.c_contiguous
+            assert (blocks > 0) == (contiguous and not whole), (out, contiguous, calls[:3])
+
+
 # -- bugs the fuzzer found (theano_dag/testing/fuzz.py) --------------------------------
 
 
@@ -186,3 +233,48 @@ def test_engines_agree_on_non_finite_clip_and_floor_division(dtype):
                 with np.errstate(all="ignore"):
                     want = np.floor_divide(xv, yv)
                 np.testing.assert_array_equal(np.asarray(d), want, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_product_with_an_infinite_constant_is_left_as_written(dtype):
+    # x / (inf / x) became sqr(x) / inf: NaN once sqr(x) overflows (float32 x = -1e30)
+    # where the graph as written gives 0, on every engine and FAST_RUN's rewrites.
+    x = tt.vector("x", dtype=dtype)
+    xv = np.array([-1e30, 2.0, -3.0, 1e-30], dtype)
+    with np.errstate(all="ignore"):
+        want = xv / (np.array(np.inf, dtype) / xv)
+    modes = _engine_modes() + [("py fast_run", Mode(linker="py", optimizer="fast_run"))]
+    for name, mode in modes:
+        with ckernel.compile_mode("sync"):
+            f = function([x], x / (np.array(np.inf, dtype) / x), mode=mode)
+            np.testing.assert_array_equal(np.asarray(f(xv)), want, err_msg=name)
+
+
+def test_reassociated_products_are_tagged_and_can_be_excluded():
+    # The canonical product reorders factors: float32 x * (x * 1e-30) is 1e30 at x =
+    # 1e30, its reorder (x * x) * 1e-30 inf. Excluding "reassociate" (the flattening of
+    # nested products and both canonizers) keeps the written order.
+    x = tt.fvector("x")
+    xv = np.array([1e30, 2.0], "float32")
+    y = x * (x * np.float32(1e-30))
+    want = xv * (xv * np.float32(1e-30))
+    fast_run = Mode(linker="py", optimizer="fast_run")
+    assert np.isinf(function([x], y, mode=fast_run)(xv)[0])
+    f = function([x], y, mode=fast_run.excluding("reassociate"))
+    np.testing.assert_array_equal(f(xv), want)
+
+
+@needs_opencl
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_opencl_trigonometry_with_a_lane_near_overflow(dtype):
+    # PoCL's float8 sin/cos/tan: with 8.5e37 in one lane, sin(4.7e-38) in another gave
+    # 0.0078 (fuzzer seed 13, graph 192); float32 trigonometry runs the scalar kernel.
+    info = np.finfo(dtype)
+    xv = np.array([np.nan, np.inf, -np.inf, info.max / 4, -info.max / 4, info.tiny * 4, 0, 3.0])
+    xv = np.tile(xv.astype(dtype), 4)
+    x = tt.vector("x", dtype=dtype)
+    f = function([x], [tt.sin(x), tt.cos(x), tt.tan(x)], mode=Mode(linker="opencl"))
+    with np.errstate(all="ignore"):
+        wants = [np.sin(xv), np.cos(xv), np.tan(xv)]
+    for got, want in zip(f(xv), wants):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=0, equal_nan=True)

@@ -37,7 +37,7 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -53,6 +53,17 @@ from theano_dag.gradient import grad
 __all__ = ["Recipe", "generate", "check", "check_grad", "shrink", "reproducer", "ENGINES", "main"]
 
 FLOATS = ("float32", "float64")
+#: The share of graphs whose inputs hold non-finite and extreme values.
+NONFINITE_SHARE = 0.25
+#: What a non-finite graph's inputs hold besides uniform values in [-1, 1]: NaN, the
+#: infinities, and values near the dtype's overflow and underflow (as fractions of its
+#: largest finite value and of its smallest normal one).
+SPECIAL = ("nan", "inf", "-inf", "huge", "-huge", "tiny", "-tiny", "zero")
+#: The tags of the documented rewrites that change non-finite values (docs/optimization.md):
+#: ``x * 0 -> 0`` and the like, and products reordered (an overflow in one order and not
+#: in the other). A difference that disappears with the tag excluded is classified, not
+#: a failure.
+NONFINITE_TAGS = ("nonfinite_unsafe", "reassociate")
 BASE = ("a", "b", 1)
 SIZES = ({"a": 3, "b": 4}, {"a": 5, "b": 2})
 
@@ -88,7 +99,16 @@ OPS = {
     "addaxis": (1, "{0}.dimshuffle({p})", "{0}[None]"),
     "flatten": (1, "{0}.flatten()", "{0}.reshape(-1)"),
     "cast": (1, "tt.cast({0}, '{p}')", "{0}.astype('{p}')"),
+    # Ops whose non-finite values have rules of their own (NaN bounds, x // 0, log(-1)).
+    "div": (2, "{0} / {1}", "{0} / {1}"),
+    "floordiv": (2, "{0} // {1}", "{0} // {1}"),
+    "clip": (2, "tt.clip({0}, {1}, {p!r})", "np.clip({0}, {1}, {p!r})"),
+    "log": (1, "tt.log({0})", "np.log({0})"),
+    "sqrt": (1, "tt.sqrt({0})", "np.sqrt({0})"),
 }
+#: Ops left out of gradient graphs: non-finite values or kinks in [-1, 1] (finite
+#: differences are meaningless there).
+NO_GRAD = frozenset({"div", "floordiv", "clip", "log", "sqrt"})
 
 
 def _setsub(x, sl, y):
@@ -110,7 +130,7 @@ _NP_NS = {"np": np, "sigmoid": _np_sigmoid, "setsub": _setsub, "incsub": _incsub
 class Recipe:
     """A random graph: ``nodes`` (inputs, the shared variable, ops), ``outputs`` (node
     indices), ``update`` (the node giving the shared variable's next value, or None),
-    and the ``seed`` of the input values."""
+    the ``seed`` of the input values, and whether they include non-finite ones."""
 
     nodes: list
     outputs: list
@@ -118,6 +138,7 @@ class Recipe:
     seed: int = 0
     dims: list = field(default_factory=list)  # per node, for generation and shrinking
     dtypes: list = field(default_factory=list)
+    nonfinite: bool = False  # the inputs hold NaN, infinities and extreme values
 
     @property
     def shared_index(self):
@@ -160,10 +181,13 @@ def _result_dims(op, dims, dtypes, param):
     """The dims of ``op`` on args of ``dims`` and ``dtypes`` with ``param``; None when
     the op does not apply."""
     d0 = dims[0]
-    if OPS[op][0] == 1 and op in ("tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale"):
+    if op in ("tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "log", "sqrt"):
         return d0
-    if op in ("add", "sub", "mul", "maximum", "minimum"):
+    if op in ("add", "sub", "mul", "maximum", "minimum", "div", "floordiv"):
         return _broadcast(d0, dims[1])
+    if op == "clip":
+        # The bounds broadcast to x's shape, as numpy's result has it.
+        return d0 if _broadcast(d0, dims[1]) == tuple(d0) else None
     if op in ("sum", "max"):
         axes = range(len(d0)) if param is None else [param]
         if param is not None and param >= len(d0):
@@ -202,6 +226,8 @@ def _result_dims(op, dims, dtypes, param):
 def _param(op, rng, dims):
     if op == "scale":
         return float(rng.choice([0.5, -1.5, 2.0]))
+    if op == "clip":
+        return float(rng.choice([0.25, 0.75]))
     if op in ("sum", "max"):
         n = len(dims[0])
         return None if n == 0 or rng.random() < 0.4 else int(rng.integers(n))
@@ -217,8 +243,9 @@ def _param(op, rng, dims):
 
 
 def generate(rng, max_ops=8) -> Recipe:
-    """A random recipe: 1 to 3 inputs, up to ``max_ops`` ops, 1 to 3 outputs, and in
-    one graph of three a shared variable with an update."""
+    """A random recipe: 1 to 3 inputs, up to ``max_ops`` ops, 1 to 3 outputs, in one
+    graph of three a shared variable with an update, and in a :data:`NONFINITE_SHARE`
+    of them inputs with NaN, infinities and extreme values."""
     nodes, dims, dtypes, syms = [], [], [], []
     shapes = [("a",), ("b",), ("a", "b"), (), (1, "b"), ("a", 1), ("b", "a")]
 
@@ -280,10 +307,21 @@ def generate(rng, max_ops=8) -> Recipe:
             cur = add(("add", (cur, c), None), dims[s], syms[cur] + syms[c])
         cur = add(("tanh", (cur,), None), dims[s], tt.tanh(syms[cur]))
         update = add(("cast", (cur,), dtypes[s]), dims[s], tt.cast(syms[cur], dtypes[s]))
-    return Recipe(nodes, outputs, update, int(rng.integers(2**31)), dims, dtypes)
+    seed = int(rng.integers(2**31))
+    nonfinite = bool(rng.random() < NONFINITE_SHARE)
+    return Recipe(nodes, outputs, update, seed, dims, dtypes, nonfinite)
 
 
 # -- running ---------------------------------------------------------------------------
+
+
+def _special(kind, dtype):
+    info = np.finfo(dtype)
+    sign = -1.0 if kind.startswith("-") else 1.0
+    value = {"huge": float(info.max) / 4, "tiny": float(info.tiny) * 4, "zero": 0.0}.get(
+        kind.lstrip("-"), kind.lstrip("-")
+    )
+    return np.asarray(sign * float(value), dtype)
 
 
 def _values(rec, sizes, rng):
@@ -292,6 +330,13 @@ def _values(rec, sizes, rng):
         if node[0] in ("input", "shared"):
             shape = tuple(1 if d == 1 else sizes[d] for d in node[1])
             vals[k] = rng.uniform(-1, 1, shape).astype(node[2])
+            if rec.nonfinite and node[0] == "input":
+                # About a third of the elements special; one in any input of one element.
+                v = vals[k].reshape(-1)
+                pick = rng.random(v.size) < 0.35
+                kinds = rng.integers(len(SPECIAL), size=v.size)
+                for i in np.flatnonzero(pick):
+                    v[i] = _special(SPECIAL[kinds[i]], node[2])
     return vals
 
 
@@ -361,19 +406,36 @@ def _host(v):
     return v.get() if hasattr(v, "get") and not isinstance(v, np.ndarray) else np.asarray(v)
 
 
+def _tol(rec):
+    return 2e-4 if "float32" in rec.dtypes else 1e-9
+
+
 def check(rec, engines=None) -> list:
     """Run ``rec`` on ``engines`` (default: all available); the problems found, as
     ``(engine, what)`` pairs (empty: every engine agrees with numpy)."""
     engines = engines or available_engines()
     problems = []
-    tol = 2e-4 if "float32" in rec.dtypes else 1e-9
     for name in engines:
-        for what in _check_engine(rec, name, tol):
+        for what in _check_engine(rec, name, _tol(rec)):
             problems.append((name, what))
     return problems
 
 
-def _check_engine(rec, name, tol):
+def classify(rec, engine):
+    """The tag of :data:`NONFINITE_TAGS` whose rewrites make ``engine`` differ from
+    numpy on ``rec``'s non-finite values (its inputs', or those that ``log``, ``sqrt``
+    or a division make): the first with which excluded the engine agrees, else all of
+    them together, joined by ``+`` (None: not explained by a documented rewrite, a
+    bug)."""
+    if engine == "py":
+        return None
+    for tags in [(t,) for t in NONFINITE_TAGS] + [NONFINITE_TAGS] * (len(NONFINITE_TAGS) > 1):
+        if not _check_engine(rec, engine, _tol(rec), exclude=tags):
+            return "+".join(tags)
+    return None
+
+
+def _check_engine(rec, name, tol, exclude=()):
     factory, flags, build = ENGINES[name]
     rng = np.random.default_rng(rec.seed)
     s = rec.shared_index
@@ -389,7 +451,7 @@ def _check_engine(rec, name, tol):
                 [syms[k] for k in inputs],
                 [syms[k] for k in rec.outputs],
                 updates=updates,
-                mode=factory(),
+                mode=factory().excluding(*exclude) if exclude else factory(),
                 on_unused_input="ignore",
             )
         except Exception as e:
@@ -442,8 +504,14 @@ def _check_engine(rec, name, tol):
 
 
 def differentiable(rec) -> bool:
-    """Whether :func:`check_grad` applies: float64 throughout, no shared variable."""
-    return rec.shared_index is None and all(d == "float64" for d in rec.dtypes)
+    """Whether :func:`check_grad` applies: float64 throughout, no shared variable, finite
+    inputs, none of the ops of :data:`NO_GRAD`."""
+    return (
+        rec.shared_index is None
+        and not rec.nonfinite
+        and all(d == "float64" for d in rec.dtypes)
+        and not any(n[0] in NO_GRAD for n in rec.nodes)
+    )
 
 
 def _max_ties(rec, vals) -> bool:
@@ -530,7 +598,9 @@ def _without(rec, k):
     dims = rec.dims[:k] + rec.dims[k + 1 :]
     dtypes = rec.dtypes[:k] + rec.dtypes[k + 1 :]
     upd = None if rec.update is None else m(rec.update)
-    return Recipe(nodes, [m(o) for o in rec.outputs], upd, rec.seed, dims, dtypes)
+    return replace(
+        rec, nodes=nodes, outputs=[m(o) for o in rec.outputs], update=upd, dims=dims, dtypes=dtypes
+    )
 
 
 def _bypass(rec, k, a):
@@ -544,7 +614,7 @@ def _bypass(rec, k, a):
         for n in rec.nodes
     ]
     outs = sorted({m(o) for o in rec.outputs})
-    return Recipe(nodes, outs, rec.update, rec.seed, rec.dims, rec.dtypes)
+    return replace(rec, nodes=nodes, outputs=outs)
 
 
 def shrink(rec, fails, budget=200) -> Recipe:
@@ -557,26 +627,15 @@ def shrink(rec, fails, budget=200) -> Recipe:
         candidates = []
         if len(rec.outputs) > 1:
             for j in range(len(rec.outputs)):
-                candidates.append(
-                    Recipe(
-                        rec.nodes,
-                        rec.outputs[:j] + rec.outputs[j + 1 :],
-                        rec.update,
-                        rec.seed,
-                        rec.dims,
-                        rec.dtypes,
-                    )  # fmt: skip
-                )
+                candidates.append(replace(rec, outputs=rec.outputs[:j] + rec.outputs[j + 1 :]))
         if rec.update is not None:
-            candidates.append(Recipe(rec.nodes, rec.outputs, None, rec.seed, rec.dims, rec.dtypes))
+            candidates.append(replace(rec, update=None))
         for j, o in enumerate(rec.outputs):
             node = rec.nodes[o]
             if node[0] not in ("input", "shared"):
                 for a in node[1]:
                     outs = sorted(set(rec.outputs[:j] + [a] + rec.outputs[j + 1 :]))
-                    candidates.append(
-                        Recipe(rec.nodes, outs, rec.update, rec.seed, rec.dims, rec.dtypes)
-                    )
+                    candidates.append(replace(rec, outputs=outs))
         # Bypass an op: its users read one of its args of the same type instead.
         for k, node in enumerate(rec.nodes):
             if node[0] in ("input", "shared") or k == rec.update:
@@ -605,7 +664,7 @@ def shrink(rec, fails, budget=200) -> Recipe:
 
 
 def reproducer(rec, engine) -> str:
-    """A stand-alone script running ``rec`` on ``engine`` and comparing with numpy."""
+    """A stand-alone script running ``rec`` on ``engine``: the two calls of :func:`check`."""
     rng = np.random.default_rng(rec.seed)
     vals = _values(rec, SIZES[0], rng)
     lines = [
@@ -616,6 +675,8 @@ def reproducer(rec, engine) -> str:
         "from theano_dag.compile.sharedvalue import shared",
         "",
     ]
+    if rec.nonfinite:
+        lines += ["nan, inf = np.nan, np.inf", ""]
     if engine in ("cpu", "cpu_safe"):
         lines += ["from theano_dag.config import config", "config.cxx = ''  # numpy only", ""]
     inputs, s = [], None
@@ -644,10 +705,14 @@ def reproducer(rec, engine) -> str:
     ins = ", ".join(_name(k) for k in inputs)
     outs = ", ".join(_name(k) for k in rec.outputs)
     lines.append(f"f = function([{ins}], [{outs}]{upd}, mode={mode}, on_unused_input='ignore')")
-    for k in inputs:
-        value = np.array2string(vals[k], separator=", ", precision=17)
-        lines.append(f"{_name(k)}_value = np.array({value}, {rec.nodes[k][2]!r})")
-    lines.append(f"print(f({', '.join(_name(k) + '_value' for k in inputs)}))")
+    # The two calls of check(): the second with new lengths unless a shared variable
+    # fixes them.
+    second = _values(rec, SIZES[0] if s is not None else SIZES[1], rng)
+    for call, vs in enumerate((vals, second)):
+        for k in inputs:
+            value = np.array2string(vs[k], separator=", ", precision=17)
+            lines.append(f"{_name(k)}_value = np.array({value}, {rec.nodes[k][2]!r})")
+        lines.append(f"print(f({', '.join(_name(k) + '_value' for k in inputs)}))  # call {call}")
     return "\n".join(lines) + "\n"
 
 
@@ -673,16 +738,29 @@ def run_grads(n, seed=0, out=sys.stdout):
     return failures
 
 
-def run(n, seed=0, engines=None, c_every=20, opencl_every=10, out=sys.stdout, shrink_failures=True):
+def run(
+    n,
+    seed=0,
+    engines=None,
+    c_every=20,
+    opencl_every=10,
+    out=sys.stdout,
+    shrink_failures=True,
+    classified=None,
+):
     """Check ``n`` recipes from ``seed``; the C engine on every ``c_every``-th graph and
     OpenCL on every ``opencl_every``-th (each compiles a program). Returns the failures
-    as ``(index, engine, problems, recipe)``."""
+    as ``(index, engine, problems, recipe)``. A non-finite graph on which an engine
+    differs only through a documented rewrite (:func:`classify`) is no failure: it is
+    appended to ``classified`` (a list, when given) as ``(index, engine, tag, problems)``
+    and printed as one line."""
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        if i and i % 500 == 0:
-            print(f"# {i} graphs, {len(failures)} failing", file=out, flush=True)
+        if i and i % 100 == 0:
+            n_cls = "" if classified is None else f", {len(classified)} classified"
+            print(f"# {i} graphs, {len(failures)} failing{n_cls}", file=out, flush=True)
         rec = generate(rng)
         names = [
             e
@@ -690,13 +768,28 @@ def run(n, seed=0, engines=None, c_every=20, opencl_every=10, out=sys.stdout, sh
             if (e != "cpu_c" or i % c_every == 0) and (e != "opencl" or i % opencl_every == 0)
         ]
         problems = check(rec, names)
-        if problems:
-            engine = problems[0][0]
+        failing = []
+        for engine in dict.fromkeys(e for e, _ in problems):
+            what = [w for e, w in problems if e == engine]
+            tag = classify(rec, engine)
+            if tag is None:
+                failing.append(engine)
+                continue
+            if classified is not None:
+                classified.append((i, engine, tag, what))
+            print(f"# graph {i} (seed {seed}): {engine}: classified {tag}: {what[0]}", file=out)
+        if failing:
+            engine = failing[0]
             small = rec
             if shrink_failures:
-                small = shrink(rec, lambda r, e=engine: bool(check(r, [e])))
-            failures.append((i, engine, problems, small))
-            print(f"# graph {i} (seed {seed}): {problems[0][0]}: {problems[0][1]}", file=out)
+
+                def fails(r, e=engine):
+                    return bool(check(r, [e])) and classify(r, e) is None
+
+                small = shrink(rec, fails)
+            failures.append((i, engine, [p for p in problems if p[0] in failing], small))
+            what = next(w for e, w in problems if e == engine)
+            print(f"# graph {i} (seed {seed}): {engine}: {what}", file=out)
             print(reproducer(small, engine), file=out)
     return failures
 
@@ -713,15 +806,18 @@ def main(argv=None):
     engines = a.engines.split(",") if a.engines else None
     n_grads = a.n // 5 if a.grads is None else a.grads
     t0 = time.perf_counter()
+    classified = []
     try:
-        failures = run(a.n, a.seed, engines, a.c_every, a.opencl_every)
+        failures = run(a.n, a.seed, engines, a.c_every, a.opencl_every, classified=classified)
         grad_failures = run_grads(n_grads, a.seed)
     except Exception:
         traceback.print_exc()
         return 2
     print(
         f"{a.n} graphs, seed {a.seed}, engines {engines or available_engines()}: "
-        f"{len(failures)} failing; {n_grads} gradient graphs: {len(grad_failures)} failing; "
+        f"{len(failures)} failing, {len(classified)} classified by tag "
+        f"({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
+        f"{n_grads} gradient graphs: {len(grad_failures)} failing; "
         f"{time.perf_counter() - t0:.0f} s"
     )
     return 1 if failures or grad_failures else 0

@@ -39,6 +39,7 @@ from theano_dag.tensor.shape import Reshape
 
 __all__ = [
     "NONFINITE_UNSAFE",
+    "REASSOCIATE",
     "commutative_key",
     "local_add_zero",
     "local_mul_one",
@@ -62,6 +63,10 @@ __all__ = [
 
 # Tag of rewrites that are exact for finite values only.
 NONFINITE_UNSAFE = "nonfinite_unsafe"
+# Tag of rewrites that reorder the terms of a sum or the factors of a product: exact in
+# real arithmetic, not where an intermediate overflows or underflows in one order and
+# not in the other (float32 x * (x * 1e-30) at x = 1e30 is 1e30; (x * x) * 1e-30 is inf).
+REASSOCIATE = "reassociate"
 
 # The elementwise ops whose arguments may be reordered (tracked by instance, so that a
 # rule only meets the nodes it can change).
@@ -299,7 +304,7 @@ def _is_commutative(node) -> bool:
     return type(sop) in _COMMUTATIVE_SCALARS and sop.commutative and len(node.outputs) == 1
 
 
-@canonicalize()
+@canonicalize(REASSOCIATE)
 @local_optimizer([op for op in COMMUTATIVE_OPS if op.scalar_op.nin == -1], fit=fit)
 def local_commutative_flatten(fgraph, node):
     """Nested ``add``/``mul`` of the same dtype become one node (its arguments in the

@@ -12,6 +12,15 @@ registered in canonicalize: ``local_mul_canonizer`` (no cancellation: exact) and
 denominator (``x * y / y -> x``, ``x / x -> 1``); the latter is exact for finite,
 non-zero values only, hence tagged ``nonfinite_unsafe``. Both produce the same canonical
 form, so they never undo each other.
+
+Two limits, because floating-point products are not associative at the ends of the
+range. A product with an infinite or NaN constant factor is left as written: its value
+depends on the order (``x / (inf / x)`` is 0 for finite ``x``, but ``sqr(x) / inf`` is
+NaN once ``sqr(x)`` overflows: float32 ``x = -1e30``). And the canonical order of the
+other factors may overflow or underflow where the written order does not (float32
+``x * (x * 1e-30)`` at ``x = 1e30``); the canonizers are also tagged ``reassociate``
+(as is the flattening of nested products), and ``mode.excluding("reassociate")``
+computes products as written.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import LocalOptimizer
-from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE, commutative_key
+from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE, REASSOCIATE, commutative_key
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const_value,
@@ -58,6 +67,7 @@ class _Product:
         self._coef = None
         self.n_consts = 0
         self.n_inner = 0  # nested nodes absorbed
+        self.nonfinite = False  # an infinite or NaN constant factor met
 
     @property
     def coef(self):
@@ -100,6 +110,8 @@ class _Product:
                 continue
             self.leaves.append(var)
             c = const_value(var) if is_scalar_like(var) else None
+            if c is not None and not np.isfinite(c):
+                self.nonfinite = True
             if c is not None and np.isfinite(c) and (up or c != 0):
                 self.n_consts += 1
                 self._coef_steps.append((c, up))
@@ -303,6 +315,9 @@ class MulCanonizer(LocalOptimizer):
             return False
         prod = _Product(out.dtype, out.ndim)
         prod.collect(fgraph, node)
+        if prod.nonfinite:
+            # x / (inf / x) -> sqr(x) / inf is NaN where sqr(x) overflows: as written.
+            return False
         if not self.cancel:
             _remember_collected(fgraph, node, prod)
         n_cancelled = prod.cancel() if self.cancel else 0
@@ -339,5 +354,5 @@ class MulCanonizer(LocalOptimizer):
         return self.__name__
 
 
-local_mul_canonizer = RULES.canonicalize()(MulCanonizer(cancel=False))
-local_mul_cancel = RULES.canonicalize(NONFINITE_UNSAFE)(MulCanonizer(cancel=True))
+local_mul_canonizer = RULES.canonicalize(REASSOCIATE)(MulCanonizer(cancel=False))
+local_mul_cancel = RULES.canonicalize(NONFINITE_UNSAFE, REASSOCIATE)(MulCanonizer(cancel=True))
