@@ -47,6 +47,44 @@ def test_opencl_returns_a_copied_zero_d_value(dtype):
     assert [float(o) for o in g(2.0)] == [2.0, 4.0]
 
 
+@needs_opencl
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_opencl_copies_a_repeated_output_computed_on_the_host(dtype):
+    # Found by the fuzzer on the H200 (seed 402, graph 570): two equal set_subtensor
+    # outputs merge into one, computed on the host (no device kernel); the DeepCopyOp
+    # that keeps the second apart, added after the optimizer, wanted its input on the
+    # device and compiling raised NotPlaced.
+    x = tt.TensorType(dtype, shape=(None, 1))("x")
+    s = tt.scalar("s", dtype=dtype)
+    f = function(
+        [x, s], [tt.set_subtensor(x[1:], s), tt.set_subtensor(x[1:], s)], mode=Mode(linker="opencl")
+    )
+    v = np.ones((3, 1), dtype=dtype)
+    want = v.copy()
+    want[1:] = -0.5
+    a, b = f(v, -0.5)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, want)
+    assert a is not b and not np.shares_memory(a, b)
+    np.testing.assert_array_equal(v, 1.0)
+
+
+def test_log_exp_rewrite_is_tagged_nonfinite_unsafe():
+    # Found by the fuzzer (seed 407, graph 475): where exp(x) overflows, log(exp(x)) is
+    # inf as written and x once rewritten; the difference belongs to the tag.
+    x = tt.dvector("x")
+    v = np.array([1.0, 800.0])
+    rewritten = function([x], tt.log(tt.exp(x)), mode=Mode(linker="py", optimizer="fast_run"))
+    np.testing.assert_array_equal(rewritten(v), [1.0, 800.0])
+    written = function(
+        [x],
+        tt.log(tt.exp(x)),
+        mode=Mode(linker="py", optimizer="fast_run").excluding("nonfinite_unsafe"),
+    )
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(written(v), [1.0, np.inf])
+
+
 @pytest.mark.parametrize("op", [tt.maximum, tt.minimum])
 def test_maximum_minimum_gradient_at_a_tie_is_not_doubled(op):
     # The first input equal to the result takes the gradient (Theano, PyTensor).

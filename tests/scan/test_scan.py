@@ -524,14 +524,17 @@ def test_long_loop_keeps_constant_memory():
     k = tt.lscalar("k")
     out, _ = scan(lambda p: p * 0.5 + 1.0, outputs_info=x0, n_steps=k)
     f = theano_dag.function([x0, k], out[-1])
-    f(np.zeros(100), 3)
+    # A warm-up as long as the C loop's threshold, so that its driver is built (and the
+    # kernels compiled) before the traced call: a cold kernel cache compiles in it.
+    f(np.zeros(100), 20)
     tracemalloc.start()
     got = f(np.zeros(100), 100_000)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     np.testing.assert_allclose(got, np.full(100, 2.0))
-    # All 100,000 steps of 100 floats would be 80 MB.
-    assert peak < 1_000_000, peak
+    # All 100,000 steps of 100 floats would be 80 MB. Here it peaks under 1 MB; on the
+    # H200 machine (Python 3.12, numpy 2.5) at 1.1 MB, hence the margin.
+    assert peak < 2_000_000, peak
 
 
 def test_save_memory_then_until():

@@ -30,6 +30,7 @@ from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (regi
 from theano_dag.engines.opencl.impl import Unsupported, make_impl
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu, gpu_from_host, host_from_gpu
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor.shape import Shape, Shape_i
 
 __all__ = ["Placement", "NotPlaced", "place", "DEVICE", "HOST", "BOTH"]
@@ -153,6 +154,14 @@ def place(fgraph, ctx, host_fallback: bool, lower: bool = True) -> Placement:
             and _is_small_host_result(node)
         ):
             # Shape arithmetic: the values are already on the host and tiny.
+            pl.where[node] = "host"
+            for o in node.outputs:
+                loc[o] = HOST
+            continue
+        if isinstance(op, (DeepCopyOp, ViewOp)) and in_locs[0] == HOST:
+            # The copy that keeps two outputs apart (insert_deepcopy, after the
+            # optimizer) of a value the host computed is made on the host: moving the
+            # value to the device only to copy it there and bring it back gains nothing.
             pl.where[node] = "host"
             for o in node.outputs:
                 loc[o] = HOST

@@ -116,7 +116,10 @@ local_sub_self = canonicalize(NONFINITE_UNSAFE)(pattern("local_sub_self", (tm.su
 # --x -> x   (floats)
 local_neg_neg = canonicalize(_FAST)(pattern("local_neg_neg", (tm.neg, (tm.neg, _F)), "x"))
 # log(exp(x)) -> x
-local_log_exp = canonicalize()(pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x"))
+# (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe)
+local_log_exp = canonicalize(NONFINITE_UNSAFE)(
+    pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x")
+)
 
 
 def _nan_below_zero(x):
