@@ -94,3 +94,59 @@ def test_a_difference_no_tag_explains_is_a_failure(monkeypatch):
     monkeypatch.setitem(fuzz.OPS, "sub", (2, "{0} - {1}", "{0} - {1} + 1"))
     rec = _x_minus_x(next(s for s in range(100) if _with_nan_or_inf(s)))
     assert fuzz.check(rec, ["cpu"]) and fuzz.classify(rec, "cpu") is None
+
+
+def _recipe(nodes, dims):
+    return lambda seed: fuzz.Recipe(
+        nodes=nodes,
+        outputs=[len(nodes) - 1],
+        seed=seed,
+        dims=dims,
+        dtypes=["float64"] * len(nodes),
+        nonfinite=True,
+    )
+
+
+def test_a_stabilized_overflow_is_classified_stabilize():
+    # Found on the H200 (seed 411, graph 980): log(sigmoid(x)) at x = -huge is -inf in
+    # numpy, and -softplus(-x) = x once stabilized (the true value).
+    make = _recipe(
+        [("input", ("a",), "float64"), ("sigmoid", (0,), None), ("log", (1,), None)],
+        [("a",)] * 3,
+    )
+    rec = next(
+        r
+        for r in map(make, range(200))
+        if (fuzz._values(r, fuzz.SIZES[0], np.random.default_rng(r.seed))[0] < -1e300).any()
+    )
+    assert fuzz.check(rec, ["cpu"])
+    assert fuzz.classify(rec, "cpu") == "stabilize"
+
+
+def test_a_product_that_differs_only_in_non_finite_values_is_classified(monkeypatch):
+    # Found on the H200 (seed 421, graph 905): OpenBLAS's fused multiply-adds give
+    # -inf where the OpenCL kernel's plain sum of products gives NaN. Here numpy's
+    # product is made NaN wherever it is not finite, so the CPU engine's infinities
+    # differ from it there and only there.
+    monkeypatch.setitem(
+        fuzz.OPS,
+        "dot",
+        (
+            2,
+            "tt.dot({0}, {1})",
+            "np.asarray(np.dot({0}, {1})) * np.where(np.isfinite(np.dot({0}, {1})), 1, np.nan)",
+        ),
+    )
+    make = _recipe(
+        [("input", ("a",), "float64"), ("input", ("a",), "float64"), ("dot", (0, 1), None)],
+        [("a",), ("a",), ()],
+    )
+
+    def infinite_product(r):
+        v = fuzz._values(r, fuzz.SIZES[0], np.random.default_rng(r.seed))
+        with np.errstate(all="ignore"):
+            return np.isinf(np.dot(v[0], v[1]))
+
+    rec = next(r for r in map(make, range(500)) if infinite_product(r))
+    assert fuzz.check(rec, ["cpu"])
+    assert fuzz.classify(rec, "cpu") == fuzz.DOT_NONFINITE
