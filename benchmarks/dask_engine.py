@@ -23,11 +23,8 @@ Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
 import platform
-import resource
 import statistics
 import time
 
@@ -38,6 +35,7 @@ import numpy as np
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.testing import procmem
 
 D = 10
 
@@ -48,20 +46,6 @@ def chain(x, lib, n=40):
         y = lib.maximum(y * 0.999 + 0.01, -3.0)
         y = lib.tanh(y) if k % 3 == 0 else abs(y) - 0.5
     return y
-
-
-def _peak_rss():
-    """The worker's own peak resident memory. Not ru_maxrss: Linux carries it across
-    exec, so a worker spawned by a big process (pytest after thousands of tests) starts
-    with its parent's peak; /proc's VmHWM belongs to the worker's own address space."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # not Linux
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _chain_case(n, chunk):
@@ -114,11 +98,8 @@ CASES = {"chain40": _chain_case, "logreg_step": _logreg_case}
 def _reset_peak():
     """Start the worker's peak memory again from what it holds now (the persisted input):
     freed memory back to the system, then Linux's VmHWM reset (``clear_refs``: 5)."""
-    gc.collect()
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
+        procmem.reset_peak(release=True)
     except OSError:  # not Linux/glibc: the peak is the process's since it started
         pass
 
@@ -164,7 +145,7 @@ def _run(case, workers, args):
             client.run(_reset_peak)
             fn(values)
             fn(values)
-            peaks[e] = max(client.run(_peak_rss).values())
+            peaks[e] = max(client.run(procmem.peak_bytes).values())
         return {e: (statistics.median(times[e]), peaks[e]) for e in fns}
     finally:
         client.close()

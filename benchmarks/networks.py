@@ -93,6 +93,8 @@ START, END = "<!-- networks:start -->", "<!-- networks:end -->"
 
 
 def _vm(key):
+    # Not theano_dag.testing.procmem: importing theano_dag would add its modules to the
+    # peers' peak memory, which this benchmark reports as is.
     with open("/proc/self/status") as fh:
         for line in fh:
             if line.startswith(key):

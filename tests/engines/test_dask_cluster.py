@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import threading
 import time
 
@@ -31,24 +30,11 @@ from theano_dag.engines.dask import (  # noqa: E402
     DaskTaskError,
     dask_shared,
 )
+from theano_dag.testing import procmem  # noqa: E402
 
 MEMORY_LIMIT = 400e6
 GB = float(os.environ.get("THEANO_DAG_DASK_TEST_GB", "0.85"))
 CHUNK = 1 << 20  # elements: 8 MB of float64
-
-
-def _peak_rss():
-    """The worker's own peak resident memory. Not ru_maxrss: Linux carries it across
-    exec, so a worker spawned by a big process (pytest after thousands of tests) starts
-    with its parent's peak; /proc's VmHWM belongs to the worker's own address space."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # not Linux
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +89,7 @@ def test_chain_of_40_ops_on_input_larger_than_workers(client):
     # Every element of the chain lies in [-0.5, 1]: the total is bounded by that.
     assert np.isfinite(total) and -0.5 * n <= total <= n
     assert set(client.scheduler_info()["workers"]) == workers  # no worker restarted
-    peaks = client.run(_peak_rss)
+    peaks = client.run(procmem.peak_bytes)
     print("peak RSS per worker (MB):", [round(p / 1e6) for p in peaks.values()])
     assert all(p < MEMORY_LIMIT for p in peaks.values()), peaks
 

@@ -13,16 +13,9 @@ import numpy as np
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.config import config
+from theano_dag.testing import procmem
 
 V = np.linspace(-1, 1, 1000)  # 8 KB a value: a leaked value per call is 800 MB
-
-
-def _rss_mib():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def _compile_and_call(k):
@@ -41,11 +34,11 @@ def test_rss_is_bounded_over_many_compiles():
         for k in range(50):
             _compile_and_call(k)
         gc.collect()
-        before = _rss_mib()
+        before = procmem.status()["VmRSS"] / 1024
         for k in range(50, 250):
             _compile_and_call(k)
         gc.collect()
-    assert _rss_mib() - before < 20
+    assert procmem.status()["VmRSS"] / 1024 - before < 20
 
 
 def test_rss_is_bounded_over_many_calls():
@@ -54,8 +47,8 @@ def test_rss_is_bounded_over_many_calls():
     for _ in range(1000):
         f(V)
     gc.collect()
-    before = _rss_mib()
+    before = procmem.status()["VmRSS"] / 1024
     for _ in range(100_000):
         f(V)
     gc.collect()
-    assert _rss_mib() - before < 8
+    assert procmem.status()["VmRSS"] / 1024 - before < 8
