@@ -1,10 +1,12 @@
 """Theano's ``theano.tensor.opt`` namespace: the public names of every rewrite family
 (``theano_dag.opt.rewrites``) in one module, as Theano's code imports them
-(``from theano.tensor.opt import constant_folding``).
+(``from theano.tensor.opt import constant_folding``), with the ops Theano defined there
+(``theano_dag.tensor.opt``: ``MakeVector``, ``Assert``..., importable below the optimizer).
 
 >>> from theano_dag.opt.tensor_opt import constant_folding
 >>> str(constant_folding)
 'constant_folding'
+>>> from theano_dag.opt.tensor_opt import MakeVector
 """
 
 from theano_dag.opt.rewrites.algebra import *  # noqa: F403
@@ -16,3 +18,4 @@ from theano_dag.opt.rewrites.products import *  # noqa: F403
 from theano_dag.opt.rewrites.specialize import *  # noqa: F403
 from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
 from theano_dag.opt.rewrites.useless import *  # noqa: F403
+from theano_dag.tensor.opt import *  # noqa: F403
