@@ -9,6 +9,14 @@ a *window* of ``m`` accumulated cotangents (for the rows ``t+m .. t+1`` of the b
 its first row completes the cotangent of the row step ``t`` wrote, and each tap adds
 its term at the place of the row it read. The non-sequences' gradients are summed in a
 carried accumulator; the sequences' are per-step outputs of the backward loop.
+
+What the derivative reads of the step's work comes from the forward loop's rows, not
+from computing the step again: its states and per-step outputs, and its *residuals*,
+the results of the step's matrix products that the derivative reads. For residuals the
+gradient builds the forward node once more with them as extra per-step outputs (the
+same inner graph and inputs); the rewrite ``local_scan_subsume`` makes the loop that
+computes the cost that same node, so the forward loop runs once (Theano and PyTensor
+compute the products again in the backward step).
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ import operator
 
 from theano_dag import tensor as tt
 from theano_dag.gradient.reverse import grad
-from theano_dag.graph.basic import ancestors, clone_replace
+from theano_dag.graph.basic import ancestors, clone_replace, io_toposort
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type, grad_not_implemented
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["scan_grad"]
 
@@ -48,6 +58,70 @@ def _vjp(outputs, wrt, cotangents):
         return [tt.zeros_like(w) for w in wrt]
     cost = functools.reduce(operator.add, [(o * c).sum() for o, c in zip(outputs, cotangents)])
     return grad(cost, wrt, disconnected_inputs="ignore", return_disconnected="zero")
+
+
+# The ops whose results the forward loop stores for the backward step (residuals): the
+# costly ones whose rows have one shape at every step. Everything else (elementwise work,
+# views, a loop nested in the step: scan_checkpoints recomputes on purpose) the backward
+# step computes again from the rows it reads.
+STORED_OPS = (Dot,)
+
+
+def _residuals(op, terms, stops):
+    """The forward step's variables the backward step should read stored, not compute.
+
+    Walks the derivative ``terms`` up to the forward step's inputs and ``stops`` (what
+    the forward loop stores anyway): a variable of the step that depends on its
+    sequences or states and comes from a node in ``STORED_OPS`` is a residual (the
+    walk stops there). Loop-invariant nodes are left to be computed (hoisted) again.
+    """
+    n_taps = sum(len(t) for t in op.state_taps)
+    variant = set(op.inner_inputs[: op.n_seqs + n_taps + op.n_carry])
+    fwd_nodes = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
+    for node in fwd_nodes:
+        if any(i in variant for i in node.inputs):
+            variant.update(node.outputs)
+    computed = {o for node in fwd_nodes for o in node.outputs}
+    found, seen, todo = [], set(stops), list(terms)
+    while todo:
+        v = todo.pop()
+        if v in seen or v.owner is None:
+            continue
+        seen.add(v)
+        if (
+            v in computed
+            and v in variant
+            and isinstance(v.owner.op, STORED_OPS)
+            and isinstance(v.type, TensorType)
+        ):
+            found.append(v)
+            continue
+        todo.extend(v.owner.inputs)
+    order = {o: k for k, node in enumerate(fwd_nodes) for o in node.outputs}
+    return sorted(found, key=order.__getitem__)
+
+
+def _with_residuals(op, inputs, residuals):
+    """The forward node again, with ``residuals`` as extra per-step outputs after its
+    own: ``(outputs laid out as the op's, the residuals' rows)``."""
+    nst, nit = op.n_states, op.n_nitsot
+    outs = list(op.inner_outputs)
+    fwd = type(op)(
+        op.inner_inputs,
+        [*outs[: nst + nit], *residuals, *outs[nst + nit :]],
+        n_seqs=op.n_seqs,
+        state_taps=op.state_taps,
+        n_nitsot=nit + len(residuals),
+        has_until=op.has_until,
+        truncate_gradient=op.truncate_gradient,
+        mode=op.mode,
+        name=op.name,
+        store=op.store,
+        n_carry=op.n_carry,
+    )
+    res = fwd(*inputs, return_list=True)
+    k = nst + nit
+    return [*res[:k], *res[k + len(residuals) :]], res[k : k + len(residuals)]
 
 
 def _not_implemented(op, inputs, why):
@@ -158,11 +232,18 @@ def scan_grad(op, inputs, outputs, output_grads):
     terms = _vjp(outs_f, wrt, cots)
     # A gradient that reads what the step computed (tanh's does) reads the forward
     # loop's stored rows instead of computing the step again.
+    residuals = []
+    if terms and not op.n_carry:  # (a random draw is not stored: see the check below)
+        residuals = _residuals(op, terms, [*fwd_state_outs, *fwd_nit_outs, *cots])
+    res_rows = []
+    if residuals:
+        outputs, res_rows = _with_residuals(op, inputs, residuals)
     used = set(ancestors(terms)) if terms else set()
     stored = [
         (o, outputs[k][op.mintaps[k] : op.mintaps[k] + n]) for k, o in enumerate(fwd_state_outs)
     ]
     stored += [(o, outputs[nst + j][:n]) for j, o in enumerate(fwd_nit_outs)]
+    stored += [(o, rows[:n]) for o, rows in zip(residuals, res_rows)]
     for o, rows in stored:
         if o.owner is None or o not in used or o in replace:
             continue

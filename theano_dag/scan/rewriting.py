@@ -6,6 +6,24 @@
   step no longer reads are dropped.
 - ``local_scan_remove_unused_inputs``: sequences and non-sequences the step does not
   read are not sliced or passed (a gradient loop often leaves some).
+- ``local_scan_subsume`` (useless and canonicalize): a loop whose node the gradient built
+  again with extra per-step outputs (its residuals, :mod:`~theano_dag.scan.grad`) is
+  that other node: the forward loop runs once, for the cost and for the gradient.
+- ``local_scan_push_out_seq_dot``: a product of a sequence's row by a non-sequence
+  matrix (an RNN's input projection ``x_t @ W``) is one product over all the steps'
+  rows before the loop, read by the step as a sequence: one large matrix product instead
+  of ``n_steps`` small ones (PyTensor's ``push_out_seq`` does this for elementwise work
+  only; JAX users write it by hand).
+- ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
+  is (what the two rewrites above leave of a stored input projection) is that sequence.
+- ``local_scan_push_out_dot_sum``: a state that only accumulates products
+  ``acc + a_t.T @ b_t`` and of which only the last value is read (a weight's gradient in
+  backpropagation through time) becomes one product after the loop,
+  ``acc_0 + A.T @ B`` over the rows of all the steps (``A``, ``B`` sequences or per-step
+  outputs): one large product instead of ``n_steps`` small ones and additions into the
+  accumulator (PyTensor's ``push_out_add``).
+- ``local_scan_remove_unused_nitsot``: per-step outputs nothing reads are not computed
+  (a gradient loop's sequence gradients, when only the weights' are asked for).
 - ``local_scan_merge``: two loops over the same number of steps, neither reading the
   other, become one loop (Theano's ``ScanMerge``): one pass over the steps, one inner
   call per step.
@@ -20,25 +38,34 @@
 
 from __future__ import annotations
 
+from theano_dag import tensor as tt
 from theano_dag.graph.basic import (
     Constant,
+    ancestors,
     clone_replace,
     graph_inputs,
     io_toposort,
     is_in_ancestors,
 )
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.opt.optdb import register_canonicalize, register_specialize
+from theano_dag.opt.optdb import register_canonicalize, register_specialize, register_useless
 from theano_dag.scan.op import Scan
 from theano_dag.scan.step_kernels import local_elemwise_as_kernel
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.math import Dot
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType
 
 __all__ = [
     "local_scan_hoist_invariants",
     "local_scan_merge",
+    "local_scan_nitsot_of_sequence",
+    "local_scan_push_out_dot_sum",
+    "local_scan_push_out_seq_dot",
     "local_scan_remove_unused_inputs",
+    "local_scan_remove_unused_nitsot",
     "local_scan_save_memory",
+    "local_scan_subsume",
     "local_elemwise_as_kernel",
 ]
 
@@ -304,3 +331,267 @@ def local_scan_merge(fgraph, node):
     replace = dict(zip(node.outputs, new_first))
     replace.update(zip(other.outputs, new_second))
     return replace
+
+
+def _extends(small, big):
+    """Whether Scan op ``big`` is ``small`` with extra per-step outputs after its own
+    (the same inner inputs and outputs, the same variables)."""
+    a, b = small, big
+    if a.inner_inputs != b.inner_inputs or b.n_nitsot < a.n_nitsot:
+        return False
+    same = ("n_seqs", "state_taps", "has_until", "truncate_gradient", "mode", "store", "n_carry")
+    if any(getattr(a, k) != getattr(b, k) for k in same):
+        return False
+    k = a.n_states + a.n_nitsot
+    extra = b.n_nitsot - a.n_nitsot
+    return a.inner_outputs[:k] == b.inner_outputs[:k] and (
+        a.inner_outputs[k:] == b.inner_outputs[k + extra :]
+    )
+
+
+@register_useless
+@local_optimizer([Scan])
+def local_scan_subsume(fgraph, node):
+    """Make ``node`` the loop that computes the same with more outputs (see the module)."""
+    # Scan_a(inputs), Scan_ab(inputs) with Scan_ab = Scan_a + outputs -> Scan_ab
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    for client, _ in fgraph.clients.get(node.inputs[0], []):
+        if (
+            client == "output"
+            or client is node
+            or not isinstance(client.op, Scan)
+            or client.inputs != node.inputs
+            or not _extends(op, client.op)
+        ):
+            continue
+        k = op.n_states + op.n_nitsot
+        extra = client.op.n_nitsot - op.n_nitsot
+        return [*client.outputs[:k], *client.outputs[k + extra :]]
+    return None
+
+
+def _like(x, var):
+    """``x`` with the type of ``var`` (dtype, broadcastable pattern)."""
+    if x.type.dtype != var.type.dtype:
+        x = tt.cast(x, var.type.dtype)
+    if x.type.broadcastable != var.type.broadcastable:
+        x = tt.patternbroadcast(x, var.type.broadcastable)
+    return x
+
+
+def _rows_of(x):
+    """``x`` of 3 dimensions (steps, rows, columns) as a matrix of all the rows."""
+    return tt.reshape(x, (x.shape[0] * x.shape[1], x.shape[2]), ndim=2)
+
+
+def _rebuild(op, inner_inputs, inner_outputs, n_seqs, n_nitsot, state_taps=None, store=None):
+    """A Scan like ``op`` with new inner inputs and outputs (and their counts)."""
+    return Scan(
+        inner_inputs,
+        inner_outputs,
+        n_seqs=n_seqs,
+        state_taps=op.state_taps if state_taps is None else state_taps,
+        n_nitsot=n_nitsot,
+        has_until=op.has_until,
+        truncate_gradient=op.truncate_gradient,
+        mode=op.mode,
+        name=op.name,
+        store=op.store if store is None else store,
+        n_carry=op.n_carry,
+    )
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_push_out_seq_dot(fgraph, node):
+    """One product before the loop for the steps' ``x_t @ W`` (see the module)."""
+    # Scan(step(dot(x_t, W)), X, W) -> Scan(step(p_t), P) with P = dot(X[:n], W) by rows
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    n_in = len(op.inner_inputs)
+    seq_vars = list(op.inner_inputs[: op.n_seqs])
+    ns_vars = list(op.inner_inputs[n_in - op.n_nonseqs :])
+    found = []
+    for inner in io_toposort(list(op.inner_inputs), list(op.inner_outputs)):
+        if not isinstance(inner.op, Dot):
+            continue
+        x, w = inner.inputs
+        if x in seq_vars and w in ns_vars and w.ndim == 2 and x.ndim in (1, 2):
+            found.append(inner)
+    if not found:
+        return None
+    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
+    holders, outer = [], []
+    for inner in found:
+        x, w = inner.inputs
+        rows = seqs[seq_vars.index(x)][:n_steps]
+        w_out = nonseqs[ns_vars.index(w)]
+        if x.ndim == 1:
+            product = tt.dot(rows, w_out)
+        else:
+            flat = tt.dot(_rows_of(rows), w_out)
+            product = tt.reshape(flat, (rows.shape[0], rows.shape[1], w_out.shape[1]), ndim=3)
+        out = inner.outputs[0]
+        holder = out.type(f"{x.name or 'x'}_dot")
+        holders.append(holder)
+        outer.append(_like(product, tt.TensorType(out.type.dtype, (False, *out.broadcastable))()))
+    new_outs = clone_replace(
+        list(op.inner_outputs), {n.outputs[0]: h for n, h in zip(found, holders)}
+    )
+    new_op = _rebuild(
+        op,
+        [*seq_vars, *holders, *op.inner_inputs[op.n_seqs :]],
+        new_outs,
+        n_seqs=op.n_seqs + len(holders),
+        n_nitsot=op.n_nitsot,
+    )
+    return new_op(n_steps, *seqs, *outer, *inits, *carries, *nonseqs, return_list=True)
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_nitsot_of_sequence(fgraph, node):
+    """A per-step output that is a sequence's row is that sequence (see the module)."""
+    # Scan(outputs=[..., x_t]) -> X[:n]
+    op = node.op
+    if not isinstance(op, Scan) or op.has_until:
+        return None
+    nst, nit = op.n_states, op.n_nitsot
+    seq_vars = list(op.inner_inputs[: op.n_seqs])
+    gone = [j for j in range(nit) if op.inner_outputs[nst + j] in seq_vars]
+    if not gone:
+        return None
+    n_steps, seqs, *_ = op.split_outer(node.inputs)
+    outs = list(op.inner_outputs)
+    kept = [o for j, o in enumerate(outs) if j - nst not in gone]
+    new_op = _rebuild(op, op.inner_inputs, kept, n_seqs=op.n_seqs, n_nitsot=nit - len(gone))
+    res = iter(new_op(*node.inputs, return_list=True))
+    replace = {}
+    for j, old in enumerate(node.outputs):
+        if j - nst in gone:
+            seq = seqs[seq_vars.index(outs[j])][:n_steps]
+            replace[old] = _like(seq, old)
+        else:
+            replace[old] = next(res)
+    return replace
+
+
+def _dot_sum_term(op, acc_in, out):
+    """``(a_t, b_t)`` when the state's step is ``acc + dot(a_t.T, b_t)`` (``a_t`` and
+    ``b_t`` matrices that do not read ``acc``), else None."""
+    if out.owner is None or not isinstance(out.owner.op, Elemwise):
+        return None
+    if getattr(out.owner.op.scalar_op, "name", None) != "add" or len(out.owner.inputs) != 2:
+        return None
+    a, b = out.owner.inputs
+    term = b if a is acc_in else a if b is acc_in else None
+    if term is None or term.owner is None or not isinstance(term.owner.op, Dot):
+        return None
+    at, bt = term.owner.inputs
+    if not (
+        at.owner is not None
+        and isinstance(at.owner.op, DimShuffle)
+        and at.owner.op.new_order == (1, 0)
+        and bt.ndim == 2
+    ):
+        return None
+    a_t = at.owner.inputs[0]
+    if out.type.dtype != term.type.dtype or acc_in in ancestors([a_t, bt]):
+        return None
+    return a_t, bt
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_push_out_dot_sum(fgraph, node):
+    """Accumulated products become one product after the loop (see the module)."""
+    # Scan(acc + dot(a_t.T, b_t))[-1] -> acc_0[-1] + dot(rows(A).T, rows(B))
+    op = node.op
+    if not isinstance(op, Scan) or op.has_until:
+        return None
+    nst, nit = op.n_states, op.n_nitsot
+    taps = op.inner_tap_inputs()
+    inner_nodes = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
+    readers = {}
+    for inner in inner_nodes:
+        for i in inner.inputs:
+            readers.setdefault(i, set()).add(inner)
+    found = {}
+    for k in range(nst):
+        if op.state_taps[k] != (-1,):
+            continue
+        acc_in, out = taps[k][0], op.inner_outputs[k]
+        pair = _dot_sum_term(op, acc_in, out)
+        if pair is None or readers.get(acc_in) != {out.owner} or out in op.inner_outputs[nst:]:
+            continue
+        if any(o is out for j, o in enumerate(op.inner_outputs) if j != k):
+            continue
+        clients = fgraph.clients.get(node.outputs[k], [])
+        if not clients or any(_rows_from_end(c) != 1 for c, _ in clients):
+            continue
+        found[k] = (pair, [c for c, _ in clients])
+    if not found:
+        return None
+    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
+    seq_vars = list(op.inner_inputs[: op.n_seqs])
+    outs = list(op.inner_outputs)
+    new_nits = []  # inner variables made per-step outputs
+    for (a_t, b_t), _ in found.values():
+        for v in (a_t, b_t):
+            if v not in seq_vars and v not in outs[nst : nst + nit] and v not in new_nits:
+                new_nits.append(v)
+    keep = [k for k in range(nst) if k not in found]
+    dropped = {taps[k][0] for k in found}
+    n_tap_inputs = sum(len(t) for t in op.state_taps)
+    new_op = _rebuild(
+        op,
+        [
+            *seq_vars,
+            *(v for v in op.inner_inputs[op.n_seqs : op.n_seqs + n_tap_inputs] if v not in dropped),
+            *op.inner_inputs[op.n_seqs + n_tap_inputs :],
+        ],
+        [*(outs[k] for k in keep), *outs[nst : nst + nit], *new_nits, *outs[nst + nit :]],
+        n_seqs=op.n_seqs,
+        n_nitsot=nit + len(new_nits),
+        state_taps=[op.state_taps[k] for k in keep],
+        store=[op.store[k] for k in keep],
+    )
+    res = new_op(n_steps, *seqs, *(inits[k] for k in keep), *carries, *nonseqs, return_list=True)
+    new_states, rest = res[: len(keep)], res[len(keep) :]
+    new_nit_rows = rest[nit : nit + len(new_nits)]
+    replace = dict(zip((node.outputs[k] for k in keep), new_states))
+    replace.update(zip(node.outputs[nst:], [*rest[:nit], *rest[nit + len(new_nits) :]]))
+
+    def all_rows(v):
+        if v in seq_vars:
+            return seqs[seq_vars.index(v)][:n_steps]
+        if v in new_nits:
+            return new_nit_rows[new_nits.index(v)]
+        return rest[outs[nst : nst + nit].index(v)]
+
+    for k, ((a_t, b_t), clients) in found.items():
+        total = inits[k][-1] + tt.dot(_rows_of(all_rows(a_t)).T, _rows_of(all_rows(b_t)))
+        for client in clients:
+            replace[client.outputs[0]] = _like(total, client.outputs[0])
+    return replace
+
+
+@register_canonicalize
+@local_optimizer([Scan])
+def local_scan_remove_unused_nitsot(fgraph, node):
+    """Drop the per-step outputs nothing reads (see the module)."""
+    # Scan(outputs=[..., y_unused]) -> Scan(outputs=[...])
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    nst, nit = op.n_states, op.n_nitsot
+    unused = [j for j in range(nit) if not fgraph.clients.get(node.outputs[nst + j])]
+    if not unused:
+        return None
+    kept = [o for j, o in enumerate(op.inner_outputs) if j - nst not in unused]
+    new_op = _rebuild(op, op.inner_inputs, kept, n_seqs=op.n_seqs, n_nitsot=nit - len(unused))
+    res = iter(new_op(*node.inputs, return_list=True))
+    return {old: next(res) for j, old in enumerate(node.outputs) if j - nst not in unused}
