@@ -479,6 +479,23 @@ def local_scan_nitsot_of_sequence(fgraph, node):
     return replace
 
 
+def _last_row_reads(fgraph, buffer, m):
+    """The nodes reading ``buffer[-1]`` or ``buffer[m:][-1]`` when those are all its
+    reads, else None."""
+    found = []
+    for client, _ in fgraph.clients.get(buffer, []):
+        if _rows_from_end(client) == 1:
+            found.append(client)
+            continue
+        if not _is_steps_slice(client, m):
+            return None
+        grandchildren = [c for c, _ in fgraph.clients.get(client.outputs[0], [])]
+        if not grandchildren or any(_rows_from_end(c) != 1 for c in grandchildren):
+            return None
+        found.extend(grandchildren)
+    return found or None
+
+
 def _dot_sum_term(op, acc_in, out):
     """``(a_t, b_t)`` when the state's step is ``acc + dot(a_t.T, b_t)`` (``a_t`` and
     ``b_t`` matrices that do not read ``acc``), else None."""
@@ -529,10 +546,9 @@ def local_scan_push_out_dot_sum(fgraph, node):
             continue
         if any(o is out for j, o in enumerate(op.inner_outputs) if j != k):
             continue
-        clients = fgraph.clients.get(node.outputs[k], [])
-        if not clients or any(_rows_from_end(c) != 1 for c, _ in clients):
-            continue
-        found[k] = (pair, [c for c, _ in clients])
+        clients = _last_row_reads(fgraph, node.outputs[k], op.mintaps[k])
+        if clients:
+            found[k] = (pair, clients)
     if not found:
         return None
     n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
