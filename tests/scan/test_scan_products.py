@@ -268,3 +268,34 @@ def test_unused_per_step_outputs_are_not_computed():
     (node,) = _scans(f)
     assert node.op.n_nitsot == 1
     np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) ** 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_of_slices_tiling_an_axis_is_a_join(dtype):
+    z = tt.TensorType(dtype, shape=(None, None))("z")
+    # The gates of an LSTM: four slices of z along axis 1, each through its own function.
+    cost = tt.sigmoid(z[:, :2]).sum() + (tt.tanh(z[:, 2:5]) ** 2).sum() + (z[:, 5:] * 3).sum()
+    g = theano_dag.grad(cost, z)
+    f = theano_dag.function([z], g, mode=CPU)
+    ops = [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+    assert "Join" in ops and "IncSubtensor" not in ops, ops
+    zv = RNG.normal(size=(3, 7)).astype(dtype)
+    s = _sigmoid(zv[:, :2])
+    want = np.concatenate(
+        [s * (1 - s), 2 * np.tanh(zv[:, 2:5]) * (1 - np.tanh(zv[:, 2:5]) ** 2),
+         np.full((3, 2), 3.0)], axis=1)  # fmt: skip
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(f(zv), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(f(zv), theano_dag.function([z], g, mode=REF)(zv), rtol=tol)
+
+
+def test_slices_that_do_not_tile_the_axis_stay_increments():
+    z = tt.dmatrix("z")
+    # Columns 2:3 are read by no slice: the gradient there is zero, no join of the others.
+    g = theano_dag.grad(tt.sin(z[:, :2]).sum() + tt.cos(z[:, 3:]).sum(), z)
+    f = theano_dag.function([z], g, mode=CPU)
+    assert "Join" not in [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+    zv = RNG.normal(size=(2, 5))
+    want = np.concatenate([np.cos(zv[:, :2]), np.zeros((2, 1)), -np.sin(zv[:, 3:])], axis=1)
+    np.testing.assert_allclose(f(zv), want, rtol=1e-12)
+    verify_grad(lambda z: tt.sin(z[:, :2]).sum() + tt.cos(z[:, 2:]).sum(), [zv], rng=RNG)

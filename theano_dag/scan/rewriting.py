@@ -24,6 +24,11 @@
   accumulator (PyTensor's ``push_out_add``).
 - ``local_scan_remove_unused_nitsot``: per-step outputs nothing reads are not computed
   (a gradient loop's sequence gradients, when only the weights' are asked for).
+- ``local_add_of_slices_to_join``: the gradient of a value read by slices that tile an
+  axis (an LSTM's four gates, ``z[:, :H]``, ``z[:, H:2H]``, ...) is a sum of increments
+  of zeros, one per slice; it is the slices' gradients joined on that axis (no zero
+  buffers, one write per element). Not about loops alone, but what a recurrent step's
+  gradient is made of.
 - ``local_scan_merge``: two loops over the same number of steps, neither reading the
   other, become one loop (Theano's ``ScanMerge``): one pass over the steps, one inner
   call per step.
@@ -51,12 +56,14 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.optdb import register_canonicalize, register_specialize, register_useless
 from theano_dag.scan.op import Scan
 from theano_dag.scan.step_kernels import local_elemwise_as_kernel
+from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.subtensor import Subtensor
+from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 from theano_dag.tensor.type import TensorType
 
 __all__ = [
+    "local_add_of_slices_to_join",
     "local_scan_hoist_invariants",
     "local_scan_merge",
     "local_scan_nitsot_of_sequence",
@@ -611,3 +618,72 @@ def local_scan_remove_unused_nitsot(fgraph, node):
     new_op = _rebuild(op, op.inner_inputs, kept, n_seqs=op.n_seqs, n_nitsot=nit - len(unused))
     res = iter(new_op(*node.inputs, return_list=True))
     return {old: next(res) for j, old in enumerate(node.outputs) if j - nst not in unused}
+
+
+FULL_SLICE = ("slice", False, False, False)
+
+
+def _zeros_source(x):
+    """What decides the shape of ``x`` when ``x`` is zeros (``second(z, 0)``: ``z``;
+    ``alloc(0, *shape)``: the shape), else None."""
+    try:
+        if get_scalar_constant_value(x) != 0:
+            return None
+    except NotScalarConstantError:
+        return None
+    if x.owner is None:
+        return None
+    if isinstance(x.owner.op, Elemwise):
+        return x.owner.inputs[0]
+    return tuple(x.owner.inputs[1:])
+
+
+def _slice_piece(var):
+    """``(source, axis, start, stop, value)`` when ``var`` is zeros with one slice along
+    one axis set or incremented by ``value`` (constant bounds, ``stop`` None to the
+    end), else None."""
+    node = var.owner
+    if node is None or not isinstance(node.op, IncSubtensor):
+        return None
+    x, y, *bounds = node.inputs
+    source = _zeros_source(x)
+    idx = node.op.idx_list
+    cut = [d for d, e in enumerate(idx) if e != FULL_SLICE]
+    if source is None or len(cut) != 1 or y.ndim != x.ndim:
+        return None
+    (axis,) = cut
+    kind, has_start, has_stop, has_step = idx[axis]
+    if kind != "slice" or has_step or y.broadcastable != x.broadcastable:
+        return None
+    try:
+        vals = [int(get_scalar_constant_value(b)) for b in bounds]
+    except NotScalarConstantError:
+        return None
+    it = iter(vals)
+    start = next(it) if has_start else 0
+    stop = next(it) if has_stop else None
+    if start < 0 or (stop is not None and stop <= start):
+        return None
+    return source, axis, start, stop, y
+
+
+@register_canonicalize
+@local_optimizer([Elemwise])
+def local_add_of_slices_to_join(fgraph, node):
+    """The sum of zeros with slices tiling an axis set is their join (see the module)."""
+    # inc(zeros, a, [:, :H]) + inc(zeros, b, [:, H:]) -> join(1, a, b)
+    if getattr(node.op.scalar_op, "name", None) != "add" or len(node.inputs) < 2:
+        return None
+    pieces = [_slice_piece(v) for v in node.inputs]
+    found = [p for p in pieces if p is not None]
+    if len(found) < 2 or len({(p[0], p[1]) for p in found}) != 1:
+        return None
+    found.sort(key=lambda p: p[2])
+    ends = [p[3] for p in found]
+    starts = [p[2] for p in found]
+    if starts[0] != 0 or ends[-1] is not None or ends[:-1] != starts[1:]:
+        return None  # not a tiling of the axis
+    out = node.outputs[0]
+    joined = tt.join(found[0][1], *(tt.cast(p[4], out.dtype) for p in found))
+    rest = [v for v, p in zip(node.inputs, pieces) if p is None]
+    return [_like(tt.add(joined, *rest) if rest else joined, out)]
