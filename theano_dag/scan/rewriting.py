@@ -549,7 +549,8 @@ def local_scan_push_out_dot_sum(fgraph, node):
             continue
         acc_in, out = taps[k][0], op.inner_outputs[k]
         pair = _dot_sum_term(op, acc_in, out)
-        if pair is None or readers.get(acc_in) != {out.owner} or out in op.inner_outputs[nst:]:
+        # The accumulator is read by its own sum alone, and the sum is no other output.
+        if pair is None or readers.get(acc_in) != {out.owner}:
             continue
         if any(o is out for j, o in enumerate(op.inner_outputs) if j != k):
             continue
