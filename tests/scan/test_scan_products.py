@@ -111,6 +111,9 @@ def test_lstm_gradient_runs_one_forward_loop_and_no_product_twice(dtype):
     # step computes dz @ U.T alone (no product of the forward step again, the weights'
     # gradients are products after the loop).
     assert forward.op.n_states == 2 and backward.op.name == "grad_of_scan"
+    # The backward loop carries h's and c's cotangents only: the weights' and the bias's
+    # gradients are sums after it.
+    assert backward.op.n_states == 2
     assert len(_products(forward.op)) == 1
     assert len(_products(backward.op)) == 1
     values = _lstm_values(dtype)
@@ -259,6 +262,27 @@ def test_a_sum_of_products_of_sequence_rows_reads_the_sequences():
     assert not _scans(f)  # nothing left for a loop to do
     av, bv = RNG.normal(size=(5, 4, 3)), RNG.normal(size=(5, 4, 2))
     np.testing.assert_allclose(f(av, bv), np.einsum("tki,tkj->ij", av, bv), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_accumulated_row_sums_become_one_sum_after_the_loop(dtype):
+    g = tt.TensorType(dtype, shape=(None, None, None))("g")
+    acc0 = tt.TensorType(dtype, shape=(None,))("acc0")
+    # A bias's gradient: acc + the sum over the batch of each step's rows (the LSTM's
+    # gradient has the sum under DimShuffles, test_lstm_gradient_runs_one_forward_loop...).
+    accs, _ = scan(
+        lambda g_t, acc: acc + tt.exp(g_t).sum(axis=0),
+        sequences=g,
+        outputs_info=acc0,
+    )
+    f = theano_dag.function([g, acc0], accs[-1], mode=CPU)
+    (node,) = _scans(f)
+    assert node.op.n_states == 0 and node.op.n_nitsot == 1
+    gv, a0 = RNG.normal(size=(4, 3, 2)).astype(dtype), RNG.normal(size=2).astype(dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(f(gv, a0), a0 + np.exp(gv).sum(axis=(0, 1)), rtol=tol)
+    want = theano_dag.function([g, acc0], accs[-1], mode=REF)(gv, a0)
+    np.testing.assert_allclose(f(gv, a0), want, rtol=tol)
 
 
 def test_unused_per_step_outputs_are_not_computed():

@@ -21,7 +21,8 @@
   backpropagation through time) becomes one product after the loop,
   ``acc_0 + A.T @ B`` over the rows of all the steps (``A``, ``B`` sequences or per-step
   outputs): one large product instead of ``n_steps`` small ones and additions into the
-  accumulator (PyTensor's ``push_out_add``).
+  accumulator (PyTensor's ``push_out_add``). Likewise ``acc + sum(g_t, axis=0)`` (a
+  bias's gradient) is one sum over the rows of all the steps.
 - ``local_scan_remove_unused_nitsot``: per-step outputs nothing reads are not computed
   (a gradient loop's sequence gradients, when only the weights' are asked for).
 - ``local_add_of_slices_to_join``: the gradient of a value read by slices that tile an
@@ -57,7 +58,7 @@ from theano_dag.opt.optdb import register_canonicalize, register_specialize, reg
 from theano_dag.scan.op import Scan
 from theano_dag.scan.step_kernels import local_elemwise_as_kernel
 from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
-from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise, Sum
 from theano_dag.tensor.math import Dot
 from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 from theano_dag.tensor.type import TensorType
@@ -503,29 +504,53 @@ def _last_row_reads(fgraph, buffer, m):
     return found or None
 
 
+def _dot_total(a_rows, b_rows):
+    # sum_t a_t.T @ b_t over all the steps' rows
+    return tt.dot(_rows_of(a_rows).T, _rows_of(b_rows))
+
+
 def _dot_sum_term(op, acc_in, out):
-    """``(a_t, b_t)`` when the state's step is ``acc + dot(a_t.T, b_t)`` (``a_t`` and
-    ``b_t`` matrices that do not read ``acc``), else None."""
+    """``(per-step values, total)`` when the state's step is ``acc + dot(a_t.T, b_t)``
+    (``a_t``, ``b_t`` matrices) or ``acc + sum(g_t, axis=0)`` (``g_t`` a matrix, the sum
+    maybe under DimShuffles) with terms that do not read ``acc``; ``total`` gives the
+    sum over the steps from the values' stacked rows. Else None."""
     if out.owner is None or not isinstance(out.owner.op, Elemwise):
         return None
     if getattr(out.owner.op.scalar_op, "name", None) != "add" or len(out.owner.inputs) != 2:
         return None
     a, b = out.owner.inputs
     term = b if a is acc_in else a if b is acc_in else None
-    if term is None or term.owner is None or not isinstance(term.owner.op, Dot):
+    if term is None or term.owner is None or out.type.dtype != term.type.dtype:
         return None
-    at, bt = term.owner.inputs
-    if not (
-        at.owner is not None
-        and isinstance(at.owner.op, DimShuffle)
-        and at.owner.op.new_order == (1, 0)
-        and bt.ndim == 2
-    ):
+    if isinstance(term.owner.op, Dot):
+        at, bt = term.owner.inputs
+        if not (
+            at.owner is not None
+            and isinstance(at.owner.op, DimShuffle)
+            and at.owner.op.new_order == (1, 0)
+            and bt.ndim == 2
+        ):
+            return None
+        values, total = (at.owner.inputs[0], bt), _dot_total
+    else:
+        summed = term
+        while summed.owner is not None and isinstance(summed.owner.op, DimShuffle):
+            summed = summed.owner.inputs[0]
+        if summed.owner is None or not isinstance(summed.owner.op, Sum):
+            return None
+        (g_t,) = summed.owner.inputs
+        if summed.owner.op.axis != (0,) or g_t.ndim != 2:
+            return None
+
+        def total(g_rows):
+            # sum_t sum(g_t, axis=0) over all the steps' rows, under the same DimShuffles
+            whole = _like(tt.sum(g_rows, axis=(0, 1)), summed)
+            return clone_replace([term], {summed: whole})[0]
+
+        values = (g_t,)
+    if acc_in in ancestors(list(values)):
         return None
-    a_t = at.owner.inputs[0]
-    if out.type.dtype != term.type.dtype or acc_in in ancestors([a_t, bt]):
-        return None
-    return a_t, bt
+    return values, total
 
 
 @register_canonicalize
@@ -533,6 +558,7 @@ def _dot_sum_term(op, acc_in, out):
 def local_scan_push_out_dot_sum(fgraph, node):
     """Accumulated products become one product after the loop (see the module)."""
     # Scan(acc + dot(a_t.T, b_t))[-1] -> acc_0[-1] + dot(rows(A).T, rows(B))
+    # Scan(acc + sum(g_t, 0))[-1] -> acc_0[-1] + sum(G, (0, 1))
     op = node.op
     if not isinstance(op, Scan) or op.has_until:
         return None
@@ -563,8 +589,8 @@ def local_scan_push_out_dot_sum(fgraph, node):
     seq_vars = list(op.inner_inputs[: op.n_seqs])
     outs = list(op.inner_outputs)
     new_nits = []  # inner variables made per-step outputs
-    for (a_t, b_t), _ in found.values():
-        for v in (a_t, b_t):
+    for (values, _), _ in found.values():
+        for v in values:
             if v not in seq_vars and v not in outs[nst : nst + nit] and v not in new_nits:
                 new_nits.append(v)
     keep = [k for k in range(nst) if k not in found]
@@ -596,8 +622,8 @@ def local_scan_push_out_dot_sum(fgraph, node):
             return new_nit_rows[new_nits.index(v)]
         return rest[outs[nst : nst + nit].index(v)]
 
-    for k, ((a_t, b_t), clients) in found.items():
-        total = inits[k][-1] + tt.dot(_rows_of(all_rows(a_t)).T, _rows_of(all_rows(b_t)))
+    for k, ((values, sum_of), clients) in found.items():
+        total = inits[k][-1] + sum_of(*(all_rows(v) for v in values))
         for client in clients:
             replace[client.outputs[0]] = _like(total, client.outputs[0])
     return replace
