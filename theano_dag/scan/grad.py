@@ -157,7 +157,8 @@ def scan_grad(op, inputs, outputs, output_grads):
     ]
     g_bufs, g_nits = g_outs[:nst], g_outs[nst:]
     steps = n if op.truncate_gradient < 0 else tt.minimum(n, op.truncate_gradient)
-    start = n - steps
+    # Without truncation the backward loop starts at step 0: a constant, simpler slices.
+    start = n - steps if op.truncate_gradient >= 0 else 0
 
     fwd_seqs = list(op.inner_inputs[: op.n_seqs])
     fwd_taps = op.inner_tap_inputs()
@@ -165,9 +166,9 @@ def scan_grad(op, inputs, outputs, output_grads):
     fwd_state_outs = list(op.inner_outputs[:nst])
     fwd_nit_outs = list(op.inner_outputs[nst : nst + op.n_nitsot])
 
-    def rev(x):
-        # rows start .. n-1 of x, last first
-        return x[start:n][::-1]
+    def rev(x, at=0):
+        # rows at+start .. at+n-1 of x, last first (one slice, then the reversal)
+        return x[at + start : at + n][::-1]
 
     # The backward loop's sequences: the forward rows, the states' taps as they were
     # read, and the cotangents of what each step wrote.
@@ -182,13 +183,13 @@ def scan_grad(op, inputs, outputs, output_grads):
         for tap, v in zip(taps, tap_vars):
             replace[v] = v.type(v.name)
             b_seqs.append(replace[v])
-            b_seq_outer.append(rev(outputs[k][m + tap : m + tap + n]))
+            b_seq_outer.append(rev(outputs[k], m + tap))
     g_state_rows = []
     for k in range(nst):
         row = fwd_taps[k][0].type("g_state")
         g_state_rows.append(row)
         b_seqs.append(row)
-        b_seq_outer.append(rev(g_bufs[k][op.mintaps[k] :]))
+        b_seq_outer.append(rev(g_bufs[k], op.mintaps[k]))
     g_nit_rows = []
     for j, out in enumerate(fwd_nit_outs):
         row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
@@ -239,17 +240,16 @@ def scan_grad(op, inputs, outputs, output_grads):
     if residuals:
         outputs, res_rows = _with_residuals(op, inputs, residuals)
     used = set(ancestors(terms)) if terms else set()
-    stored = [
-        (o, outputs[k][op.mintaps[k] : op.mintaps[k] + n]) for k, o in enumerate(fwd_state_outs)
-    ]
-    stored += [(o, outputs[nst + j][:n]) for j, o in enumerate(fwd_nit_outs)]
-    stored += [(o, rows[:n]) for o, rows in zip(residuals, res_rows)]
-    for o, rows in stored:
+    # (inner variable, the outer rows of it, the row of step 0)
+    stored = [(o, outputs[k], op.mintaps[k]) for k, o in enumerate(fwd_state_outs)]
+    stored += [(o, outputs[nst + j], 0) for j, o in enumerate(fwd_nit_outs)]
+    stored += [(o, rows, 0) for o, rows in zip(residuals, res_rows)]
+    for o, rows, at in stored:
         if o.owner is None or o not in used or o in replace:
             continue
         replace[o] = o.type("out")
         b_seqs.append(replace[o])
-        b_seq_outer.append(rev(rows))
+        b_seq_outer.append(rev(rows, at))
     terms = clone_replace(terms, replace) if terms else []
     carried = set(op.inner_carry_inputs())
     if carried and carried & set(ancestors(terms)):

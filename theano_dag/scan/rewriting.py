@@ -391,7 +391,8 @@ def _like(x, var):
 
 def _rows_of(x):
     """``x`` of 3 dimensions (steps, rows, columns) as a matrix of all the rows."""
-    return tt.reshape(x, (x.shape[0] * x.shape[1], x.shape[2]), ndim=2)
+    # (-1: one shape entry less to compute; the columns fix it even with no rows)
+    return tt.reshape(x, (-1, x.shape[2]), ndim=2)
 
 
 def _rebuild(op, inner_inputs, inner_outputs, n_seqs, n_nitsot, state_taps=None, store=None):
