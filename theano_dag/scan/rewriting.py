@@ -55,9 +55,10 @@ from theano_dag.graph.basic import (
 )
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.optdb import register_canonicalize, register_specialize, register_useless
+from theano_dag.scalar.arith import Second
 from theano_dag.scan.op import Scan
 from theano_dag.scan.step_kernels import local_elemwise_as_kernel
-from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
+from theano_dag.tensor.basic import Alloc, NotScalarConstantError, get_scalar_constant_value
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise, Sum
 from theano_dag.tensor.math import Dot
 from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
@@ -652,18 +653,21 @@ FULL_SLICE = ("slice", False, False, False)
 
 
 def _zeros_source(x):
-    """What decides the shape of ``x`` when ``x`` is zeros (``second(z, 0)``: ``z``;
-    ``alloc(0, *shape)``: the shape), else None."""
+    """What decides the shape of ``x`` when ``x`` is zeros made by ``second(z, 0)``
+    (``z``) or ``alloc(0, *shape)`` (the shape), else None."""
+    node = x.owner
+    if node is None:
+        return None
+    if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Second):
+        source = node.inputs[0]
+    elif isinstance(node.op, Alloc):
+        source = tuple(node.inputs[1:])
+    else:
+        return None
     try:
-        if get_scalar_constant_value(x) != 0:
-            return None
+        return source if get_scalar_constant_value(x) == 0 else None
     except NotScalarConstantError:
         return None
-    if x.owner is None:
-        return None
-    if isinstance(x.owner.op, Elemwise):
-        return x.owner.inputs[0]
-    return tuple(x.owner.inputs[1:])
 
 
 def _slice_piece(var):
