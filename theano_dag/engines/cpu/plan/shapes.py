@@ -3,7 +3,8 @@
 The CPU engine plans memory per *signature* (the tuple of the input shapes).
 For a signature, :func:`infer_shapes` walks the nodes in run order and asks each
 op for its output shapes with plain integer input shapes: a few common ops have
-fast rules here (elementwise broadcasting, ``DimShuffle``, reductions, ``Dot``);
+fast rules here (elementwise broadcasting, ``DimShuffle``, reductions, ``Dot``,
+``Subtensor`` with its indices known);
 every other op answers through its own ``infer_shape``.
 
 ``infer_shape`` may answer with symbolic expressions (``Reshape`` does, from the
@@ -24,6 +25,7 @@ from theano_dag.tensor.blas import Dot22, Dot22Scalar
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Dot
 from theano_dag.tensor.shape import Shape, Shape_i
+from theano_dag.tensor.subtensor import Subtensor
 
 __all__ = ["ShapeError", "infer_shapes", "broadcast_shapes", "evaluate_expression"]
 
@@ -192,6 +194,41 @@ FAST_RULES[Elemwise] = _elemwise
 FAST_RULES[DimShuffle] = _dimshuffle
 FAST_RULES[Dot] = FAST_RULES[Dot22] = FAST_RULES[Dot22Scalar] = _dot
 
+
+def _subtensor(fgraph, node, in_shapes, known):
+    """Basic indexing with integers: Subtensor's own ``infer_shape`` builds a symbolic
+    ``slice_length`` graph per slice and evaluating it cost milliseconds per node (a
+    loop's gradient reads dozens of row ranges). ``None`` when an index is not known
+    before the run; the node then runs unplanned, as through ``infer_shape``."""
+    x_shape = in_shapes[0]
+    values = []
+    for v in node.inputs[1:]:
+        if isinstance(v, Constant):
+            values.append(v.data)
+        elif v in known:
+            values.append(known[v])
+        else:
+            return None
+    it = iter(values)
+    out = []
+    try:
+        for d, entry in enumerate(node.op.idx_list):
+            if entry[0] == "int":
+                i = int(next(it))
+                if not -x_shape[d] <= i < x_shape[d]:
+                    return None  # the run raises numpy's IndexError
+                continue
+            parts = [int(next(it)) if present else None for present in entry[1:]]
+            out.append(len(range(x_shape[d])[slice(*parts)]))
+    except (ValueError, TypeError, IndexError):  # a zero step, a non-integer: the run says
+        return None
+    out.extend(x_shape[len(node.op.idx_list) :])
+    return [tuple(out)]
+
+
+# Rules that read the values known at plan time (index inputs), not only shapes.
+KNOWN_RULES: dict = {Subtensor: _subtensor}
+
 # the op classes whose output is a function of their input's *shape* only
 _SHAPE, _SHAPE_I = Shape, Shape_i
 
@@ -247,7 +284,10 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
         result = None
         if all(s is not None for s in in_shapes):
             rule = FAST_RULES.get(type(op))
-            if rule is not None:
+            known_rule = KNOWN_RULES.get(type(op))
+            if known_rule is not None:
+                result = known_rule(fgraph, node, in_shapes, known)
+            elif rule is not None:
                 try:
                     result = rule(fgraph, node, in_shapes)
                 except ShapeError as e:

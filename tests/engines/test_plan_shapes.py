@@ -1,0 +1,55 @@
+"""The CPU engine's plan-time shapes (``engines.cpu.plan.shapes``) against numpy."""
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.engines.cpu.plan import shapes as plan_shapes
+from theano_dag.graph.basic import io_toposort
+
+SLICES = [
+    (slice(1, None), 0),
+    (slice(None, None, -1),),
+    (slice(-3, None, 2), slice(None, 1)),
+    (slice(7, 2, -2),),
+    (slice(-100, 100),),
+    (slice(5, 1),),
+    (-1, slice(None, None, -3)),
+    (2,),
+]
+
+
+@pytest.mark.parametrize("idx", SLICES, ids=str)
+def test_subtensor_rule_gives_numpys_shape(idx):
+    x = tt.dtensor3("x")
+    y = x[idx]
+    value = np.zeros((9, 4, 3))
+    shapes, _ = plan_shapes.infer_shapes(None, io_toposort([x], [y]), {x: value.shape})
+    assert shapes[y] == value[idx].shape
+    # the rule answers without Subtensor's symbolic infer_shape, and agrees with it
+    node = y.owner
+    assert type(node.op) in plan_shapes.KNOWN_RULES
+    in_shapes = [value.shape] + [()] * (len(node.inputs) - 1)
+    generic = plan_shapes._generic(None, node, in_shapes, {})
+    assert generic == [value[idx].shape]
+
+
+def test_subtensor_rule_with_an_index_known_only_at_run_time_is_unplanned():
+    x, n = tt.dmatrix("x"), tt.lscalar("n")
+    y = x[:n]
+    shapes, _ = plan_shapes.infer_shapes(None, io_toposort([x, n], [y]), {x: (5, 2), n: ()})
+    assert shapes[y] is None
+
+
+def test_subtensor_rule_reads_indices_computed_from_shapes():
+    x = tt.dmatrix("x")
+    y = x[x.shape[0] // 2 :: 2]
+    shapes, _ = plan_shapes.infer_shapes(None, io_toposort([x], [y]), {x: (9, 2)})
+    assert shapes[y] == np.zeros((9, 2))[4::2].shape
+
+
+def test_subtensor_rule_leaves_an_out_of_range_integer_to_the_run():
+    x = tt.dmatrix("x")
+    y = x[7]
+    shapes, _ = plan_shapes.infer_shapes(None, io_toposort([x], [y]), {x: (5, 2)})
+    assert shapes[y] is None
