@@ -22,7 +22,7 @@ from theano_dag.graph.basic_ops import BasicOps
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.tensor.elemwise import DimShuffle
-from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.shape import Rebroadcast, Reshape
 from theano_dag.tensor.subtensor import Subtensor
 
 __all__ = [
@@ -220,6 +220,21 @@ class _DimShuffleImpl(_ViewImpl):
         return [x.view(shape, strides)]
 
 
+class _RebroadcastImpl(_ViewImpl):
+    """The same memory, its broadcastable dimensions checked to have length 1."""
+
+    def run(self, inputs, out):
+        (x,) = inputs
+        op = self.node.op
+        for a, b in op.axis:
+            if b and x.shape[a] != 1:
+                raise ValueError(
+                    f"{op}: dimension {a} of the input has length {x.shape[a]}, expected 1 "
+                    f"(it was declared broadcastable; the input's shape is {x.shape})"
+                )
+        return [x]
+
+
 class _ReshapeImpl(_ViewImpl):
     host_inputs = (1,)
 
@@ -304,6 +319,7 @@ def _install():
     IMPLS[ViewOp] = _IdentityView
     IMPLS[DimShuffle] = _DimShuffleImpl
     IMPLS[Reshape] = _ReshapeImpl
+    IMPLS[Rebroadcast] = _RebroadcastImpl
     IMPLS[Subtensor] = _SubtensorImpl
 
 
