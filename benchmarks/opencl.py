@@ -40,6 +40,8 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.io import Out
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.impl import IMPLS  # no pyopencl needed to import it
+from theano_dag.scan import Scan, scan
 from theano_dag.tensor import nnet
 
 
@@ -165,9 +167,6 @@ def mlp(runs, ocl, ctx):
 
 
 def scan_rnn(steps, runs, ocl, ctx):
-    from theano_dag.engines.opencl.impl import IMPLS  # the device loop, removed for "host"
-    from theano_dag.scan import Scan, scan
-
     rng = np.random.default_rng(2)
     xs = rng.normal(size=(steps, 8)).astype("float32")
     wv = (rng.normal(size=8) * 0.5).astype("float32")
@@ -201,7 +200,7 @@ def scan_rnn(steps, runs, ocl, ctx):
     if ocl is None:
         return
     cases = [("device", compile_for(Mode(linker="opencl")))]
-    saved = IMPLS.pop(Scan)
+    saved = IMPLS.pop(Scan)  # without the device loop: the engine as it was before it
     try:
         cases.append(("host", compile_for(Mode(linker="opencl"))))
     finally:

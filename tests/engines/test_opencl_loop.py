@@ -196,6 +196,17 @@ def test_per_step_outputs_and_a_non_contiguous_initial_state(dtype):
         np.testing.assert_allclose(g, r, rtol=TOL[dtype], atol=TOL[dtype])
 
 
+def test_a_loop_given_no_mode_runs_its_step_on_the_device():
+    x, h0 = tt.dvector("x"), tt.dscalar("h0")
+    hs, _ = scan(lambda r, h: r * h + 1, sequences=x, outputs_info=h0)
+    assert hs.owner.inputs[0].owner.op.mode is None
+    xv = np.linspace(0.5, 1.5, 6)
+    f, got, want = both([x, h0], hs, [xv, 0.25])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    (impl,) = scan_impls(f)
+    assert isinstance(impl.fn.thunk.linker, type(f.fn.linker))
+
+
 def test_circular_buffer_of_the_last_steps():
     # store=4 for taps [-1, -2]: four rows of history, the output the last four, oldest first.
     x = tt.dvector("x")

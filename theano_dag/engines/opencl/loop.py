@@ -1,8 +1,8 @@
 """``Scan`` on the device: the loop's state stays in device buffers for the whole loop.
 
-The OpenCL engine implements a ``Scan`` node (:class:`ScanImpl`) when its step is
-compiled for the OpenCL engine (``scan(..., mode=Mode(linker="opencl"))``, or the
-default mode when that is OpenCL) and it carries no values other than tensors. Then:
+The OpenCL engine implements a ``Scan`` node (:class:`ScanImpl`) when its step can be
+compiled for the OpenCL engine (``scan(..., mode=Mode(linker="opencl"))``, or no mode:
+see :func:`step_mode`) and it carries no values other than tensors. Then:
 
 - sequences, initial states and non-sequences arrive as device arrays, like any
   kernel's inputs (the placement pass put one transfer before each host input);
@@ -46,7 +46,7 @@ from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.scan.op import Scan
 from theano_dag.tensor.type import TensorType
 
-__all__ = ["ScanImpl", "HostStepWarning"]
+__all__ = ["ScanImpl", "HostStepWarning", "step_mode"]
 
 
 class HostStepWarning(UserWarning):
@@ -64,9 +64,17 @@ def _rows(a: DArr, start: int, stop: int) -> DArr:
 
 
 def step_mode(op):
-    """The mode the step of ``op`` compiles with, when it is the OpenCL engine's; else
-    Unsupported saying which engine it is."""
-    mode = op.mode if op.mode is not None else default_mode()
+    """The mode the step of ``op`` compiles with on this engine, or Unsupported saying why.
+
+    A loop given no mode (``scan(..., mode=None)``) runs its step on the engine that runs
+    the loop: the default mode's optimizer, this engine's linker. A mode given for
+    another engine is kept, and the loop runs on the host.
+    """
+    mode = op.mode
+    if mode is None:
+        mode = default_mode()
+        if not isinstance(mode.linker, OpenCLLinker) and hasattr(mode, "clone"):
+            mode = mode.clone(linker=OpenCLLinker())
     linker = getattr(mode, "linker", None)
     if not isinstance(linker, OpenCLLinker):
         raise Unsupported(
