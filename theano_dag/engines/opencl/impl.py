@@ -34,6 +34,7 @@ __all__ = [
     "make_impl",
     "I64",
     "copy_to_contiguous",
+    "type_scalar_args",
 ]
 
 I64 = np.int64
@@ -54,6 +55,7 @@ class Impl:
         self.node = node
         self.ctx = ctx
         self.kernels: dict = {}
+        self.typed: set = set()  # the kernels whose scalar arguments' types are declared
         self.last_launch = None  # the kernel this node ran last (tests, profiles)
 
     def view_of(self) -> dict:
@@ -87,11 +89,26 @@ class Impl:
             gsize = tuple(-(-g // w) * w for g, w in zip(gsize, lsize))
         k = self.kernels[name]
         self.last_launch = name
+        if name not in self.typed:
+            type_scalar_args(k, args)
+            self.typed.add(name)
         k.set_args(*args)
         self.ctx.cl.enqueue_nd_range_kernel(self.ctx.queue, k, gsize, lsize)
 
     def run(self, inputs, out):
         raise NotImplementedError
+
+
+def type_scalar_args(kernel, args):
+    """Declare the types of ``kernel``'s scalar arguments from a first call's ``args``,
+    when each is a numpy scalar (as the engine passes them).
+
+    pyopencl then packs them itself: setting the arguments of an undeclared kernel costs
+    tens of microseconds a scalar (measured on PoCL), which a loop pays at every step.
+    """
+    if any(isinstance(a, (int, float)) for a in args):
+        return  # a Python number: its C type is the kernel's to say, not the value's
+    kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None for a in args])
 
 
 IMPLS: dict = {}
