@@ -196,6 +196,12 @@ class _Runner(Thunk):
             for j, v in enumerate(fg.outputs)
         ]
         self._last_use()
+        # Per output, the variable a target may be written for by the kernel computing it
+        # (run_device): None for an output listed twice, an input or a constant.
+        outs = fg.outputs
+        self._writable_outputs = [
+            v if v.owner is not None and outs.count(v) == 1 else None for v in outs
+        ]
 
     # -- compile time -------------------------------------------------------------
 
@@ -324,11 +330,10 @@ class _Runner(Thunk):
                 host[v] = x
         into = {}
         if targets:
-            outs = fg.outputs
+            writable = self._writable_outputs
             for j, d in targets.items():
-                v = outs[j]
-                # An output listed twice, or one that is an input, is not written in place.
-                if v.owner is not None and outs.count(v) == 1:
+                v = writable[j]
+                if v is not None:
                     into[v] = d
         if self.profiling:
             start = time.perf_counter()
