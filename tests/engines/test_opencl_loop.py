@@ -334,3 +334,99 @@ def test_a_step_compiled_for_another_engine_runs_on_the_host_visibly():
     f = theano_dag.function([x, h0], hs, mode=OCL)
     assert not scan_impls(f) and host_scans(f)
     assert "Scan" in ocl.opencl_profile(f).split("on the host:")[1]
+
+
+def test_gradient_through_taps_minus_one_and_minus_three():
+    # The backward loop of a state with taps [-1, -3] shifts a window of cotangents
+    # (concatenate, inc_subtensor): those run on the device too, nothing warns.
+    x = tt.dvector("x")
+    y0 = tt.dvector("y0")
+    a = tt.dscalar("a")
+    ys, _ = scan(
+        lambda x_t, y1, y3, a: tt.tanh(a * y1 + 0.5 * y3 + x_t),
+        sequences=x,
+        outputs_info=dict(initial=y0, taps=[-1, -3]),
+        non_sequences=a,
+        mode=OCL,
+    )
+    cost = (ys**2).sum()
+    grads = theano_dag.grad(cost, [x, y0, a])
+    rng = np.random.default_rng(7)
+    vals = [rng.normal(size=8), rng.normal(size=3), 0.7]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HostStepWarning)
+        f, got, want = both([x, y0, a], grads, vals)
+    assert len(scan_impls(f)) == 2
+    assert all(not impl.fn.thunk.placement.fallbacks for impl in scan_impls(f))
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-12)
+
+
+# -- the writes a loop's gradient makes: IncSubtensor and Join on the device --------------
+
+
+def device_and_reference(inputs, output, values):
+    f = theano_dag.function(inputs, output, mode=OCL)
+    assert not f.fn.placement.fallbacks, f.fn.placement.fallbacks
+    return f(*values), theano_dag.function(inputs, output, mode=REF)(*values)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "index",
+    [
+        lambda x: x[1],
+        lambda x: x[1:3],
+        lambda x: x[::-2, 1],
+        lambda x: x[:, 2:],
+        lambda x: x[-1, -2],
+    ],
+    ids=["row", "rows", "reversed-step-col", "cols", "element"],
+)
+@pytest.mark.parametrize("setting", [False, True], ids=["inc", "set"])
+def test_inc_and_set_subtensor(dtype, index, setting):
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    y = tt.TensorType(dtype, shape=(None,))("y")
+    part = index(x)
+    yb = y if part.ndim == 1 else y.sum()  # broadcast along the view's missing dims
+    fn = tt.set_subtensor if setting else tt.inc_subtensor
+    rng = np.random.default_rng(8)
+    xv = rng.normal(size=(5, 4)).astype(dtype)
+    yv = rng.normal(size=index(xv).shape[-1:] if np.ndim(index(xv)) else 3).astype(dtype)
+    got, want = device_and_reference([x, y], fn(part, yb) * 2, [xv, yv])
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype])
+
+
+def test_inc_subtensor_of_a_scalar_and_another_dtype():
+    x = tt.fmatrix("x")
+    got, want = device_and_reference(
+        [x], tt.inc_subtensor(x[1:, :1], np.float64(0.5)) + 1, [np.ones((3, 2), "float32")]
+    )
+    np.testing.assert_array_equal(got, want)
+
+
+def test_inc_subtensor_of_a_shape_that_does_not_broadcast():
+    x, y = tt.dmatrix("x"), tt.dvector("y")
+    f = theano_dag.function([x, y], tt.inc_subtensor(x[1:], y) * 2, mode=OCL)
+    with pytest.raises(ValueError, match="cannot broadcast shape"):
+        f(np.ones((3, 4)), np.ones(3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_join(dtype, axis):
+    a = tt.TensorType(dtype, shape=(None, None))("a")
+    b = tt.TensorType(dtype, shape=(None, None))("b")
+    rng = np.random.default_rng(9)
+    av = rng.normal(size=(3, 2)).astype(dtype)
+    bv = rng.normal(size=(3, 2) if axis else (1, 2)).astype(dtype)
+    got, want = device_and_reference([a, b], tt.concatenate([a.T.T, b * 2], axis=axis), [av, bv])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, np.concatenate([av, bv * 2], axis=axis))
+
+
+def test_join_of_shapes_that_do_not_fit():
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    f = theano_dag.function([a, b], tt.concatenate([a, b * 2], axis=0), mode=OCL)
+    with pytest.raises(ValueError, match="cannot join shapes"):
+        f(np.ones((2, 3)), np.ones((2, 4)))

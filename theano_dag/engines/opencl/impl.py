@@ -35,6 +35,7 @@ __all__ = [
     "I64",
     "copy_to_contiguous",
     "type_scalar_args",
+    "basic_view",
 ]
 
 I64 = np.int64
@@ -309,26 +310,31 @@ class _SubtensorImpl(_ViewImpl):
 
     def run(self, inputs, out):
         x, *vals = inputs
-        op = self.node.op
-        if len(op.idx_list) > x.ndim:
-            raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions")
-        it = iter(int(v) for v in vals)
-        offset, shape, strides = x.offset, [], []
-        for d, entry in enumerate(op.idx_list):
-            n, st = x.shape[d], x.strides[d]
-            if entry[0] == "int":
-                offset += _norm_index(next(it), n, d, op) * st
-                continue
-            parts = [next(it) if present else None for present in entry[1:]]
-            start, stop, step = slice(*parts).indices(n)
-            length = len(range(start, stop, step))
-            if length:
-                offset += start * st
-            shape.append(length)
-            strides.append(st * step)
-        shape += x.shape[len(op.idx_list) :]
-        strides += x.strides[len(op.idx_list) :]
-        return [x.view(shape, strides, offset)]
+        return [basic_view(x, self.node.op, vals)]
+
+
+def basic_view(x: DArr, op, vals) -> DArr:
+    """The view of ``x`` that basic indexing ``op.idx_list`` with the index values ``vals``
+    selects (an offset and new strides, no copy)."""
+    if len(op.idx_list) > x.ndim:
+        raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions")
+    it = iter(int(v) for v in vals)
+    offset, shape, strides = x.offset, [], []
+    for d, entry in enumerate(op.idx_list):
+        n, st = x.shape[d], x.strides[d]
+        if entry[0] == "int":
+            offset += _norm_index(next(it), n, d, op) * st
+            continue
+        parts = [next(it) if present else None for present in entry[1:]]
+        start, stop, step = slice(*parts).indices(n)
+        length = len(range(start, stop, step))
+        if length:
+            offset += start * st
+        shape.append(length)
+        strides.append(st * step)
+    shape += x.shape[len(op.idx_list) :]
+    strides += x.strides[len(op.idx_list) :]
+    return x.view(shape, strides, offset)
 
 
 def _install():

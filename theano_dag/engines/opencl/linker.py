@@ -31,7 +31,12 @@ from theano_dag.engines.basic import Container, Linker, raise_with_op
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
-from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
+from theano_dag.engines.opencl import (  # noqa: F401 (register kernels)
+    assign,
+    blas,
+    elemwise,
+    reduce,
+)
 from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import BOTH, DEVICE, place
 from theano_dag.engines.opencl.shared import DeviceInputType
