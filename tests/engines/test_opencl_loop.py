@@ -112,10 +112,9 @@ def test_rnn_runs_on_the_device_and_matches_the_reference(dtype):
     assert impl.fn.thunk.linker.return_device_arrays
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_lstm_style_loop_with_taps_minus_one_and_minus_three(dtype):
-    # h[t] = o * tanh(c[t]) from gates of x[t], h[t-1] and h[t-3]; c[t] from c[t-1].
-    hid = 6
+def lstm_style(dtype, hid=6, steps=20, nin=5):
+    """An LSTM-style loop: h[t] = o * tanh(c[t]) from gates of x[t], h[t-1] and h[t-3];
+    c[t] from c[t-1]. Returns (inputs, (hs, cs), values)."""
     x = tt.TensorType(dtype, shape=(None, None))("x")
     w = tt.TensorType(dtype, shape=(None, None))("w")
     u1 = tt.TensorType(dtype, shape=(None, None))("u1")
@@ -129,7 +128,7 @@ def test_lstm_style_loop_with_taps_minus_one_and_minus_three(dtype):
         c = tt.nnet.sigmoid(f) * c1 + tt.nnet.sigmoid(i) * tt.tanh(g)
         return tt.nnet.sigmoid(o) * tt.tanh(c), c
 
-    (hs, cs), _ = scan(
+    outs, _ = scan(
         step,
         sequences=x,
         outputs_info=[dict(initial=h0, taps=[-1, -3]), c0],
@@ -137,7 +136,6 @@ def test_lstm_style_loop_with_taps_minus_one_and_minus_three(dtype):
         mode=OCL,
     )
     rng = np.random.default_rng(3)
-    steps, nin = 20, 5
     vals = [
         rng.normal(size=(steps, nin)).astype(dtype),
         (rng.normal(size=(nin, 4 * hid)) * 0.4).astype(dtype),
@@ -146,12 +144,31 @@ def test_lstm_style_loop_with_taps_minus_one_and_minus_three(dtype):
         rng.normal(size=(3, hid)).astype(dtype),
         rng.normal(size=hid).astype(dtype),
     ]
-    _, got, want = both([x, w, u1, u3, h0, c0], [hs, cs], vals)
+    return [x, w, u1, u3, h0, c0], outs, vals
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstm_style_loop_with_taps_minus_one_and_minus_three(dtype):
+    ins, (hs, cs), vals = lstm_style(dtype)
+    _, got, want = both(ins, [hs, cs], vals)
     tol = 1e-4 if dtype == "float32" else 1e-12
     for g, r in zip(got, want):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
-    assert got[0].shape == (steps, hid) and got[1].shape == (steps, hid)
+    assert got[0].shape == (20, 6) and got[1].shape == (20, 6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstm_style_gradient_runs_all_on_the_device(dtype):
+    ins, (hs, cs), vals = lstm_style(dtype, steps=12)
+    grads = theano_dag.grad((hs**2).sum() + cs[-1].sum(), ins)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HostStepWarning)
+        f, got, want = both(ins, grads, vals)
+    assert len(scan_impls(f)) == 2 and not f.fn.placement.fallbacks
+    tol = 2e-3 if dtype == "float32" else 1e-10
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
