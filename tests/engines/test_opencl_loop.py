@@ -110,6 +110,9 @@ def test_rnn_runs_on_the_device_and_matches_the_reference(dtype):
     (impl,) = scan_impls(f)
     assert isinstance(impl, ScanImpl) and impl.fn is not None
     assert impl.fn.thunk.linker.return_device_arrays
+    assert "loop Scan{1 seqs, 1 states, 0 outputs}: state on the device, step of" in (
+        ocl.opencl_profile(f)
+    )
 
 
 def lstm_style(dtype, hid=6, steps=20, nin=5):
@@ -339,6 +342,7 @@ def test_a_step_with_host_ops_warns_and_still_matches():
     vals = [np.random.default_rng(6).normal(size=(5, 4)), np.zeros(4)]
     with pytest.warns(HostStepWarning, match="on the host"):
         got = f(*vals)
+    assert "(SortOp{quicksort, axis=-1} on the host)" in ocl.opencl_profile(f)
     np.testing.assert_allclose(got, np.cumsum(np.sort(vals[0], axis=1), axis=0))
     with warnings.catch_warnings():
         warnings.simplefilter("error", HostStepWarning)

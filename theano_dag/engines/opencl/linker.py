@@ -533,6 +533,10 @@ class _Runner(Thunk):
         fb = self.placement.fallbacks
         if fb:
             lines.append("on the host: " + ", ".join(f"{n.op} ({why})" for n, why in fb))
+        for node in self.order:
+            summary = getattr(self.impls.get(node), "summary", None)
+            if summary is not None:
+                lines.append(summary())
         t = self.ctx.transfers
         lines.append(
             f"transfers so far (all functions): {t.h2d} to device ({t.h2d_bytes} B), "

@@ -139,6 +139,18 @@ class ScanImpl(Impl):
             self.fn = fn
         return self.fn.thunk
 
+    def summary(self) -> str:
+        """One line for ``opencl_profile``: the loop, where its state and its step run."""
+        head = f"loop {self.node.op}: state on the device"
+        if self.fn is None:
+            return head + ", step not compiled yet (no call)"
+        runner = self.fn.thunk
+        host = runner.placement.fallbacks
+        where = ", ".join(sorted({str(n.op) for n, _ in host})) + " on the host" if host else ""
+        return f"{head}, step of {len(runner.order)} nodes, {len(runner.kernel_names)} kernels" + (
+            f" ({where})" if where else ""
+        )
+
     # -- copies on the device ---------------------------------------------------------
 
     def _copy(self, src, dst: DArr):
