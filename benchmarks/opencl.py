@@ -8,6 +8,12 @@ Workloads:
   by numpy, for scale.
 * ``mlp_step``: one SGD step of a 784-512-512-10 ReLU network with softmax and
   cross-entropy, batch 256, float32 (forward, gradients and the four updates).
+* ``scan_rnn``: ``h = tanh(h * w + x_t)`` on a length-8 float32 state over
+  ``--scan-steps`` steps, the last state returned (issue 15's loop), in microseconds per
+  step: ``numpy`` (a Python loop), ``cpu``, ``opencl`` with ``loop: "device"`` (the
+  loop's state in device buffers, ``engines.opencl.loop``) and ``loop: "host"`` (the
+  ``Scan`` node run on the host, its step on the device: every step copies its inputs
+  up and its outputs down; what the engine did before the device loop).
 
 Cases per workload: ``cpu`` (the CPU engine, ``Mode(linker='cpu')``); ``opencl`` with
 ``transfer: true`` (numpy inputs, numpy outputs, parameters in ordinary shared
@@ -16,7 +22,8 @@ variables: everything crosses to the device and back every call) and with
 parameters in OpenCL shared variables). One JSON line per case with the median time
 of ``--runs`` calls after a warm-up call, and the host<->device copies per call.
 
-Run: ``.venv/bin/python benchmarks/opencl.py`` (``--runs 5 --size 1000000`` to shorten).
+Run: ``.venv/bin/python benchmarks/opencl.py`` (``--runs 5 --size 1000000`` to shorten;
+``--only scan --scan-steps 10000`` for the loop alone).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.io import Out
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.impl import IMPLS  # no pyopencl needed to import it
+from theano_dag.scan import Scan, scan
 from theano_dag.tensor import nnet
 
 
@@ -157,10 +166,65 @@ def mlp(runs, ocl, ctx):
     )
 
 
+def scan_rnn(steps, runs, ocl, ctx):
+    rng = np.random.default_rng(2)
+    xs = rng.normal(size=(steps, 8)).astype("float32")
+    wv = (rng.normal(size=8) * 0.5).astype("float32")
+    h0v = np.zeros(8, "float32")
+    base = dict(workload="scan_rnn", steps=steps, state=8, dtype="float32")
+
+    def np_loop():
+        h = h0v
+        for x_t in xs:
+            h = np.tanh(h * wv + x_t)
+        return h
+
+    def compile_for(mode):
+        x, w, h0 = tt.fmatrix("x"), tt.fvector("w"), tt.fvector("h0")
+        hs, _ = scan(
+            lambda x_t, h, w: tt.tanh(h * w + x_t),
+            sequences=x,
+            outputs_info=h0,
+            non_sequences=w,
+            mode=mode,
+        )
+        return theano_dag.function([x, w, h0], hs[-1], mode=mode)
+
+    def us_per_step(fn, sync=None):
+        return 1e6 * median_time(fn, runs, sync) / steps
+
+    want = np_loop()
+    emit(**base, engine="numpy", us_per_step=us_per_step(np_loop))
+    f_cpu = compile_for(Mode(linker="cpu"))
+    emit(**base, engine="cpu", us_per_step=us_per_step(lambda: f_cpu(xs, wv, h0v)))
+    if ocl is None:
+        return
+    cases = [("device", compile_for(Mode(linker="opencl")))]
+    saved = IMPLS.pop(Scan)  # without the device loop: the engine as it was before it
+    try:
+        cases.append(("host", compile_for(Mode(linker="opencl"))))
+    finally:
+        IMPLS[Scan] = saved
+    for loop, f in cases:
+        np.testing.assert_allclose(f(xs, wv, h0v), want, rtol=1e-4, atol=1e-5)
+        emit(
+            **base,
+            engine="opencl",
+            loop=loop,
+            us_per_step=us_per_step(lambda f=f: f(xs, wv, h0v), sync=ctx.queue.finish),
+            device=ctx.device.name,
+            **per_call(ctx, lambda f=f: f(xs, wv, h0v)),
+        )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9, help="timed calls per case")
     parser.add_argument("--size", type=int, default=10**7, help="elements of the fused case")
+    parser.add_argument("--scan-steps", type=int, default=1000, help="steps of the scan case")
+    parser.add_argument(
+        "--only", choices=["fused", "mlp", "scan"], help="run one workload (default: all)"
+    )
     args = parser.parse_args(argv)
     try:
         import theano_dag.engines.opencl as ocl
@@ -169,8 +233,12 @@ def main(argv=None):
     except ImportError as e:  # pyopencl missing, or no platform: the CPU rows only
         emit(note=f"OpenCL engine unavailable: {e}")
         ocl = ctx = None
-    fused(args.size, args.runs, ocl, ctx)
-    mlp(args.runs, ocl, ctx)
+    if args.only in (None, "fused"):
+        fused(args.size, args.runs, ocl, ctx)
+    if args.only in (None, "mlp"):
+        mlp(args.runs, ocl, ctx)
+    if args.only in (None, "scan"):
+        scan_rnn(args.scan_steps, args.runs, ocl, ctx)
     return 0
 
 

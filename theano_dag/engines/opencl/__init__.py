@@ -23,6 +23,7 @@ from theano_dag.engines import register_linker
 from theano_dag.engines.opencl.context import get_context, opencl_available
 from theano_dag.engines.opencl.impl import BASIC_OPS
 from theano_dag.engines.opencl.linker import OpenCLLinker, _Runner  # kernels register on import
+from theano_dag.engines.opencl.loop import HostStepWarning  # Scan's device loop registers
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu
 from theano_dag.engines.opencl.shared import (
     OpenCLSharedVariable,
@@ -46,6 +47,7 @@ __all__ = [
     "to_host",
     "get_context",
     "opencl_available",
+    "HostStepWarning",
 ]
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from theano_dag.config import config, install_hint
-from theano_dag.engines.opencl.impl import I64, copy_source
+from theano_dag.engines.opencl.impl import I64, copy_source, type_scalar_args
 from theano_dag.engines.opencl.values import DArr
 from theano_dag.scalar.basic import OPENCL_TYPES
 
@@ -176,6 +176,7 @@ class DeviceContext:
         self.program_stats = {"builds": 0, "memory_hits": 0, "disk_hits": 0}
         self._programs: dict = {}
         self._copy_kernels: dict = {}
+        self._typed: set = set()  # copy kernels whose scalar argument types are declared
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -242,6 +243,9 @@ class DeviceContext:
         args = [I64(d.size)] + [I64(s) for s in d.shape[1:]]
         args += [d.data, I64(d.elem_offset)] + [I64(s) for s in d.elem_strides()]
         args += [y.data, I64(0)]
+        if name not in self._typed:
+            type_scalar_args(kernel, args)
+            self._typed.add(name)
         kernel.set_args(*args)
         self.cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-d.size // 64) * 64,), (64,))
         return y

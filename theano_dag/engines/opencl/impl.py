@@ -22,7 +22,7 @@ from theano_dag.graph.basic_ops import BasicOps
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.tensor.elemwise import DimShuffle
-from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.shape import Rebroadcast, Reshape
 from theano_dag.tensor.subtensor import Subtensor
 
 __all__ = [
@@ -34,6 +34,8 @@ __all__ = [
     "make_impl",
     "I64",
     "copy_to_contiguous",
+    "type_scalar_args",
+    "basic_view",
 ]
 
 I64 = np.int64
@@ -54,6 +56,7 @@ class Impl:
         self.node = node
         self.ctx = ctx
         self.kernels: dict = {}
+        self.typed: set = set()  # the kernels whose scalar arguments' types are declared
         self.last_launch = None  # the kernel this node ran last (tests, profiles)
 
     def view_of(self) -> dict:
@@ -87,11 +90,26 @@ class Impl:
             gsize = tuple(-(-g // w) * w for g, w in zip(gsize, lsize))
         k = self.kernels[name]
         self.last_launch = name
+        if name not in self.typed:
+            type_scalar_args(k, args)
+            self.typed.add(name)
         k.set_args(*args)
         self.ctx.cl.enqueue_nd_range_kernel(self.ctx.queue, k, gsize, lsize)
 
     def run(self, inputs, out):
         raise NotImplementedError
+
+
+def type_scalar_args(kernel, args):
+    """Declare the types of ``kernel``'s scalar arguments from a first call's ``args``,
+    when each is a numpy scalar (as the engine passes them).
+
+    pyopencl then packs them itself: setting the arguments of an undeclared kernel costs
+    tens of microseconds a scalar (measured on PoCL), which a loop pays at every step.
+    """
+    if any(isinstance(a, (int, float)) for a in args):
+        return  # a Python number: its C type is the kernel's to say, not the value's
+    kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None for a in args])
 
 
 IMPLS: dict = {}
@@ -220,6 +238,21 @@ class _DimShuffleImpl(_ViewImpl):
         return [x.view(shape, strides)]
 
 
+class _RebroadcastImpl(_ViewImpl):
+    """The same memory, its broadcastable dimensions checked to have length 1."""
+
+    def run(self, inputs, out):
+        (x,) = inputs
+        op = self.node.op
+        for a, b in op.axis:
+            if b and x.shape[a] != 1:
+                raise ValueError(
+                    f"{op}: dimension {a} of the input has length {x.shape[a]}, expected 1 "
+                    f"(it was declared broadcastable; the input's shape is {x.shape})"
+                )
+        return [x]
+
+
 class _ReshapeImpl(_ViewImpl):
     host_inputs = (1,)
 
@@ -277,26 +310,31 @@ class _SubtensorImpl(_ViewImpl):
 
     def run(self, inputs, out):
         x, *vals = inputs
-        op = self.node.op
-        if len(op.idx_list) > x.ndim:
-            raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions")
-        it = iter(int(v) for v in vals)
-        offset, shape, strides = x.offset, [], []
-        for d, entry in enumerate(op.idx_list):
-            n, st = x.shape[d], x.strides[d]
-            if entry[0] == "int":
-                offset += _norm_index(next(it), n, d, op) * st
-                continue
-            parts = [next(it) if present else None for present in entry[1:]]
-            start, stop, step = slice(*parts).indices(n)
-            length = len(range(start, stop, step))
-            if length:
-                offset += start * st
-            shape.append(length)
-            strides.append(st * step)
-        shape += x.shape[len(op.idx_list) :]
-        strides += x.strides[len(op.idx_list) :]
-        return [x.view(shape, strides, offset)]
+        return [basic_view(x, self.node.op, vals)]
+
+
+def basic_view(x: DArr, op, vals) -> DArr:
+    """The view of ``x`` that basic indexing ``op.idx_list`` with the index values ``vals``
+    selects (an offset and new strides, no copy)."""
+    if len(op.idx_list) > x.ndim:
+        raise IndexError(f"{op}: too many indices for an array of {x.ndim} dimensions")
+    it = iter(int(v) for v in vals)
+    offset, shape, strides = x.offset, [], []
+    for d, entry in enumerate(op.idx_list):
+        n, st = x.shape[d], x.strides[d]
+        if entry[0] == "int":
+            offset += _norm_index(next(it), n, d, op) * st
+            continue
+        parts = [next(it) if present else None for present in entry[1:]]
+        start, stop, step = slice(*parts).indices(n)
+        length = len(range(start, stop, step))
+        if length:
+            offset += start * st
+        shape.append(length)
+        strides.append(st * step)
+    shape += x.shape[len(op.idx_list) :]
+    strides += x.strides[len(op.idx_list) :]
+    return x.view(shape, strides, offset)
 
 
 def _install():
@@ -304,6 +342,7 @@ def _install():
     IMPLS[ViewOp] = _IdentityView
     IMPLS[DimShuffle] = _DimShuffleImpl
     IMPLS[Reshape] = _ReshapeImpl
+    IMPLS[Rebroadcast] = _RebroadcastImpl
     IMPLS[Subtensor] = _SubtensorImpl
 
 

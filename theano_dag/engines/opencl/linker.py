@@ -31,7 +31,12 @@ from theano_dag.engines.basic import Container, Linker, raise_with_op
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
-from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
+from theano_dag.engines.opencl import (  # noqa: F401 (register kernels)
+    assign,
+    blas,
+    elemwise,
+    reduce,
+)
 from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import BOTH, DEVICE, place
 from theano_dag.engines.opencl.shared import DeviceInputType
@@ -196,6 +201,12 @@ class _Runner(Thunk):
             for j, v in enumerate(fg.outputs)
         ]
         self._last_use()
+        # Per output, the variable a target may be written for by the kernel computing it
+        # (run_device): None for an output listed twice, an input or a constant.
+        outs = fg.outputs
+        self._writable_outputs = [
+            v if v.owner is not None and outs.count(v) == 1 else None for v in outs
+        ]
 
     # -- compile time -------------------------------------------------------------
 
@@ -293,21 +304,72 @@ class _Runner(Thunk):
             self._run()
 
     def _run(self):
-        ctx = self.ctx
         fg = self.fgraph
         host: dict = {}
         dev: dict = {}
-        sig = []
-        shapes = {}
         for v, cell in zip(fg.inputs, self.input_storage):
             x = cell[0]
             if is_device_array(x):
-                d = from_cl_array(x)
-                dev[v] = d
+                dev[v] = from_cl_array(x)
+            else:
+                host[v] = x
+        get_host = self._execute(dev, host)
+        self._outputs(dev, host, get_host)
+        self.calls += 1
+
+    def run_device(self, values, targets=None) -> list:
+        """Run on ``values`` (one per input: a :class:`DArr`, or a host value) and return
+        each output where it was computed: a DArr, or a host value for one the host
+        computed (nothing is copied back). ``targets``: ``{output index: DArr}``, where
+        the kernel that computes that output may write it (a loop's buffer row); the
+        output returned is the target then, unless a view or the host computed it.
+        A loop runs its steps with it, its state never leaving the device.
+        """
+        fg = self.fgraph
+        host: dict = {}
+        dev: dict = {}
+        for v, x in zip(fg.inputs, values):
+            if isinstance(x, DArr):
+                dev[v] = x
+            else:
+                host[v] = x
+        into = {}
+        if targets:
+            writable = self._writable_outputs
+            for j, d in targets.items():
+                v = writable[j]
+                if v is not None:
+                    into[v] = d
+        if self.profiling:
+            start = time.perf_counter()
+        self._execute(dev, host, into)
+        if self.profiling:
+            self.profile.calls += 1
+            self.profile.call_time += time.perf_counter() - start
+        self.calls += 1
+        result = []
+        for v in fg.outputs:
+            if isinstance(v, Constant):
+                result.append(v.data)
+            else:
+                d = dev.get(v)
+                result.append(host[v] if d is None else d)
+        return result
+
+    def _execute(self, dev, host, into=None):
+        """Run every node on the inputs in ``dev`` (device) and ``host``; the values
+        computed land in the same dicts. Returns ``get_host``."""
+        ctx = self.ctx
+        fg = self.fgraph
+        sig = []
+        shapes = {}
+        for v in fg.inputs:
+            d = dev.get(v)
+            if d is not None:
                 sig.append((d.shape, d.strides))
                 shapes[v] = d.shape
             else:
-                host[v] = x
+                x = host.get(v)
                 shp = np.shape(x) if x is not None else None
                 sig.append(shp)
                 shapes[v] = shp
@@ -325,6 +387,7 @@ class _Runner(Thunk):
         self.last_plan = plan
         slots = plan.slots
         consts = self.constants
+        into = into or {}
 
         def get_dev(v):
             d = dev.get(v)
@@ -360,6 +423,13 @@ class _Runner(Thunk):
 
                     def out(j, shape, dtype, planned=True, _node=node):
                         var = _node.outputs[j]
+                        target = into.get(var)
+                        if (
+                            target is not None
+                            and target.shape == tuple(shape)
+                            and target.dtype == dtype
+                        ):
+                            return target
                         need = _nbytes(shape, dtype)
                         slot = slots.get(var) if planned else None
                         if slot is not None and slot[2] >= need:
@@ -396,8 +466,7 @@ class _Runner(Thunk):
             for v in self.dead[k]:
                 dev.pop(v, None)
                 host.pop(v, None)
-        self._outputs(dev, host, get_host)
-        self.calls += 1
+        return get_host
 
     def _meta(self, node, dev, host):
         v = node.inputs[0]
@@ -464,6 +533,10 @@ class _Runner(Thunk):
         fb = self.placement.fallbacks
         if fb:
             lines.append("on the host: " + ", ".join(f"{n.op} ({why})" for n, why in fb))
+        for node in self.order:
+            summary = getattr(self.impls.get(node), "summary", None)
+            if summary is not None:
+                lines.append(summary())
         t = self.ctx.transfers
         lines.append(
             f"transfers so far (all functions): {t.h2d} to device ({t.h2d_bytes} B), "

@@ -26,7 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from theano_dag.engines.opencl import blas, elemwise, reduce  # noqa: F401 (register kernels)
+from theano_dag.engines.opencl import (  # noqa: F401 (register kernels)
+    assign,
+    blas,
+    elemwise,
+    reduce,
+)
 from theano_dag.engines.opencl.impl import Unsupported, make_impl
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu, gpu_from_host, host_from_gpu
 from theano_dag.graph.basic import Constant

@@ -102,9 +102,14 @@ class DArr:
 
     def view(self, shape, strides, offset=None) -> DArr:
         """Another view of the same buffer."""
-        return DArr(
-            self.data, self.offset if offset is None else offset, shape, self.dtype, strides
-        )
+        # Made without __init__: a loop makes a few views a step, of checked values.
+        d = object.__new__(DArr)
+        d.data = self.data
+        d.offset = self.offset if offset is None else int(offset)
+        d.shape = tuple([int(s) for s in shape])
+        d.strides = tuple(strides)
+        d.dtype = self.dtype
+        return d
 
     def transpose(self, axes) -> DArr:
         return self.view([self.shape[a] for a in axes], [self.strides[a] for a in axes])
