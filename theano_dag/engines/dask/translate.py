@@ -31,7 +31,7 @@ from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Constant, clone_get_equiv
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import elemwise as te
@@ -150,6 +150,17 @@ class ChunkKernel:
         self.inputs, self.outputs = inputs, outputs
         self.label = str(node.op)
         self.token = uuid.uuid4().hex
+
+    @classmethod
+    def of_graph(cls, fgraph, label):
+        """The kernel of a whole graph (a copy of ``fgraph``'s, so that pickling it
+        carries the graph's variables, not the FunctionGraph they belong to)."""
+        equiv = clone_get_equiv(fgraph.inputs, fgraph.outputs, copy_inputs=True)
+        kern = cls.__new__(cls)
+        kern.inputs = [equiv[v] for v in fgraph.inputs]
+        kern.outputs = [equiv[v] for v in fgraph.outputs]
+        kern.label, kern.token = label, uuid.uuid4().hex
+        return kern
 
     def __getstate__(self):
         return {"inputs": self.inputs, "outputs": self.outputs, "label": self.label,
@@ -549,6 +560,8 @@ def build(
                 outs = rule(node, vals, kernels)
             elif rule is _whole_axis:
                 outs = rule(node, vals, rechunk)
+            elif getattr(rule, "engine_args", False):  # a rule of an engine-own op
+                outs = rule(node, vals, kernels, rechunk)
             else:
                 outs = rule(node, vals)
         for o, val in zip(node.outputs, outs):
