@@ -458,3 +458,25 @@ def test_an_error_in_a_gathered_task_names_its_key_and_op():
         str(err.value),
     ), str(err.value)
     np.testing.assert_allclose(f(np.eye(3) * 4), np.eye(3) * 4)
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_an_error_in_a_task_of_dask_arrays_own_names_its_key_the_operation_and_op(scheduler):
+    # The second chunk of rows comes back flat: dask.array's tree reduction of the
+    # column sums fails joining the chunks' sums.
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], x.sum(axis=0), mode=_sync() if scheduler == "sync" else "DASK")
+
+    def ravel_one(b, block_id=None):
+        return b.ravel() if block_id == (1, 0) else b
+
+    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    with pytest.raises(DaskTaskError) as err:
+        f(bad)
+    assert re.fullmatch(
+        r"Dask engine: task \('sum-aggregate-[0-9a-f]{32}', 0\) \(dask.array's sum-aggregate "
+        r"for Sum\{axis=\(0,\)\}\) failed: ValueError: all the input arrays must have same "
+        r"number of dimensions, .*",
+        str(err.value),
+    ), str(err.value)
+    np.testing.assert_allclose(f(np.ones((4, 4))), np.full(4, 4.0))  # the next call works
