@@ -381,10 +381,13 @@ def test_row_inputs_chunked_apart_are_rechunked_or_refused_naming_the_op():
     strict = theano_dag.function(ins, outs, mode=_sync(rechunk=False))
     with pytest.raises(ChunkError) as err:
         strict(*args)
-    assert str(err.value) == (
-        "Dask engine: RowChunked{9 nodes, 2 row inputs, 3 partials} (its row inputs' "
-        "chunks) needs input 0 chunked by rows only; got chunks ((5, 5, 5, 5), (2, 2, 1)), "
-        "expected ((5, 5, 5, 5), (5,)) (or let the engine rechunk: DaskLinker(rechunk=True))"
+    assert str(err.value).startswith(
+        "Dask engine: RowChunked{9 nodes, 2 row inputs, 3 partials} (the row work of Dot, "
+    )
+    assert str(err.value).endswith(
+        ") needs its row input 0 (x) chunked by rows only; got chunks ((5, 5, 5, 5), (2, 2, "
+        "1)), expected ((5, 5, 5, 5), (5,)) (or let the engine rechunk: "
+        "DaskLinker(rechunk=True))"
     )
     with pytest.raises(ValueError, match=r"its row inputs have \[20, 19\] rows"):
         strict(da.from_array(xv, chunks=(5, -1)), yv[:19], np.ones(5), 0.0)
@@ -425,6 +428,38 @@ def test_a_chunking_an_op_cannot_run_on_is_an_error_naming_the_op_and_the_chunks
     np.testing.assert_allclose(f(da.ones((5, 6), chunks=(2, -1))), np.full((5, 6), 1 / 6))
     f2 = theano_dag.function([x], tt.nnet.softmax(x), mode=_sync(chunks=(2, -1), rechunk=False))
     np.testing.assert_allclose(f2(np.ones((5, 6))), np.full((5, 6), 1 / 6))
+
+
+SOFTMAX_CHUNKS = (
+    "Dask engine: Softmax{axis=1} needs axis 1 of its input 0 in one chunk; got chunks "
+    "((2, 2, 1), (3, 3)), expected ((2, 2, 1), (6,)) (chunk that axis -1, or let the "
+    "engine rechunk: DaskLinker(rechunk=True))"
+)
+
+
+def test_chunks_known_when_compiling_are_checked_then():
+    # An input of static shape with the linker's chunks: compiling raises.
+    m = tt.TensorType("float64", shape=(5, 6))("m")
+    with pytest.raises(ChunkError) as err:
+        theano_dag.function([m], tt.nnet.softmax(m), mode=_sync(chunks=(2, 3), rechunk=False))
+    assert str(err.value) == SOFTMAX_CHUNKS
+    # A shared variable's dask array: its chunks.
+    s = dask_shared(da.ones((5, 6), chunks=(2, 3)), name="s")
+    with pytest.raises(ChunkError) as err:
+        theano_dag.function([], tt.nnet.softmax(s) * 2, mode=_sync(rechunk=False))
+    assert str(err.value) == SOFTMAX_CHUNKS
+    # The row inputs of a RowChunked node, the other inputs unknown until the call.
+    xs = dask_shared(da.ones((20, 5), chunks=(5, 2)), name="xs")
+    w = tt.dvector("w")
+    out = tt.dot(xs.T, tt.nnet.sigmoid(tt.dot(xs, w)))
+    with pytest.raises(ChunkError, match=r"needs its row input 0 \(xs\) chunked by rows only; "):
+        theano_dag.function([w], out, mode=_sync(rechunk=False))
+    # Chunks it can run on compile; unknown shapes wait for the call (and rechunk=True
+    # rechunks).
+    ok = theano_dag.function([m], tt.nnet.softmax(m), mode=_sync(chunks=(2, -1), rechunk=False))
+    np.testing.assert_allclose(ok(np.ones((5, 6))), np.full((5, 6), 1 / 6))
+    f = theano_dag.function([w], out, mode=_sync())
+    np.testing.assert_allclose(f(np.zeros(5)), np.full(5, 10.0))
 
 
 def test_an_error_in_a_chunk_task_names_its_key_and_op():

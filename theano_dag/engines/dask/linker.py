@@ -31,7 +31,7 @@ from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.shared import DaskInputType
-from theano_dag.engines.dask.translate import DaskTaskError, build
+from theano_dag.engines.dask.translate import DaskTaskError, build, check_chunks
 
 __all__ = ["DaskLinker", "DaskThunk"]
 
@@ -89,6 +89,7 @@ class DaskLinker(Linker):
             for v, cell in zip(fg.inputs, input_storage)
         ]
         outs = [Container(v, cell, readonly=True) for v, cell in zip(fg.outputs, output_storage)]
+        thunk.check_chunks()
         return thunk, ins, outs
 
     def chunks_for(self, k, var):
@@ -122,6 +123,30 @@ class DaskThunk(Thunk):
         self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
         # The last call's {layer name: node or input variable}, to name a failed task.
         self.owners: dict = {}
+
+    def check_chunks(self):
+        """Raise ChunkError now where an op cannot run on the chunks it will get, for
+        the inputs whose chunks are known before the first call: shared variables
+        (their current value), inputs of a fully static shape (with the linker's
+        ``chunks``), scalars."""
+        values = {}
+        for k, (var, cell) in enumerate(zip(self.fgraph.inputs, self.input_storage)):
+            if not hasattr(var.type, "ndim"):
+                continue
+            value = cell[0]
+            if is_dask_array(value):
+                values[var] = value
+                continue
+            shape = np.shape(value) if value is not None else var.type.shape
+            if any(s is None for s in shape):
+                continue
+            try:
+                values[var] = backend.da.empty(
+                    shape, dtype=var.type.dtype, chunks=self.linker.chunks_for(k, var)
+                )
+            except Exception:  # noqa: S112 (a chunk spec that fits no such input: the call says)
+                continue
+        check_chunks(self.order, values, self.kernels, self.linker.rechunk)
 
     def scheduler(self):
         s = self.linker.dask_scheduler

@@ -42,6 +42,7 @@ from theano_dag.engines.cpu.tiling import row_local
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.translate import (
+    CHECKS,
     RULES,
     ChunkError,
     ChunkKernel,
@@ -105,6 +106,11 @@ class RowChunked(Op):
         return f"RowChunked{{{n} nodes, {sum(self.tiled)} row inputs, {parts} partials}}"
 
     __repr__ = __str__
+
+    def summary(self) -> str:
+        """The ops of the inner graph, once each, in order."""
+        ops = (str(n.op) for n in self.inner.toposort() if not isinstance(n.op, DimShuffle))
+        return ", ".join(dict.fromkeys(o if len(o) <= 40 else o[:37] + "..." for o in ops))
 
     def make_node(self, *inputs):
         if len(inputs) != len(self.inner.inputs):
@@ -369,10 +375,10 @@ def _get(value, k):
     return value[k]
 
 
-def row_chunks(node, vals, kernels, rechunk=True):
-    """The Dask engine's rule for a :class:`RowChunked` node (see the module docstring)."""
+def _row_inputs(node, vals, rechunk=True):
+    """``vals`` with the row inputs chunked alike, by rows only (rechunked, or else a
+    ChunkError naming the op and the chunks it expects); the others as they are."""
     op = node.op
-    da = backend.da
     arrays = [_as_dask(v) if t else v for v, t in zip(vals, op.tiled)]
     tiled = [k for k, t in enumerate(op.tiled) if t]
     first = arrays[tiled[0]]
@@ -385,12 +391,31 @@ def row_chunks(node, vals, kernels, rechunk=True):
         want = (rows,) + tuple((s,) for s in a.shape[1:])
         if a.chunks != want:
             if not rechunk:
+                name = node.inputs[k].name
                 raise ChunkError(
-                    f"Dask engine: {op} (its row inputs' chunks) needs input {k} chunked "
-                    f"by rows only; got chunks {a.chunks}, expected {want} (or let the "
-                    "engine rechunk: DaskLinker(rechunk=True))"
+                    f"Dask engine: {op} (the row work of {op.summary()}) needs its row "
+                    f"input {k}{f' ({name})' if name else ''} chunked by rows only; got "
+                    f"chunks {a.chunks}, expected {want} (or let the engine rechunk: "
+                    "DaskLinker(rechunk=True))"
                 )
             arrays[k] = a.rechunk(want)
+    return arrays
+
+
+def _check_row_inputs(node, known, rechunk):
+    # Before the call: the row inputs' chunks alone say whether the node can run.
+    vals = [known.get(v) for v in node.inputs]
+    if all(v is not None for v, t in zip(vals, node.op.tiled) if t):
+        _row_inputs(node, vals, rechunk)
+
+
+def row_chunks(node, vals, kernels, rechunk=True):
+    """The Dask engine's rule for a :class:`RowChunked` node (see the module docstring)."""
+    op = node.op
+    da = backend.da
+    arrays = _row_inputs(node, vals, rechunk)
+    tiled = [k for k, t in enumerate(op.tiled) if t]
+    rows = arrays[tiled[0]].chunks[0]
     shapes, _ = infer_shapes(
         op.inner,
         op.inner.toposort(),
@@ -492,3 +517,4 @@ def _graph(name, graph, deps, layers):
 
 
 RULES[RowChunked] = row_chunks
+CHECKS[RowChunked] = _check_row_inputs

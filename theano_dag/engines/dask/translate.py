@@ -51,6 +51,8 @@ __all__ = [
     "DaskTaskError",
     "has_chunked_form",
     "build",
+    "check_chunks",
+    "CHECKS",
     "LOCAL_MAX_SIZE",
 ]
 
@@ -464,6 +466,8 @@ def _gathered(node, vals):
     )
     outs = node.outputs
     if any(shapes.get(o) is None for o in outs):
+        if getattr(_CHECKING, "on", False):
+            raise _Unknown  # computing is not checking
         # Its output shape depends on the data: run it now on the computed inputs.
         computed = backend.dask.compute(*vals)
         return [_as_dask(v) for v in _run_local(node, list(computed))]
@@ -580,3 +584,54 @@ def build(
                 for name in val.dask.layers:
                     owners.setdefault(name, node)
     return values
+
+
+# ---------------------------------------------------------------------------
+# Chunks checked before the call
+
+
+class _Unknown(Exception):
+    """A value that cannot be known before the call (its shape depends on the data)."""
+
+
+_CHECKING = threading.local()
+
+# Op type -> check(node, known values, rechunk) of the chunks it will get, for a node
+# some of whose inputs are unknown before the call (the rule checks the others).
+CHECKS: dict = {}
+
+
+def check_chunks(order, values: dict, kernels: dict | None = None, rechunk=True):
+    """Lower ``order`` as :func:`build` does, on the inputs whose shapes and chunks are
+    known before any call (``values``: variable -> dask array; the other inputs are
+    unknown), computing nothing, so that a chunking an op cannot run on is a
+    :class:`ChunkError` then. Nodes that read an unknown value are skipped, and so is
+    a node that fails otherwise (the call reports it, as every engine does).
+
+    >>> import theano_dag.tensor as tt
+    >>> import dask.array as da
+    >>> x = tt.dmatrix("x")
+    >>> y = tt.nnet.softmax(x)
+    >>> try:
+    ...     check_chunks([y.owner], {x: da.empty((4, 6), chunks=(2, 3))}, rechunk=False)
+    ... except ChunkError as e:
+    ...     print(str(e)[:58])
+    Dask engine: Softmax{axis=1} needs axis 1 of its input 0 i
+    """
+    known = dict(values)
+    _CHECKING.on = True
+    try:
+        for node in order:
+            try:
+                if any(v not in known and not isinstance(v, Constant) for v in node.inputs):
+                    check = CHECKS.get(type(node.op))
+                    if check is not None:
+                        check(node, known, rechunk)
+                    continue
+                build([node], known, kernels, rechunk)
+            except ChunkError:
+                raise
+            except Exception:  # noqa: S112 (unknown before the call: the call says)
+                continue
+    finally:
+        _CHECKING.on = False
