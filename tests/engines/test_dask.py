@@ -361,6 +361,24 @@ def test_row_outputs_keep_the_row_chunks_and_other_reductions_combine(dtype):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+
+def test_a_row_chunked_node_performs_its_whole_graph_and_pickles():
+    # Outside the Dask engine's rule (another engine, a gathered fallback) the node
+    # runs its graph once on the whole inputs.
+    x, y, w = tt.dmatrix("x"), tt.dvector("y"), tt.dvector("w")
+    r = tt.nnet.sigmoid(tt.dot(x, w)) - y
+    f = theano_dag.function([x, y, w], [tt.dot(x.T, r), r.sum()], mode="DASK")
+    (node,) = _row_nodes(f)
+    assert [v.name for v in node.inputs] == ["x", "w", "y"]
+    rng = np.random.default_rng(2)
+    xv, yv, wv = rng.normal(size=(9, 3)), rng.random(9), rng.normal(size=3)
+    rv = 1 / (1 + np.exp(-(xv @ wv))) - yv
+    for op in (node.op, pickle.loads(pickle.dumps(node.op))):
+        cells = [[None], [None]]
+        op.perform(node, [xv, wv, yv], cells)
+        np.testing.assert_allclose(cells[0][0], xv.T @ rv, rtol=1e-12)
+        np.testing.assert_allclose(cells[1][0], rv.sum(), rtol=1e-12)
+
 def test_no_row_chunks_without_a_product_or_with_the_pass_excluded():
     x = tt.dmatrix("x")
     f = theano_dag.function([x], tt.exp(x).sum(axis=0), mode="DASK")

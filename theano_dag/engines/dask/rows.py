@@ -100,6 +100,14 @@ class RowChunked(Op):
     def __hash__(self):
         return id(self)
 
+    def __getstate__(self):
+        # the compiled function and its lock stay in this process
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_lock")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._fn, self._lock = None, threading.Lock()
+
     def __str__(self):
         n = len(self.inner.apply_nodes)
         parts = sum(c is not None for c in self.combine)
