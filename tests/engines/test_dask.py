@@ -361,7 +361,6 @@ def test_row_outputs_keep_the_row_chunks_and_other_reductions_combine(dtype):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
-
 def test_a_row_chunked_node_performs_its_whole_graph_and_pickles():
     # Outside the Dask engine's rule (another engine, a gathered fallback) the node
     # runs its graph once on the whole inputs.
@@ -378,6 +377,7 @@ def test_a_row_chunked_node_performs_its_whole_graph_and_pickles():
         op.perform(node, [xv, wv, yv], cells)
         np.testing.assert_allclose(cells[0][0], xv.T @ rv, rtol=1e-12)
         np.testing.assert_allclose(cells[1][0], rv.sum(), rtol=1e-12)
+
 
 def test_no_row_chunks_without_a_product_or_with_the_pass_excluded():
     x = tt.dmatrix("x")
