@@ -7,15 +7,20 @@ one thread each), the input made chunk by chunk on the workers and persisted the
   runs the 40 ops as one fused C kernel per chunk; dask.array runs one numpy call
   per op per chunk (its blockwise fusion merges the tasks, not the loops).
 * ``logreg_step``: one gradient step of logistic regression (cost, gradient of w
-  and b, the new w and b) on an (n, 10) matrix.
+  and b, the new w and b) on an (n, 10) matrix. theano_dag runs the row work and
+  its sums over the rows as one task per chunk of rows (a ``RowChunked`` node: the
+  CPU engine's kernels on the chunk, its partial sums out), then one tree of the
+  partials; dask.array runs its blocked products, elementwise tasks and tree sums.
 
 Each (case, workers) runs on one cluster: the two engines' calls alternate (the
 machine may be shared: both see the same load), then each engine's peak memory per
-worker (VmHWM, reset before) is read after two calls of its own. A
+worker (VmHWM, reset before) is read after two calls of its own, and one more
+call each is split into its tasks' compute time on the workers and the rest. A
 row per case and worker count: medians over ``--repeats`` calls in seconds, the
 ratio dask.array / theano_dag (above 1: theano_dag is faster), the peak memory per
-worker of each, and with 2 workers the scaling from 1 worker (time with 1 / time
-with 2) for each engine.
+worker of each, one call's split (``*_tasks``, ``*_worker_compute_s``: the tasks'
+compute summed, ``*_task_span_s``: first start to last end, ``*_call_s``), and with
+2 workers the scaling from 1 worker (time with 1 / time with 2) for each engine.
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``.
 """
@@ -146,10 +151,31 @@ def _run(case, workers, args):
             fn(values)
             fn(values)
             peaks[e] = max(client.run(procmem.peak_bytes).values())
-        return {e: (statistics.median(times[e]), peaks[e]) for e in fns}
+        split = {e: _breakdown(fn, values) for e, fn in fns.items()}
+        return {e: (statistics.median(times[e]), peaks[e], split[e]) for e in fns}
     finally:
         client.close()
         cluster.close()
+
+
+def _breakdown(fn, values):
+    """Where one call's time goes: its tasks, their compute time on the workers (summed),
+    and the span from the first task's start to the last one's end; the rest of the
+    call's time is the client's (building and sending the graph, gathering) and the
+    scheduler's."""
+    with distributed.get_task_stream() as stream:
+        t0 = time.perf_counter()
+        fn(values)
+        wall = time.perf_counter() - t0
+    spans = [s for r in stream.data for s in r["startstops"]]
+    compute = sum(s["stop"] - s["start"] for s in spans if s["action"] == "compute")
+    span = max(s["stop"] for s in spans) - min(s["start"] for s in spans) if spans else 0.0
+    return {
+        "tasks": len(stream.data),
+        "worker_compute_s": round(compute, 4),
+        "task_span_s": round(span, 4),
+        "call_s": round(wall, 4),
+    }
 
 
 def main():
@@ -179,6 +205,9 @@ def main():
                 "dask_array_peak_mb_per_worker": round(res["dask_array"][1] / 1e6),
                 "machine": platform.machine(),
             }
+            for e in ("theano_dag", "dask_array"):
+                for k, v in res[e][2].items():
+                    row[f"{e}_{k}"] = v
             one = by_workers.get((case, 1))
             if workers > 1 and one is not None:
                 for e in ("theano_dag", "dask_array"):

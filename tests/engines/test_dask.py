@@ -27,6 +27,7 @@ from theano_dag.engines.dask import (  # noqa: E402
     DaskSharedVariable,
     DaskTaskError,
     GatherWarning,
+    RowChunked,
     dask_collections,
     dask_shared,
     dask_task_graph,
@@ -119,7 +120,11 @@ def test_a_small_elementwise_value_read_by_several_kernels_is_computed_in_each(d
     gw, gb = theano_dag.grad(cost, [w, b])
     outs = [cost, w - 0.5 * gw, b - 0.5 * gb]
     chunks = {"x": (64, 5), "y": 64}
-    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC), optimizer="fast_run")
+    # Without the row-chunks pass, which makes the step's row work one node
+    # (test_the_row_work_and_its_sums_over_rows_are_one_task_per_chunk).
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC), optimizer="fast_run").excluding(
+        "dask_rows"
+    )
     f = theano_dag.function([x, y, w, b], outs, mode=mode)
     apart = theano_dag.function([x, y, w, b], outs, mode=mode.excluding("dask_inline"))
 
@@ -287,6 +292,125 @@ def test_formats_emit_a_compiled_functions_dask_graph_as_a_dag():
     np.testing.assert_allclose(got, f(a, b)[0])
 
 
+# -- row chunks: the row work of a batch graph and its sums, one task per chunk -----------
+
+
+def _logreg_step(dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    w, b = tt.vector("w", dtype=dtype), tt.scalar("b", dtype=dtype)
+    p = tt.nnet.sigmoid(tt.dot(x, w) + b)
+    cost = tt.nnet.binary_crossentropy(p, y).mean()
+    gw, gb = theano_dag.grad(cost, [w, b])
+    return [x, y, w, b], [cost, w - 0.5 * gw, b - 0.5 * gb]
+
+
+def _row_nodes(f):
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, RowChunked)]
+
+
+@pytest.mark.parametrize("chunks", [-1, 64, 7, 1])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_row_work_and_its_sums_over_rows_are_one_task_per_chunk(dtype, chunks):
+    ins, outs = _logreg_step(dtype)
+    f = theano_dag.function(ins, outs, mode=_sync(chunks={"x": (chunks, 5), "y": chunks}))
+    (node,) = _row_nodes(f)
+    # x and y are the batch (w is not); the cost's sum, x.T @ r and sum(r) are partials
+    assert [v.name for v in node.inputs if v.name] == ["x", "w", "y"]
+    assert node.op.tiled[:2] == (True, False) and node.op.combine == ("sum",) * 3
+    n = 200 if chunks != 1 else 30
+    xv, yv = _logreg(dtype, n=n)
+    wv, bv = np.linspace(-1, 1, 5).astype(dtype), np.asarray(0.1, dtype)
+    graph = dask_task_graph(f, xv, yv, wv, bv)
+    rows = len(da.core.normalize_chunks((chunks, 5), (n, 5))[0])
+    fused = [k for k in graph if isinstance(k, tuple) and re.fullmatch(r"RowChunked-\w+", k[0])]
+    assert len(fused) == rows  # one task per row chunk, and
+    tasks = [k for k in graph if k != "__outputs__" and not k[0].startswith("array-")]
+    assert len(tasks) <= rows + 11 + rows // 16  # a tree of partials and a few small tasks
+    ref = theano_dag.function(ins, outs, mode=REF)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for got, want in zip(f(xv, yv, wv, bv), ref(xv, yv, wv, bv)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # the mean's 1/n is the whole batch's, not a chunk's
+    p = 1 / (1 + np.exp(-(xv.astype(float) @ wv + bv)))
+    np.testing.assert_allclose(f(xv, yv, wv, bv)[2], bv - 0.5 * (p - yv).mean(), rtol=tol * 10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_row_outputs_keep_the_row_chunks_and_other_reductions_combine(dtype):
+    # A two-layer forward pass: the softmax rows come back chunked like x; the
+    # largest logit (max over rows), h.T @ x and the number of positive rows are partials.
+    x = tt.matrix("x", dtype=dtype)
+    w1, w2 = tt.matrix("w1", dtype=dtype), tt.matrix("w2", dtype=dtype)
+    h = tt.tanh(tt.dot(x, w1))
+    z = tt.dot(h, w2)
+    outs = [tt.nnet.softmax(z), z.max(), tt.dot(h.T, x), (z > 0).all(axis=1).sum(), z.min(axis=0)]
+    f = theano_dag.function([x, w1, w2], outs, mode=_sync(chunks=(6, 2)))
+    (node,) = _row_nodes(f)
+    assert sorted(c or "rows" for c in node.op.combine) == ["max", "min", "rows", "sum", "sum"]
+    rng = np.random.default_rng(1)
+    xv, w1v, w2v = (rng.normal(size=s).astype(dtype) for s in [(20, 4), (4, 3), (3, 5)])
+    lazy = theano_dag.function(
+        [x, w1, w2], outs[0], mode=Mode(linker=DaskLinker(chunks=(6, 2), return_dask=True))
+    )
+    assert lazy(xv, w1v, w2v).chunks == ((6, 6, 6, 2), (5,))
+    ref = theano_dag.function([x, w1, w2], outs, mode=REF)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for got, want in zip(f(xv, w1v, w2v), ref(xv, w1v, w2v)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_a_row_chunked_node_performs_its_whole_graph_and_pickles():
+    # Outside the Dask engine's rule (another engine, a gathered fallback) the node
+    # runs its graph once on the whole inputs.
+    x, y, w = tt.dmatrix("x"), tt.dvector("y"), tt.dvector("w")
+    r = tt.nnet.sigmoid(tt.dot(x, w)) - y
+    f = theano_dag.function([x, y, w], [tt.dot(x.T, r), r.sum()], mode="DASK")
+    (node,) = _row_nodes(f)
+    assert [v.name for v in node.inputs] == ["x", "w", "y"]
+    rng = np.random.default_rng(2)
+    xv, yv, wv = rng.normal(size=(9, 3)), rng.random(9), rng.normal(size=3)
+    rv = 1 / (1 + np.exp(-(xv @ wv))) - yv
+    for op in (node.op, pickle.loads(pickle.dumps(node.op))):
+        cells = [[None], [None]]
+        op.perform(node, [xv, wv, yv], cells)
+        np.testing.assert_allclose(cells[0][0], xv.T @ rv, rtol=1e-12)
+        np.testing.assert_allclose(cells[1][0], rv.sum(), rtol=1e-12)
+
+
+def test_no_row_chunks_without_a_product_or_with_the_pass_excluded():
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], tt.exp(x).sum(axis=0), mode="DASK")
+    assert _row_nodes(f) == []
+    ins, outs = _logreg_step("float64")
+    g = theano_dag.function(ins, outs, mode=get_mode("DASK").excluding("dask_rows"))
+    assert _row_nodes(g) == []
+    assert "dask_row_chunks" in [o.name for o in optdb.query(Query(include=["dask"]))]
+
+
+def test_row_inputs_chunked_apart_are_rechunked_or_refused_naming_the_op():
+    ins, outs = _logreg_step("float64")
+    xv, yv = _logreg("float64", n=20)
+    args = (da.from_array(xv, chunks=(5, 2)), da.from_array(yv, chunks=8), np.ones(5), 0.0)
+    want = theano_dag.function(ins, outs, mode=REF)(xv, yv, np.ones(5), 0.0)
+    for got, w in zip(theano_dag.function(ins, outs, mode=_sync())(*args), want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
+    strict = theano_dag.function(ins, outs, mode=_sync(rechunk=False))
+    with pytest.raises(ChunkError) as err:
+        strict(*args)
+    assert str(err.value).startswith(
+        "Dask engine: RowChunked{9 nodes, 2 row inputs, 3 partials} (the row work of Dot, "
+    )
+    assert str(err.value).endswith(
+        ") needs its row input 0 (x) chunked by rows only; got chunks ((5, 5, 5, 5), (2, 2, "
+        "1)), expected ((5, 5, 5, 5), (5,)) (or let the engine rechunk: "
+        "DaskLinker(rechunk=True))"
+    )
+    with pytest.raises(ValueError, match=r"its row inputs have \[20, 19\] rows"):
+        strict(da.from_array(xv, chunks=(5, -1)), yv[:19], np.ones(5), 0.0)
+
+
 # -- chunkings an op needs, errors naming the task ---------------------------------------
 
 
@@ -324,6 +448,38 @@ def test_a_chunking_an_op_cannot_run_on_is_an_error_naming_the_op_and_the_chunks
     np.testing.assert_allclose(f2(np.ones((5, 6))), np.full((5, 6), 1 / 6))
 
 
+SOFTMAX_CHUNKS = (
+    "Dask engine: Softmax{axis=1} needs axis 1 of its input 0 in one chunk; got chunks "
+    "((2, 2, 1), (3, 3)), expected ((2, 2, 1), (6,)) (chunk that axis -1, or let the "
+    "engine rechunk: DaskLinker(rechunk=True))"
+)
+
+
+def test_chunks_known_when_compiling_are_checked_then():
+    # An input of static shape with the linker's chunks: compiling raises.
+    m = tt.TensorType("float64", shape=(5, 6))("m")
+    with pytest.raises(ChunkError) as err:
+        theano_dag.function([m], tt.nnet.softmax(m), mode=_sync(chunks=(2, 3), rechunk=False))
+    assert str(err.value) == SOFTMAX_CHUNKS
+    # A shared variable's dask array: its chunks.
+    s = dask_shared(da.ones((5, 6), chunks=(2, 3)), name="s")
+    with pytest.raises(ChunkError) as err:
+        theano_dag.function([], tt.nnet.softmax(s) * 2, mode=_sync(rechunk=False))
+    assert str(err.value) == SOFTMAX_CHUNKS
+    # The row inputs of a RowChunked node, the other inputs unknown until the call.
+    xs = dask_shared(da.ones((20, 5), chunks=(5, 2)), name="xs")
+    w = tt.dvector("w")
+    out = tt.dot(xs.T, tt.nnet.sigmoid(tt.dot(xs, w)))
+    with pytest.raises(ChunkError, match=r"needs its row input 0 \(xs\) chunked by rows only; "):
+        theano_dag.function([w], out, mode=_sync(rechunk=False))
+    # Chunks it can run on compile; unknown shapes wait for the call (and rechunk=True
+    # rechunks).
+    ok = theano_dag.function([m], tt.nnet.softmax(m), mode=_sync(chunks=(2, -1), rechunk=False))
+    np.testing.assert_allclose(ok(np.ones((5, 6))), np.full((5, 6), 1 / 6))
+    f = theano_dag.function([w], out, mode=_sync())
+    np.testing.assert_allclose(f(np.zeros(5)), np.full(5, 10.0))
+
+
 def test_an_error_in_a_chunk_task_names_its_key_and_op():
     x = tt.dmatrix("x")
     f = theano_dag.function([x], tt.exp(x), mode=_sync(chunks=2))
@@ -355,3 +511,25 @@ def test_an_error_in_a_gathered_task_names_its_key_and_op():
         str(err.value),
     ), str(err.value)
     np.testing.assert_allclose(f(np.eye(3) * 4), np.eye(3) * 4)
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_an_error_in_a_task_of_dask_arrays_own_names_its_key_the_operation_and_op(scheduler):
+    # The second chunk of rows comes back flat: dask.array's tree reduction of the
+    # column sums fails joining the chunks' sums.
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], x.sum(axis=0), mode=_sync() if scheduler == "sync" else "DASK")
+
+    def ravel_one(b, block_id=None):
+        return b.ravel() if block_id == (1, 0) else b
+
+    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    with pytest.raises(DaskTaskError) as err:
+        f(bad)
+    assert re.fullmatch(
+        r"Dask engine: task \('sum-aggregate-[0-9a-f]{32}', 0\) \(dask.array's sum-aggregate "
+        r"for Sum\{axis=\(0,\)\}\) failed: ValueError: all the input arrays must have same "
+        r"number of dimensions, .*",
+        str(err.value),
+    ), str(err.value)
+    np.testing.assert_allclose(f(np.ones((4, 4))), np.full(4, 4.0))  # the next call works

@@ -177,6 +177,26 @@ def test_an_error_in_a_task_on_a_worker_names_its_key_and_op(client):
     np.testing.assert_allclose(f(da.zeros((4, 4), chunks=2)), np.ones((4, 4)))
 
 
+def test_an_error_in_a_task_of_dask_arrays_own_on_a_worker_is_named(client):
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], x.sum(axis=0), mode="DASK")
+
+    def ravel_one(b, block_id=None):
+        return b.ravel() if block_id == (1, 0) else b
+
+    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    with pytest.raises(DaskTaskError) as err:
+        f(bad)
+    # the task the scheduler blames: dask's tree reduction, on a worker
+    assert re.fullmatch(
+        r"Dask engine: task \('sum-aggregate-[0-9a-f]{32}', 0\) \(dask.array's sum-aggregate "
+        r"for Sum\{axis=\(0,\)\}\) failed: ValueError: all the input arrays must have same "
+        r"number of dimensions, .*",
+        str(err.value),
+    ), str(err.value)
+    np.testing.assert_allclose(f(da.ones((4, 4), chunks=2)), np.full(4, 4.0))
+
+
 def test_a_task_whose_workers_die_is_named_with_its_op():
     # Its own cluster: the scheduler gives up on a task at the first worker it kills.
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):

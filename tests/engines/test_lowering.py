@@ -83,7 +83,7 @@ def test_query_of_each_engine_lists_its_lowering_passes():
     assert ocl[-2:] == ["merge3", "opencl_device_placement"]
     assert "cpu_row_tiling" not in ocl
     dask = pass_names(Mode(linker="dask"))
-    assert dask[-3:] == ["merge3", "dask_inline_elementwise", "dask_gathering"]
+    assert dask[-4:] == ["merge3", "dask_row_chunks", "dask_inline_elementwise", "dask_gathering"]
     assert "cpu_row_tiling" not in dask and "insert_inplace" not in dask
     py = pass_names(Mode(linker="py"))
     assert py[-1] == "merge3"
@@ -91,6 +91,7 @@ def test_query_of_each_engine_lists_its_lowering_passes():
     assert [o.name for o in optdb.query(Query(include=["lowering"]))] == [
         "cpu_row_tiling",
         "opencl_device_placement",
+        "dask_row_chunks",
         "dask_inline_elementwise",
         "dask_gathering",
     ]

@@ -13,6 +13,9 @@ row_tiling          the row-local part of a batch     cpu row_tiling lowering
                     graph -> one RowTiled node
 device_placement    GpuFromHost/HostFromGpu where     opencl device_placement
                     values cross device and host      lowering
+dask_row_chunks     a batch graph's row work and its  dask dask_rows
+                    sums over rows -> one RowChunked  lowering
+                    node (one task per row chunk)
 ==================  ================================  ==========================
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from theano_dag.engines.cpu.tiling import tile_rows
 from theano_dag.engines.dask.lower import inline_shared_elementwise, insert_gathers
+from theano_dag.engines.dask.rows import fuse_row_chunks
 from theano_dag.engines.opencl.context import get_context
 from theano_dag.engines.opencl.placement import place
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
@@ -29,16 +33,19 @@ __all__ = [
     "DevicePlacement",
     "DaskGathering",
     "DaskInlineElementwise",
+    "DaskRowChunks",
     "ROW_TILING_TAGS",
     "DEVICE_PLACEMENT_TAGS",
     "DASK_GATHER_TAGS",
     "DASK_INLINE_TAGS",
+    "DASK_ROW_CHUNKS_TAGS",
 ]
 
 ROW_TILING_TAGS = ("cpu", "row_tiling", "lowering")
 DEVICE_PLACEMENT_TAGS = ("opencl", "device_placement", "lowering")
 DASK_GATHER_TAGS = ("dask", "dask_gather", "lowering")
 DASK_INLINE_TAGS = ("dask", "dask_inline", "lowering")
+DASK_ROW_CHUNKS_TAGS = ("dask", "dask_rows", "lowering")
 
 
 class RowTiling(GlobalOptimizer):
@@ -98,3 +105,15 @@ class DaskInlineElementwise(GlobalOptimizer):
 
     def __str__(self):
         return getattr(self, "name", None) or "DaskInlineElementwise"
+
+
+class DaskRowChunks(GlobalOptimizer):
+    """The Dask engine's ``engines.dask.rows.fuse_row_chunks`` as a pass: the row-local
+    part of a batch graph and its reductions over the batch become one ``RowChunked``
+    node, one task per row chunk returning the chunk's partial sums."""
+
+    def apply(self, fgraph):
+        return {"fused": int(fuse_row_chunks(fgraph) is not None)}
+
+    def __str__(self):
+        return getattr(self, "name", None) or "DaskRowChunks"

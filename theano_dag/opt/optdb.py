@@ -61,10 +61,12 @@ from theano_dag.graph.rewriting.navigator import NavigatorOptimizer
 from theano_dag.opt.lowering import (
     DASK_GATHER_TAGS,
     DASK_INLINE_TAGS,
+    DASK_ROW_CHUNKS_TAGS,
     DEVICE_PLACEMENT_TAGS,
     ROW_TILING_TAGS,
     DaskGathering,
     DaskInlineElementwise,
+    DaskRowChunks,
     DevicePlacement,
     RowTiling,
 )
@@ -127,6 +129,8 @@ def _topo(apply_all_opts=False, order="in_to_out"):
 STABILIZE_POSITION = 1.5
 ROW_TILING_POSITION = 110
 DEVICE_PLACEMENT_POSITION = 120
+# Row chunks before the inline pass: values of the region are computed once per chunk.
+DASK_ROW_CHUNKS_POSITION = 128
 DASK_INLINE_POSITION = 129
 DASK_GATHER_POSITION = 130
 
@@ -149,6 +153,7 @@ PIPELINE = (
     (100, "merge3", MergeOptimizer, ("fast_run", "merge")),
     (ROW_TILING_POSITION, "cpu_row_tiling", RowTiling, ROW_TILING_TAGS),
     (DEVICE_PLACEMENT_POSITION, "opencl_device_placement", DevicePlacement, DEVICE_PLACEMENT_TAGS),
+    (DASK_ROW_CHUNKS_POSITION, "dask_row_chunks", DaskRowChunks, DASK_ROW_CHUNKS_TAGS),
     (DASK_INLINE_POSITION, "dask_inline_elementwise", DaskInlineElementwise, DASK_INLINE_TAGS),
     (DASK_GATHER_POSITION, "dask_gathering", DaskGathering, DASK_GATHER_TAGS),
 )

@@ -21,6 +21,7 @@ from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.linker import DaskLinker, DaskThunk
 from theano_dag.engines.dask.lower import GatherWarning, insert_gathers
 from theano_dag.engines.dask.ops import DaskGather, dask_gather
+from theano_dag.engines.dask.rows import RowChunked, fuse_row_chunks
 from theano_dag.engines.dask.shared import (
     DaskInputType,
     DaskSharedVariable,
@@ -42,6 +43,8 @@ __all__ = [
     "DaskThunk",
     "DaskGather",
     "dask_gather",
+    "RowChunked",
+    "fuse_row_chunks",
     "DaskInputType",
     "DaskSharedVariable",
     "dask_shared",

@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-# dask, da, tokenize and BlockIdDep are read as attributes (see __getattr__).
+# dask, da, tokenize, BlockIdDep, local and threaded are read as attributes (see
+# __getattr__).
 __all__ = ["require", "is_dask_array", "current_client"]
 
 _LAZY = {
@@ -17,6 +18,8 @@ _LAZY = {
     "da": ("dask.array", None),
     "tokenize": ("dask.base", "tokenize"),
     "BlockIdDep": ("dask.layers", "ArrayBlockIdDep"),
+    "local": ("dask.local", None),
+    "threaded": ("dask.threaded", None),
 }
 
 

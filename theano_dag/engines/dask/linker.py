@@ -21,6 +21,9 @@ the scheduler keeps them (on the cluster's workers) and stay dask arrays.
 
 from __future__ import annotations
 
+import re
+import sys
+
 import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
@@ -28,7 +31,7 @@ from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.shared import DaskInputType
-from theano_dag.engines.dask.translate import DaskTaskError, build
+from theano_dag.engines.dask.translate import DaskTaskError, build, check_chunks
 
 __all__ = ["DaskLinker", "DaskThunk"]
 
@@ -86,6 +89,7 @@ class DaskLinker(Linker):
             for v, cell in zip(fg.inputs, input_storage)
         ]
         outs = [Container(v, cell, readonly=True) for v, cell in zip(fg.outputs, output_storage)]
+        thunk.check_chunks()
         return thunk, ins, outs
 
     def chunks_for(self, k, var):
@@ -119,6 +123,30 @@ class DaskThunk(Thunk):
         self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
         # The last call's {layer name: node or input variable}, to name a failed task.
         self.owners: dict = {}
+
+    def check_chunks(self):
+        """Raise ChunkError now where an op cannot run on the chunks it will get, for
+        the inputs whose chunks are known before the first call: shared variables
+        (their current value), inputs of a fully static shape (with the linker's
+        ``chunks``), scalars."""
+        values = {}
+        for k, (var, cell) in enumerate(zip(self.fgraph.inputs, self.input_storage)):
+            if not hasattr(var.type, "ndim"):
+                continue
+            value = cell[0]
+            if is_dask_array(value):
+                values[var] = value
+                continue
+            shape = np.shape(value) if value is not None else var.type.shape
+            if any(s is None for s in shape):
+                continue
+            try:
+                values[var] = backend.da.empty(
+                    shape, dtype=var.type.dtype, chunks=self.linker.chunks_for(k, var)
+                )
+            except Exception:  # noqa: S112 (a chunk spec that fits no such input: the call says)
+                continue
+        check_chunks(self.order, values, self.kernels, self.linker.rechunk)
 
     def scheduler(self):
         s = self.linker.dask_scheduler
@@ -160,28 +188,40 @@ class DaskThunk(Thunk):
         try:
             self._run(outs, sched, keep)
         except DaskTaskError:
-            raise
+            raise  # one of the engine's own tasks, named where it ran
         except Exception as exc:
             key = _failed_key(exc)
             if key is None:
                 raise
+            if type(exc).__name__ == "KilledWorker":
+                raise DaskTaskError(
+                    f"Dask engine: task {key!r} ({self._what(key)}) failed: KilledWorker: the "
+                    f"workers running it died (more than {exc.allowed_failures} times)"
+                ) from exc
+            # A task of dask.array's own (a product, a tree reduction, a rechunk...).
             raise DaskTaskError(
-                f"Dask engine: task {key!r} ({self._what(key)}) failed: KilledWorker: the "
-                f"workers running it died (more than {exc.allowed_failures} times)"
+                f"Dask engine: task {key!r} ({self._what(key, native=True)}) failed: "
+                f"{type(exc).__name__}: {exc}"
             ) from exc
         for j, (var, value) in enumerate(zip(fg.outputs, outs)):
             if not is_dask_array(value) and hasattr(var.type, "dtype"):
                 value = np.asarray(value, dtype=var.type.dtype)
             self.output_storage[j][0] = value
 
-    def _what(self, key) -> str:
-        """What the task of ``key`` was doing: the op of the node that made its layer."""
-        owner = self.owners.get(key[0] if isinstance(key, tuple) else key)
+    def _what(self, key, native=False) -> str:
+        """What the task of ``key`` was doing: the op of the node that made its layer;
+        ``native``: a task of dask.array's own, named by its operation too."""
+        name = key[0] if isinstance(key, tuple) else key
+        owner = self.owners.get(name)
         if owner is None:
             return "a task of the call"
-        if hasattr(owner, "op"):
-            return f"running {owner.op}"
-        return f"making input {owner.name or self.fgraph.inputs.index(owner)!r}"
+        if not hasattr(owner, "op"):
+            return f"making input {owner.name or self.fgraph.inputs.index(owner)!r}"
+        if native:
+            # dask.array's layer names are the operation, then a token
+            operation = re.sub(r"-[0-9a-f]{32}$", "", str(name))
+            return f"dask.array's {operation} for {owner.op}"
+        return f"running {owner.op}"
 
     def _run(self, outs, sched, keep):
         lazy = [j for j, v in enumerate(outs) if is_dask_array(v)]
@@ -204,23 +244,90 @@ class DaskThunk(Thunk):
 
 
 def _failed_key(exc):
-    """The key of the task a scheduler's error is about (distributed's KilledWorker
-    carries it), else None."""
-    task = getattr(exc, "task", None) if type(exc).__name__ == "KilledWorker" else None
-    return task
+    """The key of the task a scheduler's error is about, else None: distributed's
+    KilledWorker carries it; ``_compute`` notes it for a client, and
+    ``_pack_exception`` for dask's threaded and synchronous schedulers."""
+    if type(exc).__name__ == "KilledWorker":
+        return getattr(exc, "task", None)
+    return getattr(exc, "_theano_dag_key", None)
 
 
-def _scheduler_kwargs(sched):
+def _note_key(exc):
+    """Note on ``exc`` the key of the task that raised it: called from dask.local's
+    ``execute_task``, whose ``key`` is that task's (two frames up)."""
+    caller = sys._getframe(2)
+    if caller.f_code.co_name == "execute_task":
+        try:
+            exc._theano_dag_key = caller.f_locals.get("key")
+        except AttributeError:  # an exception type without a __dict__
+            pass
+
+
+def _pack_and_raise(exc, dumps):
+    # dask.local's pack_exception hook for its synchronous scheduler (raises, as its own)
+    _note_key(exc)
+    raise exc
+
+
+def _pack_and_return(exc, dumps):
+    # the hook for the threaded scheduler (returns the exception, as dask.threaded's)
+    _note_key(exc)
+    return exc, exc.__traceback__
+
+
+_POOL = []  # the threads of _threads_get, made on first use
+
+
+def _threads_get(dsk, keys, **kwargs):
+    """dask's threaded scheduler (``dask.threaded.get``) with the hook that names a
+    failed task's key."""
+    if not _POOL:
+        threaded = backend.threaded
+        _POOL.append(threaded.ContextAwareThreadPoolExecutor(threaded.CPU_COUNT))
+    pool = _POOL[0]
+    for name in ("num_workers", "pool"):  # dask.threaded.get's own: the pool is ours
+        kwargs.pop(name, None)
+    return backend.local.get_async(
+        pool.submit, pool._max_workers, dsk, keys, pack_exception=_pack_and_return, **kwargs
+    )
+
+
+def _local_kwargs(sched):
+    """How dask.compute/persist is told to use ``sched`` (a name or a callable)."""
+    if sched in ("sync", "synchronous", "single-threaded"):
+        return {"scheduler": sched, "pack_exception": _pack_and_raise}
+    if sched in ("threads", "threading"):
+        return {"scheduler": _threads_get}
     return {"scheduler": sched}
 
 
 def _persist(arrays, sched):
     if hasattr(sched, "persist"):  # a distributed Client: the chunks stay on the workers
         return sched.persist(arrays)
-    return backend.dask.persist(*arrays, scheduler=sched)
+    return backend.dask.persist(*arrays, **_local_kwargs(sched))
 
 
 def _compute(arrays, sched):
     if hasattr(sched, "compute"):
-        return sched.gather(sched.compute(arrays))
-    return backend.dask.compute(*arrays, scheduler=sched)
+        futures = sched.compute(arrays)
+        try:
+            return sched.gather(futures)
+        except Exception as exc:
+            _note_failed_key(exc, sched, futures)
+            raise
+    return backend.dask.compute(*arrays, **_local_kwargs(sched))
+
+
+def _note_failed_key(exc, client, futures):
+    """Ask the scheduler which task the error comes from (it blames one: the task
+    that raised, for every task that needed it)."""
+    errored = [f.key for f in futures if f.status == "error"]
+    try:
+        key = client.sync(client.scheduler.get_error_cause, keys=errored) if errored else None
+    except Exception:  # the scheduler gone: the error as it came
+        return
+    if key is not None:
+        try:
+            exc._theano_dag_key = key
+        except AttributeError:  # an exception type without a __dict__
+            pass

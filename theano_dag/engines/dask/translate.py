@@ -19,6 +19,7 @@ computed at once on the caller's side and never becomes a task.
 from __future__ import annotations
 
 import operator
+import pickle
 import threading
 import uuid
 
@@ -31,7 +32,7 @@ from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Constant, clone_get_equiv
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import elemwise as te
@@ -50,6 +51,8 @@ __all__ = [
     "DaskTaskError",
     "has_chunked_form",
     "build",
+    "check_chunks",
+    "CHECKS",
     "LOCAL_MAX_SIZE",
 ]
 
@@ -129,7 +132,8 @@ class ChunkKernel:
 
     The node's graph is compiled by the CPU engine (its generated C kernel for a fused
     ``Composite``) once per process and thread, on first use: a ``ChunkKernel`` is
-    pickled to the workers of a cluster as its graph and a token, and compiles there.
+    pickled to the workers of a cluster as its graph (bytes pickled once) and a token,
+    and compiles there.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -151,12 +155,29 @@ class ChunkKernel:
         self.label = str(node.op)
         self.token = uuid.uuid4().hex
 
+    @classmethod
+    def of_graph(cls, fgraph, label):
+        """The kernel of a whole graph (a copy of ``fgraph``'s, so that pickling it
+        carries the graph's variables, not the FunctionGraph they belong to)."""
+        equiv = clone_get_equiv(fgraph.inputs, fgraph.outputs, copy_inputs=True)
+        kern = cls.__new__(cls)
+        kern.inputs = [equiv[v] for v in fgraph.inputs]
+        kern.outputs = [equiv[v] for v in fgraph.outputs]
+        kern.label, kern.token = label, uuid.uuid4().hex
+        return kern
+
     def __getstate__(self):
-        return {"inputs": self.inputs, "outputs": self.outputs, "label": self.label,
-                "token": self.token}  # fmt: skip
+        # The graph goes as bytes pickled once: a task is pickled for each chunk and
+        # unpickled on its worker (about 10 ms each for a logistic-regression step's
+        # graph), while the worker compiles the graph once and then needs the token only.
+        blob = self.__dict__.get("_blob")
+        if blob is None:
+            blob = self._blob = pickle.dumps((self.inputs, self.outputs), protocol=5)
+        return {"_blob": blob, "label": self.label, "token": self.token}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.inputs = self.outputs = None  # unpickled from _blob when compiled
 
     def __dask_tokenize__(self):
         return ("theano_dag.ChunkKernel", self.token)
@@ -167,6 +188,8 @@ class ChunkKernel:
             cache = _COMPILED.fns = {}
         fn = cache.get(self.token)
         if fn is None:
+            if self.inputs is None:
+                self.inputs, self.outputs = pickle.loads(self._blob)
             fg = FunctionGraph(self.inputs, self.outputs, clone=True)
             fn = cache[self.token] = compile_inner(fg, mode=InnerMode(CPULinker()), borrow=False)
         return fn
@@ -443,6 +466,8 @@ def _gathered(node, vals):
     )
     outs = node.outputs
     if any(shapes.get(o) is None for o in outs):
+        if getattr(_CHECKING, "on", False):
+            raise _Unknown  # computing is not checking
         # Its output shape depends on the data: run it now on the computed inputs.
         computed = backend.dask.compute(*vals)
         return [_as_dask(v) for v in _run_local(node, list(computed))]
@@ -549,6 +574,8 @@ def build(
                 outs = rule(node, vals, kernels)
             elif rule is _whole_axis:
                 outs = rule(node, vals, rechunk)
+            elif getattr(rule, "engine_args", False):  # a rule of an engine-own op
+                outs = rule(node, vals, kernels, rechunk)
             else:
                 outs = rule(node, vals)
         for o, val in zip(node.outputs, outs):
@@ -557,3 +584,54 @@ def build(
                 for name in val.dask.layers:
                     owners.setdefault(name, node)
     return values
+
+
+# ---------------------------------------------------------------------------
+# Chunks checked before the call
+
+
+class _Unknown(Exception):
+    """A value that cannot be known before the call (its shape depends on the data)."""
+
+
+_CHECKING = threading.local()
+
+# Op type -> check(node, known values, rechunk) of the chunks it will get, for a node
+# some of whose inputs are unknown before the call (the rule checks the others).
+CHECKS: dict = {}
+
+
+def check_chunks(order, values: dict, kernels: dict | None = None, rechunk=True):
+    """Lower ``order`` as :func:`build` does, on the inputs whose shapes and chunks are
+    known before any call (``values``: variable -> dask array; the other inputs are
+    unknown), computing nothing, so that a chunking an op cannot run on is a
+    :class:`ChunkError` then. Nodes that read an unknown value are skipped, and so is
+    a node that fails otherwise (the call reports it, as every engine does).
+
+    >>> import theano_dag.tensor as tt
+    >>> import dask.array as da
+    >>> x = tt.dmatrix("x")
+    >>> y = tt.nnet.softmax(x)
+    >>> try:
+    ...     check_chunks([y.owner], {x: da.empty((4, 6), chunks=(2, 3))}, rechunk=False)
+    ... except ChunkError as e:
+    ...     print(str(e)[:58])
+    Dask engine: Softmax{axis=1} needs axis 1 of its input 0 i
+    """
+    known = dict(values)
+    _CHECKING.on = True
+    try:
+        for node in order:
+            try:
+                if any(v not in known and not isinstance(v, Constant) for v in node.inputs):
+                    check = CHECKS.get(type(node.op))
+                    if check is not None:
+                        check(node, known, rechunk)
+                    continue
+                build([node], known, kernels, rechunk)
+            except ChunkError:
+                raise
+            except Exception:  # noqa: S112 (unknown before the call: the call says)
+                continue
+    finally:
+        _CHECKING.on = False
