@@ -25,8 +25,9 @@ The columns of a whole batch are made at once (one batched ``matmul``) up to
 - 1x1 filters with stride 1 and no padding skip the columns: the image is its own.
 
 A workspace a given convolution does not need (no padding; a plain 1x1) is planned
-with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) adds its bias
-and applies its relu to each chunk of the output right after its product, in place.
+with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) scales, adds
+its bias and applies its relu to each chunk of the output right after its product, in
+place; or scales its filters into a workspace when they are smaller than the output.
 
 Pooling (2-D, every mode and border) is a running ``maximum``/``add`` of one strided
 slice per window offset into the output, over a planned padded copy when there is
@@ -100,6 +101,12 @@ class ConvGeometry:
             for d in range(2)
         )
 
+    def scales_filters(self, xshape, wshape):
+        """Whether a per-filter scale is cheaper applied to the filters than to the
+        output: each costs a pass over what it scales."""
+        oh, ow = self.out_hw(xshape[2:])
+        return int(np.prod(wshape[1:])) <= xshape[0] * oh * ow
+
     def cols_shape(self, n, c, out_hw, itemsize):
         """``(images per chunk, C*KH*KW, OH*OW)``: the columns' workspace."""
         k = c * self.kshp[0] * self.kshp[1]
@@ -159,35 +166,45 @@ def _ws(buf, shape, dtype):
     return np.empty(shape, dtype=dtype)
 
 
-def _epilogue(o, bias, relu):
-    """The fused bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+def _epilogue(o, bias, relu, scale=None):
+    """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+    if scale is not None:
+        np.multiply(o, scale[:, None], out=o)
     if bias is not None:
         np.add(o, bias[:, None], out=o)
     if relu:
         np.maximum(o, 0, out=o)
 
 
-def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
+def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws=None):
     """``out = conv(x, w)`` with workspaces ``xp`` (the padded image) and ``cols`` (the
     columns; unused by a plain 1x1 convolution); None (or a workspace of another shape)
-    allocates them, and ``out``. ``bias`` (per filter) and ``relu`` are applied to each
-    chunk of images as soon as it is computed.
+    allocates them, and ``out``. ``scale`` and ``bias`` (per filter) and ``relu`` are
+    applied to each chunk of images as soon as it is computed; or ``scale`` to the
+    filters, into the workspace ``ws``, when they are the smaller
+    (:meth:`ConvGeometry.scales_filters`).
 
     >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
     >>> x, w = np.ones((1, 2, 2, 2)), np.ones((3, 2, 1, 1))
     >>> conv_forward(x, w, None, None, None, geo)[0, :, 0, 0]
     array([2., 2., 2.])
+    >>> conv_forward(x, w, None, None, None, geo, np.zeros(3), True, np.arange(-1.0, 2))[0, :, 0, 0]
+    array([0., 0., 2.])
     """
     n, c = x.shape[:2]
     f = w.shape[0]
     g = geo.groups
     fg = f // g
-    if bias is not None and bias.shape != (f,):
-        raise ValueError(f"convolution: bias has shape {bias.shape}, the filters {w.shape}")
+    for name, v in (("bias", bias), ("scale", scale)):
+        if v is not None and v.shape != (f,):
+            raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
     out_hw = geo.out_hw(x.shape[2:])
     if out is None:
         out = np.empty((n, f) + out_hw, dtype=x.dtype)
     wm = _filters(w, geo)
+    if scale is not None and geo.scales_filters(x.shape, w.shape):
+        wm = np.multiply(wm, scale[:, None], out=_ws(ws, wm.shape, wm.dtype))
+        scale = None
     outm = out.reshape(n, f, out_hw[0] * out_hw[1])
     if geo.plain:
         xm = x.reshape(n, c, -1)
@@ -198,7 +215,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
                 xm[:, i * cg : (i + 1) * cg],
                 out=outm[:, i * fg : (i + 1) * fg],
             )
-        _epilogue(outm, bias, relu)
+        _epilogue(outm, bias, relu, scale)
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
@@ -217,7 +234,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
                     cv[:, i * kg : (i + 1) * kg],
                     out=outm[s:e, i * fg : (i + 1) * fg],
                 )
-        _epilogue(outm[s:e], bias, relu)
+        _epilogue(outm[s:e], bias, relu, scale)
     return out
 
 
@@ -438,18 +455,32 @@ def _conv_steps(node, ctx):
         return None
     dtype = node.outputs[0].type.dtype
     cp = ConvPlan(node.op)
-    ins = [x, w] + ([node.inputs[2]] if fused else [])
+    ins = list(node.inputs)
+    scaled = len(ins) == 4
     relu = fused and node.op.activation == "relu"
     temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:])
+    if scaled:
+
+        def filters_shape(s):
+            xs, wsh = s
+            if cp.geo(wsh[2:]).scales_filters(xs, wsh):
+                return (wsh[0], int(np.prod(wsh[1:])))
+            return _NONE
+
+        wsc, st = _workspace_step(ctx, node, dtype, "conv_scaled", (x, w), filters_shape)
+        temps.append(wsc)
+        steps.append(st)
     fn = ctx.glob(conv_forward, "conv_forward")
     cn = ctx.glob(cp, "conv_plan")
     n_args = len(ins)
 
     def emit(names, outs, target):
         x_, w_ = names[:2]
-        xp, cols = names[n_args:]
+        xp, cols = names[n_args : n_args + 2]
         t = target if target is not None else "None"
         tail = f", {names[2]}, {relu}" if fused else ""
+        if scaled:
+            tail += f", {names[3]}, {names[n_args + 2]}"
         geo = f"{cn}.geo({w_}.shape[2:])"
         return [f"{outs[0]} = {fn}({x_}, {w_}, {xp}, {cols}, {t}, {geo}{tail})"]
 
