@@ -559,6 +559,17 @@ class _PoolPlan:
     def needs_padding(self, xshape):
         return self.padded_shape(xshape) != tuple(xshape)
 
+    def separable(self, xshape):
+        """Whether the windows are folded a row pass then a column pass (``kh + kw``
+        slices, not ``kh * kw``), and the rows' workspace shape it needs (else
+        ``(0,)``): every pool with windows of more than 2x2 that is not global."""
+        op = self.op
+        (oh, ow), _ext = op._geometry(xshape)
+        kh, kw = op.ws
+        if kh * kw <= kh + kw or kh * kw > oh * ow or min(oh, ow) == 0:
+            return _NONE
+        return tuple(xshape[:-2]) + ((oh - 1) * op.stride[0] + kh, ow)
+
     def divisor(self, xshape, out, ext):
         key = tuple(xshape[-2:])
         d = self.counts.get(key)
@@ -567,15 +578,19 @@ class _PoolPlan:
         return d
 
 
-def pool_forward(x, xp, out, pp):
+def pool_forward(x, xp, out, pp, rows=None):
     """2-D pooling of ``x``'s last two axes into ``out`` (None allocates it): one strided
     slice per window offset folded with ``maximum``/``add``; ``xp`` is the padded copy's
-    workspace (None when the windows fit the image).
+    workspace (None when the windows fit the image). Windows of more than 2x2 are
+    folded along the rows into the workspace ``rows`` first, then along the columns
+    (:meth:`_PoolPlan.separable`): a 3x3 window costs 6 slices, not 9.
 
     >>> pp = _PoolPlan(Pool((2, 2)))
     >>> pool_forward(np.arange(16.0).reshape(1, 4, 4), None, None, pp)
     array([[[ 5.,  7.],
             [13., 15.]]])
+    >>> pool_forward(np.arange(16.0).reshape(1, 4, 4), None, None, _PoolPlan(Pool((3, 3))))
+    array([[[10.]]])
     """
     op = pp.op
     out_hw, ext = op._geometry(x.shape)
@@ -591,7 +606,22 @@ def pool_forward(x, xp, out, pp):
     else:
         y = x
     fold = np.maximum if op.mode == "max" else np.add
-    if op.ws[0] * op.ws[1] > out_hw[0] * out_hw[1]:
+    rows_shape = pp.separable(x.shape)
+    if rows_shape != _NONE:
+        rows = _ws(rows, rows_shape, x.dtype)
+        (kh, kw), (sh, sw) = op.ws, op.stride
+        (oh, ow) = out_hw
+        # rows[..., i, j] = fold of y[..., i, j*sw + b] over b; out folds rows[a + i*sh]
+        cols = [y[..., : rows_shape[-2], b : b + sw * (ow - 1) + 1 : sw] for b in range(kw)]
+        fold(cols[0], cols[1], out=rows)
+        for c in cols[2:]:
+            fold(rows, c, out=rows)
+        lines = [rows[..., a : a + sh * (oh - 1) + 1 : sh, :] for a in range(kh)]
+        fold(lines[0], lines[1], out=out)
+        for ln in lines[2:]:
+            fold(out, ln, out=out)
+        first = None
+    elif op.ws[0] * op.ws[1] > out_hw[0] * out_hw[1]:
         # More window offsets than windows (a global pool): one reduction over the
         # windows' view costs less than a call per offset.
         win = op._windows(y, out_hw)
@@ -618,6 +648,12 @@ def _pool_steps(node, ctx):
         return None
     pp = _PoolPlan(op)
     steps, ins = [], [x]
+    kh, kw = op.ws
+    if kh * kw > kh + kw:  # may be separable (the image's shape decides)
+        rows, st = _workspace_step(
+            ctx, node, dtype, "pool_rows", (x,), lambda s: pp.separable(s[0])
+        )
+        steps.append(st)
     padded = any(op.pad) or not op.ignore_border
     if padded:
         # Padding, or partial windows at the border: a padded copy in a workspace (whose
@@ -633,8 +669,11 @@ def _pool_steps(node, ctx):
     def emit(names, outs, target):
         a_xp = names[1] if padded else "None"
         t = target if target is not None else "None"
-        return [f"{outs[0]} = {fn}({names[0]}, {a_xp}, {t}, {pn})"]
+        a_rows = names[-1] if kh * kw > kh + kw else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {a_xp}, {t}, {pn}, {a_rows})"]
 
+    if kh * kw > kh + kw:
+        ins.append(rows)
     steps.append(Step(node, node.outputs, ins, emit))
     return steps
 
