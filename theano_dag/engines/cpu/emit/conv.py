@@ -16,7 +16,9 @@ What the memory planner sees: each node is a few steps, and every scratch array 
 image, the columns, the filters' accumulator. So workspaces share blocks with the dead
 values around them like any value, and the output goes into the target the plan gives.
 The columns of a whole batch are made at once (one batched ``matmul``) up to
-:data:`WORKSPACE_MAX_BYTES`; bigger batches are done in chunks of images.
+:data:`WORKSPACE_MAX_BYTES`; bigger batches are done in chunks of images. The forward
+convolution makes the columns of an image over :data:`TILE_BYTES` in tiles of output
+rows, each multiplied into its rows of the output while it is in cache.
 
 - forward: pad -> im2col -> ``W @ cols`` per group into the output;
 - gradient w.r.t. the filters: pad -> im2col -> ``gy[n] @ cols[n].T`` summed over images;
@@ -62,6 +64,10 @@ __all__ = [
 # The columns of this many bytes at most are made at once: a bigger batch is done in
 # chunks of images (the columns of one image are made whatever their size).
 WORKSPACE_MAX_BYTES = 1 << 25
+# The forward convolution makes the columns of an image bigger than this in tiles of
+# output rows, each multiplied while it is in cache: InceptionV3's stem would write
+# 25 MB of columns per image to memory and read them back (and plan that workspace).
+TILE_BYTES = 1 << 21
 _FLOATS = ("float32", "float64")
 
 
@@ -107,6 +113,25 @@ class ConvGeometry:
         oh, ow = self.out_hw(xshape[2:])
         return int(np.prod(wshape[1:])) <= xshape[0] * oh * ow
 
+    def tile_rows(self, c, out_hw, itemsize):
+        """How many output rows the forward convolution makes columns of at once: all
+        of them, unless an image's columns exceed :data:`TILE_BYTES`."""
+        per_row = c * self.kshp[0] * self.kshp[1] * out_hw[1] * itemsize
+        return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
+
+    def forward_cols_shape(self, n, c, out_hw, itemsize):
+        """The forward convolution's columns: as :meth:`cols_shape`, or one tile of
+        :meth:`tile_rows` output rows of one image.
+
+        >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+        >>> g.forward_cols_shape(8, 32, (147, 147), 4), g.forward_cols_shape(8, 64, (8, 8), 4)
+        ((1, 288, 1764), (8, 576, 64))
+        """
+        rows = self.tile_rows(c, out_hw, itemsize)
+        if rows < out_hw[0]:
+            return (1, c * self.kshp[0] * self.kshp[1], rows * out_hw[1])
+        return self.cols_shape(n, c, out_hw, itemsize)
+
     def cols_shape(self, n, c, out_hw, itemsize):
         """``(images per chunk, C*KH*KW, OH*OW)``: the columns' workspace."""
         k = c * self.kshp[0] * self.kshp[1]
@@ -134,15 +159,20 @@ def _pad_into(x, xp, geo):
     return xp
 
 
-def _im2col(xp, cols, s, e, geo, out_hw):
-    """Columns of images ``s:e`` of the padded image into ``cols[:e-s]``."""
+def _im2col(xp, cols, s, e, geo, out_hw, rows=None):
+    """Columns of images ``s:e`` of the padded image into ``cols[:e-s]``; ``rows``
+    (a range) restricts them to those output rows."""
     m = e - s
     c = xp.shape[1]
     kh, kw = geo.kshp
     oh, ow = out_hw
+    src = xp[s:e]
+    if rows is not None:
+        src = src[:, :, rows.start * geo.stride[0] :]
+        oh = len(rows)
     st = xp.strides
     view = as_strided(
-        xp[s:e],
+        src,
         (m, c, kh, kw, oh, ow),
         (
             st[0],
@@ -154,7 +184,7 @@ def _im2col(xp, cols, s, e, geo, out_hw):
         ),
         writeable=False,
     )
-    cv = cols[:m]
+    cv = cols[:m, :, : oh * ow]
     np.copyto(cv.reshape(m, c, kh, kw, oh, ow), view)
     return cv
 
@@ -219,22 +249,27 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
-    cols = _ws(cols, geo.cols_shape(n, c, out_hw, x.itemsize), x.dtype)
+    cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb, k = cols.shape[:2]
     kg = k // g
+    oh, ow = out_hw
+    step = geo.tile_rows(c, out_hw, x.itemsize)
+    tiles = [None] if step >= oh else [range(r, min(oh, r + step)) for r in range(0, oh, step)]
     for s in range(0, n, nb):
         e = min(n, s + nb)
-        cv = _im2col(x, cols, s, e, geo, out_hw)
-        if g == 1:
-            np.matmul(wm, cv, out=outm[s:e])
-        else:
-            for i in range(g):
-                np.matmul(
-                    wm[i * fg : (i + 1) * fg],
-                    cv[:, i * kg : (i + 1) * kg],
-                    out=outm[s:e, i * fg : (i + 1) * fg],
-                )
-        _epilogue(outm[s:e], bias, relu, scale)
+        for rows in tiles:
+            cv = _im2col(x, cols, s, e, geo, out_hw, rows)
+            o = outm[s:e] if rows is None else outm[s:e, :, rows.start * ow : rows.stop * ow]
+            if g == 1:
+                np.matmul(wm, cv, out=o)
+            else:
+                for i in range(g):
+                    np.matmul(
+                        wm[i * fg : (i + 1) * fg],
+                        cv[:, i * kg : (i + 1) * kg],
+                        out=o[:, i * fg : (i + 1) * fg],
+                    )
+            _epilogue(o, bias, relu, scale)
     return out
 
 
@@ -426,10 +461,10 @@ def _same_float(node):
     return len(ds) == 1 and ds.pop() in _FLOATS
 
 
-def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=False):
+def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=False, tiled=False):
     """The padded image's and the columns' workspace steps of a convolution of
     ``inputs[0]``; ``kern_shape(shapes of inputs[, of the outputs])`` gives the filters'
-    spatial shape."""
+    spatial shape; ``tiled``: the forward convolution's columns (in tiles of rows)."""
     itemsize = np.dtype(dtype).itemsize
 
     def pad_shape(*s):
@@ -441,7 +476,8 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
         if geo.plain:
             return _NONE
         xs = s[0][0]
-        return geo.cols_shape(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
+        shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
+        return shape_of(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
 
     xp, st1 = _workspace_step(ctx, node, dtype, "conv_pad", inputs, pad_shape, with_outputs)
     cols, st2 = _workspace_step(ctx, node, dtype, "conv_cols", inputs, cols_shape, with_outputs)
@@ -458,7 +494,7 @@ def _conv_steps(node, ctx):
     ins = list(node.inputs)
     scaled = len(ins) == 4
     relu = fused and node.op.activation == "relu"
-    temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:])
+    temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:], tiled=True)
     if scaled:
 
         def filters_shape(s):
