@@ -12,12 +12,15 @@ Engines, each case in its own fresh process (so its peak resident memory is its 
 * ``theano_dag``: the default mode (optimizer, CPU engine, memory planner).
 * ``jax_jit``, ``torch_eager``, ``torch_compile`` (PyTorch on the CPU; ``torch.compile``
   where it works), ``onnxruntime`` (the theano_dag graph exported with
-  ``theano_dag.formats.onnx``; inference only), and ``pytensor`` (which has no batched
-  2-d convolution or pooling in PyTensor 3: reported as not applicable).
+  ``theano_dag.formats.onnx``; inference only), and ``pytensor`` (which has no
+  network convolution or pooling in PyTensor 3.0: reported as not applicable; its
+  ``signal.convolve2d`` convolves one 2-d image with one kernel, through scipy).
 
 Per engine: ``build_s`` (construction + optimisation + compilation + memory plan, up to
 a callable; jit engines compile on the first call, so their first call is added),
-``eval_ms`` (median of ``--repeats`` calls after one warm-up), ``peak_mib`` (the process's
+``eval_ms`` (median of ``--repeats`` calls after one warm-up; ``eval_cpu_ms`` the median
+CPU time of the process over the same calls: with one thread per engine, what a
+machine shared with other work slows least), ``peak_mib`` (the process's
 peak resident set, ``VmHWM``, as Owl measured it) and ``base_mib`` (resident after the
 imports, before the network: the libraries' own share). Every engine's first output is
 compared with numpy eager's before it is timed; one that disagrees reports an error, not
@@ -231,7 +234,8 @@ def _builders(engine, name, network, params, images, labels):
     train = name == "mnist"
     if engine == "pytensor":
         raise NotImplementedError(
-            "PyTensor 3 has no batched 2-d convolution or pooling (only signal.convolve1d)"
+            "PyTensor 3.0 has no network convolution (channels, strides, padding) or "
+            "pooling: only signal.convolve2d, one image by one kernel through scipy"
         )
     if engine == "numpy_eager":
         from theano_dag.models import NumpyOps  # noqa: PLC0415
@@ -389,12 +393,14 @@ def worker(case, engine, repeats, quick, reference):
             return {**row, "error": f"output differs from numpy eager (max abs {err:.3g})"}
         row["max_abs_err"] = err
     call()  # warm-up (for the training step: the weights moved once more)
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         call()
+        cpu.append(time.process_time() - c)
         times.append(time.perf_counter() - t)
     row["eval_ms"] = statistics.median(times) * 1e3
+    row["eval_cpu_ms"] = statistics.median(cpu) * 1e3
     row["peak_mib"] = _vm("VmHWM")
     row["base_mib"] = base
     return row
@@ -442,14 +448,15 @@ def _case_line(case, results, repeats, quick):
         "repeats": repeats,
         "quick": quick,
     }
-    for metric in ("build_s", "eval_ms", "peak_mib", "base_mib"):
+    for metric in ("build_s", "eval_ms", "eval_cpu_ms", "peak_mib", "base_mib"):
         line[metric] = {e: r[metric] for e, r in results.items() if metric in r}
     line["not_run"] = {
         e: r.get("error") or r.get("skipped") for e, r in results.items() if "eval_ms" not in r
     }
     ours, eager = results.get("theano_dag", {}), results.get("numpy_eager", {})
     if "eval_ms" in ours and "eval_ms" in eager:
-        line["eager_vs_theano_dag_time"] = eager["eval_ms"] / ours["eval_ms"]
+        # CPU time: each engine runs at its own moment, which a shared machine slows unevenly
+        line["eager_vs_theano_dag_time"] = eager["eval_cpu_ms"] / ours["eval_cpu_ms"]
         line["eager_vs_theano_dag_memory"] = eager["peak_mib"] / ours["peak_mib"]
     owl = OWL[name]
     line["owl"] = {
@@ -475,11 +482,20 @@ def _fmt(v, digits=3):
     return f"{v:.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
+def _cpu_time_ratio(line):
+    """numpy eager's CPU time over theano_dag's (a run without it: the wall times')."""
+    cpu = line.get("eval_cpu_ms", {})
+    if "numpy_eager" in cpu and "theano_dag" in cpu:
+        line["eager_vs_theano_dag_time"] = cpu["numpy_eager"] / cpu["theano_dag"]
+    return line
+
+
 def render(lines, png_name):
     engines = [e for e in ENGINES if any(e in ln["eval_ms"] or e in ln["not_run"] for ln in lines)]
     out = []
     for metric, title in (
         ("eval_ms", "evaluation, ms (median)"),
+        ("eval_cpu_ms", "evaluation, CPU ms of the process (median)"),
         ("peak_mib", "peak resident memory, MiB"),
         ("build_s", "build, s"),
     ):
@@ -492,13 +508,14 @@ def render(lines, png_name):
         for ln in lines:
             cells = []
             for e in engines:
-                v = ln[metric].get(e)
+                v = ln.get(metric, {}).get(e)
                 cells.append(_fmt(v) if v is not None else ("n/a" if e in ln["not_run"] else "-"))
             size = f"{ln['batch']}x{ln['image']}x{ln['image']}"
             out.append(f"| {ln['case']} ({size}) | " + " | ".join(cells) + " |")
         out.append("")
     out += [
-        "**numpy eager / theano_dag, beside Owl's without / with graph**",
+        "**numpy eager / theano_dag (CPU time, peak memory), beside Owl's without / with"
+        " graph**",
         "",
         "| case | time: ours | time: Owl | memory: ours | memory: Owl |",
         "|---|---|---|---|---|",
@@ -576,7 +593,7 @@ def main(argv=None):
         return 0
     if args.render:
         rows = [json.loads(ln) for ln in args.render.read_text().splitlines() if ln.startswith("{")]
-        rows = [r for r in rows if r.get("benchmark") == "networks"]
+        rows = [_cpu_time_ratio(r) for r in rows if r.get("benchmark") == "networks"]
         rows.sort(key=lambda r: list(CASES).index(r["case"]))
         plot(rows, args.png)
         update_doc(args.doc, render(rows, args.png.name))

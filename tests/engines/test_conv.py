@@ -21,6 +21,7 @@ from theano_dag.engines.memory import check_plan
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
 from theano_dag.tensor import nnet
+from theano_dag.tensor.nnet import Conv2dBiasAct
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from nnet_reference import ref_conv2d, ref_conv_grad_inputs, ref_conv_grad_weights  # noqa: E402
@@ -149,6 +150,36 @@ def test_cpu_conv_batches_in_chunks(monkeypatch):
         np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("num_groups", [1, 2])
+def test_cpu_conv_columns_in_tiles_of_rows(monkeypatch, num_groups, dtype):
+    # A tile limit of three output rows' columns (4 channels x 3 x 3 taps x 3 columns):
+    # the forward convolution runs over rows 0-2, 3-5, 6-7 of each image, the last tile
+    # shorter, with a bias, a scale and a relu applied tile by tile; stride and dilation
+    # move each tile's first input row.
+    itemsize = np.dtype(dtype).itemsize
+    monkeypatch.setattr(cpu_conv, "TILE_BYTES", 4 * 9 * 3 * itemsize * 3 + 1)
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    b, s = (tt.TensorType(dtype, shape=(None,))(n) for n in "bs")
+    params = dict(border_mode=(2, 1), subsample=(2, 1), filter_dilation=(2, 1))
+    y = Conv2dBiasAct(activation="relu", num_groups=num_groups, filter_flip=False, **params)(
+        x, w, b, s
+    )
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((2, 4, 15, 3)).astype(dtype)
+    wv = rng.standard_normal((6, 4 // num_groups, 3, 3)).astype(dtype)
+    bv, sv = rng.standard_normal((2, 6)).astype(dtype)
+    f = function([x, w, b, s], y, mode=Mode(linker=CPULinker(min_plan_bytes=0), optimizer=None))
+    got = f(xv, wv, bv, sv)
+    assert got.shape == (2, 6, 8, 3)
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    assert [f.fn.current.shapes[v] for v in cols] == [(1, 4 * 9, 3 * 3)]
+    want = function([x, w, b, s], y, mode=REF)(xv, wv, bv, sv)
+    tol = 2e-5 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 def test_cpu_conv_non_contiguous_input():
     x = tt.dtensor4("x")
     w = tt.TensorType("float64", shape=(None, None, 3, 3))("w")
@@ -189,6 +220,8 @@ POOL_CASES = {
     "3x3-partial": ((2, 1, 7, 5), (3, 3), dict(ignore_border=False, stride=(2, 2))),
     "3x3-pad-stride2": ((1, 2, 5, 6), (3, 3), dict(ignore_border=True, pad=(1, 2), stride=(2, 2))),
     "3-d-input": ((3, 5, 4), (2, 3), dict(ignore_border=False)),
+    # InceptionV3's average pool: separable on the CPU engine (rows, then columns)
+    "3x3-pad1-stride1": ((2, 3, 6, 5), (3, 3), dict(ignore_border=True, pad=(1, 1), stride=(1, 1))),
 }
 POOL_MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
 
@@ -230,7 +263,8 @@ def test_cpu_pool_runs_the_emitter(case):
     plan = f.fn.current
     check_plan(*plan.plan_input, plan.memory)
     temps = {v.label for v in plan.cat if isinstance(v, Temp)}
-    assert temps == ({"pool_pad"} if case == "3x3-pad-stride2" else set())
+    # a 3x3 window is folded along the rows into a workspace, then along the columns
+    assert temps == ({"pool_pad", "pool_rows"} if case == "3x3-pad-stride2" else set())
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -17,6 +17,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.emit.conv import ConvGeometry
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import verify_grad
@@ -207,3 +208,81 @@ def test_conv2d_bias_act_errors():
     g = theano_dag.function([x, w, b], Conv2dBiasAct()(x, w, b), mode=mode_of("cpu"))
     with pytest.raises(ValueError, match=r"bias has shape \(3,\)"):
         g(np.ones((1, 1, 3, 3)), np.ones((2, 1, 2, 2)), np.ones(3))
+
+
+# -- the scale input ---------------------------------------------------------------------
+
+
+def test_batch_norm_of_variable_filters_keeps_its_scale_an_input():
+    # The filters are not rescaled in the graph (a pass over all of them at every call):
+    # the scale is the fused node's fourth input, and the filters reach it unchanged.
+    t4 = tt.TensorType("float64", shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    g, b, m, v = (tt.dvector(n) for n in "gbmv")
+    f = function([x, w, g, b, m, v], nnet.relu(_bn(x, w, g, b, m, v)), mode=mode_of("cpu"))
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Conv2dBiasAct)]
+    assert len(node.inputs) == 4 and node.inputs[1] is f.maker.fgraph.inputs[1]
+    assert [c for c, _ in f.maker.fgraph.clients[node.inputs[1]]] == [node]
+
+
+def test_batch_norm_of_constant_filters_folds_them_once():
+    xv, wv, (gv, bv, mv), vv = _inputs("float64", seed=5)
+    x = tt.dtensor4("x")
+    consts = [tt.constant(a) for a in (wv, gv, bv, mv, vv)]
+    y = nnet.relu(_bn(x, *consts))
+    f = function([x], y, mode=mode_of("cpu"))
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Conv2dBiasAct)]
+    # W * s and the bias were computed at compile time: the node reads two constants.
+    assert len(node.inputs) == 3
+    assert all(isinstance(i, theano_dag.graph.basic.Constant) for i in node.inputs[1:])
+    want = function([x], y, mode=REF)(xv)
+    np.testing.assert_allclose(f(xv), want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ["ref", *ENGINES])
+# valid: 27 filter taps per filter > 2 x 3 x 3 output pixels, the output is scaled;
+# half: 27 < 2 x 6 x 5, the filters are (into a workspace)
+@pytest.mark.parametrize("border_mode", ["valid", "half"])
+def test_conv2d_bias_act_scale_values(border_mode, engine, dtype):
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    b, s = (tt.TensorType(dtype, shape=(None,))(n) for n in "bs")
+    y = Conv2dBiasAct(activation="relu", border_mode=border_mode, num_groups=1)(x, w, b, s)
+    xv, wv, (bv, sv, _), _ = _inputs(dtype, seed=6)
+    mode = REF if engine == "ref" else Mode(linker=mode_of(engine).linker, optimizer=None)
+    f = function([x, w, b, s], y, mode=mode)
+    got = f(xv, wv, bv, sv)
+    want = ref_conv2d(xv.astype("float64"), wv.astype("float64"), border_mode=border_mode)
+    want = np.maximum(want * sv[:, None, None] + bv[:, None, None], 0)
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # the filters themselves are left as they were
+    np.testing.assert_array_equal(wv, _inputs(dtype, seed=6)[1])
+
+
+def test_cpu_scale_goes_where_it_costs_less():
+    half = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+    valid = ConvGeometry(AbstractConv2d(), (3, 3))
+    assert half.scales_filters((2, 3, 6, 5), (4, 3, 3, 3))  # 27 taps < 60 pixels
+    assert not valid.scales_filters((2, 3, 6, 5), (4, 3, 3, 3))  # 27 > 18
+
+
+@pytest.mark.parametrize("engine", ["ref", *ENGINES])
+def test_conv2d_bias_act_scale_verify_grad(engine):
+    xv, wv, (bv, sv, _), _ = _inputs("float64", seed=7)
+    op = Conv2dBiasAct(activation="relu", border_mode="half", num_groups=1)
+    mode = REF if engine == "ref" else mode_of(engine)
+    verify_grad(op, [xv, wv, bv, sv], rng=np.random.default_rng(8), mode=mode)
+
+
+def test_conv2d_bias_act_scale_errors():
+    x, w, b = tt.dtensor4("x"), tt.dtensor4("w"), tt.dvector("b")
+    with pytest.raises(TypeError, match="scale must be a vector of the output's dtype float64"):
+        Conv2dBiasAct()(x, w, b, tt.fvector("s"))
+    s = tt.dvector("s")
+    for mode in (REF, mode_of("cpu")):
+        f = theano_dag.function([x, w, b, s], Conv2dBiasAct()(x, w, b, s), mode=mode)
+        with pytest.raises(ValueError, match=r"scale has shape \(3,\)"):
+            f(np.ones((1, 1, 3, 3)), np.ones((2, 1, 2, 2)), np.ones(2), np.ones(3))

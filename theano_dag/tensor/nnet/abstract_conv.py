@@ -517,13 +517,18 @@ _ACTIVATIONS = (None, "relu")
 
 
 class Conv2dBiasAct(BaseAbstractConv2d):
-    """``act(conv2d(img, kern) + bias[None, :, None, None])`` as one node: what the
-    optimizer makes of a convolution followed by a per-filter bias (a folded batch
-    normalization included) and a ``relu``, so that an engine adds the bias and applies
-    the activation while the convolution's output is still in cache, in its memory.
+    """``act(conv2d(img, kern) * scale + bias)`` (``scale`` and ``bias`` per filter,
+    ``scale`` optional) as one node: what the optimizer makes of a convolution followed
+    by a per-filter bias, a batch normalization's scale and a ``relu``, so that an engine
+    applies them while the convolution's output is still in cache, in its memory.
 
     ``activation`` is None or ``'relu'`` (``max(z, 0)``, which ``0.5 * (z + |z|)``
-    equals). The gradient is that of the unfused graph.
+    equals). The gradient is that of the unfused graph. A ``scale`` input leaves the
+    engine the choice of where to apply it: to the filters (``conv(img, kern * scale)``,
+    the cheaper when the filters are smaller than the output, at batch 1 in a network's
+    first layers) or to the output (when the filters are the larger, in its last), so that
+    a batch normalization folded into variable filters does not rescale every filter
+    at every call.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -553,23 +558,29 @@ class Conv2dBiasAct(BaseAbstractConv2d):
         """The plain convolution this node starts with."""
         return AbstractConv2d(**self._params())
 
-    def make_node(self, img, kern, bias):
+    def make_node(self, img, kern, bias, scale=None):
         conv = self.conv_op().make_node(img, kern)
         img, kern = conv.inputs
-        bias = as_tensor_variable(bias)
         out_type = conv.outputs[0].type
-        if bias.ndim != 1 or bias.dtype != out_type.dtype:
-            raise TypeError(
-                f"{self}: bias must be a vector of the output's dtype {out_type.dtype}, "
-                f"got {bias.type}"
-            )
-        return Apply(self, [img, kern, bias], [out_type()])
+        per_filter = [as_tensor_variable(bias)]
+        if scale is not None:
+            per_filter.append(as_tensor_variable(scale))
+        for name, v in zip(("bias", "scale"), per_filter):
+            if v.ndim != 1 or v.dtype != out_type.dtype:
+                raise TypeError(
+                    f"{self}: {name} must be a vector of the output's dtype "
+                    f"{out_type.dtype}, got {v.type}"
+                )
+        return Apply(self, [img, kern, *per_filter], [out_type()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        x, w, b = inputs
-        if b.shape != (w.shape[0],):
-            raise ValueError(f"{self}: bias has shape {b.shape}, the filters {w.shape}")
+        x, w, b = inputs[:3]
+        for name, v in zip(("bias", "scale"), inputs[2:]):
+            if v.shape != (w.shape[0],):
+                raise ValueError(f"{self}: {name} has shape {v.shape}, the filters {w.shape}")
         out = _conv_forward(self, x, w)
+        if len(inputs) == 4:
+            out *= inputs[3][:, None, None]
         out += b[:, None, None]
         if self.activation == "relu":
             np.maximum(out, 0, out=out)
@@ -579,13 +590,22 @@ class Conv2dBiasAct(BaseAbstractConv2d):
         return self.conv_op().infer_shape(fgraph, node, input_shapes[:2])
 
     def L_op(self, inputs, outputs, output_grads):
-        img, kern, bias = inputs
+        img, kern, bias = inputs[:3]
         (g,) = output_grads
         if self.activation == "relu":
             g = g * tb.cast(outputs[0] > 0, g.dtype)
-        d_img, d_kern = self.conv_op().L_op([img, kern], None, [g])
-        d_bias = g.sum(axis=(0, 2, 3))
-        return [d_img, d_kern, tb.cast(d_bias, bias.dtype)]
+        d_bias = tb.cast(g.sum(axis=(0, 2, 3)), bias.dtype)
+        if len(inputs) == 3:
+            d_img, d_kern = self.conv_op().L_op([img, kern], None, [g])
+            return [d_img, d_kern, d_bias]
+        scale = inputs[3]
+        # y = conv * scale + bias: the convolution's gradient is g * scale, the scale's
+        # the sum of g * conv over everything but the filters.
+        d_img, d_kern = self.conv_op().L_op(
+            [img, kern], None, [g * scale.dimshuffle("x", 0, "x", "x")]
+        )
+        d_scale = (g * self.conv_op()(img, kern)).sum(axis=(0, 2, 3))
+        return [d_img, d_kern, d_bias, tb.cast(d_scale, scale.dtype)]
 
 
 # The brief's short names for the same Ops.

@@ -16,7 +16,9 @@ What the memory planner sees: each node is a few steps, and every scratch array 
 image, the columns, the filters' accumulator. So workspaces share blocks with the dead
 values around them like any value, and the output goes into the target the plan gives.
 The columns of a whole batch are made at once (one batched ``matmul``) up to
-:data:`WORKSPACE_MAX_BYTES`; bigger batches are done in chunks of images.
+:data:`WORKSPACE_MAX_BYTES`; bigger batches are done in chunks of images. The forward
+convolution makes the columns of an image over :data:`TILE_BYTES` in tiles of output
+rows, each multiplied into its rows of the output while it is in cache.
 
 - forward: pad -> im2col -> ``W @ cols`` per group into the output;
 - gradient w.r.t. the filters: pad -> im2col -> ``gy[n] @ cols[n].T`` summed over images;
@@ -25,8 +27,9 @@ The columns of a whole batch are made at once (one batched ``matmul``) up to
 - 1x1 filters with stride 1 and no padding skip the columns: the image is its own.
 
 A workspace a given convolution does not need (no padding; a plain 1x1) is planned
-with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) adds its bias
-and applies its relu to each chunk of the output right after its product, in place.
+with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) scales, adds
+its bias and applies its relu to each chunk of the output right after its product, in
+place; or scales its filters into a workspace when they are smaller than the output.
 
 Pooling (2-D, every mode and border) is a running ``maximum``/``add`` of one strided
 slice per window offset into the output, over a planned padded copy when there is
@@ -61,6 +64,10 @@ __all__ = [
 # The columns of this many bytes at most are made at once: a bigger batch is done in
 # chunks of images (the columns of one image are made whatever their size).
 WORKSPACE_MAX_BYTES = 1 << 25
+# The forward convolution makes the columns of an image bigger than this in tiles of
+# output rows, each multiplied while it is in cache: InceptionV3's stem would write
+# 25 MB of columns per image to memory and read them back (and plan that workspace).
+TILE_BYTES = 1 << 21
 _FLOATS = ("float32", "float64")
 
 
@@ -100,6 +107,31 @@ class ConvGeometry:
             for d in range(2)
         )
 
+    def scales_filters(self, xshape, wshape):
+        """Whether a per-filter scale is cheaper applied to the filters than to the
+        output: each costs a pass over what it scales."""
+        oh, ow = self.out_hw(xshape[2:])
+        return int(np.prod(wshape[1:])) <= xshape[0] * oh * ow
+
+    def tile_rows(self, c, out_hw, itemsize):
+        """How many output rows the forward convolution makes columns of at once: all
+        of them, unless an image's columns exceed :data:`TILE_BYTES`."""
+        per_row = c * self.kshp[0] * self.kshp[1] * out_hw[1] * itemsize
+        return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
+
+    def forward_cols_shape(self, n, c, out_hw, itemsize):
+        """The forward convolution's columns: as :meth:`cols_shape`, or one tile of
+        :meth:`tile_rows` output rows of one image.
+
+        >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+        >>> g.forward_cols_shape(8, 32, (147, 147), 4), g.forward_cols_shape(8, 64, (8, 8), 4)
+        ((1, 288, 1764), (8, 576, 64))
+        """
+        rows = self.tile_rows(c, out_hw, itemsize)
+        if rows < out_hw[0]:
+            return (1, c * self.kshp[0] * self.kshp[1], rows * out_hw[1])
+        return self.cols_shape(n, c, out_hw, itemsize)
+
     def cols_shape(self, n, c, out_hw, itemsize):
         """``(images per chunk, C*KH*KW, OH*OW)``: the columns' workspace."""
         k = c * self.kshp[0] * self.kshp[1]
@@ -127,15 +159,20 @@ def _pad_into(x, xp, geo):
     return xp
 
 
-def _im2col(xp, cols, s, e, geo, out_hw):
-    """Columns of images ``s:e`` of the padded image into ``cols[:e-s]``."""
+def _im2col(xp, cols, s, e, geo, out_hw, rows=None):
+    """Columns of images ``s:e`` of the padded image into ``cols[:e-s]``; ``rows``
+    (a range) restricts them to those output rows."""
     m = e - s
     c = xp.shape[1]
     kh, kw = geo.kshp
     oh, ow = out_hw
+    src = xp[s:e]
+    if rows is not None:
+        src = src[:, :, rows.start * geo.stride[0] :]
+        oh = len(rows)
     st = xp.strides
     view = as_strided(
-        xp[s:e],
+        src,
         (m, c, kh, kw, oh, ow),
         (
             st[0],
@@ -147,7 +184,7 @@ def _im2col(xp, cols, s, e, geo, out_hw):
         ),
         writeable=False,
     )
-    cv = cols[:m]
+    cv = cols[:m, :, : oh * ow]
     np.copyto(cv.reshape(m, c, kh, kw, oh, ow), view)
     return cv
 
@@ -159,35 +196,45 @@ def _ws(buf, shape, dtype):
     return np.empty(shape, dtype=dtype)
 
 
-def _epilogue(o, bias, relu):
-    """The fused bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+def _epilogue(o, bias, relu, scale=None):
+    """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+    if scale is not None:
+        np.multiply(o, scale[:, None], out=o)
     if bias is not None:
         np.add(o, bias[:, None], out=o)
     if relu:
         np.maximum(o, 0, out=o)
 
 
-def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
+def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws=None):
     """``out = conv(x, w)`` with workspaces ``xp`` (the padded image) and ``cols`` (the
     columns; unused by a plain 1x1 convolution); None (or a workspace of another shape)
-    allocates them, and ``out``. ``bias`` (per filter) and ``relu`` are applied to each
-    chunk of images as soon as it is computed.
+    allocates them, and ``out``. ``scale`` and ``bias`` (per filter) and ``relu`` are
+    applied to each chunk of images as soon as it is computed; or ``scale`` to the
+    filters, into the workspace ``ws``, when they are the smaller
+    (:meth:`ConvGeometry.scales_filters`).
 
     >>> geo = ConvGeometry(AbstractConv2d(filter_flip=False), (1, 1))
     >>> x, w = np.ones((1, 2, 2, 2)), np.ones((3, 2, 1, 1))
     >>> conv_forward(x, w, None, None, None, geo)[0, :, 0, 0]
     array([2., 2., 2.])
+    >>> conv_forward(x, w, None, None, None, geo, np.zeros(3), True, np.arange(-1.0, 2))[0, :, 0, 0]
+    array([0., 0., 2.])
     """
     n, c = x.shape[:2]
     f = w.shape[0]
     g = geo.groups
     fg = f // g
-    if bias is not None and bias.shape != (f,):
-        raise ValueError(f"convolution: bias has shape {bias.shape}, the filters {w.shape}")
+    for name, v in (("bias", bias), ("scale", scale)):
+        if v is not None and v.shape != (f,):
+            raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
     out_hw = geo.out_hw(x.shape[2:])
     if out is None:
         out = np.empty((n, f) + out_hw, dtype=x.dtype)
     wm = _filters(w, geo)
+    if scale is not None and geo.scales_filters(x.shape, w.shape):
+        wm = np.multiply(wm, scale[:, None], out=_ws(ws, wm.shape, wm.dtype))
+        scale = None
     outm = out.reshape(n, f, out_hw[0] * out_hw[1])
     if geo.plain:
         xm = x.reshape(n, c, -1)
@@ -198,26 +245,31 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False):
                 xm[:, i * cg : (i + 1) * cg],
                 out=outm[:, i * fg : (i + 1) * fg],
             )
-        _epilogue(outm, bias, relu)
+        _epilogue(outm, bias, relu, scale)
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
-    cols = _ws(cols, geo.cols_shape(n, c, out_hw, x.itemsize), x.dtype)
+    cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb, k = cols.shape[:2]
     kg = k // g
+    oh, ow = out_hw
+    step = geo.tile_rows(c, out_hw, x.itemsize)
+    tiles = [None] if step >= oh else [range(r, min(oh, r + step)) for r in range(0, oh, step)]
     for s in range(0, n, nb):
         e = min(n, s + nb)
-        cv = _im2col(x, cols, s, e, geo, out_hw)
-        if g == 1:
-            np.matmul(wm, cv, out=outm[s:e])
-        else:
-            for i in range(g):
-                np.matmul(
-                    wm[i * fg : (i + 1) * fg],
-                    cv[:, i * kg : (i + 1) * kg],
-                    out=outm[s:e, i * fg : (i + 1) * fg],
-                )
-        _epilogue(outm[s:e], bias, relu)
+        for rows in tiles:
+            cv = _im2col(x, cols, s, e, geo, out_hw, rows)
+            o = outm[s:e] if rows is None else outm[s:e, :, rows.start * ow : rows.stop * ow]
+            if g == 1:
+                np.matmul(wm, cv, out=o)
+            else:
+                for i in range(g):
+                    np.matmul(
+                        wm[i * fg : (i + 1) * fg],
+                        cv[:, i * kg : (i + 1) * kg],
+                        out=o[:, i * fg : (i + 1) * fg],
+                    )
+            _epilogue(o, bias, relu, scale)
     return out
 
 
@@ -409,10 +461,10 @@ def _same_float(node):
     return len(ds) == 1 and ds.pop() in _FLOATS
 
 
-def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=False):
+def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=False, tiled=False):
     """The padded image's and the columns' workspace steps of a convolution of
     ``inputs[0]``; ``kern_shape(shapes of inputs[, of the outputs])`` gives the filters'
-    spatial shape."""
+    spatial shape; ``tiled``: the forward convolution's columns (in tiles of rows)."""
     itemsize = np.dtype(dtype).itemsize
 
     def pad_shape(*s):
@@ -424,7 +476,8 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
         if geo.plain:
             return _NONE
         xs = s[0][0]
-        return geo.cols_shape(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
+        shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
+        return shape_of(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
 
     xp, st1 = _workspace_step(ctx, node, dtype, "conv_pad", inputs, pad_shape, with_outputs)
     cols, st2 = _workspace_step(ctx, node, dtype, "conv_cols", inputs, cols_shape, with_outputs)
@@ -438,18 +491,32 @@ def _conv_steps(node, ctx):
         return None
     dtype = node.outputs[0].type.dtype
     cp = ConvPlan(node.op)
-    ins = [x, w] + ([node.inputs[2]] if fused else [])
+    ins = list(node.inputs)
+    scaled = len(ins) == 4
     relu = fused and node.op.activation == "relu"
-    temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:])
+    temps, steps = _conv_workspaces(ctx, node, cp, dtype, (x, w), lambda s: s[1][2:], tiled=True)
+    if scaled:
+
+        def filters_shape(s):
+            xs, wsh = s
+            if cp.geo(wsh[2:]).scales_filters(xs, wsh):
+                return (wsh[0], int(np.prod(wsh[1:])))
+            return _NONE
+
+        wsc, st = _workspace_step(ctx, node, dtype, "conv_scaled", (x, w), filters_shape)
+        temps.append(wsc)
+        steps.append(st)
     fn = ctx.glob(conv_forward, "conv_forward")
     cn = ctx.glob(cp, "conv_plan")
     n_args = len(ins)
 
     def emit(names, outs, target):
         x_, w_ = names[:2]
-        xp, cols = names[n_args:]
+        xp, cols = names[n_args : n_args + 2]
         t = target if target is not None else "None"
         tail = f", {names[2]}, {relu}" if fused else ""
+        if scaled:
+            tail += f", {names[3]}, {names[n_args + 2]}"
         geo = f"{cn}.geo({w_}.shape[2:])"
         return [f"{outs[0]} = {fn}({x_}, {w_}, {xp}, {cols}, {t}, {geo}{tail})"]
 
@@ -528,6 +595,17 @@ class _PoolPlan:
     def needs_padding(self, xshape):
         return self.padded_shape(xshape) != tuple(xshape)
 
+    def separable(self, xshape):
+        """Whether the windows are folded a row pass then a column pass (``kh + kw``
+        slices, not ``kh * kw``), and the rows' workspace shape it needs (else
+        ``(0,)``): every pool with windows of more than 2x2 that is not global."""
+        op = self.op
+        (oh, ow), _ext = op._geometry(xshape)
+        kh, kw = op.ws
+        if kh * kw <= kh + kw or kh * kw > oh * ow or min(oh, ow) == 0:
+            return _NONE
+        return tuple(xshape[:-2]) + ((oh - 1) * op.stride[0] + kh, ow)
+
     def divisor(self, xshape, out, ext):
         key = tuple(xshape[-2:])
         d = self.counts.get(key)
@@ -536,15 +614,19 @@ class _PoolPlan:
         return d
 
 
-def pool_forward(x, xp, out, pp):
+def pool_forward(x, xp, out, pp, rows=None):
     """2-D pooling of ``x``'s last two axes into ``out`` (None allocates it): one strided
     slice per window offset folded with ``maximum``/``add``; ``xp`` is the padded copy's
-    workspace (None when the windows fit the image).
+    workspace (None when the windows fit the image). Windows of more than 2x2 are
+    folded along the rows into the workspace ``rows`` first, then along the columns
+    (:meth:`_PoolPlan.separable`): a 3x3 window costs 6 slices, not 9.
 
     >>> pp = _PoolPlan(Pool((2, 2)))
     >>> pool_forward(np.arange(16.0).reshape(1, 4, 4), None, None, pp)
     array([[[ 5.,  7.],
             [13., 15.]]])
+    >>> pool_forward(np.arange(16.0).reshape(1, 4, 4), None, None, _PoolPlan(Pool((3, 3))))
+    array([[[10.]]])
     """
     op = pp.op
     out_hw, ext = op._geometry(x.shape)
@@ -560,7 +642,22 @@ def pool_forward(x, xp, out, pp):
     else:
         y = x
     fold = np.maximum if op.mode == "max" else np.add
-    if op.ws[0] * op.ws[1] > out_hw[0] * out_hw[1]:
+    rows_shape = pp.separable(x.shape)
+    if rows_shape != _NONE:
+        rows = _ws(rows, rows_shape, x.dtype)
+        (kh, kw), (sh, sw) = op.ws, op.stride
+        (oh, ow) = out_hw
+        # rows[..., i, j] = fold of y[..., i, j*sw + b] over b; out folds rows[a + i*sh]
+        cols = [y[..., : rows_shape[-2], b : b + sw * (ow - 1) + 1 : sw] for b in range(kw)]
+        fold(cols[0], cols[1], out=rows)
+        for c in cols[2:]:
+            fold(rows, c, out=rows)
+        lines = [rows[..., a : a + sh * (oh - 1) + 1 : sh, :] for a in range(kh)]
+        fold(lines[0], lines[1], out=out)
+        for ln in lines[2:]:
+            fold(out, ln, out=out)
+        first = None
+    elif op.ws[0] * op.ws[1] > out_hw[0] * out_hw[1]:
         # More window offsets than windows (a global pool): one reduction over the
         # windows' view costs less than a call per offset.
         win = op._windows(y, out_hw)
@@ -587,6 +684,12 @@ def _pool_steps(node, ctx):
         return None
     pp = _PoolPlan(op)
     steps, ins = [], [x]
+    kh, kw = op.ws
+    if kh * kw > kh + kw:  # may be separable (the image's shape decides)
+        rows, st = _workspace_step(
+            ctx, node, dtype, "pool_rows", (x,), lambda s: pp.separable(s[0])
+        )
+        steps.append(st)
     padded = any(op.pad) or not op.ignore_border
     if padded:
         # Padding, or partial windows at the border: a padded copy in a workspace (whose
@@ -602,8 +705,11 @@ def _pool_steps(node, ctx):
     def emit(names, outs, target):
         a_xp = names[1] if padded else "None"
         t = target if target is not None else "None"
-        return [f"{outs[0]} = {fn}({names[0]}, {a_xp}, {t}, {pn})"]
+        a_rows = names[-1] if kh * kw > kh + kw else "None"
+        return [f"{outs[0]} = {fn}({names[0]}, {a_xp}, {t}, {pn}, {a_rows})"]
 
+    if kh * kw > kh + kw:
+        ins.append(rows)
     steps.append(Step(node, node.outputs, ins, emit))
     return steps
 
