@@ -33,6 +33,7 @@ __all__ = [
     "local_mul_to_sqr",
     "local_adagrad",
     "local_fma",
+    "local_add_specialize",
 ]
 
 # x ** c for these exponents c -> a cheaper unary op (exact for every x, inf and NaN too)
@@ -245,3 +246,36 @@ def local_fma(fgraph, node):
     rest = [_as_dtype(r, out.dtype) for r in node.inputs[:k] + node.inputs[k + 1 :]]
     c = rest[0] if len(rest) == 1 else tm.add(*rest)
     return tm.fma(a, b, c)
+
+
+@RULES.specialize()
+@local_optimizer([tm.add])
+def local_add_specialize(fgraph, node):
+    """Zero terms of a sum go; a sum of zeros is zeros of the sum's type (Theano's
+    ``local_add_specialize``; ``local_add_zero`` handles ``x + 0`` in canonicalize).
+
+    >>> import theano_dag.tensor as tt
+    >>> a = tt.vector("a")
+    >>> s = tt.add(tt.zeros_like(a))
+    >>> local_add_specialize.transform(None, s.owner)[0].type == s.type
+    True
+    """
+    # add(x, 0, y) -> add(x, y) ; add(zeros_like(a)) -> zeros of the result's type
+    if not isinstance(scalar_op(node), ts.Add):
+        return False
+    out = node.outputs[0]
+    kept = [i for i in node.inputs if not _is_zero(i)]
+    if len(kept) == len(node.inputs):
+        return False
+    if not kept:
+        new = fit(out, typed_constant(0, out.dtype), node.inputs)
+    elif len(kept) == 1:
+        new = fit(out, kept[0], node.inputs)
+    else:
+        new = fit(out, tm.add(*kept), node.inputs)
+    return [new] if new is not None else False
+
+
+def _is_zero(var) -> bool:
+    v = const_value(var)
+    return v is not None and v == 0

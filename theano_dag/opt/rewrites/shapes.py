@@ -1,0 +1,221 @@
+"""Rewrites of the ops that only move or spread data: DimShuffle, Reshape and Alloc.
+
+Theano's names for them (``theano.tensor.opt``): ``local_dimshuffle_lift`` moves a
+DimShuffle below the elementwise op it follows and merges DimShuffles, so that clusters of
+elementwise ops hold no DimShuffle; ``local_reshape_to_dimshuffle`` turns a reshape that
+only adds or drops length-1 dimensions into a DimShuffle; ``local_useless_dimshuffle_in_
+reshape`` drops such a DimShuffle under a reshape; ``local_merge_alloc`` and
+``local_canonicalize_alloc`` merge and simplify allocs.
+
+Registered in canonicalize: the three that only remove nodes or merge two into one
+(``local_useless_dimshuffle_in_reshape``, ``local_merge_alloc``,
+``local_canonicalize_alloc``). ``local_dimshuffle_lift`` and
+``local_reshape_to_dimshuffle`` are not: theano_dag's canonical form keeps a DimShuffle
+above an elementwise op (fusion and the CPU engine's row tiling read it there), and they
+are for a user's own passes (``out2in(local_dimshuffle_lift)``).
+"""
+
+from __future__ import annotations
+
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.useless import local_useless_alloc
+from theano_dag.opt.rewrites.utils import const_value, fit
+from theano_dag.tensor.basic import Alloc, alloc
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.shape import MakeVector, Reshape, make_vector
+
+__all__ = [
+    "is_dimshuffle_useless",
+    "local_dimshuffle_lift",
+    "local_reshape_to_dimshuffle",
+    "local_useless_dimshuffle_in_reshape",
+    "local_merge_alloc",
+    "local_canonicalize_alloc",
+]
+
+
+def is_dimshuffle_useless(new_order, x) -> bool:
+    """Whether ``x.dimshuffle(new_order)`` equals ``x``: each dimension stays in place,
+    or a length-1 dimension is swapped for another length-1 one (added or dropped).
+
+    >>> import theano_dag.tensor as tt
+    >>> is_dimshuffle_useless((0, 1), tt.dmatrix()), is_dimshuffle_useless((1, 0), tt.dmatrix())
+    (True, False)
+    >>> is_dimshuffle_useless(("x", 1), tt.drow())
+    True
+    """
+    if len(new_order) != x.ndim:
+        return False
+    ones = [i for i, b in enumerate(x.type.broadcastable) if b] + ["x"]
+    return all(o == i or (i in ones and o in ones) for i, o in enumerate(new_order))
+
+
+def _lift(fgraph, var):
+    """``var`` (a DimShuffle's output) with the lift applied again below it."""
+    node = var.owner
+    new = local_dimshuffle_lift.transform(fgraph, node) if node is not None else None
+    return new[0] if new else var
+
+
+@local_optimizer([DimShuffle])
+def local_dimshuffle_lift(fgraph, node):
+    """DimShuffles move below elementwise ops and merge.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.graph.rewriting import out2in
+    >>> x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    >>> g = FunctionGraph([x, y], [(x + y).T.T.dimshuffle("x", 1, 0)])
+    >>> out2in(local_dimshuffle_lift).optimize(g)
+    >>> g
+    FunctionGraph(Elemwise{add,no_inplace}(DimShuffle{x,1,0}(x), DimShuffle{x,1,0}(y)))
+    """
+    # dimshuffle(elemwise(x, y)) -> elemwise(dimshuffle(x), dimshuffle(y))
+    # dimshuffle(dimshuffle(x)) -> dimshuffle(x) ; dimshuffle{0,1,...}(x) -> x
+    op = node.op
+    if not isinstance(op, DimShuffle):
+        return False
+    x = node.inputs[0]
+    inode = x.owner
+    if (
+        inode is not None
+        and type(inode.op) is Elemwise
+        and fgraph is not None
+        and len(fgraph.clients.get(x, ())) == 1
+    ):
+        ins = [
+            _lift(fgraph, DimShuffle(i.type.broadcastable, op.new_order)(i)) for i in inode.inputs
+        ]
+        return inode.op(*ins, return_list=True)
+    order = op.new_order
+    if inode is not None and isinstance(inode.op, DimShuffle):
+        order = tuple("x" if o == "x" else inode.op.new_order[o] for o in order)
+        x = inode.inputs[0]
+        if is_dimshuffle_useless(order, x):
+            return [x]
+        return [_lift(fgraph, DimShuffle(x.type.broadcastable, order)(x))]
+    if is_dimshuffle_useless(order, x):
+        return [x]
+    return False
+
+
+@local_optimizer([Reshape])
+def local_reshape_to_dimshuffle(fgraph, node):
+    """A reshape that only adds or drops length-1 dimensions becomes a reshape to the
+    other dimensions and a DimShuffle, which the other rewrites see through.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> r = x.reshape((1, x.shape[0], 1, x.shape[1]))
+    >>> local_reshape_to_dimshuffle.transform(None, r.owner)[0].owner.op
+    DimShuffle{x,0,x,1}
+    """
+    # reshape(x, (1, n, 1, m)) -> dimshuffle{x,0,x,1}(reshape(x, (n, m)))
+    x, shp = node.inputs
+    out = node.outputs[0]
+    if shp.owner is None or not isinstance(shp.owner.op, MakeVector):
+        return False
+    entries = list(shp.owner.inputs)
+    order, kept = [], []
+    for e in entries:
+        v = const_value(e)
+        if v is not None and int(v) == 1:
+            order.append("x")
+        else:
+            order.append(len(kept))
+            kept.append(e)
+    if len(kept) == len(entries):
+        return False
+    inner = Reshape(len(kept))(x, make_vector(*kept) if kept else ())
+    new = fit(out, DimShuffle(inner.type.broadcastable, order)(inner))
+    return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([Reshape])
+def local_useless_dimshuffle_in_reshape(fgraph, node):
+    """A DimShuffle under a reshape that only adds or drops length-1 dimensions (the
+    order of the others kept) changes nothing the reshape sees.
+
+    >>> import theano_dag.tensor as tt
+    >>> v = tt.dvector("v")
+    >>> r = v.dimshuffle("x", 0).reshape((v.shape[0],))
+    >>> local_useless_dimshuffle_in_reshape.transform(None, r.owner)[0].owner.inputs[0] is v
+    True
+    """
+    # reshape(dimshuffle{x,0}(v), shp) -> reshape(v, shp)
+    x, shp = node.inputs
+    if x.owner is None or not isinstance(x.owner.op, DimShuffle):
+        return False
+    order = x.owner.op.new_order
+    kept = [o for o, b in zip(order, x.type.broadcastable) if not b]
+    if any(a == "x" or b == "x" or a > b for a, b in zip(kept, kept[1:])):
+        return False
+    return [Reshape(node.op.ndim)(x.owner.inputs[0], shp)]
+
+
+@RULES.canonicalize()
+@local_optimizer([Alloc], fit=fit)
+def local_merge_alloc(fgraph, node):
+    """An alloc of an alloc is one alloc of the inner value (the outer shape wins; where
+    both give a length, they must agree at run time, which the outer alloc checks).
+
+    >>> import theano_dag.tensor as tt
+    >>> m, x, y = tt.dscalar("m"), tt.lscalar("x"), tt.lscalar("y")
+    >>> a = tt.alloc(tt.alloc(m, x, y), 2, x, y)
+    >>> local_merge_alloc.transform(None, a.owner)[0].owner.inputs[0] is m
+    True
+    """
+    # alloc(alloc(m, x, y), 1, x, y) -> alloc(m, 1, x, y)
+    inner = node.inputs[0]
+    if inner.owner is None or not isinstance(inner.owner.op, Alloc):
+        return False
+    value, *inner_shape = inner.owner.inputs
+    shape = node.inputs[1:]
+    offset = len(shape) - len(inner_shape)
+    for d, s in enumerate(inner_shape):
+        outer = shape[offset + d]
+        if s is outer:
+            continue
+        a, b = const_value(s), const_value(outer)
+        if a is None or b is None or int(a) not in (1, int(b)):
+            return False  # the inner alloc may fix a length the outer one repeats
+    return alloc(value, *shape)
+
+
+@RULES.canonicalize()
+@local_optimizer([Alloc])
+def local_canonicalize_alloc(fgraph, node):
+    """An alloc whose leading lengths are the constant 1 is an alloc of the others and a
+    DimShuffle adding the length-1 dimensions; one that adds nothing goes.
+
+    >>> import theano_dag.tensor as tt
+    >>> v = tt.dvector("v")
+    >>> a = tt.alloc(v, 1, v.shape[0])
+    >>> local_canonicalize_alloc.transform(None, a.owner)[0].owner.op
+    DimShuffle{x,0}
+    """
+    # alloc(x, 1, 1, n) -> dimshuffle{x,x,0}(alloc(x, n)) ; alloc(v, 1, v.shape[0]) -> v[None]
+    value, *shape = node.inputs
+    out = node.outputs[0]
+    if fgraph is not None and any(
+        type(c) is not str and isinstance(c.op, Alloc) for c, _ in fgraph.clients.get(out, ())
+    ):
+        return False  # local_merge_alloc first
+    ones = 0
+    for s in shape[: len(shape) - value.ndim]:
+        v = const_value(s)
+        if v is None or int(v) != 1:
+            break
+        ones += 1
+    if not ones:
+        return False
+    rest = shape[ones:]
+    inner = alloc(value, *rest) if rest or value.ndim else value
+    if inner.owner is not None and isinstance(inner.owner.op, Alloc):
+        inner = local_useless_alloc.transform(fgraph, inner.owner) or [inner]
+        inner = inner[0]
+    new = DimShuffle(inner.type.broadcastable, ["x"] * ones + list(range(inner.ndim)))(inner)
+    new = fit(out, new)
+    return [new] if new is not None else False
