@@ -124,6 +124,8 @@ FLAGS.update(
         "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
         "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),
         "deterministic": _Flag("default", _NO_EFFECT, ("default", "more")),
+        "openmp": _Flag(False, _NO_EFFECT, kind=bool),
+        "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
     }
 )
 

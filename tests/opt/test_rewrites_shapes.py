@@ -196,3 +196,47 @@ def test_values_eq_approx_variants():
 def test_blas_c_names_are_the_blas_ops():
     assert CGemv is Gemv and CGer is Ger
     assert theano_dag.pprint is theano_dag.printing.pprint
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_infer_shape_rewrite_needs_no_value(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    y = tt.exp(x).T[1:]
+    f = theano_dag.function([x], y.shape)
+    nodes = f.maker.fgraph.toposort()
+    # only the input's shape is read: no exp, no transpose
+    assert not any("exp" in str(n.op) or isinstance(n.op, DimShuffle) for n in nodes)
+    assert list(f(np.zeros((3, 5), dtype=dtype))) == [4, 3]
+    g = theano_dag.function(
+        [x], y.shape, mode=theano_dag.compile.get_default_mode().excluding("ShapeOpt")
+    )
+    assert any("exp" in str(n.op) for n in g.maker.fgraph.toposort())
+
+
+def test_infer_shape_rewrite_declines_without_infer_shape():
+    from theano_dag.graph.basic import Apply
+    from theano_dag.graph.op import Op
+
+    class NoShape(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, out, params=None):
+            out[0][0] = inputs[0] * 2
+
+    x = tt.dvector("x")
+    f = theano_dag.function([x], NoShape()(x).shape)
+    assert any(isinstance(n.op, NoShape) for n in f.maker.fgraph.toposort())
+    assert list(f(np.zeros(4))) == [4]
+
+
+def test_clinker_is_the_cpu_engine():
+    from theano_dag.engines.cpu.linker import CPULinker
+    from theano_dag.engines.theano_linkers import CLinker
+
+    assert CLinker is CPULinker
+    x = tt.dmatrix("x")
+    f = CLinker().accept(FunctionGraph([x], [tt.exp(x)])).make_function()
+    np.testing.assert_allclose(f(np.zeros((2, 2))), np.ones((2, 2)))

@@ -619,11 +619,11 @@ class Repeat(Op):
         (gz,) = output_grads
         if r.ndim != 0:
             return [grad_not_implemented(self, 0, x, "repeats must be a scalar"), disconnected()]
-        axis = self.axis
-        if axis is None:
+        if self.axis is None:
             x_flat = flatten(x)
             g = tsum(reshape(gz, [shape_i(x_flat, 0), r]), axis=1)
             return [reshape(g, shape(x), ndim=x.ndim), disconnected()]
+        axis = self.axis % x.ndim  # the repeats go right after it, for a negative axis too
         dims = [shape_i(x, d) for d in range(x.ndim)]
         dims.insert(axis + 1, r)
         g = tsum(reshape(gz, dims, ndim=x.ndim + 1), axis=axis + 1)

@@ -31,6 +31,7 @@ __all__ = [
     "CAReduce",
     "Sum",
     "Prod",
+    "ProdWithoutZeros",
     "Max",
     "Min",
     "All",
@@ -542,6 +543,60 @@ class Prod(_DtypeReduce):
         one_zero = tm.switch(is_zero, gz * prod_nz, 0)
         g = tm.switch(tm.eq(n_zeros, 0), no_zero, tm.switch(tm.eq(n_zeros, 1), one_zero, 0))
         return [reduce_grad_to(g, x)]
+
+
+class ProdWithoutZeros(Op):
+    """The product along ``axis`` of the nonzero elements (Theano's op behind
+    ``prod(x, no_zeros_in_input=...)``'s gradient). Not a ``CAReduce``: the engines'
+    reductions multiply every element, so it runs its own ``perform``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> ProdWithoutZeros(axis=1)(x).eval({x: np.array([[0.0, 2.0, 3.0], [1.0, 0.0, 0.0]])})
+    array([6., 1.])
+    """
+
+    __props__ = ("axis", "dtype", "acc_dtype")
+    _axes = CAReduce._axes
+    _expand = CAReduce._expand
+    output_dtype = _DtypeReduce.output_dtype
+    acc_dtype_for = _DtypeReduce.acc_dtype_for
+    infer_shape = CAReduce.infer_shape
+
+    def __init__(self, axis=None, dtype=None, acc_dtype=None):
+        if isinstance(axis, (int, np.integer)):
+            axis = (int(axis),)
+        self.axis = None if axis is None else tuple(sorted(int(a) for a in axis))
+        self.dtype = dtype
+        self.acc_dtype = acc_dtype
+
+    def __str__(self):
+        return f"ProdWithoutZeros{{axis={self.axis}}}" if self.axis else "ProdWithoutZeros"
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        axes = self._axes(x.ndim)
+        if any(a >= x.ndim for a in axes):
+            raise ValueError(f"{self}: an axis is out of range for the {x.ndim}-d input {x}")
+        self.acc_dtype_for(x.dtype)  # reject a lossy acc_dtype at build time
+        shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
+        return Apply(self, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        (x,) = inputs
+        acc = self.acc_dtype_for(x.dtype.name)
+        nonzero = np.where(x == 0, np.ones((), dtype=x.dtype), x)
+        with np.errstate(all="ignore"):
+            r = np.multiply.reduce(nonzero, axis=self._axes(x.ndim), dtype=acc)
+        output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [
+            grad_not_implemented(
+                self, 0, inputs[0], "the product without zeros has no gradient here"
+            )
+        ]
 
 
 class Max(CAReduce):

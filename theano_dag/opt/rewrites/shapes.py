@@ -17,13 +17,16 @@ are for a user's own passes (``out2in(local_dimshuffle_lift)``).
 
 from __future__ import annotations
 
+from theano_dag.graph.algorithms import ancestors
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit
-from theano_dag.tensor.basic import Alloc, alloc
+from theano_dag.tensor.basic import Alloc, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import MakeVector, Reshape, make_vector
+from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, make_vector, shape_i
+from theano_dag.tensor.type import TensorType, discrete_dtypes
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "is_dimshuffle_useless",
@@ -32,6 +35,7 @@ __all__ = [
     "local_useless_dimshuffle_in_reshape",
     "local_merge_alloc",
     "local_canonicalize_alloc",
+    "local_infer_shape",
 ]
 
 
@@ -219,3 +223,64 @@ def local_canonicalize_alloc(fgraph, node):
     new = DimShuffle(inner.type.broadcastable, ["x"] * ones + list(range(inner.ndim)))(inner)
     new = fit(out, new)
     return [new] if new is not None else False
+
+
+def _input_shapes(node):
+    """The symbolic shape of each input of ``node``: a tuple of lengths for a tensor,
+    ``()`` for a scalar of another type, None for what has no shape (a slice...)."""
+    shapes = []
+    for i in node.inputs:
+        ndim = getattr(i.type, "ndim", None)
+        if isinstance(i.type, TensorType):
+            shapes.append(tuple(shape_i(i, d) for d in range(ndim)))
+        elif ndim == 0 or getattr(i.type, "dtype", None) is not None:
+            shapes.append(())
+        else:
+            shapes.append(None)
+    return shapes
+
+
+def _as_length(entry):
+    """A length from ``infer_shape`` as an int64 scalar variable."""
+    v = as_tensor_variable(entry)
+    if v.ndim != 0 or v.dtype not in discrete_dtypes:
+        return None
+    return v if v.dtype == "int64" else cast(v, "int64")
+
+
+@RULES.canonicalize("fast_compile", "ShapeOpt")
+@local_optimizer([Shape_i, Shape])
+def local_infer_shape(fgraph, node):
+    """The shape of a computed variable is its op's ``infer_shape`` of the shapes of the
+    op's inputs (Theano's ``ShapeOpt``): asking for a shape then needs no computation
+    of the value, and the lengths end up as the inputs' lengths.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> s = tt.exp(x).shape[0]
+    >>> local_infer_shape.transform(None, s.owner.inputs[0].owner)  # doctest: +SKIP
+    """
+    # shape_i(op(x...), i) -> op.infer_shape(shapes of x...)[i]
+    # shape(op(x...)) -> make_vector(*op.infer_shape(shapes of x...))
+    x = node.inputs[0]
+    owner = x.owner
+    infer = getattr(owner.op, "infer_shape", None) if owner is not None else None
+    if infer is None:
+        return False
+    try:
+        shapes = infer(fgraph, owner, _input_shapes(owner))
+    except Exception:  # an op that cannot tell (ShapeError, NotImplementedError...)
+        return False
+    shp = shapes[owner.outputs.index(x)] if shapes is not None else None
+    if shp is None or len(shp) != x.ndim:
+        return False
+    entries = [shp[node.op.i]] if isinstance(node.op, Shape_i) else list(shp)
+    lengths = [_as_length(e) if e is not None else None for e in entries]
+    if any(length is None for length in lengths):
+        return False
+    if any(x in ancestors([length]) for length in lengths):
+        return False  # infer_shape asked for the output's own shape
+    if isinstance(node.op, Shape_i):
+        return [lengths[0]]
+    new = make_vector(*lengths) if lengths else node.outputs[0]
+    return [fit(node.outputs[0], new)] if lengths else False
