@@ -240,3 +240,34 @@ def test_clinker_is_the_cpu_engine():
     x = tt.dmatrix("x")
     f = CLinker().accept(FunctionGraph([x], [tt.exp(x)])).make_function()
     np.testing.assert_allclose(f(np.zeros((2, 2))), np.ones((2, 2)))
+
+
+def test_shape_feature_same_shape():
+    from theano_dag.opt.tensor_opt import ShapeFeature
+
+    x, y = tt.dvector("x"), tt.dvector("y")
+    o = tt.exp(x) + y
+    g = FunctionGraph([x, y], [o], clone=False)
+    feature = ShapeFeature()
+    g.attach_feature(feature)
+    assert feature.same_shape(x, o) and feature.same_shape(x, o, 0, 0)
+    assert not feature.same_shape(y, o)  # the sum's shape is read from x
+    assert len(feature.shape_of[o]) == 1
+    m = tt.dmatrix("m")
+    g = FunctionGraph([m], [m.T], clone=False)
+    feature = ShapeFeature()
+    g.attach_feature(feature)
+    assert feature.same_shape(m, g.outputs[0], 0, 1) and not feature.same_shape(m, g.outputs[0])
+
+
+def test_make_vector_of_ints_has_float_gradients_and_checks_dtypes():
+    from theano_dag.tensor.shape import LossyInputError, MakeVector
+
+    b, d = tt.bscalar("b"), tt.dscalar("d")
+    mv = MakeVector("float64")(b, d)
+    gb, gd = theano_dag.grad(mv.sum(), [b, d])
+    f = theano_dag.function([b, d], [gb, gd], on_unused_input="ignore")
+    assert gb.dtype == "float64" and [float(v) for v in f(2, 0.5)] == [0.0, 1.0]
+    with pytest.raises(TypeError, match="without loss"):
+        MakeVector("int8")(b, tt.iscalar())
+    assert issubclass(LossyInputError, AssertionError)  # Theano's class for it

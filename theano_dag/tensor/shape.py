@@ -138,6 +138,11 @@ def shape_i(x, i):
     return Shape_i(i % x.ndim)(x)
 
 
+class LossyInputError(TypeError, AssertionError):
+    """An input whose dtype the op's output cannot hold without loss: a TypeError, and
+    an AssertionError too, which is what Theano's MakeVector raised for it."""
+
+
 class MakeVector(Op):
     """Build a vector from scalars of one dtype.
 
@@ -161,7 +166,7 @@ class MakeVector(Op):
             if np.result_type(i.dtype, self.dtype).name != self.dtype and not (
                 isinstance(i, Constant) and np.asarray(i.data, self.dtype) == i.data
             ):
-                raise TypeError(
+                raise LossyInputError(
                     f"{self}: input {k} ({i}) has dtype {i.dtype}, which cannot "
                     f"be stored in {self.dtype} without loss"
                 )
@@ -178,7 +183,8 @@ class MakeVector(Op):
             return [_disconnected() for _ in inputs]
         (gz,) = output_grads
         return [
-            gz[k] if i.dtype not in discrete_dtypes else _tensor.basic.zeros_like(i)
+            # an integer input gets a float zero gradient (gradients are never integers)
+            gz[k] if i.dtype not in discrete_dtypes else _tensor.basic.zeros_like(i, gz.dtype)
             for k, i in enumerate(inputs)
         ]
 

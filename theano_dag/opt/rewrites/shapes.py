@@ -18,7 +18,9 @@ are for a user's own passes (``out2in(local_dimshuffle_lift)``).
 from __future__ import annotations
 
 from theano_dag.graph.algorithms import ancestors
+from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit
@@ -36,6 +38,7 @@ __all__ = [
     "local_merge_alloc",
     "local_canonicalize_alloc",
     "local_infer_shape",
+    "ShapeFeature",
 ]
 
 
@@ -284,3 +287,72 @@ def local_infer_shape(fgraph, node):
         return [lengths[0]]
     new = make_vector(*lengths) if lengths else node.outputs[0]
     return [fit(node.outputs[0], new)] if lengths else False
+
+
+class ShapeFeature(Feature):
+    """The symbolic shape of every tensor variable of a FunctionGraph (Theano's
+    ``ShapeFeature``): ``shape_of[v]`` is a tuple of int64 scalars built from the graph's
+    inputs' lengths by each op's ``infer_shape``, kept up to date as nodes come in. The
+    rewrites here compute shapes node by node (``local_infer_shape``); this is for code
+    that asks a whole graph, as Theano's does.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> g = FunctionGraph([x, y], [tt.exp(x) + y], clone=False)
+    >>> feature = ShapeFeature()
+    >>> g.attach_feature(feature)
+    >>> feature.same_shape(x, g.outputs[0])
+    True
+    """
+
+    def on_attach(self, fgraph):
+        self.fgraph = fgraph
+        self.shape_of: dict = {}
+        fgraph.shape_feature = self
+        for node in fgraph.toposort():
+            self.on_import(fgraph, node, "on_attach")
+
+    def on_detach(self, fgraph):
+        self.shape_of = {}
+        if getattr(fgraph, "shape_feature", None) is self:
+            del fgraph.shape_feature
+
+    def shape_tuple(self, v):
+        """``v``'s shape, built from its own lengths when nothing better is known."""
+        if v not in self.shape_of:
+            if not isinstance(v.type, TensorType):
+                return None
+            self.shape_of[v] = tuple(shape_i(v, d) for d in range(v.ndim))
+        return self.shape_of[v]
+
+    def on_import(self, fgraph, node, reason):
+        ins = [self.shape_tuple(i) for i in node.inputs]
+        try:
+            shapes = node.op.infer_shape(fgraph, node, ins)
+        except Exception:  # no infer_shape, or one that cannot tell: the outputs' own
+            shapes = [None] * len(node.outputs)
+        for out, shp in zip(node.outputs, shapes):
+            if isinstance(out.type, TensorType) and shp is not None and len(shp) == out.ndim:
+                lengths = [_as_length(e) for e in shp]
+                if all(length is not None for length in lengths):
+                    self.shape_of[out] = tuple(lengths)
+                    continue
+            self.shape_of.pop(out, None)
+            self.shape_tuple(out)
+
+    def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if new_r not in self.shape_of and r in self.shape_of:
+            self.shape_of[new_r] = self.shape_of[r]
+
+    def same_shape(self, x, y, dim_x=None, dim_y=None) -> bool:
+        """Whether ``x`` and ``y`` are known to have the same shape (or the same length
+        along ``dim_x`` and ``dim_y``): their shape expressions are the same graph."""
+        sx, sy = self.shape_tuple(x), self.shape_tuple(y)
+        if dim_x is not None:
+            sx = (sx[dim_x],)
+        if dim_y is not None:
+            sy = (sy[dim_y],)
+        if len(sx) != len(sy):
+            return False
+        return all(a is b or equal_computations([a], [b]) for a, b in zip(sx, sy))
