@@ -131,12 +131,9 @@ for _dt in discrete_dtypes + continuous_dtypes:
 del _dt
 
 
-def fill(model, value):
-    """``value`` broadcast to the shape of ``model`` (Theano's ``fill``/``second``)."""
-    return Elemwise(ts.second)(model, value)
-
-
-second = fill
+# ``fill(model, value)``: ``value`` broadcast to the shape of ``model``. As in Theano,
+# ``fill`` and ``second`` are the elementwise op itself, so a node's op compares equal.
+fill = second = Elemwise(ts.second)
 
 
 def zeros_like(x, dtype=None):
@@ -432,9 +429,24 @@ def split(x, splits_size, n_splits, axis=0):
 
 
 class ARange(Op):
-    """``numpy.arange(start, stop, step)`` for scalar inputs."""
+    """``numpy.arange(start, stop, step)`` for scalar inputs. One instance per dtype
+    (``arange`` reuses it, as Theano's does).
+
+    >>> ARange("int64") is ARange("int64")
+    True
+    """
 
     __props__ = ("dtype",)
+    _instances: dict = {}
+
+    def __new__(cls, dtype):
+        key = (cls, np.dtype(dtype).name)
+        if key not in ARange._instances:
+            ARange._instances[key] = super().__new__(cls)
+        return ARange._instances[key]
+
+    def __getnewargs__(self):  # pickle and copy make it through __new__ too
+        return (self.dtype,)
 
     def __init__(self, dtype):
         self.dtype = np.dtype(dtype).name

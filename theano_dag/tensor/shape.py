@@ -442,6 +442,12 @@ def _rebroadcast(x, pairs):
     pairs = [(int(a) % x.ndim, b) for a, b in pairs]
     if all(x.type.broadcastable[a] == b for a, b in pairs):
         return x  # nothing changes: no node (Theano's apply_rebroadcast_opt)
+    if x.owner is not None and isinstance(x.owner.op, Rebroadcast):
+        # two Rebroadcasts in a row are one, or none when they cancel out
+        base = x.owner.inputs[0]
+        merged = {**dict(x.owner.op.axis), **dict(pairs)}
+        changed = [(a, b) for a, b in merged.items() if base.type.broadcastable[a] != b]
+        return Rebroadcast(*changed)(base) if changed else base
     return Rebroadcast(*pairs)(x)
 
 
