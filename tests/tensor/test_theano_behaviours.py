@@ -69,3 +69,47 @@ def test_load_from_disk(tmp_path, mmap_mode):
             tt.load(path, "int32", (False,), bad)
     with pytest.raises(TypeError, match="holds int32"):
         theano_dag.function([path], tt.load(path, "float64", (False,)))(fname)
+
+
+def test_scalar_basic_reaches_every_scalar_op():
+    assert ts.basic.Composite is ts.Composite and ts.basic.Switch is ts.Switch
+    assert ts.scalar_maximum is ts.maximum
+    with pytest.raises(AttributeError):
+        _ = ts.basic.NoSuchOp
+
+
+def test_variable_fill_and_array_axes():
+    x = tt.dmatrix("x")
+    np.testing.assert_array_equal(x.fill(3.0).eval({x: np.zeros((2, 2))}), np.full((2, 2), 3.0))
+    assert x.max(np.array(1)).type == tt.dvector().type
+    assert x.sum([np.array(0), np.array(1)]).ndim == 0
+
+
+@pytest.mark.parametrize("axis", [-1, -2, (0, -1)])
+def test_careduce_negative_axis(axis):
+    import theano_dag
+    from theano_dag.tensor.elemwise import CAReduce
+
+    x = tt.dmatrix("x")
+    v = np.arange(6.0).reshape(2, 3)
+    e = CAReduce(ts.add, axis=axis)(x)
+    expected = np.add.reduce(v, axis=axis)
+    assert e.ndim == expected.ndim and all(a >= 0 for a in e.owner.op.axis)
+    np.testing.assert_array_equal(theano_dag.function([x], e)(v), expected)
+    assert tuple(theano_dag.function([x], e.shape)(v)) == expected.shape
+
+
+def test_prod_without_zeros_names_its_accumulator():
+    from theano_dag.tensor.elemwise import ProdWithoutZeros
+
+    assert ProdWithoutZeros(axis=0)(tt.imatrix()).owner.op.acc_dtype == "int64"
+    assert ProdWithoutZeros(axis=0)(tt.fmatrix()).owner.op.acc_dtype == "float64"
+
+
+def test_cut_useless_reduce_is_a_tag_of_the_useless_reduce_rule():
+    import theano_dag
+
+    x = tt.imatrix("x")
+    mode = theano_dag.compile.get_default_mode().excluding("local_cut_useless_reduce")
+    f = theano_dag.function([x], x.sum(axis=[]), mode=mode)
+    assert any(isinstance(n.op, tt.CAReduce) for n in f.maker.fgraph.toposort())

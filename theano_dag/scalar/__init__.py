@@ -25,6 +25,9 @@ float32, float64 = get_scalar_type("float32"), get_scalar_type("float64")
 float16 = get_scalar_type("float16")
 complex64, complex128 = get_scalar_type("complex64"), get_scalar_type("complex128")
 
+# Theano's names of two scalar op instances.
+scalar_maximum, scalar_minimum = maximum, minimum  # noqa: F405
+
 # Theano's tuples of scalar types, by family (``theano.scalar.all_types``...).
 int_types = (int8, int16, int32, int64)
 uint_types = (uint8, uint16, uint32, uint64)
@@ -66,5 +69,7 @@ __all__ = (
         "discrete_types",
         "continuous_types",
         "all_types",
+        "scalar_maximum",
+        "scalar_minimum",
     ]
 )

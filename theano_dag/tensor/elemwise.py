@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from theano_dag import scalar as ts
@@ -371,10 +373,14 @@ _UFUNCS = {
 def _norm_axis(axis, ndim, who):
     if axis is None:
         return None
+    if isinstance(axis, np.ndarray):  # an array of axes, or one axis as a 0-d array
+        axis = axis.tolist()
     if isinstance(axis, (int, np.integer)):
         axis = [axis]
     out = []
     for a in axis:
+        if isinstance(a, np.ndarray) and a.ndim == 0:
+            a = a.item()
         if not isinstance(a, (int, np.integer)):
             raise TypeError(f"{who}: axis must be an int or a list of ints, got {a!r}")
         if not -ndim <= a < ndim:
@@ -429,6 +435,13 @@ class CAReduce(Op):
 
     def make_node(self, x):
         x = as_tensor_variable(x)
+        if self.axis is not None and any(a < 0 for a in self.axis):
+            # A negative axis counts from the end: the node's op holds it from the start.
+            if any(a < -x.ndim for a in self.axis):
+                raise ValueError(f"{self}: an axis is out of range for the {x.ndim}-d input {x}")
+            op = copy.copy(self)
+            op.axis = tuple(sorted(a % x.ndim for a in self.axis))
+            return op.make_node(x)
         for a in self._axes(x.ndim):
             if a >= x.ndim:
                 raise ValueError(
@@ -579,9 +592,11 @@ class ProdWithoutZeros(Op):
         axes = self._axes(x.ndim)
         if any(a >= x.ndim for a in axes):
             raise ValueError(f"{self}: an axis is out of range for the {x.ndim}-d input {x}")
-        self.acc_dtype_for(x.dtype)  # reject a lossy acc_dtype at build time
+        acc = self.acc_dtype_for(x.dtype)  # rejects a lossy acc_dtype at build time
+        # The node's op names its accumulator, as Theano's does.
+        op = self if self.acc_dtype is not None else type(self)(self.axis, self.dtype, acc)
         shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
-        return Apply(self, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
+        return Apply(op, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs

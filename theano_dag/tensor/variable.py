@@ -210,6 +210,10 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def squeeze(self):
         return _tensor.basic.squeeze(self)
 
+    def fill(self, value):
+        """``value`` broadcast to this variable's shape (Theano's ``x.fill(value)``)."""
+        return _tensor.basic.fill(self, value)
+
     def copy(self, name=None):
         out = _tensor.math.identity(self)
         out.name = name

@@ -165,7 +165,7 @@ def local_useless_switch(fgraph, node):
     return fit(out, a if c else b, [cond, b if c else a])
 
 
-@useless()
+@useless("local_cut_useless_reduce")  # Theano's name for it, as a tag: excluding() takes it
 @local_optimizer([CAReduce], fit=fit)
 def local_useless_reduce(fgraph, node):
     """A reduction over no axis, or only over dimensions of length 1."""
