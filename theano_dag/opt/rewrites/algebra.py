@@ -23,6 +23,7 @@ from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, Replac
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const,
+    const_value,
     elemwise_of,
     fit,
     is_const,
@@ -33,9 +34,12 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc, alloc, cast, fill
+from theano_dag.tensor.blas import Dot22
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Reshape, shape_i
 
 __all__ = [
     "NONFINITE_UNSAFE",
@@ -59,6 +63,7 @@ __all__ = [
     "local_commutative_flatten",
     "CommutativeSort",
     "commutative_sort",
+    "local_0_dot_x",
 ]
 
 # Tag of rewrites that are exact for finite values only.
@@ -424,3 +429,23 @@ def _reorderable(node, order) -> bool:
 
 
 commutative_sort = canonicalize(cleanup=True)(CommutativeSort())
+
+
+@canonicalize(NONFINITE_UNSAFE)
+@local_optimizer([Dot, Dot22])
+def local_0_dot_x(fgraph, node):
+    """A product with a matrix or vector of zeros is zeros of the product's shape (exact
+    for finite values only: ``0 * inf`` is NaN; Theano's name)."""
+    # dot(zeros, y) -> alloc(0, *shape) ; dot(x, zeros) -> alloc(0, *shape)
+    x, y = node.inputs
+    zero = any(const_value(v) is not None and const_value(v) == 0 for v in (x, y))
+    if not zero:
+        return False
+    out = node.outputs[0]
+    shapes = [tuple(shape_i(v, d) for d in range(v.ndim)) for v in (x, y)]
+    (shape,) = node.op.infer_shape(fgraph, node, shapes)
+    zeros = alloc(typed_constant(0, out.dtype), *shape)
+    if x.ndim and y.ndim:  # the product's own check of the inner lengths stays
+        inner = tm.eq(shapes[0][-1], shapes[1][0])
+        zeros = Assert("dot: the inner dimensions of the operands differ")(zeros, inner)
+    return [zeros]
