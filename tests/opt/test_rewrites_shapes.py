@@ -110,11 +110,20 @@ def test_merge_alloc(dtype):
     assert len(g.toposort()) == 1
     got = _run(g.inputs, g.outputs, [np.asarray(1.5, dtype=dtype), 3, 4])
     np.testing.assert_array_equal(got, np.full((2, 3, 4), 1.5, dtype=dtype))
-    # the inner alloc fixes a length the outer one only repeats: kept
+    # the inner alloc fixes a length the outer one only repeats: merged, with its check
     out = tt.alloc(tt.alloc(m, 3), x)
     g = FunctionGraph([m, x], [out], clone=True)
     out2in(local_merge_alloc).optimize(g)
-    assert len(g.toposort()) == 2
+    assert sum(isinstance(n.op, tt.Alloc) for n in g.toposort()) == 1
+    f = theano_dag.function(g.inputs, g.outputs, mode="FAST_COMPILE")
+    np.testing.assert_array_equal(f(np.asarray(2.0, dtype=dtype), 3)[0], np.full(3, 2.0))
+    with pytest.raises(AssertionError, match="lengths differ"):
+        f(np.asarray(2.0, dtype=dtype), 4)
+    # two constant lengths that differ: left alone (the inner alloc raises)
+    out = tt.alloc(tt.alloc(m, 3), 4)
+    g = FunctionGraph([m], [out], clone=True)
+    out2in(local_merge_alloc).optimize(g)
+    assert sum(isinstance(n.op, tt.Alloc) for n in g.toposort()) == 2
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -21,6 +21,7 @@ from theano_dag.graph.algorithms import ancestors
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import Feature
+from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit
@@ -162,33 +163,8 @@ def local_useless_dimshuffle_in_reshape(fgraph, node):
     return [Reshape(node.op.ndim)(x.owner.inputs[0], shp)]
 
 
-@RULES.canonicalize()
-@local_optimizer([Alloc], fit=fit)
-def local_merge_alloc(fgraph, node):
-    """An alloc of an alloc is one alloc of the inner value (the outer shape wins; where
-    both give a length, they must agree at run time, which the outer alloc checks).
-
-    >>> import theano_dag.tensor as tt
-    >>> m, x, y = tt.dscalar("m"), tt.lscalar("x"), tt.lscalar("y")
-    >>> a = tt.alloc(tt.alloc(m, x, y), 2, x, y)
-    >>> local_merge_alloc.transform(None, a.owner)[0].owner.inputs[0] is m
-    True
-    """
-    # alloc(alloc(m, x, y), 1, x, y) -> alloc(m, 1, x, y)
-    inner = node.inputs[0]
-    if inner.owner is None or not isinstance(inner.owner.op, Alloc):
-        return False
-    value, *inner_shape = inner.owner.inputs
-    shape = node.inputs[1:]
-    offset = len(shape) - len(inner_shape)
-    for d, s in enumerate(inner_shape):
-        outer = shape[offset + d]
-        if s is outer:
-            continue
-        a, b = const_value(s), const_value(outer)
-        if a is None or b is None or int(a) not in (1, int(b)):
-            return False  # the inner alloc may fix a length the outer one repeats
-    return alloc(value, *shape)
+# Theano's name of the alloc merge (algebra's local_alloc_alloc, tagged with it).
+local_merge_alloc = local_alloc_alloc
 
 
 @RULES.canonicalize()
