@@ -113,3 +113,19 @@ def test_cut_useless_reduce_is_a_tag_of_the_useless_reduce_rule():
     mode = theano_dag.compile.get_default_mode().excluding("local_cut_useless_reduce")
     f = theano_dag.function([x], x.sum(axis=[]), mode=mode)
     assert any(isinstance(n.op, tt.CAReduce) for n in f.maker.fgraph.toposort())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dot_with_an_integer_operand_has_float_gradients(dtype):
+    import theano_dag
+    from theano_dag.gradient import verify_grad
+
+    a = tt.matrix("a", dtype=dtype)
+    w = tt.constant(np.arange(3))
+    ga, gw = theano_dag.grad(tt.dot(a, w).sum(), [a, w])
+    assert gw.dtype == tt.dot(a, w).dtype  # the float dtype of the product
+    f = theano_dag.function([a], [ga, gw])
+    out_a, out_w = f(np.ones((2, 3), dtype=dtype))
+    np.testing.assert_array_equal(out_a, [[0, 1, 2], [0, 1, 2]])
+    np.testing.assert_array_equal(out_w, [0, 0, 0])
+    verify_grad(lambda m: tt.dot(m, np.arange(3)), [np.ones((2, 3))], rng=np.random.default_rng(0))

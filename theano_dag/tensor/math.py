@@ -684,7 +684,13 @@ class Dot(Op):
             gx, gy = outer(gz, y), dot(x.T, gz)
         else:
             gx, gy = gz * y, gz * x
-        return [reduce_grad_to(gx, x), reduce_grad_to(gy, y)]
+        # An integer operand gets a zero gradient of the gradient's float dtype.
+        return [
+            reduce_grad_to(g, v)
+            if v.dtype not in discrete_dtypes
+            else _tensor.basic.zeros_like(v, dtype=gz.dtype)
+            for g, v in ((gx, x), (gy, y))
+        ]
 
     def R_op(self, inputs, eval_points):
         x, y = inputs
