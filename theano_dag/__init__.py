@@ -25,6 +25,7 @@ from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
 from theano_dag.gradient.verify import verify_grad
+from theano_dag.printing import pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 
 # Theano code calls T.grad; the gradient floor sits above tensor, so the package (which
@@ -47,6 +48,7 @@ __all__ = [
     "Rop",
     "Lop",
     "printing",
+    "pprint",
     "scan",
     "map",
     "reduce",

@@ -124,6 +124,8 @@ FLAGS.update(
         "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
         "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),
         "deterministic": _Flag("default", _NO_EFFECT, ("default", "more")),
+        "openmp": _Flag(False, _NO_EFFECT, kind=bool),
+        "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
     }
 )
 
@@ -184,8 +186,15 @@ class Config:
         self._values[name] = _parse(name, value)
 
     @contextlib.contextmanager
-    def change_flags(self, **kwargs):
-        """Set flags for the duration of a ``with`` block, then restore them."""
+    def change_flags(self, args=(), **kwargs):
+        """Set flags for the duration of a ``with`` block (or of a call of the function it
+        decorates), then restore them; the flags as keywords, or a dict (Theano's form).
+
+        >>> with config.change_flags({"floatX": "float32"}, on_opt_error="raise"):
+        ...     config.floatX, config.on_opt_error
+        ('float32', 'raise')
+        """
+        kwargs = {**dict(args), **kwargs}
         old = dict(self._values)
         try:
             for k, v in kwargs.items():

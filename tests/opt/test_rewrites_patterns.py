@@ -21,6 +21,10 @@ def c64(v):
     return tt.constant(np.asarray(v, dtype="float64"))
 
 
+def c32(v):
+    return tt.constant(np.asarray(v, dtype="int32"))
+
+
 def _x():
     return tt.dvector("x")
 
@@ -53,6 +57,15 @@ TABLE = [
     (alg.local_mul_one, _x, lambda x: 1 * x, lambda x: x, lambda x: 1 * x, X),
     (alg.local_mul_zero, _m, lambda m: m * 0, lambda m: tt.fill(m, c64(0)), lambda m: m * 0, M),
     (alg.local_mul_zero, _m, lambda m: 0 * m, lambda m: tt.fill(m, c64(0)), lambda m: 0 * m, M),
+    (alg.local_zero_div, _m, lambda m: 0 / m, lambda m: tt.fill(m, c64(0)), lambda m: 0 / m, M),
+    (
+        alg.local_zero_int_div,
+        _i,
+        lambda i: 0 // i,
+        lambda i: tt.fill(i, c32(0)),
+        lambda i: 0 // i,
+        I + 8,  # no zero divisor: numpy would warn
+    ),
     (alg.local_div_one, _x, lambda x: x / 1, lambda x: x, lambda x: x / 1, X),
     (alg.local_int_div_one, _i, lambda i: i // 1, lambda i: i, lambda i: i // 1, I),
     (alg.local_int_div_one, _x, lambda x: x // 1, lambda x: x // 1, np.floor, X),  # floats: kept

@@ -9,6 +9,8 @@ ops their ``perform``. What they do not reproduce: a C loop (``use_cloop``), laz
 evaluation (``lazy``; an ``IfElse`` computes both branches' inputs), thunks with a
 ``cthunk``, and evaluating a subset of the outputs (``allow_partial_eval``).
 ``MissingGXX`` is the error Theano raises when its C linkers find no compiler.
+``CLinker``, Theano's linker that compiled a whole graph into one C module, is the CPU
+engine's linker, which compiles a graph into generated C kernels.
 
 >>> import numpy as np, theano_dag, theano_dag.tensor as tt
 >>> seen = []
@@ -23,8 +25,9 @@ evaluation (``lazy``; an ``IfElse`` computes both branches' inputs), thunks with
 from __future__ import annotations
 
 from theano_dag.engines.basic import PerformLinker
+from theano_dag.engines.cpu.linker import CPULinker as CLinker
 
-__all__ = ["MissingGXX", "OpWiseCLinker", "VMLinker", "Loop"]
+__all__ = ["CLinker", "MissingGXX", "OpWiseCLinker", "VMLinker", "Loop"]
 
 
 class MissingGXX(Exception):

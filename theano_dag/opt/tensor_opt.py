@@ -9,12 +9,20 @@
 >>> from theano_dag.opt.tensor_opt import MakeVector
 """
 
+from theano_dag.graph.rewriting import (  # noqa: F401 (Theano's tensor.opt has them too)
+    PatternSub,
+    TopoOptimizer,
+    in2out,
+    local_optimizer,
+    out2in,
+)
 from theano_dag.opt.rewrites.algebra import *  # noqa: F403
 from theano_dag.opt.rewrites.blas import *  # noqa: F403
 from theano_dag.opt.rewrites.constant_folding import *  # noqa: F403
 from theano_dag.opt.rewrites.fusion import *  # noqa: F403
 from theano_dag.opt.rewrites.inplace import *  # noqa: F403
 from theano_dag.opt.rewrites.products import *  # noqa: F403
+from theano_dag.opt.rewrites.shapes import *  # noqa: F403
 from theano_dag.opt.rewrites.specialize import *  # noqa: F403
 from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
 from theano_dag.opt.rewrites.useless import *  # noqa: F403

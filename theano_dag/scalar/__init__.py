@@ -22,6 +22,21 @@ uint8, uint16, uint32, uint64 = (
     get_scalar_type(d) for d in ("uint8", "uint16", "uint32", "uint64")
 )
 float32, float64 = get_scalar_type("float32"), get_scalar_type("float64")
+float16 = get_scalar_type("float16")
+complex64, complex128 = get_scalar_type("complex64"), get_scalar_type("complex128")
+
+# Theano's names of two scalar op instances.
+scalar_maximum, scalar_minimum = maximum, minimum  # noqa: F405
+
+# Theano's tuples of scalar types, by family (``theano.scalar.all_types``...).
+int_types = (int8, int16, int32, int64)
+uint_types = (uint8, uint16, uint32, uint64)
+integer_types = int_types + uint_types
+float_types = (float16, float32, float64)
+complex_types = (complex64, complex128)
+discrete_types = (bool_, *integer_types)
+continuous_types = float_types + complex_types
+all_types = discrete_types + continuous_types
 
 __all__ = (
     list(_basic_all)
@@ -41,7 +56,20 @@ __all__ = (
         "uint16",
         "uint32",
         "uint64",
+        "float16",
         "float32",
         "float64",
+        "complex64",
+        "complex128",
+        "int_types",
+        "uint_types",
+        "integer_types",
+        "float_types",
+        "complex_types",
+        "discrete_types",
+        "continuous_types",
+        "all_types",
+        "scalar_maximum",
+        "scalar_minimum",
     ]
 )

@@ -645,3 +645,16 @@ def const_like(value, like):
     """A constant of ``value`` with the float dtype of ``like`` (keeps float32 graphs 32)."""
     dt = like.dtype if like.dtype in continuous_dtypes else config.floatX
     return vocabulary(like).constant(np.asarray(value, dtype=dt))
+
+
+def __getattr__(name):
+    """Theano's ``scalar.basic`` held every scalar op; theano_dag keeps them by family
+    (``arith``, ``math``, ``composite``), so a name not defined here is the package's.
+
+    >>> import theano_dag.scalar as ts
+    >>> ts.basic.Composite is ts.Composite
+    True
+    """
+    if name in getattr(_scalar, "__all__", ()):
+        return getattr(_scalar, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ from theano_dag.tensor import (  # noqa: E402, F401
     blas,
     contractions,
     inplace,
+    io,
     linalg,
     nlinalg,
     nnet,
@@ -50,6 +51,7 @@ from theano_dag.tensor.elemwise import (  # noqa: F401
 from theano_dag.tensor.extra_ops import *  # noqa: F403
 from theano_dag.tensor.extra_ops import __all__ as _extra_all
 from theano_dag.tensor.fdiff import numeric_grad  # noqa: E402, F401
+from theano_dag.tensor.io import load  # noqa: F401 (Theano's tensor.load)
 from theano_dag.tensor.math import *  # noqa: F403
 from theano_dag.tensor.math import __all__ as _math_all
 from theano_dag.tensor.math import dot as dense_dot  # noqa: E402, F401 (Theano's name)

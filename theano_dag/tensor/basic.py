@@ -131,12 +131,9 @@ for _dt in discrete_dtypes + continuous_dtypes:
 del _dt
 
 
-def fill(model, value):
-    """``value`` broadcast to the shape of ``model`` (Theano's ``fill``/``second``)."""
-    return Elemwise(ts.second)(model, value)
-
-
-second = fill
+# ``fill(model, value)``: ``value`` broadcast to the shape of ``model``. As in Theano,
+# ``fill`` and ``second`` are the elementwise op itself, so a node's op compares equal.
+fill = second = Elemwise(ts.second)
 
 
 def zeros_like(x, dtype=None):
@@ -432,9 +429,24 @@ def split(x, splits_size, n_splits, axis=0):
 
 
 class ARange(Op):
-    """``numpy.arange(start, stop, step)`` for scalar inputs."""
+    """``numpy.arange(start, stop, step)`` for scalar inputs. One instance per dtype
+    (``arange`` reuses it, as Theano's does).
+
+    >>> ARange("int64") is ARange("int64")
+    True
+    """
 
     __props__ = ("dtype",)
+    _instances: dict = {}
+
+    def __new__(cls, dtype):
+        key = (cls, np.dtype(dtype).name)
+        if key not in ARange._instances:
+            ARange._instances[key] = super().__new__(cls)
+        return ARange._instances[key]
+
+    def __getnewargs__(self):  # pickle and copy make it through __new__ too
+        return (self.dtype,)
 
     def __init__(self, dtype):
         self.dtype = np.dtype(dtype).name
@@ -619,11 +631,11 @@ class Repeat(Op):
         (gz,) = output_grads
         if r.ndim != 0:
             return [grad_not_implemented(self, 0, x, "repeats must be a scalar"), disconnected()]
-        axis = self.axis
-        if axis is None:
+        if self.axis is None:
             x_flat = flatten(x)
             g = tsum(reshape(gz, [shape_i(x_flat, 0), r]), axis=1)
             return [reshape(g, shape(x), ndim=x.ndim), disconnected()]
+        axis = self.axis % x.ndim  # the repeats go right after it, for a negative axis too
         dims = [shape_i(x, d) for d in range(x.ndim)]
         dims.insert(axis + 1, r)
         g = tsum(reshape(gz, dims, ndim=x.ndim + 1), axis=axis + 1)

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from theano_dag import scalar as ts
@@ -31,6 +33,7 @@ __all__ = [
     "CAReduce",
     "Sum",
     "Prod",
+    "ProdWithoutZeros",
     "Max",
     "Min",
     "All",
@@ -370,10 +373,14 @@ _UFUNCS = {
 def _norm_axis(axis, ndim, who):
     if axis is None:
         return None
+    if isinstance(axis, np.ndarray):  # an array of axes, or one axis as a 0-d array
+        axis = axis.tolist()
     if isinstance(axis, (int, np.integer)):
         axis = [axis]
     out = []
     for a in axis:
+        if isinstance(a, np.ndarray) and a.ndim == 0:
+            a = a.item()
         if not isinstance(a, (int, np.integer)):
             raise TypeError(f"{who}: axis must be an int or a list of ints, got {a!r}")
         if not -ndim <= a < ndim:
@@ -428,6 +435,13 @@ class CAReduce(Op):
 
     def make_node(self, x):
         x = as_tensor_variable(x)
+        if self.axis is not None and any(a < 0 for a in self.axis):
+            # A negative axis counts from the end: the node's op holds it from the start.
+            if any(a < -x.ndim for a in self.axis):
+                raise ValueError(f"{self}: an axis is out of range for the {x.ndim}-d input {x}")
+            op = copy.copy(self)
+            op.axis = tuple(sorted(a % x.ndim for a in self.axis))
+            return op.make_node(x)
         for a in self._axes(x.ndim):
             if a >= x.ndim:
                 raise ValueError(
@@ -542,6 +556,62 @@ class Prod(_DtypeReduce):
         one_zero = tm.switch(is_zero, gz * prod_nz, 0)
         g = tm.switch(tm.eq(n_zeros, 0), no_zero, tm.switch(tm.eq(n_zeros, 1), one_zero, 0))
         return [reduce_grad_to(g, x)]
+
+
+class ProdWithoutZeros(Op):
+    """The product along ``axis`` of the nonzero elements (Theano's op behind
+    ``prod(x, no_zeros_in_input=...)``'s gradient). Not a ``CAReduce``: the engines'
+    reductions multiply every element, so it runs its own ``perform``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> ProdWithoutZeros(axis=1)(x).eval({x: np.array([[0.0, 2.0, 3.0], [1.0, 0.0, 0.0]])})
+    array([6., 1.])
+    """
+
+    __props__ = ("axis", "dtype", "acc_dtype")
+    _axes = CAReduce._axes
+    _expand = CAReduce._expand
+    output_dtype = _DtypeReduce.output_dtype
+    acc_dtype_for = _DtypeReduce.acc_dtype_for
+    infer_shape = CAReduce.infer_shape
+
+    def __init__(self, axis=None, dtype=None, acc_dtype=None):
+        if isinstance(axis, (int, np.integer)):
+            axis = (int(axis),)
+        self.axis = None if axis is None else tuple(sorted(int(a) for a in axis))
+        self.dtype = dtype
+        self.acc_dtype = acc_dtype
+
+    def __str__(self):
+        return f"ProdWithoutZeros{{axis={self.axis}}}" if self.axis else "ProdWithoutZeros"
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        axes = self._axes(x.ndim)
+        if any(a >= x.ndim for a in axes):
+            raise ValueError(f"{self}: an axis is out of range for the {x.ndim}-d input {x}")
+        acc = self.acc_dtype_for(x.dtype)  # rejects a lossy acc_dtype at build time
+        # The node's op names its accumulator, as Theano's does.
+        op = self if self.acc_dtype is not None else type(self)(self.axis, self.dtype, acc)
+        shape = tuple(s for d, s in enumerate(x.type.shape) if d not in axes)
+        return Apply(op, [x], [TensorType(self.output_dtype(x.dtype), shape=shape)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        (x,) = inputs
+        acc = self.acc_dtype_for(x.dtype.name)
+        nonzero = np.where(x == 0, np.ones((), dtype=x.dtype), x)
+        with np.errstate(all="ignore"):
+            r = np.multiply.reduce(nonzero, axis=self._axes(x.ndim), dtype=acc)
+        output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [
+            grad_not_implemented(
+                self, 0, inputs[0], "the product without zeros has no gradient here"
+            )
+        ]
 
 
 class Max(CAReduce):

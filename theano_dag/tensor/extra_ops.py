@@ -18,9 +18,12 @@ from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert, flatnonzero
+from theano_dag.tensor.basic import repeat
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
+from theano_dag.tensor.nnet.nnet import to_one_hot
 from theano_dag.tensor.shape import shape_i, specify_shape
-from theano_dag.tensor.subtensor import set_subtensor
+from theano_dag.tensor.subtensor import advanced_inc_subtensor1, set_subtensor, take
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -40,6 +43,32 @@ __all__ = [
     "max_and_argmax",
     "squeeze",
     "flip",
+    "CpuContiguous",
+    "cpu_contiguous",
+    "SearchsortedOp",
+    "searchsorted",
+    "bincount",
+    "DiffOp",
+    "diff",
+    "compress",
+    "RepeatOp",
+    "repeat",
+    "Bartlett",
+    "bartlett",
+    "FillDiagonal",
+    "fill_diagonal",
+    "FillDiagonalOffset",
+    "fill_diagonal_offset",
+    "Unique",
+    "unique",
+    "RavelMultiIndex",
+    "ravel_multi_index",
+    "UnravelIndex",
+    "unravel_index",
+    "BroadcastTo",
+    "broadcast_to",
+    "broadcast_shape",
+    "to_one_hot",
 ]
 
 
@@ -504,3 +533,614 @@ def flip(x, axis=None):
     axes = range(x.ndim) if axes is None else axes
     idx = [slice(None, None, -1) if d in axes else slice(None) for d in range(x.ndim)]
     return x[tuple(idx)] if x.ndim else x
+
+
+# -- Theano's extra_ops: contiguity, search, counting, differences, diagonals ------------
+
+
+class CpuContiguous(Op):
+    """``x`` as a C-contiguous array: itself when it is one, else a contiguous copy.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> cpu_contiguous(x.T).eval({x: np.ones((2, 3))}).flags["C_CONTIGUOUS"]
+    True
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.ascontiguousarray(inputs[0])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [output_grads[0]]
+
+
+cpu_contiguous = CpuContiguous()
+
+
+class SearchsortedOp(Op):
+    """``numpy.searchsorted(x, v, side, sorter)``: where the values ``v`` go into the
+    1-d ``x`` (sorted, or sorted by the int vector ``sorter``); int64 of ``v``'s shape.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, v = tt.dvector("x"), tt.dvector("v")
+    >>> searchsorted(x, v, side="right").eval({x: [1.0, 2.0, 3.0], v: [2.0, 0.5]})
+    array([2, 0])
+    """
+
+    __props__ = ("side",)
+
+    def __init__(self, side="left"):
+        if side not in ("left", "right"):
+            raise ValueError(f"SearchsortedOp: side must be 'left' or 'right', got {side!r}")
+        self.side = side
+
+    def make_node(self, x, v, sorter=None):
+        x, v = as_tensor_variable(x), as_tensor_variable(v)
+        if x.ndim != 1:
+            raise ValueError(f"searchsorted: x must be 1-d, got {x.type}")
+        inputs = [x, v]
+        if sorter is not None:
+            sorter = as_tensor_variable(sorter)
+            if sorter.ndim != 1:
+                raise ValueError(f"searchsorted: sorter must be 1-d, got {sorter.type}")
+            if sorter.dtype not in discrete_dtypes:
+                raise TypeError(f"searchsorted: sorter must be integers, got {sorter.dtype}")
+            inputs.append(sorter)
+        out = TensorType("int64", shape=v.type.shape)()
+        return Apply(self, inputs, [out])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, v, *sorter = inputs
+        out = np.searchsorted(x, v, side=self.side, sorter=sorter[0] if sorter else None)
+        output_storage[0][0] = np.asarray(out, dtype="int64")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        # An index moves by whole steps: zero almost everywhere, as Theano gives.
+        grads = [_float_zeros(inputs[0]), _float_zeros(inputs[1])]
+        return grads + [_disconnected() for _ in inputs[2:]]
+
+
+def searchsorted(x, v, side="left", sorter=None):
+    """``numpy.searchsorted``: see ``SearchsortedOp``."""
+    return SearchsortedOp(side=side)(x, v, sorter)
+
+
+def bincount(x, weights=None, minlength=None, assert_nonneg=False):
+    """``numpy.bincount`` of the int vector ``x`` (each count the sum of ``weights``
+    where given), at least ``minlength`` long; an index_add of ones (or weights) into
+    zeros, so it differentiates in ``weights``. ``assert_nonneg`` checks ``x >= 0`` at
+    run time (AssertionError).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.ivector("x")
+    >>> bincount(x, minlength=4).eval({x: np.array([0, 2, 2], dtype="int32")})
+    array([1, 0, 2, 0], dtype=int32)
+    """
+    x = as_tensor_variable(x)
+    if x.dtype not in discrete_dtypes:
+        raise TypeError(f"bincount: x must be integers, got {x.dtype}")
+    if x.ndim != 1:
+        raise TypeError(f"bincount: x must be a vector, got {x.type}")
+    if assert_nonneg:
+        x = Assert("bincount: x must be non-negative")(x, tm.all(x >= 0))
+    length = tm.max(x).astype("int64") + 1
+    if minlength is not None:
+        length = tm.maximum(length, minlength)
+    if weights is None:
+        out = tb.zeros([length], dtype=x.dtype)
+        return advanced_inc_subtensor1(out, tb.ones_like(x), x)
+    weights = as_tensor_variable(weights)
+    out = tb.zeros([length], dtype=weights.dtype)
+    return advanced_inc_subtensor1(out, weights, x)
+
+
+class DiffOp(Op):
+    """``numpy.diff(x, n, axis)``: the ``n``-th differences along ``axis``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> diff(x, n=2).eval({x: np.array([1.0, 4.0, 9.0, 16.0])})
+    array([2., 2.])
+    """
+
+    __props__ = ("n", "axis")
+
+    def __init__(self, n=1, axis=-1):
+        self.n = int(n)
+        self.axis = int(axis)
+        if self.n < 0:
+            raise ValueError(f"DiffOp: the order n must be >= 0, got {n}")
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        _check_axis("DiffOp", self.axis, x.ndim, allow_none=False)
+        shape = list(x.type.shape)
+        ax = self.axis % x.ndim
+        if shape[ax] is not None:
+            shape[ax] = max(shape[ax] - self.n, 0)
+        return Apply(self, [x], [TensorType(x.dtype, shape=tuple(shape))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.diff(inputs[0], n=self.n, axis=self.axis)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        shp = list(input_shapes[0])
+        ax = self.axis % len(shp)
+        shp[ax] = tm.maximum(shp[ax] - self.n, 0)
+        return [tuple(shp)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x = inputs[0]
+        ax = self.axis % x.ndim
+        z = output_grads[0]
+        # d(x[i+1] - x[i]): the adjoint of one difference pads and subtracts.
+        pad_shape = [shape_i(z, d) if d != ax else 1 for d in range(x.ndim)]
+        for _ in range(self.n):
+            pad = tb.zeros(pad_shape, dtype=z.dtype)
+            z = tb.concatenate([pad, z], axis=ax) - tb.concatenate([z, pad], axis=ax)
+        return [z]
+
+
+def diff(x, n=1, axis=-1):
+    """``numpy.diff``: see ``DiffOp``."""
+    return DiffOp(n=n, axis=axis)(x)
+
+
+def compress(condition, x, axis=None):
+    """``numpy.compress``: the slices of ``x`` along ``axis`` (of the flattened ``x``
+    when None) where ``condition`` is true.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> c, x = tt.ivector("c"), tt.dmatrix("x")
+    >>> compress(c, x, axis=0).eval({c: np.array([0, 1], dtype="int32"), x: np.eye(2)})
+    array([[0., 1.]])
+    """
+    indices = flatnonzero(condition)
+    return take(x, indices, axis=axis)
+
+
+RepeatOp = tb.Repeat  # Theano's name for numpy.repeat's op
+
+
+class Bartlett(Op):
+    """``numpy.bartlett(M)``: the triangular window of ``M`` points (float64).
+
+    >>> bartlett(5).eval()
+    array([0. , 0.5, 1. , 0.5, 0. ])
+    """
+
+    __props__ = ()
+
+    def make_node(self, M):
+        M = as_tensor_variable(M)
+        if M.ndim != 0 or M.dtype not in discrete_dtypes:
+            raise TypeError(f"bartlett: M must be an integer scalar, got {M.type}")
+        return Apply(self, [M], [TensorType("float64", shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.bartlett(int(inputs[0]))
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(tm.maximum(node.inputs[0], 0),)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected()]
+
+    def connection_pattern(self, node):
+        return [[False]]
+
+
+bartlett = Bartlett()
+
+
+class FillDiagonal(Op):
+    """``numpy.fill_diagonal`` without the overwrite: a copy of ``a`` (a matrix, or a
+    cube whose dimensions are equal) with its main diagonal set to the scalar ``val``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> a = tt.dmatrix("a")
+    >>> fill_diagonal(a, 5.0).eval({a: np.zeros((2, 3))})
+    array([[5., 0., 0.],
+           [0., 5., 0.]])
+    """
+
+    __props__ = ()
+
+    def make_node(self, a, val):
+        a, val = as_tensor_variable(a), as_tensor_variable(val)
+        if a.ndim < 2:
+            raise TypeError(f"fill_diagonal: a must have at least 2 dimensions, got {a.type}")
+        if val.ndim != 0:
+            raise TypeError(f"fill_diagonal: val must be a scalar, got {val.type}")
+        val = tb.cast(val, a.dtype)
+        return Apply(self, [a, val], [a.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a = inputs[0].copy()
+        np.fill_diagonal(a, inputs[1])
+        output_storage[0][0] = a
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        a = inputs[0]
+        gz = output_grads[0]
+        if a.ndim != 2:
+            raise NotImplementedError("fill_diagonal: the gradient is for matrices only")
+        return [fill_diagonal(gz, 0), diagonal(gz).sum()]
+
+
+fill_diagonal_ = FillDiagonal()
+
+
+def fill_diagonal(a, val):
+    """``numpy.fill_diagonal``, returning the filled copy: see ``FillDiagonal``."""
+    return fill_diagonal_(a, val)
+
+
+def _offset_diagonal(shape, offset):
+    """The flat positions of the ``offset`` diagonal of a matrix of ``shape``."""
+    h, w = shape
+    if offset >= 0:
+        n = max(min(h, w - offset), 0)
+        start = offset
+    else:
+        n = max(min(h + offset, w), 0)
+        start = -offset * w
+    return start + np.arange(n) * (w + 1)
+
+
+class FillDiagonalOffset(Op):
+    """A copy of the matrix ``a`` with its ``offset`` diagonal (above the main one when
+    positive, below when negative) set to ``val``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> a, k = tt.dmatrix("a"), tt.iscalar("k")
+    >>> fill_diagonal_offset(a, 1.0, k).eval({a: np.zeros((2, 3)), k: 1})
+    array([[0., 1., 0.],
+           [0., 0., 1.]])
+    """
+
+    __props__ = ()
+
+    def make_node(self, a, val, offset):
+        a, val, offset = (as_tensor_variable(v) for v in (a, val, offset))
+        if a.ndim != 2:
+            raise TypeError(f"fill_diagonal_offset: a must be a matrix, got {a.type}")
+        if val.ndim != 0:
+            raise TypeError(f"fill_diagonal_offset: val must be a scalar, got {val.type}")
+        if offset.ndim != 0 or offset.dtype not in discrete_dtypes:
+            raise TypeError(
+                f"fill_diagonal_offset: offset must be an int scalar, got {offset.type}"
+            )
+        return Apply(self, [a, tb.cast(val, a.dtype), offset], [a.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a, val, offset = inputs
+        a = a.copy()
+        a.flat[_offset_diagonal(a.shape, int(offset))] = val
+        output_storage[0][0] = a
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True], [False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        a, val, offset = inputs
+        gz = output_grads[0]
+        ga = fill_diagonal_offset(gz, 0, offset)
+        gval = (gz - ga).sum()  # the entries the fill overwrote
+        return [ga, gval, _disconnected()]
+
+
+fill_diagonal_offset_ = FillDiagonalOffset()
+
+
+def fill_diagonal_offset(a, val, offset):
+    """See ``FillDiagonalOffset``."""
+    return fill_diagonal_offset_(a, val, offset)
+
+
+# Whether numpy's unique keeps the input's shape for the inverse when axis is None
+# (numpy 2 does; numpy 1 flattens it): the op follows the numpy it runs with.
+_INVERSE_KEEPS_SHAPE = np.unique(np.zeros((1, 1)), return_inverse=True)[1].ndim == 2
+
+
+class Unique(Op):
+    """``numpy.unique(x, return_index, return_inverse, return_counts, axis)``: the sorted
+    unique values (of the flattened ``x`` when ``axis`` is None), then the requested
+    int64 arrays, in numpy's order.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> values, counts = Unique(return_counts=True)(x)
+    >>> counts.eval({x: np.array([2.0, 1.0, 2.0])})
+    array([1, 2])
+    """
+
+    __props__ = ("return_index", "return_inverse", "return_counts", "axis")
+
+    def __init__(self, return_index=False, return_inverse=False, return_counts=False, axis=None):
+        self.return_index = bool(return_index)
+        self.return_inverse = bool(return_inverse)
+        self.return_counts = bool(return_counts)
+        self.axis = axis
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if self.axis is None:
+            values = TensorType(x.dtype, shape=(None,))()
+        else:
+            ax = _check_axis("Unique", self.axis, x.ndim, allow_none=False)
+            shape = list(x.type.shape)
+            shape[ax] = None
+            values = TensorType(x.dtype, shape=tuple(shape))()
+        outs = [values]
+        if self.return_index:
+            outs.append(TensorType("int64", shape=(None,))())
+        if self.return_inverse:
+            keeps = self.axis is None and _INVERSE_KEEPS_SHAPE
+            shape = x.type.shape if keeps else (None,)
+            outs.append(TensorType("int64", shape=shape)())
+        if self.return_counts:
+            outs.append(TensorType("int64", shape=(None,))())
+        return Apply(self, [x], outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        outs = np.unique(
+            inputs[0],
+            return_index=self.return_index,
+            return_inverse=self.return_inverse,
+            return_counts=self.return_counts,
+            axis=self.axis,
+        )
+        if not isinstance(outs, tuple):
+            outs = (outs,)
+        for k, (storage, value) in enumerate(zip(output_storage, outs)):
+            storage[0] = value if k == 0 else np.asarray(value, dtype="int64")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        (shp,) = input_shapes
+        x = node.inputs[0]
+        shapes = [None] * len(node.outputs)  # the unique count is known at run time only
+        if self.return_inverse:
+            k = 1 + self.return_index
+            if self.axis is None:
+                if _INVERSE_KEEPS_SHAPE:
+                    shapes[k] = tuple(shp)
+                else:
+                    n = 1
+                    for s in shp:
+                        n = n * s
+                    shapes[k] = (n,)
+            else:
+                shapes[k] = (shp[self.axis % x.ndim],)
+        return shapes
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """``numpy.unique``: see ``Unique``."""
+    return Unique(return_index, return_inverse, return_counts, axis)(ar)
+
+
+def _int_vector(who, v, what):
+    v = as_tensor_variable(v)
+    if v.dtype not in discrete_dtypes:
+        raise TypeError(f"{who}: {what} must be integers, got {v.dtype}")
+    return v
+
+
+class RavelMultiIndex(Op):
+    """``numpy.ravel_multi_index(multi_index, dims, mode, order)``: the flat index of
+    each tuple of indices; inputs ``*multi_index, dims``.
+
+    >>> ravel_multi_index(([1, 2], [0, 3]), (3, 4)).eval()
+    array([ 4, 11])
+    """
+
+    __props__ = ("mode", "order")
+
+    def __init__(self, mode="raise", order="C"):
+        if mode not in ("raise", "wrap", "clip"):
+            raise ValueError(f"RavelMultiIndex: mode {mode!r} is not raise, wrap or clip")
+        if order not in ("C", "F"):
+            raise ValueError(f"RavelMultiIndex: order {order!r} is not 'C' or 'F'")
+        self.mode, self.order = mode, order
+
+    def make_node(self, *inputs):
+        *multi_index, dims = inputs
+        multi_index = [_int_vector("ravel_multi_index", i, "the indices") for i in multi_index]
+        dims = _int_vector("ravel_multi_index", dims, "dims")
+        if dims.ndim != 1:
+            raise TypeError(f"ravel_multi_index: dims must be a 1-d sequence, got {dims.type}")
+        out = TensorType("int64", shape=multi_index[0].type.shape)()
+        return Apply(self, [*multi_index, dims], [out])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        *multi_index, dims = inputs
+        out = np.ravel_multi_index(tuple(multi_index), tuple(dims), self.mode, self.order)
+        output_storage[0][0] = np.asarray(out, dtype="int64")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected() for _ in inputs]
+
+    def connection_pattern(self, node):
+        return [[False] for _ in node.inputs]
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """``numpy.ravel_multi_index``: see ``RavelMultiIndex``."""
+    if not isinstance(multi_index, (tuple, list)):
+        raise TypeError("ravel_multi_index: multi_index must be a tuple or a list")
+    return RavelMultiIndex(mode=mode, order=order)(*multi_index, dims)
+
+
+class UnravelIndex(Op):
+    """``numpy.unravel_index(indices, dims, order)``: one int64 output per dimension of
+    ``dims`` (a vector of known length), each of ``indices``' shape.
+
+    >>> [v.eval() for v in unravel_index([4, 11], (3, 4))]
+    [array([1, 2]), array([0, 3])]
+    """
+
+    __props__ = ("order",)
+
+    def __init__(self, order="C"):
+        if order not in ("C", "F"):
+            raise ValueError(f"UnravelIndex: order {order!r} is not 'C' or 'F'")
+        self.order = order
+
+    def make_node(self, indices, dims):
+        indices = _int_vector("unravel_index", indices, "indices")
+        dims = _int_vector("unravel_index", dims, "dims")
+        try:
+            n = tb.get_vector_length(dims) if dims.ndim == 1 else None
+        except (TypeError, ValueError):
+            n = None
+        if n is None:
+            raise TypeError(
+                f"unravel_index: dims must be a vector of known length, got {dims.type}"
+            )
+        outs = [TensorType("int64", shape=indices.type.shape)() for _ in range(n)]
+        return Apply(self, [indices, dims], outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        indices, dims = inputs
+        res = np.unravel_index(indices, tuple(dims), order=self.order)
+        for storage, value in zip(output_storage, res):
+            storage[0] = np.asarray(value, dtype="int64")
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]] * len(node.outputs)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected() for _ in inputs]
+
+    def connection_pattern(self, node):
+        return [[False] * len(node.outputs) for _ in node.inputs]
+
+
+def unravel_index(indices, dims, order="C"):
+    """``numpy.unravel_index``: a tuple of variables, see ``UnravelIndex``."""
+    res = UnravelIndex(order=order)(indices, dims)
+    return tuple(res) if isinstance(res, (list, tuple)) else (res,)
+
+
+class BroadcastTo(Op):
+    """``numpy.broadcast_to(x, shape)``: a read-only broadcast view of ``x``; inputs
+    ``x, *shape``. Its gradient sums over the dimensions it spread ``x`` along.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> broadcast_to(x, (2, 3)).eval({x: np.arange(3.0)})
+    array([[0., 1., 2.],
+           [0., 1., 2.]])
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, a, *shape):
+        a = as_tensor_variable(a)
+        shape = [_int_vector("broadcast_to", s, "the shape") for s in shape]
+        if len(shape) < a.ndim:
+            raise ValueError(f"broadcast_to: a {len(shape)}-d shape for a {a.ndim}-d input")
+        static = []
+        for s in shape:
+            v = s.data if hasattr(s, "data") else None
+            static.append(int(v) if v is not None else None)
+        return Apply(self, [a, *shape], [TensorType(a.dtype, shape=tuple(static))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a, *shape = inputs
+        output_storage[0][0] = np.broadcast_to(a, tuple(int(s) for s in shape))
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(node.inputs[1:])]
+
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)
+
+    def L_op(self, inputs, outputs, output_grads):
+        a, *shape = inputs
+        gz = output_grads[0]
+        lead = len(shape) - a.ndim
+        g = gz.sum(axis=list(range(lead))) if lead else gz
+        # Sum over the dimensions where a has length 1 and the result may not.
+        spread = [
+            d
+            for d in range(a.ndim)
+            if a.type.shape[d] == 1 and outputs[0].type.shape[d + lead] != 1
+        ]
+        if spread:
+            g = g.sum(axis=spread, keepdims=True)
+        return [g] + [_disconnected() for _ in shape]
+
+
+broadcast_to_ = BroadcastTo()
+
+
+def broadcast_to(x, shape):
+    """``numpy.broadcast_to``: see ``BroadcastTo``."""
+    x = as_tensor_variable(x)
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        shape = [shape[i] for i in range(tb.get_vector_length(shape))]
+    return broadcast_to_(x, *shape)
+
+
+def broadcast_shape(*arrays, arrays_are_shapes=False):
+    """The shape the arrays broadcast to, one int or scalar variable per dimension
+    (``arrays_are_shapes``: the arguments are shapes, tuples of ints or scalars).
+
+    >>> from theano_dag import tensor as tt
+    >>> broadcast_shape(tt.dmatrix("a"), tt.drow("b"))[1].eval({})  # doctest: +SKIP
+    """
+    shapes = []
+    for a in arrays:
+        if arrays_are_shapes:
+            shapes.append(list(a))
+        else:
+            a = as_tensor_variable(a)
+            shapes.append([1 if a.type.shape[d] == 1 else a.shape[d] for d in range(a.ndim)])
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [[1] * (ndim - len(s)) + list(s) for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        known = [d for d in dims if not (isinstance(d, (int, np.integer)) and d == 1)]
+        if not known:
+            out.append(1)
+        elif len(known) == 1:
+            out.append(known[0])
+        else:
+            out.append(tm.maximum(*known[:2]) if len(known) == 2 else tm.max(tb.stack(known)))
+    return tuple(out)

@@ -31,7 +31,7 @@ from theano_dag.tensor.elemwise import (
     _norm_axis,
     reduce_grad_to,
 )
-from theano_dag.tensor.shape import shape_i
+from theano_dag.tensor.shape import reshape, shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
@@ -614,9 +614,17 @@ def argmin(x, axis=None, keepdims=False):
 
 def _arg(cls, x, axis, keepdims):
     x = as_tensor_variable(x)
+    if isinstance(axis, (list, tuple)) and len(axis) > 1:
+        # Several axes (Theano's argmax): the index into those axes flattened, in order.
+        axes = sorted(set(_norm_axis(list(axis), x.ndim, cls.__name__.lower())))
+        kept = [d for d in range(x.ndim) if d not in axes]
+        moved = x.dimshuffle(kept + axes)
+        flat = reshape(moved, [shape_i(x, d) for d in kept] + [-1], ndim=len(kept) + 1)
+        out = cls(len(kept))(flat)
+        return _keep(out, x, axes, keepdims)
     if isinstance(axis, (list, tuple)):
-        if len(axis) != 1:
-            raise ValueError(f"{cls.__name__.lower()}: only one axis is supported, got {axis}")
+        if not axis:
+            raise ValueError(f"{cls.__name__.lower()}: axis must not be empty")
         axis = axis[0]
     if axis is not None:
         axis = _norm_axis(axis, x.ndim, cls.__name__.lower())[0]
@@ -676,7 +684,13 @@ class Dot(Op):
             gx, gy = outer(gz, y), dot(x.T, gz)
         else:
             gx, gy = gz * y, gz * x
-        return [reduce_grad_to(gx, x), reduce_grad_to(gy, y)]
+        # An integer operand gets a zero gradient of the gradient's float dtype.
+        return [
+            reduce_grad_to(g, v)
+            if v.dtype not in discrete_dtypes
+            else _tensor.basic.zeros_like(v, dtype=gz.dtype)
+            for g, v in ((gx, x), (gy, y))
+        ]
 
     def R_op(self, inputs, eval_points):
         x, y = inputs

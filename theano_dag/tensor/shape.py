@@ -138,6 +138,11 @@ def shape_i(x, i):
     return Shape_i(i % x.ndim)(x)
 
 
+class LossyInputError(TypeError, AssertionError):
+    """An input whose dtype the op's output cannot hold without loss: a TypeError, and
+    an AssertionError too, which is what Theano's MakeVector raised for it."""
+
+
 class MakeVector(Op):
     """Build a vector from scalars of one dtype.
 
@@ -161,7 +166,7 @@ class MakeVector(Op):
             if np.result_type(i.dtype, self.dtype).name != self.dtype and not (
                 isinstance(i, Constant) and np.asarray(i.data, self.dtype) == i.data
             ):
-                raise TypeError(
+                raise LossyInputError(
                     f"{self}: input {k} ({i}) has dtype {i.dtype}, which cannot "
                     f"be stored in {self.dtype} without loss"
                 )
@@ -178,7 +183,8 @@ class MakeVector(Op):
             return [_disconnected() for _ in inputs]
         (gz,) = output_grads
         return [
-            gz[k] if i.dtype not in discrete_dtypes else _tensor.basic.zeros_like(i)
+            # an integer input gets a float zero gradient (gradients are never integers)
+            gz[k] if i.dtype not in discrete_dtypes else _tensor.basic.zeros_like(i, gz.dtype)
             for k, i in enumerate(inputs)
         ]
 
@@ -436,6 +442,12 @@ def _rebroadcast(x, pairs):
     pairs = [(int(a) % x.ndim, b) for a, b in pairs]
     if all(x.type.broadcastable[a] == b for a, b in pairs):
         return x  # nothing changes: no node (Theano's apply_rebroadcast_opt)
+    if x.owner is not None and isinstance(x.owner.op, Rebroadcast):
+        # two Rebroadcasts in a row are one, or none when they cancel out
+        base = x.owner.inputs[0]
+        merged = {**dict(x.owner.op.axis), **dict(pairs)}
+        changed = [(a, b) for a, b in merged.items() if base.type.broadcastable[a] != b]
+        return Rebroadcast(*changed)(base) if changed else base
     return Rebroadcast(*pairs)(x)
 
 

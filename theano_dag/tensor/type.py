@@ -26,6 +26,10 @@ __all__ = [
     "continuous_dtypes",
     "all_dtypes",
     "integer_dtypes",
+    "values_eq_approx_remove_inf",
+    "values_eq_approx_remove_nan",
+    "values_eq_approx_remove_inf_nan",
+    "values_eq_approx_always_true",
 ]
 
 from theano_dag.scalar.basic import (  # noqa: E402 (the dtype families live with scalars)
@@ -41,6 +45,36 @@ from theano_dag.scalar.basic import (  # noqa: E402 (the dtype families live wit
 )
 
 integer_dtypes = int_dtypes + uint_dtypes  # Theano's name: signed and unsigned
+
+
+# Theano's comparisons for a variable whose value a rewrite may change where the original
+# gives inf or NaN (a stabilised expression): set as ``var.tag.values_eq_approx``.
+def values_eq_approx_remove_inf(a, b) -> bool:
+    """``values_eq_approx``, ignoring the places where either holds an infinity.
+
+    >>> values_eq_approx_remove_inf(np.array([1.0, np.inf]), np.array([1.0, 5.0]))
+    True
+    """
+    return values_eq_approx(a, b, allow_remove_inf=True)
+
+
+def values_eq_approx_remove_nan(a, b) -> bool:
+    """``values_eq_approx``, ignoring the places where either holds NaN.
+
+    >>> values_eq_approx_remove_nan(np.array([1.0, np.nan]), np.array([1.0, 5.0]))
+    True
+    """
+    return values_eq_approx(a, b, allow_remove_nan=True)
+
+
+def values_eq_approx_remove_inf_nan(a, b) -> bool:
+    """``values_eq_approx``, ignoring infinities and NaN in either."""
+    return values_eq_approx(a, b, allow_remove_inf=True, allow_remove_nan=True)
+
+
+def values_eq_approx_always_true(a, b) -> bool:
+    """Any two values compare equal (for outputs whose value is not checked)."""
+    return True
 
 
 def _normalize_dtype(dtype) -> str:

@@ -18,7 +18,7 @@ from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.utils import user_stacklevel
-from theano_dag.scalar.basic import autocast_scalar
+from theano_dag.scalar.basic import ScalarType, autocast_scalar
 from theano_dag.tensor.type import TensorType, all_dtypes
 
 __all__ = [
@@ -210,6 +210,10 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def squeeze(self):
         return _tensor.basic.squeeze(self)
 
+    def fill(self, value):
+        """``value`` broadcast to this variable's shape (Theano's ``x.fill(value)``)."""
+        return _tensor.basic.fill(self, value)
+
     def copy(self, name=None):
         out = _tensor.math.identity(self)
         out.name = name
@@ -380,6 +384,8 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
     if isinstance(x, Variable):
         if hasattr(x, "_as_TensorVariable"):
             x = x._as_TensorVariable()
+        if isinstance(x.type, ScalarType):  # a scalar of the scalar floor: a 0-d tensor
+            x = _tensor.arrays.tensor_from_scalar(x)
         if not isinstance(x.type, TensorType):
             raise AsTensorError(f"Cannot convert {x} of type {x.type} to a tensor variable")
         if ndim is not None and x.ndim != ndim:

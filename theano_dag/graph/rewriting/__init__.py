@@ -53,6 +53,7 @@ from theano_dag.graph.rewriting.navigator import (
     out2in,
 )
 from theano_dag.graph.rewriting.pattern import PatternSub
+from theano_dag.graph.rewriting.utils import check_stack_trace
 
 __all__ = [
     "ChangeLog",
@@ -82,6 +83,7 @@ __all__ = [
     "SequenceDB",
     "TopoDB",
     "TopoOptimizer",
+    "check_stack_trace",
     "in2out",
     "inplace_optimizer",
     "local_optimizer",

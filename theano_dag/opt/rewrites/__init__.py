@@ -8,6 +8,7 @@ module                        what
 ``conv``                      batch normalization, bias and relu folded into convolutions
 ``algebra``                   identities (x+0, x*1, x*0, --x, ...), broadcasts, order
 ``products``                  canonical products, ``x*y/y -> x``
+``shapes``                    DimShuffle lifted and merged, reshape/alloc simplified
 ``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-sigmoid,
                               log-softmax, fused cross-entropy
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
@@ -25,6 +26,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     fusion,
     inplace,
     products,
+    shapes,
     specialize,
     stabilize,
     useless,

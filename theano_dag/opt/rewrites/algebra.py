@@ -23,6 +23,7 @@ from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, Replac
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const,
+    const_value,
     elemwise_of,
     fit,
     is_const,
@@ -33,9 +34,12 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc, alloc, cast, fill
+from theano_dag.tensor.blas import Dot22
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Reshape, shape_i
 
 __all__ = [
     "NONFINITE_UNSAFE",
@@ -44,6 +48,8 @@ __all__ = [
     "local_add_zero",
     "local_mul_one",
     "local_mul_zero",
+    "local_zero_div",
+    "local_zero_int_div",
     "local_div_one",
     "local_int_div_one",
     "local_sub_zero",
@@ -59,6 +65,7 @@ __all__ = [
     "local_commutative_flatten",
     "CommutativeSort",
     "commutative_sort",
+    "local_0_dot_x",
 ]
 
 # Tag of rewrites that are exact for finite values only.
@@ -98,6 +105,13 @@ local_mul_one = canonicalize(_FAST)(
 # x * 0 -> 0   (NaN * 0 is NaN: nonfinite_unsafe)
 local_mul_zero = canonicalize(NONFINITE_UNSAFE)(
     pattern("local_mul_zero", (tm.mul, "x", ZERO), 0, commutative=True)
+)
+# 0 / x -> 0 ; 0 // x -> 0   (0 / 0 is NaN: nonfinite_unsafe; Theano's local_zero_div)
+local_zero_div = canonicalize(NONFINITE_UNSAFE)(
+    pattern("local_zero_div", (tm.true_div, ZERO, "x"), 0)
+)
+local_zero_int_div = canonicalize(NONFINITE_UNSAFE)(
+    pattern("local_zero_int_div", (tm.int_div, ZERO, "x"), 0)
 )
 # x / 1 -> x
 local_div_one = canonicalize(_FAST)(pattern("local_div_one", (tm.true_div, "x", ONE), "x"))
@@ -187,15 +201,38 @@ def local_reshape_reshape(fgraph, node):
     return node.op(inner.inputs[0], node.inputs[1])
 
 
-@canonicalize()
+@canonicalize("local_merge_alloc")  # Theano's name, as a tag
 @local_optimizer([Alloc], fit=fit)
 def local_alloc_alloc(fgraph, node):
-    """Broadcasting a broadcast value again: only the outer shape matters."""
-    # alloc(alloc(v, *s1), *s2) -> alloc(v, *s2)
-    inner = node.inputs[0].owner
-    if inner is None or not isinstance(inner.op, Alloc):
-        return None
-    return alloc(inner.inputs[0], *node.inputs[1:])
+    """An alloc of an alloc is one alloc of the inner value (the outer shape wins; where
+    both give a length, they must agree: an Assert keeps the check the inner alloc made).
+
+    >>> import theano_dag.tensor as tt
+    >>> m, x, y = tt.dscalar("m"), tt.lscalar("x"), tt.lscalar("y")
+    >>> a = tt.alloc(tt.alloc(m, x, y), 2, x, y)
+    >>> local_alloc_alloc.transform(None, a.owner)[0].owner.inputs[0] is m
+    True
+    """
+    # alloc(alloc(m, x, y), 1, x, y) -> alloc(m, 1, x, y)
+    inner = node.inputs[0]
+    if inner.owner is None or not isinstance(inner.owner.op, Alloc):
+        return False
+    value, *inner_shape = inner.owner.inputs
+    shape = list(node.inputs[1:])
+    offset = len(shape) - len(inner_shape)
+    for d, s in enumerate(inner_shape):
+        outer = shape[offset + d]
+        a, b = const_value(s), const_value(outer)
+        if s is outer or (a is not None and int(a) == 1):
+            continue
+        if a is not None and b is not None:
+            if int(a) != int(b):
+                return False  # the inner alloc fixes a length the outer one repeats
+            continue
+        # two symbolic lengths: the merged alloc keeps the inner alloc's check
+        check = Assert("alloc: the lengths differ")
+        shape[offset + d] = check(outer, tm.eq(s, outer))
+    return alloc(value, *shape)
 
 
 def _broadcast_source(var):
@@ -424,3 +461,23 @@ def _reorderable(node, order) -> bool:
 
 
 commutative_sort = canonicalize(cleanup=True)(CommutativeSort())
+
+
+@canonicalize(NONFINITE_UNSAFE)
+@local_optimizer([Dot, Dot22])
+def local_0_dot_x(fgraph, node):
+    """A product with a matrix or vector of zeros is zeros of the product's shape (exact
+    for finite values only: ``0 * inf`` is NaN; Theano's name)."""
+    # dot(zeros, y) -> alloc(0, *shape) ; dot(x, zeros) -> alloc(0, *shape)
+    x, y = node.inputs
+    zero = any(const_value(v) is not None and const_value(v) == 0 for v in (x, y))
+    if not zero:
+        return False
+    out = node.outputs[0]
+    shapes = [tuple(shape_i(v, d) for d in range(v.ndim)) for v in (x, y)]
+    (shape,) = node.op.infer_shape(fgraph, node, shapes)
+    zeros = alloc(typed_constant(0, out.dtype), *shape)
+    if x.ndim and y.ndim:  # the product's own check of the inner lengths stays
+        inner = tm.eq(shapes[0][-1], shapes[1][0])
+        zeros = Assert("dot: the inner dimensions of the operands differ")(zeros, inner)
+    return [zeros]

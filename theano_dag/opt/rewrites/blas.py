@@ -22,11 +22,18 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.blas import Dot22, dot22, gemm_no_inplace, gemv_no_inplace, ger
+from theano_dag.tensor.blas import (
+    Dot22,
+    dot22,
+    dot22scalar,
+    gemm_no_inplace,
+    gemv_no_inplace,
+    ger,
+)
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.math import Dot
 
-__all__ = ["local_gemm", "local_dot22"]
+__all__ = ["local_gemm", "local_dot22", "local_dot22_to_dot22scalar"]
 
 
 def _as_scalar(v, dtype):
@@ -166,3 +173,28 @@ def local_dot22(fgraph, node):
     if x.ndim != 2 or y.ndim != 2 or not is_float(x) or x.dtype != y.dtype:
         return False
     return dot22(x, y)
+
+
+@RULES.specialize()
+@local_optimizer([tm.mul], fit=fit)
+def local_dot22_to_dot22scalar(fgraph, node):
+    """A scalar times a ``Dot22`` (left by the gemm rules: nothing to accumulate into) is
+    one ``Dot22Scalar``, which scales the product as BLAS's ``alpha``. It runs in
+    specialize, after the ``blas`` pass, so that ``b*z + a*dot(x, y)`` still becomes Gemm.
+    """
+    # a * dot22(x, y) -> dot22scalar(x, y, a)   (a a scalar of the product's dtype)
+    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) < 2:
+        return False
+    out = node.outputs[0]
+    for k, v in enumerate(node.inputs):
+        if v.owner is None or not isinstance(v.owner.op, Dot22) or v.dtype != out.dtype:
+            continue
+        if not single_client(fgraph, v) if fgraph is not None else False:
+            continue
+        others = node.inputs[:k] + node.inputs[k + 1 :]
+        scalars = [_as_scalar(o, out.dtype) for o in others]
+        if any(s is None for s in scalars):
+            continue
+        a = scalars[0] if len(scalars) == 1 else tm.mul(*scalars)
+        return dot22scalar(*v.owner.inputs, a)
+    return False

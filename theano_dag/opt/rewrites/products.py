@@ -30,7 +30,8 @@ import weakref
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.graph.rewriting.local import LocalOptimizer
+from theano_dag.graph.rewriting.local import LocalOptimizer, local_optimizer
+from theano_dag.graph.rewriting.navigator import in2out
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE, REASSOCIATE, commutative_key
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
@@ -47,7 +48,13 @@ from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant
 
-__all__ = ["MulCanonizer", "local_mul_canonizer", "local_mul_cancel"]
+__all__ = [
+    "MulCanonizer",
+    "local_mul_canonizer",
+    "local_mul_cancel",
+    "mul_canonizer",
+    "local_greedy_distributor",
+]
 
 _COLLECTED = (ts.Mul, ts.TrueDiv, ts.Neg)
 
@@ -356,3 +363,80 @@ class MulCanonizer(LocalOptimizer):
 
 local_mul_canonizer = RULES.canonicalize(REASSOCIATE)(MulCanonizer(cancel=False))
 local_mul_cancel = RULES.canonicalize(NONFINITE_UNSAFE, REASSOCIATE)(MulCanonizer(cancel=True))
+
+
+# Theano's name for the canonizer pass: the product canonizer over a whole graph.
+mul_canonizer = in2out(local_mul_canonizer, name="mul_canonizer")
+
+
+def _split(var):
+    """The numerator and denominator factors of ``var`` through ``mul`` and ``true_div``."""
+    num, den, todo = [], [], [(var, True)]
+    while todo:
+        v, up = todo.pop()
+        sop = scalar_op(v.owner)
+        if isinstance(sop, ts.Mul) and v.dtype == var.dtype:
+            todo.extend((i, up) for i in reversed(v.owner.inputs))
+        elif isinstance(sop, ts.TrueDiv) and v.dtype == var.dtype:
+            todo.extend([(v.owner.inputs[1], not up), (v.owner.inputs[0], up)])
+        else:
+            (num if up else den).append(v)
+    return num, den
+
+
+def _cancelled(num, den):
+    """``num`` / ``den`` with the factors found in both removed (by identity)."""
+    num, den = list(num), list(den)
+    for v in list(den):
+        if any(v is n for n in num):
+            num.pop(next(i for i, n in enumerate(num) if n is v))
+            den.pop(next(i for i, d in enumerate(den) if d is v))
+    return num, den
+
+
+def _cost(num, den) -> int:
+    """Multiplications and divisions computing ``num`` / ``den``; a division weighs two."""
+    return max(len(num) - 1, 0) + 2 * len(den)
+
+
+@local_optimizer([tm.mul, tm.true_div])
+def local_greedy_distributor(fgraph, node):
+    """A product of a sum distributed over the sum's terms when the factors then cancel
+    (fewer multiplications and divisions; divisions weigh more), Theano's greedy
+    distributor:
+
+    ``(a/x + b/y) * x * y -> a*y + b*x`` and ``(a/x + b) * x -> a + b*x``.
+
+    It cancels ``x / x`` to 1, exact only for finite non-zero ``x``, so it is not in the
+    default pipeline; a pass of a user's own runs it (``in2out(local_greedy_distributor)``).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.printing import pprint
+    >>> a, b, x = tt.dmatrices("a", "b", "x")
+    >>> g = FunctionGraph([a, b, x], [(a / x + b) * x])
+    >>> _ = in2out(local_greedy_distributor).optimize(g)
+    >>> pprint(g.outputs[0])
+    'a + b * x'
+    """
+    out = node.outputs[0]
+    if not is_float(out):
+        return False
+    num, den = _split(out)
+    for k, factor in enumerate(num):
+        if not isinstance(scalar_op(factor.owner), ts.Add) or factor.dtype != out.dtype:
+            continue
+        rest = num[:k] + num[k + 1 :]
+        before = _cost(num, den) + sum(_cost(*_split(t)) for t in factor.owner.inputs)
+        terms, after = [], len(factor.owner.inputs) - 1
+        for t in factor.owner.inputs:
+            tn, td = _split(t)
+            tn, td = _cancelled(tn + rest, td + den)
+            after += _cost(tn, td)
+            top = _product(tn) if tn else typed_constant(1, out.dtype, out.ndim)
+            terms.append(tm.true_div(top, _product(td)) if td else top)
+        if after < before:
+            new = fit(out, tm.add(*terms), num + den)
+            if new is not None:
+                return [new]
+    return False

@@ -9,6 +9,8 @@ recognised first.
 
 from __future__ import annotations
 
+import copy
+
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
@@ -26,6 +28,7 @@ from theano_dag.opt.rewrites.utils import (
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
 from theano_dag.tensor.fused import Adagrad
+from theano_dag.tensor.subtensor import IncSubtensor
 
 __all__ = [
     "local_pow_specialize",
@@ -33,6 +36,8 @@ __all__ = [
     "local_mul_to_sqr",
     "local_adagrad",
     "local_fma",
+    "local_add_specialize",
+    "local_incsubtensor_of_zeros_to_setsubtensor",
 ]
 
 # x ** c for these exponents c -> a cheaper unary op (exact for every x, inf and NaN too)
@@ -245,3 +250,60 @@ def local_fma(fgraph, node):
     rest = [_as_dtype(r, out.dtype) for r in node.inputs[:k] + node.inputs[k + 1 :]]
     c = rest[0] if len(rest) == 1 else tm.add(*rest)
     return tm.fma(a, b, c)
+
+
+@RULES.specialize()
+@local_optimizer([tm.add])
+def local_add_specialize(fgraph, node):
+    """Zero terms of a sum go; a sum of zeros is zeros of the sum's type (Theano's
+    ``local_add_specialize``; ``local_add_zero`` handles ``x + 0`` in canonicalize).
+
+    >>> import theano_dag.tensor as tt
+    >>> a = tt.vector("a")
+    >>> s = tt.add(tt.zeros_like(a))
+    >>> local_add_specialize.transform(None, s.owner)[0].type == s.type
+    True
+    """
+    # add(x, 0, y) -> add(x, y) ; add(zeros_like(a)) -> zeros of the result's type
+    if not isinstance(scalar_op(node), ts.Add):
+        return False
+    out = node.outputs[0]
+    kept = [i for i in node.inputs if not _is_zero(i)]
+    if len(kept) == len(node.inputs):
+        return False
+    if not kept:
+        new = fit(out, typed_constant(0, out.dtype), node.inputs)
+    elif len(kept) == 1:
+        new = fit(out, kept[0], node.inputs)
+    else:
+        new = fit(out, tm.add(*kept), node.inputs)
+    return [new] if new is not None else False
+
+
+def _is_zero(var) -> bool:
+    v = const_value(var)
+    return v is not None and v == 0
+
+
+@RULES.specialize()
+@local_optimizer([IncSubtensor])
+def local_incsubtensor_of_zeros_to_setsubtensor(fgraph, node):
+    """Adding into zeros is setting: no read of the old values (Theano's name).
+
+    >>> import theano_dag.tensor as tt
+    >>> y = tt.dvector("y")
+    >>> z = tt.inc_subtensor(tt.zeros((4,))[:2], y)
+    >>> local_incsubtensor_of_zeros_to_setsubtensor.transform(None, z.owner)[0].owner.op
+    SetSubtensor{:int64:}
+    """
+    # inc_subtensor(zeros[idx], y) -> set_subtensor(zeros[idx], y)
+    op = node.op
+    if op.inplace or op.set_instead_of_inc:
+        return False
+    v = const_value(node.inputs[0])
+    if v is None or v != 0:
+        return False
+    # (basic indexing only: repeated advanced indices add up, a set would keep one)
+    new_op = copy.copy(op)
+    new_op.set_instead_of_inc = True
+    return new_op(*node.inputs, return_list=True)

@@ -19,6 +19,7 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import Alloc
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
+from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
 from theano_dag.tensor.type import all_dtypes
 
 # Casts to every dtype (a cast to the dtype its input has does nothing).
@@ -33,6 +34,8 @@ __all__ = [
     "local_useless_switch",
     "local_useless_reduce",
     "local_useless_fill",
+    "local_incsubtensor_of_zeros",
+    "local_setsubtensor_of_constants",
 ]
 
 
@@ -165,7 +168,7 @@ def local_useless_switch(fgraph, node):
     return fit(out, a if c else b, [cond, b if c else a])
 
 
-@useless()
+@useless("local_cut_useless_reduce")  # Theano's name for it, as a tag: excluding() takes it
 @local_optimizer([CAReduce], fit=fit)
 def local_useless_reduce(fgraph, node):
     """A reduction over no axis, or only over dimensions of length 1."""
@@ -194,3 +197,37 @@ def local_useless_fill(fgraph, node):
     if any(not xb and yb for xb, yb in zip(x.broadcastable, y.broadcastable)):
         return False
     return y
+
+
+_INC_SUBTENSORS = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
+
+
+@useless()
+@local_optimizer(list(_INC_SUBTENSORS), fit=fit)
+def local_incsubtensor_of_zeros(fgraph, node):
+    """Adding zeros to a part of ``x`` leaves ``x`` (Theano's name)."""
+    # inc_subtensor(x[idx], zeros) -> x
+    op = node.op
+    if op.inplace or op.set_instead_of_inc:
+        return False
+    x, y = node.inputs[:2]
+    v = const_value(y)
+    if v is None or v != 0:
+        return False
+    return x
+
+
+@useless()
+@local_optimizer(list(_INC_SUBTENSORS), fit=fit)
+def local_setsubtensor_of_constants(fgraph, node):
+    """Setting a part of ``x`` to the constant ``x`` already holds everywhere leaves
+    ``x`` (Theano's name)."""
+    # set_subtensor(fill(x, c)[idx], c) -> fill(x, c)
+    op = node.op
+    if op.inplace or not op.set_instead_of_inc:
+        return False
+    x, y = node.inputs[:2]
+    vx, vy = const_value(x), const_value(y)
+    if vx is None or vy is None or vx != vy or np.isnan(vx):
+        return False
+    return x

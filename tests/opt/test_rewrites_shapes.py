@@ -1,0 +1,282 @@
+"""Theano's shape rewrites and names (``theano.tensor.opt``): structure and values."""
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.rewriting import TopoOptimizer, check_stack_trace, out2in
+from theano_dag.opt.tensor_opt import (
+    local_add_specialize,
+    local_canonicalize_alloc,
+    local_dimshuffle_lift,
+    local_greedy_distributor,
+    local_merge_alloc,
+    local_reshape_to_dimshuffle,
+    local_useless_dimshuffle_in_reshape,
+    mul_canonizer,
+)
+from theano_dag.tensor.blas import Gemv, Ger
+from theano_dag.tensor.blas_c import CGemv, CGer
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.type import (
+    values_eq_approx_remove_inf,
+    values_eq_approx_remove_inf_nan,
+    values_eq_approx_remove_nan,
+)
+
+DTYPES = ["float32", "float64"]
+
+
+def _run(inputs, outputs, values):
+    f = theano_dag.function(inputs, outputs, mode="FAST_COMPILE")
+    return f(*values)[0]
+
+
+def _ops(fg):
+    return [type(n.op) for n in fg.toposort()]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dimshuffle_lift_moves_below_elemwise_and_merges(dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.matrix("y", dtype=dtype)
+    out = tt.exp(x + y).T.T.dimshuffle("x", 1, 0)
+    g = FunctionGraph([x, y], [out], clone=True)
+    out2in(local_dimshuffle_lift).optimize(g)
+    # every DimShuffle sits on an input; the elementwise ops sit above them
+    for node in g.toposort():
+        if isinstance(node.op, DimShuffle):
+            assert node.inputs[0] in g.inputs
+    assert _ops(g).count(DimShuffle) == 2
+    rng = np.random.default_rng(0)
+    vx, vy = rng.random((2, 3), dtype=dtype), rng.random((2, 3), dtype=dtype)
+    got = _run(g.inputs, g.outputs, [vx, vy])
+    np.testing.assert_allclose(got, np.exp(vx + vy).T[None], rtol=1e-6)
+
+
+def test_dimshuffle_lift_removes_a_double_transpose():
+    x = tt.dmatrix("x")
+    g = FunctionGraph([x], [x.T.T])
+    out2in(local_dimshuffle_lift).optimize(g)
+    assert g.outputs[0] is g.inputs[0]
+
+
+def test_dimshuffle_lift_keeps_a_shared_elemwise():
+    # exp(x) is used twice: lifting would compute it twice
+    x = tt.dmatrix("x")
+    e = tt.exp(x)
+    g = FunctionGraph([x], [e.T, e])
+    out2in(local_dimshuffle_lift).optimize(g)
+    assert sum(isinstance(n.op, Elemwise) for n in g.toposort()) == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reshape_to_dimshuffle(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    r = x.reshape((1, x.shape[0], 1, x.shape[1]))
+    g = FunctionGraph([x], [r], clone=True)
+    out2in(local_reshape_to_dimshuffle).optimize(g)
+    top = g.outputs[0].owner
+    assert isinstance(top.op, DimShuffle) and top.op.new_order == ("x", 0, "x", 1)
+    assert isinstance(top.inputs[0].owner.op, Reshape) and top.inputs[0].ndim == 2
+    v = np.arange(6, dtype=dtype).reshape(2, 3)
+    np.testing.assert_array_equal(_run(g.inputs, g.outputs, [v]), v.reshape(1, 2, 1, 3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_useless_dimshuffle_in_reshape(dtype):
+    v = tt.vector("v", dtype=dtype)
+    r = v.dimshuffle("x", 0).reshape((v.shape[0],))
+    g = FunctionGraph([v], [r], clone=True)
+    out2in(local_useless_dimshuffle_in_reshape).optimize(g)
+    assert DimShuffle not in _ops(g)
+    np.testing.assert_array_equal(_run(g.inputs, g.outputs, [np.arange(3, dtype=dtype)]), [0, 1, 2])
+    # a transpose under the reshape changes the order: kept
+    m = tt.matrix("m", dtype=dtype)
+    g = FunctionGraph([m], [m.T.reshape((m.size,))], clone=True)
+    out2in(local_useless_dimshuffle_in_reshape).optimize(g)
+    assert DimShuffle in _ops(g)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_merge_alloc(dtype):
+    m = tt.scalar("m", dtype=dtype)
+    x, y = tt.lscalar("x"), tt.lscalar("y")
+    out = tt.alloc(tt.alloc(m, x, y), 2, x, y)
+    g = FunctionGraph([m, x, y], [out], clone=True)
+    out2in(local_merge_alloc).optimize(g)
+    assert len(g.toposort()) == 1
+    got = _run(g.inputs, g.outputs, [np.asarray(1.5, dtype=dtype), 3, 4])
+    np.testing.assert_array_equal(got, np.full((2, 3, 4), 1.5, dtype=dtype))
+    # the inner alloc fixes a length the outer one only repeats: merged, with its check
+    out = tt.alloc(tt.alloc(m, 3), x)
+    g = FunctionGraph([m, x], [out], clone=True)
+    out2in(local_merge_alloc).optimize(g)
+    assert sum(isinstance(n.op, tt.Alloc) for n in g.toposort()) == 1
+    f = theano_dag.function(g.inputs, g.outputs, mode="FAST_COMPILE")
+    np.testing.assert_array_equal(f(np.asarray(2.0, dtype=dtype), 3)[0], np.full(3, 2.0))
+    with pytest.raises(AssertionError, match="lengths differ"):
+        f(np.asarray(2.0, dtype=dtype), 4)
+    # two constant lengths that differ: left alone (the inner alloc raises)
+    out = tt.alloc(tt.alloc(m, 3), 4)
+    g = FunctionGraph([m], [out], clone=True)
+    out2in(local_merge_alloc).optimize(g)
+    assert sum(isinstance(n.op, tt.Alloc) for n in g.toposort()) == 2
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_canonicalize_alloc(dtype):
+    v = tt.vector("v", dtype=dtype)
+    n = tt.lscalar("n")
+    out = tt.alloc(v, 1, n, v.shape[0])
+    g = FunctionGraph([v, n], [out], clone=True)
+    out2in(local_canonicalize_alloc).optimize(g)
+    top = g.outputs[0].owner
+    assert isinstance(top.op, DimShuffle) and top.op.new_order == ("x", 0, 1)
+    vals = np.arange(3, dtype=dtype)
+    np.testing.assert_array_equal(_run(g.inputs, g.outputs, [vals, 2]), np.tile(vals, (1, 2, 1)))
+
+
+def test_add_specialize():
+    a = tt.vector("a")
+    s = tt.add(tt.zeros_like(a))
+    assert local_add_specialize.transform(None, s.owner)[0].type == s.type
+    x = tt.dvector("x")
+    s = tt.add(x, tt.zeros_like(x), 0)
+    (new,) = local_add_specialize.transform(None, s.owner)
+    assert new is x
+    c = tt.constant(0, dtype="int64") + tt.constant(1, dtype="int32")
+    (new,) = local_add_specialize.transform(None, c.owner)
+    assert new.type == c.type and int(new.eval()) == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_greedy_distributor(dtype):
+    a, b, x, z = (tt.matrix(n, dtype=dtype) for n in "abxz")
+    e = (a / z + b / x) * x * z
+    g = FunctionGraph([a, b, x, z], [e], clone=True)
+    mul_canonizer.optimize(g)
+    TopoOptimizer(local_greedy_distributor, order="out_to_in").optimize(g)
+    # a*x + b*z: no division left
+    names = [n.op.scalar_op.name for n in g.toposort() if isinstance(n.op, Elemwise)]
+    assert sorted(names) == ["add", "mul", "mul"]
+    rng = np.random.default_rng(1)
+    vals = [rng.random((2, 2), dtype=dtype) + 0.5 for _ in range(4)]
+    va, vb, vx, vz = vals
+    got = _run(g.inputs, g.outputs, vals)
+    np.testing.assert_allclose(got, va * vx + vb * vz, rtol=1e-5)
+
+
+def test_greedy_distributor_leaves_what_does_not_cancel():
+    a, b, x = tt.dmatrices("a", "b", "x")
+    e = (a + b) * x
+    g = FunctionGraph([a, b, x], [e], clone=True)
+    TopoOptimizer(local_greedy_distributor).optimize(g)
+    assert [n.op.scalar_op.name for n in g.toposort()] == ["add", "mul"]
+
+
+def test_check_stack_trace():
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.exp(x) * 2)
+    assert check_stack_trace(f, ops_to_check="all")
+    assert check_stack_trace(f, ops_to_check=Elemwise)
+    assert check_stack_trace(f.maker.fgraph, ops_to_check="last")
+    g = FunctionGraph([x], [tt.exp(x)], clone=True)
+    g.outputs[0].tag.trace = []
+    assert not check_stack_trace(g)
+    with pytest.raises(Exception, match="not in the graph"):
+        check_stack_trace(f, ops_to_check=Reshape)
+    assert check_stack_trace(f, ops_to_check=Reshape, bug_print="ignore")
+    with pytest.raises(ValueError, match="not 'last' or 'all'"):
+        check_stack_trace(f, ops_to_check="some")
+
+
+def test_values_eq_approx_variants():
+    a = np.array([1.0, np.nan, np.inf])
+    b = np.array([1.0, 2.0, 3.0])
+    assert not values_eq_approx_remove_nan(a, b)
+    assert not values_eq_approx_remove_inf(a, b)
+    assert values_eq_approx_remove_inf_nan(a, b)
+    assert values_eq_approx_remove_nan(a[:2], b[:2])
+
+
+def test_blas_c_names_are_the_blas_ops():
+    assert CGemv is Gemv and CGer is Ger
+    assert theano_dag.pprint is theano_dag.printing.pprint
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_infer_shape_rewrite_needs_no_value(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    y = tt.exp(x).T[1:]
+    f = theano_dag.function([x], y.shape)
+    nodes = f.maker.fgraph.toposort()
+    # only the input's shape is read: no exp, no transpose
+    assert not any("exp" in str(n.op) or isinstance(n.op, DimShuffle) for n in nodes)
+    assert list(f(np.zeros((3, 5), dtype=dtype))) == [4, 3]
+    g = theano_dag.function(
+        [x], y.shape, mode=theano_dag.compile.get_default_mode().excluding("ShapeOpt")
+    )
+    assert any("exp" in str(n.op) for n in g.maker.fgraph.toposort())
+
+
+def test_infer_shape_rewrite_declines_without_infer_shape():
+    from theano_dag.graph.basic import Apply
+    from theano_dag.graph.op import Op
+
+    class NoShape(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, out, params=None):
+            out[0][0] = inputs[0] * 2
+
+    x = tt.dvector("x")
+    f = theano_dag.function([x], NoShape()(x).shape)
+    assert any(isinstance(n.op, NoShape) for n in f.maker.fgraph.toposort())
+    assert list(f(np.zeros(4))) == [4]
+
+
+def test_clinker_is_the_cpu_engine():
+    from theano_dag.engines.cpu.linker import CPULinker
+    from theano_dag.engines.theano_linkers import CLinker
+
+    assert CLinker is CPULinker
+    x = tt.dmatrix("x")
+    f = CLinker().accept(FunctionGraph([x], [tt.exp(x)])).make_function()
+    np.testing.assert_allclose(f(np.zeros((2, 2))), np.ones((2, 2)))
+
+
+def test_shape_feature_same_shape():
+    from theano_dag.opt.tensor_opt import ShapeFeature
+
+    x, y = tt.dvector("x"), tt.dvector("y")
+    o = tt.exp(x) + y
+    g = FunctionGraph([x, y], [o], clone=False)
+    feature = ShapeFeature()
+    g.attach_feature(feature)
+    assert feature.same_shape(x, o) and feature.same_shape(x, o, 0, 0)
+    assert not feature.same_shape(y, o)  # the sum's shape is read from x
+    assert len(feature.shape_of[o]) == 1
+    m = tt.dmatrix("m")
+    g = FunctionGraph([m], [m.T], clone=False)
+    feature = ShapeFeature()
+    g.attach_feature(feature)
+    assert feature.same_shape(m, g.outputs[0], 0, 1) and not feature.same_shape(m, g.outputs[0])
+
+
+def test_make_vector_of_ints_has_float_gradients_and_checks_dtypes():
+    from theano_dag.tensor.shape import LossyInputError, MakeVector
+
+    b, d = tt.bscalar("b"), tt.dscalar("d")
+    mv = MakeVector("float64")(b, d)
+    gb, gd = theano_dag.grad(mv.sum(), [b, d])
+    f = theano_dag.function([b, d], [gb, gd], on_unused_input="ignore")
+    assert gb.dtype == "float64" and [float(v) for v in f(2, 0.5)] == [0.0, 1.0]
+    with pytest.raises(TypeError, match="without loss"):
+        MakeVector("int8")(b, tt.iscalar())
+    assert issubclass(LossyInputError, AssertionError)  # Theano's class for it

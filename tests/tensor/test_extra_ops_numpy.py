@@ -1,0 +1,234 @@
+"""Theano's extra_ops numpy functions: values against numpy (float32 and float64), shapes
+from ``infer_shape`` (the op is gone from the shape graph), gradients by finite
+differences."""
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.gradient import verify_grad
+from theano_dag.tensor import extra_ops as eo
+
+DTYPES = ["float32", "float64"]
+RNG = np.random.default_rng(42)
+
+
+def _values(inputs, out, vals):
+    return theano_dag.function(inputs, out, on_unused_input="ignore")(*vals)
+
+
+def _check_shape(inputs, out, vals, op_class):
+    """The shape of ``out`` computed without running ``op_class``, and right."""
+    f = theano_dag.function(inputs, out.shape, on_unused_input="ignore")
+    assert not any(isinstance(n.op, op_class) for n in f.maker.fgraph.toposort())
+    expected = theano_dag.function(inputs, out, on_unused_input="ignore")(*vals).shape
+    assert tuple(f(*vals)) == expected
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cpu_contiguous(dtype):
+    a = tt.matrix("a", dtype=dtype)
+    i = tt.iscalar("i")
+    val = RNG.random((4, 5)).astype(dtype)
+    f = theano_dag.function([a, i], eo.cpu_contiguous(a.T[::i]))
+    for step in (1, 2, 3):
+        out = f(val, step)
+        assert out.flags["C_CONTIGUOUS"]
+        np.testing.assert_array_equal(out, val.T[::step])
+    verify_grad(eo.cpu_contiguous, [RNG.random((3, 2))], rng=RNG)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_searchsorted(dtype, side):
+    x, v, s = tt.vector("x", dtype=dtype), tt.tensor3("v", dtype=dtype), tt.lvector("s")
+    a = (30 * RNG.random(20)).astype(dtype)
+    b = (30 * RNG.random((2, 3, 4))).astype(dtype)
+    a[3] = b[0, 0, 0]  # a tie, where the side matters
+    sorter = np.argsort(a)
+    got = _values([x, v, s], eo.searchsorted(x, v, side=side, sorter=s), [a, b, sorter])
+    np.testing.assert_array_equal(got, np.searchsorted(a, b, side=side, sorter=sorter))
+    _check_shape([x, v], eo.searchsorted(x, v, side=side), [np.sort(a), b], eo.SearchsortedOp)
+    with pytest.raises(ValueError, match="x must be 1-d"):
+        eo.searchsorted(tt.dmatrix(), v)
+    with pytest.raises(ValueError, match="side must be"):
+        eo.SearchsortedOp(side="middle")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32"])
+def test_bincount(dtype):
+    x, w = tt.vector("x", dtype=dtype), tt.dvector("w")
+    a = RNG.integers(0, 20, size=25).astype(dtype)
+    weights = RNG.random(25)
+    np.testing.assert_array_equal(_values([x], eo.bincount(x), [a]), np.bincount(a))
+    np.testing.assert_allclose(
+        _values([x, w], eo.bincount(x, weights=w), [a, weights]), np.bincount(a, weights)
+    )
+    got = _values([x], eo.bincount(x, minlength=30), [a])
+    np.testing.assert_array_equal(got, np.bincount(a, minlength=30))
+    if dtype.startswith("int"):
+        a[0] = -1
+        with pytest.raises(AssertionError):
+            _values([x], eo.bincount(x, assert_nonneg=True), [a])
+
+
+def test_bincount_weights_gradient():
+    idx = np.array([0, 2, 2, 1], dtype="int64")
+    verify_grad(lambda w: eo.bincount(tt.constant(idx), weights=w), [RNG.random(4)], rng=RNG)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_diff(dtype, n):
+    x = tt.matrix("x", dtype=dtype)
+    val = RNG.random((4, 5)).astype(dtype)
+    for axis in (0, 1, -1):
+        out = eo.diff(x, n=n, axis=axis)
+        np.testing.assert_allclose(_values([x], out, [val]), np.diff(val, n, axis), rtol=1e-6)
+        _check_shape([x], out, [val], eo.DiffOp)
+    verify_grad(eo.DiffOp(n=n), [RNG.random(7)], rng=RNG)
+    verify_grad(eo.DiffOp(n=n, axis=0), [RNG.random((5, 3))], rng=RNG)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_compress(axis):
+    c, x = tt.ivector("c"), tt.dmatrix("x")
+    cond = np.array([1, 0, 1], dtype="int32")
+    val = RNG.random((3, 3))
+    got = _values([c, x], eo.compress(c, x, axis=axis), [cond, val])
+    np.testing.assert_array_equal(got, np.compress(cond, val, axis=axis))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, -2])
+def test_repeat_gradient_every_axis(axis):
+    verify_grad(lambda x: eo.RepeatOp(axis=axis)(x, 3), [RNG.random((3, 4))], rng=RNG)
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 7])
+def test_bartlett(m):
+    M = tt.lscalar("M")
+    np.testing.assert_allclose(_values([M], eo.bartlett(M), [m]), np.bartlett(m))
+    _check_shape([M], eo.bartlett(M), [m], eo.Bartlett)
+    with pytest.raises(TypeError, match="integer scalar"):
+        eo.bartlett(tt.dscalar())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fill_diagonal(dtype):
+    a, v = tt.matrix("a", dtype=dtype), tt.scalar("v", dtype=dtype)
+    for shape in ((3, 5), (5, 3)):
+        val = RNG.random(shape).astype(dtype)
+        expected = val.copy()
+        np.fill_diagonal(expected, 2.5)
+        got = _values([a, v], eo.fill_diagonal(a, v), [val, np.asarray(2.5, dtype)])
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == dtype
+        _check_shape([a, v], eo.fill_diagonal(a, v), [val, np.asarray(2.5, dtype)], eo.FillDiagonal)
+    cube = RNG.random((3, 3, 3))
+    expected = cube.copy()
+    np.fill_diagonal(expected, -1.0)
+    t = tt.dtensor3("t")
+    np.testing.assert_array_equal(_values([t], eo.fill_diagonal(t, -1.0), [cube]), expected)
+    verify_grad(eo.fill_diagonal, [RNG.random((3, 4)), np.asarray(0.5)], rng=RNG)
+
+
+@pytest.mark.parametrize("offset", [-4, -1, 0, 1, 2, 5])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fill_diagonal_offset(dtype, offset):
+    a, v, k = tt.matrix("a", dtype=dtype), tt.scalar("v", dtype=dtype), tt.iscalar("k")
+    for shape in ((3, 5), (5, 3)):
+        val = RNG.random(shape).astype(dtype)
+        expected = val.copy()
+        rows = np.arange(shape[0])
+        cols = rows + offset
+        keep = (cols >= 0) & (cols < shape[1])
+        expected[rows[keep], cols[keep]] = 7.0
+        out = eo.fill_diagonal_offset(a, v, k)
+        got = _values([a, v, k], out, [val, np.asarray(7.0, dtype), offset])
+        np.testing.assert_array_equal(got, expected)
+        _check_shape([a, v, k], out, [val, np.asarray(7.0, dtype), offset], eo.FillDiagonalOffset)
+    verify_grad(
+        lambda m, s: eo.fill_diagonal_offset(m, s, offset),
+        [RNG.random((4, 5)), np.asarray(0.5)],
+        rng=RNG,
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unique(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    val = np.array([[2, 1], [3, 2], [2, 1]], dtype=dtype)
+    for flags in [(False, False, False), (True, True, True), (False, True, False)]:
+        for axis in (None, 0):
+            outs = eo.Unique(*flags, axis=axis)(x, return_list=True)
+            got = _values([x], outs, [val])
+            expected = np.unique(val, *flags, axis=axis)
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            for g, e in zip(got, expected):
+                np.testing.assert_array_equal(g, e)
+    inverse = eo.unique(x, return_inverse=True, axis=0)[1]
+    _check_shape([x], inverse, [val], eo.Unique)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_ravel_and_unravel(mode, order):
+    shape = (3, 4, 5)
+    flat = np.arange(60)
+    multi = np.unravel_index(flat, shape, order=order)
+    if mode != "raise":
+        multi = (multi[0] - 1,) + multi[1:]
+    got = eo.ravel_multi_index(multi, shape, mode, order).eval()
+    np.testing.assert_array_equal(got, np.ravel_multi_index(multi, shape, mode, order))
+    back = [v.eval() for v in eo.unravel_index(flat, shape, order)]
+    for g, e in zip(back, np.unravel_index(flat, shape, order=order)):
+        np.testing.assert_array_equal(g, e)
+    with pytest.raises(TypeError, match="integers"):
+        eo.ravel_multi_index((tt.fvector(), tt.ivector()), (3, 4))
+    with pytest.raises(TypeError, match="1-d"):
+        eo.ravel_multi_index(((3, 4),), ((3, 4),))
+
+
+@pytest.mark.parametrize(
+    "shape,in_shape",
+    [((1,), (1,)), ((6, 2, 5, 3), (1,)), ((6, 2, 5, 3), (5, 1)), ((6, 2, 1, 3), (2, 1, 3))],
+)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_to(dtype, shape, in_shape):
+    x = tt.tensor(dtype, shape=tuple(1 if s == 1 else None for s in in_shape))
+    val = RNG.random(in_shape).astype(dtype)
+    out = eo.broadcast_to(x, shape)
+    np.testing.assert_array_equal(_values([x], out, [val]), np.broadcast_to(val, shape))
+    assert out.type.shape == shape
+    verify_grad(lambda v: eo.broadcast_to(v, shape), [RNG.random(in_shape)], rng=RNG)
+
+
+def test_broadcast_shape():
+    a, b = tt.dmatrix("a"), tt.drow("b")
+    shp = eo.broadcast_shape(a, b)
+    f = theano_dag.function([a, b], list(shp), on_unused_input="ignore")
+    assert [int(s) for s in f(np.zeros((2, 3)), np.zeros((1, 3)))] == [2, 3]
+    assert eo.broadcast_shape((1, 4), (3, 1), arrays_are_shapes=True) == (3, 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_prod_without_zeros(dtype):
+    from theano_dag.tensor.elemwise import Prod, ProdWithoutZeros
+
+    x = tt.matrix("x", dtype=dtype)
+    val = np.array([[0, 2, 3], [1, 0, 0], [0, 0, 0]], dtype=dtype)
+    for axis in (None, 0, 1):
+        out = ProdWithoutZeros(axis=axis)(x)
+        expected = np.prod(np.where(val == 0, 1, val), axis=axis)
+        np.testing.assert_array_equal(_values([x], out, [val]), expected)
+        assert out.dtype == Prod(axis=axis)(x).dtype
+    _check_shape([x], ProdWithoutZeros(axis=0)(x), [val[:2]], ProdWithoutZeros)
+
+
+def test_scalar_type_families():
+    import theano_dag.scalar as ts
+
+    assert [str(t) for t in ts.all_types] == list(ts.basic.all_dtypes)
+    assert ts.float_types == (ts.float16, ts.float32, ts.float64)
+    assert all(t in ts.integer_types for t in ts.int_types + ts.uint_types)

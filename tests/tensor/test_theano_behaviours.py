@@ -1,0 +1,131 @@
+"""Behaviours Theano's own tests rely on: scalars as tensors, fused Rebroadcasts, one
+ARange op per dtype, argmax over several axes, ``fill`` as the op."""
+
+import numpy as np
+import pytest
+
+import theano_dag.scalar as ts
+import theano_dag.tensor as tt
+from theano_dag.tensor.arrays import TensorFromScalar
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.shape import Rebroadcast
+
+
+def test_scalar_variable_becomes_a_tensor():
+    y = tt.as_tensor_variable(ts.int8("s"))
+    assert isinstance(y.owner.op, TensorFromScalar) and y.type == tt.TensorType("int8", ())
+
+
+def test_consecutive_rebroadcasts_fuse_or_cancel():
+    x = tt.dmatrix("x")
+    assert tt.unbroadcast(tt.addbroadcast(x, 0), 0) is x
+    both = tt.TensorType("float64", shape=(1, 1))("b")
+    r = tt.unbroadcast(tt.unbroadcast(both, 1), 0)
+    assert r.owner.inputs[0] is both and isinstance(r.owner.op, Rebroadcast)
+    assert r.broadcastable == (False, False)
+    assert tt.addbroadcast(tt.unbroadcast(both, 0), 0) is both
+
+
+def test_arange_op_is_shared_per_dtype():
+    n = tt.lscalar("n")
+    assert tt.arange(n).owner.op is tt.arange(n, dtype="int64").owner.op
+    assert tt.arange(n).owner.op is not tt.arange(n, dtype="int32").owner.op
+
+
+@pytest.mark.parametrize("fn,npfn", [(tt.argmax, np.argmax), (tt.argmin, np.argmin)])
+@pytest.mark.parametrize("axes", [(0, 1), (1, 2), (0, 2), (0, 1, 2), [2, 0]])
+def test_arg_over_several_axes(fn, npfn, axes):
+    x = tt.dtensor3("x")
+    v = np.random.default_rng(3).random((2, 3, 4))
+    kept = [d for d in range(3) if d not in axes]
+    moved = np.transpose(v, kept + sorted(axes)).reshape([v.shape[d] for d in kept] + [-1])
+    np.testing.assert_array_equal(fn(x, axis=axes).eval({x: v}), npfn(moved, axis=-1))
+    kd = fn(x, axis=axes, keepdims=True).eval({x: v})
+    assert kd.shape == tuple(1 if d in axes else v.shape[d] for d in range(3))
+
+
+def test_fill_is_the_second_op():
+    x = tt.dvector("x")
+    out = tt.fill(x, 2.0)
+    assert isinstance(tt.fill, Elemwise) and out.owner.op == tt.fill == tt.second
+    np.testing.assert_array_equal(out.eval({x: np.zeros(3)}), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("mmap_mode", [None, "c"])
+def test_load_from_disk(tmp_path, mmap_mode):
+    import theano_dag
+    from theano_dag.graph.type import Generic
+
+    fname = str(tmp_path / "a.npy")
+    data = np.arange(5, dtype="int32")
+    np.save(fname, data)
+    path = Generic()("path")
+    x = tt.load(path, "int32", (False,), mmap_mode)
+    f = theano_dag.function([path], (x**2).sum())
+    assert f(fname) == (data**2).sum() and f(fname) == (data**2).sum()  # the file is intact
+    np.testing.assert_array_equal(np.load(fname), data)
+    for bad in ("r+", "r", "w+", "toto"):
+        with pytest.raises(ValueError, match="mmap_mode"):
+            tt.load(path, "int32", (False,), bad)
+    with pytest.raises(TypeError, match="holds int32"):
+        theano_dag.function([path], tt.load(path, "float64", (False,)))(fname)
+
+
+def test_scalar_basic_reaches_every_scalar_op():
+    assert ts.basic.Composite is ts.Composite and ts.basic.Switch is ts.Switch
+    assert ts.scalar_maximum is ts.maximum
+    with pytest.raises(AttributeError):
+        _ = ts.basic.NoSuchOp
+
+
+def test_variable_fill_and_array_axes():
+    x = tt.dmatrix("x")
+    np.testing.assert_array_equal(x.fill(3.0).eval({x: np.zeros((2, 2))}), np.full((2, 2), 3.0))
+    assert x.max(np.array(1)).type == tt.dvector().type
+    assert x.sum([np.array(0), np.array(1)]).ndim == 0
+
+
+@pytest.mark.parametrize("axis", [-1, -2, (0, -1)])
+def test_careduce_negative_axis(axis):
+    import theano_dag
+    from theano_dag.tensor.elemwise import CAReduce
+
+    x = tt.dmatrix("x")
+    v = np.arange(6.0).reshape(2, 3)
+    e = CAReduce(ts.add, axis=axis)(x)
+    expected = np.add.reduce(v, axis=axis)
+    assert e.ndim == expected.ndim and all(a >= 0 for a in e.owner.op.axis)
+    np.testing.assert_array_equal(theano_dag.function([x], e)(v), expected)
+    assert tuple(theano_dag.function([x], e.shape)(v)) == expected.shape
+
+
+def test_prod_without_zeros_names_its_accumulator():
+    from theano_dag.tensor.elemwise import ProdWithoutZeros
+
+    assert ProdWithoutZeros(axis=0)(tt.imatrix()).owner.op.acc_dtype == "int64"
+    assert ProdWithoutZeros(axis=0)(tt.fmatrix()).owner.op.acc_dtype == "float64"
+
+
+def test_cut_useless_reduce_is_a_tag_of_the_useless_reduce_rule():
+    import theano_dag
+
+    x = tt.imatrix("x")
+    mode = theano_dag.compile.get_default_mode().excluding("local_cut_useless_reduce")
+    f = theano_dag.function([x], x.sum(axis=[]), mode=mode)
+    assert any(isinstance(n.op, tt.CAReduce) for n in f.maker.fgraph.toposort())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dot_with_an_integer_operand_has_float_gradients(dtype):
+    import theano_dag
+    from theano_dag.gradient import verify_grad
+
+    a = tt.matrix("a", dtype=dtype)
+    w = tt.constant(np.arange(3))
+    ga, gw = theano_dag.grad(tt.dot(a, w).sum(), [a, w])
+    assert gw.dtype == tt.dot(a, w).dtype  # the float dtype of the product
+    f = theano_dag.function([a], [ga, gw])
+    out_a, out_w = f(np.ones((2, 3), dtype=dtype))
+    np.testing.assert_array_equal(out_a, [[0, 1, 2], [0, 1, 2]])
+    np.testing.assert_array_equal(out_w, [0, 0, 0])
+    verify_grad(lambda m: tt.dot(m, np.arange(3)), [np.ones((2, 3))], rng=np.random.default_rng(0))

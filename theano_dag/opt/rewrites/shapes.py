@@ -1,0 +1,334 @@
+"""Rewrites of the ops that only move or spread data: DimShuffle, Reshape and Alloc.
+
+Theano's names for them (``theano.tensor.opt``): ``local_dimshuffle_lift`` moves a
+DimShuffle below the elementwise op it follows and merges DimShuffles, so that clusters of
+elementwise ops hold no DimShuffle; ``local_reshape_to_dimshuffle`` turns a reshape that
+only adds or drops length-1 dimensions into a DimShuffle; ``local_useless_dimshuffle_in_
+reshape`` drops such a DimShuffle under a reshape; ``local_merge_alloc`` and
+``local_canonicalize_alloc`` merge and simplify allocs.
+
+Registered in canonicalize: the three that only remove nodes or merge two into one
+(``local_useless_dimshuffle_in_reshape``, ``local_merge_alloc``,
+``local_canonicalize_alloc``). ``local_dimshuffle_lift`` and
+``local_reshape_to_dimshuffle`` are not: theano_dag's canonical form keeps a DimShuffle
+above an elementwise op (fusion and the CPU engine's row tiling read it there), and they
+are for a user's own passes (``out2in(local_dimshuffle_lift)``).
+"""
+
+from __future__ import annotations
+
+from theano_dag.graph.algorithms import ancestors
+from theano_dag.graph.comparison import equal_computations
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.graph.toolbox import Feature
+from theano_dag.opt.rewrites.algebra import local_alloc_alloc
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.useless import local_useless_alloc
+from theano_dag.opt.rewrites.utils import const_value, fit
+from theano_dag.tensor.basic import Alloc, alloc, cast
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, make_vector, shape_i
+from theano_dag.tensor.type import TensorType, discrete_dtypes
+from theano_dag.tensor.variable import as_tensor_variable
+
+__all__ = [
+    "is_dimshuffle_useless",
+    "local_dimshuffle_lift",
+    "local_reshape_to_dimshuffle",
+    "local_useless_dimshuffle_in_reshape",
+    "local_merge_alloc",
+    "local_canonicalize_alloc",
+    "local_infer_shape",
+    "ShapeFeature",
+]
+
+
+def is_dimshuffle_useless(new_order, x) -> bool:
+    """Whether ``x.dimshuffle(new_order)`` equals ``x``: each dimension stays in place,
+    or a length-1 dimension is swapped for another length-1 one (added or dropped).
+
+    >>> import theano_dag.tensor as tt
+    >>> is_dimshuffle_useless((0, 1), tt.dmatrix()), is_dimshuffle_useless((1, 0), tt.dmatrix())
+    (True, False)
+    >>> is_dimshuffle_useless(("x", 1), tt.drow())
+    True
+    """
+    if len(new_order) != x.ndim:
+        return False
+    ones = [i for i, b in enumerate(x.type.broadcastable) if b] + ["x"]
+    return all(o == i or (i in ones and o in ones) for i, o in enumerate(new_order))
+
+
+def _lift(fgraph, var):
+    """``var`` (a DimShuffle's output) with the lift applied again below it."""
+    node = var.owner
+    new = local_dimshuffle_lift.transform(fgraph, node) if node is not None else None
+    return new[0] if new else var
+
+
+@local_optimizer([DimShuffle])
+def local_dimshuffle_lift(fgraph, node):
+    """DimShuffles move below elementwise ops and merge.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.graph.rewriting import out2in
+    >>> x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    >>> g = FunctionGraph([x, y], [(x + y).T.T.dimshuffle("x", 1, 0)])
+    >>> out2in(local_dimshuffle_lift).optimize(g)
+    >>> g
+    FunctionGraph(Elemwise{add,no_inplace}(DimShuffle{x,1,0}(x), DimShuffle{x,1,0}(y)))
+    """
+    # dimshuffle(elemwise(x, y)) -> elemwise(dimshuffle(x), dimshuffle(y))
+    # dimshuffle(dimshuffle(x)) -> dimshuffle(x) ; dimshuffle{0,1,...}(x) -> x
+    op = node.op
+    if not isinstance(op, DimShuffle):
+        return False
+    x = node.inputs[0]
+    inode = x.owner
+    if (
+        inode is not None
+        and type(inode.op) is Elemwise
+        and fgraph is not None
+        and len(fgraph.clients.get(x, ())) == 1
+    ):
+        ins = [
+            _lift(fgraph, DimShuffle(i.type.broadcastable, op.new_order)(i)) for i in inode.inputs
+        ]
+        return inode.op(*ins, return_list=True)
+    order = op.new_order
+    if inode is not None and isinstance(inode.op, DimShuffle):
+        order = tuple("x" if o == "x" else inode.op.new_order[o] for o in order)
+        x = inode.inputs[0]
+        if is_dimshuffle_useless(order, x):
+            return [x]
+        return [_lift(fgraph, DimShuffle(x.type.broadcastable, order)(x))]
+    if is_dimshuffle_useless(order, x):
+        return [x]
+    return False
+
+
+@local_optimizer([Reshape])
+def local_reshape_to_dimshuffle(fgraph, node):
+    """A reshape that only adds or drops length-1 dimensions becomes a reshape to the
+    other dimensions and a DimShuffle, which the other rewrites see through.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> r = x.reshape((1, x.shape[0], 1, x.shape[1]))
+    >>> local_reshape_to_dimshuffle.transform(None, r.owner)[0].owner.op
+    DimShuffle{x,0,x,1}
+    """
+    # reshape(x, (1, n, 1, m)) -> dimshuffle{x,0,x,1}(reshape(x, (n, m)))
+    x, shp = node.inputs
+    out = node.outputs[0]
+    if shp.owner is None or not isinstance(shp.owner.op, MakeVector):
+        return False
+    entries = list(shp.owner.inputs)
+    order, kept = [], []
+    for e in entries:
+        v = const_value(e)
+        if v is not None and int(v) == 1:
+            order.append("x")
+        else:
+            order.append(len(kept))
+            kept.append(e)
+    if len(kept) == len(entries):
+        return False
+    inner = Reshape(len(kept))(x, make_vector(*kept) if kept else ())
+    new = fit(out, DimShuffle(inner.type.broadcastable, order)(inner))
+    return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([Reshape])
+def local_useless_dimshuffle_in_reshape(fgraph, node):
+    """A DimShuffle under a reshape that only adds or drops length-1 dimensions (the
+    order of the others kept) changes nothing the reshape sees.
+
+    >>> import theano_dag.tensor as tt
+    >>> v = tt.dvector("v")
+    >>> r = v.dimshuffle("x", 0).reshape((v.shape[0],))
+    >>> local_useless_dimshuffle_in_reshape.transform(None, r.owner)[0].owner.inputs[0] is v
+    True
+    """
+    # reshape(dimshuffle{x,0}(v), shp) -> reshape(v, shp)
+    x, shp = node.inputs
+    if x.owner is None or not isinstance(x.owner.op, DimShuffle):
+        return False
+    order = x.owner.op.new_order
+    kept = [o for o, b in zip(order, x.type.broadcastable) if not b]
+    if any(a == "x" or b == "x" or a > b for a, b in zip(kept, kept[1:])):
+        return False
+    return [Reshape(node.op.ndim)(x.owner.inputs[0], shp)]
+
+
+# Theano's name of the alloc merge (algebra's local_alloc_alloc, tagged with it).
+local_merge_alloc = local_alloc_alloc
+
+
+@RULES.canonicalize()
+@local_optimizer([Alloc])
+def local_canonicalize_alloc(fgraph, node):
+    """An alloc whose leading lengths are the constant 1 is an alloc of the others and a
+    DimShuffle adding the length-1 dimensions; one that adds nothing goes.
+
+    >>> import theano_dag.tensor as tt
+    >>> v = tt.dvector("v")
+    >>> a = tt.alloc(v, 1, v.shape[0])
+    >>> local_canonicalize_alloc.transform(None, a.owner)[0].owner.op
+    DimShuffle{x,0}
+    """
+    # alloc(x, 1, 1, n) -> dimshuffle{x,x,0}(alloc(x, n)) ; alloc(v, 1, v.shape[0]) -> v[None]
+    value, *shape = node.inputs
+    out = node.outputs[0]
+    if fgraph is not None and any(
+        type(c) is not str and isinstance(c.op, Alloc) for c, _ in fgraph.clients.get(out, ())
+    ):
+        return False  # local_merge_alloc first
+    ones = 0
+    for s in shape[: len(shape) - value.ndim]:
+        v = const_value(s)
+        if v is None or int(v) != 1:
+            break
+        ones += 1
+    if not ones:
+        return False
+    rest = shape[ones:]
+    inner = alloc(value, *rest) if rest or value.ndim else value
+    if inner.owner is not None and isinstance(inner.owner.op, Alloc):
+        inner = local_useless_alloc.transform(fgraph, inner.owner) or [inner]
+        inner = inner[0]
+    new = DimShuffle(inner.type.broadcastable, ["x"] * ones + list(range(inner.ndim)))(inner)
+    new = fit(out, new)
+    return [new] if new is not None else False
+
+
+def _input_shapes(node):
+    """The symbolic shape of each input of ``node``: a tuple of lengths for a tensor,
+    ``()`` for a scalar of another type, None for what has no shape (a slice...)."""
+    shapes = []
+    for i in node.inputs:
+        ndim = getattr(i.type, "ndim", None)
+        if isinstance(i.type, TensorType):
+            shapes.append(tuple(shape_i(i, d) for d in range(ndim)))
+        elif ndim == 0 or getattr(i.type, "dtype", None) is not None:
+            shapes.append(())
+        else:
+            shapes.append(None)
+    return shapes
+
+
+def _as_length(entry):
+    """A length from ``infer_shape`` as an int64 scalar variable."""
+    v = as_tensor_variable(entry)
+    if v.ndim != 0 or v.dtype not in discrete_dtypes:
+        return None
+    return v if v.dtype == "int64" else cast(v, "int64")
+
+
+@RULES.canonicalize("fast_compile", "ShapeOpt")
+@local_optimizer([Shape_i, Shape])
+def local_infer_shape(fgraph, node):
+    """The shape of a computed variable is its op's ``infer_shape`` of the shapes of the
+    op's inputs (Theano's ``ShapeOpt``): asking for a shape then needs no computation
+    of the value, and the lengths end up as the inputs' lengths.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> s = tt.exp(x).shape[0]
+    >>> local_infer_shape.transform(None, s.owner.inputs[0].owner)  # doctest: +SKIP
+    """
+    # shape_i(op(x...), i) -> op.infer_shape(shapes of x...)[i]
+    # shape(op(x...)) -> make_vector(*op.infer_shape(shapes of x...))
+    x = node.inputs[0]
+    owner = x.owner
+    infer = getattr(owner.op, "infer_shape", None) if owner is not None else None
+    if infer is None:
+        return False
+    try:
+        shapes = infer(fgraph, owner, _input_shapes(owner))
+    except Exception:  # an op that cannot tell (ShapeError, NotImplementedError...)
+        return False
+    shp = shapes[owner.outputs.index(x)] if shapes is not None else None
+    if shp is None or len(shp) != x.ndim:
+        return False
+    entries = [shp[node.op.i]] if isinstance(node.op, Shape_i) else list(shp)
+    lengths = [_as_length(e) if e is not None else None for e in entries]
+    if any(length is None for length in lengths):
+        return False
+    if any(x in ancestors([length]) for length in lengths):
+        return False  # infer_shape asked for the output's own shape
+    if isinstance(node.op, Shape_i):
+        return [lengths[0]]
+    new = make_vector(*lengths) if lengths else node.outputs[0]
+    return [fit(node.outputs[0], new)] if lengths else False
+
+
+class ShapeFeature(Feature):
+    """The symbolic shape of every tensor variable of a FunctionGraph (Theano's
+    ``ShapeFeature``): ``shape_of[v]`` is a tuple of int64 scalars built from the graph's
+    inputs' lengths by each op's ``infer_shape``, kept up to date as nodes come in. The
+    rewrites here compute shapes node by node (``local_infer_shape``); this is for code
+    that asks a whole graph, as Theano's does.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> g = FunctionGraph([x, y], [tt.exp(x) + y], clone=False)
+    >>> feature = ShapeFeature()
+    >>> g.attach_feature(feature)
+    >>> feature.same_shape(x, g.outputs[0])
+    True
+    """
+
+    def on_attach(self, fgraph):
+        self.fgraph = fgraph
+        self.shape_of: dict = {}
+        fgraph.shape_feature = self
+        for node in fgraph.toposort():
+            self.on_import(fgraph, node, "on_attach")
+
+    def on_detach(self, fgraph):
+        self.shape_of = {}
+        if getattr(fgraph, "shape_feature", None) is self:
+            del fgraph.shape_feature
+
+    def shape_tuple(self, v):
+        """``v``'s shape, built from its own lengths when nothing better is known."""
+        if v not in self.shape_of:
+            if not isinstance(v.type, TensorType):
+                return None
+            self.shape_of[v] = tuple(shape_i(v, d) for d in range(v.ndim))
+        return self.shape_of[v]
+
+    def on_import(self, fgraph, node, reason):
+        ins = [self.shape_tuple(i) for i in node.inputs]
+        try:
+            shapes = node.op.infer_shape(fgraph, node, ins)
+        except Exception:  # no infer_shape, or one that cannot tell: the outputs' own
+            shapes = [None] * len(node.outputs)
+        for out, shp in zip(node.outputs, shapes):
+            if isinstance(out.type, TensorType) and shp is not None and len(shp) == out.ndim:
+                lengths = [_as_length(e) for e in shp]
+                if all(length is not None for length in lengths):
+                    self.shape_of[out] = tuple(lengths)
+                    continue
+            self.shape_of.pop(out, None)
+            self.shape_tuple(out)
+
+    def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if new_r not in self.shape_of and r in self.shape_of:
+            self.shape_of[new_r] = self.shape_of[r]
+
+    def same_shape(self, x, y, dim_x=None, dim_y=None) -> bool:
+        """Whether ``x`` and ``y`` are known to have the same shape (or the same length
+        along ``dim_x`` and ``dim_y``): their shape expressions are the same graph."""
+        sx, sy = self.shape_tuple(x), self.shape_tuple(y)
+        if dim_x is not None:
+            sx = (sx[dim_x],)
+        if dim_y is not None:
+            sy = (sy[dim_y],)
+        if len(sx) != len(sy):
+            return False
+        return all(a is b or equal_computations([a], [b]) for a, b in zip(sx, sy))
