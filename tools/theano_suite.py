@@ -75,6 +75,14 @@ if not hasattr(np, "find_common_type"):
 
     np.find_common_type = _find_common_type
 
+if not hasattr(np, "cast"):
+    # numpy 1's np.cast[dtype](x), which Theano's tests call and numpy 2 removed.
+    class _Cast:
+        def __getitem__(self, dtype):
+            return lambda x: np.asarray(x).astype(dtype)
+
+    np.cast = _Cast()
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a slow test (skipped, as Theano's conftest does)")

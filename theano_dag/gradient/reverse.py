@@ -306,8 +306,9 @@ def _check_known_grads(known_grads) -> dict:
                     f"grad: the known gradient of {var} must be a float tensor, "
                     f"NullType or DisconnectedType, got type {g.type}"
                 )
+            # Fewer dimensions broadcast (Theano accepts a scalar gradient for a vector).
             nd, g_nd = getattr(var.type, "ndim", None), getattr(g.type, "ndim", None)
-            if nd is not None and g_nd is not None and nd != g_nd:
+            if nd is not None and g_nd is not None and nd < g_nd:
                 raise ValueError(
                     f"grad: the known gradient of {var} has {g_nd} dimensions, "
                     f"but {var} has {nd}"
