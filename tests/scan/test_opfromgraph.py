@@ -164,3 +164,20 @@ def test_gradient_has_test_values_when_they_are_computed():
     with theano_dag.config.change_flags(compute_test_value="raise"):
         g = theano_dag.grad(op(y), y)
     assert g.tag.test_value == 12.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rop_override_is_honoured_by_the_default_rop(dtype):
+    # Theano's Rop ran each op's R_op; the pullback Rop would differentiate the inner
+    # graph and miss the user's R-operator.
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    op = OpFromGraph(
+        [x, y], [x * y], rop_overrides=lambda i, p: [p[0] * i[1] * 2 + i[0] * p[1] * 1.5]
+    )
+    xx, yy, du, dv = (tt.vector(n, dtype=dtype) for n in ("xx", "yy", "du", "dv"))
+    jv = Rop(op(xx, yy) * 3, [xx, yy], [du, dv])
+    vals = np.random.default_rng(3).random((4, 5)).astype(dtype)
+    got = theano_dag.function([xx, yy, du, dv], jv)(*vals)
+    want = 3 * (vals[2] * vals[1] * 2 + vals[0] * vals[3] * 1.5)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert op.overrides_rop and not OpFromGraph([x], [x * 2]).overrides_rop

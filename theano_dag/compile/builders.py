@@ -233,6 +233,11 @@ class OpFromGraph(Op):
                 grads.append(ov)
         return grads
 
+    @property
+    def overrides_rop(self) -> bool:
+        """Whether the R-operator is the user's (``Rop`` then runs each op's ``R_op``)."""
+        return not (isinstance(self.rop_overrides, str) and self.rop_overrides == _DEFAULT)
+
     def R_op(self, inputs, eval_points):
         rop = self.rop_overrides
         if callable(rop):
