@@ -75,6 +75,12 @@ if not hasattr(np, "find_common_type"):
 
     np.find_common_type = _find_common_type
 
+for _alias, _builtin in {"float": float, "int": int, "bool": bool, "object": object}.items():
+    # numpy 1's aliases of the builtins (np.float...), which Theano's tests use and numpy
+    # 1.24 removed.
+    if _alias not in np.__dict__:
+        setattr(np, _alias, _builtin)
+
 if not hasattr(np, "cast"):
     # numpy 1's np.cast[dtype](x), which Theano's tests call and numpy 2 removed.
     class _Cast:
