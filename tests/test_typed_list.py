@@ -1,12 +1,10 @@
-"""theano_dag.typed_list (Theano's typed lists) and tensor.shape_feature.ShapeFeature."""
+"""theano_dag.typed_list (Theano's typed lists)."""
 
 import numpy as np
 import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.graph.fg import FunctionGraph
-from theano_dag.tensor.shape_feature import ShapeFeature
 from theano_dag.typed_list import TypedListType, append, getitem, length, make_list
 
 
@@ -31,18 +29,3 @@ def test_list_errors():
         getitem(make_list([tt.dvector()]), tt.dscalar())
     with pytest.raises(TypeError, match="takes a list"):
         TypedListType(tt.dvector().type).filter(np.zeros(2))
-
-
-def test_shape_feature_follows_infer_shape():
-    x, y = tt.dmatrix("x"), tt.dvector("y")
-    out = tt.exp(x) + y  # broadcasts y over the rows of x
-    fg = FunctionGraph([x, y], [out, x.T], clone=False)
-    sf = ShapeFeature()
-    fg.attach_feature(sf)
-    assert fg.shape_feature is sf
-    assert sf.same_shape(x, out, 0, 0)
-    assert sf.same_shape(x, fg.outputs[1], 1, 0) and not sf.same_shape(x, fg.outputs[1])
-    f = theano_dag.function([x, y], list(sf.shape_tuple(out)), on_unused_input="ignore")
-    assert [int(v) for v in f(np.zeros((2, 3)), np.zeros(3))] == [2, 3]
-    fg.remove_feature(sf)
-    assert not hasattr(fg, "shape_feature")

@@ -9,6 +9,5 @@ True
 
 from theano_dag.tensor.arrays import Assert, assert_op
 from theano_dag.tensor.shape import MakeVector, Shape_i, make_vector, shape_i
-from theano_dag.tensor.shape_feature import ShapeFeature
 
-__all__ = ["Assert", "assert_op", "MakeVector", "Shape_i", "make_vector", "shape_i", "ShapeFeature"]
+__all__ = ["Assert", "assert_op", "MakeVector", "Shape_i", "make_vector", "shape_i"]
