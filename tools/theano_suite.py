@@ -81,6 +81,11 @@ for _alias, _builtin in {"float": float, "int": int, "bool": bool, "object": obj
     if _alias not in np.__dict__:
         setattr(np, _alias, _builtin)
 
+for _old, _new in {"product": "prod", "cumproduct": "cumprod", "alltrue": "all"}.items():
+    # numpy 1's aliases of prod, cumprod and all, which numpy 2 removed.
+    if _old not in np.__dict__:
+        setattr(np, _old, getattr(np, _new))
+
 if not hasattr(np, "cast"):
     # numpy 1's np.cast[dtype](x), which Theano's tests call and numpy 2 removed.
     class _Cast:
