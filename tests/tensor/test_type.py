@@ -221,3 +221,14 @@ def test_typed_constructors_are_tensor_types(name, dtype, ndim):
     out = theano_dag.function([x], twice(x))(data)
     np.testing.assert_array_equal(out, data * 2)
     assert out.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_text_that_is_no_number_is_a_value_error_too(dtype):
+    t = TensorType(dtype, shape=(None,))
+    for error in (TypeError, ValueError):
+        with pytest.raises(error, match="cannot convert"):
+            t.filter("adsf")
+    s = theano_dag.shared(np.zeros(2, dtype=dtype))
+    with pytest.raises(ValueError):
+        s.set_value("adsf")

@@ -200,7 +200,9 @@ class TensorType(Type):
         with np.errstate(all="ignore"):
             try:
                 converted = original.astype(self.dtype)
-            except (TypeError, ValueError, OverflowError) as e:
+            except ValueError as e:  # a text that is no number: Theano's ValueError
+                raise UnconvertibleValueError(f"{self} cannot convert {data!r}: {e}") from None
+            except (TypeError, OverflowError) as e:
                 raise TypeError(f"{self} cannot convert {data!r}: {e}") from None
             same = self.values_eq(original, converted, force_same_dtype=False)
         if not same:
@@ -385,6 +387,11 @@ _PREFIXES = {
 }
 
 
+class UnconvertibleValueError(TypeError, ValueError):
+    """A value numpy cannot convert to the type's dtype (``"abc"`` for a float): a
+    TypeError as the type's other refusals, and the ValueError Theano raised."""
+
+
 class TypeConstructor(TensorType):
     """A tensor type of fixed dtype that is also its variables' constructor, as Theano's
     ``dmatrix``, ``lscalar``...: ``dmatrix("x")`` makes a variable (of a plain
@@ -426,7 +433,7 @@ class TypeConstructor(TensorType):
         return (TypeConstructor, (self.dtype, self.broadcastable, self.kind))
 
 
-__all__.append("TypeConstructor")
+__all__ += ["TypeConstructor", "UnconvertibleValueError"]
 for _kind, _bc in _KINDS.items():
     for _p, _dt in _PREFIXES.items():
         _name = _p + _kind
