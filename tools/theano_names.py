@@ -132,6 +132,11 @@ LEFT_ASIDE = {
     "tests/compile/test_debugmode.py::TestPreallocatedOutput": "an op whose C code misuses "
     "the output buffers DebugMode preallocates for Theano's C thunks (c_contiguous, "
     "f_contiguous); its Python code is right",
+    # Proposed by the helper on the tensor tests (its list of C-backend tests):
+    "tests/tensor/test_basic.py::test_unalign": "Theano's C code refuses unaligned numpy "
+    "arrays (TypeError), a property of its C elemwise kernels (theano_dag computes them)",
+    "tests/tensor/test_opt.py::TestFusion::test_no_c_code": "fusion must skip scalar ops "
+    "without c_code: a limit of Theano's C Composite code generation; needs the cvm linker",
 }
 
 
