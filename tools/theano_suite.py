@@ -360,6 +360,11 @@ def main(argv=None) -> int:
         print(f"theano_dag: {d['passed']} passed of {d['tests']} run")
         print(f"theano_dag passes {totals['ratio']:.1%} as often as theano-pymc ({out})")
         b = totals["both_ran"]
+        if b["files"] < len(files):
+            print(
+                f"(theano-pymc was counted on {b['files']} of the {len(files)} files: the ratio "
+                "above compares unequal selections; the one below, the same files)"
+            )
         if "ratio" in b:
             print(
                 f"on the {b['files']} files both sides ran: theano-pymc {b['theano']}, "
