@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite fuzz
+.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -109,3 +109,10 @@ theano-suite: $(STAMP) $(THEANO_STAMP)
 	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
 	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --every $(THEANO_SUITE_EVERY) \
 	  --theano-python $(THEANO_VENV)/bin/python --dag-python $(BIN)/python
+
+# Theano's own tests/graph and tests/link (all of them), on the theano_dag side only.
+theano-graph-tests: $(STAMP)
+	test -d $(THEANO_SRC) || git clone -q --branch rel-1.1.2 --depth 1 \
+	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
+	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --selection graph-link \
+	  --side theano_dag --work build/theano-graph-tests --dag-python $(BIN)/python --show

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+import theano_dag.gradient as gradient
 import theano_dag.tensor as tt
 from theano_dag.compile import shared
 from theano_dag.compile.function import function
@@ -792,3 +793,48 @@ def test_training_a_shared_variable_with_updates():
     losses = [float(train(xv, xv @ w_true)) for _ in range(200)]
     assert losses[-1] < 1e-3 * losses[0]
     np.testing.assert_allclose(w.get_value(), w_true, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "wrap, op_name",
+    [(zero_grad, "zero_grad_"), (disconnected_grad, "disconnected_grad_")],
+)
+def test_gradient_identity_ops_are_named_instances_removed_when_compiled(wrap, op_name):
+    # Theano code compares node ops with gradient.zero_grad_ & co.; the compiled graph
+    # keeps none of them (they only act on the gradient).
+    x = tt.dmatrix("x")
+    y = x * wrap(x)
+    assert y.owner.inputs[1].owner.op is getattr(gradient, op_name)
+    f = function([x], y)
+    assert getattr(gradient, op_name) not in [n.op for n in f.maker.fgraph.toposort()]
+    xv = np.arange(4.0).reshape(2, 2)
+    np.testing.assert_allclose(f(xv), xv * xv)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_known_gradient_with_fewer_dimensions_broadcasts(dtype):
+    # Theano accepts a scalar known gradient for a vector: it broadcasts.
+    x = tt.vector("x", dtype=dtype)
+    y = x * 3
+    (g,) = grad(None, [x], known_grads={y: tt.constant(np.asarray(2.0, dtype=dtype))})
+    np.testing.assert_allclose(function([x], g)(np.ones(4, dtype=dtype)), 6.0)
+    with pytest.raises(ValueError, match="has 2 dimensions, but"):
+        grad(None, [x], known_grads={y: tt.matrix(dtype=dtype)})
+
+
+def test_op_grad_returning_none_is_a_type_error():
+    class ReturnsNone(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+        def grad(self, inputs, output_grads):
+            return None
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = inputs[0]
+
+    x = tt.dvector("x")
+    with pytest.raises(TypeError):
+        grad(ReturnsNone()(x).sum(), x)

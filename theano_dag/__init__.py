@@ -23,7 +23,7 @@ from theano_dag import (
 from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.config import config
-from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian
+from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.printing import pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
@@ -47,6 +47,7 @@ __all__ = [
     "hessian",
     "Rop",
     "Lop",
+    "subgraph_grad",
     "printing",
     "pprint",
     "scan",

@@ -1,30 +1,31 @@
 """Run theano-pymc 1.1.2's own tests against theano_dag, imports changed, and against
-theano-pymc itself, and count the passes of each (``make theano-suite``).
+theano-pymc itself, and count the passes of each (``make theano-suite``; with
+``--selection graph-link``, Theano's graph and link tests, ``make theano-graph-tests``).
 
 The tests come from a Theano-PyMC git repository (``--src``: a clone or its ``.git``
 directory; ``--ref``, default ``rel-1.1.2``). Two copies are made under ``--work``:
 
 * ``theano/``: the tests as they are, run by ``--theano-python`` (a venv with
   theano-pymc 1.1.2, the project's ``.venv-theano``);
-* ``theano_dag/``: the same tests with every ``theano`` module name changed to
-  ``theano_dag`` (and the few modules that moved renamed, ``RENAMED``), run by
-  ``--dag-python`` with this checkout first on ``sys.path``.
+* ``theano_dag/``: the same tests with their imports changed by ``tools/theano_names.py``
+  (the one table of Theano's module names and theano_dag's), run by ``--dag-python``
+  with this checkout first on ``sys.path``.
 
-Both sides run the same selection: the files of ``FILES`` not in ``EXCLUDED`` (Theano's
-C-backend internals, MPI). ``FILES`` is the issue's "tensor, compile and gradient
-tests": the top-level ``tests/tensor/test_*.py``, ``tests/compile`` and
-``tests/test_gradient.py`` (47 files at rel-1.1.2, 42 once ``EXCLUDED`` is left out).
-Theano's ``tests/sparse`` is its own package and not in the selection;
-``tests/tensor/test_sharedvar.py`` imports ``theano.sparse`` and is counted (it fails to
-import on the theano_dag side). The subpackages ``tests/tensor/{nnet,signal,random}``
-are not in it either (nor were they in the issue's first count, of 41 of these files).
-Every ``--every``-th test of each file runs (the same tests on both sides: the selection
-is by position in the collected order), tests marked ``slow`` skipped as Theano's own
-conftest does. Each file runs in its own pytest process with a time limit. The result is
-one JSON line per file and a total line, in ``--out``, and both counts with their ratio
-on the terminal. Each side also appends a file's row to ``WORK/partial-<side>.jsonl`` as
-soon as it is counted: theano-pymc compiles C for minutes per file, and ``--reuse`` takes
-its counts from such a file instead of running it again.
+Both sides run the same selection (``theano_names.SELECTIONS``): the files of the
+selection not in ``theano_names.LEFT_OUT`` (Theano's C-backend internals, MPI), every
+``--every``-th test of each (the same tests on both sides: the selection is by position
+in the collected order), tests marked ``slow`` skipped as Theano's own conftest does.
+The single tests of ``theano_names.LEFT_ASIDE`` run like the others and are left out of
+both sides' counts afterwards, so that leaving one aside changes neither which tests
+run nor a count reused from an earlier run. ``tests/tensor/test_sharedvar.py`` imports
+``theano.sparse`` and is counted (it fails to import on the theano_dag side).
+
+Each file runs in its own pytest process with a time limit. The result is one JSON line
+per file and a total line, in ``--out``, and both counts with their ratio on the
+terminal. Each side also appends a file's row (its counts and each test's outcome) to
+``WORK/partial-<side>.jsonl`` as soon as it is counted: theano-pymc compiles C for
+minutes per file, and ``--reuse`` takes its counts from such a file instead of running
+it again.
 
     python tools/theano_suite.py --src /path/to/Theano-PyMC --every 3
 """
@@ -35,7 +36,6 @@ import argparse
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -45,43 +45,9 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from theano_names import LEFT_ASIDE, LEFT_OUT, SELECTIONS, left_aside, left_out, rewrite
+
 ROOT = Path(__file__).resolve().parent.parent
-
-# The test files of the comparison: Theano's tensor and compile tests and its gradient tests.
-FILES = ("tests/tensor/test_*.py", "tests/compile/test_*.py", "tests/compile/function/test_*.py")
-EXTRA_FILES = ("tests/test_gradient.py",)
-
-# Left out, with the reason: they test Theano's C backend or other machinery theano_dag
-# does not reproduce by design.
-EXCLUDED = {
-    "tests/tensor/test_blas_c.py": "Theano's C BLAS ops (CGemv, CGer) and their C code",
-    "tests/tensor/test_blas_scipy.py": "Theano's scipy BLAS backend ops",
-    "tests/tensor/test_gc.py": "Theano's C linker garbage-collection internals",
-    "tests/tensor/test_mpi.py": "MPI send/receive ops (needs mpi4py and mpiexec)",
-    "tests/compile/test_compilelock.py": "the lock of Theano's C compilation cache",
-}
-
-# Theano module paths whose theano_dag counterpart has another name.
-RENAMED = {
-    "theano_dag.configdefaults": "theano_dag.config",
-    "theano_dag.configparser": "theano_dag.config",
-    "theano_dag.link.basic": "theano_dag.engines.basic",
-    "theano_dag.graph.opt": "theano_dag.graph.rewriting",
-    "theano_dag.graph.optdb": "theano_dag.opt",
-}
-
-# Import lines of Theano's tests rewritten whole, with the reason: the name they import is
-# part of Theano's C backend, and theano_dag's counterpart has another name.
-REWRITTEN_IMPORTS = {
-    # DualLinker runs Theano's Python and C implementations and compares them; its Python
-    # half (whose outputs it returns) is theano_dag's reference engine.
-    "from theano_dag.link.c.basic import DualLinker": (
-        "from theano_dag.engines.basic import PerformLinker as DualLinker"
-    ),
-}
-
-# A word "theano" that names the package (not theano_dag, theano-pymc or THEANO_FLAGS).
-_THEANO = re.compile(r"(?<![\w.-])theano(?![\w-])")
 
 CONFTEST = '''"""Written by tools/theano_suite.py: Theano's "slow" marker and the sampling."""
 
@@ -109,6 +75,25 @@ if not hasattr(np, "find_common_type"):
 
     np.find_common_type = _find_common_type
 
+for _alias, _builtin in {"float": float, "int": int, "bool": bool, "object": object}.items():
+    # numpy 1's aliases of the builtins (np.float...), which Theano's tests use and numpy
+    # 1.24 removed.
+    if _alias not in np.__dict__:
+        setattr(np, _alias, _builtin)
+
+for _old, _new in {"product": "prod", "cumproduct": "cumprod", "alltrue": "all"}.items():
+    # numpy 1's aliases of prod, cumprod and all, which numpy 2 removed.
+    if _old not in np.__dict__:
+        setattr(np, _old, getattr(np, _new))
+
+if not hasattr(np, "cast"):
+    # numpy 1's np.cast[dtype](x), which Theano's tests call and numpy 2 removed.
+    class _Cast:
+        def __getitem__(self, dtype):
+            return lambda x: np.asarray(x).astype(dtype)
+
+    np.cast = _Cast()
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a slow test (skipped, as Theano's conftest does)")
@@ -135,20 +120,6 @@ def export_tests(src: Path, ref: str, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def to_theano_dag(source: str) -> str:
-    """Theano test source with its imports (and module references) changed to theano_dag.
-
-    >>> to_theano_dag("import theano.tensor as tt\\nfrom theano.configdefaults import config")
-    'import theano_dag.tensor as tt\\nfrom theano_dag.config import config'
-    """
-    out = _THEANO.sub("theano_dag", source)
-    for old, new in RENAMED.items():
-        out = re.sub(rf"\b{re.escape(old)}\b", new, out)
-    for old, new in REWRITTEN_IMPORTS.items():
-        out = out.replace(old, new)
-    return out
-
-
 def prepare(src: Path, ref: str, work: Path) -> dict:
     """The two copies of the tests (``theano`` and ``theano_dag``) under ``work``."""
     sides = {"theano": work / "theano", "theano_dag": work / "theano_dag"}
@@ -160,14 +131,15 @@ def prepare(src: Path, ref: str, work: Path) -> dict:
         (path / "conftest.py").write_text(CONFTEST)
         if side == "theano_dag":
             for f in path.rglob("*.py"):
-                f.write_text(to_theano_dag(f.read_text()))
+                f.write_text(rewrite(f.read_text()))
     return sides
 
 
-def select_files(tree: Path) -> list:
-    files = sorted({p.relative_to(tree).as_posix() for pat in FILES for p in tree.glob(pat)})
-    files += [f for f in EXTRA_FILES if (tree / f).exists()]
-    return [f for f in files if f not in EXCLUDED]
+def select_files(tree: Path, selection: str = "suite") -> list:
+    """The test files of ``selection`` under ``tree``, ``LEFT_OUT`` left out."""
+    patterns = SELECTIONS[selection]["files"]
+    files = sorted({p.relative_to(tree).as_posix() for pat in patterns for p in tree.glob(pat)})
+    return [f for f in files if not left_out(f)]
 
 
 def run_file(python: str, tree: Path, rel: str, env: dict, timeout: int) -> dict:
@@ -184,22 +156,50 @@ def run_file(python: str, tree: Path, rel: str, env: dict, timeout: int) -> dict
         tail = proc.stdout[-400:]
     except subprocess.TimeoutExpired:
         status, tail = f"timed out after {timeout}s", ""
-    counts = {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    outcomes = {}
     if report.exists():
         root = ET.parse(report).getroot()
         for case in root.iter("testcase"):
-            counts["tests"] += 1
             kinds = {child.tag for child in case}
-            if "error" in kinds:
-                counts["errors"] += 1
-            elif "failure" in kinds:
-                counts["failed"] += 1
-            elif "skipped" in kinds:
-                counts["skipped"] += 1
-            else:
-                counts["passed"] += 1
+            outcome = next((k for k in ("error", "failure", "skipped") if k in kinds), "passed")
+            outcomes[node_id(rel, case.get("classname", ""), case.get("name", ""))] = outcome
         report.unlink()
-    return {"file": rel, "status": status, **counts, "tail": tail if not counts["passed"] else ""}
+    counts = count(outcomes)
+    tail = tail if not counts["passed"] else ""
+    return {"file": rel, "status": status, **counts, "outcomes": outcomes, "tail": tail}
+
+
+def node_id(rel: str, classname: str, name: str) -> str:
+    """pytest's id of a test from its JUnit ``classname`` and ``name``.
+
+    >>> node_id("tests/a/test_b.py", "tests.a.test_b.TestC", "test_d[1]")
+    'tests/a/test_b.py::TestC::test_d[1]'
+    >>> node_id("tests/a/test_b.py", "tests.a.test_b", "test_e")
+    'tests/a/test_b.py::test_e'
+    """
+    module = rel[: -len(".py")].replace("/", ".")
+    classes = classname[len(module) :].strip(".") if classname.startswith(module) else ""
+    return "::".join([rel, *filter(None, classes.split(".")), name])
+
+
+_KIND = {"passed": "passed", "failure": "failed", "error": "errors", "skipped": "skipped"}
+
+
+def count(outcomes: dict) -> dict:
+    """The counts of a file's ``{test id: outcome}``, the tests of ``LEFT_ASIDE`` aside.
+
+    >>> count({"tests/link/test_vm.py::test_c_thunks": "failure", "tests/a.py::t": "passed"})
+    {'tests': 1, 'passed': 1, 'failed': 0, 'errors': 0, 'skipped': 0, 'left_aside': 1}
+    """
+    counts = dict.fromkeys(COUNTS, 0)
+    counts["left_aside"] = 0
+    for test, outcome in outcomes.items():
+        if left_aside(test):
+            counts["left_aside"] += 1
+            continue
+        counts["tests"] += 1
+        counts[_KIND[outcome]] += 1
+    return counts
 
 
 def run_side(side, python, tree, files, every, timeout, jobs, extra_path, partial=None):
@@ -216,9 +216,7 @@ def run_side(side, python, tree, files, every, timeout, jobs, extra_path, partia
     def one(f):
         r = run_file(python, tree, f, env, timeout)
         if partial is not None:
-            row = {"file": f, side: {k: r[k] for k in COUNTS}}
-            if r["status"] != "ran":
-                row[side]["status"] = r["status"]
+            row = {"file": f, side: _side_row(r, outcomes=True)}
             with lock, open(partial, "a") as out:
                 out.write(json.dumps(row) + "\n")
         return r
@@ -228,7 +226,7 @@ def run_side(side, python, tree, files, every, timeout, jobs, extra_path, partia
     return {r["file"]: {"side": side, **r} for r in results}
 
 
-COUNTS = ("tests", "passed", "failed", "errors", "skipped")
+COUNTS = ("tests", "passed", "failed", "errors", "skipped", "left_aside")
 
 
 def load_side(path: Path, side: str) -> dict:
@@ -237,9 +235,23 @@ def load_side(path: Path, side: str) -> dict:
     for line in path.read_text().splitlines():
         row = json.loads(line)
         if row.get("file") != "TOTAL" and side in row:
-            rows[row["file"]] = {"side": side, "file": row["file"], "status": "ran", **row[side]}
-            rows[row["file"]]["status"] = row[side].get("status", "ran")
+            r = {"side": side, "file": row["file"], "status": "ran", **row[side]}
+            r["status"] = row[side].get("status", "ran")
+            if "outcomes" in r:  # counted again: LEFT_ASIDE may have changed since
+                r.update(count(r["outcomes"]))
+            rows[row["file"]] = r
     return rows
+
+
+def _side_row(r: dict, outcomes: bool = False) -> dict:
+    """One side's counts of one file as a results row holds them (its status when it did not
+    run to the end; its tests' outcomes in the partial files)."""
+    row = {k: r.get(k, 0) for k in COUNTS}
+    if r.get("status", "ran") != "ran":
+        row["status"] = r["status"]
+    if outcomes and "outcomes" in r:
+        row["outcomes"] = r["outcomes"]
+    return row
 
 
 def main(argv=None) -> int:
@@ -247,7 +259,14 @@ def main(argv=None) -> int:
     ap.add_argument("--src", required=True, type=Path, help="a Theano-PyMC clone or .git dir")
     ap.add_argument("--ref", default="rel-1.1.2")
     ap.add_argument("--work", type=Path, default=ROOT / "build" / "theano-suite")
-    ap.add_argument("--every", type=int, default=3, help="run every N-th test of each file")
+    ap.add_argument("--selection", choices=sorted(SELECTIONS), default="suite")
+    ap.add_argument(
+        "--every",
+        type=int,
+        default=None,
+        help="run every N-th test of each file "
+        "(default: the selection's, 3 for suite, 1 for graph-link)",
+    )
     ap.add_argument("--timeout", type=int, default=900, help="seconds per file")
     ap.add_argument("--jobs", type=int, default=2, help="files run at once")
     ap.add_argument("--theano-python", default=str(ROOT / ".venv-theano" / "bin" / "python"))
@@ -264,10 +283,13 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--out", type=Path, default=None, help="JSON lines (default: WORK/results.jsonl)"
     )
+    ap.add_argument("--show", action="store_true", help="list the tests that do not pass, per side")
     args = ap.parse_args(argv)
+    if args.every is None:
+        args.every = SELECTIONS[args.selection]["every"]
 
     sides = prepare(args.src, args.ref, args.work)
-    files = args.files or select_files(sides["theano"])
+    files = args.files or select_files(sides["theano"], args.selection)
     pythons = {"theano": args.theano_python, "theano_dag": args.dag_python}
     extra = {"theano": [], "theano_dag": [str(ROOT)]}
     results = {}
@@ -281,7 +303,7 @@ def main(argv=None) -> int:
         if reused:  # the partial file starts with them, so that it is whole again
             partial.write_text(
                 "".join(
-                    json.dumps({"file": f, side: {k: r[k] for k in COUNTS}}) + "\n"
+                    json.dumps({"file": f, side: _side_row(r, outcomes=True)}) + "\n"
                     for f, r in reused.items()
                 )
             )
@@ -300,23 +322,18 @@ def main(argv=None) -> int:
             partial,
         )
         results[side] = {**reused, **ran}
-    not_run = {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    not_run = dict.fromkeys(COUNTS, 0)
     out = args.out or args.work / "results.jsonl"
     lines = []
     for f in files:
         row = {"file": f}
         for side, res in results.items():
             r = res.get(f, {**not_run, "status": "not run"})
-            row[side] = {k: r[k] for k in COUNTS}
-            if r["status"] != "ran":
-                row[side]["status"] = r["status"]
+            row[side] = _side_row(r)
         lines.append(row)
     totals = {"file": "TOTAL", "every": args.every, "ref": args.ref, "files": len(files)}
     for side in results:
-        totals[side] = {
-            k: sum(row[side][k] for row in lines)
-            for k in ("tests", "passed", "failed", "errors", "skipped")
-        }
+        totals[side] = {k: sum(row[side][k] for row in lines) for k in COUNTS}
     if len(results) == 2 and totals["theano"]["passed"]:
         totals["ratio"] = round(totals["theano_dag"]["passed"] / totals["theano"]["passed"], 3)
         # The ratio over the files both sides ran (a reused theano-pymc run may lack some).
@@ -343,11 +360,29 @@ def main(argv=None) -> int:
         print(f"theano_dag: {d['passed']} passed of {d['tests']} run")
         print(f"theano_dag passes {totals['ratio']:.1%} as often as theano-pymc ({out})")
         b = totals["both_ran"]
+        if b["files"] < len(files):
+            print(
+                f"(theano-pymc was counted on {b['files']} of the {len(files)} files: the ratio "
+                "above compares unequal selections; the one below, the same files)"
+            )
         if "ratio" in b:
             print(
                 f"on the {b['files']} files both sides ran: theano-pymc {b['theano']}, "
                 f"theano_dag {b['theano_dag']} ({b['ratio']:.1%})"
             )
+    print("\nleft out (files), and why:")
+    for what, why in LEFT_OUT.items():
+        print(f"  {what}: {why}")
+    print("left aside (single tests, run and not counted on either side), and why:")
+    for what, why in LEFT_ASIDE.items():
+        print(f"  {what}: {why}")
+    if args.show:
+        for side, res in results.items():
+            print(f"\nnot passing on the {side} side:")
+            for f in files:
+                for test, outcome in res.get(f, {}).get("outcomes", {}).items():
+                    if outcome not in ("passed", "skipped") and not left_aside(test):
+                        print(f"  {outcome.upper():<8} {test}")
     return 0
 
 

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
+import theano_dag
+import theano_dag.tensor as tt
 from theano_dag import In, Out, function, shared
-from theano_dag.compile import Mode
+from theano_dag.compile import Mode, UnusedInputError
 from theano_dag.config import config
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.sharedvar import TensorSharedVariable
@@ -287,3 +289,35 @@ def test_no_input_function_called_with_one_argument():
     with pytest.raises(TypeError) as info:
         f(1)
     assert str(info.value) == "Function 'g' takes 0 inputs (no inputs) but 1 was given"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_givens_of_another_type_need_rebuild_strict_false(dtype):
+    # Theano's rebuild_strict=False: the graph above a replacement takes its new type.
+    w = tt.matrix("w", dtype=dtype)
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    with pytest.raises(TypeError, match="the types must match"):
+        theano_dag.function([w, y], x * y, givens=[(x, w)])
+    f = theano_dag.function([w, y], x * y, givens=[(x, w)], rebuild_strict=False)
+    wv, yv = np.ones((3, 5), dtype), np.arange(5, dtype=dtype)
+    out = f(wv, yv)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, wv * yv)
+
+
+def test_an_input_given_twice_is_an_unused_input_error():
+    x = tt.lscalar("x")
+    with pytest.raises(UnusedInputError, match="used twice"):
+        theano_dag.function([x, x], x)
+
+
+def test_deleting_a_default_update():
+    s = theano_dag.shared(0)
+    s.default_update = s + 1
+    f = theano_dag.function([], s)
+    f()
+    assert s.get_value() == 1
+    del s.default_update
+    assert s.default_update is None
+    theano_dag.function([], s)()
+    assert s.get_value() == 1

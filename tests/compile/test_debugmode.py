@@ -7,9 +7,18 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.debugmode import BadEngineOutput, DebugMode, sample_value
+from theano_dag.compile.debugmode import (
+    BadDestroyMap,
+    BadEngineOutput,
+    BadViewMap,
+    DebugMode,
+    InvalidValueError,
+    sample_value,
+)
 from theano_dag.compile.mode import get_mode
 from theano_dag.engines.basic import PerformLinker
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
 from theano_dag.graph.toolbox import BadOptimization
 from theano_dag.opt import (
     Query,
@@ -121,3 +130,60 @@ def test_sample_value_types():
     assert sample_value(tt.TensorType("float64", shape=(2, None))(), 4, rng, False).shape == (2, 4)
     v = sample_value(tt.dvector(), 50, rng, False)
     assert (v >= 0.1).all() and (v < 1.1).all()
+
+
+class _Perform(Op):
+    """An op whose ``perform`` is the function given (to break its contract on purpose)."""
+
+    __props__ = ("fn", "n_out")
+
+    def __init__(self, fn, n_out=1, view_map=None):
+        self.fn, self.n_out = fn, n_out
+        if view_map:
+            self.view_map = view_map
+
+    def make_node(self, *inputs):
+        inputs = [tt.as_tensor_variable(i) for i in inputs]
+        return Apply(self, inputs, [inputs[0].type() for _ in range(self.n_out)])
+
+    def perform(self, node, inputs, outputs):
+        for cell, value in zip(outputs, self.fn(*inputs)):
+            cell[0] = value
+
+
+def _adds_in_place(a, b):
+    a += b
+    return [a]
+
+
+def _overlapping_outputs(a, b):
+    r = a * 1
+    return [r[:-1], r[1:]]
+
+
+@pytest.mark.parametrize(
+    "fn, n_out, view_map, error",
+    [
+        (_adds_in_place, 1, None, BadDestroyMap),  # changes x, no destroy_map
+        (lambda a, b: [b[1:]], 1, None, BadViewMap),  # a view of y, no view_map
+        (_overlapping_outputs, 2, None, BadViewMap),  # outputs overlap, both used
+        (lambda a, b: [(a + b).astype("float32")], 1, None, InvalidValueError),  # dtype
+        (lambda a, b: [np.log(a - a)], 1, None, InvalidValueError),  # -inf from finite inputs
+    ],
+)
+def test_debugmode_checks_each_perform(fn, n_out, view_map, error):
+    x, y = tt.dvector("x"), tt.dvector("y")
+    outs = _Perform(fn, n_out, view_map)(x, y)
+    out = sum(o * 2 for o in outs) if n_out > 1 else outs
+    f = theano_dag.function([x, y], out, mode=DebugMode(optimizer=None))
+    with pytest.raises(error, match="DebugMode: "):
+        f(np.array([1.0, 2.0, 3.0]), np.array([3.0, 4.0, 5.0]))
+
+
+def test_debugmode_accepts_declared_views_and_unchecked_infinities():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    view = _Perform(lambda a, b: [b[1:]], view_map={0: [1]})(x, y)
+    f = theano_dag.function([x, y], view * 2, mode=DebugMode(optimizer=None))
+    np.testing.assert_allclose(f(np.ones(3), np.arange(3.0)), [2.0, 4.0])
+    g = theano_dag.function([x], tt.log(x), mode=DebugMode(check_isfinite=False))
+    assert np.isneginf(g(np.zeros(1))[0])

@@ -73,10 +73,11 @@ def test_nanguard_is_a_registered_mode_name():
 def test_monitor_mode_calls_pre_and_post_around_every_node():
     calls = []
 
-    def pre(i, node, fn):
+    def pre(fgraph, i, node, fn):
         calls.append(("pre", i, fn.outputs[0][0] is None))
 
-    def post(i, node, fn):
+    def post(fgraph, i, node, fn):
+        assert node in fgraph.apply_nodes
         calls.append(("post", i, np.asarray(fn.outputs[0][0]).tolist()))
 
     x = tt.dvector("x")

@@ -1,4 +1,4 @@
-"""Behaviour Theano 1.1.2's own graph tests check (tools/run_theano_tests.py runs them):
+"""Behaviour Theano 1.1.2's own graph tests check (make theano-graph-tests runs them):
 test values through shared variables, destroying ops and scan; FunctionGraph's
 replacement errors; COps on C scalars and COps with only a ``perform``."""
 

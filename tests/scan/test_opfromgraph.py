@@ -133,3 +133,51 @@ def test_gradient_when_an_output_feeds_another():
         return o1.sum() + (o2**2).sum()
 
     verify_grad(cost, [rng.normal(size=3)], rng=rng)
+
+
+@pytest.mark.parametrize("inline", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_overrides_given_as_graphs_take_the_groups_in_one_list(inline, dtype):
+    # Theano's convention: a grad override that is itself an OpFromGraph takes the
+    # inputs then the output gradients; a lop override, inputs, outputs, gradients.
+    x, y, g = (tt.vector(n, dtype=dtype) for n in "xyg")
+    grad_graph = OpFromGraph([x, y, g], [g * y * 2, g * x * 1.5], inline=inline)
+    op = OpFromGraph([x, y], [x * y], grad_overrides=grad_graph, inline=inline)
+    o, dy = tt.vector("o", dtype=dtype), tt.vector("dy", dtype=dtype)
+    lop_graph = OpFromGraph([x, o, dy], [2 * o * (1 - o) * dy], inline=inline)
+    sig = OpFromGraph([x], [tt.nnet.sigmoid(x)], lop_overrides=lop_graph, inline=inline)
+    xx, yy = tt.vector("xx", dtype=dtype), tt.vector("yy", dtype=dtype)
+    dx, dyy = theano_dag.grad(op(xx, yy).sum(), [xx, yy])
+    (ds,) = theano_dag.grad(sig(xx).sum(), [xx])
+    xv, yv = (np.random.default_rng(k).random(5).astype(dtype) for k in (1, 2))
+    got = theano_dag.function([xx, yy], [dx, dyy, ds])(xv, yv)
+    s = 1 / (1 + np.exp(-xv))
+    for a, b in zip(got, [yv * 2, xv * 1.5, 2 * s * (1 - s)]):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_gradient_has_test_values_when_they_are_computed():
+    x = tt.dscalar("x")
+    op = OpFromGraph([x], [x**3])
+    y = tt.dscalar("y")
+    y.tag.test_value = np.array(2.0)
+    with theano_dag.config.change_flags(compute_test_value="raise"):
+        g = theano_dag.grad(op(y), y)
+    assert g.tag.test_value == 12.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rop_override_is_honoured_by_the_default_rop(dtype):
+    # Theano's Rop ran each op's R_op; the pullback Rop would differentiate the inner
+    # graph and miss the user's R-operator.
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    op = OpFromGraph(
+        [x, y], [x * y], rop_overrides=lambda i, p: [p[0] * i[1] * 2 + i[0] * p[1] * 1.5]
+    )
+    xx, yy, du, dv = (tt.vector(n, dtype=dtype) for n in ("xx", "yy", "du", "dv"))
+    jv = Rop(op(xx, yy) * 3, [xx, yy], [du, dv])
+    vals = np.random.default_rng(3).random((4, 5)).astype(dtype)
+    got = theano_dag.function([xx, yy, du, dv], jv)(*vals)
+    want = 3 * (vals[2] * vals[1] * 2 + vals[0] * vals[3] * 1.5)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert op.overrides_rop and not OpFromGraph([x], [x * 2]).overrides_rop

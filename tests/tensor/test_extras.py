@@ -349,3 +349,20 @@ def test_extras_compiled(mode):
     want = [np.cumsum(value, 1), np.sort(value, 0), np.diag(np.tril(value)), np.flip(value)]
     for got, w in zip(f(value), want):
         np.testing.assert_allclose(got, w)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_specify_shape_with_a_symbolic_shape_vector_checks_when_run(dtype):
+    # Theano accepts a shape vector of unknown length; its errors were AssertionErrors.
+    x, shp = tt.vector("x", dtype=dtype), tt.ivector("shp")
+    y = SpecifyShape()(x, shp)
+    assert y.type == x.type
+    f = theano_dag.function([x, shp], y * 2)
+    np.testing.assert_allclose(f(np.ones(3, dtype=dtype), [3]), 2.0)
+    for bad in ([], [3, 3], [2]):
+        with pytest.raises(AssertionError, match="expected shape"):
+            f(np.ones(3, dtype=dtype), bad)
+        with pytest.raises(ValueError):
+            f(np.ones(3, dtype=dtype), bad)
+    with pytest.raises(AssertionError, match="the shape has 2 entries, expected 1"):
+        SpecifyShape()(x, [2, 2])

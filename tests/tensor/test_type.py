@@ -1,10 +1,14 @@
 """TensorType: constructors, static shapes, filtering (with its error messages), equality."""
 
+import pickle
+
 import numpy as np
 import pytest
 
+import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.config import config
+from theano_dag.graph.op import as_op
 from theano_dag.tensor.type import TensorType
 
 
@@ -193,3 +197,38 @@ def test_convert_variable_accepts_more_specific_types():
 def test_filter_variable_wraps_values_as_constants():
     c = tt.dvector().type.filter_variable([1.0, 2.0])
     assert isinstance(c, tt.TensorConstant) and c.data.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "name, dtype, ndim", [("fmatrix", "float32", 2), ("dvector", "float64", 1)]
+)
+def test_typed_constructors_are_tensor_types(name, dtype, ndim):
+    # Theano's dmatrix, lscalar... are TensorTypes: equal to the plain type (both ways,
+    # with one hash), usable as as_op's types, and callable to make variables.
+    ctor = getattr(tt, name)
+    plain = TensorType(dtype, shape=(None,) * ndim)
+    assert ctor == plain and plain == ctor and hash(ctor) == hash(plain)
+    assert {plain: 1}[ctor] == 1 and pickle.loads(pickle.dumps(ctor)) == ctor
+    x = ctor("x")
+    assert type(x.type) is TensorType and x.type == ctor and x.name == "x"
+    assert ctor.clone(dtype="int32") == TensorType("int32", shape=(None,) * ndim)
+
+    @as_op([ctor], [ctor])
+    def twice(v):
+        return v * 2
+
+    data = np.ones((2,) * ndim, dtype=dtype)
+    out = theano_dag.function([x], twice(x))(data)
+    np.testing.assert_array_equal(out, data * 2)
+    assert out.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_text_that_is_no_number_is_a_value_error_too(dtype):
+    t = TensorType(dtype, shape=(None,))
+    for error in (TypeError, ValueError):
+        with pytest.raises(error, match="cannot convert"):
+            t.filter("adsf")
+    s = theano_dag.shared(np.zeros(2, dtype=dtype))
+    with pytest.raises(ValueError):
+        s.set_value("adsf")

@@ -179,3 +179,16 @@ def test_stack_of_scalars_is_a_make_vector():
     v = tt.as_tensor_variable([a, b])
     assert type(v.owner.op).__name__ == "MakeVector"
     assert evaluate(v, {a: 3, b: 4}).tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ufunc", [np.arccos, np.arcsinh, np.cos, np.exp2, np.log2, np.tanh])
+def test_numpy_ufunc_on_a_variable_builds_the_op(ufunc, dtype):
+    # numpy calls x.<name>() when a ufunc meets an object: Theano's variables have the
+    # methods, so np.cos(x) is a graph (PyMC code writes it).
+    x = tt.matrix("x", dtype=dtype)
+    y = ufunc(x)
+    assert isinstance(y, tt.TensorVariable) and y.dtype == dtype
+    data = np.random.default_rng(0).uniform(0.1, 0.9, (3, 4)).astype(dtype)
+    out = evaluate(y, {x: data})
+    np.testing.assert_allclose(out, ufunc(data), rtol=1e-5 if dtype == "float32" else 1e-12)

@@ -25,6 +25,7 @@ from theano_dag.compile.monitormode import MonitorMode
 from theano_dag.compile.nanguardmode import NanGuardMode
 from theano_dag.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
+from theano_dag.opt.optdb import optdb  # Theano's theano.compile.optdb: the global one
 
 __all__ = [
     "OpFromGraph",
@@ -58,4 +59,5 @@ __all__ = [
     "SharedVariable",
     "shared",
     "shared_constructor",
+    "optdb",
 ]

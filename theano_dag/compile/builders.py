@@ -15,12 +15,20 @@ import functools
 import operator
 
 from theano_dag import tensor as tt
+from theano_dag.config import config
 from theano_dag.engines.inner import compile_inner
 from theano_dag.gradient.reverse import Rop, grad
 from theano_dag.graph.algorithms import io_connection_pattern
-from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, graph_inputs
+from theano_dag.graph.basic import (
+    Apply,
+    Constant,
+    Variable,
+    clone_replace,
+    graph_inputs,
+    io_toposort,
+)
 from theano_dag.graph.null_type import DisconnectedType
-from theano_dag.graph.op import Op
+from theano_dag.graph.op import Op, compute_test_value
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.opt.optdb import register_canonicalize
@@ -169,29 +177,38 @@ class OpFromGraph(Op):
         # cotangents enter as placeholders, so that the outer ones are kept, not cloned
         # (Rop differentiates with respect to them); and as the gradient of one scalar,
         # since an output may be an intermediate of another.
+        # The inner graph has no test values: it is built without them, and the outer
+        # graph gets them when the gradient is put on the outer variables.
         terms, replace = [], self._replace(inputs)
-        for o, g in zip(self.inner_outputs, output_grads):
-            if isinstance(g.type, DisconnectedType) or not _is_float(o):
-                continue
-            holder = g.type()
-            replace[holder] = g
-            terms.append((o * holder).sum())
-        if not terms:
-            return [tt.zeros_like(i) for i in inputs]
-        grads = grad(
-            functools.reduce(operator.add, terms),
-            list(self.inner_inputs),
-            disconnected_inputs="ignore",
-            return_disconnected="Disconnected",
-        )
-        return clone_replace(grads, replace)
+        with config.change_flags(compute_test_value="off"):
+            for o, g in zip(self.inner_outputs, output_grads):
+                if isinstance(g.type, DisconnectedType) or not _is_float(o):
+                    continue
+                holder = g.type()
+                replace[holder] = g
+                terms.append((o * holder).sum())
+            if not terms:
+                return [tt.zeros_like(i) for i in inputs]
+            grads = grad(
+                functools.reduce(operator.add, terms),
+                list(self.inner_inputs),
+                disconnected_inputs="ignore",
+                return_disconnected="Disconnected",
+            )
+        grads = clone_replace(grads, replace)
+        if config.compute_test_value != "off":
+            outer = [g for g in grads if g is not None and not isinstance(g.type, DisconnectedType)]
+            for node in io_toposort(list(inputs) + list(output_grads), outer):
+                if not all(hasattr(o.tag, "test_value") for o in node.outputs):
+                    compute_test_value(node)
+        return grads
 
     def L_op(self, inputs, outputs, output_grads):
         lop, grad_ov = self.lop_overrides, self.grad_overrides
         if callable(lop):
-            return list(lop(inputs, outputs, output_grads))
+            return _call(lop, inputs, outputs, output_grads)
         if callable(grad_ov):
-            return list(grad_ov(inputs, output_grads))
+            return _call(grad_ov, inputs, output_grads)
         default = None
         overrides = lop if isinstance(lop, list) else grad_ov if isinstance(grad_ov, list) else None
         if overrides is None:
@@ -211,15 +228,20 @@ class OpFromGraph(Op):
                 args = (
                     (inputs, outputs, output_grads) if overrides is lop else (inputs, output_grads)
                 )
-                grads.append(ov(*args))
+                grads.append(_call(ov, *args)[0])
             else:
                 grads.append(ov)
         return grads
 
+    @property
+    def overrides_rop(self) -> bool:
+        """Whether the R-operator is the user's (``Rop`` then runs each op's ``R_op``)."""
+        return not (isinstance(self.rop_overrides, str) and self.rop_overrides == _DEFAULT)
+
     def R_op(self, inputs, eval_points):
         rop = self.rop_overrides
         if callable(rop):
-            return list(rop(inputs, eval_points))
+            return _call(rop, inputs, eval_points)
         holders = [p.type() if p is not None else None for p in eval_points]
         wrt = [i for i, h in zip(self.inner_inputs, holders) if h is not None]
         pts = [h for h in holders if h is not None]
@@ -233,13 +255,24 @@ class OpFromGraph(Op):
             out = []
             for k, ov in enumerate(rop):
                 if callable(ov):
-                    out.append(ov(inputs, eval_points))
+                    out.append(_call(ov, inputs, eval_points)[0])
                 elif isinstance(ov, str) and ov == _DEFAULT:
                     out.append(default[k])
                 else:
                     out.append(ov)
             return out
         return default
+
+
+def _call(override, *groups):
+    """An override's result as a list: a function gets the groups of variables (inputs,
+    outputs, gradients), an OpFromGraph their concatenation as its inputs (Theano's
+    convention for overrides that are graphs themselves)."""
+    if isinstance(override, OpFromGraph):
+        out = override(*[v for group in groups for v in group])
+    else:
+        out = override(*groups)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 @register_canonicalize("fast_compile")

@@ -8,8 +8,13 @@ While the graph is optimized, after every change a rewrite makes:
   otherwise ``BadOptimization`` names the rewrite, both variables, both values and the
   difference.
 
-When the function runs, the engine's outputs are compared with the reference engine's
-on the same inputs (``BadEngineOutput`` otherwise). ``profile=True`` prints, after
+When the function runs, the reference engine runs the graph node by node on the same
+inputs, and each node's ``perform`` must keep its contract: it changes only the inputs its
+``destroy_map`` names (``BadDestroyMap``), its outputs share memory only with the inputs
+its ``view_map``/``destroy_map`` name, and not with each other when both are used further
+(``BadViewMap``), and each output has its variable's dtype and rank, and no NaN or
+infinity (``InvalidValueError``) when the inputs had none. The engine's outputs are then
+compared with the reference's (``BadEngineOutput`` otherwise). ``profile=True`` prints, after
 optimization, each rewrite's time and number of changes.
 
 >>> import numpy as np
@@ -41,6 +46,10 @@ from theano_dag.printing import debugprint
 
 __all__ = [
     "DebugMode",
+    "DebugModeError",
+    "BadDestroyMap",
+    "BadViewMap",
+    "InvalidValueError",
     "DebugOptimizer",
     "RewriteChecker",
     "BadEngineOutput",
@@ -108,8 +117,117 @@ def str_diagnostic(expected, value, rtol, atol) -> str:
     return "\n".join(lines)
 
 
-class BadEngineOutput(Exception):
+class DebugModeError(Exception):
+    """What DebugMode found wrong when a function ran (Theano's base class)."""
+
+
+class BadEngineOutput(DebugModeError):
     """An engine computed an output different from the reference engine's."""
+
+
+class BadDestroyMap(DebugModeError):
+    """An op's ``perform`` changed an input its ``destroy_map`` does not name."""
+
+
+class BadViewMap(DebugModeError):
+    """An op's output shares memory with an input its ``view_map`` does not name, or with
+    another output while both are used further."""
+
+
+class InvalidValueError(DebugModeError):
+    """An op's output is not a value of its variable's type (dtype, rank), or holds a NaN
+    or an infinity its inputs did not have."""
+
+
+def _arrays(value):
+    return value if isinstance(value, np.ndarray) else None
+
+
+def _non_finite(value) -> bool:
+    a = _arrays(value)
+    return a is not None and a.dtype.kind in "fc" and not np.isfinite(a).all()
+
+
+def _check_node(fgraph, node, inputs, before, outputs, check_isfinite=True):
+    """The contract of one ``perform`` call (see the module's docstring)."""
+    op = node.op
+    destroy_map = getattr(op, "destroy_map", {}) or {}
+    view_map = getattr(op, "view_map", {}) or {}
+    destroyed = {i for idxs in destroy_map.values() for i in idxs}
+    for i, (now, was) in enumerate(zip(inputs, before)):
+        a, b = _arrays(now), _arrays(was)
+        if i in destroyed or a is None or b is None:
+            continue
+        if a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            raise BadDestroyMap(
+                f"DebugMode: {op} changed its input {i} ({node.inputs[i]}), which its "
+                f"destroy_map {destroy_map} does not name\n  before: {b!r}\n  after:  {a!r}"
+            )
+    for k, out in enumerate(outputs):
+        a = _arrays(out)
+        if a is None:
+            continue
+        allowed = set(view_map.get(k, ())) | set(destroy_map.get(k, ()))
+        for i, inp in enumerate(inputs):
+            b = _arrays(inp)
+            if i not in allowed and b is not None and np.may_share_memory(a, b):
+                raise BadViewMap(
+                    f"DebugMode: output {k} of {op} shares memory with input {i} "
+                    f"({node.inputs[i]}), which its view_map {view_map} does not name"
+                )
+        var = node.outputs[k]
+        ndim, dtype = getattr(var.type, "ndim", None), getattr(var.type, "dtype", None)
+        if ndim is not None and (a.ndim != ndim or str(a.dtype) != dtype):
+            raise InvalidValueError(
+                f"DebugMode: output {k} of {op} is a {a.dtype} array of rank {a.ndim}; "
+                f"its type is {var.type}"
+            )
+    # Two outputs in one buffer are safe only if neither is changed in place later: both
+    # views of one input (declared), or one of them not used by another node.
+    used = [any(c != "output" for c, _ in fgraph.clients.get(v, [])) for v in node.outputs]
+    for k1, o1 in enumerate(outputs):
+        for k2 in range(k1 + 1, len(outputs)):
+            a, b = _arrays(o1), _arrays(outputs[k2])
+            if a is None or b is None or not (used[k1] and used[k2]):
+                continue
+            shared_input = (set(view_map.get(k1, ())) | set(destroy_map.get(k1, ()))) & (
+                set(view_map.get(k2, ())) | set(destroy_map.get(k2, ()))
+            )
+            if np.may_share_memory(a, b) and not shared_input:
+                raise BadViewMap(
+                    f"DebugMode: outputs {k1} and {k2} of {op} share memory and both are "
+                    "used further, and its view_map does not make them views of one input"
+                )
+    if check_isfinite and not any(_non_finite(v) for v in inputs):
+        for k, out in enumerate(outputs):
+            if _non_finite(out):
+                raise InvalidValueError(
+                    f"DebugMode: output {k} of {op} holds a NaN or an infinity, and its "
+                    f"inputs do not\n  {out!r}"
+                )
+
+
+def _reference_run(fgraph, args, check_isfinite=True):
+    """The outputs of ``fgraph`` on ``args``, node by node with ``perform``, each node's
+    contract checked (``_check_node``)."""
+    memo = dict(zip(fgraph.inputs, args))
+    for k, (var, value) in enumerate(zip(fgraph.inputs, args)):
+        if check_isfinite and _non_finite(value):
+            raise InvalidValueError(f"DebugMode: input {k} ({var}) holds a NaN or an infinity")
+
+    def value_of(v):
+        return v.data if isinstance(v, Constant) else memo[v]
+
+    for node in fgraph.toposort():
+        inputs = [value_of(v) for v in node.inputs]
+        before = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in inputs]
+        storage = [[None] for _ in node.outputs]
+        with np.errstate(all="ignore"):
+            node.op.perform(node, inputs, storage)
+        outputs = [cell[0] for cell in storage]
+        _check_node(fgraph, node, inputs, before, outputs, check_isfinite)
+        memo.update(zip(node.outputs, outputs))
+    return [value_of(o) for o in fgraph.outputs]
 
 
 def sample_value(var, length, rng, signed):
@@ -363,13 +481,14 @@ class DebugOptimizer:
 class _CheckedLinker:
     """Links with ``inner`` and with the reference engine; each call compares outputs."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, check_isfinite=True):
         self.inner = inner
+        self.check_isfinite = check_isfinite
 
     def accept(self, fgraph, no_recycling=None, profile=None):
-        new = _CheckedLinker(self.inner.accept(fgraph, no_recycling=no_recycling, profile=profile))
+        inner = self.inner.accept(fgraph, no_recycling=no_recycling, profile=profile)
+        new = _CheckedLinker(inner, self.check_isfinite)
         new.fgraph = fgraph
-        new.reference = PerformLinker(allow_gc=False).accept(fgraph)
         return new
 
     def __getattr__(self, name):
@@ -377,13 +496,12 @@ class _CheckedLinker:
 
     def make_thunk(self, **kwargs):
         fn, ins, outs = self.inner.make_thunk(**kwargs)
-        ref = self.reference.make_function(unpack_single=False)
         fgraph = self.fgraph
 
         def checked():
             args = [copy.deepcopy(c.data) for c in ins]
             fn()
-            want = ref(*args)
+            want = _reference_run(fgraph, args, self.check_isfinite)
             for k, (out, c, w) in enumerate(zip(fgraph.outputs, outs, want)):
                 if not _values_equal(out, out, w, c.data):
                     raise BadEngineOutput(
@@ -401,7 +519,8 @@ class DebugMode(Mode):
     ``optimizer`` and ``linker`` are as for ``Mode`` (default: FAST_RUN's rewrites and
     ``config.linker``). ``check_integrity``/``check_values``/``check_engine`` switch the
     checks; ``sample_inputs`` gives input value lists to evaluate rewrites on (default:
-    random ones); ``profile=True`` prints per-rewrite time and change counts to
+    random ones); ``check_isfinite=False`` lets the nodes make NaNs and infinities;
+    ``profile=True`` prints per-rewrite time and change counts to
     ``stream`` after optimization.
     """
 
@@ -416,6 +535,7 @@ class DebugMode(Mode):
         profile=False,
         stream=None,
         seed=0,
+        check_isfinite=True,
     ):
         super().__init__(linker=linker, optimizer=optimizer)
         self.check_integrity = check_integrity
@@ -425,6 +545,7 @@ class DebugMode(Mode):
         self.profile = profile
         self.stream = stream
         self.seed = seed
+        self.check_isfinite = check_isfinite
         # The one thing a DebugMode records (at compile time, never per call): what
         # its last optimization did. A Mode is immutable, so it lives in a dict.
         self._report = {"last_optimizer_profile": None}
@@ -443,7 +564,7 @@ class DebugMode(Mode):
         lk = Mode.linker.fget(self)
         if not self.check_engine or type(lk) is PerformLinker:  # the reference itself
             return lk
-        return _CheckedLinker(lk)
+        return _CheckedLinker(lk, self.check_isfinite)
 
 
 # ``function(..., mode="DebugMode")`` (and Theano's "DEBUG_MODE") make one when first used.

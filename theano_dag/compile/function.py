@@ -105,10 +105,13 @@ def rebuild_collect_shared(
             try:
                 v_repl = v_orig.type.filter_variable(v_repl)
             except TypeError:
-                raise TypeError(
-                    f"givens: cannot replace {v_orig} (type {v_orig.type}) by {v_repl} (type "
-                    f"{v_repl.type}): the types must match"
-                ) from None
+                # rebuild_strict=False lets the graph be rebuilt on other types (the nodes
+                # above the replacement infer theirs again, as Theano does).
+                if rebuild_strict:
+                    raise TypeError(
+                        f"givens: cannot replace {v_orig} (type {v_orig.type}) by {v_repl} "
+                        f"(type {v_repl.type}): the types must match"
+                    ) from None
         if v_orig in clone_d:
             raise ValueError(
                 f"givens: {v_orig} is used to compute another replacement but is itself "
@@ -227,7 +230,7 @@ def pfunc(
     for i, v in enumerate(in_variables):
         if v in in_variables[i + 1 :]:
             j = in_variables.index(v, i + 1)
-            raise ValueError(
+            raise UnusedInputError(  # Theano's error here (a ValueError too)
                 f"Variable {v} is used twice in the inputs of function, at positions {i} and "
                 f"{j}; each input may appear once"
             )

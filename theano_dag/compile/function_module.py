@@ -402,14 +402,20 @@ class Function(CallBase):
 
     @property
     def container(self):
-        """``f.container[name]``: the Container of an input."""
-        fn = self
+        """``f.container[name]``: the Container of an input (by name, variable or index)."""
+        return _InputView(self, lambda k: self.input_storage[k])
 
-        class _Containers:
-            def __getitem__(self, item):
-                return fn.input_storage[fn._index(item)]
+    @property
+    def value(self):
+        """``f.value[name]``: an input's value, as ``f[name]`` (Theano's attribute).
 
-        return _Containers()
+        >>> import theano_dag, theano_dag.tensor as tt
+        >>> x = tt.dscalar("x")
+        >>> f = theano_dag.function([theano_dag.In(x, value=2.0)], x * 3)
+        >>> float(f.value["x"]), "x" in f.value, "y" in f.value
+        (2.0, True, False)
+        """
+        return _InputView(self, lambda k: self.input_storage[k].storage[0], self.__setitem__)
 
     def get_shared(self):
         """The shared variables this function reads or updates."""
@@ -807,3 +813,22 @@ def _topo_key(fgraph):
         for j, o in enumerate(node.outputs):
             rank[o] = (k, j)
     return lambda v: rank.get(v, (-1, 0))
+
+
+class _InputView:
+    """``f.container`` and ``f.value``: a function's inputs looked up by name, variable or
+    index, with ``in``."""
+
+    def __init__(self, fn, get, set_=None):
+        self._fn, self._get, self._set = fn, get, set_
+
+    def __getitem__(self, item):
+        return self._get(self._fn._index(item))
+
+    def __setitem__(self, item, value):
+        if self._set is None:
+            raise TypeError("f.container is read-only: set a value with f[name] = value")
+        self._set(item, value)
+
+    def __contains__(self, item):
+        return item in self._fn

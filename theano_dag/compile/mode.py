@@ -31,6 +31,7 @@ import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads o
 from theano_dag.config import config
 from theano_dag.engines import LINKERS, inner
 from theano_dag.engines.basic import Linker
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.opt.optdb import (
     OPT_FAST_COMPILE,
     OPT_FAST_RUN,
@@ -41,6 +42,7 @@ from theano_dag.opt.optdb import (
 )
 
 __all__ = [
+    "AddFeatureOptimizer",
     "Mode",
     "get_mode",
     "get_default_mode",
@@ -315,6 +317,31 @@ class Mode(metaclass=_FrozenAfterInit):
         )
 
     __repr__ = __str__
+
+
+class AddFeatureOptimizer(GlobalOptimizer):
+    """A pass that changes nothing and attaches ``feature`` to the graph it runs on, so
+    that the rewrites registered after it obey the feature (Theano's name).
+
+    >>> import theano_dag, theano_dag.tensor as tt
+    >>> from theano_dag.graph.toolbox import NoOutputFromInplace
+    >>> mode = theano_dag.Mode(optimizer="fast_run").register(
+    ...     (AddFeatureOptimizer(NoOutputFromInplace()), 49.9)
+    ... )
+    >>> x = tt.dmatrix("x")
+    >>> f = theano_dag.function([x], tt.tanh(x * 2), mode=mode)
+    >>> f.maker.fgraph.outputs[0].owner.op.destroy_map  # no output computed in place
+    {}
+    """
+
+    def __init__(self, feature):
+        self.feature = feature
+
+    def add_requirements(self, fgraph):
+        fgraph.attach_feature(self.feature)
+
+    def apply(self, fgraph):
+        pass
 
 
 FAST_RUN = Mode(linker=None, optimizer="fast_run")

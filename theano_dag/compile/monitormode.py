@@ -1,15 +1,16 @@
 """``MonitorMode``: a Mode that calls the user's functions before and after every node
 (``theano.compile.monitormode``).
 
-``pre_func(i, node, fn)`` and ``post_func(i, node, fn)`` get the node's position in the
-run order, the node, and its thunk, whose ``fn.inputs`` and ``fn.outputs`` are the
+``pre_func(fgraph, i, node, fn)`` and ``post_func(fgraph, i, node, fn)`` (Theano 1.1's
+signature) get the function's graph, the node's position in the run order, the node, and
+its thunk, whose ``fn.inputs`` and ``fn.outputs`` are the
 storage cells of its input and output values (``fn.outputs[0][0]`` after it ran).
 
 >>> import numpy as np
 >>> import theano_dag
 >>> import theano_dag.tensor as tt
 >>> seen = []
->>> def post(i, node, fn):
+>>> def post(fgraph, i, node, fn):
 ...     seen.append((str(node.op), fn.outputs[0][0].tolist()))
 >>> x = tt.dvector("x")
 >>> f = theano_dag.function([x], tt.exp(x) * 2, mode=MonitorMode(post_func=post, optimizer=None))
@@ -34,10 +35,10 @@ class _Monitor:
 
     def __call__(self, fgraph, i, node, fn):
         if self.pre_func is not None:
-            self.pre_func(i, node, fn)
+            self.pre_func(fgraph, i, node, fn)
         fn()
         if self.post_func is not None:
-            self.post_func(i, node, fn)
+            self.post_func(fgraph, i, node, fn)
 
 
 class MonitorMode(Mode):
@@ -54,7 +55,7 @@ class MonitorMode(Mode):
         return WrapLinker([PerformLinker(allow_gc=False)], _Monitor(self.pre_func, self.post_func))
 
 
-def detect_nan(i, node, fn):
+def detect_nan(fgraph, i, node, fn):
     """A ``post_func`` that prints the node, its inputs and outputs when an output holds a
     NaN (Theano's ``detect_nan``)."""
     for out in fn.outputs:

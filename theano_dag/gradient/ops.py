@@ -26,6 +26,10 @@ __all__ = [
     "consider_constant",
     "grad_clip",
     "grad_scale",
+    "zero_grad_",
+    "disconnected_grad_",
+    "undefined_grad_",
+    "consider_constant_",
 ]
 
 
@@ -121,6 +125,13 @@ class GradScale(_GradIdentity):
         return [output_grads[0] * self.multiplier]
 
 
+# The ops ``zero_grad`` & co. apply, under Theano's names (code compares node ops to them).
+zero_grad_ = ZeroGrad()
+disconnected_grad_ = DisconnectedGrad()
+undefined_grad_ = UndefinedGrad()
+consider_constant_ = ConsiderConstant()
+
+
 def zero_grad(x):
     """Return ``x`` unchanged, but with a zero gradient.
 
@@ -130,7 +141,7 @@ def zero_grad(x):
     >>> float(grad(x * zero_grad(x), x).eval({x: 3.0}))
     3.0
     """
-    return ZeroGrad()(x)
+    return zero_grad_(x)
 
 
 def disconnected_grad(x):
@@ -142,7 +153,7 @@ def disconnected_grad(x):
     >>> float(grad(x * disconnected_grad(x), x).eval({x: 3.0}))
     3.0
     """
-    return DisconnectedGrad()(x)
+    return disconnected_grad_(x)
 
 
 def undefined_grad(x):
@@ -156,7 +167,7 @@ def undefined_grad(x):
     ...
     theano_dag.gradient.reverse.NullTypeGradError: grad: the gradient with respect to x is...
     """
-    return UndefinedGrad()(x)
+    return undefined_grad_(x)
 
 
 def consider_constant(x):
@@ -177,7 +188,7 @@ def consider_constant(x):
         DeprecationWarning,
         stacklevel=2,
     )
-    return ConsiderConstant()(x)
+    return consider_constant_(x)
 
 
 def grad_clip(x, lower_bound, upper_bound):

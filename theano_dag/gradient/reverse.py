@@ -306,8 +306,9 @@ def _check_known_grads(known_grads) -> dict:
                     f"grad: the known gradient of {var} must be a float tensor, "
                     f"NullType or DisconnectedType, got type {g.type}"
                 )
+            # Fewer dimensions broadcast (Theano accepts a scalar gradient for a vector).
             nd, g_nd = getattr(var.type, "ndim", None), getattr(g.type, "ndim", None)
-            if nd is not None and g_nd is not None and nd != g_nd:
+            if nd is not None and g_nd is not None and nd < g_nd:
                 raise ValueError(
                     f"grad: the known gradient of {var} has {g_nd} dimensions, "
                     f"but {var} has {nd}"
@@ -561,7 +562,9 @@ def Rop(
     ``Rop(f, wrt, v)[i] = sum_j d f[i] / d wrt[j] . v[j]`` (Jacobian-vector product).
     By default it is built from two reverse passes (the L-operator applied twice, with
     the cotangent ``u`` of ``f`` as a dummy: ``Lop(Lop(f, wrt, u), u, v)``), so every op
-    with a gradient works; ``use_op_rop_implementation=True`` uses each ``Op.R_op``.
+    with a gradient works; ``use_op_rop_implementation=True`` uses each ``Op.R_op``, as
+    does a graph with an op whose R-operator the user gave (``overrides_rop``, as an
+    ``OpFromGraph`` with ``rop_overrides``).
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -588,7 +591,10 @@ def Rop(
                 f"dimensionality: {w} has {w.type.ndim}, its eval point "
                 f"{v} has {v.type.ndim}"
             )
-    if use_op_rop_implementation:
+    # An op whose R-operator is the user's (OpFromGraph's rop_overrides) is honoured: the
+    # forward pass over R_op then runs, as Theano's Rop always did.
+    overridden = any(getattr(n.op, "overrides_rop", False) for n in io_toposort(wrt, fs))
+    if use_op_rop_implementation or overridden:
         rval = _rop_legacy(fs, wrt, eval_points)
     else:
         rval = _pushforward_through_pullback(fs, wrt, eval_points)

@@ -166,6 +166,10 @@ class SharedVariable(Variable):
             return
         self.tag.default_update = value
 
+    @default_update.deleter
+    def default_update(self):  # ``del x.default_update`` (Theano code writes it)
+        self.default_update = None
+
     @property
     def value(self):
         raise AttributeError("SharedVariable has no .value: use get_value() or set_value() instead")

@@ -10,6 +10,8 @@ import operator
 import os
 import sys
 
+from theano_dag.utils import cmp  # noqa: F401  (Theano's graph code imports it from here)
+
 # The package's own directory: frames from files under it are not the user's.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -281,12 +283,3 @@ def copy_stack_trace(from_var, to_var):
     targets = to_var if isinstance(to_var, (list, tuple)) else [to_var]
     for v in targets:
         v.tag.trace = list(stacks)
-
-
-def cmp(a, b) -> int:
-    """Python 2's three-way comparison: -1, 0 or 1 (``theano.utils.cmp``).
-
-    >>> cmp(1, 2), cmp("b", "a"), cmp(3, 3)
-    (-1, 1, 0)
-    """
-    return (a > b) - (a < b)

@@ -25,6 +25,10 @@ from theano_dag.tensor.shape import (
     shape,
     shape_i,
 )
+
+# Theano's tensor.basic also held the type constructors (``from theano.tensor.basic import
+# dmatrix``); this module's own names, defined below, come first.
+from theano_dag.tensor.type import *  # noqa: F403
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, int_dtypes
 from theano_dag.tensor.variable import AsTensorError, as_tensor_variable, constant
 

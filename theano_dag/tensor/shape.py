@@ -488,13 +488,24 @@ def patternbroadcast(x, broadcastable):
     return _rebroadcast(x, list(enumerate(bool(b) for b in broadcastable)))
 
 
+class ShapeMismatchError(ValueError, AssertionError):
+    """A value whose shape is not the one specified (Theano raised AssertionError)."""
+
+
+class SpecifyShapeLengthError(TypeError, AssertionError):
+    """A specified shape without one entry per dimension (Theano raised AssertionError)."""
+
+
 class SpecifyShape(Op):
     """``specify_shape(x, shape)``: ``x`` itself, with its shape checked at run time.
 
     Inputs: ``x`` and an int64 vector with one entry per dimension; a negative entry
     (``None`` in ``specify_shape``) leaves that dimension unchecked. Constant entries
-    become the output's static shape. A value of another shape raises ValueError naming
-    the expected and the actual shape.
+    become the output's static shape. A shape vector of unknown length is checked when the
+    graph runs. A value of another shape raises ``ShapeMismatchError`` (a ValueError, and
+    the AssertionError Theano raised) naming the expected and the actual shape; a shape
+    with the wrong number of entries, a ``SpecifyShapeLengthError`` (a TypeError, and
+    Theano's AssertionError).
 
     >>> from theano_dag import tensor as tt
     >>> specify_shape(tt.dmatrix("x"), (None, 3)).type
@@ -511,13 +522,10 @@ class SpecifyShape(Op):
         known = _shape_entries(shape)
         if n is None and known is not None:
             n = len(known)
-        if n is None:
-            raise TypeError(
-                f"SpecifyShape: the length of the shape {shape} is not known; it must have "
-                f"one entry per dimension of {x} ({x.ndim})"
-            )
+        if n is None:  # a symbolic vector: its length is checked when the graph runs
+            return Apply(self, [x, shape], [x.type()])
         if n != x.ndim:
-            raise TypeError(
+            raise SpecifyShapeLengthError(
                 f"SpecifyShape: the shape has {n} entries, expected {x.ndim} (one per "
                 f"dimension of {x})"
             )
@@ -537,7 +545,7 @@ class SpecifyShape(Op):
         x, shape = inputs
         if len(shape) != x.ndim or any(s >= 0 and s != d for s, d in zip(shape, x.shape)):
             expected = tuple(int(s) if s >= 0 else None for s in shape)
-            raise ValueError(
+            raise ShapeMismatchError(
                 f"SpecifyShape: expected shape {expected} (None: any length), "
                 f"got shape {x.shape}"
             )

@@ -234,7 +234,9 @@ class TensorType(Type):
         with np.errstate(all="ignore"):
             try:
                 converted = original.astype(self.dtype)
-            except (TypeError, ValueError, OverflowError) as e:
+            except ValueError as e:  # a text that is no number: Theano's ValueError
+                raise UnconvertibleValueError(f"{self} cannot convert {data!r}: {e}") from None
+            except (TypeError, OverflowError) as e:
                 raise TypeError(f"{self} cannot convert {data!r}: {e}") from None
             same = self.values_eq(original, converted, force_same_dtype=False)
         if not same:
@@ -418,10 +420,61 @@ _PREFIXES = {
     "z": "complex128",
 }
 
+
+class UnconvertibleValueError(TypeError, ValueError):
+    """A value numpy cannot convert to the type's dtype (``"abc"`` for a float): a
+    TypeError as the type's other refusals, and the ValueError Theano raised."""
+
+
+class TypeConstructor(TensorType):
+    """A tensor type of fixed dtype that is also its variables' constructor, as Theano's
+    ``dmatrix``, ``lscalar``...: ``dmatrix("x")`` makes a variable (of a plain
+    ``TensorType``), ``dmatrix == TensorType("float64", (False, False))``, and it is a
+    Type where one is expected (``as_op([dmatrix], dvector)``). ``shape=`` gives the
+    variable static lengths.
+
+    >>> dmatrix("x").type == dmatrix, dmatrix(shape=(2, None)).type.shape
+    (True, (2, None))
+    """
+
+    def __init__(self, dtype, broadcastable, kind):
+        super().__init__(dtype, broadcastable=broadcastable)
+        self.kind = self.__name__ = kind  # named as the constructor function it replaces
+        self.__doc__ = f"A symbolic {kind} of dtype {self.dtype}: ``{kind}(name)``."
+
+    def __call__(self, name=None, dtype=None, shape=None):
+        if shape is not None and len(shape) != self.ndim:
+            raise TypeError(
+                f"{self.kind}: shape {shape} has {len(shape)} dimensions, expected {self.ndim}"
+            )
+        plain = TensorType(dtype or self.dtype, shape=self.shape if shape is None else shape)
+        return plain(name)
+
+    # Equal to (and hashed as) the plain TensorType: a subclass's __eq__ is asked first.
+    def __eq__(self, other):
+        return isinstance(other, TensorType) and (
+            type(other) in (TensorType, TypeConstructor) and self._props() == other._props()
+        )
+
+    def __hash__(self):
+        return hash((TensorType, self._props()))
+
+    def clone(self, dtype=None, broadcastable=None, shape=None):
+        plain = TensorType(self.dtype, shape=self.shape)
+        return plain.clone(dtype=dtype, broadcastable=broadcastable, shape=shape)
+
+    def __reduce__(self):
+        return (TypeConstructor, (self.dtype, self.broadcastable, self.kind))
+
+
+__all__ += ["TypeConstructor", "UnconvertibleValueError"]
 for _kind, _bc in _KINDS.items():
     for _p, _dt in _PREFIXES.items():
         _name = _p + _kind
-        globals()[_name] = _make_constructor(_bc, _dt, _name)
+        if _dt is None:  # floatX, read when called: a function
+            globals()[_name] = _make_constructor(_bc, _dt, _name)
+        else:
+            globals()[_name] = TypeConstructor(_dt, _bc, _name)
         __all__.append(_name)
 del _kind, _bc, _p, _dt, _name
 

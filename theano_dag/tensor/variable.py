@@ -222,15 +222,6 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def repeat(self, repeats, axis=None):
         return _tensor.basic.repeat(self, repeats, axis)
 
-    def exp(self):
-        return _tensor.math.exp(self)
-
-    def log(self):
-        return _tensor.math.log(self)
-
-    def sqrt(self):
-        return _tensor.math.sqrt(self)
-
     # numpy's array methods that Theano's variables have too.
     def ravel(self):
         return _tensor.basic.flatten(self)
@@ -260,6 +251,27 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
 
     def nonzero_values(self):
         return _tensor.nonzero_values(self)
+
+
+# numpy calls the method of an object's name when a ufunc meets it (``np.cos(x)`` calls
+# ``x.cos()``), so a variable with these methods works in numpy code (PyMC users write it).
+_UFUNC_METHODS = (
+    "arccos arccosh arcsin arcsinh arctan arctanh ceil cos cosh deg2rad exp exp2 expm1 "
+    "floor log log10 log1p log2 rad2deg sin sinh sqrt tan tanh trunc"
+).split()
+
+
+def _ufunc_method(name):
+    def method(self):
+        return getattr(_tensor.math, name)(self)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``{name}`` of this variable (what ``numpy.{name}(x)`` calls)."
+    return method
+
+
+for _name in _UFUNC_METHODS:
+    setattr(_tensor_py_operators, _name, _ufunc_method(_name))
 
 
 class TensorVariable(_tensor_py_operators, Variable):
