@@ -3,6 +3,8 @@ ceil_intdiv, cov, conj, complex_from_polar, is_flat, autocast_float_as, the Thea
 tensor.opt/type_other/utils/scalar.constant): values against numpy in float32 and
 float64 on the reference and CPU engines, shapes, gradients by finite differences."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -234,3 +236,53 @@ def test_theanos_convert_to_ops_cast_as_numpy(mode):
         out = run([x], getattr(basic, f"_convert_to_{dt}")(x), [v], mode)
         assert out.dtype == dt
         np.testing.assert_array_equal(out, v.astype(dt))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stack_takes_theanos_two_interfaces(dtype):
+    a, b = tt.vector("a", dtype=dtype), tt.vector("b", dtype=dtype)
+    va, vb = np.arange(3, dtype=dtype), np.arange(3, 6, dtype=dtype)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        forms = [
+            (tt.stack([a, b]), 0),
+            (tt.stack([a, b], 1), 1),
+            (tt.stack([a, b], axis=-1), -1),
+            (tt.stack(tensors=[a, b], axis=1), 1),
+        ]
+    assert not caught
+    for out, axis in forms:
+        got = function([a, b], out)(va, vb)
+        np.testing.assert_array_equal(got, np.stack([va, vb], axis=axis))
+        assert got.dtype == dtype
+    with pytest.warns(DeprecationWarning, match=r"stack\(a, b, \.\.\.\) is deprecated"):
+        old = tt.stack(a, b)
+    np.testing.assert_array_equal(function([a, b], old)(va, vb), np.stack([va, vb]))
+    for axis in (2, -3):
+        with pytest.raises(IndexError, match=f"stack: axis {axis} is out of range for 1-d"):
+            tt.stack([a, b], axis)
+    with pytest.raises(TypeError, match="stack: expected a non-empty list of tensors"):
+        tt.stack([])
+    with pytest.raises(TypeError, match="given both by position and as 'tensors'"):
+        tt.stack([a], tensors=[b])
+
+
+def test_join_of_one_tensor_is_that_tensor():
+    x = tt.dmatrix("x")
+    assert tt.join(0, x) is x
+    assert tt.concatenate([x], axis=1) is x
+    f = function([x], tt.join(1, [x]))
+    v = np.arange(6.0).reshape(2, 3)
+    out = f(v)
+    np.testing.assert_array_equal(out, v)
+    assert out is not v  # the function's output is still its own array
+
+
+def test_join_axis_out_of_range_is_an_index_error_as_in_theano():
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    for axis in (2, -3):
+        with pytest.raises(IndexError, match=f"Join: axis {axis} is out of range for 2-d"):
+            tt.join(axis, a, b)
+    # numpy's AxisError: also the ValueError it was
+    with pytest.raises(ValueError, match="Join: axis 2 is out of range"):
+        tt.join(2, a, b)

@@ -3,6 +3,8 @@ arange, eye, tile, repeat, transpose (``theano.tensor.basic``)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from theano_dag import scalar as ts
@@ -280,7 +282,9 @@ class Join(Op):
                     f"{ndim} like input 0"
                 )
         if not -ndim <= self.axis < ndim:
-            raise ValueError(f"Join: axis {self.axis} is out of range for {ndim}-d inputs")
+            raise np.exceptions.AxisError(
+                f"Join: axis {self.axis} is out of range for {ndim}-d inputs"
+            )
         axis = self.axis % ndim
         dtype = ts.upcast(*[t.dtype for t in ts_])
         shape = []
@@ -337,6 +341,9 @@ def join(axis, *tensors):
     """Concatenate ``tensors`` along ``axis`` (Theano's argument order)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if len(tensors) == 1:
+        # Joining one tensor is that tensor (as in Theano: no node, nothing to copy).
+        return as_tensor_variable(tensors[0])
     return Join(axis)(*tensors)
 
 
@@ -347,19 +354,43 @@ def concatenate(tensor_list, axis=0):
     return join(axis, *tensor_list)
 
 
-def stack(tensors, axis=0):
-    """Join tensors of equal shape along a new ``axis``.
+def stack(*tensors, **kwargs):
+    """Join tensors of equal shape along a new ``axis``: ``stack(tensors, axis=0)``.
+
+    Theano's first form, ``stack(a, b, ...)`` (the tensors as arguments, axis 0), still
+    works and warns that it is deprecated, as Theano's does. An axis out of range raises
+    numpy's ``AxisError`` (both an ``IndexError``, as in Theano, and a ``ValueError``).
 
     >>> from theano_dag import tensor as tt
     >>> stack([tt.dvector("a"), tt.dvector("b")], axis=1).ndim
     2
     """
+    unknown = sorted(set(kwargs) - {"tensors", "axis"})
+    if unknown:
+        raise TypeError(f"stack: unexpected keyword arguments {unknown}")
+    axis = kwargs.get("axis", 0)
+    if "tensors" in kwargs:
+        if tensors:
+            raise TypeError("stack: the tensors are given both by position and as 'tensors'")
+        tensors = kwargs["tensors"]
+    elif tensors and isinstance(tensors[0], (list, tuple)):
+        if len(tensors) > 2 or (len(tensors) == 2 and "axis" in kwargs):
+            raise TypeError("stack: expected stack(tensors, axis=0)")
+        if len(tensors) == 2:
+            axis = tensors[1]
+        tensors = tensors[0]
+    elif tensors:
+        warnings.warn(
+            "stack(a, b, ...) is deprecated: use stack([a, b, ...], axis=0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     if not isinstance(tensors, (list, tuple)) or not tensors:
         raise TypeError("stack: expected a non-empty list of tensors")
     ts_ = [as_tensor_variable(t) for t in tensors]
     ndim = ts_[0].ndim
     if not -(ndim + 1) <= axis <= ndim:
-        raise ValueError(f"stack: axis {axis} is out of range for {ndim}-d inputs")
+        raise np.exceptions.AxisError(f"stack: axis {axis} is out of range for {ndim}-d inputs")
     axis = axis % (ndim + 1)
     if ndim == 0 and all(isinstance(t, Variable) for t in ts_):
         dtype = ts.upcast(*[t.dtype for t in ts_])
