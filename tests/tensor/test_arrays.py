@@ -286,3 +286,37 @@ def test_join_axis_out_of_range_is_an_index_error_as_in_theano():
     # numpy's AxisError: also the ValueError it was
     with pytest.raises(ValueError, match="Join: axis 2 is out of range"):
         tt.join(2, a, b)
+
+
+DOT_SHAPES = [((2, 3, 4), (4, 5)), ((2, 3, 4), (4,)), ((2, 1, 3, 2), (2, 6)), ((3, 4), (2, 4, 5))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("linker", ["cpu", "py", "opencl"])
+@pytest.mark.parametrize("shapes", DOT_SHAPES, ids=str)
+def test_dot_of_more_than_two_dimensions_is_numpys(dtype, linker, shapes):
+    if linker == "opencl":
+        pytest.importorskip("pyopencl")
+    mode = Mode(linker=linker)
+    sa, sb = shapes
+    a = tt.tensor(dtype, shape=(None,) * len(sa))
+    b = tt.tensor(dtype, shape=(None,) * len(sb))
+    rng = np.random.default_rng(0)
+    va, vb = rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
+    out = function([a, b], tt.dot(a, b), mode=mode)(va, vb)
+    ref = np.dot(va, vb)
+    assert out.shape == ref.shape and out.dtype == dtype
+    np.testing.assert_allclose(out, ref, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_dot_of_a_3d_by_a_2d_tensor_is_one_matrix_product_with_its_gradient():
+    x, w = tt.dtensor3("x"), tt.dmatrix("w")
+    y = tt.dot(x, w)
+    assert isinstance(y.owner.inputs[0].owner.op, tt.Dot)  # reshape(dot(rows, w))
+    rng = np.random.default_rng(1)
+    verify_grad(
+        lambda x, w: tt.dot(x, w), [rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))]
+    )
+    verify_grad(
+        lambda x, w: tt.dot(x, w), [rng.standard_normal((3, 4)), rng.standard_normal((2, 4, 5))]
+    )

@@ -17,7 +17,6 @@ BAD = [
         TypeError,
         r"^Elemwise\{exp,no_inplace\} expects 1 inputs, got 2$",
     ),
-    (lambda: tt.dot(tt.dtensor3("a"), tt.dmatrix()), TypeError, "use tensordot"),
     (
         lambda: tt.Dot()(tt.dscalar("s"), tt.dmatrix()),
         TypeError,

@@ -707,20 +707,28 @@ _dot = Dot()
 
 
 def dot(a, b):
-    """``numpy.dot`` for scalars, vectors and matrices.
+    """``numpy.dot``: scalars, vectors, matrices, and tensors of more dimensions (the
+    last axis of ``a`` with the second-to-last of ``b``, as numpy and Theano do).
 
     >>> from theano_dag import tensor as tt
     >>> dot(tt.dvector("u"), tt.dvector("v")).ndim, dot(2, tt.dmatrix("m")).ndim
     (0, 2)
+    >>> dot(tt.dtensor3("x"), tt.dmatrix("w")).ndim  # a recurrent layer's inputs
+    3
     """
     a, b = as_tensor_variable(a), as_tensor_variable(b)
     if a.ndim == 0 or b.ndim == 0:
         return mul(a, b)
+    if b.ndim <= 2 < a.ndim:
+        # (..., k) by (k,) or (k, n): one matrix product over all the rows of a, so the
+        # engines run it as the BLAS product they plan, not as a general contraction.
+        rows = _dot(reshape(a, (-1, shape_i(a, a.ndim - 1)), ndim=2), b)
+        lead = [shape_i(a, d) for d in range(a.ndim - 1)]
+        tail = [shape_i(b, 1)] if b.ndim == 2 else []
+        return reshape(rows, lead + tail, ndim=a.ndim + b.ndim - 2)
     if a.ndim > 2 or b.ndim > 2:
-        raise TypeError(
-            f"dot: inputs of {a.ndim} and {b.ndim} dimensions are not supported "
-            "here; use tensordot"
-        )
+        # the module, not an import: tensor.contractions is built on this one
+        return _tensor.contractions.tensordot(a, b, [[a.ndim - 1], [b.ndim - 2]])
     return _dot(a, b)
 
 
