@@ -38,7 +38,7 @@ def _is_float(var):
     return str(getattr(var.type, "dtype", "")).startswith(("float", "complex"))
 
 
-def _like(x, var):
+def cast_like(x, var):
     """``x`` with the dtype and broadcastable pattern of ``var`` (the loop's types)."""
     if x.type.dtype != var.type.dtype:
         x = tt.cast(x, var.type.dtype)
@@ -106,18 +106,9 @@ def _with_residuals(op, inputs, residuals):
     own: ``(outputs laid out as the op's, the residuals' rows)``."""
     nst, nit = op.n_states, op.n_nitsot
     outs = list(op.inner_outputs)
-    fwd = type(op)(
-        op.inner_inputs,
-        [*outs[: nst + nit], *residuals, *outs[nst + nit :]],
-        n_seqs=op.n_seqs,
-        state_taps=op.state_taps,
+    fwd = op.rebuilt(
+        inner_outputs=[*outs[: nst + nit], *residuals, *outs[nst + nit :]],
         n_nitsot=nit + len(residuals),
-        has_until=op.has_until,
-        truncate_gradient=op.truncate_gradient,
-        mode=op.mode,
-        name=op.name,
-        store=op.store,
-        n_carry=op.n_carry,
     )
     res = fwd(*inputs, return_list=True)
     k = nst + nit
@@ -271,9 +262,9 @@ def scan_grad(op, inputs, outputs, output_grads):
             if v in d_of:
                 shifted = tt.inc_subtensor(shifted[-tap - 1], d_of[v])
         new_windows.append(shifted)
-    new_windows = [_like(w, v) for w, v in zip(new_windows, windows)]
-    new_accs = [_like(a + d_of[fwd_nonseqs[k]], a) for a, k in zip(accs, float_ns)]
-    d_seqs = [_like(d_of[v], replace[v]) for v in wrt_seqs]
+    new_windows = [cast_like(w, v) for w, v in zip(new_windows, windows)]
+    new_accs = [cast_like(a + d_of[fwd_nonseqs[k]], a) for a, k in zip(accs, float_ns)]
+    d_seqs = [cast_like(d_of[v], replace[v]) for v in wrt_seqs]
 
     back = type(op)(
         [*b_seqs, *windows, *accs, *b_nonseqs],

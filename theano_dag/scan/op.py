@@ -117,6 +117,26 @@ class Scan(Op):
         self._fn = None
         self._loop_lib = None  # the C loop driver, when the step's engine has one
 
+    def rebuilt(self, **changes):
+        """A Scan like this one, with ``changes`` to its arguments (``inner_outputs``,
+        ``n_nitsot``, ``store``...): what the loop rewrites and the gradient build from.
+        """
+        args = dict(
+            inner_inputs=self.inner_inputs,
+            inner_outputs=self.inner_outputs,
+            n_seqs=self.n_seqs,
+            state_taps=self.state_taps,
+            n_nitsot=self.n_nitsot,
+            has_until=self.has_until,
+            truncate_gradient=self.truncate_gradient,
+            mode=self.mode,
+            name=self.name,
+            store=self.store,
+            n_carry=self.n_carry,
+        )
+        args.update(changes)
+        return type(self)(**args)
+
     def __str__(self):
         name = f"{self.name}, " if self.name else ""
         return (

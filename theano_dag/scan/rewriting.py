@@ -56,6 +56,7 @@ from theano_dag.graph.basic import (
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.optdb import register_canonicalize, register_specialize, register_useless
 from theano_dag.scalar.arith import Second
+from theano_dag.scan.grad import cast_like
 from theano_dag.scan.op import Scan
 from theano_dag.scan.step_kernels import local_elemwise_as_kernel
 from theano_dag.tensor.basic import Alloc, NotScalarConstantError, get_scalar_constant_value
@@ -133,18 +134,9 @@ def local_scan_hoist_invariants(fgraph, node):
     used = set(graph_inputs(new_outs))
     kept = [(h, o) for h, o in zip(inner_ns, outer_ns) if h in used]
     kept += [(h, o) for h, o in zip(holders, outer_values) if h in used]
-    new_op = Scan(
-        [*op.inner_inputs[:first_ns], *(h for h, _ in kept)],
-        new_outs,
-        n_seqs=op.n_seqs,
-        state_taps=op.state_taps,
-        n_nitsot=op.n_nitsot,
-        has_until=op.has_until,
-        truncate_gradient=op.truncate_gradient,
-        mode=op.mode,
-        name=op.name,
-        store=op.store,
-        n_carry=op.n_carry,
+    new_op = op.rebuilt(
+        inner_inputs=[*op.inner_inputs[:first_ns], *(h for h, _ in kept)],
+        inner_outputs=new_outs,
     )
     outer = node.inputs[: len(node.inputs) - op.n_nonseqs]
     return new_op(*outer, *(o for _, o in kept), return_list=True)
@@ -206,19 +198,7 @@ def local_scan_save_memory(fgraph, node):
             reads[k] = found
     if not reads:
         return None
-    new_op = Scan(
-        op.inner_inputs,
-        op.inner_outputs,
-        n_seqs=op.n_seqs,
-        state_taps=op.state_taps,
-        n_nitsot=op.n_nitsot,
-        has_until=op.has_until,
-        truncate_gradient=op.truncate_gradient,
-        mode=op.mode,
-        name=op.name,
-        store=store,
-        n_carry=op.n_carry,
-    )
+    new_op = op.rebuilt(store=store)
     new_outs = new_op(*node.inputs, return_list=True)
     replace = {
         old: new for k, (old, new) in enumerate(zip(node.outputs, new_outs)) if k not in reads
@@ -245,22 +225,13 @@ def local_scan_remove_unused_inputs(fgraph, node):
     keep_ns = [k for k in range(op.n_nonseqs) if op.inner_inputs[first_ns + k] in used]
     if len(keep_seq) == ns and len(keep_ns) == op.n_nonseqs:
         return None
-    new_op = Scan(
-        [
+    new_op = op.rebuilt(
+        inner_inputs=[
             *(op.inner_inputs[k] for k in keep_seq),
             *op.inner_inputs[ns:first_ns],
             *(op.inner_inputs[first_ns + k] for k in keep_ns),
         ],
-        op.inner_outputs,
         n_seqs=len(keep_seq),
-        state_taps=op.state_taps,
-        n_nitsot=op.n_nitsot,
-        has_until=op.has_until,
-        truncate_gradient=op.truncate_gradient,
-        mode=op.mode,
-        name=op.name,
-        store=op.store,
-        n_carry=op.n_carry,
     )
     return new_op(
         n_steps,
@@ -381,36 +352,10 @@ def local_scan_subsume(fgraph, node):
     return None
 
 
-def _like(x, var):
-    """``x`` with the type of ``var`` (dtype, broadcastable pattern)."""
-    if x.type.dtype != var.type.dtype:
-        x = tt.cast(x, var.type.dtype)
-    if x.type.broadcastable != var.type.broadcastable:
-        x = tt.patternbroadcast(x, var.type.broadcastable)
-    return x
-
-
 def _rows_of(x):
     """``x`` of 3 dimensions (steps, rows, columns) as a matrix of all the rows."""
     # (-1: one shape entry less to compute; the columns fix it even with no rows)
     return tt.reshape(x, (-1, x.shape[2]), ndim=2)
-
-
-def _rebuild(op, inner_inputs, inner_outputs, n_seqs, n_nitsot, state_taps=None, store=None):
-    """A Scan like ``op`` with new inner inputs and outputs (and their counts)."""
-    return Scan(
-        inner_inputs,
-        inner_outputs,
-        n_seqs=n_seqs,
-        state_taps=op.state_taps if state_taps is None else state_taps,
-        n_nitsot=n_nitsot,
-        has_until=op.has_until,
-        truncate_gradient=op.truncate_gradient,
-        mode=op.mode,
-        name=op.name,
-        store=op.store if store is None else store,
-        n_carry=op.n_carry,
-    )
 
 
 @register_canonicalize
@@ -447,16 +392,16 @@ def local_scan_push_out_seq_dot(fgraph, node):
         out = inner.outputs[0]
         holder = out.type(f"{x.name or 'x'}_dot")
         holders.append(holder)
-        outer.append(_like(product, tt.TensorType(out.type.dtype, (False, *out.broadcastable))()))
+        outer.append(
+            cast_like(product, tt.TensorType(out.type.dtype, (False, *out.broadcastable))())
+        )
     new_outs = clone_replace(
         list(op.inner_outputs), {n.outputs[0]: h for n, h in zip(found, holders)}
     )
-    new_op = _rebuild(
-        op,
-        [*seq_vars, *holders, *op.inner_inputs[op.n_seqs :]],
-        new_outs,
+    new_op = op.rebuilt(
+        inner_inputs=[*seq_vars, *holders, *op.inner_inputs[op.n_seqs :]],
+        inner_outputs=new_outs,
         n_seqs=op.n_seqs + len(holders),
-        n_nitsot=op.n_nitsot,
     )
     return new_op(n_steps, *seqs, *outer, *inits, *carries, *nonseqs, return_list=True)
 
@@ -477,13 +422,13 @@ def local_scan_nitsot_of_sequence(fgraph, node):
     n_steps, seqs, *_ = op.split_outer(node.inputs)
     outs = list(op.inner_outputs)
     kept = [o for j, o in enumerate(outs) if j - nst not in gone]
-    new_op = _rebuild(op, op.inner_inputs, kept, n_seqs=op.n_seqs, n_nitsot=nit - len(gone))
+    new_op = op.rebuilt(inner_outputs=kept, n_nitsot=nit - len(gone))
     res = iter(new_op(*node.inputs, return_list=True))
     replace = {}
     for j, old in enumerate(node.outputs):
         if j - nst in gone:
             seq = seqs[seq_vars.index(outs[j])][:n_steps]
-            replace[old] = _like(seq, old)
+            replace[old] = cast_like(seq, old)
         else:
             replace[old] = next(res)
     return replace
@@ -546,7 +491,7 @@ def _dot_sum_term(op, acc_in, out):
 
         def total(g_rows):
             # sum_t sum(g_t, axis=0) over all the steps' rows, under the same DimShuffles
-            whole = _like(tt.sum(g_rows, axis=(0, 1)), summed)
+            whole = cast_like(tt.sum(g_rows, axis=(0, 1)), summed)
             return clone_replace([term], {summed: whole})[0]
 
         values = (g_t,)
@@ -598,15 +543,18 @@ def local_scan_push_out_dot_sum(fgraph, node):
     keep = [k for k in range(nst) if k not in found]
     dropped = {taps[k][0] for k in found}
     n_tap_inputs = sum(len(t) for t in op.state_taps)
-    new_op = _rebuild(
-        op,
-        [
+    new_op = op.rebuilt(
+        inner_inputs=[
             *seq_vars,
             *(v for v in op.inner_inputs[op.n_seqs : op.n_seqs + n_tap_inputs] if v not in dropped),
             *op.inner_inputs[op.n_seqs + n_tap_inputs :],
         ],
-        [*(outs[k] for k in keep), *outs[nst : nst + nit], *new_nits, *outs[nst + nit :]],
-        n_seqs=op.n_seqs,
+        inner_outputs=[
+            *(outs[k] for k in keep),
+            *outs[nst : nst + nit],
+            *new_nits,
+            *outs[nst + nit :],
+        ],
         n_nitsot=nit + len(new_nits),
         state_taps=[op.state_taps[k] for k in keep],
         store=[op.store[k] for k in keep],
@@ -627,7 +575,7 @@ def local_scan_push_out_dot_sum(fgraph, node):
     for k, ((values, sum_of), clients) in found.items():
         total = inits[k][-1] + sum_of(*(all_rows(v) for v in values))
         for client in clients:
-            replace[client.outputs[0]] = _like(total, client.outputs[0])
+            replace[client.outputs[0]] = cast_like(total, client.outputs[0])
     return replace
 
 
@@ -644,7 +592,7 @@ def local_scan_remove_unused_nitsot(fgraph, node):
     if not unused:
         return None
     kept = [o for j, o in enumerate(op.inner_outputs) if j - nst not in unused]
-    new_op = _rebuild(op, op.inner_inputs, kept, n_seqs=op.n_seqs, n_nitsot=nit - len(unused))
+    new_op = op.rebuilt(inner_outputs=kept, n_nitsot=nit - len(unused))
     res = iter(new_op(*node.inputs, return_list=True))
     return {old: next(res) for j, old in enumerate(node.outputs) if j - nst not in unused}
 
@@ -718,4 +666,4 @@ def local_add_of_slices_to_join(fgraph, node):
     out = node.outputs[0]
     joined = tt.join(found[0][1], *(tt.cast(p[4], out.dtype) for p in found))
     rest = [v for v, p in zip(node.inputs, pieces) if p is None]
-    return [_like(tt.add(joined, *rest) if rest else joined, out)]
+    return [cast_like(tt.add(joined, *rest) if rest else joined, out)]
