@@ -1,5 +1,7 @@
 """function(): calls, updates, givens, the memory contract, on toy types (no tensor library)."""
 
+import pickle
+
 import numpy as np
 import pytest
 from compile_toys import add, add_inplace, exp, mul, neg, reuse, transpose, vec
@@ -14,6 +16,7 @@ from theano_dag.compile import (
     function,
     shared,
 )
+from theano_dag.compile.function import function_dump
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.fg import InconsistencyError
@@ -396,11 +399,6 @@ def test_output_subset_of_dict_outputs_names_keys():
 
 
 def test_function_dump_pickles_a_call_that_compiles_the_same(tmp_path):
-    import pickle
-
-    from theano_dag.compile.function import function_dump
-    from theano_dag.compile.sharedvalue import shared
-
     x = vec("x")
     s = shared(np.array([1.0, 2.0]), "s")
     path = str(tmp_path / "dump.pkl")

@@ -12,6 +12,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.formats.onnx import OnnxExportError, from_onnx, to_onnx
 from theano_dag.models import Net, TensorOps, init_params, resnet50, tensor_forward
+from theano_dag.models.resnet import _bottleneck
 from theano_dag.tensor import nnet
 
 onnx = pytest.importorskip("onnx")
@@ -126,7 +127,6 @@ def _resnet_block(dtype):
     """A ResNet bottleneck with projection, weights as shared variables."""
     x = tt.tensor4("x", dtype=dtype)
     net = Net(TensorOps(), init_params(resnet50, (1, 3, 8, 8), dtype=dtype))
-    from theano_dag.models.resnet import _bottleneck  # noqa: PLC0415 (the block alone)
 
     stem = net.conv_bn(x, "stem", 64, 7, 2, 3)
     return x, _bottleneck(net, stem, "res2.0", 64, 1, project=True)
