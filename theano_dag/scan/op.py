@@ -248,8 +248,9 @@ class Scan(Op):
                 return None
         return KernelLoop(self._loop_lib, views, calls, copies, cond)
 
-    def perform(self, node, inputs, output_storage, params=None):
-        n_steps, seqs, inits, carries, nonseqs = self.split_outer(inputs)
+    def check_steps(self, n_steps, seqs) -> int:
+        """The number of steps as an int, after checking it against the sequences'
+        lengths (every engine's loop checks its inputs this way)."""
         n = int(n_steps)
         if n < 0:
             raise ValueError(f"{self}: n_steps must not be negative, got {n}")
@@ -259,6 +260,11 @@ class Scan(Op):
                     f"{self}: sequence {k} has {s.shape[0]} steps, fewer than the "
                     f"{n} steps (n_steps) the loop runs"
                 )
+        return n
+
+    def perform(self, node, inputs, output_storage, params=None):
+        n_steps, seqs, inits, carries, nonseqs = self.split_outer(inputs)
+        n = self.check_steps(n_steps, seqs)
         buffers, sizes = [], []
         for k, (init, m, var) in enumerate(zip(inits, self.mintaps, node.outputs)):
             if init.shape[0] < m:

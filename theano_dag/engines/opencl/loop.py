@@ -177,15 +177,7 @@ class ScanImpl(Impl):
     def run(self, inputs, out):
         op = self.node.op
         n_steps, seqs, inits, _carries, nonseqs = op.split_outer(inputs)
-        n = int(n_steps)
-        if n < 0:
-            raise ValueError(f"{op}: n_steps must not be negative, got {n}")
-        for k, s in enumerate(seqs):
-            if s.shape[0] < n:
-                raise ValueError(
-                    f"{op}: sequence {k} has {s.shape[0]} steps, fewer than the "
-                    f"{n} steps (n_steps) the loop runs"
-                )
+        n = op.check_steps(n_steps, seqs)
         if n == 0:
             return self._run_on_host(inputs)
         ctx = self.ctx
