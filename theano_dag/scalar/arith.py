@@ -18,6 +18,7 @@ from theano_dag.scalar.basic import (
     bool_out,
     discrete_dtypes,
     float_dtypes,
+    real_out,
     same_out,
     transfer_type,
     true_div_out,
@@ -228,7 +229,11 @@ class Neg(UnaryScalarOp):
 
 
 class Abs(UnaryScalarOp):
+    """``|x|``; the modulus of a complex ``x``, real (float32 of complex64, as Theano)."""
+
     nfunc = staticmethod(np.abs)
+    complex_grad = True
+    compute_in_output_dtype = False
 
     def c_template(self, in_dtypes, out_dtypes):
         d = out_dtypes[0]
@@ -239,7 +244,11 @@ class Abs(UnaryScalarOp):
         return "(%(x)s < 0 ? -%(x)s : %(x)s)"
 
     def grad(self, inputs, output_grads):
-        return [output_grads[0] * vocabulary(output_grads[0]).sgn(inputs[0])]
+        (x,), (gz,) = inputs, output_grads
+        if x.dtype.startswith("complex"):
+            # d|z|/d(re) + 1j d|z|/d(im) = z / |z|
+            return [gz * x / abs(x)]
+        return [gz * vocabulary(gz).sgn(x)]
 
 
 class Sgn(UnaryScalarOp):
@@ -460,12 +469,18 @@ class Cast(UnaryScalarOp):
 
     __props__ = ("o_type",)
     compute_in_output_dtype = False
+    complex_grad = True
 
     def __init__(self, o_type, name=None):
         self.o_type = np.dtype(o_type).name
         super().__init__(None, name or f"convert_to_{self.o_type}")
 
     def output_types_preference(self, *dtypes):
+        if dtypes[0].startswith("complex") and not self.o_type.startswith("complex"):
+            raise TypeError(
+                f"Casting from complex ({dtypes[0]}) to real ({self.o_type}) is ambiguous: "
+                "consider real(), imag(), angle() or abs()"
+            )
         return (self.o_type,)
 
     def __str__(self):
@@ -490,7 +505,10 @@ class Cast(UnaryScalarOp):
         (x,) = inputs
         if x.dtype in discrete_dtypes:
             return zero_grads(inputs)
-        return [vocabulary(output_grads[0]).cast(output_grads[0], x.dtype)]
+        (gz,) = output_grads
+        if gz.dtype.startswith("complex") and not x.dtype.startswith("complex"):
+            gz = vocabulary(gz).real(gz)  # a real input moves along the real axis only
+        return [vocabulary(gz).cast(gz, x.dtype)]
 
 
 class Identity(UnaryScalarOp):
@@ -538,7 +556,7 @@ true_div = TrueDiv(true_div_out, name="true_div")
 int_div = IntDiv(upcast_out_nobool, name="int_div")
 mod = Mod(upcast_out_nobool, name="mod")
 neg = Neg(upcast_out_nobool, name="neg")
-abs_ = Abs(same_out, name="abs")
+abs_ = Abs(real_out, name="abs")
 sgn = Sgn(upcast_out_nobool, name="sgn")
 pow = Pow(upcast_out_nobool, name="pow")
 maximum = Maximum(upcast_out, name="maximum")

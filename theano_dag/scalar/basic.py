@@ -47,6 +47,7 @@ __all__ = [
     "true_div_out",
     "same_out",
     "bool_out",
+    "real_out",
     "float_out",
     "transfer_type",
     "C_TYPES",
@@ -189,6 +190,19 @@ def same_out(*dtypes):
 
 def bool_out(*dtypes):
     return ("bool",)
+
+
+_REAL_OF = {"complex64": "float32", "complex128": "float64"}
+
+
+def real_out(*dtypes):
+    """The real dtype of a complex one (Theano's rule for ``real``, ``imag``, ``abs``);
+    other dtypes stay.
+
+    >>> real_out("complex64"), real_out("int32")
+    (('float32',), ('int32',))
+    """
+    return (_REAL_OF.get(dtypes[0], dtypes[0]),)
 
 
 def float_out(*dtypes):
@@ -524,6 +538,9 @@ class ScalarOp(Op):
     c_infix = None  # variadic ops: the C operator joining all inputs
     input_kinds = None  # numpy dtype kinds the inputs must have (None: any)
     compute_in_output_dtype = True
+    # True when ``grad`` is written for complex values too (an op that is not
+    # holomorphic: real, imag, abs...); the others are holomorphic, see ``L_op``.
+    complex_grad = False
     __props__ = ("output_types_preference",)
 
     def __init__(self, output_types_preference=None, name=None):
@@ -616,8 +633,41 @@ class ScalarOp(Op):
     def L_op(self, inputs, outputs, output_grads):
         return self.grad(inputs, output_grads)
 
+    def elemwise_L_op(self, inputs, outputs, output_grads):
+        """``L_op`` as ``Elemwise`` calls it: with complex values, in Theano's convention
+        that a complex value's gradient is ``dC/d(re) + 1j * dC/d(im)`` (for a real cost
+        ``C``, the direction of steepest ascent), and real inputs' gradients real.
+
+        ``L_op`` and ``grad`` are written as for reals, ``g * f'(x)``; for a
+        holomorphic op the convention asks ``g * conj(f'(x))``, which conjugating ``g``
+        before and the result after gives (the formula is linear in ``g``). Ops that
+        are not holomorphic (``real``, ``abs``, ``cast``...) set ``complex_grad`` and
+        write the convention themselves.
+        """
+        if self.complex_grad or not any(_is_complex(v) for v in (*inputs, *outputs, *output_grads)):
+            return self.L_op(inputs, outputs, output_grads)
+        conj_gz = [_conj(g) for g in output_grads]
+        grads = self.L_op(inputs, outputs, conj_gz)
+        return [_real_for(x, _conj(g)) for x, g in zip(inputs, grads)]
+
     def grad(self, inputs, output_grads):
         return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
+
+
+def _is_complex(v) -> bool:
+    return str(getattr(v.type, "dtype", "")).startswith("complex")
+
+
+def _conj(g):
+    return vocabulary(g).conj(g) if _is_complex(g) else g
+
+
+def _real_for(x, g):
+    """``g``, the gradient of a real input ``x``, as a real value: the part of a complex
+    gradient along the real axis (a real input moves only along it)."""
+    if _is_complex(g) and not _is_complex(x):
+        return vocabulary(g).real(g)
+    return g
 
 
 class UnaryScalarOp(ScalarOp):

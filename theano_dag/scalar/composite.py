@@ -209,6 +209,8 @@ class Composite(ScalarOp):
                 names[o] = name
         return lines, [self._expr_of(o, names, types) for o in self.outputs]
 
+    complex_grad = True  # the expansion differentiates each node in the convention
+
     def L_op(self, inputs, outputs, output_grads):
         """Gradients by expanding the scalar graph into Elemwise tensor ops."""
         return vocabulary(inputs[0]).elemwise.expand_composite_grad(self, inputs, output_grads)

@@ -19,6 +19,7 @@ from theano_dag.scalar.basic import (
     UnaryScalarOp,
     const_like,
     float_dtypes,
+    real_out,
     round_half_away_from_zero_vec,
     same_out,
     upcast_out_nobool,
@@ -62,6 +63,10 @@ __all__ = [
     "iv",
     "chi2sf",
     "conj",
+    "real",
+    "imag",
+    "angle",
+    "complex",
     "complex_from_polar",
     "sigmoid",
     "softplus",
@@ -543,11 +548,22 @@ jv = Jv(upgrade_to_float, name="jv")
 iv = Iv(upgrade_to_float, name="iv")
 
 
+# -- complex numbers ---------------------------------------------------------------
+# None of these is holomorphic, so each writes its gradient in the convention of
+# ScalarOp.L_op (a complex value's gradient is dC/d(re) + 1j * dC/d(im)). Their
+# complex values have no C form: the engines run them on the host.
+
+
+def _is_complex(v) -> bool:
+    return v.dtype.startswith("complex")
+
+
 class Conj(UnaryScalarOp):
     """The complex conjugate; the value itself for real dtypes."""
 
     nfunc = staticmethod(np.conj)
     compute_in_output_dtype = False
+    complex_grad = True
 
     def c_template(self, in_dtypes, out_dtypes):
         # Real dtypes only reach C (complex ones run numpy on the host).
@@ -557,8 +573,81 @@ class Conj(UnaryScalarOp):
         return [_of(inputs[0]).conj(output_grads[0])]
 
 
+class Real(UnaryScalarOp):
+    """The real part of a complex number (the value itself for reals)."""
+
+    # np.real of a real array is that array: a copy, as the output owns its memory.
+    nfunc = staticmethod(lambda x: np.array(np.real(x)))
+    compute_in_output_dtype = False
+    complex_grad = True
+
+    def c_template(self, in_dtypes, out_dtypes):
+        return "(%(x)s)"  # real dtypes only, as Conj
+
+    def grad(self, inputs, output_grads):
+        (x,), (gz,) = inputs, output_grads
+        if not _is_complex(x):
+            return [gz]
+        return [_of(gz).complex(gz, _of(gz).zeros_like(gz))]
+
+
+class Imag(UnaryScalarOp):
+    """The imaginary part of a complex number (zero for reals)."""
+
+    nfunc = staticmethod(np.imag)
+    compute_in_output_dtype = False
+    complex_grad = True
+
+    def c_template(self, in_dtypes, out_dtypes):
+        return "((%(t)s)0)"  # real dtypes only, as Conj
+
+    def grad(self, inputs, output_grads):
+        (x,), (gz,) = inputs, output_grads
+        if not _is_complex(x):
+            return zero_grads(inputs)
+        return [_of(gz).complex(_of(gz).zeros_like(gz), gz)]
+
+
+class Angle(UnaryScalarOp):
+    """The argument of a complex number, ``arctan2(imag, real)`` (0 or pi for reals), in
+    float64 whatever the input (Theano's type)."""
+
+    nfunc = staticmethod(np.angle)
+    compute_in_output_dtype = False
+    complex_grad = True
+
+    def grad(self, inputs, output_grads):
+        (z,), (gz,) = inputs, output_grads
+        if not _is_complex(z):
+            return zero_grads(inputs)
+        t = _of(gz)
+        # angle = arctan2(y, x): d/dx = -y / r**2, d/dy = x / r**2, so the gradient is
+        # gz * 1j * z / |z|**2.
+        x, y = t.real(z), t.imag(z)
+        r2 = x * x + y * y
+        return [t.cast(t.complex(-gz * y / r2, gz * x / r2), z.dtype)]
+
+
 def _complex_of(*dtypes):
+    """complex64 from float32 and small integers, complex128 from the rest (Theano's rule);
+    complex inputs are refused."""
+    for d in dtypes:
+        if d.startswith("complex"):
+            raise TypeError(f"expected real inputs, got {d}")
     return (np.result_type(upgrade_to_float(*dtypes)[0], np.complex64).name,)
+
+
+class Complex(BinaryScalarOp):
+    """``real + 1j * imag`` from two real numbers."""
+
+    nfunc = staticmethod(lambda x, y: np.asarray(x) + 1j * np.asarray(y))
+    compute_in_output_dtype = False
+    complex_grad = True
+
+    def grad(self, inputs, output_grads):
+        (x, y), (gz,) = inputs, output_grads
+        t = _of(gz)
+        return [t.cast(t.real(gz), _float_of(x)), t.cast(t.imag(gz), _float_of(y))]
 
 
 class ComplexFromPolar(BinaryScalarOp):
@@ -567,7 +656,27 @@ class ComplexFromPolar(BinaryScalarOp):
 
     nfunc = staticmethod(lambda r, theta: r * np.cos(theta) + 1j * r * np.sin(theta))
     compute_in_output_dtype = False
+    complex_grad = True
+
+    def grad(self, inputs, output_grads):
+        (r, theta), (gz,) = inputs, output_grads
+        t = _of(gz)
+        # z = r e^{i theta}: dz/dr = e^{i theta}, dz/dtheta = i z; a real input's
+        # gradient is Re(g * conj(dz/dinput)).
+        c, s = t.cos(theta), t.sin(theta)
+        gx, gy = t.real(gz), t.imag(gz)
+        g_r = gx * c + gy * s
+        g_theta = r * (gy * c - gx * s)
+        return [t.cast(g_r, _float_of(r)), t.cast(g_theta, _float_of(theta))]
+
+
+def _float_of(x):
+    return x.dtype if x.dtype in float_dtypes else upgrade_to_float(x.dtype)[0]
 
 
 conj = Conj(same_out, name="conj")
+real = Real(real_out, name="real")
+imag = Imag(real_out, name="imag")
+angle = Angle(lambda *dtypes: ("float64",), name="angle")  # float64 always, as Theano
+complex = Complex(_complex_of, name="complex")  # noqa: A001 (Theano's name)
 complex_from_polar = ComplexFromPolar(_complex_of, name="complex_from_polar")

@@ -199,7 +199,7 @@ class Elemwise(Op):
         ograds = [
             _zeros_like(o) if is_disconnected(g) else g for g, o in zip(output_grads, outputs)
         ]
-        sgrads = self.scalar_op.L_op(list(inputs), list(outputs), ograds)
+        sgrads = self.scalar_op.elemwise_L_op(list(inputs), list(outputs), ograds)
         result = []
         for x, g in zip(inputs, sgrads):
             if _is_discrete(x):

@@ -49,6 +49,10 @@ __all__ = [
     "iv",
     "chi2sf",
     "conj",
+    "real",
+    "imag",
+    "angle",
+    "complex",
     "complex_from_polar",
     "ceil_intdiv",
     "isnan_",
@@ -278,6 +282,25 @@ iv = _binary(ts.iv, "iv", "The modified Bessel function of the first kind: ``iv(
 conj = _unary(ts.conj, "conj", "The complex conjugate (the value itself for reals).")
 complex_from_polar = _binary(
     ts.complex_from_polar, "complex_from_polar", "``r * exp(1j * theta)`` from ``r, theta``."
+)
+_CX = """>>> import numpy as np
+>>> from theano_dag import function, tensor as tt
+>>> z = tt.zvector("z")
+>>> f = function([z], [tt.real(z), tt.imag(z), tt.angle(z), abs(z)])
+>>> [v.tolist() for v in f(np.array([3 + 4j, -1j]))]
+[[3.0, -0.0], [4.0, -1.0], [0.9272952180016122, -1.5707963267948966], [5.0, 1.0]]
+>>> tt.complex(tt.fvector(), tt.fvector()).type == tt.cvector
+True"""
+real = _make(
+    ts.real, "real", "The real part of a complex tensor (the tensor itself for reals).", _CX
+)
+imag = _make(ts.imag, "imag", "The imaginary part of a complex tensor (zeros for reals).", _CX)
+angle = _make(ts.angle, "angle", "The argument of a complex tensor, in float64 (Theano's).", _CX)
+complex = _make(  # noqa: A001 (Theano's name)
+    ts.complex,
+    "complex",
+    "``real + 1j * imag`` from two real tensors (complex64 from float32, else complex128).",
+    _CX,
 )
 chi2sf = _binary(ts.chi2sf, "chi2sf", "The chi-squared survival function ``chi2sf(x, k)``.")
 sigmoid = _u("sigmoid")

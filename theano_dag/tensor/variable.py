@@ -240,6 +240,16 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
 
     conjugate = conj
 
+    @property
+    def real(self):
+        """The real part (``tensor.real``), as numpy's ``a.real``."""
+        return _tensor.math.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (``tensor.imag``), as numpy's ``a.imag``."""
+        return _tensor.math.imag(self)
+
     def ptp(self, axis=None):
         return _tensor.ptp(self, axis)
 
