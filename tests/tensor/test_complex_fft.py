@@ -1,0 +1,313 @@
+"""Complex tensors and Fourier transforms (Theano's tensor.fft, tensor.fourier, complex
+dtypes and real/imag/angle/complex/complex_from_polar/conj/abs): values against numpy in
+float32/float64 and complex64/complex128 on the reference, CPU and OpenCL engines (complex
+values run on the host: no C kernel, a visible OpenCL fallback), types, infer_shape against
+the real shapes, gradients by finite differences (real costs through complex values)."""
+
+import numpy as np
+import pytest
+
+from theano_dag import function
+from theano_dag import tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.native.ckernel import c_code
+from theano_dag.gradient.verify import verify_grad
+from theano_dag.tensor import fft
+from theano_dag.tensor.fourier import Fourier, FourierAdjoint
+from theano_dag.tensor.fourier import fft as cfft
+
+LINKERS = ["py", "cpu", "opencl"]
+RNG = np.random.default_rng(0)
+TOL = {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12}
+
+
+def _mode(linker):
+    if linker == "opencl":
+        pytest.importorskip("pyopencl")
+    return Mode(linker=linker)
+
+
+def _complex_values(dtype, shape):
+    return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+
+
+# -- complex elementwise ops: (name, function of z and w, numpy's) ---------------------
+
+COMPLEX_OPS = [
+    ("real", lambda z, w: tt.real(z), lambda z, w: z.real),
+    ("imag", lambda z, w: tt.imag(z), lambda z, w: z.imag),
+    ("attr_real_imag", lambda z, w: z.real - z.imag, lambda z, w: z.real - z.imag),
+    ("angle", lambda z, w: tt.angle(z), lambda z, w: np.angle(z).astype("float64")),
+    ("abs", lambda z, w: abs(z), lambda z, w: np.abs(z)),
+    ("conj", lambda z, w: tt.conj(z), lambda z, w: np.conj(z)),
+    ("add", lambda z, w: z + w, lambda z, w: z + w),
+    ("sub", lambda z, w: z - w, lambda z, w: z - w),
+    ("mul", lambda z, w: z * w, lambda z, w: z * w),
+    ("div", lambda z, w: z / w, lambda z, w: z / w),
+    ("pow", lambda z, w: z**2, lambda z, w: z**2),
+    ("exp_log", lambda z, w: tt.exp(z) + tt.log(w), lambda z, w: np.exp(z) + np.log(w)),
+    ("sqrt", lambda z, w: tt.sqrt(z), lambda z, w: np.sqrt(z)),
+    ("sum", lambda z, w: (z * w).sum(axis=0), lambda z, w: (z * w).sum(axis=0)),
+    ("fused", lambda z, w: abs(tt.exp(z) * w + 1) - 2, lambda z, w: abs(np.exp(z) * w + 1) - 2),
+]
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name, build, ref", COMPLEX_OPS, ids=[c[0] for c in COMPLEX_OPS])
+def test_complex_elementwise_ops_match_numpy(name, build, ref, dtype, linker):
+    z, w = tt.matrix("z", dtype=dtype), tt.matrix("w", dtype=dtype)
+    vz, vw = _complex_values(dtype, (3, 4)), _complex_values(dtype, (3, 4))
+    out = build(z, w)
+    got = function([z, w], out, mode=_mode(linker), on_unused_input="ignore")(vz, vw)
+    want = np.asarray(ref(vz, vw))
+    assert got.dtype == out.dtype == want.dtype, (got.dtype, out.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_complex_from_real_parts_and_polar_match_numpy(dtype, linker):
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    vx, vy = RNG.standard_normal(5).astype(dtype), RNG.standard_normal(5).astype(dtype)
+    c, p = tt.complex(x, y), tt.complex_from_polar(abs(x), y)
+    f = function([x, y], [c, p, tt.real(x), tt.imag(x)], mode=_mode(linker))
+    gc, gp, re, im = f(vx, vy)
+    cdtype = "complex64" if dtype == "float32" else "complex128"
+    assert gc.dtype == gp.dtype == cdtype and re.dtype == im.dtype == dtype
+    np.testing.assert_allclose(gc, vx + 1j * vy, rtol=TOL[dtype])
+    np.testing.assert_allclose(gp, np.abs(vx) * np.exp(1j * vy), rtol=TOL[dtype] * 10)
+    np.testing.assert_array_equal(re, vx)
+    np.testing.assert_array_equal(im, np.zeros(5, dtype))
+
+
+def test_complex_types_are_theanos():
+    m = tt.fmatrix()
+    c = tt.complex(m[0], m[1])
+    assert c.type == tt.cvector and tt.complex(tt.dvector(), tt.dvector()).type == tt.zvector
+    assert tt.real(c).type == tt.fvector and tt.imag(c).type == tt.fvector
+    assert abs(tt.zmatrix()).type == tt.dmatrix and abs(c).type == tt.fvector
+    assert tt.angle(c).type == tt.dvector  # float64 whatever the input, as in Theano
+    assert tt.real(tt.imatrix()).type == tt.imatrix
+    assert (tt.cvector() * tt.dvector()).type == tt.zvector
+    with pytest.raises(TypeError, match="Casting from complex .* is ambiguous"):
+        tt.cast(tt.zvector(), "int32")
+    with pytest.raises(TypeError, match="expected real inputs"):
+        tt.complex(tt.zvector(), tt.dvector())
+
+
+def test_real_of_a_real_tensor_is_a_copy():
+    x = tt.dvector("x")
+    v = np.arange(3.0)
+    out = function([x], tt.real(x), mode=Mode(linker="py"))(v)
+    out[0] = 7.0
+    assert v[0] == 0.0
+
+
+def test_complex_values_run_on_the_host():
+    # No C kernel for complex values on the CPU engine (the float part still gets one);
+    # on OpenCL they are fallbacks the placement names.
+    z = tt.zvector("z")
+    f = function([z], abs(tt.exp(z) * 2 + 1), mode=Mode(linker="cpu"))
+    assert c_code(f) == ""
+    v = _complex_values("complex128", 3)
+    np.testing.assert_allclose(f(v), np.abs(np.exp(v) * 2 + 1))
+    x = tt.dvector("x")
+    assert "exp(" in c_code(function([x], tt.exp(x) * 2 + 1, mode=Mode(linker="cpu")))
+    mode = _mode("opencl")
+    h = function([x, z], tt.exp(x) * 2 + tt.real(z * 2), mode=mode)
+    np.testing.assert_allclose(h(np.ones(3), v), np.exp(1) * 2 + (v * 2).real)
+    assert h.fn.placement.fallbacks, "the complex node runs on the host, named"
+
+
+# -- gradients: real costs through complex values ---------------------------------------
+
+GRADS = [
+    (
+        "real_imag",
+        lambda m: 0.5 * tt.real(tt.complex(m[0], m[1])) + 0.9 * tt.imag(tt.complex(m[0], m[1])),
+    ),
+    ("abs_sq", lambda m: abs(tt.complex(m[0], m[1]) ** 2).sum()),
+    ("abs", lambda m: 0.5 * abs(tt.complex(m[0], m[1]))),
+    ("polar", lambda m: tt.real(tt.complex_from_polar(abs(m[0]) + 0.1, m[1]) * (1 + 2j))),
+    ("angle", lambda m: tt.angle(tt.complex(m[0], m[1]))),
+    ("conj", lambda m: tt.imag(tt.conj(tt.complex(m[0], m[1])) * tt.complex(m[1], m[0]))),
+    ("exp_mul", lambda m: tt.real(tt.exp(tt.complex(m[0], m[1])) * tt.complex(m[1], m[0]))),
+    ("div", lambda m: tt.imag(tt.complex(m[0], m[1]) / tt.complex(m[1], 2 + m[0] ** 2))),
+    ("sqrt_sum", lambda m: abs(tt.sqrt(tt.complex(m[0] + 3, m[1])).sum())),
+    ("mixed", lambda m: abs((tt.complex(m[0], m[1]) * m[1]) ** 2).sum()),
+]
+
+
+@pytest.mark.parametrize("name, cost", GRADS, ids=[g[0] for g in GRADS])
+def test_gradients_through_complex_values_match_finite_differences(name, cost):
+    verify_grad(cost, [RNG.standard_normal((2, 5))], rng=np.random.default_rng(1))
+
+
+def test_gradient_of_a_complex_input_is_dre_plus_1j_dim():
+    # Theano's convention: dC/d(re z) + 1j * dC/d(im z), here for C = sum |z|^2 = 2 z.
+    z = tt.zvector("z")
+    g = tt.grad((abs(z) ** 2).sum(), z)
+    v = _complex_values("complex128", 4)
+    np.testing.assert_allclose(function([z], g)(v), 2 * v)
+    w = tt.zvector("w")
+    g = tt.grad(tt.real(z * w).sum(), z)  # d/dz of re(z w) is conj(w)
+    np.testing.assert_allclose(function([z, w], g)(v, v + 1), np.conj(v + 1))
+
+
+# -- tensor.fft: rfft and irfft ---------------------------------------------------------
+
+FFT_SHAPES = [(2, 8), (3, 7), (1, 4, 6), (2, 3, 5)]
+SCALE = {None: "backward", "ortho": "ortho", "no_norm": "backward"}
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("norm", [None, "ortho", "no_norm"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", FFT_SHAPES, ids=str)
+def test_rfft_and_irfft_match_numpy(shape, dtype, norm, linker):
+    x = tt.tensor(dtype, shape=(None,) * len(shape))
+    v = RNG.random(shape).astype(dtype)
+    spectrum = fft.rfft(x, norm)
+    back = fft.irfft(spectrum, norm, is_odd=shape[-1] % 2 == 1)
+    s, b, s_shape, b_shape = function(
+        [x], [spectrum, back, spectrum.shape, back.shape], mode=_mode(linker)
+    )(v)
+    axes = tuple(range(1, len(shape)))
+    ref = np.fft.rfftn(v.astype("float64"), axes=axes, norm=SCALE[norm])
+    assert s.dtype == b.dtype == dtype
+    assert s.shape == ref.shape + (2,) == tuple(s_shape)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(s[..., 0] + 1j * s[..., 1], ref, atol=tol, rtol=tol)
+    scale = np.prod(shape[1:]) if norm == "no_norm" else 1
+    np.testing.assert_allclose(b, v * scale, atol=tol * scale, rtol=tol)
+    assert b.shape == v.shape == tuple(b_shape)
+
+
+def test_irfft_matches_numpys_inverse():
+    spectrum = tt.dtensor4("spectrum")
+    v = RNG.random((1, 6, 4, 2))
+    ref = np.fft.irfftn(v[..., 0] + 1j * v[..., 1], axes=(1, 2))
+    for norm, scale in [(None, 1), ("ortho", np.sqrt(36)), ("no_norm", 36)]:
+        got = function([spectrum], fft.irfft(spectrum, norm))(v)
+        np.testing.assert_allclose(got, ref * scale, atol=1e-12)
+
+
+def test_fft_shapes_are_inferred_without_the_transform():
+    x = tt.dtensor3("x")
+    for out in [fft.rfft(x), fft.irfft(x), fft.irfft(x, is_odd=True)]:
+        f = function([x], out.shape)
+        assert not any(
+            isinstance(n.op, (fft.RFFTOp, fft.IRFFTOp)) for n in f.maker.fgraph.apply_nodes
+        )
+        v = RNG.random((2, 5, 6))
+        assert tuple(f(v)) == function([x], out)(v).shape
+
+
+@pytest.mark.parametrize("shape", FFT_SHAPES, ids=str)
+def test_fft_gradients_match_finite_differences(shape):
+    rng = np.random.default_rng(2)
+    odd = shape[-1] % 2 == 1
+    spectrum_shape = shape[:-1] + (shape[-1] // 2 + 1, 2)
+    verify_grad(lambda a: fft.rfft(a), [rng.random(shape)], rng=rng)
+    verify_grad(lambda a: fft.rfft(a, "ortho"), [rng.random(shape)], rng=rng)
+    verify_grad(lambda a: fft.irfft(a, is_odd=odd), [rng.random(spectrum_shape)], rng=rng)
+    verify_grad(lambda a: fft.irfft(a, "no_norm", odd), [rng.random(spectrum_shape)], rng=rng)
+
+
+def test_fft_refusals():
+    with pytest.raises(ValueError, match="Invalid value 123 for norm"):
+        fft.rfft(tt.dmatrix(), norm=123)
+    with pytest.raises(ValueError, match="Invalid value 123 for is_odd"):
+        fft.irfft(tt.dtensor3(), is_odd=123)
+    with pytest.raises(TypeError, match="must be real"):
+        fft.rfft(tt.zmatrix())
+    with pytest.raises(TypeError, match="2 dimensions or more"):
+        fft.rfft_op(tt.dvector())
+    with pytest.raises(TypeError, match="3 dimensions or more"):
+        fft.irfft_op(tt.dmatrix())
+    with pytest.raises(TypeError, match="integer vector"):
+        fft.rfft_op(tt.dmatrix(), tt.dvector())
+
+
+# -- tensor.fourier: Fourier ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_fourier_matches_numpy(dtype, linker):
+    a, axis = tt.matrix("a", dtype=dtype), tt.iscalar("axis")
+    v = _complex_values(dtype, (6, 4)) if "complex" in dtype else RNG.random((6, 4)).astype(dtype)
+    for n in [None, 3, 9]:
+        f = function([a, axis], [cfft(a, n, axis), cfft(a, n, axis).shape], mode=_mode(linker))
+        for ax in (0, 1):
+            got, shape = f(v, ax)
+            ref = np.fft.fft(v, n, ax)
+            assert got.dtype == "complex128" and tuple(shape) == ref.shape
+            np.testing.assert_allclose(got, ref, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    got = function([a], cfft(a, None, None), mode=_mode(linker))(v)
+    np.testing.assert_allclose(got, np.fft.fft(v), rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+
+
+def test_fourier_shape_is_inferred_without_the_transform():
+    a, b = tt.dmatrix("a"), tt.iscalar("b")
+    for out, args, vals in [
+        (cfft(a, 16, 1), [a], [RNG.random((12, 4))]),
+        (cfft(a, None, None), [a], [RNG.random((12, 4))]),
+        (cfft(a, 16, b), [a, b], [RNG.random((12, 4)), 0]),
+        (cfft(a, None, b), [a, b], [RNG.random((12, 4)), 1]),
+    ]:
+        f = function(args, out.shape)
+        assert not any(isinstance(n.op, Fourier) for n in f.maker.fgraph.apply_nodes)
+        assert tuple(f(*vals)) == function(args, out)(*vals).shape
+
+
+CASES = [
+    ((5,), None, None),
+    ((5,), 3, 0),
+    ((5,), 8, 0),
+    ((2, 5), 4, 1),
+    ((3, 4), 6, 0),
+    ((2, 3, 4), None, 1),
+]
+
+
+@pytest.mark.parametrize("shape, n, axis", CASES, ids=str)
+def test_fourier_gradients_match_finite_differences(shape, n, axis):
+    rng = np.random.default_rng(3)
+    ax = len(shape) - 1 if axis is None else axis
+    out_shape = shape[:ax] + (n or shape[ax],) + shape[ax + 1 :]
+    u, w = rng.standard_normal(out_shape), rng.standard_normal(out_shape)
+    verify_grad(
+        lambda x: tt.real(cfft(x, n, axis)) * u + tt.imag(cfft(x, n, axis)) * w,
+        [rng.standard_normal(shape)],
+        rng=rng,
+    )
+    verify_grad(
+        lambda x, y: abs(cfft(tt.complex(x, y), n, axis)) * u,
+        [rng.standard_normal(shape), rng.standard_normal(shape)],
+        rng=rng,
+    )
+
+
+def test_fourier_adjoint_is_the_adjoint():
+    # <F x, y> == <x, F^H y> for complex x, y, with cropping and padding.
+    for length, n in [(5, 5), (5, 3), (3, 7)]:
+        x, y = _complex_values("complex128", length), _complex_values("complex128", n)
+        g = tt.zvector("g")
+        adj = function([g], FourierAdjoint()(g, length, n, 0))(y)
+        np.testing.assert_allclose(np.vdot(y, np.fft.fft(x, n)), np.vdot(adj, x), rtol=1e-12)
+
+
+def test_fourier_refusals():
+    with pytest.raises(TypeError, match="not a scalar"):
+        cfft(tt.dscalar(), None, None)
+    with pytest.raises(TypeError, match="smaller than dimension of array"):
+        cfft(tt.dmatrix(), None, 2)
+    with pytest.raises(TypeError, match="strictly positive"):
+        cfft(tt.dmatrix(), 0, 1)
+    with pytest.raises(TypeError, match="of type integer"):
+        cfft(tt.dmatrix(), tt.dscalar(), 1)
+    v = tt.dvector("v")
+    with pytest.raises(NotImplementedError, match="axis being a constant"):
+        tt.grad(abs(cfft(v, None, tt.iscalar("k"))).sum(), v)
