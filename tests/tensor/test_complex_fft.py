@@ -96,6 +96,16 @@ def test_complex_types_are_theanos():
         tt.complex(tt.zvector(), tt.dvector())
 
 
+def test_theanos_complex_type_names():
+    assert [t.dtype for t in tt.complex_types] == ["complex64", "complex128"]
+    assert tt.complex_scalar_types == tt.complex_types == (tt.cscalar, tt.zscalar)
+    assert tt.complex_vector_types == (tt.cvector, tt.zvector)
+    assert tt.complex_matrix_types == (tt.cmatrix, tt.zmatrix)
+    assert tt.float_matrix_types == (tt.fmatrix, tt.dmatrix) and len(tt.int_types) == 4
+    assert tt.ztensor7("z").type == tt.TensorType("complex128", (False,) * 7)
+    assert tt.ctensor6.ndim == 6 and tt.tensor7("x").ndim == 7
+
+
 def test_real_of_a_real_tensor_is_a_copy():
     x = tt.dvector("x")
     v = np.arange(3.0)

@@ -392,6 +392,8 @@ def _make_constructor(ndim_bcast, dtype, kind):
         3: "3-d tensor",
         4: "4-d tensor",
         5: "5-d tensor",
+        6: "6-d tensor",
+        7: "7-d tensor",
     }
     d = "floatX" if dtype is None else dtype
     constructor.__doc__ = f"Return a symbolic {what[len(ndim_bcast)]} of dtype {d}."
@@ -407,6 +409,8 @@ _KINDS = {
     "tensor3": (False,) * 3,
     "tensor4": (False,) * 4,
     "tensor5": (False,) * 5,
+    "tensor6": (False,) * 6,
+    "tensor7": (False,) * 7,
 }
 _PREFIXES = {
     "": None,
@@ -477,6 +481,22 @@ for _kind, _bc in _KINDS.items():
             globals()[_name] = TypeConstructor(_dt, _bc, _name)
         __all__.append(_name)
 del _kind, _bc, _p, _dt, _name
+
+# Theano's tuples of the typed constructors, by family and rank.
+int_types = int_scalar_types = (bscalar, wscalar, iscalar, lscalar)  # noqa: F821
+float_types = float_scalar_types = (fscalar, dscalar)  # noqa: F821
+complex_types = complex_scalar_types = (cscalar, zscalar)  # noqa: F821
+int_vector_types = (bvector, wvector, ivector, lvector)  # noqa: F821
+float_vector_types = (fvector, dvector)  # noqa: F821
+complex_vector_types = (cvector, zvector)  # noqa: F821
+int_matrix_types = (bmatrix, wmatrix, imatrix, lmatrix)  # noqa: F821
+float_matrix_types = (fmatrix, dmatrix)  # noqa: F821
+complex_matrix_types = (cmatrix, zmatrix)  # noqa: F821
+__all__ += [
+    f"{family}{rank}_types"
+    for family in ("int", "float", "complex")
+    for rank in ("", "_scalar", "_vector", "_matrix")
+]
 
 
 class ForeignArrayType(Type):
