@@ -5,7 +5,8 @@ The transforms run numpy's pocketfft on every engine, so what this measures is w
 a compiled function adds around them (the real/imaginary packing, the normalisation,
 the gradient's halving of the inner frequencies). One JSON line per case: medians
 over ``--repeats`` rounds (the engines take turns in each round) of ``--number``
-calls, milliseconds per call, and each engine's ratio to numpy eager.
+calls, milliseconds per call (``<engine>_ms``), and each engine's ratio to numpy eager
+(``<engine>_vs_numpy``).
 
 Run: ``.venv/bin/python benchmarks/fft.py`` (``PYTHONPATH=.`` for another checkout).
 """
@@ -90,13 +91,11 @@ def main():
         for name, fn in fns.items():
             assert np.allclose(fn(a), ref), (case, name)
         ms = _time_all(fns, a, args.number, args.repeats)
-        row = {
-            "case": f"fft_{case}",
-            "shape": [args.batch, args.length],
-            "ms": {k: round(v, 4) for k, v in ms.items()},
-            "vs_numpy": {k: round(v / ms["numpy"], 2) for k, v in ms.items() if k != "numpy"},
-            "machine": platform.machine(),
-        }
+        row = {"case": case, "shape": [args.batch, args.length], "arch": platform.machine()}
+        row.update({f"{k}_ms": round(v, 4) for k, v in ms.items()})
+        row.update(
+            {f"{k}_vs_numpy": round(v / ms["numpy"], 2) for k, v in ms.items() if k != "numpy"}
+        )
         print(json.dumps(row))
 
 

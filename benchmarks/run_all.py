@@ -47,6 +47,7 @@ QUICK_ARGS = {
     "conv": ["--repeats", "3", "--dtypes", "float32"],
     "compile_time": ["--sizes", "1000,10000", "--mlp-layers", "50"],
     "dask_engine": ["--n", "4000000", "--repeats", "3"],
+    "fft": ["--number", "5", "--repeats", "3"],
     "first_result": ["--sizes", "1000", "--chain", "1000", "--timeout", "120"],
     "fused_elementwise": ["--n", "1000000", "--rounds", "5"],
     "graph_core": ["--sizes", "1000,10000"],
