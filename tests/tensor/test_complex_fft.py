@@ -12,7 +12,7 @@ from theano_dag import tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native.ckernel import c_code
 from theano_dag.gradient.verify import verify_grad
-from theano_dag.tensor import fft
+from theano_dag.tensor import fft, inplace
 from theano_dag.tensor.fourier import Fourier, FourierAdjoint
 from theano_dag.tensor.fourier import fft as cfft
 
@@ -104,6 +104,17 @@ def test_theanos_complex_type_names():
     assert tt.float_matrix_types == (tt.fmatrix, tt.dmatrix) and len(tt.int_types) == 4
     assert tt.ztensor7("z").type == tt.TensorType("complex128", (False,) * 7)
     assert tt.ctensor6.ndim == 6 and tt.tensor7("x").ndim == 7
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_conj_inplace_conjugates_complex_values(linker):
+    z, x = tt.zvector("z"), tt.dvector("x")
+    outs = [inplace.conj_inplace(z * 2), inplace.conj_inplace(x + 1)]
+    f = function([z, x], outs, mode=Mode(linker=linker), accept_inplace=True)
+    v = _complex_values("complex128", 3)
+    got_z, got_x = f(v, np.arange(3.0))
+    np.testing.assert_allclose(got_z, np.conj(v * 2))
+    np.testing.assert_allclose(got_x, np.arange(3.0) + 1)
 
 
 def test_real_of_a_real_tensor_is_a_copy():

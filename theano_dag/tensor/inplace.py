@@ -100,8 +100,7 @@ _OPS = {
     "int_div": ts.int_div,
     "mod": ts.mod,
     "pow": ts.pow,
-    # theano_dag's dtypes are real, where the conjugate is the value itself.
-    "conj": ts.identity,
+    "conj": ts.conj,
 }
 
 __all__ = sorted(f"{name}_inplace" for name in _OPS)
