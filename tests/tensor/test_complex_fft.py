@@ -81,6 +81,23 @@ def test_complex_from_real_parts_and_polar_match_numpy(dtype, linker):
     np.testing.assert_array_equal(im, np.zeros(5, dtype))
 
 
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_real_imag_angle_of_real_tensors_match_numpy(dtype, linker):
+    # On real dtypes they are C expressions: fused with the rest into the CPU kernel.
+    x = tt.vector("x", dtype=dtype)
+    out = tt.exp(tt.real(x) * 2 + tt.imag(x) + abs(x)) + tt.angle(x)
+    f = function([x], out, mode=_mode(linker))
+    if linker == "cpu":
+        assert "atan2(" in c_code(f)
+    special = [-0.0, 0.0, np.nan, 0.5] if dtype != "int32" else [0, 2, 3, 4]
+    v = np.array([-1, *special, 2], dtype=dtype)
+    want = np.exp(v.real * 2 + v.imag + abs(v)) + np.angle(v)
+    got = f(v)
+    assert got.dtype == "float64"
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_complex_types_are_theanos():
     m = tt.fmatrix()
     c = tt.complex(m[0], m[1])

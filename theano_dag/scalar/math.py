@@ -616,6 +616,11 @@ class Angle(UnaryScalarOp):
     compute_in_output_dtype = False
     complex_grad = True
 
+    def c_template(self, in_dtypes, out_dtypes):
+        # Real dtypes only reach C: numpy's angle of a real is arctan2(0, x) (pi for
+        # negatives and -0.0, NaN for NaN).
+        return "atan2((%(t)s)0, (%(t)s)(%(x)s))"
+
     def grad(self, inputs, output_grads):
         (z,), (gz,) = inputs, output_grads
         if not _is_complex(z):
