@@ -182,6 +182,20 @@ def test_gradients_through_complex_values_match_finite_differences(name, cost):
     verify_grad(cost, [RNG.standard_normal((2, 5))], rng=np.random.default_rng(1))
 
 
+MATRIX_GRADS = [
+    ("dot_mm", lambda m: abs(tt.dot(tt.complex(m[0], m[1]), tt.complex(m[1], m[0]) + 1))),
+    ("dot_mv", lambda m: abs(tt.dot(tt.complex(m[0], m[1]), tt.complex(m[1, 0], m[0, 1])))),
+    ("dot_real_complex", lambda m: tt.imag(tt.dot(m[0], tt.complex(m[1], m[0])))),
+    ("prod", lambda m: abs(tt.prod(tt.complex(m[0], m[1]), axis=0))),
+    ("mean_sq", lambda m: abs(tt.mean(tt.complex(m[0], m[1]) ** 2))),
+]
+
+
+@pytest.mark.parametrize("name, cost", MATRIX_GRADS, ids=[g[0] for g in MATRIX_GRADS])
+def test_gradients_of_complex_products_and_reductions(name, cost):
+    verify_grad(cost, [RNG.standard_normal((2, 3, 3))], rng=np.random.default_rng(4))
+
+
 def test_gradient_of_a_complex_input_is_dre_plus_1j_dim():
     # Theano's convention: dC/d(re z) + 1j * dC/d(im z), here for C = sum |z|^2 = 2 z.
     z = tt.zvector("z")

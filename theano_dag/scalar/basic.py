@@ -48,6 +48,7 @@ __all__ = [
     "same_out",
     "bool_out",
     "real_out",
+    "holomorphic_grads",
     "float_out",
     "transfer_type",
     "C_TYPES",
@@ -644,14 +645,27 @@ class ScalarOp(Op):
         are not holomorphic (``real``, ``abs``, ``cast``...) set ``complex_grad`` and
         write the convention themselves.
         """
-        if self.complex_grad or not any(_is_complex(v) for v in (*inputs, *outputs, *output_grads)):
+        if self.complex_grad:
             return self.L_op(inputs, outputs, output_grads)
-        conj_gz = [_conj(g) for g in output_grads]
-        grads = self.L_op(inputs, outputs, conj_gz)
-        return [_real_for(x, _conj(g)) for x, g in zip(inputs, grads)]
+        return holomorphic_grads(
+            lambda gz: self.L_op(inputs, outputs, gz), inputs, outputs, output_grads
+        )
 
     def grad(self, inputs, output_grads):
         return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
+
+
+def holomorphic_grads(formula, inputs, outputs, output_grads) -> list:
+    """The input gradients of a holomorphic op (complex-differentiable in each input:
+    arithmetic, ``dot``, ``prod``...) in the complex convention of
+    ``ScalarOp.elemwise_L_op``, from ``formula(output_grads)``, its gradients written as
+    for reals (``g * f'(x)``): conjugated around it when a value is complex, a real
+    input's gradient then its real part. Without complex values, ``formula`` itself.
+    """
+    if not any(_is_complex(v) for v in (*inputs, *outputs, *output_grads)):
+        return formula(output_grads)
+    grads = formula([_conj(g) for g in output_grads])
+    return [_real_for(x, _conj(g)) for x, g in zip(inputs, grads)]
 
 
 def _is_complex(v) -> bool:

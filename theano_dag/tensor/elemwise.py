@@ -543,11 +543,17 @@ class Prod(_DtypeReduce):
     _scalar_op = ts.mul
 
     def L_op(self, inputs, outputs, output_grads):
-        tm = _tensor.math
         (x,) = inputs
         if _is_discrete(x):
             return [_zeros_like(x, config.floatX)]
-        gz = self._expand(as_tensor_variable(output_grads[0]), x)
+        # A product is holomorphic: complex values conjugate around the real formula.
+        return ts.holomorphic_grads(
+            lambda grads: self._real_L_op(x, grads[0]), inputs, outputs, output_grads
+        )
+
+    def _real_L_op(self, x, gz):
+        tm = _tensor.math
+        gz = self._expand(as_tensor_variable(gz), x)
         is_zero = tm.eq(x, 0)
         n_zeros = self._expand(Sum(self.axis, dtype="int64")(is_zero), x)
         prod_nz = self._expand(Prod(self.axis)(tm.switch(is_zero, 1, x)), x)

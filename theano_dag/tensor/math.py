@@ -698,20 +698,24 @@ class Dot(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
-        (gz,) = output_grads
-        if x.ndim == 2 and y.ndim == 2:
-            gx, gy = dot(gz, y.T), dot(x.T, gz)
-        elif x.ndim == 1 and y.ndim == 2:
-            gx, gy = dot(y, gz), outer(x, gz)
-        elif x.ndim == 2 and y.ndim == 1:
-            gx, gy = outer(gz, y), dot(x.T, gz)
-        else:
-            gx, gy = gz * y, gz * x
+
+        def formula(grads):
+            (gz,) = grads
+            if x.ndim == 2 and y.ndim == 2:
+                return [dot(gz, y.T), dot(x.T, gz)]
+            if x.ndim == 1 and y.ndim == 2:
+                return [dot(y, gz), outer(x, gz)]
+            if x.ndim == 2 and y.ndim == 1:
+                return [outer(gz, y), dot(x.T, gz)]
+            return [gz * y, gz * x]
+
+        # Complex operands: conj(y) and conj(x) in the products (ts.holomorphic_grads).
+        gx, gy = ts.holomorphic_grads(formula, inputs, outputs, output_grads)
         # An integer operand gets a zero gradient of the gradient's float dtype.
         return [
             reduce_grad_to(g, v)
             if v.dtype not in discrete_dtypes
-            else _tensor.basic.zeros_like(v, dtype=gz.dtype)
+            else _tensor.basic.zeros_like(v, dtype=output_grads[0].dtype)
             for g, v in ((gx, x), (gy, y))
         ]
 
