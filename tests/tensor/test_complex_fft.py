@@ -13,6 +13,7 @@ from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native.ckernel import c_code
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import fft, inplace
+from theano_dag.tensor.contractions import batched_dot, einsum, tensordot
 from theano_dag.tensor.fourier import Fourier, FourierAdjoint
 from theano_dag.tensor.fourier import fft as cfft
 
@@ -194,6 +195,23 @@ MATRIX_GRADS = [
 @pytest.mark.parametrize("name, cost", MATRIX_GRADS, ids=[g[0] for g in MATRIX_GRADS])
 def test_gradients_of_complex_products_and_reductions(name, cost):
     verify_grad(cost, [RNG.standard_normal((2, 3, 3))], rng=np.random.default_rng(4))
+
+
+def _c(m):
+    return tt.complex(m[0], m[1])
+
+
+CONTRACTION_GRADS = [
+    ("tensordot", lambda m: abs(tensordot(_c(m), _c(m[::-1]) + 1, axes=[[1, 2], [2, 1]]))),
+    ("batched_dot", lambda m: abs(batched_dot(_c(m), _c(m[::-1]) + 1))),
+    ("einsum", lambda m: abs(einsum("ijk,ikl->ijl", _c(m), _c(m[::-1]) + 1))),
+    ("einsum_real_complex", lambda m: tt.real(einsum("ijk,ikl->ijl", m[0], _c(m[::-1])))),
+]
+
+
+@pytest.mark.parametrize("name, cost", CONTRACTION_GRADS, ids=[g[0] for g in CONTRACTION_GRADS])
+def test_gradients_of_complex_contractions(name, cost):
+    verify_grad(cost, [RNG.standard_normal((2, 3, 3, 3))], rng=np.random.default_rng(5))
 
 
 def test_gradient_of_a_complex_input_is_dre_plus_1j_dim():

@@ -21,7 +21,7 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
-from theano_dag.scalar import upcast
+from theano_dag.scalar import holomorphic_grads, upcast
 from theano_dag.tensor.basic import cast, ones_like, zeros_like
 from theano_dag.tensor.math import add
 from theano_dag.tensor.type import TensorType, continuous_dtypes
@@ -221,7 +221,13 @@ class Einsum(Op):
         return [tuple(where[c] for c in self.out_term)]
 
     def L_op(self, inputs, outputs, output_grads):
-        (g,) = output_grads
+        # A product is holomorphic: complex values conjugate around the real formula.
+        grads = holomorphic_grads(
+            lambda gs: self._real_grads(inputs, gs[0]), inputs, outputs, output_grads
+        )
+        return [g if g.dtype == x.dtype else cast(g, x.dtype) for g, x in zip(grads, inputs)]
+
+    def _real_grads(self, inputs, g):
         grads = []
         for k, x in enumerate(inputs):
             if x.dtype not in continuous_dtypes:
@@ -236,8 +242,7 @@ class Einsum(Op):
                 # is constant along it, and ones_like(x) supplies the length.
                 terms.append(target)
                 args.append(ones_like(x))
-            gk = Einsum(",".join(terms) + "->" + target)(*args)
-            grads.append(gk if gk.dtype == x.dtype else cast(gk, x.dtype))
+            grads.append(Einsum(",".join(terms) + "->" + target)(*args))
         return grads
 
     def R_op(self, inputs, eval_points):
