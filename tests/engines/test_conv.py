@@ -194,6 +194,101 @@ def test_cpu_conv_non_contiguous_input():
     )
 
 
+KERNELS = cpu_conv.conv_kernels()
+needs_c = pytest.mark.skipif(KERNELS is None, reason="no C compiler (config.cxx)")
+
+
+class _Counting(cpu_conv.ConvKernels):
+    """The C kernels, counting the calls that they took."""
+
+    def __init__(self, kernels):
+        self.__dict__.update(kernels.__dict__)
+        self.taken = {"im2col": 0, "epilogue": 0}
+
+    def im2col(self, *args):
+        took = super().im2col(*args)
+        self.taken["im2col"] += took
+        return took
+
+    def epilogue(self, *args):
+        took = super().epilogue(*args)
+        self.taken["epilogue"] += took
+        return took
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cpu_conv_c_kernels_match_numpy(case, dtype, monkeypatch):
+    # The C im2col and epilogue against numpy's strided copies, on every geometry (the
+    # forward in tiles of two output rows, and the filters' gradient), with a scale, a
+    # bias and a relu, and a NaN in the image that the relu keeps (numpy's maximum).
+    monkeypatch.setattr(cpu_conv, "TILE_BYTES", 1)
+    xs, ws, kw = CASES[case]
+    x, w, gy = _values(xs, ws, kw, dtype)
+    x[0, 0, 1, 1] = np.nan
+    rng = np.random.default_rng(7)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    kernels = _Counting(KERNELS)
+    c_geo = cpu_conv.ConvGeometry(op, ws[2:], kernels)
+    for scaled in (None, scale):
+        args = (x, w, None, None, None)
+        want = cpu_conv.conv_forward(*args, numpy_geo, bias, True, scaled)
+        got = cpu_conv.conv_forward(*args, c_geo, bias, True, scaled)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        assert np.isnan(want).any()
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    want = cpu_conv.conv_grad_weights(x, gy, None, None, None, None, numpy_geo)
+    got = cpu_conv.conv_grad_weights(x, gy, None, None, None, None, c_geo)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert kernels.taken["epilogue"] > 0
+    assert kernels.taken["im2col"] > 0 or numpy_geo.plain
+
+
+@needs_c
+def test_cpu_conv_c_kernels_decline_what_they_do_not_take():
+    # Another dtype, an image whose rows are not contiguous, a bias of another dtype:
+    # the kernels do nothing and say so (numpy then does the copy).
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(), (3, 3))
+    x = np.ones((1, 2, 5, 5), "float16")
+    cols = np.empty((1, 18, 9), "float16")
+    assert not KERNELS.im2col(x, cols, geo, 3, 3)
+    xt = np.ones((1, 2, 5, 5)).transpose(0, 1, 3, 2)
+    assert not KERNELS.im2col(xt, np.empty((1, 18, 9)), geo, 3, 3)
+    o = np.ones((1, 2, 9))
+    assert not KERNELS.epilogue(o, np.ones(2, "float32"), True, None)
+    assert not KERNELS.epilogue(o[:, :, ::2], np.ones(2), True, None)
+    np.testing.assert_array_equal(o, 1)
+    assert KERNELS.epilogue(o, np.ones(2), True, None)
+    np.testing.assert_array_equal(o, 2)
+
+
+@needs_c
+def test_cpu_conv_emitters_get_the_c_kernels():
+    xs, ws, kw = CASES["half"]
+    f = function(*_graph(xs, ws, kw, "float32"), mode=CPU)
+    plans = [v for v in f.fn.program.ns.values() if isinstance(v, cpu_conv.ConvPlan)]
+    # The forward's and the filters' gradient's (the image's gradient makes no columns).
+    assert len(plans) == 3
+    assert sum(p.native is KERNELS for p in plans) == 2
+
+
+def test_cpu_conv_without_a_compiler_copies_in_numpy(monkeypatch):
+    # config.cxx '' (no compiler): the emitters' geometry has no kernels, values hold.
+    monkeypatch.setattr(cpu_conv, "conv_kernels", lambda: None)
+    xs, ws, kw = CASES["asym-pad-dilated"]
+    ins, outs = _graph(xs, ws, kw, "float32")
+    vals = _values(xs, ws, kw, "float32")
+    f = function(ins, outs, mode=CPU)
+    plans = [v for v in f.fn.program.ns.values() if isinstance(v, cpu_conv.ConvPlan)]
+    assert plans and all(p.native is None for p in plans)
+    for g, r in zip(f(*vals), function(ins, outs, mode=REF)(*vals)):
+        np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", ["half", "asym-pad-dilated", "groups-noflip"])
 def test_conv_verify_grad(case, engine):

@@ -39,10 +39,16 @@ over the windows' view.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import warnings
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from theano_dag.config import config
 from theano_dag.engines.cpu.emit.impls import Step, register_impl
+from theano_dag.engines.cpu.native import c_source, cc
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -54,6 +60,8 @@ from theano_dag.tensor.nnet.pool import Pool
 
 __all__ = [
     "ConvGeometry",
+    "ConvKernels",
+    "conv_kernels",
     "WORKSPACE_MAX_BYTES",
     "conv_forward",
     "conv_grad_weights",
@@ -79,10 +87,12 @@ class ConvGeometry:
     (((1, 1), (1, 1)), (1, 2, 7, 7), (5, 5))
     """
 
-    __slots__ = ("pads", "stride", "dil", "flip", "groups", "kshp", "plain")
+    __slots__ = ("pads", "stride", "dil", "flip", "groups", "kshp", "plain", "native")
 
-    def __init__(self, op, kshp):
+    def __init__(self, op, kshp, native=None):
         self.kshp = tuple(kshp)
+        # The C copy loops (a ConvKernels), or None: numpy's strided copies.
+        self.native = native
         self.pads = border_mode_to_pad(op.border_mode, self.kshp, op.filter_dilation)
         self.stride = op.subsample
         self.dil = op.filter_dilation
@@ -140,6 +150,103 @@ class ConvGeometry:
         return (nb, k, out_hw[0] * out_hw[1])
 
 
+_P, _L, _I = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int
+_CODES = {"float32": "f32", "float64": "f64"}
+
+
+class ConvKernels:
+    """The C copy loops of ``native/conv_kernels.c`` (im2col, the fused epilogue) for
+    float32 and float64, loaded from ``lib``; each method returns False, having done
+    nothing, for arrays it does not take (another dtype, a row not contiguous), which
+    then go through numpy."""
+
+    def __init__(self, lib):
+        self.im2col_fn, self.epilogue_fn = {}, {}
+        for dtype, code in _CODES.items():
+            f = getattr(lib, f"td_im2col_{code}")
+            f.argtypes = [_P, _L, _L] + [_I] * 9 + [_P, _L]
+            f.restype = None
+            self.im2col_fn[dtype] = f
+            f = getattr(lib, f"td_epilogue_{code}")
+            f.argtypes = [_P, _L, _I, _L, _P, _P, _I]
+            f.restype = None
+            self.epilogue_fn[dtype] = f
+
+    def im2col(self, src, cv, geo, nrows, ow):
+        """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
+        (from the tile's first source row)."""
+        fn = self.im2col_fn.get(src.dtype.name)
+        size = src.itemsize
+        st = src.strides
+        if fn is None or cv.dtype != src.dtype or st[3] != size or cv.strides[2] != size:
+            return False
+        if min(st) < 0 or any(v % size for v in st + cv.strides):
+            return False
+        kh, kw = geo.kshp
+        for j in range(src.shape[0]):
+            fn(
+                src[j].ctypes.data,
+                st[1] // size,
+                st[2] // size,
+                src.shape[1],
+                kh,
+                kw,
+                nrows,
+                ow,
+                geo.stride[0],
+                geo.stride[1],
+                geo.dil[0],
+                geo.dil[1],
+                cv[j].ctypes.data,
+                cv.strides[1] // size,
+            )
+        return True
+
+    def epilogue(self, o, bias, relu, scale):
+        """``o`` ``(m, F, P)`` scaled, biased and rectified in place, in one pass."""
+        fn = self.epilogue_fn.get(o.dtype.name)
+        size = o.itemsize
+        vectors = [v for v in (bias, scale) if v is not None]
+        if fn is None or o.strides[2] != size or o.strides[1] % size or o.strides[1] < 0:
+            return False
+        if any(v.dtype != o.dtype or not v.flags.c_contiguous for v in vectors):
+            return False
+        b = None if bias is None else bias.ctypes.data
+        sc = None if scale is None else scale.ctypes.data
+        for j in range(o.shape[0]):
+            fn(o[j].ctypes.data, o.strides[1] // size, o.shape[1], o.shape[2], sc, b, int(relu))
+        return True
+
+
+def conv_kernels():
+    """The C copy loops (:class:`ConvKernels`) built by the compiler ``config.cxx`` (and
+    cached on disk like the fused kernels), or None without one: the emitters then copy
+    through numpy.
+
+    >>> k = conv_kernels()
+    >>> k is None or isinstance(k, ConvKernels)
+    True
+    """
+    return _load_kernels(config.cxx, config.compiledir)
+
+
+@functools.cache
+def _load_kernels(cxx, compiledir):
+    tc = cc.get_toolchain(cxx)
+    if tc is None:
+        return None
+    try:
+        path = cc.compile_library(tc, c_source("conv_kernels.c"), cc.kernel_dir(compiledir))
+        return ConvKernels(ctypes.CDLL(path))
+    except (cc.CompileError, OSError) as e:
+        warnings.warn(
+            f"theano_dag: the convolution's C copy loops did not build ({e}); numpy copies",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+
+
 def _filters(w, geo):
     """The filters as ``(F, C/groups*KH*KW)`` rows (flipped for a true convolution)."""
     if geo.flip:
@@ -170,6 +277,9 @@ def _im2col(xp, cols, s, e, geo, out_hw, rows=None):
     if rows is not None:
         src = src[:, :, rows.start * geo.stride[0] :]
         oh = len(rows)
+    cv = cols[:m, :, : oh * ow]
+    if geo.native is not None and geo.native.im2col(src, cv, geo, oh, ow):
+        return cv
     st = xp.strides
     view = as_strided(
         src,
@@ -184,7 +294,6 @@ def _im2col(xp, cols, s, e, geo, out_hw, rows=None):
         ),
         writeable=False,
     )
-    cv = cols[:m, :, : oh * ow]
     np.copyto(cv.reshape(m, c, kh, kw, oh, ow), view)
     return cv
 
@@ -196,8 +305,13 @@ def _ws(buf, shape, dtype):
     return np.empty(shape, dtype=dtype)
 
 
-def _epilogue(o, bias, relu, scale=None):
-    """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+def _epilogue(o, bias, relu, scale=None, native=None):
+    """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``
+    (by ``native``, a :class:`ConvKernels`, when it takes the arrays)."""
+    if scale is None and bias is None and not relu:
+        return
+    if native is not None and native.epilogue(o, bias, relu, scale):
+        return
     if scale is not None:
         np.multiply(o, scale[:, None], out=o)
     if bias is not None:
@@ -245,7 +359,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
                 xm[:, i * cg : (i + 1) * cg],
                 out=outm[:, i * fg : (i + 1) * fg],
             )
-        _epilogue(outm, bias, relu, scale)
+        _epilogue(outm, bias, relu, scale, geo.native)
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
@@ -269,7 +383,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
                         cv[:, i * kg : (i + 1) * kg],
                         out=o[:, i * fg : (i + 1) * fg],
                     )
-            _epilogue(o, bias, relu, scale)
+            _epilogue(o, bias, relu, scale, geo.native)
     return out
 
 
@@ -405,15 +519,16 @@ class ConvPlan:
     ((2, 2), (1, 1))
     """
 
-    def __init__(self, op):
+    def __init__(self, op, native=None):
         self.op = op
+        self.native = native
         self._geo = {}
 
     def geo(self, kshp):
         key = (int(kshp[0]), int(kshp[1]))
         g = self._geo.get(key)
         if g is None:
-            g = self._geo[key] = ConvGeometry(self.op, key)
+            g = self._geo[key] = ConvGeometry(self.op, key, self.native)
         return g
 
 
@@ -490,7 +605,7 @@ def _conv_steps(node, ctx):
     if not _same_float(node) or ctx.is_const(x):
         return None
     dtype = node.outputs[0].type.dtype
-    cp = ConvPlan(node.op)
+    cp = ConvPlan(node.op, conv_kernels())
     ins = list(node.inputs)
     scaled = len(ins) == 4
     relu = fused and node.op.activation == "relu"
@@ -529,7 +644,7 @@ def _grad_weights_steps(node, ctx):
     if not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
         return None
     dtype = node.outputs[0].type.dtype
-    cp = ConvPlan(node.op)
+    cp = ConvPlan(node.op, conv_kernels())
     # The filters' size is the value of ``shape``, which the node's output shape holds.
     temps, steps = _conv_workspaces(
         ctx, node, cp, dtype, (x,), lambda s, o: o[0][2:], with_outputs=True
