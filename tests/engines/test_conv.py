@@ -248,6 +248,73 @@ def test_cpu_conv_c_kernels_match_numpy(case, dtype, monkeypatch):
     assert kernels.taken["im2col"] > 0 or numpy_geo.plain
 
 
+WINOGRAD_CASES = {
+    # image, filters, conv2d keywords: odd and even sides (tiles past the border), padding
+    "half-flip-batch2": ((2, 3, 7, 9), (4, 3, 3, 3), dict(border_mode="half")),
+    "valid-even": ((1, 4, 8, 8), (2, 4, 3, 3), dict(filter_flip=False)),
+    "pad-2-1": ((2, 5, 6, 5), (3, 5, 3, 3), dict(border_mode=(2, 1))),
+    "one-row-of-output": ((1, 2, 3, 11), (3, 2, 3, 3), dict(filter_flip=False)),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD_CASES))
+def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
+    # Every output size takes Winograd's F(2x2, 3x3) here; bands of one tile row; the
+    # epilogue (scale, bias, relu) in its output transform, a NaN kept by the relu.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
+    xs, ws, kw = WINOGRAD_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    x[-1, -1, 1, 2] = np.nan
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype)
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    for args in [(None, False, None), (bias, True, None), (bias, True, scale), (None, True, scale)]:
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 4
+
+
+def _spy(fn, calls):
+    def spy(*args):
+        calls.append(fn(*args))
+        return calls[-1]
+
+    return spy
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cpu_conv_winograd_in_a_function(dtype, monkeypatch):
+    # Through the engine: the columns' workspace is planned with Winograd's shape
+    # (transformed filters, then a band of image and products), values as the reference.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    y = nnet.conv2d(x, w, **kw)
+    f = function([x, w], y, mode=CPU)
+    xv, wv, _ = _values(xs, ws, kw, dtype)
+    got = f(xv, wv)
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3), KERNELS)
+    itemsize = np.dtype(dtype).itemsize
+    assert [f.fn.current.shapes[v] for v in cols] == [geo.winograd_shape(3, 4, (7, 9), itemsize)]
+    check_plan(*f.fn.current.plan_input, f.fn.current.memory)
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)
+
+
 @needs_c
 def test_cpu_conv_c_kernels_decline_what_they_do_not_take():
     # Another dtype, an image whose rows are not contiguous, a bias of another dtype:

@@ -77,6 +77,14 @@ WORKSPACE_MAX_BYTES = 1 << 25
 # 25 MB of columns per image to memory and read them back (and plan that workspace).
 TILE_BYTES = 1 << 21
 _FLOATS = ("float32", "float64")
+# A 3x3 convolution at stride 1 with at least this many output pixels runs as
+# Winograd's F(2x2, 3x3) (below it, the transforms cost more than the products save:
+# InceptionV3's 8x8 layers); its workspace holds the transformed filters and one band
+# of tile rows' transformed image and products, of about this many bytes.
+WINOGRAD_MIN_PIXELS = 400
+WINOGRAD_BAND_BYTES = 1 << 21
+# The transforms keep a few rows of the image on the C stack: wider images take im2col.
+WINOGRAD_MAX_WIDTH = 4096
 
 
 class ConvGeometry:
@@ -129,6 +137,47 @@ class ConvGeometry:
         per_row = c * self.kshp[0] * self.kshp[1] * out_hw[1] * itemsize
         return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
 
+    def winograd(self, out_hw, dtype):
+        """Whether the forward convolution runs as Winograd's F(2x2, 3x3): 3x3 filters
+        at stride 1, undilated and ungrouped, with the C kernels, on a big enough output.
+
+        >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+        >>> g.winograd((35, 35), "float32")  # no C kernels
+        False
+        """
+        return (
+            self.native is not None
+            and self.kshp == (3, 3)
+            and self.stride == (1, 1)
+            and self.dil == (1, 1)
+            and self.groups == 1
+            and out_hw[0] * out_hw[1] >= WINOGRAD_MIN_PIXELS
+            and out_hw[1] <= WINOGRAD_MAX_WIDTH
+            and np.dtype(dtype).name in _FLOATS
+        )
+
+    @staticmethod
+    def winograd_band(c, f, out_hw, itemsize):
+        """``(tile rows per band, tiles per row)`` of the Winograd path: 2x2 outputs a
+        tile; a band's transformed image and products are about
+        :data:`WINOGRAD_BAND_BYTES`.
+
+        >>> ConvGeometry.winograd_band(64, 96, (35, 35), 4)
+        (11, 18)
+        """
+        th, tw = (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
+        per_row = 16 * (c + f) * tw * itemsize
+        return max(1, min(th, WINOGRAD_BAND_BYTES // per_row)), tw
+
+    def winograd_shape(self, c, f, out_hw, itemsize):
+        """The Winograd path's workspace (in place of the columns): the transformed
+        filters ``(16, F, C)``, then a band's image ``(16, C, T)`` and products
+        ``(16, F, T)``, T tiles a band, as one flat array (each of the 16 slabs of the
+        last two a little longer: :func:`_slab`)."""
+        rows, tw = self.winograd_band(c, f, out_hw, itemsize)
+        t = rows * tw
+        return (16 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
+
     def forward_cols_shape(self, n, c, out_hw, itemsize):
         """The forward convolution's columns: as :meth:`cols_shape`, or one tile of
         :meth:`tile_rows` output rows of one image.
@@ -155,13 +204,15 @@ _CODES = {"float32": "f32", "float64": "f64"}
 
 
 class ConvKernels:
-    """The C copy loops of ``native/conv_kernels.c`` (im2col, the fused epilogue) for
-    float32 and float64, loaded from ``lib``; each method returns False, having done
-    nothing, for arrays it does not take (another dtype, a row not contiguous), which
-    then go through numpy."""
+    """The C loops of ``native/conv_kernels.c`` (im2col, the fused epilogue, Winograd's
+    transforms) for float32 and float64, loaded from ``lib``. ``im2col`` and
+    ``epilogue`` return False, having done nothing, for arrays they do not take
+    (another dtype, a row not contiguous), which then go through numpy; the Winograd
+    path (:func:`_winograd_forward`) is chosen only for arrays they take."""
 
     def __init__(self, lib):
         self.im2col_fn, self.epilogue_fn = {}, {}
+        self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
         for dtype, code in _CODES.items():
             f = getattr(lib, f"td_im2col_{code}")
             f.argtypes = [_P, _L, _L] + [_I] * 9 + [_P, _L]
@@ -171,6 +222,18 @@ class ConvKernels:
             f.argtypes = [_P, _L, _I, _L, _P, _P, _I]
             f.restype = None
             self.epilogue_fn[dtype] = f
+            f = getattr(lib, f"td_wino_in_{code}")
+            f.argtypes = [_P, _L, _L] + [_I] * 6 + [_P, _L, _L]
+            f.restype = None
+            self.wino_in_fn[dtype] = f
+            f = getattr(lib, f"td_wino_filters_{code}")
+            f.argtypes = [_P, _L, _I, _I, _P, _L]
+            f.restype = None
+            self.wino_filters_fn[dtype] = f
+            f = getattr(lib, f"td_wino_out_{code}")
+            f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
+            f.restype = None
+            self.wino_out_fn[dtype] = f
 
     def im2col(self, src, cv, geo, nrows, ow):
         """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
@@ -305,6 +368,59 @@ def _ws(buf, shape, dtype):
     return np.empty(shape, dtype=dtype)
 
 
+def _slab(n, itemsize):
+    """The stride (in items) of the Winograd path's 16 slabs of ``n`` items: a whole,
+    odd number of 64-byte lines, so that the transforms' 16 streams (one per slab) fall
+    in different cache sets (at a stride of a multiple of 4 KiB they would share a few:
+    a 2.4x slower output transform on InceptionV3's 147x147 layer)."""
+    line = 64 // itemsize
+    lines = -(-n // line)
+    return (lines + 1 - lines % 2) * line
+
+
+def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
+    """The forward convolution of the padded images ``xp`` by the filters ``wm``
+    ``(F, C*9)`` as Winograd's F(2x2, 3x3) into ``out``, with the epilogue; False,
+    having done nothing, for arrays the C kernels do not take (numpy's path then)."""
+    k = geo.native
+    n, c, hp, wp = xp.shape
+    f = wm.shape[0]
+    dt, size = xp.dtype, xp.itemsize
+    vectors = [v for v in (bias, scale) if v is not None]
+    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
+        return False
+    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
+        return False
+    if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
+        return False
+    if wm.strides[1] != size or wm.strides[0] % size:
+        return False
+    rows, tw = geo.winograd_band(c, f, out_hw, size)
+    ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
+    tb = rows * tw
+    sv, sm = _slab(c * tb, size), _slab(f * tb, size)
+    nu, nv = 16 * f * c, 16 * sv
+    u = ws[:nu].reshape(16, f, c)
+    v = as_strided(ws[nu:], (16, c, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (16, f, tb), (sm * size, tb * size, size))
+    k.wino_filters_fn[dt.name](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
+    wino_in, wino_out = k.wino_in_fn[dt.name], k.wino_out_fn[dt.name]
+    oh, ow = out_hw
+    th = (oh + 1) // 2
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    sp = None if scale is None else scale.ctypes.data
+    bp = None if bias is None else bias.ctypes.data
+    for i in range(n):
+        xi, oi = xp[i].ctypes.data, out[i].ctypes.data
+        for tr0 in range(0, th, rows):
+            ntr = min(rows, th - tr0)
+            t = ntr * tw
+            wino_in(xi, sc, rs, c, hp, wp, tr0, ntr, tw, v.ctypes.data, tb, sv)
+            np.matmul(u, v[:, :, :t], out=m[:, :, :t])
+            wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
+    return True
+
+
 def _epilogue(o, bias, relu, scale=None, native=None):
     """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``
     (by ``native``, a :class:`ConvKernels`, when it takes the arrays)."""
@@ -363,6 +479,10 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
+    if geo.winograd(out_hw, x.dtype) and _winograd_forward(
+        x, wm, cols, out, geo, out_hw, bias, relu, scale
+    ):
+        return out
     cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb, k = cols.shape[:2]
     kg = k // g
@@ -591,8 +711,11 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
         if geo.plain:
             return _NONE
         xs = s[0][0]
+        out_hw = geo.out_hw(xs[2:])
+        if tiled and geo.winograd(out_hw, dtype):
+            return geo.winograd_shape(xs[1], s[0][1][0], out_hw, itemsize)
         shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
-        return shape_of(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
+        return shape_of(xs[0], xs[1], out_hw, itemsize)
 
     xp, st1 = _workspace_step(ctx, node, dtype, "conv_pad", inputs, pad_shape, with_outputs)
     cols, st2 = _workspace_step(ctx, node, dtype, "conv_cols", inputs, cols_shape, with_outputs)

@@ -1,6 +1,7 @@
 /*! The convolution emitters' two copy loops (theano_dag/engines/cpu/emit/conv.py), for
     float32 and float64: numpy makes the same arrays through strided views, 1.05x to 1.35x
     slower per layer of InceptionV3 (docs/performance.md, "Convolution"). */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -50,3 +51,136 @@ TD_IM2COL(double, td_im2col_f64)
     }
 TD_EPILOGUE(float, td_epilogue_f32)
 TD_EPILOGUE(double, td_epilogue_f64)
+
+/* Winograd's F(2x2, 3x3) (Lavin and Gray, 2016): a 3x3 convolution at stride 1 as 16
+   matrix products of the transformed filters by the transformed 4x4 tiles of the image,
+   each tile giving 2x2 outputs: 2.25x fewer multiplications than the direct sum. Each
+   transform runs along a row of tiles in loops of unit stride (the columns split into
+   even and odd first), which the compiler vectorizes across tiles.
+
+   The image's transform, V = B' d B for each 4x4 tile d (tiles 2 apart, zeros past the
+   H x W image): V[k][c][t] at k*kstride + c*ldv + t, k = 4*i + j, t = the tile's index
+   in the band of ntr tile rows from tile row tr0, TW tiles a row (TW <= W/2 + 1). */
+#define TD_WINO_IN(T, NAME)                                                                \
+    void NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W,        \
+              int tr0, int ntr, int TW, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride)   \
+    {                                                                                      \
+        int n = TW + 1, pairs = W / 2; /* columns 2t, 2t + 1 for t < n; inside: < pairs */ \
+        T zero[W + 2], even[4][n], odd[4][n];                                              \
+        memset(zero, 0, sizeof(zero));                                                     \
+        for (int c = 0; c < C; c++)                                                        \
+            for (int tr = 0; tr < ntr; tr++) {                                             \
+                int y0 = 2 * (tr0 + tr);                                                   \
+                const T *r[4];                                                             \
+                for (int i = 0; i < 4; i++)                                                \
+                    r[i] = y0 + i < H ? x + c * sc + (ptrdiff_t)(y0 + i) * rs : zero;      \
+                const T *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];                    \
+                int m = pairs < n ? pairs : n;                                             \
+                for (int t = 0; t < m; t++) { /* B' d: the columns, even and odd */        \
+                    T e0 = r0[2 * t], e1 = r1[2 * t], e2 = r2[2 * t], e3 = r3[2 * t];      \
+                    T o0 = r0[2 * t + 1], o1 = r1[2 * t + 1], o2 = r2[2 * t + 1];          \
+                    T o3 = r3[2 * t + 1];                                                  \
+                    even[0][t] = e0 - e2, even[1][t] = e1 + e2;                            \
+                    even[2][t] = e2 - e1, even[3][t] = e1 - e3;                            \
+                    odd[0][t] = o0 - o2, odd[1][t] = o1 + o2;                              \
+                    odd[2][t] = o2 - o1, odd[3][t] = o1 - o3;                              \
+                }                                                                          \
+                for (int t = m; t < n; t++) { /* past the image's last pair */             \
+                    T e[4], o[4];                                                          \
+                    for (int i = 0; i < 4; i++) {                                          \
+                        e[i] = 2 * t < W ? r[i][2 * t] : (T)0;                             \
+                        o[i] = 2 * t + 1 < W ? r[i][2 * t + 1] : (T)0;                     \
+                    }                                                                      \
+                    even[0][t] = e[0] - e[2], even[1][t] = e[1] + e[2];                    \
+                    even[2][t] = e[2] - e[1], even[3][t] = e[1] - e[3];                    \
+                    odd[0][t] = o[0] - o[2], odd[1][t] = o[1] + o[2];                      \
+                    odd[2][t] = o[2] - o[1], odd[3][t] = o[1] - o[3];                      \
+                }                                                                          \
+                T *v = V + c * ldv + (ptrdiff_t)tr * TW;                                   \
+                for (int i = 0; i < 4; i++) { /* (B' d) B: the rows */                     \
+                    const T *E = even[i], *O = odd[i];                                     \
+                    T *v0 = v + (4 * i) * kstride, *v1 = v0 + kstride;                     \
+                    T *v2 = v1 + kstride, *v3 = v2 + kstride;                              \
+                    for (int t = 0; t < TW; t++) {                                         \
+                        v0[t] = E[t] - E[t + 1];                                           \
+                        v1[t] = O[t] + E[t + 1];                                           \
+                        v2[t] = E[t + 1] - O[t];                                           \
+                        v3[t] = O[t] - O[t + 1];                                           \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+    }
+TD_WINO_IN(float, td_wino_in_f32)
+TD_WINO_IN(double, td_wino_in_f64)
+
+/* The output's transform, Y = A' m A for each tile's 4x4 products m (M[k][f][t] at
+   k*kstride + f*ldm + t), then the epilogue (scale, bias, relu as td_epilogue), into
+   out[f][y][x] (f*fs + y*OW + x) where inside the OH x OW output. The relu is
+   max(lo, v), without a branch (a NaN stays, as with numpy's maximum). */
+#define TD_WINO_OUT(T, NAME)                                                               \
+    void NAME(const T *restrict M, ptrdiff_t ldm, ptrdiff_t kstride, int F, int tr0,       \
+              int ntr, int TW, T *restrict out, ptrdiff_t fs, int OH, int OW,              \
+              const T *scale, const T *bias, int relu)                                     \
+    {                                                                                      \
+        T lo = relu ? (T)0 : -(T)INFINITY;                                                 \
+        T y[2][2][TW];                                                                     \
+        for (int f = 0; f < F; f++) {                                                      \
+            T s = scale ? scale[f] : (T)1, b = bias ? bias[f] : (T)0;                      \
+            for (int tr = 0; tr < ntr; tr++) {                                             \
+                int y0 = 2 * (tr0 + tr);                                                   \
+                const T *m = M + f * ldm + (ptrdiff_t)tr * TW;                             \
+                for (int t = 0; t < TW; t++) {                                             \
+                    T u[2][4];                                                             \
+                    for (int j = 0; j < 4; j++) { /* A' m: the columns */                  \
+                        T m0 = m[j * kstride + t], m1 = m[(4 + j) * kstride + t];          \
+                        T m2 = m[(8 + j) * kstride + t], m3 = m[(12 + j) * kstride + t];   \
+                        u[0][j] = m0 + m1 + m2;                                            \
+                        u[1][j] = m1 - m2 - m3;                                            \
+                    }                                                                      \
+                    for (int i = 0; i < 2; i++) { /* (A' m) A: the rows; the epilogue */   \
+                        T a = (u[i][0] + u[i][1] + u[i][2]) * s + b;                       \
+                        T c = (u[i][1] - u[i][2] - u[i][3]) * s + b;                       \
+                        y[i][0][t] = a < lo ? lo : a;                                      \
+                        y[i][1][t] = c < lo ? lo : c;                                      \
+                    }                                                                      \
+                }                                                                          \
+                int pairs = OW / 2 < TW ? OW / 2 : TW;                                     \
+                for (int i = 0; i < 2 && y0 + i < OH; i++) {                               \
+                    T *o = out + f * fs + (ptrdiff_t)(y0 + i) * OW;                        \
+                    const T *ye = y[i][0], *yo = y[i][1];                                  \
+                    for (int t = 0; t < pairs; t++) o[2 * t] = ye[t], o[2 * t + 1] = yo[t]; \
+                    if (OW % 2) o[OW - 1] = ye[TW - 1]; /* the last tile's first column */ \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+TD_WINO_OUT(float, td_wino_out_f32)
+TD_WINO_OUT(double, td_wino_out_f64)
+
+/* The filters' transform, U = G g G' for each 3x3 filter g of w (F rows of C*9, ld
+   apart): U[k][f][c] at k*kstride + f*C + c. */
+#define TD_WINO_FILTERS(T, NAME)                                                           \
+    void NAME(const T *w, ptrdiff_t ld, int F, int C, T *U, ptrdiff_t kstride)             \
+    {                                                                                      \
+        for (int f = 0; f < F; f++)                                                        \
+            for (int c = 0; c < C; c++) {                                                  \
+                const T *g = w + f * ld + (ptrdiff_t)c * 9;                                \
+                T u[4][3];                                                                 \
+                for (int j = 0; j < 3; j++) { /* G g: the columns */                       \
+                    T g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];                             \
+                    u[0][j] = g0;                                                          \
+                    u[1][j] = (T)0.5 * (g0 + g1 + g2);                                     \
+                    u[2][j] = (T)0.5 * (g0 - g1 + g2);                                     \
+                    u[3][j] = g2;                                                          \
+                }                                                                          \
+                T *o = U + (ptrdiff_t)f * C + c;                                           \
+                for (int i = 0; i < 4; i++) { /* (G g) G': the rows */                     \
+                    o[(4 * i + 0) * kstride] = u[i][0];                                    \
+                    o[(4 * i + 1) * kstride] = (T)0.5 * (u[i][0] + u[i][1] + u[i][2]);     \
+                    o[(4 * i + 2) * kstride] = (T)0.5 * (u[i][0] - u[i][1] + u[i][2]);     \
+                    o[(4 * i + 3) * kstride] = u[i][2];                                    \
+                }                                                                          \
+            }                                                                              \
+    }
+TD_WINO_FILTERS(float, td_wino_filters_f32)
+TD_WINO_FILTERS(double, td_wino_filters_f64)
