@@ -22,6 +22,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
 from theano_dag.tensor import nnet
 from theano_dag.tensor.nnet import Conv2dBiasAct
+from theano_dag.tensor.nnet.pool import Pool
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from nnet_reference import ref_conv2d, ref_conv_grad_inputs, ref_conv_grad_weights  # noqa: E402
@@ -452,3 +453,36 @@ def test_cpu_global_pool(mode):
         want = want / 20
     np.testing.assert_allclose(f(xv)[:, :, 0, 0], want, rtol=1e-12)
     assert "pool_forward" in f.fn.source()
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", POOL_MODES)
+@pytest.mark.parametrize(
+    "case", sorted(POOL_CASES) + ["5x3-pad2-1-same", "3x3-stride3-wide-pad", "1x1"]
+)
+def test_cpu_pool_c_loop_matches_numpy(case, mode, dtype):
+    # The C pooling loop (its whole-plane path when the output is the image's size, its
+    # row path otherwise) against numpy's strided slices, with a NaN (a max keeps it).
+    extra = {
+        "5x3-pad2-1-same": ((2, 3, 7, 6), (5, 3), dict(ignore_border=True, pad=(2, 1))),
+        "3x3-stride3-wide-pad": ((1, 2, 8, 9), (3, 3), dict(pad=(2, 2), stride=(3, 3))),
+        "1x1": ((2, 2, 3, 4), (1, 1), dict(ignore_border=True)),
+    }
+    xs, ws, kw = extra[case] if case in extra else POOL_CASES[case]
+    kw = dict(kw, ignore_border=kw.get("ignore_border", True))
+    op = Pool(ws, mode=mode, **kw)
+    x = _distinct(xs, dtype)
+    x.flat[3] = np.nan
+    in_c = cpu_conv._PoolPlan(op, KERNELS)
+    assert in_c.in_c(x.shape)
+    got = cpu_conv.pool_forward(x, None, None, in_c)
+    in_numpy = cpu_conv._PoolPlan(op)
+    xp = np.empty(in_numpy.padded_shape(x.shape), dtype)  # the numpy path's padded copy
+    want = cpu_conv.pool_forward(x, xp, None, in_numpy)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # a strided image is declined by the C loop: numpy's path, same values
+    xt = np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2)
+    np.testing.assert_allclose(cpu_conv.pool_forward(xt, xp, None, in_c), want, rtol=tol)

@@ -213,6 +213,7 @@ class ConvKernels:
     def __init__(self, lib):
         self.im2col_fn, self.epilogue_fn = {}, {}
         self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
+        self.pool_fn = {}
         for dtype, code in _CODES.items():
             f = getattr(lib, f"td_im2col_{code}")
             f.argtypes = [_P, _L, _L] + [_I] * 9 + [_P, _L]
@@ -230,6 +231,10 @@ class ConvKernels:
             f.argtypes = [_P, _L, _I, _I, _P, _L]
             f.restype = None
             self.wino_filters_fn[dtype] = f
+            f = getattr(lib, f"td_pool_{code}")
+            f.argtypes = [_P] + [_I] * 3 + [_P] + [_I] * 9 + [_P]
+            f.restype = ctypes.c_int
+            self.pool_fn[dtype] = f
             f = getattr(lib, f"td_wino_out_{code}")
             f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
             f.restype = None
@@ -819,12 +824,57 @@ def _grad_inputs_steps(node, ctx):
     return [st, Step(node, node.outputs, [w, gy, shape, cols], emit)]
 
 
-class _PoolPlan:
-    """One pooling node's geometry and its averaging counts, cached per image shape."""
+# The C pooling loop keeps one output row on the C stack: wider outputs take numpy's.
+POOL_C_MAX_WIDTH = 1 << 14
 
-    def __init__(self, op):
+
+class _PoolPlan:
+    """One pooling node's geometry and its averaging counts, cached per image shape;
+    ``native`` (a :class:`ConvKernels`) pools in C, else numpy folds strided slices."""
+
+    def __init__(self, op, native=None):
         self.op = op
+        self.native = native
         self.counts = {}
+        self._c_div = {}
+
+    def in_c(self, xshape):
+        """Whether the C loop pools an image of this shape (it needs no workspace)."""
+        (oh, ow), _ext = self.op._geometry(xshape)
+        return self.native is not None and self.op.ndim == 2 and ow <= POOL_C_MAX_WIDTH
+
+    def workspace(self, shape, xshape):
+        """A numpy-path workspace's planned shape: none when the C loop pools."""
+        return _NONE if self.in_c(xshape) else shape
+
+    def pool_c(self, x, out, out_hw, ext):
+        """``out`` = the pool of ``x`` by the C loop; False, having done nothing, for
+        arrays it does not take (another dtype, not contiguous)."""
+        fn = self.native.pool_fn.get(x.dtype.name)
+        if fn is None or out.dtype != x.dtype:
+            return False
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return False
+        op = self.op
+        div = None
+        if op.mode in ("average_inc_pad", "average_exc_pad"):
+            key = tuple(x.shape[-2:])
+            div = self._c_div.get(key)
+            if div is None:
+                d = self.divisor(x.shape, out_hw, ext)
+                div = self._c_div[key] = np.ascontiguousarray(
+                    np.broadcast_to(d, tuple(out_hw)), dtype=np.float64
+                )
+        h, w = x.shape[-2:]
+        planes = int(np.prod(x.shape[:-2], dtype=np.int64))
+        (kh, kw), (sh, sw), (pt, pl) = op.ws, op.stride, op.pad
+        dp = None if div is None else div.ctypes.data
+        mx = op.mode == "max"
+        if fn(
+            x.ctypes.data, planes, h, w, out.ctypes.data, *out_hw, kh, kw, sh, sw, pt, pl, mx, dp
+        ):
+            raise MemoryError(f"pooling: no memory for a {h}x{out_hw[1]} workspace")
+        return True
 
     def padded_shape(self, xshape):
         _out, ext = self.op._geometry(xshape)
@@ -872,7 +922,10 @@ def pool_forward(x, xp, out, pp, rows=None):
         out = np.empty(x.shape[:-2] + tuple(out_hw), dtype=x.dtype)
     if min(out_hw) == 0:
         return out
+    if pp.in_c(x.shape) and pp.pool_c(x, out, out_hw, ext):
+        return out
     if xp is not None:
+        xp = _ws(xp, pp.padded_shape(x.shape), x.dtype)
         fill = op._fill(x.dtype)
         xp[...] = fill
         xp[op._inner(x.shape)] = x
@@ -920,12 +973,12 @@ def _pool_steps(node, ctx):
     dtype = node.outputs[0].type.dtype
     if op.ndim != 2 or x.type.dtype != dtype or dtype not in _FLOATS or ctx.is_const(x):
         return None
-    pp = _PoolPlan(op)
+    pp = _PoolPlan(op, conv_kernels())
     steps, ins = [], [x]
     kh, kw = op.ws
     if kh * kw > kh + kw:  # may be separable (the image's shape decides)
         rows, st = _workspace_step(
-            ctx, node, dtype, "pool_rows", (x,), lambda s: pp.separable(s[0])
+            ctx, node, dtype, "pool_rows", (x,), lambda s: pp.workspace(pp.separable(s[0]), s[0])
         )
         steps.append(st)
     padded = any(op.pad) or not op.ignore_border
@@ -933,7 +986,7 @@ def _pool_steps(node, ctx):
         # Padding, or partial windows at the border: a padded copy in a workspace (whose
         # shape equals the image's when the windows happen to fit: the copy is then cheap).
         xp, st = _workspace_step(
-            ctx, node, dtype, "pool_pad", (x,), lambda s: pp.padded_shape(s[0])
+            ctx, node, dtype, "pool_pad", (x,), lambda s: pp.workspace(pp.padded_shape(s[0]), s[0])
         )
         steps.append(st)
         ins.append(xp)

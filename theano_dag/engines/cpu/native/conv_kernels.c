@@ -3,6 +3,7 @@
     slower per layer of InceptionV3 (docs/performance.md, "Convolution"). */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* im2col of one image: cols[(c*KH + a)*KW + b][i*OW + j]
@@ -184,3 +185,140 @@ TD_WINO_OUT(double, td_wino_out_f64)
     }
 TD_WINO_FILTERS(float, td_wino_filters_f32)
 TD_WINO_FILTERS(double, td_wino_filters_f64)
+
+/* 2-D pooling of P planes of H x W (x, planes HW apart, rows W apart) into P planes of
+   OH x OW: the window of output (i, j) covers rows i*sh - pt + [0, kh) and columns
+   j*sw - pl + [0, kw), clipped to the image (the padding adds nothing to a max or a
+   sum). is_max: the maximum (a NaN wins, as with numpy's maximum; a window wholly in
+   the padding is -inf), else the sum, divided by div[i][j] when div is not NULL.
+   Separable: each image row is folded along its columns into h (H x OW, the columns
+   whose windows lie inside the image in branch-free loops that the compiler
+   vectorizes), then each output row folds kh rows of h. */
+#define TD_FOLD(T, is_max, a, v) ((is_max) ? ((a) != (a) ? (a) : ((a) > (v) ? (a) : (v))) : (a) + (v))
+
+#define TD_POOL_SPAN(T, SW)                                                                \
+    do {                                                                                   \
+        if (is_max)                                                                        \
+            for (int j = j0; j < j1; j++) {                                                \
+                T v = s[j * (SW)], a = hr[j];                                              \
+                T m = a > v ? a : v;                                                       \
+                hr[j] = a != a ? a : m;                                                    \
+            }                                                                              \
+        else                                                                               \
+            for (int j = j0; j < j1; j++) hr[j] += s[j * (SW)];                            \
+    } while (0)
+
+#define TD_POOL(T, NAME)                                                                   \
+    int NAME(const T *restrict x, int P, int H, int W, T *restrict out, int OH, int OW,    \
+             int kh, int kw, int sh, int sw, int pt, int pl, int is_max, const double *div) \
+    {                                                                                      \
+        T *restrict h = malloc(sizeof(T) * (size_t)H * (size_t)OW);                        \
+        if (!h) return -1;                                                                 \
+        T fill = is_max ? -(T)INFINITY : (T)0;                                             \
+        int j0 = (pl + sw - 1) / sw; /* the first column whose window starts inside */     \
+        int j1 = W - kw + pl >= 0 ? (W - kw + pl) / sw + 1 : 0; /* past the last inside */ \
+        if (j1 > OW) j1 = OW;                                                              \
+        if (j0 > j1) j0 = j1;                                                              \
+        int same = sw == 1 && sh == 1 && OW == W && OH == H && 2 * pl == kw - 1 &&          \
+                   2 * pt == kh - 1;                                                       \
+        for (int p = 0; p < P && same; p++) {                                              \
+            /* A stride of 1 and the output the image's size: each pass is one loop over  \
+               the plane (rows joined), then the columns and rows at the border again. */ \
+            const T *img = x + (ptrdiff_t)p * H * W;                                       \
+            T *restrict o = out + (ptrdiff_t)p * H * W;                                    \
+            ptrdiff_t n = (ptrdiff_t)H * W;                                                \
+            for (ptrdiff_t k = 0; k < n; k++) h[k] = fill;                                 \
+            for (int b = 0; b < kw; b++) {                                                 \
+                const T *s = img + b - pl;                                                 \
+                ptrdiff_t k0 = pl - b > 0 ? pl - b : 0, k1 = n - (b - pl > 0 ? b - pl : 0); \
+                if (is_max)                                                                \
+                    for (ptrdiff_t k = k0; k < k1; k++) {                                  \
+                        T v = s[k], a = h[k];                                              \
+                        T m = a > v ? a : v;                                               \
+                        h[k] = a != a ? a : m;                                             \
+                    }                                                                      \
+                else                                                                       \
+                    for (ptrdiff_t k = k0; k < k1; k++) h[k] += s[k];                      \
+            }                                                                              \
+            for (int r = 0; r < H; r++) /* the border columns, without the wrapped taps */ \
+                for (int j = 0; j < W; j++) {                                              \
+                    if (j == pl && W - (kw - 1 - pl) > j) j = W - (kw - 1 - pl);           \
+                    if (j >= W) break;                                                     \
+                    T a = fill;                                                            \
+                    for (int b = 0; b < kw; b++) {                                         \
+                        int c = j + b - pl;                                                \
+                        if (c >= 0 && c < W) a = TD_FOLD(T, is_max, a, img[(ptrdiff_t)r * W + c]); \
+                    }                                                                      \
+                    h[(ptrdiff_t)r * W + j] = a;                                           \
+                }                                                                          \
+            for (ptrdiff_t k = 0; k < n; k++) o[k] = fill;                                 \
+            for (int a = 0; a < kh; a++) { /* along the rows: output row i, row i+a-pt */  \
+                int i0 = pt - a > 0 ? pt - a : 0, i1 = H - (a - pt > 0 ? a - pt : 0);      \
+                const T *hs = h + (ptrdiff_t)(a - pt) * W;                                 \
+                ptrdiff_t k0 = (ptrdiff_t)i0 * W, k1 = (ptrdiff_t)i1 * W;                  \
+                if (is_max)                                                                \
+                    for (ptrdiff_t k = k0; k < k1; k++) {                                  \
+                        T v = hs[k], c = o[k];                                             \
+                        T m = c > v ? c : v;                                               \
+                        o[k] = c != c ? c : m;                                             \
+                    }                                                                      \
+                else                                                                       \
+                    for (ptrdiff_t k = k0; k < k1; k++) o[k] += hs[k];                     \
+            }                                                                              \
+            if (div)                                                                       \
+                for (ptrdiff_t k = 0; k < n; k++) o[k] = (T)(o[k] / div[k]);               \
+        }                                                                                  \
+        for (int p = 0; p < P && !same; p++) {                                             \
+            const T *img = x + (ptrdiff_t)p * H * W;                                       \
+            for (int r = 0; r < H; r++) { /* along the columns */                          \
+                const T *row = img + (ptrdiff_t)r * W;                                     \
+                T *hr = h + (ptrdiff_t)r * OW;                                             \
+                for (int j = 0; j < OW; j++) hr[j] = fill;                                 \
+                for (int b = 0; b < kw; b++) {                                             \
+                    const T *s = row + b - pl;                                             \
+                    if (sw == 1) /* a constant stride, for the vectorizer */               \
+                        TD_POOL_SPAN(T, 1);                                                \
+                    else if (sw == 2)                                                      \
+                        TD_POOL_SPAN(T, 2);                                                \
+                    else                                                                   \
+                        TD_POOL_SPAN(T, sw);                                               \
+                }                                                                          \
+                for (int j = 0; j < OW; j++) { /* the border columns */                    \
+                    if (j == j0) j = j1;                                                   \
+                    if (j >= OW) break;                                                    \
+                    for (int b = 0; b < kw; b++) {                                         \
+                        int c = j * sw + b - pl;                                           \
+                        if (c >= 0 && c < W) hr[j] = TD_FOLD(T, is_max, hr[j], row[c]);    \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+            T *restrict o = out + (ptrdiff_t)p * OH * OW;                                  \
+            for (int i = 0; i < OH; i++, o += OW) { /* along the rows */                   \
+                int r0 = i * sh - pt, r1 = r0 + kh;                                        \
+                if (r0 < 0) r0 = 0;                                                        \
+                if (r1 > H) r1 = H;                                                        \
+                if (r1 <= r0) {                                                            \
+                    for (int j = 0; j < OW; j++) o[j] = fill;                              \
+                } else {                                                                   \
+                    memcpy(o, h + (ptrdiff_t)r0 * OW, sizeof(T) * (size_t)OW);             \
+                    for (int r = r0 + 1; r < r1; r++) {                                    \
+                        const T *hr = h + (ptrdiff_t)r * OW;                               \
+                        if (is_max)                                                        \
+                            for (int j = 0; j < OW; j++) {                                 \
+                                T a = o[j], v = hr[j];                                     \
+                                T m = a > v ? a : v;                                       \
+                                o[j] = a != a ? a : m;                                     \
+                            }                                                              \
+                        else                                                               \
+                            for (int j = 0; j < OW; j++) o[j] += hr[j];                    \
+                    }                                                                      \
+                }                                                                          \
+                if (div)                                                                   \
+                    for (int j = 0; j < OW; j++) o[j] = (T)(o[j] / div[i * OW + j]);       \
+            }                                                                              \
+        }                                                                                  \
+        free(h);                                                                           \
+        return 0;                                                                          \
+    }
+TD_POOL(float, td_pool_f32)
+TD_POOL(double, td_pool_f64)
