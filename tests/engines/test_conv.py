@@ -329,6 +329,8 @@ def test_cpu_conv_c_kernels_decline_what_they_do_not_take():
     o = np.ones((1, 2, 9))
     assert not KERNELS.epilogue(o, np.ones(2, "float32"), True, None)
     assert not KERNELS.epilogue(o[:, :, ::2], np.ones(2), True, None)
+    swapped = o.astype(">f8" if np.little_endian else "<f8")  # the other byte order
+    assert not KERNELS.epilogue(swapped, np.ones(2, swapped.dtype), True, None)
     np.testing.assert_array_equal(o, 1)
     assert KERNELS.epilogue(o, np.ones(2), True, None)
     np.testing.assert_array_equal(o, 2)

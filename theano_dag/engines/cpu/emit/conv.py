@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import warnings
 
 import numpy as np
@@ -129,7 +130,7 @@ class ConvGeometry:
         """Whether a per-filter scale is cheaper applied to the filters than to the
         output: each costs a pass over what it scales."""
         oh, ow = self.out_hw(xshape[2:])
-        return int(np.prod(wshape[1:])) <= xshape[0] * oh * ow
+        return math.prod(wshape[1:]) <= xshape[0] * oh * ow
 
     def tile_rows(self, c, out_hw, itemsize):
         """How many output rows the forward convolution makes columns of at once: all
@@ -214,7 +215,8 @@ class ConvKernels:
         self.im2col_fn, self.epilogue_fn = {}, {}
         self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
         self.pool_fn = {}
-        for dtype, code in _CODES.items():
+        # keyed by the numpy dtype (a dtype's .name is a Python-level property: slow)
+        for dtype, code in ((np.dtype(d), c) for d, c in _CODES.items()):
             f = getattr(lib, f"td_im2col_{code}")
             f.argtypes = [_P, _L, _L] + [_I] * 9 + [_P, _L]
             f.restype = None
@@ -243,7 +245,7 @@ class ConvKernels:
     def im2col(self, src, cv, geo, nrows, ow):
         """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
         (from the tile's first source row)."""
-        fn = self.im2col_fn.get(src.dtype.name)
+        fn = self.im2col_fn.get(src.dtype)
         size = src.itemsize
         st = src.strides
         if fn is None or cv.dtype != src.dtype or st[3] != size or cv.strides[2] != size:
@@ -272,7 +274,7 @@ class ConvKernels:
 
     def epilogue(self, o, bias, relu, scale):
         """``o`` ``(m, F, P)`` scaled, biased and rectified in place, in one pass."""
-        fn = self.epilogue_fn.get(o.dtype.name)
+        fn = self.epilogue_fn.get(o.dtype)
         size = o.itemsize
         vectors = [v for v in (bias, scale) if v is not None]
         if fn is None or o.strides[2] != size or o.strides[1] % size or o.strides[1] < 0:
@@ -392,6 +394,8 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     f = wm.shape[0]
     dt, size = xp.dtype, xp.itemsize
     vectors = [v for v in (bias, scale) if v is not None]
+    if dt not in k.wino_in_fn:  # a byte order other than the machine's
+        return False
     if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
         return False
     if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
@@ -408,8 +412,8 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     u = ws[:nu].reshape(16, f, c)
     v = as_strided(ws[nu:], (16, c, tb), (sv * size, tb * size, size))
     m = as_strided(ws[nu + nv :], (16, f, tb), (sm * size, tb * size, size))
-    k.wino_filters_fn[dt.name](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
-    wino_in, wino_out = k.wino_in_fn[dt.name], k.wino_out_fn[dt.name]
+    k.wino_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
+    wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
     oh, ow = out_hw
     th = (oh + 1) // 2
     sc, rs = xp.strides[1] // size, xp.strides[2] // size
@@ -850,7 +854,7 @@ class _PoolPlan:
     def pool_c(self, x, out, out_hw, ext):
         """``out`` = the pool of ``x`` by the C loop; False, having done nothing, for
         arrays it does not take (another dtype, not contiguous)."""
-        fn = self.native.pool_fn.get(x.dtype.name)
+        fn = self.native.pool_fn.get(x.dtype)
         if fn is None or out.dtype != x.dtype:
             return False
         if not (x.flags.c_contiguous and out.flags.c_contiguous):
@@ -866,7 +870,7 @@ class _PoolPlan:
                     np.broadcast_to(d, tuple(out_hw)), dtype=np.float64
                 )
         h, w = x.shape[-2:]
-        planes = int(np.prod(x.shape[:-2], dtype=np.int64))
+        planes = math.prod(x.shape[:-2])
         (kh, kw), (sh, sw), (pt, pl) = op.ws, op.stride, op.pad
         dp = None if div is None else div.ctypes.data
         mx = op.mode == "max"
