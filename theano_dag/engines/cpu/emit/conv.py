@@ -2,8 +2,14 @@
 
 A convolution is a matrix product once each receptive field is laid out as a column
 (*im2col*): for one image, ``out (F, OH*OW) = W (F, C*KH*KW) @ cols (C*KH*KW, OH*OW)``,
-which lands in NCHW order with no transpose. The columns are one strided copy of the
-(padded) image; the product is OpenBLAS's GEMM through ``numpy.matmul`` with ``out=``.
+which lands in NCHW order with no transpose. The columns are one copy of the (padded)
+image, made by a C loop (``native/conv_kernels.c``, :class:`ConvKernels`, built by
+``config.cxx``; numpy's strided copy without a compiler); the product is OpenBLAS's
+GEMM through ``numpy.matmul`` with ``out=``. A 3x3 convolution at stride 1 on an output
+of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(2x2, 3x3) instead: the
+filters, the image's 4x4 tiles and the products transformed in C, 16 products of
+``U[k] (F, C) @ V[k] (C, tiles)`` per band of tile rows: 2.25x fewer multiplications
+(1.1x to 1.8x faster than im2col on InceptionV3's 3x3 layers).
 Why this method (measured in ``benchmarks/conv.py`` and
 ``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
 the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
@@ -29,12 +35,14 @@ rows, each multiplied into its rows of the output while it is in cache.
 A workspace a given convolution does not need (no padding; a plain 1x1) is planned
 with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) scales, adds
 its bias and applies its relu to each chunk of the output right after its product, in
-place; or scales its filters into a workspace when they are smaller than the output.
+place (one C pass; in the Winograd path, in the output's transform); or scales its
+filters into a workspace when they are smaller than the output.
 
-Pooling (2-D, every mode and border) is a running ``maximum``/``add`` of one strided
-slice per window offset into the output, over a planned padded copy when there is
-padding or a partial window; a global pool (more offsets than windows) is one reduction
-over the windows' view.
+Pooling (2-D, every mode and border) is a C loop that folds each row along its columns,
+then the rows (no workspace). Without a compiler, or for a strided image, it is a
+running ``maximum``/``add`` of one strided slice per window offset into the output,
+over a planned padded copy when there is padding or a partial window; a global pool
+(more offsets than windows) is one reduction over the windows' view.
 """
 
 from __future__ import annotations
