@@ -27,10 +27,12 @@ compared with numpy eager's before it is timed; one that disagrees reports an er
 a time. The line of each case also carries Owl's published figures and ratios beside ours.
 
 Run: ``.venv/bin/python benchmarks/networks.py [--quick] [--repeats 30] [--cases ...]
-[--engines ...] [--threads 1] [--render results.jsonl]``. ``--quick`` runs small images
-(ResNet50 64x64, InceptionV3 75x75, batch 32 for MNIST) and 3 repeats: a smoke run.
-``--render FILE`` writes the networks section of ``docs/performance.md`` and
-``docs/networks.png`` from the lines of a run.
+[--engines ...] [--engine-repeats numpy_eager=5 ...] [--threads 1] [--render FILE ...]``.
+``--quick`` runs small images (ResNet50 64x64, InceptionV3 75x75, batch 32 for MNIST)
+and 3 repeats: a smoke run.
+``--render FILE ...`` writes the networks section of ``docs/performance.md`` and
+``docs/networks.png`` from the lines of one or more runs (a case's last line wins: a run
+of some cases updates a table), with the timed calls of each engine.
 """
 
 from __future__ import annotations
@@ -406,7 +408,7 @@ def worker(case, engine, repeats, quick, reference):
     return row
 
 
-def run_case(case, engines, repeats, quick, threads, timeout):
+def run_case(case, engines, repeats, quick, threads, timeout, engine_repeats=None):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
@@ -418,7 +420,8 @@ def run_case(case, engines, repeats, quick, threads, timeout):
         ref = Path(tmp) / "reference.npy"
         env["NETWORKS_REFERENCE"] = str(ref)
         for engine in ["numpy_eager"] + [e for e in engines if e != "numpy_eager"]:
-            cmd = [sys.executable, __file__, "--worker", case, engine, "--repeats", str(repeats)]
+            n = (engine_repeats or {}).get(engine, repeats)
+            cmd = [sys.executable, __file__, "--worker", case, engine, "--repeats", str(n)]
             cmd += ["--quick"] if quick else []
             cmd += ["--reference", str(ref)] if engine != "numpy_eager" else []
             try:
@@ -432,6 +435,7 @@ def run_case(case, engines, repeats, quick, threads, timeout):
                 results[engine] = {"error": f"exit {proc.returncode}: {' | '.join(tail)}"}
             else:
                 results[engine] = json.loads(lines[-1])
+                results[engine]["repeats"] = n
             if engine == "numpy_eager" and not ref.exists():
                 break  # no reference: nothing else can be checked
     return _case_line(case, results, repeats, quick)
@@ -448,6 +452,8 @@ def _case_line(case, results, repeats, quick):
         "repeats": repeats,
         "quick": quick,
     }
+    # the timed calls of each engine (--engine-repeats gives some engines fewer)
+    line["repeats_by_engine"] = {e: r["repeats"] for e, r in results.items() if "eval_ms" in r}
     for metric in ("build_s", "eval_ms", "eval_cpu_ms", "peak_mib", "base_mib"):
         line[metric] = {e: r[metric] for e, r in results.items() if metric in r}
     line["not_run"] = {
@@ -514,6 +520,17 @@ def render(lines, png_name):
             out.append(f"| {ln['case']} ({size}) | " + " | ".join(cells) + " |")
         out.append("")
     out += [
+        "**timed calls per engine (the medians above are of these)**",
+        "",
+        "| case | " + " | ".join(engines) + " |",
+        "|---" * (len(engines) + 1) + "|",
+    ]
+    for ln in lines:
+        calls = ln.get("repeats_by_engine") or {e: ln["repeats"] for e in ln["eval_ms"]}
+        cells = [str(calls[e]) if e in calls else "-" for e in engines]
+        out.append(f"| {ln['case']} | " + " | ".join(cells) + " |")
+    out += [
+        "",
         "**numpy eager / theano_dag (CPU time, peak memory), beside Owl's without / with"
         " graph**",
         "",
@@ -583,7 +600,20 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per engine and case")
     ap.add_argument("--worker", nargs=2, metavar=("CASE", "ENGINE"), help=argparse.SUPPRESS)
     ap.add_argument("--reference", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--render", type=Path, default=None, help="a run's JSON lines -> the docs")
+    ap.add_argument(
+        "--engine-repeats",
+        nargs="*",
+        default=[],
+        metavar="ENGINE=N",
+        help="timed calls for these engines instead of --repeats (a run that must fit a time)",
+    )
+    ap.add_argument(
+        "--render",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="runs' JSON lines -> the docs (a case's last line among the files wins)",
+    )
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "performance.md")
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "networks.png")
     args = ap.parse_args(argv)
@@ -592,19 +622,27 @@ def main(argv=None):
         print(json.dumps(worker(*args.worker, repeats, args.quick, args.reference)), flush=True)
         return 0
     if args.render:
-        rows = [json.loads(ln) for ln in args.render.read_text().splitlines() if ln.startswith("{")]
-        rows = [_cpu_time_ratio(r) for r in rows if r.get("benchmark") == "networks"]
-        rows.sort(key=lambda r: list(CASES).index(r["case"]))
+        by_case = {}
+        for path in args.render:
+            for ln in path.read_text().splitlines():
+                row = json.loads(ln) if ln.startswith("{") else {}
+                if row.get("benchmark") == "networks":
+                    by_case[row["case"]] = _cpu_time_ratio(row)
+        rows = sorted(by_case.values(), key=lambda r: list(CASES).index(r["case"]))
         plot(rows, args.png)
         update_doc(args.doc, render(rows, args.png.name))
         return 0
+    engine_repeats = {}
+    for item in args.engine_repeats:
+        engine, _, n = item.partition("=")
+        if engine not in ENGINES or not n.isdigit():
+            ap.error(f"--engine-repeats: expected ENGINE=N with ENGINE in {ENGINES}, got {item}")
+        engine_repeats[engine] = int(n)
     for case in args.cases:
-        print(
-            json.dumps(
-                run_case(case, args.engines, repeats, args.quick, args.threads, args.timeout)
-            ),
-            flush=True,
+        line = run_case(
+            case, args.engines, repeats, args.quick, args.threads, args.timeout, engine_repeats
         )
+        print(json.dumps(line), flush=True)
     return 0
 
 

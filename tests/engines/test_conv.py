@@ -22,6 +22,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
 from theano_dag.tensor import nnet
 from theano_dag.tensor.nnet import Conv2dBiasAct
+from theano_dag.tensor.nnet.pool import Pool
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from nnet_reference import ref_conv2d, ref_conv_grad_inputs, ref_conv_grad_weights  # noqa: E402
@@ -194,6 +195,170 @@ def test_cpu_conv_non_contiguous_input():
     )
 
 
+KERNELS = cpu_conv.conv_kernels()
+needs_c = pytest.mark.skipif(KERNELS is None, reason="no C compiler (config.cxx)")
+
+
+class _Counting(cpu_conv.ConvKernels):
+    """The C kernels, counting the calls that they took."""
+
+    def __init__(self, kernels):
+        self.__dict__.update(kernels.__dict__)
+        self.taken = {"im2col": 0, "epilogue": 0}
+
+    def im2col(self, *args):
+        took = super().im2col(*args)
+        self.taken["im2col"] += took
+        return took
+
+    def epilogue(self, *args):
+        took = super().epilogue(*args)
+        self.taken["epilogue"] += took
+        return took
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cpu_conv_c_kernels_match_numpy(case, dtype, monkeypatch):
+    # The C im2col and epilogue against numpy's strided copies, on every geometry (the
+    # forward in tiles of two output rows, and the filters' gradient), with a scale, a
+    # bias and a relu, and a NaN in the image that the relu keeps (numpy's maximum).
+    monkeypatch.setattr(cpu_conv, "TILE_BYTES", 1)
+    xs, ws, kw = CASES[case]
+    x, w, gy = _values(xs, ws, kw, dtype)
+    x[0, 0, 1, 1] = np.nan
+    rng = np.random.default_rng(7)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    kernels = _Counting(KERNELS)
+    c_geo = cpu_conv.ConvGeometry(op, ws[2:], kernels)
+    for scaled in (None, scale):
+        args = (x, w, None, None, None)
+        want = cpu_conv.conv_forward(*args, numpy_geo, bias, True, scaled)
+        got = cpu_conv.conv_forward(*args, c_geo, bias, True, scaled)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        assert np.isnan(want).any()
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    want = cpu_conv.conv_grad_weights(x, gy, None, None, None, None, numpy_geo)
+    got = cpu_conv.conv_grad_weights(x, gy, None, None, None, None, c_geo)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert kernels.taken["epilogue"] > 0
+    assert kernels.taken["im2col"] > 0 or numpy_geo.plain
+
+
+WINOGRAD_CASES = {
+    # image, filters, conv2d keywords: odd and even sides (tiles past the border), padding
+    "half-flip-batch2": ((2, 3, 7, 9), (4, 3, 3, 3), dict(border_mode="half")),
+    "valid-even": ((1, 4, 8, 8), (2, 4, 3, 3), dict(filter_flip=False)),
+    "pad-2-1": ((2, 5, 6, 5), (3, 5, 3, 3), dict(border_mode=(2, 1))),
+    "one-row-of-output": ((1, 2, 3, 11), (3, 2, 3, 3), dict(filter_flip=False)),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD_CASES))
+def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
+    # Every output size takes Winograd's F(2x2, 3x3) here; bands of one tile row; the
+    # epilogue (scale, bias, relu) in its output transform, a NaN kept by the relu.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
+    xs, ws, kw = WINOGRAD_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    x[-1, -1, 1, 2] = np.nan
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype)
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    for args in [(None, False, None), (bias, True, None), (bias, True, scale), (None, True, scale)]:
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 4
+
+
+def _spy(fn, calls):
+    def spy(*args):
+        calls.append(fn(*args))
+        return calls[-1]
+
+    return spy
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cpu_conv_winograd_in_a_function(dtype, monkeypatch):
+    # Through the engine: the columns' workspace is planned with Winograd's shape
+    # (transformed filters, then a band of image and products), values as the reference.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    y = nnet.conv2d(x, w, **kw)
+    f = function([x, w], y, mode=CPU)
+    xv, wv, _ = _values(xs, ws, kw, dtype)
+    got = f(xv, wv)
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3), KERNELS)
+    itemsize = np.dtype(dtype).itemsize
+    assert [f.fn.current.shapes[v] for v in cols] == [geo.winograd_shape(3, 4, (7, 9), itemsize)]
+    check_plan(*f.fn.current.plan_input, f.fn.current.memory)
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)
+
+
+@needs_c
+def test_cpu_conv_c_kernels_decline_what_they_do_not_take():
+    # Another dtype, an image whose rows are not contiguous, a bias of another dtype:
+    # the kernels do nothing and say so (numpy then does the copy).
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(), (3, 3))
+    x = np.ones((1, 2, 5, 5), "float16")
+    cols = np.empty((1, 18, 9), "float16")
+    assert not KERNELS.im2col(x, cols, geo, 3, 3)
+    xt = np.ones((1, 2, 5, 5)).transpose(0, 1, 3, 2)
+    assert not KERNELS.im2col(xt, np.empty((1, 18, 9)), geo, 3, 3)
+    o = np.ones((1, 2, 9))
+    assert not KERNELS.epilogue(o, np.ones(2, "float32"), True, None)
+    assert not KERNELS.epilogue(o[:, :, ::2], np.ones(2), True, None)
+    swapped = o.astype(">f8" if np.little_endian else "<f8")  # the other byte order
+    assert not KERNELS.epilogue(swapped, np.ones(2, swapped.dtype), True, None)
+    np.testing.assert_array_equal(o, 1)
+    assert KERNELS.epilogue(o, np.ones(2), True, None)
+    np.testing.assert_array_equal(o, 2)
+
+
+@needs_c
+def test_cpu_conv_emitters_get_the_c_kernels():
+    xs, ws, kw = CASES["half"]
+    f = function(*_graph(xs, ws, kw, "float32"), mode=CPU)
+    plans = [v for v in f.fn.program.ns.values() if isinstance(v, cpu_conv.ConvPlan)]
+    # The forward's and the filters' gradient's (the image's gradient makes no columns).
+    assert len(plans) == 3
+    assert sum(p.native is KERNELS for p in plans) == 2
+
+
+def test_cpu_conv_without_a_compiler_copies_in_numpy(monkeypatch):
+    # config.cxx '' (no compiler): the emitters' geometry has no kernels, values hold.
+    monkeypatch.setattr(cpu_conv, "conv_kernels", lambda: None)
+    xs, ws, kw = CASES["asym-pad-dilated"]
+    ins, outs = _graph(xs, ws, kw, "float32")
+    vals = _values(xs, ws, kw, "float32")
+    f = function(ins, outs, mode=CPU)
+    plans = [v for v in f.fn.program.ns.values() if isinstance(v, cpu_conv.ConvPlan)]
+    assert plans and all(p.native is None for p in plans)
+    for g, r in zip(f(*vals), function(ins, outs, mode=REF)(*vals)):
+        np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", ["half", "asym-pad-dilated", "groups-noflip"])
 def test_conv_verify_grad(case, engine):
@@ -290,3 +455,36 @@ def test_cpu_global_pool(mode):
         want = want / 20
     np.testing.assert_allclose(f(xv)[:, :, 0, 0], want, rtol=1e-12)
     assert "pool_forward" in f.fn.source()
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", POOL_MODES)
+@pytest.mark.parametrize(
+    "case", sorted(POOL_CASES) + ["5x3-pad2-1-same", "3x3-stride3-wide-pad", "1x1"]
+)
+def test_cpu_pool_c_loop_matches_numpy(case, mode, dtype):
+    # The C pooling loop (its whole-plane path when the output is the image's size, its
+    # row path otherwise) against numpy's strided slices, with a NaN (a max keeps it).
+    extra = {
+        "5x3-pad2-1-same": ((2, 3, 7, 6), (5, 3), dict(ignore_border=True, pad=(2, 1))),
+        "3x3-stride3-wide-pad": ((1, 2, 8, 9), (3, 3), dict(pad=(2, 2), stride=(3, 3))),
+        "1x1": ((2, 2, 3, 4), (1, 1), dict(ignore_border=True)),
+    }
+    xs, ws, kw = extra[case] if case in extra else POOL_CASES[case]
+    kw = dict(kw, ignore_border=kw.get("ignore_border", True))
+    op = Pool(ws, mode=mode, **kw)
+    x = _distinct(xs, dtype)
+    x.flat[3] = np.nan
+    in_c = cpu_conv._PoolPlan(op, KERNELS)
+    assert in_c.in_c(x.shape)
+    got = cpu_conv.pool_forward(x, None, None, in_c)
+    in_numpy = cpu_conv._PoolPlan(op)
+    xp = np.empty(in_numpy.padded_shape(x.shape), dtype)  # the numpy path's padded copy
+    want = cpu_conv.pool_forward(x, xp, None, in_numpy)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # a strided image is declined by the C loop: numpy's path, same values
+    xt = np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2)
+    np.testing.assert_allclose(cpu_conv.pool_forward(xt, xp, None, in_c), want, rtol=tol)

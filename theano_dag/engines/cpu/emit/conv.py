@@ -2,8 +2,14 @@
 
 A convolution is a matrix product once each receptive field is laid out as a column
 (*im2col*): for one image, ``out (F, OH*OW) = W (F, C*KH*KW) @ cols (C*KH*KW, OH*OW)``,
-which lands in NCHW order with no transpose. The columns are one strided copy of the
-(padded) image; the product is OpenBLAS's GEMM through ``numpy.matmul`` with ``out=``.
+which lands in NCHW order with no transpose. The columns are one copy of the (padded)
+image, made by a C loop (``native/conv_kernels.c``, :class:`ConvKernels`, built by
+``config.cxx``; numpy's strided copy without a compiler); the product is OpenBLAS's
+GEMM through ``numpy.matmul`` with ``out=``. A 3x3 convolution at stride 1 on an output
+of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(2x2, 3x3) instead: the
+filters, the image's 4x4 tiles and the products transformed in C, 16 products of
+``U[k] (F, C) @ V[k] (C, tiles)`` per band of tile rows: 2.25x fewer multiplications
+(1.1x to 1.8x faster than im2col on InceptionV3's 3x3 layers).
 Why this method (measured in ``benchmarks/conv.py`` and
 ``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
 the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
@@ -29,20 +35,29 @@ rows, each multiplied into its rows of the output while it is in cache.
 A workspace a given convolution does not need (no padding; a plain 1x1) is planned
 with shape ``(0,)``. ``Conv2dBiasAct`` (the ``conv_fold`` rewrites' node) scales, adds
 its bias and applies its relu to each chunk of the output right after its product, in
-place; or scales its filters into a workspace when they are smaller than the output.
+place (one C pass; in the Winograd path, in the output's transform); or scales its
+filters into a workspace when they are smaller than the output.
 
-Pooling (2-D, every mode and border) is a running ``maximum``/``add`` of one strided
-slice per window offset into the output, over a planned padded copy when there is
-padding or a partial window; a global pool (more offsets than windows) is one reduction
-over the windows' view.
+Pooling (2-D, every mode and border) is a C loop that folds each row along its columns,
+then the rows (no workspace). Without a compiler, or for a strided image, it is a
+running ``maximum``/``add`` of one strided slice per window offset into the output,
+over a planned padded copy when there is padding or a partial window; a global pool
+(more offsets than windows) is one reduction over the windows' view.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import math
+import warnings
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from theano_dag.config import config
 from theano_dag.engines.cpu.emit.impls import Step, register_impl
+from theano_dag.engines.cpu.native import c_source, cc
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -54,6 +69,8 @@ from theano_dag.tensor.nnet.pool import Pool
 
 __all__ = [
     "ConvGeometry",
+    "ConvKernels",
+    "conv_kernels",
     "WORKSPACE_MAX_BYTES",
     "conv_forward",
     "conv_grad_weights",
@@ -69,6 +86,14 @@ WORKSPACE_MAX_BYTES = 1 << 25
 # 25 MB of columns per image to memory and read them back (and plan that workspace).
 TILE_BYTES = 1 << 21
 _FLOATS = ("float32", "float64")
+# A 3x3 convolution at stride 1 with at least this many output pixels runs as
+# Winograd's F(2x2, 3x3) (below it, the transforms cost more than the products save:
+# InceptionV3's 8x8 layers); its workspace holds the transformed filters and one band
+# of tile rows' transformed image and products, of about this many bytes.
+WINOGRAD_MIN_PIXELS = 400
+WINOGRAD_BAND_BYTES = 1 << 21
+# The transforms keep a few rows of the image on the C stack: wider images take im2col.
+WINOGRAD_MAX_WIDTH = 4096
 
 
 class ConvGeometry:
@@ -79,10 +104,12 @@ class ConvGeometry:
     (((1, 1), (1, 1)), (1, 2, 7, 7), (5, 5))
     """
 
-    __slots__ = ("pads", "stride", "dil", "flip", "groups", "kshp", "plain")
+    __slots__ = ("pads", "stride", "dil", "flip", "groups", "kshp", "plain", "native")
 
-    def __init__(self, op, kshp):
+    def __init__(self, op, kshp, native=None):
         self.kshp = tuple(kshp)
+        # The C copy loops (a ConvKernels), or None: numpy's strided copies.
+        self.native = native
         self.pads = border_mode_to_pad(op.border_mode, self.kshp, op.filter_dilation)
         self.stride = op.subsample
         self.dil = op.filter_dilation
@@ -111,13 +138,54 @@ class ConvGeometry:
         """Whether a per-filter scale is cheaper applied to the filters than to the
         output: each costs a pass over what it scales."""
         oh, ow = self.out_hw(xshape[2:])
-        return int(np.prod(wshape[1:])) <= xshape[0] * oh * ow
+        return math.prod(wshape[1:]) <= xshape[0] * oh * ow
 
     def tile_rows(self, c, out_hw, itemsize):
         """How many output rows the forward convolution makes columns of at once: all
         of them, unless an image's columns exceed :data:`TILE_BYTES`."""
         per_row = c * self.kshp[0] * self.kshp[1] * out_hw[1] * itemsize
         return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
+
+    def winograd(self, out_hw, dtype):
+        """Whether the forward convolution runs as Winograd's F(2x2, 3x3): 3x3 filters
+        at stride 1, undilated and ungrouped, with the C kernels, on a big enough output.
+
+        >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
+        >>> g.winograd((35, 35), "float32")  # no C kernels
+        False
+        """
+        return (
+            self.native is not None
+            and self.kshp == (3, 3)
+            and self.stride == (1, 1)
+            and self.dil == (1, 1)
+            and self.groups == 1
+            and out_hw[0] * out_hw[1] >= WINOGRAD_MIN_PIXELS
+            and out_hw[1] <= WINOGRAD_MAX_WIDTH
+            and np.dtype(dtype).name in _FLOATS
+        )
+
+    @staticmethod
+    def winograd_band(c, f, out_hw, itemsize):
+        """``(tile rows per band, tiles per row)`` of the Winograd path: 2x2 outputs a
+        tile; a band's transformed image and products are about
+        :data:`WINOGRAD_BAND_BYTES`.
+
+        >>> ConvGeometry.winograd_band(64, 96, (35, 35), 4)
+        (11, 18)
+        """
+        th, tw = (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
+        per_row = 16 * (c + f) * tw * itemsize
+        return max(1, min(th, WINOGRAD_BAND_BYTES // per_row)), tw
+
+    def winograd_shape(self, c, f, out_hw, itemsize):
+        """The Winograd path's workspace (in place of the columns): the transformed
+        filters ``(16, F, C)``, then a band's image ``(16, C, T)`` and products
+        ``(16, F, T)``, T tiles a band, as one flat array (each of the 16 slabs of the
+        last two a little longer: :func:`_slab`)."""
+        rows, tw = self.winograd_band(c, f, out_hw, itemsize)
+        t = rows * tw
+        return (16 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
 
     def forward_cols_shape(self, n, c, out_hw, itemsize):
         """The forward convolution's columns: as :meth:`cols_shape`, or one tile of
@@ -138,6 +206,123 @@ class ConvGeometry:
         per_image = k * out_hw[0] * out_hw[1] * itemsize
         nb = max(1, min(n, WORKSPACE_MAX_BYTES // max(per_image, 1)))
         return (nb, k, out_hw[0] * out_hw[1])
+
+
+_P, _L, _I = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int
+_CODES = {"float32": "f32", "float64": "f64"}
+
+
+class ConvKernels:
+    """The C loops of ``native/conv_kernels.c`` (im2col, the fused epilogue, Winograd's
+    transforms) for float32 and float64, loaded from ``lib``. ``im2col`` and
+    ``epilogue`` return False, having done nothing, for arrays they do not take
+    (another dtype, a row not contiguous), which then go through numpy; the Winograd
+    path (:func:`_winograd_forward`) is chosen only for arrays they take."""
+
+    def __init__(self, lib):
+        self.im2col_fn, self.epilogue_fn = {}, {}
+        self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
+        self.pool_fn = {}
+        # keyed by the numpy dtype (a dtype's .name is a Python-level property: slow)
+        for dtype, code in ((np.dtype(d), c) for d, c in _CODES.items()):
+            f = getattr(lib, f"td_im2col_{code}")
+            f.argtypes = [_P, _L, _L] + [_I] * 9 + [_P, _L]
+            f.restype = None
+            self.im2col_fn[dtype] = f
+            f = getattr(lib, f"td_epilogue_{code}")
+            f.argtypes = [_P, _L, _I, _L, _P, _P, _I]
+            f.restype = None
+            self.epilogue_fn[dtype] = f
+            f = getattr(lib, f"td_wino_in_{code}")
+            f.argtypes = [_P, _L, _L] + [_I] * 6 + [_P, _L, _L]
+            f.restype = None
+            self.wino_in_fn[dtype] = f
+            f = getattr(lib, f"td_wino_filters_{code}")
+            f.argtypes = [_P, _L, _I, _I, _P, _L]
+            f.restype = None
+            self.wino_filters_fn[dtype] = f
+            f = getattr(lib, f"td_pool_{code}")
+            f.argtypes = [_P] + [_I] * 3 + [_P] + [_I] * 9 + [_P]
+            f.restype = ctypes.c_int
+            self.pool_fn[dtype] = f
+            f = getattr(lib, f"td_wino_out_{code}")
+            f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
+            f.restype = None
+            self.wino_out_fn[dtype] = f
+
+    def im2col(self, src, cv, geo, nrows, ow):
+        """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
+        (from the tile's first source row)."""
+        fn = self.im2col_fn.get(src.dtype)
+        size = src.itemsize
+        st = src.strides
+        if fn is None or cv.dtype != src.dtype or st[3] != size or cv.strides[2] != size:
+            return False
+        if min(st) < 0 or any(v % size for v in st + cv.strides):
+            return False
+        kh, kw = geo.kshp
+        for j in range(src.shape[0]):
+            fn(
+                src[j].ctypes.data,
+                st[1] // size,
+                st[2] // size,
+                src.shape[1],
+                kh,
+                kw,
+                nrows,
+                ow,
+                geo.stride[0],
+                geo.stride[1],
+                geo.dil[0],
+                geo.dil[1],
+                cv[j].ctypes.data,
+                cv.strides[1] // size,
+            )
+        return True
+
+    def epilogue(self, o, bias, relu, scale):
+        """``o`` ``(m, F, P)`` scaled, biased and rectified in place, in one pass."""
+        fn = self.epilogue_fn.get(o.dtype)
+        size = o.itemsize
+        vectors = [v for v in (bias, scale) if v is not None]
+        if fn is None or o.strides[2] != size or o.strides[1] % size or o.strides[1] < 0:
+            return False
+        if any(v.dtype != o.dtype or not v.flags.c_contiguous for v in vectors):
+            return False
+        b = None if bias is None else bias.ctypes.data
+        sc = None if scale is None else scale.ctypes.data
+        for j in range(o.shape[0]):
+            fn(o[j].ctypes.data, o.strides[1] // size, o.shape[1], o.shape[2], sc, b, int(relu))
+        return True
+
+
+def conv_kernels():
+    """The C copy loops (:class:`ConvKernels`) built by the compiler ``config.cxx`` (and
+    cached on disk like the fused kernels), or None without one: the emitters then copy
+    through numpy.
+
+    >>> k = conv_kernels()
+    >>> k is None or isinstance(k, ConvKernels)
+    True
+    """
+    return _load_kernels(config.cxx, config.compiledir)
+
+
+@functools.cache
+def _load_kernels(cxx, compiledir):
+    tc = cc.get_toolchain(cxx)
+    if tc is None:
+        return None
+    try:
+        path = cc.compile_library(tc, c_source("conv_kernels.c"), cc.kernel_dir(compiledir))
+        return ConvKernels(ctypes.CDLL(path))
+    except (cc.CompileError, OSError) as e:
+        warnings.warn(
+            f"theano_dag: the convolution's C copy loops did not build ({e}); numpy copies",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
 
 
 def _filters(w, geo):
@@ -170,6 +355,9 @@ def _im2col(xp, cols, s, e, geo, out_hw, rows=None):
     if rows is not None:
         src = src[:, :, rows.start * geo.stride[0] :]
         oh = len(rows)
+    cv = cols[:m, :, : oh * ow]
+    if geo.native is not None and geo.native.im2col(src, cv, geo, oh, ow):
+        return cv
     st = xp.strides
     view = as_strided(
         src,
@@ -184,7 +372,6 @@ def _im2col(xp, cols, s, e, geo, out_hw, rows=None):
         ),
         writeable=False,
     )
-    cv = cols[:m, :, : oh * ow]
     np.copyto(cv.reshape(m, c, kh, kw, oh, ow), view)
     return cv
 
@@ -196,8 +383,68 @@ def _ws(buf, shape, dtype):
     return np.empty(shape, dtype=dtype)
 
 
-def _epilogue(o, bias, relu, scale=None):
-    """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``."""
+def _slab(n, itemsize):
+    """The stride (in items) of the Winograd path's 16 slabs of ``n`` items: a whole,
+    odd number of 64-byte lines, so that the transforms' 16 streams (one per slab) fall
+    in different cache sets (at a stride of a multiple of 4 KiB they would share a few:
+    a 2.4x slower output transform on InceptionV3's 147x147 layer)."""
+    line = 64 // itemsize
+    lines = -(-n // line)
+    return (lines + 1 - lines % 2) * line
+
+
+def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
+    """The forward convolution of the padded images ``xp`` by the filters ``wm``
+    ``(F, C*9)`` as Winograd's F(2x2, 3x3) into ``out``, with the epilogue; False,
+    having done nothing, for arrays the C kernels do not take (numpy's path then)."""
+    k = geo.native
+    n, c, hp, wp = xp.shape
+    f = wm.shape[0]
+    dt, size = xp.dtype, xp.itemsize
+    vectors = [v for v in (bias, scale) if v is not None]
+    if dt not in k.wino_in_fn:  # a byte order other than the machine's
+        return False
+    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
+        return False
+    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
+        return False
+    if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
+        return False
+    if wm.strides[1] != size or wm.strides[0] % size:
+        return False
+    rows, tw = geo.winograd_band(c, f, out_hw, size)
+    ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
+    tb = rows * tw
+    sv, sm = _slab(c * tb, size), _slab(f * tb, size)
+    nu, nv = 16 * f * c, 16 * sv
+    u = ws[:nu].reshape(16, f, c)
+    v = as_strided(ws[nu:], (16, c, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (16, f, tb), (sm * size, tb * size, size))
+    k.wino_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
+    wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
+    oh, ow = out_hw
+    th = (oh + 1) // 2
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    sp = None if scale is None else scale.ctypes.data
+    bp = None if bias is None else bias.ctypes.data
+    for i in range(n):
+        xi, oi = xp[i].ctypes.data, out[i].ctypes.data
+        for tr0 in range(0, th, rows):
+            ntr = min(rows, th - tr0)
+            t = ntr * tw
+            wino_in(xi, sc, rs, c, hp, wp, tr0, ntr, tw, v.ctypes.data, tb, sv)
+            np.matmul(u, v[:, :, :t], out=m[:, :, :t])
+            wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
+    return True
+
+
+def _epilogue(o, bias, relu, scale=None, native=None):
+    """The fused scale, bias and relu, in place on a block of the output ``(n, F, OH*OW)``
+    (by ``native``, a :class:`ConvKernels`, when it takes the arrays)."""
+    if scale is None and bias is None and not relu:
+        return
+    if native is not None and native.epilogue(o, bias, relu, scale):
+        return
     if scale is not None:
         np.multiply(o, scale[:, None], out=o)
     if bias is not None:
@@ -245,10 +492,14 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
                 xm[:, i * cg : (i + 1) * cg],
                 out=outm[:, i * fg : (i + 1) * fg],
             )
-        _epilogue(outm, bias, relu, scale)
+        _epilogue(outm, bias, relu, scale, geo.native)
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
+    if geo.winograd(out_hw, x.dtype) and _winograd_forward(
+        x, wm, cols, out, geo, out_hw, bias, relu, scale
+    ):
+        return out
     cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb, k = cols.shape[:2]
     kg = k // g
@@ -269,7 +520,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
                         cv[:, i * kg : (i + 1) * kg],
                         out=o[:, i * fg : (i + 1) * fg],
                     )
-            _epilogue(o, bias, relu, scale)
+            _epilogue(o, bias, relu, scale, geo.native)
     return out
 
 
@@ -405,15 +656,16 @@ class ConvPlan:
     ((2, 2), (1, 1))
     """
 
-    def __init__(self, op):
+    def __init__(self, op, native=None):
         self.op = op
+        self.native = native
         self._geo = {}
 
     def geo(self, kshp):
         key = (int(kshp[0]), int(kshp[1]))
         g = self._geo.get(key)
         if g is None:
-            g = self._geo[key] = ConvGeometry(self.op, key)
+            g = self._geo[key] = ConvGeometry(self.op, key, self.native)
         return g
 
 
@@ -476,8 +728,11 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
         if geo.plain:
             return _NONE
         xs = s[0][0]
+        out_hw = geo.out_hw(xs[2:])
+        if tiled and geo.winograd(out_hw, dtype):
+            return geo.winograd_shape(xs[1], s[0][1][0], out_hw, itemsize)
         shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
-        return shape_of(xs[0], xs[1], geo.out_hw(xs[2:]), itemsize)
+        return shape_of(xs[0], xs[1], out_hw, itemsize)
 
     xp, st1 = _workspace_step(ctx, node, dtype, "conv_pad", inputs, pad_shape, with_outputs)
     cols, st2 = _workspace_step(ctx, node, dtype, "conv_cols", inputs, cols_shape, with_outputs)
@@ -490,7 +745,7 @@ def _conv_steps(node, ctx):
     if not _same_float(node) or ctx.is_const(x):
         return None
     dtype = node.outputs[0].type.dtype
-    cp = ConvPlan(node.op)
+    cp = ConvPlan(node.op, conv_kernels())
     ins = list(node.inputs)
     scaled = len(ins) == 4
     relu = fused and node.op.activation == "relu"
@@ -529,7 +784,7 @@ def _grad_weights_steps(node, ctx):
     if not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
         return None
     dtype = node.outputs[0].type.dtype
-    cp = ConvPlan(node.op)
+    cp = ConvPlan(node.op, conv_kernels())
     # The filters' size is the value of ``shape``, which the node's output shape holds.
     temps, steps = _conv_workspaces(
         ctx, node, cp, dtype, (x,), lambda s, o: o[0][2:], with_outputs=True
@@ -581,12 +836,57 @@ def _grad_inputs_steps(node, ctx):
     return [st, Step(node, node.outputs, [w, gy, shape, cols], emit)]
 
 
-class _PoolPlan:
-    """One pooling node's geometry and its averaging counts, cached per image shape."""
+# The C pooling loop keeps one output row on the C stack: wider outputs take numpy's.
+POOL_C_MAX_WIDTH = 1 << 14
 
-    def __init__(self, op):
+
+class _PoolPlan:
+    """One pooling node's geometry and its averaging counts, cached per image shape;
+    ``native`` (a :class:`ConvKernels`) pools in C, else numpy folds strided slices."""
+
+    def __init__(self, op, native=None):
         self.op = op
+        self.native = native
         self.counts = {}
+        self._c_div = {}
+
+    def in_c(self, xshape):
+        """Whether the C loop pools an image of this shape (it needs no workspace)."""
+        (oh, ow), _ext = self.op._geometry(xshape)
+        return self.native is not None and self.op.ndim == 2 and ow <= POOL_C_MAX_WIDTH
+
+    def workspace(self, shape, xshape):
+        """A numpy-path workspace's planned shape: none when the C loop pools."""
+        return _NONE if self.in_c(xshape) else shape
+
+    def pool_c(self, x, out, out_hw, ext):
+        """``out`` = the pool of ``x`` by the C loop; False, having done nothing, for
+        arrays it does not take (another dtype, not contiguous)."""
+        fn = self.native.pool_fn.get(x.dtype)
+        if fn is None or out.dtype != x.dtype:
+            return False
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return False
+        op = self.op
+        div = None
+        if op.mode in ("average_inc_pad", "average_exc_pad"):
+            key = tuple(x.shape[-2:])
+            div = self._c_div.get(key)
+            if div is None:
+                d = self.divisor(x.shape, out_hw, ext)
+                div = self._c_div[key] = np.ascontiguousarray(
+                    np.broadcast_to(d, tuple(out_hw)), dtype=np.float64
+                )
+        h, w = x.shape[-2:]
+        planes = math.prod(x.shape[:-2])
+        (kh, kw), (sh, sw), (pt, pl) = op.ws, op.stride, op.pad
+        dp = None if div is None else div.ctypes.data
+        mx = op.mode == "max"
+        if fn(
+            x.ctypes.data, planes, h, w, out.ctypes.data, *out_hw, kh, kw, sh, sw, pt, pl, mx, dp
+        ):
+            raise MemoryError(f"pooling: no memory for a {h}x{out_hw[1]} workspace")
+        return True
 
     def padded_shape(self, xshape):
         _out, ext = self.op._geometry(xshape)
@@ -634,7 +934,10 @@ def pool_forward(x, xp, out, pp, rows=None):
         out = np.empty(x.shape[:-2] + tuple(out_hw), dtype=x.dtype)
     if min(out_hw) == 0:
         return out
+    if pp.in_c(x.shape) and pp.pool_c(x, out, out_hw, ext):
+        return out
     if xp is not None:
+        xp = _ws(xp, pp.padded_shape(x.shape), x.dtype)
         fill = op._fill(x.dtype)
         xp[...] = fill
         xp[op._inner(x.shape)] = x
@@ -682,12 +985,12 @@ def _pool_steps(node, ctx):
     dtype = node.outputs[0].type.dtype
     if op.ndim != 2 or x.type.dtype != dtype or dtype not in _FLOATS or ctx.is_const(x):
         return None
-    pp = _PoolPlan(op)
+    pp = _PoolPlan(op, conv_kernels())
     steps, ins = [], [x]
     kh, kw = op.ws
     if kh * kw > kh + kw:  # may be separable (the image's shape decides)
         rows, st = _workspace_step(
-            ctx, node, dtype, "pool_rows", (x,), lambda s: pp.separable(s[0])
+            ctx, node, dtype, "pool_rows", (x,), lambda s: pp.workspace(pp.separable(s[0]), s[0])
         )
         steps.append(st)
     padded = any(op.pad) or not op.ignore_border
@@ -695,7 +998,7 @@ def _pool_steps(node, ctx):
         # Padding, or partial windows at the border: a padded copy in a workspace (whose
         # shape equals the image's when the windows happen to fit: the copy is then cheap).
         xp, st = _workspace_step(
-            ctx, node, dtype, "pool_pad", (x,), lambda s: pp.padded_shape(s[0])
+            ctx, node, dtype, "pool_pad", (x,), lambda s: pp.workspace(pp.padded_shape(s[0]), s[0])
         )
         steps.append(st)
         ins.append(xp)
