@@ -225,6 +225,26 @@ def test_batch_norm_of_variable_filters_keeps_its_scale_an_input():
     assert [c for c, _ in f.maker.fgraph.clients[node.inputs[1]]] == [node]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batch_norm_statistics_fold_as_vectors(engine):
+    # gamma / sqrt(var + eps) is computed on the statistics' vectors, not on their
+    # (1, F, 1, 1) broadcasts taken back to vectors: no DimShuffle is left, and the
+    # statistics cost two elementwise nodes per convolution (scale, and shift).
+    t4 = tt.TensorType("float64", shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    g, b, m, v = (tt.dvector(n) for n in "gbmv")
+    f = function([x, w, g, b, m, v], nnet.relu(_bn(x, w, g, b, m, v)), mode=mode_of(engine))
+    kinds = sorted(type(op).__name__ for op in _ops(f) if "Gpu" not in type(op).__name__)
+    assert kinds == ["Conv2dBiasAct", "Elemwise", "Elemwise"]  # transfers aside (OpenCL)
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Conv2dBiasAct)]
+    assert [i.type.ndim for i in node.inputs] == [4, 4, 1, 1]
+    xv, wv, (gv, bv, mv), vv = _inputs("float64", seed=3)
+    want = function([x, w, g, b, m, v], nnet.relu(_bn(x, w, g, b, m, v)), mode=REF)
+    np.testing.assert_allclose(
+        f(xv, wv, gv, bv, mv, vv), want(xv, wv, gv, bv, mv, vv), rtol=1e-10, atol=1e-10
+    )
+
+
 def test_batch_norm_of_constant_filters_folds_them_once():
     xv, wv, (gv, bv, mv), vv = _inputs("float64", seed=5)
     x = tt.dtensor4("x")
