@@ -76,6 +76,7 @@ from theano_dag.tensor.nnet.pool import (
     avg_pool_2d,
     max_pool_2d,
     pool_2d,
+    pool_3d,
     pool_output_shape,
 )
 
@@ -140,5 +141,6 @@ __all__ = [
     "avg_pool_2d",
     "max_pool_2d",
     "pool_2d",
+    "pool_3d",
     "pool_output_shape",
 ]
