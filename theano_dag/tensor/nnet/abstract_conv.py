@@ -351,8 +351,9 @@ def _shape_vector(op, name, shape):
             f"{op}: argument {name} must be an int vector of {nd} spatial lengths, "
             f"got {shape.type}"
         )
-    if shape.type.shape[0] not in (None, nd):
-        raise TypeError(f"{op}: argument {name} must have {nd} entries, got {shape.type}")
+    length = shape.data.shape[0] if isinstance(shape, Constant) else shape.type.shape[0]
+    if length not in (None, nd):
+        raise TypeError(f"{op}: argument {name} must have {nd} entries, got {shape}")
     return shape
 
 
