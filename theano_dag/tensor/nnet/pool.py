@@ -329,6 +329,11 @@ class Pool(_PoolBase):
         ws, stride, pad = _deprecated_names(
             "Pool.out_shape", ws, stride, pad, ds, st, padding, ndim
         )
+        if isinstance(imgshape, Variable):  # a shape vector (``x.shape``): its entries
+            n = imgshape.type.shape[0]
+            if n is None:
+                raise TypeError("Pool.out_shape: imgshape must have a known length")
+            imgshape = [imgshape[i] for i in range(n)]
         if len(imgshape) < ndim:
             raise TypeError(f"Pool.out_shape: imgshape must have at least {ndim} dimensions")
         shape = pool_output_shape(tuple(imgshape), ws, ignore_border, stride, pad, ndim)
