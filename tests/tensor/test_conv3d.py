@@ -6,7 +6,8 @@ gradients by finite differences; on the reference, CPU and OpenCL (PoCL) engines
 
 from __future__ import annotations
 
-import itertools
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -31,6 +32,14 @@ from theano_dag.tensor.nnet.abstract_conv import (
 )
 from theano_dag.tensor.shape import shape_i
 
+# The references live next to this file; --import-mode=importlib does not put it on sys.path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nnet3d_reference import (  # noqa: E402
+    ref_conv3d,
+    ref_conv3d_grad_inputs,
+    ref_conv3d_grad_weights,
+)
+
 REF = Mode(linker="py", optimizer=None)
 OCL_OK, OCL_WHY = opencl_available()
 ENGINES = [
@@ -47,93 +56,6 @@ def mode_of(engine):
     if engine == "cpu":
         return Mode(linker=CPULinker(min_plan_bytes=0))
     return Mode(linker="opencl")
-
-
-# -- the loop reference -------------------------------------------------------------------
-
-
-def _pads(border_mode, kshp, dil):
-    keff = [(k - 1) * d + 1 for k, d in zip(kshp, dil)]
-    if border_mode == "valid":
-        return [(0, 0)] * 3
-    if border_mode == "full":
-        return [(k - 1, k - 1) for k in keff]
-    if border_mode == "half":
-        return [(k // 2, k // 2) for k in keff]
-    if isinstance(border_mode, int):
-        border_mode = (border_mode,) * 3
-    return [p if isinstance(p, tuple) else (p, p) for p in border_mode]
-
-
-def _triple(v):
-    return (v,) * 3 if isinstance(v, int) else tuple(v)
-
-
-def _geometry(xshape, wshape, kw):
-    st = _triple(kw.get("subsample", 1))
-    dil = _triple(kw.get("filter_dilation", 1))
-    pads = _pads(kw.get("border_mode", "valid"), wshape[2:], dil)
-    padded = [xshape[2 + d] + sum(pads[d]) for d in range(3)]
-    out = [(padded[d] - (wshape[2 + d] - 1) * dil[d] - 1) // st[d] + 1 for d in range(3)]
-    return st, dil, pads, out
-
-
-def _field(o, wshape, st, dil):
-    """The receptive field of output voxel ``o`` in the padded input (three slices)."""
-    return tuple(
-        slice(o[d] * st[d], o[d] * st[d] + (wshape[2 + d] - 1) * dil[d] + 1, dil[d])
-        for d in range(3)
-    )
-
-
-def _oriented(w, kw):
-    return w[:, :, ::-1, ::-1, ::-1] if kw.get("filter_flip", True) else w
-
-
-def ref_conv3d(x, w, **kw):
-    """Each output voxel as the sum of its receptive field times the filter."""
-    st, dil, pads, out_sp = _geometry(x.shape, w.shape, kw)
-    g = kw.get("num_groups", 1)
-    xp = np.pad(x, [(0, 0), (0, 0), *pads])
-    w = _oriented(w, kw)
-    cg, fg = w.shape[1], w.shape[0] // g
-    out = np.zeros((x.shape[0], w.shape[0], *out_sp))
-    for n, f in itertools.product(range(x.shape[0]), range(w.shape[0])):
-        chans = slice(f // fg * cg, (f // fg + 1) * cg)
-        for o in itertools.product(*map(range, out_sp)):
-            out[(n, f, *o)] = np.sum(xp[(n, chans, *_field(o, w.shape, st, dil))] * w[f])
-    return out
-
-
-def ref_conv3d_grad_inputs(w, gy, imshp, **kw):
-    """Each output voxel's gradient times the filter, added back over its field."""
-    xshape = (gy.shape[0], w.shape[1] * kw.get("num_groups", 1), *imshp)
-    st, dil, pads, out_sp = _geometry(xshape, w.shape, kw)
-    g = kw.get("num_groups", 1)
-    w = _oriented(w, kw)
-    cg, fg = w.shape[1], w.shape[0] // g
-    gxp = np.zeros((xshape[0], xshape[1], *(imshp[d] + sum(pads[d]) for d in range(3))))
-    for n, f in itertools.product(range(gy.shape[0]), range(w.shape[0])):
-        chans = slice(f // fg * cg, (f // fg + 1) * cg)
-        for o in itertools.product(*map(range, out_sp)):
-            gxp[(n, chans, *_field(o, w.shape, st, dil))] += gy[(n, f, *o)] * w[f]
-    inner = tuple(slice(pads[d][0], pads[d][0] + imshp[d]) for d in range(3))
-    return gxp[(slice(None), slice(None), *inner)]
-
-
-def ref_conv3d_grad_weights(x, gy, kshp, **kw):
-    """Each output voxel's gradient times its receptive field, summed."""
-    g = kw.get("num_groups", 1)
-    wshape = (gy.shape[1], x.shape[1] // g, *kshp)
-    st, dil, pads, out_sp = _geometry(x.shape, wshape, kw)
-    xp = np.pad(x, [(0, 0), (0, 0), *pads])
-    cg, fg = wshape[1], wshape[0] // g
-    gw = np.zeros(wshape)
-    for n, f in itertools.product(range(x.shape[0]), range(wshape[0])):
-        chans = slice(f // fg * cg, (f // fg + 1) * cg)
-        for o in itertools.product(*map(range, out_sp)):
-            gw[f] += gy[(n, f, *o)] * xp[(n, chans, *_field(o, wshape, st, dil))]
-    return _oriented(gw, kw)
 
 
 # -- the cases ------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ reference, CPU and OpenCL (PoCL) engines; Theano's way of building the Ops."""
 
 from __future__ import annotations
 
-import itertools
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -31,6 +32,10 @@ from theano_dag.tensor.signal.pool import (
     pool_3d,
 )
 
+# The references live next to this file; --import-mode=importlib does not put it on sys.path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nnet3d_reference import ref_pool3d, ref_pool3d_grad  # noqa: E402
+
 REF = Mode(linker="py", optimizer=None)
 OCL_OK, OCL_WHY = opencl_available()
 ENGINES = [
@@ -48,76 +53,6 @@ def mode_of(engine):
     if engine == "cpu":
         return Mode(linker=CPULinker(min_plan_bytes=0))
     return Mode(linker="opencl")
-
-
-# -- the loop reference -------------------------------------------------------------------
-
-
-def _regions(shape, ws, stride, pad, ignore_border):
-    """Per pooled axis, each window's slice of the padded axis and the slice of it
-    that holds real values."""
-    regions = []
-    for v, w, s, p in zip(shape, ws, stride, pad):
-        padded = v + 2 * p
-        if ignore_border:
-            n = max((padded - w) // s + 1, 0)
-        else:
-            # Windows open at every stride inside the axis (cut at its end) until one
-            # reaches the end.
-            n = 0
-            while n * s < padded:
-                n += 1
-                if (n - 1) * s + w >= padded:
-                    break
-        axis = []
-        for j in range(n):
-            start, end = j * s, min(j * s + w, padded)
-            axis.append((slice(start, end), slice(max(start, p), min(end, p + v))))
-        regions.append(axis)
-    return regions
-
-
-def ref_pool3d(x, ws, stride=None, pad=(0, 0, 0), ignore_border=True, mode="max"):
-    stride = ws if stride is None else stride
-    regions = _regions(x.shape[-3:], ws, stride, pad, ignore_border)
-    xp = np.pad(x, [(0, 0)] * (x.ndim - 3) + [(p, p) for p in pad])
-    out = np.zeros(x.shape[:-3] + tuple(len(r) for r in regions))
-    for lead in np.ndindex(*x.shape[:-3]):
-        for o in itertools.product(*(range(len(r)) for r in regions)):
-            full = tuple(regions[d][o[d]][0] for d in range(3))
-            real = tuple(regions[d][o[d]][1] for d in range(3))
-            if mode == "average_inc_pad":
-                out[lead + o] = xp[lead + full].mean()
-            else:
-                vals = xp[lead + real]
-                fn = {"max": np.max, "sum": np.sum, "average_exc_pad": np.mean}[mode]
-                out[lead + o] = fn(vals)
-    return out
-
-
-def ref_pool3d_grad(x, gz, ws, stride=None, pad=(0, 0, 0), ignore_border=True, mode="max"):
-    """Each window hands its gradient to its maxima (max), or spreads it over its
-    elements divided by its count (the averages)."""
-    stride = ws if stride is None else stride
-    regions = _regions(x.shape[-3:], ws, stride, pad, ignore_border)
-    xp = np.pad(x, [(0, 0)] * (x.ndim - 3) + [(p, p) for p in pad])
-    gxp = np.zeros(xp.shape)
-    for lead in np.ndindex(*x.shape[:-3]):
-        for o in itertools.product(*(range(len(r)) for r in regions)):
-            full = lead + tuple(regions[d][o[d]][0] for d in range(3))
-            real = lead + tuple(regions[d][o[d]][1] for d in range(3))
-            g = gz[lead + o]
-            if mode == "max":
-                vals = xp[real]
-                gxp[real] += (vals == vals.max()) * g
-            elif mode == "sum":
-                gxp[real] += g
-            elif mode == "average_inc_pad":
-                gxp[full] += g / xp[full].size
-            else:
-                gxp[real] += g / xp[real].size
-    inner = tuple(slice(p, p + v) for p, v in zip(pad, x.shape[-3:]))
-    return gxp[(Ellipsis, *inner)]
 
 
 # -- the cases ------------------------------------------------------------------------------
