@@ -42,6 +42,7 @@ __all__ = [
     "pool_2d",
     "pool_3d",
     "max_pool_2d",
+    "max_pool_2d_same_size",
     "avg_pool_2d",
     "pool_output_shape",
 ]
@@ -151,10 +152,6 @@ class _PoolBase(Op):
         self.mode = self._check_mode(mode, who)
         if any(self.pad) and not self.ignore_border:
             raise NotImplementedError(f"{who}: padding works only with ignore_border=True")
-        if any(p >= w for p, w in zip(self.pad, self.ws)):
-            raise NotImplementedError(
-                f"{who}: padding {self.pad} must be smaller than the " f"window {self.ws}"
-            )
 
     @staticmethod
     def _check_mode(mode, who):
@@ -342,6 +339,12 @@ class Pool(_PoolBase):
     def make_node(self, x, ws=None, stride=None, pad=None):
         op = self._with_window(ws, stride, pad)
         if op is not self:
+            # A window given by the caller (pool_2d, pool_3d, Theano's call) is checked
+            # here, as Theano does; the gradients' own Pools may pad more than a window.
+            if any(p >= w for p, w in zip(op.pad, op.ws)):
+                raise NotImplementedError(
+                    f"{op}: padding {op.pad} must be smaller than the window {op.ws}"
+                )
             return op.make_node(x)
         x = self._input(x)
         return Apply(self, [x], [self._pooled_type(x)()])
@@ -615,6 +618,21 @@ def pool_3d(
            [24.5, 26. ]])
     """
     return _pool_nd("pool_3d", 3, input, ws, ignore_border, stride, pad, mode, ds, st, padding)
+
+
+def max_pool_2d_same_size(input, patch_size):  # noqa: A002
+    """Keep the maximum of each non-overlapping ``patch_size`` patch of the last two
+    dimensions and zero the rest (Theano's): the output has the input's shape.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> max_pool_2d_same_size(x, (2, 2)).eval({x: np.arange(8.0).reshape(2, 4)})
+    array([[0., 0., 0., 0.],
+           [0., 5., 0., 7.]])
+    """
+    pooled = Pool(True)(input, patch_size)
+    return MaxPoolGrad(True)(input, pooled, pooled, patch_size)
 
 
 def max_pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0)):  # noqa: A002
