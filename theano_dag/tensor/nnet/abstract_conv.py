@@ -308,14 +308,12 @@ def _conv_grad_inputs(op, w, gy, imshp):
     dtype = np.result_type(w.dtype, gy.dtype)
     dxp = np.zeros((n, cg * g, *padded), dtype=dtype)
     stride, dil = op.subsample, op.filter_dilation
-    # (n, *out, c, *k) -> (n, c, *out, *k)
-    order = (0, 1 + nd, *range(1, 1 + nd), *range(2 + nd, 2 + 2 * nd))
     for i in range(g):
-        # cols[n, c, *out, *k]: what each receptive-field tap receives.
-        cols = np.tensordot(
-            gy[:, i * fg : (i + 1) * fg], w[i * fg : (i + 1) * fg], axes=([1], [0])
-        ).transpose(order)
-        dst = dxp[:, i * cg : (i + 1) * cg]
+        # cols[c, *k, n, *out]: what each receptive-field tap receives. The taps come
+        # before the images so that each tap's share is one contiguous block (with the
+        # taps last, reading one tap strides over all of them: up to 4x slower in 3-D).
+        cols = np.tensordot(w[i * fg : (i + 1) * fg], gy[:, i * fg : (i + 1) * fg], axes=([0], [1]))
+        dst = dxp[:, i * cg : (i + 1) * cg].swapaxes(0, 1)  # (c, n, *padded), a view
         for tap in itertools.product(*(range(k) for k in kshp)):
             dst[
                 (slice(None), slice(None))
@@ -323,7 +321,7 @@ def _conv_grad_inputs(op, w, gy, imshp):
                     slice(a * dil[d], a * dil[d] + stride[d] * (out_sp[d] - 1) + 1, stride[d])
                     for d, a in enumerate(tap)
                 )
-            ] += cols[(Ellipsis, *tap)]
+            ] += cols[(slice(None), *tap)]
     inner = tuple(slice(pads[d][0], pads[d][0] + imshp[d]) for d in range(nd))
     return np.ascontiguousarray(dxp[(slice(None), slice(None), *inner)])
 
