@@ -267,7 +267,7 @@ class _PoolBase(Op):
             mask[tuple(slice(0, xshape[-nd + i] + 2 * self.pad[i]) for i in range(nd))] = 1
         else:
             mask[tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i]) for i in range(nd))] = 1
-        return self._window_reduce(mask, out, np.sum)
+        return self._fold(mask, out, np.add)
 
     def _windows(self, y, out):
         nd = self.ndim
@@ -281,6 +281,19 @@ class _PoolBase(Op):
         if min(out) == 0:
             return np.zeros(y.shape[:-nd] + out, dtype=y.dtype)
         return fn(self._windows(y, out), axis=tuple(range(-nd, 0)))
+
+    def _fold(self, y, out, fold):
+        """Each window of ``y`` folded with ``np.maximum`` or ``np.add``."""
+        if 0 < np.prod(self.ws) <= np.prod(out):
+            # Fewer window offsets than windows: fold one strided slice per offset, each
+            # a pass over contiguous rows; a reduction over the windows' view reads
+            # each window's few elements at scattered strides (3-6x slower, 2-D and 3-D).
+            offsets = self._offsets(out)
+            z = y[next(offsets)].copy()
+            for sl in offsets:
+                fold(z, y[sl], out=z)
+            return z
+        return self._window_reduce(y, out, np.max if fold is np.maximum else np.sum)
 
     def _offsets(self, out):
         """For each window offset, the strided slice of the padded input it touches."""
@@ -353,17 +366,7 @@ class Pool(_PoolBase):
         x = inputs[0]
         out, ext = self._geometry(x.shape)
         y = self._padded(x, ext, self._fill(x.dtype))
-        fold = np.maximum if self.mode == "max" else np.add
-        if 0 < np.prod(self.ws) <= np.prod(out):
-            # Fewer window offsets than windows: fold one strided slice per offset, each
-            # a pass over contiguous rows; a reduction over the windows' view reads
-            # each window's few elements at scattered strides (3-6x slower, 2-D and 3-D).
-            offsets = self._offsets(out)
-            z = y[next(offsets)].copy()
-            for sl in offsets:
-                fold(z, y[sl], out=z)
-        else:
-            z = self._window_reduce(y, out, np.max if self.mode == "max" else np.sum)
+        z = self._fold(y, out, np.maximum if self.mode == "max" else np.add)
         if self.mode in ("average_inc_pad", "average_exc_pad"):
             z = z / self._counts(x.shape, out, ext)
         output_storage[0][0] = np.asarray(z, dtype=node.outputs[0].dtype)
