@@ -412,7 +412,12 @@ class BaseAbstractConv(Op):
     """Parameters shared by the convolution Ops over ``convdim`` (a class attribute, 2
     or 3) spatial axes (see ``conv2d``, ``conv3d``). ``imshp``/``kshp`` are Theano's
     optional shape hints of the image and the filters (None entries unknown): they are
-    checked against the inputs' types, and are not part of the Op's identity."""
+    checked against the inputs' types, and are not part of the Op's identity.
+
+    >>> op = AbstractConv3d(border_mode=1, subsample=2)
+    >>> op.border_mode, op.subsample
+    ((1, 1, 1), (2, 2, 2))
+    """
 
     __props__ = ("border_mode", "subsample", "filter_flip", "filter_dilation", "num_groups")
     convdim = 2
@@ -473,7 +478,14 @@ class BaseAbstractConv(Op):
 
 class AbstractConv(BaseAbstractConv):
     """The forward convolution of images ``(N, C, *spatial)`` with filters
-    ``(F, C/groups, *kernel)`` (``AbstractConv2d``, ``AbstractConv3d``)."""
+    ``(F, C/groups, *kernel)``: the code of ``AbstractConv2d`` and ``AbstractConv3d``,
+    which differ in ``convdim`` only.
+
+    >>> AbstractConv2d.convdim, AbstractConv3d.convdim
+    (2, 3)
+    >>> issubclass(AbstractConv3d, AbstractConv), issubclass(AbstractConv3d, AbstractConv2d)
+    (True, False)
+    """
 
     def make_node(self, img, kern):
         img = _image_tensor(self, "img", img)
@@ -529,7 +541,12 @@ class AbstractConv(BaseAbstractConv):
 
 class AbstractConv_gradWeights(BaseAbstractConv):  # noqa: N801 (Theano's name)
     """Gradient of the convolution w.r.t. the filters: inputs ``(img, topgrad, shape)``
-    with ``shape`` the filters' spatial lengths."""
+    with ``shape`` the filters' spatial lengths (``AbstractConv2d_gradWeights``,
+    ``AbstractConv3d_gradWeights``).
+
+    >>> issubclass(AbstractConv3d_gradWeights, AbstractConv_gradWeights)
+    True
+    """
 
     def make_node(self, img, topgrad, shape):
         img = _image_tensor(self, "img", img)
@@ -566,7 +583,12 @@ class AbstractConv_gradWeights(BaseAbstractConv):  # noqa: N801 (Theano's name)
 
 class AbstractConv_gradInputs(BaseAbstractConv):  # noqa: N801 (Theano's name)
     """Gradient of the convolution w.r.t. the image: inputs ``(kern, topgrad, shape)``
-    with ``shape`` the image's spatial lengths (a transposed convolution)."""
+    with ``shape`` the image's spatial lengths, a transposed convolution
+    (``AbstractConv2d_gradInputs``, ``AbstractConv3d_gradInputs``).
+
+    >>> issubclass(AbstractConv3d_gradInputs, AbstractConv_gradInputs)
+    True
+    """
 
     def make_node(self, kern, topgrad, shape):
         kern = _image_tensor(self, "kern", kern)
