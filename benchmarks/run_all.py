@@ -45,6 +45,7 @@ PEERS = ("pytensor", "jax", "jaxlib", "numba", "pyopencl", "matplotlib", "torch"
 QUICK_ARGS = {
     "call_overhead": ["--number", "2000", "--repeats", "3"],
     "conv": ["--repeats", "3", "--dtypes", "float32"],
+    "conv3d": ["--repeats", "3", "--dtypes", "float32"],
     "compile_time": ["--sizes", "1000,10000", "--mlp-layers", "50"],
     "dask_engine": ["--n", "4000000", "--repeats", "3"],
     "fft": ["--number", "5", "--repeats", "3"],

@@ -1,5 +1,5 @@
 """Neural-network ops (``theano.tensor.nnet``): activations, softmax, cross-entropies,
-2-D convolution, pooling and batch normalization.
+2-D and 3-D convolution, pooling and batch normalization.
 
 >>> import numpy as np
 >>> from theano_dag import tensor as tt
@@ -13,6 +13,9 @@ from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
     AbstractConv2d_gradWeights,
+    AbstractConv3d,
+    AbstractConv3d_gradInputs,
+    AbstractConv3d_gradWeights,
     Conv2d,
     Conv2dBiasAct,
     ConvGradInputs,
@@ -21,6 +24,9 @@ from theano_dag.tensor.nnet.abstract_conv import (
     conv2d,
     conv2d_grad_wrt_inputs,
     conv2d_grad_wrt_weights,
+    conv3d,
+    conv3d_grad_wrt_inputs,
+    conv3d_grad_wrt_weights,
     get_conv_output_shape,
     get_conv_shape_1axis,
 )
@@ -69,7 +75,9 @@ from theano_dag.tensor.nnet.pool import (
     Pool,
     avg_pool_2d,
     max_pool_2d,
+    max_pool_2d_same_size,
     pool_2d,
+    pool_3d,
     pool_output_shape,
 )
 
@@ -78,6 +86,9 @@ __all__ = [
     "AbstractConv2d_gradInputs",
     "Conv2dBiasAct",
     "AbstractConv2d_gradWeights",
+    "AbstractConv3d",
+    "AbstractConv3d_gradInputs",
+    "AbstractConv3d_gradWeights",
     "Conv2d",
     "ConvGradInputs",
     "ConvGradWeights",
@@ -85,6 +96,9 @@ __all__ = [
     "conv2d",
     "conv2d_grad_wrt_inputs",
     "conv2d_grad_wrt_weights",
+    "conv3d",
+    "conv3d_grad_wrt_inputs",
+    "conv3d_grad_wrt_weights",
     "get_conv_output_shape",
     "get_conv_shape_1axis",
     "batch_normalization",
@@ -127,6 +141,8 @@ __all__ = [
     "Pool",
     "avg_pool_2d",
     "max_pool_2d",
+    "max_pool_2d_same_size",
     "pool_2d",
+    "pool_3d",
     "pool_output_shape",
 ]

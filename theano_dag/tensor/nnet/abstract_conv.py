@@ -1,13 +1,19 @@
-"""2-D convolution on NCHW tensors (``theano.tensor.nnet.abstract_conv``).
+"""Convolution on NCHW and NCDHW tensors (``theano.tensor.nnet.abstract_conv``).
 
-Three Ops, each the transpose of the others so gradients of any order close over them:
+Three Ops per number of spatial dimensions (2 or 3), each the transpose of the others so
+gradients of any order close over them:
 
-- ``AbstractConv2d(img, kern)``: the forward convolution;
-- ``AbstractConv2d_gradWeights(img, topgrad, shape)``: gradient w.r.t. the filters;
-- ``AbstractConv2d_gradInputs(kern, topgrad, shape)``: gradient w.r.t. the image.
+- ``AbstractConv2d(img, kern)`` / ``AbstractConv3d``: the forward convolution;
+- ``AbstractConv2d_gradWeights(img, topgrad, shape)`` / ``AbstractConv3d_gradWeights``:
+  gradient w.r.t. the filters;
+- ``AbstractConv2d_gradInputs(kern, topgrad, shape)`` / ``AbstractConv3d_gradInputs``:
+  gradient w.r.t. the image.
 
-``shape`` is an int vector with the two spatial lengths of the result (with a stride
-they are not recoverable from ``topgrad`` alone).
+``shape`` is an int vector with the spatial lengths of the result (with a stride they
+are not recoverable from ``topgrad`` alone). The 2-D and 3-D Ops share their code
+(``AbstractConv``, ``AbstractConv_gradWeights``, ``AbstractConv_gradInputs``, for
+``convdim`` spatial dimensions), as in Theano; they are distinct classes so that an
+engine that has kernels for one (the CPU engine's 2-D emitters) is not handed the other.
 
 ``perform`` is im2col in numpy: ``sliding_window_view`` gives every receptive field
 without copying and one ``tensordot`` (BLAS) contracts it with the filters; the
@@ -16,6 +22,8 @@ image gradient scatters back with one strided add per filter tap. ``filter_flip=
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -28,9 +36,16 @@ from theano_dag.tensor.type import TensorType, float_dtypes, int_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
+    "AbstractConv",
+    "AbstractConv_gradWeights",
+    "AbstractConv_gradInputs",
     "AbstractConv2d",
     "AbstractConv2d_gradWeights",
     "AbstractConv2d_gradInputs",
+    "AbstractConv3d",
+    "AbstractConv3d_gradWeights",
+    "AbstractConv3d_gradInputs",
+    "BaseAbstractConv",
     "Conv2dBiasAct",
     "Conv2d",
     "ConvGradWeights",
@@ -38,44 +53,50 @@ __all__ = [
     "conv2d",
     "conv2d_grad_wrt_inputs",
     "conv2d_grad_wrt_weights",
+    "conv3d",
+    "conv3d_grad_wrt_inputs",
+    "conv3d_grad_wrt_weights",
     "get_conv_output_shape",
     "get_conv_shape_1axis",
     "border_mode_to_pad",
 ]
 
+# The layout named in error messages, per number of spatial dimensions.
+_LAYOUTS = {2: "NCHW", 3: "NCDHW"}
+
 
 # -- parameters -------------------------------------------------------------------------
 
 
-def _pair(value, name, who, minimum):
+def _ints(value, n, name, who, minimum):
+    """``value`` (an int, or ``n`` ints) as a tuple of ``n`` ints ``>= minimum``."""
     if isinstance(value, (int, np.integer)):
-        value = (value, value)
+        value = (value,) * n
     try:
-        a, b = value
-    except (TypeError, ValueError):
-        raise TypeError(f"{who}: {name} must be an int or a pair of ints, got {value!r}") from None
-    if not all(isinstance(v, (int, np.integer)) and v >= minimum for v in (a, b)):
+        vals = tuple(value)
+    except TypeError:
+        vals = None
+    if vals is None or len(vals) != n:
+        kind = "a pair" if n == 2 else f"a tuple of {n}"
+        raise TypeError(f"{who}: {name} must be an int or {kind} of ints, got {value!r}")
+    if not all(isinstance(v, (int, np.integer)) and v >= minimum for v in vals):
         raise ValueError(f"{who}: {name} must be ints >= {minimum}, got {value!r}")
-    return int(a), int(b)
+    return tuple(int(v) for v in vals)
 
 
-def _norm_border_mode(border_mode, who):
-    """Canonical border mode: ``'valid'``, ``'full'``, ``'half'``, or a pair whose entries
-    are an int (symmetric padding) or a ``(before, after)`` pair."""
+def _norm_border_mode(border_mode, who, convdim=2):
+    """Canonical border mode: ``'valid'``, ``'full'``, ``'half'``, or a tuple of
+    ``convdim`` entries, each an int (symmetric padding) or a ``(before, after)`` pair."""
+    kind = "a pair" if convdim == 2 else f"a tuple of {convdim}"
+    expected = f"'valid', 'full', 'half', an int or {kind}"
     if isinstance(border_mode, str):
         if border_mode not in ("valid", "full", "half"):
-            raise ValueError(
-                f"{who}: border_mode must be 'valid', 'full', 'half', an int or "
-                f"a pair, got {border_mode!r}"
-            )
+            raise ValueError(f"{who}: border_mode must be {expected}, got {border_mode!r}")
         return border_mode
     if isinstance(border_mode, (int, np.integer)):
-        border_mode = (border_mode, border_mode)
-    if not isinstance(border_mode, (tuple, list)) or len(border_mode) != 2:
-        raise ValueError(
-            f"{who}: border_mode must be 'valid', 'full', 'half', an int or a "
-            f"pair, got {border_mode!r}"
-        )
+        border_mode = (border_mode,) * convdim
+    if not isinstance(border_mode, (tuple, list)) or len(border_mode) != convdim:
+        raise ValueError(f"{who}: border_mode must be {expected}, got {border_mode!r}")
     out = []
     for p in border_mode:
         if isinstance(p, (int, np.integer)):
@@ -83,23 +104,27 @@ def _norm_border_mode(border_mode, who):
                 raise ValueError(f"{who}: padding must be >= 0, got {border_mode!r}")
             out.append(int(p))
         else:
-            lo, hi = _pair(p, "border_mode", who, 0)
+            lo, hi = _ints(p, 2, "border_mode", who, 0)
             out.append(lo if lo == hi else (lo, hi))
-    return "valid" if out == [0, 0] else tuple(out)
+    return "valid" if out == [0] * convdim else tuple(out)
 
 
-def border_mode_to_pad(border_mode, kshp, dilation=(1, 1)):
-    """The ``((top, bottom), (left, right))`` zero padding a border mode means for
-    filters of spatial shape ``kshp``.
+def border_mode_to_pad(border_mode, kshp, dilation=None):
+    """The ``(before, after)`` zero padding per spatial axis that a border mode means for
+    filters of spatial shape ``kshp`` (2 or 3 axes).
 
     >>> border_mode_to_pad("half", (3, 5))
     ((1, 1), (2, 2))
     >>> border_mode_to_pad((1, (0, 2)), (3, 3))
     ((1, 1), (0, 2))
+    >>> border_mode_to_pad("full", (3, 1, 2))
+    ((2, 2), (0, 0), (1, 1))
     """
-    mode = _norm_border_mode(border_mode, "border_mode_to_pad")
+    nd = len(kshp)
+    dilation = (1,) * nd if dilation is None else dilation
+    mode = _norm_border_mode(border_mode, "border_mode_to_pad", nd)
     pads = []
-    for d in range(2):
+    for d in range(nd):
         keff = (kshp[d] - 1) * dilation[d] + 1
         if mode == "valid":
             p = 0
@@ -132,17 +157,20 @@ def get_conv_shape_1axis(image_shape, kernel_shape, border_mode, subsample, dila
     return (image_shape + total - ((kernel_shape - 1) * dilation + 1)) // subsample + 1
 
 
-def get_conv_output_shape(
-    image_shape, kernel_shape, border_mode, subsample, filter_dilation=(1, 1)
-):
-    """Output shape ``(batch, n_filters, height, width)`` of a 2-D convolution.
+def get_conv_output_shape(image_shape, kernel_shape, border_mode, subsample, filter_dilation=None):
+    """Output shape ``(batch, n_filters, *spatial)`` of a 2-D or 3-D convolution (the
+    number of spatial axes is ``len(image_shape) - 2``).
 
     >>> get_conv_output_shape((2, 3, 8, 8), (4, 3, 3, 3), "half", (2, 2))
     (2, 4, 4, 4)
+    >>> get_conv_output_shape((2, 3, 8, 8, 6), (4, 3, 3, 3, 1), "valid", (1, 2, 3))
+    (2, 4, 6, 3, 2)
     """
-    mode = _norm_border_mode(border_mode, "get_conv_output_shape")
+    nd = len(image_shape) - 2
+    filter_dilation = (1,) * nd if filter_dilation is None else filter_dilation
+    mode = _norm_border_mode(border_mode, "get_conv_output_shape", nd)
     spatial = []
-    for d in range(2):
+    for d in range(nd):
         bm = mode if isinstance(mode, str) else mode[d]
         spatial.append(
             get_conv_shape_1axis(
@@ -153,37 +181,47 @@ def get_conv_output_shape(
 
 
 # -- numpy kernels ----------------------------------------------------------------------
+# Each works for any number of spatial axes: those after the batch and channel axes.
 
 
 def _pad(x, pads):
-    if any(pads[0]) or any(pads[1]):
-        return np.pad(x, ((0, 0), (0, 0), pads[0], pads[1]))
+    if any(any(p) for p in pads):
+        return np.pad(x, ((0, 0), (0, 0), *pads))
     return x
 
 
-def _windows(xp, kshp, out_hw, stride, dil):
-    """Every receptive field of the padded image: a view ``(N, C, OH, OW, KH, KW)``."""
-    kh_eff = (kshp[0] - 1) * dil[0] + 1
-    kw_eff = (kshp[1] - 1) * dil[1] + 1
-    w = sliding_window_view(xp, (kh_eff, kw_eff), axis=(2, 3))
-    w = w[:, :, :: stride[0], :: stride[1], :: dil[0], :: dil[1]]
-    return w[:, :, : out_hw[0], : out_hw[1]]
+def _flip(w):
+    """The filters reversed along every spatial axis (a true convolution)."""
+    return w[(slice(None), slice(None)) + (slice(None, None, -1),) * (w.ndim - 2)]
 
 
-def _out_hw(padded_hw, kshp, stride, dil, who, shapes):
-    out = tuple((padded_hw[d] - (kshp[d] - 1) * dil[d] - 1) // stride[d] + 1 for d in range(2))
+def _windows(xp, kshp, out_sp, stride, dil):
+    """Every receptive field of the padded image: a view ``(N, C, *out_sp, *kshp)``."""
+    nd = len(kshp)
+    keff = tuple((kshp[d] - 1) * dil[d] + 1 for d in range(nd))
+    w = sliding_window_view(xp, keff, axis=tuple(range(2, 2 + nd)))
+    return w[
+        (slice(None), slice(None))
+        + tuple(slice(0, (out_sp[d] - 1) * stride[d] + 1, stride[d]) for d in range(nd))
+        + tuple(slice(None, None, dil[d]) for d in range(nd))
+    ]
+
+
+def _out_sp(padded_sp, kshp, stride, dil, who, shapes):
+    nd = len(kshp)
+    out = tuple((padded_sp[d] - (kshp[d] - 1) * dil[d] - 1) // stride[d] + 1 for d in range(nd))
     if min(out) <= 0:
         raise ValueError(
-            f"{who}: the filters ({kshp[0]}x{kshp[1]}, dilation {dil}) are larger "
-            f"than the padded image ({padded_hw[0]}x{padded_hw[1]}); shapes "
+            f"{who}: the filters ({'x'.join(map(str, kshp))}, dilation {dil}) are larger "
+            f"than the padded image ({'x'.join(map(str, padded_sp))}); shapes "
             f"{shapes}"
         )
     return out
 
 
 def _conv_forward(op, x, w):
-    n, c, _, _ = x.shape
-    f, cg, kh, kw = w.shape
+    nd = x.ndim - 2
+    c, (f, cg), kshp = x.shape[1], w.shape[:2], w.shape[2:]
     g = op.num_groups
     if c != cg * g or f % g:
         raise ValueError(
@@ -191,166 +229,223 @@ def _conv_forward(op, x, w):
             f"{g} group(s) and {f} filters (must divide by the groups); "
             f"shapes {x.shape}, {w.shape}"
         )
-    pads = border_mode_to_pad(op.border_mode, (kh, kw), op.filter_dilation)
+    pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
     xp = _pad(x, pads)
-    out_hw = _out_hw(
-        xp.shape[2:], (kh, kw), op.subsample, op.filter_dilation, op, (x.shape, w.shape)
-    )
+    out_sp = _out_sp(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op, (x.shape, w.shape))
     if op.filter_flip:
-        w = w[:, :, ::-1, ::-1]
-    win = _windows(xp, (kh, kw), out_hw, op.subsample, op.filter_dilation)
+        w = _flip(w)
+    win = _windows(xp, kshp, out_sp, op.subsample, op.filter_dilation)
     fg = f // g
+    # win[n, c, *out, *k] . w[f, c, *k] -> (n, *out, f)
+    taps = list(range(2 + nd, 2 + 2 * nd))
     parts = [
         np.tensordot(
-            win[:, i * cg : (i + 1) * cg], w[i * fg : (i + 1) * fg], axes=([1, 4, 5], [1, 2, 3])
+            win[:, i * cg : (i + 1) * cg],
+            w[i * fg : (i + 1) * fg],
+            axes=([1, *taps], list(range(1, 2 + nd))),
         )
         for i in range(g)
     ]
     out = parts[0] if g == 1 else np.concatenate(parts, axis=-1)
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+    return np.ascontiguousarray(np.moveaxis(out, -1, 1))
 
 
 def _conv_grad_weights(op, x, gy, kshp):
-    n, c, _, _ = x.shape
+    nd = x.ndim - 2
+    n, c = x.shape[:2]
     g = op.num_groups
     f = gy.shape[1]
     if c % g or f % g or gy.shape[0] != n:
         raise ValueError(
-            f"{op}: image {x.shape} and output gradient {gy.shape} do not fit " f"{g} group(s)"
+            f"{op}: image {x.shape} and output gradient {gy.shape} do not fit {g} group(s)"
         )
     pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
     xp = _pad(x, pads)
-    out_hw = _out_hw(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op, (x.shape, gy.shape))
-    if out_hw != gy.shape[2:]:
+    out_sp = _out_sp(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op, (x.shape, gy.shape))
+    if out_sp != gy.shape[2:]:
         raise ValueError(
             f"{op}: output gradient has spatial shape {gy.shape[2:]}, the "
-            f"convolution of image {x.shape} gives {out_hw}"
+            f"convolution of image {x.shape} gives {out_sp}"
         )
-    win = _windows(xp, kshp, out_hw, op.subsample, op.filter_dilation)
+    win = _windows(xp, kshp, out_sp, op.subsample, op.filter_dilation)
     cg, fg = c // g, f // g
+    # gy[n, f, *out] . win[n, c, *out, *k] -> (f, c, *k)
+    summed = [0, *range(2, 2 + nd)]
     parts = [
         np.tensordot(
-            gy[:, i * fg : (i + 1) * fg], win[:, i * cg : (i + 1) * cg], axes=([0, 2, 3], [0, 2, 3])
+            gy[:, i * fg : (i + 1) * fg], win[:, i * cg : (i + 1) * cg], axes=(summed, summed)
         )
         for i in range(g)
     ]
     dw = parts[0] if g == 1 else np.concatenate(parts, axis=0)
     if op.filter_flip:
-        dw = dw[:, :, ::-1, ::-1]
+        dw = _flip(dw)
     return np.ascontiguousarray(dw)
 
 
 def _conv_grad_inputs(op, w, gy, imshp):
-    f, cg, kh, kw = w.shape
+    nd = w.ndim - 2
+    (f, cg), kshp = w.shape[:2], w.shape[2:]
     g = op.num_groups
     n = gy.shape[0]
     if gy.shape[1] != f or f % g:
         raise ValueError(
-            f"{op}: output gradient {gy.shape} does not fit filters {w.shape} " f"in {g} group(s)"
+            f"{op}: output gradient {gy.shape} does not fit filters {w.shape} in {g} group(s)"
         )
-    pads = border_mode_to_pad(op.border_mode, (kh, kw), op.filter_dilation)
-    hp = imshp[0] + sum(pads[0])
-    wp = imshp[1] + sum(pads[1])
-    out_hw = _out_hw(
-        (hp, wp), (kh, kw), op.subsample, op.filter_dilation, op, (w.shape, gy.shape, tuple(imshp))
+    pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
+    padded = tuple(imshp[d] + sum(pads[d]) for d in range(nd))
+    out_sp = _out_sp(
+        padded, kshp, op.subsample, op.filter_dilation, op, (w.shape, gy.shape, tuple(imshp))
     )
-    if out_hw != gy.shape[2:]:
+    if out_sp != gy.shape[2:]:
         raise ValueError(
             f"{op}: output gradient has spatial shape {gy.shape[2:]}, the "
-            f"convolution of a {tuple(imshp)} image gives {out_hw}"
+            f"convolution of a {tuple(imshp)} image gives {out_sp}"
         )
     if op.filter_flip:
-        w = w[:, :, ::-1, ::-1]
+        w = _flip(w)
     fg = f // g
     dtype = np.result_type(w.dtype, gy.dtype)
-    dxp = np.zeros((n, cg * g, hp, wp), dtype=dtype)
-    (sh, sw), (dh, dw) = op.subsample, op.filter_dilation
-    oh, ow = out_hw
+    dxp = np.zeros((n, cg * g, *padded), dtype=dtype)
+    stride, dil = op.subsample, op.filter_dilation
     for i in range(g):
-        # cols[n, c, oh, ow, kh, kw]: what each receptive-field tap receives.
-        cols = np.tensordot(
-            gy[:, i * fg : (i + 1) * fg], w[i * fg : (i + 1) * fg], axes=([1], [0])
-        ).transpose(0, 3, 1, 2, 4, 5)
-        dst = dxp[:, i * cg : (i + 1) * cg]
-        for a in range(kh):
-            for b in range(kw):
-                dst[
-                    :,
-                    :,
-                    a * dh : a * dh + sh * (oh - 1) + 1 : sh,
-                    b * dw : b * dw + sw * (ow - 1) + 1 : sw,
-                ] += cols[..., a, b]
-    (pt, _), (pl, _) = pads
-    return np.ascontiguousarray(dxp[:, :, pt : pt + imshp[0], pl : pl + imshp[1]])
+        # cols[c, *k, n, *out]: what each receptive-field tap receives. The taps come
+        # before the images so that each tap's share is one contiguous block (with the
+        # taps last, reading one tap strides over all of them: up to 4x slower in 3-D).
+        cols = np.tensordot(w[i * fg : (i + 1) * fg], gy[:, i * fg : (i + 1) * fg], axes=([0], [1]))
+        dst = dxp[:, i * cg : (i + 1) * cg].swapaxes(0, 1)  # (c, n, *padded), a view
+        for tap in itertools.product(*(range(k) for k in kshp)):
+            dst[
+                (slice(None), slice(None))
+                + tuple(
+                    slice(a * dil[d], a * dil[d] + stride[d] * (out_sp[d] - 1) + 1, stride[d])
+                    for d, a in enumerate(tap)
+                )
+            ] += cols[(slice(None), *tap)]
+    inner = tuple(slice(pads[d][0], pads[d][0] + imshp[d]) for d in range(nd))
+    return np.ascontiguousarray(dxp[(slice(None), slice(None), *inner)])
 
 
 # -- Ops --------------------------------------------------------------------------------
 
 
-def _tensor4(op, name, x):
+def _image_tensor(op, name, x):
     x = as_tensor_variable(x)
-    if x.ndim != 4:
-        raise TypeError(f"{op}: argument {name} must be a 4-D tensor (NCHW), got {x.type}")
+    nd = op.convdim
+    if x.ndim != 2 + nd:
+        raise TypeError(
+            f"{op}: argument {name} must be a {2 + nd}-D tensor ({_LAYOUTS[nd]}), got {x.type}"
+        )
     if x.dtype not in float_dtypes:
         raise TypeError(f"{op}: argument {name} must be a float tensor, got {x.type}")
     return x
 
 
 def _shape_vector(op, name, shape):
+    nd = op.convdim
     shape = as_tensor_variable(shape)
     if shape.ndim != 1 or shape.dtype not in int_dtypes:
         raise TypeError(
-            f"{op}: argument {name} must be an int vector of 2 spatial lengths, "
+            f"{op}: argument {name} must be an int vector of {nd} spatial lengths, "
             f"got {shape.type}"
         )
-    if shape.type.shape[0] not in (None, 2):
-        raise TypeError(f"{op}: argument {name} must have 2 entries, got {shape.type}")
+    length = shape.data.shape[0] if isinstance(shape, Constant) else shape.type.shape[0]
+    if length not in (None, nd):
+        raise TypeError(f"{op}: argument {name} must have {nd} entries, got {shape}")
     return shape
 
 
-def _static_entries(v):
-    """The two entries of a shape vector where known at graph-build time (else None)."""
+def _static_entries(v, n):
+    """The ``n`` entries of a shape vector where known at graph-build time (else None)."""
     if isinstance(v, Constant):
         return tuple(int(s) for s in np.asarray(v.data))
     if v.owner is not None and isinstance(v.owner.op, tb.MakeVector):
         return tuple(
             int(np.asarray(i.data)) if isinstance(i, Constant) else None for i in v.owner.inputs
         )
-    return (None, None)
+    return (None,) * n
 
 
-def _symbolic_entries(v):
+def _symbolic_entries(v, n):
     if v.owner is not None and isinstance(v.owner.op, tb.MakeVector):
         return tuple(v.owner.inputs)
-    static = _static_entries(v)
+    static = _static_entries(v, n)
     return tuple(s if s is not None else v[d] for d, s in enumerate(static))
 
 
 def _spatial_shape(x):
-    return tb.make_vector(tb.shape_i(x, 2), tb.shape_i(x, 3))
+    return tb.make_vector(*(tb.shape_i(x, d) for d in range(2, x.ndim)))
 
 
-class BaseAbstractConv2d(Op):
-    """Parameters shared by the three convolution Ops (see ``conv2d``)."""
+def _hint(hint, n, name, who):
+    """A shape hint as a tuple of ``n`` ints or Nones (constants read), or None."""
+    if hint is None:
+        return None
+    hint = tuple(hint)
+    if len(hint) != n:
+        raise ValueError(f"{who}: {name} must have {n} entries, got {hint!r}")
+    out = []
+    for h in hint:
+        if isinstance(h, Constant):
+            h = np.asarray(h.data)
+            h = int(h) if h.ndim == 0 and h.dtype.kind in "iu" else h
+        if h is not None and not isinstance(h, (int, np.integer)):
+            raise ValueError(
+                f"{who}: {name} must be None or a tuple of constant ints, got {hint!r}"
+            )
+        out.append(None if h is None else int(h))
+    return tuple(out)
+
+
+def _check_hint(op, name, hint, var):
+    """A shape hint (``imshp``/``kshp``, Theano's optional parameters) against the type:
+    entries that both know must agree."""
+    if hint is None:
+        return
+    if len(hint) != var.ndim or any(
+        h is not None and s is not None and h != s for h, s in zip(hint, var.type.shape)
+    ):
+        raise ValueError(f"{op}: {name} {tuple(hint)} does not match {var.type}")
+
+
+class BaseAbstractConv(Op):
+    """Parameters shared by the convolution Ops over ``convdim`` (a class attribute, 2
+    or 3) spatial axes (see ``conv2d``, ``conv3d``). ``imshp``/``kshp`` are Theano's
+    optional shape hints of the image and the filters (None entries unknown): they are
+    checked against the inputs' types, and are not part of the Op's identity.
+
+    >>> op = AbstractConv3d(border_mode=1, subsample=2)
+    >>> op.border_mode, op.subsample
+    ((1, 1, 1), (2, 2, 2))
+    """
 
     __props__ = ("border_mode", "subsample", "filter_flip", "filter_dilation", "num_groups")
+    convdim = 2
 
     def __init__(
         self,
         border_mode="valid",
-        subsample=(1, 1),
+        subsample=None,
         filter_flip=True,
-        filter_dilation=(1, 1),
+        filter_dilation=None,
         num_groups=1,
+        *,
+        imshp=None,
+        kshp=None,
     ):
         who = type(self).__name__
-        self.border_mode = _norm_border_mode(border_mode, who)
-        self.subsample = _pair(subsample, "subsample", who, 1)
+        nd = self.convdim
+        self.border_mode = _norm_border_mode(border_mode, who, nd)
+        self.subsample = _ints(1 if subsample is None else subsample, nd, "subsample", who, 1)
         self.filter_flip = bool(filter_flip)
-        self.filter_dilation = _pair(filter_dilation, "filter_dilation", who, 1)
+        self.filter_dilation = _ints(
+            1 if filter_dilation is None else filter_dilation, nd, "filter_dilation", who, 1
+        )
         if not isinstance(num_groups, (int, np.integer)) or num_groups < 1:
             raise ValueError(f"{who}: num_groups must be an int >= 1, got {num_groups!r}")
         self.num_groups = int(num_groups)
+        self.imshp = _hint(imshp, 2 + nd, "imshp", who)
+        self.kshp = _hint(kshp, 2 + nd, "kshp", who)
 
     def __str__(self):
         return (
@@ -369,37 +464,50 @@ class BaseAbstractConv2d(Op):
             num_groups=self.num_groups,
         )
 
+    def _family(self):
+        """The (forward, gradWeights, gradInputs) Ops of this number of spatial axes,
+        with this Op's parameters."""
+        fwd, gw, gi = _FAMILIES[self.convdim]
+        p = self._params()
+        return fwd(**p), gw(**p), gi(**p)
+
     def _out_len(self, img, kern, d):
         bm = self.border_mode if isinstance(self.border_mode, str) else self.border_mode[d]
         return get_conv_shape_1axis(img, kern, bm, self.subsample[d], self.filter_dilation[d])
 
 
-class AbstractConv2d(BaseAbstractConv2d):
-    """Convolve a batch of images ``(N, C, H, W)`` with filters ``(F, C/groups, KH, KW)``.
+class AbstractConv(BaseAbstractConv):
+    """The forward convolution of images ``(N, C, *spatial)`` with filters
+    ``(F, C/groups, *kernel)``: the code of ``AbstractConv2d`` and ``AbstractConv3d``,
+    which differ in ``convdim`` only.
 
-    >>> from theano_dag import tensor as tt
-    >>> x = tt.TensorType("float64", shape=(None, 3, 8, 8))("x")
-    >>> w = tt.TensorType("float64", shape=(4, 3, 3, 3))("w")
-    >>> AbstractConv2d(border_mode="half", subsample=(2, 2))(x, w).type
-    TensorType(float64, shape=(?, 4, 4, 4))
+    >>> AbstractConv2d.convdim, AbstractConv3d.convdim
+    (2, 3)
+    >>> issubclass(AbstractConv3d, AbstractConv), issubclass(AbstractConv3d, AbstractConv2d)
+    (True, False)
     """
 
     def make_node(self, img, kern):
-        img = _tensor4(self, "img", img)
-        kern = _tensor4(self, "kern", kern)
+        img = _image_tensor(self, "img", img)
+        kern = _image_tensor(self, "kern", kern)
+        _check_hint(self, "imshp", self.imshp, img)
+        _check_hint(self, "kshp", self.kshp, kern)
         c, cg = img.type.shape[1], kern.type.shape[1]
         if c is not None and cg is not None and c != cg * self.num_groups:
             raise ValueError(
                 f"{self}: img has {c} channels but kern expects {cg} x "
                 f"{self.num_groups} group(s)"
             )
-        hw = [self._out_len(img.type.shape[2 + d], kern.type.shape[2 + d], d) for d in (0, 1)]
-        if any(s is not None and s <= 0 for s in hw):
+        sp = [
+            self._out_len(img.type.shape[2 + d], kern.type.shape[2 + d], d)
+            for d in range(self.convdim)
+        ]
+        if any(s is not None and s <= 0 for s in sp):
             raise ValueError(
                 f"{self}: the filters {kern.type.shape} do not fit in the image "
                 f"{img.type.shape}"
             )
-        shape = (img.type.shape[0], kern.type.shape[0], *hw)
+        shape = (img.type.shape[0], kern.type.shape[0], *sp)
         out = TensorType(upcast(img.dtype, kern.dtype), shape=shape)
         return Apply(self, [img, kern], [out()])
 
@@ -410,13 +518,15 @@ class AbstractConv2d(BaseAbstractConv2d):
 
     def infer_shape(self, fgraph, node, input_shapes):
         xs, ws = input_shapes
-        return [(xs[0], ws[0], self._out_len(xs[2], ws[2], 0), self._out_len(xs[3], ws[3], 1))]
+        sp = [self._out_len(xs[2 + d], ws[2 + d], d) for d in range(self.convdim)]
+        return [(xs[0], ws[0], *sp)]
 
     def L_op(self, inputs, outputs, output_grads):
         img, kern = inputs
         (g,) = output_grads
-        d_img = AbstractConv2d_gradInputs(**self._params())(kern, g, _spatial_shape(img))
-        d_kern = AbstractConv2d_gradWeights(**self._params())(img, g, _spatial_shape(kern))
+        _, grad_weights, grad_inputs = self._family()
+        d_img = grad_inputs(kern, g, _spatial_shape(img))
+        d_kern = grad_weights(img, g, _spatial_shape(kern))
         return [tb.cast(d_img, img.dtype), tb.cast(d_kern, kern.dtype)]
 
     def R_op(self, inputs, eval_points):
@@ -429,23 +539,23 @@ class AbstractConv2d(BaseAbstractConv2d):
         return [None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1]]
 
 
-class AbstractConv2d_gradWeights(BaseAbstractConv2d):  # noqa: N801 (Theano's name)
-    """Gradient of ``AbstractConv2d`` w.r.t. the filters: inputs ``(img, topgrad, shape)``
-    with ``shape`` the filters' ``(KH, KW)``.
+class AbstractConv_gradWeights(BaseAbstractConv):  # noqa: N801 (Theano's name)
+    """Gradient of the convolution w.r.t. the filters: inputs ``(img, topgrad, shape)``
+    with ``shape`` the filters' spatial lengths (``AbstractConv2d_gradWeights``,
+    ``AbstractConv3d_gradWeights``).
 
-    >>> from theano_dag import tensor as tt
-    >>> op = AbstractConv2d_gradWeights()
-    >>> op(tt.dtensor4("x"), tt.dtensor4("gy"), [3, 3]).type
-    TensorType(float64, shape=(?, ?, 3, 3))
+    >>> issubclass(AbstractConv3d_gradWeights, AbstractConv_gradWeights)
+    True
     """
 
     def make_node(self, img, topgrad, shape):
-        img = _tensor4(self, "img", img)
-        topgrad = _tensor4(self, "topgrad", topgrad)
+        img = _image_tensor(self, "img", img)
+        topgrad = _image_tensor(self, "topgrad", topgrad)
         shape = _shape_vector(self, "shape", shape)
+        _check_hint(self, "imshp", self.imshp, img)
         c = img.type.shape[1]
         cg = None if c is None else c // self.num_groups
-        out_shape = (topgrad.type.shape[1], cg, *_static_entries(shape))
+        out_shape = (topgrad.type.shape[1], cg, *_static_entries(shape, self.convdim))
         out = TensorType(upcast(img.dtype, topgrad.dtype), shape=out_shape)
         return Apply(self, [img, topgrad, shape], [out()])
 
@@ -456,9 +566,8 @@ class AbstractConv2d_gradWeights(BaseAbstractConv2d):  # noqa: N801 (Theano's na
 
     def infer_shape(self, fgraph, node, input_shapes):
         xs, gs, _ = input_shapes
-        kh, kw = _symbolic_entries(node.inputs[2])
         c = xs[1] if self.num_groups == 1 else xs[1] // self.num_groups
-        return [(gs[1], c, kh, kw)]
+        return [(gs[1], c, *_symbolic_entries(node.inputs[2], self.convdim))]
 
     def connection_pattern(self, node):
         return [[True], [True], [False]]
@@ -466,28 +575,29 @@ class AbstractConv2d_gradWeights(BaseAbstractConv2d):  # noqa: N801 (Theano's na
     def L_op(self, inputs, outputs, output_grads):
         img, topgrad, _ = inputs
         (g,) = output_grads
-        d_img = AbstractConv2d_gradInputs(**self._params())(g, topgrad, _spatial_shape(img))
-        d_top = AbstractConv2d(**self._params())(img, g)
+        conv, _, grad_inputs = self._family()
+        d_img = grad_inputs(g, topgrad, _spatial_shape(img))
+        d_top = conv(img, g)
         return [tb.cast(d_img, img.dtype), tb.cast(d_top, topgrad.dtype), tb.disconnected()]
 
 
-class AbstractConv2d_gradInputs(BaseAbstractConv2d):  # noqa: N801 (Theano's name)
-    """Gradient of ``AbstractConv2d`` w.r.t. the image: inputs ``(kern, topgrad, shape)``
-    with ``shape`` the image's ``(H, W)`` (a transposed convolution).
+class AbstractConv_gradInputs(BaseAbstractConv):  # noqa: N801 (Theano's name)
+    """Gradient of the convolution w.r.t. the image: inputs ``(kern, topgrad, shape)``
+    with ``shape`` the image's spatial lengths, a transposed convolution
+    (``AbstractConv2d_gradInputs``, ``AbstractConv3d_gradInputs``).
 
-    >>> from theano_dag import tensor as tt
-    >>> op = AbstractConv2d_gradInputs(subsample=(2, 2))
-    >>> op(tt.dtensor4("w"), tt.dtensor4("gy"), [9, 9]).type
-    TensorType(float64, shape=(?, ?, 9, 9))
+    >>> issubclass(AbstractConv3d_gradInputs, AbstractConv_gradInputs)
+    True
     """
 
     def make_node(self, kern, topgrad, shape):
-        kern = _tensor4(self, "kern", kern)
-        topgrad = _tensor4(self, "topgrad", topgrad)
+        kern = _image_tensor(self, "kern", kern)
+        topgrad = _image_tensor(self, "topgrad", topgrad)
         shape = _shape_vector(self, "shape", shape)
+        _check_hint(self, "kshp", self.kshp, kern)
         cg = kern.type.shape[1]
         c = None if cg is None else cg * self.num_groups
-        out_shape = (topgrad.type.shape[0], c, *_static_entries(shape))
+        out_shape = (topgrad.type.shape[0], c, *_static_entries(shape, self.convdim))
         out = TensorType(upcast(kern.dtype, topgrad.dtype), shape=out_shape)
         return Apply(self, [kern, topgrad, shape], [out()])
 
@@ -498,9 +608,8 @@ class AbstractConv2d_gradInputs(BaseAbstractConv2d):  # noqa: N801 (Theano's nam
 
     def infer_shape(self, fgraph, node, input_shapes):
         ws, gs, _ = input_shapes
-        h, w = _symbolic_entries(node.inputs[2])
         c = ws[1] if self.num_groups == 1 else ws[1] * self.num_groups
-        return [(gs[0], c, h, w)]
+        return [(gs[0], c, *_symbolic_entries(node.inputs[2], self.convdim))]
 
     def connection_pattern(self, node):
         return [[True], [True], [False]]
@@ -508,15 +617,122 @@ class AbstractConv2d_gradInputs(BaseAbstractConv2d):  # noqa: N801 (Theano's nam
     def L_op(self, inputs, outputs, output_grads):
         kern, topgrad, _ = inputs
         (g,) = output_grads
-        d_kern = AbstractConv2d_gradWeights(**self._params())(g, topgrad, _spatial_shape(kern))
-        d_top = AbstractConv2d(**self._params())(g, kern)
+        conv, grad_weights, _ = self._family()
+        d_kern = grad_weights(g, topgrad, _spatial_shape(kern))
+        d_top = conv(g, kern)
         return [tb.cast(d_kern, kern.dtype), tb.cast(d_top, topgrad.dtype), tb.disconnected()]
+
+
+class AbstractConv2d(AbstractConv):
+    """Convolve a batch of images ``(N, C, H, W)`` with filters ``(F, C/groups, KH, KW)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.TensorType("float64", shape=(None, 3, 8, 8))("x")
+    >>> w = tt.TensorType("float64", shape=(4, 3, 3, 3))("w")
+    >>> AbstractConv2d(border_mode="half", subsample=(2, 2))(x, w).type
+    TensorType(float64, shape=(?, 4, 4, 4))
+    """
+
+    convdim = 2
+
+
+class AbstractConv2d_gradWeights(AbstractConv_gradWeights):  # noqa: N801 (Theano's name)
+    """Gradient of ``AbstractConv2d`` w.r.t. the filters: inputs ``(img, topgrad, shape)``
+    with ``shape`` the filters' ``(KH, KW)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> op = AbstractConv2d_gradWeights()
+    >>> op(tt.dtensor4("x"), tt.dtensor4("gy"), [3, 3]).type
+    TensorType(float64, shape=(?, ?, 3, 3))
+    """
+
+    convdim = 2
+
+
+class AbstractConv2d_gradInputs(AbstractConv_gradInputs):  # noqa: N801 (Theano's name)
+    """Gradient of ``AbstractConv2d`` w.r.t. the image: inputs ``(kern, topgrad, shape)``
+    with ``shape`` the image's ``(H, W)`` (a transposed convolution).
+
+    >>> from theano_dag import tensor as tt
+    >>> op = AbstractConv2d_gradInputs(subsample=(2, 2))
+    >>> op(tt.dtensor4("w"), tt.dtensor4("gy"), [9, 9]).type
+    TensorType(float64, shape=(?, ?, 9, 9))
+    """
+
+    convdim = 2
+
+
+class _Conv3dParams:
+    """Theano's constructor of the 3-D Ops: the shape hints first, then the parameters
+    (each an int or a triple)."""
+
+    convdim = 3
+
+    def __init__(
+        self,
+        imshp=None,
+        kshp=None,
+        border_mode="valid",
+        subsample=(1, 1, 1),
+        filter_flip=True,
+        filter_dilation=(1, 1, 1),
+        num_groups=1,
+    ):
+        super().__init__(
+            border_mode,
+            subsample,
+            filter_flip,
+            filter_dilation,
+            num_groups,
+            imshp=imshp,
+            kshp=kshp,
+        )
+
+
+class AbstractConv3d(_Conv3dParams, AbstractConv):
+    """Convolve a batch of volumes ``(N, C, D, H, W)`` with filters
+    ``(F, C/groups, KD, KH, KW)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.TensorType("float64", shape=(None, 2, 6, 8, 8))("x")
+    >>> w = tt.TensorType("float64", shape=(4, 2, 3, 3, 3))("w")
+    >>> AbstractConv3d(border_mode="half", subsample=(1, 2, 2))(x, w).type
+    TensorType(float64, shape=(?, 4, 6, 4, 4))
+    """
+
+
+class AbstractConv3d_gradWeights(_Conv3dParams, AbstractConv_gradWeights):  # noqa: N801
+    """Gradient of ``AbstractConv3d`` w.r.t. the filters: inputs ``(img, topgrad, shape)``
+    with ``shape`` the filters' ``(KD, KH, KW)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> op = AbstractConv3d_gradWeights()
+    >>> op(tt.dtensor5("x"), tt.dtensor5("gy"), [3, 1, 2]).type
+    TensorType(float64, shape=(?, ?, 3, 1, 2))
+    """
+
+
+class AbstractConv3d_gradInputs(_Conv3dParams, AbstractConv_gradInputs):  # noqa: N801
+    """Gradient of ``AbstractConv3d`` w.r.t. the image: inputs ``(kern, topgrad, shape)``
+    with ``shape`` the image's ``(D, H, W)`` (a transposed convolution).
+
+    >>> from theano_dag import tensor as tt
+    >>> op = AbstractConv3d_gradInputs(subsample=2)
+    >>> op(tt.dtensor5("w"), tt.dtensor5("gy"), [5, 9, 9]).type
+    TensorType(float64, shape=(?, ?, 5, 9, 9))
+    """
+
+
+_FAMILIES = {
+    2: (AbstractConv2d, AbstractConv2d_gradWeights, AbstractConv2d_gradInputs),
+    3: (AbstractConv3d, AbstractConv3d_gradWeights, AbstractConv3d_gradInputs),
+}
 
 
 _ACTIVATIONS = (None, "relu")
 
 
-class Conv2dBiasAct(BaseAbstractConv2d):
+class Conv2dBiasAct(BaseAbstractConv):
     """``act(conv2d(img, kern) * scale + bias)`` (``scale`` and ``bias`` per filter,
     ``scale`` optional) as one node: what the optimizer makes of a convolution followed
     by a per-filter bias, a batch normalization's scale and a ``relu``, so that an engine
@@ -539,7 +755,7 @@ class Conv2dBiasAct(BaseAbstractConv2d):
     array([0., 5.])
     """
 
-    __props__ = BaseAbstractConv2d.__props__ + ("activation",)
+    __props__ = BaseAbstractConv.__props__ + ("activation",)
 
     def __init__(self, activation=None, **params):
         super().__init__(**params)
@@ -738,3 +954,105 @@ def conv2d_grad_wrt_weights(
         num_groups=num_groups,
     )
     return op(input, output_grad, tb.as_int_vector(list(filter_shape)[-2:], "filter_shape"))
+
+
+def conv3d(
+    input,
+    filters,
+    input_shape=None,
+    filter_shape=None,
+    border_mode="valid",  # noqa: A002
+    subsample=(1, 1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1, 1),
+    num_groups=1,
+):
+    """3-D convolution of NCDHW volumes with ``(F, C/num_groups, KD, KH, KW)`` filters
+    (Theano's signature).
+
+    ``border_mode``: ``'valid'``, ``'full'``, ``'half'``, an int, or a triple of ints or
+    ``(before, after)`` pairs (Theano refuses the pairs in 3-D; theano_dag pads each axis
+    as asked). ``subsample`` and ``filter_dilation`` are ints or triples.
+    ``filter_flip=True`` flips the filters along the three axes (a true convolution);
+    ``False`` correlates. ``input_shape``/``filter_shape`` are optional hints, checked
+    against the types.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, w = tt.dtensor5("x"), tt.dtensor5("w")
+    >>> y = conv3d(x, w, border_mode="half")
+    >>> y.eval({x: np.ones((1, 1, 3, 3, 3)), w: np.ones((1, 1, 3, 3, 3))})[0, 0, 0]
+    array([[ 8., 12.,  8.],
+           [12., 18., 12.],
+           [ 8., 12.,  8.]])
+    """
+    op = AbstractConv3d(
+        imshp=input_shape,
+        kshp=filter_shape,
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
+    return op(as_tensor_variable(input), as_tensor_variable(filters))
+
+
+def conv3d_grad_wrt_inputs(
+    output_grad,
+    filters,
+    input_shape,
+    filter_shape=None,
+    border_mode="valid",
+    subsample=(1, 1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1, 1),
+    num_groups=1,
+):
+    """The transposed 3-D convolution: gradient of ``conv3d`` w.r.t. an input of shape
+    ``input_shape`` (its last three entries are used; they may be symbolic).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> gy, w = tt.dtensor5("gy"), tt.dtensor5("w")
+    >>> gx = conv3d_grad_wrt_inputs(gy, w, (1, 1, 4, 4, 4), subsample=2)
+    >>> gx.eval({gy: np.ones((1, 1, 2, 2, 2)), w: np.ones((1, 1, 2, 2, 2))}).sum()
+    np.float64(64.0)
+    """
+    op = AbstractConv3d_gradInputs(
+        kshp=filter_shape,
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
+    return op(filters, output_grad, tb.as_int_vector(list(input_shape)[-3:], "input_shape"))
+
+
+def conv3d_grad_wrt_weights(
+    input,
+    output_grad,
+    filter_shape,
+    input_shape=None,  # noqa: A002
+    border_mode="valid",
+    subsample=(1, 1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1, 1),
+    num_groups=1,
+):
+    """Gradient of ``conv3d`` w.r.t. filters of shape ``filter_shape`` (last three used).
+
+    >>> from theano_dag import tensor as tt
+    >>> conv3d_grad_wrt_weights(tt.dtensor5("x"), tt.dtensor5("gy"), (2, 1, 3, 3, 1)).type
+    TensorType(float64, shape=(?, ?, 3, 3, 1))
+    """
+    op = AbstractConv3d_gradWeights(
+        imshp=input_shape,
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
+    return op(input, output_grad, tb.as_int_vector(list(filter_shape)[-3:], "filter_shape"))

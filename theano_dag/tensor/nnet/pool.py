@@ -1,9 +1,12 @@
 """Pooling over the last dimensions (``theano.tensor.signal.pool``).
 
-``Pool`` computes max / sum / average over windows of the last ``ndim`` (2 by default)
-dimensions. Unlike Theano, the window size, stride and padding are Op parameters
-(``__props__``), not symbolic inputs: they are fixed when the graph is built, so
-shapes stay static and the memory planner sees them.
+``Pool`` computes max / sum / average over windows of the last ``ndim`` (2 by default,
+3 for ``pool_3d``) dimensions. Unlike Theano, the window size, stride and padding are
+Op parameters (``__props__``), not symbolic inputs: they are fixed when the graph is
+built, so shapes stay static and the memory planner sees them. Theano's way of building
+the Ops still works: ``Pool(ignore_border, mode, ndim)`` without a window is a template
+whose call ``op(x, ws, stride, pad)`` (constants) makes the node of
+``Pool(ws, stride, pad, ignore_border, mode, ndim)``; the same for the gradient Ops.
 
 Modes, as in Theano: ``max`` and ``sum`` ignore the padding; ``average_inc_pad``
 divides by the window size including padding, ``average_exc_pad`` by the number of
@@ -23,10 +26,11 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from theano_dag.graph.basic import Apply
+from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math
+from theano_dag.tensor.shape import MakeVector
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -36,7 +40,9 @@ __all__ = [
     "AveragePoolGrad",
     "DownsampleFactorMaxGradGrad",
     "pool_2d",
+    "pool_3d",
     "max_pool_2d",
+    "max_pool_2d_same_size",
     "avg_pool_2d",
     "pool_output_shape",
 ]
@@ -88,29 +94,93 @@ def pool_output_shape(imgshape, ws, ignore_border=True, stride=None, pad=None, n
     )
 
 
+def _static_ints(value, who, name):
+    """A window, stride or padding given to a template's call (a tuple of ints or of
+    constant scalars, a numpy array, a constant vector) as a tuple of ints; None stays
+    None. The values must be known when the graph is built: they become Op parameters."""
+    if value is None:
+        return None
+    if isinstance(value, Variable):
+        if isinstance(value, Constant):
+            return tuple(int(v) for v in np.asarray(value.data).reshape(-1))
+        if value.owner is not None and isinstance(value.owner.op, MakeVector):
+            return tuple(_static_ints(v, who, name)[0] for v in value.owner.inputs)
+        raise NotImplementedError(
+            f"{who}: {name} must be known when the graph is built (ints or constants): "
+            f"in theano_dag the window, stride and padding are Op parameters, got {value}"
+        )
+    if isinstance(value, (list, tuple)):
+        return tuple(v for part in value for v in _static_ints(part, who, name))
+    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+
 class _PoolBase(Op):
     __props__ = ("ws", "stride", "pad", "ignore_border", "mode", "ndim")
 
-    def __init__(self, ws, stride=None, pad=None, ignore_border=True, mode="max", ndim=2):
+    def __init__(self, ws=None, stride=None, pad=None, ignore_border=None, mode="max", ndim=2):
         who = type(self).__name__
+        if isinstance(ws, (bool, np.bool_)):
+            # Theano's order, ``Pool(ignore_border, mode, ndim)``
+            # (``MaxPoolGrad(ignore_border, ndim)``): the window comes with the call.
+            ws, ignore_border, rest = None, bool(ws), (stride, pad)
+            stride = pad = None
+            for v in rest:
+                if isinstance(v, str):
+                    mode = v
+                elif isinstance(v, (int, np.integer)):
+                    ndim = v
+                elif v is not None:
+                    raise TypeError(f"{who}: in Theano's order, expected a mode or ndim, got {v!r}")
         if not isinstance(ndim, (int, np.integer)) or ndim < 1:
             raise ValueError(f"{who}: ndim must be an int >= 1, got {ndim!r}")
         self.ndim = int(ndim)
+        if ignore_border is None:
+            # Theano's Pool built without a window defaults to False; ours, to True.
+            ignore_border = ws is not None
+        if ws is None:
+            # A template (Theano's way): only ``make_node(x, ws, stride, pad)`` is usable.
+            if stride is not None or pad is not None:
+                raise ValueError(f"{who}: give stride and pad with the window")
+            self.ws = self.stride = self.pad = None
+            self.ignore_border = bool(ignore_border)
+            self.mode = self._check_mode(mode, who)
+            return
         self.ws = _ints(ws, self.ndim, "ws", who, 1)
         self.stride = self.ws if stride is None else _ints(stride, self.ndim, "stride", who, 1)
         self.pad = (0,) * self.ndim if pad is None else _ints(pad, self.ndim, "pad", who, 0)
         self.ignore_border = bool(ignore_border)
+        self.mode = self._check_mode(mode, who)
+        if any(self.pad) and not self.ignore_border:
+            raise NotImplementedError(f"{who}: padding works only with ignore_border=True")
+
+    @staticmethod
+    def _check_mode(mode, who):
         if mode == "max_deterministic":
             mode = "max"
         if mode not in _MODES:
             raise ValueError(f"{who}: mode must be one of {_MODES}, got {mode!r}")
-        self.mode = mode
-        if any(self.pad) and not self.ignore_border:
-            raise NotImplementedError(f"{who}: padding works only with ignore_border=True")
-        if any(p >= w for p, w in zip(self.pad, self.ws)):
-            raise NotImplementedError(
-                f"{who}: padding {self.pad} must be smaller than the " f"window {self.ws}"
+        return mode
+
+    def _with_window(self, ws, stride, pad):
+        """This Op with the window a call gives: the concrete Op for a template; the
+        same Op when the call repeats its window (or gives none)."""
+        who = type(self).__name__
+        ws = _static_ints(ws, who, "ws")
+        stride = _static_ints(stride, who, "stride")
+        pad = _static_ints(pad, who, "pad")
+        if self.ws is None:
+            if ws is None:
+                raise TypeError(f"{who}: this Op was made without a window: call it with ws")
+            return type(self)(ws, stride, pad, self.ignore_border, self.mode, self.ndim)
+        if ws is None and stride is None and pad is None:
+            return self
+        ws = self.ws if ws is None else ws
+        op = type(self)(ws, stride, pad, self.ignore_border, self.mode, self.ndim)
+        if op != self:
+            raise ValueError(
+                f"{self}: called with another window: ws={ws}, stride={stride}, pad={pad}"
             )
+        return self
 
     def __str__(self):
         return (
@@ -197,7 +267,7 @@ class _PoolBase(Op):
             mask[tuple(slice(0, xshape[-nd + i] + 2 * self.pad[i]) for i in range(nd))] = 1
         else:
             mask[tuple(slice(self.pad[i], self.pad[i] + xshape[-nd + i]) for i in range(nd))] = 1
-        return self._window_reduce(mask, out, np.sum)
+        return self._fold(mask, out, np.add)
 
     def _windows(self, y, out):
         nd = self.ndim
@@ -211,6 +281,19 @@ class _PoolBase(Op):
         if min(out) == 0:
             return np.zeros(y.shape[:-nd] + out, dtype=y.dtype)
         return fn(self._windows(y, out), axis=tuple(range(-nd, 0)))
+
+    def _fold(self, y, out, fold):
+        """Each window of ``y`` folded with ``np.maximum`` or ``np.add``."""
+        if 0 < np.prod(self.ws) <= np.prod(out):
+            # Fewer window offsets than windows: fold one strided slice per offset, each
+            # a pass over contiguous rows; a reduction over the windows' view reads
+            # each window's few elements at scattered strides (3-6x slower, 2-D and 3-D).
+            offsets = self._offsets(out)
+            z = y[next(offsets)].copy()
+            for sl in offsets:
+                fold(z, y[sl], out=z)
+            return z
+        return self._window_reduce(y, out, np.max if fold is np.maximum else np.sum)
 
     def _offsets(self, out):
         """For each window offset, the strided slice of the padded input it touches."""
@@ -233,7 +316,49 @@ class Pool(_PoolBase):
            [13., 15.]])
     """
 
-    def make_node(self, x):
+    @staticmethod
+    def out_shape(
+        imgshape,
+        ws=None,
+        ignore_border=False,
+        stride=None,
+        pad=None,
+        ndim=2,
+        ds=None,
+        st=None,
+        padding=None,
+    ):
+        """Theano's ``Pool.out_shape``: the shape (a list) of pooling an input of shape
+        ``imgshape`` over its last ``ndim`` axes; entries may be symbolic.
+
+        >>> Pool.out_shape((9, 8, 6), (2, 2))
+        [9, 4, 3]
+        >>> Pool.out_shape((2, 7, 7, 7), (3, 3, 3), ignore_border=True, stride=(2, 2, 2), ndim=3)
+        [2, 3, 3, 3]
+        """
+        ws, stride, pad = _deprecated_names(
+            "Pool.out_shape", ws, stride, pad, ds, st, padding, ndim
+        )
+        if isinstance(imgshape, Variable):  # a shape vector (``x.shape``): its entries
+            n = imgshape.type.shape[0]
+            if n is None:
+                raise TypeError("Pool.out_shape: imgshape must have a known length")
+            imgshape = [imgshape[i] for i in range(n)]
+        if len(imgshape) < ndim:
+            raise TypeError(f"Pool.out_shape: imgshape must have at least {ndim} dimensions")
+        shape = pool_output_shape(tuple(imgshape), ws, ignore_border, stride, pad, ndim)
+        return [int(s) if isinstance(s, (int, np.integer)) else s for s in shape]
+
+    def make_node(self, x, ws=None, stride=None, pad=None):
+        op = self._with_window(ws, stride, pad)
+        if op is not self:
+            # A window given by the caller (pool_2d, pool_3d, Theano's call) is checked
+            # here, as Theano does; the gradients' own Pools may pad more than a window.
+            if any(p >= w for p, w in zip(op.pad, op.ws)):
+                raise NotImplementedError(
+                    f"{op}: padding {op.pad} must be smaller than the window {op.ws}"
+                )
+            return op.make_node(x)
         x = self._input(x)
         return Apply(self, [x], [self._pooled_type(x)()])
 
@@ -241,12 +366,9 @@ class Pool(_PoolBase):
         x = inputs[0]
         out, ext = self._geometry(x.shape)
         y = self._padded(x, ext, self._fill(x.dtype))
-        if self.mode == "max":
-            z = self._window_reduce(y, out, np.max)
-        else:
-            z = self._window_reduce(y, out, np.sum)
-            if self.mode != "sum":
-                z = z / self._counts(x.shape, out, ext)
+        z = self._fold(y, out, np.maximum if self.mode == "max" else np.add)
+        if self.mode in ("average_inc_pad", "average_exc_pad"):
+            z = z / self._counts(x.shape, out, ext)
         output_storage[0][0] = np.asarray(z, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -277,7 +399,10 @@ class MaxPoolGrad(_PoolBase):
     """Gradient of max pooling: inputs ``(x, maxout, gz)``; each window's gradient goes
     to every position holding its maximum."""
 
-    def make_node(self, x, maxout, gz):
+    def make_node(self, x, maxout, gz, ws=None, stride=None, pad=None):
+        op = self._with_window(ws, stride, pad)
+        if op is not self:
+            return op.make_node(x, maxout, gz)
         x = self._input(x)
         maxout = self._input(maxout, "maxout")
         gz = self._input(gz, "gz")
@@ -320,7 +445,10 @@ class DownsampleFactorMaxGradGrad(_PoolBase):
     """The transpose of ``MaxPoolGrad`` in its last input: inputs ``(x, maxout, ggx)``,
     output of ``maxout``'s shape, the sum of ``ggx`` over each window's maxima."""
 
-    def make_node(self, x, maxout, ggx):
+    def make_node(self, x, maxout, ggx, ws=None, stride=None, pad=None):
+        op = self._with_window(ws, stride, pad)
+        if op is not self:
+            return op.make_node(x, maxout, ggx)
         x = self._input(x)
         maxout = self._input(maxout, "maxout")
         ggx = self._input(ggx, "ggx")
@@ -364,7 +492,15 @@ class AveragePoolGrad(_PoolBase):
     """Gradient of sum/average pooling: inputs ``(x, gz)``; each window spreads its
     gradient (divided by its count for averages) over the pixels it covers."""
 
-    def make_node(self, x, gz):
+    def __init__(
+        self, ws=None, stride=None, pad=None, ignore_border=None, mode="average_inc_pad", ndim=2
+    ):
+        super().__init__(ws, stride, pad, ignore_border, mode, ndim)
+
+    def make_node(self, x, gz, ws=None, stride=None, pad=None, dummy=None):
+        op = self._with_window(ws, stride, pad)
+        if op is not self:
+            return op.make_node(x, gz)
         x = self._input(x)
         gz = self._input(gz, "gz")
         if gz.ndim != x.ndim:
@@ -398,6 +534,43 @@ class AveragePoolGrad(_PoolBase):
         return [tb.zeros_like(x), Pool(**self._params())(g)]
 
 
+def _deprecated_names(who, ws, stride, pad, ds, st, padding, ndim):
+    """``ws``, ``stride``, ``pad`` from Theano's arguments, the deprecated ``ds``, ``st``
+    and ``padding`` included (each warns, as in Theano)."""
+    for old, new, name, alias in ((ds, ws, "ws", "ds"), (st, stride, "stride", "st")):
+        if old is not None and new is not None:
+            raise ValueError(f"{who}: give {name} only, not its deprecated alias too")
+        if old is not None:
+            warnings.warn(
+                f"{who}: {alias} is deprecated, use {name}", DeprecationWarning, stacklevel=3
+            )
+    ws = ds if ws is None else ws
+    stride = st if stride is None else stride
+    if padding is not None:
+        if pad not in (None, (0,) * ndim):
+            raise ValueError(f"{who}: give pad only, not its deprecated alias padding too")
+        warnings.warn(f"{who}: padding is deprecated, use pad", DeprecationWarning, stacklevel=3)
+        pad = padding
+    if ws is None:
+        raise ValueError(f"{who}: you must provide a tuple value for the window size (ws)")
+    return ws, stride, pad
+
+
+def _pool_nd(who, ndim, input, ws, ignore_border, stride, pad, mode, ds, st, padding):  # noqa: A002
+    ws, stride, pad = _deprecated_names(who, ws, stride, pad, ds, st, padding, ndim)
+    input = as_tensor_variable(input)  # noqa: A001
+    if input.ndim < ndim:
+        raise NotImplementedError(f"{who} requires an input with {ndim} or more dimensions")
+    if ignore_border is None:
+        warnings.warn(
+            f"{who}: ignore_border=None means False (Theano's default); pass it explicitly",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        ignore_border = False
+    return Pool(ignore_border, ndim=ndim, mode=mode)(input, ws, stride, pad)
+
+
 def pool_2d(
     input,
     ws=None,
@@ -422,28 +595,54 @@ def pool_2d(
     array([[ 2.5,  4.5],
            [10.5, 12.5]])
     """
-    for old, new, name in ((ds, ws, "ws"), (st, stride, "stride")):
-        if old is not None and new is not None:
-            raise ValueError(f"pool_2d: give {name} only, not its deprecated alias too")
-    ws = ds if ws is None else ws
-    stride = st if stride is None else stride
-    if padding is not None:
-        if pad not in (None, (0, 0)):
-            raise ValueError("pool_2d: give pad only, not its deprecated alias padding too")
-        pad = padding
-    if ws is None:
-        raise ValueError("pool_2d: you must provide a tuple value for the window size (ws)")
-    input = as_tensor_variable(input)  # noqa: A001
-    if input.ndim < 2:
-        raise NotImplementedError("pool_2d requires an input with 2 or more dimensions")
-    if ignore_border is None:
-        warnings.warn(
-            "pool_2d: ignore_border=None means False (Theano's default); pass it " "explicitly",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        ignore_border = False
-    return Pool(ws, stride, pad, ignore_border, mode, ndim=2)(input)
+    return _pool_nd("pool_2d", 2, input, ws, ignore_border, stride, pad, mode, ds, st, padding)
+
+
+def pool_3d(
+    input,
+    ws=None,
+    ignore_border=None,
+    stride=None,
+    pad=(0, 0, 0),
+    mode="max",  # noqa: A002
+    ds=None,
+    st=None,
+    padding=None,
+):
+    """Pool the last three dimensions of ``input`` (Theano's signature): ``mode`` is
+    ``'max'``, ``'sum'``, ``'average_inc_pad'`` or ``'average_exc_pad'``; any leading
+    dimensions are batch dimensions.
+
+    ``ignore_border=None`` warns and means False, as in Theano; ``ds``/``st``/``padding``
+    are the deprecated names of ``ws``/``stride``/``pad``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dtensor3("x")
+    >>> pool_3d(x, (2, 2, 2), ignore_border=True).eval(
+    ...     {x: np.arange(27.0).reshape(3, 3, 3)})
+    array([[[13.]]])
+    >>> pool_3d(x, (2, 2, 2), ignore_border=False, mode="average_exc_pad").eval(
+    ...     {x: np.arange(27.0).reshape(3, 3, 3)})[1]
+    array([[20. , 21.5],
+           [24.5, 26. ]])
+    """
+    return _pool_nd("pool_3d", 3, input, ws, ignore_border, stride, pad, mode, ds, st, padding)
+
+
+def max_pool_2d_same_size(input, patch_size):  # noqa: A002
+    """Keep the maximum of each non-overlapping ``patch_size`` patch of the last two
+    dimensions and zero the rest (Theano's): the output has the input's shape.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> max_pool_2d_same_size(x, (2, 2)).eval({x: np.arange(8.0).reshape(2, 4)})
+    array([[0., 0., 0., 0.],
+           [0., 5., 0., 7.]])
+    """
+    pooled = Pool(True)(input, patch_size)
+    return MaxPoolGrad(True)(input, pooled, pooled, patch_size)
 
 
 def max_pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0)):  # noqa: A002
