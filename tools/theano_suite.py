@@ -75,7 +75,9 @@ if not hasattr(np, "find_common_type"):
 
     np.find_common_type = _find_common_type
 
-for _alias, _builtin in {"float": float, "int": int, "bool": bool, "object": object}.items():
+for _alias, _builtin in {
+    "float": float, "int": int, "bool": bool, "object": object, "complex": complex
+}.items():
     # numpy 1's aliases of the builtins (np.float...), which Theano's tests use and numpy
     # 1.24 removed.
     if _alias not in np.__dict__:

@@ -331,7 +331,11 @@ class Clip(ScalarOp):
         (gz,) = output_grads
         T = vocabulary(gz)
         inside = T.and_(T.ge(x, lo), T.le(x, hi))
-        return [T.switch(inside, gz, 0), T.switch(T.lt(x, lo), gz, 0), T.switch(T.gt(x, hi), gz, 0)]
+        # The bound numpy's order picks gets the gradient, also when lo > hi (then hi wins,
+        # so clip(x, 0, x) is x everywhere): lo when x < lo <= hi, hi when max(x, lo) > hi.
+        lo_wins = T.and_(T.lt(x, lo), T.le(lo, hi))
+        hi_wins = T.gt(T.maximum(x, lo), hi)
+        return [T.switch(inside, gz, 0), T.switch(lo_wins, gz, 0), T.switch(hi_wins, gz, 0)]
 
 
 # -- comparisons and logic ----------------------------------------------------------

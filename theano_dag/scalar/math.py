@@ -454,7 +454,9 @@ xlogy0 = XLogY0(upgrade_to_float, name="xlogy0")
 
 
 class _Rounding(UnaryScalarOp):
-    """Piecewise constant: zero gradient; integers pass through (numpy 2 keeps them)."""
+    """Piecewise constant: zero gradient. floor, ceil and trunc of integers are floats, by
+    Theano's rule (``upgrade_to_float``: int8 -> float32, int32 -> float64), where numpy 2
+    keeps the integer dtype; the two roundings keep their input's dtype."""
 
     float_expr = None
 
@@ -465,16 +467,16 @@ class _Rounding(UnaryScalarOp):
         return zero_grads(inputs)
 
 
-def _rounding(name, nfunc, c):
+def _rounding(name, nfunc, c, out=same_out):
     attrs = {"nfunc": staticmethod(nfunc), "float_expr": c, "__module__": __name__}
     cls = type(name.capitalize(), (_Rounding,), attrs)
     globals()[cls.__name__] = cls
-    return cls(same_out, name=name)
+    return cls(out, name=name)
 
 
-floor = _rounding("floor", np.floor, "floor(%(x)s)")
-ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)")
-trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)")
+floor = _rounding("floor", np.floor, "floor(%(x)s)", upgrade_to_float)
+ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)", upgrade_to_float)
+trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float)
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
 round_half_away_from_zero = _rounding(

@@ -8,8 +8,10 @@ import warnings
 import numpy as np
 
 from theano_dag import scalar as ts
+from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.null_type import disconnected_type, grad_not_implemented, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
@@ -17,6 +19,7 @@ from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     MakeVector,
+    Rebroadcast,
     Reshape,
     Shape,
     Shape_i,
@@ -103,6 +106,7 @@ __all__ = [
     "Shape_i",
     "Reshape",
     "NotScalarConstantError",
+    "EmptyConstantError",
     "get_scalar_constant_value",
     "get_vector_length",
     "disconnected",
@@ -194,6 +198,19 @@ class Alloc(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(node.inputs[1:])]
 
+    def do_constant_folding(self, fgraph, node):
+        # As Theano: an Alloc that a function returns, or that an increment writes into,
+        # stays an Alloc. Folded, it would be a constant the function hands out (that the
+        # caller may change) or that the increment must copy every call.
+        if fgraph is None:
+            return True
+        sub = _tensor.subtensor
+        writers = (sub.IncSubtensor, sub.AdvancedIncSubtensor1, sub.AdvancedIncSubtensor)
+        for client, i in fgraph.clients.get(node.outputs[0], ()):
+            if client == "output" or (i == 0 and isinstance(client.op, writers)):
+                return False
+        return True
+
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
@@ -250,25 +267,53 @@ def full(shape, fill_value, dtype=None):
 # -- join / stack / split ------------------------------------------------------------
 
 
+def _is_axis_argument(a):
+    """Whether ``a`` can be the axis of Theano's ``Join()(axis, *tensors)``: an integer
+    (a Python or numpy int, or a 0-d integer tensor; tensors are never 0-d)."""
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+        return True
+    a = a if isinstance(a, Variable) else None
+    return a is not None and a.ndim == 0 and a.dtype in int_dtypes + ("uint8", "uint16")
+
+
 class Join(Op):
     """Concatenate tensors of equal ndim along ``axis``.
+
+    Theano's form, ``Join()(axis, *tensors)`` with the axis as the first input, makes the
+    node of ``Join(axis)`` when the axis is a constant. ``view=k`` (Theano's) lets the
+    output be input ``k`` itself when every other input is empty along the axis.
 
     >>> from theano_dag import tensor as tt
     >>> join(0, tt.dmatrix("a"), tt.fmatrix("b")).type
     TensorType(float64, matrix)
+    >>> Join()(1, tt.dmatrix("a"), tt.dmatrix("b")).owner.op
+    Join{axis=1}
     """
 
-    __props__ = ("axis",)
+    __props__ = ("axis", "view")
 
-    def __init__(self, axis=0):
+    def __init__(self, axis=0, view=-1):
         self.axis = int(axis)
+        self.view = int(view)
+        if self.view != -1:
+            self.view_map = {0: [self.view]}
 
     def __str__(self):
-        return f"Join{{axis={self.axis}}}"
+        view = "" if self.view == -1 else f", view={self.view}"
+        return f"Join{{axis={self.axis}{view}}}"
 
     __repr__ = __str__
 
     def make_node(self, *tensors):
+        if len(tensors) > 1 and _is_axis_argument(tensors[0]):
+            axis, *tensors = tensors
+            try:
+                axis = get_scalar_constant_value(axis, only_process_constants=True)
+            except NotScalarConstantError:
+                raise NotImplementedError(
+                    f"Join: the axis must be known when the graph is built, got {axis}"
+                ) from None
+            return Join(int(axis), self.view).make_node(*tensors)
         if not tensors:
             raise ValueError("Join: nothing to join")
         ts_ = [as_tensor_variable(t) for t in tensors]
@@ -285,6 +330,8 @@ class Join(Op):
             raise np.exceptions.AxisError(
                 f"Join: axis {self.axis} is out of range for {ndim}-d inputs"
             )
+        if not -1 <= self.view < len(ts_):
+            raise ValueError(f"Join: view={self.view} is not one of the {len(ts_)} inputs")
         axis = self.axis % ndim
         dtype = ts.upcast(*[t.dtype for t in ts_])
         shape = []
@@ -303,13 +350,25 @@ class Join(Op):
         return Apply(self, ts_, [TensorType(dtype, shape=tuple(shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
+        dtype = node.outputs[0].dtype
+        if self.view != -1 and inputs[self.view].dtype == dtype:
+            kept = inputs[self.view]
+            rest = [d for k, d in enumerate(kept.shape) if k != self.axis % kept.ndim]
+            others = [x for k, x in enumerate(inputs) if k != self.view]
+            if all(
+                x.shape[self.axis] == 0
+                and [d for k, d in enumerate(x.shape) if k != self.axis % x.ndim] == rest
+                for x in others
+            ):
+                output_storage[0][0] = inputs[self.view]
+                return
         try:
             out = np.concatenate(inputs, axis=self.axis)
         except ValueError as e:
             raise ValueError(
                 f"{self}: cannot join shapes {[x.shape for x in inputs]}: {e}"
             ) from None
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+        output_storage[0][0] = np.asarray(out, dtype=dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         axis = self.axis % node.inputs[0].ndim
@@ -546,8 +605,10 @@ class Eye(Op):
         return Apply(self, ins, [TensorType(self.dtype, shape=static)()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        n, m, k = (int(v) for v in inputs)
-        output_storage[0][0] = np.eye(n, m, k, dtype=self.dtype)
+        n, m, k = inputs
+        # m given as None (Theano lets a function's input be None) is numpy's: m = n
+        m = None if m is None else int(m)
+        output_storage[0][0] = np.eye(int(n), m, int(k), dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [(node.inputs[0], node.inputs[1])]
@@ -723,36 +784,155 @@ class NotScalarConstantError(Exception):
     """Raised by ``get_scalar_constant_value`` when the value is not a known constant."""
 
 
-def get_scalar_constant_value(v, elemwise=True, max_recur=10):
+class EmptyConstantError(NotScalarConstantError):
+    """Raised by ``get_scalar_constant_value`` for a constant with no elements."""
+
+
+# The scalar ops whose value on constant inputs get_scalar_constant_value computes
+# (Theano's list: the arithmetic and comparisons that shape graphs are made of).
+_FOLDED_SCALAR_OPS = (
+    ts.Cast,
+    ts.Switch,
+    ts.NEQ,
+    ts.EQ,
+    ts.LT,
+    ts.GT,
+    ts.LE,
+    ts.GE,
+    ts.Sub,
+    ts.Add,
+    ts.Mod,
+    ts.Mul,
+    ts.IntDiv,
+    ts.TrueDiv,
+    ts.Maximum,  # and Minimum, its subclass
+)
+
+
+def _single_value(data):
+    """The one value of an array whose elements are all equal."""
+    arr = np.asarray(data)
+    if arr.size == 0:
+        raise EmptyConstantError(f"{data!r} has no elements: it has no scalar value")
+    if arr.ndim and not (arr == arr.flat[0]).all():
+        raise NotScalarConstantError(f"{data!r} is not a scalar constant: its elements differ")
+    return arr.flat[0].copy() if arr.ndim else arr[()]
+
+
+def _shape_value(x, i):
+    """``x.shape[i]`` as a 0-d array when it is known at graph-build time, else None."""
+    if isinstance(x, Constant):
+        return np.asarray(np.shape(x.data)[i], dtype="int64")
+    if x.type.shape[i] is not None:
+        return np.asarray(x.type.shape[i], dtype="int64")
+    return None
+
+
+def _subtensor_scalar(v, max_recur):
+    """For a 0-d ``v = base[idx]``: ``(value, None)`` when its value is known, ``(None,
+    next)`` when the value is that of the variable ``next``, ``(None, None)`` otherwise."""
+    node = v.owner
+    base = node.inputs[0]
+    try:
+        idx = node.op.get_constant_idx(node.inputs)
+    except NotScalarConstantError:
+        return None, None
+    if isinstance(base, Constant):
+        return np.asarray(base.data[idx]).copy(), None
+    if base.owner is None or len(idx) != 1:
+        return None, None
+    (k,) = idx
+    op = base.owner.op
+    if isinstance(op, MakeVector):
+        inner = get_scalar_constant_value(base.owner.inputs[k], max_recur=max_recur)
+        return np.asarray(inner, dtype=v.dtype), None
+    if isinstance(op, Shape):
+        return _shape_value(base.owner.inputs[0], k), None
+    if isinstance(op, Join) and op.axis == 0 and base.ndim == 1:
+        # the k-th element of a vector join: the element of the joined vector holding it
+        k = k % sum(get_vector_length(j) for j in base.owner.inputs)
+        for joined in base.owner.inputs:
+            n = get_vector_length(joined)
+            if k < n:
+                return None, joined[k]
+            k -= n
+    if isinstance(op, DimShuffle) and base.owner.inputs[0].ndim == 0:
+        return None, base.owner.inputs[0]  # a new axis over a scalar: the scalar itself
+    return None, None
+
+
+def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, max_recur=10):
     """The number ``v`` is known to be at graph-build time, else NotScalarConstantError.
 
-    Sees through casts, DimShuffles, ``fill`` and Alloc of constants.
+    Sees through DimShuffles, Allocs, ``fill``/``second``, Rebroadcasts, copies, views,
+    scalar/tensor conversions and Asserts whose conditions are known true; reads shapes
+    known statically (``Shape_i``, ``x.shape[i]``), an element of a constant, of a
+    MakeVector or of a join of vectors; and, when ``elemwise``, computes casts, arithmetic
+    and comparisons of constants. ``only_process_constants`` looks at constants only.
+    (Theano's function, with its signature.)
 
+    >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> int(get_scalar_constant_value(tt.constant(3).dimshuffle("x", "x")))
     3
+    >>> int(get_scalar_constant_value(9 + tt.as_tensor([1.0, 2.0]).shape[0]))
+    11
+    >>> get_scalar_constant_value(tt.dvector("v")) # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    NotScalarConstantError: v is not a scalar constant
     """
-    for _ in range(max_recur + 1):
-        if isinstance(v, (int, float, np.number, np.ndarray)):
-            arr = np.asarray(v)
-            if arr.size and (arr == arr.flat[0]).all():
-                return arr.flat[0].copy() if arr.ndim else arr[()]
-            raise NotScalarConstantError(f"{v} is not a scalar constant")
+    arrays = _tensor.arrays  # above this module: reached through the package at call time
+    see_through = (
+        Alloc,
+        DimShuffle,
+        Rebroadcast,
+        DeepCopyOp,
+        ViewOp,
+        arrays.ScalarFromTensor,
+        arrays.TensorFromScalar,
+    )
+    while True:
+        if v is None:
+            raise NotScalarConstantError("None is not a scalar constant")
+        if isinstance(v, (bool, int, float, np.bool_, np.number)):
+            return np.asarray(v)
+        if isinstance(v, np.ndarray):
+            return _single_value(v)
         if isinstance(v, Constant):
-            return get_scalar_constant_value(v.data)
+            if not isinstance(v.data, (bool, int, float, np.bool_, np.number, np.ndarray)):
+                raise NotScalarConstantError(f"{v} is not a numeric constant")
+            return _single_value(v.data)
         owner = getattr(v, "owner", None)
-        if owner is None:
+        if owner is None or only_process_constants or max_recur <= 0:
             break
+        max_recur -= 1
         op = owner.op
-        if isinstance(op, DimShuffle) or isinstance(op, Alloc):
+        scalar_op = op.scalar_op if isinstance(op, Elemwise) else op
+        if isinstance(op, see_through):
             v = owner.inputs[0]
-        elif elemwise and isinstance(op, Elemwise) and isinstance(op.scalar_op, ts.Second):
-            v = owner.inputs[1]
-        elif elemwise and isinstance(op, Elemwise) and isinstance(op.scalar_op, ts.Cast):
-            val = get_scalar_constant_value(owner.inputs[0], elemwise, max_recur - 1)
-            return np.asarray(val).astype(op.scalar_op.o_type)[()]
-        elif isinstance(op, Shape_i) and owner.inputs[0].type.shape[op.i] is not None:
-            return np.int64(owner.inputs[0].type.shape[op.i])
+        elif isinstance(scalar_op, ts.Second):
+            v = owner.inputs[1]  # fill(shape_of, value): the value, whatever the shape
+        elif isinstance(scalar_op, _FOLDED_SCALAR_OPS) and (elemwise or op is scalar_op):
+            values = [get_scalar_constant_value(i, max_recur=max_recur) for i in owner.inputs]
+            out_dtype = owner.outputs[0].type.dtype
+            return scalar_op.compute([np.asarray(x) for x in values], [out_dtype])[0]
+        elif isinstance(op, Shape_i):
+            value = _shape_value(owner.inputs[0], op.i)
+            if value is None:
+                break
+            return value
+        elif isinstance(op, arrays.Assert):
+            conds = [get_scalar_constant_value(c, max_recur=max_recur) for c in owner.inputs[1:]]
+            if not all(np.ndim(c) == 0 and c != 0 for c in conds):
+                break
+            v = owner.inputs[0]
+        elif isinstance(op, _tensor.subtensor.Subtensor) and v.ndim == 0:
+            value, v_next = _subtensor_scalar(v, max_recur)
+            if value is not None:
+                return value
+            if v_next is None:
+                break
+            v = v_next
         else:
             break
     raise NotScalarConstantError(f"{v} is not a scalar constant")
@@ -780,3 +960,18 @@ def get_vector_length(v) -> int:
 
 
 _ = continuous_dtypes
+
+
+def batched_dot(a, b):
+    """``dot(a[i], b[i])`` for each ``i`` of the first (batch) axis: Theano's
+    ``tensor.basic.batched_dot``. It is an einsum, built by
+    ``theano_dag.tensor.contractions.batched_dot``; contractions sits on this module, so
+    this name reaches it through the package at call time.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    >>> batched_dot(a, b).eval({a: np.ones((2, 3)), b: np.ones((2, 3))})
+    array([3., 3.])
+    """
+    return _tensor.contractions.batched_dot(a, b)

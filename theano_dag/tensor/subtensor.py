@@ -18,7 +18,7 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import alloc, get_vector_length, zeros_like
+from theano_dag.tensor.basic import alloc, get_scalar_constant_value, get_vector_length, zeros_like
 from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import shape_i
@@ -209,6 +209,18 @@ class Subtensor(Op):
         return Apply(
             self, [x, *idx_inputs], [TensorType(x.dtype, shape=self._out_shape(x, idx_inputs))()]
         )
+
+    def get_constant_idx(self, inputs):
+        """The numpy index of a node with ``inputs`` (``[x, *index values]``) when every
+        index value is known at graph-build time, else NotScalarConstantError (Theano's).
+
+        >>> from theano_dag import tensor as tt
+        >>> y = tt.dmatrix("x")[1:, tt.constant(2) + 1]
+        >>> y.owner.op.get_constant_idx(y.owner.inputs)
+        (slice(1, None, None), 3)
+        """
+        values = [int(get_scalar_constant_value(i)) for i in inputs[1:]]
+        return _rebuild(self.idx_list, values)
 
     def perform(self, node, inputs, output_storage, params=None):
         x, *vals = inputs

@@ -1,0 +1,291 @@
+"""Theano's ``tensor.basic`` contracts its own tests check: ``basic.batched_dot``,
+``Join()(axis, *tensors)`` and ``Join(view=k)``, ``get_scalar_constant_value`` through
+shapes, subtensors, elemwise arithmetic and Asserts, ``extract_constant``'s value,
+``eye`` with ``m=None``, the gradient of ``clip`` with crossed bounds, and floor/ceil/trunc
+of integers as floats."""
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.scalar as ts
+import theano_dag.tensor as tt
+from theano_dag.compile.io import In, Out
+from theano_dag.compile.mode import Mode
+from theano_dag.gradient import verify_grad
+from theano_dag.tensor import basic
+from theano_dag.tensor.arrays import Assert, ScalarFromTensor
+from theano_dag.tensor.basic import (
+    EmptyConstantError,
+    Join,
+    NotScalarConstantError,
+    get_scalar_constant_value,
+)
+from theano_dag.tensor.shape import Shape_i
+
+ENGINES = ["py", "cpu"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batched_dot_is_reachable_from_basic(dtype):
+    a, b = tt.tensor3("a", dtype=dtype), tt.tensor3("b", dtype=dtype)
+    av = np.random.default_rng(0).random((4, 2, 3)).astype(dtype)
+    bv = np.random.default_rng(1).random((4, 3, 5)).astype(dtype)
+    out = theano_dag.function([a, b], basic.batched_dot(a, b))(av, bv)
+    np.testing.assert_allclose(out, np.einsum("bij,bjk->bik", av, bv), rtol=1e-5)
+    m, n = tt.matrix("m", dtype=dtype), tt.matrix("n", dtype=dtype)
+    got = basic.batched_dot(m, n).eval({m: av[:, 0], n: bv[:, :, 0]})
+    np.testing.assert_allclose(got, (av[:, 0] * bv[:, :, 0]).sum(1), rtol=1e-5)
+
+
+# -- Join ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_join_takes_theanos_axis_input(dtype, mode):
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    for axis in (0, 1, -1, np.int64(1), tt.constant(0, dtype="int8")):
+        out = Join()(axis, a, b)
+        assert isinstance(out.owner.op, Join) and out.owner.inputs == [a, b]
+        assert out.owner.op.axis == int(axis.data if isinstance(axis, tt.Variable) else axis)
+    av, bv = np.ones((2, 3), dtype), np.zeros((2, 3), dtype)
+    f = theano_dag.function([a, b], [Join()(0, a, b), Join()(1, a, b)], mode=Mode(linker=mode))
+    r0, r1 = f(av, bv)
+    np.testing.assert_array_equal(r0, np.concatenate([av, bv], 0))
+    np.testing.assert_array_equal(r1, np.concatenate([av, bv], 1))
+    verify_grad(lambda x, y: Join()(1, x, y), [av.astype("float64"), bv.astype("float64") + 2])
+
+
+def test_join_with_a_symbolic_axis_is_a_clear_error():
+    with pytest.raises(NotImplementedError, match="the axis must be known"):
+        Join()(tt.lscalar("axis"), tt.dmatrix(), tt.dmatrix())
+
+
+def test_join_of_broadcastable_inputs_is_not_broadcastable_on_the_axis():
+    row = tt.TensorType("float64", shape=(1, None, 1))
+    c = Join()(0, row("a"), row("b"))
+    assert c.type.shape[0] == 2 and not c.type.broadcastable[0]
+    assert c.type.broadcastable[2]
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_join_view_returns_the_input_when_the_others_are_empty(mode):
+    s = tt.lscalar("s")
+    x = tt.dvector("x")
+    z = tt.zeros((s,))
+    c = Join(view=0)(0, x, z, z)
+    assert c.owner.op.view_map == {0: [0]} and str(c.owner.op) == "Join{axis=0, view=0}"
+    f = theano_dag.function([In(x, borrow=True), s], Out(c, borrow=True), mode=Mode(linker=mode))
+    data = np.array([3.0, 4.0, 5.0])
+    assert f(data, 0) is data
+    np.testing.assert_array_equal(f(data, 2), [3, 4, 5, 0, 0, 0, 0])  # not empty: a copy
+    with pytest.raises(ValueError, match="view=3 is not one of the 2 inputs"):
+        Join(view=3)(0, x, x)
+
+
+# -- get_scalar_constant_value --------------------------------------------------------
+
+
+def test_scalar_constant_of_subtensors_of_constants_and_vectors():
+    c = tt.constant(np.arange(10.0).reshape(2, 5))
+    assert get_scalar_constant_value(c[1, 3]) == 8.0
+    assert get_scalar_constant_value(c[-1, -3]) == 7.0
+    a = tt.stack([1, 2, 3])
+    assert [int(get_scalar_constant_value(a[k])) for k in range(3)] == [1, 2, 3]
+    b = tt.stack([tt.iscalar("b"), 2, 3])
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(b[0])
+    assert get_scalar_constant_value(b[2]) == 3
+    v = tt.ivector("v")
+    joined = tt.stack([v, [2], [3]])  # rows of a matrix: not scalars
+    for k in range(3):
+        with pytest.raises(NotScalarConstantError):
+            get_scalar_constant_value(joined[k])
+    vec = tt.concatenate([tt.as_tensor([5, 6]), tt.as_tensor([7])])
+    assert [int(get_scalar_constant_value(vec[k])) for k in (0, 1, 2, -1)] == [5, 6, 7, 7]
+    mv = tt.make_vector(1, 2, 3)
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(mv)
+    assert get_scalar_constant_value(mv[np.uint8(2)]) == 3
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(mv[ts.int64("i")])
+
+
+def test_scalar_constant_of_shapes():
+    c = tt.constant(np.zeros((3, 4)))
+    assert get_scalar_constant_value(Shape_i(0)(c)) == 3
+    assert get_scalar_constant_value(Shape_i(1)(c)) == 4
+    d = theano_dag.shared(np.zeros((1, 1)), shape=(1, 1))
+    assert get_scalar_constant_value(ScalarFromTensor()(Shape_i(0)(d))) == 1
+    assert get_scalar_constant_value(tt.row().shape[0]) == 1
+    res = get_scalar_constant_value(tt.as_tensor([10, 20]).shape[0])
+    assert isinstance(res, np.ndarray) and res == 2
+    res = get_scalar_constant_value(9 + tt.as_tensor([1.0]).shape[0], max_recur=9)
+    assert isinstance(res, np.ndarray) and res == 10
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(tt.dmatrix().shape[0])
+
+
+def test_scalar_constant_of_elemwise_arithmetic_and_asserts():
+    c = tt.constant(0.25)
+    assert np.isclose(get_scalar_constant_value(c + 1), 1.25)
+    assert np.isclose(get_scalar_constant_value(c * 1.2 - 1), -0.7)
+    assert get_scalar_constant_value(c < 0.5) == 1
+    assert get_scalar_constant_value(tt.maximum(c, 3)) == 3
+    assert get_scalar_constant_value(tt.second(tt.dvector(), 0.4)) == 0.4
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(c + 1, elemwise=False)
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(c + 1, only_process_constants=True)
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(tt.exp(c))  # not among the ops it computes
+    two = tt.constant(2)
+    assert get_scalar_constant_value(Assert()(two, two > 1)) == 2
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(Assert()(two, two > 2))
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(Assert()(two, two > tt.scalar()))
+
+
+def test_scalar_constant_of_arrays():
+    assert get_scalar_constant_value(np.array(3)) == 3
+    assert get_scalar_constant_value(np.full((2, 2), 7)) == 7
+    with pytest.raises(NotScalarConstantError):
+        get_scalar_constant_value(np.array([0, 1]))
+    with pytest.raises(EmptyConstantError):
+        get_scalar_constant_value(np.array([]))
+    with pytest.raises(NotScalarConstantError, match="not a numeric constant"):
+        get_scalar_constant_value(tt.NoneConst)
+
+
+def test_extract_constant_returns_a_copy_of_the_value():
+    c = tt.constant(3)
+    d = tt.extract_constant(c)
+    d += 1
+    assert tt.extract_constant(c) == 3 and c.data == 3
+    assert tt.extract_constant(ts.int8("s")).type == tt.TensorType("int8", ())
+
+
+# -- eye, clip, rounding ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_eye_with_m_none_at_run_time(dtype):
+    n, m, k = tt.iscalars("n", "m", "k")
+    f = theano_dag.function([n, m, k], tt.eye(n, m, k, dtype=dtype), mode=Mode(linker="py"))
+    for args in [(3, None, 0), (3, None, 1), (3, 5, -1)]:
+        got = f(*args)
+        np.testing.assert_array_equal(got, np.eye(*args, dtype=dtype))
+        assert got.dtype == dtype
+
+
+@pytest.mark.parametrize("build", [lambda x: tt.clip(x, 0, x), lambda x: tt.clip(x, x, 0)])
+def test_clip_gradient_with_the_input_as_a_bound(build):
+    x = np.random.default_rng(4).uniform(-1, 1, size=(3, 7))
+    x[np.abs(x) < 1e-3] = 0.5  # away from the kink
+    verify_grad(build, [x], rng=np.random.RandomState(0))
+
+
+def test_clip_gradient_with_crossed_bounds_follows_numpy():
+    # lo > hi: numpy's clip gives hi, so the gradient goes to hi, none to x or lo.
+    x, lo, hi = tt.dvectors("x", "lo", "hi")
+    y = tt.clip(x, lo, hi)
+    g = theano_dag.grad(y.sum(), [x, lo, hi])
+    xv, lov, hiv = np.array([-1.0, 0.5, 2.0]), np.array([1.0, 1.0, 1.0]), np.zeros(3)
+    f = theano_dag.function([x, lo, hi], [y, *g])
+    out, gx, glo, ghi = f(xv, lov, hiv)
+    np.testing.assert_array_equal(out, np.clip(xv, lov, hiv))
+    np.testing.assert_array_equal(gx, [0, 0, 0])
+    np.testing.assert_array_equal(glo, [0, 0, 0])
+    np.testing.assert_array_equal(ghi, [1, 1, 1])
+    verify_grad(lambda a, b, c: tt.clip(a, b, c), [xv, lov, hiv], rng=np.random.RandomState(1))
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize(
+    "dtype,out",
+    [("int8", "float32"), ("uint8", "float32"), ("int32", "float64"), ("int64", "float64")],
+)
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc"])
+def test_rounding_of_integers_is_float_as_in_theano(name, dtype, out, mode):
+    x = tt.vector("x", dtype=dtype)
+    y = getattr(tt, name)(x)
+    assert y.dtype == out
+    xv = np.arange(-5, 6).astype(dtype) if dtype[0] == "i" else np.arange(11).astype(dtype)
+    got = theano_dag.function([x], y, mode=Mode(linker=mode))(xv)
+    assert got.dtype == out
+    np.testing.assert_array_equal(got, getattr(np, name)(xv.astype(out)))
+
+
+# -- max_and_argmax, Alloc folding, mgrid, choose ----------------------------------------
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_and_argmax_is_one_node_with_theanos_axes(dtype, mode):
+    data = np.random.default_rng(2).uniform(-10, 10, size=(4, 5)).astype(dtype)
+    x = tt.matrix("x", dtype=dtype)
+    cases = [
+        (-1, -1),
+        (0, 0),
+        (None, None),
+        ([0, 1], None),
+        ([1, 0], None),
+        (tt.NoneConst.clone(), None),
+        (tt.constant(0), 0),
+        ([1, 1], 1),  # a repeated axis counts once, as in Theano
+    ]
+    for axis, np_axis in cases:
+        mx, i = tt.max_and_argmax(x, axis)
+        assert mx.owner is i.owner and isinstance(mx.owner.op, tt.MaxAndArgmax)
+        f = theano_dag.function([x], [mx, i], mode=Mode(linker=mode))
+        v, iv = f(data)
+        np.testing.assert_array_equal(v, np.max(data, np_axis))
+        np.testing.assert_array_equal(iv, np.argmax(data, np_axis))
+        assert iv.dtype == "int64"
+    with pytest.raises(TypeError, match="the axis must be a constant"):
+        tt.max_and_argmax(x, tt.lscalar("axis"))
+    v, iv = tt.max_and_argmax(x, 1, keepdims=True)
+    assert v.type.shape == (None, 1) and iv.type.shape == (None, 1)
+    empty = np.zeros((0, 4), dtype)
+    got = theano_dag.function([x], tt.max_and_argmax(x, 1), mode=Mode(linker=mode))(empty)
+    assert [g.shape for g in got] == [(0,), (0,)]
+
+
+def test_max_and_argmax_gradient():
+    data = np.random.default_rng(3).permutation(24).reshape(2, 3, 4) / 7.0
+    for axis in (0, [1], [0, 2], None):
+        verify_grad(lambda v, a=axis: tt.max_and_argmax(v, a)[0], [data], eps=1e-4)
+
+
+def test_an_alloc_the_function_returns_is_not_folded():
+    out = tt.alloc(tt.constant(np.ones((1, 1))), 50, 60)
+    f = theano_dag.function([], out)
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [basic.Alloc]
+    a, b = f(), f()
+    a[0, 0] = 5.0  # the caller's array: the next call's is a new one
+    assert b[0, 0] == 1.0 and f()[0, 0] == 1.0
+    # Used inside the graph, it still folds.
+    g = theano_dag.function([], tt.alloc(tt.constant(1.0), 3, 2) * 2)
+    assert not any(isinstance(n.op, basic.Alloc) for n in g.maker.fgraph.toposort())
+
+
+def test_mgrid_and_ogrid_of_one_slice_are_one_tensor():
+    np.testing.assert_allclose(tt.mgrid[0:1:0.1].eval(), np.mgrid[0:1:0.1])
+    np.testing.assert_allclose(tt.ogrid[2:9:3].eval(), np.ogrid[2:9:3])
+    assert len(tt.mgrid[0:2, 0:3]) == 2
+
+
+@pytest.mark.parametrize(
+    "shp_a,shp_c",
+    [((5, 4), (7, 4)), ((1, 4), (7, 4)), ((5, 1), (7, 4)), ((4,), (3, 1)), ((1,), (1,))],
+)
+def test_choose_infers_its_shape_without_computing(shp_a, shp_c):
+    a = tt.TensorType("int32", shape=tuple(1 if n == 1 else None for n in shp_a))("a")
+    c = tt.TensorType("float32", shape=tuple(1 if n == 1 else None for n in shp_c))("c")
+    av = (np.random.default_rng(0).random(shp_a) * shp_c[0]).astype("int32")
+    cv = np.random.default_rng(1).random(shp_c).astype("float32")
+    f = theano_dag.function([a, c], tt.choose(a, c).shape)
+    assert not any(isinstance(n.op, tt.Choose) for n in f.maker.fgraph.toposort())
+    assert tuple(f(av, cv)) == np.choose(av, cv).shape
