@@ -13,14 +13,17 @@ import theano_dag.tensor as tt
 from theano_dag.compile.io import In, Out
 from theano_dag.compile.mode import Mode
 from theano_dag.gradient import verify_grad
-from theano_dag.tensor import basic
+from theano_dag.tensor import basic, inplace
 from theano_dag.tensor.arrays import Assert, ScalarFromTensor
 from theano_dag.tensor.basic import (
     EmptyConstantError,
     Join,
     NotScalarConstantError,
+    _convert_to_float32,
+    _convert_to_int32,
     get_scalar_constant_value,
 )
+from theano_dag.tensor.nlinalg import Eig, Eigh
 from theano_dag.tensor.shape import Shape_i
 
 ENGINES = ["py", "cpu"]
@@ -289,3 +292,127 @@ def test_choose_infers_its_shape_without_computing(shp_a, shp_c):
     f = theano_dag.function([a, c], tt.choose(a, c).shape)
     assert not any(isinstance(n.op, tt.Choose) for n in f.maker.fgraph.toposort())
     assert tuple(f(av, cv)) == np.choose(av, cv).shape
+
+
+# -- smaller names and contracts ----------------------------------------------------------
+
+
+def test_copy_of_a_function_returns_a_list_as_theanos():
+    x = tt.dscalar("x")
+    z = theano_dag.shared(2.0, name="z")
+    f = theano_dag.function([x], x + z, updates={z: z * 2})
+    assert f(1.0) == 3.0  # one output: one value
+    cpy = f.copy(delete_updates=True)
+    out = cpy(1.0)
+    assert isinstance(out, list) and out[0] == 5.0 and cpy(1.0)[0] == 5.0
+
+
+def test_bessel_gradients_of_the_inplace_ops():
+    v = np.array([[0.5, 1.0], [1.5, 2.0]])
+    x = np.array([[0.3, 0.8], [1.2, 2.5]])
+    for op in (inplace.iv_inplace, inplace.jv_inplace):
+        vv, xx = tt.dmatrices("v", "x")
+        (gx,) = op.grad([vv, xx], [tt.ones_like(xx)])[1:]
+        name = op.scalar_op.function
+        want = getattr(tt, name)(vv, xx)
+        assert gx.eval({vv: v, xx: x}).shape == want.eval({vv: v, xx: x}).shape
+        # d/dx f(v, x) by finite differences of the out-of-place function
+        eps = 1e-6
+        f = getattr(tt, name)
+        num = (f(v, x + eps).eval() - f(v, x - eps).eval()) / (2 * eps)
+        np.testing.assert_allclose(gx.eval({vv: v, xx: x}), num, rtol=1e-5)
+
+
+def test_casts_expose_their_output_type_as_theanos_specific_out():
+    for op, dtype in ((_convert_to_int32, "int32"), (_convert_to_float32, "float32")):
+        pref = op.scalar_op.output_types_preference
+        assert isinstance(pref, ts.specific_out) and pref.spec[0].dtype == dtype
+        x = tt.dvector("x")
+        assert theano_dag.function([x], op(x))(np.arange(3.0)).dtype == dtype
+
+
+def test_eigh_is_an_eig_and_flatten_is_always_a_reshape():
+    assert isinstance(tt.nlinalg.eigh(tt.dmatrix())[0].owner.op, Eig)
+    assert issubclass(Eigh, Eig)
+    x = tt.dtensor3("x")
+    flat = tt.flatten(x, 3)
+    assert isinstance(flat.owner.op, tt.Reshape) and flat.type == x.type
+    assert tt.blas_c.CGemv is tt.blas.Gemv
+
+
+def test_careduce_sums_one_axis_at_a_time_as_theano():
+    # The order of the additions is Theano's (the last axis first): the same rounding.
+    xv = np.random.default_rng(5).standard_normal((5, 6, 7)) * 1e3
+    xv[0, 0, 0] = np.nan
+    x = tt.dtensor3("x")
+    for axis in ([0, 2], [1, 2], [0, 1, 2]):
+        want = xv
+        for a in sorted(axis, reverse=True):
+            want = np.add.reduce(want, a)
+        got = theano_dag.function([x], x.sum(axis=axis), mode=Mode(linker="py"))(xv)
+        assert x.type.values_eq(got, np.asarray(want))
+
+
+# -- tile with symbolic reps, Split's Theano form, lengths of joins ----------------------
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tile_with_symbolic_reps_matches_numpy(dtype, mode):
+    x = tt.matrix("x", dtype=dtype)
+    xv = np.arange(6, dtype=dtype).reshape(2, 3)
+    d, k = tt.iscalars("d", "k")
+    v = tt.ivector("v")
+    cases = [
+        ([x, d], tt.tile(x, [2, d]), [3], [2, 3]),
+        ([x, k], tt.tile(x, k), [2], 2),
+        ([x, d], tt.tile(x, [2, d, 4]), [3], [2, 3, 4]),
+        ([x, v], tt.tile(x, v, 3), [[2, 3]], [1, 2, 3]),
+        ([x, v], tt.tile(x, v, 2), [[4]], [1, 4]),
+    ]
+    for ins, out, extra, reps in cases:
+        got = theano_dag.function(ins, out, mode=Mode(linker=mode))(xv, *extra)
+        np.testing.assert_array_equal(got, np.tile(xv, reps))
+    f = theano_dag.function([x, v], tt.tile(x, v, 3), mode=Mode(linker=mode))
+    with pytest.raises(AssertionError, match="reps has more entries than ndim"):
+        f(xv, [2, 3, 4, 5])
+    verify_grad(lambda a: tt.tile(a, [2, tt.constant(3) + 0]), [xv.astype("float64")])
+
+
+def test_tile_refuses_what_theano_refuses():
+    x = tt.dmatrix("x")
+    for bad in (2.5, tt.fscalar(), tt.fvector(), [2, 2.5]):
+        with pytest.raises(ValueError, match="reps must be"):
+            tt.tile(x, bad)
+    with pytest.raises(ValueError, match="give ndim when reps is a vector"):
+        tt.tile(x, tt.ivector())
+    with pytest.raises(ValueError, match="reps must be a scalar or a vector"):
+        tt.tile(x, tt.imatrix())
+    with pytest.raises(ValueError, match="ndim=1 is less than the 2 dimensions"):
+        tt.tile(x, [2, 3], 1)
+    with pytest.raises(ValueError, match="3 reps for ndim=2"):
+        tt.tile(x, [2, 3, 4], 2)
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_split_takes_theanos_axis_input(mode):
+    m = tt.dmatrix("m")
+    mv = np.arange(24.0).reshape(4, 6)
+    for axis, sizes in ((0, [4, 0]), (1, [5, 1]), (tt.cast(tt.constant(1), "int32"), [2, 4])):
+        outs = basic.Split(2)(m, axis, sizes)
+        a = int(get_scalar_constant_value(axis))
+        got = theano_dag.function([m], outs, mode=Mode(linker=mode))(mv)
+        for g, w in zip(got, np.split(mv, np.cumsum(sizes)[:-1], axis=a)):
+            np.testing.assert_array_equal(g, w)
+    c = Join()(tt.cast(tt.constant(1), "int32"), m, m)
+    assert c.owner.op.axis == 1
+    with pytest.raises(NotImplementedError, match="the axis must be known"):
+        basic.Split(2)(m, tt.lscalar("a"), [2, 2])
+
+
+def test_vector_length_of_a_join():
+    x = tt.dmatrix("x")
+    z = tt.join(0, tt.as_tensor_variable(1, ndim=1), tt.as_tensor_variable(x.shape[0], ndim=1))
+    assert isinstance(z.owner.op, Join) and basic.get_vector_length(z) == 2
+    z = tt.join(0, tt.as_tensor_variable([1, 2], ndim=1), x.shape)
+    assert basic.get_vector_length(z) == 4

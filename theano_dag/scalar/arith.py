@@ -18,7 +18,9 @@ from theano_dag.scalar.basic import (
     bool_out,
     discrete_dtypes,
     float_dtypes,
+    get_scalar_type,
     same_out,
+    specific_out,
     transfer_type,
     true_div_out,
     upcast,
@@ -467,10 +469,8 @@ class Cast(UnaryScalarOp):
 
     def __init__(self, o_type, name=None):
         self.o_type = np.dtype(o_type).name
-        super().__init__(None, name or f"convert_to_{self.o_type}")
-
-    def output_types_preference(self, *dtypes):
-        return (self.o_type,)
+        pref = specific_out(get_scalar_type(self.o_type))
+        super().__init__(pref, name or f"convert_to_{self.o_type}")
 
     def __str__(self):
         return self.name

@@ -49,6 +49,7 @@ __all__ = [
     "bool_out",
     "float_out",
     "transfer_type",
+    "specific_out",
     "C_TYPES",
     "OPENCL_TYPES",
     "ScalarOp",
@@ -193,6 +194,31 @@ def bool_out(*dtypes):
 
 def float_out(*dtypes):
     return (config.floatX,)
+
+
+class specific_out:  # noqa: N801 (Theano's name)
+    """Output dtypes fixed whatever the inputs (a cast's): ``spec`` holds their scalar
+    types, as Theano's.
+
+    >>> pref = specific_out(get_scalar_type("int32"))
+    >>> pref("float64"), pref.spec[0].dtype
+    (('int32',), 'int32')
+    """
+
+    def __init__(self, *spec):
+        self.spec = spec
+
+    def __call__(self, *dtypes):
+        return tuple(t.dtype for t in self.spec)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.spec == self.spec
+
+    def __hash__(self):
+        return hash((type(self), self.spec))
+
+    def __repr__(self):
+        return f"specific_out{tuple(t.dtype for t in self.spec)}"
 
 
 class transfer_type:  # noqa: N801 (Theano's name)

@@ -521,8 +521,8 @@ class _Bessel2(BinaryScalarOp):
     def grad(self, inputs, output_grads):
         v, x = inputs
         (gz,) = output_grads
-        op = _of(x)
-        f = getattr(op, self.name)
+        # the function by its own name: an in-place copy of the op is named iv_inplace
+        f = getattr(_of(x), self.function)
         dx = (f(v - 1, x) + self.sign * f(v + 1, x)) / 2
         return [grad_not_implemented(self, 0, v), gz * dx]
 
@@ -530,12 +530,14 @@ class _Bessel2(BinaryScalarOp):
 class Jv(_Bessel2):
     """``jv(v, x)``: the Bessel function of the first kind of real order ``v``."""
 
+    function = "jv"
     nfunc = staticmethod(lambda v, x: _scipy_special("jv")(v, x))
 
 
 class Iv(_Bessel2):
     """``iv(v, x)``: the modified Bessel function of the first kind of real order ``v``."""
 
+    function = "iv"
     nfunc = staticmethod(lambda v, x: _scipy_special("iv")(v, x))
     sign = 1
 

@@ -308,7 +308,7 @@ class Join(Op):
         if len(tensors) > 1 and _is_axis_argument(tensors[0]):
             axis, *tensors = tensors
             try:
-                axis = get_scalar_constant_value(axis, only_process_constants=True)
+                axis = get_scalar_constant_value(axis)
             except NotScalarConstantError:
                 raise NotImplementedError(
                     f"Join: the axis must be known when the graph is built, got {axis}"
@@ -463,7 +463,13 @@ def stack(*tensors, **kwargs):
 
 
 class Split(Op):
-    """Split ``x`` along ``axis`` into ``len_splits`` parts of the given sizes."""
+    """Split ``x`` along ``axis`` into ``len_splits`` parts of the given sizes; Theano's
+    form ``Split(n)(x, axis, splits)`` makes the node of ``Split(n, axis)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> Split(2)(tt.dmatrix("m"), 1, [1, 2])[0].owner.op
+    Split{len_splits=2, axis=1}
+    """
 
     __props__ = ("len_splits", "axis")
 
@@ -471,7 +477,17 @@ class Split(Op):
         self.len_splits = int(len_splits)
         self.axis = int(axis)
 
-    def make_node(self, x, splits):
+    def make_node(self, x, *args):
+        if len(args) == 2:  # Theano's form, Split(n)(x, axis, splits): a constant axis
+            axis, splits = args
+            try:
+                axis = get_scalar_constant_value(axis)
+            except NotScalarConstantError:
+                raise NotImplementedError(
+                    f"Split: the axis must be known when the graph is built, got {axis}"
+                ) from None
+            return Split(self.len_splits, int(axis)).make_node(x, splits)
+        (splits,) = args
         x = as_tensor_variable(x)
         splits = as_int_vector(splits, "Split")
         if not -x.ndim <= self.axis < x.ndim:
@@ -667,18 +683,69 @@ class Tile(Op):
         return [tsum(g, axis=list(range(0, 2 * x.ndim, 2)))]
 
 
+def _tile_reps(x, reps, ndim):
+    """Theano's ``reps`` as a list of ints and int scalars, one per output dimension."""
+    if ndim is not None and ndim < x.ndim:
+        raise ValueError(f"tile: ndim={ndim} is less than the {x.ndim} dimensions of {x}")
+    if isinstance(reps, (list, tuple)):
+        reps = list(reps)
+        if ndim is not None and len(reps) > ndim:
+            raise ValueError(f"tile: {len(reps)} reps for ndim={ndim}: at most ndim are allowed")
+        for r in reps:
+            is_int = isinstance(r, (int, np.integer)) and not isinstance(r, bool)
+            if not is_int and not (
+                isinstance(r, Variable) and r.ndim == 0 and r.dtype in discrete_dtypes
+            ):
+                raise ValueError(f"tile: reps must be integers or integer scalars, got {r!r}")
+    else:
+        r = as_tensor_variable(reps)
+        if r.dtype not in discrete_dtypes:
+            raise ValueError(f"tile: reps must be integers, got {reps!r} of type {r.type}")
+        if r.ndim == 0:
+            reps = [int(reps) if isinstance(reps, (int, np.integer)) else r]
+        elif r.ndim == 1:
+            if ndim is None:
+                raise ValueError("tile: give ndim when reps is a vector (its length is unknown)")
+            # reps padded on the left with ones to ndim entries, at run time
+            offset = ndim - shape_i(r, 0)
+            offset = _tensor.arrays.Assert("tile: reps has more entries than ndim")(
+                offset, tm.ge(offset, 0)
+            )
+            reps = [
+                tm.switch(tm.lt(i, offset), 1, r[tm.maximum(i - offset, 0)]) for i in range(ndim)
+            ]
+        else:
+            raise ValueError(f"tile: reps must be a scalar or a vector, got {r.ndim} dimensions")
+    nd = max(len(reps), x.ndim) if ndim is None else ndim
+    return [1] * (nd - len(reps)) + reps
+
+
 def tile(x, reps, ndim=None):
-    """Repeat ``x`` ``reps[d]`` times along each dim (reps: ints; shorter reps pad on the left)."""
+    """``numpy.tile``: ``x`` repeated ``reps[d]`` times along each dimension (Theano's).
+
+    ``reps`` is an int, a list of ints and int scalars, an int scalar, or an int vector
+    (then ``ndim`` is needed). A shorter ``reps`` pads on the left with ones, and ``x``
+    gets new leading dimensions up to ``ndim`` (default: ``max(x.ndim, len(reps))``).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, k = tt.dvector("x"), tt.iscalar("k")
+    >>> tile(x, [2, k]).eval({x: np.array([1.0, 2.0]), k: 2}).tolist()
+    [[1.0, 2.0, 1.0, 2.0], [1.0, 2.0, 1.0, 2.0]]
+    """
     x = as_tensor_variable(x)
-    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
-    for r in reps:
-        if not isinstance(r, (int, np.integer)):
-            raise TypeError(f"tile: reps must be Python ints here, got {r!r}")
-    nd = max(x.ndim, len(reps)) if ndim is None else ndim
-    if x.ndim < nd:
-        x = DimShuffle(x.broadcastable, ["x"] * (nd - x.ndim) + list(range(x.ndim)))(x)
-    reps = (1,) * (nd - len(reps)) + reps
-    return Tile(reps)(x)
+    reps = _tile_reps(x, reps, ndim)
+    nd = len(reps)
+    if all(isinstance(r, (int, np.integer)) for r in reps):
+        if x.ndim < nd:
+            x = DimShuffle(x.broadcastable, ["x"] * (nd - x.ndim) + list(range(x.ndim)))(x)
+        return Tile(reps)(x)
+    # Symbolic reps: x broadcast to (r_0, .., r_n-1, s_0, .., s_n-1), the dimensions
+    # interleaved to (r_0, s_0, r_1, s_1, ..) and merged in pairs: r_d copies of x along d.
+    shape = [1] * (nd - x.ndim) + [shape_i(x, d) for d in range(x.ndim)]
+    y = alloc(x, *reps, *shape)
+    y = y.dimshuffle(*[k for d in range(nd) for k in (d, nd + d)])
+    return reshape(y, [r * s for r, s in zip(reps, shape)], ndim=nd)
 
 
 class Repeat(Op):
@@ -956,6 +1023,8 @@ def get_vector_length(v) -> int:
         return len(v.owner.inputs)
     if v.owner is not None and isinstance(v.owner.op, Shape):
         return v.owner.inputs[0].ndim
+    if v.owner is not None and isinstance(v.owner.op, Join):
+        return sum(get_vector_length(j) for j in v.owner.inputs)
     raise ValueError(f"get_vector_length: the length of {v} is not known statically")
 
 
