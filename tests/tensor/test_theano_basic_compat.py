@@ -25,6 +25,7 @@ from theano_dag.tensor.basic import (
 )
 from theano_dag.tensor.nlinalg import Eig, Eigh
 from theano_dag.tensor.shape import Shape_i
+from theano_dag.tensor.subtensor import indexed_result_shape
 
 ENGINES = ["py", "cpu"]
 
@@ -416,3 +417,164 @@ def test_vector_length_of_a_join():
     assert isinstance(z.owner.op, Join) and basic.get_vector_length(z) == 2
     z = tt.join(0, tt.as_tensor_variable([1, 2], ndim=1), x.shape)
     assert basic.get_vector_length(z) == 4
+
+
+# -- indexing: Theano's forms and errors ---------------------------------------------------
+
+
+def test_a_list_holding_slices_is_a_tuple_of_indices():
+    x = tt.dtensor3("x")
+    xv = np.arange(100.0).reshape(5, 5, 4)
+    got = x[[slice(1, -1)] * 3].eval({x: xv})
+    np.testing.assert_array_equal(got, xv[1:-1, 1:-1, 1:-1])
+    np.testing.assert_array_equal(x[[0, 2]].eval({x: xv}), xv[[0, 2]])  # still an array
+
+
+def test_index_errors_as_theanos():
+    n = tt.dmatrix("n")
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        n[: 2**63]
+    with pytest.raises(IndexError, match="0-d tensor"):
+        tt.dscalar("s")[tt.lvector("i")]
+    with pytest.raises(IndexError):
+        tt.dscalar("s")[[0, 0]]
+
+
+def test_infer_shape_of_two_masks_broadcasts_a_count_of_one():
+    n = tt.dmatrix("n")
+    nv = np.arange(6.0).reshape(2, 3)
+    out = n[n[:, 0] > 2, n[0, :] > 2]  # counts 1 and 0: numpy broadcasts them to 0
+    f = theano_dag.function([n], [out, out.shape])
+    got, shape = f(nv)
+    assert got.shape == nv[nv[:, 0] > 2, nv[0, :] > 2].shape == tuple(shape) == (0,)
+
+
+@pytest.mark.parametrize("set_", [False, True])
+def test_inc_and_set_subtensor_take_theanos_inplace_keyword(set_):
+    x = tt.dvector("x")
+    op = tt.set_subtensor if set_ else tt.inc_subtensor
+    out = op(x[[1, 1, 3]], 2.0, inplace=True)
+    assert out.owner.op.inplace and out.owner.op.destroy_map == {0: [0]}
+    xv = np.zeros(5)
+    f = theano_dag.function([In(x, mutable=True)], out, accept_inplace=True)
+    got = f(xv)
+    want = np.zeros(5)
+    if set_:
+        want[[1, 1, 3]] = 2.0
+    else:
+        np.add.at(want, [1, 1, 3], 2.0)
+    np.testing.assert_array_equal(got, want)
+    same = tt.inc_subtensor(x[1:], 1.0, set_instead_of_inc=True)
+    assert str(same.owner.op) == "SetSubtensor{int64::}"
+
+
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_take_modes_and_the_method(mode):
+    x = tt.dmatrix("x")
+    xv = np.arange(20.0).reshape(4, 5)
+    idx = np.array([-10, 5, 12], dtype="int32") if mode != "raise" else np.array([1, 0, 4])
+    for axis in (1, -1, None):
+        got = x.take(idx, axis, mode=mode).eval({x: xv})
+        np.testing.assert_array_equal(got, xv.take(idx, axis, mode=mode))
+    with pytest.raises(ValueError, match="mode must be raise, wrap or clip"):
+        x.take(idx, mode="bad")
+
+
+def test_indexed_result_shape_of_index_shapes():
+    a = np.arange(5 * 6 * 7 * 8).reshape(5, 6, 7, 8)
+    i, j = np.array([[0], [1]]), np.array([0, 1, 2])
+    for idx in [(i, j), (slice(None), None, j), (i, slice(None), j), (np.array(1), slice(None))]:
+        shapes = [e if e is None or isinstance(e, slice) else e.shape for e in idx]
+        res = indexed_result_shape(tt.as_tensor(a).shape, shapes, indices_are_shapes=True)
+        assert tuple(int(r.eval()) if hasattr(r, "eval") else r for r in res) == a[idx].shape
+
+
+def test_theanos_tensor_methods():
+    x = tt.dmatrix("x")
+    xv = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(x.trace().eval({x: xv}), xv.trace())
+    np.testing.assert_array_equal(x.diagonal(1).eval({x: xv}), xv.diagonal(1))
+    np.testing.assert_array_equal(x.diagonal(-1, 1, 0).eval({x: xv}), xv.diagonal(-1, 1, 0))
+    a = tt.lvector("a")
+    got = a.choose([xv[0], xv[1]]).eval({a: np.array([0, 1, 1, 0])})
+    np.testing.assert_array_equal(got, np.choose([0, 1, 1, 0], [xv[0], xv[1]]))
+    v = tt.dvector("v")
+    assert np.isclose(v.norm(2).eval({v: np.array([1.0, 1.0])}), np.sqrt(2))
+    np.testing.assert_allclose(x.norm(1, axis=0).eval({x: xv}), np.abs(xv).sum(0))
+    with pytest.raises(NotImplementedError, match="L=0"):
+        v.norm(0)
+    with theano_dag.config.change_flags(warn__gpu_set_subtensor1=False):
+        pass
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_repeat_by_one_count_is_a_broadcast_as_theanos(dtype, mode):
+    x = tt.tensor3("x", dtype=dtype)
+    xv = np.random.default_rng(0).random((2, 3, 4)).astype(dtype)
+    r = tt.scalar("r", dtype="uint8")
+    for axis in (None, 0, 1, -1):
+        for count in (3, [2], r):
+            out = tt.repeat(x, count, axis=axis)
+            f = theano_dag.function([x, r], out, mode=Mode(linker=mode), on_unused_input="ignore")
+            assert not any(isinstance(n.op, tt.RepeatOp) for n in f.maker.fgraph.toposort())
+            n = count[0] if isinstance(count, list) else 3
+            np.testing.assert_array_equal(f(xv, 3), np.repeat(xv, n, axis=axis))
+    verify_grad(lambda a: tt.repeat(a, 2, axis=1), [xv.astype("float64")])
+    vec = tt.lvector("v")
+    assert isinstance(tt.repeat(x, vec, axis=0).owner.op, tt.RepeatOp)
+    with pytest.raises(TypeError, match="not uint64"):
+        tt.repeat(x, tt.scalar(dtype="uint64"), axis=0)
+
+
+def test_repeat_op_static_shapes():
+    x = tt.TensorType("float64", shape=(None, 1, 3))("x")
+    assert tt.RepeatOp(axis=1)(x, 2).type.shape == (None, 2, 3)
+    assert tt.RepeatOp(axis=1)(x, 1).broadcastable == (False, True, False)
+    assert tt.RepeatOp(axis=2)(x, tt.lscalar()).type.shape == (None, 1, None)
+
+
+def test_searchsorted_method():
+    x, v = tt.dvector("x"), tt.dvector("v")
+    xv, vv = np.array([1.0, 2.0, 4.0]), np.array([0.5, 2.0, 5.0])
+    got = x.searchsorted(v, side="right").eval({x: xv, v: vv})
+    np.testing.assert_array_equal(got, xv.searchsorted(vv, side="right"))
+
+
+def test_nlinalg_alloc_and_extract_diag_take_one_rank_each():
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(tt.nlinalg.alloc_diag(v).eval(), np.diag(v))
+    np.testing.assert_array_equal(tt.nlinalg.extract_diag(np.diag(v)).eval(), v)
+    with pytest.raises(TypeError, match="alloc_diag: expected a vector"):
+        tt.nlinalg.alloc_diag(tt.dmatrix())
+    with pytest.raises(TypeError, match="extract_diag: expected a matrix"):
+        tt.nlinalg.extract_diag(tt.dvector())
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_qr_raw_mode_is_numpys(shape):
+    a = tt.dmatrix("a")
+    av = np.random.default_rng(1).random(shape)
+    h, tau = theano_dag.function([a], list(tt.nlinalg.qr(a, "raw")))(av)
+    nh, ntau = np.linalg.qr(av, "raw")
+    np.testing.assert_allclose(h, nh, rtol=1e-10)
+    np.testing.assert_allclose(tau, ntau, rtol=1e-10)
+    shapes = theano_dag.function([a], [o.shape for o in tt.nlinalg.qr(a, "raw")])(av)
+    assert [tuple(s) for s in shapes] == [nh.shape, ntau.shape]
+
+
+def test_theano_clone_and_a_scalar_op_without_a_name():
+    x, y = tt.dscalars("x", "y")
+    z = theano_dag.clone(x * 2 + 1, replace={x: y})
+    assert z.eval({y: 3.0}) == 7.0
+
+    class Scale(ts.ScalarOp):
+        def __init__(self):  # Theano's tests skip ScalarOp.__init__
+            self.output_types_preference = ts.upgrade_to_float
+
+        def impl(self, n, v):
+            return v * n
+
+    op = tt.Elemwise(Scale())
+    assert str(op.scalar_op) == "scale" and "scale" in str(op)
+    assert op(2, x).eval({x: 1.5}) == 3.0

@@ -748,6 +748,10 @@ def tile(x, reps, ndim=None):
     return reshape(y, [r * s for r, s in zip(reps, shape)], ndim=nd)
 
 
+# The dtypes of repeat counts numpy takes (uint64 it refuses to cast to its index type).
+_REPEAT_COUNTS = int_dtypes + ("uint8", "uint16", "uint32")
+
+
 class Repeat(Op):
     """``numpy.repeat(x, repeats, axis)``; ``repeats`` an int scalar or vector input."""
 
@@ -758,15 +762,21 @@ class Repeat(Op):
 
     def make_node(self, x, repeats):
         x, repeats = as_tensor_variable(x), as_tensor_variable(repeats)
-        if repeats.dtype not in int_dtypes or repeats.ndim > 1:
+        if repeats.dtype not in _REPEAT_COUNTS or repeats.ndim > 1:
             raise TypeError(
-                f"Repeat: repeats must be an integer scalar or vector, got " f"{repeats.type}"
+                f"Repeat: repeats must be an integer scalar or vector (not uint64: numpy "
+                f"cannot take it), got {repeats.type}"
             )
+        # A constant count repeats a known length into a known length (1 stays 1: a
+        # broadcastable dimension repeated once stays broadcastable, as Theano's).
+        count = int(repeats.data) if isinstance(repeats, Constant) and repeats.ndim == 0 else None
         if self.axis is None:
-            shape = (None,)
+            size = None if None in x.type.shape else int(np.prod(x.type.shape, dtype="int64"))
+            shape = (None if size is None or count is None else size * count,)
         else:
             shape = list(x.type.shape)
-            shape[self.axis] = None
+            n = shape[self.axis]
+            shape[self.axis] = None if n is None or count is None else n * count
             shape = tuple(shape)
         return Apply(self, [x, repeats], [TensorType(x.dtype, shape=shape)()])
 
@@ -806,8 +816,31 @@ class Repeat(Op):
 
 
 def repeat(x, repeats, axis=None):
-    """``numpy.repeat``."""
-    return Repeat(axis)(x, repeats)
+    """``numpy.repeat``. One count (a scalar, or a list of one) is a broadcast and a
+    reshape, as in Theano (no Repeat node); a vector of counts is a ``Repeat``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> m = tt.dmatrix("m")
+    >>> repeat(m, 2, axis=1).eval({m: np.array([[1.0, 2.0]])}).tolist()
+    [[1.0, 1.0, 2.0, 2.0]]
+    """
+    x, r = as_tensor_variable(x), as_tensor_variable(repeats)
+    if r.ndim == 1 and r.type.shape[0] == 1:
+        r = r[0]
+    if r.ndim != 0 or r.dtype not in _REPEAT_COUNTS:
+        return Repeat(axis)(x, repeats)  # a vector of counts, or Repeat's own error
+    if axis is None:
+        x, axis = flatten(x), 0
+    if not -x.ndim <= axis < x.ndim:
+        raise np.exceptions.AxisError(f"repeat: axis {axis} is out of range for {x}")
+    axis %= x.ndim
+    # x with a new axis after `axis`, broadcast to r there, the two merged
+    shape = [shape_i(x, d) for d in range(x.ndim)]
+    y = x.dimshuffle(*range(axis + 1), "x", *range(axis + 1, x.ndim))
+    y = alloc(y, *shape[: axis + 1], r, *shape[axis + 1 :])
+    shape[axis] = shape[axis] * r
+    return reshape(y, shape, ndim=x.ndim)
 
 
 # -- views ------------------------------------------------------------------------------

@@ -640,12 +640,13 @@ class SVD(Op):
         return [tm.dot(u * DimShuffle(gs.broadcastable, ["x", 0])(gs), vt)]
 
 
-_QR_MODES = ("reduced", "complete", "r")
+_QR_MODES = ("reduced", "complete", "r", "raw")
 
 
 class QR(Op):
     """``numpy.linalg.qr``: ``(q, r)`` with ``a = q r`` (``mode="reduced"`` or
-    ``"complete"``), or ``r`` alone (``mode="r"``). No gradient, as in Theano.
+    ``"complete"``), ``r`` alone (``mode="r"``), or LAPACK's ``(h, tau)``
+    (``mode="raw"``). No gradient, as in Theano.
 
     >>> from theano_dag import tensor as tt
     >>> a = tt.dmatrix("a")
@@ -670,6 +671,9 @@ class QR(Op):
         r = TensorType(x.dtype, shape=(rows, n))()
         if self.mode == "r":
             return Apply(self, [x], [r])
+        if self.mode == "raw":  # LAPACK's (h, tau), h transposed as numpy gives it
+            h, tau = TensorType(x.dtype, shape=(n, m))(), TensorType(x.dtype, shape=(k,))()
+            return Apply(self, [x], [h, tau])
         return Apply(self, [x], [TensorType(x.dtype, shape=(m, rows))(), r])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -683,6 +687,8 @@ class QR(Op):
         rows = m if self.mode == "complete" else tm.minimum(m, n)
         if self.mode == "r":
             return [(rows, n)]
+        if self.mode == "raw":
+            return [(n, m), (rows,)]
         return [(m, rows), (rows, n)]
 
     def L_op(self, inputs, outputs, output_grads):

@@ -11,6 +11,8 @@ inputs, so a symbolic ``x[i:j]`` and a constant ``x[1:3]`` use the same op class
 
 from __future__ import annotations
 
+import copy as _copy
+
 import numpy as np
 
 from theano_dag.config import config
@@ -55,6 +57,9 @@ def _disc():
 
 
 def _int_scalar(v, what):
+    if isinstance(v, (int, np.integer)) and not -(2**63) <= int(v) < 2**63:
+        # Theano casts Python ints to int64: a bound beyond it is an error, not clipped
+        raise ValueError(f"{what}: the index {v} does not fit in int64")
     v = as_tensor_variable(v)
     if v.ndim != 0 or v.dtype not in _INTS:
         raise TypeError(
@@ -355,7 +360,7 @@ class AdvancedSubtensor1(Op):
                 f"AdvancedSubtensor1: the index must be an integer vector, got " f"{ilist.type}"
             )
         if x.ndim == 0:
-            raise TypeError("AdvancedSubtensor1: cannot index a scalar")
+            raise IndexError(f"AdvancedSubtensor1: cannot index {x}, a 0-d tensor")
         shape = (ilist.type.shape[0],) + x.type.shape[1:]
         return Apply(self, [x, ilist], [TensorType(x.dtype, shape=shape)()])
 
@@ -589,7 +594,7 @@ class AdvancedSubtensor(Op):
             dims = [s[len(s) - nd + k] for s in adv_shapes if len(s) - nd + k >= 0]
             out = dims[0]
             for d in dims[1:]:
-                out = tm.maximum(out, d)
+                out = tm.switch(tm.eq(out, 1), d, out)  # 1 with 0 is 0: not a maximum
             bshape.append(out)
         shape = []
         for kind, what in slots:
@@ -686,7 +691,13 @@ def _dims_indexed(a):
 
 
 def getitem(x, args):
-    """``x[args]``: the op behind ``TensorVariable.__getitem__``."""
+    """``x[args]``: the op behind ``TensorVariable.__getitem__``.
+
+    A list holding a slice is a tuple of indices, as in Theano (and numpy before 1.23):
+    ``x[[slice(1, -1)] * 2]`` is ``x[1:-1, 1:-1]``.
+    """
+    if isinstance(args, list) and any(isinstance(a, slice) for a in args):
+        args = tuple(args)
     if not isinstance(args, tuple):
         args = (args,)
     n_ell = sum(1 for a in args if a is Ellipsis)
@@ -780,27 +791,51 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
     )
 
 
-def set_subtensor(x, y):
+def set_subtensor(x, y, inplace=False, tolerate_inplace_aliasing=False):
     """A copy of the indexed tensor's base with ``x``'s region set to ``y``.
+
+    ``inplace=True`` (Theano's) writes into the base itself: the graph then destroys
+    it, which a function accepts with ``accept_inplace=True``. ``tolerate_inplace_aliasing``
+    is accepted for Theano's signature.
 
     >>> from theano_dag import tensor as tt
     >>> v = tt.dvector("v")
     >>> set_subtensor(v[1:], 0.0).owner.op
     SetSubtensor{int64::}
     """
-    return _inc_or_set(x, y, True, "set_subtensor")
+    return inc_subtensor(x, y, inplace, True, tolerate_inplace_aliasing)
 
 
-def inc_subtensor(x, y):
-    """A copy of the indexed tensor's base with ``y`` added to ``x``'s region."""
-    return _inc_or_set(x, y, False, "inc_subtensor")
+def inc_subtensor(x, y, inplace=False, set_instead_of_inc=False, tolerate_inplace_aliasing=False):
+    """A copy of the indexed tensor's base with ``y`` added to ``x``'s region (or set to
+    ``y``: ``set_instead_of_inc``); ``inplace`` as in :func:`set_subtensor`."""
+    who = "set_subtensor" if set_instead_of_inc else "inc_subtensor"
+    out = _inc_or_set(x, y, set_instead_of_inc, who)
+    if inplace:
+        node = out.owner
+        op = _copy.copy(node.op)
+        op.inplace = True
+        op.destroy_map = {0: [0]}
+        out = op(*node.inputs)
+    return out
 
 
-def take(a, indices, axis=None):
-    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``."""
+def take(a, indices, axis=None, mode="raise"):
+    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``; ``mode`` wrap or
+    clip brings out-of-range indices back into range, as numpy's.
+
+    >>> import numpy as np
+    >>> take(np.arange(5.0), [-7, 6], mode="wrap").eval().tolist()
+    [3.0, 1.0]
+    """
     a, indices = as_tensor_variable(a), as_tensor_variable(indices)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be raise, wrap or clip, got {mode!r}")
     if axis is None:
-        return take(a.flatten(), indices, 0)
+        return take(a.flatten(), indices, 0, mode)
+    if mode != "raise":
+        n = shape_i(a, axis % a.ndim)
+        indices = indices % n if mode == "wrap" else tm.clip(indices, 0, n - 1)
     if indices.ndim == 1 and axis == 0:
         return AdvancedSubtensor1()(a, indices)
     args = [slice(None)] * (axis % a.ndim) + [indices]
@@ -913,11 +948,20 @@ def basic_shape(shape, indices):
 
 def indexed_result_shape(array_shape, indices, indices_are_shapes=False):
     """The shape of ``x[indices]`` for an ``x`` of ``array_shape`` (any numpy index), as a
-    tuple of symbolic dimensions."""
+    tuple of symbolic dimensions; with ``indices_are_shapes``, ``indices`` holds the
+    shapes of the index arrays (and the slices and Nones themselves).
+
+    >>> s = indexed_result_shape((5, 6, 7), [(2, 1), slice(None), (3,)], indices_are_shapes=True)
+    >>> [int(d.eval()) for d in s]
+    [2, 3, 6]
+    """
     if indices_are_shapes:
-        raise NotImplementedError(
-            "indexed_result_shape: indices_are_shapes=True is not supported; pass the indices"
-        )
+        # An index of each shape stands in for the index (its values do not matter);
+        # a length given as 1 broadcasts, as Theano asks of the shapes.
+        indices = [
+            i if i is None or i is Ellipsis or isinstance(i, slice) else alloc(np.int64(0), *i)
+            for i in indices
+        ]
     dims = [array_shape[k] for k in range(_vector_len(array_shape))]
     x = alloc(np.float64(0), *dims)
     out = x[tuple(indices)]
