@@ -578,3 +578,14 @@ def test_theano_clone_and_a_scalar_op_without_a_name():
     op = tt.Elemwise(Scale())
     assert str(op.scalar_op) == "scale" and "scale" in str(op)
     assert op(2, x).eval({x: 1.5}) == 3.0
+
+
+def test_an_empty_index_is_a_subtensor_as_theanos():
+    x = tt.dmatrix("x")
+    z = x[()]
+    assert isinstance(z.owner.op, tt.Subtensor) and z.owner.op.idx_list == ()
+    xv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(z.eval({x: xv}), xv)
+    s = tt.dscalar("s")
+    assert s[()].eval({s: 2.5}) == 2.5
+    np.testing.assert_array_equal(tt.set_subtensor(x[()], 1.0).eval({x: xv}), np.ones((2, 3)))

@@ -725,9 +725,10 @@ def getitem(x, args):
         raise IndexError(
             f"too many indices for {x}: it has {x.ndim} dimensions but " f"{len(real)} were indexed"
         )
-    if real:
+    if real or not args:
         # x[:] too is a Subtensor (as in Theano): inc_subtensor(x[1:][:], y) then
-        # updates x[1:], not x (rewrites remove a useless one).
+        # updates x[1:], not x (rewrites remove a useless one); so is x[()], with no
+        # index at all, as Theano's.
         idx_list, inputs = _split_index(real, "Subtensor")
         out = Subtensor(idx_list)(x, *inputs)
     else:
