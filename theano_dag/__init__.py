@@ -25,6 +25,7 @@ from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad
+from theano_dag.graph.algorithms import clone_replace
 from theano_dag.printing import pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 
@@ -32,6 +33,9 @@ from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 # imports both) puts the differentiation functions into tensor's namespace.
 _tensor.grad, _tensor.jacobian, _tensor.hessian = grad, jacobian, hessian
 _tensor.Rop, _tensor.Lop, _tensor.verify_grad = Rop, Lop, verify_grad
+
+# theano.clone(output, replace=...): Theano's name for clone_replace.
+clone = clone_replace
 
 __version__ = "0.1.0"
 __all__ = [
@@ -57,4 +61,5 @@ __all__ = [
     "foldr",
     "scan_module",
     "OpFromGraph",
+    "clone",
 ]

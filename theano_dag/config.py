@@ -102,9 +102,12 @@ FLAGS: dict[str, _Flag] = {
 _WARN_BUGS = (
     "argmax_pushdown_bug",
     "gpu_set_subtensor",
+    "gpu_set_subtensor1",
+    "gpusum_01_011_0111_bug",
     "identify_1pexp_bug",
     "inc_set_subtensor",
     "inc_set_subtensor1",
+    "inc_subtensor1_opt",
     "reduce_join",
     "sum_div_dimshuffle_bug",
     "sum_sum_bug",

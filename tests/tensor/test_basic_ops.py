@@ -52,7 +52,8 @@ BAD = [
     (lambda: tt.flatten(tt.dmatrix(), 3), ValueError, "flatten: ndim=3 is out of range"),
     (lambda: tt.Shape_i(2)(tt.dmatrix("m")), TypeError, r"Shape_i\{2\}: m has 2 dimensions"),
     (lambda: tt.transpose(tt.dmatrix(), (0, 0)), ValueError, "not a permutation"),
-    (lambda: tt.tile(tt.dmatrix(), (2.0, 1)), TypeError, "reps must be Python ints"),
+    # ValueError as Theano's tile (issue 16: Theano's contract; symbolic reps are allowed)
+    (lambda: tt.tile(tt.dmatrix(), (2.0, 1)), ValueError, "reps must be integers or integer"),
     (lambda: tt.repeat(tt.dvector(), tt.dscalar()), TypeError, "Repeat: repeats must be an"),
     (lambda: tt.eye(tt.dscalar()), TypeError, "Eye: n must be an integer scalar"),
     (lambda: tt.arange(tt.dvector()), TypeError, "ARange: stop must be a scalar"),

@@ -310,7 +310,7 @@ class Function(CallBase):
         shared variables from several threads at once race as they would in numpy."""
         mine = getattr(self._copies, "function", None)
         if mine is None:
-            mine = self._copies.function = self.copy()
+            mine = self._copies.function = self._copy(as_list=False)
         return mine(*args, **kwargs)
 
     def _use_entry(self, entry, guard):
@@ -441,8 +441,14 @@ class Function(CallBase):
         Shared variables stay shared (the copy reads and updates the same
         values) except those in ``swap``, a ``{old: new}`` dict of shared
         variables of the same type. ``delete_updates`` drops every update.
-        ``share_memory`` shares the intermediate storage (not inputs/outputs).
+        ``share_memory`` shares the intermediate storage (not inputs/outputs). As in
+        Theano, the copy returns its outputs as a list, even where the original returned
+        one value.
         """
+        return self._copy(share_memory, swap, delete_updates, name, as_list=True)
+
+    def _copy(self, share_memory=False, swap=None, delete_updates=False, name=None, *, as_list):
+        # as_list=False: the copy returns what the original returns (a thread's own copy)
 
         maker = self.maker
         n_out = len(maker.outputs)
@@ -493,7 +499,7 @@ class Function(CallBase):
             }
         new_maker = FunctionMaker(
             ins,
-            outs if not maker.unpack_single else outs[0],
+            outs if as_list or not maker.unpack_single else outs[0],
             mode=maker.mode,
             accept_inplace=True,
             on_unused_input="ignore",

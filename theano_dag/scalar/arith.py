@@ -18,8 +18,10 @@ from theano_dag.scalar.basic import (
     bool_out,
     discrete_dtypes,
     float_dtypes,
+    get_scalar_type,
     real_out,
     same_out,
+    specific_out,
     transfer_type,
     true_div_out,
     upcast,
@@ -340,7 +342,11 @@ class Clip(ScalarOp):
         (gz,) = output_grads
         T = vocabulary(gz)
         inside = T.and_(T.ge(x, lo), T.le(x, hi))
-        return [T.switch(inside, gz, 0), T.switch(T.lt(x, lo), gz, 0), T.switch(T.gt(x, hi), gz, 0)]
+        # The bound numpy's order picks gets the gradient, also when lo > hi (then hi wins,
+        # so clip(x, 0, x) is x everywhere): lo when x < lo <= hi, hi when max(x, lo) > hi.
+        lo_wins = T.and_(T.lt(x, lo), T.le(lo, hi))
+        hi_wins = T.gt(T.maximum(x, lo), hi)
+        return [T.switch(inside, gz, 0), T.switch(lo_wins, gz, 0), T.switch(hi_wins, gz, 0)]
 
 
 # -- comparisons and logic ----------------------------------------------------------
@@ -464,6 +470,24 @@ class Switch(ScalarOp):
         return [zero_grads([cond])[0], T.switch(cond, gz, zero), T.switch(cond, zero, gz)]
 
 
+class _cast_out(specific_out):  # noqa: N801 (a specific_out, as Theano's casts have)
+    """A cast's output dtype, refusing complex to real: which part to keep is ambiguous.
+
+    >>> _cast_out(get_scalar_type("float32"))("complex64")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: Casting from complex (complex64) to real (float32) is ambiguous: ...
+    """
+
+    def __call__(self, *dtypes):
+        (out,) = super().__call__(*dtypes)
+        if dtypes[0].startswith("complex") and not out.startswith("complex"):
+            raise TypeError(
+                f"Casting from complex ({dtypes[0]}) to real ({out}) is ambiguous: "
+                "consider real(), imag(), angle() or abs()"
+            )
+        return (out,)
+
+
 class Cast(UnaryScalarOp):
     """Convert to ``o_type`` (a dtype string) with C's/numpy's conversion."""
 
@@ -473,15 +497,9 @@ class Cast(UnaryScalarOp):
 
     def __init__(self, o_type, name=None):
         self.o_type = np.dtype(o_type).name
-        super().__init__(None, name or f"convert_to_{self.o_type}")
-
-    def output_types_preference(self, *dtypes):
-        if dtypes[0].startswith("complex") and not self.o_type.startswith("complex"):
-            raise TypeError(
-                f"Casting from complex ({dtypes[0]}) to real ({self.o_type}) is ambiguous: "
-                "consider real(), imag(), angle() or abs()"
-            )
-        return (self.o_type,)
+        super().__init__(
+            _cast_out(get_scalar_type(self.o_type)), name or f"convert_to_{self.o_type}"
+        )
 
     def __str__(self):
         return self.name

@@ -459,7 +459,9 @@ xlogy0 = XLogY0(upgrade_to_float, name="xlogy0")
 
 
 class _Rounding(UnaryScalarOp):
-    """Piecewise constant: zero gradient; integers pass through (numpy 2 keeps them)."""
+    """Piecewise constant: zero gradient. floor, ceil and trunc of integers are floats, by
+    Theano's rule (``upgrade_to_float``: int8 -> float32, int32 -> float64), where numpy 2
+    keeps the integer dtype; the two roundings keep their input's dtype."""
 
     float_expr = None
 
@@ -470,16 +472,16 @@ class _Rounding(UnaryScalarOp):
         return zero_grads(inputs)
 
 
-def _rounding(name, nfunc, c):
+def _rounding(name, nfunc, c, out=same_out):
     attrs = {"nfunc": staticmethod(nfunc), "float_expr": c, "__module__": __name__}
     cls = type(name.capitalize(), (_Rounding,), attrs)
     globals()[cls.__name__] = cls
-    return cls(same_out, name=name)
+    return cls(out, name=name)
 
 
-floor = _rounding("floor", np.floor, "floor(%(x)s)")
-ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)")
-trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)")
+floor = _rounding("floor", np.floor, "floor(%(x)s)", upgrade_to_float)
+ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)", upgrade_to_float)
+trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float)
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
 round_half_away_from_zero = _rounding(
@@ -524,8 +526,8 @@ class _Bessel2(BinaryScalarOp):
     def grad(self, inputs, output_grads):
         v, x = inputs
         (gz,) = output_grads
-        op = _of(x)
-        f = getattr(op, self.name)
+        # the function by its own name: an in-place copy of the op is named iv_inplace
+        f = getattr(_of(x), self.function)
         dx = (f(v - 1, x) + self.sign * f(v + 1, x)) / 2
         return [grad_not_implemented(self, 0, v), gz * dx]
 
@@ -533,12 +535,14 @@ class _Bessel2(BinaryScalarOp):
 class Jv(_Bessel2):
     """``jv(v, x)``: the Bessel function of the first kind of real order ``v``."""
 
+    function = "jv"
     nfunc = staticmethod(lambda v, x: _scipy_special("jv")(v, x))
 
 
 class Iv(_Bessel2):
     """``iv(v, x)``: the modified Bessel function of the first kind of real order ``v``."""
 
+    function = "iv"
     nfunc = staticmethod(lambda v, x: _scipy_special("iv")(v, x))
     sign = 1
 

@@ -15,6 +15,7 @@ from theano_dag.graph.basic import Variable  # noqa: F401 (Theano's T.Variable)
 # last because they build on everything above.
 from theano_dag.tensor import (  # noqa: E402, F401
     blas,
+    blas_c,
     contractions,
     inplace,
     io,

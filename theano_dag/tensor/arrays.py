@@ -168,18 +168,27 @@ def default(x, default):
 
 
 def extract_constant(x, elemwise=True, only_process_constants=False):
-    """``x``'s constant value as a constant when it is known at graph-build time (through
-    casts, DimShuffles and fills), else ``x`` itself.
+    """``x``'s value (a numpy scalar or 0-d array) when it is known at graph-build time
+    (``get_scalar_constant_value``), else ``x`` itself; a scalar (``theano.scalar``)
+    variable comes back as a 0-d tensor (Theano's contract). The value is a copy: changing
+    it leaves the constant as it was.
 
     >>> from theano_dag import tensor as tt
-    >>> extract_constant(tt.constant(3).dimshuffle("x")).data
-    array(3, dtype=int8)
+    >>> int(extract_constant(tt.constant(3).dimshuffle("x")))
+    3
     """
     try:
-        value = tb.get_scalar_constant_value(x, elemwise=elemwise)
+        x = tb.get_scalar_constant_value(x, elemwise, only_process_constants)
     except tb.NotScalarConstantError:
-        return x
-    return tb.constant(value)
+        pass
+    if isinstance(getattr(x, "type", None), ts.ScalarType):
+        owner = x.owner
+        x = (
+            owner.inputs[0]
+            if owner and isinstance(owner.op, ScalarFromTensor)
+            else TensorFromScalar()(x)
+        )
+    return x
 
 
 class Nonzero(Op):
@@ -257,6 +266,28 @@ class Choose(Op):
         out = np.choose(a, choices, mode=self.mode)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
+    def infer_shape(self, fgraph, node, input_shapes):
+        # The broadcast of a's shape with one choice's (choices' shape without its first
+        # dimension), right-aligned; a dimension known to be 1 takes the other's length.
+        a, choices = node.inputs
+        operands = [
+            (input_shapes[0], a.type.shape),
+            (input_shapes[1][1:], choices.type.shape[1:]),
+        ]
+        nd = node.outputs[0].ndim
+        out = []
+        for k in range(nd):
+            dims = [
+                sym[len(sym) - nd + k]
+                for sym, static in operands
+                if len(sym) - nd + k >= 0 and static[len(sym) - nd + k] != 1
+            ]
+            length = dims[0] if dims else 1
+            for d in dims[1:]:
+                length = tm.maximum(length, d)
+            out.append(length)
+        return [tuple(out)]
+
     def L_op(self, inputs, outputs, output_grads):
         return [tb.zeros_like(inputs[0]), tb.zeros_like(inputs[1])]
 
@@ -280,7 +311,8 @@ class _Grid:
         self.sparse = sparse
 
     def __getitem__(self, key):
-        key = key if isinstance(key, tuple) else (key,)
+        if not isinstance(key, tuple):  # one slice: its range itself, as numpy's
+            return self[(key,)][0]
         ranges = []
         for k in key:
             if not isinstance(k, slice):
@@ -534,7 +566,9 @@ class MaxAndArgmax(Op):
         axes = _axes(self.axis, x.ndim)
         keep = [d for d in range(x.ndim) if d not in axes]
         moved = np.transpose(x, keep + list(axes))
-        flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
+        # the reduced length spelled out: -1 cannot be solved when a kept axis is empty
+        reduced = int(np.prod(moved.shape[len(keep) :]))
+        flat = moved.reshape(moved.shape[: len(keep)] + (reduced,))
         output_storage[0][0] = np.asarray(np.max(flat, axis=-1), dtype=x.dtype)
         output_storage[1][0] = np.asarray(np.argmax(flat, axis=-1), dtype="int64")
 

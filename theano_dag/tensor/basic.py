@@ -8,8 +8,10 @@ import warnings
 import numpy as np
 
 from theano_dag import scalar as ts
+from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.null_type import disconnected_type, grad_not_implemented, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
@@ -17,6 +19,7 @@ from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     MakeVector,
+    Rebroadcast,
     Reshape,
     Shape,
     Shape_i,
@@ -103,6 +106,7 @@ __all__ = [
     "Shape_i",
     "Reshape",
     "NotScalarConstantError",
+    "EmptyConstantError",
     "get_scalar_constant_value",
     "get_vector_length",
     "disconnected",
@@ -194,6 +198,19 @@ class Alloc(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(node.inputs[1:])]
 
+    def do_constant_folding(self, fgraph, node):
+        # As Theano: an Alloc that a function returns, or that an increment writes into,
+        # stays an Alloc. Folded, it would be a constant the function hands out (that the
+        # caller may change) or that the increment must copy every call.
+        if fgraph is None:
+            return True
+        sub = _tensor.subtensor
+        writers = (sub.IncSubtensor, sub.AdvancedIncSubtensor1, sub.AdvancedIncSubtensor)
+        for client, i in fgraph.clients.get(node.outputs[0], ()):
+            if client == "output" or (i == 0 and isinstance(client.op, writers)):
+                return False
+        return True
+
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
 
@@ -250,25 +267,53 @@ def full(shape, fill_value, dtype=None):
 # -- join / stack / split ------------------------------------------------------------
 
 
+def _is_axis_argument(a):
+    """Whether ``a`` can be the axis of Theano's ``Join()(axis, *tensors)``: an integer
+    (a Python or numpy int, or a 0-d integer tensor; tensors are never 0-d)."""
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+        return True
+    a = a if isinstance(a, Variable) else None
+    return a is not None and a.ndim == 0 and a.dtype in int_dtypes + ("uint8", "uint16")
+
+
 class Join(Op):
     """Concatenate tensors of equal ndim along ``axis``.
+
+    Theano's form, ``Join()(axis, *tensors)`` with the axis as the first input, makes the
+    node of ``Join(axis)`` when the axis is a constant. ``view=k`` (Theano's) lets the
+    output be input ``k`` itself when every other input is empty along the axis.
 
     >>> from theano_dag import tensor as tt
     >>> join(0, tt.dmatrix("a"), tt.fmatrix("b")).type
     TensorType(float64, matrix)
+    >>> Join()(1, tt.dmatrix("a"), tt.dmatrix("b")).owner.op
+    Join{axis=1}
     """
 
-    __props__ = ("axis",)
+    __props__ = ("axis", "view")
 
-    def __init__(self, axis=0):
+    def __init__(self, axis=0, view=-1):
         self.axis = int(axis)
+        self.view = int(view)
+        if self.view != -1:
+            self.view_map = {0: [self.view]}
 
     def __str__(self):
-        return f"Join{{axis={self.axis}}}"
+        view = "" if self.view == -1 else f", view={self.view}"
+        return f"Join{{axis={self.axis}{view}}}"
 
     __repr__ = __str__
 
     def make_node(self, *tensors):
+        if len(tensors) > 1 and _is_axis_argument(tensors[0]):
+            axis, *tensors = tensors
+            try:
+                axis = get_scalar_constant_value(axis)
+            except NotScalarConstantError:
+                raise NotImplementedError(
+                    f"Join: the axis must be known when the graph is built, got {axis}"
+                ) from None
+            return Join(int(axis), self.view).make_node(*tensors)
         if not tensors:
             raise ValueError("Join: nothing to join")
         ts_ = [as_tensor_variable(t) for t in tensors]
@@ -285,6 +330,8 @@ class Join(Op):
             raise np.exceptions.AxisError(
                 f"Join: axis {self.axis} is out of range for {ndim}-d inputs"
             )
+        if not -1 <= self.view < len(ts_):
+            raise ValueError(f"Join: view={self.view} is not one of the {len(ts_)} inputs")
         axis = self.axis % ndim
         dtype = ts.upcast(*[t.dtype for t in ts_])
         shape = []
@@ -303,13 +350,25 @@ class Join(Op):
         return Apply(self, ts_, [TensorType(dtype, shape=tuple(shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
+        dtype = node.outputs[0].dtype
+        if self.view != -1 and inputs[self.view].dtype == dtype:
+            kept = inputs[self.view]
+            rest = [d for k, d in enumerate(kept.shape) if k != self.axis % kept.ndim]
+            others = [x for k, x in enumerate(inputs) if k != self.view]
+            if all(
+                x.shape[self.axis] == 0
+                and [d for k, d in enumerate(x.shape) if k != self.axis % x.ndim] == rest
+                for x in others
+            ):
+                output_storage[0][0] = inputs[self.view]
+                return
         try:
             out = np.concatenate(inputs, axis=self.axis)
         except ValueError as e:
             raise ValueError(
                 f"{self}: cannot join shapes {[x.shape for x in inputs]}: {e}"
             ) from None
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+        output_storage[0][0] = np.asarray(out, dtype=dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         axis = self.axis % node.inputs[0].ndim
@@ -404,7 +463,13 @@ def stack(*tensors, **kwargs):
 
 
 class Split(Op):
-    """Split ``x`` along ``axis`` into ``len_splits`` parts of the given sizes."""
+    """Split ``x`` along ``axis`` into ``len_splits`` parts of the given sizes; Theano's
+    form ``Split(n)(x, axis, splits)`` makes the node of ``Split(n, axis)``.
+
+    >>> from theano_dag import tensor as tt
+    >>> Split(2)(tt.dmatrix("m"), 1, [1, 2])[0].owner.op
+    Split{len_splits=2, axis=1}
+    """
 
     __props__ = ("len_splits", "axis")
 
@@ -412,7 +477,17 @@ class Split(Op):
         self.len_splits = int(len_splits)
         self.axis = int(axis)
 
-    def make_node(self, x, splits):
+    def make_node(self, x, *args):
+        if len(args) == 2:  # Theano's form, Split(n)(x, axis, splits): a constant axis
+            axis, splits = args
+            try:
+                axis = get_scalar_constant_value(axis)
+            except NotScalarConstantError:
+                raise NotImplementedError(
+                    f"Split: the axis must be known when the graph is built, got {axis}"
+                ) from None
+            return Split(self.len_splits, int(axis)).make_node(x, splits)
+        (splits,) = args
         x = as_tensor_variable(x)
         splits = as_int_vector(splits, "Split")
         if not -x.ndim <= self.axis < x.ndim:
@@ -546,8 +621,10 @@ class Eye(Op):
         return Apply(self, ins, [TensorType(self.dtype, shape=static)()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        n, m, k = (int(v) for v in inputs)
-        output_storage[0][0] = np.eye(n, m, k, dtype=self.dtype)
+        n, m, k = inputs
+        # m given as None (Theano lets a function's input be None) is numpy's: m = n
+        m = None if m is None else int(m)
+        output_storage[0][0] = np.eye(int(n), m, int(k), dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [(node.inputs[0], node.inputs[1])]
@@ -606,18 +683,73 @@ class Tile(Op):
         return [tsum(g, axis=list(range(0, 2 * x.ndim, 2)))]
 
 
+def _tile_reps(x, reps, ndim):
+    """Theano's ``reps`` as a list of ints and int scalars, one per output dimension."""
+    if ndim is not None and ndim < x.ndim:
+        raise ValueError(f"tile: ndim={ndim} is less than the {x.ndim} dimensions of {x}")
+    if isinstance(reps, (list, tuple)):
+        reps = list(reps)
+        if ndim is not None and len(reps) > ndim:
+            raise ValueError(f"tile: {len(reps)} reps for ndim={ndim}: at most ndim are allowed")
+        for r in reps:
+            is_int = isinstance(r, (int, np.integer)) and not isinstance(r, bool)
+            if not is_int and not (
+                isinstance(r, Variable) and r.ndim == 0 and r.dtype in discrete_dtypes
+            ):
+                raise ValueError(f"tile: reps must be integers or integer scalars, got {r!r}")
+    else:
+        r = as_tensor_variable(reps)
+        if r.dtype not in discrete_dtypes:
+            raise ValueError(f"tile: reps must be integers, got {reps!r} of type {r.type}")
+        if r.ndim == 0:
+            reps = [int(reps) if isinstance(reps, (int, np.integer)) else r]
+        elif r.ndim == 1:
+            if ndim is None:
+                raise ValueError("tile: give ndim when reps is a vector (its length is unknown)")
+            # reps padded on the left with ones to ndim entries, at run time
+            offset = ndim - shape_i(r, 0)
+            offset = _tensor.arrays.Assert("tile: reps has more entries than ndim")(
+                offset, tm.ge(offset, 0)
+            )
+            reps = [
+                tm.switch(tm.lt(i, offset), 1, r[tm.maximum(i - offset, 0)]) for i in range(ndim)
+            ]
+        else:
+            raise ValueError(f"tile: reps must be a scalar or a vector, got {r.ndim} dimensions")
+    nd = max(len(reps), x.ndim) if ndim is None else ndim
+    return [1] * (nd - len(reps)) + reps
+
+
 def tile(x, reps, ndim=None):
-    """Repeat ``x`` ``reps[d]`` times along each dim (reps: ints; shorter reps pad on the left)."""
+    """``numpy.tile``: ``x`` repeated ``reps[d]`` times along each dimension (Theano's).
+
+    ``reps`` is an int, a list of ints and int scalars, an int scalar, or an int vector
+    (then ``ndim`` is needed). A shorter ``reps`` pads on the left with ones, and ``x``
+    gets new leading dimensions up to ``ndim`` (default: ``max(x.ndim, len(reps))``).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, k = tt.dvector("x"), tt.iscalar("k")
+    >>> tile(x, [2, k]).eval({x: np.array([1.0, 2.0]), k: 2}).tolist()
+    [[1.0, 2.0, 1.0, 2.0], [1.0, 2.0, 1.0, 2.0]]
+    """
     x = as_tensor_variable(x)
-    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
-    for r in reps:
-        if not isinstance(r, (int, np.integer)):
-            raise TypeError(f"tile: reps must be Python ints here, got {r!r}")
-    nd = max(x.ndim, len(reps)) if ndim is None else ndim
-    if x.ndim < nd:
-        x = DimShuffle(x.broadcastable, ["x"] * (nd - x.ndim) + list(range(x.ndim)))(x)
-    reps = (1,) * (nd - len(reps)) + reps
-    return Tile(reps)(x)
+    reps = _tile_reps(x, reps, ndim)
+    nd = len(reps)
+    if all(isinstance(r, (int, np.integer)) for r in reps):
+        if x.ndim < nd:
+            x = DimShuffle(x.broadcastable, ["x"] * (nd - x.ndim) + list(range(x.ndim)))(x)
+        return Tile(reps)(x)
+    # Symbolic reps: x broadcast to (r_0, .., r_n-1, s_0, .., s_n-1), the dimensions
+    # interleaved to (r_0, s_0, r_1, s_1, ..) and merged in pairs: r_d copies of x along d.
+    shape = [1] * (nd - x.ndim) + [shape_i(x, d) for d in range(x.ndim)]
+    y = alloc(x, *reps, *shape)
+    y = y.dimshuffle(*[k for d in range(nd) for k in (d, nd + d)])
+    return reshape(y, [r * s for r, s in zip(reps, shape)], ndim=nd)
+
+
+# The dtypes of repeat counts numpy takes (uint64 it refuses to cast to its index type).
+_REPEAT_COUNTS = int_dtypes + ("uint8", "uint16", "uint32")
 
 
 class Repeat(Op):
@@ -630,15 +762,21 @@ class Repeat(Op):
 
     def make_node(self, x, repeats):
         x, repeats = as_tensor_variable(x), as_tensor_variable(repeats)
-        if repeats.dtype not in int_dtypes or repeats.ndim > 1:
+        if repeats.dtype not in _REPEAT_COUNTS or repeats.ndim > 1:
             raise TypeError(
-                f"Repeat: repeats must be an integer scalar or vector, got " f"{repeats.type}"
+                f"Repeat: repeats must be an integer scalar or vector (not uint64: numpy "
+                f"cannot take it), got {repeats.type}"
             )
+        # A constant count repeats a known length into a known length (1 stays 1: a
+        # broadcastable dimension repeated once stays broadcastable, as Theano's).
+        count = int(repeats.data) if isinstance(repeats, Constant) and repeats.ndim == 0 else None
         if self.axis is None:
-            shape = (None,)
+            size = None if None in x.type.shape else int(np.prod(x.type.shape, dtype="int64"))
+            shape = (None if size is None or count is None else size * count,)
         else:
             shape = list(x.type.shape)
-            shape[self.axis] = None
+            n = shape[self.axis]
+            shape[self.axis] = None if n is None or count is None else n * count
             shape = tuple(shape)
         return Apply(self, [x, repeats], [TensorType(x.dtype, shape=shape)()])
 
@@ -678,8 +816,31 @@ class Repeat(Op):
 
 
 def repeat(x, repeats, axis=None):
-    """``numpy.repeat``."""
-    return Repeat(axis)(x, repeats)
+    """``numpy.repeat``. One count (a scalar, or a list of one) is a broadcast and a
+    reshape, as in Theano (no Repeat node); a vector of counts is a ``Repeat``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> m = tt.dmatrix("m")
+    >>> repeat(m, 2, axis=1).eval({m: np.array([[1.0, 2.0]])}).tolist()
+    [[1.0, 1.0, 2.0, 2.0]]
+    """
+    x, r = as_tensor_variable(x), as_tensor_variable(repeats)
+    if r.ndim == 1 and r.type.shape[0] == 1:
+        r = r[0]
+    if r.ndim != 0 or r.dtype not in _REPEAT_COUNTS:
+        return Repeat(axis)(x, repeats)  # a vector of counts, or Repeat's own error
+    if axis is None:
+        x, axis = flatten(x), 0
+    if not -x.ndim <= axis < x.ndim:
+        raise np.exceptions.AxisError(f"repeat: axis {axis} is out of range for {x}")
+    axis %= x.ndim
+    # x with a new axis after `axis`, broadcast to r there, the two merged
+    shape = [shape_i(x, d) for d in range(x.ndim)]
+    y = x.dimshuffle(*range(axis + 1), "x", *range(axis + 1, x.ndim))
+    y = alloc(y, *shape[: axis + 1], r, *shape[axis + 1 :])
+    shape[axis] = shape[axis] * r
+    return reshape(y, shape, ndim=x.ndim)
 
 
 # -- views ------------------------------------------------------------------------------
@@ -723,36 +884,155 @@ class NotScalarConstantError(Exception):
     """Raised by ``get_scalar_constant_value`` when the value is not a known constant."""
 
 
-def get_scalar_constant_value(v, elemwise=True, max_recur=10):
+class EmptyConstantError(NotScalarConstantError):
+    """Raised by ``get_scalar_constant_value`` for a constant with no elements."""
+
+
+# The scalar ops whose value on constant inputs get_scalar_constant_value computes
+# (Theano's list: the arithmetic and comparisons that shape graphs are made of).
+_FOLDED_SCALAR_OPS = (
+    ts.Cast,
+    ts.Switch,
+    ts.NEQ,
+    ts.EQ,
+    ts.LT,
+    ts.GT,
+    ts.LE,
+    ts.GE,
+    ts.Sub,
+    ts.Add,
+    ts.Mod,
+    ts.Mul,
+    ts.IntDiv,
+    ts.TrueDiv,
+    ts.Maximum,  # and Minimum, its subclass
+)
+
+
+def _single_value(data):
+    """The one value of an array whose elements are all equal."""
+    arr = np.asarray(data)
+    if arr.size == 0:
+        raise EmptyConstantError(f"{data!r} has no elements: it has no scalar value")
+    if arr.ndim and not (arr == arr.flat[0]).all():
+        raise NotScalarConstantError(f"{data!r} is not a scalar constant: its elements differ")
+    return arr.flat[0].copy() if arr.ndim else arr[()]
+
+
+def _shape_value(x, i):
+    """``x.shape[i]`` as a 0-d array when it is known at graph-build time, else None."""
+    if isinstance(x, Constant):
+        return np.asarray(np.shape(x.data)[i], dtype="int64")
+    if x.type.shape[i] is not None:
+        return np.asarray(x.type.shape[i], dtype="int64")
+    return None
+
+
+def _subtensor_scalar(v, max_recur):
+    """For a 0-d ``v = base[idx]``: ``(value, None)`` when its value is known, ``(None,
+    next)`` when the value is that of the variable ``next``, ``(None, None)`` otherwise."""
+    node = v.owner
+    base = node.inputs[0]
+    try:
+        idx = node.op.get_constant_idx(node.inputs)
+    except NotScalarConstantError:
+        return None, None
+    if isinstance(base, Constant):
+        return np.asarray(base.data[idx]).copy(), None
+    if base.owner is None or len(idx) != 1:
+        return None, None
+    (k,) = idx
+    op = base.owner.op
+    if isinstance(op, MakeVector):
+        inner = get_scalar_constant_value(base.owner.inputs[k], max_recur=max_recur)
+        return np.asarray(inner, dtype=v.dtype), None
+    if isinstance(op, Shape):
+        return _shape_value(base.owner.inputs[0], k), None
+    if isinstance(op, Join) and op.axis == 0 and base.ndim == 1:
+        # the k-th element of a vector join: the element of the joined vector holding it
+        k = k % sum(get_vector_length(j) for j in base.owner.inputs)
+        for joined in base.owner.inputs:
+            n = get_vector_length(joined)
+            if k < n:
+                return None, joined[k]
+            k -= n
+    if isinstance(op, DimShuffle) and base.owner.inputs[0].ndim == 0:
+        return None, base.owner.inputs[0]  # a new axis over a scalar: the scalar itself
+    return None, None
+
+
+def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, max_recur=10):
     """The number ``v`` is known to be at graph-build time, else NotScalarConstantError.
 
-    Sees through casts, DimShuffles, ``fill`` and Alloc of constants.
+    Sees through DimShuffles, Allocs, ``fill``/``second``, Rebroadcasts, copies, views,
+    scalar/tensor conversions and Asserts whose conditions are known true; reads shapes
+    known statically (``Shape_i``, ``x.shape[i]``), an element of a constant, of a
+    MakeVector or of a join of vectors; and, when ``elemwise``, computes casts, arithmetic
+    and comparisons of constants. ``only_process_constants`` looks at constants only.
+    (Theano's function, with its signature.)
 
+    >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> int(get_scalar_constant_value(tt.constant(3).dimshuffle("x", "x")))
     3
+    >>> int(get_scalar_constant_value(9 + tt.as_tensor([1.0, 2.0]).shape[0]))
+    11
+    >>> get_scalar_constant_value(tt.dvector("v")) # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    NotScalarConstantError: v is not a scalar constant
     """
-    for _ in range(max_recur + 1):
-        if isinstance(v, (int, float, np.number, np.ndarray)):
-            arr = np.asarray(v)
-            if arr.size and (arr == arr.flat[0]).all():
-                return arr.flat[0].copy() if arr.ndim else arr[()]
-            raise NotScalarConstantError(f"{v} is not a scalar constant")
+    arrays = _tensor.arrays  # above this module: reached through the package at call time
+    see_through = (
+        Alloc,
+        DimShuffle,
+        Rebroadcast,
+        DeepCopyOp,
+        ViewOp,
+        arrays.ScalarFromTensor,
+        arrays.TensorFromScalar,
+    )
+    while True:
+        if v is None:
+            raise NotScalarConstantError("None is not a scalar constant")
+        if isinstance(v, (bool, int, float, np.bool_, np.number)):
+            return np.asarray(v)
+        if isinstance(v, np.ndarray):
+            return _single_value(v)
         if isinstance(v, Constant):
-            return get_scalar_constant_value(v.data)
+            if not isinstance(v.data, (bool, int, float, np.bool_, np.number, np.ndarray)):
+                raise NotScalarConstantError(f"{v} is not a numeric constant")
+            return _single_value(v.data)
         owner = getattr(v, "owner", None)
-        if owner is None:
+        if owner is None or only_process_constants or max_recur <= 0:
             break
+        max_recur -= 1
         op = owner.op
-        if isinstance(op, DimShuffle) or isinstance(op, Alloc):
+        scalar_op = op.scalar_op if isinstance(op, Elemwise) else op
+        if isinstance(op, see_through):
             v = owner.inputs[0]
-        elif elemwise and isinstance(op, Elemwise) and isinstance(op.scalar_op, ts.Second):
-            v = owner.inputs[1]
-        elif elemwise and isinstance(op, Elemwise) and isinstance(op.scalar_op, ts.Cast):
-            val = get_scalar_constant_value(owner.inputs[0], elemwise, max_recur - 1)
-            return np.asarray(val).astype(op.scalar_op.o_type)[()]
-        elif isinstance(op, Shape_i) and owner.inputs[0].type.shape[op.i] is not None:
-            return np.int64(owner.inputs[0].type.shape[op.i])
+        elif isinstance(scalar_op, ts.Second):
+            v = owner.inputs[1]  # fill(shape_of, value): the value, whatever the shape
+        elif isinstance(scalar_op, _FOLDED_SCALAR_OPS) and (elemwise or op is scalar_op):
+            values = [get_scalar_constant_value(i, max_recur=max_recur) for i in owner.inputs]
+            out_dtype = owner.outputs[0].type.dtype
+            return scalar_op.compute([np.asarray(x) for x in values], [out_dtype])[0]
+        elif isinstance(op, Shape_i):
+            value = _shape_value(owner.inputs[0], op.i)
+            if value is None:
+                break
+            return value
+        elif isinstance(op, arrays.Assert):
+            conds = [get_scalar_constant_value(c, max_recur=max_recur) for c in owner.inputs[1:]]
+            if not all(np.ndim(c) == 0 and c != 0 for c in conds):
+                break
+            v = owner.inputs[0]
+        elif isinstance(op, _tensor.subtensor.Subtensor) and v.ndim == 0:
+            value, v_next = _subtensor_scalar(v, max_recur)
+            if value is not None:
+                return value
+            if v_next is None:
+                break
+            v = v_next
         else:
             break
     raise NotScalarConstantError(f"{v} is not a scalar constant")
@@ -776,7 +1056,24 @@ def get_vector_length(v) -> int:
         return len(v.owner.inputs)
     if v.owner is not None and isinstance(v.owner.op, Shape):
         return v.owner.inputs[0].ndim
+    if v.owner is not None and isinstance(v.owner.op, Join):
+        return sum(get_vector_length(j) for j in v.owner.inputs)
     raise ValueError(f"get_vector_length: the length of {v} is not known statically")
 
 
 _ = continuous_dtypes
+
+
+def batched_dot(a, b):
+    """``dot(a[i], b[i])`` for each ``i`` of the first (batch) axis: Theano's
+    ``tensor.basic.batched_dot``. It is an einsum, built by
+    ``theano_dag.tensor.contractions.batched_dot``; contractions sits on this module, so
+    this name reaches it through the package at call time.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    >>> batched_dot(a, b).eval({a: np.ones((2, 3)), b: np.ones((2, 3))})
+    array([3., 3.])
+    """
+    return _tensor.contractions.batched_dot(a, b)

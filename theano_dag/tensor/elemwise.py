@@ -458,10 +458,12 @@ class CAReduce(Op):
         with np.errstate(all="ignore"):
             if not axes:
                 r = np.array(x, dtype=acc, copy=True)
-            elif x.dtype != acc and self.ufunc in (np.add, np.multiply):
-                r = self.ufunc.reduce(x, axis=axes, dtype=acc)  # accumulate without a copy
             else:
-                r = self.ufunc.reduce(x.astype(acc, copy=False), axis=axes)
+                # One axis at a time, the last first, as Theano's perform: the same order
+                # of additions, so the same rounding, as Theano's reference results.
+                r = x if self.ufunc in (np.add, np.multiply) else x.astype(acc, copy=False)
+                for axis in sorted(axes, reverse=True):
+                    r = self.ufunc.reduce(r, axis=axis, dtype=acc)  # accumulates in acc
         output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):

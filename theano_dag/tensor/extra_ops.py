@@ -13,18 +13,19 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply
+from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.arrays import Assert, flatnonzero
+from theano_dag.tensor.arrays import Assert, MaxAndArgmax, flatnonzero
 from theano_dag.tensor.basic import repeat
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
 from theano_dag.tensor.nnet.nnet import to_one_hot
 from theano_dag.tensor.shape import shape_i, specify_shape
 from theano_dag.tensor.subtensor import advanced_inc_subtensor1, set_subtensor, take
 from theano_dag.tensor.type import TensorType, discrete_dtypes
+from theano_dag.tensor.type_other import NoneTypeT
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
@@ -460,8 +461,26 @@ def allclose(a, b, rtol=1.0e-5, atol=1.0e-8, equal_nan=False):
 # -- max and argmax; squeeze, flip ----------------------------------------------------------
 
 
+def _constant_axes(axis, ndim, who):
+    """Theano's axis argument as a sorted tuple of distinct axes, or None for all: an int,
+    a list, a 0-d or 1-d array, a constant of those, or None/NoneConst; a repeated axis
+    counts once."""
+    if isinstance(axis, Variable):
+        if isinstance(axis.type, NoneTypeT):
+            return None
+        if not isinstance(axis, Constant):
+            raise TypeError(f"{who}: the axis must be a constant, got {axis}")
+        axis = axis.data
+    if axis is None:
+        return None
+    if np.ndim(axis) == 0:
+        axis = [axis]
+    return tuple(sorted({_norm_axis(int(a), ndim, who)[0] for a in np.asarray(axis).ravel()}))
+
+
 def max_and_argmax(a, axis=None, keepdims=False):
-    """The maximum of ``a`` over ``axis`` and where it is (Theano's ``max_and_argmax``).
+    """The maximum of ``a`` over ``axis`` and where it is (Theano's ``max_and_argmax``):
+    the two outputs of one ``MaxAndArgmax`` node.
 
     ``axis`` is None (everything), an int or a list of ints; with several axes the index
     is into those axes flattened (in order), as in Theano.
@@ -470,29 +489,23 @@ def max_and_argmax(a, axis=None, keepdims=False):
     >>> from theano_dag import tensor as tt
     >>> m = tt.dmatrix("m")
     >>> mx, i = max_and_argmax(m, axis=1)
+    >>> mx.owner.op
+    MaxAndArgmax{axis=(1,)}
     >>> [v.tolist() for v in (mx.eval({m: np.eye(2)}), i.eval({m: np.eye(2)}))]
     [[1.0, 1.0], [0, 1]]
     """
     a = as_tensor_variable(a)
-    axes = _norm_axis(axis, a.ndim, "max_and_argmax")
-    mx = tm.max(a, axis=axes, keepdims=keepdims)
-    if axes is None or len(axes) == a.ndim:
-        idx = tm.argmax(a)
-        if keepdims:
-            idx = idx.dimshuffle(*["x"] * a.ndim)
-        return [mx, idx]
-    if len(axes) == 1:
-        return [mx, tm.argmax(a, axis=axes[0], keepdims=keepdims)]
-    kept = [d for d in range(a.ndim) if d not in axes]
-    moved = a.dimshuffle(*kept, *axes)
-    flat = tb.reshape(moved, [shape_i(a, d) for d in kept] + [-1], ndim=len(kept) + 1)
-    idx = tm.argmax(flat, axis=-1)
+    axes = _constant_axes(axis, a.ndim, "max_and_argmax")
+    if axes is not None and len(axes) == a.ndim:
+        axes = None
+    mx, idx = MaxAndArgmax(axes)(a)
     if keepdims:
+        reduced = range(a.ndim) if axes is None else axes
         order, k = [], 0
         for d in range(a.ndim):
-            order.append("x" if d in axes else k)
-            k += d not in axes
-        idx = idx.dimshuffle(*order)
+            order.append("x" if d in reduced else k)
+            k += d not in reduced
+        mx, idx = mx.dimshuffle(*order), idx.dimshuffle(*order)
     return [mx, idx]
 
 

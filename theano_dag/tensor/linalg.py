@@ -185,45 +185,6 @@ class CholeskyGrad(Op):
         return [input_shapes[0]]
 
 
-class Eigh(Op):
-    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` (columns) of a symmetric
-    matrix, read from its lower (``UPLO='L'``) or upper triangle: ``eigh(a) -> (w, v)``.
-
-    >>> from theano_dag import tensor as tt
-    >>> a = tt.dmatrix("a")
-    >>> w, v = eigh(a)
-    >>> w.eval({a: np.array([[2.0, 1.0], [1.0, 2.0]])})
-    array([1., 3.])
-    """
-
-    __props__ = ("UPLO",)
-
-    def __init__(self, UPLO="L"):  # noqa: N803 (numpy's and Theano's name)
-        if UPLO not in ("L", "U"):
-            raise ValueError(f"Eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-        self.UPLO = UPLO
-
-    def make_node(self, x):
-        x = _float_matrix(self, x)
-        n = _square(x.type.shape)
-        return Apply(
-            self, [x], [TensorType(x.dtype, shape=n[:1])(), TensorType(x.dtype, shape=n)()]
-        )
-
-    def perform(self, node, inputs, output_storage, params=None):
-        w, v = np.linalg.eigh(_linalg_dtype(inputs[0]), self.UPLO)
-        output_storage[0][0] = np.asarray(w, dtype=node.outputs[0].dtype)
-        output_storage[1][0] = np.asarray(v, dtype=node.outputs[1].dtype)
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        n = input_shapes[0][0]
-        return [(n,), (n, n)]
-
-    def L_op(self, inputs, outputs, output_grads):
-        grads = [zeros_like(o) if _is_disconnected(g) else g for o, g in zip(outputs, output_grads)]
-        return [EighGrad(self.UPLO)(inputs[0], *outputs, *grads)]
-
-
 class EighGrad(Op):
     """The gradient of :class:`Eigh`: inputs ``A, w, v, dw, dv``.
 
@@ -583,6 +544,46 @@ class Eig(Op):
         return [grad_not_implemented(self, 0, inputs[0])]
 
 
+class Eigh(Eig):
+    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` (columns) of a symmetric
+        matrix, read from its lower (``UPLO='L'``) or upper triangle: ``eigh(a) -> (w, v)``.
+    An ``Eig`` specialised to symmetric matrices, as in Theano (its tests look for ``Eig``).
+
+        >>> from theano_dag import tensor as tt
+        >>> a = tt.dmatrix("a")
+        >>> w, v = eigh(a)
+        >>> w.eval({a: np.array([[2.0, 1.0], [1.0, 2.0]])})
+        array([1., 3.])
+    """
+
+    __props__ = ("UPLO",)
+
+    def __init__(self, UPLO="L"):  # noqa: N803 (numpy's and Theano's name)
+        if UPLO not in ("L", "U"):
+            raise ValueError(f"Eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+        self.UPLO = UPLO
+
+    def make_node(self, x):
+        x = _float_matrix(self, x)
+        n = _square(x.type.shape)
+        return Apply(
+            self, [x], [TensorType(x.dtype, shape=n[:1])(), TensorType(x.dtype, shape=n)()]
+        )
+
+    def perform(self, node, inputs, output_storage, params=None):
+        w, v = np.linalg.eigh(_linalg_dtype(inputs[0]), self.UPLO)
+        output_storage[0][0] = np.asarray(w, dtype=node.outputs[0].dtype)
+        output_storage[1][0] = np.asarray(v, dtype=node.outputs[1].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        n = input_shapes[0][0]
+        return [(n,), (n, n)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        grads = [zeros_like(o) if _is_disconnected(g) else g for o, g in zip(outputs, output_grads)]
+        return [EighGrad(self.UPLO)(inputs[0], *outputs, *grads)]
+
+
 class SVD(Op):
     """``numpy.linalg.svd``: ``(u, s, vt)`` with ``a = u diag(s) vt``, or ``s`` alone
     (``compute_uv=False``); ``full_matrices=False`` gives the reduced ``u`` and ``vt``.
@@ -639,12 +640,13 @@ class SVD(Op):
         return [tm.dot(u * DimShuffle(gs.broadcastable, ["x", 0])(gs), vt)]
 
 
-_QR_MODES = ("reduced", "complete", "r")
+_QR_MODES = ("reduced", "complete", "r", "raw")
 
 
 class QR(Op):
     """``numpy.linalg.qr``: ``(q, r)`` with ``a = q r`` (``mode="reduced"`` or
-    ``"complete"``), or ``r`` alone (``mode="r"``). No gradient, as in Theano.
+    ``"complete"``), ``r`` alone (``mode="r"``), or LAPACK's ``(h, tau)``
+    (``mode="raw"``). No gradient, as in Theano.
 
     >>> from theano_dag import tensor as tt
     >>> a = tt.dmatrix("a")
@@ -669,6 +671,9 @@ class QR(Op):
         r = TensorType(x.dtype, shape=(rows, n))()
         if self.mode == "r":
             return Apply(self, [x], [r])
+        if self.mode == "raw":  # LAPACK's (h, tau), h transposed as numpy gives it
+            h, tau = TensorType(x.dtype, shape=(n, m))(), TensorType(x.dtype, shape=(k,))()
+            return Apply(self, [x], [h, tau])
         return Apply(self, [x], [TensorType(x.dtype, shape=(m, rows))(), r])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -682,6 +687,8 @@ class QR(Op):
         rows = m if self.mode == "complete" else tm.minimum(m, n)
         if self.mode == "r":
             return [(rows, n)]
+        if self.mode == "raw":
+            return [(n, m), (rows,)]
         return [(m, rows), (rows, n)]
 
     def L_op(self, inputs, outputs, output_grads):

@@ -32,6 +32,7 @@ from theano_dag.tensor.linalg import (
     tensorsolve,
     trace,
 )
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "AllocDiag",
@@ -79,6 +80,9 @@ def alloc_diag(v):
     array([[1., 0.],
            [0., 2.]])
     """
+    v = as_tensor_variable(v)
+    if v.ndim != 1:  # Theano's alloc_diag takes vectors only (diag also takes matrices)
+        raise TypeError(f"alloc_diag: expected a vector, got {v.type}")
     return diag(v)
 
 
@@ -89,4 +93,7 @@ def extract_diag(x):
     >>> extract_diag(np.array([[1.0, 2.0], [3.0, 4.0]])).eval()
     array([1., 4.])
     """
+    x = as_tensor_variable(x)
+    if x.ndim != 2:  # Theano's extract_diag takes matrices only
+        raise TypeError(f"extract_diag: expected a matrix, got {x.type}")
     return diag(x)

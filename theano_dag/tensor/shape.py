@@ -351,8 +351,8 @@ def flatten(x, ndim=1):
     x = as_tensor_variable(x)
     if not 1 <= ndim <= max(x.ndim, 1):
         raise ValueError(f"flatten: ndim={ndim} is out of range for a {x.ndim}-d input")
-    if x.ndim == ndim:
-        return x
+    # Always a Reshape, even of ndim dimensions (as Theano: its tests look for the op);
+    # local_useless_reshape removes the one that changes nothing.
     return reshape(x, [shape_i(x, i) for i in range(ndim - 1)] + [-1], ndim=ndim)
 
 

@@ -11,6 +11,8 @@ inputs, so a symbolic ``x[i:j]`` and a constant ``x[1:3]`` use the same op class
 
 from __future__ import annotations
 
+import copy as _copy
+
 import numpy as np
 
 from theano_dag.config import config
@@ -18,7 +20,7 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import alloc, get_vector_length, zeros_like
+from theano_dag.tensor.basic import alloc, get_scalar_constant_value, get_vector_length, zeros_like
 from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import shape_i
@@ -55,6 +57,9 @@ def _disc():
 
 
 def _int_scalar(v, what):
+    if isinstance(v, (int, np.integer)) and not -(2**63) <= int(v) < 2**63:
+        # Theano casts Python ints to int64: a bound beyond it is an error, not clipped
+        raise ValueError(f"{what}: the index {v} does not fit in int64")
     v = as_tensor_variable(v)
     if v.ndim != 0 or v.dtype not in _INTS:
         raise TypeError(
@@ -93,6 +98,8 @@ def _rebuild(idx_list, values):
         elif kind == "slice":
             parts = [int(next(it)) if present else None for present in entry[1:]]
             out.append(slice(*parts))
+        elif kind == "none":
+            out.append(None)
         else:  # "tensor"
             out.append(np.asarray(next(it)))
     return tuple(out)
@@ -105,6 +112,8 @@ def _idx_str(idx_list):
             parts.append("int64")
         elif e[0] == "slice":
             parts.append(":".join("int64" if p else "" for p in e[1:]))
+        elif e[0] == "none":
+            parts.append("newaxis")
         else:
             parts.append("array")
     return ", ".join(parts)
@@ -205,6 +214,18 @@ class Subtensor(Op):
         return Apply(
             self, [x, *idx_inputs], [TensorType(x.dtype, shape=self._out_shape(x, idx_inputs))()]
         )
+
+    def get_constant_idx(self, inputs):
+        """The numpy index of a node with ``inputs`` (``[x, *index values]``) when every
+        index value is known at graph-build time, else NotScalarConstantError (Theano's).
+
+        >>> from theano_dag import tensor as tt
+        >>> y = tt.dmatrix("x")[1:, tt.constant(2) + 1]
+        >>> y.owner.op.get_constant_idx(y.owner.inputs)
+        (slice(1, None, None), 3)
+        """
+        values = [int(get_scalar_constant_value(i)) for i in inputs[1:]]
+        return _rebuild(self.idx_list, values)
 
     def perform(self, node, inputs, output_storage, params=None):
         x, *vals = inputs
@@ -339,7 +360,7 @@ class AdvancedSubtensor1(Op):
                 f"AdvancedSubtensor1: the index must be an integer vector, got " f"{ilist.type}"
             )
         if x.ndim == 0:
-            raise TypeError("AdvancedSubtensor1: cannot index a scalar")
+            raise IndexError(f"AdvancedSubtensor1: cannot index {x}, a 0-d tensor")
         shape = (ilist.type.shape[0],) + x.type.shape[1:]
         return Apply(self, [x, ilist], [TensorType(x.dtype, shape=shape)()])
 
@@ -405,12 +426,15 @@ class AdvancedIncSubtensor1(Op):
 
 
 def _adv_split(args, who):
+    """``(idx_list, inputs)`` for an advanced index: arrays, slices and None (newaxis)."""
     idx_list, inputs = [], []
     for a in args:
         if isinstance(a, slice):
             sub, ins = _split_index([a], who)
             idx_list.extend(sub)
             inputs.extend(ins)
+        elif a is None or a is NoneConst:
+            idx_list.append(("none",))
         else:
             v = as_tensor_variable(a)
             if v.dtype not in _INTS and v.dtype != "bool":
@@ -420,8 +444,43 @@ def _adv_split(args, who):
     return tuple(idx_list), inputs
 
 
+def _static_slice_length(n, parts):
+    """The length of ``range(n)[slice(*parts)]`` when ``n`` and the parts are constants."""
+    if all(p is None for p in parts):
+        return n
+    consts = [None if p is None else _const_int(p) for p in parts]
+    if n is None or any(c is None and p is not None for c, p in zip(consts, parts)):
+        return None
+    return len(range(n)[slice(*consts)])
+
+
+def _static_broadcast(shapes):
+    """numpy's broadcast of static shapes (None: unknown), right-aligned."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(nd):
+        dims = {s[len(s) - nd + k] for s in shapes if len(s) - nd + k >= 0} - {1}
+        out.append(dims.pop() if len(dims) == 1 and None not in dims else (1 if not dims else None))
+    return tuple(out)
+
+
 class AdvancedSubtensor(Op):
-    """numpy fancy indexing with integer arrays and bool masks mixed with slices."""
+    """numpy fancy indexing: integer arrays and bool masks mixed with slices and None.
+
+    The result's dimensions follow numpy's rules: the broadcast dimensions of the advanced
+    indices take the place of the first of them when they are adjacent, and go first when
+    a slice or a None (a new axis) separates them.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> y = x[[0, 2], None, [1, 1]]
+    >>> y.owner.op
+    AdvancedSubtensor{array, newaxis, array}
+    >>> v = np.arange(12.0).reshape(3, 4)
+    >>> y.eval({x: v}).tolist() == v[[0, 2], None, [1, 1]].tolist()
+    True
+    """
 
     __props__ = ("idx_list",)
 
@@ -439,36 +498,56 @@ class AdvancedSubtensor(Op):
     __repr__ = __str__
 
     def _walk(self, x, idx_inputs):
-        """Yield ``(kind, dim, value_inputs)`` per index entry; kind is slice or adv."""
+        """``[(kind, dim, value_inputs)]`` per index entry (kind: adv, slice or new) and
+        the number of ``x``'s dimensions the index consumes."""
         it = iter(idx_inputs)
         dim = 0
+        entries = []
         for entry in self.idx_list:
             if entry[0] == "tensor":
                 v = next(it)
-                yield "adv", dim, [v]
+                entries.append(("adv", dim, [v]))
                 dim += v.ndim if v.dtype == "bool" else 1
+            elif entry[0] == "none":
+                entries.append(("new", dim, []))
             else:
                 parts = [next(it) if present else None for present in entry[1:]]
-                yield "slice", dim, parts
+                entries.append(("slice", dim, parts))
                 dim += 1
         if dim > x.ndim:
             raise IndexError(f"{self}: too many indices for {x} ({x.ndim} dimensions)")
+        return entries, dim
 
-    def _layout(self, x, idx_inputs):
-        """``(out ndim, advanced entries adjacent?)`` by numpy's rules."""
-        entries = list(self._walk(x, idx_inputs))
+    def _slots(self, x, idx_inputs):
+        """The result's dimensions in order, by numpy's rules, and the advanced indices.
+
+        A slot is ``("adv", None)`` once for the broadcast dimensions of all advanced
+        indices, ``("slice", (dim, parts))``, ``("new", None)`` for a None, or
+        ``("rest", dim)`` for a dimension of ``x`` left unindexed. The advanced group
+        replaces the first advanced index when the advanced indices are adjacent in the
+        index; a slice or a None between them sends it to the front.
+        """
+        entries, consumed = self._walk(x, idx_inputs)
         adv = [k for k, e in enumerate(entries) if e[0] == "adv"]
-        adv_nd = (
-            max((1 if e[2][0].dtype == "bool" else e[2][0].ndim) for e in entries if e[0] == "adv")
-            if adv
-            else 0
-        )
-        consumed = sum(
-            e[2][0].ndim if e[0] == "adv" and e[2][0].dtype == "bool" else 1 for e in entries
-        )
-        n_slices = len(entries) - len(adv)
-        contiguous = not adv or adv == list(range(adv[0], adv[-1] + 1))
-        return adv_nd + n_slices + (x.ndim - consumed), contiguous
+        adjacent = adv == list(range(adv[0], adv[-1] + 1)) if adv else True
+        slots = [] if adjacent or not adv else [("adv", None)]
+        for k, (kind, dim, vals) in enumerate(entries):
+            if kind == "adv":
+                if adjacent and k == adv[0]:
+                    slots.append(("adv", None))
+            elif kind == "slice":
+                slots.append(("slice", (dim, vals)))
+            else:
+                slots.append(("new", None))
+        slots.extend(("rest", d) for d in range(consumed, x.ndim))
+        return slots, [entries[k][2][0] for k in adv]
+
+    @staticmethod
+    def _static_adv_shape(indices):
+        shapes = [
+            (None,) if v.dtype == "bool" else tuple(v.type.shape) for v in indices
+        ]  # a mask selects as many elements as it has True: unknown statically
+        return _static_broadcast(shapes)
 
     def make_node(self, x, *idx_inputs):
         if self.idx_list is None:
@@ -480,8 +559,19 @@ class AdvancedSubtensor(Op):
             return AdvancedSubtensor(idx_list).make_node(x, *inputs)
         x = as_tensor_variable(x)
         idx_inputs = [as_tensor_variable(i) for i in idx_inputs]
-        ndim, _ = self._layout(x, idx_inputs)
-        return Apply(self, [x, *idx_inputs], [TensorType(x.dtype, shape=(None,) * ndim)()])
+        slots, indices = self._slots(x, idx_inputs)
+        shape = []
+        for kind, what in slots:
+            if kind == "adv":
+                shape.extend(self._static_adv_shape(indices))
+            elif kind == "slice":
+                dim, parts = what
+                shape.append(_static_slice_length(x.type.shape[dim], parts))
+            elif kind == "new":
+                shape.append(1)
+            else:
+                shape.append(x.type.shape[what])
+        return Apply(self, [x, *idx_inputs], [TensorType(x.dtype, shape=tuple(shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
         x, *vals = inputs
@@ -491,34 +581,34 @@ class AdvancedSubtensor(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         x, *idx = node.inputs
         xs = input_shapes[0]
-        entries = list(self._walk(x, idx))
-        _, contiguous = self._layout(x, idx)
-        adv_shapes, before, after, consumed = [], [], [], 0
-        for kind, dim, vals in entries:
-            if kind == "adv":
-                v = vals[0]
-                if v.dtype == "bool":  # a mask selects as many elements as it has True
-                    adv_shapes.append((tm.sum(v, dtype="int64"),))
-                    consumed = dim + v.ndim
-                else:
-                    adv_shapes.append(tuple(shape_i(v, d) for d in range(v.ndim)))
-                    consumed = dim + 1
+        slots, indices = self._slots(x, idx)
+        adv_shapes = []
+        for v in indices:
+            if v.dtype == "bool":  # a mask selects as many elements as it has True
+                adv_shapes.append((tm.sum(v, dtype="int64"),))
             else:
-                length = xs[dim] if all(p is None for p in vals) else slice_length(xs[dim], *vals)
-                (after if adv_shapes else before).append(length)
-                consumed = dim + 1
+                adv_shapes.append(tuple(shape_i(v, d) for d in range(v.ndim)))
         nd = max((len(s) for s in adv_shapes), default=0)
         bshape = []
         for k in range(nd):  # broadcast the index shapes (right-aligned)
             dims = [s[len(s) - nd + k] for s in adv_shapes if len(s) - nd + k >= 0]
             out = dims[0]
             for d in dims[1:]:
-                out = tm.maximum(out, d)
+                out = tm.switch(tm.eq(out, 1), d, out)  # 1 with 0 is 0: not a maximum
             bshape.append(out)
-        rest = list(xs[consumed:])
-        if contiguous:
-            return [tuple(before + bshape + after + rest)]
-        return [tuple(bshape + before + after + rest)]
+        shape = []
+        for kind, what in slots:
+            if kind == "adv":
+                shape.extend(bshape)
+            elif kind == "slice":
+                dim, parts = what
+                full = all(p is None for p in parts)
+                shape.append(xs[dim] if full else slice_length(xs[dim], *parts))
+            elif kind == "new":
+                shape.append(1)
+            else:
+                shape.append(xs[what])
+        return [tuple(shape)]
 
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
@@ -588,8 +678,26 @@ def _is_advanced(a):
     return isinstance(a, (bool, np.bool_))
 
 
+def _dims_indexed(a):
+    """How many dimensions of ``x`` the index entry ``a`` consumes (a mask: its ndim)."""
+    if a is None or a is Ellipsis:
+        return 0
+    if isinstance(a, slice):
+        return 1
+    if isinstance(a, Variable):
+        return a.ndim if a.dtype == "bool" else 1
+    arr = np.asarray(a)
+    return arr.ndim if arr.dtype == bool else 1
+
+
 def getitem(x, args):
-    """``x[args]``: the op behind ``TensorVariable.__getitem__``."""
+    """``x[args]``: the op behind ``TensorVariable.__getitem__``.
+
+    A list holding a slice is a tuple of indices, as in Theano (and numpy before 1.23):
+    ``x[[slice(1, -1)] * 2]`` is ``x[1:-1, 1:-1]``.
+    """
+    if isinstance(args, list) and any(isinstance(a, slice) for a in args):
+        args = tuple(args)
     if not isinstance(args, tuple):
         args = (args,)
     n_ell = sum(1 for a in args if a is Ellipsis)
@@ -597,16 +705,12 @@ def getitem(x, args):
         raise IndexError("an index can only have a single ellipsis ('...')")
     if n_ell:
         k = next(i for i, a in enumerate(args) if a is Ellipsis)
-        used = sum(1 for a in args if a is not None and a is not Ellipsis)
+        used = sum(_dims_indexed(a) for a in args)
         args = args[:k] + (slice(None),) * (x.ndim - used) + args[k + 1 :]
     if any(_is_advanced(a) for a in args):
-        if any(a is None for a in args):
-            raise NotImplementedError(
-                "getitem: mixing None (newaxis) with advanced indexing "
-                "is not supported; use dimshuffle first"
-            )
         rest = args[1:]
-        first = as_tensor_variable(args[0]) if not isinstance(args[0], slice) else None
+        first = None if isinstance(args[0], slice) or args[0] is None else args[0]
+        first = None if first is None else as_tensor_variable(first)
         if (
             first is not None
             and first.ndim == 1
@@ -621,9 +725,10 @@ def getitem(x, args):
         raise IndexError(
             f"too many indices for {x}: it has {x.ndim} dimensions but " f"{len(real)} were indexed"
         )
-    if real:
+    if real or not args:
         # x[:] too is a Subtensor (as in Theano): inc_subtensor(x[1:][:], y) then
-        # updates x[1:], not x (rewrites remove a useless one).
+        # updates x[1:], not x (rewrites remove a useless one); so is x[()], with no
+        # index at all, as Theano's.
         idx_list, inputs = _split_index(real, "Subtensor")
         out = Subtensor(idx_list)(x, *inputs)
     else:
@@ -687,27 +792,51 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
     )
 
 
-def set_subtensor(x, y):
+def set_subtensor(x, y, inplace=False, tolerate_inplace_aliasing=False):
     """A copy of the indexed tensor's base with ``x``'s region set to ``y``.
+
+    ``inplace=True`` (Theano's) writes into the base itself: the graph then destroys
+    it, which a function accepts with ``accept_inplace=True``. ``tolerate_inplace_aliasing``
+    is accepted for Theano's signature.
 
     >>> from theano_dag import tensor as tt
     >>> v = tt.dvector("v")
     >>> set_subtensor(v[1:], 0.0).owner.op
     SetSubtensor{int64::}
     """
-    return _inc_or_set(x, y, True, "set_subtensor")
+    return inc_subtensor(x, y, inplace, True, tolerate_inplace_aliasing)
 
 
-def inc_subtensor(x, y):
-    """A copy of the indexed tensor's base with ``y`` added to ``x``'s region."""
-    return _inc_or_set(x, y, False, "inc_subtensor")
+def inc_subtensor(x, y, inplace=False, set_instead_of_inc=False, tolerate_inplace_aliasing=False):
+    """A copy of the indexed tensor's base with ``y`` added to ``x``'s region (or set to
+    ``y``: ``set_instead_of_inc``); ``inplace`` as in :func:`set_subtensor`."""
+    who = "set_subtensor" if set_instead_of_inc else "inc_subtensor"
+    out = _inc_or_set(x, y, set_instead_of_inc, who)
+    if inplace:
+        node = out.owner
+        op = _copy.copy(node.op)
+        op.inplace = True
+        op.destroy_map = {0: [0]}
+        out = op(*node.inputs)
+    return out
 
 
-def take(a, indices, axis=None):
-    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``."""
+def take(a, indices, axis=None, mode="raise"):
+    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``; ``mode`` wrap or
+    clip brings out-of-range indices back into range, as numpy's.
+
+    >>> import numpy as np
+    >>> take(np.arange(5.0), [-7, 6], mode="wrap").eval().tolist()
+    [3.0, 1.0]
+    """
     a, indices = as_tensor_variable(a), as_tensor_variable(indices)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"take: mode must be raise, wrap or clip, got {mode!r}")
     if axis is None:
-        return take(a.flatten(), indices, 0)
+        return take(a.flatten(), indices, 0, mode)
+    if mode != "raise":
+        n = shape_i(a, axis % a.ndim)
+        indices = indices % n if mode == "wrap" else tm.clip(indices, 0, n - 1)
     if indices.ndim == 1 and axis == 0:
         return AdvancedSubtensor1()(a, indices)
     args = [slice(None)] * (axis % a.ndim) + [indices]
@@ -820,11 +949,20 @@ def basic_shape(shape, indices):
 
 def indexed_result_shape(array_shape, indices, indices_are_shapes=False):
     """The shape of ``x[indices]`` for an ``x`` of ``array_shape`` (any numpy index), as a
-    tuple of symbolic dimensions."""
+    tuple of symbolic dimensions; with ``indices_are_shapes``, ``indices`` holds the
+    shapes of the index arrays (and the slices and Nones themselves).
+
+    >>> s = indexed_result_shape((5, 6, 7), [(2, 1), slice(None), (3,)], indices_are_shapes=True)
+    >>> [int(d.eval()) for d in s]
+    [2, 3, 6]
+    """
     if indices_are_shapes:
-        raise NotImplementedError(
-            "indexed_result_shape: indices_are_shapes=True is not supported; pass the indices"
-        )
+        # An index of each shape stands in for the index (its values do not matter);
+        # a length given as 1 broadcasts, as Theano asks of the shapes.
+        indices = [
+            i if i is None or i is Ellipsis or isinstance(i, slice) else alloc(np.int64(0), *i)
+            for i in indices
+        ]
     dims = [array_shape[k] for k in range(_vector_len(array_shape))]
     x = alloc(np.float64(0), *dims)
     out = x[tuple(indices)]

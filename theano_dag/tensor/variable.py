@@ -262,6 +262,27 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def nonzero_values(self):
         return _tensor.nonzero_values(self)
 
+    def take(self, indices, axis=None, mode="raise"):
+        return _tensor.subtensor.take(self, indices, axis, mode)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        return _tensor.extra_ops.searchsorted(self, v, side, sorter)
+
+    def choose(self, choices, out=None, mode="raise"):
+        return _tensor.arrays.choose(self, choices, out=out, mode=mode)
+
+    def trace(self):
+        return _tensor.linalg.trace(self)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _tensor.extra_ops.diagonal(self, offset, axis1, axis2)
+
+    def norm(self, L, axis=None):  # noqa: N803 (Theano's name)
+        """``sum(abs(x) ** L) ** (1 / L)`` over ``axis`` (Theano's; L neither 0 nor inf)."""
+        if L == 0 or np.isinf(L):
+            raise NotImplementedError(f"norm: L={L} is not supported (Theano's limit)")
+        return (abs(self) ** L).sum(axis=axis) ** (1.0 / L)
+
 
 # numpy calls the method of an object's name when a ufunc meets it (``np.cos(x)`` calls
 # ``x.cos()``), so a variable with these methods works in numpy code (PyMC users write it).
