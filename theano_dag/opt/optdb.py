@@ -182,7 +182,10 @@ def build_optdb(rules=RULES) -> SequenceDB:
     db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
     for rule in rules:
         target = _local_db(db, rule.db)
-        target.register(rule.name, rule.rewrite, "fast_run", *rule.tags, **rule.kwargs)
+        if rule.opt_in:  # neither fast_run nor the DB's name selects it
+            target.register(rule.name, rule.rewrite, *rule.tags, use_db_name_as_tag=False)
+        else:
+            target.register(rule.name, rule.rewrite, "fast_run", *rule.tags, **rule.kwargs)
     return db
 
 

@@ -17,6 +17,8 @@ are for a user's own passes (``out2in(local_dimshuffle_lift)``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from theano_dag.graph.algorithms import ancestors
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
@@ -25,11 +27,22 @@ from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, make_vector, shape_i
+from theano_dag.tensor.shape import (
+    MakeVector,
+    Reshape,
+    Shape,
+    Shape_i,
+    make_vector,
+    shape_i,
+    specify_shape,
+)
+from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, discrete_dtypes
-from theano_dag.tensor.variable import as_tensor_variable
+from theano_dag.tensor.variable import TensorConstant, as_tensor_variable
 
 __all__ = [
     "is_dimshuffle_useless",
@@ -40,6 +53,8 @@ __all__ = [
     "local_canonicalize_alloc",
     "local_infer_shape",
     "ShapeFeature",
+    "is_length_of",
+    "local_elemwise_alloc",
 ]
 
 
@@ -261,8 +276,10 @@ def local_infer_shape(fgraph, node):
         return False  # infer_shape asked for the output's own shape
     if isinstance(node.op, Shape_i):
         return [lengths[0]]
-    new = make_vector(*lengths) if lengths else node.outputs[0]
-    return [fit(node.outputs[0], new)] if lengths else False
+    # The shape of a 0-d value is the empty vector, whatever computes the value.
+    if not lengths:
+        return [TensorConstant(node.outputs[0].type, np.zeros(0, dtype="int64"))]
+    return [fit(node.outputs[0], make_vector(*lengths))]
 
 
 class ShapeFeature(Feature):
@@ -332,3 +349,115 @@ class ShapeFeature(Feature):
         if len(sx) != len(sy):
             return False
         return all(a is b or equal_computations([a], [b]) for a, b in zip(sx, sy))
+
+
+def is_length_of(entry, x, d) -> bool:
+    """Whether the length ``entry`` (a scalar variable or an int) is known to be
+    ``x.shape[d]``: ``Shape_i`` or ``shape(x)[d]`` of ``x``, or the constant of ``x``'s
+    static length.
+
+    >>> import theano_dag.tensor as tt
+    >>> m = tt.dmatrix("m")
+    >>> is_length_of(m.shape[1], m, 1), is_length_of(m.shape[1], m, 0)
+    (True, False)
+    """
+    v = const_value(entry) if not isinstance(entry, int) else entry
+    if v is not None:
+        return x.type.shape[d] is not None and x.type.shape[d] == int(v)
+    owner = entry.owner
+    if owner is None:
+        return False
+    if isinstance(owner.op, Shape_i):
+        return owner.op.i == d and owner.inputs[0] is x
+    if isinstance(owner.op, Subtensor) and owner.op.idx_list == (("int",),):
+        shp, i = owner.inputs
+        return (
+            shp.owner is not None
+            and isinstance(shp.owner.op, Shape)
+            and shp.owner.inputs[0] is x
+            and const_value(i) is not None
+            and int(const_value(i)) == d
+        )
+    return False
+
+
+def _alloc_under(var):
+    """``(alloc node, order)`` when ``var`` is an alloc, or a DimShuffle of one that
+    only adds dimensions (``order`` the DimShuffle's, None for a bare alloc)."""
+    owner = var.owner
+    if owner is None:
+        return None
+    if isinstance(owner.op, Alloc):
+        return owner, None
+    if isinstance(owner.op, DimShuffle):
+        inner = owner.inputs[0].owner
+        order = owner.op.new_order
+        if inner is not None and isinstance(inner.op, Alloc):
+            if [o for o in order if o != "x"] == list(range(inner.outputs[0].ndim)):
+                return inner, order
+    return None
+
+
+@RULES.canonicalize()
+@local_optimizer([Elemwise])
+def local_elemwise_alloc(fgraph, node):
+    """An alloc feeding an elementwise op with another input of the result's shape
+    goes: the elementwise op broadcasts the allocated value itself. Where the lengths
+    the alloc asked for are not known to be that input's, an Assert checks them (the
+    error the alloc's shape would have raised).
+
+    >>> import theano_dag.tensor as tt
+    >>> v, m = tt.dvector("v"), tt.dmatrix("m")
+    >>> new = local_elemwise_alloc.transform(None, (tt.alloc(v, *m.shape) + m).owner)[0]
+    >>> new.owner.inputs[0].owner.op
+    DimShuffle{x,0}
+    """
+    # alloc(v, *m.shape) + m -> v[None] + m
+    # alloc(v, 2, 2) + m -> v[None] + assert(m, m.shape == (2, 2))
+    if len(node.inputs) < 2:
+        return False
+    out = node.outputs[0]
+    allocs = [_alloc_under(i) for i in node.inputs]
+    if not any(allocs):
+        return False
+    # The input that gives the result its shape and stays: one that is no alloc if
+    # there is one, else one of the allocs (the others go).
+    shaped = [
+        k for k, i in enumerate(node.inputs) if i.type.broadcastable == out.type.broadcastable
+    ]
+    k_ref = min(shaped, key=lambda k: allocs[k] is not None, default=None)
+    if k_ref is None or allocs[k_ref] is not None and sum(a is not None for a in allocs) < 2:
+        return False  # no other input gives the result its shape
+    ref = node.inputs[k_ref]
+    allocs[k_ref] = None
+    conds, new_ins = [], []
+    for i, found in zip(node.inputs, allocs):
+        if found is None:
+            new_ins.append(i)
+            continue
+        anode, order = found
+        value, *lengths = anode.inputs
+        a = anode.outputs[0]
+        order = list(range(a.ndim)) if order is None else list(order)
+        lead = a.ndim - value.ndim
+        vb = (True,) * lead + value.type.broadcastable
+        for j, o in enumerate(order):
+            if o == "x":
+                continue
+            if a.type.broadcastable[o] and not vb[o]:
+                return False  # a length-1 dimension of the value not declared so
+            if not a.type.broadcastable[o] and not is_length_of(lengths[o], ref, j):
+                conds.append(tm.eq(lengths[o], shape_i(ref, j)))
+        v = DimShuffle(value.type.broadcastable, ["x"] * lead + list(range(value.ndim)))(value)
+        if order != list(range(a.ndim)):
+            v = DimShuffle(v.type.broadcastable, order)(v)
+        new_ins.append(v)
+    if conds:
+        checked = assert_op(ref, *conds)
+        new_ins = [checked if i is ref else i for i in new_ins]
+    new = node.op(*new_ins)
+    if any(n is None and o is not None for n, o in zip(new.type.shape, out.type.shape)):
+        # The alloc's constant lengths made the result's static shape: keep it.
+        new = specify_shape(new, out.type.shape)
+    new = fit(out, new)
+    return [new] if new is not None else False

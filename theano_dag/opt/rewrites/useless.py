@@ -16,6 +16,7 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
@@ -36,6 +37,8 @@ __all__ = [
     "local_useless_fill",
     "local_incsubtensor_of_zeros",
     "local_setsubtensor_of_constants",
+    "local_remove_useless_assert",
+    "local_remove_all_assert",
 ]
 
 
@@ -177,10 +180,11 @@ def local_useless_reduce(fgraph, node):
     axes = node.op._axes(x.ndim)
     if any(not x.type.broadcastable[a] for a in axes):
         return False
-    if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
-        return False  # all/any turn numbers into bools
     kept = [d for d in range(x.ndim) if d not in axes]
-    return DimShuffle(x.broadcastable, kept)(x) if axes else x
+    new = DimShuffle(x.broadcastable, kept)(x) if axes else x
+    if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
+        new = tm.neq(new, 0)  # all/any of one number: whether it is nonzero
+    return new
 
 
 @useless()
@@ -231,3 +235,43 @@ def local_setsubtensor_of_constants(fgraph, node):
     if vx is None or vy is None or vx != vy or np.isnan(vx):
         return False
     return x
+
+
+@useless()
+@local_optimizer([Assert])
+def local_remove_useless_assert(fgraph, node):
+    """The conditions of an Assert known to be true go; with none left, so does the
+    Assert. A condition known false stays (it raises when run).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dscalar("x"), tt.dscalar("y")
+    >>> a = Assert()(x, y, tt.constant(1))  # a constant 1 built into the node by hand
+    >>> local_remove_useless_assert.transform(None, a.owner)[0].owner.inputs
+    [x, y]
+    """
+    # assert(x, 1, c) -> assert(x, c) ; assert(x, 1) -> x
+    value, *conds = node.inputs
+    kept = []
+    for c in conds:
+        v = const_value(c)
+        if v is None or not bool(v):
+            kept.append(c)
+    if len(kept) == len(conds):
+        return False
+    return [node.op(value, *kept)] if kept else [value]
+
+
+@RULES.canonicalize("unsafe", opt_in=True)
+@local_optimizer([Assert])
+def local_remove_all_assert(fgraph, node):
+    """Every Assert goes, its conditions unchecked: faster, and unsafe (a wrong shape or
+    index then gives a wrong result instead of an error). Only a mode that names it
+    runs it: ``mode.including("local_remove_all_assert")``.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dscalar("x")
+    >>> local_remove_all_assert.transform(None, Assert()(x, x > 0).owner)
+    [x]
+    """
+    # assert(x, c...) -> x
+    return [node.inputs[0]]

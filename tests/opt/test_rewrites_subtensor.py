@@ -1,0 +1,191 @@
+"""Rewrites of indexing (Theano's names): merge, lift, read-back of what was set."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import get_mode
+from theano_dag.graph.identity_ops import DeepCopyOp
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.shape import MakeVector, make_vector
+from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor1,
+    AdvancedSubtensor1,
+    IncSubtensor,
+    Subtensor,
+)
+
+DTYPES = ["float32", "float64"]
+
+
+def _nodes(f, cls):
+    return [n for n in f.maker.fgraph.toposort() if isinstance(n.op, cls)]
+
+
+def _merged_and_not(inputs, out):
+    f = theano_dag.function(inputs, out)
+    g = theano_dag.function(
+        inputs, out, mode=get_mode("FAST_RUN").excluding("local_subtensor_merge")
+    )
+    return f, g
+
+
+def _same_or_both_raise(f, g, *args):
+    try:
+        want = g(*args)
+    except IndexError:
+        with pytest.raises(IndexError):
+            f(*args)
+        return
+    got = f(*args)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_two_symbolic_slices_are_one(dtype):
+    x = tt.vector("x", dtype=dtype)
+    a, b, c, d, e, s = tt.lscalars("abcdes")
+    f, g = _merged_and_not([x, a, b, c, d, e, s], x[a:b:c][d:e:s])
+    assert len(_nodes(f, Subtensor)) == 1 and len(_nodes(g, Subtensor)) == 2
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5):
+        v = np.arange(n, dtype=dtype)
+        for _ in range(150):
+            a_, b_, d_, e_ = rng.integers(-7, 8, size=4)
+            c_, s_ = rng.choice([-3, -2, -1, 1, 2, 3], size=2)
+            got = f(v, a_, b_, c_, d_, e_, s_)
+            np.testing.assert_array_equal(got, v[a_:b_:c_][d_:e_:s_])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_slice_then_an_index_is_one_index_and_raises_as_two(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    a, c, i = tt.lscalars("aci")
+    f, g = _merged_and_not([x, a, c, i], x[a::c][i])
+    assert len(_nodes(f, Subtensor)) == 1
+    for n, a_, c_, i_ in itertools.product((0, 1, 4), (-5, -1, 0, 2, 6), (-2, 1, 3), range(-5, 5)):
+        v = np.arange(n * 2, dtype=dtype).reshape(n, 2)
+        _same_or_both_raise(f, g, v, a_, c_, i_)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_constant_slices_merge_to_constants(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    f, _ = _merged_and_not([x], x[1:][::2, 1:][0])
+    (sub,) = _nodes(f, Subtensor)
+    v = np.arange(20, dtype=dtype).reshape(5, 4)
+    np.testing.assert_array_equal(f(v), v[1:][::2, 1:][0])
+
+
+def test_merge_keeps_two_when_excluded():
+    x = tt.dvector("x")
+    g = theano_dag.function(
+        [x], x[1:][1:], mode=get_mode("FAST_RUN").excluding("local_subtensor_merge")
+    )
+    assert len(_nodes(g, Subtensor)) == 2
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_subtensor_lifts_above_an_elemwise_read_once(dtype):
+    x, z = tt.matrix("x", dtype=dtype), tt.matrix("z", dtype=dtype)
+    y = tt.scalar("y", dtype=dtype)
+    f = theano_dag.function([x, y, z], tt.exp(x + y + z)[0])
+    subs = _nodes(f, Subtensor)
+    assert len(subs) == 2 and {n.inputs[0].name for n in subs} == {"x", "z"}
+    xv = np.arange(6, dtype=dtype).reshape(2, 3) / 10
+    zv = xv[::-1].copy()
+    np.testing.assert_allclose(f(xv, 0.5, zv), np.exp(xv + 0.5 + zv)[0], rtol=1e-6)
+
+
+def test_subtensor_does_not_lift_above_an_elemwise_read_twice():
+    x = tt.dmatrix("x")
+    f = theano_dag.function([x], [tt.exp(x)[0], tt.exp(x)])
+    (sub,) = _nodes(f, Subtensor)
+    assert isinstance(sub.inputs[0].owner.op, Elemwise)
+    # nor above one with an input broadcast along some dimensions only
+    r = tt.drow("r")
+    f = theano_dag.function([x, r], (x + r)[0])
+    (sub,) = _nodes(f, Subtensor)
+    assert sub.inputs[0].owner is not None
+    v = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(f(v, np.ones((1, 3))), (v + 1)[0])
+
+
+def test_indexing_a_built_vector_picks_its_scalars():
+    a, b, c = tt.lscalars("abc")
+    v = make_vector(a, b, c)
+    f = theano_dag.function([a, b, c], v[1])
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [DeepCopyOp]
+    assert f(3, 4, 5) == 4
+    for sub in (v[1:], v[tt.constant([2, 0])]):
+        f = theano_dag.function([a, b, c], sub)
+        assert [type(n.op) for n in f.maker.fgraph.toposort()] == [MakeVector]
+    assert f(3, 4, 5).tolist() == [5, 3]
+    # a symbolic index stays an index
+    i = tt.lscalar("i")
+    f = theano_dag.function([a, b, c, i], v[i])
+    assert _nodes(f, Subtensor)
+    assert f(3, 4, 5, -1) == 5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reading_back_what_was_set_is_the_value(dtype):
+    x, v = tt.matrix("x", dtype=dtype), tt.vector("v", dtype=dtype)
+    i, j = tt.lscalars("ij")
+    f = theano_dag.function([x, i, v], tt.set_subtensor(x[i], v)[i])
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [DeepCopyOp]
+    vv = np.arange(4, dtype=dtype)
+    np.testing.assert_array_equal(f(np.zeros((3, 4), dtype), 1, vv), vv)
+    # a value of fewer dimensions is spread over the part
+    f = theano_dag.function([x, i, j, v], tt.set_subtensor(x[:i, :j], v)[:i, :j])
+    assert not _nodes(f, IncSubtensor) and _nodes(f, tt.Alloc)
+    got = f(np.zeros((3, 4), dtype), 2, 2, vv[:2])
+    np.testing.assert_array_equal(got, np.tile(vv[:2], (2, 1)))
+    # another index reads what was not set: not rewritten
+    f = theano_dag.function([x, i, j, v], tt.set_subtensor(x[i], v)[j])
+    assert _nodes(f, IncSubtensor)
+    # an increment is not a set
+    f = theano_dag.function([x, i, v], tt.inc_subtensor(x[i], v)[i])
+    assert _nodes(f, IncSubtensor)
+    np.testing.assert_array_equal(f(np.ones((3, 4), dtype), 1, vv), vv + 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reading_back_rows_just_set(dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.matrix("y", dtype=dtype)
+    rows = tt.constant(np.array([2, 0]))
+    f = theano_dag.function([x, y], tt.set_subtensor(x[rows], y)[rows])
+    assert not _nodes(f, (AdvancedIncSubtensor1, AdvancedSubtensor1))
+    yv = np.arange(6, dtype=dtype).reshape(2, 3)
+    np.testing.assert_array_equal(f(np.zeros((3, 3), dtype), yv), yv)
+    # a row listed twice holds the last value written: the write and the read stay
+    twice = tt.constant(np.array([1, 1]))
+    f = theano_dag.function([x, y], tt.set_subtensor(x[twice], y)[twice])
+    assert _nodes(f, AdvancedIncSubtensor1)
+    np.testing.assert_array_equal(f(np.zeros((3, 3), dtype), yv), yv[[1, 1]])
+    # so does a symbolic list (it may list a row twice)
+    r = tt.lvector("r")
+    f = theano_dag.function([x, y, r], tt.set_subtensor(x[r], y)[r])
+    assert _nodes(f, AdvancedIncSubtensor1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_setting_all_of_x_to_a_value_of_its_shape(dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.matrix("y", dtype=dtype)
+    for sub in (slice(None), slice(None, None, -1)):
+        f = theano_dag.function([x, y], tt.set_subtensor(x[:, sub], tt.specify_shape(y, x.shape)))
+        assert not _nodes(f, IncSubtensor)
+        yv = np.arange(6, dtype=dtype).reshape(2, 3)
+        np.testing.assert_array_equal(f(np.zeros((2, 3), dtype), yv), yv[:, sub])
+        # without the shape known, y may broadcast: kept
+        f = theano_dag.function([x, y], tt.set_subtensor(x[:, sub], y))
+        assert _nodes(f, IncSubtensor)
+    # a stride is not all of x
+    f = theano_dag.function(
+        [x, y], tt.set_subtensor(x[:, ::2], tt.specify_shape(y, x[:, ::2].shape))
+    )
+    assert _nodes(f, IncSubtensor)
