@@ -168,18 +168,18 @@ def default(x, default):
 
 
 def extract_constant(x, elemwise=True, only_process_constants=False):
-    """``x``'s constant value as a constant when it is known at graph-build time (through
-    casts, DimShuffles and fills), else ``x`` itself.
+    """``x``'s constant value (a numpy scalar) when it is known at graph-build time (through
+    casts, DimShuffles and fills), else ``x`` itself, as Theano's.
 
     >>> from theano_dag import tensor as tt
-    >>> extract_constant(tt.constant(3).dimshuffle("x")).data
-    array(3, dtype=int8)
+    >>> v = extract_constant(tt.constant(3).dimshuffle("x"))
+    >>> v == 3, v.dtype
+    (np.True_, dtype('int8'))
     """
     try:
-        value = tb.get_scalar_constant_value(x, elemwise=elemwise)
+        return tb.get_scalar_constant_value(x, elemwise=elemwise)
     except tb.NotScalarConstantError:
         return x
-    return tb.constant(value)
 
 
 class Nonzero(Op):
