@@ -7,6 +7,7 @@ module                        what
 ``useless``                   remove nodes that compute nothing new
 ``conv``                      batch normalization, bias and relu folded into convolutions
 ``algebra``                   identities (x+0, x*1, x*0, --x, ...), broadcasts, order
+``logic``                     comparisons, and/or, switches the graph already answers
 ``products``                  canonical products, ``x*y/y -> x``
 ``reduce``                    reductions merged, of stacks, over length-1 dimensions
 ``shapes``                    DimShuffle lifted and merged, reshape/alloc simplified
@@ -27,6 +28,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     conv,
     fusion,
     inplace,
+    logic,
     products,
     reduce,
     shapes,

@@ -28,8 +28,8 @@ from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.arrays import assert_op
-from theano_dag.tensor.basic import Alloc, alloc, cast
+from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
+from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     MakeVector,
@@ -55,6 +55,10 @@ __all__ = [
     "ShapeFeature",
     "is_length_of",
     "local_elemwise_alloc",
+    "local_useless_split",
+    "local_join_empty",
+    "local_tensor_scalar_tensor",
+    "local_scalar_tensor_scalar",
 ]
 
 
@@ -461,3 +465,82 @@ def local_elemwise_alloc(fgraph, node):
         new = specify_shape(new, out.type.shape)
     new = fit(out, new)
     return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([Split])
+def local_useless_split(fgraph, node):
+    """A split into one part is its input, the sizes checked (an Assert: one size, the
+    length of the axis).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, s = tt.dmatrix("x"), tt.lvector("s")
+    >>> local_useless_split.transform(None, tt.split(x, s, 1)[0].owner)[0].owner.op
+    Assert{msg='Theano Assert failed!'}
+    """
+    # split(x, sizes, 1) -> assert(x, len(sizes) == 1, sizes[0] == x.shape[axis])
+    if node.op.len_splits != 1:
+        return False
+    x, sizes = node.inputs
+    axis = node.op.axis % x.ndim
+    new = assert_op(x, tm.eq(shape_i(sizes, 0), 1), tm.eq(sizes[0], shape_i(x, axis)))
+    new = fit(node.outputs[0], new)
+    return [new] if new is not None else False
+
+
+def _empty_along(var, axis) -> bool:
+    """Whether ``var`` is known to have length 0 along ``axis``."""
+    if isinstance(var, TensorConstant):
+        return np.shape(var.data)[axis] == 0
+    return var.type.shape[axis] == 0
+
+
+@RULES.canonicalize()
+@local_optimizer([Join])
+def local_join_empty(fgraph, node):
+    """The parts of a join known to be empty along its axis go.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> a = tt.dvector("a")
+    >>> j = tt.join(0, a, np.zeros(0), a)
+    >>> local_join_empty.transform(None, j.owner)[0].owner.inputs
+    [a, a]
+    """
+    # join(0, a, [], b) -> join(0, a, b)
+    parts = node.inputs
+    axis = node.op.axis % node.outputs[0].ndim
+    kept = [p for p in parts if not _empty_along(p, axis)]
+    if len(kept) == len(parts) or not kept:
+        return False
+    out = node.outputs[0]
+    new = kept[0] if len(kept) == 1 else Join(node.op.axis)(*kept)
+    if any(n is None and o is not None for n, o in zip(new.type.shape, out.type.shape)):
+        # The empty parts fixed lengths the others must have (the join checked them).
+        new = specify_shape(new, out.type.shape)
+    new = fit(out, new)
+    return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([TensorFromScalar, ScalarFromTensor])
+def local_tensor_scalar_tensor(fgraph, node):
+    """A 0-d tensor made a scalar and back (or a scalar made a tensor and back) is
+    itself (Theano's ``local_tensor_scalar_tensor`` and ``local_scalar_tensor_scalar``).
+
+    >>> import theano_dag.tensor as tt
+    >>> t = tt.dscalar("t")
+    >>> back = tt.tensor_from_scalar(tt.scalar_from_tensor(t))
+    >>> local_tensor_scalar_tensor.transform(None, back.owner)
+    [t]
+    """
+    # tensor_from_scalar(scalar_from_tensor(t)) -> t ; and the other way
+    inner = node.inputs[0].owner
+    back = ScalarFromTensor if isinstance(node.op, TensorFromScalar) else TensorFromScalar
+    if inner is None or not isinstance(inner.op, back):
+        return False
+    x = inner.inputs[0]
+    return [x] if x.type == node.outputs[0].type else False
+
+
+local_scalar_tensor_scalar = local_tensor_scalar_tensor

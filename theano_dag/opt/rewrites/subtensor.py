@@ -11,7 +11,8 @@ Theano's names (``theano.tensor.opt``):
 - ``local_subtensor_inc_subtensor``: ``set_subtensor(x[i], v)[i]`` -> ``v``;
 - ``local_adv_sub1_adv_inc_sub1``: the same for a row list (``AdvancedSubtensor1``);
 - ``local_useless_inc_subtensor``: ``set_subtensor(x[:], y)`` -> ``y`` when ``y`` has the
-  shape of ``x``.
+  shape of ``x``;
+- ``local_subtensor_of_shape``: ``x.shape[1]`` -> ``Shape_i{1}(x)``.
 
 All in canonicalize. The index arithmetic they build is on int64 scalars, which constant
 folding and the shape rewrites reduce to constants where the lengths are known.
@@ -46,6 +47,7 @@ __all__ = [
     "local_subtensor_inc_subtensor",
     "local_adv_sub1_adv_inc_sub1",
     "local_useless_inc_subtensor",
+    "local_subtensor_of_shape",
 ]
 
 canonicalize = RULES.canonicalize
@@ -438,4 +440,30 @@ def local_useless_inc_subtensor(fgraph, node):
     if not _same_shape(y, x):
         return False
     new = fit(node.outputs[0], subtensor(y, entries))
+    return [new] if new is not None else False
+
+
+@canonicalize("local_shape_to_shape_i")  # Theano's name of the rewrite it stands for
+@local_optimizer([Subtensor])
+def local_subtensor_of_shape(fgraph, node):
+    """An entry of a shape is that length (``Shape_i``): it needs neither the whole
+    shape vector nor an indexing of it.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_subtensor_of_shape.transform(None, x.shape[-1].owner)[0].owner.op
+    Shape_i{1}
+    """
+    # shape(x)[i] -> shape_i(x, i)
+    shp = node.inputs[0]
+    if shp.owner is None or not isinstance(shp.owner.op, Shape):
+        return False
+    x = shp.owner.inputs[0]
+    (entry,) = index_entries(node) if len(node.op.idx_list) == 1 else (None,)
+    if entry is None or isinstance(entry, slice):
+        return False
+    i = _const_index(entry)
+    if i is None or not -x.ndim <= i < x.ndim:
+        return False
+    new = fit(node.outputs[0], shape_i(x, i % x.ndim))
     return [new] if new is not None else False
