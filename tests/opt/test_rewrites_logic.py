@@ -169,3 +169,24 @@ def test_an_entry_of_a_shape_is_a_shape_i():
     f = theano_dag.function([x], [x.shape[-1], x.shape[0]])
     assert sorted(op.i for op in _ops(f) if isinstance(op, Shape_i)) == [0, 2]
     assert [int(v) for v in f(np.zeros((2, 3, 4)))] == [4, 2]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_abs_of_a_negation(dtype):
+    y, z = tt.matrix("y", dtype=dtype), tt.matrix("z", dtype=dtype)
+    mode = get_mode("FAST_RUN").excluding("local_elemwise_fusion")
+    f = theano_dag.function([y, z], abs(y * z * -2), mode=mode)
+    assert [str(op) for op in _ops(f)] == ["Elemwise{mul,no_inplace}", "Elemwise{abs,inplace}"]
+    yv = np.array([[1, -2]], dtype)
+    np.testing.assert_array_equal(f(yv, yv), np.abs(yv * yv * -2))
+
+
+def test_a_reshape_to_its_own_shape_with_one_minus_one_goes():
+    x = tt.dmatrix("x")
+    for r in (x.reshape((x.shape[0], -1)), x.reshape((-1, x.shape[1]))):
+        f = theano_dag.function([x], r)
+        assert not any(isinstance(op, tt.Reshape) for op in _ops(f))
+        np.testing.assert_array_equal(f(np.ones((2, 3))), np.ones((2, 3)))
+    f = theano_dag.function([x], x.reshape((-1, x.shape[0])))
+    assert any(isinstance(op, tt.Reshape) for op in _ops(f))
+    assert f(np.ones((2, 3))).shape == (3, 2)

@@ -189,3 +189,24 @@ def test_setting_all_of_x_to_a_value_of_its_shape(dtype):
         [x, y], tt.set_subtensor(x[:, ::2], tt.specify_shape(y, x[:, ::2].shape))
     )
     assert _nodes(f, IncSubtensor)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_increment_by_an_alloc_is_by_the_value(dtype):
+    x, y = tt.vector("x", dtype=dtype), tt.scalar("y", dtype=dtype)
+    i = tt.lscalar("i")
+    z = tt.inc_subtensor(x[:i], tt.alloc(y, i))
+    f = theano_dag.function([x, i, y], z)
+    assert not _nodes(f, tt.Alloc)
+    xv = np.arange(5, dtype=dtype)
+    want = xv.copy()
+    want[:3] += 2
+    np.testing.assert_array_equal(f(xv, 3, 2), want)
+    # the lengths the alloc asked for are still checked
+    with pytest.raises(AssertionError):
+        f(xv, 7, 2)
+    rows = tt.lvector("rows")
+    z = tt.set_subtensor(x[rows], tt.alloc(y, rows.shape[0]))
+    f = theano_dag.function([x, rows, y], z)
+    assert not _nodes(f, tt.Alloc)
+    np.testing.assert_array_equal(f(xv, [0, 4], 9), np.array([9, 1, 2, 3, 9], dtype))

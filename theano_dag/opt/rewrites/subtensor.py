@@ -12,7 +12,9 @@ Theano's names (``theano.tensor.opt``):
 - ``local_adv_sub1_adv_inc_sub1``: the same for a row list (``AdvancedSubtensor1``);
 - ``local_useless_inc_subtensor``: ``set_subtensor(x[:], y)`` -> ``y`` when ``y`` has the
   shape of ``x``;
-- ``local_subtensor_of_shape``: ``x.shape[1]`` -> ``Shape_i{1}(x)``.
+- ``local_subtensor_of_shape``: ``x.shape[1]`` -> ``Shape_i{1}(x)``;
+- ``local_useless_inc_subtensor_alloc``: ``inc_subtensor(x[i], alloc(v, n))`` ->
+  ``inc_subtensor(x[i], v)`` (the lengths checked).
 
 All in canonicalize. The index arithmetic they build is on int64 scalars, which constant
 folding and the shape rewrites reduce to constants where the lengths are known.
@@ -28,7 +30,8 @@ from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, fit
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import alloc, cast
+from theano_dag.tensor.arrays import assert_op
+from theano_dag.tensor.basic import Alloc, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Shape, SpecifyShape, make_vector, shape_i
 from theano_dag.tensor.subtensor import (
@@ -48,6 +51,7 @@ __all__ = [
     "local_adv_sub1_adv_inc_sub1",
     "local_useless_inc_subtensor",
     "local_subtensor_of_shape",
+    "local_useless_inc_subtensor_alloc",
 ]
 
 canonicalize = RULES.canonicalize
@@ -467,3 +471,47 @@ def local_subtensor_of_shape(fgraph, node):
         return False
     new = fit(node.outputs[0], shape_i(x, i % x.ndim))
     return [new] if new is not None else False
+
+
+def _region(node):
+    """The part of ``x`` an increment node writes, as an expression (for its shape)."""
+    x = node.inputs[0]
+    if isinstance(node.op, IncSubtensor):
+        return subtensor(x, index_entries(node))
+    return x[node.inputs[2]] if isinstance(node.op, AdvancedIncSubtensor1) else None
+
+
+@canonicalize()
+@local_optimizer([IncSubtensor, AdvancedIncSubtensor1])
+def local_useless_inc_subtensor_alloc(fgraph, node):
+    """An increment (or set) by an alloc of a value is the increment by the value: the
+    increment spreads it over the part itself. An Assert keeps the check of the lengths
+    the alloc asked for against the part's.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y, i = tt.dvector("x"), tt.dscalar("y"), tt.lscalar("i")
+    >>> z = tt.inc_subtensor(x[:i], tt.alloc(y, i))
+    >>> local_useless_inc_subtensor_alloc.transform(None, z.owner)[0].owner.inputs[1].owner.op
+    Assert{msg='Theano Assert failed!'}
+    """
+    # inc_subtensor(x[idx], alloc(v, *shape))
+    #   -> inc_subtensor(x[idx], assert(v, shape == x[idx].shape))
+    if node.op.inplace:
+        return False
+    x, y = node.inputs[:2]
+    if y.owner is None or not isinstance(y.owner.op, Alloc):
+        return False
+    value, *lengths = y.owner.inputs
+    region = _region(node)
+    if region is None or value.dtype != y.dtype:
+        return False
+    offset = region.ndim - y.ndim
+    conds = [
+        tm.eq(n, shape_i(region, offset + k))
+        for k, n in enumerate(lengths)
+        if not (const_value(n) is not None and int(const_value(n)) == 1)
+    ]
+    new_y = assert_op(value, *conds) if conds else value
+    new = node.op(x, new_y, *node.inputs[2:])
+    new = fit(node.outputs[0], new)
+    return [_traced(node.outputs[0], new, node.inputs)] if new is not None else False

@@ -20,7 +20,12 @@ from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
-from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
+from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    IncSubtensor,
+    Subtensor,
+)
 from theano_dag.tensor.type import all_dtypes
 
 # Casts to every dtype (a cast to the dtype its input has does nothing).
@@ -105,6 +110,14 @@ def _shape_entries(shp):
     return None
 
 
+def _entry_value(entry):
+    """The int a shape entry is known to hold, else None."""
+    if isinstance(entry, (int, np.integer)):
+        return int(entry)
+    v = const_value(entry)
+    return None if v is None else int(v)
+
+
 def _is_dim_of(entry, x, d) -> bool:
     """Whether ``entry`` is known to equal ``x.shape[d]``."""
     if isinstance(entry, (int, np.integer)):
@@ -117,6 +130,15 @@ def _is_dim_of(entry, x, d) -> bool:
         return False
     if isinstance(owner.op, Shape_i):
         return owner.inputs[0] is x and owner.op.i == d
+    if isinstance(owner.op, Subtensor) and owner.op.idx_list == (("int",),):  # shape(x)[d]
+        shp, i = owner.inputs
+        return (
+            shp.owner is not None
+            and isinstance(shp.owner.op, Shape)
+            and shp.owner.inputs[0] is x
+            and const_value(i) is not None
+            and int(const_value(i)) == d
+        )
     return False
 
 
@@ -134,7 +156,9 @@ def local_useless_reshape(fgraph, node):
         entries = _shape_entries(shp)
         if entries is None or len(entries) != x.ndim:
             return False
-        if not all(_is_dim_of(e, x, d) for d, e in enumerate(entries)):
+        # Every length is x's own, but for at most one -1 (which is then the one left).
+        unknown = [d for d, e in enumerate(entries) if not _is_dim_of(e, x, d)]
+        if len(unknown) > 1 or unknown and _entry_value(entries[unknown[0]]) != -1:
             return False
         new = x
     return new
