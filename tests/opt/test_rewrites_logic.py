@@ -5,6 +5,7 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.compile.mode import get_mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp
@@ -190,3 +191,22 @@ def test_a_reshape_to_its_own_shape_with_one_minus_one_goes():
     f = theano_dag.function([x], x.reshape((-1, x.shape[0])))
     assert any(isinstance(op, tt.Reshape) for op in _ops(f))
     assert f(np.ones((2, 3))).shape == (3, 2)
+
+
+def test_a_cast_of_a_lossless_cast_is_one_cast():
+    x = tt.fmatrix("x")
+    xv = np.array([[1.5, -2.25]], "float32")
+    f = theano_dag.function([x], tt.cast(tt.cast(x, "float64"), "float32"))
+    assert not any(isinstance(op, Elemwise) for op in _ops(f))
+    np.testing.assert_array_equal(f(xv), xv)
+    f = theano_dag.function([x], tt.cast(tt.cast(x, "float64"), "int32"))
+    assert len([op for op in _ops(f) if isinstance(op, Elemwise)]) == 1
+    np.testing.assert_array_equal(f(xv), xv.astype("int32"))
+    # a cast that rounds first stays: float64(float32(d)) is not d
+    d = tt.dvector("d")
+    f = theano_dag.function([d], tt.cast(tt.cast(d, "float32"), "float64"))
+    assert len([op for op in _ops(f) if isinstance(op, Elemwise)]) == 1
+    assert f(np.array([0.1]))[0] == np.float64(np.float32(0.1))
+    # Theano's spelling of a cast: Cast of a scalar type
+    f = theano_dag.function([x], Elemwise(ts.Cast(ts.get_scalar_type("float64")))(x))
+    assert f(xv).dtype == "float64"

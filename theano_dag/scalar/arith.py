@@ -456,13 +456,14 @@ class Switch(ScalarOp):
 
 
 class Cast(UnaryScalarOp):
-    """Convert to ``o_type`` (a dtype string) with C's/numpy's conversion."""
+    """Convert to ``o_type`` (a dtype string, or a scalar type as Theano's
+    ``Cast(Scalar("float64"))``) with C's/numpy's conversion."""
 
     __props__ = ("o_type",)
     compute_in_output_dtype = False
 
     def __init__(self, o_type, name=None):
-        self.o_type = np.dtype(o_type).name
+        self.o_type = np.dtype(getattr(o_type, "dtype", o_type)).name
         super().__init__(None, name or f"convert_to_{self.o_type}")
 
     def output_types_preference(self, *dtypes):

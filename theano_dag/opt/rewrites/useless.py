@@ -44,6 +44,7 @@ __all__ = [
     "local_setsubtensor_of_constants",
     "local_remove_useless_assert",
     "local_remove_all_assert",
+    "local_cast_cast",
 ]
 
 
@@ -299,3 +300,28 @@ def local_remove_all_assert(fgraph, node):
     """
     # assert(x, c...) -> x
     return [node.inputs[0]]
+
+
+@RULES.canonicalize()
+@local_optimizer(CASTS)
+def local_cast_cast(fgraph, node):
+    """A cast of a cast that lost nothing (to a dtype holding every value of the first
+    one's input) is one cast; back to the input's dtype, none.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.fvector("x")
+    >>> local_cast_cast.transform(None, tt.cast(tt.cast(x, "float64"), "float32").owner)
+    [x]
+    """
+    # cast(cast(x, wider), t) -> cast(x, t) ; cast(cast(x, wider), x.dtype) -> x
+    sop = scalar_op(node)
+    inner = node.inputs[0]
+    isop = scalar_op(inner.owner)
+    if not isinstance(sop, ts.Cast) or not isinstance(isop, ts.Cast):
+        return False
+    x = inner.owner.inputs[0]
+    if not np.can_cast(x.dtype, inner.dtype, "safe"):
+        return False  # the first cast rounds or wraps: the second sees its result
+    out = node.outputs[0]
+    new = x if x.dtype == out.dtype else node.op(x)
+    return [fit(out, new)]
