@@ -88,7 +88,7 @@ def _constant_like(node, value):
 
 
 @canonicalize()
-@local_optimizer([Elemwise])
+@local_optimizer([tm.lt, tm.gt, tm.le, tm.ge, tm.eq, tm.neq, tm.maximum, tm.minimum, tm.xor])
 def local_useless_elemwise_comparison(fgraph, node):
     """Comparisons of a value with itself, and of a length with 0, are constants;
     ``maximum(length, 0)`` is the length and ``minimum(length, 0)`` is 0.
@@ -191,6 +191,9 @@ def local_merge_switch_same_cond(fgraph, node):
     Elemwise{switch,no_inplace}
     """
     # op(switch(c, a, b), switch(c, x, y)) -> switch(c, op(a, x), op(b, y))
+    first = node.inputs[0].owner
+    if first is None or type(first.op) is not Elemwise or type(first.op.scalar_op) is not ts.Switch:
+        return False  # most nodes stop here: this rule sees every elementwise node
     sop = scalar_op(node)
     if sop is None or isinstance(sop, ts.Switch) or len(node.inputs) < 2 or len(node.outputs) != 1:
         return False

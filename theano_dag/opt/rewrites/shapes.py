@@ -26,7 +26,7 @@ from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
-from theano_dag.opt.rewrites.utils import const_value, fit
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
@@ -114,7 +114,8 @@ def local_dimshuffle_lift(fgraph, node):
         ins = [
             _lift(fgraph, DimShuffle(i.type.broadcastable, op.new_order)(i)) for i in inode.inputs
         ]
-        return inode.op(*ins, return_list=True)
+        outs = inode.op(*ins, return_list=True)
+        return [keep_trace(node.outputs[0], o, inode.inputs) for o in outs]
     order = op.new_order
     if inode is not None and isinstance(inode.op, DimShuffle):
         order = tuple("x" if o == "x" else inode.op.new_order[o] for o in order)
@@ -419,6 +420,11 @@ def local_elemwise_alloc(fgraph, node):
     # alloc(v, *m.shape) + m -> v[None] + m
     # alloc(v, 2, 2) + m -> v[None] + assert(m, m.shape == (2, 2))
     if len(node.inputs) < 2:
+        return False
+    # This rule sees every elementwise node: most have no alloc input and stop here.
+    if not any(
+        i.owner is not None and type(i.owner.op) in (Alloc, DimShuffle) for i in node.inputs
+    ):
         return False
     out = node.outputs[0]
     allocs = [_alloc_under(i) for i in node.inputs]

@@ -26,9 +26,8 @@ import numpy as np
 
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, alloc, cast
@@ -166,23 +165,6 @@ def merge_indices(x, outer, inner):
     return merged
 
 
-def _traced(old, new, inputs):
-    """``new`` with the stack of ``old`` on each variable the rewrite made (those
-    between ``new`` and ``inputs``), as Theano's rewrites copy it."""
-    stop = set(inputs)
-    todo = [new]
-    seen = set()
-    while todo:
-        v = todo.pop()
-        if v in seen or v in stop or v.owner is None or isinstance(v, Constant):
-            continue
-        seen.add(v)
-        if not get_stack_trace(v):
-            copy_stack_trace(old, v)
-        todo.extend(v.owner.inputs)
-    return new
-
-
 @canonicalize()
 @local_optimizer([Subtensor])
 def local_subtensor_merge(fgraph, node):
@@ -202,7 +184,7 @@ def local_subtensor_merge(fgraph, node):
     new = fit(node.outputs[0], subtensor(x, entries))
     if new is None:
         return False
-    return [_traced(node.outputs[0], new, [x, *u.owner.inputs[1:], *node.inputs[1:]])]
+    return [keep_trace(node.outputs[0], new, [x, *u.owner.inputs[1:], *node.inputs[1:]])]
 
 
 def _scalar_like_for(i, out_ndim):
@@ -245,7 +227,7 @@ def local_subtensor_lift(fgraph, node):
     new = fit(out, un.op(*new_ins))
     if new is None:
         return False
-    return [_traced(out, new, [*ins, *idx])]
+    return [keep_trace(out, new, [*ins, *idx])]
 
 
 def _const_index(v):
@@ -357,7 +339,7 @@ def local_subtensor_inc_subtensor(fgraph, node):
     new = _filled(value, subtensor(x, inner), node.outputs[0])
     if new is None:
         return False
-    return [_traced(node.outputs[0], new, [x, value, *node.inputs[1:]])]
+    return [keep_trace(node.outputs[0], new, [x, value, *node.inputs[1:]])]
 
 
 @canonicalize()
@@ -514,4 +496,4 @@ def local_useless_inc_subtensor_alloc(fgraph, node):
     new_y = assert_op(value, *conds) if conds else value
     new = node.op(x, new_y, *node.inputs[2:])
     new = fit(node.outputs[0], new)
-    return [_traced(node.outputs[0], new, node.inputs)] if new is not None else False
+    return [keep_trace(node.outputs[0], new, node.inputs)] if new is not None else False
