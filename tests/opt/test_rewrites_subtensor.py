@@ -210,3 +210,43 @@ def test_an_increment_by_an_alloc_is_by_the_value(dtype):
     f = theano_dag.function([x, rows, y], z)
     assert not _nodes(f, tt.Alloc)
     np.testing.assert_array_equal(f(xv, [0, 4], 9), np.array([9, 1, 2, 3, 9], dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_sum_of_increments_is_a_chain(dtype):
+    w = tt.matrix("w", dtype=dtype)
+    i, j = tt.lvectors("ij")
+    cost = (w[i] + w[j] + w[1]).sum()
+    g = theano_dag.grad(cost, w)
+    f = theano_dag.function([w, i, j], g)
+    for n in f.maker.fgraph.toposort():
+        if isinstance(n.op, Elemwise) and "add" in str(n.op):
+            assert not any(
+                v.owner is not None and "IncSubtensor" in type(v.owner.op).__name__
+                for v in n.inputs
+            )
+    wv = np.zeros((4, 3), dtype)
+    want = np.zeros((4, 3), dtype)
+    np.add.at(want, [0, 2], 1)
+    np.add.at(want, [2, 3], 1)
+    want[1] += 2
+    np.testing.assert_array_equal(f(wv, [0, 2], [2, 3]), want)
+    # sets are not increments: x + set_subtensor(...) stays
+    x = tt.vector("x", dtype=dtype)
+    f = theano_dag.function([x], x + tt.set_subtensor(x[0], 5))
+    np.testing.assert_array_equal(f(np.ones(2, dtype)), [6, 2])
+
+
+def test_useless_subtensor_goes():
+    x = tt.dmatrix("x")
+    for sub in (x[0:], x[:, : x.shape[1]], x[0 : x.shape[0], 0:]):
+        f = theano_dag.function([x], tt.exp(sub))
+        assert not _nodes(f, Subtensor)
+    f = theano_dag.function([x], tt.exp(x[1:]))
+    assert _nodes(f, Subtensor)
+    s = tt.specify_shape(x, (2, 3))
+    f = theano_dag.function([x], s[0:2, 0:5])
+    assert not _nodes(f, Subtensor)
+    f = theano_dag.function([x], s[0:1])
+    assert _nodes(f, Subtensor)
+    np.testing.assert_array_equal(f(np.ones((2, 3))), np.ones((1, 3)))

@@ -14,7 +14,10 @@ Theano's names (``theano.tensor.opt``):
   shape of ``x``;
 - ``local_subtensor_of_shape``: ``x.shape[1]`` -> ``Shape_i{1}(x)``;
 - ``local_useless_inc_subtensor_alloc``: ``inc_subtensor(x[i], alloc(v, n))`` ->
-  ``inc_subtensor(x[i], v)`` (the lengths checked).
+  ``inc_subtensor(x[i], v)`` (the lengths checked);
+- ``local_useless_subtensor``: ``x[0:]``, ``x[:x.shape[0]]`` -> ``x``;
+- ``local_IncSubtensor_serialize``: ``inc(b, c, i) + inc(b, d, j)`` ->
+  ``inc(inc(b + b, c, i), d, j)``: one array instead of two.
 
 All in canonicalize. The index arithmetic they build is on int64 scalars, which constant
 folding and the shape rewrites reduce to constants where the lengths are known.
@@ -24,16 +27,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.shapes import is_length_of
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, scalar_op, single_client
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Shape, SpecifyShape, make_vector, shape_i
 from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
     AdvancedSubtensor1,
     IncSubtensor,
@@ -51,6 +57,8 @@ __all__ = [
     "local_useless_inc_subtensor",
     "local_subtensor_of_shape",
     "local_useless_inc_subtensor_alloc",
+    "local_useless_subtensor",
+    "local_IncSubtensor_serialize",
 ]
 
 canonicalize = RULES.canonicalize
@@ -497,3 +505,83 @@ def local_useless_inc_subtensor_alloc(fgraph, node):
     new = node.op(x, new_y, *node.inputs[2:])
     new = fit(node.outputs[0], new)
     return [keep_trace(node.outputs[0], new, node.inputs)] if new is not None else False
+
+
+def _covers_dim(s, x, d) -> bool:
+    """Whether the slice ``s`` takes all of dimension ``d`` of ``x``, in order."""
+    if not isinstance(s, slice):
+        return False
+    if s.start is not None and _const_index(s.start) != 0:
+        return False
+    if s.step is not None and _const_index(s.step) != 1:
+        return False
+    if s.stop is None:
+        return True
+    stop = _const_index(s.stop)
+    if stop is not None:
+        return x.type.shape[d] is not None and stop >= x.type.shape[d]
+    return is_length_of(s.stop, x, d)
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_useless_subtensor(fgraph, node):
+    """An indexing that takes all of every dimension it indexes is its input.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_useless_subtensor.transform(None, x[0:, : x.shape[1]].owner)
+    [x]
+    """
+    # x[0:] -> x ; x[:x.shape[0]] -> x ; x[0:n] -> x when x's static length is n
+    x = node.inputs[0]
+    entries = index_entries(node)
+    if not all(_covers_dim(s, x, d) for d, s in enumerate(entries)):
+        return False
+    return [x] if x.type == node.outputs[0].type else False
+
+
+_INCS = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
+
+
+@canonicalize()
+@local_optimizer([tm.add])
+def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
+    """A sum of increments (the gradient of several indexings of one tensor) is a chain
+    of increments of the sum of what they increment: one array of the result's size
+    instead of one per increment, and each increment can then write in place.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, b, c, d = tt.dvector("x"), tt.dvector("b"), tt.dscalar("c"), tt.dscalar("d")
+    >>> s = tt.add(x, tt.inc_subtensor(b[0], c), tt.inc_subtensor(b[1], d))
+    >>> new = local_IncSubtensor_serialize.transform(None, s.owner)[0]
+    >>> new.owner.op, new.owner.inputs[0].owner.op
+    (IncSubtensor{int64}, IncSubtensor{int64})
+    """
+    # add(x, inc(b, c, i), inc(e, d, j)) -> inc(inc(add(x, b, e), c, i), d, j)
+    if scalar_op(node) is None or not isinstance(scalar_op(node), ts.Add):
+        return False
+    out = node.outputs[0]
+
+    def movable(v):
+        o = v.owner
+        return (
+            o is not None
+            and isinstance(o.op, _INCS)
+            and not o.op.set_instead_of_inc
+            and not o.op.inplace
+            and v.type == out.type
+            and (fgraph is None or single_client(fgraph, v))
+        )
+
+    moved = [i for i in node.inputs if movable(i)]
+    if not moved:
+        return False
+    rest = [i for i in node.inputs if not movable(i)] + [m.owner.inputs[0] for m in moved]
+    tip = rest[0] if len(rest) == 1 else tm.add(*rest)
+    tip = fit(out, tip)
+    if tip is None:
+        return False
+    for m in moved:
+        tip = m.owner.op(tip, *m.owner.inputs[1:])
+    return [keep_trace(out, tip, node.inputs)]
