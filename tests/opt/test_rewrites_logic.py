@@ -9,7 +9,8 @@ from theano_dag import scalar as ts
 from theano_dag.compile.mode import get_mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp
-from theano_dag.opt.tensor_opt import local_merge_switch_same_cond
+from theano_dag.graph.rewriting import out2in
+from theano_dag.opt.tensor_opt import local_lift_transpose_through_dot, local_merge_switch_same_cond
 from theano_dag.tensor.arrays import Assert, ScalarFromTensor, TensorFromScalar
 from theano_dag.tensor.basic import Join, Split
 from theano_dag.tensor.elemwise import Elemwise
@@ -210,3 +211,19 @@ def test_a_cast_of_a_lossless_cast_is_one_cast():
     # Theano's spelling of a cast: Cast of a scalar type
     f = theano_dag.function([x], Elemwise(ts.Cast(ts.get_scalar_type("float64")))(x))
     assert f(xv).dtype == "float64"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transpose_lifted_through_a_product_on_request(dtype):
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    fg = FunctionGraph([a, b], [tt.dot(a, b).T])
+    out2in(local_lift_transpose_through_dot).optimize(fg)
+    assert str(fg) == "FunctionGraph(Dot(DimShuffle{1,0}(b), DimShuffle{1,0}(a)))"
+    f = theano_dag.function(fg.inputs, fg.outputs[0])
+    av = np.arange(6, dtype=dtype).reshape(2, 3)
+    bv = np.arange(12, dtype=dtype).reshape(3, 4)
+    np.testing.assert_allclose(f(av, bv), (av @ bv).T)
+    # a vector's product has no transpose to lift
+    v = tt.vector("v", dtype=dtype)
+    out = tt.dot(a, v).dimshuffle(0, "x")
+    assert local_lift_transpose_through_dot.transform(None, out.owner) is False

@@ -59,6 +59,7 @@ __all__ = [
     "local_join_empty",
     "local_tensor_scalar_tensor",
     "local_scalar_tensor_scalar",
+    "local_lift_transpose_through_dot",
 ]
 
 
@@ -550,3 +551,27 @@ def local_tensor_scalar_tensor(fgraph, node):
 
 
 local_scalar_tensor_scalar = local_tensor_scalar_tensor
+
+
+@local_optimizer([DimShuffle])
+def local_lift_transpose_through_dot(fgraph, node):
+    """The transpose of a matrix product is the product of the transposes, swapped:
+    ``dot(x, y).T`` -> ``dot(y.T, x.T)`` (the transposes are views of the inputs). Not
+    in the standard passes (the BLAS rewrites read a product's operands as written);
+    for a user's own, as in Theano's tests: ``out2in(local_lift_transpose_through_dot)``.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    >>> local_lift_transpose_through_dot.transform(None, tt.dot(a, b).T.owner)[0].owner.inputs
+    [DimShuffle{1,0}.0, DimShuffle{1,0}.0]
+    """
+    # dot(x, y).T -> dot(y.T, x.T)
+    if node.op.new_order != (1, 0):
+        return False
+    d = node.inputs[0].owner
+    if d is None or not isinstance(d.op, tm.Dot) or any(i.ndim != 2 for i in d.inputs):
+        return False
+    x, y = d.inputs
+    new = tm.dot(y.T, x.T)
+    new = fit(node.outputs[0], new)
+    return [keep_trace(node.outputs[0], new, d.inputs)] if new is not None else False
