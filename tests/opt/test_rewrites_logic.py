@@ -227,3 +227,23 @@ def test_transpose_lifted_through_a_product_on_request(dtype):
     v = tt.vector("v", dtype=dtype)
     out = tt.dot(a, v).dimshuffle(0, "x")
     assert local_lift_transpose_through_dot.transform(None, out.owner) is False
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_gradient_of_a_switch_keeps_the_untaken_branch_out(dtype):
+    x = tt.scalar("x", dtype=dtype)
+    y = tt.switch(x < 7, x, tt.sqrt(x - 7))
+    f = theano_dag.function([x], theano_dag.grad(y, x))
+    assert f(5) == 1 and f(11) == pytest.approx(0.25)
+    # the sink itself: switch(c, 0, a) * b and switch(c, 0, a) / b
+    c, a, b = (tt.vector(n, dtype=dtype) for n in "cab")
+    cv = np.array([1, 0, 1], dtype)
+    av = np.array([2, 3, 4], dtype)
+    bv = np.array([np.inf, 2, np.nan], dtype)
+    f = theano_dag.function([c, a, b], tt.switch(c, 0, a) * b)
+    np.testing.assert_array_equal(f(cv, av, bv), [0, 6, 0])
+    f = theano_dag.function([c, a, b], tt.switch(c, a, 0) / b)
+    np.testing.assert_array_equal(f(cv, av, np.array([4, 0, 2], dtype)), [0.5, 0, 2])
+    # no zero branch: not sunk
+    f = theano_dag.function([c, a, b], tt.switch(c, 1, a) * b)
+    np.testing.assert_array_equal(f(cv, av, bv), [np.inf, 6, np.nan])

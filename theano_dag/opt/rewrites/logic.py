@@ -8,6 +8,9 @@ Theano's names (``theano.tensor.opt``):
   is ``b``, ``or(b, True)`` true for a boolean ``b``);
 - ``local_merge_switch_same_cond``: ``op(switch(c, a, b), switch(c, x, y))`` ->
   ``switch(c, op(a, x), op(b, y))``: one switch;
+- ``local_mul_switch_sink``, ``local_div_switch_sink``: ``switch(c, 0, x) * y`` ->
+  ``switch(c, 0, x * y)``: an inf or nan of the branch not taken stays out (gradients
+  of ``switch``);
 - ``local_elemwise_sub_zeros``: ``x - x`` -> zeros of ``x``'s shape (in specialize, for
   graphs that skip canonicalize's ``local_sub_self``).
 
@@ -32,6 +35,8 @@ __all__ = [
     "local_useless_and_or",
     "local_merge_switch_same_cond",
     "local_elemwise_sub_zeros",
+    "local_mul_switch_sink",
+    "local_div_switch_sink",
 ]
 
 canonicalize = RULES.canonicalize
@@ -226,4 +231,79 @@ def local_elemwise_sub_zeros(fgraph, node):
         return False
     out = node.outputs[0]
     new = fit(out, fill(a, typed_constant(0, out.dtype)))
+    return [new] if new is not None else False
+
+
+def _is_zero(var) -> bool:
+    v = const_value(var)
+    return v is not None and v == 0
+
+
+def _zero_branch(var):
+    """``(cond, zero_is_first, zero, other)`` when ``var`` is a switch one of whose
+    branches is known to be 0 everywhere, else None."""
+    parts = _switch_parts(var)
+    if parts is None:
+        return None
+    c, a, b = parts
+    if _is_zero(a):
+        return c, True, a, b
+    if _is_zero(b):
+        return c, False, b, a
+    return None
+
+
+def _sunk(node, k, factor):
+    """``node``'s output with input ``k`` (a switch with a zero branch) sunk:
+    ``switch(c, zero, factor(other branch))``."""
+    c, zero_first, zero, other = _zero_branch(node.inputs[k])
+    rest = factor(other)
+    new = tm.switch(c, zero, rest) if zero_first else tm.switch(c, rest, zero)
+    return fit(node.outputs[0], new, node.inputs)
+
+
+@canonicalize(NONFINITE_UNSAFE)  # the branch not taken may be inf or nan: 0 * nan is now 0
+@local_optimizer([tm.mul])
+def local_mul_switch_sink(fgraph, node):
+    """A product with a switch one branch of which is 0 is the switch of 0 and the
+    product with the other branch: where the switch is 0 the other factors are not
+    multiplied in, so that an inf or nan there (the gradient of the branch not taken,
+    ``sqrt`` below 0...) does not make the product nan (as Theano's).
+
+    >>> import theano_dag.tensor as tt
+    >>> c, x, z = tt.dvector("c"), tt.dvector("x"), tt.dvector("z")
+    >>> new = local_mul_switch_sink.transform(None, (tt.switch(c, 0.0, x) * z).owner)[0]
+    >>> new.owner.op
+    Elemwise{switch,no_inplace}
+    """
+    # switch(c, 0, x) * z -> switch(c, 0, x * z)
+    if not isinstance(scalar_op(node), ts.Mul):
+        return False
+    for k, i in enumerate(node.inputs):
+        if _zero_branch(i) is not None:
+            others = node.inputs[:k] + node.inputs[k + 1 :]
+            new = _sunk(node, k, lambda b, others=others: tm.mul(*others, b))
+            if new is not None:
+                return [new]
+    return False
+
+
+@canonicalize(NONFINITE_UNSAFE)  # as local_mul_switch_sink: 0 / 0 is now 0
+@local_optimizer([tm.true_div, tm.int_div])
+def local_div_switch_sink(fgraph, node):
+    """A quotient whose numerator is a switch with a 0 branch is the switch of 0 and the
+    quotient of the other branch (as Theano's).
+
+    >>> import theano_dag.tensor as tt
+    >>> c, x, z = tt.dvector("c"), tt.dvector("x"), tt.dvector("z")
+    >>> new = local_div_switch_sink.transform(None, (tt.switch(c, 0.0, x) / z).owner)[0]
+    >>> new.owner.op
+    Elemwise{switch,no_inplace}
+    """
+    # switch(c, 0, x) / z -> switch(c, 0, x / z)
+    if not isinstance(scalar_op(node), (ts.TrueDiv, ts.IntDiv)):
+        return False
+    if _zero_branch(node.inputs[0]) is None:
+        return False
+    new = _sunk(node, 0, lambda b: node.op(b, node.inputs[1]))
     return [new] if new is not None else False
