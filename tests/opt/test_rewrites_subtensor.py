@@ -250,3 +250,36 @@ def test_useless_subtensor_goes():
     f = theano_dag.function([x], s[0:1])
     assert _nodes(f, Subtensor)
     np.testing.assert_array_equal(f(np.ones((2, 3))), np.ones((1, 3)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_trailing_full_slices_and_length_one_indices_go(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    xv = np.arange(6, dtype=dtype).reshape(2, 3)
+    f = theano_dag.function([x], [x[1, :], x[1]])
+    subs = _nodes(f, Subtensor)
+    assert len(subs) == 1 and subs[0].op.idx_list == (("int",),)
+    np.testing.assert_array_equal(f(xv)[0], xv[1])
+    c = tt.col("c", dtype=dtype)
+    cv = np.arange(3, dtype=dtype).reshape(3, 1)
+    for sub in (c[:, 0], c[:, -1]):
+        f = theano_dag.function([c], sub)
+        assert not _nodes(f, Subtensor)
+        np.testing.assert_array_equal(f(cv), cv[:, 0])
+    # a dimension that may be longer keeps its index
+    f = theano_dag.function([x], x[:, 0])
+    assert _nodes(f, Subtensor)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reshape_lifts_above_a_unary_elemwise(dtype):
+    x = tt.tensor3("x", dtype=dtype)
+    xv = np.arange(24, dtype=dtype).reshape(2, 3, 4) / 10
+    f = theano_dag.function([x], tt.exp(x).reshape((6, 4)))
+    (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, tt.Reshape)]
+    assert node.inputs[0] is f.maker.fgraph.inputs[0]
+    np.testing.assert_allclose(f(xv), np.exp(xv).reshape(6, 4), rtol=1e-6)
+    # the elementwise result is also an output: the reshape stays below it
+    f = theano_dag.function([x], [tt.exp(x).reshape((6, 4)), tt.exp(x)])
+    (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, tt.Reshape)]
+    assert node.inputs[0].owner is not None

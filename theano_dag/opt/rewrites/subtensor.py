@@ -17,7 +17,10 @@ Theano's names (``theano.tensor.opt``):
   ``inc_subtensor(x[i], v)`` (the lengths checked);
 - ``local_useless_subtensor``: ``x[0:]``, ``x[:x.shape[0]]`` -> ``x``;
 - ``local_IncSubtensor_serialize``: ``inc(b, c, i) + inc(b, d, j)`` ->
-  ``inc(inc(b + b, c, i), d, j)``: one array instead of two.
+  ``inc(inc(b + b, c, i), d, j)``: one array instead of two;
+- ``local_useless_slice``: ``x[i, :]`` -> ``x[i]``;
+- ``local_subtensor_remove_broadcastable_index``: ``col[:, 0]`` -> ``col.dimshuffle(0)``;
+- ``local_reshape_lift``: ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))``.
 
 All in canonicalize. The index arithmetic they build is on int64 scalars, which constant
 folding and the shape rewrites reduce to constants where the lengths are known.
@@ -37,7 +40,14 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import MakeVector, Shape, SpecifyShape, make_vector, shape_i
+from theano_dag.tensor.shape import (
+    MakeVector,
+    Reshape,
+    Shape,
+    SpecifyShape,
+    make_vector,
+    shape_i,
+)
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -59,6 +69,9 @@ __all__ = [
     "local_useless_inc_subtensor_alloc",
     "local_useless_subtensor",
     "local_IncSubtensor_serialize",
+    "local_useless_slice",
+    "local_subtensor_remove_broadcastable_index",
+    "local_reshape_lift",
 ]
 
 canonicalize = RULES.canonicalize
@@ -585,3 +598,88 @@ def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
     for m in moved:
         tip = m.owner.op(tip, *m.owner.inputs[1:])
     return [keep_trace(out, tip, node.inputs)]
+
+
+def _full(s) -> bool:
+    """Whether the slice ``s`` is ``:`` (or ``0:``, ``::1``): every element, in order."""
+    return (
+        isinstance(s, slice)
+        and s.stop is None
+        and (s.start is None or _const_index(s.start) == 0)
+        and (s.step is None or _const_index(s.step) == 1)
+    )
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_useless_slice(fgraph, node):
+    """Trailing ``:`` entries of an index say nothing: ``x[1, :]`` is ``x[1]`` (and two
+    spellings of one indexing merge).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_useless_slice.transform(None, x[1, 0:].owner)[0].owner.op
+    Subtensor{int64}
+    """
+    # x[i, :, 0:] -> x[i]
+    entries = index_entries(node)
+    k = len(entries)
+    while k and _full(entries[k - 1]):
+        k -= 1
+    if k == len(entries) or k == 0:
+        return False  # nothing to drop, or all of it (local_useless_subtensor)
+    new = fit(node.outputs[0], subtensor(node.inputs[0], entries[:k]))
+    return [new] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_subtensor_remove_broadcastable_index(fgraph, node):
+    """Indexing a length-1 dimension at 0 (or -1), the other dimensions taken whole, is
+    dropping that dimension: a DimShuffle.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dcol("x")
+    >>> local_subtensor_remove_broadcastable_index.transform(None, x[:, 0].owner)[0].owner.op
+    DimShuffle{0}
+    """
+    # x[:, 0] with x.shape[1] == 1 -> x.dimshuffle(0)
+    x = node.inputs[0]
+    kept = []
+    for d, e in enumerate(index_entries(node)):
+        if isinstance(e, slice):
+            if not _full(e):
+                return False
+            kept.append(d)
+        elif not x.type.broadcastable[d] or _const_index(e) not in (0, -1):
+            return False
+    kept += list(range(len(node.op.idx_list), x.ndim))
+    new = fit(node.outputs[0], DimShuffle(x.type.broadcastable, kept)(x))
+    return [new] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([Reshape])
+def local_reshape_lift(fgraph, node):
+    """A reshape of a unary elementwise result nothing else reads moves to its input:
+    ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))`` (a reshape then meets the reshapes and
+    indexings below it).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_reshape_lift.transform(None, tt.exp(x).flatten().owner)[0].owner.op
+    Elemwise{exp,no_inplace}
+    """
+    # reshape(f(x), s) -> f(reshape(x, s))
+    u = node.inputs[0]
+    un = u.owner
+    if un is None or type(un.op) is not Elemwise or len(un.inputs) != 1:
+        return False
+    if fgraph is not None and not single_client(fgraph, u):
+        return False
+    new = fit(node.outputs[0], un.op(node.op(un.inputs[0], node.inputs[1])))
+    return (
+        [keep_trace(node.outputs[0], new, [un.inputs[0], node.inputs[1]])]
+        if new is not None
+        else False
+    )
