@@ -9,6 +9,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import get_mode
 from theano_dag.graph.identity_ops import DeepCopyOp
+from theano_dag.scan.basic import scan
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.shape import MakeVector, make_vector
 from theano_dag.tensor.subtensor import (
@@ -283,3 +284,21 @@ def test_reshape_lifts_above_a_unary_elemwise(dtype):
     f = theano_dag.function([x], [tt.exp(x).reshape((6, 4)), tt.exp(x)])
     (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, tt.Reshape)]
     assert node.inputs[0].owner is not None
+
+
+def test_slicing_a_float_built_vector_keeps_its_dtype():
+    a, b, c = tt.dscalars("abc")
+    v = MakeVector("float64")(a, b, c)
+    f = theano_dag.function([a, b, c], v[:2])
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [MakeVector]
+    out = f(1.5, 2.5, 3.5)
+    assert out.dtype == "float64" and out.tolist() == [1.5, 2.5]
+
+
+def test_a_loops_last_state_is_not_merged_away():
+    # buffer[1:][-1] is what the loop's save-memory rewrite reads: not merged
+    x, h0 = tt.dmatrix("x"), tt.dvector("h0")
+    hs, _ = scan(lambda x_t, h: tt.tanh(h * 0.9 + x_t), sequences=x, outputs_info=h0)
+    f = theano_dag.function([x, h0], hs[-1])
+    (loop,) = [n for n in f.maker.fgraph.toposort() if hasattr(n.op, "store")]
+    assert loop.op.store == (2,)

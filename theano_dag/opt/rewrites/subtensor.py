@@ -45,7 +45,6 @@ from theano_dag.tensor.shape import (
     Reshape,
     Shape,
     SpecifyShape,
-    make_vector,
     shape_i,
 )
 from theano_dag.tensor.subtensor import (
@@ -186,6 +185,16 @@ def merge_indices(x, outer, inner):
     return merged
 
 
+def _is_loop_buffer(x) -> bool:
+    """Whether ``x`` is the buffer of a loop's state (``theano_dag.scan``'s ``Scan``,
+    known by its ``store`` and ``mintaps``: the loop package builds on this one). Its
+    reads ``buffer[m:][-j]`` are what the loop's save-memory rewrite (specialize) looks
+    for to keep only the last rows; merged, the index would be arithmetic on the length
+    and the loop would keep every step."""
+    op = getattr(x.owner, "op", None)
+    return hasattr(op, "store") and hasattr(op, "mintaps")
+
+
 @canonicalize()
 @local_optimizer([Subtensor])
 def local_subtensor_merge(fgraph, node):
@@ -201,6 +210,8 @@ def local_subtensor_merge(fgraph, node):
     if u.owner is None or not isinstance(u.owner.op, Subtensor):
         return False
     x = u.owner.inputs[0]
+    if _is_loop_buffer(x):
+        return False
     entries = merge_indices(x, index_entries(u.owner), index_entries(node))
     new = fit(node.outputs[0], subtensor(x, entries))
     if new is None:
@@ -279,7 +290,7 @@ def local_subtensor_make_vector(fgraph, node):
         picks = np.asarray(ilist.data).ravel().tolist()
         if any(not -len(scalars) <= p < len(scalars) for p in picks):
             return False
-        new = make_vector(*[scalars[p] for p in picks]) if picks else None
+        new = v.owner.op(*[scalars[p] for p in picks]) if picks else None
     else:
         (entry,) = index_entries(node)
         if isinstance(entry, slice):
@@ -293,7 +304,7 @@ def local_subtensor_make_vector(fgraph, node):
             ):
                 return False
             picked = scalars[slice(*parts)]
-            new = make_vector(*picked) if picked else None
+            new = v.owner.op(*picked) if picked else None
         else:
             p = _const_index(entry)
             if p is None or not -len(scalars) <= p < len(scalars):
@@ -557,6 +568,18 @@ def local_useless_subtensor(fgraph, node):
 _INCS = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
 
 
+def _slices_of_zeros(incs) -> int:
+    """How many of ``incs`` write slices (no integer index) into zeros: the pieces
+    ``theano_dag.scan.rewriting.local_add_of_slices_to_join`` joins (an LSTM's gates'
+    gradients), better than a chain of increments."""
+    return sum(
+        isinstance(v.owner.op, IncSubtensor)
+        and all(e[0] == "slice" for e in v.owner.op.idx_list)
+        and const_value(v.owner.inputs[0]) == 0
+        for v in incs
+    )
+
+
 @canonicalize()
 @local_optimizer([tm.add])
 def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
@@ -588,8 +611,8 @@ def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
         )
 
     moved = [i for i in node.inputs if movable(i)]
-    if not moved:
-        return False
+    if not moved or _slices_of_zeros(moved) >= 2:
+        return False  # none, or slices of zeros that may tile an axis: they join instead
     rest = [i for i in node.inputs if not movable(i)] + [m.owner.inputs[0] for m in moved]
     tip = rest[0] if len(rest) == 1 else tm.add(*rest)
     tip = fit(out, tip)
