@@ -72,6 +72,8 @@ TABLE = [
     (alg.local_sub_zero, _x, lambda x: x - 0, lambda x: x, lambda x: x - 0, X),
     (alg.local_sub_self, _m, lambda m: m - m, lambda m: tt.fill(m, c64(0)), lambda m: m - m, M),
     (alg.local_neg_neg, _x, lambda x: tt.neg(tt.neg(x)), lambda x: x, lambda x: x, X),
+    (alg.local_abs_neg, _m, lambda m: abs(-m), lambda m: abs(m), lambda m: abs(-m), M),
+    (alg.local_abs_neg, _i, lambda i: abs(-i), lambda i: abs(i), lambda i: abs(-i), I),
     (alg.local_log_exp, _x, lambda x: tt.log(tt.exp(x)), lambda x: x, lambda x: x, X),
     (
         alg.local_exp_log,

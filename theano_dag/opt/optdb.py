@@ -145,7 +145,8 @@ PIPELINE = (
     (1.7, "blas", _equilibrium, ("fast_run",)),
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
-    (48, "elemwise_fusion", FusionOptimizer, ("fast_run", "fusion")),
+    # Theano's name of the fusion pass, as a tag: Theano code excludes it by that name.
+    (48, "elemwise_fusion", FusionOptimizer, ("fast_run", "fusion", "local_elemwise_fusion")),
     (48.5, "fused_reduce", _topo, ("fast_run", "fusion")),
     (49, "merge2", MergeOptimizer, ("fast_run", "merge")),
     (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
@@ -182,7 +183,10 @@ def build_optdb(rules=RULES) -> SequenceDB:
     db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
     for rule in rules:
         target = _local_db(db, rule.db)
-        target.register(rule.name, rule.rewrite, "fast_run", *rule.tags, **rule.kwargs)
+        if rule.opt_in:  # neither fast_run nor the DB's name selects it
+            target.register(rule.name, rule.rewrite, *rule.tags, use_db_name_as_tag=False)
+        else:
+            target.register(rule.name, rule.rewrite, "fast_run", *rule.tags, **rule.kwargs)
     return db
 
 

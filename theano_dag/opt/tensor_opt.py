@@ -21,9 +21,12 @@ from theano_dag.opt.rewrites.blas import *  # noqa: F403
 from theano_dag.opt.rewrites.constant_folding import *  # noqa: F403
 from theano_dag.opt.rewrites.fusion import *  # noqa: F403
 from theano_dag.opt.rewrites.inplace import *  # noqa: F403
+from theano_dag.opt.rewrites.logic import *  # noqa: F403
 from theano_dag.opt.rewrites.products import *  # noqa: F403
+from theano_dag.opt.rewrites.reduce import *  # noqa: F403
 from theano_dag.opt.rewrites.shapes import *  # noqa: F403
 from theano_dag.opt.rewrites.specialize import *  # noqa: F403
 from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
+from theano_dag.opt.rewrites.subtensor import *  # noqa: F403
 from theano_dag.opt.rewrites.useless import *  # noqa: F403
 from theano_dag.tensor.opt import *  # noqa: F403

@@ -489,14 +489,15 @@ class _cast_out(specific_out):  # noqa: N801 (a specific_out, as Theano's casts 
 
 
 class Cast(UnaryScalarOp):
-    """Convert to ``o_type`` (a dtype string) with C's/numpy's conversion."""
+    """Convert to ``o_type`` (a dtype string, or a scalar type as Theano's
+    ``Cast(Scalar("float64"))``) with C's/numpy's conversion."""
 
     __props__ = ("o_type",)
     compute_in_output_dtype = False
     complex_grad = True
 
     def __init__(self, o_type, name=None):
-        self.o_type = np.dtype(o_type).name
+        self.o_type = np.dtype(getattr(o_type, "dtype", o_type)).name
         super().__init__(
             _cast_out(get_scalar_type(self.o_type)), name or f"convert_to_{self.o_type}"
         )

@@ -7,8 +7,11 @@ module                        what
 ``useless``                   remove nodes that compute nothing new
 ``conv``                      batch normalization, bias and relu folded into convolutions
 ``algebra``                   identities (x+0, x*1, x*0, --x, ...), broadcasts, order
+``logic``                     comparisons, and/or, switches the graph already answers
 ``products``                  canonical products, ``x*y/y -> x``
+``reduce``                    reductions merged, of stacks, over length-1 dimensions
 ``shapes``                    DimShuffle lifted and merged, reshape/alloc simplified
+``subtensor``                 indexings merged, lifted, read back from what was set
 ``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-sigmoid,
                               log-softmax, fused cross-entropy
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
@@ -25,10 +28,13 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     conv,
     fusion,
     inplace,
+    logic,
     products,
+    reduce,
     shapes,
     specialize,
     stabilize,
+    subtensor,
     useless,
 )
 from theano_dag.opt.rewrites.table import RULES, Rule, RuleTable

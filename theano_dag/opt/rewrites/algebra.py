@@ -56,6 +56,7 @@ __all__ = [
     "local_zero_sub",
     "local_sub_self",
     "local_neg_neg",
+    "local_abs_neg",
     "local_log_exp",
     "local_exp_log",
     "local_dimshuffle_dimshuffle",
@@ -129,6 +130,10 @@ local_sub_zero = canonicalize()(pattern("local_sub_zero", (tm.sub, "x", ZERO), "
 local_sub_self = canonicalize(NONFINITE_UNSAFE)(pattern("local_sub_self", (tm.sub, "x", "x"), 0))
 # --x -> x   (floats)
 local_neg_neg = canonicalize(_FAST)(pattern("local_neg_neg", (tm.neg, (tm.neg, _F)), "x"))
+# |-x| -> |x|   (exact, integers' most negative value aside, whose negation wraps)
+local_abs_neg = canonicalize(_FAST)(
+    pattern("local_abs_neg", (tm.abs, (tm.neg, "x")), (tm.abs, "x"))
+)
 # log(exp(x)) -> x
 # (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe)
 local_log_exp = canonicalize(NONFINITE_UNSAFE)(

@@ -32,8 +32,9 @@ from theano_dag.tensor.fused import FusedReduce
 
 __all__ = ["FusionOptimizer", "MAX_FUSED_INPUTS", "local_fused_reduce"]
 
-# Inputs of one fused loop at most (a C kernel's argument list stays reasonable).
-MAX_FUSED_INPUTS = 32
+# Inputs of one fused loop at most (a C kernel's argument list stays reasonable): 31, as
+# Theano's, so that with its output a kernel takes at most 32 arrays.
+MAX_FUSED_INPUTS = 31
 
 
 def _fusable(node) -> bool:

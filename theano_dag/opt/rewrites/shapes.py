@@ -17,6 +17,8 @@ are for a user's own passes (``out2in(local_dimshuffle_lift)``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from theano_dag.graph.algorithms import ancestors
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
@@ -24,12 +26,23 @@ from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import local_useless_alloc
-from theano_dag.opt.rewrites.utils import const_value, fit
-from theano_dag.tensor.basic import Alloc, alloc, cast
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
+from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, make_vector, shape_i
+from theano_dag.tensor.shape import (
+    MakeVector,
+    Reshape,
+    Shape,
+    Shape_i,
+    make_vector,
+    shape_i,
+    specify_shape,
+)
+from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, discrete_dtypes
-from theano_dag.tensor.variable import as_tensor_variable
+from theano_dag.tensor.variable import TensorConstant, as_tensor_variable
 
 __all__ = [
     "is_dimshuffle_useless",
@@ -40,6 +53,13 @@ __all__ = [
     "local_canonicalize_alloc",
     "local_infer_shape",
     "ShapeFeature",
+    "is_length_of",
+    "local_elemwise_alloc",
+    "local_useless_split",
+    "local_join_empty",
+    "local_tensor_scalar_tensor",
+    "local_scalar_tensor_scalar",
+    "local_lift_transpose_through_dot",
 ]
 
 
@@ -95,7 +115,8 @@ def local_dimshuffle_lift(fgraph, node):
         ins = [
             _lift(fgraph, DimShuffle(i.type.broadcastable, op.new_order)(i)) for i in inode.inputs
         ]
-        return inode.op(*ins, return_list=True)
+        outs = inode.op(*ins, return_list=True)
+        return [keep_trace(node.outputs[0], o, inode.inputs) for o in outs]
     order = op.new_order
     if inode is not None and isinstance(inode.op, DimShuffle):
         order = tuple("x" if o == "x" else inode.op.new_order[o] for o in order)
@@ -261,8 +282,10 @@ def local_infer_shape(fgraph, node):
         return False  # infer_shape asked for the output's own shape
     if isinstance(node.op, Shape_i):
         return [lengths[0]]
-    new = make_vector(*lengths) if lengths else node.outputs[0]
-    return [fit(node.outputs[0], new)] if lengths else False
+    # The shape of a 0-d value is the empty vector, whatever computes the value.
+    if not lengths:
+        return [TensorConstant(node.outputs[0].type, np.zeros(0, dtype="int64"))]
+    return [fit(node.outputs[0], make_vector(*lengths))]
 
 
 class ShapeFeature(Feature):
@@ -332,3 +355,223 @@ class ShapeFeature(Feature):
         if len(sx) != len(sy):
             return False
         return all(a is b or equal_computations([a], [b]) for a, b in zip(sx, sy))
+
+
+def is_length_of(entry, x, d) -> bool:
+    """Whether the length ``entry`` (a scalar variable or an int) is known to be
+    ``x.shape[d]``: ``Shape_i`` or ``shape(x)[d]`` of ``x``, or the constant of ``x``'s
+    static length.
+
+    >>> import theano_dag.tensor as tt
+    >>> m = tt.dmatrix("m")
+    >>> is_length_of(m.shape[1], m, 1), is_length_of(m.shape[1], m, 0)
+    (True, False)
+    """
+    v = const_value(entry) if not isinstance(entry, int) else entry
+    if v is not None:
+        return x.type.shape[d] is not None and x.type.shape[d] == int(v)
+    owner = entry.owner
+    if owner is None:
+        return False
+    if isinstance(owner.op, Shape_i):
+        return owner.op.i == d and owner.inputs[0] is x
+    if isinstance(owner.op, Subtensor) and owner.op.idx_list == (("int",),):
+        shp, i = owner.inputs
+        return (
+            shp.owner is not None
+            and isinstance(shp.owner.op, Shape)
+            and shp.owner.inputs[0] is x
+            and const_value(i) is not None
+            and int(const_value(i)) == d
+        )
+    return False
+
+
+def _alloc_under(var):
+    """``(alloc node, order)`` when ``var`` is an alloc, or a DimShuffle of one that
+    only adds dimensions (``order`` the DimShuffle's, None for a bare alloc)."""
+    owner = var.owner
+    if owner is None:
+        return None
+    if isinstance(owner.op, Alloc):
+        return owner, None
+    if isinstance(owner.op, DimShuffle):
+        inner = owner.inputs[0].owner
+        order = owner.op.new_order
+        if inner is not None and isinstance(inner.op, Alloc):
+            if [o for o in order if o != "x"] == list(range(inner.outputs[0].ndim)):
+                return inner, order
+    return None
+
+
+@RULES.canonicalize()
+@local_optimizer([Elemwise])
+def local_elemwise_alloc(fgraph, node):
+    """An alloc feeding an elementwise op with another input of the result's shape
+    goes: the elementwise op broadcasts the allocated value itself. Where the lengths
+    the alloc asked for are not known to be that input's, an Assert checks them (the
+    error the alloc's shape would have raised).
+
+    >>> import theano_dag.tensor as tt
+    >>> v, m = tt.dvector("v"), tt.dmatrix("m")
+    >>> new = local_elemwise_alloc.transform(None, (tt.alloc(v, *m.shape) + m).owner)[0]
+    >>> new.owner.inputs[0].owner.op
+    DimShuffle{x,0}
+    """
+    # alloc(v, *m.shape) + m -> v[None] + m
+    # alloc(v, 2, 2) + m -> v[None] + assert(m, m.shape == (2, 2))
+    if len(node.inputs) < 2:
+        return False
+    # This rule sees every elementwise node: most have no alloc input and stop here.
+    if not any(
+        i.owner is not None and type(i.owner.op) in (Alloc, DimShuffle) for i in node.inputs
+    ):
+        return False
+    out = node.outputs[0]
+    allocs = [_alloc_under(i) for i in node.inputs]
+    if not any(allocs):
+        return False
+    # The input that gives the result its shape and stays: one that is no alloc if
+    # there is one, else one of the allocs (the others go).
+    shaped = [
+        k for k, i in enumerate(node.inputs) if i.type.broadcastable == out.type.broadcastable
+    ]
+    k_ref = min(shaped, key=lambda k: allocs[k] is not None, default=None)
+    if k_ref is None or allocs[k_ref] is not None and sum(a is not None for a in allocs) < 2:
+        return False  # no other input gives the result its shape
+    ref = node.inputs[k_ref]
+    allocs[k_ref] = None
+    conds, new_ins = [], []
+    for i, found in zip(node.inputs, allocs):
+        if found is None:
+            new_ins.append(i)
+            continue
+        anode, order = found
+        value, *lengths = anode.inputs
+        a = anode.outputs[0]
+        order = list(range(a.ndim)) if order is None else list(order)
+        lead = a.ndim - value.ndim
+        vb = (True,) * lead + value.type.broadcastable
+        for j, o in enumerate(order):
+            if o == "x":
+                continue
+            if a.type.broadcastable[o] and not vb[o]:
+                return False  # a length-1 dimension of the value not declared so
+            if not a.type.broadcastable[o] and not is_length_of(lengths[o], ref, j):
+                conds.append(tm.eq(lengths[o], shape_i(ref, j)))
+        v = DimShuffle(value.type.broadcastable, ["x"] * lead + list(range(value.ndim)))(value)
+        if order != list(range(a.ndim)):
+            v = DimShuffle(v.type.broadcastable, order)(v)
+        new_ins.append(v)
+    if conds:
+        checked = assert_op(ref, *conds)
+        new_ins = [checked if i is ref else i for i in new_ins]
+    new = node.op(*new_ins)
+    if any(n is None and o is not None for n, o in zip(new.type.shape, out.type.shape)):
+        # The alloc's constant lengths made the result's static shape: keep it.
+        new = specify_shape(new, out.type.shape)
+    new = fit(out, new)
+    return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([Split])
+def local_useless_split(fgraph, node):
+    """A split into one part is its input, the sizes checked (an Assert: one size, the
+    length of the axis).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, s = tt.dmatrix("x"), tt.lvector("s")
+    >>> local_useless_split.transform(None, tt.split(x, s, 1)[0].owner)[0].owner.op
+    Assert{msg='Theano Assert failed!'}
+    """
+    # split(x, sizes, 1) -> assert(x, len(sizes) == 1, sizes[0] == x.shape[axis])
+    if node.op.len_splits != 1:
+        return False
+    x, sizes = node.inputs
+    axis = node.op.axis % x.ndim
+    new = assert_op(x, tm.eq(shape_i(sizes, 0), 1), tm.eq(sizes[0], shape_i(x, axis)))
+    new = fit(node.outputs[0], new)
+    return [new] if new is not None else False
+
+
+def _empty_along(var, axis) -> bool:
+    """Whether ``var`` is known to have length 0 along ``axis``."""
+    if isinstance(var, TensorConstant):
+        return np.shape(var.data)[axis] == 0
+    return var.type.shape[axis] == 0
+
+
+@RULES.canonicalize()
+@local_optimizer([Join])
+def local_join_empty(fgraph, node):
+    """The parts of a join known to be empty along its axis go.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> a = tt.dvector("a")
+    >>> j = tt.join(0, a, np.zeros(0), a)
+    >>> local_join_empty.transform(None, j.owner)[0].owner.inputs
+    [a, a]
+    """
+    # join(0, a, [], b) -> join(0, a, b)
+    parts = node.inputs
+    axis = node.op.axis % node.outputs[0].ndim
+    kept = [p for p in parts if not _empty_along(p, axis)]
+    if len(kept) == len(parts) or not kept:
+        return False
+    out = node.outputs[0]
+    new = kept[0] if len(kept) == 1 else Join(node.op.axis)(*kept)
+    if any(n is None and o is not None for n, o in zip(new.type.shape, out.type.shape)):
+        # The empty parts fixed lengths the others must have (the join checked them).
+        new = specify_shape(new, out.type.shape)
+    new = fit(out, new)
+    return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([TensorFromScalar, ScalarFromTensor])
+def local_tensor_scalar_tensor(fgraph, node):
+    """A 0-d tensor made a scalar and back (or a scalar made a tensor and back) is
+    itself (Theano's ``local_tensor_scalar_tensor`` and ``local_scalar_tensor_scalar``).
+
+    >>> import theano_dag.tensor as tt
+    >>> t = tt.dscalar("t")
+    >>> back = tt.tensor_from_scalar(tt.scalar_from_tensor(t))
+    >>> local_tensor_scalar_tensor.transform(None, back.owner)
+    [t]
+    """
+    # tensor_from_scalar(scalar_from_tensor(t)) -> t ; and the other way
+    inner = node.inputs[0].owner
+    back = ScalarFromTensor if isinstance(node.op, TensorFromScalar) else TensorFromScalar
+    if inner is None or not isinstance(inner.op, back):
+        return False
+    x = inner.inputs[0]
+    return [x] if x.type == node.outputs[0].type else False
+
+
+local_scalar_tensor_scalar = local_tensor_scalar_tensor
+
+
+@local_optimizer([DimShuffle])
+def local_lift_transpose_through_dot(fgraph, node):
+    """The transpose of a matrix product is the product of the transposes, swapped:
+    ``dot(x, y).T`` -> ``dot(y.T, x.T)`` (the transposes are views of the inputs). Not
+    in the standard passes (the BLAS rewrites read a product's operands as written);
+    for a user's own, as in Theano's tests: ``out2in(local_lift_transpose_through_dot)``.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    >>> local_lift_transpose_through_dot.transform(None, tt.dot(a, b).T.owner)[0].owner.inputs
+    [DimShuffle{1,0}.0, DimShuffle{1,0}.0]
+    """
+    # dot(x, y).T -> dot(y.T, x.T)
+    if node.op.new_order != (1, 0):
+        return False
+    d = node.inputs[0].owner
+    if d is None or not isinstance(d.op, tm.Dot) or any(i.ndim != 2 for i in d.inputs):
+        return False
+    x, y = d.inputs
+    new = tm.dot(y.T, x.T)
+    new = fit(node.outputs[0], new)
+    return [keep_trace(node.outputs[0], new, d.inputs)] if new is not None else False

@@ -47,13 +47,15 @@ LOCAL_DBS = (
 
 @dataclass(frozen=True)
 class Rule:
-    """One rewrite to register: ``db[name] = rewrite`` with ``tags`` (plus 'fast_run')."""
+    """One rewrite to register: ``db[name] = rewrite`` with ``tags`` (plus 'fast_run',
+    unless ``opt_in``: then only a query naming it runs it)."""
 
     db: str
     name: str
     rewrite: object
     tags: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    opt_in: bool = False
 
 
 class RuleTable:
@@ -62,14 +64,16 @@ class RuleTable:
     def __init__(self):
         self.rules: list = []
 
-    def add(self, db, rewrite, *tags, name=None, **kwargs):
-        """Record ``rewrite`` for the DB ``db``; returns the rewrite (usable as decorator)."""
+    def add(self, db, rewrite, *tags, name=None, opt_in=False, **kwargs):
+        """Record ``rewrite`` for the DB ``db``; returns the rewrite (usable as decorator).
+        ``opt_in=True``: a rewrite no mode runs unless its query names it (or a tag of
+        it), as Theano's ``local_remove_all_assert``."""
         if db not in LOCAL_DBS:
             raise ValueError(f"RuleTable.add: unknown DB {db!r}; expected one of {LOCAL_DBS}")
         name = name or opt_name(rewrite)
         if any(r.name == name and r.db == db for r in self.rules):
             raise ValueError(f"RuleTable.add: a rule named {name!r} is already in {db!r}")
-        self.rules.append(Rule(db, name, rewrite, tuple(tags), dict(kwargs)))
+        self.rules.append(Rule(db, name, rewrite, tuple(tags), dict(kwargs), opt_in))
         return rewrite
 
     def _decorator(self, db, tags, kwargs):

@@ -16,10 +16,16 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
-from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
+from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    IncSubtensor,
+    Subtensor,
+)
 from theano_dag.tensor.type import all_dtypes
 
 # Casts to every dtype (a cast to the dtype its input has does nothing).
@@ -36,6 +42,9 @@ __all__ = [
     "local_useless_fill",
     "local_incsubtensor_of_zeros",
     "local_setsubtensor_of_constants",
+    "local_remove_useless_assert",
+    "local_remove_all_assert",
+    "local_cast_cast",
 ]
 
 
@@ -102,6 +111,14 @@ def _shape_entries(shp):
     return None
 
 
+def _entry_value(entry):
+    """The int a shape entry is known to hold, else None."""
+    if isinstance(entry, (int, np.integer)):
+        return int(entry)
+    v = const_value(entry)
+    return None if v is None else int(v)
+
+
 def _is_dim_of(entry, x, d) -> bool:
     """Whether ``entry`` is known to equal ``x.shape[d]``."""
     if isinstance(entry, (int, np.integer)):
@@ -114,6 +131,15 @@ def _is_dim_of(entry, x, d) -> bool:
         return False
     if isinstance(owner.op, Shape_i):
         return owner.inputs[0] is x and owner.op.i == d
+    if isinstance(owner.op, Subtensor) and owner.op.idx_list == (("int",),):  # shape(x)[d]
+        shp, i = owner.inputs
+        return (
+            shp.owner is not None
+            and isinstance(shp.owner.op, Shape)
+            and shp.owner.inputs[0] is x
+            and const_value(i) is not None
+            and int(const_value(i)) == d
+        )
     return False
 
 
@@ -131,7 +157,9 @@ def local_useless_reshape(fgraph, node):
         entries = _shape_entries(shp)
         if entries is None or len(entries) != x.ndim:
             return False
-        if not all(_is_dim_of(e, x, d) for d, e in enumerate(entries)):
+        # Every length is x's own, but for at most one -1 (which is then the one left).
+        unknown = [d for d, e in enumerate(entries) if not _is_dim_of(e, x, d)]
+        if len(unknown) > 1 or unknown and _entry_value(entries[unknown[0]]) != -1:
             return False
         new = x
     return new
@@ -177,10 +205,11 @@ def local_useless_reduce(fgraph, node):
     axes = node.op._axes(x.ndim)
     if any(not x.type.broadcastable[a] for a in axes):
         return False
-    if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
-        return False  # all/any turn numbers into bools
     kept = [d for d in range(x.ndim) if d not in axes]
-    return DimShuffle(x.broadcastable, kept)(x) if axes else x
+    new = DimShuffle(x.broadcastable, kept)(x) if axes else x
+    if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
+        new = tm.neq(new, 0)  # all/any of one number: whether it is nonzero
+    return new
 
 
 @useless()
@@ -231,3 +260,68 @@ def local_setsubtensor_of_constants(fgraph, node):
     if vx is None or vy is None or vx != vy or np.isnan(vx):
         return False
     return x
+
+
+@useless()
+@local_optimizer([Assert])
+def local_remove_useless_assert(fgraph, node):
+    """The conditions of an Assert known to be true go; with none left, so does the
+    Assert. A condition known false stays (it raises when run).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dscalar("x"), tt.dscalar("y")
+    >>> a = Assert()(x, y, tt.constant(1))  # a constant 1 built into the node by hand
+    >>> local_remove_useless_assert.transform(None, a.owner)[0].owner.inputs
+    [x, y]
+    """
+    # assert(x, 1, c) -> assert(x, c) ; assert(x, 1) -> x
+    value, *conds = node.inputs
+    kept = []
+    for c in conds:
+        v = const_value(c)
+        if v is None or not bool(v):
+            kept.append(c)
+    if len(kept) == len(conds):
+        return False
+    return [node.op(value, *kept)] if kept else [value]
+
+
+@RULES.canonicalize("unsafe", opt_in=True)
+@local_optimizer([Assert])
+def local_remove_all_assert(fgraph, node):
+    """Every Assert goes, its conditions unchecked: faster, and unsafe (a wrong shape or
+    index then gives a wrong result instead of an error). Only a mode that names it
+    runs it: ``mode.including("local_remove_all_assert")``.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dscalar("x")
+    >>> local_remove_all_assert.transform(None, Assert()(x, x > 0).owner)
+    [x]
+    """
+    # assert(x, c...) -> x
+    return [node.inputs[0]]
+
+
+@RULES.canonicalize()
+@local_optimizer(CASTS)
+def local_cast_cast(fgraph, node):
+    """A cast of a cast that lost nothing (to a dtype holding every value of the first
+    one's input) is one cast; back to the input's dtype, none.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.fvector("x")
+    >>> local_cast_cast.transform(None, tt.cast(tt.cast(x, "float64"), "float32").owner)
+    [x]
+    """
+    # cast(cast(x, wider), t) -> cast(x, t) ; cast(cast(x, wider), x.dtype) -> x
+    sop = scalar_op(node)
+    inner = node.inputs[0]
+    isop = scalar_op(inner.owner)
+    if not isinstance(sop, ts.Cast) or not isinstance(isop, ts.Cast):
+        return False
+    x = inner.owner.inputs[0]
+    if not np.can_cast(x.dtype, inner.dtype, "safe"):
+        return False  # the first cast rounds or wraps: the second sees its result
+    out = node.outputs[0]
+    new = x if x.dtype == out.dtype else node.op(x)
+    return [fit(out, new)]

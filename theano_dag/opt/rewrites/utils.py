@@ -16,6 +16,7 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.rewriting.pattern import PatternSub
+from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
@@ -36,6 +37,7 @@ __all__ = [
     "single_client",
     "is_float",
     "elemwise_of",
+    "keep_trace",
 ]
 
 
@@ -275,6 +277,34 @@ def single_client(fgraph, var) -> bool:
     clients = fgraph.clients.get(var, ())
     # The "output" marker is the only client that is a str (and Apply's != is slow).
     return len(clients) == 1 and type(clients[0][0]) is not str
+
+
+def keep_trace(old, new, inputs):
+    """``new`` with the stack of ``old`` on each variable the rewrite made (those between
+    ``new`` and ``inputs``) that has none, as Theano's rewrites copy it: an error in a
+    node a rewrite made names the user's line of what it replaced.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> old = tt.exp(x)
+    >>> old.tag.trace = [["line"]]
+    >>> inner = x.dimshuffle("x", 0)
+    >>> inner.tag.trace = []
+    >>> new = keep_trace(old, tt.exp(inner), [x])
+    >>> inner.tag.trace
+    [['line']]
+    """
+    stop = set(inputs)
+    todo, seen = [new], set()
+    while todo:
+        v = todo.pop()
+        if v in seen or v in stop or v.owner is None:
+            continue
+        seen.add(v)
+        if not get_stack_trace(v):
+            copy_stack_trace(old, v)
+        todo.extend(v.owner.inputs)
+    return new
 
 
 def ones_or_zeros_like(old, value, shape_sources):

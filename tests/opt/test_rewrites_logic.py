@@ -1,0 +1,249 @@
+"""Rewrites of comparisons, logic, switches, splits and joins (Theano's names)."""
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag import scalar as ts
+from theano_dag.compile.mode import get_mode
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.identity_ops import DeepCopyOp
+from theano_dag.graph.rewriting import out2in
+from theano_dag.opt.tensor_opt import local_lift_transpose_through_dot, local_merge_switch_same_cond
+from theano_dag.tensor.arrays import Assert, ScalarFromTensor, TensorFromScalar
+from theano_dag.tensor.basic import Join, Split
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.shape import Shape_i
+
+DTYPES = ["float32", "float64"]
+
+
+def _ops(f):
+    return [n.op for n in f.maker.fgraph.toposort()]
+
+
+def _constant_out(f):
+    (node,) = f.maker.fgraph.toposort()
+    assert isinstance(node.op, DeepCopyOp) and isinstance(node.inputs[0], tt.TensorConstant)
+    return node.inputs[0].data
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_comparisons_of_a_length_with_zero_or_less(dtype):
+    x = tt.vector("x", dtype=dtype)
+    n = x.shape[0]
+    xv = np.ones(4, dtype)
+    for expr, want in (
+        (tt.lt(n, 0), False),
+        (tt.ge(n, 0), True),
+        (tt.gt(0, n), False),
+        (tt.le(0, n), True),
+        (tt.eq(n, -1), False),
+        (tt.neq(n, -1), True),
+        (tt.gt(n, -1), True),
+        (tt.lt(n + x.shape[0], 0), False),
+        (tt.minimum(n, 0), 0),
+    ):
+        f = theano_dag.function([x], expr, on_unused_input="ignore")
+        assert _constant_out(f) == want
+        assert f(xv) == want
+    for expr in (tt.maximum(n, 0), tt.maximum(0, n)):
+        f = theano_dag.function([x], expr)
+        assert [type(op) for op in _ops(f)] == [Shape_i]
+        assert f(xv) == 4
+    # undecided: a length may be 0 or more
+    for expr in (tt.gt(n, 0), tt.eq(n, 0), tt.lt(n, 3)):
+        f = theano_dag.function([x], expr)
+        assert any(isinstance(op, Elemwise) for op in _ops(f))
+    assert theano_dag.function([x], tt.gt(n, 0))(np.ones(0, dtype)) == False  # noqa: E712
+
+
+def test_comparisons_of_a_value_with_itself():
+    i = tt.lscalar("i")
+    for expr, want in ((tt.lt(i, i), False), (tt.le(i, i), True), (tt.eq(i, i), True)):
+        f = theano_dag.function([i], expr)
+        assert _constant_out(f) == want and f(-2) == want
+    v = tt.lvector("v")
+    f = theano_dag.function([v], tt.xor(v, v))
+    assert not any(str(op).startswith("Elemwise{xor") for op in _ops(f))
+    assert f(np.array([1, -2])).tolist() == [0, 0]
+    # a float may be nan: x <= x is then false, and stays computed
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.le(x, x))
+    assert f(np.array([1.0, np.nan])).tolist() == [True, False]
+    f = theano_dag.function([x], tt.lt(x, x))
+    assert f(np.array([1.0, np.nan])).tolist() == [False, False]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8"])
+def test_and_or_with_constants(dtype):
+    x = tt.scalar("x", dtype=dtype)
+    zero, one = np.array(0, dtype), np.array(1, dtype)
+    for expr in (tt.and_(x, zero), tt.and_(zero, x)):
+        f = theano_dag.function([x], expr)
+        assert _constant_out(f) == 0 and f(one) == 0
+    f = theano_dag.function([x], tt.or_(x, zero))
+    assert not any(isinstance(op, Elemwise) for op in _ops(f))
+    assert f(one) == 1
+    f = theano_dag.function([x], tt.and_(x, one))
+    if dtype == "bool":
+        assert not any(isinstance(op, Elemwise) for op in _ops(f))
+    else:  # bitwise: 5 & 1 is 1
+        assert f(np.int8(5)) == 1
+    f = theano_dag.function([x], tt.or_(x, one))
+    assert f(np.array(0, dtype)) == 1
+    if dtype == "int8":
+        assert f(np.int8(4)) == 5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_elemwise_of_switches_on_one_condition_is_one_switch(dtype):
+    c, a, b, x, y = (tt.matrix(n, dtype=dtype) for n in "cabxy")
+    out = tt.switch(c, a, b) * tt.switch(c, x, y)
+    fg = FunctionGraph([c, a, b, x, y], [out], clone=False)
+    node = fg.outputs[0].owner
+    (new,) = local_merge_switch_same_cond.transform(fg, node)
+    assert str(new.owner.op) == "Elemwise{switch,no_inplace}"
+    f = theano_dag.function([c, a, b, x, y], out)
+    rng = np.random.default_rng(0)
+    vals = [rng.integers(0, 2, (2, 3)).astype(dtype)] + [
+        rng.random((2, 3)).astype(dtype) for _ in range(4)
+    ]
+    cv, av, bv, xv, yv = vals
+    np.testing.assert_allclose(f(*vals), np.where(cv, av, bv) * np.where(cv, xv, yv), rtol=1e-6)
+    # switches on different conditions stay two
+    d = tt.matrix("d", dtype=dtype)
+    other = tt.switch(c, a, b) * tt.switch(d, x, y)
+    assert local_merge_switch_same_cond.transform(None, other.owner) is False
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_x_minus_x_is_zeros_in_specialize(dtype):
+    x = tt.vector("x", dtype=dtype)
+    mode = get_mode("FAST_RUN").excluding("canonicalize")
+    f = theano_dag.function([x], x - x, mode=mode)
+    assert not any(str(op).startswith("Elemwise{sub") for op in _ops(f))
+    out = f(np.arange(3, dtype=dtype))
+    assert out.dtype == dtype and out.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_split_in_one_part_is_its_input_checked(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    s = tt.lvector("s")
+    f = theano_dag.function([x, s], tt.split(x, s, 1)[0])
+    assert not any(isinstance(op, Split) for op in _ops(f))
+    assert any(isinstance(op, Assert) for op in _ops(f))
+    xv = np.arange(8, dtype=dtype).reshape(4, 2)
+    np.testing.assert_array_equal(f(xv, [4]), xv)
+    for bad in ([3], [2, 2]):
+        with pytest.raises(AssertionError):
+            f(xv, bad)
+    f = theano_dag.function([x, s], tt.split(x, s, 2))
+    assert any(isinstance(op, Split) for op in _ops(f))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_parts_of_a_join_go(dtype):
+    a = tt.vector("a", dtype=dtype)
+    f = theano_dag.function([a], tt.join(0, a, a, np.zeros(0, dtype)))
+    (j,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, Join)]
+    assert len(j.inputs) == 2
+    out = f(np.ones(1, dtype))
+    assert out.dtype == dtype and out.tolist() == [1, 1]
+    m = tt.matrix("m", dtype=dtype)
+    f = theano_dag.function([m], tt.join(1, np.zeros((1, 0), dtype), m))
+    assert not any(isinstance(op, Join) for op in _ops(f))
+    np.testing.assert_array_equal(f(np.ones((1, 2), dtype)), np.ones((1, 2)))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64"])
+def test_tensor_to_scalar_and_back_is_itself(dtype):
+    t = tt.TensorType(dtype, ())("t")
+    f = theano_dag.function([t], tt.tensor_from_scalar(tt.scalar_from_tensor(t)))
+    assert not any(isinstance(op, (TensorFromScalar, ScalarFromTensor)) for op in _ops(f))
+    assert f(np.array(3, dtype)) == 3
+
+
+def test_an_entry_of_a_shape_is_a_shape_i():
+    x = tt.dtensor3("x")
+    f = theano_dag.function([x], [x.shape[-1], x.shape[0]])
+    assert sorted(op.i for op in _ops(f) if isinstance(op, Shape_i)) == [0, 2]
+    assert [int(v) for v in f(np.zeros((2, 3, 4)))] == [4, 2]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_abs_of_a_negation(dtype):
+    y, z = tt.matrix("y", dtype=dtype), tt.matrix("z", dtype=dtype)
+    mode = get_mode("FAST_RUN").excluding("local_elemwise_fusion")
+    f = theano_dag.function([y, z], abs(y * z * -2), mode=mode)
+    assert [str(op) for op in _ops(f)] == ["Elemwise{mul,no_inplace}", "Elemwise{abs,inplace}"]
+    yv = np.array([[1, -2]], dtype)
+    np.testing.assert_array_equal(f(yv, yv), np.abs(yv * yv * -2))
+
+
+def test_a_reshape_to_its_own_shape_with_one_minus_one_goes():
+    x = tt.dmatrix("x")
+    for r in (x.reshape((x.shape[0], -1)), x.reshape((-1, x.shape[1]))):
+        f = theano_dag.function([x], r)
+        assert not any(isinstance(op, tt.Reshape) for op in _ops(f))
+        np.testing.assert_array_equal(f(np.ones((2, 3))), np.ones((2, 3)))
+    f = theano_dag.function([x], x.reshape((-1, x.shape[0])))
+    assert any(isinstance(op, tt.Reshape) for op in _ops(f))
+    assert f(np.ones((2, 3))).shape == (3, 2)
+
+
+def test_a_cast_of_a_lossless_cast_is_one_cast():
+    x = tt.fmatrix("x")
+    xv = np.array([[1.5, -2.25]], "float32")
+    f = theano_dag.function([x], tt.cast(tt.cast(x, "float64"), "float32"))
+    assert not any(isinstance(op, Elemwise) for op in _ops(f))
+    np.testing.assert_array_equal(f(xv), xv)
+    f = theano_dag.function([x], tt.cast(tt.cast(x, "float64"), "int32"))
+    assert len([op for op in _ops(f) if isinstance(op, Elemwise)]) == 1
+    np.testing.assert_array_equal(f(xv), xv.astype("int32"))
+    # a cast that rounds first stays: float64(float32(d)) is not d
+    d = tt.dvector("d")
+    f = theano_dag.function([d], tt.cast(tt.cast(d, "float32"), "float64"))
+    assert len([op for op in _ops(f) if isinstance(op, Elemwise)]) == 1
+    assert f(np.array([0.1]))[0] == np.float64(np.float32(0.1))
+    # Theano's spelling of a cast: Cast of a scalar type
+    f = theano_dag.function([x], Elemwise(ts.Cast(ts.get_scalar_type("float64")))(x))
+    assert f(xv).dtype == "float64"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transpose_lifted_through_a_product_on_request(dtype):
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    fg = FunctionGraph([a, b], [tt.dot(a, b).T])
+    out2in(local_lift_transpose_through_dot).optimize(fg)
+    assert str(fg) == "FunctionGraph(Dot(DimShuffle{1,0}(b), DimShuffle{1,0}(a)))"
+    f = theano_dag.function(fg.inputs, fg.outputs[0])
+    av = np.arange(6, dtype=dtype).reshape(2, 3)
+    bv = np.arange(12, dtype=dtype).reshape(3, 4)
+    np.testing.assert_allclose(f(av, bv), (av @ bv).T)
+    # a vector's product has no transpose to lift
+    v = tt.vector("v", dtype=dtype)
+    out = tt.dot(a, v).dimshuffle(0, "x")
+    assert local_lift_transpose_through_dot.transform(None, out.owner) is False
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_gradient_of_a_switch_keeps_the_untaken_branch_out(dtype):
+    x = tt.scalar("x", dtype=dtype)
+    y = tt.switch(x < 7, x, tt.sqrt(x - 7))
+    f = theano_dag.function([x], theano_dag.grad(y, x))
+    assert f(5) == 1 and f(11) == pytest.approx(0.25)
+    # the sink itself: switch(c, 0, a) * b and switch(c, 0, a) / b
+    c, a, b = (tt.vector(n, dtype=dtype) for n in "cab")
+    cv = np.array([1, 0, 1], dtype)
+    av = np.array([2, 3, 4], dtype)
+    bv = np.array([np.inf, 2, np.nan], dtype)
+    f = theano_dag.function([c, a, b], tt.switch(c, 0, a) * b)
+    np.testing.assert_array_equal(f(cv, av, bv), [0, 6, 0])
+    f = theano_dag.function([c, a, b], tt.switch(c, a, 0) / b)
+    np.testing.assert_array_equal(f(cv, av, np.array([4, 0, 2], dtype)), [0.5, 0, 2])
+    # no zero branch: not sunk
+    f = theano_dag.function([c, a, b], tt.switch(c, 1, a) * b)
+    np.testing.assert_array_equal(f(cv, av, bv), [np.inf, 6, np.nan])

@@ -1,0 +1,708 @@
+"""Rewrites of indexing: two Subtensors merged into one, a Subtensor lifted above the
+elementwise op it reads, and indexing of what was just built or written.
+
+Theano's names (``theano.tensor.opt``):
+
+- ``local_subtensor_merge``: ``x[a:b][c]`` -> ``x[i]``, ``x[a:b][c:d]`` -> ``x[e:f:g]``:
+  one view instead of two, and the rewrites after it see one index;
+- ``local_subtensor_lift``: ``exp(x)[0]`` -> ``exp(x[0])``: the elementwise op computes
+  only the part that is read (when nothing else reads all of it);
+- ``local_subtensor_make_vector``: ``make_vector(a, b, c)[1]`` -> ``b``;
+- ``local_subtensor_inc_subtensor``: ``set_subtensor(x[i], v)[i]`` -> ``v``;
+- ``local_adv_sub1_adv_inc_sub1``: the same for a row list (``AdvancedSubtensor1``);
+- ``local_useless_inc_subtensor``: ``set_subtensor(x[:], y)`` -> ``y`` when ``y`` has the
+  shape of ``x``;
+- ``local_subtensor_of_shape``: ``x.shape[1]`` -> ``Shape_i{1}(x)``;
+- ``local_useless_inc_subtensor_alloc``: ``inc_subtensor(x[i], alloc(v, n))`` ->
+  ``inc_subtensor(x[i], v)`` (the lengths checked);
+- ``local_useless_subtensor``: ``x[0:]``, ``x[:x.shape[0]]`` -> ``x``;
+- ``local_IncSubtensor_serialize``: ``inc(b, c, i) + inc(b, d, j)`` ->
+  ``inc(inc(b + b, c, i), d, j)``: one array instead of two;
+- ``local_useless_slice``: ``x[i, :]`` -> ``x[i]``;
+- ``local_subtensor_remove_broadcastable_index``: ``col[:, 0]`` -> ``col.dimshuffle(0)``;
+- ``local_reshape_lift``: ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))``.
+
+All in canonicalize. The index arithmetic they build is on int64 scalars, which constant
+folding and the shape rewrites reduce to constants where the lengths are known.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.shapes import is_length_of
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, scalar_op, single_client
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import assert_op
+from theano_dag.tensor.basic import Alloc, alloc, cast
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.shape import (
+    MakeVector,
+    Reshape,
+    Shape,
+    SpecifyShape,
+    shape_i,
+)
+from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    AdvancedSubtensor1,
+    IncSubtensor,
+    Subtensor,
+    slice_length,
+)
+from theano_dag.tensor.variable import as_tensor_variable
+
+__all__ = [
+    "local_subtensor_merge",
+    "local_subtensor_lift",
+    "local_subtensor_make_vector",
+    "local_subtensor_inc_subtensor",
+    "local_adv_sub1_adv_inc_sub1",
+    "local_useless_inc_subtensor",
+    "local_subtensor_of_shape",
+    "local_useless_inc_subtensor_alloc",
+    "local_useless_subtensor",
+    "local_IncSubtensor_serialize",
+    "local_useless_slice",
+    "local_subtensor_remove_broadcastable_index",
+    "local_reshape_lift",
+]
+
+canonicalize = RULES.canonicalize
+
+FULL = slice(None, None, None)
+
+
+def index_entries(node):
+    """The index of a Subtensor (or IncSubtensor) node, one entry per indexed dimension:
+    an int scalar variable, or a ``slice`` of int scalar variables (None for a part left
+    out).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, i = tt.dmatrix("x"), tt.lscalar("i")
+    >>> index_entries(x[1:, i].owner)
+    [slice(1, None, None), i]
+    """
+    skip = 2 if isinstance(node.op, IncSubtensor) else 1
+    it = iter(node.inputs[skip:])
+    out = []
+    for entry in node.op.idx_list:
+        if entry[0] == "int":
+            out.append(next(it))
+        else:
+            out.append(slice(*(next(it) if present else None for present in entry[1:])))
+    return out
+
+
+def subtensor(x, entries):
+    """``x[entries]`` as one Subtensor (trailing full slices dropped)."""
+    entries = list(entries)
+    while entries and entries[-1] == FULL:
+        entries.pop()
+    if not entries:
+        return x
+    return x[tuple(entries)]
+
+
+def _sign(step):
+    """+1 or -1 when the sign of ``step`` (None: 1) is known, else None."""
+    if step is None:
+        return 1
+    v = const_value(step)
+    if v is None:
+        return None
+    return 1 if v > 0 else -1
+
+
+def _norm(v, lo, hi, n):
+    # an index as numpy's slice.indices reads it: negatives count from the end, clipped
+    return tm.clip(tm.switch(tm.lt(v, 0), v + n, v), lo, hi)
+
+
+def _first_step_count(s, n):
+    """The first index a slice ``s`` of a dimension of length ``n`` takes, its step and
+    how many it takes: ``range(n)[s] == range(first, first + count * step, step)``."""
+    step = as_tensor_variable(1) if s.step is None else s.step
+    count = slice_length(n, s.start, s.stop, s.step)
+    pos = as_tensor_variable(0) if s.start is None else _norm(s.start, 0, n, n)
+    neg = n - 1 if s.start is None else _norm(s.start, -1, n - 1, n)
+    sign = _sign(s.step)
+    first = pos if sign == 1 else neg if sign == -1 else tm.switch(tm.gt(step, 0), pos, neg)
+    return first, step, as_tensor_variable(count)
+
+
+def _merge_int(s1, i, n):
+    """The index of ``x`` that ``x[s1][i]`` reads; an ``i`` out of the slice's range
+    gives ``n``, out of ``x``'s range too, so that the merged index raises as the two
+    did."""
+    first, step, count = _first_step_count(s1, n)
+    k = tm.switch(tm.lt(i, 0), i + count, i)
+    inside = tm.and_(tm.ge(k, 0), tm.lt(k, count))
+    return tm.switch(inside, first + k * step, n)
+
+
+def _merge_slices(s1, s2, n):
+    """The slice ``s`` with ``x[s] == x[s1][s2]`` along a dimension of length ``n``."""
+    first1, step1, count1 = _first_step_count(s1, n)
+    first2, step2, count = _first_step_count(s2, count1)
+    first = first1 + first2 * step1
+    step = step1 * step2
+    stop = first + count * step
+    sign1, sign2 = _sign(s1.step), _sign(s2.step)
+    if sign1 is not None and sign2 is not None and sign1 * sign2 > 0:
+        # Indices only grow: start and stop are in [0, n], an empty slice stays empty.
+        return slice(first, stop, None if step is s1.step is s2.step is None else step)
+    # A step going down ends below index 0 at -1, which a slice reads as n - 1: -n - 1
+    # says "through index 0". An empty slice is 0:0 (its first index may be -1).
+    stop = tm.switch(tm.lt(stop, 0), -n - 1, stop)
+    nonempty = tm.gt(count, 0)
+    return slice(tm.switch(nonempty, first, 0), tm.switch(nonempty, stop, 0), step)
+
+
+def merge_indices(x, outer, inner):
+    """The entries ``e`` with ``x[e] == x[outer][inner]`` (lists of ``index_entries``)."""
+    merged = []
+    rest = list(inner)
+    for d in range(x.ndim):
+        e1 = outer[d] if d < len(outer) else FULL
+        if not isinstance(e1, slice):
+            merged.append(e1)
+            continue
+        e2 = rest.pop(0) if rest else FULL
+        if e2 == FULL:
+            merged.append(e1)
+        elif e1 == FULL:
+            merged.append(e2)
+        elif isinstance(e2, slice):
+            merged.append(_merge_slices(e1, e2, shape_i(x, d)))
+        else:
+            merged.append(_merge_int(e1, e2, shape_i(x, d)))
+    return merged
+
+
+def _is_loop_buffer(x) -> bool:
+    """Whether ``x`` is the buffer of a loop's state (``theano_dag.scan``'s ``Scan``,
+    known by its ``store`` and ``mintaps``: the loop package builds on this one). Its
+    reads ``buffer[m:][-j]`` are what the loop's save-memory rewrite (specialize) looks
+    for to keep only the last rows; merged, the index would be arithmetic on the length
+    and the loop would keep every step."""
+    op = getattr(x.owner, "op", None)
+    return hasattr(op, "store") and hasattr(op, "mintaps")
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_subtensor_merge(fgraph, node):
+    """Two basic indexings in a row are one.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> local_subtensor_merge.transform(None, x[2:][::2].owner)[0].owner.op
+    Subtensor{int64:int64:int64}
+    """
+    # x[a:b:c][d:e:f] -> x[g:h:k] ; x[a:b:c][i] -> x[j]
+    u = node.inputs[0]
+    if u.owner is None or not isinstance(u.owner.op, Subtensor):
+        return False
+    x = u.owner.inputs[0]
+    if _is_loop_buffer(x):
+        return False
+    entries = merge_indices(x, index_entries(u.owner), index_entries(node))
+    new = fit(node.outputs[0], subtensor(x, entries))
+    if new is None:
+        return False
+    return [keep_trace(node.outputs[0], new, [x, *u.owner.inputs[1:], *node.inputs[1:]])]
+
+
+def _scalar_like_for(i, out_ndim):
+    """A broadcast-everywhere input of an elementwise op given ``out_ndim`` dimensions
+    (any index of it reads the same one value)."""
+    return i if i.ndim == out_ndim else DimShuffle(i.type.broadcastable, ["x"] * out_ndim)(i)
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_subtensor_lift(fgraph, node):
+    """An indexing of an elementwise result nothing else reads moves to the inputs: the
+    elementwise op computes only the part that is read.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_subtensor_lift.transform(None, tt.exp(x)[0].owner)[0].owner.op
+    Elemwise{exp,no_inplace}
+    """
+    # exp(x)[i] -> exp(x[i]) ; (x + s)[i] -> x[i] + s (s broadcast everywhere)
+    u = node.inputs[0]
+    un = u.owner
+    if un is None or type(un.op) is not Elemwise or len(un.outputs) != 1:
+        return False
+    if fgraph is not None and len(fgraph.clients.get(u, ())) != 1:
+        return False
+    idx = node.inputs[1:]
+    out = node.outputs[0]
+    ins = un.inputs
+    full = [i for i in ins if not any(i.type.broadcastable)]
+    scalar_like = [i for i in ins if all(i.type.broadcastable) and i.ndim == u.ndim]
+    if len(ins) > 1 and len(full) + len(scalar_like) != len(ins):
+        return False  # an input broadcast along some dimensions only: not lifted
+    new_ins = [
+        node.op(i, *idx)
+        if (len(ins) == 1 or not any(i.type.broadcastable))
+        else _scalar_like_for(i, out.ndim)
+        for i in ins
+    ]
+    new = fit(out, un.op(*new_ins))
+    if new is None:
+        return False
+    return [keep_trace(out, new, [*ins, *idx])]
+
+
+def _const_index(v):
+    c = const_value(v) if isinstance(v, Constant) else None
+    return None if c is None else int(c)
+
+
+@canonicalize()
+@local_optimizer([Subtensor, AdvancedSubtensor1])
+def local_subtensor_make_vector(fgraph, node):
+    """Indexing a vector just built from scalars picks the scalars.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.lscalar("a"), tt.lscalar("b")
+    >>> local_subtensor_make_vector.transform(None, make_vector(a, b)[1].owner)
+    [b]
+    """
+    # make_vector(a, b, c)[1] -> b ; [1:] -> make_vector(b, c) ; [[0, 2]] -> make_vector(a, c)
+    v = node.inputs[0]
+    if v.owner is None or not isinstance(v.owner.op, MakeVector):
+        return False
+    scalars = v.owner.inputs
+    out = node.outputs[0]
+    if isinstance(node.op, AdvancedSubtensor1):
+        ilist = node.inputs[1]
+        if not isinstance(ilist, Constant):
+            return False
+        picks = np.asarray(ilist.data).ravel().tolist()
+        if any(not -len(scalars) <= p < len(scalars) for p in picks):
+            return False
+        new = v.owner.op(*[scalars[p] for p in picks]) if picks else None
+    else:
+        (entry,) = index_entries(node)
+        if isinstance(entry, slice):
+            parts = [
+                None if p is None else _const_index(p)
+                for p in (entry.start, entry.stop, entry.step)
+            ]
+            if any(
+                c is None and p is not None
+                for c, p in zip(parts, (entry.start, entry.stop, entry.step))
+            ):
+                return False
+            picked = scalars[slice(*parts)]
+            new = v.owner.op(*picked) if picked else None
+        else:
+            p = _const_index(entry)
+            if p is None or not -len(scalars) <= p < len(scalars):
+                return False
+            new = scalars[p]
+    if new is None:
+        return False
+    new = fit(out, new)
+    return [new] if new is not None else False
+
+
+def _same_index(a, b) -> bool:
+    """Whether two index entries are the same (the same variables, or equal constants)."""
+    if isinstance(a, slice) != isinstance(b, slice):
+        return False
+    if isinstance(a, slice):
+        return all(
+            _same_index(p, q) for p, q in zip((a.start, a.stop, a.step), (b.start, b.stop, b.step))
+        )
+    if a is None or b is None:
+        return a is b
+    if a is b:
+        return True
+    ca, cb = _const_index(a), _const_index(b)
+    return ca is not None and ca == cb
+
+
+def _filled(value, region, out):
+    """``value`` (cast to ``out``'s dtype) spread to the shape of ``region`` (an
+    expression of the indexed part) where it has fewer dimensions or broadcasts along
+    one that ``out`` does not."""
+    if value.dtype != out.dtype:
+        value = cast(value, out.dtype)
+    if value.type.broadcastable == out.type.broadcastable:
+        return fit(out, value)
+    return fit(out, alloc(value, *[shape_i(region, d) for d in range(region.ndim)]))
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_subtensor_inc_subtensor(fgraph, node):
+    """Reading back the part just set is the value set.
+
+    Like Theano's, the rewrite takes the value to fill the part it was set to (the
+    case of a value broadcast into it at run time along a dimension not declared
+    broadcastable is not told apart).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, v, i = tt.dmatrix("x"), tt.dvector("v"), tt.lscalar("i")
+    >>> local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[i], v)[i].owner)
+    [v]
+    """
+    # set_subtensor(x[idx], v)[idx] -> v (spread to the shape of x[idx])
+    u = node.inputs[0]
+    un = u.owner
+    if un is None or not isinstance(un.op, IncSubtensor) or not un.op.set_instead_of_inc:
+        return False
+    if un.op.idx_list != node.op.idx_list:
+        return False
+    outer, inner = index_entries(un), index_entries(node)
+    if not all(_same_index(a, b) for a, b in zip(outer, inner)):
+        return False
+    x, value = un.inputs[:2]
+    new = _filled(value, subtensor(x, inner), node.outputs[0])
+    if new is None:
+        return False
+    return [keep_trace(node.outputs[0], new, [x, value, *node.inputs[1:]])]
+
+
+@canonicalize()
+@local_optimizer([AdvancedSubtensor1])
+def local_adv_sub1_adv_inc_sub1(fgraph, node):
+    """Reading back the rows just set (one row list) is the value set.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y, i = tt.dmatrix("x"), tt.dmatrix("y"), tt.constant([0, 2])
+    >>> local_adv_sub1_adv_inc_sub1.transform(None, tt.set_subtensor(x[i], y)[i].owner)
+    [y]
+    """
+    # advanced_set_subtensor1(x, y, i)[i] -> y
+    u = node.inputs[0]
+    un = u.owner
+    if un is None or not isinstance(un.op, AdvancedIncSubtensor1) or not un.op.set_instead_of_inc:
+        return False
+    x, value, ilist = un.inputs
+    if ilist is not node.inputs[1]:
+        return False
+    # A row listed twice holds the last value written there: y then differs from the
+    # read-back unless y's rows are alike; only a list of distinct rows qualifies, which
+    # a constant shows (Theano asserts it at run time).
+    if (
+        not isinstance(ilist, Constant)
+        or len(set(np.asarray(ilist.data).tolist())) != ilist.data.size
+    ):
+        return False
+    new = _filled(value, x[ilist], node.outputs[0])
+    return [new] if new is not None else False
+
+
+def _same_shape(a, b) -> bool:
+    """Whether ``a`` and ``b`` are known to have the same shape: ``a`` is a
+    ``specify_shape`` to ``b``'s shape (or the other way), or both shapes are static."""
+    if a.ndim != b.ndim:
+        return False
+    if None not in a.type.shape and a.type.shape == b.type.shape:
+        return True
+    for p, q in ((a, b), (b, a)):
+        if p.owner is not None and isinstance(p.owner.op, SpecifyShape):
+            shp = p.owner.inputs[1]
+            if (
+                shp.owner is not None
+                and isinstance(shp.owner.op, Shape)
+                and shp.owner.inputs[0] is q
+            ):
+                return True
+            if shp.owner is not None and isinstance(shp.owner.op, MakeVector):
+                if all(
+                    e.owner is not None
+                    and getattr(e.owner.op, "i", None) == d
+                    and e.owner.inputs[0] is q
+                    for d, e in enumerate(shp.owner.inputs)
+                ):
+                    return True
+    return False
+
+
+@canonicalize()
+@local_optimizer([IncSubtensor])
+def local_useless_inc_subtensor(fgraph, node):
+    """Setting all of ``x`` (``x[:]`` or ``x[::-1]`` along each dimension) to a ``y`` of
+    ``x``'s shape is ``y`` (reversed where the index reverses).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    >>> o = tt.set_subtensor(x[:, ::-1], tt.specify_shape(y, x.shape))
+    >>> local_useless_inc_subtensor.transform(None, o.owner)[0].owner.op
+    Subtensor{::, ::int64}
+    """
+    # set_subtensor(x[:, ::-1], y) -> y[:, ::-1]   when y.shape == x.shape
+    if not node.op.set_instead_of_inc or node.op.inplace:
+        return False
+    x, y = node.inputs[:2]
+    entries = index_entries(node)
+    if len(entries) != x.ndim or y.ndim != x.ndim:
+        return False
+    for e in entries:
+        if not isinstance(e, slice) or e.start is not None or e.stop is not None:
+            return False
+        if e.step is not None and _const_index(e.step) not in (1, -1):
+            return False
+    if not _same_shape(y, x):
+        return False
+    new = fit(node.outputs[0], subtensor(y, entries))
+    return [new] if new is not None else False
+
+
+@canonicalize("local_shape_to_shape_i")  # Theano's name of the rewrite it stands for
+@local_optimizer([Subtensor])
+def local_subtensor_of_shape(fgraph, node):
+    """An entry of a shape is that length (``Shape_i``): it needs neither the whole
+    shape vector nor an indexing of it.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_subtensor_of_shape.transform(None, x.shape[-1].owner)[0].owner.op
+    Shape_i{1}
+    """
+    # shape(x)[i] -> shape_i(x, i)
+    shp = node.inputs[0]
+    if shp.owner is None or not isinstance(shp.owner.op, Shape):
+        return False
+    x = shp.owner.inputs[0]
+    (entry,) = index_entries(node) if len(node.op.idx_list) == 1 else (None,)
+    if entry is None or isinstance(entry, slice):
+        return False
+    i = _const_index(entry)
+    if i is None or not -x.ndim <= i < x.ndim:
+        return False
+    new = fit(node.outputs[0], shape_i(x, i % x.ndim))
+    return [new] if new is not None else False
+
+
+def _region(node):
+    """The part of ``x`` an increment node writes, as an expression (for its shape)."""
+    x = node.inputs[0]
+    if isinstance(node.op, IncSubtensor):
+        return subtensor(x, index_entries(node))
+    return x[node.inputs[2]] if isinstance(node.op, AdvancedIncSubtensor1) else None
+
+
+@canonicalize()
+@local_optimizer([IncSubtensor, AdvancedIncSubtensor1])
+def local_useless_inc_subtensor_alloc(fgraph, node):
+    """An increment (or set) by an alloc of a value is the increment by the value: the
+    increment spreads it over the part itself. An Assert keeps the check of the lengths
+    the alloc asked for against the part's.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y, i = tt.dvector("x"), tt.dscalar("y"), tt.lscalar("i")
+    >>> z = tt.inc_subtensor(x[:i], tt.alloc(y, i))
+    >>> local_useless_inc_subtensor_alloc.transform(None, z.owner)[0].owner.inputs[1].owner.op
+    Assert{msg='Theano Assert failed!'}
+    """
+    # inc_subtensor(x[idx], alloc(v, *shape))
+    #   -> inc_subtensor(x[idx], assert(v, shape == x[idx].shape))
+    if node.op.inplace:
+        return False
+    x, y = node.inputs[:2]
+    if y.owner is None or not isinstance(y.owner.op, Alloc):
+        return False
+    value, *lengths = y.owner.inputs
+    region = _region(node)
+    if region is None or value.dtype != y.dtype:
+        return False
+    offset = region.ndim - y.ndim
+    conds = [
+        tm.eq(n, shape_i(region, offset + k))
+        for k, n in enumerate(lengths)
+        if not (const_value(n) is not None and int(const_value(n)) == 1)
+    ]
+    new_y = assert_op(value, *conds) if conds else value
+    new = node.op(x, new_y, *node.inputs[2:])
+    new = fit(node.outputs[0], new)
+    return [keep_trace(node.outputs[0], new, node.inputs)] if new is not None else False
+
+
+def _covers_dim(s, x, d) -> bool:
+    """Whether the slice ``s`` takes all of dimension ``d`` of ``x``, in order."""
+    if not isinstance(s, slice):
+        return False
+    if s.start is not None and _const_index(s.start) != 0:
+        return False
+    if s.step is not None and _const_index(s.step) != 1:
+        return False
+    if s.stop is None:
+        return True
+    stop = _const_index(s.stop)
+    if stop is not None:
+        return x.type.shape[d] is not None and stop >= x.type.shape[d]
+    return is_length_of(s.stop, x, d)
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_useless_subtensor(fgraph, node):
+    """An indexing that takes all of every dimension it indexes is its input.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_useless_subtensor.transform(None, x[0:, : x.shape[1]].owner)
+    [x]
+    """
+    # x[0:] -> x ; x[:x.shape[0]] -> x ; x[0:n] -> x when x's static length is n
+    x = node.inputs[0]
+    entries = index_entries(node)
+    if not all(_covers_dim(s, x, d) for d, s in enumerate(entries)):
+        return False
+    return [x] if x.type == node.outputs[0].type else False
+
+
+_INCS = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
+
+
+def _slices_of_zeros(incs) -> int:
+    """How many of ``incs`` write slices (no integer index) into zeros: the pieces
+    ``theano_dag.scan.rewriting.local_add_of_slices_to_join`` joins (an LSTM's gates'
+    gradients), better than a chain of increments."""
+    return sum(
+        isinstance(v.owner.op, IncSubtensor)
+        and all(e[0] == "slice" for e in v.owner.op.idx_list)
+        and const_value(v.owner.inputs[0]) == 0
+        for v in incs
+    )
+
+
+@canonicalize()
+@local_optimizer([tm.add])
+def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
+    """A sum of increments (the gradient of several indexings of one tensor) is a chain
+    of increments of the sum of what they increment: one array of the result's size
+    instead of one per increment, and each increment can then write in place.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, b, c, d = tt.dvector("x"), tt.dvector("b"), tt.dscalar("c"), tt.dscalar("d")
+    >>> s = tt.add(x, tt.inc_subtensor(b[0], c), tt.inc_subtensor(b[1], d))
+    >>> new = local_IncSubtensor_serialize.transform(None, s.owner)[0]
+    >>> new.owner.op, new.owner.inputs[0].owner.op
+    (IncSubtensor{int64}, IncSubtensor{int64})
+    """
+    # add(x, inc(b, c, i), inc(e, d, j)) -> inc(inc(add(x, b, e), c, i), d, j)
+    if scalar_op(node) is None or not isinstance(scalar_op(node), ts.Add):
+        return False
+    out = node.outputs[0]
+
+    def movable(v):
+        o = v.owner
+        return (
+            o is not None
+            and isinstance(o.op, _INCS)
+            and not o.op.set_instead_of_inc
+            and not o.op.inplace
+            and v.type == out.type
+            and (fgraph is None or single_client(fgraph, v))
+        )
+
+    moved = [i for i in node.inputs if movable(i)]
+    if not moved or _slices_of_zeros(moved) >= 2:
+        return False  # none, or slices of zeros that may tile an axis: they join instead
+    rest = [i for i in node.inputs if not movable(i)] + [m.owner.inputs[0] for m in moved]
+    tip = rest[0] if len(rest) == 1 else tm.add(*rest)
+    tip = fit(out, tip)
+    if tip is None:
+        return False
+    for m in moved:
+        tip = m.owner.op(tip, *m.owner.inputs[1:])
+    return [keep_trace(out, tip, node.inputs)]
+
+
+def _full(s) -> bool:
+    """Whether the slice ``s`` is ``:`` (or ``0:``, ``::1``): every element, in order."""
+    return (
+        isinstance(s, slice)
+        and s.stop is None
+        and (s.start is None or _const_index(s.start) == 0)
+        and (s.step is None or _const_index(s.step) == 1)
+    )
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_useless_slice(fgraph, node):
+    """Trailing ``:`` entries of an index say nothing: ``x[1, :]`` is ``x[1]`` (and two
+    spellings of one indexing merge).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_useless_slice.transform(None, x[1, 0:].owner)[0].owner.op
+    Subtensor{int64}
+    """
+    # x[i, :, 0:] -> x[i]
+    entries = index_entries(node)
+    k = len(entries)
+    while k and _full(entries[k - 1]):
+        k -= 1
+    if k == len(entries) or k == 0:
+        return False  # nothing to drop, or all of it (local_useless_subtensor)
+    new = fit(node.outputs[0], subtensor(node.inputs[0], entries[:k]))
+    return [new] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_subtensor_remove_broadcastable_index(fgraph, node):
+    """Indexing a length-1 dimension at 0 (or -1), the other dimensions taken whole, is
+    dropping that dimension: a DimShuffle.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dcol("x")
+    >>> local_subtensor_remove_broadcastable_index.transform(None, x[:, 0].owner)[0].owner.op
+    DimShuffle{0}
+    """
+    # x[:, 0] with x.shape[1] == 1 -> x.dimshuffle(0)
+    x = node.inputs[0]
+    kept = []
+    for d, e in enumerate(index_entries(node)):
+        if isinstance(e, slice):
+            if not _full(e):
+                return False
+            kept.append(d)
+        elif not x.type.broadcastable[d] or _const_index(e) not in (0, -1):
+            return False
+    kept += list(range(len(node.op.idx_list), x.ndim))
+    new = fit(node.outputs[0], DimShuffle(x.type.broadcastable, kept)(x))
+    return [new] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([Reshape])
+def local_reshape_lift(fgraph, node):
+    """A reshape of a unary elementwise result nothing else reads moves to its input:
+    ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))`` (a reshape then meets the reshapes and
+    indexings below it).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_reshape_lift.transform(None, tt.exp(x).flatten().owner)[0].owner.op
+    Elemwise{exp,no_inplace}
+    """
+    # reshape(f(x), s) -> f(reshape(x, s))
+    u = node.inputs[0]
+    un = u.owner
+    if un is None or type(un.op) is not Elemwise or len(un.inputs) != 1:
+        return False
+    if fgraph is not None and not single_client(fgraph, u):
+        return False
+    new = fit(node.outputs[0], un.op(node.op(un.inputs[0], node.inputs[1])))
+    return (
+        [keep_trace(node.outputs[0], new, [un.inputs[0], node.inputs[1]])]
+        if new is not None
+        else False
+    )
