@@ -6,6 +6,8 @@ import pytest
 import theano_dag.tensor as tt
 from theano_dag.engines.cpu.plan import shapes as plan_shapes
 from theano_dag.graph.basic import io_toposort
+from theano_dag.scalar import Composite, int64
+from theano_dag.tensor.elemwise import Elemwise
 
 SLICES = [
     (slice(1, None), 0),
@@ -53,3 +55,15 @@ def test_subtensor_rule_leaves_an_out_of_range_integer_to_the_run():
     y = x[7]
     shapes, _ = plan_shapes.infer_shapes(None, io_toposort([x], [y]), {x: (5, 2)})
     assert shapes[y] is None
+
+
+def test_an_inplace_op_in_a_shape_expression_leaves_known_values_as_they_were():
+    # (n - 1) * 2 fused in place on a known length: evaluating it twice gave 10, then 18,
+    # because the first evaluation wrote into the known value (an irfft's output length).
+    n = tt.lscalar("n")
+    i = int64("i")
+    double = Elemwise(Composite([i], [(i - 1) * 2]), inplace_pattern={0: 0})(n)
+    known = {n: np.asarray(4, dtype="int64")}
+    assert int(plan_shapes.evaluate_expression(double, known)) == 6
+    assert int(plan_shapes.evaluate_expression(double, known)) == 6
+    assert int(known[n]) == 4

@@ -162,3 +162,14 @@ def test_composite_without_copy_keeps_the_graph():
     c = Composite([x], [out], copy=False)
     assert c.inputs[0] is x and c.outputs[0] is out
     assert c == Composite([x], [out])
+
+
+def test_complex_nodes_stay_out_of_a_real_loop():
+    # A complex value has no C type: fused with the real chain before it, the whole loop
+    # would run in numpy. The real chain is one loop of its own; the complex ops stay apart.
+    x, z = tt.dvector("x"), tt.zvector("z")
+    vals = [rng.normal(size=4), rng.normal(size=4) + 1j * rng.normal(size=4)]
+    fg = check([x, z], [tt.real(z * tt.exp(x * 2 + 1))], None, vals, fuse)
+    (loop,) = composites(fg)
+    assert loop.inputs == [x] and loop.outputs[0].type.dtype == "float64"
+    assert sorted(str(n.op.scalar_op) for n in fg.apply_nodes if n is not loop) == ["mul", "real"]

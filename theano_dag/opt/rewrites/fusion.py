@@ -39,7 +39,14 @@ MAX_FUSED_INPUTS = 31
 
 def _fusable(node) -> bool:
     sop = scalar_op(node)
-    return sop is not None and len(node.outputs) == 1 and getattr(sop, "nout", 1) == 1
+    if sop is None or len(node.outputs) != 1 or getattr(sop, "nout", 1) != 1:
+        return False
+    # A complex value has no C type: a loop holding one runs in numpy, and would take
+    # the real work fused with it there too.
+    return not any(
+        str(getattr(v.type, "dtype", "")).startswith("complex")
+        for v in (*node.inputs, *node.outputs)
+    )
 
 
 def _scalar_constant(var):

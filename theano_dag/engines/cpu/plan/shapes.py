@@ -120,9 +120,14 @@ def _evaluate(var, known):
         if missing:
             stack.extend(missing)
             continue
+        args = [cache[i] for i in node.inputs]
+        # An inplace op (a fused ``(n - 1) * 2`` on a Shape_i) would write into a
+        # known value that other expressions read again: it works on a copy.
+        for j in {j for js in (getattr(node.op, "destroy_map", None) or {}).values() for j in js}:
+            args[j] = np.array(args[j], copy=True)
         cells = [[None] for _ in node.outputs]
         with np.errstate(all="ignore"):
-            node.op.perform(node, [cache[i] for i in node.inputs], cells)
+            node.op.perform(node, args, cells)
         for o, c in zip(node.outputs, cells):
             cache[o] = c[0]
         stack.pop()
