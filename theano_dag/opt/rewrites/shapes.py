@@ -25,7 +25,7 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.useless import local_useless_alloc
+from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
@@ -40,7 +40,6 @@ from theano_dag.tensor.shape import (
     shape_i,
     specify_shape,
 )
-from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import TensorConstant, as_tensor_variable
 
@@ -355,36 +354,6 @@ class ShapeFeature(Feature):
         if len(sx) != len(sy):
             return False
         return all(a is b or equal_computations([a], [b]) for a, b in zip(sx, sy))
-
-
-def is_length_of(entry, x, d) -> bool:
-    """Whether the length ``entry`` (a scalar variable or an int) is known to be
-    ``x.shape[d]``: ``Shape_i`` or ``shape(x)[d]`` of ``x``, or the constant of ``x``'s
-    static length.
-
-    >>> import theano_dag.tensor as tt
-    >>> m = tt.dmatrix("m")
-    >>> is_length_of(m.shape[1], m, 1), is_length_of(m.shape[1], m, 0)
-    (True, False)
-    """
-    v = const_value(entry) if not isinstance(entry, int) else entry
-    if v is not None:
-        return x.type.shape[d] is not None and x.type.shape[d] == int(v)
-    owner = entry.owner
-    if owner is None:
-        return False
-    if isinstance(owner.op, Shape_i):
-        return owner.op.i == d and owner.inputs[0] is x
-    if isinstance(owner.op, Subtensor) and owner.op.idx_list == (("int",),):
-        shp, i = owner.inputs
-        return (
-            shp.owner is not None
-            and isinstance(shp.owner.op, Shape)
-            and shp.owner.inputs[0] is x
-            and const_value(i) is not None
-            and int(const_value(i)) == d
-        )
-    return False
 
 
 def _alloc_under(var):

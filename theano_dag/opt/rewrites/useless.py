@@ -32,6 +32,7 @@ from theano_dag.tensor.type import all_dtypes
 CASTS = [elemwise_of(ts.convert_to(d)) for d in all_dtypes if d != "float16"]
 
 __all__ = [
+    "is_length_of",
     "local_remove_identity_op",
     "local_useless_elemwise",
     "local_useless_dimshuffle",
@@ -119,8 +120,16 @@ def _entry_value(entry):
     return None if v is None else int(v)
 
 
-def _is_dim_of(entry, x, d) -> bool:
-    """Whether ``entry`` is known to equal ``x.shape[d]``."""
+def is_length_of(entry, x, d) -> bool:
+    """Whether the length ``entry`` (a scalar variable or an int) is known to be
+    ``x.shape[d]``: ``Shape_i`` or ``shape(x)[d]`` of ``x``, or the constant of ``x``'s
+    static length.
+
+    >>> import theano_dag.tensor as tt
+    >>> m = tt.dmatrix("m")
+    >>> is_length_of(m.shape[1], m, 1), is_length_of(m.shape[1], m, 0)
+    (True, False)
+    """
     if isinstance(entry, (int, np.integer)):
         return x.type.shape[d] == entry
     v = const_value(entry)
@@ -158,7 +167,7 @@ def local_useless_reshape(fgraph, node):
         if entries is None or len(entries) != x.ndim:
             return False
         # Every length is x's own, but for at most one -1 (which is then the one left).
-        unknown = [d for d, e in enumerate(entries) if not _is_dim_of(e, x, d)]
+        unknown = [d for d, e in enumerate(entries) if not is_length_of(e, x, d)]
         if len(unknown) > 1 or unknown and _entry_value(entries[unknown[0]]) != -1:
             return False
         new = x
@@ -174,7 +183,7 @@ def local_useless_alloc(fgraph, node):
     out = node.outputs[0]
     if value.ndim != len(shape) or value.dtype != out.dtype:
         return False
-    if not all(_is_dim_of(s, value, d) for d, s in enumerate(shape)):
+    if not all(is_length_of(s, value, d) for d, s in enumerate(shape)):
         return False
     return value
 
