@@ -18,8 +18,6 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.engines.cpu.emit.impls import get_impl
-from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
 from theano_dag.graph.basic import ancestors
 from theano_dag.tensor import nnet
@@ -34,29 +32,12 @@ from theano_dag.tensor.shape import shape_i
 
 # The references live next to this file; --import-mode=importlib does not put it on sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_modes import ENGINES, FLOATS, OCL_OK, OCL_WHY, REF, mode_of  # noqa: E402
 from nnet3d_reference import (  # noqa: E402
     ref_conv3d,
     ref_conv3d_grad_inputs,
     ref_conv3d_grad_weights,
 )
-
-REF = Mode(linker="py", optimizer=None)
-OCL_OK, OCL_WHY = opencl_available()
-ENGINES = [
-    "py",
-    "cpu",
-    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
-]
-FLOATS = ("float32", "float64")
-
-
-def mode_of(engine):
-    if engine == "py":
-        return REF
-    if engine == "cpu":
-        return Mode(linker=CPULinker(min_plan_bytes=0))
-    return Mode(linker="opencl")
-
 
 # -- the cases ------------------------------------------------------------------------------
 

@@ -16,9 +16,6 @@ import pytest
 
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
-from theano_dag.compile.mode import Mode
-from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
 from theano_dag.graph.basic import ancestors
 from theano_dag.tensor import nnet
@@ -34,25 +31,10 @@ from theano_dag.tensor.signal.pool import (
 
 # The references live next to this file; --import-mode=importlib does not put it on sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_modes import ENGINES, FLOATS, REF, mode_of  # noqa: E402
 from nnet3d_reference import ref_pool3d, ref_pool3d_grad  # noqa: E402
 
-REF = Mode(linker="py", optimizer=None)
-OCL_OK, OCL_WHY = opencl_available()
-ENGINES = [
-    "py",
-    "cpu",
-    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
-]
-FLOATS = ("float32", "float64")
 MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
-
-
-def mode_of(engine):
-    if engine == "py":
-        return REF
-    if engine == "cpu":
-        return Mode(linker=CPULinker(min_plan_bytes=0))
-    return Mode(linker="opencl")
 
 
 # -- the cases ------------------------------------------------------------------------------
