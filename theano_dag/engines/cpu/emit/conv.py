@@ -453,6 +453,21 @@ def _epilogue(o, bias, relu, scale=None, native=None):
         np.maximum(o, 0, out=o)
 
 
+def _grouped_matmul(wm, cols, out, g):
+    """``out = wm @ cols`` per group: group ``i``'s filters (rows of ``wm``) read only
+    its share of the columns' rows and write only its share of the output's rows."""
+    if g == 1:
+        np.matmul(wm, cols, out=out)
+        return
+    fg, kg = wm.shape[0] // g, cols.shape[1] // g
+    for i in range(g):
+        np.matmul(
+            wm[i * fg : (i + 1) * fg],
+            cols[:, i * kg : (i + 1) * kg],
+            out=out[:, i * fg : (i + 1) * fg],
+        )
+
+
 def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws=None):
     """``out = conv(x, w)`` with workspaces ``xp`` (the padded image) and ``cols`` (the
     columns; unused by a plain 1x1 convolution); None (or a workspace of another shape)
@@ -471,7 +486,6 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
     n, c = x.shape[:2]
     f = w.shape[0]
     g = geo.groups
-    fg = f // g
     for name, v in (("bias", bias), ("scale", scale)):
         if v is not None and v.shape != (f,):
             raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
@@ -484,14 +498,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         scale = None
     outm = out.reshape(n, f, out_hw[0] * out_hw[1])
     if geo.plain:
-        xm = x.reshape(n, c, -1)
-        cg = c // g
-        for i in range(g):
-            np.matmul(
-                wm[i * fg : (i + 1) * fg],
-                xm[:, i * cg : (i + 1) * cg],
-                out=outm[:, i * fg : (i + 1) * fg],
-            )
+        _grouped_matmul(wm, x.reshape(n, c, -1), outm, g)
         _epilogue(outm, bias, relu, scale, geo.native)
         return out
     if geo.padding:
@@ -501,8 +508,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
     ):
         return out
     cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
-    nb, k = cols.shape[:2]
-    kg = k // g
+    nb = cols.shape[0]
     oh, ow = out_hw
     step = geo.tile_rows(c, out_hw, x.itemsize)
     tiles = [None] if step >= oh else [range(r, min(oh, r + step)) for r in range(0, oh, step)]
@@ -511,15 +517,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         for rows in tiles:
             cv = _im2col(x, cols, s, e, geo, out_hw, rows)
             o = outm[s:e] if rows is None else outm[s:e, :, rows.start * ow : rows.stop * ow]
-            if g == 1:
-                np.matmul(wm, cv, out=o)
-            else:
-                for i in range(g):
-                    np.matmul(
-                        wm[i * fg : (i + 1) * fg],
-                        cv[:, i * kg : (i + 1) * kg],
-                        out=o[:, i * fg : (i + 1) * fg],
-                    )
+            _grouped_matmul(wm, cv, o, g)
             _epilogue(o, bias, relu, scale, geo.native)
     return out
 
