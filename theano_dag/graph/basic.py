@@ -370,7 +370,7 @@ class Variable(Node):
         >>> float((x * 2).eval({x: 3.0}))
         6.0
         """
-        from theano_dag.compile.function import function
+        from theano_dag.compile.function import function  # eval compiles: compile is above graph
 
         inputs_to_values = dict(inputs_to_values or {})
         keys = tuple(sorted(inputs_to_values, key=id))

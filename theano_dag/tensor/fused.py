@@ -150,7 +150,7 @@ class FusedReduce(Op):
         return [tuple(s for d, s in enumerate(full) if d not in axes)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from theano_dag.gradient import Lop
+        from theano_dag.gradient import Lop  # gradient is above tensor; only the gradient needs it
 
         # The gradient of the unfused expression (a vector-Jacobian product).
         red = self.reduce_op(self._elemwise()(*inputs))
