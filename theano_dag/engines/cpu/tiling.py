@@ -195,19 +195,17 @@ def _overwrites_boundary(region, inputs, outputs):
     return bad
 
 
-class RowTiled(Op):
-    """Run ``inner`` (a FunctionGraph) over row tiles of the inputs flagged ``tiled``.
-
-    Its outputs are the inner graph's, with the batch axis first. Compiled on first
-    use with the CPU engine (``compile_inner``, no rewrites: the graph is already
-    optimized); ``tile_rows`` makes these nodes.
-    """
+class RowGraphOp(Op):
+    """An op running the FunctionGraph ``inner`` over row pieces of the inputs flagged
+    ``tiled``: its inputs and outputs are the inner graph's, it is equal only to itself,
+    and the inner graph is compiled once, on first use, with the CPU engine (no
+    rewrites: the graph is already optimized; ``_function``). The compiled function and
+    its lock stay in the process when the op is pickled (a Dask task's)."""
 
     def __init__(self, inner, tiled):
         self.inner = inner
         self.tiled = tuple(bool(t) for t in tiled)
         self._fn = None
-        self._rows = {}  # input-shape signature -> rows per tile (0: no tiling)
         self._lock = threading.Lock()
 
     def __eq__(self, other):
@@ -216,11 +214,12 @@ class RowTiled(Op):
     def __hash__(self):
         return id(self)
 
-    def __str__(self):
-        n = len(self.inner.apply_nodes)
-        return f"RowTiled{{{n} nodes, {sum(self.tiled)} tiled inputs}}"
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_lock")}
 
-    __repr__ = __str__
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._fn, self._lock = None, threading.Lock()
 
     def make_node(self, *inputs):
         if len(inputs) != len(self.inner.inputs):
@@ -232,7 +231,7 @@ class RowTiled(Op):
 
     def infer_shape(self, fgraph, node, in_shapes):
         """The outputs' shapes, from the inner graph's (concrete input shapes only: the
-        CPU engine's plan is the one user of this op)."""
+        engines' plans are the users of these ops)."""
         shapes, _ = infer_shapes(
             self.inner, self.inner.toposort(), dict(zip(self.inner.inputs, in_shapes))
         )
@@ -243,6 +242,25 @@ class RowTiled(Op):
             if self._fn is None:
                 self._fn = compile_inner(self.inner, mode=InnerMode(CPULinker(tile=False)))
             return self._fn
+
+
+class RowTiled(RowGraphOp):
+    """Run ``inner`` (a FunctionGraph) over row tiles of the inputs flagged ``tiled``.
+
+    Its outputs are the inner graph's, with the batch axis first. Compiled on first
+    use with the CPU engine (``compile_inner``, no rewrites: the graph is already
+    optimized); ``tile_rows`` makes these nodes.
+    """
+
+    def __init__(self, inner, tiled):
+        super().__init__(inner, tiled)
+        self._rows = {}  # input-shape signature -> rows per tile (0: no tiling)
+
+    def __str__(self):
+        n = len(self.inner.apply_nodes)
+        return f"RowTiled{{{n} nodes, {sum(self.tiled)} tiled inputs}}"
+
+    __repr__ = __str__
 
     def rows_per_tile(self, inputs):
         """Rows per tile for these input values (0: run once over the whole batch)."""

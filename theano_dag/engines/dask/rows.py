@@ -32,13 +32,10 @@ whole inputs (``perform``); the Dask engine's rule (:func:`row_chunks`) is the p
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
-from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
-from theano_dag.engines.cpu.tiling import row_local
+from theano_dag.engines.cpu.tiling import RowGraphOp, row_local
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.translate import (
@@ -52,10 +49,8 @@ from theano_dag.engines.dask.translate import (
     _reducer_name,
     _task_error,
 )
-from theano_dag.engines.inner import InnerMode, compile_inner
-from theano_dag.graph.basic import Apply, Constant, clone_get_equiv
+from theano_dag.graph.basic import Constant, clone_get_equiv
 from theano_dag.graph.fg import FunctionGraph
-from theano_dag.graph.op import Op
 from theano_dag.tensor import blas, math
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle
 from theano_dag.tensor.shape import Shape_i
@@ -78,7 +73,7 @@ TREE_FAN_IN = 16
 _PRODUCTS = (math.Dot, blas.Dot22, blas.Dot22Scalar, blas.Gemv, blas.Gemm)
 
 
-class RowChunked(Op):
+class RowChunked(RowGraphOp):
     """The graph ``inner`` run chunk by chunk over the rows of its ``tiled`` inputs.
 
     ``combine`` says per output how the chunks' values make the whole one: ``None``
@@ -88,25 +83,8 @@ class RowChunked(Op):
     """
 
     def __init__(self, inner, tiled, combine):
-        self.inner = inner
-        self.tiled = tuple(bool(t) for t in tiled)
+        super().__init__(inner, tiled)
         self.combine = tuple(combine)
-        self._fn = None
-        self._lock = threading.Lock()
-
-    def __eq__(self, other):
-        return self is other
-
-    def __hash__(self):
-        return id(self)
-
-    def __getstate__(self):
-        # the compiled function and its lock stay in this process
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_lock")}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._fn, self._lock = None, threading.Lock()
 
     def __str__(self):
         n = len(self.inner.apply_nodes)
@@ -120,26 +98,8 @@ class RowChunked(Op):
         ops = (str(n.op) for n in self.inner.toposort() if not isinstance(n.op, DimShuffle))
         return ", ".join(dict.fromkeys(o if len(o) <= 40 else o[:37] + "..." for o in ops))
 
-    def make_node(self, *inputs):
-        if len(inputs) != len(self.inner.inputs):
-            raise TypeError(f"{self}: expected {len(self.inner.inputs)} inputs, got {len(inputs)}")
-        for k, (v, i) in enumerate(zip(inputs, self.inner.inputs)):
-            if v.type != i.type:
-                raise TypeError(f"{self}: input {k} has type {v.type}, expected {i.type}")
-        return Apply(self, list(inputs), [o.type() for o in self.inner.outputs])
-
-    def infer_shape(self, fgraph, node, in_shapes):
-        """The outputs' shapes from the inner graph's (concrete input shapes only)."""
-        shapes, _ = infer_shapes(
-            self.inner, self.inner.toposort(), dict(zip(self.inner.inputs, in_shapes))
-        )
-        return [shapes[o] for o in self.inner.outputs]
-
     def perform(self, node, inputs, output_storage, params=None):
-        with self._lock:
-            if self._fn is None:
-                self._fn = compile_inner(self.inner, mode=InnerMode(CPULinker(tile=False)))
-        for cell, r in zip(output_storage, self._fn(*inputs)):
+        for cell, r in zip(output_storage, self._function()(*inputs)):
             cell[0] = np.array(r, copy=True)  # the inner function's buffers are reused
 
 
