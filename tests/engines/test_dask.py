@@ -36,6 +36,8 @@ from theano_dag.graph.rewriting.db import Query  # noqa: E402
 from theano_dag.opt import optdb  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dask_helpers import one_chunk_flat  # noqa: E402
 from op_table import TABLE, row_inputs  # noqa: E402
 
 REF = Mode(linker="py", optimizer=None)
@@ -484,10 +486,7 @@ def test_an_error_in_a_chunk_task_names_its_key_and_op():
     x = tt.dmatrix("x")
     f = theano_dag.function([x], tt.exp(x), mode=_sync(chunks=2))
 
-    def ravel_one(b, block_id=None):
-        return b.ravel() if block_id == (1, 0) else b
-
-    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    bad = one_chunk_flat()
     with pytest.raises(DaskTaskError) as err:
         f(bad)
     assert re.fullmatch(
@@ -520,10 +519,7 @@ def test_an_error_in_a_task_of_dask_arrays_own_names_its_key_the_operation_and_o
     x = tt.dmatrix("x")
     f = theano_dag.function([x], x.sum(axis=0), mode=_sync() if scheduler == "sync" else "DASK")
 
-    def ravel_one(b, block_id=None):
-        return b.ravel() if block_id == (1, 0) else b
-
-    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    bad = one_chunk_flat()
     with pytest.raises(DaskTaskError) as err:
         f(bad)
     assert re.fullmatch(

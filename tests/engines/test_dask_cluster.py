@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 
@@ -31,6 +32,10 @@ from theano_dag.engines.dask import (  # noqa: E402
     dask_shared,
 )
 from theano_dag.testing import procmem  # noqa: E402
+
+# the shared helpers live next to this file; --import-mode=importlib does not put it on sys.path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dask_helpers import one_chunk_flat  # noqa: E402
 
 MEMORY_LIMIT = 400e6
 GB = float(os.environ.get("THEANO_DAG_DASK_TEST_GB", "0.85"))
@@ -163,10 +168,7 @@ def test_an_error_in_a_task_on_a_worker_names_its_key_and_op(client):
     x = tt.dmatrix("x")
     f = theano_dag.function([x], tt.exp(x), mode="DASK")
 
-    def ravel_one(b, block_id=None):
-        return b.ravel() if block_id == (1, 0) else b
-
-    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    bad = one_chunk_flat()
     with pytest.raises(DaskTaskError) as err:
         f(bad)
     assert re.fullmatch(
@@ -181,10 +183,7 @@ def test_an_error_in_a_task_of_dask_arrays_own_on_a_worker_is_named(client):
     x = tt.dmatrix("x")
     f = theano_dag.function([x], x.sum(axis=0), mode="DASK")
 
-    def ravel_one(b, block_id=None):
-        return b.ravel() if block_id == (1, 0) else b
-
-    bad = da.ones((4, 4), chunks=2).map_blocks(ravel_one, dtype="float64")
+    bad = one_chunk_flat()
     with pytest.raises(DaskTaskError) as err:
         f(bad)
     # the task the scheduler blames: dask's tree reduction, on a worker
