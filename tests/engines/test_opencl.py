@@ -4,6 +4,7 @@ device arrays, shared variables on the device, the program cache, host fallback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -154,6 +155,29 @@ def test_gemm_kernels_for_every_layout(dtype):
         if (impl.last_launch or "").startswith("gemm_")
     }
     assert launched == {"v", "n", "t", "d"}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "float32"])
+def test_gemm_vector_kernels_at_tail_sizes(dtype):
+    # The row-blocked (4x8 blocks) and dot-product (vector loads along K) kernels at sizes
+    # around their blocks and vector widths. Their float64 and int64 forms once used
+    # 64-byte vectors (double8, long8) through vload8/vstore8, which segfaulted the process
+    # on PoCL 3.0 with LLVM 14 on an AVX-512 CPU (see blas.VECTOR_BYTES); none may remain.
+    x, y, w = (tt.matrix(n, dtype=dtype) for n in "xyw")
+    f = theano_dag.function([x, y, w], [tt.dot(x, y), tt.dot(x, w.T)], mode=OCL)
+    assert not re.search(r"\b(double|u?long)(8|16)\b|\b(float|u?int)16\b", ocl.opencl_source(f))
+    rng = np.random.default_rng(7)
+    # (M, K, N): all big enough for the vector kernels; M, N around the 4x8 blocks and K
+    # around the vector widths (4, 8), exact multiples last.
+    for m, k, n in [(37, 45, 29), (33, 35, 31), (4, 97, 90), (61, 9, 67), (40, 64, 16)]:
+        a = rng.integers(-9, 10, (m, k)).astype(dtype)
+        b = rng.integers(-9, 10, (k, n)).astype(dtype)
+        got = f(a, b, b.T.copy())
+        for g in got:
+            np.testing.assert_allclose(g, a @ b, rtol=1e-6 if dtype == "float32" else 0)
+        launched = [impl.last_launch or "" for impl in f.fn.impls.values()]
+        kinds = {name.rsplit("_", 1)[-1] for name in launched if name.startswith("gemm_")}
+        assert kinds == {"v", "n"}, (m, k, n)
 
 
 # -- placement: host fallback and the error without it --------------------------------
