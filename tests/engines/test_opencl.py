@@ -18,6 +18,7 @@ if not OK:
 
 import theano_dag  # noqa: E402
 import theano_dag.engines.opencl as ocl  # noqa: E402
+import theano_dag.engines.opencl.context as ocl_context  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag import printing  # noqa: E402
 from theano_dag.compile.io import Out  # noqa: E402
@@ -332,6 +333,34 @@ def test_program_cache_hit():
         assert os.listdir(CTX.cache_dir())
         assert CTX.program_stats["builds"] == builds
         assert CTX.program_stats["disk_hits"] == hits + 1
+
+
+def test_a_build_lacking_its_kernels_is_built_again_without_the_caches(monkeypatch):
+    # A damaged or stale cache entry can give a program without its kernels (PoCL 3.0's
+    # cached build of a program that passes a double8 to a builtin lists none): one
+    # warning, one build without the caches, and the kernel is there; else a clear error.
+    name = f"lacking_{os.getpid()}"
+    src = CTX.header() + f"__kernel void {name}(__global int* a) {{ a[0] = 3; }}\n"
+    real = ocl_context._missing_kernels
+    prg = CTX.build_program(src)
+    assert real(CTX.cl, prg, src) == []
+    assert real(CTX.cl, prg, src + "__kernel void absent(__global int* a) {}") == ["absent"]
+    CTX.clear_memory_cache()
+    calls = []
+
+    def first_lacks(cl, program, source):
+        calls.append(source)
+        return [name] if len(calls) == 1 else real(cl, program, source)
+
+    monkeypatch.setattr(ocl_context, "_missing_kernels", first_lacks)
+    with pytest.warns(RuntimeWarning, match="lacks its kernels"):
+        prg = CTX.build_program(src)
+    assert len(calls) == 2
+    CTX.cl.Kernel(prg, name)
+    CTX.clear_memory_cache()
+    monkeypatch.setattr(ocl_context, "_missing_kernels", lambda cl, program, source: [name])
+    with pytest.warns(RuntimeWarning), pytest.raises(RuntimeError, match="without the kernels"):
+        CTX.build_program(src)
 
 
 def test_device_selection_by_config():
