@@ -4,12 +4,14 @@
 so that test files with the same basename in different folders do not clash.)
 
 Also what keeps the suite's results independent of the machine's speed (CI runs on shared,
-busy machines): hypothesis checks no time.
+busy machines): hypothesis checks no time, and two fixtures for tests whose result would
+otherwise depend on when a kernel library, compiling in the background, loads.
 """
 
 import pathlib
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _HERE = pathlib.Path(__file__).parent
@@ -31,3 +33,32 @@ settings.register_profile(
     ),
 )
 settings.load_profile("theano_dag")
+
+# An upper bound for a wait that would otherwise hang, never what a test checks: far
+# above what a loaded machine takes.
+HANG_S = 600
+
+
+@pytest.fixture
+def kernels_at_first_call():
+    """Kernel libraries built (or read from the cache) and loaded at a function's first
+    call, in the calling thread: every call of the test runs the same code, C kernels
+    (numpy without a compiler). By default a cold cache compiles in the background and
+    the library loads between two calls, at a moment that depends on the machine's speed;
+    C and numpy may differ in the last bit."""
+    from theano_dag.engines.cpu.native import ckernel  # deferred: for the few tests that ask
+
+    with ckernel.compile_mode("sync"):
+        yield
+
+
+@pytest.fixture
+def no_kernel_builds_in_flight():
+    """Wait, before the test, for the kernel libraries that earlier tests left compiling in
+    the background (a cold cache; longer on a busy machine): one that finishes during the
+    test would add its compile and its loaded library to what the test measures or
+    counts."""
+    from theano_dag.engines.cpu.native import cc  # deferred: for the few tests that ask
+
+    for build in list(cc._BUILDS.values()):
+        build.wait(HANG_S)
