@@ -32,7 +32,13 @@ from theano_dag.engines.cpu.emit.csource import (
     kernel_source,
     preamble,
 )
-from theano_dag.engines.cpu.emit.impls import IMPLS, Step, _destroying, register_impl
+from theano_dag.engines.cpu.emit.impls import (
+    IMPLS,
+    Step,
+    _destroying,
+    _is_float_to_int_cast,
+    register_impl,
+)
 from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
@@ -450,7 +456,10 @@ def _wants_c(node, numpy_steps=None):
     if _is_composite(sop):
         return True
     # A plain op: C only where numpy has no single ufunc for it (its steps would call
-    # the scalar op's Python compute and allocate).
+    # the scalar op's Python compute and allocate), or for a cast from a float to an
+    # integer, which numpy does in three passes (the range's two, the conversion) and C in one.
+    if node.inputs and _is_float_to_int_cast(sop, node.inputs[0].type.dtype):
+        return True
     if numpy_steps is None:
         return False
     return any(getattr(s, "prefer_fresh", False) for s in numpy_steps)
