@@ -99,6 +99,34 @@ def test_rule_oracle_agrees_with_numpy_in_range():
                 np.testing.assert_array_equal(got[ok], x[ok].astype(dst))
 
 
+@pytest.mark.parametrize("src", ("float16",) + FLOATS)
+@pytest.mark.parametrize("dst", INTS)
+def test_the_pairs_left_to_numpys_astype_follow_the_rule(src, dst):
+    # Where the probe lets numpy's astype stand for the rule (x86: int32 and int64), it
+    # must hold on values and layouts the probe did not see: random mixes of the edge
+    # values at many lengths, offsets and strides, through astype and copyto.
+    if not ts.astype_keeps_rule(src, dst):
+        with np.errstate(all="ignore"):
+            x = rule_values(src, dst)
+        want = np.array([rule(v, dst) for v in x], dtype=dst)
+        np.testing.assert_array_equal(ts.cast_array(x, dst), want)
+        return
+    rng = np.random.default_rng(28)
+    with np.errstate(over="ignore"):  # float16 has no float for int32's edges: inf
+        edges = rule_values(src, dst)
+    want_edges = np.array([rule(v, dst) for v in edges], dtype=dst)
+    for n in rng.integers(1, 3000, size=60):
+        pick = rng.integers(0, len(edges), size=n + 3)
+        x, want = edges[pick], want_edges[pick]
+        for sl in (slice(0, n), slice(1, n + 1), slice(None, None, 2), slice(None, None, -3)):
+            with np.errstate(all="ignore"):
+                got = x[sl].astype(dst)
+                into = np.empty(got.shape, dst)
+                np.copyto(into, x[sl], casting="unsafe")
+            np.testing.assert_array_equal(got, want[sl], err_msg=f"{src} -> {dst}, n={n}")
+            np.testing.assert_array_equal(into, want[sl], err_msg=f"{src} -> {dst}, n={n}")
+
+
 @pytest.mark.parametrize("engine", ENGINE_PARAMS)
 @pytest.mark.parametrize("src", FLOATS)
 def test_cast_rule_table(engine, src):

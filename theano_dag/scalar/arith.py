@@ -95,6 +95,7 @@ __all__ = [
     "convert_to",
     "cast_array",
     "int_cast_bounds",
+    "astype_keeps_rule",
 ]
 
 
@@ -553,7 +554,12 @@ def cast_array(x, dtype, out=None):
     """
     x = np.asarray(x)
     dtype = np.dtype(dtype)
-    if x.dtype.kind == "f" and dtype.kind in "iu" and x.size:
+    if (
+        x.dtype.kind == "f"
+        and dtype.kind in "iu"
+        and x.size
+        and not astype_keeps_rule(x.dtype, dtype)
+    ):
         lo, hi = int_cast_bounds(x.dtype, dtype)
         # The common case costs two reductions beside the conversion (NaN fails them).
         if not (_smallest(x, None) > lo and _largest(x, None) < hi):
@@ -562,6 +568,54 @@ def cast_array(x, dtype, out=None):
         return x.astype(dtype)
     np.copyto(out, x, casting="unsafe")
     return out
+
+
+def astype_keeps_rule(src, dst) -> bool:
+    """Whether numpy's own conversion of the float dtype ``src`` to the integer dtype
+    ``dst`` already follows the rule on this machine, so that :func:`cast_array` (and
+    the CPU engine) may skip the range test: probed once per pair, on values inside and
+    outside the range, NaN and the infinities among them, at lengths and strides that
+    reach numpy's scalar and vector loops. Only ever true for int32 and int64, whose
+    minimum is x86's answer to any conversion out of range (ARM saturates: false there).
+
+    >>> astype_keeps_rule("float64", "uint8")  # x86 keeps the low bits: 255 for -1.0
+    False
+    """
+    key = (np.dtype(src), np.dtype(dst))
+    ok = _ASTYPE_KEEPS.get(key)
+    if ok is None:
+        ok = _ASTYPE_KEEPS[key] = key[1] in _WIDE_SIGNED and _probe_astype(*key)
+    return ok
+
+
+_ASTYPE_KEEPS: dict = {}
+_WIDE_SIGNED = (np.dtype("int32"), np.dtype("int64"))
+
+
+def _probe_astype(src, dst) -> bool:
+    info = np.iinfo(dst)
+    special = [np.nan, np.inf, -np.inf, -0.0, -0.5, 0.5, 1e30, -1e30, 2.5, -7.0]
+    special += [float(info.max) + 1, float(info.min) - 1, float(info.max) * 2, 2.0**70]
+    with np.errstate(all="ignore"):
+        base = np.array(special, dtype=np.float64).astype(src)
+    lo, hi = int_cast_bounds(src, dst)
+    for n in (*range(1, 18), 31, 64, 257, 1031):
+        for shift in (0, 5, 11):
+            x = np.roll(np.resize(base, n + 1), shift)
+            for view in (x[:n], x[1:], x[::2], x[::-1]):
+                want = _cast_with_minimum(view, dst, lo, hi, None)
+                with np.errstate(all="ignore"):
+                    got = view.astype(dst)
+                    into = np.empty(view.shape, dst)
+                    np.copyto(into, view, casting="unsafe")
+                if not (np.array_equal(got, want) and np.array_equal(into, want)):
+                    return False
+    for v in base:  # 0-d arrays and numpy scalars take other paths
+        want = _cast_with_minimum(np.asarray(v), dst, lo, hi, None)
+        with np.errstate(all="ignore"):
+            if np.asarray(v).astype(dst) != want or np.asarray(v.astype(dst)) != want:
+                return False
+    return True
 
 
 def _cast_with_minimum(x, dtype, lo, hi, out):

@@ -483,12 +483,14 @@ def _copy_steps(ctx, node, x, out_id, od):
 
 
 def _is_float_to_int_cast(sop, in_dtype) -> bool:
-    """Whether scalar op ``sop`` on ``in_dtype`` is a cast from a float to an integer,
-    which numpy's ``astype`` does not do by the engines' rule (see ``ts.cast_array``)."""
+    """Whether scalar op ``sop`` on ``in_dtype`` is a cast from a float to an integer
+    that numpy's ``astype`` does not do by the engines' rule on this machine (see
+    ``ts.cast_array`` and ``ts.astype_keeps_rule``)."""
     return (
         type(sop) is ts.Cast
         and np.dtype(in_dtype).kind == "f"
         and np.dtype(sop.o_type).kind in "iu"
+        and not ts.astype_keeps_rule(in_dtype, sop.o_type)
     )
 
 
