@@ -479,7 +479,7 @@ const float *restrict a1, float *restrict o0)
         """)
 
 
-def test_second_build_hits_the_cache(tmp_path):
+def test_second_build_hits_the_cache(tmp_path, no_kernel_builds_in_flight):
     node = composite_node(lambda a: ts.cos(a) * 3, ["float64"])
     before = dict(cc.stats)
     build([node], str(tmp_path))
@@ -552,7 +552,9 @@ def _fn(inputs, outputs):
     return function(inputs, outputs, mode=Mode(linker=CPULinker(), optimizer=None))
 
 
-def test_function_compiles_all_kernels_in_one_call(engine_kernels, tmp_path):
+def test_function_compiles_all_kernels_in_one_call(
+    engine_kernels, tmp_path, no_kernel_builds_in_flight
+):
     x, y = tt.dvector("x"), tt.dmatrix("y")
     z1 = Elemwise(ts.Composite([a := ts.float64("a")], [ts.exp(a) * a]))(x)
     z2 = Elemwise(ts.Composite([b := ts.float64("b"), c := ts.float64("c")], [ts.tanh(b) - c * c]))(
