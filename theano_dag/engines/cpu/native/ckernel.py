@@ -498,8 +498,8 @@ def _make_emitter(previous):
         def emit(names, outs, target):
             lib.start()  # the plan is being generated: every kernel is known by now
             if target is not None:
-                # The target may be an expression that allocates (``_empty(shape, D)``):
-                # evaluated once, into the output's name.
+                # The target is a name (the plan binds it before the step): the kernel
+                # writes there, and the output's name is bound to it.
                 args = ", ".join([*names, outs[0]])
                 return [f"{outs[0]} = {target}", f"if {kname}.c({args}): {kname}.fail({args})"]
             if nout == 1:
