@@ -209,9 +209,11 @@ class Mod(BinaryScalarOp):
 
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
+            # numpy's: a zero remainder takes the divisor's sign (-0.0 for y < 0).
             return (
-                "(fmod(%(x)s, %(y)s) + ((fmod(%(x)s, %(y)s) != 0 && "
-                "((fmod(%(x)s, %(y)s) < 0) != (%(y)s < 0))) ? %(y)s : (%(t)s)0))"
+                "(fmod(%(x)s, %(y)s) != 0 ? (fmod(%(x)s, %(y)s) + "
+                "(((fmod(%(x)s, %(y)s) < 0) != (%(y)s < 0)) ? %(y)s : (%(t)s)0)) "
+                ": copysign((%(t)s)0, %(y)s))"
             )
         return (
             "(%(y)s == 0 ? (%(t)s)0 : (%(t)s)((%(x)s %% %(y)s) + "
@@ -225,9 +227,28 @@ class Mod(BinaryScalarOp):
         return [gz, -gz * vocabulary(gz).int_div(x, y)]
 
 
+def _wrapping_negation(e, dtype, types):
+    """``-e`` for a signed integer ``e``, wrapping as numpy does (-INT_MIN is INT_MIN):
+    negated as the unsigned type, where C and OpenCL C define the wrap. A signed overflow
+    is undefined there, and a compiler that assumes it away (OpenCL C has no -fwrapv)
+    turned abs(INT64_MIN) // INT64_MIN into -1."""
+    return f"(({types[dtype]})(0 - ({types['u' + dtype]})({e})))"
+
+
 class Neg(UnaryScalarOp):
     nfunc = staticmethod(np.negative)
     c_expr = "(-%(x)s)"
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        """``-x``; a signed integer wraps, as numpy's.
+
+        >>> print(neg.c_code(["x"], ["int64"], ["int64"])[0])
+        ((long long)(0 - (unsigned long long)(x)))
+        """
+        d = out_dtypes[0]
+        if d.startswith("int") and in_dtypes[0] == d:
+            return [_wrapping_negation(inputs[0], d, types)]
+        return super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         return [-output_grads[0]]
@@ -247,6 +268,18 @@ class Abs(UnaryScalarOp):
         if d == "bool" or d.startswith("uint"):
             return "(%(x)s)"
         return "(%(x)s < 0 ? -%(x)s : %(x)s)"
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        """``|x|``; for a signed integer the negation wraps, as numpy's (|INT_MIN| is INT_MIN).
+
+        >>> print(abs_.c_code(["x"], ["int32"], ["int32"])[0])
+        (x < 0 ? ((int)(0 - (unsigned int)(x))) : x)
+        """
+        d = out_dtypes[0]
+        if d.startswith("int") and in_dtypes[0] == d:
+            x = inputs[0]
+            return [f"({x} < 0 ? {_wrapping_negation(x, d, types)} : {x})"]
+        return super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         (x,), (gz,) = inputs, output_grads
