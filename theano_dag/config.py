@@ -53,6 +53,13 @@ FLAGS: dict[str, _Flag] = {
     "linker": _Flag("cpu", "default engine (a registered linker name)"),
     "device": _Flag("cpu", "where functions run", ("cpu", "opencl")),
     "cxx": _Flag(None, "C compiler used for fused kernels; '' disables C"),
+    "cpu__poison": _Flag(
+        False,
+        "CPU engine, for tests: fill every planned buffer with NaN (floats) or 0xA5 bytes "
+        "(integers) before it is written, and check each plan, so a read before a write "
+        "shows every time",
+        kind=bool,
+    ),
     "compiledir": _Flag(None, "where compiled kernels are cached"),
     "on_opt_error": _Flag("warn", "what a failing rewrite does", ("warn", "raise", "ignore")),
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),

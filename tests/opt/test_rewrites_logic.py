@@ -6,7 +6,7 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
-from theano_dag.compile.mode import get_mode
+from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.graph.rewriting import out2in
@@ -116,6 +116,64 @@ def test_an_elemwise_of_switches_on_one_condition_is_one_switch(dtype):
     d = tt.matrix("d", dtype=dtype)
     other = tt.switch(c, a, b) * tt.switch(d, x, y)
     assert local_merge_switch_same_cond.transform(None, other.owner) is False
+
+
+# The default mode (FAST_RUN on the CPU engine) and the Python engine after FAST_RUN.
+SWITCH_MODES = {"fast_run": None, "py": Mode(linker="py")}
+
+
+@pytest.mark.parametrize("mode", SWITCH_MODES)
+def test_switches_merged_compute_in_the_dtype_of_the_switch(mode):
+    # issue 28, case 3: n = switch(c, i, d) is float64 (i int64, d float64), so n * n and
+    # n // n are float64 products and quotients; the merged switch once computed i * i
+    # and i // i in int64 (2**80 wrapped to 0; 0 // 0 gave 0, not nan).
+    c, i, d = tt.lscalar("c"), tt.lscalar("i"), tt.dscalar("d")
+    n = tt.switch(c, i, d)
+    f = theano_dag.function([c, i, d], [n * n, tt.int_div(n, n)], mode=SWITCH_MODES[mode])
+    for cv, iv, dv in ((1, 2**40, 0.5), (1, 0, 0.5), (0, 3, 0.0), (0, 3, 1.5)):
+        nv = np.where(cv, np.float64(iv), dv)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want = [nv * nv, nv // nv]
+        got = f(cv, iv, dv)
+        for g, w in zip(got, want):
+            assert g.dtype == "float64"
+            np.testing.assert_array_equal(g, w)
+    assert f(1, 2**40, 0.5)[0] == 2.0**80
+    assert np.isnan(f(1, 0, 0.5)[1])
+    # an int8 branch and a float32 one: the sum is a float32 sum (int8 would wrap 200)
+    c8, a8, x32 = tt.bvector("c"), tt.bvector("a"), tt.fvector("x")
+    m = tt.switch(c8, a8, x32)
+    f = theano_dag.function([c8, a8, x32], m + m, mode=SWITCH_MODES[mode])
+    cv, av, xv = np.int8([1, 1, 0]), np.int8([100, -128, 5]), np.float32([1.5, 2, 3])
+    np.testing.assert_array_equal(f(cv, av, xv), [200, -256, 6])
+
+
+def test_the_merged_switch_casts_its_branches_first():
+    c, i, d = tt.lscalar("c"), tt.lscalar("i"), tt.dscalar("d")
+    n = tt.switch(c, i, d)
+    fg = FunctionGraph([c, i, d], [n * n], clone=False)
+    (new,) = local_merge_switch_same_cond.transform(fg, fg.outputs[0].owner)
+    assert isinstance(new.owner.op.scalar_op, ts.Switch)
+    for branch in new.owner.inputs[1:]:  # each branch a float64 product of float64s
+        assert branch.dtype == "float64"
+        assert all(v.dtype == "float64" for v in branch.owner.inputs)
+
+
+@pytest.mark.parametrize("mode", SWITCH_MODES)
+def test_switches_sunk_compute_in_the_dtype_of_the_switch(mode):
+    # switch(c, i, 0.0) is float64: the product with j and the quotient by j are float64
+    # (sunk into the branch, i * j and i // j would be int64: wrapped, and 0 at j = 0).
+    c, i, j = tt.lvector("c"), tt.lvector("i"), tt.lvector("j")
+    outs = [tt.switch(c, i, 0.0) * j, tt.int_div(tt.switch(c, 0.0, i), j)]
+    f = theano_dag.function([c, i, j], outs, mode=SWITCH_MODES[mode])
+    cv, iv, jv = np.array([1, 0, 0, 1]), np.array([2**40, 3, -3, 0]), np.array([2**40, 0, 0, 5])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = [np.where(cv, iv, 0.0) * jv, np.where(cv, 0.0, iv) // jv]
+    got = f(cv, iv, jv)
+    for g, w in zip(got, want):
+        assert g.dtype == "float64"
+        np.testing.assert_array_equal(g, w)
+    assert got[0][0] == 2.0**80 and got[1].tolist()[1:3] == [np.inf, -np.inf]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,13 +1,14 @@
 """Specialization rewrites: powers, squares, Adagrad and FMA fusion (Owl), BLAS calls."""
 
 import numpy as np
+import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import Mode
+from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.printing import debugprint
-from theano_dag.tensor.blas import dot22, gemm_no_inplace, gemv_no_inplace, ger
+from theano_dag.tensor.blas import Gemm, Gemv, dot22, gemm_no_inplace, gemv_no_inplace, ger
 from theano_dag.tensor.fused import Adagrad
 
 from .rewrite_helpers import apply_dbs, check, ops_of
@@ -159,6 +160,108 @@ def test_gemm_forms():
     check([z, x, y], [2.0 * z + tt.dot(x, y) * 0.5], None, args, blas)
     fg = check([z, x, y], [z - 3.0 * tt.dot(x, y)], None, args, blas)
     assert ops_of(fg)[-1] == "Gemm{no_inplace}"
+
+
+# A Gemm or Gemv whose b is 0 never reads z (as BLAS): b*z taken into b is nonfinite_unsafe.
+SAFE_MODES = {
+    "fast_run": get_mode("FAST_RUN").excluding("nonfinite_unsafe"),
+    "py": FAST_RUN_PY.excluding("nonfinite_unsafe"),
+}
+
+
+def _blas_nodes(f, cls):
+    return [n for n in f.maker.fgraph.toposort() if isinstance(n.op, cls)]
+
+
+def _nonfinite_z(shape):
+    z = np.full(shape, np.nan)
+    z.flat[0], z.flat[1] = np.inf, -np.inf
+    return z
+
+
+@pytest.mark.parametrize("mode", SAFE_MODES)
+def test_zero_times_z_plus_a_dot_keeps_the_nan_of_z_without_nonfinite_unsafe(mode):
+    # issue 28, case 6: 0 * z + a * dot(x, y) became Gemm(z, a, x, y, 0), which never
+    # reads z: an inf or NaN there gave a finite number, numpy NaN.
+    z, x, y = mats("z", "x", "y")
+    a = tt.dscalar("a")
+    out = 0 * z + a * tt.dot(x, y)
+    zv, xv, yv = _nonfinite_z((3, 4)), rng.normal(size=(3, 5)), rng.normal(size=(5, 4))
+    with np.errstate(invalid="ignore"):
+        want = 0 * zv + 2.0 * (xv @ yv)
+    assert np.isnan(want).all()
+    f = theano_dag.function([z, a, x, y], out, mode=SAFE_MODES[mode])
+    np.testing.assert_array_equal(f(zv, 2.0, xv, yv), want)
+    # still one Gemm: 0 * z is its accumulator, with b = 1
+    (gemm,) = _blas_nodes(f, Gemm)
+    assert tt.get_scalar_constant_value(gemm.inputs[4]) == 1
+    zf = np.ones((3, 4))
+    np.testing.assert_allclose(f(zf, 2.0, xv, yv), 2.0 * (xv @ yv))
+
+
+def test_zero_times_z_plus_a_dot_is_a_gemm_with_b_zero_in_fast_run():
+    # The rule stays in the default mode: there x * 0 -> 0 (nonfinite_unsafe too) goes
+    # first, and without it the gemm rules make Gemm(z, a, x, y, 0).
+    z, x, y = mats("z", "x", "y")
+    a = tt.dscalar("a")
+    out = 0 * z + a * tt.dot(x, y)
+    zv, xv, yv = _nonfinite_z((3, 4)), rng.normal(size=(3, 5)), rng.normal(size=(5, 4))
+    for mode in (None, FAST_RUN_PY):
+        f = theano_dag.function([z, a, x, y], out, mode=mode)
+        np.testing.assert_allclose(f(zv, 2.0, xv, yv), 2.0 * (xv @ yv))
+    f = theano_dag.function(
+        [z, a, x, y], out, mode=get_mode("FAST_RUN").excluding("local_mul_zero")
+    )
+    (gemm,) = _blas_nodes(f, Gemm)
+    assert gemm.inputs[0] is f.maker.fgraph.inputs[0]
+    assert tt.get_scalar_constant_value(gemm.inputs[4]) == 0
+    np.testing.assert_allclose(f(zv, 2.0, xv, yv), 2.0 * (xv @ yv))
+
+
+@pytest.mark.parametrize("mode", SAFE_MODES)
+def test_a_variable_b_of_a_gemm_or_gemv_keeps_the_nan_of_z_without_nonfinite_unsafe(mode):
+    # b * z + a * dot(x, y) at b = 0 is NaN where z is; Gemm(z, a, x, y, b) drops it.
+    z, x, y = mats("z", "x", "y")
+    v, w = tt.dvector("v"), tt.dvector("w")
+    a, b = tt.dscalar("a"), tt.dscalar("b")
+    outs = [b * z + a * tt.dot(x, y), a * tt.dot(x, w) - b * v]
+    zv, xv, yv = _nonfinite_z((3, 4)), rng.normal(size=(3, 5)), rng.normal(size=(5, 4))
+    vv, wv = _nonfinite_z(3), rng.normal(size=5)
+    args = (zv, xv, yv, vv, wv, 2.0, 0.0)
+    ins = [z, x, y, v, w, a, b]
+    with np.errstate(invalid="ignore"):
+        want = [0.0 * zv + 2.0 * (xv @ yv), 2.0 * (xv @ wv) - 0.0 * vv]
+    safe = theano_dag.function(ins, outs, mode=SAFE_MODES[mode])
+    for g, wnt in zip(safe(*args), want):
+        np.testing.assert_array_equal(g, wnt)
+    assert len(_blas_nodes(safe, Gemm)) == 1 and len(_blas_nodes(safe, Gemv)) == 1
+    # the default mode takes b into the calls (and gives the finite a * dot there)
+    fast = theano_dag.function(ins, outs, mode=None if mode == "fast_run" else FAST_RUN_PY)
+    (gemm,) = _blas_nodes(fast, Gemm)
+    (gemv,) = _blas_nodes(fast, Gemv)
+    fz, fv = fast.maker.fgraph.inputs[0], fast.maker.fgraph.inputs[3]
+    assert gemm.inputs[0] is fz and gemv.inputs[0] is fv
+    got = fast(*args)
+    np.testing.assert_allclose(got[0], 2.0 * (xv @ yv))
+    np.testing.assert_allclose(got[1], 2.0 * (xv @ wv))
+    np.testing.assert_allclose(fast(zv, xv, yv, vv, wv, 2.0, 0.5)[0], 0.5 * zv + 2.0 * (xv @ yv))
+
+
+def test_gemm_takes_in_a_constant_b_but_not_zero_without_nonfinite_unsafe():
+    z, x, y = mats("z", "x", "y")
+    args = [rng.normal(size=(2, 3)), rng.normal(size=(2, 4)), rng.normal(size=(4, 3))]
+    one = tt.constant(np.float64(1))
+
+    def safe_blas(fg):
+        return apply_dbs(fg, "blas", exclude=["nonfinite_unsafe"])
+
+    three, zero = tt.constant(np.float64(3)), tt.constant(np.float64(0))
+    check(
+        [z, x, y], [3.0 * z + tt.dot(x, y)], [gemm_no_inplace(z, one, x, y, three)], args, safe_blas
+    )
+    zz = zero * z
+    check([z, x, y], [zz + tt.dot(x, y)], [gemm_no_inplace(zz, one, x, y, one)], args, safe_blas)
+    check([z, x, y], [zero * z + tt.dot(x, y)], [gemm_no_inplace(z, one, x, y, zero)], args, blas)
 
 
 def test_gemv_and_ger():

@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from theano_dag.config import config
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.callspec import NATIVE_CALL, CallPath, CallSpec, Guard, PlainCall, Thunk
 from theano_dag.engines.cpu.emit.codegen import (
@@ -58,7 +59,12 @@ class CPULinker(Linker):
     (``function(..., profile=True)`` sets it). ``tile``: run the row-local part of
     the graph over tiles of the batch where that saves memory (see ``tiling``); the
     tiling is the optdb pass tagged ``row_tiling``, which ``tile=False`` (like
-    ``Mode.excluding("row_tiling")``) leaves out of the Mode's query.
+    ``Mode.excluding("row_tiling")``) leaves out of the Mode's query. ``poison``: a
+    checking mode for tests (default: the flag ``cpu__poison``): each plan is checked
+    (:meth:`~theano_dag.engines.cpu.plan.program.Plan.check`), every planned buffer is
+    filled with NaN (floats) or ``0xA5`` bytes (integers) before it is written, and
+    each step must leave its output in the buffer it was given; a value read before
+    it is written then shows every time, instead of by luck.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -81,6 +87,7 @@ class CPULinker(Linker):
         schedule=None,
         allow_gc=None,
         tile=True,
+        poison=None,
     ):
         super().__init__(allow_gc=allow_gc, scheduler=schedule)
         if not isinstance(min_plan_bytes, int) or min_plan_bytes < 0:
@@ -91,6 +98,7 @@ class CPULinker(Linker):
         self.min_plan_bytes = min_plan_bytes
         self.profile = profile
         self.tile = bool(tile)
+        self.poison = None if poison is None else bool(poison)
         self.fgraph = None
         self.no_recycling = None
         self.updates = {}
@@ -112,6 +120,7 @@ class CPULinker(Linker):
             schedule=self._scheduler,
             allow_gc=self._allow_gc,
             tile=self.tile,
+            poison=self.poison,
         )
 
     def accept(self, fgraph, no_recycling=None, profile=None):
@@ -166,6 +175,7 @@ class CPULinker(Linker):
             borrowed=borrowed,
             incremental=self.incremental,
             min_plan_bytes=self.min_plan_bytes,
+            poison=config.cpu__poison if self.poison is None else self.poison,
         )
         profile = None
         if self.profile:

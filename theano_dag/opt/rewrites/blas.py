@@ -5,12 +5,21 @@
 (position 1.7), before ``fma`` would turn ``a*dot + z`` into a fused multiply-add. A
 ``dot`` of two matrices left alone becomes ``Dot22``. The inplace versions (which
 overwrite ``z``) come later, from the ``inplace`` pass.
+
+Like BLAS, a Gemm or Gemv whose ``b`` is 0 never reads ``z``: an inf or NaN there is
+dropped where ``0*z`` is NaN. ``local_gemm`` therefore takes ``b`` out of the
+accumulator only when it is a constant known not to be 0; any other ``b*z`` (``0*z``,
+a variable ``b``) is accumulated whole, with ``b = 1``, which is exact.
+``local_gemm_scaled_accumulator`` then takes such a ``b`` out as well (``gemm(b*z, a, x,
+y, 1) -> gemm(z, a, x, y, b)``, one elementwise pass fewer); it is tagged
+``nonfinite_unsafe``, and ``mode.excluding("nonfinite_unsafe")`` keeps the IEEE result.
 """
 
 from __future__ import annotations
 
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const_value,
@@ -33,7 +42,12 @@ from theano_dag.tensor.blas import (
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.math import Dot
 
-__all__ = ["local_gemm", "local_dot22", "local_dot22_to_dot22scalar"]
+__all__ = [
+    "local_gemm",
+    "local_gemm_scaled_accumulator",
+    "local_dot22",
+    "local_dot22_to_dot22scalar",
+]
 
 
 def _as_scalar(v, dtype):
@@ -115,6 +129,12 @@ def _blas_call(z, alpha, x, y, beta):
     return None
 
 
+def _known_nonzero(scale) -> bool:
+    """Whether ``scale`` is a constant other than 0 (a Gemm then reads its ``z``)."""
+    v = const_value(scale)
+    return v is not None and v != 0
+
+
 def _terms(node):
     """``[(sign, term)]`` of an add or a sub node."""
     sop = scalar_op(node)
@@ -147,6 +167,8 @@ def local_gemm(fgraph, node):
             if j == k or zt.type.broadcastable != base.type.broadcastable:
                 continue
             beta, z = _scaled(fgraph, zt, dtype)
+            if not _known_nonzero(beta):  # b = 0 would drop an inf or nan of z: keep b*z
+                beta, z = typed_constant(1, dtype), zt
             if z.type.broadcastable != base.type.broadcastable or z.dtype != dtype:
                 continue
             a = alpha if sign_d == 1 else tm.neg(alpha)
@@ -162,6 +184,35 @@ def local_gemm(fgraph, node):
             if new is not None:  # else another pairing of the terms may fit
                 return new
     return False
+
+
+@RULES.blas(NONFINITE_UNSAFE)  # a Gemm with b = 0 never reads z: 0 * nan is now 0
+@local_optimizer([gemm_no_inplace, gemv_no_inplace])
+def local_gemm_scaled_accumulator(fgraph, node):
+    """A scaled accumulator of a Gemm or Gemv, its scale taken into ``b``. Where the scale
+    is 0, the call no longer reads ``z``: an inf or NaN there, which made the written
+    ``0*z`` NaN, is dropped (as Theano's and PyTensor's gemm rules do).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> z, x, y, b = tt.dmatrix("z"), tt.dmatrix("x"), tt.dmatrix("y"), tt.dscalar("b")
+    >>> fg = FunctionGraph([z, x, y, b], [gemm_no_inplace(b * z, 1.0, x, y, 1.0)], clone=False)
+    >>> new = local_gemm_scaled_accumulator.transform(fg, fg.outputs[0].owner)[0]
+    >>> new.owner.inputs[0] is z, new.owner.inputs[4] is b
+    (True, True)
+    """
+    # gemm(b*z, a, x, y, c) -> gemm(z, a, x, y, c*b) ; gemm(0*z, a, x, y, 1) -> gemm(z, a, x, y, 0)
+    z, a, x, y, c = node.inputs
+    scale, base = _scaled(fgraph, z, z.dtype)
+    if base is z or base.dtype != z.dtype:
+        return False
+    cv, sv = const_value(c), const_value(scale)
+    if cv is not None and sv is not None:
+        beta = typed_constant(cv * sv, z.dtype)
+    else:
+        beta = scale if cv == 1 else tm.mul(c, scale)
+    new = fit(node.outputs[0], node.op(base, a, x, y, beta))
+    return [new] if new is not None else False
 
 
 @RULES.blas()

@@ -25,7 +25,7 @@ from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, fit, scalar_op, typed_constant
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import fill
+from theano_dag.tensor.basic import cast, fill
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.shape import Shape_i
 from theano_dag.tensor.type import discrete_dtypes
@@ -176,9 +176,14 @@ def local_useless_and_or(fgraph, node):
 
 
 def _switch_parts(var):
+    """``(cond, ift, iff)`` when ``var`` is a switch, each branch cast to ``var``'s dtype
+    (an op moved into a branch must compute in the dtype it computed in on the switch:
+    ``switch(c, i, d) * ...`` with ``i`` int64 and ``d`` float64 multiplies float64s),
+    else None."""
     owner = var.owner
     if owner is not None and isinstance(scalar_op(owner), ts.Switch):
-        return owner.inputs
+        cond, ift, iff = owner.inputs
+        return cond, cast(ift, var.dtype), cast(iff, var.dtype)
     return None
 
 

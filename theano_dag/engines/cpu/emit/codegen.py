@@ -47,7 +47,7 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.engines.basic import raise_with_op
 
-__all__ = ["build_core", "build_fast", "err_off", "err_on", "CODE_CACHE"]
+__all__ = ["build_core", "build_fast", "err_off", "err_on", "poison", "CODE_CACHE"]
 
 CODE_CACHE: dict = {}
 
@@ -223,7 +223,22 @@ def _body(plan, mode):
         outs = [names[v] for v in st.outputs]
         target = plan.target(st.outputs[0]) if st.kind == "out" and len(outs) == 1 else None
         ind = pad + ("    " if mode == "incremental" else "")
-        for line in st.emit(ins, outs, target):
+        pre, post = [], []
+        if target is not None:
+            setup = plan.target_setup(st.outputs[0])
+            if setup is not None:
+                pre.append(setup)
+            if p.poison:
+                # Garbage in the target just before the step writes it: any element the
+                # step leaves unwritten, or any input that shares the target's memory
+                # without the planner's leave, shows in the result.
+                if plan.poisoned_target(idx, st.outputs[0]):
+                    pre.append(f"_poison({target})")
+                post.append(f"if {outs[0]} is not {target}: _astray({idx}, {outs[0]}, {target})")
+                if setup is not None:
+                    post.append(f"del {target}")
+        emitted = pre + st.emit(ins, outs, target) + post
+        for line in emitted:
             lines.append(ind + line)
             where.append(idx)
         if mode == "profile" and last_of_node:
@@ -282,6 +297,46 @@ def _make_fail(plan, where, first_line):
     return fail
 
 
+def poison(arr):
+    """Fill ``arr`` with garbage that shows: NaN for floats (and complex), ``0xA5`` in
+    every byte of anything else.
+
+    >>> a = np.zeros(2); poison(a); a
+    array([nan, nan])
+    >>> b = np.zeros(2, np.int16); poison(b); b
+    array([-23131, -23131], dtype=int16)
+    """
+    if arr.dtype.kind in "fc":
+        arr.fill(np.nan)
+    elif arr.flags.c_contiguous and arr.ndim:
+        arr.view(np.uint8).fill(0xA5)
+    else:  # a 0-d or strided array: the pattern as one value (a bool becomes True)
+        arr[...] = np.frombuffer(bytes([0xA5]) * arr.dtype.itemsize, arr.dtype)[0]
+
+
+def _astray_check(plan):
+    def astray(idx, value, target):
+        """A step of the poisoned mode bound its output to other memory than its target:
+        a view of the target (same bytes, shape and dtype) is fine, anything else is a
+        step that wrote where the plan did not look, or read what it did not write."""
+        if (
+            isinstance(value, np.ndarray)
+            and value.shape == target.shape
+            and value.dtype == target.dtype
+            and value.__array_interface__["data"][0] == target.__array_interface__["data"][0]
+            and value.strides == target.strides
+        ):
+            return
+        _k, st = plan.steps[idx]
+        got = f"{type(value).__name__} {getattr(value, 'shape', '')}"
+        raise AssertionError(
+            f"CPU engine (poisoned mode): step {idx} of {st.node} left its output in "
+            f"{got}, not in the {target.dtype} array {target.shape} it was given"
+        )
+
+    return astray
+
+
 def _namespace(plan, where, first_line, extra=None):
     p = plan.program
     ns = dict(p.ns)
@@ -291,6 +346,9 @@ def _namespace(plan, where, first_line, extra=None):
     ns["_msm"] = np.may_share_memory
     ns["_fail"] = _make_fail(plan, where, first_line)
     ns["_pc"] = time.perf_counter
+    if p.poison:
+        ns["_poison"] = poison
+        ns["_astray"] = _astray_check(plan)
     ns.update(extra or {})
     return ns
 

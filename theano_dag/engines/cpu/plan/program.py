@@ -16,7 +16,7 @@ Where a value lives (its *category*):
   afresh: the dead values before it share that block, so a chain that ends in an
   output needs no memory besides the output;
 * ``alloc``: a fresh array the step writes into (a small output whose natural
-  shape is not its broadcast shape);
+  shape is not its broadcast shape), bound to the value's name before the step;
 * ``own``: a buffer of its own kept by the plan (an ``Out(borrow=True)`` output,
   every value under ``incremental``);
 * ``update``: written straight into the storage of the shared variable it
@@ -33,7 +33,7 @@ import numpy as np
 from theano_dag.engines.basic import raise_with_op
 from theano_dag.engines.cpu.emit.impls import Temp, call_steps, make_steps
 from theano_dag.engines.cpu.plan.shapes import ShapeError, broadcast_shapes, infer_shapes
-from theano_dag.engines.memory import MemoryPlan, PlanNode, plan_memory
+from theano_dag.engines.memory import MemoryPlan, PlanNode, check_plan, plan_memory
 from theano_dag.graph.basic import Constant
 
 __all__ = ["Program", "Plan", "DEFAULT_MIN_PLAN_BYTES", "FOLD_MAX_BYTES"]
@@ -97,8 +97,10 @@ class Program:
         borrowed=(),
         incremental=False,
         min_plan_bytes=DEFAULT_MIN_PLAN_BYTES,
+        poison=False,
     ):
         self.fgraph = fgraph
+        self.poison = bool(poison)
         self.order = list(order)
         self.incremental = incremental
         self.min_plan_bytes = min_plan_bytes
@@ -287,6 +289,8 @@ class Plan:
         self.codegen_time = 0.0
         self._categorize()
         self._plan_blocks()
+        if program.poison:
+            self.check()
 
     # Each produced value: its step, its position there, how it is read.
     def _categorize(self):
@@ -483,6 +487,15 @@ class Plan:
                 self._slot(v, tuple(shapes[v]))
         self.blocks = blocks
         self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc"))
+        if p.poison:
+            # Every call starts with garbage in every planned array: a value read before
+            # this call wrote it (a stale one from the last call included) shows. Integer
+            # arrays first, so that where a block holds both, the floats' NaN stays.
+            arrays = dict.fromkeys(made.values())
+            arrays.update((n, None) for v, n in self.slots.items() if cat[v] == "own")
+            kinds = {n: np.dtype(cat_dtype(self, v)).kind for v, n in self.slots.items()}
+            for name in sorted(arrays, key=lambda n: kinds[n] in "fc"):
+                self.prologue.append(f"_poison({name})")
 
     def _slot(self, v, value):
         name = f"bo{len(self.slots)}"
@@ -490,17 +503,81 @@ class Plan:
         self.slot_values[name] = value
 
     def target(self, v):
-        """The expression a step writes value ``v`` into (None: numpy allocates it)."""
+        """The name of the array a step writes value ``v`` into (None: numpy allocates it).
+
+        Always a plain name, bound before the step (:meth:`target_setup`): an emitter may
+        read its target more than once (``dot(a, b, t)`` then ``v = t``), so an expression
+        that allocates would hand each reading a different array.
+        """
         c = self.cat.get(v)
         if c in ("pooled", "own", "outblk"):
             return self.slots[v]
         if c == "alloc":
-            dname = self.program.global_name(np.dtype(cat_dtype(self, v)), "D")
-            return f"_empty({self.slots[v]}, {dname})"
+            # Poisoned, a name apart, so that the check after the step can tell whether
+            # the output is the array that was allocated.
+            return ("t" if self.program.poison else "") + self.program.names[v]
         if c == "update":
             w = next(w for w, u in self.update_inplace.items() if u is v)
             return self.program.names[w]
         return None
+
+    def target_setup(self, v):
+        """The line binding value ``v``'s target before its step (None: it is bound)."""
+        if self.cat.get(v) != "alloc":
+            return None
+        dname = self.program.global_name(np.dtype(cat_dtype(self, v)), "D")
+        return f"{self.target(v)} = _empty({self.slots[v]}, {dname})"
+
+    def poisoned_target(self, idx, v):
+        """Whether poisoning may fill value ``v``'s target just before step ``idx``
+        writes it: not when it is the memory of an input the step still reads (an
+        in-place output, or an update written over the variable the step reads)."""
+        c = self.cat.get(v)
+        if c in ("pooled", "outblk"):
+            return v not in self.memory.inplace
+        if c == "update":
+            w = next(w for w, u in self.update_inplace.items() if u is v)
+            return w not in self.steps[idx][1].inputs
+        return c in ("own", "alloc")
+
+    def check(self):
+        """Raise ValueError unless this plan keeps every value's bytes its own.
+
+        Two judges: the memory planner's checker on what the planner was told
+        (:func:`~theano_dag.engines.memory.check_plan`: no block shared by two live
+        values, in-place reuse only where a step allows it), and the slots the
+        generated code uses: each pooled value's array lies at its planned place in
+        its planned block, with its shape and dtype.
+        """
+        nodes, sizes = self.plan_input
+        check_plan(nodes, sizes, self.memory)
+        per_call = {b for v, (b, _o) in self.memory.assignment.items() if self.cat[v] == "outblk"}
+        for v, (b, off) in self.memory.assignment.items():
+            if self.cat.get(v) not in ("pooled", "outblk"):
+                raise ValueError(f"value {v} has a block but is a {self.cat.get(v)!r} value")
+            name = self.slots.get(v)
+            if name is None:
+                raise ValueError(f"value {v} has block {b} but no array in the generated code")
+            if b in per_call:
+                lo, hi, shape = self.slot_values[f"{name}s"]
+                if (lo, hi) != (off, off + sizes[v]) or tuple(shape) != tuple(self.shapes[v]):
+                    raise ValueError(
+                        f"value {v}: its array is bytes {lo}:{hi} of the call's block {b}, "
+                        f"shape {shape}; planned {off}:{off + sizes[v]}, {self.shapes[v]}"
+                    )
+                continue
+            arr = self.slot_values[name]
+            start = self.blocks[b].ctypes.data + off
+            if (
+                arr.ctypes.data != start
+                or arr.nbytes != sizes[v]
+                or arr.shape != tuple(self.shapes[v])
+                or arr.dtype != np.dtype(cat_dtype(self, v))
+            ):
+                raise ValueError(
+                    f"value {v}: its array ({arr.shape}, {arr.dtype}) is not the "
+                    f"{sizes[v]} bytes at offset {off} of block {b} planned for it"
+                )
 
     def small(self, v):
         """Whether value ``v`` is known to be smaller than the planning threshold."""
