@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import re
 import sys
 import time
 import traceback
@@ -119,12 +120,12 @@ BASE = ("a", "b", 1)
 #: (``DEFAULT_MIN_PLAN_BYTES``, 16 KiB) in some dtypes and not in others.
 SIZE_SETS = (
     ({"a": 3, "b": 4}, {"a": 5, "b": 2}),
-    ({"a": 70, "b": 60}, {"a": 64, "b": 66}),
+    ({"a": 48, "b": 129}, {"a": 40, "b": 150}),
     ({"a": 2100, "b": 2}, {"a": 2200, "b": 3}),
 )
 SIZES = SIZE_SETS[0]
 #: The share of graphs with large lengths (half with each large set).
-LARGE_SHARE = 0.15
+LARGE_SHARE = 0.25
 #: The most elements a node of a large graph may have (a product of two long vectors'
 #: lengths is left out).
 MAX_ELEMENTS = 20_000
@@ -284,6 +285,14 @@ OPS = {
     "dot": (2, "tt.dot({0}, {1})", "np.asarray(np.dot({0}, {1}))"),
     "slice": (1, "{0}[{p}]", "{0}[{p}]"),
     "index0": (1, "{0}[0]", "np.asarray({0}[0])"),
+    # Rows picked by an integer vector (kept in range by its modulo).
+    "take": (2, "{0}[{1} % {0}.shape[0]]", "{0}[{1} % {0}.shape[0]]"),
+    # Rows picked by a constant index (repeats and negative indices among them).
+    "takec": (
+        1,
+        "{0}[tt.constant(np.array({p!r}, 'int64')) % {0}.shape[0]]",
+        "{0}[np.array({p!r}, 'int64') % {0}.shape[0]]",
+    ),
     "set_sub": (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})"),
     "inc_sub": (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})"),
     "T": (1, "{0}.T", "{0}.T"),
@@ -307,6 +316,8 @@ BINARY = frozenset(
     {"add", "sub", "mul", "maximum", "minimum", "div", "floordiv", "mod", "fill", "second"}
     | {"lt", "le", "gt", "ge", "eq", "neq", "and", "or", "xor"}
 )
+#: The dtypes of an index vector (whose modulo by a length stays an integer).
+INDEX_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "bool")
 #: How much more often than the others an op is drawn (those that need matching
 #: operands, and the ones the issue-28 bugs hid in).
 OP_WEIGHTS = {
@@ -319,6 +330,8 @@ OP_WEIGHTS = {
     "alloc": 2.0,
     "cast": 3.0,
     "cast_in_range": 2.0,
+    "take": 4.0,
+    "takec": 1.5,
 }
 #: What constants hold, by dtype kind; a share of the float ones non-finite.
 CONST_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e30, float("nan"), float("inf"), float("-inf"))
@@ -433,6 +446,13 @@ def _result_dims(op, dims, dtypes, param):
         return ((d0[0] if param == "::-1" else f"{d0[0]}[{param}]"),) + d0[1:]
     if op == "index0":
         return d0[1:] if d0 and d0[0] in BASE else None
+    if op == "take":
+        if not d0 or len(dims[1]) != 1 or dtypes[1] not in INDEX_DTYPES:
+            return None
+        return tuple(dims[1]) + tuple(d0[1:])
+    if op == "takec":
+        # A length of its own: a token no other dims share ("#3": three rows).
+        return (f"#{len(param)}",) + tuple(d0[1:]) if d0 else None
     if op in ("set_sub", "inc_sub"):
         if not d0 or d0[0] == 1 or dims[1] != ():
             return None
@@ -455,9 +475,9 @@ def _const_param(rng, dtype):
     if kind == "b":
         return (bool(rng.random() < 0.5), dtype)
     if kind == "f":
-        # Non-finite in about a third of the constants.
+        # Non-finite in about a sixth of the constants.
         finite = [v for v in CONST_FLOATS if np.isfinite(v)]
-        pool = CONST_FLOATS if rng.random() < 0.35 else finite
+        pool = CONST_FLOATS if rng.random() < 0.5 else finite
         return (float(pool[int(rng.integers(len(pool)))]), dtype)
     info = np.iinfo(dtype)
     v = CONST_INTS[int(rng.integers(len(CONST_INTS)))]
@@ -495,6 +515,8 @@ def _param(op, rng, dims, dtypes):
         return str(INTS[int(rng.integers(len(INTS)))]) if dtypes[0] in FLOATS else None
     if op == "alloc":
         return tuple(d == 1 for d in dims[1])
+    if op == "takec":
+        return tuple(int(i) for i in rng.integers(-3, 6, int(rng.integers(2, 6))))
     return None
 
 
@@ -510,7 +532,8 @@ def _length(token, sizes):
         def __mul__(self, other):
             return Len(int(self) * int(other))
 
-    return int(eval(str(token), {"a": Len(sizes["a"]), "b": Len(sizes["b"])}))
+    text = re.sub(r"#(\d+)", r"Len(\1)", str(token))  # "#3": a constant length
+    return int(eval(text, {"a": Len(sizes["a"]), "b": Len(sizes["b"]), "Len": Len}))
 
 
 def _elements(dims, sizes_index):
@@ -530,13 +553,23 @@ def _pick(rng, candidates):
     return candidates[int(rng.integers(len(candidates)))] if candidates else None
 
 
-def _args(op, rng, dims, dtypes):
-    """Arguments for ``op`` among the nodes so far (by their ``dims`` and ``dtypes``);
+def _args(op, rng, nodes, dims, dtypes):
+    """Arguments for ``op`` among the ``nodes`` so far (of ``dims`` and ``dtypes``);
     None when none fit. Binary ops prefer operands of other dims that broadcast
     against the first (``(1, n)`` against ``(m, 1)``), switch branches of other dtypes."""
     n = len(dims)
     arity = OPS[op][0]
     args = [int(rng.integers(n)) for _ in range(arity)]
+    if op == "switch":
+        # The condition: another switch's (switches of one condition merge), a bool, or
+        # any value (not 0).
+        conds = [node[1][0] for node in nodes if node[0] == "switch"]
+        bools = [k for k in range(n) if dtypes[k] == "bool"]
+        r = rng.random()
+        if conds and r < 0.3:
+            args[0] = _pick(rng, conds)
+        elif bools and r < 0.7:
+            args[0] = _pick(rng, bools)
     if op == "cast":
         # Integers and bools are fewer than floats: cast them as often.
         discrete = [k for k in range(n) if dtypes[k] not in FLOATS]
@@ -544,6 +577,11 @@ def _args(op, rng, dims, dtypes):
     elif op == "cast_in_range":
         floats = [k for k in range(n) if dtypes[k] in FLOATS]
         args[0] = _pick(rng, floats) if floats else args[0]
+    elif op == "take":
+        index = [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INDEX_DTYPES]
+        if not index:
+            return None
+        args[1] = _pick(rng, index)
     elif op == "dot" and dims[args[0]]:
         fits = [k for k, d in enumerate(dims) if d and d[0] == dims[args[0]][-1]]
         args[1] = _pick(rng, fits) if fits else args[1]
@@ -577,8 +615,6 @@ def _args(op, rng, dims, dtypes):
                 # Branches of different dtypes, most of the time.
                 mixed = [k for k in ok if dtypes[k] != dtypes[args[1]]]
                 other = mixed or other
-            if op == "switch" and j == 1 and rng.random() < 0.5:
-                other = [k for k in ok if dtypes[k] == "bool"] or other
             args[j] = _pick(rng, other if other and rng.random() < 0.6 else ok)
     return tuple(args)
 
@@ -621,7 +657,7 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
         d = shapes[int(rng.integers(len(shapes)))]
         dt = str(rng.choice(FLOATS, p=[0.3, 0.7]))
         add(("shared", d, dt), d, eval(_input_type(d, dt))(), _sample(d, dt))
-    for _ in range(int(rng.integers(0, 3) if rng.random() < 0.6 else 0)):
+    for _ in range(int(rng.integers(1, 4) if rng.random() < 0.7 else 0)):
         param = _const_param(rng, dtype())
         if grad and not abs(param[0]) <= 2:
             continue  # NaN, infinities and 1e30 leave nothing for finite differences
@@ -638,7 +674,7 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
     while sum(not _is_leaf(n) for n in nodes) < n_ops and tries < 300:
         tries += 1
         op = names[int(rng.choice(len(names), p=weights))]
-        args = _args(op, rng, dims, dtypes)
+        args = _args(op, rng, nodes, dims, dtypes)
         if args is None:
             REJECTED[op, "args"] += 1
             continue
@@ -651,7 +687,7 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
             REJECTED[op, "dims"] += 1
             continue
         node = (op, args, param)
-        ns = {"tt": tt, "nan": np.nan, "inf": np.inf, **{_name(a): syms[a] for a in args}}
+        ns = {"tt": tt, "np": np, "nan": np.nan, "inf": np.inf, **{_name(a): syms[a] for a in args}}
         try:
             sym = eval(_code(node, "graph"), ns)
         except (TypeError, ValueError, NotImplementedError):
@@ -816,8 +852,6 @@ ENGINES = {
     ),
     "opencl": ('Mode(linker="opencl")', {}, None),
 }
-#: The engines with C kernels, each compiling a library: run on every ``c_every``-th graph.
-C_ENGINES = ("cpu_c", "cpu_poison_c")
 
 
 def available_engines():
@@ -1373,7 +1407,7 @@ def run(
     n,
     seed=0,
     engines=None,
-    c_every=20,
+    c_every=10,
     opencl_every=10,
     out=sys.stdout,
     shrink_failures=True,
@@ -1436,7 +1470,7 @@ def main(argv=None):
     ap.add_argument("--start", type=int, default=0, help="skip the graphs before this one")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default=None, help="comma-separated (default: all here)")
-    ap.add_argument("--c-every", type=int, default=20, help="C kernels on every k-th graph")
+    ap.add_argument("--c-every", type=int, default=10, help="C kernels on every k-th graph")
     ap.add_argument("--opencl-every", type=int, default=10)
     ap.add_argument("--grads", type=int, default=None, help="gradient graphs (default N/5)")
     ap.add_argument("--grad-seed", type=int, default=None, help="default: --seed")

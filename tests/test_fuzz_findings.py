@@ -1,0 +1,55 @@
+"""What the fuzzer found (issue 28's generators: integers, casts, switch, fill/alloc,
+constants, large lengths, planned and poisoned values), each shrunk to its smallest graph:
+one test per finding, beside the fuzzer's recipe that found it. A finding not yet fixed
+is marked xfail (strict: the test says so once the fix lands) with the bug in the
+reason. Issue 28's own reproducers (cases 0 to 6) are tested beside the code they fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.context import opencl_available
+
+needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
+
+FAST_RUN = Mode(linker="cpu", optimizer="fast_run")
+FAST_COMPILE = Mode(linker="cpu", optimizer="fast_compile")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="opt local_abs_neg: |-x| -> |x| is wrong for unsigned integers (-x wraps)",
+)
+@pytest.mark.parametrize("mode", [FAST_RUN, FAST_COMPILE], ids=["fast_run", "fast_compile"])
+def test_abs_of_a_negated_unsigned_integer_wraps_as_numpy(mode):
+    # Found with seed 2, graph 671, shrunk to Recipe(nodes=[("input", ("a", 1), "uint16"),
+    # ("neg", (0,), None), ("abs", (1,), None)], ...): numpy's |-5| in uint16 is 65531
+    # (-5 wraps); the rewrite gave 5.
+    x = tt.TensorType("uint16", shape=(None,))("x")
+    f = function([x], abs(-x), mode=mode)
+    v = np.array([5, 0, 1], "uint16")
+    np.testing.assert_array_equal(f(v), np.abs(-v))
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL: a comparison of a signed and an unsigned integer of one width "
+    "compares in C's unsigned type, not in their common dtype (numpy's)",
+)
+@pytest.mark.parametrize("unsigned, signed", [("uint32", "int32"), ("uint64", "int64")])
+def test_opencl_compares_signed_and_unsigned_integers_in_their_common_dtype(unsigned, signed):
+    # Found with seed 77, graph 19 (shrunk: uint32 < int32(-1) gave True).
+    u = tt.TensorType(unsigned, shape=(None,))("u")
+    i = tt.TensorType(signed, shape=(None,))("i")
+    f = function([u, i], [tt.lt(u, i), tt.eq(u, i), tt.gt(u, i)], mode=Mode(linker="opencl"))
+    uv = np.array([0, 1, np.iinfo(unsigned).max], unsigned)
+    iv = np.array([-1, -1, -1], signed)
+    got = [np.asarray(g) for g in f(uv, iv)]
+    want = [np.less(uv, iv), np.equal(uv, iv), np.greater(uv, iv)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
