@@ -49,6 +49,7 @@ import contextlib
 import inspect
 import re
 import sys
+import textwrap
 import time
 import traceback
 import warnings
@@ -66,6 +67,11 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
+
+try:  # the one rule for a float cast to an integer (issue 28, item 4), once it is there
+    from theano_dag.scalar import cast_array
+except ImportError:
+    cast_array = None
 
 __all__ = [
     "Recipe",
@@ -110,10 +116,18 @@ NONFINITE_TAGS = ("nonfinite_unsafe", "reassociate", "stabilize")
 #: of products gives NaN; the OpenCL engine's kernel gives NaN).
 DOT_NONFINITE = "dot_nonfinite"
 #: Whether a float is cast to an integer whatever its value (NaN, the infinities and
-#: values out of the integer's range included). Off until the engines share one
-#: documented rule for those casts: meanwhile such casts go through ``cast_in_range``,
-#: which maps NaN to 0 and clips the value into the integer's range first.
-CAST_OUT_OF_RANGE = False
+#: values out of the integer's range included): when the engines share one documented
+#: rule for those casts (``theano_dag.scalar.cast_array``, docs/engines.md, "Casts"),
+#: which numpy's side then follows. Without it such casts only go through
+#: ``cast_in_range``, which maps NaN to 0 and clips the value into the integer's range.
+CAST_OUT_OF_RANGE = cast_array is not None
+if cast_array is None:
+
+    def cast_array(x, dtype):
+        """numpy's conversion (no rule yet: the floats cast to integers are in range)."""
+        return np.asarray(x).astype(dtype)
+
+
 BASE = ("a", "b", 1)
 #: The lengths of ``"a"`` and ``"b"`` in a recipe's two calls: small, then two large
 #: sets in which matrices, or vectors, reach the CPU engine's planning threshold
@@ -166,9 +180,10 @@ def fill(x, y):
 
 
 def cast(x, dtype):
-    """``cast``: numpy's conversion (a float out of an integer's range only reaches it
-    under :data:`CAST_OUT_OF_RANGE`)."""
-    return np.asarray(x).astype(dtype)
+    """``cast``: numpy's conversion, except a float to an integer: the engines' rule
+    (``cast_array``: truncation in range, the integer's minimum for NaN, the infinities
+    and values out of range)."""
+    return cast_array(x, dtype)
 
 
 def cast_bounds(dtype):
@@ -1244,6 +1259,11 @@ def _script_head(rec, title, flags):
     helpers = [h for h in _NP_HELPERS if f"{h.__name__}(" in text]
     if cast_in_range in helpers:
         helpers.insert(0, cast_bounds)
+    if cast in helpers:
+        if CAST_OUT_OF_RANGE:
+            lines.append("from theano_dag.scalar import cast_array")
+        else:
+            helpers.insert(0, cast_array)
     for h in [input_value, close, _report] + helpers:
         lines += ["", "", _SOURCES[h.__name__]]
     lines += ["", ""]
@@ -1273,7 +1293,8 @@ def _script_head(rec, title, flags):
 
 # The helpers' text, read once: a run outlives edits of this file.
 _SOURCES = {
-    h.__name__: inspect.getsource(h).rstrip() for h in (input_value, close, _report) + _NP_HELPERS
+    h.__name__: textwrap.dedent(inspect.getsource(h)).rstrip()
+    for h in (input_value, close, _report, cast_array) + _NP_HELPERS
 }
 
 
