@@ -12,6 +12,7 @@ import pytest
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 
 needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
@@ -53,3 +54,46 @@ def test_opencl_compares_signed_and_unsigned_integers_in_their_common_dtype(unsi
     want = [np.less(uv, iv), np.equal(uv, iv), np.greater(uv, iv)]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def _c_kernels_mode():
+    return Mode(linker="cpu", optimizer="fast_run")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Switch's C expression (x != 0 ? y : z, compute_in_output_dtype False) converts "
+    "an int32 branch to uint64 by C's rules before the float64 result: -5 -> 2**64 - 5",
+)
+@pytest.mark.parametrize("engine", ["cpu_c", pytest.param("opencl", marks=needs_opencl)])
+def test_switch_of_a_signed_and_an_unsigned_branch_keeps_the_signed_values(engine):
+    # Found with seed 7, graph 260 (shrunk): switch(c, int32, uint64) is float64.
+    c = tt.TensorType("bool", shape=(None,))("c")
+    i = tt.ivector("i")
+    u = tt.TensorType("uint64", shape=(None,))("u")
+    mode = Mode(linker="opencl") if engine == "opencl" else _c_kernels_mode()
+    with ckernel.compile_mode("sync"):
+        f = function([c, i, u], tt.switch(c, i, u), mode=mode)
+        cv, iv, uv = (
+            np.array([1, 0, 1], bool),
+            np.array([-5, 3, 7], "int32"),
+            np.arange(3, dtype="uint64"),
+        )
+        got = np.asarray(f(cv, iv, uv))
+    np.testing.assert_array_equal(got, np.where(cv, iv, uv))  # [-5, 1, 7]
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL IncSubtensor of a bool array adds as integers: True += True stores 2",
+)
+def test_opencl_inc_subtensor_of_bools_stays_bool():
+    # Found with seed 7, graph 800 (shrunk): maximum(l, inc_subtensor(b[1:], s)) read a 2.
+    b = tt.TensorType("bool", shape=(None,))("b")
+    s = tt.TensorType("bool", shape=())("s")
+    f = function([b, s], tt.inc_subtensor(b[1:], s) + 0, mode=Mode(linker="opencl"))
+    bv = np.array([True, True, False])
+    want = bv.copy()
+    want[1:] += True
+    np.testing.assert_array_equal(np.asarray(f(bv, np.array(True))), want.astype("int8"))
