@@ -301,7 +301,7 @@ OPS = {
     "slice": (1, "{0}[{p}]", "{0}[{p}]"),
     "index0": (1, "{0}[0]", "np.asarray({0}[0])"),
     # Rows picked by an integer vector (kept in range by its modulo).
-    "take": (2, "{0}[{1} % {0}.shape[0]]", "{0}[{1} % {0}.shape[0]]"),
+    "take": (2, "{0}[{1} % {0}.shape[0]]", "{0}[{1} % np.int64({0}.shape[0])]"),
     # Rows picked by a constant index (repeats and negative indices among them).
     "takec": (
         1,
@@ -1456,7 +1456,13 @@ def run(
         if trace:
             print(f"# graph {i}", file=out, flush=True)
         names = _engines_for(i, engines, c_every, opencl_every)
-        problems = check(rec, names)
+        try:
+            problems = check(rec, names)
+        except Exception:  # numpy's side failed: a bug of the fuzzer, reported, not fatal
+            print(f"# graph {i} (seed {seed}): the fuzzer raised: {rec!r}", file=out)
+            traceback.print_exc(file=out)
+            failures.append((i, "fuzzer", [("fuzzer", traceback.format_exc())], rec))
+            continue
         failing = []
         for engine in dict.fromkeys(e for e, _ in problems):
             what = [w for e, w in problems if e == engine]
