@@ -4,6 +4,7 @@ device arrays, shared variables on the device, the program cache, host fallback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -17,6 +18,7 @@ if not OK:
 
 import theano_dag  # noqa: E402
 import theano_dag.engines.opencl as ocl  # noqa: E402
+import theano_dag.engines.opencl.context as ocl_context  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag import printing  # noqa: E402
 from theano_dag.compile.io import Out  # noqa: E402
@@ -154,6 +156,29 @@ def test_gemm_kernels_for_every_layout(dtype):
         if (impl.last_launch or "").startswith("gemm_")
     }
     assert launched == {"v", "n", "t", "d"}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "float32"])
+def test_gemm_vector_kernels_at_tail_sizes(dtype):
+    # The row-blocked (4x8 blocks) and dot-product (vector loads along K) kernels at sizes
+    # around their blocks and vector widths. Their float64 and int64 forms once used
+    # 64-byte vectors (double8, long8) through vload8/vstore8, which segfaulted the process
+    # on PoCL 3.0 with LLVM 14 on an AVX-512 CPU (see blas.VECTOR_BYTES); none may remain.
+    x, y, w = (tt.matrix(n, dtype=dtype) for n in "xyw")
+    f = theano_dag.function([x, y, w], [tt.dot(x, y), tt.dot(x, w.T)], mode=OCL)
+    assert not re.search(r"\b(double|u?long)(8|16)\b|\b(float|u?int)16\b", ocl.opencl_source(f))
+    rng = np.random.default_rng(7)
+    # (M, K, N): all big enough for the vector kernels; M, N around the 4x8 blocks and K
+    # around the vector widths (4, 8), exact multiples last.
+    for m, k, n in [(37, 45, 29), (33, 35, 31), (4, 97, 90), (61, 9, 67), (40, 64, 16)]:
+        a = rng.integers(-9, 10, (m, k)).astype(dtype)
+        b = rng.integers(-9, 10, (k, n)).astype(dtype)
+        got = f(a, b, b.T.copy())
+        for g in got:
+            np.testing.assert_allclose(g, a @ b, rtol=1e-6 if dtype == "float32" else 0)
+        launched = [impl.last_launch or "" for impl in f.fn.impls.values()]
+        kinds = {name.rsplit("_", 1)[-1] for name in launched if name.startswith("gemm_")}
+        assert kinds == {"v", "n"}, (m, k, n)
 
 
 # -- placement: host fallback and the error without it --------------------------------
@@ -308,6 +333,34 @@ def test_program_cache_hit():
         assert os.listdir(CTX.cache_dir())
         assert CTX.program_stats["builds"] == builds
         assert CTX.program_stats["disk_hits"] == hits + 1
+
+
+def test_a_build_lacking_its_kernels_is_built_again_without_the_caches(monkeypatch):
+    # A damaged or stale cache entry can give a program without its kernels (PoCL 3.0's
+    # cached build of a program that passes a double8 to a builtin lists none): one
+    # warning, one build without the caches, and the kernel is there; else a clear error.
+    name = f"lacking_{os.getpid()}"
+    src = CTX.header() + f"__kernel void {name}(__global int* a) {{ a[0] = 3; }}\n"
+    real = ocl_context._missing_kernels
+    prg = CTX.build_program(src)
+    assert real(CTX.cl, prg, src) == []
+    assert real(CTX.cl, prg, src + "__kernel void absent(__global int* a) {}") == ["absent"]
+    CTX.clear_memory_cache()
+    calls = []
+
+    def first_lacks(cl, program, source):
+        calls.append(source)
+        return [name] if len(calls) == 1 else real(cl, program, source)
+
+    monkeypatch.setattr(ocl_context, "_missing_kernels", first_lacks)
+    with pytest.warns(RuntimeWarning, match="lacks its kernels"):
+        prg = CTX.build_program(src)
+    assert len(calls) == 2
+    CTX.cl.Kernel(prg, name)
+    CTX.clear_memory_cache()
+    monkeypatch.setattr(ocl_context, "_missing_kernels", lambda cl, program, source: [name])
+    with pytest.warns(RuntimeWarning), pytest.raises(RuntimeError, match="without the kernels"):
+        CTX.build_program(src)
 
 
 def test_device_selection_by_config():

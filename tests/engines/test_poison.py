@@ -22,7 +22,9 @@ from theano_dag.graph.op import Op
 
 MODES = {
     "default": lambda: None,
-    "plan_all": lambda: Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run"),
+    "plan_all": lambda: Mode(
+        linker=CPULinker(min_plan_bytes=0, poison=False), optimizer="fast_run"
+    ),
     "poisoned": lambda: Mode(linker=CPULinker(min_plan_bytes=0, poison=True), optimizer="fast_run"),
     "py": lambda: Mode(linker="py", optimizer="fast_run"),
 }
@@ -114,7 +116,8 @@ def test_poison_defaults_to_the_flag():
         f = theano_dag.function([x], T.exp(x) * 2)
     f(np.zeros(5000))
     assert "_poison(" in f.fn.source()
-    g = theano_dag.function([x], T.exp(x) * 2)
+    with config.change_flags(cpu__poison=False):
+        g = theano_dag.function([x], T.exp(x) * 2)
     g(np.zeros(5000))
     assert "_poison(" not in g.fn.source()
     h = theano_dag.function([x], T.exp(x) * 2, mode=Mode(linker=CPULinker(poison=False)))
@@ -178,7 +181,7 @@ def test_poisoned_mode_shows_what_a_step_leaves_unwritten(broken_emitter):
 def test_poisoned_mode_refuses_an_output_left_outside_its_target(broken_emitter):
     x = T.dvector("x")
     y = _HalfExp("ignores_target")(x) + 1
-    plain = Mode(linker=CPULinker(min_plan_bytes=0), optimizer=None)
+    plain = Mode(linker=CPULinker(min_plan_bytes=0, poison=False), optimizer=None)
     np.testing.assert_array_equal(theano_dag.function([x], y, mode=plain)(np.zeros(4)), 2.0)
     poisoned = Mode(linker=CPULinker(min_plan_bytes=0, poison=True), optimizer=None)
     f = theano_dag.function([x], y, mode=poisoned)

@@ -22,9 +22,21 @@ from theano_dag.scalar.composite import c_literal
 from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
 from theano_dag.tensor.math import Dot
 
-__all__ = ["GemmImpl", "TILE"]
+__all__ = ["GemmImpl", "TILE", "VECTOR_BYTES"]
 
 TILE = 16
+
+#: The widest vector value the kernels make, in bytes (float8, double4, long4), as
+#: elemwise's VECTOR_WIDTH. A 64-byte vector (double8, long8) passed to or returned by
+#: a builtin (vload8, vstore8) crashes PoCL 3.0 with LLVM 14 on an AVX-512 CPU its LLVM
+#: does not know (Zen 4): the kernel is compiled for the CPU it falls back to (znver3,
+#: no AVX-512), the builtin library chosen by the CPU's features is the AVX-512 one, so
+#: the two sides of the call disagree on how a 64-byte vector travels (clang warns "AVX
+#: vector return of type 'double8' without 'avx512f' enabled changes the ABI"). The
+#: float64 row-blocked kernel killed the process, and PoCL's cached build of such a
+#: program lists no kernels (INVALID_KERNEL_NAME in the next process). 32 bytes
+#: travel the same way in both (one AVX register).
+VECTOR_BYTES = 32
 
 
 class GemmImpl(Impl):
@@ -183,16 +195,20 @@ class GemmImpl(Impl):
 
     # Register-blocked kernels for CPUs (and fine on GPUs): the driver turns the
     # vector types into SIMD. "nn": B rows contiguous, a work-item computes a 4x8 block
-    # of C from 8-wide loads of B. "nt": A rows and B columns contiguous along K, a
-    # work-item computes 1x4 dot products from 8-wide loads of both.
+    # of C from vector loads of B (one float8, or two double4, a row). "nt": A rows and
+    # B columns contiguous along K, a work-item computes 1x4 dot products from vector
+    # loads of both. Vectors are at most VECTOR_BYTES wide (see there).
 
-    def _row_stores(self, rows, width):
+    def _lanes(self):
+        return min(8, VECTOR_BYTES // np.dtype(self.out_dtype).itemsize)
+
+    def _row_stores(self, rows, width, lanes):
         tc = OPENCL_TYPES[self.out_dtype]
         lines = [f"    {tc} t[{width}];"]
         for r in range(rows):
             lines += [
                 f"    if (i0 + {r} < M) {{",
-                f"        vstore{width}(acc{r}, 0, t);",
+                *(f"        vstore{lanes}(acc{r}_{h}, {h}, t);" for h in range(width // lanes)),
                 f"        const long i = i0 + {r};",
                 f"        for (int q = 0; q < {width}; ++q) {{",
                 "            const long j = j0 + q;",
@@ -205,7 +221,8 @@ class GemmImpl(Impl):
 
     def _nn_source(self):
         tc = OPENCL_TYPES[self.out_dtype]
-        rows, w = 4, 8
+        rows, w, lanes = 4, 8, self._lanes()
+        vt, hs = f"{tc}{lanes}", range(w // lanes)  # acc{r}_{h}: lanes h*lanes.. of row r
         lines = [
             f"__kernel void {self.name}_v({self._params()})",
             "{",
@@ -214,11 +231,13 @@ class GemmImpl(Impl):
             *self._scalars(),
             # Rows past M read row M-1 (never stored): no branch in the loop.
             *(f"    const long a{r} = ao + min(i0 + {r}, M - 1) * sa0;" for r in range(rows)),
-            *(f"    {tc}{w} acc{r} = 0;" for r in range(rows)),
+            *(f"    {vt} acc{r}_{h} = 0;" for r in range(rows) for h in hs),
             f"    if (j0 + {w} <= N) {{",
             "        for (long k = 0; k < K; ++k) {",
-            f"            const {tc}{w} b = vload{w}(0, B + bo + k * sb0 + j0);",
-            *(f"            acc{r} += ({tc})A[a{r} + k * sa1] * b;" for r in range(rows)),
+            "            const long brow = bo + k * sb0 + j0;",
+            *(f"            const {vt} b{h} = vload{lanes}({h}, B + brow);" for h in hs),
+            *(f"            const {tc} x{r} = ({tc})A[a{r} + k * sa1];" for r in range(rows)),
+            *(f"            acc{r}_{h} += x{r} * b{h};" for r in range(rows) for h in hs),
             "        }",
             "    } else {",
             f"        {tc} t0[{w}] = {{0}}, t1[{w}] = {{0}}, t2[{w}] = {{0}}, t3[{w}] = {{0}};",
@@ -227,16 +246,17 @@ class GemmImpl(Impl):
             f"                const {tc} b = ({tc})B[bo + k * sb0 + j0 + q];",
             *(f"                t{r}[q] += ({tc})A[a{r} + k * sa1] * b;" for r in range(rows)),
             "            }",
-            *(f"        acc{r} = vload{w}(0, t{r});" for r in range(rows)),
+            *(f"        acc{r}_{h} = vload{lanes}({h}, t{r});" for r in range(rows) for h in hs),
             "    }",
-            *self._row_stores(rows, w),
+            *self._row_stores(rows, w, lanes),
             "}",
         ]
         return "\n".join(lines) + "\n"
 
     def _nt_source(self):
         tc = OPENCL_TYPES[self.out_dtype]
-        cols, w = 4, 8
+        cols, w = 4, self._lanes()
+        lanes_sum = lambda c: " + ".join(f"v{c}.s{q}" for q in range(w))  # noqa: E731
         lines = [
             f"__kernel void {self.name}_n({self._params()})",
             "{",
@@ -246,18 +266,14 @@ class GemmImpl(Impl):
             "    const long ar = ao + i0 * sa0;",
             *(f"    const long b{c} = bo + min(j0 + {c}, N - 1) * sb1;" for c in range(cols)),
             *(f"    {tc}{w} v{c} = 0;" for c in range(cols)),
-            f"    const long K8 = K - K % {w};",
-            f"    for (long k = 0; k < K8; k += {w}) {{",
+            f"    const long KV = K - K % {w};",
+            f"    for (long k = 0; k < KV; k += {w}) {{",
             f"        const {tc}{w} a = vload{w}(0, A + ar + k);",
             *(f"        v{c} += a * vload{w}(0, B + b{c} + k);" for c in range(cols)),
             "    }",
             f"    {tc} t[{cols}];",
-            *(
-                f"    t[{c}] = v{c}.s0 + v{c}.s1 + v{c}.s2 + v{c}.s3 + v{c}.s4 + v{c}.s5 + v{c}.s6"
-                f" + v{c}.s7;"
-                for c in range(cols)
-            ),
-            "    for (long k = K8; k < K; ++k) {",
+            *(f"    t[{c}] = {lanes_sum(c)};" for c in range(cols)),
+            "    for (long k = KV; k < K; ++k) {",
             *(f"        t[{c}] += A[ar + k] * B[b{c} + k];" for c in range(cols)),
             "    }",
             "    const long i = i0;",

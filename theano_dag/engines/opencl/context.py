@@ -19,7 +19,10 @@ that a second process loads the binary instead of compiling the source again.
 from __future__ import annotations
 
 import os
+import re
 import threading
+import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -268,7 +271,9 @@ class DeviceContext:
         pyopencl's build keeps its own on-disk cache of binaries (in :meth:`cache_dir`,
         keyed by source, options and device), so a second process loads a binary instead
         of compiling; it skips that cache for drivers that cache builds themselves (PoCL,
-        NVIDIA), where asking for a binary costs more than a build.
+        NVIDIA), where asking for a binary costs more than a build. A build that lacks a
+        kernel its source declares (a damaged or stale cache entry) is made once more
+        without the caches, with a warning; then a clear error if still lacking.
         """
         cl = self.cl
         options = list(options)
@@ -280,11 +285,31 @@ class DeviceContext:
                 return prg
             try:
                 prg = cl.Program(self.context, source).build(options, cache_dir=self.cache_dir())
+                missing = _missing_kernels(cl, prg, source)
+                if missing:
+                    # A damaged or stale cache entry (pyopencl's binaries, or the driver's
+                    # own, which PoCL keys on the options: hence the define) lacks them.
+                    self.program_stats["damaged"] = self.program_stats.get("damaged", 0) + 1
+                    warnings.warn(
+                        f"theano_dag: the cached OpenCL build of a program on "
+                        f"{self.describe()} lacks its kernels {missing}; building it again "
+                        "without the caches",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    nonce = f"-DTHEANO_DAG_UNCACHED={os.getpid()}_{time.time_ns()}"
+                    prg = cl.Program(self.context, source).build(options + [nonce], cache_dir=False)
+                    missing = _missing_kernels(cl, prg, source)
             except cl.RuntimeError as e:
                 raise RuntimeError(
                     f"OpenCL build failed on {self.describe()}:\n{e}\n--- source ---\n"
                     + _numbered(source)
                 ) from e
+            if missing:
+                raise RuntimeError(
+                    f"OpenCL build on {self.describe()} gave a program without the kernels "
+                    f"{missing}, even without the caches\n--- source ---\n" + _numbered(source)
+                )
             # pyopencl records (how, whether from its disk cache, seconds) on the program
             info = getattr(prg, "_build_duration_info", None)
             self.program_stats["disk_hits" if info and info[1] else "builds"] += 1
@@ -295,6 +320,15 @@ class DeviceContext:
         """Forget built programs (the disk cache stays): what a new process sees."""
         with self._lock:
             self._programs.clear()
+
+
+def _missing_kernels(cl, program, source: str) -> list:
+    """The kernels ``source`` declares that the built ``program`` does not list."""
+    try:
+        have = set(program.get_info(cl.program_info.KERNEL_NAMES).split(";"))
+    except cl.Error:  # pragma: no cover - a driver without the query (OpenCL 1.1)
+        return []
+    return [k for k in re.findall(r"__kernel\s+void\s+(\w+)", source) if k not in have]
 
 
 def _numbered(source: str) -> str:
