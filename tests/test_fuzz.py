@@ -13,6 +13,7 @@ import io
 import numpy as np
 import pytest
 
+from theano_dag.config import config
 from theano_dag.testing import fuzz
 
 # The CPU engine's planning every value, and poisoning its blocks (when it can).
@@ -20,9 +21,10 @@ PLANNED = ["cpu_plan0"] + (["cpu_poison"] if fuzz._poison_supported() else [])
 
 
 def _run_script(script):
-    """Run a reproducer in a namespace of its own: its exit status and what it printed."""
+    """Run a reproducer in a namespace of its own: its exit status and what it printed.
+    What it sets for itself (config.cxx, numpy's error handling) is set back after."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), config.change_flags(cxx=config.cxx), np.errstate():
         try:
             exec(compile(script, "<reproducer>", "exec"), {"__name__": "__main__"})
         except SystemExit as e:
