@@ -283,3 +283,17 @@ def test_cast_in_range_keeps_floats_within_the_integer(dtype):
     got = fuzz.cast_in_range(x, dtype)
     assert got.dtype == dtype and got[0] == 0 and got[3] == 0 and got[6] == 3
     assert info.min <= np.trunc(np.float64(lo)) and np.trunc(np.float64(hi)) <= info.max
+
+
+def test_close_counts_non_finite_values_as_asked():
+    want = np.array([np.nan, np.inf, 1.0, 2.0])
+    assert fuzz.close(np.array([np.nan, np.inf, 1.0, 2.0]), want, 1e-9) is None
+    assert fuzz.close(np.array([-np.inf, np.nan, 1.0, 2.0]), want, 1e-9)
+    assert fuzz.close(np.array([-np.inf, np.nan, 1.0, 2.0]), want, 1e-9, "both") is None
+    # "either": only where both sides are finite (a tagged rewrite's difference is there).
+    assert fuzz.close(np.array([0.0, 5.0, 1.0, 2.0]), want, 1e-9, "both")
+    assert fuzz.close(np.array([0.0, 5.0, 1.0, 2.0]), want, 1e-9, "either") is None
+    assert fuzz.close(np.array([0.0, 5.0, 1.0, 3.0]), want, 1e-9, "either")
+    # Integers exactly, with the first difference named.
+    why = fuzz.close(np.array([1, 2, 4], "int8"), np.array([1, 2, 3], "int8"), 1e-9)
+    assert "at 1 of 3 elements" in why and "flat index 2" in why
