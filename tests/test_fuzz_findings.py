@@ -39,12 +39,15 @@ def test_abs_of_a_negated_unsigned_integer_wraps_as_numpy(mode):
 @needs_opencl
 @pytest.mark.xfail(
     strict=True,
-    reason="OpenCL: a comparison of a signed and an unsigned integer of one width "
+    reason="OpenCL: a comparison of a signed integer and an unsigned one of 32 or 64 bits "
     "compares in C's unsigned type, not in their common dtype (numpy's)",
 )
-@pytest.mark.parametrize("unsigned, signed", [("uint32", "int32"), ("uint64", "int64")])
+@pytest.mark.parametrize(
+    "unsigned, signed", [("uint32", "int32"), ("uint64", "int64"), ("uint32", "int8")]
+)
 def test_opencl_compares_signed_and_unsigned_integers_in_their_common_dtype(unsigned, signed):
-    # Found with seed 77, graph 19 (shrunk: uint32 < int32(-1) gave True).
+    # Found with seed 77, graph 19 (shrunk: uint32 < int32(-1) gave True) and seed 28028,
+    # graph 9770 (neq(uint32, int8)).
     u = tt.TensorType(unsigned, shape=(None,))("u")
     i = tt.TensorType(signed, shape=(None,))("i")
     f = function([u, i], [tt.lt(u, i), tt.eq(u, i), tt.gt(u, i)], mode=Mode(linker="opencl"))
@@ -63,22 +66,24 @@ def _c_kernels_mode():
 @pytest.mark.xfail(
     strict=True,
     reason="Switch's C expression (x != 0 ? y : z, compute_in_output_dtype False) converts "
-    "an int32 branch to uint64 by C's rules before the float64 result: -5 -> 2**64 - 5",
+    "a signed branch to the other, unsigned branch's type by C's rules before the result's "
+    "dtype: -5 -> 2**64 - 5 (int32, uint64), -4 -> 2**32 - 4 (int8, uint32)",
 )
 @pytest.mark.parametrize("engine", ["cpu_c", pytest.param("opencl", marks=needs_opencl)])
-def test_switch_of_a_signed_and_an_unsigned_branch_keeps_the_signed_values(engine):
-    # Found with seed 7, graph 260 (shrunk): switch(c, int32, uint64) is float64.
+@pytest.mark.parametrize("signed, unsigned", [("int32", "uint64"), ("int8", "uint32")])
+def test_switch_of_a_signed_and_an_unsigned_branch_keeps_the_signed_values(
+    engine, signed, unsigned
+):
+    # Found with seed 7, graph 260 (switch(c, int32, uint64) is float64) and with seed
+    # 28028, graphs 5485, 8000 and 8490 (switch(c, int8, uint32(0)) is int64).
     c = tt.TensorType("bool", shape=(None,))("c")
-    i = tt.ivector("i")
-    u = tt.TensorType("uint64", shape=(None,))("u")
+    i = tt.TensorType(signed, shape=(None,))("i")
+    u = tt.TensorType(unsigned, shape=(None,))("u")
     mode = Mode(linker="opencl") if engine == "opencl" else _c_kernels_mode()
+    cv = np.array([1, 0, 1], bool)
+    iv, uv = np.array([-5, 3, 7], signed), np.arange(3, dtype=unsigned)
     with ckernel.compile_mode("sync"):
         f = function([c, i, u], tt.switch(c, i, u), mode=mode)
-        cv, iv, uv = (
-            np.array([1, 0, 1], bool),
-            np.array([-5, 3, 7], "int32"),
-            np.arange(3, dtype="uint64"),
-        )
         got = np.asarray(f(cv, iv, uv))
     np.testing.assert_array_equal(got, np.where(cv, iv, uv))  # [-5, 1, 7]
 
