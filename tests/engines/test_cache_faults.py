@@ -21,6 +21,10 @@ from theano_dag.engines.cpu.native import cc, ckernel
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GCC = cc.get_toolchain(config.cxx)
 needs_cc = pytest.mark.skipif(GCC is None, reason="no C compiler")
+# A kernel library of an earlier test still building in the background (a cold cache, a
+# busy machine) would run under this module's faults (a 1 s timeout, a fake compiler)
+# and its warning would join the ones a test counts: each test waits for them first.
+pytestmark = pytest.mark.usefixtures("no_kernel_builds_in_flight")
 
 
 def _graph():

@@ -210,6 +210,13 @@ def _op_cases():
             ("uint8", "int8"),
             ("int64", "uint16"),
             ("float64", "bool"),
+            # The cast rule's minimum for NaN, inf and out of range (docs/engines.md).
+            ("float64", "int32"),
+            ("float32", "int64"),
+            ("float64", "uint8"),
+            ("float32", "int8"),
+            ("float64", "uint64"),
+            ("float32", "uint32"),
         )
     ]
     return cases
@@ -260,9 +267,6 @@ def test_op_matches_numpy(op_kernels, case):
     node, k = kernels[case]
     rng = np.random.default_rng(abs(hash(case)) % 2**32)
     inputs = [special_values(d, N, rng, shuffle=j > 0) for j, d in enumerate(case[1])]
-    if case[0].startswith("cast:") and case[1][0].startswith("float"):
-        inputs[0] = np.nan_to_num(inputs[0], nan=1.0, posinf=2.0, neginf=-2.0)
-        inputs[0] = np.clip(inputs[0], -100, 100)  # C leaves out-of-range casts undefined
     (want,) = reference(node, inputs)
     assert_same(k(*inputs), want)
 
@@ -475,7 +479,7 @@ const float *restrict a1, float *restrict o0)
         """)
 
 
-def test_second_build_hits_the_cache(tmp_path):
+def test_second_build_hits_the_cache(tmp_path, no_kernel_builds_in_flight):
     node = composite_node(lambda a: ts.cos(a) * 3, ["float64"])
     before = dict(cc.stats)
     build([node], str(tmp_path))
@@ -548,7 +552,9 @@ def _fn(inputs, outputs):
     return function(inputs, outputs, mode=Mode(linker=CPULinker(), optimizer=None))
 
 
-def test_function_compiles_all_kernels_in_one_call(engine_kernels, tmp_path):
+def test_function_compiles_all_kernels_in_one_call(
+    engine_kernels, tmp_path, no_kernel_builds_in_flight
+):
     x, y = tt.dvector("x"), tt.dmatrix("y")
     z1 = Elemwise(ts.Composite([a := ts.float64("a")], [ts.exp(a) * a]))(x)
     z2 = Elemwise(ts.Composite([b := ts.float64("b"), c := ts.float64("c")], [ts.tanh(b) - c * c]))(

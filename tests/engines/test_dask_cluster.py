@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import threading
-import time
+import uuid
 
 import numpy as np
 import pytest
@@ -40,6 +40,9 @@ from dask_helpers import one_chunk_flat  # noqa: E402
 MEMORY_LIMIT = 400e6
 GB = float(os.environ.get("THEANO_DAG_DASK_TEST_GB", "0.85"))
 CHUNK = 1 << 20  # elements: 8 MB of float64
+# An upper bound for what would otherwise hang (a worker that never comes back), never
+# the thing a test checks: far above what a loaded machine takes.
+HANG_S = 600
 
 
 @pytest.fixture(scope="module")
@@ -129,12 +132,33 @@ def test_logistic_regression_training_loop_with_updates(client):
     assert costs == sorted(costs, reverse=True)
 
 
+def held_at_first_chunk(xd, tag):
+    """``xd`` whose first chunk's task, on a worker, says where it runs (the
+    ``distributed.Variable`` ``where-<tag>``), sets the Event ``started-<tag>`` and
+    then waits for the Event ``release-<tag>``, which the test sets: until then the
+    call cannot end, however fast or slow the machine is."""
+
+    def hold(b, block_id=None):
+        if block_id == (0,):
+            distributed.Variable(f"where-{tag}").set(distributed.get_worker().address)
+            distributed.Event(f"started-{tag}").set()
+            # a bound for a test that died before releasing it, not a timing
+            distributed.Event(f"release-{tag}").wait(HANG_S)
+        return b
+
+    return xd.map_blocks(hold, meta=np.empty(0, xd.dtype))
+
+
 def test_a_worker_killed_during_a_call(client):
     x = tt.dvector("x")
     f = theano_dag.function([x], tt.exp(tt.sin(x) * 0.5).sum(), mode="DASK")
     n = 24 * CHUNK
-    xd = da.random.default_rng(2).standard_normal(n, chunks=CHUNK)
-    want = np.exp(np.sin(xd) * 0.5).sum().compute()
+    plain = da.random.default_rng(2).standard_normal(n, chunks=CHUNK)
+    want = np.exp(np.sin(plain) * 0.5).sum().compute()
+    tag = uuid.uuid4().hex
+    xd = held_at_first_chunk(plain, tag)
+    started = distributed.Event(f"started-{tag}", client=client)
+    release = distributed.Event(f"release-{tag}", client=client)
     result = {}
 
     def call():
@@ -145,21 +169,24 @@ def test_a_worker_killed_during_a_call(client):
 
     t = threading.Thread(target=call)
     t.start()
-    time.sleep(0.5)
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    assert t.is_alive()  # the call is running when the worker dies
     try:
-        client.run(os._exit, 1, workers=[victim])
-    except (OSError, distributed.comm.CommClosedError):
-        pass  # the worker died before it could answer: what was asked
-    t.join(120)
+        assert started.wait(HANG_S), "the first chunk's task never started"
+        victim = distributed.Variable(f"where-{tag}", client=client).get(timeout=HANG_S)
+        assert t.is_alive()  # the call is running when the worker dies: its task is held
+        try:
+            client.run(os._exit, 1, workers=[victim])
+        except (OSError, distributed.comm.CommClosedError):
+            pass  # the worker died before it could answer: what was asked
+    finally:
+        release.set()  # the task, run again elsewhere, goes on
+    t.join(HANG_S)
     assert not t.is_alive()
     if "value" in result:  # Dask recomputed what the dead worker held
         np.testing.assert_allclose(result["value"], want, rtol=1e-9)
     else:  # or it gave up, naming the task
         err = result["error"]
         assert isinstance(err, DaskTaskError) and "KilledWorker" in str(err), err
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=HANG_S)
     assert victim not in client.scheduler_info()["workers"]  # the nanny started a new one
     np.testing.assert_allclose(f(xd), want, rtol=1e-9)
 
@@ -224,7 +251,7 @@ def test_a_task_whose_workers_die_is_named_with_its_op():
             r"KilledWorker: the workers running it died \(more than 0 times\)",
             str(err.value),
         ), str(err.value)
-        c.wait_for_workers(1, timeout=60)
+        c.wait_for_workers(1, timeout=HANG_S)
         assert f(da.ones(4, chunks=2)) == 8.0  # the next call works
     finally:
         c.close()

@@ -51,7 +51,9 @@ def _in_threads(work, n=THREADS):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_one_function_from_eight_threads(engine):
+def test_one_function_from_eight_threads(engine, kernels_at_first_call):
+    # (kernels_at_first_call: the sequential calls and the threads' run the same kernels,
+    # not numpy before a library that loads among the threads' calls and C after it)
     flags = {"cxx": ""} if engine == "no_c" else {}
     mode = None if engine == "no_c" else engine()
     with config.change_flags(**flags):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 
 import numpy as np
 
@@ -15,6 +16,25 @@ from theano_dag.opt import EquilibriumOptimizer, Query, optdb
 from theano_dag.opt.rewrites.constant_folding import ConstantFolding
 
 REFERENCE = Mode(linker="py", optimizer=None)
+
+
+def count_calls(fn, *args):
+    """The number of Python and C function calls ``fn(*args)`` makes: a measure of work
+    that a busy machine cannot change (a test of how work grows, where time would be
+    noise)."""
+    n = 0
+
+    def profile(frame, event, arg):
+        nonlocal n
+        if event in ("call", "c_call"):
+            n += 1
+
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+    return n
 
 
 def reference_values(inputs, outputs, args):

@@ -517,15 +517,17 @@ def test_last_steps_of_a_tapped_state():
     np.testing.assert_allclose(got, [want[-2], want[-1]], rtol=1e-12)
 
 
-def test_long_loop_keeps_constant_memory():
+def test_long_loop_keeps_constant_memory(no_kernel_builds_in_flight, kernels_at_first_call):
     import tracemalloc
 
     x0 = tt.dvector("x0")
     k = tt.lscalar("k")
     out, _ = scan(lambda p: p * 0.5 + 1.0, outputs_info=x0, n_steps=k)
     f = theano_dag.function([x0, k], out[-1])
-    # A warm-up as long as the C loop's threshold, so that its driver is built (and the
-    # kernels compiled) before the traced call: a cold kernel cache compiles in it.
+    # A warm-up as long as the C loop's threshold, so that its driver is built and the
+    # step's kernels loaded before the traced call (a cold kernel cache compiles them in
+    # it, not in the background): the traced call runs the C loop whatever the machine's
+    # speed, and no library loads while it is traced.
     f(np.zeros(100), 20)
     tracemalloc.start()
     got = f(np.zeros(100), 100_000)

@@ -93,6 +93,9 @@ __all__ = [
     "isinf",
     "cast",
     "convert_to",
+    "cast_array",
+    "int_cast_bounds",
+    "astype_keeps_rule",
 ]
 
 
@@ -488,9 +491,148 @@ class _cast_out(specific_out):  # noqa: N801 (a specific_out, as Theano's casts 
         return (out,)
 
 
+# -- the cast rule: a float to an integer ------------------------------------------------
+#
+# C leaves a conversion undefined when the truncated value does not fit the integer: x86
+# gives the 32- or 64-bit minimum and keeps its low bits for a narrower type (numpy there:
+# uint8(-1.0) = 255), ARM saturates, NVIDIA's OpenCL saturated, and GCC with
+# -fno-trapping-math folds (double)(signed char)x into trunc(x) (which made int8(-0.5)
+# -0.0 and uint8(-1.0) -1.0 in a fused kernel). The engines give one answer instead:
+# truncation toward zero in range, and the integer's minimum for NaN, the infinities and
+# out-of-range values (x86's answer for int32 and int64). Written once: the bounds below
+# serve the numpy helper and the C expression that the C and OpenCL kernels share.
+
+
+def int_cast_bounds(src, dst) -> tuple:
+    """``(lo, hi)``, values of the float dtype ``src``: a float ``x`` converts to the
+    integer dtype ``dst`` by truncation when ``lo < x < hi``, else it gives ``dst``'s
+    minimum (NaN fails both tests). Both are exact in ``src``; ``lo`` is the largest
+    ``src`` value at or below ``dst``'s minimum minus 1, ``hi`` the smallest at or above
+    its maximum plus 1.
+
+    >>> [float(b) for b in int_cast_bounds("float64", "int8")]
+    [-129.0, 128.0]
+    >>> [float(b) for b in int_cast_bounds("float32", "int32")]  # -2**31 - 1 is no float32
+    [-2147483904.0, 2147483648.0]
+    >>> [float(b) for b in int_cast_bounds("float64", "uint64")]
+    [-1.0, 1.8446744073709552e+19]
+    """
+    key = (np.dtype(src), np.dtype(dst))
+    bounds = _CAST_BOUNDS.get(key)
+    if bounds is None:
+        ft = key[0].type
+        info = np.iinfo(dst)
+        lo, hi = int(info.min) - 1, int(info.max) + 1
+        with np.errstate(over="ignore"):
+            flo, fhi = ft(lo), ft(hi)  # the nearest floats (inf past float16's range)
+        # Python compares a float with an int exactly.
+        if float(flo) > lo:
+            flo = np.nextafter(flo, ft(-np.inf))
+        if float(fhi) < hi:
+            fhi = np.nextafter(fhi, ft(np.inf))
+        bounds = _CAST_BOUNDS[key] = (flo, fhi)
+    return bounds
+
+
+_CAST_BOUNDS: dict = {}
+# The ufuncs' reductions: cheaper than x.min() on small arrays (no method dispatch).
+_smallest, _largest = np.minimum.reduce, np.maximum.reduce
+
+
+def cast_array(x, dtype, out=None):
+    """``x`` (an array or a number) converted to ``dtype`` by the engines' cast rule: numpy's
+    ``astype``, except that a float to an integer gives the integer's minimum (0 when
+    unsigned) for NaN, the infinities and values whose truncation is out of range.
+    With ``out`` (an array of ``dtype`` that ``x`` broadcasts to), written there.
+
+    >>> cast_array(np.array([2.7, -0.5, -1.0, 300.0, np.nan]), "uint8")
+    array([2, 0, 0, 0, 0], dtype=uint8)
+    >>> cast_array(np.array([-2.7, 1e10, -np.inf]), "int32")
+    array([         -2, -2147483648, -2147483648], dtype=int32)
+    >>> cast_array(np.array([np.nan, 0.0]), "bool")
+    array([ True, False])
+    """
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if (
+        x.dtype.kind == "f"
+        and dtype.kind in "iu"
+        and x.size
+        and not astype_keeps_rule(x.dtype, dtype)
+    ):
+        lo, hi = int_cast_bounds(x.dtype, dtype)
+        # The common case costs two reductions beside the conversion (NaN fails them).
+        if not (_smallest(x, None) > lo and _largest(x, None) < hi):
+            return _cast_with_minimum(x, dtype, lo, hi, out)
+    if out is None:
+        return x.astype(dtype)
+    np.copyto(out, x, casting="unsafe")
+    return out
+
+
+def astype_keeps_rule(src, dst) -> bool:
+    """Whether numpy's own conversion of the float dtype ``src`` to the integer dtype
+    ``dst`` already follows the rule on this machine, so that :func:`cast_array` (and
+    the CPU engine) may skip the range test: probed once per pair, on values inside and
+    outside the range, NaN and the infinities among them, at lengths and strides that
+    reach numpy's scalar and vector loops. Only ever true for int32 and int64, whose
+    minimum is x86's answer to any conversion out of range (ARM saturates: false there).
+
+    >>> astype_keeps_rule("float64", "uint8")  # x86 keeps the low bits: 255 for -1.0
+    False
+    """
+    key = (np.dtype(src), np.dtype(dst))
+    ok = _ASTYPE_KEEPS.get(key)
+    if ok is None:
+        ok = _ASTYPE_KEEPS[key] = key[1] in _WIDE_SIGNED and _probe_astype(*key)
+    return ok
+
+
+_ASTYPE_KEEPS: dict = {}
+_WIDE_SIGNED = (np.dtype("int32"), np.dtype("int64"))
+
+
+def _probe_astype(src, dst) -> bool:
+    info = np.iinfo(dst)
+    special = [np.nan, np.inf, -np.inf, -0.0, -0.5, 0.5, 1e30, -1e30, 2.5, -7.0]
+    special += [float(info.max) + 1, float(info.min) - 1, float(info.max) * 2, 2.0**70]
+    with np.errstate(all="ignore"):
+        base = np.array(special, dtype=np.float64).astype(src)
+    lo, hi = int_cast_bounds(src, dst)
+    for n in (*range(1, 18), 31, 64, 257, 1031):
+        for shift in (0, 5, 11):
+            x = np.roll(np.resize(base, n + 1), shift)
+            for view in (x[:n], x[1:], x[::2], x[::-1]):
+                want = _cast_with_minimum(view, dst, lo, hi, None)
+                with np.errstate(all="ignore"):
+                    got = view.astype(dst)
+                    into = np.empty(view.shape, dst)
+                    np.copyto(into, view, casting="unsafe")
+                if not (np.array_equal(got, want) and np.array_equal(into, want)):
+                    return False
+    for v in base:  # 0-d arrays and numpy scalars take other paths
+        want = _cast_with_minimum(np.asarray(v), dst, lo, hi, None)
+        with np.errstate(all="ignore"):
+            if np.asarray(v).astype(dst) != want or np.asarray(v.astype(dst)) != want:
+                return False
+    return True
+
+
+def _cast_with_minimum(x, dtype, lo, hi, out):
+    bad = ~((x > lo) & (x < hi))
+    with np.errstate(invalid="ignore"):  # numpy warns of the values replaced below
+        if out is None:
+            out = x.astype(dtype)
+        else:
+            np.copyto(out, x, casting="unsafe")
+    np.copyto(out, np.iinfo(dtype).min, where=bad)
+    return out
+
+
 class Cast(UnaryScalarOp):
     """Convert to ``o_type`` (a dtype string, or a scalar type as Theano's
-    ``Cast(Scalar("float64"))``) with C's/numpy's conversion."""
+    ``Cast(Scalar("float64"))``) with numpy's conversion, except a float to an integer:
+    see :func:`cast_array`, the rule of every engine (docs/engines.md, "Casts")."""
 
     __props__ = ("o_type",)
     compute_in_output_dtype = False
@@ -506,19 +648,42 @@ class Cast(UnaryScalarOp):
         return self.name
 
     def impl(self, x):
-        return np.asarray(x).astype(self.o_type)
+        return cast_array(x, self.o_type)
 
     def c_template(self, in_dtypes, out_dtypes):
+        """The C (and OpenCL) form of :func:`cast_array`'s rule.
+
+        >>> e = convert_to("int8").c_code(["x"], ["float32"], ["int8"])[0]
+        >>> print(e.replace(" : ", "\\n  : "))
+        ((x > -129.0f && x < 128.0f) ? ((x > -1.0f && x < 1.0f) ? (signed char)0
+          : (signed char)(x))
+          : (signed char)(-127 - 1))
+        """
         if self.o_type == "bool":
             return "(%(x)s != 0)"
-        if _is_float(in_dtypes[0]) and self.o_type in ("int32", "int64"):
-            # C leaves a NaN or out-of-range conversion undefined: x86 gives the type's
-            # minimum (as numpy does there), NVIDIA's OpenCL saturates. Say it once.
-            bits = 31 if self.o_type == "int32" else 63
-            lo, hi = f"-{2**bits}.0f", f"{2**bits}.0f"  # powers of two: exact as floats
-            low = f"(%(t)s)({-(2**bits) + 1} - 1)"  # the minimum, as a literal C accepts
-            return f"((%(x)s >= {lo} && %(x)s < {hi}) ? (%(t)s)(%(x)s) : {low})"
-        return "((%(t)s)(%(x)s))"
+        src = in_dtypes[0]
+        if not (_is_float(src) and np.dtype(self.o_type).kind in "iu"):
+            return "((%(t)s)(%(x)s))"
+        lo, hi = int_cast_bounds(src, self.o_type)
+        suffix = "f" if src == "float32" else ""
+
+        def literal(b):  # an integer, written in full: exact in any C compiler
+            if np.isinf(b):  # past float16's range
+                return "INFINITY" if b > 0 else "(-INFINITY)"
+            return f"{int(b)}.0{suffix}"
+
+        lo_c, hi_c = literal(lo), literal(hi)
+        low = int(np.iinfo(self.o_type).min)
+        # The minimum as a literal C accepts (-2**63 is no literal); 0 for unsigned.
+        low_c = f"(%(t)s)({low + 1} - 1)" if low else "(%(t)s)0"
+        one = f"1.0{suffix}"
+        # Under the range test the conversion is defined C. GCC (12, -fno-trapping-math)
+        # folds a conversion back to the float type, (double)(int)x, into trunc(x),
+        # which keeps the sign of -0.0: (-1, 1) gives a literal 0 instead.
+        return (
+            f"((%(x)s > {lo_c} && %(x)s < {hi_c}) ? "
+            f"((%(x)s > -{one} && %(x)s < {one}) ? (%(t)s)0 : (%(t)s)(%(x)s)) : {low_c})"
+        )
 
     def grad(self, inputs, output_grads):
         (x,) = inputs

@@ -154,25 +154,30 @@ class Composite(ScalarOp):
         outs = self.compute(inputs, self.out_dtypes)
         return outs[0] if self.nout == 1 else outs
 
-    def _expr_of(self, v, exprs, types):
+    @staticmethod
+    def _expr_of(v, exprs, types, literal=c_literal):
         if isinstance(v, Constant):
-            return c_literal(v.data, v.type.dtype, types)
+            return literal(v.data, v.type.dtype, types)
         return exprs[v]
 
-    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES) -> list:
-        """One nested C expression per output (intermediates cast to their dtype)."""
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES, literal=c_literal) -> list:
+        """One nested C expression per output (intermediates cast to their dtype);
+        ``literal(value, dtype, types)`` writes the graph's constants."""
         exprs = dict(zip(self.inputs, inputs))
         for node in self.nodes:
-            args = [self._expr_of(v, exprs, types) for v in node.inputs]
-            outs = node.op.c_code(
-                args,
-                [v.type.dtype for v in node.inputs],
-                [o.type.dtype for o in node.outputs],
-                types,
-            )
+            args = [self._expr_of(v, exprs, types, literal) for v in node.inputs]
+            outs = self._node_c_code(node, args, types, literal)
             for o, e in zip(node.outputs, outs):
                 exprs[o] = e if o in self.outputs else self._as_type(e, o, node, types)
-        return [self._expr_of(o, exprs, types) for o in self.outputs]
+        return [self._expr_of(o, exprs, types, literal) for o in self.outputs]
+
+    @staticmethod
+    def _node_c_code(node, args, types, literal):
+        in_dt = [v.type.dtype for v in node.inputs]
+        out_dt = [o.type.dtype for o in node.outputs]
+        if isinstance(node.op, Composite):  # a nested one writes its constants the same way
+            return node.op.c_code(args, in_dt, out_dt, types, literal)
+        return node.op.c_code(args, in_dt, out_dt, types)
 
     @staticmethod
     def _as_type(expr, var, node, types):
@@ -182,8 +187,9 @@ class Composite(ScalarOp):
             return expr
         return f"(({types[var.type.dtype]}){expr})"
 
-    def c_code_statements(self, inputs, types=C_TYPES, prefix="v"):
-        """``(statements, output_names)``: one typed temporary per scalar node.
+    def c_code_statements(self, inputs, types=C_TYPES, prefix="v", literal=c_literal):
+        """``(statements, output_names)``: one typed temporary per scalar node;
+        ``literal(value, dtype, types)`` writes the graph's constants.
 
         >>> from theano_dag import scalar as ts
         >>> x = ts.float32("x")
@@ -195,19 +201,14 @@ class Composite(ScalarOp):
         lines = []
         k = 0
         for node in self.nodes:
-            args = [self._expr_of(v, names, types) for v in node.inputs]
-            exprs = node.op.c_code(
-                args,
-                [v.type.dtype for v in node.inputs],
-                [o.type.dtype for o in node.outputs],
-                types,
-            )
+            args = [self._expr_of(v, names, types, literal) for v in node.inputs]
+            exprs = self._node_c_code(node, args, types, literal)
             for o, e in zip(node.outputs, exprs):
                 name = f"{prefix}{k}"
                 k += 1
                 lines.append(f"{types[o.type.dtype]} {name} = {e};")
                 names[o] = name
-        return lines, [self._expr_of(o, names, types) for o in self.outputs]
+        return lines, [self._expr_of(o, names, types, literal) for o in self.outputs]
 
     complex_grad = True  # the expansion differentiates each node in the convention
 

@@ -12,8 +12,9 @@ of truth as the CPU engine's C kernels. Each node gets up to three kernels:
   arithmetic and math functions on one float dtype, which lets a CPU driver
   use its vectorised math library.
 
-Inputs of size one that are constants become literals; 0-d values computed on
-the host are passed by value. Outputs are always written contiguously.
+Inputs of size one that are constants become literals, except NaN and the infinities
+(see :class:`KernelConstants`); 0-d values computed on the host are passed by value.
+Outputs are always written contiguously.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from theano_dag.scalar.composite import Composite, c_literal
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.fused import Adagrad
 
-__all__ = ["ElemwiseImpl", "elemwise_body", "vectorizable", "uses_double"]
+__all__ = ["ElemwiseImpl", "KernelConstants", "elemwise_body", "vectorizable", "uses_double"]
 
 # Scalar ops whose C expressions stay valid when every operand is a floatN vector.
 _VECTOR_SAFE = {
@@ -77,15 +78,57 @@ def vectorizable(scalar_op, dtypes) -> bool:
     return True
 
 
-def elemwise_body(scalar_op, in_exprs, in_dtypes, out_dtypes, types=OPENCL_TYPES):
-    """``(statements, output expressions)`` computing the scalar op with OpenCL types.
+class KernelConstants:
+    """The constants of one kernel, as its source writes them: a literal, except NaN and
+    the infinities, which become scalar arguments (``c0``, ``c1``, ...).
+
+    An OpenCL compiler may fold a call on a constant argument, and folding may not give
+    what the function gives at run time: PoCL (3.0, LLVM 14) propagates a constant into
+    its library's ``ceil``, ``exp``, ``tanh``..., whose code converts the value to an int
+    on the way (undefined in C for NaN: LLVM makes it ``poison``), and returned garbage
+    (``ceil(NAN)`` = -2.0000343, 2.9e8...). Passed as arguments, the non-finite values
+    reach the functions at run time, as an input's would: right on any conforming
+    device, whatever its compiler folds. Finite constants stay literals.
+
+    >>> kc = KernelConstants()
+    >>> kc.literal(float("nan"), "float32"), kc.literal(2.5, "float32"), kc.params()
+    ('((float)c0)', '((float)2.5)', ['const float c0'])
+    """
+
+    def __init__(self):
+        self._items = {}  # (dtype, bytes) -> (name, numpy scalar)
+
+    def literal(self, value, dtype, types=OPENCL_TYPES) -> str:
+        """The expression of the constant ``value`` of ``dtype`` (``c_literal``'s signature)."""
+        v = np.asarray(value).reshape(-1)[0].astype(dtype)
+        if v.dtype.kind != "f" or np.isfinite(v):
+            return c_literal(v, dtype, types)
+        key = (dtype, v.tobytes())
+        if key not in self._items:
+            self._items[key] = (f"c{len(self._items)}", v)
+        return f"(({types[dtype]}){self._items[key][0]})"
+
+    def params(self) -> list:
+        """The kernel parameters of the constants taken as arguments."""
+        return [f"const {OPENCL_TYPES[v.dtype.name]} {n}" for n, v in self._items.values()]
+
+    def args(self) -> list:
+        """Their values, in the order of :meth:`params`."""
+        return [v for _, v in self._items.values()]
+
+
+def elemwise_body(
+    scalar_op, in_exprs, in_dtypes, out_dtypes, types=OPENCL_TYPES, literal=c_literal
+):
+    """``(statements, output expressions)`` computing the scalar op with OpenCL types;
+    ``literal(value, dtype, types)`` writes a Composite's constants.
 
     >>> from theano_dag import scalar as ts
     >>> elemwise_body(ts.add, ["x0", "x1"], ["float32", "float32"], ["float32"])
     ([], ['(x0 + x1)'])
     """
     if isinstance(scalar_op, Composite):
-        return scalar_op.c_code_statements(in_exprs, types=types)
+        return scalar_op.c_code_statements(in_exprs, types=types, literal=literal)
     return [], scalar_op.c_code(in_exprs, list(in_dtypes), list(out_dtypes), types=types)
 
 
@@ -138,9 +181,16 @@ class ElemwiseImpl(Impl):
             else:
                 self.modes.append("full")
         self.host_inputs = tuple(k for k, m in enumerate(self.modes) if m == "arg")
+        self.consts = KernelConstants()
         try:
             names = [self._in_expr(k) for k in range(len(node.inputs))]
-            stmts, outs = elemwise_body(op.scalar_op, names, self.in_dtypes, self.out_dtypes)
+            stmts, outs = elemwise_body(
+                op.scalar_op,
+                names,
+                self.in_dtypes,
+                self.out_dtypes,
+                literal=self.consts.literal,
+            )
         except (NotImplementedError, KeyError, TypeError) as e:
             raise Unsupported(f"{op}: its scalar op has no OpenCL expression ({e})") from None
         self.stmts, self.out_exprs = stmts, outs
@@ -157,7 +207,7 @@ class ElemwiseImpl(Impl):
     def _in_expr(self, k):
         if self.modes[k] == "lit":
             v = self.node.inputs[k]
-            return c_literal(np.asarray(v.data).reshape(-1)[0], v.type.dtype, OPENCL_TYPES)
+            return self.consts.literal(v.data, v.type.dtype)
         return f"x{k}"
 
     def _params(self, strided: bool, vector: bool = False):
@@ -172,6 +222,7 @@ class ElemwiseImpl(Impl):
                 ps += [f"__global const {t}* p{k}", f"const long o{k}"]
                 if strided and m == "full":
                     ps += [f"const long s{k}_{j}" for j in range(self.ndim)]
+        ps += self.consts.params()
         for j, d in enumerate(self.out_dtypes):
             ps += [f"__global {OPENCL_TYPES[d]}* q{j}", f"const long u{j}"]
         return ", ".join(ps)
@@ -206,7 +257,12 @@ class ElemwiseImpl(Impl):
             vtypes = dict(OPENCL_TYPES, **{d: f"{OPENCL_TYPES[d]}{width}"})
             names = [self._in_expr(k) for k in range(len(self.node.inputs))]
             stmts, outs = elemwise_body(
-                self.scalar_op, names, self.in_dtypes, self.out_dtypes, vtypes
+                self.scalar_op,
+                names,
+                self.in_dtypes,
+                self.out_dtypes,
+                vtypes,
+                literal=self.consts.literal,
             )
             lines = ["    " + s for s in stmts]
             for j, e in enumerate(outs):
@@ -321,6 +377,7 @@ class ElemwiseImpl(Impl):
                 if strided:
                     st = x.elem_strides()
                     args += [I64(0 if x.shape[j] == 1 else st[j]) for j in range(self.ndim)]
+        args += self.consts.args()
         for y in outs:
             args += [y.data, I64(y.elem_offset + start)]
         return args

@@ -14,7 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.engines.opencl.elemwise import _digest, check_fp64, elemwise_body
+from theano_dag.engines.opencl.elemwise import (
+    KernelConstants,
+    _digest,
+    check_fp64,
+    elemwise_body,
+)
 from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
 from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.tensor.elemwise import All, Any, CAReduce
@@ -122,11 +127,14 @@ class ReduceImpl(Impl):
         self.kept = tuple(d for d in range(self.ndim) if d not in self.axes)
         self.in_dtypes = [v.type.dtype for v in node.inputs]
         self.out_dtype = node.outputs[0].type.dtype
+        self.consts = KernelConstants()
         if fused:
             mid = op.scalar_op.output_types(tuple(self.in_dtypes))[0]
             names = [f"x{k}[off{k}]" for k in range(len(node.inputs))]
             try:
-                stmts, outs = elemwise_body(op.scalar_op, names, self.in_dtypes, [mid])
+                stmts, outs = elemwise_body(
+                    op.scalar_op, names, self.in_dtypes, [mid], literal=self.consts.literal
+                )
             except (NotImplementedError, KeyError, TypeError) as e:
                 raise Unsupported(f"{op}: no OpenCL expression ({e})") from None
             if any(v.ndim != self.ndim for v in node.inputs):
@@ -173,6 +181,7 @@ class ReduceImpl(Impl):
             params += f", __global const {OPENCL_TYPES[d]}* x{k}, const long o{k}"
             params += "".join(f", const long k{k}s{j}" for j in range(len(self.kept)))
             params += "".join(f", const long r{k}s{j}" for j in range(len(self.axes)))
+        params += "".join(f", {p}" for p in self.consts.params())
         lines = [
             f"__kernel void {self.name}(const long R{params}, "
             f"__global {to}* y, const long yo, __local {ta}* sc)",
@@ -238,6 +247,7 @@ class ReduceImpl(Impl):
             st = x.elem_strides()
             args += [x.data, I64(x.elem_offset)]
             args += [I64(st[d]) for d in self.kept] + [I64(st[d]) for d in self.axes]
+        args += self.consts.args()
         args += [y.data, I64(y.elem_offset)]
         args.append(self.ctx.cl.LocalMemory(itemsize * group))
         self.launch(self.name, (m * group,), args, (group,))

@@ -482,6 +482,32 @@ def _copy_steps(ctx, node, x, out_id, od):
     return Step(node, (out_id,), (x,), emit, elementwise=True, dtypes=(od,))
 
 
+def _is_float_to_int_cast(sop, in_dtype) -> bool:
+    """Whether scalar op ``sop`` on ``in_dtype`` is a cast from a float to an integer
+    that numpy's ``astype`` does not do by the engines' rule on this machine (see
+    ``ts.cast_array`` and ``ts.astype_keeps_rule``)."""
+    return (
+        type(sop) is ts.Cast
+        and np.dtype(in_dtype).kind == "f"
+        and np.dtype(sop.o_type).kind in "iu"
+        and not ts.astype_keeps_rule(in_dtype, sop.o_type)
+    )
+
+
+def _cast_steps(ctx, node, x, out_id, od):
+    """``out = x`` cast from a float to the integer ``od`` by the rule (``ts.cast_array``)."""
+    cast = ctx.glob(ts.cast_array, "cast_array")
+    odn = ctx.glob(np.dtype(od), "D")
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        if target is None:
+            return [f"{o} = {cast}({ins[0]}, {odn})"]
+        return [f"{o} = {cast}({ins[0]}, {odn}, {target})"]
+
+    return Step(node, (out_id,), (x,), emit, elementwise=True, dtypes=(od,))
+
+
 def _expand_elemwise(node, ctx):
     op = node.op
     sop = op.scalar_op
@@ -496,7 +522,11 @@ def _expand_elemwise(node, ctx):
     else:
         od = node.outputs[0].type.dtype
         x = node.outputs[0]
-        if type(sop) in (
+        if _is_float_to_int_cast(sop, in_dtypes[0]):
+            if isinstance(items[0], tuple):
+                return None
+            steps = [_cast_steps(ctx, node, items[0], x, od)]
+        elif type(sop) in (
             getattr(ts, "Identity", None),
             getattr(ts, "Cast", None),
         ):

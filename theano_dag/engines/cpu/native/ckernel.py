@@ -32,7 +32,13 @@ from theano_dag.engines.cpu.emit.csource import (
     kernel_source,
     preamble,
 )
-from theano_dag.engines.cpu.emit.impls import IMPLS, Step, _destroying, register_impl
+from theano_dag.engines.cpu.emit.impls import (
+    IMPLS,
+    Step,
+    _destroying,
+    _is_float_to_int_cast,
+    register_impl,
+)
 from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
@@ -450,7 +456,10 @@ def _wants_c(node, numpy_steps=None):
     if _is_composite(sop):
         return True
     # A plain op: C only where numpy has no single ufunc for it (its steps would call
-    # the scalar op's Python compute and allocate).
+    # the scalar op's Python compute and allocate), or for a cast from a float to an
+    # integer, which numpy does in three passes (the range's two, the conversion) and C in one.
+    if node.inputs and _is_float_to_int_cast(sop, node.inputs[0].type.dtype):
+        return True
     if numpy_steps is None:
         return False
     return any(getattr(s, "prefer_fresh", False) for s in numpy_steps)
@@ -489,8 +498,8 @@ def _make_emitter(previous):
         def emit(names, outs, target):
             lib.start()  # the plan is being generated: every kernel is known by now
             if target is not None:
-                # The target may be an expression that allocates (``_empty(shape, D)``):
-                # evaluated once, into the output's name.
+                # The target is a name (the plan binds it before the step): the kernel
+                # writes there, and the output's name is bound to it.
                 args = ", ".join([*names, outs[0]])
                 return [f"{outs[0]} = {target}", f"if {kname}.c({args}): {kname}.fail({args})"]
             if nout == 1:
