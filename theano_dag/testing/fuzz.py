@@ -15,8 +15,8 @@ the graph's do. The lengths are small in most graphs and large in a
 the CPU engine's planning threshold.
 
 The dtypes are the floats, the signed and unsigned integers and bool, with casts in
-every direction (a float to an integer kept in range until the engines share one rule
-for the others: :data:`CAST_OUT_OF_RANGE`). The ops cover elementwise maths with
+every direction (a float to an integer out of range, NaN and the infinities included,
+by the engines' one rule: :data:`CAST_OUT_OF_RANGE`). The ops cover elementwise maths with
 broadcasting (integer arithmetic that wraps, floor division and modulo, whose integer
 division by zero gives 0 on every engine, as numpy's), comparisons and bitwise logic,
 ``switch`` with branches of different dtypes, ``fill``/``second``/``alloc`` of
@@ -67,11 +67,7 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
-
-try:  # the one rule for a float cast to an integer (issue 28, item 4), once it is there
-    from theano_dag.scalar import cast_array
-except ImportError:
-    cast_array = None
+from theano_dag.scalar import cast_array
 
 __all__ = [
     "Recipe",
@@ -116,18 +112,11 @@ NONFINITE_TAGS = ("nonfinite_unsafe", "reassociate", "stabilize")
 #: of products gives NaN; the OpenCL engine's kernel gives NaN).
 DOT_NONFINITE = "dot_nonfinite"
 #: Whether a float is cast to an integer whatever its value (NaN, the infinities and
-#: values out of the integer's range included): when the engines share one documented
-#: rule for those casts (``theano_dag.scalar.cast_array``, docs/engines.md, "Casts"),
-#: which numpy's side then follows. Without it such casts only go through
-#: ``cast_in_range``, which maps NaN to 0 and clips the value into the integer's range.
-CAST_OUT_OF_RANGE = cast_array is not None
-if cast_array is None:
-
-    def cast_array(x, dtype):
-        """numpy's conversion (no rule yet: the floats cast to integers are in range)."""
-        return np.asarray(x).astype(dtype)
-
-
+#: values out of the integer's range included): the engines share one documented rule
+#: for those casts (``theano_dag.scalar.cast_array``, docs/engines.md, "Casts"), which
+#: numpy's side follows. Off, such casts only go through ``cast_in_range``, which maps
+#: NaN to 0 and clips the value into the integer's range.
+CAST_OUT_OF_RANGE = True
 BASE = ("a", "b", 1)
 #: The lengths of ``"a"`` and ``"b"`` in a recipe's two calls: small, then two large
 #: sets in which matrices, or vectors, reach the CPU engine's planning threshold
@@ -315,6 +304,8 @@ OPS = {
     "flatten": (1, "{0}.flatten()", "{0}.reshape(-1)"),
     "cast": (1, "tt.cast({0}, {p!r})", "cast({0}, {p!r})"),
     "cast_in_range": (1, _cast_in_range_graph, "cast_in_range({0}, {p!r})"),
+    # A float scaled (by a factor exact in float32) out of the integers' range, then cast.
+    "cast_grow": (1, "tt.cast({0} * {p[0]!r}, {p[1]!r})", "cast({0} * {p[0]!r}, {p[1]!r})"),
     # Ops whose non-finite values have rules of their own (NaN bounds, x // 0, log(-1)).
     "div": _binary("{0} / {1}", "true_divide"),
     "floordiv": _binary("{0} // {1}", "floor_divide"),
@@ -325,7 +316,7 @@ OPS = {
 }
 #: Ops left out of gradient graphs: non-finite values or kinks in [-1, 1] (finite
 #: differences are meaningless there), steps, or values that overflow.
-NO_GRAD = frozenset({"div", "floordiv", "mod", "clip", "log", "sqrt", "grow"})
+NO_GRAD = frozenset({"div", "floordiv", "mod", "clip", "log", "sqrt", "grow", "cast_grow"})
 #: Elementwise ops of two operands that broadcast against each other.
 BINARY = frozenset(
     {"add", "sub", "mul", "maximum", "minimum", "div", "floordiv", "mod", "fill", "second"}
@@ -344,7 +335,8 @@ OP_WEIGHTS = {
     "second": 1.5,
     "alloc": 2.0,
     "cast": 3.0,
-    "cast_in_range": 2.0,
+    "cast_in_range": 1.5,
+    "cast_grow": 2.0,
     "take": 4.0,
     "takec": 1.5,
 }
@@ -431,7 +423,7 @@ def _result_dims(op, dims, dtypes, param):
     d0 = dims[0]
     if op in ("tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "grow"):
         return d0
-    if op in ("log", "sqrt", "invert", "cast", "cast_in_range"):
+    if op in ("log", "sqrt", "invert", "cast", "cast_in_range", "cast_grow"):
         return d0
     if op in BINARY:
         return _broadcast(d0, dims[1])
@@ -528,6 +520,11 @@ def _param(op, rng, dims, dtypes):
         return str(choices[int(rng.integers(len(choices)))]) if choices else None
     if op == "cast_in_range":
         return str(INTS[int(rng.integers(len(INTS)))]) if dtypes[0] in FLOATS else None
+    if op == "cast_grow":
+        if dtypes[0] not in FLOATS or not CAST_OUT_OF_RANGE:
+            return None
+        factor = float(rng.choice([300.0, -3e9, 1e10, 2.0**70]))
+        return (factor, str(INTS[int(rng.integers(len(INTS)))]))
     if op == "alloc":
         return tuple(d == 1 for d in dims[1])
     if op == "takec":
@@ -588,8 +585,8 @@ def _args(op, rng, nodes, dims, dtypes):
     if op == "cast":
         # Integers and bools are fewer than floats: cast them as often.
         discrete = [k for k in range(n) if dtypes[k] not in FLOATS]
-        args[0] = _pick(rng, discrete) if discrete and rng.random() < 0.5 else args[0]
-    elif op == "cast_in_range":
+        args[0] = _pick(rng, discrete) if discrete and rng.random() < 0.75 else args[0]
+    elif op in ("cast_in_range", "cast_grow"):
         floats = [k for k in range(n) if dtypes[k] in FLOATS]
         args[0] = _pick(rng, floats) if floats else args[0]
     elif op == "take":
@@ -694,7 +691,7 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
             REJECTED[op, "args"] += 1
             continue
         param = _param(op, rng, [dims[a] for a in args], [dtypes[a] for a in args])
-        if op in ("cast", "cast_in_range", "alloc") and param is None:
+        if op in ("cast", "cast_in_range", "cast_grow", "alloc") and param is None:
             REJECTED[op, "param"] += 1
             continue
         d = _result_dims(op, [dims[a] for a in args], [dtypes[a] for a in args], param)
@@ -1270,10 +1267,7 @@ def _script_head(rec, title, flags):
     if cast_in_range in helpers:
         helpers.insert(0, cast_bounds)
     if cast in helpers:
-        if CAST_OUT_OF_RANGE:
-            lines.append("from theano_dag.scalar import cast_array")
-        else:
-            helpers.insert(0, cast_array)
+        lines.append("from theano_dag.scalar import cast_array")
     for h in [input_value, close, _report] + helpers:
         lines += ["", "", _SOURCES[h.__name__]]
     lines += ["", ""]
@@ -1304,7 +1298,7 @@ def _script_head(rec, title, flags):
 # The helpers' text, read once: a run outlives edits of this file.
 _SOURCES = {
     h.__name__: textwrap.dedent(inspect.getsource(h)).rstrip()
-    for h in (input_value, close, _report, cast_array) + _NP_HELPERS
+    for h in (input_value, close, _report) + _NP_HELPERS
 }
 
 
