@@ -102,3 +102,20 @@ def test_opencl_inc_subtensor_of_bools_stays_bool():
     want = bv.copy()
     want[1:] += True
     np.testing.assert_array_equal(np.asarray(f(bv, np.array(True))), want.astype("int8"))
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL (PoCL): float32 tanh of +-inf is +-0.99999994, not +-1 (the OpenCL C "
+    "spec's edge case; numpy and the C kernels give +-1), so a cast to an integer gives 0",
+)
+def test_opencl_float32_tanh_of_an_infinity_is_one():
+    # Found with seed 28028, graph 17830: a shared float32 updated to tanh(x + sum(log(b)))
+    # = tanh(-inf), then cast to int16: numpy -1, OpenCL 0.
+    x = tt.fvector("x")
+    f = function([x], [tt.tanh(x), tt.cast(tt.tanh(x), "int16")], mode=Mode(linker="opencl"))
+    xv = np.array([-np.inf, np.inf], "float32")
+    got, as_int = (np.asarray(g) for g in f(xv))
+    np.testing.assert_array_equal(got, [-1.0, 1.0])
+    np.testing.assert_array_equal(as_int, [-1, 1])
