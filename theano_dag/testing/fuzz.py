@@ -949,6 +949,19 @@ def _dot_sees_nonfinite(rec):
     return False
 
 
+def _discretizes(rec):
+    """Whether a float of ``rec`` becomes an integer, a bool or a switch's choice (where
+    NaN and the infinities turn into finite values)."""
+    for k, node in enumerate(rec.nodes):
+        args = [] if _is_leaf(node) else node[1]
+        floats_in = any(rec.dtypes[a] in FLOATS for a in args)
+        if floats_in and rec.dtypes[k] not in FLOATS:
+            return True
+        if node[0] == "switch" and rec.dtypes[args[0]] in FLOATS:
+            return True
+    return False
+
+
 def classify(rec, engine):
     """The tag of :data:`NONFINITE_TAGS` whose rewrites make ``engine`` differ from
     numpy on ``rec``'s non-finite values (its inputs', its constants', or those that
@@ -960,11 +973,14 @@ def classify(rec, engine):
         return None
     for tags in [(t,) for t in NONFINITE_TAGS] + [NONFINITE_TAGS] * (len(NONFINITE_TAGS) > 1):
         if not _check_engine(rec, engine, _tol(rec), exclude=tags):
-            if tags == ("nonfinite_unsafe",) and _check_engine(
-                rec, engine, _tol(rec), nonfinite="either"
+            if (
+                tags == ("nonfinite_unsafe",)
+                and not _discretizes(rec)
+                and _check_engine(rec, engine, _tol(rec), nonfinite="either")
             ):
                 # Those rewrites are exact for finite values: a float that differs
-                # where both sides are finite is a bug of one of them.
+                # where both sides are finite, and no comparison, cast or switch made
+                # it from a non-finite one, is a bug of one of them.
                 return None
             return "+".join(tags)
     if _dot_sees_nonfinite(rec):
