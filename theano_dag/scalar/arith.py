@@ -362,9 +362,22 @@ class _Compare(BinaryScalarOp):
         super().__init__(output_types_preference, name)
 
     def compute(self, inputs, out_dtypes):
-        # Compare in the common dtype, as numpy and C both do.
+        # Compare in the common dtype, as numpy does.
         d = upcast(*[np.asarray(i).dtype for i in inputs])
         return super().compute([np.asarray(i, dtype=d) for i in inputs], out_dtypes)
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        """In the inputs' common dtype, numpy's: C would compare a signed integer with an
+        unsigned one of its width (or wider) as unsigned, -1 as the largest value.
+
+        >>> print(lt.c_code(["u", "i"], ["uint32", "int32"], ["bool"])[0])
+        (((long long)(u)) < ((long long)(i)))
+        """
+        common = upcast(*in_dtypes)
+        args = [
+            e if d == common else f"(({types[common]})({e}))" for e, d in zip(inputs, in_dtypes)
+        ]
+        return super().c_code(args, [common] * len(args), out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         return zero_grads(inputs)
@@ -464,6 +477,18 @@ class Switch(ScalarOp):
 
     def __init__(self, output_types_preference=None, name=None):
         super().__init__(output_types_preference or transfer_type(1, 2), name)
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        """Each branch converted to the output's type first: C's ``?:`` would bring a
+        signed branch to an unsigned one's type (-5 as 2**64 - 5) before the result.
+
+        >>> print(switch.c_code(["c", "i", "u"], ["bool", "int32", "uint64"], ["float64"])[0])
+        ((c) != 0 ? ((double)(i)) : ((double)(u)))
+        """
+        t, out = types[out_dtypes[0]], out_dtypes[0]
+        args = list(inputs[:1])
+        args += [e if d == out else f"(({t})({e}))" for e, d in zip(inputs[1:], in_dtypes[1:])]
+        return super().c_code(args, [in_dtypes[0], out, out], out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         cond = inputs[0]

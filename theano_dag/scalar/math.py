@@ -15,6 +15,8 @@ import numpy as np
 from theano_dag.config import install_hint
 from theano_dag.graph.null_type import grad_not_implemented
 from theano_dag.scalar.basic import (
+    C_TYPES,
+    OPENCL_TYPES,
     BinaryScalarOp,
     UnaryScalarOp,
     const_like,
@@ -151,7 +153,7 @@ class FloatUnaryOp(UnaryScalarOp):
         return [output_grads[0] * self.deriv(inputs[0], outputs[0])]
 
 
-def _unary(name, nfunc, c_expr, deriv, doc, pref=upgrade_to_float):
+def _unary(name, nfunc, c_expr, deriv, doc, pref=upgrade_to_float, **methods):
     cls = type(
         name.capitalize(),
         (FloatUnaryOp,),
@@ -161,6 +163,7 @@ def _unary(name, nfunc, c_expr, deriv, doc, pref=upgrade_to_float):
             "deriv": staticmethod(deriv) if deriv is not None else None,
             "__doc__": doc,
             "__module__": __name__,
+            **methods,
         },
     )
     globals()[cls.__name__] = cls  # importable by name, so that ops pickle
@@ -228,7 +231,32 @@ arctan = _unary(
 )
 sinh = _unary("sinh", np.sinh, "sinh(%(x)s)", lambda x, out: _of(x).cosh(x), "hyperbolic sine")
 cosh = _unary("cosh", np.cosh, "cosh(%(x)s)", lambda x, out: _of(x).sinh(x), "hyperbolic cosine")
-tanh = _unary("tanh", np.tanh, "tanh(%(x)s)", lambda x, out: 1 - out * out, "hyperbolic tangent")
+
+
+def _tanh_c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+    """``tanh``; in OpenCL C with the infinities said outright: the standard asks
+    tanh(+-inf) = +-1, and PoCL's float tanh gives +-(1 - 2**-24), which a cast to an
+    integer turns into 0.
+
+    >>> from theano_dag.scalar.basic import OPENCL_TYPES
+    >>> print(tanh.c_code(["x"], ["float32"], ["float32"], types=OPENCL_TYPES)[0])
+    (isinf(x) ? copysign((float)1, x) : tanh(x))
+    """
+    (e,) = FloatUnaryOp.c_code(self, inputs, in_dtypes, out_dtypes, types)
+    if types is not OPENCL_TYPES:
+        return [e]
+    x = e[len("tanh(") : -1]
+    return [f"(isinf({x}) ? copysign(({types[out_dtypes[0]]})1, {x}) : {e})"]
+
+
+tanh = _unary(
+    "tanh",
+    np.tanh,
+    "tanh(%(x)s)",
+    lambda x, out: 1 - out * out,
+    "hyperbolic tangent",
+    c_code=_tanh_c_code,
+)
 arcsinh = _unary(
     "arcsinh",
     np.arcsinh,

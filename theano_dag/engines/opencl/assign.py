@@ -31,10 +31,19 @@ from theano_dag.tensor.subtensor import IncSubtensor
 __all__ = ["assign_source", "IncSubtensorImpl", "JoinImpl"]
 
 
-def assign_source(ndim: int, dst_ctype: str, src_ctype: str, inc: bool) -> tuple[str, str]:
+def assign_source(
+    ndim: int, dst_ctype: str, src_ctype: str, inc: bool, dst_bool: bool = False
+) -> tuple[str, str]:
     """``(name, source)`` of the kernel ``dst[view] (+)= (dst type) src`` over ``ndim``
-    dimensions, both sides given by element offsets and strides."""
-    name = f"{'inc' if inc else 'set'}{ndim}_{dst_ctype}_{src_ctype}".replace(" ", "_")
+    dimensions, both sides given by element offsets and strides. ``dst_bool``: the
+    destination holds bools (OpenCL's ``uchar``): what is stored is 0 or 1, and an
+    increment is a logical or, as numpy's ``+=`` on bools.
+
+    >>> print(assign_source(1, "uchar", "uchar", inc=True, dst_bool=True)[1].splitlines()[-2])
+        y[yo + i0 * ys0] = (uchar)((y[yo + i0 * ys0] != 0) | (x[xo + i0 * xs0] != 0));
+    """
+    kind = ("inc" if inc else "set") + ("b" if dst_bool else "")
+    name = f"{kind}{ndim}_{dst_ctype}_{src_ctype}".replace(" ", "_")
     dims = "".join(f", const long d{k}" for k in range(1, ndim))
     xs = "".join(f", const long xs{k}" for k in range(ndim))
     ys = "".join(f", const long ys{k}" for k in range(ndim))
@@ -45,15 +54,26 @@ def assign_source(ndim: int, dst_ctype: str, src_ctype: str, inc: bool) -> tuple
         lines.append("    const long i0 = r;")
     xi = "".join(f" + i{k} * xs{k}" for k in range(ndim))
     yi = "".join(f" + i{k} * ys{k}" for k in range(ndim))
-    op = "+=" if inc else "="
+    dst_e, src_e = f"y[yo{yi}]", f"x[xo{xi}]"
+    if dst_bool:
+        value = f"({src_e} != 0)"
+        if inc:
+            value = f"(({dst_e} != 0) | {value})"
+        store = f"{dst_e} = ({dst_ctype}){value};"
+    else:
+        store = f"{dst_e} {'+=' if inc else '='} ({dst_ctype}){src_e};"
     src = (
         f"__kernel void {name}(const long n{dims}, __global const {src_ctype}* x, "
         f"const long xo{xs}, __global {dst_ctype}* y, const long yo{ys})\n{{\n"
         "    const long gid = get_global_id(0);\n    if (gid >= n) return;\n"
         + "\n".join(lines)
-        + f"\n    y[yo{yi}] {op} ({dst_ctype})x[xo{xi}];\n}}\n"
+        + f"\n    {store}\n}}\n"
     )
     return name, src
+
+
+def _is_bool(dtype) -> bool:
+    return np.dtype(dtype) == np.bool_
 
 
 def _ctype(dtype) -> str:
@@ -80,7 +100,9 @@ class _AssignImpl(Impl):
             sstrides.append(0 if s == 1 else st)
         if dst.size == 0:
             return
-        name, _ = assign_source(dst.ndim, _ctype(dst.dtype), _ctype(src.dtype), inc)
+        name, _ = assign_source(
+            dst.ndim, _ctype(dst.dtype), _ctype(src.dtype), inc, _is_bool(dst.dtype)
+        )
         args = [I64(dst.size)] + [I64(d) for d in dst.shape[1:]]
         args += [src.data, I64(src.elem_offset)] + [I64(s) for s in sstrides]
         args += [dst.data, I64(dst.elem_offset)] + [I64(s) for s in dst.elem_strides()]
@@ -100,9 +122,14 @@ class IncSubtensorImpl(_AssignImpl):
             _ctype(x.type.dtype),
             _ctype(y.type.dtype),
             inc=not node.op.set_instead_of_inc,
+            dst_bool=_is_bool(x.type.dtype),
         )
         self.copy_name, self.copy_src = assign_source(
-            x.type.ndim, _ctype(x.type.dtype), _ctype(x.type.dtype), inc=False
+            x.type.ndim,
+            _ctype(x.type.dtype),
+            _ctype(x.type.dtype),
+            inc=False,
+            dst_bool=_is_bool(x.type.dtype),
         )
 
     def sources(self):
@@ -132,7 +159,9 @@ class JoinImpl(_AssignImpl):
             raise Unsupported("its inputs' dtypes differ from its output's")
         self.axis = node.op.axis % out_var.type.ndim
         ctype = _ctype(out_var.type.dtype)
-        self.name, self.src = assign_source(out_var.type.ndim, ctype, ctype, inc=False)
+        self.name, self.src = assign_source(
+            out_var.type.ndim, ctype, ctype, inc=False, dst_bool=_is_bool(out_var.type.dtype)
+        )
 
     def sources(self):
         return {self.name: self.src}

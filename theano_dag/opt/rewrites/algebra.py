@@ -86,6 +86,12 @@ def _not_float(var):
 
 
 ZERO, ONE = const(0), const(1)
+
+
+def _signed(v) -> bool:
+    return np.dtype(v.type.dtype).kind in "ifc"
+
+
 _F = {"pattern": "x", "constraint": is_float}  # x, a float (neg of a bool is an int8)
 canonicalize = RULES.canonicalize
 
@@ -130,9 +136,14 @@ local_sub_zero = canonicalize()(pattern("local_sub_zero", (tm.sub, "x", ZERO), "
 local_sub_self = canonicalize(NONFINITE_UNSAFE)(pattern("local_sub_self", (tm.sub, "x", "x"), 0))
 # --x -> x   (floats)
 local_neg_neg = canonicalize(_FAST)(pattern("local_neg_neg", (tm.neg, (tm.neg, _F)), "x"))
-# |-x| -> |x|   (exact, integers' most negative value aside, whose negation wraps)
+# |-x| -> |x|   (exact for signed values, integers' most negative value included: its
+# negation wraps to itself; not for unsigned ones, where -5 wraps to 2**n - 5)
 local_abs_neg = canonicalize(_FAST)(
-    pattern("local_abs_neg", (tm.abs, (tm.neg, "x")), (tm.abs, "x"))
+    pattern(
+        "local_abs_neg",
+        (tm.abs, (tm.neg, {"pattern": "x", "constraint": _signed})),
+        (tm.abs, "x"),
+    )
 )
 # log(exp(x)) -> x
 # (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe)
