@@ -313,3 +313,26 @@ def test_close_counts_non_finite_values_as_asked():
     # Integers exactly, with the first difference named.
     why = fuzz.close(np.array([1, 2, 4], "int8"), np.array([1, 2, 3], "int8"), 1e-9)
     assert "at 1 of 3 elements" in why and "flat index 2" in why
+
+
+def test_integers_cast_from_floats_are_compared_within_the_float_tolerance():
+    # Found with seed 28030, graph 1760: float32 tanh differs in its last bit between
+    # numpy and C; times -3e9 and cast to uint64, 1057972416 beside numpy's 1057972480.
+    got, want = np.array([1057972416, 0], "uint64"), np.array([1057972480, 0], "uint64")
+    assert fuzz.close(got, want, 2e-4)
+    assert fuzz.close(got, want, 2e-4, None, 2e-4) is None
+    # Relative only: 0 and -1 stay apart, as do the cast rule's minimum and a value.
+    assert fuzz.close(np.array([-1], "int16"), np.array([0], "int16"), 2e-4, None, 2e-4)
+    make = _recipe(
+        [
+            ("input", ("a",), "float32"),
+            ("cast_grow", (0,), (-3e9, "int64")),
+            ("add", (1, 1), None),
+            ("input", ("a",), "int64"),
+            ("mul", (3, 3), None),
+        ],
+        [("a",)] * 5,
+        ["float32", "int64", "int64", "int64", "int64"],
+    )
+    rec = make(0)
+    assert fuzz._cast_from_float(rec) == {1, 2}
