@@ -335,4 +335,4 @@ def test_integers_cast_from_floats_are_compared_within_the_float_tolerance():
         ["float32", "int64", "int64", "int64", "int64"],
     )
     rec = make(0)
-    assert fuzz._cast_from_float(rec) == {1, 2}
+    assert fuzz._after_float_to_int(rec) == {1, 2}

@@ -800,14 +800,26 @@ def _values(rec, call):
     }
 
 
-def reference(rec, values):
-    """numpy's value of every node given the input/shared ``values``."""
+#: The ops that cast a float to an integer.
+FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range")
+
+
+def reference(rec, values, nudge=0.0):
+    """numpy's value of every node given the input/shared ``values``. ``nudge``: each
+    float cast to an integer is moved by that much first (relatively, or absolutely
+    below 1), to see where a float within its tolerance truncates to another integer."""
     env = dict(values)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k, node in enumerate(rec.nodes):
             if k not in env:
-                ns = {**_NP_NS, **{_name(a): env[a] for a in node[1]}}
+                args = {_name(a): env[a] for a in node[1]}
+                if nudge and node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS:
+                    x = env[node[1][0]]
+                    if x.dtype.kind == "f":
+                        moved = x + nudge * np.maximum(1, np.abs(x))
+                        args[_name(node[1][0])] = moved.astype(x.dtype)
+                ns = {**_NP_NS, **args}
                 env[k] = np.asarray(eval(_code(node, "numpy", rec.dtypes[k]), ns))
     return env
 
@@ -881,12 +893,13 @@ def _mode(name):
     return eval(ENGINES[name][0], {"Mode": Mode, "CPULinker": CPULinker})
 
 
-def close(got, want, tol, nonfinite=None, int_rtol=0.0):
+def close(got, want, tol, nonfinite=None, int_rtol=0.0, alternatives=()):
     """Why ``got`` is not numpy's ``want`` (shape, dtype, values), or None. Integers and
     bools must be equal (integers within ``int_rtol`` of numpy's, relatively, when
     given); floats within ``tol``, NaN equal to NaN. ``nonfinite``: ``"both"``, NaN and
     the infinities count as one value; ``"either"``, only the floats that are finite on
-    both sides count (and integers and bools not at all)."""
+    both sides count (and integers and bools not at all). ``alternatives``: other values
+    of numpy's that an element may equal instead (:func:`reference`'s ``nudge``)."""
     got = np.asarray(got)
     if got.shape != want.shape:
         return f"shape {got.shape}, numpy {want.shape}"
@@ -897,6 +910,8 @@ def close(got, want, tol, nonfinite=None, int_rtol=0.0):
         if int_rtol and want.dtype.kind != "b":
             w = want.reshape(-1).astype("float64")
             differ &= np.abs(got.reshape(-1).astype("float64") - w) > int_rtol * np.abs(w)
+        for alt in alternatives:
+            differ &= got.reshape(-1) != np.asarray(alt).reshape(-1)
         if nonfinite != "either" and differ.any():
             bad = np.flatnonzero(differ)
             i = int(bad[0])
@@ -911,34 +926,37 @@ def close(got, want, tol, nonfinite=None, int_rtol=0.0):
         if nonfinite == "either":
             both = ~np.isfinite(got) | ~np.isfinite(want)
         got, want = np.where(both, 0, got), np.where(both, 0, want)
-    if not np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True):
+    bad = ~np.isclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+    for alt in alternatives:
+        bad &= ~np.isclose(got, np.asarray(alt), rtol=tol, atol=tol, equal_nan=True)
+    if bad.any():
         err = np.max(np.abs(got.astype(float) - want.astype(float)))
-        bad = ~np.isclose(got, want, rtol=tol, atol=tol, equal_nan=True)
         return f"values differ (max abs error {err:.3g}, at {int(bad.sum())} of {want.size})"
     return None
 
 
-def _cast_from_float(rec):
-    """The integer nodes of ``rec`` that a float cast to an integer reaches: a float
-    rounded one way or the other within the tolerance (numpy's float32 ``tanh`` and C's
-    differ in the last bit) truncates to integers that differ by as much, relatively (the
-    float32 ``tanh(x) * -3e9`` of 1057972480 beside 1057972416)."""
+def _after_float_to_int(rec):
+    """The nodes of ``rec`` that a float cast to an integer reaches: a float rounded one
+    way or the other within the tolerance (numpy's float32 ``tanh`` and C's differ in
+    the last bit) truncates to integers that differ by as much, relatively (the float32
+    ``tanh(x) * -3e9`` of 1057972480 beside 1057972416), or to the next integer (1 beside
+    a ``tanh(9)`` of 0.99999994)."""
     reached = set()
     for k, node in enumerate(rec.nodes):
-        if _is_leaf(node) or rec.dtypes[k] not in INTS:
+        if _is_leaf(node):
             continue
-        args = node[1]
-        if node[0] in ("cast", "cast_grow", "cast_in_range") and rec.dtypes[args[0]] in FLOATS:
+        a = node[1]
+        if node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS and rec.dtypes[a[0]] in FLOATS:
             reached.add(k)
-        elif any(a in reached for a in args):
+        elif any(x in reached for x in a):
             reached.add(k)
     return reached
 
 
 def _int_rtols(rec):
     """Per output of ``rec``: the relative tolerance of its integers (0: exact)."""
-    reached = _cast_from_float(rec)
-    return [_tol(rec) if k in reached else 0.0 for k in rec.outputs]
+    reached = _after_float_to_int(rec)
+    return [_tol(rec) if k in reached and rec.dtypes[k] in INTS else 0.0 for k in rec.outputs]
 
 
 def _host(v):
@@ -1021,6 +1039,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
     _, flags, build = ENGINES[name]
     s = rec.shared_index
     int_rtols = _int_rtols(rec)
+    loose = _after_float_to_int(rec)
     vals = [_values(rec, call) for call in (0, 1)]
     build_ctx = ckernel.compile_mode(build) if build else contextlib.nullcontext()
     with config.change_flags(**flags), build_ctx, warnings.catch_warnings():
@@ -1056,6 +1075,10 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
                     problems.append(f"call {call}: input {_name(k)} modified")
             for j, (k, g) in enumerate(zip(rec.outputs, got)):
                 why = close(g, want[k], tol, nonfinite, int_rtols[j])
+                if why and k in loose:
+                    # A float within its tolerance of another integer, before a cast.
+                    alts = [reference(rec, v, n)[k] for n in (-tol, tol)]
+                    why = close(g, want[k], tol, nonfinite, int_rtols[j], alts)
                 if why:
                     problems.append(f"call {call}: output {j} ({_name(k)}): {why}")
                 for a in args:
@@ -1067,10 +1090,13 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
                     if isinstance(gi, np.ndarray) and gi.size and np.shares_memory(gi, gj):
                         problems.append(f"call {call}: outputs {i} and {j} share memory")
             if s is not None and rec.update is not None:
-                state = want[rec.update]
-                why = close(_host(svar.get_value(borrow=True)), state, tol, nonfinite)
+                state = _host(svar.get_value(borrow=True))
+                why = close(state, want[rec.update], tol, nonfinite)
                 if why:
                     problems.append(f"call {call}: shared {_name(s)} after the update: {why}")
+                # The next call's numpy values from the engine's state (within the
+                # tolerance of numpy's): its last bits are not amplified into a difference.
+                state = state.copy()
             for j, (obj, copy) in enumerate(kept):
                 eq_nan = copy.dtype.kind in "fc"
                 if not np.array_equal(_host(obj), copy, equal_nan=eq_nan):
@@ -1379,7 +1405,7 @@ def reproducer(rec, engine) -> str:
         body.append(f"want, new_state = numpy_values({', '.join(args + state_arg)})")
         if s is not None and rec.update is not None:
             body.append(f"got, want = got + [{_name(s)}.get_value()], want + [new_state]")
-            body.append("state = new_state")
+            body.append(f"state = {_name(s)}.get_value()  # the engine's, for the next call")
         body.append(f"bad += _report({call}, got, want, {_tol(rec)!r}, {_int_rtols(rec)!r})")
     body.append("sys.exit(1 if bad else 0)")
     if build:
