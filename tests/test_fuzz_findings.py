@@ -97,3 +97,36 @@ def test_opencl_float32_tanh_of_an_infinity_is_one():
     got, as_int = (np.asarray(g) for g in f(xv))
     np.testing.assert_array_equal(got, [-1.0, 1.0])
     np.testing.assert_array_equal(as_int, [-1, 1])
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL: a float x % y of 0 is +0.0 where numpy's takes the divisor's sign "
+    "(-0.0 for y < 0): 1 / (x % x) is +inf, numpy -inf",
+)
+def test_opencl_float_modulo_of_zero_keeps_the_divisors_sign():
+    # Seed 28030, graph 4630 (shrunk: cast(x * 300, int32) / (x % x)).
+    x = tt.dvector("x")
+    f = function([x], [x % x, 1 / (x % x)], mode=Mode(linker="opencl"))
+    xv = np.array([-0.5, 0.5, -3.0, 2.0])
+    got = [np.asarray(g) for g in f(xv)]
+    np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(np.mod(xv, xv)))
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(got[1], 1 / np.mod(xv, xv))
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL: abs of an int64 is OpenCL C's abs, an unsigned long: abs(INT64_MIN) "
+    "// INT64_MIN gives -1 (numpy: abs wraps to INT64_MIN, and the quotient is 1)",
+)
+def test_opencl_abs_of_the_most_negative_int64_wraps_as_numpy():
+    # Seed 28030, graph 7540 (shrunk: abs(x) // x, x int64 with its extremes).
+    x = tt.lvector("x")
+    f = function([x], abs(x) // x, mode=Mode(linker="opencl"))
+    info = np.iinfo("int64")
+    xv = np.array([info.min, info.max, -7, 7])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(np.asarray(f(xv)), np.abs(xv) // xv)  # [1, 1, -1, 1]
