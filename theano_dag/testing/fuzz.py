@@ -2,25 +2,38 @@
 
 A *recipe* is a list of nodes: inputs (``("input", dims, dtype)``), at most one shared
 variable (``("shared", dims, dtype)``) and ops (``(op, args, param)``, the args being
-earlier nodes), plus the nodes returned as outputs and the node that updates the
-shared variable. Each op of :data:`OPS` has two templates, one building the graph
-(``tt``) and one computing numpy's value (``np``), so the graph, the reference and
-the stand-alone reproducer all come from the same text.
+earlier nodes; a constant is an op of no args), plus the nodes returned as outputs and
+the node that updates the shared variable. Each op of :data:`OPS` has two templates,
+one building the graph (``tt``) and one computing numpy's value (``np``), so the graph,
+the reference and the stand-alone reproducer all come from the same text.
 
 Dimensions are tokens: ``"a"`` and ``"b"`` (lengths that change from call to call),
 ``1`` (a broadcastable axis) or a derived name (``"a[1:]"``) that only matches
 itself; so every generated graph is well typed and the numpy values broadcast as
-the graph's do. The ops cover elementwise maths with broadcasting, reductions, dot,
-slices, an index, set/inc_subtensor, transposes, new axes, flatten, casts between
-float32 and float64, 0-d values, a shared variable with an update, and several
-outputs sharing nodes.
+the graph's do. The lengths are small in most graphs and large in a
+:data:`LARGE_SHARE` of them (:data:`SIZE_SETS`), so that values fall on both sides of
+the CPU engine's planning threshold.
 
-:func:`check` runs one recipe on each engine: two calls (the second with new
-lengths, unless a shared variable fixes them), each against numpy (value, dtype,
-shape); the inputs must come back unmodified, the first call's results must not be
-overwritten by the second, outputs must not share memory with each other or with
-the inputs, and the shared variable must hold numpy's state. :func:`shrink` reduces
-a failing recipe to a small one and :func:`reproducer` prints it as a script.
+The dtypes are the floats, the signed and unsigned integers and bool, with casts in
+every direction (a float to an integer out of range, NaN and the infinities included,
+by the engines' one rule: :data:`CAST_OUT_OF_RANGE`). The ops cover elementwise maths with
+broadcasting (integer arithmetic that wraps, floor division and modulo, whose integer
+division by zero gives 0 on every engine, as numpy's), comparisons and bitwise logic,
+``switch`` with branches of different dtypes, ``fill``/``second``/``alloc`` of
+operands that broadcast against each other, constants (NaN and the infinities among
+them), reductions, dot, slices, an index, set/inc_subtensor, transposes, new axes,
+flatten, 0-d values, a shared variable with an update, and several outputs sharing
+nodes.
+
+:func:`check` runs one recipe on each engine (:data:`ENGINES`: the reference, the CPU
+engine with and without C kernels, planning every value, poisoning its blocks, and
+OpenCL): two calls (the second with new lengths, unless a shared variable fixes
+them), each against numpy (value, dtype, shape; integers exactly); the inputs must
+come back unmodified, the first call's results must not be overwritten by the second,
+outputs must not share memory with each other or with the inputs, and the shared
+variable must hold numpy's state. :func:`shrink` reduces a failing recipe to a small
+one and :func:`reproducer` prints it as a script that runs alone and says which
+outputs differ from numpy's.
 
 Run it: ``python -m theano_dag.testing.fuzz --n 1000 --seed 0`` (``make fuzz N=1000``).
 
@@ -33,10 +46,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
+import re
 import sys
+import textwrap
 import time
 import traceback
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,19 +63,43 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
+from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
+from theano_dag.scalar import cast_array
 
-__all__ = ["Recipe", "generate", "check", "check_grad", "shrink", "reproducer", "ENGINES", "main"]
+__all__ = [
+    "Recipe",
+    "generate",
+    "check",
+    "check_grad",
+    "shrink",
+    "reproducer",
+    "grad_reproducer",
+    "input_value",
+    "ENGINES",
+    "main",
+]
 
 FLOATS = ("float32", "float64")
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+DTYPES = FLOATS + INTS + ("bool",)
+#: How often an input (or a constant) has each dtype: mostly floats, every integer and
+#: bool; in an :data:`INTEGER_SHARE` of the graphs, integers and bools only.
+DTYPE_WEIGHTS = (0.2, 0.35) + (0.05,) * len(INTS) + (0.05,)
+INTEGER_WEIGHTS = (0.0, 0.0) + (0.1,) * len(INTS) + (0.2,)
+INTEGER_SHARE = 0.3
+#: The share of graphs (of more than one input) whose first two inputs are a row and
+#: a column, shapes that broadcast against each other.
+CROSSED_SHARE = 0.3
 #: The share of graphs whose inputs hold non-finite and extreme values.
 NONFINITE_SHARE = 0.25
-#: What a non-finite graph's inputs hold besides uniform values in [-1, 1]: NaN, the
-#: infinities, and values near the dtype's overflow and underflow (as fractions of its
-#: largest finite value and of its smallest normal one).
-SPECIAL = ("nan", "inf", "-inf", "huge", "-huge", "tiny", "-tiny", "zero")
+#: What a non-finite graph's float inputs hold besides uniform values in [-1, 1]: NaN,
+#: the infinities, values near the dtype's overflow and underflow (as fractions of its
+#: largest finite value and of its smallest normal one) and both zeros. Its integer
+#: inputs hold the dtype's extremes, 0 and +-1 (:func:`input_value`).
+SPECIAL = ("nan", "inf", "-inf", "huge", "-huge", "tiny", "-tiny", "zero", "-zero")
 #: The tags of the documented rewrites that change non-finite values (docs/optimization.md):
 #: ``x * 0 -> 0`` and the like, and products reordered (an overflow in one order and not
 #: in the other). A difference that disappears with the tag excluded is classified, not
@@ -70,73 +111,246 @@ NONFINITE_TAGS = ("nonfinite_unsafe", "reassociate", "stabilize")
 #: summation and its use of fused multiply-adds (OpenBLAS gives -inf where a plain sum
 #: of products gives NaN; the OpenCL engine's kernel gives NaN).
 DOT_NONFINITE = "dot_nonfinite"
+#: Whether a float is cast to an integer whatever its value (NaN, the infinities and
+#: values out of the integer's range included): the engines share one documented rule
+#: for those casts (``theano_dag.scalar.cast_array``, docs/engines.md, "Casts"), which
+#: numpy's side follows. Off, such casts only go through ``cast_in_range``, which maps
+#: NaN to 0 and clips the value into the integer's range.
+CAST_OUT_OF_RANGE = True
 BASE = ("a", "b", 1)
-SIZES = ({"a": 3, "b": 4}, {"a": 5, "b": 2})
+#: The lengths of ``"a"`` and ``"b"`` in a recipe's two calls: small, then two large
+#: sets in which matrices, or vectors, reach the CPU engine's planning threshold
+#: (``DEFAULT_MIN_PLAN_BYTES``, 16 KiB) in some dtypes and not in others.
+SIZE_SETS = (
+    ({"a": 3, "b": 4}, {"a": 5, "b": 2}),
+    ({"a": 48, "b": 129}, {"a": 40, "b": 150}),
+    ({"a": 2100, "b": 2}, {"a": 2200, "b": 3}),
+)
+SIZES = SIZE_SETS[0]
+#: The share of graphs with large lengths (half with each large set).
+LARGE_SHARE = 0.25
+#: The most elements a node of a large graph may have (a product of two long vectors'
+#: lengths is left out).
+MAX_ELEMENTS = 20_000
+#: Why generation turned ops down (op, reason): a diagnostic of the generator's reach.
+REJECTED: Counter = Counter()
 
 
-def _np_sigmoid(x):
-    return (1 / (1 + np.exp(-x))).astype(x.dtype)
+# -- numpy's side: helpers the numpy templates call (copied into reproducers) ----------
 
 
-# name: (arity, graph template, numpy template). ``{0}``, ``{1}``: the args; ``{p}``:
-# the op's parameter.
-OPS = {
-    "tanh": (1, "tt.tanh({0})", "np.tanh({0})"),
-    "sin": (1, "tt.sin({0})", "np.sin({0})"),
-    "neg": (1, "-{0}", "-{0}"),
-    "abs": (1, "abs({0})", "np.abs({0})"),
-    "sqr": (1, "tt.sqr({0})", "np.square({0})"),
-    "exp": (1, "tt.exp({0})", "np.exp({0})"),
-    "sigmoid": (1, "tt.sigmoid({0})", "sigmoid({0})"),
-    "scale": (1, "{0} * {p!r}", "{0} * {p!r}"),
-    "add": (2, "{0} + {1}", "{0} + {1}"),
-    "sub": (2, "{0} - {1}", "{0} - {1}"),
-    "mul": (2, "{0} * {1}", "{0} * {1}"),
-    "maximum": (2, "tt.maximum({0}, {1})", "np.maximum({0}, {1})"),
-    "minimum": (2, "tt.minimum({0}, {1})", "np.minimum({0}, {1})"),
-    "sum": (1, "{0}.sum(axis={p})", "np.asarray({0}.sum(axis={p}))"),
-    "max": (1, "{0}.max(axis={p})", "np.asarray({0}.max(axis={p}))"),
-    "dot": (2, "tt.dot({0}, {1})", "np.asarray(np.dot({0}, {1}))"),
-    "slice": (1, "{0}[{p}]", "{0}[{p}]"),
-    "index0": (1, "{0}[0]", "np.asarray({0}[0])"),
-    "set_sub": (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})"),
-    "inc_sub": (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})"),
-    "T": (1, "{0}.T", "{0}.T"),
-    "addaxis": (1, "{0}.dimshuffle({p})", "{0}[None]"),
-    "flatten": (1, "{0}.flatten()", "{0}.reshape(-1)"),
-    "cast": (1, "tt.cast({0}, '{p}')", "{0}.astype('{p}')"),
-    # Ops whose non-finite values have rules of their own (NaN bounds, x // 0, log(-1)).
-    "div": (2, "{0} / {1}", "{0} / {1}"),
-    "floordiv": (2, "{0} // {1}", "{0} // {1}"),
-    "clip": (2, "tt.clip({0}, {1}, {p!r})", "np.clip({0}, {1}, {p!r})"),
-    "log": (1, "tt.log({0})", "np.log({0})"),
-    "sqrt": (1, "tt.sqrt({0})", "np.sqrt({0})"),
-}
-#: Ops left out of gradient graphs: non-finite values or kinks in [-1, 1] (finite
-#: differences are meaningless there).
-NO_GRAD = frozenset({"div", "floordiv", "clip", "log", "sqrt"})
+def ew(f, dtype, *xs):
+    """``f`` computed in ``dtype``, the graph's output dtype: the array operands are
+    cast to it first, as the engines compute an elementwise op (Python numbers stay
+    weak, as they do in numpy)."""
+    xs = [x if isinstance(x, (bool, int, float)) else np.asarray(x).astype(dtype) for x in xs]
+    return np.asarray(f(*xs)).astype(dtype)
 
 
-def _setsub(x, sl, y):
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def rsum(x, axis, dtype):
+    """A sum as the engines compute it: float32 accumulates in float64."""
+    acc = "float64" if dtype == "float32" else dtype
+    return np.asarray(np.sum(x, axis=axis, dtype=acc)).astype(dtype)
+
+
+def where(c, x, y, dtype):
+    """``switch``: ``x`` where ``c`` is not 0 (NaN included), else ``y``, in ``dtype``."""
+    return np.where(np.asarray(c) != 0, np.asarray(x).astype(dtype), np.asarray(y).astype(dtype))
+
+
+def fill(x, y):
+    """``fill(x, y)``/``second(x, y)``: ``y`` broadcast against ``x``, in ``y``'s dtype."""
+    y = np.asarray(y)
+    return np.broadcast_to(y, np.broadcast_shapes(np.shape(x), y.shape)).copy()
+
+
+def cast(x, dtype):
+    """``cast``: numpy's conversion, except a float to an integer: the engines' rule
+    (``cast_array``: truncation in range, the integer's minimum for NaN, the infinities
+    and values out of range)."""
+    return cast_array(x, dtype)
+
+
+def cast_bounds(dtype):
+    """Bounds within which a float truncates into ``dtype``'s range, exact in float32."""
+    info = np.iinfo(dtype)
+    lo = -0.5 if info.min == 0 else None
+    if info.bits <= 16:
+        return (lo if lo is not None else info.min - 0.5), info.max + 0.5
+    top = 2.0 ** min(info.bits - 2, 62)
+    return (lo if lo is not None else -top), top
+
+
+def cast_in_range(x, dtype):
+    """A float cast to the integer ``dtype`` after NaN -> 0 and clipping into its range."""
+    lo, hi = cast_bounds(dtype)
+    x = np.asarray(x)
+    return np.clip(np.where(np.isnan(x), 0, x), lo, hi).astype(x.dtype).astype(dtype)
+
+
+def setsub(x, sl, y):
     r = x.copy()
     r[eval(f"np.s_[{sl}]")] = y
     return r
 
 
-def _incsub(x, sl, y):
+def incsub(x, sl, y):
     r = x.copy()
     r[eval(f"np.s_[{sl}]")] += y
     return r
 
 
-_NP_NS = {"np": np, "sigmoid": _np_sigmoid, "setsub": _setsub, "incsub": _incsub}
+_NP_HELPERS = (ew, sigmoid, rsum, where, fill, cast, cast_bounds, cast_in_range, setsub, incsub)
+_NP_NS = {"np": np, "nan": np.nan, "inf": np.inf, **{h.__name__: h for h in _NP_HELPERS}}
+
+
+# -- the op table ----------------------------------------------------------------------
+
+
+def _const_graph(names, p, d):
+    return f"tt.constant(np.asarray({p[0]!r}, {p[1]!r}))"
+
+
+def _const_numpy(names, p, d):
+    return f"np.asarray({p[0]!r}, {p[1]!r})"
+
+
+def _alloc_shape(names, p):
+    # p: the target's broadcastable pattern; its other lengths are read from the target.
+    return ", ".join("1" if b else f"{names[1]}.shape[{i}]" for i, b in enumerate(p))
+
+
+def _alloc_graph(names, p, d):
+    return f"tt.alloc({names[0]}, {_alloc_shape(names, p)})"
+
+
+def _alloc_numpy(names, p, d):
+    return f"np.broadcast_to({names[0]}, ({_alloc_shape(names, p)},)).copy()"
+
+
+def _cast_in_range_graph(names, p, d):
+    lo, hi = cast_bounds(p)
+    x = names[0]
+    return f"tt.cast(tt.clip(tt.switch(tt.isnan({x}), 0, {x}), {lo!r}, {hi!r}), {p!r})"
+
+
+def _unary(f):
+    return (1, f"tt.{f}({{0}})", f"ew(np.{f}, '{{d}}', {{0}})")
+
+
+def _binary(graph, ufunc):
+    return (2, graph, f"ew(np.{ufunc}, '{{d}}', {{0}}, {{1}})")
+
+
+def _compare(name, ufunc):
+    return (2, f"tt.{name}({{0}}, {{1}})", f"np.{ufunc}({{0}}, {{1}})")
+
+
+# name: (arity, graph template, numpy template). A template is a format string (``{0}``,
+# ``{1}``: the args; ``{p}``: the op's parameter; ``{d}``: the node's dtype, numpy's side
+# only) or a function of (arg names, parameter, dtype) giving the text.
+OPS = {
+    "const": (0, _const_graph, _const_numpy),
+    "tanh": _unary("tanh"),
+    "sin": _unary("sin"),
+    "neg": (1, "-{0}", "ew(np.negative, '{d}', {0})"),
+    "abs": (1, "abs({0})", "ew(np.abs, '{d}', {0})"),
+    "sqr": (1, "tt.sqr({0})", "ew(np.square, '{d}', {0})"),
+    "exp": _unary("exp"),
+    "sigmoid": (1, "tt.sigmoid({0})", "ew(sigmoid, '{d}', {0})"),
+    "scale": (1, "{0} * {p!r}", "ew(np.multiply, '{d}', {0}, {p!r})"),
+    # Factors that take floats out of the small integers' range before a cast.
+    "grow": (1, "{0} * {p!r}", "ew(np.multiply, '{d}', {0}, {p!r})"),
+    "add": _binary("{0} + {1}", "add"),
+    "sub": _binary("{0} - {1}", "subtract"),
+    "mul": _binary("{0} * {1}", "multiply"),
+    "maximum": _binary("tt.maximum({0}, {1})", "maximum"),
+    "minimum": _binary("tt.minimum({0}, {1})", "minimum"),
+    "lt": _compare("lt", "less"),
+    "le": _compare("le", "less_equal"),
+    "gt": _compare("gt", "greater"),
+    "ge": _compare("ge", "greater_equal"),
+    "eq": _compare("eq", "equal"),
+    "neq": _compare("neq", "not_equal"),
+    "and": _binary("tt.and_({0}, {1})", "bitwise_and"),
+    "or": _binary("tt.or_({0}, {1})", "bitwise_or"),
+    "xor": _binary("tt.xor({0}, {1})", "bitwise_xor"),
+    "invert": (1, "tt.invert({0})", "ew(np.invert, '{d}', {0})"),
+    "switch": (3, "tt.switch({0}, {1}, {2})", "where({0}, {1}, {2}, '{d}')"),
+    "fill": (2, "tt.fill({0}, {1})", "fill({0}, {1})"),
+    "second": (2, "tt.second({0}, {1})", "fill({0}, {1})"),
+    "alloc": (2, _alloc_graph, _alloc_numpy),
+    "sum": (1, "{0}.sum(axis={p})", "rsum({0}, {p}, '{d}')"),
+    "max": (1, "{0}.max(axis={p})", "np.asarray({0}.max(axis={p}))"),
+    "dot": (2, "tt.dot({0}, {1})", "np.asarray(np.dot({0}, {1}))"),
+    "slice": (1, "{0}[{p}]", "{0}[{p}]"),
+    "index0": (1, "{0}[0]", "np.asarray({0}[0])"),
+    # Rows picked by an integer vector (kept in range by its modulo).
+    "take": (2, "{0}[{1} % {0}.shape[0]]", "{0}[{1} % np.int64({0}.shape[0])]"),
+    # Rows picked by a constant index (repeats and negative indices among them).
+    "takec": (
+        1,
+        "{0}[tt.constant(np.array({p!r}, 'int64')) % {0}.shape[0]]",
+        "{0}[np.array({p!r}, 'int64') % {0}.shape[0]]",
+    ),
+    "set_sub": (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})"),
+    "inc_sub": (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})"),
+    "T": (1, "{0}.T", "{0}.T"),
+    "addaxis": (1, "{0}.dimshuffle({p})", "{0}[None]"),
+    "flatten": (1, "{0}.flatten()", "{0}.reshape(-1)"),
+    "cast": (1, "tt.cast({0}, {p!r})", "cast({0}, {p!r})"),
+    "cast_in_range": (1, _cast_in_range_graph, "cast_in_range({0}, {p!r})"),
+    # A float scaled (by a factor exact in float32) out of the integers' range, then cast.
+    "cast_grow": (1, "tt.cast({0} * {p[0]!r}, {p[1]!r})", "cast({0} * {p[0]!r}, {p[1]!r})"),
+    # Ops whose non-finite values have rules of their own (NaN bounds, x // 0, log(-1)).
+    "div": _binary("{0} / {1}", "true_divide"),
+    "floordiv": _binary("{0} // {1}", "floor_divide"),
+    "mod": _binary("{0} % {1}", "mod"),
+    "clip": (2, "tt.clip({0}, {1}, {p!r})", "ew(np.clip, '{d}', {0}, {1}, {p!r})"),
+    "log": _unary("log"),
+    "sqrt": _unary("sqrt"),
+}
+#: Ops left out of gradient graphs: non-finite values or kinks in [-1, 1] (finite
+#: differences are meaningless there), steps, or values that overflow.
+NO_GRAD = frozenset({"div", "floordiv", "mod", "clip", "log", "sqrt", "grow", "cast_grow"})
+#: Elementwise ops of two operands that broadcast against each other.
+BINARY = frozenset(
+    {"add", "sub", "mul", "maximum", "minimum", "div", "floordiv", "mod", "fill", "second"}
+    | {"lt", "le", "gt", "ge", "eq", "neq", "and", "or", "xor"}
+)
+#: The dtypes of an index vector (whose modulo by a length stays an integer).
+INDEX_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "bool")
+#: How much more often than the others an op is drawn (those that need matching
+#: operands, and the ones the issue-28 bugs hid in).
+OP_WEIGHTS = {
+    "dot": 3.0,
+    "set_sub": 3.0,
+    "inc_sub": 3.0,
+    "switch": 2.5,
+    "fill": 2.0,
+    "second": 1.5,
+    "alloc": 2.0,
+    "cast": 3.0,
+    "cast_in_range": 1.5,
+    "cast_grow": 2.0,
+    "take": 4.0,
+    "takec": 1.5,
+}
+#: What constants hold, by dtype kind; a share of the float ones non-finite.
+CONST_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e30, float("nan"), float("inf"), float("-inf"))
+CONST_INTS = (0, 1, -1, 3, "min", "max")
 
 
 @dataclass
 class Recipe:
     """A random graph: ``nodes`` (inputs, the shared variable, ops), ``outputs`` (node
     indices), ``update`` (the node giving the shared variable's next value, or None),
-    the ``seed`` of the input values, and whether they include non-finite ones."""
+    the ``seed`` of the input values, whether they include non-finite ones, and which
+    of :data:`SIZE_SETS` gives the lengths."""
 
     nodes: list
     outputs: list
@@ -145,6 +359,7 @@ class Recipe:
     dims: list = field(default_factory=list)  # per node, for generation and shrinking
     dtypes: list = field(default_factory=list)
     nonfinite: bool = False  # the inputs hold NaN, infinities and extreme values
+    sizes: int = 0  # the index of the lengths in SIZE_SETS
 
     @property
     def shared_index(self):
@@ -155,15 +370,27 @@ def _name(k):
     return f"v{k}"
 
 
-def _code(node, which):
+def _code(node, which, dtype=None):
     op, args, param = node
     _, gtmpl, ntmpl = OPS[op]
-    return (gtmpl if which == "graph" else ntmpl).format(*[_name(a) for a in args], p=param)
+    tmpl = gtmpl if which == "graph" else ntmpl
+    names = [_name(a) for a in args]
+    if callable(tmpl):
+        return tmpl(names, param, dtype)
+    return tmpl.format(*names, p=param, d=dtype)
 
 
 def _input_type(dims, dtype):
     shape = tuple(1 if d == 1 else None for d in dims)
     return f"tt.TensorType({dtype!r}, shape={shape!r})"
+
+
+def _is_leaf(node):
+    return node[0] in ("input", "shared")
+
+
+def _nonfinite_const(node):
+    return node[0] == "const" and isinstance(node[2][0], float) and not np.isfinite(node[2][0])
 
 
 # -- generation ----------------------------------------------------------------------
@@ -183,14 +410,28 @@ def _broadcast(d1, d2):
     return tuple(out)
 
 
+def _fits_into(d0, d1):
+    """Whether a value of dims ``d0`` broadcasts to dims ``d1`` (as ``alloc`` needs)."""
+    return len(d0) <= len(d1) and _broadcast(d0, d1) == tuple(d1)
+
+
 def _result_dims(op, dims, dtypes, param):
     """The dims of ``op`` on args of ``dims`` and ``dtypes`` with ``param``; None when
     the op does not apply."""
+    if op == "const":
+        return ()
     d0 = dims[0]
-    if op in ("tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "log", "sqrt"):
+    if op in ("tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "grow"):
         return d0
-    if op in ("add", "sub", "mul", "maximum", "minimum", "div", "floordiv"):
+    if op in ("log", "sqrt", "invert", "cast", "cast_in_range", "cast_grow"):
+        return d0
+    if op in BINARY:
         return _broadcast(d0, dims[1])
+    if op == "switch":
+        d = _broadcast(d0, dims[1])
+        return None if d is None else _broadcast(d, dims[2])
+    if op == "alloc":
+        return tuple(dims[1]) if dims[1] and _fits_into(d0, dims[1]) else None
     if op == "clip":
         # The bounds broadcast to x's shape, as numpy's result has it.
         return d0 if _broadcast(d0, dims[1]) == tuple(d0) else None
@@ -212,11 +453,20 @@ def _result_dims(op, dims, dtypes, param):
         return ((d0[0] if param == "::-1" else f"{d0[0]}[{param}]"),) + d0[1:]
     if op == "index0":
         return d0[1:] if d0 and d0[0] in BASE else None
+    if op == "take":
+        if not d0 or len(dims[1]) != 1 or dtypes[1] not in INDEX_DTYPES:
+            return None
+        return tuple(dims[1]) + tuple(d0[1:])
+    if op == "takec":
+        # A length of its own: a token no other dims share ("#3": three rows).
+        return (f"#{len(param)}",) + tuple(d0[1:]) if d0 else None
     if op in ("set_sub", "inc_sub"):
         if not d0 or d0[0] == 1 or dims[1] != ():
             return None
-        if dtypes[1] == "float64" and dtypes[0] == "float32":
-            return None  # a downcast, refused by the op
+        if np.dtype(dtypes[1]).itemsize > np.dtype(dtypes[0]).itemsize or (
+            dtypes[1] in FLOATS and dtypes[0] not in FLOATS
+        ):
+            return None  # a downcast, refused by the op (or out of range)
         return d0
     if op == "T":
         return d0[::-1] if len(d0) == 2 else None
@@ -224,14 +474,31 @@ def _result_dims(op, dims, dtypes, param):
         return (1,) + d0 if len(d0) <= 2 else None
     if op == "flatten":
         return (f"({d0[0]}*{d0[1]})",) if len(d0) == 2 and 1 not in d0 else None
-    if op == "cast":
-        return d0
     raise KeyError(op)
 
 
-def _param(op, rng, dims):
+def _const_param(rng, dtype):
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return (bool(rng.random() < 0.5), dtype)
+    if kind == "f":
+        # Non-finite in about a sixth of the constants.
+        finite = [v for v in CONST_FLOATS if np.isfinite(v)]
+        pool = CONST_FLOATS if rng.random() < 0.5 else finite
+        return (float(pool[int(rng.integers(len(pool)))]), dtype)
+    info = np.iinfo(dtype)
+    v = CONST_INTS[int(rng.integers(len(CONST_INTS)))]
+    v = {"min": info.min, "max": info.max}.get(v, v)
+    if v < info.min:
+        v = info.max
+    return (int(v), dtype)
+
+
+def _param(op, rng, dims, dtypes):
     if op == "scale":
         return float(rng.choice([0.5, -1.5, 2.0]))
+    if op == "grow":
+        return float(rng.choice([7.5, -300.0, 65536.5, 3e9]))
     if op == "clip":
         return float(rng.choice([0.25, 0.75]))
     if op in ("sum", "max"):
@@ -244,116 +511,316 @@ def _param(op, rng, dims):
     if op == "addaxis":
         return ", ".join(["'x'"] + [str(k) for k in range(len(dims[0]))])
     if op == "cast":
-        return str(rng.choice(FLOATS))
+        # The target's kind first (a float, an integer, bool), then its dtype.
+        src = dtypes[0]
+        kinds = [FLOATS, INTS, ("bool",)]
+        if src in FLOATS and not CAST_OUT_OF_RANGE:
+            kinds[1] = ()  # a float into an integer goes through cast_in_range
+        choices = [d for d in kinds[int(rng.choice(3, p=[0.4, 0.45, 0.15]))] if d != src]
+        return str(choices[int(rng.integers(len(choices)))]) if choices else None
+    if op == "cast_in_range":
+        return str(INTS[int(rng.integers(len(INTS)))]) if dtypes[0] in FLOATS else None
+    if op == "cast_grow":
+        if dtypes[0] not in FLOATS or not CAST_OUT_OF_RANGE:
+            return None
+        factor = float(rng.choice([300.0, -3e9, 1e10, 2.0**70]))
+        return (factor, str(INTS[int(rng.integers(len(INTS)))]))
+    if op == "alloc":
+        return tuple(d == 1 for d in dims[1])
+    if op == "takec":
+        return tuple(int(i) for i in rng.integers(-3, 6, int(rng.integers(2, 6))))
     return None
 
 
-def generate(rng, max_ops=8) -> Recipe:
-    """A random recipe: 1 to 3 inputs, up to ``max_ops`` ops, 1 to 3 outputs, in one
-    graph of three a shared variable with an update, and in a :data:`NONFINITE_SHARE`
-    of them inputs with NaN, infinities and extreme values."""
-    nodes, dims, dtypes, syms = [], [], [], []
-    shapes = [("a",), ("b",), ("a", "b"), (), (1, "b"), ("a", 1), ("b", "a")]
+def _length(token, sizes):
+    """The length of the dims token ``token`` at ``sizes`` ("a[1:]", "(a*b)", ...)."""
+    if token == 1:
+        return 1
 
-    def add(node, d, sym):
+    class Len(int):
+        def __getitem__(self, sl):
+            return Len(len(range(self)[sl]))
+
+        def __mul__(self, other):
+            return Len(int(self) * int(other))
+
+    text = re.sub(r"#(\d+)", r"Len(\1)", str(token))  # "#3": a constant length
+    return int(eval(text, {"a": Len(sizes["a"]), "b": Len(sizes["b"]), "Len": Len}))
+
+
+def _elements(dims, sizes_index):
+    return max(
+        int(np.prod([_length(t, sz) for t in dims], dtype=np.int64))
+        for sz in SIZE_SETS[sizes_index]
+    )
+
+
+def _sample(dims, dtype):
+    """A small stand-in value for checking numpy's side of an op at generation."""
+    shape = tuple(1 if d == 1 else _length(d, SIZES[0]) for d in dims)
+    return np.full(shape, 2, dtype)
+
+
+def _pick(rng, candidates):
+    return candidates[int(rng.integers(len(candidates)))] if candidates else None
+
+
+def _args(op, rng, nodes, dims, dtypes):
+    """Arguments for ``op`` among the ``nodes`` so far (of ``dims`` and ``dtypes``);
+    None when none fit. Binary ops prefer operands of other dims that broadcast
+    against the first (``(1, n)`` against ``(m, 1)``), switch branches of other dtypes."""
+    n = len(dims)
+    arity = OPS[op][0]
+    args = [int(rng.integers(n)) for _ in range(arity)]
+    if op == "switch":
+        # The condition: another switch's (switches of one condition merge), a bool, or
+        # any value (not 0).
+        conds = [node[1][0] for node in nodes if node[0] == "switch"]
+        bools = [k for k in range(n) if dtypes[k] == "bool"]
+        r = rng.random()
+        if conds and r < 0.3:
+            args[0] = _pick(rng, conds)
+        elif bools and r < 0.7:
+            args[0] = _pick(rng, bools)
+    if op == "cast":
+        # Integers and bools are fewer than floats: cast them as often.
+        discrete = [k for k in range(n) if dtypes[k] not in FLOATS]
+        args[0] = _pick(rng, discrete) if discrete and rng.random() < 0.75 else args[0]
+    elif op in ("cast_in_range", "cast_grow"):
+        floats = [k for k in range(n) if dtypes[k] in FLOATS]
+        args[0] = _pick(rng, floats) if floats else args[0]
+    elif op == "take":
+        index = [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INDEX_DTYPES]
+        if not index:
+            return None
+        args[1] = _pick(rng, index)
+    elif op == "dot" and dims[args[0]]:
+        fits = [k for k, d in enumerate(dims) if d and d[0] == dims[args[0]][-1]]
+        args[1] = _pick(rng, fits) if fits else args[1]
+    elif op in ("set_sub", "inc_sub"):
+        zero_d = [k for k, d in enumerate(dims) if d == ()]
+        if not zero_d:
+            return None
+        args[1] = _pick(rng, zero_d)
+    elif op == "alloc":
+        targets = [k for k, d in enumerate(dims) if d and _fits_into(dims[args[0]], d)]
+        wider = [k for k in targets if dims[k] != dims[args[0]]]
+        args[1] = _pick(rng, wider if wider and rng.random() < 0.8 else targets)
+        if args[1] is None:
+            return None
+    elif op in BINARY or op == "switch":
+        for j in range(1, arity):
+            ok = [
+                k
+                for k, d in enumerate(dims)
+                if _broadcast(dims[args[0]], d) is not None
+                and (op != "switch" or j == 1 or _broadcast(dims[args[1]], d) is not None)
+            ]
+            other = [k for k in ok if dims[k] != dims[args[0]]]
+            # Operands that broadcast against each other: (1, n) with (m, 1).
+            crossing = [
+                k for k in ok if _broadcast(dims[args[0]], dims[k]) not in (dims[k], dims[args[0]])
+            ]
+            if crossing and rng.random() < 0.5:
+                other = crossing
+            if op == "switch" and j == 2:
+                # Branches of different dtypes, most of the time.
+                mixed = [k for k in ok if dtypes[k] != dtypes[args[1]]]
+                other = mixed or other
+            args[j] = _pick(rng, other if other and rng.random() < 0.6 else ok)
+    return tuple(args)
+
+
+def generate(rng, max_ops=8, grad=False) -> Recipe:
+    """A random recipe: 1 to 3 inputs, maybe constants, up to ``max_ops`` ops, 1 to 3
+    outputs, in one graph of three a shared variable with an update, in a
+    :data:`NONFINITE_SHARE` of them inputs with NaN, infinities and extreme values, in a
+    :data:`LARGE_SHARE` of them large lengths. ``grad``: a recipe for
+    :func:`check_grad` (float64 inputs, small lengths, finite values)."""
+    nodes, dims, dtypes, syms, samples = [], [], [], [], []
+    shapes = [("a",), ("b",), ("a", "b"), (), (1, "b"), ("a", 1), ("b", "a")]
+    sizes = 0
+    if not grad and rng.random() < LARGE_SHARE:
+        sizes = 1 + int(rng.integers(len(SIZE_SETS) - 1))
+
+    def add(node, d, sym, sample):
         nodes.append(node)
         dims.append(tuple(d))
         dtypes.append(sym.dtype)
         syms.append(sym)
+        samples.append(sample)
         return len(nodes) - 1
 
-    for _ in range(int(rng.integers(1, 4))):
+    dtype_weights = DTYPE_WEIGHTS if grad or rng.random() >= INTEGER_SHARE else INTEGER_WEIGHTS
+
+    def dtype():
+        if grad:
+            return "float64"
+        return str(rng.choice(DTYPES, p=np.array(dtype_weights) / sum(dtype_weights)))
+
+    n_inputs = int(rng.integers(1, 4))
+    # A row and a column (they broadcast against each other) in a share of the graphs.
+    crossed = [(1, "b"), ("a", 1)] if n_inputs > 1 and rng.random() < CROSSED_SHARE else []
+    for j in range(n_inputs):
+        d = crossed[j] if j < len(crossed) else shapes[int(rng.integers(len(shapes)))]
+        dt = dtype()
+        add(("input", d, dt), d, eval(_input_type(d, dt))(), _sample(d, dt))
+    if not grad and rng.random() < 0.33:
         d = shapes[int(rng.integers(len(shapes)))]
         dt = str(rng.choice(FLOATS, p=[0.3, 0.7]))
-        add(("input", d, dt), d, eval(_input_type(d, dt))())
-    if rng.random() < 0.33:
-        d = shapes[int(rng.integers(len(shapes)))]
-        dt = str(rng.choice(FLOATS, p=[0.3, 0.7]))
-        add(("shared", d, dt), d, eval(_input_type(d, dt))())
-    names = list(OPS)
-    # The ops that need matching operands are drawn more often, so they appear.
-    weights = np.array([3.0 if op in ("dot", "set_sub", "inc_sub") else 1.0 for op in names])
+        add(("shared", d, dt), d, eval(_input_type(d, dt))(), _sample(d, dt))
+    for _ in range(int(rng.integers(1, 4) if rng.random() < 0.7 else 0)):
+        param = _const_param(rng, dtype())
+        if grad and not abs(param[0]) <= 2:
+            continue  # NaN, infinities and 1e30 leave nothing for finite differences
+        node = ("const", (), param)
+        add(node, (), eval(_code(node, "graph"), {"tt": tt, "np": np, **_NP_NS}), None)
+        samples[-1] = np.asarray(param[0], param[1])
+    names = [op for op in OPS if op != "const"]
+    if grad:
+        names = [op for op in names if op not in NO_GRAD]
+    weights = np.array([OP_WEIGHTS.get(op, 1.0) for op in names])
     weights /= weights.sum()
     n_ops = int(rng.integers(1, max_ops + 1))
     tries = 0
-    while sum(n[0] not in ("input", "shared") for n in nodes) < n_ops and tries < 200:
+    while sum(not _is_leaf(n) for n in nodes) < n_ops and tries < 300:
         tries += 1
         op = names[int(rng.choice(len(names), p=weights))]
-        args = tuple(int(rng.integers(len(nodes))) for _ in range(OPS[op][0]))
-        if op == "dot" and dims[args[0]]:
-            fits = [k for k, d in enumerate(dims) if d and d[0] == dims[args[0]][-1]]
-            args = (args[0], fits[int(rng.integers(len(fits)))]) if fits else args
-        if op in ("set_sub", "inc_sub"):
-            zero_d = [k for k, d in enumerate(dims) if d == ()]
-            if not zero_d:
-                continue
-            args = (args[0], zero_d[int(rng.integers(len(zero_d)))])
-        param = _param(op, rng, [dims[a] for a in args])
+        args = _args(op, rng, nodes, dims, dtypes)
+        if args is None:
+            REJECTED[op, "args"] += 1
+            continue
+        param = _param(op, rng, [dims[a] for a in args], [dtypes[a] for a in args])
+        if op in ("cast", "cast_in_range", "cast_grow", "alloc") and param is None:
+            REJECTED[op, "param"] += 1
+            continue
         d = _result_dims(op, [dims[a] for a in args], [dtypes[a] for a in args], param)
-        if d is None:
+        if d is None or (sizes and _elements(d, sizes) > MAX_ELEMENTS):
+            REJECTED[op, "dims"] += 1
             continue
         node = (op, args, param)
-        ns = {"tt": tt, **{_name(a): syms[a] for a in args}}
+        ns = {"tt": tt, "np": np, "nan": np.nan, "inf": np.inf, **{_name(a): syms[a] for a in args}}
         try:
             sym = eval(_code(node, "graph"), ns)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, NotImplementedError):
+            REJECTED[op, "graph"] += 1
             continue  # the op refuses these types: not a graph to try
-        add(node, d, sym)
-    ops = [k for k, n in enumerate(nodes) if n[0] not in ("input", "shared")]
+        if grad and sym.dtype not in ("float64", "bool"):
+            REJECTED[op, "grad dtype"] += 1
+            continue
+        # numpy's side must give the graph's dtype and broadcasting on these types.
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ns = {**_NP_NS, **{_name(a): samples[a] for a in args}}
+                sample = np.asarray(eval(_code(node, "numpy", sym.dtype), ns))
+        except Exception:
+            REJECTED[op, "numpy"] += 1
+            continue
+        if sample.dtype != sym.dtype or sym.type.broadcastable != tuple(x == 1 for x in d):
+            REJECTED[op, "types"] += 1
+            continue
+        add(node, d, sym, sample)
+    ops = [k for k, n in enumerate(nodes) if not _is_leaf(n) and n[0] != "const"]
     pool = ops or list(range(len(nodes)))
     outputs = sorted({pool[int(rng.integers(len(pool)))] for _ in range(int(rng.integers(1, 4)))})
     update = None
     s = next((k for k, n in enumerate(nodes) if n[0] == "shared"), None)
     if s is not None:
-        # s <- cast(tanh(s * 0.5 + c)) with c a 0-d value when there is one.
-        zero_d = [k for k, d in enumerate(dims) if d == () and k != s]
-        cur = add(("scale", (s,), 0.5), dims[s], syms[s] * 0.5)
+        # s <- cast(tanh(s * 0.5 + c)) with c a float 0-d value when there is one.
+        zero_d = [k for k, d in enumerate(dims) if d == () and k != s and dtypes[k] in FLOATS]
+        cur = add(("scale", (s,), 0.5), dims[s], syms[s] * 0.5, None)
         if zero_d:
             c = zero_d[int(rng.integers(len(zero_d)))]
-            cur = add(("add", (cur, c), None), dims[s], syms[cur] + syms[c])
-        cur = add(("tanh", (cur,), None), dims[s], tt.tanh(syms[cur]))
-        update = add(("cast", (cur,), dtypes[s]), dims[s], tt.cast(syms[cur], dtypes[s]))
+            cur = add(("add", (cur, c), None), dims[s], syms[cur] + syms[c], None)
+        cur = add(("tanh", (cur,), None), dims[s], tt.tanh(syms[cur]), None)
+        update = add(("cast", (cur,), dtypes[s]), dims[s], tt.cast(syms[cur], dtypes[s]), None)
     seed = int(rng.integers(2**31))
-    nonfinite = bool(rng.random() < NONFINITE_SHARE)
-    return Recipe(nodes, outputs, update, seed, dims, dtypes, nonfinite)
+    nonfinite = bool(not grad and rng.random() < NONFINITE_SHARE)
+    return Recipe(nodes, outputs, update, seed, dims, dtypes, nonfinite, sizes)
 
 
 # -- running ---------------------------------------------------------------------------
 
 
-def _special(kind, dtype):
-    info = np.finfo(dtype)
-    sign = -1.0 if kind.startswith("-") else 1.0
-    value = {"huge": float(info.max) / 4, "tiny": float(info.tiny) * 4, "zero": 0.0}.get(
-        kind.lstrip("-"), kind.lstrip("-")
-    )
-    return np.asarray(sign * float(value), dtype)
+def input_value(seed, shape, dtype, special):
+    """An input's value: uniform in [-1, 1] for floats, integers in [-9, 9] (unsigned:
+    [0, 9]), random bools; with ``special``, about a third of the elements NaN, the
+    infinities, values near overflow and underflow, signed zeros (floats), or the
+    extremes, 0 and +-1 (integers)."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind in "iu":
+        v = rng.integers(-9 if dt.kind == "i" else 0, 10, shape).astype(dt)
+        info = np.iinfo(dt)
+        table = [info.min, info.max, 0, 1, info.max - 1] + ([-1, info.min + 1] * (dt.kind == "i"))
+    else:
+        v = rng.uniform(-1, 1, shape).astype(dt)
+        info = np.finfo(dt)
+        big, small = float(info.max) / 4, float(info.tiny) * 4
+        table = [np.nan, np.inf, -np.inf, big, -big, small, -small, 0.0, -0.0]
+    if special:
+        flat = v.reshape(-1)
+        pick = rng.random(flat.size) < 0.35
+        kinds = rng.integers(len(table), size=flat.size)
+        flat[pick] = np.array(table, dtype=object)[kinds[pick]].astype(dt)
+    return v
 
 
-def _values(rec, sizes, rng):
-    vals = {}
-    for k, node in enumerate(rec.nodes):
-        if node[0] in ("input", "shared"):
-            shape = tuple(1 if d == 1 else sizes[d] for d in node[1])
-            vals[k] = rng.uniform(-1, 1, shape).astype(node[2])
-            if rec.nonfinite and node[0] == "input":
-                # About a third of the elements special; one in any input of one element.
-                v = vals[k].reshape(-1)
-                pick = rng.random(v.size) < 0.35
-                kinds = rng.integers(len(SPECIAL), size=v.size)
-                for i in np.flatnonzero(pick):
-                    v[i] = _special(SPECIAL[kinds[i]], node[2])
-    return vals
+def _seed_of(rec, call, k):
+    """The seed of node ``k``'s value in call ``call`` of ``rec``."""
+    return (rec.seed * 1_000_003 + call * 7_919 + k) % 2**32
 
 
-def reference(rec, values):
-    """numpy's value of every node given the input/shared ``values``."""
+def _shape(dims, sizes):
+    return tuple(1 if d == 1 else sizes[d] for d in dims)
+
+
+def _call_sizes(rec):
+    """The lengths of the two calls: the second's change, unless a shared variable
+    fixes them."""
+    first, second = SIZE_SETS[rec.sizes]
+    return [first, first if rec.shared_index is not None else second]
+
+
+def _values(rec, call):
+    """The inputs' and the shared variable's values in call ``call`` of ``rec``."""
+    sizes = _call_sizes(rec)[call]
+    return {
+        k: input_value(
+            _seed_of(rec, call, k),
+            _shape(node[1], sizes),
+            node[2],
+            rec.nonfinite and node[0] == "input",
+        )
+        for k, node in enumerate(rec.nodes)
+        if _is_leaf(node)
+    }
+
+
+#: The ops that cast a float to an integer.
+FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range")
+
+
+def reference(rec, values, nudge=0.0):
+    """numpy's value of every node given the input/shared ``values``. ``nudge``: each
+    float cast to an integer is moved by that much first (relatively, or absolutely
+    below 1), to see where a float within its tolerance truncates to another integer."""
     env = dict(values)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         for k, node in enumerate(rec.nodes):
             if k not in env:
-                ns = {**_NP_NS, **{_name(a): env[a] for a in node[1]}}
-                env[k] = np.asarray(eval(_code(node, "numpy"), ns))
+                args = {_name(a): env[a] for a in node[1]}
+                if nudge and node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS:
+                    x = env[node[1][0]]
+                    if x.dtype.kind == "f":
+                        moved = x + nudge * np.maximum(1, np.abs(x))
+                        args[_name(node[1][0])] = moved.astype(x.dtype)
+                ns = {**_NP_NS, **args}
+                env[k] = np.asarray(eval(_code(node, "numpy", rec.dtypes[k]), ns))
     return env
 
 
@@ -365,51 +832,131 @@ def _build(rec):
             syms[k] = eval(_input_type(node[1], node[2]), {"tt": tt})(_name(k))
             inputs.append(k)
         elif node[0] == "shared":
-            shape = tuple(1 if d == 1 else SIZES[0][d] for d in node[1])
+            shape = _shape(node[1], _call_sizes(rec)[0])
             broadcastable = tuple(d == 1 for d in node[1])
             svar = shared(np.zeros(shape, node[2]), name=_name(k), broadcastable=broadcastable)
             syms[k] = svar
         else:
-            syms[k] = eval(_code(node, "graph"), {"tt": tt, **{_name(a): syms[a] for a in node[1]}})
+            ns = {"tt": tt, "np": np, "nan": np.nan, "inf": np.inf}
+            syms[k] = eval(_code(node, "graph"), {**ns, **{_name(a): syms[a] for a in node[1]}})
     return inputs, svar, syms
 
 
-def _cpu_safe():
-    return Mode(linker="cpu", optimizer="fast_run").excluding("nonfinite_unsafe")
+def _poison_supported():
+    return "poison" in inspect.signature(CPULinker).parameters
 
 
-#: Engine name -> (mode factory, config flags while compiling and calling, C build mode).
+#: Engine name -> (the mode, as the text of an expression; config flags while compiling
+#: and calling; the C kernels' build mode). The reproducer prints the same text.
 ENGINES = {
-    "py": (lambda: Mode(linker="py", optimizer=None), {}, None),
-    "cpu": (lambda: Mode(linker="cpu", optimizer="fast_run"), {"cxx": ""}, None),
-    "cpu_safe": (_cpu_safe, {"cxx": ""}, None),
-    "cpu_c": (lambda: Mode(linker="cpu", optimizer="fast_run"), {}, "sync"),
-    "opencl": (lambda: Mode(linker="opencl"), {}, None),
+    "py": ('Mode(linker="py", optimizer=None)', {}, None),
+    "cpu": ('Mode(linker="cpu", optimizer="fast_run")', {"cxx": ""}, None),
+    "cpu_safe": (
+        'Mode(linker="cpu", optimizer="fast_run").excluding("nonfinite_unsafe")',
+        {"cxx": ""},
+        None,
+    ),
+    "cpu_c": ('Mode(linker="cpu", optimizer="fast_run")', {}, "sync"),
+    # Every value planned in blocks, however small.
+    "cpu_plan0": (
+        'Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")',
+        {"cxx": ""},
+        None,
+    ),
+    # Every block and kernel output filled with a sentinel before each call.
+    "cpu_poison": (
+        'Mode(linker=CPULinker(min_plan_bytes=0, poison=True), optimizer="fast_run")',
+        {"cxx": ""},
+        None,
+    ),
+    "cpu_poison_c": (
+        'Mode(linker=CPULinker(min_plan_bytes=0, poison=True), optimizer="fast_run")',
+        {},
+        "sync",
+    ),
+    "opencl": ('Mode(linker="opencl")', {}, None),
 }
 
 
 def available_engines():
-    """The engines this machine runs (``opencl`` needs a device)."""
-    names = ["py", "cpu", "cpu_safe", "cpu_c"]
+    """The engines this machine runs (``opencl`` needs a device; the poisoned ones need
+    a CPU linker with ``poison``)."""
+    names = ["py", "cpu", "cpu_safe", "cpu_c", "cpu_plan0"]
+    if _poison_supported():
+        names += ["cpu_poison", "cpu_poison_c"]
     if opencl_available()[0]:
         names.append("opencl")
     return names
 
 
-def _close(got, want, tol, nonfinite_equal=False):
+def _mode(name):
+    return eval(ENGINES[name][0], {"Mode": Mode, "CPULinker": CPULinker})
+
+
+def close(got, want, tol, nonfinite=None, int_rtol=0.0, alternatives=()):
+    """Why ``got`` is not numpy's ``want`` (shape, dtype, values), or None. Integers and
+    bools must be equal (integers within ``int_rtol`` of numpy's, relatively, when
+    given); floats within ``tol``, NaN equal to NaN. ``nonfinite``: ``"both"``, NaN and
+    the infinities count as one value; ``"either"``, only the floats that are finite on
+    both sides count (and integers and bools not at all). ``alternatives``: other values
+    of numpy's that an element may equal instead (:func:`reference`'s ``nudge``)."""
     got = np.asarray(got)
     if got.shape != want.shape:
         return f"shape {got.shape}, numpy {want.shape}"
     if got.dtype != want.dtype:
         return f"dtype {got.dtype}, numpy {want.dtype}"
-    if nonfinite_equal:
-        # NaN and the infinities count as one value where both sides hold one of them.
+    if want.dtype.kind in "biu":
+        differ = got.reshape(-1) != want.reshape(-1)
+        if int_rtol and want.dtype.kind != "b":
+            w = want.reshape(-1).astype("float64")
+            differ &= np.abs(got.reshape(-1).astype("float64") - w) > int_rtol * np.abs(w)
+        for alt in alternatives:
+            differ &= got.reshape(-1) != np.asarray(alt).reshape(-1)
+        if nonfinite != "either" and differ.any():
+            bad = np.flatnonzero(differ)
+            i = int(bad[0])
+            return (
+                f"values differ at {bad.size} of {want.size} elements (first at flat index "
+                f"{i}: {got.reshape(-1)[i]!r}, numpy {want.reshape(-1)[i]!r})"
+            )
+        return None
+    if nonfinite:
+        # NaN and the infinities count as one value where both sides (or either) hold one.
         both = ~np.isfinite(got) & ~np.isfinite(want)
+        if nonfinite == "either":
+            both = ~np.isfinite(got) | ~np.isfinite(want)
         got, want = np.where(both, 0, got), np.where(both, 0, want)
-    if not np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True):
+    bad = ~np.isclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+    for alt in alternatives:
+        bad &= ~np.isclose(got, np.asarray(alt), rtol=tol, atol=tol, equal_nan=True)
+    if bad.any():
         err = np.max(np.abs(got.astype(float) - want.astype(float)))
-        return f"values differ (max abs error {err:.3g})"
+        return f"values differ (max abs error {err:.3g}, at {int(bad.sum())} of {want.size})"
     return None
+
+
+def _after_float_to_int(rec):
+    """The nodes of ``rec`` that a float cast to an integer reaches: a float rounded one
+    way or the other within the tolerance (numpy's float32 ``tanh`` and C's differ in
+    the last bit) truncates to integers that differ by as much, relatively (the float32
+    ``tanh(x) * -3e9`` of 1057972480 beside 1057972416), or to the next integer (1 beside
+    a ``tanh(9)`` of 0.99999994)."""
+    reached = set()
+    for k, node in enumerate(rec.nodes):
+        if _is_leaf(node):
+            continue
+        a = node[1]
+        if node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS and rec.dtypes[a[0]] in FLOATS:
+            reached.add(k)
+        elif any(x in reached for x in a):
+            reached.add(k)
+    return reached
+
+
+def _int_rtols(rec):
+    """Per output of ``rec``: the relative tolerance of its integers (0: exact)."""
+    reached = _after_float_to_int(rec)
+    return [_tol(rec) if k in reached and rec.dtypes[k] in INTS else 0.0 for k in rec.outputs]
 
 
 def _host(v):
@@ -417,7 +964,10 @@ def _host(v):
 
 
 def _tol(rec):
-    return 2e-4 if "float32" in rec.dtypes else 1e-9
+    tol = 2e-4 if "float32" in rec.dtypes else 1e-9
+    # Long sums and products round more (float32 accumulates in float64, but a float32
+    # product and an engine's float32 kernels round per element).
+    return tol * 25 if rec.sizes else tol
 
 
 def check(rec, engines=None) -> list:
@@ -431,29 +981,66 @@ def check(rec, engines=None) -> list:
     return problems
 
 
+def _dot_sees_nonfinite(rec):
+    """Whether a dot of ``rec`` reads or makes a non-finite value in either call."""
+    dots = [k for k, n in enumerate(rec.nodes) if n[0] == "dot"]
+    if not dots:
+        return False
+    for call in (0, 1):
+        env = reference(rec, _values(rec, call))
+        for k in dots:
+            for v in [env[k]] + [env[a] for a in rec.nodes[k][1]]:
+                if v.dtype.kind == "f" and not np.isfinite(v).all():
+                    return True
+    return False
+
+
+def _discretizes(rec):
+    """Whether a float of ``rec`` becomes an integer, a bool or a switch's choice (where
+    NaN and the infinities turn into finite values)."""
+    for k, node in enumerate(rec.nodes):
+        args = [] if _is_leaf(node) else node[1]
+        floats_in = any(rec.dtypes[a] in FLOATS for a in args)
+        if floats_in and rec.dtypes[k] not in FLOATS:
+            return True
+        if node[0] == "switch" and rec.dtypes[args[0]] in FLOATS:
+            return True
+    return False
+
+
 def classify(rec, engine):
     """The tag of :data:`NONFINITE_TAGS` whose rewrites make ``engine`` differ from
-    numpy on ``rec``'s non-finite values (its inputs', or those that ``log``, ``sqrt``
-    or a division make): the first with which excluded the engine agrees, else all of
-    them together, joined by ``+``; :data:`DOT_NONFINITE` for a product's non-finite
-    values that differ by kernel (None: not explained by either, a bug)."""
+    numpy on ``rec``'s non-finite values (its inputs', its constants', or those that
+    ``log``, ``sqrt``, a division or an overflow make): the first with which excluded
+    the engine agrees, else all of them together, joined by ``+``;
+    :data:`DOT_NONFINITE` for a product's non-finite values that differ by kernel
+    (None: not explained by either, a bug)."""
     if engine == "py":
         return None
     for tags in [(t,) for t in NONFINITE_TAGS] + [NONFINITE_TAGS] * (len(NONFINITE_TAGS) > 1):
         if not _check_engine(rec, engine, _tol(rec), exclude=tags):
+            if (
+                tags == ("nonfinite_unsafe",)
+                and not _discretizes(rec)
+                and _check_engine(rec, engine, _tol(rec), nonfinite="either")
+            ):
+                # Those rewrites are exact for finite values: a float that differs
+                # where both sides are finite, and no comparison, cast or switch made
+                # it from a non-finite one, is a bug of one of them.
+                return None
             return "+".join(tags)
-    if rec.nonfinite and any(n[0] == "dot" for n in rec.nodes):
-        if not _check_engine(rec, engine, _tol(rec), nonfinite_equal=True):
+    if _dot_sees_nonfinite(rec):
+        if not _check_engine(rec, engine, _tol(rec), nonfinite="both"):
             return DOT_NONFINITE
     return None
 
 
-def _check_engine(rec, name, tol, exclude=(), nonfinite_equal=False):
-    factory, flags, build = ENGINES[name]
-    rng = np.random.default_rng(rec.seed)
+def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
+    _, flags, build = ENGINES[name]
     s = rec.shared_index
-    sizes = [SIZES[0], SIZES[0] if s is not None else SIZES[1]]
-    vals = [_values(rec, sz, rng) for sz in sizes]
+    int_rtols = _int_rtols(rec)
+    loose = _after_float_to_int(rec)
+    vals = [_values(rec, call) for call in (0, 1)]
     build_ctx = ckernel.compile_mode(build) if build else contextlib.nullcontext()
     with config.change_flags(**flags), build_ctx, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -464,7 +1051,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite_equal=False):
                 [syms[k] for k in inputs],
                 [syms[k] for k in rec.outputs],
                 updates=updates,
-                mode=factory().excluding(*exclude) if exclude else factory(),
+                mode=_mode(name).excluding(*exclude) if exclude else _mode(name),
                 on_unused_input="ignore",
             )
         except Exception as e:
@@ -484,10 +1071,14 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite_equal=False):
                 return problems + [f"call {call} raised {type(e).__name__}: {e}"]
             got = [_host(g) for g in got]
             for k, arg in zip(inputs, args):
-                if not np.array_equal(arg, v[k], equal_nan=True):
+                if not np.array_equal(arg, v[k], equal_nan=arg.dtype.kind in "fc"):
                     problems.append(f"call {call}: input {_name(k)} modified")
             for j, (k, g) in enumerate(zip(rec.outputs, got)):
-                why = _close(g, want[k], tol, nonfinite_equal)
+                why = close(g, want[k], tol, nonfinite, int_rtols[j])
+                if why and k in loose:
+                    # A float within its tolerance of another integer, before a cast.
+                    alts = [reference(rec, v, n)[k] for n in (-tol, tol)]
+                    why = close(g, want[k], tol, nonfinite, int_rtols[j], alts)
                 if why:
                     problems.append(f"call {call}: output {j} ({_name(k)}): {why}")
                 for a in args:
@@ -499,12 +1090,16 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite_equal=False):
                     if isinstance(gi, np.ndarray) and gi.size and np.shares_memory(gi, gj):
                         problems.append(f"call {call}: outputs {i} and {j} share memory")
             if s is not None and rec.update is not None:
-                state = want[rec.update]
-                why = _close(_host(svar.get_value(borrow=True)), state, tol)
+                state = _host(svar.get_value(borrow=True))
+                why = close(state, want[rec.update], tol, nonfinite)
                 if why:
                     problems.append(f"call {call}: shared {_name(s)} after the update: {why}")
+                # The next call's numpy values from the engine's state (within the
+                # tolerance of numpy's): its last bits are not amplified into a difference.
+                state = state.copy()
             for j, (obj, copy) in enumerate(kept):
-                if not np.array_equal(_host(obj), copy, equal_nan=True):
+                eq_nan = copy.dtype.kind in "fc"
+                if not np.array_equal(_host(obj), copy, equal_nan=eq_nan):
                     problems.append(f"call {call}: the first call's output {j} was overwritten")
             if call == 0:
                 kept = [(g, np.array(g, copy=True)) for g in got]
@@ -517,24 +1112,33 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite_equal=False):
 
 
 def differentiable(rec) -> bool:
-    """Whether :func:`check_grad` applies: float64 throughout, no shared variable, finite
-    inputs, none of the ops of :data:`NO_GRAD`."""
+    """Whether :func:`check_grad` applies: float64 inputs and values (bool conditions
+    allowed), small lengths, no shared variable, finite inputs and constants, none of
+    the ops of :data:`NO_GRAD`."""
     return (
         rec.shared_index is None
         and not rec.nonfinite
-        and all(d == "float64" for d in rec.dtypes)
-        and not any(n[0] in NO_GRAD for n in rec.nodes)
+        and rec.sizes == 0
+        and all(d in ("float64", "bool") for d in rec.dtypes)
+        and all(n[2] == "float64" for n in rec.nodes if _is_leaf(n))
+        and not any(n[0] in NO_GRAD or _nonfinite_const(n) for n in rec.nodes)
     )
 
 
-def _max_ties(rec, vals) -> bool:
-    """Whether a ``max`` of ``rec`` reaches its maximum at more than one element."""
+def _kinks(rec, vals) -> bool:
+    """Whether ``rec`` meets a kink at ``vals``: a ``max`` reaching its maximum at
+    more than one element, ``maximum``/``minimum`` of equal operands, a comparison of
+    operands closer than finite differences can tell apart."""
     env = reference(rec, vals)
     for node in rec.nodes:
         if node[0] == "max":
             x, axis = env[node[1][0]], node[2]
             m = x.max(axis=axis, keepdims=True)
             if np.any((x == m).sum(axis=axis) > 1):
+                return True
+        elif node[0] in ("maximum", "minimum", "lt", "le", "gt", "ge", "eq", "neq"):
+            x, y = (env[a].astype(float) for a in node[1])
+            if np.any(np.abs(x - y) <= 1e-4 * (1 + np.abs(x))):
                 return True
     return False
 
@@ -554,16 +1158,17 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
         f = function(wrt, gs, mode=mode, on_unused_input="ignore")
     except Exception as e:
         return [f"grad raised {type(e).__name__}: {e}"]
-    vals = _values(rec, SIZES[0], np.random.default_rng(rec.seed))
+    vals = _values(rec, 0)
 
     def numpy_cost(v):
         env = reference(rec, v)
         return sum(w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs))
 
-    if _max_ties(rec, vals):
+    if _kinks(rec, vals):
         # max's gradient goes to every element equal to the maximum (Theano's and
-        # PyTensor's convention); finite differences count one. A broadcast row makes
-        # such ties: the graph is left out, not reported.
+        # PyTensor's convention); finite differences count one, and a step across a
+        # kink measures neither side. A broadcast row makes such ties: the graph is
+        # left out, not reported.
         return []
     got = f(*[vals[k] for k in inputs])
     problems = []
@@ -589,7 +1194,7 @@ def _refs(rec):
     if rec.update is not None:
         used.add(rec.update)
     for node in rec.nodes:
-        if node[0] not in ("input", "shared"):
+        if not _is_leaf(node):
             used.update(node[1])
     return used
 
@@ -604,7 +1209,7 @@ def _without(rec, k):
     for j, node in enumerate(rec.nodes):
         if j == k:
             continue
-        if node[0] in ("input", "shared"):
+        if _is_leaf(node):
             nodes.append(node)
         else:
             nodes.append((node[0], tuple(m(a) for a in node[1]), node[2]))
@@ -622,22 +1227,24 @@ def _bypass(rec, k, a):
     def m(i):
         return a if i == k else i
 
-    nodes = [
-        n if n[0] in ("input", "shared") else (n[0], tuple(m(x) for x in n[1]), n[2])
-        for n in rec.nodes
-    ]
+    nodes = [n if _is_leaf(n) else (n[0], tuple(m(x) for x in n[1]), n[2]) for n in rec.nodes]
     outs = sorted({m(o) for o in rec.outputs})
     return replace(rec, nodes=nodes, outputs=outs)
 
 
 def shrink(rec, fails, budget=200) -> Recipe:
-    """A smaller recipe for which ``fails(recipe)`` still holds: outputs dropped or
-    moved to an argument of theirs, the update dropped, ops bypassed, unused nodes
-    removed."""
+    """A smaller recipe for which ``fails(recipe)`` still holds: small lengths, finite
+    inputs, outputs dropped or moved to an argument of theirs, the update dropped, ops
+    bypassed, unused nodes removed."""
     changed = True
     while changed and budget > 0:
         changed = False
+        rec = _prune(rec)
         candidates = []
+        if rec.sizes:
+            candidates.append(replace(rec, sizes=0))
+        if rec.nonfinite:
+            candidates.append(replace(rec, nonfinite=False))
         if len(rec.outputs) > 1:
             for j in range(len(rec.outputs)):
                 candidates.append(replace(rec, outputs=rec.outputs[:j] + rec.outputs[j + 1 :]))
@@ -645,13 +1252,13 @@ def shrink(rec, fails, budget=200) -> Recipe:
             candidates.append(replace(rec, update=None))
         for j, o in enumerate(rec.outputs):
             node = rec.nodes[o]
-            if node[0] not in ("input", "shared"):
+            if not _is_leaf(node):
                 for a in node[1]:
                     outs = sorted(set(rec.outputs[:j] + [a] + rec.outputs[j + 1 :]))
                     candidates.append(replace(rec, outputs=outs))
         # Bypass an op: its users read one of its args of the same type instead.
         for k, node in enumerate(rec.nodes):
-            if node[0] in ("input", "shared") or k == rec.update:
+            if _is_leaf(node) or k == rec.update:
                 continue
             for a in node[1]:
                 if rec.dims[a] == rec.dims[k] and rec.dtypes[a] == rec.dtypes[k]:
@@ -663,69 +1270,192 @@ def shrink(rec, fails, budget=200) -> Recipe:
                 break
         if changed:
             continue
-        # Unused nodes go without asking (they change nothing the graph computes, but
-        # an unused input changes the function's signature: asked too).
+        # An unused input changes the function's signature: asked.
         used = _refs(rec)
         for k in reversed(range(len(rec.nodes))):
             if k not in used:
                 cand = _without(rec, k)
                 budget -= 1
-                if rec.nodes[k][0] not in ("input", "shared") or fails(cand):
+                if fails(cand):
                     rec, changed = cand, True
                     break
-    return rec
+    return _prune(rec)
 
 
-def reproducer(rec, engine) -> str:
-    """A stand-alone script running ``rec`` on ``engine``: the two calls of :func:`check`."""
-    rng = np.random.default_rng(rec.seed)
-    vals = _values(rec, SIZES[0], rng)
+def _prune(rec):
+    """``rec`` without the ops nothing uses (they change nothing the graph computes)."""
+    while True:
+        used = _refs(rec)
+        unused = [k for k, n in enumerate(rec.nodes) if k not in used and not _is_leaf(n)]
+        if not unused:
+            return rec
+        rec = _without(rec, unused[-1])
+
+
+def _report(call, got, want, tol, int_rtols):
+    """Print each output against numpy's; the number that differ."""
+    bad = 0
+    for j, (g, w) in enumerate(zip(got, want)):
+        why = close(np.asarray(g), np.asarray(w), tol, None, (int_rtols + [0.0] * len(got))[j])
+        bad += why is not None
+        print(f"call {call}, output {j}: {why or 'ok'}")
+        if why:
+            print(
+                "  got:  ",
+                np.asarray(g).reshape(-1)[:8],
+                "\n  numpy:",
+                np.asarray(w).reshape(-1)[:8],
+            )
+    return bad
+
+
+def _script_head(rec, title, flags):
+    """The common part of a reproducer: imports, flags, the helpers it calls, the graph
+    (as ``v0``, ``v1``, ...) and ``numpy_values``, numpy's values of the outputs and of
+    the shared variable's update."""
     lines = [
+        f"# theano_dag fuzz reproducer: {title}, recipe seed {rec.seed}",
+        "import sys",
+        "",
         "import numpy as np",
+        "",
         "import theano_dag.tensor as tt",
         "from theano_dag.compile.function import function",
         "from theano_dag.compile.mode import Mode",
         "from theano_dag.compile.sharedvalue import shared",
+        "from theano_dag.config import config",
+        "from theano_dag.engines.cpu.linker import CPULinker",
+        "from theano_dag.engines.cpu.native import ckernel",
+        "from theano_dag.gradient import grad",
         "",
+        "nan, inf = np.nan, np.inf",
+        "np.seterr(all=\"ignore\")  # numpy's values hold NaN and overflows as the graph's do",
     ]
-    if rec.nonfinite:
-        lines += ["nan, inf = np.nan, np.inf", ""]
-    if engine in ("cpu", "cpu_safe"):
-        lines += ["from theano_dag.config import config", "config.cxx = ''  # numpy only", ""]
-    inputs, s = [], None
+    for flag, value in flags.items():
+        lines.append(f"config.{flag} = {value!r}" + ("  # numpy only" if flag == "cxx" else ""))
+    text = " ".join(_code(n, "numpy", d) for n, d in zip(rec.nodes, rec.dtypes) if not _is_leaf(n))
+    helpers = [h for h in _NP_HELPERS if f"{h.__name__}(" in text]
+    if cast_in_range in helpers:
+        helpers.insert(0, cast_bounds)
+    if cast in helpers:
+        lines.append("from theano_dag.scalar import cast_array")
+    for h in [input_value, close, _report] + helpers:
+        lines += ["", "", _SOURCES[h.__name__]]
+    lines += ["", ""]
+    s = rec.shared_index
     for k, node in enumerate(rec.nodes):
         if node[0] == "input":
             lines.append(f"{_name(k)} = {_input_type(node[1], node[2])}({_name(k)!r})")
-            inputs.append(k)
         elif node[0] == "shared":
             bc = tuple(d == 1 for d in node[1])
-            value = np.array2string(vals[k], separator=", ", precision=17)
-            lines.append(
-                f"{_name(k)} = shared(np.array({value}, {node[2]!r}), name={_name(k)!r}, "
-                f"broadcastable={bc!r})"
-            )
-            s = k
+            shape = _shape(node[1], _call_sizes(rec)[0])
+            value = f"input_value({_seed_of(rec, 0, k)}, {shape}, {node[2]!r}, False)"
+            lines.append(f"{_name(k)} = shared({value}, name={_name(k)!r}, broadcastable={bc!r})")
         else:
             lines.append(f"{_name(k)} = {_code(node, 'graph')}")
+    # numpy's values, in a function of the inputs (and the shared variable's state).
+    inputs = [k for k, n in enumerate(rec.nodes) if n[0] == "input"]
+    params = ", ".join(_name(k) for k in inputs + ([s] if s is not None else []))
+    lines += ["", "", f"def numpy_values({params}):"]
+    for k, node in enumerate(rec.nodes):
+        if not _is_leaf(node):
+            lines.append(f"    {_name(k)} = {_code(node, 'numpy', rec.dtypes[k])}")
+    outs = ", ".join(_name(k) for k in rec.outputs)
+    new_state = _name(rec.update) if rec.update is not None else "None"
+    lines += [f"    return [{outs}], {new_state}", "", ""]
+    return lines
+
+
+# The helpers' text, read once: a run outlives edits of this file.
+_SOURCES = {
+    h.__name__: textwrap.dedent(inspect.getsource(h)).rstrip()
+    for h in (input_value, close, _report) + _NP_HELPERS
+}
+
+
+def _input_values(rec, call, inputs):
+    return [
+        f"{_name(k)}_value = input_value({_seed_of(rec, call, k)}, "
+        f"{_shape(rec.nodes[k][1], _call_sizes(rec)[call])}, {rec.nodes[k][2]!r}, "
+        f"{rec.nonfinite})"
+        for k in inputs
+    ]
+
+
+def reproducer(rec, engine) -> str:
+    """A stand-alone script running ``rec`` on ``engine``: the two calls of :func:`check`,
+    each output printed beside numpy's value (it needs theano_dag and numpy, not this
+    module); it exits with 1 when an output differs."""
+    mode, flags, build = ENGINES[engine]
+    lines = _script_head(rec, f"engine {engine}", flags)
+    inputs, s = [k for k, n in enumerate(rec.nodes) if n[0] == "input"], rec.shared_index
     upd = f", updates=[({_name(s)}, {_name(rec.update)})]" if rec.update is not None else ""
-    mode = {
-        "py": 'Mode(linker="py", optimizer=None)',
-        "cpu": 'Mode(linker="cpu", optimizer="fast_run")',
-        "cpu_safe": 'Mode(linker="cpu", optimizer="fast_run").excluding("nonfinite_unsafe")',
-        "cpu_c": 'Mode(linker="cpu", optimizer="fast_run")',
-        "opencl": 'Mode(linker="opencl")',
-    }[engine]
     ins = ", ".join(_name(k) for k in inputs)
     outs = ", ".join(_name(k) for k in rec.outputs)
-    lines.append(f"f = function([{ins}], [{outs}]{upd}, mode={mode}, on_unused_input='ignore')")
-    # The two calls of check(): the second with new lengths unless a shared variable
-    # fixes them.
-    second = _values(rec, SIZES[0] if s is not None else SIZES[1], rng)
-    for call, vs in enumerate((vals, second)):
-        for k in inputs:
-            value = np.array2string(vs[k], separator=", ", precision=17)
-            lines.append(f"{_name(k)}_value = np.array({value}, {rec.nodes[k][2]!r})")
-        lines.append(f"print(f({', '.join(_name(k) + '_value' for k in inputs)}))  # call {call}")
+    body = [f"f = function([{ins}], [{outs}]{upd}, mode={mode}, on_unused_input='ignore')"]
+    if s is not None:
+        body.append(f"state = {_name(s)}.get_value()")
+    body.append("bad = 0")
+    for call in (0, 1):
+        body.append(f"# call {call}: lengths {_call_sizes(rec)[call]}")
+        body += _input_values(rec, call, inputs)
+        args = [f"{_name(k)}_value" for k in inputs]
+        body.append(f"got = f({', '.join(a + '.copy()' for a in args)})")
+        state_arg = ["state"] if s is not None else []
+        body.append(f"want, new_state = numpy_values({', '.join(args + state_arg)})")
+        if s is not None and rec.update is not None:
+            body.append(f"got, want = got + [{_name(s)}.get_value()], want + [new_state]")
+            body.append(f"state = {_name(s)}.get_value()  # the engine's, for the next call")
+        body.append(f"bad += _report({call}, got, want, {_tol(rec)!r}, {_int_rtols(rec)!r})")
+    body.append("sys.exit(1 if bad else 0)")
+    if build:
+        lines.append(f"with ckernel.compile_mode({build!r}):  # C kernels from the first call")
+        lines += ["    " + b for b in body]
+    else:
+        lines += body
+    return "\n".join(lines) + "\n"
+
+
+def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
+    """A stand-alone script for a :func:`check_grad` failure: the gradient, compiled in
+    the default mode, beside central differences of numpy's cost; it exits with 1 when
+    they differ."""
+    lines = _script_head(rec, "gradient, default mode", {})
+    inputs = [k for k, n in enumerate(rec.nodes) if n[0] == "input"]
+    ins = ", ".join(_name(k) for k in inputs)
+    weights = [1.0 + 0.37 * j for j in range(len(rec.outputs))]
+    cost = " + ".join(f"{w!r} * {_name(k)}.sum()" for w, k in zip(weights, rec.outputs))
+    lines += [
+        f"cost = {cost}",
+        f"f = function([{ins}], grad(cost, [{ins}], disconnected_inputs='ignore'))",
+        "",
+        "",
+        "def numpy_cost(values):",
+        "    outs, _ = numpy_values(*values)",
+        f"    return sum(w * float(np.sum(o)) for w, o in zip({weights!r}, outs))",
+        "",
+        "",
+    ]
+    lines += _input_values(rec, 0, inputs)
+    lines += [
+        f"values = [{', '.join(_name(k) + '_value' for k in inputs)}]",
+        "bad = 0",
+        "for k, g in enumerate(f(*[v.copy() for v in values])):",
+        "    num = np.zeros_like(values[k])",
+        "    for i in np.ndindex(values[k].shape):",
+        "        up = [v.copy() for v in values]",
+        f"        up[k][i] += {eps!r}",
+        "        down = [v.copy() for v in values]",
+        f"        down[k][i] -= {eps!r}",
+        f"        num[i] = (numpy_cost(up) - numpy_cost(down)) / {2 * eps!r}",
+        f"    why = close(np.asarray(g), num, {tol!r})",
+        "    bad += why is not None",
+        "    print(f'gradient wrt input {k}: {why or \"ok\"}')",
+        "    if why:",
+        "        print('  grad:   ', np.asarray(g).reshape(-1)[:8])",
+        "        print('  numeric:', num.reshape(-1)[:8])",
+        "sys.exit(1 if bad else 0)",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -738,7 +1468,9 @@ def run_grads(n, seed=0, out=sys.stdout):
     rng = np.random.default_rng(seed)
     failures, done = [], 0
     while done < n:
-        rec = generate(rng)
+        if done and done % 100 == 0:
+            print(f"# {done} gradient graphs, {len(failures)} failing", file=out, flush=True)
+        rec = generate(rng, grad=True)
         if not differentiable(rec):
             continue
         problems = check_grad(rec)
@@ -746,41 +1478,66 @@ def run_grads(n, seed=0, out=sys.stdout):
             small = shrink(rec, lambda r: differentiable(r) and bool(check_grad(r)))
             failures.append((done, "grad", problems, small))
             print(f"# gradient graph {done} (seed {seed}): {problems[0]}", file=out)
-            print(reproducer(small, "cpu_c"), file=out)
+            print(f"# shrunk: {small!r}", file=out)
+            print(grad_reproducer(small), file=out, flush=True)
         done += 1
     return failures
+
+
+def _engines_for(i, engines, c_every, opencl_every):
+    """The engines graph ``i`` runs on: C kernels every ``c_every``-th (the poisoned C
+    engine half-way between), OpenCL every ``opencl_every``-th."""
+    names = []
+    for e in engines:
+        if e == "cpu_c" and i % c_every != 0:
+            continue
+        if e == "cpu_poison_c" and i % c_every != c_every // 2:
+            continue
+        if e == "opencl" and i % opencl_every != 0:
+            continue
+        names.append(e)
+    return names
 
 
 def run(
     n,
     seed=0,
     engines=None,
-    c_every=20,
+    c_every=10,
     opencl_every=10,
     out=sys.stdout,
     shrink_failures=True,
     classified=None,
+    start=0,
+    trace=False,
 ):
-    """Check ``n`` recipes from ``seed``; the C engine on every ``c_every``-th graph and
-    OpenCL on every ``opencl_every``-th (each compiles a program). Returns the failures
-    as ``(index, engine, problems, recipe)``. A non-finite graph on which an engine
-    differs only through a documented rewrite (:func:`classify`) is no failure: it is
-    appended to ``classified`` (a list, when given) as ``(index, engine, tag, problems)``
-    and printed as one line."""
+    """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
+    ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
+    program). Returns the failures as ``(index, engine, problems, recipe)``. A graph on
+    which an engine differs only through a documented rewrite (:func:`classify`) is no
+    failure: it is appended to ``classified`` (a list, when given) as ``(index, engine,
+    tag, problems)`` and printed as one line. ``trace``: print each graph's index
+    before running it (to find the graph that ends the process)."""
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        if i and i % 100 == 0:
+        rec = generate(rng)
+        if i < start:
+            continue
+        if i > start and i % 100 == 0:
             n_cls = "" if classified is None else f", {len(classified)} classified"
             print(f"# {i} graphs, {len(failures)} failing{n_cls}", file=out, flush=True)
-        rec = generate(rng)
-        names = [
-            e
-            for e in engines
-            if (e != "cpu_c" or i % c_every == 0) and (e != "opencl" or i % opencl_every == 0)
-        ]
-        problems = check(rec, names)
+        if trace:
+            print(f"# graph {i}", file=out, flush=True)
+        names = _engines_for(i, engines, c_every, opencl_every)
+        try:
+            problems = check(rec, names)
+        except Exception:  # numpy's side failed: a bug of the fuzzer, reported, not fatal
+            print(f"# graph {i} (seed {seed}): the fuzzer raised: {rec!r}", file=out)
+            traceback.print_exc(file=out)
+            failures.append((i, "fuzzer", [("fuzzer", traceback.format_exc())], rec))
+            continue
         failing = []
         for engine in dict.fromkeys(e for e, _ in problems):
             what = [w for e, w in problems if e == engine]
@@ -801,37 +1558,54 @@ def run(
 
                 small = shrink(rec, fails)
             failures.append((i, engine, [p for p in problems if p[0] in failing], small))
-            what = next(w for e, w in problems if e == engine)
-            print(f"# graph {i} (seed {seed}): {engine}: {what}", file=out)
-            print(reproducer(small, engine), file=out)
+            for e in failing:
+                what = next(w for x, w in problems if x == e)
+                print(f"# graph {i} (seed {seed}): {e}: {what}", file=out)
+            print(f"# shrunk on {engine}: {small!r}", file=out)
+            print(reproducer(small, engine), file=out, flush=True)
     return failures
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Differential fuzzing of theano_dag's engines.")
     ap.add_argument("--n", type=int, default=200, help="graphs to run")
+    ap.add_argument("--start", type=int, default=0, help="skip the graphs before this one")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default=None, help="comma-separated (default: all here)")
-    ap.add_argument("--c-every", type=int, default=20, help="C kernels on every k-th graph")
+    ap.add_argument("--c-every", type=int, default=10, help="C kernels on every k-th graph")
     ap.add_argument("--opencl-every", type=int, default=10)
     ap.add_argument("--grads", type=int, default=None, help="gradient graphs (default N/5)")
+    ap.add_argument("--grad-seed", type=int, default=None, help="default: --seed")
+    ap.add_argument("--trace", action="store_true", help="print each graph's index first")
     a = ap.parse_args(argv)
     engines = a.engines.split(",") if a.engines else None
-    n_grads = a.n // 5 if a.grads is None else a.grads
+    n_grads = (a.n - a.start) // 5 if a.grads is None else a.grads
+    grad_seed = a.seed if a.grad_seed is None else a.grad_seed
     t0 = time.perf_counter()
     classified = []
     try:
-        failures = run(a.n, a.seed, engines, a.c_every, a.opencl_every, classified=classified)
-        grad_failures = run_grads(n_grads, a.seed)
+        failures = run(
+            a.n,
+            a.seed,
+            engines,
+            a.c_every,
+            a.opencl_every,
+            classified=classified,
+            start=a.start,
+            trace=a.trace,
+        )
+        t1 = time.perf_counter()
+        grad_failures = run_grads(n_grads, grad_seed)
     except Exception:
         traceback.print_exc()
         return 2
+    t2 = time.perf_counter()
     print(
-        f"{a.n} graphs, seed {a.seed}, engines {engines or available_engines()}: "
-        f"{len(failures)} failing, {len(classified)} classified by tag "
-        f"({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
-        f"{n_grads} gradient graphs: {len(grad_failures)} failing; "
-        f"{time.perf_counter() - t0:.0f} s"
+        f"{a.n - a.start} graphs (seed {a.seed}, {a.start} to {a.n - 1}), engines "
+        f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
+        f"classified by tag ({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
+        f"{t1 - t0:.0f} s; {n_grads} gradient graphs (seed {grad_seed}): "
+        f"{len(grad_failures)} failing; {t2 - t1:.0f} s"
     )
     return 1 if failures or grad_failures else 0
 

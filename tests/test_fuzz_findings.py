@@ -1,0 +1,132 @@
+"""What the fuzzer found (issue 28's generators: integers, casts, switch, fill/alloc,
+constants, large lengths, planned and poisoned values), each shrunk to its smallest graph:
+one test per finding, naming the seed and graph that found it and the bug it was. A
+finding not yet fixed is marked xfail (strict, so that the test says so once the fix
+lands) with the bug in the reason. Issue 28's own reproducers (cases 0 to 6) are tested
+beside the code they fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.opencl.context import opencl_available
+
+needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
+
+FAST_RUN = Mode(linker="cpu", optimizer="fast_run")
+FAST_COMPILE = Mode(linker="cpu", optimizer="fast_compile")
+
+
+@pytest.mark.parametrize("mode", [FAST_RUN, FAST_COMPILE], ids=["fast_run", "fast_compile"])
+def test_abs_of_a_negated_unsigned_integer_wraps_as_numpy(mode):
+    # Seed 2, graph 671, shrunk to Recipe(nodes=[("input", ("a", 1), "uint16"),
+    # ("neg", (0,), None), ("abs", (1,), None)], ...): numpy's |-5| in uint16 is 65531
+    # (-5 wraps); the rewrite local_abs_neg (|-x| -> |x|) gave 5.
+    x = tt.TensorType("uint16", shape=(None,))("x")
+    f = function([x], abs(-x), mode=mode)
+    v = np.array([5, 0, 1], "uint16")
+    np.testing.assert_array_equal(f(v), np.abs(-v))
+
+
+@needs_opencl
+@pytest.mark.parametrize(
+    "unsigned, signed", [("uint32", "int32"), ("uint64", "int64"), ("uint32", "int8")]
+)
+def test_opencl_compares_signed_and_unsigned_integers_in_their_common_dtype(unsigned, signed):
+    # Seed 77, graph 19 (uint32 < int32(-1) was True) and seed 28028, graphs 9770, 12460,
+    # 12530, 15520 (uint32 or uint64 against int8 or int16): OpenCL compared in C's
+    # unsigned type, not in the inputs' common dtype (numpy's).
+    u = tt.TensorType(unsigned, shape=(None,))("u")
+    i = tt.TensorType(signed, shape=(None,))("i")
+    f = function([u, i], [tt.lt(u, i), tt.eq(u, i), tt.gt(u, i)], mode=Mode(linker="opencl"))
+    uv = np.array([0, 1, np.iinfo(unsigned).max], unsigned)
+    iv = np.array([-1, -1, -1], signed)
+    got = [np.asarray(g) for g in f(uv, iv)]
+    want = [np.less(uv, iv), np.equal(uv, iv), np.greater(uv, iv)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("engine", ["cpu_c", pytest.param("opencl", marks=needs_opencl)])
+@pytest.mark.parametrize("signed, unsigned", [("int32", "uint64"), ("int8", "uint32")])
+def test_switch_of_a_signed_and_an_unsigned_branch_keeps_the_signed_values(
+    engine, signed, unsigned
+):
+    # Seed 7, graph 260 (switch(c, int32, uint64) is float64) and seed 28028, graphs 5485,
+    # 8000, 8490, 14180 (switch(c, int8, uint32) is int64): Switch's C expression
+    # (c ? x : y) converted the signed branch to the unsigned one's type by C's rules
+    # before the result's dtype, in the C kernels and OpenCL: -5 -> 2**64 - 5.
+    c = tt.TensorType("bool", shape=(None,))("c")
+    i = tt.TensorType(signed, shape=(None,))("i")
+    u = tt.TensorType(unsigned, shape=(None,))("u")
+    mode = Mode(linker="opencl") if engine == "opencl" else FAST_RUN
+    cv = np.array([1, 0, 1], bool)
+    iv, uv = np.array([-5, 3, 7], signed), np.arange(3, dtype=unsigned)
+    with ckernel.compile_mode("sync"):
+        f = function([c, i, u], tt.switch(c, i, u), mode=mode)
+        got = np.asarray(f(cv, iv, uv))
+    np.testing.assert_array_equal(got, np.where(cv, iv, uv))  # [-5, 1, 7]
+
+
+@needs_opencl
+def test_opencl_inc_subtensor_of_bools_stays_bool():
+    # Seed 7, graph 800 (maximum(l, inc_subtensor(b[1:], s)) read a 2): OpenCL's
+    # IncSubtensor of a bool array added as integers, True += True stored 2.
+    b = tt.TensorType("bool", shape=(None,))("b")
+    s = tt.TensorType("bool", shape=())("s")
+    f = function([b, s], tt.inc_subtensor(b[1:], s) + 0, mode=Mode(linker="opencl"))
+    bv = np.array([True, True, False])
+    want = bv.copy()
+    want[1:] += True
+    np.testing.assert_array_equal(np.asarray(f(bv, np.array(True))), want.astype("int8"))
+
+
+@needs_opencl
+def test_opencl_float32_tanh_of_an_infinity_is_one():
+    # Seed 28028, graph 17830: a shared float32 updated to tanh(x + sum(log(b))) =
+    # tanh(-inf), then cast to int16: numpy -1, OpenCL 0, as PoCL's float32 tanh gave
+    # +-0.99999994 at +-inf (the OpenCL C spec's edge case says +-1).
+    x = tt.fvector("x")
+    f = function([x], [tt.tanh(x), tt.cast(tt.tanh(x), "int16")], mode=Mode(linker="opencl"))
+    xv = np.array([-np.inf, np.inf], "float32")
+    got, as_int = (np.asarray(g) for g in f(xv))
+    np.testing.assert_array_equal(got, [-1.0, 1.0])
+    np.testing.assert_array_equal(as_int, [-1, 1])
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL: a float x % y of 0 is +0.0 where numpy's takes the divisor's sign "
+    "(-0.0 for y < 0): 1 / (x % x) is +inf, numpy -inf",
+)
+def test_opencl_float_modulo_of_zero_keeps_the_divisors_sign():
+    # Seed 28030, graph 4630 (shrunk: cast(x * 300, int32) / (x % x)).
+    x = tt.dvector("x")
+    f = function([x], [x % x, 1 / (x % x)], mode=Mode(linker="opencl"))
+    xv = np.array([-0.5, 0.5, -3.0, 2.0])
+    got = [np.asarray(g) for g in f(xv)]
+    np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(np.mod(xv, xv)))
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(got[1], 1 / np.mod(xv, xv))
+
+
+@needs_opencl
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenCL: abs of an int64 is OpenCL C's abs, an unsigned long: abs(INT64_MIN) "
+    "// INT64_MIN gives -1 (numpy: abs wraps to INT64_MIN, and the quotient is 1)",
+)
+def test_opencl_abs_of_the_most_negative_int64_wraps_as_numpy():
+    # Seed 28030, graph 7540 (shrunk: abs(x) // x, x int64 with its extremes).
+    x = tt.lvector("x")
+    f = function([x], abs(x) // x, mode=Mode(linker="opencl"))
+    info = np.iinfo("int64")
+    xv = np.array([info.min, info.max, -7, 7])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(np.asarray(f(xv)), np.abs(xv) // xv)  # [1, 1, -1, 1]
