@@ -100,11 +100,6 @@ def test_opencl_float32_tanh_of_an_infinity_is_one():
 
 
 @needs_opencl
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenCL: a float x % y of 0 is +0.0 where numpy's takes the divisor's sign "
-    "(-0.0 for y < 0): 1 / (x % x) is +inf, numpy -inf",
-)
 def test_opencl_float_modulo_of_zero_keeps_the_divisors_sign():
     # Seed 28030, graph 4630 (shrunk: cast(x * 300, int32) / (x % x)).
     x = tt.dvector("x")
@@ -117,11 +112,6 @@ def test_opencl_float_modulo_of_zero_keeps_the_divisors_sign():
 
 
 @needs_opencl
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenCL: abs of an int64 is OpenCL C's abs, an unsigned long: abs(INT64_MIN) "
-    "// INT64_MIN gives -1 (numpy: abs wraps to INT64_MIN, and the quotient is 1)",
-)
 def test_opencl_abs_of_the_most_negative_int64_wraps_as_numpy():
     # Seed 28030, graph 7540 (shrunk: abs(x) // x, x int64 with its extremes).
     x = tt.lvector("x")
