@@ -16,7 +16,7 @@ the CPU engine's planning threshold.
 
 The dtypes are the floats, the signed and unsigned integers and bool, with casts in
 every direction (a float to an integer out of range, NaN and the infinities included,
-by the engines' one rule: :data:`CAST_OUT_OF_RANGE`). The ops cover elementwise maths with
+by the engines' one rule, ``theano_dag.scalar.cast_array``). The ops cover elementwise maths with
 broadcasting (integer arithmetic that wraps, floor division and modulo, whose integer
 division by zero gives 0 on every engine, as numpy's), comparisons and bitwise logic,
 ``switch`` with branches of different dtypes, ``fill``/``second``/``alloc`` of
@@ -111,12 +111,6 @@ NONFINITE_TAGS = ("nonfinite_unsafe", "reassociate", "stabilize")
 #: summation and its use of fused multiply-adds (OpenBLAS gives -inf where a plain sum
 #: of products gives NaN; the OpenCL engine's kernel gives NaN).
 DOT_NONFINITE = "dot_nonfinite"
-#: Whether a float is cast to an integer whatever its value (NaN, the infinities and
-#: values out of the integer's range included): the engines share one documented rule
-#: for those casts (``theano_dag.scalar.cast_array``, docs/engines.md, "Casts"), which
-#: numpy's side follows. Off, such casts only go through ``cast_in_range``, which maps
-#: NaN to 0 and clips the value into the integer's range.
-CAST_OUT_OF_RANGE = True
 BASE = ("a", "b", 1)
 #: The lengths of ``"a"`` and ``"b"`` in a recipe's two calls: small, then two large
 #: sets in which matrices, or vectors, reach the CPU engine's planning threshold
@@ -514,14 +508,12 @@ def _param(op, rng, dims, dtypes):
         # The target's kind first (a float, an integer, bool), then its dtype.
         src = dtypes[0]
         kinds = [FLOATS, INTS, ("bool",)]
-        if src in FLOATS and not CAST_OUT_OF_RANGE:
-            kinds[1] = ()  # a float into an integer goes through cast_in_range
         choices = [d for d in kinds[int(rng.choice(3, p=[0.4, 0.45, 0.15]))] if d != src]
         return str(choices[int(rng.integers(len(choices)))]) if choices else None
     if op == "cast_in_range":
         return str(INTS[int(rng.integers(len(INTS)))]) if dtypes[0] in FLOATS else None
     if op == "cast_grow":
-        if dtypes[0] not in FLOATS or not CAST_OUT_OF_RANGE:
+        if dtypes[0] not in FLOATS:
             return None
         factor = float(rng.choice([300.0, -3e9, 1e10, 2.0**70]))
         return (factor, str(INTS[int(rng.integers(len(INTS)))]))
@@ -842,10 +834,6 @@ def _build(rec):
     return inputs, svar, syms
 
 
-def _poison_supported():
-    return "poison" in inspect.signature(CPULinker).parameters
-
-
 #: Engine name -> (the mode, as the text of an expression; config flags while compiling
 #: and calling; the C kernels' build mode). The reproducer prints the same text.
 ENGINES = {
@@ -863,7 +851,7 @@ ENGINES = {
         {"cxx": ""},
         None,
     ),
-    # Every block and kernel output filled with a sentinel before each call.
+    # Every block and kernel output filled with a sentinel before its step writes it.
     "cpu_poison": (
         'Mode(linker=CPULinker(min_plan_bytes=0, poison=True), optimizer="fast_run")',
         {"cxx": ""},
@@ -879,11 +867,8 @@ ENGINES = {
 
 
 def available_engines():
-    """The engines this machine runs (``opencl`` needs a device; the poisoned ones need
-    a CPU linker with ``poison``)."""
-    names = ["py", "cpu", "cpu_safe", "cpu_c", "cpu_plan0"]
-    if _poison_supported():
-        names += ["cpu_poison", "cpu_poison_c"]
+    """The engines this machine runs (``opencl`` needs a device)."""
+    names = ["py", "cpu", "cpu_safe", "cpu_c", "cpu_plan0", "cpu_poison", "cpu_poison_c"]
     if opencl_available()[0]:
         names.append("opencl")
     return names

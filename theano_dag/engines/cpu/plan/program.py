@@ -344,6 +344,8 @@ class Plan:
                         cat[v] = "pooled"
         self.cat = cat
         self.update_inplace = {} if incremental else self._update_edges()
+        # The shared variable whose storage each such update is written into.
+        self.update_storage = {u: w for w, u in self.update_inplace.items()}
         for u in self.update_inplace.values():
             cat[u] = "update"
 
@@ -487,15 +489,6 @@ class Plan:
                 self._slot(v, tuple(shapes[v]))
         self.blocks = blocks
         self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc"))
-        if p.poison:
-            # Every call starts with garbage in every planned array: a value read before
-            # this call wrote it (a stale one from the last call included) shows. Integer
-            # arrays first, so that where a block holds both, the floats' NaN stays.
-            arrays = dict.fromkeys(made.values())
-            arrays.update((n, None) for v, n in self.slots.items() if cat[v] == "own")
-            kinds = {n: np.dtype(cat_dtype(self, v)).kind for v, n in self.slots.items()}
-            for name in sorted(arrays, key=lambda n: kinds[n] in "fc"):
-                self.prologue.append(f"_poison({name})")
 
     def _slot(self, v, value):
         name = f"bo{len(self.slots)}"
@@ -517,8 +510,7 @@ class Plan:
             # the output is the array that was allocated.
             return ("t" if self.program.poison else "") + self.program.names[v]
         if c == "update":
-            w = next(w for w, u in self.update_inplace.items() if u is v)
-            return self.program.names[w]
+            return self.program.names[self.update_storage[v]]
         return None
 
     def target_setup(self, v):
@@ -536,8 +528,7 @@ class Plan:
         if c in ("pooled", "outblk"):
             return v not in self.memory.inplace
         if c == "update":
-            w = next(w for w, u in self.update_inplace.items() if u is v)
-            return w not in self.steps[idx][1].inputs
+            return self.update_storage[v] not in self.steps[idx][1].inputs
         return c in ("own", "alloc")
 
     def check(self):
@@ -551,14 +542,13 @@ class Plan:
         """
         nodes, sizes = self.plan_input
         check_plan(nodes, sizes, self.memory)
-        per_call = {b for v, (b, _o) in self.memory.assignment.items() if self.cat[v] == "outblk"}
         for v, (b, off) in self.memory.assignment.items():
             if self.cat.get(v) not in ("pooled", "outblk"):
                 raise ValueError(f"value {v} has a block but is a {self.cat.get(v)!r} value")
             name = self.slots.get(v)
             if name is None:
                 raise ValueError(f"value {v} has block {b} but no array in the generated code")
-            if b in per_call:
+            if self.blocks[b] is None:  # a block each call allocates
                 lo, hi, shape = self.slot_values[f"{name}s"]
                 if (lo, hi) != (off, off + sizes[v]) or tuple(shape) != tuple(self.shapes[v]):
                     raise ValueError(
