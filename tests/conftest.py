@@ -14,6 +14,8 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
+from theano_dag.engines.cpu.native import cc, ckernel
+
 _HERE = pathlib.Path(__file__).parent
 for _sub in sorted(p for p in _HERE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
     if str(_sub) not in sys.path:
@@ -46,8 +48,6 @@ def kernels_at_first_call():
     (numpy without a compiler). By default a cold cache compiles in the background and
     the library loads between two calls, at a moment that depends on the machine's speed;
     C and numpy may differ in the last bit."""
-    from theano_dag.engines.cpu.native import ckernel  # deferred: for the few tests that ask
-
     with ckernel.compile_mode("sync"):
         yield
 
@@ -58,7 +58,5 @@ def no_kernel_builds_in_flight():
     the background (a cold cache; longer on a busy machine): one that finishes during the
     test would add its compile and its loaded library to what the test measures or
     counts."""
-    from theano_dag.engines.cpu.native import cc  # deferred: for the few tests that ask
-
     for build in list(cc._BUILDS.values()):
         build.wait(HANG_S)

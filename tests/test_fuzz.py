@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from theano_dag.config import config
+from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES
 from theano_dag.testing import fuzz
 
-# The CPU engine's planning every value, and poisoning its blocks (when it can).
-PLANNED = ["cpu_plan0"] + (["cpu_poison"] if fuzz._poison_supported() else [])
+# The CPU engine's planning every value, and poisoning its blocks.
+PLANNED = ["cpu_plan0", "cpu_poison"]
 
 
 def _run_script(script):
@@ -124,8 +125,6 @@ def test_the_generator_puts_nan_and_infinite_constants_in_graphs():
 
 
 def test_the_generator_makes_graphs_on_both_sides_of_the_planning_threshold():
-    from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES
-
     big = set()
     for r in _recipes():
         if r.sizes:
