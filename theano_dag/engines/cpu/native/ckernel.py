@@ -501,7 +501,8 @@ def _make_emitter(previous):
                 # The target is a name (the plan binds it before the step): the kernel
                 # writes there, and the output's name is bound to it.
                 args = ", ".join([*names, outs[0]])
-                return [f"{outs[0]} = {target}", f"if {kname}.c({args}): {kname}.fail({args})"]
+                bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
+                return [*bind, f"if {kname}.c({args}): {kname}.fail({args})"]
             if nout == 1:
                 return [f"{outs[0]} = {kname}({', '.join(names)})"]
             return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
