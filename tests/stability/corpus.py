@@ -1,5 +1,6 @@
 """The stability corpus's runner: a formula as people write it, at inputs where naive
-arithmetic overflows, underflows or cancels, compiled on every engine with the default
+arithmetic overflows, underflows or cancels, compiled on every engine (the reference, the
+CPU engine with numpy and with C kernels, OpenCL, Dask) with the default
 rewrites, its value and its gradient compared with references computed another way
 (mpmath at 50 digits, or a stable numpy formula).
 
@@ -27,6 +28,12 @@ from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 
 OCL_OK, OCL_WHY = opencl_available()
+try:
+    import dask.array  # noqa: F401  (the Dask engine compiles only where dask is installed)
+
+    DASK_OK, DASK_WHY = True, ""
+except ImportError as err:
+    DASK_OK, DASK_WHY = False, str(err)
 
 #: name -> (mode, the C kernels' build mode: "off" runs numpy kernels, "sync" builds C
 #: before the first call). Every engine runs the default rewrites (fast_run): the stable
@@ -36,6 +43,8 @@ ENGINES = {
     "cpu": (lambda: Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run"), "off"),
     "cpu_c": (lambda: Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run"), "sync"),
     "opencl": (lambda: Mode(linker="opencl", optimizer="fast_run"), "off"),
+    # the default scheduler (threads in this process): the same chunk kernels as a cluster
+    "dask": (lambda: Mode(linker="dask", optimizer="fast_run"), "off"),
 }
 
 #: The engines as pytest parameters (OpenCL skipped, with the reason, without a device).
@@ -44,6 +53,7 @@ ENGINE_PARAMS = [
     "cpu",
     "cpu_c",
     pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+    pytest.param("dask", marks=pytest.mark.skipif(not DASK_OK, reason=f"no dask: {DASK_WHY}")),
 ]
 FLOATS = ("float32", "float64")
 
