@@ -74,9 +74,13 @@ dist-check: $(STAMP)
 	$(BIN)/python tools/check_dist.py
 
 # The site and its API reference (mkdocs + mkdocstrings, the docs extra, in dev) into
-# build/site; strict: a broken link or reference, or any other warning, fails it.
+# build/site; strict: a broken link or reference, a page outside the nav, or any other
+# warning fails it. Then tests/test_docs_site.py on what it built: no URL of another host
+# loaded (the site works offline), every page in the nav.
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
+	THEANO_DAG_DOCS_SITE=build/site $(BIN)/python -m pytest tests/test_docs_site.py \
+	  -p no:cacheprovider
 
 # The differential fuzzer (theano_dag/testing/fuzz.py): N random graphs from SEED on every
 # engine here, against numpy; each failure is shrunk and printed as a script.
