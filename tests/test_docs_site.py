@@ -213,3 +213,15 @@ def test_headings_name_topics_not_tickets():
             if re.search(r"(?i)\b(issue|ticket|bug) #?\d+|\(#\d+\)", h)
         ]
     assert bad == []
+
+
+def test_examples_paste_into_a_plain_install():
+    """A user pastes the examples into an install without the test tools: no block may
+    need pytest (an expected error is caught and printed, and its ```text shows it)."""
+    block = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+    bad = []
+    for path in sorted(DOCS.rglob("*.md")):
+        for k, code in enumerate(block.findall(path.read_text())):
+            if re.search(r"^\s*(import|from)\s+pytest\b|\bpytest\.", code, re.M):
+                bad.append(f"{path.name} block {k}")
+    assert bad == []
