@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
+.PHONY: test demo docs-check lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -89,8 +89,20 @@ SEED ?= 0
 fuzz: $(STAMP) $(OPENCL_STAMP)
 	$(BIN)/python -m theano_dag.testing.fuzz --n $(N) --seed $(SEED)
 
-demo: $(STAMP)
-	$(BIN)/python examples/train_digits.py
+# The demo needs the package and numpy only: its own small venv (not the dev one), a
+# regular (not editable) install that reinstalls when a source changes, and nothing
+# printed but the demo's own output.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
+DEMO_SOURCES := pyproject.toml setup.py $(shell find theano_dag -name '*.py' -o -name '*.c' \
+  -o -name '*.npz')
+$(DEMO_STAMP): $(DEMO_SOURCES)
+	@test -x $(DEMO_VENV)/bin/python || $(PY) -m venv $(DEMO_VENV)
+	@$(DEMO_VENV)/bin/python -m pip install -q --disable-pip-version-check . >/dev/null
+	@touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	@$(DEMO_VENV)/bin/python examples/train_digits.py
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
@@ -104,7 +116,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/networks.py --render benchmarks/results/latest.jsonl
 
 clean:
-	rm -rf $(VENV) $(THEANO_VENV) build dist *.egg-info
+	rm -rf $(VENV) $(THEANO_VENV) $(DEMO_VENV) build dist *.egg-info
 
 # theano-pymc 1.1.2's own tensor, compile and gradient tests, run against theano_dag with
 # the imports changed and against theano-pymc itself; counts in build/theano-suite/.
