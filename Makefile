@@ -76,11 +76,24 @@ dist-check: $(STAMP)
 # The site and its API reference (mkdocs + mkdocstrings, the docs extra, in dev) into
 # build/site; strict: a broken link or reference, a page outside the nav, or any other
 # warning fails it. Then tests/test_docs_site.py on what it built: no URL of another host
-# loaded (the site works offline), every page in the nav.
+# loaded (the site works offline), every page in the nav (the browser is docs-check's).
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
 	THEANO_DAG_DOCS_SITE=build/site $(BIN)/python -m pytest tests/test_docs_site.py \
-	  -p no:cacheprovider
+	  -k "not browser_check" -p no:cacheprovider
+
+# Every page of the built site in a headless Chromium (tools/docs_check.py): no console
+# error, no request to another host, no broken image, link or anchor, no table wider than
+# the page. Playwright is in the docs extra and drives the system's Chromium (installed
+# here from Debian when root); without a Chromium the check is skipped with a message.
+docs-check: docs
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	    fi; }
+	$(BIN)/python tools/docs_check.py build/site
 
 # The differential fuzzer (theano_dag/testing/fuzz.py): N random graphs from SEED on every
 # engine here, against numpy; each failure is shrunk and printed as a script.

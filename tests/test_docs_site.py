@@ -225,3 +225,64 @@ def test_examples_paste_into_a_plain_install():
             if re.search(r"^\s*(import|from)\s+pytest\b|\bpytest\.", code, re.M):
                 bad.append(f"{path.name} block {k}")
     assert bad == []
+
+
+def _docs_check():
+    import importlib.util
+
+    path = ROOT / "tools" / "docs_check.py"
+    spec = importlib.util.spec_from_file_location("docs_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _measured(**table):
+    t = {"index": 0, "head": "a b", "left": 300.0, "right": 1200.0, "overflowX": "auto"}
+    t |= {"scrollWidth": 900, "clientWidth": 900} | table
+    return {
+        "viewport": 1280,
+        "pageWidth": 1280,
+        "column": {"left": 300.0, "right": 1200.0},
+        "tables": [t],
+    }
+
+
+def test_the_browser_check_judges_table_widths():
+    check = _docs_check()
+    assert check.table_problems(_measured()) == []
+    # wider than its box but scrolling inside it: fine
+    assert check.table_problems(_measured(scrollWidth=2400)) == []
+    cut = check.table_problems(_measured(scrollWidth=2400, overflowX="visible"))
+    assert cut == ["table 0 ('a b') is cut: wider than its box, which does not scroll"]
+    past = _measured(right=1350.0)
+    past["pageWidth"] = 1350
+    assert check.table_problems(past) == [
+        "the page scrolls sideways: 1350 px wide in a 1280 px window",
+        "table 0 ('a b') runs past the text column (300-1350 px, column 300-1200 px)",
+    ]
+
+
+def test_the_browser_check_splits_links_into_the_site():
+    check = _docs_check()
+    base = "http://127.0.0.1:8000/"
+    assert check.split_link(base + "engines/#the-call-path", base) == (
+        "engines/index.html",
+        "the-call-path",
+    )
+    assert check.split_link(base, base) == ("index.html", "")
+    assert check.split_link(base + "performance.png", base) == ("performance.png", "")
+    assert check.split_link("https://docs.dask.org", base) is None
+
+
+def test_every_page_passes_the_browser_check(site):
+    """`make docs-check` in a test: skipped without Playwright or a Chromium."""
+    pytest.importorskip("playwright.sync_api", reason="Playwright is in the docs extra")
+    check = _docs_check()
+    chromium = check.find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium (apt-get install chromium)")
+    problems, counts = check.check(site, chromium)
+    assert problems == []
+    pages = len(check.site_pages(site))
+    assert counts["pages"] == pages >= 10 and counts["links"] > 100 and counts["tables"] > 20
