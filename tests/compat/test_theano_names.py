@@ -133,3 +133,45 @@ def test_tensor_opt_registers_rewrites():
 
         assert f"local_mine_{name}" in db[name]
     assert tensor_opt.MakeVector is tt.opt.MakeVector
+
+
+@pytest.mark.parametrize("engine", ["py", "cpu", ENGINES[-1]])
+def test_print_passes_values_through_and_prints_each_call(engine, capsys):
+    from theano_dag.printing import Print
+
+    x = tt.dvector("x")
+    seen = []
+    shown = Print("x:", attrs=("shape", "sum"))(x)
+    quiet = Print("c", global_fn=lambda op, v: seen.append((op.message, v.tolist())))
+    y = shown * 2 + quiet(tt.constant(np.array([1.0, 1.0])))
+    f = function([x], [y, tt.grad(y.sum(), x)], mode=_mode(engine))
+    for _ in range(2):
+        value, g = f(np.array([1.0, 2.0]))
+        np.testing.assert_array_equal(value, [3.0, 5.0])
+        np.testing.assert_array_equal(g, [2.0, 2.0])
+    assert capsys.readouterr().out == "x: shape = (2,)\nx: sum = 3.0\n" * 2
+    assert seen == [("c", [1.0, 1.0])] * 2  # never folded as a constant
+
+
+def test_pkl_utils_dump_and_load(tmp_path):
+    from theano_dag.compile.pkl_utils import StripPickler, dump, load
+
+    foo = [shared(np.int64(i), name="foo") for i in range(3)]
+    path = tmp_path / "model.zip"
+    with open(path, "wb") as f:
+        dump((*foo, np.array(3), foo[0]), f)
+    with np.load(path) as npz:  # Theano's layout: the arrays by name, then the pickle
+        assert list(npz.keys()) == ["foo", "foo_2", "foo_3", "array_0", "pkl"]
+        assert npz["foo_3"] == 2
+    with open(path, "rb") as f:
+        a, b, c, arr, a_again = load(f)
+    assert [v.get_value() for v in (a, b, c)] == [0, 1, 2] and arr == 3
+    assert a_again is a and a.name == "foo"
+
+    m = tt.dmatrix("m")
+    m.tag.trace, m.tag.note = ["here"], "kept"
+    with open(tmp_path / "m.pkl", "wb") as f:
+        StripPickler(f, protocol=-1, extra_tag_to_remove=["note"]).dump(m)
+    back = __import__("pickle").loads((tmp_path / "m.pkl").read_bytes())
+    assert back.type == m.type and not hasattr(back.tag, "trace")
+    assert not hasattr(back.tag, "note") and m.tag.note == "kept"

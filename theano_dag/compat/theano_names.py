@@ -38,6 +38,7 @@ MODULES = {
     "theano.tensor.var": "theano_dag.tensor.variable",
     "theano.tensor.type_other": "theano_dag.tensor.type_other",
     "theano.updates": "theano_dag.compile.updates",
+    "theano.misc.pkl_utils": "theano_dag.compile.pkl_utils",
     "theano.gradient": "theano_dag.gradient",
     "theano.utils": "theano_dag.utils",
     "theano": "theano_dag",
