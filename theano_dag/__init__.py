@@ -22,6 +22,7 @@ from theano_dag import (
 )
 from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
+from theano_dag.compile.updates import OrderedUpdates
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad
@@ -61,5 +62,6 @@ __all__ = [
     "foldr",
     "scan_module",
     "OpFromGraph",
+    "OrderedUpdates",
     "clone",
 ]

@@ -10,6 +10,11 @@ At import, the rc files are read first (``~/.theano_dagrc``, or the paths listed
     [traceback]
     limit = 4
 
+Under the ``theano`` import alias (``python -m theano_dag.compat install-theano-alias``),
+Theano's own sources are read too, as Theano reads them: ``~/.theanorc`` (or ``THEANORC``)
+before ours, ``THEANO_FLAGS`` after the rc files and before ``THEANO_DAG_FLAGS``. Without
+the alias, a ``THEANO_FLAGS`` in the environment warns that it is not read.
+
 A flag name the config does not know is reported by a warning that names the close
 matches, and import goes on (as Theano and PyTensor do). ``print(config)`` lists every
 flag with its value; ``config.change_flags(floatX="float32")`` changes flags for a
@@ -20,10 +25,12 @@ the core.
 from __future__ import annotations
 
 import configparser
-import contextlib
 import difflib
+import functools
 import os
+import shlex
 import shutil
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -195,23 +202,16 @@ class Config:
             raise AttributeError(f"config has no flag {name!r}; known: {', '.join(FLAGS)}")
         self._values[name] = _parse(name, value)
 
-    @contextlib.contextmanager
-    def change_flags(self, args=(), **kwargs):
-        """Set flags for the duration of a ``with`` block (or of a call of the function it
-        decorates), then restore them; the flags as keywords, or a dict (Theano's form).
+    def change_flags(self, *args, **kwargs) -> ChangeFlags:
+        """Set flags for the duration of a ``with`` block (or of each call of the function
+        it decorates), then restore them; the flags as keywords, or dicts (Theano's form).
+        See ``ChangeFlags``.
 
         >>> with config.change_flags({"floatX": "float32"}, on_opt_error="raise"):
         ...     config.floatX, config.on_opt_error
         ('float32', 'raise')
         """
-        kwargs = {**dict(args), **kwargs}
-        old = dict(self._values)
-        try:
-            for k, v in kwargs.items():
-                setattr(self, k, v)
-            yield self
-        finally:
-            self._values = old
+        return ChangeFlags(self, *args, **kwargs)
 
     def is_set(self, name: str) -> bool:
         """Whether flag ``name`` was given a value (by the environment, an rc file or code)."""
@@ -230,8 +230,10 @@ class Config:
         changed = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
         return f"Config({changed})"
 
-    def _set_from_text(self, name: str, value: str, where: str):
-        """Set a flag read from text; an unknown name warns with the close matches."""
+    def _set_from_text(self, name: str, value: str, where: str, lenient: bool = False):
+        """Set a flag read from text; an unknown name warns with the close matches. A value
+        the flag refuses raises, or, when ``lenient`` (flags written for Theano), warns and
+        leaves the flag as it is."""
         name = name.replace(".", "__")
         if name not in FLAGS:
             close = difflib.get_close_matches(name, FLAGS, n=3, cutoff=0.6)
@@ -240,7 +242,12 @@ class Config:
                 f"{where}: theano_dag has no flag {name!r}, it is ignored{hint}", stacklevel=3
             )
             return
-        setattr(self, name, value)
+        try:
+            setattr(self, name, value)
+        except ValueError as err:
+            if not lenient:
+                raise
+            warnings.warn(f"{where}: {err}; the flag is left as it is", stacklevel=3)
 
     def load_env(self, text: str | None):
         """Apply a ``THEANO_DAG_FLAGS``-style string: ``name=value,name=value``.
@@ -264,34 +271,184 @@ class Config:
             k, v = (s.strip() for s in item.split("=", 1))
             self._set_from_text(k, v, "THEANO_DAG_FLAGS")
 
-    def load_rc(self, paths):
+    def load_theano_flags(self, text: str | None):
+        """Apply a ``THEANO_FLAGS`` string as Theano reads it: comma-separated
+        ``name=value`` (``section__name=value``), quotes as in a shell, the last value of a
+        name wins. An item without ``=``, a flag theano_dag does not have and a value it
+        refuses (``device=cuda``) each warn and change nothing.
+
+        >>> import warnings
+        >>> cfg = Config()
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     cfg.load_theano_flags("floatX=float32,device=cuda,traceback__limit='3'")
+        >>> cfg.floatX, cfg.device, cfg.traceback__limit
+        ('float32', 'cpu', 3)
+        >>> print(w[0].message)
+        THEANO_FLAGS: config.device: 'cuda' is not one of cpu, opencl; the flag is left as it is
+        """
+        splitter = shlex.shlex(text or "", posix=True)
+        splitter.whitespace, splitter.whitespace_split = ",", True
+        for item in splitter:
+            item = item.strip()
+            if not item:
+                continue
+            if "=" not in item:
+                warnings.warn(f"THEANO_FLAGS: {item!r} has no value, it is ignored", stacklevel=2)
+                continue
+            k, v = item.split("=", 1)
+            self._set_from_text(k.strip(), v.strip(), "THEANO_FLAGS", lenient=True)
+
+    def load_rc(self, paths, theano: bool = False, environ=os.environ):
         """Apply the rc files ``paths`` (INI: ``[global]`` flags, ``[a]`` ``b`` = flag
-        ``a__b``); a missing file is skipped, later files win."""
+        ``a__b``); a missing file is skipped, later files win. ``theano``: the files are
+        Theano's (``.theanorc``), read as Theano reads them (``%(USER)s`` and the like
+        expand, from ``environ``; a value theano_dag refuses warns)."""
         for path in paths:
             path = os.path.expanduser(path)
             if not os.path.isfile(path):
                 continue
-            parser = configparser.ConfigParser(interpolation=None)
+            interpolation = configparser.BasicInterpolation() if theano else None
+            parser = configparser.ConfigParser(interpolation=interpolation)
             parser.optionxform = str  # flag names are case-sensitive (floatX)
+            if theano:
+                parser.read_dict({"DEFAULT": _theanorc_defaults(environ)})
             parser.read(path)
             for section in parser.sections():
-                for key, value in parser.items(section):
+                for key in parser.options(section):
+                    if key in parser.defaults():
+                        continue
                     name = key if section == _RC_SECTION else f"{section}__{key}"
-                    self._set_from_text(name, value, path)
+                    self._set_from_text(name, parser.get(section, key), path, lenient=theano)
 
 
-def rc_paths() -> list:
+_MISSING = object()
+
+
+class ChangeFlags:
+    """Flags changed while a ``with`` block runs: ``__enter__`` sets them, ``__exit__``
+    puts back the values they had (a flag that was never set goes back to its default).
+    Nothing else restores them: an object entered and never exited leaves the flags set,
+    as Theano's ``change_flags`` does (PyMC3 enters one in ``with model:`` and exits it at
+    the block's end). Used as a decorator, it changes the flags during each call.
+
+    It pickles with its flags (not the values it saved); unpickled, it changes the global
+    ``config``.
+
+    >>> from theano_dag import config
+    >>> ctx = config.change_flags(floatX="float32")
+    >>> ctx.__enter__() is ctx, config.floatX
+    (True, 'float32')
+    >>> ctx.__exit__(None, None, None); config.floatX
+    'float64'
+    >>> @config.change_flags(on_opt_error="raise")
+    ... def strict():
+    ...     return config.on_opt_error
+    >>> strict(), config.on_opt_error
+    ('raise', 'warn')
+    """
+
+    def __init__(self, cfg: Config, *args, **kwargs):
+        changes = {}
+        for mapping in (*args, kwargs):
+            changes.update(mapping)
+        for name, value in changes.items():
+            if name not in FLAGS:
+                raise AttributeError(f"config has no flag {name!r}")
+            changes[name] = _parse(name, value)  # a bad value raises here, not in the block
+        self._config, self.flags, self._saved = cfg, changes, None
+
+    def __enter__(self):
+        cfg = self._config
+        self._saved = {name: cfg._values.get(name, _MISSING) for name in self.flags}
+        cfg._values.update(self.flags)
+        return self
+
+    def __exit__(self, *exc_info):
+        values = self._config._values
+        for name, old in (self._saved or {}).items():
+            if old is _MISSING:
+                values.pop(name, None)
+            else:
+                values[name] = old
+        self._saved = None
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def with_flags(*args, **kwargs):
+            # A fresh context per call: a recursive call saves its own values.
+            with ChangeFlags(self._config, self.flags):
+                return func(*args, **kwargs)
+
+        return with_flags
+
+    def __getstate__(self):
+        return {"flags": self.flags}
+
+    def __setstate__(self, state):
+        self._config, self.flags, self._saved = config, state["flags"], None
+
+    def __repr__(self):
+        return f"change_flags({', '.join(f'{k}={v!r}' for k, v in self.flags.items())})"
+
+
+def rc_paths(environ=os.environ) -> list:
     """The rc files read at import: ``THEANO_DAGRC`` (``os.pathsep``-separated) or
     ``~/.theano_dagrc``."""
-    env = os.environ.get("THEANO_DAGRC")
+    env = environ.get("THEANO_DAGRC")
     if env is not None:
         return [p for p in env.split(os.pathsep) if p]
     return [os.path.join("~", ".theano_dagrc")]
 
 
+def theano_rc_paths(environ=os.environ) -> list:
+    """Theano's rc files, read under the ``theano`` alias: ``THEANORC``
+    (``os.pathsep``-separated) or ``~/.theanorc``."""
+    env = environ.get("THEANORC")
+    if env is not None:
+        return [p for p in env.split(os.pathsep) if p]
+    return [os.path.join("~", ".theanorc")]
+
+
+def _theanorc_defaults(env) -> dict:
+    # The names Theano's .theanorc may interpolate, e.g. base_compiledir = /tmp/%(USER)s.
+    return {
+        "USER": env.get("USER", os.path.split(os.path.expanduser("~"))[-1]),
+        "LSCRATCH": env.get("LSCRATCH", ""),
+        "TMPDIR": env.get("TMPDIR", ""),
+        "TEMP": env.get("TEMP", ""),
+        "TMP": env.get("TMP", ""),
+        "PID": str(os.getpid()),
+    }
+
+
+def theano_alias_installed() -> bool:
+    """Whether the ``theano`` import alias (``theano_dag.compat``) is installed in this
+    interpreter: its finder is on ``sys.meta_path``, put there at start-up."""
+    return any(getattr(finder, "theano_dag_theano_alias", False) for finder in sys.meta_path)
+
+
+def load_config(cfg: Config, environ=os.environ, theano: bool = False):
+    """Apply the rc files and flags of the environment ``environ`` to ``cfg``, later
+    sources winning: under the ``theano`` alias (``theano``) Theano's ``.theanorc``, then
+    ``.theano_dagrc``, then ``THEANO_FLAGS``, then ``THEANO_DAG_FLAGS``. Without the alias,
+    a ``THEANO_FLAGS`` in the environment is not read, and a warning says so."""
+    if theano:
+        cfg.load_rc(theano_rc_paths(environ), theano=True, environ=environ)
+    cfg.load_rc(rc_paths(environ))
+    if theano:
+        cfg.load_theano_flags(environ.get("THEANO_FLAGS"))
+    elif environ.get("THEANO_FLAGS"):
+        warnings.warn(
+            "THEANO_FLAGS is set but theano_dag reads THEANO_DAG_FLAGS (THEANO_FLAGS only "
+            "under the theano import alias: python -m theano_dag.compat install-theano-alias)",
+            stacklevel=2,
+        )
+    cfg.load_env(environ.get("THEANO_DAG_FLAGS"))
+
+
 config = Config()
-config.load_rc(rc_paths())
-config.load_env(os.environ.get("THEANO_DAG_FLAGS"))
+load_config(config, theano=theano_alias_installed())
 
 
 def install_hint(extra: str, requirement: str) -> str:

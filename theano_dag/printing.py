@@ -13,10 +13,12 @@ from io import StringIO
 from theano_dag.config import config, install_hint
 from theano_dag.graph.basic import Apply, Constant, Variable, io_toposort
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.op import Op
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor.elemwise import Elemwise
 
 __all__ = [
+    "Print",
     "debugprint",
     "dprint",
     "pprint",
@@ -504,3 +506,60 @@ def pydotprint(fct, outfile=None, format=None, print_type=False, max_label_size=
         raise RuntimeError(
             f"pydotprint: Graphviz's `dot` program is not installed or not on PATH ({e})"
         ) from e
+
+
+def _print_attrs(op, value):
+    """``Print``'s default ``global_fn``: the message and each attribute of the value."""
+    for attr in op.attrs:
+        shown = getattr(value, attr)
+        if callable(shown):
+            shown = shown()
+        print(op.message, attr, "=", shown)
+
+
+class Print(Op):
+    """Pass a value through unchanged, printing ``message`` and the attributes ``attrs``
+    of the value (``__str__``: the value itself; ``shape``, ``dtype``...) each time the
+    function computes it (Theano's ``theano.printing.Print``). ``global_fn(op, value)``
+    replaces the printing. It is never folded as a constant, so it prints at every call;
+    gradients go through it.
+
+    >>> import numpy as np
+    >>> import theano_dag
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> f = theano_dag.function([x], Print("x is", attrs=("shape", "__str__"))(x) * 2)
+    >>> f(np.array([1.0, 2.0]))
+    x is shape = (2,)
+    x is __str__ = [1. 2.]
+    array([2., 4.])
+    """
+
+    __props__ = ("message", "attrs", "global_fn")
+    view_map = {0: [0]}
+
+    def __init__(self, message="", attrs=("__str__",), global_fn=_print_attrs):
+        self.message = message
+        self.attrs = tuple(attrs)
+        self.global_fn = global_fn
+
+    def make_node(self, x):
+        if not isinstance(x, Variable):
+            raise TypeError(f"Print expects a Variable, got {type(x).__name__}")
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = inputs[0]
+        self.global_fn(self, inputs[0])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return input_shapes
+
+    def grad(self, inputs, output_grads):
+        return list(output_grads)
+
+    def R_op(self, inputs, eval_points):
+        return list(eval_points)
+
+    def do_constant_folding(self, fgraph, node):
+        return False  # a folded Print would print once, when the function is compiled

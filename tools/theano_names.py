@@ -2,8 +2,9 @@
 what ``tools/theano_suite.py`` (``make theano-suite``, and its ``--selection graph-link``)
 and ``tools/compare_theano_programs.py`` change in Theano's code, and what they leave out.
 
-* ``MODULES``, ``REWRITTEN_IMPORTS`` and ``rewrite``: Theano's module names -> the
-  theano_dag modules holding the same names (the longest prefix wins, else ``theano.X``
+* ``rewrite`` and ``REWRITTEN_IMPORTS``: Theano's module names -> the theano_dag modules
+  holding the same names, from the package's table (``theano_dag.compat.theano_names``,
+  which the ``theano`` import alias reads too: the longest prefix wins, else ``theano.X``
   -> ``theano_dag.X``), and the few import lines rewritten whole;
 * ``SELECTIONS``: which test files each comparison runs, and the files it leaves out
   (``LEFT_OUT``) with their reasons;
@@ -16,31 +17,8 @@ from __future__ import annotations
 
 import re
 
-# Theano module -> the theano_dag module with the same names (the longest prefix wins).
-MODULES = {
-    "theano.configdefaults": "theano_dag.config",
-    "theano.configparser": "theano_dag.config",
-    # Theano's compile.function package is theano_dag's compile.function module (function,
-    # pfunc) beside compile.function_module (Function, FunctionMaker).
-    "theano.compile.function.pfunc": "theano_dag.compile.function",
-    "theano.compile.function.types": "theano_dag.compile.function_module",
-    "theano.graph.opt": "theano_dag.graph.rewriting",
-    "theano.graph.optdb": "theano_dag.graph.rewriting.db",
-    "theano.graph.opt_utils": "theano_dag.graph.rewriting",
-    "theano.graph.sched": "theano_dag.graph.sched",
-    "theano.link.basic": "theano_dag.engines.basic",
-    "theano.link.utils": "theano_dag.engines.basic",
-    "theano.link.c.basic": "theano_dag.engines.theano_linkers",
-    "theano.link.c.exceptions": "theano_dag.engines.theano_linkers",
-    "theano.link.vm": "theano_dag.engines.theano_linkers",
-    "theano.tensor.opt": "theano_dag.opt.tensor_opt",
-    "theano.tensor.blas": "theano_dag.opt.tensor_blas",
-    "theano.tensor.var": "theano_dag.tensor.variable",
-    "theano.tensor.type_other": "theano_dag.tensor.type_other",
-    "theano.gradient": "theano_dag.gradient",
-    "theano.utils": "theano_dag.utils",
-    "theano": "theano_dag",
-}
+from theano_dag.compat.theano_names import MODULES
+
 # A module name as a whole word: not part of theano_dag, theano-pymc, a longer module
 # name or an attribute (``x.theano``); THEANO_FLAGS stays (case matters).
 _PATTERN = re.compile(

@@ -211,7 +211,12 @@ def run_side(side, python, tree, files, every, timeout, jobs, extra_path, partia
     env = dict(os.environ)
     env["THEANO_SUITE_EVERY"] = str(every)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), *extra_path])
-    env.setdefault("THEANO_FLAGS", f"base_compiledir={tree.parent / 'theano-cache'},blas__ldflags=")
+    if side == "theano":
+        env.setdefault(
+            "THEANO_FLAGS", f"base_compiledir={tree.parent / 'theano-cache'},blas__ldflags="
+        )
+    else:
+        env.pop("THEANO_FLAGS", None)  # theano_dag warns that it reads THEANO_DAG_FLAGS
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     lock = threading.Lock()
 

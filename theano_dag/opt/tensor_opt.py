@@ -16,6 +16,12 @@ from theano_dag.graph.rewriting import (  # noqa: F401 (Theano's tensor.opt has 
     local_optimizer,
     out2in,
 )
+from theano_dag.opt.optdb import (  # noqa: F401 (Theano's tensor.opt registers rewrites)
+    register_canonicalize,
+    register_specialize,
+    register_stabilize,
+    register_useless,
+)
 from theano_dag.opt.rewrites.algebra import *  # noqa: F403
 from theano_dag.opt.rewrites.blas import *  # noqa: F403
 from theano_dag.opt.rewrites.constant_folding import *  # noqa: F403

@@ -12,6 +12,14 @@ from theano_dag.scalar.arith import __all__ as _arith_all
 from theano_dag.scalar.basic import *  # noqa: F403
 from theano_dag.scalar.basic import __all__ as _basic_all
 from theano_dag.scalar.basic import const_like, get_scalar_type, zero_grads
+from theano_dag.scalar.basic_scipy import (  # Theano's scalar namespace holds basic_scipy's
+    GammaInc,
+    GammaIncC,
+    GammaLn,
+    TriGamma,
+    gammainc,
+    gammaincc,
+)
 from theano_dag.scalar.composite import Composite, c_literal
 from theano_dag.scalar.math import *  # noqa: F403
 from theano_dag.scalar.math import __all__ as _math_all
@@ -44,6 +52,12 @@ __all__ = (
     + list(_math_all)
     + [
         "Composite",
+        "GammaInc",
+        "GammaIncC",
+        "GammaLn",
+        "TriGamma",
+        "gammainc",
+        "gammaincc",
         "c_literal",
         "const_like",
         "zero_grads",

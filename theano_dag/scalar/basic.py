@@ -44,6 +44,7 @@ __all__ = [
     "upcast_out",
     "upcast_out_nobool",
     "upgrade_to_float",
+    "upgrade_to_float_no_complex",
     "true_div_out",
     "same_out",
     "bool_out",
@@ -178,6 +179,21 @@ def upgrade_to_float(*dtypes):
     (('float32',), ('float64',), ('float32',))
     """
     return (upcast(*[_FLOAT_OF.get(d, d) for d in dtypes]),)
+
+
+def upgrade_to_float_no_complex(*dtypes):
+    """``upgrade_to_float`` for ops defined on reals only: a complex input raises.
+
+    >>> upgrade_to_float_no_complex("int16", "float32")
+    ('float32',)
+    >>> upgrade_to_float_no_complex("complex64")
+    Traceback (most recent call last):
+    TypeError: complex64 input: this op is defined on real numbers only
+    """
+    for d in dtypes:
+        if d.startswith("complex"):
+            raise TypeError(f"{d} input: this op is defined on real numbers only")
+    return upgrade_to_float(*dtypes)
 
 
 def true_div_out(*dtypes):

@@ -70,6 +70,10 @@ from theano_dag.tensor.subtensor import (  # noqa: F401
     AdvancedSubtensor1,
     IncSubtensor,
     Subtensor,
+    advanced_inc_subtensor,
+    advanced_inc_subtensor1,
+    advanced_set_subtensor,
+    advanced_set_subtensor1,
     inc_subtensor,
     set_subtensor,
     take,
@@ -83,6 +87,8 @@ from theano_dag.tensor.variable import (  # noqa: F401
     TensorVariable,
     autocast_scalar,
 )
+
+Constant = TensorConstant  # Theano's theano.tensor.Constant
 
 __all__ = sorted(
     set(_basic_all)
@@ -108,6 +114,11 @@ __all__ = sorted(
         "set_subtensor",
         "inc_subtensor",
         "take",
+        "advanced_inc_subtensor",
+        "advanced_inc_subtensor1",
+        "advanced_set_subtensor",
+        "advanced_set_subtensor1",
+        "Constant",
         "TensorConstant",
         "TensorVariable",
         "autocast_scalar",

@@ -48,6 +48,8 @@ __all__ = [
     "jv",
     "iv",
     "chi2sf",
+    "gammainc",
+    "gammaincc",
     "conj",
     "real",
     "imag",
@@ -303,6 +305,12 @@ complex = _make(  # noqa: A001 (Theano's name)
     _CX,
 )
 chi2sf = _binary(ts.chi2sf, "chi2sf", "The chi-squared survival function ``chi2sf(x, k)``.")
+gammainc = _binary(
+    ts.gammainc, "gammainc", "The regularized lower incomplete gamma function ``P(k, x)``."
+)
+gammaincc = _binary(
+    ts.gammaincc, "gammaincc", "The regularized upper incomplete gamma function ``Q(k, x)``."
+)
 sigmoid = _u("sigmoid")
 softplus = _u("softplus")
 erf = _u("erf")

@@ -9,6 +9,7 @@
 array([[0.5, 0.5]])
 """
 
+from theano_dag.tensor.nnet import neighbours  # theano.tensor.nnet.neighbours
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -35,6 +36,7 @@ from theano_dag.tensor.nnet.bn import (
     batch_normalization_test,
     batch_normalization_train,
 )
+from theano_dag.tensor.nnet.neighbours import Images2Neibs, images2neibs, neibs2images
 from theano_dag.tensor.nnet.nnet import (
     CrossentropyCategorical1Hot,
     CrossentropyCategorical1HotGrad,
@@ -82,6 +84,10 @@ from theano_dag.tensor.nnet.pool import (
 )
 
 __all__ = [
+    "Images2Neibs",
+    "images2neibs",
+    "neibs2images",
+    "neighbours",
     "AbstractConv2d",
     "AbstractConv2d_gradInputs",
     "Conv2dBiasAct",

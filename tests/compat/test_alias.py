@@ -1,0 +1,228 @@
+"""The ``theano`` import alias (theano_dag.compat): installed by its command into a
+temporary site directory, used in fresh interpreters (so this test process never sees a
+``theano``), with Theano's flags and rc files; its refusal next to a real Theano; and the
+table docs/migrating.md shows."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from theano_dag.compat import install, theano_names
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _env(tmp_path, **extra):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("THEANO_FLAGS", "THEANORC", "THEANO_DAGRC", "PYTHONPATH")
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    env["HOME"] = str(tmp_path / "home")  # no ~/.theanorc of the machine
+    (tmp_path / "home").mkdir(exist_ok=True)
+    env.update(extra)
+    return env
+
+
+def _python(code, env, site_dir=None, flags=()):
+    """Run ``code`` in a fresh interpreter; with ``site_dir``, its .pth files are processed
+    first, as site does for site-packages at start-up."""
+    prelude = f"import site; site.addsitedir({str(site_dir)!r})\n" if site_dir else ""
+    return subprocess.run(
+        [sys.executable, *flags, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.fixture()
+def site_dir(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "theano_dag.compat", "install-theano-alias", "--site-dir", site],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"installed the theano alias: {site / install.PTH_NAME}"
+    return site
+
+
+def test_unchanged_theano_program_runs_on_theano_dag(site_dir, tmp_path):
+    proc = _python(
+        """
+        import sys
+        assert "theano_dag" not in sys.modules  # start-up did not import it
+        import numpy as np
+        import theano
+        import theano.tensor as tt
+        from theano.graph.basic import Apply
+        from theano.link.c.basic import VMLinker
+        from theano.compile.function.pfunc import rebuild_collect_shared
+        from theano.tensor.nnet import sigmoid
+        import theano.compile.ops
+        from theano.scalar.basic_scipy import GammaLn
+        import theano_dag, theano_dag.graph.basic, theano_dag.engines.theano_linkers
+
+        assert tt is theano_dag.tensor and theano.tensor is theano_dag.tensor
+        assert Apply is theano_dag.graph.basic.Apply
+        assert VMLinker is theano_dag.engines.theano_linkers.VMLinker
+        assert sys.modules["theano.graph.opt"] is sys.modules["theano_dag.graph.rewriting"]
+        assert theano.tensor.opt.register_canonicalize is not None
+        assert theano.compile.ops.as_op is theano_dag.compile.ops.as_op
+        # theano_dag's own modules keep their names and specs
+        assert theano_dag.tensor.__spec__.name == "theano_dag.tensor"
+        # theano.compile.function.pfunc's module left theano_dag's functions in place
+        assert theano_dag.compile.function.__name__ == "function"
+        assert sys.modules["theano_dag.compile.function"].pfunc.__name__ == "pfunc"
+        x = tt.dvector("x")
+        assert isinstance(x, theano_dag.tensor.TensorVariable)
+        f = theano.function([x], theano.grad((sigmoid(x) ** 2).sum(), x))
+        s = 1 / (1 + np.exp(-np.array([0.5])))
+        assert np.allclose(f(np.array([0.5])), 2 * s * s * (1 - s))
+        print(theano.__version__)
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    version = proc.stdout.strip()
+    # PyMC3 3.11 checks semver's VersionInfo.parse(theano.__version__).match(">=1.1.2"): a
+    # semver with a build label (compared without it) and a PEP 440 local version.
+    assert re.fullmatch(r"1\.1\.2\+theano-dag\.\d+\.\d+\.\d+", version)
+
+
+def test_missing_theano_module_is_module_not_found(site_dir, tmp_path):
+    proc = _python(
+        """
+        import theano
+        try:
+            import theano.no_such_module
+        except ModuleNotFoundError as err:
+            print(err)
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "No module named 'theano.no_such_module'"
+
+
+def test_theano_flags_and_theanorc_are_read_under_the_alias(site_dir, tmp_path):
+    rc = tmp_path / "theanorc"
+    rc.write_text("[global]\nfloatX = float64\non_opt_error = raise\n[traceback]\nlimit = 3\n")
+    env = _env(tmp_path, THEANO_FLAGS="floatX=float32,device=cuda", THEANORC=str(rc))
+    proc = _python(
+        """
+        import warnings
+        warnings.simplefilter("always")
+        import theano, theano.tensor as tt
+        c = theano.config
+        print(c.floatX, tt.scalar().dtype, c.on_opt_error, c.traceback__limit, c.device)
+        """,
+        env,
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # THEANO_FLAGS wins over .theanorc; device=cuda is refused with a warning
+    assert proc.stdout.split() == ["float32", "float32", "raise", "3", "cpu"]
+    assert "THEANO_FLAGS: config.device: 'cuda' is not one of cpu, opencl" in proc.stderr
+
+
+def test_theano_dag_flags_win_over_theano_flags(site_dir, tmp_path):
+    env = _env(
+        tmp_path,
+        THEANO_FLAGS="floatX=float32,profile=True",
+        THEANO_DAG_FLAGS=os.environ.get("THEANO_DAG_FLAGS", "") + ",floatX=float64",
+    )
+    code = "import theano; print(theano.config.floatX, theano.config.profile)"
+    proc = _python(code, env, site_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["float64", "True"]
+
+
+def test_theano_flags_without_the_alias_warn_once_and_are_not_read(tmp_path):
+    env = _env(tmp_path, THEANO_FLAGS="floatX=float32")
+    code = "import theano_dag, theano_dag.config as c; print(theano_dag.config.floatX)"
+    proc = _python(code, env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "float64"
+    assert proc.stderr.count("THEANO_FLAGS is set but theano_dag reads THEANO_DAG_FLAGS") == 1
+
+
+def test_install_refuses_where_a_real_theano_is_importable(tmp_path):
+    fake = tmp_path / "elsewhere" / "theano"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '1.1.2'\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    env = _env(tmp_path)
+    env["PYTHONPATH"] += os.pathsep + str(fake.parent)
+    cmd = [sys.executable, "-m", "theano_dag.compat", "install-theano-alias", "--site-dir", site]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: a real Theano is importable here ({fake}): the theano")
+    assert not list(site.iterdir())
+
+
+def test_alias_refuses_to_shadow_a_real_theano_installed_later(site_dir, tmp_path):
+    fake = tmp_path / "elsewhere" / "theano"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    env = _env(tmp_path)
+    env["PYTHONPATH"] += os.pathsep + str(fake.parent)
+    proc = _python("import theano", env, site_dir)
+    assert proc.returncode == 1
+    assert (
+        "ImportError: the theano import alias of theano_dag is installed, and a real Theano "
+        f"is importable too (from {fake})" in proc.stderr
+    )
+
+
+def test_uninstall_removes_the_alias(site_dir, tmp_path):
+    cmd = [sys.executable, "-m", "theano_dag.compat", "uninstall-theano-alias"]
+    proc = subprocess.run(
+        [*cmd, "--site-dir", site_dir], capture_output=True, text=True, env=_env(tmp_path)
+    )
+    assert proc.stdout.strip() == f"removed {site_dir / install.PTH_NAME}"
+    proc = _python("import theano", _env(tmp_path), site_dir)
+    assert "ModuleNotFoundError: No module named 'theano'" in proc.stderr
+    proc = subprocess.run(
+        [*cmd, "--site-dir", site_dir], capture_output=True, text=True, env=_env(tmp_path)
+    )
+    assert proc.stdout.strip() == "the theano alias was not installed here"
+
+
+def test_pth_does_nothing_where_theano_dag_is_gone(site_dir, tmp_path):
+    code = "import sys; print([getattr(f, '__name__', type(f).__name__) for f in sys.meta_path])"
+    # -I -S: neither PYTHONPATH nor site-packages, so theano_dag is not importable
+    proc = _python(code, _env(tmp_path), site_dir, flags=("-I", "-S"))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "TheanoAliasFinder" not in proc.stdout and "PathFinder" in proc.stdout
+    proc = _python(code, _env(tmp_path), site_dir)  # and with theano_dag importable
+    assert "'TheanoAliasFinder'" in proc.stdout
+
+
+def test_default_site_dir_is_this_environments_site_packages():
+    import sysconfig
+
+    assert install.default_site_dir() == sysconfig.get_paths()["purelib"]
+
+
+def test_migrating_md_lists_the_package_table():
+    text = (ROOT / "docs" / "migrating.md").read_text()
+    section = text.split("## Running Theano programs unchanged", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(theano[\w.]*)` \| `(theano_dag[\w.]*)` \|", section, re.M)
+    assert dict(rows) == theano_names.MODULES
+    assert len(rows) == len(theano_names.MODULES)

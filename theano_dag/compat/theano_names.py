@@ -1,0 +1,62 @@
+"""The one table from Theano's module names to theano_dag's.
+
+Theano (theano-pymc 1.1.2) code names modules that theano_dag holds under another path:
+``theano.graph.opt`` is ``theano_dag.graph.rewriting``, ``theano.tensor.opt`` is
+``theano_dag.opt.tensor_opt``. ``MODULES`` lists those; every other ``theano.X`` is
+``theano_dag.X``. The ``theano`` import alias (``python -m theano_dag.compat
+install-theano-alias``), the tools that run Theano's tests on theano_dag and
+docs/migrating.md all read this table.
+
+>>> theano_dag_module("theano.graph.opt_utils")
+'theano_dag.graph.rewriting'
+>>> theano_dag_module("theano.tensor.nnet.sigm"), theano_dag_module("theano")
+('theano_dag.tensor.nnet.sigm', 'theano_dag')
+"""
+
+from __future__ import annotations
+
+# Theano module -> the theano_dag module with the same names. The longest prefix wins: an
+# entry maps its submodules too (theano.link.c.basic.X -> theano_dag.engines...X).
+MODULES = {
+    "theano.configdefaults": "theano_dag.config",
+    "theano.configparser": "theano_dag.config",
+    # Theano's compile.function package is theano_dag's compile.function module (function,
+    # pfunc) beside compile.function_module (Function, FunctionMaker).
+    "theano.compile.function.pfunc": "theano_dag.compile.function",
+    "theano.compile.function.types": "theano_dag.compile.function_module",
+    "theano.graph.opt": "theano_dag.graph.rewriting",
+    "theano.graph.optdb": "theano_dag.graph.rewriting.db",
+    "theano.graph.opt_utils": "theano_dag.graph.rewriting",
+    "theano.graph.sched": "theano_dag.graph.sched",
+    "theano.link.basic": "theano_dag.engines.basic",
+    "theano.link.utils": "theano_dag.engines.basic",
+    "theano.link.c.basic": "theano_dag.engines.theano_linkers",
+    "theano.link.c.exceptions": "theano_dag.engines.theano_linkers",
+    "theano.link.vm": "theano_dag.engines.theano_linkers",
+    "theano.tensor.opt": "theano_dag.opt.tensor_opt",
+    "theano.tensor.blas": "theano_dag.opt.tensor_blas",
+    "theano.tensor.var": "theano_dag.tensor.variable",
+    "theano.tensor.type_other": "theano_dag.tensor.type_other",
+    "theano.updates": "theano_dag.compile.updates",
+    "theano.misc.pkl_utils": "theano_dag.compile.pkl_utils",
+    "theano.gradient": "theano_dag.gradient",
+    "theano.utils": "theano_dag.utils",
+    "theano": "theano_dag",
+}
+
+
+def theano_dag_module(name: str) -> str:
+    """The theano_dag module that holds the names of Theano's module ``name``: the entry of
+    ``MODULES`` with the longest matching prefix, the rest of the name appended.
+
+    >>> theano_dag_module("theano.link.c.basic")
+    'theano_dag.engines.theano_linkers'
+    >>> theano_dag_module("theano.graph.optdb")
+    'theano_dag.graph.rewriting.db'
+    """
+    prefix = name
+    while prefix:
+        if prefix in MODULES:
+            return MODULES[prefix] + name[len(prefix) :]
+        prefix = prefix.rpartition(".")[0]
+    raise ValueError(f"{name!r} is not a Theano module name")
