@@ -273,11 +273,11 @@ class Function(CallBase):
         self.name = name
         # The engine's own profile object when it keeps one, else the call counter.
         if fn.profile is not None:
-            if config.profile:
-                print_at_exit(fn.profile)
+            print_at_exit(fn.profile)  # printed if config.profile is set at exit
             fn.profile.optimizer_time = maker.optimizer_time
             self.profile = fn.profile
         elif spec.profile is not None:
+            print_at_exit(spec.profile)
             spec.profile.optimizer_time = maker.optimizer_time
             self.profile = spec.profile
         else:
