@@ -49,6 +49,7 @@ __all__ = [
     "FunctionMaker",
     "Supervisor",
     "UnusedInputError",
+    "DuplicateInputError",
     "std_fgraph",
     "insert_deepcopy",
     "infer_reuse_pattern",
@@ -233,6 +234,11 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
 
 class UnusedInputError(ValueError):
     """A declared input of ``function`` is not needed to compute the outputs or updates."""
+
+
+class DuplicateInputError(UnusedInputError):
+    """A variable is given twice in the inputs of ``function`` (Theano raises an
+    UnusedInputError there: one of the two values a call gives would go unused)."""
 
 
 # ---------------------------------------------------------------------------
