@@ -15,6 +15,8 @@ from theano.graph.fg import FunctionGraph as TFunctionGraph  # noqa: E402
 
 from theano_dag import function  # noqa: E402
 from theano_dag import tensor as tt  # noqa: E402
+from theano_dag.compile.mode import Mode  # noqa: E402
+from theano_dag.engines.opencl.context import opencl_available  # noqa: E402
 from theano_dag.formats import (  # noqa: E402
     NoCounterpartError,
     convert,
@@ -33,6 +35,7 @@ rng = np.random.default_rng(11)
 X, V, S = rng.random((3, 3)), rng.random(3), np.float64(0.7)
 # Theano's Python VM: no C compilation, so many small graphs stay fast
 FAST = "FAST_COMPILE"
+OPENCL, _WHY = opencl_available()
 
 
 def ours(fg, args):
@@ -188,6 +191,58 @@ def test_theano_op_without_counterpart_is_wrapped_or_refused():
     assert t_equal(tfg.outputs, again.outputs, tfg.inputs, again.inputs)
     with pytest.raises(NoCounterpartError, match="from_theano: the theano op CumOp"):
         from_theano(tfg, strict=True)
+
+
+def _theano_scan_graph():
+    """A Theano scan (a sequence, a carried state, a constant and a per-step output) and
+    what it computes, in numpy."""
+    x, w = T.dvector("x"), T.dscalar("w")
+
+    def step(xi, acc, w):
+        new = acc * w + xi
+        return new, T.sqr(new)
+
+    (accs, squares), _ = theano.scan(
+        step, sequences=[x], outputs_info=[T.constant(0.0, dtype="float64"), None],
+        non_sequences=[w],
+    )  # fmt: skip
+
+    def want(xv, wv):
+        acc, accs = 0.0, []
+        for xi in xv:
+            acc = acc * wv + xi
+            accs.append(acc)
+        return [np.array(accs), np.array(accs) ** 2]
+
+    return TFunctionGraph([x, w], [accs, squares]), want
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param(None, id="cpu"),
+        pytest.param("FAST_COMPILE", id="fast_compile"),
+        pytest.param(Mode(linker="py", optimizer=None), id="py"),
+        pytest.param(
+            Mode(linker="opencl"),
+            id="opencl",
+            marks=pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}"),
+        ),
+    ],
+)
+def test_a_wrapped_theano_scan_runs_like_theano(mode):
+    tfg, want = _theano_scan_graph()
+    fg = from_theano(tfg)
+    (wrapped,) = [n.op for n in fg.apply_nodes if isinstance(n.op, ForeignOp)
+                  and type(n.op.fop).__name__ == "Scan"]  # fmt: skip
+    f = function(fg.inputs, fg.outputs, mode=mode)
+    first = f(V, S)
+    assert_close(theirs(tfg, [V, S]), first)
+    assert_close(want(V, S), first)
+    kept = [a.copy() for a in first]
+    longer = rng.random(5)
+    assert_close(want(longer, 0.5), f(longer, np.float64(0.5)))
+    assert_close(kept, first)  # the second call wrote into no array the first returned
 
 
 def test_convert_knows_theano_graphs():

@@ -149,7 +149,7 @@ def test_bad_function_arguments():
     x = vec("x")
     with pytest.raises(TypeError, match="first argument must be a list of input variables"):
         function(x, neg(x))
-    with pytest.raises(ValueError, match="Variable x is used twice in the inputs of function"):
+    with pytest.raises(ValueError, match="Variable x is given twice in the inputs of function"):
         function([x, x], neg(x), mode=PY)
     s = vshared([1.0], "s")
     with pytest.raises(TypeError, match="Cannot use a shared variable \\(s\\) as an explicit"):

@@ -6,7 +6,7 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import In, Out, function, shared
-from theano_dag.compile import Mode, UnusedInputError
+from theano_dag.compile import DuplicateInputError, Mode, UnusedInputError
 from theano_dag.config import config
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.sharedvar import TensorSharedVariable
@@ -305,10 +305,20 @@ def test_givens_of_another_type_need_rebuild_strict_false(dtype):
     np.testing.assert_allclose(out, wv * yv)
 
 
-def test_an_input_given_twice_is_an_unused_input_error():
+def test_an_input_given_twice_is_a_duplicate_input_error():
     x = tt.lscalar("x")
-    with pytest.raises(UnusedInputError, match="used twice"):
-        theano_dag.function([x, x], x)
+    for inputs in ([x, x], [x, tt.lscalar("y"), In(x)]):
+        with pytest.raises(DuplicateInputError) as info:
+            theano_dag.function(inputs, x)
+        assert str(info.value) == (
+            f"Variable x is given twice in the inputs of function, at positions 0 and "
+            f"{len(inputs) - 1}: a call would ignore one of the two values given for it. "
+            "List each input once."
+        )
+        # Theano raises an UnusedInputError there: code that catches it still does.
+        assert isinstance(info.value, UnusedInputError)
+    with pytest.raises(DuplicateInputError):
+        theano_dag.function([x, x], x, on_unused_input="ignore")
 
 
 def test_deleting_a_default_update():

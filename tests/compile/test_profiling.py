@@ -1,5 +1,6 @@
 """``profile=True`` and ``config.profile`` give a ProfileStats on every engine."""
 
+import io
 import os
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def test_profile_true_gives_per_op_and_per_node_summary(mode, engine):
     assert prof.nodes and all(c == 3 for c in prof.node_calls)
     assert sum(prof.node_time) <= prof.call_time
     assert prof.optimizer_time > 0 or mode == ENGINES[2].values[0]
-    text = prof.summary()
+    text = str(prof)
     assert text.splitlines()[0] == f"Function profile: prof ({engine})"
     for part in ["calls: 3", "per op type:", "per op:", "per node (top"]:
         assert part in text, part
@@ -98,3 +99,51 @@ def test_profile_summaries_are_printed_at_exit_when_config_profile_is_set():
     env["THEANO_DAG_FLAGS"] = ""
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert "Function profile" not in res.stderr
+
+
+@pytest.mark.parametrize("mode, engine", ENGINES + [pytest.param("DASK", "", id="dask")])
+def test_summary_prints_to_stderr_or_file_as_theano_does(mode, engine, capsys):
+    if mode == "DASK":
+        pytest.importorskip("dask")
+        mode = Mode(linker="dask")
+    x, y = _graph()
+    f = theano_dag.function([x], y, mode=mode, profile=True, name="prof")
+    f(np.ones((2, 2)))
+    assert f.profile.summary() is None
+    out, err = capsys.readouterr()
+    assert out == "" and err == str(f.profile) + "\n"
+    assert "calls: 1" in err
+    buf = io.StringIO()
+    f.profile.summary(file=sys.stdout)
+    f.profile.summary(file=buf, n_ops_to_print=1, n_apply_to_print=1)
+    out, err = capsys.readouterr()
+    assert out == str(f.profile) + "\n" and err == ""
+    if engine:  # the engines' ProfileStats: one row per table under the counts
+        assert "per node (top 1)" in buf.getvalue()
+        assert len(buf.getvalue().splitlines()) < len(out.splitlines())
+
+
+def _run_at_exit(code, flags):
+    env = dict(os.environ, THEANO_DAG_FLAGS=flags)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    return res.stderr
+
+
+def test_at_exit_theano_rule_config_profile_at_exit_and_called_functions_only():
+    head = "import numpy as np, theano_dag, theano_dag.tensor as tt\nx = tt.dvector('x')\n"
+    called = head + (
+        "f = theano_dag.function([x], tt.exp(x).sum(), name='asked', profile=True)\n"
+        "f(np.ones(3))\n"
+        "g = theano_dag.function([x], x * 2, name='never_called', profile=True)\n"
+    )
+    # profile=True alone: nothing at exit (Theano prints only under config.profile).
+    assert "Function profile" not in _run_at_exit(called, "")
+    # With config.profile: the called ones, profile=True or not; not the uncalled.
+    err = _run_at_exit(called, "profile=True")
+    assert "Function profile: asked (CPU engine)\n  calls: 1" in err
+    assert "never_called" not in err
+    # The flag is read at exit: set after compiling, the profiled function is printed.
+    late = called + "theano_dag.config.profile = True\n"
+    assert "Function profile: asked (CPU engine)\n  calls: 1" in _run_at_exit(late, "")

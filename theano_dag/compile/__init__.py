@@ -4,6 +4,7 @@ from theano_dag.compile.builders import OpFromGraph
 from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function import function, pfunc, rebuild_collect_shared
 from theano_dag.compile.function_module import (
+    DuplicateInputError,
     Function,
     FunctionMaker,
     Supervisor,
@@ -39,6 +40,7 @@ __all__ = [
     "FunctionMaker",
     "Supervisor",
     "UnusedInputError",
+    "DuplicateInputError",
     "In",
     "Out",
     "SymbolicInput",

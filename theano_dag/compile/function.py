@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import pickle
 
-from theano_dag.compile.function_module import FunctionMaker, UnusedInputError
+from theano_dag.compile.function_module import (
+    DuplicateInputError,
+    FunctionMaker,
+    UnusedInputError,
+)
 from theano_dag.compile.io import In, SymbolicOutput
 from theano_dag.compile.sharedvalue import SharedVariable, shared
 from theano_dag.graph.basic import Constant, Variable, io_toposort
@@ -230,9 +234,10 @@ def pfunc(
     for i, v in enumerate(in_variables):
         if v in in_variables[i + 1 :]:
             j = in_variables.index(v, i + 1)
-            raise UnusedInputError(  # Theano's error here (a ValueError too)
-                f"Variable {v} is used twice in the inputs of function, at positions {i} and "
-                f"{j}; each input may appear once"
+            raise DuplicateInputError(  # an UnusedInputError, as Theano raises here
+                f"Variable {v} is given twice in the inputs of function, at positions {i} and "
+                f"{j}: a call would ignore one of the two values given for it. List each "
+                "input once."
             )
     in_var_set = set(in_variables)
     for x, _y in _pairs(givens, "givens"):

@@ -49,6 +49,7 @@ __all__ = [
     "FunctionMaker",
     "Supervisor",
     "UnusedInputError",
+    "DuplicateInputError",
     "std_fgraph",
     "insert_deepcopy",
     "infer_reuse_pattern",
@@ -235,6 +236,11 @@ class UnusedInputError(ValueError):
     """A declared input of ``function`` is not needed to compute the outputs or updates."""
 
 
+class DuplicateInputError(UnusedInputError):
+    """A variable is given twice in the inputs of ``function`` (Theano raises an
+    UnusedInputError there: one of the two values a call gives would go unused)."""
+
+
 # ---------------------------------------------------------------------------
 # The callable
 
@@ -273,11 +279,11 @@ class Function(CallBase):
         self.name = name
         # The engine's own profile object when it keeps one, else the call counter.
         if fn.profile is not None:
-            if config.profile:
-                print_at_exit(fn.profile)
+            print_at_exit(fn.profile)  # printed if config.profile is set at exit
             fn.profile.optimizer_time = maker.optimizer_time
             self.profile = fn.profile
         elif spec.profile is not None:
+            print_at_exit(spec.profile)
             spec.profile.optimizer_time = maker.optimizer_time
             self.profile = spec.profile
         else:

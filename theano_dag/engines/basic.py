@@ -156,7 +156,11 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
         lines.append(
             "HINT: Use the flag exception_verbosity=high for the values of the node's inputs."
         )
-    new = with_message(exc, "\n".join(lines), fallback=None)
+    msg = "\n".join(lines)
+    new = with_message(exc, msg, fallback=None)
+    if isinstance(new, MemoryError) and str(new) != msg:
+        # numpy's MemoryError prints its array's shape whatever its args: a plain one.
+        new = MemoryError(msg)
     new.node = node
     new.position = position
     if new is exc:

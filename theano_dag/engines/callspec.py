@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy as _copy
 import operator
 import os
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -250,12 +251,19 @@ class CallProfile:
     optimizer_time: float = 0.0
     nodes: list = field(default_factory=list)
 
-    def summary(self) -> str:
+    def summary(self, file=None, n_ops_to_print=20, n_apply_to_print=20) -> None:
+        """Print :meth:`text` to ``file`` (default: ``sys.stderr``), as Theano does; this
+        profile has no per-op tables, so the counts are ignored."""
+        print(self.text(), file=sys.stderr if file is None else file)
+
+    def text(self) -> str:
         per = self.call_time / self.calls * 1e6 if self.calls else 0.0
         return (
             f"calls: {self.calls}, time in calls: {self.call_time:.6f} s ({per:.1f} us per "
             f"call); optimizer: {self.optimizer_time:.6f} s"
         )
+
+    __str__ = text
 
 
 # ---------------------------------------------------------------------------

@@ -5,10 +5,13 @@ per node, summed per op class and per op, the compile time (optimize, link, and 
 CPU engine's plan / codegen / C compile), the memory plan when the engine has one.
 Every engine fills the same object: the reference engine (``linker="py"``) times each
 node's thunk, the CPU engine its generated code's steps, the OpenCL engine each node
-(waiting for the device's queue). ``summary()`` renders it.
+(waiting for the device's queue). ``summary()`` prints it (to stderr unless given a
+``file``, as in Theano) and ``str(profile)`` is its text.
 """
 
 from __future__ import annotations
+
+import sys
 
 __all__ = ["ProfileStats"]
 
@@ -26,7 +29,7 @@ class ProfileStats:
 
     ``node_time[k]``/``node_calls[k]`` belong to ``nodes[k]`` (run order);
     ``optimizer_time`` is filled by the function maker, the other compile times
-    by the engine. ``summary()`` renders it all.
+    by the engine. ``summary()`` prints it all, ``str()`` gives the text.
 
     >>> import numpy as np
     >>> import theano_dag
@@ -36,8 +39,9 @@ class ProfileStats:
     >>> _ = f(np.ones(3)); _ = f(np.ones(3))
     >>> isinstance(f.profile, ProfileStats), f.profile.calls
     (True, 2)
-    >>> print(f.profile.summary().splitlines()[0])
+    >>> f.profile.summary(file=sys.stdout)
     Function profile: <unnamed> (reference engine)
+      calls: 2, ...
     """
 
     engine = "engine"
@@ -86,8 +90,15 @@ class ProfileStats:
         distinct op, so ``Elemwise{exp}`` and ``Elemwise{add}`` apart)."""
         return self._totals(lambda node: str(node.op))
 
-    def summary(self, n_nodes=15) -> str:
-        """A readable report (a few tables of text)."""
+    def summary(self, file=None, n_ops_to_print=20, n_apply_to_print=20) -> None:
+        """Print the report to ``file`` (default: ``sys.stderr``), as Theano's
+        ``ProfileStats.summary`` does: the ``n_ops_to_print`` slowest ops of each op
+        table and the ``n_apply_to_print`` slowest nodes. ``str(profile)`` is the text."""
+        text = self.text(n_ops_to_print=n_ops_to_print, n_apply_to_print=n_apply_to_print)
+        print(text, file=sys.stderr if file is None else file)
+
+    def text(self, n_ops_to_print=20, n_apply_to_print=20) -> str:
+        """The report (a few tables of text) that :meth:`summary` prints."""
         lines = [f"Function profile: {self.name or '<unnamed>'} ({self.engine})"]
         per = self.call_time / self.calls * 1e6 if self.calls else 0.0
         lines.append(
@@ -126,11 +137,12 @@ class ProfileStats:
             ("per op", self.op_instance_totals()),
         ):
             lines.append(f"  {title}:  time(s)   share  calls  nodes  op")
-            for name, (t, c, n) in sorted(table.items(), key=lambda kv: -kv[1][0]):
+            ranked_ops = sorted(table.items(), key=lambda kv: -kv[1][0])
+            for name, (t, c, n) in ranked_ops[:n_ops_to_print]:
                 lines.append(f"    {t:12.6f}  {100 * t / total:5.1f}%  {c:5d}  {n:5d}  {name}")
-        lines.append(f"  per node (top {n_nodes}):  time(s)   share  calls  node")
+        lines.append(f"  per node (top {n_apply_to_print}):  time(s)   share  calls  node")
         ranked = sorted(range(len(self.nodes)), key=lambda k: -self.node_time[k])
-        for k in ranked[:n_nodes]:
+        for k in ranked[:n_apply_to_print]:
             t = self.node_time[k]
             lines.append(
                 f"    {t:12.6f}  {100 * t / total:5.1f}%  {self.node_calls[k]:5d}  "
@@ -139,4 +151,4 @@ class ProfileStats:
         return "\n".join(lines)
 
     def __str__(self):
-        return self.summary()
+        return self.text()

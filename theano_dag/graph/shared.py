@@ -10,6 +10,7 @@ and numbers (``theano_dag.tensor.sharedvar``), an engine its device arrays.
 from __future__ import annotations
 
 import copy as _copy
+from contextlib import contextmanager
 from copy import deepcopy
 
 from theano_dag.graph.basic import Variable
@@ -47,6 +48,15 @@ class Container:
         return self.storage[0]
 
     def __set__(self, value):
+        try:
+            self.store(value)
+        except Exception as e:
+            # Theano's way: the container's name as one more argument of the error.
+            e.args = e.args + (f'Container name "{self.name}"',)
+            raise
+
+    def store(self, value):
+        """Set the value through the type's filter; its errors pass unchanged."""
         if self.readonly:
             raise ValueError(f"Cannot set readonly storage: {self.name}")
         if value is None:
@@ -58,14 +68,10 @@ class Container:
         if self.allow_downcast is not None:
             kwargs["allow_downcast"] = self.allow_downcast
         try:
-            try:
-                # Reuse the old buffer when the type knows how to.
-                self.storage[0] = self.type.filter_inplace(value, self.storage[0], **kwargs)
-            except NotImplementedError:
-                self.storage[0] = self.type.filter(value, **kwargs)
-        except Exception as e:
-            e.args = e.args + (f'Container name "{self.name}"',)
-            raise
+            # Reuse the old buffer when the type knows how to.
+            self.storage[0] = self.type.filter_inplace(value, self.storage[0], **kwargs)
+        except NotImplementedError:
+            self.storage[0] = self.type.filter(value, **kwargs)
 
     data = property(__get__, __set__)
     value = property(__get__, __set__)
@@ -136,7 +142,34 @@ class SharedVariable(Variable):
         itself when the type allows, so later changes to it are seen by the functions."""
         if not borrow:
             new_value = _copy.deepcopy(new_value)
-        self.container.value = new_value
+        with self.naming_errors():
+            self.container.store(new_value)
+
+    @contextmanager
+    def naming_errors(self):
+        """Reword a TypeError or ValueError raised inside (a value the type refuses) as
+        one sentence naming this variable: ``set_value`` and its engine variants use it.
+
+        >>> import numpy as np
+        >>> from theano_dag.tensor.sharedvar import tensor_constructor
+        >>> w = tensor_constructor(np.zeros(3), name="w")
+        >>> w.set_value(np.zeros((2, 2)))
+        Traceback (most recent call last):
+        ...
+        TypeError: Cannot set the value of shared variable 'w': ...wrong number of dimensions...
+        """
+        try:
+            yield
+        except (TypeError, ValueError) as e:
+            name = "(unnamed)" if self.name is None else repr(self.name)
+            msg = f"Cannot set the value of shared variable {name}: {e}"
+            try:
+                new = type(e)(msg)
+            except Exception:
+                new = None
+            if new is None or str(new) != msg:
+                new = (TypeError if isinstance(e, TypeError) else ValueError)(msg)
+            raise new from e
 
     def zero(self, borrow=False):
         """Set the value to zeros of the same shape (numeric values only)."""

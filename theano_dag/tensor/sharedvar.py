@@ -58,6 +58,17 @@ def tensor_constructor(
     shape=None,
 ):
     """Shared tensor of a numpy array or a Python/numpy number."""
+    # ValueErrors, not TypeErrors: shared() would fall back to a Generic variable.
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(
+            "shared: a numpy masked array is not a tensor value (its mask would be "
+            "ignored); pass np.ma.filled(value, fill_value) or value.data"
+        )
+    if isinstance(value, np.matrix):
+        raise ValueError(
+            "shared: a numpy.matrix is not a tensor value (always 2-D, its operators "
+            "differ from an ndarray's); pass np.asarray(value)"
+        )
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
             raise TypeError(f"shared: arrays of dtype {value.dtype} are not tensors")

@@ -175,6 +175,8 @@ class TensorType(Type):
                 "Expected an array-like object, but found a Variable: maybe you are trying "
                 "to call a function on a (possibly shared) variable instead of a numeric array?"
             )
+        if type(data) is not np.ndarray and isinstance(data, np.ndarray):
+            data = self._plain_array(data)
         if isinstance(data, np.ndarray) and data.dtype == self.numpy_dtype:
             pass
         elif strict:
@@ -221,6 +223,24 @@ class TensorType(Type):
                     f"{self}: dimension {i} has length {d}, expected {s} " f"(shape {data.shape})."
                 )
         return data
+
+    def _plain_array(self, data):
+        """An ndarray subclass as a plain ndarray (a view, no copy), so that every engine
+        computes on, and returns, plain arrays. Refused: a masked array (its mask would
+        be ignored, a silently wrong answer) and ``np.matrix`` (always 2-D, ``*`` is a
+        matrix product)."""
+        if isinstance(data, np.ma.MaskedArray):
+            raise TypeError(
+                f"{self} does not take a numpy masked array: its mask would be ignored. "
+                "Pass np.ma.filled(x, fill_value) to choose the masked entries' values, "
+                "or x.data to use the values under the mask."
+            )
+        if isinstance(data, np.matrix):
+            raise TypeError(
+                f"{self} does not take a numpy.matrix (always 2-D, its operators differ "
+                "from an ndarray's); pass np.asarray(x)."
+            )
+        return data.view(np.ndarray)
 
     def _filter_lossless(self, data):
         try:

@@ -13,7 +13,7 @@ class CPUProfile(ProfileStats):
     """The CPU engine's profile.
 
     >>> p = CPUProfile("f")
-    >>> print(p.summary().splitlines()[0])
+    >>> print(str(p).splitlines()[0])
     Function profile: f (CPU engine)
     """
 

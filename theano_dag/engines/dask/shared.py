@@ -82,7 +82,9 @@ class DaskSharedVariable(TensorSharedVariable):
         if is_dask_array(new_value):
             self.container.value = new_value
         else:
-            self.container.value = _as_dask(self.type.filter(new_value))
+            with self.naming_errors():
+                value = self.type.filter(new_value)
+            self.container.value = _as_dask(value)
 
 
 def _as_dask(value):

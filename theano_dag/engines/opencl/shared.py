@@ -121,7 +121,9 @@ class OpenCLSharedVariable(TensorSharedVariable):
         if is_device_array(new_value):
             self.container.value = new_value if borrow else new_value.copy()
         else:
-            self.container.value = to_device(self.type.filter(new_value))
+            with self.naming_errors():
+                value = self.type.filter(new_value)
+            self.container.value = to_device(value)
 
 
 def opencl_shared(

@@ -1,12 +1,10 @@
-"""Ops with no counterpart on the other side, wrapped to run their own ``perform``.
+"""Ops with no counterpart on the other side, wrapped to run as their own package runs them.
 
 :class:`ForeignOp` holds a foreign node in a theano_dag graph; the class made by
 :func:`foreign_wrapper_class` holds a theano_dag node in a foreign graph.
 """
 
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 
@@ -18,27 +16,23 @@ __all__ = ["ForeignOp", "foreign_wrapper_class"]
 
 
 class ForeignOp(Op):
-    """A foreign op in a theano_dag graph: ``perform`` runs the foreign op's ``perform`` on
-    the foreign node it came from (or, for an op with only a C implementation, a foreign
-    function compiled for that node alone)."""
+    """A foreign op in a theano_dag graph: ``perform`` runs the foreign op on the foreign
+    node it came from, through the thunk the op makes for its own Python engine
+    (``make_thunk(..., impl="py")``: an op such as Scan sets itself up there, compiling
+    its inner function), or for an op with only a C implementation, a foreign function
+    compiled for that node alone."""
 
     def __init__(self, flavor, fnode):
         self.flavor = flavor
         self.fnode = fnode
         self.fop = fnode.op
         self._fn = None
+        self._thunk = None
 
     def __str__(self):
         return f"{type(self.flavor).__name__.removesuffix('Flavor')}{{{self.fop}}}"
 
     __repr__ = __str__
-
-    def _takes_params(self):
-        # Theano passes an op with a params_type its params; PyTensor 3 no longer does
-        if getattr(self.fop, "params_type", None) is None:
-            return False
-        sig = inspect.signature(self.fop.perform)
-        return len(sig.parameters) >= 4
 
     def make_node(self, *inputs):
         if len(inputs) != len(self.fnode.inputs):
@@ -52,12 +46,8 @@ class ForeignOp(Op):
             np.asarray(v)[()] if fl.is_scalar_type(fv.type) else v
             for v, fv in zip(inputs, fnode.inputs)
         ]
-        cells = [[None] for _ in fnode.outputs]
         try:
-            if self._takes_params():
-                self.fop.perform(fnode, args, cells, self.fop.get_params(fnode))
-            else:
-                self.fop.perform(fnode, args, cells)
+            cells = self._run_thunk(args)
         except (NotImplementedError, fl.MethodNotDefined):
             if self._fn is None:
                 self._fn = _compile_single(fl, fnode)
@@ -66,6 +56,30 @@ class ForeignOp(Op):
         for cell, out, value in zip(output_storage, node.outputs, cells):
             dtype = getattr(out.type, "dtype", None)
             cell[0] = np.asarray(value[0], dtype=dtype) if dtype is not None else value[0]
+
+    def _run_thunk(self, args):
+        """Run the foreign op's own Python thunk on ``args``; its output cells."""
+        if self._thunk is None:
+            fnode = self.fnode
+            storage = {v: [None] for v in (*fnode.inputs, *fnode.outputs)}
+            # The inputs are always given (a lazy thunk asks for none); outputs not yet.
+            computed = {v: [v not in fnode.outputs] for v in storage}
+            thunk = self.fop.make_thunk(fnode, storage, computed, [], impl="py")
+            ins = [storage[v] for v in fnode.inputs]
+            outs = [storage[v] for v in fnode.outputs]
+            self._thunk = (thunk, ins, outs, [computed[v] for v in fnode.outputs])
+        thunk, ins, outs, out_computed = self._thunk
+        for cell, value in zip(ins, args):
+            cell[0] = value
+        for cell, done in zip(outs, out_computed):
+            cell[0] = None  # a fresh result each call, never a buffer handed out before
+            done[0] = False
+        try:
+            thunk()
+            return [[cell[0]] for cell in outs]
+        finally:
+            for cell in ins:
+                cell[0] = None
 
 
 def _compile_single(fl, fnode):

@@ -279,7 +279,15 @@ def _make_fail(plan, where, first_line):
                 frame = tb.tb_frame
                 break
             tb = tb.tb_next
-        if lineno is None or not 0 <= lineno - first_line < len(where):
+        if lineno is None:
+            raise e
+        # The prologue, just above the body, allocates the blocks each call hands out.
+        j = lineno - first_line + len(plan.prologue)
+        if isinstance(e, MemoryError) and 0 <= j < len(plan.prologue):
+            b = plan.prologue_blocks[j]
+            if b is not None:
+                raise plan.block_memory_error(b) from e
+        if not 0 <= lineno - first_line < len(where):
             raise e
         idx = where[lineno - first_line]
         k, st = plan.steps[idx]

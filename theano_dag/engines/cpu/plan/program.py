@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from theano_dag.engines.basic import raise_with_op
+from theano_dag.engines.basic import creation_lines, raise_with_op
 from theano_dag.engines.cpu.emit.impls import Temp, call_steps, make_steps
 from theano_dag.engines.cpu.plan.shapes import ShapeError, broadcast_shapes, infer_shapes
-from theano_dag.engines.memory import MemoryPlan, PlanNode, check_plan, plan_memory
+from theano_dag.engines.memory import MemoryPlan, PlanNode, _fmt_bytes, check_plan, plan_memory
 from theano_dag.graph.basic import Constant
 
 __all__ = ["Program", "Plan", "DEFAULT_MIN_PLAN_BYTES", "FOLD_MAX_BYTES"]
@@ -450,17 +450,22 @@ class Plan:
                 cat[v] = "own"
         # Blocks that end the call holding an output are allocated by each call.
         per_call = {b for v, (b, _o) in self.memory.assignment.items() if cat[v] == "outblk"}
-        blocks = [
-            None if b in per_call else _aligned_block(n) for b, n in enumerate(self.memory.blocks)
-        ]
+        blocks = []
+        for b, n in enumerate(self.memory.blocks):
+            try:
+                blocks.append(None if b in per_call else _aligned_block(n))
+            except MemoryError as e:
+                raise self.block_memory_error(b) from e
         self.slots: dict = {}
         self.slot_values: dict = {}
         self.prologue: list = []
+        self.prologue_blocks: list = []  # the block each prologue line allocates, or None
         made: dict = {}
         u8 = p.global_name(np.dtype(np.uint8), "u8")
         for b in sorted(per_call):
             self.slot_values[f"bn{b}"] = self.memory.blocks[b]
             self.prologue.append(f"_blk{b} = _empty(bn{b}, {u8})")
+            self.prologue_blocks.append(b)
         for v, (b, off) in self.memory.assignment.items():
             d = cat_dtype(self, v)
             key = (b, d, shapes[v])
@@ -475,6 +480,7 @@ class Plan:
                 self.prologue.append(
                     f"{name} = _blk{b}[{name}s[0]:{name}s[1]].view({dn}).reshape({name}s[2])"
                 )
+                self.prologue_blocks.append(None)
             else:
                 self.slot_values[name] = blocks[b][off : off + n].view(d).reshape(shapes[v])
             made[key] = name
@@ -482,13 +488,47 @@ class Plan:
         self.own_bytes = 0
         for v, c in cat.items():
             if c == "own":
-                arr = np.empty(shapes[v], dtype=cat_dtype(self, v))
+                try:
+                    arr = np.empty(shapes[v], dtype=cat_dtype(self, v))
+                except MemoryError as e:
+                    raise MemoryError(
+                        f"CPU engine: out of memory for a buffer of "
+                        f"{_fmt_bytes(_nbytes(shapes[v], cat_dtype(self, v)))}, which holds "
+                        + self._describe_values([v])
+                    ) from e
                 self.own_bytes += arr.nbytes
                 self._slot(v, arr)
             elif c == "alloc":
                 self._slot(v, tuple(shapes[v]))
         self.blocks = blocks
         self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc"))
+
+    def block_memory_error(self, b) -> MemoryError:
+        """The error of a failed allocation of block ``b``: its size and the values the
+        plan puts in it (the node that computes each, its dtype and shape), not the byte
+        array that numpy names."""
+        held = [v for v, (bb, _o) in self.memory.assignment.items() if bb == b]
+        lines = [
+            f"CPU engine: out of memory for block {b} of the memory plan "
+            f"({_fmt_bytes(self.memory.blocks[b])}), which holds " + self._describe_values(held),
+            f"The function's input shapes: {', '.join(str(tuple(s)) for s in self.sig)}",
+        ]
+        first = [v for v in held if v in self.producer][:1]
+        if first:  # where the user made the first of them
+            lines += creation_lines(self.steps[self.producer[first[0]][0]][1].node)
+        return MemoryError("\n".join(lines))
+
+    def _describe_values(self, values, most=6) -> str:
+        """``values`` as a message lists them, one a line: the node computing each, its
+        dtype and shape."""
+        lines = [f"{len(values)} value{'s' * (len(values) != 1)}:"]
+        for v in values[:most]:
+            node = self.steps[self.producer[v][0]][1].node if v in self.producer else None
+            what = f"{v} = {node}" if node is not None and str(v) != str(node) else str(v)
+            lines.append(f"  {what}: {cat_dtype(self, v)}, shape {tuple(self.shapes[v])}")
+        if len(values) > most:
+            lines.append(f"  and {len(values) - most} more")
+        return "\n".join(lines)
 
     def _slot(self, v, value):
         name = f"bo{len(self.slots)}"

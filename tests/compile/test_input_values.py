@@ -1,0 +1,136 @@
+"""What a function and a shared variable accept as a value, the same on every engine: an
+ndarray subclass whose meaning an engine would drop (a masked array's mask, a matrix's
+2-D semantics) is refused with a message naming the input; other subclasses (a memmap)
+are read as plain arrays, and a refused ``set_value`` says which variable refused it."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.engines.dask
+import theano_dag.engines.opencl
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.config import config
+from theano_dag.engines.opencl.context import opencl_available
+
+OPENCL, _WHY = opencl_available()
+# np.matrix is what some tests give on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+DASK = importlib.util.find_spec("dask") is not None
+
+ENGINES = [
+    pytest.param(lambda: None, id="cpu"),
+    pytest.param("no_c", id="cpu_without_c"),
+    pytest.param(lambda: "FAST_COMPILE", id="fast_compile"),
+    pytest.param(lambda: Mode(linker="py", optimizer=None), id="py"),
+    pytest.param(
+        lambda: Mode(linker="opencl"),
+        id="opencl",
+        marks=pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}"),
+    ),
+    pytest.param(
+        lambda: Mode(linker="dask"),
+        id="dask",
+        marks=pytest.mark.skipif(not DASK, reason="dask is not installed"),
+    ),
+]
+
+
+def _compile(engine, inputs, output):
+    flags = {"cxx": ""} if engine == "no_c" else {}
+    mode = None if engine == "no_c" else engine()
+    with config.change_flags(**flags):
+        return theano_dag.function(inputs, output, mode=mode)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_masked_array_is_refused_before_and_after_the_fast_path(engine):
+    v = tt.dvector("v")
+    f = _compile(engine, [v], tt.log(v).sum())
+    masked = np.ma.array([1.0, 2.0], mask=[0, 1])
+    msg = (
+        "Function: bad input 'v' (position 0): TensorType(float64, vector) does not take a "
+        "numpy masked array: its mask would be ignored. Pass np.ma.filled(x, fill_value) to "
+        "choose the masked entries' values, or x.data to use the values under the mask."
+    )
+    with pytest.raises(TypeError, match=re.escape(msg)):
+        f(masked)
+    # Once plain calls have installed the engine's fast call, the same refusal.
+    for _ in range(3):
+        assert f(np.array([1.0, 2.0])) == pytest.approx(np.log(2.0))
+    with pytest.raises(TypeError, match=re.escape(msg)):
+        f(masked)
+    with pytest.raises(TypeError, match=re.escape(msg)):
+        f(v=masked)
+    # The documented ways round it give the answers they say.
+    assert f(np.ma.filled(masked, 1.0)) == pytest.approx(0.0)
+    assert f(masked.data) == pytest.approx(np.log(2.0))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_matrix_is_refused_and_a_memmap_comes_back_as_an_ndarray(engine, tmp_path):
+    m = tt.dmatrix("m")
+    f = _compile(engine, [m], m * m)
+    for _ in range(3):
+        f(np.ones((2, 2)))
+    with pytest.raises(TypeError, match=re.escape("does not take a numpy.matrix")) as info:
+        f(np.matrix([[1.0, 2.0], [3.0, 4.0]]))
+    assert "bad input 'm' (position 0)" in str(info.value)
+    mm = np.memmap(tmp_path / "m.bin", dtype="float64", mode="w+", shape=(2, 2))
+    mm[:] = [[1.0, 2.0], [3.0, 4.0]]
+    out = f(mm)
+    assert type(out) is np.ndarray
+    np.testing.assert_array_equal(out, [[1.0, 4.0], [9.0, 16.0]])
+
+
+def test_shared_refuses_a_masked_array_and_a_matrix():
+    with pytest.raises(ValueError, match=re.escape("shared: a numpy masked array is not a")):
+        theano_dag.shared(np.ma.array([1.0, 2.0], mask=[0, 1]))
+    with pytest.raises(ValueError, match=re.escape("shared: a numpy.matrix is not a tensor")):
+        theano_dag.shared(np.matrix([[1.0]]))
+    w = theano_dag.shared(np.zeros(2), name="w")
+    with pytest.raises(TypeError, match="shared variable 'w': .* does not take a numpy masked"):
+        w.set_value(np.ma.array([1.0, 2.0], mask=[0, 1]))
+    np.testing.assert_array_equal(w.get_value(), [0.0, 0.0])
+
+
+SHARED = [
+    pytest.param(theano_dag.shared, id="numpy"),
+    pytest.param(
+        lambda v, name: theano_dag.engines.opencl.opencl_shared(v, name=name),
+        id="opencl",
+        marks=pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}"),
+    ),
+    pytest.param(
+        lambda v, name: theano_dag.engines.dask.dask_shared(v, name=name),
+        id="dask",
+        marks=pytest.mark.skipif(not DASK, reason="dask is not installed"),
+    ),
+]
+
+
+@pytest.mark.parametrize("make", SHARED)
+def test_set_value_of_the_wrong_rank_or_dtype_says_so_in_one_sentence(make):
+    w = make(np.zeros(3), name="w")
+    with pytest.raises(TypeError) as info:
+        w.set_value(np.zeros((2, 2)))
+    assert str(info.value) == (
+        "Cannot set the value of shared variable 'w': TensorType(float64, vector): wrong "
+        "number of dimensions: expected 1, got 2 with shape (2, 2)."
+    )
+    with pytest.raises(TypeError) as info:
+        w.set_value(np.zeros(3, dtype=np.complex128))
+    assert str(info.value).startswith(
+        "Cannot set the value of shared variable 'w': TensorType(float64, vector) cannot "
+        "store a value of dtype complex128 without risking loss of precision."
+    )
+    np.testing.assert_array_equal(w.get_value(), np.zeros(3))
+    unnamed = make(np.zeros(3), name=None)
+    with pytest.raises(TypeError, match=r"^Cannot set the value of shared variable \(unnamed\)"):
+        unnamed.set_value(np.zeros((1, 1)))
