@@ -44,6 +44,7 @@ __all__ = [
     "local_crossentropy_softmax_grad",
     "local_erf_complement",
     "local_expm1",
+    "local_1_plus_expm1",
     "local_log_erfc",
     "local_grad_log_erfc_neg",
     "local_log_add_exp",
@@ -52,6 +53,8 @@ __all__ = [
     "local_sqrt_sqr",
     "local_log1p_expm1",
     "local_exp_log_inverses",
+    "local_exp_over_add_exp",
+    "local_div_by_reciprocal",
 ]
 
 
@@ -461,11 +464,15 @@ RULES.specialize()(local_erf_complement)
 @stabilize()
 @local_optimizer([tm.add, tm.sub])
 def local_expm1(fgraph, node):
-    """``exp(x) - 1`` as ``expm1(x)``, which keeps the digits of a tiny ``x``."""
+    """``exp(x) - 1`` as ``expm1(x)`` (and ``1 - exp(x)`` as ``-expm1(x)``), which keeps
+    the digits of a tiny ``x``."""
     # exp(x) - 1 -> expm1(x) ; -1 + exp(x) -> expm1(x)
     # exp(x) + y - 1 -> expm1(x) + y ; exp(x) + y + -1 -> expm1(x) + y
+    # 1 - exp(x) -> -expm1(x)   (the gradient of log(1 - exp(x)) divides by it)
     if isinstance(scalar_op(node), ts.Sub):
         terms, one = node.inputs
+        if is_const(terms, 1) and _is_op(one, ts.exp) and is_float(one):
+            return fit(node.outputs[0], tm.neg(tm.expm1(one.owner.inputs[0])), node.inputs)
         if not is_const(one, 1):
             return False
         add = terms.owner
@@ -495,6 +502,22 @@ RULES.specialize()(local_expm1)
 
 
 @stabilize()
+@local_optimizer([tm.add])
+def local_1_plus_expm1(fgraph, node):
+    """``1 + expm1(x)`` as ``exp(x)``: the sum is 0 once ``expm1(x)`` rounds to -1 (the
+    derivative of ``expm1`` is written so; canonicalize has simplified ratios first)."""
+    # 1 + expm1(x) -> exp(x) ; expm1(x) + 1 -> exp(x)
+    if not isinstance(scalar_op(node), ts.Add) or len(node.inputs) != 2:
+        return False
+    a, b = node.inputs
+    if is_const(b, 1):
+        a, b = b, a
+    if not (is_const(a, 1) and _is_op(b, ts.expm1) and is_float(b)):
+        return False
+    return fit(node.outputs[0], tm.exp(b.owner.inputs[0]), node.inputs)
+
+
+@stabilize()
 @local_optimizer([tm.log, tm.log1p])
 def local_log_erfc(fgraph, node):
     """``log(erfc(x))`` as ``log_erfc(x)``, finite where ``erfc(x)`` underflows (``x``
@@ -516,7 +539,19 @@ def local_log_erfc(fgraph, node):
 
 
 def _is_minus_square_of(var, z) -> bool:
-    """Whether ``var`` is ``-(z * z)`` (``-sqr(z)``, ``-1 * z * z``...)."""
+    """Whether ``var`` is ``-(z * z)`` (``-sqr(z)``, ``-1 * z * z``..., or the same of
+    ``w`` where ``z`` is ``-w``: the gradient of ``erfc(-w)`` squares ``w``)."""
+    w = _negated(z)
+    return _is_minus_square(var, z) or (w is not None and _is_minus_square(var, w))
+
+
+def _is_minus_square(var, z) -> bool:
+    owner = var.owner
+    sop = scalar_op(owner)
+    if isinstance(sop, ts.Mul) and len(owner.inputs) == 2:  # z * (-z)
+        a, b = owner.inputs
+        if (a is z and _negated(b) is z) or (b is z and _negated(a) is z):
+            return True
     inner = _negated(var)
     if inner is not None:
         owner = inner.owner
@@ -524,8 +559,7 @@ def _is_minus_square_of(var, z) -> bool:
         if sop == ts.sqr:
             return owner.inputs[0] is z
         return isinstance(sop, ts.Mul) and list(owner.inputs) == [z, z]
-    owner = var.owner
-    if not isinstance(scalar_op(owner), ts.Mul) or len(owner.inputs) != 3:
+    if not isinstance(sop, ts.Mul) or len(owner.inputs) != 3:
         return False
     ins = list(owner.inputs)
     minus = next((i for i in ins if is_const(i, -1)), None)
@@ -626,9 +660,7 @@ def local_log_div(fgraph, node):
         return False
     inner = node.inputs[0].owner
     sop = scalar_op(inner)
-    if sop == ts.reciprocal or (
-        isinstance(sop, ts.TrueDiv) and is_const(inner.inputs[0], 1)
-    ):
+    if sop == ts.reciprocal or (isinstance(sop, ts.TrueDiv) and is_const(inner.inputs[0], 1)):
         x = inner.inputs[-1]
         new = tm.neg(tm.log(x))
     elif isinstance(sop, ts.TrueDiv):
@@ -751,3 +783,104 @@ def local_exp_log_inverses(fgraph, node):
     if domain is not None:
         new = _nan_unless(domain(x), new)
     return fit(node.outputs[0], new, [x])
+
+
+def _exp_ratio(e, den):
+    """``e / den`` computed stably, where ``e`` is ``exp(a)`` and ``den`` a sum of
+    exponentials one of which is ``e`` itself, or ``exp(a) - exp(b)``; else None."""
+    owner = den.owner
+    sop = scalar_op(owner)
+    a = e.owner.inputs[0]
+    if isinstance(sop, ts.Add):
+        if e not in owner.inputs or not all(_is_op(t, ts.exp) for t in owner.inputs):
+            return None
+        # exp(a) / sum_i exp(x_i) = 1 / sum_i exp(x_i - a): the differences are exact
+        # for close terms (a - logaddexp(...) is not: it rounds at the sum's magnitude)
+        others = [t.owner.inputs[0] for t in owner.inputs if t is not e]
+        if len(others) == 1:
+            return tm.sigmoid(a - others[0])
+        return tm.reciprocal(tm.add(1, *[tm.exp(b - a) for b in others]))
+    if isinstance(sop, ts.Sub):
+        p, q = owner.inputs
+        if not (_is_op(p, ts.exp) and _is_op(q, ts.exp)):
+            return None
+        b, c = p.owner.inputs[0], q.owner.inputs[0]
+        if e is p:  # exp(b) / (exp(b) - exp(c)) = -1 / expm1(c - b)
+            return tm.neg(tm.reciprocal(tm.expm1(c - b)))
+        if e is q:  # exp(c) / (exp(b) - exp(c)) = 1 / expm1(b - c)
+            return tm.reciprocal(tm.expm1(b - c))
+    return None
+
+
+@stabilize()
+@local_optimizer([tm.mul, tm.true_div])
+def local_exp_over_add_exp(fgraph, node):
+    """``exp(x) / (exp(x) + exp(y))`` (the gradient of ``log(exp(x) + exp(y))``) as
+    ``sigmoid(x - y)`` (``1 / (1 + exp(y - x) + exp(z - x))`` for more terms), and
+    ``exp(x) / (exp(x) - exp(y))`` (the gradient of ``log(exp(x) - exp(y))``) as
+    ``-1 / expm1(y - x)``: no ``inf / inf``."""
+    # exp(x) * (g / (exp(x) + exp(y))) -> g * sigmoid(x - y)
+    # exp(x) * (g / (exp(x) + exp(y) + exp(z))) -> g / (1 + exp(y - x) + exp(z - x))
+    # exp(x) * (g / (exp(x) - exp(y))) -> g * (-1 / expm1(y - x))
+    # exp(y) * (g / (exp(x) - exp(y))) -> g * (1 / expm1(x - y)) ; and as (g * exp(x)) / (...)
+    sop = scalar_op(node)
+    if isinstance(sop, ts.TrueDiv):
+        num, den = node.inputs
+        factors = list(num.owner.inputs) if isinstance(scalar_op(num.owner), ts.Mul) else [num]
+        others = []
+    elif isinstance(sop, ts.Mul):
+        div = next((i for i in node.inputs if isinstance(scalar_op(i.owner), ts.TrueDiv)), None)
+        if div is None:
+            return False
+        num, den = div.owner.inputs
+        factors = list(node.inputs)
+        factors.remove(div)
+        others = [num]
+    else:
+        return False
+    if not isinstance(scalar_op(den.owner), (ts.Add, ts.Sub)) or not is_float(den):
+        return False
+    for e in factors:
+        if not _is_op(e, ts.exp):
+            continue
+        ratio = _exp_ratio(e, den)
+        if ratio is not None:
+            rest = list(factors)
+            rest.remove(e)
+            new = tm.mul(*rest, *others, ratio) if rest or others else ratio
+            return fit(node.outputs[0], new, node.inputs)
+    return False
+
+
+def _reciprocal_arg(var):
+    """``x`` when ``var`` is ``1 / x`` or ``reciprocal(x)``."""
+    owner = var.owner
+    sop = scalar_op(owner)
+    if sop == ts.reciprocal:
+        return owner.inputs[0]
+    if isinstance(sop, ts.TrueDiv) and is_const(owner.inputs[0], 1):
+        return owner.inputs[1]
+    return None
+
+
+@stabilize()
+@local_optimizer([tm.true_div, tm.reciprocal])
+def local_div_by_reciprocal(fgraph, node):
+    """``a / (1 / x)`` as ``a * x``: ``1 / x`` overflows for a subnormal ``x`` and its
+    reciprocal is then 0 (the gradient of ``log(1 / x)`` divides by ``1 / x``)."""
+    # a / (1 / x) -> a * x ; 1 / (1 / x) -> x ; reciprocal(reciprocal(x)) -> x
+    sop = scalar_op(node)
+    if sop == ts.reciprocal:
+        a, r = None, node.inputs[0]
+    elif isinstance(sop, ts.TrueDiv):
+        a, r = node.inputs
+    else:
+        return False
+    x = _reciprocal_arg(r)
+    if x is None or not is_float(node.outputs[0]):
+        return False
+    new = x if a is None or is_const(a, 1) else tm.mul(a, x)
+    return fit(node.outputs[0], new, node.inputs)
+
+
+RULES.canonicalize()(local_div_by_reciprocal)
