@@ -74,7 +74,7 @@ CASES = [
         [np.array([1e-20, -1e-10, 1e-5, 0.5, -3.0, 20.0])],
     ),
     elementwise(
-        "log(exp(x) + exp(y)) at large |x|",
+        "log(exp(x) + exp(y)) at +-1000",
         lambda x, y: tt.log(tt.exp(x) + tt.exp(y)),
         lambda x, y: mpmath.log(mpmath.exp(x) + mpmath.exp(y)),
         [
@@ -83,7 +83,7 @@ CASES = [
         ],
     ),
     elementwise(
-        "log(exp(x) + exp(y) + exp(z)) at large |x|",
+        "log(exp(x) + exp(y) + exp(z)) at +-1000",
         lambda x, y, z: tt.log(tt.exp(x) + tt.exp(y) + tt.exp(z)),
         lambda x, y, z: mpmath.log(mpmath.exp(x) + mpmath.exp(y) + mpmath.exp(z)),
         [
@@ -100,6 +100,24 @@ CASES = [
             np.array([1000.0, 0.0, -1000.0, 5.0, 0.5]),
             np.array([999.0, -1e-8, -1001.0, -30.0, -40.0]),
         ],
+    ),
+    elementwise(
+        "log(exp(x)) at +-800",
+        lambda x: tt.log(tt.exp(x)),
+        lambda x: x,
+        [np.array([800.0, 100.0, -800.0, 1e-20, -3.0])],
+    ),
+    elementwise(
+        "exp(log(x)) at tiny and large x",
+        lambda x: tt.exp(tt.log(x)),
+        lambda x: x,
+        [np.array([1e-30, 1e-20, 2.0, 1e30])],
+    ),
+    elementwise(
+        "expm1(softplus(x)) at large negative x",
+        lambda x: tt.expm1(tt.softplus(x)),
+        mpmath.exp,
+        [np.array([-50.0, -1e-20, 0.5, 3.0])],
     ),
     elementwise(
         "log1p(expm1(x)) at large x",
@@ -121,7 +139,7 @@ CASES = [
     ),
     *[
         Case(
-            f"sqrt(x**2) at large |x| ({dtype})",
+            f"sqrt(x**2) at huge x ({dtype})",
             lambda x: tt.sqrt(x**2),
             [values],
             np.abs,
