@@ -1,14 +1,16 @@
 """Stabilization rewrites: structure and values, and the stability they buy."""
 
+import mpmath
 import numpy as np
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nnet import nnet
 
-from .rewrite_helpers import apply_dbs, check, fgraph_values
+from .rewrite_helpers import apply_dbs, check, fgraph_values, ops_of
 
 rng = np.random.default_rng(7)
 FAST_RUN_PY = Mode(linker="py", optimizer="fast_run")
@@ -205,3 +207,167 @@ def test_gradient_of_minus_log_sum_exp_too():
     cost = -tt.log(tt.sum(tt.exp(m), axis=1)).sum()
     f = theano_dag.function([m], theano_dag.grad(cost, m))
     np.testing.assert_allclose(f(np.array([[2000.0, 2000.0, 0.0]])), [[-0.5, -0.5, 0.0]])
+
+
+# -- logarithms, exponentials and special functions -------------------------------------
+
+
+def _all(fg):
+    return stabilize(fg)
+
+
+def test_erf_complements():
+    x = tt.dvector("x")
+    check(
+        [x],
+        [1 - tt.erf(x), 1 + tt.erf(x), tt.erf(x) - 1, 1 - tt.erfc(x), tt.erfc(x) - 1],
+        [tt.erfc(x), tt.erfc(-x), -tt.erfc(x), tt.erf(x), -tt.erf(x)],
+        [rng.normal(size=4)],
+        _all,
+    )
+    check(
+        [x], [tt.erfc(-x) - 1, 1 + -tt.erf(x)], [tt.erf(x), tt.erfc(x)], [rng.normal(size=4)], _all
+    )
+    # 1 + erfc(x) cancels nothing: left alone
+    fg = stabilize(FunctionGraph([x], [1 + tt.erfc(x)]))
+    assert "erf" not in " ".join(str(n.op) for n in fg.apply_nodes).replace("erfc", "")
+
+
+def test_expm1():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    check(
+        [x, y],
+        [tt.exp(x) - 1, -1 + tt.exp(x), tt.exp(x) + y - 1, 1 - tt.exp(x)],
+        [tt.expm1(x), tt.expm1(x), y + tt.expm1(x), -tt.expm1(x)],
+        [rng.normal(size=3), rng.normal(size=3)],
+        _all,
+    )
+    check([x], [1 + tt.expm1(x)], [tt.exp(x)], [rng.normal(size=3)], _all)
+
+
+def test_log_erfc_and_its_gradient():
+    x = tt.dvector("x")
+    check(
+        [x],
+        [tt.log(tt.erfc(x)), tt.log(1 - tt.erf(x)), tt.log1p(-tt.erf(x))],
+        [tt.log_erfc(x)] * 3,
+        [rng.normal(size=4)],
+        _all,
+    )
+    g = theano_dag.grad(tt.log(tt.erfc(x)).sum(), x)
+    fg = stabilize(FunctionGraph([x], [g]))
+    ops = ops_of(fg)
+    assert "Elemwise{erfcx,no_inplace}" in ops and "Elemwise{erfc,no_inplace}" not in ops
+    # erfc(-x), erfc(x / sqrt(2)): the squares the gradient builds are recognised too
+    for arg in (-x, x / np.sqrt(2.0)):
+        g = theano_dag.grad(tt.log(tt.erfc(arg)).sum(), x)
+        assert "Elemwise{erfc,no_inplace}" not in ops_of(stabilize(FunctionGraph([x], [g])))
+
+
+def test_log_erfc_in_float32_far_in_the_tail():
+    # PyTensor's log(erfc) rewrite builds float64 constants into a float32 graph and is
+    # rolled back; here the value and the gradient are float32 and finite
+    x = tt.fvector("x")
+    cost = tt.log(tt.erfc(x))
+    f = theano_dag.function([x], [cost, theano_dag.grad(cost.sum(), x)])
+    points = [30.0, 1000.0]
+    v, g = f(np.array(points, dtype="float32"))
+    assert v.dtype == g.dtype == "float32"
+    want = [float(mpmath.log(mpmath.erfc(p))) for p in points]
+    want_g = [float(mpmath.diff(lambda t: mpmath.log(mpmath.erfc(t)), p)) for p in points]
+    np.testing.assert_allclose(v, want, rtol=1e-6)
+    np.testing.assert_allclose(g, want_g, rtol=1e-5)
+
+
+def test_log_add_exp_and_log_diff_exp():
+    x, y, z = tt.dvector("x"), tt.dvector("y"), tt.dvector("z")
+    args = [rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)]
+    check([x, y], [tt.log(tt.exp(x) + tt.exp(y))], [tt.logaddexp(x, y)], args[:2], _all)
+    fg = check([x, y, z], [tt.log(tt.exp(x) + tt.exp(y) + tt.exp(z))], None, args, _all)
+    assert ops_of(fg).count("Elemwise{logaddexp,no_inplace}") == 2
+    assert "Elemwise{exp,no_inplace}" not in ops_of(fg)
+    fg = check(
+        [x, y],
+        [tt.log(tt.exp(x) - tt.exp(y))],
+        None,
+        [rng.uniform(1, 2, size=3), rng.uniform(-2, 0, size=3)],
+        _all,
+    )
+    assert ops_of(fg) == [
+        "Elemwise{eq,no_inplace}",
+        "Elemwise{sub,no_inplace}",
+        "Elemwise{log1mexp,no_inplace}",
+        "Elemwise{add,no_inplace}",
+        "Elemwise{switch,no_inplace}",
+    ]
+
+
+def test_gradients_of_log_add_exp_and_log_diff_exp_have_no_exp_ratio():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    for f in (tt.log(tt.exp(x) + tt.exp(y)), tt.log(tt.exp(x) - tt.exp(y))):
+        gs = theano_dag.grad(f.sum(), [x, y])
+        fg = stabilize(FunctionGraph([x, y], gs))
+        assert not any(
+            isinstance(n.op.scalar_op, ts.TrueDiv)
+            for n in fg.apply_nodes
+            if hasattr(n.op, "scalar_op")
+        ), ops_of(fg)
+    f = theano_dag.function([x, y], theano_dag.grad(tt.log(tt.exp(x) + tt.exp(y)).sum(), [x, y]))
+    gx, gy = f(np.array([1000.0, 0.0]), np.array([1000.0, -np.log(3.0)]))
+    np.testing.assert_allclose(gx, [0.5, 0.75])
+    np.testing.assert_allclose(gy, [0.5, 0.25])
+
+
+def test_log_div_and_div_by_reciprocal():
+    x, a = tt.dvector("x"), tt.dvector("a")
+    check(
+        [x],
+        [tt.log(1 / x), tt.log(tt.reciprocal(x))],
+        [-tt.log(x), -tt.log(x)],
+        [rng.uniform(0.1, 3, size=3)],
+        _all,
+        rtol=1e-12,
+    )
+    check(
+        [x, a],
+        [a / (1 / x), 1 / (1 / x)],
+        [x * a, x],
+        [rng.uniform(1, 2, 3), rng.normal(size=3)],
+        _all,
+    )
+
+
+def test_sqrt_sqr():
+    x = tt.dvector("x")
+    check([x], [tt.sqrt(tt.sqr(x)), tt.sqrt(x * x)], [abs(x), abs(x)], [rng.normal(size=5)], _all)
+    fg = check([x], [tt.sqr(tt.sqrt(x))], None, [rng.normal(size=5)], _all)
+    assert ops_of(fg) == ["Elemwise{ge,no_inplace}", "Elemwise{switch,no_inplace}"]
+
+
+def test_exp_log_inverse_pairs():
+    x = tt.dvector("x")
+    specialize = lambda fg: apply_dbs(fg, "specialize")  # noqa: E731
+    args = [rng.uniform(-0.5, 2, size=4)]
+    for out in (tt.exp(tt.log1p(x)), tt.expm1(tt.log1p(x)), tt.expm1(tt.log(x + 1))):
+        fg = check([x], [out], None, args, specialize)
+        assert "Elemwise{switch,no_inplace}" in ops_of(fg)
+        assert not {"Elemwise{log1p,no_inplace}", "Elemwise{log,no_inplace}"} & set(ops_of(fg))
+    fg = check([x], [tt.exp(tt.softplus(x))], None, args, specialize)
+    assert ops_of(fg) == ["Elemwise{exp,no_inplace}", "Elemwise{add,no_inplace}"]
+    check([x], [tt.expm1(tt.softplus(x))], [tt.exp(x)], args, specialize)
+    neg = [-rng.uniform(0.1, 2, size=4)]
+    fg = check([x], [tt.exp(tt.log1mexp(x)), tt.log1mexp(tt.log1mexp(x))], None, neg, specialize)
+    assert "Elemwise{log1mexp,no_inplace}" not in ops_of(fg)
+    check([x], [tt.log1p(tt.expm1(x))], [x], [rng.normal(size=3)], stabilize)
+    excluded = FunctionGraph([x], [tt.log1p(tt.expm1(x))])
+    apply_dbs(excluded, "canonicalize", exclude=["nonfinite_unsafe"])
+    assert "Elemwise{expm1,no_inplace}" in ops_of(excluded)
+
+
+def test_special_rewrites_are_tagged_stabilize():
+    x = tt.dvector("x")
+    mode = FAST_RUN_PY.excluding("stabilize")
+    f = theano_dag.function([x], tt.log(tt.erfc(x)), mode=mode)
+    assert "log_erfc" not in " ".join(str(n.op) for n in f.maker.fgraph.apply_nodes)
+    f = theano_dag.function([x], tt.log(tt.erfc(x)), mode=FAST_RUN_PY)
+    assert np.isfinite(f(np.array([40.0]))).all()

@@ -21,6 +21,18 @@ CASES = [
         lambda x: mpmath.log(1 + mpmath.exp(x)),
         [np.array([-1000.0, -90.0, -30.0, 0.0, 30.0, 90.0, 800.0])],
     ),
+    elementwise(
+        "log(1 - exp(x)) near 0 and far below",
+        lambda x: tt.log(1 - tt.exp(x)),
+        lambda x: mpmath.log(-mpmath.expm1(x)),
+        [np.array([-1e-20, -1e-8, -0.5, -1.0, -40.0, -800.0])],
+    ),
+    elementwise(
+        "log(-expm1(x)) far below 0",
+        lambda x: tt.log(-tt.expm1(x)),
+        lambda x: mpmath.log(-mpmath.expm1(x)),
+        [np.array([-1e-20, -0.5, -40.0, -800.0])],
+    ),
 ]
 
 

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from tensor_helpers import inferred_shapes
 
 import theano_dag
 from theano_dag import function
@@ -32,6 +33,7 @@ UNARY = {
     "erfcinv": (tt.erfcinv, sps.erfcinv, UNIT + 1),
     "erfcx": (tt.erfcx, sps.erfcx, np.array([-1.0, 0.0, 2.0, 30.0, 1e4])),
     "log1mexp": (tt.log1mexp, lambda x: np.log(-np.expm1(x)), NEGATIVE),
+    "log_erfc": (tt.log_erfc, lambda x: np.log(sps.erfc(x)), np.array([-3.0, -0.2, 0.1, 2.0, 8.5])),
     "log1pexp": (tt.log1pexp, lambda x: np.logaddexp(0, x), np.array([-800.0, -1, 0, 2, 800])),
     "xlogx": (xlogx.xlogx, lambda x: sps.xlogy(x, x), np.array([0.0, 0.1, 1.0, 4.0])),
 }
@@ -135,3 +137,43 @@ def test_theano_misc_paths():
     assert _asarray([1], dtype="floatX").dtype == theano_dag.config.floatX
     s = tt._shared(np.ones(2), name="s")
     assert s.type.ndim == 1 and s.name == "s"
+
+
+@pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log_erfc_beyond_erfc_underflow(dtype, mode):
+    # erfc underflows at 26.5 (float64), 9.2 (float32); log(erfcx(x)) - x**2 does not
+    x = tt.vector("x", dtype=dtype)
+    points = np.array([9.5, 12.0, 30.0, 1000.0, 1e10])
+    got = function([x], tt.log_erfc(x), mode=mode)(points.astype(dtype))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np.log(sps.erfcx(points)) - points**2, rtol=1e-6)
+
+
+def test_log_erfc_and_logaddexp_shapes_and_grads():
+    m = tt.dmatrix("m")
+    r = tt.drow("r")
+    v = np.arange(6.0).reshape(2, 3)
+    assert inferred_shapes(tt.log_erfc(m), {m: v}) == [(2, 3)]
+    assert inferred_shapes(tt.logaddexp(m, r), {m: v, r: v[:1]}) == [(2, 3)]
+    verify_grad(tt.log_erfc, [np.array([-2.0, 0.3, 4.0, 12.0])], rng=np.random.default_rng(4))
+    verify_grad(
+        tt.logaddexp,
+        [np.array([-2.0, 0.3, 4.0]), np.array([1.0, 0.3, -7.0])],
+        rng=np.random.default_rng(5),
+    )
+
+
+@pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logaddexp_values(dtype, mode):
+    x, y, z = (tt.vector(n, dtype=dtype) for n in "xyz")
+    a = np.array([1000.0, -1000.0, 0.0, -np.inf, np.inf, 3.0], dtype=dtype)
+    b = np.array([1000.0, -1000.0, -40.0, -np.inf, np.inf, np.nan], dtype=dtype)
+    f = function([x, y, z], [tt.logaddexp(x, y), tt.logaddexp(x, y, z)], mode=mode)
+    two, three = f(a, b, a)
+    assert two.dtype == three.dtype == dtype
+    np.testing.assert_allclose(two, np.logaddexp(a, b), rtol=1e-6)
+    np.testing.assert_allclose(three, np.logaddexp(np.logaddexp(a, b), a), rtol=1e-6)
+    with pytest.raises(TypeError, match="at least two arguments"):
+        tt.logaddexp(x)

@@ -86,6 +86,8 @@ __all__ = [
     "erfinv",
     "erfcinv",
     "erfcx",
+    "log_erfc",
+    "logaddexp",
     "log1mexp",
     "xlogx",
     "xlogy0",
@@ -414,12 +416,99 @@ erfcinv = _unary(
     lambda x, out: -const_like(_SQRT_PI_OVER_2, out) * _of(x).exp(out * out),
     "the inverse of erfc",
 )
+
+
+# -- erfc's tail: erfcx and log_erfc ----------------------------------------------------
+# Beyond a threshold erfc(x) is about to underflow (float64: erfc(26.55) is the smallest
+# normal number; float32: erfc(9.2)), and the asymptotic series
+#     erfc(x) = exp(-x**2) / (x sqrt(pi)) * (1 - 1/(2x^2) + 3/(2x^2)^2 - 15/(2x^2)^3 ...)
+# takes over: at the thresholds below its first terms are exact to about 1e-15 (float64)
+# and 1e-8 (float32). Below them erfc(x) itself is accurate to a few ulps of its value.
+_ERFC_TAIL = {"float64": 26.0}
+_ERFC_TAIL_DEFAULT = 9.0  # float32 and float16
+_LOG_SQRT_PI = 0.5 * _pymath.log(_pymath.pi)
+_SQRT_PI = _pymath.sqrt(_pymath.pi)
+# The series minus its leading 1, by Horner in v = 1/x**2 (coefficients (-1)^k (2k-1)!!/2^k).
+_TAIL_SERIES = (-0.5, 0.75, -1.875, 6.5625, -29.53125)
+
+
+def _erfc_tail_threshold(dtype) -> float:
+    return _ERFC_TAIL.get(str(dtype), _ERFC_TAIL_DEFAULT)
+
+
+def _tail_series_np(x):
+    v = 1 / (x * x)
+    acc = _TAIL_SERIES[-1] * v
+    for c in _TAIL_SERIES[-2::-1]:
+        acc = (acc + c) * v
+    return acc
+
+
+def _tail_series_c(x, t):
+    """The series minus 1 as a C expression of ``x`` (type ``t``)."""
+    v = f"(({t})1 / ({x} * {x}))"
+    acc = f"({t}){_TAIL_SERIES[-1]!r} * {v}"
+    for c in _TAIL_SERIES[-2::-1]:
+        acc = f"(({acc}) + ({t}){c!r}) * {v}"
+    return acc
+
+
+def _erfcx_np(x):
+    """exp(x**2) * erfc(x) by the same formula as the C kernels (when scipy is absent)."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        tail = (1 + _tail_series_np(x)) / (x * _SQRT_PI)
+        return np.where(x >= _erfc_tail_threshold(x.dtype), tail, np.exp(x * x) * _np_erfc(x))
+
+
+def _erfcx_c_template(self, in_dtypes, out_dtypes):
+    t = "%(t)s"
+    tail = f"(({t})1 + {_tail_series_c('%(x)s', t)}) / (%(x)s * ({t}){_SQRT_PI!r})"
+    threshold = _erfc_tail_threshold(out_dtypes[0])
+    return f"(%(x)s >= ({t}){threshold!r} ? {tail} : exp(%(x)s * %(x)s) * erfc(%(x)s))"
+
+
 erfcx = _unary(
     "erfcx",
-    _scipy_special("erfcx"),
-    None,
+    _scipy_special("erfcx", _erfcx_np),
+    None,  # c_template gives it, by dtype
     lambda x, out: 2 * x * out - const_like(_TWO_OVER_SQRT_PI, out),
     "exp(x**2) * erfc(x), which does not overflow for large x",
+    c_template=_erfcx_c_template,
+)
+
+
+def _log_erfc_np(x):
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        tail = -x * x - np.log(x) - _LOG_SQRT_PI + np.log1p(_tail_series_np(x))
+        near_0 = np.log1p(-_np_erf(x))  # erfc(x) = 1 - tiny: its log is -tiny, not 0
+        mid = np.log(_np_erfc(x))
+        return np.where(
+            x >= _erfc_tail_threshold(x.dtype), tail, np.where(np.abs(x) < 0.5, near_0, mid)
+        )
+
+
+def _log_erfc_c_template(self, in_dtypes, out_dtypes):
+    t = "%(t)s"
+    tail = (
+        f"(-(%(x)s * %(x)s) - log(%(x)s) - ({t}){_LOG_SQRT_PI!r}"
+        f" + log1p({_tail_series_c('%(x)s', t)}))"
+    )
+    threshold = _erfc_tail_threshold(out_dtypes[0])
+    return (
+        f"(%(x)s >= ({t}){threshold!r} ? {tail} : "
+        f"(fabs(%(x)s) < ({t})0.5 ? log1p(-erf(%(x)s)) : log(erfc(%(x)s))))"
+    )
+
+
+log_erfc = _unary(
+    "log_erfc",
+    _log_erfc_np,
+    None,  # c_template gives it, by dtype
+    lambda x, out: -const_like(_TWO_OVER_SQRT_PI, out) / _of(x).erfcx(x),
+    "log(erfc(x)), finite where erfc(x) underflows (about -x**2 - log(x sqrt(pi)))",
+    c_template=_log_erfc_c_template,
 )
 # Bessel functions (scipy.special, imported when they first run; no C expression).
 j1 = _unary("j1", _scipy_special("j1"), None, None, "Bessel function of the first kind, order 1")
@@ -440,6 +529,29 @@ i0 = _unary(
     lambda x, out: _of(x).i1(x),
     "modified Bessel function of the first kind, order 0",
 )
+
+
+class LogAddExp(BinaryScalarOp):
+    """``log(exp(x) + exp(y))`` (``numpy.logaddexp``): the larger argument plus
+    ``log1p(exp(-|x - y|))``, which neither overflows nor loses a tiny second term."""
+
+    nfunc = staticmethod(np.logaddexp)
+    # x == y first: inf - inf would be NaN (and the sum of two equal terms is x + log 2)
+    c_expr = (
+        "(%(x)s == %(y)s ? %(x)s + (%(t)s)0.6931471805599453"
+        " : (%(x)s > %(y)s ? %(x)s + log1p(exp(%(y)s - %(x)s))"
+        " : %(y)s + log1p(exp(%(x)s - %(y)s))))"
+    )
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        t = _of(x)
+        # exp(x - out) = sigmoid(x - y); x - y is exact for close arguments, x - out not
+        return [gz * t.sigmoid(x - y), gz * t.sigmoid(y - x)]
+
+
+logaddexp = LogAddExp(upgrade_to_float, name="logaddexp")
 
 
 def _log1mexp(x):

@@ -106,6 +106,8 @@ __all__ = [
     "erfinv",
     "erfcinv",
     "erfcx",
+    "log_erfc",
+    "logaddexp",
     "log1mexp",
     "log1pexp",
     "betaln",
@@ -328,6 +330,26 @@ tri_gamma = _u("tri_gamma")
 erfinv = _u("erfinv")
 erfcinv = _u("erfcinv")
 erfcx = _u("erfcx")
+log_erfc = _u("log_erfc")
+_logaddexp2 = _binary(ts.logaddexp, "logaddexp", "``log(exp(x) + exp(y))``.")
+
+
+def logaddexp(*xs):
+    """``log(exp(x1) + exp(x2) + ...)`` elementwise, without overflow or lost digits
+    (``numpy.logaddexp`` for two arguments; more are added one at a time).
+
+    >>> import numpy as np
+    >>> print(f"{float(logaddexp(np.float64(1000.0), np.float64(1000.0)).eval()):.4f}")
+    1000.6931
+    """
+    if len(xs) < 2:
+        raise TypeError(f"logaddexp needs at least two arguments, got {len(xs)}")
+    out = _logaddexp2(xs[0], xs[1])
+    for x in xs[2:]:
+        out = _logaddexp2(out, x)
+    return out
+
+
 log1mexp = _u("log1mexp")
 log1pexp = softplus  # PyTensor's name
 # xlogx and xlogy0 are reached as tensor.xlogx.xlogx, Theano's path (tensor.xlogx is

@@ -146,9 +146,10 @@ local_abs_neg = canonicalize(_FAST)(
     )
 )
 # log(exp(x)) -> x
-# (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe)
+# (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe;
+# exp(x) may have other uses, as in the gradient of log(exp(x)): the rewrite still holds)
 local_log_exp = canonicalize(NONFINITE_UNSAFE)(
-    pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x")
+    pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x", allow_multiple_clients=True)
 )
 
 
@@ -159,7 +160,12 @@ def _nan_below_zero(x):
 
 # exp(log(x)) -> switch(x >= 0, x, nan)
 local_exp_log = canonicalize()(
-    pattern("local_exp_log", (tm.exp, (tm.log, _F)), (_nan_below_zero, "x"))
+    pattern(
+        "local_exp_log",
+        (tm.exp, (tm.log, _F)),
+        (_nan_below_zero, "x"),
+        allow_multiple_clients=True,
+    )
 )
 
 
