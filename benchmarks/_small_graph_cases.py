@@ -8,7 +8,8 @@ builds the graph in theano_dag, PyTensor and theano-pymc. ``data`` holds the arr
 so that all of them compute the same numbers.
 
 Run as a script (``python _small_graph_cases.py --lib theano --data IN.npz --out
-OUT.npz``) it times the cases with theano-pymc in that interpreter: the parent runs it
+OUT.npz``) it builds the cases with theano-pymc in that interpreter and times them on
+request (one line ``CASE NUMBER`` on its stdin per round): the parent runs it
 with the ``--theano-python`` of ``small_graphs.py`` (theano-pymc 1.1.2 needs an older
 numpy than theano_dag's venv). This file imports only numpy at the top for that reason.
 """
@@ -198,11 +199,16 @@ def theano_lib():
 
 def time_calls(fns, number, repeats):
     """Median microseconds per call of each ``name -> (f, args)``; the callables take turns
-    in each round, so that a machine busy for a while slows all of them alike."""
+    in each round, so that a machine busy for a while slows all of them alike. ``args``
+    None: ``f(number)`` times a batch itself (in another process) and returns seconds."""
     runs = {name: [] for name in fns}
     for _ in range(repeats):
         for name, (f, args) in fns.items():
-            runs[name].append(timeit.timeit(lambda f=f, a=args: f(*a), number=number) / number)
+            if args is None:
+                runs[name].append(f(number) / number)
+            else:
+                t = timeit.timeit(lambda f=f, a=args: f(*a), number=number)
+                runs[name].append(t / number)
     return {name: statistics.median(r) * 1e6 for name, r in runs.items()}
 
 
@@ -217,34 +223,33 @@ def blas_info():
 
 
 def main(argv=None):
-    """Child side: time every case with theano-pymc; one JSON line per case, the first
-    call's outputs saved to ``--out`` for the parent to compare."""
+    """Child side: build every case with theano-pymc, save the first call's outputs to
+    ``--out``, print one JSON line, then serve the parent's timing requests (one line
+    ``CASE NUMBER`` in, one line of microseconds per call out), so that the parent's
+    engines and this one take turns within each round."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lib", choices=["theano"], required=True)
     ap.add_argument("--data", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--number", type=int, default=2000)
-    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     a = ap.parse_args(argv)
     lib = theano_lib()
     with np.load(a.data) as z:
         d = {k: z[k] for k in z.files}
-    saved = {}
-    print(
-        json.dumps(
-            {"lib": lib.name, "version": lib.version, "blas": lib.blas, "blas_loaded": blas_info()}
-        ),
-        flush=True,
-    )
+    saved, fns = {}, {}
     for name in a.cases:
         ins, outs, ups, args = CASES[name](lib, d)
         f = lib.function(ins, outs, ups)
         for i, v in enumerate(f(*args)):
             saved[f"{name}/{i}"] = np.asarray(v)
-        t = time_calls({lib.name: (f, args)}, a.number, a.repeats)[lib.name]
-        print(json.dumps({"case": name, "us": t}), flush=True)
+        fns[name] = (f, args)
     np.savez(a.out, **saved)
+    head = {"lib": lib.name, "version": lib.version, "blas": lib.blas}
+    print(json.dumps({**head, "blas_loaded": blas_info()}), flush=True)
+    for line in sys.stdin:
+        name, number = line.split()
+        t = time_calls({name: fns[name]}, int(number), 1)[name]
+        print(t, flush=True)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ import numpy as np
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.engines.cpu.native.ckernel import wait_for_kernels
 from theano_dag.tensor.slinalg import solve_lower_triangular
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -115,23 +116,39 @@ def _child_env():
     return env
 
 
-def run_theano(python, data, cases, number, repeats):
-    """Times and first outputs of theano-pymc's C backend, from a child process."""
-    with tempfile.TemporaryDirectory(prefix="td_small_") as tmp:
-        inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+class TheanoChild:
+    """theano-pymc's C backend in a child process: the cases built there, their first
+    outputs read back, each round's timing asked for in turn with the other engines'."""
+
+    def __init__(self, python, data, cases, tmp):
+        inp, self.out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         np.savez(inp, **data)
         cmd = [python, str(HERE / "_small_graph_cases.py"), "--lib", "theano", "--data", inp,
-               "--out", out, "--number", str(number), "--repeats", str(repeats),
-               "--cases", *cases]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(), timeout=3600)
-        if res.returncode:
-            raise RuntimeError(f"theano-pymc child failed: {res.stderr[-2000:]}")
-        rows = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
-        with np.load(out) as z:
-            outs = {k: z[k] for k in z.files}
-    head = rows[0]
-    times = {r["case"]: r["us"] for r in rows[1:]}
-    return head, times, outs
+               "--out", self.out, "--cases", *cases]  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_child_env()
+        )
+        line = self.proc.stdout.readline()
+        if not line.startswith("{"):
+            self.proc.kill()
+            raise RuntimeError(f"theano-pymc child failed (exit {self.proc.wait()})")
+        self.head = json.loads(line)
+        with np.load(self.out) as z:
+            self.outputs = {k: z[k] for k in z.files}
+
+    def timer(self, case):
+        """A callable of no arguments: one timed batch, as ``timeit`` of ``number`` calls."""
+
+        def run(number):
+            self.proc.stdin.write(f"{case} {number}\n")
+            self.proc.stdin.flush()
+            return float(self.proc.stdout.readline()) * 1e-6 * number
+
+        return run
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def _first_outputs(f, args):
@@ -150,13 +167,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     data = make_data()
     peers, missing = pytensor_libs()
-    theano_head, theano_times, theano_outs = None, {}, {}
+    child = None
     if a.theano_python is None and THEANO_VENV_PYTHON.exists():
         a.theano_python = str(THEANO_VENV_PYTHON)
+    tmp = tempfile.TemporaryDirectory(prefix="td_small_")
     if a.theano_python:
-        theano_head, theano_times, theano_outs = run_theano(
-            a.theano_python, data, a.cases, a.number, a.repeats
-        )
+        child = TheanoChild(a.theano_python, data, a.cases, tmp.name)
     else:
         missing["theano_c"] = "no --theano-python given and no .venv-theano"
     print(
@@ -168,7 +184,7 @@ def main(argv=None):
                 "cpus": os.cpu_count(),
                 "blas": blas_info(),
                 "pytensor": [{"mode": p.name, "version": p.version, "blas": p.blas} for p in peers],
-                "theano_c": theano_head,
+                "theano_c": child.head if child else None,
                 "left_out": missing,
             }
         ),
@@ -188,20 +204,25 @@ def main(argv=None):
                 for e, g in zip(expected, got, strict=True):
                     np.testing.assert_allclose(g, e, rtol=1e-7, atol=1e-10, err_msg=lib.name)
             fns[lib.name] = (f, args)
-        for i, e in enumerate(expected):
-            if case in theano_times:
-                np.testing.assert_allclose(theano_outs[f"{case}/{i}"], e, rtol=1e-7, atol=1e-10)
+        # The first calls run numpy while the C kernels compile: time the calls after.
+        in_c = wait_for_kernels(fns["theano_dag"][0])
+        if child:
+            for i, e in enumerate(expected):
+                np.testing.assert_allclose(child.outputs[f"{case}/{i}"], e, rtol=1e-7, atol=1e-10)
+            fns["theano_c"] = (child.timer(case), None)
         times = time_calls(fns, a.number, a.repeats)
-        if case in theano_times:
-            times["theano_c"] = theano_times[case]
         n_nodes = len(fns["theano_dag"][0].maker.fgraph.apply_nodes)
         row = {"benchmark": "small_graphs", "case": case, "theano_dag_nodes": n_nodes}
+        row["theano_dag_kernels_in_c"] = in_c
         for name, t in times.items():
             row[f"{name}_us"] = round(t, 2)
         for name, t in times.items():
             if name != "theano_dag":
                 row[f"theano_dag_vs_{name}"] = round(times["theano_dag"] / t, 2)
         print(json.dumps(row), flush=True)
+    if child:
+        child.close()
+    tmp.cleanup()
 
 
 if __name__ == "__main__":
