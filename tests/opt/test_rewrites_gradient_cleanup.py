@@ -7,7 +7,10 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import get_mode
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.native.ckernel import wait_for_kernels
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.printing import debugprint
 from theano_dag.tensor.elemwise import Elemwise, Sum
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape
@@ -24,7 +27,7 @@ CLEANUP = (
 )
 FAST_RUN = get_mode("FAST_RUN")
 WITHOUT = FAST_RUN.excluding(*CLEANUP)
-REFERENCE = theano_dag.compile.mode.Mode(linker="py", optimizer=None)
+REFERENCE = Mode(linker="py", optimizer=None)
 
 
 def _ops(f):
@@ -226,10 +229,27 @@ def test_fill_of_fill_keeps_a_widening_inner_fill():
     np.testing.assert_array_equal(f(np.ones((3, 1)), np.ones((1, 4))), np.full((3, 4), 2.0))
 
 
-@pytest.mark.parametrize("mode", ["FAST_RUN", "without"])
-def test_linreg_values_on_the_reference_engine(mode):
+OCL_OK, OCL_WHY = opencl_available()
+ENGINES = [
+    "cpu",
+    "cpu_c",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_linreg_values_on_every_engine(engine):
+    """The cleaned graph on each engine (the CPU engine's numpy path and its C kernels,
+    OpenCL) against the reference engine's run of the graph as built."""
     q, outs = linreg()
-    f = theano_dag.function([q], outs, mode=FAST_RUN if mode == "FAST_RUN" else WITHOUT)
+    if engine == "opencl":
+        mode = Mode(linker="opencl")
+    else:
+        mode = Mode(linker=CPULinker(min_plan_bytes=0))
+    f = theano_dag.function([q], outs, mode=mode)
+    assert not any(isinstance(op, (Shape, MakeVector)) for op in _ops(f))
+    if engine == "cpu_c":
+        assert wait_for_kernels(f)
     ref = theano_dag.function([q], outs, mode=REFERENCE)
     for a, b in zip(f(Q), ref(Q)):
         np.testing.assert_allclose(a, b, rtol=1e-12)
