@@ -37,9 +37,9 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc, alloc, cast, fill
 from theano_dag.tensor.blas import Dot22
-from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise, Sum
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.shape import Reshape, shape_i
+from theano_dag.tensor.shape import MakeVector, Reshape, shape_i
 
 __all__ = [
     "NONFINITE_UNSAFE",
@@ -67,6 +67,8 @@ __all__ = [
     "CommutativeSort",
     "commutative_sort",
     "local_0_dot_x",
+    "local_sum_make_vector",
+    "local_add_of_zeros",
 ]
 
 # Tag of rewrites that are exact for finite values only.
@@ -503,3 +505,53 @@ def local_0_dot_x(fgraph, node):
         inner = tm.eq(shapes[0][-1], shapes[1][0])
         zeros = Assert("dot: the inner dimensions of the operands differ")(zeros, inner)
     return [zeros]
+
+
+@canonicalize(REASSOCIATE)
+@local_optimizer([Sum])
+def local_sum_make_vector(fgraph, node):
+    """The sum of a vector just built from numbers is their sum as numbers (PyMC3's
+    log-density: ``sum(stack([sum(f) for f in factors]))``): one elementwise sum the
+    fusion joins with what surrounds it, no vector.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.dscalar("a"), tt.dscalar("b")
+    >>> local_sum_make_vector.transform(None, tt.sum(tt.stack([a, b])).owner)[0].owner.op
+    Elemwise{add,no_inplace}
+    """
+    # sum(make_vector(a, b, c)) -> add(a, b, c)   (in the order numpy sums a short vector)
+    v = node.inputs[0]
+    out = node.outputs[0]
+    if v.owner is None or not isinstance(v.owner.op, MakeVector) or out.ndim != 0:
+        return False
+    if node.op.acc_dtype_for(v.dtype) != out.dtype or v.dtype != out.dtype:
+        return False  # the sum accumulates in another precision than an add would
+    terms = v.owner.inputs
+    if len(terms) < 2:
+        return False  # a sum of one number (or none) is left to the other rules
+    new = fit(out, tm.add(*terms))
+    return [new] if new is not None else False
+
+
+@canonicalize(_FAST)
+@local_optimizer([tm.add])
+def local_add_of_zeros(fgraph, node):
+    """A sum of zeros is the one of them that has the result's shape (what a sum of
+    increments into zeros leaves, once the increments moved out of it).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> zeros = tt.zeros_like(x)
+    >>> local_add_of_zeros.transform(None, tt.add(zeros, tt.constant([0.0])).owner) == [zeros]
+    True
+    """
+    # add(fill(x, 0), 0, ...) -> fill(x, 0)
+    if not isinstance(scalar_op(node), ts.Add):
+        return False
+    out = node.outputs[0]
+    if any(const_value(i) != 0 for i in node.inputs):
+        return False
+    for i in node.inputs:
+        if i.type == out.type:
+            return [i]
+    return False

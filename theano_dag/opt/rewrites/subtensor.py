@@ -22,6 +22,13 @@ Theano's names (``theano.tensor.opt``):
 - ``local_subtensor_remove_broadcastable_index``: ``col[:, 0]`` -> ``col.dimshuffle(0)``;
 - ``local_reshape_lift``: ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))``.
 
+theano_dag's own, for what ``grad`` builds (a sampler's log-density gradient):
+
+- ``local_subtensor_of_fill``: ``fill(x, c)[i]`` -> ``fill(x[i], c)``;
+- ``local_inc_subtensor_of_reshape_grad``: ``inc(zeros_like(w)[i], reshape(g,
+  shape(w[i])))`` -> ``inc(zeros_like(w)[i], g)`` (in the early useless pass too);
+- ``local_reshape_of_unit_slice``: ``w[a:a+1].reshape(())`` -> ``w[a]``.
+
 All in canonicalize. The index arithmetic they build is on int64 scalars, which constant
 folding and the shape rewrites reduce to constants where the lengths are known.
 """
@@ -35,10 +42,17 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.shapes import is_length_of
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, scalar_op, single_client
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    keep_trace,
+    scalar_op,
+    single_client,
+    typed_constant,
+)
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import assert_op
-from theano_dag.tensor.basic import Alloc, alloc, cast
+from theano_dag.tensor.basic import Alloc, alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     MakeVector,
@@ -71,6 +85,9 @@ __all__ = [
     "local_useless_slice",
     "local_subtensor_remove_broadcastable_index",
     "local_reshape_lift",
+    "local_subtensor_of_fill",
+    "local_inc_subtensor_of_reshape_grad",
+    "local_reshape_of_unit_slice",
 ]
 
 canonicalize = RULES.canonicalize
@@ -706,3 +723,153 @@ def local_reshape_lift(fgraph, node):
         if new is not None
         else False
     )
+
+
+# The gradient's cleanup: what ``grad`` builds for an indexing and a reshape, and for a
+# sum of several terms, written the way it runs best (fewer nodes, scalars kept scalars).
+
+
+@canonicalize()
+@local_optimizer([Subtensor])
+def local_subtensor_of_fill(fgraph, node):
+    """Indexing an array filled with one constant is that constant spread over the part
+    read (the gradient of ``sum(stack([a, b]))`` read back one term at a time).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> new = local_subtensor_of_fill.transform(None, tt.fill(x, 1.0)[0].owner)[0]
+    >>> new.owner.op, new.owner.inputs[0].owner.op, new.owner.inputs[1]
+    (Elemwise{second,no_inplace}, Subtensor{int64}, 1.0)
+    """
+    # fill(x, c)[idx] -> fill(x[idx], c)   (c a constant of one value, kept a scalar)
+    u = node.inputs[0]
+    if u.owner is None or not isinstance(scalar_op(u.owner), ts.Second):
+        return False
+    x, c = u.owner.inputs
+    value = const_value(c)
+    out = node.outputs[0]
+    if value is None or x.type.broadcastable != u.type.broadcastable:
+        return False  # not one constant, or c (not x) decides a length of the result
+    part = node.op(x, *node.inputs[1:])
+    new = fit(out, fill(part, typed_constant(value, out.dtype)))
+    return [keep_trace(out, new, [x, *node.inputs[1:]])] if new is not None else False
+
+
+def _reshape_to_shape_of(y):
+    """``(g, s)`` when ``y`` is ``reshape(g, shape(s))``, else None."""
+    if y.owner is None or not isinstance(y.owner.op, Reshape):
+        return None
+    g, shp = y.owner.inputs
+    if shp.owner is None or not isinstance(shp.owner.op, Shape):
+        return None
+    return g, shp.owner.inputs[0]
+
+
+def _shaped_like(x, w) -> bool:
+    """Whether ``x`` is known to have ``w``'s shape: ``w`` itself, or ``w`` filled with
+    something that broadcasts into it (``zeros_like(w)``)."""
+    if x is w:
+        return True
+    return (
+        x.owner is not None
+        and isinstance(scalar_op(x.owner), ts.Second)
+        and x.owner.inputs[0] is w
+        and x.type.broadcastable == w.type.broadcastable
+    )
+
+
+def _unit_slice_start(entry):
+    """``a`` when ``entry`` is the constant slice ``a:a+1`` (``a >= 0``, no step)."""
+    if not isinstance(entry, slice) or entry.step is not None:
+        return None
+    if entry.start is None or entry.stop is None:
+        return None
+    a, b = _const_index(entry.start), _const_index(entry.stop)
+    return a if a is not None and b is not None and a >= 0 and b == a + 1 else None
+
+
+@RULES.useless()  # early: before the shape rewrites replace shape(s) by its arithmetic
+@local_optimizer([IncSubtensor])
+def local_inc_subtensor_of_reshape_grad(fgraph, node):
+    """Writing into ``x[idx]`` a value reshaped to the shape of ``w[idx]``, with ``x`` of
+    ``w``'s shape (the gradient of ``w[idx].reshape(...)``), needs no reshape when the
+    value already has that shape (an increment checks it the same way), nor when it is
+    one number going into a one-element slice (written at that element instead).
+
+    >>> import theano_dag.tensor as tt
+    >>> w, g = tt.dvector("w"), tt.dscalar("g")
+    >>> y = g.reshape(w[2:3].shape)
+    >>> new = local_inc_subtensor_of_reshape_grad.transform(
+    ...     None, tt.inc_subtensor(tt.zeros_like(w)[2:3], y).owner)[0]
+    >>> new.owner.op, new.owner.inputs[1]
+    (IncSubtensor{int64}, g)
+    """
+    # inc_subtensor(zeros_like(w)[idx], reshape(g, shape(w[idx]))) -> inc_subtensor(.., g)
+    #   when g has w[idx]'s dimensions and lengths no run-time broadcast can change ;
+    # inc_subtensor(zeros_like(w)[a:a+1], reshape(g0, shape(w[a:a+1]))) -> ..[a], g0
+    if node.op.inplace:
+        return False
+    x, y = node.inputs[:2]
+    found = _reshape_to_shape_of(y)
+    if found is None:
+        return False
+    g, s = found
+    if s.owner is None or not isinstance(s.owner.op, Subtensor):
+        return False
+    w = s.owner.inputs[0]
+    entries = index_entries(node)
+    if s.owner.op.idx_list != node.op.idx_list or not _shaped_like(x, w):
+        return False
+    if not all(_same_index(a, b) for a, b in zip(entries, index_entries(s.owner))):
+        return False
+    out = node.outputs[0]
+    op = node.op
+    if g.ndim == s.ndim:
+        # No length of g is 1 unless s's is too: the increment then checks g's shape
+        # against the part's exactly as the reshape did (no broadcast can hide a mismatch).
+        known = all(
+            n is not None and (n != 1 or m == 1) for n, m in zip(g.type.shape, s.type.shape)
+        )
+        if not known or g.dtype != y.dtype:
+            return False
+        new = op(x, g, *node.inputs[2:])
+    elif g.ndim == 0 and w.ndim == 1 and len(entries) == 1:
+        a = _unit_slice_start(entries[0])
+        if a is None:
+            return False
+        # w[a:a+1] holds one element when w has more than a (and then so does x), none
+        # otherwise, where the reshape of one number raised: x[a] raises there too.
+        new = IncSubtensor((("int",),), set_instead_of_inc=op.set_instead_of_inc)(
+            x, g, typed_constant(a, "int64")
+        )
+    else:
+        return False
+    new = fit(out, new)
+    return [keep_trace(out, new, [x, g, *node.inputs[2:]])] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([Reshape])
+def local_reshape_of_unit_slice(fgraph, node):
+    """One element sliced out of a vector and reshaped to a number is that element (as
+    PyMC3 unpacks a scalar parameter from its flat vector): one indexing, no reshape.
+
+    >>> import theano_dag.tensor as tt
+    >>> q = tt.dvector("q")
+    >>> local_reshape_of_unit_slice.transform(None, q[4:5].reshape(()).owner)[0].owner.op
+    Subtensor{int64}
+    """
+    # reshape(w[a:a+1], ()) -> w[a]   (both raise when w has no element a)
+    s = node.inputs[0]
+    out = node.outputs[0]
+    if out.ndim != 0 or s.owner is None or not isinstance(s.owner.op, Subtensor):
+        return False
+    w = s.owner.inputs[0]
+    entries = index_entries(s.owner)
+    if w.ndim != 1 or len(entries) != 1:
+        return False
+    a = _unit_slice_start(entries[0])
+    if a is None:
+        return False
+    new = fit(out, Subtensor((("int",),))(w, typed_constant(a, "int64")))
+    return [keep_trace(out, new, [w])] if new is not None else False

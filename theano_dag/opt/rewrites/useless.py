@@ -41,6 +41,7 @@ __all__ = [
     "local_useless_switch",
     "local_useless_reduce",
     "local_useless_fill",
+    "local_fill_of_fill",
     "local_incsubtensor_of_zeros",
     "local_setsubtensor_of_constants",
     "local_remove_useless_assert",
@@ -235,6 +236,30 @@ def local_useless_fill(fgraph, node):
     if any(not xb and yb for xb, yb in zip(x.broadcastable, y.broadcastable)):
         return False
     return y
+
+
+@useless()
+@local_optimizer([elemwise_of(ts.second)], fit=fit)
+def local_fill_of_fill(fgraph, node):
+    """A fill of a fill that kept its first argument's shape: only the outer value
+    counts (the zeros of a gradient built as ``fill(fill(x, 1), 0)``).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> new = local_fill_of_fill.transform(None, tt.fill(tt.fill(x, 1.0), 0.0).owner)[0]
+    >>> new.owner.inputs[0] is x
+    True
+    """
+    # fill(fill(x, a), b) -> fill(x, b)   when fill(x, a) has x's shape
+    if not isinstance(scalar_op(node), ts.Second):
+        return False
+    inner, value = node.inputs
+    if inner.owner is None or not isinstance(scalar_op(inner.owner), ts.Second):
+        return False
+    x = inner.owner.inputs[0]
+    if x.type.broadcastable != inner.type.broadcastable:
+        return False  # a widened x's shape: the inner fill decides the result's
+    return node.op(x, value)
 
 
 _INC_SUBTENSORS = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
