@@ -11,6 +11,7 @@ import theano_dag.gradient as gradient
 import theano_dag.tensor as tt
 from theano_dag.compile import shared
 from theano_dag.compile.function import function
+from theano_dag.config import config
 from theano_dag.gradient import (
     ConsiderConstant,
     DisconnectedInputError,
@@ -639,6 +640,24 @@ def test_hessian_matches_numpy():
         hessian(cost, a)
     with pytest.raises(TypeError, match="scalar"):
         hessian(x * 2, x)
+
+
+def test_jacobian_and_hessian_under_compute_test_value_raise():
+    # The row graph is built for row 0 (as Theano's scan builds its step), so every
+    # node, inside the row loop and outside it, gets its test value.
+    x = tt.dvector("x")
+    x.tag.test_value = np.array([1.0, 2.0, 3.0])
+    with config.change_flags(compute_test_value="raise"):
+        j = jacobian(tt.exp(x) * x.sum(), x)
+        h = hessian((x**3).sum() * x[0], x)
+    xv = x.tag.test_value
+    want_j = np.diag(np.exp(xv)) * xv.sum() + np.exp(xv)[:, None]
+    np.testing.assert_allclose(j.tag.test_value, want_j, rtol=1e-12)
+    # d2/dxi dxj of x0 * sum(x**3): 6 x0 xi on the diagonal, 3 xj**2 in row/column 0.
+    want_h = np.diag(6 * xv[0] * xv)
+    want_h[0, :] += 3 * xv**2
+    want_h[:, 0] += 3 * xv**2
+    np.testing.assert_allclose(h.tag.test_value, want_h, rtol=1e-12)
 
 
 def test_hessian_of_linear_cost_is_zero():

@@ -3,6 +3,7 @@ forms (taps, None outputs, n_steps, go_backwards, until, updates), errors, gradi
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -395,6 +396,47 @@ def test_grad_when_an_output_feeds_another():
         return (hs**2).sum() + ts.sum()
 
     verify_grad(cost, [rng.normal(size=4)], rng=rng)
+
+
+def test_grad_under_compute_test_value_raise():
+    # PyMC3 builds every model under compute_test_value="raise": the backward loop's
+    # inner graph has no test values of its own, the outer graph gets them all.
+    rng = np.random.default_rng(5)
+    xv, wv, h0v, cv = rng.normal(size=(5, 3)), rng.normal(size=(3, 3)), rng.normal(size=3), 0.7
+    x, w, h0, c = tt.dmatrix("x"), tt.dmatrix("w"), tt.dvector("h0"), tt.dscalar("c")
+
+    def build():
+        hs, _ = scan(  # tanh(h @ w): the backward loop reads stored products
+            lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+            sequences=x,
+            outputs_info=h0,
+            non_sequences=w,
+        )
+        ys, _ = scan(  # several taps
+            lambda xm2, xp1, ym1, ym3, c: xm2 * xp1 + tt.sin(ym1) * ym3 * c,
+            sequences=dict(input=x[:, 0], taps=[-2, 1]),
+            outputs_info=dict(initial=h0[:3] + c, taps=[-1, -3]),
+            non_sequences=c,
+        )
+        (acc, y), _ = scan(  # a per-step output, backwards
+            lambda v, a: (a * tt.cos(v) + v, a * v),
+            sequences=x,
+            outputs_info=[h0, None],
+            go_backwards=True,
+        )
+        cost = (hs**2).sum() + ys.sum() + acc.sum() + (y**2).sum()
+        return theano_dag.grad(cost, [x, w, h0, c])
+
+    expected = theano_dag.function([x, w, h0, c], build())(xv, wv, h0v, cv)
+    for var, value in zip([x, w, h0, c], [xv, wv, h0v, np.array(cv)]):
+        var.tag.test_value = value
+    # Computing the test values compiles the loops; their rewrites run without test
+    # values (compute_test_value_opt), so none fails and is rolled back with a warning.
+    with theano_dag.config.change_flags(compute_test_value="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grads = build()
+    for g, want in zip(grads, expected):
+        np.testing.assert_allclose(g.tag.test_value, want, rtol=1e-12)
 
 
 def test_rop_and_second_order_through_scan():
