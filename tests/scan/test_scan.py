@@ -219,6 +219,57 @@ def test_strict_wants_every_variable_passed():
     np.testing.assert_allclose(out.eval({x: np.ones(2), w: 3.0}), [3, 3])
 
 
+@pytest.mark.parametrize("mode", ENGINES)
+def test_strict_accepts_a_non_sequence_read_through_a_closure(mode):
+    # Lasagne's recurrent layers: the weights, computed from shared variables, are
+    # passed as non_sequences and read by the step through a closure. fn gets the
+    # variable itself (as in Theano), so the step reads what was passed.
+    w1 = theano_dag.shared(np.array([[0.5, -0.2], [0.1, 0.4]]), name="w1")
+    w2 = theano_dag.shared(np.array([[0.3, 0.0], [-0.1, 0.2]]), name="w2")
+    w = tt.concatenate([w1, w2], axis=1)
+    x = tt.dmatrix("x")
+    got_args = []
+
+    def step(x_t, h, *args):
+        got_args.extend(args)
+        return tt.tanh(tt.dot(h, w)[:2] + tt.dot(h, w)[2:] + x_t)
+
+    hs, _ = scan(
+        step, sequences=x, outputs_info=tt.zeros(2, "float64"), non_sequences=[w], strict=True
+    )
+    assert got_args == [w]
+    gw1 = theano_dag.grad((hs**2).sum(), w1)
+    f = theano_dag.function([x], [hs, gw1], mode=mode)
+    xv = RNG.normal(size=(4, 2))
+
+    def numpy_cost(w1v):
+        wv = np.concatenate([w1v, w2.get_value()], axis=1)
+        h, out = np.zeros(2), []
+        for row in xv:
+            h = np.tanh((h @ wv)[:2] + (h @ wv)[2:] + row)
+            out.append(h)
+        return np.array(out)
+
+    got_hs, got_g = f(xv)
+    np.testing.assert_allclose(got_hs, numpy_cost(w1.get_value()), rtol=1e-12)
+    eps, w1v, want_g = 1e-6, w1.get_value(), np.zeros((2, 2))
+    for i, j in np.ndindex(2, 2):
+        d = np.zeros((2, 2))
+        d[i, j] = eps
+        hi, lo = numpy_cost(w1v + d), numpy_cost(w1v - d)
+        want_g[i, j] = ((hi**2).sum() - (lo**2).sum()) / (2 * eps)
+    np.testing.assert_allclose(got_g, want_g, rtol=1e-6)
+    # A shared variable the step reads but nobody passed is still refused.
+    with pytest.raises(ValueError, match=r"strict=True\): the step function uses \[w1\]"):
+        scan(
+            lambda x_t, h, w: tt.dot(h, w1) + x_t,
+            sequences=x,
+            outputs_info=tt.zeros(2, "float64"),
+            non_sequences=[w],
+            strict=True,
+        )
+
+
 # -- errors --------------------------------------------------------------------------------
 
 
