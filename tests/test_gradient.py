@@ -573,6 +573,24 @@ def test_rop_with_op_r_op_implementation():
     np.testing.assert_allclose(by_r_op, expected)
 
 
+def test_rop_of_outputs_computed_from_one_another():
+    # Theano's test_multiple_outputs: f = [m, v, m + v] (m + v reads the other outputs),
+    # and a chain x**2 -> sin(x**2). Every output is connected to wrt.
+    m, v, m_, v_ = tt.dmatrix("m"), tt.dvector("v"), tt.dmatrix("m_"), tt.dvector("v_")
+    mv, vv, m_v, v_v = rand(3, 7), rand(7), rand(3, 7), rand(7)
+    for make in (list, tuple):
+        r = Rop(make([m, v, m + v]), [m, v], [m_, v_])
+        assert isinstance(r, make) and len(r) == 3
+        got = fn([m, v, m_, v_], list(r))(mv, vv, m_v, v_v)
+        for g, want in zip(got, [m_v, v_v, m_v + v_v]):
+            np.testing.assert_allclose(g, want)
+    x, e = tt.dvector("x"), tt.dvector("e")
+    sq = x**2
+    got = fn([x, e], Rop([sq, tt.sin(sq), sq], x, e))(vv, v_v)
+    for g, want in zip(got, [2 * vv * v_v, np.cos(vv**2) * 2 * vv * v_v, 2 * vv * v_v]):
+        np.testing.assert_allclose(g, want)
+
+
 def test_rop_errors_and_disconnected_outputs():
     x, y, v = tt.dvector("x"), tt.dvector("y"), tt.dvector("v")
     with pytest.raises(ValueError, match="mismatched dimensionality"):
