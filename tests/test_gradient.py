@@ -11,6 +11,7 @@ import theano_dag.gradient as gradient
 import theano_dag.tensor as tt
 from theano_dag.compile import shared
 from theano_dag.compile.function import function
+from theano_dag.config import config
 from theano_dag.gradient import (
     ConsiderConstant,
     DisconnectedInputError,
@@ -572,6 +573,24 @@ def test_rop_with_op_r_op_implementation():
     np.testing.assert_allclose(by_r_op, expected)
 
 
+def test_rop_of_outputs_computed_from_one_another():
+    # Theano's test_multiple_outputs: f = [m, v, m + v] (m + v reads the other outputs),
+    # and a chain x**2 -> sin(x**2). Every output is connected to wrt.
+    m, v, m_, v_ = tt.dmatrix("m"), tt.dvector("v"), tt.dmatrix("m_"), tt.dvector("v_")
+    mv, vv, m_v, v_v = rand(3, 7), rand(7), rand(3, 7), rand(7)
+    for make in (list, tuple):
+        r = Rop(make([m, v, m + v]), [m, v], [m_, v_])
+        assert isinstance(r, make) and len(r) == 3
+        got = fn([m, v, m_, v_], list(r))(mv, vv, m_v, v_v)
+        for g, want in zip(got, [m_v, v_v, m_v + v_v]):
+            np.testing.assert_allclose(g, want)
+    x, e = tt.dvector("x"), tt.dvector("e")
+    sq = x**2
+    got = fn([x, e], Rop([sq, tt.sin(sq), sq], x, e))(vv, v_v)
+    for g, want in zip(got, [2 * vv * v_v, np.cos(vv**2) * 2 * vv * v_v, 2 * vv * v_v]):
+        np.testing.assert_allclose(g, want)
+
+
 def test_rop_errors_and_disconnected_outputs():
     x, y, v = tt.dvector("x"), tt.dvector("y"), tt.dvector("v")
     with pytest.raises(ValueError, match="mismatched dimensionality"):
@@ -639,6 +658,24 @@ def test_hessian_matches_numpy():
         hessian(cost, a)
     with pytest.raises(TypeError, match="scalar"):
         hessian(x * 2, x)
+
+
+def test_jacobian_and_hessian_under_compute_test_value_raise():
+    # The row graph is built for row 0 (as Theano's scan builds its step), so every
+    # node, inside the row loop and outside it, gets its test value.
+    x = tt.dvector("x")
+    x.tag.test_value = np.array([1.0, 2.0, 3.0])
+    with config.change_flags(compute_test_value="raise"):
+        j = jacobian(tt.exp(x) * x.sum(), x)
+        h = hessian((x**3).sum() * x[0], x)
+    xv = x.tag.test_value
+    want_j = np.diag(np.exp(xv)) * xv.sum() + np.exp(xv)[:, None]
+    np.testing.assert_allclose(j.tag.test_value, want_j, rtol=1e-12)
+    # d2/dxi dxj of x0 * sum(x**3): 6 x0 xi on the diagonal, 3 xj**2 in row/column 0.
+    want_h = np.diag(6 * xv[0] * xv)
+    want_h[0, :] += 3 * xv**2
+    want_h[:, 0] += 3 * xv**2
+    np.testing.assert_allclose(h.tag.test_value, want_h, rtol=1e-12)
 
 
 def test_hessian_of_linear_cost_is_zero():

@@ -136,7 +136,11 @@ FLAGS.update(
         "blas__ldflags": _Flag("", _NO_EFFECT),
         "gcc__cxxflags": _Flag("", _NO_EFFECT),
         "conv__assert_shape": _Flag(False, _NO_EFFECT, kind=bool),
-        "compute_test_value_opt": _Flag("off", _NO_EFFECT),
+        "compute_test_value_opt": _Flag(
+            "off",
+            "compute_test_value while a function's rewrites run",
+            ("off", "ignore", "warn", "raise", "pdb"),
+        ),
         "profiling__min_peak_memory": _Flag(False, _NO_EFFECT, kind=bool),
         "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
         "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),

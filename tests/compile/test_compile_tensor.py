@@ -8,6 +8,7 @@ import theano_dag.tensor as tt
 from theano_dag import In, Out, function, shared
 from theano_dag.compile import DuplicateInputError, Mode, UnusedInputError
 from theano_dag.config import config
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.sharedvar import TensorSharedVariable
 from theano_dag.tensor.type import TensorType
@@ -177,6 +178,56 @@ def test_sgd_step_with_updates():
     first = step(np.ones(2))
     second = step(np.ones(2))
     assert first == pytest.approx(5.0) and second == pytest.approx(0.64 * 5.0)
+
+
+@pytest.mark.parametrize(
+    "linker",
+    [
+        "py",
+        "cpu",
+        pytest.param(
+            "opencl",
+            marks=pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device"),
+        ),
+    ],
+)
+def test_update_of_a_more_specific_type_is_accepted(linker):
+    # ``s - ones(4)`` knows its length; ``s`` does not. Every value of the update is a
+    # value of ``s`` (PyMC3's ADVI writes such updates), so it is stored as is.
+    s = shared(np.arange(4.0), name="s")
+    upd = s - tt.ones(4)
+    assert upd.type.shape == (4,) and s.type.shape == (None,)
+    f = function([], s * 2, updates=[(s, upd)], mode=Mode(linker=linker))
+    assert f().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert s.get_value().tolist() == [-1.0, 0.0, 1.0, 2.0]
+    f()
+    assert s.get_value().tolist() == [-2.0, -1.0, 0.0, 1.0]
+    # A row (static length 1) into a matrix, and an input's own update (``In``).
+    m = shared(np.zeros((1, 3)), name="m")
+    g = function([], [], updates=[(m, m + tt.ones((1, 3)))], mode=Mode(linker=linker))
+    g()
+    assert m.get_value().tolist() == [[1.0, 1.0, 1.0]]
+    x = dvector("x")
+    h = function([In(x, value=np.zeros(2), update=x + tt.ones(2))], x * 3, mode=Mode(linker=linker))
+    assert h().tolist() == [0.0, 0.0] and h().tolist() == [3.0, 3.0]
+
+
+def test_update_of_another_type_is_refused():
+    s = shared(np.zeros(4), name="s")
+    for bad, bad_type in [
+        (tt.ones((4, 1)), "TensorType(float64, shape=(4, 1))"),
+        (tt.ones(4, dtype="float32"), "TensorType(float32, shape=(4,))"),
+    ]:
+        with pytest.raises(TypeError) as info:
+            function([], [], updates=[(s, bad)])
+        assert str(info.value) == (
+            "An update must have the same type as the shared variable it updates: s has "
+            f"type TensorType(float64, vector), its update {bad} has type {bad_type}"
+        )
+    # A less specific type is refused too: the variable's static length is a promise.
+    r = shared(np.zeros((1, 3)), name="r", shape=(1, 3))
+    with pytest.raises(TypeError, match="An update must have the same type"):
+        function([], [], updates=[(r, tt.matrix("x", dtype="float64"))])
 
 
 def test_givens_with_tensors():

@@ -3,8 +3,12 @@ SequenceDB positions, EquilibriumDB, LocalGroupDB and the cxx_only tag."""
 
 import math
 
+import numpy as np
 import pytest
 
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode, optdb
 from theano_dag.config import config
 from theano_dag.graph.basic import is_same_graph
 from theano_dag.graph.fg import FunctionGraph
@@ -109,8 +113,23 @@ def test_query_methods_make_new_queries():
     assert list(q2.exclude) == ["inplace"] and list(q2.require) == ["stable"]
     assert q2 == Query(["fast_run", "fast_compile"], ["stable"], ["inplace"])
     assert q.position_cutoff == math.inf
-    with pytest.raises(TypeError, match="include tags must be strings"):
+    with pytest.raises(TypeError, match=r"include tags must be strings \(or None\), got 1"):
         Query(include=[1])
+
+
+def test_query_including_none_selects_nothing():
+    # Theano's tests write Query(include=[None]) for a mode without rewrites.
+    db = SequenceDB()
+    db.register("o1", nop(), 0, "fast_run")
+    q = Query(include=[None], exclude=["cxx_only", "BlasOpt"])
+    assert list(db.query(q)) == [] and list(optdb.query(q)) == []
+    x = tt.dvector("x")
+    y = tt.exp(x) * 1.0
+    f = theano_dag.function([x], y, mode=Mode("cpu", q))
+    # mul(exp(x), 1) is left as written: no rewrite ran.
+    ops = [n.op.scalar_op for n in f.maker.fgraph.toposort() if hasattr(n.op, "scalar_op")]
+    assert [type(op).__name__ for op in ops] == ["Exp", "Mul"]
+    np.testing.assert_allclose(f(np.array([0.0, 1.0])), np.exp([0.0, 1.0]))
 
 
 def test_subquery_reaches_sub_db():

@@ -3,6 +3,7 @@ forms (taps, None outputs, n_steps, go_backwards, until, updates), errors, gradi
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -218,6 +219,57 @@ def test_strict_wants_every_variable_passed():
     np.testing.assert_allclose(out.eval({x: np.ones(2), w: 3.0}), [3, 3])
 
 
+@pytest.mark.parametrize("mode", ENGINES)
+def test_strict_accepts_a_non_sequence_read_through_a_closure(mode):
+    # Lasagne's recurrent layers: the weights, computed from shared variables, are
+    # passed as non_sequences and read by the step through a closure. fn gets the
+    # variable itself (as in Theano), so the step reads what was passed.
+    w1 = theano_dag.shared(np.array([[0.5, -0.2], [0.1, 0.4]]), name="w1")
+    w2 = theano_dag.shared(np.array([[0.3, 0.0], [-0.1, 0.2]]), name="w2")
+    w = tt.concatenate([w1, w2], axis=1)
+    x = tt.dmatrix("x")
+    got_args = []
+
+    def step(x_t, h, *args):
+        got_args.extend(args)
+        return tt.tanh(tt.dot(h, w)[:2] + tt.dot(h, w)[2:] + x_t)
+
+    hs, _ = scan(
+        step, sequences=x, outputs_info=tt.zeros(2, "float64"), non_sequences=[w], strict=True
+    )
+    assert got_args == [w]
+    gw1 = theano_dag.grad((hs**2).sum(), w1)
+    f = theano_dag.function([x], [hs, gw1], mode=mode)
+    xv = RNG.normal(size=(4, 2))
+
+    def numpy_cost(w1v):
+        wv = np.concatenate([w1v, w2.get_value()], axis=1)
+        h, out = np.zeros(2), []
+        for row in xv:
+            h = np.tanh((h @ wv)[:2] + (h @ wv)[2:] + row)
+            out.append(h)
+        return np.array(out)
+
+    got_hs, got_g = f(xv)
+    np.testing.assert_allclose(got_hs, numpy_cost(w1.get_value()), rtol=1e-12)
+    eps, w1v, want_g = 1e-6, w1.get_value(), np.zeros((2, 2))
+    for i, j in np.ndindex(2, 2):
+        d = np.zeros((2, 2))
+        d[i, j] = eps
+        hi, lo = numpy_cost(w1v + d), numpy_cost(w1v - d)
+        want_g[i, j] = ((hi**2).sum() - (lo**2).sum()) / (2 * eps)
+    np.testing.assert_allclose(got_g, want_g, rtol=1e-6)
+    # A shared variable the step reads but nobody passed is still refused.
+    with pytest.raises(ValueError, match=r"strict=True\): the step function uses \[w1\]"):
+        scan(
+            lambda x_t, h, w: tt.dot(h, w1) + x_t,
+            sequences=x,
+            outputs_info=tt.zeros(2, "float64"),
+            non_sequences=[w],
+            strict=True,
+        )
+
+
 # -- errors --------------------------------------------------------------------------------
 
 
@@ -395,6 +447,47 @@ def test_grad_when_an_output_feeds_another():
         return (hs**2).sum() + ts.sum()
 
     verify_grad(cost, [rng.normal(size=4)], rng=rng)
+
+
+def test_grad_under_compute_test_value_raise():
+    # PyMC3 builds every model under compute_test_value="raise": the backward loop's
+    # inner graph has no test values of its own, the outer graph gets them all.
+    rng = np.random.default_rng(5)
+    xv, wv, h0v, cv = rng.normal(size=(5, 3)), rng.normal(size=(3, 3)), rng.normal(size=3), 0.7
+    x, w, h0, c = tt.dmatrix("x"), tt.dmatrix("w"), tt.dvector("h0"), tt.dscalar("c")
+
+    def build():
+        hs, _ = scan(  # tanh(h @ w): the backward loop reads stored products
+            lambda x_t, h, w: tt.tanh(tt.dot(h, w) + x_t),
+            sequences=x,
+            outputs_info=h0,
+            non_sequences=w,
+        )
+        ys, _ = scan(  # several taps
+            lambda xm2, xp1, ym1, ym3, c: xm2 * xp1 + tt.sin(ym1) * ym3 * c,
+            sequences=dict(input=x[:, 0], taps=[-2, 1]),
+            outputs_info=dict(initial=h0[:3] + c, taps=[-1, -3]),
+            non_sequences=c,
+        )
+        (acc, y), _ = scan(  # a per-step output, backwards
+            lambda v, a: (a * tt.cos(v) + v, a * v),
+            sequences=x,
+            outputs_info=[h0, None],
+            go_backwards=True,
+        )
+        cost = (hs**2).sum() + ys.sum() + acc.sum() + (y**2).sum()
+        return theano_dag.grad(cost, [x, w, h0, c])
+
+    expected = theano_dag.function([x, w, h0, c], build())(xv, wv, h0v, cv)
+    for var, value in zip([x, w, h0, c], [xv, wv, h0v, np.array(cv)]):
+        var.tag.test_value = value
+    # Computing the test values compiles the loops; their rewrites run without test
+    # values (compute_test_value_opt), so none fails and is rolled back with a warning.
+    with theano_dag.config.change_flags(compute_test_value="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grads = build()
+    for g, want in zip(grads, expected):
+        np.testing.assert_allclose(g.tag.test_value, want, rtol=1e-12)
 
 
 def test_rop_and_second_order_through_scan():

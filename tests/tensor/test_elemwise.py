@@ -1,11 +1,19 @@
 """Elemwise broadcasting/upcasting, DimShuffle, CAReduce axes and keepdims, Composite."""
 
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
+from engine_modes import OCL_OK, OCL_WHY
 from tensor_helpers import evaluate, inferred_shapes
 
+import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.scalar import basic as scalar_basic
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
 # -- upcasting ------------------------------------------------------------------------
@@ -327,3 +335,56 @@ def _inputs_of(v):
     from theano_dag.graph.basic import graph_inputs
 
     return graph_inputs([v])
+
+
+class _TheanoStyleIdentity(ts.UnaryScalarOp):
+    """PyMC3's IdentityOp: ``c_code`` in Theano's form (statements writing the output)."""
+
+    def impl(self, x):
+        return x
+
+    def grad(self, inputs, output_grads):
+        return output_grads
+
+    def c_code(self, node, name, inp, out, sub):
+        return f"{out[0]} = {inp[0]};"
+
+    def __eq__(self, other):
+        return isinstance(self, type(other))
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+@pytest.mark.parametrize("engine", ["py", "cpu_numpy", "cpu_c", "opencl"])
+def test_scalar_op_with_theanos_c_code_signature(engine):
+    if engine == "opencl" and not OCL_OK:
+        pytest.skip(f"no OpenCL: {OCL_WHY}")
+    if engine == "cpu_c" and not theano_dag.config.cxx:
+        pytest.skip("no C compiler (config.cxx is empty)")
+    op = _TheanoStyleIdentity(ts.upgrade_to_float, name="identity")
+    # Called as Theano calls it, the user's method answers.
+    assert op.c_code(None, "n", ["x"], ["z"], {}) == "z = x;"
+    identity = Elemwise(op, name="identity")
+    x = tt.dvector("x")
+    out = tt.exp(identity(x) * 2.0 + 1.0)  # fused with other ops on the CPU engine
+    mode = Mode(linker="py" if engine == "py" else "opencl" if engine == "opencl" else "cpu")
+    flags = {"cxx": ""} if engine == "cpu_numpy" else {}
+    building = ckernel.compile_mode("sync") if engine == "cpu_c" else contextlib.nullcontext()
+    scalar_basic._WARNED_THEANO_C_CODE.discard(_TheanoStyleIdentity)
+    with warnings.catch_warnings(record=True) as caught, building:
+        warnings.simplefilter("always")
+        with theano_dag.config.change_flags(**flags):
+            f = theano_dag.function([x], out, mode=mode)
+        xv = np.linspace(-1.0, 1.0, 7)
+        np.testing.assert_allclose(f(xv), np.exp(xv * 2.0 + 1.0), rtol=1e-15)
+        np.testing.assert_allclose(f(xv[:3]), np.exp(xv[:3] * 2.0 + 1.0), rtol=1e-15)
+    theano_form = [w for w in caught if "has Theano's signature" in str(w.message)]
+    # The kernel generators (C and OpenCL) ask for an expression once: one warning.
+    assert len(theano_form) == (engine in ("cpu_c", "opencl")), [str(w.message) for w in caught]
+    if theano_form:
+        assert str(theano_form[0].message) == (
+            "_TheanoStyleIdentity.c_code has Theano's signature (node, name, inputs, outputs, "
+            "sub), whose C statements theano_dag's kernels do not take: identity runs with its "
+            "Python implementation (impl)"
+        )

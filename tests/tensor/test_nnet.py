@@ -565,6 +565,12 @@ def test_batch_normalization_train_full_rank_params():
             "argument shape must be an int vector",
         ),
         (
+            # None is not taken for the default (Theano refuses it too)
+            lambda: nnet.conv2d(tt.dtensor4(), tt.dtensor4(), border_mode=None),
+            ValueError,
+            r"border_mode must be 'valid', 'full', 'half', an int or a pair, got None",
+        ),
+        (
             lambda: nnet.pool_2d(tt.dvector(), (2, 2), ignore_border=True),
             NotImplementedError,
             "2 or more dimensions",
@@ -620,6 +626,19 @@ def test_batch_normalization_train_full_rank_params():
 def test_bad_inputs(build, exc, match):
     with pytest.raises(exc, match=match):
         build()
+
+
+def test_relu_of_a_numpy_array_is_an_array():
+    # Theano's relu is arithmetic on x as given (Lasagne calls rectify on arrays).
+    xv = np.array([[-2.0, 0.0], [0.5, 3.0]], dtype="float32")
+    got = nnet.relu(xv)
+    assert type(got) is np.ndarray and got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.maximum(xv, 0))
+    assert nnet.relu(-1.5) == 0.0 and nnet.relu(2.5) == 2.5
+    # A slope makes a tensor of it, so the result is symbolic (as in Theano).
+    leaky = nnet.relu(xv, 0.1)
+    assert isinstance(leaky, tt.TensorVariable)
+    np.testing.assert_allclose(leaky.eval(), np.where(xv > 0, xv, 0.1 * xv), rtol=1e-6)
 
 
 def test_runtime_errors():

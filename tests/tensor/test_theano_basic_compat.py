@@ -501,6 +501,12 @@ def test_theanos_tensor_methods():
     v = tt.dvector("v")
     assert np.isclose(v.norm(2).eval({v: np.array([1.0, 1.0])}), np.sqrt(2))
     np.testing.assert_allclose(x.norm(1, axis=0).eval({x: xv}), np.abs(xv).sum(0))
+    for axis in (0, 1, None, (0, 1)):
+        kept = x.norm(3, axis=axis, keepdims=True)
+        want = (np.abs(xv) ** 3).sum(axis=axis, keepdims=True) ** (1 / 3)
+        got = kept.eval({x: xv})
+        assert kept.ndim == 2 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
     with pytest.raises(NotImplementedError, match="L=0"):
         v.norm(0)
     with theano_dag.config.change_flags(warn__gpu_set_subtensor1=False):

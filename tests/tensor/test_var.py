@@ -67,6 +67,15 @@ def test_bool_len_iter():
     v = tt.dvector("v")
     with pytest.raises(TypeError, match="Variables do not support boolean operations"):
         bool(v > 0)
+    # ``a < b < c`` runs as ``(a < b) and (b < c)``: refused, not silently ``b < c``.
+    with pytest.raises(TypeError, match="a symbolic comparison has no truth value"):
+        v < 1.0 < v  # noqa: B015
+    for comparison in (v < 0, v <= 0, v >= 0, tt.eq(v, 0), tt.neq(v, 0), tt.gt(v, v)):
+        with pytest.raises(TypeError, match="a symbolic comparison has no truth value"):
+            bool(comparison)
+    # Any other variable is true, as in Theano (``if var.missing_values:`` in PyMC3).
+    assert bool(v) and bool(v + 1) and bool(tt.constant(0.0)) and bool(tt.and_(v > 0, v < 1))
+    assert (v or None) is v and not (not v)
     with pytest.raises(TypeError, match=r"len\(\) of a symbolic tensor is not defined"):
         len(v)
     with pytest.raises(TypeError, match="Maybe you are using builtins.sum instead of tt.sum"):

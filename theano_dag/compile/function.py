@@ -17,7 +17,7 @@ from theano_dag.compile.function_module import (
     FunctionMaker,
     UnusedInputError,
 )
-from theano_dag.compile.io import In, SymbolicOutput
+from theano_dag.compile.io import In, SymbolicOutput, update_type_fits
 from theano_dag.compile.sharedvalue import SharedVariable, shared
 from theano_dag.graph.basic import Constant, Variable, io_toposort
 from theano_dag.graph.utils import gc_paused  # re-exported: its old home
@@ -179,11 +179,15 @@ def rebuild_collect_shared(
 
 
 def _check_update(store_into, update_val):
+    # An update whose type is more specific than the shared variable's (a static
+    # length where the variable has none, as ``s - ones(4)`` for a vector ``s``) is
+    # accepted: every value it can take is a valid value of the shared variable.
+    # Theano, without static lengths, saw the two as the same type.
     try:
-        upd = store_into.type.filter_variable(update_val, allow_convert=False)
+        upd = store_into.type.filter_variable(update_val, allow_convert=True)
     except TypeError:
         upd = None
-    if upd is None or upd.type != store_into.type:
+    if upd is None or not update_type_fits(store_into.type, upd.type):
         raise TypeError(
             f"An update must have the same type as the shared variable it updates: "
             f"{store_into} has type {store_into.type}, its update {update_val} has type "

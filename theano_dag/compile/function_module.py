@@ -605,7 +605,12 @@ class FunctionMaker:
             optimizer = mode.optimizer
             if optimizer is not None:
                 run = getattr(optimizer, "optimize", None) or optimizer
-                with tag_trace_paused():  # an optimizer that is a bare callable, too
+                # Rewrites build nodes whose inputs carry no test value (Theano's flag
+                # compute_test_value_opt, "off" unless set, applies while they run).
+                with (
+                    tag_trace_paused(),  # an optimizer that is a bare callable, too
+                    config.change_flags(compute_test_value=config.compute_test_value_opt),
+                ):
                     run(fgraph)
             self.optimizer_time = time.perf_counter() - t0
             insert_deepcopy(fgraph, inputs, outputs + additional)

@@ -12,7 +12,19 @@ from __future__ import annotations
 from theano_dag.graph.basic import Variable
 from theano_dag.graph.shared import Container, SharedVariable
 
-__all__ = ["In", "Out", "SymbolicInput", "SymbolicOutput"]
+__all__ = ["In", "Out", "SymbolicInput", "SymbolicOutput", "update_type_fits"]
+
+
+def update_type_fits(var_type, update_type) -> bool:
+    """True if a value of ``update_type`` may be stored into a variable of ``var_type``.
+
+    The types are equal, or the update's is more specific (a static length where
+    the variable has none): Theano, which had no static lengths, saw both as one type.
+    """
+    if update_type == var_type:
+        return True
+    is_super = getattr(var_type, "is_super", None)
+    return is_super is not None and is_super(update_type)
 
 
 class SymbolicInput:
@@ -41,7 +53,7 @@ class SymbolicInput:
         if update is not None:
             if not isinstance(update, Variable):
                 update = variable.type.filter_variable(update)
-            if update.type != variable.type:
+            if not update_type_fits(variable.type, update.type):
                 raise TypeError(
                     f"Variable '{variable}' has type {variable.type} but an update of type "
                     f"{update.type}. The type of the update should be the same as the type "

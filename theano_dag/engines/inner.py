@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.toolbox import Supervisor
 
@@ -174,7 +175,9 @@ def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction
     if optimizer is not None:
         fgraph.attach_feature(Supervisor(fgraph.inputs))
         run = getattr(optimizer, "optimize", None) or optimizer
-        run(fgraph)
+        # As for a function: rewrites build nodes whose inputs carry no test value.
+        with config.change_flags(compute_test_value=config.compute_test_value_opt):
+            run(fgraph)
     # no_recycling lists the outputs the caller keeps; the others are borrowed.
     keep = [] if borrow else [o for o in fgraph.outputs if o.owner is not None]
     linker = mode.linker.accept(fgraph, no_recycling=keep)

@@ -627,7 +627,17 @@ def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
     Jacobian vector products", 2017). ``u`` only ever meets zeros; the optimizer cleans up.
     """
     cotangents = [_float_zeros_like(out) for out in fs]
-    input_cot = Lop(fs, list(wrt), cotangents, disconnected_inputs="ignore")
+    if _one_feeds_another(fs):
+        # A known output gradient stands for the output's whole gradient (Lop's rule), so
+        # with f = [m, m + v] the path from m + v back to m would be dropped: write the
+        # pullback as the gradient of one scalar, sum_i <u_i, f_i>, instead.
+        cost = None
+        for out, u in zip(fs, cotangents):
+            term = (out * u).sum()
+            cost = term if cost is None else cost + term
+        input_cot = grad(cost, list(wrt), disconnected_inputs="ignore")
+    else:
+        input_cot = Lop(fs, list(wrt), cotangents, disconnected_inputs="ignore")
     known = {}
     for c, v in zip(input_cot, eval_points):
         # The same cotangent can serve two wrt entries: their eval points add up.
@@ -639,6 +649,19 @@ def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
         disconnected_inputs="ignore",
         return_disconnected="None",
     )
+
+
+def _one_feeds_another(fs) -> bool:
+    """Whether one of the outputs ``fs`` is computed from another (or given twice)."""
+    if len(set(fs)) < len(fs):
+        return True
+    outs = set(fs)
+    for f in fs:
+        if f.owner is not None and any(
+            v in outs for node in io_toposort([], [f]) for v in node.inputs
+        ):
+            return True
+    return False
 
 
 def _rop_legacy(fs, wrt, eval_points) -> list:

@@ -14,12 +14,13 @@ import operator
 import numpy as np
 
 from theano_dag import tensor as tt
+from theano_dag.config import config
 from theano_dag.engines.inner import compile_inner
 from theano_dag.gradient.reverse import _as_list, _format_as, grad
 from theano_dag.graph.basic import Apply, Constant, Variable, clone_replace, io_toposort
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type
 from theano_dag.graph.op import Op
-from theano_dag.graph.utils import MethodNotDefined
+from theano_dag.graph.utils import MethodNotDefined, TestValueError
 
 __all__ = ["MapOverIndex", "map_over_index", "jacobian", "hessian"]
 
@@ -208,6 +209,19 @@ def map_over_index(idx, n, outputs, row_shape_of=None, mode=None):
 # Jacobian and Hessian
 
 
+def _give_first_row_test_value(idx, expression):
+    """Under ``compute_test_value``, build (and check) the row graph for row 0, as
+    Theano's jacobian builds it inside ``scan`` from the first index."""
+    if config.compute_test_value == "off":
+        return
+    try:
+        value = expression.get_test_value()
+    except TestValueError:
+        return  # the row graph's nodes report the missing value as the flag says
+    if np.shape(value)[0] > 0:  # (no row 0: Theano's scan fails the same way)
+        idx.tag.test_value = np.array(0, dtype=idx.type.dtype)
+
+
 def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
     """Return the Jacobian of the vector ``expression``: ``J[i] = grad(expression[i], wrt)``.
 
@@ -236,6 +250,7 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     if ndim == 0:
         return _format_as(using_list, using_tuple, grad(expression, wrt, **kw))
     idx = tt.lscalar("jacobian_row")
+    _give_first_row_test_value(idx, expression)
     rows = grad(expression[idx], wrt, **kw)
     jacobs = map_over_index(idx, expression.shape[0], rows, row_shape_of=wrt)
     return _format_as(using_list, using_tuple, jacobs)

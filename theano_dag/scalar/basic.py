@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
+import warnings
 
 import numpy as np
 
@@ -563,6 +565,46 @@ class ComplexError(NotImplementedError):
 _INPUT_KEYS = ("x", "y", "z")
 
 
+def _is_theano_c_code(fn) -> bool:
+    """Whether ``fn`` has Theano's ``c_code(self, node, name, inputs, outputs, sub)``
+    signature (C statements writing the outputs) rather than this module's (one C
+    expression per output): it requires five arguments besides ``self``."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.kind in kinds and p.default is p.empty]
+    return len(required) == 5
+
+
+_WARNED_THEANO_C_CODE: set = set()
+
+
+def _theano_c_code_adapter(theano_c_code):
+    """``c_code`` for a user's scalar op written for Theano: called as Theano calls it
+    (five arguments), the user's method; called by the kernel generators, which want
+    one C expression per output, NotImplementedError, so the engines compute the op
+    with its ``impl`` (warned once per class)."""
+
+    @functools.wraps(theano_c_code)
+    def c_code(self, *args, **kwargs):
+        if len(args) + len(kwargs) == 5:
+            return theano_c_code(self, *args, **kwargs)
+        cls = type(self)
+        if cls not in _WARNED_THEANO_C_CODE:
+            _WARNED_THEANO_C_CODE.add(cls)
+            warnings.warn(
+                f"{cls.__name__}.c_code has Theano's signature (node, name, inputs, "
+                "outputs, sub), whose C statements theano_dag's kernels do not take: "
+                f"{self} runs with its Python implementation (impl)",
+                stacklevel=2,
+            )
+        raise NotImplementedError(f"{self} has C code in Theano's form only")
+
+    return c_code
+
+
 class ScalarOp(Op):
     """Base class of scalar ops; see the module docstring for what a subclass gives.
 
@@ -587,6 +629,12 @@ class ScalarOp(Op):
     __props__ = ("output_types_preference",)
 
     name = None  # a subclass whose __init__ skips this one's (Theano's tests do) has none
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        user_c_code = cls.__dict__.get("c_code")
+        if user_c_code is not None and _is_theano_c_code(user_c_code):
+            cls.c_code = _theano_c_code_adapter(user_c_code)
 
     def __init__(self, output_types_preference=None, name=None):
         if output_types_preference is not None:

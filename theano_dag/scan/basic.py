@@ -259,14 +259,18 @@ def scan(
         args.extend(rows)
         tap_rows.append(rows)
 
+    # fn gets the non-sequences themselves, as in Theano: a step that reads one through
+    # a closure instead of its argument (Lasagne's recurrent layers) uses the same
+    # variable. The non-shared ones are swapped for the loop's inputs once fn has built
+    # the step; shared variables stay themselves (fn may return updates keyed by them).
+    args.extend(given_nonseqs)
     nonseq_holders = []
     for v in given_nonseqs:
-        # Shared variables are passed as themselves: fn may return updates keyed by them.
         h = v if isinstance(v, SharedVariable) else _placeholder(v, v.name)
         if h is not v:
             _give_test_value(h, v)
         nonseq_holders.append(h)
-        args.append(h)
+    swapped = {v: h for v, h in zip(given_nonseqs, nonseq_holders) if h is not v}
 
     condition, outputs, updates = _split_step_result(fn(*args))
     outputs = [tt.as_tensor_variable(o) for o in outputs]
@@ -297,13 +301,19 @@ def scan(
         if not isinstance(var, SharedVariable):
             raise TypeError(f"scan: updates must be keyed by shared variables, got {var!r}")
         updates[var] = var.type.filter_variable(tt.as_tensor_variable(new))
+    # What the step reads stops at the non-sequences: their own inputs are the outer
+    # graph's business (one computed from shared variables is fine under strict=True).
     roots = [*outputs, *updates.values(), *([condition] if condition is not None else [])]
-    for v in graph_inputs(roots):
+    for v in graph_inputs(roots, blockers=swapped):
         if isinstance(v, SharedVariable) and v not in updates and v.default_update is not None:
             updates[v] = v.type.filter_variable(v.default_update)
     roots = [*outputs, *updates.values(), *([condition] if condition is not None else [])]
     own = {h for h in args if not isinstance(h, SharedVariable)}
-    free = [v for v in graph_inputs(roots) if v not in own and not isinstance(v, Constant)]
+    free = [
+        v
+        for v in graph_inputs(roots, blockers=swapped)
+        if v not in own and not isinstance(v, Constant)
+    ]
     free = list(dict.fromkeys([*free, *updates]))
     if strict:
         missing = [v for v in free if v not in updates and v not in given_nonseqs]
@@ -322,7 +332,8 @@ def scan(
     outer_nonseqs = [v for v, h in zip(given_nonseqs, nonseq_holders) if h is not v]
     inner_nonseqs = [h for v, h in zip(given_nonseqs, nonseq_holders) if h is not v]
     implicit = [v for v in free if v not in updates]
-    replace = dict(zip(shared_states, shared_rows))
+    replace = dict(swapped)
+    replace.update(zip(shared_states, shared_rows))
     replace.update(zip(shared_carried, carried_rows))
     for v in implicit:
         outer_nonseqs.append(v)

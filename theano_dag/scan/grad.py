@@ -25,6 +25,7 @@ import functools
 import operator
 
 from theano_dag import tensor as tt
+from theano_dag.config import config
 from theano_dag.gradient.reverse import grad
 from theano_dag.graph.basic import ancestors, clone_replace, io_toposort
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type, grad_not_implemented
@@ -32,6 +33,16 @@ from theano_dag.tensor.math import Dot
 from theano_dag.tensor.type import TensorType
 
 __all__ = ["scan_grad"]
+
+
+def _building_inner_graph():
+    """Test values off while the backward step's graph is built.
+
+    Its placeholders (a row of the cotangents, a window, an accumulator) have no test
+    values; the outer graph around the backward loop, built with the flag as the user
+    set it, checks the whole computation on the outer test values.
+    """
+    return config.change_flags(compute_test_value="off")
 
 
 def _is_float(var):
@@ -206,22 +217,23 @@ def scan_grad(op, inputs, outputs, output_grads):
     accs = [b_nonseqs[k].type("acc") for k in float_ns]
 
     cots, outs_f = [], []
-    for k, out in enumerate(fwd_state_outs):
-        if _is_float(out):
-            outs_f.append(out)
-            head = windows[k] if op.mintaps[k] == 1 else windows[k][0]
-            cots.append(head + g_state_rows[k])
-    for j, out in enumerate(fwd_nit_outs):
-        if _is_float(out):
-            outs_f.append(out)
-            cots.append(g_nit_rows[j])
-    wrt_seqs = [v for v in fwd_seqs if _is_float(v)]
-    wrt_taps = [v for tap_vars in fwd_taps for v in tap_vars if _is_float(v)]
-    wrt_ns = [fwd_nonseqs[k] for k in float_ns]
-    wrt = wrt_seqs + wrt_taps + wrt_ns
-    # The cotangents are inner variables of the backward loop: keep them out of the
-    # replacement (they are not forward inner inputs).
-    terms = _vjp(outs_f, wrt, cots)
+    with _building_inner_graph():
+        for k, out in enumerate(fwd_state_outs):
+            if _is_float(out):
+                outs_f.append(out)
+                head = windows[k] if op.mintaps[k] == 1 else windows[k][0]
+                cots.append(head + g_state_rows[k])
+        for j, out in enumerate(fwd_nit_outs):
+            if _is_float(out):
+                outs_f.append(out)
+                cots.append(g_nit_rows[j])
+        wrt_seqs = [v for v in fwd_seqs if _is_float(v)]
+        wrt_taps = [v for tap_vars in fwd_taps for v in tap_vars if _is_float(v)]
+        wrt_ns = [fwd_nonseqs[k] for k in float_ns]
+        wrt = wrt_seqs + wrt_taps + wrt_ns
+        # The cotangents are inner variables of the backward loop: keep them out of the
+        # replacement (they are not forward inner inputs).
+        terms = _vjp(outs_f, wrt, cots)
     # A gradient that reads what the step computed (tanh's does) reads the forward
     # loop's stored rows instead of computing the step again.
     residuals = []
@@ -241,7 +253,8 @@ def scan_grad(op, inputs, outputs, output_grads):
         replace[o] = o.type("out")
         b_seqs.append(replace[o])
         b_seq_outer.append(rev(rows, at))
-    terms = clone_replace(terms, replace) if terms else []
+    with _building_inner_graph():
+        terms = clone_replace(terms, replace) if terms else []
     carried = set(op.inner_carry_inputs())
     if carried and carried & set(ancestors(terms)):
         # The step draws random numbers the gradient needs; they are not stored.
@@ -249,32 +262,33 @@ def scan_grad(op, inputs, outputs, output_grads):
         return _not_implemented(op, inputs, why)
     d_of = dict(zip(wrt, terms))
 
-    new_windows = []
-    for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
-        w = windows[k]
-        if op.mintaps[k] == 1:
-            # taps == (-1,): the new window is the cotangent of the row the step read.
-            v = tap_vars[0]
-            new_windows.append(d_of[v] if v in d_of else tt.zeros_like(w))
-            continue
-        shifted = tt.concatenate([w[1:], tt.zeros_like(w[:1])], axis=0)
-        for tap, v in zip(taps, tap_vars):
-            if v in d_of:
-                shifted = tt.inc_subtensor(shifted[-tap - 1], d_of[v])
-        new_windows.append(shifted)
-    new_windows = [cast_like(w, v) for w, v in zip(new_windows, windows)]
-    new_accs = [cast_like(a + d_of[fwd_nonseqs[k]], a) for a, k in zip(accs, float_ns)]
-    d_seqs = [cast_like(d_of[v], replace[v]) for v in wrt_seqs]
+    with _building_inner_graph():
+        new_windows = []
+        for k, (taps, tap_vars) in enumerate(zip(op.state_taps, fwd_taps)):
+            w = windows[k]
+            if op.mintaps[k] == 1:
+                # taps == (-1,): the new window is the cotangent of the row the step read.
+                v = tap_vars[0]
+                new_windows.append(d_of[v] if v in d_of else tt.zeros_like(w))
+                continue
+            shifted = tt.concatenate([w[1:], tt.zeros_like(w[:1])], axis=0)
+            for tap, v in zip(taps, tap_vars):
+                if v in d_of:
+                    shifted = tt.inc_subtensor(shifted[-tap - 1], d_of[v])
+            new_windows.append(shifted)
+        new_windows = [cast_like(w, v) for w, v in zip(new_windows, windows)]
+        new_accs = [cast_like(a + d_of[fwd_nonseqs[k]], a) for a, k in zip(accs, float_ns)]
+        d_seqs = [cast_like(d_of[v], replace[v]) for v in wrt_seqs]
 
-    back = type(op)(
-        [*b_seqs, *windows, *accs, *b_nonseqs],
-        [*new_windows, *new_accs, *d_seqs],
-        n_seqs=len(b_seqs),
-        state_taps=[(-1,)] * (len(windows) + len(accs)),
-        n_nitsot=len(d_seqs),
-        mode=op.mode,
-        name=f"grad_of_{op.name}" if op.name else "grad_of_scan",
-    )
+        back = type(op)(
+            [*b_seqs, *windows, *accs, *b_nonseqs],
+            [*new_windows, *new_accs, *d_seqs],
+            n_seqs=len(b_seqs),
+            state_taps=[(-1,)] * (len(windows) + len(accs)),
+            n_nitsot=len(d_seqs),
+            mode=op.mode,
+            name=f"grad_of_{op.name}" if op.name else "grad_of_scan",
+        )
     window_inits = [
         tt.shape_padleft(tt.zeros_like(outputs[k][0] if m == 1 else outputs[k][:m]))
         for k, m in enumerate(op.mintaps)

@@ -14,6 +14,7 @@ import numpy as np
 
 # The ops behind the operators (tensor.math, .basic, .subtensor) build on this module's
 # classes: they are reached through the package when called.
+from theano_dag import scalar as ts
 from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable
@@ -30,6 +31,10 @@ __all__ = [
     "constant",
     "autocast_scalar",
 ]
+
+
+# The scalar ops whose elementwise results refuse ``bool()`` (lt, gt, le, ge, eq, neq).
+_COMPARISONS = tuple({type(op) for op in (ts.lt, ts.gt, ts.le, ts.ge, ts.eq, ts.neq)})
 
 
 class AsTensorError(TypeError):
@@ -79,10 +84,16 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
         return _tensor.math.invert(self)
 
     def __bool__(self):
-        raise TypeError(
-            "Variables do not support boolean operations: a symbolic tensor has no truth "
-            "value. Use tt.switch / tt.and_ / tt.or_ to build conditions."
-        )
+        # ``if var:`` asks whether there is a variable (PyMC3 writes it), as in Theano:
+        # true. A comparison's result has no truth value until run: ``a < b < c`` (which
+        # Python runs as ``(a < b) and (b < c)``) or ``if x > 0:`` is refused.
+        scalar_op = getattr(getattr(self.owner, "op", None), "scalar_op", None)
+        if isinstance(scalar_op, _COMPARISONS):
+            raise TypeError(
+                "Variables do not support boolean operations: a symbolic comparison has no "
+                "truth value. Use tt.switch / tt.and_ / tt.or_ to build conditions."
+            )
+        return True
 
     def __len__(self):
         raise TypeError(
@@ -277,11 +288,12 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     def diagonal(self, offset=0, axis1=0, axis2=1):
         return _tensor.extra_ops.diagonal(self, offset, axis1, axis2)
 
-    def norm(self, L, axis=None):  # noqa: N803 (Theano's name)
-        """``sum(abs(x) ** L) ** (1 / L)`` over ``axis`` (Theano's; L neither 0 nor inf)."""
+    def norm(self, L, axis=None, keepdims=False):  # noqa: N803 (Theano's name)
+        """``sum(abs(x) ** L) ** (1 / L)`` over ``axis`` (Theano's; L neither 0 nor inf);
+        ``keepdims`` keeps the reduced axes with length 1."""
         if L == 0 or np.isinf(L):
             raise NotImplementedError(f"norm: L={L} is not supported (Theano's limit)")
-        return (abs(self) ** L).sum(axis=axis) ** (1.0 / L)
+        return (abs(self) ** L).sum(axis=axis, keepdims=keepdims) ** (1.0 / L)
 
 
 # numpy calls the method of an object's name when a ufunc meets it (``np.cos(x)`` calls

@@ -831,11 +831,13 @@ ConvGradInputs = AbstractConv2d_gradInputs
 
 
 def _resolve(primary, alias, primary_name, alias_name, default):
+    # Without the alias, the argument as given: ``border_mode=None`` is refused, as in
+    # Theano (which has no aliases), not taken for the default.
     if alias is not None:
         if primary is not None and primary != default:
             raise ValueError(f"conv2d: give {primary_name} or {alias_name}, not both")
         return alias
-    return default if primary is None else primary
+    return primary
 
 
 def conv2d(

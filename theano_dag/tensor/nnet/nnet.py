@@ -109,9 +109,11 @@ def relu(x, alpha=0):
     >>> relu(x, alpha=0.1).eval({x: np.array([-2.0, 3.0])})
     array([-0.2,  3. ])
     """
-    x = as_tensor_variable(x)
     if isinstance(alpha, (int, float)) and alpha == 0:
+        # Theano's arithmetic on x as given: a numpy array gives an array (Lasagne's
+        # rectify is called on both).
         return 0.5 * (x + abs(x))
+    x = as_tensor_variable(x)
     if isinstance(alpha, (int, float)) and x.dtype in float_dtypes:
         # A Python slope takes x's dtype, so a float32 network stays float32.
         f1 = np.asarray(0.5 * (1 + alpha), dtype=x.dtype)
