@@ -1,6 +1,8 @@
 """Canonicalization rewrites: each checked for structure (is_same_graph with the expected
 graph) and for values (reference engine before and after)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -499,3 +501,20 @@ def test_a_copy_of_the_graph_gets_its_own_set_of_unsorted_nodes():
     assert not fg.unsorted_commutative_nodes.nodes  # the copy did not refill the original
     mul = copy.outputs[0].owner.inputs[0].owner
     assert list(copy.unsorted_commutative_nodes.nodes) == [mul]  # all nodes, at first
+
+
+def test_a_product_with_a_constant_vector_and_a_coefficient_reaches_a_fixed_point():
+    # The coefficient was appended after a vector of constant weights, which
+    # CommutativeSort puts after it again: canonicalize looped until max_use_ratio.
+
+    x = tt.dvector("x")
+    w = np.array([1.0, 1.25, 1.5])
+    out = tt.exp(-x * x) * (-1.12837917) * w
+    fg = FunctionGraph([x], [out])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        apply_dbs(fg, "canonicalize")
+    xv = np.array([-0.5, 0.25, 2.0])
+    np.testing.assert_allclose(
+        fgraph_values(fg, [xv])[0], np.exp(-xv * xv) * -1.12837917 * w, rtol=1e-15
+    )

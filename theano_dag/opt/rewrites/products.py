@@ -147,7 +147,10 @@ class _Product:
         num = sorted(self.num, key=commutative_key)
         den = sorted(self.den, key=commutative_key)
         if coef != 1:
-            num.append(typed_constant(coef, self.dtype, self.ndim))
+            # Sorted with the other factors, not appended: a constant factor that is no
+            # coefficient (a vector of weights) sorts among the constants as
+            # CommutativeSort orders them, which would otherwise undo this order.
+            num = sorted([*num, typed_constant(coef, self.dtype, self.ndim)], key=commutative_key)
         top = _product(num) if num else typed_constant(1, self.dtype, self.ndim)
         expr = tm.true_div(top, _product(den)) if den else top
         return tm.neg(expr) if negate else expr
