@@ -20,10 +20,13 @@ Sigmoids are compared by what they compute: ``sigmoid(x)``, ``sigmoid(-(-x))`` a
 
 from __future__ import annotations
 
+import numpy as np
+
 from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import fit, is_const, is_float, scalar_op
+from theano_dag.opt.rewrites.utils import const_value, fit, is_const, is_float, scalar_op
 from theano_dag.tensor import math as tm
 
 stabilize = RULES.stabilize
@@ -31,9 +34,8 @@ stabilize = RULES.stabilize
 __all__ = [
     "sigmoid_key",
     "local_exp_over_1_plus_exp",
-    "local_inv_1_plus_exp",
     "local_1msigmoid",
-    "local_sigm_times_exp",
+    "local_sigm_factor",
     "local_sigm_cancel",
     "local_log_sigmoid",
     "local_logit_sigmoid",
@@ -78,6 +80,14 @@ def sigmoid_key(var):
         node = node.inputs[1].owner
         sop = scalar_op(node)
         flip = True
+    elif isinstance(sop, ts.Add) and len(node.inputs) == 2:  # 1 + -sigmoid(x)
+        a, b = node.inputs
+        other = b if is_const(a, 1) else a if is_const(b, 1) else None
+        if other is None or not isinstance(scalar_op(other.owner), ts.Neg):
+            return None
+        node = other.owner.inputs[0].owner
+        sop = scalar_op(node)
+        flip = True
     if sop != ts.sigmoid:
         return None
     base, negated = _unneg(node.inputs[0])
@@ -109,46 +119,54 @@ def _same(k1, k2) -> bool:
     return k1 is not None and k2 is not None and k1[0] is k2[0] and k1[1] == k2[1]
 
 
-def _factors(var):
-    """``(factors, negated)``: ``var`` as ``±(f1 * f2 * ...)`` through its ``mul`` and
-    ``neg`` nodes (of ``var``'s dtype)."""
-    out, negated, todo = [], False, [var]
+def _flipped(k):
+    return None if k is None else (k[0], not k[1])
+
+
+def _small_int(var):
+    """The integer ``var`` holds, when it is a constant integer in [-4, 4]."""
+    c = const_value(var)
+    if c is None:
+        return None
+    c = float(c)
+    return int(c) if c.is_integer() and -4 <= c <= 4 else None
+
+
+def _split(var):
+    """``(num, den, negated)``: ``var`` as ``±(n1 * n2 * ...) / (d1 * d2 * ...)`` through
+    its ``mul``, ``true_div``, ``reciprocal``, ``neg``, ``sqr`` and small integer powers
+    (the nodes of ``var``'s dtype): the factors that ``1 + exp`` and sigmoids may be
+    among, wherever a canonical product or a gradient put them."""
+    num, den, negated = [], [], False
+    todo = [(var, True)]
     while todo:
-        v = todo.pop()
-        sop = scalar_op(v.owner)
-        if isinstance(sop, ts.Neg) and v.dtype == var.dtype:
-            negated = not negated
-            todo.append(v.owner.inputs[0])
-        elif isinstance(sop, ts.Mul) and v.dtype == var.dtype:
-            todo.extend(reversed(v.owner.inputs))
-        else:
-            out.append(v)
-    return out, negated
-
-
-def _fraction(var):
-    """``(num_factors, den_factors, negated)`` of ``var`` = ``±(n1 * ...) / (d1 * ...)``
-    (one division deep); squares in the denominator count as two factors."""
-    var, negated = _unneg(var)
-    node = var.owner
-    if isinstance(scalar_op(node), ts.TrueDiv) and var.dtype == node.inputs[0].dtype:
-        num, num_neg = _factors(node.inputs[0])
-        den, den_neg = _factors(node.inputs[1])
-        return num, _squares_expanded(den), negated ^ num_neg ^ den_neg
-    num, num_neg = _factors(var)
-    return num, [], negated ^ num_neg
-
-
-def _squares_expanded(factors):
-    out = []
-    for f in factors:
-        node = f.owner
+        v, up = todo.pop()
+        node = v.owner
         sop = scalar_op(node)
-        if sop == ts.sqr or (isinstance(sop, ts.Pow) and is_const(node.inputs[1], 2)):
-            out += [node.inputs[0]] * 2
-        else:
-            out.append(f)
-    return out
+        if sop is not None and v.dtype == var.dtype:
+            if isinstance(sop, ts.Neg):
+                negated = not negated
+                todo.append((node.inputs[0], up))
+                continue
+            if isinstance(sop, ts.Mul):
+                todo.extend((i, up) for i in reversed(node.inputs))
+                continue
+            if isinstance(sop, ts.TrueDiv):
+                todo += [(node.inputs[1], not up), (node.inputs[0], up)]
+                continue
+            if sop == ts.reciprocal:
+                todo.append((node.inputs[0], not up))
+                continue
+            if sop == ts.sqr:
+                todo += [(node.inputs[0], up)] * 2
+                continue
+            if isinstance(sop, ts.Pow):
+                k = _small_int(node.inputs[1])
+                if k:
+                    todo += [(node.inputs[0], up if k > 0 else not up)] * abs(k)
+                    continue
+        (num if up else den).append(v)
+    return num, den, negated
 
 
 def _product(factors, like):
@@ -159,70 +177,109 @@ def _product(factors, like):
     return factors[0] if len(factors) == 1 else tm.mul(*factors)
 
 
+def _fraction(num, den, negated, like):
+    new = _product(num, like)
+    if any(not is_const(d, 1) for d in den):
+        new = tm.true_div(new, _product(den, like))
+    return tm.neg(new) if negated else new
+
+
+class _Factor:
+    """A factor of a product and what it is: ``1 + exp(±x)``, ``exp(±x)``, a sigmoid."""
+
+    __slots__ = ("var", "one_plus_exp", "exp", "sigmoid")
+
+    def __init__(self, var, sigmoid=None):
+        self.var = var
+        self.one_plus_exp = _one_plus_exp_key(var)
+        self.exp = None if self.one_plus_exp else _exp_key(var)
+        self.sigmoid = sigmoid or (None if self.one_plus_exp or self.exp else sigmoid_key(var))
+
+
+def _take(factors, attr, key):
+    """Remove and return the first factor of ``factors`` whose ``attr`` is ``key``."""
+    for i, f in enumerate(factors):
+        if _same(getattr(f, attr), key):
+            return factors.pop(i)
+    return None
+
+
+def _new_sigmoid(key):
+    return _Factor(_sigmoid(*key), sigmoid=key)
+
+
 # ---- sigmoid recognised ---------------------------------------------------------------
 
 
 @stabilize()
-@local_optimizer([tm.true_div])
+@local_optimizer([tm.true_div, tm.mul, tm.reciprocal, tm.pow])
 def local_exp_over_1_plus_exp(fgraph, node):
-    """``1 + exp(x)`` in a denominator as a sigmoid: ``exp(x) / (1 + exp(x))`` is
-    ``sigmoid(x)``, ``c / (1 + exp(x))`` is ``c * sigmoid(-x)``; each factor ``1 + exp``
-    of a product's denominator, with the matching ``exp`` of its numerator if there is
-    one (the gradient of ``1 / (1 + exp(-x))`` is ``g * exp(-x) / (1 + exp(-x))**2``:
-    ``g * sigmoid(-x) * sigmoid(x)``). Not ``inf / inf`` for large ``x``."""
+    """Sigmoids in a product: each factor ``1 + exp(x)`` of the denominator as a
+    sigmoid, with the matching ``exp`` of the numerator if there is one
+    (``exp(x) / (1 + exp(x))`` is ``sigmoid(x)``, ``c / (1 + exp(x))`` is
+    ``c * sigmoid(-x)``; the gradient of ``1 / (1 + exp(-x))``,
+    ``g * exp(-x) / (1 + exp(-x))**2``, is ``g * sigmoid(-x) * sigmoid(x)``);
+    ``exp(x) * sigmoid(-x)`` as ``sigmoid(x)``; and a sigmoid (or ``1 + exp``) found in
+    both the numerator and the denominator cancelled, also where they are written
+    differently (``sigmoid(x) / (1 - sigmoid(-x))``). Neither ``inf / inf`` nor
+    ``0 / 0`` where ``exp`` overflows or the sigmoid rounds."""
     # exp(x) / (1 + exp(x)) -> sigmoid(x) ; c / (1 + exp(x)) -> c * sigmoid(-x)
     # a * exp(x) / ((1 + exp(x)) * (1 + exp(-y)) * b) -> a * sigmoid(x) * sigmoid(y) / b
+    # reciprocal(1 + exp(x)) -> sigmoid(-x) ; (1 + exp(x)) ** -1 -> sigmoid(-x)
+    # exp(x) * sigmoid(-x) -> sigmoid(x) ; exp(-x) * sigmoid(x) -> sigmoid(-x)
+    # a * sigmoid(x) / (b * (1 - sigmoid(-x))) -> a / b
     out = node.outputs[0]
-    if not isinstance(scalar_op(node), ts.TrueDiv) or not is_float(out):
+    if not is_float(out) or len(node.outputs) != 1:
         return False
-    num, den = node.inputs
-    den_f, den_neg = _factors(den)
-    den_f = _squares_expanded(den_f)
-    keys = [_one_plus_exp_key(f) for f in den_f]
-    if not any(keys):
+    sop = scalar_op(node)
+    if isinstance(sop, ts.Pow) and _small_int(node.inputs[1]) is None:
         return False
-    num_f, num_neg = _factors(num)
-    num_keys = [_exp_key(f) for f in num_f]
-    sigmoids, rest_den = [], []
-    for f, k in zip(den_f, keys):
-        if k is None:
-            rest_den.append(f)
-            continue
-        for i, nk in enumerate(num_keys):
-            if _same(nk, k):  # exp(x) / (1 + exp(x))
-                del num_f[i], num_keys[i]
-                sigmoids.append(_sigmoid(*k))
-                break
-        else:  # 1 / (1 + exp(x))
-            sigmoids.append(_sigmoid(k[0], not k[1]))
-    new = _product(sigmoids + num_f, out)
-    if rest_den:
-        new = tm.true_div(new, _product(rest_den, out))
-    if num_neg ^ den_neg:
-        new = tm.neg(new)
+    if sop is None:
+        return False
+    num, den, negated = _split(out)
+    num = [_Factor(f) for f in num]
+    den = [_Factor(f) for f in den]
+    if not any(f.one_plus_exp or f.sigmoid for f in num + den):
+        return False
+    changed = False
+    # 1 + exp(x) above and below
+    for f in [f for f in den if f.one_plus_exp]:
+        if _take(num, "one_plus_exp", f.one_plus_exp):
+            den.remove(f)
+            changed = True
+    # 1 / (1 + exp(x)) = sigmoid(-x) ; exp(x) / (1 + exp(x)) = sigmoid(x)
+    for f in [f for f in den if f.one_plus_exp]:
+        den.remove(f)
+        k = f.one_plus_exp
+        num.append(_new_sigmoid(k if _take(num, "exp", k) else _flipped(k)))
+        changed = True
+    # (1 + exp(x)) * sigmoid(-x) = 1 ; exp(x) * sigmoid(-x) = sigmoid(x)
+    for side in (num, den):
+        for f in [f for f in side if f.one_plus_exp or f.exp]:
+            k = f.one_plus_exp or f.exp
+            if _take(side, "sigmoid", _flipped(k)):
+                side.remove(f)
+                if f.exp:
+                    side.append(_new_sigmoid(k))
+                changed = True
+    # sigmoid(x) above and below
+    for f in [f for f in den if f.sigmoid]:
+        if _take(num, "sigmoid", f.sigmoid):
+            den.remove(f)
+            changed = True
+    if not changed:
+        return False
+    new = _fraction([f.var for f in num], [f.var for f in den], negated, out)
     return fit(out, new, node.inputs)
 
 
 @stabilize()
-@local_optimizer([tm.reciprocal])
-def local_inv_1_plus_exp(fgraph, node):
-    """``1 / (1 + exp(x))`` written with ``reciprocal``, as ``sigmoid(-x)``."""
-    # reciprocal(1 + exp(x)) -> sigmoid(-x)
-    if scalar_op(node) != ts.reciprocal or not is_float(node.outputs[0]):
-        return False
-    k = _one_plus_exp_key(node.inputs[0])
-    if k is None:
-        return False
-    return fit(node.outputs[0], _sigmoid(k[0], not k[1]), node.inputs[0].owner.inputs)
-
-
-@stabilize()
-@local_optimizer([tm.sub])
+@local_optimizer([tm.sub, tm.add])
 def local_1msigmoid(fgraph, node):
     """``1 - sigmoid(x)`` as ``sigmoid(-x)``, which does not round to 0 for ``x > 37``
     (float64; ``x > 17`` in float32)."""
-    # 1 - sigmoid(x) -> sigmoid(-x)
-    if not isinstance(scalar_op(node), ts.Sub) or not is_float(node.outputs[0]):
+    # 1 - sigmoid(x) -> sigmoid(-x) ; 1 + -sigmoid(x) -> sigmoid(-x)
+    if not isinstance(scalar_op(node), (ts.Sub, ts.Add)) or not is_float(node.outputs[0]):
         return False
     k = sigmoid_key(node.outputs[0])
     if k is None:
@@ -230,36 +287,110 @@ def local_1msigmoid(fgraph, node):
     return fit(node.outputs[0], _sigmoid(*k), node.inputs)
 
 
-@stabilize()
-@local_optimizer([tm.mul])
-def local_sigm_times_exp(fgraph, node):
-    """A product of ``exp(x)`` and ``sigmoid(-x)`` as ``sigmoid(x)`` (their product):
-    ``exp(x)`` alone overflows for large ``x``."""
-    # exp(x) * sigmoid(-x) -> sigmoid(x) ; exp(-x) * sigmoid(x) -> sigmoid(-x)
-    out = node.outputs[0]
-    if not isinstance(scalar_op(node), ts.Mul) or not is_float(out):
+def _same_factors(a, b) -> bool:
+    """Whether the lists of variables ``a`` and ``b`` hold the same ones (as multisets)."""
+    if len(a) != len(b):
         return False
-    factors, negated = _factors(out)
-    exps = [(i, k) for i, f in enumerate(factors) if (k := _exp_key(f)) is not None]
-    if not exps:
-        return False
-    sigs = {i: k for i, f in enumerate(factors) if (k := sigmoid_key(f)) is not None}
-    new, done = list(factors), False
-    for i, (base, negated_e) in exps:
-        for j, (sbase, negated_s) in list(sigs.items()):
-            if sbase is base and negated_s != negated_e:
-                new[i], new[j] = None, _sigmoid(base, negated_e)
-                del sigs[j]
-                done = True
+    rest = list(b)
+    for v in a:
+        for i, u in enumerate(rest):
+            if _same_var(u, v):
+                del rest[i]
                 break
-    if not done:
+        else:
+            return False
+    return True
+
+
+def _same_var(u, v) -> bool:
+    """Whether ``u`` and ``v`` compute the same: the same variable, equal constants, or
+    the same op of the same inputs (stabilize does not merge the sigmoids its rewrites
+    make, and ``sigmoid(x)`` may be there twice)."""
+    if u is v:
+        return True
+    if u.type != v.type:
         return False
-    prod = _product([f for f in new if f is not None], out)
-    return fit(out, tm.neg(prod) if negated else prod, factors)
+    a, b = u.owner, v.owner
+    if a is None or b is None:
+        if a is None and b is None:
+            cu, cv = const_value(u), const_value(v)
+            return cu is not None and cv is not None and bool(cu == cv)
+        return False
+    if (
+        a.op == b.op
+        and u.index == v.index
+        and len(a.inputs) == len(b.inputs)
+        and all(i is j for i, j in zip(a.inputs, b.inputs))
+    ):
+        return True
+    return _same(sigmoid_key(u), sigmoid_key(v))
 
 
 @stabilize()
-@local_optimizer([tm.mul])
+@local_optimizer([tm.add, tm.sub])
+def local_sigm_factor(fgraph, node):
+    """``a - a * sigmoid(x)`` as ``a * sigmoid(-x)``: the difference of two products
+    that differ by a sigmoid factor (the gradient of ``exp(x) / (1 + exp(x))`` is
+    ``sigmoid(x) - sigmoid(x)**2``), which cancels to 0 where the sigmoid rounds to 1."""
+    # a - a * sigmoid(x) -> a * sigmoid(-x) ; -a + a * sigmoid(x) -> -(a * sigmoid(-x))
+    out = node.outputs[0]
+    sop = scalar_op(node)
+    if not isinstance(sop, (ts.Add, ts.Sub)) or len(node.inputs) != 2 or not is_float(out):
+        return False
+    p, q = node.inputs
+    if p.dtype != out.dtype or q.dtype != out.dtype:
+        return False
+    # Quick exit: one of the two terms must be a product.
+    if not any(isinstance(scalar_op(v.owner), _PRODUCT_OPS) for v in (p, q)):
+        return False
+    terms = [_split(p), _split(q)]
+    if isinstance(sop, ts.Sub):
+        terms[1] = (*terms[1][:2], not terms[1][2])
+    (n1, d1, neg1), (n2, d2, neg2) = terms
+    if len(n1) > len(n2):  # the product with the sigmoid second
+        (n1, d1, neg1), (n2, d2, neg2) = (n2, d2, neg2), (n1, d1, neg1)
+    if len(n2) != len(n1) + 1 or len(d1) != len(d2):
+        return False
+    c1, n1v, d1v = _constants_apart(n1, d1, neg1)
+    c2, n2v, d2v = _constants_apart(n2, d2, neg2)
+    if c1 is None or c2 is None or not _same_factors(d1v, d2v):
+        return False
+    with np.errstate(all="ignore"):
+        opposite = c1.shape == c2.shape and bool(np.all(c1 == -c2)) and bool(np.all(c1 != 0))
+    if not opposite:
+        return False
+    for i, f in enumerate(n2v):
+        k = sigmoid_key(f)
+        if k is not None and _same_factors(n1v, n2v[:i] + n2v[i + 1 :]):
+            new = _fraction([*n1, _sigmoid(*_flipped(k))], d1, neg1, out)
+            return fit(out, new, node.inputs)
+    return False
+
+
+_PRODUCT_OPS = (ts.Mul, ts.TrueDiv, ts.Neg)
+
+
+def _constants_apart(num, den, negated):
+    """``(coef, num, den)``: the constant factors of ``±num / den`` multiplied into one
+    array (None if one is not a plain constant array), the other factors apart."""
+    coef = np.array(-1.0 if negated else 1.0)
+    rest_num, rest_den = [], []
+    with np.errstate(all="ignore"):
+        for factors, up, rest in ((num, True, rest_num), (den, False, rest_den)):
+            for f in factors:
+                if not isinstance(f, Constant):
+                    rest.append(f)
+                    continue
+                data = np.asarray(f.data, dtype="float64")
+                try:
+                    coef = coef * data if up else coef / data
+                except ValueError:
+                    return None, None, None
+    return coef, rest_num, rest_den
+
+
+@stabilize()
+@local_optimizer([tm.mul, tm.true_div])
 def local_sigm_cancel(fgraph, node):
     """A product of sigmoids and of a sum whose terms divide by those sigmoids,
     distributed over the sum so that they cancel: the gradient of a cross-entropy of a
@@ -270,25 +401,25 @@ def local_sigm_cancel(fgraph, node):
     #   -> a * sigmoid(-x) + b * sigmoid(x)
     # sigmoid(x) * (a / sigmoid(x) + b) -> a + b * sigmoid(x)
     out = node.outputs[0]
-    if not isinstance(scalar_op(node), ts.Mul) or not is_float(out):
+    if not isinstance(scalar_op(node), (ts.Mul, ts.TrueDiv)) or not is_float(out):
         return False
-    # Cheap test first: a sum among the factors (most products have none).
+    # Cheap test first: a sum among the inputs (most products have none).
     if not any(isinstance(scalar_op(i.owner), ts.Add) for i in node.inputs):
         return False
-    factors, negated = _factors(out)
-    keys = [sigmoid_key(f) for f in factors]
+    num, den, negated = _split(out)
+    keys = [sigmoid_key(f) for f in num]
     if not any(keys):
         return False
-    for a, add in enumerate(factors):
+    for a, add in enumerate(num):
         if not isinstance(scalar_op(add.owner), ts.Add) or add.dtype != out.dtype:
             continue
-        others = [(f, k) for i, (f, k) in enumerate(zip(factors, keys)) if i != a]
+        others = [(f, k) for i, (f, k) in enumerate(zip(num, keys)) if i != a]
         terms, n_cancelled = [], 0
         for t in add.owner.inputs:
-            num, den, t_neg = _fraction(t)
+            t_num, t_den, t_neg = _split(t)
             pool = list(others)
             keep_den = []
-            for d in den:
+            for d in t_den:
                 j = _find(pool, sigmoid_key(d))
                 if j is None:
                     keep_den.append(d)
@@ -296,21 +427,17 @@ def local_sigm_cancel(fgraph, node):
                     del pool[j]
                     n_cancelled += 1
             keep_num = []
-            for m in num:
-                k = _one_plus_exp_key(m)  # 1 + exp(x) = 1 / sigmoid(-x)
-                j = None if k is None else _find(pool, (k[0], not k[1]))
+            for m in t_num:
+                j = _find(pool, _flipped(_one_plus_exp_key(m)))  # 1 + exp(x) = 1 / sigmoid(-x)
                 if j is None:
                     keep_num.append(m)
                 else:
                     del pool[j]
                     n_cancelled += 1
-            term = _product(keep_num + [f for f, _ in pool], out)
-            if keep_den:
-                term = tm.true_div(term, _product(keep_den, out))
-            terms.append(tm.neg(term) if t_neg else term)
+            terms.append(_fraction(keep_num + [f for f, _ in pool], keep_den, t_neg, out))
         if n_cancelled:
-            new = tm.add(*terms)
-            return fit(out, tm.neg(new) if negated else new, factors + list(add.owner.inputs))
+            new = _fraction([tm.add(*terms)], den, negated, out)
+            return fit(out, new, num + den + list(add.owner.inputs))
     return False
 
 
