@@ -404,19 +404,21 @@ def local_sigm_cancel(fgraph, node):
     if not isinstance(scalar_op(node), (ts.Mul, ts.TrueDiv)) or not is_float(out):
         return False
     # Cheap test first: a sum among the inputs (most products have none).
-    if not any(isinstance(scalar_op(i.owner), ts.Add) for i in node.inputs):
+    if not any(isinstance(scalar_op(i.owner), _SUM_OPS) for i in node.inputs):
         return False
     num, den, negated = _split(out)
     keys = [sigmoid_key(f) for f in num]
     if not any(keys):
         return False
     for a, add in enumerate(num):
-        if not isinstance(scalar_op(add.owner), ts.Add) or add.dtype != out.dtype:
+        sum_op = scalar_op(add.owner)
+        if not isinstance(sum_op, _SUM_OPS) or add.dtype != out.dtype:
             continue
         others = [(f, k) for i, (f, k) in enumerate(zip(num, keys)) if i != a]
         terms, n_cancelled = [], 0
-        for t in add.owner.inputs:
+        for ti, t in enumerate(add.owner.inputs):
             t_num, t_den, t_neg = _split(t)
+            t_neg ^= ti == 1 and isinstance(sum_op, ts.Sub)
             pool = list(others)
             keep_den = []
             for d in t_den:
@@ -439,6 +441,9 @@ def local_sigm_cancel(fgraph, node):
             new = _fraction([tm.add(*terms)], den, negated, out)
             return fit(out, new, num + den + list(add.owner.inputs))
     return False
+
+
+_SUM_OPS = (ts.Add, ts.Sub)
 
 
 def _find(pool, key):
