@@ -13,6 +13,8 @@ from theano_dag.tensor import nnet
 #: Logits from where exp overflows in float32 (90) and float64 (800, 1000) to where
 #: sigmoid is plain arithmetic.
 LOGITS = np.array([-1000.0, -800.0, -90.0, -30.0, -5.0, 0.0, 0.5, 5.0, 30.0, 90.0, 800.0, 1000.0])
+#: Logits whose exp is finite in float32.
+IN_RANGE = np.array([-1000.0, -30.0, -5.0, 0.0, 0.5, 5.0, 30.0, 80.0])
 #: Targets of a cross-entropy, one per logit of ``LOGITS``.
 TARGETS = np.array([0.0, 1.0, 0.3, 1.0, 0.0, 0.5, 1.0, 0.2, 0.0, 1.0, 0.7, 0.0])
 
@@ -107,6 +109,24 @@ CASES = [
         [np.array([1e-30, 1e-8, 0.25, 0.5, 0.9, 1 - 2.0**-20])],
     ),
     elementwise(
+        "exp(softplus(x))",
+        lambda x: tt.exp(tt.softplus(x)),
+        lambda x: 1 + mpmath.exp(x),
+        [IN_RANGE],
+    ),
+    elementwise(
+        "expm1(softplus(x))",
+        lambda x: tt.expm1(tt.softplus(x)),
+        mpmath.exp,
+        [IN_RANGE],
+    ),
+    elementwise(
+        "softplus(log(p))",
+        lambda p: tt.softplus(tt.log(p)),
+        mpmath.log1p,
+        [np.array([1e-30, 1e-8, 0.25, 3.0, 1e10])],
+    ),
+    elementwise(
         "binary_crossentropy(sigmoid(z), t)",
         lambda z, t: nnet.binary_crossentropy(nnet.sigmoid(z), t),
         mp_xent,
@@ -114,7 +134,7 @@ CASES = [
         atol=1e-16,  # the gradient in t, -z, is 0 at z = 0 only up to the rounding of a sum
     ),
     elementwise(
-        "-t * log(p) - (1 - t) * log(1 - p), p = 1 / (1 + exp(-z))",
+        "-t * log(p) - (1 - t) * log(1 - p) with p = 1 / (1 + exp(-z))",
         lambda z, t: -t * tt.log(written_sigmoid(z)) - (1 - t) * tt.log(1 - written_sigmoid(z)),
         mp_xent,
         [LOGITS, TARGETS],

@@ -40,6 +40,7 @@ __all__ = [
     "local_log_sigmoid",
     "local_logit_sigmoid",
     "local_sigmoid_logit",
+    "local_exp_softplus",
 ]
 
 
@@ -520,3 +521,32 @@ def local_sigmoid_logit(fgraph, node):
     if not is_const(sub.inputs[0], 1) or not is_float(p):
         return False
     return fit(node.outputs[0], p, div.inputs)
+
+
+# ---- softplus inverted ------------------------------------------------------------------
+
+
+@stabilize()
+@local_optimizer([tm.exp, tm.expm1, tm.softplus])
+def local_exp_softplus(fgraph, node):
+    """Softplus undone: ``exp(softplus(x))`` as ``1 + exp(x)``, ``expm1(softplus(x))`` as
+    ``exp(x)`` (without the rounding of ``softplus(x)``, magnified by ``exp``), and
+    ``softplus(log(p))`` as ``log1p(p)`` (NaN for ``p < 0``, as ``log`` gives)."""
+    # exp(softplus(x)) -> 1 + exp(x) ; expm1(softplus(x)) -> exp(x)
+    # softplus(log(p)) -> switch(p >= 0, log1p(p), nan)
+    out = node.outputs[0]
+    sop = scalar_op(node)
+    inner = node.inputs[0].owner
+    isop = scalar_op(inner)
+    if not is_float(out) or inner is None or not is_float(inner.inputs[0]):
+        return False
+    (x,) = inner.inputs
+    if isop == ts.softplus and sop == ts.exp:
+        new = 1 + tm.exp(x)
+    elif isop == ts.softplus and sop == ts.expm1:
+        new = tm.exp(x)
+    elif isop == ts.log and sop == ts.softplus:
+        new = tm.switch(tm.ge(x, 0), tm.log1p(x), np.asarray(np.nan, dtype=out.dtype))
+    else:
+        return False
+    return fit(out, new, inner.inputs)
