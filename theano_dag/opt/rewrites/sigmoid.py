@@ -77,22 +77,32 @@ def sigmoid_key(var):
     node = var.owner
     sop = scalar_op(node)
     flip = False
-    if isinstance(sop, ts.Sub) and is_const(node.inputs[0], 1):
-        node = node.inputs[1].owner
-        sop = scalar_op(node)
-        flip = True
+    if isinstance(sop, ts.Sub):  # 1 - sigmoid(x)
+        inner = node.inputs[1].owner
+        if scalar_op(inner) != ts.sigmoid or not is_const(node.inputs[0], 1):
+            return None
+        node, sop, flip = inner, ts.sigmoid, True
     elif isinstance(sop, ts.Add) and len(node.inputs) == 2:  # 1 + -sigmoid(x)
         a, b = node.inputs
-        other = b if is_const(a, 1) else a if is_const(b, 1) else None
-        if other is None or not isinstance(scalar_op(other.owner), ts.Neg):
-            return None
-        node = other.owner.inputs[0].owner
-        sop = scalar_op(node)
-        flip = True
+        for one, other in ((a, b), (b, a)):
+            if isinstance(scalar_op(other.owner), ts.Neg):
+                inner = other.owner.inputs[0].owner
+                if scalar_op(inner) == ts.sigmoid and is_const(one, 1):
+                    node, sop, flip = inner, ts.sigmoid, True
+                    break
     if sop != ts.sigmoid:
         return None
     base, negated = _unneg(node.inputs[0])
     return base, negated ^ flip
+
+
+def _is_sigmoid(var) -> bool:
+    return sigmoid_key(var) is not None
+
+
+def _maybe_sigmoid_or_1pexp(var) -> bool:
+    """Whether ``var`` is a sigmoid (``sigmoid_key``) or ``1 + exp(x)``."""
+    return sigmoid_key(var) is not None or _one_plus_exp_key(var) is not None
 
 
 def _exp_key(var):
@@ -133,40 +143,87 @@ def _small_int(var):
     return int(c) if c.is_integer() and -4 <= c <= 4 else None
 
 
+#: How many nested products ``_split`` looks through: a gradient's products sit a few
+#: levels deep (``g / (1 / (1 + exp(-x)))``); a deeper walk would make the rules cost
+#: more than the graph's size on a DAG of shared products.
+_DEPTH = 4
+
+
+def _descend(v, dtype):
+    """How ``_split`` goes through ``v``: ``(inputs, which count up)`` or None (a leaf)."""
+    node = v.owner
+    sop = scalar_op(node)
+    if sop is None:
+        return None
+    kind = _KINDS.get(type(sop))
+    if kind is None:
+        kind = _KINDS[type(sop)] = _kind(sop)
+    if not kind or v.dtype != dtype:
+        return None
+    if kind == "product":
+        return node.inputs, None
+    if kind == "div":
+        return node.inputs, (True, False)
+    if sop == ts.reciprocal:
+        return node.inputs, (False,)
+    if sop == ts.sqr:
+        return [node.inputs[0]] * 2, None
+    if kind == "pow":
+        k = _small_int(node.inputs[1])
+        if k:
+            return [node.inputs[0]] * abs(k), None if k > 0 else (False,) * abs(k)
+    return None
+
+
+# scalar op class -> what _split does with it ("" when a leaf): one isinstance per class
+_KINDS: dict = {}
+
+
+def _kind(sop):
+    if isinstance(sop, (ts.Neg, ts.Mul)):
+        return "product"
+    if isinstance(sop, ts.TrueDiv):
+        return "div"
+    if isinstance(sop, ts.Pow):
+        return "pow"
+    if sop == ts.reciprocal or sop == ts.sqr:
+        return "unary"
+    return ""
+
+
+def _any_factor(var, test) -> bool:
+    """Whether a factor of ``var`` (as ``_split`` finds them) passes ``test``: the cheap
+    first look of the product rules, which most products fail."""
+    todo = [(var, 0)]
+    while todo:
+        v, depth = todo.pop()
+        inner = _descend(v, var.dtype) if depth < _DEPTH else None
+        if inner is not None:
+            todo.extend((i, depth + 1) for i in inner[0])
+        elif test(v):
+            return True
+    return False
+
+
 def _split(var):
     """``(num, den, negated)``: ``var`` as ``±(n1 * n2 * ...) / (d1 * d2 * ...)`` through
     its ``mul``, ``true_div``, ``reciprocal``, ``neg``, ``sqr`` and small integer powers
-    (the nodes of ``var``'s dtype): the factors that ``1 + exp`` and sigmoids may be
-    among, wherever a canonical product or a gradient put them."""
+    (the nodes of ``var``'s dtype, ``_DEPTH`` levels deep): the factors that
+    ``1 + exp`` and sigmoids may be among, wherever a canonical product or a gradient
+    put them."""
     num, den, negated = [], [], False
-    todo = [(var, True)]
+    todo = [(var, True, 0)]
     while todo:
-        v, up = todo.pop()
-        node = v.owner
-        sop = scalar_op(node)
-        if sop is not None and v.dtype == var.dtype:
-            if isinstance(sop, ts.Neg):
-                negated = not negated
-                todo.append((node.inputs[0], up))
-                continue
-            if isinstance(sop, ts.Mul):
-                todo.extend((i, up) for i in reversed(node.inputs))
-                continue
-            if isinstance(sop, ts.TrueDiv):
-                todo += [(node.inputs[1], not up), (node.inputs[0], up)]
-                continue
-            if sop == ts.reciprocal:
-                todo.append((node.inputs[0], not up))
-                continue
-            if sop == ts.sqr:
-                todo += [(node.inputs[0], up)] * 2
-                continue
-            if isinstance(sop, ts.Pow):
-                k = _small_int(node.inputs[1])
-                if k:
-                    todo += [(node.inputs[0], up if k > 0 else not up)] * abs(k)
-                    continue
-        (num if up else den).append(v)
+        v, up, depth = todo.pop()
+        inner = _descend(v, var.dtype) if depth < _DEPTH else None
+        if inner is None:
+            (num if up else den).append(v)
+            continue
+        inputs, ups = inner
+        if isinstance(scalar_op(v.owner), ts.Neg):
+            negated = not negated
+        for k in reversed(range(len(inputs))):
+            todo.append((inputs[k], up if ups is None or ups[k] else not up, depth + 1))
     return num, den, negated
 
 
@@ -235,7 +292,7 @@ def local_exp_over_1_plus_exp(fgraph, node):
     sop = scalar_op(node)
     if isinstance(sop, ts.Pow) and _small_int(node.inputs[1]) is None:
         return False
-    if sop is None:
+    if sop is None or not _any_factor(out, _maybe_sigmoid_or_1pexp):
         return False
     num, den, negated = _split(out)
     num = [_Factor(f) for f in num]
@@ -282,7 +339,7 @@ def local_1msigmoid(fgraph, node):
     # 1 - sigmoid(x) -> sigmoid(-x) ; 1 + -sigmoid(x) -> sigmoid(-x)
     if not isinstance(scalar_op(node), (ts.Sub, ts.Add)) or not is_float(node.outputs[0]):
         return False
-    k = sigmoid_key(node.outputs[0])
+    k = sigmoid_key(node.outputs[0])  # op checks first, constants last: cheap
     if k is None:
         return False
     return fit(node.outputs[0], _sigmoid(*k), node.inputs)
@@ -343,6 +400,8 @@ def local_sigm_factor(fgraph, node):
         return False
     # Quick exit: one of the two terms must be a product.
     if not any(isinstance(scalar_op(v.owner), _PRODUCT_OPS) for v in (p, q)):
+        return False
+    if not (_any_factor(p, _is_sigmoid) or _any_factor(q, _is_sigmoid)):
         return False
     terms = [_split(p), _split(q)]
     if isinstance(sop, ts.Sub):
@@ -406,6 +465,8 @@ def local_sigm_cancel(fgraph, node):
         return False
     # Cheap test first: a sum among the inputs (most products have none).
     if not any(isinstance(scalar_op(i.owner), _SUM_OPS) for i in node.inputs):
+        return False
+    if not _any_factor(out, _is_sigmoid):
         return False
     num, den, negated = _split(out)
     keys = [sigmoid_key(f) for f in num]
@@ -538,9 +599,11 @@ def local_exp_softplus(fgraph, node):
     sop = scalar_op(node)
     inner = node.inputs[0].owner
     isop = scalar_op(inner)
-    if not is_float(out) or inner is None or not is_float(inner.inputs[0]):
+    if isop not in (ts.softplus, ts.log) or not is_float(out):
         return False
     (x,) = inner.inputs
+    if not is_float(x):
+        return False
     if isop == ts.softplus and sop == ts.exp:
         new = 1 + tm.exp(x)
     elif isop == ts.softplus and sop == ts.expm1:
