@@ -105,6 +105,10 @@ def test_sigmoids_cancelled_above_and_below():
         [vec(), vec(), vec()],
         stabilize,
     )
+    # everything cancelled: a 1 of the product's shape
+    m = tt.dmatrix("m")
+    fg = check([m], [tt.sigmoid(m) / (1 - tt.sigmoid(-m))], None, [vec(6).reshape(2, 3)], stabilize)
+    assert "true_div" not in scalar_ops(fg)
 
 
 def test_1msigmoid():

@@ -26,7 +26,14 @@ from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit, is_const, is_float, scalar_op
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_const,
+    is_float,
+    scalar_op,
+    typed_constant,
+)
 from theano_dag.tensor import math as tm
 
 stabilize = RULES.stabilize
@@ -231,7 +238,7 @@ def _product(factors, like):
     """The product of ``factors`` (constant ones left out), 1 when there is none."""
     factors = [f for f in factors if not is_const(f, 1)]
     if not factors:
-        return tm.ones_like(like)
+        return typed_constant(1, like.dtype, like.ndim)  # fit spreads it to like's shape
     return factors[0] if len(factors) == 1 else tm.mul(*factors)
 
 
