@@ -12,8 +12,10 @@ module                        what
 ``reduce``                    reductions merged, of stacks, over length-1 dimensions
 ``shapes``                    DimShuffle lifted and merged, reshape/alloc simplified
 ``subtensor``                 indexings merged, lifted, read back from what was set
-``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-sigmoid,
-                              log-softmax, fused cross-entropy
+``sigmoid``                   sigmoid recognised, log-sigmoid as softplus, the sigmoids
+                              of a gradient cancelled (before ``stabilize``: order matters)
+``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-softmax, fused
+                              cross-entropy
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
 ``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
 ``fusion``                    elementwise trees -> Elemwise{Composite}, fused reductions
@@ -32,6 +34,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     products,
     reduce,
     shapes,
+    sigmoid,
     specialize,
     stabilize,
     subtensor,

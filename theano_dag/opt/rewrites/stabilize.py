@@ -35,9 +35,7 @@ __all__ = [
     "local_log1p",
     "local_log1p_exp",
     "local_log_sum_exp",
-    "local_exp_over_1_plus_exp",
     "local_exp_over_sum_exp",
-    "local_log_sigmoid",
     "local_log_softmax",
     "local_softmax_graph",
     "local_crossentropy_softmax",
@@ -56,40 +54,6 @@ __all__ = [
     "local_exp_over_add_exp",
     "local_div_by_reciprocal",
 ]
-
-
-def _sigmoid_arg(var):
-    """``x`` when ``var`` is ``sigmoid(x)``."""
-    owner = var.owner
-    if owner is not None and scalar_op(owner) == ts.sigmoid:
-        return owner.inputs[0]
-    return None
-
-
-# Registered before log1p, which would turn log(1 - sigmoid(x)) into log1p(-sigmoid(x)).
-@stabilize()
-@local_optimizer([tm.log, tm.log1p])
-def local_log_sigmoid(fgraph, node):
-    """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``."""
-    # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
-    # log1p(-sigmoid(x)) -> -softplus(x)
-    (arg,) = node.inputs
-    inner = arg.owner
-    sop = scalar_op(inner)
-    x = None
-    if scalar_op(node) == ts.log:
-        x = _sigmoid_arg(arg)
-        if x is not None:
-            new = tm.neg(tm.softplus(tm.neg(x)))
-        elif isinstance(sop, ts.Sub) and is_const(inner.inputs[0], 1):
-            x = _sigmoid_arg(inner.inputs[1])
-            new = None if x is None else tm.neg(tm.softplus(x))
-    elif isinstance(sop, ts.Neg):
-        x = _sigmoid_arg(inner.inputs[0])
-        new = None if x is None else tm.neg(tm.softplus(x))
-    if x is None or new is None or not is_float(x):
-        return False
-    return fit(node.outputs[0], new, inner.inputs)
 
 
 @stabilize()
@@ -154,25 +118,6 @@ def local_log1p_exp(fgraph, node):
     if x is None or new is None or not is_float(x):
         return False
     return fit(node.outputs[0], new, inner.inputs)
-
-
-@stabilize()
-@local_optimizer([tm.true_div])
-def local_exp_over_1_plus_exp(fgraph, node):
-    """``exp(x) / (1 + exp(x))`` (the gradient of ``log(1 + exp(x))``) as ``sigmoid(x)``,
-    which is not ``inf / inf`` for large ``x``."""
-    # exp(x) / (1 + exp(x)) -> sigmoid(x)
-    if not isinstance(scalar_op(node), ts.TrueDiv):
-        return False
-    num, den = node.inputs
-    x = _exp_arg(num)
-    add = den.owner
-    if x is None or not isinstance(scalar_op(add), ts.Add) or len(add.inputs) != 2:
-        return False
-    a, b = add.inputs
-    if not ((a is num and is_const(b, 1)) or (b is num and is_const(a, 1))):
-        return False
-    return fit(node.outputs[0], tm.sigmoid(x), node.inputs)
 
 
 def _shifted_by_a_max(var, depth=4):

@@ -1,0 +1,622 @@
+"""Sigmoid, softplus and binary cross-entropy in stable forms, forward and gradient.
+
+``1 / (1 + exp(-x))`` overflows (``exp(-x)`` is inf for ``x < -709``), ``1 - sigmoid(x)``
+rounds to 0 for ``x > 37``, ``log(sigmoid(x))`` is ``-inf`` for ``x < -745``. Their
+gradients, built by ``grad`` from the formula as written, are worse: the gradient of
+``log(sigmoid(x))`` is ``g / sigmoid(x) * sigmoid(x) * (1 - sigmoid(x))``, which is
+``0 * inf`` = NaN as soon as ``sigmoid(x)`` underflows to 0 or rounds to 1.
+
+The rewrites here recognise the sigmoid in its written forms (``1 / (1 + exp(-x))``,
+``exp(x) / (1 + exp(x))``, ``1 - sigmoid(x)``, ``sigmoid(x) * exp(-x)``, also where
+``1 + exp(x)`` is one factor among others of a product's denominator), take the
+logarithms of sigmoids to softplus forms, and cancel a sigmoid that multiplies a sum
+against the same sigmoid dividing the sum's terms (the ``s / s`` of a gradient):
+``sigmoid(x)`` is never 0 nor 1 mathematically, only after rounding, so the cancelled
+form is the exact limit of the written one.
+
+Sigmoids are compared by what they compute: ``sigmoid(x)``, ``sigmoid(-(-x))`` and
+``1 - sigmoid(-x)`` are all the sigmoid of ``+x`` (``sigmoid_key``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_const,
+    is_float,
+    scalar_op,
+    typed_constant,
+)
+from theano_dag.tensor import math as tm
+
+stabilize = RULES.stabilize
+
+__all__ = [
+    "sigmoid_key",
+    "local_exp_over_1_plus_exp",
+    "local_1msigmoid",
+    "local_sigm_factor",
+    "local_sigm_cancel",
+    "local_log_sigmoid",
+    "local_logit_sigmoid",
+    "local_sigmoid_logit",
+    "local_exp_softplus",
+]
+
+
+# ---- recognising the forms ----------------------------------------------------------
+
+
+def _unneg(var):
+    """``(base, negated)``: ``var`` with its negations stripped, and whether there was an
+    odd number of them."""
+    negated = False
+    while isinstance(scalar_op(var.owner), ts.Neg):
+        var = var.owner.inputs[0]
+        negated = not negated
+    return var, negated
+
+
+def _signed(base, negated):
+    return tm.neg(base) if negated else base
+
+
+def _sigmoid(base, negated):
+    return tm.sigmoid(_signed(base, negated))
+
+
+def sigmoid_key(var):
+    """``(x, negated)`` when ``var`` computes ``sigmoid(-x if negated else x)``, written
+    ``sigmoid(±x)`` or ``1 - sigmoid(∓x)``; else None.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> sigmoid_key(1 - tt.sigmoid(-x)) == (x, False), sigmoid_key(x)
+    (True, None)
+    """
+    node = var.owner
+    sop = scalar_op(node)
+    flip = False
+    if isinstance(sop, ts.Sub):  # 1 - sigmoid(x)
+        inner = node.inputs[1].owner
+        if scalar_op(inner) != ts.sigmoid or not is_const(node.inputs[0], 1):
+            return None
+        node, sop, flip = inner, ts.sigmoid, True
+    elif isinstance(sop, ts.Add) and len(node.inputs) == 2:  # 1 + -sigmoid(x)
+        a, b = node.inputs
+        for one, other in ((a, b), (b, a)):
+            if isinstance(scalar_op(other.owner), ts.Neg):
+                inner = other.owner.inputs[0].owner
+                if scalar_op(inner) == ts.sigmoid and is_const(one, 1):
+                    node, sop, flip = inner, ts.sigmoid, True
+                    break
+    if sop != ts.sigmoid:
+        return None
+    base, negated = _unneg(node.inputs[0])
+    return base, negated ^ flip
+
+
+def _is_sigmoid(var) -> bool:
+    return sigmoid_key(var) is not None
+
+
+def _maybe_sigmoid_or_1pexp(var) -> bool:
+    """Whether ``var`` is a sigmoid (``sigmoid_key``) or ``1 + exp(x)``."""
+    return sigmoid_key(var) is not None or _one_plus_exp_key(var) is not None
+
+
+def _exp_key(var):
+    """``(x, negated)`` when ``var`` is ``exp(±x)``."""
+    node = var.owner
+    if scalar_op(node) != ts.exp:
+        return None
+    return _unneg(node.inputs[0])
+
+
+def _one_plus_exp_key(var):
+    """``(x, negated)`` when ``var`` is ``1 + exp(±x)`` (in either order)."""
+    node = var.owner
+    if not isinstance(scalar_op(node), ts.Add) or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if is_const(a, 1):
+        return _exp_key(b)
+    if is_const(b, 1):
+        return _exp_key(a)
+    return None
+
+
+def _same(k1, k2) -> bool:
+    return k1 is not None and k2 is not None and k1[0] is k2[0] and k1[1] == k2[1]
+
+
+def _flipped(k):
+    return None if k is None else (k[0], not k[1])
+
+
+def _small_int(var):
+    """The integer ``var`` holds, when it is a constant integer in [-4, 4]."""
+    c = const_value(var)
+    if c is None:
+        return None
+    c = float(c)
+    return int(c) if c.is_integer() and -4 <= c <= 4 else None
+
+
+#: How many nested products ``_split`` looks through: a gradient's products sit a few
+#: levels deep (``g / (1 / (1 + exp(-x)))``); a deeper walk would make the rules cost
+#: more than the graph's size on a DAG of shared products.
+_DEPTH = 4
+
+
+def _descend(v, dtype):
+    """How ``_split`` goes through ``v``: ``(inputs, which count up)`` or None (a leaf)."""
+    node = v.owner
+    sop = scalar_op(node)
+    if sop is None:
+        return None
+    kind = _KINDS.get(type(sop))
+    if kind is None:
+        kind = _KINDS[type(sop)] = _kind(sop)
+    if not kind or v.dtype != dtype:
+        return None
+    if kind == "product":
+        return node.inputs, None
+    if kind == "div":
+        return node.inputs, (True, False)
+    if sop == ts.reciprocal:
+        return node.inputs, (False,)
+    if sop == ts.sqr:
+        return [node.inputs[0]] * 2, None
+    if kind == "pow":
+        k = _small_int(node.inputs[1])
+        if k:
+            return [node.inputs[0]] * abs(k), None if k > 0 else (False,) * abs(k)
+    return None
+
+
+# scalar op class -> what _split does with it ("" when a leaf): one isinstance per class
+_KINDS: dict = {}
+
+
+def _kind(sop):
+    if isinstance(sop, (ts.Neg, ts.Mul)):
+        return "product"
+    if isinstance(sop, ts.TrueDiv):
+        return "div"
+    if isinstance(sop, ts.Pow):
+        return "pow"
+    if sop == ts.reciprocal or sop == ts.sqr:
+        return "unary"
+    return ""
+
+
+def _any_factor(var, test) -> bool:
+    """Whether a factor of ``var`` (as ``_split`` finds them) passes ``test``: the cheap
+    first look of the product rules, which most products fail."""
+    todo = [(var, 0)]
+    while todo:
+        v, depth = todo.pop()
+        inner = _descend(v, var.dtype) if depth < _DEPTH else None
+        if inner is not None:
+            todo.extend((i, depth + 1) for i in inner[0])
+        elif test(v):
+            return True
+    return False
+
+
+def _split(var):
+    """``(num, den, negated)``: ``var`` as ``±(n1 * n2 * ...) / (d1 * d2 * ...)`` through
+    its ``mul``, ``true_div``, ``reciprocal``, ``neg``, ``sqr`` and small integer powers
+    (the nodes of ``var``'s dtype, ``_DEPTH`` levels deep): the factors that
+    ``1 + exp`` and sigmoids may be among, wherever a canonical product or a gradient
+    put them."""
+    num, den, negated = [], [], False
+    todo = [(var, True, 0)]
+    while todo:
+        v, up, depth = todo.pop()
+        inner = _descend(v, var.dtype) if depth < _DEPTH else None
+        if inner is None:
+            (num if up else den).append(v)
+            continue
+        inputs, ups = inner
+        if isinstance(scalar_op(v.owner), ts.Neg):
+            negated = not negated
+        for k in reversed(range(len(inputs))):
+            todo.append((inputs[k], up if ups is None or ups[k] else not up, depth + 1))
+    return num, den, negated
+
+
+def _product(factors, like):
+    """The product of ``factors`` (constant ones left out), 1 when there is none."""
+    factors = [f for f in factors if not is_const(f, 1)]
+    if not factors:
+        return typed_constant(1, like.dtype, like.ndim)  # fit spreads it to like's shape
+    return factors[0] if len(factors) == 1 else tm.mul(*factors)
+
+
+def _fraction(num, den, negated, like):
+    new = _product(num, like)
+    if any(not is_const(d, 1) for d in den):
+        new = tm.true_div(new, _product(den, like))
+    return tm.neg(new) if negated else new
+
+
+class _Factor:
+    """A factor of a product and what it is: ``1 + exp(±x)``, ``exp(±x)``, a sigmoid."""
+
+    __slots__ = ("var", "one_plus_exp", "exp", "sigmoid")
+
+    def __init__(self, var, sigmoid=None):
+        self.var = var
+        self.one_plus_exp = _one_plus_exp_key(var)
+        self.exp = None if self.one_plus_exp else _exp_key(var)
+        self.sigmoid = sigmoid or (None if self.one_plus_exp or self.exp else sigmoid_key(var))
+
+
+def _take(factors, attr, key):
+    """Remove and return the first factor of ``factors`` whose ``attr`` is ``key``."""
+    for i, f in enumerate(factors):
+        if _same(getattr(f, attr), key):
+            return factors.pop(i)
+    return None
+
+
+def _new_sigmoid(key):
+    return _Factor(_sigmoid(*key), sigmoid=key)
+
+
+# ---- sigmoid recognised ---------------------------------------------------------------
+
+
+@stabilize()
+@local_optimizer([tm.true_div, tm.mul, tm.reciprocal, tm.pow])
+def local_exp_over_1_plus_exp(fgraph, node):
+    """Sigmoids in a product: each factor ``1 + exp(x)`` of the denominator as a
+    sigmoid, with the matching ``exp`` of the numerator if there is one
+    (``exp(x) / (1 + exp(x))`` is ``sigmoid(x)``, ``c / (1 + exp(x))`` is
+    ``c * sigmoid(-x)``; the gradient of ``1 / (1 + exp(-x))``,
+    ``g * exp(-x) / (1 + exp(-x))**2``, is ``g * sigmoid(-x) * sigmoid(x)``);
+    ``exp(x) * sigmoid(-x)`` as ``sigmoid(x)``; and a sigmoid (or ``1 + exp``) found in
+    both the numerator and the denominator cancelled, also where they are written
+    differently (``sigmoid(x) / (1 - sigmoid(-x))``). Neither ``inf / inf`` nor
+    ``0 / 0`` where ``exp`` overflows or the sigmoid rounds."""
+    # exp(x) / (1 + exp(x)) -> sigmoid(x) ; c / (1 + exp(x)) -> c * sigmoid(-x)
+    # a * exp(x) / ((1 + exp(x)) * (1 + exp(-y)) * b) -> a * sigmoid(x) * sigmoid(y) / b
+    # reciprocal(1 + exp(x)) -> sigmoid(-x) ; (1 + exp(x)) ** -1 -> sigmoid(-x)
+    # exp(x) * sigmoid(-x) -> sigmoid(x) ; exp(-x) * sigmoid(x) -> sigmoid(-x)
+    # a * sigmoid(x) / (b * (1 - sigmoid(-x))) -> a / b
+    out = node.outputs[0]
+    if not is_float(out) or len(node.outputs) != 1:
+        return False
+    sop = scalar_op(node)
+    if isinstance(sop, ts.Pow) and _small_int(node.inputs[1]) is None:
+        return False
+    if sop is None or not _any_factor(out, _maybe_sigmoid_or_1pexp):
+        return False
+    num, den, negated = _split(out)
+    num = [_Factor(f) for f in num]
+    den = [_Factor(f) for f in den]
+    if not any(f.one_plus_exp or f.sigmoid for f in num + den):
+        return False
+    changed = False
+    # 1 + exp(x) above and below
+    for f in [f for f in den if f.one_plus_exp]:
+        if _take(num, "one_plus_exp", f.one_plus_exp):
+            den.remove(f)
+            changed = True
+    # 1 / (1 + exp(x)) = sigmoid(-x) ; exp(x) / (1 + exp(x)) = sigmoid(x)
+    for f in [f for f in den if f.one_plus_exp]:
+        den.remove(f)
+        k = f.one_plus_exp
+        num.append(_new_sigmoid(k if _take(num, "exp", k) else _flipped(k)))
+        changed = True
+    # (1 + exp(x)) * sigmoid(-x) = 1 ; exp(x) * sigmoid(-x) = sigmoid(x)
+    for side in (num, den):
+        for f in [f for f in side if f.one_plus_exp or f.exp]:
+            k = f.one_plus_exp or f.exp
+            if _take(side, "sigmoid", _flipped(k)):
+                side.remove(f)
+                if f.exp:
+                    side.append(_new_sigmoid(k))
+                changed = True
+    # sigmoid(x) above and below
+    for f in [f for f in den if f.sigmoid]:
+        if _take(num, "sigmoid", f.sigmoid):
+            den.remove(f)
+            changed = True
+    if not changed:
+        return False
+    new = _fraction([f.var for f in num], [f.var for f in den], negated, out)
+    return fit(out, new, node.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.sub, tm.add])
+def local_1msigmoid(fgraph, node):
+    """``1 - sigmoid(x)`` as ``sigmoid(-x)``, which does not round to 0 for ``x > 37``
+    (float64; ``x > 17`` in float32)."""
+    # 1 - sigmoid(x) -> sigmoid(-x) ; 1 + -sigmoid(x) -> sigmoid(-x)
+    if not isinstance(scalar_op(node), (ts.Sub, ts.Add)) or not is_float(node.outputs[0]):
+        return False
+    k = sigmoid_key(node.outputs[0])  # op checks first, constants last: cheap
+    if k is None:
+        return False
+    return fit(node.outputs[0], _sigmoid(*k), node.inputs)
+
+
+def _same_factors(a, b) -> bool:
+    """Whether the lists of variables ``a`` and ``b`` hold the same ones (as multisets)."""
+    if len(a) != len(b):
+        return False
+    rest = list(b)
+    for v in a:
+        for i, u in enumerate(rest):
+            if _same_var(u, v):
+                del rest[i]
+                break
+        else:
+            return False
+    return True
+
+
+def _same_var(u, v) -> bool:
+    """Whether ``u`` and ``v`` compute the same: the same variable, equal constants, or
+    the same op of the same inputs (stabilize does not merge the sigmoids its rewrites
+    make, and ``sigmoid(x)`` may be there twice)."""
+    if u is v:
+        return True
+    if u.type != v.type:
+        return False
+    a, b = u.owner, v.owner
+    if a is None or b is None:
+        if a is None and b is None:
+            cu, cv = const_value(u), const_value(v)
+            return cu is not None and cv is not None and bool(cu == cv)
+        return False
+    if (
+        a.op == b.op
+        and u.index == v.index
+        and len(a.inputs) == len(b.inputs)
+        and all(i is j for i, j in zip(a.inputs, b.inputs))
+    ):
+        return True
+    return _same(sigmoid_key(u), sigmoid_key(v))
+
+
+@stabilize()
+@local_optimizer([tm.add, tm.sub])
+def local_sigm_factor(fgraph, node):
+    """``a - a * sigmoid(x)`` as ``a * sigmoid(-x)``: the difference of two products
+    that differ by a sigmoid factor (the gradient of ``exp(x) / (1 + exp(x))`` is
+    ``sigmoid(x) - sigmoid(x)**2``), which cancels to 0 where the sigmoid rounds to 1."""
+    # a - a * sigmoid(x) -> a * sigmoid(-x) ; -a + a * sigmoid(x) -> -(a * sigmoid(-x))
+    out = node.outputs[0]
+    sop = scalar_op(node)
+    if not isinstance(sop, (ts.Add, ts.Sub)) or len(node.inputs) != 2 or not is_float(out):
+        return False
+    p, q = node.inputs
+    if p.dtype != out.dtype or q.dtype != out.dtype:
+        return False
+    # Quick exit: one of the two terms must be a product.
+    if not any(isinstance(scalar_op(v.owner), _PRODUCT_OPS) for v in (p, q)):
+        return False
+    if not (_any_factor(p, _is_sigmoid) or _any_factor(q, _is_sigmoid)):
+        return False
+    terms = [_split(p), _split(q)]
+    if isinstance(sop, ts.Sub):
+        terms[1] = (*terms[1][:2], not terms[1][2])
+    (n1, d1, neg1), (n2, d2, neg2) = terms
+    if len(n1) > len(n2):  # the product with the sigmoid second
+        (n1, d1, neg1), (n2, d2, neg2) = (n2, d2, neg2), (n1, d1, neg1)
+    if len(n2) != len(n1) + 1 or len(d1) != len(d2):
+        return False
+    c1, n1v, d1v = _constants_apart(n1, d1, neg1)
+    c2, n2v, d2v = _constants_apart(n2, d2, neg2)
+    if c1 is None or c2 is None or not _same_factors(d1v, d2v):
+        return False
+    with np.errstate(all="ignore"):
+        opposite = c1.shape == c2.shape and bool(np.all(c1 == -c2)) and bool(np.all(c1 != 0))
+    if not opposite:
+        return False
+    for i, f in enumerate(n2v):
+        k = sigmoid_key(f)
+        if k is not None and _same_factors(n1v, n2v[:i] + n2v[i + 1 :]):
+            new = _fraction([*n1, _sigmoid(*_flipped(k))], d1, neg1, out)
+            return fit(out, new, node.inputs)
+    return False
+
+
+_PRODUCT_OPS = (ts.Mul, ts.TrueDiv, ts.Neg)
+
+
+def _constants_apart(num, den, negated):
+    """``(coef, num, den)``: the constant factors of ``±num / den`` multiplied into one
+    array (None if one is not a plain constant array), the other factors apart."""
+    coef = np.array(-1.0 if negated else 1.0)
+    rest_num, rest_den = [], []
+    with np.errstate(all="ignore"):
+        for factors, up, rest in ((num, True, rest_num), (den, False, rest_den)):
+            for f in factors:
+                if not isinstance(f, Constant):
+                    rest.append(f)
+                    continue
+                data = np.asarray(f.data, dtype="float64")
+                try:
+                    coef = coef * data if up else coef / data
+                except ValueError:
+                    return None, None, None
+    return coef, rest_num, rest_den
+
+
+@stabilize()
+@local_optimizer([tm.mul, tm.true_div])
+def local_sigm_cancel(fgraph, node):
+    """A product of sigmoids and of a sum whose terms divide by those sigmoids,
+    distributed over the sum so that they cancel: the gradient of a cross-entropy of a
+    sigmoid, ``s * (1 - s) * (a / s - b / (1 - s))``, is then ``a * (1 - s) - b * s``,
+    not ``0 * inf`` where ``s`` rounds to 0 or 1. (``1 + exp(x)`` in a term's numerator
+    divides it by ``sigmoid(-x)``.)"""
+    # sigmoid(x) * sigmoid(-x) * (a / sigmoid(x) + b / sigmoid(-x))
+    #   -> a * sigmoid(-x) + b * sigmoid(x)
+    # sigmoid(x) * (a / sigmoid(x) + b) -> a + b * sigmoid(x)
+    out = node.outputs[0]
+    if not isinstance(scalar_op(node), (ts.Mul, ts.TrueDiv)) or not is_float(out):
+        return False
+    # Cheap test first: a sum among the inputs (most products have none).
+    if not any(isinstance(scalar_op(i.owner), _SUM_OPS) for i in node.inputs):
+        return False
+    if not _any_factor(out, _is_sigmoid):
+        return False
+    num, den, negated = _split(out)
+    keys = [sigmoid_key(f) for f in num]
+    if not any(keys):
+        return False
+    for a, add in enumerate(num):
+        sum_op = scalar_op(add.owner)
+        if not isinstance(sum_op, _SUM_OPS) or add.dtype != out.dtype:
+            continue
+        others = [(f, k) for i, (f, k) in enumerate(zip(num, keys)) if i != a]
+        terms, n_cancelled = [], 0
+        for ti, t in enumerate(add.owner.inputs):
+            t_num, t_den, t_neg = _split(t)
+            t_neg ^= ti == 1 and isinstance(sum_op, ts.Sub)
+            pool = list(others)
+            keep_den = []
+            for d in t_den:
+                j = _find(pool, sigmoid_key(d))
+                if j is None:
+                    keep_den.append(d)
+                else:
+                    del pool[j]
+                    n_cancelled += 1
+            keep_num = []
+            for m in t_num:
+                j = _find(pool, _flipped(_one_plus_exp_key(m)))  # 1 + exp(x) = 1 / sigmoid(-x)
+                if j is None:
+                    keep_num.append(m)
+                else:
+                    del pool[j]
+                    n_cancelled += 1
+            terms.append(_fraction(keep_num + [f for f, _ in pool], keep_den, t_neg, out))
+        if n_cancelled:
+            new = _fraction([tm.add(*terms)], den, negated, out)
+            return fit(out, new, num + den + list(add.owner.inputs))
+    return False
+
+
+_SUM_OPS = (ts.Add, ts.Sub)
+
+
+def _find(pool, key):
+    """The index of the first ``(factor, sigmoid key)`` of ``pool`` with ``key``."""
+    if key is None:
+        return None
+    for j, (_, k) in enumerate(pool):
+        if _same(k, key):
+            return j
+    return None
+
+
+# ---- logarithms of sigmoids -------------------------------------------------------------
+
+
+# Registered before log1p (stabilize.py), which would turn log(1 - sigmoid(x)) into
+# log1p(-sigmoid(x)) (also rewritten here, but one step later).
+@stabilize()
+@local_optimizer([tm.log, tm.log1p])
+def local_log_sigmoid(fgraph, node):
+    """``log(sigmoid(x))`` as ``-softplus(-x)``, finite for every finite ``x``; also
+    ``log(1 - sigmoid(x))`` and ``log1p(-sigmoid(x))`` as ``-softplus(x)``."""
+    # log(sigmoid(x)) -> -softplus(-x) ; log(1 - sigmoid(x)) -> -softplus(x)
+    # log1p(-sigmoid(x)) -> -softplus(x)
+    (arg,) = node.inputs
+    sop = scalar_op(node)
+    if sop == ts.log:
+        k = sigmoid_key(arg)
+    elif sop == ts.log1p and isinstance(scalar_op(arg.owner), ts.Neg):
+        k = sigmoid_key(arg.owner.inputs[0])
+        k = None if k is None else (k[0], not k[1])  # 1 - sigmoid(x) = sigmoid(-x)
+    else:
+        return False
+    if k is None or not is_float(k[0]):
+        return False
+    base, negated = k
+    return fit(node.outputs[0], tm.neg(tm.softplus(_signed(base, not negated))), arg.owner.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.log])
+def local_logit_sigmoid(fgraph, node):
+    """``log(sigmoid(x) / (1 - sigmoid(x)))`` (the logit of a sigmoid) as ``x``: the
+    written form is ``log(1 / 0)`` = inf for ``x > 37``."""
+    # log(sigmoid(x) / (1 - sigmoid(x))) -> x
+    if scalar_op(node) != ts.log:
+        return False
+    div = node.inputs[0].owner
+    if not isinstance(scalar_op(div), ts.TrueDiv):
+        return False
+    k_num, k_den = sigmoid_key(div.inputs[0]), sigmoid_key(div.inputs[1])
+    if k_num is None or k_den is None or k_num[0] is not k_den[0] or k_num[1] == k_den[1]:
+        return False
+    return fit(node.outputs[0], _signed(*k_num), div.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.sigmoid])
+def local_sigmoid_logit(fgraph, node):
+    """``sigmoid(log(p / (1 - p)))`` (the sigmoid of a logit) as ``p``, exactly."""
+    # sigmoid(log(p / (1 - p))) -> p
+    if scalar_op(node) != ts.sigmoid:
+        return False
+    log = node.inputs[0].owner
+    if scalar_op(log) != ts.log:
+        return False
+    div = log.inputs[0].owner
+    if not isinstance(scalar_op(div), ts.TrueDiv):
+        return False
+    p, q = div.inputs
+    sub = q.owner
+    if not isinstance(scalar_op(sub), ts.Sub) or sub.inputs[1] is not p:
+        return False
+    if not is_const(sub.inputs[0], 1) or not is_float(p):
+        return False
+    return fit(node.outputs[0], p, div.inputs)
+
+
+# ---- softplus inverted ------------------------------------------------------------------
+
+
+@stabilize()
+@local_optimizer([tm.exp, tm.expm1, tm.softplus])
+def local_exp_softplus(fgraph, node):
+    """Softplus undone: ``exp(softplus(x))`` as ``1 + exp(x)``, ``expm1(softplus(x))`` as
+    ``exp(x)`` (without the rounding of ``softplus(x)``, magnified by ``exp``), and
+    ``softplus(log(p))`` as ``log1p(p)`` (NaN for ``p < 0``, as ``log`` gives)."""
+    # exp(softplus(x)) -> 1 + exp(x) ; expm1(softplus(x)) -> exp(x)
+    # softplus(log(p)) -> switch(p >= 0, log1p(p), nan)
+    out = node.outputs[0]
+    sop = scalar_op(node)
+    inner = node.inputs[0].owner
+    isop = scalar_op(inner)
+    if isop not in (ts.softplus, ts.log) or not is_float(out):
+        return False
+    (x,) = inner.inputs
+    if not is_float(x):
+        return False
+    if isop == ts.softplus and sop == ts.exp:
+        new = 1 + tm.exp(x)
+    elif isop == ts.softplus and sop == ts.expm1:
+        new = tm.exp(x)
+    elif isop == ts.log and sop == ts.softplus:
+        new = tm.switch(tm.ge(x, 0), tm.log1p(x), np.asarray(np.nan, dtype=out.dtype))
+    else:
+        return False
+    return fit(out, new, inner.inputs)
