@@ -12,8 +12,9 @@ module                        what
 ``reduce``                    reductions merged, of stacks, over length-1 dimensions
 ``shapes``                    DimShuffle lifted and merged, reshape/alloc simplified
 ``subtensor``                 indexings merged, lifted, read back from what was set
-``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-sigmoid,
-                              log-softmax, fused cross-entropy
+``softmax``                   log-softmax, softmax, their gradients, log-sum-exp,
+                              fused cross-entropy
+``stabilize``                 log1p, softplus, log1mexp, log-sigmoid
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
 ``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
 ``fusion``                    elementwise trees -> Elemwise{Composite}, fused reductions
@@ -32,6 +33,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     products,
     reduce,
     shapes,
+    softmax,
     specialize,
     stabilize,
     subtensor,
