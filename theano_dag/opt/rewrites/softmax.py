@@ -19,7 +19,10 @@ graph, whichever way the softmax was written.
 
 from __future__ import annotations
 
+import numpy as np
+
 from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, fit, is_float, scalar_op, typed_constant
@@ -103,6 +106,36 @@ def _same_factors(a, b):
     return True
 
 
+def _coefficient(negated, num, den):
+    """``(c, num, den)``: the constant factors of ``±prod(num) / prod(den)`` multiplied
+    into the array ``c``, and the other factors."""
+    c = np.float64(-1.0 if negated else 1.0)
+    with np.errstate(all="ignore"):
+        for v in num:
+            if isinstance(v, Constant):
+                c = c * v.data
+        for v in den:
+            if isinstance(v, Constant):
+                c = c / v.data
+    keep = [[v for v in vs if not isinstance(v, Constant)] for vs in (num, den)]
+    return c, keep[0], keep[1]
+
+
+def _same_product(a, b):
+    """Whether the products ``a`` and ``b`` (``(negated, num, den)``) are the same: the
+    same variables, and constants of the same product (the gradient folds a sign into
+    a constant of one of them)."""
+    ca, na, da = _coefficient(*a)
+    cb, nb, db = _coefficient(*b)
+    if not (_same_factors(na, nb) and _same_factors(da, db)):
+        return False
+    try:
+        ca, cb = np.broadcast_arrays(ca, cb)
+    except ValueError:
+        return False
+    return bool(np.array_equal(ca, cb))
+
+
 def _like(var, sm):
     """``var`` spread over ``sm``'s shape where it broadcasts and ``sm`` does not (the
     gradient a softmax receives has the softmax's shape)."""
@@ -159,13 +192,13 @@ def local_exp_over_sum_exp(fgraph, node):
     both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
     overflows)."""
     # exp(x) * dimshuffle(g / sum(exp(x), axis)) -> exp(x - m) * dimshuffle(g / sum(exp(x - m)))
-    # (and with -(g / sum(exp(x))), the same)
+    # (and with -(g / sum(exp(x))), or a sum with keepdims=True, the same)
     if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
         return False
     for e, d in (node.inputs, node.inputs[::-1]):
         x = _exp_arg(e)
         ds = d.owner
-        if x is None or ds is None or not isinstance(ds.op, DimShuffle) or ds.op.drop:
+        if x is None or ds is None or not isinstance(ds.op, DimShuffle):
             continue
         div = ds.inputs[0].owner
         negated = isinstance(scalar_op(div), ts.Neg)  # a cost of -log(sum(exp(x)))
@@ -174,7 +207,9 @@ def local_exp_over_sum_exp(fgraph, node):
         if not isinstance(scalar_op(div), ts.TrueDiv):
             continue
         g, total = div.inputs
-        s = total.owner
+        s, kept = total.owner, None
+        if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
+            s, kept = s.inputs[0].owner, s.op  # with keepdims=True
         if s is None or type(s.op) is not Sum or s.inputs[0] is not e:
             continue
         if not is_float(x) or _shifted_by_a_max(x):
@@ -183,7 +218,8 @@ def local_exp_over_sum_exp(fgraph, node):
         m = tm.max(x, axis=axis, keepdims=True)
         m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
         shifted = tm.exp(x - m)
-        ratio = g / tm.sum(shifted, axis=axis)
+        total = tm.sum(shifted, axis=axis)
+        ratio = g / (kept(total) if kept is not None else total)
         return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
     return False
 
@@ -278,20 +314,31 @@ def local_softmax_graph(fgraph, node):
 
 
 def _grad_of_division(e, term):
-    """How ``term`` enters the gradient of ``e / s`` (``s = sum(e, axis, keepdims)``):
-    ``("direct", axis, factors of dy)`` for ``dy / s``, ``("sum", axis, factors of dy)``
-    for ``sum(-(dy * e) / (s * s), axis, keepdims)``, else None."""
-    inner = _sum_axis_keepdims(term)
-    if inner is not None:  # sum(-(dy * e) / (s * s), axis, keepdims=True)
-        negated, num, den = _factors(inner[0])
+    """How ``e * term`` enters the gradient of ``e / s`` (``s = sum(e, axis, keepdims)``,
+    ``term`` a product ``(negated, num, den)``): ``("direct", axis, dy)`` for
+    ``e * dy / s``, ``("sum", axis, dy)`` for ``e * sum(-(dy * e) / (s * s), axis,
+    keepdims)``, ``dy`` a product; else None. (A ``term`` ``None`` is skipped.)"""
+    if term is None:
+        return None
+    if term[0] == "direct":  # softmax(x) * dy, found by the caller
+        return term
+    negated, num, den = term
+    inner = [_sum_axis_keepdims(v) for v in num]
+    sums = [k for k, found in enumerate(inner) if found is not None]
+    if len(sums) == 1 and all(
+        isinstance(v, Constant) and all(v.broadcastable) for v in num + den if v is not num[sums[0]]
+    ):  # ±c * sum(-(dy * e) / (s * s), axis, keepdims=True)
+        c_num = [v for v in num if v is not num[sums[0]]]
+        inner, axis = inner[sums[0]]
+        neg_c, num, den_c = _factors(inner)
         rest = _remove(num, e)
         if rest is None or any(v is e for v in rest):
             return None
-        for s in den:
-            if _exp_total(s, e) == inner[1] and sum(d is s for d in den) == 2:
-                return "sum", inner[1], (not negated, rest, _remove(_remove(den, s), s))
+        for s in den_c:
+            if _exp_total(s, e) == axis and sum(d is s for d in den_c) == 2:
+                den_c = _remove(_remove(den_c, s), s)
+                return "sum", axis, (negated == neg_c, rest + c_num, den_c + den)
         return None
-    negated, num, den = _factors(term)
     for s in den:
         axis = _exp_total(s, e)
         if axis is not None and not any(v is e for v in num):
@@ -299,43 +346,75 @@ def _grad_of_division(e, term):
     return None
 
 
+def _times_exp(product, e):
+    """``product`` (``(negated, num, den)``) as ``e`` times a product, or as
+    ``("direct", axis, dy)`` when it is ``softmax(x) * dy`` (``e = exp(x)``); or None."""
+    negated, num, den = product
+    rest = _remove(num, e)
+    if rest is not None:
+        return negated, rest, den
+    x = _exp_arg(e)
+    for k, v in enumerate(num):
+        if v.owner is not None and type(v.owner.op) is nnet.Softmax and v.owner.inputs[0] is x:
+            return "direct", v.owner.op.axis % v.ndim, (negated, num[:k] + num[k + 1 :], den)
+    return None
+
+
+def _softmax_grad_of(e, terms):
+    """``(SoftmaxGrad(dy, softmax(x)), used)`` when two of ``terms`` (products, each
+    times ``e = exp(x)``) are the gradient of ``e / sum(e, axis, keepdims=True)``
+    (``used`` their indices), else None."""
+    found = [_grad_of_division(e, t) for t in terms]
+    direct = [(k, t) for k, t in enumerate(found) if t and t[0] == "direct"]
+    through = [(k, t) for k, t in enumerate(found) if t and t[0] == "sum"]
+    for kd, (_, axis, dy) in direct:
+        for ks, (_, axis2, dy2) in through:
+            if axis == axis2 and _same_product(dy, dy2):
+                sm = nnet.Softmax(axis)(_exp_arg(e))
+                dy = _like(_product(*dy, sm.dtype), sm)
+                return nnet.SoftmaxGrad(axis)(dy, sm), (kd, ks)
+    return None
+
+
 @stabilize()
-@local_optimizer([tm.mul])
+@local_optimizer([tm.mul, tm.add])
 def local_softmax_graph_grad(fgraph, node):
     """The gradient of a written-out softmax ``exp(x) / sum(exp(x))``, which computes
     ``inf / inf`` at large logits, as the ``SoftmaxGrad`` of a ``Softmax``."""
     # exp(x) * (dy / s + sum(-(dy * exp(x)) / (s * s), axis, keepdims=True))
     #   -> softmax_grad(dy, softmax(x))      with s = sum(exp(x), axis, keepdims=True)
-    if not isinstance(scalar_op(node), ts.Mul):
-        return False
+    # exp(x) * dy / s + exp(x) * sum(...)   (the same, distributed) -> the same
+    sop = scalar_op(node)
     ins = node.inputs
-    for i, e in enumerate(ins):
-        x = _exp_arg(e)
-        if x is None:
-            continue
-        for j, a in enumerate(ins):
-            if j == i or not isinstance(scalar_op(a.owner), ts.Add):
+    if isinstance(sop, ts.Mul):
+        for i, e in enumerate(ins):
+            if _exp_arg(e) is None:
                 continue
-            terms = [_grad_of_division(e, t) for t in a.owner.inputs]
-            direct = [(k, t) for k, t in enumerate(terms) if t and t[0] == "direct"]
-            through = [(k, t) for k, t in enumerate(terms) if t and t[0] == "sum"]
-            for kd, (_, axis, dy) in direct:
-                for ks, (_, axis2, dy2) in through:
-                    if (
-                        axis != axis2
-                        or dy[0] != dy2[0]
-                        or not _same_factors(dy[1], dy2[1])
-                        or not _same_factors(dy[2], dy2[2])
-                    ):
-                        continue
-                    sm = nnet.Softmax(axis)(x)
-                    dy = _product(*dy, sm.dtype)
-                    new = nnet.SoftmaxGrad(axis)(_like(dy, sm), sm)
-                    rest = [t for k, t in enumerate(a.owner.inputs) if k not in (kd, ks)]
-                    if rest:  # other uses of exp(x) than the softmax's
-                        new = new + e * (tm.add(*rest) if len(rest) > 1 else rest[0])
-                    others = [v for k, v in enumerate(ins) if k not in (i, j)]
-                    return fit(node.outputs[0], tm.mul(new, *others) if others else new, ins)
+            for j, a in enumerate(ins):
+                if j == i or not isinstance(scalar_op(a.owner), ts.Add):
+                    continue
+                terms = a.owner.inputs
+                found = _softmax_grad_of(e, [_factors(t) for t in terms])
+                if found is None:
+                    continue
+                new, used = found
+                rest = [t for k, t in enumerate(terms) if k not in used]
+                if rest:  # other uses of exp(x) than the softmax's
+                    new = new + e * (tm.add(*rest) if len(rest) > 1 else rest[0])
+                others = [v for k, v in enumerate(ins) if k not in (i, j)]
+                return fit(node.outputs[0], tm.mul(new, *others) if others else new, ins)
+    elif isinstance(sop, ts.Add) and len(ins) >= 2:
+        products = [_factors(t) for t in ins]
+        exps = {id(v): v for p in products for v in p[1] if _exp_arg(v) is not None}
+        for e in exps.values():
+            # e * dy / s may be softmax(x) * dy already (local_softmax_graph)
+            terms = [_times_exp(p, e) for p in products]
+            found = _softmax_grad_of(e, terms)
+            if found is None:
+                continue
+            new, used = found
+            rest = [t for k, t in enumerate(ins) if k not in used]
+            return fit(node.outputs[0], tm.add(new, *rest) if rest else new, ins)
     return False
 
 
