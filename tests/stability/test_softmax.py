@@ -264,3 +264,65 @@ def test_case_names_are_unique():
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_corpus(case, engine, dtype):
     check(case, engine, dtype)
+
+
+# ---- the tutorial's digits model at a learning rate where the naive gradient is NaN --
+
+
+def _train_digits(lib, dtype, lr=20.0, epochs=20, batch=64):
+    """The tutorial's model (``softmax(x W + b)``, mean negative log-likelihood of
+    ``log(p_y)[arange(n), y]``), trained by minibatch gradient descent with ``lib``
+    (theano_dag, or PyTensor's API: ``(tensor, function, shared, grad, softmax, mode)``);
+    returns the test accuracy and every step's cost."""
+    from theano_dag.datasets import load_digits
+
+    tensor, function, shared, grad_, softmax, mode = lib
+    x_train, y_train, x_test, y_test = load_digits()
+    x, y = tensor.matrix("x", dtype=dtype), tensor.lvector("y")
+    W = shared(np.zeros((64, 10), dtype=dtype), name="W")
+    b = shared(np.zeros(10, dtype=dtype), name="b")
+    p_y = softmax(tensor.dot(x, W) + b)
+    cost = -tensor.mean(tensor.log(p_y)[tensor.arange(y.shape[0]), y])
+    gW, gb = grad_(cost, [W, b])
+    rate = np.asarray(lr, dtype=dtype)
+    train = function([x, y], cost, updates=[(W, W - rate * gW), (b, b - rate * gb)], mode=mode)
+    predict = function([x], tensor.argmax(p_y, axis=1), mode=mode)
+    costs = [
+        float(train(x_train[s : s + batch].astype(dtype), y_train[s : s + batch]))
+        for _ in range(epochs)
+        for s in range(0, len(x_train), batch)
+    ]
+    return float(np.mean(predict(x_test.astype(dtype)) == y_test)), np.array(costs)
+
+
+def test_digits_model_trains_in_float32_at_learning_rate_20_as_in_pytensor():
+    pytensor = pytest.importorskip("pytensor")
+    import pytensor.tensor as pt
+    from pytensor.compile.mode import Mode as PTMode
+    from pytensor.tensor.special import softmax as pt_softmax
+
+    import theano_dag
+
+    ours = (
+        tt,
+        theano_dag.function,
+        theano_dag.shared,
+        theano_dag.grad,
+        nnet.softmax,
+        None,
+    )
+    theirs = (
+        pt,
+        pytensor.function,
+        pytensor.shared,
+        pytensor.grad,
+        lambda z: pt_softmax(z, axis=-1),
+        PTMode(linker="py", optimizer="fast_run"),  # their rewrites, no C compiler
+    )
+    accuracy, costs = _train_digits(ours, "float32")
+    their_accuracy, their_costs = _train_digits(theirs, "float32")
+    assert np.isfinite(costs).all(), f"a NaN or inf cost at step {np.argmin(np.isfinite(costs))}"
+    # same first steps (before float32 roundings diverge the two runs), same end
+    np.testing.assert_allclose(costs[:5], their_costs[:5], rtol=1e-4)
+    assert their_accuracy > 0.9
+    assert abs(accuracy - their_accuracy) <= 0.01, (accuracy, their_accuracy)
