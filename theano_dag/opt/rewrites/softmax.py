@@ -25,7 +25,14 @@ from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit, is_float, scalar_op, typed_constant
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_float,
+    is_op,
+    scalar_op,
+    typed_constant,
+)
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
@@ -59,11 +66,20 @@ def _exp_arg(var):
     return owner.inputs[0] if owner is not None and scalar_op(owner) == ts.exp else None
 
 
+# The most variables ``_factors`` looks at: products are flat after canonicalize, but
+# shared sub-products are not (a DAG of products would be walked as its tree).
+_MAX_FACTORS = 32
+_PRODUCT = (ts.Mul, ts.TrueDiv, ts.Neg)
+
+
 def _factors(var):
     """``(negated, num, den)``: ``var`` is ``±prod(num) / prod(den)`` through ``mul``,
-    ``true_div`` and ``neg`` nodes of its dtype (whatever their other clients)."""
+    ``true_div`` and ``neg`` nodes of its dtype (whatever their other clients); None
+    for a product of more than ``_MAX_FACTORS`` nodes and factors."""
     negated, num, den, todo = False, [], [], [(var, True)]
-    while todo:
+    for _ in range(_MAX_FACTORS):
+        if not todo:
+            return negated, num, den
         v, up = todo.pop()
         sop = scalar_op(v.owner)
         if v.dtype == var.dtype and isinstance(sop, ts.Mul):
@@ -75,7 +91,7 @@ def _factors(var):
             todo.append((v.owner.inputs[0], up))
         else:
             (num if up else den).append(v)
-    return negated, num, den
+    return None
 
 
 def _product(negated, num, den, dtype):
@@ -293,8 +309,13 @@ def local_softmax_graph(fgraph, node):
     e, s = node.inputs
     if _exp_arg(e) is not None and _exp_total(s, e) is not None:
         negated, num, den = False, [e], [s]
+    elif not any(_sum_axis_keepdims(d) for d in (s, *(s.owner.inputs if is_op(s, ts.Mul) else ()))):
+        return False  # (cheap: no sum in the denominator of a canonical product)
     else:
-        negated, num, den = _factors(node.outputs[0])
+        found = _factors(node.outputs[0])
+        if found is None:
+            return False
+        negated, num, den = found
     for s in den:
         found = _sum_axis_keepdims(s)
         e = found[0] if found is not None else None
@@ -330,7 +351,10 @@ def _grad_of_division(e, term):
     ):  # ±c * sum(-(dy * e) / (s * s), axis, keepdims=True)
         c_num = [v for v in num if v is not num[sums[0]]]
         inner, axis = inner[sums[0]]
-        neg_c, num, den_c = _factors(inner)
+        found = _factors(inner)
+        if found is None:
+            return None
+        neg_c, num, den_c = found
         rest = _remove(num, e)
         if rest is None or any(v is e for v in rest):
             return None
@@ -349,6 +373,8 @@ def _grad_of_division(e, term):
 def _times_exp(product, e):
     """``product`` (``(negated, num, den)``) as ``e`` times a product, or as
     ``("direct", axis, dy)`` when it is ``softmax(x) * dy`` (``e = exp(x)``); or None."""
+    if product is None:
+        return None
     negated, num, den = product
     rest = _remove(num, e)
     if rest is not None:
@@ -403,9 +429,12 @@ def local_softmax_graph_grad(fgraph, node):
                     new = new + e * (tm.add(*rest) if len(rest) > 1 else rest[0])
                 others = [v for k, v in enumerate(ins) if k not in (i, j)]
                 return fit(node.outputs[0], tm.mul(new, *others) if others else new, ins)
-    elif isinstance(sop, ts.Add) and len(ins) >= 2:
+    elif isinstance(sop, ts.Add) and sum(is_op(t, _PRODUCT) for t in ins) >= 2:
+        # (cheap first: a term e * ... with e = exp(x), the product flat after canonicalize)
+        if all(_exp_arg(i) is None for t in ins if is_op(t, ts.Mul) for i in t.owner.inputs):
+            return False
         products = [_factors(t) for t in ins]
-        exps = {id(v): v for p in products for v in p[1] if _exp_arg(v) is not None}
+        exps = {id(v): v for p in products if p for v in p[1] if _exp_arg(v) is not None}
         for e in exps.values():
             # e * dy / s may be softmax(x) * dy already (local_softmax_graph)
             terms = [_times_exp(p, e) for p in products]
@@ -455,7 +484,7 @@ def _over_softmax(dy, sm):
     """``n`` when ``dy`` is ``n / sm`` (a product with ``sm`` in its denominator), or
     an increment of zeros by ``v / sm[idx]`` at ``idx`` (then ``n`` increments zeros by
     ``v``): the gradient of ``log(sm)`` or of ``log(sm[idx])``. Else None."""
-    negated, num, den = _factors(dy)
+    negated, num, den = _factors(dy) or (False, [], [])
     for d in den:
         if _same_softmax(d, sm):
             return _product(negated, num, _remove(den, d), dy.dtype)
@@ -463,7 +492,7 @@ def _over_softmax(dy, sm):
     if inc is None or type(inc.op) not in _INC_OF or const_value(inc.inputs[0]) != 0:
         return None
     zeros, v, *idx = inc.inputs
-    negated, num, den = _factors(v)
+    negated, num, den = _factors(v) or (False, [], [])
     for d in den:
         sub = d.owner
         if (
