@@ -243,11 +243,12 @@ def test_gradient_divided_by_another_softmax_is_left_alone():
     assert nnet.SoftmaxGrad in op_types(fg)
 
 
-@pytest.mark.parametrize("weights", ["variable", "constant"])
+@pytest.mark.parametrize("weights", ["variable", "constant", "column"])
 def test_gradient_of_a_written_out_softmax_is_a_softmax_grad(weights):
-    m, w = tt.dmatrix("m"), tt.dmatrix("w")
-    wv = rng.normal(size=(2, 3))
-    ww = w if weights == "variable" else tt.constant(wv)
+    m = tt.dmatrix("m")
+    w = tt.dcol("w") if weights == "column" else tt.dmatrix("w")
+    wv = rng.normal(size=(2, 1) if weights == "column" else (2, 3))
+    ww = tt.constant(wv) if weights == "constant" else w
     g = theano_dag.grad(tt.sum(ww * written_softmax(m)), m)
     fg = check([m, w], [g], None, [rng.normal(size=(2, 3)), wv], stabilize)
     if weights == "variable":

@@ -186,6 +186,13 @@ CASES = [
         lambda x: -log_sm(x)[:, 0],
         lambda x, w: [nll_vjp(x, np.zeros(N, dtype=int), w)],
     ),
+    case(
+        "-log(softmax(x)[:, 0])",
+        lambda x: -tt.log(nnet.softmax(x)[:, 0]),
+        [X],
+        lambda x: -log_sm(x)[:, 0],
+        lambda x, w: [nll_vjp(x, np.zeros(N, dtype=int), w)],
+    ),
     # categorical cross-entropy
     case(
         "categorical_crossentropy(softmax(x), y)",

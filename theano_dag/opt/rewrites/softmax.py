@@ -74,8 +74,9 @@ _PRODUCT = (ts.Mul, ts.TrueDiv, ts.Neg)
 
 def _factors(var):
     """``(negated, num, den)``: ``var`` is ``±prod(num) / prod(den)`` through ``mul``,
-    ``true_div`` and ``neg`` nodes of its dtype (whatever their other clients); None
-    for a product of more than ``_MAX_FACTORS`` nodes and factors."""
+    ``true_div``, ``neg`` and ``fill`` nodes of its dtype (whatever their other clients;
+    the product rebuilt may broadcast where ``var`` does not); None for a product of
+    more than ``_MAX_FACTORS`` nodes and factors."""
     negated, num, den, todo = False, [], [], [(var, True)]
     for _ in range(_MAX_FACTORS):
         if not todo:
@@ -89,6 +90,8 @@ def _factors(var):
         elif v.dtype == var.dtype and isinstance(sop, ts.Neg):
             negated = not negated
             todo.append((v.owner.inputs[0], up))
+        elif v.dtype == var.dtype and isinstance(sop, ts.Second):
+            todo.append((v.owner.inputs[1], up))  # a factor broadcast by fill: the factor
         else:
             (num if up else den).append(v)
     return None
