@@ -70,7 +70,8 @@ class Case:
     ``ref(*inputs)`` the exact value (float64) and ``ref_grad(*inputs, weights)`` the
     exact gradient of ``sum(weights * value)`` for each float input, in order.
     ``atol`` is relative to the largest magnitude of the reference (for values that
-    cancel to near 0). ``rtol`` overrides :data:`RTOL` per dtype.
+    cancel to near 0), a number or a dict per dtype. ``rtol`` overrides :data:`RTOL`
+    per dtype.
     """
 
     name: str
@@ -78,7 +79,7 @@ class Case:
     inputs: Sequence[np.ndarray]
     ref: Callable
     ref_grad: Callable | None = None
-    atol: float = 0.0
+    atol: float | dict = 0.0
     rtol: dict | None = None
     dtypes: Sequence[str] = FLOATS
 
@@ -114,11 +115,12 @@ def _compare(what, got, want, dtype, case):
     ), f"{case} ({dtype}): {what} is {got}, want {want} (finite where the reference is)"
     rtol = (case.rtol or RTOL)[dtype]
     scale = np.max(np.abs(want[finite]), initial=0.0)
+    atol = case.atol[dtype] if isinstance(case.atol, dict) else case.atol
     np.testing.assert_allclose(
         got[finite].astype("float64"),
         want[finite],
         rtol=rtol,
-        atol=case.atol * scale,
+        atol=atol * scale,
         err_msg=f"{case} ({dtype}): {what}",
     )
     np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=f"{case}: {what}")

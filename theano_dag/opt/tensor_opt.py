@@ -32,6 +32,7 @@ from theano_dag.opt.rewrites.products import *  # noqa: F403
 from theano_dag.opt.rewrites.reduce import *  # noqa: F403
 from theano_dag.opt.rewrites.shapes import *  # noqa: F403
 from theano_dag.opt.rewrites.sigmoid import *  # noqa: F403
+from theano_dag.opt.rewrites.softmax import *  # noqa: F403
 from theano_dag.opt.rewrites.specialize import *  # noqa: F403
 from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
 from theano_dag.opt.rewrites.subtensor import *  # noqa: F403

@@ -14,8 +14,9 @@ module                        what
 ``subtensor``                 indexings merged, lifted, read back from what was set
 ``sigmoid``                   sigmoid recognised, log-sigmoid as softplus, the sigmoids
                               of a gradient cancelled (before ``stabilize``: order matters)
-``stabilize``                 log1p, softplus, log1mexp, log-sum-exp, log-softmax, fused
-                              cross-entropy
+``softmax``                   log-softmax, softmax, their gradients, log-sum-exp,
+                              fused cross-entropy
+``stabilize``                 log1p, expm1, softplus, log1mexp, log-add-exp, log(erfc)
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
 ``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
 ``fusion``                    elementwise trees -> Elemwise{Composite}, fused reductions
@@ -35,6 +36,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     reduce,
     shapes,
     sigmoid,
+    softmax,
     specialize,
     stabilize,
     subtensor,

@@ -1,12 +1,13 @@
-"""Stabilization: replace expressions that lose precision or overflow by stable forms.
+"""Stabilization: replace expressions that lose precision or overflow by stable forms
+(logarithms, exponentials and special functions; the sigmoid family is in ``sigmoid``,
+the softmax family in ``softmax``).
 
-``log(1 + x)`` loses every digit of a tiny ``x``; ``log(sigmoid(x))`` is ``-inf`` for
-``x < -745`` although the true value is about ``x``; ``log(softmax(x))`` underflows the
-same way; ``log(1 + exp(x))`` and ``log(sum(exp(x)))`` overflow for ``x > 709`` where
-the true values are about ``x``; ``log(1 - exp(x))`` loses every digit near 0. The
-stable forms compute the same function without the intermediate that rounds or
-overflows. These rewrites may change results, always for the better: the
-values they give are closer to the exact ones.
+``log(1 + x)`` loses every digit of a tiny ``x``; ``exp(x) - 1`` likewise;
+``log(1 + exp(x))`` overflows for ``x > 709`` where the true value is about ``x``;
+``log(1 - exp(x))`` loses every digit near 0; ``log(erfc(x))`` is ``-inf`` from
+``x = 27`` although the true value is about ``-x**2``. The stable forms compute the same
+function without the intermediate that rounds or overflows. These rewrites may change
+results, always for the better: the values they give are closer to the exact ones.
 """
 
 from __future__ import annotations
@@ -26,20 +27,12 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
-from theano_dag.tensor.nnet import nnet
 
 stabilize = RULES.stabilize
 
 __all__ = [
     "local_log1p",
     "local_log1p_exp",
-    "local_log_sum_exp",
-    "local_exp_over_sum_exp",
-    "local_log_softmax",
-    "local_softmax_graph",
-    "local_crossentropy_softmax",
-    "local_crossentropy_softmax_grad",
     "local_erf_complement",
     "local_expm1",
     "local_1_plus_expm1",
@@ -118,192 +111,6 @@ def local_log1p_exp(fgraph, node):
     if x is None or new is None or not is_float(x):
         return False
     return fit(node.outputs[0], new, inner.inputs)
-
-
-def _shifted_by_a_max(var, depth=4):
-    """Whether ``var`` is computed (within ``depth`` elementwise steps) from a max
-    reduction: the argument of exp in a stabilized log-sum-exp, which must not be
-    rewritten again."""
-    owner = var.owner
-    if owner is None or depth == 0:
-        return False
-    if isinstance(owner.op, CAReduce):
-        return owner.op.scalar_op == ts.maximum
-    if not isinstance(owner.op, (Elemwise, DimShuffle)):
-        return False
-    return any(_shifted_by_a_max(i, depth - 1) for i in owner.inputs)
-
-
-@stabilize()
-@local_optimizer([tm.log])
-def local_log_sum_exp(fgraph, node):
-    """``log(sum(exp(x), axis))`` as ``m + log(sum(exp(x - m), axis))`` with ``m`` the
-    max over ``axis`` (``tensor.logsumexp``), which cannot overflow."""
-    # log(sum(exp(x), axis)) -> logsumexp(x, axis) ; also with keepdims=True
-    if scalar_op(node) != ts.log:
-        return False
-    (arg,) = node.inputs
-    outer = None
-    s = arg.owner
-    if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
-        outer, s = s.op, s.inputs[0].owner
-    if s is None or type(s.op) is not Sum:
-        return False
-    x = _exp_arg(s.inputs[0])
-    if x is None or not is_float(x) or _shifted_by_a_max(x):
-        return False
-    new = tm.logsumexp(x, axis=s.op.axis)
-    if outer is not None:
-        new = outer(new)
-    return fit(node.outputs[0], new)
-
-
-@stabilize()
-@local_optimizer([tm.mul])
-def local_exp_over_sum_exp(fgraph, node):
-    """The gradient of ``log(sum(exp(x), axis))``, ``exp(x) * (g / sum(exp(x)))``, with
-    both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
-    overflows)."""
-    # exp(x) * dimshuffle(g / sum(exp(x), axis)) -> exp(x - m) * dimshuffle(g / sum(exp(x - m)))
-    # (and with -(g / sum(exp(x))), the same)
-    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
-        return False
-    for e, d in (node.inputs, node.inputs[::-1]):
-        x = _exp_arg(e)
-        ds = d.owner
-        if x is None or ds is None or not isinstance(ds.op, DimShuffle) or ds.op.drop:
-            continue
-        div = ds.inputs[0].owner
-        negated = isinstance(scalar_op(div), ts.Neg)  # a cost of -log(sum(exp(x)))
-        if negated:
-            div = div.inputs[0].owner
-        if not isinstance(scalar_op(div), ts.TrueDiv):
-            continue
-        g, total = div.inputs
-        s = total.owner
-        if s is None or type(s.op) is not Sum or s.inputs[0] is not e:
-            continue
-        if not is_float(x) or _shifted_by_a_max(x):
-            return False
-        axis = s.op.axis
-        m = tm.max(x, axis=axis, keepdims=True)
-        m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
-        shifted = tm.exp(x - m)
-        ratio = g / tm.sum(shifted, axis=axis)
-        return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
-    return False
-
-
-@stabilize()
-@local_optimizer([tm.log], fit=fit)
-def local_log_softmax(fgraph, node):
-    """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow."""
-    # log(softmax(x, axis)) -> log_softmax(x, axis)
-    if scalar_op(node) != ts.log:
-        return False
-    sm = node.inputs[0].owner
-    if sm is None or type(sm.op) is not nnet.Softmax:
-        return False
-    return nnet.LogSoftmax(sm.op.axis)(sm.inputs[0])
-
-
-def _sum_axis_keepdims(var):
-    """``(x, axis)`` when ``var`` is ``sum(x, axis=axis, keepdims=True)`` over one axis."""
-    ds = var.owner
-    if ds is None or not isinstance(ds.op, DimShuffle):
-        return None
-    s = ds.inputs[0].owner
-    if s is None or type(s.op) is not Sum or s.op.axis is None or len(s.op.axis) != 1:
-        return None
-    x = s.inputs[0]
-    (axis,) = s.op.axis
-    kept = [d for d in range(x.ndim) if d != axis]
-    expected = tuple("x" if d == axis else kept.index(d) for d in range(x.ndim))
-    if ds.op.new_order != expected:
-        return None
-    return x, axis
-
-
-@stabilize()
-@local_optimizer([tm.true_div], fit=fit)
-def local_softmax_graph(fgraph, node):
-    """The written-out softmax (``nnet.softmax_graph``) becomes one stable ``Softmax``."""
-    # exp(x) / sum(exp(x), axis, keepdims=True) -> softmax(x, axis)
-    if not isinstance(scalar_op(node), ts.TrueDiv):
-        return False
-    e, s = node.inputs
-    found = _sum_axis_keepdims(s)
-    if found is None or found[0] is not e or scalar_op(e.owner) != ts.exp:
-        return False
-    x = e.owner.inputs[0]
-    if not is_float(x) or x.ndim == 0:
-        return False
-    return nnet.Softmax(found[1])(x)
-
-
-def _softmax_bias(sm_node):
-    """``(x, b)`` for a 2-d ``softmax(x + b)`` over the last axis (b a row bias, or None)."""
-    if type(sm_node.op) is not nnet.Softmax or sm_node.inputs[0].ndim != 2:
-        return None
-    if sm_node.op.axis not in (-1, 1):
-        return None
-    z = sm_node.inputs[0]
-    add = z.owner
-    if isinstance(scalar_op(add), ts.Add) and len(add.inputs) == 2:
-        for i, j in ((0, 1), (1, 0)):
-            b = add.inputs[j]
-            if (
-                b.owner is not None
-                and isinstance(b.owner.op, DimShuffle)
-                and b.owner.op.new_order == ("x", 0)
-                and add.inputs[i].ndim == 2
-                and b.owner.inputs[0].dtype == z.dtype
-                and add.inputs[i].dtype == z.dtype
-            ):
-                return add.inputs[i], b.owner.inputs[0]
-    return z, None
-
-
-@stabilize()
-@local_optimizer([nnet.CrossentropyCategorical1Hot])
-def local_crossentropy_softmax(fgraph, node):
-    """The cross-entropy of a softmax, fused into the op that computes both stably."""
-    # crossentropy_1hot(softmax(x + b), y) -> crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[0]
-    sm, y = node.inputs
-    if sm.owner is None:
-        return False
-    found = _softmax_bias(sm.owner)
-    if found is None:
-        return False
-    x, b = found
-    if b is None:
-        nll, new_sm = nnet.crossentropy_softmax_1hot(x, y)
-    else:
-        nll, new_sm = nnet.crossentropy_softmax_1hot_with_bias(x, b, y)
-    nll = fit(node.outputs[0], nll)
-    if nll is None:
-        return False
-    repl = {node.outputs[0]: nll}
-    new_sm = fit(sm, new_sm)
-    if new_sm is not None:  # the softmax computed by the fused op serves other uses too
-        repl[sm] = new_sm
-    return repl
-
-
-@stabilize()
-@local_optimizer([nnet.SoftmaxGrad], fit=fit)
-def local_crossentropy_softmax_grad(fgraph, node):
-    """The gradient of the cross-entropy of a softmax, fused into one op."""
-    # softmax_grad(xent_1hot_grad(g, sm, y), sm) -> xent_softmax_1hot_with_bias_dx(g, sm, y)
-    dy, sm = node.inputs
-    if sm.ndim != 2 or node.op.axis not in (-1, 1) or dy.owner is None:
-        return False
-    if type(dy.owner.op) is not nnet.CrossentropyCategorical1HotGrad:
-        return False
-    g, sm2, y = dy.owner.inputs
-    if sm2 is not sm:
-        return False
-    return nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm, y)
 
 
 # -- logarithms, exponentials and the error function -----------------------------------

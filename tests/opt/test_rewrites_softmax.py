@@ -1,0 +1,307 @@
+"""The softmax family's rewrites (``opt/rewrites/softmax.py``): structure of the
+rewritten graphs, and values, forward and gradient."""
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.tensor.nnet import nnet
+
+from .rewrite_helpers import apply_dbs, check, ops_of
+
+rng = np.random.default_rng(7)
+FAST_RUN_PY = Mode(linker="py", optimizer="fast_run")
+
+
+def stabilize(fg):
+    return apply_dbs(fg, "canonicalize", "stabilize")
+
+
+def written_softmax(x, axis=1):
+    e = tt.exp(x)
+    return e / tt.sum(e, axis=axis, keepdims=True)
+
+
+def op_types(fg):
+    return {type(n.op) for n in fg.apply_nodes}
+
+
+def test_log_softmax():
+    m = tt.dmatrix("m")
+    check(
+        [m],
+        [tt.log(nnet.softmax(m))],
+        [nnet.LogSoftmax(1)(m)],
+        [rng.normal(size=(2, 3))],
+        stabilize,
+    )
+    f = theano_dag.function([m], tt.log(nnet.softmax(m)), mode=FAST_RUN_PY)
+    assert np.isfinite(f(np.array([[0.0, -2000.0]]))).all()
+
+
+def test_written_out_softmax_becomes_one_node():
+    m = tt.dmatrix("m")
+    check([m], [nnet.softmax_graph(m)], [nnet.Softmax(1)(m)], [rng.normal(size=(2, 3))], stabilize)
+    # and it is stable now: exp(1000) overflowed in the written-out form
+    f = theano_dag.function([m], nnet.softmax_graph(m), mode=FAST_RUN_PY)
+    np.testing.assert_allclose(f(np.array([[1000.0, 1000.0]])), [[0.5, 0.5]])
+
+
+def test_softmax_of_a_sum_over_another_axis_is_left_alone():
+    m = tt.dmatrix("m")
+    e = tt.exp(m)
+    out = e / tt.sum(e, axis=0, keepdims=True)
+    fg = apply_dbs(FunctionGraph([m], [out]), "stabilize")
+    assert any(str(n.op) == "Softmax{axis=0}" for n in fg.apply_nodes)
+    out = e / tt.sum(e, axis=1, keepdims=True).T.T  # not the keepdims pattern: kept as is
+    fg = apply_dbs(FunctionGraph([m], [out]), "stabilize")
+    assert not any(isinstance(n.op, nnet.Softmax) for n in fg.apply_nodes)
+
+
+def test_crossentropy_of_softmax_is_fused():
+    x, b, y = tt.dmatrix("x"), tt.dvector("b"), tt.lvector("y")
+    nll = nnet.crossentropy_categorical_1hot(nnet.softmax(x + b), y)
+    fused = nnet.crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[0]
+    check(
+        [x, b, y],
+        [nll],
+        [fused],
+        [rng.normal(size=(3, 4)), rng.normal(size=4), np.array([0, 3, 1])],
+        lambda fg: apply_dbs(fg, "stabilize"),
+    )
+    nll0 = nnet.crossentropy_categorical_1hot(nnet.softmax(x), y)
+    fg = check(
+        [x, y],
+        [nll0],
+        None,
+        [rng.normal(size=(3, 4)), np.array([0, 3, 1])],
+        lambda fg: apply_dbs(fg, "stabilize"),
+    )
+    assert any(isinstance(n.op, nnet.CrossentropySoftmaxArgmax1HotWithBias) for n in fg.apply_nodes)
+
+
+def test_crossentropy_of_softmax_stays_finite():
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = nnet.crossentropy_categorical_1hot(nnet.softmax(x), y).mean()
+    f = theano_dag.function([x, y], cost, mode=FAST_RUN_PY)
+    assert f(np.array([[0.0, 800.0]]), np.array([0])) == 800.0
+
+
+def test_crossentropy_gradient_is_fused():
+    x, b, y = tt.dmatrix("x"), tt.dvector("b"), tt.lvector("y")
+    cost = nnet.crossentropy_categorical_1hot(nnet.softmax(x + b), y).mean()
+    gx = theano_dag.grad(cost, x)
+    args = [rng.normal(size=(3, 4)), rng.normal(size=4), np.array([2, 0, 1])]
+    ref = theano_dag.function([x, b, y], gx, mode=Mode(linker="py", optimizer=None))(*args)
+    f = theano_dag.function([x, b, y], gx, mode=FAST_RUN_PY)
+    ops = [type(n.op) for n in f.maker.fgraph.apply_nodes]
+    assert nnet.CrossentropySoftmax1HotWithBiasDx in ops
+    assert nnet.SoftmaxGrad not in ops and nnet.CrossentropyCategorical1HotGrad not in ops
+    np.testing.assert_allclose(f(*args), ref)
+
+
+def test_log_sum_exp():
+    m = tt.dmatrix("m")
+    fg = check(
+        [m],
+        [tt.log(tt.sum(tt.exp(m), axis=1)), tt.log(tt.sum(tt.exp(m), axis=0, keepdims=True))],
+        None,
+        [rng.normal(size=(2, 3))],
+        stabilize,
+    )
+    # each is now max + log(sum(exp(x - max))): one Max per output, and no rewrite loop
+    assert [str(n.op) for n in fg.toposort()].count("Max{axis=(1,)}") == 1
+    assert [str(n.op) for n in fg.toposort()].count("Max{axis=(0,)}") == 1
+    f = theano_dag.function([m], tt.log(tt.sum(tt.exp(m), axis=1)))
+    np.testing.assert_allclose(
+        f(np.array([[1000.0, 1000.0], [-1000.0, -1000.0]])),
+        [1000.0 + np.log(2), -1000.0 + np.log(2)],
+    )
+    v = tt.dvector("v")
+    f = theano_dag.function([v], tt.log(tt.sum(tt.exp(v))))
+    np.testing.assert_allclose(f(np.array([1000.0, 1000.0])), 1000.6931471805599)
+
+
+def test_log_sum_exp_leaves_logsumexp_alone():
+    m = tt.dmatrix("m")
+    out = tt.logsumexp(m, axis=1)
+    fg = stabilize(FunctionGraph([m], [out]))
+    assert [str(n.op) for n in fg.toposort()].count("Max{axis=(1,)}") == 1
+
+
+def test_gradient_of_log_sum_exp_is_shifted_by_the_max():
+    m = tt.dmatrix("m")
+    g = theano_dag.grad(tt.log(tt.sum(tt.exp(m), axis=1)).sum(), m)
+    fg = stabilize(FunctionGraph([m], [g]))
+    assert "Max{axis=(1,)}" in [str(n.op) for n in fg.toposort()]
+    f = theano_dag.function([m], g)
+    np.testing.assert_allclose(
+        f(np.array([[1000.0, 1000.0], [0.0, np.log(3.0)]])), [[0.5, 0.5], [0.25, 0.75]]
+    )
+    v = tt.dvector("v")
+    f = theano_dag.function([v], theano_dag.grad(tt.log(tt.sum(tt.exp(v))), v), mode=FAST_RUN_PY)
+    np.testing.assert_allclose(f(np.array([1000.0, 1000.0, 0.0])), [0.5, 0.5, 0.0])
+
+
+def test_gradient_of_minus_log_sum_exp_too():
+    m = tt.dmatrix("m")
+    cost = -tt.log(tt.sum(tt.exp(m), axis=1)).sum()
+    f = theano_dag.function([m], theano_dag.grad(cost, m))
+    np.testing.assert_allclose(f(np.array([[2000.0, 2000.0, 0.0]])), [[-0.5, -0.5, 0.0]])
+
+
+# -- log-softmax through indexing --------------------------------------------------
+
+
+def test_log_of_an_indexed_softmax_is_an_indexed_log_softmax():
+    m, y = tt.dmatrix("m"), tt.lvector("y")
+    rows = tt.arange(y.shape[0])
+    sm = nnet.softmax(m)
+    ls = nnet.LogSoftmax(1)(m)
+    check(
+        [m, y],
+        [tt.log(sm[rows, y]), tt.log(sm[:, 1]), tt.log(sm.T)],
+        [ls[rows, y], ls[:, 1], ls.T],
+        [rng.normal(size=(3, 4)), np.array([0, 3, 1])],
+        stabilize,
+    )
+    f = theano_dag.function([m, y], -tt.log(sm[rows, y]), mode=FAST_RUN_PY)
+    np.testing.assert_allclose(f(np.array([[0.0, 2000.0]]), np.array([0])), [2000.0])
+
+
+def test_log_of_another_op_is_left_alone():
+    m = tt.dmatrix("m")
+    fg = stabilize(FunctionGraph([m], [tt.log(tt.exp(m)[:, 1:])], clone=False))
+    assert nnet.LogSoftmax not in op_types(fg)
+
+
+# -- written-out softmax -------------------------------------------------------------
+
+
+def test_written_out_softmax_inside_a_product():
+    m, w, z = tt.dmatrix("m"), tt.dmatrix("w"), tt.dmatrix("z")
+    e = tt.exp(m)
+    s = tt.sum(e, axis=1, keepdims=True)
+    fg = check(
+        [m, w, z],
+        [(w * e) / (s * z)],
+        None,
+        [rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.uniform(1, 2, size=(2, 3))],
+        stabilize,
+    )
+    assert nnet.Softmax in op_types(fg) and "exp" not in str(ops_of(fg))
+
+
+def test_written_out_softmax_of_a_vector():
+    v = tt.dvector("v")
+    check(
+        [v], [tt.exp(v) / tt.sum(tt.exp(v))], [nnet.Softmax(0)(v)], [rng.normal(size=4)], stabilize
+    )
+
+
+# -- gradients -----------------------------------------------------------------------
+
+
+def test_gradient_of_log_softmax_cancels_the_division():
+    # softmax_grad(dy / sm, sm) -> dy - sm * sum(dy)
+    m, w = tt.dmatrix("m"), tt.dmatrix("w")
+    sm = nnet.softmax(m)
+    g = nnet.SoftmaxGrad(1)(w / sm, sm)
+    args = [rng.normal(size=(2, 3)), rng.normal(size=(2, 3))]
+    expected = w - sm * tt.sum(w, axis=1, keepdims=True)
+    check([m, w], [g], [expected], args, lambda fg: apply_dbs(fg, "stabilize"))
+    # a product with the softmax among its factors, negated
+    g = nnet.SoftmaxGrad(1)(-(w * 2.0) / sm, sm)
+    fg = check([m, w], [g], None, args, lambda fg: apply_dbs(fg, "stabilize"))
+    assert nnet.SoftmaxGrad not in op_types(fg) and "true_div" not in str(ops_of(fg))
+
+
+def test_gradient_of_an_indexed_log_softmax_cancels_the_division():
+    # softmax_grad(inc(zeros, v / sm[r, y], r, y), sm) -> n - sm * sum(n), n = inc(zeros, v, r, y)
+    m, v, y = tt.dmatrix("m"), tt.dvector("v"), tt.lvector("y")
+    rows = tt.arange(y.shape[0])
+    sm = nnet.softmax(m)
+    zeros = tt.zeros_like(m)
+    dy = tt.inc_subtensor(zeros[rows, y], v / sm[rows, y])
+    n = tt.inc_subtensor(zeros[rows, y], v)
+    check(
+        [m, v, y],
+        [nnet.SoftmaxGrad(1)(dy, sm)],
+        [n - sm * tt.sum(n, axis=1, keepdims=True)],
+        [rng.normal(size=(3, 4)), rng.normal(size=3), np.array([0, 3, 3])],
+        lambda fg: apply_dbs(fg, "stabilize"),
+    )
+
+
+def test_gradient_divided_by_another_softmax_is_left_alone():
+    m, w = tt.dmatrix("m"), tt.dmatrix("w")
+    g = nnet.SoftmaxGrad(1)(w / nnet.softmax(m * 2), nnet.softmax(m))
+    fg = apply_dbs(FunctionGraph([m, w], [g], clone=False), "stabilize")
+    assert nnet.SoftmaxGrad in op_types(fg)
+
+
+@pytest.mark.parametrize("weights", ["variable", "constant", "column"])
+def test_gradient_of_a_written_out_softmax_is_a_softmax_grad(weights):
+    m = tt.dmatrix("m")
+    w = tt.dcol("w") if weights == "column" else tt.dmatrix("w")
+    wv = rng.normal(size=(2, 1) if weights == "column" else (2, 3))
+    ww = tt.constant(wv) if weights == "constant" else w
+    g = theano_dag.grad(tt.sum(ww * written_softmax(m)), m)
+    fg = check([m, w], [g], None, [rng.normal(size=(2, 3)), wv], stabilize)
+    if weights == "variable":
+        assert fg.outputs[0].owner.op == nnet.SoftmaxGrad(1)
+        assert fg.outputs[0].owner.inputs[0] is w
+    assert nnet.SoftmaxGrad in op_types(fg)
+    assert not any(n.op == tt.exp for n in fg.apply_nodes)
+
+
+def test_gradient_of_a_written_out_softmax_keeps_other_uses_of_exp():
+    m, w, u = tt.dmatrix("m"), tt.dmatrix("w"), tt.dmatrix("u")
+    e = tt.exp(m)
+    cost = tt.sum(w * written_softmax(m)) + tt.sum(u * e)
+    g = theano_dag.grad(cost, m)
+    args = [rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=(2, 3))]
+    fg = check([m, w, u], [g], None, args, stabilize)
+    assert nnet.SoftmaxGrad in op_types(fg)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_issue_example_gradient_of_the_indexed_log_softmax(dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.lvector("y")
+    cost = -tt.mean(tt.log(nnet.softmax(x))[tt.arange(y.shape[0]), y])
+    f = theano_dag.function([x, y], [cost, theano_dag.grad(cost, x)])
+    xv = np.array([[1000, -1000, 0], [-800, 800, 5]], dtype=dtype)
+    c, g = f(xv, np.array([0, 1]))
+    assert c == 0 and np.array_equal(g, np.zeros((2, 3)))
+    c, g = f(xv, np.array([1, 0]))
+    np.testing.assert_allclose(c, 1800.0)
+    np.testing.assert_allclose(g, [[0.5, -0.5, 0.0], [-0.5, 0.5, 0.0]])
+    # float32's exp overflows at 88.7: logit gaps of 90 and 110, right and wrong
+    xv = np.array([[90, 0, 0], [0, 110, 0]], dtype=dtype)
+    c, g = f(xv, np.array([1, 1]))
+    np.testing.assert_allclose(c, 45.0, rtol=1e-6)
+    np.testing.assert_allclose(g, [[0.5, -0.5, 0.0], [0.0, 0.0, 0.0]], atol=1e-7)
+
+
+def test_crossentropy_of_a_written_out_softmax_has_the_fused_gradient():
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = nnet.categorical_crossentropy(written_softmax(x), y).mean()
+    g = theano_dag.grad(cost, x)
+    fg = check([x, y], [cost, g], None, [rng.normal(size=(3, 4)), np.array([0, 3, 1])], stabilize)
+    ops = op_types(fg)
+    assert nnet.CrossentropySoftmax1HotWithBiasDx in ops and nnet.SoftmaxGrad not in ops
+    assert not any(n.op == tt.exp for n in fg.apply_nodes)
+
+
+def test_excluding_stabilize_keeps_the_written_form():
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = -tt.mean(tt.log(nnet.softmax(x))[tt.arange(y.shape[0]), y])
+    mode = Mode(linker="py", optimizer="fast_run").excluding("stabilize")
+    f = theano_dag.function([x, y], theano_dag.grad(cost, x), mode=mode)
+    ops = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.SoftmaxGrad in ops and nnet.LogSoftmax not in ops
+    with np.errstate(all="ignore"):
+        assert np.isnan(f(np.array([[1000.0, -1000.0, 0.0]]), np.array([0]))).all()

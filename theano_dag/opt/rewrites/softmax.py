@@ -1,0 +1,591 @@
+"""Stable softmax forms: log-softmax, softmax, cross-entropies and log-sum-exp.
+
+``softmax(x)`` underflows to 0 where a logit is far below the largest one, and the
+written-out ``exp(x) / sum(exp(x))`` overflows to ``inf / inf`` above ``x = 709``
+(``88`` in float32). The rewrites here recognise these expressions, *and the shapes
+``theano_dag.grad`` builds from them*, and compute them with ``Softmax``,
+``LogSoftmax``, ``SoftmaxGrad`` and the fused cross-entropy ops, which never form the
+intermediate that overflows or the ``0 / 0`` of a gradient divided by an underflowed
+softmax. They may change results, always for the better.
+
+The gradients come in two steps. The gradient of a written-out softmax (``exp(x)``
+times the chain rule through the division and the sum) is recognised as the
+``SoftmaxGrad`` of a ``Softmax`` (``local_softmax_graph_grad``); then the gradient of a
+``log`` of a softmax, which divides by the softmax, is simplified with that division
+cancelled (``local_logsoftmax_grad``), or fused with a one-hot cross-entropy
+(``local_crossentropy_softmax_grad``). So every form below ends in the same stable
+graph, whichever way the softmax was written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theano_dag import scalar as ts
+from theano_dag.graph.basic import Constant
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    is_float,
+    is_op,
+    scalar_op,
+    typed_constant,
+)
+from theano_dag.tensor import basic as tb
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
+from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    AdvancedSubtensor,
+    AdvancedSubtensor1,
+    IncSubtensor,
+    Subtensor,
+)
+
+stabilize = RULES.stabilize
+
+__all__ = [
+    "local_log_sum_exp",
+    "local_exp_over_sum_exp",
+    "local_log_softmax",
+    "local_softmax_graph",
+    "local_softmax_graph_grad",
+    "local_logsoftmax_grad",
+    "local_crossentropy_softmax",
+    "local_crossentropy_softmax_grad",
+]
+
+
+def _exp_arg(var):
+    """``x`` when ``var`` is ``exp(x)``."""
+    owner = var.owner
+    return owner.inputs[0] if owner is not None and scalar_op(owner) == ts.exp else None
+
+
+# The most variables ``_factors`` looks at: products are flat after canonicalize, but
+# shared sub-products are not (a DAG of products would be walked as its tree).
+_MAX_FACTORS = 32
+_PRODUCT = (ts.Mul, ts.TrueDiv, ts.Neg)
+
+
+def _factors(var):
+    """``(negated, num, den)``: ``var`` is ``±prod(num) / prod(den)`` through ``mul``,
+    ``true_div``, ``neg`` and ``fill`` nodes of its dtype (whatever their other clients;
+    the product rebuilt may broadcast where ``var`` does not); None for a product of
+    more than ``_MAX_FACTORS`` nodes and factors."""
+    negated, num, den, todo = False, [], [], [(var, True)]
+    for _ in range(_MAX_FACTORS):
+        if not todo:
+            return negated, num, den
+        v, up = todo.pop()
+        sop = scalar_op(v.owner)
+        if v.dtype == var.dtype and isinstance(sop, ts.Mul):
+            todo.extend((i, up) for i in reversed(v.owner.inputs))
+        elif v.dtype == var.dtype and isinstance(sop, ts.TrueDiv):
+            todo.extend([(v.owner.inputs[1], not up), (v.owner.inputs[0], up)])
+        elif v.dtype == var.dtype and isinstance(sop, ts.Neg):
+            negated = not negated
+            todo.append((v.owner.inputs[0], up))
+        elif v.dtype == var.dtype and isinstance(sop, ts.Second):
+            todo.append((v.owner.inputs[1], up))  # a factor broadcast by fill: the factor
+        else:
+            (num if up else den).append(v)
+    return None
+
+
+def _product(negated, num, den, dtype):
+    """``±prod(num) / prod(den)`` (the inverse of ``_factors``)."""
+    top = tm.mul(*num) if len(num) > 1 else num[0] if num else typed_constant(1, dtype)
+    if den:
+        top = tm.true_div(top, tm.mul(*den) if len(den) > 1 else den[0])
+    return tm.neg(top) if negated else top
+
+
+def _remove(factors, var):
+    """``factors`` without one occurrence of ``var`` (by identity), or None."""
+    for k, f in enumerate(factors):
+        if f is var:
+            return factors[:k] + factors[k + 1 :]
+    return None
+
+
+def _same_factors(a, b):
+    """Whether the lists ``a`` and ``b`` hold the same variables (by identity)."""
+    if len(a) != len(b):
+        return False
+    rest = list(b)
+    for v in a:
+        rest = _remove(rest, v)
+        if rest is None:
+            return False
+    return True
+
+
+def _coefficient(negated, num, den):
+    """``(c, num, den)``: the constant factors of ``±prod(num) / prod(den)`` multiplied
+    into the array ``c``, and the other factors."""
+    c = np.float64(-1.0 if negated else 1.0)
+    with np.errstate(all="ignore"):
+        for v in num:
+            if isinstance(v, Constant):
+                c = c * v.data
+        for v in den:
+            if isinstance(v, Constant):
+                c = c / v.data
+    keep = [[v for v in vs if not isinstance(v, Constant)] for vs in (num, den)]
+    return c, keep[0], keep[1]
+
+
+def _same_product(a, b):
+    """Whether the products ``a`` and ``b`` (``(negated, num, den)``) are the same: the
+    same variables, and constants of the same product (the gradient folds a sign into
+    a constant of one of them)."""
+    ca, na, da = _coefficient(*a)
+    cb, nb, db = _coefficient(*b)
+    if not (_same_factors(na, nb) and _same_factors(da, db)):
+        return False
+    try:
+        ca, cb = np.broadcast_arrays(ca, cb)
+    except ValueError:
+        return False
+    return bool(np.array_equal(ca, cb))
+
+
+def _like(var, sm):
+    """``var`` spread over ``sm``'s shape where it broadcasts and ``sm`` does not (the
+    gradient a softmax receives has the softmax's shape)."""
+    if any(v and not s for v, s in zip(var.type.broadcastable, sm.type.broadcastable)):
+        return tb.second(sm, var)
+    return var
+
+
+# -- log-sum-exp ----------------------------------------------------------------------
+
+
+def _shifted_by_a_max(var, depth=4):
+    """Whether ``var`` is computed (within ``depth`` elementwise steps) from a max
+    reduction: the argument of exp in a stabilized log-sum-exp, which must not be
+    rewritten again."""
+    owner = var.owner
+    if owner is None or depth == 0:
+        return False
+    if isinstance(owner.op, CAReduce):
+        return owner.op.scalar_op == ts.maximum
+    if not isinstance(owner.op, (Elemwise, DimShuffle)):
+        return False
+    return any(_shifted_by_a_max(i, depth - 1) for i in owner.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.log])
+def local_log_sum_exp(fgraph, node):
+    """``log(sum(exp(x), axis))`` as ``m + log(sum(exp(x - m), axis))`` with ``m`` the
+    max over ``axis`` (``tensor.logsumexp``), which cannot overflow."""
+    # log(sum(exp(x), axis)) -> logsumexp(x, axis) ; also with keepdims=True
+    if scalar_op(node) != ts.log:
+        return False
+    (arg,) = node.inputs
+    outer = None
+    s = arg.owner
+    if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
+        outer, s = s.op, s.inputs[0].owner
+    if s is None or type(s.op) is not Sum:
+        return False
+    x = _exp_arg(s.inputs[0])
+    if x is None or not is_float(x) or _shifted_by_a_max(x):
+        return False
+    new = tm.logsumexp(x, axis=s.op.axis)
+    if outer is not None:
+        new = outer(new)
+    return fit(node.outputs[0], new)
+
+
+@stabilize()
+@local_optimizer([tm.mul])
+def local_exp_over_sum_exp(fgraph, node):
+    """The gradient of ``log(sum(exp(x), axis))``, ``exp(x) * (g / sum(exp(x)))``, with
+    both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
+    overflows)."""
+    # exp(x) * dimshuffle(g / sum(exp(x), axis)) -> exp(x - m) * dimshuffle(g / sum(exp(x - m)))
+    # (and with -(g / sum(exp(x))), or a sum with keepdims=True, the same)
+    if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) != 2:
+        return False
+    for e, d in (node.inputs, node.inputs[::-1]):
+        x = _exp_arg(e)
+        ds = d.owner
+        if x is None or ds is None or not isinstance(ds.op, DimShuffle):
+            continue
+        div = ds.inputs[0].owner
+        negated = isinstance(scalar_op(div), ts.Neg)  # a cost of -log(sum(exp(x)))
+        if negated:
+            div = div.inputs[0].owner
+        if not isinstance(scalar_op(div), ts.TrueDiv):
+            continue
+        g, total = div.inputs
+        s, kept = total.owner, None
+        if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
+            s, kept = s.inputs[0].owner, s.op  # with keepdims=True
+        if s is None or type(s.op) is not Sum or s.inputs[0] is not e:
+            continue
+        if not is_float(x) or _shifted_by_a_max(x):
+            return False
+        axis = s.op.axis
+        m = tm.max(x, axis=axis, keepdims=True)
+        m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
+        shifted = tm.exp(x - m)
+        total = tm.sum(shifted, axis=axis)
+        ratio = g / (kept(total) if kept is not None else total)
+        return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
+    return False
+
+
+# -- softmax and log-softmax ----------------------------------------------------------
+
+# Indexings that commute with an elementwise log: log(a[idx]) == log(a)[idx].
+_INDEXINGS = (Subtensor, AdvancedSubtensor, AdvancedSubtensor1, DimShuffle)
+
+
+@stabilize()
+@local_optimizer([tm.log], fit=fit)
+def local_log_softmax(fgraph, node):
+    """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow, also when
+    the softmax is indexed first (``log(softmax(x)[arange(n), y])``)."""
+    # log(softmax(x, axis)) -> log_softmax(x, axis)
+    # log(softmax(x)[idx]) -> log_softmax(x)[idx] (any indexing or dimshuffle between)
+    if scalar_op(node) != ts.log:
+        return False
+    lifted = []
+    sm = node.inputs[0].owner
+    while sm is not None and isinstance(sm.op, _INDEXINGS) and len(lifted) < 4:
+        lifted.append(sm)
+        sm = sm.inputs[0].owner
+    if sm is None or type(sm.op) is not nnet.Softmax:
+        return False
+    new = nnet.LogSoftmax(sm.op.axis)(sm.inputs[0])
+    for indexing in reversed(lifted):
+        new = indexing.op(new, *indexing.inputs[1:])
+    return new
+
+
+def _sum_axis_keepdims(var):
+    """``(x, axis)`` when ``var`` is ``sum(x, axis=axis, keepdims=True)`` over one axis
+    (or the sum of a vector, broadcast back)."""
+    ds = var.owner
+    if ds is None or not isinstance(ds.op, DimShuffle):
+        return None
+    s = ds.inputs[0].owner
+    if s is None or type(s.op) is not Sum:
+        return None
+    x = s.inputs[0]
+    if s.op.axis is None and x.ndim == 1:
+        axis = 0
+    elif s.op.axis is not None and len(s.op.axis) == 1:
+        (axis,) = s.op.axis
+    else:
+        return None
+    kept = [d for d in range(x.ndim) if d != axis]
+    expected = tuple("x" if d == axis else kept.index(d) for d in range(x.ndim))
+    if ds.op.new_order != expected:
+        return None
+    return x, axis
+
+
+def _exp_total(s, e):
+    """The axis when ``s`` is ``sum(e, axis, keepdims=True)``, else None."""
+    found = _sum_axis_keepdims(s)
+    return found[1] if found is not None and found[0] is e else None
+
+
+@stabilize()
+@local_optimizer([tm.true_div], fit=fit)
+def local_softmax_graph(fgraph, node):
+    """The written-out softmax (``nnet.softmax_graph``) becomes one stable ``Softmax``,
+    also inside a product (``w * exp(x) / sum(exp(x))``)."""
+    # exp(x) / sum(exp(x), axis, keepdims=True) -> softmax(x, axis)
+    # (num * exp(x)) / (den * sum(exp(x), axis, keepdims=True)) -> num * softmax(x, axis) / den
+    if not isinstance(scalar_op(node), ts.TrueDiv):
+        return False
+    e, s = node.inputs
+    if _exp_arg(e) is not None and _exp_total(s, e) is not None:
+        negated, num, den = False, [e], [s]
+    elif not any(_sum_axis_keepdims(d) for d in (s, *(s.owner.inputs if is_op(s, ts.Mul) else ()))):
+        return False  # (cheap: no sum in the denominator of a canonical product)
+    else:
+        found = _factors(node.outputs[0])
+        if found is None:
+            return False
+        negated, num, den = found
+    for s in den:
+        found = _sum_axis_keepdims(s)
+        e = found[0] if found is not None else None
+        if e is None or _exp_arg(e) is None:
+            continue
+        rest = _remove(num, e)
+        # one sum per exp: s * s in the denominator (the gradient of e / s) is
+        # recognised whole by local_softmax_graph_grad
+        if rest is None or sum(d is s for d in den) != 1:
+            continue
+        x = _exp_arg(e)
+        if not is_float(x) or x.ndim == 0:
+            return False
+        sm = nnet.Softmax(_exp_total(s, e))(x)
+        return _product(negated, [sm, *rest], _remove(den, s), sm.dtype)
+    return False
+
+
+def _grad_of_division(e, term):
+    """How ``e * term`` enters the gradient of ``e / s`` (``s = sum(e, axis, keepdims)``,
+    ``term`` a product ``(negated, num, den)``): ``("direct", axis, dy)`` for
+    ``e * dy / s``, ``("sum", axis, dy)`` for ``e * sum(-(dy * e) / (s * s), axis,
+    keepdims)``, ``dy`` a product; else None. (A ``term`` ``None`` is skipped.)"""
+    if term is None:
+        return None
+    if term[0] == "direct":  # softmax(x) * dy, found by the caller
+        return term
+    negated, num, den = term
+    inner = [_sum_axis_keepdims(v) for v in num]
+    sums = [k for k, found in enumerate(inner) if found is not None]
+    if len(sums) == 1 and all(
+        isinstance(v, Constant) and all(v.broadcastable) for v in num + den if v is not num[sums[0]]
+    ):  # ±c * sum(-(dy * e) / (s * s), axis, keepdims=True)
+        c_num = [v for v in num if v is not num[sums[0]]]
+        inner, axis = inner[sums[0]]
+        found = _factors(inner)
+        if found is None:
+            return None
+        neg_c, num, den_c = found
+        rest = _remove(num, e)
+        if rest is None or any(v is e for v in rest):
+            return None
+        for s in den_c:
+            if _exp_total(s, e) == axis and sum(d is s for d in den_c) == 2:
+                den_c = _remove(_remove(den_c, s), s)
+                return "sum", axis, (negated == neg_c, rest + c_num, den_c + den)
+        return None
+    for s in den:
+        axis = _exp_total(s, e)
+        if axis is not None and not any(v is e for v in num):
+            return "direct", axis, (negated, num, _remove(den, s))
+    return None
+
+
+def _times_exp(product, e):
+    """``product`` (``(negated, num, den)``) as ``e`` times a product, or as
+    ``("direct", axis, dy)`` when it is ``softmax(x) * dy`` (``e = exp(x)``); or None."""
+    if product is None:
+        return None
+    negated, num, den = product
+    rest = _remove(num, e)
+    if rest is not None:
+        return negated, rest, den
+    x = _exp_arg(e)
+    for k, v in enumerate(num):
+        if v.owner is not None and type(v.owner.op) is nnet.Softmax and v.owner.inputs[0] is x:
+            return "direct", v.owner.op.axis % v.ndim, (negated, num[:k] + num[k + 1 :], den)
+    return None
+
+
+def _softmax_grad_of(e, terms):
+    """``(SoftmaxGrad(dy, softmax(x)), used)`` when two of ``terms`` (products, each
+    times ``e = exp(x)``) are the gradient of ``e / sum(e, axis, keepdims=True)``
+    (``used`` their indices), else None."""
+    found = [_grad_of_division(e, t) for t in terms]
+    direct = [(k, t) for k, t in enumerate(found) if t and t[0] == "direct"]
+    through = [(k, t) for k, t in enumerate(found) if t and t[0] == "sum"]
+    for kd, (_, axis, dy) in direct:
+        for ks, (_, axis2, dy2) in through:
+            if axis == axis2 and _same_product(dy, dy2):
+                sm = nnet.Softmax(axis)(_exp_arg(e))
+                dy = _like(_product(*dy, sm.dtype), sm)
+                return nnet.SoftmaxGrad(axis)(dy, sm), (kd, ks)
+    return None
+
+
+@stabilize()
+@local_optimizer([tm.mul, tm.add])
+def local_softmax_graph_grad(fgraph, node):
+    """The gradient of a written-out softmax ``exp(x) / sum(exp(x))``, which computes
+    ``inf / inf`` at large logits, as the ``SoftmaxGrad`` of a ``Softmax``."""
+    # exp(x) * (dy / s + sum(-(dy * exp(x)) / (s * s), axis, keepdims=True))
+    #   -> softmax_grad(dy, softmax(x))      with s = sum(exp(x), axis, keepdims=True)
+    # exp(x) * dy / s + exp(x) * sum(...)   (the same, distributed) -> the same
+    sop = scalar_op(node)
+    ins = node.inputs
+    if isinstance(sop, ts.Mul):
+        for i, e in enumerate(ins):
+            if _exp_arg(e) is None:
+                continue
+            for j, a in enumerate(ins):
+                if j == i or not isinstance(scalar_op(a.owner), ts.Add):
+                    continue
+                terms = a.owner.inputs
+                found = _softmax_grad_of(e, [_factors(t) for t in terms])
+                if found is None:
+                    continue
+                new, used = found
+                rest = [t for k, t in enumerate(terms) if k not in used]
+                if rest:  # other uses of exp(x) than the softmax's
+                    new = new + e * (tm.add(*rest) if len(rest) > 1 else rest[0])
+                others = [v for k, v in enumerate(ins) if k not in (i, j)]
+                return fit(node.outputs[0], tm.mul(new, *others) if others else new, ins)
+    elif isinstance(sop, ts.Add) and sum(is_op(t, _PRODUCT) for t in ins) >= 2:
+        # (cheap first: a term e * ... with e = exp(x), the product flat after canonicalize)
+        if all(_exp_arg(i) is None for t in ins if is_op(t, ts.Mul) for i in t.owner.inputs):
+            return False
+        products = [_factors(t) for t in ins]
+        exps = {id(v): v for p in products if p for v in p[1] if _exp_arg(v) is not None}
+        for e in exps.values():
+            # e * dy / s may be softmax(x) * dy already (local_softmax_graph)
+            terms = [_times_exp(p, e) for p in products]
+            found = _softmax_grad_of(e, terms)
+            if found is None:
+                continue
+            new, used = found
+            rest = [t for k, t in enumerate(ins) if k not in used]
+            return fit(node.outputs[0], tm.add(new, *rest) if rest else new, ins)
+    return False
+
+
+def _softmax_of(var):
+    """``(x, b, axis)`` when ``var`` is ``softmax(x + b, axis)`` (``b`` a row bias of a
+    matrix, or None): a ``Softmax`` or the softmax output of the fused cross-entropy."""
+    owner = var.owner
+    if owner is None:
+        return None
+    if type(owner.op) is nnet.Softmax:
+        found = _softmax_bias(owner)
+        x, b = found if found is not None else (owner.inputs[0], None)
+        return x, b, owner.op.axis % var.ndim
+    if type(owner.op) is nnet.CrossentropySoftmaxArgmax1HotWithBias and var is owner.outputs[1]:
+        x, b, _ = owner.inputs
+        return x, None if const_value(b) == 0 else b, 1
+    return None
+
+
+def _same_softmax(a, b):
+    """Whether ``a`` and ``b`` are the same softmax (computed by one node or two)."""
+    if a is b:
+        return True
+    fa, fb = _softmax_of(a), _softmax_of(b)
+    if fa is None or fb is None:
+        return False
+    return fa[0] is fb[0] and fa[1] is fb[1] and fa[2] == fb[2]
+
+
+_INC_OF = {
+    IncSubtensor: Subtensor,
+    AdvancedIncSubtensor1: AdvancedSubtensor1,
+    AdvancedIncSubtensor: AdvancedSubtensor,
+}
+
+
+def _over_softmax(dy, sm):
+    """``n`` when ``dy`` is ``n / sm`` (a product with ``sm`` in its denominator), or
+    an increment of zeros by ``v / sm[idx]`` at ``idx`` (then ``n`` increments zeros by
+    ``v``): the gradient of ``log(sm)`` or of ``log(sm[idx])``. Else None."""
+    negated, num, den = _factors(dy) or (False, [], [])
+    for d in den:
+        if _same_softmax(d, sm):
+            return _product(negated, num, _remove(den, d), dy.dtype)
+    inc = dy.owner
+    if inc is None or type(inc.op) not in _INC_OF or const_value(inc.inputs[0]) != 0:
+        return None
+    zeros, v, *idx = inc.inputs
+    negated, num, den = _factors(v) or (False, [], [])
+    for d in den:
+        sub = d.owner
+        if (
+            sub is not None
+            and type(sub.op) is _INC_OF[type(inc.op)]
+            and getattr(sub.op, "idx_list", None) == getattr(inc.op, "idx_list", None)
+            and len(sub.inputs) == len(inc.inputs) - 1
+            and all(p is q for p, q in zip(sub.inputs[1:], idx))
+            and _same_softmax(sub.inputs[0], sm)
+        ):
+            return inc.op(zeros, _product(negated, num, _remove(den, d), v.dtype), *idx)
+    return None
+
+
+@stabilize()
+@local_optimizer([nnet.SoftmaxGrad])
+def local_logsoftmax_grad(fgraph, node):
+    """The gradient of ``log(softmax(x))``, ``softmax_grad(dy / sm, sm)``, as
+    ``dy - sm * sum(dy)``: no ``0 / 0`` where the softmax underflows."""
+    # softmax_grad(dy / sm, sm) -> dy - sm * sum(dy, axis, keepdims=True)
+    # softmax_grad(inc(zeros, v / sm[idx], idx), sm) -> n - sm * sum(n)   n = inc(zeros, v, idx)
+    dy, sm = node.inputs
+    n = _over_softmax(dy, sm)
+    if n is None or not is_float(n):
+        return False
+    n = _like(n, sm)
+    new = n - sm * tm.sum(n, axis=node.op.axis, keepdims=True)
+    return fit(node.outputs[0], new, [sm])
+
+
+def _softmax_bias(sm_node):
+    """``(x, b)`` for a 2-d ``softmax(x + b)`` over the last axis (b a row bias, or None)."""
+    if type(sm_node.op) is not nnet.Softmax or sm_node.inputs[0].ndim != 2:
+        return None
+    if sm_node.op.axis not in (-1, 1):
+        return None
+    z = sm_node.inputs[0]
+    add = z.owner
+    if isinstance(scalar_op(add), ts.Add) and len(add.inputs) == 2:
+        for i, j in ((0, 1), (1, 0)):
+            b = add.inputs[j]
+            if (
+                b.owner is not None
+                and isinstance(b.owner.op, DimShuffle)
+                and b.owner.op.new_order == ("x", 0)
+                and add.inputs[i].ndim == 2
+                and b.owner.inputs[0].dtype == z.dtype
+                and add.inputs[i].dtype == z.dtype
+            ):
+                return add.inputs[i], b.owner.inputs[0]
+    return z, None
+
+
+@stabilize()
+@local_optimizer([nnet.CrossentropyCategorical1Hot])
+def local_crossentropy_softmax(fgraph, node):
+    """The cross-entropy of a softmax, fused into the op that computes both stably."""
+    # crossentropy_1hot(softmax(x + b), y) -> crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[0]
+    sm, y = node.inputs
+    if sm.owner is None:
+        return False
+    found = _softmax_bias(sm.owner)
+    if found is None:
+        return False
+    x, b = found
+    if b is None:
+        nll, new_sm = nnet.crossentropy_softmax_1hot(x, y)
+    else:
+        nll, new_sm = nnet.crossentropy_softmax_1hot_with_bias(x, b, y)
+    nll = fit(node.outputs[0], nll)
+    if nll is None:
+        return False
+    repl = {node.outputs[0]: nll}
+    new_sm = fit(sm, new_sm)
+    if new_sm is not None:  # the softmax computed by the fused op serves other uses too
+        repl[sm] = new_sm
+    return repl
+
+
+@stabilize()
+@local_optimizer([nnet.SoftmaxGrad], fit=fit)
+def local_crossentropy_softmax_grad(fgraph, node):
+    """The gradient of the cross-entropy of a softmax, fused into one op."""
+    # softmax_grad(xent_1hot_grad(g, sm, y), sm) -> xent_softmax_1hot_with_bias_dx(g, sm, y)
+    dy, sm = node.inputs
+    if sm.ndim != 2 or node.op.axis not in (-1, 1) or dy.owner is None:
+        return False
+    if type(dy.owner.op) is not nnet.CrossentropyCategorical1HotGrad:
+        return False
+    g, sm2, y = dy.owner.inputs
+    if not _same_softmax(sm2, sm):
+        return False
+    return nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm2, y)  # sm2 may be the fused one
