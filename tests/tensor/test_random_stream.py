@@ -19,16 +19,14 @@ from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
-from theano_dag.tensor.random import (
+from theano_dag.tensor.random import RandomStream, RandomStreams, basic
+from theano_dag.tensor.random.basic import (
     BernoulliRV,
     MvNormalRV,
     NormalRV,
     PermutationRV,
     PoissonRV,
     RandIntRV,
-    RandomStream,
-    RandomStreams,
-    basic,
 )
 from theano_dag.tensor.shared_randomstreams import RandomStreams as SharedRandomStreams
 

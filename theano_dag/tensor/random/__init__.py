@@ -1,7 +1,8 @@
 """Random draws in graphs (``theano.tensor.random``): ``RandomStream`` (Theano 1.1.2's
 numpy-like stream), ``RandomStreams`` (Theano 1.0's size-first one) and the
-``RandomVariable`` ops they build, whose instances in :mod:`.basic` (``normal``,
-``poisson``, ...) are Theano 1.1.2's distributions.
+``RandomVariable`` ops they build; :mod:`theano_dag.tensor.random.basic` holds every
+distribution by Theano 1.1.2's names (``NormalRV`` and ``normal``, ``PoissonRV`` and
+``poisson``, ...).
 
 >>> import theano_dag
 >>> from theano_dag.tensor.random import RandomStream
@@ -12,30 +13,12 @@ numpy-like stream), ``RandomStreams`` (Theano 1.0's size-first one) and the
 True
 """
 
-from theano_dag.tensor.random import basic
+from theano_dag.tensor.random import basic  # noqa: F401 (theano.tensor.random.basic)
 from theano_dag.tensor.random.basic import (
-    BernoulliRV,
-    BetaBinomialRV,
-    BetaRV,
     BinomialRV,
-    CategoricalRV,
-    CauchyRV,
     ChoiceRV,
-    DirichletRV,
-    ExponentialRV,
-    GammaRV,
-    HalfCauchyRV,
-    HalfNormalRV,
-    IntegersRV,
-    InvGammaRV,
-    MultinomialRV,
-    MvNormalRV,
-    NegBinomialRV,
     NormalRV,
     PermutationRV,
-    PoissonRV,
-    RandIntRV,
-    TruncExponentialRV,
     UniformRV,
 )
 from theano_dag.tensor.random.op import (
@@ -51,28 +34,9 @@ __all__ = [
     "RandomVariable",
     "RandomGeneratorType",
     "random_generator_type",
-    "basic",
     "NormalRV",
-    "HalfNormalRV",
     "UniformRV",
-    "CauchyRV",
-    "HalfCauchyRV",
-    "ExponentialRV",
-    "GammaRV",
-    "InvGammaRV",
-    "BetaRV",
-    "TruncExponentialRV",
-    "BernoulliRV",
     "BinomialRV",
-    "NegBinomialRV",
-    "BetaBinomialRV",
-    "PoissonRV",
-    "IntegersRV",
-    "RandIntRV",
-    "CategoricalRV",
-    "MultinomialRV",
-    "DirichletRV",
-    "MvNormalRV",
     "ChoiceRV",
     "PermutationRV",
 ]
