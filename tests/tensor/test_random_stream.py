@@ -372,6 +372,8 @@ def test_gen_and_the_distribution_objects():
     assert PoissonRV()(2.0, size=(5,)).type.shape == (5,)
     new_rng, node_draws = PermutationRV()(rng, (2,), 4)
     assert node_draws.type.shape == (2, 4) and new_rng.owner is node_draws.owner
+    with pytest.raises(TypeError, match="a numpy generator among the parameters; pass it as rng="):
+        NormalRV()(np.random.default_rng(0), (2,), 0.0, 1.0)
 
 
 @pytest.mark.parametrize("engine", ENGINE_PARAMS)

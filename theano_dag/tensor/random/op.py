@@ -152,6 +152,7 @@ class RandomVariable(Op):
     def __call__(self, *args, **kwargs):
         if args and isinstance(args[0], Variable) and isinstance(args[0].type, Generic):
             return super().__call__(*args, **kwargs)  # the node's inputs (rng, size, *params)
+        _refuse_generators(self, args)
         return self.draw(*args, **kwargs)
 
     def draw(self, *params, size=None, rng=None, dtype=None, ndim=None, name=None):
@@ -180,6 +181,7 @@ class RandomVariable(Op):
         >>> u.type, u.update[1] is u.owner.outputs[0]
         (TensorType(float32, shape=(3,)), True)
         """
+        _refuse_generators(self, params)
         op = self.with_dtype(dtype)
         if rng is None:
             rng = SharedVariable(type=random_generator_type, value=np.random.default_rng())
@@ -281,6 +283,14 @@ class RandomVariable(Op):
             grad_undefined(self, k + 2, p, "the draws are not differentiable in the parameters")
             for k, p in enumerate(inputs[2:])
         ]
+
+
+def _refuse_generators(op, params):
+    if any(isinstance(p, _GENERATORS) for p in params):
+        raise TypeError(
+            f"{op}: a numpy generator among the parameters; pass it as "
+            "rng=shared(generator), or call op(rng_variable, size, *params)"
+        )
 
 
 def _resolve_dtype(dtype):
