@@ -18,6 +18,7 @@ from theano_dag.graph.basic import io_toposort
 from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
+from theano_dag.tensor.random.utils import RandomStream, RandomStreams
 
 ENGINES = [
     pytest.param(Mode(linker="py", optimizer=None), id="py"),
@@ -652,10 +653,11 @@ def test_unused_sequences_are_dropped():
     np.testing.assert_allclose(f(np.arange(4.0), np.zeros(2)), [0.0, 2.0])
 
 
-def test_random_streams_inside_the_step():
-    from theano_dag.tensor.random.utils import RandomStream
-
-    srng = RandomStream(seed=7)
+@pytest.mark.parametrize("stream", [RandomStream, RandomStreams], ids=lambda c: c.__name__)
+def test_random_streams_inside_the_step(stream):
+    # Theano 1.1.2's numpy-like stream and Theano 1.0's size-first one (size by keyword
+    # reads the same in both)
+    srng = stream(seed=7)
     n = tt.lscalar("n")
     draws, updates = scan(lambda: srng.normal(size=(2,)), n_steps=n)
     assert len(updates) == 1  # the generator, carried through the loop
@@ -664,7 +666,7 @@ def test_random_streams_inside_the_step():
     assert first.shape == (3, 2)
     assert not np.allclose(first[0], first[1]) and not np.allclose(first, second)
     # The same draws as three calls of a function drawing once, from the same seed.
-    srng2 = RandomStream(seed=7)
+    srng2 = stream(seed=7)
     once = theano_dag.function([], srng2.normal(size=(2,)))
     np.testing.assert_allclose(first, [once() for _ in range(3)])
     # A gradient that needs the draws is refused by name; one that does not works.

@@ -41,7 +41,7 @@ SCALAR_CASES = {
 @pytest.mark.parametrize("name", sorted(SCALAR_CASES))
 def test_moments(name, mode):
     draw, dtype, mean, var = SCALAR_CASES[name]
-    out = draw(RandomStream(seed=5))
+    out = draw(RandomStreams(seed=5))
     assert out.dtype == dtype and out.type.shape == (N,)
     v = _one(out, mode)
     assert v.dtype == dtype and v.shape == (N,)
@@ -51,7 +51,7 @@ def test_moments(name, mode):
 
 
 def test_integer_ranges_and_float32():
-    s = RandomStream(seed=1)
+    s = RandomStreams(seed=1)
     inc = _one(s.random_integers((500,), -2, 2))
     assert set(inc.tolist()) == {-2, -1, 0, 1, 2}
     exc = _one(s.integers((500,), 4))
@@ -63,7 +63,7 @@ def test_integer_ranges_and_float32():
 
 
 def test_vector_parameter_draws():
-    s = RandomStream(seed=2)
+    s = RandomStreams(seed=2)
     m = _one(s.multinomial((N,), n=10, pvals=[0.2, 0.8]))
     assert m.shape == (N, 2) and (m.sum(axis=1) == 10).all()
     assert abs(m[:, 1].mean() - 8.0) < 0.05
@@ -83,7 +83,7 @@ def test_vector_parameter_draws():
 
 
 def test_inferred_shapes():
-    s = RandomStream(seed=3)
+    s = RandomStreams(seed=3)
     p = tt.dmatrix("p")
     x = tt.dvector("x")
     outs = [
@@ -109,7 +109,7 @@ def test_inferred_shapes():
 
 
 def test_shuffle_row_elements():
-    s = RandomStream(seed=4)
+    s = RandomStreams(seed=4)
     m = tt.dtensor3("m")
     f = theano_dag.function([m], s.shuffle_row_elements(m))
     v = np.arange(2 * 3 * 50, dtype="float64").reshape(2, 3, 50)
@@ -124,7 +124,8 @@ def test_shuffle_row_elements():
 
 
 def test_theano_import_paths():
-    assert RandomStreams is RandomStream
+    assert RandomStreams is tt.random.RandomStreams and RandomStreams is not RandomStream
+    assert issubclass(MRG_RandomStreams, RandomStreams)
     x = tt.dvector("x")
     assert tt.grad is theano_dag.grad
     assert np.allclose(tt.grad((x**2).sum(), x).eval({x: np.array([1.0, 2.0])}), [2.0, 4.0])

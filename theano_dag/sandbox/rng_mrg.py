@@ -1,7 +1,7 @@
 """``theano.sandbox.rng_mrg.MRG_RandomStreams``'s path and signatures.
 
 Theano's MRG streams drew with its own MRG31k3p generator, which ran on the GPU; here
-the draws come from numpy's generators like every :class:`RandomStream`, so the numbers
+the draws come from numpy's generators like the other random streams, so the numbers
 differ from Theano's for the same seed (their distributions do not). ``nstreams`` is
 accepted and ignored.
 
@@ -18,15 +18,15 @@ True
 
 from __future__ import annotations
 
-from theano_dag.tensor.random.utils import RandomStream
+from theano_dag.tensor.random.utils import RandomStreams
 
 __all__ = ["MRG_RandomStream", "MRG_RandomStreams"]
 
 
-class MRG_RandomStreams(RandomStream):  # noqa: N801 (Theano's name)
+class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
     """Theano's ``MRG_RandomStreams(seed=12345)``: ``uniform``, ``normal``, ``binomial``
     (``p`` only, ``n=1``), ``multinomial`` (a row of ``pvals`` per draw), ``choice`` and
-    the draws of :class:`RandomStream`.
+    the draws of :class:`~theano_dag.tensor.random.utils.RandomStreams`.
 
     >>> MRG_RandomStreams(seed=1).uniform((3,), ndim=1).ndim
     1

@@ -1,8 +1,24 @@
-"""The distributions (each a ``RandomVariable``; ``RandomStream`` is the usual way to use
-them): ``normal``, ``uniform``, ``binomial``, ``integers``, ``poisson``, ``exponential``,
-``gamma``, ``beta`` draw one number per element; ``categorical`` draws one index per
-probability vector, ``multinomial`` and ``dirichlet`` one vector per parameter vector;
-``choice`` and ``permutation`` draw from ``arange(n)``.
+"""The distributions, Theano 1.1.2's ``theano.tensor.random.basic``: each a
+``RandomVariable`` class (``NormalRV``, ...) and an instance named as the distribution
+(``normal``, ...), called numpy-like: ``normal(loc=0.0, scale=1.0, size=None, rng=None,
+dtype=None)``. ``RandomStream`` is the usual way to use them.
+
+``normal``, ``halfnormal``, ``uniform``, ``cauchy``, ``halfcauchy``, ``exponential``,
+``gamma``, ``invgamma``, ``beta``, ``truncexpon``, ``bernoulli``, ``binomial``,
+``nbinom``, ``betabinom``, ``poisson``, ``randint`` (``integers``) draw one number per
+element; ``categorical`` draws one index per probability vector, ``multinomial``,
+``dirichlet`` and ``multivariate_normal`` one vector per parameter vector; ``choice`` and
+``permutation`` draw from ``arange(n)`` or a vector.
+
+``size`` is numpy's: the shape of the draws (of the batch of draws for the vector
+distributions, the vector's length added), the parameters broadcasting against it.
+
+>>> import numpy as np
+>>> from theano_dag.compile.sharedvalue import shared
+>>> rng = shared(np.random.default_rng(0))
+>>> x = normal(0.0, 1.0, size=(2, 3), rng=rng)
+>>> x.type, x.owner.op
+(TensorType(float64, shape=(2, 3)), normal_rv{float64})
 """
 
 from __future__ import annotations
@@ -10,28 +26,85 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Constant
+from theano_dag.tensor.basic import cast
 from theano_dag.tensor.random.op import (
     RandomVariable,
     _broadcast_static,
     int_param,
     size_length,
 )
+from theano_dag.tensor.shape import shape_i
+from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
+    "RandomVariable",
     "NormalRV",
+    "HalfNormalRV",
     "UniformRV",
-    "BinomialRV",
-    "IntegersRV",
-    "PoissonRV",
+    "CauchyRV",
+    "HalfCauchyRV",
     "ExponentialRV",
     "GammaRV",
+    "InvGammaRV",
     "BetaRV",
+    "TruncExponentialRV",
+    "BernoulliRV",
+    "BinomialRV",
+    "NegBinomialRV",
+    "BetaBinomialRV",
+    "PoissonRV",
+    "IntegersRV",
+    "RandIntRV",
     "CategoricalRV",
     "MultinomialRV",
     "DirichletRV",
+    "MvNormalRV",
     "ChoiceRV",
     "PermutationRV",
+    "normal",
+    "halfnormal",
+    "uniform",
+    "cauchy",
+    "halfcauchy",
+    "exponential",
+    "gamma",
+    "invgamma",
+    "beta",
+    "truncexpon",
+    "bernoulli",
+    "binomial",
+    "nbinom",
+    "betabinom",
+    "poisson",
+    "randint",
+    "integers",
+    "categorical",
+    "multinomial",
+    "dirichlet",
+    "multivariate_normal",
+    "choice",
+    "permutation",
 ]
+
+
+def _draw_shape(size, *params):
+    """The shape of a draw built from numpy arrays: ``size``, which the parameters must
+    broadcast to (as numpy's own draws require), or else their broadcast shape."""
+    shape = np.broadcast_shapes(*(np.shape(p) for p in params))
+    if size is None:
+        return shape
+    if np.broadcast_shapes(tuple(size), shape) != tuple(size):
+        raise ValueError(f"parameters of broadcast shape {shape} do not fit size {tuple(size)}")
+    return tuple(size)
+
+
+def _require_int(op, params, names):
+    for name, p in zip(op.param_names, params):
+        if name in names and not int_param(p):
+            raise TypeError(f"{op}: parameter {name} must be integers, got {p.type}")
+
+
+# -- one number per element ----------------------------------------------------------------
 
 
 class NormalRV(RandomVariable):
@@ -48,8 +121,29 @@ class NormalRV(RandomVariable):
     name = "normal_rv"
     param_names = ("loc", "scale")
 
+    def draw(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        return super().draw(loc, scale, size=size, **kwargs)
+
     def rng_fn(self, rng, loc, scale, size):
         return rng.normal(loc, scale, size=size)
+
+
+class HalfNormalRV(RandomVariable):
+    """``loc + scale * |z|`` for a standard normal ``z`` (scipy's ``halfnorm``).
+
+    >>> bool((halfnormal(1.0, 2.0, size=(50,)).eval() >= 1.0).all())
+    True
+    """
+
+    name = "halfnormal_rv"
+    param_names = ("loc", "scale")
+
+    def draw(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        return super().draw(loc, scale, size=size, **kwargs)
+
+    def rng_fn(self, rng, loc, scale, size):
+        shape = _draw_shape(size, loc, scale)
+        return loc + scale * np.abs(rng.standard_normal(shape))
 
 
 class UniformRV(RandomVariable):
@@ -58,8 +152,118 @@ class UniformRV(RandomVariable):
     name = "uniform_rv"
     param_names = ("low", "high")
 
+    def draw(self, low=0.0, high=1.0, size=None, **kwargs):
+        return super().draw(low, high, size=size, **kwargs)
+
     def rng_fn(self, rng, low, high, size):
         return rng.uniform(low, high, size=size)
+
+
+class CauchyRV(RandomVariable):
+    """Cauchy draws of location ``loc`` (the median) and scale ``scale``."""
+
+    name = "cauchy_rv"
+    param_names = ("loc", "scale")
+
+    def draw(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        return super().draw(loc, scale, size=size, **kwargs)
+
+    def rng_fn(self, rng, loc, scale, size):
+        shape = _draw_shape(size, loc, scale)
+        return loc + scale * rng.standard_cauchy(shape)
+
+
+class HalfCauchyRV(RandomVariable):
+    """``loc + scale * |c|`` for a standard Cauchy ``c`` (scipy's ``halfcauchy``)."""
+
+    name = "halfcauchy_rv"
+    param_names = ("loc", "scale")
+
+    def draw(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        return super().draw(loc, scale, size=size, **kwargs)
+
+    def rng_fn(self, rng, loc, scale, size):
+        shape = _draw_shape(size, loc, scale)
+        return loc + scale * np.abs(rng.standard_cauchy(shape))
+
+
+class ExponentialRV(RandomVariable):
+    """Exponential draws of mean ``scale`` (rate ``1 / scale``)."""
+
+    name = "exponential_rv"
+    param_names = ("scale",)
+
+    def draw(self, scale=1.0, size=None, **kwargs):
+        return super().draw(scale, size=size, **kwargs)
+
+    def rng_fn(self, rng, scale, size):
+        return rng.exponential(scale, size=size)
+
+
+class GammaRV(RandomVariable):
+    """Gamma draws of ``shape`` k and ``scale`` theta (mean ``k * theta``).
+
+    Called as Theano 1.1.2's ``gamma(shape, rate)``: the node's scale is ``1 / rate``.
+
+    >>> round(float(gamma(2.0, 4.0, size=(20000,)).eval().mean()), 1)
+    0.5
+    """
+
+    name = "gamma_rv"
+    param_names = ("shape", "scale")
+
+    def draw(self, shape, rate, size=None, **kwargs):
+        return super().draw(shape, 1.0 / as_tensor_variable(rate), size=size, **kwargs)
+
+    def rng_fn(self, rng, shape, scale, size):
+        return rng.gamma(shape, scale, size=size)
+
+
+class InvGammaRV(RandomVariable):
+    """Inverse-gamma draws ``rate / g`` for ``g`` a gamma of ``shape`` and scale 1 (the
+    inverse of a gamma of ``shape`` and ``rate``; scipy's ``invgamma(shape, scale=rate)``,
+    mean ``rate / (shape - 1)``)."""
+
+    name = "invgamma_rv"
+    param_names = ("shape", "rate")
+
+    def rng_fn(self, rng, shape, rate, size):
+        shape_ = _draw_shape(size, shape, rate)
+        return rate / rng.gamma(shape, 1.0, size=shape_)
+
+
+class BetaRV(RandomVariable):
+    """Beta draws in ``[0, 1]`` with parameters ``alpha`` and ``beta``."""
+
+    name = "beta_rv"
+    param_names = ("alpha", "beta")
+
+    def rng_fn(self, rng, alpha, beta, size):
+        return rng.beta(alpha, beta, size=size)
+
+
+class TruncExponentialRV(RandomVariable):
+    """``loc + scale * x`` for ``x`` exponential truncated to ``[0, b]`` (scipy's
+    ``truncexpon(b, loc, scale)``), drawn by inverting its distribution function."""
+
+    name = "truncexpon_rv"
+    param_names = ("b", "loc", "scale")
+
+    def rng_fn(self, rng, b, loc, scale, size):
+        u = rng.random(_draw_shape(size, b, loc, scale))
+        # the inverse of F(x) = (1 - exp(-x)) / (1 - exp(-b)), kept accurate for small b
+        return loc - scale * np.log1p(u * np.expm1(-np.asarray(b, dtype="float64")))
+
+
+class BernoulliRV(RandomVariable):
+    """1 with probability ``p``, else 0."""
+
+    name = "bernoulli_rv"
+    param_names = ("p",)
+    default_dtype = "int64"
+
+    def rng_fn(self, rng, p, size):
+        return rng.binomial(1, p, size=size)
 
 
 class BinomialRV(RandomVariable):
@@ -71,30 +275,38 @@ class BinomialRV(RandomVariable):
 
     def check_params(self, params):
         super().check_params(params)
-        if not int_param(params[0]):
-            raise TypeError(f"{self}: parameter n must be integers, got {params[0].type}")
+        _require_int(self, params, ("n",))
 
     def rng_fn(self, rng, n, p, size):
         return rng.binomial(n, p, size=size)
 
 
-class IntegersRV(RandomVariable):
-    """Integers drawn uniformly from ``[low, high)`` (``numpy.random.Generator.integers``)."""
+class NegBinomialRV(RandomVariable):
+    """The number of failures before the ``n``-th success in trials of probability ``p``
+    (numpy's ``negative_binomial``, scipy's ``nbinom``)."""
 
-    name = "integers_rv"
-    param_names = ("low", "high")
+    name = "nbinom_rv"
+    param_names = ("n", "p")
+    default_dtype = "int64"
+
+    def rng_fn(self, rng, n, p, size):
+        return rng.negative_binomial(n, p, size=size)
+
+
+class BetaBinomialRV(RandomVariable):
+    """Binomial draws of ``n`` trials whose probability is drawn from ``beta(a, b)``."""
+
+    name = "betabinom_rv"
+    param_names = ("n", "a", "b")
     default_dtype = "int64"
 
     def check_params(self, params):
         super().check_params(params)
-        for name, p in zip(self.param_names, params):
-            if not int_param(p):
-                raise TypeError(f"{self}: parameter {name} must be integers, got {p.type}")
+        _require_int(self, params, ("n",))
 
-    def rng_fn(self, rng, low, high, size):
-        if isinstance(rng, np.random.RandomState):
-            return rng.randint(low, high, size=size)
-        return rng.integers(low, high, size=size)
+    def rng_fn(self, rng, n, a, b, size):
+        shape = _draw_shape(size, n, a, b)
+        return rng.binomial(n, rng.beta(a, b, size=shape))
 
 
 class PoissonRV(RandomVariable):
@@ -104,38 +316,42 @@ class PoissonRV(RandomVariable):
     param_names = ("lam",)
     default_dtype = "int64"
 
+    def draw(self, lam=1.0, size=None, **kwargs):
+        return super().draw(lam, size=size, **kwargs)
+
     def rng_fn(self, rng, lam, size):
         return rng.poisson(lam, size=size)
 
 
-class ExponentialRV(RandomVariable):
-    """Exponential draws of mean ``scale`` (rate ``1 / scale``)."""
+class IntegersRV(RandomVariable):
+    """Integers drawn uniformly from ``[low, high)`` (``numpy.random.Generator.integers``;
+    called as ``randint(low, high=None)``, ``high=None`` meaning ``[0, low)``).
 
-    name = "exponential_rv"
-    param_names = ("scale",)
+    >>> sorted(set(randint(3, size=(200,)).eval().tolist()))
+    [0, 1, 2]
+    """
 
-    def rng_fn(self, rng, scale, size):
-        return rng.exponential(scale, size=size)
+    name = "integers_rv"
+    param_names = ("low", "high")
+    default_dtype = "int64"
+
+    def check_params(self, params):
+        super().check_params(params)
+        _require_int(self, params, self.param_names)
+
+    def draw(self, low, high=None, size=None, **kwargs):
+        if high is None:
+            low, high = 0, low
+        return super().draw(low, high, size=size, **kwargs)
+
+    def rng_fn(self, rng, low, high, size):
+        if isinstance(rng, np.random.RandomState):
+            return rng.randint(low, high, size=size)
+        return rng.integers(low, high, size=size)
 
 
-class GammaRV(RandomVariable):
-    """Gamma draws of ``shape`` k and ``scale`` theta (mean ``k * theta``)."""
-
-    name = "gamma_rv"
-    param_names = ("shape", "scale")
-
-    def rng_fn(self, rng, shape, scale, size):
-        return rng.gamma(shape, scale, size=size)
-
-
-class BetaRV(RandomVariable):
-    """Beta draws in ``[0, 1]`` with parameters ``alpha`` and ``beta``."""
-
-    name = "beta_rv"
-    param_names = ("alpha", "beta")
-
-    def rng_fn(self, rng, alpha, beta, size):
-        return rng.beta(alpha, beta, size=size)
+# Theano 1.1.2's name.
+RandIntRV = IntegersRV
 
 
 def _broadcast_lengths(patterns, shapes):
@@ -154,45 +370,68 @@ def _broadcast_lengths(patterns, shapes):
     return tuple(out)
 
 
-class _VectorParamRV(RandomVariable):
-    """A draw per vector of the last parameter (its last axis is the support): the batch
-    shape is ``size``, or the parameters' broadcast shape without that axis; ``core``
-    says whether each draw is a vector of that length (multinomial, dirichlet) or a
-    single number (categorical)."""
+# -- one draw per parameter vector ---------------------------------------------------------
 
-    core = True
+
+class _VectorParamRV(RandomVariable):
+    """A draw per core block of the parameters: ``core_ndims`` says how many trailing axes
+    of each parameter form one draw's parameter (a probability vector: 1, a covariance
+    matrix: 2); the batch shape is ``size``, or the parameters' broadcast shape without
+    those axes. ``support`` gives the index of the parameter whose last axis is the length
+    of each draw (None: each draw is a single number, as categorical's)."""
+
+    core_ndims: tuple = ()
+    support: int | None = -1
 
     def check_params(self, params):
         super().check_params(params)
-        if params[-1].ndim < 1:
-            raise TypeError(
-                f"{self}: {self.param_names[-1]} must be a vector (or a batch of vectors), "
-                f"got {params[-1].type}"
-            )
+        for name, p, nd in zip(self.param_names, params, self.core_ndims):
+            if p.ndim < nd:
+                kind = "a vector" if nd == 1 else "a matrix"
+                raise TypeError(f"{self}: {name} must be {kind} (or a batch of them), got {p.type}")
 
-    def _batch_static(self, params):
-        shapes = [p.type.shape for p in params[:-1]] + [params[-1].type.shape[:-1]]
-        return _broadcast_static(shapes, str(self))
+    def _core_cut(self, shape, nd):
+        return tuple(shape)[: len(shape) - nd]
+
+    def _support_static(self, params):
+        if self.support is None:
+            return ()
+        return tuple(params[self.support].type.shape[-1:])
 
     def static_shape(self, size_entries, params):
-        batch = tuple(size_entries) if size_entries else self._batch_static(params)
-        return batch + (params[-1].type.shape[-1:] if self.core else ())
+        if size_entries:
+            batch = tuple(size_entries)
+        else:
+            shapes = [self._core_cut(p.type.shape, nd) for p, nd in zip(params, self.core_ndims)]
+            batch = _broadcast_static(shapes, str(self))
+        return batch + self._support_static(params)
 
     def symbolic_shape(self, size, param_shapes, params):
         n = size_length(size)
         if n:
             batch = tuple(size[i] for i in range(n))
-        else:  # the parameters' broadcast shape, the support axis left out
-            patterns = [p.type.broadcastable for p in params[:-1]]
-            patterns.append(params[-1].type.broadcastable[:-1])
-            shapes = list(param_shapes[:-1]) + [tuple(param_shapes[-1])[:-1]]
+        else:  # the parameters' broadcast shape, the core axes left out
+            patterns = [
+                self._core_cut(p.type.broadcastable, nd) for p, nd in zip(params, self.core_ndims)
+            ]
+            shapes = [self._core_cut(s, nd) for s, nd in zip(param_shapes, self.core_ndims)]
             batch = _broadcast_lengths(patterns, shapes)
-        return batch + ((param_shapes[-1][-1],) if self.core else ())
+        if self.support is None:
+            return batch
+        return batch + (tuple(param_shapes[self.support])[-1],)
 
     def _batch(self, size, params):
         if size:
             return tuple(size)
-        return np.broadcast_shapes(*[np.shape(p) for p in params[:-1]], np.shape(params[-1])[:-1])
+        return np.broadcast_shapes(
+            *[self._core_cut(np.shape(p), nd) for p, nd in zip(params, self.core_ndims)]
+        )
+
+    def _broadcast(self, batch, params):
+        return [
+            np.broadcast_to(p, batch + np.shape(p)[np.ndim(p) - nd :])
+            for p, nd in zip(params, self.core_ndims)
+        ]
 
 
 class CategoricalRV(_VectorParamRV):
@@ -201,11 +440,12 @@ class CategoricalRV(_VectorParamRV):
     name = "categorical_rv"
     param_names = ("p",)
     default_dtype = "int64"
-    core = False
+    core_ndims = (1,)
+    support = None
 
     def rng_fn(self, rng, p, size):
         batch = self._batch(size, [p])
-        p = np.broadcast_to(p, batch + p.shape[-1:])
+        (p,) = self._broadcast(batch, [p])
         cdf = np.cumsum(p, axis=-1)
         u = rng.random(batch + (1,)) * cdf[..., -1:]  # unnormalized p are scaled
         return np.minimum((u >= cdf).sum(axis=-1), p.shape[-1] - 1)
@@ -217,11 +457,15 @@ class MultinomialRV(_VectorParamRV):
     name = "multinomial_rv"
     param_names = ("n", "p")
     default_dtype = "int64"
+    core_ndims = (0, 1)
+
+    def check_params(self, params):
+        super().check_params(params)
+        _require_int(self, params, ("n",))
 
     def rng_fn(self, rng, n, p, size):
         batch = self._batch(size, [n, p])
-        n = np.broadcast_to(n, batch)
-        p = np.broadcast_to(p, batch + p.shape[-1:])
+        n, p = self._broadcast(batch, [n, p])
         out = np.empty(batch + p.shape[-1:], dtype="int64")
         for idx in np.ndindex(*batch):
             out[idx] = rng.multinomial(int(n[idx]), p[idx])
@@ -233,14 +477,47 @@ class DirichletRV(_VectorParamRV):
 
     name = "dirichlet_rv"
     param_names = ("alpha",)
+    core_ndims = (1,)
 
     def rng_fn(self, rng, alpha, size):
         batch = self._batch(size, [alpha])
-        alpha = np.broadcast_to(alpha, batch + alpha.shape[-1:])
+        (alpha,) = self._broadcast(batch, [alpha])
         out = np.empty(alpha.shape)
         for idx in np.ndindex(*batch):
             out[idx] = rng.dirichlet(alpha[idx])
         return out
+
+
+class MvNormalRV(_VectorParamRV):
+    """Multivariate Gaussian draws of mean vectors ``mean`` and covariance matrices ``cov``
+    (batches broadcast); a covariance that is not positive semi-definite raises.
+
+    >>> x = multivariate_normal([0.0, 10.0], [[1.0, 0.0], [0.0, 1e-12]], size=(3,))
+    >>> v = x.eval()
+    >>> v.shape, v[:, 1].round().tolist()
+    ((3, 2), [10.0, 10.0, 10.0])
+    """
+
+    name = "multivariate_normal_rv"
+    param_names = ("mean", "cov")
+    core_ndims = (1, 2)
+    support = 0
+
+    def draw(self, mean=None, cov=None, size=None, **kwargs):
+        mean = np.array([0.0]) if mean is None else mean
+        cov = np.array([[1.0]]) if cov is None else cov
+        return super().draw(mean, cov, size=size, **kwargs)
+
+    def rng_fn(self, rng, mean, cov, size):
+        batch = self._batch(size, [mean, cov])
+        mean, cov = self._broadcast(batch, [mean, cov])
+        out = np.empty(mean.shape)
+        for idx in np.ndindex(*batch):
+            out[idx] = rng.multivariate_normal(mean[idx], cov[idx], check_valid="raise")
+        return out
+
+
+# -- draws from a set ----------------------------------------------------------------------
 
 
 class ChoiceRV(RandomVariable):
@@ -248,6 +525,9 @@ class ChoiceRV(RandomVariable):
     probabilities ``p`` (an empty vector: equal ones), with or without ``replace``.
 
     The draws have the shape ``size`` (a scalar when ``size`` is empty).
+
+    >>> sorted(choice(4, size=(4,), replace=False).eval().tolist())
+    [0, 1, 2, 3]
     """
 
     __props__ = ("dtype", "replace")
@@ -266,6 +546,14 @@ class ChoiceRV(RandomVariable):
         if p.ndim != 1 or p.dtype.startswith(("int", "uint", "complex", "bool")):
             raise TypeError(f"{self}: p must be a vector of probabilities, got {p.type}")
 
+    def draw(self, a, size=None, replace=True, p=None, dtype=None, **kwargs):
+        a = as_tensor_variable(a)
+        # the draws are values of a vector a (its dtype), indices for an int a
+        dtype = dtype or (a.dtype if a.ndim == 1 else self.asked_dtype)
+        p = np.zeros(0, dtype="float64") if p is None else p
+        op = type(self)(dtype, replace)
+        return op.draw_params([a, p], size=size, dtype=dtype, **kwargs)
+
     def static_shape(self, size_entries, params):
         return tuple(size_entries)
 
@@ -279,7 +567,17 @@ class ChoiceRV(RandomVariable):
 
 
 class PermutationRV(RandomVariable):
-    """Random permutations of ``arange(n)``: the draws have the shape ``size + (n,)``."""
+    """Random permutations of ``arange(n)``: the draws have the shape ``size + (n,)``.
+
+    Called as Theano 1.1.2's ``permutation(x)``: an int ``x`` gives a permutation of
+    ``arange(x)``, an array ``x`` a copy of ``x`` shuffled along its first axis (``size``,
+    if given, asks for that many independent ones).
+
+    >>> sorted(permutation(5).eval().tolist())
+    [0, 1, 2, 3, 4]
+    >>> sorted(permutation(np.array([7.0, 8.0, 9.0])).eval().tolist())
+    [7.0, 8.0, 9.0]
+    """
 
     name = "permutation_rv"
     param_names = ("n",)
@@ -289,6 +587,18 @@ class PermutationRV(RandomVariable):
         (n,) = params
         if n.ndim != 0 or not int_param(n):
             raise TypeError(f"{self}: n must be an integer scalar, got {n.type}")
+
+    def draw(self, x, size=None, dtype=None, name=None, **kwargs):
+        x = as_tensor_variable(x)
+        if x.ndim == 0:
+            return super().draw(x, size=size, dtype=dtype, name=name, **kwargs)
+        order = super().draw(shape_i(x, 0), size=size, **kwargs)
+        out = x[order]
+        if dtype is not None and dtype != out.dtype:
+            out = cast(out, dtype)
+        out.name = name
+        out.rng, out.update = order.rng, order.update
+        return out
 
     def static_shape(self, size_entries, params):
         (n,) = params
@@ -305,3 +615,29 @@ class PermutationRV(RandomVariable):
         for idx in np.ndindex(*batch):
             out[idx] = rng.permutation(n)
         return out
+
+
+# The distributions as Theano 1.1.2 names them: call them numpy-like.
+normal = NormalRV()
+halfnormal = HalfNormalRV()
+uniform = UniformRV()
+cauchy = CauchyRV()
+halfcauchy = HalfCauchyRV()
+exponential = ExponentialRV()
+gamma = GammaRV()
+invgamma = InvGammaRV()
+beta = BetaRV()
+truncexpon = TruncExponentialRV()
+bernoulli = BernoulliRV()
+binomial = BinomialRV()
+nbinom = NegBinomialRV()
+betabinom = BetaBinomialRV()
+poisson = PoissonRV()
+randint = IntegersRV()
+integers = randint
+categorical = CategoricalRV()
+multinomial = MultinomialRV()
+dirichlet = DirichletRV()
+multivariate_normal = MvNormalRV()
+choice = ChoiceRV()
+permutation = PermutationRV()

@@ -10,6 +10,11 @@ A draw node has inputs ``(rng, size, *params)`` and outputs ``(new_rng, draws)``
   compiled function, and the same draws for the same seed.
 * ``size`` is an int64 vector (empty: the shape the parameters broadcast to).
 * ``params`` are the distribution's parameters, tensors broadcasting against ``size``.
+
+An op is called either with the node's inputs, ``op(rng, size, *params)`` (the outputs
+``[new_rng, draws]``), or as Theano 1.1.2's distributions are, numpy-like:
+``op(*params, size=None, rng=None, dtype=None)`` (the draws; see
+:meth:`RandomVariable.draw`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.null_type import disconnected_type, grad_undefined
 from theano_dag.graph.op import Op
+from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.type import Generic
 from theano_dag.tensor.basic import get_vector_length
 from theano_dag.tensor.elemwise import broadcast_static_shape
@@ -128,8 +134,10 @@ class RandomVariable(Op):
     default_dtype = "floatX"
 
     def __init__(self, dtype=None):
-        dtype = dtype or self.default_dtype
-        self.dtype = config.floatX if dtype == "floatX" else np.dtype(dtype).name
+        # what was asked for: "floatX" is looked up again by each numpy-like call, so
+        # the module-level distributions (``basic.normal``) follow config changes
+        self.asked_dtype = dtype or self.default_dtype
+        self.dtype = _resolve_dtype(self.asked_dtype)
 
     def __str__(self):
         return f"{self.name}{{{self.dtype}}}"
@@ -138,6 +146,67 @@ class RandomVariable(Op):
 
     def rng_fn(self, rng, *params, size):
         raise NotImplementedError
+
+    # -- building draws ----------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        if args and isinstance(args[0], Variable) and isinstance(args[0].type, Generic):
+            return super().__call__(*args, **kwargs)  # the node's inputs (rng, size, *params)
+        _refuse_generators(self, args)
+        return self.draw(*args, **kwargs)
+
+    def draw(self, *params, size=None, rng=None, dtype=None, ndim=None, name=None):
+        """The draws, numpy-like: the distribution's parameters first (a subclass names
+        them and gives their defaults, as Theano 1.1.2's ``RandomVariable.__call__``),
+        then the keywords of :meth:`draw_params`.
+
+        >>> from theano_dag.tensor.random.basic import normal
+        >>> normal(3.0, 1e-9, size=(2,)).eval().round().tolist()
+        [3.0, 3.0]
+        """
+        return self.draw_params(params, size=size, rng=rng, dtype=dtype, ndim=ndim, name=name)
+
+    def draw_params(self, params, size=None, rng=None, dtype=None, ndim=None, name=None):
+        """The draws for the node's parameters ``params`` (in ``param_names`` order).
+
+        ``size`` is None (the parameters' broadcast shape), an int, a tuple of ints or int
+        scalars, or an int vector (``ndim`` gives its length when not known); ``rng`` a
+        variable holding a numpy generator (None: a new, unseeded shared one); ``dtype``
+        the draws' dtype (None: the op's). The draws carry ``rng`` and ``update``, the
+        ``(rng, new_rng)`` pair to make ``rng``'s update for fresh draws per call.
+
+        >>> import numpy as np
+        >>> from theano_dag.tensor.random.basic import uniform
+        >>> u = uniform.draw_params([2.0, 3.0], size=3, dtype="float32")
+        >>> u.type, u.update[1] is u.owner.outputs[0]
+        (TensorType(float32, shape=(3,)), True)
+        """
+        _refuse_generators(self, params)
+        op = self.with_dtype(dtype)
+        if rng is None:
+            rng = SharedVariable(type=random_generator_type, value=np.random.default_rng())
+        size = as_size(size, ndim=ndim, who=f"{op}: size")
+        new_rng, out = Op.__call__(op, rng, size, *params)
+        if name is not None:
+            out.name = name
+        out.rng = rng
+        out.update = (rng, new_rng)
+        return out
+
+    def with_dtype(self, dtype=None):
+        """This op drawing ``dtype`` (None: the dtype it was asked for, floatX looked up
+        now).
+
+        >>> from theano_dag.tensor.random.basic import NormalRV
+        >>> NormalRV("float64").with_dtype("float32")
+        normal_rv{float32}
+        """
+        dtype = _resolve_dtype(dtype or self.asked_dtype)
+        if dtype == self.dtype:
+            return self
+        op = copy.copy(self)
+        op.asked_dtype = op.dtype = dtype
+        return op
 
     # -- the pieces a subclass may change -------------------------------------------------
 
@@ -214,6 +283,18 @@ class RandomVariable(Op):
             grad_undefined(self, k + 2, p, "the draws are not differentiable in the parameters")
             for k, p in enumerate(inputs[2:])
         ]
+
+
+def _refuse_generators(op, params):
+    if any(isinstance(p, _GENERATORS) for p in params):
+        raise TypeError(
+            f"{op}: a numpy generator among the parameters; pass it as "
+            "rng=shared(generator), or call op(rng_variable, size, *params)"
+        )
+
+
+def _resolve_dtype(dtype):
+    return config.floatX if dtype == "floatX" else np.dtype(dtype).name
 
 
 def _broadcast_static(shapes, who):

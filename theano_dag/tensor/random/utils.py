@@ -1,5 +1,12 @@
-"""``RandomStream``: a source of symbolic random draws whose state advances with every
-call of a compiled function (Theano's ``RandomStreams`` API).
+"""Random streams: sources of symbolic random draws whose state advances with every call
+of a compiled function.
+
+``RandomStream`` is Theano 1.1.2's (``theano.tensor.random.utils.RandomStream``): numpy-like
+methods, the distribution's parameters first and ``size`` a keyword
+(``srng.normal(0.0, 1.0, size=(3,))``). ``RandomStreams`` is Theano 1.0's
+(``theano.tensor.shared_randomstreams.RandomStreams``, which Lasagne and older code use):
+``size`` first (``srng.normal((3,), avg=0.0, std=1.0)``). Both draw with the ops of
+:mod:`theano_dag.tensor.random.basic` and share the stream machinery below.
 
 Each draw gets its own generator, seeded from the stream's seed, in a shared variable
 whose ``default_update`` is the generator after the draw; ``function`` applies that
@@ -17,35 +24,15 @@ from theano_dag.scalar.basic import upcast
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import arange
 from theano_dag.tensor.random import basic
-from theano_dag.tensor.random.op import as_size, random_generator_type
+from theano_dag.tensor.random.op import random_generator_type
 from theano_dag.tensor.shape import reshape, shape_i
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["RandomStream", "RandomStreams"]
 
 
-class RandomStream:
-    """Symbolic random draws: ``srng.normal(size)``, ``uniform``, ``binomial``,
-    ``random_integers``, ``integers``, ``poisson``, ``exponential``, ``gamma``, ``beta``,
-    ``categorical``, ``multinomial``, ``dirichlet``, ``choice``, ``permutation`` and
-    ``shuffle_row_elements``, with the argument names of Theano's ``RandomStreams``
-    (``size`` first).
-
-    ``size`` is None (the parameters' broadcast shape), an int, a tuple of ints or int
-    scalars, or an int vector such as ``x.shape``; ``ndim`` gives the number of dimensions
-    when that is not known from ``size``.
-
-    >>> import numpy as np
-    >>> import theano_dag
-    >>> from theano_dag import tensor as tt
-    >>> srng = RandomStream(seed=42)
-    >>> x = tt.dmatrix("x")
-    >>> mask = srng.binomial(size=x.shape, p=0.5, dtype=x.dtype)
-    >>> dropout = theano_dag.function([x], x * mask)
-    >>> a, b = dropout(np.ones((2, 50))), dropout(np.ones((2, 50)))
-    >>> a.shape, set(np.unique(a)) <= {0.0, 1.0}, bool((a != b).any())
-    ((2, 50), True, True)
-    """
+class _Streams:
+    """What both streams share: the seed, one new generator per draw, and the updates."""
 
     def __init__(self, seed=None):
         self.default_instance_seed = seed
@@ -69,63 +56,283 @@ class RandomStream:
         (child,) = self._seeds.spawn(1)
         return np.random.Generator(np.random.PCG64(child))
 
-    def gen(self, op, size, *params, ndim=None):
-        """Draw with the ``RandomVariable`` ``op`` from a new generator of this stream.
+    def _new_rng(self):
+        rng = SharedVariable(type=random_generator_type, value=self._new_generator())
+        rng.tag.is_rng = True
+        return rng
+
+    def _track(self, out):
+        """Make the draw ``out``'s generator advance with each call, and remember it."""
+        rng, new_rng = out.update
+        rng.default_update = new_rng
+        self.state_updates.append(out.update)
+        return out
+
+    def _draw(self, op, params, size=None, ndim=None, dtype=None):
+        """Draws of ``op`` with its node's ``params`` from a new generator of the stream."""
+        out = op.draw_params(params, size=size, rng=self._new_rng(), dtype=dtype, ndim=ndim)
+        return self._track(out)
+
+
+class RandomStream(_Streams):
+    """Symbolic random draws with Theano 1.1.2's signatures (numpy's): the distribution's
+    parameters first, then the keywords ``size`` (None: the parameters' broadcast shape;
+    an int, a tuple of ints or int scalars, or an int vector such as ``x.shape``),
+    ``dtype`` (the default: floatX for real draws, int64 for integers), ``ndim`` (the
+    length of a symbolic ``size`` vector when that is not known) and ``name``.
+
+    ``normal``, ``halfnormal``, ``uniform``, ``cauchy``, ``halfcauchy``, ``exponential``,
+    ``gamma`` (shape, rate), ``invgamma``, ``beta``, ``truncexpon``, ``bernoulli``,
+    ``binomial``, ``nbinom``, ``betabinom``, ``poisson``, ``randint``/``integers``,
+    ``categorical``, ``multinomial``, ``dirichlet``, ``multivariate_normal``, ``choice``
+    and ``permutation``; ``gen(op, *args, **kwargs)`` draws with any distribution of
+    :mod:`theano_dag.tensor.random.basic`.
+
+    >>> import numpy as np
+    >>> import theano_dag
+    >>> from theano_dag import tensor as tt
+    >>> srng = RandomStream(seed=42)
+    >>> x = tt.dmatrix("x")
+    >>> mask = srng.binomial(1, 0.5, size=x.shape, dtype=x.dtype)
+    >>> dropout = theano_dag.function([x], x * mask)
+    >>> a, b = dropout(np.ones((2, 50))), dropout(np.ones((2, 50)))
+    >>> a.shape, set(np.unique(a)) <= {0.0, 1.0}, bool((a != b).any())
+    ((2, 50), True, True)
+    """
+
+    def gen(self, op, *args, **kwargs):
+        """Draws of the distribution ``op`` (``basic.normal``, ...) called with ``args``
+        and ``kwargs`` (numpy-like), from a new generator of this stream.
 
         Returns the draws; ``out.rng`` is the shared generator and ``out.update`` the
         ``(rng, new_rng)`` pair, as in Theano.
+
+        >>> from theano_dag.tensor.random.basic import cauchy
+        >>> RandomStream(seed=1).gen(cauchy, 0.0, 1.0, size=(2, 3)).type.shape
+        (2, 3)
         """
-        rng = SharedVariable(type=random_generator_type, value=self._new_generator())
-        rng.tag.is_rng = True
-        size = as_size(size, ndim=ndim, who=f"{op.name}: size")
-        new_rng, out = op(rng, size, *params)
-        rng.default_update = new_rng
-        out.rng = rng
-        out.update = (rng, new_rng)
-        self.state_updates.append(out.update)
-        return out
+        if "rng" in kwargs:
+            raise TypeError("RandomStream.gen: a stream draws with its own rng; drop rng=")
+        return self._track(op.draw(*args, rng=self._new_rng(), **kwargs))
+
+    def normal(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        """Gaussian draws of mean ``loc`` and standard deviation ``scale``.
+
+        >>> srng = RandomStream(seed=1)
+        >>> round(float(srng.normal(3.0, 1.0, size=(1000,)).eval().mean()))
+        3
+        """
+        return self.gen(basic.normal, loc, scale, size=size, **kwargs)
+
+    def halfnormal(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        """``loc + scale * |z|``, ``z`` standard normal."""
+        return self.gen(basic.halfnormal, loc, scale, size=size, **kwargs)
+
+    def uniform(self, low=0.0, high=1.0, size=None, **kwargs):
+        """Uniform draws in ``[low, high)``.
+
+        >>> u = RandomStream(seed=1).uniform(2.0, 3.0, size=(100,)).eval()
+        >>> bool((u >= 2).all() and (u < 3).all())
+        True
+        """
+        return self.gen(basic.uniform, low, high, size=size, **kwargs)
+
+    def cauchy(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        """Cauchy draws of median ``loc`` and scale ``scale``."""
+        return self.gen(basic.cauchy, loc, scale, size=size, **kwargs)
+
+    def halfcauchy(self, loc=0.0, scale=1.0, size=None, **kwargs):
+        """``loc + scale * |c|``, ``c`` standard Cauchy."""
+        return self.gen(basic.halfcauchy, loc, scale, size=size, **kwargs)
+
+    def exponential(self, scale=1.0, size=None, **kwargs):
+        """Exponential draws of mean ``scale``."""
+        return self.gen(basic.exponential, scale, size=size, **kwargs)
+
+    def gamma(self, shape, rate, size=None, **kwargs):
+        """Gamma draws of ``shape`` and ``rate`` (Theano 1.1.2's; mean ``shape / rate``).
+
+        >>> round(float(RandomStream(seed=1).gamma(2.0, 0.5, size=(4000,)).eval().mean()))
+        4
+        """
+        return self.gen(basic.gamma, shape, rate, size=size, **kwargs)
+
+    def invgamma(self, shape, rate, size=None, **kwargs):
+        """Inverse-gamma draws: ``1 / g`` for ``g`` a gamma of ``shape`` and ``rate``."""
+        return self.gen(basic.invgamma, shape, rate, size=size, **kwargs)
+
+    def beta(self, alpha, beta, size=None, **kwargs):
+        """Beta draws in ``[0, 1]``."""
+        return self.gen(basic.beta, alpha, beta, size=size, **kwargs)
+
+    def truncexpon(self, b, loc, scale, size=None, **kwargs):
+        """``loc + scale * x``, ``x`` exponential truncated to ``[0, b]``."""
+        return self.gen(basic.truncexpon, b, loc, scale, size=size, **kwargs)
+
+    def bernoulli(self, p, size=None, **kwargs):
+        """1 with probability ``p``, else 0 (int64)."""
+        return self.gen(basic.bernoulli, p, size=size, **kwargs)
+
+    def binomial(self, n, p, size=None, **kwargs):
+        """Successes in ``n`` trials of probability ``p`` (int64).
+
+        >>> b = RandomStream(seed=1).binomial(1, 0.5, size=(5,)).eval()
+        >>> b.dtype, set(b.tolist()) <= {0, 1}
+        (dtype('int64'), True)
+        """
+        return self.gen(basic.binomial, n, p, size=size, **kwargs)
+
+    def nbinom(self, n, p, size=None, **kwargs):
+        """Failures before the ``n``-th success in trials of probability ``p``."""
+        return self.gen(basic.nbinom, n, p, size=size, **kwargs)
+
+    def betabinom(self, n, a, b, size=None, **kwargs):
+        """Successes in ``n`` trials of a probability drawn from ``beta(a, b)``."""
+        return self.gen(basic.betabinom, n, a, b, size=size, **kwargs)
+
+    def poisson(self, lam=1.0, size=None, **kwargs):
+        """Poisson draws of mean ``lam`` (int64).
+
+        >>> round(float(RandomStream(seed=1).poisson(3.0, size=(4000,)).eval().mean()), 1)
+        3.0
+        """
+        return self.gen(basic.poisson, lam, size=size, **kwargs)
+
+    def randint(self, low, high=None, size=None, **kwargs):
+        """Integers drawn uniformly from ``[low, high)`` (``high=None``: ``[0, low)``).
+
+        >>> sorted(set(RandomStream(seed=1).randint(1, 4, size=(200,)).eval().tolist()))
+        [1, 2, 3]
+        """
+        return self.gen(basic.randint, low, high, size=size, **kwargs)
+
+    integers = randint  # numpy Generator's name
+
+    def categorical(self, p, size=None, **kwargs):
+        """One index per probability vector ``p`` (its last axis).
+
+        >>> RandomStream(seed=1).categorical([[0.0, 1.0], [1.0, 0.0]]).eval().tolist()
+        [1, 0]
+        """
+        return self.gen(basic.categorical, p, size=size, **kwargs)
+
+    def multinomial(self, n, p, size=None, **kwargs):
+        """Counts of ``n`` trials over the outcomes of probabilities ``p`` (last axis).
+
+        >>> RandomStream(seed=1).multinomial(5, [0.0, 1.0], size=(2,)).eval().tolist()
+        [[0, 5], [0, 5]]
+        """
+        return self.gen(basic.multinomial, n, p, size=size, **kwargs)
+
+    def dirichlet(self, alphas, size=None, **kwargs):
+        """Probability vectors from the Dirichlet distribution of ``alphas``."""
+        return self.gen(basic.dirichlet, alphas, size=size, **kwargs)
+
+    def multivariate_normal(self, mean=None, cov=None, size=None, **kwargs):
+        """Gaussian vectors of mean ``mean`` and covariance ``cov``."""
+        return self.gen(basic.multivariate_normal, mean, cov, size=size, **kwargs)
+
+    def choice(self, a, size=None, replace=True, p=None, **kwargs):
+        """Draws from ``a`` (an int ``n`` for ``arange(n)``, or a vector), with
+        probabilities ``p`` (None: equal), with or without ``replace``.
+
+        >>> sorted(RandomStream(seed=1).choice(3, size=(3,), replace=False).eval().tolist())
+        [0, 1, 2]
+        """
+        return self.gen(basic.choice, a, size=size, replace=replace, p=p, **kwargs)
+
+    def permutation(self, x, **kwargs):
+        """A permutation of ``arange(x)`` for an int ``x``; ``x`` shuffled along its first
+        axis for an array.
+
+        >>> sorted(RandomStream(seed=1).permutation(4).eval().tolist())
+        [0, 1, 2, 3]
+        """
+        return self.gen(basic.permutation, x, **kwargs)
+
+
+class RandomStreams(_Streams):
+    """Symbolic random draws with Theano 1.0's signatures
+    (``theano.tensor.shared_randomstreams.RandomStreams``): ``size`` first, then the
+    parameters by Theano 1.0's names: ``normal(size, avg, std)``, ``uniform``,
+    ``binomial``, ``random_integers``, ``integers``, ``poisson``, ``exponential``,
+    ``gamma``, ``beta``, ``categorical``, ``multinomial``, ``dirichlet``, ``choice``,
+    ``permutation`` and ``shuffle_row_elements``. Real draws default to floatX upcast with
+    the parameters' dtypes, as Theano 1.0's.
+
+    ``size`` is None (the parameters' broadcast shape), an int, a tuple of ints or int
+    scalars, or an int vector such as ``x.shape``; ``ndim`` gives the number of dimensions
+    when that is not known from ``size``.
+
+    >>> import numpy as np
+    >>> import theano_dag
+    >>> from theano_dag import tensor as tt
+    >>> srng = RandomStreams(seed=42)
+    >>> x = tt.dmatrix("x")
+    >>> mask = srng.binomial(size=x.shape, p=0.5, dtype=x.dtype)
+    >>> dropout = theano_dag.function([x], x * mask)
+    >>> a, b = dropout(np.ones((2, 50))), dropout(np.ones((2, 50)))
+    >>> a.shape, set(np.unique(a)) <= {0.0, 1.0}, bool((a != b).any())
+    ((2, 50), True, True)
+    """
+
+    def gen(self, op, size, *params, ndim=None):
+        """Draw with the ``RandomVariable`` ``op`` and its node's ``params`` from a new
+        generator of this stream (Theano 1.0's ``gen(op, size, *params)``).
+
+        Returns the draws; ``out.rng`` is the shared generator and ``out.update`` the
+        ``(rng, new_rng)`` pair, as in Theano.
+
+        >>> from theano_dag.tensor.random.basic import NormalRV
+        >>> RandomStreams(seed=1).gen(NormalRV(), (2,), 0.0, 1.0).type.shape
+        (2,)
+        """
+        return self._draw(op, params, size, ndim)
+
+    def _float_dtype(self, dtype, *params):
+        return dtype or upcast(config.floatX, *(p.dtype for p in params))
 
     def normal(self, size=None, avg=0.0, std=1.0, ndim=None, dtype=None):
         """Gaussian draws of mean ``avg`` and standard deviation ``std`` (dtype: floatX
         upcast with the parameters').
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> round(float(srng.normal((1000,), avg=3.0).eval().mean()))
         3
         """
         avg, std = as_tensor_variable(avg), as_tensor_variable(std)
         dtype = dtype or upcast(config.floatX, avg.dtype, std.dtype)
-        return self.gen(basic.NormalRV(dtype), size, avg, std, ndim=ndim)
+        return self._draw(basic.NormalRV(dtype), [avg, std], size, ndim)
 
     def uniform(self, size=None, low=0.0, high=1.0, ndim=None, dtype=None):
         """Uniform draws in ``[low, high)``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> u = srng.uniform((100,), low=2.0, high=3.0).eval()
         >>> bool((u >= 2).all() and (u < 3).all())
         True
         """
         low, high = as_tensor_variable(low), as_tensor_variable(high)
         dtype = dtype or upcast(config.floatX, low.dtype, high.dtype)
-        return self.gen(basic.UniformRV(dtype), size, low, high, ndim=ndim)
+        return self._draw(basic.UniformRV(dtype), [low, high], size, ndim)
 
     def binomial(self, size=None, n=1, p=0.5, ndim=None, dtype="int64"):
         """Binomial draws: successes in ``n`` trials of probability ``p`` (``n=1``: a
         Bernoulli mask, as in dropout).
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> b = srng.binomial((5,), n=1, p=0.5).eval()
         >>> b.dtype, set(b.tolist()) <= {0, 1}
         (dtype('int64'), True)
         """
         n, p = as_tensor_variable(n), as_tensor_variable(p)
-        return self.gen(basic.BinomialRV(dtype), size, n, p, ndim=ndim)
+        return self._draw(basic.BinomialRV(dtype), [n, p], size, ndim)
 
     def choice(self, size=None, a=2, replace=True, p=None, ndim=None, dtype="int64"):
         """Draws from ``a`` (an int ``n`` for ``arange(n)``, or a vector), with
         probabilities ``p`` (None: equal), with or without ``replace``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> sorted(srng.choice((3,), a=3, replace=False).eval().tolist())
         [0, 1, 2]
         """
@@ -133,122 +340,119 @@ class RandomStream:
         if a.ndim == 1 and dtype == "int64":
             dtype = a.dtype  # draws of the values of a
         p = np.zeros(0, dtype="float64") if p is None else p
-        return self.gen(basic.ChoiceRV(dtype, replace), size, a, p, ndim=ndim)
+        return self._draw(basic.ChoiceRV(dtype, replace), [a, p], size, ndim)
 
     def permutation(self, size=None, n=1, ndim=None, dtype="int64"):
         """Permutations of ``arange(n)``, one per element of ``size`` (shape
         ``size + (n,)``).
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> sorted(srng.permutation(n=4).eval().tolist())
         [0, 1, 2, 3]
         """
-        return self.gen(basic.PermutationRV(dtype), size, n, ndim=ndim)
-
-    def _float_dtype(self, dtype, *params):
-        return dtype or upcast(config.floatX, *(p.dtype for p in params))
+        return self._draw(basic.PermutationRV(dtype), [n], size, ndim)
 
     def random_integers(self, size=None, low=0, high=1, ndim=None, dtype="int64"):
         """Integers drawn uniformly from ``[low, high]``, both ends included (Theano's).
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> sorted(set(srng.random_integers((200,), 1, 3).eval().tolist()))
         [1, 2, 3]
         """
         low, high = as_tensor_variable(low), as_tensor_variable(high)
-        return self.gen(basic.IntegersRV(dtype), size, low, high + 1, ndim=ndim)
+        return self._draw(basic.IntegersRV(dtype), [low, high + 1], size, ndim)
 
     def integers(self, size=None, low=0, high=None, ndim=None, dtype="int64"):
         """Integers drawn uniformly from ``[low, high)`` (numpy's; ``high=None``:
         ``[0, low)``).
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> sorted(set(srng.integers((200,), 3).eval().tolist()))
         [0, 1, 2]
         """
         if high is None:
             low, high = 0, low
         low, high = as_tensor_variable(low), as_tensor_variable(high)
-        return self.gen(basic.IntegersRV(dtype), size, low, high, ndim=ndim)
+        return self._draw(basic.IntegersRV(dtype), [low, high], size, ndim)
 
     def poisson(self, size=None, lam=1.0, ndim=None, dtype="int64"):
         """Poisson draws of mean ``lam``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> round(float(srng.poisson((4000,), lam=3.0).eval().mean()), 1)
         3.0
         """
-        return self.gen(basic.PoissonRV(dtype), size, lam, ndim=ndim)
+        return self._draw(basic.PoissonRV(dtype), [lam], size, ndim)
 
     def exponential(self, size=None, scale=1.0, ndim=None, dtype=None):
         """Exponential draws of mean ``scale``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> bool((srng.exponential((10,)).eval() > 0).all())
         True
         """
         scale = as_tensor_variable(scale)
         dtype = self._float_dtype(dtype, scale)
-        return self.gen(basic.ExponentialRV(dtype), size, scale, ndim=ndim)
+        return self._draw(basic.ExponentialRV(dtype), [scale], size, ndim)
 
     def gamma(self, size=None, shape=1.0, scale=1.0, ndim=None, dtype=None):
         """Gamma draws of ``shape`` and ``scale`` (numpy's parameters; mean
         ``shape * scale``).
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> round(float(srng.gamma((4000,), 2.0, 1.5).eval().mean()), 1)
         3.0
         """
         shape, scale = as_tensor_variable(shape), as_tensor_variable(scale)
         dtype = self._float_dtype(dtype, shape, scale)
-        return self.gen(basic.GammaRV(dtype), size, shape, scale, ndim=ndim)
+        return self._draw(basic.GammaRV(dtype), [shape, scale], size, ndim)
 
     def beta(self, size=None, alpha=1.0, beta=1.0, ndim=None, dtype=None):
         """Beta draws in ``[0, 1]``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> round(float(srng.beta((4000,), 2.0, 2.0).eval().mean()), 1)
         0.5
         """
         alpha, beta = as_tensor_variable(alpha), as_tensor_variable(beta)
         dtype = self._float_dtype(dtype, alpha, beta)
-        return self.gen(basic.BetaRV(dtype), size, alpha, beta, ndim=ndim)
+        return self._draw(basic.BetaRV(dtype), [alpha, beta], size, ndim)
 
     def categorical(self, size=None, p=None, ndim=None, dtype="int64"):
         """One index per probability vector ``p`` (its last axis).
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> srng.categorical(p=[[0.0, 1.0], [1.0, 0.0]]).eval().tolist()
         [1, 0]
         """
-        return self.gen(basic.CategoricalRV(dtype), size, p, ndim=ndim)
+        return self._draw(basic.CategoricalRV(dtype), [p], size, ndim)
 
     def multinomial(self, size=None, n=1, pvals=(0.5, 0.5), ndim=None, dtype="int64"):
         """Counts of ``n`` trials over the outcomes of probabilities ``pvals`` (last axis):
         draws of shape ``size + (len(pvals),)``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> srng.multinomial((2,), n=5, pvals=[0.0, 1.0]).eval().tolist()
         [[0, 5], [0, 5]]
         """
-        return self.gen(basic.MultinomialRV(dtype), size, n, pvals, ndim=ndim)
+        return self._draw(basic.MultinomialRV(dtype), [n, pvals], size, ndim)
 
     def dirichlet(self, size=None, alpha=(1.0, 1.0), ndim=None, dtype=None):
         """Probability vectors from the Dirichlet distribution of ``alpha``.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> bool(np.allclose(srng.dirichlet((3,), alpha=[1.0, 2.0, 3.0]).eval().sum(1), 1))
         True
         """
         alpha = as_tensor_variable(alpha)
         dtype = self._float_dtype(dtype, alpha)
-        return self.gen(basic.DirichletRV(dtype), size, alpha, ndim=ndim)
+        return self._draw(basic.DirichletRV(dtype), [alpha], size, ndim)
 
     def shuffle_row_elements(self, input):  # noqa: A002 (Theano's name)
         """``input`` with the elements of each row (its last axis) in a random order,
         a new order per row.
 
-        >>> srng = RandomStream(seed=1)
+        >>> srng = RandomStreams(seed=1)
         >>> m = np.arange(6.0).reshape(2, 3)
         >>> [sorted(r) for r in srng.shuffle_row_elements(m).eval().tolist()]
         [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
@@ -261,7 +465,3 @@ class RandomStream:
         perm = self.permutation(size=(rows,), n=n)
         shuffled = flat[arange(rows).dimshuffle(0, "x"), perm]
         return reshape(shuffled, [shape_i(x, d) for d in range(x.ndim)])
-
-
-# Theano's older name (theano.tensor.shared_randomstreams.RandomStreams).
-RandomStreams = RandomStream
