@@ -13,7 +13,9 @@ import pytest
 
 REF = pathlib.Path(__file__).parent.parent / "docs" / "reference"
 PAGES = sorted(p for p in REF.glob("*.md") if p.name != "index.md")
-TITLE = re.compile(r"\A# `(theano_dag(?:\.\w+)*)`")
+# A page documents one module, or several whose names it gathers (`a`, `b` and `c`).
+TITLE = re.compile(r"\A# (`theano_dag(?:\.\w+)*`(?:(?:, | and )`theano_dag(?:\.\w+)*`)*)")
+MODULE = re.compile(r"`(theano_dag(?:\.\w+)*)`")
 ENTRY = re.compile(r"^### `(\w+)`$", re.M)
 BLOCK_AND_OUTPUT = re.compile(
     r"^```python\n(.*?)^```\n(?:[ \t]*\n)*(?:^```text\n(.*?)^```)?", re.S | re.M
@@ -21,10 +23,11 @@ BLOCK_AND_OUTPUT = re.compile(
 INDEX_LINE = re.compile(r"^- \[`(\w+)`\]\((\w+\.md)#([\w-]+)\): \S", re.M)
 
 
-def module_of(page):
+def modules_of(page):
     match = TITLE.match(page.read_text())
     assert match, f"{page.name}: the first line must be '# `theano_dag.<module>`...'"
-    return importlib.import_module(match.group(1))  # the module, even if a name shadows it
+    # The modules, even where a name shadows one (`theano_dag.scan` the function).
+    return [importlib.import_module(name) for name in MODULE.findall(match.group(1))]
 
 
 def entries(page):
@@ -39,7 +42,7 @@ def test_there_are_reference_pages():
 def test_a_page_has_one_entry_per_name_of_the_modules_all(page):
     names = entries(page)
     assert len(names) == len(set(names)), f"{page.name}: an entry appears twice"
-    public = module_of(page).__all__
+    public = sorted({name for module in modules_of(page) for name in module.__all__})
     assert sorted(names) == sorted(public), (
         f"{page.name}: missing {sorted(set(public) - set(names))}, "
         f"not in __all__ {sorted(set(names) - set(public))}"

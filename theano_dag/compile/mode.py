@@ -92,7 +92,13 @@ def register_linker(name: str, factory, override: bool = False):
 
 
 def register_optimizer(name: str, opt, override: bool = False):
-    """Make ``Mode(optimizer=name)`` use ``opt`` (see the module docstring for what it may be)."""
+    """Make ``Mode(optimizer=name)`` use ``opt`` (see the module docstring for what it may be).
+
+    >>> from theano_dag.graph.rewriting.db import Query
+    >>> register_optimizer("canonical_only", Query(include=["canonicalize"]), override=True)
+    >>> Mode(linker="py", optimizer="canonical_only").provided_optimizer
+    'canonical_only'
+    """
     if name in predefined_optimizers and not override:
         raise ValueError(f"Optimizer name already taken: {name!r} (pass override=True to replace)")
     predefined_optimizers[name] = opt
@@ -104,7 +110,13 @@ def register_optdb(db):
 
 
 def register_mode(name: str, mode, override: bool = False):
-    """Make ``function(..., mode=name)`` use ``mode`` (a Mode or a callable returning one)."""
+    """Make ``function(..., mode=name)`` use ``mode`` (a Mode or a callable returning one).
+
+    >>> no_fusion = FAST_RUN.excluding("fusion")
+    >>> register_mode("no_fusion", no_fusion, override=True)
+    >>> get_mode("no_fusion") is no_fusion
+    True
+    """
     if name in predefined_modes and not override:
         raise ValueError(f"Mode name already taken: {name!r} (pass override=True to replace)")
     predefined_modes[name] = mode
@@ -400,7 +412,13 @@ def get_mode(name_or_mode=None):
 
 
 def get_default_mode():
-    """The Mode ``function`` uses when given none."""
+    """The Mode ``function`` uses when given none.
+
+    >>> from theano_dag import config
+    >>> with config.change_flags(mode="FAST_COMPILE"):
+    ...     get_default_mode() is FAST_COMPILE
+    True
+    """
     return get_mode(None)
 
 

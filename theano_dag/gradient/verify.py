@@ -41,7 +41,11 @@ class GradientError(Exception):
 
 
 def mode_not_slow(mode):
-    """The mode to compute costs in: FAST_COMPILE and DebugMode become FAST_RUN."""
+    """The mode to compute costs in: FAST_COMPILE and DebugMode become FAST_RUN.
+
+    >>> mode_not_slow("FAST_COMPILE"), mode_not_slow("PerformOnly")
+    ('FAST_RUN', 'PerformOnly')
+    """
     name = mode if isinstance(mode, str) else type(mode).__name__ if mode is not None else None
     if name in ("FAST_COMPILE", "DebugMode", "DEBUG_MODE"):
         return "FAST_RUN"

@@ -68,12 +68,20 @@ class NullType(Type):
 
 
 def disconnected_type() -> Variable:
-    """A fresh Variable meaning "this gradient is disconnected"."""
+    """A fresh Variable meaning "this gradient is disconnected".
+
+    >>> disconnected_type().type
+    DisconnectedType
+    """
     return DisconnectedType()()
 
 
 def grad_undefined(op, x_pos, x, comment="") -> Variable:
-    """A NullType Variable: the gradient of ``op`` wrt input ``x_pos`` is undefined."""
+    """A NullType Variable: the gradient of ``op`` wrt input ``x_pos`` is undefined.
+
+    >>> grad_undefined("Argmax", 0, "x", "discrete").type.why_null
+    'Argmax.grad: gradient with respect to input 0 (x) is undefined: discrete'
+    """
     msg = f"{op}.grad: gradient with respect to input {x_pos} ({x}) is undefined"
     if comment:
         msg += f": {comment}"
@@ -81,7 +89,11 @@ def grad_undefined(op, x_pos, x, comment="") -> Variable:
 
 
 def grad_not_implemented(op, x_pos, x, comment="") -> Variable:
-    """A NullType Variable: ``op`` does not implement the gradient wrt input ``x_pos``."""
+    """A NullType Variable: ``op`` does not implement the gradient wrt input ``x_pos``.
+
+    >>> grad_not_implemented("MyOp", 1, "y").type.why_null
+    'MyOp.grad: gradient with respect to input 1 (y) is not implemented'
+    """
     msg = f"{op}.grad: gradient with respect to input {x_pos} ({x}) is not implemented"
     if comment:
         msg += f": {comment}"

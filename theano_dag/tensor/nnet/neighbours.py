@@ -223,14 +223,30 @@ class Neibs2ImagesSum(Op):
 
 def images2neibs(ten4, neib_shape, neib_step=None, mode="valid"):
     """The ``neib_shape`` patches of the images of ``ten4``, taken every ``neib_step``
-    (default: side by side), as the rows of a matrix; ``mode`` as in the module docstring."""
+    (default: side by side), as the rows of a matrix; ``mode`` as in the module docstring.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> img = tt.dtensor4("img")
+    >>> images2neibs(img, (1, 2)).eval({img: np.arange(4.0).reshape(1, 1, 2, 2)})
+    array([[0., 1.],
+           [2., 3.]])
+    """
     return Images2Neibs(mode)(ten4, neib_shape, neib_step)
 
 
 def neibs2images(neibs, neib_shape, original_shape, mode="valid"):
     """The images that ``images2neibs(images, neib_shape, mode=mode)`` cut into ``neibs``
     (patches side by side), of shape ``original_shape``; ``'valid'`` and
-    ``'ignore_borders'`` (whose dropped borders come back as zeros)."""
+    ``'ignore_borders'`` (whose dropped borders come back as zeros).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> neibs = tt.dmatrix("neibs")
+    >>> neibs2images(neibs, (1, 2), (1, 1, 2, 2)).eval({neibs: np.array([[0.0, 1.0], [2.0, 3.0]])})
+    array([[[[0., 1.],
+             [2., 3.]]]])
+    """
     if mode not in ("valid", "ignore_borders"):
         raise NotImplementedError(
             f"neibs2images: mode {mode!r}; only 'valid' and 'ignore_borders' are inverted"

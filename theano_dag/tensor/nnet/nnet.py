@@ -352,7 +352,15 @@ logsoftmax = log_softmax
 
 
 def softmax_grad(dy, sm, axis=-1):
-    """The ``SoftmaxGrad`` node for output gradient ``dy`` and softmax output ``sm``."""
+    """The ``SoftmaxGrad`` node for output gradient ``dy`` and softmax output ``sm``:
+    ``(dy - sum(dy * sm, axis)) * sm``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> dy, sm = tt.dmatrix("dy"), tt.dmatrix("sm")
+    >>> softmax_grad(dy, sm).eval({dy: np.array([[1.0, 0.0]]), sm: np.array([[0.25, 0.75]])})
+    array([[ 0.1875, -0.1875]])
+    """
     sm = as_tensor_variable(sm)
     return SoftmaxGrad(_norm_axis(sm, axis, "softmax_grad"))(dy, sm)
 
