@@ -28,7 +28,9 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const_value,
+    count_scalar_ops,
     fit,
+    graph_holds,
     is_const,
     is_float,
     scalar_op,
@@ -277,7 +279,7 @@ def _new_sigmoid(key):
 
 
 @stabilize()
-@local_optimizer([tm.true_div, tm.mul, tm.reciprocal, tm.pow])
+@local_optimizer([tm.true_div, tm.mul, tm.reciprocal, tm.pow], requirements=(count_scalar_ops,))
 def local_exp_over_1_plus_exp(fgraph, node):
     """Sigmoids in a product: each factor ``1 + exp(x)`` of the denominator as a
     sigmoid, with the matching ``exp`` of the numerator if there is one
@@ -293,6 +295,8 @@ def local_exp_over_1_plus_exp(fgraph, node):
     # reciprocal(1 + exp(x)) -> sigmoid(-x) ; (1 + exp(x)) ** -1 -> sigmoid(-x)
     # exp(x) * sigmoid(-x) -> sigmoid(x) ; exp(-x) * sigmoid(x) -> sigmoid(-x)
     # a * sigmoid(x) / (b * (1 - sigmoid(-x))) -> a / b
+    if not graph_holds(fgraph, ts.exp, ts.sigmoid):
+        return False
     out = node.outputs[0]
     if not is_float(out) or len(node.outputs) != 1:
         return False
@@ -339,11 +343,13 @@ def local_exp_over_1_plus_exp(fgraph, node):
 
 
 @stabilize()
-@local_optimizer([tm.sub, tm.add])
+@local_optimizer([tm.sub, tm.add], requirements=(count_scalar_ops,))
 def local_1msigmoid(fgraph, node):
     """``1 - sigmoid(x)`` as ``sigmoid(-x)``, which does not round to 0 for ``x > 37``
     (float64; ``x > 17`` in float32)."""
     # 1 - sigmoid(x) -> sigmoid(-x) ; 1 + -sigmoid(x) -> sigmoid(-x)
+    if not graph_holds(fgraph, ts.sigmoid):
+        return False
     if not isinstance(scalar_op(node), (ts.Sub, ts.Add)) or not is_float(node.outputs[0]):
         return False
     k = sigmoid_key(node.outputs[0])  # op checks first, constants last: cheap
@@ -392,12 +398,14 @@ def _same_var(u, v) -> bool:
 
 
 @stabilize()
-@local_optimizer([tm.add, tm.sub])
+@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,))
 def local_sigm_factor(fgraph, node):
     """``a - a * sigmoid(x)`` as ``a * sigmoid(-x)``: the difference of two products
     that differ by a sigmoid factor (the gradient of ``exp(x) / (1 + exp(x))`` is
     ``sigmoid(x) - sigmoid(x)**2``), which cancels to 0 where the sigmoid rounds to 1."""
     # a - a * sigmoid(x) -> a * sigmoid(-x) ; -a + a * sigmoid(x) -> -(a * sigmoid(-x))
+    if not graph_holds(fgraph, ts.sigmoid):
+        return False
     out = node.outputs[0]
     sop = scalar_op(node)
     if not isinstance(sop, (ts.Add, ts.Sub)) or len(node.inputs) != 2 or not is_float(out):
@@ -457,7 +465,7 @@ def _constants_apart(num, den, negated):
 
 
 @stabilize()
-@local_optimizer([tm.mul, tm.true_div])
+@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,))
 def local_sigm_cancel(fgraph, node):
     """A product of sigmoids and of a sum whose terms divide by those sigmoids,
     distributed over the sum so that they cancel: the gradient of a cross-entropy of a
@@ -467,6 +475,8 @@ def local_sigm_cancel(fgraph, node):
     # sigmoid(x) * sigmoid(-x) * (a / sigmoid(x) + b / sigmoid(-x))
     #   -> a * sigmoid(-x) + b * sigmoid(x)
     # sigmoid(x) * (a / sigmoid(x) + b) -> a + b * sigmoid(x)
+    if not graph_holds(fgraph, ts.sigmoid):
+        return False
     out = node.outputs[0]
     if not isinstance(scalar_op(node), (ts.Mul, ts.TrueDiv)) or not is_float(out):
         return False

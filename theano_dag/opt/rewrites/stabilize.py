@@ -20,7 +20,9 @@ from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const_value,
+    count_scalar_ops,
     fit,
+    graph_holds,
     is_const,
     is_float,
     scalar_op,
@@ -166,7 +168,7 @@ def _const_and_other(node):
 
 
 @stabilize()
-@local_optimizer([tm.add, tm.sub])
+@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,))
 def local_erf_complement(fgraph, node):
     """``1 - erf(x)`` as ``erfc(x)`` (and the other sums of 1 and +-erf or +-erfc), which
     keeps the digits the subtraction from 1 cancels: ``1 - erf(6)`` is 0 in float64,
@@ -174,6 +176,8 @@ def local_erf_complement(fgraph, node):
     # 1 - erf(x) -> erfc(x) ; 1 + erf(x) -> erfc(-x) ; erf(x) - 1 -> -erfc(x)
     # 1 - erfc(x) -> erf(x) ; erfc(x) - 1 -> -erf(x) (erfc(-x) - 1 -> erf(x))
     # and with 1 + (-erf(x)), 1 + (-1 * erf(x)), -1 + erf(x), the forms of the same sums
+    if not graph_holds(fgraph, ts.erf, ts.erfc):
+        return False
     found = _const_and_other(node)
     if found is None:
         return False
@@ -214,13 +218,15 @@ RULES.specialize()(local_erf_complement)
 
 
 @stabilize()
-@local_optimizer([tm.add, tm.sub])
+@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,))
 def local_expm1(fgraph, node):
     """``exp(x) - 1`` as ``expm1(x)`` (and ``1 - exp(x)`` as ``-expm1(x)``), which keeps
     the digits of a tiny ``x``."""
     # exp(x) - 1 -> expm1(x) ; -1 + exp(x) -> expm1(x)
     # exp(x) + y - 1 -> expm1(x) + y ; exp(x) + y + -1 -> expm1(x) + y
     # 1 - exp(x) -> -expm1(x)   (the gradient of log(1 - exp(x)) divides by it)
+    if not graph_holds(fgraph, ts.exp):
+        return False
     if isinstance(scalar_op(node), ts.Sub):
         terms, one = node.inputs
         if is_const(terms, 1) and _is_op(one, ts.exp) and is_float(one):
@@ -254,11 +260,13 @@ RULES.specialize()(local_expm1)
 
 
 @stabilize()
-@local_optimizer([tm.add])
+@local_optimizer([tm.add], requirements=(count_scalar_ops,))
 def local_1_plus_expm1(fgraph, node):
     """``1 + expm1(x)`` as ``exp(x)``: the sum is 0 once ``expm1(x)`` rounds to -1 (the
     derivative of ``expm1`` is written so; canonicalize has simplified ratios first)."""
     # 1 + expm1(x) -> exp(x) ; expm1(x) + 1 -> exp(x)
+    if not graph_holds(fgraph, ts.expm1):
+        return False
     if not isinstance(scalar_op(node), ts.Add) or len(node.inputs) != 2:
         return False
     a, b = node.inputs
@@ -565,7 +573,7 @@ def _exp_ratio(e, den):
 
 
 @stabilize()
-@local_optimizer([tm.mul, tm.true_div])
+@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,))
 def local_exp_over_add_exp(fgraph, node):
     """``exp(x) / (exp(x) + exp(y))`` (the gradient of ``log(exp(x) + exp(y))``) as
     ``sigmoid(x - y)`` (``1 / (1 + exp(y - x) + exp(z - x))`` for more terms), and
@@ -575,6 +583,8 @@ def local_exp_over_add_exp(fgraph, node):
     # exp(x) * (g / (exp(x) + exp(y) + exp(z))) -> g / (1 + exp(y - x) + exp(z - x))
     # exp(x) * (g / (exp(x) - exp(y))) -> g * (-1 / expm1(y - x))
     # exp(y) * (g / (exp(x) - exp(y))) -> g * (1 / expm1(x - y)) ; and as (g * exp(x)) / (...)
+    if not graph_holds(fgraph, ts.exp):
+        return False
     sop = scalar_op(node)
     if isinstance(sop, ts.TrueDiv):
         num, den = node.inputs
