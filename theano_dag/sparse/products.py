@@ -27,6 +27,7 @@ from theano_dag.graph.op import Op
 from theano_dag.scalar.basic import upcast
 from theano_dag.sparse.basic import (
     CSM,
+    SparseFromDense,
     _cast_like,
     _dense_type,
     csm_indices,
@@ -216,7 +217,8 @@ def true_dot(x, y, grad_preserves_dense=True):
 
 class Dot(Op):
     """``x @ y`` with one or both operands sparse (a dense one may be a vector): a dense
-    result. Regular gradients: the gradient of a sparse operand is a dense matrix."""
+    result. Regular gradients: that of a sparse operand is a sparse matrix storing every
+    entry (as large as the dense matrix; :func:`structured_dot` avoids it)."""
 
     __props__ = ()
 
@@ -269,6 +271,13 @@ class Dot(Op):
         else:
             gx = product(gz, transpose(y) if _is_sparse_variable(y) else y.T)
             gy = product(transpose(x) if _is_sparse_variable(x) else x.T, gz)
+        # A sparse operand's gradient has its type: a sparse matrix storing every entry.
+        gx, gy = (
+            SparseFromDense(v.format)(g)
+            if _is_sparse_variable(v) and not _is_sparse_variable(g)
+            else g
+            for v, g in ((x, gx), (y, gy))
+        )
         return [_cast_like(gx, x), _cast_like(gy, y)]
 
     def infer_shape(self, fgraph, node, input_shapes):

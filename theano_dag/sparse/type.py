@@ -71,8 +71,9 @@ class SparseType(Type):
 
     __props__ = ("format", "dtype")
     ndim = 2
-    # Sparse matrices never broadcast: their two dimensions are always matrix dimensions.
+    # Sparse matrices never broadcast, and their lengths are not part of the type.
     broadcastable = (False, False)
+    shape = (None, None)
     dtype_set = frozenset(all_dtypes) - {"bool", "float16"}
 
     def __init__(self, format, dtype):

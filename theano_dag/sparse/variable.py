@@ -20,7 +20,7 @@ from theano_dag import sparse as _sparse
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.sparse.type import SparseType, is_sparse_value
-from theano_dag.tensor import shape as _shape
+from theano_dag.tensor.shape import Shape
 from theano_dag.tensor.type import complex_dtypes, float_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -62,7 +62,7 @@ class _sparse_py_operators:  # noqa: N801 (Theano's name)
     dtype = property(lambda self: self.type.dtype)
     format = property(lambda self: self.type.format)
     # The shape comes from the matrix itself (its two lengths), never from a dense copy.
-    shape = property(lambda self: _shape.shape(self))
+    shape = property(lambda self: Shape()(self))
     size = property(lambda self: _sparse.basic.csm_data(self).size, doc="stored entries")
 
     def astype(self, dtype):
