@@ -27,7 +27,13 @@ array(25.)
 
 import importlib.util
 
-from theano_dag.sparse import basic, products, sharedvar, type, variable  # noqa: A004, F401 (Theano's paths)
+from theano_dag.sparse import (  # noqa: A004, F401 (Theano's paths)
+    basic,
+    products,
+    sharedvar,
+    type,
+    variable,
+)
 from theano_dag.sparse.basic import *  # noqa: F403
 from theano_dag.sparse.basic import __all__ as _basic_all
 from theano_dag.sparse.products import *  # noqa: F403
