@@ -19,13 +19,14 @@ array([2., 4.])
 from theano_dag import (
     printing,  # theano_dag.printing, as theano.printing
     scan_module,
+    sparse,  # registers the shared constructor of scipy.sparse values (imports no scipy)
 )
 from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.compile.updates import OrderedUpdates
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
-from theano_dag.gradient.verify import verify_grad
+from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
 from theano_dag.printing import pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
@@ -34,6 +35,8 @@ from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 # imports both) puts the differentiation functions into tensor's namespace.
 _tensor.grad, _tensor.jacobian, _tensor.hessian = grad, jacobian, hessian
 _tensor.Rop, _tensor.Lop, _tensor.verify_grad = Rop, Lop, verify_grad
+# theano.sparse.verify_grad_sparse: likewise for the sparse floor.
+sparse.verify_grad_sparse = verify_grad_sparse
 
 # theano.clone(output, replace=...): Theano's name for clone_replace.
 clone = clone_replace
@@ -61,6 +64,7 @@ __all__ = [
     "foldl",
     "foldr",
     "scan_module",
+    "sparse",
     "OpFromGraph",
     "OrderedUpdates",
     "clone",

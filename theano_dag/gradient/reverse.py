@@ -12,6 +12,8 @@ or not implemented (and makes ``grad`` raise ``NullTypeGradError`` naming the op
 
 from __future__ import annotations
 
+import functools
+import operator
 import warnings
 from collections.abc import Mapping
 
@@ -26,6 +28,7 @@ from theano_dag.graph.null_type import (
 )
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
+from theano_dag.sparse.type import SparseType
 
 __all__ = [
     "grad",
@@ -366,6 +369,8 @@ def _populate_grad_dict(var_to_app_to_idx, grad_dict, wrt, cost_name, patterns):
             g = null_terms[0]
         elif len(terms) == 1:
             g = terms[0]
+        elif terms and any(isinstance(t.type, SparseType) for t in terms):
+            g = functools.reduce(operator.add, terms)  # sparse.add: sparse or dense as due
         elif terms:
             g = tt.add(*terms)
         else:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import sparse as sp_ops
 from theano_dag import tensor as tt
 from theano_dag.gradient.reverse import grad
+from theano_dag.sparse.type import is_sparse_value
 
 # The finite differences themselves are plain numpy, kept with the tensor vocabulary
 # (theano.tensor.numeric_grad is a Theano name too).
 from theano_dag.tensor.fdiff import numeric_grad
 
-__all__ = ["numeric_grad", "verify_grad", "GradientError", "mode_not_slow"]
+__all__ = ["numeric_grad", "verify_grad", "verify_grad_sparse", "GradientError", "mode_not_slow"]
 
 
 class GradientError(Exception):
@@ -163,3 +165,42 @@ def verify_grad(
                 abs_tol,
                 rel_tol,
             )
+
+
+def verify_grad_sparse(op, pt, structured=False, *args, **kwargs):
+    """``verify_grad`` for ``op`` (an Op or function) whose inputs or output are sparse
+    (Theano's ``theano.sparse.verify_grad_sparse``).
+
+    ``pt`` holds scipy.sparse matrices and arrays. With ``structured=False`` the check is
+    over every entry of each sparse input (the matrices are varied as dense ones); with
+    ``structured=True`` only over their stored entries (the pattern is held fixed), for
+    the ops whose gradient is structured. Other arguments go to :func:`verify_grad`.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag import sparse
+    >>> x = sp.csr_matrix(np.array([[0.0, 2.0], [3.0, 0.0]]))
+    >>> verify_grad_sparse(sparse.structured_exp, [x], structured=True)
+    >>> verify_grad_sparse(sparse.neg, [x])
+    """
+    pt = list(pt)
+    kinds = [(p.format, p) if is_sparse_value(p) else None for p in pt]
+
+    def as_input(var, kind):
+        if kind is None:
+            return var
+        fmt, value = kind
+        if structured:
+            return sp_ops.CSM(fmt)(var, value.indices, value.indptr, value.shape)
+        return sp_ops.SparseFromDense(fmt)(var)
+
+    def fun(*xs):
+        out = op(*[as_input(x, k) for x, k in zip(xs, kinds)])
+        if sp_ops.variable._is_sparse_variable(out):
+            out = sp_ops.DenseFromSparse(structured=structured)(out)
+        return out
+
+    if structured:
+        dense_pt = [p.data if k else p for p, k in zip(pt, kinds)]
+    else:
+        dense_pt = [p.toarray() if k else p for p, k in zip(pt, kinds)]
+    verify_grad(fun, dense_pt, *args, **kwargs)

@@ -16,7 +16,7 @@ import numpy as np
 # Ops of later modules that build on this one (basic, math) are reached through the
 # package when called.
 from theano_dag import tensor as _tensor
-from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor.elemwise import DimShuffle
@@ -51,6 +51,17 @@ def _disconnected():
     return disconnected_type()
 
 
+def _shaped(x):
+    """``x`` as a tensor, or as it is when it is another variable with dimensions (a sparse
+    matrix: its value has a ``.shape`` too, and its shape must not need a dense copy)."""
+    try:
+        return as_tensor_variable(x)
+    except TypeError:
+        if isinstance(x, Variable) and getattr(x.type, "ndim", None) is not None:
+            return x
+        raise
+
+
 class Shape(Op):
     """The shape of a tensor, as an int64 vector.
 
@@ -62,7 +73,7 @@ class Shape(Op):
     __props__ = ()
 
     def make_node(self, x):
-        x = as_tensor_variable(x)
+        x = _shaped(x)
         return Apply(self, [x], [TensorType("int64", shape=(x.ndim,))()])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -97,7 +108,7 @@ class Shape_i(Op):  # noqa: N801 (Theano's name)
     __repr__ = __str__
 
     def make_node(self, x):
-        x = as_tensor_variable(x)
+        x = _shaped(x)
         if not 0 <= self.i < x.ndim:
             raise TypeError(
                 f"{self}: {x} has {x.ndim} dimensions, there is no dimension " f"{self.i}"

@@ -43,6 +43,7 @@ from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.utils import gc_paused
+from theano_dag.sparse.type import SparseType
 
 __all__ = ["CPULinker", "CPUThunk", "CPUCall", "MAX_PLANS"]
 
@@ -215,6 +216,7 @@ class CPUThunk(Thunk):
         self.nodes_run = None
         p = program
         self._tensor = [_is_tensor_type(v.type) for v in p.inputs]
+        self._sparse = [isinstance(v.type, SparseType) for v in p.inputs]
         self._dtypes = [
             np.dtype(v.type.dtype) if t else None for v, t in zip(p.inputs, self._tensor)
         ]
@@ -230,7 +232,8 @@ class CPUThunk(Thunk):
         sig = []
         for k, (v, is_t) in enumerate(zip(vals, self._tensor)):
             if not is_t:
-                sig.append(None)
+                # A sparse matrix's shape lets the dense values after it be planned.
+                sig.append(v.shape if self._sparse[k] and v is not None else None)
                 continue
             if not isinstance(v, np.ndarray):
                 var = self.program.inputs[k]
@@ -523,7 +526,13 @@ _NOTHING = _Nothing()
 
 
 def _is_tensor_type(t):
-    return getattr(t, "dtype", None) is not None and getattr(t, "ndim", None) is not None
+    # A sparse matrix has a dtype and two dimensions too, but its value is no ndarray:
+    # it runs through its op's perform and is never planned into a block.
+    return (
+        getattr(t, "dtype", None) is not None
+        and getattr(t, "ndim", None) is not None
+        and not isinstance(t, SparseType)
+    )
 
 
 def _downstream_masks(program):

@@ -32,6 +32,7 @@ from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.shared import DaskInputType
 from theano_dag.engines.dask.translate import DaskTaskError, build, check_chunks
+from theano_dag.sparse.type import SparseType
 
 __all__ = ["DaskLinker", "DaskThunk"]
 
@@ -66,6 +67,7 @@ class DaskLinker(Linker):
     def accept(self, fgraph, no_recycling=None, profile=None):
         """Bind to ``fgraph`` (left as it is: the ``dask_gather`` pass has lowered it)."""
         require()
+        _refuse_sparse(fgraph)
         if self.fgraph is not None and self.fgraph is not fgraph:
             return self.clone().accept(fgraph, no_recycling, profile)
         self.fgraph = fgraph
@@ -331,3 +333,15 @@ def _note_failed_key(exc, client, futures):
             exc._theano_dag_key = key
         except AttributeError:  # an exception type without a __dict__
             pass
+
+
+def _refuse_sparse(fgraph):
+    """Sparse matrices have no dask.array form: say which value is one, and where to go."""
+    for node in fgraph.toposort():
+        for v in (*node.inputs, *node.outputs):
+            if isinstance(v.type, SparseType):
+                raise NotImplementedError(
+                    f"The Dask engine cannot run sparse matrices: {v} ({v.type}) of node "
+                    f"{node.op} is one. It runs dense tensors (dask.array chunks) only; "
+                    "run sparse graphs with the cpu or py engine (mode='FAST_RUN')."
+                )

@@ -1,0 +1,299 @@
+"""Matrix products with sparse operands (``theano.sparse``'s ``dot`` family).
+
+- :func:`structured_dot` (a sparse matrix times a dense one, dense result): its gradient
+  with respect to the sparse operand is *structured*, computed only on its stored
+  entries (never a dense matrix of its shape). ``x.dot(y)`` on a sparse ``x`` is this.
+- :func:`dot` (one or both operands sparse, dense result): *regular* gradients, dense.
+- :func:`true_dot` (sparse result): regular gradients.
+
+>>> import numpy as np, scipy.sparse as sp, theano_dag
+>>> import theano_dag.tensor as tt
+>>> from theano_dag.sparse import csr_matrix
+>>> a, b = csr_matrix("a", dtype="float64"), tt.dmatrix("b")
+>>> f = theano_dag.function([a, b], structured_dot(a, b))
+>>> f(sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]])), np.array([[1.0], [10.0]]))
+array([[20.],
+       [ 1.]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import theano_dag.tensor as tt
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.null_type import grad_not_implemented
+from theano_dag.graph.op import Op
+from theano_dag.scalar.basic import upcast
+from theano_dag.sparse.basic import (
+    CSM,
+    SparseFromDense,
+    _cast_like,
+    _dense_type,
+    csm_indices,
+    csm_indptr,
+    csm_shape,
+    dense_from_sparse,
+    transpose,
+)
+from theano_dag.sparse.type import SparseType, is_sparse_value, scipy_sparse
+from theano_dag.sparse.variable import _is_sparse_variable, as_sparse_or_tensor_variable
+
+__all__ = [
+    "StructuredDot",
+    "structured_dot",
+    "StructuredDotGrad",
+    "sdg_csr",
+    "sdg_csc",
+    "structured_dot_grad",
+    "TrueDot",
+    "true_dot",
+    "Dot",
+    "dot",
+]
+
+# Rows of the gradient's gather computed at once (bounds the temporary to ~32 MiB).
+_GATHER_ELEMENTS = 1 << 22
+
+
+def _product(a, b):
+    """``a @ b`` for sparse or dense operands, as an ndarray when dense."""
+    r = a @ b
+    return r if is_sparse_value(r) else np.asarray(r)
+
+
+class StructuredDot(Op):
+    """A sparse matrix times a dense matrix (dense result) or a sparse one (sparse
+    result). Structured gradient for the sparse operand."""
+
+    __props__ = ()
+
+    def make_node(self, a, b):
+        a, b = as_sparse_or_tensor_variable(a), as_sparse_or_tensor_variable(b)
+        if not _is_sparse_variable(a):
+            raise TypeError(f"StructuredDot: the first operand must be sparse, got {a.type}")
+        if b.ndim != 2:
+            raise TypeError(f"StructuredDot: the second operand must be a matrix, got {b.type}")
+        dtype = upcast(a.dtype, b.dtype)
+        out = SparseType(a.format, dtype)() if _is_sparse_variable(b) else _dense_type(dtype, 2)()
+        return Apply(self, [a, b], [out])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        a, b = inputs
+        if a.shape[1] != b.shape[0]:
+            raise ValueError(f"StructuredDot: shapes {a.shape} and {b.shape} do not align")
+        out = node.outputs[0].type
+        r = _product(a, b)
+        if isinstance(out, SparseType):
+            r = r.asformat(out.format)
+        output_storage[0][0] = r.astype(out.dtype, copy=False)
+
+    def grad(self, inputs, output_grads):
+        a, b = inputs
+        (gz,) = output_grads
+        return [
+            _cast_like(structured_dot_grad(a, b, gz), a),
+            _cast_like(structured_dot(transpose(a), gz), b),
+        ]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(input_shapes[0][0], input_shapes[1][1])]
+
+
+_structured_dot = StructuredDot()
+
+
+def structured_dot(x, y):
+    """``x @ y`` with at least one sparse operand; its gradient with respect to a sparse
+    operand is structured (only on its stored entries). Dense when one operand is."""
+    x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+    if _is_sparse_variable(x):
+        return _structured_dot(x, y)
+    if _is_sparse_variable(y):
+        return _structured_dot(transpose(y), x.T).T
+    raise TypeError(f"structured_dot needs a sparse operand, got {x.type} and {y.type}")
+
+
+class StructuredDotGrad(Op):
+    """The gradient of ``a @ b`` with respect to the sparse ``a``, on its stored entries:
+    for entry ``(i, j)``, ``g[i, :] . b[j, :]``. Inputs: ``a``'s indices and indptr (of
+    ``format``), ``b`` and the output gradient ``g``; output: the data vector."""
+
+    __props__ = ("format",)
+
+    def __init__(self, format):
+        self.format = format
+
+    def make_node(self, a_indices, a_indptr, b, g_ab):
+        a_indices, a_indptr = tt.as_tensor_variable(a_indices), tt.as_tensor_variable(a_indptr)
+        b, g_ab = as_sparse_or_tensor_variable(b), as_sparse_or_tensor_variable(g_ab)
+        return Apply(self, [a_indices, a_indptr, b, g_ab], [_dense_type(g_ab.dtype, 1)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        indices, indptr, b, g = inputs
+        major = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        rows, cols = (major, indices) if self.format == "csr" else (indices, major)
+        dtype = node.outputs[0].dtype
+        out = np.empty(len(indices), dtype=dtype)
+        if is_sparse_value(b) or is_sparse_value(g):
+            m = scipy_sparse().csr_matrix(g @ b.T)
+            out[:] = np.asarray(m[rows, cols]).ravel() if len(out) else 0
+        else:
+            step = max(1, _GATHER_ELEMENTS // max(1, g.shape[1]))
+            for s in range(0, len(out), step):
+                r, c = rows[s : s + step], cols[s : s + step]
+                out[s : s + step] = np.einsum("ij,ij->i", g[r], b[c])
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def grad(self, inputs, output_grads):
+        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
+
+
+sdg_csr = StructuredDotGrad("csr")
+sdg_csc = StructuredDotGrad("csc")
+
+
+def structured_dot_grad(sparse_a, b, ga):
+    """The structured gradient of ``structured_dot(sparse_a, b)`` given the output
+    gradient ``ga``: a sparse matrix of ``sparse_a``'s pattern."""
+    indices, indptr = csm_indices(sparse_a), csm_indptr(sparse_a)
+    data = StructuredDotGrad(sparse_a.format)(indices, indptr, b, ga)
+    return CSM(sparse_a.format)(data, indices, indptr, csm_shape(sparse_a))
+
+
+class TrueDot(Op):
+    """A sparse matrix times a sparse or dense matrix, as a sparse matrix (the first
+    operand's format). Regular gradients; ``grad_preserves_dense`` makes the gradient of
+    a dense operand dense."""
+
+    __props__ = ("grad_preserves_dense",)
+
+    def __init__(self, grad_preserves_dense=True):
+        self.grad_preserves_dense = bool(grad_preserves_dense)
+
+    def make_node(self, x, y):
+        x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+        if not _is_sparse_variable(x):
+            raise TypeError(f"TrueDot: the first operand must be sparse, got {x.type}")
+        if y.ndim != 2:
+            raise TypeError(f"TrueDot: the second operand must be a matrix, got {y.type}")
+        return Apply(self, [x, y], [SparseType(x.format, upcast(x.dtype, y.dtype))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y = inputs
+        if x.shape[1] != y.shape[0]:
+            raise ValueError(f"TrueDot: shapes {x.shape} and {y.shape} do not align")
+        out = node.outputs[0].type
+        r = _product(x, y)
+        if not is_sparse_value(r):
+            r = scipy_sparse().csr_matrix(r)
+        output_storage[0][0] = r.asformat(out.format).astype(out.dtype, copy=False)
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        gx = true_dot(gz, y.T)
+        gy = true_dot(transpose(x), gz)
+        if not _is_sparse_variable(y) and self.grad_preserves_dense:
+            gy = dense_from_sparse(gy)
+        return [_cast_like(gx, x), _cast_like(gy, y)]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(input_shapes[0][0], input_shapes[1][1])]
+
+
+def true_dot(x, y, grad_preserves_dense=True):
+    """``x @ y`` as a sparse matrix, with at least one sparse operand; regular gradient."""
+    x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+    if _is_sparse_variable(x):
+        return TrueDot(grad_preserves_dense)(x, y)
+    if _is_sparse_variable(y):
+        return transpose(TrueDot(grad_preserves_dense)(transpose(y), x.T))
+    raise TypeError(f"true_dot needs a sparse operand, got {x.type} and {y.type}")
+
+
+class Dot(Op):
+    """``x @ y`` with one or both operands sparse (a dense one may be a vector): a dense
+    result. Regular gradients: that of a sparse operand is a sparse matrix storing every
+    entry (as large as the dense matrix; :func:`structured_dot` avoids it)."""
+
+    __props__ = ()
+
+    def __str__(self):
+        return "SparseDot"
+
+    def make_node(self, x, y):
+        x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+        if not (_is_sparse_variable(x) or _is_sparse_variable(y)):
+            raise TypeError(
+                f"sparse dot needs a sparse operand, got {x} ({x.type}) and {y} ({y.type})"
+            )
+        for k, v in enumerate((x, y)):
+            if v.ndim not in (1, 2):
+                raise TypeError(
+                    f"sparse dot: operand {k} must have 1 or 2 dimensions, got {v.type}"
+                )
+        ndim = x.ndim + y.ndim - 2
+        return Apply(self, [x, y], [_dense_type(upcast(x.dtype, y.dtype), ndim)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y = inputs
+        r = _product(x, y)
+        if is_sparse_value(r):
+            r = r.toarray()
+        output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype).reshape(
+            self._out_shape(x, y)
+        )
+
+    @staticmethod
+    def _out_shape(x, y):
+        return x.shape[:-1] + y.shape[1:]
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+
+        def product(a, b):
+            sparse = _is_sparse_variable(a) or _is_sparse_variable(b)
+            return dot(a, b) if sparse else tt.dot(a, b)
+
+        # A vector operand is dense (sparse ones are matrices): its gradient is a vector,
+        # the other operand's an outer product.
+        if y.ndim == 1:
+            gx = tt.outer(gz, y)
+            gy = product(transpose(x), gz)
+        elif x.ndim == 1:
+            gx = product(y, gz)
+            gy = tt.outer(x, gz)
+        else:
+            gx = product(gz, transpose(y) if _is_sparse_variable(y) else y.T)
+            gy = product(transpose(x) if _is_sparse_variable(x) else x.T, gz)
+        # A sparse operand's gradient has its type: a sparse matrix storing every entry.
+        gx, gy = (
+            SparseFromDense(v.format)(g)
+            if _is_sparse_variable(v) and not _is_sparse_variable(g)
+            else g
+            for v, g in ((x, gx), (y, gy))
+        )
+        return [_cast_like(gx, x), _cast_like(gy, y)]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        xs, ys = input_shapes
+        return [tuple(xs)[:-1] + tuple(ys)[1:]]
+
+
+_dot = Dot()
+
+
+def dot(x, y):
+    """``x @ y`` with one or both operands sparse, as a dense tensor; regular gradients.
+
+    >>> from theano_dag.sparse import csc_matrix
+    >>> import theano_dag.tensor as tt
+    >>> dot(csc_matrix("x", dtype="float64"), tt.dvector("v")).type
+    TensorType(float64, vector)
+    """
+    return _dot(x, y)
