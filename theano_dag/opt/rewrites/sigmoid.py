@@ -303,6 +303,10 @@ def local_exp_over_1_plus_exp(fgraph, node):
     sop = scalar_op(node)
     if isinstance(sop, ts.Pow) and _small_int(node.inputs[1]) is None:
         return False
+    if isinstance(sop, ts.Mul) and not graph_holds(fgraph, ts.sigmoid):
+        # Without a sigmoid, only a 1 + exp(x) in a denominator matters, and the
+        # true_div, reciprocal or power that puts it there is visited itself.
+        return False
     if sop is None or not _any_factor(out, _maybe_sigmoid_or_1pexp):
         return False
     num, den, negated = _split(out)
