@@ -345,16 +345,18 @@ class ScalarOpCounts(Feature):
     def on_detach(self, fgraph):
         del fgraph.scalar_op_counts
 
+    # Counted by class: a class hashes by identity, a scalar op by its properties.
     def on_import(self, fgraph, node, reason):
         sop = scalar_op(node)
         if sop is not None:
             counts = fgraph.scalar_op_counts
-            counts[sop] = counts.get(sop, 0) + 1
+            key = type(sop)
+            counts[key] = counts.get(key, 0) + 1
 
     def on_prune(self, fgraph, node, reason):
         sop = scalar_op(node)
         if sop is not None:
-            fgraph.scalar_op_counts[sop] -= 1
+            fgraph.scalar_op_counts[type(sop)] -= 1
 
     def clone(self):
         return ScalarOpCounts()
@@ -368,8 +370,12 @@ def count_scalar_ops(fgraph):
 
 def graph_holds(fgraph, *sops) -> bool:
     """Whether ``fgraph`` may hold an Elemwise node of one of the scalar ops ``sops``
-    (True when nothing counts them: a rule called outside an optimizer runs as before)."""
+    (of their classes; True when nothing counts them: a rule called outside an
+    optimizer runs as before)."""
     counts = getattr(fgraph, "scalar_op_counts", None)
     if counts is None:
         return True
-    return any(counts.get(s) for s in sops)
+    for s in sops:
+        if counts.get(type(s)):
+            return True
+    return False
