@@ -531,6 +531,7 @@ def _make_emitter(previous):
             inplace=inplace,
             elementwise=nout == 1,
             const_shapes=const_shapes,
+            prefer_target=True,
             dtypes=od,
         )
         destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
@@ -792,6 +793,7 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
             inplace=inplace,
             elementwise=True,
             const_shapes=const_shapes,
+            prefer_target=True,
             dtypes=(mid.dtype,),
         )
         return [step, red]
