@@ -733,3 +733,25 @@ def test_fused_reduce_kernel_refuses_shapes_that_do_not_broadcast(engine_kernels
     with pytest.raises(ValueError):
         f(np.ones((3, 4)), np.ones((2, 4)))
     np.testing.assert_array_equal(f(np.ones((3, 4)), np.ones((1, 4))), np.full(4, 6.0))
+
+
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_zero_d_elementwise_nodes_are_kernels_writing_planned_blocks(
+    engine_kernels, tmp_path, poisoned
+):
+    # numpy gives a 0-d op a scalar that a step wraps back into an array; a kernel
+    # writes the planned 0-d block instead (and a small vector's kernel its block too).
+    s, v = tt.dscalar("s"), tt.dvector("v")
+    outs = [tt.exp(s) * 2, -tt.log(s), tt.sigmoid(v) + s]
+    ref = function([s, v], outs, mode=Mode(linker="py", optimizer=None))
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function([s, v], outs, mode=Mode(linker=CPULinker(poison=poisoned), optimizer=None))
+        assert ckernel.wait_for_kernels(f)
+    plain = [k for k in f.fn.program.ckernels.kernels if k.ndim == 0]
+    assert len(plain) == 4  # exp, mul, log, neg: each its own kernel, not numpy's
+    args = (np.array(0.7), np.linspace(-3, 3, 7))
+    for _ in range(2):
+        for g, w in zip(f(*args), ref(*args)):
+            assert_same(g, w)
+    src = f.fn.source()
+    assert "asarray" not in src and src.count(".c(") == 5, src  # and sigmoid(v)

@@ -466,6 +466,10 @@ def _wants_c(node, numpy_steps=None):
     # integer, which numpy does in three passes (the range's two, the conversion) and C in one.
     if node.inputs and _is_float_to_int_cast(sop, node.inputs[0].type.dtype):
         return True
+    # A 0-d result: numpy gives a scalar, which the step wraps back into an array (two
+    # calls); the kernel writes into its planned 0-d block (one).
+    if all(o.type.ndim == 0 for o in node.outputs):
+        return True
     if numpy_steps is None:
         return False
     return any(getattr(s, "prefer_fresh", False) for s in numpy_steps)
