@@ -652,3 +652,26 @@ def test_products_with_a_constant_operand_run_as_blas_steps(poisoned):
         assert_same(f(*args), ref(*args), rtol=1e-12)
     steps = [st for _k, st in f.fn.current.steps if isinstance(st.node.op, ops)]
     assert steps and all(st.kind != "call" for st in steps)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    "alpha,beta", [(1.0, 1.0), (-0.01, 1.0), (1.0, -0.5), (2.0, 3.0), (2.0, 0.0)]
+)
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_gemv_with_known_scalars_matches_the_reference(dtype, alpha, beta, poisoned):
+    from theano_dag.tensor import blas
+
+    A, x, z = tt.matrix("A", dtype=dtype), tt.vector("x", dtype=dtype), tt.vector("z", dtype=dtype)
+    a, b = tt.constant(np.asarray(alpha, dtype)), tt.constant(np.asarray(beta, dtype))
+    outs = [blas.gemv_no_inplace(z, a, A, x, b), blas.gemv_no_inplace(tt.exp(z), a, A, x, b)]
+    rng = np.random.default_rng(8)
+    args = [rng.standard_normal(s).astype(dtype) for s in [(4, 3), (3,), (4,)]]
+    args[2][0] = np.inf  # b*z + a*p, not a*p + b*z: inf*0 stays out where b = 0
+    z_before = args[2].copy()
+    ref = function([A, x, z], outs, mode=REF)
+    for mode in (cpu(poison=poisoned), cpu(poison=poisoned, min_plan_bytes=10**9)):
+        f = function([A, x, z], outs, mode=mode)
+        for _ in range(2):
+            assert_same(f(*args), ref(*args), rtol=1e-5 if dtype == "float32" else 1e-12)
+            np.testing.assert_array_equal(args[2], z_before)  # z is the caller's

@@ -223,6 +223,35 @@ def _blas_steps(node, ctx, kind):
     vals = [z, p] + [s for s in sc if not isinstance(s, str)]
     destroy = bool(getattr(node.op, "destroy_map", None))
 
+    # ``b*z + a*p`` with a and b known (b not 0): inline, in _axpby's order of roundings
+    # (numpy calls only, instead of a Python function around them).
+    known = [np.asarray(ctx.value_of(v)).item() if ctx.is_const(v) else None for v in (a, b)]
+    a_val, b_val = known[0], (1 if b is None else known[1])
+    same_dtype = all(v is None or v.type.dtype == od for v in (a, b))  # fresh results keep od
+    if a_val is not None and b_val is not None and b_val != 0 and not destroy and same_dtype:
+        mul = ctx.glob(np.multiply, "multiply")
+        add = ctx.glob(np.add, "add")
+
+        def emit_inline(names, outs, target):
+            z_n, p_n, o = names[0], names[1], outs[0]
+            lines = []
+            if a_val != 1:
+                lines.append(f"{mul}({p_n}, {sc[0]}, out={p_n})")
+            if b_val == 1:
+                if target is None:
+                    return [*lines, f"{o} = {z_n} + {p_n}"]
+                return [*lines, f"{o} = {add}({z_n}, {p_n}, out={target})"]
+            first = (
+                f"{o} = {z_n} * {sc[1]}"
+                if target is None
+                else f"{o} = {mul}({z_n}, {sc[1]}, out={target})"
+            )
+            # z scaled first, as _axpby: p may only be scaled once z is read.
+            return [first, *lines, f"{add}({o}, {p_n}, out={o})"]
+
+        steps.append(Step(node, node.outputs, [z, p], emit_inline, inplace=[(0, 0)], dtypes=(od,)))
+        return steps
+
     def emit_comb(names, outs, target):
         it = iter(names[2:])
         sn = [s if isinstance(s, str) else next(it) for s in sc]
