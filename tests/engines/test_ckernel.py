@@ -639,3 +639,119 @@ def test_openmp_workers_sleep_between_kernels_unless_the_user_chose():
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "ACTIVE"
+
+
+# -- FusedReduce: the elementwise part in C --------------------------------------------
+
+
+def _fused_reduce_graph(dtype):
+    """Reductions of a gradient's elementwise expressions (a ``switch`` on an int8 mask,
+    a ``second``), as the fusion makes them, over declared and run-time broadcasting."""
+    from theano_dag.tensor.elemwise import Max, Sum
+    from theano_dag.tensor.fused import FusedReduce
+
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    m = tt.TensorType("int8", shape=(1, None))("m")
+    a, c = ts.get_scalar_type(dtype)("a"), ts.int8("c")
+    half = np.asarray(0.5, dtype)
+    sw = ts.Composite([a, c], [ts.switch(c, a * half, ts.second(a, np.asarray(0.0, dtype)))])
+    sq = ts.Composite([a, c], [ts.switch(c, ts.sqr(a), -a)])
+    outs = [
+        FusedReduce(Sum(axis=(0,)), sw)(x, m),
+        FusedReduce(Sum(axis=None), sq)(x, m),
+        FusedReduce(Max(axis=(1,)), sq)(x, m),
+        # x[:1] has run-time length 1 along axis 0 without declaring it: FusedReduce
+        # broadcasts it as numpy does (its perform), the kernel too.
+        FusedReduce(Sum(axis=(1,)), sw)(x[:1], m),
+    ]
+    return [x, m], outs
+
+
+def _fused_reduce_values(dtype):
+    rng = np.random.default_rng(11)
+    xv = rng.uniform(-3, 3, (30, 41)).astype(dtype)
+    xv[0, :3] = [np.nan, np.inf, -0.0]
+    mv = (rng.random((1, 41)) < 0.5).astype("int8")
+    return xv, mv
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("min_plan_bytes", [0, None])
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_fused_reduce_elementwise_part_is_a_c_kernel(
+    engine_kernels, tmp_path, dtype, min_plan_bytes, poisoned
+):
+    from theano_dag.tensor.fused import FusedReduce
+
+    inputs, outs = _fused_reduce_graph(dtype)
+    xv, mv = _fused_reduce_values(dtype)
+    ref = function(inputs, outs, mode=Mode(linker="py", optimizer=None))
+    kw = {"poison": poisoned}
+    if min_plan_bytes is not None:
+        kw["min_plan_bytes"] = min_plan_bytes
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function(inputs, outs, mode=Mode(linker=CPULinker(**kw), optimizer=None))
+        got = f(xv, mv)
+    assert ckernel.wait_for_kernels(f)
+    lib = f.fn.program.ckernels
+    # One kernel per FusedReduce: its node is the equivalent Elemwise of the scalar op.
+    assert len(lib.kernels) == 4
+    assert all(isinstance(k.node.op, Elemwise) and k.ready for k in lib.kernels)
+    assert {k.node.op.scalar_op for k in lib.kernels} == {o.owner.op.scalar_op for o in outs}
+    steps = [st for _k, st in f.fn.current.steps if type(st.node.op) is FusedReduce]
+    assert len(steps) == 8  # each: the kernel into a scratch value, then the reduction
+    src = f.fn.source()
+    assert src.count("_K") >= 4 and "_S(" not in src
+    for _ in range(2):  # the second call reuses what the first one planned
+        for g, w in zip(f(xv, mv), ref(xv, mv)):
+            assert_same(g, w, rtol=1e-5 if dtype == "float32" else 1e-12)
+    for g, w in zip(got, ref(xv, mv)):
+        assert_same(g, w, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_fused_reduce_without_a_compiler_runs_numpy(engine_kernels):
+    inputs, outs = _fused_reduce_graph("float64")
+    xv, mv = _fused_reduce_values("float64")
+    ref = function(inputs, outs, mode=Mode(linker="py", optimizer=None))
+    with config.change_flags(cxx=""):
+        f = function(inputs, outs, mode=Mode(linker=CPULinker(min_plan_bytes=0), optimizer=None))
+        got = f(xv, mv)
+    assert "_K" not in f.fn.source() and "_S(" in f.fn.source()
+    for g, w in zip(got, ref(xv, mv)):
+        assert_same(g, w, rtol=1e-12)
+
+
+def test_fused_reduce_kernel_refuses_shapes_that_do_not_broadcast(engine_kernels, tmp_path):
+    from theano_dag.tensor.elemwise import Sum
+    from theano_dag.tensor.fused import FusedReduce
+
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    r = FusedReduce(Sum(axis=(0,)), ts.add)(x, y)
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function([x, y], r, mode=Mode(linker=CPULinker(min_plan_bytes=0), optimizer=None))
+        assert ckernel.wait_for_kernels(f)
+    with pytest.raises(ValueError):
+        f(np.ones((3, 4)), np.ones((2, 4)))
+    np.testing.assert_array_equal(f(np.ones((3, 4)), np.ones((1, 4))), np.full(4, 6.0))
+
+
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_zero_d_elementwise_nodes_are_kernels_writing_planned_blocks(
+    engine_kernels, tmp_path, poisoned
+):
+    # numpy gives a 0-d op a scalar that a step wraps back into an array; a kernel
+    # writes the planned 0-d block instead (and a small vector's kernel its block too).
+    s, v = tt.dscalar("s"), tt.dvector("v")
+    outs = [tt.exp(s) * 2, -tt.log(s), tt.sigmoid(v) + s]
+    ref = function([s, v], outs, mode=Mode(linker="py", optimizer=None))
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function([s, v], outs, mode=Mode(linker=CPULinker(poison=poisoned), optimizer=None))
+        assert ckernel.wait_for_kernels(f)
+    plain = [k for k in f.fn.program.ckernels.kernels if k.ndim == 0]
+    assert len(plain) == 4  # exp, mul, log, neg: each its own kernel, not numpy's
+    args = (np.array(0.7), np.linspace(-3, 3, 7))
+    for _ in range(2):
+        for g, w in zip(f(*args), ref(*args)):
+            assert_same(g, w)
+    src = f.fn.source()
+    assert "asarray" not in src and src.count(".c(") == 5, src  # and sigmoid(v)

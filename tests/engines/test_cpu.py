@@ -560,3 +560,118 @@ def _check_disk_cache(codegen, source, tmp_path, monkeypatch):
     exec(codegen._compile(source, "test"), ns)
     assert ns["f"]() == 7
     assert [p.name for p in (tmp_path / "pycode").iterdir()] == [cached.name]
+
+
+# -- indexing, writes and reshapes by known indices: inline numpy, no perform ----------
+
+
+def _indexing_graph(dtype):
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    v = tt.TensorType(dtype, shape=(None,))("v")
+    i8 = tt.bvector("i8")
+    e = tt.exp(x) if dtype.startswith("float") else x * 2
+    outs = [
+        x[1],  # a row: a view
+        x[-1, 2],  # 0-d: an array, not a numpy scalar
+        x[::2, 1:-1],
+        x[2:0:-1, ::-2],
+        v[1:4].reshape((3,)),
+        v.reshape((2, -1)),
+        tt.set_subtensor(e[0, 1:], v[:2]),
+        tt.inc_subtensor(e[1:, -1], 3),  # a constant, cast to x's dtype
+        tt.inc_subtensor(tt.set_subtensor(e[2], v[1:4])[0], i8[0]),  # int8 into its dtype
+        tt.inc_subtensor(x[1:3], 1),  # x is the caller's: into a copy
+    ]
+    return [x, v, i8], outs
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+@pytest.mark.parametrize(
+    "mode,optimized",
+    [
+        pytest.param(lambda: cpu(optimizer="fast_run"), True, id="fast_run"),
+        pytest.param(lambda: cpu(poison=True, optimizer="fast_run"), True, id="poisoned"),
+        pytest.param(lambda: cpu(0, optimizer=None), False, id="unoptimized"),
+    ],
+)
+def test_known_indexing_runs_inline_and_matches_the_reference(dtype, mode, optimized):
+    from theano_dag.tensor.shape import Reshape
+    from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
+
+    inputs, outs = _indexing_graph(dtype)
+    ref = function(inputs, outs, mode=REF)
+    f = function(inputs, outs, mode=mode())
+    rng = np.random.default_rng(3)
+    xv = rng.integers(-3, 4, (4, 3)).astype(dtype)
+    vv = rng.integers(-3, 4, 6).astype(dtype)
+    iv = np.array([-2, 1], dtype="int8")
+    for _ in range(2):
+        args = [xv.copy(), vv.copy(), iv.copy()]
+        got = f(*args)
+        assert_same(got, ref(xv, vv, iv), rtol=1e-6)
+        for a, b in zip(args, [xv, vv, iv]):
+            np.testing.assert_array_equal(a, b)
+        assert all(type(g) is np.ndarray for g in got)
+        assert not any(np.shares_memory(g, a) for g in got for a in args)
+    # Each of these nodes is one inline line, not a call of its perform.
+    inline = (Subtensor, IncSubtensor, Reshape)
+    steps = [st for _k, st in f.fn.current.steps if isinstance(st.node.op, inline)]
+    assert steps
+    if optimized:  # the chain's second write is inplace
+        assert any(isinstance(st.node.op, IncSubtensor) and st.node.op.inplace for st in steps)
+    for st in steps:
+        src = "\n".join(st.emit([f"i{j}" for j in range(len(st.inputs))], ["o"], None))
+        assert "_F(" not in src, (st.node, src)
+
+
+def test_known_indexing_errors_name_the_node():
+    x = tt.dvector("x")
+    f = function([x], [x[5], x.reshape((2, 2))], mode=cpu())
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        f(np.zeros(4))
+    with pytest.raises(ValueError, match=r"cannot reshape an array of shape \(6,\) into"):
+        f(np.zeros(6))
+
+
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_products_with_a_constant_operand_run_as_blas_steps(poisoned):
+    from theano_dag.tensor import blas
+    from theano_dag.tensor.math import Dot
+
+    rng = np.random.default_rng(4)
+    C = tt.constant(rng.standard_normal((5, 3)))
+    v, z, w = tt.dvector("v"), tt.dvector("z"), tt.dvector("w")
+    outs = [tt.dot(C, v), z - 0.5 * tt.dot(C, tt.exp(v)), tt.dot(w, C)]
+    ref = function([v, z, w], outs, mode=REF)
+    f = function([v, z, w], outs, mode=cpu(poison=poisoned, optimizer="fast_run"))
+    ops = (Dot, blas.Gemv, blas.Dot22)
+    nodes = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, ops)]
+    assert any(isinstance(n.op, blas.Gemv) for n in nodes)
+    args = rng.standard_normal(3), rng.standard_normal(5), rng.standard_normal(5)
+    for _ in range(2):
+        assert_same(f(*args), ref(*args), rtol=1e-12)
+    steps = [st for _k, st in f.fn.current.steps if isinstance(st.node.op, ops)]
+    assert steps and all(st.kind != "call" for st in steps)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    "alpha,beta", [(1.0, 1.0), (-0.01, 1.0), (1.0, -0.5), (2.0, 3.0), (2.0, 0.0)]
+)
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_gemv_with_known_scalars_matches_the_reference(dtype, alpha, beta, poisoned):
+    from theano_dag.tensor import blas
+
+    A, x, z = tt.matrix("A", dtype=dtype), tt.vector("x", dtype=dtype), tt.vector("z", dtype=dtype)
+    a, b = tt.constant(np.asarray(alpha, dtype)), tt.constant(np.asarray(beta, dtype))
+    outs = [blas.gemv_no_inplace(z, a, A, x, b), blas.gemv_no_inplace(tt.exp(z), a, A, x, b)]
+    rng = np.random.default_rng(8)
+    args = [rng.standard_normal(s).astype(dtype) for s in [(4, 3), (3,), (4,)]]
+    args[2][0] = np.inf  # b*z + a*p, not a*p + b*z: inf*0 stays out where b = 0
+    z_before = args[2].copy()
+    ref = function([A, x, z], outs, mode=REF)
+    for mode in (cpu(poison=poisoned), cpu(poison=poisoned, min_plan_bytes=10**9)):
+        f = function([A, x, z], outs, mode=mode)
+        for _ in range(2):
+            assert_same(f(*args), ref(*args), rtol=1e-5 if dtype == "float32" else 1e-12)
+            np.testing.assert_array_equal(args[2], z_before)  # z is the caller's

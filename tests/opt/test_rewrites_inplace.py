@@ -2,20 +2,27 @@
 DestroyHandler, and never a caller's input unless declared mutable."""
 
 import numpy as np
+import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.io import In
 from theano_dag.compile.mode import Mode
+from theano_dag.config import config
+from theano_dag.engines.cpu import CPULinker
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph, InconsistencyError
 from theano_dag.graph.toolbox import Feature, Supervisor
 from theano_dag.opt.rewrites.inplace import InplaceOptimizer
+from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
 
 from .rewrite_helpers import fgraph_values
 
 rng = np.random.default_rng(5)
 MODE = Mode(linker="py", optimizer="fast_run").excluding("fusion")
+OCL_OK, OCL_WHY = opencl_available()
 
 
 def destroyers(fg):
@@ -148,3 +155,134 @@ def test_a_refused_batch_is_retried_one_change_at_a_time():
     assert prof["inplace"] == 2 and veto.calls >= 3
     assert len(destroyers(fg)) == 2
     np.testing.assert_allclose(fgraph_values(fg, [np.zeros(2)])[0], np.sin(np.exp(1.0)))
+
+
+# -- set/inc_subtensor ------------------------------------------------------------------
+
+SUBTENSOR_ENGINES = {
+    "py": (lambda: Mode(linker="py", optimizer="fast_run"), {}),
+    "cpu_numpy": (lambda: Mode(linker="cpu", optimizer="fast_run"), {"cxx": ""}),
+    "cpu_c": (lambda: Mode(linker="cpu", optimizer="fast_run"), {}),
+    "cpu_poisoned": (
+        lambda: Mode(linker=CPULinker(min_plan_bytes=0, poison=True), optimizer="fast_run"),
+        {},
+    ),
+    "opencl": (lambda: Mode(linker="opencl", optimizer="fast_run"), {}),
+}
+SUBTENSOR_ENGINE_PARAMS = [
+    "py",
+    "cpu_numpy",
+    "cpu_c",
+    "cpu_poisoned",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+
+
+def _compile(engine, inputs, outputs):
+    mode, flags = SUBTENSOR_ENGINES[engine]
+    with config.change_flags(**flags), ckernel.compile_mode("sync"):
+        return theano_dag.function(inputs, outputs, mode=mode())
+
+
+def _flat_gradient_chain():
+    """A gradient wrt a flat vector unpacked into pieces, as a sampler's logp builds it:
+    zeros, then set/inc_subtensor of each piece's gradient, one after the other."""
+    q = tt.dvector("q")
+    a, b, c = q[0], q[1:4], q[4]
+    cost = tt.exp(a) * tt.sum(b**2) + tt.sin(c) * a + tt.sum(tt.cos(b) * c)
+    return q, [cost, theano_dag.grad(cost, q)]
+
+
+def _chain_reference(qv):
+    a, b, c = qv[0], qv[1:4], qv[4]
+    g = np.empty(5)
+    g[0] = np.exp(a) * np.sum(b**2) + np.sin(c)
+    g[1:4] = np.exp(a) * 2 * b - np.sin(b) * c
+    g[4] = np.cos(c) * a + np.sum(np.cos(b))
+    return np.exp(a) * np.sum(b**2) + np.sin(c) * a + np.sum(np.cos(b) * c), g
+
+
+def _inc_nodes(fg):
+    incs = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
+    return [n for n in fg.toposort() if isinstance(n.op, incs)]
+
+
+@pytest.mark.parametrize("engine", SUBTENSOR_ENGINE_PARAMS)
+def test_a_gradient_s_set_inc_subtensor_chain_writes_one_array(engine):
+    q, outs = _flat_gradient_chain()
+    f = _compile(engine, [q], outs)
+    incs = _inc_nodes(f.maker.fgraph)
+    assert len(incs) >= 2 and all(n.op.inplace for n in incs), [str(n.op) for n in incs]
+    assert all(n.op.destroy_map == {0: [0]} for n in incs)
+    # Each link writes into the previous link's result, which nothing else reads.
+    for n in incs:
+        assert len(f.maker.fgraph.clients[n.inputs[0]]) == 1
+    qv = np.array([0.3, -1.2, 0.7, 2.0, -0.4])
+    before = qv.copy()
+    for _ in range(3):  # the writes do not leak from one call into the next
+        cost, g = f(qv)
+        want_cost, want_g = _chain_reference(before)
+        np.testing.assert_allclose(cost, want_cost, rtol=1e-12)
+        np.testing.assert_allclose(g, want_g, rtol=1e-12)
+        np.testing.assert_array_equal(qv, before)  # the caller's input is never written
+    if engine.startswith("cpu"):
+        assert not np.shares_memory(f(qv)[1], f(qv)[1])
+
+
+@pytest.mark.parametrize("engine", SUBTENSOR_ENGINE_PARAMS)
+def test_inc_subtensor_kinds_become_inplace_on_intermediates_only(engine):
+    x, y, i = tt.dvector("x"), tt.dvector("y"), tt.lvector("i")
+    m = tt.dmatrix("m")
+    e = tt.exp(x)
+    outs = [
+        tt.inc_subtensor(tt.tanh(x)[1:3], y[:2]),  # basic: writes into tanh(x)
+        tt.inc_subtensor(tt.sin(x)[i], y[: i.shape[0]]),  # AdvancedIncSubtensor1, repeats
+        tt.set_subtensor(tt.cos(m)[i, i], y[: i.shape[0]]),  # AdvancedIncSubtensor
+        tt.inc_subtensor(x[:2], y[:2]),  # x is the caller's: copied, not written
+        tt.set_subtensor(e[:1], y[:1]) + e,  # e is read again: copied
+    ]
+    f = _compile(engine, [x, y, i, m], outs)
+    inplace = sorted(type(n.op).__name__ for n in _inc_nodes(f.maker.fgraph) if n.op.inplace)
+    assert inplace == ["AdvancedIncSubtensor", "AdvancedIncSubtensor1", "IncSubtensor"]
+    for n in _inc_nodes(f.maker.fgraph):
+        if n.op.inplace:
+            assert n.inputs[0].owner is not None and n.inputs[0] not in f.maker.fgraph.inputs
+    xv, yv = rng.normal(size=5), rng.normal(size=5)
+    iv, mv = np.array([3, 0, 3]), rng.normal(size=(4, 4))
+    args = [xv.copy(), yv.copy(), iv.copy(), mv.copy()]
+    got = f(*args)
+    ev = np.exp(xv)
+    w0 = np.tanh(xv)
+    w0[1:3] += yv[:2]
+    w1 = np.sin(xv)
+    np.add.at(w1, iv, yv[:3])
+    w2 = np.cos(mv)
+    w2[iv, iv] = yv[:3]
+    w3 = xv.copy()
+    w3[:2] += yv[:2]
+    w4 = ev.copy()
+    w4[:1] = yv[:1]
+    for g, w in zip(got, [w0, w1, w2, w3, w4 + ev]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    for a, b in zip(args, [xv, yv, iv, mv]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_inc_subtensor_into_a_view_stays_a_copy():
+    x, y = tt.dvector("x"), tt.dscalar("y")
+    e = tt.exp(x)
+    view = e[::-1]  # overwriting the view would write into exp(x)
+    inc = tt.inc_subtensor(view[:2], y)
+    fg = FunctionGraph([x, y], [inc, tt.set_subtensor(tt.sin(x)[1:], y)])
+    fg.attach_feature(DestroyHandler())
+    fg.attach_feature(Supervisor(fg.inputs))
+    prof = InplaceOptimizer().optimize(fg)
+    assert prof["inplace"] == 1
+    (kept, made) = _inc_nodes(fg)
+    assert not kept.op.inplace and str(kept.inputs[0].owner.op) == "Subtensor{::int64}"
+    assert made.op.inplace and made.op.set_instead_of_inc
+    assert str(made.inputs[0].owner.op) == "Elemwise{sin,no_inplace}"
+    xv = rng.normal(size=4)
+    got = fgraph_values(fg, [xv, np.array(1.5)])
+    np.testing.assert_allclose(got[0], np.exp(xv)[::-1] + np.array([1.5, 1.5, 0, 0]))
+    np.testing.assert_allclose(got[1], np.r_[np.sin(xv[0]), 1.5, 1.5, 1.5])

@@ -14,6 +14,7 @@ are undone and made again one at a time, each validated.
 
 from __future__ import annotations
 
+import copy
 import time
 
 from theano_dag.config import config
@@ -23,6 +24,7 @@ from theano_dag.graph.rewriting.basic import ChangeLog, GlobalOptimizer
 from theano_dag.graph.toolbox import Supervisor
 from theano_dag.tensor.blas import Gemm, Gemv, Ger, gemm_inplace, gemv_inplace, ger_destructive
 from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
 
 __all__ = ["InplaceOptimizer", "inplace_candidates"]
 
@@ -49,12 +51,32 @@ def _blas_inplace(node, i):
     return None
 
 
+def _inc_subtensor_inplace(node, i):
+    """The inplace twin of a set/inc_subtensor: it writes ``y`` into ``x`` itself.
+
+    The gradient of a value unpacked from a flat vector chains them (a SetSubtensor into
+    zeros, then one IncSubtensor per slice): inplace, the chain writes one array instead
+    of copying it at each link. ``inplace_candidates`` has checked that ``x`` has no
+    other reader and is no view, so ``y`` cannot be a view of ``x`` either.
+    """
+    op = node.op
+    if i != 0 or op.inplace or node.inputs[0].type != node.outputs[0].type:
+        return None
+    new = copy.copy(op)
+    new.inplace = True
+    new.destroy_map = {0: [0]}
+    return new
+
+
 # Op class -> (positions of the inputs that may be overwritten, maker(node, i) -> new op)
 INPLACE_MAKERS = {
     Elemwise: (None, _elemwise_inplace),
     Gemm: ((0,), _blas_inplace),
     Gemv: ((0,), _blas_inplace),
     Ger: ((0,), _blas_inplace),
+    IncSubtensor: ((0,), _inc_subtensor_inplace),
+    AdvancedIncSubtensor1: ((0,), _inc_subtensor_inplace),
+    AdvancedIncSubtensor: ((0,), _inc_subtensor_inplace),
 }
 
 
@@ -105,7 +127,8 @@ def inplace_candidates(fgraph, node, protected, shared_reads=False):
 
 
 class InplaceOptimizer(GlobalOptimizer):
-    """Replace Elemwise, Gemm, Gemv and Ger nodes by their inplace versions where safe."""
+    """Replace Elemwise, Gemm, Gemv, Ger and set/inc_subtensor nodes by their inplace
+    versions where safe."""
 
     def add_requirements(self, fgraph):
         if not hasattr(fgraph, "destroy_handler"):

@@ -15,6 +15,7 @@ from theano_dag.engines.cpu.emit.impls import (
     _is_composite,
     _is_tensor,
     elementwise_step,
+    make_call,
     register_impl,
 )
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
@@ -22,7 +23,8 @@ from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.shape import Shape, Shape_i
+from theano_dag.tensor.shape import Reshape, Shape, Shape_i
+from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 
 __all__ = ["register_defaults"]
 
@@ -131,7 +133,7 @@ _BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
 def _dot_steps(node, ctx, scale=False):
     x, y = node.inputs[0], node.inputs[1]
     od = node.outputs[0].type.dtype
-    if not (_is_tensor(x) and _is_tensor(y)) or ctx.is_const(x) or ctx.is_const(y):
+    if not (_is_tensor(x) and _is_tensor(y)) or (ctx.is_const(x) and ctx.is_const(y)):
         return None
     if not (x.type.dtype == y.type.dtype == od and od in _BLAS_DTYPES):
         return None
@@ -185,7 +187,9 @@ def _blas_steps(node, ctx, kind):
     ins = node.inputs
     z = ins[0]
     od = node.outputs[0].type.dtype
-    if od not in _BLAS_DTYPES or any(ctx.is_const(v) for v in ins if v.type.ndim > 0):
+    # A constant matrix or vector operand is read as it is (a global of the program); the
+    # z combined into the result may not be one (an inplace op writes over it).
+    if od not in _BLAS_DTYPES or ctx.is_const(z):
         return None
     if any(v.type.dtype != od for v in ins if v.type.ndim > 0):
         return None
@@ -218,6 +222,35 @@ def _blas_steps(node, ctx, kind):
     sc = [ctx.const(ctx.value_of(s), "k") if ctx.is_const(s) else s for s in scalars]
     vals = [z, p] + [s for s in sc if not isinstance(s, str)]
     destroy = bool(getattr(node.op, "destroy_map", None))
+
+    # ``b*z + a*p`` with a and b known (b not 0): inline, in _axpby's order of roundings
+    # (numpy calls only, instead of a Python function around them).
+    known = [np.asarray(ctx.value_of(v)).item() if ctx.is_const(v) else None for v in (a, b)]
+    a_val, b_val = known[0], (1 if b is None else known[1])
+    same_dtype = all(v is None or v.type.dtype == od for v in (a, b))  # fresh results keep od
+    if a_val is not None and b_val is not None and b_val != 0 and not destroy and same_dtype:
+        mul = ctx.glob(np.multiply, "multiply")
+        add = ctx.glob(np.add, "add")
+
+        def emit_inline(names, outs, target):
+            z_n, p_n, o = names[0], names[1], outs[0]
+            lines = []
+            if a_val != 1:
+                lines.append(f"{mul}({p_n}, {sc[0]}, out={p_n})")
+            if b_val == 1:
+                if target is None:
+                    return [*lines, f"{o} = {z_n} + {p_n}"]
+                return [*lines, f"{o} = {add}({z_n}, {p_n}, out={target})"]
+            first = (
+                f"{o} = {z_n} * {sc[1]}"
+                if target is None
+                else f"{o} = {mul}({z_n}, {sc[1]}, out={target})"
+            )
+            # z scaled first, as _axpby: p may only be scaled once z is read.
+            return [first, *lines, f"{add}({o}, {p_n}, out={o})"]
+
+        steps.append(Step(node, node.outputs, [z, p], emit_inline, inplace=[(0, 0)], dtypes=(od,)))
+        return steps
 
     def emit_comb(names, outs, target):
         it = iter(names[2:])
@@ -268,6 +301,111 @@ def _shape_steps(node, ctx):
     return [Step(node, node.outputs, (x,), emit, kind="call")]
 
 
+def _const_index(node, ctx, idx_inputs):
+    """The numpy index of a basic Subtensor/IncSubtensor node whose index values are all
+    known now (constants, or folded), with ``...`` last; None otherwise.
+
+    ``x[0, ...]`` is a 0-d view where ``x[0]`` would be a numpy scalar: with the
+    Ellipsis an index always gives an array, as the op's output is.
+    """
+    if not all(ctx.is_const(v) for v in idx_inputs):
+        return None
+    it = iter(int(ctx.value_of(v)) for v in idx_inputs)
+    out = []
+    for entry in node.op.idx_list:
+        if entry[0] == "int":
+            out.append(next(it))
+        elif entry[0] == "slice":
+            out.append(slice(*[next(it) if present else None for present in entry[1:]]))
+        else:
+            return None
+    return tuple(out) + (Ellipsis,)
+
+
+def _subtensor_steps(node, ctx):
+    """Basic indexing by known integers and slices: a numpy view, indexed inline."""
+    x, *idx_inputs = node.inputs
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+    index = _const_index(node, ctx, idx_inputs)
+    if index is None:
+        return None
+    iname = ctx.const(index, "idx")
+
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {ins[0]}[{iname}]"]
+
+    return [Step(node, node.outputs, (x,), emit, kind="view", views={0: 0})]
+
+
+def _inc_subtensor_steps(node, ctx):
+    """set/inc_subtensor at known integers and slices: ``x[idx] = y`` (or ``+=``) inline,
+    into ``x`` itself when the op is inplace, else into a copy (as its ``perform``)."""
+    op = node.op
+    x, y, *idx_inputs = node.inputs
+    if not (_is_tensor(x) and _is_tensor(y)) or ctx.is_const(x):
+        return None
+    index = _const_index(node, ctx, idx_inputs)
+    if index is None:
+        return None
+    iname = ctx.const(index[:-1], "idx")
+    sign = "=" if op.set_instead_of_inc else "+="
+    # perform adds y cast to x's dtype (numpy's in-place add would refuse float into int).
+    cast = None
+    if not op.set_instead_of_inc and y.type.dtype != x.type.dtype:
+        cast = ctx.glob(np.dtype(x.type.dtype), "D")
+    y_in = ()
+    if ctx.is_const(y):
+        yv = np.asarray(ctx.value_of(y))
+        yname = ctx.const(yv if cast is None else yv.astype(x.type.dtype), "k")
+        cast = None
+    else:
+        y_in = (y,)
+        yname = None
+    asarray = ctx.glob(np.asarray, "asarray")
+
+    def emit(ins, outs, target):
+        o = outs[0]
+        yv = yname or ins[1]
+        if cast is not None:
+            yv = f"{asarray}({yv}, {cast})"
+        if op.inplace:
+            return [f"{ins[0]}[{iname}] {sign} {yv}", f"{o} = {ins[0]}"]
+        return [f"{o} = {ins[0]}.copy()", f"{o}[{iname}] {sign} {yv}"]
+
+    if op.inplace:
+        return [Step(node, node.outputs, (x, *y_in), emit, kind="view", views={0: 0})]
+    return [Step(node, node.outputs, (x, *y_in), emit, kind="call")]
+
+
+def _reshape_steps(node, ctx):
+    """Reshape to a known shape: ``x.reshape(shape)`` inline; a shape numpy refuses
+    goes through the op's ``perform``, which says why."""
+    x, shp = node.inputs
+    if not _is_tensor(x) or ctx.is_const(x) or not ctx.is_const(shp):
+        return None
+    shape = tuple(int(s) for s in np.asarray(ctx.value_of(shp)).ravel())
+    static = node.outputs[0].type.shape
+    if len(shape) != node.op.ndim or any(k == -1 and s is not None for k, s in zip(shape, static)):
+        return None  # the op checks a computed length against its static shape
+    perform = make_call(node)
+    shp_value = ctx.value_of(shp)
+
+    def reshape(a):
+        try:
+            return a.reshape(shape)
+        except ValueError:
+            perform(a, shp_value)  # raises the op's own message
+            raise
+
+    fn = ctx.glob(reshape, "reshape")
+
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {fn}({ins[0]})"]
+
+    return [Step(node, node.outputs, (x,), emit, kind="view", views={0: 0})]
+
+
 def register_defaults():
     """Register the emitters of this module for their ops (idempotent)."""
     # compile/ holds ViewOp and DeepCopyOp until they move down to graph/: an upward import
@@ -284,6 +422,9 @@ def register_defaults():
     register_impl(DeepCopyOp)(_deepcopy_steps)
     register_impl(ViewOp)(_viewop_steps)
     register_impl(Shape, Shape_i)(_shape_steps)
+    register_impl(Subtensor)(_subtensor_steps)
+    register_impl(IncSubtensor)(_inc_subtensor_steps)
+    register_impl(Reshape)(_reshape_steps)
 
 
 register_defaults()

@@ -96,7 +96,9 @@ class Step:
     they alias; ``inplace`` lists ``(output position, input position)`` pairs the
     output may overwrite when the input has its exact shape and dtype.
     ``elementwise`` out steps broadcast their inputs, plus ``const_shapes``, to their
-    natural output shape; ``prefer_fresh`` steps are cheaper writing fresh arrays.
+    natural output shape; ``prefer_fresh`` steps are cheaper writing fresh arrays,
+    ``prefer_target`` ones cheaper writing into a given array even when it is small (a
+    C kernel: its Python wrapper that allocates costs more than the planned block).
     ``temp_shape(input shapes)`` gives the shape of a scratch output (a Temp); with
     ``temp_shape_outputs`` it is called as ``temp_shape(input shapes, shapes of the
     node's outputs)`` (a workspace sized by what the node makes).
@@ -113,6 +115,7 @@ class Step:
         "elementwise",
         "const_shapes",
         "prefer_fresh",
+        "prefer_target",
         "dtypes",
         "temp_shape",
         "temp_shape_outputs",
@@ -130,6 +133,7 @@ class Step:
         elementwise=False,
         const_shapes=(),
         prefer_fresh=False,
+        prefer_target=False,
         dtypes=None,
         temp_shape=None,
         temp_shape_outputs=False,
@@ -144,6 +148,7 @@ class Step:
         self.elementwise = elementwise
         self.const_shapes = tuple(const_shapes)
         self.prefer_fresh = prefer_fresh
+        self.prefer_target = prefer_target
         self.temp_shape = temp_shape
         self.temp_shape_outputs = temp_shape_outputs
         if dtypes is None:

@@ -35,14 +35,18 @@ from theano_dag.engines.cpu.emit.csource import (
 from theano_dag.engines.cpu.emit.impls import (
     IMPLS,
     Step,
+    Temp,
     _destroying,
     _is_float_to_int_cast,
+    make_call,
     register_impl,
 )
 from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.type import TensorType
 
 __all__ = [
     "CKernel",
@@ -401,19 +405,21 @@ def _program_of(f):
 
 def c_code(f) -> str:
     """The C source of the fused kernels of ``f`` (a Function on the CPU engine, or a
-    FunctionGraph whose Elemwise nodes are shown as the engine would compile them).
+        FunctionGraph whose Elemwise nodes are shown as the engine would compile them).
 
-    >>> import theano_dag.tensor as tt
-    >>> from theano_dag import scalar as ts
-    >>> from theano_dag.graph.fg import FunctionGraph
-    >>> from theano_dag.tensor.elemwise import Elemwise
-    >>> s, x = ts.float32("s"), tt.fvector("x")
-    >>> y = Elemwise(ts.Composite([s], [ts.exp(s) * 2]))(x)
-    >>> src = c_code(FunctionGraph([x], [y]))
-    >>> print(src.splitlines()[0])
-    /* theano_dag fused elementwise kernels (generated) */
-    >>> print([line.strip() for line in src.splitlines() if " = exp(" in line])
-    ['float t0 = exp(x0);']
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag import scalar as ts
+        >>> from theano_dag.graph.fg import FunctionGraph
+        >>> from theano_dag.tensor.elemwise import Elemwise
+    from theano_dag.tensor.fused import FusedReduce
+    from theano_dag.tensor.type import TensorType
+        >>> s, x = ts.float32("s"), tt.fvector("x")
+        >>> y = Elemwise(ts.Composite([s], [ts.exp(s) * 2]))(x)
+        >>> src = c_code(FunctionGraph([x], [y]))
+        >>> print(src.splitlines()[0])
+        /* theano_dag fused elementwise kernels (generated) */
+        >>> print([line.strip() for line in src.splitlines() if " = exp(" in line])
+        ['float t0 = exp(x0);']
     """
     prog = _program_of(f)
     if prog is not None:
@@ -459,6 +465,10 @@ def _wants_c(node, numpy_steps=None):
     # the scalar op's Python compute and allocate), or for a cast from a float to an
     # integer, which numpy does in three passes (the range's two, the conversion) and C in one.
     if node.inputs and _is_float_to_int_cast(sop, node.inputs[0].type.dtype):
+        return True
+    # A 0-d result: numpy gives a scalar, which the step wraps back into an array (two
+    # calls); the kernel writes into its planned 0-d block (one).
+    if all(o.type.ndim == 0 for o in node.outputs):
         return True
     if numpy_steps is None:
         return False
@@ -525,6 +535,7 @@ def _make_emitter(previous):
             inplace=inplace,
             elementwise=nout == 1,
             const_shapes=const_shapes,
+            prefer_target=True,
             dtypes=od,
         )
         destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
@@ -713,11 +724,118 @@ class _Fallbacks:
             k.fallback = _blocked(local[name]) if blocks else local[name]
 
 
+def _make_fused_reduce_emitter(previous, elemwise_numpy):
+    """FusedReduce: its elementwise part by a C kernel (of the equivalent ``Elemwise``
+    node) into the planned scratch value, then the reduction as the numpy path does it.
+    Without the kernel the elementwise part of a ``switch`` or a ``second`` would run
+    through the scalar op's Python ``compute``."""
+
+    def fused_reduce_steps(node, ctx):
+        steps = previous(node, ctx)
+        lib = _library_of(ctx)
+        if lib is None:
+            return steps
+        if steps is not None:
+            red = steps[-1]
+            if len(steps) < 2 or len(red.inputs) != 1 or not isinstance(red.inputs[0], Temp):
+                return steps
+            mid = red.inputs[0]
+        else:
+            # No numpy step for this reduction (a float32 sum accumulates in float64):
+            # the kernel, then the reduction's own perform on its result.
+            mid, red = _reduce_by_perform(node, ctx)
+            if mid is None:
+                return None
+        # FusedReduce broadcasts its inputs as numpy does (its ``perform``), a length-1
+        # axis included where the type does not declare it broadcastable: the kernel's
+        # node takes every array input as broadcastable along every axis (its driver
+        # checks each axis at run time: of the output's length, or 1). The compiled-in
+        # scalar constants stay as they are.
+        fake = [
+            v
+            if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable)
+            else TensorType(v.type.dtype, shape=(1,) * v.type.ndim)()
+            for v in node.inputs
+        ]
+        try:
+            enode = Elemwise(node.op.scalar_op).make_node(*fake)
+        except Exception:  # no Elemwise node of these inputs: the numpy steps
+            return steps
+        if enode.outputs[0].type.dtype != mid.dtype or len(enode.outputs) != 1:
+            return steps
+        try:
+            k = lib.add(enode)
+        except NotCompilable:
+            return steps
+        fallbacks = getattr(lib, "fallbacks", None)
+        if fallbacks is None:
+            fallbacks = lib.fallbacks = _Fallbacks(ctx)
+        fallbacks.add(k, enode, None, elemwise_numpy)
+        kname = ctx.glob(k, k.name.upper())
+        ins = [node.inputs[p] for p in k.arg_pos]
+
+        def emit(names, outs, target):
+            lib.start()  # the plan is being generated: every kernel is known by now
+            if target is not None:
+                args = ", ".join([*names, outs[0]])
+                bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
+                return [*bind, f"if {kname}.c({args}): {kname}.fail({args})"]
+            return [f"{outs[0]} = {kname}({', '.join(names)})"]
+
+        inplace = [
+            (0, j)
+            for j, v in enumerate(ins)
+            if v.type.dtype == mid.dtype and not isinstance(v, Constant)
+        ]
+        const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
+        step = Step(
+            node,
+            (mid,),
+            ins,
+            emit,
+            kind="out",
+            inplace=inplace,
+            elementwise=True,
+            const_shapes=const_shapes,
+            prefer_target=True,
+            dtypes=(mid.dtype,),
+        )
+        return [step, red]
+
+    return fused_reduce_steps
+
+
+def _reduce_by_perform(node, ctx):
+    """``(scratch value, step)``: the FusedReduce ``node``'s reduction run by its
+    ``reduce_op.perform`` on a scratch value of the elementwise result; ``(None, None)``
+    when the inputs do not allow it."""
+    ins = node.inputs
+    ndim = node.inputs[0].type.ndim
+    if any(not hasattr(v.type, "dtype") or v.type.ndim != ndim for v in ins):
+        return None, None
+    if all(isinstance(v, Constant) for v in ins):
+        return None, None
+    mid_dtype = node.op.scalar_op.output_types(tuple(v.type.dtype for v in ins))[0]
+    rnode = node.op.reduce_op.make_node(TensorType(mid_dtype, shape=(None,) * ndim)())
+    got, want = rnode.outputs[0].type, node.outputs[0].type
+    if got.dtype != want.dtype or got.ndim != want.ndim:
+        return None, None
+    mid = ctx.temp(mid_dtype, "fused_mid")
+    mid.like = [("const", ctx.value_of(v)) if ctx.is_const(v) else v for v in ins]
+    fn = ctx.glob(make_call(rnode), "F")
+
+    def emit(names, outs, target):
+        return [f"{outs[0]} = {fn}({names[0]})"]
+
+    return mid, Step(node, node.outputs, (mid,), emit, kind="call")
+
+
 _REGISTERED: list = []
 
 
 def register():
-    """Make the CPU engine run fused Elemwise nodes through C kernels (idempotent)."""
+    """Make the CPU engine run fused Elemwise nodes, and the elementwise part of
+    FusedReduce nodes, through C kernels (idempotent)."""
     if _REGISTERED:
         return
     previous = IMPLS.get(Elemwise)
@@ -725,10 +843,16 @@ def register():
         return
     register_impl(Elemwise)(_make_emitter(previous))
     _REGISTERED.append(previous)
+    previous_fr = IMPLS.get(FusedReduce)
+    if previous_fr is not None:
+        register_impl(FusedReduce)(_make_fused_reduce_emitter(previous_fr, previous))
+        _REGISTERED.append(previous_fr)
 
 
 def unregister():
     """Undo :func:`register`: Elemwise nodes run through numpy again."""
     if not _REGISTERED:
         return
+    if len(_REGISTERED) > 1:
+        register_impl(FusedReduce)(_REGISTERED.pop())
     register_impl(Elemwise)(_REGISTERED.pop())

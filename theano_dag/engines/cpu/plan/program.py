@@ -332,13 +332,13 @@ class Plan:
                         if v in p.borrowed:
                             cat[v] = "own"
                         elif small:
-                            cat[v] = "fresh" if natural else "alloc"
+                            cat[v] = "fresh" if natural and not st.prefer_target else "alloc"
                         else:
                             # A block allocated afresh by each call, which the value
                             # shares with the dead values before it (in place when it
                             # may): a chain ending in an output needs no other memory.
                             cat[v] = "outblk"
-                    elif natural and (st.prefer_fresh or small):
+                    elif natural and (st.prefer_fresh or (small and not st.prefer_target)):
                         cat[v] = "fresh"
                     else:
                         cat[v] = "pooled"
