@@ -15,6 +15,7 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.testing.fuzz import rsum
 
 needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
 
@@ -120,3 +121,17 @@ def test_opencl_abs_of_the_most_negative_int64_wraps_as_numpy():
     xv = np.array([info.min, info.max, -7, 7])
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(np.asarray(f(xv)), np.abs(xv) // xv)  # [1, 1, -1, 1]
+
+
+def test_a_sum_over_no_axis_keeps_a_negative_zero_on_every_engine():
+    # Seed 52525, graph 111, shrunk to v0 / sum(-0.0): every engine keeps the sum of a
+    # 0-d -0.0 as -0.0 (True / -0.0 is -inf); the fuzzer's reference took numpy's
+    # np.sum, which adds it to +0.0. The engines' rule is the reference's now.
+    assert np.signbit(rsum(np.asarray(-0.0), None, "float64"))
+    v = tt.TensorType("bool", shape=(1, None))("v")
+    out = v / tt.constant(np.asarray(-0.0, "float64")).sum()
+    want = np.array([[True, False]]) / rsum(np.asarray(-0.0), None, "float64")
+    for mode in (Mode(linker="py", optimizer=None), FAST_RUN):
+        with np.errstate(all="ignore"):
+            got = function([v], out, mode=mode)(np.array([[True, False]]))
+        np.testing.assert_array_equal(got, want)

@@ -146,8 +146,11 @@ def sigmoid(x):
 
 
 def rsum(x, axis, dtype):
-    """A sum as the engines compute it: float32 accumulates in float64."""
+    """A sum as the engines compute it: float32 accumulates in float64, and a sum over
+    no axis (of a 0-d value) is the value itself, -0.0 included (numpy adds it to +0.0)."""
     acc = "float64" if dtype == "float32" else dtype
+    if np.ndim(x) == 0 or axis == ():
+        return np.array(x, dtype=acc).astype(dtype)
     return np.asarray(np.sum(x, axis=axis, dtype=acc)).astype(dtype)
 
 
