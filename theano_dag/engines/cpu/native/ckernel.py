@@ -405,21 +405,19 @@ def _program_of(f):
 
 def c_code(f) -> str:
     """The C source of the fused kernels of ``f`` (a Function on the CPU engine, or a
-        FunctionGraph whose Elemwise nodes are shown as the engine would compile them).
+    FunctionGraph whose Elemwise nodes are shown as the engine would compile them).
 
-        >>> import theano_dag.tensor as tt
-        >>> from theano_dag import scalar as ts
-        >>> from theano_dag.graph.fg import FunctionGraph
-        >>> from theano_dag.tensor.elemwise import Elemwise
-    from theano_dag.tensor.fused import FusedReduce
-    from theano_dag.tensor.type import TensorType
-        >>> s, x = ts.float32("s"), tt.fvector("x")
-        >>> y = Elemwise(ts.Composite([s], [ts.exp(s) * 2]))(x)
-        >>> src = c_code(FunctionGraph([x], [y]))
-        >>> print(src.splitlines()[0])
-        /* theano_dag fused elementwise kernels (generated) */
-        >>> print([line.strip() for line in src.splitlines() if " = exp(" in line])
-        ['float t0 = exp(x0);']
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag import scalar as ts
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.tensor.elemwise import Elemwise
+    >>> s, x = ts.float32("s"), tt.fvector("x")
+    >>> y = Elemwise(ts.Composite([s], [ts.exp(s) * 2]))(x)
+    >>> src = c_code(FunctionGraph([x], [y]))
+    >>> print(src.splitlines()[0])
+    /* theano_dag fused elementwise kernels (generated) */
+    >>> print([line.strip() for line in src.splitlines() if " = exp(" in line])
+    ['float t0 = exp(x0);']
     """
     prog = _program_of(f)
     if prog is not None:
