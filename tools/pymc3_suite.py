@@ -181,7 +181,9 @@ def table(results_path: Path) -> str:
         for side in ("theano", "theano_dag"):
             c = row.get(side)
             cell = "not run" if c is None else f"{c['passed']} / {c['tests']}"
-            if c is not None and c.get("status", "ran") != "ran":
+            if c is not None and c.get("status") == "not run":
+                cell = "not run"
+            elif c is not None and c.get("status", "ran") != "ran":
                 cell += " (timed out)" if "timed out" in c["status"] else f" ({c['status']})"
             cells.append(f"**{cell}**" if row["file"] == "TOTAL" else cell)
         out.append(f"| {name} | {cells[0]} | {cells[1]} |")
