@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -29,6 +29,26 @@ $(THEANO_STAMP): pyproject.toml
 	touch $(THEANO_STAMP)
 
 venv-theano: $(THEANO_STAMP)
+
+# PyMC3 3.11.6 on both Theanos (make pymc3-suite, tests/compat/test_pymc3_interop.py): one
+# venv, PyMC3's dependencies pinned (tools/pymc3_requirements.txt: its own pins have no
+# Python 3.11 wheels, so pymc3 comes without them), theano_dag with its theano alias, and
+# theano-pymc off sys.path in .venv-pymc3/theano-pymc for the other side.
+PYMC3_VENV := .venv-pymc3
+PYMC3_STAMP := $(PYMC3_VENV)/.installed
+$(PYMC3_STAMP): pyproject.toml setup.py tools/pymc3_requirements.txt
+	test -x $(PYMC3_VENV)/bin/python || $(PY) -m venv $(PYMC3_VENV)
+	$(PYMC3_VENV)/bin/python -m pip install -q -r tools/pymc3_requirements.txt
+	$(PYMC3_VENV)/bin/python -m pip install -q --no-deps "pymc3==3.11.6"
+	rm -rf $(PYMC3_VENV)/theano-pymc
+	$(PYMC3_VENV)/bin/python -m pip install -q --no-deps --target $(PYMC3_VENV)/theano-pymc \
+	  "theano-pymc==1.1.2"
+	rm -rf $(PYMC3_VENV)/theano-pymc/tests  # theano-pymc's wheel ships a top-level tests
+	$(PYMC3_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(PYMC3_VENV)/bin/python -m theano_dag.compat install-theano-alias
+	touch $(PYMC3_STAMP)
+
+venv-pymc3: $(PYMC3_STAMP)
 
 # PoCL from pip (in the dev extra) is tried first. On virtual machines whose CPUID hides
 # the CPU model it cannot build kernels; then Debian's PoCL is installed (root only).
@@ -51,7 +71,7 @@ lint: $(STAMP)
 # The suite runs the CPU engine poisoned (docs/engines.md, "Options"): every planned
 # buffer holds NaN or 0xA5 bytes until written, so a read before a write fails a test
 # every time; test-no-cxx runs a part of it unpoisoned.
-test: lint $(OPENCL_STAMP) $(THEANO_STAMP)
+test: lint $(OPENCL_STAMP) $(THEANO_STAMP) $(PYMC3_STAMP)
 	THEANO_DAG_FLAGS=cpu__poison=True $(BIN)/python -m pytest tests theano_dag -p no:cacheprovider
 	THEANO_FLAGS='$(THEANO_FLAGS_TEST)' $(THEANO_VENV)/bin/python -m pytest \
 	  tests_theano theano_dag/formats/theano_interop.py -p no:cacheprovider
@@ -129,7 +149,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/networks.py --render benchmarks/results/latest.jsonl
 
 clean:
-	rm -rf $(VENV) $(THEANO_VENV) $(DEMO_VENV) build dist *.egg-info
+	rm -rf $(VENV) $(THEANO_VENV) $(PYMC3_VENV) $(DEMO_VENV) build dist *.egg-info
 
 # theano-pymc 1.1.2's own tensor, compile and gradient tests, run against theano_dag with
 # the imports changed and against theano-pymc itself; counts in build/theano-suite/.
@@ -148,3 +168,12 @@ theano-graph-tests: $(STAMP)
 	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
 	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --selection graph-link \
 	  --side theano_dag --work build/theano-graph-tests --dag-python $(BIN)/python --show
+
+# PyMC3 3.11.6's own tests (pymc3/tests, from its wheel), a fixed sample of each file
+# (PYMC3_SUITE_PER_FILE tests at most), on theano-pymc 1.1.2 and on theano_dag through the
+# theano alias; counts per file in build/pymc3-suite/results.jsonl and a table as the
+# README's. Slow (tens of minutes: theano-pymc compiles C), so not part of make test.
+PYMC3_SUITE_PER_FILE ?= 10
+pymc3-suite: $(STAMP) $(PYMC3_STAMP)
+	$(BIN)/python tools/pymc3_suite.py --python $(PYMC3_VENV)/bin/python \
+	  --theano-pymc $(PYMC3_VENV)/theano-pymc --per-file $(PYMC3_SUITE_PER_FILE) --table

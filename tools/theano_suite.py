@@ -261,6 +261,61 @@ def _side_row(r: dict, outcomes: bool = False) -> dict:
     return row
 
 
+def summarise(files, results, out, header) -> dict:
+    """Write each file's counts per side and a total line (``header`` added to it) as JSON
+    lines into ``out``, print them side by side, and return the total line. With both
+    sides, the total holds the ratio of theano_dag's passes to theano-pymc's, and that
+    ratio over the files both sides ran to the end (``both_ran``)."""
+    not_run = dict.fromkeys(COUNTS, 0)
+    lines = []
+    for f in files:
+        row = {"file": f}
+        for side, res in results.items():
+            r = res.get(f, {**not_run, "status": "not run"})
+            row[side] = _side_row(r)
+        lines.append(row)
+    totals = {"file": "TOTAL", **header, "files": len(files)}
+    for side in results:
+        totals[side] = {k: sum(row[side][k] for row in lines) for k in COUNTS}
+    if len(results) == 2 and totals["theano"]["passed"]:
+        totals["ratio"] = round(totals["theano_dag"]["passed"] / totals["theano"]["passed"], 3)
+        # The ratio over the files both sides ran (a reused theano-pymc run may lack some).
+        both = [
+            row
+            for row in lines
+            if "status" not in row["theano"] and "status" not in row["theano_dag"]
+        ]
+        pair = {side: sum(row[side]["passed"] for row in both) for side in results}
+        totals["both_ran"] = {"files": len(both), **pair}
+        if pair["theano"]:
+            totals["both_ran"]["ratio"] = round(pair["theano_dag"] / pair["theano"], 3)
+    lines.append(totals)
+    out.write_text("".join(json.dumps(row) + "\n" for row in lines))
+    for row in lines:
+        cells = [f"{row['file']:<48}"]
+        for side in results:
+            c = row[side]
+            cells.append(f"{side}: {c['passed']:>4}/{c['tests']:<4}")
+        print("  ".join(cells))
+    if "ratio" in totals:
+        t, d = totals["theano"], totals["theano_dag"]
+        print(f"theano-pymc: {t['passed']} passed of {t['tests']} run")
+        print(f"theano_dag: {d['passed']} passed of {d['tests']} run")
+        print(f"theano_dag passes {totals['ratio']:.1%} as often as theano-pymc ({out})")
+        b = totals["both_ran"]
+        if b["files"] < len(files):
+            print(
+                f"(theano-pymc was counted on {b['files']} of the {len(files)} files: the ratio "
+                "above compares unequal selections; the one below, the same files)"
+            )
+        if "ratio" in b:
+            print(
+                f"on the {b['files']} files both sides ran: theano-pymc {b['theano']}, "
+                f"theano_dag {b['theano_dag']} ({b['ratio']:.1%})"
+            )
+    return totals
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", required=True, type=Path, help="a Theano-PyMC clone or .git dir")
@@ -329,54 +384,8 @@ def main(argv=None) -> int:
             partial,
         )
         results[side] = {**reused, **ran}
-    not_run = dict.fromkeys(COUNTS, 0)
     out = args.out or args.work / "results.jsonl"
-    lines = []
-    for f in files:
-        row = {"file": f}
-        for side, res in results.items():
-            r = res.get(f, {**not_run, "status": "not run"})
-            row[side] = _side_row(r)
-        lines.append(row)
-    totals = {"file": "TOTAL", "every": args.every, "ref": args.ref, "files": len(files)}
-    for side in results:
-        totals[side] = {k: sum(row[side][k] for row in lines) for k in COUNTS}
-    if len(results) == 2 and totals["theano"]["passed"]:
-        totals["ratio"] = round(totals["theano_dag"]["passed"] / totals["theano"]["passed"], 3)
-        # The ratio over the files both sides ran (a reused theano-pymc run may lack some).
-        both = [
-            row
-            for row in lines
-            if "status" not in row["theano"] and "status" not in row["theano_dag"]
-        ]
-        pair = {side: sum(row[side]["passed"] for row in both) for side in results}
-        totals["both_ran"] = {"files": len(both), **pair}
-        if pair["theano"]:
-            totals["both_ran"]["ratio"] = round(pair["theano_dag"] / pair["theano"], 3)
-    lines.append(totals)
-    out.write_text("".join(json.dumps(row) + "\n" for row in lines))
-    for row in lines:
-        cells = [f"{row['file']:<48}"]
-        for side in results:
-            c = row[side]
-            cells.append(f"{side}: {c['passed']:>4}/{c['tests']:<4}")
-        print("  ".join(cells))
-    if "ratio" in totals:
-        t, d = totals["theano"], totals["theano_dag"]
-        print(f"theano-pymc: {t['passed']} passed of {t['tests']} run")
-        print(f"theano_dag: {d['passed']} passed of {d['tests']} run")
-        print(f"theano_dag passes {totals['ratio']:.1%} as often as theano-pymc ({out})")
-        b = totals["both_ran"]
-        if b["files"] < len(files):
-            print(
-                f"(theano-pymc was counted on {b['files']} of the {len(files)} files: the ratio "
-                "above compares unequal selections; the one below, the same files)"
-            )
-        if "ratio" in b:
-            print(
-                f"on the {b['files']} files both sides ran: theano-pymc {b['theano']}, "
-                f"theano_dag {b['theano_dag']} ({b['ratio']:.1%})"
-            )
+    summarise(files, results, out, {"every": args.every, "ref": args.ref})
     print("\nleft out (files), and why:")
     for what, why in LEFT_OUT.items():
         print(f"  {what}: {why}")

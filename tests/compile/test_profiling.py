@@ -147,3 +147,17 @@ def test_at_exit_theano_rule_config_profile_at_exit_and_called_functions_only():
     # The flag is read at exit: set after compiling, the profiled function is printed.
     late = called + "theano_dag.config.profile = True\n"
     assert "Function profile: asked (CPU engine)\n  calls: 1" in _run_at_exit(late, "")
+
+
+@pytest.mark.parametrize("mode,engine", ENGINES)
+def test_theanos_names_of_the_call_counters(mode, engine):
+    # PyMC3's Model.profile reads fct_callcount and fct_call_time, as Theano names them.
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.exp(x).sum(), mode=mode, profile=True)
+    assert f.profile.fct_callcount == 0 and f.profile.fct_call_time == 0.0
+    for _ in range(5):
+        f(np.ones(4))
+    p = f.profile
+    assert p.fct_callcount == p.calls == 5
+    assert p.fct_call_time == p.call_time > 0.0
+    assert p.linker_time == p.link_time

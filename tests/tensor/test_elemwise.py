@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.special
 from engine_modes import OCL_OK, OCL_WHY
 from tensor_helpers import evaluate, inferred_shapes
 
@@ -388,3 +389,115 @@ def test_scalar_op_with_theanos_c_code_signature(engine):
             "sub), whose C statements theano_dag's kernels do not take: identity runs with its "
             "Python implementation (impl)"
         )
+
+
+# -- scalar ops whose gradient is written for scalar variables (Theano's convention) ----
+
+
+class _UserI1e(ts.UnaryScalarOp):
+    """A user's scalar op without a gradient (PyMC3's i1e)."""
+
+    def impl(self, x):
+        return scipy.special.i1e(x)
+
+
+_user_i1e = _UserI1e(ts.upgrade_to_float_no_complex, name="user_i1e")
+
+
+class _UserI0e(ts.UnaryScalarOp):
+    """PyMC3's I0e: its gradient applies scalar ops (its own i1e, ``sgn``) to its inputs."""
+
+    def impl(self, x):
+        return scipy.special.i0e(x)
+
+    def grad(self, inp, grads):
+        (x,) = inp
+        (gz,) = grads
+        return (gz * (_user_i1e(x) - ts.sgn(x) * self(x)),)
+
+
+_user_i0e = Elemwise(_UserI0e(ts.upgrade_to_float_no_complex, name="user_i0e"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("engine", ["py", "cpu_numpy", "cpu_c", "opencl"])
+def test_a_scalar_ops_gradient_written_for_scalars_gets_scalars(engine, dtype):
+    if engine == "opencl" and not OCL_OK:
+        pytest.skip(f"no OpenCL: {OCL_WHY}")
+    if engine == "cpu_c" and not theano_dag.config.cxx:
+        pytest.skip("no C compiler (config.cxx is empty)")
+    assert ts.grad_on_scalars(_user_i0e.scalar_op) and not ts.grad_on_scalars(ts.exp)
+    x = tt.vector("x", dtype=dtype)
+    g = theano_dag.grad(tt.sum(_user_i0e(x) * 3.0), x)
+    # The scalar graph is rebuilt with Elemwise ops on x: the user's ops and sgn among them.
+    ops = {
+        type(n.op.scalar_op).__name__
+        for n in theano_dag.graph.basic.io_toposort([x], [g])
+        if isinstance(n.op, Elemwise)
+    }
+    assert {"_UserI0e", "_UserI1e", "Sgn"} <= ops, ops
+    assert g.dtype == dtype
+    mode = Mode(linker="py" if engine == "py" else "opencl" if engine == "opencl" else "cpu")
+    flags = {"cxx": ""} if engine == "cpu_numpy" else {}
+    with theano_dag.config.change_flags(**flags), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the user's ops run with impl on the kernels
+        f = theano_dag.function([x], g, mode=mode)
+        xv = np.array([-3.0, -0.5, 0.25, 1.0, 4.0], dtype=dtype)
+        got = f(xv)
+    x64 = xv.astype("float64")
+    want = 3.0 * (scipy.special.i1e(x64) - np.sign(x64) * scipy.special.i0e(x64))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+    # and against finite differences
+    theano_dag.gradient.verify_grad(
+        lambda v: _user_i0e(v), [np.array([-2.0, -0.3, 0.7, 2.5])], rng=np.random.default_rng(0)
+    )
+
+
+class _UserHalfPower(ts.BinaryScalarOp):
+    """sqrt(x) * y: its L_op reads the output and a constant, and has no gradient for y."""
+
+    def impl(self, x, y):
+        return np.sqrt(x) * y
+
+    def L_op(self, inputs, outputs, output_grads):
+        (x, y), (z,), (gz,) = inputs, outputs, output_grads
+        gx = gz * z / (ts.constant(2.0) * x)
+        return [gx, theano_dag.gradient.grad_undefined(self, 1, y)]
+
+
+def test_a_scalar_gradient_with_the_output_a_constant_and_an_undefined_input():
+    op = Elemwise(_UserHalfPower(ts.upgrade_to_float, name="half_power"))
+    x, y = tt.dvector("x"), tt.dvector("y")
+    gx = theano_dag.grad(tt.sum(op(x, y)), x)
+    xv, yv = np.array([0.5, 2.0, 9.0]), np.array([1.5, -2.0, 3.0])
+    np.testing.assert_allclose(gx.eval({x: xv, y: yv}), yv / (2 * np.sqrt(xv)), rtol=1e-14)
+    # a broadcast input's gradient is summed over the broadcast dimension
+    r, m = tt.drow("r"), tt.dmatrix("m")
+    gr = theano_dag.grad(tt.sum(op(r, m)), r)
+    mv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(
+        gr.eval({r: xv[None], m: mv}), (mv / (2 * np.sqrt(xv))).sum(0, keepdims=True)
+    )
+    with pytest.raises(theano_dag.gradient.NullTypeGradError):
+        theano_dag.grad(tt.sum(op(x, y)), y)
+
+
+class _TensorGradInUserCode(ts.UnaryScalarOp):
+    """A gradient built with tensor ops, as theano_dag's own ops are, in a user's module."""
+
+    def impl(self, x):
+        return 2 * x
+
+    def grad(self, inputs, output_grads):
+        return [tt.mul(output_grads[0], 2.0)]
+
+
+def test_a_user_gradient_built_from_tensor_ops_can_say_so():
+    op = _TensorGradInUserCode(ts.upgrade_to_float, name="double")
+    x = tt.dvector("x")
+    with pytest.raises(TypeError, match="which is not made by scalar ops from its inputs"):
+        theano_dag.grad(tt.sum(Elemwise(op)(x)), x)
+    op.grad_on_scalars = False  # the op says it takes tensors, as theano_dag's own do
+    g = theano_dag.grad(tt.sum(Elemwise(op)(x)), x)
+    np.testing.assert_array_equal(g.eval({x: np.ones(3)}), np.full(3, 2.0))

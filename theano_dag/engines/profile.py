@@ -67,6 +67,23 @@ class ProfileStats:
         self.nodes_run_last = None
         self.nodes_run_total = 0
 
+    # Theano's names of the counters (ProfileStats.fct_callcount...), which its clients
+    # read (PyMC3's Model.profile).
+    @property
+    def fct_callcount(self) -> int:
+        """Theano's name of ``calls``."""
+        return self.calls
+
+    @property
+    def fct_call_time(self) -> float:
+        """Theano's name of ``call_time``: seconds spent in the calls."""
+        return self.call_time
+
+    @property
+    def linker_time(self) -> float:
+        """Theano's name of ``link_time``."""
+        return self.link_time
+
     def set_nodes(self, nodes):
         self.nodes = list(nodes)
         self.node_time = [0.0] * len(self.nodes)

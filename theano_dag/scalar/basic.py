@@ -52,6 +52,7 @@ __all__ = [
     "bool_out",
     "real_out",
     "holomorphic_grads",
+    "grad_on_scalars",
     "float_out",
     "transfer_type",
     "specific_out",
@@ -626,6 +627,12 @@ class ScalarOp(Op):
     # True when ``grad`` is written for complex values too (an op that is not
     # holomorphic: real, imag, abs...); the others are holomorphic, see ``L_op``.
     complex_grad = False
+    # What ``Elemwise`` hands ``grad``/``L_op``: False, the tensors of the Elemwise node
+    # (theano_dag's ops, whose gradients build tensor ops through ``vocabulary``); True,
+    # scalar variables, as Theano does (a gradient written for Theano applies scalar ops
+    # to them), the scalar graph it returns then rebuilt with Elemwise ops. None: decided
+    # by ``grad_on_scalars`` from the module that defines the op's gradient.
+    grad_on_scalars = None
     __props__ = ("output_types_preference",)
 
     name = None  # a subclass whose __init__ skips this one's (Theano's tests do) has none
@@ -744,6 +751,32 @@ class ScalarOp(Op):
 
     def grad(self, inputs, output_grads):
         return [grad_not_implemented(self, i, x) for i, x in enumerate(inputs)]
+
+
+def grad_on_scalars(op) -> bool:
+    """Whether ``Elemwise`` differentiates the scalar op ``op`` on scalar variables (the
+    op's ``grad_on_scalars`` when it sets one). By default a gradient written in
+    theano_dag's packages gets tensors, and one written elsewhere, as Theano's clients
+    write theirs (``gz * sgn(x)`` with ``theano.scalar`` ops), gets scalars.
+
+    >>> from theano_dag import scalar as ts
+    >>> grad_on_scalars(ts.exp)
+    False
+    >>> class Twice(ts.UnaryScalarOp):
+    ...     def grad(self, inputs, output_grads):
+    ...         return [output_grads[0] * 2]
+    >>> Twice.__module__ = "user_code"  # as when defined in a user's module
+    >>> grad_on_scalars(Twice(ts.upgrade_to_float))
+    True
+    """
+    flag = getattr(op, "grad_on_scalars", None)
+    if flag is not None:
+        return bool(flag)
+    for cls in type(op).__mro__:
+        if "L_op" in cls.__dict__ or "grad" in cls.__dict__:
+            module = cls.__module__ or ""
+            return not (module == "theano_dag" or module.startswith("theano_dag."))
+    return False
 
 
 def holomorphic_grads(formula, inputs, outputs, output_grads) -> list:

@@ -199,7 +199,10 @@ class Elemwise(Op):
         ograds = [
             _zeros_like(o) if is_disconnected(g) else g for g, o in zip(output_grads, outputs)
         ]
-        sgrads = self.scalar_op.elemwise_L_op(list(inputs), list(outputs), ograds)
+        if ts.grad_on_scalars(self.scalar_op):
+            sgrads = scalar_graph_grads(self.scalar_op, list(inputs), list(outputs), ograds)
+        else:
+            sgrads = self.scalar_op.elemwise_L_op(list(inputs), list(outputs), ograds)
         result = []
         for x, g in zip(inputs, sgrads):
             if _is_discrete(x):
@@ -212,6 +215,66 @@ class Elemwise(Op):
 
     def grad(self, inputs, output_grads):
         return self.L_op(inputs, self.make_node(*inputs).outputs, output_grads)
+
+
+def scalar_graph_grads(scalar_op, inputs, outputs, output_grads) -> list:
+    """The gradients of ``Elemwise(scalar_op)`` as Theano computes them: ``scalar_op``'s
+    ``L_op`` called with scalar variables standing for the node's tensors, and the scalar
+    graph it returns rebuilt with ``Elemwise`` ops on the tensors (for ops whose gradient
+    is written for scalars: ``ts.grad_on_scalars``).
+
+    >>> from theano_dag import tensor as tt
+    >>> class Cube(ts.UnaryScalarOp):  # a gradient as a Theano client writes it
+    ...     def impl(self, x):
+    ...         return x**3
+    ...     def grad(self, inputs, output_grads):
+    ...         (x,), (gz,) = inputs, output_grads
+    ...         return [gz * ts.constant(3.0) * ts.sqr(x)]
+    >>> x = tt.dvector("x")
+    >>> (g,) = scalar_graph_grads(Cube(ts.upgrade_to_float), [x], [x**3], [tt.ones_like(x)])
+    >>> g.eval({x: [1.0, 2.0]})
+    array([ 3., 12.])
+    """
+    # The scalar graph needs no test values: the Elemwise graph built from it gets them.
+    with config.change_flags(compute_test_value="off"):
+        s_inputs = [_scalar_stand_in(x) for x in inputs]
+        s_outputs = scalar_op.make_node(*s_inputs).outputs
+        s_grads = [_scalar_stand_in(g) for g in output_grads]
+        s_igrads = scalar_op.L_op(s_inputs, s_outputs, s_grads)
+    if not isinstance(s_igrads, (list, tuple)):
+        raise TypeError(f"{scalar_op}.grad returned {type(s_igrads).__name__}, not a list")
+    known = {}
+    for scalars, tensors in ((s_inputs, inputs), (s_outputs, outputs), (s_grads, output_grads)):
+        known.update((s, t) for s, t in zip(scalars, tensors) if s is not t)
+
+    def rebuild(v):
+        if v in known:
+            return known[v]
+        if is_null(v) or is_disconnected(v):
+            out = v
+        elif isinstance(v, Constant):
+            out = constant(np.asarray(v.data, dtype=v.type.dtype))
+        elif v.owner is not None and isinstance(v.owner.op, ts.ScalarOp):
+            args = [rebuild(i) for i in v.owner.inputs]
+            outs = Elemwise(v.owner.op)(*args, return_list=True)
+            known.update(zip(v.owner.outputs, outs))
+            out = outs[v.owner.outputs.index(v)]
+        else:
+            raise TypeError(
+                f"the gradient of {scalar_op} (written for scalar variables) holds {v} of "
+                f"type {v.type}, which is not made by scalar ops from its inputs"
+            )
+        known[v] = out
+        return out
+
+    return [None if g is None else rebuild(g) for g in s_igrads]
+
+
+def _scalar_stand_in(v):
+    """A scalar variable of ``v``'s dtype (a null or disconnected gradient as it is)."""
+    if is_null(v) or is_disconnected(v):
+        return v
+    return ts.get_scalar_type(v.type.dtype)()
 
 
 def _float_of(x):
