@@ -1,6 +1,11 @@
-"""The API reference (docs/reference/): a page per module whose entries are exactly the
-module's ``__all__``, each entry with an example that runs (and prints what the page
-shows), and an index with one line per entry linking to it."""
+"""The API reference (docs/reference/): pages whose entries are exactly their module's
+``__all__`` (a large module spreads over several pages with the same title module, whose
+entries together are its ``__all__``), each entry with an example that runs (and prints
+what the page shows), and an index with one line per name linking to its entry.
+
+An entry is a heading ``### `name` ``; an entry for a family of names (``dscalar``,
+``fscalar``, ...) may list the others on a line ``Also: `a`, `b`, ...`` right below its
+heading, and then covers each of them."""
 
 import contextlib
 import doctest
@@ -17,6 +22,8 @@ PAGES = sorted(p for p in REF.glob("*.md") if p.name != "index.md")
 TITLE = re.compile(r"\A# (`theano_dag(?:\.\w+)*`(?:(?:, | and )`theano_dag(?:\.\w+)*`)*)")
 MODULE = re.compile(r"`(theano_dag(?:\.\w+)*)`")
 ENTRY = re.compile(r"^### `(\w+)`$", re.M)
+# The other names of a family entry: the first line of its body.
+ALSO = re.compile(r"\A\s*Also: (`\w+`(?:, `\w+`)*)\n")
 BLOCK_AND_OUTPUT = re.compile(
     r"^```python\n(.*?)^```\n(?:[ \t]*\n)*(?:^```text\n(.*?)^```)?", re.S | re.M
 )
@@ -30,30 +37,61 @@ def modules_of(page):
     return [importlib.import_module(name) for name in MODULE.findall(match.group(1))]
 
 
+def sections(page):
+    """(heading name, every name the entry covers, body) per entry, in page order."""
+    parts = ENTRY.split(page.read_text())[1:]  # name, body, name, body...
+    out = []
+    for name, body in zip(parts[::2], parts[1::2]):
+        body = body.split("\n## ")[0]  # up to the next group
+        also = ALSO.match(body)
+        names = [name] + (re.findall(r"`(\w+)`", also.group(1)) if also else [])
+        out.append((name, names, body))
+    return out
+
+
 def entries(page):
-    return ENTRY.findall(page.read_text())
+    return [name for _, names, _ in sections(page) for name in names]
+
+
+def module_key(page):
+    return tuple(sorted(module.__name__ for module in modules_of(page)))
+
+
+# Pages grouped by the modules their titles name: together, one group's entries are
+# exactly those modules' __all__ (theano_dag.tensor spreads over several pages).
+GROUPS = {}
+for _page in PAGES:
+    GROUPS.setdefault(module_key(_page), []).append(_page)
 
 
 def test_there_are_reference_pages():
     assert PAGES and (REF / "index.md").exists()
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_a_page_has_one_entry_per_name_of_the_modules_all(page):
-    names = entries(page)
-    assert len(names) == len(set(names)), f"{page.name}: an entry appears twice"
-    public = sorted({name for module in modules_of(page) for name in module.__all__})
+@pytest.mark.parametrize("key", sorted(GROUPS), ids=[" ".join(k) for k in sorted(GROUPS)])
+def test_the_pages_of_modules_have_one_entry_per_name_of_their_all(key):
+    pages = GROUPS[key]
+    names = [name for page in pages for name in entries(page)]
+    where = ", ".join(page.name for page in pages)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    assert not twice, f"{where}: entries appear twice: {twice}"
+    public = {name for module in modules_of(pages[0]) for name in module.__all__}
     assert sorted(names) == sorted(public), (
-        f"{page.name}: missing {sorted(set(public) - set(names))}, "
-        f"not in __all__ {sorted(set(names) - set(public))}"
+        f"{where}: missing {sorted(public - set(names))}, "
+        f"not in __all__ {sorted(set(names) - public)}"
     )
+
+
+def test_the_tensor_reference_spreads_over_several_pages():
+    # The family format and page groups are used, not only allowed.
+    pages = GROUPS[("theano_dag.tensor",)]
+    assert len(pages) > 1
+    assert any(len(names) > 1 for page in pages for _, names, _ in sections(page))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_every_entry_has_an_example(page):
-    sections = ENTRY.split(page.read_text())[1:]  # name, body, name, body...
-    for name, body in zip(sections[::2], sections[1::2]):
-        body = body.split("\n## ")[0]  # up to the next group
+    for name, _, body in sections(page):
         assert "```python\n" in body, f"{page.name}: the entry {name} has no example"
 
 
@@ -82,5 +120,7 @@ def test_the_index_links_every_entry_once_to_its_heading():
         # The ids mkdocs gives the headings (its toc extension: `Scan` after `scan` is scan_1).
         html = markdown.markdown(page.read_text(), extensions=["toc"])
         ids = re.findall(r'<h3 id="([^"]+)"><code>(\w+)</code></h3>', html)
-        want |= {(name, page.name, anchor) for anchor, name in ids}
+        assert [name for _, name in ids] == [name for name, _, _ in sections(page)]
+        for (anchor, _), (_, names, _) in zip(ids, sections(page)):
+            want |= {(name, page.name, anchor) for name in names}
     assert set(links) == want, (sorted(want - set(links)), sorted(set(links) - want))
