@@ -22,8 +22,8 @@ PAGES = sorted(p for p in REF.glob("*.md") if p.name != "index.md")
 TITLE = re.compile(r"\A# (`theano_dag(?:\.\w+)*`(?:(?:, | and )`theano_dag(?:\.\w+)*`)*)")
 MODULE = re.compile(r"`(theano_dag(?:\.\w+)*)`")
 ENTRY = re.compile(r"^### `(\w+)`$", re.M)
-# The other names of a family entry: the first line of its body.
-ALSO = re.compile(r"\A\s*Also: (`\w+`(?:, `\w+`)*)\n")
+# The other names of a family entry: the first paragraph of its body.
+ALSO = re.compile(r"\A\s*Also: (`\w+`(?:,\s+`\w+`)*)\n")
 BLOCK_AND_OUTPUT = re.compile(
     r"^```python\n(.*?)^```\n(?:[ \t]*\n)*(?:^```text\n(.*?)^```)?", re.S | re.M
 )
