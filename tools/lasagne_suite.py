@@ -116,7 +116,11 @@ SIDE_SITE = {
 # same edit on both sides, made in the copy under WORK): file -> (old, new) pairs.
 PATCHES = {
     "lasagne/tests/layers/test_conv.py": [
-        ("output = output[slices]", "output = output[tuple(slices)]")
+        ("output = output[slices]", "output = output[tuple(slices)]"),
+        (
+            "output[[slice(None, None, factor) for factor in factors]]",
+            "output[tuple(slice(None, None, factor) for factor in factors)]",
+        ),
     ],
 }
 
