@@ -112,8 +112,9 @@ SIDE_SITE = {
 }
 
 
-# Lasagne's test helpers index arrays with a list of slices, which numpy 1.23 refuses (the
-# same edit on both sides, made in the copy under WORK): file -> (old, new) pairs.
+# Lasagne's code for older numpy: its test helpers index arrays with a list of slices, which
+# numpy 1.23 refuses, and its thin-plate-spline layer gives np.linspace a float count (the
+# same edits on both sides, made in the copy under WORK): file -> (old, new) pairs.
 PATCHES = {
     "lasagne/tests/layers/test_conv.py": [
         ("output = output[slices]", "output = output[tuple(slices)]"),
@@ -121,6 +122,10 @@ PATCHES = {
             "output[[slice(None, None, factor) for factor in factors]]",
             "output[tuple(slice(None, None, factor) for factor in factors)]",
         ),
+    ],
+    # np.linspace wants an int count since numpy 1.18.
+    "lasagne/layers/special.py": [
+        ("= np.sqrt(num_control_points)", "= int(np.sqrt(num_control_points))")
     ],
 }
 
