@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -49,6 +49,25 @@ $(PYMC3_STAMP): pyproject.toml setup.py tools/pymc3_requirements.txt
 	touch $(PYMC3_STAMP)
 
 venv-pymc3: $(PYMC3_STAMP)
+
+# Lasagne's own tests on both Theanos (make lasagne-suite): one venv as for PyMC3, numpy
+# 1.23.5, scipy 1.9.3, pytest 7 (Lasagne's conftest uses a hook argument pytest 8 dropped),
+# mock; theano_dag with its theano alias, theano-pymc off sys.path for the other side.
+LASAGNE_VENV := .venv-lasagne
+LASAGNE_STAMP := $(LASAGNE_VENV)/.installed
+$(LASAGNE_STAMP): pyproject.toml setup.py
+	test -x $(LASAGNE_VENV)/bin/python || $(PY) -m venv $(LASAGNE_VENV)
+	$(LASAGNE_VENV)/bin/python -m pip install -q "numpy==1.23.5" "scipy==1.9.3" \
+	  "pytest==7.4.4" mock filelock
+	rm -rf $(LASAGNE_VENV)/theano-pymc
+	$(LASAGNE_VENV)/bin/python -m pip install -q --no-deps --target $(LASAGNE_VENV)/theano-pymc \
+	  "theano-pymc==1.1.2"
+	rm -rf $(LASAGNE_VENV)/theano-pymc/tests
+	$(LASAGNE_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(LASAGNE_VENV)/bin/python -m theano_dag.compat install-theano-alias
+	touch $(LASAGNE_STAMP)
+
+venv-lasagne: $(LASAGNE_STAMP)
 
 # PoCL from pip (in the dev extra) is tried first. On virtual machines whose CPUID hides
 # the CPU model it cannot build kernels; then Debian's PoCL is installed (root only).
@@ -149,7 +168,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/networks.py --render benchmarks/results/latest.jsonl
 
 clean:
-	rm -rf $(VENV) $(THEANO_VENV) $(PYMC3_VENV) $(DEMO_VENV) build dist *.egg-info
+	rm -rf $(VENV) $(THEANO_VENV) $(PYMC3_VENV) $(LASAGNE_VENV) $(DEMO_VENV) build dist *.egg-info
 
 # theano-pymc 1.1.2's own tensor, compile and gradient tests, run against theano_dag with
 # the imports changed and against theano-pymc itself; counts in build/theano-suite/.
@@ -177,3 +196,13 @@ PYMC3_SUITE_PER_FILE ?= 10
 pymc3-suite: $(STAMP) $(PYMC3_STAMP)
 	$(BIN)/python tools/pymc3_suite.py --python $(PYMC3_VENV)/bin/python \
 	  --theano-pymc $(PYMC3_VENV)/theano-pymc --per-file $(PYMC3_SUITE_PER_FILE) --table
+
+# Lasagne's own tests (lasagne/tests, every file and test) on theano-pymc 1.1.2 in Python
+# mode and on theano_dag through the theano alias; LASAGNE_SRC: a Lasagne checkout (cloned
+# here when absent, which needs the network). Counts per file in
+# build/lasagne-suite/results.jsonl and a table as the README's. Not part of make test.
+LASAGNE_SRC ?= build/Lasagne
+lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
+	test -d $(LASAGNE_SRC) || git clone -q --depth 1 https://github.com/Lasagne/Lasagne $(LASAGNE_SRC)
+	$(BIN)/python tools/lasagne_suite.py --python $(LASAGNE_VENV)/bin/python \
+	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) --table

@@ -171,10 +171,10 @@ def run_side(side, python, site, files, env, timeout, jobs, logs, partial):
     return {r["file"]: {"side": side, **r} for r in results}
 
 
-def table(results_path: Path) -> str:
+def table(results_path: Path, what: str = "PyMC3 test file") -> str:
     """The README's table (Markdown) of a results file: passed/run per file and side."""
     rows = [json.loads(line) for line in results_path.read_text().splitlines()]
-    out = ["| PyMC3 test file | theano-pymc 1.1.2 | theano_dag (alias) |", "|---|---:|---:|"]
+    out = [f"| {what} | theano-pymc 1.1.2 | theano_dag (alias) |", "|---|---:|---:|"]
     for row in rows:
         name = "**total**" if row["file"] == "TOTAL" else f"`{row['file'].split('/')[-1]}`"
         cells = []

@@ -175,3 +175,27 @@ def test_pkl_utils_dump_and_load(tmp_path):
     back = __import__("pickle").loads((tmp_path / "m.pkl").read_bytes())
     assert back.type == m.type and not hasattr(back.tag, "trace")
     assert not hasattr(back.tag, "note") and m.tag.note == "kept"
+
+
+def test_scan_utils_path_holds_equal_computations_and_clone():
+    # Theano 1.1's theano.scan.utils (Lasagne's tests compare penalties with
+    # equal_computations from there).
+    from theano_dag.scan import utils as scan_utils
+
+    x, y = tt.dvector("x"), tt.dvector("y")
+    assert scan_utils.equal_computations([tt.sqr(x).sum()], [tt.sqr(x).sum()])
+    assert not scan_utils.equal_computations([tt.sqr(x).sum()], [tt.sqr(y).sum()])
+    replaced = scan_utils.clone(x * 2 + 1, replace={x: y})
+    assert scan_utils.equal_computations([replaced], [y * 2 + 1])
+    np.testing.assert_array_equal(replaced.eval({y: np.array([1.0, 2.0])}), [3.0, 5.0])
+
+
+def test_gpuarray_dnn_checks_say_no_cudnn():
+    # Code probing for cuDNN (Lasagne's dnn layers) must take its CPU path, by an
+    # ImportError of its own, not fail on a missing attribute.
+    from theano_dag.gpuarray import dnn
+
+    assert theano_dag.gpuarray.pygpu_activated is False
+    assert dnn.dnn_present() is False and dnn.dnn_available("dev0") is False
+    assert dnn.dnn_present.msg == dnn.dnn_available.msg == "PyGPU not available"
+    assert dnn.dnn_present.avail is False

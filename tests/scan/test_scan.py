@@ -211,13 +211,18 @@ def test_infer_shape_of_rows_that_depend_on_values_is_not_defined():
         node.op.infer_shape(None, node, [(), (v.shape[0],)])
 
 
-def test_strict_wants_every_variable_passed():
+def test_strict_wants_every_shared_variable_passed():
+    # As Theano: strict=True refuses a shared variable the step reads but nobody passed;
+    # another outer variable (an input, Lasagne's mocked layers) is an implicit non-sequence.
     w = tt.dscalar("w")
     x = tt.dvector("x")
-    with pytest.raises(ValueError, match=r"strict=True.*w"):
-        scan(lambda v: v * w, sequences=x, strict=True)
-    out, _ = scan(lambda v, w: v * w, sequences=x, non_sequences=w, strict=True)
-    np.testing.assert_allclose(out.eval({x: np.ones(2), w: 3.0}), [3, 3])
+    s = theano_dag.shared(2.0, name="s")
+    with pytest.raises(ValueError, match=r"strict=True\): the step function uses \[s\]"):
+        scan(lambda v: v * s * w, sequences=x, strict=True)
+    out, _ = scan(lambda v: v * w, sequences=x, strict=True)
+    np.testing.assert_allclose(out.eval({x: np.array([1.0, 2.0]), w: 3.0}), [3, 6])
+    out, _ = scan(lambda v, s: v * s * w, sequences=x, non_sequences=s, strict=True)
+    np.testing.assert_allclose(out.eval({x: np.array([1.0, 2.0]), w: 3.0}), [6, 12])
 
 
 @pytest.mark.parametrize("mode", ENGINES)

@@ -210,7 +210,8 @@ def test_theano_way_of_building_the_ops():
             "smaller than",
         ),
         (
-            lambda: Pool(ndim=3)(tt.dtensor3(), tt.lvector()),
+            # A symbolic window makes a SymbolicWindowPool from a template only.
+            lambda: Pool((2, 2, 2), ndim=3)(tt.dtensor3(), tt.lvector()),
             NotImplementedError,
             "known when the graph is built",
         ),

@@ -138,7 +138,8 @@ def scan(
     through the loop and ends with its last value). ``n_steps`` (an int or a symbolic
     integer) defaults to the shortest sequence; ``go_backwards`` walks the sequences
     from their end. ``truncate_gradient=k`` backpropagates through the last ``k``
-    steps only. ``strict=True`` asks that every variable ``fn`` uses be passed in.
+    steps only. ``strict=True`` asks that every shared variable ``fn`` uses be passed in
+    (as ``non_sequences`` or ``sequences``); other outer variables it reads are passed for it.
     ``mode`` compiles the inner graph (a Mode; None or a name: the default mode);
     ``profile`` and ``allow_gc`` are accepted for Theano's signature.
 
@@ -316,7 +317,13 @@ def scan(
     ]
     free = list(dict.fromkeys([*free, *updates]))
     if strict:
-        missing = [v for v in free if v not in updates and v not in given_nonseqs]
+        # As Theano: strict is about shared variables; another outer variable the step
+        # reads is an implicit non-sequence either way.
+        missing = [
+            v
+            for v in free
+            if isinstance(v, SharedVariable) and v not in updates and v not in given_nonseqs
+        ]
         if missing:
             raise ValueError(
                 f"scan(strict=True): the step function uses {missing}, which are not in "

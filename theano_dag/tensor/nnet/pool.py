@@ -7,6 +7,9 @@ built, so shapes stay static and the memory planner sees them. Theano's way of b
 the Ops still works: ``Pool(ignore_border, mode, ndim)`` without a window is a template
 whose call ``op(x, ws, stride, pad)`` (constants) makes the node of
 ``Pool(ws, stride, pad, ignore_border, mode, ndim)``; the same for the gradient Ops.
+A window, stride or padding known only when the function runs (a symbolic vector, or
+entries computed from the input's shape) makes a ``SymbolicWindowPool`` node instead,
+which builds the Op above from the values of each call.
 
 Modes, as in Theano: ``max`` and ``sum`` ignore the padding; ``average_inc_pad``
 divides by the window size including padding, ``average_exc_pad`` by the number of
@@ -27,6 +30,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math
@@ -45,6 +49,7 @@ __all__ = [
     "max_pool_2d_same_size",
     "avg_pool_2d",
     "pool_output_shape",
+    "SymbolicWindowPool",
 ]
 
 _MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
@@ -160,6 +165,18 @@ class _PoolBase(Op):
         if mode not in _MODES:
             raise ValueError(f"{who}: mode must be one of {_MODES}, got {mode!r}")
         return mode
+
+    def _symbolic_call(self, inputs, ws, stride, pad):
+        """The node of ``SymbolicWindowPool`` when a template is called with a window,
+        stride or padding known only when the function runs (a symbolic vector); else
+        None."""
+        if self.ws is not None or not any(
+            _is_symbolic(v) for v in (ws, stride, pad) if v is not None
+        ):
+            return None
+        return SymbolicWindowPool(type(self), self.ignore_border, self.mode, self.ndim)(
+            *inputs, *_window_vectors(ws, stride, pad, self.ndim)
+        )
 
     def _with_window(self, ws, stride, pad):
         """This Op with the window a call gives: the concrete Op for a template; the
@@ -350,6 +367,9 @@ class Pool(_PoolBase):
         return [int(s) if isinstance(s, (int, np.integer)) else s for s in shape]
 
     def make_node(self, x, ws=None, stride=None, pad=None):
+        node = self._symbolic_call([x], ws, stride, pad)
+        if node is not None:
+            return node.owner
         op = self._with_window(ws, stride, pad)
         if op is not self:
             # A window given by the caller (pool_2d, pool_3d, Theano's call) is checked
@@ -400,6 +420,9 @@ class MaxPoolGrad(_PoolBase):
     to every position holding its maximum."""
 
     def make_node(self, x, maxout, gz, ws=None, stride=None, pad=None):
+        node = self._symbolic_call([x, maxout, gz], ws, stride, pad)
+        if node is not None:
+            return node.owner
         op = self._with_window(ws, stride, pad)
         if op is not self:
             return op.make_node(x, maxout, gz)
@@ -446,6 +469,9 @@ class DownsampleFactorMaxGradGrad(_PoolBase):
     output of ``maxout``'s shape, the sum of ``ggx`` over each window's maxima."""
 
     def make_node(self, x, maxout, ggx, ws=None, stride=None, pad=None):
+        node = self._symbolic_call([x, maxout, ggx], ws, stride, pad)
+        if node is not None:
+            return node.owner
         op = self._with_window(ws, stride, pad)
         if op is not self:
             return op.make_node(x, maxout, ggx)
@@ -498,6 +524,9 @@ class AveragePoolGrad(_PoolBase):
         super().__init__(ws, stride, pad, ignore_border, mode, ndim)
 
     def make_node(self, x, gz, ws=None, stride=None, pad=None, dummy=None):
+        node = self._symbolic_call([x, gz], ws, stride, pad)
+        if node is not None:
+            return node.owner
         op = self._with_window(ws, stride, pad)
         if op is not self:
             return op.make_node(x, gz)
@@ -532,6 +561,149 @@ class AveragePoolGrad(_PoolBase):
         x, _ = inputs
         (g,) = output_grads
         return [tb.zeros_like(x), Pool(**self._params())(g)]
+
+
+def _is_symbolic(value):
+    """Whether a window, stride or padding is known only when the function runs."""
+    try:
+        _static_ints(value, "", "")
+    except NotImplementedError:
+        return True
+    return False
+
+
+def _window_vectors(ws, stride, pad, ndim):
+    """``ws``, ``stride`` (default: ``ws``) and ``pad`` (default: zeros) as int64 vectors."""
+
+    def vector(v):
+        if isinstance(v, (list, tuple)):
+            v = MakeVector("int64")(*[tb.cast(as_tensor_variable(e), "int64") for e in v])
+        v = tb.cast(as_tensor_variable(v), "int64")
+        if v.ndim != 1:
+            raise TypeError(f"pooling: a window, stride or padding must be a vector, got {v}")
+        return v
+
+    ws = vector(ws)
+    stride = ws if stride is None else vector(stride)
+    pad = tb.zeros((ndim,), dtype="int64") if pad is None else vector(pad)
+    return ws, stride, pad
+
+
+class SymbolicWindowPool(Op):
+    """One of the pooling Ops (``base``: ``Pool``, ``MaxPoolGrad``, ``AveragePoolGrad``,
+    ``DownsampleFactorMaxGradGrad``) whose window, stride and padding are its last three
+    inputs (int64 vectors of ``ndim`` entries), known only when the function runs, as
+    Theano allows (``pool_2d(x, ws=iv, stride=iv)``). Each call runs ``base`` built with
+    the values given; a window known when the graph is built makes ``base``'s own node.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, w = tt.dmatrix("x"), tt.lvector("w")
+    >>> y = pool_2d(x, ws=w, ignore_border=True)
+    >>> type(y.owner.op).__name__
+    'SymbolicWindowPool'
+    >>> y.eval({x: np.arange(16.0).reshape(4, 4), w: [2, 2]})
+    array([[ 5.,  7.],
+           [13., 15.]])
+    """
+
+    __props__ = ("base", "ignore_border", "mode", "ndim")
+
+    def __init__(self, base, ignore_border, mode="max", ndim=2):
+        self.base = base
+        self.ignore_border = bool(ignore_border)
+        self.mode = _PoolBase._check_mode(mode, "SymbolicWindowPool")
+        self.ndim = int(ndim)
+
+    def __str__(self):
+        return f"SymbolicWindowPool{{{self.base.__name__}, {self.mode}}}"
+
+    def make_node(self, *inputs):
+        *data, ws, stride, pad = inputs
+        template = self.base(self.ignore_border, self.mode, self.ndim)
+        data = [template._input(v, f"input {k}") for k, v in enumerate(data)]
+        window = [tb.cast(as_tensor_variable(v), "int64") for v in (ws, stride, pad)]
+        for v in window:
+            if v.ndim != 1:
+                raise TypeError(f"{self}: window, stride and padding must be vectors, got {v}")
+        if self.base is Pool:
+            x = data[0]
+            shape = (*x.type.shape[: -self.ndim], *(None,) * self.ndim)
+            out = TensorType(x.dtype, shape=shape)()
+        elif self.base is DownsampleFactorMaxGradGrad:
+            out = TensorType(data[2].dtype, shape=data[1].type.shape)()
+        else:
+            out = TensorType(data[-1].dtype, shape=data[0].type.shape)()
+        return Apply(self, [*data, *window], [out])
+
+    def _static(self, ws, stride, pad):
+        who = str(self)
+        for name, v in (("ws", ws), ("stride", stride), ("pad", pad)):
+            if v.shape != (self.ndim,):
+                raise ValueError(f"{who}: {name} must have {self.ndim} entries, got {v}")
+        op = self.base(
+            tuple(ws), tuple(stride), tuple(pad), self.ignore_border, self.mode, self.ndim
+        )
+        if self.base is Pool and any(p >= w for p, w in zip(op.pad, op.ws)):
+            raise NotImplementedError(f"{op}: padding {op.pad} must be smaller than the window")
+        return op
+
+    def perform(self, node, inputs, output_storage, params=None):
+        *data, ws, stride, pad = inputs
+        self._static(ws, stride, pad).perform(node, data, output_storage)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        if self.base is Pool:
+            ws, stride, pad = node.inputs[-3:]
+            shape = list(input_shapes[0])
+            for i in range(self.ndim):
+                k = len(shape) - self.ndim + i
+                shape[k] = _symbolic_out_len(shape[k], ws[i], stride[i], pad[i], self.ignore_border)
+            return [tuple(shape)]
+        if self.base is DownsampleFactorMaxGradGrad:
+            return [input_shapes[1]]
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        n = len(node.inputs) - 3
+        return [[True]] * n + [[False]] * 3
+
+    def _again(self, base, *data, window):
+        return SymbolicWindowPool(base, self.ignore_border, self.mode, self.ndim)(*data, *window)
+
+    def L_op(self, inputs, outputs, output_grads):
+        *data, ws, stride, pad = inputs
+        window = (ws, stride, pad)
+        (g,) = output_grads
+        off = [disconnected_type() for _ in window]
+        if self.base is Pool:
+            (x,) = data
+            if x.dtype in discrete_dtypes:
+                return [tb.zeros_like(x, dtype="float64"), *off]
+            if self.mode == "max":
+                return [self._again(MaxPoolGrad, x, outputs[0], g, window=window), *off]
+            return [self._again(AveragePoolGrad, x, g, window=window), *off]
+        if self.base is AveragePoolGrad:
+            x, _ = data
+            return [tb.zeros_like(x), self._again(Pool, g, window=window), *off]
+        x, maxout, _ = data
+        other = (
+            MaxPoolGrad
+            if self.base is DownsampleFactorMaxGradGrad
+            else (DownsampleFactorMaxGradGrad)
+        )
+        gg = self._again(other, x, maxout, g, window=window)
+        return [tb.zeros_like(x), tb.zeros_like(maxout), gg, *off]
+
+
+def _symbolic_out_len(v, ws, stride, pad, ignore_border):
+    """``_out_len`` for a window, stride and padding known when the function runs."""
+    v = v + 2 * pad
+    if ignore_border:
+        return math.maximum((v - ws) // stride + 1, 0)
+    wide = (v - 1) // stride + 1
+    narrow = math.maximum((v - 1 - ws + stride) // stride, 0) + 1
+    return math.switch(math.ge(stride, ws), wide, narrow)
 
 
 def _deprecated_names(who, ws, stride, pad, ds, st, padding, ndim):

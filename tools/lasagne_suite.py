@@ -1,0 +1,233 @@
+"""Run Lasagne's own tests (``lasagne/tests``, every file, every test) on theano-pymc
+1.1.2 in Python mode and on theano_dag through the ``theano`` import alias, and count the
+passes of each (``make lasagne-suite``).
+
+Lasagne (``--lasagne``: a checkout of Lasagne/Lasagne) is written for Theano 1.0. The
+Theano 1.0 names it uses that theano-pymc 1.1 renamed or dropped (``LASAGNE_NAMES``:
+``theano.gof``, ``theano.scan_module``, ``theano.Variable``, ``MRG_RandomStreams``...)
+are given on both sides by a start-up shim written here, each pointing at its theano-pymc
+1.1.2 name, so the two sides differ only in what ``import theano`` gives. The venv
+(``--python``) holds both, as ``tools/pymc3_suite.py`` sets them up: theano_dag with its
+alias, and theano-pymc installed apart (``--theano-pymc``, ``pip install --target``).
+theano-pymc runs with ``cxx=`` (Python mode): its C mode cannot compile ``scan`` on
+Python 3.11 here.
+
+Each file runs in its own pytest process with a time limit; the result is one JSON line
+per file and a total line in ``--out`` (``WORK/results.jsonl``), and ``--table`` prints
+the README's table.
+
+    python tools/lasagne_suite.py --python /path/to/venv/bin/python \\
+        --theano-pymc /path/to/venv/theano-pymc --lasagne /path/to/Lasagne --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from pymc3_suite import PLUGIN, SITECUSTOMIZE, run_side, side_env, table
+from theano_suite import _side_row, load_side, summarise
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Lasagne's Theano 1.0 name -> its theano-pymc 1.1.2 name (module:attribute).
+LASAGNE_NAMES = {
+    "theano.Variable": "theano.graph.basic:Variable",
+    "theano.TensorType": "theano.tensor:TensorType",
+    "theano.gof.Variable": "theano.graph.basic:Variable",
+    "theano.gof.graph.Variable": "theano.graph.basic:Variable",
+    "theano.gof.graph.inputs": "theano.graph.basic:graph_inputs",
+    "theano.gof.graph.is_same_graph": "theano.graph.toolbox:is_same_graph",
+    "theano.scan_module.scan_utils.equal_computations": "theano.scan.utils:equal_computations",
+    "theano.sandbox.rng_mrg.MRG_RandomStreams": "theano.sandbox.rng_mrg:MRG_RandomStream",
+}
+
+SHIM = '''"""Written by tools/lasagne_suite.py: Lasagne's Theano 1.0 names, after import."""
+
+import importlib
+import importlib.abc
+import sys
+import types
+
+NAMES = __NAMES__
+
+
+def _give_names(theano):
+    for old, new in NAMES.items():
+        module, _, attr = new.partition(":")
+        value = getattr(importlib.import_module(module), attr)
+        parts = old.split(".")
+        holder = theano
+        for k in range(1, len(parts) - 1):
+            name = ".".join(parts[: k + 1])
+            child = getattr(holder, parts[k], None)
+            if child is None:
+                child = sys.modules.get(name) or types.ModuleType(name)
+                child.__path__ = []
+                sys.modules[name] = child
+                setattr(holder, parts[k], child)
+            holder = child
+        if getattr(holder, parts[-1], None) is None:
+            setattr(holder, parts[-1], value)
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _give_names(module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "theano":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                spec.loader = _Loader(spec.loader)
+                return spec
+        return None
+
+
+sys.meta_path.insert(0, _Finder())
+'''.replace("__NAMES__", repr(LASAGNE_NAMES))
+
+# The sitecustomize of each side: theano-pymc's takes the alias's finder off sys.meta_path
+# first (pymc3_suite's), then both give Lasagne's names.
+SIDE_SITE = {
+    "theano": SITECUSTOMIZE + "\nimport lasagne_names  # noqa\n",
+    "theano_dag": "import lasagne_names  # noqa\n",
+}
+
+
+# Lasagne's code for older numpy: its test helpers index arrays with a list of slices, which
+# numpy 1.23 refuses, and its thin-plate-spline layer gives np.linspace a float count (the
+# same edits on both sides, made in the copy under WORK): file -> (old, new) pairs.
+PATCHES = {
+    "lasagne/tests/layers/test_conv.py": [
+        ("output = output[slices]", "output = output[tuple(slices)]"),
+        (
+            "output[[slice(None, None, factor) for factor in factors]]",
+            "output[tuple(slice(None, None, factor) for factor in factors)]",
+        ),
+    ],
+    # np.linspace wants an int count since numpy 1.18.
+    "lasagne/layers/special.py": [
+        ("= np.sqrt(num_control_points)", "= int(np.sqrt(num_control_points))")
+    ],
+}
+
+
+def prepare(src: Path, dest: Path) -> Path:
+    """A copy of the Lasagne checkout ``src`` at ``dest`` with ``PATCHES`` made."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", "docs"))
+    for rel, edits in PATCHES.items():
+        path = dest / rel
+        text = path.read_text()
+        for old, new in edits:
+            if old not in text:
+                raise SystemExit(f"{rel}: {old!r} not found: update PATCHES")
+            text = text.replace(old, new)
+        path.write_text(text)
+    return dest
+
+
+def test_files(lasagne: Path) -> list:
+    """Lasagne's test files, relative to its checkout."""
+    return sorted(
+        p.relative_to(lasagne).as_posix() for p in (lasagne / "lasagne/tests").rglob("test_*.py")
+    )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", default=str(ROOT / ".venv-lasagne" / "bin" / "python"))
+    ap.add_argument("--theano-pymc", type=Path, default=ROOT / ".venv-lasagne" / "theano-pymc")
+    ap.add_argument("--lasagne", type=Path, default=ROOT / "build" / "Lasagne")
+    ap.add_argument("--work", type=Path, default=ROOT / "build" / "lasagne-suite")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per file")
+    ap.add_argument("--jobs", type=int, default=2, help="files run at once")
+    ap.add_argument("--side", choices=["both", "theano", "theano_dag"], default="both")
+    ap.add_argument("--files", nargs="*", help="test files, as lasagne/tests/test_x.py")
+    ap.add_argument(
+        "--reuse",
+        type=Path,
+        default=None,
+        help="take the theano-pymc side's counts from this earlier results/partial file",
+    )
+    ap.add_argument("--out", type=Path, default=None, help="default: WORK/results.jsonl")
+    ap.add_argument("--table", action="store_true", help="print the README's table at the end")
+    ap.add_argument("--show", action="store_true", help="list the tests that do not pass")
+    args = ap.parse_args(argv)
+
+    work = args.work.resolve()
+    lasagne = prepare(args.lasagne.resolve(), work / "lasagne")
+    (work / "plugin").mkdir(parents=True, exist_ok=True)
+    (work / "plugin" / "pymc3_suite_plugin.py").write_text(PLUGIN)
+    (work / "plugin" / "lasagne_names.py").write_text(SHIM)
+    files = args.files or test_files(lasagne)
+    wanted = ["theano", "theano_dag"] if args.side == "both" else [args.side]
+    results = {}
+    for side in wanted:
+        reused = load_side(args.reuse, side) if args.reuse and side == "theano" else {}
+        partial = work / f"partial-{side}.jsonl"
+        partial.write_text(
+            "".join(
+                json.dumps({"file": f, side: _side_row(r, outcomes=True)}) + "\n"
+                for f, r in reused.items()
+            )
+        )
+        site_dir = work / f"{side}-side"
+        site_dir.mkdir(exist_ok=True)
+        (site_dir / "sitecustomize.py").write_text(SIDE_SITE[side])
+        compiledir = work / "theano-cache"
+        env = side_env(side, work, args.theano_pymc.resolve(), 0, compiledir)
+        paths = env["PYTHONPATH"].split(os.pathsep)
+        if side == "theano":
+            paths[0] = str(site_dir)  # pymc3_suite's theano-side, with Lasagne's names
+            env["THEANO_FLAGS"] += ",cxx="
+        else:
+            paths.insert(0, str(site_dir))
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        todo = [f for f in files if f not in reused]
+        ran = run_side(
+            side,
+            args.python,
+            lasagne,
+            todo,
+            env,
+            args.timeout,
+            args.jobs,
+            work / "logs" / side,
+            partial,
+        )
+        results[side] = {**reused, **ran}
+    out = args.out or work / "results.jsonl"
+    summarise(files, results, out, {"lasagne": "Lasagne/Lasagne master"})
+    if args.show:
+        for side, res in results.items():
+            print(f"\nnot passing on the {side} side:")
+            for f in files:
+                for test, outcome in res.get(f, {}).get("outcomes", {}).items():
+                    if outcome not in ("passed", "skipped"):
+                        print(f"  {outcome.upper():<8} {test}")
+    if args.table:
+        print("\n" + table(out, "Lasagne test file"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
