@@ -8,6 +8,7 @@ import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.tensor.elemwise import Elemwise
 
 from .rewrite_helpers import apply_dbs, check, fgraph_values, ops_of
 
@@ -246,3 +247,22 @@ def test_special_rewrites_are_tagged_stabilize():
     assert "log_erfc" not in " ".join(str(n.op) for n in f.maker.fgraph.apply_nodes)
     f = theano_dag.function([x], tt.log(tt.erfc(x)), mode=FAST_RUN_PY)
     assert np.isfinite(f(np.array([40.0]))).all()
+
+
+def test_func_inv_mul_exp_and_log_erf_structure():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    # arccosh(cosh(x)) is |x|, not x (Theano's rule gave x)
+    f = theano_dag.function([x], tt.arccosh(tt.cosh(x)), mode=FAST_RUN_PY)
+    assert "cosh" not in " ".join(str(n.op.scalar_op) for n in _elemwise(f))
+    np.testing.assert_array_equal(f(np.array([-800.0, 2.0])), [800.0, 2.0])
+    # a quotient of exponentials is one exponential
+    f = theano_dag.function([x, y], tt.exp(x) / tt.exp(y), mode=FAST_RUN_PY)
+    assert " ".join(str(n.op.scalar_op) for n in _elemwise(f)).count("exp") == 1
+    np.testing.assert_allclose(f(np.array([800.0]), np.array([799.0])), [np.e])
+    # log(erf(x)) keeps erfc's digits where erf(x) rounds to 1
+    f = theano_dag.function([x], tt.log(tt.erf(x)), mode=FAST_RUN_PY)
+    np.testing.assert_allclose(f(np.array([6.0]))[0], -2.1519736712498913e-17, rtol=1e-14)
+
+
+def _elemwise(f):
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Elemwise)]

@@ -166,6 +166,36 @@ CASES = [
             ("float64", np.array([1e-310, 2.0, 1e300])),
         )
     ],
+    elementwise(
+        "arctanh(tanh(x)) where tanh rounds to 1",
+        lambda x: tt.arctanh(tt.tanh(x)),
+        lambda x: x,
+        [np.array([-30.0, -1e-20, 0.5, 19.0, 30.0, 800.0])],
+    ),
+    elementwise(
+        "tanh(arctanh(x)) near 1",
+        lambda x: tt.tanh(tt.arctanh(x)),
+        lambda x: x,
+        [np.array([-0.9999999, -1e-20, 0.5, 0.9999999])],
+    ),
+    elementwise(
+        "deg2rad(rad2deg(x)) at huge x",
+        lambda x: tt.deg2rad(tt.rad2deg(x)),
+        lambda x: x,
+        [np.array([3e38, -2.5, 1e-30])],
+    ),
+    elementwise(
+        "log(erf(x)) near 0 and in the tail",
+        lambda x: tt.log(tt.erf(x)),
+        lambda x: mpmath.log(mpmath.erf(x)),
+        [np.array([1e-20, 0.3, 0.99, 1.0, 3.0, 6.0, 9.0])],
+    ),
+    elementwise(
+        "exp(x) * exp(-x) at +-800",
+        lambda x: tt.exp(x) * tt.exp(-x),
+        lambda x: mpmath.mpf(1),  # exactly: its derivative is 0, not mpmath's rounding
+        [np.array([-800.0, -90.0, 0.0, 90.0, 800.0])],
+    ),
 ]
 
 

@@ -48,6 +48,9 @@ __all__ = [
     "local_exp_log_inverses",
     "local_exp_over_add_exp",
     "local_div_by_reciprocal",
+    "local_func_inv",
+    "local_mul_exp",
+    "local_log_erf",
 ]
 
 
@@ -646,3 +649,105 @@ def local_div_by_reciprocal(fgraph, node):
 
 
 RULES.canonicalize()(local_div_by_reciprocal)
+
+
+def _identity(x):
+    return x
+
+
+# f(g(x)) for a function and its inverse -> (the domain of g's argument where the pair
+# is defined, the composition): Theano's local_func_inv, with the domain kept (Theano
+# gave x for arccosh(cosh(x)), which is |x|).
+_FUNC_INV = {
+    (ts.deg2rad, ts.rad2deg): (None, _identity),
+    (ts.rad2deg, ts.deg2rad): (None, _identity),
+    (ts.sinh, ts.arcsinh): (None, _identity),
+    (ts.arcsinh, ts.sinh): (None, _identity),
+    (ts.tanh, ts.arctanh): (lambda x: tm.le(abs(x), 1), _identity),
+    (ts.arctanh, ts.tanh): (None, _identity),
+    (ts.cosh, ts.arccosh): (lambda x: tm.ge(x, 1), _identity),
+    (ts.arccosh, ts.cosh): (None, abs),
+}
+
+
+@RULES.canonicalize()
+@stabilize()
+@local_optimizer(
+    [tm.deg2rad, tm.rad2deg, tm.sinh, tm.arcsinh, tm.tanh, tm.arctanh, tm.cosh, tm.arccosh]
+)
+def local_func_inv(fgraph, node):
+    """A function of its inverse (``arcsinh(sinh(x))``, ``arctanh(tanh(x))``,
+    ``deg2rad(rad2deg(x))``...) as its argument, NaN outside the inverse's domain as
+    before: ``sinh(800)`` overflows and ``tanh(20)`` rounds to 1, where the composition
+    is just ``x``."""
+    # arcsinh(sinh(x)) -> x ; sinh(arcsinh(x)) -> x ; arctanh(tanh(x)) -> x
+    # tanh(arctanh(x)) -> switch(|x| <= 1, x, nan) ; cosh(arccosh(x)) -> switch(x >= 1, x, nan)
+    # arccosh(cosh(x)) -> |x| ; deg2rad(rad2deg(x)) -> x ; rad2deg(deg2rad(x)) -> x
+    inner = node.inputs[0].owner
+    found = _FUNC_INV.get((scalar_op(node), scalar_op(inner)))
+    if found is None:
+        return False
+    x = inner.inputs[0]
+    if not is_float(x) or x.dtype != node.outputs[0].dtype:
+        return False
+    domain, value = found
+    new = value(x)
+    if domain is not None:
+        new = _nan_unless(domain(x), new)
+    return fit(node.outputs[0], new, [x])
+
+
+# In specialize, as PyTensor's: after stabilize has paired exp(x) with 1 + exp(x) into
+# sigmoids (exp(x) * exp(x) / (1 + exp(x))**2 would otherwise become exp(2x) / ...).
+@RULES.specialize()
+@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,))
+def local_mul_exp(fgraph, node):
+    """A product or quotient of exponentials as the exponential of the sum or
+    difference (PyTensor's ``local_mul_exp_to_exp_add``, ``local_div_exp_to_exp_sub``):
+    ``exp(800) * exp(-800)`` is ``inf * 0``, ``exp(0)`` is 1."""
+    # exp(x) * exp(y) * z -> exp(x + y) * z ; exp(x) / exp(y) -> exp(x - y)
+    if not graph_holds(fgraph, ts.exp):
+        return False
+    out = node.outputs[0]
+    if not is_float(out):
+        return False
+    sop = scalar_op(node)
+    if isinstance(sop, ts.TrueDiv):
+        a, b = node.inputs
+        if not (_is_op(a, ts.exp) and _is_op(b, ts.exp)):
+            return False
+        return fit(out, tm.exp(a.owner.inputs[0] - b.owner.inputs[0]), node.inputs)
+    if not isinstance(sop, ts.Mul):
+        return False
+    exps = [i for i in node.inputs if _is_op(i, ts.exp) and i.dtype == out.dtype]
+    if len(exps) < 2:
+        return False
+    rest = list(node.inputs)
+    for e in exps:
+        rest.remove(e)
+    new = tm.exp(tm.add(*[e.owner.inputs[0] for e in exps]))
+    if rest:
+        new = tm.mul(new, *rest)
+    return fit(out, new, node.inputs)
+
+
+@stabilize()
+@local_optimizer([tm.log], requirements=(count_scalar_ops,))
+def local_log_erf(fgraph, node):
+    """``log(erf(x))`` as ``log1p(-erfc(x))`` from ``x = 1`` on, where ``erf(x)`` rounds
+    to 1 (from ``x = 6`` in float64) and its log to 0 although the true value is
+    ``-erfc(x)``."""
+    # log(erf(x)) -> switch(x < 1, log(erf(x)), log1p(-erfc(x)))
+    if not graph_holds(fgraph, ts.erf):
+        return False
+    inner = node.inputs[0].owner
+    if scalar_op(node) != ts.log or scalar_op(inner) != ts.erf:
+        return False
+    x = inner.inputs[0]
+    if not is_float(x) or x.dtype != node.outputs[0].dtype:
+        return False
+    if isinstance(scalar_op(x.owner), ts.Minimum) and is_const(x.owner.inputs[1], 1):
+        return False  # the small-x branch this rule wrote
+    small = tm.log(tm.erf(tm.minimum(x, 1)))  # (the branch not taken stays finite)
+    new = tm.switch(tm.lt(x, 1), small, tm.log1p(-tm.erfc(x)))
+    return fit(node.outputs[0], new, [x])
