@@ -188,3 +188,17 @@ def test_an_error_in_a_reused_graph_names_the_key_of_the_call():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(f(one_layer(good, ((2, 2), (2, 2)))), np.ones((4, 4)))
+
+
+def test_inputs_of_unknown_chunks_or_several_layers_are_built_at_every_call(builds):
+    x = tt.dvector("x")
+    f = theano_dag.function([x], (x * 3).sum(), mode=_mode(chunks=4))
+    a = np.arange(12.0)
+    unknown = da.from_array(a, chunks=4)
+    unknown = unknown[unknown >= 0]  # chunks known only once computed
+    lazy = da.from_array(a, chunks=4) + 0  # a graph of two layers
+    for _ in range(2):
+        assert f(unknown) == 198.0
+        assert f(lazy) == 198.0
+    assert len(builds) == 4
+    assert not f.fn.plans

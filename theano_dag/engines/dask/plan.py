@@ -43,15 +43,16 @@ def _placeholder_task(name):
 def signature(fgraph, input_storage, chunks_for):
     """The chunk structure of the inputs now in the cells, or None when a graph made
     for it could not be reused (an input that is not an array, a dask input made by a
-    graph of several layers, which dask's optimization would fuse into the call's)."""
+    graph of several layers, which dask's optimization would fuse into the call's, or
+    of chunks unknown until computed)."""
     sig = []
     for k, (var, cell) in enumerate(zip(fgraph.inputs, input_storage)):
         value = cell[0]
         if not hasattr(var.type, "ndim") or value is None:
             return None
         if is_dask_array(value):
-            if len(value.dask.layers) != 1:
-                return None
+            if len(value.dask.layers) != 1 or any(np.isnan(c).any() for c in value.chunks):
+                return None  # several layers, or chunks not known before computing
             sig.append(("dask", value.chunks, value.dtype.str))
         else:
             value = np.asarray(value)
@@ -157,7 +158,7 @@ def make_plan(fgraph, sig, build_values):
     owners = {}
     try:
         build_values(values, owners)
-    except PlaceholderRead:
+    except Exception:  # noqa: BLE001 (PlaceholderRead, or an error the call's own build says)
         return None
     outs = [values[o] if o in values else o.data for o in fgraph.outputs]
     lazy = [o for o in outs if is_dask_array(o)]
