@@ -24,7 +24,8 @@ compute summed, ``*_task_span_s``: first start to last end, ``*_call_s``), and w
 
 ``--issue`` runs instead the chain's case at 2*10^7 float64 values in 20 chunks on 2
 workers, ``--runs`` times (3), each run on a cluster of its own: one row per run with
-every call's time of both engines (alternating), their medians and ratio, and the
+every call's time of both engines (alternating: dask.array, then ours and ours with its
+graph rebuilt at every call, each of them first in turn), their medians and ratios, and the
 client's share of a call (medians): ``*_client_build_s`` (making the call's graph:
 theano_dag's collections, or the dask.array expression), ``*_client_submit_s``
 (``Client.compute``: packing and sending the graph), and one call's split as above.
@@ -253,9 +254,11 @@ def _issue_run(args, run):
         times = {e: [] for e in fns}
         build = {e: [] for e in fns}
         submit = {e: [] for e in fns}
-        order = list(fns)
+        ours = ["theano_dag", "theano_dag_rebuilt"]
         for r in range(args.repeats):
-            for e in order[r % 3 :] + order[: r % 3]:  # each engine first in turn
+            # dask.array first, then ours in turn just after it (a dask.array call
+            # leaves the workers' memory churned: the call after it is slower)
+            for e in ["dask_array", *(ours if r % 2 == 0 else ours[::-1])]:
                 with _ClientClock() as clock:
                     t0 = time.perf_counter()
                     if e == "dask_array":
