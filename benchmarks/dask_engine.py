@@ -22,13 +22,23 @@ worker of each, one call's split (``*_tasks``, ``*_worker_compute_s``: the tasks
 compute summed, ``*_task_span_s``: first start to last end, ``*_call_s``), and with
 2 workers the scaling from 1 worker (time with 1 / time with 2) for each engine.
 
-Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``.
+``--issue`` runs instead the chain's case at 2*10^7 float64 values in 20 chunks on 2
+workers, ``--runs`` times (3), each run on a cluster of its own: one row per run with
+every call's time of both engines (alternating: dask.array, then ours and ours with its
+graph rebuilt at every call, each of them first in turn), their medians and ratios, and the
+client's share of a call (medians): ``*_client_build_s`` (making the call's graph:
+theano_dag's collections, or the dask.array expression), ``*_client_submit_s``
+(``Client.compute``: packing and sending the graph), and one call's split as above.
+
+Run: ``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py [--n 40000000]``,
+``PYTHONPATH=. .venv/bin/python benchmarks/dask_engine.py --issue``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -40,6 +50,8 @@ import numpy as np
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.dask import DaskLinker
 from theano_dag.testing import procmem
 
 D = 10
@@ -178,6 +190,123 @@ def _breakdown(fn, values):
     }
 
 
+class _ClientClock:
+    """Time spent on the client building a call's graph and submitting it: wraps
+    the Dask engine's ``DaskThunk.collections`` and ``Client.compute`` while active."""
+
+    def __init__(self):
+        self.build = self.submit = 0.0
+
+    def __enter__(self):
+        from theano_dag.engines.dask.linker import DaskThunk
+
+        self._saved = [(DaskThunk, "collections"), (distributed.Client, "compute")]
+        self._orig = [getattr(c, n) for c, n in self._saved]
+        clock = self
+
+        def collections(thunk):
+            t0 = time.perf_counter()
+            try:
+                return self._orig[0](thunk)
+            finally:
+                clock.build += time.perf_counter() - t0
+
+        def compute(client, *a, **k):
+            t0 = time.perf_counter()
+            try:
+                return self._orig[1](client, *a, **k)
+            finally:
+                clock.submit += time.perf_counter() - t0
+
+        DaskThunk.collections, distributed.Client.compute = collections, compute
+        return self
+
+    def __exit__(self, *exc):
+        for (c, n), f in zip(self._saved, self._orig):
+            setattr(c, n, f)
+
+
+def _issue_run(args, run):
+    """One run of the issue's case: its own cluster, both engines' calls alternating."""
+    cluster, client = _cluster(2, args)
+    try:
+        n, chunk = 20_000_000, 1_000_000
+        xd = da.random.default_rng(0).standard_normal(n, chunks=chunk).persist()
+        distributed.wait(xd)
+        x = tt.dvector("x")
+        f = theano_dag.function([x], chain(x, tt).sum(), mode="DASK")
+        # the same, its graph built and optimized again at every call
+        g = theano_dag.function(
+            [x], chain(x, tt).sum(), mode=Mode(linker=DaskLinker(reuse_graph=False))
+        )
+
+        def peer_build():
+            return chain(xd, da).sum()
+
+        fns = {
+            "theano_dag": lambda: f(xd),
+            "theano_dag_rebuilt": lambda: g(xd),
+            "dask_array": lambda: client.compute(peer_build()).result(),
+        }
+        want = fns["dask_array"]()
+        for e in ("theano_dag", "theano_dag_rebuilt"):
+            np.testing.assert_allclose(fns[e](), want, rtol=1e-9)  # and warm
+        times = {e: [] for e in fns}
+        build = {e: [] for e in fns}
+        submit = {e: [] for e in fns}
+        ours = ["theano_dag", "theano_dag_rebuilt"]
+        for r in range(args.repeats):
+            # dask.array first, then ours in turn just after it (a dask.array call
+            # leaves the workers' memory churned: the call after it is slower)
+            for e in ["dask_array", *(ours if r % 2 == 0 else ours[::-1])]:
+                with _ClientClock() as clock:
+                    t0 = time.perf_counter()
+                    if e == "dask_array":
+                        expr = peer_build()
+                        clock.build += time.perf_counter() - t0
+                        client.compute(expr).result()
+                    else:
+                        fns[e]()
+                    times[e].append(time.perf_counter() - t0)
+                build[e].append(clock.build)
+                submit[e].append(clock.submit)
+        med = {e: statistics.median(v) for e, v in times.items()}
+        row = {
+            "case": "chain40_issue",
+            "run": run,
+            "workers": 2,
+            "n": n,
+            "chunks": n // chunk,
+            "load_avg_1m": round(_loadavg(), 2),
+        }
+        for e in fns:
+            row[f"{e}_calls_s"] = [round(t, 4) for t in times[e]]
+        for e in fns:
+            row[f"{e}_s"] = round(med[e], 4)
+        row["dask_array_over_theano_dag"] = round(med["dask_array"] / med["theano_dag"], 2)
+        row["dask_array_over_theano_dag_rebuilt"] = round(
+            med["dask_array"] / med["theano_dag_rebuilt"], 2
+        )
+        for e in fns:
+            row[f"{e}_client_build_s"] = round(statistics.median(build[e]), 5)
+            row[f"{e}_client_submit_s"] = round(statistics.median(submit[e]), 5)
+        for e, fn in fns.items():
+            for k, v in _breakdown(lambda _v, fn=fn: fn(), None).items():
+                row[f"{e}_{k}"] = v
+        row["load_avg_1m_end"] = round(_loadavg(), 2)
+        return row
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _loadavg():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20_000_000, help="elements of the input")
@@ -186,7 +315,13 @@ def main():
     ap.add_argument("--memory-limit", default="1GB", help="per worker")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--issue", action="store_true", help="the 2*10^7, 20 chunks case")
+    ap.add_argument("--runs", type=int, default=3, help="runs of --issue")
     args = ap.parse_args()
+    if args.issue:
+        for run in range(args.runs):
+            print(json.dumps(_issue_run(args, run)), flush=True)
+        return
     counts = [int(w) for w in args.workers.split(",")]
     by_workers: dict = {}
     for case in args.cases.split(","):

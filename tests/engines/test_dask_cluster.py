@@ -256,3 +256,63 @@ def test_a_task_whose_workers_die_is_named_with_its_op():
     finally:
         c.close()
         cluster.close()
+
+
+def test_a_reused_graph_keeps_each_call_s_updates_on_the_cluster(client, monkeypatch):
+    # Every call runs the graph built for the first (same chunks), under keys of its
+    # own: the update a shared variable holds from one call is never taken for the next's.
+    from theano_dag.engines.dask import linker as dask_linker
+
+    builds = []
+    real = dask_linker.build
+    monkeypatch.setattr(dask_linker, "build", lambda *a, **k: builds.append(1) or real(*a, **k))
+    xd = da.random.default_rng(4).standard_normal(8 * 1000, chunks=1000).persist()
+    w = dask_shared(da.zeros(8000, chunks=1000).persist(), name="w")
+    x = tt.dvector("x")
+    f = theano_dag.function([x], (x * w).sum(), updates=[(w, w * 0.5 + x)], mode="DASK")
+    xv, w_np = xd.compute(), np.zeros(8000)
+    held = []
+    for _ in range(4):
+        np.testing.assert_allclose(f(xd), (xv * w_np).sum(), rtol=1e-12)
+        w_np = w_np * 0.5 + xv
+        held.append(w.get_value(return_internal_type=True))
+        assert all(distributed.futures_of(held[-1]))
+    assert len(builds) == 1
+    assert len({a.name for a in held}) == 4
+    for k, a in enumerate(held):  # the earlier calls' updates, still held, unchanged
+        np.testing.assert_allclose(a.compute(), xv * (2 - 0.5**k), rtol=1e-12)
+
+
+def test_a_task_of_a_reused_graph_whose_workers_die_is_named():
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=MEMORY_LIMIT,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        )
+    c = distributed.Client(cluster, set_as_default=False)
+    try:
+        x = tt.dvector("x")
+        f = theano_dag.function([x], (x * 2).sum(), mode=Mode(linker=DaskLinker(scheduler=c)))
+
+        def one_layer(chunk):  # an input of one layer, as a persisted one is: reused
+            name = f"given-{uuid.uuid4().hex}"
+            return da.Array({(name, i): (chunk, 2) for i in range(2)}, name, ((2, 2),), "f8")
+
+        assert f(one_layer(np.ones)) == 8.0  # builds the graph
+        with pytest.raises(DaskTaskError) as err:
+            f(one_layer(os._exit))
+        assert re.fullmatch(
+            r"Dask engine: task \('given-[0-9a-f]{32}', [01]\) \(making input 'x'\) failed: "
+            r"KilledWorker: the workers running it died \(more than 0 times\)",
+            str(err.value),
+        ), str(err.value)
+        c.wait_for_workers(1, timeout=HANG_S)
+        assert f(one_layer(np.ones)) == 8.0  # the next call works
+        assert len(f.fn.plans) == 1
+    finally:
+        c.close()
+        cluster.close()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-# dask, da, tokenize, BlockIdDep, local and threaded are read as attributes (see
-# __getattr__).
+# dask, da, tokenize, BlockIdDep, local, threaded and the graph helpers of _LAZY are
+# read as attributes (see __getattr__).
 __all__ = ["require", "is_dask_array", "current_client"]
 
 _LAZY = {
@@ -20,6 +20,12 @@ _LAZY = {
     "BlockIdDep": ("dask.layers", "ArrayBlockIdDep"),
     "local": ("dask.local", None),
     "threaded": ("dask.threaded", None),
+    "Task": ("dask._task_spec", "Task"),
+    "convert_legacy_graph": ("dask._task_spec", "convert_legacy_graph"),
+    "fuse_linear_task_spec": ("dask._task_spec", "fuse_linear_task_spec"),
+    "optimize_blockwise": ("dask.blockwise", "optimize_blockwise"),
+    "HighLevelGraph": ("dask.highlevelgraph", "HighLevelGraph"),
+    "flatten": ("dask.core", "flatten"),
 }
 
 

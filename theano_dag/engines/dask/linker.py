@@ -17,6 +17,12 @@ current client if there is one, else the threaded scheduler. Outputs come back a
 numpy arrays, or as dask arrays (not computed) with ``return_dask=True``. Updates of
 shared variables holding dask arrays (``DaskSharedVariable``) are persisted where
 the scheduler keeps them (on the cluster's workers) and stay dask arrays.
+
+A call's graph, optimized, is kept per chunk structure of the inputs (``engines.dask.
+plan``: chunks and dtypes; a numpy input's shape and dtype) and reused by the next
+call of the same structure, its keys renamed and the call's input chunks put in
+(``reuse_graph=False``: built and optimized again at every call, as a graph whose
+construction reads input values always is).
 """
 
 from __future__ import annotations
@@ -30,11 +36,15 @@ from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
+from theano_dag.engines.dask.plan import make_plan, signature
 from theano_dag.engines.dask.shared import DaskInputType
 from theano_dag.engines.dask.translate import DaskTaskError, build, check_chunks
 from theano_dag.sparse.type import SparseType
 
-__all__ = ["DaskLinker", "DaskThunk"]
+__all__ = ["DaskLinker", "DaskThunk", "MAX_PLANS"]
+
+# Chunk structures whose graph a function keeps (the oldest one goes first).
+MAX_PLANS = 8
 
 
 class DaskLinker(Linker):
@@ -54,10 +64,17 @@ class DaskLinker(Linker):
     incompatible_rewrites = ("inplace", "fused_reduce")
 
     def __init__(
-        self, chunks="auto", scheduler=None, return_dask=False, rechunk=True, allow_gc=None
+        self,
+        chunks="auto",
+        scheduler=None,
+        return_dask=False,
+        rechunk=True,
+        allow_gc=None,
+        reuse_graph=True,
     ):
         super().__init__(allow_gc=allow_gc)
         self.chunks = chunks
+        self.reuse_graph = bool(reuse_graph)
         self.rechunk = bool(rechunk)
         self.dask_scheduler = scheduler
         self.return_dask = bool(return_dask)
@@ -125,6 +142,11 @@ class DaskThunk(Thunk):
         self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
         # The last call's {layer name: node or input variable}, to name a failed task.
         self.owners: dict = {}
+        # chunk structure -> its Plan (None: not reusable); the last call's layer
+        # names as built -> as run, and whether its graph is optimized already.
+        self.plans: dict = {}
+        self.renamed: dict = {}
+        self.optimized = False
 
     def check_chunks(self):
         """Raise ChunkError now where an op cannot run on the chunks it will get, for
@@ -159,6 +181,41 @@ class DaskThunk(Thunk):
     def collections(self):
         """The dask value of every output for the inputs now in the cells (computes
         nothing but shapes and the small local values)."""
+        self.renamed, self.optimized = {}, False
+        sig = None
+        if self.linker.reuse_graph:
+            sig = signature(self.fgraph, self.input_storage, self.linker.chunks_for)
+        if sig is not None:
+            if sig not in self.plans:
+                if len(self.plans) >= MAX_PLANS:
+                    del self.plans[next(iter(self.plans))]
+                self.plans[sig] = make_plan(self.fgraph, sig, self._build)
+            plan = self.plans[sig]
+            if plan is not None:
+                return self._from_plan(plan, sig)
+        return self._collections()
+
+    def _build(self, values, owners):
+        build(self.order, values, self.kernels, self.linker.rechunk, owners)
+
+    def _from_plan(self, plan, sig):
+        owners = self.owners = {}
+        inputs = {}
+        for k, (var, cell) in enumerate(zip(self.fgraph.inputs, self.input_storage)):
+            value = cell[0]
+            if not is_dask_array(value):
+                # name=False: a random key, not a hash of the whole array.
+                value = backend.da.from_array(np.asarray(value), chunks=sig[k][1], name=False)
+            inputs[k] = value
+            owners.update(dict.fromkeys(value.dask.layers, var))
+        outs, self.renamed = plan.instantiate(inputs)
+        for old, new in self.renamed.items():
+            if old in plan.owners:
+                owners[new] = plan.owners[old]
+        self.optimized = True
+        return outs
+
+    def _collections(self):
         fg = self.fgraph
         values = {}
         owners = self.owners = {}
@@ -171,7 +228,7 @@ class DaskThunk(Thunk):
             if is_dask_array(value):
                 owners.update(dict.fromkeys(value.dask.layers, var))
             values[var] = value
-        build(self.order, values, self.kernels, self.linker.rechunk, owners)
+        self._build(values, owners)
         return [values[o] if o in values else o.data for o in fg.outputs]
 
     def __call__(self):
@@ -189,8 +246,15 @@ class DaskThunk(Thunk):
             keep = {j for j, v in enumerate(outs) if is_dask_array(v)}
         try:
             self._run(outs, sched, keep)
-        except DaskTaskError:
-            raise  # one of the engine's own tasks, named where it ran
+        except DaskTaskError as exc:
+            # One of the engine's own tasks, named where it ran by its key as built:
+            # the key it had in this call instead.
+            msg = str(exc)
+            for old, new in self.renamed.items():
+                msg = msg.replace(f"'{old}'", f"'{new}'")
+            if msg == str(exc):
+                raise
+            raise DaskTaskError(msg) from exc
         except Exception as exc:
             key = _failed_key(exc)
             if key is None:
@@ -232,15 +296,15 @@ class DaskThunk(Thunk):
         if persist and not self.linker.return_dask:
             # One graph for both: the persisted updates and the computed outputs share
             # their common work (computed once), then the outputs are gathered.
-            done = _persist([outs[j] for j in lazy], sched)
+            done = _persist([outs[j] for j in lazy], sched, not self.optimized)
             for j, v in zip(lazy, done):
                 outs[j] = v
         elif persist:
-            done = _persist([outs[j] for j in persist], sched)
+            done = _persist([outs[j] for j in persist], sched, not self.optimized)
             for j, v in zip(persist, done):
                 outs[j] = v
         if compute:
-            done = _compute([outs[j] for j in compute], sched)
+            done = _compute([outs[j] for j in compute], sched, not self.optimized)
             for j, v in zip(compute, done):
                 outs[j] = v
 
@@ -303,21 +367,22 @@ def _local_kwargs(sched):
     return {"scheduler": sched}
 
 
-def _persist(arrays, sched):
+def _persist(arrays, sched, optimize=True):
+    # optimize: False for a graph optimized already (a reused plan's)
     if hasattr(sched, "persist"):  # a distributed Client: the chunks stay on the workers
-        return sched.persist(arrays)
-    return backend.dask.persist(*arrays, **_local_kwargs(sched))
+        return sched.persist(arrays, optimize_graph=optimize)
+    return backend.dask.persist(*arrays, optimize_graph=optimize, **_local_kwargs(sched))
 
 
-def _compute(arrays, sched):
+def _compute(arrays, sched, optimize=True):
     if hasattr(sched, "compute"):
-        futures = sched.compute(arrays)
+        futures = sched.compute(arrays, optimize_graph=optimize)
         try:
             return sched.gather(futures)
         except Exception as exc:
             _note_failed_key(exc, sched, futures)
             raise
-    return backend.dask.compute(*arrays, **_local_kwargs(sched))
+    return backend.dask.compute(*arrays, optimize_graph=optimize, **_local_kwargs(sched))
 
 
 def _note_failed_key(exc, client, futures):

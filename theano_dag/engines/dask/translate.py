@@ -54,10 +54,13 @@ __all__ = [
     "check_chunks",
     "CHECKS",
     "LOCAL_MAX_SIZE",
+    "FULL_FAN_IN",
 ]
 
 # Values up to this many elements, computed from local values only, stay local.
 LOCAL_MAX_SIZE = 64
+# Chunks' partials combined per task of a reduction over all axes (per axis).
+FULL_FAN_IN = 64
 
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 
@@ -113,15 +116,18 @@ class KeyedTask:
 
 def _keyed_blockwise(fn, name, label, ind, arrays, meta):
     """``da.blockwise`` of ``KeyedTask(fn)`` over ``arrays`` (all indexed ``ind``): the
-    chunks unified first, as ``blockwise`` would, so each task gets its block index."""
+    chunks unified first, as ``blockwise`` would, so each task gets its block index.
+    A numpy value among ``arrays`` (one element) goes to every task as it is."""
     pairs = []
     for a in arrays:
-        pairs += [a, ind]
-    chunkss, arrays = backend.da.core.unify_chunks(*pairs)
+        if is_dask_array(a):
+            pairs += [a, ind]
+    chunkss, unified = backend.da.core.unify_chunks(*pairs)
+    unified = iter(unified)
     out_chunks = tuple(chunkss[c] for c in ind)
     args = [backend.BlockIdDep(out_chunks), ind]
     for a in arrays:
-        args += [a, ind]
+        args += [next(unified), ind] if is_dask_array(a) else [a, None]
     return backend.da.blockwise(
         KeyedTask(fn, name, label), ind, *args, meta=meta, name=name, align_arrays=False
     )
@@ -238,7 +244,14 @@ def _cast(x, node, k=0):
 def _elemwise(node, vals, kernels):
     ndim = node.outputs[0].ndim
     ind = _ALPHABET[:ndim]
-    arrays = [_as_dask(v) for v in vals]
+    # A local value of one element (a constant, mostly) is an argument of each task,
+    # not a task of its own that every chunk's task waits for.
+    arrays = [
+        np.asarray(v) if _local(v) and np.size(v) == 1 and np.ndim(v) == ndim else _as_dask(v)
+        for v in vals
+    ]
+    if not any(is_dask_array(a) for a in arrays):
+        arrays[0] = _as_dask(arrays[0])
     # One kernel per node for the life of the function: compiled once per worker.
     kern = kernels.get(node)
     if kern is None:
@@ -279,11 +292,17 @@ def _reduce(node, vals):
     x = _as_dask(vals[0])
     fn = getattr(backend.da, _reducer_name(op))
     axis = op.axis
+    kw = {}
+    if x.ndim and (axis is None or len({a % x.ndim for a in axis}) == x.ndim):
+        # Every chunk's partial is one number: combined at once (up to FULL_FAN_IN
+        # per task), not by dask's tree of 4 at a level (20 chunks: 7 tasks in 3
+        # levels, a scheduler round trip each, for adding 20 numbers).
+        kw["split_every"] = FULL_FAN_IN
     if isinstance(op, te._DtypeReduce):
         acc = op.acc_dtype_for(node.inputs[0].dtype)
-        out = fn(x, axis=axis, dtype=acc)
+        out = fn(x, axis=axis, dtype=acc, **kw)
     else:
-        out = fn(x, axis=axis)
+        out = fn(x, axis=axis, **kw)
     return [_cast(out, node)]
 
 
