@@ -23,14 +23,21 @@ the README's table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 from pathlib import Path
 
-from pymc3_suite import PLUGIN, SITECUSTOMIZE, run_side, side_env, table
-from theano_suite import _side_row, load_side, summarise
+from pymc3_suite import (
+    PLUGIN,
+    SITECUSTOMIZE,
+    common_arguments,
+    run_side,
+    side_env,
+    start_side,
+    table,
+)
+from theano_suite import summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,23 +161,9 @@ def test_files(lasagne: Path) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--python", default=str(ROOT / ".venv-lasagne" / "bin" / "python"))
-    ap.add_argument("--theano-pymc", type=Path, default=ROOT / ".venv-lasagne" / "theano-pymc")
+    common_arguments(ap, ".venv-lasagne", "lasagne-suite", 900)
     ap.add_argument("--lasagne", type=Path, default=ROOT / "build" / "Lasagne")
-    ap.add_argument("--work", type=Path, default=ROOT / "build" / "lasagne-suite")
-    ap.add_argument("--timeout", type=int, default=900, help="seconds per file")
-    ap.add_argument("--jobs", type=int, default=2, help="files run at once")
-    ap.add_argument("--side", choices=["both", "theano", "theano_dag"], default="both")
     ap.add_argument("--files", nargs="*", help="test files, as lasagne/tests/test_x.py")
-    ap.add_argument(
-        "--reuse",
-        type=Path,
-        default=None,
-        help="take the theano-pymc side's counts from this earlier results/partial file",
-    )
-    ap.add_argument("--out", type=Path, default=None, help="default: WORK/results.jsonl")
-    ap.add_argument("--table", action="store_true", help="print the README's table at the end")
-    ap.add_argument("--show", action="store_true", help="list the tests that do not pass")
     args = ap.parse_args(argv)
 
     work = args.work.resolve()
@@ -182,14 +175,7 @@ def main(argv=None) -> int:
     wanted = ["theano", "theano_dag"] if args.side == "both" else [args.side]
     results = {}
     for side in wanted:
-        reused = load_side(args.reuse, side) if args.reuse and side == "theano" else {}
-        partial = work / f"partial-{side}.jsonl"
-        partial.write_text(
-            "".join(
-                json.dumps({"file": f, side: _side_row(r, outcomes=True)}) + "\n"
-                for f, r in reused.items()
-            )
-        )
+        reused, partial = start_side(args, work, side)
         site_dir = work / f"{side}-side"
         site_dir.mkdir(exist_ok=True)
         (site_dir / "sitecustomize.py").write_text(SIDE_SITE[side])

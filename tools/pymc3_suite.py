@@ -190,19 +190,14 @@ def table(results_path: Path, what: str = "PyMC3 test file") -> str:
     return "\n".join(out)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--python", default=str(ROOT / ".venv-pymc3" / "bin" / "python"))
-    ap.add_argument("--theano-pymc", type=Path, default=ROOT / ".venv-pymc3" / "theano-pymc")
-    ap.add_argument("--work", type=Path, default=ROOT / "build" / "pymc3-suite")
-    ap.add_argument(
-        "--theano-compiledir", type=Path, default=None, help="default: WORK/theano-cache"
-    )
-    ap.add_argument("--per-file", type=int, default=10, help="tests run per file, at most")
-    ap.add_argument("--timeout", type=int, default=600, help="seconds per file")
+def common_arguments(ap, venv: str, work: str, timeout: int) -> None:
+    """The options both client suites (PyMC3's, Lasagne's) take, with their defaults."""
+    ap.add_argument("--python", default=str(ROOT / venv / "bin" / "python"))
+    ap.add_argument("--theano-pymc", type=Path, default=ROOT / venv / "theano-pymc")
+    ap.add_argument("--work", type=Path, default=ROOT / "build" / work)
+    ap.add_argument("--timeout", type=int, default=timeout, help="seconds per file")
     ap.add_argument("--jobs", type=int, default=2, help="files run at once")
     ap.add_argument("--side", choices=["both", "theano", "theano_dag"], default="both")
-    ap.add_argument("--files", nargs="*", help="test files, as pymc3/tests/test_x.py")
     ap.add_argument(
         "--reuse",
         type=Path,
@@ -212,6 +207,30 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="default: WORK/results.jsonl")
     ap.add_argument("--table", action="store_true", help="print the README's table at the end")
     ap.add_argument("--show", action="store_true", help="list the tests that do not pass")
+
+
+def start_side(args, work: Path, side: str) -> tuple:
+    """``(reused counts, partial file)`` of one side: the counts ``--reuse`` gives the
+    theano-pymc side, written first to the partial file the run appends to."""
+    reused = load_side(args.reuse, side) if args.reuse and side == "theano" else {}
+    partial = work / f"partial-{side}.jsonl"
+    partial.write_text(
+        "".join(
+            json.dumps({"file": f, side: _side_row(r, outcomes=True)}) + "\n"
+            for f, r in reused.items()
+        )
+    )
+    return reused, partial
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    common_arguments(ap, ".venv-pymc3", "pymc3-suite", 600)
+    ap.add_argument(
+        "--theano-compiledir", type=Path, default=None, help="default: WORK/theano-cache"
+    )
+    ap.add_argument("--per-file", type=int, default=10, help="tests run per file, at most")
+    ap.add_argument("--files", nargs="*", help="test files, as pymc3/tests/test_x.py")
     args = ap.parse_args(argv)
 
     work = args.work.resolve()
@@ -228,14 +247,7 @@ def main(argv=None) -> int:
         wanted.insert(0, "theano")
     results = {}
     for side in wanted:
-        reused = load_side(args.reuse, side) if args.reuse and side == "theano" else {}
-        partial = work / f"partial-{side}.jsonl"
-        partial.write_text(
-            "".join(
-                json.dumps({"file": f, side: _side_row(r, outcomes=True)}) + "\n"
-                for f, r in reused.items()
-            )
-        )
+        reused, partial = start_side(args, work, side)
         todo = [f for f in files if f not in reused]
         if side == "theano" and args.reuse is not None and args.side == "theano_dag":
             todo = []
