@@ -108,6 +108,22 @@ class _sparse_py_operators:  # noqa: N801 (Theano's name)
     def sum(self, axis=None, sparse_grad=False):
         return _sparse.basic.sp_sum(self, axis=axis, sparse_grad=sparse_grad)
 
+    def __getitem__(self, args):
+        return _sparse.indexing.getitem(self, args)
+
+    # The orderings, as Theano's (no __eq__: variables stay hashable and comparable).
+    def __lt__(self, other):
+        return _sparse.compare.lt(self, other)
+
+    def __le__(self, other):
+        return _sparse.compare.le(self, other)
+
+    def __gt__(self, other):
+        return _sparse.compare.gt(self, other)
+
+    def __ge__(self, other):
+        return _sparse.compare.ge(self, other)
+
 
 class SparseVariable(_sparse_py_operators, Variable):
     """A symbolic sparse matrix (its type is a :class:`SparseType`)."""
