@@ -1,0 +1,135 @@
+"""The rewrites of sparse graphs: the rewritten graph's structure (with the rewrite and
+without it) and its values against scipy, on every engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sparse_helpers import CPU, ENGINES, random_sparse, run, sp
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag import sparse as S
+from theano_dag.compile.mode import Mode
+from theano_dag.opt.optdb import optdb
+
+
+def _ops(outputs, inputs, mode):
+    f = theano_dag.function(inputs, outputs, mode=mode, on_unused_input="ignore")
+    return f, [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+
+
+def test_the_rewrites_are_in_the_optdb_with_the_sparse_tag():
+    assert "local_csm_properties_csm" in optdb["canonicalize"]
+    for name in ("local_csm_properties_csm", "local_mul_s_d", "local_usmm"):
+        assert name in optdb["specialize"]
+    # Excluding the tag leaves the sparse graph as built.
+    x, v = S.csr_matrix("x", dtype="float64"), tt.dvector("v")
+    _, ops = _ops(S.mul(x, v), [x, v], CPU.excluding("sparse"))
+    assert "MulSD" in ops and "MulSV" not in ops
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_csm_properties_of_csm_reads_the_parts_back(engine):
+    x = S.csc_matrix("x", dtype="float64")
+    y = S.structured_exp(S.structured_sigmoid(x))
+    mode = ENGINES[engine]
+    if engine == "py":
+        mode = Mode(linker="py", optimizer="fast_run")
+    f, ops = _ops(y, [x], mode)
+    assert ops.count("CSM") == 1 and ops.count("CSMProperties") == 1, ops
+    _, before = _ops(y, [x], mode.excluding("local_csm_properties_csm"))
+    assert before.count("CSM") == 2 and before.count("CSMProperties") == 2, before
+    value = random_sparse(np.random.default_rng(0), "csc", "float64")
+    got = f(value)
+    want = value.copy()
+    want.data = np.exp(1 / (1 + np.exp(-value.data)))
+    assert got.format == "csc"
+    np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mul_s_d_by_a_broadcast_row_becomes_mul_s_v(dtype):
+    x, v = S.csr_matrix("x", dtype=dtype), tt.vector("v", dtype=dtype)
+    y = S.mul(x, v)  # a vector multiplies each row: mul_s_d(x, v[None, :])
+    f, ops = _ops(y, [x, v], CPU)
+    assert ops == ["MulSV"], ops
+    _, before = _ops(y, [x, v], CPU.excluding("local_mul_s_d"))
+    assert "MulSD" in before and "MulSV" not in before
+    rng = np.random.default_rng(1)
+    xv = random_sparse(rng, "csr", dtype)
+    vv = rng.standard_normal(5).astype(dtype)
+    got = f(xv, vv)
+    assert got.dtype == dtype and got.format == "csr"
+    np.testing.assert_allclose(got.toarray(), xv.multiply(vv[None, :]).toarray(), rtol=1e-6)
+    # A column broadcast (each row scaled) is left alone.
+    _, col = _ops(S.mul_s_d(x, v.dimshuffle(0, "x")), [x, v], CPU)
+    assert "MulSV" not in col
+
+
+def _usmm_case(build, engine, dtype="float64"):
+    a, z, b = tt.scalar("a", dtype=dtype), tt.matrix("z", dtype=dtype), tt.matrix("b", dtype=dtype)
+    x = S.csr_matrix("x", dtype=dtype)
+    out = build(a, x, b, z)
+    mode = ENGINES[engine]
+    f, ops = _ops(out, [a, x, b, z], mode)
+    rng = np.random.default_rng(2)
+    xv = random_sparse(rng, "csr", dtype)
+    bv, zv = rng.standard_normal((5, 3)).astype(dtype), rng.standard_normal((4, 3)).astype(dtype)
+    return f, ops, (np.asarray(1.5, dtype=dtype), xv, bv, zv)
+
+
+USMM_CASES = {
+    "z + a*dot": (lambda a, x, b, z: z + a * S.dot(x, b), lambda a, x, b, z: z + a * (x @ b)),
+    "a*structured_dot + z": (
+        lambda a, x, b, z: a * S.structured_dot(x, b) + z,
+        lambda a, x, b, z: a * (x @ b) + z,
+    ),
+    "z - a*dot": (lambda a, x, b, z: z - a * S.dot(x, b), lambda a, x, b, z: z - a * (x @ b)),
+    "z + dot": (lambda a, x, b, z: z + S.dot(x, b), lambda a, x, b, z: z + x @ b),
+}
+
+
+@pytest.mark.parametrize("engine", ["cpu"] + (["opencl"] if "opencl" in ENGINES else []))
+@pytest.mark.parametrize("case", list(USMM_CASES))
+def test_scaled_sparse_product_plus_a_matrix_becomes_usmm(case, engine):
+    build, ref = USMM_CASES[case]
+    f, ops, values = _usmm_case(build, engine)
+    assert "Usmm" in ops and "Dot" not in ops and "StructuredDot" not in ops, ops
+    np.testing.assert_allclose(f(*values), ref(*values), rtol=1e-12)
+
+
+def test_usmm_is_left_out_when_the_product_is_used_twice():
+    def build(a, x, b, z):
+        d = S.dot(x, b)
+        return [z + a * d, d]
+
+    f, ops, values = _usmm_case(build, "cpu")
+    assert "Usmm" not in ops
+    got = f(*values)
+    a, x, b, z = values
+    np.testing.assert_allclose(got[0], z + a * (x @ b), rtol=1e-12)
+
+
+def test_usmm_keeps_float32():
+    build, ref = USMM_CASES["z + a*dot"]
+    f, ops, values = _usmm_case(build, "cpu", dtype="float32")
+    assert "Usmm" in ops
+    got = f(*values)
+    assert got.dtype == "float32"
+    np.testing.assert_allclose(got, ref(*values), rtol=1e-5)
+
+
+def test_usmm_gradient_matches_the_unfused_graph():
+    a, b, z = tt.dscalar("a"), tt.dmatrix("b"), tt.dmatrix("z")
+    x = S.csr_matrix("x", dtype="float64")
+    cost = tt.sqr(S.usmm(a, x, b, z)).sum()
+    ref_cost = tt.sqr(z + a * S.dot(x, b)).sum()
+    rng = np.random.default_rng(3)
+    values = [np.asarray(0.7), random_sparse(rng, "csr", "float64"), rng.standard_normal((5, 3))]
+    values.append(rng.standard_normal((4, 3)))
+    got = run([a, x, b, z], tt.grad(cost, [a, x, b, z]), values, CPU)
+    want = run([a, x, b, z], tt.grad(ref_cost, [a, x, b, z]), values, CPU.excluding("local_usmm"))
+    for g, w in zip(got, want):
+        g, w = (v.toarray() if sp.issparse(v) else v for v in (g, w))
+        np.testing.assert_allclose(g, w, rtol=1e-12)
