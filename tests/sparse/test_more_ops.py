@@ -350,3 +350,42 @@ def test_sampling_dot_gradient_by_finite_differences(format, engine):
     verify_grad_sparse(
         lambda x, y: S.sampling_dot(x, y, pattern), [xv, yv], rng=rng, mode=ENGINES[engine]
     )
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_construct_sparse_from_list_adds_rows_and_its_gradient(engine):
+    x, values, ilist = tt.dmatrix("x"), tt.dmatrix("values"), tt.lvector("ilist")
+    out = S.construct_sparse_from_list(x, values, ilist)
+    assert out.type == S.SparseType("csc", "float64")
+    rng = np.random.default_rng(23)
+    xv, vv, iv = np.zeros((4, 3)), rng.standard_normal((3, 3)), np.array([2, 0, 2])
+    (got,) = run([x, values, ilist], [out], [xv, vv, iv], ENGINES[engine])
+    want = np.zeros((4, 3))
+    np.add.at(want, iv, vv)
+    assert got.format == "csc"
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-15)
+    verify_grad_sparse(
+        lambda v: S.construct_sparse_from_list(xv, v, iv), [vv], rng=rng, mode=ENGINES[engine]
+    )
+
+
+def test_theano_names_of_the_c_specialisations_compute_the_same():
+    from theano_dag.sparse import basic
+    from theano_dag.sparse.opt import CSMGradC, StructuredDotCSC, StructuredDotCSR, UsmmCscDense
+
+    rng = np.random.default_rng(29)
+    a = random_sparse(rng, "csc", "float64")
+    b, z = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    c = a.tocsr()
+    got = StructuredDotCSC()(a.data, a.indices, a.indptr, a.shape[0], b).eval()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-14)
+    got = StructuredDotCSR()(c.data, c.indices, c.indptr, b).eval()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-14)
+    got = UsmmCscDense(inplace=False)(0.5, a.data, a.indices, a.indptr, a.shape[0], b, z).eval()
+    np.testing.assert_allclose(got, z + 0.5 * (a @ b), rtol=1e-14)
+    parts = (a.data, a.indices, a.indptr, np.array(a.shape))
+    np.testing.assert_array_equal(CSMGradC()(*parts, *parts).eval(), a.data)
+    assert isinstance(S.sdg_csc, S.StructuredDotGradCSC) and S.sdg_csr.format == "csr"
+    assert basic._mtypes == [sp.csc_matrix, sp.csr_matrix]
+    assert basic._is_sparse(a) and not basic._is_sparse(b)
+    assert basic._is_dense_variable(tt.dmatrix()) and not basic._is_dense_variable(S.csr_matrix())

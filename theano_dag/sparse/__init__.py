@@ -42,6 +42,7 @@ from theano_dag.sparse import (  # noqa: A004, F401 (Theano's paths; basic first
     sharedvar,
     structure,
     type,
+    utils,
     variable,
 )
 from theano_dag.sparse.basic import *  # noqa: F403

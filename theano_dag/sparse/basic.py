@@ -126,6 +126,24 @@ __all__ = [
 _INT32_MAX = np.iinfo(np.int32).max
 
 
+def _is_sparse(x):
+    """Whether ``x`` is a scipy.sparse matrix (a value, not a variable)."""
+    return is_sparse_value(x)
+
+
+def _is_dense_variable(x):
+    """Whether ``x`` is a dense tensor variable (Theano's helper)."""
+    return isinstance(x, Variable) and isinstance(x.type, TensorType)
+
+
+def __getattr__(name):
+    # Theano's ``_mtypes``: scipy's matrix classes, made on use (no scipy at import).
+    if name == "_mtypes":
+        sp = scipy_sparse()
+        return [sp.csc_matrix, sp.csr_matrix]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _dense_type(dtype, ndim):
     return TensorType(dtype, shape=(None,) * ndim)
 
@@ -1077,6 +1095,7 @@ from theano_dag.sparse.indexing import *  # noqa: E402, F403
 from theano_dag.sparse.join import *  # noqa: E402, F403
 from theano_dag.sparse.products import *  # noqa: E402, F403
 from theano_dag.sparse.structure import *  # noqa: E402, F403
+from theano_dag.sparse.variable import *  # noqa: E402, F403 (Theano's basic held these too)
 
 __all__ += [  # noqa: PLE0605 (extended with the names read above)
     *products.__all__,

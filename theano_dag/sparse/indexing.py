@@ -32,8 +32,8 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.graph.type import generic
-from theano_dag.sparse.basic import _cast_like, _dense_type
-from theano_dag.sparse.type import scipy_sparse
+from theano_dag.sparse.basic import _cast_like, _dense_type, dense_from_sparse
+from theano_dag.sparse.type import SparseType, scipy_sparse
 from theano_dag.sparse.variable import as_sparse_variable, integer_dtypes
 from theano_dag.tensor.subtensor import slice_length
 
@@ -52,6 +52,8 @@ __all__ = [
     "GetItemScalar",
     "get_item_scalar",
     "getitem",
+    "ConstructSparseFromList",
+    "construct_sparse_from_list",
 ]
 
 
@@ -314,6 +316,52 @@ class GetItemScalar(Op):
 
 
 get_item_scalar = GetItemScalar()
+
+
+class ConstructSparseFromList(Op):
+    """A CSC matrix of ``x``'s shape (and dtype) with ``values[k]`` added to row
+    ``ilist[k]``: the gradient of reading rows, made sparse (Theano's op of that name).
+    The gradient with respect to ``values`` is the output gradient's rows ``ilist``."""
+
+    __props__ = ()
+
+    def make_node(self, x, values, ilist):
+        x, values = tt.as_tensor_variable(x), tt.as_tensor_variable(values)
+        ilist = tt.as_tensor_variable(ilist)
+        if ilist.dtype not in integer_dtypes:
+            raise TypeError("index must be integers")
+        if ilist.ndim != 1:
+            raise TypeError("index must be vector")
+        if x.ndim != 2:
+            raise TypeError(f"cannot create a sparse matrix with {x.ndim} dimensions")
+        if values.ndim != 2:
+            raise TypeError(f"cannot create a sparse matrix from values with {values.ndim} ndim")
+        return Apply(self, [x.shape, values, ilist], [SparseType("csc", x.dtype)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        shape, values, ilist = inputs
+        rows, cols = values.shape
+        if rows != len(ilist):
+            raise ValueError(f"{rows} rows of values for {len(ilist)} indices")
+        r = np.repeat(np.asarray(ilist) % shape[0], cols)
+        c = np.tile(np.arange(cols), rows)
+        out = scipy_sparse().coo_matrix((values.ravel(), (r, c)), shape=tuple(shape))
+        output_storage[0][0] = out.tocsc().astype(node.outputs[0].dtype, copy=False)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        shape = node.inputs[0]
+        return [(shape[0], shape[1])]
+
+    def connection_pattern(self, node):
+        return [[False], [True], [False]]
+
+    def grad(self, inputs, output_grads):
+        _shape, values, ilist = inputs
+        rows = dense_from_sparse(get_item_list(output_grads[0], ilist))
+        return [disconnected_type(), _cast_like(rows, values), disconnected_type()]
+
+
+construct_sparse_from_list = ConstructSparseFromList()
 
 
 def _is_int_scalar(v):

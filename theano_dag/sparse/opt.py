@@ -28,15 +28,29 @@ format is forced.
 
 from __future__ import annotations
 
+import numpy as np
+
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.sparse.basic import CSM, CSMProperties, MulSD, mul_s_v
+from theano_dag.scalar.basic import upcast
+from theano_dag.sparse.basic import CSM, CSMGrad, CSMProperties, MulSD, _dense_type, mul_s_v
 from theano_dag.sparse.products import Dot, StructuredDot, usmm
-from theano_dag.sparse.type import SparseType
+from theano_dag.sparse.type import SparseType, scipy_sparse
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 
-__all__ = ["local_csm_properties_csm", "local_mul_s_d", "local_usmm", "SPARSE_RULES"]
+__all__ = [
+    "local_csm_properties_csm",
+    "local_mul_s_d",
+    "local_usmm",
+    "SPARSE_RULES",
+    "CSMGradC",
+    "StructuredDotCSC",
+    "StructuredDotCSR",
+    "UsmmCscDense",
+]
 
 
 @local_optimizer([CSMProperties])
@@ -152,6 +166,75 @@ def local_usmm(fgraph, node):
     x, y = product.owner.inputs
     new = usmm(alpha, x, y, z)
     return [new] if new.type == out.type else None
+
+
+# Theano's ops of the C specialisations, by name and signature (computed with scipy; no
+# rewrite makes them, as none is faster than the general ops here).
+
+
+class CSMGradC(CSMGrad):
+    """:class:`CSMGrad` under Theano's name of its C form."""
+
+
+class _StructuredDotParts(Op):
+    """A sparse matrix given by its parts times a dense matrix, dense result."""
+
+    __props__ = ()
+    format = "csr"
+
+    def make_node(self, a_val, a_ind, a_ptr, *rest):
+        ins = [tt.as_tensor_variable(v) for v in (a_val, a_ind, a_ptr, *rest)]
+        b = ins[-1]
+        return Apply(self, ins, [_dense_type(upcast(ins[0].dtype, b.dtype), 2)()])
+
+    def _matrix(self, val, ind, ptr, n_rows, n_cols):
+        sp = scipy_sparse()
+        if self.format == "csc":
+            return sp.csc_matrix((val, ind, ptr), shape=(int(n_rows), n_cols))
+        return sp.csr_matrix((val, ind, ptr), shape=(len(ptr) - 1, n_cols))
+
+    def perform(self, node, inputs, output_storage, params=None):
+        val, ind, ptr, *rest = inputs
+        b = rest[-1]
+        n_rows = rest[0] if self.format == "csc" else None
+        a = self._matrix(val, ind, ptr, n_rows, b.shape[0])
+        output_storage[0][0] = np.asarray(a @ b, dtype=node.outputs[0].dtype)
+
+
+class StructuredDotCSC(_StructuredDotParts):
+    """``csc(a_val, a_ind, a_ptr, a_nrows) @ b``, dense (Theano's name)."""
+
+    format = "csc"
+
+
+class StructuredDotCSR(_StructuredDotParts):
+    """``csr(a_val, a_ind, a_ptr) @ b``, dense (Theano's name)."""
+
+    format = "csr"
+
+
+class UsmmCscDense(Op):
+    """``z + alpha * csc(x_val, x_ind, x_ptr, x_nrows) @ y`` (Theano's name)."""
+
+    __props__ = ("inplace",)
+
+    def __init__(self, inplace):
+        self.inplace = bool(inplace)
+        if self.inplace:
+            self.destroy_map = {0: [6]}
+
+    def make_node(self, alpha, x_val, x_ind, x_ptr, x_nrows, y, z):
+        ins = [tt.as_tensor_variable(v) for v in (alpha, x_val, x_ind, x_ptr, x_nrows, y, z)]
+        dtype = upcast(ins[0].dtype, ins[1].dtype, ins[5].dtype, ins[6].dtype)
+        return Apply(self, ins, [_dense_type(dtype, 2)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        alpha, val, ind, ptr, n_rows, y, z = inputs
+        x = scipy_sparse().csc_matrix((val, ind, ptr), shape=(int(n_rows), y.shape[0]))
+        out = z if self.inplace and z.dtype == node.outputs[0].dtype else z.copy()
+        out = out.astype(node.outputs[0].dtype, copy=False)
+        out += np.asarray(alpha).reshape(()) * (x @ y)
+        output_storage[0][0] = out
 
 
 SPARSE_RULES = (

@@ -46,6 +46,8 @@ __all__ = [
     "StructuredDot",
     "structured_dot",
     "StructuredDotGrad",
+    "StructuredDotGradCSC",
+    "StructuredDotGradCSR",
     "sdg_csr",
     "sdg_csc",
     "structured_dot_grad",
@@ -159,15 +161,33 @@ class StructuredDotGrad(Op):
         return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
 
 
-sdg_csr = StructuredDotGrad("csr")
-sdg_csc = StructuredDotGrad("csc")
+class StructuredDotGradCSC(StructuredDotGrad):
+    """:class:`StructuredDotGrad` of a CSC matrix (Theano's name)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("csc")
+
+
+class StructuredDotGradCSR(StructuredDotGrad):
+    """:class:`StructuredDotGrad` of a CSR matrix (Theano's name)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("csr")
+
+
+sdg_csr = StructuredDotGradCSR()
+sdg_csc = StructuredDotGradCSC()
 
 
 def structured_dot_grad(sparse_a, b, ga):
     """The structured gradient of ``structured_dot(sparse_a, b)`` given the output
     gradient ``ga``: a sparse matrix of ``sparse_a``'s pattern."""
     indices, indptr = csm_indices(sparse_a), csm_indptr(sparse_a)
-    data = StructuredDotGrad(sparse_a.format)(indices, indptr, b, ga)
+    data = (sdg_csr if sparse_a.format == "csr" else sdg_csc)(indices, indptr, b, ga)
     return CSM(sparse_a.format)(data, indices, indptr, csm_shape(sparse_a))
 
 
