@@ -133,3 +133,17 @@ def test_usmm_gradient_matches_the_unfused_graph():
     for g, w in zip(got, want):
         g, w = (v.toarray() if sp.issparse(v) else v for v in (g, w))
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_the_shape_of_a_sparse_result_is_its_ops_infer_shape(engine):
+    x, b = S.csr_matrix("x", dtype="float64"), tt.dmatrix("b")
+    y = S.true_dot(S.hstack([x, -x]), b)
+    mode = ENGINES[engine] if engine != "py" else Mode(linker="py", optimizer="fast_run")
+    f, ops = _ops(y.shape, [x, b], mode)
+    # Neither the product nor the join runs: the lengths come from the inputs.
+    assert "TrueDot" not in ops and "HStack" not in ops and "Neg" not in ops, ops
+    _, before = _ops(y.shape, [x, b], mode.excluding("local_sparse_shape"))
+    assert "TrueDot" in before
+    xv = random_sparse(np.random.default_rng(4), "csr", "float64")
+    np.testing.assert_array_equal(f(xv, np.ones((10, 7))), [4, 7])

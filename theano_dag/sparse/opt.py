@@ -7,6 +7,9 @@
 - ``local_mul_s_d``: a sparse matrix times a row vector broadcast to a matrix
   (``mul_s_d(x, v[None, :])``) becomes ``mul_s_v(x, v)``, which reads ``v`` by column
   index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); specialize;
+- ``local_sparse_shape``: the shape of a sparse matrix an op makes is the op's
+  ``infer_shape`` of its inputs' shapes (the graph's shape tracking covers dense values
+  only), so ``f(x).shape`` never computes ``f(x)``; canonicalize;
 - ``local_usmm``: ``z + alpha * dot(x, y)`` (or ``z - ...``) with a sparse operand becomes
   one ``usmm`` node: the product is scaled and accumulated in place, one dense
   temporary fewer; specialize.
@@ -40,11 +43,13 @@ from theano_dag.sparse.basic import CSM, CSMGrad, CSMProperties, MulSD, _dense_t
 from theano_dag.sparse.products import Dot, StructuredDot, usmm
 from theano_dag.sparse.type import SparseType, scipy_sparse
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
+from theano_dag.tensor.shape import Shape, Shape_i
 
 __all__ = [
     "local_csm_properties_csm",
     "local_mul_s_d",
     "local_usmm",
+    "local_sparse_shape",
     "SPARSE_RULES",
     "CSMGradC",
     "StructuredDotCSC",
@@ -72,6 +77,45 @@ def local_csm_properties_csm(fgraph, node):
     if any(n.type != o.type for n, o in zip(new, node.outputs)):
         return None
     return new
+
+
+def _shapes_of(fgraph, node):
+    """The symbolic shape of each input of ``node`` (the graph's shape tracking for dense
+    values, the matrix's own lengths for sparse ones)."""
+    feature = getattr(fgraph, "shape_feature", None)
+    shapes = []
+    for i in node.inputs:
+        known = feature.shape_tuple(i) if feature is not None else None
+        ndim = getattr(i.type, "ndim", None)
+        if known is not None:
+            shapes.append(known)
+        elif ndim is not None and getattr(i.type, "dtype", None) is not None:
+            shapes.append(tuple(Shape_i(d)(i) for d in range(ndim)))
+        else:
+            shapes.append(None)
+    return shapes
+
+
+@local_optimizer([Shape, Shape_i])
+def local_sparse_shape(fgraph, node):
+    """``x.shape`` / ``Shape_i(d)(x)`` of a sparse ``x = op(...)`` -> ``op.infer_shape``'s
+    lengths."""
+    if not isinstance(node.op, (Shape, Shape_i)):
+        return None
+    (x,) = node.inputs
+    if not isinstance(x.type, SparseType) or x.owner is None:
+        return None
+    owner = x.owner
+    try:
+        shapes = owner.op.infer_shape(fgraph, owner, _shapes_of(fgraph, owner))
+    except Exception:  # noqa: BLE001 (no infer_shape, or one that cannot tell)
+        return None
+    shape = shapes[owner.outputs.index(x)]
+    if shape is None or len(shape) != 2:
+        return None
+    lengths = [tt.cast(tt.as_tensor_variable(e), "int64") for e in shape]
+    new = lengths[node.op.i] if isinstance(node.op, Shape_i) else tt.as_tensor_variable(lengths)
+    return [new] if new.type == node.outputs[0].type else None
 
 
 def _elemwise_op(node, cls):
@@ -238,6 +282,7 @@ class UsmmCscDense(Op):
 
 
 SPARSE_RULES = (
+    ("canonicalize", local_sparse_shape, ("fast_compile", "sparse", "shape")),
     ("canonicalize", local_csm_properties_csm, ("fast_compile", "sparse")),
     ("specialize", local_csm_properties_csm, ("sparse",)),
     ("specialize", local_mul_s_d, ("sparse",)),
