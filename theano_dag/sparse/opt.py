@@ -7,9 +7,10 @@
 - ``local_mul_s_d``: a sparse matrix times a row vector broadcast to a matrix
   (``mul_s_d(x, v[None, :])``) becomes ``mul_s_v(x, v)``, which reads ``v`` by column
   index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); specialize;
-- ``local_sparse_shape``: the shape of a sparse matrix an op makes is the op's
-  ``infer_shape`` of its inputs' shapes (the graph's shape tracking covers dense values
-  only), so ``f(x).shape`` never computes ``f(x)``; canonicalize;
+- ``local_sparse_shape``: the shape of a sparse matrix an op makes (or of a dense value
+  made from sparse ones) is the op's ``infer_shape`` of its inputs' shapes (the graph's
+  shape tracking covers dense values only), so ``f(x).shape`` never computes ``f(x)``;
+  canonicalize;
 - ``local_usmm``: ``z + alpha * dot(x, y)`` (or ``z - ...``) with a sparse operand becomes
   one ``usmm`` node: the product is scaled and accumulated in place, one dense
   temporary fewer; specialize.
@@ -103,15 +104,21 @@ def local_sparse_shape(fgraph, node):
     if not isinstance(node.op, (Shape, Shape_i)):
         return None
     (x,) = node.inputs
-    if not isinstance(x.type, SparseType) or x.owner is None:
-        return None
     owner = x.owner
+    if owner is None:
+        return None
+    # A sparse value, or a dense one made from sparse ones (whose shapes the graph's
+    # shape tracking does not know).
+    if not isinstance(x.type, SparseType) and not any(
+        isinstance(i.type, SparseType) for i in owner.inputs
+    ):
+        return None
     try:
         shapes = owner.op.infer_shape(fgraph, owner, _shapes_of(fgraph, owner))
     except Exception:  # noqa: BLE001 (no infer_shape, or one that cannot tell)
         return None
     shape = shapes[owner.outputs.index(x)]
-    if shape is None or len(shape) != 2:
+    if shape is None or len(shape) != x.ndim:
         return None
     lengths = [tt.cast(tt.as_tensor_variable(e), "int64") for e in shape]
     new = lengths[node.op.i] if isinstance(node.op, Shape_i) else tt.as_tensor_variable(lengths)
