@@ -21,7 +21,6 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.sparse.type import SparseType, is_sparse_value
 from theano_dag.tensor.shape import Shape
-from theano_dag.tensor.type import complex_dtypes, float_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
@@ -48,7 +47,12 @@ __all__ = [
     "discrete_dtypes",
 ]
 
+# The dtypes a sparse matrix can have (scipy.sparse has no float16 or bool), by kind.
 all_dtypes = sorted(SparseType.dtype_set)
+float_dtypes = [t for t in all_dtypes if t.startswith("float")]
+complex_dtypes = [t for t in all_dtypes if t.startswith("complex")]
+int_dtypes = [t for t in all_dtypes if t.startswith("int")]
+uint_dtypes = [t for t in all_dtypes if t.startswith("uint")]
 integer_dtypes = [*int_dtypes, *uint_dtypes]
 continuous_dtypes = [*float_dtypes, *complex_dtypes]
 discrete_dtypes = integer_dtypes
