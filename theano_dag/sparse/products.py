@@ -41,6 +41,7 @@ from theano_dag.sparse.basic import (
 )
 from theano_dag.sparse.type import SparseType, is_sparse_value, scipy_sparse
 from theano_dag.sparse.variable import _is_sparse_variable, as_sparse_or_tensor_variable
+from theano_dag.tensor.type import TensorType
 
 __all__ = [
     "StructuredDot",
@@ -84,7 +85,10 @@ class StructuredDot(Op):
         if b.ndim != 2:
             raise TypeError(f"StructuredDot: the second operand must be a matrix, got {b.type}")
         dtype = upcast(a.dtype, b.dtype)
-        out = SparseType(a.format, dtype)() if _is_sparse_variable(b) else _dense_type(dtype, 2)()
+        if _is_sparse_variable(b):
+            out = SparseType(a.format, dtype)()
+        else:  # a column stays a column, as in a dense product
+            out = TensorType(dtype, shape=(None, 1 if b.broadcastable[1] else None))()
         return Apply(self, [a, b], [out])
 
     def perform(self, node, inputs, output_storage, params=None):
