@@ -147,3 +147,19 @@ def test_the_shape_of_a_sparse_result_is_its_ops_infer_shape(engine):
     assert "TrueDot" in before
     xv = random_sparse(np.random.default_rng(4), "csr", "float64")
     np.testing.assert_array_equal(f(xv, np.ones((10, 7))), [4, 7])
+
+
+def test_remove0_overwrites_an_input_nothing_else_needs():
+    x = S.csr_matrix("x", dtype="float64")
+    f = theano_dag.function([theano_dag.In(x, mutable=True)], S.remove0(x * 2.0), mode=CPU)
+    (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, S.Remove0)]
+    assert node.op.inplace and node.op.destroy_map == {0: [0]}
+    value = sp.csr_matrix((np.array([1.0, 0.0, 3.0]), np.array([0, 1, 0]), np.array([0, 2, 3])))
+    got = f(value)
+    assert got.nnz == 2
+    np.testing.assert_array_equal(got.toarray(), 2 * value.toarray())
+    # A caller's input is not overwritten unless declared mutable.
+    g = theano_dag.function([x], S.remove0(x), mode=CPU)
+    assert not any(getattr(n.op, "inplace", False) for n in g.maker.fgraph.toposort())
+    g(value)
+    assert value.nnz == 3
