@@ -163,3 +163,14 @@ def test_remove0_overwrites_an_input_nothing_else_needs():
     assert not any(getattr(n.op, "inplace", False) for n in g.maker.fgraph.toposort())
     g(value)
     assert value.nnz == 3
+
+
+def test_the_shape_of_a_sparse_input_is_its_two_lengths():
+    x = S.csc_matrix("x", dtype="float32")
+    f, ops = _ops(x.shape, [x], CPU)
+    assert ops == ["Shape_i", "Shape_i", "MakeVector"], ops
+    g, ops_1 = _ops(x.shape[1], [x], CPU)
+    assert ops_1 == ["Shape_i"], ops_1
+    value = sp.csc_matrix(np.ones((3, 7), dtype="float32"))
+    np.testing.assert_array_equal(f(value), [3, 7])
+    assert g(value) == 7

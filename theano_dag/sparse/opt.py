@@ -106,6 +106,9 @@ def local_sparse_shape(fgraph, node):
     (x,) = node.inputs
     owner = x.owner
     if owner is None:
+        # An input's shape: its two lengths, each read alone (as a tensor's are).
+        if isinstance(node.op, Shape) and isinstance(x.type, SparseType):
+            return [tt.as_tensor_variable([Shape_i(0)(x), Shape_i(1)(x)])]
         return None
     # A sparse value, or a dense one made from sparse ones (whose shapes the graph's
     # shape tracking does not know).
