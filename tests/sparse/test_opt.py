@@ -174,3 +174,25 @@ def test_the_shape_of_a_sparse_input_is_its_two_lengths():
     value = sp.csc_matrix(np.ones((3, 7), dtype="float32"))
     np.testing.assert_array_equal(f(value), [3, 7])
     assert g(value) == 7
+
+
+def test_a_dense_matrix_made_sparse_and_back_is_the_matrix():
+    m = tt.dmatrix("m")
+    for to_sparse in (S.csr_from_dense, S.csc_from_dense):
+        out = S.dense_from_sparse(to_sparse(m))
+        f, ops = _ops(out, [m], CPU)
+        assert "SparseFromDense" not in ops and "DenseFromSparse" not in ops, ops
+        _, before = _ops(out, [m], CPU.excluding("local_dense_from_sparse_sparse_from_dense"))
+        assert "SparseFromDense" in before
+        value = np.array([[0.0, 2.0], [3.0, 0.0]])
+        np.testing.assert_array_equal(f(value), value)
+
+
+def test_may_share_memory_compares_the_stored_arrays():
+    from theano_dag.misc.may_share_memory import may_share_memory
+
+    a = sp.csr_matrix(np.eye(3))
+    b = a.copy()
+    assert may_share_memory(a, a) and not may_share_memory(a, b)
+    assert may_share_memory(a, a.data) and may_share_memory(a.T, a)
+    assert S.SparseType.may_share_memory(a, a) and not S.SparseType.may_share_memory(a, b)

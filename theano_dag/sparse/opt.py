@@ -11,6 +11,8 @@
   made from sparse ones) is the op's ``infer_shape`` of its inputs' shapes (the graph's
   shape tracking covers dense values only), so ``f(x).shape`` never computes ``f(x)``;
   canonicalize;
+- ``local_dense_from_sparse_sparse_from_dense``: a dense matrix made sparse and back is
+  the matrix; canonicalize;
 - ``local_usmm``: ``z + alpha * dot(x, y)`` (or ``z - ...``) with a sparse operand becomes
   one ``usmm`` node: the product is scaled and accumulated in place, one dense
   temporary fewer; specialize.
@@ -40,7 +42,16 @@ from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.scalar.basic import upcast
-from theano_dag.sparse.basic import CSM, CSMGrad, CSMProperties, MulSD, _dense_type, mul_s_v
+from theano_dag.sparse.basic import (
+    CSM,
+    CSMGrad,
+    CSMProperties,
+    DenseFromSparse,
+    MulSD,
+    SparseFromDense,
+    _dense_type,
+    mul_s_v,
+)
 from theano_dag.sparse.products import Dot, StructuredDot, usmm
 from theano_dag.sparse.type import SparseType, scipy_sparse
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
@@ -56,6 +67,11 @@ __all__ = [
     "StructuredDotCSC",
     "StructuredDotCSR",
     "UsmmCscDense",
+    "sd_csc",
+    "sd_csr",
+    "usmm_csc_dense",
+    "usmm_csc_dense_inplace",
+    "local_dense_from_sparse_sparse_from_dense",
 ]
 
 
@@ -291,8 +307,26 @@ class UsmmCscDense(Op):
         output_storage[0][0] = out
 
 
+sd_csc, sd_csr = StructuredDotCSC(), StructuredDotCSR()
+usmm_csc_dense = UsmmCscDense(inplace=False)
+usmm_csc_dense_inplace = UsmmCscDense(inplace=True)
+
+
+@local_optimizer([DenseFromSparse])
+def local_dense_from_sparse_sparse_from_dense(fgraph, node):
+    """``dense_from_sparse(csr_from_dense(m))`` -> ``m``: a round trip computes nothing."""
+    if not isinstance(node.op, DenseFromSparse):
+        return None
+    (s,) = node.inputs
+    if s.owner is None or not isinstance(s.owner.op, SparseFromDense):
+        return None
+    (m,) = s.owner.inputs
+    return [m] if m.type == node.outputs[0].type else None
+
+
 SPARSE_RULES = (
     ("canonicalize", local_sparse_shape, ("fast_compile", "sparse", "shape")),
+    ("canonicalize", local_dense_from_sparse_sparse_from_dense, ("fast_compile", "sparse")),
     ("canonicalize", local_csm_properties_csm, ("fast_compile", "sparse")),
     ("specialize", local_csm_properties_csm, ("sparse",)),
     ("specialize", local_mul_s_d, ("sparse",)),
