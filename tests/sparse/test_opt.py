@@ -196,3 +196,26 @@ def test_may_share_memory_compares_the_stored_arrays():
     assert may_share_memory(a, a) and not may_share_memory(a, b)
     assert may_share_memory(a, a.data) and may_share_memory(a.T, a)
     assert S.SparseType.may_share_memory(a, a) and not S.SparseType.may_share_memory(a, b)
+
+
+def test_specify_shape_of_a_sparse_matrix_checks_and_tells_its_shape():
+    x = S.csr_matrix("x", dtype="float64")
+    y = tt.specify_shape(x, (3, 2))
+    assert y.type == x.type
+    f, ops = _ops([y, y.shape], [x], CPU)
+    value = sp.csr_matrix(np.ones((3, 2)))
+    got, shape = f(value)
+    np.testing.assert_array_equal(got.toarray(), value.toarray())
+    np.testing.assert_array_equal(shape, [3, 2])
+    with pytest.raises(Exception, match="expected shape"):
+        f(sp.csr_matrix(np.ones((2, 2))))
+
+
+def test_theano_add_sd_ccode_name_adds():
+    from theano_dag.sparse.opt import AddSD_ccode
+
+    x, y = S.csc_matrix("x", dtype="float64"), tt.dmatrix("y")
+    xv = random_sparse(np.random.default_rng(5), "csc", "float64")
+    yv = np.ones((4, 5))
+    (got,) = run([x, y], [AddSD_ccode("csc")(x, y)], [xv, yv], CPU)
+    np.testing.assert_allclose(got, xv.toarray() + 1)

@@ -44,6 +44,7 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.scalar.basic import upcast
 from theano_dag.sparse.basic import (
     CSM,
+    AddSD,
     CSMGrad,
     CSMProperties,
     DenseFromSparse,
@@ -67,6 +68,7 @@ __all__ = [
     "StructuredDotCSC",
     "StructuredDotCSR",
     "UsmmCscDense",
+    "AddSD_ccode",
     "sd_csc",
     "sd_csr",
     "usmm_csc_dense",
@@ -305,6 +307,16 @@ class UsmmCscDense(Op):
         out = out.astype(node.outputs[0].dtype, copy=False)
         out += np.asarray(alpha).reshape(()) * (x @ y)
         output_storage[0][0] = out
+
+
+class AddSD_ccode(AddSD):  # noqa: N801 (Theano's name)
+    """:class:`AddSD` under Theano's name of its C form (``format`` and ``inplace`` are
+    kept for its signature; the sum is scipy's)."""
+
+    __props__ = ("format", "inplace")
+
+    def __init__(self, format, inplace=False):
+        self.format, self.inplace = format, bool(inplace)
 
 
 sd_csc, sd_csr = StructuredDotCSC(), StructuredDotCSR()
