@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests theano-sparse-tests fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -187,6 +187,15 @@ theano-graph-tests: $(STAMP)
 	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
 	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --selection graph-link \
 	  --side theano_dag --work build/theano-graph-tests --dag-python $(BIN)/python --show
+
+# Theano's own tests/sparse (every file, every test) on both sides; counts per file in
+# build/theano-sparse/ (the README's sparse table).
+theano-sparse-tests: $(STAMP) $(THEANO_STAMP)
+	test -d $(THEANO_SRC) || git clone -q --branch rel-1.1.2 --depth 1 \
+	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
+	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --selection sparse \
+	  --work build/theano-sparse --theano-python $(THEANO_VENV)/bin/python \
+	  --dag-python $(BIN)/python --show
 
 # PyMC3 3.11.6's own tests (pymc3/tests, from its wheel), a fixed sample of each file
 # (PYMC3_SUITE_PER_FILE tests at most), on theano-pymc 1.1.2 and on theano_dag through the

@@ -80,6 +80,8 @@ SELECTIONS = {
     },
     # Theano's graph and link tests, all of them (README: the graph/link count).
     "graph-link": {"files": ("tests/graph/test_*.py", "tests/link/test_*.py"), "every": 1},
+    # Theano's sparse tests, every file and every test (README: the sparse count).
+    "sparse": {"files": ("tests/sparse/test_*.py", "tests/sparse/sandbox/test_*.py"), "every": 1},
 }
 
 # Files left out of every selection, with the reason: each tests Theano's C backend

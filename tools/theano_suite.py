@@ -1,6 +1,7 @@
 """Run theano-pymc 1.1.2's own tests against theano_dag, imports changed, and against
 theano-pymc itself, and count the passes of each (``make theano-suite``; with
-``--selection graph-link``, Theano's graph and link tests, ``make theano-graph-tests``).
+``--selection graph-link``, Theano's graph and link tests, ``make theano-graph-tests``;
+with ``--selection sparse``, Theano's tests/sparse, ``make theano-sparse-tests``).
 
 The tests come from a Theano-PyMC git repository (``--src``: a clone or its ``.git``
 directory; ``--ref``, default ``rel-1.1.2``). Two copies are made under ``--work``:
@@ -350,6 +351,8 @@ def main(argv=None) -> int:
     if args.every is None:
         args.every = SELECTIONS[args.selection]["every"]
 
+    # Absolute: each file runs with the tree as its working directory.
+    args.work = args.work.resolve()
     sides = prepare(args.src, args.ref, args.work)
     files = args.files or select_files(sides["theano"], args.selection)
     pythons = {"theano": args.theano_python, "theano_dag": args.dag_python}

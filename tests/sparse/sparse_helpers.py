@@ -72,6 +72,7 @@ class Row:
     numpy's) result; ``kinds`` says each input's kind: ``"csr"``, ``"csc"`` (sparse),
     ``"pos_csr"`` (sparse with positive entries), ``"dense"`` (a matrix of SHAPE),
     ``"row"``/``"col"`` (vectors along each axis), ``"right"`` (a 5x3 matrix),
+    ``"left"`` (3x4), ``"out"`` (4x3), ``"sq_csr"``/``"sq_csc"`` (square sparse),
     ``"scalar"``. ``structured``: the gradient is checked on the stored entries only."""
 
     def __init__(self, name, build, ref, kinds, structured=False, grad=True):
@@ -86,6 +87,8 @@ class Row:
         for k in self.kinds:
             if k in ("csr", "csc"):
                 out.append(random_sparse(rng, k, dtype))
+            elif k.startswith("sq_"):  # square (4 x 4)
+                out.append(random_sparse(rng, k[3:], dtype, shape=(SHAPE[0],) * 2))
             elif k.startswith("pos_"):
                 out.append(random_sparse(rng, k[4:], dtype, positive=True))
             elif k == "dense":
@@ -98,6 +101,8 @@ class Row:
                 out.append(rng.uniform(-2, 2, (SHAPE[1], 3)).astype(dtype))
             elif k == "left":
                 out.append(rng.uniform(-2, 2, (3, SHAPE[0])).astype(dtype))
+            elif k == "out":  # the shape of a product of SHAPE by "right"
+                out.append(rng.uniform(-2, 2, (SHAPE[0], 3)).astype(dtype))
             elif k == "scalar":
                 out.append(np.asarray(rng.uniform(0.5, 2), dtype=dtype))
             else:

@@ -101,3 +101,27 @@ def test_a_huge_matrix_is_never_made_dense():
     rows, cols = a.nonzero()
     want_ga = np.einsum("ij,ij->i", 2 * prod[rows], b[cols])
     np.testing.assert_allclose(np.asarray(got_ga[rows, cols]).ravel(), want_ga, rtol=1e-12)
+
+
+def test_tensor_dot_with_a_sparse_operand_is_the_sparse_product():
+    # As in Theano: tensor.dot hands a sparse operand to its own product (structured).
+    x, b = S.csr_matrix("x", dtype="float64"), tt.dmatrix("b")
+    assert isinstance(tt.dot(x, b).owner.op, S.StructuredDot)
+    rng = np.random.default_rng(9)
+    xv, bv = sp.random(4, 5, density=0.5, format="csr", random_state=1), rng.random((5, 3))
+    cv = rng.random((3, 4))
+    got = run([x, b], [tt.dot(x, b), tt.dot(cv, x)], [xv, bv], REF)
+    np.testing.assert_allclose(got[0], xv @ bv, rtol=1e-14)
+    np.testing.assert_allclose(got[1], cv @ xv.toarray(), rtol=1e-14)
+
+
+def test_a_column_operand_gives_a_column_and_its_gradient():
+    x, c = S.csc_matrix("x", dtype="float64"), tt.col("c", dtype="float64")
+    y = S.structured_dot(x, c)
+    assert y.broadcastable == tt.dot(tt.dmatrix(), c).broadcastable == (False, True)
+    rng = np.random.default_rng(12)
+    xv = sp.random(4, 5, density=0.5, format="csc", random_state=2)
+    cv = rng.random((5, 1))
+    (got,) = run([x, c], [y], [xv, cv], ENGINES["cpu"])
+    np.testing.assert_allclose(got, xv @ cv, rtol=1e-14)
+    verify_grad_sparse(lambda m: S.structured_dot(xv, m), [cv], rng=rng)

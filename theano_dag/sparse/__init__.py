@@ -7,7 +7,13 @@ as values, with their ops and gradients.
 - :mod:`~theano_dag.sparse.basic`: the ops (``CSM``, ``csm_properties``,
   ``dense_from_sparse``, ``csr_from_dense``, ``add``, ``mul``, ``sp_sum``,
   ``structured_exp``...);
-- :mod:`~theano_dag.sparse.products`: ``dot``, ``structured_dot``, ``true_dot``;
+- :mod:`~theano_dag.sparse.products`: ``dot``, ``structured_dot``, ``true_dot``,
+  ``sampling_dot``, ``usmm``;
+- :mod:`~theano_dag.sparse.indexing`: ``x[a:b, c:d]``, ``x[[rows]]``, ``x[i, j]``;
+- :mod:`~theano_dag.sparse.join`: ``hstack``, ``vstack``, ``sparse_block_diag``;
+- :mod:`~theano_dag.sparse.compare`: ``eq``, ``neq``, ``lt``, ``gt``, ``le``, ``ge``;
+- :mod:`~theano_dag.sparse.structure`: ``remove0``, ``ensure_sorted_indices``,
+  ``clean``, ``diag``, ``square_diagonal``;
 - :mod:`~theano_dag.sparse.sharedvar`: ``shared`` of a scipy.sparse matrix.
 
 scipy is the optional ``scipy`` extra: importing this package never imports it, and
@@ -27,17 +33,20 @@ array(25.)
 
 import importlib.util
 
-from theano_dag.sparse import (  # noqa: A004, F401 (Theano's paths)
+from theano_dag.sparse import (  # noqa: A004, F401 (Theano's paths; basic first: see its end)
     basic,
+    compare,
+    indexing,
+    join,
     products,
     sharedvar,
+    structure,
     type,
+    utils,
     variable,
 )
 from theano_dag.sparse.basic import *  # noqa: F403
 from theano_dag.sparse.basic import __all__ as _basic_all
-from theano_dag.sparse.products import *  # noqa: F403
-from theano_dag.sparse.products import __all__ as _products_all
 from theano_dag.sparse.sharedvar import SparseTensorSharedVariable, sparse_constructor
 from theano_dag.sparse.type import SparseType, scipy_sparse, sparse_formats
 from theano_dag.sparse.variable import *  # noqa: F403
@@ -57,5 +66,4 @@ __all__ = [
     "sparse_constructor",
     *_variable_all,
     *_basic_all,
-    *_products_all,
 ]

@@ -86,6 +86,12 @@ __all__ = [
     "MulSD",
     "mul_s_d",
     "mul",
+    "AddSSData",
+    "add_s_s_data",
+    "StructuredAddSV",
+    "structured_add_s_v",
+    "MulSV",
+    "mul_s_v",
     "structured_monoid",
     "structured_sigmoid",
     "structured_exp",
@@ -118,6 +124,24 @@ __all__ = [
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max
+
+
+def _is_sparse(x):
+    """Whether ``x`` is a scipy.sparse matrix (a value, not a variable)."""
+    return is_sparse_value(x)
+
+
+def _is_dense_variable(x):
+    """Whether ``x`` is a dense tensor variable (Theano's helper)."""
+    return isinstance(x, Variable) and isinstance(x.type, TensorType)
+
+
+def __getattr__(name):
+    # Theano's ``_mtypes``: scipy's matrix classes, made on use (no scipy at import).
+    if name == "_mtypes":
+        sp = scipy_sparse()
+        return [sp.csc_matrix, sp.csr_matrix]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _dense_type(dtype, ndim):
@@ -861,6 +885,114 @@ def mul(x, y):
     return mul_s_d(sparse, dense)
 
 
+class AddSSData(Op):
+    """The sum of two sparse matrices of the same format, dtype and pattern, computed on
+    their data (the first one's index arrays are kept). Structured gradient."""
+
+    __props__ = ()
+
+    def make_node(self, x, y):
+        x, y = as_sparse_variable(x), as_sparse_variable(y)
+        if x.type.dtype != y.type.dtype or x.type.format != y.type.format:
+            raise NotImplementedError(
+                f"AddSSData: both matrices need one dtype and format, got {x.type} and {y.type}"
+            )
+        return Apply(self, [x, y], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y = inputs
+        if x.shape != y.shape or x.data.shape != y.data.shape:
+            raise ValueError(
+                f"AddSSData: the matrices must have one shape and pattern, got {x.shape} "
+                f"({x.nnz} stored) and {y.shape} ({y.nnz} stored)"
+            )
+        output_storage[0][0] = _with_data(x, x.data + y.data)
+
+    def grad(self, inputs, output_grads):
+        (gz,) = output_grads
+        return [
+            _cast_like(gz, v) if v.dtype in continuous_dtypes else sp_zeros_like(v) for v in inputs
+        ]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+
+add_s_s_data = AddSSData()
+
+
+def _check_row_vector(op, x, y):
+    if y.shape != (x.shape[1],):
+        raise ValueError(
+            f"{type(op).__name__}: a vector of {y.shape[0]} entries for a matrix of shape {x.shape}"
+        )
+
+
+def _row_vector(op, x, y):
+    x, y = as_sparse_variable(x), tt.as_tensor_variable(y)
+    if y.ndim != 1:
+        raise TypeError(f"{type(op).__name__}: the dense operand must be a vector, got {y.type}")
+    return x, y
+
+
+class StructuredAddSV(Op):
+    """Each stored entry ``(i, j)`` of the sparse ``x`` plus ``y[j]`` (a dense vector along
+    the columns); the pattern is kept. Structured gradient."""
+
+    __props__ = ()
+
+    def make_node(self, x, y):
+        x, y = _row_vector(self, x, y)
+        return Apply(self, [x, y], [SparseType(x.format, upcast(x.dtype, y.dtype))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y = inputs
+        _check_row_vector(self, x, y)
+        data = (x.data + y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
+        output_storage[0][0] = _with_data(x, data)
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        return [_cast_like(gz, x), _cast_like(sp_sum(gz, axis=0, sparse_grad=True), y)]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+
+structured_add_s_v = StructuredAddSV()
+
+
+class MulSV(Op):
+    """Each stored entry ``(i, j)`` of the sparse ``x`` times ``y[j]`` (a dense vector
+    along the columns): ``x * y[None, :]``, the pattern kept. Structured gradient for
+    ``x``."""
+
+    __props__ = ()
+
+    def make_node(self, x, y):
+        x, y = _row_vector(self, x, y)
+        return Apply(self, [x, y], [SparseType(x.format, upcast(x.dtype, y.dtype))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y = inputs
+        _check_row_vector(self, x, y)
+        data = (x.data * y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
+        output_storage[0][0] = _with_data(x, data)
+
+    def grad(self, inputs, output_grads):
+        x, y = inputs
+        (gz,) = output_grads
+        gy = sp_sum(mul_s_s(x, gz), axis=0, sparse_grad=True)
+        return [_cast_like(mul_s_v(gz, y), x), _cast_like(gy, y)]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+
+mul_s_v = MulSV()
+
+
 # -- elementwise functions on the stored entries ---------------------------------------
 
 
@@ -952,3 +1084,23 @@ sqr = _zero_preserving(tt.sqr, "sqr")
 sqrt = _zero_preserving(tt.sqrt, "sqrt")
 abs_ = _zero_preserving(tt.abs_, "abs_")
 conj = _zero_preserving(tt.conj, "conj")
+
+
+# Theano's ``theano.sparse.basic`` also holds the products, indexing, joins, comparisons
+# and storage ops. Their modules import this one, so they are read after all its names
+# (the package always imports this module first): deferred to the end for that cycle.
+from theano_dag.sparse import compare, indexing, join, products, structure  # noqa: E402
+from theano_dag.sparse.compare import *  # noqa: E402, F403
+from theano_dag.sparse.indexing import *  # noqa: E402, F403
+from theano_dag.sparse.join import *  # noqa: E402, F403
+from theano_dag.sparse.products import *  # noqa: E402, F403
+from theano_dag.sparse.structure import *  # noqa: E402, F403
+from theano_dag.sparse.variable import *  # noqa: E402, F403 (Theano's basic held these too)
+
+__all__ += [  # noqa: PLE0605 (extended with the names read above)
+    *products.__all__,
+    *indexing.__all__,
+    *join.__all__,
+    *compare.__all__,
+    *structure.__all__,
+]

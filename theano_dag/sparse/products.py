@@ -30,19 +30,25 @@ from theano_dag.sparse.basic import (
     SparseFromDense,
     _cast_like,
     _dense_type,
+    _major_minor,
+    _with_data,
     csm_indices,
     csm_indptr,
     csm_shape,
     dense_from_sparse,
+    mul_s_s,
     transpose,
 )
 from theano_dag.sparse.type import SparseType, is_sparse_value, scipy_sparse
 from theano_dag.sparse.variable import _is_sparse_variable, as_sparse_or_tensor_variable
+from theano_dag.tensor.type import TensorType
 
 __all__ = [
     "StructuredDot",
     "structured_dot",
     "StructuredDotGrad",
+    "StructuredDotGradCSC",
+    "StructuredDotGradCSR",
     "sdg_csr",
     "sdg_csc",
     "structured_dot_grad",
@@ -50,6 +56,10 @@ __all__ = [
     "true_dot",
     "Dot",
     "dot",
+    "SamplingDot",
+    "sampling_dot",
+    "Usmm",
+    "usmm",
 ]
 
 # Rows of the gradient's gather computed at once (bounds the temporary to ~32 MiB).
@@ -75,7 +85,10 @@ class StructuredDot(Op):
         if b.ndim != 2:
             raise TypeError(f"StructuredDot: the second operand must be a matrix, got {b.type}")
         dtype = upcast(a.dtype, b.dtype)
-        out = SparseType(a.format, dtype)() if _is_sparse_variable(b) else _dense_type(dtype, 2)()
+        if _is_sparse_variable(b):
+            out = SparseType(a.format, dtype)()
+        else:  # a column stays a column, as in a dense product
+            out = TensorType(dtype, shape=(None, 1 if b.broadcastable[1] else None))()
         return Apply(self, [a, b], [out])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -152,15 +165,33 @@ class StructuredDotGrad(Op):
         return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
 
 
-sdg_csr = StructuredDotGrad("csr")
-sdg_csc = StructuredDotGrad("csc")
+class StructuredDotGradCSC(StructuredDotGrad):
+    """:class:`StructuredDotGrad` of a CSC matrix (Theano's name)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("csc")
+
+
+class StructuredDotGradCSR(StructuredDotGrad):
+    """:class:`StructuredDotGrad` of a CSR matrix (Theano's name)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("csr")
+
+
+sdg_csr = StructuredDotGradCSR()
+sdg_csc = StructuredDotGradCSC()
 
 
 def structured_dot_grad(sparse_a, b, ga):
     """The structured gradient of ``structured_dot(sparse_a, b)`` given the output
     gradient ``ga``: a sparse matrix of ``sparse_a``'s pattern."""
     indices, indptr = csm_indices(sparse_a), csm_indptr(sparse_a)
-    data = StructuredDotGrad(sparse_a.format)(indices, indptr, b, ga)
+    data = (sdg_csr if sparse_a.format == "csr" else sdg_csc)(indices, indptr, b, ga)
     return CSM(sparse_a.format)(data, indices, indptr, csm_shape(sparse_a))
 
 
@@ -297,3 +328,106 @@ def dot(x, y):
     TensorType(float64, vector)
     """
     return _dot(x, y)
+
+
+class SamplingDot(Op):
+    """``p * (x @ y.T)`` for dense ``x`` (m x k), ``y`` (n x k) and a sparse pattern
+    ``p`` (m x n): the product computed only where ``p`` stores an entry, as a sparse
+    matrix of ``p``'s pattern and format. Regular gradients for ``x`` and ``y``; none
+    for ``p``."""
+
+    __props__ = ()
+
+    def make_node(self, x, y, p):
+        x, y = tt.as_tensor_variable(x), tt.as_tensor_variable(y)
+        p = as_sparse_or_tensor_variable(p)
+        if not _is_sparse_variable(p):
+            raise TypeError(f"SamplingDot: the pattern p must be sparse, got {p.type}")
+        if x.ndim != 2 or y.ndim != 2:
+            raise TypeError(f"SamplingDot: x and y must be matrices, got {x.type}, {y.type}")
+        dtype = upcast(x.dtype, y.dtype, p.dtype)
+        return Apply(self, [x, y, p], [SparseType(p.format, dtype)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, y, p = inputs
+        if x.shape[1] != y.shape[1] or p.shape != (x.shape[0], y.shape[0]):
+            raise ValueError(
+                f"SamplingDot: shapes x {x.shape}, y {y.shape} and p {p.shape} do not match"
+            )
+        rows, cols = _major_minor(p)
+        dtype = node.outputs[0].dtype
+        dots = np.empty(len(rows), dtype=dtype)
+        # Only the sampled entries: x[i] . y[j] for each stored (i, j), in bounded chunks.
+        step = max(1, _GATHER_ELEMENTS // max(1, x.shape[1]))
+        for s in range(0, len(rows), step):
+            r, c = rows[s : s + step], cols[s : s + step]
+            dots[s : s + step] = np.einsum("ij,ij->i", x[r], y[c])
+        output_storage[0][0] = _with_data(p, (p.data * dots).astype(dtype, copy=False))
+
+    def grad(self, inputs, output_grads):
+        x, y, p = inputs
+        (gz,) = output_grads
+        pgz = mul_s_s(p, gz)
+        return [
+            _cast_like(dot(pgz, y), x),
+            _cast_like(dot(transpose(pgz), x), y),
+            grad_not_implemented(self, 2, p),
+        ]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[2]]
+
+
+sampling_dot = SamplingDot()
+
+
+class Usmm(Op):
+    """``alpha * (x @ y) + z`` with ``x`` or ``y`` sparse, ``alpha`` a scalar and ``z`` a
+    dense matrix: a dense matrix, with one temporary fewer than the three ops. Regular
+    gradients (those of :func:`dot`)."""
+
+    __props__ = ()
+
+    def __str__(self):
+        return "Usmm{no_inplace}"
+
+    def make_node(self, alpha, x, y, z):
+        x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+        if not (_is_sparse_variable(x) or _is_sparse_variable(y)):
+            raise TypeError(f"Usmm: x or y must be sparse, got {x.type} and {y.type}")
+        alpha, z = tt.as_tensor_variable(alpha), tt.as_tensor_variable(z)
+        if not all(alpha.broadcastable):
+            raise TypeError(f"Usmm: alpha must be a scalar, got {alpha.type}")
+        if z.ndim != 2 or x.ndim != 2 or y.ndim != 2:
+            raise TypeError("Usmm: x, y and z must be matrices")
+        dtype = upcast(alpha.dtype, x.dtype, y.dtype, z.dtype)
+        return Apply(self, [alpha, x, y, z], [_dense_type(dtype, 2)()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        alpha, x, y, z = inputs
+        dtype = node.outputs[0].dtype
+        r = _product(x, y)
+        if is_sparse_value(r):
+            r = r.toarray()
+        r = np.asarray(r, dtype=dtype)
+        r *= np.asarray(alpha).reshape(())
+        r += z
+        output_storage[0][0] = r
+
+    def grad(self, inputs, output_grads):
+        alpha, x, y, z = inputs
+        (gout,) = output_grads
+        xy = dot(x, y)
+        galpha = (gout * xy).sum()
+        galpha = tt.patternbroadcast(
+            galpha.reshape((1,) * alpha.ndim) if alpha.ndim else galpha, alpha.broadcastable
+        )
+        scale = tt.cast(alpha.reshape(()) if alpha.ndim else alpha, gout.dtype)
+        gx, gy = _dot.grad([x, y], [gout * scale])
+        return [_cast_like(galpha, alpha), gx, gy, _cast_like(gout, z)]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(input_shapes[1][0], input_shapes[2][1])]
+
+
+usmm = Usmm()

@@ -152,7 +152,8 @@ class SparseType(Type):
         scale = max(abs(a).max(), abs(b).max(), 1.0)
         return bool(diff.max() <= eps * scale)
 
-    def may_share_memory(self, a, b) -> bool:
+    @staticmethod
+    def may_share_memory(a, b) -> bool:
         def arrays(v):
             if is_sparse_value(v):
                 return [v.data, v.indices, v.indptr]

@@ -21,7 +21,6 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.sparse.type import SparseType, is_sparse_value
 from theano_dag.tensor.shape import Shape
-from theano_dag.tensor.type import complex_dtypes, float_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
@@ -48,7 +47,12 @@ __all__ = [
     "discrete_dtypes",
 ]
 
+# The dtypes a sparse matrix can have (scipy.sparse has no float16 or bool), by kind.
 all_dtypes = sorted(SparseType.dtype_set)
+float_dtypes = [t for t in all_dtypes if t.startswith("float")]
+complex_dtypes = [t for t in all_dtypes if t.startswith("complex")]
+int_dtypes = [t for t in all_dtypes if t.startswith("int")]
+uint_dtypes = [t for t in all_dtypes if t.startswith("uint")]
 integer_dtypes = [*int_dtypes, *uint_dtypes]
 continuous_dtypes = [*float_dtypes, *complex_dtypes]
 discrete_dtypes = integer_dtypes
@@ -107,6 +111,22 @@ class _sparse_py_operators:  # noqa: N801 (Theano's name)
 
     def sum(self, axis=None, sparse_grad=False):
         return _sparse.basic.sp_sum(self, axis=axis, sparse_grad=sparse_grad)
+
+    def __getitem__(self, args):
+        return _sparse.indexing.getitem(self, args)
+
+    # The orderings, as Theano's (no __eq__: variables stay hashable and comparable).
+    def __lt__(self, other):
+        return _sparse.compare.lt(self, other)
+
+    def __le__(self, other):
+        return _sparse.compare.le(self, other)
+
+    def __gt__(self, other):
+        return _sparse.compare.gt(self, other)
+
+    def __ge__(self, other):
+        return _sparse.compare.ge(self, other)
 
 
 class SparseVariable(_sparse_py_operators, Variable):

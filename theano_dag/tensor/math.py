@@ -16,7 +16,7 @@ from theano_dag import scalar as ts
 # package when called.
 from theano_dag import tensor as _tensor
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply
+from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.op import Op
 from theano_dag.tensor.elemwise import (
     All,
@@ -763,6 +763,11 @@ class Dot(Op):
 _dot = Dot()
 
 
+def _foreign(v):
+    """Whether ``v`` is a variable whose type is not a tensor's (a sparse matrix)."""
+    return isinstance(v, Variable) and not isinstance(v.type, TensorType)
+
+
 def dot(a, b):
     """``numpy.dot``: scalars, vectors, matrices, and tensors of more dimensions (the
     last axis of ``a`` with the second-to-last of ``b``, as numpy and Theano do).
@@ -773,6 +778,10 @@ def dot(a, b):
     >>> dot(tt.dtensor3("x"), tt.dmatrix("w")).ndim  # a recurrent layer's inputs
     3
     """
+    # A variable of another type (a sparse matrix) brings its own product, as in Theano.
+    for v, method, other in ((a, "__dot__", b), (b, "__rdot__", a)):
+        if _foreign(v) and hasattr(v, method):
+            return getattr(v, method)(other)
     a, b = as_tensor_variable(a), as_tensor_variable(b)
     if a.ndim == 0 or b.ndim == 0:
         return mul(a, b)

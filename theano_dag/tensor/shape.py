@@ -527,13 +527,15 @@ class SpecifyShape(Op):
     view_map = {0: [0]}
 
     def make_node(self, x, shape):
-        x = as_tensor_variable(x)
+        x = _as_shaped(x)
         shape = as_int_vector(shape, "SpecifyShape")
         n = shape.type.shape[0]
         known = _shape_entries(shape)
         if n is None and known is not None:
             n = len(known)
-        if n is None:  # a symbolic vector: its length is checked when the graph runs
+        if n is None or not isinstance(x.type, TensorType):
+            # A symbolic vector: its length is checked when the graph runs. A value of
+            # another type (a sparse matrix) keeps its type, which holds no lengths.
             return Apply(self, [x, shape], [x.type()])
         if n != x.ndim:
             raise SpecifyShapeLengthError(
@@ -560,7 +562,7 @@ class SpecifyShape(Op):
                 f"SpecifyShape: expected shape {expected} (None: any length), "
                 f"got shape {x.shape}"
             )
-        output_storage[0][0] = x.view()
+        output_storage[0][0] = x.view() if isinstance(x, np.ndarray) else x
 
     def infer_shape(self, fgraph, node, input_shapes):
         x, shape = node.inputs
@@ -597,6 +599,14 @@ def _shape_entries(shape):
     return None
 
 
+def _as_shaped(x):
+    """``x`` as a tensor, or itself when it is a variable of another type with
+    dimensions (a sparse matrix: its shape can be specified too, as in Theano)."""
+    if isinstance(x, Variable) and not isinstance(x.type, TensorType) and hasattr(x, "ndim"):
+        return x
+    return as_tensor_variable(x)
+
+
 def specify_shape(x, shape):
     """``x`` with its shape promised to be ``shape`` (checked at run time).
 
@@ -610,7 +620,7 @@ def specify_shape(x, shape):
     >>> y.type, y.eval({x: np.ones(3)}).shape
     (TensorType(float64, shape=(3,)), (3,))
     """
-    x = as_tensor_variable(x)
+    x = _as_shaped(x)
     if isinstance(shape, (list, tuple)):
         if len(shape) != x.ndim:
             raise TypeError(

@@ -1,0 +1,1 @@
+"""Theano's ``theano.sparse.sandbox``: sampling ops with sparse results (:mod:`.sp2`)."""
