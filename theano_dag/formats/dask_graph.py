@@ -14,8 +14,8 @@ the dag by itself and ``convert`` takes it along the chain (unidag, index-dag ..
 >>> x = tt.dvector("x")
 >>> f = theano_dag.function([x], (x * 2).sum(), mode=Mode(linker=DaskLinker(chunks=2)))
 >>> dag, outputs = function_to_dag(f, np.arange(4.0))
->>> len(dag)  # 2 chunks of x, the constant 2, 2 kernel tasks, 2 partial sums, their total
-8
+>>> len(dag)  # 2 chunks of x, 2 tasks each computing its chunk's sum of x * 2, the total
+5
 >>> values = interpret(dag, {}, lambda fn, args: (fn(*args),))
 >>> float(values[outputs[0]])
 12.0
