@@ -935,11 +935,12 @@ def _row_vector(op, x, y):
     return x, y
 
 
-class StructuredAddSV(Op):
-    """Each stored entry ``(i, j)`` of the sparse ``x`` plus ``y[j]`` (a dense vector along
-    the columns); the pattern is kept. Structured gradient."""
+class _RowVectorOp(Op):
+    """Each stored entry ``(i, j)`` of the sparse ``x`` combined by ``ufunc`` with
+    ``y[j]`` (a dense vector along the columns); the pattern is kept."""
 
     __props__ = ()
+    ufunc = None
 
     def make_node(self, x, y):
         x, y = _row_vector(self, x, y)
@@ -948,46 +949,40 @@ class StructuredAddSV(Op):
     def perform(self, node, inputs, output_storage, params=None):
         x, y = inputs
         _check_row_vector(self, x, y)
-        data = (x.data + y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
+        data = self.ufunc(x.data, y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
         output_storage[0][0] = _with_data(x, data)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+
+class StructuredAddSV(_RowVectorOp):
+    """Each stored entry ``(i, j)`` of the sparse ``x`` plus ``y[j]`` (a dense vector along
+    the columns); the pattern is kept. Structured gradient."""
+
+    ufunc = staticmethod(np.add)
 
     def grad(self, inputs, output_grads):
         x, y = inputs
         (gz,) = output_grads
         return [_cast_like(gz, x), _cast_like(sp_sum(gz, axis=0, sparse_grad=True), y)]
 
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
 
 structured_add_s_v = StructuredAddSV()
 
 
-class MulSV(Op):
+class MulSV(_RowVectorOp):
     """Each stored entry ``(i, j)`` of the sparse ``x`` times ``y[j]`` (a dense vector
     along the columns): ``x * y[None, :]``, the pattern kept. Structured gradient for
     ``x``."""
 
-    __props__ = ()
-
-    def make_node(self, x, y):
-        x, y = _row_vector(self, x, y)
-        return Apply(self, [x, y], [SparseType(x.format, upcast(x.dtype, y.dtype))()])
-
-    def perform(self, node, inputs, output_storage, params=None):
-        x, y = inputs
-        _check_row_vector(self, x, y)
-        data = (x.data * y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
-        output_storage[0][0] = _with_data(x, data)
+    ufunc = staticmethod(np.multiply)
 
     def grad(self, inputs, output_grads):
         x, y = inputs
         (gz,) = output_grads
         gy = sp_sum(mul_s_s(x, gz), axis=0, sparse_grad=True)
         return [_cast_like(mul_s_v(gz, y), x), _cast_like(gy, y)]
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
 
 
 mul_s_v = MulSV()
