@@ -52,6 +52,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.dask import DaskLinker
+from theano_dag.engines.dask.linker import DaskThunk
 from theano_dag.testing import procmem
 
 D = 10
@@ -198,8 +199,6 @@ class _ClientClock:
         self.build = self.submit = 0.0
 
     def __enter__(self):
-        from theano_dag.engines.dask.linker import DaskThunk
-
         self._saved = [(DaskThunk, "collections"), (distributed.Client, "compute")]
         self._orig = [getattr(c, n) for c, n in self._saved]
         clock = self

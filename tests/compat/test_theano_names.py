@@ -14,14 +14,19 @@ import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
+from theano_dag.compile.pkl_utils import StripPickler, dump, load
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gpuarray import dnn
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.basic import Constant
 from theano_dag.opt import tensor_opt
+from theano_dag.opt.optdb import build_optdb
+from theano_dag.printing import Print
 from theano_dag.scalar import basic_scipy
+from theano_dag.scan import utils as scan_utils
 
 sps = pytest.importorskip("scipy.special")
 
@@ -117,8 +122,6 @@ def test_tensor_constant_and_advanced_set_subtensor1():
 
 
 def test_tensor_opt_registers_rewrites():
-    from theano_dag.opt.optdb import build_optdb
-
     db = build_optdb()
     for register, name in [
         (tensor_opt.register_canonicalize, "canonicalize"),
@@ -137,8 +140,6 @@ def test_tensor_opt_registers_rewrites():
 
 @pytest.mark.parametrize("engine", ["py", "cpu", ENGINES[-1]])
 def test_print_passes_values_through_and_prints_each_call(engine, capsys):
-    from theano_dag.printing import Print
-
     x = tt.dvector("x")
     seen = []
     shown = Print("x:", attrs=("shape", "sum"))(x)
@@ -154,8 +155,6 @@ def test_print_passes_values_through_and_prints_each_call(engine, capsys):
 
 
 def test_pkl_utils_dump_and_load(tmp_path):
-    from theano_dag.compile.pkl_utils import StripPickler, dump, load
-
     foo = [shared(np.int64(i), name="foo") for i in range(3)]
     path = tmp_path / "model.zip"
     with open(path, "wb") as f:
@@ -180,7 +179,6 @@ def test_pkl_utils_dump_and_load(tmp_path):
 def test_scan_utils_path_holds_equal_computations_and_clone():
     # Theano 1.1's theano.scan.utils (Lasagne's tests compare penalties with
     # equal_computations from there).
-    from theano_dag.scan import utils as scan_utils
 
     x, y = tt.dvector("x"), tt.dvector("y")
     assert scan_utils.equal_computations([tt.sqr(x).sum()], [tt.sqr(x).sum()])
@@ -193,7 +191,6 @@ def test_scan_utils_path_holds_equal_computations_and_clone():
 def test_gpuarray_dnn_checks_say_no_cudnn():
     # Code probing for cuDNN (Lasagne's dnn layers) must take its CPU path, by an
     # ImportError of its own, not fail on a missing attribute.
-    from theano_dag.gpuarray import dnn
 
     assert theano_dag.gpuarray.pygpu_activated is False
     assert dnn.dnn_present() is False and dnn.dnn_available("dev0") is False

@@ -23,7 +23,8 @@ from theano_dag.config import config
 from theano_dag.engines.cpu import CPULinker
 from theano_dag.engines.cpu.emit.csource import NotCompilable, array_layout, kernel_source
 from theano_dag.engines.cpu.native import cc, ckernel
-from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.elemwise import Elemwise, Max, Sum
+from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.type import TensorType
 
 pytestmark = pytest.mark.skipif(
@@ -647,9 +648,6 @@ def test_openmp_workers_sleep_between_kernels_unless_the_user_chose():
 def _fused_reduce_graph(dtype):
     """Reductions of a gradient's elementwise expressions (a ``switch`` on an int8 mask,
     a ``second``), as the fusion makes them, over declared and run-time broadcasting."""
-    from theano_dag.tensor.elemwise import Max, Sum
-    from theano_dag.tensor.fused import FusedReduce
-
     x = tt.TensorType(dtype, shape=(None, None))("x")
     m = tt.TensorType("int8", shape=(1, None))("m")
     a, c = ts.get_scalar_type(dtype)("a"), ts.int8("c")
@@ -681,8 +679,6 @@ def _fused_reduce_values(dtype):
 def test_fused_reduce_elementwise_part_is_a_c_kernel(
     engine_kernels, tmp_path, dtype, min_plan_bytes, poisoned
 ):
-    from theano_dag.tensor.fused import FusedReduce
-
     inputs, outs = _fused_reduce_graph(dtype)
     xv, mv = _fused_reduce_values(dtype)
     ref = function(inputs, outs, mode=Mode(linker="py", optimizer=None))
@@ -722,9 +718,6 @@ def test_fused_reduce_without_a_compiler_runs_numpy(engine_kernels):
 
 
 def test_fused_reduce_kernel_refuses_shapes_that_do_not_broadcast(engine_kernels, tmp_path):
-    from theano_dag.tensor.elemwise import Sum
-    from theano_dag.tensor.fused import FusedReduce
-
     x, y = tt.dmatrix("x"), tt.dmatrix("y")
     r = FusedReduce(Sum(axis=(0,)), ts.add)(x, y)
     with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):

@@ -18,6 +18,16 @@ from theano_dag.engines.memory import check_plan
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from op_table import TABLE, row_inputs  # noqa: E402
 
+from theano_dag import scalar as ts
+from theano_dag.config import config
+from theano_dag.engines.cpu.emit import codegen
+from theano_dag.tensor import blas
+from theano_dag.tensor.elemwise import Sum
+from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
+
 REF = Mode(linker="py", optimizer=None)
 
 
@@ -478,10 +488,6 @@ def test_fast_path_falls_back_for_unusual_calls():
 
 
 def test_fused_reduce_runs_planned_and_matches_the_reference():
-    from theano_dag import scalar as ts
-    from theano_dag.tensor.elemwise import Sum
-    from theano_dag.tensor.fused import FusedReduce
-
     x, y = tt.dmatrix("x"), tt.drow("y")
     a, b = ts.float64("a"), ts.float64("b")
     outs = [
@@ -533,8 +539,6 @@ def test_generated_code_cached_on_disk(tmp_path, monkeypatch):
     # A long generated source is compiled once; a new process (here: an emptied
     # in-memory cache) loads its code object from <compiledir>/pycode, and a
     # damaged file there is compiled again.
-    from theano_dag.config import config
-    from theano_dag.engines.cpu.emit import codegen
 
     monkeypatch.setattr(codegen, "CODE_CACHE", {})
     source = "".join(f"v{k} = {k} * 2\n" for k in range(codegen.DISK_CACHE_MIN_CHARS // 8))
@@ -595,9 +599,6 @@ def _indexing_graph(dtype):
     ],
 )
 def test_known_indexing_runs_inline_and_matches_the_reference(dtype, mode, optimized):
-    from theano_dag.tensor.shape import Reshape
-    from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
-
     inputs, outs = _indexing_graph(dtype)
     ref = function(inputs, outs, mode=REF)
     f = function(inputs, outs, mode=mode())
@@ -635,9 +636,6 @@ def test_known_indexing_errors_name_the_node():
 
 @pytest.mark.parametrize("poisoned", [False, True])
 def test_products_with_a_constant_operand_run_as_blas_steps(poisoned):
-    from theano_dag.tensor import blas
-    from theano_dag.tensor.math import Dot
-
     rng = np.random.default_rng(4)
     C = tt.constant(rng.standard_normal((5, 3)))
     v, z, w = tt.dvector("v"), tt.dvector("z"), tt.dvector("w")
@@ -660,8 +658,6 @@ def test_products_with_a_constant_operand_run_as_blas_steps(poisoned):
 )
 @pytest.mark.parametrize("poisoned", [False, True])
 def test_gemv_with_known_scalars_matches_the_reference(dtype, alpha, beta, poisoned):
-    from theano_dag.tensor import blas
-
     A, x, z = tt.matrix("A", dtype=dtype), tt.vector("x", dtype=dtype), tt.vector("z", dtype=dtype)
     a, b = tt.constant(np.asarray(alpha, dtype)), tt.constant(np.asarray(beta, dtype))
     outs = [blas.gemv_no_inplace(z, a, A, x, b), blas.gemv_no_inplace(tt.exp(z), a, A, x, b)]

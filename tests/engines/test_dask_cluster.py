@@ -31,6 +31,7 @@ from theano_dag.engines.dask import (  # noqa: E402
     DaskTaskError,
     dask_shared,
 )
+from theano_dag.engines.dask import linker as dask_linker  # noqa: E402
 from theano_dag.testing import procmem  # noqa: E402
 
 # the shared helpers live next to this file; --import-mode=importlib does not put it on sys.path
@@ -261,7 +262,6 @@ def test_a_task_whose_workers_die_is_named_with_its_op():
 def test_a_reused_graph_keeps_each_call_s_updates_on_the_cluster(client, monkeypatch):
     # Every call runs the graph built for the first (same chunks), under keys of its
     # own: the update a shared variable holds from one call is never taken for the next's.
-    from theano_dag.engines.dask import linker as dask_linker
 
     builds = []
     real = dask_linker.build

@@ -24,6 +24,8 @@ from sparse_helpers import (
 import theano_dag.tensor as tt
 from theano_dag import sparse as S
 from theano_dag.gradient.verify import verify_grad_sparse
+from theano_dag.sparse import basic, compare, indexing, join, products, structure
+from theano_dag.sparse.opt import CSMGradC, StructuredDotCSC, StructuredDotCSR, UsmmCscDense
 
 
 def _cmp(f):
@@ -233,8 +235,6 @@ def test_gradient_by_finite_differences(row, engine):
 
 
 def test_theano_basic_holds_the_products_and_the_other_ops():
-    from theano_dag.sparse import basic, compare, indexing, join, products, structure
-
     for module in (products, indexing, join, compare, structure):
         for name in module.__all__:
             assert getattr(basic, name) is getattr(module, name), name
@@ -370,9 +370,6 @@ def test_construct_sparse_from_list_adds_rows_and_its_gradient(engine):
 
 
 def test_theano_names_of_the_c_specialisations_compute_the_same():
-    from theano_dag.sparse import basic
-    from theano_dag.sparse.opt import CSMGradC, StructuredDotCSC, StructuredDotCSR, UsmmCscDense
-
     rng = np.random.default_rng(29)
     a = random_sparse(rng, "csc", "float64")
     b, z = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))

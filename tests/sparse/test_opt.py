@@ -11,7 +11,9 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import sparse as S
 from theano_dag.compile.mode import Mode
+from theano_dag.misc.may_share_memory import may_share_memory
 from theano_dag.opt.optdb import optdb
+from theano_dag.sparse.opt import AddSD_ccode
 
 
 def _ops(outputs, inputs, mode):
@@ -189,8 +191,6 @@ def test_a_dense_matrix_made_sparse_and_back_is_the_matrix():
 
 
 def test_may_share_memory_compares_the_stored_arrays():
-    from theano_dag.misc.may_share_memory import may_share_memory
-
     a = sp.csr_matrix(np.eye(3))
     b = a.copy()
     assert may_share_memory(a, a) and not may_share_memory(a, b)
@@ -212,8 +212,6 @@ def test_specify_shape_of_a_sparse_matrix_checks_and_tells_its_shape():
 
 
 def test_theano_add_sd_ccode_name_adds():
-    from theano_dag.sparse.opt import AddSD_ccode
-
     x, y = S.csc_matrix("x", dtype="float64"), tt.dmatrix("y")
     xv = random_sparse(np.random.default_rng(5), "csc", "float64")
     yv = np.ones((4, 5))

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from corpus import ENGINE_PARAMS, FLOATS, Case, check
 
+import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.datasets import load_digits
 from theano_dag.tensor.nnet import nnet
 
 # Rows: a confident right prediction at +-1000 and 800, float32's overflow at 90 and
@@ -281,7 +283,6 @@ def _train_digits(lib, dtype, lr=20.0, epochs=20, batch=64):
     ``log(p_y)[arange(n), y]``), trained by minibatch gradient descent with ``lib``
     (theano_dag, or PyTensor's API: ``(tensor, function, shared, grad, softmax, mode)``);
     returns the test accuracy and every step's cost."""
-    from theano_dag.datasets import load_digits
 
     tensor, function, shared, grad_, softmax, mode = lib
     x_train, y_train, x_test, y_test = load_digits()
@@ -307,8 +308,6 @@ def test_digits_model_trains_in_float32_at_learning_rate_20_as_in_pytensor():
     import pytensor.tensor as pt
     from pytensor.compile.mode import Mode as PTMode
     from pytensor.tensor.special import softmax as pt_softmax
-
-    import theano_dag
 
     ours = (
         tt,
