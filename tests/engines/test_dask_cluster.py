@@ -10,6 +10,7 @@ is 2).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -39,6 +40,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dask_helpers import one_chunk_flat  # noqa: E402
 
 MEMORY_LIMIT = 400e6
+
+
+@contextlib.contextmanager
+def _one_fragile_worker():
+    """A client of its own cluster of one worker process, where the scheduler gives up
+    on a task at the first worker it kills."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=MEMORY_LIMIT,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        )
+    c = distributed.Client(cluster, set_as_default=False)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
 GB = float(os.environ.get("THEANO_DAG_DASK_TEST_GB", "0.85"))
 CHUNK = 1 << 20  # elements: 8 MB of float64
 # An upper bound for what would otherwise hang (a worker that never comes back), never
@@ -226,17 +250,7 @@ def test_an_error_in_a_task_of_dask_arrays_own_on_a_worker_is_named(client):
 
 def test_a_task_whose_workers_die_is_named_with_its_op():
     # Its own cluster: the scheduler gives up on a task at the first worker it kills.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        cluster = distributed.LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=MEMORY_LIMIT,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-        )
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
+    with _one_fragile_worker() as c:
         x = tt.dvector("x")
         f = theano_dag.function([x], (x * 2).sum(), mode=Mode(linker=DaskLinker(scheduler=c)))
         # (dask calls the function on an empty array for its type: that one returns)
@@ -254,9 +268,6 @@ def test_a_task_whose_workers_die_is_named_with_its_op():
         ), str(err.value)
         c.wait_for_workers(1, timeout=HANG_S)
         assert f(da.ones(4, chunks=2)) == 8.0  # the next call works
-    finally:
-        c.close()
-        cluster.close()
 
 
 def test_a_reused_graph_keeps_each_call_s_updates_on_the_cluster(client, monkeypatch):
@@ -284,17 +295,7 @@ def test_a_reused_graph_keeps_each_call_s_updates_on_the_cluster(client, monkeyp
 
 
 def test_a_task_of_a_reused_graph_whose_workers_die_is_named():
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        cluster = distributed.LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=MEMORY_LIMIT,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-        )
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
+    with _one_fragile_worker() as c:
         x = tt.dvector("x")
         f = theano_dag.function([x], (x * 2).sum(), mode=Mode(linker=DaskLinker(scheduler=c)))
 
@@ -313,6 +314,3 @@ def test_a_task_of_a_reused_graph_whose_workers_die_is_named():
         c.wait_for_workers(1, timeout=HANG_S)
         assert f(one_layer(np.ones)) == 8.0  # the next call works
         assert len(f.fn.plans) == 1
-    finally:
-        c.close()
-        cluster.close()
