@@ -15,6 +15,7 @@ import pytest
 
 from theano_dag.config import config
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES
+from theano_dag.scalar import cast_array
 from theano_dag.testing import fuzz
 
 # The CPU engine's planning every value, and poisoning its blocks.
@@ -335,3 +336,30 @@ def test_integers_cast_from_floats_are_compared_within_the_float_tolerance():
     )
     rec = make(0)
     assert fuzz._after_float_to_int(rec) == {1, 2}
+
+
+def test_a_periodic_function_of_a_large_cast_integer_may_take_numpys_value_a_few_bits_away():
+    # Found with seed 61128, graph 1824: sin(cast(2 * log(x) * -3e9, int32)) in float32.
+    # The C kernel's log was one bit from numpy's, the product two float32 steps (32) away,
+    # and the sin of the integer anything. The reference moved by whole units in the last
+    # place of the cast's input gives that integer; moved by the relative tolerance (2e-4,
+    # some 40,000 integers) it does not.
+    rec = _recipe(
+        [("input", ("a",), "float32"), ("cast_grow", (0,), (-3e9, "int32")), ("sin", (1,), None)],
+        [("a",)] * 3,
+        ["float32", "int32", "float64"],
+        nonfinite=False,
+    )(0)
+    x = np.array([-0.07087775, -0.070877746], "float32")
+    base = fuzz.reference(rec, {0: x})
+    for u in (-1, 1, 3):
+        moved = x.copy()
+        for _ in range(abs(u)):
+            moved = np.nextafter(moved, np.float32(np.copysign(np.inf, u)))
+        nudged = fuzz.reference(rec, {0: x}, ulps=u)
+        assert nudged[0].dtype == np.float32 and np.array_equal(nudged[0], x)  # input kept
+        want = cast_array(moved * np.float32(-3e9), "int32")
+        np.testing.assert_array_equal(nudged[1], want)
+        assert not np.array_equal(nudged[1], base[1])
+        np.testing.assert_array_equal(nudged[2], np.sin(want.astype("float64")))
+    assert set(fuzz.NUDGE_ULPS) >= {-2, -1, 1, 2}

@@ -797,22 +797,31 @@ def _values(rec, call):
 
 #: The ops that cast a float to an integer.
 FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range")
+#: The moves, in units in the last place, of a float cast to an integer that an engine's
+#: last bits may make (one bit of a float32 ``log`` upstream moves its product by two).
+NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
 
 
-def reference(rec, values, nudge=0.0):
+def reference(rec, values, nudge=0.0, ulps=0):
     """numpy's value of every node given the input/shared ``values``. ``nudge``: each
     float cast to an integer is moved by that much first (relatively, or absolutely
-    below 1), to see where a float within its tolerance truncates to another integer."""
+    below 1), to see where a float within its tolerance truncates to another integer.
+    ``ulps``: each such float is moved by that many units in its last place instead (a
+    float32 ``log`` one bit apart, times 3e9, is two float32 steps apart, so the
+    integers differ by 32, and a ``sin`` of them by anything)."""
     env = dict(values)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k, node in enumerate(rec.nodes):
             if k not in env:
                 args = {_name(a): env[a] for a in node[1]}
-                if nudge and node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS:
+                if (nudge or ulps) and node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS:
                     x = env[node[1][0]]
                     if x.dtype.kind == "f":
                         moved = x + nudge * np.maximum(1, np.abs(x))
+                        toward = np.asarray(np.copysign(np.inf, ulps), x.dtype)
+                        for _ in range(abs(ulps)):
+                            moved = np.nextafter(moved, toward)  # in x's own dtype
                         args[_name(node[1][0])] = moved.astype(x.dtype)
                 ns = {**_NP_NS, **args}
                 env[k] = np.asarray(eval(_code(node, "numpy", rec.dtypes[k]), ns))
@@ -1064,8 +1073,10 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
             for j, (k, g) in enumerate(zip(rec.outputs, got)):
                 why = close(g, want[k], tol, nonfinite, int_rtols[j])
                 if why and k in loose:
-                    # A float within its tolerance of another integer, before a cast.
+                    # A float within its tolerance of another integer, before a cast, or
+                    # a few bits apart where the integers are large.
                     alts = [reference(rec, v, n)[k] for n in (-tol, tol)]
+                    alts += [reference(rec, v, ulps=u)[k] for u in NUDGE_ULPS]
                     why = close(g, want[k], tol, nonfinite, int_rtols[j], alts)
                 if why:
                     problems.append(f"call {call}: output {j} ({_name(k)}): {why}")
