@@ -400,7 +400,15 @@ class Cast(Op):
 
 
 def cast(variable, dtype):
-    """The sparse ``variable`` with entries of ``dtype`` (no op when it has it already)."""
+    """The sparse ``variable`` with entries of ``dtype`` (no op when it has it already).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> cast(x, "int32").eval({x: a}).dtype
+    dtype('int32')
+    """
     variable = as_sparse_variable(variable)
     if variable.dtype == str(np.dtype(dtype)):
         return variable
@@ -414,7 +422,16 @@ icast, lcast = Cast("int32"), Cast("int64")
 class DenseFromSparse(Op):
     """The dense matrix of a sparse one. With ``structured=True`` (the default, as in
     Theano) the gradient is structured: the output gradient read on ``x``'s pattern;
-    with ``structured=False`` it is regular (the whole output gradient, made sparse)."""
+    with ``structured=False`` it is regular (the whole output gradient, made sparse).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> dense_from_sparse(x).eval({x: a})
+    array([[0., 2.],
+           [1., 0.]])
+    """
 
     __props__ = ("sparse_grad",)
 
@@ -451,7 +468,14 @@ dense_from_sparse = DenseFromSparse()
 class SparseFromDense(Op):
     """A dense matrix (a vector or scalar is made a one-row matrix) as a sparse matrix
     of ``format``, storing its non-zero entries. The gradient is the output gradient
-    made dense."""
+    made dense.
+
+    >>> import numpy as np, theano_dag.tensor as tt
+    >>> d = tt.dmatrix("d")
+    >>> s = csc_from_dense(d).eval({d: np.array([[0.0, 2.0], [1.0, 0.0]])})
+    >>> s.format, s.nnz
+    ('csc', 2)
+    """
 
     __props__ = ("format",)
 
@@ -488,7 +512,16 @@ csc_from_dense = SparseFromDense("csc")
 
 
 def sp_ones_like(x):
-    """A matrix of ``x``'s pattern holding ones."""
+    """A matrix of ``x``'s pattern holding ones.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> sp_ones_like(x).eval({x: a}).toarray()
+    array([[0., 1.],
+           [1., 0.]])
+    """
     data, indices, indptr, shape = csm_properties(x)
     return CSM(x.format)(tt.ones_like(data), indices, indptr, shape)
 
@@ -509,7 +542,18 @@ def sp_zeros_like(x):
 
 class Transpose(Op):
     """The transpose, a view: a CSR matrix becomes CSC and the other way. Regular
-    gradient."""
+    gradient.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> x.T.type
+    Sparse[float64, csc]
+    >>> x.T.eval({x: a}).toarray()
+    array([[0., 1.],
+           [2., 0.]])
+    """
 
     __props__ = ()
     view_map = {0: [0]}
@@ -629,7 +673,16 @@ def col_scale(x, s):
 
 def row_scale(x, s):
     """Each row ``i`` of the sparse ``x`` times ``s[i]`` (``x``'s format kept).
-    Structured gradient."""
+    Structured gradient.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> row_scale(x, [10.0, 100.0]).eval({x: a}).toarray()
+    array([[  0.,  20.],
+           [100.,   0.]])
+    """
     return transpose(col_scale(transpose(as_sparse_variable(x)), s))
 
 
@@ -692,7 +745,15 @@ class SpSum(Op):
 def sp_sum(x, axis=None, sparse_grad=False):
     """The sum of the sparse ``x`` (all entries, or along ``axis``) as a dense tensor.
     The gradient is structured with ``sparse_grad=True``, regular otherwise (Theano's
-    default)."""
+    default).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> sp_sum(x).eval({x: a}), sp_sum(x, axis=0).eval({x: a})
+    (array(3.), array([1., 2.]))
+    """
     return SpSum(axis, sparse_grad)(x)
 
 
@@ -785,7 +846,16 @@ def add(x, y):
 
 
 def sub(x, y):
-    """``x - y`` where one or both are sparse (``x + (-y)``)."""
+    """``x - y`` where one or both are sparse (``x + (-y)``).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> sub(x, np.ones((2, 2))).eval({x: a})
+    array([[-1.,  1.],
+           [ 0., -1.]])
+    """
     y = as_sparse_or_tensor_variable(y)
     return add(x, -y)
 
@@ -994,7 +1064,20 @@ mul_s_v = MulSV()
 def structured_monoid(tensor_op):
     """Make ``f(x, *scalars)`` that applies ``tensor_op`` to the stored entries of the
     sparse ``x`` only (the pattern is kept; the other entries stay zero). The gradient
-    goes through :func:`csm_properties` and :class:`CSM`: structured."""
+    goes through :func:`csm_properties` and :class:`CSM`: structured.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> import theano_dag.tensor as tt
+    >>> @structured_monoid(tt.sqr)
+    ... def structured_sqr(x):
+    ...     "The square of each stored entry."
+    >>> structured_sqr(x).eval({x: a}).toarray()
+    array([[0., 4.],
+           [1., 0.]])
+    """
 
     def decorator(f):
         def wrapper(x, *args):

@@ -373,7 +373,19 @@ def _is_int_scalar(v):
 def getitem(x, args):
     """``x[args]`` on a sparse variable, dispatched as Theano does: two integers give
     the entry, a list (or integer vector) of rows gives those rows (with a second list,
-    those entries), slices give a sub-matrix."""
+    those entries), slices give a sub-matrix.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> x[1, 0].eval({x: a}), x[[1, 1]].eval({x: a}).toarray()
+    (array(1.), array([[1., 0.],
+           [1., 0.]]))
+    >>> x[:, 1:].eval({x: a}).toarray()
+    array([[2.],
+           [0.]])
+    """
     if not isinstance(args, tuple):
         args = (args,)
     if len(args) == 2 and _is_int_scalar(args[0]) and _is_int_scalar(args[1]):

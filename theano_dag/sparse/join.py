@@ -102,7 +102,16 @@ class HStack(Op):
 
 def hstack(blocks, format=None, dtype=None):
     """The sparse matrices ``blocks`` side by side, in ``format`` (CSC by default);
-    ``dtype`` defaults to their upcast."""
+    ``dtype`` defaults to their upcast.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> r = hstack([x, x]).eval({x: a})
+    >>> r.format, r.shape
+    ('csc', (2, 4))
+    """
     blocks = [as_sparse_variable(b) for b in blocks]
     if dtype is None:
         dtype = upcast(*[b.dtype for b in blocks])
@@ -120,7 +129,18 @@ class VStack(HStack):
 
 def vstack(blocks, format=None, dtype=None):
     """The sparse matrices ``blocks`` one above the other, in ``format`` (CSC by
-    default); ``dtype`` defaults to their upcast."""
+    default); ``dtype`` defaults to their upcast.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> vstack([x, x], format="csr").eval({x: a}).toarray()
+    array([[0., 2.],
+           [1., 0.],
+           [0., 2.],
+           [1., 0.]])
+    """
     blocks = [as_sparse_variable(b) for b in blocks]
     if dtype is None:
         dtype = upcast(*[b.dtype for b in blocks])
@@ -165,7 +185,15 @@ class SparseBlockDiagonal(Op):
 
 def sparse_block_diag(*matrices, format="csc"):
     """The sparse matrices on the diagonal of one sparse matrix of ``format``, zero
-    elsewhere (scipy's ``block_diag``)."""
+    elsewhere (scipy's ``block_diag``).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> sparse_block_diag(x, x).eval({x: a}).shape
+    (4, 4)
+    """
     if not matrices:
         raise ValueError("sparse_block_diag needs at least one matrix")
     return SparseBlockDiagonal(len(matrices), format)(*matrices)

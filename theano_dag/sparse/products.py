@@ -118,7 +118,16 @@ _structured_dot = StructuredDot()
 
 def structured_dot(x, y):
     """``x @ y`` with at least one sparse operand; its gradient with respect to a sparse
-    operand is structured (only on its stored entries). Dense when one operand is."""
+    operand is structured (only on its stored entries). Dense when one operand is.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> structured_dot(x, np.array([[1.0], [10.0]])).eval({x: a})
+    array([[20.],
+           [ 1.]])
+    """
     x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
     if _is_sparse_variable(x):
         return _structured_dot(x, y)
@@ -237,7 +246,17 @@ class TrueDot(Op):
 
 
 def true_dot(x, y, grad_preserves_dense=True):
-    """``x @ y`` as a sparse matrix, with at least one sparse operand; regular gradient."""
+    """``x @ y`` as a sparse matrix, with at least one sparse operand; regular gradient.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> r = true_dot(x, x).eval({x: a})
+    >>> r.format, r.toarray()
+    ('csr', array([[2., 0.],
+           [0., 2.]]))
+    """
     x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
     if _is_sparse_variable(x):
         return TrueDot(grad_preserves_dense)(x, y)
@@ -334,7 +353,16 @@ class SamplingDot(Op):
     """``p * (x @ y.T)`` for dense ``x`` (m x k), ``y`` (n x k) and a sparse pattern
     ``p`` (m x n): the product computed only where ``p`` stores an entry, as a sparse
     matrix of ``p``'s pattern and format. Regular gradients for ``x`` and ``y``; none
-    for ``p``."""
+    for ``p``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> sampling_dot(np.ones((2, 3)), np.ones((2, 3)), x).eval({x: a}).toarray()
+    array([[0., 6.],
+           [3., 0.]])
+    """
 
     __props__ = ()
 
@@ -384,7 +412,16 @@ sampling_dot = SamplingDot()
 class Usmm(Op):
     """``alpha * (x @ y) + z`` with ``x`` or ``y`` sparse, ``alpha`` a scalar and ``z`` a
     dense matrix: a dense matrix, with one temporary fewer than the three ops. Regular
-    gradients (those of :func:`dot`)."""
+    gradients (those of :func:`dot`).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> usmm(2.0, x, np.eye(2), np.ones((2, 2))).eval({x: a})
+    array([[1., 5.],
+           [3., 1.]])
+    """
 
     __props__ = ()
 

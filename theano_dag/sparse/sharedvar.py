@@ -26,7 +26,13 @@ def sparse_constructor(
     value, name=None, strict=False, allow_downcast=None, borrow=False, format=None
 ):
     """Shared sparse matrix of a ``scipy.sparse`` value (a copy unless ``borrow``), in
-    ``format`` (the value's own when None: CSR or CSC)."""
+    ``format`` (the value's own when None: CSR or CSC).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> w = sparse_constructor(sp.csr_matrix(np.eye(2)), name="w", format="csc")
+    >>> w.type, w.get_value().format
+    (Sparse[float64, csc], 'csc')
+    """
     if not is_sparse_value(value):
         raise TypeError(f"not a scipy.sparse matrix: {type(value).__name__}")
     format = format or value.format

@@ -41,7 +41,16 @@ __all__ = [
 
 class Remove0(Op):
     """``x`` without its stored zeros (scipy's ``eliminate_zeros``). ``inplace=True``
-    changes ``x``'s own value. Regular gradient (the output gradient)."""
+    changes ``x``'s own value. Regular gradient (the output gradient).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> stored_zero = sp.csr_matrix(([0.0, 1.0], [0, 1], [0, 2]), shape=(1, 2))
+    >>> stored_zero.nnz, remove0(x).eval({x: stored_zero}).nnz
+    (2, 1)
+    """
 
     __props__ = ("inplace",)
 
@@ -112,7 +121,16 @@ ensure_sorted_indices = EnsureSortedIndices(inplace=False)
 
 def clean(x):
     """``x`` without stored zeros and with sorted indices (``remove0`` then
-    ``ensure_sorted_indices``). Regular gradient."""
+    ``ensure_sorted_indices``). Regular gradient.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> unsorted = sp.csr_matrix(([0.0, 2.0], [1, 0], [0, 2]), shape=(1, 2))
+    >>> clean(x).eval({x: unsorted}).indices
+    array([0], dtype=int32)
+    """
     return ensure_sorted_indices(remove0(x))
 
 
@@ -142,14 +160,30 @@ class AsFormat(Op):
 
 
 def as_format(x, format):
-    """The sparse ``x`` in ``format`` (itself when it has it already)."""
+    """The sparse ``x`` in ``format`` (itself when it has it already).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> as_format(x, "csc").type, as_format(x, "csr") is x
+    (Sparse[float64, csc], True)
+    """
     x = as_sparse_variable(x)
     return x if x.format == format else AsFormat(format)(x)
 
 
 class Diag(Op):
     """The diagonal of a square sparse matrix, as a dense vector (a ValueError for a
-    matrix that is not square, as in Theano). Regular gradient: a diagonal matrix."""
+    matrix that is not square, as in Theano). Regular gradient: a diagonal matrix.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from theano_dag.sparse import csr_matrix
+    >>> x = csr_matrix("x", dtype="float64")
+    >>> a = sp.csr_matrix(np.array([[0.0, 2.0], [1.0, 0.0]]))
+    >>> diag(x).eval({x: sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 3.0]]))})
+    array([1., 3.])
+    """
 
     __props__ = ()
 
@@ -176,7 +210,14 @@ diag = Diag()
 
 class SquareDiagonal(Op):
     """A square CSC matrix whose diagonal is the dense vector ``d`` (every diagonal entry
-    stored). Regular gradient: the output gradient's diagonal."""
+    stored). Regular gradient: the output gradient's diagonal.
+
+    >>> import numpy as np, theano_dag.tensor as tt
+    >>> v = tt.dvector("v")
+    >>> square_diagonal(v).eval({v: np.array([1.0, 2.0])}).toarray()
+    array([[1., 0.],
+           [0., 2.]])
+    """
 
     __props__ = ()
 

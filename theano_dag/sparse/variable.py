@@ -172,7 +172,13 @@ def _is_sparse_variable(x) -> bool:
 
 
 def constant(x, name=None):
-    """A SparseConstant holding (a copy of) the scipy.sparse matrix ``x``."""
+    """A SparseConstant holding (a copy of) the scipy.sparse matrix ``x``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> c = constant(sp.csc_matrix(np.eye(2)), name="identity")
+    >>> c.type, c.data.nnz
+    (Sparse[float64, csc], 2)
+    """
     if not is_sparse_value(x):
         raise TypeError(f"sparse.constant needs a scipy.sparse matrix, got {type(x).__name__}")
     if x.format not in ("csr", "csc"):
@@ -206,7 +212,14 @@ as_sparse = as_sparse_variable
 
 
 def as_sparse_or_tensor_variable(x, name=None):
-    """``as_sparse_variable(x)`` when ``x`` is sparse, else ``as_tensor_variable(x)``."""
+    """``as_sparse_variable(x)`` when ``x`` is sparse, else ``as_tensor_variable(x)``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> as_sparse_or_tensor_variable(sp.csr_matrix(np.eye(2))).type
+    Sparse[float64, csr]
+    >>> as_sparse_or_tensor_variable(np.eye(2)).type
+    TensorType(float64, matrix)
+    """
     if _is_sparse_variable(x) or is_sparse_value(x):
         return as_sparse_variable(x, name)
     return as_tensor_variable(x, name)
@@ -214,7 +227,11 @@ def as_sparse_or_tensor_variable(x, name=None):
 
 def matrix(format, name=None, dtype=None):
     """A sparse matrix variable of ``format`` (``"csr"`` or ``"csc"``); dtype floatX
-    unless given."""
+    unless given.
+
+    >>> matrix("csc", "m", dtype="int32").type
+    Sparse[int32, csc]
+    """
     return SparseType(format, dtype or config.floatX)(name)
 
 
@@ -228,7 +245,11 @@ def csr_matrix(name=None, dtype=None):
 
 
 def csc_matrix(name=None, dtype=None):
-    """A CSC sparse matrix variable (dtype floatX unless given)."""
+    """A CSC sparse matrix variable (dtype floatX unless given).
+
+    >>> csc_matrix("m", dtype="float64").type
+    Sparse[float64, csc]
+    """
     return matrix("csc", name, dtype)
 
 
