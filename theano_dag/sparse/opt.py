@@ -126,12 +126,9 @@ def local_csm_properties_csm(fgraph, node):
     if csm.owner is None or not isinstance(csm.owner.op, CSM):
         return None
     data, indices, indptr, shape = csm.owner.inputs
-    new = [
-        data,
-        tt.cast(indices, "int32"),
-        tt.cast(indptr, "int32"),
-        tt.specify_shape(tt.cast(shape, "int32"), (2,)),
-    ]
+    if shape.type != node.outputs[3].type:  # (a shape read from a matrix has that type)
+        shape = tt.specify_shape(tt.cast(shape, "int32"), (2,))
+    new = [data, tt.cast(indices, "int32"), tt.cast(indptr, "int32"), shape]
     if any(n.type != o.type for n, o in zip(new, node.outputs)):
         return None
     return new
