@@ -102,7 +102,8 @@ def test_a_sparse_op_theano_lacks_is_wrapped_or_refused():
         to_theano(fg, strict=True)
 
 
-def test_a_bsr_matrix_is_refused_naming_the_variable():
+def test_a_bsr_matrix_travels_both_ways():
     x = TS.SparseType("bsr", "float64")("blocks")
-    with pytest.raises(NotImplementedError, match="blocks is a bsr sparse matrix"):
-        from_theano(TFunctionGraph([x], [x], clone=False))
+    fg = from_theano(TFunctionGraph([x], [x], clone=False))
+    assert fg.inputs[0].type == S.SparseType("bsr", "float64") and fg.inputs[0].name == "blocks"
+    assert to_theano(fg).inputs[0].type == x.type

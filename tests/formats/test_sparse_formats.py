@@ -143,12 +143,23 @@ def test_a_pytensor_sparse_graph_runs_here():
     assert kinds <= {"StructuredDot", "Transpose", "SpSum", "ForeignOp"}, kinds
 
 
-def test_a_bsr_matrix_is_refused_naming_the_variable():
+def test_a_bsr_matrix_travels_and_an_unknown_format_is_refused_naming_it():
     pytest.importorskip("pytensor")
     ps = pytest.importorskip("pytensor.sparse")
     from pytensor.graph.fg import FunctionGraph as PFunctionGraph
 
+    from theano_dag.formats.foreign.flavor import our_type
+    from theano_dag.formats.pytensor_interop import PyTensorFlavor
+
     x = ps.SparseTensorType("bsr", "float64")("blocks")
-    pfg = PFunctionGraph([x], [x], clone=False)
-    with pytest.raises(NotImplementedError, match="blocks is a bsr sparse matrix"):
-        from_pytensor(pfg)
+    fg = from_pytensor(PFunctionGraph([x], [x], clone=False))
+    assert fg.inputs[0].type == S.SparseType("bsr", "float64")
+    assert to_pytensor(fg).inputs[0].type.format == "bsr"
+
+    class Coo:  # a sparse type of a format no package here has
+        format, dtype = "coo", "float64"
+
+    fl = PyTensorFlavor().load("test")  # a flavor of its own, told that Coo is sparse
+    fl.SparseType = Coo
+    with pytest.raises(NotImplementedError, match="m is a coo sparse matrix"):
+        our_type(fl, Coo(), x.type("m"))

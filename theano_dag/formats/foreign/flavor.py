@@ -13,7 +13,7 @@ import numpy as np
 
 from theano_dag.graph.type import Generic
 from theano_dag.sparse.basic import cast as sparse_cast
-from theano_dag.sparse.type import SparseType, sparse_formats
+from theano_dag.sparse.type import SparseType, type_formats
 from theano_dag.tensor.basic import cast
 from theano_dag.tensor.type import TensorType
 
@@ -108,12 +108,12 @@ def our_type(fl, ftype, var=None):
     sparse matrix type ours of its format and dtype. ``var`` (the foreign variable) is
     named in the error for a sparse format we do not have."""
     if fl.is_sparse_type(ftype):
-        if ftype.format not in sparse_formats:
+        if ftype.format not in type_formats:
             name = getattr(var, "name", None) or var
             what = f"{name} is " if var is not None else ""
             raise NotImplementedError(
-                f"{what}a {ftype.format} sparse matrix ({ftype}): theano_dag has "
-                f"{' and '.join(sparse_formats)} matrices only"
+                f"{what}a {ftype.format} sparse matrix ({ftype}): theano_dag's sparse "
+                f"formats are {', '.join(type_formats)}"
             )
         return SparseType(ftype.format, ftype.dtype)
     if fl.is_tensor_type(ftype):
