@@ -30,6 +30,7 @@ from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
 from theano_dag.printing import pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
+from theano_dag.tensor.subtensor import sparse_grad
 
 # Theano code calls T.grad; the gradient floor sits above tensor, so the package (which
 # imports both) puts the differentiation functions into tensor's namespace.
@@ -68,4 +69,5 @@ __all__ = [
     "OpFromGraph",
     "OrderedUpdates",
     "clone",
+    "sparse_grad",
 ]

@@ -133,7 +133,12 @@ _NO_EFFECT = "Theano's flag, accepted for Theano's code; no effect in theano_dag
 FLAGS.update({f"warn__{name}": _Flag(False, _NO_EFFECT, kind=bool) for name in _WARN_BUGS})
 FLAGS.update(
     {
-        "blas__ldflags": _Flag("", _NO_EFFECT),
+        "blas__ldflags": _Flag(
+            "",
+            "Theano's flag, accepted for Theano's code; no effect on values or speed in "
+            "theano_dag (numpy's BLAS does the products); when set, the sparse rewrite "
+            "local_sampling_dot_csr makes SamplingDotCSR, as Theano's does",
+        ),
         "gcc__cxxflags": _Flag("", _NO_EFFECT),
         "conv__assert_shape": _Flag(False, _NO_EFFECT, kind=bool),
         "compute_test_value_opt": _Flag(

@@ -22,7 +22,11 @@ class PyTensorFlavor(Flavor):
     package = "pytensor"
     install = install_hint("pytensor", "pytensor>=3.0.7,<3.1")
     scalar_modules = ("pytensor.scalar.basic", "pytensor.scalar.math")
+    sparse_modules = ("pytensor.sparse.basic", "pytensor.sparse.math")
     paths = {
+        "SparseType": "pytensor.sparse.type:SparseTensorType",
+        "SparseConstant": "pytensor.sparse.variable:SparseConstant",
+        "SparseCast": "pytensor.sparse.basic:Cast",
         "FunctionGraph": "pytensor.graph.fg:FunctionGraph",
         "Op": "pytensor.graph.op:Op",
         "Apply": "pytensor.graph.basic:Apply",

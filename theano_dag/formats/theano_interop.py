@@ -22,6 +22,8 @@ class TheanoFlavor(Flavor):
     package = "theano"
     install = 'pip install theano-pymc==1.1.2 "numpy<1.24" "scipy<1.10"'
     scalar_modules = ("theano.scalar.basic", "theano.scalar.basic_scipy", "theano.tensor.nnet.sigm")
+    # Theano's sparse ops with a Python implementation (those of theano.sparse.opt are C only).
+    sparse_modules = ("theano.sparse.basic", "theano.sparse.sandbox.sp2")
     paths = {
         "FunctionGraph": "theano.graph.fg:FunctionGraph",
         "Op": "theano.graph.op:Op",
@@ -60,6 +62,9 @@ class TheanoFlavor(Flavor):
         "SoftmaxGrad": "theano.tensor.nnet.nnet:SoftmaxGrad",
         "Cholesky": "theano.tensor.slinalg:Cholesky",
         "Eigh": "theano.tensor.nlinalg:Eigh",
+        "SparseType": "theano.sparse.type:SparseType",
+        "SparseConstant": "theano.sparse.basic:SparseConstant",
+        "SparseCast": "theano.sparse.basic:Cast",
         "tensor": "theano:tensor",
         "compile_function": "theano:function",
     }

@@ -150,7 +150,11 @@ def verify_grad(
         num_grad = numeric_grad(
             lambda *xs, r=r: cost_fn(*xs, r), [p.copy() for p in pt], eps, out_type
         )
-        analytic = [np.asarray(g) for g in grad_fn(*[p.copy() for p in pt], r)]
+        # A dense input may have a sparse gradient (sparse_grad(x[ilist])): its values.
+        analytic = [
+            g.toarray() if is_sparse_value(g) else np.asarray(g)
+            for g in grad_fn(*[p.copy() for p in pt], r)
+        ]
         max_arg, max_pos, max_abs, max_rel = num_grad.max_err(analytic, abs_tol, rel_tol)
         if max_abs > abs_tol and max_rel > rel_tol:
             gf = num_grad.gf

@@ -35,7 +35,7 @@ from theano_dag.graph.type import generic
 from theano_dag.sparse.basic import _cast_like, _dense_type, dense_from_sparse
 from theano_dag.sparse.type import SparseType, scipy_sparse
 from theano_dag.sparse.variable import as_sparse_variable, integer_dtypes
-from theano_dag.tensor.subtensor import slice_length
+from theano_dag.tensor.subtensor import SPARSE_ROWS_GRAD, slice_length
 
 __all__ = [
     "GetItem2d",
@@ -362,6 +362,9 @@ class ConstructSparseFromList(Op):
 
 
 construct_sparse_from_list = ConstructSparseFromList()
+# The gradient of AdvancedSubtensor1(sparse_grad=True) (the tensor floor, below, holds
+# the slot).
+SPARSE_ROWS_GRAD[:] = [construct_sparse_from_list]
 
 
 def _is_int_scalar(v):

@@ -6,7 +6,16 @@
   two); canonicalize and specialize;
 - ``local_mul_s_d``: a sparse matrix times a row vector broadcast to a matrix
   (``mul_s_d(x, v[None, :])``) becomes ``mul_s_v(x, v)``, which reads ``v`` by column
-  index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); specialize;
+  index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); times any
+  other dense matrix, ``CSx(mul_s_d_csx(data, indices, indptr, b), indices, indptr,
+  shape)`` (Theano's specialisation, on the matrix's parts); specialize;
+- ``local_mul_s_v`` and ``local_structured_add_s_v``: ``mul_s_v`` and
+  ``structured_add_s_v`` of a CSR matrix become ``MulSVCSR`` and ``StructuredAddSVCSR``
+  on its parts (Theano's specialisations); specialize;
+- ``local_sampling_dot_csr``: ``sampling_dot`` with a CSR pattern becomes
+  ``SamplingDotCSR`` on its parts, when ``config.blas__ldflags`` is set, as in Theano
+  (whose kernel calls BLAS; this one does not, the condition keeps the graphs alike);
+  specialize;
 - ``local_sparse_shape``: the shape of a sparse matrix an op makes (or of a dense value
   made from sparse ones) is the op's ``infer_shape`` of its inputs' shapes (the graph's
   shape tracking covers dense values only), so ``f(x).shape`` never computes ``f(x)``;
@@ -19,6 +28,7 @@
 
 ``SPARSE_RULES`` lists ``(db, rewrite, tags)`` for the registering module.
 
+The part-level ops are in :mod:`theano_dag.sparse.specialized` (numpy kernels).
 Theano also replaced ``StructuredDot`` by C kernels for each format
 (``local_structured_dot``); scipy's product is the kernel here, and converting a CSC
 operand to CSR first is faster for some shapes and slower for others (measured), so no
@@ -29,7 +39,7 @@ format is forced.
 >>> x, v = S.csr_matrix("x", dtype="float64"), tt.dvector("v")
 >>> f = theano_dag.function([x, v], S.mul_s_d(x, v.dimshuffle("x", 0)))
 >>> [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
-['MulSV']
+['CSMProperties', 'MulSVCSR', 'CSM']
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import numpy as np
 
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
+from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
@@ -49,11 +60,26 @@ from theano_dag.sparse.basic import (
     CSMProperties,
     DenseFromSparse,
     MulSD,
+    MulSV,
     SparseFromDense,
+    StructuredAddSV,
     _dense_type,
+    csm_properties,
     mul_s_v,
 )
-from theano_dag.sparse.products import Dot, StructuredDot, usmm
+from theano_dag.sparse.products import Dot, SamplingDot, StructuredDot, usmm
+from theano_dag.sparse.specialized import (
+    MulSDCSC,
+    MulSDCSR,
+    MulSVCSR,
+    SamplingDotCSR,
+    StructuredAddSVCSR,
+    mul_s_d_csc,
+    mul_s_d_csr,
+    mul_s_v_csr,
+    sampling_dot_csr,
+    structured_add_s_v_csr,
+)
 from theano_dag.sparse.type import SparseType, scipy_sparse
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import Shape, Shape_i
@@ -74,6 +100,19 @@ __all__ = [
     "usmm_csc_dense",
     "usmm_csc_dense_inplace",
     "local_dense_from_sparse_sparse_from_dense",
+    "local_mul_s_v",
+    "local_structured_add_s_v",
+    "local_sampling_dot_csr",
+    "MulSDCSC",
+    "MulSDCSR",
+    "MulSVCSR",
+    "StructuredAddSVCSR",
+    "SamplingDotCSR",
+    "mul_s_d_csc",
+    "mul_s_d_csr",
+    "mul_s_v_csr",
+    "structured_add_s_v_csr",
+    "sampling_dot_csr",
 ]
 
 
@@ -87,12 +126,9 @@ def local_csm_properties_csm(fgraph, node):
     if csm.owner is None or not isinstance(csm.owner.op, CSM):
         return None
     data, indices, indptr, shape = csm.owner.inputs
-    new = [
-        data,
-        tt.cast(indices, "int32"),
-        tt.cast(indptr, "int32"),
-        tt.specify_shape(tt.cast(shape, "int32"), (2,)),
-    ]
+    if shape.type != node.outputs[3].type:  # (a shape read from a matrix has that type)
+        shape = tt.specify_shape(tt.cast(shape, "int32"), (2,))
+    new = [data, tt.cast(indices, "int32"), tt.cast(indptr, "int32"), shape]
     if any(n.type != o.type for n, o in zip(new, node.outputs)):
         return None
     return new
@@ -156,16 +192,67 @@ def _elemwise_op(node, cls):
     )
 
 
+def _on_parts(x, make_data):
+    """``CSx(make_data(data, indices, indptr, shape), indices, indptr, shape)``: a
+    matrix of ``x``'s pattern whose data an op computes from ``x``'s parts."""
+    data, indices, indptr, shape = csm_properties(x)
+    return CSM(x.type.format)(make_data(data, indices, indptr, shape), indices, indptr, shape)
+
+
 @local_optimizer([MulSD])
 def local_mul_s_d(fgraph, node):
-    """``mul_s_d(x, v.dimshuffle('x', 0))`` -> ``mul_s_v(x, v)``."""
+    """``mul_s_d(x, v.dimshuffle('x', 0))`` -> ``mul_s_v(x, v)``; ``mul_s_d(x, b)`` for
+    another dense matrix ``b`` -> ``CSx(mul_s_d_csx(parts of x, b), ...)``."""
     if not isinstance(node.op, MulSD):
         return None
     x, y = node.inputs
     owner = y.owner
-    if owner is None or not isinstance(owner.op, DimShuffle) or owner.op.new_order != ("x", 0):
+    if owner is not None and isinstance(owner.op, DimShuffle) and owner.op.new_order == ("x", 0):
+        new = mul_s_v(x, owner.inputs[0])
+    elif y.ndim == 2:
+        op = mul_s_d_csr if x.type.format == "csr" else mul_s_d_csc
+        new = _on_parts(x, lambda d, i, p, s: op(d, i, p, y, s))
+    else:
         return None
-    new = mul_s_v(x, owner.inputs[0])
+    return [new] if new.type == node.outputs[0].type else None
+
+
+def _csr_row_vector(node, cls, op):
+    """``cls(x, v)`` of a CSR ``x`` -> ``CSR(op(parts of x, v), ...)``."""
+    if not isinstance(node.op, cls):
+        return None
+    x, v = node.inputs
+    if x.type.format != "csr" or v.ndim != 1:
+        return None
+    new = _on_parts(x, lambda d, i, p, s: op(d, i, p, v, s))
+    return [new] if new.type == node.outputs[0].type else None
+
+
+@local_optimizer([MulSV])
+def local_mul_s_v(fgraph, node):
+    """``mul_s_v(x, v)`` of a CSR ``x`` -> ``CSR(mul_s_v_csr(parts of x, v), ...)``."""
+    return _csr_row_vector(node, MulSV, mul_s_v_csr)
+
+
+@local_optimizer([StructuredAddSV])
+def local_structured_add_s_v(fgraph, node):
+    """``structured_add_s_v(x, v)`` of a CSR ``x`` -> ``CSR(structured_add_s_v_csr(parts
+    of x, v), ...)``."""
+    return _csr_row_vector(node, StructuredAddSV, structured_add_s_v_csr)
+
+
+@local_optimizer([SamplingDot])
+def local_sampling_dot_csr(fgraph, node):
+    """``sampling_dot(x, y, p)`` of a CSR ``p`` -> ``CSR(sampling_dot_csr(x, y, parts of
+    p), ...)`` when ``config.blas__ldflags`` is set (Theano's condition)."""
+    if not config.blas__ldflags or not isinstance(node.op, SamplingDot):
+        return None
+    x, y, p = node.inputs
+    if p.type.format != "csr":
+        return None
+    data, indices, indptr, shape = csm_properties(p)
+    z_data, z_ind, z_ptr = sampling_dot_csr(x, y, data, indices, indptr, shape[1])
+    new = CSM("csr")(z_data, z_ind, z_ptr, shape)
     return [new] if new.type == node.outputs[0].type else None
 
 
@@ -342,5 +429,8 @@ SPARSE_RULES = (
     ("canonicalize", local_csm_properties_csm, ("fast_compile", "sparse")),
     ("specialize", local_csm_properties_csm, ("sparse",)),
     ("specialize", local_mul_s_d, ("sparse",)),
+    ("specialize", local_mul_s_v, ("sparse",)),
+    ("specialize", local_structured_add_s_v, ("sparse",)),
+    ("specialize", local_sampling_dot_csr, ("sparse",)),
     ("specialize", local_usmm, ("sparse",)),
 )

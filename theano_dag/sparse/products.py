@@ -39,7 +39,7 @@ from theano_dag.sparse.basic import (
     mul_s_s,
     transpose,
 )
-from theano_dag.sparse.type import SparseType, is_sparse_value, scipy_sparse
+from theano_dag.sparse.type import SparseType, is_sparse_value, scipy_sparse, type_formats
 from theano_dag.sparse.variable import _is_sparse_variable, as_sparse_or_tensor_variable
 from theano_dag.tensor.type import TensorType
 
@@ -79,7 +79,8 @@ class StructuredDot(Op):
     __props__ = ()
 
     def make_node(self, a, b):
-        a, b = as_sparse_or_tensor_variable(a), as_sparse_or_tensor_variable(b)
+        a = as_sparse_or_tensor_variable(a, formats=type_formats)
+        b = as_sparse_or_tensor_variable(b, formats=type_formats)
         if not _is_sparse_variable(a):
             raise TypeError(f"StructuredDot: the first operand must be sparse, got {a.type}")
         if b.ndim != 2:
@@ -104,6 +105,7 @@ class StructuredDot(Op):
     def grad(self, inputs, output_grads):
         a, b = inputs
         (gz,) = output_grads
+        _no_bsr_gradient(self, inputs)
         return [
             _cast_like(structured_dot_grad(a, b, gz), a),
             _cast_like(structured_dot(transpose(a), gz), b),
@@ -116,9 +118,18 @@ class StructuredDot(Op):
 _structured_dot = StructuredDot()
 
 
+def _no_bsr_gradient(op, inputs):
+    for v in inputs:
+        if isinstance(v.type, SparseType) and v.type.format not in ("csr", "csc"):
+            raise NotImplementedError(
+                f"{op}: no gradient through the {v.type.format} matrix {v} (csr and csc only)"
+            )
+
+
 def structured_dot(x, y):
     """``x @ y`` with at least one sparse operand; its gradient with respect to a sparse
-    operand is structured (only on its stored entries). Dense when one operand is.
+    operand is structured (only on its stored entries). Dense when one operand is. An
+    operand may be a ``bsr`` matrix (no gradient then).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> from theano_dag.sparse import csr_matrix
@@ -128,7 +139,8 @@ def structured_dot(x, y):
     array([[20.],
            [ 1.]])
     """
-    x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+    x = as_sparse_or_tensor_variable(x, formats=type_formats)
+    y = as_sparse_or_tensor_variable(y, formats=type_formats)
     if _is_sparse_variable(x):
         return _structured_dot(x, y)
     if _is_sparse_variable(y):
@@ -276,7 +288,8 @@ class Dot(Op):
         return "SparseDot"
 
     def make_node(self, x, y):
-        x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+        x = as_sparse_or_tensor_variable(x, formats=type_formats)
+        y = as_sparse_or_tensor_variable(y, formats=type_formats)
         if not (_is_sparse_variable(x) or _is_sparse_variable(y)):
             raise TypeError(
                 f"sparse dot needs a sparse operand, got {x} ({x.type}) and {y} ({y.type})"
@@ -305,6 +318,7 @@ class Dot(Op):
     def grad(self, inputs, output_grads):
         x, y = inputs
         (gz,) = output_grads
+        _no_bsr_gradient(self, inputs)
 
         def product(a, b):
             sparse = _is_sparse_variable(a) or _is_sparse_variable(b)
@@ -429,7 +443,8 @@ class Usmm(Op):
         return "Usmm{no_inplace}"
 
     def make_node(self, alpha, x, y, z):
-        x, y = as_sparse_or_tensor_variable(x), as_sparse_or_tensor_variable(y)
+        x = as_sparse_or_tensor_variable(x, formats=type_formats)
+        y = as_sparse_or_tensor_variable(y, formats=type_formats)
         if not (_is_sparse_variable(x) or _is_sparse_variable(y)):
             raise TypeError(f"Usmm: x or y must be sparse, got {x.type} and {y.type}")
         alpha, z = tt.as_tensor_variable(alpha), tt.as_tensor_variable(z)
@@ -454,6 +469,7 @@ class Usmm(Op):
     def grad(self, inputs, output_grads):
         alpha, x, y, z = inputs
         (gout,) = output_grads
+        _no_bsr_gradient(self, inputs)
         xy = dot(x, y)
         galpha = (gout * xy).sum()
         galpha = tt.patternbroadcast(

@@ -20,9 +20,13 @@ import numpy as np
 from theano_dag.graph.type import Type
 from theano_dag.tensor.type import all_dtypes
 
-__all__ = ["SparseType", "scipy_sparse", "is_sparse_value", "sparse_formats"]
+__all__ = ["SparseType", "scipy_sparse", "is_sparse_value", "sparse_formats", "type_formats"]
 
 sparse_formats = ("csr", "csc")
+# Theano's SparseType also has bsr (block) matrices. Here they are a type whose values the
+# products alone read (structured_dot, dot, usmm: scipy's product, no gradient); every
+# other op refuses them (as_sparse_variable), as their index arrays count blocks.
+type_formats = (*sparse_formats, "bsr")
 
 SCIPY_MISSING = (
     "theano_dag.sparse holds its values as scipy.sparse matrices, and scipy is not "
@@ -56,7 +60,8 @@ def is_sparse_value(value) -> bool:
 
 
 class SparseType(Type):
-    """Sparse matrices of one format (``"csr"`` or ``"csc"``) and one dtype.
+    """Sparse matrices of one format (``"csr"`` or ``"csc"``; ``"bsr"``, which only the
+    products read) and one dtype.
 
     Values are ``scipy.sparse`` matrices; ``filter`` converts another format, a dense
     2-D array or a safe dtype change when not ``strict``.
@@ -78,9 +83,9 @@ class SparseType(Type):
 
     def __init__(self, format, dtype):
         dtype = str(np.dtype(dtype)) if dtype is not None else None
-        if format not in sparse_formats:
+        if format not in type_formats:
             raise NotImplementedError(
-                f"SparseType: format {format!r} is not supported (one of {sparse_formats})"
+                f"SparseType: format {format!r} is not supported (one of {type_formats})"
             )
         if dtype not in self.dtype_set:
             raise NotImplementedError(
@@ -130,7 +135,7 @@ class SparseType(Type):
         return self._as_format(value, sp)
 
     def _as_format(self, value, sp):
-        cls = sp.csr_matrix if self.format == "csr" else sp.csc_matrix
+        cls = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "bsr": sp.bsr_matrix}[self.format]
         return cls(value, dtype=self.dtype)
 
     def is_valid_value(self, value) -> bool:

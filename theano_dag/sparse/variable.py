@@ -19,7 +19,7 @@ from __future__ import annotations
 from theano_dag import sparse as _sparse
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
-from theano_dag.sparse.type import SparseType, is_sparse_value
+from theano_dag.sparse.type import SparseType, is_sparse_value, sparse_formats
 from theano_dag.tensor.shape import Shape
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -186,9 +186,11 @@ def constant(x, name=None):
     return SparseConstant(SparseType(x.format, x.dtype), x.copy(), name=name)
 
 
-def as_sparse_variable(x, name=None):
+def as_sparse_variable(x, name=None, formats=sparse_formats):
     """``x`` as a sparse variable: sparse variables pass, scipy.sparse matrices become
-    constants, anything else (a dense tensor included) is a TypeError.
+    constants, anything else (a dense tensor included) is a TypeError. A variable of a
+    format not in ``formats`` (a ``bsr`` one, which only the products take) is a
+    NotImplementedError naming it.
 
     >>> import numpy as np, scipy.sparse as sp
     >>> as_sparse_variable(sp.csc_matrix(np.eye(3))).type
@@ -204,6 +206,11 @@ def as_sparse_variable(x, name=None):
                 f"as_sparse_variable: {x} has type {x.type}, not a sparse type "
                 "(csr_from_dense / csc_from_dense convert a dense matrix)"
             )
+        if x.type.format not in formats:
+            raise NotImplementedError(
+                f"{x} is a {x.type.format} matrix ({x.type}): this op takes "
+                f"{' and '.join(formats)} matrices (a bsr matrix goes into products only)"
+            )
         return x
     return constant(x, name=name)
 
@@ -211,7 +218,7 @@ def as_sparse_variable(x, name=None):
 as_sparse = as_sparse_variable
 
 
-def as_sparse_or_tensor_variable(x, name=None):
+def as_sparse_or_tensor_variable(x, name=None, formats=sparse_formats):
     """``as_sparse_variable(x)`` when ``x`` is sparse, else ``as_tensor_variable(x)``.
 
     >>> import numpy as np, scipy.sparse as sp
@@ -221,7 +228,7 @@ def as_sparse_or_tensor_variable(x, name=None):
     TensorType(float64, matrix)
     """
     if _is_sparse_variable(x) or is_sparse_value(x):
-        return as_sparse_variable(x, name)
+        return as_sparse_variable(x, name, formats)
     return as_tensor_variable(x, name)
 
 

@@ -342,8 +342,19 @@ class IncSubtensor(Op):
         return [gx, gy] + [_disc() for _ in idx]
 
 
+# The sparse gradient of reading rows (``AdvancedSubtensor1(sparse_grad=True)``): the
+# sparse floor, above this one, registers its ``construct_sparse_from_list`` here when it
+# is imported (``import theano_dag`` imports it).
+SPARSE_ROWS_GRAD = []
+
+
 class AdvancedSubtensor1(Op):
     """``x[ilist]`` for an integer vector ``ilist`` (rows of ``x``; ``numpy.take`` axis 0).
+
+    With ``sparse_grad=True`` (Theano's ``theano.sparse_grad(x[ilist])``) the gradient
+    with respect to a matrix ``x`` is a sparse (CSC) matrix holding only the rows read,
+    instead of a dense matrix of zeros elsewhere. As in Theano the flag is not one of the
+    op's properties: it changes the gradient only, not the value.
 
     >>> from theano_dag import tensor as tt
     >>> x = tt.dmatrix("x")
@@ -352,6 +363,9 @@ class AdvancedSubtensor1(Op):
     """
 
     __props__ = ()
+
+    def __init__(self, sparse_grad=False):
+        self.sparse_grad = bool(sparse_grad)
 
     def make_node(self, x, ilist):
         x, ilist = as_tensor_variable(x), as_tensor_variable(ilist)
@@ -376,9 +390,48 @@ class AdvancedSubtensor1(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         x, i = inputs
+        if self.sparse_grad:
+            if x.ndim != 2:
+                raise TypeError(
+                    "AdvancedSubtensor1: a sparse gradient needs a matrix (sparse matrices "
+                    f"have 2 dimensions), but {x} has {x.ndim}"
+                )
+            if x.dtype in discrete_dtypes:
+                raise TypeError(f"AdvancedSubtensor1: no sparse gradient for {x.type}")
+            if not SPARSE_ROWS_GRAD:
+                raise NotImplementedError(
+                    "AdvancedSubtensor1: the sparse gradient needs theano_dag.sparse "
+                    "(import theano_dag)"
+                )
+            return [SPARSE_ROWS_GRAD[0](x, output_grads[0], i), _disc()]
         if x.dtype in discrete_dtypes:
             return [zeros_like(x, config.floatX), _disc()]
         return [AdvancedIncSubtensor1()(zeros_like(x), output_grads[0], i), _disc()]
+
+
+def sparse_grad(var):
+    """``var`` (``x[ilist]``, an ``AdvancedSubtensor1`` of a matrix) made again with a
+    sparse gradient (Theano's ``theano.sparse_grad``): the gradient with respect to ``x``
+    is a CSC matrix holding the rows read, not a dense matrix of zeros elsewhere.
+
+    >>> import numpy as np, theano_dag
+    >>> from theano_dag import tensor as tt
+    >>> m, i = tt.dmatrix("m"), tt.lvector("i")
+    >>> g = theano_dag.grad(sparse_grad(m[i]).sum(), m)
+    >>> g.type, type(g.owner.op).__name__
+    (Sparse[float64, csc], 'ConstructSparseFromList')
+    >>> g.eval({m: np.zeros((3, 2)), i: [2, 2]}).toarray()
+    array([[0., 0.],
+           [0., 0.],
+           [2., 2.]])
+    """
+    owner = getattr(var, "owner", None)
+    if owner is None or not isinstance(owner.op, AdvancedSubtensor1):
+        raise TypeError(
+            "sparse_grad: only x[ilist] (AdvancedSubtensor1, rows read by an integer vector) "
+            f"has a sparse gradient, got {var}"
+        )
+    return type(owner.op)(sparse_grad=True)(*owner.inputs)
 
 
 class AdvancedIncSubtensor1(Op):

@@ -14,6 +14,8 @@ from theano_dag.formats.foreign.rules import from_rule, to_rule
 from theano_dag.formats.foreign.wrap import ForeignOp, foreign_wrapper_class
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.sparse.type import SparseType
+from theano_dag.sparse.variable import SparseConstant
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant
 
@@ -43,6 +45,8 @@ def to_foreign(fgraph, flavor, strict=False, who="to_foreign"):
             ftype = foreign_type(fl, v.type)
             if fl.is_tensor_type(ftype):
                 vmap[v] = fl.tensor_constant(v.data, ftype, name=v.name)
+            elif fl.is_sparse_type(ftype):
+                vmap[v] = fl.SparseConstant(ftype, v.data.copy(), name=v.name)
             else:
                 vmap[v] = fl.Constant(ftype, v.data, name=v.name)
         return vmap[v]
@@ -77,14 +81,16 @@ def from_foreign(ffgraph, flavor, strict=False, who="from_foreign"):
     _check_fgraph(ffgraph, fl.FunctionGraph, who, fl.package)
     vmap = {}
     for x in ffgraph.inputs:
-        vmap[x] = our_type(fl, x.type)(x.name)
+        vmap[x] = our_type(fl, x.type, x)(x.name)
 
     def var(v):
         if v not in vmap:
             if not isinstance(v, fl.Constant):
                 raise ValueError(f"{who}: {v} is neither an input nor computed in the graph")
-            otype = our_type(fl, v.type)
-            if isinstance(otype, TensorType):
+            otype = our_type(fl, v.type, v)
+            if isinstance(otype, SparseType):
+                vmap[v] = SparseConstant(otype, v.data.copy(), name=v.name)
+            elif isinstance(otype, TensorType):
                 # our constants' types know only which dimensions have length 1
                 data = np.array(v.data, dtype=otype.dtype)
                 ctype = TensorType(otype.dtype, broadcastable=[n == 1 for n in data.shape])
@@ -110,7 +116,7 @@ def from_foreign(ffgraph, flavor, strict=False, who="from_foreign"):
         for old, new in zip(node.outputs, outs):
             if new is None:
                 continue  # an output no rule makes: unused, or the graph would not come here
-            new = cast_to(fl, new, getattr(our_type(fl, old.type), "dtype", None), ours=True)
+            new = cast_to(fl, new, getattr(our_type(fl, old.type, old), "dtype", None), ours=True)
             if old.name is not None and new.name is None:
                 new.name = old.name
             vmap[old] = new

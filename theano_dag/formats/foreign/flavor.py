@@ -12,6 +12,8 @@ import importlib
 import numpy as np
 
 from theano_dag.graph.type import Generic
+from theano_dag.sparse.basic import cast as sparse_cast
+from theano_dag.sparse.type import SparseType, type_formats
 from theano_dag.tensor.basic import cast
 from theano_dag.tensor.type import TensorType
 
@@ -33,6 +35,7 @@ class Flavor:
     install = ""
     paths: dict = {}
     scalar_modules: tuple = ()
+    sparse_modules: tuple = ()  # where the sparse ops a conversion may map by name live
 
     def __init__(self):
         self._loaded = False
@@ -51,6 +54,7 @@ class Flavor:
             module, _, name = path.rpartition(":")
             setattr(self, attr, getattr(importlib.import_module(module), name))
         self.scalar_mods = [importlib.import_module(m) for m in self.scalar_modules]
+        self.sparse_mods = [importlib.import_module(m) for m in self.sparse_modules]
         self._loaded = True
         return self
 
@@ -65,7 +69,16 @@ class Flavor:
         raise NotImplementedError
 
     def is_tensor_type(self, ftype):
-        return isinstance(ftype, self.TensorType)
+        return isinstance(ftype, self.TensorType) and not self.is_sparse_type(ftype)
+
+    def is_sparse_type(self, ftype):
+        """Whether ``ftype`` is the foreign package's type of sparse matrices."""
+        cls = getattr(self, "SparseType", None)
+        return cls is not None and isinstance(ftype, cls)
+
+    def sparse_type(self, format, dtype):
+        """The foreign type of ``format`` (csr/csc) sparse matrices of ``dtype``."""
+        return self.SparseType(format, dtype)
 
     def is_scalar_type(self, ftype):
         return isinstance(ftype, self.ScalarType)
@@ -90,8 +103,19 @@ class Flavor:
         return axis
 
 
-def our_type(fl, ftype):
-    """Our type of the foreign type ``ftype``: a foreign scalar becomes a 0-d tensor."""
+def our_type(fl, ftype, var=None):
+    """Our type of the foreign type ``ftype``: a foreign scalar becomes a 0-d tensor, a
+    sparse matrix type ours of its format and dtype. ``var`` (the foreign variable) is
+    named in the error for a sparse format we do not have."""
+    if fl.is_sparse_type(ftype):
+        if ftype.format not in type_formats:
+            name = getattr(var, "name", None) or var
+            what = f"{name} is " if var is not None else ""
+            raise NotImplementedError(
+                f"{what}a {ftype.format} sparse matrix ({ftype}): theano_dag's sparse "
+                f"formats are {', '.join(type_formats)}"
+            )
+        return SparseType(ftype.format, ftype.dtype)
     if fl.is_tensor_type(ftype):
         return TensorType(ftype.dtype, shape=fl.static_shape(ftype))
     if fl.is_scalar_type(ftype):
@@ -103,6 +127,8 @@ def foreign_type(fl, otype):
     """The foreign type of our type ``otype`` (a generic one for a non-tensor)."""
     if isinstance(otype, TensorType):
         return fl.tensor_type(otype.dtype, otype.shape)
+    if isinstance(otype, SparseType):
+        return fl.sparse_type(otype.format, otype.dtype)
     return fl.generic
 
 
@@ -110,6 +136,10 @@ def cast_to(fl, var, dtype, ours):
     """``var`` cast to ``dtype`` when the two packages' upcasting rules disagree."""
     if getattr(var, "dtype", dtype) == dtype:
         return var
+    if isinstance(var.type, SparseType):
+        return sparse_cast(var, dtype)
+    if fl.is_sparse_type(var.type):
+        return fl.SparseCast(dtype)(var)
     if ours:
         return cast(var, dtype)
     return fl.Elemwise(getattr(fl.scalar_mods[0], f"convert_to_{dtype}"))(var)

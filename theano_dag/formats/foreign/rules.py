@@ -3,7 +3,9 @@
 ``TO_RULES`` maps a theano_dag Op class to ``rule(flavor, node, foreign_inputs)``,
 ``FROM_RULES`` maps the *name* of a foreign Op class (Theano and PyTensor agree on
 names; only classes from their ``tensor``, ``scalar`` and ``compile`` packages count)
-to ``rule(flavor, foreign_node, our_inputs)``. A rule returns the new output
+to ``rule(flavor, foreign_node, our_inputs)``. Sparse ops (Theano's vocabulary on both
+sides) map by class name too, to the op of the same properties: ours in the flavor's
+``sparse_modules``, theirs in ``theano_dag.sparse``. A rule returns the new output
 variables, or ``None`` when this node has no counterpart (it is then wrapped). Scalar
 ops (inside ``Elemwise`` and ``Composite``) map by name through
 :data:`~theano_dag.formats.foreign.scalars.SCALAR_NAMES`.
@@ -19,6 +21,11 @@ from theano_dag import scalar as ts
 from theano_dag import tensor as tt
 from theano_dag.formats.foreign.scalars import _composite, scalar_from_foreign, scalar_to_foreign
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.op import Op
+from theano_dag.sparse import basic as sparse_basic
+from theano_dag.sparse import opt as sparse_opt
+from theano_dag.sparse.sandbox import sp2 as sparse_sp2
+from theano_dag.sparse.type import SparseType
 from theano_dag.tensor import basic, contractions, elemwise, linalg, math, subtensor
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Argmax, Dot
@@ -131,7 +138,65 @@ TO_RULES = {
 
 def to_rule(op):
     """The rule for our ``op`` (looked up along its class's MRO), or None."""
+    if type(op).__module__.startswith(_OUR_SPARSE):
+        return _sparse_to
     return next((TO_RULES[c] for c in type(op).__mro__ if c in TO_RULES), None)
+
+
+# -- sparse ops, both ways: the two vocabularies are Theano's, so they map by class name --
+
+_OUR_SPARSE = "theano_dag.sparse."
+_OUR_SPARSE_MODULES = (sparse_basic, sparse_opt, sparse_sp2)
+
+
+def _same_op(cls, op, base):
+    """``cls`` built with ``op``'s properties, when ``cls`` is an op class of ``base`` whose
+    instances have exactly those properties (else None: the node is then wrapped)."""
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        return None
+    props = tuple(getattr(op, "__props__", ()))
+    if tuple(getattr(cls, "__props__", ())) != props:
+        return None
+    try:
+        new = cls(*[getattr(op, p) for p in props])
+    except Exception:  # noqa: BLE001 (a constructor that takes them otherwise: wrapped)
+        return None
+    return new if all(getattr(new, p) == getattr(op, p) for p in props) else None
+
+
+def _apply_alike(new_op, node, ins, is_sparse):
+    """``new_op`` applied to ``ins``, when its outputs are sparse where ``node``'s are and
+    of the same number of dimensions (else None)."""
+    try:
+        outs = new_op(*ins, return_list=True)
+    except Exception:  # noqa: BLE001 (inputs the other side's op refuses: wrapped)
+        return None
+    if len(outs) != len(node.outputs):
+        return None
+    for new, old in zip(outs, node.outputs):
+        if is_sparse(new.type) != is_sparse(old.type) or new.type.ndim != old.type.ndim:
+            return None
+    return outs
+
+
+def _sparse_to(fl, node, ins):
+    name = type(node.op).__name__
+    for module in fl.sparse_mods:
+        fop = _same_op(getattr(module, name, None), node.op, fl.Op)
+        if fop is not None:
+            is_sparse = lambda t: isinstance(t, SparseType) or fl.is_sparse_type(t)  # noqa: E731
+            return _apply_alike(fop, node, ins, is_sparse)
+    return None
+
+
+def _sparse_from(fl, node, ins):
+    name = type(node.op).__name__
+    for module in _OUR_SPARSE_MODULES:
+        op = _same_op(getattr(module, name, None), node.op, Op)
+        if op is not None:
+            is_sparse = lambda t: isinstance(t, SparseType) or fl.is_sparse_type(t)  # noqa: E731
+            return _apply_alike(op, node, ins, is_sparse)
+    return None
 
 
 # -- foreign -> theano_dag ------------------------------------------------------------------------
@@ -333,6 +398,8 @@ def from_rule(fl, fop):
     """The rule for the foreign ``fop``, by class name along its MRO, or None."""
     if isinstance(fop, fl.ScalarOp):
         return _scalar_op_from
+    if type(fop).__module__.startswith(f"{fl.package}.sparse."):
+        return _sparse_from
     packages = tuple(f"{fl.package}.{p}" for p in ("tensor", "scalar", "compile"))
     for cls in type(fop).__mro__:
         if cls.__module__.startswith(packages) and cls.__name__ in FROM_RULES:

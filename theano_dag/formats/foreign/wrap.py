@@ -11,6 +11,7 @@ import numpy as np
 from theano_dag.formats.foreign.flavor import foreign_type, our_type
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
+from theano_dag.sparse.type import SparseType
 
 __all__ = ["ForeignOp", "foreign_wrapper_class"]
 
@@ -55,7 +56,10 @@ class ForeignOp(Op):
             cells = [[r] for r in results]
         for cell, out, value in zip(output_storage, node.outputs, cells):
             dtype = getattr(out.type, "dtype", None)
-            cell[0] = np.asarray(value[0], dtype=dtype) if dtype is not None else value[0]
+            if isinstance(out.type, SparseType):  # a scipy.sparse matrix on both sides
+                cell[0] = out.type.filter(value[0])
+            else:
+                cell[0] = np.asarray(value[0], dtype=dtype) if dtype is not None else value[0]
 
     def _run_thunk(self, args):
         """Run the foreign op's own Python thunk on ``args``; its output cells."""

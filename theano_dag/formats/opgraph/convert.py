@@ -44,6 +44,7 @@ from theano_dag.formats.opgraph.nodes import (
 from theano_dag.formats.opgraph.rewrite import UnsupportedOperationError
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.sparse.type import SparseType
 from theano_dag.tensor import contractions, linalg
 from theano_dag.tensor.basic import NotScalarConstantError, get_scalar_constant_value
 from theano_dag.tensor.contractions import Einsum
@@ -395,6 +396,13 @@ def fgraph_to_opgraph(fgraph):
     """
     if not isinstance(fgraph, FunctionGraph):
         raise TypeError(f"fgraph_to_opgraph needs a FunctionGraph, got {type(fgraph).__name__}")
+    # The first sparse variable in data-flow order is named.
+    for var in [*fgraph.inputs, *(v for n in fgraph.toposort() for v in (*n.inputs, *n.outputs))]:
+        if isinstance(var.type, SparseType):
+            raise UnsupportedOperationError(
+                f"fgraph_to_opgraph: {var} is a sparse matrix ({var.type}), and an OpGraph "
+                "holds dense tensors only"
+            )
     table = _CONVERTERS
     b = _Builder()
     needed = set()  # variables some operation reads as a tensor, or outputs

@@ -17,6 +17,7 @@ import numpy as np
 from theano_dag.config import install_hint
 from theano_dag.formats.opgraph.nodes import Node, Operation, parse_modes
 from theano_dag.graph.algorithms import indexed_toposort
+from theano_dag.sparse.type import is_sparse_value
 
 __all__ = ["Edge", "OpGraph", "OpGraphError", "evaluate", "infer_shapes"]
 
@@ -369,6 +370,11 @@ def evaluate(opgraph, values=None, outputs=None):
                 continue
             if n not in values and node.value is None:
                 raise OpGraphError(f"no value for source tensor node {n} ({node.label()})")
+            if n in values and is_sparse_value(values[n]):
+                raise OpGraphError(
+                    f"the value of source tensor node {n} ({node.label()}) is a scipy.sparse "
+                    "matrix; an OpGraph holds dense arrays only"
+                )
             array = np.asarray(values[n] if n in values else node.value)
             rank = opgraph.rank(n)
             if rank is not None and array.ndim != rank:

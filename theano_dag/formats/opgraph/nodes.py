@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from theano_dag.sparse.type import is_sparse_value
+
 __all__ = [
     "Add",
     "Cholesky",
@@ -83,6 +85,11 @@ class Tensor(Node):
     is_tensor = True
 
     def __post_init__(self):
+        if is_sparse_value(self.value):
+            raise TypeError(
+                f"Tensor {self.label()}: its value is a scipy.sparse matrix, and an OpGraph "
+                "holds dense arrays only"
+            )
         shape = self.shape
         if shape is None and self.value is not None:
             shape = np.shape(self.value)
