@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench clean dist-check test-no-cxx docs theano-suite theano-graph-tests theano-sparse-tests fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-graph-tests theano-sparse-tests fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -167,8 +167,25 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/plot_results.py
 	$(BIN)/python benchmarks/networks.py --render benchmarks/results/latest.jsonl
 
+# benchmarks/sparse.py with PyTorch's sparse CSR beside scipy.sparse: its own venv, so that
+# the dev venv stays without torch. TORCH picks the release: 2.13.0 is a CPU build (a newer
+# one from PyPI may be a CUDA build of several GB); OPENBLAS_CORETYPE unset, so that numpy
+# and torch pick their own kernels.
+BENCH_TORCH_VENV := .venv-bench-torch
+BENCH_TORCH_STAMP := $(BENCH_TORCH_VENV)/.installed
+TORCH ?= torch==2.13.0
+$(BENCH_TORCH_STAMP): pyproject.toml setup.py
+	test -x $(BENCH_TORCH_VENV)/bin/python || $(PY) -m venv $(BENCH_TORCH_VENV)
+	$(BENCH_TORCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_TORCH_VENV)/bin/python -m pip install -q "$(TORCH)" "threadpoolctl>=3.1,<4"
+	$(BENCH_TORCH_VENV)/bin/python -m pip install -q -e '.[scipy]'
+	touch $(BENCH_TORCH_STAMP)
+
+bench-sparse: $(BENCH_TORCH_STAMP)
+	env -u OPENBLAS_CORETYPE $(BENCH_TORCH_VENV)/bin/python benchmarks/sparse.py
+
 clean:
-	rm -rf $(VENV) $(THEANO_VENV) $(PYMC3_VENV) $(LASAGNE_VENV) $(DEMO_VENV) build dist *.egg-info
+	rm -rf $(VENV) $(THEANO_VENV) $(PYMC3_VENV) $(LASAGNE_VENV) $(DEMO_VENV) $(BENCH_TORCH_VENV) build dist *.egg-info
 
 # theano-pymc 1.1.2's own tensor, compile and gradient tests, run against theano_dag with
 # the imports changed and against theano-pymc itself; counts in build/theano-suite/.

@@ -58,10 +58,13 @@ QUICK_ARGS = {
     "opencl": ["--runs", "3", "--size", "1000000"],
     "networks": ["--quick"],
     "small_graphs": ["--number", "200", "--repeats", "3"],
+    "sparse": ["--quick"],
 }
 # Scripts that need longer than --timeout: the networks at 299x299 through numpy eager,
-# 30 calls per engine and case, each engine compiling in its own process.
-TIMEOUTS = {"networks": 6 * 3600}
+# 30 calls per engine and case, each engine compiling in its own process; the sparse
+# products and GCN steps at 10^7 stored entries, with a child process per engine and case
+# for the peak memory (25 minutes on 2 shared cores).
+TIMEOUTS = {"networks": 6 * 3600, "sparse": 3600}
 
 
 def _version(dist):
