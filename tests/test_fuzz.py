@@ -13,6 +13,8 @@ import io
 import numpy as np
 import pytest
 
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES
 from theano_dag.scalar import cast_array
@@ -363,3 +365,32 @@ def test_a_periodic_function_of_a_large_cast_integer_may_take_numpys_value_a_few
         assert not np.array_equal(nudged[1], base[1])
         np.testing.assert_array_equal(nudged[2], np.sin(want.astype("float64")))
     assert set(fuzz.NUDGE_ULPS) >= {-2, -1, 1, 2}
+
+
+def test_a_sum_over_several_axes_may_round_as_the_reference_engine_adds():
+    # Found with seed 61128, graph 8698: tanh(state + sum(v)) with +-4.5e307 and 0.88 in
+    # one column of v. numpy adds the flattened array pairwise (0.61), the reference
+    # engine one axis at a time as Theano (the column's 0.88 is lost: 0.0).
+    rec = _recipe(
+        [("input", ("a", "b"), "float64"), ("sum", (0,), None), ("tanh", (1,), None)],
+        [("a", "b"), (), ()],
+    )(0)
+    big = np.finfo("float64").max / 4
+    v = np.array([[big, -0.07, 1e-300, -0.0], [0.88, -0.1, -0.6, 0.9], [-big, 0.15, 0.96, -0.5]])
+    flat, by_axes = fuzz.reference(rec, {0: v}), fuzz.reference(rec, {0: v}, sum_by_axes=True)
+    assert flat[1] == np.sum(v) and by_axes[1] == np.sum(np.sum(v, axis=1), axis=0)
+    assert abs(flat[1] - by_axes[1]) > 0.5
+    assert fuzz._after_multi_axis_sum(rec) == {1, 2}
+    f = theano_dag_function(rec)
+    got = f(v)
+    assert fuzz.close(got, flat[2], 1e-9)  # a failure without the alternative
+    assert fuzz.close(got, flat[2], 1e-9, None, 0.0, [by_axes[2]]) is None
+    # A sum over one axis has one order: no alternative.
+    one = _recipe([("input", ("a", "b"), "float64"), ("sum", (0,), 1)], [("a", "b"), ("a",)])(0)
+    assert fuzz._after_multi_axis_sum(one) == set()
+
+
+def theano_dag_function(rec):
+    """``rec``'s graph on the reference engine (its first output)."""
+    inputs, _, syms = fuzz._build(rec)
+    return function([syms[k] for k in inputs], syms[rec.outputs[0]], mode=Mode(linker="py"))
