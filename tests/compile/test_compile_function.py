@@ -1,6 +1,7 @@
 """function(): calls, updates, givens, the memory contract, on toy types (no tensor library)."""
 
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -410,3 +411,62 @@ def test_function_dump_pickles_a_call_that_compiles_the_same(tmp_path):
     assert f2(np.array([10.0, 20.0])).tolist() == [11.0, 22.0]
     with pytest.raises(TypeError, match="filename"):
         function_dump(tmp_path, [x], x)
+
+
+def test_many_outputs_aliasing_each_other_and_inputs():
+    # Which outputs get a copy, a view or nothing: an output is wrapped when a later
+    # output is one of its views (with the first such output's borrow flag), else when
+    # it views an input.
+    x = vec("x")
+    y = neg(x)
+    t = transpose(x)
+    outs = [
+        Out(y, borrow=True),  # y again at 1 (borrowed): a view
+        Out(y, borrow=True),  # y again at 2, not borrowed: a copy
+        Out(y, borrow=False),  # last y, no input below it: as is
+        t,  # views x, which output 4 is: a copy (t is not borrowed)
+        Out(x, borrow=True),  # the input itself, borrowed on both sides: a view
+        neg(y),
+    ]
+    f = function([In(x, borrow=True)], outs, mode=PY)
+    ops = [type(o.owner.op).__name__ for o in f.maker.fgraph.outputs]
+    assert ops == ["ViewOp", "DeepCopyOp", "Elem", "DeepCopyOp", "ViewOp", "Elem"]
+    a = np.array([1.0, 2.0])
+    r = f(a)
+    np.testing.assert_array_equal(r[0], -a)
+    np.testing.assert_array_equal(r[4], a)
+    np.testing.assert_array_equal(r[5], a)
+
+
+def test_shared_variables_become_inputs_in_the_order_the_outputs_meet_them():
+    x = vec("x")
+    s1, s2, s3 = vshared([1.0], "s1"), vshared([2.0], "s2"), vshared([3.0], "s3")
+    f = function([x], [add(x, s2), add(x, s1), add(s3, s2)], mode=PY)
+    assert [i.variable for i in f.maker.inputs[1:]] == [s2, s1, s3]
+    np.testing.assert_array_equal(f([10.0])[2], [5.0])
+
+
+def test_function_work_grows_linearly_with_the_number_of_outputs():
+    # Outputs are rebuilt one after the other and checked for aliasing pairwise: both
+    # once grew with the square of the number of outputs.
+    def calls(n):
+        x = vec("x")
+        outs = [neg(x)]
+        for _ in range(n - 1):
+            outs.append(neg(outs[-1]))
+        count = 0
+
+        def profile(frame, event, arg):
+            nonlocal count
+            if event in ("call", "c_call"):
+                count += 1
+
+        sys.setprofile(profile)
+        try:
+            function([x], outs, mode=PY)
+        finally:
+            sys.setprofile(None)
+        return count
+
+    small, big = calls(150), calls(1200)
+    assert big < 12 * small, (small, big)  # 8x the outputs; quadratic would be ~64x

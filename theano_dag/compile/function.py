@@ -19,7 +19,7 @@ from theano_dag.compile.function_module import (
 )
 from theano_dag.compile.io import In, SymbolicOutput, update_type_fits
 from theano_dag.compile.sharedvalue import SharedVariable, shared
-from theano_dag.graph.basic import Constant, Variable, io_toposort
+from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.utils import gc_paused  # re-exported: its old home
 
 __all__ = ["function", "function_dump", "pfunc", "rebuild_collect_shared"]
@@ -78,8 +78,7 @@ def rebuild_collect_shared(
 
     def clone_graph(variables):
         """Clone what ``variables`` depend on, stopping at what ``clone_d`` already maps."""
-        known = [k for k in clone_d if isinstance(k, Variable)]
-        for node in io_toposort(known, variables):
+        for node in _toposort_unmapped(clone_d, variables):
             if node in clone_d:
                 continue
             for i in node.inputs:
@@ -176,6 +175,45 @@ def rebuild_collect_shared(
             shared_inputs.append(v)
         k += 1
     return input_variables, cloned_outputs, [clone_d, update_d, update_expr, shared_inputs]
+
+
+def _toposort_unmapped(mapped, outputs) -> list:
+    """``io_toposort(known, outputs)``, ``known`` the Variables that are keys of
+    ``mapped``, in the same order, without listing ``known``: outputs are cloned one
+    after the other, and a list of all that is mapped per output made ``function``
+    quadratic in the number of outputs (2,274 outputs: 4 s of 6 at 10^4 nodes)."""
+    computed: set = set()  # the outputs of the nodes placed so far
+    order: list = []
+    expanded: set = set()
+    done: set = set()
+    todo = [
+        o.owner
+        for o in reversed(list(outputs))
+        if o.owner is not None and o not in mapped and o not in computed
+    ]
+    while todo:
+        cur = todo[-1]
+        if cur in expanded:
+            todo.pop()
+            if cur in done:
+                continue
+        else:
+            expanded.add(cur)
+            n_todo = len(todo)
+            for i in reversed(cur.inputs):
+                if i not in computed and i not in mapped:
+                    owner = i.owner
+                    if owner is not None:
+                        if owner in expanded:
+                            raise ValueError(f"graph contains cycles (through {owner})")
+                        todo.append(owner)
+            if len(todo) != n_todo:
+                continue
+            todo.pop()
+        done.add(cur)
+        computed.update(cur.outputs)
+        order.append(cur)
+    return order
 
 
 def _check_update(store_into, update_val):

@@ -22,6 +22,7 @@ the plain call or an engine's specialisation of it.
 
 from __future__ import annotations
 
+import bisect
 import copy as _copy
 import threading
 import time
@@ -203,6 +204,17 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
     # Constants are graph inputs too, though not fgraph.inputs.
     all_graph_inputs = list(graph_inputs(fgraph.outputs))
 
+    # Where each output and each graph input sits: the first later output (or the first
+    # graph input) among an output's views is found from its views, which are few,
+    # rather than by scanning every output and input for each output (quadratic in
+    # the number of outputs). Wrapping output i changes no output after it.
+    later_positions: dict = {}  # output variable -> its positions, ascending
+    for j, out in enumerate(fgraph.outputs):
+        later_positions.setdefault(out, []).append(j)
+    graph_input_rank: dict = {}
+    for k, inp in enumerate(all_graph_inputs):
+        graph_input_rank.setdefault(inp, k)
+
     def wrap(i, borrowed):
         op = view_op if borrowed else deep_copy_op
         fgraph.change_input("output", i, op(fgraph.outputs[i]), reason=reason)
@@ -210,26 +222,30 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
     for i in range(len(fgraph.outputs)):
         views_of_output_i: set = set()
         view_tree_set(fgraph, alias_root(fgraph.outputs[i]), views_of_output_i)
-        copied = False
-        for j in range(i + 1, len(fgraph.outputs)):
-            if fgraph.outputs[j] in views_of_output_i:
-                wrap(i, wrapped_outputs[i].borrow and wrapped_outputs[j].borrow)
-                copied = True
-                break
-        if copied:
+        first_j = None
+        for v in views_of_output_i:
+            positions = later_positions.get(v)
+            if positions:
+                j = positions[bisect.bisect_right(positions, i)] if positions[-1] > i else None
+                if j is not None and (first_j is None or j < first_j):
+                    first_j = j
+        if first_j is not None:
+            wrap(i, wrapped_outputs[i].borrow and wrapped_outputs[first_j].borrow)
             continue
-        for input_j in all_graph_inputs:
+        aliased = [
+            v
+            for v in views_of_output_i
             # An updated shared variable's old value may be returned as is: the
             # update gives the variable a new object, it does not write into it.
-            if input_j in updated_inputs:
-                continue
-            if input_j in views_of_output_i and not _has_destroyers(fgraph, input_j):
-                if input_j in input_index:
-                    spec = wrapped_inputs[input_index[input_j]]
-                    wrap(i, wrapped_outputs[i].borrow and spec.borrow)
-                else:
-                    wrap(i, wrapped_outputs[i].borrow)
-                break
+            if v in graph_input_rank and v not in updated_inputs and not _has_destroyers(fgraph, v)
+        ]
+        if aliased:
+            input_j = min(aliased, key=graph_input_rank.__getitem__)
+            if input_j in input_index:
+                spec = wrapped_inputs[input_index[input_j]]
+                wrap(i, wrapped_outputs[i].borrow and spec.borrow)
+            else:
+                wrap(i, wrapped_outputs[i].borrow)
 
 
 class UnusedInputError(ValueError):

@@ -648,7 +648,7 @@ def _slice_piece(var):
 
 
 @register_canonicalize
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[IncSubtensor])
 def local_add_of_slices_to_join(fgraph, node):
     """The sum of zeros with slices tiling an axis set is their join (see the module)."""
     # inc(zeros, a, [:, :H]) + inc(zeros, b, [:, H:]) -> join(1, a, b)

@@ -289,7 +289,7 @@ def _scaled_product(fgraph, var):
     return alpha, products[0]
 
 
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[Dot, StructuredDot])
 def local_usmm(fgraph, node):
     """``z + alpha * dot(x, y)`` and ``z - alpha * dot(x, y)`` (``x`` or ``y`` sparse) ->
     ``usmm(+-alpha, x, y, z)``."""

@@ -89,6 +89,12 @@ class LocalOptimizer:
         """Op classes or instances this rewrite applies to; None for every node."""
         return None
 
+    def needs(self):
+        """Classes of Op or scalar op of which the graph must hold a node for this
+        rewrite to apply anywhere (``theano_dag.graph.rewriting.presence``); None when
+        it may apply to any graph. Navigators do not try it on graphs without one."""
+        return None
+
     def transform(self, fgraph, node, *args, **kwargs):
         """Return False/None, a list of replacements for ``node.outputs``, or a dict.
 
@@ -173,9 +179,10 @@ class FromFunctionLocalOptimizer(LocalOptimizer):
     """A local optimizer made from ``fn(fgraph, node)`` (or ``fn(node)``); see
     ``local_optimizer``."""
 
-    def __init__(self, fn, tracks=None, requirements=(), fit=None):
+    def __init__(self, fn, tracks=None, requirements=(), fit=None, needs=None):
         self.fn = fn
         self._tracks = tracks
+        self._needs = tuple(needs) if needs else None
         self.requirements = tuple(requirements)
         self.fit = fit
         self.__name__ = getattr(fn, "__name__", "FromFunctionLocalOptimizer")
@@ -199,6 +206,9 @@ class FromFunctionLocalOptimizer(LocalOptimizer):
     def tracks(self):
         return self._tracks
 
+    def needs(self):
+        return self._needs
+
     def __str__(self):
         return self.__name__
 
@@ -219,14 +229,16 @@ def _check_tracks(tracks, where):
     return tracks
 
 
-def local_optimizer(tracks, inplace=False, requirements=(), fit=None):
+def local_optimizer(tracks, inplace=False, requirements=(), fit=None, needs=None):
     """Decorator: turn ``f(fgraph, node)`` into a local optimizer tracking ``tracks``.
 
     ``f`` returns None/False (no match), one Variable (the new output), a list or a dict
     (see ``LocalOptimizer.transform``). ``fit(old, new, shape_sources)`` makes each
     replacement fit the type of what it replaces, or declines the rewrite
     (``as_replacements``). ``inplace=True`` adds a ``DestroyHandler`` to the
-    requirements.
+    requirements. ``needs``: classes of Op or scalar op of which the graph must hold a
+    node for ``f`` to apply anywhere (``LocalOptimizer.needs``); a navigator does not
+    call ``f`` on a graph holding none.
 
     >>> from theano_dag.graph.op import Op
     >>> class Neg(Op):
@@ -244,7 +256,7 @@ def local_optimizer(tracks, inplace=False, requirements=(), fit=None):
         reqs = tuple(requirements)
         if inplace:
             reqs = reqs + (_attach_destroy_handler,)
-        return FromFunctionLocalOptimizer(f, checked, reqs, fit=fit)
+        return FromFunctionLocalOptimizer(f, checked, reqs, fit=fit, needs=needs)
 
     return decorator
 

@@ -36,6 +36,7 @@ from theano_dag.graph.rewriting.local import (
     as_replacements,
 )
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
+from theano_dag.graph.rewriting.presence import OpPresence, needs_of
 from theano_dag.graph.toolbox import Feature, ReplaceValidate
 from theano_dag.graph.utils import InconsistencyError
 
@@ -499,6 +500,13 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         self.revisit_depth = revisit_depth
         self._merges_constants = any(isinstance(o, MergeOptimizer) for o in self.cleanup_optimizers)
         self._index = TrackIndex(self.local_optimizers)
+        # Rewrites that can only apply where the graph holds some kind of op: not tried
+        # while it holds none (``presence``).
+        self._needs = {}
+        for o in self.local_optimizers:
+            needs = needs_of(o)
+            if needs:
+                self._needs[o] = needs
         if name is not None:
             self.name = name
 
@@ -507,6 +515,8 @@ class EquilibriumOptimizer(NavigatorOptimizer):
 
     def add_requirements(self, fgraph):
         super().add_requirements(fgraph)
+        if self._needs and not hasattr(fgraph, "op_presence"):
+            fgraph.attach_feature(OpPresence())
         for o in self.local_optimizers:
             o.add_requirements(fgraph)
         for o in self.global_optimizers + self.final_optimizers + self.cleanup_optimizers:
@@ -573,8 +583,11 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             NavigatorProfile("EquilibriumOptimizer", opt_name(self), len(fgraph.apply_nodes)),
         )
         prof = run.prof
-        fgraph.attach_feature(run.tracker)
         t_start = time.perf_counter()
+        if self._cannot_apply(fgraph):
+            prof.time = time.perf_counter() - t_start
+            return prof
+        fgraph.attach_feature(run.tracker)
         try:
             while run.looped is None:
                 prof.rounds += 1
@@ -646,6 +659,8 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         process_node = self.process_node
         stat_time, stat_tried = stats.time, stats.tried
         last_visit = run.last_visit
+        presence = getattr(fgraph, "op_presence", None) if self._needs else None
+        gen, inactive = self._inactive(presence)
         try:
             while stack and run.looped is None:
                 node = stack.pop()
@@ -659,6 +674,14 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 run.clock += 1
                 last_visit[node] = run.clock
                 for lopt in lopts:
+                    # A rewrite needing an op the graph does not hold would return
+                    # nothing; a change since the last look may have added one.
+                    if lopt in inactive:
+                        if presence.generation == gen:
+                            continue
+                        gen, inactive = self._inactive(presence)
+                        if lopt in inactive:
+                            continue
                     n_imp = tracker.n_imported
                     t1 = perf_counter()
                     ok = process_node(fgraph, node, lopt)
@@ -678,6 +701,26 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             if updater is not None:
                 fgraph.remove_feature(updater)
         return changed
+
+    def _cannot_apply(self, fgraph) -> bool:
+        """Whether every rewrite here needs an op the graph does not hold (and no
+        global optimizer runs): a pass would visit every node and change nothing."""
+        if self.global_optimizers or self.final_optimizers or self.cleanup_optimizers:
+            return False
+        if not self.local_optimizers or len(self._needs) != len(self.local_optimizers):
+            return False
+        presence = getattr(fgraph, "op_presence", None)
+        if presence is None:
+            return False
+        return len(self._inactive(presence)[1]) == len(self._needs)
+
+    def _inactive(self, presence):
+        """``(generation, rewrites that cannot apply)`` as the graph stands now."""
+        if presence is None:
+            return -1, frozenset()
+        return presence.generation, frozenset(
+            o for o, needs in self._needs.items() if not presence.holds(needs)
+        )
 
     def _cleanup(self, run):
         changed = False

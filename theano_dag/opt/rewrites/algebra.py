@@ -272,7 +272,7 @@ def _broadcast_source(var):
 
 
 @canonicalize()
-@local_optimizer([Elemwise], fit=fit)
+@local_optimizer([Elemwise], fit=fit, needs=[Alloc, ts.Second])
 def local_elemwise_drop_broadcast(fgraph, node):
     """An Elemwise broadcasts its inputs itself: an input that is only a broadcast of a
     smaller value (alloc or fill) is replaced by that value when the other inputs give

@@ -146,7 +146,7 @@ def _terms(node):
 
 
 @RULES.blas()
-@local_optimizer([tm.add, tm.sub])
+@local_optimizer([tm.add, tm.sub], needs=[Dot, Dot22])
 def local_gemm(fgraph, node):
     """A scaled dot product added to a scaled accumulator, as one BLAS call."""
     # b*z + a*dot(x, y) -> gemm(z, a, x, y, b) ; z - dot(x, y) -> gemm(z, -1, x, y, 1)
@@ -187,7 +187,9 @@ def local_gemm(fgraph, node):
 
 
 @RULES.blas(NONFINITE_UNSAFE)  # a Gemm with b = 0 never reads z: 0 * nan is now 0
-@local_optimizer([gemm_no_inplace, gemv_no_inplace])
+@local_optimizer(
+    [gemm_no_inplace, gemv_no_inplace], needs=[type(gemm_no_inplace), type(gemv_no_inplace)]
+)
 def local_gemm_scaled_accumulator(fgraph, node):
     """A scaled accumulator of a Gemm or Gemv, its scale taken into ``b``. Where the scale
     is 0, the call no longer reads ``z``: an inf or NaN there, which made the written
@@ -216,7 +218,7 @@ def local_gemm_scaled_accumulator(fgraph, node):
 
 
 @RULES.blas()
-@local_optimizer([Dot], fit=fit)
+@local_optimizer([Dot], fit=fit, needs=[Dot])
 def local_dot22(fgraph, node):
     """A product of two float matrices of one dtype, as the BLAS ``Dot22``."""
     # dot(x, y) -> dot22(x, y)   (x, y matrices)
@@ -227,7 +229,7 @@ def local_dot22(fgraph, node):
 
 
 @RULES.specialize()
-@local_optimizer([tm.mul], fit=fit)
+@local_optimizer([tm.mul], fit=fit, needs=[Dot22])
 def local_dot22_to_dot22scalar(fgraph, node):
     """A scalar times a ``Dot22`` (left by the gemm rules: nothing to accumulate into) is
     one ``Dot22Scalar``, which scales the product as BLAS's ``alpha``. It runs in

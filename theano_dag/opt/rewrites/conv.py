@@ -109,7 +109,7 @@ def _constant(*variables):
 
 
 @RULES.conv_fold()
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[AbstractConv2d])
 def local_conv_bn_fold(fgraph, node):
     """``(C - m) * s + b`` and ``C * s + b`` -> ``Conv2dBiasAct(x, W, b - m * s, s)``."""
     pair = _split(node, ts.Add)
@@ -150,7 +150,7 @@ def local_conv_bn_fold(fgraph, node):
 
 
 @RULES.conv_fold()
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[AbstractConv2d])
 def local_conv_bias(fgraph, node):
     """``C + b`` -> ``Conv2dBiasAct(x, W, b)``."""
     pair = _split(node, ts.Add)
@@ -180,7 +180,7 @@ def _unfused_bias(fgraph, var, readers):
 
 
 @RULES.conv_fold()
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[Conv2dBiasAct])
 def local_conv_bias_relu(fgraph, node):
     """``0.5 * (y + abs(y))`` and ``maximum(y, 0)`` of ``y = Conv2dBiasAct(...)`` -> its
     relu form."""

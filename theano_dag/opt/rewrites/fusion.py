@@ -43,10 +43,23 @@ def _fusable(node) -> bool:
         return False
     # A complex value has no C type: a loop holding one runs in numpy, and would take
     # the real work fused with it there too.
-    return not any(
-        str(getattr(v.type, "dtype", "")).startswith("complex")
-        for v in (*node.inputs, *node.outputs)
-    )
+    for v in node.inputs:
+        if _is_complex(v):
+            return False
+    return not _is_complex(node.outputs[0])
+
+
+def _is_complex(var) -> bool:
+    dtype = getattr(var.type, "dtype", "")
+    if dtype in _REAL_DTYPES:  # the common case, without formatting the dtype
+        return False
+    return str(dtype).startswith("complex")
+
+
+_REAL_DTYPES = frozenset(
+    ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint64",
+     "uint32", "uint16", "uint8", "bool")
+)  # fmt: skip
 
 
 def _scalar_constant(var):
@@ -96,10 +109,19 @@ class FusionOptimizer(GlobalOptimizer):
         t0 = time.perf_counter()
         done: set = set()
         fused = 0
+        # _fusable of each node, asked once: groups ask it of the same inputs again.
+        memo: dict = {}
+
+        def fusable(node):
+            ok = memo.get(node)
+            if ok is None:
+                ok = memo[node] = _fusable(node)
+            return ok
+
         for node in reversed(fgraph.toposort()):
-            if node in done or node not in fgraph.apply_nodes or not _fusable(node):
+            if node in done or node not in fgraph.apply_nodes or not fusable(node):
                 continue
-            group = self._grow(fgraph, node)
+            group = self._grow(fgraph, node, fusable)
             done.update(group.nodes)
             if len(group.nodes) < 2:
                 continue
@@ -112,7 +134,7 @@ class FusionOptimizer(GlobalOptimizer):
             fused += 1
         return {"fused": fused, "time": time.perf_counter() - t0}
 
-    def _grow(self, fgraph, root):
+    def _grow(self, fgraph, root, fusable=_fusable):
         group = _Group(root)
         pattern = root.outputs[0].type.broadcastable
         clients = fgraph.clients
@@ -132,7 +154,7 @@ class FusionOptimizer(GlobalOptimizer):
                 if (
                     var not in frontier
                     or owner is None
-                    or not _fusable(owner)
+                    or not fusable(owner)
                     or var.type.broadcastable != pattern
                 ):
                     continue

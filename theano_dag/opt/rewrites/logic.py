@@ -188,7 +188,7 @@ def _switch_parts(var):
 
 
 @canonicalize()
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[ts.Switch])
 def local_merge_switch_same_cond(fgraph, node):
     """An elementwise op of switches on one condition is one switch of the op applied
     to each branch.
@@ -268,7 +268,7 @@ def _sunk(node, k, factor):
 
 
 @canonicalize(NONFINITE_UNSAFE)  # the branch not taken may be inf or nan: 0 * nan is now 0
-@local_optimizer([tm.mul])
+@local_optimizer([tm.mul], needs=[ts.Switch])
 def local_mul_switch_sink(fgraph, node):
     """A product with a switch one branch of which is 0 is the switch of 0 and the
     product with the other branch: where the switch is 0 the other factors are not
@@ -294,7 +294,7 @@ def local_mul_switch_sink(fgraph, node):
 
 
 @canonicalize(NONFINITE_UNSAFE)  # as local_mul_switch_sink: 0 / 0 is now 0
-@local_optimizer([tm.true_div, tm.int_div])
+@local_optimizer([tm.true_div, tm.int_div], needs=[ts.Switch])
 def local_div_switch_sink(fgraph, node):
     """A quotient whose numerator is a switch with a 0 branch is the switch of 0 and the
     quotient of the other branch (as Theano's).

@@ -374,7 +374,7 @@ def _alloc_under(var):
 
 
 @RULES.canonicalize()
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[Alloc])
 def local_elemwise_alloc(fgraph, node):
     """An alloc feeding an elementwise op with another input of the result's shape
     goes: the elementwise op broadcasts the allocated value itself. Where the lengths

@@ -279,7 +279,11 @@ def _new_sigmoid(key):
 
 
 @stabilize()
-@local_optimizer([tm.true_div, tm.mul, tm.reciprocal, tm.pow], requirements=(count_scalar_ops,))
+@local_optimizer(
+    [tm.true_div, tm.mul, tm.reciprocal, tm.pow],
+    requirements=(count_scalar_ops,),
+    needs=[type(ts.exp), type(ts.sigmoid)],
+)
 def local_exp_over_1_plus_exp(fgraph, node):
     """Sigmoids in a product: each factor ``1 + exp(x)`` of the denominator as a
     sigmoid, with the matching ``exp`` of the numerator if there is one
@@ -347,7 +351,7 @@ def local_exp_over_1_plus_exp(fgraph, node):
 
 
 @stabilize()
-@local_optimizer([tm.sub, tm.add], requirements=(count_scalar_ops,))
+@local_optimizer([tm.sub, tm.add], requirements=(count_scalar_ops,), needs=[type(ts.sigmoid)])
 def local_1msigmoid(fgraph, node):
     """``1 - sigmoid(x)`` as ``sigmoid(-x)``, which does not round to 0 for ``x > 37``
     (float64; ``x > 17`` in float32)."""
@@ -402,7 +406,7 @@ def _same_var(u, v) -> bool:
 
 
 @stabilize()
-@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,))
+@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,), needs=[type(ts.sigmoid)])
 def local_sigm_factor(fgraph, node):
     """``a - a * sigmoid(x)`` as ``a * sigmoid(-x)``: the difference of two products
     that differ by a sigmoid factor (the gradient of ``exp(x) / (1 + exp(x))`` is
@@ -469,7 +473,7 @@ def _constants_apart(num, den, negated):
 
 
 @stabilize()
-@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,))
+@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,), needs=[type(ts.sigmoid)])
 def local_sigm_cancel(fgraph, node):
     """A product of sigmoids and of a sum whose terms divide by those sigmoids,
     distributed over the sum so that they cancel: the gradient of a cross-entropy of a

@@ -205,7 +205,7 @@ def local_log_sum_exp(fgraph, node):
 
 
 @stabilize()
-@local_optimizer([tm.mul])
+@local_optimizer([tm.mul], needs=[type(ts.exp)])
 def local_exp_over_sum_exp(fgraph, node):
     """The gradient of ``log(sum(exp(x), axis))``, ``exp(x) * (g / sum(exp(x)))``, with
     both exponentials shifted by the max of ``x`` (the ratio is the same, and neither
@@ -406,7 +406,7 @@ def _softmax_grad_of(e, terms):
 
 
 @stabilize()
-@local_optimizer([tm.mul, tm.add])
+@local_optimizer([tm.mul, tm.add], needs=[type(ts.exp)])
 def local_softmax_graph_grad(fgraph, node):
     """The gradient of a written-out softmax ``exp(x) / sum(exp(x))``, which computes
     ``inf / inf`` at large logits, as the ``SoftmaxGrad`` of a ``Softmax``."""

@@ -171,7 +171,9 @@ def _const_and_other(node):
 
 
 @stabilize()
-@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,))
+@local_optimizer(
+    [tm.add, tm.sub], requirements=(count_scalar_ops,), needs=[type(ts.erf), type(ts.erfc)]
+)
 def local_erf_complement(fgraph, node):
     """``1 - erf(x)`` as ``erfc(x)`` (and the other sums of 1 and +-erf or +-erfc), which
     keeps the digits the subtraction from 1 cancels: ``1 - erf(6)`` is 0 in float64,
@@ -221,7 +223,7 @@ RULES.specialize()(local_erf_complement)
 
 
 @stabilize()
-@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,))
+@local_optimizer([tm.add, tm.sub], requirements=(count_scalar_ops,), needs=[type(ts.exp)])
 def local_expm1(fgraph, node):
     """``exp(x) - 1`` as ``expm1(x)`` (and ``1 - exp(x)`` as ``-expm1(x)``), which keeps
     the digits of a tiny ``x``."""
@@ -263,7 +265,7 @@ RULES.specialize()(local_expm1)
 
 
 @stabilize()
-@local_optimizer([tm.add], requirements=(count_scalar_ops,))
+@local_optimizer([tm.add], requirements=(count_scalar_ops,), needs=[type(ts.expm1)])
 def local_1_plus_expm1(fgraph, node):
     """``1 + expm1(x)`` as ``exp(x)``: the sum is 0 once ``expm1(x)`` rounds to -1 (the
     derivative of ``expm1`` is written so; canonicalize has simplified ratios first)."""
@@ -451,7 +453,7 @@ def _nan_unless(cond, value):
 
 
 @RULES.canonicalize()
-@local_optimizer([tm.sqrt, tm.sqr, tm.mul])
+@local_optimizer([tm.sqrt, tm.sqr, tm.mul], needs=[type(ts.sqrt)])
 def local_sqrt_sqr(fgraph, node):
     """``sqrt(x**2)`` as ``|x|`` (``x**2`` overflows for ``|x| > 1.3e154`` in float64),
     and ``sqrt(x)**2`` as ``x`` (NaN for ``x < 0``, as before)."""
@@ -576,7 +578,7 @@ def _exp_ratio(e, den):
 
 
 @stabilize()
-@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,))
+@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,), needs=[type(ts.exp)])
 def local_exp_over_add_exp(fgraph, node):
     """``exp(x) / (exp(x) + exp(y))`` (the gradient of ``log(exp(x) + exp(y))``) as
     ``sigmoid(x - y)`` (``1 / (1 + exp(y - x) + exp(z - x))`` for more terms), and
@@ -700,7 +702,7 @@ def local_func_inv(fgraph, node):
 # In specialize, as PyTensor's: after stabilize has paired exp(x) with 1 + exp(x) into
 # sigmoids (exp(x) * exp(x) / (1 + exp(x))**2 would otherwise become exp(2x) / ...).
 @RULES.specialize()
-@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,))
+@local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,), needs=[type(ts.exp)])
 def local_mul_exp(fgraph, node):
     """A product or quotient of exponentials as the exponential of the sum or
     difference (PyTensor's ``local_mul_exp_to_exp_add``, ``local_div_exp_to_exp_sub``):
@@ -732,7 +734,7 @@ def local_mul_exp(fgraph, node):
 
 
 @stabilize()
-@local_optimizer([tm.log], requirements=(count_scalar_ops,))
+@local_optimizer([tm.log], requirements=(count_scalar_ops,), needs=[type(ts.erf)])
 def local_log_erf(fgraph, node):
     """``log(erf(x))`` as ``log1p(-erfc(x))`` from ``x = 1`` on, where ``erf(x)`` rounds
     to 1 (from ``x = 6`` in float64) and its log to 0 although the true value is

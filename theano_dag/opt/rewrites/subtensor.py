@@ -598,7 +598,7 @@ def _slices_of_zeros(incs) -> int:
 
 
 @canonicalize()
-@local_optimizer([tm.add])
+@local_optimizer([tm.add], needs=_INCS)
 def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
     """A sum of increments (the gradient of several indexings of one tensor) is a chain
     of increments of the sum of what they increment: one array of the result's size
