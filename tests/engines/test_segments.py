@@ -262,6 +262,36 @@ def test_full_sum_is_numpys_bit_for_bit(tmp_path, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["lead", "trail"])
+def test_partial_sums_are_numpys_bit_for_bit(tmp_path, dtype, kind):
+    lib = ckernel.kernel_library(compiledir=str(tmp_path), mode="sync")
+    x3 = TensorType(dtype, (None, None, None))()
+    k = lib.add_sum(x3.sum(axis=0).owner, dtype, (0,), kind)
+    assert lib.wait() and k.ready
+    rng = np.random.default_rng(5)
+    shapes = [(r, c) for r in (1, 2, 3, 7, 8, 9, 17, 130, 300) for c in (1, 2, 3, 8, 9, 33)]
+    shapes += [(0, 3), (3, 0), (4, 5, 6), (9, 1, 7), (2, 130, 3), (1000, 2), (2, 1000)]
+    for shape in shapes:
+        v = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 3, shape)).astype(dtype)
+        for n_red in range(1, len(shape)):
+            axes = (
+                tuple(range(n_red))
+                if kind == "lead"
+                else tuple(range(len(shape) - n_red, len(shape)))
+            )
+            want = np.add.reduce(v, axis=axes)
+            out = np.full(want.shape, np.nan, dtype)
+            assert k.c(v, out) == 0, (shape, axes)
+            assert out.tobytes() == want.tobytes(), (shape, axes, out, want)
+        # Not C-contiguous, or of other shapes: refused before anything is written.
+        if len(shape) == 2 and min(shape) > 1:
+            out = np.full(want.shape[::-1], np.nan, dtype)
+            assert k.c(v.T, out) and np.isnan(out).all()
+    out = np.empty(3, dtype)
+    assert k.c(np.ones((4, 4), dtype), out)  # no axis of length 3 to keep
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("poisoned", [False, True])
 def test_sum_nodes_run_as_kernels(engine_kernels, tmp_path, dtype, poisoned):
     x = TensorType(dtype, (None,))("x")
@@ -273,6 +303,8 @@ def test_sum_nodes_run_as_kernels(engine_kernels, tmp_path, dtype, poisoned):
         tt.sum(m, **acc),
         tt.sum(m, axis=0, **acc),
         tt.sum(x * x, **acc) + tt.sum(m, **acc),
+        tt.sum(m, axis=1, **acc),
+        tt.sum(m.dimshuffle(1, 0), axis=0, **acc),  # a transposed input: numpy runs
     ]
     ref = function([x, m], outs, mode=Mode(linker="py", optimizer=None))
     with config.change_flags(cxx=""):  # the engine's numpy path, on the same graph
@@ -292,9 +324,10 @@ def test_sum_nodes_run_as_kernels(engine_kernels, tmp_path, dtype, poisoned):
         for g, w in zip(got[1:], same[1:]):
             assert g.tobytes() == w.tobytes()
     sums = [k for k in kernel_calls(f) if isinstance(k, ckernel.SumKernel)]
-    # Every full sum (of the fused exp, of m, of the fused square, of m again); the
-    # sum over one axis of a matrix stays numpy's.
-    assert len(sums) >= 3 and all(k.ready for k in sums)
-    assert all(k.node.outputs[0].type.ndim == 0 for k in sums)
+    # Every sum: of the fused exp, of m, over m's rows, of the fused square, over m's
+    # columns, over the transpose's rows (C on a contiguous array only, else numpy).
+    assert len(sums) >= 5 and all(k.ready for k in sums)
+    kinds = {k.name.split("_")[1] for k in sums}
+    assert kinds == {"sum", "sumlead", "sumtrail"}
     if not poisoned and segment.available():
         assert "_SUM" not in f.fn.source()  # each runs inside a segment

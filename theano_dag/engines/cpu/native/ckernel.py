@@ -260,11 +260,12 @@ class CKernel:
 
 
 class SumKernel:
-    """The sum of all elements of a float array into a 0-d array, in C: ``td_sum_f64``
-    or ``td_sum_f32`` of every library's preamble, numpy's pairwise summation bit for
-    bit on a C-contiguous array (numpy's ``add.reduce`` then took 2 us a call, most of
-    a small graph's reduction). ``c(x, out)`` and ``fail(x, out)`` as a
-    :class:`CKernel`'s; ``fail`` (another layout, a numpy scalar) runs numpy.
+    """The sum of a float array over all its axes (``kind="all"``), its leading ones
+    (``"lead"``) or its trailing ones (``"trail"``), in C: ``td_sum_f64`` ... of every
+    library's preamble, as numpy's ``add.reduce`` computes it on C-contiguous arrays,
+    bit for bit (numpy's call took about 2 us: most of a small graph's reductions).
+    ``c(x, out)`` and ``fail(x, out)`` as a :class:`CKernel`'s; ``fail`` (another
+    layout, a numpy scalar) runs numpy.
 
     >>> import theano_dag.tensor as tt
     >>> k = SumKernel(tt.sum(tt.dvector()).owner, "float64", (0,))  # no library: numpy
@@ -273,12 +274,14 @@ class SumKernel:
     """
 
     nin, nout = 1, 1
+    _NAMES = {"all": "td_sum", "lead": "td_sumlead", "trail": "td_sumtrail"}
 
-    def __init__(self, node, dtype, axes, library=None):
+    def __init__(self, node, dtype, axes, library=None, kind="all"):
         self.node = node
         self.library = library
         self.axes = axes
-        self.name = {"float64": "td_sum_f64", "float32": "td_sum_f32"}[dtype]
+        suffix = {"float64": "f64", "float32": "f32"}[dtype]
+        self.name = f"{self._NAMES[kind]}_{suffix}"
         self.c = self._numpy_c
         self.ready = False
 
@@ -347,11 +350,11 @@ class KernelLibrary:
         self.kernels.append(k)
         return k
 
-    def add_sum(self, node, dtype, axes) -> SumKernel:
+    def add_sum(self, node, dtype, axes, kind="all") -> SumKernel:
         """A :class:`SumKernel` of ``node`` (its C is in the preamble)."""
         if self.started:
             raise RuntimeError("KernelLibrary.add_sum: the library is already built")
-        k = SumKernel(node, dtype, axes, self)
+        k = SumKernel(node, dtype, axes, self, kind)
         self.kernels.append(k)
         return k
 
@@ -886,11 +889,12 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
 
 
 def _sum_step(node, ctx, op, x, x_dtype, x_ndim, numpy_step):
-    """A step summing value ``x`` (all its axes) into the 0-d output of ``node`` by a
-    :class:`SumKernel` where it writes a target, by ``numpy_step``'s lines elsewhere;
-    None when ``op`` is no such sum (or the library is built)."""
+    """A step summing value ``x`` over all its axes, its leading or its trailing ones
+    into the output of ``node`` by a :class:`SumKernel` where it writes a target, by
+    ``numpy_step``'s lines elsewhere; None when ``op`` is no such sum (or the library is
+    built)."""
     lib = _library_of(ctx)
-    if lib is None or lib.started or node.outputs[0].type.ndim != 0 or x_ndim == 0:
+    if lib is None or lib.started or x_ndim == 0:
         return None
     if getattr(op, "ufunc", None) is not np.add or type(op).perform is not CAReduce.perform:
         return None
@@ -898,9 +902,18 @@ def _sum_step(node, ctx, op, x, x_dtype, x_ndim, numpy_step):
     if x_dtype != od or od not in ("float32", "float64") or op.acc_dtype_for(x_dtype) != od:
         return None
     axes = tuple(op._axes(x_ndim))
-    if sorted(axes) != list(range(x_ndim)):
+    out_ndim = node.outputs[0].type.ndim
+    if out_ndim != x_ndim - len(set(axes)):  # keepdims
         return None
-    k = lib.add_sum(node, od, axes)
+    if sorted(axes) == list(range(x_ndim)):
+        kind = "all"
+    elif sorted(axes) == list(range(len(axes))):
+        kind = "lead"
+    elif sorted(axes) == list(range(x_ndim - len(axes), x_ndim)):
+        kind = "trail"
+    else:
+        return None
+    k = lib.add_sum(node, od, axes, kind)
     kname = ctx.glob(k, "SUM")
 
     def emit(names, outs, target):
