@@ -205,6 +205,7 @@ class _Runs:
         self.lines, self.where, self.pad, self.extra = lines, where, pad, extra
         self.run = []  # (step index, moved lines, KernelCall)
         self.dels = []
+        self.made = 0  # segments named so far
 
     def join(self, idx, emitted, setup, dels):
         """Take step ``idx`` (its lines ``emitted``) into the run; False if it cannot."""
@@ -239,7 +240,8 @@ class _Runs:
                 lines.append(pad + call)
                 where.append(idx)
         if seg is not None:
-            sname = f"_SEG{sum(1 for k in self.extra if k.startswith('_SEG'))}"
+            sname = f"_SEG{self.made}"
+            self.made += 1
             self.extra[sname] = seg
             args = ", ".join(names)
             lines.append(pad + f"if {sname}.c({args}): {sname}.fail({args})")
