@@ -62,7 +62,7 @@ class KernelSegment:
         self.operands = tuple(tuple(p) for p in operands)
         self.nargs = nargs
         self.at = 0
-        self.c = self._each
+        self.c = self.each
         self.native = False
         lib = self.kernels[0].library if self.kernels else None
         if lib is not None:
@@ -72,7 +72,9 @@ class KernelSegment:
         names = ", ".join(k.name for k in self.kernels)
         return f"<KernelSegment ({'C' if self.native else 'Python'}) of {names}>"
 
-    def _each(self, *args):
+    def each(self, *args):
+        """Run the kernels one by one through their own ``c`` (numpy until the library
+        is loaded); returns False."""
         for j, (k, pos) in enumerate(zip(self.kernels, self.operands)):
             a = [args[i] for i in pos]
             self.at = j
