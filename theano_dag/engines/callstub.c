@@ -376,6 +376,183 @@ static PyType_Spec callbase_spec = {
     .slots = callbase_slots,
 };
 
+/* -- Segment: a run of C kernels entered once ------------------------------------------
+ *
+ * The CPU engine's generated call runs a run of consecutive C kernel steps (fused
+ * elementwise loops writing into the planner's blocks) as one call of a Segment:
+ * `seg(*arrays)` hands each step its operands (positions into the arrays) and calls
+ * the steps' C entry points (`int kN_v(void **operands)`, 0 or an error code) one after
+ * the other, without Python between them. A step that fails has written nothing: the
+ * segment stops there, keeps the step's position and code (`failed_step`,
+ * `failed_rc`) and returns True, for the engine to explain the error (or convert an
+ * operand) and run the rest itself; otherwise it returns False. The GIL is released
+ * while the steps run, as the kernels' ctypes entries did.
+ */
+
+typedef int (*td_step_fn)(void **operands);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t nargs;       /* arrays a call takes */
+    Py_ssize_t nsteps;
+    Py_ssize_t maxops;      /* the most operands of one step */
+    td_step_fn *fns;        /* each step's entry point */
+    int *nops;              /* each step's number of operands */
+    Py_ssize_t *slots;      /* the steps' operand positions, one step after the other */
+    Py_ssize_t failed_step; /* the step that failed last (-1: none yet) */
+    int failed_rc;          /* and its error code */
+} Segment;
+
+static PyObject *
+segment_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Segment *self = (Segment *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != self->nargs || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        PyErr_Format(PyExc_TypeError, "Segment takes %zd arrays, got %zd arguments",
+                     self->nargs, nargs);
+        return NULL;
+    }
+    void *ops[self->maxops > 0 ? self->maxops : 1];
+    int rc = 0;
+    Py_ssize_t j = 0, off = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; j < self->nsteps; j++) {
+        const int n = self->nops[j];
+        for (int k = 0; k < n; k++)
+            ops[k] = (void *)args[self->slots[off + k]];
+        off += n;
+        rc = self->fns[j](ops);
+        if (rc)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        self->failed_step = j;
+        self->failed_rc = rc;
+        Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
+static void
+segment_free_tables(Segment *self)
+{
+    PyMem_Free(self->fns);
+    PyMem_Free(self->nops);
+    PyMem_Free(self->slots);
+    self->fns = NULL;
+    self->nops = NULL;
+    self->slots = NULL;
+}
+
+static PyObject *
+segment_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fns, *operands;
+    Py_ssize_t nargs;
+    static char *kwlist[] = {"entries", "operands", "nargs", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!n:Segment", kwlist, &PyTuple_Type, &fns,
+                                     &PyTuple_Type, &operands, &nargs))
+        return NULL;
+    Py_ssize_t nsteps = PyTuple_GET_SIZE(fns);
+    if (PyTuple_GET_SIZE(operands) != nsteps || nargs < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "Segment: one tuple of operand positions per entry, nargs >= 0");
+        return NULL;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t j = 0; j < nsteps; j++) {
+        PyObject *o = PyTuple_GET_ITEM(operands, j);
+        if (!PyTuple_Check(o)) {
+            PyErr_SetString(PyExc_TypeError, "Segment: each step's operands are a tuple");
+            return NULL;
+        }
+        total += PyTuple_GET_SIZE(o);
+    }
+    Segment *self = (Segment *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = segment_vectorcall;
+    self->nargs = nargs;
+    self->nsteps = nsteps;
+    self->failed_step = -1;
+    self->fns = PyMem_Malloc(sizeof(td_step_fn) * (nsteps ? nsteps : 1));
+    self->nops = PyMem_Malloc(sizeof(int) * (nsteps ? nsteps : 1));
+    self->slots = PyMem_Malloc(sizeof(Py_ssize_t) * (total ? total : 1));
+    if (self->fns == NULL || self->nops == NULL || self->slots == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t off = 0;
+    for (Py_ssize_t j = 0; j < nsteps; j++) {
+        void *fn = PyLong_AsVoidPtr(PyTuple_GET_ITEM(fns, j));
+        if (fn == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "Segment: a null entry point");
+            Py_DECREF(self);
+            return NULL;
+        }
+        self->fns[j] = (td_step_fn)fn;
+        PyObject *o = PyTuple_GET_ITEM(operands, j);
+        Py_ssize_t n = PyTuple_GET_SIZE(o);
+        self->nops[j] = (int)n;
+        if (n > self->maxops)
+            self->maxops = n;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_ssize_t pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(o, k));
+            if (pos == -1 && PyErr_Occurred()) {
+                Py_DECREF(self);
+                return NULL;
+            }
+            if (pos < 0 || pos >= nargs) {
+                PyErr_Format(PyExc_ValueError, "Segment: operand position %zd out of range",
+                             pos);
+                Py_DECREF(self);
+                return NULL;
+            }
+            self->slots[off++] = pos;
+        }
+    }
+    return (PyObject *)self;
+}
+
+static void
+segment_dealloc(Segment *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    segment_free_tables(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef segment_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Segment, vectorcall), READONLY, NULL},
+    {"failed_step", T_PYSSIZET, offsetof(Segment, failed_step), READONLY,
+     "the position of the step that failed last (-1: none)"},
+    {"failed_rc", T_INT, offsetof(Segment, failed_rc), READONLY, "its error code"},
+    {"nsteps", T_PYSSIZET, offsetof(Segment, nsteps), READONLY, "the number of steps"},
+    {NULL},
+};
+
+static PyType_Slot segment_slots[] = {
+    {Py_tp_doc, "Segment(entries, operands, nargs): C steps run one after the other by one "
+                "call (see the engine's native.segment)."},
+    {Py_tp_new, segment_new},
+    {Py_tp_dealloc, segment_dealloc},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_members, segment_members},
+    {0, NULL},
+};
+
+static PyType_Spec segment_spec = {
+    .name = "theano_dag.engines._callstub.Segment",
+    .basicsize = sizeof(Segment),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = segment_slots,
+};
+
 static int
 callstub_exec(PyObject *module)
 {
@@ -384,6 +561,13 @@ callstub_exec(PyObject *module)
         return -1;
     if (PyModule_AddObject(module, "CallBase", type) < 0) {
         Py_DECREF(type);
+        return -1;
+    }
+    PyObject *seg = PyType_FromModuleAndSpec(module, &segment_spec, NULL);
+    if (seg == NULL)
+        return -1;
+    if (PyModule_AddObject(module, "Segment", seg) < 0) {
+        Py_DECREF(seg);
         return -1;
     }
     return 0;

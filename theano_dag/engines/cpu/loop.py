@@ -98,6 +98,9 @@ def record_step(fn, run, args):
         return run(args), None
     calls = []
     saved = [(k, k.c) for k in kernels]
+    # A segment of the step's code runs its kernels in C, past their ``c``: while the
+    # step is recorded, it runs them one by one through ``c``.
+    segments = [(s, s.c) for s in list(fn.thunk.program.ckernels.segments)]
 
     def recorder(c):
         def call(*a):
@@ -108,11 +111,15 @@ def record_step(fn, run, args):
 
     for k, c in saved:
         k.c = recorder(c)
+    for s, _c in segments:
+        s.c = s.each
     try:
         outs = run(args)
     finally:
         for k, c in saved:
             k.c = c
+        for s, c in segments:
+            s.c = c
     # The plan is the one of these shapes (the runner looked it up): one kernel per step.
     if fn.thunk.current is not plan or len(calls) != len(plan.steps):
         return outs, None

@@ -38,6 +38,7 @@ import importlib.util
 import linecache
 import marshal
 import os
+import re
 import time
 import types
 import uuid
@@ -46,6 +47,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import raise_with_op
+from theano_dag.engines.cpu.emit.impls import KernelCall
 
 __all__ = ["build_core", "build_fast", "err_off", "err_on", "poison", "CODE_CACHE"]
 
@@ -183,8 +185,76 @@ def _disk_compile(source, filename):
     return code
 
 
-def _body(plan, mode):
-    """Lines of the computation (indented 8), and a map body line -> step index."""
+# A line a run of kernel steps may move above the kernels before it: it only names an
+# array (``v3 = b1``: a block, the destroyed input of an in-place kernel).
+_ALIAS = re.compile(r"[A-Za-z_]\w* = [A-Za-z_]\w*")
+
+
+class _Runs:
+    """Consecutive kernel steps of a body, gathered into one segment line.
+
+    A step joins the run when its lines are aliases or its target's allocation, then
+    one :class:`~theano_dag.engines.cpu.emit.impls.KernelCall`: those lines move above
+    the segment (they read no values), its ``del`` lines below it. ``flush`` writes
+    the run: the moved lines, ``if _SEGn.c(args): _SEGn.fail(args)`` (its position in
+    ``where`` is ``(segment, step indices)``, for the error of the kernel that failed),
+    the deletions. A run of one kernel is a segment too: one C call instead of ctypes'.
+    """
+
+    def __init__(self, lines, where, pad, extra):
+        self.lines, self.where, self.pad, self.extra = lines, where, pad, extra
+        self.run = []  # (step index, moved lines, KernelCall)
+        self.dels = []
+        self.made = 0  # segments named so far
+
+    def join(self, idx, emitted, setup, dels):
+        """Take step ``idx`` (its lines ``emitted``) into the run; False if it cannot."""
+        if not emitted or not isinstance(emitted[-1], KernelCall):
+            return False
+        call = emitted[-1]
+        lib = getattr(call.kernel, "library", None)
+        if lib is None or (self.run and self.run[0][2].kernel.library is not lib):
+            return False
+        moved = emitted[:-1]
+        if any(line != setup and not _ALIAS.fullmatch(line) for line in moved):
+            return False
+        self.run.append((idx, moved, call))
+        self.dels += dels
+        return True
+
+    def flush(self):
+        run, self.run = self.run, []
+        dels, self.dels = self.dels, []
+        if not run:
+            return
+        pad, lines, where = self.pad, self.lines, self.where
+        names, operands = {}, []
+        for _idx, _moved, call in run:
+            operands.append(tuple(names.setdefault(a, len(names)) for a in call.args))
+        seg = run[0][2].kernel.library.segment([c.kernel for _, _, c in run], operands, len(names))
+        for idx, moved, call in run:
+            for line in moved:
+                lines.append(pad + line)
+                where.append(idx)
+            if seg is None:
+                lines.append(pad + call)
+                where.append(idx)
+        if seg is not None:
+            sname = f"_SEG{self.made}"
+            self.made += 1
+            self.extra[sname] = seg
+            args = ", ".join(names)
+            lines.append(pad + f"if {sname}.c({args}): {sname}.fail({args})")
+            where.append((seg, [idx for idx, _, _ in run]))
+        if dels:
+            lines.append(pad + "del " + ", ".join(sorted(set(dels))))
+            where.append(run[-1][0])
+
+
+def _body(plan, mode, extra=None):
+    """Lines of the computation (indented 8), and a map body line -> step index (or
+    ``(segment, step indices)`` for a segment's line). Segments' names go into
+    ``extra`` (the generated function's globals)."""
     p = plan.program
     names = p.names
     cat = plan.cat
@@ -207,6 +277,12 @@ def _body(plan, mode):
     pad = " " * 8
     cur_node = None
     node_start = {}
+    # Kernel steps gathered into segments: not where a step must stand alone (poisoned
+    # targets are filled and checked around each step; a profile times each node; an
+    # incremental run skips nodes).
+    runs = None
+    if mode in ("core", "fast") and not p.poison and extra is not None:
+        runs = _Runs(lines, where, pad, extra)
     for idx, (k, st) in enumerate(plan.steps):
         first_of_node = k != cur_node
         last_of_node = idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k
@@ -238,6 +314,12 @@ def _body(plan, mode):
                 if setup is not None:
                     post.append(f"del {target}")
         emitted = pre + st.emit(ins, outs, target) + post
+        if runs is not None:
+            setup = plan.target_setup(st.outputs[0]) if target is not None else None
+            if runs.join(idx, emitted, setup, dels.get(idx, [])):
+                dels.pop(idx, None)
+                continue
+            runs.flush()
         for line in emitted:
             lines.append(ind + line)
             where.append(idx)
@@ -247,6 +329,8 @@ def _body(plan, mode):
         if idx in dels:
             lines.append(pad + "del " + ", ".join(sorted(set(dels[idx]))))
             where.append(idx)
+    if runs is not None:
+        runs.flush()
     return lines, where
 
 
@@ -290,6 +374,9 @@ def _make_fail(plan, where, first_line):
         if not 0 <= lineno - first_line < len(where):
             raise e
         idx = where[lineno - first_line]
+        if not isinstance(idx, int):  # a segment's line: the kernel that raised
+            seg, idxs = idx
+            idx = idxs[seg.at]
         k, st = plan.steps[idx]
         node = st.node
         local = frame.f_locals
@@ -398,7 +485,8 @@ def build_core(plan, mode="core", extra=None):
     t0 = time.perf_counter()
     p = plan.program
     args = ", ".join(p.names[v] for v in p.inputs)
-    body, where = _body(plan, mode)
+    extra = dict(extra or {})
+    body, where = _body(plan, mode, extra)
     if mode == "incremental":
         head = [f"def core(_M, {args}):" if args else "def core(_M):"]
         values = [p.names[v] for v in _persistent(plan)]
@@ -489,7 +577,7 @@ def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     if checks:
         head.append("    if " + " or ".join(checks) + ":")
         head.append(f"        return _switch(({', '.join(explicit)}{',' if explicit else ''}))")
-    body, where = _body(plan, "fast")
+    body, where = _body(plan, "fast", extra)
     tail = []
     for k_in, k_out in spec.updates:
         tail.append(f"    _inC{k_in}[0] = {names[p.outputs[k_out]]}")

@@ -4,7 +4,9 @@ Each kernel is a loop body over contiguous arrays (``kN_body``, vectorized with
 ``#pragma omp simd``) and an entry point ``int kN(PyObject *a0, ..., PyObject *o0)``
 that reads the numpy arrays' data, shape and strides itself (at byte offsets
 measured once per process, see :func:`array_layout`) and hands them to the
-shared driver ``td_run`` of the preamble:
+shared driver ``td_run`` of the preamble (``int kN_v(void **operands)`` is the same
+entry taking an array of operands: a segment of kernels runs by one call through it,
+see :mod:`theano_dag.engines.cpu.native.segment`):
 
 * all operands contiguous and of the output's shape: one flat loop, split over
   OpenMP threads when the work is large enough;
@@ -398,12 +400,17 @@ static void {name}_fn(char **p, ptrdiff_t n)
     {name}_body(n, {", ".join(casts)});
 }}
 
-int {name}({entry_params})
+int {name}_v(void **arrs)
 {{
-    void *arrs[{nin + nout}] = {{{", ".join(operands)}}};
     static const int codes[{nin + nout}] = {{{codes}}};
     static const unsigned long long bcast[{max(nin, 1)}] = {{{", ".join(masks) or "0"}}};
     return td_run({nin}, {nout}, arrs, codes, bcast, {ndim}, {name}_fn, {threshold});
+}}
+
+int {name}({entry_params})
+{{
+    void *arrs[{nin + nout}] = {{{", ".join(operands)}}};
+    return {name}_v(arrs);
 }}
 """
     return head, tail
@@ -442,7 +449,8 @@ def _simd_decls(functions):
 
 def preamble(layout, simd_functions) -> str:
     """The C shared by all kernels of a library: headers, libmvec declarations,
-    numpy-exact helpers and the ``td_run`` driver (the fixed C of ``native/*.c``)."""
+    numpy-exact helpers, the ``td_run`` driver and the full sums ``td_sum_*`` (the fixed
+    C of ``native/*.c``)."""
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
 #include <stddef.h>
@@ -466,4 +474,6 @@ def preamble(layout, simd_functions) -> str:
 
 {_helpers()}
 
-{c_source("elemwise_driver.c")}"""
+{c_source("elemwise_driver.c")}
+
+{c_source("sum_driver.c")}"""

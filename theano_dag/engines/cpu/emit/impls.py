@@ -28,7 +28,7 @@ from theano_dag.graph.basic import Constant
 from theano_dag.scalar.basic import ScalarOp
 from theano_dag.tensor.elemwise import Elemwise
 
-__all__ = ["Step", "Temp", "register_impl", "get_impl", "make_steps", "IMPLS"]
+__all__ = ["Step", "Temp", "KernelCall", "register_impl", "get_impl", "make_steps", "IMPLS"]
 
 IMPLS: dict = {}
 
@@ -84,6 +84,27 @@ class Temp:
 
     def __repr__(self):
         return f"<temp {self.label} {self.dtype}>"
+
+
+class KernelCall(str):
+    """The line of a step that runs a C kernel into its target, ``if K.c(a, o):
+    K.fail(a, o)``, knowing its kernel and argument names: the code generator runs
+    consecutive ones as one segment (the kernel's ``library.segment``).
+
+    >>> line = KernelCall("_K0", None, ["v0", "b1"])
+    >>> print(line)
+    if _K0.c(v0, b1): _K0.fail(v0, b1)
+    >>> line.args
+    ('v0', 'b1')
+    """
+
+    def __new__(cls, name, kernel, args):
+        args = tuple(args)
+        joined = ", ".join(args)
+        self = super().__new__(cls, f"if {name}.c({joined}): {name}.fail({joined})")
+        self.kernel = kernel
+        self.args = args
+        return self
 
 
 class Step:

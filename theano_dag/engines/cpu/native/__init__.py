@@ -2,9 +2,10 @@
 fixed C sources (the ``.c`` files beside this module, read by :func:`c_source`).
 
 :mod:`~theano_dag.engines.cpu.native.cc` compiles a library (flags, the on-disk cache);
-:mod:`~theano_dag.engines.cpu.native.ckernel` loads the fused elementwise kernels and
-runs nodes through them. Matrix products run in numpy's BLAS (docs/performance.md,
-"Matrix products", gives the measurement behind that).
+:mod:`~theano_dag.engines.cpu.native.ckernel` loads the fused elementwise kernels (and
+the float sums) and runs nodes through them; :mod:`~theano_dag.engines.cpu.native.segment`
+runs consecutive kernels of a plan by one C call. Matrix products run in numpy's BLAS
+(docs/performance.md, "Matrix products", gives the measurement behind that).
 """
 
 from __future__ import annotations

@@ -1,0 +1,333 @@
+"""Segments of C kernels (``engines.cpu.native.segment``): consecutive kernel steps of a
+plan run by one call, in C once the library is loaded, in numpy before; a kernel that
+fails inside a segment is explained (or its operand converted) and the rest run."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag import scalar as ts
+from theano_dag.compile.function import function
+from theano_dag.compile.mode import Mode
+from theano_dag.config import config
+from theano_dag.engines.cpu import CPULinker
+from theano_dag.engines.cpu.emit.csource import array_layout
+from theano_dag.engines.cpu.native import cc, ckernel, segment
+from theano_dag.engines.cpu.native.segment import KernelSegment
+from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.type import TensorType
+
+pytestmark = [
+    pytest.mark.skipif(
+        cc.get_toolchain(config.cxx) is None or array_layout() is None,
+        reason="no C compiler (config.cxx) or an unknown ndarray layout",
+    ),
+    pytest.mark.usefixtures("no_kernel_builds_in_flight"),
+]
+
+native = pytest.mark.skipif(
+    not segment.available(), reason="the C half of the call has no Segment (not rebuilt)"
+)
+
+
+@pytest.fixture
+def engine_kernels():
+    already = bool(ckernel._REGISTERED)
+    ckernel.register()
+    yield
+    if not already:
+        ckernel.unregister()
+
+
+def composite(fn, nin, dtype="float64", inplace=None):
+    """An Elemwise op of the scalar function ``fn`` of ``nin`` inputs of ``dtype``."""
+    ss = [ts.get_scalar_type(dtype)(f"s{j}") for j in range(nin)]
+    return Elemwise(ts.Composite(ss, [fn(*ss)]), inplace or {})
+
+
+def chain():
+    """x, y -> three Elemwise{Composite} nodes one after the other (three kernels)."""
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a = composite(lambda s: ts.exp(s) * 2, 1)(x)
+    b = composite(lambda s, t: ts.tanh(s) - t, 2)(a, x)
+    c = composite(lambda s, t: s * t + 1, 2)(b, y)
+    return [x, y], [c, a]
+
+
+def want_chain(xv, yv):
+    a = np.exp(xv) * 2
+    return [(np.tanh(a) - xv) * yv + 1, a]
+
+
+def compile_sync(inputs, outputs, tmp_path, **linker):
+    linker.setdefault("poison", False)  # a poisoned plan runs each step alone (the flag)
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function(inputs, outputs, mode=Mode(linker=CPULinker(**linker), optimizer=None))
+        f(*[np.zeros(3)] * len(inputs))
+        assert ckernel.wait_for_kernels(f)
+    return f
+
+
+def segments_of(f):
+    """The segments the current plan's code calls, in order, by name."""
+    plan = f.fn.current
+    code = plan.fast if plan.fast is not None else plan.core
+    names = re.findall(r"(_SEG\d+)\.c\(", f.fn.source())
+    return [code.__globals__[n] for n in names]
+
+
+@native
+def test_consecutive_kernels_run_as_one_segment(engine_kernels, tmp_path):
+    inputs, outputs = chain()
+    f = compile_sync(inputs, outputs, tmp_path, min_plan_bytes=0)
+    src = f.fn.source()
+    (seg,) = segments_of(f)
+    assert len(seg.kernels) == 3 and seg.native
+    assert src.count(".c(") == 1 and "_K" not in src
+    rng = np.random.default_rng(1)
+    for n in (5, 5, 17):  # the second call reuses the plan, the third plans anew
+        xv, yv = rng.standard_normal(n), rng.standard_normal(n)
+        for got, want in zip(f(xv, yv), want_chain(xv, yv)):
+            np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@native
+def test_segment_order_follows_the_graph(engine_kernels, tmp_path):
+    inputs, outputs = chain()
+    f = compile_sync(inputs, outputs, tmp_path, min_plan_bytes=0)
+    (seg,) = segments_of(f)
+    scalar_ops = [k.node.op.scalar_op for k in seg.kernels]
+    c, a = outputs
+    b = c.owner.inputs[0]
+    assert scalar_ops == [a.owner.op.scalar_op, b.owner.op.scalar_op, c.owner.op.scalar_op]
+
+
+@pytest.mark.parametrize("flag", ["poison", "profile"])
+def test_no_segments_where_each_step_stands_alone(engine_kernels, tmp_path, flag):
+    inputs, outputs = chain()
+    kw = {"poison": True} if flag == "poison" else {"profile": True}
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function(inputs, outputs, mode=Mode(linker=CPULinker(min_plan_bytes=0, **kw)))
+        xv, yv = np.linspace(-1, 1, 6), np.linspace(2, 3, 6)
+        f(xv, yv)
+        assert ckernel.wait_for_kernels(f)
+        got = f(xv, yv)
+    assert "_SEG" not in f.fn.source()
+    for g, w in zip(got, want_chain(xv, yv)):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def test_failing_compiler_leaves_segments_on_numpy(engine_kernels, tmp_path):
+    cc_path = tmp_path / "fake-cc"
+    cc_path.write_text('#!/bin/sh\necho "fake-cc: broken" >&2; exit 3\n')
+    cc_path.chmod(0o755)
+    inputs, outputs = chain()
+    xv, yv = np.linspace(-1, 1, 6), np.linspace(2, 3, 6)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with (
+            config.change_flags(cxx=str(cc_path), compiledir=str(tmp_path / "c")),
+            ckernel.compile_mode("sync"),
+        ):
+            f = function(inputs, outputs, mode=Mode(linker=CPULinker(min_plan_bytes=0)))
+            results = [f(xv, yv) for _ in range(3)]
+    msgs = [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1 and "fake-cc: broken" in msgs[0], msgs
+    assert all(not s.native for s in segments_of(f))
+    for r in results:
+        for g, w in zip(r, want_chain(xv, yv)):
+            np.testing.assert_allclose(g, w, rtol=1e-13)
+
+
+def _library(tmp_path, nodes):
+    lib = ckernel.kernel_library(compiledir=str(tmp_path), mode="sync")
+    return lib, [lib.add(n) for n in nodes]
+
+
+@native
+def test_segment_made_before_the_library_loads_switches_to_c(tmp_path):
+    x = tt.dvector()
+    lib, (k1, k2) = _library(
+        tmp_path,
+        [composite(lambda s: ts.exp(s) + 1, 1)(x).owner, composite(lambda s: s * s, 1)(x).owner],
+    )
+    seg = lib.segment([k1, k2], ((0, 1), (1, 2)), 3)
+    assert not seg.native and not lib.ready
+    v, t, out = np.linspace(-1, 1, 7), np.empty(7), np.empty(7)
+    assert not seg.c(v, t, out)  # numpy first: its first kernel's call builds the library
+    np.testing.assert_allclose(out, (np.exp(v) + 1) ** 2, rtol=1e-13)
+    assert lib.ready and seg.native
+    out[:] = 0
+    assert not seg.c(v, t, out)  # now in C
+    np.testing.assert_allclose(out, (np.exp(v) + 1) ** 2, rtol=1e-13)
+
+
+@native
+def test_segment_stops_at_the_kernel_that_fails_and_explains_it(tmp_path):
+    x, y = tt.dvector(), tt.dvector()
+    lib, (k1, k2) = _library(
+        tmp_path,
+        [composite(lambda s: s + 1, 1)(x).owner, composite(lambda s, t: s * t, 2)(x, y).owner],
+    )
+    assert lib.wait()
+    seg = lib.segment([k1, k2], ((0, 1), (1, 2, 3)), 4)
+    v, t, bad, out = np.arange(4.0), np.empty(4), np.ones(3), np.full(4, -7.0)
+    assert seg.c(v, t, bad, out)
+    assert seg.c.failed_step == 1
+    np.testing.assert_array_equal(t, v + 1)  # the first kernel ran
+    np.testing.assert_array_equal(out, -7.0)  # the failing one wrote nothing
+    with pytest.raises(ValueError, match=r"input shapes \[\(4,\), \(3,\)\] do not match"):
+        seg.fail(v, t, bad, out)
+    assert seg.at == 1
+
+
+@native
+def test_segment_converts_a_numpy_scalar_and_runs_the_rest(tmp_path):
+    d0 = TensorType("float64", ())
+    s = d0()
+    lib, (k1, k2) = _library(
+        tmp_path,
+        [composite(lambda a: ts.exp(a), 1)(s).owner, composite(lambda a: -a, 1)(s).owner],
+    )
+    assert lib.wait()
+    seg = lib.segment([k1, k2], ((0, 1), (1, 2)), 3)
+    t, out = np.empty(()), np.empty(())
+    # numpy hands a 0-d op a scalar, not a 0-d array: the kernel refuses it, its fail
+    # converts it, and the next kernel runs after it.
+    assert seg.c(np.float64(0.5), t, out)
+    assert seg.fail(np.float64(0.5), t, out) is None
+    assert out == -np.exp(0.5)
+
+
+@native
+def test_error_inside_a_segment_names_its_node(engine_kernels, tmp_path):
+    inputs, outputs = chain()
+    f = compile_sync(inputs, outputs, tmp_path, min_plan_bytes=0)
+    (seg,) = segments_of(f)
+
+    class FailsAtTheSecond:
+        failed_step = 1
+
+        def __call__(self, *args):
+            return True
+
+    seg.c = FailsAtTheSecond()
+    # The second kernel runs again through its own fail, which finds nothing wrong with
+    # its operands and says what it can; the message names the node that raised.
+    with pytest.raises(Exception) as info:
+        f(np.zeros(3), np.zeros(3))
+    second = seg.kernels[1].node
+    assert f"Apply node that caused the error: {second}" in str(info.value)
+
+
+# -- full sums in C ----------------------------------------------------------------------
+
+
+def kernel_calls(f):
+    """The kernels the current plan's code of ``f`` runs, in order (alone or in segments)."""
+    plan = f.fn.current
+    code = plan.fast if plan.fast is not None else plan.core
+    found = []
+    for name in re.findall(r"(\w+)\.c\(", f.fn.source()):
+        obj = code.__globals__[name]
+        found += obj.kernels if isinstance(obj, KernelSegment) else [obj]
+    return found
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_full_sum_is_numpys_bit_for_bit(tmp_path, dtype):
+    x = TensorType(dtype, (None,))()
+    lib = ckernel.kernel_library(compiledir=str(tmp_path), mode="sync")
+    k = lib.add_sum(x.sum().owner, dtype, (0,))
+    assert lib.wait() and k.ready
+    rng = np.random.default_rng(3)
+    sizes = [*range(0, 140), 255, 256, 1000, 4097, 100_003]
+    for n in sizes:
+        # Magnitudes over six decades: the order of the additions shows in the last bits.
+        v = (rng.standard_normal(n) * 10 ** rng.uniform(-3, 3, n)).astype(dtype)
+        for arr in (v, v.reshape(1, n), v[::2], v[::-1]):
+            out = np.full((), np.nan, dtype)
+            if k.c(arr, out):  # not C-contiguous: numpy runs
+                assert not arr.flags.c_contiguous
+                k.fail(arr, out)
+            want = np.asarray(np.add.reduce(arr, axis=None), dtype)
+            assert out.tobytes() == want.tobytes(), (n, arr.strides, out, want)
+    out = np.empty((), dtype)
+    assert k.c(np.full(9, -0.0, dtype), out) == 0 and out.tobytes() == np.zeros((), dtype).tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["lead", "trail"])
+def test_partial_sums_are_numpys_bit_for_bit(tmp_path, dtype, kind):
+    lib = ckernel.kernel_library(compiledir=str(tmp_path), mode="sync")
+    x3 = TensorType(dtype, (None, None, None))()
+    k = lib.add_sum(x3.sum(axis=0).owner, dtype, (0,), kind)
+    assert lib.wait() and k.ready
+    rng = np.random.default_rng(5)
+    shapes = [(r, c) for r in (1, 2, 3, 7, 8, 9, 17, 130, 300) for c in (1, 2, 3, 8, 9, 33)]
+    shapes += [(0, 3), (3, 0), (4, 5, 6), (9, 1, 7), (2, 130, 3), (1000, 2), (2, 1000)]
+    for shape in shapes:
+        v = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 3, shape)).astype(dtype)
+        for n_red in range(1, len(shape)):
+            axes = (
+                tuple(range(n_red))
+                if kind == "lead"
+                else tuple(range(len(shape) - n_red, len(shape)))
+            )
+            want = np.add.reduce(v, axis=axes)
+            out = np.full(want.shape, np.nan, dtype)
+            assert k.c(v, out) == 0, (shape, axes)
+            assert out.tobytes() == want.tobytes(), (shape, axes, out, want)
+        # Not C-contiguous, or of other shapes: refused before anything is written.
+        if len(shape) == 2 and min(shape) > 1:
+            out = np.full(want.shape[::-1], np.nan, dtype)
+            assert k.c(v.T, out) and np.isnan(out).all()
+    out = np.empty(3, dtype)
+    assert k.c(np.ones((4, 4), dtype), out)  # no axis of length 3 to keep
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_sum_nodes_run_as_kernels(engine_kernels, tmp_path, dtype, poisoned):
+    x = TensorType(dtype, (None,))("x")
+    m = TensorType(dtype, (None, None))("m")
+    # float32 sums accumulate in float64 unless told (as Theano's): told here.
+    acc = {"acc_dtype": dtype}
+    outs = [
+        tt.sum(tt.exp(x) * 2, **acc),
+        tt.sum(m, **acc),
+        tt.sum(m, axis=0, **acc),
+        tt.sum(x * x, **acc) + tt.sum(m, **acc),
+        tt.sum(m, axis=1, **acc),
+        tt.sum(m.dimshuffle(1, 0), axis=0, **acc),  # a transposed input: numpy runs
+    ]
+    ref = function([x, m], outs, mode=Mode(linker="py", optimizer=None))
+    with config.change_flags(cxx=""):  # the engine's numpy path, on the same graph
+        numpy_path = function([x, m], outs, mode=Mode(linker=CPULinker(poison=poisoned)))
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function([x, m], outs, mode=Mode(linker=CPULinker(poison=poisoned)))
+        f(np.zeros(3, dtype), np.zeros((2, 3), dtype))
+        assert ckernel.wait_for_kernels(f)
+    rng = np.random.default_rng(4)
+    for n in (3, 3, 40):
+        xv, mv = rng.standard_normal(n).astype(dtype), rng.standard_normal((5, n)).astype(dtype)
+        got, want, same = f(xv, mv), ref(xv, mv), numpy_path(xv, mv)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == "float32" else 1e-13)
+        # exp in C and in numpy may differ in the last bit; sums and products may not.
+        for g, w in zip(got[1:], same[1:]):
+            assert g.tobytes() == w.tobytes()
+    sums = [k for k in kernel_calls(f) if isinstance(k, ckernel.SumKernel)]
+    # Every sum: of the fused exp, of m, over m's rows, of the fused square, over m's
+    # columns, over the transpose's rows (C on a contiguous array only, else numpy).
+    assert len(sums) >= 5 and all(k.ready for k in sums)
+    kinds = {k.name.split("_")[1] for k in sums}
+    assert kinds == {"sum", "sumlead", "sumtrail"}
+    if not poisoned and segment.available():
+        assert "_SUM" not in f.fn.source()  # each runs inside a segment

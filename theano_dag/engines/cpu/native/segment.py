@@ -1,0 +1,106 @@
+"""Segments: a run of consecutive C kernel steps of a plan, entered by one call.
+
+The generated call of a plan (``emit.codegen``) runs each fused elementwise kernel
+that writes into a planned block by one line, ``if K.c(a, b, out): K.fail(a, b,
+out)``; through ctypes each such call cost about 0.6 us, more than the work of a
+kernel over a hundred values. Consecutive kernel lines become one line instead,
+``if _SEG0.c(a, b, out, c, out2): _SEG0.fail(a, b, out, c, out2)``: a
+:class:`KernelSegment`, whose ``c`` is the C half of the call's ``Segment``
+(``engines/callstub.c``) once the kernels' library is loaded. It hands each kernel
+its operands (positions into the segment's arguments) and calls the kernels' array
+entry points (``kN_v``) one after the other, without Python between them.
+
+Until the library is loaded (the first calls, while it compiles in the background),
+``c`` runs the kernels one by one through their own ``c``, which is numpy then; a
+library that fails to build leaves it so, as it leaves the kernels. A kernel that
+fails in the segment (a wrong shape, an operand that is a numpy scalar where a 0-d
+array was planned) has written nothing: ``fail`` explains or repairs it through that
+kernel's own ``fail`` and runs the rest one by one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+try:  # the C half of the call, when it was built (setup.py) with segments in it
+    from theano_dag.engines._callstub import Segment as NativeSegment
+except ImportError:
+    NativeSegment = None
+
+__all__ = ["KernelSegment", "NativeSegment", "available"]
+
+
+def available() -> bool:
+    """Whether kernel segments run in C here (the C half of the call has them).
+
+    >>> available() in (True, False)
+    True
+    """
+    return NativeSegment is not None
+
+
+class KernelSegment:
+    """Kernels ``kernels`` (``CKernel``, one library) run in order by ``c(*arrays)``:
+    kernel ``j`` on the arrays at positions ``operands[j]``; ``c`` returns a false
+    value, or a true one after which ``fail(*arrays)`` finishes the run (or raises the
+    error of the kernel that failed). ``at`` is the position of the kernel that ran
+    last in Python (for the engine's error message).
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.engines.cpu.native.ckernel import CKernel
+    >>> x = tt.dvector("x")
+    >>> k = CKernel(tt.exp(x).owner)  # no library: numpy
+    >>> a, out = np.zeros(2), np.empty(2)
+    >>> seg = KernelSegment([k, k], ((0, 1), (1, 1)), 2)
+    >>> seg.c(a, out) or seg.fail(a, out), out
+    (None, array([2.71828183, 2.71828183]))
+    """
+
+    def __init__(self, kernels, operands, nargs):
+        self.kernels = list(kernels)
+        self.operands = tuple(tuple(p) for p in operands)
+        self.nargs = nargs
+        self.at = 0
+        self.c = self.each
+        self.native = False
+        lib = self.kernels[0].library if self.kernels else None
+        if lib is not None:
+            lib.add_segment(self)
+
+    def __repr__(self):
+        names = ", ".join(k.name for k in self.kernels)
+        return f"<KernelSegment ({'C' if self.native else 'Python'}) of {names}>"
+
+    def each(self, *args):
+        """Run the kernels one by one through their own ``c`` (numpy until the library
+        is loaded); returns False."""
+        for j, (k, pos) in enumerate(zip(self.kernels, self.operands)):
+            a = [args[i] for i in pos]
+            self.at = j
+            if k.c(*a):
+                k.fail(*a)
+        return False
+
+    def bind(self, lib):
+        """Run in C through ``lib`` (the loaded ``ctypes.CDLL`` of the kernels): all of
+        them must be bound to it; nothing changes without the C half of the call."""
+        if NativeSegment is None or not all(k.ready for k in self.kernels):
+            return
+        entries = tuple(
+            ctypes.cast(getattr(lib, f"{k.name}_v"), ctypes.c_void_p).value for k in self.kernels
+        )
+        self.c = NativeSegment(entries, self.operands, self.nargs)
+        self.native = True
+
+    def fail(self, *args):
+        """After ``c(*args)`` returned a true value: the kernel that failed, through its
+        own ``fail`` (which raises, or converts the operand it refused and runs), then
+        the kernels after it one by one."""
+        start = self.c.failed_step if self.native else len(self.kernels)
+        for j in range(start, len(self.kernels)):
+            k = self.kernels[j]
+            a = [args[i] for i in self.operands[j]]
+            self.at = j
+            if j == start or k.c(*a):
+                k.fail(*a)
