@@ -58,6 +58,7 @@ QUICK_ARGS = {
     "opencl": ["--runs", "3", "--size", "1000000"],
     "networks": ["--quick"],
     "small_graphs": ["--number", "200", "--repeats", "3"],
+    "pymc3": ["--repeats", "1", "--tune", "100", "--draws", "100", "--calls", "200"],
 }
 # Scripts that need longer than --timeout: the networks at 299x299 through numpy eager,
 # 30 calls per engine and case, each engine compiling in its own process.
