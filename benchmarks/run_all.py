@@ -59,6 +59,7 @@ QUICK_ARGS = {
     "networks": ["--quick"],
     "small_graphs": ["--number", "200", "--repeats", "3"],
     "sparse": ["--quick"],
+    "pymc3": ["--repeats", "1", "--tune", "100", "--draws", "100", "--calls", "200"],
 }
 # Scripts that need longer than --timeout: the networks at 299x299 through numpy eager,
 # 30 calls per engine and case, each engine compiling in its own process; the sparse

@@ -103,6 +103,31 @@ def test_unchanged_theano_program_runs_on_theano_dag(site_dir, tmp_path):
     assert re.fullmatch(r"1\.1\.2\+theano-dag\.\d+\.\d+\.\d+", version)
 
 
+def test_deleted_version_is_gone(site_dir, tmp_path):
+    # PyMC3's check of a broken Theano: `del theano.__version__`, then reading it raises
+    # (theano_dag's own __version__ is not read through in its place).
+    proc = _python(
+        """
+        import theano
+        version = theano.__version__
+        del theano.__version__
+        try:
+            theano.__version__
+        except AttributeError as err:
+            print(err)
+        theano.__version__ = version
+        print(theano.__version__ == version, theano.function is not None)
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "module 'theano' has no attribute '__version__'",
+        "True True",
+    ]
+
+
 def test_missing_theano_module_is_module_not_found(site_dir, tmp_path):
     proc = _python(
         """

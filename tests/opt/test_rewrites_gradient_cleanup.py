@@ -11,6 +11,7 @@ from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native.ckernel import wait_for_kernels
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.opt.rewrites.subtensor import known_lengths
 from theano_dag.printing import debugprint
 from theano_dag.tensor.elemwise import Elemwise, Sum
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape
@@ -180,6 +181,58 @@ def test_inc_subtensor_of_reshape_grad_left_where_a_broadcast_could_hide_a_misma
     assert any(isinstance(op, Reshape) for op in _ops(f))  # g's length unknown: kept
     with pytest.raises(ValueError):
         f(np.zeros(6), np.ones(1))  # one number does not reshape to three
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inc_subtensor_of_reshape_grad_when_elementwise_ops_fix_the_length(dtype):
+    # PyMC3's graph: the cost built on a free vector `b`, then `b` replaced by its slice
+    # of the flat parameter vector (`clone` with `replace`): the cloned elementwise ops keep
+    # their types, of unknown length, though the slice's reshape fixes it.
+    q, v, b = (tt.vector(n, dtype=dtype) for n in "qvb")
+    cost = tt.sum(tt.exp(b) * v) + tt.sum((b - 1.0) ** 2)
+    cost = theano_dag.clone(cost, replace={b: q[1:4].reshape((3,))})
+    grad = theano_dag.grad(cost, q)
+    f = theano_dag.function([q, v], grad, mode=FAST_RUN)
+    h = theano_dag.function([q, v], grad, mode=WITHOUT)
+    # One Reshape left, the slice's in the cost; the gradient is not reshaped back to the
+    # slice's shape, computed at run time.
+    assert sum(isinstance(op, Reshape) for op in _ops(f)) == 1
+    assert not any(isinstance(op, (Shape, MakeVector)) for op in _ops(f))
+    assert sum(isinstance(op, Reshape) for op in _ops(h)) == 2
+    qv, vv = np.linspace(-1, 1, 6).astype(dtype), np.array([0.5, -2.0, 3.0], dtype)
+    want = np.zeros(6)
+    want[1:4] = np.exp(qv[1:4].astype("float64")) * vv + 2 * (qv[1:4] - 1.0)
+    np.testing.assert_allclose(f(qv, vv), want.astype(dtype), **_tol(dtype))
+    np.testing.assert_allclose(f(qv, vv), h(qv, vv), **_tol(dtype))
+    for fn in (f, h):  # v of another length: the product raises on both
+        with pytest.raises(ValueError):
+            fn(qv, np.ones(2, dtype))
+
+
+def test_known_lengths():
+    x, y, z, b = tt.dvector("x"), tt.dvector("y"), tt.dmatrix("z"), tt.dvector("b")
+    three = x.reshape((3,))
+
+    def on_three(expr):  # expr of b, b replaced by `three`: the types stay b's
+        return theano_dag.clone(expr, replace={b: three})
+
+    assert on_three(tt.exp(b) + y).type.shape == (None,)
+    assert known_lengths(on_three(tt.exp(b) + y)) == (3,)
+    assert known_lengths(on_three(y + tt.exp(b))) == (3,)
+    assert known_lengths(tt.exp(y)) == (None,)
+    # a length 1 fixes nothing (it may broadcast), a constant's shape does
+    assert known_lengths(y + tt.constant(np.ones(1))) == (None,)
+    assert known_lengths(y + tt.constant(np.ones(4))) == (4,)
+    # through a DimShuffle: transposed, and a broadcast dimension added
+    assert known_lengths((z + tt.constant(np.ones((2, 5)))).T) == (5, 2)
+    assert known_lengths(on_three(b.dimshuffle("x", 0) + z)) == (None, 3)
+    # no further than `depth` ops up
+    deep = b
+    for _ in range(10):
+        deep = tt.exp(deep) * y
+    deep = on_three(deep)
+    assert known_lengths(deep) == (None,)
+    assert known_lengths(deep, depth=25) == (3,)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

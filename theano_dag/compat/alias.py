@@ -40,7 +40,14 @@ class TheanoModule(types.ModuleType):
         self.__package__, self.__loader__ = "theano", None  # not theano_dag's: set on import
         self.__path__ = []  # a package whose submodules only the alias finder gives
 
+    # The module's own attributes: once deleted they are gone, as from any module, not
+    # theano_dag's read through (PyMC3 deletes __version__ to test its check of a broken
+    # Theano).
+    OWN = frozenset({"__version__", "__file__", "__path__", "__package__", "__loader__"})
+
     def __getattr__(self, name):
+        if name in TheanoModule.OWN:
+            raise AttributeError(f"module 'theano' has no attribute {name!r}")
         try:
             return getattr(self.__dict__["_theano_dag"], name)
         except AttributeError:

@@ -765,6 +765,45 @@ def _reshape_to_shape_of(y):
     return g, shp.owner.inputs[0]
 
 
+def known_lengths(v, depth=8, _memo=None) -> tuple:
+    """``v``'s lengths where the graph fixes them: its type's static shape, completed by
+    what the ops above it fix: a constant's shape, a DimShuffle's input's lengths, and
+    for an elementwise op, a length other than 1 of any input that does not broadcast
+    there (the inputs agree on every length but 1, so that one is the result's). None
+    where nothing within ``depth`` ops fixes a length.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> y = tt.exp(x.reshape((3,))) * tt.dvector("z")
+    >>> y.type.shape, known_lengths(y)
+    ((None,), (3,))
+    """
+    memo = {} if _memo is None else _memo
+    if v in memo:
+        return memo[v]
+    shape = list(getattr(v.type, "shape", ()))
+    owner = v.owner
+    if isinstance(v, Constant) and isinstance(v.data, np.ndarray) and v.data.ndim == len(shape):
+        shape = list(v.data.shape)
+    elif None in shape and depth > 0 and owner is not None:
+        if isinstance(owner.op, DimShuffle):
+            inner = known_lengths(owner.inputs[0], depth - 1, memo)
+            for d, o in enumerate(owner.op.new_order):
+                if o != "x" and shape[d] is None:
+                    shape[d] = inner[o]
+        elif isinstance(owner.op, Elemwise):
+            for i in owner.inputs:
+                if None not in shape:
+                    break
+                if getattr(i.type, "ndim", None) != len(shape):
+                    continue
+                for d, n in enumerate(known_lengths(i, depth - 1, memo)):
+                    if shape[d] is None and n is not None and n != 1:
+                        shape[d] = n
+    memo[v] = tuple(shape)
+    return memo[v]
+
+
 def _shaped_like(x, w) -> bool:
     """Whether ``x`` is known to have ``w``'s shape: ``w`` itself, or ``w`` filled with
     something that broadcasts into it (``zeros_like(w)``)."""
@@ -827,8 +866,10 @@ def local_inc_subtensor_of_reshape_grad(fgraph, node):
     if g.ndim == s.ndim:
         # No length of g is 1 unless s's is too: the increment then checks g's shape
         # against the part's exactly as the reshape did (no broadcast can hide a mismatch).
+        # (the lengths the graph fixes: the gradient of a parameter of known length is
+        # often elementwise ops on it, which keep no static shape in their type)
         known = all(
-            n is not None and (n != 1 or m == 1) for n, m in zip(g.type.shape, s.type.shape)
+            n is not None and (n != 1 or m == 1) for n, m in zip(known_lengths(g), s.type.shape)
         )
         if not known or g.dtype != y.dtype:
             return False
