@@ -19,6 +19,7 @@ from theano_dag.compile.function_module import (
 )
 from theano_dag.compile.io import In, SymbolicOutput, update_type_fits
 from theano_dag.compile.sharedvalue import SharedVariable, shared
+from theano_dag.graph.algorithms import post_order
 from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.utils import gc_paused  # re-exported: its old home
 
@@ -78,7 +79,9 @@ def rebuild_collect_shared(
 
     def clone_graph(variables):
         """Clone what ``variables`` depend on, stopping at what ``clone_d`` already maps."""
-        for node in _toposort_unmapped(clone_d, variables):
+        # The nodes not cloned yet: clone_d is not copied per output (a list of all
+        # that is mapped per output made function quadratic in the number of outputs).
+        for node in post_order(variables, set(), known=clone_d):
             if node in clone_d:
                 continue
             for i in node.inputs:
@@ -175,45 +178,6 @@ def rebuild_collect_shared(
             shared_inputs.append(v)
         k += 1
     return input_variables, cloned_outputs, [clone_d, update_d, update_expr, shared_inputs]
-
-
-def _toposort_unmapped(mapped, outputs) -> list:
-    """``io_toposort(known, outputs)``, ``known`` the Variables that are keys of
-    ``mapped``, in the same order, without listing ``known``: outputs are cloned one
-    after the other, and a list of all that is mapped per output made ``function``
-    quadratic in the number of outputs (2,274 outputs: 4 s of 6 at 10^4 nodes)."""
-    computed: set = set()  # the outputs of the nodes placed so far
-    order: list = []
-    expanded: set = set()
-    done: set = set()
-    todo = [
-        o.owner
-        for o in reversed(list(outputs))
-        if o.owner is not None and o not in mapped and o not in computed
-    ]
-    while todo:
-        cur = todo[-1]
-        if cur in expanded:
-            todo.pop()
-            if cur in done:
-                continue
-        else:
-            expanded.add(cur)
-            n_todo = len(todo)
-            for i in reversed(cur.inputs):
-                if i not in computed and i not in mapped:
-                    owner = i.owner
-                    if owner is not None:
-                        if owner in expanded:
-                            raise ValueError(f"graph contains cycles (through {owner})")
-                        todo.append(owner)
-            if len(todo) != n_todo:
-                continue
-            todo.pop()
-        done.add(cur)
-        computed.update(cur.outputs)
-        order.append(cur)
-    return order
 
 
 def _check_update(store_into, update_val):

@@ -35,6 +35,7 @@ __all__ = [
     "general_toposort",
     "indexed_toposort",
     "io_toposort",
+    "post_order",
     "io_connection_pattern",
     "as_string",
     "op_as_string",
@@ -451,6 +452,56 @@ def indexed_toposort(deps) -> tuple[list, list]:
     return order, waiting
 
 
+def post_order(outputs, computed, known=()) -> list:
+    """The Apply nodes that compute ``outputs`` from the Variables in ``computed`` (a
+    set, which grows by the outputs of the nodes listed) or in ``known`` (any container,
+    left as it is: a dict of those already cloned, too large to copy per call), in a
+    topological order: an iterative post-order depth-first walk over Apply nodes.
+
+    A node is "expanded" once its missing dependencies are pushed above it on the
+    stack, so everything above an expanded, unfinished node is one of its ancestors:
+    needing such a node again means a cycle.
+
+    >>> from theano_dag.graph.type import generic
+    >>> x = generic("x")
+    >>> z = Apply("f", [x], [generic("z")]).outputs[0]
+    >>> w = Apply("g", [z, x], [generic("w")]).outputs[0]
+    >>> post_order([w], {x}), post_order([w], set(), known={z: None})
+    ([f(x), g(z, x)], [g(z, x)])
+    """
+    order = []
+    expanded: set = set()
+    done: set = set()
+    todo = [
+        o.owner
+        for o in reversed(list(outputs))
+        if o.owner is not None and o not in computed and o not in known
+    ]
+    while todo:
+        cur = todo[-1]
+        if cur in expanded:
+            todo.pop()
+            if cur in done:
+                continue  # already placed (it was on the stack twice)
+        else:
+            expanded.add(cur)
+            n_todo = len(todo)
+            for i in reversed(cur.inputs):
+                if i not in computed and i not in known:
+                    owner = i.owner
+                    if owner is not None:
+                        if owner in expanded:
+                            raise ValueError(f"graph contains cycles (through {owner})")
+                        todo.append(owner)
+            if len(todo) != n_todo:
+                continue
+            todo.pop()
+        done.add(cur)
+        computed.update(cur.outputs)
+        order.append(cur)
+    return order
+
+
 def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
     """Return the Apply nodes between ``inputs`` and ``outputs`` in a topological order.
 
@@ -467,40 +518,7 @@ def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
     [g(z)]
     """
     if not orderings and clients is None:
-        # Fast path: an iterative post-order depth-first walk over Apply nodes. A node is
-        # "expanded" once its missing dependencies are pushed above it on the stack, so
-        # everything above an expanded, unfinished node is one of its ancestors: needing
-        # such a node again means a cycle.
-        computed = set(inputs)
-        order = []
-        expanded: set = set()
-        done: set = set()
-        todo = [
-            o.owner for o in reversed(list(outputs)) if o.owner is not None and o not in computed
-        ]
-        while todo:
-            cur = todo[-1]
-            if cur in expanded:
-                todo.pop()
-                if cur in done:
-                    continue  # already placed (it was on the stack twice)
-            else:
-                expanded.add(cur)
-                n_todo = len(todo)
-                for i in reversed(cur.inputs):
-                    if i not in computed:
-                        owner = i.owner
-                        if owner is not None:
-                            if owner in expanded:
-                                raise ValueError(f"graph contains cycles (through {owner})")
-                            todo.append(owner)
-                if len(todo) != n_todo:
-                    continue
-                todo.pop()
-            done.add(cur)
-            computed.update(cur.outputs)
-            order.append(cur)
-        return order
+        return post_order(outputs, set(inputs))
 
     iset = set(inputs)
     orderings = orderings or {}
