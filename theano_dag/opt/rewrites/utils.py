@@ -16,7 +16,7 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.rewriting.pattern import PatternSub
-from theano_dag.graph.toolbox import AlreadyThere, Feature
+from theano_dag.graph.rewriting.presence import OpPresence
 from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
@@ -39,7 +39,6 @@ __all__ = [
     "is_float",
     "elemwise_of",
     "keep_trace",
-    "ScalarOpCounts",
     "count_scalar_ops",
     "graph_holds",
 ]
@@ -321,60 +320,31 @@ def ones_or_zeros_like(old, value, shape_sources):
 _ = ts  # scalar op classes are looked up through this module by the rewrite modules
 
 
-class ScalarOpCounts(Feature):
-    """``fgraph.scalar_op_counts``: how many (non-inplace) Elemwise nodes of each scalar
-    op the graph holds, kept up to date as it changes. A rule whose pattern needs a
-    scalar op the graph does not hold (no sigmoid anywhere) returns at once, instead of
-    walking the products of every ``add`` and ``mul`` to find none (``graph_holds``).
-
-    >>> import theano_dag.tensor as tt
-    >>> from theano_dag.graph.fg import FunctionGraph
-    >>> x = tt.dvector("x")
-    >>> fg = FunctionGraph([x], [tt.exp(x) + 1], features=[ScalarOpCounts()])
-    >>> graph_holds(fg, ts.exp), graph_holds(fg, ts.sigmoid)
-    (True, False)
-    """
-
-    def on_attach(self, fgraph):
-        if hasattr(fgraph, "scalar_op_counts"):
-            raise AlreadyThere()
-        fgraph.scalar_op_counts = {}
-        for node in fgraph.apply_nodes:
-            self.on_import(fgraph, node, None)
-
-    def on_detach(self, fgraph):
-        del fgraph.scalar_op_counts
-
-    # Counted by class: a class hashes by identity, a scalar op by its properties.
-    def on_import(self, fgraph, node, reason):
-        sop = scalar_op(node)
-        if sop is not None:
-            counts = fgraph.scalar_op_counts
-            key = type(sop)
-            counts[key] = counts.get(key, 0) + 1
-
-    def on_prune(self, fgraph, node, reason):
-        sop = scalar_op(node)
-        if sop is not None:
-            fgraph.scalar_op_counts[type(sop)] -= 1
-
-    def clone(self):
-        return ScalarOpCounts()
-
-
 def count_scalar_ops(fgraph):
-    """A rule's requirement: ``ScalarOpCounts`` attached to ``fgraph``."""
-    if not hasattr(fgraph, "scalar_op_counts"):
-        fgraph.attach_feature(ScalarOpCounts())
+    """A rule's requirement: ``OpPresence`` attached to ``fgraph`` (its counts of the
+    graph's nodes by op and scalar op class are what ``graph_holds`` reads)."""
+    if not hasattr(fgraph, "op_presence"):
+        fgraph.attach_feature(OpPresence())
 
 
 def graph_holds(fgraph, *sops) -> bool:
     """Whether ``fgraph`` may hold an Elemwise node of one of the scalar ops ``sops``
     (of their classes; True when nothing counts them: a rule called outside an
-    optimizer runs as before)."""
-    counts = getattr(fgraph, "scalar_op_counts", None)
-    if counts is None:
+    optimizer runs as before). A rule whose pattern needs a scalar op the graph does not
+    hold (no sigmoid anywhere) returns at once, instead of walking the products of every
+    ``add`` and ``mul`` to find none.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x = tt.dvector("x")
+    >>> fg = FunctionGraph([x], [tt.exp(x) + 1], features=[OpPresence()])
+    >>> graph_holds(fg, ts.exp), graph_holds(fg, ts.sigmoid)
+    (True, False)
+    """
+    presence = getattr(fgraph, "op_presence", None)
+    if presence is None:
         return True
+    counts = presence.counts
     for s in sops:
         if counts.get(type(s)):
             return True
