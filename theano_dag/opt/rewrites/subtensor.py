@@ -772,9 +772,13 @@ def known_lengths(v, depth=8, _memo=None) -> tuple:
     there (the inputs agree on every length but 1, so that one is the result's). None
     where nothing within ``depth`` ops fixes a length.
 
+    A graph cloned with a replacement (as PyMC3 builds its log-density) keeps the types
+    its nodes had, so a length the replacement fixes is known only from the ops above:
+
     >>> import theano_dag.tensor as tt
-    >>> x = tt.dvector("x")
-    >>> y = tt.exp(x.reshape((3,))) * tt.dvector("z")
+    >>> from theano_dag.graph.basic import clone_replace
+    >>> w, x, z = tt.dvector("w"), tt.dvector("x"), tt.dvector("z")
+    >>> y = clone_replace(tt.exp(w) * z, {w: x.reshape((3,))})
     >>> y.type.shape, known_lengths(y)
     ((None,), (3,))
     """
