@@ -17,8 +17,10 @@ from theano_dag.formats import (  # noqa: E402
     from_pytensor,
     to_pytensor,
 )
+from theano_dag.formats.foreign.flavor import our_type  # noqa: E402
 from theano_dag.formats.opgraph import OpGraph, OpGraphError, Tensor, evaluate  # noqa: E402
 from theano_dag.formats.opgraph.nodes import Permute  # noqa: E402
+from theano_dag.formats.pytensor_interop import PyTensorFlavor  # noqa: E402
 from theano_dag.graph.basic import is_same_graph  # noqa: E402
 from theano_dag.graph.fg import FunctionGraph  # noqa: E402
 
@@ -147,9 +149,6 @@ def test_a_bsr_matrix_travels_and_an_unknown_format_is_refused_naming_it():
     pytest.importorskip("pytensor")
     ps = pytest.importorskip("pytensor.sparse")
     from pytensor.graph.fg import FunctionGraph as PFunctionGraph
-
-    from theano_dag.formats.foreign.flavor import our_type
-    from theano_dag.formats.pytensor_interop import PyTensorFlavor
 
     x = ps.SparseTensorType("bsr", "float64")("blocks")
     fg = from_pytensor(PFunctionGraph([x], [x], clone=False))
