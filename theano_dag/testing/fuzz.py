@@ -949,22 +949,28 @@ def close(got, want, tol, nonfinite=None, int_rtol=0.0, alternatives=()):
     return None
 
 
+def _reached(rec, starts):
+    """The nodes of ``rec`` for which ``starts(k, node)`` holds, and every node they
+    reach."""
+    reached = set()
+    for k, node in enumerate(rec.nodes):
+        if not _is_leaf(node) and (starts(k, node) or any(x in reached for x in node[1])):
+            reached.add(k)
+    return reached
+
+
 def _after_float_to_int(rec):
     """The nodes of ``rec`` that a float cast to an integer reaches: a float rounded one
     way or the other within the tolerance (numpy's float32 ``tanh`` and C's differ in
     the last bit) truncates to integers that differ by as much, relatively (the float32
     ``tanh(x) * -3e9`` of 1057972480 beside 1057972416), or to the next integer (1 beside
     a ``tanh(9)`` of 0.99999994)."""
-    reached = set()
-    for k, node in enumerate(rec.nodes):
-        if _is_leaf(node):
-            continue
-        a = node[1]
-        if node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS and rec.dtypes[a[0]] in FLOATS:
-            reached.add(k)
-        elif any(x in reached for x in a):
-            reached.add(k)
-    return reached
+    return _reached(
+        rec,
+        lambda k, node: node[0] in FLOAT_TO_INT
+        and rec.dtypes[k] in INTS
+        and rec.dtypes[node[1][0]] in FLOATS,
+    )
 
 
 def _after_multi_axis_sum(rec):
@@ -972,19 +978,12 @@ def _after_multi_axis_sum(rec):
     is the engine's (numpy's pairwise over the flattened array, the reference engine's
     one axis at a time), and where large terms cancel the orders round apart (seed
     61128, graph 8698: ``4.5e307 + 0.88 - 4.5e307`` is 0.0 by columns, 0.6 flattened)."""
-    reached = set()
-    for k, node in enumerate(rec.nodes):
-        if _is_leaf(node):
-            continue
-        a = node[1]
-        if node[0] == "sum" and len(rec.dims[a[0]]) >= 2 and node[2] != ():
-            axis = node[2]
-            if axis is None or len(np.atleast_1d(axis)) >= 2:
-                reached.add(k)
-                continue
-        if any(x in reached for x in a):
-            reached.add(k)
-    return reached
+    return _reached(
+        rec,
+        lambda k, node: node[0] == "sum"
+        and len(rec.dims[node[1][0]]) >= 2
+        and (node[2] is None or len(np.atleast_1d(node[2])) >= 2),
+    )
 
 
 def _alternatives(rec, v, k, tol, loose, summed):
