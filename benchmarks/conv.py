@@ -13,6 +13,17 @@ float64. Engines, measured in turns within each round (a busy machine slows all 
 - ``torch``: PyTorch's CPU ``conv2d`` (oneDNN) and ``torch.nn.grad``, eager, when
   installed.
 
+The ResNet basic block (``resnet-basic-block-b8``: two 3x3 64-channel convolutions at
+56x56, batch 8, each with inference batch norm, relu after the first and after the
+residual add; ``theano_dag.models``' layers in each engine) is one more case, whose
+line also carries each engine's GFLOP/s (the two convolutions' 3.7 GFLOP, as direct
+convolutions count them) beside OpenBLAS's sgemm on a 2048^3 product and on the
+25088x576x64 product one of the convolutions is, timed in the same rounds in CPU time
+of the process (``time.process_time``: what a shared machine slows least), with
+the kernel OpenBLAS runs (``blas_core``); then again in wall time (the ``_cpu`` keys
+are the CPU times). On two cores (``OPENBLAS_NUM_THREADS=2``, unpinned) the wall
+times are the figures to read.
+
 Every engine's result is compared with numpy eager's first (an engine that disagrees
 prints an error instead of a time). One JSON line per case: median milliseconds of
 ``--repeats`` rounds, each engine's ratio to JAX jit and to the fastest peer.
@@ -64,16 +75,16 @@ POOL_LAYERS = [
 ]
 
 
-def _time_all(fns, repeats):
+def _time_all(fns, repeats, clock=time.perf_counter):
     """Median milliseconds per call of each callable, taking turns in each round."""
     for fn in fns.values():
         fn()
     runs = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            runs[name].append(time.perf_counter() - t0)
+            runs[name].append(clock() - t0)
     return {name: statistics.median(r) * 1e3 for name, r in runs.items()}
 
 
@@ -186,6 +197,101 @@ def _pool_case(layer, dtype, jax, torch):
     return name, fns
 
 
+BLOCK = "resnet-basic-block-b8"
+BLOCK_SHAPE = (8, 64, 56, 56)
+# Two 3x3 convolutions of 64 to 64 channels on 8 images of 56x56: 2 * N*H*W*F * C*9 each.
+BLOCK_GFLOP = 2 * 2 * 8 * 56 * 56 * 64 * 64 * 9 / 1e9
+
+
+def _basic_block(net, x):
+    """ResNet's basic block: conv-bn-relu, conv-bn, the input added back, relu."""
+    y = net.conv_bn(x, "a", 64, 3, 1, 1, eps=1e-5)
+    y = net.conv_bn(y, "b", 64, 3, 1, 1, eps=1e-5, act=False)
+    return net.ops.relu(net.ops.add(y, x))
+
+
+def _blas_core():
+    """The kernel set numpy's OpenBLAS runs (``openblas_get_corename``), or None."""
+    import ctypes  # noqa: PLC0415 (only here)
+    import glob  # noqa: PLC0415
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*")
+    for path in glob.glob(libs):
+        lib = ctypes.CDLL(path)
+        for name in (
+            "scipy_openblas_get_corename64_",
+            "openblas_get_corename64_",
+            "scipy_openblas_get_corename",
+            "openblas_get_corename",
+        ):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return None
+
+
+def _block_case(jax, torch):
+    """``fns`` of the basic block in each engine and the two BLAS references."""
+    from theano_dag.models import Net, NumpyOps, TensorOps, init_params  # noqa: PLC0415
+
+    params = init_params(_basic_block, (1,) + BLOCK_SHAPE[1:])
+    x = np.random.default_rng(1).random(BLOCK_SHAPE, dtype=np.float32)
+    sx = tt.TensorType("float32", shape=(None, 64, None, None))("x")
+    f = function([sx], _basic_block(Net(TensorOps(), params), sx))
+    fns = {
+        "numpy_eager": lambda: _basic_block(Net(NumpyOps(), params), x),
+        "theano_dag": lambda: f(x),
+    }
+    if jax is not None or torch is not None:
+        import networks  # noqa: PLC0415 (the peers' layers: benchmarks/networks.py)
+    if jax is not None:
+        jf = jax.jit(lambda a: _basic_block(Net(networks.jax_ops(), params), a))
+        jx = jax.device_put(x)
+        fns["jax_jit"] = lambda: jf(jx).block_until_ready()
+    if torch is not None:
+        tnet, tx = Net(networks.torch_ops(), params), torch.from_numpy(x)
+        fns["torch"] = lambda: _basic_block(tnet, tx)
+    rng = np.random.default_rng(2)
+    a, b = (rng.random((2048, 2048), dtype=np.float32) for _ in range(2))
+    c = np.empty_like(a)
+    p, q = rng.random((25088, 576), dtype=np.float32), rng.random((576, 64), dtype=np.float32)
+    r = np.empty((25088, 64), np.float32)
+    blas = {
+        "sgemm_2048": lambda: np.matmul(a, b, out=c),
+        "sgemm_25088x576x64": lambda: np.matmul(p, q, out=r),
+    }
+    return fns, blas
+
+
+def _block_row(jax, torch, repeats):
+    fns, blas = _block_case(jax, torch)
+    want = np.asarray(fns["numpy_eager"]())
+    row = {"benchmark": "conv", "case": BLOCK, "op": "block", "dtype": "float32"}
+    for key, fn in list(fns.items()):
+        got = np.asarray(fn())
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-3):
+            row[f"{key}_error"] = "disagrees with numpy eager"
+            del fns[key]
+    flops = {"sgemm_2048": 2 * 2048**3 / 1e9, "sgemm_25088x576x64": 2 * 25088 * 576 * 64 / 1e9}
+    # CPU time (what a shared machine slows least), then wall time (what two threads
+    # of OpenBLAS on two cores save shows only there)
+    for clock, tag in ((time.process_time, "cpu_"), (time.perf_counter, "")):
+        times = _time_all({**fns, **blas}, repeats, clock=clock)
+        for key, t in times.items():
+            row[f"{key}_{tag}ms"] = round(t, 3)
+            row[f"{key}_{tag}gflops"] = round(flops.get(key, BLOCK_GFLOP) / t * 1e3, 1)
+        ref = row[f"sgemm_2048_{tag}gflops"]
+        for key in fns:
+            row[f"{key}_{tag}vs_sgemm"] = round(row[f"{key}_{tag}gflops"] / ref, 3)
+    row["blas_core"] = _blas_core()
+    row["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE")
+    row["cores"] = len(os.sched_getaffinity(0))
+    row["machine"] = f"{platform.machine()} {platform.python_version()} numpy {np.__version__}"
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def _row(bench, case, kind, dtype, fns, repeats):
     tol = 1e-3 if dtype == "float32" else 1e-9
     want = np.asarray(fns["numpy_eager"]())
@@ -231,6 +337,8 @@ def main(argv=None):
     except ImportError:
         pass
     only = set(filter(None, args.cases.split(",")))
+    if not only or BLOCK in only:
+        _block_row(jax, torch, args.repeats)
     for dtype in args.dtypes.split(","):
         for layer in CONV_LAYERS:
             if only and layer[0] not in only:

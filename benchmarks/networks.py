@@ -24,7 +24,10 @@ machine shared with other work slows least), ``peak_mib`` (the process's
 peak resident set, ``VmHWM``, as Owl measured it) and ``base_mib`` (resident after the
 imports, before the network: the libraries' own share). Every engine's first output is
 compared with numpy eager's before it is timed; one that disagrees reports an error, not
-a time. The line of each case also carries Owl's published figures and ratios beside ours.
+a time. The line of each case also carries Owl's published figures and ratios beside ours,
+and for inference the network's GFLOP (``gflop``: its convolutions and dense layer),
+each engine's GFLOP/s of CPU time and OpenBLAS's sgemm on a 2048^3 product measured in
+the same run, in a process of the engines' environment (``sgemm_2048_gflops``).
 
 Run: ``.venv/bin/python benchmarks/networks.py [--quick] [--repeats 30] [--cases ...]
 [--engines ...] [--engine-repeats numpy_eager=5 ...] [--threads 1] [--render FILE ...]``.
@@ -408,6 +411,53 @@ def worker(case, engine, repeats, quick, reference):
     return row
 
 
+_SGEMM = """
+import json, time, numpy as np
+a, b = (np.random.default_rng(k).random((2048, 2048), dtype=np.float32) for k in (0, 1))
+c = np.empty_like(a)
+np.matmul(a, b, out=c)
+ts = []
+for _ in range(5):
+    t = time.process_time()
+    np.matmul(a, b, out=c)
+    ts.append(time.process_time() - t)
+print(json.dumps(2 * 2048**3 / sorted(ts)[2] / 1e9))
+"""
+
+
+def _sgemm_gflops(env):
+    """OpenBLAS's sgemm on a 2048^3 product (GFLOP/s of CPU time, median of 5) in a
+    process of the engines' environment: the convolutions' yardstick."""
+    proc = subprocess.run([sys.executable, "-c", _SGEMM], capture_output=True, text=True, env=env)
+    return round(json.loads(proc.stdout), 1) if proc.returncode == 0 else None
+
+
+def _gflop(case, quick):
+    """Multiply-adds (x2) of the network's convolutions and dense layers for the case."""
+    from theano_dag.models import NETWORKS, Net, ShapeOps, init_params  # noqa: PLC0415
+
+    name, batch, side, qbatch, qside = CASES[case]
+    batch, side = (qbatch, qside) if quick else (batch, side)
+    network, channels, _ = NETWORKS[name]
+    total = 0
+
+    class Count(ShapeOps):
+        def conv(self, x, w, stride=1, pad=0):
+            nonlocal total
+            y = super().conv(x, w, stride, pad)
+            total += 2 * int(np.prod(y)) * int(np.prod(w[1:]))
+            return y
+
+        def dense(self, x, w, b):
+            nonlocal total
+            total += 2 * x[0] * w[0] * w[1]
+            return super().dense(x, w, b)
+
+    params = init_params(network, (1, channels, side, side))
+    network(Net(Count(), params), (batch, channels, side, side))
+    return total / 1e9
+
+
 def run_case(case, engines, repeats, quick, threads, timeout, engine_repeats=None):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -438,7 +488,18 @@ def run_case(case, engines, repeats, quick, threads, timeout, engine_repeats=Non
                 results[engine]["repeats"] = n
             if engine == "numpy_eager" and not ref.exists():
                 break  # no reference: nothing else can be checked
-    return _case_line(case, results, repeats, quick)
+        sgemm = _sgemm_gflops(env)
+    line = _case_line(case, results, repeats, quick)
+    if CASES[case][0] != "mnist":
+        line["gflop"] = round(_gflop(case, quick), 3)
+        line["sgemm_2048_gflops"] = sgemm
+        # GFLOP/s of CPU time per engine, and theano_dag's share of sgemm's (same run)
+        line["gflops"] = {
+            e: round(line["gflop"] / t * 1e3, 1) for e, t in line["eval_cpu_ms"].items()
+        }
+        if sgemm and "theano_dag" in line["gflops"]:
+            line["theano_dag_vs_sgemm"] = round(line["gflops"]["theano_dag"] / sgemm, 3)
+    return line
 
 
 def _case_line(case, results, repeats, quick):
