@@ -193,3 +193,16 @@ def test_reused_outcomes_are_counted_again(tmp_path):
     )
     row = suite.load_side(path, "theano")["tests/link/test_vm.py"]
     assert (row["tests"], row["passed"], row["left_aside"]) == (1, 1, 1)
+
+
+def test_a_timed_out_files_unreached_tests_stay_counted(tmp_path):
+    # Stopped at its time limit after 2 of its 4 sampled tests: 4 run, 1 passed.
+    path = tmp_path / "partial.jsonl"
+    path.write_text(
+        '{"file": "tests/a.py", "theano": {"tests": 4, "passed": 1, "failed": 1, '
+        '"errors": 0, "skipped": 0, "status": "timed out after 420s", "outcomes": '
+        '{"tests/a.py::t1": "passed", "tests/a.py::t2": "failure"}}}\n'
+    )
+    row = suite.load_side(path, "theano")["tests/a.py"]
+    assert (row["tests"], row["passed"], row["failed"]) == (4, 1, 1)
+    assert row["status"] == "timed out after 420s"

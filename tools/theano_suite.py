@@ -247,6 +247,11 @@ def load_side(path: Path, side: str) -> dict:
             r["status"] = row[side].get("status", "ran")
             if "outcomes" in r:  # counted again: LEFT_ASIDE may have changed since
                 r.update(count(r["outcomes"]))
+                # A file stopped at its time limit counted the tests it did not reach as
+                # run and not passed; they stay so.
+                unreached = row[side].get("tests", 0) - len(r["outcomes"])
+                if r["status"] != "ran" and unreached > 0:
+                    r["tests"] += unreached
             rows[row["file"]] = r
     return rows
 
