@@ -206,3 +206,26 @@ def test_a_timed_out_files_unreached_tests_stay_counted(tmp_path):
     row = suite.load_side(path, "theano")["tests/a.py"]
     assert (row["tests"], row["passed"], row["failed"]) == (4, 1, 1)
     assert row["status"] == "timed out after 420s"
+
+
+def test_a_file_past_its_time_limit_leaves_no_process_behind(tmp_path):
+    # The child sleeps in the background, as a sampler's worker process runs.
+    pid_file = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    status, out = suite.run_group([sys.executable, "-c", script], tmp_path, None, 3)
+    assert (status, out) == ("timed out after 3s", "")
+    child = int(pid_file.read_text())
+    # Killed: gone, or a zombie its (killed) parent left to init.
+    stat = Path(f"/proc/{child}/stat")
+    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"
+
+
+def test_a_file_within_its_time_limit_gives_its_output(tmp_path):
+    cmd = [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"]
+    assert suite.run_group(cmd, tmp_path, None, 60) == ("ran", "out\n")
