@@ -229,3 +229,18 @@ def test_a_file_past_its_time_limit_leaves_no_process_behind(tmp_path):
 def test_a_file_within_its_time_limit_gives_its_output(tmp_path):
     cmd = [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"]
     assert suite.run_group(cmd, tmp_path, None, 60) == ("ran", "out\n")
+
+
+def test_a_relative_python_is_made_absolute_as_given(tmp_path, monkeypatch):
+    # make pymc3-suite passes .venv-pymc3/bin/python; each file's pytest runs from PyMC3's
+    # site-packages, where that relative path names nothing. The venv's link is kept.
+    import argparse
+
+    pymc3_suite = _load("pymc3_suite")
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    ap = argparse.ArgumentParser()
+    pymc3_suite.common_arguments(ap, ".venv-pymc3", "pymc3-suite", 600)
+    args = ap.parse_args(["--python", "venv/bin/python"])
+    assert args.python == str(tmp_path / "venv" / "bin" / "python")

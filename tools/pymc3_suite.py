@@ -187,7 +187,8 @@ def table(results_path: Path, what: str = "PyMC3 test file") -> str:
 
 def common_arguments(ap, venv: str, work: str, timeout: int) -> None:
     """The options both client suites (PyMC3's, Lasagne's) take, with their defaults."""
-    ap.add_argument("--python", default=str(ROOT / venv / "bin" / "python"))
+    # Absolute (its links kept: a venv's python is one): the tests run from another directory.
+    ap.add_argument("--python", type=os.path.abspath, default=str(ROOT / venv / "bin" / "python"))
     ap.add_argument("--theano-pymc", type=Path, default=ROOT / venv / "theano-pymc")
     ap.add_argument("--work", type=Path, default=ROOT / "build" / work)
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per file")
