@@ -193,3 +193,54 @@ def test_reused_outcomes_are_counted_again(tmp_path):
     )
     row = suite.load_side(path, "theano")["tests/link/test_vm.py"]
     assert (row["tests"], row["passed"], row["left_aside"]) == (1, 1, 1)
+
+
+def test_a_timed_out_files_unreached_tests_stay_counted(tmp_path):
+    # Stopped at its time limit after 2 of its 4 sampled tests: 4 run, 1 passed.
+    path = tmp_path / "partial.jsonl"
+    path.write_text(
+        '{"file": "tests/a.py", "theano": {"tests": 4, "passed": 1, "failed": 1, '
+        '"errors": 0, "skipped": 0, "status": "timed out after 420s", "outcomes": '
+        '{"tests/a.py::t1": "passed", "tests/a.py::t2": "failure"}}}\n'
+    )
+    row = suite.load_side(path, "theano")["tests/a.py"]
+    assert (row["tests"], row["passed"], row["failed"]) == (4, 1, 1)
+    assert row["status"] == "timed out after 420s"
+
+
+def test_a_file_past_its_time_limit_leaves_no_process_behind(tmp_path):
+    # The child sleeps in the background, as a sampler's worker process runs.
+    pid_file = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    status, out = suite.run_group([sys.executable, "-c", script], tmp_path, None, 3)
+    assert (status, out) == ("timed out after 3s", "")
+    child = int(pid_file.read_text())
+    # Killed: gone, or a zombie its (killed) parent left to init.
+    stat = Path(f"/proc/{child}/stat")
+    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"
+
+
+def test_a_file_within_its_time_limit_gives_its_output(tmp_path):
+    cmd = [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"]
+    assert suite.run_group(cmd, tmp_path, None, 60) == ("ran", "out\n")
+
+
+def test_a_relative_python_is_made_absolute_as_given(tmp_path, monkeypatch):
+    # make pymc3-suite passes .venv-pymc3/bin/python; each file's pytest runs from PyMC3's
+    # site-packages, where that relative path names nothing. The venv's link is kept.
+    import argparse
+
+    pymc3_suite = _load("pymc3_suite")
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    ap = argparse.ArgumentParser()
+    pymc3_suite.common_arguments(ap, ".venv-pymc3", "pymc3-suite", 600)
+    args = ap.parse_args(["--python", "venv/bin/python"])
+    assert args.python == str(tmp_path / "venv" / "bin" / "python")

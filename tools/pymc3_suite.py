@@ -35,7 +35,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from theano_suite import _side_row, count, load_side, summarise
+from theano_suite import _side_row, count, load_side, run_group, summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,13 +132,8 @@ def run_file(python: str, site: Path, rel: str, env: dict, timeout: int, logs: P
     env = {**env, "PYMC3_SUITE_LOG": str(log)}
     cmd = [python, "-m", "pytest", rel, "-q", "-p", "no:cacheprovider", "-p", "pymc3_suite_plugin"]
     cmd += ["-c", os.devnull, f"--rootdir={site}", "-W", "ignore::DeprecationWarning"]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=site, env=env, capture_output=True, text=True, timeout=timeout
-        )
-        status, tail = "ran", proc.stdout[-400:]
-    except subprocess.TimeoutExpired:
-        status, tail = f"timed out after {timeout}s", ""
+    status, out = run_group(cmd, site, env, timeout)
+    tail = out[-400:]
     outcomes, sampled = {}, None
     if log.exists():
         for line in log.read_text().splitlines():
@@ -192,7 +187,8 @@ def table(results_path: Path, what: str = "PyMC3 test file") -> str:
 
 def common_arguments(ap, venv: str, work: str, timeout: int) -> None:
     """The options both client suites (PyMC3's, Lasagne's) take, with their defaults."""
-    ap.add_argument("--python", default=str(ROOT / venv / "bin" / "python"))
+    # Absolute (its links kept: a venv's python is one): the tests run from another directory.
+    ap.add_argument("--python", type=os.path.abspath, default=str(ROOT / venv / "bin" / "python"))
     ap.add_argument("--theano-pymc", type=Path, default=ROOT / venv / "theano-pymc")
     ap.add_argument("--work", type=Path, default=ROOT / "build" / work)
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per file")
