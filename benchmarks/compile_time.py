@@ -12,10 +12,10 @@ Graphs (built identically in both libraries from one seeded recipe):
 
 With ``--first-result``, also the time to first result of each random DAG: the CPU time
 of building the graph, ``function`` in the library's default mode and the first call (on
-vectors of 1,000 values), each run in a fresh process forked from this one (imports and
-registries loaded, the kernel caches on disk warm: a first run fills them and is not
-counted), median of ``--repeats`` runs; PyTensor's in each of ``--pytensor-modes``, the
-best of them reported as ``pytensor_best``, and the ratio to it.
+vectors of 1,000 values), each run in a fresh Python process (imports not timed; the
+kernel caches on disk warm: a first run fills them and is not counted; theano_dag's
+without PyTensor loaded), median of ``--repeats`` runs; PyTensor's in each of
+``--pytensor-modes``, the best of them reported as ``pytensor_best``, and the ratio to it.
 
 For each graph: the number of nodes, theano_dag's optimization time (``FAST_RUN``: merge,
 canonicalize, stabilize, specialize, fusion, inplace) and time per node (the JSON line
@@ -38,8 +38,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -50,7 +52,12 @@ import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native import ckernel
 
+# A first-result worker of theano_dag runs without PyTensor loaded, as a user's process
+# would (a bigger heap makes the garbage collector's passes longer).
+_NO_PYTENSOR = os.environ.get("COMPILE_TIME_NO_PYTENSOR") == "1"
 try:
+    if _NO_PYTENSOR:
+        raise ImportError("COMPILE_TIME_NO_PYTENSOR")
     import pytensor
     import pytensor.tensor as pt
     from pytensor.compile.debug import profiling as pt_profiling
@@ -164,29 +171,6 @@ def time_pytensor_with_timeout(build, timeout):
     return result
 
 
-def _in_child(work, timeout):
-    """``work()``'s value, computed in a process forked from this one and stopped after
-    ``timeout`` seconds (None then, or when it raised)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-
-    def run():
-        try:
-            child.send(work())
-        except Exception as e:  # reported as no result, with the reason on stderr
-            print(f"first result failed: {type(e).__name__}: {e}", file=sys.stderr)
-            child.send(None)
-
-    proc = ctx.Process(target=run, daemon=True)
-    proc.start()
-    result = parent.recv() if parent.poll(timeout) else None
-    proc.kill()
-    proc.join()
-    return result
-
-
 def first_result(lib_name, recipe, mode=None):
     """CPU seconds from building ``recipe``'s graph to the first result (see the module
     docstring), in this process."""
@@ -205,16 +189,27 @@ def first_result(lib_name, recipe, mode=None):
     return seconds
 
 
-def first_result_median(lib_name, recipe, mode, repeats, timeout):
-    """Median of ``repeats`` fresh-process runs of ``first_result`` after a warm-up run
+def first_result_median(lib_name, n, mode, repeats, timeout):
+    """Median of ``repeats`` runs of ``first_result`` on ``dag_recipe(n)``, each in a fresh
+    Python process (imports not timed), after a warm-up run that fills the kernel caches
     (None if one did not finish)."""
+    env = dict(os.environ)
+    if lib_name == "theano_dag":
+        env["COMPILE_TIME_NO_PYTENSOR"] = "1"
+    cmd = [sys.executable, os.path.abspath(__file__), "--first-result-worker",
+           lib_name, str(n), mode or "-"]  # fmt: skip
     runs = []
     for k in range(repeats + 1):
-        t = _in_child(lambda: first_result(lib_name, recipe, mode), timeout)
-        if t is None:
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return None
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("FIRST_RESULT ")]
+        if not lines:
+            print(f"first result of {lib_name} failed: {p.stderr.strip()[-300:]}", file=sys.stderr)
             return None
         if k:
-            runs.append(t)
+            runs.append(float(lines[-1].split()[1]))
     return statistics.median(runs)
 
 
@@ -304,15 +299,14 @@ def _print_first_results(args, use_pt):
     modes = [m for m in args.pytensor_modes.split(",") if m] if use_pt else []
     print(f"\ntime to first result, CPU s (median of {args.repeats} fresh processes, warm caches)")
     for n in (int(s) for s in args.sizes.split(",") if s):
-        recipe = dag_recipe(n)
         row = {"benchmark": "compile_time_first_result", "case": f"random DAG {n}", "unit": "s"}
-        ours = first_result_median("theano_dag", recipe, None, args.repeats, args.pytensor_timeout)
+        ours = first_result_median("theano_dag", n, None, args.repeats, args.pytensor_timeout)
         row["theano_dag_s"] = None if ours is None else round(ours, 4)
         line = f"random DAG {n:<8} theano_dag {ours if ours is None else round(ours, 3)}"
         best = None
         if use_pt and n <= args.pytensor_max:
             for mode in modes:
-                t = first_result_median("pytensor", recipe, mode, 1, args.pytensor_timeout)
+                t = first_result_median("pytensor", n, mode, 1, args.pytensor_timeout)
                 row[f"pytensor_{mode}_s"] = None if t is None else round(t, 3)
                 line += f"  pytensor {mode} {t if t is None else round(t, 3)}"
                 if t is not None and (best is None or t < best[1]):
@@ -333,4 +327,10 @@ def _grad_of(lib):
 
 if __name__ == "__main__":
     np.seterr(all="ignore")
-    main()
+    if sys.argv[1:2] == ["--first-result-worker"]:  # lib, n, mode: one timed run
+        lib_name, n, mode = sys.argv[2:5]
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+        seconds = first_result(lib_name, dag_recipe(int(n)), None if mode == "-" else mode)
+        print(f"FIRST_RESULT {seconds}", flush=True)
+    else:
+        main()
