@@ -10,6 +10,13 @@ Graphs (built identically in both libraries from one seeded recipe):
 - a 200-layer MLP (tanh layers of width 32), forward pass plus the gradient of a squared
   error with respect to every weight and bias.
 
+With ``--first-result``, also the time to first result of each random DAG: the CPU time
+of building the graph, ``function`` in the library's default mode and the first call (on
+vectors of 1,000 values), each run in a fresh Python process (imports not timed; the
+kernel caches on disk warm: a first run fills them and is not counted; theano_dag's
+without PyTensor loaded), median of ``--repeats`` runs; PyTensor's in each of
+``--pytensor-modes``, the best of them reported as ``pytensor_best``, and the ratio to it.
+
 For each graph: the number of nodes, theano_dag's optimization time (``FAST_RUN``: merge,
 canonicalize, stabilize, specialize, fusion, inplace) and time per node (the JSON line
 also has the whole ``function`` call, ``theano_dag_function_s``, and PyTensor's,
@@ -31,7 +38,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
+import statistics
+import subprocess
 import sys
 import time
 
@@ -40,8 +50,14 @@ import numpy as np
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.native import ckernel
 
+# A first-result worker of theano_dag runs without PyTensor loaded, as a user's process
+# would (a bigger heap makes the garbage collector's passes longer).
+_NO_PYTENSOR = os.environ.get("COMPILE_TIME_NO_PYTENSOR") == "1"
 try:
+    if _NO_PYTENSOR:
+        raise ImportError("COMPILE_TIME_NO_PYTENSOR")
     import pytensor
     import pytensor.tensor as pt
     from pytensor.compile.debug import profiling as pt_profiling
@@ -155,12 +171,61 @@ def time_pytensor_with_timeout(build, timeout):
     return result
 
 
+def first_result(lib_name, recipe, mode=None):
+    """CPU seconds from building ``recipe``'s graph to the first result (see the module
+    docstring), in this process."""
+    values = [np.random.default_rng(k).uniform(-1, 1, 1000) for k in range(N_INPUTS)]
+    t0 = time.process_time()
+    if lib_name == "theano_dag":
+        inputs, outputs = build_dag(tt, recipe)
+        f = theano_dag.function(inputs, outputs, on_unused_input="ignore")
+    else:
+        inputs, outputs = build_dag(pt, recipe)
+        f = pytensor.function(inputs, outputs, mode=mode, on_unused_input="ignore")
+    f(*values)
+    seconds = time.process_time() - t0
+    if lib_name == "theano_dag":
+        ckernel.wait_for_kernels(f)  # the warm-up run leaves its kernels in the cache
+    return seconds
+
+
+def first_result_median(lib_name, n, mode, repeats, timeout):
+    """Median of ``repeats`` runs of ``first_result`` on ``dag_recipe(n)``, each in a fresh
+    Python process (imports not timed), after a warm-up run that fills the kernel caches
+    (None if one did not finish)."""
+    env = dict(os.environ)
+    if lib_name == "theano_dag":
+        env["COMPILE_TIME_NO_PYTENSOR"] = "1"
+    cmd = [sys.executable, os.path.abspath(__file__), "--first-result-worker",
+           lib_name, str(n), mode or "-"]  # fmt: skip
+    runs = []
+    for k in range(repeats + 1):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return None
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("FIRST_RESULT ")]
+        if not lines:
+            print(f"first result of {lib_name} failed: {p.stderr.strip()[-300:]}", file=sys.stderr)
+            return None
+        if k:
+            runs.append(float(lines[-1].split()[1]))
+    return statistics.median(runs)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--no-pytensor", action="store_true")
     parser.add_argument("--pytensor-max", type=int, default=10**9)
     parser.add_argument("--mlp-layers", type=int, default=200)
+    parser.add_argument(
+        "--first-result",
+        action="store_true",
+        help="also time build + function + first call of the random DAGs (CPU time)",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="first-result runs (median)")
+    parser.add_argument("--pytensor-modes", default="FAST_COMPILE,FAST_RUN")
     parser.add_argument(
         "--pytensor-timeout",
         type=float,
@@ -224,6 +289,34 @@ def main(argv=None):
                 row["pytensor_vs_theano_dag"] = round(theirs / ours, 1)
         print(line, flush=True)
         print(json.dumps(row), flush=True)
+    if args.first_result:
+        _print_first_results(args, use_pt)
+
+
+def _print_first_results(args, use_pt):
+    """Time to first result of each random DAG (``--first-result``): one line and one
+    JSON line per graph."""
+    modes = [m for m in args.pytensor_modes.split(",") if m] if use_pt else []
+    print(f"\ntime to first result, CPU s (median of {args.repeats} fresh processes, warm caches)")
+    for n in (int(s) for s in args.sizes.split(",") if s):
+        row = {"benchmark": "compile_time_first_result", "case": f"random DAG {n}", "unit": "s"}
+        ours = first_result_median("theano_dag", n, None, args.repeats, args.pytensor_timeout)
+        row["theano_dag_s"] = None if ours is None else round(ours, 4)
+        line = f"random DAG {n:<8} theano_dag {ours if ours is None else round(ours, 3)}"
+        best = None
+        if use_pt and n <= args.pytensor_max:
+            for mode in modes:
+                t = first_result_median("pytensor", n, mode, 1, args.pytensor_timeout)
+                row[f"pytensor_{mode}_s"] = None if t is None else round(t, 3)
+                line += f"  pytensor {mode} {t if t is None else round(t, 3)}"
+                if t is not None and (best is None or t < best[1]):
+                    best = (mode, t)
+        if best is not None and ours:
+            row.update(pytensor_best=best[0], pytensor_best_s=round(best[1], 3))
+            row["pytensor_best_vs_theano_dag"] = round(best[1] / ours, 1)
+            line += f"  best/ours {best[1] / ours:.1f}x"
+        print(line, flush=True)
+        print(json.dumps(row), flush=True)
 
 
 def _grad_of(lib):
@@ -234,4 +327,10 @@ def _grad_of(lib):
 
 if __name__ == "__main__":
     np.seterr(all="ignore")
-    main()
+    if sys.argv[1:2] == ["--first-result-worker"]:  # lib, n, mode: one timed run
+        lib_name, n, mode = sys.argv[2:5]
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+        seconds = first_result(lib_name, dag_recipe(int(n)), None if mode == "-" else mode)
+        print(f"FIRST_RESULT {seconds}", flush=True)
+    else:
+        main()

@@ -1,7 +1,9 @@
 """function(): calls, updates, givens, the memory contract, on toy types (no tensor library)."""
 
+import gc
 import pickle
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -21,6 +23,7 @@ from theano_dag.compile.function import function_dump
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.fg import InconsistencyError
+from theano_dag.graph.utils import gc_paused
 
 PY = Mode(linker="py", optimizer=None)
 PY_NOGC = Mode(linker=PerformLinker(allow_gc=False), optimizer=None)
@@ -470,3 +473,77 @@ def test_function_work_grows_linearly_with_the_number_of_outputs():
 
     small, big = calls(150), calls(1200)
     assert big < 12 * small, (small, big)  # 8x the outputs; quadratic would be ~64x
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_function_leaves_the_collector_as_it_found_it():
+    x = vec("x")
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            f = function([x], neg(x), mode=PY)
+            assert gc.isenabled() is enabled
+            np.testing.assert_array_equal(f([1.0, -2.0]), [-1.0, 2.0])
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.fixture
+def quiet_collector():
+    """The collector on, but no automatic collection during the test (which would move
+    objects between generations at random points); its settings restored after."""
+    was, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.enable()
+    gc.set_threshold(10**9)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        (gc.enable if was else gc.disable)()
+
+
+def _in_generation(obj, generation):
+    return any(o is obj for o in gc.get_objects(generation=generation))
+
+
+def test_gc_paused_promote_moves_the_new_objects_to_the_oldest_generation(quiet_collector):
+    with gc_paused(promote=True):
+        assert not gc.isenabled()
+        kept = _Cycle()
+        dropped = weakref.ref(_Cycle())
+    assert gc.isenabled()
+    assert _in_generation(kept, 2)
+    assert not _in_generation(kept, 0) and not _in_generation(kept, 1)
+    assert gc.get_freeze_count() == 0
+    # The cycle dropped in the block is garbage still, freed by a full collection.
+    assert dropped() is not None
+    gc.collect()
+    assert dropped() is None
+
+
+def test_gc_paused_promote_leaves_frozen_objects_and_a_disabled_collector_alone(
+    quiet_collector,
+):
+    frozen = _Cycle()
+    gc.freeze()
+    try:
+        n_frozen = gc.get_freeze_count()
+        with gc_paused(promote=True):
+            fresh = _Cycle()
+        assert gc.get_freeze_count() == n_frozen  # the program's frozen objects stay
+        assert _in_generation(fresh, 0)  # and nothing was moved
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    with gc_paused(promote=True):
+        fresh = _Cycle()
+    assert not gc.isenabled()
+    assert _in_generation(fresh, 0)
+    del frozen

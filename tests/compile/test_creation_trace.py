@@ -32,6 +32,20 @@ def test_op_call_keeps_the_users_frames_only():
     assert all("theano_dag/" not in f[0].replace("\\", "/") for f in stack)
 
 
+def test_an_elemwise_call_walks_the_users_stack_once(monkeypatch):
+    # The outputs' stack is recorded by Op.__call__; make_node does not record one too.
+    from theano_dag.graph import utils
+
+    walks = []
+    user_stack = utils.user_stack
+    monkeypatch.setattr(utils, "user_stack", lambda limit: walks.append(1) or user_stack(limit))
+    x = tt.dvector("x")
+    walks.clear()
+    y = tt.exp(x)
+    assert len(walks) == 1
+    assert _lines(y)[-1][0] == HERE
+
+
 def test_traceback_limit_flag():
     x = tt.dvector("x")
     with config.change_flags(traceback__limit=1):

@@ -518,3 +518,78 @@ def test_a_product_with_a_constant_vector_and_a_coefficient_reaches_a_fixed_poin
     np.testing.assert_allclose(
         fgraph_values(fg, [xv])[0], np.exp(-xv * xv) * -1.12837917 * w, rtol=1e-15
     )
+
+
+def _canonical_nested_products():
+    x, y, z, w = vec("x", "y", "z", "w")
+    return [x, y, z, w], [
+        tt.true_div(tt.mul(x, y), tt.mul(z, w)),
+        tt.neg(tt.true_div(tt.mul(x, y), z)),
+        tt.neg(tt.mul(x, y, z)),
+        tt.true_div(x, tt.mul(y, z)),
+    ]
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_canonical_nested_product_is_left_alone_without_rebuilding(k, monkeypatch):
+    # neg?(true_div(mul(num...), mul(den...))) with sorted factors is what the canonizer
+    # builds: a visit answers from the structure, without building it again.
+    from theano_dag.opt.rewrites import products
+
+    inputs, outs = _canonical_nested_products()
+    out = outs[k]
+    fg = FunctionGraph(inputs, [out], clone=False)
+    built = []
+    build = products._Product.build
+    monkeypatch.setattr(products._Product, "build", lambda self: built.append(1) or build(self))
+    assert local_mul_canonizer.transform(fg, out.owner) is False
+    assert not built
+    apply_rules(fg, local_mul_canonizer, fold=False)
+    assert fg.outputs[0] is out
+
+
+@pytest.mark.parametrize(
+    "make, want",
+    [
+        # factors out of order in the numerator, in the denominator
+        (lambda x, y, z: tt.true_div(tt.mul(y, x), z), lambda x, y, z: tt.mul(x, y) / z),
+        (lambda x, y, z: tt.true_div(x, tt.mul(z, y)), lambda x, y, z: x / tt.mul(y, z)),
+        # a double negation inside a product: the coefficient is 1
+        (
+            lambda x, y, z: tt.neg(tt.true_div(tt.neg(tt.mul(x, y)), z)),
+            lambda x, y, z: tt.mul(x, y) / z,
+        ),
+        # one negation, written inside
+        (
+            lambda x, y, z: tt.true_div(tt.mul(x, tt.neg(y)), z),
+            lambda x, y, z: tt.neg(tt.mul(x, y) / z),
+        ),
+    ],
+)
+def test_nested_product_not_in_canonical_form_is_rewritten(make, want):
+    x, y, z = vec("x", "y", "z")
+    check(
+        [x, y, z],
+        [make(x, y, z)],
+        [want(x, y, z)],
+        [rng.uniform(1, 2, size=4)] * 3,
+        rules(local_mul_canonizer),
+    )
+
+
+def test_nested_product_typed_unlike_make_node_is_rebuilt():
+    # The inner product's output lost its static length (a graph cloned with a
+    # replacement keeps such nodes): the canonical product rebuilt has it again.
+    from theano_dag.graph.basic import Apply
+
+    x, y, z = (tt.TensorType("float64", shape=(4,))(n) for n in "xyz")
+    loose = Apply(tt.mul, [x, y], [tt.dvector()]).outputs[0]
+    out = tt.true_div(loose, z)
+    fg = FunctionGraph([x, y, z], [out], clone=False)
+    new = local_mul_canonizer.transform(fg, out.owner)
+    assert new
+    assert new[0].owner.inputs[0].owner.inputs == [x, y]
+    assert new[0].owner.inputs[0].type.shape == (4,)
+    args = [rng.uniform(1, 2, size=4) for _ in range(3)]
+    fg2 = FunctionGraph([x, y, z], [new[0]], clone=False)
+    np.testing.assert_allclose(fgraph_values(fg2, args)[0], args[0] * args[1] / args[2])

@@ -211,7 +211,7 @@ def _param_to_in(param, allow_downcast=None):
     )
 
 
-@gc_paused()
+@gc_paused(promote=True)
 def pfunc(
     params,
     outputs=None,

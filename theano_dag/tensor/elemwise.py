@@ -53,7 +53,9 @@ def _zeros_like(x, dtype=None):
 
 
 def broadcast_static_shape(shapes, who="Elemwise"):
-    """The static output shape of broadcasting static shapes (``None`` = unknown).
+    """The static output shape of broadcasting static shapes (``None`` = unknown);
+    ``who`` (anything printable: the op) names the caller in the error raised for shapes
+    that do not broadcast.
 
     >>> broadcast_static_shape([(None, 1), (1, 3)])
     (None, 3)
@@ -129,7 +131,8 @@ class Elemwise(Op):
             out_dtypes = op.output_types(tuple(i.dtype for i in inputs))
         except TypeError as e:
             raise TypeError(f"{self}: {e}") from None
-        shape = broadcast_static_shape([i.type.shape for i in inputs], str(self))
+        # ``self`` names the op in an error only: formatting it for every node is slow.
+        shape = broadcast_static_shape([i.type.shape for i in inputs], self)
         for o, i in self.inplace_items:
             if (
                 i >= len(inputs)
@@ -140,7 +143,9 @@ class Elemwise(Op):
                     f"{self}: output {o} cannot overwrite input {i}: it needs "
                     f"dtype {out_dtypes[o]} and static shape {shape}"
                 )
-        outputs = [TensorType(d, shape=shape)() for d in out_dtypes]
+        # make_variable, not TensorType(...)(): calling the type would record the user's
+        # stack, which Op.__call__ records again on the node's outputs.
+        outputs = [TensorType(d, shape=shape).make_variable() for d in out_dtypes]
         return Apply(self, inputs, outputs)
 
     def perform(self, node, inputs, output_storage, params=None):

@@ -259,7 +259,17 @@ def _canonical_with_coef(node, prod) -> bool:
     if last.signature() != _coef_signature(float(coef), prod.dtype, prod.ndim):
         if not _exact_narrower(last, coef, prod.dtype):
             return False
-    # The type make_node gives the product of inputs of these types.
+    return _typed_as_made(node)
+
+
+def _typed_as_made(node) -> bool:
+    """Whether ``node``'s output has the type its Elemwise's ``make_node`` gives inputs
+    of these types, no broadcast added: what a rebuilt node on the same inputs has."""
+    out = node.outputs[0]
+    ins = node.inputs
+    ndim = out.ndim
+    if any(v.ndim != ndim for v in ins):
+        return False  # make_node would add a DimShuffle
     t = out.type
     try:
         (dtype,) = node.op.scalar_op.output_types(tuple(v.dtype for v in ins))
@@ -267,6 +277,51 @@ def _canonical_with_coef(node, prod) -> bool:
     except (TypeError, ValueError):
         return False
     return type(t) is TensorType and t.dtype == dtype and t.shape == shape
+
+
+def _is_built_product(var, factors) -> bool:
+    """Whether ``var`` is what ``_product(factors)`` makes: the factor itself, or a
+    ``mul`` of exactly these variables, in this order, typed as ``make_node`` types it."""
+    if len(factors) == 1:
+        return var is factors[0]
+    node = var.owner
+    return (
+        node is not None
+        and node.op == tm.mul
+        and len(node.inputs) == len(factors)
+        and all(a is b for a, b in zip(node.inputs, factors))
+        and _typed_as_made(node)
+    )
+
+
+def _canonical_without_coef(node, prod) -> bool:
+    """Whether ``node`` is already what ``prod.build()`` makes for a product without
+    constant factors, nested products absorbed: ``neg?(true_div(mul(num...),
+    mul(den...)))`` with the sorted factors (a product of one factor being the factor).
+
+    Such a product is collected again at every visit of canonicalize (its inner
+    ``mul`` nodes are used only there, so they are absorbed); without this test each
+    visit builds the same expression again to compare it. False means "not sure".
+    """
+    if prod.n_consts or not prod.num:
+        return False
+    num = sorted(prod.num, key=commutative_key)
+    den = sorted(prod.den, key=commutative_key)
+    var = node.outputs[0]
+    if len(prod._coef_steps) % 2:  # an odd number of negations: the coefficient is -1
+        if node.op != tm.neg or not _typed_as_made(node):
+            return False
+        var = node.inputs[0]
+    if not den:
+        return _is_built_product(var, num)
+    div = var.owner
+    return (
+        div is not None
+        and div.op == tm.true_div
+        and _typed_as_made(div)
+        and _is_built_product(div.inputs[0], num)
+        and _is_built_product(div.inputs[1], den)
+    )
 
 
 # The last product the canonizer collected without changing the graph: (fgraph, node,
@@ -351,7 +406,7 @@ class MulCanonizer(LocalOptimizer):
         structure as ``node``'s output (what ``transform`` then ignores).
         """
         if prod.n_inner:
-            return False
+            return _canonical_without_coef(node, prod)
         if prod.n_consts:
             return _canonical_with_coef(node, prod)
         sop = scalar_op(node)
