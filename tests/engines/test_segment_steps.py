@@ -12,14 +12,17 @@ import numpy as np
 import pytest
 
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
+from theano_dag.engines.cpu import CPULinker
 from theano_dag.engines.cpu.emit.csource import array_layout
 from theano_dag.engines.cpu.native import cc, ckernel, segment
 from theano_dag.engines.cpu.native.ckernel import MatVecKernel, SubtensorKernel, index_code
 from theano_dag.engines.cpu.native.segment import KernelSegment
 from theano_dag.tensor import blas
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.type import TensorType
 
 pytestmark = [
@@ -289,3 +292,43 @@ def test_index_code():
         -1,
         2,
     ]
+
+
+# -- views inside a segment ---------------------------------------------------------------
+
+
+def _composite(fn, nin):
+    ss = [ts.float64(f"s{j}") for j in range(nin)]
+    return Elemwise(ts.Composite(ss, [fn(*ss)]))
+
+
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_views_between_kernels_join_their_segment(tmp_path, poisoned):
+    x, m = tt.dvector("x"), tt.dmatrix("m")
+    a = _composite(lambda s: ts.exp(s) * 2, 1)(x)
+    c = _composite(lambda s, t: s * t + 1, 2)(a.dimshuffle("x", 0), m)  # a view of a result
+    d = _composite(lambda s, t: ts.tanh(s) - t, 2)(x[1:], a[:-1])  # views of x and of a
+    # A reshape of a kernel's result is no view numpy promises: it stays after the kernel.
+    e = _composite(lambda s: s + 1, 1)(a.reshape((2, -1)))
+    outs = [c, d, e]
+    ref = function([x, m], outs, mode=Mode(linker="py", optimizer=None))
+    mode = Mode(linker=CPULinker(poison=poisoned, min_plan_bytes=0), optimizer=None)
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function([x, m], outs, mode=mode)
+        f(np.zeros(6), np.zeros((3, 6)))
+        assert ckernel.wait_for_kernels(f)
+    rng = np.random.default_rng(4)
+    for n in (6, 6, 10):
+        xv, mv = rng.standard_normal(n), rng.standard_normal((3, n))
+        for g, w in zip(f(xv, mv), ref(xv, mv)):
+            np.testing.assert_allclose(g, w, rtol=1e-13)
+    src = f.fn.source()
+    if poisoned:  # each step alone, checked
+        assert "_SEG" not in src
+        return
+    lines = [line.strip() for line in src.splitlines()]
+    segs = [j for j, line in enumerate(lines) if "_SEG" in line]
+    reshape = next(j for j, line in enumerate(lines) if "_reshape(" in line)
+    # The kernels of a, c and d in the first segment (their views above it), e's after
+    # the reshape.
+    assert len(segs) == 2 and segs[0] < reshape < segs[1], src

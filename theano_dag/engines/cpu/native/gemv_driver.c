@@ -6,6 +6,7 @@
    type, dtype, rank or shape, returns an error code before anything is written, and
    the engine runs numpy (BLAS) instead. Appended to each kernel library after the sums. */
 #define TD_MV_MAX 16384
+#define TD_MV_LOCAL 256
 enum { TD_EBIG = 6 };
 
 /* The checks shared by the three: operand k of ops is an ndarray of dtype code and
@@ -21,27 +22,75 @@ static int td_mv_operand(void *a, int code, int nd, int k)
 #define TD_DIM(a, d) (TD_F(a, TD_OFF_DIMS, const ptrdiff_t *)[d])
 #define TD_STR(a, d) (TD_F(a, TD_OFF_STRIDES, const ptrdiff_t *)[d])
 
+/* The byte range [lo, hi) an array's elements span. */
+static void td_extent(void *a, int es, char **lo, char **hi)
+{
+    const int nd = TD_F(a, TD_OFF_ND, int);
+    char *p = TD_F(a, TD_OFF_DATA, char *);
+    ptrdiff_t l = 0, h = es;
+    for (int d = 0; d < nd; d++) {
+        const ptrdiff_t n = TD_DIM(a, d), s = TD_STR(a, d);
+        if (n == 0) { *lo = *hi = p; return; }
+        if (s < 0) l += (n - 1) * s; else h += (n - 1) * s;
+    }
+    *lo = p + l;
+    *hi = p + h;
+}
+
+/* Whether the elements of arrays a and b share memory (by their byte ranges). */
+static int td_overlap(void *a, void *b, int es)
+{
+    char *al, *ah, *bl, *bh;
+    td_extent(a, es, &al, &ah);
+    td_extent(b, es, &bl, &bh);
+    return al < bh && bl < ah;
+}
+
 /* buf[i] = sum_j A[i, j] * x[j] for the m x n matrix at a with byte strides (s0, s1)
-   and the vector at x with byte stride sx, summed in order of j. */
+   and the vector at x with byte stride sx: four partial sums over j (a chain of
+   additions one after the other waits on each one's latency), then their sum. A short
+   row (n < 8) is summed column by column instead, all rows at once: no chain then. buf
+   shares no memory with the operands. */
 #define TD_MV_CORE(T, S)                                                                \
     static void td_mv_core_##S(const char *a, ptrdiff_t m, ptrdiff_t n, ptrdiff_t s0,   \
-                               ptrdiff_t s1, const char *x, ptrdiff_t sx, T *buf)       \
+                               ptrdiff_t s1, const char *x, ptrdiff_t sx,               \
+                               T *restrict buf)                                         \
     {                                                                                   \
-        if (s1 == (ptrdiff_t)sizeof(T) && sx == (ptrdiff_t)sizeof(T)) {                 \
-            const T *xv = (const T *)x;                                                 \
-            for (ptrdiff_t i = 0; i < m; i++) {                                         \
-                const T *row = (const T *)(a + i * s0);                                 \
-                T acc = 0;                                                              \
-                for (ptrdiff_t j = 0; j < n; j++) acc += row[j] * xv[j];                \
-                buf[i] = acc;                                                           \
+        if (n < 8) {                                                                    \
+            for (ptrdiff_t i = 0; i < m; i++) buf[i] = 0;                               \
+            for (ptrdiff_t j = 0; j < n; j++) {                                         \
+                const T xj = *(const T *)(x + j * sx);                                  \
+                const char *col = a + j * s1;                                           \
+                for (ptrdiff_t i = 0; i < m; i++) buf[i] += *(const T *)(col + i * s0) * xj; \
             }                                                                           \
             return;                                                                     \
         }                                                                               \
-        for (ptrdiff_t i = 0; i < m; i++) buf[i] = 0;                                   \
-        for (ptrdiff_t j = 0; j < n; j++) {                                             \
-            const T xj = *(const T *)(x + j * sx);                                      \
-            const char *col = a + j * s1;                                               \
-            for (ptrdiff_t i = 0; i < m; i++) buf[i] += *(const T *)(col + i * s0) * xj; \
+        if (s1 == (ptrdiff_t)sizeof(T) && sx == (ptrdiff_t)sizeof(T)) {                 \
+            /* contiguous rows: eight partial sums, a vector loop */                    \
+            const T *xv = (const T *)x;                                                 \
+            for (ptrdiff_t i = 0; i < m; i++) {                                         \
+                const T *r = (const T *)(a + i * s0);                                   \
+                T p[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                      \
+                ptrdiff_t j = 0;                                                        \
+                for (; j + 8 <= n; j += 8)                                              \
+                    for (int k = 0; k < 8; k++) p[k] += r[j + k] * xv[j + k];           \
+                for (; j < n; j++) p[0] += r[j] * xv[j];                                \
+                buf[i] = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7])); \
+            }                                                                           \
+            return;                                                                     \
+        }                                                                               \
+        for (ptrdiff_t i = 0; i < m; i++) {                                             \
+            const char *row = a + i * s0;                                               \
+            T p0 = 0, p1 = 0, p2 = 0, p3 = 0;                                           \
+            ptrdiff_t j = 0;                                                            \
+            for (; j + 4 <= n; j += 4) {                                                \
+                p0 += *(const T *)(row + j * s1) * *(const T *)(x + j * sx);            \
+                p1 += *(const T *)(row + (j + 1) * s1) * *(const T *)(x + (j + 1) * sx); \
+                p2 += *(const T *)(row + (j + 2) * s1) * *(const T *)(x + (j + 2) * sx); \
+                p3 += *(const T *)(row + (j + 3) * s1) * *(const T *)(x + (j + 3) * sx); \
+            }                                                                           \
+            for (; j < n; j++) p0 += *(const T *)(row + j * s1) * *(const T *)(x + j * sx); \
+            buf[i] = (p0 + p1) + (p2 + p3);                                             \
         }                                                                               \
     }
 
@@ -52,7 +101,8 @@ TD_MV_CORE(float, f32)
    after the checks; out is the 1-d result (position ko), its length checked. */
 #define TD_MV_RUN(T, S)                                                                 \
     static int td_mv_run_##S(void *mat, int km, void *vec, int kv, void *out, int ko,   \
-                             int trans, T *buf, ptrdiff_t *len)                         \
+                             int trans, int force, T **bufp, T *local, ptrdiff_t nlocal, \
+                             ptrdiff_t *len)                                            \
     {                                                                                   \
         int rc;                                                                         \
         if ((rc = td_mv_operand(mat, td_code_##S, 2, km))) return rc;                   \
@@ -67,8 +117,18 @@ TD_MV_CORE(float, f32)
         if (TD_DIM(vec, 0) != n) return TD_ERR(TD_ESHAPE, kv);                          \
         if (TD_DIM(out, 0) != m) return TD_ERR(TD_ESHAPE, ko);                          \
         if (m * n > TD_MV_MAX || m > TD_MV_MAX) return TD_ERR(TD_EBIG, km);             \
+        /* Straight into out, unless out shares memory with an operand: then through a \
+           buffer, written once every operand was read. */                              \
+        T *buf = TD_F(out, TD_OFF_DATA, T *);                                           \
+        if (force || TD_STR(out, 0) != (ptrdiff_t)sizeof(T) ||                          \
+            td_overlap(out, mat, sizeof(T)) ||                                          \
+            td_overlap(out, vec, sizeof(T))) {                                          \
+            buf = m <= nlocal ? local : (T *)malloc(sizeof(T) * (m ? m : 1));           \
+            if (buf == NULL) return TD_ERR(TD_ENOMEM, ko);                              \
+        }                                                                               \
         td_mv_core_##S(TD_F(mat, TD_OFF_DATA, const char *), m, n, s0, s1,              \
                        TD_F(vec, TD_OFF_DATA, const char *), TD_STR(vec, 0), buf);      \
+        *bufp = buf;                                                                    \
         *len = m;                                                                       \
         return 0;                                                                       \
     }
@@ -76,33 +136,45 @@ TD_MV_CORE(float, f32)
 TD_MV_RUN(double, f64)
 TD_MV_RUN(float, f32)
 
-/* The products go through a buffer: the result is written only once every element of
-   the operands was read (out may share memory with one of them). */
+/* The entry points: operands checked, then the product (through a buffer where out
+   shares memory with an operand: written once every element of them was read). */
 #define TD_MV_ENTRIES(T, S)                                                             \
     static int td_mv2_##S(void **ops, int trans)                                        \
     {                                                                                   \
-        T buf[TD_MV_MAX];                                                               \
+        T local[TD_MV_LOCAL], *buf;                                                     \
         ptrdiff_t m;                                                                    \
         const int km = trans ? 1 : 0, kv = trans ? 0 : 1;                               \
-        const int rc = td_mv_run_##S(ops[km], km, ops[kv], kv, ops[2], 2, trans, buf, &m); \
+        const int rc = td_mv_run_##S(ops[km], km, ops[kv], kv, ops[2], 2, trans, 0, &buf, \
+                                     local, TD_MV_LOCAL, &m);                           \
         if (rc) return rc;                                                              \
         char *o = TD_F(ops[2], TD_OFF_DATA, char *);                                    \
-        const ptrdiff_t so = TD_STR(ops[2], 0);                                         \
-        for (ptrdiff_t i = 0; i < m; i++) *(T *)(o + i * so) = buf[i];                  \
+        if (buf != (T *)o) {                                                            \
+            const ptrdiff_t so = TD_STR(ops[2], 0);                                     \
+            for (ptrdiff_t i = 0; i < m; i++) *(T *)(o + i * so) = buf[i];              \
+            if (buf != local) free(buf);                                                \
+        }                                                                               \
         return 0;                                                                       \
     }                                                                                   \
     int td_mv_##S##_v(void **ops) { return td_mv2_##S(ops, 0); }                        \
     int td_vm_##S##_v(void **ops) { return td_mv2_##S(ops, 1); }                        \
     int td_gemv_##S##_v(void **ops)                                                     \
     {                                                                                   \
-        T buf[TD_MV_MAX];                                                               \
+        T local[TD_MV_LOCAL], *buf;                                                     \
         ptrdiff_t m;                                                                    \
         int rc;                                                                         \
         if ((rc = td_mv_operand(ops[0], td_code_##S, 1, 0))) return rc;                 \
         if ((rc = td_mv_operand(ops[1], td_code_##S, 0, 1))) return rc;                 \
         if ((rc = td_mv_operand(ops[4], td_code_##S, 0, 4))) return rc;                 \
-        if ((rc = td_mv_run_##S(ops[2], 2, ops[3], 3, ops[5], 5, 0, buf, &m))) return rc; \
-        if (TD_DIM(ops[0], 0) != m) return TD_ERR(TD_ESHAPE, 0);                        \
+        if (TD_DIM(ops[0], 0) != TD_DIM(ops[5], 0)) return TD_ERR(TD_ESHAPE, 0);        \
+        /* y is read at the element written: out is y itself (the product through the \
+           buffer then), or apart from it. */                                           \
+        const int same = td_overlap(ops[0], ops[5], sizeof(T));                         \
+        if (same && (TD_F(ops[0], TD_OFF_DATA, char *) != TD_F(ops[5], TD_OFF_DATA, char *) \
+                     || TD_STR(ops[0], 0) != TD_STR(ops[5], 0)))                        \
+            return TD_ERR(TD_ESHAPE, 0);                                                \
+        if ((rc = td_mv_run_##S(ops[2], 2, ops[3], 3, ops[5], 5, 0, same, &buf, local,   \
+                                TD_MV_LOCAL, &m)))                                      \
+            return rc;                                                                  \
         const T a = *TD_F(ops[1], TD_OFF_DATA, const T *);                              \
         const T b = *TD_F(ops[4], TD_OFF_DATA, const T *);                              \
         const char *y = TD_F(ops[0], TD_OFF_DATA, const char *);                        \
@@ -120,6 +192,7 @@ TD_MV_RUN(float, f32)
             }                                                                           \
             *(T *)(o + i * so) = r;                                                     \
         }                                                                               \
+        if (buf != (T *)o && buf != local) free(buf);                                   \
         return 0;                                                                       \
     }
 
@@ -136,21 +209,6 @@ TD_MV_ENTRIES(float, f32)
    runs numpy instead (which raises its own error). */
 #define TD_NONE INT64_MIN
 #define TD_SUB_MAXD 32
-
-/* The byte range [lo, hi) an array's elements span. */
-static void td_extent(void *a, int es, char **lo, char **hi)
-{
-    const int nd = TD_F(a, TD_OFF_ND, int);
-    char *p = TD_F(a, TD_OFF_DATA, char *);
-    ptrdiff_t l = 0, h = es;
-    for (int d = 0; d < nd; d++) {
-        const ptrdiff_t n = TD_DIM(a, d), s = TD_STR(a, d);
-        if (n == 0) { *lo = *hi = p; return; }
-        if (s < 0) l += (n - 1) * s; else h += (n - 1) * s;
-    }
-    *lo = p + l;
-    *hi = p + h;
-}
 
 static ptrdiff_t td_bound(int64_t v, ptrdiff_t len, ptrdiff_t step, int is_start)
 {
