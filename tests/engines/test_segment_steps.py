@@ -332,3 +332,30 @@ def test_views_between_kernels_join_their_segment(tmp_path, poisoned):
     # The kernels of a, c and d in the first segment (their views above it), e's after
     # the reshape.
     assert len(segs) == 2 and segs[0] < reshape < segs[1], src
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gemv_step_in_place_over_y(tmp_path, dtype):
+    # Gemv{inplace} writes over y: the product goes through a buffer then; a y that only
+    # overlaps the output is refused, and numpy's steps run.
+    M, v, s = (
+        TensorType(dtype, (None, None))(),
+        TensorType(dtype, (None,))(),
+        TensorType(dtype, ())(),
+    )
+    node = blas.gemv_inplace(v, s, M, v, s).owner
+    (k,) = _loaded(tmp_path, lambda lib: [lib.add_matvec(node, dtype, "gemv")])
+    rng = np.random.default_rng(6)
+    A = rng.standard_normal((6, 6)).astype(dtype)
+    a, b = np.asarray(0.5, dtype), np.asarray(-2.0, dtype)
+    y = rng.standard_normal(6).astype(dtype)
+    want = b * y + a * (A @ y)
+    got = y.copy()
+    assert not k.c(got, a, A, got, b, got)  # y, x and the output: one array
+    np.testing.assert_allclose(got, want, rtol=RTOL[dtype])
+    big = rng.standard_normal(7).astype(dtype)
+    yv, out = big[:6], big[1:]
+    want = b * yv + a * (A @ np.ones(6, dtype))
+    assert k.c(yv, a, A, np.ones(6, dtype), b, out)
+    k.fail(yv, a, A, np.ones(6, dtype), b, out)
+    np.testing.assert_allclose(out, want, rtol=RTOL[dtype])
