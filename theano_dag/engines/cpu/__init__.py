@@ -38,7 +38,9 @@ for _name in ("cvm_nogc", "vm_nogc", "c|py_nogc"):
     register_linker(_name, _cpu_nogc, override=True)
 
 # The C kernels take over Elemwise{Composite} (and Elemwise without a ufunc) from the
-# numpy implementations registered by ``impls``; see ckernel.register.
+# numpy implementations registered by ``impls``, and small matrix-vector products
+# (Dot, Gemv) from their numpy emitters; see ckernel.register and register_matvec.
 from theano_dag.engines.cpu.native import ckernel, cop  # noqa: E402, F401 (cop: COps' C)
 
 ckernel.register()
+ckernel.register_matvec()

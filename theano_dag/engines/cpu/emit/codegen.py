@@ -48,6 +48,9 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.engines.basic import raise_with_op
 from theano_dag.engines.cpu.emit.impls import KernelCall
+from theano_dag.tensor.elemwise import DimShuffle
+from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.subtensor import Subtensor
 
 __all__ = ["build_core", "build_fast", "err_off", "err_on", "poison", "CODE_CACHE"]
 
@@ -200,6 +203,17 @@ def _disk_compile(source, filename):
 # A line a run of kernel steps may move above the kernels before it: it only names an
 # array (``v3 = b1``: a block, the destroyed input of an in-place kernel).
 _ALIAS = re.compile(r"[A-Za-z_]\w* = [A-Za-z_]\w*")
+# The one line of a view step: ``v1 = v0[_g3_idx]``, ``v1 = v0.transpose(_g2_perm)``,
+# ``v1 = _g8_reshape(v0)``.
+_VIEW_LINE = re.compile(r"[A-Za-z_]\w* = [A-Za-z_][\w.()\[\], ]*")
+
+
+def _view_source(line):
+    """The name a view line reads: ``v0`` of ``v1 = v0[...]`` or ``v1 = _g8_reshape(v0)``."""
+    rhs = line.split(" = ", 1)[1]
+    if rhs.startswith("_g") and "(" in rhs:
+        return rhs.split("(", 1)[1][:-1]
+    return re.match(r"\w+", rhs).group(0)
 
 
 class _Runs:
@@ -219,13 +233,19 @@ class _Runs:
         self.dels = []
         self.made = 0  # segments named so far
 
-    def join(self, idx, emitted, setup, dels):
+    def join(self, idx, emitted, setup, dels, step=None):
         """Take step ``idx`` (its lines ``emitted``) into the run; False if it cannot."""
         if not emitted or not isinstance(emitted[-1], KernelCall):
+            if self.run and self._hoistable(step, emitted):
+                # A view inside a run: taken above the segment with the other moved
+                # lines (it reads its input's shape and strides, never its values).
+                self.run.append((idx, list(emitted), None))
+                self.dels += dels
+                return True
             return False
         call = emitted[-1]
         lib = getattr(call.kernel, "library", None)
-        if lib is None or (self.run and self.run[0][2].kernel.library is not lib):
+        if lib is None or (self.run and self._library() is not lib):
             return False
         moved = emitted[:-1]
         if any(line != setup and not _ALIAS.fullmatch(line) for line in moved):
@@ -234,6 +254,31 @@ class _Runs:
         self.dels += dels
         return True
 
+    def _library(self):
+        return next(c.kernel.library for _, _, c in self.run if c is not None)
+
+    def _hoistable(self, step, emitted):
+        """Whether ``step`` is a view that may run before the run's kernels: a constant
+        subtensor or a dimshuffle (shape and strides only), or a reshape of a value
+        the run does not touch (numpy copies what it cannot reshape in place)."""
+        if step is None or step.kind != "view" or len(emitted) != 1:
+            return False
+        if not _VIEW_LINE.fullmatch(emitted[0]):
+            return False
+        op = step.node.op
+        if type(op) in (Subtensor, DimShuffle):
+            return True
+        if type(op) is not Reshape:
+            return False
+        touched = set()
+        for _idx, moved, call in self.run:
+            if call is not None:
+                touched.update(call.args)
+                touched.update(line.split(" = ", 1)[0] for line in moved)
+            elif _view_source(moved[0]) in touched:
+                touched.add(moved[0].split(" = ", 1)[0])
+        return _view_source(emitted[0]) not in touched
+
     def flush(self):
         run, self.run = self.run, []
         dels, self.dels = self.dels, []
@@ -241,14 +286,16 @@ class _Runs:
             return
         pad, lines, where = self.pad, self.lines, self.where
         names, operands = {}, []
-        for _idx, _moved, call in run:
+        calls = [(idx, call) for idx, _moved, call in run if call is not None]
+        for _idx, call in calls:
             operands.append(tuple(names.setdefault(a, len(names)) for a in call.args))
-        seg = run[0][2].kernel.library.segment([c.kernel for _, _, c in run], operands, len(names))
+        lib = calls[0][1].kernel.library
+        seg = lib.segment([c.kernel for _, c in calls], operands, len(names))
         for idx, moved, call in run:
             for line in moved:
                 lines.append(pad + line)
                 where.append(idx)
-            if seg is None:
+            if seg is None and call is not None:
                 lines.append(pad + call)
                 where.append(idx)
         if seg is not None:
@@ -257,7 +304,7 @@ class _Runs:
             self.extra[sname] = seg
             args = ", ".join(names)
             lines.append(pad + f"if {sname}.c({args}): {sname}.fail({args})")
-            where.append((seg, [idx for idx, _, _ in run]))
+            where.append((seg, [idx for idx, _ in calls]))
         if dels:
             lines.append(pad + "del " + ", ".join(sorted(set(dels))))
             where.append(run[-1][0])
@@ -328,7 +375,7 @@ def _body(plan, mode, extra=None):
         emitted = pre + st.emit(ins, outs, target) + post
         if runs is not None:
             setup = plan.target_setup(st.outputs[0]) if target is not None else None
-            if runs.join(idx, emitted, setup, dels.get(idx, [])):
+            if runs.join(idx, emitted, setup, dels.get(idx, []), st):
                 dels.pop(idx, None)
                 continue
             runs.flush()

@@ -449,8 +449,8 @@ def _simd_decls(functions):
 
 def preamble(layout, simd_functions) -> str:
     """The C shared by all kernels of a library: headers, libmvec declarations,
-    numpy-exact helpers, the ``td_run`` driver and the full sums ``td_sum_*`` (the fixed
-    C of ``native/*.c``)."""
+    numpy-exact helpers, the ``td_run`` driver, the sums ``td_sum_*`` and the small
+    matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``)."""
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
 #include <stddef.h>
@@ -476,4 +476,6 @@ def preamble(layout, simd_functions) -> str:
 
 {c_source("elemwise_driver.c")}
 
-{c_source("sum_driver.c")}"""
+{c_source("sum_driver.c")}
+
+{c_source("gemv_driver.c")}"""

@@ -33,6 +33,7 @@ from theano_dag.engines.cpu.emit.csource import (
     kernel_source,
     preamble,
 )
+from theano_dag.engines.cpu.emit.emitters import _const_index
 from theano_dag.engines.cpu.emit.impls import (
     IMPLS,
     KernelCall,
@@ -46,8 +47,11 @@ from theano_dag.engines.cpu.emit.impls import (
 from theano_dag.engines.cpu.native import cc, segment
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
+from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, Elemwise
 from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.math import Dot
+from theano_dag.tensor.subtensor import IncSubtensor
 from theano_dag.tensor.type import TensorType
 
 __all__ = [
@@ -309,6 +313,141 @@ class SumKernel:
         np.add.reduce(x, axis=self.axes, out=out)
 
 
+class MatVecKernel:
+    """A small matrix-vector product in C, a step of a segment: ``kind`` ``"mv"``
+    (``c(A, x, out)``: ``out = A @ x``), ``"vm"`` (``c(x, A, out)``: ``out = x @ A``) or
+    ``"gemv"`` (``c(y, alpha, A, x, beta, out)``: ``out = beta * y + alpha * (A @ x)``,
+    rounded as the engine's numpy steps round it), by ``td_mv_f64`` ... of every
+    library's preamble (``native/gemv_driver.c``): numpy's call of a product of a few
+    hundred values cost more than the product. ``c`` returns a false value, or a true
+    one after which ``fail`` runs numpy (BLAS; a matrix of more than 16384 values, an
+    operand of another layout or type) or raises numpy's error.
+
+    >>> import theano_dag.tensor as tt
+    >>> node = tt.dot(tt.dmatrix(), tt.dvector()).owner
+    >>> k = MatVecKernel(node, "float64", "mv")  # no library: numpy
+    >>> out = np.empty(2); k.c(np.eye(2), np.array([3.0, 4.0]), out), out
+    (0, array([3., 4.]))
+    """
+
+    nout = 1
+    _NIN = {"mv": 2, "vm": 2, "gemv": 5}
+
+    def __init__(self, node, dtype, kind, library=None):
+        self.node = node
+        self.library = library
+        self.kind = kind
+        self.nin = self._NIN[kind]
+        suffix = {"float64": "f64", "float32": "f32"}[dtype]
+        self.name = f"td_{kind}_{suffix}"
+        self.c = self._numpy_c
+        self.ready = False
+
+    def __repr__(self):
+        return f"<MatVecKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
+
+    def _bind(self, lib):
+        if segment.NativeSegment is None:  # no C entry without the call's C half
+            return
+        entry = ctypes.cast(getattr(lib, f"{self.name}_v"), ctypes.c_void_p).value
+        n = self.nin + self.nout
+        # A segment of this one step: the C entry point called with the arrays.
+        self.c = segment.NativeSegment((entry,), (tuple(range(n)),), n)
+        self.ready = True
+
+    def _numpy_c(self, *args):
+        lib = self.library
+        if lib is not None and not lib.started:
+            lib.start()
+            if self.ready:
+                return self.c(*args)
+        self.fail(*args)
+        return 0
+
+    def fail(self, *args):
+        """numpy's product into ``out`` (what the numpy steps run); raises numpy's error
+        for operands that do not fit."""
+        if self.kind != "gemv":
+            np.dot(args[0], args[1], out=args[2])
+            return
+        y, a, A, x, b, out = args
+        p = np.dot(A, x)
+        if y.shape != p.shape:
+            raise ValueError(f"{self.node.op}: y has shape {y.shape}, the product A @ x {p.shape}")
+        if b == 0:
+            np.multiply(p, a, out=out)
+            return
+        if b != 1:
+            np.multiply(y, b, out=out)
+        elif out is not y:
+            np.copyto(out, y)
+        if a != 1:
+            np.multiply(p, a, out=p)
+        np.add(out, p, out=out)
+
+
+class SubtensorKernel:
+    """``x[index] = y`` (``kind="set"``) or ``x[index] += y`` (``"inc"``) in place, for an
+    index of known integers and slices, in C: ``td_setsub_f64`` ... of every library's
+    preamble, a step of a segment (numpy's indexed assignment of a few values cost
+    0.3-0.5 us). ``c(x, y, code)`` with ``code`` the index as :func:`index_code` encodes
+    it; ``fail`` runs numpy's assignment (an index out of range, a y that does not
+    broadcast or shares memory with x, another layout) or raises numpy's error.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector()
+    >>> node = tt.inc_subtensor(x[1:3], tt.dscalar()).owner
+    >>> k = SubtensorKernel(node, "float64", "inc", (slice(1, 3),))  # no library: numpy
+    >>> a = np.zeros(4); k.c(a, np.array(2.0), index_code((slice(1, 3),))), a
+    (0, array([0., 2., 2., 0.]))
+    """
+
+    nin, nout = 3, 0
+
+    def __init__(self, node, dtype, kind, index, library=None):
+        self.node = node
+        self.library = library
+        self.kind = kind
+        self.index = tuple(index)
+        suffix = {"float64": "f64", "float32": "f32"}[dtype]
+        self.name = f"td_{kind}sub_{suffix}"
+        self.c = self._numpy_c
+        self.ready = False
+
+    def __repr__(self):
+        return f"<SubtensorKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
+
+    _bind = MatVecKernel._bind
+    _numpy_c = MatVecKernel._numpy_c
+
+    def fail(self, x, y, code):
+        """numpy's assignment (what the numpy step runs)."""
+        if self.kind == "set":
+            x[self.index] = y
+        else:
+            x[self.index] += y
+
+
+_NO_BOUND = np.iinfo(np.int64).min
+
+
+def index_code(index):
+    """The int64 array :class:`SubtensorKernel`'s C reads an index of integers and
+    slices from: ``0, i`` per integer, ``1, start, stop, step`` per slice (the int64
+    minimum for a bound left out).
+
+    >>> index_code((2, slice(None, 3))).tolist()[:2]
+    [0, 2]
+    """
+    out = []
+    for e in index:
+        if isinstance(e, slice):
+            out += [1] + [_NO_BOUND if b is None else int(b) for b in (e.start, e.stop, e.step)]
+        else:
+            out += [0, int(e)]
+    return np.array(out, dtype=np.int64)
+
+
 class KernelLibrary:
     """The kernels of one compiled function and their one shared library.
 
@@ -355,6 +494,22 @@ class KernelLibrary:
         if self.started:
             raise RuntimeError("KernelLibrary.add_sum: the library is already built")
         k = SumKernel(node, dtype, axes, self, kind)
+        self.kernels.append(k)
+        return k
+
+    def add_matvec(self, node, dtype, kind) -> MatVecKernel:
+        """A :class:`MatVecKernel` of ``node`` (its C is in the preamble)."""
+        if self.started:
+            raise RuntimeError("KernelLibrary.add_matvec: the library is already built")
+        k = MatVecKernel(node, dtype, kind, self)
+        self.kernels.append(k)
+        return k
+
+    def add_subtensor(self, node, dtype, kind, index) -> SubtensorKernel:
+        """A :class:`SubtensorKernel` of ``node`` (its C is in the preamble)."""
+        if self.started:
+            raise RuntimeError("KernelLibrary.add_subtensor: the library is already built")
+        k = SubtensorKernel(node, dtype, kind, index, self)
         self.kernels.append(k)
         return k
 
@@ -572,7 +727,10 @@ def _make_emitter(previous):
             return previous(node, ctx)
         # A Composite's numpy steps are only made if its fallback is ever needed.
         steps = None if _is_composite(node.op.scalar_op) else previous(node, ctx)
-        if steps is not None and not _wants_c(node, steps):
+        # Where the function has kernels already, a plain op joins them: inside a
+        # segment its kernel costs less than numpy's call (about 0.25 us).
+        joins = bool(lib.kernels) and segment.available() and not lib.started
+        if steps is not None and not _wants_c(node, steps) and not joins:
             return steps
         try:
             k = lib.add(node)
@@ -963,6 +1121,173 @@ def _reduce_by_perform(node, ctx):
         return [f"{outs[0]} = {fn}({names[0]})"]
 
     return mid, Step(node, node.outputs, (mid,), emit, kind="call")
+
+
+def _make_dot_emitter(previous):
+    """Dot of a float matrix and a vector (either order): a :class:`MatVecKernel` where it
+    writes a target, numpy's lines elsewhere."""
+
+    def dot_steps(node, ctx):
+        steps = previous(node, ctx)
+        lib = _library_of(ctx)
+        if steps is None or len(steps) != 1 or lib is None or lib.started:
+            return steps
+        x, y = node.inputs[:2]
+        od = node.outputs[0].type.dtype
+        if od not in ("float32", "float64") or not x.type.dtype == y.type.dtype == od:
+            return steps
+        kind = {(2, 1): "mv", (1, 2): "vm"}.get((x.type.ndim, y.type.ndim))
+        if kind is None:
+            return steps
+        (st,) = steps
+        k = lib.add_matvec(node, od, kind)
+        kname = ctx.glob(k, "MV")
+
+        def emit(names, outs, target):
+            if target is None:
+                return st.emit(names, outs, None)
+            lib.start()  # the plan is being generated: every kernel is known by now
+            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
+            return [*bind, KernelCall(kname, k, [*names, outs[0]])]
+
+        return [Step(node, node.outputs, st.inputs, emit, prefer_target=True, dtypes=(od,))]
+
+    return dot_steps
+
+
+def _make_gemv_emitter(previous):
+    """Gemv of float operands: ``beta * y + alpha * (A @ x)`` by one
+    :class:`MatVecKernel` step where it writes a target (or, in place, into ``y``);
+    numpy's lines elsewhere."""
+
+    def gemv_steps(node, ctx):
+        steps = previous(node, ctx)
+        lib = _library_of(ctx)
+        if steps is None or len(steps) != 2 or lib is None or lib.started:
+            return steps
+        z, a, A, x, b = node.inputs
+        od = node.outputs[0].type.dtype
+        if od not in ("float32", "float64") or ctx.is_const(z):
+            return steps
+        if any(v.type.dtype != od for v in node.inputs):
+            return steps
+        if (z.type.ndim, a.type.ndim, A.type.ndim, x.type.ndim, b.type.ndim) != (1, 0, 2, 1, 0):
+            return steps
+        # Known scalars as 0-d arrays of the output's dtype (the C reads them there).
+        consts = {
+            p: ctx.const(np.asarray(ctx.value_of(v), dtype=od), "k")
+            for p, v in enumerate(node.inputs)
+            if p in (1, 4) and ctx.is_const(v)
+        }
+        ins = [v for p, v in enumerate(node.inputs) if p not in consts]
+        k = lib.add_matvec(node, od, "gemv")
+        kname = ctx.glob(k, "GEMV")
+        destroy = bool(getattr(node.op, "destroy_map", None))
+        rest = steps
+
+        def args_of(names):
+            it = iter(names)
+            return [consts[p] if p in consts else next(it) for p in range(5)]
+
+        if destroy:
+
+            def emit_inplace(names, outs, target):
+                lib.start()
+                args = args_of(names)
+                return [f"{outs[0]} = {args[0]}", KernelCall(kname, k, [*args, args[0]])]
+
+            return [
+                Step(node, node.outputs, ins, emit_inplace, kind="view", views={0: 0}, dtypes=(od,))
+            ]
+        prod = rest[0]
+
+        def emit(names, outs, target):
+            if target is None:
+                # numpy's two steps, the product into a fresh array first
+                args = args_of(names)
+                tmp = f"{outs[0]}_p"
+                lines = prod.emit([args[2], args[3]], [tmp], None)
+                return lines + rest[1].emit(
+                    [args[0], tmp, *[args[p] for p in (1, 4) if p not in consts]], outs, None
+                )
+            lib.start()  # the plan is being generated: every kernel is known by now
+            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
+            return [*bind, KernelCall(kname, k, [*args_of(names), outs[0]])]
+
+        return [
+            Step(
+                node,
+                node.outputs,
+                ins,
+                emit,
+                inplace=[(0, 0)],
+                prefer_target=True,
+                dtypes=(od,),
+            )
+        ]
+
+    return gemv_steps
+
+
+def _make_inc_subtensor_emitter(previous):
+    """In-place set/inc_subtensor of a float array at known integers and slices: a
+    :class:`SubtensorKernel` step (numpy's lines until the library is built)."""
+
+    def inc_subtensor_steps(node, ctx):
+        steps = previous(node, ctx)
+        lib = _library_of(ctx)
+        op = node.op
+        if steps is None or len(steps) != 1 or lib is None or lib.started or not op.inplace:
+            return steps
+        x, y, *idx_inputs = node.inputs
+        od = x.type.dtype
+        if od not in ("float32", "float64") or y.type.dtype != od or ctx.is_const(x):
+            return steps
+        index = _const_index(node, ctx, idx_inputs)
+        if index is None or y.type.ndim > x.type.ndim:
+            return steps
+        index = index[:-1]  # without the Ellipsis: the axes after it are taken whole
+        k = lib.add_subtensor(node, od, "set" if op.set_instead_of_inc else "inc", index)
+        kname = ctx.glob(k, "SUB")
+        code = ctx.const(index_code(index), "idx")
+        yconst = ctx.const(np.asarray(ctx.value_of(y)), "k") if ctx.is_const(y) else None
+        ins = (x,) if yconst else (x, y)
+
+        def emit(names, outs, target):
+            lib.start()  # the plan is being generated: every kernel is known by now
+            yn = yconst or names[1]
+            return [f"{outs[0]} = {names[0]}", KernelCall(kname, k, [names[0], yn, code])]
+
+        return [Step(node, node.outputs, ins, emit, kind="view", views={0: 0})]
+
+    return inc_subtensor_steps
+
+
+_REGISTERED_MATVEC: dict = {}
+
+
+def register_matvec():
+    """Make the CPU engine run float Dot (matrix and vector) and Gemv nodes through
+    :class:`MatVecKernel` steps, in-place set/inc_subtensor at known indices through
+    :class:`SubtensorKernel` steps (idempotent)."""
+    if _REGISTERED_MATVEC:
+        return
+    for cls, make in (
+        (Dot, _make_dot_emitter),
+        (blas.Gemv, _make_gemv_emitter),
+        (IncSubtensor, _make_inc_subtensor_emitter),
+    ):
+        previous = IMPLS.get(cls)
+        if previous is not None:
+            _REGISTERED_MATVEC[cls] = previous
+            register_impl(cls)(make(previous))
+
+
+def unregister_matvec():
+    """Undo :func:`register_matvec`."""
+    for cls, previous in _REGISTERED_MATVEC.items():
+        register_impl(cls)(previous)
+    _REGISTERED_MATVEC.clear()
 
 
 _REGISTERED: list = []

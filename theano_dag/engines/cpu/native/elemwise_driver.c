@@ -85,9 +85,12 @@ static int td_blocks(int nin, int na, char **base, const int *es, const int *kin
                      const ptrdiff_t *shape, const ptrdiff_t *st, ptrdiff_t n, ptrdiff_t B,
                      ptrdiff_t b0, ptrdiff_t b1, td_fn fn)
 {
-    char *bufs = (char *)malloc((size_t)na * B * 8);
-    char **p = (char **)malloc(sizeof(char *) * na);
-    int failed = !bufs || !p;
+    /* A small loop's buffers on the stack: a malloc costs as much as its work. */
+    char local[8192];
+    const size_t need = (size_t)na * B * 8;
+    char *bufs = need <= sizeof local ? local : (char *)malloc(need);
+    char *p[na];
+    int failed = !bufs;
     if (!failed) {
         for (int k = 0; k < na; k++)
             if (kind[k] == 1) td_copy(bufs + k * B * 8, es[k], base[k], 0, B, es[k]);
@@ -109,8 +112,7 @@ static int td_blocks(int nin, int na, char **base, const int *es, const int *kin
                     td_walk(base[k], st + k * nd, shape, nd, i0, len, p[k], es[k], 1);
         }
     }
-    free(bufs);
-    free(p);
+    if (bufs != local) free(bufs);
     return failed;
 }
 
@@ -133,6 +135,8 @@ static int td_general(int nin, int na, char **base, const int *es, int nd,
     if (B > 2048) B = 2048;
     if (B < 16) B = 16;
     B &= ~(ptrdiff_t)15;
+    /* No longer than the loop: a broadcast operand fills its whole buffer each call. */
+    if (B > n) B = (n + 15) & ~(ptrdiff_t)15;
     const ptrdiff_t nblk = (n + B - 1) / B;
     int failed = 0;
 #ifdef _OPENMP
