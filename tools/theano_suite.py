@@ -97,6 +97,21 @@ if not hasattr(np, "cast"):
 
     np.cast = _Cast()
 
+if not hasattr(np, "MAXDIMS"):
+    # numpy 1's largest number of dimensions (32), which Theano's tests read and numpy 2
+    # removed (its limit is 64).
+    np.MAXDIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+try:
+    import scipy.linalg as _linalg
+
+    if not hasattr(_linalg, "kron"):
+        # scipy.linalg.kron, which Theano's tests compare with and scipy 1.13 removed:
+        # numpy's kron (the same product).
+        _linalg.kron = np.kron
+except ImportError:
+    pass
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a slow test (skipped, as Theano's conftest does)")
