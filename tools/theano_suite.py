@@ -46,9 +46,20 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from theano_names import LEFT_ASIDE, LEFT_OUT, SELECTIONS, left_aside, left_out, rewrite
-
 ROOT = Path(__file__).resolve().parent.parent
+# This checkout's table of module names (theano_dag.compat.theano_names), whichever
+# theano_dag the running Python has installed: the tests are rewritten with the table of
+# the theano_dag they run against.
+sys.path.insert(0, str(ROOT))
+
+from theano_names import (  # noqa: E402
+    LEFT_ASIDE,
+    LEFT_OUT,
+    SELECTIONS,
+    left_aside,
+    left_out,
+    rewrite,
+)
 
 CONFTEST = '''"""Written by tools/theano_suite.py: Theano's "slow" marker and the sampling."""
 
@@ -106,9 +117,14 @@ try:
     import scipy.linalg as _linalg
 
     if not hasattr(_linalg, "kron"):
-        # scipy.linalg.kron, which Theano's tests compare with and scipy 1.13 removed:
-        # numpy's kron (the same product).
-        _linalg.kron = np.kron
+        # scipy.linalg.kron, which Theano's tests compare with and newer scipy removed:
+        # its product (not numpy's kron beyond 2-D): the outer product, of shape
+        # a.shape + b.shape, joined twice along axis 1.
+        def _kron(a, b):
+            outer = np.multiply.outer(np.asarray(a), np.asarray(b))
+            return np.concatenate(np.concatenate(outer, axis=1), axis=1)
+
+        _linalg.kron = _kron
 except ImportError:
     pass
 
