@@ -23,6 +23,7 @@ from theano_dag import (
 )
 from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
+from theano_dag.compile.profiling import ProfileStats
 from theano_dag.compile.updates import OrderedUpdates
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
@@ -70,4 +71,5 @@ __all__ = [
     "OrderedUpdates",
     "clone",
     "sparse_grad",
+    "ProfileStats",
 ]

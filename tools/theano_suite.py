@@ -47,9 +47,20 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from theano_names import LEFT_ASIDE, LEFT_OUT, SELECTIONS, left_aside, left_out, rewrite
-
 ROOT = Path(__file__).resolve().parent.parent
+# This checkout's table of module names (theano_dag.compat.theano_names), whichever
+# theano_dag the running Python has installed: the tests are rewritten with the table of
+# the theano_dag they run against.
+sys.path.insert(0, str(ROOT))
+
+from theano_names import (  # noqa: E402
+    LEFT_ASIDE,
+    LEFT_OUT,
+    SELECTIONS,
+    left_aside,
+    left_out,
+    rewrite,
+)
 
 CONFTEST = '''"""Written by tools/theano_suite.py: Theano's "slow" marker and the sampling."""
 
@@ -97,6 +108,26 @@ if not hasattr(np, "cast"):
             return lambda x: np.asarray(x).astype(dtype)
 
     np.cast = _Cast()
+
+if not hasattr(np, "MAXDIMS"):
+    # numpy 1's largest number of dimensions (32), which Theano's tests read and numpy 2
+    # removed (its limit is 64).
+    np.MAXDIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+try:
+    import scipy.linalg as _linalg
+
+    if not hasattr(_linalg, "kron"):
+        # scipy.linalg.kron, which Theano's tests compare with and newer scipy removed:
+        # its product (not numpy's kron beyond 2-D): the outer product, of shape
+        # a.shape + b.shape, joined twice along axis 1.
+        def _kron(a, b):
+            outer = np.multiply.outer(np.asarray(a), np.asarray(b))
+            return np.concatenate(np.concatenate(outer, axis=1), axis=1)
+
+        _linalg.kron = _kron
+except ImportError:
+    pass
 
 
 def pytest_configure(config):

@@ -196,3 +196,212 @@ def test_gpuarray_dnn_checks_say_no_cudnn():
     assert dnn.dnn_present() is False and dnn.dnn_available("dev0") is False
     assert dnn.dnn_present.msg == dnn.dnn_available.msg == "PyGPU not available"
     assert dnn.dnn_present.avail is False
+
+
+# -- names Theano's own tensor, compile and gradient tests use (make theano-suite) --------
+
+
+def _diag_reference(x, offset, axis1, axis2):
+    """numpy's diagonals of the rows of ``x`` (each ``np.diag(row, offset)``), the two new
+    axes moved to ``axis1`` and ``axis2`` (in increasing order)."""
+    rows = x.reshape(-1, x.shape[-1])
+    stacked = np.stack([np.diag(r, offset) for r in rows])
+    stacked = stacked.reshape(x.shape[:-1] + stacked.shape[-2:])
+    a1, a2 = sorted((axis1, axis2))
+    return np.moveaxis(stacked, (-2, -1), (a1, a2))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "offset, axis1, axis2", [(0, 0, 1), (1, 0, 2), (-2, 2, 0), (0, 1, 2), (2, -1, 0)]
+)
+def test_alloc_diag_axes_against_numpy(engine, dtype, offset, axis1, axis2):
+    from theano_dag.tensor.extra_ops import AllocDiag
+
+    x = tt.matrix("x", dtype=dtype)
+    xv = (np.arange(6, dtype=dtype) + 1).reshape(2, 3)
+    out = AllocDiag(offset, axis1, axis2)(x)
+    f = function([x], [out, out.shape], mode=_mode(engine))
+    got, shape = f(xv)
+    want = _diag_reference(xv, offset, axis1 % 3, axis2 % 3)
+    assert got.dtype == dtype and got.shape == want.shape == tuple(shape)
+    np.testing.assert_array_equal(got, want)
+    a1, a2 = sorted((axis1 % 3, axis2 % 3))
+    np.testing.assert_array_equal(np.diagonal(got, offset, a1, a2), xv)
+
+
+def test_alloc_diag_axes_shape_and_gradient():
+    from theano_dag.tensor.extra_ops import AllocDiag
+
+    x = tt.TensorType("float64", shape=(2, 3))("x")
+    op = AllocDiag(-1, 2, 0)
+    assert op(x).type.shape == (4, 2, 4)
+    # The shape graph needs no AllocDiag (infer_shape), and gives numpy's shape.
+    f = function([x], op(x).shape)
+    assert not any(isinstance(n.op, AllocDiag) for n in f.maker.fgraph.apply_nodes)
+    assert tuple(f(np.ones((2, 3)))) == (4, 2, 4)
+    rng = np.random.default_rng(3)
+    verify_grad(lambda v: (AllocDiag(1, 0, 2)(v) ** 2).sum(), [rng.normal(size=(2, 3))], rng=rng)
+
+
+def test_gemm_error_texts_are_class_attributes():
+    from theano_dag.tensor.blas import Gemm
+
+    assert Gemm.E_rank == "gemm only works for rank 2"
+    assert Gemm.E_z_uniq == "argument z aliased to x or y"
+
+
+def test_tensor_basic_dot_op_checks_ranks_and_computes_numpy_dot():
+    from theano_dag.tensor import basic
+
+    v, m = tt.dvector("v"), tt.dmatrix("m")
+    with pytest.raises(TypeError):
+        basic._dot(tt.dscalar("s"), v)
+    with pytest.raises(TypeError):
+        basic._dot(v, tt.dtensor3("t"))
+    vv, mv = np.array([1.0, 2.0]), np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(basic._dot(v, m).eval({v: vv, m: mv}), np.dot(vv, mv))
+
+
+def test_tensor_namespace_holds_reduction_classes_and_slicetype():
+    from theano_dag.tensor.type_other import make_slice
+
+    x = tt.dmatrix("x")
+    assert isinstance(x.sum().owner.op, tt.Sum)
+    assert isinstance(tt.max(x).owner.op, tt.Max)
+    assert isinstance(tt.min(x).owner.op, tt.Min)
+    assert make_slice(tt.iscalar("i"), None, None).type == tt.slicetype
+    assert isinstance(tt.slicetype, tt.SliceType)
+
+
+def test_scalar_basic_finds_math_op_classes_by_theanos_names():
+    assert ts.basic.Expm1 is type(ts.math.expm1)
+    x = tt.dvector("x")
+    assert isinstance(tt.inv(x).owner.op.scalar_op, ts.basic.Inv)
+    assert float(tt.inv(x).eval({x: np.array([4.0])})[0]) == 0.25
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchOp'"):
+        ts.basic.NoSuchOp  # noqa: B018
+    assert basic_scipy.imported_scipy_special is True  # scipy is installed (importorskip)
+
+
+def test_transpose_inplace_is_a_view_with_the_axes_reversed():
+    from theano_dag.tensor.inplace import transpose_inplace
+
+    t = tt.dtensor3("t")
+    out = transpose_inplace(t)
+    assert out.owner.op.view_map == {0: [0]}
+    tv = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(out.eval({t: tv}), tv.T)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_divmod_of_variables_is_pythons(dtype):
+    a, b = tt.scalar("a", dtype=dtype), tt.scalar("b", dtype=dtype)
+    f = function([a, b], list(divmod(a, b)))
+    for pair in [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3)]:
+        got = [v.item() for v in f(*pair)]
+        assert got == list(divmod(*pair)), pair
+    assert [float(v.eval({b: -2})) for v in divmod(3, b)] == [-2.0, -1.0]
+
+
+def test_profile_stats_takes_theanos_arguments(capsys):
+    from theano_dag.compile.profiling import _AT_EXIT, print_profiles
+
+    p = theano_dag.ProfileStats(False, gpu_checks=False)
+    assert p.atexit_print is False and p.name is None and p.gpu_checks is False
+    assert theano_dag.compile.ProfileStats is theano_dag.ProfileStats
+    x = tt.dvector("x")
+    f = function([x], (x * 2).sum(), profile=p)
+    f(np.ones(3))
+    f(np.ones(3))
+    # The given object collects the calls; atexit_print=False keeps it out of the exit report.
+    assert f.profile is p and p.calls == 2
+    assert not any(q is p for q in _AT_EXIT)
+    print_profiles(force=True)
+    assert "calls: 2," not in capsys.readouterr().err
+    named = theano_dag.ProfileStats(message="my function")
+    assert named.name == "my function" and named.atexit_print is True
+    assert str(named).startswith("Function profile: my function")
+
+
+def test_config_profile_memory_is_accepted():
+    assert config.profile_memory is False
+    with config.change_flags(profile_memory=True):
+        assert config.profile_memory is True
+    assert config.profile_memory is False
+
+
+def test_tensor_type_filter_checks_isfinite(monkeypatch):
+    from theano_dag.tensor.type import TensorType
+
+    assert TensorType.filter_checks_isfinite is False
+    x = tt.dvector("x")
+    np.testing.assert_array_equal(function([x], x * 2)(np.array([1.0, np.nan])), [2.0, np.nan])
+    monkeypatch.setattr(TensorType, "filter_checks_isfinite", True)
+    for engine in ("py", "cpu"):
+        f = function([x], x * 2, mode=_mode(engine))
+        # Good values pass (twice: a second call of one signature too), bad ones never.
+        for _ in range(2):
+            np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [2.0, 4.0])
+            for bad in (np.array([1.0, np.nan]), [np.inf, 1.0]):
+                with pytest.raises(ValueError, match="non-finite elements not allowed"):
+                    f(bad)
+    with pytest.raises(ValueError, match="non-finite elements not allowed"):
+        shared(np.array([-np.inf]))
+
+
+def test_tensor_type_value_zeros():
+    from theano_dag.tensor.type import TensorType
+
+    z = TensorType("float32", shape=(None, None)).value_zeros((2, 3))
+    assert z.dtype == np.float32 and z.shape == (2, 3) and not z.any()
+
+
+def test_function_outputs_and_check_for_aliased_inputs():
+    x = tt.dvector("x")
+    s1, s2 = shared(np.zeros(2)), shared(np.zeros(2))
+    y = x + 1
+    f = function([x], [y, s1 * 2], updates=[(s2, s2 + 3)])
+    assert [o.variable for o in f.outputs][0] is y
+    # Theano's rule: explicit inputs declared borrowed or mutable; shared ones never.
+    assert not f._check_for_aliased_inputs
+    assert not function([], [s1 + 1], updates=[(s2, s2 + 3)])._check_for_aliased_inputs
+    for spec in (
+        theano_dag.In(x, borrow=True),
+        theano_dag.In(x, mutable=True),
+        theano_dag.In(x, borrow=True, mutable=True),
+    ):
+        g = function([spec], x + 1, updates=[(s2, s2 + 3)])
+        assert g._check_for_aliased_inputs
+        np.testing.assert_array_equal(g(np.ones(2)), [2.0, 2.0])
+
+
+def test_mode_optimizer_query_is_readable_and_tunable_in_place():
+    x = tt.dvector("x")
+    base = Mode(linker="py", optimizer="fast_run").excluding("fusion")
+    assert base._optimizer.include == Mode(linker="py")._query().include
+    # position_cutoff changes the query in place: specialize (x**2 -> sqr, at 2) is cut.
+    full = function([x], x**2, mode=base)
+    cut = base.excluding()
+    cut._optimizer.position_cutoff = 1.50001
+    stable = function([x], x**2, mode=cut)
+    assert [n.op.scalar_op.name for n in full.maker.fgraph.apply_nodes] == ["sqr"]
+    assert [n.op.scalar_op.name for n in stable.maker.fgraph.apply_nodes] == ["pow"]
+    np.testing.assert_array_equal(stable(np.array([3.0])), full(np.array([3.0])))
+    with pytest.raises(AttributeError, match="immutable"):
+        base._optimizer = None
+    assert theano_dag.compile.ops.DeepCopyOp is theano_dag.compile.DeepCopyOp
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_scalar_astype_casts(dtype):
+    from theano_dag.engines.basic import PerformLinker
+    from theano_dag.graph.fg import FunctionGraph
+
+    x = ts.float64("x")
+    y = x.astype(dtype)
+    assert y.dtype == dtype
+    fn = PerformLinker().accept(FunctionGraph([x], [y])).make_function()
+    assert fn(2.75) == np.asarray(2.75).astype(dtype)
+    assert ts.constant(3).astype(dtype).dtype == dtype

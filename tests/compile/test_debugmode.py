@@ -187,3 +187,48 @@ def test_debugmode_accepts_declared_views_and_unchecked_infinities():
     np.testing.assert_allclose(f(np.ones(3), np.arange(3.0)), [2.0, 4.0])
     g = theano_dag.function([x], tt.log(x), mode=DebugMode(check_isfinite=False))
     assert np.isneginf(g(np.zeros(1))[0])
+
+
+def test_stability_patience_finds_a_rewrite_that_changes_its_mind():
+    from theano_dag.compile.debugmode import StochasticOrder
+    from theano_dag.graph.rewriting.db import EquilibriumDB
+
+    flips = [False]
+
+    @local_optimizer([tt.add])
+    def local_sometimes_neg(fgraph, node):
+        # A rewrite whose result depends on how often it ran before, not on the graph.
+        if node.op == tt.add:
+            flips[0] = not flips[0]
+            if flips[0]:
+                return [tt.sub(*node.inputs)]
+        return False
+
+    db = EquilibriumDB()
+    db.register("local_sometimes_neg", local_sometimes_neg, "all")
+    a, b = tt.dvector("a"), tt.dvector("b")
+    with pytest.raises(StochasticOrder, match="optimizing the same graph again gave another"):
+        theano_dag.function(
+            [a, b], a + b, mode=DebugMode(optimizer=db.query("+all"), stability_patience=3)
+        )
+    # A rewrite that depends on the graph only passes the check, and the function runs.
+    f = theano_dag.function([a, b], a + b, mode=DebugMode(stability_patience=3, check_c_code=True))
+    np.testing.assert_array_equal(f([1.0, 2.0], [3.0, 4.0]), [4.0, 6.0])
+
+
+def test_debug_mode_instance_and_its_live_check_isfinite():
+    from theano_dag.compile.mode import predefined_modes
+
+    mode = predefined_modes["DEBUG_MODE"]
+    assert isinstance(mode, DebugMode) and get_mode("DEBUG_MODE") is mode
+    x = tt.dvector("x")
+    f = theano_dag.function([x], (x + 2) * 5, mode="DEBUG_MODE")
+    with pytest.raises(InvalidValueError, match="holds a NaN or an infinity"):
+        f(np.array([1.0, np.inf]))
+    try:
+        mode.check_isfinite = False  # read at each call of the functions made with it
+        np.testing.assert_array_equal(f(np.array([1.0, np.inf])), [15.0, np.inf])
+    finally:
+        mode.check_isfinite = True
+    with pytest.raises(InvalidValueError):
+        f(np.array([np.nan, 1.0]))

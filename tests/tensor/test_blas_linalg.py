@@ -14,6 +14,7 @@ from theano_dag.compile.mode import Mode
 from theano_dag.gradient import grad
 from theano_dag.gradient import verify_grad as _verify_grad
 from theano_dag.graph.basic import ancestors
+from theano_dag.graph.utils import InconsistencyError
 from theano_dag.tensor.blas import (
     Dot22,
     Gemm,
@@ -389,7 +390,7 @@ def test_blas_names_and_str():
     [
         (
             lambda: gemm_no_inplace(tt.dvector(), 1.0, tt.dmatrix(), tt.dmatrix(), 1.0),
-            r"Gemm\{no_inplace\}: argument z must be a matrix",
+            r"Gemm\{no_inplace\}: gemm only works for rank 2: argument z must be a matrix",
         ),
         (
             lambda: gemm_no_inplace(tt.dmatrix(), 1.0, tt.fmatrix(), tt.dmatrix(), 1.0),
@@ -431,9 +432,23 @@ def test_blas_shape_errors():
 
 
 def test_gemm_inplace_refuses_aliased_z():
+    # Theano's error and text (Gemm.E_z_uniq), which Theano's code matches.
     x = tt.dmatrix("x")
-    with pytest.raises(ValueError, match="aliased"):
+    with pytest.raises(InconsistencyError, match="^argument z aliased to x or y: Gemm"):
         gemm_inplace(x, 1.0, x, x, 1.0)
+    with pytest.raises(InconsistencyError, match=Gemm.E_z_uniq):
+        gemm_inplace(x, 1.0, tt.dmatrix("y"), x.T, 1.0)
+
+
+def test_gemm_errors_start_with_theanos_texts():
+    # Gemm.E_rank/E_mixed/E_float begin the messages (Theano's tests match them).
+    m = tt.dmatrix("m")
+    with pytest.raises(TypeError, match="^Gemm\\{no_inplace\\}: gemm only works for rank 2: arg"):
+        gemm_no_inplace(tt.dvector("v"), 1.0, m, m, 1.0)
+    with pytest.raises(TypeError, match=Gemm.E_mixed + ": argument y must have dtype float64"):
+        gemm_no_inplace(m, 1.0, m, tt.fmatrix("f"), 1.0)
+    with pytest.raises(TypeError, match=Gemm.E_float + ": argument z must be floating point"):
+        gemm_no_inplace(tt.lmatrix("i"), 1.0, m, m, 1.0)
 
 
 def test_gemm_inplace_in_a_function_overwrites_its_accumulator():

@@ -256,8 +256,12 @@ def test_diag_static_shapes():
 def test_diag_errors():
     with pytest.raises(ValueError, match="diag: the input must have 1 or more dimensions"):
         tt.diag(tt.dscalar("s"))
-    with pytest.raises(TypeError, match="AllocDiag.*must be a vector"):
-        AllocDiag()(tt.dmatrix("m"))
+    with pytest.raises(TypeError, match="AllocDiag.*1 or more dimensions"):
+        AllocDiag()(tt.dscalar("s"))
+    with pytest.raises(ValueError, match="AllocDiag.*axis1 and axis2 must differ"):
+        AllocDiag(0, 1, -2)(tt.dmatrix("m"))
+    with pytest.raises(ValueError, match="AllocDiag.*axis 3 is out of range"):
+        AllocDiag(0, 0, 3)(tt.dmatrix("m"))
     with pytest.raises(TypeError, match="ExtractDiag.*2 or more dimensions"):
         ExtractDiag()(tt.dvector("v"))
     with pytest.raises(ValueError, match="axis1 and axis2 must differ"):

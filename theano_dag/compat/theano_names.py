@@ -34,6 +34,7 @@ MODULES = {
     "theano.link.c.exceptions": "theano_dag.engines.theano_linkers",
     "theano.link.vm": "theano_dag.engines.theano_linkers",
     "theano.tensor.opt": "theano_dag.opt.tensor_opt",
+    "theano.tensor.opt_uncanonicalize": "theano_dag.opt.rewrites.uncanonicalize",
     "theano.tensor.blas": "theano_dag.opt.tensor_blas",
     "theano.tensor.var": "theano_dag.tensor.variable",
     "theano.tensor.type_other": "theano_dag.tensor.type_other",

@@ -1,5 +1,6 @@
 """Compiling graphs into callables: ``function``, ``In``/``Out``, shared variables, ``Mode``."""
 
+from theano_dag.compile import ops  # noqa: F401 (Theano's theano.compile.ops, an attribute)
 from theano_dag.compile.builders import OpFromGraph
 from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function import function, pfunc, rebuild_collect_shared
@@ -24,6 +25,7 @@ from theano_dag.compile.mode import (
 )
 from theano_dag.compile.monitormode import MonitorMode
 from theano_dag.compile.nanguardmode import NanGuardMode
+from theano_dag.compile.profiling import ProfileStats
 from theano_dag.compile.sharedvalue import SharedVariable, shared, shared_constructor
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp, deep_copy_op, view_op
 from theano_dag.opt.optdb import optdb  # Theano's theano.compile.optdb: the global one
@@ -62,4 +64,5 @@ __all__ = [
     "shared",
     "shared_constructor",
     "optdb",
+    "ProfileStats",
 ]

@@ -53,6 +53,7 @@ __all__ = [
     "DebugOptimizer",
     "RewriteChecker",
     "BadEngineOutput",
+    "StochasticOrder",
     "sample_value",
     "str_diagnostic",
 ]
@@ -123,6 +124,12 @@ class DebugModeError(Exception):
 
 class BadEngineOutput(DebugModeError):
     """An engine computed an output different from the reference engine's."""
+
+
+class StochasticOrder(DebugModeError):
+    """Optimizing the same graph again gave another graph (``DebugMode(stability_patience=
+    n)`` optimizes it ``n`` times): a rewrite depends on something other than the graph,
+    such as the order of a set or the memory addresses of objects."""
 
 
 class BadDestroyMap(DebugModeError):
@@ -450,6 +457,8 @@ class DebugOptimizer:
         self.checker = None
 
     def optimize(self, fgraph, *args, **kwargs):
+        if self.inner is not None and self.mode.stability_patience > 1:
+            self._check_stability(fgraph)
         checker = RewriteChecker(
             self.mode.check_integrity,
             self.mode.check_values,
@@ -474,20 +483,62 @@ class DebugOptimizer:
             checker.report(stream)
         return prof
 
+    def _check_stability(self, fgraph):
+        """Optimize ``stability_patience`` copies of ``fgraph``; raise StochasticOrder when
+        one comes out different from the first."""
+        first = None
+        for k in range(self.mode.stability_patience):
+            copy_k = fgraph.clone(check_integrity=False)
+            self.inner.optimize(copy_k)
+            listing = _graph_listing(copy_k)
+            if first is None:
+                first = listing
+            elif listing != first:
+                lines = [f"  1st: {a}\n  {k + 1}th: {b}" for a, b in zip(first, listing) if a != b]
+                raise StochasticOrder(
+                    f"DebugMode: optimizing the same graph again gave another graph (try 1 "
+                    f"and try {k + 1} of {self.mode.stability_patience}):\n"
+                    + "\n".join(lines[:3] or [f"  {len(first)} nodes, then {len(listing)}"])
+                )
+
     def __str__(self):
         return f"DebugOptimizer({self.inner})"
 
 
-class _CheckedLinker:
-    """Links with ``inner`` and with the reference engine; each call compares outputs."""
+def _graph_listing(fgraph) -> list:
+    """``fgraph``'s nodes in order, each as its op and where its inputs come from (an
+    input's position, a node's output by the node's rank, a constant's value): equal for
+    graphs of the same structure."""
+    where = {v: f"in{k}" for k, v in enumerate(fgraph.inputs)}
+    listing = []
+    for rank, node in enumerate(fgraph.toposort()):
+        args = [
+            where.get(v) or (repr(v.data) if isinstance(v, Constant) else "?") for v in node.inputs
+        ]
+        listing.append(f"{node.op}({', '.join(args)})")
+        for j, out in enumerate(node.outputs):
+            where[out] = f"n{rank}.{j}"
+    listing.append(f"outputs {[where.get(o, '?') for o in fgraph.outputs]}")
+    return listing
 
-    def __init__(self, inner, check_isfinite=True):
+
+class _CheckedLinker:
+    """Links with ``inner`` and with the reference engine; each call compares outputs.
+
+    ``mode``'s ``check_isfinite`` is read at each call: Theano's code switches it on a
+    mode whose functions exist (``predefined_modes["DEBUG_MODE"].check_isfinite``)."""
+
+    def __init__(self, inner, mode):
         self.inner = inner
-        self.check_isfinite = check_isfinite
+        self.mode = mode
+
+    @property
+    def check_isfinite(self):
+        return self.mode.check_isfinite
 
     def accept(self, fgraph, no_recycling=None, profile=None):
         inner = self.inner.accept(fgraph, no_recycling=no_recycling, profile=profile)
-        new = _CheckedLinker(inner, self.check_isfinite)
+        new = _CheckedLinker(inner, self.mode)
         new.fgraph = fgraph
         return new
 
@@ -521,7 +572,10 @@ class DebugMode(Mode):
     checks; ``sample_inputs`` gives input value lists to evaluate rewrites on (default:
     random ones); ``check_isfinite=False`` lets the nodes make NaNs and infinities;
     ``profile=True`` prints per-rewrite time and change counts to
-    ``stream`` after optimization.
+    ``stream`` after optimization; ``stability_patience=n`` optimizes each graph ``n``
+    times and raises ``StochasticOrder`` when the results differ (Theano's check, here
+    off unless asked for); ``check_c_code`` is accepted for Theano's code (no op's own
+    C code runs here, so there is no C code to compare with ``perform``).
     """
 
     def __init__(
@@ -536,8 +590,17 @@ class DebugMode(Mode):
         stream=None,
         seed=0,
         check_isfinite=True,
+        stability_patience=None,
+        check_c_code=None,
     ):
         super().__init__(linker=linker, optimizer=optimizer)
+        # Theano's: optimize each graph this many times, and raise StochasticOrder when
+        # the results differ (None: once, no check; Theano's default is 10).
+        self.stability_patience = 1 if stability_patience is None else int(stability_patience)
+        # Theano's switch of its comparison of each op's C code with its Python code: the
+        # engines here run no op's own C code (they make their kernels), so nothing to
+        # compare; accepted for Theano's code.
+        self.check_c_code = check_c_code
         self.check_integrity = check_integrity
         self.check_values = check_values
         self.check_engine = check_engine
@@ -564,8 +627,11 @@ class DebugMode(Mode):
         lk = Mode.linker.fget(self)
         if not self.check_engine or type(lk) is PerformLinker:  # the reference itself
             return lk
-        return _CheckedLinker(lk, self.check_isfinite)
+        return _CheckedLinker(lk, self)
 
 
-# ``function(..., mode="DebugMode")`` (and Theano's "DEBUG_MODE") make one when first used.
+# ``function(..., mode="DebugMode")`` makes one when first used; Theano's "DEBUG_MODE" is
+# an instance from the start, as Theano's code reads and sets its fields
+# (``predefined_modes["DEBUG_MODE"].check_isfinite = False``).
 register_mode("DebugMode", DebugMode)
+register_mode("DEBUG_MODE", DebugMode())

@@ -353,6 +353,38 @@ class Function(CallBase):
         return [(s.required, s.refeed, s.default) for s in self.spec.inputs]
 
     @property
+    def outputs(self) -> list:
+        """The output specs (``SymbolicOutput``: ``.variable``, ``.borrow``) the function
+        was made with, as Theano's ``Function.outputs``.
+
+        >>> import theano_dag, theano_dag.tensor as tt
+        >>> x = tt.dvector("x")
+        >>> y = x + 1
+        >>> theano_dag.function([x], y).outputs[0].variable is y
+        True
+        """
+        return self.maker.outputs
+
+    @property
+    def _check_for_aliased_inputs(self) -> bool:
+        """Theano's flag: whether an explicit input is declared ``In(borrow=True)`` or
+        ``In(mutable=True)``, the inputs whose arguments a call may find sharing memory
+        with another's (shared variables never are). A call copies such an argument when
+        an input is mutable, as an op may then overwrite it.
+
+        >>> import theano_dag, theano_dag.tensor as tt
+        >>> x = tt.dvector("x")
+        >>> theano_dag.function([x], x + 1)._check_for_aliased_inputs
+        False
+        >>> theano_dag.function([theano_dag.In(x, mutable=True)], x + 1)._check_for_aliased_inputs
+        True
+        """
+        return any(
+            not spec.implicit and (getattr(spec, "borrow", False) or spec.mutable)
+            for spec in self.maker.inputs
+        )
+
+    @property
     def trust_input(self) -> bool:
         """When True, a call hands its arguments to the engine unchecked (all of them
         must be given, by position, as valid values of their types)."""

@@ -275,6 +275,19 @@ class Mode(metaclass=_FrozenAfterInit):
             opt = _optdb().query(opt)
         return opt
 
+    @property
+    def _optimizer(self):
+        """Theano's attribute: the optimizer as the mode holds it (a query object, which
+        ``mode._optimizer.position_cutoff = ...`` changes in place for this mode and its
+        clones, or an optimizer, or None). Read-only: a Mode does not change; its
+        ``including``/``excluding``/``clone`` give another optimizer.
+
+        >>> m = Mode(linker="py", optimizer="fast_run").excluding("fusion")
+        >>> sorted(m._optimizer.include), m._optimizer.position_cutoff
+        (['fast_run'], inf)
+        """
+        return self._query()
+
     def _query(self):
         opt = self.provided_optimizer
         if isinstance(opt, str):

@@ -25,8 +25,9 @@ _AT_EXIT: list = []
 
 def print_at_exit(profile):
     """Print ``profile``'s summary when the interpreter exits, if ``config.profile`` is
-    set then and the function was called (Theano's rule)."""
-    if not any(p is profile for p in _AT_EXIT):
+    set then and the function was called (Theano's rule); not one made with
+    ``ProfileStats(atexit_print=False)``."""
+    if getattr(profile, "atexit_print", True) and not any(p is profile for p in _AT_EXIT):
         _AT_EXIT.append(profile)
 
 

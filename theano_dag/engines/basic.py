@@ -444,7 +444,7 @@ class PerformLinker(LocalLinker):
             profile = (
                 self.profile
                 if isinstance(self.profile, ProfileStats)
-                else ProfileStats(getattr(fgraph, "name", None), engine="reference engine")
+                else ProfileStats(name=getattr(fgraph, "name", None), engine="reference engine")
             )
         fn = streamline(
             fgraph,

@@ -46,8 +46,24 @@ class ProfileStats:
 
     engine = "engine"
 
-    def __init__(self, name=None, engine=None):
-        self.name = name
+    def __init__(
+        self,
+        atexit_print=True,
+        flag_time_thunks=None,
+        gpu_checks=True,
+        *,
+        name=None,
+        engine=None,
+        **kwargs,
+    ):
+        # Theano's signature: ``atexit_print`` (print the summary at exit when
+        # config.profile is set), ``flag_time_thunks`` and ``gpu_checks`` (its GPU
+        # back-end's timing; every engine here times its nodes, so both are kept and
+        # unused), ``message`` (the name shown), other keywords set as attributes.
+        self.atexit_print = bool(atexit_print)
+        self.flag_time_thunks = flag_time_thunks
+        self.gpu_checks = gpu_checks
+        self.name = name if name is not None else kwargs.pop("message", None)
         if engine is not None:
             self.engine = engine
         self.nodes: list = []
@@ -66,6 +82,8 @@ class ProfileStats:
         self.own_bytes = 0
         self.nodes_run_last = None
         self.nodes_run_total = 0
+        for key, value in kwargs.items():
+            setattr(self, key, value)
 
     # Theano's names of the counters (ProfileStats.fct_callcount...), which its clients
     # read (PyMC3's Model.profile).

@@ -16,6 +16,8 @@ position  name                     what                                      tag
 1.7       blas                     dot plus accumulation -> Gemm/Gemv/Ger    fast_run
 2         specialize               x**2 -> sqr, Adagrad fusion               fast_run
 2.5       fma                      a*b + c -> fma                            fast_run
+3         uncanonicalize           DimShuffles folded into Alloc, Reshape,   fast_run
+                                   Subtensor
 48        elemwise_fusion          elementwise trees -> Elemwise{Composite}  fast_run fusion
 48.5      fused_reduce             reduce(elemwise) -> FusedReduce           fast_run fusion
 49        merge2                   merge again                               fast_run merge
@@ -43,8 +45,9 @@ CPU engine, ``opencl`` for the OpenCL engine), so only that engine's Modes run t
 >>> [o.name for o in optdb.query(Query(include=["opencl"]))]
 ['opencl_device_placement']
 
-``register_canonicalize``, ``register_stabilize``, ``register_specialize`` and
-``register_useless`` add a local rewrite to the global optdb (or to ``db=`` another one).
+``register_canonicalize``, ``register_stabilize``, ``register_specialize``,
+``register_uncanonicalize`` and ``register_useless`` add a local rewrite to the global
+optdb (or to ``db=`` another one).
 
 Note: ``theano_dag.opt.optdb`` is the *database* (as ``theano.compile.optdb``); import
 this module's functions with ``from theano_dag.opt.optdb import build_optdb``.
@@ -82,6 +85,7 @@ __all__ = [
     "register_canonicalize",
     "register_stabilize",
     "register_specialize",
+    "register_uncanonicalize",
     "register_useless",
     "OPT_FAST_RUN",
     "OPT_FAST_COMPILE",
@@ -145,6 +149,7 @@ PIPELINE = (
     (1.7, "blas", _equilibrium, ("fast_run",)),
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
+    (3, "uncanonicalize", _equilibrium, ("fast_run",)),
     # Theano's name of the fusion pass, as a tag: Theano code excludes it by that name.
     (48, "elemwise_fusion", FusionOptimizer, ("fast_run", "fusion", "local_elemwise_fusion")),
     (48.5, "fused_reduce", _topo, ("fast_run", "fusion")),
@@ -255,6 +260,11 @@ def register_stabilize(lopt=None, *tags, **kwargs):
 def register_specialize(lopt=None, *tags, **kwargs):
     """Add ``lopt`` to specialize (see ``register_canonicalize``)."""
     return _register("specialize", lopt, tags, kwargs)
+
+
+def register_uncanonicalize(lopt=None, *tags, **kwargs):
+    """Add ``lopt`` to uncanonicalize, after specialize (see ``register_canonicalize``)."""
+    return _register("uncanonicalize", lopt, tags, kwargs)
 
 
 def register_useless(lopt=None, *tags, **kwargs):

@@ -20,6 +20,7 @@ from theano_dag.opt.optdb import (  # noqa: F401 (Theano's tensor.opt registers 
     register_canonicalize,
     register_specialize,
     register_stabilize,
+    register_uncanonicalize,
     register_useless,
 )
 from theano_dag.opt.rewrites.algebra import *  # noqa: F403
@@ -36,5 +37,6 @@ from theano_dag.opt.rewrites.softmax import *  # noqa: F403
 from theano_dag.opt.rewrites.specialize import *  # noqa: F403
 from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
 from theano_dag.opt.rewrites.subtensor import *  # noqa: F403
+from theano_dag.opt.rewrites.uncanonicalize import *  # noqa: F403
 from theano_dag.opt.rewrites.useless import *  # noqa: F403
 from theano_dag.tensor.opt import *  # noqa: F403

@@ -375,6 +375,15 @@ class _scalar_py_operators:  # noqa: N801
     def __neg__(self):
         return _scalar.neg(self)
 
+    def astype(self, dtype):
+        """This scalar cast to ``dtype`` (Theano's method).
+
+        >>> import theano_dag.scalar as ts
+        >>> ts.constant(3).astype("float32").dtype
+        'float32'
+        """
+        return _scalar.cast(self, dtype)
+
     @property
     def dtype(self):
         return self.type.dtype
@@ -839,10 +848,17 @@ def __getattr__(name):
     """Theano's ``scalar.basic`` held every scalar op; theano_dag keeps them by family
     (``arith``, ``math``, ``composite``), so a name not defined here is the package's.
 
+    The op classes of ``math`` (``Exp``, ``Expm1``, ``Inv``...) are found there too.
+
     >>> import theano_dag.scalar as ts
     >>> ts.basic.Composite is ts.Composite
+    True
+    >>> ts.basic.Expm1 is type(ts.math.expm1)
     True
     """
     if name in getattr(_scalar, "__all__", ()):
         return getattr(_scalar, name)
+    found = getattr(_scalar.math, name, None)
+    if isinstance(found, type) and issubclass(found, ScalarOp):
+        return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,8 @@ gamma functions ``gammainc(k, x)`` (lower, ``P``) and ``gammaincc(k, x)`` (upper
 
 from __future__ import annotations
 
+import importlib.util
+
 from theano_dag.graph.null_type import grad_not_implemented
 from theano_dag.scalar.basic import (
     BinaryScalarOp,
@@ -52,6 +54,10 @@ from theano_dag.scalar.math import (
     psi,
     tri_gamma,
 )
+
+# Theano's flag: whether scipy.special is there (these ops compute with it). Found without
+# importing scipy, which loads at the first call of one of them.
+imported_scipy_special = importlib.util.find_spec("scipy") is not None
 
 __all__ = [
     "Chi2SF",

@@ -211,6 +211,8 @@ sqr = _unary(
 reciprocal = _unary(
     "reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)", lambda x, out: -(out * out), "1 / x"
 )
+# Theano 1.1.2's name of reciprocal's class (its op was ``inv``).
+Inv = type(reciprocal)
 sin = _unary("sin", np.sin, "sin(%(x)s)", lambda x, out: _of(x).cos(x), "sine")
 cos = _unary("cos", np.cos, "cos(%(x)s)", lambda x, out: -_of(x).sin(x), "cosine")
 tan = _unary("tan", np.tan, "tan(%(x)s)", lambda x, out: 1 + out * out, "tangent")

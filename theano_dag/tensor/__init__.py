@@ -46,6 +46,9 @@ from theano_dag.tensor.elemwise import (  # noqa: F401
     Composite,
     DimShuffle,
     Elemwise,
+    Max,
+    Min,
+    Sum,
 )
 
 # After basic (sorted order): extra_ops.squeeze, which takes axis=, replaces basic.squeeze.
@@ -81,7 +84,7 @@ from theano_dag.tensor.subtensor import (  # noqa: F401
 from theano_dag.tensor.type import *  # noqa: F403
 from theano_dag.tensor.type import TensorType as Tensor  # noqa: E402, F401 (Theano's alias)
 from theano_dag.tensor.type import __all__ as _type_all
-from theano_dag.tensor.type_other import NoneConst  # noqa: E402, F401
+from theano_dag.tensor.type_other import NoneConst, SliceType, slicetype  # noqa: E402, F401
 from theano_dag.tensor.variable import (  # noqa: F401
     TensorConstant,
     TensorVariable,
@@ -105,6 +108,11 @@ __all__ = sorted(
         "Composite",
         "DimShuffle",
         "Elemwise",
+        "Max",
+        "Min",
+        "Sum",
+        "SliceType",
+        "slicetype",
         "Subtensor",
         "IncSubtensor",
         "AdvancedSubtensor1",

@@ -63,6 +63,10 @@ def _allclose(a, b, rtol=None, atol=None) -> bool:
     )
 
 
+# Theano's tensor.basic._dot: the Dot op instance (of vectors and matrices), which
+# theano_dag keeps with the other products in tensor.math.
+_dot = tm._dot
+
 __all__ = [
     "as_tensor_variable",
     "as_tensor",

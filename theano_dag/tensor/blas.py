@@ -15,6 +15,7 @@ import numpy as np
 
 from theano_dag.graph.basic import Apply, Variable, view_roots
 from theano_dag.graph.op import Op
+from theano_dag.graph.utils import InconsistencyError
 from theano_dag.tensor import math
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import as_tensor_variable
@@ -42,7 +43,13 @@ _BLAS_DTYPES = ("float32", "float64", "complex64", "complex128")
 
 def _check(op, name, x, ndim, dtype=None):
     """``x`` as a tensor of ``ndim`` dimensions (and ``dtype``), or a TypeError saying
-    which argument of which op is wrong."""
+    which argument of which op is wrong (starting with the op's ``E_rank``, ``E_mixed``
+    or ``E_float`` when it has them: Theano's texts)."""
+
+    def start(kind):
+        text = getattr(op, kind, None)
+        return f"{text}: " if text else ""
+
     what = {0: "a scalar", 1: "a vector", 2: "a matrix"}[ndim]
     if isinstance(x, Variable):
         x = as_tensor_variable(x)
@@ -51,16 +58,17 @@ def _check(op, name, x, ndim, dtype=None):
         x = as_tensor_variable(np.asarray(x, dtype=dtype)) if dtype else as_tensor_variable(x)
     if x.ndim != ndim:
         raise TypeError(
-            f"{op}: argument {name} must be {what}, got {x.type} " f"({x.ndim} dimensions)"
+            f"{op}: {start('E_rank')}argument {name} must be {what}, "
+            f"got {x.type} ({x.ndim} dimensions)"
         )
     if dtype is not None and x.dtype != dtype:
         raise TypeError(
-            f"{op}: argument {name} must have dtype {dtype} like the other "
+            f"{op}: {start('E_mixed')}argument {name} must have dtype {dtype} like the other "
             f"arguments, got {x.dtype}"
         )
     if dtype is None and x.dtype not in _BLAS_DTYPES:
         raise TypeError(
-            f"{op}: argument {name} must be floating point or complex "
+            f"{op}: {start('E_float')}argument {name} must be floating point or complex "
             f"({', '.join(_BLAS_DTYPES)}), got {x.dtype}"
         )
     return x
@@ -113,6 +121,13 @@ class Gemm(_Destructive):
            [6.5, 6.5]])
     """
 
+    # Theano's texts of Gemm's errors, which its code and tests match: the start of the
+    # messages raised here for a wrong rank and for an aliased z.
+    E_rank = "gemm only works for rank 2"
+    E_z_uniq = "argument z aliased to x or y"
+    E_mixed = "gemm requires matching dtypes"
+    E_float = "gemm requires floating-point dtypes"
+
     def make_node(self, z, a, x, y, b):
         z = _check(self, "z", z, 2)
         x = _check(self, "x", x, 2, z.dtype)
@@ -127,7 +142,7 @@ class Gemm(_Destructive):
             # z is overwritten: it must not alias x or y.
             zr = set(view_roots(z))
             if zr & set(view_roots(x)) or zr & set(view_roots(y)):
-                raise ValueError(f"{self}: argument z is aliased to x or y")
+                raise InconsistencyError(f"{Gemm.E_z_uniq}: {self} overwrites z")
         return Apply(self, [z, a, x, y, b], [z.type()])
 
     def perform(self, node, inputs, output_storage, params=None):

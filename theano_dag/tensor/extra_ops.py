@@ -288,40 +288,76 @@ class ExtractDiag(Op):
 
 
 class AllocDiag(Op):
-    """A square matrix with the vector ``v`` on diagonal ``offset`` (``numpy.diag(v, k)``).
+    """The inverse of ``ExtractDiag``: zeros with the last axis of ``x`` on diagonal
+    ``offset`` of the axes ``axis1`` and ``axis2`` of the result (one dimension more than
+    ``x``), so that ``numpy.diagonal(AllocDiag(k, a1, a2)(x), k, a1, a2)`` gives ``x``
+    back. A vector gives ``numpy.diag(v, k)``. The two axes count in the result and are
+    taken in increasing order (Theano's rule).
 
+    >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> AllocDiag(offset=-1)(tt.TensorType("float64", shape=(3,))("v")).type
     TensorType(float64, shape=(4, 4))
+    >>> m = tt.dmatrix("m")
+    >>> out = AllocDiag(offset=1, axis1=0, axis2=2)(m).eval({m: np.ones((2, 3))})
+    >>> out.shape, bool((np.diagonal(out, 1, 0, 2) == 1).all())
+    ((4, 2, 4), True)
     """
 
-    __props__ = ("offset",)
+    __props__ = ("offset", "axis1", "axis2")
 
-    def __init__(self, offset=0):
-        if not isinstance(offset, (int, np.integer)) or isinstance(offset, bool):
-            raise TypeError(f"AllocDiag: offset must be an int, got {offset!r}")
-        self.offset = int(offset)
+    def __init__(self, offset=0, axis1=0, axis2=1):
+        for name, v in (("offset", offset), ("axis1", axis1), ("axis2", axis2)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"AllocDiag: {name} must be an int, got {v!r}")
+        self.offset, self.axis1, self.axis2 = int(offset), int(axis1), int(axis2)
+
+    def _axes(self, ndim):
+        """The two axes of the result (of ``ndim`` dimensions), in increasing order."""
+        a1 = _check_axis(str(self), self.axis1, ndim, allow_none=False)
+        a2 = _check_axis(str(self), self.axis2, ndim, allow_none=False)
+        if a1 == a2:
+            raise ValueError(f"{self}: axis1 and axis2 must differ, both are {a1}")
+        return min(a1, a2), max(a1, a2)
+
+    def _place(self, rest, n):
+        """The result's shape: ``rest`` (the input's shape but its last entry) with ``n``
+        inserted at both axes."""
+        a1, a2 = self._axes(len(rest) + 2)
+        shape = list(rest)
+        shape.insert(a1, n)
+        shape.insert(a2, n)
+        return shape
 
     def make_node(self, v):
         v = as_tensor_variable(v)
-        if v.ndim != 1:
-            raise TypeError(f"{self}: the input must be a vector, got {v.type}")
-        n = v.type.shape[0]
+        if v.ndim < 1:
+            raise TypeError(f"{self}: the input must have 1 or more dimensions, got {v.type}")
+        n = v.type.shape[-1]
         n = None if n is None else n + abs(self.offset)
-        return Apply(self, [v], [TensorType(v.dtype, shape=(n, n))()])
+        shape = self._place(v.type.shape[:-1], n)
+        return Apply(self, [v], [TensorType(v.dtype, shape=tuple(shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        output_storage[0][0] = np.diag(inputs[0], self.offset)
+        (x,) = inputs
+        k = self.offset
+        n = x.shape[-1] + abs(k)
+        out = np.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
+        i = np.arange(x.shape[-1])
+        out[..., i + max(0, -k), i + max(0, k)] = x
+        a1, a2 = self._axes(x.ndim + 1)
+        output_storage[0][0] = np.moveaxis(out, (-2, -1), (a1, a2))
 
     def infer_shape(self, fgraph, node, input_shapes):
-        n = input_shapes[0][0] + abs(self.offset)
-        return [(n, n)]
+        (shape,) = input_shapes
+        return [tuple(self._place(shape[:-1], shape[-1] + abs(self.offset)))]
 
     def L_op(self, inputs, outputs, output_grads):
         (v,) = inputs
         if v.dtype in discrete_dtypes:
             return [_float_zeros(v)]
-        return [ExtractDiag(self.offset, 0, 1)(output_grads[0])]
+        a1, a2 = self._axes(v.ndim + 1)
+        return [ExtractDiag(self.offset, a1, a2)(output_grads[0])]
 
     def R_op(self, inputs, eval_points):
         if eval_points[0] is None:

@@ -24,7 +24,7 @@ import copy
 
 from theano_dag import scalar as ts
 from theano_dag.scalar.basic import transfer_type
-from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 
 # Theano's names (the ones before "_inplace") and the scalar op of each.
 _OPS = {
@@ -121,3 +121,18 @@ for _name, _op in _OPS.items():
 fill_inplace = globals()["second_inplace"]
 __all__.append("fill_inplace")
 del _name, _op
+
+
+def transpose_inplace(x):
+    """``x`` with its axes reversed, as a view of ``x`` (no copy; Theano's name).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> m = tt.dmatrix("m")
+    >>> transpose_inplace(m).eval({m: np.arange(6.0).reshape(2, 3)}).shape
+    (3, 2)
+    """
+    return DimShuffle(x.broadcastable, list(range(x.ndim - 1, -1, -1)), inplace=True)(x)
+
+
+__all__.append("transpose_inplace")

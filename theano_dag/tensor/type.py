@@ -122,6 +122,13 @@ class TensorType(Type):
 
     __props__ = ("dtype", "shape")
 
+    # Theano's switch (a class attribute, off by default): when True, ``filter`` refuses
+    # a value holding NaN or an infinity with a ValueError, so shared values and the
+    # arguments of the functions made while it is on are checked as they come in (a
+    # function made before keeps the CPU engine's generated call, which checks dtypes
+    # and shapes only).
+    filter_checks_isfinite = False
+
     def __init__(self, dtype, broadcastable=None, shape=None, name=None):
         self.dtype = _normalize_dtype(dtype)
         if shape is None and broadcastable is None:
@@ -222,7 +229,18 @@ class TensorType(Type):
                 raise TypeError(
                     f"{self}: dimension {i} has length {d}, expected {s} " f"(shape {data.shape})."
                 )
+        if self.filter_checks_isfinite and not np.all(np.isfinite(data)):
+            raise ValueError(f"{self}: non-finite elements not allowed (filter_checks_isfinite)")
         return data
+
+    def value_zeros(self, shape):
+        """An array of zeros of ``shape`` and this type's dtype (Theano's
+        ``TensorType.value_zeros``).
+
+        >>> TensorType("float32", shape=(None, None)).value_zeros((2, 3)).dtype
+        dtype('float32')
+        """
+        return np.zeros(shape, dtype=self.dtype)
 
     def _plain_array(self, data):
         """An ndarray subclass as a plain ndarray (a view, no copy), so that every engine

@@ -74,6 +74,19 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
     __or__, __ror__ = _binop("or_"), _binop("or_", True)
     __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
 
+    def __divmod__(self, other):
+        """``divmod(x, y)``: ``(x // y, x % y)``, as Python's divmod for numbers (Theano's).
+
+        >>> import theano_dag.tensor as tt
+        >>> x, y = tt.dscalars("x", "y")
+        >>> [float(v.eval({x: -7.0, y: 2.0})) for v in divmod(x, y)]
+        [-4.0, 1.0]
+        """
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
     def __neg__(self):
         return _tensor.math.neg(self)
 

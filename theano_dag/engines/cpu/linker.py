@@ -44,6 +44,7 @@ from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.utils import gc_paused
 from theano_dag.sparse.type import SparseType
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["CPULinker", "CPUThunk", "CPUCall", "MAX_PLANS"]
 
@@ -183,7 +184,7 @@ class CPULinker(Linker):
             profile = (
                 self.profile
                 if isinstance(self.profile, ProfileStats)
-                else CPUProfile(getattr(fgraph, "name", None))
+                else CPUProfile(name=getattr(fgraph, "name", None))
             )
             profile.set_nodes([n for n, _, _ in program.node_steps])
             profile.link_time += time.perf_counter() - t0
@@ -426,6 +427,11 @@ class CPUCall(CallPath):
         self._general = self._ignoring(self._first_call)
         self._miss = self._ignoring(self._switch)
         self._install(self._first_call)
+        if TensorType.filter_checks_isfinite:
+            # Theano's switch was on when the function was made: every call filters its
+            # arguments (TensorType.filter refuses NaN and infinities), so the plain call
+            # serves them all; the generated code checks only dtypes and shapes.
+            self.entry = self.slow
 
     def _install(self, fast, sig=None):
         if self.guarded and sig is not None:

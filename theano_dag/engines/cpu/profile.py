@@ -12,7 +12,7 @@ __all__ = ["CPUProfile"]
 class CPUProfile(ProfileStats):
     """The CPU engine's profile.
 
-    >>> p = CPUProfile("f")
+    >>> p = CPUProfile(name="f")
     >>> print(str(p).splitlines()[0])
     Function profile: f (CPU engine)
     """

@@ -181,7 +181,7 @@ class _Runner(Thunk):
             self.profile = (
                 given
                 if isinstance(given, ProfileStats)
-                else ProfileStats(getattr(fg, "name", None), engine="OpenCL engine")
+                else ProfileStats(name=getattr(fg, "name", None), engine="OpenCL engine")
             )
             self.profile.set_nodes(self.order)
             self.node_times = self.profile.node_time  # one list, filled by __call__

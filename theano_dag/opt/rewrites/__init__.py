@@ -19,6 +19,8 @@ module                        what
 ``stabilize``                 log1p, expm1, softplus, log1mexp, log-add-exp, log(erfc)
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
 ``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
+``uncanonicalize``            DimShuffles folded into the Alloc, Reshape or Subtensor
+                              next to them (after specialize)
 ``sparse``                    sparse graphs (``theano_dag.sparse.opt``): CSM parts
                               read back, ``mul_s_v``, ``usmm``
 ``fusion``                    elementwise trees -> Elemwise{Composite}, fused reductions
@@ -43,6 +45,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     specialize,
     stabilize,
     subtensor,
+    uncanonicalize,
     useless,
 )
 from theano_dag.opt.rewrites.table import RULES, Rule, RuleTable

@@ -40,6 +40,7 @@ LOCAL_DBS = (
     "specialize",
     "blas",
     "fma",
+    "uncanonicalize",
     "fused_reduce",
     "inplace",
 )
@@ -118,6 +119,10 @@ class RuleTable:
     def fma(self, *tags, **kwargs):
         """Decorator: a rule of the ``fma`` pass (one out-to-in walk after specialize)."""
         return self._decorator("fma", tags, kwargs)
+
+    def uncanonicalize(self, *tags, **kwargs):
+        """Decorator: a rule of the ``uncanonicalize`` EquilibriumDB (after specialize)."""
+        return self._decorator("uncanonicalize", tags, kwargs)
 
     def fused_reduce(self, *tags, **kwargs):
         """Decorator: a rule of the ``fused_reduce`` pass (one walk after fusion)."""
