@@ -83,8 +83,21 @@ CASES = {
         [RECT],
     ),
     "trace": (nlinalg.trace, np.trace, [A]),
-    "kron": (slinalg.kron, np.kron, [RECT, A]),
-    "kron_vec_mat": (slinalg.kron, np.kron, [B_VEC, RECT]),
+    "kron": (linalg.kron, np.kron, [RECT, A]),
+    "kron_vec_mat": (linalg.kron, np.kron, [B_VEC, RECT]),
+    # Theano's slinalg.kron: numpy's for two matrices, a vector where the ranks sum to 3.
+    "slinalg_kron": (slinalg.kron, np.kron, [RECT, A]),
+    "slinalg_kron_vec_mat": (slinalg.kron, lambda a, b: np.kron(a, b).ravel(), [B_VEC, RECT]),
+    "slinalg_kron_mat_vec": (
+        slinalg.kron,
+        lambda a, b: np.multiply.outer(a, b).transpose(1, 0, 2).ravel(),
+        [RECT, B_VEC],
+    ),
+    "slinalg_kron_3d_mat": (
+        slinalg.kron,
+        lambda a, b: np.multiply.outer(a, b).swapaxes(1, 2).reshape(4, 12, 3),
+        [RECT[:2, :, None] * np.array([1.0, -0.5]), B_VEC[:, None] * RECT[0]],
+    ),
     "matrix_power_3": (lambda m: nlinalg.matrix_power(m, 3), lambda m: m @ m @ m, [A]),
     "matrix_power_-2": (
         lambda m: nlinalg.matrix_power(m, -2),
@@ -238,6 +251,22 @@ def test_import_paths_and_instances_match_theano():
     assert slinalg.solve_lower_triangular.A_structure == "lower_triangular"
     assert tt.slinalg.cholesky is linalg.cholesky
     assert tt.nlinalg.extract_diag(np.eye(2)).eval().tolist() == [1.0, 1.0]
+
+
+def test_slinalg_kron_is_theanos():
+    # Theano 1.1.2's slinalg.kron: ranks summing to 2 or less are refused, and a matrix
+    # with a vector gives a vector (numpy's kron a matrix).
+    a, b = tt.dvector("a"), tt.dvector("b")
+    with pytest.raises(
+        TypeError, match=r"^kron: inputs dimensions must sum to 3 or more\. You passed 1 and 1\.$"
+    ):
+        slinalg.kron(a, b)
+    m = tt.dmatrix("m")
+    out = slinalg.kron(m, a)
+    assert out.ndim == 1
+    got = function([m, a], out)(np.array([[1.0, 2.0]]), np.array([1.0, 10.0]))
+    assert got.tolist() == [1.0, 10.0, 2.0, 20.0]
+    assert linalg.kron(m, a).ndim == 2
 
 
 def test_cholesky_on_error_and_float16():
