@@ -1,5 +1,7 @@
 """TensorVariable operators and methods, TensorConstant, as_tensor_variable, constant."""
 
+import collections.abc
+
 import numpy as np
 import pytest
 from tensor_helpers import evaluate
@@ -76,7 +78,7 @@ def test_bool_len_iter():
     # Any other variable is true, as in Theano (``if var.missing_values:`` in PyMC3).
     assert bool(v) and bool(v + 1) and bool(tt.constant(0.0)) and bool(tt.and_(v > 0, v < 1))
     assert (v or None) is v and not (not v)
-    with pytest.raises(TypeError, match=r"len\(\) of a symbolic tensor is not defined"):
+    with pytest.raises(TypeError, match=r"has no len\(\)"):
         len(v)
     with pytest.raises(TypeError, match="Maybe you are using builtins.sum instead of tt.sum"):
         list(v)
@@ -201,3 +203,16 @@ def test_numpy_ufunc_on_a_variable_builds_the_op(ufunc, dtype):
     data = np.random.default_rng(0).uniform(0.1, 0.9, (3, 4)).astype(dtype)
     out = evaluate(y, {x: data})
     np.testing.assert_allclose(out, ufunc(data), rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_a_tensor_has_no_len_and_is_not_sized_as_in_theano():
+    x = tt.dvector("x")
+    with pytest.raises(TypeError, match=r"^object of type 'TensorVariable' has no len\(\)$"):
+        len(x)
+    assert not isinstance(x, collections.abc.Sized)
+    # numpy takes it as one object (Theano's behaviour), not as a sequence to unpack
+    held = np.asarray(x, dtype=object)
+    assert held.shape == () and held.item() is x
+    # a vector of known length still unpacks by iteration
+    a, b = tt.as_tensor_variable(np.array([1.0, 2.0]))
+    assert float(a.eval()) == 1.0 and float(b.eval()) == 2.0

@@ -108,11 +108,9 @@ class _tensor_py_operators:  # noqa: N801 (Theano's name)
             )
         return True
 
-    def __len__(self):
-        raise TypeError(
-            "len() of a symbolic tensor is not defined (its length is only known at run "
-            "time); use x.shape[0] instead."
-        )
+    # No __len__, as in Theano and PyTensor: len(x) raises Python's own TypeError, and a
+    # tensor is not Sized, so pandas and numpy take it as one object, not a sequence
+    # (PyMC3 builds a DataFrame from a dict of tensors only where that holds).
 
     def __iter__(self):
         try:
