@@ -30,6 +30,8 @@ LINREG_ROWS, LINREG_FEATURES = 100, 3
 SCHOOLS_Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 SCHOOLS_SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
 AR1_STEPS, AR1_RHO, AR1_SIGMA = 100, 0.7, 0.5
+GLM_GROUPS, GLM_ROWS = 8, 120
+GP_POINTS = 40
 
 
 def linreg(pm, tt, theano):
@@ -73,7 +75,53 @@ def ar1_scan(pm, tt, theano):
     return model
 
 
-MODELS = {"linreg": linreg, "eight_schools": eight_schools, "ar1_scan": ar1_scan}
+def hierarchical_glm(pm, tt, theano):
+    """Hierarchical linear regression, 120 rows in 8 groups: each group's intercept and
+    slope drawn around common means (non-centred), indexed per row (``a[group]``)."""
+    rng = np.random.RandomState(2)
+    group = np.arange(GLM_ROWS) % GLM_GROUPS
+    x = rng.normal(size=GLM_ROWS)
+    a_true = 1.0 + 0.5 * rng.normal(size=GLM_GROUPS)
+    b_true = -0.5 + 0.3 * rng.normal(size=GLM_GROUPS)
+    y = a_true[group] + b_true[group] * x + 0.4 * rng.normal(size=GLM_ROWS)
+    with pm.Model() as model:
+        mu_a = pm.Normal("mu_a", 0.0, 10.0)
+        sigma_a = pm.HalfNormal("sigma_a", 1.0)
+        mu_b = pm.Normal("mu_b", 0.0, 10.0)
+        sigma_b = pm.HalfNormal("sigma_b", 1.0)
+        a_offset = pm.Normal("a_offset", 0.0, 1.0, shape=GLM_GROUPS)
+        b_offset = pm.Normal("b_offset", 0.0, 1.0, shape=GLM_GROUPS)
+        a = mu_a + sigma_a * a_offset
+        b = mu_b + sigma_b * b_offset
+        eps = pm.HalfCauchy("eps", 1.0)
+        pm.Normal("y", a[group] + b[group] * x, eps, observed=y)
+    return model
+
+
+def gp_marginal(pm, tt, theano):
+    """Gaussian process regression on 40 points, its marginal likelihood (a Cholesky
+    factor of the 40 x 40 covariance): squared-exponential kernel, length scale, amplitude
+    and noise sampled."""
+    rng = np.random.RandomState(3)
+    X = np.linspace(0.0, 10.0, GP_POINTS)[:, None]
+    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=GP_POINTS)
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", alpha=2.0, beta=1.0)
+        eta = pm.HalfNormal("eta", 2.0)
+        cov = eta**2 * pm.gp.cov.ExpQuad(1, ls)
+        gp = pm.gp.Marginal(cov_func=cov)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        gp.marginal_likelihood("y", X=X, y=y, noise=sigma)
+    return model
+
+
+MODELS = {
+    "linreg": linreg,
+    "eight_schools": eight_schools,
+    "hierarchical_glm": hierarchical_glm,
+    "gp_marginal": gp_marginal,
+    "ar1_scan": ar1_scan,
+}
 
 
 def _summary(pm, samples):

@@ -1,9 +1,12 @@
 """PyMC3 3.11 on theano_dag and on theano-pymc 1.1.2's C backend: model build time and NUTS speed.
 
-Three models (``_pymc3_models.py``):
+Five models (``_pymc3_models.py``):
 
 * ``linreg``: a Bayesian linear regression, 100 rows x 3 features;
 * ``eight_schools``: eight schools, non-centred;
+* ``hierarchical_glm``: a hierarchical linear regression, 120 rows in 8 groups, each
+  group's intercept and slope non-centred around common means;
+* ``gp_marginal``: a Gaussian process on 40 points, its marginal likelihood (Cholesky);
 * ``ar1_scan``: an AR(1) model on 100 steps, its conditional means computed by ``scan``.
 
 Each side runs in its own child process of the PyMC3 venv's interpreter (``make
@@ -45,7 +48,7 @@ a last line with the medians over the models and the targets (NUTS: faster on ev
 at least 1.5x on the median; build: at least 5x faster).
 
 Run: ``.venv/bin/python benchmarks/pymc3.py [--python .venv-pymc3/bin/python] [--repeats 3]
-[--tune 500] [--draws 500] [--models linreg eight_schools ar1_scan]``.
+[--tune 500] [--draws 500] [--models linreg eight_schools ...]``.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VENV = ROOT / ".venv-pymc3"
-MODELS = ("linreg", "eight_schools", "ar1_scan")
+MODELS = ("linreg", "eight_schools", "hierarchical_glm", "gp_marginal", "ar1_scan")
 SIDES = ("theano_dag", "theano_pymc")
 # The real Theano on its side: the alias's finder off sys.meta_path (it refuses to hide one).
 # Scan's Cython loop does not compile on Python 3.11 (Cython 0.29's generated C): marked

@@ -59,3 +59,41 @@ def test_product_with_zeros(dtype):
     np.testing.assert_array_equal(out, np.zeros((2, 5), dtype))
     with pytest.raises((AssertionError, ValueError)):
         f(np.ones((2, 3), dtype), np.ones((4, 5), dtype))
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", theano_dag.compile.mode.Mode(linker="cpu")])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gradient_of_scalars_and_slices_of_a_flat_vector_is_one_chain(dtype, mode):
+    """A flat vector unpacked into scalars and two slices (a sampler's parameters): the
+    gradient's increments into zeros are one chain written into one array, not one
+    array per piece summed (two slices among scalars do not tile the vector: no join)."""
+    q = tt.vector("q", dtype=dtype)
+    mu, a, s, b, e = q[0], q[1:5], q[5], q[6:10], q[10]
+    cost = mu**2 + (a**2).sum() + tt.exp(s) + ((mu + tt.exp(s) * a) * b).sum() + 3 * e
+    f = theano_dag.function([q], theano_dag.grad(cost, q), mode=mode)
+    nodes = f.maker.fgraph.toposort()
+    incs = [n for n in nodes if isinstance(n.op, IncSubtensor)]
+    assert len(incs) == 5
+    # each increment writes into the one before it; none is an input of an addition
+    out = f.maker.fgraph.outputs[0]
+    assert isinstance(out.owner.op, IncSubtensor)
+    chain, v = [], out
+    while v.owner is not None and isinstance(v.owner.op, IncSubtensor):
+        chain.append(v.owner)
+        v = v.owner.inputs[0]
+    assert len(chain) == 5
+    adds = [n for n in nodes if getattr(getattr(n.op, "scalar_op", None), "name", "") == "add"]
+    assert not any(isinstance(i.owner.op, IncSubtensor) for n in adds for i in n.inputs if i.owner)
+    qv = np.linspace(-0.5, 0.5, 11).astype(dtype)
+    py = theano_dag.compile.mode.Mode(linker="py", optimizer=None)
+    ref = theano_dag.function([q], theano_dag.grad(cost, q), mode=py)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(f(qv), ref(qv), rtol=tol, atol=tol)
+    ex = np.exp(qv[5])
+    want = np.zeros(11)
+    want[0] = 2 * qv[0] + qv[6:10].sum()
+    want[1:5] = 2 * qv[1:5] + ex * qv[6:10]
+    want[5] = ex + ex * (qv[1:5] * qv[6:10]).sum()
+    want[6:10] = qv[0] + ex * qv[1:5]
+    want[10] = 3
+    np.testing.assert_allclose(f(qv), want, rtol=10 * tol, atol=10 * tol)

@@ -314,3 +314,45 @@ def test_norm_takes_theanos_strings_and_raises_its_errors():
         nlinalg.norm(tt.dtensor3("t"))
     with pytest.raises(ValueError, match="invalid ord 'x' for a vector"):
         nlinalg.norm(v, "x")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("unit", [False, True])
+@pytest.mark.parametrize("structure", ["lower_triangular", "upper_triangular"])
+def test_triangular_solve_numpy_fallback_matches_scipy(monkeypatch, structure, unit, dtype):
+    """Where scipy is installed a triangular Solve (and Cholesky's gradient) goes through
+    scipy's solve_triangular; without it, numpy's solve of the triangle: the same x."""
+    a_val = (A + 4 * np.eye(4)).astype(dtype)
+    b_val = B_MAT.astype(dtype)
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    x = linalg.Solve(structure, unit_diagonal=unit)(a, b)
+    c = tt.matrix("c", dtype=dtype)
+    g = grad((slinalg.cholesky(c) * a_val).sum(), c)
+    spd = (LOW @ LOW.T).astype(dtype)
+    tri = np.tril(a_val) if structure == "lower_triangular" else np.triu(a_val)
+    if unit:
+        np.fill_diagonal(tri, 1)
+    want = np.linalg.solve(tri.astype("float64"), b_val.astype("float64"))
+    results = []
+    for solver in (None, "scipy"):
+        monkeypatch.setattr(linalg, "_TRIANGULAR_SOLVE", [None] if solver is None else [])
+        if solver is not None:
+            assert linalg._triangular_solver() is not None  # scipy is a test dependency
+        f = function([a, b, c], [x, g], mode=Mode(linker="py", optimizer=None))
+        xv, gv = f(a_val, b_val, spd)
+        assert xv.dtype == dtype and gv.dtype == dtype
+        np.testing.assert_allclose(xv, want, rtol=1e-4 if dtype == "float32" else 1e-10)
+        results.append((xv, gv))
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("solver", [None, "scipy"])
+def test_triangular_solve_of_a_zero_diagonal_raises(monkeypatch, solver):
+    monkeypatch.setattr(linalg, "_TRIANGULAR_SOLVE", [None] if solver is None else [])
+    a, b = tt.dmatrix("a"), tt.dvector("b")
+    f = function([a, b], slinalg.solve_lower_triangular(a, b), mode="FAST_COMPILE")
+    singular = np.tril(np.ones((3, 3)))
+    singular[1, 1] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="(?i)singular"):
+        f(singular, np.ones(3))

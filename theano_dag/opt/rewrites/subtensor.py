@@ -628,8 +628,12 @@ def local_IncSubtensor_serialize(fgraph, node):  # noqa: N802 (Theano's name)
         )
 
     moved = [i for i in node.inputs if movable(i)]
-    if not moved or _slices_of_zeros(moved) >= 2:
-        return False  # none, or slices of zeros that may tile an axis: they join instead
+    slices = _slices_of_zeros(moved)
+    if not moved or slices == len(moved) >= 2:
+        # none, or only slices of zeros, which may tile an axis: they join instead. Among
+        # other increments (PyMC3's gradient of a flat vector unpacked into scalars and
+        # slices) they do not tile it, and the chain writes them all into one array.
+        return False
     rest = [i for i in node.inputs if not movable(i)] + [m.owner.inputs[0] for m in moved]
     tip = rest[0] if len(rest) == 1 else tm.add(*rest)
     tip = fit(out, tip)
