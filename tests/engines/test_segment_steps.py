@@ -359,3 +359,166 @@ def test_gemv_step_in_place_over_y(tmp_path, dtype):
     assert k.c(yv, a, A, np.ones(6, dtype), b, out)
     k.fail(yv, a, A, np.ones(6, dtype), b, out)
     np.testing.assert_allclose(out, want, rtol=RTOL[dtype])
+
+
+# -- rows at an index vector (AdvancedSubtensor1, AdvancedIncSubtensor1) -------------------
+
+ROW_INDICES = [[3, 0, 5], [5, 5, 1, 5], [-1, -6, 2, -3], [], [0]]
+
+
+def _rows_nodes(dtype, ndim):
+    x = TensorType(dtype, (None,) * ndim)()
+    i = tt.lvector()
+    y = TensorType(dtype, (None,) * ndim)()
+    return {
+        "take": x[i].owner,
+        "set": tt.set_subtensor(x[i], y, inplace=True).owner,
+        "inc": tt.inc_subtensor(x[i], y, inplace=True).owner,
+    }
+
+
+def _rows_want(kind, base, i, y):
+    want = base.copy()
+    if kind == "set":
+        want[i] = y
+    else:
+        np.add.at(want, i, y)
+    return want
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ndim", [1, 2])
+def test_rows_steps_are_numpys_indexing(tmp_path, dtype, ndim):
+    nodes = _rows_nodes(dtype, ndim)
+    ks = _loaded(tmp_path, lambda lib: [lib.add_rows(n, dtype, k) for k, n in nodes.items()])
+    numpy_ks = [ckernel.RowsKernel(n, dtype, k) for k, n in nodes.items()]  # no library
+    assert [k.name for k in ks] == [f"td_{n}_{dtype[0]}{dtype[-2:]}" for n in
+                                    ("take", "setrows", "incrows")]  # fmt: skip
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((6, 4)[:ndim]).astype(dtype)
+    for il in ROW_INDICES:
+        i = np.array(il, dtype=np.int64)
+        want_take = base[i]
+        region = want_take.shape
+        ys = [rng.standard_normal(region).astype(dtype), np.asarray(1.5, dtype)]
+        if ndim == 2:
+            ys += [rng.standard_normal(region[1:]).astype(dtype)]  # one row for all
+            ys += [rng.standard_normal((1, region[1])).astype(dtype)]
+            ys += [rng.standard_normal((region[0], 1)).astype(dtype)]
+        for xs in _layouts(base):
+            for iv in _layouts(i):
+                for take, numpy_take in [(ks[0], numpy_ks[0])]:
+                    for k in (take, numpy_take):
+                        for out in _layouts(np.full(region, np.nan, dtype)):
+                            assert not k.c(xs, iv, out), (k, il)
+                            assert np.array_equal(out, want_take), (k, il)
+                for j, kind in ((1, "set"), (2, "inc")):
+                    for y in ys:
+                        want = _rows_want(kind, base, i, y)
+                        for yl in _layouts(y) if y.ndim else [y]:
+                            for k in (ks[j], numpy_ks[j]):
+                                got = _layouts(base)[1] if not xs.flags.c_contiguous else xs.copy()
+                                assert not k.c(got, yl, iv), (k, il, y.shape)
+                                # inc: the same additions in the same order as add.at
+                                assert np.array_equal(got, want), (k, il, y.shape)
+
+
+@pytest.mark.parametrize("kind", ["take", "set", "inc"])
+@pytest.mark.parametrize("bad", [6, -7])
+def test_rows_step_refuses_an_index_out_of_range_and_numpy_raises(tmp_path, kind, bad):
+    nodes = _rows_nodes("float64", 1)
+    (k,) = _loaded(tmp_path, lambda lib: [lib.add_rows(nodes[kind], "float64", kind)])
+    x = np.arange(6.0)
+    i = np.array([1, 2, bad, 3], dtype=np.int64)  # rows before it: still nothing written
+    args = (x, i, np.full(4, np.nan)) if kind == "take" else (x, np.ones(4), i)
+    assert k.c(*args)
+    np.testing.assert_array_equal(x, np.arange(6.0))
+    if kind == "take":
+        assert np.isnan(args[2]).all()
+    msg = f"index {bad} is out of bounds for axis 0 with size 6"
+    with pytest.raises(IndexError, match=re.escape(msg)):
+        k.fail(*args)
+    np.testing.assert_array_equal(x, np.arange(6.0))
+
+
+def test_rows_step_refuses_other_operands_and_numpy_takes_them(tmp_path):
+    nodes = _rows_nodes("float64", 1)
+    take, inc = _loaded(
+        tmp_path,
+        lambda lib: [lib.add_rows(nodes["take"], "float64", "take"),
+                     lib.add_rows(nodes["inc"], "float64", "inc")],
+    )  # fmt: skip
+    x = np.arange(6.0)
+    for i in (np.array([1, 1], np.int32), np.array([[1, 1]])):  # another dtype, rank
+        out = np.full(i.shape, np.nan)
+        assert take.c(x, i, out) and np.isnan(out).all()
+        take.fail(x, i, out)
+        np.testing.assert_array_equal(out, x[i])
+    out = np.full(2, np.nan, np.float32)  # another output dtype
+    assert take.c(x, np.array([1, 2]), out)
+    # y a view of x: numpy's add.at, which reads y before it writes.
+    a, i = np.arange(6.0), np.array([0, 0, 1])
+    assert inc.c(a, a[3:6], i)
+    np.testing.assert_array_equal(a, np.arange(6.0))
+    inc.fail(a, a[3:6], i)
+    want = np.arange(6.0)
+    np.add.at(want, i, np.arange(3.0, 6.0))
+    np.testing.assert_array_equal(a, want)
+    # A y that does not broadcast: nothing written, numpy's error.
+    assert inc.c(a, np.ones(2), i)
+    with pytest.raises(ValueError, match="array is not broadcastable to correct shape"):
+        inc.fail(a, np.ones(2), i)
+
+
+def _glm_graph(dtype):
+    q = TensorType(dtype, (None,))("q")
+    xv = TensorType(dtype, (None,))("xv")
+    grp = tt.lvector("grp")
+    group = np.arange(30) % 4
+    a = q[0] + tt.exp(q[1]) * q[2:6]
+    b = q[6:10]
+    # a at a known index (the constant path), b at a variable one
+    mu = a[group] + b[grp] * xv
+    logp = tt.sum(-0.5 * (xv * 2 - mu) ** 2) + tt.sum(-0.5 * q**2)
+    return [q, xv, grp], [logp, tt.grad(logp, q)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("poisoned", [False, True])
+def test_rows_nodes_run_as_steps_of_the_segment(tmp_path, dtype, poisoned):
+    ins, outs = _glm_graph(dtype)
+    ref = function(ins, outs, mode=Mode(linker="py", optimizer=None))
+    mode = Mode(linker=CPULinker(poison=poisoned))
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function(ins, outs, mode=mode)
+        rng = np.random.default_rng(8)
+        qv = (0.3 * rng.standard_normal(10)).astype(dtype)
+        xv = rng.standard_normal(30).astype(dtype)
+        gv = rng.integers(-4, 4, 30)
+        f(qv, xv, gv)
+        assert ckernel.wait_for_kernels(f)
+    steps = [k for k in _kernels_of(f) if isinstance(k, ckernel.RowsKernel)]
+    assert sorted(k.name.split("_")[1] for k in steps) == ["incrows"] * 2 + ["take"] * 2
+    assert all(k.ready for k in steps)
+    src = f.fn.source()
+    plan = f.fn.current
+    code = plan.fast if plan.fast is not None else plan.core
+    segs = [code.__globals__[n] for n in set(re.findall(r"(_SEG\d+)\.c\(", src))]
+    in_segs = [k for s in segs for k in s.kernels if isinstance(k, ckernel.RowsKernel)]
+    if poisoned:  # each step alone, checked
+        assert not segs
+    else:  # every one of them a step of a segment, no Python line of its own
+        assert sorted(map(id, in_segs)) == sorted(map(id, steps)), src
+    for qs, xs, gs in [(qv, xv, gv), (qv[::-1].copy()[::-1], xv, gv[::-1].copy())]:
+        for g, w in zip(f(qs, xs, gs), ref(qs, xs, gs)):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=RTOL[dtype] * 100, atol=1e-5)
+    # An index out of range: numpy's IndexError, the node named; nothing else changed.
+    bad = gv.copy()
+    bad[7] = 4
+    with pytest.raises(IndexError) as info:
+        f(qv, xv, bad)
+    assert "index 4 is out of bounds for axis 0 with size 4" in str(info.value)
+    assert "Apply node that caused the error: AdvancedSubtensor1" in str(info.value)
+    for g, w in zip(f(qv, xv, gv), ref(qv, xv, gv)):
+        np.testing.assert_allclose(g, w, rtol=RTOL[dtype] * 100, atol=1e-5)

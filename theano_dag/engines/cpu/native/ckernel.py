@@ -51,12 +51,13 @@ from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, Elemwise
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.subtensor import IncSubtensor
+from theano_dag.tensor.subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1, IncSubtensor
 from theano_dag.tensor.type import TensorType
 
 __all__ = [
     "CKernel",
     "KernelLibrary",
+    "RowsKernel",
     "NotCompilable",
     "c_code",
     "wait_for_kernels",
@@ -428,6 +429,53 @@ class SubtensorKernel:
             x[self.index] += y
 
 
+class RowsKernel:
+    """Rows of a float vector or matrix at an int64 index vector, in C, a step of a
+    segment: ``kind="take"`` (``c(x, i, out)``: ``out = x[i]``), ``"set"`` (``c(x, y,
+    i)``: ``x[i] = y`` in place) or ``"inc"`` (``x[i] += y`` in place, repeated rows
+    accumulating as ``numpy.add.at``), by ``td_take_f64`` ... of every library's
+    preamble (numpy's fancy indexing of a hundred values cost about 1-2 us). Every index
+    is checked first (negative ones count from the end, as numpy's); ``c`` returns a
+    true value, having written nothing, for an index out of range or an operand of
+    another layout, and ``fail`` runs numpy, which raises its own IndexError.
+
+    >>> import theano_dag.tensor as tt
+    >>> node = tt.dvector()[tt.lvector()].owner
+    >>> k = RowsKernel(node, "float64", "take")  # no library: numpy
+    >>> out = np.empty(3); k.c(np.arange(4.0), np.array([3, -1, 0]), out), out
+    (0, array([3., 3., 0.]))
+    """
+
+    nout = 0
+    nin = 3
+    _NAMES = {"take": "td_take", "set": "td_setrows", "inc": "td_incrows"}
+
+    def __init__(self, node, dtype, kind, library=None):
+        self.node = node
+        self.library = library
+        self.kind = kind
+        suffix = {"float64": "f64", "float32": "f32"}[dtype]
+        self.name = f"{self._NAMES[kind]}_{suffix}"
+        self.c = self._numpy_c
+        self.ready = False
+
+    def __repr__(self):
+        return f"<RowsKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
+
+    _bind = MatVecKernel._bind
+    _numpy_c = MatVecKernel._numpy_c
+
+    def fail(self, a, b, c):
+        """numpy's indexing (what the op's ``perform`` runs): raises numpy's IndexError
+        for an index out of range."""
+        if self.kind == "take":
+            np.copyto(c, a[b])
+        elif self.kind == "set":
+            a[c] = b
+        else:
+            np.add.at(a, c, np.asarray(b, dtype=a.dtype))
+
+
 _NO_BOUND = np.iinfo(np.int64).min
 
 
@@ -510,6 +558,14 @@ class KernelLibrary:
         if self.started:
             raise RuntimeError("KernelLibrary.add_subtensor: the library is already built")
         k = SubtensorKernel(node, dtype, kind, index, self)
+        self.kernels.append(k)
+        return k
+
+    def add_rows(self, node, dtype, kind) -> RowsKernel:
+        """A :class:`RowsKernel` of ``node`` (its C is in the preamble)."""
+        if self.started:
+            raise RuntimeError("KernelLibrary.add_rows: the library is already built")
+        k = RowsKernel(node, dtype, kind, self)
         self.kernels.append(k)
         return k
 
@@ -1263,13 +1319,103 @@ def _make_inc_subtensor_emitter(previous):
     return inc_subtensor_steps
 
 
+def _int64_index(ctx, v):
+    """``(name, None)`` of a known index vector as an int64 constant (its values kept),
+    ``(None, v)`` for an int64 variable, None for anything else."""
+    if ctx.is_const(v):
+        val = np.asarray(ctx.value_of(v))
+        if val.ndim != 1 or val.dtype.kind not in "iu":
+            return None
+        as64 = val.astype(np.int64)
+        if not np.array_equal(as64, val):
+            return None
+        return ctx.const(as64, "idx"), None
+    if v.type.dtype != "int64":
+        return None
+    return None, v
+
+
+def _make_take_emitter(previous):
+    """``x[i]`` (AdvancedSubtensor1) of a float vector or matrix and an int64 vector: a
+    :class:`RowsKernel` step where it writes a target, numpy's ``x[i]`` elsewhere; the
+    op's ``perform`` for anything else."""
+
+    def take_steps(node, ctx):
+        steps = previous(node, ctx) if previous is not None else None
+        lib = _library_of(ctx)
+        if type(node.op) is not AdvancedSubtensor1 or lib is None or lib.started:
+            return steps
+        x, i = node.inputs
+        od = x.type.dtype
+        if od not in ("float32", "float64") or x.type.ndim not in (1, 2) or ctx.is_const(x):
+            return steps
+        index = _int64_index(ctx, i)
+        if index is None:
+            return steps
+        iconst, ivar = index
+        ins = (x,) if ivar is None else (x, ivar)
+        k = lib.add_rows(node, od, "take")
+        kname = ctx.glob(k, "TAKE")
+
+        def emit(names, outs, target):
+            iname = iconst or names[1]
+            if target is None:
+                return [f"{outs[0]} = {names[0]}[{iname}]"]
+            lib.start()  # the plan is being generated: every kernel is known by now
+            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
+            return [*bind, KernelCall(kname, k, [names[0], iname, outs[0]])]
+
+        return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
+
+    return take_steps
+
+
+def _make_inc_rows_emitter(previous):
+    """In-place ``inc_subtensor(x[i], y)`` / ``set_subtensor`` (AdvancedIncSubtensor1) of a
+    float vector or matrix at an int64 vector: a :class:`RowsKernel` step; the op's
+    ``perform`` for anything else."""
+
+    def inc_rows_steps(node, ctx):
+        steps = previous(node, ctx) if previous is not None else None
+        lib = _library_of(ctx)
+        op = node.op
+        if type(op) is not AdvancedIncSubtensor1 or lib is None or lib.started or not op.inplace:
+            return steps
+        x, y, i = node.inputs
+        od = x.type.dtype
+        if od not in ("float32", "float64") or y.type.dtype != od or ctx.is_const(x):
+            return steps
+        if x.type.ndim not in (1, 2) or y.type.ndim > x.type.ndim:
+            return steps
+        index = _int64_index(ctx, i)
+        if index is None:
+            return steps
+        iconst, ivar = index
+        yconst = ctx.const(np.asarray(ctx.value_of(y)), "k") if ctx.is_const(y) else None
+        ins = (x,) + (() if yconst else (y,)) + (() if ivar is None else (ivar,))
+        k = lib.add_rows(node, od, "set" if op.set_instead_of_inc else "inc")
+        kname = ctx.glob(k, "ROWS")
+
+        def emit(names, outs, target):
+            lib.start()  # the plan is being generated: every kernel is known by now
+            it = iter(names[1:])
+            yn = yconst or next(it)
+            iname = iconst or next(it)
+            return [f"{outs[0]} = {names[0]}", KernelCall(kname, k, [names[0], yn, iname])]
+
+        return [Step(node, node.outputs, ins, emit, kind="view", views={0: 0})]
+
+    return inc_rows_steps
+
+
 _REGISTERED_MATVEC: dict = {}
 
 
 def register_matvec():
     """Make the CPU engine run float Dot (matrix and vector) and Gemv nodes through
     :class:`MatVecKernel` steps, in-place set/inc_subtensor at known indices through
-    :class:`SubtensorKernel` steps (idempotent)."""
+    :class:`SubtensorKernel` steps, ``x[i]`` and in-place set/inc of rows at an index
+    vector through :class:`RowsKernel` steps (idempotent)."""
     if _REGISTERED_MATVEC:
         return
     for cls, make in (
@@ -1281,12 +1427,23 @@ def register_matvec():
         if previous is not None:
             _REGISTERED_MATVEC[cls] = previous
             register_impl(cls)(make(previous))
+    # No numpy emitter before these: their ``perform`` runs where the kernel does not.
+    for cls, make in (
+        (AdvancedSubtensor1, _make_take_emitter),
+        (AdvancedIncSubtensor1, _make_inc_rows_emitter),
+    ):
+        previous = IMPLS.get(cls)
+        _REGISTERED_MATVEC[cls] = previous
+        register_impl(cls)(make(previous))
 
 
 def unregister_matvec():
     """Undo :func:`register_matvec`."""
     for cls, previous in _REGISTERED_MATVEC.items():
-        register_impl(cls)(previous)
+        if previous is None:
+            IMPLS.pop(cls, None)
+        else:
+            register_impl(cls)(previous)
     _REGISTERED_MATVEC.clear()
 
 

@@ -318,3 +318,110 @@ static int td_sub_region(void **ops, int code, char **base, int *rnd, ptrdiff_t 
 
 TD_SUB(double, f64)
 TD_SUB(float, f32)
+
+/* td_take_* (out = x[i]) and td_setrows_* / td_incrows_* (x[i] = y, x[i] += y in place,
+   repeated rows accumulating as numpy's add.at), for a float vector or matrix x (its
+   rows) and an int64 vector i, as steps of a segment. ops: x, i, out for take; x, y, i
+   for set and inc (y broadcasts to x[i] as numpy's assignment broadcasts it). Every
+   index is checked before anything is written: a negative one counts from the end as
+   numpy's do, one out of range, a y that does not broadcast or shares memory with x,
+   an out that shares memory with x, or any operand of another type, dtype or rank
+   returns an error code, and the engine runs numpy instead (which raises its own
+   IndexError). */
+
+/* The index vector at ops[k] (int64, 1-d), each entry within -len..len-1. */
+static int td_rows_index(void *ix, int k, ptrdiff_t len, const char **p, ptrdiff_t *n,
+                         ptrdiff_t *s)
+{
+    int rc;
+    if ((rc = td_mv_operand(ix, 4, 1, k))) return rc; /* int64 */
+    *p = TD_F(ix, TD_OFF_DATA, const char *);
+    *n = TD_DIM(ix, 0);
+    *s = TD_STR(ix, 0);
+    for (ptrdiff_t j = 0; j < *n; j++) {
+        const int64_t i = *(const int64_t *)(*p + j * *s);
+        if (i < -(int64_t)len || i >= (int64_t)len) return TD_ERR(TD_ESHAPE, k);
+    }
+    return 0;
+}
+
+/* Row j of the index (checked by td_rows_index), a negative one counted from the end. */
+static inline ptrdiff_t td_row_at(const char *p, ptrdiff_t s, ptrdiff_t j, ptrdiff_t len)
+{
+    const int64_t i = *(const int64_t *)(p + j * s);
+    return (ptrdiff_t)(i < 0 ? i + len : i);
+}
+
+#define TD_ROWS(T, S)                                                                   \
+    int td_take_##S##_v(void **ops)                                                     \
+    {                                                                                   \
+        void *x = ops[0], *out = ops[2];                                                \
+        int rc;                                                                         \
+        const int nd = TD_F(x, TD_OFF_ND, int);                                         \
+        if (nd != 1 && nd != 2) return TD_ERR(TD_ENDIM, 0);                             \
+        if ((rc = td_mv_operand(x, td_code_##S, nd, 0))) return rc;                     \
+        if ((rc = td_mv_operand(out, td_code_##S, nd, 2))) return rc;                   \
+        const ptrdiff_t len = TD_DIM(x, 0), m = nd == 2 ? TD_DIM(x, 1) : 1;             \
+        const char *ip;                                                                 \
+        ptrdiff_t n, si;                                                                \
+        if ((rc = td_rows_index(ops[1], 1, len, &ip, &n, &si))) return rc;              \
+        if (TD_DIM(out, 0) != n || (nd == 2 && TD_DIM(out, 1) != m))                    \
+            return TD_ERR(TD_ESHAPE, 2);                                                \
+        if (td_overlap(out, x, sizeof(T))) return TD_ERR(TD_ESHAPE, 2);                 \
+        const char *xp = TD_F(x, TD_OFF_DATA, const char *);                            \
+        char *op = TD_F(out, TD_OFF_DATA, char *);                                      \
+        const ptrdiff_t sx0 = TD_STR(x, 0), so0 = TD_STR(out, 0);                       \
+        const ptrdiff_t sx1 = nd == 2 ? TD_STR(x, 1) : 0, so1 = nd == 2 ? TD_STR(out, 1) : 0; \
+        for (ptrdiff_t j = 0; j < n; j++) {                                             \
+            const char *r = xp + td_row_at(ip, si, j, len) * sx0;                       \
+            char *o = op + j * so0;                                                     \
+            for (ptrdiff_t c = 0; c < m; c++) *(T *)(o + c * so1) = *(const T *)(r + c * sx1); \
+        }                                                                               \
+        return 0;                                                                       \
+    }                                                                                   \
+    static int td_rows_##S(void **ops, int inc)                                         \
+    {                                                                                   \
+        void *x = ops[0], *y = ops[1];                                                  \
+        int rc;                                                                         \
+        const int nd = TD_F(x, TD_OFF_ND, int), ny = TD_F(y, TD_OFF_ND, int);           \
+        if (nd != 1 && nd != 2) return TD_ERR(TD_ENDIM, 0);                             \
+        if (ny > nd) return TD_ERR(TD_ENDIM, 1);                                        \
+        if ((rc = td_mv_operand(x, td_code_##S, nd, 0))) return rc;                     \
+        if ((rc = td_mv_operand(y, td_code_##S, ny, 1))) return rc;                     \
+        const ptrdiff_t len = TD_DIM(x, 0), m = nd == 2 ? TD_DIM(x, 1) : 1;             \
+        const char *ip;                                                                 \
+        ptrdiff_t n, si;                                                                \
+        if ((rc = td_rows_index(ops[2], 2, len, &ip, &n, &si))) return rc;              \
+        /* y's strides over the region (n, m): 0 along an axis it broadcasts over */    \
+        ptrdiff_t want[2] = {n, m}, ys[2] = {0, 0};                                     \
+        const int r = nd;                                                               \
+        for (int d = 0; d < r; d++) {                                                   \
+            const int e = d - (r - ny);                                                 \
+            if (e < 0) continue;                                                        \
+            const ptrdiff_t yd = TD_DIM(y, e);                                          \
+            if (yd == want[d]) ys[d] = TD_STR(y, e);                                    \
+            else if (yd != 1) return TD_ERR(TD_ESHAPE, 1);                              \
+        }                                                                               \
+        if (n == 0 || m == 0) return 0;                                                 \
+        if (td_overlap(x, y, sizeof(T))) return TD_ERR(TD_ESHAPE, 1);                   \
+        char *xp = TD_F(x, TD_OFF_DATA, char *);                                        \
+        const char *yp = TD_F(y, TD_OFF_DATA, const char *);                            \
+        const ptrdiff_t sx0 = TD_STR(x, 0), sx1 = nd == 2 ? TD_STR(x, 1) : 0;           \
+        const ptrdiff_t ys0 = ys[0], ys1 = nd == 2 ? ys[1] : 0;                         \
+        for (ptrdiff_t j = 0; j < n; j++) {                                             \
+            char *row = xp + td_row_at(ip, si, j, len) * sx0;                           \
+            const char *q = yp + j * ys0;                                               \
+            if (inc)                                                                    \
+                for (ptrdiff_t c = 0; c < m; c++)                                       \
+                    *(T *)(row + c * sx1) += *(const T *)(q + c * ys1);                 \
+            else                                                                        \
+                for (ptrdiff_t c = 0; c < m; c++)                                       \
+                    *(T *)(row + c * sx1) = *(const T *)(q + c * ys1);                  \
+        }                                                                               \
+        return 0;                                                                       \
+    }                                                                                   \
+    int td_setrows_##S##_v(void **ops) { return td_rows_##S(ops, 0); }                  \
+    int td_incrows_##S##_v(void **ops) { return td_rows_##S(ops, 1); }
+
+TD_ROWS(double, f64)
+TD_ROWS(float, f32)
