@@ -522,3 +522,32 @@ def test_rows_nodes_run_as_steps_of_the_segment(tmp_path, dtype, poisoned):
     assert "Apply node that caused the error: AdvancedSubtensor1" in str(info.value)
     for g, w in zip(f(qv, xv, gv), ref(qv, xv, gv)):
         np.testing.assert_allclose(g, w, rtol=RTOL[dtype] * 100, atol=1e-5)
+
+
+def test_rows_steps_on_a_failing_compiler_run_numpy(tmp_path):
+    cc_path = tmp_path / "fake-cc"
+    cc_path.write_text('#!/bin/sh\necho "fake-cc: broken" >&2; exit 3\n')
+    cc_path.chmod(0o755)
+    ins, outs = _glm_graph("float64")
+    ref = function(ins, outs, mode=Mode(linker="py", optimizer=None))
+    rng = np.random.default_rng(9)
+    qv, xv, gv = rng.standard_normal(10), rng.standard_normal(30), rng.integers(-4, 4, 30)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with (
+            config.change_flags(cxx=str(cc_path), compiledir=str(tmp_path / "c")),
+            ckernel.compile_mode("sync"),
+        ):
+            f = function(ins, outs)
+            results = [f(qv, xv, gv) for _ in range(3)]
+            bad = gv.copy()
+            bad[3] = -5
+            with pytest.raises(IndexError) as info:
+                f(qv, xv, bad)
+    steps = [k for k in _kernels_of(f) if isinstance(k, ckernel.RowsKernel)]
+    assert len(steps) == 4 and not any(k.ready for k in steps)
+    for r in results:
+        for g, w in zip(r, ref(qv, xv, gv)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    assert "index -5 is out of bounds for axis 0 with size 4" in str(info.value)
+    assert "Apply node that caused the error: AdvancedSubtensor1" in str(info.value)
