@@ -264,7 +264,47 @@ class CKernel:
         return full
 
 
-class SumKernel:
+_SUFFIX = {"float64": "f64", "float32": "f32"}
+
+
+class PreambleKernel:
+    """A step whose C is in every library's preamble (a sum, a matrix-vector product, a
+    subtensor write, rows at an index vector), named ``<stem>_f64`` or ``<stem>_f32``:
+    ``c`` runs numpy (starting the library's build) until the library is loaded and
+    ``_bind`` gives it the C entry; subclasses define ``fail``, numpy's version.
+    """
+
+    def __init__(self, node, dtype, stem, library=None):
+        self.node = node
+        self.library = library
+        self.name = f"{stem}_{_SUFFIX[dtype]}"
+        self.c = self._numpy_c
+        self.ready = False
+
+    def __repr__(self):
+        state = "C" if self.ready else "numpy"
+        return f"<{type(self).__name__} {self.name} ({state}) of {self.node.op}>"
+
+    def _bind(self, lib):
+        if segment.NativeSegment is None:  # no C entry without the call's C half
+            return
+        entry = ctypes.cast(getattr(lib, f"{self.name}_v"), ctypes.c_void_p).value
+        n = self.nin + self.nout
+        # A segment of this one step: the C entry point called with the arrays.
+        self.c = segment.NativeSegment((entry,), (tuple(range(n)),), n)
+        self.ready = True
+
+    def _numpy_c(self, *args):
+        lib = self.library
+        if lib is not None and not lib.started:
+            lib.start()
+            if self.ready:
+                return self.c(*args)
+        self.fail(*args)
+        return 0
+
+
+class SumKernel(PreambleKernel):
     """The sum of a float array over all its axes (``kind="all"``), its leading ones
     (``"lead"``) or its trailing ones (``"trail"``), in C: ``td_sum_f64`` ... of every
     library's preamble, as numpy's ``add.reduce`` computes it on C-contiguous arrays,
@@ -282,39 +322,23 @@ class SumKernel:
     _NAMES = {"all": "td_sum", "lead": "td_sumlead", "trail": "td_sumtrail"}
 
     def __init__(self, node, dtype, axes, library=None, kind="all"):
-        self.node = node
-        self.library = library
+        super().__init__(node, dtype, self._NAMES[kind], library)
         self.axes = axes
-        suffix = {"float64": "f64", "float32": "f32"}[dtype]
-        self.name = f"{self._NAMES[kind]}_{suffix}"
-        self.c = self._numpy_c
-        self.ready = False
-
-    def __repr__(self):
-        return f"<SumKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
 
     def _bind(self, lib):
+        # called through ctypes, not as a segment's step
         fn = getattr(lib, self.name)
         fn.argtypes = [ctypes.py_object] * 2
         fn.restype = ctypes.c_int
         self.c = fn
         self.ready = True
 
-    def _numpy_c(self, x, out):
-        lib = self.library
-        if lib is not None and not lib.started:
-            lib.start()
-            if self.ready:
-                return self.c(x, out)
-        self.fail(x, out)
-        return 0
-
     def fail(self, x, out):
         """numpy's sum of ``x`` into ``out`` (what the numpy step runs)."""
         np.add.reduce(x, axis=self.axes, out=out)
 
 
-class MatVecKernel:
+class MatVecKernel(PreambleKernel):
     """A small matrix-vector product in C, a step of a segment: ``kind`` ``"mv"``
     (``c(A, x, out)``: ``out = A @ x``), ``"vm"`` (``c(x, A, out)``: ``out = x @ A``) or
     ``"gemv"`` (``c(y, alpha, A, x, beta, out)``: ``out = beta * y + alpha * (A @ x)``,
@@ -335,35 +359,9 @@ class MatVecKernel:
     _NIN = {"mv": 2, "vm": 2, "gemv": 5}
 
     def __init__(self, node, dtype, kind, library=None):
-        self.node = node
-        self.library = library
+        super().__init__(node, dtype, f"td_{kind}", library)
         self.kind = kind
         self.nin = self._NIN[kind]
-        suffix = {"float64": "f64", "float32": "f32"}[dtype]
-        self.name = f"td_{kind}_{suffix}"
-        self.c = self._numpy_c
-        self.ready = False
-
-    def __repr__(self):
-        return f"<MatVecKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
-
-    def _bind(self, lib):
-        if segment.NativeSegment is None:  # no C entry without the call's C half
-            return
-        entry = ctypes.cast(getattr(lib, f"{self.name}_v"), ctypes.c_void_p).value
-        n = self.nin + self.nout
-        # A segment of this one step: the C entry point called with the arrays.
-        self.c = segment.NativeSegment((entry,), (tuple(range(n)),), n)
-        self.ready = True
-
-    def _numpy_c(self, *args):
-        lib = self.library
-        if lib is not None and not lib.started:
-            lib.start()
-            if self.ready:
-                return self.c(*args)
-        self.fail(*args)
-        return 0
 
     def fail(self, *args):
         """numpy's product into ``out`` (what the numpy steps run); raises numpy's error
@@ -387,7 +385,7 @@ class MatVecKernel:
         np.add(out, p, out=out)
 
 
-class SubtensorKernel:
+class SubtensorKernel(PreambleKernel):
     """``x[index] = y`` (``kind="set"``) or ``x[index] += y`` (``"inc"``) in place, for an
     index of known integers and slices, in C: ``td_setsub_f64`` ... of every library's
     preamble, a step of a segment (numpy's indexed assignment of a few values cost
@@ -406,20 +404,9 @@ class SubtensorKernel:
     nin, nout = 3, 0
 
     def __init__(self, node, dtype, kind, index, library=None):
-        self.node = node
-        self.library = library
+        super().__init__(node, dtype, f"td_{kind}sub", library)
         self.kind = kind
         self.index = tuple(index)
-        suffix = {"float64": "f64", "float32": "f32"}[dtype]
-        self.name = f"td_{kind}sub_{suffix}"
-        self.c = self._numpy_c
-        self.ready = False
-
-    def __repr__(self):
-        return f"<SubtensorKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
-
-    _bind = MatVecKernel._bind
-    _numpy_c = MatVecKernel._numpy_c
 
     def fail(self, x, y, code):
         """numpy's assignment (what the numpy step runs)."""
@@ -429,7 +416,7 @@ class SubtensorKernel:
             x[self.index] += y
 
 
-class RowsKernel:
+class RowsKernel(PreambleKernel):
     """Rows of a float vector or matrix at an int64 index vector, in C, a step of a
     segment: ``kind="take"`` (``c(x, i, out)``: ``out = x[i]``), ``"set"`` (``c(x, y,
     i)``: ``x[i] = y`` in place) or ``"inc"`` (``x[i] += y`` in place, repeated rows
@@ -451,19 +438,8 @@ class RowsKernel:
     _NAMES = {"take": "td_take", "set": "td_setrows", "inc": "td_incrows"}
 
     def __init__(self, node, dtype, kind, library=None):
-        self.node = node
-        self.library = library
+        super().__init__(node, dtype, self._NAMES[kind], library)
         self.kind = kind
-        suffix = {"float64": "f64", "float32": "f32"}[dtype]
-        self.name = f"{self._NAMES[kind]}_{suffix}"
-        self.c = self._numpy_c
-        self.ready = False
-
-    def __repr__(self):
-        return f"<RowsKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
-
-    _bind = MatVecKernel._bind
-    _numpy_c = MatVecKernel._numpy_c
 
     def fail(self, a, b, c):
         """numpy's indexing (what the op's ``perform`` runs): raises numpy's IndexError
@@ -537,37 +513,27 @@ class KernelLibrary:
         self.kernels.append(k)
         return k
 
-    def add_sum(self, node, dtype, axes, kind="all") -> SumKernel:
-        """A :class:`SumKernel` of ``node`` (its C is in the preamble)."""
+    def _add_step(self, method, k):
         if self.started:
-            raise RuntimeError("KernelLibrary.add_sum: the library is already built")
-        k = SumKernel(node, dtype, axes, self, kind)
+            raise RuntimeError(f"KernelLibrary.{method}: the library is already built")
         self.kernels.append(k)
         return k
+
+    def add_sum(self, node, dtype, axes, kind="all") -> SumKernel:
+        """A :class:`SumKernel` of ``node`` (its C is in the preamble)."""
+        return self._add_step("add_sum", SumKernel(node, dtype, axes, self, kind))
 
     def add_matvec(self, node, dtype, kind) -> MatVecKernel:
         """A :class:`MatVecKernel` of ``node`` (its C is in the preamble)."""
-        if self.started:
-            raise RuntimeError("KernelLibrary.add_matvec: the library is already built")
-        k = MatVecKernel(node, dtype, kind, self)
-        self.kernels.append(k)
-        return k
+        return self._add_step("add_matvec", MatVecKernel(node, dtype, kind, self))
 
     def add_subtensor(self, node, dtype, kind, index) -> SubtensorKernel:
         """A :class:`SubtensorKernel` of ``node`` (its C is in the preamble)."""
-        if self.started:
-            raise RuntimeError("KernelLibrary.add_subtensor: the library is already built")
-        k = SubtensorKernel(node, dtype, kind, index, self)
-        self.kernels.append(k)
-        return k
+        return self._add_step("add_subtensor", SubtensorKernel(node, dtype, kind, index, self))
 
     def add_rows(self, node, dtype, kind) -> RowsKernel:
         """A :class:`RowsKernel` of ``node`` (its C is in the preamble)."""
-        if self.started:
-            raise RuntimeError("KernelLibrary.add_rows: the library is already built")
-        k = RowsKernel(node, dtype, kind, self)
-        self.kernels.append(k)
-        return k
+        return self._add_step("add_rows", RowsKernel(node, dtype, kind, self))
 
     def segment(self, kernels, operands, nargs):
         """A :class:`~.segment.KernelSegment` of ``kernels`` (of this library), or None
