@@ -33,7 +33,7 @@ from theano_dag.engines.cpu.emit.csource import (
     kernel_source,
     preamble,
 )
-from theano_dag.engines.cpu.emit.emitters import _const_index
+from theano_dag.engines.cpu.emit.emitters import _axpby, _const_index
 from theano_dag.engines.cpu.emit.impls import (
     IMPLS,
     KernelCall,
@@ -373,16 +373,7 @@ class MatVecKernel(PreambleKernel):
         p = np.dot(A, x)
         if y.shape != p.shape:
             raise ValueError(f"{self.node.op}: y has shape {y.shape}, the product A @ x {p.shape}")
-        if b == 0:
-            np.multiply(p, a, out=out)
-            return
-        if b != 1:
-            np.multiply(y, b, out=out)
-        elif out is not y:
-            np.copyto(out, y)
-        if a != 1:
-            np.multiply(p, a, out=p)
-        np.add(out, p, out=out)
+        _axpby(y, a, p, b, out)
 
 
 class SubtensorKernel(PreambleKernel):
