@@ -48,7 +48,8 @@ a last line with the medians over the models and the targets (NUTS: faster on ev
 at least 1.5x on the median; build: at least 5x faster).
 
 Run: ``.venv/bin/python benchmarks/pymc3.py [--python .venv-pymc3/bin/python] [--repeats 3]
-[--tune 500] [--draws 500] [--models linreg eight_schools ...]``.
+[--tune 500] [--draws 500] [--models linreg eight_schools ...]``. Each child's figures go to
+stderr as it ends (one JSON line), the summary lines to stdout.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -163,10 +165,14 @@ def main(argv=None):
         return
     work = ROOT / "build" / "pymc3-bench"
     runs = {(m, s): [] for m in a.models for s in SIDES}
-    for _ in range(a.repeats):
+    for r in range(a.repeats):
         for m in a.models:
             for s in SIDES:
-                runs[m, s].append(run_child(a.python, s, m, a, work))
+                child = run_child(a.python, s, m, a, work)
+                runs[m, s].append(child)
+                # each child's figures as it ends (stderr): a run stopped early keeps them
+                got = {k: v for k, v in child.items() if k != "posterior"}
+                print(json.dumps({"round": r, "side": s, **got}), file=sys.stderr, flush=True)
     first = runs[a.models[0], "theano_pymc"][0]
     print(
         json.dumps(

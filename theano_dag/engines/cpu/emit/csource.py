@@ -449,8 +449,9 @@ def _simd_decls(functions):
 
 def preamble(layout, simd_functions) -> str:
     """The C shared by all kernels of a library: headers, libmvec declarations,
-    numpy-exact helpers, the ``td_run`` driver, the sums ``td_sum_*`` and the small
-    matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``)."""
+    numpy-exact helpers, the ``td_run`` driver, the sums ``td_sum_*``, the small
+    matrix-vector products ``td_mv_*`` and small linear algebra ``td_chol_*`` ... (the
+    fixed C of ``native/*.c``)."""
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
 #include <stddef.h>
@@ -478,4 +479,6 @@ def preamble(layout, simd_functions) -> str:
 
 {c_source("sum_driver.c")}
 
-{c_source("gemv_driver.c")}"""
+{c_source("gemv_driver.c")}
+
+{c_source("linalg_driver.c")}"""

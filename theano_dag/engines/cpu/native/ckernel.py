@@ -49,7 +49,9 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, Elemwise
+from theano_dag.tensor.extra_ops import AllocDiag
 from theano_dag.tensor.fused import FusedReduce
+from theano_dag.tensor.linalg import Cholesky, CholeskyGrad, Solve
 from theano_dag.tensor.math import Dot
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1, IncSubtensor
 from theano_dag.tensor.type import TensorType
@@ -443,6 +445,98 @@ class RowsKernel(PreambleKernel):
             np.add.at(a, c, np.asarray(b, dtype=a.dtype))
 
 
+class LinalgKernel(PreambleKernel):
+    """Small dense linear algebra in C, a step of a segment (``native/linalg_driver.c``):
+    ``kind`` ``"chol"`` / ``"cholnan"`` (``c(A, out)``: :class:`~theano_dag.tensor.linalg.
+    Cholesky`, lower, ``on_error`` ``"raise"`` / ``"nan"``), ``"trsl"``, ``"trsu"``,
+    ``"trsl1"``, ``"trsu1"`` (``c(A, b, out)``: a triangular
+    :class:`~theano_dag.tensor.linalg.Solve`, lower or upper, ``1``: unit diagonal),
+    ``"cholgrad"`` (``c(A, L, dL, out)``) and ``"allocdiag"`` (``c(v, offset, out)``:
+    :class:`~theano_dag.tensor.extra_ops.AllocDiag` of a vector), for matrices of at
+    most 128 rows, computed in double on the calling thread. ``c`` returns a false
+    value, or a true one after which ``fail`` runs the op's ``perform`` (LAPACK through
+    numpy or scipy: a larger matrix, another layout, or a matrix LAPACK refuses, whose
+    error it raises).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.tensor.linalg import cholesky
+    >>> k = LinalgKernel(cholesky(tt.dmatrix()).owner, "float64", "chol")  # no library
+    >>> out = np.empty((2, 2)); k.c(np.array([[4.0, 2.0], [2.0, 5.0]]), out), out
+    (0, array([[2., 0.],
+           [1., 2.]]))
+    """
+
+    nout = 1
+    _NIN = {"chol": 1, "cholnan": 1, "cholgrad": 3, "allocdiag": 2}
+
+    def __init__(self, node, dtype, kind, library=None):
+        super().__init__(node, dtype, f"td_{kind}", library)
+        self.kind = kind
+        self.nin = self._NIN.get(kind, 2)
+        self._perform = make_call(node)
+
+    def fail(self, *args):
+        """The op's ``perform`` into ``out`` (what the engine runs without C); raises its
+        error (numpy's ``LinAlgError`` for a matrix LAPACK refuses)."""
+        ins = args[:1] if self.kind == "allocdiag" else args[:-1]
+        np.copyto(args[-1], self._perform(*ins))
+
+
+def _linalg_kind(node):
+    """The :class:`LinalgKernel` kind running ``node``, or None."""
+    op = node.op
+    if type(op) is Cholesky:
+        return ("chol" if op.on_error == "raise" else "cholnan") if op.lower else None
+    if type(op) is CholeskyGrad:
+        return "cholgrad"
+    if type(op) is Solve and op.A_structure in ("lower_triangular", "upper_triangular"):
+        side = "l" if op.A_structure == "lower_triangular" else "u"
+        return f"trs{side}{'1' if op.unit_diagonal else ''}"
+    if type(op) is AllocDiag and node.inputs[0].type.ndim == 1:
+        return "allocdiag" if (op.axis1, op.axis2) in ((0, 1), (1, 0)) else None
+    return None
+
+
+def _make_linalg_emitter(previous):
+    """Cholesky (lower), CholeskyGrad, triangular Solve and AllocDiag of a vector, all
+    of one float dtype: a :class:`LinalgKernel` step where it writes a target, the op's
+    ``perform`` elsewhere."""
+
+    def linalg_steps(node, ctx):
+        steps = previous(node, ctx) if previous is not None else None
+        lib = _library_of(ctx)
+        kind = _linalg_kind(node)
+        if lib is None or lib.started or kind is None:
+            return steps
+        od = node.outputs[0].type.dtype
+        if od not in ("float32", "float64") or any(v.type.dtype != od for v in node.inputs):
+            return steps
+        consts = {
+            p: ctx.const(np.asarray(ctx.value_of(v)), "k")
+            for p, v in enumerate(node.inputs)
+            if ctx.is_const(v)
+        }
+        ins = [v for p, v in enumerate(node.inputs) if p not in consts]
+        k = lib.add_linalg(node, od, kind)
+        kname = ctx.glob(k, "LA")
+        fn = ctx.glob(make_call(node), "F")
+
+        def emit(names, outs, target):
+            it = iter(names)
+            args = [consts[p] if p in consts else next(it) for p in range(len(node.inputs))]
+            if target is None:
+                return [f"{outs[0]} = {fn}({', '.join(args)})"]
+            lib.start()  # the plan is being generated: every kernel is known by now
+            if kind == "allocdiag":
+                args.append(ctx.const(np.array(node.op.offset, dtype=np.int64), "k"))
+            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
+            return [*bind, KernelCall(kname, k, [*args, outs[0]])]
+
+        return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
+
+    return linalg_steps
+
+
 _NO_BOUND = np.iinfo(np.int64).min
 
 
@@ -525,6 +619,10 @@ class KernelLibrary:
     def add_rows(self, node, dtype, kind) -> RowsKernel:
         """A :class:`RowsKernel` of ``node`` (its C is in the preamble)."""
         return self._add_step("add_rows", RowsKernel(node, dtype, kind, self))
+
+    def add_linalg(self, node, dtype, kind) -> LinalgKernel:
+        """A :class:`LinalgKernel` of ``node`` (its C is in the preamble)."""
+        return self._add_step("add_linalg", LinalgKernel(node, dtype, kind, self))
 
     def segment(self, kernels, operands, nargs):
         """A :class:`~.segment.KernelSegment` of ``kernels`` (of this library), or None
@@ -1372,7 +1470,9 @@ def register_matvec():
     """Make the CPU engine run float Dot (matrix and vector) and Gemv nodes through
     :class:`MatVecKernel` steps, in-place set/inc_subtensor at known indices through
     :class:`SubtensorKernel` steps, ``x[i]`` and in-place set/inc of rows at an index
-    vector through :class:`RowsKernel` steps (idempotent)."""
+    vector through :class:`RowsKernel` steps, small Cholesky factors, their gradients,
+    triangular solves and diagonal matrices through :class:`LinalgKernel` steps
+    (idempotent)."""
     if _REGISTERED_MATVEC:
         return
     for cls, make in (
@@ -1388,6 +1488,10 @@ def register_matvec():
     for cls, make in (
         (AdvancedSubtensor1, _make_take_emitter),
         (AdvancedIncSubtensor1, _make_inc_rows_emitter),
+        (Cholesky, _make_linalg_emitter),
+        (CholeskyGrad, _make_linalg_emitter),
+        (Solve, _make_linalg_emitter),
+        (AllocDiag, _make_linalg_emitter),
     ):
         previous = IMPLS.get(cls)
         _REGISTERED_MATVEC[cls] = previous
