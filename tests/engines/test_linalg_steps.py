@@ -254,3 +254,14 @@ def test_gp_graph_runs_its_linear_algebra_as_steps(tmp_path, dtype, poisoned):
     np.testing.assert_array_equal(yv, keep[1])
     for a, h in zip(first, held):
         np.testing.assert_array_equal(a, h)
+
+
+def test_only_libraries_with_linalg_steps_carry_their_c():
+    x = tt.dvector("x")
+    plain = ckernel.KernelLibrary()
+    plain.add(tt.exp(x).owner)
+    assert "TD_LA_ENTRIES(double, f64)" not in plain.source()
+    with_la = ckernel.KernelLibrary()
+    with_la.add(tt.exp(x).owner)
+    with_la.add_linalg(_nodes("float64")["chol"], "float64", "chol")
+    assert "TD_LA_ENTRIES(double, f64)" in with_la.source()

@@ -447,11 +447,13 @@ def _simd_decls(functions):
     return "\n".join(decls)
 
 
-def preamble(layout, simd_functions) -> str:
+def preamble(layout, simd_functions, linalg=False) -> str:
     """The C shared by all kernels of a library: headers, libmvec declarations,
     numpy-exact helpers, the ``td_run`` driver, the sums ``td_sum_*``, the small
-    matrix-vector products ``td_mv_*`` and small linear algebra ``td_chol_*`` ... (the
-    fixed C of ``native/*.c``)."""
+    matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``), and with
+    ``linalg`` small linear algebra, ``td_chol_*`` ... (only in the libraries that use
+    it: it adds about half to a small library's compile time)."""
+    la = f"\n\n{c_source('linalg_driver.c')}" if linalg else ""
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
 #include <stddef.h>
@@ -479,6 +481,4 @@ def preamble(layout, simd_functions) -> str:
 
 {c_source("sum_driver.c")}
 
-{c_source("gemv_driver.c")}
-
-{c_source("linalg_driver.c")}"""
+{c_source("gemv_driver.c")}{la}"""

@@ -645,7 +645,8 @@ class KernelLibrary:
         simd = tc.simd if tc is not None else cc.simd_functions()
         layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
                                     "strides": 40, "descr": 56}  # fmt: skip
-        parts = [preamble(layout, simd)]
+        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        parts = [preamble(layout, simd, linalg)]
         for template, name in self._by_source.items():
             parts.append(template.replace("@K@", name))
         return "\n".join(parts)
