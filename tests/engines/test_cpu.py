@@ -675,3 +675,42 @@ def test_gemv_with_known_scalars_matches_the_reference(dtype, alpha, beta, poiso
         for _ in range(2):
             assert_same(f(*args), ref(*args), rtol=1e-5 if dtype == "float32" else 1e-12)
             np.testing.assert_array_equal(args[2], z_before)  # z is the caller's
+
+
+def test_keyword_calls_run_the_generated_code_of_their_shapes(monkeypatch):
+    # f(**point) (PyMC3's point functions): every input named once runs the code
+    # generated for those shapes, as a call by position does, not the plain call.
+    x, y = tt.dvector("x"), tt.dmatrix("y")
+    f = function([x, y], [tt.exp(x) + y.sum(axis=0), x * 2])
+    path = f._path
+    plain = []
+    real_slow = path.slow
+    monkeypatch.setattr(path, "slow", lambda *a, **k: plain.append(1) or real_slow(*a, **k))
+    xv, yv = np.linspace(0, 1, 3), np.arange(6.0).reshape(2, 3)
+    want = [np.exp(xv) + yv.sum(axis=0), xv * 2]
+    for call in (
+        lambda: f(x=xv, y=yv),
+        lambda: f(y=yv, x=xv),
+        lambda: f(xv, y=yv),
+        lambda: f(xv, yv),
+    ):
+        for g, w in zip(call(), want):
+            np.testing.assert_allclose(g, w)
+    # (without the C half of the call, THEANO_DAG_PY_CALL=1, keywords take the plain call)
+    assert len(path.generated) == 1 and (not plain or not path.guarded)
+    # another shape by keyword: its own code
+    got = f(y=np.ones((1, 4)), x=np.zeros(4))
+    np.testing.assert_allclose(got[0], np.full(4, 2.0))
+    if not path.guarded:
+        return
+    assert not plain and len(path.generated) == 2
+    # anything else takes the plain call, with its errors
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        f(x=xv, z=yv)
+    with pytest.raises(TypeError, match="got multiple values for input"):
+        f(xv, x=xv)
+    with pytest.raises(TypeError, match="missing a value for input"):
+        f(x=xv)
+    assert len(plain) == 3
+    np.testing.assert_allclose(f(x=[0.0, 1.0, 2.0], y=yv)[1], [0.0, 2.0, 4.0])  # a list: filtered
+    assert len(plain) == 4
