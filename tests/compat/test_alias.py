@@ -251,3 +251,30 @@ def test_migrating_md_lists_the_package_table():
     rows = re.findall(r"^\| `(theano[\w.]*)` \| `(theano_dag[\w.]*)` \|", section, re.M)
     assert dict(rows) == theano_names.MODULES
     assert len(rows) == len(theano_names.MODULES)
+
+
+def test_theano_change_flags_is_config_change_flags_deprecated(site_dir, tmp_path):
+    # Theano 1.1 kept ``theano.change_flags`` (PyMC3's tests use it), warning that it
+    # is deprecated; it changes the flags as ``theano.config.change_flags`` does.
+    proc = _python(
+        """
+        import warnings
+        import theano
+        warnings.simplefilter("always")
+        before = theano.config.compute_test_value
+        with warnings.catch_warnings(record=True) as got:
+            with theano.change_flags(compute_test_value="ignore"):
+                print(theano.config.compute_test_value)
+        print(theano.config.compute_test_value == before)
+        print([(w.category.__name__, str(w.message)) for w in got])
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "ignore",
+        "True",
+        "[('DeprecationWarning', 'theano.change_flags is deprecated: use "
+        "theano.config.change_flags instead')]",
+    ]

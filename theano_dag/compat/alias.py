@@ -19,6 +19,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
+import warnings
 
 # The attribute that marks the finder on sys.meta_path: theano_dag.config looks for it to
 # read THEANO_FLAGS and .theanorc, as Theano does, when the alias is installed.
@@ -45,9 +46,14 @@ class TheanoModule(types.ModuleType):
     # Theano).
     OWN = frozenset({"__version__", "__file__", "__path__", "__package__", "__loader__"})
 
+    # Theano 1.1's deprecated spellings at the top of ``theano``: name -> (module, name).
+    DEPRECATED = {"change_flags": ("config", "change_flags")}
+
     def __getattr__(self, name):
         if name in TheanoModule.OWN:
             raise AttributeError(f"module 'theano' has no attribute {name!r}")
+        if name in TheanoModule.DEPRECATED:
+            return _deprecated(self.__dict__["_theano_dag"], name, *TheanoModule.DEPRECATED[name])
         try:
             return getattr(self.__dict__["_theano_dag"], name)
         except AttributeError:
@@ -55,6 +61,24 @@ class TheanoModule(types.ModuleType):
 
     def __dir__(self):
         return sorted(set(dir(self.__dict__["_theano_dag"])) | set(self.__dict__))
+
+
+def _deprecated(target, name, owner, attr):
+    """``theano.<name>``: ``theano.<owner>.<attr>`` with a DeprecationWarning at each call,
+    as Theano 1.1 gives it (PyMC3's tests still write ``theano.change_flags``)."""
+    fn = getattr(getattr(target, owner), attr)
+
+    def call(*args, **kwargs):
+        warnings.warn(
+            f"theano.{name} is deprecated: use theano.{owner}.{attr} instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return fn(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = fn.__doc__
+    return call
 
 
 class _Loader(importlib.abc.Loader):
