@@ -6,7 +6,6 @@ broadcast and the strided paths of the C driver.
 """
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from theano_dag.config import config
 from theano_dag.engines.cpu import CPULinker
 from theano_dag.engines.cpu.emit.csource import NotCompilable, array_layout, kernel_source
 from theano_dag.engines.cpu.native import cc, ckernel
-from theano_dag.engines.cpu.native.segment import KernelSegment
+from theano_dag.engines.cpu.native.ckernel import kernel_calls
 from theano_dag.tensor.elemwise import Elemwise, Max, Sum
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.type import TensorType
@@ -558,18 +557,6 @@ def engine_kernels():
 
 def _fn(inputs, outputs):
     return function(inputs, outputs, mode=Mode(linker=CPULinker(), optimizer=None))
-
-
-def kernel_calls(f):
-    """The C kernels the current plan's code of ``f`` runs, in order: by a line of
-    their own (``_K0.c(...)``) or inside a segment (``_SEG0.c(...)``)."""
-    plan = f.fn.current
-    code = plan.fast if plan.fast is not None else plan.core
-    found = []
-    for name in re.findall(r"(\w+)\.c\(", f.fn.source()):
-        obj = code.__globals__[name]
-        found += obj.kernels if isinstance(obj, KernelSegment) else [obj]
-    return found
 
 
 def test_function_compiles_all_kernels_in_one_call(

@@ -19,8 +19,12 @@ from theano_dag.config import config
 from theano_dag.engines.cpu import CPULinker
 from theano_dag.engines.cpu.emit.csource import array_layout
 from theano_dag.engines.cpu.native import cc, ckernel, segment
-from theano_dag.engines.cpu.native.ckernel import MatVecKernel, SubtensorKernel, index_code
-from theano_dag.engines.cpu.native.segment import KernelSegment
+from theano_dag.engines.cpu.native.ckernel import (
+    MatVecKernel,
+    SubtensorKernel,
+    index_code,
+    kernel_calls,
+)
 from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.type import TensorType
@@ -125,16 +129,6 @@ def _gemv_graph(dtype):
     return [q, X], [tt.sum(r * r), tt.grad(tt.sum(r * r), q)]
 
 
-def _kernels_of(f):
-    plan = f.fn.current
-    code = plan.fast if plan.fast is not None else plan.core
-    found = []
-    for name in re.findall(r"(\w+)\.c\(", f.fn.source()):
-        obj = code.__globals__[name]
-        found += obj.kernels if isinstance(obj, KernelSegment) else [obj]
-    return found
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_dot_gemv_and_inc_subtensor_nodes_run_as_steps(tmp_path, dtype):
     ins, outs = _gemv_graph(dtype)
@@ -148,7 +142,7 @@ def test_dot_gemv_and_inc_subtensor_nodes_run_as_steps(tmp_path, dtype):
         f = function(ins, outs)
         f(qv, Xv)
         assert ckernel.wait_for_kernels(f)
-    steps = [k for k in _kernels_of(f) if isinstance(k, (MatVecKernel, SubtensorKernel))]
+    steps = [k for k in kernel_calls(f) if isinstance(k, (MatVecKernel, SubtensorKernel))]
     kinds = {k.name.split("_")[1] for k in steps}
     assert {"mv", "incsub"} <= kinds, kinds
     assert all(k.ready for k in steps)
@@ -185,7 +179,7 @@ def test_steps_on_a_failing_compiler_run_numpy(tmp_path):
             results = [f(qv, Xv) for _ in range(3)]
     msgs = [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
     assert len(msgs) == 1 and "fake-cc: broken" in msgs[0], msgs
-    assert not any(k.ready for k in _kernels_of(f))
+    assert not any(k.ready for k in kernel_calls(f))
     for r in results:
         for g, w in zip(r, ref(qv, Xv)):
             np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
@@ -497,7 +491,7 @@ def test_rows_nodes_run_as_steps_of_the_segment(tmp_path, dtype, poisoned):
         gv = rng.integers(-4, 4, 30)
         f(qv, xv, gv)
         assert ckernel.wait_for_kernels(f)
-    steps = [k for k in _kernels_of(f) if isinstance(k, ckernel.RowsKernel)]
+    steps = [k for k in kernel_calls(f) if isinstance(k, ckernel.RowsKernel)]
     assert sorted(k.name.split("_")[1] for k in steps) == ["incrows"] * 2 + ["take"] * 2
     assert all(k.ready for k in steps)
     src = f.fn.source()
@@ -544,7 +538,7 @@ def test_rows_steps_on_a_failing_compiler_run_numpy(tmp_path):
             bad[3] = -5
             with pytest.raises(IndexError) as info:
                 f(qv, xv, bad)
-    steps = [k for k in _kernels_of(f) if isinstance(k, ckernel.RowsKernel)]
+    steps = [k for k in kernel_calls(f) if isinstance(k, ckernel.RowsKernel)]
     assert len(steps) == 4 and not any(k.ready for k in steps)
     for r in results:
         for g, w in zip(r, ref(qv, xv, gv)):

@@ -18,7 +18,7 @@ from theano_dag.config import config
 from theano_dag.engines.cpu import CPULinker
 from theano_dag.engines.cpu.emit.csource import array_layout
 from theano_dag.engines.cpu.native import cc, ckernel, segment
-from theano_dag.engines.cpu.native.segment import KernelSegment
+from theano_dag.engines.cpu.native.ckernel import kernel_calls
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.type import TensorType
 
@@ -226,17 +226,6 @@ def test_error_inside_a_segment_names_its_node(engine_kernels, tmp_path):
 
 
 # -- full sums in C ----------------------------------------------------------------------
-
-
-def kernel_calls(f):
-    """The kernels the current plan's code of ``f`` runs, in order (alone or in segments)."""
-    plan = f.fn.current
-    code = plan.fast if plan.fast is not None else plan.core
-    found = []
-    for name in re.findall(r"(\w+)\.c\(", f.fn.source()):
-        obj = code.__globals__[name]
-        found += obj.kernels if isinstance(obj, KernelSegment) else [obj]
-    return found
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import re
 import threading
 import warnings
 import weakref
@@ -63,6 +64,7 @@ __all__ = [
     "NotCompilable",
     "c_code",
     "wait_for_kernels",
+    "kernel_calls",
     "kernel_library",
     "compile_mode",
     "register",
@@ -801,6 +803,29 @@ def wait_for_kernels(f, timeout=None) -> bool:
     if lib is None or not lib.kernels:
         return False
     return lib.wait(timeout)
+
+
+def kernel_calls(f) -> list:
+    """The kernels and steps (:class:`CKernel`, :class:`LinalgKernel` ...) that the code of
+    ``f``'s current plan runs, in order: by a line of their own (``_K0.c(...)``) or inside
+    a segment (``_SEG0.c(...)``). ``f`` must have been called (its plan is the last
+    call's).
+
+    >>> import numpy as np, theano_dag
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> f = theano_dag.function([x], tt.exp(x) * 2 + 1)
+    >>> _ = f(np.zeros(3))
+    >>> all(hasattr(k, "c") and hasattr(k, "fail") for k in kernel_calls(f))
+    True
+    """
+    plan = f.fn.current
+    code = plan.fast if plan.fast is not None else plan.core
+    found = []
+    for name in re.findall(r"(\w+)\.c\(", f.fn.source()):
+        obj = code.__globals__[name]
+        found += obj.kernels if isinstance(obj, segment.KernelSegment) else [obj]
+    return found
 
 
 def _wants_c(node, numpy_steps=None):
