@@ -489,8 +489,8 @@ class CPUCall(CallPath):
         where = self._positions
         if where is None:
             where = self._positions = {k: p for p, k in enumerate(spec.explicit)}
-        if len(args) + len(kwargs) != len(where):
-            return None
+        if len(args) + len(kwargs) != len(where) or "output_subset" in kwargs:
+            return None  # (output_subset is the plain call's keyword, not an input's)
         out = list(args) + [_NOTHING] * len(kwargs)
         by_name, ambiguous = spec.by_name, spec.ambiguous
         for key, value in kwargs.items():
