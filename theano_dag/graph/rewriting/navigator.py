@@ -69,6 +69,17 @@ def _toposort(fgraph, start_from):
     return io_toposort(fgraph.inputs, start_from)
 
 
+def _meets_nothing(fgraph, index) -> bool:
+    """Whether no node of ``fgraph`` would be offered a rewrite of ``index`` (a
+    ``TrackIndex``), judged from the op classes the graph's ``OpPresence`` counts: a
+    pass would then sort the graph and visit nothing. False when the graph has no
+    ``OpPresence`` (nothing is known)."""
+    presence = getattr(fgraph, "op_presence", None)
+    if presence is None or index is None:
+        return False
+    return not index.can_meet([k for k, n in presence.counts.items() if n > 0])
+
+
 class Updater(Feature):
     """Calls the navigator back when nodes are imported or their inputs change."""
 
@@ -299,6 +310,9 @@ class TopoOptimizer(NavigatorOptimizer):
             start_from = fgraph.outputs
         prof = NavigatorProfile("TopoOptimizer", opt_name(self), len(fgraph.apply_nodes))
         t0 = time.perf_counter()
+        if _meets_nothing(fgraph, self._index):
+            prof.time = time.perf_counter() - t0
+            return prof
         q = deque(_toposort(fgraph, start_from))
         prof.toposort_time = time.perf_counter() - t0
         current = [None]
@@ -703,10 +717,13 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         return changed
 
     def _cannot_apply(self, fgraph) -> bool:
-        """Whether every rewrite here needs an op the graph does not hold (and no
-        global optimizer runs): a pass would visit every node and change nothing."""
+        """Whether no rewrite here can apply (and no global optimizer runs): none
+        tracks an op the graph holds, or every one needs an op it does not hold. A pass
+        would visit every node and change nothing."""
         if self.global_optimizers or self.final_optimizers or self.cleanup_optimizers:
             return False
+        if self.local_optimizers and _meets_nothing(fgraph, self._index):
+            return True  # no node's op is one a rewrite here tracks
         if not self.local_optimizers or len(self._needs) != len(self.local_optimizers):
             return False
         presence = getattr(fgraph, "op_presence", None)
