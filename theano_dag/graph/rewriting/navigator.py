@@ -205,27 +205,40 @@ class NavigatorOptimizer(GlobalOptimizer):
         log = getattr(fgraph, "change_log", None)
         if log is None:
             log = ChangeLog.attach(fgraph)
-        # log.begin() and, below, log.end() written out: this runs for every rewrite
-        # tried on every node, and most find nothing to do.
+        # log.begin() written out: this runs for every rewrite tried on every node.
         log.depth += 1
         token = len(log.log)
         try:
             replacements = lopt.transform(fgraph, node)
-            if replacements is True:
-                as_replacements(node, True)  # raises: a local rewrite changed the graph itself
         except Exception as exc:
-            try:
-                log.revert(fgraph, token)
-                self._fail(exc, [(x, None) for x in node.outputs], lopt, node)
-            finally:
-                log.end(token)
-            return False
+            return self._transform_failed(fgraph, node, lopt, exc, log, token)
+        return self._transform_done(fgraph, node, lopt, replacements, log, token)
+
+    def _transform_failed(self, fgraph, node, lopt, exc, log, token):
+        """``lopt.transform`` raised ``exc``: undo what it changed, report, close the
+        checkpoint ``token``; False."""
+        try:
+            log.revert(fgraph, token)
+            self._fail(exc, [(x, None) for x in node.outputs], lopt, node)
+        finally:
+            log.end(token)
+        return False
+
+    def _transform_done(self, fgraph, node, lopt, replacements, log, token):
+        """Make the replacements ``lopt.transform`` returned, closing the checkpoint
+        ``token`` (opened before the transform); True if the graph changed."""
         if replacements is False or replacements is None:
+            # log.end(token) written out: most rewrites tried find nothing to do.
             log.depth -= 1
             if log.depth <= 0:
                 log.depth = 0
                 log.log.clear()
             return False
+        if replacements is True:
+            try:
+                as_replacements(node, True)  # raises: a local rewrite changed the graph
+            except Exception as exc:
+                return self._transform_failed(fgraph, node, lopt, exc, log, token)
         try:
             return self._replace(fgraph, node, lopt, replacements, log, token)
         finally:
@@ -670,7 +683,12 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             fgraph.attach_feature(updater)
         changed = False
         perf_counter = time.perf_counter
-        process_node = self.process_node
+        transform_done = self._transform_done
+        process_node = None
+        if type(self).process_node is not NavigatorOptimizer.process_node:
+            process_node = self.process_node
+        log = ChangeLog.attach(fgraph)
+        log_list = log.log
         stat_time, stat_tried = stats.time, stats.tried
         last_visit = run.last_visit
         presence = getattr(fgraph, "op_presence", None) if self._needs else None
@@ -698,7 +716,26 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                             continue
                     n_imp = tracker.n_imported
                     t1 = perf_counter()
-                    ok = process_node(fgraph, node, lopt)
+                    if process_node is not None:  # a subclass's own
+                        ok = process_node(fgraph, node, lopt)
+                    else:
+                        # process_node(fgraph, node, lopt) written out up to the transform,
+                        # and for a rewrite that finds nothing to do (most of them).
+                        log.depth += 1
+                        token = len(log_list)
+                        try:
+                            replacements = lopt.transform(fgraph, node)
+                        except Exception as exc:
+                            ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
+                        else:
+                            if replacements is False or replacements is None:
+                                log.depth -= 1
+                                if log.depth <= 0:
+                                    log.depth = 0
+                                    log_list.clear()
+                                ok = False
+                            else:
+                                ok = transform_done(fgraph, node, lopt, replacements, log, token)
                     stat_time[lopt] += perf_counter() - t1
                     stat_tried[lopt] += 1
                     if not ok:
