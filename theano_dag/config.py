@@ -185,9 +185,10 @@ class _Values(dict):
     """The flags set on a ``Config``: a dict that, on every change, drops the values
     its config keeps as plain attributes (see ``Config.__getattr__``)."""
 
-    __slots__ = ("_owner",)
+    __slots__ = ("_owner", "_gen")
 
     def _changed(self):
+        self._gen = getattr(self, "_gen", 0) + 1
         owner = getattr(self, "_owner", None)
         if owner is not None:
             owner._forget_cached()
@@ -258,6 +259,7 @@ class Config:
         if name not in FLAGS:
             raise AttributeError(f"config has no flag {name!r}")
         values = self._values
+        gen = getattr(values, "_gen", 0)
         if name in values:
             value = values[name]
         else:
@@ -267,6 +269,9 @@ class Config:
             value = default
         if type(values) is _Values:  # a change of the flags drops the copy
             self.__dict__[name] = value
+            if getattr(values, "_gen", 0) != gen or self._values is not values:
+                # Changed by another thread since the value was read: not kept.
+                self.__dict__.pop(name, None)
         return value
 
     def _forget_cached(self):
