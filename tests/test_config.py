@@ -150,3 +150,27 @@ def test_theanos_no_effect_flags_are_accepted_and_typed():
     with pytest.raises(ValueError, match="deterministic"):
         with config.change_flags(deterministic="always"):
             pass
+
+
+def test_a_flag_read_follows_every_way_of_changing_it():
+    # A flag read is kept as a plain attribute until the flags change: each way of
+    # changing them (attribute, change_flags, the values dict itself) is seen at once.
+    cfg = Config()
+    assert cfg.floatX == "float64" and cfg.floatX == "float64"
+    cfg.floatX = "float32"
+    assert cfg.floatX == "float32"
+    with cfg.change_flags(floatX="float64", on_opt_error="raise"):
+        assert (cfg.floatX, cfg.on_opt_error) == ("float64", "raise")
+    assert (cfg.floatX, cfg.on_opt_error) == ("float32", FLAGS["on_opt_error"].default)
+    cfg._values.pop("floatX")
+    assert cfg.floatX == "float64"
+    cfg._values["floatX"] = "float16"
+    assert cfg.floatX == "float16"
+    cfg._values = {"floatX": "float32"}
+    assert cfg.floatX == "float32"
+    cfg._values.clear()
+    assert cfg.floatX == "float64"
+    # The global config too, as graph building reads it.
+    with config.change_flags(floatX="float32"):
+        assert tt.scalar().dtype == "float32"
+    assert tt.scalar().dtype == config.floatX

@@ -181,6 +181,63 @@ def _parse(name: str, value):
     return value
 
 
+class _Values(dict):
+    """The flags set on a ``Config``: a dict that, on every change, drops the values
+    its config keeps as plain attributes (see ``Config.__getattr__``)."""
+
+    __slots__ = ("_owner", "_gen")
+
+    def _changed(self):
+        self._gen = getattr(self, "_gen", 0) + 1
+        owner = getattr(self, "_owner", None)
+        if owner is not None:
+            owner._forget_cached()
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        self._changed()
+
+    def pop(self, *args):
+        try:
+            return super().pop(*args)
+        finally:
+            self._changed()
+
+    def popitem(self):
+        try:
+            return super().popitem()
+        finally:
+            self._changed()
+
+    def setdefault(self, key, default=None):
+        try:
+            return super().setdefault(key, default)
+        finally:
+            self._changed()
+
+    def update(self, *args, **kwargs):
+        try:
+            super().update(*args, **kwargs)
+        finally:
+            self._changed()
+
+    def clear(self):
+        super().clear()
+        self._changed()
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+
+# Flags whose default is computed when asked (the environment may change): never cached.
+_COMPUTED_DEFAULTS = ("cxx", "compiledir")
+
+
 @dataclass
 class Config:
     """The flags as attributes. See ``FLAGS`` for names, defaults and documentation.
@@ -194,22 +251,41 @@ class Config:
     _values: dict = field(default_factory=dict, repr=False)
 
     def __getattr__(self, name):
+        # Only reached for a flag not read since the last change: its value is then kept
+        # as a plain attribute, which the next reads find without coming here (graph
+        # building reads a few flags per node; this method costs 20 times a plain read).
         if name.startswith("_"):
             raise AttributeError(name)
         if name not in FLAGS:
             raise AttributeError(f"config has no flag {name!r}")
-        if name in self._values:
-            return self._values[name]
-        default = FLAGS[name].default
-        if name == "cxx" and default is None:
-            return _default_cxx()
-        if name == "compiledir" and default is None:
-            return _default_compiledir()
-        return default
+        values = self._values
+        gen = getattr(values, "_gen", 0)
+        if name in values:
+            value = values[name]
+        else:
+            default = FLAGS[name].default
+            if default is None and name in _COMPUTED_DEFAULTS:
+                return _default_cxx() if name == "cxx" else _default_compiledir()
+            value = default
+        if type(values) is _Values:  # a change of the flags drops the copy
+            self.__dict__[name] = value
+            if getattr(values, "_gen", 0) != gen or self._values is not values:
+                # Changed by another thread since the value was read: not kept.
+                self.__dict__.pop(name, None)
+        return value
+
+    def _forget_cached(self):
+        d = self.__dict__
+        for name in [k for k in d if k in FLAGS]:
+            del d[name]
 
     def __setattr__(self, name, value):
         if name == "_values":
+            if type(value) is not _Values:
+                value = _Values(value)
+            value._owner = self
             object.__setattr__(self, name, value)
+            self._forget_cached()
             return
         if name not in FLAGS:
             raise AttributeError(f"config has no flag {name!r}; known: {', '.join(FLAGS)}")

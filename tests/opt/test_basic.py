@@ -9,6 +9,7 @@ import pytest
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, equal_computations, is_same_graph
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.rewriting.basic import opt_name
 from theano_dag.graph.toolbox import ReplaceValidate
 from theano_dag.opt import (
     ChangeLog,
@@ -828,3 +829,22 @@ def test_remove_key_refuses_replacement_that_keeps_node(xyz):
     fg = FunctionGraph([x], [exp(neg(x))])
     TopoOptimizer(exp_of_neg).optimize(fg)
     assert same(fg, exp(fg.inputs[0]))
+
+
+def test_equilibrium_uses_a_subclass_process_node(xyz):
+    # EquilibriumOptimizer tries its rules without a call to process_node per rule; a
+    # subclass that overrides process_node still gets every try.
+    x, y, z = xyz
+    tried = []
+
+    class Counting(EquilibriumOptimizer):
+        def process_node(self, fgraph, node, lopt=None):
+            tried.append((node.op, opt_name(lopt)))
+            return super().process_node(fgraph, node, lopt)
+
+    neg_neg = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
+    fg = FunctionGraph([x], [exp(neg(neg(x)))])
+    prof = Counting([neg_neg], max_use_ratio=4).optimize(fg)
+    assert same(fg, exp(fg.inputs[0])) and prof.changes == 1
+    assert tried and {name for _, name in tried} == {"neg_neg"}
+    assert sum(prof.stats.tried.values()) == len(tried)

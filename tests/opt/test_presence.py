@@ -3,17 +3,32 @@ op counts (``OpPresence``) and the navigator skipping a rewrite while the graph 
 none of what it needs, with the same result as trying it everywhere."""
 
 import numpy as np
+import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import is_same_graph
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.rewriting.local import TrackIndex
 from theano_dag.graph.rewriting.presence import OpPresence, needs_of, presence_keys
-from theano_dag.opt import EquilibriumOptimizer, PatternSub, local_optimizer
+from theano_dag.opt import EquilibriumOptimizer, PatternSub, in2out, local_optimizer
 from theano_dag.tensor.elemwise import Elemwise
 
-from .toy_ops import ToyBinary, ToyExp, ToyLog, add, double, exp, log, mul, neg
+from .toy_ops import (
+    ToyBinary,
+    ToyExp,
+    ToyLog,
+    ToyMul,
+    ToyNeg,
+    ToyUnary,
+    add,
+    double,
+    exp,
+    log,
+    mul,
+    neg,
+)
 
 
 def test_presence_counts_follow_the_graph():
@@ -128,3 +143,75 @@ def test_a_pass_of_rewrites_none_of_which_can_apply_visits_nothing():
     to_neg = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
     prof = EquilibriumOptimizer([to_neg, _spy([ToyLog], calls)], max_use_ratio=4).optimize(fg)
     assert calls == [] and prof.visited == 3
+
+
+def _tracking_spy(tracks, calls):
+    """A rewrite tracking ``tracks`` that records the nodes it is tried on and
+    changes nothing."""
+
+    @local_optimizer(tracks)
+    def local_tracking_spy(fgraph, node):
+        calls.append(node)
+        return False
+
+    return local_tracking_spy
+
+
+def test_track_index_can_meet_classes_and_instances():
+    tracks_log = _tracking_spy([ToyLog], [])
+    tracks_exp_instance = _tracking_spy([exp], [])
+    tracks_all = _tracking_spy(None, [])
+    assert TrackIndex([tracks_log]).can_meet([ToyExp, ToyLog])
+    assert not TrackIndex([tracks_log]).can_meet([ToyExp, ToyBinary])
+    # A class tracked matches its subclasses; an instance matches the class of the op.
+    assert TrackIndex([_tracking_spy([ToyUnary], [])]).can_meet([ToyLog])
+    assert TrackIndex([tracks_exp_instance]).can_meet([ToyExp])
+    assert not TrackIndex([tracks_exp_instance]).can_meet([ToyLog])
+    # A rewrite with no tracks meets every node, but no node means nothing to meet.
+    assert TrackIndex([tracks_log, tracks_all]).can_meet([ToyExp])
+    assert not TrackIndex([tracks_all]).can_meet([])
+
+
+@pytest.mark.parametrize("navigator", ["topo", "equilibrium"])
+def test_a_pass_whose_rewrites_track_no_op_of_the_graph_is_skipped(navigator):
+    # A graph of exp, mul and neg: a rewrite tracking log would meet no node, and the
+    # pass returns at once, without sorting the graph.
+    def run(rewrite):
+        x = double("x")
+        fg = FunctionGraph([x], [neg(exp(mul(x, x)))], features=[OpPresence()])
+        sorts = []
+        toposort = fg.toposort
+        fg.toposort = lambda: sorts.append(1) or toposort()
+        if navigator == "topo":
+            prof = in2out(rewrite).optimize(fg)
+        else:
+            prof = EquilibriumOptimizer([rewrite], max_use_ratio=4).optimize(fg)
+        return prof, len(sorts)
+
+    calls = []
+    prof, sorts = run(_tracking_spy([ToyLog], calls))
+    assert calls == [] and prof.visited == 0 and sorts == 0
+    # Tracking an op the graph holds, the rewrite is tried on those nodes only.
+    prof, sorts = run(_tracking_spy([ToyExp], calls))
+    assert [type(n.op) for n in calls] == [ToyExp] and prof.visited == 1 and sorts == 1
+    # A user's rewrite without tracks still sees every node.
+    calls.clear()
+    prof, sorts = run(_tracking_spy(None, calls))
+    assert {type(n.op) for n in calls} == {ToyMul, ToyExp, ToyNeg} and prof.visited == 3
+
+
+def test_a_skipped_pass_still_runs_once_a_rewrite_adds_what_it_tracks():
+    # A rule on log nodes meets nothing in neg(exp(x)); once another pass made the log,
+    # the same rule's pass runs and applies.
+    @local_optimizer([ToyLog])
+    def local_log_to_neg(fgraph, node):
+        return [neg(node.inputs[0])]
+
+    x = double("x")
+    fg = FunctionGraph([x], [neg(exp(x))], features=[OpPresence()])
+    prof = in2out(local_log_to_neg).optimize(fg)
+    assert prof.visited == 0 and prof.changes == 0
+    in2out(PatternSub((exp, "x"), (log, "x"), name="exp_to_log")).optimize(fg)
+    prof = in2out(local_log_to_neg).optimize(fg)
+    assert prof.visited == 1 and prof.changes == 1
+    assert is_same_graph(fg.outputs[0], neg(neg(fg.inputs[0])))

@@ -73,6 +73,12 @@ def _set_slotted_state(obj, state) -> None:
         object.__setattr__(obj, k, v)
 
 
+def _copy_tag(tag):
+    """``copy(tag)``; a Scratchpad's own ``__copy__`` called directly (copy's dispatch
+    costs as much as the copy, and every clone of a graph copies each node's tags)."""
+    return tag.__copy__() if isinstance(tag, Scratchpad) else copy(tag)
+
+
 class Node(MetaObject):
     """A vertex of the bipartite graph: either an Apply or a Variable."""
 
@@ -217,7 +223,7 @@ class Apply(Node):
         """Return a copy of this node with the same inputs and new output Variables."""
         cp = self.__class__(self.op, self.inputs, [o.clone() for o in self.outputs])
         if self._tag is not None:
-            cp._tag = copy(self._tag)
+            cp._tag = _copy_tag(self._tag)
         return cp
 
     def clone_with_new_inputs(self, inputs, strict=True):
@@ -247,8 +253,10 @@ class Apply(Node):
             if self._tag is not None:
                 node.tag = copy(self._tag).__update__(node.tag)
             return node
-        node = self.clone()
-        node.inputs = new_inputs
+        # self.clone() on the new inputs: a FunctionGraph copies every node this way.
+        node = self.__class__(self.op, new_inputs, [o.clone() for o in self.outputs])
+        if self._tag is not None:
+            node._tag = _copy_tag(self._tag)
         return node
 
     def get_parents(self):
@@ -343,7 +351,7 @@ class Variable(Node):
         """Return a new Variable like this one, with no owner (tag copied)."""
         cp = self.__class__(self.type, None, None, self.name)
         if self._tag is not None:
-            cp._tag = copy(self._tag)
+            cp._tag = _copy_tag(self._tag)
         return cp
 
     def get_parents(self):

@@ -152,10 +152,18 @@ class FunctionGraph:
         for var in inputs:
             self.add_input(var, check=False)
         self.outputs = list(outputs)
-        for k, out in enumerate(self.outputs):
-            self._import_graph(
-                [out], reason="init", needed_by=("output", k, out), level_step=_LEVEL_GAP
-            )
+        try:
+            # All outputs in one walk: the same nodes in the same order as one output
+            # after the other, without a walk's setup per output (graphs with thousands).
+            self._import_graph(list(self.outputs), reason="init", level_step=_LEVEL_GAP)
+        except (MissingInputError, TypeError):
+            # Nothing was imported: again one output after the other, whose error
+            # names the output that needs the missing input.
+            for k, out in enumerate(self.outputs):
+                self._import_graph(
+                    [out], reason="init", needed_by=("output", k, out), level_step=_LEVEL_GAP
+                )
+            raise
         for k, out in enumerate(self.outputs):
             self._append_client(out, ("output", k))
 

@@ -115,30 +115,31 @@ class Elemwise(Op):
     __repr__ = __str__
 
     def make_node(self, *inputs):
+        # Every elementwise node of a graph is made here (by the user and by the
+        # rewrites): each input's type is read once.
         op = self.scalar_op
         if op.nin != -1 and len(inputs) != op.nin:
             raise TypeError(f"{self} expects {op.nin} inputs, got {len(inputs)}")
         inputs = [as_tensor_variable(i) for i in inputs]
-        ndim = max((i.ndim for i in inputs), default=0)
-        # Lower-rank inputs get leading broadcastable dimensions, as in numpy.
-        inputs = [
-            i
-            if i.ndim == ndim
-            else DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
-            for i in inputs
-        ]
+        types = [i.type for i in inputs]
+        ndim = max([len(t.shape) for t in types], default=0)
+        if any(len(t.shape) != ndim for t in types):
+            # Lower-rank inputs get leading broadcastable dimensions, as in numpy.
+            inputs = [
+                i
+                if i.ndim == ndim
+                else DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
+                for i in inputs
+            ]
+            types = [i.type for i in inputs]
         try:
-            out_dtypes = op.output_types(tuple(i.dtype for i in inputs))
+            out_dtypes = op.output_types(tuple([t.dtype for t in types]))
         except TypeError as e:
             raise TypeError(f"{self}: {e}") from None
         # ``self`` names the op in an error only: formatting it for every node is slow.
-        shape = broadcast_static_shape([i.type.shape for i in inputs], self)
+        shape = broadcast_static_shape([t.shape for t in types], self)
         for o, i in self.inplace_items:
-            if (
-                i >= len(inputs)
-                or inputs[i].type.shape != shape
-                or inputs[i].dtype != out_dtypes[o]
-            ):
+            if i >= len(inputs) or types[i].shape != shape or types[i].dtype != out_dtypes[o]:
                 raise TypeError(
                     f"{self}: output {o} cannot overwrite input {i}: it needs "
                     f"dtype {out_dtypes[o]} and static shape {shape}"

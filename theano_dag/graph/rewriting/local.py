@@ -359,6 +359,36 @@ class TrackIndex:
         self._op_cache[id(op)] = (op, found)
         return found
 
+    def can_meet(self, classes) -> bool:
+        """Whether a node whose op is an instance of one of ``classes`` could meet an
+        optimizer here (False: a navigator over a graph holding only such nodes would
+        offer none of them any rewrite).
+
+        An instance track counts for every class related to the instance's (its class,
+        a subclass or a base): equal Ops are of related classes.
+
+        >>> from theano_dag.graph.op import Op
+        >>> class A(Op):
+        ...     __props__ = ()
+        >>> class B(Op):
+        ...     __props__ = ()
+        >>> @local_optimizer([A])
+        ... def on_a(fgraph, node):
+        ...     return False
+        >>> index = TrackIndex([on_a])
+        >>> index.can_meet([A]), index.can_meet([B]), TrackIndex([]).can_meet([A])
+        (True, False, False)
+        """
+        classes = list(classes)
+        if not classes:
+            return False
+        if self.all:
+            return True
+        if any(self._for_type(cls) for cls in classes):
+            return True
+        tracked = [type(t) for t in self.by_instance] + [type(t) for t, _ in self.unhashable]
+        return any(issubclass(k, t) or issubclass(t, k) for t in tracked for k in classes)
+
     def __len__(self):
         return len(self.lopts)
 

@@ -69,6 +69,17 @@ def _toposort(fgraph, start_from):
     return io_toposort(fgraph.inputs, start_from)
 
 
+def _meets_nothing(fgraph, index) -> bool:
+    """Whether no node of ``fgraph`` would be offered a rewrite of ``index`` (a
+    ``TrackIndex``), judged from the op classes the graph's ``OpPresence`` counts: a
+    pass would then sort the graph and visit nothing. False when the graph has no
+    ``OpPresence`` (nothing is known)."""
+    presence = getattr(fgraph, "op_presence", None)
+    if presence is None or index is None:
+        return False
+    return not index.can_meet([k for k, n in presence.counts.items() if n > 0])
+
+
 class Updater(Feature):
     """Calls the navigator back when nodes are imported or their inputs change."""
 
@@ -194,27 +205,40 @@ class NavigatorOptimizer(GlobalOptimizer):
         log = getattr(fgraph, "change_log", None)
         if log is None:
             log = ChangeLog.attach(fgraph)
-        # log.begin() and, below, log.end() written out: this runs for every rewrite
-        # tried on every node, and most find nothing to do.
+        # log.begin() written out: this runs for every rewrite tried on every node.
         log.depth += 1
         token = len(log.log)
         try:
             replacements = lopt.transform(fgraph, node)
-            if replacements is True:
-                as_replacements(node, True)  # raises: a local rewrite changed the graph itself
         except Exception as exc:
-            try:
-                log.revert(fgraph, token)
-                self._fail(exc, [(x, None) for x in node.outputs], lopt, node)
-            finally:
-                log.end(token)
-            return False
+            return self._transform_failed(fgraph, node, lopt, exc, log, token)
+        return self._transform_done(fgraph, node, lopt, replacements, log, token)
+
+    def _transform_failed(self, fgraph, node, lopt, exc, log, token):
+        """``lopt.transform`` raised ``exc``: undo what it changed, report, close the
+        checkpoint ``token``; False."""
+        try:
+            log.revert(fgraph, token)
+            self._fail(exc, [(x, None) for x in node.outputs], lopt, node)
+        finally:
+            log.end(token)
+        return False
+
+    def _transform_done(self, fgraph, node, lopt, replacements, log, token):
+        """Make the replacements ``lopt.transform`` returned, closing the checkpoint
+        ``token`` (opened before the transform); True if the graph changed."""
         if replacements is False or replacements is None:
+            # log.end(token) written out: most rewrites tried find nothing to do.
             log.depth -= 1
             if log.depth <= 0:
                 log.depth = 0
                 log.log.clear()
             return False
+        if replacements is True:
+            try:
+                as_replacements(node, True)  # raises: a local rewrite changed the graph
+            except Exception as exc:
+                return self._transform_failed(fgraph, node, lopt, exc, log, token)
         try:
             return self._replace(fgraph, node, lopt, replacements, log, token)
         finally:
@@ -299,6 +323,9 @@ class TopoOptimizer(NavigatorOptimizer):
             start_from = fgraph.outputs
         prof = NavigatorProfile("TopoOptimizer", opt_name(self), len(fgraph.apply_nodes))
         t0 = time.perf_counter()
+        if _meets_nothing(fgraph, self._index):
+            prof.time = time.perf_counter() - t0
+            return prof
         q = deque(_toposort(fgraph, start_from))
         prof.toposort_time = time.perf_counter() - t0
         current = [None]
@@ -656,7 +683,12 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             fgraph.attach_feature(updater)
         changed = False
         perf_counter = time.perf_counter
-        process_node = self.process_node
+        transform_done = self._transform_done
+        process_node = None
+        if type(self).process_node is not NavigatorOptimizer.process_node:
+            process_node = self.process_node
+        log = ChangeLog.attach(fgraph)
+        log_list = log.log
         stat_time, stat_tried = stats.time, stats.tried
         last_visit = run.last_visit
         presence = getattr(fgraph, "op_presence", None) if self._needs else None
@@ -684,7 +716,26 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                             continue
                     n_imp = tracker.n_imported
                     t1 = perf_counter()
-                    ok = process_node(fgraph, node, lopt)
+                    if process_node is not None:  # a subclass's own
+                        ok = process_node(fgraph, node, lopt)
+                    else:
+                        # process_node(fgraph, node, lopt) written out up to the transform,
+                        # and for a rewrite that finds nothing to do (most of them).
+                        log.depth += 1
+                        token = len(log_list)
+                        try:
+                            replacements = lopt.transform(fgraph, node)
+                        except Exception as exc:
+                            ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
+                        else:
+                            if replacements is False or replacements is None:
+                                log.depth -= 1
+                                if log.depth <= 0:
+                                    log.depth = 0
+                                    log_list.clear()
+                                ok = False
+                            else:
+                                ok = transform_done(fgraph, node, lopt, replacements, log, token)
                     stat_time[lopt] += perf_counter() - t1
                     stat_tried[lopt] += 1
                     if not ok:
@@ -703,10 +754,13 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         return changed
 
     def _cannot_apply(self, fgraph) -> bool:
-        """Whether every rewrite here needs an op the graph does not hold (and no
-        global optimizer runs): a pass would visit every node and change nothing."""
+        """Whether no rewrite here can apply (and no global optimizer runs): none
+        tracks an op the graph holds, or every one needs an op it does not hold. A pass
+        would visit every node and change nothing."""
         if self.global_optimizers or self.final_optimizers or self.cleanup_optimizers:
             return False
+        if self.local_optimizers and _meets_nothing(fgraph, self._index):
+            return True  # no node's op is one a rewrite here tracks
         if not self.local_optimizers or len(self._needs) != len(self.local_optimizers):
             return False
         presence = getattr(fgraph, "op_presence", None)

@@ -421,7 +421,7 @@ class Plan:
                     continue
                 pairs.append((out, inp))
             nodes.append(
-                PlanNode(outputs=st.outputs, inputs=st.inputs, inplace=pairs, name=str(idx))
+                PlanNode.trusted(tuple(st.outputs), tuple(st.inputs), tuple(pairs), str(idx))
             )
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
