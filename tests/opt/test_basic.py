@@ -848,3 +848,33 @@ def test_equilibrium_uses_a_subclass_process_node(xyz):
     assert same(fg, exp(fg.inputs[0])) and prof.changes == 1
     assert tried and {name for _, name in tried} == {"neg_neg"}
     assert sum(prof.stats.tried.values()) == len(tried)
+
+
+class _Runaway(BaseException):
+    """Raised by a rule tried far too often: ends a test that would otherwise hang."""
+
+
+def test_rule_that_changes_the_graph_then_raises_is_rolled_back_and_not_retried_forever():
+    # Its rollback is itself a change that the next round revisits; counted as a use of
+    # the rule, max_use_ratio stops it, and the rest of the rewriting still happens.
+    tries = []
+
+    @local_optimizer([ToyMul])
+    def changes_then_raises(fgraph, node):
+        tries.append(node)
+        if len(tries) > 1000:
+            raise _Runaway
+        fgraph.replace(node.outputs[0], node.inputs[0])
+        raise RuntimeError("boom after a change")
+
+    x, y = double("x"), double("y")
+    fg = FunctionGraph([x, y], [neg(neg(mul(x, y)))])
+    neg_neg = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
+    with config.change_flags(on_opt_error="ignore"):
+        prof = EquilibriumOptimizer([changes_then_raises, neg_neg], max_use_ratio=4).optimize(fg)
+    assert str(fg) == "FunctionGraph(ToyMul(x, y))"  # the rollback kept the product
+    assert len(tries) <= 4 * 4 + 1 and "changes_then_raises" in prof.looped
+    with config.change_flags(on_opt_error="raise"):
+        fg = FunctionGraph([x, y], [mul(x, y)])
+        with pytest.raises(RuntimeError, match="boom after a change"):
+            EquilibriumOptimizer([changes_then_raises], max_use_ratio=4).optimize(fg)

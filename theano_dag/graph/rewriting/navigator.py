@@ -726,7 +726,15 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                         try:
                             replacements = lopt.transform(fgraph, node)
                         except Exception as exc:
+                            changed_first = len(log_list) > token
                             ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
+                            if changed_first:
+                                # It changed the graph, then raised: rolled back, but the
+                                # rollback is a change the next round revisits. Counted as
+                                # a use, so max_use_ratio ends a rule that always does it.
+                                run.looped = self._count(lopt, run)
+                                if run.looped:
+                                    break
                         else:
                             if replacements is False or replacements is None:
                                 log.depth -= 1
