@@ -5,6 +5,7 @@ planned by the memory planner."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -284,6 +285,63 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     assert calls == [True] * 4
+
+
+class _FakeBlas:
+    """Stands for threadpoolctl's controller: records the limits asked for."""
+
+    def __init__(self):
+        self.limits = []
+
+    def limit(self, limits, user_api):
+        self.limits.append((limits, user_api))
+        return contextlib.nullcontext()
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cpu_conv_winograd_bands_shared_between_threads_are_bit_for_bit(dtype, monkeypatch):
+    # With a BLAS of several threads (threadpoolctl), the bands go to as many threads of
+    # the engine, each product on one BLAS thread: the same arithmetic, band by band.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)  # one tile row a band
+    xs, ws, kw = (3, 5, 9, 11), (4, 5, 3, 3), dict(border_mode="half")
+    x, w, _ = _values(xs, ws, kw, dtype)
+    bias, scale = np.random.default_rng(9).standard_normal((2, ws[0])).astype(dtype)
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3), KERNELS)
+    seen = []
+
+    def share(workers):
+        fake = _FakeBlas()
+
+        def blas_threads(n_bands, flops):
+            seen.append(n_bands)
+            return None if workers == 1 else (fake, workers)
+
+        return fake, blas_threads
+
+    outs = []
+    for workers in (1, 2, 4):
+        fake, fn = share(workers)
+        monkeypatch.setattr(cpu_conv, "_blas_threads", fn)
+        outs.append(cpu_conv.conv_forward(x, w, None, None, None, geo, bias, True, scale))
+        assert fake.limits == ([] if workers == 1 else [(1, "blas")])
+    assert seen == [3 * 5] * 3  # 3 images of 5 tile rows
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got, outs[0])
+    numpy_geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3))
+    want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, True, scale)
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)
+
+
+def test_winograd_threads_only_for_work_worth_them(monkeypatch):
+    big = cpu_conv.WINOGRAD_THREADS_MIN_FLOPS
+    assert cpu_conv._blas_threads(1, 10 * big) is None  # one band
+    assert cpu_conv._blas_threads(8, big - 1) is None  # too little work
+    monkeypatch.setattr(cpu_conv, "ThreadpoolController", None)  # threadpoolctl missing
+    monkeypatch.setattr(cpu_conv, "_BLAS_CONTROL", [])
+    assert cpu_conv._blas_threads(8, 10 * big) is None
 
 
 def _spy(fn, calls):

@@ -50,6 +50,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import os
+import threading
 import warnings
 
 import numpy as np
@@ -66,6 +68,11 @@ from theano_dag.tensor.nnet.abstract_conv import (
     border_mode_to_pad,
 )
 from theano_dag.tensor.nnet.pool import Pool
+
+try:  # the `threads` extra: the BLAS held to one thread while the engine's threads share
+    from threadpoolctl import ThreadpoolController  # a Winograd convolution's bands
+except ImportError:
+    ThreadpoolController = None
 
 __all__ = [
     "ConvGeometry",
@@ -427,15 +434,84 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     sc, rs = xp.strides[1] // size, xp.strides[2] // size
     sp = None if scale is None else scale.ctypes.data
     bp = None if bias is None else bias.ctypes.data
-    for i in range(n):
-        xi, oi = xp[i].ctypes.data, out[i].ctypes.data
-        for tr0 in range(0, th, rows):
+    # (image, first tile row) of each band: every band writes its own rows of out
+    bands = [(i, tr0) for i in range(n) for tr0 in range(0, th, rows)]
+
+    def run(share, v, m):
+        for i, tr0 in share:
             ntr = min(rows, th - tr0)
             t = ntr * tw
-            wino_in(xi, sc, rs, c, hp, wp, tr0, ntr, tw, v.ctypes.data, tb, sv)
+            oi = out[i].ctypes.data
+            wino_in(xp[i].ctypes.data, sc, rs, c, hp, wp, tr0, ntr, tw, v.ctypes.data, tb, sv)
             np.matmul(u, v[:, :, :t], out=m[:, :, :t])
             wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
+
+    blas = _blas_threads(len(bands), 32 * f * c * th * tw * n)
+    if blas is None:
+        run(bands, v, m)
+        return True
+    ctl, workers = blas
+    shares = [bands[j::workers] for j in range(workers)]
+    scratch = [
+        (
+            as_strided(w, (16, c, tb), (sv * size, tb * size, size)),
+            as_strided(w[nv:], (16, f, tb), (sm * size, tb * size, size)),
+        )
+        for w in (np.empty(nv + 16 * sm, dt) for _ in shares[1:])
+    ]
+    errors = []
+
+    def guarded(share, v, m):
+        try:
+            run(share, v, m)
+        except BaseException as exc:  # re-raised by the caller's thread
+            errors.append(exc)
+
+    # Each thread its bands with products on one BLAS thread: OpenBLAS splitting each
+    # small product over its threads spins a thread between products on the core the
+    # transforms need (two cores: 2.2x slower than one; docs/performance.md).
+    with ctl.limit(limits=1, user_api="blas"):
+        threads = [
+            threading.Thread(target=guarded, args=(sh, *vm), daemon=True)
+            for sh, vm in zip(shares[1:], scratch)
+        ]
+        for th_ in threads:
+            th_.start()
+        guarded(shares[0], v, m)
+        for th_ in threads:
+            th_.join()
+    if errors:
+        raise errors[0]
     return True
+
+
+# A Winograd convolution of at least this many multiply-adds shares its bands between
+# threads (below, starting threads costs more than it saves).
+WINOGRAD_THREADS_MIN_FLOPS = 1 << 24
+_BLAS_CONTROL: list = []  # [ThreadpoolController or None], made on first use
+
+
+def _blas_threads(n_bands, flops):
+    """``(controller, threads)`` for a Winograd convolution of ``n_bands`` bands and
+    ``flops`` multiply-adds to share between threads, the BLAS's own thread count of
+    them; None to run it on this thread (threadpoolctl missing, a BLAS on one thread,
+    one band, little work)."""
+    if n_bands < 2 or flops < WINOGRAD_THREADS_MIN_FLOPS or ThreadpoolController is None:
+        return None
+    if not _BLAS_CONTROL:
+        try:
+            _BLAS_CONTROL.append(ThreadpoolController())
+        except Exception:  # a library threadpoolctl cannot read: no sharing
+            _BLAS_CONTROL.append(None)
+    ctl = _BLAS_CONTROL[0]
+    if ctl is None:
+        return None
+    blas = ctl.select(user_api="blas")
+    infos = blas.info() if blas is not None else []
+    if len(infos) != 1:  # no BLAS found, or several: leave them as they are
+        return None
+    n = min(int(infos[0].get("num_threads") or 1), n_bands, os.cpu_count() or 1)
+    return (blas, n) if n > 1 else None
 
 
 def _epilogue(o, bias, relu, scale=None, native=None):
