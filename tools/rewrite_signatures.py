@@ -87,7 +87,7 @@ def graphs() -> dict:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
+    if len(argv) != 1 or argv[0].startswith("-"):  # -h / --help: not a directory name
         sys.exit("usage: rewrite_signatures.py OUT_DIR")
     out_dir = argv[0]
     os.makedirs(out_dir, exist_ok=True)
