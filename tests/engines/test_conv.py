@@ -335,6 +335,23 @@ def test_cpu_conv_winograd_bands_shared_between_threads_are_bit_for_bit(dtype, m
     np.testing.assert_allclose(outs[0], want, rtol=tol, atol=tol)
 
 
+@needs_c
+def test_cpu_conv_winograd_threads_fall_back_when_the_blas_refuses_a_limit(monkeypatch):
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
+    x, w, _ = _values(xs, ws, kw, "float64")
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3), KERNELS)
+    want = cpu_conv.conv_forward(x, w, None, None, None, geo, None, False, None)
+
+    class Refusing:
+        def limit(self, limits, user_api):
+            raise OSError("no such symbol: openblas_set_num_threads")
+
+    monkeypatch.setattr(cpu_conv, "_blas_threads", lambda n, flops: (Refusing(), 2))
+    got = cpu_conv.conv_forward(x, w, None, None, None, geo, None, False, None)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_winograd_threads_only_for_work_worth_them(monkeypatch):
     big = cpu_conv.WINOGRAD_THREADS_MIN_FLOPS
     assert cpu_conv._blas_threads(1, 10 * big) is None  # one band

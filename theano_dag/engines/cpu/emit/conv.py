@@ -470,7 +470,12 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     # Each thread its bands with products on one BLAS thread: OpenBLAS splitting each
     # small product over its threads spins a thread between products on the core the
     # transforms need (two cores: 2.2x slower than one; docs/performance.md).
-    with ctl.limit(limits=1, user_api="blas"):
+    try:
+        limited = ctl.limit(limits=1, user_api="blas")  # applied here, undone on exit
+    except Exception:  # a BLAS that refuses: its own threads, one band after the other
+        run(bands, v, m)
+        return True
+    with limited:
         threads = [
             threading.Thread(target=guarded, args=(sh, *vm), daemon=True)
             for sh, vm in zip(shares[1:], scratch)
