@@ -20,7 +20,6 @@ import hashlib
 import io
 import os
 import sys
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))
@@ -29,11 +28,11 @@ os.environ["COMPILE_TIME_NO_PYTENSOR"] = "1"  # compile_time's optional peer: no
 import _small_graph_cases as small  # noqa: E402
 import compile_time as ct  # noqa: E402
 import first_result as fr  # noqa: E402
+import small_graphs  # noqa: E402
 
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag.printing import debugprint  # noqa: E402
-from theano_dag.tensor.slinalg import solve_lower_triangular  # noqa: E402
 
 
 def _first_result_graph(kind, n):
@@ -68,15 +67,7 @@ def graphs() -> dict:
         "fr_dag3000": lambda: _first_result_graph("dag", 3000),
         "fr_chain500": lambda: _first_result_graph("chain", 500),
     }
-    lib = types.SimpleNamespace(
-        name="theano_dag",
-        tt=tt,
-        grad=theano_dag.grad,
-        shared=theano_dag.shared,
-        sigmoid=tt.nnet.sigmoid,
-        solve_lower=solve_lower_triangular,
-        function=None,
-    )
+    lib = small_graphs.theano_dag_lib()  # its cases only build graphs here
     data = small.make_data()
     for name, case in small.CASES.items():
         out["sg_" + name] = lambda case=case: tuple(case(lib, data)[:3])

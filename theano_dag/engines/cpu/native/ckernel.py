@@ -484,6 +484,16 @@ class LinalgKernel(PreambleKernel):
         np.copyto(args[-1], self._perform(*ins))
 
 
+def _into_target(lib, kname, k, args, out, target):
+    """The lines of a step whose kernel ``k`` (global ``kname``) writes the planned block
+    ``target``: ``out`` bound to it (the plan binds the target before the step), then the
+    kernel's call on ``args`` and ``out``. Starts ``lib``'s build: the plan is being
+    generated, so every kernel is known by now."""
+    lib.start()
+    bind = [] if target == out else [f"{out} = {target}"]
+    return [*bind, KernelCall(kname, k, [*args, out])]
+
+
 def _linalg_kind(node):
     """The :class:`LinalgKernel` kind running ``node``, or None."""
     op = node.op
@@ -521,18 +531,16 @@ def _make_linalg_emitter(previous):
         ins = [v for p, v in enumerate(node.inputs) if p not in consts]
         k = lib.add_linalg(node, od, kind)
         kname = ctx.glob(k, "LA")
-        fn = ctx.glob(make_call(node), "F")
+        fn = ctx.glob(k._perform, "F")  # the op's perform, as the kernel's fail runs it
 
         def emit(names, outs, target):
             it = iter(names)
             args = [consts[p] if p in consts else next(it) for p in range(len(node.inputs))]
             if target is None:
                 return [f"{outs[0]} = {fn}({', '.join(args)})"]
-            lib.start()  # the plan is being generated: every kernel is known by now
             if kind == "allocdiag":
                 args.append(ctx.const(np.array(node.op.offset, dtype=np.int64), "k"))
-            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-            return [*bind, KernelCall(kname, k, [*args, outs[0]])]
+            return _into_target(lib, kname, k, args, outs[0], target)
 
         return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
 
@@ -882,12 +890,9 @@ def _make_emitter(previous):
         nout = k.nout
 
         def emit(names, outs, target):
-            lib.start()  # the plan is being generated: every kernel is known by now
             if target is not None:
-                # The target is a name (the plan binds it before the step): the kernel
-                # writes there, and the output's name is bound to it.
-                bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-                return [*bind, KernelCall(kname, k, [*names, outs[0]])]
+                return _into_target(lib, kname, k, names, outs[0], target)
+            lib.start()  # the plan is being generated: every kernel is known by now
             if nout == 1:
                 return [f"{outs[0]} = {kname}({', '.join(names)})"]
             return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
@@ -1154,10 +1159,9 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
         ins = [node.inputs[p] for p in k.arg_pos]
 
         def emit(names, outs, target):
-            lib.start()  # the plan is being generated: every kernel is known by now
             if target is not None:
-                bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-                return [*bind, KernelCall(kname, k, [*names, outs[0]])]
+                return _into_target(lib, kname, k, names, outs[0], target)
+            lib.start()  # the plan is being generated: every kernel is known by now
             return [f"{outs[0]} = {kname}({', '.join(names)})"]
 
         inplace = [
@@ -1214,9 +1218,7 @@ def _sum_step(node, ctx, op, x, x_dtype, x_ndim, numpy_step):
     def emit(names, outs, target):
         if target is None:
             return numpy_step.emit(names, outs, None)
-        lib.start()  # the plan is being generated: every kernel is known by now
-        bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-        return [*bind, KernelCall(kname, k, [names[0], outs[0]])]
+        return _into_target(lib, kname, k, names[:1], outs[0], target)
 
     return Step(node, node.outputs, (x,), emit, kind="out", prefer_target=True, dtypes=(od,))
 
@@ -1283,9 +1285,7 @@ def _make_dot_emitter(previous):
         def emit(names, outs, target):
             if target is None:
                 return st.emit(names, outs, None)
-            lib.start()  # the plan is being generated: every kernel is known by now
-            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-            return [*bind, KernelCall(kname, k, [*names, outs[0]])]
+            return _into_target(lib, kname, k, names, outs[0], target)
 
         return [Step(node, node.outputs, st.inputs, emit, prefer_target=True, dtypes=(od,))]
 
@@ -1347,9 +1347,7 @@ def _make_gemv_emitter(previous):
                 return lines + rest[1].emit(
                     [args[0], tmp, *[args[p] for p in (1, 4) if p not in consts]], outs, None
                 )
-            lib.start()  # the plan is being generated: every kernel is known by now
-            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-            return [*bind, KernelCall(kname, k, [*args_of(names), outs[0]])]
+            return _into_target(lib, kname, k, args_of(names), outs[0], target)
 
         return [
             Step(
@@ -1442,9 +1440,7 @@ def _make_take_emitter(previous):
             iname = iconst or names[1]
             if target is None:
                 return [f"{outs[0]} = {names[0]}[{iname}]"]
-            lib.start()  # the plan is being generated: every kernel is known by now
-            bind = [] if target == outs[0] else [f"{outs[0]} = {target}"]
-            return [*bind, KernelCall(kname, k, [names[0], iname, outs[0]])]
+            return _into_target(lib, kname, k, [names[0], iname], outs[0], target)
 
         return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
 
