@@ -79,6 +79,9 @@ __all__ = [
 # The specification
 
 
+_UNSET = object()  # a position a keyword call has not filled yet
+
+
 @dataclass(frozen=True, eq=False)
 class InputSpec:
     """One input of a compiled function, as a call sees it.
@@ -193,6 +196,28 @@ class CallSpec:
     def ambiguous(self) -> frozenset:
         names = [self.inputs[k].name for k in self.explicit if self.inputs[k].name is not None]
         return frozenset(n for n in names if names.count(n) > 1)
+
+    @cached_property
+    def position_by_name(self) -> dict:
+        """Keyword name -> the input's position in a call by position (names that are
+        not ambiguous)."""
+        names = ((self.inputs[k].name, p) for p, k in enumerate(self.explicit))
+        return {n: p for n, p in names if n is not None and n not in self.ambiguous}
+
+    def by_position(self, args, kwargs):
+        """``args`` and ``kwargs`` of a call as one tuple by position, where they give
+        every explicit input exactly once, each keyword the unambiguous name of an
+        input; None for anything else (the plain call then sorts it out, or raises)."""
+        if len(args) + len(kwargs) != len(self.explicit) or "output_subset" in kwargs:
+            return None  # (output_subset is the plain call's keyword, not an input's)
+        out = list(args) + [_UNSET] * len(kwargs)
+        where = self.position_by_name
+        for key, value in kwargs.items():
+            p = where.get(key)
+            if p is None or out[p] is not _UNSET:
+                return None
+            out[p] = value
+        return tuple(out)
 
     def names_list(self) -> str:
         """The explicit inputs, as an error message lists them."""

@@ -415,7 +415,6 @@ class CPUCall(CallPath):
         self.plain = PlainCall(spec, thunk)
         self.slow = self.plain.entry
         self.generated: dict = {}  # signature -> generated call
-        self._positions = None  # input index -> position in a call (keyword calls)
         self._guard_sig = None  # the signature the installed guard checks
         # With the C half of the call (callspec.NATIVE_CALL) the generated code is the
         # body of a Guard: the caller checks the explicit inputs and enters ctx, a
@@ -476,29 +475,11 @@ class CPUCall(CallPath):
         if kwargs:
             # Every input named once (PyMC3's point functions: f(**point)): the
             # generated code of their shapes, as a call by position would run.
-            pos = self._by_position(args, kwargs)
+            pos = self.spec.by_position(args, kwargs)
             if pos is None:
                 return self.slow(*args, **kwargs)  # it raises the Function's own errors
             args = pos
         return self._switch(args)
-
-    def _by_position(self, args, kwargs):
-        """``args`` and ``kwargs`` as one tuple by position, where they give every
-        explicit input exactly once, each keyword the name of one input; else None."""
-        spec = self.spec
-        where = self._positions
-        if where is None:
-            where = self._positions = {k: p for p, k in enumerate(spec.explicit)}
-        if len(args) + len(kwargs) != len(where) or "output_subset" in kwargs:
-            return None  # (output_subset is the plain call's keyword, not an input's)
-        out = list(args) + [_NOTHING] * len(kwargs)
-        by_name, ambiguous = spec.by_name, spec.ambiguous
-        for key, value in kwargs.items():
-            p = where.get(by_name.get(key, -1)) if key not in ambiguous else None
-            if p is None or out[p] is not _NOTHING:
-                return None
-            out[p] = value
-        return tuple(out)
 
     def _switch(self, args):
         """The generated call's slow half: find the plan of these inputs, install its code."""
