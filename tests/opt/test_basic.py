@@ -878,3 +878,15 @@ def test_rule_that_changes_the_graph_then_raises_is_rolled_back_and_not_retried_
         fg = FunctionGraph([x, y], [mul(x, y)])
         with pytest.raises(RuntimeError, match="boom after a change"):
             EquilibriumOptimizer([changes_then_raises], max_use_ratio=4).optimize(fg)
+
+    # the same through a subclass's own process_node
+    class Own(EquilibriumOptimizer):
+        def process_node(self, fgraph, node, lopt=None):
+            return super().process_node(fgraph, node, lopt)
+
+    tries.clear()
+    fg = FunctionGraph([x, y], [mul(x, y)])
+    with config.change_flags(on_opt_error="ignore"):
+        prof = Own([changes_then_raises], max_use_ratio=4).optimize(fg)
+    assert str(fg) == "FunctionGraph(ToyMul(x, y))"
+    assert len(tries) <= 4 * 1 + 1 and "changes_then_raises" in prof.looped

@@ -715,6 +715,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                         if lopt in inactive:
                             continue
                     n_imp = tracker.n_imported
+                    seen = log.n_changes  # a rollback changes inputs back
                     t1 = perf_counter()
                     if process_node is not None:  # a subclass's own
                         ok = process_node(fgraph, node, lopt)
@@ -726,15 +727,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                         try:
                             replacements = lopt.transform(fgraph, node)
                         except Exception as exc:
-                            changed_first = len(log_list) > token
                             ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
-                            if changed_first:
-                                # It changed the graph, then raised: rolled back, but the
-                                # rollback is a change the next round revisits. Counted as
-                                # a use, so max_use_ratio ends a rule that always does it.
-                                run.looped = self._count(lopt, run)
-                                if run.looped:
-                                    break
                         else:
                             if replacements is False or replacements is None:
                                 log.depth -= 1
@@ -747,6 +740,14 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     stat_time[lopt] += perf_counter() - t1
                     stat_tried[lopt] += 1
                     if not ok:
+                        if log.n_changes != seen:
+                            # It changed the graph and failed (raised, or its replacement
+                            # was refused): rolled back, but the rollback is a change the
+                            # next round revisits. Counted as a use, so max_use_ratio ends
+                            # a rule that always does it.
+                            run.looped = self._count(lopt, run)
+                            if run.looped:
+                                break
                         continue
                     changed = True
                     prof.changes += 1
