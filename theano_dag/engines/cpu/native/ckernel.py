@@ -105,6 +105,17 @@ def _is_composite(sop):
     return hasattr(sop, "nodes") and hasattr(sop, "inputs") and hasattr(sop, "outputs")
 
 
+def _started_ready(k) -> bool:
+    """At a kernel's first call before its library was built: start the build (the
+    plan's code is being run, so every kernel is known); True when ``k`` has its C entry
+    by now (a synchronous build), so that the call runs it."""
+    lib = k.library
+    if lib is None or lib.started:
+        return False
+    lib.start()
+    return k.ready
+
+
 class CKernel:
     """One Elemwise node as a C function: ``k(*arrays, out=None)``.
 
@@ -194,11 +205,8 @@ class CKernel:
 
     def _numpy_c(self, *args):
         """``c`` until the library is loaded: start it, else compute with numpy."""
-        lib = self.library
-        if lib is not None and not lib.started:
-            lib.start()
-            if self.ready:
-                return self.c(*args)
+        if _started_ready(self):
+            return self.c(*args)
         with np.errstate(all="ignore"):
             return self.fallback(*args)
 
@@ -299,11 +307,8 @@ class PreambleKernel:
         self.ready = True
 
     def _numpy_c(self, *args):
-        lib = self.library
-        if lib is not None and not lib.started:
-            lib.start()
-            if self.ready:
-                return self.c(*args)
+        if _started_ready(self):
+            return self.c(*args)
         self.fail(*args)
         return 0
 
