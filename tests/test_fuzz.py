@@ -158,6 +158,17 @@ def test_a_reproducer_of_a_large_integer_graph_runs_alone_and_passes():
         assert code == 0, printed
 
 
+def test_a_reproducer_defines_the_helpers_its_numpy_values_pass_by_name():
+    # numpy's sigmoid is an argument of ew(...), not called by name: the script must still
+    # define it (it raised NameError).
+    x = ("input", ("a",), "float64")
+    rec = _recipe([x, ("sigmoid", (0,), None)], [("a",)] * 2)(5)
+    script = fuzz.reproducer(rec, "py")
+    assert "ew(sigmoid, " in script and "def sigmoid(" in script
+    code, printed = _run_script(script)
+    assert code == 0, printed
+
+
 def test_fixed_seed_gradient_sample_agrees_with_finite_differences():
     out = io.StringIO()
     assert fuzz.run_grads(20, seed=2026, out=out) == [], out.getvalue()

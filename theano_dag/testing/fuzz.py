@@ -1384,7 +1384,8 @@ def _script_head(rec, title, flags):
     for flag, value in flags.items():
         lines.append(f"config.{flag} = {value!r}" + ("  # numpy only" if flag == "cxx" else ""))
     text = " ".join(_code(n, "numpy", d) for n, d in zip(rec.nodes, rec.dtypes) if not _is_leaf(n))
-    helpers = [h for h in _NP_HELPERS if f"{h.__name__}(" in text]
+    # By name, not by "name(": ``ew(sigmoid, ...)`` passes a helper without calling it.
+    helpers = [h for h in _NP_HELPERS if re.search(rf"\b{h.__name__}\b", text)]
     if cast_in_range in helpers:
         helpers.insert(0, cast_bounds)
     if cast in helpers:
