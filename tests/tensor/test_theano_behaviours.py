@@ -4,6 +4,7 @@ ARange op per dtype, argmax over several axes, ``fill`` as the op."""
 import numpy as np
 import pytest
 
+import theano_dag
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
 from theano_dag.tensor.arrays import TensorFromScalar
@@ -24,6 +25,25 @@ def test_consecutive_rebroadcasts_fuse_or_cancel():
     assert r.owner.inputs[0] is both and isinstance(r.owner.op, Rebroadcast)
     assert r.broadcastable == (False, False)
     assert tt.addbroadcast(tt.unbroadcast(both, 0), 0) is both
+
+
+def test_unbroadcast_forgets_a_known_length_as_pytensors_unbroadcast():
+    # PyMC3's DifferentialEquation: unbroadcast(as_tensor_variable([a, b]), 0) must have
+    # the type of a vector (Theano's types had no lengths), and its gradient flows back.
+    a, b = tt.dscalar("a"), tt.dscalar("b")
+    v = tt.as_tensor_variable([a, b])
+    assert v.type.shape == (2,)
+    u = tt.unbroadcast(v, 0)
+    assert u.type == tt.dvector and isinstance(u.owner.op, Rebroadcast)
+    assert tt.unbroadcast(u, 0) is u  # nothing left to declare: no second node
+    m = tt.TensorType("float64", shape=(3, 1))("m")
+    assert tt.unbroadcast(m, 0).type.shape == (None, 1)
+    assert tt.patternbroadcast(m, (False, False)).type.shape == (None, None)
+    ga, gb = theano_dag.grad((u**2).sum(), [a, b])
+    f = theano_dag.function([a, b], [u, ga, gb])
+    got = f(1.5, -2.0)
+    np.testing.assert_allclose(got[0], [1.5, -2.0])
+    assert [float(g) for g in got[1:]] == [3.0, -4.0]
 
 
 def test_arange_op_is_shared_per_dtype():

@@ -411,7 +411,10 @@ class Rebroadcast(Op):
                         "so it cannot be declared broadcastable (length 1)"
                     )
                 shape[a] = 1
-            elif shape[a] == 1:
+            else:
+                # Not broadcastable: any length, also where the input's is known, as
+                # PyTensor's Unbroadcast (and Theano's types, which had no lengths):
+                # PyMC3 checks ``unbroadcast(as_tensor_variable([a, b]), 0).type == vector``.
                 shape[a] = None
         return Apply(self, [x], [TensorType(x.dtype, shape=tuple(shape))()])
 
@@ -445,19 +448,25 @@ class Rebroadcast(Op):
         return self(*eval_points, return_list=True)
 
 
+def _declared(ttype, axis, broadcastable):
+    """Whether ``ttype`` already has what Rebroadcast would declare of ``axis``: length 1,
+    or (not broadcastable) no static length."""
+    return ttype.shape[axis] == 1 if broadcastable else ttype.shape[axis] is None
+
+
 def _rebroadcast(x, pairs):
     x = as_tensor_variable(x)
     for a, _ in pairs:
         if not isinstance(a, (int, np.integer)) or not -x.ndim <= a < x.ndim:
             raise ValueError(f"{x} has {x.ndim} dimensions, there is no dimension {a!r}")
     pairs = [(int(a) % x.ndim, b) for a, b in pairs]
-    if all(x.type.broadcastable[a] == b for a, b in pairs):
+    if all(_declared(x.type, a, b) for a, b in pairs):
         return x  # nothing changes: no node (Theano's apply_rebroadcast_opt)
     if x.owner is not None and isinstance(x.owner.op, Rebroadcast):
         # two Rebroadcasts in a row are one, or none when they cancel out
         base = x.owner.inputs[0]
         merged = {**dict(x.owner.op.axis), **dict(pairs)}
-        changed = [(a, b) for a, b in merged.items() if base.type.broadcastable[a] != b]
+        changed = [(a, b) for a, b in merged.items() if not _declared(base.type, a, b)]
         return Rebroadcast(*changed)(base) if changed else base
     return Rebroadcast(*pairs)(x)
 
