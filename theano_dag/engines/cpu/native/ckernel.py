@@ -875,13 +875,17 @@ def _make_emitter(previous):
         lib = _library_of(ctx)
         if lib is None:
             return previous(node, ctx)
-        # A Composite's numpy steps are only made if its fallback is ever needed.
-        steps = None if _is_composite(node.op.scalar_op) else previous(node, ctx)
         # Where the function has kernels already, a plain op joins them: inside a
         # segment its kernel costs less than numpy's call (about 0.25 us).
         joins = bool(lib.kernels) and segment.available() and not lib.started
-        if steps is not None and not _wants_c(node, steps) and not joins:
-            return steps
+        # A kernel's numpy steps are only made if its fallback is ever needed (never,
+        # when the library is in the cache); a plain op's decide here whether it
+        # takes a kernel unless it joins them anyway.
+        steps = None
+        if not joins and not _is_composite(node.op.scalar_op):
+            steps = previous(node, ctx)
+            if steps is not None and not _wants_c(node, steps):
+                return steps
         try:
             k = lib.add(node)
         except NotCompilable:
