@@ -585,6 +585,56 @@ def test_function_compiles_all_kernels_in_one_call(
     np.testing.assert_allclose(r[1], e + 1, rtol=1e-12)
 
 
+def test_plain_ops_share_c_by_op_types_and_constants(engine_kernels, tmp_path):
+    # Plain ops joining the function's kernels: equal ops on equal types with equal
+    # compiled-in constants share one C function; another constant, dtype or static
+    # shape gets its own.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    xf, r = tt.fvector("xf"), tt.drow("r")
+    z = Elemwise(ts.Composite([a := ts.float64("a")], [ts.exp(a) * a]))(x)
+
+    def c(v, dtype="float64", ndim=1):  # a size-1 constant, compiled into the kernel
+        return tt.constant(np.full((1,) * ndim, v, dtype=dtype))
+
+    outs = [z * c(2), y * c(2), x * c(3), xf * c(2, "float32"), r * c(2, ndim=2), (z + y) + (x + y)]
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = _fn([x, y, xf, r], outs)
+        xv, yv = np.linspace(-2, 2, 9), np.random.default_rng(3).standard_normal(9)
+        xfv, rv = xv.astype("float32"), yv[None, :]
+        got = f(xv, yv, xfv, rv)
+    assert ckernel.wait_for_kernels(f)
+    kernels = f.fn.program.ckernels.kernels
+    assert len(kernels) == 9
+
+    def names(sop, dtype, bcast, const=None):
+        return {
+            k.name
+            for k in kernels
+            if k.node.op.scalar_op == sop
+            and k.node.outputs[0].type == TensorType(dtype, bcast)
+            and [c.item() for c in k.consts.values()] == ([] if const is None else [const])
+        }
+
+    times2, times3 = (
+        names(ts.mul, "float64", (False,), 2.0),
+        names(ts.mul, "float64", (False,), 3.0),
+    )
+    assert len(times2) == 1  # z * 2 and y * 2: one function
+    others = [
+        times3,
+        names(ts.mul, "float32", (False,), 2.0),
+        names(ts.mul, "float64", (True, False), 2.0),
+    ]
+    assert all(len(n) == 1 for n in others) and len(set.union(times2, *others)) == 4
+    assert len(names(ts.add, "float64", (False,))) == 1  # the three additions
+    assert len({k.template for k in kernels}) == len({k.name for k in kernels}) == 6
+    e = np.exp(xv) * xv
+    want = [e * 2, yv * 2, xv * 3, xfv * np.float32(2), rv * 2, (e + yv) + (xv + yv)]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6 if w.dtype == np.float32 else 1e-13)
+
+
 def test_background_build_runs_numpy_first(engine_kernels, tmp_path):
     x = tt.fvector("x")
     z = Elemwise(ts.Composite([a := ts.float32("a")], [ts.sigmoid(a) * 3 - a]))(x)
@@ -634,6 +684,8 @@ def test_numpy_fallbacks_while_the_library_builds(engine_kernels, monkeypatch):
         assert not k.ready
         if call >= 1:
             assert k.fallback.__name__ == "fb0"  # the compiled numpy steps
+            # z * 2's too: the plain op's numpy steps, made when first needed
+            assert k2.fallback.__name__ == "fb1"
     assert not ckernel.wait_for_kernels(f, timeout=0)
 
 

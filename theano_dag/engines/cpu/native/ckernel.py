@@ -133,7 +133,9 @@ class CKernel:
     (array([1., 1.]), False)
     """
 
-    def __init__(self, node, library=None, name="k"):
+    def __init__(self, node, library=None, name="k", templates=None):
+        # ``templates``: the library's C of plain (not Composite) ops, by op, types and
+        # compiled-in constants, which a function's hundreds of plain nodes share.
         op = node.op
         self.node = node
         self.name = name
@@ -147,7 +149,23 @@ class CKernel:
                 self.arg_pos.append(p)
         # The C with a placeholder for its name: identical kernels share one function.
         scalars = {p: c.reshape(()) for p, c in self.consts.items()}
-        self.template = kernel_source("@K@", node, self.arg_pos, scalars)
+        key = template = None
+        if templates is not None and not _is_composite(op.scalar_op):
+            # Equal ops (as the merge optimizer takes them) on equal types and
+            # constants generate the same C.
+            key = (
+                op,
+                tuple([v.type for v in node.inputs]),
+                tuple([o.type for o in node.outputs]),
+                tuple(self.arg_pos),
+                tuple([(p, c.dtype.str, c.tobytes()) for p, c in scalars.items()]),
+            )
+            template = templates.get(key)
+        if template is None:
+            template = kernel_source("@K@", node, self.arg_pos, scalars)
+            if key is not None:
+                templates[key] = template
+        self.template = template
         self.nin = len(self.arg_pos)
         self.nout = len(node.outputs)
         self.ndim = node.outputs[0].type.ndim
@@ -589,6 +607,7 @@ class KernelLibrary:
         self.mode = mode or _MODE[0]
         self.kernels = []
         self._by_source = {}
+        self._templates: dict = {}  # plain ops' C templates (CKernel)
         self.started = False
         self.build = None
         self.path = None
@@ -604,7 +623,7 @@ class KernelLibrary:
         """A kernel for ``node`` (raises NotCompilable); identical ones share C code."""
         if self.started:
             raise RuntimeError("KernelLibrary.add: the library is already built")
-        k = CKernel(node, self)
+        k = CKernel(node, self, templates=self._templates)
         name = self._by_source.get(k.template)
         if name is None:
             name = f"k{len(self._by_source)}"
@@ -875,13 +894,17 @@ def _make_emitter(previous):
         lib = _library_of(ctx)
         if lib is None:
             return previous(node, ctx)
-        # A Composite's numpy steps are only made if its fallback is ever needed.
-        steps = None if _is_composite(node.op.scalar_op) else previous(node, ctx)
         # Where the function has kernels already, a plain op joins them: inside a
         # segment its kernel costs less than numpy's call (about 0.25 us).
         joins = bool(lib.kernels) and segment.available() and not lib.started
-        if steps is not None and not _wants_c(node, steps) and not joins:
-            return steps
+        # A kernel's numpy steps are only made if its fallback is ever needed (never,
+        # when the library is in the cache); a plain op's decide here whether it
+        # takes a kernel unless it joins them anyway.
+        steps = None
+        if not joins and not _is_composite(node.op.scalar_op):
+            steps = previous(node, ctx)
+            if steps is not None and not _wants_c(node, steps):
+                return steps
         try:
             k = lib.add(node)
         except NotCompilable:

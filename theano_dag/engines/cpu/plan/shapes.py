@@ -57,6 +57,13 @@ def broadcast_shapes(shapes):
     """
     if any(s is None for s in shapes):
         return None
+    first = shapes[0] if shapes else None
+    if (
+        type(first) is tuple
+        and all(type(d) is int and d >= 0 for d in first)
+        and all(s == first and type(s) is tuple for s in shapes)
+    ):
+        return first  # the common case (an elementwise step's equal shapes), without numpy
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
