@@ -191,7 +191,14 @@ class Cholesky(Op):
         (g,) = output_grads
         factor = outputs[0] if self.lower else outputs[0].T
         g = g if self.lower else g.T
-        return [CholeskyGrad()(inputs[0], factor, g)]
+        grad = CholeskyGrad()(inputs[0], factor, g)
+        if self.on_error == "nan":
+            # A matrix that is not positive definite has no factor (NaNs): its gradient is
+            # NaN everywhere, not only where the NaN factor reaches (the triangular
+            # solves leave the other triangle at 0).
+            ok = ~tm.any(tm.isnan(outputs[0]))
+            grad = tm.switch(ok, grad, np.nan)
+        return [grad]
 
 
 class CholeskyGrad(Op):
