@@ -28,3 +28,36 @@ def test_cholesky_nan_gradient_is_nan_everywhere(engine, dtype, lower):
     ref = function([x], grad(linalg.Cholesky(lower=lower)(x).sum(), x), mode=mode_of("py"))
     np.testing.assert_allclose(f(spd), ref(spd), rtol=1e-5)
     assert np.isfinite(f(spd)).all()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ddof", [0, 1, 2])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_var_corrected_keeps_ddof(engine, dtype, ddof, axis):
+    # corrected=True is the corrected two-pass algorithm (the squared sum of the
+    # deviations subtracted), not ddof=1: numpy's value for every ddof.
+    x = tt.matrix("x", dtype=dtype)
+    val = (np.arange(20.0).reshape(4, 5) ** 1.5 + 100).astype(dtype)
+    outs = [tt.var(x, axis=axis, ddof=ddof, corrected=c) for c in (False, True)]
+    outs.append(tt.std(x, axis=axis, ddof=ddof, corrected=True))
+    got = function([x], outs, mode=mode_of(engine))(val)
+    want = np.var(val.astype("float64"), axis=axis, ddof=ddof)
+    rtol = 1e-4 if dtype == "float32" else 1e-10
+    for g, w in zip(got, [want, want, np.sqrt(want)]):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=rtol)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mean_of_float16_sums_in_float32(engine):
+    # 100000 float16 ones: their sum (and the count) overflow float16 (65504); the mean
+    # is taken in float32 and returned as float16.
+    x = tt.vector("x", dtype="float16")
+    m = tt.matrix("m", dtype="float16")
+    f = function([x, m], [tt.mean(x), tt.mean(m, axis=0)], mode=mode_of(engine))
+    mval = np.full((70000, 2), 3.0, dtype="float16")
+    got, got_m = f(np.ones(100000, dtype="float16"), mval)
+    assert got.dtype == "float16" and float(got) == 1.0
+    assert got_m.dtype == "float16"
+    np.testing.assert_array_equal(got_m, np.mean(mval, axis=0, dtype="float32"))
