@@ -9,7 +9,9 @@ from engine_modes import ENGINES, FLOATS, mode_of
 import theano_dag.tensor as tt
 from theano_dag import function
 from theano_dag.gradient import grad
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import linalg
+from theano_dag.tensor.basic import ARange
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -61,3 +63,35 @@ def test_mean_of_float16_sums_in_float32(engine):
     assert got.dtype == "float16" and float(got) == 1.0
     assert got_m.dtype == "float16"
     np.testing.assert_array_equal(got_m, np.mean(mval, axis=0, dtype="float32"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("start, stop, step", [(0, 4.9, 1), (5.1, 0, -0.5), (1, 5.1, 0.5)])
+def test_arange_gradient_through_start_and_step(engine, dtype, start, stop, step):
+    # out[i] = start + i * step: d/dstart = sum(g), d/dstep = sum(g * i); stop only sets
+    # the length (no gradient). Values and finite differences.
+    a, b, c = (tt.scalar(n, dtype=dtype) for n in "abc")
+    out = ARange(dtype)(a, b, c)
+    cost = (out**2).sum()
+    f = function([a, b, c], [out, *grad(cost, [a, c])], mode=mode_of(engine))
+    vals = [np.asarray(v, dtype=dtype) for v in (start, stop, step)]
+    got, g_start, g_step = f(*vals)
+    want = np.arange(*vals, dtype=dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    rank = np.arange(len(want))
+    assert g_start.dtype == g_step.dtype == dtype
+    np.testing.assert_allclose(g_start, (2 * want).sum(), rtol=1e-5)
+    np.testing.assert_allclose(g_step, (2 * want * rank).sum(), rtol=1e-5)
+    with pytest.raises(Exception, match="not part of the computational graph"):
+        grad(cost, b)
+    if dtype == "float64":
+        verify_grad(lambda s, t, u: ARange(dtype)(s, t, u), vals, mode=mode_of(engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_integer_arange_has_zero_gradient(engine):
+    i, j = tt.lscalar("i"), tt.lscalar("j")
+    cost = tt.cast(tt.arange(i, 10, j), "float64").sum()
+    g_i, g_j = function([i, j], grad(cost, [i, j]), mode=mode_of(engine))(2, 3)
+    assert float(g_i) == 0.0 and float(g_j) == 0.0

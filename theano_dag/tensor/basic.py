@@ -584,10 +584,26 @@ class ARange(Op):
         return [(cast(tm.maximum(n, 0), "int64"),)]
 
     def connection_pattern(self, node):
-        return [[False]] * 3
+        # out[i] = start + i * step: the values depend on start and step; stop only
+        # decides their number (piecewise constant, no gradient).
+        return [[True], [False], [True]]
 
     def L_op(self, inputs, outputs, output_grads):
-        return [disconnected() for _ in inputs]
+        start, _stop, step = inputs
+        (gz,) = output_grads
+        if self.dtype in discrete_dtypes:
+            # integer values do not move with start and step
+            zeros = [zeros_like(v, dtype=config.floatX) for v in (start, step)]
+            return [zeros[0], disconnected(), zeros[1]]
+        gz = cast(gz, self.dtype)
+        taken = arange(shape_i(outputs[0], 0), dtype=self.dtype)
+        g_start = cast(tsum(gz), start.dtype) if start.dtype in continuous_dtypes else None
+        g_step = cast(tsum(gz * taken), step.dtype) if step.dtype in continuous_dtypes else None
+        return [
+            zeros_like(start, dtype=config.floatX) if g_start is None else g_start,
+            disconnected(),
+            zeros_like(step, dtype=config.floatX) if g_step is None else g_step,
+        ]
 
 
 def arange(start, stop=None, step=1, dtype=None):
