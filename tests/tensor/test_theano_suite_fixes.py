@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from engine_modes import ENGINES, FLOATS, mode_of
 
+import theano_dag.scalar as ts
 import theano_dag.tensor as tt
 from theano_dag import function
 from theano_dag.gradient import grad
@@ -95,3 +96,30 @@ def test_integer_arange_has_zero_gradient(engine):
     cost = tt.cast(tt.arange(i, 10, j), "float64").sum()
     g_i, g_j = function([i, j], grad(cost, [i, j]), mode=mode_of(engine))(2, 3)
     assert float(g_i) == 0.0 and float(g_j) == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64", "complex64"])
+def test_scalar_type_inputs_run(engine, dtype):
+    # An input of a theano.scalar type: its value is a numpy scalar, not an array; the
+    # engines take it (the CPU engine refused it, "has no array value").
+    s = ts.Scalar(dtype=dtype)("s")
+    x = tt.dvector("x")
+    back = tt.scalar_from_tensor(tt.tensor_from_scalar(s))
+    f = function([s, x], [back, x * tt.tensor_from_scalar(s)], mode=mode_of(engine))
+    got_s, got_x = f(3, np.arange(3.0))
+    assert got_s == 3 and np.asarray(got_s).dtype == dtype and np.ndim(got_s) == 0
+    np.testing.assert_array_equal(got_x, np.arange(3.0) * np.asarray(3, dtype=dtype))
+    assert got_x.dtype == np.result_type(dtype, "float64")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_input_returned_as_is(engine, dtype):
+    # The output is the input (a copy of it): OpenCL has no complex copy kernel and copies
+    # it on the host (it raised KeyError when the function was built).
+    c = tt.vector("c", dtype=dtype)
+    val = np.array([1 + 2j, -3j], dtype=dtype)
+    got = function([c], c, mode=mode_of(engine))(val)
+    assert got.dtype == dtype and got is not val
+    np.testing.assert_array_equal(got, val)
