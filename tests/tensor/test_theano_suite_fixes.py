@@ -123,3 +123,16 @@ def test_complex_input_returned_as_is(engine, dtype):
     got = function([c], c, mode=mode_of(engine))(val)
     assert got.dtype == dtype and got is not val
     np.testing.assert_array_equal(got, val)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_empty_list_index_picks_nothing(engine, dtype):
+    # x[[]] and x[:, ()] as numpy: an empty integer index (it became a float vector,
+    # refused as an index).
+    x = tt.matrix("x", dtype=dtype)
+    outs = [x[[]], x[:, []], x[:, ()], x[[], 1:]]
+    val = np.arange(6, dtype=dtype).reshape(2, 3)
+    got = function([x], outs, mode=mode_of(engine))(val)
+    for g, w in zip(got, [val[[]], val[:, []], val[:, ()], val[[], 1:]]):
+        assert g.dtype == dtype and g.shape == w.shape

@@ -789,6 +789,11 @@ def getitem(x, args):
         args = tuple(args)
     if not isinstance(args, tuple):
         args = (args,)
+    # An empty list or tuple picks nothing, an integer index (numpy's x[[]], x[:, ()]),
+    # where as_tensor_variable would make it a float vector.
+    args = tuple(
+        np.zeros(0, dtype="int64") if isinstance(a, (list, tuple)) and not a else a for a in args
+    )
     n_ell = sum(1 for a in args if a is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
