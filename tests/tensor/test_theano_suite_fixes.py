@@ -136,3 +136,22 @@ def test_empty_list_index_picks_nothing(engine, dtype):
     got = function([x], outs, mode=mode_of(engine))(val)
     for g, w in zip(got, [val[[]], val[:, []], val[:, ()], val[[], 1:]]):
         assert g.dtype == dtype and g.shape == w.shape
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_j1_and_i1_gradients(engine, dtype):
+    # d/dx j1 = (j0 - j2) / 2 and d/dx i1 = (i0 + i2) / 2, against scipy's derivatives and
+    # finite differences (they had no gradient).
+    sp = pytest.importorskip("scipy.special")
+    x = tt.vector("x", dtype=dtype)
+    f = function([x], [grad(tt.j1(x).sum(), x), grad(tt.i1(x).sum(), x)], mode=mode_of(engine))
+    val = np.array([-2.5, 0.0, 0.5, 3.0], dtype=dtype)
+    gj, gi = f(val)
+    rtol = 1e-5 if dtype == "float32" else 1e-10
+    assert gj.dtype == gi.dtype == dtype
+    np.testing.assert_allclose(gj, sp.jvp(1, val.astype("float64")), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(gi, sp.ivp(1, val.astype("float64")), rtol=rtol, atol=rtol)
+    if dtype == "float64":
+        for op in (tt.j1, tt.i1):
+            verify_grad(op, [val], mode=mode_of(engine))

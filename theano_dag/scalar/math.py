@@ -513,7 +513,14 @@ log_erfc = _unary(
     c_template=_log_erfc_c_template,
 )
 # Bessel functions (scipy.special, imported when they first run; no C expression).
-j1 = _unary("j1", _scipy_special("j1"), None, None, "Bessel function of the first kind, order 1")
+# The order-1 derivatives by the recurrence of _Bessel2 (Theano's): (f0 -+ f2) / 2.
+j1 = _unary(
+    "j1",
+    _scipy_special("j1"),
+    None,
+    lambda x, out: (_of(x).j0(x) - _of(x).jv(const_like(2, out), x)) / 2,
+    "Bessel function of the first kind, order 1",
+)
 j0 = _unary(
     "j0",
     _scipy_special("j0"),
@@ -522,7 +529,11 @@ j0 = _unary(
     "Bessel function of the first kind, order 0",
 )
 i1 = _unary(
-    "i1", _scipy_special("i1"), None, None, "modified Bessel function of the first kind, order 1"
+    "i1",
+    _scipy_special("i1"),
+    None,
+    lambda x, out: (_of(x).i0(x) + _of(x).iv(const_like(2, out), x)) / 2,
+    "modified Bessel function of the first kind, order 1",
 )
 i0 = _unary(
     "i0",
