@@ -131,7 +131,7 @@ def rebuild_collect_shared(
     for v in input_variables:
         if isinstance(v, SharedVariable):
             raise TypeError(
-                f"Cannot use a shared variable ({v}) as an explicit input: it is an implicit "
+                f"Cannot use a shared variable ({v}) as explicit input: it is an implicit "
                 "input of every function that uses it. Substitute a non-shared variable with "
                 "the `givens` parameter instead"
             )

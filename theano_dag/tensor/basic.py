@@ -872,6 +872,8 @@ def transpose(x, axes=None):
     >>> from theano_dag import tensor as tt
     >>> transpose(tt.dtensor3("x"), (1, 0, 2)).owner.op
     DimShuffle{1,0,2}
+    >>> transpose(tt.dmatrix("m")).name  # the reversal of a named x is named x.T
+    'm.T'
     """
     x = as_tensor_variable(x)
     if axes is None:
@@ -882,7 +884,10 @@ def transpose(x, axes=None):
             f"transpose: axes {list(axes)} are not a permutation of the "
             f"{x.ndim} dimensions of {x}"
         )
-    return DimShuffle(x.broadcastable, axes)(x)
+    out = DimShuffle(x.broadcastable, axes)(x)
+    if x.name and axes == list(range(x.ndim))[::-1]:
+        out.name = f"{x.name}.T"
+    return out
 
 
 def dimshuffle(x, pattern):
