@@ -5,6 +5,7 @@ engine (the reference, the CPU engine, OpenCL)."""
 import numpy as np
 import pytest
 from engine_modes import ENGINES, FLOATS, mode_of
+from tensor_helpers import inferred_shapes
 
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
@@ -13,6 +14,7 @@ from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import linalg
 from theano_dag.tensor.basic import ARange
+from theano_dag.tensor.sort import SortAlongOp, argsort, sort
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -155,3 +157,62 @@ def test_j1_and_i1_gradients(engine, dtype):
     if dtype == "float64":
         for op in (tt.j1, tt.i1):
             verify_grad(op, [val], mode=mode_of(engine))
+
+
+def test_dimshuffle_refuses_more_dimensions_than_numpy_when_built():
+    # Past numpy's limit the engines' views fail at run time (IndexError); the op says so
+    # when it is made, with ValueError as Theano's (numpy 1's) did.
+    limit = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+    x = tt.dscalar("x")
+    assert x.dimshuffle(("x",) * limit).ndim == limit
+    with pytest.raises(ValueError, match=f"more than numpy's {limit}"):
+        x.dimshuffle(("x",) * (limit + 1))
+    with pytest.raises(ValueError, match="may not appear twice"):
+        tt.dmatrix().dimshuffle(0, 0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_transpose_names_the_reversal(engine):
+    x1, x3 = tt.dvector("x1"), tt.dtensor3("x3")
+    assert tt.transpose(x1).name == "x1.T" and x3.T.name == "x3.T"
+    assert tt.transpose(x3, (0, 2, 1)).name is None and tt.transpose(tt.dmatrix()).name is None
+    val = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(function([x3], x3.T, mode=mode_of(engine))(val), val.T)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("axis_dtype", ["int64", "float64"])
+def test_sort_and_argsort_along_a_symbolic_axis(engine, dtype, axis_dtype):
+    # sort(a, axis) with axis a symbolic scalar (Theano's tests give a float one): the
+    # axis is known when the function runs; values, indices, shapes and the gradient.
+    a = tt.tensor3("a", dtype=dtype)
+    ax = tt.scalar("ax", dtype=axis_dtype)
+    w = np.arange(24, dtype=dtype).reshape(2, 3, 4)
+    s, i = sort(a, ax, "mergesort"), argsort(a, ax)
+    assert isinstance(s.owner.op, SortAlongOp) and s.type == a.type
+    assert i.dtype == "int64" and i.ndim == 3
+    f = function([a, ax], [s, i, grad((s * w).sum(), a)], mode=mode_of(engine))
+    val = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(dtype)
+    for axis in (0, 1, 2, -1, -3):
+        got_s, got_i, got_g = f(val, axis)
+        np.testing.assert_array_equal(got_s, np.sort(val, axis=axis))
+        np.testing.assert_array_equal(got_i, np.argsort(val, axis=axis, kind="stable"))
+        assert got_s.dtype == dtype and got_g.dtype == dtype
+        # the gradient of sum(sort(a) * w): w put back where each element came from
+        want_g = np.empty_like(val)
+        np.put_along_axis(want_g, np.argsort(val, axis=axis, kind="stable"), w, axis=axis)
+        np.testing.assert_array_equal(got_g, want_g)
+        assert inferred_shapes(s, {a: val, ax: axis}) == [val.shape]
+    with pytest.raises(ValueError, match="not an axis"):
+        f(val, 3)
+    if dtype == "float64":
+        g = function([a, ax], grad((sort(a, ax) * w).sum(), a), mode=mode_of(engine))
+        eps, k = 1e-6, (1, 2, 3)
+        bumped = val.copy()
+        bumped[k] += eps
+        cost = function([a, ax], (sort(a, ax) * w).sum(), mode=mode_of(engine))
+        num = (cost(bumped, 1) - cost(val, 1)) / eps
+        np.testing.assert_allclose(g(val, 1)[k], num, rtol=1e-4)
+    # a constant axis still makes the static-axis op
+    assert not isinstance(sort(a, tt.constant(1)).owner.op, SortAlongOp)
