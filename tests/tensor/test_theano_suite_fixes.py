@@ -15,6 +15,7 @@ from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import linalg
 from theano_dag.tensor.basic import ARange
 from theano_dag.tensor.sort import SortAlongOp, argsort, sort
+from theano_dag.tensor.type_other import NoneConst
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -216,3 +217,38 @@ def test_sort_and_argsort_along_a_symbolic_axis(engine, dtype, axis_dtype):
         np.testing.assert_allclose(g(val, 1)[k], num, rtol=1e-4)
     # a constant axis still makes the static-axis op
     assert not isinstance(sort(a, tt.constant(1)).owner.op, SortAlongOp)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_generalized_eigvalsh_reads_lower_triangles_and_has_a_gradient(engine, dtype):
+    # eigvalsh(a, b) as scipy's eigh(a, b): the lower triangles of both (a's upper one was
+    # read too), a gradient (it raised 'not implemented'), and b=NoneConst as b=None.
+    sl = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(5)
+    a_val = rng.standard_normal((4, 4)).astype(dtype)  # not symmetric on purpose
+    b_val = (6 * np.eye(4) + rng.standard_normal((4, 4))).astype(dtype)
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    weights = np.arange(1.0, 5.0).astype(dtype)
+    w = linalg.eigvalsh(a, b)
+    f = function(
+        [a, b],
+        [w, *grad(tt.dot(w, weights), [a, b]), linalg.eigvalsh(a, NoneConst)],
+        mode=mode_of(engine),
+    )
+    got_w, ga, gb, plain = f(a_val, b_val)
+    rtol = 1e-4 if dtype == "float32" else 1e-10
+    assert got_w.dtype == ga.dtype == gb.dtype == dtype
+    np.testing.assert_allclose(got_w, sl.eigvalsh(a_val, b_val), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(plain, sl.eigvalsh(a_val), rtol=rtol, atol=rtol)
+    # the gradients: v diag(g) v^T and -v diag(g w) v^T, on the lower triangles
+    ws, vs = sl.eigh(a_val.astype("float64"), b_val.astype("float64"))
+    for got, m in ((ga, (vs * weights) @ vs.T), (gb, -(vs * (weights * ws)) @ vs.T)):
+        np.testing.assert_allclose(got, np.tril(m) + np.triu(m, 1).T, rtol=10 * rtol, atol=rtol)
+    if dtype == "float64":
+        sym = a_val + a_val.T
+        verify_grad(
+            lambda x, y: tt.dot(linalg.eigvalsh(x, y), weights),
+            [sym, b_val],
+            mode=mode_of(engine),
+        )
