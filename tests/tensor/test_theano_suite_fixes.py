@@ -252,3 +252,67 @@ def test_generalized_eigvalsh_reads_lower_triangles_and_has_a_gradient(engine, d
             [sym, b_val],
             mode=mode_of(engine),
         )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_choose_broadcasts_its_choices(engine, dtype, mode):
+    # numpy.choose broadcasts the index and a list of choices of different shapes (the
+    # list was stacked, which needs equal shapes); the output keeps a length known to be 1.
+    a = tt.tensor3("a", dtype="int32")
+    b, c = tt.tensor3("b", dtype=dtype), tt.tensor3("c", dtype=dtype)
+    av = np.array([0, 1, 3]).reshape(3, 1, 1).astype("int32")
+    bv = np.arange(6, dtype=dtype).reshape(1, 6, 1)
+    cv = -np.arange(5, dtype=dtype).reshape(1, 1, 5)
+    s, col = tt.iscalar("s"), tt.col("col", dtype=dtype)
+    outs = [tt.choose(a, [b, c], mode=m) for m in ("wrap", "clip")]
+    if mode != "raise":
+        outs.append(tt.choose(a, (b, c), mode=mode))
+    outs.append(tt.choose(s, col, mode=mode))
+    assert outs[-1].broadcastable == (True,)
+    f = function([a, b, c, s, col], outs, mode=mode_of(engine))
+    colv = np.arange(4, dtype=dtype).reshape(4, 1)
+    got = f(av, bv, cv, 3, colv)
+    want = [np.choose(av, [bv, cv], mode=m) for m in ("wrap", "clip")]
+    if mode != "raise":
+        want.append(np.choose(av, (bv, cv), mode=mode))
+    want.append(np.choose(3, colv, mode=mode))
+    for g, w in zip(got, want):
+        assert g.dtype == dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    node = outs[0].owner
+    assert inferred_shapes(outs[0], {a: av, b: bv, c: cv}) == [(3, 6, 5)]
+    assert type(node.op).__name__ == "ChooseListed"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_choose_gradient_reaches_the_chosen_entries(engine, dtype, mode):
+    # The gradient of choose with respect to its choices is the output gradient where
+    # each was chosen (summed where broadcast); it was zero.
+    av = np.array([[0, 1, 2], [2, 0, 1]], dtype="int32")
+    if mode != "raise":
+        av = av + np.array([[3], [-3]], dtype="int32")  # out of range on purpose
+    a = tt.imatrix("a")
+    arr = tt.tensor3("arr", dtype=dtype)
+    b, c, d = tt.matrix("b", dtype=dtype), tt.row("c", dtype=dtype), tt.scalar("d", dtype=dtype)
+    w = np.arange(1.0, 7.0).reshape(2, 3).astype(dtype)
+    cost_arr = (tt.choose(a, arr, mode=mode) * w).sum()
+    cost_list = (tt.choose(a, [b, c, d], mode=mode) * w).sum()
+    f = function(
+        [a, arr, b, c, d], [grad(cost_arr, arr), *grad(cost_list, [b, c, d])], mode=mode_of(engine)
+    )
+    rng = np.random.default_rng(2)
+    vals = [rng.standard_normal(s).astype(dtype) for s in [(3, 2, 3), (2, 3), (1, 3), ()]]
+    g_arr, g_b, g_c, g_d = f(av, *vals)
+    idx = {"raise": av, "wrap": av % 3, "clip": np.clip(av, 0, 2)}[mode]
+    want_arr = np.stack([np.where(idx == k, w, 0) for k in range(3)])
+    np.testing.assert_allclose(g_arr, want_arr)
+    np.testing.assert_allclose(g_b, np.where(idx == 0, w, 0))
+    np.testing.assert_allclose(g_c, np.where(idx == 1, w, 0).sum(axis=0, keepdims=True))
+    np.testing.assert_allclose(g_d, np.where(idx == 2, w, 0).sum())
+    assert {g.dtype.name for g in (g_arr, g_b, g_c, g_d)} == {dtype}
+    if dtype == "float64":
+        verify_grad(lambda x: tt.choose(av, x, mode=mode), [vals[0]], mode=mode_of(engine))
