@@ -316,3 +316,20 @@ def test_choose_gradient_reaches_the_chosen_entries(engine, dtype, mode):
     assert {g.dtype.name for g in (g_arr, g_b, g_c, g_d)} == {dtype}
     if dtype == "float64":
         verify_grad(lambda x: tt.choose(av, x, mode=mode), [vals[0]], mode=mode_of(engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_flatten_keeps_a_merged_length_of_one_broadcastable(engine):
+    # The merged dimensions' lengths, when the type knows them, make the output's: all 1
+    # gives a broadcastable dimension (it was unknown).
+    x = tt.TensorType("float64", shape=(None, 1, 1, 1))("x")
+    y = tt.TensorType("float64", shape=(1, None, 1, 1))("y")
+    fx, fy = tt.flatten(x, 2), tt.flatten(y, 3)
+    assert fx.broadcastable == (False, True) and fy.broadcastable == (True, False, True)
+    assert tt.flatten(tt.dtensor4("z"), 2).broadcastable == (False, False)
+    xv, yv = np.arange(3.0).reshape(3, 1, 1, 1), np.arange(4.0).reshape(1, 4, 1, 1)
+    got = function([x, y], [fx, fy, fx + np.ones((3, 5))], mode=mode_of(engine))(xv, yv)
+    for g, w in zip(got, [xv.reshape(3, 1), yv.reshape(1, 4, 1), xv.reshape(3, 1) + 1]):
+        np.testing.assert_array_equal(g, np.broadcast_to(w, g.shape))
+        assert g.shape == w.shape or g.shape == (3, 5)
+    assert got[2].shape == (3, 5)

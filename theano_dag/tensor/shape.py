@@ -364,7 +364,13 @@ def flatten(x, ndim=1):
         raise ValueError(f"flatten: ndim={ndim} is out of range for a {x.ndim}-d input")
     # Always a Reshape, even of ndim dimensions (as Theano: its tests look for the op);
     # local_useless_reshape removes the one that changes nothing.
-    return reshape(x, [shape_i(x, i) for i in range(ndim - 1)] + [-1], ndim=ndim)
+    # Lengths the input's type knows are constants, so that the output's type knows them
+    # too (a merged length of 1 stays broadcastable, as Theano's).
+    static = x.type.shape
+    lead = [shape_i(x, i) if static[i] is None else static[i] for i in range(ndim - 1)]
+    rest = static[ndim - 1 :]
+    last = -1 if None in rest else int(np.prod(rest, dtype=np.int64))
+    return reshape(x, lead + [last], ndim=ndim)
 
 
 class Rebroadcast(Op):
