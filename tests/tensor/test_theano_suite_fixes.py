@@ -333,3 +333,16 @@ def test_flatten_keeps_a_merged_length_of_one_broadcastable(engine):
         np.testing.assert_array_equal(g, np.broadcast_to(w, g.shape))
         assert g.shape == w.shape or g.shape == (3, 5)
     assert got[2].shape == (3, 5)
+
+
+def test_error_classes_theano_programs_catch():
+    # Still ValueErrors, and also the classes Theano raised (which Theano programs catch).
+    a, x = tt.dmatrix("a"), tt.dscalar("x")
+    for make in (tt.set_subtensor, tt.inc_subtensor):
+        with pytest.raises(TypeError, match="more than the 1 of the indexed result"):
+            make(a[0], tt.dmatrix("v"))
+        with pytest.raises(ValueError, match="more than the 1 of the indexed result"):
+            make(a[0], tt.dmatrix("v"))
+    for cls in (ValueError, RuntimeError):
+        with pytest.raises(cls, match="givens tries to replace 'x'"):
+            function([x], x * 2, givens={x: x + 1})

@@ -180,6 +180,11 @@ def rebuild_collect_shared(
     return input_variables, cloned_outputs, [clone_d, update_d, update_expr, shared_inputs]
 
 
+class GivensInputError(ValueError, RuntimeError):
+    """``givens`` replaces an input of the function: a ValueError, and the RuntimeError
+    Theano raised."""
+
+
 def _check_update(store_into, update_val):
     # An update whose type is more specific than the shared variable's (a static
     # length where the variable has none, as ``s - ones(4)`` for a vector ``s``) is
@@ -248,7 +253,7 @@ def pfunc(
     in_var_set = set(in_variables)
     for x, _y in _pairs(givens, "givens"):
         if x in in_var_set:
-            raise ValueError(
+            raise GivensInputError(
                 f"givens tries to replace '{x}', which is an input of the function: that has "
                 "no effect. Give the function a new input `y` and use givens={x: g(y)}"
             )

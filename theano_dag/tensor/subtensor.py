@@ -260,10 +260,15 @@ class Subtensor(Op):
         return [gx] + [_disc() for _ in idx]
 
 
+class ValueDimensionsError(ValueError, TypeError):
+    """The value set into (or added to) an indexed result has more dimensions than it: a
+    ValueError, and the TypeError Theano raised."""
+
+
 def _y_to_result(y, result_type, who):
     y = as_tensor_variable(y)
     if y.ndim > result_type.ndim:
-        raise ValueError(
+        raise ValueDimensionsError(
             f"{who}: the value {y} has {y.ndim} dimensions, more than the "
             f"{result_type.ndim} of the indexed result"
         )
