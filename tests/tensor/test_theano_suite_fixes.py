@@ -346,3 +346,26 @@ def test_error_classes_theano_programs_catch():
     for cls in (ValueError, RuntimeError):
         with pytest.raises(cls, match="givens tries to replace 'x'"):
             function([x], x * 2, givens={x: x + 1})
+
+
+def test_patternbroadcast_with_an_empty_pattern():
+    # Theano's: an empty pattern (a scalar's broadcastable) changes nothing; a pattern of
+    # another length than the dimensions is still refused.
+    m, s = tt.dmatrix("m"), tt.dscalar("s")
+    assert tt.patternbroadcast(m, s.broadcastable) is m
+    assert tt.patternbroadcast(s, s.broadcastable) is s
+    for bad in [(False,), (False,) * 3]:
+        with pytest.raises(ValueError, match=f"has {len(bad)} entries"):
+            tt.patternbroadcast(m, bad)
+
+
+def test_an_untrusted_value_under_trust_input_raises_value_error():
+    # trust_input skips the conversion: the CPU engine refuses a Python float with an
+    # error that is a TypeError and the ValueError Theano programs catch.
+    x = tt.dscalar("x")
+    f = function([x], x * 2, mode=mode_of("cpu"))
+    f.trust_input = True
+    assert float(f(np.asarray(2.0))) == 4.0
+    for cls in (TypeError, ValueError):
+        with pytest.raises(cls, match="has no array value"):
+            f(2.0)

@@ -489,14 +489,20 @@ def unbroadcast(x, *axes):
 
 
 def patternbroadcast(x, broadcastable):
-    """Give ``x`` the broadcastable pattern ``broadcastable`` (one bool per dimension).
+    """Give ``x`` the broadcastable pattern ``broadcastable`` (one bool per dimension; an
+    empty one, as a scalar's ``broadcastable``, leaves ``x`` as it is, as Theano's).
 
     >>> from theano_dag import tensor as tt
     >>> patternbroadcast(tt.dmatrix("x"), (False, True)).type
     TensorType(float64, col)
+    >>> m = tt.dmatrix("m")
+    >>> patternbroadcast(m, ()) is m
+    True
     """
     x = as_tensor_variable(x)
     broadcastable = tuple(broadcastable)
+    if not broadcastable:
+        return x
     if len(broadcastable) != x.ndim:
         raise ValueError(
             f"patternbroadcast: the pattern {broadcastable} has {len(broadcastable)} entries, "

@@ -239,7 +239,7 @@ class CPUThunk(Thunk):
                 continue
             if not isinstance(v, np.ndarray):
                 var = self.program.inputs[k]
-                raise TypeError(
+                raise InputValueError(
                     f"CPU engine: input {k} ({var}) has no array value "
                     f"(got {type(v).__name__}); expected {var.type}"
                 )
@@ -540,6 +540,11 @@ class _Nothing:
 
 
 _NOTHING = _Nothing()
+
+
+class InputValueError(TypeError, ValueError):
+    """A tensor input's value is no ndarray (only with ``trust_input``, which skips the
+    conversion): a TypeError, and the ValueError Theano programs catch."""
 
 
 def _is_tensor_type(t):
