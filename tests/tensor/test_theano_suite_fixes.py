@@ -369,3 +369,22 @@ def test_an_untrusted_value_under_trust_input_raises_value_error():
     for cls in (TypeError, ValueError):
         with pytest.raises(cls, match="has no array value"):
             f(2.0)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_inputs_refused_when_the_graph_is_built(dtype):
+    # numpy has no complex floor/ceil/trunc/%/// (it raised when the function ran) and
+    # orders complex numbers only lexicographically (clip gave that); Theano refuses
+    # them when the graph is built: TypeError, and ComplexError for % and //.
+    c = tt.vector("c", dtype=dtype)
+    for op in (tt.floor, tt.ceil, tt.trunc):
+        with pytest.raises(TypeError, match="defined on real numbers only"):
+            op(c)
+    with pytest.raises(TypeError, match="complex numbers are not ordered"):
+        tt.clip(c, 0, 1)
+    for make in (lambda: c % 5, lambda: c // 2):
+        with pytest.raises(ts.ComplexError, match="not defined on complex numbers"):
+            make()
+    # real inputs are as before
+    assert tt.ceil(tt.bvector()).dtype == "float32" and (tt.dvector() % 5).dtype == "float64"
+    assert tt.clip(tt.ivector(), 0, 1).dtype == "int32"

@@ -26,6 +26,7 @@ from theano_dag.scalar.basic import (
     same_out,
     upcast_out_nobool,
     upgrade_to_float,
+    upgrade_to_float_no_complex,
     vocabulary,
     zero_grads,
 )
@@ -632,9 +633,11 @@ def _rounding(name, nfunc, c, out=same_out):
     return cls(out, name=name)
 
 
-floor = _rounding("floor", np.floor, "floor(%(x)s)", upgrade_to_float)
-ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)", upgrade_to_float)
-trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float)
+# numpy has no complex floor, ceil or trunc: a complex input is refused when the graph is
+# built (Theano's), not when numpy meets it.
+floor = _rounding("floor", np.floor, "floor(%(x)s)", upgrade_to_float_no_complex)
+ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)", upgrade_to_float_no_complex)
+trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float_no_complex)
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
 round_half_away_from_zero = _rounding(
