@@ -12,6 +12,8 @@ import theano_dag.tensor as tt
 from theano_dag import function
 from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
 from theano_dag.tensor import linalg
 from theano_dag.tensor.basic import ARange
 from theano_dag.tensor.sort import SortAlongOp, argsort, sort
@@ -388,3 +390,35 @@ def test_complex_inputs_refused_when_the_graph_is_built(dtype):
     # real inputs are as before
     assert tt.ceil(tt.bvector()).dtype == "float32" and (tt.dvector() % 5).dtype == "float64"
     assert tt.clip(tt.ivector(), 0, 1).dtype == "int32"
+
+
+class _TwoOutputs(Op):
+    """x + 1 and x * 2, with a default_output given at construction."""
+
+    __props__ = ("default_output",)
+
+    def __init__(self, default_output=None):
+        self.default_output = default_output
+
+    def make_node(self, x):
+        x = tt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type(), x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = inputs[0] + 1
+        output_storage[1][0] = inputs[0] * 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_as_tensor_variable_of_a_node_is_its_default_output(engine):
+    # Theano's: a node stands for its op's default_output, or its only output; other
+    # default_outputs (negative, out of range, a list) and none of several are refused.
+    x = tt.dvector("x")
+    out = tt.as_tensor_variable(_TwoOutputs(1).make_node(x))
+    single = tt.as_tensor_variable((x * 3).owner)
+    got = function([x], [out, single], mode=mode_of(engine))(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(got[0], [2.0, 4.0])
+    np.testing.assert_array_equal(got[1], [3.0, 6.0])
+    for bad in (None, -1, 2, [0, 1]):
+        with pytest.raises(ValueError, match="outputs"):
+            tt.as_tensor_variable(_TwoOutputs(bad).make_node(x))
