@@ -156,7 +156,7 @@ def test_bad_function_arguments():
     with pytest.raises(ValueError, match="Variable x is given twice in the inputs of function"):
         function([x, x], neg(x), mode=PY)
     s = vshared([1.0], "s")
-    with pytest.raises(TypeError, match="Cannot use a shared variable \\(s\\) as an explicit"):
+    with pytest.raises(TypeError, match="Cannot use a shared variable \\(s\\) as explicit"):
         function([s], neg(s), mode=PY)
     with pytest.raises(TypeError, match="Outputs must be Variables or Out instances, got int"):
         function([x], [neg(x), 3], mode=PY)

@@ -131,7 +131,7 @@ def rebuild_collect_shared(
     for v in input_variables:
         if isinstance(v, SharedVariable):
             raise TypeError(
-                f"Cannot use a shared variable ({v}) as an explicit input: it is an implicit "
+                f"Cannot use a shared variable ({v}) as explicit input: it is an implicit "
                 "input of every function that uses it. Substitute a non-shared variable with "
                 "the `givens` parameter instead"
             )
@@ -178,6 +178,11 @@ def rebuild_collect_shared(
             shared_inputs.append(v)
         k += 1
     return input_variables, cloned_outputs, [clone_d, update_d, update_expr, shared_inputs]
+
+
+class GivensInputError(ValueError, RuntimeError):
+    """``givens`` replaces an input of the function: a ValueError, and the RuntimeError
+    Theano raised."""
 
 
 def _check_update(store_into, update_val):
@@ -248,7 +253,7 @@ def pfunc(
     in_var_set = set(in_variables)
     for x, _y in _pairs(givens, "givens"):
         if x in in_var_set:
-            raise ValueError(
+            raise GivensInputError(
                 f"givens tries to replace '{x}', which is an input of the function: that has "
                 "no effect. Give the function a new input `y` and use givens={x: g(y)}"
             )

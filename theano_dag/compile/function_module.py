@@ -436,7 +436,15 @@ class Function(CallBase):
 
     def __getitem__(self, item):
         """The current default (or state) value of an input, by name, variable or index."""
-        return self.input_storage[self._index(item)].storage[0]
+        return self._current(self._index(item))
+
+    def _current(self, k):
+        inp = self.spec.inputs[k]
+        if inp.refeed:
+            # A default given again to every call that omits the input: a call that
+            # gave another value (f(x, a=2.0)) changed it for that call only.
+            return inp.default
+        return self.input_storage[k].storage[0]
 
     def __setitem__(self, item, value):
         """Set the default (or state) value of an input."""
@@ -469,7 +477,7 @@ class Function(CallBase):
         >>> float(f.value["x"]), "x" in f.value, "y" in f.value
         (2.0, True, False)
         """
-        return _InputView(self, lambda k: self.input_storage[k].storage[0], self.__setitem__)
+        return _InputView(self, self._current, self.__setitem__)
 
     def get_shared(self):
         """The shared variables this function reads or updates."""

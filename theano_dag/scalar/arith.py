@@ -26,7 +26,9 @@ from theano_dag.scalar.basic import (
     true_div_out,
     upcast,
     upcast_out,
+    upcast_out_no_complex,
     upcast_out_nobool,
+    upcast_out_nobool_no_complex,
     vocabulary,
     zero_grads,
 )
@@ -795,15 +797,15 @@ add = Add(upcast_out, name="add")
 sub = Sub(upcast_out_nobool, name="sub")
 mul = Mul(upcast_out, name="mul")
 true_div = TrueDiv(true_div_out, name="true_div")
-int_div = IntDiv(upcast_out_nobool, name="int_div")
-mod = Mod(upcast_out_nobool, name="mod")
+int_div = IntDiv(upcast_out_nobool_no_complex, name="int_div")
+mod = Mod(upcast_out_nobool_no_complex, name="mod")
 neg = Neg(upcast_out_nobool, name="neg")
 abs_ = Abs(real_out, name="abs")
 sgn = Sgn(upcast_out_nobool, name="sgn")
 pow = Pow(upcast_out_nobool, name="pow")
 maximum = Maximum(upcast_out, name="maximum")
 minimum = Minimum(upcast_out, name="minimum")
-clip = Clip(upcast_out, name="clip")
+clip = Clip(upcast_out_no_complex, name="clip")
 lt, gt, le, ge = LT(name="lt"), GT(name="gt"), LE(name="le"), GE(name="ge")
 eq, neq = EQ(name="eq"), NEQ(name="neq")
 and_ = AND(upcast_out, name="and_")

@@ -162,6 +162,27 @@ def upcast_out_nobool(*dtypes):
     return ("int8" if d == "bool" else d,)
 
 
+def upcast_out_no_complex(*dtypes):
+    """``upcast_out`` for ops that order their inputs (``clip``): a complex input raises.
+
+    >>> upcast_out_no_complex("int8", "float32")
+    ('float32',)
+    """
+    for d in dtypes:
+        if d.startswith("complex"):
+            raise TypeError(f"{d} input: complex numbers are not ordered")
+    return upcast_out(*dtypes)
+
+
+def upcast_out_nobool_no_complex(*dtypes):
+    """``upcast_out_nobool`` for ``%`` and ``//``, which have no complex form (numpy
+    refuses them): a complex input raises :class:`ComplexError` (Theano's)."""
+    for d in dtypes:
+        if d.startswith("complex"):
+            raise ComplexError(f"{d} input: % and // are not defined on complex numbers")
+    return upcast_out_nobool(*dtypes)
+
+
 _FLOAT_OF = {
     "bool": "float32",
     "int8": "float32",

@@ -26,6 +26,7 @@ from theano_dag.scalar.basic import (
     same_out,
     upcast_out_nobool,
     upgrade_to_float,
+    upgrade_to_float_no_complex,
     vocabulary,
     zero_grads,
 )
@@ -513,7 +514,14 @@ log_erfc = _unary(
     c_template=_log_erfc_c_template,
 )
 # Bessel functions (scipy.special, imported when they first run; no C expression).
-j1 = _unary("j1", _scipy_special("j1"), None, None, "Bessel function of the first kind, order 1")
+# The order-1 derivatives by the recurrence of _Bessel2 (Theano's): (f0 -+ f2) / 2.
+j1 = _unary(
+    "j1",
+    _scipy_special("j1"),
+    None,
+    lambda x, out: (_of(x).j0(x) - _of(x).jv(const_like(2, out), x)) / 2,
+    "Bessel function of the first kind, order 1",
+)
 j0 = _unary(
     "j0",
     _scipy_special("j0"),
@@ -522,7 +530,11 @@ j0 = _unary(
     "Bessel function of the first kind, order 0",
 )
 i1 = _unary(
-    "i1", _scipy_special("i1"), None, None, "modified Bessel function of the first kind, order 1"
+    "i1",
+    _scipy_special("i1"),
+    None,
+    lambda x, out: (_of(x).i0(x) + _of(x).iv(const_like(2, out), x)) / 2,
+    "modified Bessel function of the first kind, order 1",
 )
 i0 = _unary(
     "i0",
@@ -621,9 +633,11 @@ def _rounding(name, nfunc, c, out=same_out):
     return cls(out, name=name)
 
 
-floor = _rounding("floor", np.floor, "floor(%(x)s)", upgrade_to_float)
-ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)", upgrade_to_float)
-trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float)
+# numpy has no complex floor, ceil or trunc: a complex input is refused when the graph is
+# built (Theano's), not when numpy meets it.
+floor = _rounding("floor", np.floor, "floor(%(x)s)", upgrade_to_float_no_complex)
+ceil = _rounding("ceil", np.ceil, "ceil(%(x)s)", upgrade_to_float_no_complex)
+trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float_no_complex)
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
 round_half_away_from_zero = _rounding(

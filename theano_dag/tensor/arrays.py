@@ -21,9 +21,10 @@ from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import reduce_grad_to
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.sort import argsort
-from theano_dag.tensor.type import TensorType, int_dtypes, uint_dtypes
+from theano_dag.tensor.type import TensorType, continuous_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "flatnonzero",
     "nonzero_values",
     "Choose",
+    "ChooseListed",
     "choose",
     "mgrid",
     "ogrid",
@@ -242,7 +244,12 @@ def nonzero_values(a):
 
 
 class Choose(Op):
-    """``numpy.choose(a, choices, mode)``: entry ``i`` from ``choices[a[i]]``."""
+    """``numpy.choose(a, choices, mode)``: entry ``i`` from ``choices[a[i]]``.
+
+    ``choices`` is one array (its first dimension lists the choices) or a list of arrays,
+    broadcast against each other and ``a`` as numpy broadcasts them (the node's inputs
+    are then ``a`` and each choice).
+    """
 
     __props__ = ("mode",)
 
@@ -256,24 +263,44 @@ class Choose(Op):
         if a.dtype not in int_dtypes + uint_dtypes:
             raise TypeError(f"choose: the index array must be of integers, got {a.type}")
         if isinstance(choices, (list, tuple)):
-            choices = tb.stack([as_tensor_variable(c) for c in choices])
-        choices = as_tensor_variable(choices)
-        ndim = builtins.max(a.ndim, choices.ndim - 1)
-        return Apply(self, [a, choices], [TensorType(choices.dtype, shape=(None,) * ndim)()])
+            listed = [as_tensor_variable(c) for c in choices]
+            if not listed:
+                raise ValueError("choose: at least one choice is needed")
+            shapes = [c.type.shape for c in listed]
+            dtype = ts.upcast(*[c.dtype for c in listed])
+            listed = [tb.cast(c, dtype) for c in listed]
+        else:
+            choices = as_tensor_variable(choices)
+            if choices.ndim == 0:
+                raise TypeError(f"choose: choices must have a dimension, got {choices.type}")
+            listed = [choices]
+            shapes = [choices.type.shape[1:]]
+            dtype = choices.dtype
+        shape = _broadcast_static([a.type.shape, *shapes])
+        # A list of choices is another op (one choice listed and one array of choices
+        # are different computations on the same inputs).
+        op = ChooseListed(self.mode) if isinstance(choices, (list, tuple)) else self
+        return Apply(op, [a, *listed], [TensorType(dtype, shape=shape)()])
+
+    def _is_listed(self, node):
+        return isinstance(node.op, ChooseListed)
 
     def perform(self, node, inputs, output_storage, params=None):
-        a, choices = inputs
+        a, *choices = inputs
+        if not self._is_listed(node):
+            choices = choices[0]
         out = np.choose(a, choices, mode=self.mode)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        # The broadcast of a's shape with one choice's (choices' shape without its first
-        # dimension), right-aligned; a dimension known to be 1 takes the other's length.
-        a, choices = node.inputs
-        operands = [
-            (input_shapes[0], a.type.shape),
-            (input_shapes[1][1:], choices.type.shape[1:]),
-        ]
+        # The broadcast of a's shape with the choices' (an array's without its first
+        # dimension), right-aligned; a dimension known to be 1 takes the others' length.
+        a, *choices = node.inputs
+        operands = [(input_shapes[0], a.type.shape)]
+        if self._is_listed(node):
+            operands += [(sh, c.type.shape) for sh, c in zip(input_shapes[1:], choices)]
+        else:
+            operands.append((input_shapes[1][1:], choices[0].type.shape[1:]))
         nd = node.outputs[0].ndim
         out = []
         for k in range(nd):
@@ -289,7 +316,63 @@ class Choose(Op):
         return [tuple(out)]
 
     def L_op(self, inputs, outputs, output_grads):
-        return [tb.zeros_like(inputs[0]), tb.zeros_like(inputs[1])]
+        # Each output entry is one entry of the choice its index names: that choice gets
+        # the output gradient there (summed where it was broadcast), the others nothing.
+        a, *choices = inputs
+        (gz,) = output_grads
+        listed = isinstance(self, ChooseListed)
+        n = len(choices) if listed else shape_i(choices[0], 0)
+        idx = a
+        if self.mode == "wrap":
+            idx = tm.mod(a, n)
+        elif self.mode == "clip":
+            idx = tm.clip(a, 0, n - 1)
+        grads = [tb.zeros_like(a, dtype=config.floatX)]
+        if listed:
+            for k, c in enumerate(choices):
+                g = tm.switch(tm.eq(idx, k), gz, tb.zeros_like(gz))
+                grads.append(_reduce_to(g, c))
+            return grads
+        c = choices[0]
+        nd = outputs[0].ndim
+        ks = tb.arange(n).dimshuffle(0, *["x"] * nd)
+        picked = tm.eq(idx.dimshuffle("x", *range(idx.ndim)), ks)
+        g = tm.switch(picked, gz.dimshuffle("x", *range(nd)), tb.zeros_like(gz))
+        return [*grads, _reduce_to(g, c, keep_first=True)]
+
+
+def _reduce_to(g, x, keep_first=False):
+    """``g`` summed down to ``x``'s shape, right-aligned (over the leading dimensions ``x``
+    lacks, and where ``x`` was broadcast); ``keep_first``: its first dimension is
+    ``x``'s own."""
+    first = 1 if keep_first else 0
+    lead = list(range(first, first + g.ndim - x.ndim))
+    if lead:
+        g = tm.sum(g, axis=lead)
+    if x.dtype not in continuous_dtypes:
+        return tb.zeros_like(x, dtype=config.floatX)
+    return reduce_grad_to(g, x)
+
+
+class ChooseListed(Choose):
+    """:class:`Choose` of a list of choices, each one an input (``choose`` makes it)."""
+
+
+def _broadcast_static(shapes):
+    """numpy's broadcast of static shapes (None: unknown), right-aligned: 1 where all are
+    1, a length where one is known and not 1, else None."""
+    nd = builtins.max(len(s) for s in shapes)
+    out = []
+    for k in range(nd):
+        dims = [s[len(s) - nd + k] for s in shapes if len(s) - nd + k >= 0]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) == 1:
+            out.append(known.pop())
+        elif not known and all(d == 1 for d in dims):
+            out.append(1)
+        else:
+            out.append(None)
+    return tuple(out)
 
 
 def choose(a, choices, out=None, mode="raise"):

@@ -584,10 +584,26 @@ class ARange(Op):
         return [(cast(tm.maximum(n, 0), "int64"),)]
 
     def connection_pattern(self, node):
-        return [[False]] * 3
+        # out[i] = start + i * step: the values depend on start and step; stop only
+        # decides their number (piecewise constant, no gradient).
+        return [[True], [False], [True]]
 
     def L_op(self, inputs, outputs, output_grads):
-        return [disconnected() for _ in inputs]
+        start, _stop, step = inputs
+        (gz,) = output_grads
+        if self.dtype in discrete_dtypes:
+            # integer values do not move with start and step
+            zeros = [zeros_like(v, dtype=config.floatX) for v in (start, step)]
+            return [zeros[0], disconnected(), zeros[1]]
+        gz = cast(gz, self.dtype)
+        taken = arange(shape_i(outputs[0], 0), dtype=self.dtype)
+        g_start = cast(tsum(gz), start.dtype) if start.dtype in continuous_dtypes else None
+        g_step = cast(tsum(gz * taken), step.dtype) if step.dtype in continuous_dtypes else None
+        return [
+            zeros_like(start, dtype=config.floatX) if g_start is None else g_start,
+            disconnected(),
+            zeros_like(step, dtype=config.floatX) if g_step is None else g_step,
+        ]
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -856,6 +872,8 @@ def transpose(x, axes=None):
     >>> from theano_dag import tensor as tt
     >>> transpose(tt.dtensor3("x"), (1, 0, 2)).owner.op
     DimShuffle{1,0,2}
+    >>> transpose(tt.dmatrix("m")).name  # the reversal of a named x is named x.T
+    'm.T'
     """
     x = as_tensor_variable(x)
     if axes is None:
@@ -866,7 +884,10 @@ def transpose(x, axes=None):
             f"transpose: axes {list(axes)} are not a permutation of the "
             f"{x.ndim} dimensions of {x}"
         )
-    return DimShuffle(x.broadcastable, axes)(x)
+    out = DimShuffle(x.broadcastable, axes)(x)
+    if x.name and axes == list(range(x.ndim))[::-1]:
+        out.name = f"{x.name}.T"
+    return out
 
 
 def dimshuffle(x, pattern):

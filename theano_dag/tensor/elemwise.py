@@ -27,6 +27,9 @@ from theano_dag.scalar import Composite
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
+# The most dimensions a numpy array may have (numpy 2 raised numpy 1's 32 to 64).
+_MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+
 __all__ = [
     "Elemwise",
     "DimShuffle",
@@ -364,7 +367,15 @@ class DimShuffle(Op):
         self.new_order = tuple(order)
         kept = [o for o in order if o != "x"]
         if len(set(kept)) != len(kept):
-            raise ValueError(f"DimShuffle: new_order {new_order} repeats a dimension")
+            raise ValueError(
+                f"DimShuffle: new_order {new_order} repeats a dimension (a dimension may "
+                "not appear twice)"
+            )
+        if len(order) > _MAX_DIMS:
+            # numpy's limit: past it, the engines' views fail when the function runs
+            raise ValueError(
+                f"DimShuffle: {len(order)} output dimensions, more than numpy's {_MAX_DIMS}"
+            )
         self.drop = [i for i in range(len(self.input_broadcastable)) if i not in kept]
         for i in self.drop:
             if not self.input_broadcastable[i]:

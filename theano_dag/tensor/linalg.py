@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.graph.basic import Apply
-from theano_dag.graph.null_type import DisconnectedType, grad_not_implemented
+from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.null_type import DisconnectedType, grad_not_implemented, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
 from theano_dag.tensor import math as tm
@@ -191,7 +191,14 @@ class Cholesky(Op):
         (g,) = output_grads
         factor = outputs[0] if self.lower else outputs[0].T
         g = g if self.lower else g.T
-        return [CholeskyGrad()(inputs[0], factor, g)]
+        grad = CholeskyGrad()(inputs[0], factor, g)
+        if self.on_error == "nan":
+            # A matrix that is not positive definite has no factor (NaNs): its gradient is
+            # NaN everywhere, not only where the NaN factor reaches (the triangular
+            # solves leave the other triangle at 0).
+            ok = ~tm.any(tm.isnan(outputs[0]))
+            grad = tm.switch(ok, grad, np.nan)
+        return [grad]
 
 
 class CholeskyGrad(Op):
@@ -254,6 +261,8 @@ class EighGrad(Op):
 class GeneralizedEigh(Op):
     """``A v = w B v`` for symmetric ``A`` and symmetric positive definite ``B``:
     ascending ``w`` and ``B``-orthonormal eigenvectors ``v`` (columns), ``-> (w, v)``.
+    Both matrices are read from their lower triangles (scipy's ``eigh(a, b)``). The
+    eigenvalues have a gradient; the eigenvectors have none.
 
     >>> from theano_dag import tensor as tt
     >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
@@ -273,6 +282,8 @@ class GeneralizedEigh(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         a, b = inputs
+        # A is read from its lower triangle, as B is (scipy.linalg.eigh's lower=True).
+        a = np.tril(a) + np.tril(a, -1).T
         # With B = L L^T the problem is the symmetric C u = w u, C = L^-1 A L^-T, v = L^-T u.
         low = np.linalg.cholesky(b)
         c = np.linalg.solve(low, np.linalg.solve(low, a).T).T
@@ -286,7 +297,20 @@ class GeneralizedEigh(Op):
         return [(n,), (n, n)]
 
     def L_op(self, inputs, outputs, output_grads):
-        return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
+        gw, gv = output_grads
+        if not is_disconnected(gv):
+            return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
+        a, b = inputs
+        w, v = outputs
+        if is_disconnected(gw):
+            return [zeros_like(a), zeros_like(b)]
+        # The eigenvalues alone (eigvalsh): with v B-orthonormal, dw_i = v_i^T (dA - w_i dB)
+        # v_i. perform reads the lower triangles of A and B: the gradients are folded
+        # onto them.
+        ga = tm.dot(v * gw.dimshuffle("x", 0), v.T)
+        gb = -tm.dot(v * (gw * w).dimshuffle("x", 0), v.T)
+        ga, gb = (tril(g) + triu(g, 1).T for g in (ga, gb))
+        return [cast(ga, a.dtype), cast(gb, b.dtype)]
 
 
 def cholesky(x, lower=True):
@@ -995,7 +1019,7 @@ def eigvalsh(a, b=None, lower=True):
     >>> eigvalsh(a).eval({a: np.array([[2.0, 1.0], [1.0, 2.0]])})
     array([1., 3.])
     """
-    if b is None:
+    if b is None or (isinstance(b, Constant) and b.data is None):  # None or NoneConst
         return eigh(a, "L" if lower else "U")[0]
     return generalized_eigh(a, b)[0]
 

@@ -567,21 +567,34 @@ def mean(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):
     cast = _tensor.basic.cast
     x = as_tensor_variable(x)
     axis = _norm_axis(axis, x.ndim, "mean")
-    s = sum(x, axis=axis, dtype=dtype, acc_dtype=acc_dtype)
+    # float16 sums and counts overflow past 65504: they are taken in float32 and the
+    # mean cast back to float16 (Theano's).
+    half = dtype is None and x.dtype == "float16"
+    s = sum(x, axis=axis, dtype="float32" if half else dtype, acc_dtype=acc_dtype)
     if s.dtype in discrete_dtypes:
         s = cast(s, "float64")
     n = _count(x, axis)
     if n is not None:
         s = s / cast(n, s.dtype)
+    if half:
+        s = cast(s, "float16")
     return _keep(s, x, axis, keepdims)
 
 
 def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
-    """Variance over ``axis`` with ``ddof`` delta degrees of freedom.
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom (the sum of the
+    squared deviations divided by the count less ``ddof``, as numpy's).
 
+    ``corrected=True`` is the corrected two-pass algorithm (Chan, Golub and LeVeque,
+    1983): the square of the deviations' own sum, which is zero in exact arithmetic,
+    is subtracted (divided by ``n (n - ddof)``) to cancel the rounding error of the
+    mean. It leaves ``ddof`` as it is and changes the value only by rounding.
+
+    >>> import numpy as np
     >>> from theano_dag import tensor as tt
-    >>> var(tt.dmatrix("x"), axis=1).ndim
-    1
+    >>> x = tt.dvector("x")
+    >>> round(float(var(x, ddof=1, corrected=True).eval({x: np.array([1.0, 2.0, 4.0])})), 6)
+    2.333333
     """
     cast = _tensor.basic.cast
     x = as_tensor_variable(x)
@@ -590,11 +603,12 @@ def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
         x = cast(x, "float64")
     centered = x - mean(x, axis=axis, keepdims=True)
     v = mean(sqr(centered), axis=axis)
-    if corrected:
-        ddof = builtins.max(ddof, 1)
-    if ddof:
+    if ddof or corrected:
         n = cast(_count(x, axis), v.dtype)
+    if ddof:
         v = v * n / (n - ddof)
+    if corrected:
+        v = v - sqr(sum(centered, axis=axis)) / (n * (n - ddof))
     return _keep(v, x, axis, keepdims)
 
 

@@ -364,7 +364,13 @@ def flatten(x, ndim=1):
         raise ValueError(f"flatten: ndim={ndim} is out of range for a {x.ndim}-d input")
     # Always a Reshape, even of ndim dimensions (as Theano: its tests look for the op);
     # local_useless_reshape removes the one that changes nothing.
-    return reshape(x, [shape_i(x, i) for i in range(ndim - 1)] + [-1], ndim=ndim)
+    # Lengths the input's type knows are constants, so that the output's type knows them
+    # too (a merged length of 1 stays broadcastable, as Theano's).
+    static = x.type.shape
+    lead = [shape_i(x, i) if static[i] is None else static[i] for i in range(ndim - 1)]
+    rest = static[ndim - 1 :]
+    last = -1 if None in rest else int(np.prod(rest, dtype=np.int64))
+    return reshape(x, lead + [last], ndim=ndim)
 
 
 class Rebroadcast(Op):
@@ -492,14 +498,20 @@ def unbroadcast(x, *axes):
 
 
 def patternbroadcast(x, broadcastable):
-    """Give ``x`` the broadcastable pattern ``broadcastable`` (one bool per dimension).
+    """Give ``x`` the broadcastable pattern ``broadcastable`` (one bool per dimension; an
+    empty one, as a scalar's ``broadcastable``, leaves ``x`` as it is, as Theano's).
 
     >>> from theano_dag import tensor as tt
     >>> patternbroadcast(tt.dmatrix("x"), (False, True)).type
     TensorType(float64, col)
+    >>> m = tt.dmatrix("m")
+    >>> patternbroadcast(m, ()) is m
+    True
     """
     x = as_tensor_variable(x)
     broadcastable = tuple(broadcastable)
+    if not broadcastable:
+        return x
     if len(broadcastable) != x.ndim:
         raise ValueError(
             f"patternbroadcast: the pattern {broadcastable} has {len(broadcastable)} entries, "

@@ -1,7 +1,9 @@
 """Sorting: ``sort`` and ``argsort`` (``theano.tensor.sort``).
 
 The axis is a parameter of the op (an int, or None for the flattened input), not a
-symbolic input as in Theano: the output's number of dimensions depends on it.
+symbolic input as in Theano: the output's number of dimensions depends on it. An axis
+only known when the function runs (a symbolic scalar, as Theano's tests give) is an input
+of :class:`SortAlongOp` instead; the output has the input's dimensions then.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply
-from theano_dag.graph.null_type import grad_undefined
+from theano_dag.graph.basic import Apply, Variable
+from theano_dag.graph.null_type import grad_not_implemented, grad_undefined
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
@@ -22,6 +24,7 @@ from theano_dag.tensor.variable import as_tensor_variable
 __all__ = [
     "SortOp",
     "ArgSortOp",
+    "SortAlongOp",
     "TopKOp",
     "sort",
     "argsort",
@@ -292,6 +295,95 @@ def topk_and_argtopk(x, kth, axis=-1, sorted=True, idx_dtype="int64"):  # noqa: 
     return tuple(_topk(x, kth, axis, sorted, idx_dtype, True, True))
 
 
+class SortAlongOp(Op):
+    """``numpy.sort`` (``indices=True``: ``numpy.argsort``) of ``x`` along an axis given
+    as a symbolic scalar input, known only when the function runs (``sort`` makes it for
+    such an axis; a constant one makes a :class:`SortOp`).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> m, ax = tt.dmatrix("m"), tt.lscalar("ax")
+    >>> SortAlongOp()(m, ax).eval({m: np.array([[3.0, 1.0], [2.0, 4.0]]), ax: 0})
+    array([[2., 1.],
+           [3., 4.]])
+    """
+
+    __props__ = ("kind", "indices")
+
+    def __init__(self, kind="quicksort", indices=False):
+        if kind not in KINDS:
+            raise ValueError(f"SortAlongOp: kind must be one of {KINDS}, got {kind!r}")
+        self.kind = kind
+        self.indices = bool(indices)
+
+    def make_node(self, x, axis):
+        x, axis = as_tensor_variable(x), as_tensor_variable(axis)
+        if x.ndim == 0 or x.dtype.startswith("complex"):
+            raise TypeError(f"{self}: x must be a real array of 1 or more dimensions, got {x.type}")
+        if axis.ndim != 0 or axis.dtype.startswith("complex") or axis.dtype == "bool":
+            raise TypeError(f"{self}: the axis must be a real scalar, got {axis.type}")
+        dtype = "int64" if self.indices else x.dtype
+        return Apply(self, [x, axis], [TensorType(dtype, shape=x.type.shape)()])
+
+    def _axis(self, x, axis):
+        ax = int(axis)
+        if ax != axis or not -x.ndim <= ax < x.ndim:
+            raise ValueError(f"{self}: axis {axis} is not an axis of the {x.ndim}-d input")
+        return ax
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, axis = inputs
+        fn = np.argsort if self.indices else np.sort
+        out = fn(x, axis=self._axis(x, axis), kind=self.kind)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(input_shapes[0])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, axis = inputs
+        axis_grad = grad_undefined(self, 1, axis, "the axis is not differentiable")
+        if self.indices or x.dtype in discrete_dtypes:
+            dtype = config.floatX if x.dtype in discrete_dtypes else x.dtype
+            return [tb.zeros_like(x, dtype=dtype), axis_grad]
+        return [_SortAlongGrad()(x, axis, output_grads[0]), axis_grad]
+
+
+class _SortAlongGrad(Op):
+    """The gradient of :class:`SortAlongOp`'s values: each element of ``x`` gets the output
+    gradient of the position it was sorted to (``gz`` put back along the stable order)."""
+
+    __props__ = ()
+
+    def make_node(self, x, axis, gz):
+        x, axis, gz = (as_tensor_variable(v) for v in (x, axis, gz))
+        return Apply(self, [x, axis, gz], [x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, axis, gz = inputs
+        ax = int(axis)
+        order = np.argsort(x, axis=ax, kind="stable")
+        gx = np.empty_like(gz, dtype=node.outputs[0].dtype)
+        np.put_along_axis(gx, order, gz, axis=ax)
+        output_storage[0][0] = gx
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(input_shapes[0])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [grad_not_implemented(self, k, v) for k, v in enumerate(inputs)]
+
+
+def _symbolic_axis(axis):
+    """``axis`` as an int when it is one or a constant, else the symbolic scalar itself."""
+    if isinstance(axis, Variable):
+        try:
+            return int(tb.get_scalar_constant_value(axis))
+        except tb.NotScalarConstantError:
+            return axis
+    return axis
+
+
 def sort(a, axis=-1, kind="quicksort", order=None):
     """``numpy.sort``: ``a`` sorted along ``axis`` (None: flattened first).
 
@@ -302,6 +394,9 @@ def sort(a, axis=-1, kind="quicksort", order=None):
     array([1., 2., 3.])
     """
     _check_order(order, "sort")
+    axis = _symbolic_axis(axis)
+    if isinstance(axis, Variable):
+        return SortAlongOp(kind)(a, axis)
     return SortOp(kind, axis)(a)
 
 
@@ -315,6 +410,9 @@ def argsort(a, axis=-1, kind="quicksort", order=None):
     array([1, 2, 0])
     """
     _check_order(order, "argsort")
+    axis = _symbolic_axis(axis)
+    if isinstance(axis, Variable):
+        return SortAlongOp(kind, indices=True)(a, axis)
     return ArgSortOp(kind, axis)(a)
 
 

@@ -260,10 +260,15 @@ class Subtensor(Op):
         return [gx] + [_disc() for _ in idx]
 
 
+class ValueDimensionsError(ValueError, TypeError):
+    """The value set into (or added to) an indexed result has more dimensions than it: a
+    ValueError, and the TypeError Theano raised."""
+
+
 def _y_to_result(y, result_type, who):
     y = as_tensor_variable(y)
     if y.ndim > result_type.ndim:
-        raise ValueError(
+        raise ValueDimensionsError(
             f"{who}: the value {y} has {y.ndim} dimensions, more than the "
             f"{result_type.ndim} of the indexed result"
         )
@@ -789,6 +794,11 @@ def getitem(x, args):
         args = tuple(args)
     if not isinstance(args, tuple):
         args = (args,)
+    # An empty list or tuple picks nothing, an integer index (numpy's x[[]], x[:, ()]),
+    # where as_tensor_variable would make it a float vector.
+    args = tuple(
+        np.zeros(0, dtype="int64") if isinstance(a, (list, tuple)) and not a else a for a in args
+    )
     n_ell = sum(1 for a in args if a is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")

@@ -43,6 +43,7 @@ from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.utils import gc_paused
+from theano_dag.scalar.basic import ScalarType
 from theano_dag.sparse.type import SparseType
 from theano_dag.tensor.type import TensorType
 
@@ -238,7 +239,7 @@ class CPUThunk(Thunk):
                 continue
             if not isinstance(v, np.ndarray):
                 var = self.program.inputs[k]
-                raise TypeError(
+                raise InputValueError(
                     f"CPU engine: input {k} ({var}) has no array value "
                     f"(got {type(v).__name__}); expected {var.type}"
                 )
@@ -541,13 +542,19 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
+class InputValueError(TypeError, ValueError):
+    """A tensor input's value is no ndarray (only with ``trust_input``, which skips the
+    conversion): a TypeError, and the ValueError Theano programs catch."""
+
+
 def _is_tensor_type(t):
     # A sparse matrix has a dtype and two dimensions too, but its value is no ndarray:
-    # it runs through its op's perform and is never planned into a block.
+    # it runs through its op's perform and is never planned into a block; so does a
+    # ScalarType input, whose value is a numpy scalar (np.int8(0)), not a 0-d array.
     return (
         getattr(t, "dtype", None) is not None
         and getattr(t, "ndim", None) is not None
-        and not isinstance(t, SparseType)
+        and not isinstance(t, (SparseType, ScalarType))
     )
 
 

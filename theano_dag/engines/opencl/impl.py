@@ -204,6 +204,10 @@ class _CopyImpl(Impl):
 
 
 def _deep_copy_factory(node, ctx):
+    dtype = getattr(node.inputs[0].type, "dtype", None)
+    if dtype not in OPENCL_TYPES:
+        # complex values (and non-tensors) have no OpenCL copy kernel: copied on the host
+        raise Unsupported(f"DeepCopyOp: no OpenCL type for {dtype}")
     return _CopyImpl(node, ctx)
 
 

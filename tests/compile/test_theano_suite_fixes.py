@@ -1,0 +1,37 @@
+"""Function behaviours found by running theano-pymc 1.1.2's own compile tests in full
+against theano_dag; each test failed before its fix, on every engine."""
+
+import numpy as np
+import pytest
+
+import theano_dag.tensor as tt
+from theano_dag import In, function
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.context import opencl_available
+
+OCL_OK, OCL_WHY = opencl_available()
+ENGINES = [
+    "py",
+    "cpu",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_value_given_to_one_call_leaves_the_default(engine):
+    # In(a, value=1.0): f(x, a=2.0) uses 2.0 for that call only; f[a] and f.value stay
+    # 1.0, and a state (s, updated) keeps what the calls made of it.
+    x, s, a = tt.scalars("x", "s", "a")
+    f = function(
+        [x, In(a, value=1.0, name="a"), In(s, value=0.0, update=s + a * x)],
+        s + a * x,
+        mode=Mode(linker=engine),
+    )
+    assert float(f(3.0)) == 3.0
+    assert float(f(3.0, a=2.0)) == 9.0
+    assert float(f[a]) == 1.0 and float(f.value["a"]) == 1.0
+    assert float(f[s]) == 9.0
+    assert float(f(1.0)) == 10.0
+    f[a] = 5.0
+    assert float(f[a]) == 5.0 and float(f(1.0)) == 15.0
+    assert np.isclose(float(f["s"]), 15.0)

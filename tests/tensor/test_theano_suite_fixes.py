@@ -1,0 +1,424 @@
+"""Behaviours found by running theano-pymc 1.1.2's own tensor tests in full against
+theano_dag: each test here failed before its fix, values against numpy/scipy on every
+engine (the reference, the CPU engine, OpenCL)."""
+
+import numpy as np
+import pytest
+from engine_modes import ENGINES, FLOATS, mode_of
+from tensor_helpers import inferred_shapes
+
+import theano_dag.scalar as ts
+import theano_dag.tensor as tt
+from theano_dag import function
+from theano_dag.gradient import grad
+from theano_dag.gradient.verify import verify_grad
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
+from theano_dag.tensor import linalg
+from theano_dag.tensor.basic import ARange
+from theano_dag.tensor.sort import SortAlongOp, argsort, sort
+from theano_dag.tensor.type_other import NoneConst
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky_nan_gradient_is_nan_everywhere(engine, dtype, lower):
+    # on_error="nan": a matrix that is not positive definite has a NaN factor, and the
+    # gradient through it is NaN in every entry (the triangle the factor does not reach
+    # too); a positive definite one keeps its finite gradient.
+    x = tt.matrix("x", dtype=dtype)
+    chol = linalg.Cholesky(lower=lower, on_error="nan")
+    f = function([x], grad(chol(x).sum(), x), mode=mode_of(engine))
+    got = f(np.array([[1.0, 0.2], [0.2, -2.0]], dtype=dtype))
+    assert got.dtype == dtype and got.shape == (2, 2) and np.isnan(got).all()
+    spd = np.array([[4.0, 1.0], [1.0, 3.0]], dtype=dtype)
+    ref = function([x], grad(linalg.Cholesky(lower=lower)(x).sum(), x), mode=mode_of("py"))
+    np.testing.assert_allclose(f(spd), ref(spd), rtol=1e-5)
+    assert np.isfinite(f(spd)).all()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ddof", [0, 1, 2])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_var_corrected_keeps_ddof(engine, dtype, ddof, axis):
+    # corrected=True is the corrected two-pass algorithm (the squared sum of the
+    # deviations subtracted), not ddof=1: numpy's value for every ddof.
+    x = tt.matrix("x", dtype=dtype)
+    val = (np.arange(20.0).reshape(4, 5) ** 1.5 + 100).astype(dtype)
+    outs = [tt.var(x, axis=axis, ddof=ddof, corrected=c) for c in (False, True)]
+    outs.append(tt.std(x, axis=axis, ddof=ddof, corrected=True))
+    got = function([x], outs, mode=mode_of(engine))(val)
+    want = np.var(val.astype("float64"), axis=axis, ddof=ddof)
+    rtol = 1e-4 if dtype == "float32" else 1e-10
+    for g, w in zip(got, [want, want, np.sqrt(want)]):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=rtol)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mean_of_float16_sums_in_float32(engine):
+    # 100000 float16 ones: their sum (and the count) overflow float16 (65504); the mean
+    # is taken in float32 and returned as float16.
+    x = tt.vector("x", dtype="float16")
+    m = tt.matrix("m", dtype="float16")
+    f = function([x, m], [tt.mean(x), tt.mean(m, axis=0)], mode=mode_of(engine))
+    mval = np.full((70000, 2), 3.0, dtype="float16")
+    got, got_m = f(np.ones(100000, dtype="float16"), mval)
+    assert got.dtype == "float16" and float(got) == 1.0
+    assert got_m.dtype == "float16"
+    np.testing.assert_array_equal(got_m, np.mean(mval, axis=0, dtype="float32"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("start, stop, step", [(0, 4.9, 1), (5.1, 0, -0.5), (1, 5.1, 0.5)])
+def test_arange_gradient_through_start_and_step(engine, dtype, start, stop, step):
+    # out[i] = start + i * step: d/dstart = sum(g), d/dstep = sum(g * i); stop only sets
+    # the length (no gradient). Values and finite differences.
+    a, b, c = (tt.scalar(n, dtype=dtype) for n in "abc")
+    out = ARange(dtype)(a, b, c)
+    cost = (out**2).sum()
+    f = function([a, b, c], [out, *grad(cost, [a, c])], mode=mode_of(engine))
+    vals = [np.asarray(v, dtype=dtype) for v in (start, stop, step)]
+    got, g_start, g_step = f(*vals)
+    want = np.arange(*vals, dtype=dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    rank = np.arange(len(want))
+    assert g_start.dtype == g_step.dtype == dtype
+    np.testing.assert_allclose(g_start, (2 * want).sum(), rtol=1e-5)
+    np.testing.assert_allclose(g_step, (2 * want * rank).sum(), rtol=1e-5)
+    with pytest.raises(Exception, match="not part of the computational graph"):
+        grad(cost, b)
+    if dtype == "float64":
+        verify_grad(lambda s, t, u: ARange(dtype)(s, t, u), vals, mode=mode_of(engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_integer_arange_has_zero_gradient(engine):
+    i, j = tt.lscalar("i"), tt.lscalar("j")
+    cost = tt.cast(tt.arange(i, 10, j), "float64").sum()
+    g_i, g_j = function([i, j], grad(cost, [i, j]), mode=mode_of(engine))(2, 3)
+    assert float(g_i) == 0.0 and float(g_j) == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64", "complex64"])
+def test_scalar_type_inputs_run(engine, dtype):
+    # An input of a theano.scalar type: its value is a numpy scalar, not an array; the
+    # engines take it (the CPU engine refused it, "has no array value").
+    s = ts.Scalar(dtype=dtype)("s")
+    x = tt.dvector("x")
+    back = tt.scalar_from_tensor(tt.tensor_from_scalar(s))
+    f = function([s, x], [back, x * tt.tensor_from_scalar(s)], mode=mode_of(engine))
+    got_s, got_x = f(3, np.arange(3.0))
+    assert got_s == 3 and np.asarray(got_s).dtype == dtype and np.ndim(got_s) == 0
+    np.testing.assert_array_equal(got_x, np.arange(3.0) * np.asarray(3, dtype=dtype))
+    assert got_x.dtype == np.result_type(dtype, "float64")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_input_returned_as_is(engine, dtype):
+    # The output is the input (a copy of it): OpenCL has no complex copy kernel and copies
+    # it on the host (it raised KeyError when the function was built).
+    c = tt.vector("c", dtype=dtype)
+    val = np.array([1 + 2j, -3j], dtype=dtype)
+    got = function([c], c, mode=mode_of(engine))(val)
+    assert got.dtype == dtype and got is not val
+    np.testing.assert_array_equal(got, val)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_empty_list_index_picks_nothing(engine, dtype):
+    # x[[]] and x[:, ()] as numpy: an empty integer index (it became a float vector,
+    # refused as an index).
+    x = tt.matrix("x", dtype=dtype)
+    outs = [x[[]], x[:, []], x[:, ()], x[[], 1:]]
+    val = np.arange(6, dtype=dtype).reshape(2, 3)
+    got = function([x], outs, mode=mode_of(engine))(val)
+    for g, w in zip(got, [val[[]], val[:, []], val[:, ()], val[[], 1:]]):
+        assert g.dtype == dtype and g.shape == w.shape
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_j1_and_i1_gradients(engine, dtype):
+    # d/dx j1 = (j0 - j2) / 2 and d/dx i1 = (i0 + i2) / 2, against scipy's derivatives and
+    # finite differences (they had no gradient).
+    sp = pytest.importorskip("scipy.special")
+    x = tt.vector("x", dtype=dtype)
+    f = function([x], [grad(tt.j1(x).sum(), x), grad(tt.i1(x).sum(), x)], mode=mode_of(engine))
+    val = np.array([-2.5, 0.0, 0.5, 3.0], dtype=dtype)
+    gj, gi = f(val)
+    rtol = 1e-5 if dtype == "float32" else 1e-10
+    assert gj.dtype == gi.dtype == dtype
+    np.testing.assert_allclose(gj, sp.jvp(1, val.astype("float64")), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(gi, sp.ivp(1, val.astype("float64")), rtol=rtol, atol=rtol)
+    if dtype == "float64":
+        for op in (tt.j1, tt.i1):
+            verify_grad(op, [val], mode=mode_of(engine))
+
+
+def test_dimshuffle_refuses_more_dimensions_than_numpy_when_built():
+    # Past numpy's limit the engines' views fail at run time (IndexError); the op says so
+    # when it is made, with ValueError as Theano's (numpy 1's) did.
+    limit = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+    x = tt.dscalar("x")
+    assert x.dimshuffle(("x",) * limit).ndim == limit
+    with pytest.raises(ValueError, match=f"more than numpy's {limit}"):
+        x.dimshuffle(("x",) * (limit + 1))
+    with pytest.raises(ValueError, match="may not appear twice"):
+        tt.dmatrix().dimshuffle(0, 0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_transpose_names_the_reversal(engine):
+    x1, x3 = tt.dvector("x1"), tt.dtensor3("x3")
+    assert tt.transpose(x1).name == "x1.T" and x3.T.name == "x3.T"
+    assert tt.transpose(x3, (0, 2, 1)).name is None and tt.transpose(tt.dmatrix()).name is None
+    val = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(function([x3], x3.T, mode=mode_of(engine))(val), val.T)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("axis_dtype", ["int64", "float64"])
+def test_sort_and_argsort_along_a_symbolic_axis(engine, dtype, axis_dtype):
+    # sort(a, axis) with axis a symbolic scalar (Theano's tests give a float one): the
+    # axis is known when the function runs; values, indices, shapes and the gradient.
+    a = tt.tensor3("a", dtype=dtype)
+    ax = tt.scalar("ax", dtype=axis_dtype)
+    w = np.arange(24, dtype=dtype).reshape(2, 3, 4)
+    s, i = sort(a, ax, "mergesort"), argsort(a, ax)
+    assert isinstance(s.owner.op, SortAlongOp) and s.type == a.type
+    assert i.dtype == "int64" and i.ndim == 3
+    f = function([a, ax], [s, i, grad((s * w).sum(), a)], mode=mode_of(engine))
+    val = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(dtype)
+    for axis in (0, 1, 2, -1, -3):
+        got_s, got_i, got_g = f(val, axis)
+        np.testing.assert_array_equal(got_s, np.sort(val, axis=axis))
+        np.testing.assert_array_equal(got_i, np.argsort(val, axis=axis, kind="stable"))
+        assert got_s.dtype == dtype and got_g.dtype == dtype
+        # the gradient of sum(sort(a) * w): w put back where each element came from
+        want_g = np.empty_like(val)
+        np.put_along_axis(want_g, np.argsort(val, axis=axis, kind="stable"), w, axis=axis)
+        np.testing.assert_array_equal(got_g, want_g)
+        assert inferred_shapes(s, {a: val, ax: axis}) == [val.shape]
+    with pytest.raises(ValueError, match="not an axis"):
+        f(val, 3)
+    if dtype == "float64":
+        g = function([a, ax], grad((sort(a, ax) * w).sum(), a), mode=mode_of(engine))
+        eps, k = 1e-6, (1, 2, 3)
+        bumped = val.copy()
+        bumped[k] += eps
+        cost = function([a, ax], (sort(a, ax) * w).sum(), mode=mode_of(engine))
+        num = (cost(bumped, 1) - cost(val, 1)) / eps
+        np.testing.assert_allclose(g(val, 1)[k], num, rtol=1e-4)
+    # a constant axis still makes the static-axis op
+    assert not isinstance(sort(a, tt.constant(1)).owner.op, SortAlongOp)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_generalized_eigvalsh_reads_lower_triangles_and_has_a_gradient(engine, dtype):
+    # eigvalsh(a, b) as scipy's eigh(a, b): the lower triangles of both (a's upper one was
+    # read too), a gradient (it raised 'not implemented'), and b=NoneConst as b=None.
+    sl = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(5)
+    a_val = rng.standard_normal((4, 4)).astype(dtype)  # not symmetric on purpose
+    b_val = (6 * np.eye(4) + rng.standard_normal((4, 4))).astype(dtype)
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    weights = np.arange(1.0, 5.0).astype(dtype)
+    w = linalg.eigvalsh(a, b)
+    f = function(
+        [a, b],
+        [w, *grad(tt.dot(w, weights), [a, b]), linalg.eigvalsh(a, NoneConst)],
+        mode=mode_of(engine),
+    )
+    got_w, ga, gb, plain = f(a_val, b_val)
+    rtol = 1e-4 if dtype == "float32" else 1e-10
+    assert got_w.dtype == ga.dtype == gb.dtype == dtype
+    np.testing.assert_allclose(got_w, sl.eigvalsh(a_val, b_val), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(plain, sl.eigvalsh(a_val), rtol=rtol, atol=rtol)
+    # the gradients: v diag(g) v^T and -v diag(g w) v^T, on the lower triangles
+    ws, vs = sl.eigh(a_val.astype("float64"), b_val.astype("float64"))
+    for got, m in ((ga, (vs * weights) @ vs.T), (gb, -(vs * (weights * ws)) @ vs.T)):
+        np.testing.assert_allclose(got, np.tril(m) + np.triu(m, 1).T, rtol=10 * rtol, atol=rtol)
+    if dtype == "float64":
+        sym = a_val + a_val.T
+        verify_grad(
+            lambda x, y: tt.dot(linalg.eigvalsh(x, y), weights),
+            [sym, b_val],
+            mode=mode_of(engine),
+        )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_choose_broadcasts_its_choices(engine, dtype, mode):
+    # numpy.choose broadcasts the index and a list of choices of different shapes (the
+    # list was stacked, which needs equal shapes); the output keeps a length known to be 1.
+    a = tt.tensor3("a", dtype="int32")
+    b, c = tt.tensor3("b", dtype=dtype), tt.tensor3("c", dtype=dtype)
+    av = np.array([0, 1, 3]).reshape(3, 1, 1).astype("int32")
+    bv = np.arange(6, dtype=dtype).reshape(1, 6, 1)
+    cv = -np.arange(5, dtype=dtype).reshape(1, 1, 5)
+    s, col = tt.iscalar("s"), tt.col("col", dtype=dtype)
+    outs = [tt.choose(a, [b, c], mode=m) for m in ("wrap", "clip")]
+    if mode != "raise":
+        outs.append(tt.choose(a, (b, c), mode=mode))
+    outs.append(tt.choose(s, col, mode=mode))
+    assert outs[-1].broadcastable == (True,)
+    f = function([a, b, c, s, col], outs, mode=mode_of(engine))
+    colv = np.arange(4, dtype=dtype).reshape(4, 1)
+    got = f(av, bv, cv, 3, colv)
+    want = [np.choose(av, [bv, cv], mode=m) for m in ("wrap", "clip")]
+    if mode != "raise":
+        want.append(np.choose(av, (bv, cv), mode=mode))
+    want.append(np.choose(3, colv, mode=mode))
+    for g, w in zip(got, want):
+        assert g.dtype == dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    node = outs[0].owner
+    assert inferred_shapes(outs[0], {a: av, b: bv, c: cv}) == [(3, 6, 5)]
+    assert type(node.op).__name__ == "ChooseListed"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_choose_gradient_reaches_the_chosen_entries(engine, dtype, mode):
+    # The gradient of choose with respect to its choices is the output gradient where
+    # each was chosen (summed where broadcast); it was zero.
+    av = np.array([[0, 1, 2], [2, 0, 1]], dtype="int32")
+    if mode != "raise":
+        av = av + np.array([[3], [-3]], dtype="int32")  # out of range on purpose
+    a = tt.imatrix("a")
+    arr = tt.tensor3("arr", dtype=dtype)
+    b, c, d = tt.matrix("b", dtype=dtype), tt.row("c", dtype=dtype), tt.scalar("d", dtype=dtype)
+    w = np.arange(1.0, 7.0).reshape(2, 3).astype(dtype)
+    cost_arr = (tt.choose(a, arr, mode=mode) * w).sum()
+    cost_list = (tt.choose(a, [b, c, d], mode=mode) * w).sum()
+    f = function(
+        [a, arr, b, c, d], [grad(cost_arr, arr), *grad(cost_list, [b, c, d])], mode=mode_of(engine)
+    )
+    rng = np.random.default_rng(2)
+    vals = [rng.standard_normal(s).astype(dtype) for s in [(3, 2, 3), (2, 3), (1, 3), ()]]
+    g_arr, g_b, g_c, g_d = f(av, *vals)
+    idx = {"raise": av, "wrap": av % 3, "clip": np.clip(av, 0, 2)}[mode]
+    want_arr = np.stack([np.where(idx == k, w, 0) for k in range(3)])
+    np.testing.assert_allclose(g_arr, want_arr)
+    np.testing.assert_allclose(g_b, np.where(idx == 0, w, 0))
+    np.testing.assert_allclose(g_c, np.where(idx == 1, w, 0).sum(axis=0, keepdims=True))
+    np.testing.assert_allclose(g_d, np.where(idx == 2, w, 0).sum())
+    assert {g.dtype.name for g in (g_arr, g_b, g_c, g_d)} == {dtype}
+    if dtype == "float64":
+        verify_grad(lambda x: tt.choose(av, x, mode=mode), [vals[0]], mode=mode_of(engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_flatten_keeps_a_merged_length_of_one_broadcastable(engine):
+    # The merged dimensions' lengths, when the type knows them, make the output's: all 1
+    # gives a broadcastable dimension (it was unknown).
+    x = tt.TensorType("float64", shape=(None, 1, 1, 1))("x")
+    y = tt.TensorType("float64", shape=(1, None, 1, 1))("y")
+    fx, fy = tt.flatten(x, 2), tt.flatten(y, 3)
+    assert fx.broadcastable == (False, True) and fy.broadcastable == (True, False, True)
+    assert tt.flatten(tt.dtensor4("z"), 2).broadcastable == (False, False)
+    xv, yv = np.arange(3.0).reshape(3, 1, 1, 1), np.arange(4.0).reshape(1, 4, 1, 1)
+    got = function([x, y], [fx, fy, fx + np.ones((3, 5))], mode=mode_of(engine))(xv, yv)
+    for g, w in zip(got, [xv.reshape(3, 1), yv.reshape(1, 4, 1), xv.reshape(3, 1) + 1]):
+        np.testing.assert_array_equal(g, np.broadcast_to(w, g.shape))
+        assert g.shape == w.shape or g.shape == (3, 5)
+    assert got[2].shape == (3, 5)
+
+
+def test_error_classes_theano_programs_catch():
+    # Still ValueErrors, and also the classes Theano raised (which Theano programs catch).
+    a, x = tt.dmatrix("a"), tt.dscalar("x")
+    for make in (tt.set_subtensor, tt.inc_subtensor):
+        with pytest.raises(TypeError, match="more than the 1 of the indexed result"):
+            make(a[0], tt.dmatrix("v"))
+        with pytest.raises(ValueError, match="more than the 1 of the indexed result"):
+            make(a[0], tt.dmatrix("v"))
+    for cls in (ValueError, RuntimeError):
+        with pytest.raises(cls, match="givens tries to replace 'x'"):
+            function([x], x * 2, givens={x: x + 1})
+
+
+def test_patternbroadcast_with_an_empty_pattern():
+    # Theano's: an empty pattern (a scalar's broadcastable) changes nothing; a pattern of
+    # another length than the dimensions is still refused.
+    m, s = tt.dmatrix("m"), tt.dscalar("s")
+    assert tt.patternbroadcast(m, s.broadcastable) is m
+    assert tt.patternbroadcast(s, s.broadcastable) is s
+    for bad in [(False,), (False,) * 3]:
+        with pytest.raises(ValueError, match=f"has {len(bad)} entries"):
+            tt.patternbroadcast(m, bad)
+
+
+def test_an_untrusted_value_under_trust_input_raises_value_error():
+    # trust_input skips the conversion: the CPU engine refuses a Python float with an
+    # error that is a TypeError and the ValueError Theano programs catch.
+    x = tt.dscalar("x")
+    f = function([x], x * 2, mode=mode_of("cpu"))
+    f.trust_input = True
+    assert float(f(np.asarray(2.0))) == 4.0
+    for cls in (TypeError, ValueError):
+        with pytest.raises(cls, match="has no array value"):
+            f(2.0)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_inputs_refused_when_the_graph_is_built(dtype):
+    # numpy has no complex floor/ceil/trunc/%/// (it raised when the function ran) and
+    # orders complex numbers only lexicographically (clip gave that); Theano refuses
+    # them when the graph is built: TypeError, and ComplexError for % and //.
+    c = tt.vector("c", dtype=dtype)
+    for op in (tt.floor, tt.ceil, tt.trunc):
+        with pytest.raises(TypeError, match="defined on real numbers only"):
+            op(c)
+    with pytest.raises(TypeError, match="complex numbers are not ordered"):
+        tt.clip(c, 0, 1)
+    for make in (lambda: c % 5, lambda: c // 2):
+        with pytest.raises(ts.ComplexError, match="not defined on complex numbers"):
+            make()
+    # real inputs are as before
+    assert tt.ceil(tt.bvector()).dtype == "float32" and (tt.dvector() % 5).dtype == "float64"
+    assert tt.clip(tt.ivector(), 0, 1).dtype == "int32"
+
+
+class _TwoOutputs(Op):
+    """x + 1 and x * 2, with a default_output given at construction."""
+
+    __props__ = ("default_output",)
+
+    def __init__(self, default_output=None):
+        self.default_output = default_output
+
+    def make_node(self, x):
+        x = tt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type(), x.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = inputs[0] + 1
+        output_storage[1][0] = inputs[0] * 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_as_tensor_variable_of_a_node_is_its_default_output(engine):
+    # Theano's: a node stands for its op's default_output, or its only output; other
+    # default_outputs (negative, out of range, a list) and none of several are refused.
+    x = tt.dvector("x")
+    out = tt.as_tensor_variable(_TwoOutputs(1).make_node(x))
+    single = tt.as_tensor_variable((x * 3).owner)
+    got = function([x], [out, single], mode=mode_of(engine))(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(got[0], [2.0, 4.0])
+    np.testing.assert_array_equal(got[1], [3.0, 6.0])
+    for bad in (None, -1, 2, [0, 1]):
+        with pytest.raises(ValueError, match="outputs"):
+            tt.as_tensor_variable(_TwoOutputs(bad).make_node(x))
