@@ -388,7 +388,7 @@ def fgraph_to_opgraph(fgraph):
     >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
     >>> g, ins, outs = fgraph_to_opgraph(FunctionGraph([a, b], [tt.dot(a, b.T)], clone=False))
     >>> [node.label() for node in g.nodes()]
-    ['b', 'Permute', 'Tensor', 'a', 'Multiplication', 'Tensor']
+    ['b', 'Permute', 'b.T', 'a', 'Multiplication', 'Tensor']
     >>> x = np.arange(4.0).reshape(2, 2)
     >>> evaluate(g, {ins[0]: x, ins[1]: x})[outs[0]]
     array([[ 1.,  3.],
