@@ -10,6 +10,7 @@ is iterative: a graph of any depth works without touching Python's recursion lim
 from __future__ import annotations
 
 import itertools
+import numbers
 from copy import copy
 
 from theano_dag.graph.utils import (
@@ -193,8 +194,11 @@ class Apply(Node):
                 f"{self.op}.default_output should be an output index when the op has "
                 f"{len(self.outputs)} outputs"
             )
-        if not isinstance(do, int):
-            raise ValueError(f"{self.op}.default_output should be an int or long")
+        if isinstance(do, bool) or not isinstance(do, numbers.Integral):
+            raise ValueError(
+                f"{self.op}.default_output should be an int, the index of one of its "
+                f"{len(self.outputs)} outputs; got {do!r}"
+            )
         if not 0 <= do < len(self.outputs):
             raise ValueError(
                 f"{self.op}.default_output is out of range: {do} for {len(self.outputs)} outputs"

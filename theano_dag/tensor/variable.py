@@ -448,7 +448,7 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
     TensorType(float64, shape=(2, ?))
     """
     if isinstance(x, Apply):
-        x = _default_output(x)
+        x = x.default_output()  # the output that stands for the node (Theano's)
     if isinstance(x, Variable):
         if hasattr(x, "_as_TensorVariable"):
             x = x._as_TensorVariable()
@@ -476,29 +476,6 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
         raise
     except TypeError as e:
         raise AsTensorError(f"Cannot convert {x!r} to a tensor variable: {e}") from None
-
-
-def _default_output(node):
-    """The output of ``node`` that stands for it (Theano's): its op's ``default_output``
-    (an index), or its only output."""
-    k = getattr(node.op, "default_output", None)
-    if k is None:
-        if len(node.outputs) != 1:
-            raise ValueError(
-                f"as_tensor_variable: {node} has {len(node.outputs)} outputs and its op names "
-                "no default_output: pick one of node.outputs"
-            )
-        return node.outputs[0]
-    if (
-        isinstance(k, bool)
-        or not isinstance(k, (int, np.integer))
-        or not 0 <= k < len(node.outputs)
-    ):
-        raise ValueError(
-            f"as_tensor_variable: the default_output {k!r} of {node.op} is not the index of "
-            f"one of its node's {len(node.outputs)} outputs"
-        )
-    return node.outputs[k]
 
 
 def _flat(seq):
