@@ -162,24 +162,27 @@ def upcast_out_nobool(*dtypes):
     return ("int8" if d == "bool" else d,)
 
 
+def _refuse_complex(dtypes, error, why):
+    """Raise ``error`` for the first complex dtype of ``dtypes``, saying ``why``."""
+    for d in dtypes:
+        if d.startswith("complex"):
+            raise error(f"{d} input: {why}")
+
+
 def upcast_out_no_complex(*dtypes):
     """``upcast_out`` for ops that order their inputs (``clip``): a complex input raises.
 
     >>> upcast_out_no_complex("int8", "float32")
     ('float32',)
     """
-    for d in dtypes:
-        if d.startswith("complex"):
-            raise TypeError(f"{d} input: complex numbers are not ordered")
+    _refuse_complex(dtypes, TypeError, "complex numbers are not ordered")
     return upcast_out(*dtypes)
 
 
 def upcast_out_nobool_no_complex(*dtypes):
     """``upcast_out_nobool`` for ``%`` and ``//``, which have no complex form (numpy
     refuses them): a complex input raises :class:`ComplexError` (Theano's)."""
-    for d in dtypes:
-        if d.startswith("complex"):
-            raise ComplexError(f"{d} input: % and // are not defined on complex numbers")
+    _refuse_complex(dtypes, ComplexError, "% and // are not defined on complex numbers")
     return upcast_out_nobool(*dtypes)
 
 
@@ -214,9 +217,7 @@ def upgrade_to_float_no_complex(*dtypes):
     Traceback (most recent call last):
     TypeError: complex64 input: this op is defined on real numbers only
     """
-    for d in dtypes:
-        if d.startswith("complex"):
-            raise TypeError(f"{d} input: this op is defined on real numbers only")
+    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
     return upgrade_to_float(*dtypes)
 
 
