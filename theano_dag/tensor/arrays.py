@@ -21,7 +21,7 @@ from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import reduce_grad_to
+from theano_dag.tensor.elemwise import broadcast_static_shape, reduce_grad_to
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.sort import argsort
 from theano_dag.tensor.type import TensorType, continuous_dtypes, int_dtypes, uint_dtypes
@@ -252,6 +252,7 @@ class Choose(Op):
     """
 
     __props__ = ("mode",)
+    listed = False  # the inputs: a and one array of choices (ChooseListed: each choice)
 
     def __init__(self, mode="raise"):
         if mode not in ("raise", "wrap", "clip"):
@@ -263,31 +264,28 @@ class Choose(Op):
         if a.dtype not in int_dtypes + uint_dtypes:
             raise TypeError(f"choose: the index array must be of integers, got {a.type}")
         if isinstance(choices, (list, tuple)):
-            listed = [as_tensor_variable(c) for c in choices]
-            if not listed:
+            operands = [as_tensor_variable(c) for c in choices]
+            if not operands:
                 raise ValueError("choose: at least one choice is needed")
-            shapes = [c.type.shape for c in listed]
-            dtype = ts.upcast(*[c.dtype for c in listed])
-            listed = [tb.cast(c, dtype) for c in listed]
+            shapes = [c.type.shape for c in operands]
+            dtype = ts.upcast(*[c.dtype for c in operands])
+            operands = [tb.cast(c, dtype) for c in operands]
         else:
             choices = as_tensor_variable(choices)
             if choices.ndim == 0:
                 raise TypeError(f"choose: choices must have a dimension, got {choices.type}")
-            listed = [choices]
+            operands = [choices]
             shapes = [choices.type.shape[1:]]
             dtype = choices.dtype
-        shape = _broadcast_static([a.type.shape, *shapes])
+        shape = broadcast_static_shape([a.type.shape, *shapes], "choose")
         # A list of choices is another op (one choice listed and one array of choices
         # are different computations on the same inputs).
         op = ChooseListed(self.mode) if isinstance(choices, (list, tuple)) else self
-        return Apply(op, [a, *listed], [TensorType(dtype, shape=shape)()])
-
-    def _is_listed(self, node):
-        return isinstance(node.op, ChooseListed)
+        return Apply(op, [a, *operands], [TensorType(dtype, shape=shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
         a, *choices = inputs
-        if not self._is_listed(node):
+        if not self.listed:
             choices = choices[0]
         out = np.choose(a, choices, mode=self.mode)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
@@ -297,7 +295,7 @@ class Choose(Op):
         # dimension), right-aligned; a dimension known to be 1 takes the others' length.
         a, *choices = node.inputs
         operands = [(input_shapes[0], a.type.shape)]
-        if self._is_listed(node):
+        if self.listed:
             operands += [(sh, c.type.shape) for sh, c in zip(input_shapes[1:], choices)]
         else:
             operands.append((input_shapes[1][1:], choices[0].type.shape[1:]))
@@ -320,15 +318,14 @@ class Choose(Op):
         # the output gradient there (summed where it was broadcast), the others nothing.
         a, *choices = inputs
         (gz,) = output_grads
-        listed = isinstance(self, ChooseListed)
-        n = len(choices) if listed else shape_i(choices[0], 0)
+        n = len(choices) if self.listed else shape_i(choices[0], 0)
         idx = a
         if self.mode == "wrap":
             idx = tm.mod(a, n)
         elif self.mode == "clip":
             idx = tm.clip(a, 0, n - 1)
         grads = [tb.zeros_like(a, dtype=config.floatX)]
-        if listed:
+        if self.listed:
             for k, c in enumerate(choices):
                 g = tm.switch(tm.eq(idx, k), gz, tb.zeros_like(gz))
                 grads.append(_reduce_to(g, c))
@@ -357,22 +354,7 @@ def _reduce_to(g, x, keep_first=False):
 class ChooseListed(Choose):
     """:class:`Choose` of a list of choices, each one an input (``choose`` makes it)."""
 
-
-def _broadcast_static(shapes):
-    """numpy's broadcast of static shapes (None: unknown), right-aligned: 1 where all are
-    1, a length where one is known and not 1, else None."""
-    nd = builtins.max(len(s) for s in shapes)
-    out = []
-    for k in range(nd):
-        dims = [s[len(s) - nd + k] for s in shapes if len(s) - nd + k >= 0]
-        known = {d for d in dims if d is not None and d != 1}
-        if len(known) == 1:
-            out.append(known.pop())
-        elif not known and all(d == 1 for d in dims):
-            out.append(1)
-        else:
-            out.append(None)
-    return tuple(out)
+    listed = True
 
 
 def choose(a, choices, out=None, mode="raise"):

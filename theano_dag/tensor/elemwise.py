@@ -56,16 +56,20 @@ def _zeros_like(x, dtype=None):
 
 
 def broadcast_static_shape(shapes, who="Elemwise"):
-    """The static output shape of broadcasting static shapes (``None`` = unknown);
-    ``who`` (anything printable: the op) names the caller in the error raised for shapes
-    that do not broadcast.
+    """The static output shape of broadcasting static shapes (``None`` = unknown),
+    right-aligned as numpy's; ``who`` (anything printable: the op) names the caller in the
+    error raised for shapes that do not broadcast.
 
     >>> broadcast_static_shape([(None, 1), (1, 3)])
     (None, 3)
+    >>> broadcast_static_shape([(2, None), (5,)])
+    (2, 5)
     """
     first = shapes[0] if shapes else ()
     if all(s == first for s in shapes):
         return tuple(first)  # the common case: identical static shapes
+    nd = max(len(s) for s in shapes)
+    shapes = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
     out = []
     for d, dims in enumerate(zip(*shapes)):
         known = {s for s in dims if s is not None and s != 1}

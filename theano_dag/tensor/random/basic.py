@@ -27,9 +27,9 @@ import numpy as np
 
 from theano_dag.graph.basic import Constant
 from theano_dag.tensor.basic import cast
+from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.random.op import (
     RandomVariable,
-    _broadcast_static,
     int_param,
     size_length,
 )
@@ -403,7 +403,7 @@ class _VectorParamRV(RandomVariable):
             batch = tuple(size_entries)
         else:
             shapes = [self._core_cut(p.type.shape, nd) for p, nd in zip(params, self.core_ndims)]
-            batch = _broadcast_static(shapes, str(self))
+            batch = broadcast_static_shape(shapes, str(self))
         return batch + self._support_static(params)
 
     def symbolic_shape(self, size, param_shapes, params):

@@ -220,7 +220,7 @@ class RandomVariable(Op):
         """The draws' static shape (None for unknown lengths)."""
         if size_entries:
             return tuple(size_entries)
-        return _broadcast_static([p.type.shape for p in params], str(self))
+        return broadcast_static_shape([p.type.shape for p in params], str(self))
 
     def symbolic_shape(self, size, param_shapes, params):
         """The draws' shape as scalars (for ``infer_shape``)."""
@@ -295,12 +295,6 @@ def _refuse_generators(op, params):
 
 def _resolve_dtype(dtype):
     return config.floatX if dtype == "floatX" else np.dtype(dtype).name
-
-
-def _broadcast_static(shapes, who):
-    nd = max((len(s) for s in shapes), default=0)
-    padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
-    return broadcast_static_shape(padded, who) if padded else ()
 
 
 def _broadcast_symbolic(param_shapes, params):
