@@ -136,6 +136,11 @@ def make_impl(node, ctx, host_scalars=frozenset()) -> Impl:
     ``host_scalars``: positions of inputs that are one-element values on the host,
     which some kernels take by value.
     """
+    for v in (*node.inputs, *node.outputs):
+        dtype = getattr(v.type, "dtype", None)
+        if dtype is not None and dtype not in OPENCL_TYPES:
+            # complex values: no OpenCL type to copy, view or compute them with
+            raise Unsupported(f"{node.op}: no OpenCL type for {dtype} ({v})")
     for cls in type(node.op).__mro__:
         factory = IMPLS.get(cls)
         if factory is not None:
@@ -204,10 +209,8 @@ class _CopyImpl(Impl):
 
 
 def _deep_copy_factory(node, ctx):
-    dtype = getattr(node.inputs[0].type, "dtype", None)
-    if dtype not in OPENCL_TYPES:
-        # complex values (and non-tensors) have no OpenCL copy kernel: copied on the host
-        raise Unsupported(f"DeepCopyOp: no OpenCL type for {dtype}")
+    if getattr(node.inputs[0].type, "dtype", None) is None:
+        raise Unsupported(f"DeepCopyOp: {node.inputs[0].type} is no array: copied on the host")
     return _CopyImpl(node, ctx)
 
 
