@@ -3,18 +3,11 @@ against theano_dag; each test failed before its fix, on every engine."""
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES  # the reference, CPU and OpenCL engines (skipped without)
 
 import theano_dag.tensor as tt
 from theano_dag import In, function
 from theano_dag.compile.mode import Mode
-from theano_dag.engines.opencl.context import opencl_available
-
-OCL_OK, OCL_WHY = opencl_available()
-ENGINES = [
-    "py",
-    "cpu",
-    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
-]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
