@@ -536,15 +536,21 @@ def test_cpu_global_pool(mode):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("mode", POOL_MODES)
 @pytest.mark.parametrize(
-    "case", sorted(POOL_CASES) + ["5x3-pad2-1-same", "3x3-stride3-wide-pad", "1x1"]
+    "case",
+    sorted(POOL_CASES)
+    + ["5x3-pad2-1-same", "3x3-stride3-wide-pad", "1x1", "3x3-stride2-odd", "2x4-stride1x3"],
 )
 def test_cpu_pool_c_loop_matches_numpy(case, mode, dtype):
-    # The C pooling loop (its whole-plane path when the output is the image's size, its
-    # row path otherwise) against numpy's strided slices, with a NaN (a max keeps it).
+    # The C pooling loop (its whole-plane paths where the windows lie inside, its row
+    # paths: 3-wide windows in one pass, a stride of 2 split into even and odd columns,
+    # other strides) against numpy's strided slices, with a NaN (a max keeps it).
     extra = {
         "5x3-pad2-1-same": ((2, 3, 7, 6), (5, 3), dict(ignore_border=True, pad=(2, 1))),
         "3x3-stride3-wide-pad": ((1, 2, 8, 9), (3, 3), dict(pad=(2, 2), stride=(3, 3))),
         "1x1": ((2, 2, 3, 4), (1, 1), dict(ignore_border=True)),
+        # InceptionV3's max pool: 3x3 at stride 2 on an odd image, no padding
+        "3x3-stride2-odd": ((2, 3, 9, 11), (3, 3), dict(ignore_border=True, stride=(2, 2))),
+        "2x4-stride1x3": ((2, 2, 6, 10), (2, 4), dict(ignore_border=False, stride=(1, 3))),
     }
     xs, ws, kw = extra[case] if case in extra else POOL_CASES[case]
     kw = dict(kw, ignore_border=kw.get("ignore_border", True))

@@ -38,11 +38,12 @@ its bias and applies its relu to each chunk of the output right after its produc
 place (one C pass; in the Winograd path, in the output's transform); or scales its
 filters into a workspace when they are smaller than the output.
 
-Pooling (2-D, every mode and border) is a C loop that folds each row along its columns,
-then the rows (no workspace). Without a compiler, or for a strided image, it is a
-running ``maximum``/``add`` of one strided slice per window offset into the output,
-over a planned padded copy when there is padding or a partial window; a global pool
-(more offsets than windows) is one reduction over the windows' view.
+Pooling (2-D, every mode and border) is a C loop that folds the rows of each output row,
+then each such row along its columns (no workspace). Without a compiler, or for a
+strided image, it is a running ``maximum``/``add`` of one strided slice per window
+offset into the output, over a planned padded copy when there is padding or a partial
+window; a global pool (more offsets than windows) is one reduction over the windows'
+view.
 """
 
 from __future__ import annotations
@@ -949,12 +950,14 @@ class _PoolPlan:
         op = self.op
         div = None
         if op.mode in ("average_inc_pad", "average_exc_pad"):
-            key = tuple(x.shape[-2:])
+            # in the image's dtype: a count is exact in it, and the C loop's quotient is
+            # then the one numpy's division (in float64, rounded back) gives
+            key = (tuple(x.shape[-2:]), x.dtype)
             div = self._c_div.get(key)
             if div is None:
                 d = self.divisor(x.shape, out_hw, ext)
                 div = self._c_div[key] = np.ascontiguousarray(
-                    np.broadcast_to(d, tuple(out_hw)), dtype=np.float64
+                    np.broadcast_to(d, tuple(out_hw)), dtype=x.dtype
                 )
         h, w = x.shape[-2:]
         planes = math.prod(x.shape[:-2])

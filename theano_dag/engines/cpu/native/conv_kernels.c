@@ -190,134 +190,182 @@ TD_WINO_FILTERS(double, td_wino_filters_f64)
    OH x OW: the window of output (i, j) covers rows i*sh - pt + [0, kh) and columns
    j*sw - pl + [0, kw), clipped to the image (the padding adds nothing to a max or a
    sum). is_max: the maximum (a NaN wins, as with numpy's maximum; a window wholly in
-   the padding is -inf), else the sum, divided by div[i][j] when div is not NULL.
-   Separable: each image row is folded along its columns into h (H x OW, the columns
-   whose windows lie inside the image in branch-free loops that the compiler
-   vectorizes), then each output row folds kh rows of h. */
-#define TD_FOLD(T, is_max, a, v) ((is_max) ? ((a) != (a) ? (a) : ((a) > (v) ? (a) : (v))) : (a) + (v))
+   the padding is -inf), else the sum, divided by div[i][j] (of the same type: the
+   quotient is the one numpy's division gives) when div is not NULL.
+   Separable, rows first: the kh rows of each output row are folded into vs (OH x W),
+   then each row of vs along its columns, so that the strided reads (sw > 1) are made on
+   OH rows, not H. Where the windows lie inside the image the loops run over the whole
+   plane (rows joined) with unit stride, which the compiler vectorizes; the few windows
+   at the border are folded again, clipped. A stride of 2 splits each row of vs into its
+   even and odd columns first (unit-stride loops again). */
+/* max(a, v), a NaN in either wins (numpy's maximum), in the form gcc turns into vector
+   compares and blends (nested conditionals stay branches: 8x slower on random data) */
+static inline float td_max_f32(float a, float v)
+{
+    float m = a > v ? a : v;
+    return a != a ? a : m;
+}
+static inline double td_max_f64(double a, double v)
+{
+    double m = a > v ? a : v;
+    return a != a ? a : m;
+}
+#define TD_MAX(a, v) _Generic((a), float: td_max_f32, double: td_max_f64)(a, v)
 
-#define TD_POOL_SPAN(T, SW)                                                                \
+#define TD_FOLD_LOOP(is_max, k0, k1, dst, src)                                             \
     do {                                                                                   \
         if (is_max)                                                                        \
-            for (int j = j0; j < j1; j++) {                                                \
-                T v = s[j * (SW)], a = hr[j];                                              \
-                T m = a > v ? a : v;                                                       \
-                hr[j] = a != a ? a : m;                                                    \
-            }                                                                              \
+            for (ptrdiff_t k = (k0); k < (k1); k++) dst[k] = TD_MAX(dst[k], src[k]);       \
         else                                                                               \
-            for (int j = j0; j < j1; j++) hr[j] += s[j * (SW)];                            \
+            for (ptrdiff_t k = (k0); k < (k1); k++) dst[k] += src[k];                      \
+    } while (0)
+
+/* dst[k] = fold(fold(a[k*STEP], b[k*STEP]), c[k*STEP]): a 3-wide window in one pass */
+#define TD_FOLD3_LOOP(is_max, k0, k1, dst, a, b, c, STEP)                                  \
+    do {                                                                                   \
+        if (is_max)                                                                        \
+            for (ptrdiff_t k = (k0); k < (k1); k++)                                        \
+                dst[k] = TD_MAX(TD_MAX(a[k * (STEP)], b[k * (STEP)]), c[k * (STEP)]);      \
+        else                                                                               \
+            for (ptrdiff_t k = (k0); k < (k1); k++)                                        \
+                dst[k] = a[k * (STEP)] + b[k * (STEP)] + c[k * (STEP)];                    \
     } while (0)
 
 #define TD_POOL(T, NAME)                                                                   \
     int NAME(const T *restrict x, int P, int H, int W, T *restrict out, int OH, int OW,    \
-             int kh, int kw, int sh, int sw, int pt, int pl, int is_max, const double *div) \
+             int kh, int kw, int sh, int sw, int pt, int pl, int is_max, const T *div)     \
     {                                                                                      \
-        T *restrict h = malloc(sizeof(T) * (size_t)H * (size_t)OW);                        \
-        if (!h) return -1;                                                                 \
+        ptrdiff_t L = (ptrdiff_t)(OW - 1) * sw + kw; /* a padded row the windows read */   \
+        ptrdiff_t half = (L + 1) / 2, plane = (ptrdiff_t)OH * W;                           \
+        T *restrict vs = malloc(sizeof(T) * (size_t)(plane + L + 2 * half + 2));           \
+        if (!vs) return -1;                                                                \
+        T *restrict row = vs + plane, *restrict ev = row + L, *restrict od = ev + half;    \
         T fill = is_max ? -(T)INFINITY : (T)0;                                             \
-        int j0 = (pl + sw - 1) / sw; /* the first column whose window starts inside */     \
-        int j1 = W - kw + pl >= 0 ? (W - kw + pl) / sw + 1 : 0; /* past the last inside */ \
+        int i0 = (pt + sh - 1) / sh; /* the output rows whose windows lie inside */        \
+        int i1 = H - kh + pt >= 0 ? (H - kh + pt) / sh + 1 : 0;                            \
+        if (i1 > OH) i1 = OH;                                                              \
+        if (i0 > i1) i0 = i1;                                                              \
+        int j0 = (pl + sw - 1) / sw; /* the output columns whose windows lie inside */     \
+        int j1 = W - kw + pl >= 0 ? (W - kw + pl) / sw + 1 : 0;                            \
         if (j1 > OW) j1 = OW;                                                              \
         if (j0 > j1) j0 = j1;                                                              \
-        int same = sw == 1 && sh == 1 && OW == W && OH == H && 2 * pl == kw - 1 &&          \
-                   2 * pt == kh - 1;                                                       \
-        for (int p = 0; p < P && same; p++) {                                              \
-            /* A stride of 1 and the output the image's size: each pass is one loop over  \
-               the plane (rows joined), then the columns and rows at the border again. */ \
+        ptrdiff_t cw = L - pl < W ? L - pl : W; /* the image's columns a window reads */  \
+        for (int p = 0; p < P; p++) {                                                      \
             const T *img = x + (ptrdiff_t)p * H * W;                                       \
-            T *restrict o = out + (ptrdiff_t)p * H * W;                                    \
-            ptrdiff_t n = (ptrdiff_t)H * W;                                                \
-            for (ptrdiff_t k = 0; k < n; k++) h[k] = fill;                                 \
-            for (int b = 0; b < kw; b++) {                                                 \
-                const T *s = img + b - pl;                                                 \
-                ptrdiff_t k0 = pl - b > 0 ? pl - b : 0, k1 = n - (b - pl > 0 ? b - pl : 0); \
-                if (is_max)                                                                \
-                    for (ptrdiff_t k = k0; k < k1; k++) {                                  \
-                        T v = s[k], a = h[k];                                              \
-                        T m = a > v ? a : v;                                               \
-                        h[k] = a != a ? a : m;                                             \
-                    }                                                                      \
-                else                                                                       \
-                    for (ptrdiff_t k = k0; k < k1; k++) h[k] += s[k];                      \
-            }                                                                              \
-            for (int r = 0; r < H; r++) /* the border columns, without the wrapped taps */ \
-                for (int j = 0; j < W; j++) {                                              \
-                    if (j == pl && W - (kw - 1 - pl) > j) j = W - (kw - 1 - pl);           \
-                    if (j >= W) break;                                                     \
-                    T a = fill;                                                            \
-                    for (int b = 0; b < kw; b++) {                                         \
-                        int c = j + b - pl;                                                \
-                        if (c >= 0 && c < W) a = TD_FOLD(T, is_max, a, img[(ptrdiff_t)r * W + c]); \
-                    }                                                                      \
-                    h[(ptrdiff_t)r * W + j] = a;                                           \
-                }                                                                          \
-            for (ptrdiff_t k = 0; k < n; k++) o[k] = fill;                                 \
-            for (int a = 0; a < kh; a++) { /* along the rows: output row i, row i+a-pt */  \
-                int i0 = pt - a > 0 ? pt - a : 0, i1 = H - (a - pt > 0 ? a - pt : 0);      \
-                const T *hs = h + (ptrdiff_t)(a - pt) * W;                                 \
-                ptrdiff_t k0 = (ptrdiff_t)i0 * W, k1 = (ptrdiff_t)i1 * W;                  \
-                if (is_max)                                                                \
-                    for (ptrdiff_t k = k0; k < k1; k++) {                                  \
-                        T v = hs[k], c = o[k];                                             \
-                        T m = c > v ? c : v;                                               \
-                        o[k] = c != c ? c : m;                                             \
-                    }                                                                      \
-                else                                                                       \
-                    for (ptrdiff_t k = k0; k < k1; k++) o[k] += hs[k];                     \
-            }                                                                              \
-            if (div)                                                                       \
-                for (ptrdiff_t k = 0; k < n; k++) o[k] = (T)(o[k] / div[k]);               \
-        }                                                                                  \
-        for (int p = 0; p < P && !same; p++) {                                             \
-            const T *img = x + (ptrdiff_t)p * H * W;                                       \
-            for (int r = 0; r < H; r++) { /* along the columns */                          \
-                const T *row = img + (ptrdiff_t)r * W;                                     \
-                T *hr = h + (ptrdiff_t)r * OW;                                             \
-                for (int j = 0; j < OW; j++) hr[j] = fill;                                 \
-                for (int b = 0; b < kw; b++) {                                             \
-                    const T *s = row + b - pl;                                             \
-                    if (sw == 1) /* a constant stride, for the vectorizer */               \
-                        TD_POOL_SPAN(T, 1);                                                \
-                    else if (sw == 2)                                                      \
-                        TD_POOL_SPAN(T, 2);                                                \
-                    else                                                                   \
-                        TD_POOL_SPAN(T, sw);                                               \
-                }                                                                          \
-                for (int j = 0; j < OW; j++) { /* the border columns */                    \
-                    if (j == j0) j = j1;                                                   \
-                    if (j >= OW) break;                                                    \
-                    for (int b = 0; b < kw; b++) {                                         \
-                        int c = j * sw + b - pl;                                           \
-                        if (c >= 0 && c < W) hr[j] = TD_FOLD(T, is_max, hr[j], row[c]);    \
-                    }                                                                      \
-                }                                                                          \
-            }                                                                              \
             T *restrict o = out + (ptrdiff_t)p * OH * OW;                                  \
-            for (int i = 0; i < OH; i++, o += OW) { /* along the rows */                   \
+            /* along the rows: vs[i][c] = fold over a of img[i*sh - pt + a][c] */         \
+            if (sh == 1 && i1 > i0) { /* the inside rows: one loop over the plane */      \
+                const T *s = img + (ptrdiff_t)(i0 - pt) * W;                               \
+                T *restrict d = vs + (ptrdiff_t)i0 * W;                                    \
+                ptrdiff_t n = (ptrdiff_t)(i1 - i0) * W;                                    \
+                if (kh == 3) {                                                             \
+                    const T *s1 = s + W, *s2 = s1 + W;                                     \
+                    TD_FOLD3_LOOP(is_max, 0, n, d, s, s1, s2, 1);                          \
+                } else {                                                                   \
+                    memcpy(d, s, sizeof(T) * (size_t)n);                                   \
+                    for (int a = 1; a < kh; a++) {                                         \
+                        const T *sa = s + (ptrdiff_t)a * W;                                \
+                        TD_FOLD_LOOP(is_max, 0, n, d, sa);                                 \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+            for (int i = 0; i < OH; i++) {                                                 \
+                if (sh == 1 && i >= i0 && i < i1) continue; /* done above */               \
                 int r0 = i * sh - pt, r1 = r0 + kh;                                        \
                 if (r0 < 0) r0 = 0;                                                        \
                 if (r1 > H) r1 = H;                                                        \
+                T *restrict d = vs + (ptrdiff_t)i * W;                                     \
                 if (r1 <= r0) {                                                            \
-                    for (int j = 0; j < OW; j++) o[j] = fill;                              \
-                } else {                                                                   \
-                    memcpy(o, h + (ptrdiff_t)r0 * OW, sizeof(T) * (size_t)OW);             \
-                    for (int r = r0 + 1; r < r1; r++) {                                    \
-                        const T *hr = h + (ptrdiff_t)r * OW;                               \
-                        if (is_max)                                                        \
-                            for (int j = 0; j < OW; j++) {                                 \
-                                T a = o[j], v = hr[j];                                     \
-                                T m = a > v ? a : v;                                       \
-                                o[j] = a != a ? a : m;                                     \
-                            }                                                              \
-                        else                                                               \
-                            for (int j = 0; j < OW; j++) o[j] += hr[j];                    \
+                    for (int c = 0; c < W; c++) d[c] = fill;                               \
+                    continue;                                                              \
+                }                                                                          \
+                const T *s0 = img + (ptrdiff_t)r0 * W;                                     \
+                if (r1 - r0 == 3) {                                                        \
+                    const T *s1 = s0 + W, *s2 = s1 + W;                                    \
+                    TD_FOLD3_LOOP(is_max, 0, W, d, s0, s1, s2, 1);                         \
+                    continue;                                                              \
+                }                                                                          \
+                memcpy(d, s0, sizeof(T) * (size_t)W);                                      \
+                for (int r = r0 + 1; r < r1; r++) {                                        \
+                    const T *sr = img + (ptrdiff_t)r * W;                                  \
+                    TD_FOLD_LOOP(is_max, 0, W, d, sr);                                     \
+                }                                                                          \
+            }                                                                              \
+            /* along the columns: o[i][j] = fold over b of vs[i][j*sw - pl + b] */        \
+            if (sw == 1 && OW == W && kw - 1 - pl >= 0) { /* one loop over the plane */   \
+                ptrdiff_t k0 = pl, k1 = plane - (kw - 1 - pl);                             \
+                const T *s = vs - pl;                                                      \
+                if (k1 > k0 && kw == 3) {                                                  \
+                    const T *s1 = s + 1, *s2 = s + 2;                                      \
+                    TD_FOLD3_LOOP(is_max, k0, k1, o, s, s1, s2, 1);                        \
+                } else if (k1 > k0) {                                                      \
+                    memcpy(o + k0, s + k0, sizeof(T) * (size_t)(k1 - k0));                 \
+                    for (int b = 1; b < kw; b++) {                                         \
+                        const T *sb = s + b;                                               \
+                        TD_FOLD_LOOP(is_max, k0, k1, o, sb);                               \
                     }                                                                      \
                 }                                                                          \
-                if (div)                                                                   \
-                    for (int j = 0; j < OW; j++) o[j] = (T)(o[j] / div[i * OW + j]);       \
+                for (int i = 0; i < OH; i++) /* the border columns, clipped */             \
+                    for (int j = 0; j < OW; j++) {                                         \
+                        if (j == j0 && j1 > j) j = j1;                                     \
+                        if (j >= OW) break;                                                \
+                        T a = fill;                                                        \
+                        for (int b = 0; b < kw; b++) {                                     \
+                            int c = j + b - pl;                                            \
+                            if (c >= 0 && c < W) {                                         \
+                                T v = vs[(ptrdiff_t)i * W + c];                            \
+                                a = is_max ? TD_MAX(a, v) : a + v;                         \
+                            }                                                              \
+                        }                                                                  \
+                        o[(ptrdiff_t)i * OW + j] = a;                                      \
+                    }                                                                      \
+            } else {                                                                       \
+                for (int i = 0; i < OH; i++) {                                             \
+                    T *restrict oi = o + (ptrdiff_t)i * OW;                                \
+                    const T *vi = vs + (ptrdiff_t)i * W;                                   \
+                    if (pl == 0 && L <= W && kw == 3) { /* inside: one pass, no copy */   \
+                        const T *v1 = vi + 1, *v2 = vi + 2;                                \
+                        if (sw == 1)                                                       \
+                            TD_FOLD3_LOOP(is_max, 0, OW, oi, vi, v1, v2, 1);               \
+                        else if (sw == 2)                                                  \
+                            TD_FOLD3_LOOP(is_max, 0, OW, oi, vi, v1, v2, 2);               \
+                        else                                                               \
+                            TD_FOLD3_LOOP(is_max, 0, OW, oi, vi, v1, v2, sw);              \
+                        continue;                                                          \
+                    }                                                                      \
+                    for (int c = 0; c < pl; c++) row[c] = fill; /* a padded row */         \
+                    memcpy(row + pl, vi, sizeof(T) * (size_t)cw);                          \
+                    for (ptrdiff_t c = pl + cw; c < L; c++) row[c] = fill;                 \
+                    const T *src = row;                                                    \
+                    int step = sw;                                                         \
+                    if (sw == 2) { /* even and odd columns apart: unit strides */         \
+                        for (ptrdiff_t t = 0; t < L / 2; t++)                              \
+                            ev[t] = row[2 * t], od[t] = row[2 * t + 1];                    \
+                        if (L % 2) ev[half - 1] = row[L - 1], od[half - 1] = fill;         \
+                        step = 1;                                                          \
+                    }                                                                      \
+                    for (int b = 0; b < kw; b++) {                                         \
+                        ptrdiff_t off = b;                                                 \
+                        if (sw == 2) src = b % 2 ? od : ev, off = b / 2;                   \
+                        const T *sb = src + off;                                           \
+                        if (b == 0 && step == 1)                                           \
+                            memcpy(oi, sb, sizeof(T) * (size_t)OW);                        \
+                        else if (b == 0)                                                   \
+                            for (int j = 0; j < OW; j++) oi[j] = sb[(ptrdiff_t)j * step];  \
+                        else if (step == 1)                                                \
+                            TD_FOLD_LOOP(is_max, 0, OW, oi, sb);                           \
+                        else if (is_max)                                                   \
+                            for (int j = 0; j < OW; j++)                                   \
+                                oi[j] = TD_MAX(oi[j], sb[(ptrdiff_t)j * step]);            \
+                        else                                                               \
+                            for (int j = 0; j < OW; j++) oi[j] += sb[(ptrdiff_t)j * step]; \
+                    }                                                                      \
+                }                                                                          \
             }                                                                              \
+            if (div)                                                                       \
+                for (ptrdiff_t k = 0; k < (ptrdiff_t)OH * OW; k++) o[k] = o[k] / div[k];   \
         }                                                                                  \
-        free(h);                                                                           \
+        free(vs);                                                                          \
         return 0;                                                                          \
     }
 TD_POOL(float, td_pool_f32)
