@@ -391,6 +391,91 @@ def test_cpu_conv_winograd_in_a_function(dtype, monkeypatch):
     np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)
 
 
+WINOGRAD7_CASES = {
+    # image, filters, conv2d keywords: odd and even sides (a last tile past the border),
+    # padding along either axis or both, flipped filters, a batch
+    "7x1-half-flip-batch2": ((2, 3, 9, 5), (4, 3, 7, 1), dict(border_mode="half")),
+    "7x1-valid-even": ((1, 4, 12, 6), (2, 4, 7, 1), dict(filter_flip=False)),
+    "7x1-pad-3-2": ((1, 5, 8, 7), (3, 5, 7, 1), dict(border_mode=(3, 2))),
+    "1x7-half-flip-batch2": ((2, 3, 5, 9), (4, 3, 1, 7), dict(border_mode="half")),
+    "1x7-valid-even": ((1, 4, 6, 12), (2, 4, 1, 7), dict(filter_flip=False)),
+    "1x7-pad-1-3-narrow": ((1, 5, 4, 2), (3, 5, 1, 7), dict(border_mode=(1, 3))),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD7_CASES))
+def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
+    # 1x7 and 7x1 filters as Winograd's F(2, 7) along their axis, in bands of one outer
+    # row (and in one band); the epilogue in the output transform, a NaN kept by the relu.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD7_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    x[-1, -1, 1, 1] = np.nan
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    axis = "rows" if ws[2] == 7 else "cols"
+    assert wino_geo.winograd7(numpy_geo.out_hw(xs[2:]), dtype) == axis
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd7_forward", _spy(cpu_conv._winograd7_forward, calls))
+    # F(2, 7) rounds more than im2col: its transforms scale by up to 5.25 and 1/90
+    tol = 5e-5 if dtype == "float32" else 1e-12
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 6
+
+
+def test_winograd7_only_for_unit_strides_and_seven_taps():
+    def axis(ws, out_hw=(17, 17), dtype="float32", **kw):
+        op = nnet.abstract_conv.AbstractConv2d(**kw)
+        return cpu_conv.ConvGeometry(op, ws, KERNELS).winograd7(out_hw, dtype)
+
+    if KERNELS is None:
+        assert axis((7, 1)) is None
+        return
+    assert (axis((7, 1)), axis((1, 7))) == ("rows", "cols")
+    assert axis((7, 1), subsample=(2, 1)) is None
+    assert axis((1, 7), filter_dilation=(1, 2)) is None
+    assert axis((7, 7)) is None and axis((1, 3)) is None
+    assert axis((1, 7), out_hw=(8, 8)) is None  # below WINOGRAD7_MIN_PIXELS
+    assert axis((1, 7), dtype="int64") is None
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cpu_conv_winograd7_in_a_function(dtype, monkeypatch):
+    # Through the engine: the columns' workspace is planned with the F(2, 7) shape, the
+    # bands shared between threads when the BLAS has several, values as the reference.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
+    xs, ws, kw = WINOGRAD7_CASES["1x7-half-flip-batch2"]
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    y = nnet.relu(nnet.conv2d(x, w, **kw))
+    f = function([x, w], y, mode=CPU)
+    xv, wv, _ = _values(xs, ws, kw, dtype)
+    fake = _FakeBlas()
+    monkeypatch.setattr(cpu_conv, "_blas_threads", lambda n, flops: (fake, 2))
+    got = f(xv, wv)
+    assert fake.limits == [(1, "blas")]
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (1, 7), KERNELS)
+    itemsize = np.dtype(dtype).itemsize
+    assert [f.fn.current.shapes[v] for v in cols] == [geo.winograd7_shape(3, 4, (5, 9), itemsize)]
+    check_plan(*f.fn.current.plan_input, f.fn.current.memory)
+    tol = 5e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)
+
+
 @needs_c
 def test_cpu_conv_c_kernels_decline_what_they_do_not_take():
     # Another dtype, an image whose rows are not contiguous, a bias of another dtype:

@@ -102,6 +102,10 @@ WINOGRAD_MIN_PIXELS = 400
 WINOGRAD_BAND_BYTES = 1 << 21
 # The transforms keep a few rows of the image on the C stack: wider images take im2col.
 WINOGRAD_MAX_WIDTH = 4096
+# 1x7 and 7x1 convolutions at stride 1 with at least this many output pixels run as
+# Winograd's F(2, 7) along the filters' axis (8 products per band, 1.75x fewer
+# multiplications): InceptionV3's 17x17 layers.
+WINOGRAD7_MIN_PIXELS = 100
 
 
 class ConvGeometry:
@@ -173,6 +177,50 @@ class ConvGeometry:
             and np.dtype(dtype).name in _FLOATS
         )
 
+    def winograd7(self, out_hw, dtype):
+        """``"rows"`` (7x1 filters) or ``"cols"`` (1x7) when the forward convolution runs
+        as Winograd's F(2, 7) along the filters' axis: stride 1, undilated, ungrouped,
+        with the C kernels, on an output of :data:`WINOGRAD7_MIN_PIXELS` or more; else
+        None.
+
+        >>> ConvGeometry(AbstractConv2d(border_mode="half"), (1, 7)).winograd7((17, 17), "float32")
+        """
+        if (
+            self.native is None
+            or self.stride != (1, 1)
+            or self.dil != (1, 1)
+            or self.groups != 1
+            or out_hw[0] * out_hw[1] < WINOGRAD7_MIN_PIXELS
+            or out_hw[1] > WINOGRAD_MAX_WIDTH
+            or np.dtype(dtype).name not in _FLOATS
+        ):
+            return None
+        return {(7, 1): "rows", (1, 7): "cols"}.get(self.kshp)
+
+    @staticmethod
+    def winograd7_band(axis, c, f, out_hw, itemsize):
+        """``(outer rows per band, outer rows, tiles per outer row)`` of the F(2, 7)
+        path: 7x1 filters tile each pair of output rows (one tile per column), 1x7
+        filters each output row (one tile per pair of columns); a band's transformed
+        image and products are about :data:`WINOGRAD_BAND_BYTES`.
+
+        >>> ConvGeometry.winograd7_band("cols", 192, 192, (17, 17), 4)
+        (17, 17, 9)
+        """
+        if axis == "rows":
+            outer, inner = (out_hw[0] + 1) // 2, out_hw[1]
+        else:
+            outer, inner = out_hw[0], (out_hw[1] + 1) // 2
+        per_row = 8 * (c + f) * inner * itemsize
+        return max(1, min(outer, WINOGRAD_BAND_BYTES // per_row)), outer, inner
+
+    def winograd7_shape(self, c, f, out_hw, itemsize):
+        """The F(2, 7) path's workspace, as :meth:`winograd_shape` with 8 slabs."""
+        axis = {(7, 1): "rows", (1, 7): "cols"}[self.kshp]
+        rows, _outer, inner = self.winograd7_band(axis, c, f, out_hw, itemsize)
+        t = rows * inner
+        return (8 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
+
     @staticmethod
     def winograd_band(c, f, out_hw, itemsize):
         """``(tile rows per band, tiles per row)`` of the Winograd path: 2x2 outputs a
@@ -230,7 +278,7 @@ class ConvKernels:
     def __init__(self, lib):
         self.im2col_fn, self.epilogue_fn = {}, {}
         self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
-        self.pool_fn = {}
+        self.pool_fn, self.w7_fn, self.w7_filters_fn = {}, {}, {}
         # keyed by the numpy dtype (a dtype's .name is a Python-level property: slow)
         for dtype, code in ((np.dtype(d), c) for d, c in _CODES.items()):
             f = getattr(lib, f"td_im2col_{code}")
@@ -257,6 +305,21 @@ class ConvKernels:
             f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
             f.restype = None
             self.wino_out_fn[dtype] = f
+            # F(2, 7): {"rows": (in, out), "cols": (in, out)}
+            fns = {}
+            for axis in ("rows", "cols"):
+                fi = getattr(lib, f"td_w7_in_{axis}_{code}")
+                fi.argtypes = [_P, _L, _L] + [_I] * 5 + [_P, _L, _L]
+                fi.restype = None
+                fo = getattr(lib, f"td_w7_out_{axis}_{code}")
+                fo.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _P, _P, _I]
+                fo.restype = None
+                fns[axis] = (fi, fo)
+            self.w7_fn[dtype] = fns
+            f = getattr(lib, f"td_w7_filters_{code}")
+            f.argtypes = [_P, _L, _I, _I, _P, _L]
+            f.restype = None
+            self.w7_filters_fn[dtype] = f
 
     def im2col(self, src, cv, geo, nrows, ow):
         """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
@@ -447,19 +510,28 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             np.matmul(u, v[:, :, :t], out=m[:, :, :t])
             wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
 
-    blas = _blas_threads(len(bands), 32 * f * c * th * tw * n)
-    if blas is None:
-        run(bands, v, m)
-        return True
-    ctl, workers = blas
-    shares = [bands[j::workers] for j in range(workers)]
-    scratch = [
-        (
+    def scratch():
+        w = np.empty(nv + 16 * sm, dt)
+        return (
             as_strided(w, (16, c, tb), (sv * size, tb * size, size)),
             as_strided(w[nv:], (16, f, tb), (sm * size, tb * size, size)),
         )
-        for w in (np.empty(nv + 16 * sm, dt) for _ in shares[1:])
-    ]
+
+    _run_bands(bands, run, v, m, scratch, 32 * f * c * th * tw * n)
+    return True
+
+
+def _run_bands(bands, run, v, m, scratch, flops):
+    """``run(share, v, m)`` over the Winograd path's ``bands``: on this thread with the
+    workspace's ``v`` and ``m``, or shared between as many threads as the BLAS has, each
+    further one with its own ``scratch()`` (:func:`_blas_threads`)."""
+    blas = _blas_threads(len(bands), flops)
+    if blas is None:
+        run(bands, v, m)
+        return
+    ctl, workers = blas
+    shares = [bands[j::workers] for j in range(workers)]
+    scratches = [scratch() for _ in shares[1:]]
     errors = []
 
     def guarded(share, v, m):
@@ -475,11 +547,11 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
         limited = ctl.limit(limits=1, user_api="blas")  # applied here, undone on exit
     except Exception:  # a BLAS that refuses: its own threads, one band after the other
         run(bands, v, m)
-        return True
+        return
     with limited:
         threads = [
             threading.Thread(target=guarded, args=(sh, *vm), daemon=True)
-            for sh, vm in zip(shares[1:], scratch)
+            for sh, vm in zip(shares[1:], scratches)
         ]
         for th_ in threads:
             th_.start()
@@ -488,6 +560,68 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             th_.join()
     if errors:
         raise errors[0]
+
+
+def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis):
+    """The forward convolution of the padded images ``xp`` by 7x1 (``axis`` "rows") or
+    1x7 ("cols") filters ``wm`` ``(F, C*7)`` as Winograd's F(2, 7) along that axis into
+    ``out``, with the epilogue; False, having done nothing, for arrays the C kernels do
+    not take (im2col then). The filters and each band of tiles are transformed in C,
+    each band multiplied by 8 OpenBLAS products and transformed back with the
+    epilogue."""
+    k = geo.native
+    n, c, hp, wp = xp.shape
+    f = wm.shape[0]
+    dt, size = xp.dtype, xp.itemsize
+    vectors = [v for v in (bias, scale) if v is not None]
+    if dt not in k.w7_fn:  # a byte order other than the machine's
+        return False
+    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
+        return False
+    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
+        return False
+    if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
+        return False
+    w_in, w_out = k.w7_fn[dt][axis]
+    rows, outer, inner = geo.winograd7_band(axis, c, f, out_hw, size)
+    ws = _ws(ws, geo.winograd7_shape(c, f, out_hw, size), dt)
+    tb = rows * inner
+    sv, sm = _slab(c * tb, size), _slab(f * tb, size)
+    nu, nv = 8 * f * c, 8 * sv
+    u = ws[:nu].reshape(8, f, c)
+    v = as_strided(ws[nu:], (8, c, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (8, f, tb), (sm * size, tb * size, size))
+    if wm.strides[1] != size or wm.strides[0] % size:
+        return False
+    k.w7_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
+    oh, ow = out_hw
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    sp = None if scale is None else scale.ctypes.data
+    bp = None if bias is None else bias.ctypes.data
+    # (image, first outer row) of each band: tile rows (7x1) or image rows (1x7)
+    bands = [(i, r0) for i in range(n) for r0 in range(0, outer, rows)]
+
+    def run(share, v, m):
+        for i, r0 in share:
+            nr = min(rows, outer - r0)
+            t = nr * inner
+            xi, oi = xp[i].ctypes.data, out[i].ctypes.data
+            if axis == "rows":
+                w_in(xi, sc, rs, c, hp, wp, r0, nr, v.ctypes.data, tb, sv)
+            else:
+                w_in(xi, sc, rs, c, wp, r0, nr, inner, v.ctypes.data, tb, sv)
+            np.matmul(u, v[:, :, :t], out=m[:, :, :t])
+            last = oh if axis == "rows" else ow  # the output rows or columns that exist
+            w_out(m.ctypes.data, tb, sm, f, r0, nr, inner, oi, oh * ow, last, sp, bp, relu)
+
+    def scratch():
+        w = np.empty(nv + 8 * sm, dt)
+        return (
+            as_strided(w, (8, c, tb), (sv * size, tb * size, size)),
+            as_strided(w[nv:], (8, f, tb), (sm * size, tb * size, size)),
+        )
+
+    _run_bands(bands, run, v, m, scratch, 16 * f * c * outer * inner * n)
     return True
 
 
@@ -588,6 +722,9 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
     if geo.winograd(out_hw, x.dtype) and _winograd_forward(
         x, wm, cols, out, geo, out_hw, bias, relu, scale
     ):
+        return out
+    axis = geo.winograd7(out_hw, x.dtype)
+    if axis and _winograd7_forward(x, wm, cols, out, geo, out_hw, bias, relu, scale, axis):
         return out
     cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb = cols.shape[0]
@@ -811,6 +948,8 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
         out_hw = geo.out_hw(xs[2:])
         if tiled and geo.winograd(out_hw, dtype):
             return geo.winograd_shape(xs[1], s[0][1][0], out_hw, itemsize)
+        if tiled and geo.winograd7(out_hw, dtype):
+            return geo.winograd7_shape(xs[1], s[0][1][0], out_hw, itemsize)
         shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
         return shape_of(xs[0], xs[1], out_hw, itemsize)
 
