@@ -407,12 +407,12 @@ WINOGRAD7_CASES = {
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("case", sorted(WINOGRAD7_CASES))
 def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
-    # 1x7 and 7x1 filters as Winograd's F(2, 7) along their axis, in bands of one outer
-    # row (and in one band); the epilogue in the output transform, a NaN kept by the relu.
+    # 1x7 and 7x1 filters as Winograd's F(3, 7) along their axis, in bands of one outer
+    # row (and in one band); the epilogue in the output transform. An image with a NaN
+    # takes im2col: F(3, 7) would spread it to outputs whose windows do not hold it.
     monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
     xs, ws, kw = WINOGRAD7_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
-    x[-1, -1, 1, 1] = np.nan
     rng = np.random.default_rng(8)
     bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
     op = nnet.abstract_conv.AbstractConv2d(**kw)
@@ -422,16 +422,22 @@ def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
     assert wino_geo.winograd7(numpy_geo.out_hw(xs[2:]), dtype) == axis
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd7_forward", _spy(cpu_conv._winograd7_forward, calls))
-    # F(2, 7) rounds more than im2col: its transforms scale by up to 5.25 and 1/90
+    # F(3, 7) rounds more than im2col: its transforms scale by up to 10.6 and 1/315
     tol = 5e-5 if dtype == "float32" else 1e-12
     for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
         monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
         for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
             want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
             got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
-            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     assert calls == [True] * 6
+    for bad in (np.nan, np.inf):
+        x[-1, -1, 1, 1] = bad
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, False, scale)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, bias, False, scale)
+        np.testing.assert_array_equal(got, want)  # im2col's, NaNs and infinities in place
+        assert np.isnan(want).any() if bad != bad else np.isinf(want).any()
+    assert calls == [True] * 6 + [False] * 2
 
 
 def test_winograd7_only_for_unit_strides_and_seven_taps():

@@ -103,7 +103,7 @@ WINOGRAD_BAND_BYTES = 1 << 21
 # The transforms keep a few rows of the image on the C stack: wider images take im2col.
 WINOGRAD_MAX_WIDTH = 4096
 # 1x7 and 7x1 convolutions at stride 1 with at least this many output pixels run as
-# Winograd's F(2, 7) along the filters' axis (8 products per band, 1.75x fewer
+# Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
 # multiplications): InceptionV3's 17x17 layers.
 WINOGRAD7_MIN_PIXELS = 100
 
@@ -179,7 +179,7 @@ class ConvGeometry:
 
     def winograd7(self, out_hw, dtype):
         """``"rows"`` (7x1 filters) or ``"cols"`` (1x7) when the forward convolution runs
-        as Winograd's F(2, 7) along the filters' axis: stride 1, undilated, ungrouped,
+        as Winograd's F(3, 7) along the filters' axis: stride 1, undilated, ungrouped,
         with the C kernels, on an output of :data:`WINOGRAD7_MIN_PIXELS` or more; else
         None.
 
@@ -199,27 +199,27 @@ class ConvGeometry:
 
     @staticmethod
     def winograd7_band(axis, c, f, out_hw, itemsize):
-        """``(outer rows per band, outer rows, tiles per outer row)`` of the F(2, 7)
-        path: 7x1 filters tile each pair of output rows (one tile per column), 1x7
-        filters each output row (one tile per pair of columns); a band's transformed
+        """``(outer rows per band, outer rows, tiles per outer row)`` of the F(3, 7)
+        path: 7x1 filters tile each three output rows (one tile per column), 1x7
+        filters each three output columns (one tile per row); a band's transformed
         image and products are about :data:`WINOGRAD_BAND_BYTES`.
 
         >>> ConvGeometry.winograd7_band("cols", 192, 192, (17, 17), 4)
-        (17, 17, 9)
+        (6, 6, 17)
         """
         if axis == "rows":
-            outer, inner = (out_hw[0] + 1) // 2, out_hw[1]
-        else:
-            outer, inner = out_hw[0], (out_hw[1] + 1) // 2
-        per_row = 8 * (c + f) * inner * itemsize
+            outer, inner = (out_hw[0] + 2) // 3, out_hw[1]
+        else:  # the same on the image transposed
+            outer, inner = (out_hw[1] + 2) // 3, out_hw[0]
+        per_row = 9 * (c + f) * inner * itemsize
         return max(1, min(outer, WINOGRAD_BAND_BYTES // per_row)), outer, inner
 
     def winograd7_shape(self, c, f, out_hw, itemsize):
-        """The F(2, 7) path's workspace, as :meth:`winograd_shape` with 8 slabs."""
+        """The F(3, 7) path's workspace, as :meth:`winograd_shape` with 9 slabs."""
         axis = {(7, 1): "rows", (1, 7): "cols"}[self.kshp]
         rows, _outer, inner = self.winograd7_band(axis, c, f, out_hw, itemsize)
         t = rows * inner
-        return (8 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
+        return (9 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
 
     @staticmethod
     def winograd_band(c, f, out_hw, itemsize):
@@ -278,7 +278,7 @@ class ConvKernels:
     def __init__(self, lib):
         self.im2col_fn, self.epilogue_fn = {}, {}
         self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
-        self.pool_fn, self.w7_fn, self.w7_filters_fn = {}, {}, {}
+        self.pool_fn, self.w7_fn, self.w7_filters_fn, self.all_finite_fn = {}, {}, {}, {}
         # keyed by the numpy dtype (a dtype's .name is a Python-level property: slow)
         for dtype, code in ((np.dtype(d), c) for d, c in _CODES.items()):
             f = getattr(lib, f"td_im2col_{code}")
@@ -305,21 +305,25 @@ class ConvKernels:
             f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
             f.restype = None
             self.wino_out_fn[dtype] = f
-            # F(2, 7): {"rows": (in, out), "cols": (in, out)}
+            # F(3, 7): {"rows": (in, out), "cols": (in, out)}
             fns = {}
-            for axis in ("rows", "cols"):
+            for axis in ("rows", "cols"):  # the same arguments; "cols" can run out of memory
                 fi = getattr(lib, f"td_w7_in_{axis}_{code}")
                 fi.argtypes = [_P, _L, _L] + [_I] * 5 + [_P, _L, _L]
-                fi.restype = None
+                fi.restype = ctypes.c_int if axis == "cols" else None
                 fo = getattr(lib, f"td_w7_out_{axis}_{code}")
                 fo.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _P, _P, _I]
-                fo.restype = None
+                fo.restype = ctypes.c_int if axis == "cols" else None
                 fns[axis] = (fi, fo)
             self.w7_fn[dtype] = fns
             f = getattr(lib, f"td_w7_filters_{code}")
             f.argtypes = [_P, _L, _I, _I, _P, _L]
             f.restype = None
             self.w7_filters_fn[dtype] = f
+            f = getattr(lib, f"td_all_finite_{code}")
+            f.argtypes = [_P, _L, _L, _I, _I, _I]
+            f.restype = ctypes.c_int
+            self.all_finite_fn[dtype] = f
 
     def im2col(self, src, cv, geo, nrows, ow):
         """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
@@ -564,11 +568,11 @@ def _run_bands(bands, run, v, m, scratch, flops):
 
 def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis):
     """The forward convolution of the padded images ``xp`` by 7x1 (``axis`` "rows") or
-    1x7 ("cols") filters ``wm`` ``(F, C*7)`` as Winograd's F(2, 7) along that axis into
+    1x7 ("cols") filters ``wm`` ``(F, C*7)`` as Winograd's F(3, 7) along that axis into
     ``out``, with the epilogue; False, having done nothing, for arrays the C kernels do
-    not take (im2col then). The filters and each band of tiles are transformed in C,
-    each band multiplied by 8 OpenBLAS products and transformed back with the
-    epilogue."""
+    not take or an image with a NaN or an infinity (im2col then). The filters and each
+    band of tiles are transformed in C, each band multiplied by 9 OpenBLAS products and
+    transformed back with the epilogue."""
     k = geo.native
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
@@ -582,46 +586,47 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis):
         return False
     if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
         return False
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    if not all(k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)):
+        return False  # a NaN or an infinity: F(3, 7) would spread it to its neighbours
     w_in, w_out = k.w7_fn[dt][axis]
     rows, outer, inner = geo.winograd7_band(axis, c, f, out_hw, size)
     ws = _ws(ws, geo.winograd7_shape(c, f, out_hw, size), dt)
     tb = rows * inner
     sv, sm = _slab(c * tb, size), _slab(f * tb, size)
-    nu, nv = 8 * f * c, 8 * sv
-    u = ws[:nu].reshape(8, f, c)
-    v = as_strided(ws[nu:], (8, c, tb), (sv * size, tb * size, size))
-    m = as_strided(ws[nu + nv :], (8, f, tb), (sm * size, tb * size, size))
+    nu, nv = 9 * f * c, 9 * sv
+    u = ws[:nu].reshape(9, f, c)
+    v = as_strided(ws[nu:], (9, c, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (9, f, tb), (sm * size, tb * size, size))
     if wm.strides[1] != size or wm.strides[0] % size:
         return False
     k.w7_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
     oh, ow = out_hw
-    sc, rs = xp.strides[1] // size, xp.strides[2] // size
     sp = None if scale is None else scale.ctypes.data
     bp = None if bias is None else bias.ctypes.data
     # (image, first outer row) of each band: tile rows (7x1) or image rows (1x7)
     bands = [(i, r0) for i in range(n) for r0 in range(0, outer, rows)]
+    last = oh if axis == "rows" else ow  # the output rows (columns) the tiles cover
 
     def run(share, v, m):
         for i, r0 in share:
             nr = min(rows, outer - r0)
             t = nr * inner
             xi, oi = xp[i].ctypes.data, out[i].ctypes.data
-            if axis == "rows":
-                w_in(xi, sc, rs, c, hp, wp, r0, nr, v.ctypes.data, tb, sv)
-            else:
-                w_in(xi, sc, rs, c, wp, r0, nr, inner, v.ctypes.data, tb, sv)
+            if w_in(xi, sc, rs, c, hp, wp, r0, nr, v.ctypes.data, tb, sv):
+                raise MemoryError("convolution: no memory for a band's columns")
             np.matmul(u, v[:, :, :t], out=m[:, :, :t])
-            last = oh if axis == "rows" else ow  # the output rows or columns that exist
-            w_out(m.ctypes.data, tb, sm, f, r0, nr, inner, oi, oh * ow, last, sp, bp, relu)
+            if w_out(m.ctypes.data, tb, sm, f, r0, nr, inner, oi, oh * ow, last, sp, bp, relu):
+                raise MemoryError("convolution: no memory for a band's outputs")
 
     def scratch():
-        w = np.empty(nv + 8 * sm, dt)
+        w = np.empty(nv + 9 * sm, dt)
         return (
-            as_strided(w, (8, c, tb), (sv * size, tb * size, size)),
-            as_strided(w[nv:], (8, f, tb), (sm * size, tb * size, size)),
+            as_strided(w, (9, c, tb), (sv * size, tb * size, size)),
+            as_strided(w[nv:], (9, f, tb), (sm * size, tb * size, size)),
         )
 
-    _run_bands(bands, run, v, m, scratch, 16 * f * c * outer * inner * n)
+    _run_bands(bands, run, v, m, scratch, 18 * f * c * outer * inner * n)
     return True
 
 

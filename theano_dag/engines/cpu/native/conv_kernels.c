@@ -186,41 +186,55 @@ TD_WINO_OUT(double, td_wino_out_f64)
 TD_WINO_FILTERS(float, td_wino_filters_f32)
 TD_WINO_FILTERS(double, td_wino_filters_f64)
 
-/* Winograd's F(2, 7) along one axis, for the 1x7 and 7x1 convolutions (InceptionV3's
-   17x17 blocks): each tile of 8 input values along the filter's axis gives 2 outputs,
-   from 8 products of the transformed filters by the transformed tiles, 1.75x fewer
-   multiplications than the direct sum. Interpolation points 0, 1, -1, 1/2, -1/2, 2, -2
-   and infinity (Toom-Cook, as Lavin and Gray build F(6, 3)); the filters' transform is
-   made by the caller. TD_W7_IN: v = B' d for the 8 values d0..d7 of a tile (rows of B'
-   paired as even part +- odd part). */
-#define TD_W7_IN(T, v, d0, d1, d2, d3, d4, d5, d6, d7, s)                                  \
+/* Winograd's F(3, 7) along one axis, for the 1x7 and 7x1 convolutions (InceptionV3's
+   17x17 blocks): each tile of 9 input values along the filter's axis gives 3 outputs,
+   from 9 products of the transformed filters by the transformed tiles, 2.33x fewer
+   multiplications than the direct sum. Toom-Cook at the points 0, 1, -1, 2, -2, 1/2,
+   -1/2, -3/2 and infinity (as Lavin and Gray build F(6, 3)): B', G and A' below are
+   written out from them (B' and A' exact in binary). TD_W7_IN: v = B' d for the 9
+   values d0..d8 of a tile, slab k at v[k*kstride + s]. */
+#define TD_W7_IN(T, v, s)                                                                  \
     do {                                                                                   \
-        T e_, o_;                                                                          \
-        v[0 * kstride + (s)] = (d6 - d0) + (T)5.25 * (d2 - d4);                            \
-        v[7 * kstride + (s)] = (d7 - d1) + (T)5.25 * (d3 - d5);                            \
-        e_ = d2 - (T)4.25 * d4 + d6, o_ = d1 - (T)4.25 * d3 + d5;                          \
-        v[1 * kstride + (s)] = e_ + o_, v[2 * kstride + (s)] = e_ - o_;                    \
-        e_ = (T)4 * d2 - (T)5 * d4 + d6, o_ = (T)2 * d1 - (T)2.5 * d3 + (T)0.5 * d5;       \
-        v[3 * kstride + (s)] = e_ + o_, v[4 * kstride + (s)] = e_ - o_;                    \
-        e_ = (T)0.25 * d2 - (T)1.25 * d4 + d6, o_ = (T)0.5 * d1 - (T)2.5 * d3 + (T)2 * d5; \
-        v[5 * kstride + (s)] = e_ + o_, v[6 * kstride + (s)] = e_ - o_;                    \
+        v[0 * kstride + (s)] = -(T)1.5 * d0 - d1 + (T)7.875 * d2 + (T)5.25 * d3 -          \
+                               (T)7.875 * d4 - (T)5.25 * d5 + (T)1.5 * d6 + d7;            \
+        v[1 * kstride + (s)] = (T)1.5 * d1 + (T)2.5 * d2 - (T)5.375 * d3 -                 \
+                               (T)10.625 * d4 - (T)2.75 * d5 + (T)2.5 * d6 + d7;           \
+        v[2 * kstride + (s)] = -(T)1.5 * d1 + (T)0.5 * d2 + (T)7.375 * d3 -                \
+                               (T)2.125 * d4 - (T)5.75 * d5 + (T)0.5 * d6 + d7;            \
+        v[3 * kstride + (s)] = (T)0.75 * d1 + (T)0.875 * d2 - (T)3.5 * d3 -                \
+                               (T)4.375 * d4 + (T)1.75 * d5 + (T)3.5 * d6 + d7;            \
+        v[4 * kstride + (s)] = -(T)0.75 * d1 - (T)0.125 * d2 + (T)4 * d3 +                 \
+                               (T)0.625 * d4 - (T)4.25 * d5 - (T)0.5 * d6 + d7;            \
+        v[5 * kstride + (s)] = (T)3 * d1 + (T)8 * d2 + (T)0.25 * d3 - (T)10 * d4 -         \
+                               (T)4.25 * d5 + (T)2 * d6 + d7;                              \
+        v[6 * kstride + (s)] = -(T)3 * d1 + (T)4 * d2 + (T)7.75 * d3 - (T)5 * d4 -         \
+                               (T)5.75 * d5 + d6 + d7;                                     \
+        v[7 * kstride + (s)] = -d1 + (T)5.25 * d3 - (T)5.25 * d5 + d7;                     \
+        v[8 * kstride + (s)] = -(T)1.5 * d1 - d2 + (T)7.875 * d3 + (T)5.25 * d4 -          \
+                               (T)7.875 * d5 - (T)5.25 * d6 + (T)1.5 * d7 + d8;            \
     } while (0)
 
-/* The 2 outputs of a tile from its 8 products m0..m7 (A' m), scaled, biased and
-   rectified (max(lo, .): a NaN stays, as with numpy's maximum) as td_epilogue. */
-#define TD_W7_OUT(T, m, s, y0, y1)                                                         \
+/* The 3 outputs of a tile from its 9 products (y = A' m, slab k at m[k*kstride + s]),
+   scaled, biased and rectified (max(lo, .): a NaN stays, as with numpy's maximum) as
+   td_epilogue. */
+#define TD_W7_OUT(T, m, s, y0, y1, y2)                                                     \
     do {                                                                                   \
         T m0 = m[(s)], m1 = m[kstride + (s)], m2 = m[2 * kstride + (s)];                   \
         T m3 = m[3 * kstride + (s)], m4 = m[4 * kstride + (s)];                            \
-        T m5 = m[5 * kstride + (s)], m6 = m[6 * kstride + (s)], m7 = m[7 * kstride + (s)]; \
-        T a_ = (m0 + m1 + m2 + m3 + m4 + m5 + m6) * sf + bf;                               \
-        T b_ = ((m1 - m2) + (T)0.5 * (m3 - m4) + (T)2 * (m5 - m6) + m7) * sf + bf;         \
+        T m5 = m[5 * kstride + (s)], m6 = m[6 * kstride + (s)];                            \
+        T m7 = m[7 * kstride + (s)], m8 = m[8 * kstride + (s)];                            \
+        T a_ = (m0 + m1 + m2 + m3 + m4 + m5 + m6 + m7) * sf + bf;                          \
+        T b_ = (m1 - m2 + (T)2 * (m3 - m4) + (T)0.5 * (m5 - m6) - (T)1.5 * m7) * sf + bf;  \
+        T c_ = (m1 + m2 + (T)4 * (m3 + m4) + (T)0.25 * (m5 + m6) + (T)2.25 * m7 + m8) *    \
+                   sf +                                                                    \
+               bf;                                                                         \
         y0 = a_ < lo ? lo : a_;                                                            \
         y1 = b_ < lo ? lo : b_;                                                            \
+        y2 = c_ < lo ? lo : c_;                                                            \
     } while (0)
 
 /* 7x1 filters (taps along the rows): the tiles of tile rows tr0 .. tr0 + ntr (output
-   rows 2 tr, 2 tr + 1; input rows 2 tr + [0, 8), zeros past the H x W image), one tile
+   rows 3 tr + [0, 3); input rows 3 tr + [0, 9), zeros past the H x W image), one tile
    per column: V[k][c][tr * W + s] at k*kstride + c*ldv + tr*W + s. */
 #define TD_W7_IN_ROWS(T, NAME)                                                             \
     void NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W,        \
@@ -230,50 +244,54 @@ TD_WINO_FILTERS(double, td_wino_filters_f64)
         memset(zero, 0, sizeof(zero));                                                     \
         for (int c = 0; c < C; c++)                                                        \
             for (int tr = 0; tr < ntr; tr++) {                                             \
-                int y0 = 2 * (tr0 + tr);                                                   \
-                const T *r[8];                                                             \
-                for (int j = 0; j < 8; j++)                                                \
+                int y0 = 3 * (tr0 + tr);                                                   \
+                const T *r[9];                                                             \
+                for (int j = 0; j < 9; j++)                                                \
                     r[j] = y0 + j < H ? x + c * sc + (ptrdiff_t)(y0 + j) * rs : zero;      \
-                const T *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];                    \
-                const T *r4 = r[4], *r5 = r[5], *r6 = r[6], *r7 = r[7];                    \
+                const T *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4];        \
+                const T *r5 = r[5], *r6 = r[6], *r7 = r[7], *r8 = r[8];                    \
                 T *restrict v = V + c * ldv + (ptrdiff_t)tr * W;                           \
-                _Pragma("GCC ivdep") for (int s = 0; s < W; s++) {                       \
-                    T d0 = r0[s], d1 = r1[s], d2 = r2[s], d3 = r3[s];                      \
-                    T d4 = r4[s], d5 = r5[s], d6 = r6[s], d7 = r7[s];                      \
-                    TD_W7_IN(T, v, d0, d1, d2, d3, d4, d5, d6, d7, s);                     \
+                _Pragma("GCC ivdep") for (int s = 0; s < W; s++) {                         \
+                    T d0 = r0[s], d1 = r1[s], d2 = r2[s], d3 = r3[s], d4 = r4[s];          \
+                    T d5 = r5[s], d6 = r6[s], d7 = r7[s], d8 = r8[s];                      \
+                    TD_W7_IN(T, v, s);                                                     \
                 }                                                                          \
             }                                                                              \
     }
 TD_W7_IN_ROWS(float, td_w7_in_rows_f32)
 TD_W7_IN_ROWS(double, td_w7_in_rows_f64)
 
-/* 1x7 filters (taps along the columns): the tiles of rows s0 .. s0 + ns, TW a row
-   (output columns 2 t, 2 t + 1; input columns 2 t + [0, 8), zeros past the row's W):
-   V[k][c][s * TW + t]. Each row is split into its even and odd columns first, so that
-   the transform runs along the row's tiles with unit strides. */
+/* 1x7 filters (taps along the columns): as TD_W7_IN_ROWS on the image transposed, the
+   columns 3 tr0 .. 3 (tr0 + ntr) + 6 of each channel copied as rows first (zeros past
+   the W columns), so that the transform runs along the H rows with unit strides:
+   V[k][c][tr * H + s], s the image's row. 1 if out of memory, else 0. */
 #define TD_W7_IN_COLS(T, NAME)                                                             \
-    void NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int W, int s0,       \
-              int ns, int TW, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride)             \
+    int NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W,         \
+             int tr0, int ntr, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride)            \
     {                                                                                      \
-        int n = TW + 3, pairs = W / 2; /* a row's tiles read even/odd entries < n */       \
-        int m = pairs < n ? pairs : n;                                                     \
-        T even[n], odd[n];                                                                 \
-        for (int c = 0; c < C; c++)                                                        \
-            for (int s = 0; s < ns; s++) {                                                 \
-                const T *r = x + c * sc + (ptrdiff_t)(s0 + s) * rs;                        \
-                for (int t = 0; t < m; t++) even[t] = r[2 * t], odd[t] = r[2 * t + 1];     \
-                for (int t = m; t < n; t++) {                                              \
-                    even[t] = 2 * t < W ? r[2 * t] : (T)0;                                 \
-                    odd[t] = 2 * t + 1 < W ? r[2 * t + 1] : (T)0;                          \
-                }                                                                          \
-                T *restrict v = V + c * ldv + (ptrdiff_t)s * TW;                           \
-                _Pragma("GCC ivdep") for (int t = 0; t < TW; t++) {                      \
-                    T d0 = even[t], d1 = odd[t], d2 = even[t + 1], d3 = odd[t + 1];        \
-                    T d4 = even[t + 2], d5 = odd[t + 2], d6 = even[t + 3];                 \
-                    T d7 = odd[t + 3];                                                     \
-                    TD_W7_IN(T, v, d0, d1, d2, d3, d4, d5, d6, d7, t);                     \
+        int x0 = 3 * tr0, nx = 3 * ntr + 6;                                                \
+        T *restrict buf = malloc(sizeof(T) * (size_t)nx * (size_t)H);                      \
+        if (!buf) return 1;                                                                \
+        for (int c = 0; c < C; c++) {                                                      \
+            for (int s = 0; s < H; s++) {                                                  \
+                const T *row = x + c * sc + (ptrdiff_t)s * rs;                             \
+                for (int j = 0; j < nx; j++)                                               \
+                    buf[(ptrdiff_t)j * H + s] = x0 + j < W ? row[x0 + j] : (T)0;           \
+            }                                                                              \
+            for (int tr = 0; tr < ntr; tr++) {                                             \
+                const T *r0 = buf + (ptrdiff_t)3 * tr * H, *r1 = r0 + H, *r2 = r1 + H;     \
+                const T *r3 = r2 + H, *r4 = r3 + H, *r5 = r4 + H, *r6 = r5 + H;            \
+                const T *r7 = r6 + H, *r8 = r7 + H;                                        \
+                T *restrict v = V + c * ldv + (ptrdiff_t)tr * H;                           \
+                _Pragma("GCC ivdep") for (int s = 0; s < H; s++) {                         \
+                    T d0 = r0[s], d1 = r1[s], d2 = r2[s], d3 = r3[s], d4 = r4[s];          \
+                    T d5 = r5[s], d6 = r6[s], d7 = r7[s], d8 = r8[s];                      \
+                    TD_W7_IN(T, v, s);                                                     \
                 }                                                                          \
             }                                                                              \
+        }                                                                                  \
+        free(buf);                                                                         \
+        return 0;                                                                          \
     }
 TD_W7_IN_COLS(float, td_w7_in_cols_f32)
 TD_W7_IN_COLS(double, td_w7_in_cols_f64)
@@ -287,94 +305,114 @@ TD_W7_IN_COLS(double, td_w7_in_cols_f64)
               const T *bias, int relu)                                                     \
     {                                                                                      \
         T lo = relu ? (T)0 : -(T)INFINITY;                                                 \
+        T spare[2][W]; /* the rows of the last tile past the output */                    \
         for (int f = 0; f < F; f++) {                                                      \
             T sf = scale ? scale[f] : (T)1, bf = bias ? bias[f] : (T)0;                    \
             for (int tr = 0; tr < ntr; tr++) {                                             \
-                int y = 2 * (tr0 + tr);                                                    \
+                int y = 3 * (tr0 + tr);                                                    \
                 const T *m = M + f * ldm + (ptrdiff_t)tr * W;                              \
                 T *restrict o0 = out + f * fs + (ptrdiff_t)y * W;                          \
-                T *restrict o1 = o0 + W;                                                   \
-                if (y + 1 < OH)                                                            \
-                    _Pragma("GCC ivdep") for (int s = 0; s < W; s++) TD_W7_OUT(T, m, s, o0[s], o1[s]);          \
-                else                                                                       \
-                    for (int s = 0; s < W; s++) {                                          \
-                        T unused;                                                          \
-                        TD_W7_OUT(T, m, s, o0[s], unused);                                 \
-                        (void)unused;                                                      \
-                    }                                                                      \
+                T *restrict o1 = y + 1 < OH ? o0 + W : spare[0];                           \
+                T *restrict o2 = y + 2 < OH ? o0 + 2 * W : spare[1];                       \
+                _Pragma("GCC ivdep") for (int s = 0; s < W; s++)                           \
+                    TD_W7_OUT(T, m, s, o0[s], o1[s], o2[s]);                               \
             }                                                                              \
         }                                                                                  \
     }
 TD_W7_OUT_ROWS(float, td_w7_out_rows_f32)
 TD_W7_OUT_ROWS(double, td_w7_out_rows_f64)
 
-/* The outputs of TD_W7_IN_COLS's tiles from the products M[k][f][s * TW + t], with the
-   epilogue, into out[f][s0 + s][x] (f*fs + (s0 + s)*OW + x) for the columns x < OW. */
+/* The outputs of TD_W7_IN_COLS's tiles from the products M[k][f][tr * H + s], with the
+   epilogue, into out[f][s][x] (f*fs + s*OW + x) for the columns x < OW: each tile
+   row's three output columns made along the H rows, then copied into place. 1 if out
+   of memory, else 0. */
 #define TD_W7_OUT_COLS(T, NAME)                                                            \
-    void NAME(const T *restrict M, ptrdiff_t ldm, ptrdiff_t kstride, int F, int s0,        \
-              int ns, int TW, T *restrict out, ptrdiff_t fs, int OW, const T *scale,       \
-              const T *bias, int relu)                                                     \
+    int NAME(const T *restrict M, ptrdiff_t ldm, ptrdiff_t kstride, int F, int tr0,        \
+             int ntr, int H, T *restrict out, ptrdiff_t fs, int OW, const T *scale,        \
+             const T *bias, int relu)                                                      \
     {                                                                                      \
         T lo = relu ? (T)0 : -(T)INFINITY;                                                 \
-        T ye[TW], yo[TW];                                                                  \
-        int pairs = OW / 2 < TW ? OW / 2 : TW;                                             \
+        T *restrict y = malloc(sizeof(T) * 3 * (size_t)H);                                 \
+        if (!y) return 1;                                                                  \
+        T *restrict y0 = y, *restrict y1 = y + H, *restrict y2 = y + 2 * H;                \
         for (int f = 0; f < F; f++) {                                                      \
             T sf = scale ? scale[f] : (T)1, bf = bias ? bias[f] : (T)0;                    \
-            for (int s = 0; s < ns; s++) {                                                 \
-                const T *m = M + f * ldm + (ptrdiff_t)s * TW;                              \
-                _Pragma("GCC ivdep") for (int t = 0; t < TW; t++)                         \
-                    TD_W7_OUT(T, m, t, ye[t], yo[t]);                                      \
-                T *restrict o = out + f * fs + (ptrdiff_t)(s0 + s) * OW;                   \
-                for (int t = 0; t < pairs; t++) o[2 * t] = ye[t], o[2 * t + 1] = yo[t];    \
-                if (OW % 2) o[OW - 1] = ye[TW - 1]; /* the last tile's first column */     \
+            for (int tr = 0; tr < ntr; tr++) {                                             \
+                int x = 3 * (tr0 + tr), nx = OW - x < 3 ? OW - x : 3;                      \
+                const T *m = M + f * ldm + (ptrdiff_t)tr * H;                              \
+                _Pragma("GCC ivdep") for (int s = 0; s < H; s++)                           \
+                    TD_W7_OUT(T, m, s, y0[s], y1[s], y2[s]);                               \
+                T *o = out + f * fs + x;                                                   \
+                for (int s = 0; s < H; s++, o += OW)                                       \
+                    for (int i = 0; i < nx; i++) o[i] = y[(ptrdiff_t)i * H + s];           \
             }                                                                              \
         }                                                                                  \
+        free(y);                                                                           \
+        return 0;                                                                          \
     }
 TD_W7_OUT_COLS(float, td_w7_out_cols_f32)
 TD_W7_OUT_COLS(double, td_w7_out_cols_f64)
 
-
-
-/* F(2, 7)'s filters' transform, U = G g for each 7-tap filter g of w (F rows of C*7, ld
-   apart): U[k][f][c] at k*kstride + f*C + c. G's rows at the points 0, +-1, +-1/2, +-2
-   and infinity, paired as even part +- odd part; each block of filters is copied tap
-   by tap first, so that the transform runs with unit strides. */
+/* F(3, 7)'s filters' transform, U = G g for each 7-tap filter g of w (F rows of C*7, ld
+   apart): U[k][f][c] at k*kstride + f*C + c; each block of filters is copied tap by tap
+   first, so that the transform runs with unit strides. */
 #define TD_W7_FILTERS(T, NAME)                                                             \
     void NAME(const T *restrict w, ptrdiff_t ld, int F, int C, T *restrict U,              \
               ptrdiff_t kstride)                                                           \
     {                                                                                      \
         enum { B = 64 };                                                                   \
-        T t[7][B]; /* a block of filters, tap by tap: unit strides below */               \
+        T t[7][B];                                                                         \
         for (int f = 0; f < F; f++) {                                                      \
             const T *wf = w + f * ld;                                                      \
             for (int c0 = 0; c0 < C; c0 += B) {                                            \
                 int nb = C - c0 < B ? C - c0 : B;                                          \
                 const T *gb = wf + (ptrdiff_t)c0 * 7;                                      \
-                for (int i = 0; i < nb; i++)                                               \
-                    for (int j = 0; j < 7; j++) t[j][i] = gb[i * 7 + j];                   \
+                for (int j = 0; j < 7; j++)                                                \
+                    for (int i = 0; i < nb; i++) t[j][i] = gb[i * 7 + j];                  \
                 T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
                 _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
                     T g0 = t[0][i], g1 = t[1][i], g2 = t[2][i], g3 = t[3][i];              \
-                    T g4 = t[4][i], g5 = t[5][i], g6 = t[6][i], e, o;                      \
-                    u[i] = -g0;                                                            \
-                    u[7 * kstride + i] = g6;                                               \
-                    e = g0 + g2 + g4 + g6, o = g1 + g3 + g5;                               \
-                    u[kstride + i] = (T)(-2.0 / 9) * (e + o);                              \
-                    u[2 * kstride + i] = (T)(-2.0 / 9) * (e - o);                          \
-                    e = g0 + (T)0.25 * g2 + (T)0.0625 * g4 + (T)0.015625 * g6;             \
-                    o = (T)0.5 * g1 + (T)0.125 * g3 + (T)0.03125 * g5;                     \
-                    u[3 * kstride + i] = (T)(32.0 / 45) * (e + o);                         \
-                    u[4 * kstride + i] = (T)(32.0 / 45) * (e - o);                         \
+                    T g4 = t[4][i], g5 = t[5][i], g6 = t[6][i];                            \
+                    T e = g0 + g2 + g4 + g6, o = g1 + g3 + g5;                             \
+                    u[i] = (T)(-2.0 / 3) * g0;                                             \
+                    u[kstride + i] = (T)(-4.0 / 45) * (e + o);                             \
+                    u[2 * kstride + i] = (T)(-4.0 / 9) * (e - o);                          \
                     e = g0 + (T)4 * g2 + (T)16 * g4 + (T)64 * g6;                          \
                     o = (T)2 * g1 + (T)8 * g3 + (T)32 * g5;                                \
-                    u[5 * kstride + i] = (T)(1.0 / 90) * (e + o);                          \
-                    u[6 * kstride + i] = (T)(1.0 / 90) * (e - o);                          \
+                    u[3 * kstride + i] = (T)(1.0 / 315) * (e + o);                         \
+                    u[4 * kstride + i] = (T)(1.0 / 45) * (o - e);                          \
+                    e = (T)16 * g0 + (T)4 * g2 + g4 + (T)0.25 * g6;                        \
+                    o = (T)8 * g1 + (T)2 * g3 + (T)0.5 * g5;                               \
+                    u[5 * kstride + i] = (T)(1.0 / 45) * (e + o);                          \
+                    u[6 * kstride + i] = (T)(2.0 / 45) * (e - o);                          \
+                    u[7 * kstride + i] = (T)(16.0 / 105) *                                 \
+                                         (g0 + (T)-1.5 * g1 + (T)2.25 * g2 +               \
+                                          (T)-3.375 * g3 + (T)5.0625 * g4 +                \
+                                          (T)-7.59375 * g5 + (T)11.390625 * g6);           \
+                    u[8 * kstride + i] = g6;                                               \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
     }
 TD_W7_FILTERS(float, td_w7_filters_f32)
 TD_W7_FILTERS(double, td_w7_filters_f64)
+
+/* Whether the C x H x W image (channels sc apart, rows rs apart) holds only finite
+   values: F(3, 7) would spread a NaN or an infinity to outputs whose windows do not
+   hold it (the direct sum leaves them finite), so such an image takes im2col. */
+#define TD_ALL_FINITE(T, NAME)                                                             \
+    int NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W)         \
+    {                                                                                      \
+        int bad = 0;                                                                       \
+        for (int c = 0; c < C; c++)                                                        \
+            for (int r = 0; r < H; r++) {                                                  \
+                const T *row = x + c * sc + (ptrdiff_t)r * rs;                             \
+                for (int s = 0; s < W; s++) bad |= row[s] - row[s] != (T)0;                \
+            }                                                                              \
+        return !bad;                                                                       \
+    }
+TD_ALL_FINITE(float, td_all_finite_f32)
+TD_ALL_FINITE(double, td_all_finite_f64)
 
 /* 2-D pooling of P planes of H x W (x, planes HW apart, rows W apart) into P planes of
    OH x OW: the window of output (i, j) covers rows i*sh - pt + [0, kh) and columns
