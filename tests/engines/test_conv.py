@@ -477,6 +477,9 @@ def test_cpu_conv_winograd7_in_a_function(dtype, monkeypatch):
     geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (1, 7), KERNELS)
     itemsize = np.dtype(dtype).itemsize
     assert [f.fn.current.shapes[v] for v in cols] == [geo.winograd7_shape(3, 4, (5, 9), itemsize)]
+    # padded along the filters' axis only: the image is read in place, no padded copy
+    pads = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_pad"]
+    assert [f.fn.current.shapes[v] for v in pads] == [(0,)]
     check_plan(*f.fn.current.plan_input, f.fn.current.memory)
     tol = 5e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)

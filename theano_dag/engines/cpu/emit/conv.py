@@ -197,6 +197,21 @@ class ConvGeometry:
             return None
         return {(7, 1): "rows", (1, 7): "cols"}.get(self.kshp)
 
+    def winograd7_offset(self, axis):
+        """The rows (``axis`` "rows") or columns ("cols") of padding before the image
+        when the F(3, 7) path reads it in place, padded along the filters' axis only;
+        None when it needs the padded copy (padding across that axis too) or for
+        ``axis`` None.
+
+        >>> ConvGeometry(AbstractConv2d(border_mode=(0, 3)), (1, 7)).winograd7_offset("cols")
+        3
+        """
+        if axis == "rows" and self.pads[1] == (0, 0):
+            return self.pads[0][0]
+        if axis == "cols" and self.pads[0] == (0, 0):
+            return self.pads[1][0]
+        return None
+
     @staticmethod
     def winograd7_band(axis, c, f, out_hw, itemsize):
         """``(outer rows per band, outer rows, tiles per outer row)`` of the F(3, 7)
@@ -309,7 +324,7 @@ class ConvKernels:
             fns = {}
             for axis in ("rows", "cols"):  # the same arguments; "cols" can run out of memory
                 fi = getattr(lib, f"td_w7_in_{axis}_{code}")
-                fi.argtypes = [_P, _L, _L] + [_I] * 5 + [_P, _L, _L]
+                fi.argtypes = [_P, _L, _L] + [_I] * 5 + [_P, _L, _L, _I]
                 fi.restype = ctypes.c_int if axis == "cols" else None
                 fo = getattr(lib, f"td_w7_out_{axis}_{code}")
                 fo.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _P, _P, _I]
@@ -566,9 +581,10 @@ def _run_bands(bands, run, v, m, scratch, flops):
         raise errors[0]
 
 
-def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis):
-    """The forward convolution of the padded images ``xp`` by 7x1 (``axis`` "rows") or
-    1x7 ("cols") filters ``wm`` ``(F, C*7)`` as Winograd's F(3, 7) along that axis into
+def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, off=0):
+    """The forward convolution of the images ``xp``, padded but for ``off`` rows (7x1
+    filters, ``axis`` "rows") or columns (1x7, "cols") of zeros before them along the
+    filters' axis, by the filters ``wm`` ``(F, C*7)`` as Winograd's F(3, 7) along that axis into
     ``out``, with the epilogue; False, having done nothing, for arrays the C kernels do
     not take or an image with a NaN or an infinity (im2col then). The filters and each
     band of tiles are transformed in C, each band multiplied by 9 OpenBLAS products and
@@ -613,7 +629,7 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis):
             nr = min(rows, outer - r0)
             t = nr * inner
             xi, oi = xp[i].ctypes.data, out[i].ctypes.data
-            if w_in(xi, sc, rs, c, hp, wp, r0, nr, v.ctypes.data, tb, sv):
+            if w_in(xi, sc, rs, c, hp, wp, r0, nr, v.ctypes.data, tb, sv, off):
                 raise MemoryError("convolution: no memory for a band's columns")
             np.matmul(u, v[:, :, :t], out=m[:, :, :t])
             if w_out(m.ctypes.data, tb, sm, f, r0, nr, inner, oi, oh * ow, last, sp, bp, relu):
@@ -722,14 +738,23 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         _grouped_matmul(wm, x.reshape(n, c, -1), outm, g)
         _epilogue(outm, bias, relu, scale, geo.native)
         return out
+    axis = geo.winograd7(out_hw, x.dtype)
+    off = geo.winograd7_offset(axis)
+    if off is not None and _winograd7_forward(
+        x, wm, cols, out, geo, out_hw, bias, relu, scale, axis, off
+    ):  # padded along the filters' axis only: the kernels read the image in place
+        return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
     if geo.winograd(out_hw, x.dtype) and _winograd_forward(
         x, wm, cols, out, geo, out_hw, bias, relu, scale
     ):
         return out
-    axis = geo.winograd7(out_hw, x.dtype)
-    if axis and _winograd7_forward(x, wm, cols, out, geo, out_hw, bias, relu, scale, axis):
+    if (
+        axis
+        and off is None
+        and _winograd7_forward(x, wm, cols, out, geo, out_hw, bias, relu, scale, axis)
+    ):
         return out
     cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
     nb = cols.shape[0]
@@ -943,7 +968,12 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
 
     def pad_shape(*s):
         geo = cp.geo(kern_shape(*s))
-        return geo.padded(s[0][0]) if geo.padding and not geo.plain else _NONE
+        if not geo.padding or geo.plain:
+            return _NONE
+        axis = geo.winograd7(geo.out_hw(s[0][0][2:]), dtype) if tiled else None
+        if geo.winograd7_offset(axis) is not None:
+            return _NONE  # read in place by F(3, 7), padded along the filters' axis only
+        return geo.padded(s[0][0])
 
     def cols_shape(*s):
         geo = cp.geo(kern_shape(*s))

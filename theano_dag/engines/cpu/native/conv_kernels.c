@@ -234,20 +234,23 @@ TD_WINO_FILTERS(double, td_wino_filters_f64)
     } while (0)
 
 /* 7x1 filters (taps along the rows): the tiles of tile rows tr0 .. tr0 + ntr (output
-   rows 3 tr + [0, 3); input rows 3 tr + [0, 9), zeros past the H x W image), one tile
-   per column: V[k][c][tr * W + s] at k*kstride + c*ldv + tr*W + s. */
+   rows 3 tr + [0, 3); input rows 3 tr - off + [0, 9), zeros outside the H x W image:
+   off rows of padding above it), one tile per column: V[k][c][tr * W + s] at
+   k*kstride + c*ldv + tr*W + s. */
 #define TD_W7_IN_ROWS(T, NAME)                                                             \
     void NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W,        \
-              int tr0, int ntr, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride)           \
+              int tr0, int ntr, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride, int off)  \
     {                                                                                      \
         T zero[W];                                                                         \
         memset(zero, 0, sizeof(zero));                                                     \
         for (int c = 0; c < C; c++)                                                        \
             for (int tr = 0; tr < ntr; tr++) {                                             \
-                int y0 = 3 * (tr0 + tr);                                                   \
+                int y0 = 3 * (tr0 + tr) - off;                                             \
                 const T *r[9];                                                             \
-                for (int j = 0; j < 9; j++)                                                \
-                    r[j] = y0 + j < H ? x + c * sc + (ptrdiff_t)(y0 + j) * rs : zero;      \
+                for (int j = 0; j < 9; j++) {                                              \
+                    int y = y0 + j;                                                        \
+                    r[j] = y >= 0 && y < H ? x + c * sc + (ptrdiff_t)y * rs : zero;        \
+                }                                                                          \
                 const T *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4];        \
                 const T *r5 = r[5], *r6 = r[6], *r7 = r[7], *r8 = r[8];                    \
                 T *restrict v = V + c * ldv + (ptrdiff_t)tr * W;                           \
@@ -262,21 +265,23 @@ TD_W7_IN_ROWS(float, td_w7_in_rows_f32)
 TD_W7_IN_ROWS(double, td_w7_in_rows_f64)
 
 /* 1x7 filters (taps along the columns): as TD_W7_IN_ROWS on the image transposed, the
-   columns 3 tr0 .. 3 (tr0 + ntr) + 6 of each channel copied as rows first (zeros past
-   the W columns), so that the transform runs along the H rows with unit strides:
-   V[k][c][tr * H + s], s the image's row. 1 if out of memory, else 0. */
+   columns 3 tr0 - off .. 3 (tr0 + ntr) + 6 - off of each channel copied as rows first
+   (zeros outside the W columns: off columns of padding on the left), so that the
+   transform runs along the H rows with unit strides: V[k][c][tr * H + s], s the
+   image's row. 1 if out of memory, else 0. */
 #define TD_W7_IN_COLS(T, NAME)                                                             \
     int NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W,         \
-             int tr0, int ntr, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride)            \
+             int tr0, int ntr, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride, int off)   \
     {                                                                                      \
-        int x0 = 3 * tr0, nx = 3 * ntr + 6;                                                \
+        int x0 = 3 * tr0 - off, nx = 3 * ntr + 6;                                          \
         T *restrict buf = malloc(sizeof(T) * (size_t)nx * (size_t)H);                      \
         if (!buf) return 1;                                                                \
         for (int c = 0; c < C; c++) {                                                      \
             for (int s = 0; s < H; s++) {                                                  \
                 const T *row = x + c * sc + (ptrdiff_t)s * rs;                             \
                 for (int j = 0; j < nx; j++)                                               \
-                    buf[(ptrdiff_t)j * H + s] = x0 + j < W ? row[x0 + j] : (T)0;           \
+                    buf[(ptrdiff_t)j * H + s] =                                            \
+                        x0 + j >= 0 && x0 + j < W ? row[x0 + j] : (T)0;                    \
             }                                                                              \
             for (int tr = 0; tr < ntr; tr++) {                                             \
                 const T *r0 = buf + (ptrdiff_t)3 * tr * H, *r1 = r0 + H, *r2 = r1 + H;     \
@@ -533,20 +538,18 @@ static inline double td_max_f64(double a, double v)
                         TD_FOLD_LOOP(is_max, k0, k1, o, sb);                               \
                     }                                                                      \
                 }                                                                          \
-                for (int i = 0; i < OH; i++) /* the border columns, clipped */             \
-                    for (int j = 0; j < OW; j++) {                                         \
-                        if (j == j0 && j1 > j) j = j1;                                     \
-                        if (j >= OW) break;                                                \
-                        T a = fill;                                                        \
-                        for (int b = 0; b < kw; b++) {                                     \
-                            int c = j + b - pl;                                            \
-                            if (c >= 0 && c < W) {                                         \
-                                T v = vs[(ptrdiff_t)i * W + c];                            \
-                                a = is_max ? TD_MAX(a, v) : a + v;                         \
-                            }                                                              \
-                        }                                                                  \
+                for (int j = 0; j < OW; j++) { /* the border columns, clipped */         \
+                    if (j == j0 && j1 > j) j = j1;                                         \
+                    if (j >= OW) break;                                                    \
+                    int c0 = j - pl > 0 ? j - pl : 0, c1 = j - pl + kw < W ? j - pl + kw : W; \
+                    for (int i = 0; i < OH; i++) {                                         \
+                        const T *vi = vs + (ptrdiff_t)i * W;                               \
+                        T a = c1 > c0 ? vi[c0] : fill;                                     \
+                        for (int c = c0 + 1; c < c1; c++)                                  \
+                            a = is_max ? TD_MAX(a, vi[c]) : a + vi[c];                     \
                         o[(ptrdiff_t)i * OW + j] = a;                                      \
                     }                                                                      \
+                }                                                                          \
             } else {                                                                       \
                 for (int i = 0; i < OH; i++) {                                             \
                     T *restrict oi = o + (ptrdiff_t)i * OW;                                \
