@@ -287,6 +287,50 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     assert calls == [True] * 4
 
 
+WINOGRAD5_CASES = {
+    # 5x5 filters as four 3x3 blocks: odd and even sides, padding, flipped filters
+    "half-flip-batch2": ((2, 3, 9, 7), (4, 3, 5, 5), dict(border_mode="half")),
+    "valid-even": ((1, 4, 12, 10), (2, 4, 5, 5), dict(filter_flip=False)),
+    "pad-1-2": ((1, 5, 6, 5), (3, 5, 5, 5), dict(border_mode=(1, 2))),
+    "full": ((1, 2, 3, 4), (3, 2, 5, 5), dict(border_mode="full")),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD5_CASES))
+def test_cpu_conv_winograd5_matches_im2col(case, dtype, monkeypatch):
+    # 5x5 filters zeroed to 6x6 and split into four 3x3 blocks, each block's F(2x2, 3x3)
+    # tiles of the image moved by (3p, 3q), one product over the blocks; in bands of one
+    # tile row and in one band; the epilogue in the output transform. An image with a
+    # NaN or an infinity takes im2col (the zeroed taps would pass it on).
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD5_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype) and wino_geo.wino_blocks == 4
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 6
+    for bad in (np.nan, -np.inf):
+        x[-1, -1, 1, 1] = bad
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, False, scale)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, bias, False, scale)
+        np.testing.assert_array_equal(got, want)
+    assert calls == [True] * 6 + [False] * 2
+
+
 class _FakeBlas:
     """Stands for threadpoolctl's controller: records the limits asked for."""
 

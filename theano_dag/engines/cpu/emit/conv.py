@@ -160,7 +160,8 @@ class ConvGeometry:
 
     def winograd(self, out_hw, dtype):
         """Whether the forward convolution runs as Winograd's F(2x2, 3x3): 3x3 filters
-        at stride 1, undilated and ungrouped, with the C kernels, on a big enough output.
+        (5x5 ones as four 3x3 blocks: :attr:`wino_blocks`) at stride 1, undilated and
+        ungrouped, with the C kernels, on a big enough output.
 
         >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
         >>> g.winograd((35, 35), "float32")  # no C kernels
@@ -168,7 +169,7 @@ class ConvGeometry:
         """
         return (
             self.native is not None
-            and self.kshp == (3, 3)
+            and self.kshp in ((3, 3), (5, 5))
             and self.stride == (1, 1)
             and self.dil == (1, 1)
             and self.groups == 1
@@ -249,11 +250,18 @@ class ConvGeometry:
         per_row = 16 * (c + f) * tw * itemsize
         return max(1, min(th, WINOGRAD_BAND_BYTES // per_row)), tw
 
+    @property
+    def wino_blocks(self):
+        """The 3x3 blocks of each filter on the Winograd path: 4 for 5x5 filters (zeroed
+        to 6x6), each block's transformed image a share of C more channels."""
+        return 4 if self.kshp == (5, 5) else 1
+
     def winograd_shape(self, c, f, out_hw, itemsize):
         """The Winograd path's workspace (in place of the columns): the transformed
         filters ``(16, F, C)``, then a band's image ``(16, C, T)`` and products
         ``(16, F, T)``, T tiles a band, as one flat array (each of the 16 slabs of the
-        last two a little longer: :func:`_slab`)."""
+        last two a little longer: :func:`_slab`); C counts each 3x3 block's channels."""
+        c = c * self.wino_blocks
         rows, tw = self.winograd_band(c, f, out_hw, itemsize)
         t = rows * tw
         return (16 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
@@ -308,10 +316,11 @@ class ConvKernels:
             f.argtypes = [_P, _L, _L] + [_I] * 6 + [_P, _L, _L]
             f.restype = None
             self.wino_in_fn[dtype] = f
-            f = getattr(lib, f"td_wino_filters_{code}")
-            f.argtypes = [_P, _L, _I, _I, _P, _L]
-            f.restype = None
-            self.wino_filters_fn[dtype] = f
+            for taps in (3, 5):
+                f = getattr(lib, f"td_wino_filters{'' if taps == 3 else 5}_{code}")
+                f.argtypes = [_P, _L, _I, _I, _P, _L]
+                f.restype = None
+                self.wino_filters_fn[dtype, taps] = f
             f = getattr(lib, f"td_pool_{code}")
             f.argtypes = [_P] + [_I] * 3 + [_P] + [_I] * 9 + [_P]
             f.restype = ctypes.c_int
@@ -485,8 +494,11 @@ def _slab(n, itemsize):
 
 def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     """The forward convolution of the padded images ``xp`` by the filters ``wm``
-    ``(F, C*9)`` as Winograd's F(2x2, 3x3) into ``out``, with the epilogue; False,
-    having done nothing, for arrays the C kernels do not take (numpy's path then)."""
+    ``(F, C*9)`` as Winograd's F(2x2, 3x3) into ``out``, with the epilogue; 5x5
+    filters ``(F, C*25)`` as their four 3x3 blocks (:attr:`ConvGeometry.wino_blocks`),
+    one product over the blocks' 4C transformed channels. False, having done nothing,
+    for arrays the C kernels do not take, or a 5x5 convolution of an image with a NaN
+    or an infinity (im2col then: the zeroed taps would pass it on)."""
     k = geo.native
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
@@ -502,19 +514,28 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
         return False
     if wm.strides[1] != size or wm.strides[0] % size:
         return False
-    rows, tw = geo.winograd_band(c, f, out_hw, size)
+    nb = geo.wino_blocks
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    if nb > 1 and not all(
+        k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)
+    ):
+        return False  # a NaN or an infinity would reach outputs through the zeroed taps
     ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
+    c4 = nb * c  # the channels of the product: each 3x3 block's share
+    rows, tw = geo.winograd_band(c4, f, out_hw, size)
     tb = rows * tw
-    sv, sm = _slab(c * tb, size), _slab(f * tb, size)
-    nu, nv = 16 * f * c, 16 * sv
-    u = ws[:nu].reshape(16, f, c)
-    v = as_strided(ws[nu:], (16, c, tb), (sv * size, tb * size, size))
+    sv, sm = _slab(c4 * tb, size), _slab(f * tb, size)
+    nu, nv = 16 * f * c4, 16 * sv
+    u = ws[:nu].reshape(16, f, c4)
+    v = as_strided(ws[nu:], (16, c4, tb), (sv * size, tb * size, size))
     m = as_strided(ws[nu + nv :], (16, f, tb), (sm * size, tb * size, size))
-    k.wino_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
+    filters = k.wino_filters_fn[dt, geo.kshp[0]]
+    filters(wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c4)
     wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
     oh, ow = out_hw
     th = (oh + 1) // 2
-    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    # block b reads the image moved by (3p, 3q), b = 2p + q
+    moves = [(3 * (b // 2), 3 * (b % 2)) for b in range(nb)]
     sp = None if scale is None else scale.ctypes.data
     bp = None if bias is None else bias.ctypes.data
     # (image, first tile row) of each band: every band writes its own rows of out
@@ -525,18 +546,21 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             ntr = min(rows, th - tr0)
             t = ntr * tw
             oi = out[i].ctypes.data
-            wino_in(xp[i].ctypes.data, sc, rs, c, hp, wp, tr0, ntr, tw, v.ctypes.data, tb, sv)
+            for b, (p, q) in enumerate(moves):
+                xb = xp[i].ctypes.data + (p * rs + q) * size
+                vb = v.ctypes.data + b * c * tb * size
+                wino_in(xb, sc, rs, c, hp - p, wp - q, tr0, ntr, tw, vb, tb, sv)
             np.matmul(u, v[:, :, :t], out=m[:, :, :t])
             wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
 
     def scratch():
         w = np.empty(nv + 16 * sm, dt)
         return (
-            as_strided(w, (16, c, tb), (sv * size, tb * size, size)),
+            as_strided(w, (16, c4, tb), (sv * size, tb * size, size)),
             as_strided(w[nv:], (16, f, tb), (sm * size, tb * size, size)),
         )
 
-    _run_bands(bands, run, v, m, scratch, 32 * f * c * th * tw * n)
+    _run_bands(bands, run, v, m, scratch, 32 * f * c4 * th * tw * n)
     return True
 
 
