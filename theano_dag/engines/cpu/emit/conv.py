@@ -9,7 +9,11 @@ GEMM through ``numpy.matmul`` with ``out=``. A 3x3 convolution at stride 1 on an
 of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(2x2, 3x3) instead: the
 filters, the image's 4x4 tiles and the products transformed in C, 16 products of
 ``U[k] (F, C) @ V[k] (C, tiles)`` per band of tile rows: 2.25x fewer multiplications
-(1.1x to 1.8x faster than im2col on InceptionV3's 3x3 layers).
+(1.1x to 1.8x faster than im2col on InceptionV3's 3x3 layers); a 5x5 one as the same on
+its four 3x3 blocks (one product over 4C channels). 1x7 and 7x1 convolutions at stride 1
+run as Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
+multiplications). An image with a NaN or an infinity takes im2col on the paths that
+would spread it to outputs whose windows do not hold it (F(3, 7), the 5x5 blocks).
 Why this method (measured in ``benchmarks/conv.py`` and
 ``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
 the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
