@@ -287,6 +287,57 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     assert calls == [True] * 4
 
 
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD_CASES))
+def test_cpu_conv_winograd4_matches_im2col(case, dtype, monkeypatch):
+    # F(4x4, 3x3): 6x6 tiles 4 apart (odd and even sides: tiles past the border), in
+    # bands of one tile row and in one band; the epilogue in the output transform. An
+    # image with a NaN or an infinity takes im2col: a 6x6 tile would spread it to
+    # outputs whose windows do not hold it.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD4_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    out_hw = numpy_geo.out_hw(xs[2:])
+    assert wino_geo.winograd(out_hw, dtype) and wino_geo.wino_tile(out_hw) == 4
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
+    tol = 5e-5 if dtype == "float32" else 1e-12
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 6
+    for bad in (np.nan, np.inf):
+        x[-1, -1, 1, 2] = bad
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, False, scale)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, bias, False, scale)
+        np.testing.assert_array_equal(got, want)
+    assert calls == [True] * 6 + [False] * 2
+
+
+def test_winograd_tile_by_output_size():
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(border_mode="half"), (3, 3))
+    big = cpu_conv.WINOGRAD4_MIN_PIXELS
+    assert geo.wino_tile((35, 35)) == 4 and geo.wino_tile((1, big - 1)) == 2
+    g5 = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(border_mode="half"), (5, 5))
+    assert g5.wino_tile((35, 35)) == 2 and g5.wino_blocks == 4  # 5x5: F(2x2, 3x3) blocks
+    # F(4x4, 3x3)'s workspace: 36 slabs of filters, band image and products
+    t = 9 * 9  # one band of 9 x 9 tiles: 35 / 4 rounded up
+    slab = cpu_conv._slab
+    assert geo.winograd_shape(8, 4, (35, 35), 8) == (
+        36 * (4 * 8 + slab(8 * t, 8) + slab(4 * t, 8)),
+    )
+
+
 WINOGRAD5_CASES = {
     # 5x5 filters as four 3x3 blocks: odd and even sides, padding, flipped filters
     "half-flip-batch2": ((2, 3, 9, 7), (4, 3, 5, 5), dict(border_mode="half")),

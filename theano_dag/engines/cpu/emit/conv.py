@@ -6,14 +6,16 @@ which lands in NCHW order with no transpose. The columns are one copy of the (pa
 image, made by a C loop (``native/conv_kernels.c``, :class:`ConvKernels`, built by
 ``config.cxx``; numpy's strided copy without a compiler); the product is OpenBLAS's
 GEMM through ``numpy.matmul`` with ``out=``. A 3x3 convolution at stride 1 on an output
-of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(2x2, 3x3) instead: the
-filters, the image's 4x4 tiles and the products transformed in C, 16 products of
-``U[k] (F, C) @ V[k] (C, tiles)`` per band of tile rows: 2.25x fewer multiplications
-(1.1x to 1.8x faster than im2col on InceptionV3's 3x3 layers); a 5x5 one as the same on
-its four 3x3 blocks (one product over 4C channels). 1x7 and 7x1 convolutions at stride 1
+of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(4x4, 3x3) instead
+(:data:`WINOGRAD4_MIN_PIXELS`; F(2x2, 3x3) below it): the filters, the image's 6x6
+tiles and the products transformed in C, 36 products of ``U[k] (F, C) @ V[k] (C,
+tiles)`` per band of tile rows: 4x fewer multiplications (F(2x2, 3x3): 16 products,
+2.25x); a 5x5 one as F(2x2, 3x3) on its four 3x3 blocks (one product over 4C
+channels). 1x7 and 7x1 convolutions at stride 1
 run as Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
 multiplications). An image with a NaN or an infinity takes im2col on the paths that
-would spread it to outputs whose windows do not hold it (F(3, 7), the 5x5 blocks).
+would spread it to outputs whose windows do not hold it (F(4x4, 3x3), F(3, 7), the 5x5
+blocks).
 Why this method (measured in ``benchmarks/conv.py`` and
 ``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
 the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
@@ -106,6 +108,11 @@ WINOGRAD_MIN_PIXELS = 400
 WINOGRAD_BAND_BYTES = 1 << 21
 # The transforms keep a few rows of the image on the C stack: wider images take im2col.
 WINOGRAD_MAX_WIDTH = 4096
+# A 3x3 convolution on an output of at least this many pixels runs as F(4x4, 3x3): 36
+# products of a quarter of the tiles, 4x fewer multiplications than im2col's (1.2x to
+# 1.7x faster than F(2x2, 3x3) from 24x24 to 147x147 outputs, InceptionV3's and
+# ResNet50's layers; slower at 14x14, which takes im2col anyway).
+WINOGRAD4_MIN_PIXELS = 400
 # 1x7 and 7x1 convolutions at stride 1 with at least this many output pixels run as
 # Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
 # multiplications): InceptionV3's 17x17 layers.
@@ -163,9 +170,10 @@ class ConvGeometry:
         return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
 
     def winograd(self, out_hw, dtype):
-        """Whether the forward convolution runs as Winograd's F(2x2, 3x3): 3x3 filters
-        (5x5 ones as four 3x3 blocks: :attr:`wino_blocks`) at stride 1, undilated and
-        ungrouped, with the C kernels, on a big enough output.
+        """Whether the forward convolution runs as Winograd's F(4x4, 3x3) or F(2x2,
+        3x3) (:meth:`wino_tile`): 3x3 filters (5x5 ones as four 3x3 blocks:
+        :attr:`wino_blocks`) at stride 1, undilated and ungrouped, with the C kernels, on
+        a big enough output.
 
         >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
         >>> g.winograd((35, 35), "float32")  # no C kernels
@@ -241,8 +249,14 @@ class ConvGeometry:
         t = rows * inner
         return (9 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
 
+    def wino_tile(self, out_hw):
+        """The outputs a Winograd tile gives along each side: 4 (F(4x4, 3x3)) for 3x3
+        filters on an output of :data:`WINOGRAD4_MIN_PIXELS` or more, else 2."""
+        big = out_hw[0] * out_hw[1] >= WINOGRAD4_MIN_PIXELS
+        return 4 if self.kshp == (3, 3) and big else 2
+
     @staticmethod
-    def winograd_band(c, f, out_hw, itemsize):
+    def winograd_band(c, f, out_hw, itemsize, m=2):
         """``(tile rows per band, tiles per row)`` of the Winograd path: 2x2 outputs a
         tile; a band's transformed image and products are about
         :data:`WINOGRAD_BAND_BYTES`.
@@ -250,8 +264,8 @@ class ConvGeometry:
         >>> ConvGeometry.winograd_band(64, 96, (35, 35), 4)
         (11, 18)
         """
-        th, tw = (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
-        per_row = 16 * (c + f) * tw * itemsize
+        th, tw = -(-out_hw[0] // m), -(-out_hw[1] // m)
+        per_row = (m + 2) ** 2 * (c + f) * tw * itemsize
         return max(1, min(th, WINOGRAD_BAND_BYTES // per_row)), tw
 
     @property
@@ -266,9 +280,10 @@ class ConvGeometry:
         ``(16, F, T)``, T tiles a band, as one flat array (each of the 16 slabs of the
         last two a little longer: :func:`_slab`); C counts each 3x3 block's channels."""
         c = c * self.wino_blocks
-        rows, tw = self.winograd_band(c, f, out_hw, itemsize)
+        m = self.wino_tile(out_hw)
+        rows, tw = self.winograd_band(c, f, out_hw, itemsize, m)
         t = rows * tw
-        return (16 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
+        return ((m + 2) ** 2 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
 
     def forward_cols_shape(self, n, c, out_hw, itemsize):
         """The forward convolution's columns: as :meth:`cols_shape`, or one tile of
@@ -306,6 +321,7 @@ class ConvKernels:
         self.im2col_fn, self.epilogue_fn = {}, {}
         self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
         self.pool_fn, self.w7_fn, self.w7_filters_fn, self.all_finite_fn = {}, {}, {}, {}
+        self.w4_fn = {}
         # keyed by the numpy dtype (a dtype's .name is a Python-level property: slow)
         for dtype, code in ((np.dtype(d), c) for d, c in _CODES.items()):
             f = getattr(lib, f"td_im2col_{code}")
@@ -333,6 +349,12 @@ class ConvKernels:
             f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
             f.restype = None
             self.wino_out_fn[dtype] = f
+            # F(4x4, 3x3): the same arguments as F(2x2, 3x3)'s
+            f4 = [getattr(lib, f"td_w4_{part}_{code}") for part in ("in", "out", "filters")]
+            for f, like in zip(f4, (self.wino_in_fn, self.wino_out_fn, None)):
+                f.argtypes = like[dtype].argtypes if like is not None else [_P, _L, _I, _I, _P, _L]
+                f.restype = None
+            self.w4_fn[dtype] = tuple(f4)
             # F(3, 7): {"rows": (in, out), "cols": (in, out)}
             fns = {}
             for axis in ("rows", "cols"):  # the same arguments; "cols" can run out of memory
@@ -498,11 +520,13 @@ def _slab(n, itemsize):
 
 def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     """The forward convolution of the padded images ``xp`` by the filters ``wm``
-    ``(F, C*9)`` as Winograd's F(2x2, 3x3) into ``out``, with the epilogue; 5x5
-    filters ``(F, C*25)`` as their four 3x3 blocks (:attr:`ConvGeometry.wino_blocks`),
-    one product over the blocks' 4C transformed channels. False, having done nothing,
-    for arrays the C kernels do not take, or a 5x5 convolution of an image with a NaN
-    or an infinity (im2col then: the zeroed taps would pass it on)."""
+    ``(F, C*9)`` as Winograd's F(4x4, 3x3) or F(2x2, 3x3)
+    (:meth:`ConvGeometry.wino_tile`) into ``out``, with the epilogue; 5x5 filters
+    ``(F, C*25)`` as their four 3x3 blocks (:attr:`ConvGeometry.wino_blocks`) by
+    F(2x2, 3x3), one product over the blocks' 4C transformed channels. False, having
+    done nothing, for arrays the C kernels do not take, or for an image with a NaN or an
+    infinity on F(4x4, 3x3) or the 5x5 blocks (im2col then: they would spread it to
+    outputs whose windows do not hold it)."""
     k = geo.native
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
@@ -519,25 +543,30 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     if wm.strides[1] != size or wm.strides[0] % size:
         return False
     nb = geo.wino_blocks
+    mt = geo.wino_tile(out_hw)  # outputs a tile gives along each side
+    ns = (mt + 2) ** 2  # products: one per value of a tile
     sc, rs = xp.strides[1] // size, xp.strides[2] // size
-    if nb > 1 and not all(
+    if (nb > 1 or mt > 2) and not all(
         k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)
     ):
-        return False  # a NaN or an infinity would reach outputs through the zeroed taps
+        return False  # a NaN or an infinity would reach outputs whose windows miss it
     ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
     c4 = nb * c  # the channels of the product: each 3x3 block's share
-    rows, tw = geo.winograd_band(c4, f, out_hw, size)
+    rows, tw = geo.winograd_band(c4, f, out_hw, size, mt)
     tb = rows * tw
     sv, sm = _slab(c4 * tb, size), _slab(f * tb, size)
-    nu, nv = 16 * f * c4, 16 * sv
-    u = ws[:nu].reshape(16, f, c4)
-    v = as_strided(ws[nu:], (16, c4, tb), (sv * size, tb * size, size))
-    m = as_strided(ws[nu + nv :], (16, f, tb), (sm * size, tb * size, size))
-    filters = k.wino_filters_fn[dt, geo.kshp[0]]
+    nu, nv = ns * f * c4, ns * sv
+    u = ws[:nu].reshape(ns, f, c4)
+    v = as_strided(ws[nu:], (ns, c4, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (ns, f, tb), (sm * size, tb * size, size))
+    if mt == 4:
+        wino_in, wino_out, filters = k.w4_fn[dt]
+    else:
+        wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
+        filters = k.wino_filters_fn[dt, geo.kshp[0]]
     filters(wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c4)
-    wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
     oh, ow = out_hw
-    th = (oh + 1) // 2
+    th = -(-oh // mt)
     # block b reads the image moved by (3p, 3q), b = 2p + q
     moves = [(3 * (b // 2), 3 * (b % 2)) for b in range(nb)]
     sp = None if scale is None else scale.ctypes.data
@@ -558,13 +587,13 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
 
     def scratch():
-        w = np.empty(nv + 16 * sm, dt)
+        w = np.empty(nv + ns * sm, dt)
         return (
-            as_strided(w, (16, c4, tb), (sv * size, tb * size, size)),
-            as_strided(w[nv:], (16, f, tb), (sm * size, tb * size, size)),
+            as_strided(w, (ns, c4, tb), (sv * size, tb * size, size)),
+            as_strided(w[nv:], (ns, f, tb), (sm * size, tb * size, size)),
         )
 
-    _run_bands(bands, run, v, m, scratch, 32 * f * c4 * th * tw * n)
+    _run_bands(bands, run, v, m, scratch, 2 * ns * f * c4 * th * tw * n)
     return True
 
 

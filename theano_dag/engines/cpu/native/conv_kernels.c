@@ -239,6 +239,190 @@ TD_WINO_FILTERS(double, td_wino_filters_f64)
 TD_WINO_FILTERS5(float, td_wino_filters5_f32)
 TD_WINO_FILTERS5(double, td_wino_filters5_f64)
 
+/* Winograd's F(4x4, 3x3) (Lavin and Gray, 2016; points 0, +-1, +-2 and infinity): 6x6
+   tiles 4 apart, 36 products, each tile giving 4x4 outputs: 4x fewer multiplications
+   than the direct sum (F(2x2, 3x3): 2.25x), for the big 3x3 layers. The image's
+   columns are split modulo 4 first, so that the transforms run along a row of tiles
+   with unit strides. TD_W4_BT: (o0..o5) = B' (d0..d5). */
+#define TD_W4_BT(o0, o1, o2, o3, o4, o5, d0, d1, d2, d3, d4, d5, T)                        \
+    do {                                                                                   \
+        o0 = (T)4 * d0 - (T)5 * d2 + d4;                                                   \
+        o1 = d3 + d4 - (T)4 * (d1 + d2);                                                   \
+        o2 = d4 - d3 + (T)4 * (d1 - d2);                                                   \
+        o3 = d4 - d2 + (T)2 * (d3 - d1);                                                   \
+        o4 = d4 - d2 + (T)2 * (d1 - d3);                                                   \
+        o5 = (T)4 * d1 - (T)5 * d3 + d5;                                                   \
+    } while (0)
+
+/* The image's transform, V = B' d B for each 6x6 tile d (tiles 4 apart, zeros past the
+   H x W image): V[k][c][t] at k*kstride + c*ldv + t, k = 6*i + j, t = the tile's index
+   in the band of ntr tile rows from tile row tr0, TW tiles a row (TW <= W/4 + 1). */
+#define TD_W4_IN(T, NAME)                                                                  \
+    void NAME(const T *restrict x, ptrdiff_t sc, ptrdiff_t rs, int C, int H, int W,        \
+              int tr0, int ntr, int TW, T *restrict V, ptrdiff_t ldv, ptrdiff_t kstride)   \
+    {                                                                                      \
+        int n = TW + 1, quads = W / 4; /* columns 4t + q for t < n; inside: t < quads */  \
+        int m = quads < n ? quads : n;                                                     \
+        T zero[W + 8], e[6][4][n];                                                         \
+        memset(zero, 0, sizeof(zero));                                                     \
+        for (int c = 0; c < C; c++)                                                        \
+            for (int tr = 0; tr < ntr; tr++) {                                             \
+                int y0 = 4 * (tr0 + tr);                                                   \
+                const T *r[6];                                                             \
+                for (int i = 0; i < 6; i++)                                                \
+                    r[i] = y0 + i < H ? x + c * sc + (ptrdiff_t)(y0 + i) * rs : zero;      \
+                const T *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4];        \
+                const T *r5 = r[5];                                                        \
+                for (int q = 0; q < 4; q++) { /* B' d: the columns, modulo 4 */           \
+                    T *e0 = e[0][q], *e1 = e[1][q], *e2 = e[2][q], *e3 = e[3][q];          \
+                    T *e4 = e[4][q], *e5 = e[5][q];                                        \
+                    for (int t = 0; t < m; t++) {                                          \
+                        ptrdiff_t k = 4 * t + q;                                           \
+                        TD_W4_BT(e0[t], e1[t], e2[t], e3[t], e4[t], e5[t], r0[k], r1[k],   \
+                                 r2[k], r3[k], r4[k], r5[k], T);                           \
+                    }                                                                      \
+                    for (int t = m; t < n; t++) { /* past the image's last quad */         \
+                        ptrdiff_t k = 4 * t + q;                                           \
+                        T d[6];                                                            \
+                        for (int i = 0; i < 6; i++) d[i] = k < W ? r[i][k] : (T)0;         \
+                        TD_W4_BT(e0[t], e1[t], e2[t], e3[t], e4[t], e5[t], d[0], d[1],     \
+                                 d[2], d[3], d[4], d[5], T);                               \
+                    }                                                                      \
+                }                                                                          \
+                T *v = V + c * ldv + (ptrdiff_t)tr * TW;                                   \
+                for (int i = 0; i < 6; i++) { /* (B' d) B: the rows */                     \
+                    const T *a = e[i][0], *b = e[i][1], *cc = e[i][2], *dd = e[i][3];      \
+                    T *restrict v0 = v + (6 * i) * kstride, *restrict v1 = v0 + kstride;   \
+                    T *restrict v2 = v1 + kstride, *restrict v3 = v2 + kstride;            \
+                    T *restrict v4 = v3 + kstride, *restrict v5 = v4 + kstride;            \
+                    _Pragma("GCC ivdep") for (int t = 0; t < TW; t++) {                    \
+                        /* the tile's columns 4t + j: j = 0..3 from t, 4..5 from t + 1 */ \
+                        TD_W4_BT(v0[t], v1[t], v2[t], v3[t], v4[t], v5[t], a[t], b[t],     \
+                                 cc[t], dd[t], a[t + 1], b[t + 1], T);                     \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+    }
+TD_W4_IN(float, td_w4_in_f32)
+TD_W4_IN(double, td_w4_in_f64)
+
+/* (y0..y3) = A' (m0..m5) */
+#define TD_W4_AT(y0, y1, y2, y3, m0, m1, m2, m3, m4, m5, T)                                \
+    do {                                                                                   \
+        T s12_ = m1 + m2, d12_ = m1 - m2, s34_ = m3 + m4, d34_ = m3 - m4;                  \
+        y0 = m0 + s12_ + s34_;                                                             \
+        y1 = d12_ + (T)2 * d34_;                                                           \
+        y2 = s12_ + (T)4 * s34_;                                                           \
+        y3 = d12_ + (T)8 * d34_ + m5;                                                      \
+    } while (0)
+
+/* The output's transform, Y = A' m A for each tile's 6x6 products m (M[k][f][t] at
+   k*kstride + f*ldm + t), then the epilogue (as TD_WINO_OUT), into out[f][y][x]
+   (f*fs + y*OW + x) where inside the OH x OW output. */
+#define TD_W4_OUT(T, NAME)                                                                 \
+    void NAME(const T *restrict M, ptrdiff_t ldm, ptrdiff_t kstride, int F, int tr0,       \
+              int ntr, int TW, T *restrict out, ptrdiff_t fs, int OH, int OW,              \
+              const T *scale, const T *bias, int relu)                                     \
+    {                                                                                      \
+        T lo = relu ? (T)0 : -(T)INFINITY;                                                 \
+        T y[4][4][TW];                                                                     \
+        int whole = OW / 4 < TW ? OW / 4 : TW, rest = OW - 4 * whole;                      \
+        for (int f = 0; f < F; f++) {                                                      \
+            T s = scale ? scale[f] : (T)1, b = bias ? bias[f] : (T)0;                      \
+            for (int tr = 0; tr < ntr; tr++) {                                             \
+                int y0 = 4 * (tr0 + tr);                                                   \
+                const T *m = M + f * ldm + (ptrdiff_t)tr * TW;                             \
+                _Pragma("GCC ivdep") for (int t = 0; t < TW; t++) {                        \
+                    T u[4][6];                                                             \
+                    for (int j = 0; j < 6; j++) /* A' m: the columns */                    \
+                        TD_W4_AT(u[0][j], u[1][j], u[2][j], u[3][j], m[j * kstride + t],   \
+                                 m[(6 + j) * kstride + t], m[(12 + j) * kstride + t],      \
+                                 m[(18 + j) * kstride + t], m[(24 + j) * kstride + t],     \
+                                 m[(30 + j) * kstride + t], T);                            \
+                    for (int i = 0; i < 4; i++) { /* (A' m) A: the rows; the epilogue */   \
+                        T a0, a1, a2, a3;                                                  \
+                        TD_W4_AT(a0, a1, a2, a3, u[i][0], u[i][1], u[i][2], u[i][3],       \
+                                 u[i][4], u[i][5], T);                                     \
+                        a0 = a0 * s + b, a1 = a1 * s + b, a2 = a2 * s + b, a3 = a3 * s + b; \
+                        y[i][0][t] = a0 < lo ? lo : a0;                                    \
+                        y[i][1][t] = a1 < lo ? lo : a1;                                    \
+                        y[i][2][t] = a2 < lo ? lo : a2;                                    \
+                        y[i][3][t] = a3 < lo ? lo : a3;                                    \
+                    }                                                                      \
+                }                                                                          \
+                for (int i = 0; i < 4 && y0 + i < OH; i++) {                               \
+                    T *o = out + f * fs + (ptrdiff_t)(y0 + i) * OW;                        \
+                    const T *q0 = y[i][0], *q1 = y[i][1], *q2 = y[i][2], *q3 = y[i][3];    \
+                    for (int t = 0; t < whole; t++)                                        \
+                        o[4 * t] = q0[t], o[4 * t + 1] = q1[t], o[4 * t + 2] = q2[t],      \
+                                  o[4 * t + 3] = q3[t];                                    \
+                    for (int j = 0; j < rest; j++) o[4 * whole + j] = y[i][j][whole];      \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+TD_W4_OUT(float, td_w4_out_f32)
+TD_W4_OUT(double, td_w4_out_f64)
+
+/* (o0..o5) = G (g0, g1, g2) */
+#define TD_W4_G(o0, o1, o2, o3, o4, o5, g0, g1, g2, T)                                     \
+    do {                                                                                   \
+        T e_ = g0 + g2, p_ = (T)(1.0 / 24) * g0 + (T)(1.0 / 6) * g2;                       \
+        o0 = (T)0.25 * g0;                                                                 \
+        o1 = (T)(-1.0 / 6) * (e_ + g1);                                                    \
+        o2 = (T)(-1.0 / 6) * (e_ - g1);                                                    \
+        o3 = p_ + (T)(1.0 / 12) * g1;                                                      \
+        o4 = p_ - (T)(1.0 / 12) * g1;                                                      \
+        o5 = g2;                                                                           \
+    } while (0)
+
+/* Row k of (G g) G' from the row (x0, x1, x2) of G g, into u[(6k + l)*kstride + i]. */
+#define TD_W4_GROW(T, k, x0, x1, x2, u, kstride, i)                                        \
+    do {                                                                                   \
+        T o0_, o1_, o2_, o3_, o4_, o5_;                                                    \
+        TD_W4_G(o0_, o1_, o2_, o3_, o4_, o5_, x0, x1, x2, T);                              \
+        u[(6 * (k) + 0) * kstride + (i)] = o0_;                                            \
+        u[(6 * (k) + 1) * kstride + (i)] = o1_;                                            \
+        u[(6 * (k) + 2) * kstride + (i)] = o2_;                                            \
+        u[(6 * (k) + 3) * kstride + (i)] = o3_;                                            \
+        u[(6 * (k) + 4) * kstride + (i)] = o4_;                                            \
+        u[(6 * (k) + 5) * kstride + (i)] = o5_;                                            \
+    } while (0)
+
+/* The filters' transform, U = G g G' for each 3x3 filter g of w (F rows of C*9, ld
+   apart): U[k][f][c] at k*kstride + f*C + c, k = 6*i + j; a block of filters copied tap
+   by tap first, as TD_WINO_FILTERS. */
+#define TD_W4_FILTERS(T, NAME)                                                             \
+    void NAME(const T *restrict w, ptrdiff_t ld, int F, int C, T *restrict U,              \
+              ptrdiff_t kstride)                                                           \
+    {                                                                                      \
+        enum { B = 64 };                                                                   \
+        T t[9][B];                                                                         \
+        for (int f = 0; f < F; f++)                                                        \
+            for (int c0 = 0; c0 < C; c0 += B) {                                            \
+                int nb = C - c0 < B ? C - c0 : B;                                          \
+                const T *gb = w + f * ld + (ptrdiff_t)c0 * 9;                              \
+                for (int j = 0; j < 9; j++)                                                \
+                    for (int i = 0; i < nb; i++) t[j][i] = gb[i * 9 + j];                  \
+                T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
+                _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
+                    T a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, c0_, c1, c2, c3, c4, c5; \
+                    /* G g: the columns (a, b, c: columns 0, 1, 2), then each row */      \
+                    TD_W4_G(a0, a1, a2, a3, a4, a5, t[0][i], t[3][i], t[6][i], T);         \
+                    TD_W4_G(b0, b1, b2, b3, b4, b5, t[1][i], t[4][i], t[7][i], T);         \
+                    TD_W4_G(c0_, c1, c2, c3, c4, c5, t[2][i], t[5][i], t[8][i], T);        \
+                    TD_W4_GROW(T, 0, a0, b0, c0_, u, kstride, i);                          \
+                    TD_W4_GROW(T, 1, a1, b1, c1, u, kstride, i);                           \
+                    TD_W4_GROW(T, 2, a2, b2, c2, u, kstride, i);                           \
+                    TD_W4_GROW(T, 3, a3, b3, c3, u, kstride, i);                           \
+                    TD_W4_GROW(T, 4, a4, b4, c4, u, kstride, i);                           \
+                    TD_W4_GROW(T, 5, a5, b5, c5, u, kstride, i);                           \
+                }                                                                          \
+            }                                                                              \
+    }
+TD_W4_FILTERS(float, td_w4_filters_f32)
+TD_W4_FILTERS(double, td_w4_filters_f64)
+
 /* Winograd's F(3, 7) along one axis, for the 1x7 and 7x1 convolutions (InceptionV3's
    17x17 blocks): each tile of 9 input values along the filter's axis gives 3 outputs,
    from 9 products of the transformed filters by the transformed tiles, 2.33x fewer
