@@ -266,6 +266,7 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     # Every output size takes Winograd's F(2x2, 3x3) here; bands of one tile row; the
     # epilogue (scale, bias, relu) in its output transform, a NaN kept by the relu.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
     xs, ws, kw = WINOGRAD_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
@@ -275,7 +276,7 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     op = nnet.abstract_conv.AbstractConv2d(**kw)
     numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
     wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
-    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype)
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype, xs[1])
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
     tol = 2e-5 if dtype == "float32" else 1e-12
@@ -296,6 +297,7 @@ def test_cpu_conv_winograd4_matches_im2col(case, dtype, monkeypatch):
     # image with a NaN or an infinity takes im2col: a 6x6 tile would spread it to
     # outputs whose windows do not hold it.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD4_MIN_PIXELS", 0)
     xs, ws, kw = WINOGRAD_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
@@ -305,7 +307,7 @@ def test_cpu_conv_winograd4_matches_im2col(case, dtype, monkeypatch):
     numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
     wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
     out_hw = numpy_geo.out_hw(xs[2:])
-    assert wino_geo.winograd(out_hw, dtype) and wino_geo.wino_tile(out_hw) == 4
+    assert wino_geo.winograd(out_hw, dtype, xs[1]) and wino_geo.wino_tile(out_hw) == 4
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
     tol = 5e-5 if dtype == "float32" else 1e-12
@@ -356,6 +358,7 @@ def test_cpu_conv_winograd5_matches_im2col(case, dtype, monkeypatch):
     # tile row and in one band; the epilogue in the output transform. An image with a
     # NaN or an infinity takes im2col (the zeroed taps would pass it on).
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     xs, ws, kw = WINOGRAD5_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
     rng = np.random.default_rng(8)
@@ -363,7 +366,7 @@ def test_cpu_conv_winograd5_matches_im2col(case, dtype, monkeypatch):
     op = nnet.abstract_conv.AbstractConv2d(**kw)
     numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
     wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
-    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype) and wino_geo.wino_blocks == 4
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype, xs[1]) and wino_geo.wino_blocks == 4
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
     tol = 2e-5 if dtype == "float32" else 1e-12
@@ -399,6 +402,7 @@ def test_cpu_conv_winograd_bands_shared_between_threads_are_bit_for_bit(dtype, m
     # With a BLAS of several threads (threadpoolctl), the bands go to as many threads of
     # the engine, each product on one BLAS thread: the same arithmetic, band by band.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)  # one tile row a band
     xs, ws, kw = (3, 5, 9, 11), (4, 5, 3, 3), dict(border_mode="half")
     x, w, _ = _values(xs, ws, kw, dtype)
@@ -433,6 +437,7 @@ def test_cpu_conv_winograd_bands_shared_between_threads_are_bit_for_bit(dtype, m
 @needs_c
 def test_cpu_conv_winograd_threads_fall_back_when_the_blas_refuses_a_limit(monkeypatch):
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
     x, w, _ = _values(xs, ws, kw, "float64")
     geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3), KERNELS)
@@ -470,6 +475,7 @@ def test_cpu_conv_winograd_in_a_function(dtype, monkeypatch):
     # Through the engine: the columns' workspace is planned with Winograd's shape
     # (transformed filters, then a band of image and products), values as the reference.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
     t4 = tt.TensorType(dtype, shape=(None,) * 4)
     x, w = t4("x"), t4("w")
@@ -506,6 +512,7 @@ def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
     # row (and in one band); the epilogue in the output transform. An image with a NaN
     # takes im2col: F(3, 7) would spread it to outputs whose windows do not hold it.
     monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     xs, ws, kw = WINOGRAD7_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
     rng = np.random.default_rng(8)
@@ -514,7 +521,7 @@ def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
     numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
     wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
     axis = "rows" if ws[2] == 7 else "cols"
-    assert wino_geo.winograd7(numpy_geo.out_hw(xs[2:]), dtype) == axis
+    assert wino_geo.winograd7(numpy_geo.out_hw(xs[2:]), dtype, xs[1]) == axis
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd7_forward", _spy(cpu_conv._winograd7_forward, calls))
     # F(3, 7) rounds more than im2col: its transforms scale by up to 10.6 and 1/315
@@ -536,9 +543,9 @@ def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
 
 
 def test_winograd7_only_for_unit_strides_and_seven_taps():
-    def axis(ws, out_hw=(17, 17), dtype="float32", **kw):
+    def axis(ws, out_hw=(17, 17), dtype="float32", channels=192, **kw):
         op = nnet.abstract_conv.AbstractConv2d(**kw)
-        return cpu_conv.ConvGeometry(op, ws, KERNELS).winograd7(out_hw, dtype)
+        return cpu_conv.ConvGeometry(op, ws, KERNELS).winograd7(out_hw, dtype, channels)
 
     if KERNELS is None:
         assert axis((7, 1)) is None
@@ -549,6 +556,7 @@ def test_winograd7_only_for_unit_strides_and_seven_taps():
     assert axis((7, 7)) is None and axis((1, 3)) is None
     assert axis((1, 7), out_hw=(8, 8)) is None  # below WINOGRAD7_MIN_PIXELS
     assert axis((1, 7), dtype="int64") is None
+    assert axis((1, 7), channels=cpu_conv.WINOGRAD_MIN_CHANNELS - 1) is None
 
 
 @needs_c
@@ -557,6 +565,7 @@ def test_cpu_conv_winograd7_in_a_function(dtype, monkeypatch):
     # Through the engine: the columns' workspace is planned with the F(2, 7) shape, the
     # bands shared between threads when the BLAS has several, values as the reference.
     monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
     xs, ws, kw = WINOGRAD7_CASES["1x7-half-flip-batch2"]
     t4 = tt.TensorType(dtype, shape=(None,) * 4)

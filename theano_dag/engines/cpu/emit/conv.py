@@ -106,6 +106,10 @@ _FLOATS = ("float32", "float64")
 # of tile rows' transformed image and products, of about this many bytes.
 WINOGRAD_MIN_PIXELS = 400
 WINOGRAD_BAND_BYTES = 1 << 21
+# Winograd's products are F x C by C x tiles: with fewer input channels than this they
+# run far below the BLAS's speed and im2col's one product is faster (a 5x5 layer of 1
+# channel at 28x28, batch 128: 8.7 ms against 4.8; 3 channels, 3x3: 1.5x slower).
+WINOGRAD_MIN_CHANNELS = 32
 # The transforms keep a few rows of the image on the C stack: wider images take im2col.
 WINOGRAD_MAX_WIDTH = 4096
 # A 3x3 convolution on an output of at least this many pixels runs as F(4x4, 3x3): 36
@@ -169,18 +173,19 @@ class ConvGeometry:
         per_row = c * self.kshp[0] * self.kshp[1] * out_hw[1] * itemsize
         return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
 
-    def winograd(self, out_hw, dtype):
+    def winograd(self, out_hw, dtype, channels):
         """Whether the forward convolution runs as Winograd's F(4x4, 3x3) or F(2x2,
         3x3) (:meth:`wino_tile`): 3x3 filters (5x5 ones as four 3x3 blocks:
         :attr:`wino_blocks`) at stride 1, undilated and ungrouped, with the C kernels, on
-        a big enough output.
+        a big enough output and image of :data:`WINOGRAD_MIN_CHANNELS` or more channels.
 
         >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
-        >>> g.winograd((35, 35), "float32")  # no C kernels
+        >>> g.winograd((35, 35), "float32", 64)  # no C kernels
         False
         """
         return (
             self.native is not None
+            and channels >= WINOGRAD_MIN_CHANNELS
             and self.kshp in ((3, 3), (5, 5))
             and self.stride == (1, 1)
             and self.dil == (1, 1)
@@ -190,16 +195,19 @@ class ConvGeometry:
             and np.dtype(dtype).name in _FLOATS
         )
 
-    def winograd7(self, out_hw, dtype):
+    def winograd7(self, out_hw, dtype, channels):
         """``"rows"`` (7x1 filters) or ``"cols"`` (1x7) when the forward convolution runs
         as Winograd's F(3, 7) along the filters' axis: stride 1, undilated, ungrouped,
-        with the C kernels, on an output of :data:`WINOGRAD7_MIN_PIXELS` or more; else
-        None.
+        with the C kernels, on an output of :data:`WINOGRAD7_MIN_PIXELS` or more and an
+        image of :data:`WINOGRAD_MIN_CHANNELS` or more channels; else None.
 
-        >>> ConvGeometry(AbstractConv2d(border_mode="half"), (1, 7)).winograd7((17, 17), "float32")
+        >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (1, 7))
+        >>> g.winograd7((17, 17), "float32", 192) is None  # no C kernels
+        True
         """
         if (
             self.native is None
+            or channels < WINOGRAD_MIN_CHANNELS
             or self.stride != (1, 1)
             or self.dil != (1, 1)
             or self.groups != 1
@@ -795,7 +803,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         _grouped_matmul(wm, x.reshape(n, c, -1), outm, g)
         _epilogue(outm, bias, relu, scale, geo.native)
         return out
-    axis = geo.winograd7(out_hw, x.dtype)
+    axis = geo.winograd7(out_hw, x.dtype, c)
     off = geo.winograd7_offset(axis)
     if off is not None and _winograd7_forward(
         x, wm, cols, out, geo, out_hw, bias, relu, scale, axis, off
@@ -803,7 +811,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
-    if geo.winograd(out_hw, x.dtype) and _winograd_forward(
+    if geo.winograd(out_hw, x.dtype, c) and _winograd_forward(
         x, wm, cols, out, geo, out_hw, bias, relu, scale
     ):
         return out
@@ -1027,7 +1035,8 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
         geo = cp.geo(kern_shape(*s))
         if not geo.padding or geo.plain:
             return _NONE
-        axis = geo.winograd7(geo.out_hw(s[0][0][2:]), dtype) if tiled else None
+        xs = s[0][0]
+        axis = geo.winograd7(geo.out_hw(xs[2:]), dtype, xs[1]) if tiled else None
         if geo.winograd7_offset(axis) is not None:
             return _NONE  # read in place by F(3, 7), padded along the filters' axis only
         return geo.padded(s[0][0])
@@ -1038,9 +1047,9 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
             return _NONE
         xs = s[0][0]
         out_hw = geo.out_hw(xs[2:])
-        if tiled and geo.winograd(out_hw, dtype):
+        if tiled and geo.winograd(out_hw, dtype, xs[1]):
             return geo.winograd_shape(xs[1], s[0][1][0], out_hw, itemsize)
-        if tiled and geo.winograd7(out_hw, dtype):
+        if tiled and geo.winograd7(out_hw, dtype, xs[1]):
             return geo.winograd7_shape(xs[1], s[0][1][0], out_hw, itemsize)
         shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
         return shape_of(xs[0], xs[1], out_hw, itemsize)
