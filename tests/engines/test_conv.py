@@ -266,6 +266,7 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     # Every output size takes Winograd's F(2x2, 3x3) here; bands of one tile row; the
     # epilogue (scale, bias, relu) in its output transform, a NaN kept by the relu.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
     xs, ws, kw = WINOGRAD_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
@@ -275,7 +276,7 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     op = nnet.abstract_conv.AbstractConv2d(**kw)
     numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
     wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
-    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype)
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype, xs[1])
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
     tol = 2e-5 if dtype == "float32" else 1e-12
@@ -285,6 +286,103 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     assert calls == [True] * 4
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD_CASES))
+def test_cpu_conv_winograd4_matches_im2col(case, dtype, monkeypatch):
+    # F(4x4, 3x3): 6x6 tiles 4 apart (odd and even sides: tiles past the border), in
+    # bands of one tile row and in one band; the epilogue in the output transform. An
+    # image with a NaN or an infinity takes im2col: a 6x6 tile would spread it to
+    # outputs whose windows do not hold it.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD4_MIN_PIXELS", 0)
+    xs, ws, kw = WINOGRAD_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    out_hw = numpy_geo.out_hw(xs[2:])
+    assert wino_geo.winograd(out_hw, dtype, xs[1]) and wino_geo.wino_tile(out_hw) == 4
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
+    tol = 5e-5 if dtype == "float32" else 1e-12
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 6
+    for bad in (np.nan, np.inf):
+        x[-1, -1, 1, 2] = bad
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, False, scale)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, bias, False, scale)
+        np.testing.assert_array_equal(got, want)
+    assert calls == [True] * 6 + [False] * 2
+
+
+def test_winograd_tile_by_output_size():
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(border_mode="half"), (3, 3))
+    big = cpu_conv.WINOGRAD4_MIN_PIXELS
+    assert geo.wino_tile((35, 35)) == 4 and geo.wino_tile((1, big - 1)) == 2
+    g5 = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(border_mode="half"), (5, 5))
+    assert g5.wino_tile((35, 35)) == 2 and g5.wino_blocks == 4  # 5x5: F(2x2, 3x3) blocks
+    # F(4x4, 3x3)'s workspace: 36 slabs of filters, band image and products
+    t = 9 * 9  # one band of 9 x 9 tiles: 35 / 4 rounded up
+    slab = cpu_conv._slab
+    assert geo.winograd_shape(8, 4, (35, 35), 8) == (
+        36 * (4 * 8 + slab(8 * t, 8) + slab(4 * t, 8)),
+    )
+
+
+WINOGRAD5_CASES = {
+    # 5x5 filters as four 3x3 blocks: odd and even sides, padding, flipped filters
+    "half-flip-batch2": ((2, 3, 9, 7), (4, 3, 5, 5), dict(border_mode="half")),
+    "valid-even": ((1, 4, 12, 10), (2, 4, 5, 5), dict(filter_flip=False)),
+    "pad-1-2": ((1, 5, 6, 5), (3, 5, 5, 5), dict(border_mode=(1, 2))),
+    "full": ((1, 2, 3, 4), (3, 2, 5, 5), dict(border_mode="full")),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD5_CASES))
+def test_cpu_conv_winograd5_matches_im2col(case, dtype, monkeypatch):
+    # 5x5 filters zeroed to 6x6 and split into four 3x3 blocks, each block's F(2x2, 3x3)
+    # tiles of the image moved by (3p, 3q), one product over the blocks; in bands of one
+    # tile row and in one band; the epilogue in the output transform. An image with a
+    # NaN or an infinity takes im2col (the zeroed taps would pass it on).
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
+    xs, ws, kw = WINOGRAD5_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype, xs[1]) and wino_geo.wino_blocks == 4
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 6
+    for bad in (np.nan, -np.inf):
+        x[-1, -1, 1, 1] = bad
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, False, scale)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, bias, False, scale)
+        np.testing.assert_array_equal(got, want)
+    assert calls == [True] * 6 + [False] * 2
 
 
 class _FakeBlas:
@@ -304,6 +402,7 @@ def test_cpu_conv_winograd_bands_shared_between_threads_are_bit_for_bit(dtype, m
     # With a BLAS of several threads (threadpoolctl), the bands go to as many threads of
     # the engine, each product on one BLAS thread: the same arithmetic, band by band.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)  # one tile row a band
     xs, ws, kw = (3, 5, 9, 11), (4, 5, 3, 3), dict(border_mode="half")
     x, w, _ = _values(xs, ws, kw, dtype)
@@ -338,6 +437,7 @@ def test_cpu_conv_winograd_bands_shared_between_threads_are_bit_for_bit(dtype, m
 @needs_c
 def test_cpu_conv_winograd_threads_fall_back_when_the_blas_refuses_a_limit(monkeypatch):
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
     x, w, _ = _values(xs, ws, kw, "float64")
     geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (3, 3), KERNELS)
@@ -375,6 +475,7 @@ def test_cpu_conv_winograd_in_a_function(dtype, monkeypatch):
     # Through the engine: the columns' workspace is planned with Winograd's shape
     # (transformed filters, then a band of image and products), values as the reference.
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     xs, ws, kw = WINOGRAD_CASES["half-flip-batch2"]
     t4 = tt.TensorType(dtype, shape=(None,) * 4)
     x, w = t4("x"), t4("w")
@@ -388,6 +489,103 @@ def test_cpu_conv_winograd_in_a_function(dtype, monkeypatch):
     assert [f.fn.current.shapes[v] for v in cols] == [geo.winograd_shape(3, 4, (7, 9), itemsize)]
     check_plan(*f.fn.current.plan_input, f.fn.current.memory)
     tol = 2e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)
+
+
+WINOGRAD7_CASES = {
+    # image, filters, conv2d keywords: odd and even sides (a last tile past the border),
+    # padding along either axis or both, flipped filters, a batch
+    "7x1-half-flip-batch2": ((2, 3, 9, 5), (4, 3, 7, 1), dict(border_mode="half")),
+    "7x1-valid-even": ((1, 4, 12, 6), (2, 4, 7, 1), dict(filter_flip=False)),
+    "7x1-pad-3-2": ((1, 5, 8, 7), (3, 5, 7, 1), dict(border_mode=(3, 2))),
+    "1x7-half-flip-batch2": ((2, 3, 5, 9), (4, 3, 1, 7), dict(border_mode="half")),
+    "1x7-valid-even": ((1, 4, 6, 12), (2, 4, 1, 7), dict(filter_flip=False)),
+    "1x7-pad-1-3-narrow": ((1, 5, 4, 2), (3, 5, 1, 7), dict(border_mode=(1, 3))),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(WINOGRAD7_CASES))
+def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
+    # 1x7 and 7x1 filters as Winograd's F(3, 7) along their axis, in bands of one outer
+    # row (and in one band); the epilogue in the output transform. An image with a NaN
+    # takes im2col: F(3, 7) would spread it to outputs whose windows do not hold it.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
+    xs, ws, kw = WINOGRAD7_CASES[case]
+    x, w, _ = _values(xs, ws, kw, dtype)
+    rng = np.random.default_rng(8)
+    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    axis = "rows" if ws[2] == 7 else "cols"
+    assert wino_geo.winograd7(numpy_geo.out_hw(xs[2:]), dtype, xs[1]) == axis
+    calls = []
+    monkeypatch.setattr(cpu_conv, "_winograd7_forward", _spy(cpu_conv._winograd7_forward, calls))
+    # F(3, 7) rounds more than im2col: its transforms scale by up to 10.6 and 1/315
+    tol = 5e-5 if dtype == "float32" else 1e-12
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert calls == [True] * 6
+    for bad in (np.nan, np.inf):
+        x[-1, -1, 1, 1] = bad
+        want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, bias, False, scale)
+        got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, bias, False, scale)
+        np.testing.assert_array_equal(got, want)  # im2col's, NaNs and infinities in place
+        assert np.isnan(want).any() if bad != bad else np.isinf(want).any()
+    assert calls == [True] * 6 + [False] * 2
+
+
+def test_winograd7_only_for_unit_strides_and_seven_taps():
+    def axis(ws, out_hw=(17, 17), dtype="float32", channels=192, **kw):
+        op = nnet.abstract_conv.AbstractConv2d(**kw)
+        return cpu_conv.ConvGeometry(op, ws, KERNELS).winograd7(out_hw, dtype, channels)
+
+    if KERNELS is None:
+        assert axis((7, 1)) is None
+        return
+    assert (axis((7, 1)), axis((1, 7))) == ("rows", "cols")
+    assert axis((7, 1), subsample=(2, 1)) is None
+    assert axis((1, 7), filter_dilation=(1, 2)) is None
+    assert axis((7, 7)) is None and axis((1, 3)) is None
+    assert axis((1, 7), out_hw=(8, 8)) is None  # below WINOGRAD7_MIN_PIXELS
+    assert axis((1, 7), dtype="int64") is None
+    assert axis((1, 7), channels=cpu_conv.WINOGRAD_MIN_CHANNELS - 1) is None
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cpu_conv_winograd7_in_a_function(dtype, monkeypatch):
+    # Through the engine: the columns' workspace is planned with the F(2, 7) shape, the
+    # bands shared between threads when the BLAS has several, values as the reference.
+    monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
+    xs, ws, kw = WINOGRAD7_CASES["1x7-half-flip-batch2"]
+    t4 = tt.TensorType(dtype, shape=(None,) * 4)
+    x, w = t4("x"), t4("w")
+    y = nnet.relu(nnet.conv2d(x, w, **kw))
+    f = function([x, w], y, mode=CPU)
+    xv, wv, _ = _values(xs, ws, kw, dtype)
+    fake = _FakeBlas()
+    monkeypatch.setattr(cpu_conv, "_blas_threads", lambda n, flops: (fake, 2))
+    got = f(xv, wv)
+    assert fake.limits == [(1, "blas")]
+    cols = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_cols"]
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(**kw), (1, 7), KERNELS)
+    itemsize = np.dtype(dtype).itemsize
+    assert [f.fn.current.shapes[v] for v in cols] == [geo.winograd7_shape(3, 4, (5, 9), itemsize)]
+    # padded along the filters' axis only: the image is read in place, no padded copy
+    pads = [v for v in f.fn.current.cat if isinstance(v, Temp) and v.label == "conv_pad"]
+    assert [f.fn.current.shapes[v] for v in pads] == [(0,)]
+    check_plan(*f.fn.current.plan_input, f.fn.current.memory)
+    tol = 5e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(got, function([x, w], y, mode=REF)(xv, wv), rtol=tol, atol=tol)
 
 
@@ -536,15 +734,21 @@ def test_cpu_global_pool(mode):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("mode", POOL_MODES)
 @pytest.mark.parametrize(
-    "case", sorted(POOL_CASES) + ["5x3-pad2-1-same", "3x3-stride3-wide-pad", "1x1"]
+    "case",
+    sorted(POOL_CASES)
+    + ["5x3-pad2-1-same", "3x3-stride3-wide-pad", "1x1", "3x3-stride2-odd", "2x4-stride1x3"],
 )
 def test_cpu_pool_c_loop_matches_numpy(case, mode, dtype):
-    # The C pooling loop (its whole-plane path when the output is the image's size, its
-    # row path otherwise) against numpy's strided slices, with a NaN (a max keeps it).
+    # The C pooling loop (its whole-plane paths where the windows lie inside, its row
+    # paths: 3-wide windows in one pass, a stride of 2 split into even and odd columns,
+    # other strides) against numpy's strided slices, with a NaN (a max keeps it).
     extra = {
         "5x3-pad2-1-same": ((2, 3, 7, 6), (5, 3), dict(ignore_border=True, pad=(2, 1))),
         "3x3-stride3-wide-pad": ((1, 2, 8, 9), (3, 3), dict(pad=(2, 2), stride=(3, 3))),
         "1x1": ((2, 2, 3, 4), (1, 1), dict(ignore_border=True)),
+        # InceptionV3's max pool: 3x3 at stride 2 on an odd image, no padding
+        "3x3-stride2-odd": ((2, 3, 9, 11), (3, 3), dict(ignore_border=True, stride=(2, 2))),
+        "2x4-stride1x3": ((2, 2, 6, 10), (2, 4), dict(ignore_border=False, stride=(1, 3))),
     }
     xs, ws, kw = extra[case] if case in extra else POOL_CASES[case]
     kw = dict(kw, ignore_border=kw.get("ignore_border", True))

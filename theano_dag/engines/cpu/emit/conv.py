@@ -6,10 +6,16 @@ which lands in NCHW order with no transpose. The columns are one copy of the (pa
 image, made by a C loop (``native/conv_kernels.c``, :class:`ConvKernels`, built by
 ``config.cxx``; numpy's strided copy without a compiler); the product is OpenBLAS's
 GEMM through ``numpy.matmul`` with ``out=``. A 3x3 convolution at stride 1 on an output
-of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(2x2, 3x3) instead: the
-filters, the image's 4x4 tiles and the products transformed in C, 16 products of
-``U[k] (F, C) @ V[k] (C, tiles)`` per band of tile rows: 2.25x fewer multiplications
-(1.1x to 1.8x faster than im2col on InceptionV3's 3x3 layers).
+of :data:`WINOGRAD_MIN_PIXELS` or more runs as Winograd's F(4x4, 3x3) instead
+(:data:`WINOGRAD4_MIN_PIXELS`; F(2x2, 3x3) below it): the filters, the image's 6x6
+tiles and the products transformed in C, 36 products of ``U[k] (F, C) @ V[k] (C,
+tiles)`` per band of tile rows: 4x fewer multiplications (F(2x2, 3x3): 16 products,
+2.25x); a 5x5 one as F(2x2, 3x3) on its four 3x3 blocks (one product over 4C
+channels). 1x7 and 7x1 convolutions at stride 1
+run as Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
+multiplications). An image with a NaN or an infinity takes im2col on the paths that
+would spread it to outputs whose windows do not hold it (F(4x4, 3x3), F(3, 7), the 5x5
+blocks).
 Why this method (measured in ``benchmarks/conv.py`` and
 ``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
 the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
@@ -38,11 +44,12 @@ its bias and applies its relu to each chunk of the output right after its produc
 place (one C pass; in the Winograd path, in the output's transform); or scales its
 filters into a workspace when they are smaller than the output.
 
-Pooling (2-D, every mode and border) is a C loop that folds each row along its columns,
-then the rows (no workspace). Without a compiler, or for a strided image, it is a
-running ``maximum``/``add`` of one strided slice per window offset into the output,
-over a planned padded copy when there is padding or a partial window; a global pool
-(more offsets than windows) is one reduction over the windows' view.
+Pooling (2-D, every mode and border) is a C loop that folds the rows of each output row,
+then each such row along its columns (no workspace). Without a compiler, or for a
+strided image, it is a running ``maximum``/``add`` of one strided slice per window
+offset into the output, over a planned padded copy when there is padding or a partial
+window; a global pool (more offsets than windows) is one reduction over the windows'
+view.
 """
 
 from __future__ import annotations
@@ -99,8 +106,21 @@ _FLOATS = ("float32", "float64")
 # of tile rows' transformed image and products, of about this many bytes.
 WINOGRAD_MIN_PIXELS = 400
 WINOGRAD_BAND_BYTES = 1 << 21
+# Winograd's products are F x C by C x tiles: with fewer input channels than this they
+# run far below the BLAS's speed and im2col's one product is faster (a 5x5 layer of 1
+# channel at 28x28, batch 128: 8.7 ms against 4.8; 3 channels, 3x3: 1.5x slower).
+WINOGRAD_MIN_CHANNELS = 32
 # The transforms keep a few rows of the image on the C stack: wider images take im2col.
 WINOGRAD_MAX_WIDTH = 4096
+# A 3x3 convolution on an output of at least this many pixels runs as F(4x4, 3x3): 36
+# products of a quarter of the tiles, 4x fewer multiplications than im2col's (1.2x to
+# 1.7x faster than F(2x2, 3x3) from 24x24 to 147x147 outputs, InceptionV3's and
+# ResNet50's layers; slower at 14x14, which takes im2col anyway).
+WINOGRAD4_MIN_PIXELS = 400
+# 1x7 and 7x1 convolutions at stride 1 with at least this many output pixels run as
+# Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
+# multiplications): InceptionV3's 17x17 layers.
+WINOGRAD7_MIN_PIXELS = 100
 
 
 class ConvGeometry:
@@ -153,17 +173,20 @@ class ConvGeometry:
         per_row = c * self.kshp[0] * self.kshp[1] * out_hw[1] * itemsize
         return max(1, min(out_hw[0], TILE_BYTES // max(per_row, 1)))
 
-    def winograd(self, out_hw, dtype):
-        """Whether the forward convolution runs as Winograd's F(2x2, 3x3): 3x3 filters
-        at stride 1, undilated and ungrouped, with the C kernels, on a big enough output.
+    def winograd(self, out_hw, dtype, channels):
+        """Whether the forward convolution runs as Winograd's F(4x4, 3x3) or F(2x2,
+        3x3) (:meth:`wino_tile`): 3x3 filters (5x5 ones as four 3x3 blocks:
+        :attr:`wino_blocks`) at stride 1, undilated and ungrouped, with the C kernels, on
+        a big enough output and image of :data:`WINOGRAD_MIN_CHANNELS` or more channels.
 
         >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (3, 3))
-        >>> g.winograd((35, 35), "float32")  # no C kernels
+        >>> g.winograd((35, 35), "float32", 64)  # no C kernels
         False
         """
         return (
             self.native is not None
-            and self.kshp == (3, 3)
+            and channels >= WINOGRAD_MIN_CHANNELS
+            and self.kshp in ((3, 3), (5, 5))
             and self.stride == (1, 1)
             and self.dil == (1, 1)
             and self.groups == 1
@@ -172,8 +195,76 @@ class ConvGeometry:
             and np.dtype(dtype).name in _FLOATS
         )
 
+    def winograd7(self, out_hw, dtype, channels):
+        """``"rows"`` (7x1 filters) or ``"cols"`` (1x7) when the forward convolution runs
+        as Winograd's F(3, 7) along the filters' axis: stride 1, undilated, ungrouped,
+        with the C kernels, on an output of :data:`WINOGRAD7_MIN_PIXELS` or more and an
+        image of :data:`WINOGRAD_MIN_CHANNELS` or more channels; else None.
+
+        >>> g = ConvGeometry(AbstractConv2d(border_mode="half"), (1, 7))
+        >>> g.winograd7((17, 17), "float32", 192) is None  # no C kernels
+        True
+        """
+        if (
+            self.native is None
+            or channels < WINOGRAD_MIN_CHANNELS
+            or self.stride != (1, 1)
+            or self.dil != (1, 1)
+            or self.groups != 1
+            or out_hw[0] * out_hw[1] < WINOGRAD7_MIN_PIXELS
+            or out_hw[1] > WINOGRAD_MAX_WIDTH
+            or np.dtype(dtype).name not in _FLOATS
+        ):
+            return None
+        return {(7, 1): "rows", (1, 7): "cols"}.get(self.kshp)
+
+    def winograd7_offset(self, axis):
+        """The rows (``axis`` "rows") or columns ("cols") of padding before the image
+        when the F(3, 7) path reads it in place, padded along the filters' axis only;
+        None when it needs the padded copy (padding across that axis too) or for
+        ``axis`` None.
+
+        >>> ConvGeometry(AbstractConv2d(border_mode=(0, 3)), (1, 7)).winograd7_offset("cols")
+        3
+        """
+        if axis == "rows" and self.pads[1] == (0, 0):
+            return self.pads[0][0]
+        if axis == "cols" and self.pads[0] == (0, 0):
+            return self.pads[1][0]
+        return None
+
     @staticmethod
-    def winograd_band(c, f, out_hw, itemsize):
+    def winograd7_band(axis, c, f, out_hw, itemsize):
+        """``(outer rows per band, outer rows, tiles per outer row)`` of the F(3, 7)
+        path: 7x1 filters tile each three output rows (one tile per column), 1x7
+        filters each three output columns (one tile per row); a band's transformed
+        image and products are about :data:`WINOGRAD_BAND_BYTES`.
+
+        >>> ConvGeometry.winograd7_band("cols", 192, 192, (17, 17), 4)
+        (6, 6, 17)
+        """
+        if axis == "rows":
+            outer, inner = (out_hw[0] + 2) // 3, out_hw[1]
+        else:  # the same on the image transposed
+            outer, inner = (out_hw[1] + 2) // 3, out_hw[0]
+        per_row = 9 * (c + f) * inner * itemsize
+        return max(1, min(outer, WINOGRAD_BAND_BYTES // per_row)), outer, inner
+
+    def winograd7_shape(self, c, f, out_hw, itemsize):
+        """The F(3, 7) path's workspace, as :meth:`winograd_shape` with 9 slabs."""
+        axis = {(7, 1): "rows", (1, 7): "cols"}[self.kshp]
+        rows, _outer, inner = self.winograd7_band(axis, c, f, out_hw, itemsize)
+        t = rows * inner
+        return (9 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
+
+    def wino_tile(self, out_hw):
+        """The outputs a Winograd tile gives along each side: 4 (F(4x4, 3x3)) for 3x3
+        filters on an output of :data:`WINOGRAD4_MIN_PIXELS` or more, else 2."""
+        big = out_hw[0] * out_hw[1] >= WINOGRAD4_MIN_PIXELS
+        return 4 if self.kshp == (3, 3) and big else 2
+
+    @staticmethod
+    def winograd_band(c, f, out_hw, itemsize, m=2):
         """``(tile rows per band, tiles per row)`` of the Winograd path: 2x2 outputs a
         tile; a band's transformed image and products are about
         :data:`WINOGRAD_BAND_BYTES`.
@@ -181,18 +272,26 @@ class ConvGeometry:
         >>> ConvGeometry.winograd_band(64, 96, (35, 35), 4)
         (11, 18)
         """
-        th, tw = (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
-        per_row = 16 * (c + f) * tw * itemsize
+        th, tw = -(-out_hw[0] // m), -(-out_hw[1] // m)
+        per_row = (m + 2) ** 2 * (c + f) * tw * itemsize
         return max(1, min(th, WINOGRAD_BAND_BYTES // per_row)), tw
+
+    @property
+    def wino_blocks(self):
+        """The 3x3 blocks of each filter on the Winograd path: 4 for 5x5 filters (zeroed
+        to 6x6), each block's transformed image a share of C more channels."""
+        return 4 if self.kshp == (5, 5) else 1
 
     def winograd_shape(self, c, f, out_hw, itemsize):
         """The Winograd path's workspace (in place of the columns): the transformed
         filters ``(16, F, C)``, then a band's image ``(16, C, T)`` and products
         ``(16, F, T)``, T tiles a band, as one flat array (each of the 16 slabs of the
-        last two a little longer: :func:`_slab`)."""
-        rows, tw = self.winograd_band(c, f, out_hw, itemsize)
+        last two a little longer: :func:`_slab`); C counts each 3x3 block's channels."""
+        c = c * self.wino_blocks
+        m = self.wino_tile(out_hw)
+        rows, tw = self.winograd_band(c, f, out_hw, itemsize, m)
         t = rows * tw
-        return (16 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
+        return ((m + 2) ** 2 * (f * c + _slab(c * t, itemsize) + _slab(f * t, itemsize)),)
 
     def forward_cols_shape(self, n, c, out_hw, itemsize):
         """The forward convolution's columns: as :meth:`cols_shape`, or one tile of
@@ -229,7 +328,8 @@ class ConvKernels:
     def __init__(self, lib):
         self.im2col_fn, self.epilogue_fn = {}, {}
         self.wino_in_fn, self.wino_out_fn, self.wino_filters_fn = {}, {}, {}
-        self.pool_fn = {}
+        self.pool_fn, self.w7_fn, self.w7_filters_fn, self.all_finite_fn = {}, {}, {}, {}
+        self.w4_fn = {}
         # keyed by the numpy dtype (a dtype's .name is a Python-level property: slow)
         for dtype, code in ((np.dtype(d), c) for d, c in _CODES.items()):
             f = getattr(lib, f"td_im2col_{code}")
@@ -244,10 +344,11 @@ class ConvKernels:
             f.argtypes = [_P, _L, _L] + [_I] * 6 + [_P, _L, _L]
             f.restype = None
             self.wino_in_fn[dtype] = f
-            f = getattr(lib, f"td_wino_filters_{code}")
-            f.argtypes = [_P, _L, _I, _I, _P, _L]
-            f.restype = None
-            self.wino_filters_fn[dtype] = f
+            for taps in (3, 5):
+                f = getattr(lib, f"td_wino_filters{'' if taps == 3 else 5}_{code}")
+                f.argtypes = [_P, _L, _I, _I, _P, _L]
+                f.restype = None
+                self.wino_filters_fn[dtype, taps] = f
             f = getattr(lib, f"td_pool_{code}")
             f.argtypes = [_P] + [_I] * 3 + [_P] + [_I] * 9 + [_P]
             f.restype = ctypes.c_int
@@ -256,6 +357,31 @@ class ConvKernels:
             f.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _I, _P, _P, _I]
             f.restype = None
             self.wino_out_fn[dtype] = f
+            # F(4x4, 3x3): the same arguments as F(2x2, 3x3)'s
+            f4 = [getattr(lib, f"td_w4_{part}_{code}") for part in ("in", "out", "filters")]
+            for f, like in zip(f4, (self.wino_in_fn, self.wino_out_fn, None)):
+                f.argtypes = like[dtype].argtypes if like is not None else [_P, _L, _I, _I, _P, _L]
+                f.restype = None
+            self.w4_fn[dtype] = tuple(f4)
+            # F(3, 7): {"rows": (in, out), "cols": (in, out)}
+            fns = {}
+            for axis in ("rows", "cols"):  # the same arguments; "cols" can run out of memory
+                fi = getattr(lib, f"td_w7_in_{axis}_{code}")
+                fi.argtypes = [_P, _L, _L] + [_I] * 5 + [_P, _L, _L, _I]
+                fi.restype = ctypes.c_int if axis == "cols" else None
+                fo = getattr(lib, f"td_w7_out_{axis}_{code}")
+                fo.argtypes = [_P, _L, _L] + [_I] * 4 + [_P, _L, _I, _P, _P, _I]
+                fo.restype = ctypes.c_int if axis == "cols" else None
+                fns[axis] = (fi, fo)
+            self.w7_fn[dtype] = fns
+            f = getattr(lib, f"td_w7_filters_{code}")
+            f.argtypes = [_P, _L, _I, _I, _P, _L]
+            f.restype = None
+            self.w7_filters_fn[dtype] = f
+            f = getattr(lib, f"td_all_finite_{code}")
+            f.argtypes = [_P, _L, _L, _I, _I, _I]
+            f.restype = ctypes.c_int
+            self.all_finite_fn[dtype] = f
 
     def im2col(self, src, cv, geo, nrows, ow):
         """The columns ``cv`` ``(m, K, nrows*ow)`` of the images ``src`` ``(m, C, H, W)``
@@ -402,8 +528,13 @@ def _slab(n, itemsize):
 
 def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     """The forward convolution of the padded images ``xp`` by the filters ``wm``
-    ``(F, C*9)`` as Winograd's F(2x2, 3x3) into ``out``, with the epilogue; False,
-    having done nothing, for arrays the C kernels do not take (numpy's path then)."""
+    ``(F, C*9)`` as Winograd's F(4x4, 3x3) or F(2x2, 3x3)
+    (:meth:`ConvGeometry.wino_tile`) into ``out``, with the epilogue; 5x5 filters
+    ``(F, C*25)`` as their four 3x3 blocks (:attr:`ConvGeometry.wino_blocks`) by
+    F(2x2, 3x3), one product over the blocks' 4C transformed channels. False, having
+    done nothing, for arrays the C kernels do not take, or for an image with a NaN or an
+    infinity on F(4x4, 3x3) or the 5x5 blocks (im2col then: they would spread it to
+    outputs whose windows do not hold it)."""
     k = geo.native
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
@@ -419,19 +550,33 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
         return False
     if wm.strides[1] != size or wm.strides[0] % size:
         return False
-    rows, tw = geo.winograd_band(c, f, out_hw, size)
-    ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
-    tb = rows * tw
-    sv, sm = _slab(c * tb, size), _slab(f * tb, size)
-    nu, nv = 16 * f * c, 16 * sv
-    u = ws[:nu].reshape(16, f, c)
-    v = as_strided(ws[nu:], (16, c, tb), (sv * size, tb * size, size))
-    m = as_strided(ws[nu + nv :], (16, f, tb), (sm * size, tb * size, size))
-    k.wino_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
-    wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
-    oh, ow = out_hw
-    th = (oh + 1) // 2
+    nb = geo.wino_blocks
+    mt = geo.wino_tile(out_hw)  # outputs a tile gives along each side
+    ns = (mt + 2) ** 2  # products: one per value of a tile
     sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    if (nb > 1 or mt > 2) and not all(
+        k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)
+    ):
+        return False  # a NaN or an infinity would reach outputs whose windows miss it
+    ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
+    c4 = nb * c  # the channels of the product: each 3x3 block's share
+    rows, tw = geo.winograd_band(c4, f, out_hw, size, mt)
+    tb = rows * tw
+    sv, sm = _slab(c4 * tb, size), _slab(f * tb, size)
+    nu, nv = ns * f * c4, ns * sv
+    u = ws[:nu].reshape(ns, f, c4)
+    v = as_strided(ws[nu:], (ns, c4, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (ns, f, tb), (sm * size, tb * size, size))
+    if mt == 4:
+        wino_in, wino_out, filters = k.w4_fn[dt]
+    else:
+        wino_in, wino_out = k.wino_in_fn[dt], k.wino_out_fn[dt]
+        filters = k.wino_filters_fn[dt, geo.kshp[0]]
+    filters(wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c4)
+    oh, ow = out_hw
+    th = -(-oh // mt)
+    # block b reads the image moved by (3p, 3q), b = 2p + q
+    moves = [(3 * (b // 2), 3 * (b % 2)) for b in range(nb)]
     sp = None if scale is None else scale.ctypes.data
     bp = None if bias is None else bias.ctypes.data
     # (image, first tile row) of each band: every band writes its own rows of out
@@ -442,23 +587,35 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             ntr = min(rows, th - tr0)
             t = ntr * tw
             oi = out[i].ctypes.data
-            wino_in(xp[i].ctypes.data, sc, rs, c, hp, wp, tr0, ntr, tw, v.ctypes.data, tb, sv)
+            for b, (p, q) in enumerate(moves):
+                xb = xp[i].ctypes.data + (p * rs + q) * size
+                vb = v.ctypes.data + b * c * tb * size
+                wino_in(xb, sc, rs, c, hp - p, wp - q, tr0, ntr, tw, vb, tb, sv)
             np.matmul(u, v[:, :, :t], out=m[:, :, :t])
             wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
 
-    blas = _blas_threads(len(bands), 32 * f * c * th * tw * n)
+    def scratch():
+        w = np.empty(nv + ns * sm, dt)
+        return (
+            as_strided(w, (ns, c4, tb), (sv * size, tb * size, size)),
+            as_strided(w[nv:], (ns, f, tb), (sm * size, tb * size, size)),
+        )
+
+    _run_bands(bands, run, v, m, scratch, 2 * ns * f * c4 * th * tw * n)
+    return True
+
+
+def _run_bands(bands, run, v, m, scratch, flops):
+    """``run(share, v, m)`` over the Winograd path's ``bands``: on this thread with the
+    workspace's ``v`` and ``m``, or shared between as many threads as the BLAS has, each
+    further one with its own ``scratch()`` (:func:`_blas_threads`)."""
+    blas = _blas_threads(len(bands), flops)
     if blas is None:
         run(bands, v, m)
-        return True
+        return
     ctl, workers = blas
     shares = [bands[j::workers] for j in range(workers)]
-    scratch = [
-        (
-            as_strided(w, (16, c, tb), (sv * size, tb * size, size)),
-            as_strided(w[nv:], (16, f, tb), (sm * size, tb * size, size)),
-        )
-        for w in (np.empty(nv + 16 * sm, dt) for _ in shares[1:])
-    ]
+    scratches = [scratch() for _ in shares[1:]]
     errors = []
 
     def guarded(share, v, m):
@@ -474,11 +631,11 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
         limited = ctl.limit(limits=1, user_api="blas")  # applied here, undone on exit
     except Exception:  # a BLAS that refuses: its own threads, one band after the other
         run(bands, v, m)
-        return True
+        return
     with limited:
         threads = [
             threading.Thread(target=guarded, args=(sh, *vm), daemon=True)
-            for sh, vm in zip(shares[1:], scratch)
+            for sh, vm in zip(shares[1:], scratches)
         ]
         for th_ in threads:
             th_.start()
@@ -487,6 +644,70 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             th_.join()
     if errors:
         raise errors[0]
+
+
+def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, off=0):
+    """The forward convolution of the images ``xp``, padded but for ``off`` rows (7x1
+    filters, ``axis`` "rows") or columns (1x7, "cols") of zeros before them along the
+    filters' axis, by the filters ``wm`` ``(F, C*7)`` as Winograd's F(3, 7) along that axis into
+    ``out``, with the epilogue; False, having done nothing, for arrays the C kernels do
+    not take or an image with a NaN or an infinity (im2col then). The filters and each
+    band of tiles are transformed in C, each band multiplied by 9 OpenBLAS products and
+    transformed back with the epilogue."""
+    k = geo.native
+    n, c, hp, wp = xp.shape
+    f = wm.shape[0]
+    dt, size = xp.dtype, xp.itemsize
+    vectors = [v for v in (bias, scale) if v is not None]
+    if dt not in k.w7_fn:  # a byte order other than the machine's
+        return False
+    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
+        return False
+    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
+        return False
+    if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
+        return False
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    if not all(k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)):
+        return False  # a NaN or an infinity: F(3, 7) would spread it to its neighbours
+    w_in, w_out = k.w7_fn[dt][axis]
+    rows, outer, inner = geo.winograd7_band(axis, c, f, out_hw, size)
+    ws = _ws(ws, geo.winograd7_shape(c, f, out_hw, size), dt)
+    tb = rows * inner
+    sv, sm = _slab(c * tb, size), _slab(f * tb, size)
+    nu, nv = 9 * f * c, 9 * sv
+    u = ws[:nu].reshape(9, f, c)
+    v = as_strided(ws[nu:], (9, c, tb), (sv * size, tb * size, size))
+    m = as_strided(ws[nu + nv :], (9, f, tb), (sm * size, tb * size, size))
+    if wm.strides[1] != size or wm.strides[0] % size:
+        return False
+    k.w7_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
+    oh, ow = out_hw
+    sp = None if scale is None else scale.ctypes.data
+    bp = None if bias is None else bias.ctypes.data
+    # (image, first outer row) of each band: tile rows (7x1) or image rows (1x7)
+    bands = [(i, r0) for i in range(n) for r0 in range(0, outer, rows)]
+    last = oh if axis == "rows" else ow  # the output rows (columns) the tiles cover
+
+    def run(share, v, m):
+        for i, r0 in share:
+            nr = min(rows, outer - r0)
+            t = nr * inner
+            xi, oi = xp[i].ctypes.data, out[i].ctypes.data
+            if w_in(xi, sc, rs, c, hp, wp, r0, nr, v.ctypes.data, tb, sv, off):
+                raise MemoryError("convolution: no memory for a band's columns")
+            np.matmul(u, v[:, :, :t], out=m[:, :, :t])
+            if w_out(m.ctypes.data, tb, sm, f, r0, nr, inner, oi, oh * ow, last, sp, bp, relu):
+                raise MemoryError("convolution: no memory for a band's outputs")
+
+    def scratch():
+        w = np.empty(nv + 9 * sm, dt)
+        return (
+            as_strided(w, (9, c, tb), (sv * size, tb * size, size)),
+            as_strided(w[nv:], (9, f, tb), (sm * size, tb * size, size)),
+        )
+
+    _run_bands(bands, run, v, m, scratch, 18 * f * c * outer * inner * n)
     return True
 
 
@@ -582,10 +803,22 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         _grouped_matmul(wm, x.reshape(n, c, -1), outm, g)
         _epilogue(outm, bias, relu, scale, geo.native)
         return out
+    axis = geo.winograd7(out_hw, x.dtype, c)
+    off = geo.winograd7_offset(axis)
+    if off is not None and _winograd7_forward(
+        x, wm, cols, out, geo, out_hw, bias, relu, scale, axis, off
+    ):  # padded along the filters' axis only: the kernels read the image in place
+        return out
     if geo.padding:
         x = _pad_into(x, _ws(xp, geo.padded(x.shape), x.dtype), geo)
-    if geo.winograd(out_hw, x.dtype) and _winograd_forward(
+    if geo.winograd(out_hw, x.dtype, c) and _winograd_forward(
         x, wm, cols, out, geo, out_hw, bias, relu, scale
+    ):
+        return out
+    if (
+        axis
+        and off is None
+        and _winograd7_forward(x, wm, cols, out, geo, out_hw, bias, relu, scale, axis)
     ):
         return out
     cols = _ws(cols, geo.forward_cols_shape(n, c, out_hw, x.itemsize), x.dtype)
@@ -800,7 +1033,13 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
 
     def pad_shape(*s):
         geo = cp.geo(kern_shape(*s))
-        return geo.padded(s[0][0]) if geo.padding and not geo.plain else _NONE
+        if not geo.padding or geo.plain:
+            return _NONE
+        xs = s[0][0]
+        axis = geo.winograd7(geo.out_hw(xs[2:]), dtype, xs[1]) if tiled else None
+        if geo.winograd7_offset(axis) is not None:
+            return _NONE  # read in place by F(3, 7), padded along the filters' axis only
+        return geo.padded(s[0][0])
 
     def cols_shape(*s):
         geo = cp.geo(kern_shape(*s))
@@ -808,8 +1047,10 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
             return _NONE
         xs = s[0][0]
         out_hw = geo.out_hw(xs[2:])
-        if tiled and geo.winograd(out_hw, dtype):
+        if tiled and geo.winograd(out_hw, dtype, xs[1]):
             return geo.winograd_shape(xs[1], s[0][1][0], out_hw, itemsize)
+        if tiled and geo.winograd7(out_hw, dtype, xs[1]):
+            return geo.winograd7_shape(xs[1], s[0][1][0], out_hw, itemsize)
         shape_of = geo.forward_cols_shape if tiled else geo.cols_shape
         return shape_of(xs[0], xs[1], out_hw, itemsize)
 
@@ -949,12 +1190,14 @@ class _PoolPlan:
         op = self.op
         div = None
         if op.mode in ("average_inc_pad", "average_exc_pad"):
-            key = tuple(x.shape[-2:])
+            # in the image's dtype: a count is exact in it, and the C loop's quotient is
+            # then the one numpy's division (in float64, rounded back) gives
+            key = (tuple(x.shape[-2:]), x.dtype)
             div = self._c_div.get(key)
             if div is None:
                 d = self.divisor(x.shape, out_hw, ext)
                 div = self._c_div[key] = np.ascontiguousarray(
-                    np.broadcast_to(d, tuple(out_hw)), dtype=np.float64
+                    np.broadcast_to(d, tuple(out_hw)), dtype=x.dtype
                 )
         h, w = x.shape[-2:]
         planes = math.prod(x.shape[:-2])
