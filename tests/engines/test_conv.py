@@ -264,13 +264,13 @@ WINOGRAD_CASES = {
 @pytest.mark.parametrize("case", sorted(WINOGRAD_CASES))
 def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     # Every output size takes Winograd's F(2x2, 3x3) here; bands of one tile row; the
-    # epilogue (scale, bias, relu) in its output transform, a NaN kept by the relu.
+    # epilogue (scale, bias, relu) in its output transform. (An image with a NaN takes
+    # im2col: test_cpu_conv_winograd_nonfinite_values_take_im2col.)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
     xs, ws, kw = WINOGRAD_CASES[case]
     x, w, _ = _values(xs, ws, kw, dtype)
-    x[-1, -1, 1, 2] = np.nan
     rng = np.random.default_rng(8)
     bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
     op = nnet.abstract_conv.AbstractConv2d(**kw)
@@ -540,6 +540,56 @@ def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
         np.testing.assert_array_equal(got, want)  # im2col's, NaNs and infinities in place
         assert np.isnan(want).any() if bad != bad else np.isinf(want).any()
     assert calls == [True] * 6 + [False] * 2
+
+
+NONFINITE_CASES = {
+    # filters, the Winograd path (a thresholds override) that would take them
+    "3x3-F(2x2)": ((3, 4, 3, 3), {"WINOGRAD4_MIN_PIXELS": 10**9}),
+    "3x3-F(4x4)": ((3, 4, 3, 3), {"WINOGRAD4_MIN_PIXELS": 0}),
+    "5x5-blocks": ((3, 4, 5, 5), {}),
+    "7x1-F(3,7)": ((3, 4, 7, 1), {"WINOGRAD7_MIN_PIXELS": 0}),
+    "1x7-F(3,7)": ((3, 4, 1, 7), {"WINOGRAD7_MIN_PIXELS": 0}),
+}
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("where", ["image", "filters"])
+@pytest.mark.parametrize("case", sorted(NONFINITE_CASES))
+def test_cpu_conv_winograd_nonfinite_values_take_im2col(case, where, dtype, monkeypatch):
+    # A Winograd transform adds and subtracts neighbours: an infinity in two products of
+    # a tile gives inf - inf = NaN where the direct sum is an infinity (F(2x2, 3x3)
+    # too), and one in a filter reaches every transformed tap. Such values take im2col,
+    # whose result (infinities and NaNs in place) is the one returned.
+    ws, limits = NONFINITE_CASES[case]
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
+    monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
+    for name, value in limits.items():
+        monkeypatch.setattr(cpu_conv, name, value)
+    xs, kw = (1, 4, 9, 9), dict(border_mode="half")
+    x, w, _ = _values(xs, ws, kw, dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    forward = "_winograd7_forward" if 7 in ws[2:] else "_winograd_forward"
+    calls = []
+    monkeypatch.setattr(cpu_conv, forward, _spy(getattr(cpu_conv, forward), calls))
+    want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, None, False, None)
+    got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, None, False, None)
+    assert calls == [True]  # finite values: the Winograd path
+    tol = 5e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    for bad in (np.inf, -np.inf, np.nan):
+        if where == "image":
+            x[0, 1, 4, 4] = bad
+        else:
+            w[0, 1, ws[2] // 2, ws[3] // 2] = bad
+        with np.errstate(invalid="ignore"):
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, None, False, None)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, None, False, None)
+        np.testing.assert_array_equal(got, want)  # im2col's, infinities and NaNs in place
+        assert np.isinf(want).any() if bad == bad else np.isnan(want).any()
+    assert calls == [True] + [False] * 3
 
 
 def test_winograd7_only_for_unit_strides_and_seven_taps():

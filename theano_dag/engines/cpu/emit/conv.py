@@ -13,9 +13,9 @@ tiles)`` per band of tile rows: 4x fewer multiplications (F(2x2, 3x3): 16 produc
 2.25x); a 5x5 one as F(2x2, 3x3) on its four 3x3 blocks (one product over 4C
 channels). 1x7 and 7x1 convolutions at stride 1
 run as Winograd's F(3, 7) along the filters' axis (9 products per band, 2.33x fewer
-multiplications). An image with a NaN or an infinity takes im2col on the paths that
-would spread it to outputs whose windows do not hold it (F(4x4, 3x3), F(3, 7), the 5x5
-blocks).
+multiplications). Images or filters with a NaN or an infinity take im2col: every
+Winograd transform adds and subtracts neighbours, which would spread such a value to
+outputs whose windows do not hold it, or turn an infinity into inf - inf = NaN.
 Why this method (measured in ``benchmarks/conv.py`` and
 ``benchmarks/results/conv_direct_c_probe.txt``; docs/performance.md, "Convolution"):
 the GEMM is most of the time on ResNet50's layers and OpenBLAS's is as fast as any we
@@ -526,15 +526,29 @@ def _slab(n, itemsize):
     return (lines + 1 - lines % 2) * line
 
 
+def _all_finite(k, xp, wm):
+    """Whether the images ``xp`` and the filters ``wm`` ``(F, C*taps)`` hold only finite
+    values. A Winograd transform adds and subtracts neighbouring values: a NaN or an
+    infinity in a tile or a filter reaches outputs whose direct sum would not hold it
+    (F(2x2, 3x3) too: an infinity in two of a tile's products gives inf - inf = NaN
+    where the direct sum is an infinity), so those take im2col."""
+    dt, size = xp.dtype, xp.itemsize
+    n, c, hp, wp = xp.shape
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
+    finite = k.all_finite_fn[dt]
+    if not finite(wm.ctypes.data, wm.strides[0] // size, 0, wm.shape[0], 1, wm.shape[1]):
+        return False
+    return all(finite(xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n))
+
+
 def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     """The forward convolution of the padded images ``xp`` by the filters ``wm``
     ``(F, C*9)`` as Winograd's F(4x4, 3x3) or F(2x2, 3x3)
     (:meth:`ConvGeometry.wino_tile`) into ``out``, with the epilogue; 5x5 filters
     ``(F, C*25)`` as their four 3x3 blocks (:attr:`ConvGeometry.wino_blocks`) by
     F(2x2, 3x3), one product over the blocks' 4C transformed channels. False, having
-    done nothing, for arrays the C kernels do not take, or for an image with a NaN or an
-    infinity on F(4x4, 3x3) or the 5x5 blocks (im2col then: they would spread it to
-    outputs whose windows do not hold it)."""
+    done nothing, for arrays the C kernels do not take, or for images or filters with a
+    NaN or an infinity (im2col then: :func:`_all_finite`)."""
     k = geo.native
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
@@ -554,9 +568,7 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     mt = geo.wino_tile(out_hw)  # outputs a tile gives along each side
     ns = (mt + 2) ** 2  # products: one per value of a tile
     sc, rs = xp.strides[1] // size, xp.strides[2] // size
-    if (nb > 1 or mt > 2) and not all(
-        k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)
-    ):
+    if not _all_finite(k, xp, wm):
         return False  # a NaN or an infinity would reach outputs whose windows miss it
     ws = _ws(ws, geo.winograd_shape(c, f, out_hw, size), dt)
     c4 = nb * c  # the channels of the product: each 3x3 block's share
@@ -651,7 +663,7 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, of
     filters, ``axis`` "rows") or columns (1x7, "cols") of zeros before them along the
     filters' axis, by the filters ``wm`` ``(F, C*7)`` as Winograd's F(3, 7) along that axis into
     ``out``, with the epilogue; False, having done nothing, for arrays the C kernels do
-    not take or an image with a NaN or an infinity (im2col then). The filters and each
+    not take or images or filters with a NaN or an infinity (im2col then). The filters and each
     band of tiles are transformed in C, each band multiplied by 9 OpenBLAS products and
     transformed back with the epilogue."""
     k = geo.native
@@ -667,9 +679,11 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, of
         return False
     if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
         return False
-    sc, rs = xp.strides[1] // size, xp.strides[2] // size
-    if not all(k.all_finite_fn[dt](xp[i].ctypes.data, sc, rs, c, hp, wp) for i in range(n)):
+    if wm.strides[1] != size or wm.strides[0] % size:
+        return False
+    if not _all_finite(k, xp, wm):
         return False  # a NaN or an infinity: F(3, 7) would spread it to its neighbours
+    sc, rs = xp.strides[1] // size, xp.strides[2] // size
     w_in, w_out = k.w7_fn[dt][axis]
     rows, outer, inner = geo.winograd7_band(axis, c, f, out_hw, size)
     ws = _ws(ws, geo.winograd7_shape(c, f, out_hw, size), dt)
@@ -679,8 +693,6 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, of
     u = ws[:nu].reshape(9, f, c)
     v = as_strided(ws[nu:], (9, c, tb), (sv * size, tb * size, size))
     m = as_strided(ws[nu + nv :], (9, f, tb), (sm * size, tb * size, size))
-    if wm.strides[1] != size or wm.strides[0] % size:
-        return False
     k.w7_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
     oh, ow = out_hw
     sp = None if scale is None else scale.ctypes.data
