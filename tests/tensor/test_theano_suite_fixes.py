@@ -16,7 +16,7 @@ from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.tensor import linalg
 from theano_dag.tensor.basic import ARange
-from theano_dag.tensor.sort import SortAlongOp, argsort, sort
+from theano_dag.tensor.sort import ArgSortOp, SortAlongOp, SortOp, argsort, sort
 from theano_dag.tensor.type_other import NoneConst
 
 
@@ -422,3 +422,18 @@ def test_as_tensor_variable_of_a_node_is_its_default_output(engine):
     for bad in (None, -1, 2, [0, 1]):
         with pytest.raises(ValueError, match="outputs"):
             tt.as_tensor_variable(_TwoOutputs(bad).make_node(x))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("op_class", [SortOp, ArgSortOp])
+def test_sort_op_takes_theanos_empty_order(engine, op_class):
+    # Theano's SortOp(kind, order): an empty order (a list) is no order, the op sorts
+    # along the last axis; a non-empty one names fields tensors do not have.
+    a, b = op_class("mergesort", []), op_class("quicksort", [])
+    assert a != b and a == op_class("mergesort", []) and a == op_class("mergesort")
+    m = tt.dmatrix("m")
+    val = np.array([[3.0, 1.0, 2.0], [0.5, -1.0, 4.0]])
+    ref = np.sort if op_class is SortOp else np.argsort
+    np.testing.assert_array_equal(function([m], a(m), mode=mode_of(engine))(val), ref(val, -1))
+    with pytest.raises(ValueError, match="structured"):
+        op_class("mergesort", ["f0"])
