@@ -15,6 +15,7 @@ from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 from theano_dag.tensor import linalg
+from theano_dag.tensor.arrays import scalar_from_tensor, tensor_from_scalar
 from theano_dag.tensor.basic import ARange
 from theano_dag.tensor.sort import ArgSortOp, SortAlongOp, SortOp, argsort, sort
 from theano_dag.tensor.type_other import NoneConst
@@ -437,3 +438,31 @@ def test_sort_op_takes_theanos_empty_order(engine, op_class):
     np.testing.assert_array_equal(function([m], a(m), mode=mode_of(engine))(val), ref(val, -1))
     with pytest.raises(ValueError, match="structured"):
         op_class("mergesort", ["f0"])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gradients_through_tensor_from_scalar_and_back(engine, dtype):
+    # TensorFromScalar and ScalarFromTensor pass the gradient through (they raised 'not
+    # implemented'); an integer input's gradient is zero (Theano's test_TensorFromScalar)
+    # (scalar ops on scalar variables have no gradient of their own: the tensor ops
+    # around the conversions carry it)
+    t = tt.scalar("t", dtype=dtype)
+    cost = tt.exp(tensor_from_scalar(scalar_from_tensor(t))) * 3
+    g = grad(cost, t)
+    assert g.dtype == dtype and g.ndim == 0
+    x = ts.get_scalar_type(dtype)("x")
+    gx = grad(tt.sqr(tensor_from_scalar(x)) * 2, x)
+    assert gx.type == x.type
+    f = function([t, x], [g, tensor_from_scalar(gx)], mode=mode_of(engine))
+    got_g, got_gx = f(np.asarray(0.5, dtype=dtype), np.asarray(1.5, dtype=dtype))
+    rtol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(got_g, 3 * np.exp(0.5), rtol=rtol)
+    np.testing.assert_allclose(got_gx, 6.0, rtol=rtol)
+    assert got_g.dtype == dtype and got_gx.dtype == dtype
+    c56 = ts.constant(56)
+    zero = grad(tensor_from_scalar(c56), c56)
+    assert float(function([], zero, mode=mode_of(engine))()) == 0.0
+    i = tt.lscalar("i")
+    zi = grad(tensor_from_scalar(scalar_from_tensor(i)).sum() * 1.0, i)
+    assert float(function([i], zi, mode=mode_of(engine))(5)) == 0.0
