@@ -18,7 +18,7 @@ from theano_dag.tensor import linalg
 from theano_dag.tensor.arrays import scalar_from_tensor, tensor_from_scalar
 from theano_dag.tensor.basic import ARange
 from theano_dag.tensor.sort import ArgSortOp, SortAlongOp, SortOp, argsort, sort
-from theano_dag.tensor.type_other import NoneConst
+from theano_dag.tensor.type_other import NoneConst, SliceConstant, make_slice, slicetype
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -466,3 +466,25 @@ def test_gradients_through_tensor_from_scalar_and_back(engine, dtype):
     i = tt.lscalar("i")
     zi = grad(tensor_from_scalar(scalar_from_tensor(i)).sum() * 1.0, i)
     assert float(function([i], zi, mode=mode_of(engine))(5)) == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_slice_variable_indexes_as_its_bounds(engine, dtype):
+    # x[make_slice(a, b)] (a MakeSlice output, or a SliceConstant) is x[a:b]: it raised
+    # AttributeError; a slice that is an input of the function is refused with the way out
+    x = tt.matrix("x", dtype=dtype)
+    i = tt.lscalar("i")
+    outs = [
+        x[make_slice(1, i)],
+        x[:, make_slice(None, None, i)],
+        x[make_slice(i, None), 1],
+        x[SliceConstant(slicetype, slice(0, 2))],
+    ]
+    val = np.arange(12, dtype=dtype).reshape(3, 4)
+    got = function([x, i], outs, mode=mode_of(engine))(val, -1)
+    for g, w in zip(got, [val[1:-1], val[:, ::-1], val[-1:, 1], val[0:2]]):
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(TypeError, match="known only when the function runs"):
+        x[slicetype()]
