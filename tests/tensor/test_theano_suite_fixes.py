@@ -488,3 +488,27 @@ def test_a_slice_variable_indexes_as_its_bounds(engine, dtype):
         np.testing.assert_array_equal(g, w)
     with pytest.raises(TypeError, match="known only when the function runs"):
         x[slicetype()]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS + ("int32",))
+def test_a_composite_applies_to_inputs_of_other_dtypes(engine, dtype):
+    # Elemwise(Composite built on float32 scalars) applied to a tensor of another dtype is
+    # the same graph made again for that dtype (Theano's); it raised TypeError. Nested
+    # composites are made again too, and the values are computed in the new dtype.
+    a, b = ts.float32("a"), ts.float32("b")
+    inner = ts.Composite([a, b], [a * b])
+    s = ts.float32("s")
+    outer = ts.Composite([s], [inner(s, s) + 1, s - 1])
+    X = tt.matrix("X", dtype=dtype)
+    y0, y1 = tt.Elemwise(outer)(X)
+    want_dtype = "float32" if dtype == "float32" else "float64"
+    assert y0.dtype == dtype or y0.dtype == want_dtype
+    val = (np.array([[1.0 + 2.0**-30, 3.0], [-2.0, 0.5]]) * (4 if dtype == "int32" else 1)).astype(
+        dtype
+    )
+    got0, got1 = function([X], [y0, y1], mode=mode_of(engine))(val)
+    v = val.astype(y0.dtype)
+    assert got0.dtype == y0.dtype and got1.dtype == y1.dtype
+    np.testing.assert_array_equal(got0, v * v + 1)
+    np.testing.assert_array_equal(got1, val.astype(y1.dtype) - 1)
