@@ -47,6 +47,7 @@ __all__ = [
     "local_remove_useless_assert",
     "local_remove_all_assert",
     "local_cast_cast",
+    "local_useless_composite",
 ]
 
 
@@ -359,3 +360,30 @@ def local_cast_cast(fgraph, node):
     out = node.outputs[0]
     new = x if x.dtype == out.dtype else node.op(x)
     return [fit(out, new)]
+
+
+@useless()
+@local_optimizer([Elemwise])
+def local_useless_composite(fgraph, node):
+    """The outputs of an elementwise composite that nothing reads are not computed: the
+    composite is made again with the read ones only.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> s = ts.float64("s")
+    >>> x = tt.dvector("x")
+    >>> both = Elemwise(ts.Composite([s], [s + 1, s - 1]))(x)
+    >>> fg = FunctionGraph([x], [both[1]], clone=False)
+    >>> local_useless_composite.transform(fg, both[1].owner)[both[1]].owner.op
+    Elemwise{Composite{sub(i0, 1)},no_inplace}
+    """
+    # Elemwise{Composite{f(i0), g(i0)}}(x) with output 0 unused -> Elemwise{Composite{g(i0)}}(x)
+    comp = node.op.scalar_op
+    if fgraph is None or not isinstance(comp, ts.Composite) or node.op.inplace_items:
+        return False
+    used = [k for k, out in enumerate(node.outputs) if fgraph.clients.get(out)]
+    if not used or len(used) == len(node.outputs):
+        return False
+    kept = ts.Composite(comp.inputs, [comp.outputs[k] for k in used])
+    new = Elemwise(kept)(*node.inputs, return_list=True)
+    return {node.outputs[k]: v for k, v in zip(used, new)}
