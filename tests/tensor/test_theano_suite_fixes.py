@@ -512,3 +512,28 @@ def test_a_composite_applies_to_inputs_of_other_dtypes(engine, dtype):
     assert got0.dtype == y0.dtype and got1.dtype == y1.dtype
     np.testing.assert_array_equal(got0, v * v + 1)
     np.testing.assert_array_equal(got1, val.astype(y1.dtype) - 1)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_list_of_constants_is_a_constant(engine):
+    # as_tensor_variable of a list whose elements are constants (tensor or scalar ones)
+    # is a TensorConstant, as Theano's (it was a MakeVector of them), of the dtype the
+    # stack of them has; a list with a variable in it stays a stack
+    cases = [
+        ([tt.as_tensor(1), tt.as_tensor(2)], np.array([1, 2], dtype="int8")),
+        ([ts.constant(1), ts.constant(2)], np.array([1, 2], dtype="int8")),
+        ([tt.as_tensor(1), 2.5], np.array([1.0, 2.5], dtype="float32")),
+        ([tt.constant([1.0, 2.0]), [3, 4]], np.array([[1.0, 2.0], [3.0, 4.0]])),
+    ]
+    for x, want in cases:
+        a = tt.as_tensor_variable(x)
+        assert isinstance(a, tt.TensorConstant)
+        assert a.dtype == want.dtype
+        np.testing.assert_array_equal(a.data, want)
+        got = function([], a * 2, mode=mode_of(engine))()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want * 2)
+    i = tt.iscalar("i")
+    v = tt.as_tensor_variable([tt.as_tensor(1), i])
+    assert not isinstance(v, tt.TensorConstant)
+    np.testing.assert_array_equal(function([i], v, mode=mode_of(engine))(7), [1, 7])
