@@ -17,7 +17,7 @@ from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
-from theano_dag.tensor.basic import Alloc
+from theano_dag.tensor.basic import Alloc, Join, Tile
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import (
@@ -48,6 +48,8 @@ __all__ = [
     "local_remove_all_assert",
     "local_cast_cast",
     "local_useless_composite",
+    "local_join_1",
+    "local_useless_tile",
 ]
 
 
@@ -387,3 +389,31 @@ def local_useless_composite(fgraph, node):
     kept = ts.Composite(comp.inputs, [comp.outputs[k] for k in used])
     new = Elemwise(kept)(*node.inputs, return_list=True)
     return {node.outputs[k]: v for k, v in zip(used, new)}
+
+
+@useless()
+@local_optimizer([Join], fit=fit)
+def local_join_1(fgraph, node):
+    """A join of one tensor is that tensor (no copy).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> local_join_1.transform(None, tt.stack([x]).owner)
+    [DimShuffle{x,0}.0]
+    """
+    # join(axis, x) -> x
+    return node.inputs[0] if len(node.inputs) == 1 else False
+
+
+@useless()
+@local_optimizer([Tile], fit=fit)
+def local_useless_tile(fgraph, node):
+    """``tile(x, reps)`` with every repetition 1 is ``x`` (no copy).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_useless_tile.transform(None, Tile((1, 1))(x).owner)
+    [x]
+    """
+    # tile(x, (1, 1)) -> x
+    return node.inputs[0] if all(r == 1 for r in node.op.reps) else False
