@@ -14,7 +14,7 @@ from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
-from theano_dag.tensor import linalg
+from theano_dag.tensor import extra_ops, linalg
 from theano_dag.tensor.arrays import scalar_from_tensor, tensor_from_scalar
 from theano_dag.tensor.basic import ARange
 from theano_dag.tensor.sort import ArgSortOp, SortAlongOp, SortOp, argsort, sort
@@ -537,3 +537,20 @@ def test_a_list_of_constants_is_a_constant(engine):
     v = tt.as_tensor_variable([tt.as_tensor(1), i])
     assert not isinstance(v, tt.TensorConstant)
     np.testing.assert_array_equal(function([i], v, mode=mode_of(engine))(7), [1, 7])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_broadcast_shape_refuses_lengths_that_do_not_broadcast(engine):
+    # broadcast_shape of arrays whose lengths are known only when run: each length is 1
+    # or the largest, else AssertionError (it returned the largest silently: (3, 3) for a
+    # (2, 3) and a (3, 3) array); lengths known when built that differ raise at once
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    f = function([a, b], list(extra_ops.broadcast_shape(a, b)), mode=mode_of(engine))
+    for sa, sb in [((2, 3), (1, 3)), ((2, 3), (2, 1)), ((1, 1), (4, 5)), ((3, 3), (3, 3))]:
+        got = [int(v) for v in f(np.zeros(sa), np.zeros(sb))]
+        assert got == list(np.broadcast_shapes(sa, sb))
+    with pytest.raises(AssertionError, match="dimension 0 cannot broadcast"):
+        f(np.zeros((2, 3)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"lengths \[2, 3\] of dimension 0"):
+        extra_ops.broadcast_shape((2, 4), (3, 1), arrays_are_shapes=True)
+    assert extra_ops.broadcast_shape((3, 4), (3, 1), arrays_are_shapes=True) == (3, 4)
