@@ -28,3 +28,24 @@ def test_a_value_given_to_one_call_leaves_the_default(engine):
     f[a] = 5.0
     assert float(f[a]) == 5.0 and float(f(1.0)) == 15.0
     assert np.isclose(float(f["s"]), 15.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "name", ["inplace_elemwise_optimizer", "inplace_elemwise_opt", "inplace_opt"]
+)
+def test_theanos_names_of_the_inplace_pass_exclude_it(engine, name):
+    # mode.excluding("inplace_elemwise_optimizer") (Theano's MonitorMode test): no node
+    # overwrites an input, and the values are numpy's
+    x = tt.dvector("x")
+    o = tt.outer(x, x)
+    out = tt.log(o) * o
+    with_inplace = function([x], out, mode=Mode(linker=engine, optimizer="fast_run"))
+    assert any(n.op.destroy_map for n in with_inplace.maker.fgraph.apply_nodes)
+    mode = Mode(linker=engine, optimizer="fast_run").excluding(name)
+    f = function([x], out, mode=mode)
+    assert not any(n.op.destroy_map for n in f.maker.fgraph.apply_nodes)
+    v = np.array([0.5, 2.0, 3.0])
+    want = np.log(np.outer(v, v)) * np.outer(v, v)
+    np.testing.assert_allclose(f(v), want, rtol=1e-12)
+    np.testing.assert_allclose(with_inplace(v), want, rtol=1e-12)

@@ -19,6 +19,7 @@ from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.emit.csource import array_layout
 from theano_dag.engines.cpu.native import cc
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.tensor import blas
 
 REF = Mode(linker="py", optimizer=None)
@@ -139,3 +140,55 @@ def test_a_forked_child_runs_the_kernels_on_one_thread(compiledir):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "child exit 0" in proc.stdout
+
+
+# -- a transposed product accumulated -----------------------------------------------------
+
+OCL_OK, OCL_WHY = opencl_available()
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "py",
+        "cpu",
+        pytest.param(
+            "opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")
+        ),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_transposed_product_accumulated_is_one_gemm(engine, dtype):
+    # b*z + a*dot(x, y).T is gemm(z, a, y.T, x.T, b) (Theano lifts the transpose through
+    # the dot first): one BLAS call, no Dot22 and no elementwise pass; two such products
+    # added to one accumulator are two Gemms
+    X, Y, Z = (tt.matrix(n, dtype=dtype) for n in "XYZ")
+    R, S = tt.matrix("R", dtype=dtype), tt.matrix("S", dtype=dtype)
+    a, b, c = (tt.scalar(n, dtype=dtype) for n in "abc")
+    cases = [
+        ([X, Y, Z, a, b], b * Z + a * tt.dot(X, Y).T, [(5, 3), (3, 4), (4, 5)], 1),
+        ([X, Y, Z, a, b], b * Z.T + a * b * tt.dot(X, Y).T, [(4, 3), (3, 5), (4, 5)], 1),
+        ([X, Y, Z, a, b], b * Z - tt.dot(X, Y).T, [(5, 3), (3, 4), (4, 5)], 1),
+        (
+            [X, Y, Z, a, b, R, S, c],
+            Z * c + a * tt.dot(X, Y) + b * tt.dot(R, S).T,
+            [(4, 3), (3, 5), (4, 5), (5, 9), (9, 4)],
+            2,
+        ),
+    ]
+    linker = {"py": "py", "cpu": "cpu", "opencl": "opencl"}[engine]
+    rng = np.random.default_rng(9)
+    for ins, out, mats, n_gemm in cases:
+        f = function(
+            ins, out, mode=Mode(linker=linker, optimizer="fast_run"), on_unused_input="ignore"
+        )
+        ops = [n.op for n in f.maker.fgraph.apply_nodes]
+        assert sum(isinstance(op, blas.Gemm) for op in ops) == n_gemm, ops
+        assert not any(isinstance(op, (blas.Dot22, tt.Dot)) for op in ops), ops
+        vals = [rng.normal(size=s).astype(dtype) for s in mats]
+        scal = [np.asarray(v, dtype=dtype) for v in (0.5, -1.5, 2.0)]
+        args = vals[:3] + scal[:2] + (vals[3:] + scal[2:] if len(ins) > 5 else [])
+        want = function(ins, out, mode=REF, on_unused_input="ignore")(*args)
+        got = f(*args)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)

@@ -6,7 +6,9 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import get_mode
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.tensor.arrays import Assert, assert_op
 from theano_dag.tensor.basic import Alloc, Join
@@ -138,3 +140,64 @@ def test_the_shape_of_a_scalar_needs_no_computation():
     f = theano_dag.function([x, y], assert_op(x, tt.gt(y, 0)).shape)
     assert not _nodes(f, Assert)
     assert f(1, 0).tolist() == []
+
+
+OCL_OK, OCL_WHY = opencl_available()
+RUN_ENGINES = [
+    "py",
+    "cpu",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+
+
+def run_mode(engine):
+    """The engine with the fast_run rewrites (the reference engine runs them too)."""
+    if engine == "py":
+        return Mode(linker="py", optimizer="fast_run")
+    if engine == "cpu":
+        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    return Mode(linker="opencl", optimizer="fast_run")
+
+
+@pytest.mark.parametrize("engine", RUN_ENGINES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("square", [True, False])
+@pytest.mark.parametrize("swapped", [False, True])
+def test_sum_of_a_spread_product_is_a_dot(engine, dtype, square, swapped):
+    # sum(sqr(W[None] * G[:, None]), axis=(1, 2)) is dot(sqr(G), sqr(W).sum(0)): no
+    # (n, m, k) product (the squared norms of per-example gradients); without sqr too
+    W, G = tt.matrix("W", dtype=dtype), tt.matrix("G", dtype=dtype)
+    a, b = W.dimshuffle("x", 0, 1), G.dimshuffle(0, "x", 1)
+    prod = b * a if swapped else a * b
+    y = (tt.sqr(prod) if square else prod).sum(axis=(1, 2))
+    f = theano_dag.function([W, G], y, mode=run_mode(engine))
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert any(type(op).__name__ in ("Dot", "Gemv", "Dot22") for op in ops), ops
+    assert all(n.outputs[0].ndim < 3 for n in f.maker.fgraph.toposort())
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(4, 3)).astype(dtype)
+    g = rng.normal(size=(5, 3)).astype(dtype)
+    w64, g64 = w.astype("float64"), g.astype("float64")
+    p = w64[None] * g64[:, None]
+    want = ((p * p) if square else p).sum(axis=(1, 2))
+    got = f(w, g)
+    assert got.dtype == dtype and got.shape == (5,)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_sum_of_a_spread_product_stays_when_the_product_is_used_too():
+    W, G = tt.dmatrix("W"), tt.dmatrix("G")
+    sq = tt.sqr(W.dimshuffle("x", 0, 1) * G.dimshuffle(0, "x", 1))
+    f = theano_dag.function([W, G], [sq.sum(axis=(1, 2)), sq], mode=run_mode("py"))
+    assert not any(
+        type(n.op).__name__ in ("Dot", "Gemv", "Dot22") for n in f.maker.fgraph.toposort()
+    )
+    # other axes, or another spread, are not this product
+    for y in (
+        sq.sum(axis=(0, 2)),
+        tt.sqr(W.dimshuffle("x", 1, 0) * G.dimshuffle(1, "x", 0)).sum(axis=(1, 2)),
+    ):
+        f = theano_dag.function([W, G], y, mode=run_mode("py"))
+        assert not any(
+            type(n.op).__name__ in ("Dot", "Gemv", "Dot22") for n in f.maker.fgraph.toposort()
+        )

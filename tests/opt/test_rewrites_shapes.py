@@ -5,6 +5,9 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting import TopoOptimizer, check_stack_trace, out2in
 from theano_dag.opt.tensor_opt import (
@@ -17,6 +20,7 @@ from theano_dag.opt.tensor_opt import (
     local_useless_dimshuffle_in_reshape,
     mul_canonizer,
 )
+from theano_dag.tensor.basic import Join, Tile
 from theano_dag.tensor.blas import Gemv, Ger
 from theano_dag.tensor.blas_c import CGemv, CGer
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
@@ -280,3 +284,53 @@ def test_make_vector_of_ints_has_float_gradients_and_checks_dtypes():
     with pytest.raises(TypeError, match="without loss"):
         MakeVector("int8")(b, tt.iscalar())
     assert issubclass(LossyInputError, AssertionError)  # Theano's class for it
+
+
+_OCL_OK, _OCL_WHY = opencl_available()
+
+
+def _engine_mode(engine):
+    if engine == "py":
+        return Mode(linker="py", optimizer="fast_run")
+    if engine == "cpu":
+        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    return Mode(linker="opencl", optimizer="fast_run")
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "py",
+        "cpu",
+        pytest.param(
+            "opencl", marks=pytest.mark.skipif(not _OCL_OK, reason=f"no OpenCL: {_OCL_WHY}")
+        ),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_join_of_one_tensor_and_a_tile_by_ones_copy_nothing(engine, dtype):
+    # local_join_1: stack([a]) and Join of one tensor are that tensor; local_useless_tile:
+    # tile(x, (1, 1)) is x. A join of two, or a tile by 2, stays.
+    a = tt.vector("a", dtype=dtype)
+    m = tt.matrix("m", dtype=dtype)
+    av = np.array([1.5, -2.0, 3.0], dtype=dtype)
+    mv = np.arange(6, dtype=dtype).reshape(2, 3)
+    mode = _engine_mode(engine)
+    for ins, out, want in [
+        ([a], tt.stack([a]), av[None]),
+        ([m], Join(1)(m), mv),
+        ([m], Tile((1, 1))(m), mv),
+        ([m], tt.tile(m, (1, 1)), mv),
+    ]:
+        f = theano_dag.function(ins, out, mode=mode)
+        assert not any(isinstance(n.op, (Join, Tile)) for n in f.maker.fgraph.apply_nodes)
+        got = f(*[av if i is a else mv for i in ins])
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    for out, want in [
+        (Join(1)(m, m), np.concatenate([mv, mv], 1)),
+        (Tile((2, 1))(m), np.tile(mv, (2, 1))),
+    ]:
+        f = theano_dag.function([m], out, mode=mode)
+        assert any(isinstance(n.op, (Join, Tile)) for n in f.maker.fgraph.apply_nodes)
+        np.testing.assert_array_equal(f(mv), want)

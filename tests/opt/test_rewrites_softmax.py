@@ -7,6 +7,8 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nnet import nnet
 
@@ -123,6 +125,51 @@ def test_log_sum_exp():
     v = tt.dvector("v")
     f = theano_dag.function([v], tt.log(tt.sum(tt.exp(v))))
     np.testing.assert_allclose(f(np.array([1000.0, 1000.0])), 1000.6931471805599)
+
+
+OCL_OK, OCL_WHY = opencl_available()
+RUN_ENGINES = [
+    "py",
+    "cpu",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+
+
+def run_mode(engine):
+    """The engine with the fast_run rewrites (the reference engine runs them too)."""
+    if engine == "py":
+        return FAST_RUN_PY
+    if engine == "cpu":
+        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    return Mode(linker="opencl", optimizer="fast_run")
+
+
+@pytest.mark.parametrize("engine", RUN_ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log_sum_exp_over_a_broadcastable_axis(engine, dtype):
+    # sum(..., axis=(0, 1), keepdims=True) over an x whose axis 1 is broadcastable is
+    # canonicalized to a DimShuffle dropping axis 1, then a Sum over axis 0: the log of it
+    # and its gradient are still shifted by the max (they overflowed to inf and nan).
+    x = tt.TensorType(dtype, (False, True, False))("x")
+    out = tt.log(tt.sum(tt.exp(x), axis=(0, 1), keepdims=True))
+    g = theano_dag.grad(out.sum(), x)
+    fg = stabilize(FunctionGraph([x], [out, g]))
+    maxes = [n for n in fg.toposort() if type(n.op).__name__ == "Max"]
+    assert len(maxes) == 2
+    val = (
+        np.array([[[700.0, -3.0, 0.5]], [[-700.0, -2.0, 0.25]]])
+        * (1 if dtype == "float64" else 1 / 7)
+    ).astype(dtype)
+    got_out, got_g = theano_dag.function([x], [out, g], mode=run_mode(engine))(val)
+    v64 = val.astype("float64")
+    m = v64.max(axis=(0, 1), keepdims=True)
+    want = m + np.log(np.exp(v64 - m).sum(axis=(0, 1), keepdims=True))
+    want_g = np.exp(v64 - want)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    assert got_out.dtype == dtype and got_out.shape == (1, 1, 3)
+    assert got_g.dtype == dtype and got_g.shape == (2, 1, 3)
+    np.testing.assert_allclose(got_out, want, rtol=rtol)
+    np.testing.assert_allclose(got_g, want_g, rtol=rtol, atol=1e-30)
 
 
 def test_log_sum_exp_leaves_logsumexp_alone():

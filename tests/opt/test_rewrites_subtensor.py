@@ -7,7 +7,9 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import get_mode
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.scan.basic import scan
 from theano_dag.tensor.elemwise import Elemwise
@@ -302,3 +304,54 @@ def test_a_loops_last_state_is_not_merged_away():
     f = theano_dag.function([x, h0], hs[-1])
     (loop,) = [n for n in f.maker.fgraph.toposort() if hasattr(n.op, "store")]
     assert loop.op.store == (2,)
+
+
+OCL_OK, OCL_WHY = opencl_available()
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "py",
+        "cpu",
+        pytest.param(
+            "opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")
+        ),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_indexed_product_indexes_its_operands(engine, dtype):
+    # local_subtensor_of_dot: dot(a, b)[idx] -> dot(a[...], b[...]) when nothing else
+    # reads the product: no (n, m) product is made for one row or column
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    v, i = tt.vector("v", dtype=dtype), tt.lscalar("i")
+    rng = np.random.default_rng(2)
+    av, bv = rng.normal(size=(5, 3)).astype(dtype), rng.normal(size=(3, 4)).astype(dtype)
+    vv = rng.normal(size=3).astype(dtype)
+    ab = av.astype("float64") @ bv.astype("float64")
+    cases = [
+        (tt.dot(a, b)[1], ab[1], (1, 2)),
+        (tt.dot(a, b)[i], ab[-2], (1, 2)),
+        (tt.dot(a, b)[1:3], ab[1:3], (2, 2)),
+        (tt.dot(a, b)[:, 2], ab[:, 2], (2, 1)),
+        (tt.dot(a, b)[-1, ::-2], ab[-1, ::-2], (1, 2)),
+        (tt.dot(a, b)[i, i], ab[-2, -2], (1, 1)),
+        (tt.dot(a, v)[i], (av.astype("float64") @ vv)[-2], (1, 1)),
+    ]
+    if engine == "py":
+        mode = Mode(linker="py", optimizer="fast_run")
+    elif engine == "cpu":
+        mode = Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    else:
+        mode = Mode(linker="opencl", optimizer="fast_run")
+    for out, want, ndims in cases:
+        f = theano_dag.function([a, b, v, i], out, mode=mode, on_unused_input="ignore")
+        (prod,) = [n for n in f.maker.fgraph.apply_nodes if "Dot" in type(n.op).__name__]
+        assert tuple(x.ndim for x in prod.inputs[:2]) == ndims, prod
+        got = f(av, bv, vv, -2)
+        assert got.dtype == dtype and got.shape == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+    # the product read whole too: it stays one product, indexed
+    f = theano_dag.function([a, b], [tt.dot(a, b), tt.dot(a, b)[1]], mode=mode)
+    prods = [n for n in f.maker.fgraph.apply_nodes if "Dot" in type(n.op).__name__]
+    assert len(prods) == 1 and all(x.ndim == 2 for x in prods[0].inputs[:2])

@@ -304,7 +304,10 @@ def test_composite_rejects_free_variables_and_wrong_dtypes():
         ts.Composite([x], [x + y])
     comp = ts.Composite([x], [ts.exp(x)])
     with pytest.raises(TypeError, match=r"expects input dtypes \('float64',\), got \('float32',\)"):
-        Elemwise(comp)(tt.fvector())
+        comp(ts.float32("z"))
+    # applied elementwise, the composite is made again for the tensor's dtype (Theano's)
+    out = Elemwise(comp)(tt.fvector())
+    assert out.dtype == "float32" and out.owner.op.scalar_op.in_dtypes == ("float32",)
 
 
 def test_composite_grad_matches_finite_differences():

@@ -14,10 +14,11 @@ from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
-from theano_dag.tensor import linalg
+from theano_dag.tensor import extra_ops, linalg
+from theano_dag.tensor.arrays import scalar_from_tensor, tensor_from_scalar
 from theano_dag.tensor.basic import ARange
-from theano_dag.tensor.sort import SortAlongOp, argsort, sort
-from theano_dag.tensor.type_other import NoneConst
+from theano_dag.tensor.sort import ArgSortOp, SortAlongOp, SortOp, argsort, sort
+from theano_dag.tensor.type_other import NoneConst, SliceConstant, make_slice, slicetype
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -422,3 +423,134 @@ def test_as_tensor_variable_of_a_node_is_its_default_output(engine):
     for bad in (None, -1, 2, [0, 1]):
         with pytest.raises(ValueError, match="outputs"):
             tt.as_tensor_variable(_TwoOutputs(bad).make_node(x))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("op_class", [SortOp, ArgSortOp])
+def test_sort_op_takes_theanos_empty_order(engine, op_class):
+    # Theano's SortOp(kind, order): an empty order (a list) is no order, the op sorts
+    # along the last axis; a non-empty one names fields tensors do not have.
+    a, b = op_class("mergesort", []), op_class("quicksort", [])
+    assert a != b and a == op_class("mergesort", []) and a == op_class("mergesort")
+    m = tt.dmatrix("m")
+    val = np.array([[3.0, 1.0, 2.0], [0.5, -1.0, 4.0]])
+    ref = np.sort if op_class is SortOp else np.argsort
+    np.testing.assert_array_equal(function([m], a(m), mode=mode_of(engine))(val), ref(val, -1))
+    with pytest.raises(ValueError, match="structured"):
+        op_class("mergesort", ["f0"])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gradients_through_tensor_from_scalar_and_back(engine, dtype):
+    # TensorFromScalar and ScalarFromTensor pass the gradient through (they raised 'not
+    # implemented'); an integer input's gradient is zero (Theano's test_TensorFromScalar)
+    # (scalar ops on scalar variables have no gradient of their own: the tensor ops
+    # around the conversions carry it)
+    t = tt.scalar("t", dtype=dtype)
+    cost = tt.exp(tensor_from_scalar(scalar_from_tensor(t))) * 3
+    g = grad(cost, t)
+    assert g.dtype == dtype and g.ndim == 0
+    x = ts.get_scalar_type(dtype)("x")
+    gx = grad(tt.sqr(tensor_from_scalar(x)) * 2, x)
+    assert gx.type == x.type
+    f = function([t, x], [g, tensor_from_scalar(gx)], mode=mode_of(engine))
+    got_g, got_gx = f(np.asarray(0.5, dtype=dtype), np.asarray(1.5, dtype=dtype))
+    rtol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(got_g, 3 * np.exp(0.5), rtol=rtol)
+    np.testing.assert_allclose(got_gx, 6.0, rtol=rtol)
+    assert got_g.dtype == dtype and got_gx.dtype == dtype
+    c56 = ts.constant(56)
+    zero = grad(tensor_from_scalar(c56), c56)
+    assert float(function([], zero, mode=mode_of(engine))()) == 0.0
+    i = tt.lscalar("i")
+    zi = grad(tensor_from_scalar(scalar_from_tensor(i)).sum() * 1.0, i)
+    assert float(function([i], zi, mode=mode_of(engine))(5)) == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_slice_variable_indexes_as_its_bounds(engine, dtype):
+    # x[make_slice(a, b)] (a MakeSlice output, or a SliceConstant) is x[a:b]: it raised
+    # AttributeError; a slice that is an input of the function is refused with the way out
+    x = tt.matrix("x", dtype=dtype)
+    i = tt.lscalar("i")
+    outs = [
+        x[make_slice(1, i)],
+        x[:, make_slice(None, None, i)],
+        x[make_slice(i, None), 1],
+        x[SliceConstant(slicetype, slice(0, 2))],
+    ]
+    val = np.arange(12, dtype=dtype).reshape(3, 4)
+    got = function([x, i], outs, mode=mode_of(engine))(val, -1)
+    for g, w in zip(got, [val[1:-1], val[:, ::-1], val[-1:, 1], val[0:2]]):
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(TypeError, match="known only when the function runs"):
+        x[slicetype()]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS + ("int32",))
+def test_a_composite_applies_to_inputs_of_other_dtypes(engine, dtype):
+    # Elemwise(Composite built on float32 scalars) applied to a tensor of another dtype is
+    # the same graph made again for that dtype (Theano's); it raised TypeError. Nested
+    # composites are made again too, and the values are computed in the new dtype.
+    a, b = ts.float32("a"), ts.float32("b")
+    inner = ts.Composite([a, b], [a * b])
+    s = ts.float32("s")
+    outer = ts.Composite([s], [inner(s, s) + 1, s - 1])
+    X = tt.matrix("X", dtype=dtype)
+    y0, y1 = tt.Elemwise(outer)(X)
+    want_dtype = "float32" if dtype == "float32" else "float64"
+    assert y0.dtype == dtype or y0.dtype == want_dtype
+    val = (np.array([[1.0 + 2.0**-30, 3.0], [-2.0, 0.5]]) * (4 if dtype == "int32" else 1)).astype(
+        dtype
+    )
+    got0, got1 = function([X], [y0, y1], mode=mode_of(engine))(val)
+    v = val.astype(y0.dtype)
+    assert got0.dtype == y0.dtype and got1.dtype == y1.dtype
+    np.testing.assert_array_equal(got0, v * v + 1)
+    np.testing.assert_array_equal(got1, val.astype(y1.dtype) - 1)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_list_of_constants_is_a_constant(engine):
+    # as_tensor_variable of a list whose elements are constants (tensor or scalar ones)
+    # is a TensorConstant, as Theano's (it was a MakeVector of them), of the dtype the
+    # stack of them has; a list with a variable in it stays a stack
+    cases = [
+        ([tt.as_tensor(1), tt.as_tensor(2)], np.array([1, 2], dtype="int8")),
+        ([ts.constant(1), ts.constant(2)], np.array([1, 2], dtype="int8")),
+        ([tt.as_tensor(1), 2.5], np.array([1.0, 2.5], dtype="float32")),
+        ([tt.constant([1.0, 2.0]), [3, 4]], np.array([[1.0, 2.0], [3.0, 4.0]])),
+    ]
+    for x, want in cases:
+        a = tt.as_tensor_variable(x)
+        assert isinstance(a, tt.TensorConstant)
+        assert a.dtype == want.dtype
+        np.testing.assert_array_equal(a.data, want)
+        got = function([], a * 2, mode=mode_of(engine))()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want * 2)
+    i = tt.iscalar("i")
+    v = tt.as_tensor_variable([tt.as_tensor(1), i])
+    assert not isinstance(v, tt.TensorConstant)
+    np.testing.assert_array_equal(function([i], v, mode=mode_of(engine))(7), [1, 7])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_broadcast_shape_refuses_lengths_that_do_not_broadcast(engine):
+    # broadcast_shape of arrays whose lengths are known only when run: each length is 1
+    # or the largest, else AssertionError (it returned the largest silently: (3, 3) for a
+    # (2, 3) and a (3, 3) array); lengths known when built that differ raise at once
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    f = function([a, b], list(extra_ops.broadcast_shape(a, b)), mode=mode_of(engine))
+    for sa, sb in [((2, 3), (1, 3)), ((2, 3), (2, 1)), ((1, 1), (4, 5)), ((3, 3), (3, 3))]:
+        got = [int(v) for v in f(np.zeros(sa), np.zeros(sb))]
+        assert got == list(np.broadcast_shapes(sa, sb))
+    with pytest.raises(AssertionError, match="dimension 0 cannot broadcast"):
+        f(np.zeros((2, 3)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"lengths \[2, 3\] of dimension 0"):
+        extra_ops.broadcast_shape((2, 4), (3, 1), arrays_are_shapes=True)
+    assert extra_ops.broadcast_shape((3, 4), (3, 1), arrays_are_shapes=True) == (3, 4)

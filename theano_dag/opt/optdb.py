@@ -155,7 +155,20 @@ PIPELINE = (
     (48.5, "fused_reduce", _topo, ("fast_run", "fusion")),
     (49, "merge2", MergeOptimizer, ("fast_run", "merge")),
     (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
-    (50, "insert_inplace", InplaceOptimizer, ("fast_run", "inplace")),
+    # Theano's names of its elementwise inplace pass, as tags: Theano code excludes it by
+    # them (here they leave out the BLAS and subtensor inplace ops too; no value changes).
+    (
+        50,
+        "insert_inplace",
+        InplaceOptimizer,
+        (
+            "fast_run",
+            "inplace",
+            "inplace_elemwise_optimizer",
+            "inplace_elemwise_opt",
+            "inplace_opt",
+        ),
+    ),
     (100, "merge3", MergeOptimizer, ("fast_run", "merge")),
     (ROW_TILING_POSITION, "cpu_row_tiling", RowTiling, ROW_TILING_TAGS),
     (DEVICE_PLACEMENT_POSITION, "opencl_device_placement", DevicePlacement, DEVICE_PLACEMENT_TAGS),

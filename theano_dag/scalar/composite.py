@@ -10,7 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Constant, clone_get_equiv, io_toposort
-from theano_dag.scalar.basic import C_TYPES, ScalarOp, ScalarType, ScalarVariable, vocabulary
+from theano_dag.scalar.basic import (
+    C_TYPES,
+    ScalarOp,
+    ScalarType,
+    ScalarVariable,
+    get_scalar_type,
+    vocabulary,
+)
 
 __all__ = ["Composite", "c_literal"]
 
@@ -133,6 +140,26 @@ class Composite(ScalarOp):
             else:
                 parts.append(str(item))
         return "".join(parts)
+
+    def retyped(self, dtypes):
+        """This composite's graph on inputs of ``dtypes``, each node made again so that
+        its dtype follows them (Theano applies a composite to inputs of any types).
+
+        >>> from theano_dag import scalar as ts
+        >>> x = ts.float32("x")
+        >>> Composite([x], [x + 1]).retyped(["float64"]).out_dtypes
+        ('float64',)
+        """
+        inputs = [get_scalar_type(d)() for d in dtypes]
+        equiv = dict(zip(self.inputs, inputs))
+        for node in self.nodes:
+            args = [equiv.get(v, v) for v in node.inputs]
+            op = node.op
+            in_dtypes = tuple(a.type.dtype for a in args)
+            if isinstance(op, Composite) and in_dtypes != op.in_dtypes:
+                op = op.retyped(in_dtypes)
+            equiv.update(zip(node.outputs, op.make_node(*args).outputs))
+        return Composite(inputs, [equiv.get(o, o) for o in self.outputs], copy=False)
 
     def output_types_preference(self, *dtypes):
         if tuple(dtypes) != self.in_dtypes:

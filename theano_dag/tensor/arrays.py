@@ -578,6 +578,14 @@ class TensorFromScalar(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [()]
 
+    def grad(self, inputs, output_grads):
+        # The output's gradient as a scalar; an integer scalar's gradient is a zero of
+        # floatX (Theano's), as for every integer input.
+        (s,) = inputs
+        if s.type.dtype in continuous_dtypes:
+            return [scalar_from_tensor(output_grads[0])]
+        return [ts.constant(0, dtype=config.floatX)]
+
 
 class ScalarFromTensor(Op):
     """The scalar (``theano.scalar``) variable of a 0-d tensor's value."""
@@ -595,6 +603,13 @@ class ScalarFromTensor(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [()]
+
+    def grad(self, inputs, output_grads):
+        # The scalar's gradient as a 0-d tensor; an integer tensor's gradient is zero.
+        (t,) = inputs
+        if t.type.dtype in continuous_dtypes:
+            return [tensor_from_scalar(output_grads[0])]
+        return [tb.zeros_like(t, dtype=config.floatX)]
 
 
 tensor_from_scalar = TensorFromScalar()

@@ -142,6 +142,11 @@ class Elemwise(Op):
         try:
             out_dtypes = op.output_types(tuple([t.dtype for t in types]))
         except TypeError as e:
+            if isinstance(op, Composite) and len(types) == op.nin:
+                # A composite built for other dtypes is made again for these (Theano's).
+                retyped = copy.copy(self)
+                retyped.scalar_op = op.retyped([t.dtype for t in types])
+                return retyped.make_node(*inputs)
             raise TypeError(f"{self}: {e}") from None
         # ``self`` names the op in an error only: formatting it for every node is slow.
         shape = broadcast_static_shape([t.shape for t in types], self)

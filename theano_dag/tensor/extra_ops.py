@@ -1184,12 +1184,23 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
     ndim = max((len(s) for s in shapes), default=0)
     padded = [[1] * (ndim - len(s)) + list(s) for s in shapes]
     out = []
-    for dims in zip(*padded):
+    for k, dims in enumerate(zip(*padded)):
         known = [d for d in dims if not (isinstance(d, (int, np.integer)) and d == 1)]
+        ints = {int(d) for d in known if isinstance(d, (int, np.integer))}
+        if len(ints) > 1:
+            raise ValueError(
+                f"broadcast_shape: lengths {sorted(ints)} of dimension {k} cannot broadcast"
+            )
         if not known:
             out.append(1)
         elif len(known) == 1:
             out.append(known[0])
+        elif all(isinstance(d, (int, np.integer)) for d in known):
+            out.append(known[0])  # the same int everywhere
         else:
-            out.append(tm.maximum(*known[:2]) if len(known) == 2 else tm.max(tb.stack(known)))
+            m = tm.maximum(*known[:2]) if len(known) == 2 else tm.max(tb.stack(known))
+            # Lengths known only when run: each is 1 or the largest, as numpy requires
+            # (the largest alone would be a shape for arrays that do not broadcast).
+            ok = tm.all(tb.stack([tm.or_(tm.eq(d, 1), tm.eq(d, m)) for d in known]))
+            out.append(Assert(f"broadcast_shape: dimension {k} cannot broadcast")(m, ok))
     return tuple(out)

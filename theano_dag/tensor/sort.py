@@ -50,6 +50,15 @@ class SortOp(Op):
     def __init__(self, kind="quicksort", axis=-1):
         if kind not in KINDS:
             raise ValueError(f"{type(self).__name__}: kind must be one of {KINDS}, got {kind!r}")
+        if isinstance(axis, (list, tuple)):
+            # Theano's SortOp(kind, order): the fields of a structured dtype to sort by,
+            # which tensors do not have; an empty order is no order (the last axis).
+            if axis:
+                raise ValueError(
+                    f"{type(self).__name__}: order={axis!r} applies to structured arrays, "
+                    "which are not tensors"
+                )
+            axis = -1
         if axis is not None and (not isinstance(axis, (int, np.integer)) or isinstance(axis, bool)):
             raise TypeError(
                 f"{type(self).__name__}: axis must be an int or None (not a symbolic "

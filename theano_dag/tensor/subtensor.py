@@ -25,7 +25,7 @@ from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
-from theano_dag.tensor.type_other import MakeSlice, NoneConst, SliceConstant
+from theano_dag.tensor.type_other import MakeSlice, NoneConst, SliceConstant, SliceType
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
 __all__ = [
@@ -799,6 +799,14 @@ def getitem(x, args):
     args = tuple(
         np.zeros(0, dtype="int64") if isinstance(a, (list, tuple)) and not a else a for a in args
     )
+    # A slice variable (MakeSlice's output, a SliceConstant) indexes as its bounds do.
+    args = tuple(_as_python_slice(a) for a in args)
+    for a in args:
+        if isinstance(a, Variable) and isinstance(a.type, SliceType):
+            raise TypeError(
+                f"cannot index {x} with {a}, a slice known only when the function runs: "
+                "give its bounds instead, x[start:stop:step] with integer scalars"
+            )
     n_ell = sum(1 for a in args if a is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")

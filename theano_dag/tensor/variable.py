@@ -469,7 +469,18 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
                 x = x.dimshuffle(["x"] * (ndim - x.ndim) + list(range(x.ndim)))
         return x
     if isinstance(x, (tuple, list)) and any(isinstance(e, Variable) for e in _flat(x)):
-        return _tensor.basic.stack([as_tensor_variable(e) for e in x])
+        elems = [
+            constant(np.asarray(e.data, dtype=e.type.dtype))
+            if isinstance(e, Constant) and isinstance(e.type, ScalarType)
+            else as_tensor_variable(e)
+            for e in x
+        ]
+        stacked = _tensor.basic.stack(elems)
+        if all(isinstance(e, TensorConstant) for e in elems):
+            # constants only: a constant, as Theano's (of the dtype the stack has)
+            data = np.stack([e.data for e in elems]).astype(stacked.dtype)
+            return constant(data, name=name)
+        return stacked
     try:
         return constant(x, name=name, ndim=ndim, dtype=dtype)
     except AsTensorError:

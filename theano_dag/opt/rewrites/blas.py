@@ -79,24 +79,48 @@ def _scaled(fgraph, term, dtype):
     return typed_constant(1, dtype), term
 
 
+def _transposed_dot(var):
+    """The ``dot(x, y)`` node when ``var`` is ``dot(x, y).T``, else None."""
+    owner = var.owner
+    if owner is None or not isinstance(owner.op, DimShuffle) or owner.op.new_order != (1, 0):
+        return None
+    d = owner.inputs[0].owner
+    return d if d is not None and isinstance(d.op, (Dot, Dot22)) else None
+
+
+def _is_dot(var) -> bool:
+    """Whether ``var`` is a dot, or the transpose of one."""
+    owner = var.owner
+    if owner is None:
+        return False
+    return isinstance(owner.op, (Dot, Dot22)) or _transposed_dot(var) is not None
+
+
 def _mentions_dot(term) -> bool:
-    """Whether ``term`` is a dot, or a scaled or negated one (a cheap first test)."""
+    """Whether ``term`` is a dot (or its transpose), or a scaled or negated one (a cheap
+    first test)."""
     owner = term.owner
     if owner is None:
         return False
-    if isinstance(owner.op, (Dot, Dot22)):
+    if _is_dot(term):
         return True
-    return scalar_op(owner) is not None and any(
-        i.owner is not None and isinstance(i.owner.op, (Dot, Dot22)) for i in owner.inputs
-    )
+    return scalar_op(owner) is not None and any(_is_dot(i) for i in owner.inputs)
 
 
 def _dot_args(fgraph, var):
-    """``(x, y)`` when ``var`` is a single-use ``dot(x, y)``."""
+    """``(x, y)`` when ``var`` is a single-use ``dot(x, y)``; ``(y.T, x.T)`` when it is
+    the single-use transpose of a single-use ``dot(x, y)`` (Theano lifts the transpose
+    through the dot first): the transposes are views, the BLAS call reads them as such."""
     owner = var.owner
-    if owner is None or not isinstance(owner.op, (Dot, Dot22)) or not single_client(fgraph, var):
+    if owner is None or not single_client(fgraph, var):
         return None
-    return tuple(owner.inputs)
+    if isinstance(owner.op, (Dot, Dot22)):
+        return tuple(owner.inputs)
+    d = _transposed_dot(var)
+    if d is None or not single_client(fgraph, d.outputs[0]):
+        return None
+    x, y = d.inputs
+    return y.T, x.T
 
 
 def _outer_vectors(x, y):

@@ -5,22 +5,30 @@ Theano's names (``theano.tensor.opt``):
 - ``local_op_of_op``: ``x.sum(0).sum(1)`` -> ``x.sum((0, 2))``: one pass over ``x``;
 - ``local_reduce_join``: ``max(stack([x, y]), 0)`` -> ``maximum(x, y)``: no stacked copy;
 - ``local_reduce_broadcastable``: a reduction over length-1 dimensions among others
-  reduces only over the others.
+  reduces only over the others;
+- ``local_sumsqr2dot``: ``sqr(W[None] * G[:, None]).sum(axis=(1, 2))`` ->
+  ``dot(sqr(G), sqr(W).sum(0))``: no 3-D product (in specialize; it reorders the sum).
 
-All in canonicalize.
+The others in canonicalize.
 """
 
 from __future__ import annotations
 
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.rewrites.algebra import REASSOCIATE
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import fit, single_client
+from theano_dag.opt.rewrites.utils import fit, is_float, scalar_op, single_client
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import Join, cast
-from theano_dag.tensor.elemwise import CAReduce, DimShuffle
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Sum
 
-__all__ = ["local_op_of_op", "local_reduce_join", "local_reduce_broadcastable"]
+__all__ = [
+    "local_op_of_op",
+    "local_reduce_join",
+    "local_reduce_broadcastable",
+    "local_sumsqr2dot",
+]
 
 canonicalize = RULES.canonicalize
 
@@ -140,4 +148,58 @@ def local_reduce_broadcastable(fgraph, node):
     kept = [d for d in range(x.ndim) if d not in ones]
     squeezed = DimShuffle(x.type.broadcastable, kept)(x)
     new = fit(node.outputs[0], _with_axis(node.op, tuple(kept.index(a) for a in rest))(squeezed))
+    return [new] if new is not None else False
+
+
+def _matrix_spread(var, order):
+    """The matrix that ``var`` is ``DimShuffle(order)`` of, else None."""
+    owner = var.owner
+    if owner is None or not isinstance(owner.op, DimShuffle) or owner.op.new_order != order:
+        return None
+    x = owner.inputs[0]
+    return x if x.ndim == 2 else None
+
+
+@RULES.specialize(REASSOCIATE)
+@local_optimizer([Sum])
+def local_sumsqr2dot(fgraph, node):
+    """The sum over its last two axes of ``sqr(W[None, :, :] * G[:, None, :])`` (the
+    squared norms of the per-example gradients of a dense layer) is
+    ``dot(sqr(G), sqr(W).sum(axis=0))``: no ``(n, m, k)`` product is made, one
+    matrix-vector product instead. The product without ``sqr`` likewise:
+    ``dot(G, W.sum(axis=0))``.
+
+    >>> import theano_dag.tensor as tt
+    >>> W, G = tt.dmatrix("W"), tt.dmatrix("G")
+    >>> y = tt.sqr(W.dimshuffle("x", 0, 1) * G.dimshuffle(0, "x", 1)).sum(axis=(1, 2))
+    >>> local_sumsqr2dot.transform(None, y.owner)[0].owner.op
+    Dot
+    """
+    # sum(sqr(W.dimshuffle(x, 0, 1) * G.dimshuffle(0, x, 1)), (1, 2)) -> dot(sqr(G), sum(sqr(W), 0))
+    # sum(W.dimshuffle(x, 0, 1) * G.dimshuffle(0, x, 1), (1, 2)) -> dot(G, sum(W, 0))
+    if type(node.op) is not Sum:
+        return False
+    prod, out = node.inputs[0], node.outputs[0]
+    if prod.ndim != 3 or node.op._axes(3) != (1, 2) or not is_float(out):
+        return False
+    square = prod.owner is not None and scalar_op(prod.owner) == ts.sqr
+    if square:
+        if fgraph is not None and not single_client(fgraph, prod):
+            return False  # the 3-D squares are needed anyway
+        prod = prod.owner.inputs[0]
+    if not isinstance(scalar_op(prod.owner), ts.Mul) or len(prod.owner.inputs) != 2:
+        return False
+    if fgraph is not None and not single_client(fgraph, prod):
+        return False
+    for a, b in (prod.owner.inputs, prod.owner.inputs[::-1]):
+        w, g = _matrix_spread(a, ("x", 0, 1)), _matrix_spread(b, (0, "x", 1))
+        if w is not None and g is not None:
+            break
+    else:
+        return False
+    # computed in the product's dtype, as the sum of it was
+    w, g = (v if v.dtype == prod.dtype else cast(v, prod.dtype) for v in (w, g))
+    if square:
+        w, g = tm.sqr(w), tm.sqr(g)
+    new = fit(out, tm.dot(g, tm.sum(w, axis=0)))
     return [new] if new is not None else False

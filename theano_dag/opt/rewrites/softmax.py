@@ -196,6 +196,13 @@ def local_log_sum_exp(fgraph, node):
     if s is None or type(s.op) is not Sum:
         return False
     x = _exp_arg(s.inputs[0])
+    inner = s.inputs[0].owner
+    if x is None and inner is not None and isinstance(inner.op, DimShuffle):
+        # A sum over a broadcastable axis is canonicalized to a DimShuffle that drops it,
+        # then a Sum over the others (``sum(exp(x), axis=(0, 1), keepdims=True)`` for an
+        # ``x`` whose axis 1 is broadcastable): exp commutes with the DimShuffle.
+        y = _exp_arg(inner.inputs[0])
+        x = None if y is None else inner.op(y)
     if x is None or not is_float(x) or _shifted_by_a_max(x):
         return False
     new = tm.logsumexp(x, axis=s.op.axis)
@@ -229,15 +236,26 @@ def local_exp_over_sum_exp(fgraph, node):
         s, kept = total.owner, None
         if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
             s, kept = s.inputs[0].owner, s.op  # with keepdims=True
-        if s is None or type(s.op) is not Sum or s.inputs[0] is not e:
+        if s is None or type(s.op) is not Sum:
             continue
+        axis, x_axis, dropped = s.op.axis, s.op.axis, None
+        if s.inputs[0] is not e:
+            # the Sum of a DimShuffle of e that drops broadcastable axes (a sum over a
+            # broadcastable axis, canonicalized): the max is over e's axes that the summed
+            # ones come from, and over the dropped ones (of length 1)
+            dropped = s.inputs[0].owner
+            if dropped is None or not isinstance(dropped.op, DimShuffle):
+                continue
+            order = dropped.op.new_order
+            if dropped.inputs[0] is not e or any(order[k] == "x" for k in axis):
+                continue
+            x_axis = tuple(sorted({order[k] for k in axis} | set(dropped.op.drop)))
         if not is_float(x) or _shifted_by_a_max(x):
             return False
-        axis = s.op.axis
-        m = tm.max(x, axis=axis, keepdims=True)
+        m = tm.max(x, axis=x_axis, keepdims=True)
         m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
         shifted = tm.exp(x - m)
-        total = tm.sum(shifted, axis=axis)
+        total = tm.sum(shifted if dropped is None else dropped.op(shifted), axis=axis)
         ratio = g / (kept(total) if kept is not None else total)
         return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
     return False

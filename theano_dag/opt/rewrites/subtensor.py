@@ -7,6 +7,8 @@ Theano's names (``theano.tensor.opt``):
   one view instead of two, and the rewrites after it see one index;
 - ``local_subtensor_lift``: ``exp(x)[0]`` -> ``exp(x[0])``: the elementwise op computes
   only the part that is read (when nothing else reads all of it);
+- ``local_subtensor_of_dot``: ``dot(a, b)[i]`` -> ``dot(a[i], b)``: only the rows read
+  are computed (when nothing else reads the product);
 - ``local_subtensor_make_vector``: ``make_vector(a, b, c)[1]`` -> ``b``;
 - ``local_subtensor_inc_subtensor``: ``set_subtensor(x[i], v)[i]`` -> ``v``;
 - ``local_adv_sub1_adv_inc_sub1``: the same for a row list (``AdvancedSubtensor1``);
@@ -74,6 +76,7 @@ from theano_dag.tensor.variable import as_tensor_variable
 __all__ = [
     "local_subtensor_merge",
     "local_subtensor_lift",
+    "local_subtensor_of_dot",
     "local_subtensor_make_vector",
     "local_subtensor_inc_subtensor",
     "local_adv_sub1_adv_inc_sub1",
@@ -277,6 +280,40 @@ def local_subtensor_lift(fgraph, node):
     if new is None:
         return False
     return [keep_trace(out, new, [*ins, *idx])]
+
+
+@canonicalize()
+@local_optimizer([Subtensor], needs=[tm.Dot])
+def local_subtensor_of_dot(fgraph, node):
+    """An indexing of a product nothing else reads indexes its operands: only the rows
+    (and columns) read are computed.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    >>> new = local_subtensor_of_dot.transform(None, tt.dot(a, b)[1].owner)[0]
+    >>> [v.ndim for v in new.owner.inputs]
+    [1, 2]
+    """
+    # dot(a, b)[i] -> dot(a[i], b) ; dot(a, b)[i:j, k] -> dot(a[i:j], b[:, k])
+    # (n-d: a's leading dims take the first entries, b's the others, its summed axis kept)
+    d = node.inputs[0]
+    if d.owner is None or not isinstance(d.owner.op, tm.Dot):
+        return False
+    if fgraph is not None and not single_client(fgraph, d):
+        return False  # the whole product is needed anyway
+    a, b = d.owner.inputs
+    if a.ndim == 0 or b.ndim == 0:
+        return False
+    entries = index_entries(node)
+    n_a = min(a.ndim - 1, len(entries))
+    a_entries, b_entries = entries[:n_a], entries[n_a:]
+    if b.ndim > 1 and len(b_entries) >= b.ndim - 1:
+        b_entries = b_entries[: b.ndim - 2] + [FULL] + b_entries[b.ndim - 2 :]
+    out = node.outputs[0]
+    new = fit(out, tm.dot(subtensor(a, a_entries), subtensor(b, b_entries)))
+    if new is None:
+        return False
+    return [keep_trace(out, new, [a, b, *node.inputs[1:]])]
 
 
 def _const_index(v):

@@ -17,7 +17,7 @@ from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
-from theano_dag.tensor.basic import Alloc
+from theano_dag.tensor.basic import Alloc, Join, Tile
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import (
@@ -47,6 +47,9 @@ __all__ = [
     "local_remove_useless_assert",
     "local_remove_all_assert",
     "local_cast_cast",
+    "local_useless_composite",
+    "local_join_1",
+    "local_useless_tile",
 ]
 
 
@@ -359,3 +362,58 @@ def local_cast_cast(fgraph, node):
     out = node.outputs[0]
     new = x if x.dtype == out.dtype else node.op(x)
     return [fit(out, new)]
+
+
+@useless()
+@local_optimizer([Elemwise])
+def local_useless_composite(fgraph, node):
+    """The outputs of an elementwise composite that nothing reads are not computed: the
+    composite is made again with the read ones only.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> s = ts.float64("s")
+    >>> x = tt.dvector("x")
+    >>> both = Elemwise(ts.Composite([s], [s + 1, s - 1]))(x)
+    >>> fg = FunctionGraph([x], [both[1]], clone=False)
+    >>> local_useless_composite.transform(fg, both[1].owner)[both[1]].owner.op
+    Elemwise{Composite{sub(i0, 1)},no_inplace}
+    """
+    # Elemwise{Composite{f(i0), g(i0)}}(x) with output 0 unused -> Elemwise{Composite{g(i0)}}(x)
+    comp = node.op.scalar_op
+    if fgraph is None or not isinstance(comp, ts.Composite) or node.op.inplace_items:
+        return False
+    used = [k for k, out in enumerate(node.outputs) if fgraph.clients.get(out)]
+    if not used or len(used) == len(node.outputs):
+        return False
+    kept = ts.Composite(comp.inputs, [comp.outputs[k] for k in used])
+    new = Elemwise(kept)(*node.inputs, return_list=True)
+    return {node.outputs[k]: v for k, v in zip(used, new)}
+
+
+@useless()
+@local_optimizer([Join], fit=fit)
+def local_join_1(fgraph, node):
+    """A join of one tensor is that tensor (no copy).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> local_join_1.transform(None, tt.stack([x]).owner)
+    [DimShuffle{x,0}.0]
+    """
+    # join(axis, x) -> x
+    return node.inputs[0] if len(node.inputs) == 1 else False
+
+
+@useless()
+@local_optimizer([Tile], fit=fit)
+def local_useless_tile(fgraph, node):
+    """``tile(x, reps)`` with every repetition 1 is ``x`` (no copy).
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_useless_tile.transform(None, Tile((1, 1))(x).owner)
+    [x]
+    """
+    # tile(x, (1, 1)) -> x
+    return node.inputs[0] if all(r == 1 for r in node.op.reps) else False
