@@ -66,8 +66,8 @@ def broadcast_static_shape(shapes, who="Elemwise"):
     (2, 5)
     """
     first = shapes[0] if shapes else ()
-    if all(s == first for s in shapes):
-        return tuple(first)  # the common case: identical static shapes
+    if shapes.count(first) == len(shapes):
+        return tuple(first)  # the common case: identical static shapes (compared in C)
     nd = max(len(s) for s in shapes)
     shapes = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
     out = []

@@ -49,6 +49,21 @@ def _fusable(node) -> bool:
     return not _is_complex(node.outputs[0])
 
 
+def _fusable_memo(node, memo) -> bool:
+    ok = memo.get(node)
+    if ok is None:
+        ok = memo[node] = _fusable(node)
+    return ok
+
+
+def _all_in(var_clients, nodes) -> bool:
+    """Whether every client ``(node, i)`` of ``var_clients`` is one of ``nodes``."""
+    for c, _ in var_clients:
+        if c not in nodes:
+            return False
+    return True
+
+
 def _is_complex(var) -> bool:
     dtype = getattr(var.type, "dtype", "")
     if dtype in _REAL_DTYPES:  # the common case, without formatting the dtype
@@ -111,17 +126,10 @@ class FusionOptimizer(GlobalOptimizer):
         fused = 0
         # _fusable of each node, asked once: groups ask it of the same inputs again.
         memo: dict = {}
-
-        def fusable(node):
-            ok = memo.get(node)
-            if ok is None:
-                ok = memo[node] = _fusable(node)
-            return ok
-
         for node in reversed(fgraph.toposort()):
-            if node in done or node not in fgraph.apply_nodes or not fusable(node):
+            if node in done or node not in fgraph.apply_nodes or not _fusable_memo(node, memo):
                 continue
-            group = self._grow(fgraph, node, fusable)
+            group = self._grow(fgraph, node, memo)
             done.update(group.nodes)
             if len(group.nodes) < 2:
                 continue
@@ -134,8 +142,11 @@ class FusionOptimizer(GlobalOptimizer):
             fused += 1
         return {"fused": fused, "time": time.perf_counter() - t0}
 
-    def _grow(self, fgraph, root, fusable=_fusable):
+    def _grow(self, fgraph, root, memo=None):
+        """The group ``root`` starts; ``memo`` keeps ``_fusable`` of the nodes met."""
+        memo = {} if memo is None else memo
         group = _Group(root)
+        nodes = group.nodes
         pattern = root.outputs[0].type.broadcastable
         clients = fgraph.clients
         # The group's inputs so far (distinct, constants inlined); absorbing the node
@@ -152,13 +163,13 @@ class FusionOptimizer(GlobalOptimizer):
                 var = todo.pop()
                 owner = var.owner
                 if (
-                    var not in frontier
-                    or owner is None
-                    or not fusable(owner)
+                    owner is None
+                    or var not in frontier
                     or var.type.broadcastable != pattern
+                    or not _fusable_memo(owner, memo)
                 ):
                     continue
-                if not all(c in group.nodes for c, _ in clients.get(var, ())):
+                if not _all_in(clients.get(var, ()), nodes):
                     deferred.append(var)  # another use may join the group later
                     continue
                 new = [i for i in owner.inputs if i not in frontier and _scalar_constant(i) is None]
@@ -168,7 +179,7 @@ class FusionOptimizer(GlobalOptimizer):
                 for i in new:
                     frontier[i] = None
                 todo.extend(new)
-                group.nodes.add(owner)
+                nodes.add(owner)
                 progress = True
             if progress:
                 todo = deferred
@@ -176,7 +187,8 @@ class FusionOptimizer(GlobalOptimizer):
 
     def _build(self, group):
         """The ``Elemwise{Composite}`` computing the group's root, or None."""
-        inputs = _ordered_inputs(group)
+        order = _postorder(group)
+        inputs = _ordered_inputs(group, order)
         if len(inputs) > self.max_inputs:
             return None
         svars = {v: ts.get_scalar_type(v.dtype)() for v in inputs}
@@ -192,7 +204,6 @@ class FusionOptimizer(GlobalOptimizer):
                 return ts.ScalarConstant(ts.get_scalar_type(str(data.dtype)), data[()])
             raise KeyError(var)
 
-        order = _postorder(group)
         for node in order:
             sop = node.op.scalar_op
             args = [scalar_of(i) for i in node.inputs]
@@ -231,10 +242,11 @@ def _postorder(group):
     return order
 
 
-def _ordered_inputs(group):
-    """The group's inputs in the order a left-to-right reading of the expression meets them."""
+def _ordered_inputs(group, order):
+    """The group's inputs in the order a left-to-right reading of the expression meets
+    them; ``order`` is ``_postorder(group)``."""
     found: dict = {}
-    for node in _postorder(group):
+    for node in order:
         for i in node.inputs:
             if i in group.inputs:
                 found[i] = None

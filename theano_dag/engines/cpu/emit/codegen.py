@@ -359,6 +359,7 @@ def _body(plan, mode, extra=None):
         target = plan.target(st.outputs[0]) if st.kind == "out" and len(outs) == 1 else None
         ind = pad + ("    " if mode == "incremental" else "")
         pre, post = [], []
+        setup = None
         if target is not None:
             setup = plan.target_setup(st.outputs[0])
             if setup is not None:
@@ -374,7 +375,6 @@ def _body(plan, mode, extra=None):
                     post.append(f"del {target}")
         emitted = pre + st.emit(ins, outs, target) + post
         if runs is not None:
-            setup = plan.target_setup(st.outputs[0]) if target is not None else None
             if runs.join(idx, emitted, setup, dels.get(idx, []), st):
                 dels.pop(idx, None)
                 continue

@@ -60,8 +60,9 @@ def broadcast_shapes(shapes):
     first = shapes[0] if shapes else None
     if (
         type(first) is tuple
+        and all(type(s) is tuple for s in shapes)
         and all(type(d) is int and d >= 0 for d in first)
-        and all(s == first and type(s) is tuple for s in shapes)
+        and shapes.count(first) == len(shapes)  # tuples of ints: compared in C
     ):
         return first  # the common case (an elementwise step's equal shapes), without numpy
     try:
