@@ -526,6 +526,23 @@ def _slab(n, itemsize):
     return (lines + 1 - lines % 2) * line
 
 
+def _c_takes(fns, xp, wm, out, vectors):
+    """Whether a Winograd path's C kernels (``fns``, by dtype) take these arrays: the
+    machine's byte order, images with unit-stride rows and whole-element strides, filters
+    ``(F, C*taps)`` with unit-stride rows, a C-contiguous output and the epilogue's
+    ``vectors`` (None for one not given) of the same dtype."""
+    dt, size = xp.dtype, xp.itemsize
+    if dt not in fns:  # a byte order other than the machine's
+        return False
+    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
+        return False
+    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
+        return False
+    if any(v is not None and (v.dtype != dt or not v.flags.c_contiguous) for v in vectors):
+        return False
+    return wm.strides[1] == size and wm.strides[0] % size == 0
+
+
 def _all_finite(k, xp, wm):
     """Whether the images ``xp`` and the filters ``wm`` ``(F, C*taps)`` hold only finite
     values. A Winograd transform adds and subtracts neighbouring values: a NaN or an
@@ -553,16 +570,7 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
     dt, size = xp.dtype, xp.itemsize
-    vectors = [v for v in (bias, scale) if v is not None]
-    if dt not in k.wino_in_fn:  # a byte order other than the machine's
-        return False
-    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
-        return False
-    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
-        return False
-    if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
-        return False
-    if wm.strides[1] != size or wm.strides[0] % size:
+    if not _c_takes(k.wino_in_fn, xp, wm, out, (bias, scale)):
         return False
     nb = geo.wino_blocks
     mt = geo.wino_tile(out_hw)  # outputs a tile gives along each side
@@ -670,16 +678,7 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, of
     n, c, hp, wp = xp.shape
     f = wm.shape[0]
     dt, size = xp.dtype, xp.itemsize
-    vectors = [v for v in (bias, scale) if v is not None]
-    if dt not in k.w7_fn:  # a byte order other than the machine's
-        return False
-    if xp.strides[3] != size or any(v % size for v in xp.strides) or min(xp.strides) < 0:
-        return False
-    if not out.flags.c_contiguous or out.dtype != dt or wm.dtype != dt:
-        return False
-    if any(v.dtype != dt or not v.flags.c_contiguous for v in vectors):
-        return False
-    if wm.strides[1] != size or wm.strides[0] % size:
+    if not _c_takes(k.w7_fn, xp, wm, out, (bias, scale)):
         return False
     if not _all_finite(k, xp, wm):
         return False  # a NaN or an infinity: F(3, 7) would spread it to its neighbours
