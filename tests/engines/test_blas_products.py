@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag.tensor as tt
 from theano_dag import grad
@@ -19,7 +20,6 @@ from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.emit.csource import array_layout
 from theano_dag.engines.cpu.native import cc
-from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.tensor import blas
 
 REF = Mode(linker="py", optimizer=None)
@@ -144,19 +144,8 @@ def test_a_forked_child_runs_the_kernels_on_one_thread(compiledir):
 
 # -- a transposed product accumulated -----------------------------------------------------
 
-OCL_OK, OCL_WHY = opencl_available()
 
-
-@pytest.mark.parametrize(
-    "engine",
-    [
-        "py",
-        "cpu",
-        pytest.param(
-            "opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")
-        ),
-    ],
-)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_transposed_product_accumulated_is_one_gemm(engine, dtype):
     # b*z + a*dot(x, y).T is gemm(z, a, y.T, x.T, b) (Theano lifts the transpose through
@@ -176,12 +165,9 @@ def test_a_transposed_product_accumulated_is_one_gemm(engine, dtype):
             2,
         ),
     ]
-    linker = {"py": "py", "cpu": "cpu", "opencl": "opencl"}[engine]
     rng = np.random.default_rng(9)
     for ins, out, mats, n_gemm in cases:
-        f = function(
-            ins, out, mode=Mode(linker=linker, optimizer="fast_run"), on_unused_input="ignore"
-        )
+        f = function(ins, out, mode=rewritten_mode(engine), on_unused_input="ignore")
         ops = [n.op for n in f.maker.fgraph.apply_nodes]
         assert sum(isinstance(op, blas.Gemm) for op in ops) == n_gemm, ops
         assert not any(isinstance(op, (blas.Dot22, tt.Dot)) for op in ops), ops

@@ -2,13 +2,11 @@
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
-from theano_dag.compile.mode import Mode
-from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.opt.rewrites.fusion import FusionOptimizer
 from theano_dag.printing import debugprint
@@ -180,23 +178,7 @@ def test_complex_nodes_stay_out_of_a_real_loop():
     assert sorted(str(n.op.scalar_op) for n in fg.apply_nodes if n is not loop) == ["mul", "real"]
 
 
-OCL_OK, OCL_WHY = opencl_available()
-RUN_ENGINES = [
-    "py",
-    "cpu",
-    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
-]
-
-
-def _run_mode(engine):
-    if engine == "py":
-        return Mode(linker="py", optimizer="fast_run")
-    if engine == "cpu":
-        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
-    return Mode(linker="opencl", optimizer="fast_run")
-
-
-@pytest.mark.parametrize("engine", RUN_ENGINES)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_composites_unread_outputs_are_not_computed(engine, dtype):
     # local_useless_composite: Elemwise{Composite{f, g, h}} with only g read is made
@@ -205,7 +187,7 @@ def test_a_composites_unread_outputs_are_not_computed(engine, dtype):
     comp = Composite([s, t], [s + t, ts.exp(s) * t, s - t])
     x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
     outs = Elemwise(comp)(x, y)
-    f = function([x, y], outs[1], mode=_run_mode(engine))
+    f = function([x, y], outs[1], mode=rewritten_mode(engine))
     nodes = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Elemwise)]
     assert [len(n.outputs) for n in nodes] == [1]
     assert nodes[0].op.scalar_op.nout == 1

@@ -3,12 +3,11 @@ names)."""
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import Mode, get_mode
-from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.compile.mode import get_mode
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.tensor.arrays import Assert, assert_op
 from theano_dag.tensor.basic import Alloc, Join
@@ -142,24 +141,7 @@ def test_the_shape_of_a_scalar_needs_no_computation():
     assert f(1, 0).tolist() == []
 
 
-OCL_OK, OCL_WHY = opencl_available()
-RUN_ENGINES = [
-    "py",
-    "cpu",
-    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
-]
-
-
-def run_mode(engine):
-    """The engine with the fast_run rewrites (the reference engine runs them too)."""
-    if engine == "py":
-        return Mode(linker="py", optimizer="fast_run")
-    if engine == "cpu":
-        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
-    return Mode(linker="opencl", optimizer="fast_run")
-
-
-@pytest.mark.parametrize("engine", RUN_ENGINES)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("square", [True, False])
 @pytest.mark.parametrize("swapped", [False, True])
@@ -170,7 +152,7 @@ def test_sum_of_a_spread_product_is_a_dot(engine, dtype, square, swapped):
     a, b = W.dimshuffle("x", 0, 1), G.dimshuffle(0, "x", 1)
     prod = b * a if swapped else a * b
     y = (tt.sqr(prod) if square else prod).sum(axis=(1, 2))
-    f = theano_dag.function([W, G], y, mode=run_mode(engine))
+    f = theano_dag.function([W, G], y, mode=rewritten_mode(engine))
     ops = [n.op for n in f.maker.fgraph.toposort()]
     assert any(type(op).__name__ in ("Dot", "Gemv", "Dot22") for op in ops), ops
     assert all(n.outputs[0].ndim < 3 for n in f.maker.fgraph.toposort())
@@ -188,7 +170,7 @@ def test_sum_of_a_spread_product_is_a_dot(engine, dtype, square, swapped):
 def test_sum_of_a_spread_product_stays_when_the_product_is_used_too():
     W, G = tt.dmatrix("W"), tt.dmatrix("G")
     sq = tt.sqr(W.dimshuffle("x", 0, 1) * G.dimshuffle(0, "x", 1))
-    f = theano_dag.function([W, G], [sq.sum(axis=(1, 2)), sq], mode=run_mode("py"))
+    f = theano_dag.function([W, G], [sq.sum(axis=(1, 2)), sq], mode=rewritten_mode("py"))
     assert not any(
         type(n.op).__name__ in ("Dot", "Gemv", "Dot22") for n in f.maker.fgraph.toposort()
     )
@@ -197,7 +179,7 @@ def test_sum_of_a_spread_product_stays_when_the_product_is_used_too():
         sq.sum(axis=(0, 2)),
         tt.sqr(W.dimshuffle("x", 1, 0) * G.dimshuffle(1, "x", 0)).sum(axis=(1, 2)),
     ):
-        f = theano_dag.function([W, G], y, mode=run_mode("py"))
+        f = theano_dag.function([W, G], y, mode=rewritten_mode("py"))
         assert not any(
             type(n.op).__name__ in ("Dot", "Gemv", "Dot22") for n in f.maker.fgraph.toposort()
         )

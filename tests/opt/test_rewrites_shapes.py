@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting import TopoOptimizer, check_stack_trace, out2in
 from theano_dag.opt.tensor_opt import (
@@ -246,7 +245,6 @@ def test_infer_shape_rewrite_declines_without_infer_shape():
 
 
 def test_clinker_is_the_cpu_engine():
-    from theano_dag.engines.cpu.linker import CPULinker
     from theano_dag.engines.theano_linkers import CLinker
 
     assert CLinker is CPULinker
@@ -286,27 +284,7 @@ def test_make_vector_of_ints_has_float_gradients_and_checks_dtypes():
     assert issubclass(LossyInputError, AssertionError)  # Theano's class for it
 
 
-_OCL_OK, _OCL_WHY = opencl_available()
-
-
-def _engine_mode(engine):
-    if engine == "py":
-        return Mode(linker="py", optimizer="fast_run")
-    if engine == "cpu":
-        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
-    return Mode(linker="opencl", optimizer="fast_run")
-
-
-@pytest.mark.parametrize(
-    "engine",
-    [
-        "py",
-        "cpu",
-        pytest.param(
-            "opencl", marks=pytest.mark.skipif(not _OCL_OK, reason=f"no OpenCL: {_OCL_WHY}")
-        ),
-    ],
-)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_join_of_one_tensor_and_a_tile_by_ones_copy_nothing(engine, dtype):
     # local_join_1: stack([a]) and Join of one tensor are that tensor; local_useless_tile:
@@ -315,7 +293,7 @@ def test_a_join_of_one_tensor_and_a_tile_by_ones_copy_nothing(engine, dtype):
     m = tt.matrix("m", dtype=dtype)
     av = np.array([1.5, -2.0, 3.0], dtype=dtype)
     mv = np.arange(6, dtype=dtype).reshape(2, 3)
-    mode = _engine_mode(engine)
+    mode = rewritten_mode(engine)
     for ins, out, want in [
         ([a], tt.stack([a]), av[None]),
         ([m], Join(1)(m), mv),

@@ -3,12 +3,11 @@ rewritten graphs, and values, forward and gradient."""
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
-from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nnet import nnet
 
@@ -127,24 +126,7 @@ def test_log_sum_exp():
     np.testing.assert_allclose(f(np.array([1000.0, 1000.0])), 1000.6931471805599)
 
 
-OCL_OK, OCL_WHY = opencl_available()
-RUN_ENGINES = [
-    "py",
-    "cpu",
-    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
-]
-
-
-def run_mode(engine):
-    """The engine with the fast_run rewrites (the reference engine runs them too)."""
-    if engine == "py":
-        return FAST_RUN_PY
-    if engine == "cpu":
-        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
-    return Mode(linker="opencl", optimizer="fast_run")
-
-
-@pytest.mark.parametrize("engine", RUN_ENGINES)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_log_sum_exp_over_a_broadcastable_axis(engine, dtype):
     # sum(..., axis=(0, 1), keepdims=True) over an x whose axis 1 is broadcastable is
@@ -160,7 +142,7 @@ def test_log_sum_exp_over_a_broadcastable_axis(engine, dtype):
         np.array([[[700.0, -3.0, 0.5]], [[-700.0, -2.0, 0.25]]])
         * (1 if dtype == "float64" else 1 / 7)
     ).astype(dtype)
-    got_out, got_g = theano_dag.function([x], [out, g], mode=run_mode(engine))(val)
+    got_out, got_g = theano_dag.function([x], [out, g], mode=rewritten_mode(engine))(val)
     v64 = val.astype("float64")
     m = v64.max(axis=(0, 1), keepdims=True)
     want = m + np.log(np.exp(v64 - m).sum(axis=(0, 1), keepdims=True))

@@ -4,12 +4,11 @@ import itertools
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import Mode, get_mode
-from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.compile.mode import get_mode
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.scan.basic import scan
 from theano_dag.tensor.elemwise import Elemwise
@@ -306,19 +305,7 @@ def test_a_loops_last_state_is_not_merged_away():
     assert loop.op.store == (2,)
 
 
-OCL_OK, OCL_WHY = opencl_available()
-
-
-@pytest.mark.parametrize(
-    "engine",
-    [
-        "py",
-        "cpu",
-        pytest.param(
-            "opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")
-        ),
-    ],
-)
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_an_indexed_product_indexes_its_operands(engine, dtype):
     # local_subtensor_of_dot: dot(a, b)[idx] -> dot(a[...], b[...]) when nothing else
@@ -338,12 +325,7 @@ def test_an_indexed_product_indexes_its_operands(engine, dtype):
         (tt.dot(a, b)[i, i], ab[-2, -2], (1, 1)),
         (tt.dot(a, v)[i], (av.astype("float64") @ vv)[-2], (1, 1)),
     ]
-    if engine == "py":
-        mode = Mode(linker="py", optimizer="fast_run")
-    elif engine == "cpu":
-        mode = Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
-    else:
-        mode = Mode(linker="opencl", optimizer="fast_run")
+    mode = rewritten_mode(engine)
     for out, want, ndims in cases:
         f = theano_dag.function([a, b, v, i], out, mode=mode, on_unused_input="ignore")
         (prod,) = [n for n in f.maker.fgraph.apply_nodes if "Dot" in type(n.op).__name__]

@@ -1,6 +1,7 @@
 """The engines the 3-D convolution and pooling tests run on, and each one's mode: the
 reference engine (``py``, no rewrites), the CPU engine planning every value, and OpenCL
-(PoCL here), skipped with the reason when no OpenCL platform is found."""
+(PoCL here), skipped with the reason when no OpenCL platform is found; and each one with
+the fast_run rewrites (:func:`rewritten_mode`)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,13 @@ def mode_of(engine):
     if engine == "cpu":
         return Mode(linker=CPULinker(min_plan_bytes=0))
     return Mode(linker="opencl")
+
+
+def rewritten_mode(engine):
+    """The engine with the fast_run rewrites (the reference engine runs them too): what a
+    rewrite's value test compiles with."""
+    if engine == "py":
+        return Mode(linker="py", optimizer="fast_run")
+    if engine == "cpu":
+        return Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")
+    return Mode(linker="opencl", optimizer="fast_run")
