@@ -583,10 +583,9 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
     rows, tw = geo.winograd_band(c4, f, out_hw, size, mt)
     tb = rows * tw
     sv, sm = _slab(c4 * tb, size), _slab(f * tb, size)
-    nu, nv = ns * f * c4, ns * sv
+    nu = ns * f * c4
     u = ws[:nu].reshape(ns, f, c4)
-    v = as_strided(ws[nu:], (ns, c4, tb), (sv * size, tb * size, size))
-    m = as_strided(ws[nu + nv :], (ns, f, tb), (sm * size, tb * size, size))
+    v, m = _band_views(ws[nu:], ns, c4, f, tb, sv, sm)
     if mt == 4:
         wino_in, wino_out, filters = k.w4_fn[dt]
     else:
@@ -615,14 +614,20 @@ def _winograd_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale):
             wino_out(m.ctypes.data, tb, sm, f, tr0, ntr, tw, oi, oh * ow, oh, ow, sp, bp, relu)
 
     def scratch():
-        w = np.empty(nv + ns * sm, dt)
-        return (
-            as_strided(w, (ns, c4, tb), (sv * size, tb * size, size)),
-            as_strided(w[nv:], (ns, f, tb), (sm * size, tb * size, size)),
-        )
+        return _band_views(np.empty(ns * (sv + sm), dt), ns, c4, f, tb, sv, sm)
 
     _run_bands(bands, run, v, m, scratch, 2 * ns * f * c4 * th * tw * n)
     return True
+
+
+def _band_views(buf, ns, c, f, tb, sv, sm):
+    """A Winograd band's two arrays in ``buf``: the transformed tiles ``v (ns, c, tb)``,
+    slabs ``sv`` elements apart, then the products ``m (ns, f, tb)``, slabs ``sm`` apart
+    (an odd number of cache lines: :func:`_slab`)."""
+    size = buf.itemsize
+    v = as_strided(buf, (ns, c, tb), (sv * size, tb * size, size))
+    m = as_strided(buf[ns * sv :], (ns, f, tb), (sm * size, tb * size, size))
+    return v, m
 
 
 def _run_bands(bands, run, v, m, scratch, flops):
@@ -688,10 +693,9 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, of
     ws = _ws(ws, geo.winograd7_shape(c, f, out_hw, size), dt)
     tb = rows * inner
     sv, sm = _slab(c * tb, size), _slab(f * tb, size)
-    nu, nv = 9 * f * c, 9 * sv
+    nu = 9 * f * c
     u = ws[:nu].reshape(9, f, c)
-    v = as_strided(ws[nu:], (9, c, tb), (sv * size, tb * size, size))
-    m = as_strided(ws[nu + nv :], (9, f, tb), (sm * size, tb * size, size))
+    v, m = _band_views(ws[nu:], 9, c, f, tb, sv, sm)
     k.w7_filters_fn[dt](wm.ctypes.data, wm.strides[0] // size, f, c, u.ctypes.data, f * c)
     oh, ow = out_hw
     sp = None if scale is None else scale.ctypes.data
@@ -712,11 +716,7 @@ def _winograd7_forward(xp, wm, ws, out, geo, out_hw, bias, relu, scale, axis, of
                 raise MemoryError("convolution: no memory for a band's outputs")
 
     def scratch():
-        w = np.empty(nv + 9 * sm, dt)
-        return (
-            as_strided(w, (9, c, tb), (sv * size, tb * size, size)),
-            as_strided(w[nv:], (9, f, tb), (sm * size, tb * size, size)),
-        )
+        return _band_views(np.empty(9 * (sv + sm), dt), 9, c, f, tb, sv, sm)
 
     _run_bands(bands, run, v, m, scratch, 18 * f * c * outer * inner * n)
     return True
