@@ -180,6 +180,13 @@ TD_WINO_OUT(double, td_wino_out_f64)
         TD_WINO_GROW(T, 3, a6, a7, a8, o, kstride, i);                                     \
     } while (0)
 
+/* A block of nb channels of one filter gathered tap by tap: t[j][i] = gb[i*TAPS + j],
+   tap j of the block's channel i, so that a filter transform runs along the block with
+   unit strides (TD_WINO_FILTERS, TD_WINO_FILTERS5, TD_W4_FILTERS, TD_W7_FILTERS). */
+#define TD_GATHER_TAPS(t, gb, TAPS, nb)                                                    \
+    for (int j_ = 0; j_ < (TAPS); j_++)                                                    \
+        for (int i_ = 0; i_ < (nb); i_++) (t)[j_][i_] = (gb)[i_ * (TAPS) + j_]
+
 /* The filters' transform, U = G g G' for each 3x3 filter g of w (F rows of C*9, ld
    apart): U[k][f][c] at k*kstride + f*C + c. Each block of filters is copied tap by
    tap first, so that the transform runs along the block with unit strides (a filter
@@ -194,8 +201,7 @@ TD_WINO_OUT(double, td_wino_out_f64)
             for (int c0 = 0; c0 < C; c0 += B) {                                            \
                 int nb = C - c0 < B ? C - c0 : B;                                          \
                 const T *gb = w + f * ld + (ptrdiff_t)c0 * 9;                              \
-                for (int j = 0; j < 9; j++)                                                \
-                    for (int i = 0; i < nb; i++) t[j][i] = gb[i * 9 + j];                  \
+                TD_GATHER_TAPS(t, gb, 9, nb);                                              \
                 T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
                 _Pragma("GCC ivdep") for (int i = 0; i < nb; i++)                          \
                     TD_WINO_G(T, t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i],     \
@@ -220,8 +226,7 @@ TD_WINO_FILTERS(double, td_wino_filters_f64)
             for (int c0 = 0; c0 < C; c0 += B) {                                            \
                 int nb = C - c0 < B ? C - c0 : B;                                          \
                 const T *gb = w + f * ld + (ptrdiff_t)c0 * 25;                             \
-                for (int j = 0; j < 25; j++)                                               \
-                    for (int i = 0; i < nb; i++) t[j][i] = gb[i * 25 + j];                 \
+                TD_GATHER_TAPS(t, gb, 25, nb);                                             \
                 T *restrict u = U + (ptrdiff_t)f * 4 * C + c0;                             \
                 T *restrict u1 = u + C, *restrict u2 = u1 + C, *restrict u3 = u2 + C;      \
                 _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
@@ -402,8 +407,7 @@ TD_W4_OUT(double, td_w4_out_f64)
             for (int c0 = 0; c0 < C; c0 += B) {                                            \
                 int nb = C - c0 < B ? C - c0 : B;                                          \
                 const T *gb = w + f * ld + (ptrdiff_t)c0 * 9;                              \
-                for (int j = 0; j < 9; j++)                                                \
-                    for (int i = 0; i < nb; i++) t[j][i] = gb[i * 9 + j];                  \
+                TD_GATHER_TAPS(t, gb, 9, nb);                                              \
                 T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
                 _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
                     T a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, c0_, c1, c2, c3, c4, c5; \
@@ -609,8 +613,7 @@ TD_W7_OUT_COLS(double, td_w7_out_cols_f64)
             for (int c0 = 0; c0 < C; c0 += B) {                                            \
                 int nb = C - c0 < B ? C - c0 : B;                                          \
                 const T *gb = wf + (ptrdiff_t)c0 * 7;                                      \
-                for (int j = 0; j < 7; j++)                                                \
-                    for (int i = 0; i < nb; i++) t[j][i] = gb[i * 7 + j];                  \
+                TD_GATHER_TAPS(t, gb, 7, nb);                                              \
                 T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
                 _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
                     T g0 = t[0][i], g1 = t[1][i], g2 = t[2][i], g3 = t[3][i];              \
