@@ -101,6 +101,17 @@ def compile_mode(mode):
         _MODE[0] = old
 
 
+_DTYPES: dict = {}
+
+
+def _np_dtype(name):
+    """``np.dtype(name)``, looked up once per dtype name (every kernel asks)."""
+    d = _DTYPES.get(name)
+    if d is None:
+        d = _DTYPES[name] = np.dtype(name)
+    return d
+
+
 def _is_composite(sop):
     return hasattr(sop, "nodes") and hasattr(sop, "inputs") and hasattr(sop, "outputs")
 
@@ -136,48 +147,58 @@ class CKernel:
     def __init__(self, node, library=None, name="k", templates=None):
         # ``templates``: the library's C of plain (not Composite) ops, by op, types and
         # compiled-in constants, which a function's hundreds of plain nodes share.
+        # (Made for every Elemwise node of a function when it is linked: kept lean.)
         op = node.op
+        inputs, outputs = node.inputs, node.outputs
         self.node = node
         self.name = name
         self.library = library
-        self.consts = {}
-        self.arg_pos = []
-        for p, v in enumerate(node.inputs):
+        self.consts = consts = {}
+        self.arg_pos = arg_pos = []
+        for p, v in enumerate(inputs):
             if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
-                self.consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
+                consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
             else:
-                self.arg_pos.append(p)
+                arg_pos.append(p)
         # The C with a placeholder for its name: identical kernels share one function.
-        scalars = {p: c.reshape(()) for p, c in self.consts.items()}
+        scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else consts
+        in_types = [v.type for v in inputs]
+        out_types = [o.type for o in outputs]
         key = template = None
         if templates is not None and not _is_composite(op.scalar_op):
-            # Equal ops (as the merge optimizer takes them) on equal types and
-            # constants generate the same C.
+            # Equal ops (as the merge optimizer takes them) on equal dtypes, broadcast
+            # patterns and constants generate the same C (kernel_source reads no more of
+            # the types: hashing and comparing the types themselves cost 3x as much).
             key = (
                 op,
-                tuple([v.type for v in node.inputs]),
-                tuple([o.type for o in node.outputs]),
-                tuple(self.arg_pos),
+                tuple([(t.dtype, t.broadcastable) for t in in_types]),
+                tuple([(t.dtype, t.broadcastable) for t in out_types]),
+                tuple(arg_pos),
                 tuple([(p, c.dtype.str, c.tobytes()) for p, c in scalars.items()]),
             )
             template = templates.get(key)
         if template is None:
-            template = kernel_source("@K@", node, self.arg_pos, scalars)
+            template = kernel_source("@K@", node, arg_pos, scalars)
             if key is not None:
                 templates[key] = template
         self.template = template
-        self.nin = len(self.arg_pos)
-        self.nout = len(node.outputs)
-        self.ndim = node.outputs[0].type.ndim
-        self.in_dtypes = [np.dtype(node.inputs[p].type.dtype) for p in self.arg_pos]
-        self.out_dtypes = [np.dtype(o.type.dtype) for o in node.outputs]
-        destroy = dict(getattr(op, "inplace_pattern", None) or {})
-        self.destroy = {o: self.arg_pos.index(i) for o, i in destroy.items() if i in self.arg_pos}
-        # An input whose runtime shape is the output's (no broadcastable axis).
-        self._shape_arg = next(
-            (j for j, p in enumerate(self.arg_pos) if not any(node.inputs[p].broadcastable)),
-            None,
+        self.nin = len(arg_pos)
+        self.nout = len(outputs)
+        self.ndim = out_types[0].ndim
+        self.in_dtypes = [_np_dtype(in_types[p].dtype) for p in arg_pos]
+        self.out_dtypes = [_np_dtype(t.dtype) for t in out_types]
+        destroy = getattr(op, "inplace_pattern", None)
+        self.destroy = (
+            {o: arg_pos.index(i) for o, i in dict(destroy).items() if i in arg_pos}
+            if destroy
+            else {}
         )
+        # An input whose runtime shape is the output's (no broadcastable axis).
+        self._shape_arg = None
+        for j, p in enumerate(arg_pos):
+            if not any(in_types[p].broadcastable):
+                self._shape_arg = j
+                break
         self.c = self._numpy_c
         self.ready = False
 

@@ -63,6 +63,10 @@ def _aligned_block(nbytes):
     return raw[off : off + nbytes]
 
 
+# hint -> the identifier part of a global's name (Program.global_name)
+_HINTS: dict = {}
+
+
 class _Ctx:
     """What emitters may ask of the program: global names, constants, scratch values."""
 
@@ -131,9 +135,14 @@ class Program:
 
     def global_name(self, obj, hint):
         key = id(obj)
-        if key in self._glob_ids:
-            return self._glob_ids[key][0]
-        base = "".join(c if c.isalnum() else "_" for c in str(hint))[:24] or "g"
+        known = self._glob_ids.get(key)
+        if known is not None:
+            return known[0]
+        base = _HINTS.get(hint)
+        if base is None:  # a few distinct hints per process: each cleaned once
+            base = "".join(c if c.isalnum() else "_" for c in str(hint))[:24] or "g"
+            if len(_HINTS) < 4096:
+                _HINTS[hint] = base
         name = f"_g{len(self._glob_ids)}_{base}"
         self._glob_ids[key] = (name, obj)  # keeps obj alive so its id stays unique
         self.ns[name] = obj
