@@ -78,20 +78,35 @@ def rebuild_collect_shared(
         clone_d[v] = v if copy_inputs_over else v.clone()
 
     def clone_graph(variables):
-        """Clone what ``variables`` depend on, stopping at what ``clone_d`` already maps."""
+        """Clone what ``variables`` depend on, stopping at what ``clone_d`` already maps.
+
+        The leaves met are visited in the order of the variables: those each variable
+        needs (in its nodes' order), then the variable itself if it is a leaf."""
         # The nodes not cloned yet: clone_d is not copied per output (a list of all
         # that is mapped per output made function quadratic in the number of outputs).
+        # This runs once per node of the user's graph: no per-node generators.
+        get = clone_d.get
         for node in post_order(variables, set(), known=clone_d):
             if node in clone_d:
                 continue
-            for i in node.inputs:
-                if i not in clone_d:
+            ins = node.inputs
+            new_inputs = []
+            same = True
+            for i in ins:
+                n = get(i)
+                if n is None:
                     visit_leaf(i)
-            new_inputs = [clone_d[i] for i in node.inputs]
-            if all(a is b for a, b in zip(new_inputs, node.inputs)):
+                    n = clone_d[i]
+                if n is not i:
+                    same = False
+                new_inputs.append(n)
+            if same:
                 new_node = node
-            else:
-                new_node = node.clone_with_new_inputs(new_inputs, strict=rebuild_strict)
+                clone_d[node] = node
+                for o in node.outputs:
+                    clone_d.setdefault(o, o)
+                continue
+            new_node = node.clone_with_new_inputs(new_inputs, strict=rebuild_strict)
             clone_d[node] = new_node
             for old_o, new_o in zip(node.outputs, new_node.outputs):
                 clone_d.setdefault(old_o, new_o)
@@ -156,6 +171,11 @@ def rebuild_collect_shared(
     else:
         single = not isinstance(outputs, (list, tuple))
         out_list = [outputs] if single else list(outputs)
+        if all(type(v) is not SymbolicOutput and getattr(v, "owner", None) for v in out_list):
+            # Computed outputs only: one walk over all of them meets the nodes and
+            # leaves in the order a walk per output would (what the loop below does
+            # for each output not mapped yet), without a walk's setup per output.
+            clone_graph(out_list)
         cloned_list = []
         for v in out_list:
             if isinstance(v, SymbolicOutput):
