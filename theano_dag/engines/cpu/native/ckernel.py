@@ -757,8 +757,18 @@ class KernelLibrary:
             lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
             cc.register_library(lib)
             with gc_paused():
+                # Kernels of one C function (one name: the same C, so the same
+                # arguments) share its ctypes function: one lookup per function.
+                shared = {}
                 for k in self.kernels:
-                    k._bind(lib)
+                    fn = shared.get(k.name) if type(k) is CKernel else None
+                    if fn is None:
+                        k._bind(lib)
+                        if type(k) is CKernel:
+                            shared[k.name] = k.c
+                    else:
+                        k.c = fn
+                        k.ready = True
         except (OSError, AttributeError) as e:
             self.error = e
             warnings.warn(

@@ -87,9 +87,12 @@ class KernelSegment:
         them must be bound to it; nothing changes without the C half of the call."""
         if NativeSegment is None or not all(k.ready for k in self.kernels):
             return
-        entries = tuple(
-            ctypes.cast(getattr(lib, f"{k.name}_v"), ctypes.c_void_p).value for k in self.kernels
-        )
+        # Kernels of one C function (one name) share its entry: looked up once.
+        by_name: dict = {}
+        for k in self.kernels:
+            if k.name not in by_name:
+                by_name[k.name] = ctypes.cast(getattr(lib, f"{k.name}_v"), ctypes.c_void_p).value
+        entries = tuple(by_name[k.name] for k in self.kernels)
         self.c = NativeSegment(entries, self.operands, self.nargs)
         self.native = True
 
