@@ -147,6 +147,27 @@ def _evaluate(var, known):
 
 def _elemwise(fgraph, node, in_shapes):
     nd = node.outputs[0].type.ndim
+    # Equal input shapes (most nodes): the output's, with nothing to broadcast.
+    first = in_shapes[0] if in_shapes else None
+    same = type(first) is tuple and len(first) == nd
+    if same:
+        for s in in_shapes:
+            if s is not first and (type(s) is not tuple or s != first):
+                same = False
+                break
+    out = first if same else _broadcast_elemwise(node, in_shapes, nd)
+    for d, s in enumerate(node.outputs[0].type.shape):
+        if s is not None and out[d] != s:
+            raise ShapeError(
+                f"{node.op}: output length {out[d]} along dimension {d} differs from the "
+                f"static shape {node.outputs[0].type.shape}",
+                node,
+            )
+    return [tuple(out)] * len(node.outputs)
+
+
+def _broadcast_elemwise(node, in_shapes, nd):
+    """The broadcast shape of an Elemwise node's inputs (a list), or ShapeError."""
     out = []
     for d in range(nd):
         lengths = {s[d] for s in in_shapes}
@@ -169,14 +190,7 @@ def _elemwise(fgraph, node, in_shapes):
             out.append(rest.pop())
         else:
             out.append(lengths.pop() if lengths else 1)
-    for d, s in enumerate(node.outputs[0].type.shape):
-        if s is not None and out[d] != s:
-            raise ShapeError(
-                f"{node.op}: output length {out[d]} along dimension {d} differs from the "
-                f"static shape {node.outputs[0].type.shape}",
-                node,
-            )
-    return [tuple(out)] * len(node.outputs)
+    return out
 
 
 def _dimshuffle(fgraph, node, in_shapes):
@@ -291,8 +305,8 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
                     shapes[v] = None
             in_shapes.append(shapes[v])
         outs = node.outputs
-        if all(o in known for o in outs):  # folded at link time
-            continue
+        if outs[0] in known if len(outs) == 1 else all(o in known for o in outs):
+            continue  # folded at link time
         op = node.op
         result = None
         if all(s is not None for s in in_shapes):
