@@ -201,8 +201,6 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
         inp for spec, inp in zip(wrapped_inputs, fgraph.inputs) if spec.update is not None
     }
     input_index = {inp: k for k, inp in enumerate(fgraph.inputs)}
-    # Constants are graph inputs too, though not fgraph.inputs.
-    all_graph_inputs = list(graph_inputs(fgraph.outputs))
 
     # Where each output and each graph input sits: the first later output (or the first
     # graph input) among an output's views is found from its views, which are few,
@@ -211,9 +209,10 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
     later_positions: dict = {}  # output variable -> its positions, ascending
     for j, out in enumerate(fgraph.outputs):
         later_positions.setdefault(out, []).append(j)
+    # The graph inputs (constants too, though not fgraph.inputs) in the order of
+    # graph_inputs, which picks among several aliased ones: made on first need. Every
+    # ownerless variable an output views is one (a graph's nodes all feed its outputs).
     graph_input_rank: dict = {}
-    for k, inp in enumerate(all_graph_inputs):
-        graph_input_rank.setdefault(inp, k)
 
     def wrap(i, borrowed):
         op = view_op if borrowed else deep_copy_op
@@ -237,10 +236,15 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
             for v in views_of_output_i
             # An updated shared variable's old value may be returned as is: the
             # update gives the variable a new object, it does not write into it.
-            if v in graph_input_rank and v not in updated_inputs and not _has_destroyers(fgraph, v)
+            if v.owner is None and v not in updated_inputs and not _has_destroyers(fgraph, v)
         ]
         if aliased:
-            input_j = min(aliased, key=graph_input_rank.__getitem__)
+            if len(aliased) > 1 and not graph_input_rank:
+                for k, inp in enumerate(graph_inputs(fgraph.outputs)):
+                    graph_input_rank.setdefault(inp, k)
+            input_j = (
+                min(aliased, key=graph_input_rank.__getitem__) if len(aliased) > 1 else aliased[0]
+            )
             if input_j in input_index:
                 spec = wrapped_inputs[input_index[input_j]]
                 wrap(i, wrapped_outputs[i].borrow and spec.borrow)
