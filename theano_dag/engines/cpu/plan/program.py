@@ -361,7 +361,14 @@ class Plan:
     def _natural_ok(self, st, shp):
         if not st.elementwise:
             return True
-        ins = [self.shapes.get(v) for v in st.inputs] + list(st.const_shapes)
+        shapes = self.shapes
+        shp = tuple(shp)
+        if st.inputs and all(shapes.get(v) == shp for v in st.inputs):
+            # Inputs of the output's shape (most steps), size-1 constants of no more
+            # dimensions: they broadcast to it.
+            if all(len(c) <= len(shp) and all(d == 1 for d in c) for c in st.const_shapes):
+                return True
+        ins = [shapes.get(v) for v in st.inputs] + list(st.const_shapes)
         return broadcast_shapes(ins) == tuple(shp)
 
     def _update_edges(self):
