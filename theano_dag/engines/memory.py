@@ -340,17 +340,19 @@ def _live_peak(g: _Graph, size: dict, end: dict) -> int:
         diff[g.producer[v]] += size[v]
         diff[min(end[v], n - 1) + 1] -= size[v]
     peak = running = 0
+    views, root = g.views, g.root
     for k, node in enumerate(g.nodes):
         running += diff[k]
         saving = 0
         if node.inplace:
-            via_view = {g.root[v] for v in node.inputs if v in g.views}
+            via_view = {root[v] for v in node.inputs if v in views} if views else ()
             best: dict = {}
             for w, u in node.inplace:
                 if w in size and u in size and end[u] == k and u not in via_view:
                     best[w] = max(best.get(w, 0), min(size[w], size[u]))
             saving = sum(best.values())
-        peak = max(peak, running - saving)
+        if running - saving > peak:
+            peak = running - saving
     return peak
 
 

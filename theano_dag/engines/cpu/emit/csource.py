@@ -453,6 +453,18 @@ def preamble(layout, simd_functions, linalg=False) -> str:
     matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``), and with
     ``linalg`` small linear algebra, ``td_chol_*`` ... (only in the libraries that use
     it: it adds about half to a small library's compile time)."""
+    # The same text for every library of a process: made once per combination.
+    key = (tuple(sorted(layout.items())), tuple(simd_functions), bool(linalg))
+    text = _PREAMBLES.get(key)
+    if text is None:
+        text = _PREAMBLES[key] = _make_preamble(layout, simd_functions, linalg)
+    return text
+
+
+_PREAMBLES: dict = {}
+
+
+def _make_preamble(layout, simd_functions, linalg) -> str:
     la = f"\n\n{c_source('linalg_driver.c')}" if linalg else ""
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
