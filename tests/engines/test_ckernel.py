@@ -635,6 +635,57 @@ def test_plain_ops_share_c_by_op_types_and_constants(engine_kernels, tmp_path):
         np.testing.assert_allclose(g, w, rtol=1e-6 if w.dtype == np.float32 else 1e-13)
 
 
+def test_plain_op_c_follows_dtypes_broadcast_patterns_constants_and_props(tmp_path):
+    # A plain op's C is looked up by the op, its operands' dtypes and broadcast
+    # patterns and its compiled-in constants: a static length alone changes nothing in
+    # the C (shared), any of the others does (C of its own), and every kernel computes
+    # its own node's values.
+    m, m2, r, c = tt.dmatrix("m"), tt.dmatrix("m2"), tt.drow("r"), tt.dcol("c")
+    s = TensorType("float64", shape=(3, None))("s")  # m's broadcast pattern, a static length
+    mf = tt.fmatrix("mf")
+
+    def k(v, dtype):  # a size-1 constant, compiled into the kernel
+        return tt.constant(np.full((1, 1), v, dtype=dtype))
+
+    cases = {
+        "m+r": ((m + r).owner, ["m", "r"]),
+        "s+r": ((s + r).owner, ["s", "r"]),  # shares m+r's C
+        "m+c": ((m + c).owner, ["m", "c"]),  # another broadcast pattern
+        "m+m2": ((m + m2).owner, ["m", "m2"]),
+        "mf+mf": ((mf + mf).owner, ["mf", "mf"]),  # another dtype
+        "m*2f64": ((m * k(2, "float64")).owner, ["m"]),
+        "m*2f32": ((m * k(2, "float32")).owner, ["m"]),  # the constant's dtype
+        "m*3f64": ((m * k(3, "float64")).owner, ["m"]),  # its value
+        "m->f32": (tt.cast(m, "float32").owner, ["m"]),  # the op's prop (output dtype)
+        "m->i32": (tt.cast(m, "int32").owner, ["m"]),
+    }
+    lib = ckernel.kernel_library(compiledir=str(tmp_path), mode="sync")
+    kernels = {name: lib.add(node) for name, (node, _) in cases.items()}
+    assert lib.wait(), lib.error
+    names = {name: kern.name for name, kern in kernels.items()}
+    assert names["m+r"] == names["s+r"]
+    assert len(set(names.values())) == len(cases) - 1
+    rng = np.random.default_rng(11)
+    values = {
+        "m": rng.standard_normal((3, 5)) * 4,
+        "m2": rng.standard_normal((3, 5)),
+        "r": rng.standard_normal((1, 5)),
+        "c": rng.standard_normal((3, 1)),
+        "s": rng.standard_normal((3, 5)),
+        "mf": rng.standard_normal((3, 5)).astype("float32"),
+    }
+    for name, (node, args) in cases.items():
+        kern = kernels[name]
+        assert kern.ready
+        ins = [values[a] for a in args]
+        got = kern(*ins)
+        (want,) = reference(
+            node, [values[a] for a in args] + [v.data for v in node.inputs[len(args) :]]
+        )
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
 def test_background_build_runs_numpy_first(engine_kernels, tmp_path):
     x = tt.fvector("x")
     z = Elemwise(ts.Composite([a := ts.float32("a")], [ts.sigmoid(a) * 3 - a]))(x)
