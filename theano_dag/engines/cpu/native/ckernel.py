@@ -720,6 +720,8 @@ class KernelLibrary:
 
     def start(self):
         """Load the library from the cache, or start building it (once)."""
+        if self.started:  # every step of a plan's code asks: no lock once started
+            return
         with self._lock:
             if self.started:
                 return
