@@ -890,3 +890,35 @@ def test_rule_that_changes_the_graph_then_raises_is_rolled_back_and_not_retried_
         prof = Own([changes_then_raises], max_use_ratio=4).optimize(fg)
     assert str(fg) == "FunctionGraph(ToyMul(x, y))"
     assert len(tries) <= 4 * 1 + 1 and "changes_then_raises" in prof.looped
+
+
+def test_equilibrium_calls_function_rules_as_their_transform_would(xyz):
+    # EquilibriumOptimizer calls a plain function rule itself (no transform call per
+    # try): a rule tracking no op still meets every node, a single Variable returned
+    # is the node's replacement, and a transform replaced on the instance is honoured.
+    x, y, z = xyz
+    seen = []
+
+    @local_optimizer(None)
+    def any_neg_neg(fgraph, node):
+        seen.append(node.op)
+        if node.op == neg and node.inputs[0].owner is not None:
+            if node.inputs[0].owner.op == neg:
+                return node.inputs[0].owner.inputs[0]  # one Variable, not a list
+        return None
+
+    fg = FunctionGraph([x, y], [exp(neg(neg(x))), add(x, y)])
+    prof = EquilibriumOptimizer([any_neg_neg], max_use_ratio=4).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], exp(X)) and is_same_graph(fg.outputs[1], add(X, Y))
+    assert {exp, add, neg} <= set(seen) and prof.changes == 1
+
+    @local_optimizer([exp])
+    def never(fgraph, node):
+        raise AssertionError("the instance's own transform is the one called")
+
+    patched = []
+    never.transform = lambda fgraph, node: patched.append(node) or [log(node.inputs[0])]
+    fg = FunctionGraph([x], [exp(x)])
+    EquilibriumOptimizer([never], max_use_ratio=4).optimize(fg)
+    assert patched and same(fg, log(fg.inputs[0]))

@@ -34,6 +34,7 @@ from theano_dag.graph.rewriting.local import (
     LocalStats,
     TrackIndex,
     as_replacements,
+    direct_transforms,
 )
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
 from theano_dag.graph.rewriting.presence import OpPresence, needs_of
@@ -690,6 +691,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         log = ChangeLog.attach(fgraph)
         log_list = log.log
         stat_time, stat_tried = stats.time, stats.tried
+        direct = direct_transforms(self.local_optimizers)
         last_visit = run.last_visit
         presence = getattr(fgraph, "op_presence", None) if self._needs else None
         gen, inactive = self._inactive(presence)
@@ -725,7 +727,13 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                         log.depth += 1
                         token = len(log_list)
                         try:
-                            replacements = lopt.transform(fgraph, node)
+                            fn = direct.get(lopt)
+                            if fn is None:
+                                replacements = lopt.transform(fgraph, node)
+                            else:
+                                replacements = fn(fgraph, node)
+                                if replacements is not None and replacements is not False:
+                                    replacements = as_replacements(node, replacements)
                         except Exception as exc:
                             ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
                         else:
