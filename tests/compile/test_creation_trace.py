@@ -166,3 +166,35 @@ def test_the_shared_stacks_survive_a_full_cache():
         utils._STACKS.clear()
     before, after = traces
     assert after == before and after[0] is not before[0]
+
+
+def test_the_trace_waits_outside_the_tag_until_the_tag_is_made():
+    import pickle
+
+    from theano_dag.graph.utils import Scratchpad
+
+    x = tt.dvector("x")
+    y = tt.exp(x)
+    assert y._tag is None  # no Scratchpad made for the trace alone
+    stacks = get_stack_trace(y)
+    assert stacks and stacks[0][-1][2] == (
+        "test_the_trace_waits_outside_the_tag_until_the_tag_is_made"
+    )
+    c = y.clone()
+    assert c._tag is None and get_stack_trace(c) == stacks
+    back = pickle.loads(pickle.dumps(y))
+    assert get_stack_trace(back) == stacks
+    y.tag.note = 1  # the tag, once made, holds the trace
+    assert y.tag.trace == stacks and y._trace is None and get_stack_trace(y) == stacks
+    assert get_stack_trace(y.clone()) == stacks and y.clone().tag.note == 1
+    c.tag = Scratchpad()  # a tag given whole replaces the notes, the trace included
+    assert get_stack_trace(c) == []
+    copy_stack_trace(y, c)
+    assert get_stack_trace(c) == stacks
+
+
+def test_elemwise_outputs_of_one_type_share_it():
+    x = tt.dvector("x")
+    a, b = tt.exp(x), tt.sin(x) + x
+    assert a.type is b.type and a.type == tt.dvector().type
+    assert tt.exp(tt.fmatrix()).type is not a.type

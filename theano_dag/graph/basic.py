@@ -282,6 +282,7 @@ class Variable(Node):
         "index",
         "name",
         "_tag",
+        "_trace",
         "creation_index",
         "_fn_cache",
         "__weakref__",
@@ -291,6 +292,9 @@ class Variable(Node):
 
     def __init__(self, type, owner=None, index=None, name=None):
         self._tag = None
+        # The user's stacks (``tag.trace``) until the tag is made: most variables get a
+        # trace and never another note, and a Scratchpad per variable costs objects.
+        self._trace = None
         self.type = type
         if owner is not None and not isinstance(owner, Apply):
             raise TypeError(f"owner must be an Apply instance, got {owner!r}")
@@ -318,6 +322,7 @@ class Variable(Node):
         return state
 
     def __setstate__(self, state):
+        self._trace = None  # absent from what older versions pickled
         _set_slotted_state(self, state)
 
     @property
@@ -326,11 +331,16 @@ class Variable(Node):
         tag = self._tag
         if tag is None:  # made on first use, as for Apply.tag
             tag = self._tag = ValidatingScratchpad("test_value", self.type.filter)
+            trace = self._trace
+            if trace is not None:  # kept aside until now (add_tag_trace)
+                tag.trace = trace
+                self._trace = None
         return tag
 
     @tag.setter
     def tag(self, value):
         self._tag = value
+        self._trace = None
 
     def get_test_value(self):
         """Return ``tag.test_value``; raise TestValueError when there is none."""
@@ -356,6 +366,8 @@ class Variable(Node):
         cp = self.__class__(self.type, None, None, self.name)
         if self._tag is not None:
             cp._tag = _copy_tag(self._tag)
+        else:
+            cp._trace = self._trace
         return cp
 
     def get_parents(self):
@@ -447,6 +459,7 @@ class Constant(Variable):
     def __setstate__(self, state):
         state = dict(state)
         state.pop("owner", None)
+        self._trace = None  # absent from what older versions pickled
         for k, v in state.items():
             object.__setattr__(self, k, v)
 
@@ -472,6 +485,8 @@ class Constant(Variable):
         cp = self.__class__(self.type, self.data, self.name)
         if self._tag is not None:
             cp._tag = copy(self._tag)
+        else:
+            cp._trace = self._trace
         return cp
 
 

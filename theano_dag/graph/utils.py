@@ -302,8 +302,17 @@ def add_tag_trace(variables, limit: int):
             stacks = [stack]
             last[0], last[1] = stack, stacks
         for v in variables:
-            v.tag.trace = stacks
+            _set_trace(v, stacks)
     return variables
+
+
+def _set_trace(var, stacks):
+    """``var.tag.trace = stacks``, kept aside in the Variable's ``_trace`` while it has no
+    tag (the tag is made when asked for, with the trace in it)."""
+    if getattr(var, "_tag", False) is None:
+        var._trace = stacks
+    else:
+        var.tag.trace = stacks
 
 
 # The last stack ``add_tag_trace`` recorded, and the list of stacks it gave nodes.
@@ -313,6 +322,8 @@ _LAST_TRACE: list = [None, None]
 def get_stack_trace(variable) -> list:
     """The stacks kept for ``variable`` (``[]`` when none)."""
     tag = getattr(variable, "_tag", None)
+    if tag is None:
+        return list(getattr(variable, "_trace", None) or [])
     return list(getattr(tag, "trace", None) or [])
 
 
@@ -337,4 +348,4 @@ def copy_stack_trace(from_var, to_var):
         return
     targets = to_var if isinstance(to_var, (list, tuple)) else [to_var]
     for v in targets:
-        v.tag.trace = list(stacks)
+        _set_trace(v, list(stacks))

@@ -24,7 +24,7 @@ from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
 from theano_dag.graph.op import Op
 from theano_dag.scalar import Composite
-from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
+from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, output_type
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
 # The most dimensions a numpy array may have (numpy 2 raised numpy 1's 32 to 64).
@@ -158,7 +158,7 @@ class Elemwise(Op):
                 )
         # make_variable, not TensorType(...)(): calling the type would record the user's
         # stack, which Op.__call__ records again on the node's outputs.
-        outputs = [TensorType(d, shape=shape).make_variable() for d in out_dtypes]
+        outputs = [output_type(d, shape).make_variable() for d in out_dtypes]
         return Apply(self, inputs, outputs)
 
     def perform(self, node, inputs, output_storage, params=None):
