@@ -100,7 +100,7 @@ class Apply(Node):
     (True, 0, 1, 1)
     """
 
-    __slots__ = ("op", "inputs", "outputs", "_tag", "__weakref__")
+    __slots__ = ("op", "inputs", "outputs", "_tag", "_imported_by", "_removed_by", "__weakref__")
 
     def __init__(self, op, inputs, outputs):
         if not isinstance(inputs, (list, tuple)):
@@ -109,6 +109,10 @@ class Apply(Node):
             raise TypeError(f"The outputs of Apply({op}) must be a list or tuple, got {outputs!r}")
         self.op = op
         self._tag = None
+        # ``tag.imported_by`` and ``tag.removed_by`` (what FunctionGraphs note on every
+        # node they import or prune), kept aside until the tag is made: a Scratchpad
+        # per node for them alone costs objects and time on every graph change.
+        self._imported_by = self._removed_by = None
         for i, x in enumerate(inputs):
             if not isinstance(x, Variable):
                 raise TypeError(
@@ -157,16 +161,42 @@ class Apply(Node):
         tag = self._tag
         if tag is None:
             tag = self._tag = Scratchpad()
+            if self._imported_by is not None:
+                tag.imported_by = self._imported_by
+                self._imported_by = None
+            if self._removed_by is not None:
+                tag.removed_by = self._removed_by
+                self._removed_by = None
         return tag
 
     @tag.setter
     def tag(self, value):
         self._tag = value
+        self._imported_by = self._removed_by = None
+
+    def _note(self, attr, reason):
+        """Append ``reason`` to ``tag.<attr>`` (``imported_by`` or ``removed_by``),
+        in the slot kept aside for it while the node has no tag."""
+        tag = self._tag
+        if tag is None:
+            slot = "_" + attr
+            notes = getattr(self, slot)
+            if notes is None:
+                setattr(self, slot, [reason])
+            else:
+                notes.append(reason)
+            return
+        notes = getattr(tag, attr, None)
+        if notes is None:
+            setattr(tag, attr, [reason])
+        else:
+            notes.append(reason)
 
     def __getstate__(self):
         return _get_slotted_state(self)
 
     def __setstate__(self, state):
+        self._imported_by = self._removed_by = None  # absent from older pickles
         _set_slotted_state(self, state)
 
     def run_params(self):
@@ -228,6 +258,8 @@ class Apply(Node):
         cp = self.__class__(self.op, self.inputs, [o.clone() for o in self.outputs])
         if self._tag is not None:
             cp._tag = _copy_tag(self._tag)
+        else:  # the notes' lists shared, as a copied tag shares them
+            cp._imported_by, cp._removed_by = self._imported_by, self._removed_by
         return cp
 
     def clone_with_new_inputs(self, inputs, strict=True):
@@ -254,13 +286,15 @@ class Apply(Node):
                     remake = True
         if remake:
             node = self.op.make_node(*new_inputs)
-            if self._tag is not None:
-                node.tag = copy(self._tag).__update__(node.tag)
+            if self._tag is not None or self._imported_by or self._removed_by:
+                node.tag = copy(self.tag).__update__(node.tag)
             return node
         # self.clone() on the new inputs: a FunctionGraph copies every node this way.
         node = self.__class__(self.op, new_inputs, [o.clone() for o in self.outputs])
         if self._tag is not None:
             node._tag = _copy_tag(self._tag)
+        else:  # the notes' lists shared, as a copied tag shares them
+            node._imported_by, node._removed_by = self._imported_by, self._removed_by
         return node
 
     def get_parents(self):

@@ -275,12 +275,16 @@ class FunctionGraph:
                 continue
             if any(clients.get(o) for o in owner.outputs):
                 continue
-            removed_by = getattr(owner.tag, "removed_by", None)
-            if removed_by is None:
-                owner.tag.removed_by = removed_by = []
             if reason_s is None:
                 reason_s = str(reason)
-            removed_by.append(reason_s)
+            if owner._tag is None:  # Apply._note written out: most nodes have no tag
+                notes = owner._removed_by
+                if notes is None:
+                    owner._removed_by = [reason_s]
+                else:
+                    notes.append(reason_s)
+            else:
+                owner._note("removed_by", reason_s)
             self.apply_nodes.remove(owner)
             self._level.pop(owner, None)
             for o in owner.outputs:
@@ -391,11 +395,14 @@ class FunctionGraph:
                 self.setup_node(node)
                 checked_ops.add(op_id)
             apply_nodes.add(node)
-            tag = node.tag
-            imported_by = getattr(tag, "imported_by", None)
-            if imported_by is None:
-                tag.imported_by = imported_by = []
-            imported_by.append(reason_s)
+            if node._tag is None:  # Apply._note written out: most nodes have no tag
+                notes = node._imported_by
+                if notes is None:
+                    node._imported_by = [reason_s]
+                else:
+                    notes.append(reason_s)
+            else:
+                node._note("imported_by", reason_s)
             for o in node.outputs:
                 variables.add(o)
                 clients.setdefault(o, [])
