@@ -272,11 +272,15 @@ def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=N
             memo.setdefault(inp, cpy)
         else:
             memo.setdefault(inp, inp)
+    get = memo.get
     for node in io_toposort(inputs, outputs):
+        new_inputs = []
         for inp in node.inputs:
-            if inp not in memo:
-                memo[inp] = inp.clone() if copy_orphans else inp
-        new_node = node.clone_with_new_inputs([memo[i] for i in node.inputs])
+            new = get(inp)
+            if new is None:
+                new = memo[inp] = inp.clone() if copy_orphans else inp
+            new_inputs.append(new)
+        new_node = node.clone_with_new_inputs(new_inputs)
         memo.setdefault(node, new_node)
         for out, new_out in zip(node.outputs, new_node.outputs):
             memo.setdefault(out, new_out)

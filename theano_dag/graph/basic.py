@@ -113,8 +113,9 @@ class Apply(Node):
         # node they import or prune), kept aside until the tag is made: a Scratchpad
         # per node for them alone costs objects and time on every graph change.
         self._imported_by = self._removed_by = None
-        for i, x in enumerate(inputs):
+        for x in inputs:
             if not isinstance(x, Variable):
+                i = next(k for k, v in enumerate(inputs) if not isinstance(v, Variable))
                 raise TypeError(
                     f"Input {i} of Apply({op}) must be a Variable, got {type(x).__name__}: {x!r}"
                 )
@@ -276,7 +277,9 @@ class Apply(Node):
             )
         new_inputs = list(inputs)
         remake = False
-        for i, (cur, new) in enumerate(zip(self.inputs, new_inputs)):
+        i = 0
+        for cur in self.inputs:
+            new = new_inputs[i]
             # A plain value is a type mismatch: strict mode wraps it as a Constant.
             # (A clone shares its original's type object: no comparison needed.)
             if not isinstance(new, Variable) or (new.type is not cur.type and cur.type != new.type):
@@ -284,6 +287,7 @@ class Apply(Node):
                     new_inputs[i] = cur.type.filter_variable(new)
                 else:
                     remake = True
+            i += 1
         if remake:
             node = self.op.make_node(*new_inputs)
             if self._tag is not None or self._imported_by or self._removed_by:
