@@ -922,3 +922,31 @@ def test_equilibrium_calls_function_rules_as_their_transform_would(xyz):
     fg = FunctionGraph([x], [exp(x)])
     EquilibriumOptimizer([never], max_use_ratio=4).optimize(fg)
     assert patched and same(fg, log(fg.inputs[0]))
+
+
+def test_topo_groups_call_function_rules_as_their_transform_would(xyz):
+    # The same in a TopoOptimizer over a LocalOptGroup (the useless pass's layout):
+    # rules tracking no op meet every node, a single Variable is the replacement, a
+    # transform replaced on the instance after the group was made is the one called.
+    x, y, z = xyz
+    seen = []
+
+    @local_optimizer(None)
+    def drop_neg_neg(fgraph, node):
+        seen.append(node.op)
+        inner = node.inputs[0].owner if node.inputs else None
+        if node.op == neg and inner is not None and inner.op == neg:
+            return inner.inputs[0]
+        return None
+
+    @local_optimizer([exp])
+    def exp_to_log(fgraph, node):
+        raise AssertionError("replaced on the instance below")
+
+    group = LocalOptGroup(drop_neg_neg, exp_to_log, apply_all_opts=True)
+    exp_to_log.transform = lambda fgraph, node: [log(node.inputs[0])]
+    fg = FunctionGraph([x, y], [exp(neg(neg(x))), add(x, y)])
+    TopoOptimizer(group).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], log(X)) and is_same_graph(fg.outputs[1], add(X, Y))
+    assert {add, neg, exp} <= set(seen)

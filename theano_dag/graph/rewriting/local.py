@@ -470,6 +470,7 @@ class LocalOptGroup(LocalOptimizer):
         self.profile = profile
         self.stats = LocalStats()
         self.index = TrackIndex(self.opts)
+        self._direct = direct_transforms(self.opts)
         self._applied: list = []
         if name is not None:
             self.__name__ = name
@@ -500,19 +501,29 @@ class LocalOptGroup(LocalOptimizer):
 
     def transform(self, fgraph, node):
         repl = None
-        self._applied = []
+        self._applied = applied = []
+        profile = self.profile
+        direct = self._direct
         while True:
             new_repl = None
             for opt in self.index.lookup(node.op):
-                t0 = time.perf_counter() if self.profile else 0.0
-                new_repl = opt.transform(fgraph, node)
-                if self.profile:
+                t0 = time.perf_counter() if profile else 0.0
+                fn = direct.get(opt)
+                if fn is not None and "transform" not in opt.__dict__:
+                    # The function itself, as its transform would call it (see
+                    # direct_transforms): most rewrites tried find nothing to do.
+                    new_repl = fn(fgraph, node)
+                    if new_repl is not None and new_repl is not False:
+                        new_repl = as_replacements(node, new_repl)
+                else:
+                    new_repl = opt.transform(fgraph, node)
+                if profile:
                     self.stats.time[opt] += time.perf_counter() - t0
                     self.stats.tried[opt] += 1
                 if new_repl:
-                    if self.profile:
+                    if profile:
                         self.stats.applied[opt] += 1
-                    self._applied.append(opt)
+                    applied.append(opt)
                     break
             if not new_repl:
                 return repl

@@ -344,6 +344,12 @@ class TopoOptimizer(NavigatorOptimizer):
         stats = prof.stats
         apply_nodes = fgraph.apply_nodes
         pop = q.popleft if self.order == "in_to_out" else q.pop
+        perf_counter = time.perf_counter
+        # process_node written out up to the transform, for a rewrite that finds nothing
+        # to do (most nodes), unless a subclass has its own.
+        inline = type(self).process_node is NavigatorOptimizer.process_node
+        log = ChangeLog.attach(fgraph)
+        log_list = log.log
         try:
             while q:
                 node = pop()
@@ -351,9 +357,28 @@ class TopoOptimizer(NavigatorOptimizer):
                     continue
                 current[0] = node
                 prof.visited += 1
-                t1 = time.perf_counter()
-                changed = self.process_node(fgraph, node, lopt)
-                stats.time[lopt] += time.perf_counter() - t1
+                t1 = perf_counter()
+                if not inline:
+                    changed = self.process_node(fgraph, node, lopt)
+                else:
+                    log.depth += 1
+                    token = len(log_list)
+                    try:
+                        replacements = lopt.transform(fgraph, node)
+                    except Exception as exc:
+                        changed = self._transform_failed(fgraph, node, lopt, exc, log, token)
+                    else:
+                        if replacements is False or replacements is None:
+                            log.depth -= 1
+                            if log.depth <= 0:
+                                log.depth = 0
+                                log_list.clear()
+                            changed = False
+                        else:
+                            changed = self._transform_done(
+                                fgraph, node, lopt, replacements, log, token
+                            )
+                stats.time[lopt] += perf_counter() - t1
                 stats.tried[lopt] += 1
                 if changed:
                     stats.applied[lopt] += 1
