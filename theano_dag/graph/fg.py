@@ -273,8 +273,9 @@ class FunctionGraph:
                 continue
             if owner not in self.apply_nodes:
                 continue
-            if any(clients.get(o) for o in owner.outputs):
-                continue
+            outputs = owner.outputs
+            if len(outputs) != 1 and any(clients.get(o) for o in outputs):
+                continue  # (a single output is ``var`` itself, now without clients)
             if reason_s is None:
                 reason_s = str(reason)
             if owner._tag is None:  # Apply._note written out: most nodes have no tag
@@ -293,7 +294,10 @@ class FunctionGraph:
                 self._client_index.pop(o, None)
             self._version += 1
             self.execute_callbacks("on_prune", owner, reason)
-            stack.extend((inp, (owner, i)) for i, inp in enumerate(owner.inputs))
+            i = 0
+            for inp in owner.inputs:
+                stack.append((inp, (owner, i)))
+                i += 1
 
     def import_var(self, var, reason=None, import_missing=False):
         """Bring ``var`` (and the nodes it needs that are new) into the graph."""

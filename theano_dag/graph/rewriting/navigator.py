@@ -666,6 +666,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     break
         finally:
             fgraph.remove_feature(run.tracker)
+            self._release(fgraph)
         prof.time = time.perf_counter() - t_start
         prof.nodes_after = len(fgraph.apply_nodes)
         prof.max_nodes = run.max_nodes
@@ -673,6 +674,16 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             prof.looped = run.looped
             self._report_loop(run.looped)
         return prof
+
+    def _release(self, fgraph):
+        """The pass is over: its global optimizers with a ``release(fgraph)`` drop what
+        they kept up to date for it alone (the features whose callbacks would otherwise
+        run at every change of the later passes); ``add_requirements`` brings it back
+        when they run again."""
+        for opt in self.global_optimizers + self.final_optimizers + self.cleanup_optimizers:
+            release = getattr(opt, "release", None)
+            if release is not None:
+                release(fgraph)
 
     def _run_globals(self, run, opts):
         changed = False
