@@ -466,13 +466,14 @@ class FunctionGraph:
         self._change_input(node, i, old, new_var, reason, import_missing)
 
     def _change_input(self, node, i, old, new_var, reason, import_missing):
-        self._import_graph(
-            [new_var],
-            reason=reason,
-            import_missing=import_missing,
-            needed_by=("the replacement", None, new_var),
-        )
-        if _is_output(node):
+        if new_var not in self.variables:  # (the next clients of a replacement: it is in)
+            self._import_graph(
+                [new_var],
+                reason=reason,
+                import_missing=import_missing,
+                needed_by=("the replacement", None, new_var),
+            )
+        if type(node) is str:  # _is_output
             self.outputs[i] = new_var
         else:
             node.inputs[i] = new_var
