@@ -369,7 +369,7 @@ class Variable(Node):
         tag = self._tag
         if tag is None:  # made on first use, as for Apply.tag
             tag = self._tag = ValidatingScratchpad("test_value", self.type.filter)
-            trace = self._trace
+            trace = getattr(self, "_trace", None)  # (a Variable made without __init__)
             if trace is not None:  # kept aside until now (add_tag_trace)
                 tag.trace = trace
                 self._trace = None
@@ -405,7 +405,7 @@ class Variable(Node):
         if self._tag is not None:
             cp._tag = _copy_tag(self._tag)
         else:
-            cp._trace = self._trace
+            cp._trace = getattr(self, "_trace", None)
         return cp
 
     def get_parents(self):
@@ -524,7 +524,7 @@ class Constant(Variable):
         if self._tag is not None:
             cp._tag = copy(self._tag)
         else:
-            cp._trace = self._trace
+            cp._trace = getattr(self, "_trace", None)
         return cp
 
 
