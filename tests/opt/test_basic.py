@@ -2,6 +2,7 @@
 PatternSub, failure rollback, the loop guard and profiles."""
 
 import io
+import math
 import warnings
 
 import pytest
@@ -950,3 +951,51 @@ def test_topo_groups_call_function_rules_as_their_transform_would(xyz):
     X, Y = fg.inputs
     assert is_same_graph(fg.outputs[0], log(X)) and is_same_graph(fg.outputs[1], add(X, Y))
     assert {add, neg, exp} <= set(seen)
+
+
+def test_patternsub_first_look_at_the_inputs(xyz):
+    # Before matching, a pattern looks at the node's inputs where it needs a constant,
+    # a computed variable, or a constraint marked side_effect_free (both orders of a
+    # commutative pattern): a node failing that is not matched at all; the others are
+    # matched as before (the constraint asked again there).
+    x, y, z = xyz
+    asked = []
+
+    def is_two(v):
+        asked.append(v)
+        return isinstance(v, Constant) and v.data == 2.0
+
+    is_two.side_effect_free = True
+    rule = PatternSub(
+        (mul, "x", {"pattern": "c", "constraint": is_two}), (add, "x", "x"), commutative=True
+    )
+    three = const(3.0)
+    fg = FunctionGraph([x, y], [exp(mul(x, y)), log(mul(const(2.0), y)), neg(mul(x, three))])
+    TopoOptimizer(rule).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], exp(mul(X, Y)))
+    assert is_same_graph(fg.outputs[1], log(add(Y, Y)))
+    assert is_same_graph(fg.outputs[2], neg(mul(X, three)))
+    assert fgraph_eval(fg, [1.5, 4.0]) == pytest.approx([math.exp(6.0), math.log(8.0), -4.5])
+    # mul(x, y) alone: each order looked at once (no constant there), never matched.
+    asked.clear()
+    fg = FunctionGraph([x, y], [mul(x, y)])
+    TopoOptimizer(rule).optimize(fg)
+    assert asked == [fg.inputs[1], fg.inputs[0]] and fg.outputs[0].owner.op == mul
+    unmarked = []
+    plain = PatternSub(
+        (mul, "x", {"pattern": "c", "constraint": lambda v: unmarked.append(v) or False}),
+        "x",
+    )
+    fg = FunctionGraph([x, y], [mul(x, y)])
+    TopoOptimizer(plain).optimize(fg)
+    assert unmarked == [fg.inputs[1]]  # asked once, by the match
+
+
+def test_patternsub_constant_arguments_need_constant_inputs(xyz):
+    x, y, z = xyz
+    rule = PatternSub((mul, "x", const(1.0)), "x")
+    fg = FunctionGraph([x, y], [mul(x, y), mul(y, const(1.0))])
+    TopoOptimizer(rule).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], mul(X, Y)) and fg.outputs[1] is Y
