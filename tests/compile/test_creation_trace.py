@@ -121,3 +121,80 @@ def test_graph_inputs_made_by_a_type_keep_a_trace_too():
         v = tt.vector()
         assert len(v.tag.trace) == 1 and len(v.tag.trace[0]) == 2
         assert v.tag.trace[0][-1][0] == HERE
+
+
+def _made_in_a_loop(x, n):
+    return [tt.exp(x) for _ in range(n)]  # the loop's line
+
+
+def _made_on_two_lines(x):
+    a = tt.sin(x)  # first line
+    b = tt.cos(x)  # second line
+    return a, b
+
+
+def test_nodes_made_by_the_same_lines_share_their_stack_and_others_do_not():
+    # The stacks are kept once per distinct stack: nodes made by the same lines get the
+    # same frames, nodes made elsewhere (another line of the same function, another
+    # caller of the same line) their own.
+    x = tt.dvector("x")
+    outs = _made_in_a_loop(x, 3)
+    assert outs[0].tag.trace == outs[1].tag.trace == outs[2].tag.trace
+    assert linecache.getline(*outs[0].tag.trace[0][-1][:2]).strip().endswith("# the loop's line")
+    a, b = _made_on_two_lines(x)
+    (sa,), (sb,) = a.tag.trace, b.tag.trace
+    assert sa[:-1] == sb[:-1] and sa[-1][1] + 1 == sb[-1][1]
+    assert linecache.getline(*sa[-1][:2]).strip().endswith("# first line")
+    assert linecache.getline(*sb[-1][:2]).strip().endswith("# second line")
+
+    def other_caller():
+        return _made_in_a_loop(x, 1)[0]
+
+    (stack,) = other_caller().tag.trace
+    assert stack[-1] == outs[0].tag.trace[0][-1]  # the same innermost line ...
+    names = [f[2] for f in stack]  # ... reached from another frame
+    assert "other_caller" in names and "other_caller" not in [f[2] for f in outs[0].tag.trace[0]]
+
+
+def test_the_shared_stacks_survive_a_full_cache():
+    from theano_dag.graph import utils
+
+    x = tt.dvector("x")
+    traces = []
+    for _ in range(2):
+        traces.append(_made_in_a_loop(x, 1)[0].tag.trace)
+        utils._STACKS.clear()
+    before, after = traces
+    assert after == before and after[0] is not before[0]
+
+
+def test_the_trace_waits_outside_the_tag_until_the_tag_is_made():
+    import pickle
+
+    from theano_dag.graph.utils import Scratchpad
+
+    x = tt.dvector("x")
+    y = tt.exp(x)
+    assert y._tag is None  # no Scratchpad made for the trace alone
+    stacks = get_stack_trace(y)
+    assert stacks and stacks[0][-1][2] == (
+        "test_the_trace_waits_outside_the_tag_until_the_tag_is_made"
+    )
+    c = y.clone()
+    assert c._tag is None and get_stack_trace(c) == stacks
+    back = pickle.loads(pickle.dumps(y))
+    assert get_stack_trace(back) == stacks
+    y.tag.note = 1  # the tag, once made, holds the trace
+    assert y.tag.trace == stacks and y._trace is None and get_stack_trace(y) == stacks
+    assert get_stack_trace(y.clone()) == stacks and y.clone().tag.note == 1
+    c.tag = Scratchpad()  # a tag given whole replaces the notes, the trace included
+    assert get_stack_trace(c) == []
+    copy_stack_trace(y, c)
+    assert get_stack_trace(c) == stacks
+
+
+def test_elemwise_outputs_of_one_type_share_it():
+    x = tt.dvector("x")
+    a, b = tt.exp(x), tt.sin(x) + x
+    assert a.type is b.type and a.type == tt.dvector().type
+    assert tt.exp(tt.fmatrix()).type is not a.type

@@ -841,6 +841,31 @@ class TestIoToposort:
         assert order == [v.owner, u.owner, out.owner]
         assert_topological(order, [x])
 
+    def test_ownerless_inputs_give_post_orders_order(self):
+        # Graphs whose inputs are all ownerless (a FunctionGraph's) are sorted by a
+        # walk of their own: the same order as post_order's, node for node, on a random
+        # DAG with shared nodes, repeated arguments and several outputs.
+        import random
+
+        from theano_dag.graph.algorithms import post_order
+
+        rng = random.Random(3)
+        xs = [MyVariable(f"x{k}") for k in range(4)]
+        pool = list(xs)
+        for _ in range(300):
+            op = rng.choice([op1, op2, op3])
+            pool.append(op(*[rng.choice(pool[-20:]) for _ in range(rng.randint(1, 3))]))
+        outs = [pool[-1], pool[-7], pool[150], xs[0]]
+        order = io_toposort(xs, outs)
+        assert order == post_order(outs, set(xs)) and len(order) == len(set(order))
+        assert_topological(order, xs)
+        # A cycle made by hand is still found.
+        a = op1(xs[0])
+        b = op2(a)
+        a.owner.inputs[0] = b
+        with pytest.raises(ValueError, match="^graph contains cycles"):
+            io_toposort(xs, [b])
+
     def test_orderings_cycle(self):
         x = MyVariable("x")
         u = op2(x)

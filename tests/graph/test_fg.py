@@ -218,6 +218,28 @@ def test_replace_rewires_clients_and_prunes():
     assert b.owner.tag.removed_by == ["test"]
 
 
+def test_import_and_prune_notes_wait_outside_the_tag():
+    # imported_by / removed_by are kept aside until the node's tag is made, then found
+    # in it; a node that already has a tag gets them there directly.
+    import pickle
+
+    fg, (x, y, z, a, b, e) = build_abc()
+    assert a.owner._tag is None and a.owner._imported_by == ["init"]
+    c = a.owner.clone()
+    assert c._tag is None and c.tag.imported_by == ["init"]
+    e.owner.tag.note = "mine"  # a tag made before the next change
+    new_b = op4(z, x)
+    fg.replace(b, new_b, reason="why")
+    assert b.owner._tag is None and b.owner._removed_by == ["why"]
+    assert pickle.loads(pickle.dumps(b.owner)).tag.removed_by == ["why"]
+    assert b.owner.tag.removed_by == ["why"] and b.owner._removed_by is None
+    assert new_b.owner.tag.imported_by == ["why"]
+    fg.replace(new_b, op1(z, x), reason="again")
+    assert new_b.owner.tag.removed_by == ["again"] and new_b.owner.tag.imported_by == ["why"]
+    assert e.owner.tag.imported_by == ["init"] and e.owner.tag.note == "mine"
+    assert_valid(fg)
+
+
 def test_replace_output():
     fg, (x, y, z, a, b, e) = build_abc()
     new = op4(a)

@@ -2,6 +2,7 @@
 PatternSub, failure rollback, the loop guard and profiles."""
 
 import io
+import math
 import warnings
 
 import pytest
@@ -890,3 +891,111 @@ def test_rule_that_changes_the_graph_then_raises_is_rolled_back_and_not_retried_
         prof = Own([changes_then_raises], max_use_ratio=4).optimize(fg)
     assert str(fg) == "FunctionGraph(ToyMul(x, y))"
     assert len(tries) <= 4 * 1 + 1 and "changes_then_raises" in prof.looped
+
+
+def test_equilibrium_calls_function_rules_as_their_transform_would(xyz):
+    # EquilibriumOptimizer calls a plain function rule itself (no transform call per
+    # try): a rule tracking no op still meets every node, a single Variable returned
+    # is the node's replacement, and a transform replaced on the instance is honoured.
+    x, y, z = xyz
+    seen = []
+
+    @local_optimizer(None)
+    def any_neg_neg(fgraph, node):
+        seen.append(node.op)
+        if node.op == neg and node.inputs[0].owner is not None:
+            if node.inputs[0].owner.op == neg:
+                return node.inputs[0].owner.inputs[0]  # one Variable, not a list
+        return None
+
+    fg = FunctionGraph([x, y], [exp(neg(neg(x))), add(x, y)])
+    prof = EquilibriumOptimizer([any_neg_neg], max_use_ratio=4).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], exp(X)) and is_same_graph(fg.outputs[1], add(X, Y))
+    assert {exp, add, neg} <= set(seen) and prof.changes == 1
+
+    @local_optimizer([exp])
+    def never(fgraph, node):
+        raise AssertionError("the instance's own transform is the one called")
+
+    patched = []
+    never.transform = lambda fgraph, node: patched.append(node) or [log(node.inputs[0])]
+    fg = FunctionGraph([x], [exp(x)])
+    EquilibriumOptimizer([never], max_use_ratio=4).optimize(fg)
+    assert patched and same(fg, log(fg.inputs[0]))
+
+
+def test_topo_groups_call_function_rules_as_their_transform_would(xyz):
+    # The same in a TopoOptimizer over a LocalOptGroup (the useless pass's layout):
+    # rules tracking no op meet every node, a single Variable is the replacement, a
+    # transform replaced on the instance after the group was made is the one called.
+    x, y, z = xyz
+    seen = []
+
+    @local_optimizer(None)
+    def drop_neg_neg(fgraph, node):
+        seen.append(node.op)
+        inner = node.inputs[0].owner if node.inputs else None
+        if node.op == neg and inner is not None and inner.op == neg:
+            return inner.inputs[0]
+        return None
+
+    @local_optimizer([exp])
+    def exp_to_log(fgraph, node):
+        raise AssertionError("replaced on the instance below")
+
+    group = LocalOptGroup(drop_neg_neg, exp_to_log, apply_all_opts=True)
+    exp_to_log.transform = lambda fgraph, node: [log(node.inputs[0])]
+    fg = FunctionGraph([x, y], [exp(neg(neg(x))), add(x, y)])
+    TopoOptimizer(group).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], log(X)) and is_same_graph(fg.outputs[1], add(X, Y))
+    assert {add, neg, exp} <= set(seen)
+
+
+def test_patternsub_first_look_at_the_inputs(xyz):
+    # Before matching, a pattern looks at the node's inputs where it needs a constant,
+    # a computed variable, or a constraint marked side_effect_free (both orders of a
+    # commutative pattern): a node failing that is not matched at all; the others are
+    # matched as before (the constraint asked again there).
+    x, y, z = xyz
+    asked = []
+
+    def is_two(v):
+        asked.append(v)
+        return isinstance(v, Constant) and v.data == 2.0
+
+    is_two.side_effect_free = True
+    rule = PatternSub(
+        (mul, "x", {"pattern": "c", "constraint": is_two}), (add, "x", "x"), commutative=True
+    )
+    three = const(3.0)
+    fg = FunctionGraph([x, y], [exp(mul(x, y)), log(mul(const(2.0), y)), neg(mul(x, three))])
+    TopoOptimizer(rule).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], exp(mul(X, Y)))
+    assert is_same_graph(fg.outputs[1], log(add(Y, Y)))
+    assert is_same_graph(fg.outputs[2], neg(mul(X, three)))
+    assert fgraph_eval(fg, [1.5, 4.0]) == pytest.approx([math.exp(6.0), math.log(8.0), -4.5])
+    # mul(x, y) alone: each order looked at once (no constant there), never matched.
+    asked.clear()
+    fg = FunctionGraph([x, y], [mul(x, y)])
+    TopoOptimizer(rule).optimize(fg)
+    assert asked == [fg.inputs[1], fg.inputs[0]] and fg.outputs[0].owner.op == mul
+    unmarked = []
+    plain = PatternSub(
+        (mul, "x", {"pattern": "c", "constraint": lambda v: unmarked.append(v) or False}),
+        "x",
+    )
+    fg = FunctionGraph([x, y], [mul(x, y)])
+    TopoOptimizer(plain).optimize(fg)
+    assert unmarked == [fg.inputs[1]]  # asked once, by the match
+
+
+def test_patternsub_constant_arguments_need_constant_inputs(xyz):
+    x, y, z = xyz
+    rule = PatternSub((mul, "x", const(1.0)), "x")
+    fg = FunctionGraph([x, y], [mul(x, y), mul(y, const(1.0))])
+    TopoOptimizer(rule).optimize(fg)
+    X, Y = fg.inputs
+    assert is_same_graph(fg.outputs[0], mul(X, Y)) and fg.outputs[1] is Y

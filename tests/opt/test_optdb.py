@@ -111,6 +111,36 @@ def test_register_helpers_put_a_rule_where_function_uses_it(register, stage):
         assert "local_sin_to_cos" in db["canonicalize"]
 
 
+@pytest.mark.parametrize(
+    "register, stage",
+    [
+        (register_canonicalize, "canonicalize"),
+        (register_stabilize, "stabilize"),
+        (register_specialize, "specialize"),
+        (register_useless, "useless"),
+    ],
+)
+def test_a_users_rule_tracking_no_op_meets_every_node(register, stage):
+    # A rule tracking no op (None) is tried on every node of its stage, whatever the
+    # index of the others, and its replacement (one Variable) is made.
+    db = build_optdb()
+    met = []
+
+    @register(db=db)
+    @local_optimizer(None)
+    def local_any_sin_to_cos(fgraph, node):
+        met.append(node.op)
+        if node.op == tt.sin:
+            return tt.cos(np.pi / 2 - node.inputs[0])
+        return None
+
+    x = tt.dvector("x")
+    fg = FunctionGraph([x], [tt.exp(tt.sin(x)) * 3])
+    db.query(Query(include=[stage])).optimize(fg)
+    assert "Elemwise{cos,no_inplace}" in ops_of(fg) and "Elemwise{sin,no_inplace}" not in ops_of(fg)
+    assert {tt.sin, tt.exp, tt.mul} <= set(met)
+
+
 def test_fast_compile_mode_skips_the_expensive_stages():
     x, y = tt.dvector("x"), tt.dvector("y")
     out = tt.exp(x) * y + 0

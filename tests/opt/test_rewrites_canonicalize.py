@@ -593,3 +593,19 @@ def test_nested_product_typed_unlike_make_node_is_rebuilt():
     args = [rng.uniform(1, 2, size=4) for _ in range(3)]
     fg2 = FunctionGraph([x, y, z], [new[0]], clone=False)
     np.testing.assert_allclose(fgraph_values(fg2, args)[0], args[0] * args[1] / args[2])
+
+
+def test_canonicalize_drops_its_unsorted_node_tracker_and_a_later_run_sorts_again():
+    # The tracker of unsorted commutative nodes serves canonicalize alone: it is
+    # detached when the pass ends (later passes do not feed it), and a later
+    # canonicalize starts again from every commutative node.
+    x, y, z = vec("x", "y", "z")
+    fg = FunctionGraph([x, y, z], [tt.exp(y * x)], clone=False)
+    apply_dbs(fg, "canonicalize")
+    mul = fg.outputs[0].owner.inputs[0].owner
+    assert mul.inputs == [x, y] and not hasattr(fg, "unsorted_commutative_nodes")
+    assert not any(isinstance(f, alg._UnsortedNodes) for f in fg._features)
+    fg.change_input(mul, 0, z)  # seen by no tracker
+    assert mul.inputs == [z, y]
+    apply_dbs(fg, "canonicalize")
+    assert mul.inputs == [y, z] and not hasattr(fg, "unsorted_commutative_nodes")

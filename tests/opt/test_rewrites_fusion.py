@@ -198,3 +198,51 @@ def test_a_composites_unread_outputs_are_not_computed(engine, dtype):
     fg = FunctionGraph([x, y], list(outs), clone=True)
     apply_dbs(fg, "useless")
     assert [len(n.outputs) for n in fg.apply_nodes] == [3]
+
+
+def test_the_composites_scalar_nodes_have_the_tensor_nodes_dtypes():
+    # Fusion makes the scalar node of each fused op itself (the tensor node's dtypes
+    # say what ScalarOp.make_node would): mixed dtypes keep each step's dtype, and the
+    # values are numpy's.
+    x, i, b = tt.fvector("x"), tt.bvector("i"), tt.dvector("b")
+    out = tt.exp(i) * x + tt.cast(i * 2, "float32") - b
+    fg = fuse(FunctionGraph([x, i, b], [out], clone=True))
+    (node,) = composites(fg)
+    comp = node.op.scalar_op
+    made = {str(n.op): n.outputs[0].type.dtype for n in comp.nodes}
+    assert made["exp"] == str(tt.exp(i).dtype) and made["sub"] == out.dtype == "float64"
+    vals = [rng.normal(size=5).astype("float32"), np.arange(5, dtype="int8"), rng.normal(size=5)]
+    (got,) = fgraph_values(fg, vals)
+    xv, iv, bv = vals
+    e = np.exp(iv.astype(made["exp"]))  # numpy's exp of int8 would be float16
+    want = (e * xv + (iv * 2).astype("float32")).astype("float32") - bv
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    (unfused,) = fgraph_values(FunctionGraph([x, i, b], [out], clone=True), vals)
+    np.testing.assert_array_equal(got, unfused)
+    assert got.dtype == np.float64
+
+
+def test_a_scalar_op_with_its_own_make_node_is_asked_for_its_node():
+    made = []
+
+    class Twice(ts.UnaryScalarOp):
+        nfunc_spec = None
+
+        def impl(self, v):
+            return 2 * v
+
+        def make_node(self, *inputs):
+            made.append(inputs)
+            return super().make_node(*inputs)
+
+        def c_code(self, node, name, inputs, outputs, sub):
+            return f"{outputs[0]} = 2 * {inputs[0]};"
+
+    twice = Elemwise(Twice(ts.upgrade_to_float, name="twice"))
+    x = tt.dvector("x")
+    fg = fuse(FunctionGraph([x], [twice(tt.exp(x)) + 1], clone=True))
+    assert len(composites(fg)) == 1
+    ((arg,),) = made  # fusion's call, on the composite's scalar variable
+    assert isinstance(arg.type, ts.ScalarType)
+    (got,) = fgraph_values(fg, [np.arange(3.0)])
+    np.testing.assert_allclose(got, 2 * np.exp(np.arange(3.0)) + 1)

@@ -272,11 +272,15 @@ def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=N
             memo.setdefault(inp, cpy)
         else:
             memo.setdefault(inp, inp)
+    get = memo.get
     for node in io_toposort(inputs, outputs):
+        new_inputs = []
         for inp in node.inputs:
-            if inp not in memo:
-                memo[inp] = inp.clone() if copy_orphans else inp
-        new_node = node.clone_with_new_inputs([memo[i] for i in node.inputs])
+            new = get(inp)
+            if new is None:
+                new = memo[inp] = inp.clone() if copy_orphans else inp
+            new_inputs.append(new)
+        new_node = node.clone_with_new_inputs(new_inputs)
         memo.setdefault(node, new_node)
         for out, new_out in zip(node.outputs, new_node.outputs):
             memo.setdefault(out, new_out)
@@ -502,6 +506,50 @@ def post_order(outputs, computed, known=()) -> list:
     return order
 
 
+def _post_order_to_sources(outputs) -> list:
+    """``post_order(outputs, set(inputs))`` when every input is ownerless: the walk then
+    stops at ownerless variables only, so it keeps one state per node (expanded, done)
+    instead of sets of variables, and compares nothing per input but its owner's state.
+    The order is the same node for node (FunctionGraph.toposort sorts graphs this way,
+    several times per compile).
+
+    >>> from theano_dag.graph.type import generic
+    >>> x = generic("x")
+    >>> z = Apply("f", [x], [generic("z")]).outputs[0]
+    >>> w = Apply("g", [z, x, z], [generic("w")]).outputs[0]
+    >>> _post_order_to_sources([w, z]) == post_order([w, z], {x})
+    True
+    """
+    order = []
+    state: dict = {}  # node -> 1 while its inputs are being placed, 2 once placed
+    get = state.get
+    todo = [o.owner for o in reversed(list(outputs)) if o.owner is not None]
+    push, pop = todo.append, todo.pop
+    while todo:
+        cur = todo[-1]
+        st = get(cur)
+        if st is None:
+            state[cur] = 1
+            n_todo = len(todo)
+            for i in reversed(cur.inputs):
+                owner = i.owner
+                if owner is not None:
+                    s = get(owner)
+                    if s is None:
+                        push(owner)
+                    elif s == 1:
+                        raise ValueError(f"graph contains cycles (through {owner})")
+            if len(todo) != n_todo:
+                continue
+        elif st == 2:
+            pop()  # already placed (it was on the stack twice)
+            continue
+        pop()
+        state[cur] = 2
+        order.append(cur)
+    return order
+
+
 def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
     """Return the Apply nodes between ``inputs`` and ``outputs`` in a topological order.
 
@@ -518,7 +566,11 @@ def io_toposort(inputs, outputs, orderings=None, clients=None) -> list:
     [g(z)]
     """
     if not orderings and clients is None:
-        return post_order(outputs, set(inputs))
+        inputs = list(inputs)
+        for i in inputs:
+            if i.owner is not None:  # a graph cut inside: stop at these variables
+                return post_order(outputs, set(inputs))
+        return _post_order_to_sources(outputs)
 
     iset = set(inputs)
     orderings = orderings or {}

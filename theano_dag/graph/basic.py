@@ -100,7 +100,7 @@ class Apply(Node):
     (True, 0, 1, 1)
     """
 
-    __slots__ = ("op", "inputs", "outputs", "_tag", "__weakref__")
+    __slots__ = ("op", "inputs", "outputs", "_tag", "_imported_by", "_removed_by", "__weakref__")
 
     def __init__(self, op, inputs, outputs):
         if not isinstance(inputs, (list, tuple)):
@@ -109,8 +109,13 @@ class Apply(Node):
             raise TypeError(f"The outputs of Apply({op}) must be a list or tuple, got {outputs!r}")
         self.op = op
         self._tag = None
-        for i, x in enumerate(inputs):
+        # ``tag.imported_by`` and ``tag.removed_by`` (what FunctionGraphs note on every
+        # node they import or prune), kept aside until the tag is made: a Scratchpad
+        # per node for them alone costs objects and time on every graph change.
+        self._imported_by = self._removed_by = None
+        for x in inputs:
             if not isinstance(x, Variable):
+                i = next(k for k, v in enumerate(inputs) if not isinstance(v, Variable))
                 raise TypeError(
                     f"Input {i} of Apply({op}) must be a Variable, got {type(x).__name__}: {x!r}"
                 )
@@ -157,16 +162,42 @@ class Apply(Node):
         tag = self._tag
         if tag is None:
             tag = self._tag = Scratchpad()
+            if self._imported_by is not None:
+                tag.imported_by = self._imported_by
+                self._imported_by = None
+            if self._removed_by is not None:
+                tag.removed_by = self._removed_by
+                self._removed_by = None
         return tag
 
     @tag.setter
     def tag(self, value):
         self._tag = value
+        self._imported_by = self._removed_by = None
+
+    def _note(self, attr, reason):
+        """Append ``reason`` to ``tag.<attr>`` (``imported_by`` or ``removed_by``),
+        in the slot kept aside for it while the node has no tag."""
+        tag = self._tag
+        if tag is None:
+            slot = "_" + attr
+            notes = getattr(self, slot)
+            if notes is None:
+                setattr(self, slot, [reason])
+            else:
+                notes.append(reason)
+            return
+        notes = getattr(tag, attr, None)
+        if notes is None:
+            setattr(tag, attr, [reason])
+        else:
+            notes.append(reason)
 
     def __getstate__(self):
         return _get_slotted_state(self)
 
     def __setstate__(self, state):
+        self._imported_by = self._removed_by = None  # absent from older pickles
         _set_slotted_state(self, state)
 
     def run_params(self):
@@ -228,6 +259,8 @@ class Apply(Node):
         cp = self.__class__(self.op, self.inputs, [o.clone() for o in self.outputs])
         if self._tag is not None:
             cp._tag = _copy_tag(self._tag)
+        else:  # the notes' lists shared, as a copied tag shares them
+            cp._imported_by, cp._removed_by = self._imported_by, self._removed_by
         return cp
 
     def clone_with_new_inputs(self, inputs, strict=True):
@@ -244,7 +277,9 @@ class Apply(Node):
             )
         new_inputs = list(inputs)
         remake = False
-        for i, (cur, new) in enumerate(zip(self.inputs, new_inputs)):
+        i = 0
+        for cur in self.inputs:
+            new = new_inputs[i]
             # A plain value is a type mismatch: strict mode wraps it as a Constant.
             # (A clone shares its original's type object: no comparison needed.)
             if not isinstance(new, Variable) or (new.type is not cur.type and cur.type != new.type):
@@ -252,15 +287,18 @@ class Apply(Node):
                     new_inputs[i] = cur.type.filter_variable(new)
                 else:
                     remake = True
+            i += 1
         if remake:
             node = self.op.make_node(*new_inputs)
-            if self._tag is not None:
-                node.tag = copy(self._tag).__update__(node.tag)
+            if self._tag is not None or self._imported_by or self._removed_by:
+                node.tag = copy(self.tag).__update__(node.tag)
             return node
         # self.clone() on the new inputs: a FunctionGraph copies every node this way.
         node = self.__class__(self.op, new_inputs, [o.clone() for o in self.outputs])
         if self._tag is not None:
             node._tag = _copy_tag(self._tag)
+        else:  # the notes' lists shared, as a copied tag shares them
+            node._imported_by, node._removed_by = self._imported_by, self._removed_by
         return node
 
     def get_parents(self):
@@ -282,6 +320,7 @@ class Variable(Node):
         "index",
         "name",
         "_tag",
+        "_trace",
         "creation_index",
         "_fn_cache",
         "__weakref__",
@@ -291,6 +330,9 @@ class Variable(Node):
 
     def __init__(self, type, owner=None, index=None, name=None):
         self._tag = None
+        # The user's stacks (``tag.trace``) until the tag is made: most variables get a
+        # trace and never another note, and a Scratchpad per variable costs objects.
+        self._trace = None
         self.type = type
         if owner is not None and not isinstance(owner, Apply):
             raise TypeError(f"owner must be an Apply instance, got {owner!r}")
@@ -318,6 +360,7 @@ class Variable(Node):
         return state
 
     def __setstate__(self, state):
+        self._trace = None  # absent from what older versions pickled
         _set_slotted_state(self, state)
 
     @property
@@ -326,11 +369,16 @@ class Variable(Node):
         tag = self._tag
         if tag is None:  # made on first use, as for Apply.tag
             tag = self._tag = ValidatingScratchpad("test_value", self.type.filter)
+            trace = getattr(self, "_trace", None)  # (a Variable made without __init__)
+            if trace is not None:  # kept aside until now (add_tag_trace)
+                tag.trace = trace
+                self._trace = None
         return tag
 
     @tag.setter
     def tag(self, value):
         self._tag = value
+        self._trace = None
 
     def get_test_value(self):
         """Return ``tag.test_value``; raise TestValueError when there is none."""
@@ -356,6 +404,8 @@ class Variable(Node):
         cp = self.__class__(self.type, None, None, self.name)
         if self._tag is not None:
             cp._tag = _copy_tag(self._tag)
+        else:
+            cp._trace = getattr(self, "_trace", None)
         return cp
 
     def get_parents(self):
@@ -447,6 +497,7 @@ class Constant(Variable):
     def __setstate__(self, state):
         state = dict(state)
         state.pop("owner", None)
+        self._trace = None  # absent from what older versions pickled
         for k, v in state.items():
             object.__setattr__(self, k, v)
 
@@ -472,6 +523,8 @@ class Constant(Variable):
         cp = self.__class__(self.type, self.data, self.name)
         if self._tag is not None:
             cp._tag = copy(self._tag)
+        else:
+            cp._trace = getattr(self, "_trace", None)
         return cp
 
 

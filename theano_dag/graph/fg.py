@@ -273,14 +273,19 @@ class FunctionGraph:
                 continue
             if owner not in self.apply_nodes:
                 continue
-            if any(clients.get(o) for o in owner.outputs):
-                continue
-            removed_by = getattr(owner.tag, "removed_by", None)
-            if removed_by is None:
-                owner.tag.removed_by = removed_by = []
+            outputs = owner.outputs
+            if len(outputs) != 1 and any(clients.get(o) for o in outputs):
+                continue  # (a single output is ``var`` itself, now without clients)
             if reason_s is None:
                 reason_s = str(reason)
-            removed_by.append(reason_s)
+            if owner._tag is None:  # Apply._note written out: most nodes have no tag
+                notes = owner._removed_by
+                if notes is None:
+                    owner._removed_by = [reason_s]
+                else:
+                    notes.append(reason_s)
+            else:
+                owner._note("removed_by", reason_s)
             self.apply_nodes.remove(owner)
             self._level.pop(owner, None)
             for o in owner.outputs:
@@ -289,7 +294,10 @@ class FunctionGraph:
                 self._client_index.pop(o, None)
             self._version += 1
             self.execute_callbacks("on_prune", owner, reason)
-            stack.extend((inp, (owner, i)) for i, inp in enumerate(owner.inputs))
+            i = 0
+            for inp in owner.inputs:
+                stack.append((inp, (owner, i)))
+                i += 1
 
     def import_var(self, var, reason=None, import_missing=False):
         """Bring ``var`` (and the nodes it needs that are new) into the graph."""
@@ -391,11 +399,14 @@ class FunctionGraph:
                 self.setup_node(node)
                 checked_ops.add(op_id)
             apply_nodes.add(node)
-            tag = node.tag
-            imported_by = getattr(tag, "imported_by", None)
-            if imported_by is None:
-                tag.imported_by = imported_by = []
-            imported_by.append(reason_s)
+            if node._tag is None:  # Apply._note written out: most nodes have no tag
+                notes = node._imported_by
+                if notes is None:
+                    node._imported_by = [reason_s]
+                else:
+                    notes.append(reason_s)
+            else:
+                node._note("imported_by", reason_s)
             for o in node.outputs:
                 variables.add(o)
                 clients.setdefault(o, [])
@@ -455,13 +466,14 @@ class FunctionGraph:
         self._change_input(node, i, old, new_var, reason, import_missing)
 
     def _change_input(self, node, i, old, new_var, reason, import_missing):
-        self._import_graph(
-            [new_var],
-            reason=reason,
-            import_missing=import_missing,
-            needed_by=("the replacement", None, new_var),
-        )
-        if _is_output(node):
+        if new_var not in self.variables:  # (the next clients of a replacement: it is in)
+            self._import_graph(
+                [new_var],
+                reason=reason,
+                import_missing=import_missing,
+                needed_by=("the replacement", None, new_var),
+            )
+        if type(node) is str:  # _is_output
             self.outputs[i] = new_var
         else:
             node.inputs[i] = new_var

@@ -289,7 +289,8 @@ class History(Feature):
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
         h = self.history[fgraph]
         if h is not None:
-            h.append(LambdExtract(fgraph, node, i, r, reason))
+            # A tuple, made into a LambdExtract only when undone: most changes never are.
+            h.append((node, i, r, reason))
 
     def revert(self, fgraph, checkpoint):
         """Undo every change made since ``checkpoint`` (the latest one), newest first."""
@@ -302,7 +303,10 @@ class History(Feature):
         self.history[fgraph] = None  # the undo steps must not be recorded themselves
         try:
             while h:
-                h.pop()()
+                step = h.pop()
+                if type(step) is tuple:
+                    step = LambdExtract(fgraph, *step)
+                step()
         finally:
             self.history[fgraph] = h
 
@@ -591,7 +595,9 @@ class PreserveVariableAttributes(PreserveNames):
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
         if type(reason) is InputReorder:
             return  # moved arguments (reorder_inputs): nothing was replaced
-        super().on_change_input(fgraph, node, i, r, new_r, reason)
+        # PreserveNames's, written out: every change of every graph comes here.
+        if r.name is not None and new_r.name is None:
+            new_r.name = r.name
         # r._tag, not r.tag: reading r.tag would make a scratchpad for every variable.
         if getattr(getattr(r, "_tag", None), "nan_guard_mode_check", False) and not getattr(
             new_r.tag, "nan_guard_mode_check", False

@@ -218,18 +218,48 @@ def user_stack(limit: int) -> list:
     """The innermost ``limit`` frames of the current stack that are not theano_dag's,
     outermost first, as Theano's ``tag.trace`` keeps them: ``(filename, lineno, name,
     line)`` tuples (``traceback.format_list`` prints them), whose ``line`` is None until
-    printed, so that keeping one stack per node costs little."""
-    frames: list = []
+    printed, so that keeping one stack per node costs little.
+
+    The list is shared by every call from the same lines (a graph's nodes are mostly
+    made by a few lines, in loops): do not modify it. Sharing spares the tuples, and the
+    garbage collector the objects, of one stack per node.
+    """
+    key: list = []
     frame = sys._getframe(1)
     package = _PACKAGE_DIR
+    n = 0
+    while frame is not None and n < limit:
+        code = frame.f_code
+        if not code.co_filename.startswith(package):
+            key.append(id(code))
+            key.append(frame.f_lineno)
+            n += 1
+        frame = frame.f_back
+    key_t = tuple(key)
+    entry = _STACKS.get(key_t)
+    if entry is not None:
+        return entry[1]
+    # Walked again (once per distinct stack) for the code objects themselves, which
+    # the cache keeps so that their ids, in its key, stay theirs.
+    codes, frames = [], []
+    frame = sys._getframe(1)
     while frame is not None and len(frames) < limit:
         code = frame.f_code
-        filename = code.co_filename
-        if not filename.startswith(package):
-            frames.append((filename, frame.f_lineno, code.co_name, None))
+        if not code.co_filename.startswith(package):
+            codes.append(code)
+            frames.append((code.co_filename, frame.f_lineno, code.co_name, None))
         frame = frame.f_back
     frames.reverse()
+    if len(_STACKS) >= _STACKS_MAX:
+        _STACKS.clear()
+    _STACKS[key_t] = (codes, frames)
     return frames
+
+
+# Stacks ``user_stack`` made: (ids of the code objects, line numbers) -> (the code
+# objects, the stack). Bounded: a long session meets many lines.
+_STACKS: dict = {}
+_STACKS_MAX = 4096
 
 
 # > 0 while nodes are made by the compiler, not by the user (see tag_trace_paused).
@@ -262,15 +292,38 @@ def add_tag_trace(variables, limit: int):
     '<module>'
     """
     if limit > 0 and not _TRACE_PAUSED[0]:
-        stacks = [user_stack(limit)]
+        stack = user_stack(limit)
+        # One list of stacks per distinct stack, shared as the stack itself is (nodes
+        # only ever get new lists, copy_stack_trace).
+        last = _LAST_TRACE
+        if last[0] is stack:
+            stacks = last[1]
+        else:
+            stacks = [stack]
+            last[0], last[1] = stack, stacks
         for v in variables:
-            v.tag.trace = stacks
+            _set_trace(v, stacks)
     return variables
+
+
+def _set_trace(var, stacks):
+    """``var.tag.trace = stacks``, kept aside in the Variable's ``_trace`` while it has no
+    tag (the tag is made when asked for, with the trace in it)."""
+    if getattr(var, "_tag", False) is None:
+        var._trace = stacks
+    else:
+        var.tag.trace = stacks
+
+
+# The last stack ``add_tag_trace`` recorded, and the list of stacks it gave nodes.
+_LAST_TRACE: list = [None, None]
 
 
 def get_stack_trace(variable) -> list:
     """The stacks kept for ``variable`` (``[]`` when none)."""
     tag = getattr(variable, "_tag", None)
+    if tag is None:
+        return list(getattr(variable, "_trace", None) or [])
     return list(getattr(tag, "trace", None) or [])
 
 
@@ -295,4 +348,4 @@ def copy_stack_trace(from_var, to_var):
         return
     targets = to_var if isinstance(to_var, (list, tuple)) else [to_var]
     for v in targets:
-        v.tag.trace = list(stacks)
+        _set_trace(v, list(stacks))

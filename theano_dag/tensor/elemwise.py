@@ -24,8 +24,8 @@ from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
 from theano_dag.graph.op import Op
 from theano_dag.scalar import Composite
-from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes
-from theano_dag.tensor.variable import as_tensor_variable, constant
+from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, output_type
+from theano_dag.tensor.variable import TensorConstant, TensorVariable, as_tensor_variable, constant
 
 # The most dimensions a numpy array may have (numpy 2 raised numpy 1's 32 to 64).
 _MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
@@ -53,6 +53,10 @@ def _is_discrete(v):
 
 def _zeros_like(x, dtype=None):
     return _tensor.basic.zeros_like(x, dtype=dtype)
+
+
+# Classes of the inputs that Elemwise.make_node takes as they are (with a TensorType).
+_PLAIN_TENSORS = frozenset((TensorVariable, TensorConstant))
 
 
 def broadcast_static_shape(shapes, who="Elemwise"):
@@ -127,10 +131,25 @@ class Elemwise(Op):
         op = self.scalar_op
         if op.nin != -1 and len(inputs) != op.nin:
             raise TypeError(f"{self} expects {op.nin} inputs, got {len(inputs)}")
-        inputs = [as_tensor_variable(i) for i in inputs]
-        types = [i.type for i in inputs]
-        ndim = max([len(t.shape) for t in types], default=0)
-        if any(len(t.shape) != ndim for t in types):
+        # One loop over the inputs (no comprehension frames): a tensor variable or
+        # constant of a plain TensorType is what as_tensor_variable returns as it is.
+        checked = []
+        types = []
+        dtypes = []
+        shapes = []
+        ndims = set()
+        for i in inputs:
+            if i.__class__ not in _PLAIN_TENSORS or i.type.__class__ is not TensorType:
+                i = as_tensor_variable(i)
+            t = i.type
+            checked.append(i)
+            types.append(t)
+            dtypes.append(t.dtype)
+            shapes.append(t.shape)
+            ndims.add(len(t.shape))
+        inputs = checked
+        ndim = max(ndims, default=0)
+        if len(ndims) > 1:
             # Lower-rank inputs get leading broadcastable dimensions, as in numpy.
             inputs = [
                 i
@@ -138,9 +157,10 @@ class Elemwise(Op):
                 else DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
                 for i in inputs
             ]
-            types = [i.type for i in inputs]
+            types = [i.type for i in inputs]  # the dtypes stay
+            shapes = [t.shape for t in types]
         try:
-            out_dtypes = op.output_types(tuple([t.dtype for t in types]))
+            out_dtypes = op.output_types(tuple(dtypes))
         except TypeError as e:
             if isinstance(op, Composite) and len(types) == op.nin:
                 # A composite built for other dtypes is made again for these (Theano's).
@@ -149,7 +169,7 @@ class Elemwise(Op):
                 return retyped.make_node(*inputs)
             raise TypeError(f"{self}: {e}") from None
         # ``self`` names the op in an error only: formatting it for every node is slow.
-        shape = broadcast_static_shape([t.shape for t in types], self)
+        shape = broadcast_static_shape(shapes, self)
         for o, i in self.inplace_items:
             if i >= len(inputs) or types[i].shape != shape or types[i].dtype != out_dtypes[o]:
                 raise TypeError(
@@ -158,7 +178,7 @@ class Elemwise(Op):
                 )
         # make_variable, not TensorType(...)(): calling the type would record the user's
         # stack, which Op.__call__ records again on the node's outputs.
-        outputs = [TensorType(d, shape=shape).make_variable() for d in out_dtypes]
+        outputs = [output_type(d, shape).make_variable() for d in out_dtypes]
         return Apply(self, inputs, outputs)
 
     def perform(self, node, inputs, output_storage, params=None):

@@ -509,7 +509,27 @@ class TypeConstructor(TensorType):
         return (TypeConstructor, (self.dtype, self.broadcastable, self.kind))
 
 
-__all__ += ["TypeConstructor", "UnconvertibleValueError"]
+def output_type(dtype: str, shape: tuple) -> TensorType:
+    """The TensorType of ``dtype`` (a dtype name) and static ``shape`` (a tuple of None
+    and ints), one instance for all the nodes that ask for it (Elemwise's outputs):
+    a node's output then adds no object of its own for its type.
+
+    >>> output_type("float64", (None,)) is output_type("float64", (None,))
+    True
+    """
+    key = (dtype, shape)
+    t = _OUTPUT_TYPES.get(key)
+    if t is None:
+        if len(_OUTPUT_TYPES) >= 4096:
+            _OUTPUT_TYPES.clear()  # bounded: shapes of a long session's graphs
+        t = _OUTPUT_TYPES[key] = TensorType(dtype, shape=shape)
+    return t
+
+
+_OUTPUT_TYPES: dict = {}
+
+
+__all__ += ["TypeConstructor", "UnconvertibleValueError", "output_type"]
 for _kind, _bc in _KINDS.items():
     for _p, _dt in _PREFIXES.items():
         _name = _p + _kind

@@ -348,7 +348,7 @@ class TensorVariable(_tensor_py_operators, Variable):
     """
 
     def __init__(self, type, owner=None, index=None, name=None):
-        super().__init__(type, owner=owner, index=index, name=name)
+        Variable.__init__(self, type, owner, index, name)  # positional: made per node
         action = config.warn_float64
         if action != "ignore" and type.dtype == "float64":
             _float64_created(action)

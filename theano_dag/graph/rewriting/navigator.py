@@ -34,6 +34,7 @@ from theano_dag.graph.rewriting.local import (
     LocalStats,
     TrackIndex,
     as_replacements,
+    direct_transforms,
 )
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
 from theano_dag.graph.rewriting.presence import OpPresence, needs_of
@@ -343,6 +344,12 @@ class TopoOptimizer(NavigatorOptimizer):
         stats = prof.stats
         apply_nodes = fgraph.apply_nodes
         pop = q.popleft if self.order == "in_to_out" else q.pop
+        perf_counter = time.perf_counter
+        # process_node written out up to the transform, for a rewrite that finds nothing
+        # to do (most nodes), unless a subclass has its own.
+        inline = type(self).process_node is NavigatorOptimizer.process_node
+        log = ChangeLog.attach(fgraph)
+        log_list = log.log
         try:
             while q:
                 node = pop()
@@ -350,9 +357,28 @@ class TopoOptimizer(NavigatorOptimizer):
                     continue
                 current[0] = node
                 prof.visited += 1
-                t1 = time.perf_counter()
-                changed = self.process_node(fgraph, node, lopt)
-                stats.time[lopt] += time.perf_counter() - t1
+                t1 = perf_counter()
+                if not inline:
+                    changed = self.process_node(fgraph, node, lopt)
+                else:
+                    log.depth += 1
+                    token = len(log_list)
+                    try:
+                        replacements = lopt.transform(fgraph, node)
+                    except Exception as exc:
+                        changed = self._transform_failed(fgraph, node, lopt, exc, log, token)
+                    else:
+                        if replacements is False or replacements is None:
+                            log.depth -= 1
+                            if log.depth <= 0:
+                                log.depth = 0
+                                log_list.clear()
+                            changed = False
+                        else:
+                            changed = self._transform_done(
+                                fgraph, node, lopt, replacements, log, token
+                            )
+                stats.time[lopt] += perf_counter() - t1
                 stats.tried[lopt] += 1
                 if changed:
                     stats.applied[lopt] += 1
@@ -640,6 +666,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     break
         finally:
             fgraph.remove_feature(run.tracker)
+            self._release(fgraph)
         prof.time = time.perf_counter() - t_start
         prof.nodes_after = len(fgraph.apply_nodes)
         prof.max_nodes = run.max_nodes
@@ -647,6 +674,16 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             prof.looped = run.looped
             self._report_loop(run.looped)
         return prof
+
+    def _release(self, fgraph):
+        """The pass is over: its global optimizers with a ``release(fgraph)`` drop what
+        they kept up to date for it alone (the features whose callbacks would otherwise
+        run at every change of the later passes); ``add_requirements`` brings it back
+        when they run again."""
+        for opt in self.global_optimizers + self.final_optimizers + self.cleanup_optimizers:
+            release = getattr(opt, "release", None)
+            if release is not None:
+                release(fgraph)
 
     def _run_globals(self, run, opts):
         changed = False
@@ -690,6 +727,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         log = ChangeLog.attach(fgraph)
         log_list = log.log
         stat_time, stat_tried = stats.time, stats.tried
+        direct = direct_transforms(self.local_optimizers)
         last_visit = run.last_visit
         presence = getattr(fgraph, "op_presence", None) if self._needs else None
         gen, inactive = self._inactive(presence)
@@ -725,7 +763,13 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                         log.depth += 1
                         token = len(log_list)
                         try:
-                            replacements = lopt.transform(fgraph, node)
+                            fn = direct.get(lopt)
+                            if fn is None:
+                                replacements = lopt.transform(fgraph, node)
+                            else:
+                                replacements = fn(fgraph, node)
+                                if replacements is not None and replacements is not False:
+                                    replacements = as_replacements(node, replacements)
                         except Exception as exc:
                             ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
                         else:

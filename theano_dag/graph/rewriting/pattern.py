@@ -10,7 +10,9 @@ Input patterns::
 A string is a pattern variable: it matches any Variable, and every occurrence of the
 same string must match the *same* Variable. A number matches a Constant holding that
 value; a Constant matches an equal Constant. ``constraint(expr)`` (or
-``constraint(fgraph, expr)``) is an extra test on the Variable matched there.
+``constraint(fgraph, expr)``) is an extra test on the Variable matched there; one
+marked ``side_effect_free = True`` may be asked before the rest of the match (a first
+look at each node the pattern is tried on), and then again by the match.
 
 Output patterns use the same syntax without dicts; strings are replaced by what they
 matched and ``(op, ...)`` calls ``op(...)``. A sub-pattern (not the root) only matches a
@@ -105,6 +107,76 @@ def _swap_root(pattern):
     return (pattern[0], pattern[2], pattern[1])
 
 
+# What an argument of the root pattern needs of the node's input at its position, for
+# the node to possibly match: anything, a Constant, or a computed variable (one with an
+# owner); or, for a name under a constraint (``{"pattern": "x", "constraint": f}``)
+# marked ``f.side_effect_free = True``, the constraint itself, asked first (then again
+# by the match: a constraint without the mark is asked once, by the match only).
+_ANY, _CONSTANT, _COMPUTED = 0, 1, 2
+
+
+def _argument_needs(pattern):
+    """Per argument of the root ``pattern``, what it needs of the input at its position
+    (``_ANY``, ``_CONSTANT``, ``_COMPUTED``, or ``(constraint, its arity)`` for a
+    constrained name); None when no argument needs anything.
+
+    A constant or a number matches only a Constant, a sub-pattern ``(op, ...)`` only a
+    variable an ``op`` node computes; a constraint on a sub-pattern only narrows it, and
+    one on a name is asked first when it says it may be (``side_effect_free``).
+
+    >>> from theano_dag.graph.type import Generic
+    >>> one = Constant(Generic(), 1)
+    >>> _argument_needs(("add", "x", one)), _argument_needs(("neg", ("neg", "x")))
+    ((0, 1), (2,))
+    >>> _argument_needs(("add", "x", "y")) is None
+    True
+    """
+    if isinstance(pattern, dict):
+        pattern = pattern["pattern"]
+    needs = []
+    for p in pattern[1:]:
+        constraint = None
+        if isinstance(p, dict):
+            constraint = p.get("constraint")
+            while isinstance(p, dict):
+                p = p["pattern"]
+        if isinstance(p, (tuple, list)):
+            needs.append(_COMPUTED)
+        elif isinstance(p, str):
+            if constraint is None or not getattr(constraint, "side_effect_free", False):
+                needs.append(_ANY)
+            else:
+                needs.append((constraint, _constraint_arity(constraint)))
+        else:  # a Constant, or a number (matched against a Constant's data)
+            needs.append(_CONSTANT)
+    needs = tuple(needs)
+    return needs if any(needs) else None
+
+
+def _may_match(fgraph, inputs, needs) -> bool:
+    """Whether ``inputs`` (a node's) can meet ``needs`` (``_argument_needs``)."""
+    if len(inputs) != len(needs):
+        return False
+    for v, need in zip(inputs, needs):
+        if need == _ANY:
+            continue
+        if need == _CONSTANT:
+            if not isinstance(v, Constant):
+                return False
+        elif need == _COMPUTED:
+            if v.owner is None:
+                return False
+        else:
+            constraint, arity = need
+            try:
+                ok = constraint(fgraph, v) if arity == 2 else constraint(v)
+            except Exception:  # left to the match, which may fail before asking it
+                continue
+            if not ok:
+                return False
+    return True
+
+
 def _constant_equals(pattern, expr) -> bool:
     try:
         return bool(pattern.equals(expr))
@@ -167,6 +239,14 @@ class PatternSub(LocalOptimizer):
         # The root pattern with its two arguments swapped (matched against the node's
         # inputs as they are, so that the bindings come in the node's order).
         self._swapped = _swap_root(in_pattern) if commutative else None
+        # What the node's inputs must be for the pattern (or its swapped form) to match,
+        # checked before matching: most nodes a pattern is tried on fail it there (no
+        # constant where ``x * 1`` has one), before any binding is made. Not with
+        # retries: skip_identities_fn may see through an input.
+        self._needs = None if self._retries else _argument_needs(in_pattern)
+        self._needs_swapped = (
+            _argument_needs(self._swapped) if self._needs and commutative else None
+        )
         if name:
             self.__name__ = name
         if tracks != () and get_nodes is None:
@@ -196,6 +276,11 @@ class PatternSub(LocalOptimizer):
             return False
         if node.op is not self.op and node.op != self.op:
             return False
+        needs = self._needs
+        if needs is not None and not _may_match(fgraph, node.inputs, needs):
+            swapped = self._needs_swapped
+            if swapped is None or not _may_match(fgraph, node.inputs, swapped):
+                return False
         if len(node.outputs) == 1:
             root = node.outputs[0]
         elif getattr(node.op, "default_output", None) is not None:

@@ -447,6 +447,14 @@ class CommutativeSort(GlobalOptimizer):
         if not hasattr(fgraph, "unsorted_commutative_nodes"):
             fgraph.attach_feature(_UnsortedNodes())
 
+    def release(self, fgraph):
+        """Stop tracking the unsorted nodes (the EquilibriumOptimizer running this pass
+        is done): attached again, the tracker starts from every commutative node, which
+        the ones sorted since are among."""
+        feature = getattr(fgraph, "unsorted_commutative_nodes", None)
+        if feature is not None:
+            fgraph.remove_feature(feature)
+
     def apply(self, fgraph):
         pending = fgraph.unsorted_commutative_nodes
         apply_nodes = fgraph.apply_nodes

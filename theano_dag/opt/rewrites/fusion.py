@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import ReplaceValidate
@@ -31,6 +31,8 @@ from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.fused import FusedReduce
 
 __all__ = ["FusionOptimizer", "MAX_FUSED_INPUTS", "local_fused_reduce"]
+
+_SCALAR_MAKE_NODE = ts.ScalarOp.make_node
 
 # Inputs of one fused loop at most (a C kernel's argument list stays reasonable): 31, as
 # Theano's, so that with its output a kernel takes at most 32 arrays.
@@ -191,7 +193,7 @@ class FusionOptimizer(GlobalOptimizer):
         inputs = _ordered_inputs(group, order)
         if len(inputs) > self.max_inputs:
             return None
-        svars = {v: ts.get_scalar_type(v.dtype)() for v in inputs}
+        svars = {v: ts.get_scalar_type(v.dtype).make_variable() for v in inputs}
         cache: dict = {}
 
         def scalar_of(var):
@@ -209,6 +211,12 @@ class FusionOptimizer(GlobalOptimizer):
             args = [scalar_of(i) for i in node.inputs]
             if isinstance(sop, Composite):
                 outs = _inline(sop, args)
+            elif type(sop).make_node is _SCALAR_MAKE_NODE:
+                # The scalar node made directly: its inputs have the dtypes of the tensor
+                # node's, so ScalarOp.make_node's output dtype is that node's, which
+                # Elemwise.make_node got from the same output_types.
+                dtype = node.outputs[0].dtype
+                outs = Apply(sop, args, [ts.get_scalar_type(dtype).make_variable()]).outputs
             else:
                 outs = sop.make_node(*args).outputs
             if outs[0].type.dtype != node.outputs[0].dtype:

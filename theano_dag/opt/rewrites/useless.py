@@ -365,7 +365,7 @@ def local_cast_cast(fgraph, node):
 
 
 @useless()
-@local_optimizer([Elemwise])
+@local_optimizer([Elemwise], needs=[ts.Composite])
 def local_useless_composite(fgraph, node):
     """The outputs of an elementwise composite that nothing reads are not computed: the
     composite is made again with the read ones only.

@@ -272,6 +272,7 @@ def const(value):
         return is_const(var, value)
 
     constraint.__name__ = f"is_const_{value}"
+    constraint.side_effect_free = True  # PatternSub may ask it before matching
     return {"pattern": f"const_{value}", "constraint": constraint}
 
 
