@@ -213,10 +213,11 @@ class FusionOptimizer(GlobalOptimizer):
                 outs = _inline(sop, args)
             elif type(sop).make_node is _SCALAR_MAKE_NODE:
                 # The scalar node made directly: its inputs have the dtypes of the tensor
-                # node's, so ScalarOp.make_node's output dtype is that node's, which
+                # node's, so ScalarOp.make_node's output dtypes are that node's, which
                 # Elemwise.make_node got from the same output_types.
-                dtype = node.outputs[0].dtype
-                outs = Apply(sop, args, [ts.get_scalar_type(dtype).make_variable()]).outputs
+                outs = Apply(
+                    sop, args, [ts.get_scalar_type(o.dtype).make_variable() for o in node.outputs]
+                ).outputs
             else:
                 outs = sop.make_node(*args).outputs
             if outs[0].type.dtype != node.outputs[0].dtype:
