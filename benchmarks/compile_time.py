@@ -17,6 +17,11 @@ kernel caches on disk warm: a first run fills them and is not counted; theano_da
 without PyTensor loaded), median of ``--repeats`` runs; PyTensor's in each of
 ``--pytensor-modes``, the best of them reported as ``pytensor_best``, and the ratio to it.
 
+With ``--stages``, where the time to first result of each random DAG goes: wall ms per
+stage in this (warm) process, medians of ``--repeats`` runs: building the graph, the
+function's copy of it, the rewrite passes (grouped as ``docs/performance.md`` lists them),
+the link and the first call; one JSON line per graph.
+
 For each graph: the number of nodes, theano_dag's optimization time (``FAST_RUN``: merge,
 canonicalize, stabilize, specialize, fusion, inplace) and time per node (the JSON line
 also has the whole ``function`` call, ``theano_dag_function_s``, and PyTensor's,
@@ -49,8 +54,11 @@ import numpy as np
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import Mode
+from theano_dag.compile.function_module import FunctionMaker, insert_deepcopy, std_fgraph
+from theano_dag.compile.io import In, SymbolicOutput
+from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.graph.utils import gc_paused
 
 # A first-result worker of theano_dag runs without PyTensor loaded, as a user's process
 # would (a bigger heap makes the garbage collector's passes longer).
@@ -189,6 +197,72 @@ def first_result(lib_name, recipe, mode=None):
     return seconds
 
 
+# The rewrite passes of the default mode, grouped as docs/performance.md's stage table.
+STAGE_OF_PASS = {
+    "merge1": "merge",
+    "useless": "useless",
+    "canonicalize": "canonicalize",
+    "stabilize": "stabilize, specialize, fma",
+    "specialize": "stabilize, specialize, fma",
+    "fma": "stabilize, specialize, fma",
+    "elemwise_fusion": "fusion",
+    "fused_reduce": "fusion",
+    "add_destroy_handler": "in-place",
+    "insert_inplace": "in-place",
+}
+STAGES = ("build", "copy", "merge", "useless", "canonicalize", "stabilize, specialize, fma",
+          "fusion", "in-place", "other passes", "link", "first call")  # fmt: skip
+
+
+def stage_times(recipe):
+    """Wall seconds of each stage of ``recipe``'s time to first result, in this process:
+    the steps of ``function`` (its copy of the graph, the default mode's rewrite passes,
+    the link) made one by one, with the garbage collector paused as ``function`` pauses
+    it; the graph is built by the user's code, with it running."""
+    values = [np.random.default_rng(k).uniform(-1, 1, 1000) for k in range(N_INPUTS)]
+    mode = get_mode(None)
+    times = dict.fromkeys(STAGES, 0.0)
+    t0 = time.perf_counter()
+    inputs, outputs = build_dag(tt, recipe)
+    t1 = time.perf_counter()
+    times["build"] = t1 - t0
+    with gc_paused(promote=True):
+        ins, outs = [In(v) for v in inputs], [SymbolicOutput(o) for o in outputs]
+        fgraph, _updates = std_fgraph(ins, outs)
+        t2 = time.perf_counter()
+        times["copy"] = t2 - t1
+        prof = mode.optimizer.optimize(fgraph)
+        t3 = time.perf_counter()
+        for row in prof.rows:
+            times[STAGE_OF_PASS.get(row[0], "other passes")] += row[2]
+        times["other passes"] += (t3 - t2) - sum(r[2] for r in prof.rows)
+        insert_deepcopy(fgraph, ins, outs)
+        f = FunctionMaker(ins, outs, mode=mode, fgraph=fgraph).create()
+        t4 = time.perf_counter()
+        times["link"] = t4 - t3
+    f(*values)
+    times["first call"] = time.perf_counter() - t4
+    return times, f, count_nodes(outputs)
+
+
+def _print_stages(args):
+    """The stage breakdown of each random DAG (``--stages``)."""
+    time_ours(*build_dag(tt, dag_recipe(50, seed=1)))  # warm: imports, registries
+    print(f"\nstages of the time to first result, wall ms (median of {args.repeats} runs)")
+    for n in (int(s) for s in args.sizes.split(",") if s):
+        recipe = dag_recipe(n)
+        ckernel.wait_for_kernels(stage_times(recipe)[1])  # not counted: fills the caches
+        runs = [stage_times(recipe) for _ in range(args.repeats)]
+        after = len(runs[0][1].maker.fgraph.apply_nodes)
+        row = {"benchmark": "compile_time_stages", "case": f"random DAG {n}", "unit": "ms",
+               "nodes": runs[0][2], "nodes_after": after}  # fmt: skip
+        for stage in STAGES:
+            row[stage] = round(1e3 * statistics.median(r[0][stage] for r in runs), 2)
+        row["total"] = round(1e3 * statistics.median(sum(r[0].values()) for r in runs), 2)
+        print("  ".join(f"{k} {row[k]}" for k in ("case", *STAGES, "total")), flush=True)
+        print(json.dumps(row), flush=True)
+
+
 def first_result_median(lib_name, n, mode, repeats, timeout):
     """Median of ``repeats`` runs of ``first_result`` on ``dag_recipe(n)``, each in a fresh
     Python process (imports not timed), after a warm-up run that fills the kernel caches
@@ -224,6 +298,11 @@ def main(argv=None):
         action="store_true",
         help="also time build + function + first call of the random DAGs (CPU time)",
     )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="only the stage breakdown of each random DAG's time to first result",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="first-result runs (median)")
     parser.add_argument("--pytensor-modes", default="FAST_COMPILE,FAST_RUN")
     parser.add_argument(
@@ -234,6 +313,9 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+    if args.stages:
+        _print_stages(args)
+        return
     use_pt = pytensor is not None and not args.no_pytensor
     if pytensor is None and not args.no_pytensor:
         print("pytensor is not installed: timing theano_dag only (pip install pytensor)")
