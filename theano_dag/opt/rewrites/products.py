@@ -44,7 +44,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import broadcast_static_shape
+from theano_dag.tensor.elemwise import Elemwise, broadcast_static_shape
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant
 
@@ -324,6 +324,43 @@ def _canonical_without_coef(node, prod) -> bool:
     )
 
 
+class _PlainProduct:
+    """What ``_Product.collect`` finds at a node whose inputs are all plain factors
+    (``_plain_factors``): the inputs themselves, no constant, nothing absorbed. Only
+    what ``_nothing_to_cancel`` reads."""
+
+    __slots__ = ("num", "den")
+
+    def __init__(self, num, den):
+        self.num = num
+        self.den = den
+
+
+def _plain_factors(fgraph, inputs, dtype) -> bool:
+    """Whether ``_Product.collect`` would keep every one of ``inputs`` as a factor as it
+    is: none is a product of ``dtype`` used only there (to absorb), none holds a known
+    number (a coefficient, or an infinite factor). Most products canonicalize visits are
+    such; telling it costs a fraction of collecting them."""
+    clients = fgraph.clients
+    for v in inputs:
+        owner = v.owner
+        if owner is not None:
+            op = owner.op
+            # scalar_op(owner) and single_client(fgraph, v) written out
+            if (
+                type(op) is Elemwise
+                and not op.inplace_items
+                and isinstance(op.scalar_op, _COLLECTED)
+                and v.type.dtype == dtype
+            ):
+                cl = clients.get(v, ())
+                if len(cl) == 1 and type(cl[0][0]) is not str:
+                    return False
+        if all(v.type.broadcastable) and const_value(v) is not None:
+            return False
+    return True
+
+
 # The last product the canonizer collected without changing the graph: (fgraph, node,
 # graph version, _Product). local_mul_cancel runs on the same node right after it.
 _LAST_COLLECTED: list = [None, None, None, None]
@@ -376,8 +413,22 @@ class MulCanonizer(LocalOptimizer):
         out = node.outputs[0]
         if not is_float(out) or len(node.outputs) != 1:
             return False
-        if self.cancel and _nothing_to_cancel(fgraph, node):
-            return False
+        if self.cancel:
+            if _nothing_to_cancel(fgraph, node):
+                return False
+        elif _plain_factors(fgraph, node.inputs, out.type.dtype):
+            # What collect and _obviously_canonical would find, without a _Product: a
+            # quotient or a negation of plain factors is canonical, a product is when
+            # its factors are in order.
+            if isinstance(sop, ts.TrueDiv):
+                _remember_collected(fgraph, node, _PlainProduct([node.inputs[0]], [node.inputs[1]]))
+                return False
+            _remember_collected(fgraph, node, _PlainProduct(node.inputs, ()))
+            if isinstance(sop, ts.Neg):
+                return False
+            keys = [commutative_key(v) for v in node.inputs]
+            if keys == sorted(keys):
+                return False
         prod = _Product(out.dtype, out.ndim)
         prod.collect(fgraph, node)
         if prod.nonfinite:
