@@ -721,13 +721,23 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         changed = False
         perf_counter = time.perf_counter
         transform_done = self._transform_done
+        transform_failed = self._transform_failed
         process_node = None
         if type(self).process_node is not NavigatorOptimizer.process_node:
             process_node = self.process_node
         log = ChangeLog.attach(fgraph)
         log_list = log.log
+        # A checkpoint held for the whole pass when none is open (a navigator run on
+        # its own): the changes a rewrite makes are then logged without opening one per
+        # rewrite tried (a SeqOptimizer holds one around every pass anyway).
+        own_checkpoint = log.depth <= 0
+        if own_checkpoint:
+            pass_token = log.begin()
         stat_time, stat_tried = stats.time, stats.tried
         direct = direct_transforms(self.local_optimizers)
+        # id(op) -> (op, ((rewrite, its plain function or None), ...)): the rewrites to
+        # try on the nodes of an op, looked up once per op instance in the pass.
+        plans: dict = {}
         last_visit = run.last_visit
         presence = getattr(fgraph, "op_presence", None) if self._needs else None
         gen, inactive = self._inactive(presence)
@@ -736,14 +746,20 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 node = stack.pop()
                 if node not in apply_nodes:
                     continue
-                lopts = lookup(node.op)
-                if not lopts:
+                op = node.op
+                plan = plans.get(id(op))
+                if plan is None or plan[0] is not op:
+                    plan = plans[id(op)] = (op, tuple((o, direct.get(o)) for o in lookup(op)))
+                if not plan[1]:
                     continue
                 current[0] = node
                 prof.visited += 1
                 run.clock += 1
                 last_visit[node] = run.clock
-                for lopt in lopts:
+                # Each try is timed from the end of the previous one (one clock read per
+                # rewrite tried).
+                t1 = perf_counter()
+                for lopt, fn in plan[1]:
                     # A rewrite needing an op the graph does not hold would return
                     # nothing; a change since the last look may have added one.
                     if lopt in inactive:
@@ -754,16 +770,15 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                             continue
                     n_imp = tracker.n_imported
                     seen = log.n_changes  # a rollback changes inputs back
-                    t1 = perf_counter()
                     if process_node is not None:  # a subclass's own
                         ok = process_node(fgraph, node, lopt)
                     else:
                         # process_node(fgraph, node, lopt) written out up to the transform,
-                        # and for a rewrite that finds nothing to do (most of them).
-                        log.depth += 1
+                        # and for a rewrite that finds nothing to do (most of them); the
+                        # checkpoint it would open is opened only for the replacement or
+                        # the rollback (whose ``end`` closes it).
                         token = len(log_list)
                         try:
-                            fn = direct.get(lopt)
                             if fn is None:
                                 replacements = lopt.transform(fgraph, node)
                             else:
@@ -771,17 +786,17 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                                 if replacements is not None and replacements is not False:
                                     replacements = as_replacements(node, replacements)
                         except Exception as exc:
-                            ok = self._transform_failed(fgraph, node, lopt, exc, log, token)
+                            log.depth += 1
+                            ok = transform_failed(fgraph, node, lopt, exc, log, token)
                         else:
                             if replacements is False or replacements is None:
-                                log.depth -= 1
-                                if log.depth <= 0:
-                                    log.depth = 0
-                                    log_list.clear()
                                 ok = False
                             else:
+                                log.depth += 1
                                 ok = transform_done(fgraph, node, lopt, replacements, log, token)
-                    stat_time[lopt] += perf_counter() - t1
+                    t2 = perf_counter()
+                    stat_time[lopt] += t2 - t1
+                    t1 = t2
                     stat_tried[lopt] += 1
                     if not ok:
                         if log.n_changes != seen:
@@ -801,7 +816,10 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                     self._cleanup(run)
                     if run.looped or node not in apply_nodes:
                         break
+                    t1 = perf_counter()  # the cleanup is timed as itself
         finally:
+            if own_checkpoint:
+                log.end(pass_token)
             if updater is not None:
                 fgraph.remove_feature(updater)
         return changed
