@@ -471,7 +471,8 @@ class LocalOptGroup(LocalOptimizer):
         self.stats = LocalStats()
         self.index = TrackIndex(self.opts)
         self._direct = direct_transforms(self.opts)
-        self._applied: list = []
+        self._plans: dict = {}  # id(op) -> (op, ((rewrite, plain function or None), ...))
+        self._applied: list | tuple = []
         if name is not None:
             self.__name__ = name
 
@@ -501,14 +502,23 @@ class LocalOptGroup(LocalOptimizer):
 
     def transform(self, fgraph, node):
         repl = None
-        self._applied = applied = []
+        self._applied = applied = ()  # a list once a rewrite applies
         profile = self.profile
         direct = self._direct
+        plans = self._plans
         while True:
             new_repl = None
-            for opt in self.index.lookup(node.op):
+            op = node.op
+            # The rewrites of the op with their plain functions, looked up once per op
+            # instance (index.lookup and a direct.get per rewrite on every node).
+            plan = plans.get(id(op))
+            if plan is None or plan[0] is not op:
+                if len(plans) >= TrackIndex.OP_CACHE_SIZE:
+                    plans.clear()  # bounded, as TrackIndex's own cache
+                found = tuple((o, direct.get(o)) for o in self.index.lookup(op))
+                plan = plans[id(op)] = (op, found)
+            for opt, fn in plan[1]:
                 t0 = time.perf_counter() if profile else 0.0
-                fn = direct.get(opt)
                 if fn is not None and "transform" not in opt.__dict__:
                     # The function itself, as its transform would call it (see
                     # direct_transforms): most rewrites tried find nothing to do.
@@ -523,6 +533,8 @@ class LocalOptGroup(LocalOptimizer):
                 if new_repl:
                     if profile:
                         self.stats.applied[opt] += 1
+                    if not applied:
+                        self._applied = applied = []
                     applied.append(opt)
                     break
             if not new_repl:

@@ -350,10 +350,24 @@ class TopoOptimizer(NavigatorOptimizer):
         inline = type(self).process_node is NavigatorOptimizer.process_node
         log = ChangeLog.attach(fgraph)
         log_list = log.log
+        # As EquilibriumOptimizer's loop: one checkpoint for the pass when none is open,
+        # opened per node only for a replacement or a rollback.
+        own_checkpoint = log.depth <= 0
+        if own_checkpoint:
+            pass_token = log.begin()
+        tracked: dict = {}  # id(op) -> (op, whether the rewrite tracks it)
+        n_tried = 0
+        spent = 0.0
         try:
             while q:
                 node = pop()
-                if node not in apply_nodes or not lookup(node.op):
+                if node not in apply_nodes:
+                    continue
+                op = node.op
+                seen = tracked.get(id(op))
+                if seen is None or seen[0] is not op:
+                    seen = tracked[id(op)] = (op, bool(lookup(op)))
+                if not seen[1]:
                     continue
                 current[0] = node
                 prof.visited += 1
@@ -361,29 +375,31 @@ class TopoOptimizer(NavigatorOptimizer):
                 if not inline:
                     changed = self.process_node(fgraph, node, lopt)
                 else:
-                    log.depth += 1
                     token = len(log_list)
                     try:
                         replacements = lopt.transform(fgraph, node)
                     except Exception as exc:
+                        log.depth += 1
                         changed = self._transform_failed(fgraph, node, lopt, exc, log, token)
                     else:
                         if replacements is False or replacements is None:
-                            log.depth -= 1
-                            if log.depth <= 0:
-                                log.depth = 0
-                                log_list.clear()
                             changed = False
                         else:
+                            log.depth += 1
                             changed = self._transform_done(
                                 fgraph, node, lopt, replacements, log, token
                             )
-                stats.time[lopt] += perf_counter() - t1
-                stats.tried[lopt] += 1
+                spent += perf_counter() - t1
+                n_tried += 1
                 if changed:
                     stats.applied[lopt] += 1
                     prof.changes += 1
         finally:
+            if n_tried:
+                stats.time[lopt] += spent
+                stats.tried[lopt] += n_tried
+            if own_checkpoint:
+                log.end(pass_token)
             if updater is not None:
                 fgraph.remove_feature(updater)
         prof.rounds = 1
