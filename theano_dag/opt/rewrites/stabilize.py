@@ -128,6 +128,21 @@ def _is_op(var, sop):
     return var.owner is not None and scalar_op(var.owner) == sop
 
 
+_EXP_CLASS = type(ts.exp)
+
+
+def _maybe_exp(var) -> bool:
+    """A cheap first look: whether ``_is_op(var, ts.exp)`` may hold (an exp's class)."""
+    return isinstance(scalar_op(var.owner), _EXP_CLASS)
+
+
+def _any_maybe_exp(variables) -> bool:
+    for v in variables:
+        if isinstance(scalar_op(v.owner), _EXP_CLASS):
+            return True
+    return False
+
+
 def _negated(var):
     """``x`` when ``var`` is ``-x`` or ``-1 * x``."""
     owner = var.owner
@@ -234,6 +249,14 @@ def local_expm1(fgraph, node):
         return False
     if isinstance(scalar_op(node), ts.Sub):
         terms, one = node.inputs
+        # Every form needs an exp operand: most sums and differences have none.
+        if not (
+            _maybe_exp(one)
+            or _maybe_exp(terms)
+            or isinstance(scalar_op(terms.owner), ts.Add)
+            and _any_maybe_exp(terms.owner.inputs)
+        ):
+            return False
         if is_const(terms, 1) and _is_op(one, ts.exp) and is_float(one):
             return fit(node.outputs[0], tm.neg(tm.expm1(one.owner.inputs[0])), node.inputs)
         if not is_const(one, 1):
@@ -241,6 +264,8 @@ def local_expm1(fgraph, node):
         add = terms.owner
         ins = list(add.inputs) if isinstance(scalar_op(add), ts.Add) else [terms]
     else:
+        if not _any_maybe_exp(node.inputs):
+            return False
         ins = list(node.inputs)
         minus = next((i for i in ins if is_const(i, -1)), None)
         if minus is None:
