@@ -39,6 +39,7 @@ __all__ = [
     "TrackIndex",
     "LocalStats",
     "direct_transforms",
+    "plain_transforms",
     "pre_greedy_local_optimizer",
 ]
 
@@ -238,6 +239,32 @@ def direct_transforms(lopts) -> dict:
             and "transform" not in lopt.__dict__
         ):
             out[lopt] = lopt.fn
+    return out
+
+
+def plain_transforms(lopts) -> dict:
+    """``{lopt: (fn, fit)}`` for the rewrites of ``lopts`` that are plain functions
+    (``local_optimizer``) taking ``(fgraph, node)``, ``transform`` not replaced on the
+    instance, with a ``fit`` or not: their ``transform`` is ``fn(fgraph, node)``, then,
+    when it returns something, ``as_replacements(node, result, fit)``, which a navigator
+    does itself (``direct_transforms`` without the rules that fit their replacements).
+
+    >>> def as_is(old, new, shape_sources):
+    ...     return new
+    >>> @local_optimizer(None, fit=as_is)
+    ... def nothing(fgraph, node):
+    ...     return None
+    >>> plain_transforms([nothing])[nothing] == (nothing.fn, as_is)
+    True
+    """
+    out = {}
+    for lopt in lopts:
+        if (
+            type(lopt) is FromFunctionLocalOptimizer
+            and not lopt._node_only
+            and "transform" not in lopt.__dict__
+        ):
+            out[lopt] = (lopt.fn, lopt.fit)
     return out
 
 
@@ -470,8 +497,8 @@ class LocalOptGroup(LocalOptimizer):
         self.profile = profile
         self.stats = LocalStats()
         self.index = TrackIndex(self.opts)
-        self._direct = direct_transforms(self.opts)
-        self._plans: dict = {}  # id(op) -> (op, ((rewrite, plain function or None), ...))
+        self._direct = plain_transforms(self.opts)
+        self._plans: dict = {}  # id(op) -> (op, ((rewrite, plain function, its fit), ...))
         self._applied: list | tuple = []
         if name is not None:
             self.__name__ = name
@@ -515,16 +542,16 @@ class LocalOptGroup(LocalOptimizer):
             if plan is None or plan[0] is not op:
                 if len(plans) >= TrackIndex.OP_CACHE_SIZE:
                     plans.clear()  # bounded, as TrackIndex's own cache
-                found = tuple((o, direct.get(o)) for o in self.index.lookup(op))
+                found = tuple((o, *direct.get(o, (None, None))) for o in self.index.lookup(op))
                 plan = plans[id(op)] = (op, found)
-            for opt, fn in plan[1]:
+            for opt, fn, fit in plan[1]:
                 t0 = time.perf_counter() if profile else 0.0
                 if fn is not None and "transform" not in opt.__dict__:
                     # The function itself, as its transform would call it (see
-                    # direct_transforms): most rewrites tried find nothing to do.
+                    # plain_transforms): most rewrites tried find nothing to do.
                     new_repl = fn(fgraph, node)
                     if new_repl is not None and new_repl is not False:
-                        new_repl = as_replacements(node, new_repl)
+                        new_repl = as_replacements(node, new_repl, fit)
                 else:
                     new_repl = opt.transform(fgraph, node)
                 if profile:

@@ -34,7 +34,7 @@ from theano_dag.graph.rewriting.local import (
     LocalStats,
     TrackIndex,
     as_replacements,
-    direct_transforms,
+    plain_transforms,
 )
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
 from theano_dag.graph.rewriting.presence import OpPresence, needs_of
@@ -750,8 +750,8 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         if own_checkpoint:
             pass_token = log.begin()
         stat_time, stat_tried = stats.time, stats.tried
-        direct = direct_transforms(self.local_optimizers)
-        # id(op) -> (op, ((rewrite, its plain function or None), ...)): the rewrites to
+        direct = plain_transforms(self.local_optimizers)
+        # id(op) -> (op, ((rewrite, its plain function or None, its fit), ...)): the rewrites to
         # try on the nodes of an op, looked up once per op instance in the pass.
         plans: dict = {}
         last_visit = run.last_visit
@@ -765,7 +765,8 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 op = node.op
                 plan = plans.get(id(op))
                 if plan is None or plan[0] is not op:
-                    plan = plans[id(op)] = (op, tuple((o, direct.get(o)) for o in lookup(op)))
+                    found = tuple((o, *direct.get(o, (None, None))) for o in lookup(op))
+                    plan = plans[id(op)] = (op, found)
                 if not plan[1]:
                     continue
                 current[0] = node
@@ -775,7 +776,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 # Each try is timed from the end of the previous one (one clock read per
                 # rewrite tried).
                 t1 = perf_counter()
-                for lopt, fn in plan[1]:
+                for lopt, fn, fit in plan[1]:
                     # A rewrite needing an op the graph does not hold would return
                     # nothing; a change since the last look may have added one.
                     if lopt in inactive:
@@ -800,7 +801,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                             else:
                                 replacements = fn(fgraph, node)
                                 if replacements is not None and replacements is not False:
-                                    replacements = as_replacements(node, replacements)
+                                    replacements = as_replacements(node, replacements, fit)
                         except Exception as exc:
                             log.depth += 1
                             ok = transform_failed(fgraph, node, lopt, exc, log, token)
