@@ -70,8 +70,42 @@ class MergeFeature(Feature):
         self.canon_of: dict = {}
         self.scheduled: deque = deque()
         self.blacklist: set = set()
-        for node in fgraph.toposort():
-            self.on_import(fgraph, node, "on_attach")
+        cls = type(self)
+        if (
+            cls.on_import is MergeFeature.on_import
+            and cls.process_node is MergeFeature.process_node
+            and cls.op_id is MergeFeature.op_id
+        ):
+            self._index_graph(fgraph, fgraph.toposort())
+        else:  # a subclass's own
+            for node in fgraph.toposort():
+                self.on_import(fgraph, node, "on_attach")
+
+    def _index_graph(self, fgraph, nodes):
+        """``on_import`` of each of ``nodes`` in turn, written out: every node of the
+        graph comes here when the feature is attached (merge1 and each later merge)."""
+        key_node, node_key, op_canon = self.key_node, self.node_key, self.op_canon
+        apply_nodes = fgraph.apply_nodes
+        scheduled = self.scheduled
+        process_constant = self.process_constant
+        for node in nodes:
+            inputs = node.inputs
+            for c in inputs:
+                if isinstance(c, Constant):
+                    process_constant(fgraph, c)
+            # process_node(fgraph, node), with op_id's cache read here
+            op = node.op
+            entry = op_canon.get(id(op))
+            op_key = entry[1] if entry is not None and entry[0] is op else self.op_id(op)
+            key = (op_key, *map(id, inputs))
+            other = key_node.get(key)
+            if other is node:
+                continue
+            if other is None or other not in apply_nodes or node_key.get(other) != key:
+                key_node[key] = node
+                node_key[node] = key
+                continue
+            scheduled.append((node, other))
 
     def on_detach(self, fgraph):
         if getattr(fgraph, "merge_feature", None) is self:
