@@ -105,12 +105,21 @@ def sigmoid_key(var):
     return base, negated ^ flip
 
 
+# The scalar ops a sigmoid (``sigmoid_key``) or ``1 + exp(x)`` is computed by: a first
+# look at a factor, which most factors the product rules meet fail.
+_SIGMOID_ROOTS = (type(ts.sigmoid), ts.Sub, ts.Add)
+
+
 def _is_sigmoid(var) -> bool:
+    if not isinstance(scalar_op(var.owner), _SIGMOID_ROOTS):
+        return False
     return sigmoid_key(var) is not None
 
 
 def _maybe_sigmoid_or_1pexp(var) -> bool:
     """Whether ``var`` is a sigmoid (``sigmoid_key``) or ``1 + exp(x)``."""
+    if not isinstance(scalar_op(var.owner), _SIGMOID_ROOTS):
+        return False
     return sigmoid_key(var) is not None or _one_plus_exp_key(var) is not None
 
 
