@@ -81,6 +81,12 @@ class _Product:
         """The product of the constant factors (numerator over denominator), float64."""
         if self._coef is None:
             coef = np.array(1.0, dtype="float64")
+            steps = self._coef_steps
+            if len(steps) == 1 and steps[0] is not None and steps[0][1]:
+                # One finite constant factor (collect keeps no other): 1 * c neither
+                # overflows nor is invalid, no errstate to enter (most products).
+                self._coef = coef = coef * steps[0][0]
+                return coef
             with np.errstate(all="ignore"):
                 for step in self._coef_steps:
                     if step is None:
@@ -217,11 +223,20 @@ def _exact_narrower(c, coef, dtype) -> bool:
     DAG this skipped 261 rebuilds, a fifth of ``function``'s time)."""
     data = c.data
     d = getattr(data, "dtype", None)
-    if d is None or d.kind != "f" or d == np.dtype(dtype) or np.size(data) != 1:
+    if d is None or d.kind != "f" or np.size(data) != 1:
         return False
-    if not np.can_cast(d, dtype, "safe"):
+    key = (d, dtype)
+    narrower = _NARROWER.get(key)
+    if narrower is None:
+        narrower = _NARROWER[key] = d != np.dtype(dtype) and np.can_cast(d, dtype, "safe")
+    if not narrower:
         return False
     return float(np.asarray(data).reshape(())) == float(coef)
+
+
+# (constant's dtype, product's dtype name) -> whether the first is another float dtype
+# the second holds exactly: a few pairs, asked about every product with a constant.
+_NARROWER: dict = {}
 
 
 def _canonical_with_coef(node, prod) -> bool:
