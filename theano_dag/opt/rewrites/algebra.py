@@ -282,6 +282,16 @@ def local_elemwise_drop_broadcast(fgraph, node):
     sop = scalar_op(node)
     if sop is None or isinstance(sop, ts.Second) or len(node.inputs) < 2:
         return None
+    # _broadcast_source's test first, on every input at once: most nodes have no input
+    # an alloc or a fill computes.
+    for inp in node.inputs:
+        owner = inp.owner
+        if owner is not None and (
+            isinstance(owner.op, Alloc) or isinstance(scalar_op(owner), ts.Second)
+        ):
+            break
+    else:
+        return None
     out = node.outputs[0]
     ins = list(node.inputs)
     changed = False
