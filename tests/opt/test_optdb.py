@@ -31,6 +31,13 @@ from theano_dag.tensor.elemwise import Elemwise
 from .rewrite_helpers import count_calls, ops_of
 
 PY_FAST_RUN = Mode(linker="py", optimizer="fast_run")
+# The register_* helpers and the stage each puts a rule in.
+REGISTER_HELPERS = [
+    (register_canonicalize, "canonicalize"),
+    (register_stabilize, "stabilize"),
+    (register_specialize, "specialize"),
+    (register_useless, "useless"),
+]
 
 
 def test_layout_reads_like_theanos():
@@ -85,15 +92,7 @@ def test_fresh_optdbs_are_independent():
     assert "local_only_in_db1" not in optdb["specialize"]
 
 
-@pytest.mark.parametrize(
-    "register, stage",
-    [
-        (register_canonicalize, "canonicalize"),
-        (register_stabilize, "stabilize"),
-        (register_specialize, "specialize"),
-        (register_useless, "useless"),
-    ],
-)
+@pytest.mark.parametrize("register, stage", REGISTER_HELPERS)
 def test_register_helpers_put_a_rule_where_function_uses_it(register, stage):
     db = build_optdb()
 
@@ -111,15 +110,7 @@ def test_register_helpers_put_a_rule_where_function_uses_it(register, stage):
         assert "local_sin_to_cos" in db["canonicalize"]
 
 
-@pytest.mark.parametrize(
-    "register, stage",
-    [
-        (register_canonicalize, "canonicalize"),
-        (register_stabilize, "stabilize"),
-        (register_specialize, "specialize"),
-        (register_useless, "useless"),
-    ],
-)
+@pytest.mark.parametrize("register, stage", REGISTER_HELPERS)
 def test_a_users_rule_tracking_no_op_meets_every_node(register, stage):
     # A rule tracking no op (None) is tried on every node of its stage, whatever the
     # index of the others, and its replacement (one Variable) is made.
