@@ -232,6 +232,7 @@ class _Runs:
         self.run = []  # (step index, moved lines, KernelCall)
         self.dels = []
         self.made = 0  # segments named so far
+        self.lib = None  # the library of the run's kernels (a run starts with a kernel)
 
     def join(self, idx, emitted, setup, dels, step=None):
         """Take step ``idx`` (its lines ``emitted``) into the run; False if it cannot."""
@@ -245,17 +246,16 @@ class _Runs:
             return False
         call = emitted[-1]
         lib = getattr(call.kernel, "library", None)
-        if lib is None or (self.run and self._library() is not lib):
+        if lib is None or (self.run and self.lib is not lib):
             return False
         moved = emitted[:-1]
-        if any(line != setup and not _ALIAS.fullmatch(line) for line in moved):
-            return False
+        for line in moved:
+            if line != setup and not _ALIAS.fullmatch(line):
+                return False
+        self.lib = lib
         self.run.append((idx, moved, call))
         self.dels += dels
         return True
-
-    def _library(self):
-        return next(c.kernel.library for _, _, c in self.run if c is not None)
 
     def _hoistable(self, step, emitted):
         """Whether ``step`` is a view that may run before the run's kernels: a constant
@@ -288,8 +288,8 @@ class _Runs:
         names, operands = {}, []
         calls = [(idx, call) for idx, _moved, call in run if call is not None]
         for _idx, call in calls:
-            operands.append(tuple(names.setdefault(a, len(names)) for a in call.args))
-        lib = calls[0][1].kernel.library
+            operands.append(tuple([names.setdefault(a, len(names)) for a in call.args]))
+        lib = self.lib
         seg = lib.segment([c.kernel for _, c in calls], operands, len(names))
         for idx, moved, call in run:
             for line in moved:
