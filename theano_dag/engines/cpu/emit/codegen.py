@@ -343,9 +343,7 @@ def _body(plan, mode, extra=None):
     if mode in ("core", "fast") and not p.poison and extra is not None:
         runs = _Runs(lines, where, pad, extra)
     for idx, (k, st) in enumerate(plan.steps):
-        first_of_node = k != cur_node
-        last_of_node = idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k
-        if first_of_node:
+        if k != cur_node:  # the node's first step
             cur_node = k
             node_start[k] = len(lines)
             if mode == "profile":
@@ -373,7 +371,9 @@ def _body(plan, mode, extra=None):
                 post.append(f"if {outs[0]} is not {target}: _astray({idx}, {outs[0]}, {target})")
                 if setup is not None:
                     post.append(f"del {target}")
-        emitted = pre + st.emit(ins, outs, target) + post
+        emitted = st.emit(ins, outs, target)
+        if pre or post:
+            emitted = pre + emitted + post
         if runs is not None:
             if runs.join(idx, emitted, setup, dels.get(idx, []), st):
                 dels.pop(idx, None)
@@ -382,7 +382,7 @@ def _body(plan, mode, extra=None):
         for line in emitted:
             lines.append(ind + line)
             where.append(idx)
-        if mode == "profile" and last_of_node:
+        if mode == "profile" and (idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k):
             lines.append(pad + f"_T[{k}] += _pc() - _t; _N[{k}] += 1")
             where.append(idx)
         if idx in dels:

@@ -118,12 +118,16 @@ class Program:
         self._fold()
         ctx = _Ctx(self)
         self.node_steps = []  # (node, expanded steps or None, call steps)
+        folded = self.folded
+        append = self.node_steps.append
         for node in self.order:
-            if all(o in self.folded for o in node.outputs):
+            outs = node.outputs
+            # (A node of no outputs is "all folded" too: nothing to compute.)
+            if (folded or not outs) and all(o in folded for o in outs):
                 continue
             steps = make_steps(node, ctx)
             call = steps if steps[0].kind == "call" and len(steps) == 1 else None
-            self.node_steps.append((node, steps, call))
+            append((node, steps, call))
         self.node_index = {node: k for k, (node, _, _) in enumerate(self.node_steps)}
         self.names = self._name_values()
         self.output_set = set(self.outputs)
@@ -208,16 +212,22 @@ class Program:
                 names[v] = f"v{n}"
                 n += 1
 
+        # (Most values are met again as a later node's input: looked up here first, a
+        # call only for a new one.)
         for node, steps, _call in self.node_steps:
             for v in node.inputs:
-                name(v)
+                if v not in names:
+                    name(v)
             for st in steps:
                 for v in st.inputs:
-                    name(v)
+                    if v not in names:
+                        name(v)
                 for v in st.outputs:
-                    name(v)
+                    if v not in names:
+                        name(v)
             for v in node.outputs:
-                name(v)
+                if v not in names:
+                    name(v)
         for v in self.outputs:
             name(v)
         return names
