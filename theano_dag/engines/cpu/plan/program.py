@@ -157,9 +157,43 @@ class Program:
 
     def _fold(self):
         """Compute small nodes whose inputs are all constants once, now."""
-        outputs = set(self.fgraph.outputs)
-        # A value some node overwrites (or what it views) must be computed afresh by each
-        # call: never fold it into a constant.
+        folded = self.folded
+        outputs = destroyed = None  # made when the first node of constant inputs is met
+        for node in self.order:
+            ins = node.inputs
+            if not ins:
+                continue
+            for v in ins:
+                if not (isinstance(v, Constant) or v in folded):
+                    break
+            else:
+                if destroyed is None:
+                    outputs, destroyed = set(self.fgraph.outputs), self._destroyed()
+                if getattr(node.op, "destroy_map", None) or any(
+                    o in outputs or o in destroyed for o in node.outputs
+                ):
+                    continue
+                try:
+                    if not node.op.do_constant_folding(self.fgraph, node):
+                        continue
+                except Exception:
+                    continue
+                args = [v.data if isinstance(v, Constant) else folded[v] for v in ins]
+                cells = [[None] for _ in node.outputs]
+                try:
+                    with np.errstate(all="ignore"):
+                        node.op.perform(node, args, cells)
+                except Exception:
+                    continue  # left to run time, where the error belongs
+                vals = [c[0] for c in cells]
+                if any(getattr(v, "nbytes", 0) > FOLD_MAX_BYTES for v in vals):
+                    continue
+                for o, v in zip(node.outputs, vals):
+                    folded[o] = v
+
+    def _destroyed(self):
+        """The values some node overwrites, and what they view: each call must compute
+        them afresh, never fold them into a constant."""
         destroyed = set()
         for node in reversed(self.order):
             for ins in (getattr(node.op, "destroy_map", None) or {}).values():
@@ -167,32 +201,7 @@ class Program:
             for o, ins in (getattr(node.op, "view_map", None) or {}).items():
                 if node.outputs[o] in destroyed:
                     destroyed.update(node.inputs[i] for i in ins)
-        for node in self.order:
-            if getattr(node.op, "destroy_map", None) or any(
-                o in outputs or o in destroyed for o in node.outputs
-            ):
-                continue
-            if not node.inputs or not all(
-                isinstance(v, Constant) or v in self.folded for v in node.inputs
-            ):
-                continue
-            try:
-                if not node.op.do_constant_folding(self.fgraph, node):
-                    continue
-            except Exception:
-                continue
-            args = [v.data if isinstance(v, Constant) else self.folded[v] for v in node.inputs]
-            cells = [[None] for _ in node.outputs]
-            try:
-                with np.errstate(all="ignore"):
-                    node.op.perform(node, args, cells)
-            except Exception:
-                continue  # left to run time, where the error belongs
-            vals = [c[0] for c in cells]
-            if any(getattr(v, "nbytes", 0) > FOLD_MAX_BYTES for v in vals):
-                continue
-            for o, v in zip(node.outputs, vals):
-                self.folded[o] = v
+        return destroyed
 
     def _name_values(self):
         names: dict = {}
