@@ -380,15 +380,23 @@ class Plan:
     def _natural_ok(self, st, shp):
         if not st.elementwise:
             return True
-        shapes = self.shapes
+        get = self.shapes.get
         shp = tuple(shp)
-        if st.inputs and all(shapes.get(v) == shp for v in st.inputs):
-            # Inputs of the output's shape (most steps), size-1 constants of no more
-            # dimensions: they broadcast to it.
-            if all(len(c) <= len(shp) and all(d == 1 for d in c) for c in st.const_shapes):
-                return True
-        ins = [shapes.get(v) for v in st.inputs] + list(st.const_shapes)
-        return broadcast_shapes(ins) == tuple(shp)
+        if st.inputs:
+            # (Asked of every elementwise step of every plan: loops, no generators.)
+            for v in st.inputs:
+                if get(v) != shp:
+                    break
+            else:
+                # Inputs of the output's shape (most steps), size-1 constants of no more
+                # dimensions: they broadcast to it.
+                for c in st.const_shapes:
+                    if len(c) > len(shp) or not all(d == 1 for d in c):
+                        break
+                else:
+                    return True
+        ins = [get(v) for v in st.inputs] + list(st.const_shapes)
+        return broadcast_shapes(ins) == shp
 
     def _update_edges(self):
         """Shared variables whose update can be computed straight into their storage."""
