@@ -186,6 +186,57 @@ def test_features_given_at_construction_see_every_import():
     assert fg._features[0] is rec
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_copy_imports_its_nodes_in_the_order_of_the_graph_it_copies(seed):
+    # A copied graph is imported in the order of the copy (no walk of its own): the same
+    # order, node for node, as the import of the graph itself, which features see and
+    # the nodes' levels follow.
+    rng = random.Random(seed)
+    x, y, z = xyz()
+    pool = [x, y, z, MyConstant(MyType(), 1, name="one")]
+    for _ in range(40):
+        op = rng.choice([op1, op2, op3])
+        pool.append(op(*rng.sample(pool, rng.randint(1, 3))))
+    outputs = rng.sample(pool[4:], 5) + [pool[-1], pool[5]]
+    cut = pool[6] if seed % 2 else None  # an owned input: the copy is cut there
+    inputs = [x, y, z] + ([cut] if cut is not None else [])
+    plain_rec, copy_rec = Recorder(), Recorder()
+    if cut is None:
+        plain = FunctionGraph(inputs, outputs, features=[plain_rec], clone=False)
+    else:
+        plain = FunctionGraph(inputs, outputs, features=[plain_rec], clone=True)
+        plain_rec.events.clear()
+        plain = FunctionGraph(plain.inputs, plain.outputs, features=[plain_rec], clone=False)
+    copy = FunctionGraph(inputs, outputs, features=[copy_rec])
+    names = {}
+
+    def label(node, graph):
+        # A node by its op and, for each input, the position of the node or graph input
+        # that computes it (the two graphs share no node).
+        ins = []
+        for v in node.inputs:
+            if v.owner is not None:
+                ins.append(("node", names[graph][v.owner], v.index))
+            elif v in graph.inputs:
+                ins.append(("input", graph.inputs.index(v)))
+            else:
+                ins.append(("orphan", str(v)))
+        return (str(node.op), tuple(ins))
+
+    orders = []
+    for graph, rec in ((plain, plain_rec), (copy, copy_rec)):
+        names[graph] = {}
+        order = []
+        for event in rec.events:
+            if event[0] == "import":
+                names[graph][event[1]] = len(order)
+                order.append(label(event[1], graph))
+        orders.append(order)
+        assert len(order) == len(graph.apply_nodes)
+    assert orders[0] == orders[1]
+    assert [plain._level[n] for n in names[plain]] == [copy._level[n] for n in names[copy]]
+
+
 # ---------------------------------------------------------------------------
 # Replace
 

@@ -181,7 +181,9 @@ def rebuild_collect_shared(
             if isinstance(v, SymbolicOutput):
                 cloned_list.append(SymbolicOutput(clone_graph([v.variable])[0], borrow=v.borrow))
             elif isinstance(v, Variable):
-                cloned_list.append(clone_graph([v])[0])
+                # Mapped by the walk above (every computed output): no walk of its own.
+                known = clone_d.get(v)
+                cloned_list.append(known if known is not None else clone_graph([v])[0])
             else:
                 raise TypeError(
                     "Outputs must be Variables or Out instances, got " f"{type(v).__name__}: {v!r}"

@@ -262,6 +262,12 @@ def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=N
     >>> equiv[x] is x, equiv[y] is y, equiv[z] is z, equiv[z.owner].inputs
     (True, True, False, [x, y])
     """
+    return _clone_in_order(inputs, outputs, copy_inputs, copy_orphans, memo)[0]
+
+
+def _clone_in_order(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=None):
+    """``clone_get_equiv``'s map and the Apply nodes it copied, in the order copied (a
+    topological order: ``io_toposort``'s)."""
     if memo is None:
         memo = {}
     for inp in inputs:
@@ -273,7 +279,8 @@ def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=N
         else:
             memo.setdefault(inp, inp)
     get = memo.get
-    for node in io_toposort(inputs, outputs):
+    order = io_toposort(inputs, outputs)
+    for node in order:
         new_inputs = []
         for inp in node.inputs:
             new = get(inp)
@@ -288,7 +295,7 @@ def clone_get_equiv(inputs, outputs, copy_inputs=True, copy_orphans=True, memo=N
     for out in outputs:
         if out not in memo:
             memo[out] = out.clone()
-    return memo
+    return memo, order
 
 
 def clone_replace(output, replace=None, strict=True, share_inputs=True):

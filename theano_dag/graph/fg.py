@@ -15,6 +15,7 @@ import warnings
 from time import perf_counter
 
 from theano_dag.config import config
+from theano_dag.graph.algorithms import _clone_in_order
 from theano_dag.graph.basic import (
     Apply,
     Constant,
@@ -114,8 +115,13 @@ class FunctionGraph:
                     f"a FunctionGraph built with clone=False must have no owner (clone the "
                     f"graph or use its inputs)"
                 )
+        copied = None  # the copied nodes in a topological order, when it is known
         if clone:
-            equiv = clone_get_equiv(inputs, outputs, **clone_kwds)
+            if "memo" in clone_kwds:  # nodes mapped beforehand: no order of the copy
+                equiv = clone_get_equiv(inputs, outputs, **clone_kwds)
+            else:
+                equiv, order = _clone_in_order(inputs, outputs, **clone_kwds)
+                copied = [equiv[node] for node in order]
             inputs = [equiv[i] for i in inputs]
             outputs = [equiv[o] for o in outputs]
         if features is None:
@@ -155,7 +161,11 @@ class FunctionGraph:
         try:
             # All outputs in one walk: the same nodes in the same order as one output
             # after the other, without a walk's setup per output (graphs with thousands).
-            self._import_graph(list(self.outputs), reason="init", level_step=_LEVEL_GAP)
+            # The copy's order is the order the import's own walk would find (the same
+            # post-order walk over the same graph): it is not walked again.
+            self._import_graph(
+                list(self.outputs), reason="init", level_step=_LEVEL_GAP, new_nodes=copied
+            )
         except (MissingInputError, TypeError):
             # Nothing was imported: again one output after the other, whose error
             # names the output that needs the missing input.
@@ -353,11 +363,13 @@ class FunctionGraph:
         needed_by=None,
         only_owners=False,
         level_step=1,
+        new_nodes=None,
     ):
         variables = self.variables
         if not only_owners and len(roots) == 1 and roots[0] in variables:
             return  # already in the graph: what a replacement by a known variable meets
-        new_nodes = self._new_nodes(roots)
+        if new_nodes is None:
+            new_nodes = self._new_nodes(roots)
         if check:
             # Find every missing input before touching the graph, so a failure
             # leaves it as it was.

@@ -250,7 +250,9 @@ class CPUThunk(Thunk):
         """The plan of signature ``sig`` (made and cached on first use)."""
         plan = self.plans.get(sig)
         if plan is None:
-            with gc_paused():  # shapes, plan and code of a big graph: many small objects
+            # Shapes, plan and code of a big graph: many small objects, which the thunk
+            # keeps (promoted: the collection after the block does not walk them all).
+            with gc_paused(promote=True):
                 plan = self.program.plan(sig)
             if len(self.plans) >= MAX_PLANS:
                 self.plans.popitem(last=False)
@@ -503,7 +505,7 @@ class CPUCall(CallPath):
         plan = thunk.plan_for(sig)
         fast = self.generated.get(sig)
         if fast is None:
-            with gc_paused():
+            with gc_paused(promote=True):  # the code is kept, as the plan is
                 fast, source = build_fast(
                     plan,
                     spec,

@@ -232,6 +232,7 @@ class _Runs:
         self.run = []  # (step index, moved lines, KernelCall)
         self.dels = []
         self.made = 0  # segments named so far
+        self.lib = None  # the library of the run's kernels (a run starts with a kernel)
 
     def join(self, idx, emitted, setup, dels, step=None):
         """Take step ``idx`` (its lines ``emitted``) into the run; False if it cannot."""
@@ -245,17 +246,16 @@ class _Runs:
             return False
         call = emitted[-1]
         lib = getattr(call.kernel, "library", None)
-        if lib is None or (self.run and self._library() is not lib):
+        if lib is None or (self.run and self.lib is not lib):
             return False
         moved = emitted[:-1]
-        if any(line != setup and not _ALIAS.fullmatch(line) for line in moved):
-            return False
+        for line in moved:
+            if line != setup and not _ALIAS.fullmatch(line):
+                return False
+        self.lib = lib
         self.run.append((idx, moved, call))
         self.dels += dels
         return True
-
-    def _library(self):
-        return next(c.kernel.library for _, _, c in self.run if c is not None)
 
     def _hoistable(self, step, emitted):
         """Whether ``step`` is a view that may run before the run's kernels: a constant
@@ -288,8 +288,8 @@ class _Runs:
         names, operands = {}, []
         calls = [(idx, call) for idx, _moved, call in run if call is not None]
         for _idx, call in calls:
-            operands.append(tuple(names.setdefault(a, len(names)) for a in call.args))
-        lib = calls[0][1].kernel.library
+            operands.append(tuple([names.setdefault(a, len(names)) for a in call.args]))
+        lib = self.lib
         seg = lib.segment([c.kernel for _, c in calls], operands, len(names))
         for idx, moved, call in run:
             for line in moved:
@@ -343,9 +343,7 @@ def _body(plan, mode, extra=None):
     if mode in ("core", "fast") and not p.poison and extra is not None:
         runs = _Runs(lines, where, pad, extra)
     for idx, (k, st) in enumerate(plan.steps):
-        first_of_node = k != cur_node
-        last_of_node = idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k
-        if first_of_node:
+        if k != cur_node:  # the node's first step
             cur_node = k
             node_start[k] = len(lines)
             if mode == "profile":
@@ -373,7 +371,9 @@ def _body(plan, mode, extra=None):
                 post.append(f"if {outs[0]} is not {target}: _astray({idx}, {outs[0]}, {target})")
                 if setup is not None:
                     post.append(f"del {target}")
-        emitted = pre + st.emit(ins, outs, target) + post
+        emitted = st.emit(ins, outs, target)
+        if pre or post:
+            emitted = pre + emitted + post
         if runs is not None:
             if runs.join(idx, emitted, setup, dels.get(idx, []), st):
                 dels.pop(idx, None)
@@ -382,7 +382,7 @@ def _body(plan, mode, extra=None):
         for line in emitted:
             lines.append(ind + line)
             where.append(idx)
-        if mode == "profile" and last_of_node:
+        if mode == "profile" and (idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k):
             lines.append(pad + f"_T[{k}] += _pc() - _t; _N[{k}] += 1")
             where.append(idx)
         if idx in dels:

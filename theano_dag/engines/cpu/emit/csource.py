@@ -244,22 +244,27 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
     """Append one typed C temporary per scalar node of ``comp`` to ``lines``; return the
     C expressions of its outputs. Nested Composites are expanded in place."""
     # This runs for every scalar node of every fused kernel when a function is linked,
-    # cache hit or not: no per-node closures.
+    # cache hit or not: no per-node closures or generators, one dtype lookup per value.
     names = dict(zip(comp.inputs, in_exprs))
-
-    def arg(v):
-        if isinstance(v, Constant):
-            if v.type.dtype not in DTYPE_CODES:
-                raise _dtype_error(v.type.dtype, f"constant {v}")
-            return c_literal(v.data, v.type.dtype)
-        return names[v]
-
+    append = lines.append
     for k, node in enumerate(comp.nodes):
         ins, outs, op = node.inputs, node.outputs, node.op
-        args = [arg(v) for v in ins]
-        in_dt = [v.type.dtype for v in ins]
+        args = []
+        in_dt = []
+        for v in ins:
+            d = v.type.dtype
+            if isinstance(v, Constant):
+                if d not in DTYPE_CODES:
+                    raise _dtype_error(d, f"constant {v}")
+                args.append(c_literal(v.data, d))
+            else:
+                args.append(names[v])
+            in_dt.append(d)
         out_dt = [o.type.dtype for o in outs]
-        for d in in_dt + out_dt:
+        for d in in_dt:
+            if d not in DTYPE_CODES:
+                raise _dtype_error(d, f"scalar op {op}")
+        for d in out_dt:
             if d not in DTYPE_CODES:
                 raise _dtype_error(d, f"scalar op {op}")
         if hasattr(op, "nodes") and hasattr(op, "inputs"):
@@ -268,14 +273,23 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
             exprs = scalar_c(op, args, in_dt, out_dt)
         if len(outs) == 1 and exprs:
             name = f"{prefix}{k}"
-            lines.append(f"{C_TYPES[out_dt[0]]} {name} = {exprs[0]};")
+            append(f"{C_TYPES[out_dt[0]]} {name} = {exprs[0]};")
             names[outs[0]] = name
             continue
         for j, (o, d, e) in enumerate(zip(outs, out_dt, exprs)):
             name = f"{prefix}{k}_{j}"
-            lines.append(f"{C_TYPES[d]} {name} = {e};")
+            append(f"{C_TYPES[d]} {name} = {e};")
             names[o] = name
-    return [arg(o) for o in comp.outputs]
+    exprs = []
+    for o in comp.outputs:
+        if isinstance(o, Constant):
+            d = o.type.dtype
+            if d not in DTYPE_CODES:
+                raise _dtype_error(d, f"constant {o}")
+            exprs.append(c_literal(o.data, d))
+        else:
+            exprs.append(names[o])
+    return exprs
 
 
 # -- one kernel ------------------------------------------------------------------------
@@ -317,10 +331,14 @@ def parallel_threshold(sop) -> int:
 def kernel_body(node, arg_pos, consts):
     """``(loop statements, output expressions)`` of the Elemwise ``node``; inputs at
     ``arg_pos`` are read from arrays ``a0, a1, ...``, the others are ``consts``."""
-    sop = node.op.scalar_op
-    exprs, lines = [], []
     in_dt = [v.type.dtype for v in node.inputs]
     out_dt = [o.type.dtype for o in node.outputs]
+    return _kernel_body(node, arg_pos, consts, in_dt, out_dt)
+
+
+def _kernel_body(node, arg_pos, consts, in_dt, out_dt):
+    sop = node.op.scalar_op
+    exprs, lines = [], []
     for p, d in enumerate(in_dt):
         if d not in DTYPE_CODES:
             raise _dtype_error(d, f"input {p} ({node.inputs[p]})")
@@ -342,20 +360,24 @@ def kernel_body(node, arg_pos, consts):
 
 def kernel_source(name, node, arg_pos, consts) -> str:
     """The C of one kernel: ``name_body`` (the loop), ``name_fn`` and the entry ``name``."""
-    ndim = node.outputs[0].type.ndim
+    outputs = node.outputs
+    ndim = outputs[0].type.ndim
     if ndim > 62:
         raise NotCompilable(f"{ndim} dimensions")
-    lines, outs = kernel_body(node, arg_pos, consts)
-    lines += [f"o{j}[i] = {e};" for j, e in enumerate(outs)]
+    in_types = [v.type for v in node.inputs]
+    in_dt = [t.dtype for t in in_types]
+    out_dt = [o.type.dtype for o in outputs]
+    lines, outs = _kernel_body(node, arg_pos, consts, in_dt, out_dt)
+    for j, e in enumerate(outs):
+        lines.append(f"o{j}[i] = {e};")
     body = "        " + "\n        ".join(lines) if lines else ""
-    ins = [node.inputs[p] for p in arg_pos]
     # Everything around the loop body depends on a few properties only, which many
     # kernels share: it is made once per process for each combination.
     key = (
         name,
-        tuple([v.type.dtype for v in ins]),
-        tuple([o.type.dtype for o in node.outputs]),
-        tuple([v.type.broadcastable for v in ins]),
+        tuple([in_dt[p] for p in arg_pos]),
+        tuple(out_dt),
+        tuple([in_types[p].broadcastable for p in arg_pos]),
         ndim,
         parallel_threshold(node.op.scalar_op),
     )

@@ -164,7 +164,7 @@ class CKernel:
         scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else consts
         in_types = [v.type for v in inputs]
         out_types = [o.type for o in outputs]
-        key = template = None
+        key = template = layout = None
         if templates is not None and not _is_composite(op.scalar_op):
             # Equal ops (as the merge optimizer takes them) on equal dtypes, broadcast
             # patterns and constants generate the same C (kernel_source reads no more of
@@ -176,29 +176,39 @@ class CKernel:
                 tuple(arg_pos),
                 tuple([(p, c.dtype.str, c.tobytes()) for p, c in scalars.items()]),
             )
-            template = templates.get(key)
+            known = templates.get(key)
+            if known is not None:
+                template, layout = known
         if template is None:
             template = kernel_source("@K@", node, arg_pos, scalars)
+        if layout is None:
+            # Read from the dtypes, broadcast patterns and positions alone (all in the
+            # key, whatever the op): kernels of one template share them, read-only.
+            # ``shape_arg``: an input whose runtime shape is the output's (no
+            # broadcastable axis).
+            shape_arg = None
+            for j, p in enumerate(arg_pos):
+                if not any(in_types[p].broadcastable):
+                    shape_arg = j
+                    break
+            layout = (
+                [_np_dtype(in_types[p].dtype) for p in arg_pos],
+                [_np_dtype(t.dtype) for t in out_types],
+                shape_arg,
+            )
             if key is not None:
-                templates[key] = template
+                templates[key] = (template, layout)
         self.template = template
         self.nin = len(arg_pos)
         self.nout = len(outputs)
         self.ndim = out_types[0].ndim
-        self.in_dtypes = [_np_dtype(in_types[p].dtype) for p in arg_pos]
-        self.out_dtypes = [_np_dtype(t.dtype) for t in out_types]
+        self.in_dtypes, self.out_dtypes, self._shape_arg = layout
         destroy = getattr(op, "inplace_pattern", None)
         self.destroy = (
             {o: arg_pos.index(i) for o, i in dict(destroy).items() if i in arg_pos}
             if destroy
             else {}
         )
-        # An input whose runtime shape is the output's (no broadcastable axis).
-        self._shape_arg = None
-        for j, p in enumerate(arg_pos):
-            if not any(in_types[p].broadcastable):
-                self._shape_arg = j
-                break
         self.c = self._numpy_c
         self.ready = False
 

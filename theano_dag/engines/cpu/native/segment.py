@@ -87,12 +87,15 @@ class KernelSegment:
         them must be bound to it; nothing changes without the C half of the call."""
         if NativeSegment is None or not all(k.ready for k in self.kernels):
             return
-        # Kernels of one C function (one name) share its entry: looked up once.
-        by_name: dict = {}
+        # Kernels of one C function (one name) share its entry: looked up once per
+        # library, for all of its segments (a plan's code has several).
+        by_name = lib.__dict__.get("_td_entries")
+        if by_name is None:
+            by_name = lib.__dict__["_td_entries"] = {}
         for k in self.kernels:
             if k.name not in by_name:
                 by_name[k.name] = ctypes.cast(getattr(lib, f"{k.name}_v"), ctypes.c_void_p).value
-        entries = tuple(by_name[k.name] for k in self.kernels)
+        entries = tuple([by_name[k.name] for k in self.kernels])
         self.c = NativeSegment(entries, self.operands, self.nargs)
         self.native = True
 

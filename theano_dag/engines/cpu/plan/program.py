@@ -118,12 +118,16 @@ class Program:
         self._fold()
         ctx = _Ctx(self)
         self.node_steps = []  # (node, expanded steps or None, call steps)
+        folded = self.folded
+        append = self.node_steps.append
         for node in self.order:
-            if all(o in self.folded for o in node.outputs):
+            outs = node.outputs
+            # (A node of no outputs is "all folded" too: nothing to compute.)
+            if (folded or not outs) and all(o in folded for o in outs):
                 continue
             steps = make_steps(node, ctx)
             call = steps if steps[0].kind == "call" and len(steps) == 1 else None
-            self.node_steps.append((node, steps, call))
+            append((node, steps, call))
         self.node_index = {node: k for k, (node, _, _) in enumerate(self.node_steps)}
         self.names = self._name_values()
         self.output_set = set(self.outputs)
@@ -153,9 +157,43 @@ class Program:
 
     def _fold(self):
         """Compute small nodes whose inputs are all constants once, now."""
-        outputs = set(self.fgraph.outputs)
-        # A value some node overwrites (or what it views) must be computed afresh by each
-        # call: never fold it into a constant.
+        folded = self.folded
+        outputs = destroyed = None  # made when the first node of constant inputs is met
+        for node in self.order:
+            ins = node.inputs
+            if not ins:
+                continue
+            for v in ins:
+                if not (isinstance(v, Constant) or v in folded):
+                    break
+            else:
+                if destroyed is None:
+                    outputs, destroyed = set(self.fgraph.outputs), self._destroyed()
+                if getattr(node.op, "destroy_map", None) or any(
+                    o in outputs or o in destroyed for o in node.outputs
+                ):
+                    continue
+                try:
+                    if not node.op.do_constant_folding(self.fgraph, node):
+                        continue
+                except Exception:
+                    continue
+                args = [v.data if isinstance(v, Constant) else folded[v] for v in ins]
+                cells = [[None] for _ in node.outputs]
+                try:
+                    with np.errstate(all="ignore"):
+                        node.op.perform(node, args, cells)
+                except Exception:
+                    continue  # left to run time, where the error belongs
+                vals = [c[0] for c in cells]
+                if any(getattr(v, "nbytes", 0) > FOLD_MAX_BYTES for v in vals):
+                    continue
+                for o, v in zip(node.outputs, vals):
+                    folded[o] = v
+
+    def _destroyed(self):
+        """The values some node overwrites, and what they view: each call must compute
+        them afresh, never fold them into a constant."""
         destroyed = set()
         for node in reversed(self.order):
             for ins in (getattr(node.op, "destroy_map", None) or {}).values():
@@ -163,32 +201,7 @@ class Program:
             for o, ins in (getattr(node.op, "view_map", None) or {}).items():
                 if node.outputs[o] in destroyed:
                     destroyed.update(node.inputs[i] for i in ins)
-        for node in self.order:
-            if getattr(node.op, "destroy_map", None) or any(
-                o in outputs or o in destroyed for o in node.outputs
-            ):
-                continue
-            if not node.inputs or not all(
-                isinstance(v, Constant) or v in self.folded for v in node.inputs
-            ):
-                continue
-            try:
-                if not node.op.do_constant_folding(self.fgraph, node):
-                    continue
-            except Exception:
-                continue
-            args = [v.data if isinstance(v, Constant) else self.folded[v] for v in node.inputs]
-            cells = [[None] for _ in node.outputs]
-            try:
-                with np.errstate(all="ignore"):
-                    node.op.perform(node, args, cells)
-            except Exception:
-                continue  # left to run time, where the error belongs
-            vals = [c[0] for c in cells]
-            if any(getattr(v, "nbytes", 0) > FOLD_MAX_BYTES for v in vals):
-                continue
-            for o, v in zip(node.outputs, vals):
-                self.folded[o] = v
+        return destroyed
 
     def _name_values(self):
         names: dict = {}
@@ -208,16 +221,22 @@ class Program:
                 names[v] = f"v{n}"
                 n += 1
 
+        # (Most values are met again as a later node's input: looked up here first, a
+        # call only for a new one.)
         for node, steps, _call in self.node_steps:
             for v in node.inputs:
-                name(v)
+                if v not in names:
+                    name(v)
             for st in steps:
                 for v in st.inputs:
-                    name(v)
+                    if v not in names:
+                        name(v)
                 for v in st.outputs:
-                    name(v)
+                    if v not in names:
+                        name(v)
             for v in node.outputs:
-                name(v)
+                if v not in names:
+                    name(v)
         for v in self.outputs:
             name(v)
         return names
@@ -361,15 +380,23 @@ class Plan:
     def _natural_ok(self, st, shp):
         if not st.elementwise:
             return True
-        shapes = self.shapes
+        get = self.shapes.get
         shp = tuple(shp)
-        if st.inputs and all(shapes.get(v) == shp for v in st.inputs):
-            # Inputs of the output's shape (most steps), size-1 constants of no more
-            # dimensions: they broadcast to it.
-            if all(len(c) <= len(shp) and all(d == 1 for d in c) for c in st.const_shapes):
-                return True
-        ins = [shapes.get(v) for v in st.inputs] + list(st.const_shapes)
-        return broadcast_shapes(ins) == tuple(shp)
+        if st.inputs:
+            # (Asked of every elementwise step of every plan: loops, no generators.)
+            for v in st.inputs:
+                if get(v) != shp:
+                    break
+            else:
+                # Inputs of the output's shape (most steps), size-1 constants of no more
+                # dimensions: they broadcast to it.
+                for c in st.const_shapes:
+                    if len(c) > len(shp) or not all(d == 1 for d in c):
+                        break
+                else:
+                    return True
+        ins = [get(v) for v in st.inputs] + list(st.const_shapes)
+        return broadcast_shapes(ins) == shp
 
     def _update_edges(self):
         """Shared variables whose update can be computed straight into their storage."""

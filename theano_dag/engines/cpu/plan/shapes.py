@@ -309,7 +309,10 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
             continue  # folded at link time
         op = node.op
         result = None
-        if all(s is not None for s in in_shapes):
+        for s in in_shapes:
+            if s is None:
+                break
+        else:
             rule = FAST_RULES.get(type(op))
             known_rule = KNOWN_RULES.get(type(op))
             if known_rule is not None:
@@ -364,8 +367,13 @@ def _know_values(node, in_shapes, out_shapes, known):
         if in_shapes[0] is not None:
             known[node.outputs[0]] = np.asarray(in_shapes[0][op.i], dtype="int64")
         return
-    if not node.inputs or not all(v in known for v in node.inputs):
+    # (Runs for every node of every plan: most have an input not known, the first
+    # one met ends it; no generator.)
+    if not node.inputs:
         return
+    for v in node.inputs:
+        if v not in known:
+            return
     if any(s is None or _size(s) > KNOWN_VALUE_MAX_SIZE for s in out_shapes):
         return
     if getattr(op, "destroy_map", None):
