@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.special
-from engine_modes import OCL_OK, OCL_WHY
+from engine_modes import ENGINES, OCL_OK, OCL_WHY, rewritten_mode
 from tensor_helpers import evaluate, inferred_shapes
 
 import theano_dag
@@ -287,6 +287,27 @@ def test_composite_equality_and_name():
     x = ts.float64("x")
     assert ts.Composite([x], [ts.exp(x)]) != ts.Composite([x], [ts.log(x)])
     assert str(_composite()) == ("Composite{add(mul(exp(i0), i1), 1), sigmoid(sub(exp(i0), i1))}")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_composites_differing_in_a_constants_dtype_are_different_ops(engine):
+    # (i0 + c) * 0.5 on int8: with an int8 c the sum wraps, with an int16 c it does not.
+    # The printed graphs are the same; merge must keep both nodes.
+    def comp(cdtype):
+        x = ts.int8("x")
+        c = ts.ScalarConstant(ts.get_scalar_type(cdtype), np.dtype(cdtype).type(100))
+        return ts.Composite([x], [(x + c) * 0.5])
+
+    c8, c16 = comp("int8"), comp("int16")
+    assert str(c8) == str(c16) and c8 != c16
+    assert comp("int8") == c8 and hash(comp("int8")) == hash(c8)
+    v = tt.bvector("v")
+    outs = [Elemwise(c8)(v), Elemwise(c16)(v)]
+    f = theano_dag.function([v], outs, mode=rewritten_mode(engine))
+    val = np.array([100, 27, -128], dtype="int8")
+    got8, got16 = f(val)
+    np.testing.assert_array_equal(got8, (val + np.int8(100)) * 0.5)
+    np.testing.assert_array_equal(got16, (val.astype("int16") + np.int16(100)) * 0.5)
 
 
 def test_composite_c_code_and_statements():

@@ -96,7 +96,46 @@ class Composite(ScalarOp):
         return hash(self._key())
 
     def _key(self):
-        return (self.in_dtypes, self.out_dtypes, self._text)
+        # Made on first use (merge hashes every op): the graph is not changed after
+        # __init__. (A composite unpickled from an older version has no cached key.)
+        key = self.__dict__.get("_structure_key")
+        if key is None:
+            key = self._structure_key = (self.in_dtypes, self.out_dtypes, self._structure())
+        return key
+
+    def _structure(self):
+        """The graph as a tuple that equality compares: per node, its op (itself: ops
+        compare by their props), where each input comes from (the composite's input
+        ``k``, an earlier node's output, or a constant's dtype and bytes) and its outputs'
+        dtypes; then where each output comes from. The printed text is not enough: it
+        shows neither a constant's dtype nor an intermediate's, which decide what the
+        graph computes (``(i0 + int8(100)) * 0.5`` wraps where ``int16(100)`` does not).
+
+        >>> from theano_dag import scalar as ts
+        >>> x = ts.float64("x")
+        >>> Composite([x], [x * 2]) == Composite([x], [x * 2])
+        True
+        >>> Composite([x], [x * 2]) == Composite([x], [x * np.float32(2)])
+        False
+        """
+        where = {v: ("in", k) for k, v in enumerate(self.inputs)}
+
+        def source(v):
+            known = where.get(v)
+            if known is not None:
+                return known
+            if isinstance(v, Constant):
+                data = np.asarray(v.data)
+                return ("const", v.type.dtype, data.shape, data.tobytes())
+            return ("free", str(v))  # refused by __init__ for inputs of nodes
+
+        nodes = []
+        for n, node in enumerate(self.nodes):
+            args = tuple([source(v) for v in node.inputs])
+            nodes.append((node.op, args, tuple([o.type.dtype for o in node.outputs])))
+            for j, o in enumerate(node.outputs):
+                where[o] = ("node", n, j)
+        return tuple(nodes), tuple([source(o) for o in self.outputs])
 
     def _graph_text(self):
         """The expression of each output, inputs named ``i0``, ``i1``, ...
