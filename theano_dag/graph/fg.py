@@ -288,14 +288,7 @@ class FunctionGraph:
                 continue  # (a single output is ``var`` itself, now without clients)
             if reason_s is None:
                 reason_s = str(reason)
-            if owner._tag is None:  # Apply._note written out: most nodes have no tag
-                notes = owner._removed_by
-                if notes is None:
-                    owner._removed_by = [reason_s]
-                else:
-                    notes.append(reason_s)
-            else:
-                owner._note("removed_by", reason_s)
+            owner._note("removed_by", reason_s)
             self.apply_nodes.remove(owner)
             self._level.pop(owner, None)
             for o in owner.outputs:
@@ -411,14 +404,7 @@ class FunctionGraph:
                 self.setup_node(node)
                 checked_ops.add(op_id)
             apply_nodes.add(node)
-            if node._tag is None:  # Apply._note written out: most nodes have no tag
-                notes = node._imported_by
-                if notes is None:
-                    node._imported_by = [reason_s]
-                else:
-                    notes.append(reason_s)
-            else:
-                node._note("imported_by", reason_s)
+            node._note("imported_by", reason_s)
             for o in node.outputs:
                 variables.add(o)
                 clients.setdefault(o, [])

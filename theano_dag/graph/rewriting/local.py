@@ -38,7 +38,6 @@ __all__ = [
     "OpRemove",
     "TrackIndex",
     "LocalStats",
-    "direct_transforms",
     "plain_transforms",
     "pre_greedy_local_optimizer",
 ]
@@ -217,37 +216,12 @@ class FromFunctionLocalOptimizer(LocalOptimizer):
     __repr__ = __str__
 
 
-def direct_transforms(lopts) -> dict:
-    """``{lopt: fn}`` for the rewrites of ``lopts`` that are plain functions
-    (``local_optimizer``) taking ``(fgraph, node)``, with no ``fit`` and ``transform``
-    not replaced on the instance: a navigator calls ``fn(fgraph, node)`` itself, then
-    ``as_replacements(node, result)`` when it returns something, which is what their
-    ``transform`` does, one call less for every rewrite tried on every node.
-
-    >>> @local_optimizer(None)
-    ... def nothing(fgraph, node):
-    ...     return None
-    >>> direct_transforms([nothing])[nothing] is nothing.fn
-    True
-    """
-    out = {}
-    for lopt in lopts:
-        if (
-            type(lopt) is FromFunctionLocalOptimizer
-            and not lopt._node_only
-            and lopt.fit is None
-            and "transform" not in lopt.__dict__
-        ):
-            out[lopt] = lopt.fn
-    return out
-
-
 def plain_transforms(lopts) -> dict:
     """``{lopt: (fn, fit)}`` for the rewrites of ``lopts`` that are plain functions
     (``local_optimizer``) taking ``(fgraph, node)``, ``transform`` not replaced on the
     instance, with a ``fit`` or not: their ``transform`` is ``fn(fgraph, node)``, then,
     when it returns something, ``as_replacements(node, result, fit)``, which a navigator
-    does itself (``direct_transforms`` without the rules that fit their replacements).
+    does itself: one call less for every rewrite tried on every node.
 
     >>> def as_is(old, new, shape_sources):
     ...     return new
