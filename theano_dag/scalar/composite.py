@@ -88,19 +88,30 @@ class Composite(ScalarOp):
         self._text = self._graph_text()
         self.name = name or f"Composite{{{self._text}}}"
 
-    # identity: two composites computing the same graph are the same op
+    # identity: two composites computing the same graph are the same op. The printed
+    # text (cheap, made by __init__) is the hash and the first test; the structure, made
+    # only for composites printed alike, decides.
     def __eq__(self, other):
-        return type(other) is type(self) and other._key() == self._key()
+        if other is self:
+            return True
+        return (
+            type(other) is type(self)
+            and other._key() == self._key()
+            and other._structure_key() == self._structure_key()
+        )
 
     def __hash__(self):
         return hash(self._key())
 
     def _key(self):
-        # Made on first use (merge hashes every op): the graph is not changed after
-        # __init__. (A composite unpickled from an older version has no cached key.)
-        key = self.__dict__.get("_structure_key")
+        return (self.in_dtypes, self.out_dtypes, self._text)
+
+    def _structure_key(self):
+        # Made on first use: the graph is not changed after __init__. (A composite
+        # unpickled from an older version has none cached.)
+        key = self.__dict__.get("_structure_cache")
         if key is None:
-            key = self._structure_key = (self.in_dtypes, self.out_dtypes, self._structure())
+            key = self._structure_cache = self._structure()
         return key
 
     def _structure(self):
