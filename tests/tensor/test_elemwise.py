@@ -310,6 +310,20 @@ def test_composites_differing_in_a_constants_dtype_are_different_ops(engine):
     np.testing.assert_array_equal(got16, (val.astype("int16") + np.int16(100)) * 0.5)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fused_loops_printed_alike_keep_their_constants_dtypes(engine):
+    # A user's graph: fusion makes one composite per output, printed alike; merging them
+    # gave the int16 sum (no wrap) for both outputs.
+    v = tt.bvector("v")
+    wraps = (v + tt.constant(np.int8(100))) * 0.5
+    no_wrap = (v + tt.constant(np.int16(100))) * 0.5
+    f = theano_dag.function([v], [wraps, no_wrap], mode=rewritten_mode(engine))
+    val = np.array([100, 27, -128], dtype="int8")
+    got_wraps, got_no_wrap = f(val)
+    np.testing.assert_array_equal(got_wraps, (val + np.int8(100)) * np.float32(0.5))
+    np.testing.assert_array_equal(got_no_wrap, (val.astype("int16") + 100) * np.float32(0.5))
+
+
 def test_composite_c_code_and_statements():
     comp = _composite()
     exprs = comp.c_code(["a", "b"], ["float64", "float64"], ["float64", "float64"])
