@@ -529,7 +529,7 @@ def output_type(dtype: str, shape: tuple) -> TensorType:
 _OUTPUT_TYPES: dict = {}
 
 
-__all__ += ["TypeConstructor", "UnconvertibleValueError", "output_type"]
+__all__ += ["TypeConstructor", "UnconvertibleValueError"]
 for _kind, _bc in _KINDS.items():
     for _p, _dt in _PREFIXES.items():
         _name = _p + _kind
