@@ -2,6 +2,7 @@
 fusion carry it, and a runtime error prints it ("Backtrace when the node is created")."""
 
 import linecache
+import pickle
 
 import numpy as np
 import pytest
@@ -10,8 +11,9 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
+from theano_dag.graph import utils
 from theano_dag.graph.fg import FunctionGraph
-from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
+from theano_dag.graph.utils import Scratchpad, copy_stack_trace, get_stack_trace
 
 HERE = __file__
 
@@ -34,7 +36,6 @@ def test_op_call_keeps_the_users_frames_only():
 
 def test_an_elemwise_call_walks_the_users_stack_once(monkeypatch):
     # The outputs' stack is recorded by Op.__call__; make_node does not record one too.
-    from theano_dag.graph import utils
 
     walks = []
     user_stack = utils.user_stack
@@ -157,8 +158,6 @@ def test_nodes_made_by_the_same_lines_share_their_stack_and_others_do_not():
 
 
 def test_the_shared_stacks_survive_a_full_cache():
-    from theano_dag.graph import utils
-
     x = tt.dvector("x")
     traces = []
     for _ in range(2):
@@ -169,10 +168,6 @@ def test_the_shared_stacks_survive_a_full_cache():
 
 
 def test_the_trace_waits_outside_the_tag_until_the_tag_is_made():
-    import pickle
-
-    from theano_dag.graph.utils import Scratchpad
-
     x = tt.dvector("x")
     y = tt.exp(x)
     assert y._tag is None  # no Scratchpad made for the trace alone

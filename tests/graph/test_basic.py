@@ -4,10 +4,12 @@ Built on small local toy types and ops (not on the tensor library).
 """
 
 import pickle
+import random
 import re
 
 import pytest
 
+from theano_dag.graph.algorithms import post_order, toposort
 from theano_dag.graph.basic import (
     Apply,
     Constant,
@@ -807,8 +809,6 @@ class TestGeneralToposort:
             general_toposort(["a"], None, compute_deps_cache=lambda n: [])
 
     def test_utils_toposort(self):
-        from theano_dag.graph.algorithms import toposort
-
         assert toposort({"b": ["a"], "c": ["b"], "a": []}) == ["a", "b", "c"]
 
 
@@ -845,9 +845,6 @@ class TestIoToposort:
         # Graphs whose inputs are all ownerless (a FunctionGraph's) are sorted by a
         # walk of their own: the same order as post_order's, node for node, on a random
         # DAG with shared nodes, repeated arguments and several outputs.
-        import random
-
-        from theano_dag.graph.algorithms import post_order
 
         rng = random.Random(3)
         xs = [MyVariable(f"x{k}") for k in range(4)]
@@ -892,8 +889,6 @@ class TestIoToposort:
             io_toposort([x], [out])
 
     def test_generic_graph_is_topological(self):
-        import random
-
         rng = random.Random(0)
         vs = [MyVariable(f"i{k}") for k in range(5)]
         for _ in range(300):

@@ -272,7 +272,6 @@ def test_replace_rewires_clients_and_prunes():
 def test_import_and_prune_notes_wait_outside_the_tag():
     # imported_by / removed_by are kept aside until the node's tag is made, then found
     # in it; a node that already has a tag gets them there directly.
-    import pickle
 
     fg, (x, y, z, a, b, e) = build_abc()
     assert a.owner._tag is None and a.owner._imported_by == ["init"]
