@@ -7,6 +7,8 @@ static length 1 is *broadcastable*, as in Theano.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from theano_dag.config import config
@@ -509,6 +511,7 @@ class TypeConstructor(TensorType):
         return (TypeConstructor, (self.dtype, self.broadcastable, self.kind))
 
 
+@functools.lru_cache(maxsize=4096)  # bounded: the shapes of a long session's graphs
 def output_type(dtype: str, shape: tuple) -> TensorType:
     """The TensorType of ``dtype`` (a dtype name) and static ``shape`` (a tuple of None
     and ints), one instance for all the nodes that ask for it (Elemwise's outputs):
@@ -517,16 +520,7 @@ def output_type(dtype: str, shape: tuple) -> TensorType:
     >>> output_type("float64", (None,)) is output_type("float64", (None,))
     True
     """
-    key = (dtype, shape)
-    t = _OUTPUT_TYPES.get(key)
-    if t is None:
-        if len(_OUTPUT_TYPES) >= 4096:
-            _OUTPUT_TYPES.clear()  # bounded: shapes of a long session's graphs
-        t = _OUTPUT_TYPES[key] = TensorType(dtype, shape=shape)
-    return t
-
-
-_OUTPUT_TYPES: dict = {}
+    return TensorType(dtype, shape=shape)
 
 
 __all__ += ["TypeConstructor", "UnconvertibleValueError"]

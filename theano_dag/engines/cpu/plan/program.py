@@ -26,6 +26,7 @@ Where a value lives (its *category*):
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -63,8 +64,10 @@ def _aligned_block(nbytes):
     return raw[off : off + nbytes]
 
 
-# hint -> the identifier part of a global's name (Program.global_name)
-_HINTS: dict = {}
+@functools.lru_cache(maxsize=4096)  # a few distinct hints per process: each cleaned once
+def _identifier(hint) -> str:
+    """The identifier part of a global's name made from ``hint`` (Program.global_name)."""
+    return "".join(c if c.isalnum() else "_" for c in str(hint))[:24] or "g"
 
 
 class _Ctx:
@@ -142,12 +145,7 @@ class Program:
         known = self._glob_ids.get(key)
         if known is not None:
             return known[0]
-        base = _HINTS.get(hint)
-        if base is None:  # a few distinct hints per process: each cleaned once
-            base = "".join(c if c.isalnum() else "_" for c in str(hint))[:24] or "g"
-            if len(_HINTS) < 4096:
-                _HINTS[hint] = base
-        name = f"_g{len(self._glob_ids)}_{base}"
+        name = f"_g{len(self._glob_ids)}_{_identifier(hint)}"
         self._glob_ids[key] = (name, obj)  # keeps obj alive so its id stays unique
         self.ns[name] = obj
         return name
