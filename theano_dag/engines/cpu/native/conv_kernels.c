@@ -187,6 +187,25 @@ TD_WINO_OUT(double, td_wino_out_f64)
     for (int j_ = 0; j_ < (TAPS); j_++)                                                    \
         for (int i_ = 0; i_ < (nb); i_++) (t)[j_][i_] = (gb)[i_ * (TAPS) + j_]
 
+/* The loop of the filters' transforms: for each filter f of w (F rows of C*TAPS, ld
+   apart) and each block of up to 64 of its channels, the block's taps gathered into
+   t[TAPS][nb] (TD_GATHER_TAPS) and u = U + f*FSTRIDE + c0; then the statements of the
+   variadic argument for each channel i of the block, which write the transform of
+   t[.][i] at u[k*kstride + i]. */
+#define TD_FILTER_BLOCKS(T, TAPS, FSTRIDE, ...)                                            \
+    do {                                                                                   \
+        enum { B = 64 };                                                                   \
+        T t[TAPS][B];                                                                      \
+        for (int f = 0; f < F; f++)                                                        \
+            for (int c0 = 0; c0 < C; c0 += B) {                                            \
+                int nb = C - c0 < B ? C - c0 : B;                                          \
+                const T *gb = w + f * ld + (ptrdiff_t)c0 * (TAPS);                         \
+                TD_GATHER_TAPS(t, gb, TAPS, nb);                                           \
+                T *restrict u = U + (ptrdiff_t)f * (FSTRIDE) + c0;                         \
+                _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) { __VA_ARGS__ }          \
+            }                                                                              \
+    } while (0)
+
 /* The filters' transform, U = G g G' for each 3x3 filter g of w (F rows of C*9, ld
    apart): U[k][f][c] at k*kstride + f*C + c. Each block of filters is copied tap by
    tap first, so that the transform runs along the block with unit strides (a filter
@@ -195,18 +214,9 @@ TD_WINO_OUT(double, td_wino_out_f64)
     void NAME(const T *restrict w, ptrdiff_t ld, int F, int C, T *restrict U,              \
               ptrdiff_t kstride)                                                           \
     {                                                                                      \
-        enum { B = 64 };                                                                   \
-        T t[9][B];                                                                         \
-        for (int f = 0; f < F; f++)                                                        \
-            for (int c0 = 0; c0 < C; c0 += B) {                                            \
-                int nb = C - c0 < B ? C - c0 : B;                                          \
-                const T *gb = w + f * ld + (ptrdiff_t)c0 * 9;                              \
-                TD_GATHER_TAPS(t, gb, 9, nb);                                              \
-                T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
-                _Pragma("GCC ivdep") for (int i = 0; i < nb; i++)                          \
-                    TD_WINO_G(T, t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i],     \
-                              t[6][i], t[7][i], t[8][i], u, kstride, i);                   \
-            }                                                                              \
+        TD_FILTER_BLOCKS(T, 9, C,                                                          \
+                         TD_WINO_G(T, t[0][i], t[1][i], t[2][i], t[3][i], t[4][i],         \
+                                   t[5][i], t[6][i], t[7][i], t[8][i], u, kstride, i););   \
     }
 TD_WINO_FILTERS(float, td_wino_filters_f32)
 TD_WINO_FILTERS(double, td_wino_filters_f64)
@@ -219,27 +229,17 @@ TD_WINO_FILTERS(double, td_wino_filters_f64)
     void NAME(const T *restrict w, ptrdiff_t ld, int F, int C, T *restrict U,              \
               ptrdiff_t kstride)                                                           \
     {                                                                                      \
-        enum { B = 64 };                                                                   \
-        T t[25][B];                                                                        \
         const T z = 0;                                                                     \
-        for (int f = 0; f < F; f++)                                                        \
-            for (int c0 = 0; c0 < C; c0 += B) {                                            \
-                int nb = C - c0 < B ? C - c0 : B;                                          \
-                const T *gb = w + f * ld + (ptrdiff_t)c0 * 25;                             \
-                TD_GATHER_TAPS(t, gb, 25, nb);                                             \
-                T *restrict u = U + (ptrdiff_t)f * 4 * C + c0;                             \
-                T *restrict u1 = u + C, *restrict u2 = u1 + C, *restrict u3 = u2 + C;      \
-                _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
-                    TD_WINO_G(T, t[0][i], t[1][i], t[2][i], t[5][i], t[6][i], t[7][i],     \
-                              t[10][i], t[11][i], t[12][i], u, kstride, i);                \
-                    TD_WINO_G(T, t[3][i], t[4][i], z, t[8][i], t[9][i], z, t[13][i],       \
-                              t[14][i], z, u1, kstride, i);                                \
-                    TD_WINO_G(T, t[15][i], t[16][i], t[17][i], t[20][i], t[21][i],         \
-                              t[22][i], z, z, z, u2, kstride, i);                          \
-                    TD_WINO_G(T, t[18][i], t[19][i], z, t[23][i], t[24][i], z, z, z, z,    \
-                              u3, kstride, i);                                             \
-                }                                                                          \
-            }                                                                              \
+        /* the four blocks' outputs C apart: u, u + C, u + 2C, u + 3C */                   \
+        TD_FILTER_BLOCKS(T, 25, 4 * C,                                                     \
+                         TD_WINO_G(T, t[0][i], t[1][i], t[2][i], t[5][i], t[6][i],         \
+                                   t[7][i], t[10][i], t[11][i], t[12][i], u, kstride, i);  \
+                         TD_WINO_G(T, t[3][i], t[4][i], z, t[8][i], t[9][i], z, t[13][i],  \
+                                   t[14][i], z, (u + C), kstride, i);                      \
+                         TD_WINO_G(T, t[15][i], t[16][i], t[17][i], t[20][i], t[21][i],    \
+                                   t[22][i], z, z, z, (u + 2 * C), kstride, i);            \
+                         TD_WINO_G(T, t[18][i], t[19][i], z, t[23][i], t[24][i], z, z, z,  \
+                                   z, (u + 3 * C), kstride, i););                          \
     }
 TD_WINO_FILTERS5(float, td_wino_filters5_f32)
 TD_WINO_FILTERS5(double, td_wino_filters5_f64)
@@ -401,28 +401,19 @@ TD_W4_OUT(double, td_w4_out_f64)
     void NAME(const T *restrict w, ptrdiff_t ld, int F, int C, T *restrict U,              \
               ptrdiff_t kstride)                                                           \
     {                                                                                      \
-        enum { B = 64 };                                                                   \
-        T t[9][B];                                                                         \
-        for (int f = 0; f < F; f++)                                                        \
-            for (int c0 = 0; c0 < C; c0 += B) {                                            \
-                int nb = C - c0 < B ? C - c0 : B;                                          \
-                const T *gb = w + f * ld + (ptrdiff_t)c0 * 9;                              \
-                TD_GATHER_TAPS(t, gb, 9, nb);                                              \
-                T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
-                _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
-                    T a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, c0_, c1, c2, c3, c4, c5; \
-                    /* G g: the columns (a, b, c: columns 0, 1, 2), then each row */      \
-                    TD_W4_G(a0, a1, a2, a3, a4, a5, t[0][i], t[3][i], t[6][i], T);         \
-                    TD_W4_G(b0, b1, b2, b3, b4, b5, t[1][i], t[4][i], t[7][i], T);         \
-                    TD_W4_G(c0_, c1, c2, c3, c4, c5, t[2][i], t[5][i], t[8][i], T);        \
-                    TD_W4_GROW(T, 0, a0, b0, c0_, u, kstride, i);                          \
-                    TD_W4_GROW(T, 1, a1, b1, c1, u, kstride, i);                           \
-                    TD_W4_GROW(T, 2, a2, b2, c2, u, kstride, i);                           \
-                    TD_W4_GROW(T, 3, a3, b3, c3, u, kstride, i);                           \
-                    TD_W4_GROW(T, 4, a4, b4, c4, u, kstride, i);                           \
-                    TD_W4_GROW(T, 5, a5, b5, c5, u, kstride, i);                           \
-                }                                                                          \
-            }                                                                              \
+        TD_FILTER_BLOCKS(T, 9, C,                                                          \
+                         T a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5;                 \
+                         T c0_, c1, c2, c3, c4, c5;                                        \
+                         /* G g: the columns (a, b, c: columns 0, 1, 2), then each row */  \
+                         TD_W4_G(a0, a1, a2, a3, a4, a5, t[0][i], t[3][i], t[6][i], T);    \
+                         TD_W4_G(b0, b1, b2, b3, b4, b5, t[1][i], t[4][i], t[7][i], T);    \
+                         TD_W4_G(c0_, c1, c2, c3, c4, c5, t[2][i], t[5][i], t[8][i], T);   \
+                         TD_W4_GROW(T, 0, a0, b0, c0_, u, kstride, i);                     \
+                         TD_W4_GROW(T, 1, a1, b1, c1, u, kstride, i);                      \
+                         TD_W4_GROW(T, 2, a2, b2, c2, u, kstride, i);                      \
+                         TD_W4_GROW(T, 3, a3, b3, c3, u, kstride, i);                      \
+                         TD_W4_GROW(T, 4, a4, b4, c4, u, kstride, i);                      \
+                         TD_W4_GROW(T, 5, a5, b5, c5, u, kstride, i););                    \
     }
 TD_W4_FILTERS(float, td_w4_filters_f32)
 TD_W4_FILTERS(double, td_w4_filters_f64)
@@ -606,38 +597,26 @@ TD_W7_OUT_COLS(double, td_w7_out_cols_f64)
     void NAME(const T *restrict w, ptrdiff_t ld, int F, int C, T *restrict U,              \
               ptrdiff_t kstride)                                                           \
     {                                                                                      \
-        enum { B = 64 };                                                                   \
-        T t[7][B];                                                                         \
-        for (int f = 0; f < F; f++) {                                                      \
-            const T *wf = w + f * ld;                                                      \
-            for (int c0 = 0; c0 < C; c0 += B) {                                            \
-                int nb = C - c0 < B ? C - c0 : B;                                          \
-                const T *gb = wf + (ptrdiff_t)c0 * 7;                                      \
-                TD_GATHER_TAPS(t, gb, 7, nb);                                              \
-                T *restrict u = U + (ptrdiff_t)f * C + c0;                                 \
-                _Pragma("GCC ivdep") for (int i = 0; i < nb; i++) {                        \
-                    T g0 = t[0][i], g1 = t[1][i], g2 = t[2][i], g3 = t[3][i];              \
-                    T g4 = t[4][i], g5 = t[5][i], g6 = t[6][i];                            \
-                    T e = g0 + g2 + g4 + g6, o = g1 + g3 + g5;                             \
-                    u[i] = (T)(-2.0 / 3) * g0;                                             \
-                    u[kstride + i] = (T)(-4.0 / 45) * (e + o);                             \
-                    u[2 * kstride + i] = (T)(-4.0 / 9) * (e - o);                          \
-                    e = g0 + (T)4 * g2 + (T)16 * g4 + (T)64 * g6;                          \
-                    o = (T)2 * g1 + (T)8 * g3 + (T)32 * g5;                                \
-                    u[3 * kstride + i] = (T)(1.0 / 315) * (e + o);                         \
-                    u[4 * kstride + i] = (T)(1.0 / 45) * (o - e);                          \
-                    e = (T)16 * g0 + (T)4 * g2 + g4 + (T)0.25 * g6;                        \
-                    o = (T)8 * g1 + (T)2 * g3 + (T)0.5 * g5;                               \
-                    u[5 * kstride + i] = (T)(1.0 / 45) * (e + o);                          \
-                    u[6 * kstride + i] = (T)(2.0 / 45) * (e - o);                          \
-                    u[7 * kstride + i] = (T)(16.0 / 105) *                                 \
-                                         (g0 + (T)-1.5 * g1 + (T)2.25 * g2 +               \
-                                          (T)-3.375 * g3 + (T)5.0625 * g4 +                \
-                                          (T)-7.59375 * g5 + (T)11.390625 * g6);           \
-                    u[8 * kstride + i] = g6;                                               \
-                }                                                                          \
-            }                                                                              \
-        }                                                                                  \
+        TD_FILTER_BLOCKS(T, 7, C,                                                          \
+                         T g0 = t[0][i], g1 = t[1][i], g2 = t[2][i], g3 = t[3][i];         \
+                         T g4 = t[4][i], g5 = t[5][i], g6 = t[6][i];                       \
+                         T e = g0 + g2 + g4 + g6, o = g1 + g3 + g5;                        \
+                         u[i] = (T)(-2.0 / 3) * g0;                                        \
+                         u[kstride + i] = (T)(-4.0 / 45) * (e + o);                        \
+                         u[2 * kstride + i] = (T)(-4.0 / 9) * (e - o);                     \
+                         e = g0 + (T)4 * g2 + (T)16 * g4 + (T)64 * g6;                     \
+                         o = (T)2 * g1 + (T)8 * g3 + (T)32 * g5;                           \
+                         u[3 * kstride + i] = (T)(1.0 / 315) * (e + o);                    \
+                         u[4 * kstride + i] = (T)(1.0 / 45) * (o - e);                     \
+                         e = (T)16 * g0 + (T)4 * g2 + g4 + (T)0.25 * g6;                   \
+                         o = (T)8 * g1 + (T)2 * g3 + (T)0.5 * g5;                          \
+                         u[5 * kstride + i] = (T)(1.0 / 45) * (e + o);                     \
+                         u[6 * kstride + i] = (T)(2.0 / 45) * (e - o);                     \
+                         u[7 * kstride + i] = (T)(16.0 / 105) *                            \
+                             (g0 + (T)-1.5 * g1 + (T)2.25 * g2 +                           \
+                             (T)-3.375 * g3 + (T)5.0625 * g4 +                             \
+                             (T)-7.59375 * g5 + (T)11.390625 * g6);                        \
+                         u[8 * kstride + i] = g6;);                                        \
     }
 TD_W7_FILTERS(float, td_w7_filters_f32)
 TD_W7_FILTERS(double, td_w7_filters_f64)
