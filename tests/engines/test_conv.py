@@ -269,13 +269,7 @@ def test_cpu_conv_winograd_matches_im2col(case, dtype, monkeypatch):
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", 1)
-    xs, ws, kw = WINOGRAD_CASES[case]
-    x, w, _ = _values(xs, ws, kw, dtype)
-    rng = np.random.default_rng(8)
-    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
-    op = nnet.abstract_conv.AbstractConv2d(**kw)
-    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
-    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    xs, ws, x, w, bias, scale, numpy_geo, wino_geo = _winograd_case(WINOGRAD_CASES[case], dtype)
     assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype, xs[1])
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
@@ -299,24 +293,13 @@ def test_cpu_conv_winograd4_matches_im2col(case, dtype, monkeypatch):
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD4_MIN_PIXELS", 0)
-    xs, ws, kw = WINOGRAD_CASES[case]
-    x, w, _ = _values(xs, ws, kw, dtype)
-    rng = np.random.default_rng(8)
-    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
-    op = nnet.abstract_conv.AbstractConv2d(**kw)
-    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
-    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    xs, ws, x, w, bias, scale, numpy_geo, wino_geo = _winograd_case(WINOGRAD_CASES[case], dtype)
     out_hw = numpy_geo.out_hw(xs[2:])
     assert wino_geo.winograd(out_hw, dtype, xs[1]) and wino_geo.wino_tile(out_hw) == 4
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
     tol = 5e-5 if dtype == "float32" else 1e-12
-    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
-        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
-        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
-            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
-            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    _matches_im2col_in_bands(x, w, bias, scale, numpy_geo, wino_geo, tol, monkeypatch)
     assert calls == [True] * 6
     for bad in (np.nan, np.inf):
         x[-1, -1, 1, 2] = bad
@@ -359,23 +342,12 @@ def test_cpu_conv_winograd5_matches_im2col(case, dtype, monkeypatch):
     # NaN or an infinity takes im2col (the zeroed taps would pass it on).
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_PIXELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
-    xs, ws, kw = WINOGRAD5_CASES[case]
-    x, w, _ = _values(xs, ws, kw, dtype)
-    rng = np.random.default_rng(8)
-    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
-    op = nnet.abstract_conv.AbstractConv2d(**kw)
-    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
-    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    xs, ws, x, w, bias, scale, numpy_geo, wino_geo = _winograd_case(WINOGRAD5_CASES[case], dtype)
     assert wino_geo.winograd(numpy_geo.out_hw(xs[2:]), dtype, xs[1]) and wino_geo.wino_blocks == 4
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd_forward", _spy(cpu_conv._winograd_forward, calls))
     tol = 2e-5 if dtype == "float32" else 1e-12
-    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
-        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
-        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
-            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
-            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    _matches_im2col_in_bands(x, w, bias, scale, numpy_geo, wino_geo, tol, monkeypatch)
     assert calls == [True] * 6
     for bad in (np.nan, -np.inf):
         x[-1, -1, 1, 1] = bad
@@ -461,6 +433,29 @@ def test_winograd_threads_only_for_work_worth_them(monkeypatch):
     assert cpu_conv._blas_threads(8, 10 * big) is None
 
 
+def _winograd_case(case, dtype):
+    """``(xs, ws, x, w, bias, scale, numpy_geo, wino_geo)`` of a Winograd test case
+    ``(image shape, filters shape, the op's keywords)``: the values, an epilogue's bias
+    and scale, and the geometries without and with the C kernels."""
+    xs, ws, kw = case
+    x, w, _ = _values(xs, ws, kw, dtype)
+    bias, scale = np.random.default_rng(8).standard_normal((2, ws[0])).astype(dtype)
+    op = nnet.abstract_conv.AbstractConv2d(**kw)
+    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
+    return xs, ws, x, w, bias, scale, numpy_geo, cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+
+
+def _matches_im2col_in_bands(x, w, bias, scale, numpy_geo, wino_geo, tol, monkeypatch):
+    """The Winograd path's outputs against im2col's within ``tol``, in bands of one tile
+    row and in one band, without and with the epilogue."""
+    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
+        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
+        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
+            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
+            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 def _spy(fn, calls):
     def spy(*args):
         calls.append(fn(*args))
@@ -513,25 +508,14 @@ def test_cpu_conv_winograd7_matches_im2col(case, dtype, monkeypatch):
     # takes im2col: F(3, 7) would spread it to outputs whose windows do not hold it.
     monkeypatch.setattr(cpu_conv, "WINOGRAD7_MIN_PIXELS", 0)
     monkeypatch.setattr(cpu_conv, "WINOGRAD_MIN_CHANNELS", 0)
-    xs, ws, kw = WINOGRAD7_CASES[case]
-    x, w, _ = _values(xs, ws, kw, dtype)
-    rng = np.random.default_rng(8)
-    bias, scale = rng.standard_normal((2, ws[0])).astype(dtype)
-    op = nnet.abstract_conv.AbstractConv2d(**kw)
-    numpy_geo = cpu_conv.ConvGeometry(op, ws[2:])
-    wino_geo = cpu_conv.ConvGeometry(op, ws[2:], KERNELS)
+    xs, ws, x, w, bias, scale, numpy_geo, wino_geo = _winograd_case(WINOGRAD7_CASES[case], dtype)
     axis = "rows" if ws[2] == 7 else "cols"
     assert wino_geo.winograd7(numpy_geo.out_hw(xs[2:]), dtype, xs[1]) == axis
     calls = []
     monkeypatch.setattr(cpu_conv, "_winograd7_forward", _spy(cpu_conv._winograd7_forward, calls))
     # F(3, 7) rounds more than im2col: its transforms scale by up to 10.6 and 1/315
     tol = 5e-5 if dtype == "float32" else 1e-12
-    for band in (1, cpu_conv.WINOGRAD_BAND_BYTES):
-        monkeypatch.setattr(cpu_conv, "WINOGRAD_BAND_BYTES", band)
-        for args in [(None, False, None), (bias, True, None), (bias, True, scale)]:
-            want = cpu_conv.conv_forward(x, w, None, None, None, numpy_geo, *args)
-            got = cpu_conv.conv_forward(x, w, None, None, None, wino_geo, *args)
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    _matches_im2col_in_bands(x, w, bias, scale, numpy_geo, wino_geo, tol, monkeypatch)
     assert calls == [True] * 6
     for bad in (np.nan, np.inf):
         x[-1, -1, 1, 1] = bad
