@@ -5,6 +5,7 @@ for is compiled as before; damaged entries are dropped with a warning."""
 
 import io
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -177,7 +178,12 @@ def test_keys_differ_for_flags_and_modes():
     x = tt.dvector("x")
     out = [tt.exp(x) * 2 + tt.log(x)]
     keys = [_key([x], out)]
-    for flags in ({"floatX": "float32"}, {"cpu__poison": True}, {"optimizer_excluding": "fma"}):
+    other_float = "float64" if config.floatX == "float32" else "float32"
+    for flags in (
+        {"floatX": other_float},
+        {"cpu__poison": not config.cpu__poison},
+        {"optimizer_excluding": "fma"},
+    ):
         with config.change_flags(**flags):
             keys.append(_key([x], out))
     for mode in (FAST_RUN, FAST_COMPILE, FAST_RUN.excluding("fusion")):
@@ -293,11 +299,11 @@ def test_updates_and_givens_work_on_a_hit():
     np.testing.assert_allclose(r2, 2 * np.exp([1.0, 1.0]))
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(40))
 def test_random_graphs_hit_and_give_the_same_values(seed):
     rec = fuzz.generate(np.random.default_rng(seed))
     values = fuzz._values(rec, 0)
-    results, deltas = [], []
+    results, deltas, fns = [], [], []
     for _ in range(2):
         inputs, svar, syms = fuzz._build(rec)
         before = function_cache.stats()
@@ -311,6 +317,7 @@ def test_random_graphs_hit_and_give_the_same_values(seed):
             on_unused_input="ignore",
         )
         deltas.append(_delta(before))
+        fns.append(f)
         out = f(*[values[k] for k in inputs])
         results.append([np.asarray(o) for o in out])
         if svar is not None:
@@ -318,6 +325,9 @@ def test_random_graphs_hit_and_give_the_same_values(seed):
     if deltas[0]["ineligible"]:
         pytest.skip("a graph the cache does not take")
     assert deltas[0]["stores"] == 1 and deltas[1]["hits"] == 1
+    f, g = fns
+    assert _printed(g) == _printed(f)
+    assert g.fn.source() == f.fn.source()
     for a, b in zip(*results):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
@@ -414,3 +424,28 @@ def test_graphs_with_inner_graphs_are_not_cached():
         f = theano_dag.function([x], composite(x) * 2)
         assert _delta(before)["ineligible"] == 1
         np.testing.assert_allclose(f(np.zeros(2)), [4.0, 4.0])
+
+
+def test_a_graph_that_does_not_load_back_is_marked_and_compiled(monkeypatch):
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) * 5
+
+    _, d = _compile(build)
+    assert d["stores"] == 1
+
+    def fails(self, data):
+        raise pickle.UnpicklingError("an op's class is gone")
+
+    with monkeypatch.context() as m:
+        m.setattr(function_cache.Entry, "_rebuild", fails)
+        with pytest.warns(UserWarning, match="does not load back"):
+            f, d = _compile(build)
+    assert d["damaged"] == 1 and d["stores"] == 0
+    np.testing.assert_allclose(f(np.zeros(1)), [5.0])
+    # The entry now says so: compiled as always, silently, and not stored again.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f, d = _compile(build)
+    assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0}
+    np.testing.assert_allclose(f(np.zeros(1)), [5.0])

@@ -38,6 +38,7 @@ A damaged entry is removed with a warning and the graph compiled again.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import pickle
 import sys
@@ -292,7 +293,7 @@ def _canon(x):
         return (t.__name__, *[_canon(i) for i in x])
     if t is dict:
         return ("dict", *[(_canon(k), _canon(v)) for k, v in x.items()])
-    if t is np.dtype:
+    if isinstance(x, np.dtype):
         return ("dtype", x.str)
     if t is np.ndarray:
         if x.dtype.hasobject:
@@ -450,6 +451,7 @@ class Entry:
         self.outputs = outputs
         self.user_variables = user_variables
         self.path = os.path.join(cache_dir(), digest.hex())
+        self.unloadable = False  # its entry says the graph does not load back
 
     # -- load
 
@@ -463,18 +465,20 @@ class Entry:
             _stats["misses"] += 1
             return None
         try:
-            fgraph = self._rebuild(self._payload(raw))
+            data = self._payload(raw)
         except Exception as e:  # a damaged entry: say which, drop it, compile
-            _stats["damaged"] += 1
-            warnings.warn(
-                f"function cache: the entry {self.path} is damaged or unreadable ({e}); it "
-                "was removed and the graph is compiled again",
-                stacklevel=4,
-            )
-            try:
-                os.remove(self.path)
-            except OSError:
-                pass
+            self._drop(f"is damaged or unreadable ({e}); it was removed")
+            return None
+        if data is None:  # a graph whose entry did not load back: compiled, not cached
+            self.unloadable = True
+            _stats["ineligible"] += 1
+            return None
+        try:
+            fgraph = self._rebuild(data)
+        except Exception as e:  # an op or a type that does not load back
+            self._drop(f"does not load back ({type(e).__name__}: {e}); the graph is not cached")
+            self.unloadable = True
+            self._write(pickle.dumps(None, protocol=5))
             return None
         _stats["hits"] += 1
         try:
@@ -483,6 +487,17 @@ class Entry:
             pass
         _stats["load_seconds"] += time.perf_counter() - t0
         return fgraph
+
+    def _drop(self, what):
+        _stats["damaged"] += 1
+        warnings.warn(
+            f"function cache: the entry {self.path} {what}, and the graph is compiled " "again",
+            stacklevel=5,
+        )
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
 
     def _payload(self, raw: bytes):
         if len(raw) < _HEADER or raw[: len(_MAGIC)] != _MAGIC:
@@ -532,6 +547,7 @@ class Entry:
             if trace is not None:
                 c._trace = [stacks[s] for s in trace if stacks[s] is not None]
             variables.append(c)
+        noted = []
         for op_i, in_refs, out_defs, note in nodes:
             outputs = []
             for t, name, trace in out_defs:
@@ -541,22 +557,30 @@ class Entry:
                     o._trace = [stacks[s] for s in trace if stacks[s] is not None]
                 outputs.append(o)
             node = Apply(ops[op_i], [variables[i] for i in in_refs], outputs)
-            if note is not None:
-                node._imported_by = list(notes[note])
+            noted.append((node, note))
             variables.extend(outputs)
+        n_in = len(self.inputs)
+        features = [ReplaceValidate()]  # first, as every FunctionGraph has it
+        for name, arg in feats:
+            if name == "Supervisor":
+                features.append(Supervisor([variables[i] for i in arg]))
+            elif name == "DestroyHandler":
+                features.append(DestroyHandler(algo=arg))
+            else:
+                features.append(_PLAIN_FEATURES[name]())
+        # The features are attached before the nodes are imported: each sees every node
+        # once, as it is imported, instead of walking the whole graph when attached.
         fgraph = FunctionGraph(
-            variables[: len(self.inputs)],
+            variables[:n_in],
             [variables[i] for i in outs],
+            features=features,
             clone=False,
             update_mapping=update_mapping,
         )
-        for name, arg in feats:
-            if name == "Supervisor":
-                fgraph.attach_feature(Supervisor([fgraph.inputs[i] for i in arg]))
-            elif name == "DestroyHandler":
-                fgraph.attach_feature(DestroyHandler(algo=arg))
-            else:
-                fgraph.attach_feature(_PLAIN_FEATURES[name]())
+        for node, note in noted:  # the notes of the rewrites, not the import's
+            if node._tag is not None:
+                node._tag = None
+            node._imported_by = None if note is None else list(notes[note])
         return fgraph
 
     # -- store
@@ -564,6 +588,8 @@ class Entry:
     def store(self, fgraph):
         """Write ``fgraph`` (optimized, after insert_deepcopy) to the cache, unless it holds
         something the format cannot rebuild faithfully."""
+        if self.unloadable:
+            return False
         t0 = time.perf_counter()
         try:
             payload = self._serialize(fgraph)
@@ -572,6 +598,14 @@ class Entry:
             return False
         finally:
             _stats["store_seconds"] += time.perf_counter() - t0
+        if not self._write(payload):
+            return False
+        _stats["stores"] += 1
+        _evict_if_due(os.path.dirname(self.path))
+        return True
+
+    def _write(self, payload: bytes) -> bool:
+        """Write the entry atomically (a temporary file, then renamed)."""
         check = hashlib.blake2b(payload, digest_size=_CHECK).digest()
         directory = os.path.dirname(self.path)
         try:
@@ -589,12 +623,12 @@ class Entry:
                 raise
         except OSError:
             return False  # a read-only or full disk: the function is compiled all the same
-        _stats["stores"] += 1
-        _evict_if_due(directory)
         return True
 
     def _serialize(self, fgraph) -> bytes:
-        order = fgraph.toposort()
+        # Any topological order rebuilds the graph; the loaded graph's toposort() then
+        # gives the order the normal path's does (same graph, same features).
+        order = io_toposort(fgraph.inputs, fgraph.outputs)
         index = {v: k for k, v in enumerate(fgraph.inputs)}
         op_ids: dict = {}
         op_blobs: list = []
@@ -707,19 +741,10 @@ class Entry:
                 feats.append((name, None))
             else:
                 raise _Ineligible
-        try:
-            new_blob = pickle.dumps(new_ops, protocol=5)
-        except Exception:
-            raise _Ineligible from None
-        # The ops a rewrite made must load back, as ops of the same classes.
-        if new_blob not in _objects:
-            try:
-                back = pickle.loads(new_blob)
-            except Exception:
-                raise _Ineligible from None
-            if [type(b) for b in back] != [type(b) for b in new_ops]:
-                raise _Ineligible
-            _remember_ops(new_blob, new_ops)
+        new_blob = _real_pickle(new_ops)
+        # (Whether they load back is seen when they are loaded: an entry that does not is
+        # replaced by a mark that the graph is not cached.)
+        _remember_ops(new_blob, new_ops)
         data = (
             _FORMAT,
             op_blobs,
@@ -733,10 +758,7 @@ class Entry:
             fgraph.update_mapping,
             feats,
         )
-        try:
-            return pickle.dumps(data, protocol=5)
-        except Exception:
-            raise _Ineligible from None
+        return _real_pickle(data)
 
 
 def _add_constant(v, index, consts, type_id, trace_refs):
@@ -746,11 +768,24 @@ def _add_constant(v, index, consts, type_id, trace_refs):
     consts.append((type(v), type_id(v), v.data, v.name, trace_refs(v)))
 
 
+class _Pickler(pickle.Pickler):
+    """numpy's builtin dtypes pickled by name, so that they load as numpy's own objects
+    (a plain pickle loads an equal copy): code that tells dtypes apart by identity (the
+    engines' names of generated globals) sees a loaded graph as the rewritten one."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, np.dtype) and obj.isbuiltin == 1:
+            return np.dtype, (obj.str,)
+        return NotImplemented
+
+
 def _real_pickle(obj) -> bytes:
+    buf = io.BytesIO()
     try:
-        return pickle.dumps(obj, protocol=5)
+        _Pickler(buf, protocol=5).dump(obj)
     except Exception:
         raise _Ineligible from None
+    return buf.getvalue()
 
 
 def _remember_ops(blob, ops):
