@@ -66,6 +66,7 @@ from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate, Supervisor
 from theano_dag.opt.optdb import optdb
 from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
+from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant, TensorVariable
 
 __all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
@@ -150,12 +151,18 @@ def _has_inner_graph(op) -> bool:
     that is a graph's piece (a Variable, an Apply, a FunctionGraph, a list of them)."""
     scalar_op = getattr(op, "scalar_op", None)
     for o in (op, scalar_op) if scalar_op is not None else (op,):
-        if not _ours(type(o)) or any(hasattr(o, a) for a in _INNER_GRAPH_ATTRS):
+        d = getattr(o, "__dict__", None)
+        if d is None or not _ours(type(o)):
             return True
-        for v in getattr(o, "__dict__", {}).values():
-            if isinstance(v, _GRAPH_PIECES) or (
-                type(v) in (list, tuple) and any(isinstance(i, _GRAPH_PIECES) for i in v)
-            ):
+        for a in _INNER_GRAPH_ATTRS:
+            if a in d or hasattr(type(o), a):
+                return True
+        for v in d.values():
+            t = type(v)
+            if (t is list or t is tuple) and v:
+                if any(isinstance(i, _GRAPH_PIECES) for i in v):
+                    return True
+            elif isinstance(v, _GRAPH_PIECES):
                 return True
     return False
 
@@ -273,7 +280,11 @@ def _type_entry(t):
 
 def _entry(obj):
     """``(obj, its key)``: the repr of ``_canon(obj)``, memoized by the object."""
-    return _remember(obj, repr(_canon(obj)).encode())
+    if type(obj) is TensorType:  # the most common by far: written out
+        key = b"TensorType|%s|%s" % (obj.dtype.encode(), repr(obj.shape).encode())
+    else:
+        key = repr(_canon(obj)).encode()
+    return _remember(obj, key)
 
 
 _PLAIN = (str, int, float, bool, bytes, type(None), complex)
@@ -578,9 +589,14 @@ class Entry:
             update_mapping=update_mapping,
         )
         for node, note in noted:  # the notes of the rewrites, not the import's
-            if node._tag is not None:
-                node._tag = None
-            node._imported_by = None if note is None else list(notes[note])
+            imported = None if note is None else list(notes[note])
+            tag = node._tag
+            if tag is None:
+                node._imported_by = imported
+            elif imported is None:
+                tag.__dict__.pop("imported_by", None)
+            else:
+                tag.imported_by = imported
         return fgraph
 
     # -- store
