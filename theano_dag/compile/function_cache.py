@@ -66,6 +66,7 @@ from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate, Supervisor
 from theano_dag.opt.optdb import optdb
 from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
+from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant, TensorVariable
 
@@ -266,7 +267,14 @@ _classes_ok: dict = {}
 
 
 def _op_entry(op):
-    """``(op, its pickle)``, memoized; raises _Ineligible for an op the cache refuses."""
+    """``(op, its key)``, memoized; raises _Ineligible for an op the cache refuses."""
+    if type(op) is DimShuffle:  # one per broadcast constant: written out
+        key = b"DimShuffle|%s|%s|%s" % (
+            repr(op.input_broadcastable).encode(),
+            repr(op.new_order).encode(),
+            repr(getattr(op, "name", None)).encode(),
+        )
+        return _remember(op, key)
     if not _ours(type(op)) or _has_inner_graph(op):
         raise _Ineligible
     return _entry(op)
@@ -559,13 +567,17 @@ class Entry:
                 c._trace = [stacks[s] for s in trace if stacks[s] is not None]
             variables.append(c)
         noted = []
+        traces: dict = {}  # one list per distinct trace, shared as a clone shares it
         for op_i, in_refs, out_defs, note in nodes:
             outputs = []
             for t, name, trace in out_defs:
                 vtype, cls = types[t]
                 o = cls(vtype, None, None, name)
                 if trace is not None:
-                    o._trace = [stacks[s] for s in trace if stacks[s] is not None]
+                    tr = traces.get(trace)
+                    if tr is None:
+                        tr = traces[trace] = [stacks[s] for s in trace if stacks[s] is not None]
+                    o._trace = tr
                 outputs.append(o)
             node = Apply(ops[op_i], [variables[i] for i in in_refs], outputs)
             noted.append((node, note))
