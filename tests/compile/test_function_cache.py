@@ -449,3 +449,31 @@ def test_a_graph_that_does_not_load_back_is_marked_and_compiled(monkeypatch):
         f, d = _compile(build)
     assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0}
     np.testing.assert_allclose(f(np.zeros(1)), [5.0])
+
+
+def test_a_theano_dag_op_holding_a_user_function_is_not_cached():
+    from theano_dag.graph.op import as_op
+
+    @as_op([tt.dvector], [tt.dvector])
+    def triple(v):
+        return v * 3
+
+    for _ in range(2):
+        x = tt.dvector("x")
+        before = function_cache.stats()
+        f = theano_dag.function([x], triple(tt.exp(x)))
+        assert _delta(before)["ineligible"] == 1
+        np.testing.assert_allclose(f(np.zeros(2)), [3.0, 3.0])
+
+
+def test_a_loaded_function_copies_and_pickles():
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.tanh(x) * 2 + 1
+
+    f, _ = _compile(build)
+    g, d = _compile(build)
+    assert d["hits"] == 1
+    value = np.linspace(-1, 1, 4)
+    np.testing.assert_array_equal(g.copy()(value), f.copy()(value))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(g))(value), f(value))

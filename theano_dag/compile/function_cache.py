@@ -44,6 +44,7 @@ import pickle
 import sys
 import tempfile
 import time
+import types
 import warnings
 from array import array
 
@@ -89,7 +90,7 @@ _stats = {
     "stores": 0,
     "ineligible": 0,
     "damaged": 0,
-    # Seconds spent: computing keys, loading entries (hits), storing them (misses).
+    # CPU seconds spent: computing keys, loading entries (hits), storing them (misses).
     "key_seconds": 0.0,
     "load_seconds": 0.0,
     "store_seconds": 0.0,
@@ -326,6 +327,17 @@ def _canon(x):
         return (t.__module__, t.__qualname__, *[_canon(getattr(x, p)) for p in props], name)
     if hasattr(x, "_props") and _ours(t):
         return (t.__module__, t.__qualname__, _canon(x._props()))
+    if t is np.ufunc:
+        return ("ufunc", x.__name__)
+    if isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
+        # By name: theano_dag's (its code is in the key), numpy's and Python's; the
+        # user's own function could change behind the same name.
+        module = getattr(x, "__module__", None) or ""
+        if module.split(".")[0] in ("theano_dag", "numpy", "builtins", "math", "operator"):
+            return ("ref", module, x.__qualname__)
+        raise _Ineligible
+    if not _ours(t):
+        raise _Ineligible
     try:
         return ("pickle", pickle.dumps(x, protocol=5))
     except Exception:
@@ -476,7 +488,7 @@ class Entry:
 
     def load(self):
         """The optimized FunctionGraph (with the normal path's features), or None."""
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             with open(self.path, "rb") as fh:
                 raw = fh.read()
@@ -504,7 +516,7 @@ class Entry:
             os.utime(self.path)  # the oldest entries are evicted first
         except OSError:
             pass
-        _stats["load_seconds"] += time.perf_counter() - t0
+        _stats["load_seconds"] += time.process_time() - t0
         return fgraph
 
     def _drop(self, what):
@@ -618,14 +630,14 @@ class Entry:
         something the format cannot rebuild faithfully."""
         if self.unloadable:
             return False
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             payload = self._serialize(fgraph)
         except _Ineligible:
             _stats["ineligible"] += 1
             return False
         finally:
-            _stats["store_seconds"] += time.perf_counter() - t0
+            _stats["store_seconds"] += time.process_time() - t0
         if not self._write(payload):
             return False
         _stats["stores"] += 1
@@ -856,11 +868,11 @@ def entry_for(inputs, outputs, mode, accept_inplace, profile):
     optimizer, op or type the cache cannot vouch for)."""
     if not config.function_cache or profile:
         return None
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     try:
         return _entry_for(inputs, outputs, mode, accept_inplace)
     finally:
-        _stats["key_seconds"] += time.perf_counter() - t0
+        _stats["key_seconds"] += time.process_time() - t0
 
 
 def _entry_for(inputs, outputs, mode, accept_inplace):
