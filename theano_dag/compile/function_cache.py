@@ -115,7 +115,10 @@ _pickles: dict = {}
 # key -> op or type: the object a loaded entry uses, so that a loaded graph holds the
 # user's own op instances (as a rewritten copy does) and a second load unpickles nothing.
 _objects: dict = {}
-_MEMO_LIMIT = 50_000
+_MEMO_LIMIT = 20_000
+# pickle of the ops a graph's rewrites made -> those ops, for the last few graphs.
+_op_lists: dict = {}
+_OP_LISTS_LIMIT = 64
 _code_version: list = []
 _optdb_checked: list = [None, False]  # [changes() when checked, whether pristine]
 
@@ -290,7 +293,11 @@ def _type_entry(t):
 def _entry(obj):
     """``(obj, its key)``: the repr of ``_canon(obj)``, memoized by the object."""
     if type(obj) is TensorType:  # the most common by far: written out
-        key = b"TensorType|%s|%s" % (obj.dtype.encode(), repr(obj.shape).encode())
+        key = b"TensorType|%s|%s|%s" % (
+            obj.dtype.encode(),
+            repr(obj.shape).encode(),
+            repr(obj.name).encode(),
+        )
     else:
         key = repr(_canon(obj)).encode()
     return _remember(obj, key)
@@ -326,7 +333,7 @@ def _canon(x):
         name = getattr(x, "name", None)
         return (t.__module__, t.__qualname__, *[_canon(getattr(x, p)) for p in props], name)
     if hasattr(x, "_props") and _ours(t):
-        return (t.__module__, t.__qualname__, _canon(x._props()))
+        return (t.__module__, t.__qualname__, _canon(x._props()), getattr(x, "name", None))
     if t is np.ufunc:
         return ("ufunc", x.__name__)
     if isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
@@ -345,8 +352,9 @@ def _canon(x):
 
 
 def _remember(obj, blob):
-    if len(_pickles) > _MEMO_LIMIT:
-        _pickles.clear()
+    if len(_pickles) > _MEMO_LIMIT or len(_objects) > _MEMO_LIMIT:
+        _pickles.clear()  # (a walk in progress keeps what it found: its table has it)
+        _objects.clear()
     entry = _pickles[id(obj)] = (obj, blob)
     _objects.setdefault(blob, obj)
     return entry
@@ -559,7 +567,7 @@ class Entry:
             return o
 
         ops = [obj(k, b) for k, b in op_blobs]
-        new_ops = objects.get(new_blob)
+        new_ops = _op_lists.get(new_blob)
         if new_ops is None:
             new_ops = pickle.loads(new_blob)
             _remember_ops(new_blob, new_ops)
@@ -829,10 +837,10 @@ def _real_pickle(obj) -> bytes:
 
 
 def _remember_ops(blob, ops):
-    # A list, under its pickle: the ops that rewrites made, shared by later loads.
-    if len(_objects) > _MEMO_LIMIT:
-        _objects.clear()
-    _objects[blob] = ops
+    # The ops that rewrites made, under their pickle: shared by later loads.
+    if len(_op_lists) >= _OP_LISTS_LIMIT:
+        _op_lists.clear()
+    _op_lists[blob] = ops
 
 
 _PLAIN_FEATURES = {
@@ -906,16 +914,18 @@ def _evict_if_due(directory):
             return
     except OSError:
         pass
+    now = time.time()
     try:
         with open(marker, "wb"):
             pass
         entries = []
         with os.scandir(directory) as it:
             for e in it:
-                if e.name.startswith("."):
-                    continue
                 st = e.stat()
-                entries.append((st.st_mtime, st.st_size, e.path))
+                if e.name.startswith(".tmp-") and now - st.st_mtime > 3600:
+                    os.remove(e.path)  # left by a process that died while writing
+                elif not e.name.startswith("."):
+                    entries.append((st.st_mtime, st.st_size, e.path))
     except OSError:
         return
     entries.sort()
