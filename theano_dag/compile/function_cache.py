@@ -270,13 +270,17 @@ def _class_ok(cls) -> bool:
 _classes_ok: dict = {}
 
 
+_DIMSHUFFLE_STATE = DimShuffle((False,), [0]).__dict__.keys()
+
+
 def _op_entry(op):
     """``(op, its key)``, memoized; raises _Ineligible for an op the cache refuses."""
-    if type(op) is DimShuffle:  # one per broadcast constant: written out
+    if type(op) is DimShuffle and op.__dict__.keys() == _DIMSHUFFLE_STATE:
+        # One per broadcast constant: written out (its other fields follow from these).
         key = b"DimShuffle|%s|%s|%s" % (
             repr(op.input_broadcastable).encode(),
             repr(op.new_order).encode(),
-            repr(getattr(op, "name", None)).encode(),
+            repr(op.inplace).encode(),
         )
         return _remember(op, key)
     if not _ours(type(op)) or _has_inner_graph(op):
