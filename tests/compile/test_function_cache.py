@@ -477,3 +477,28 @@ def test_a_loaded_function_copies_and_pickles():
     value = np.linspace(-1, 1, 4)
     np.testing.assert_array_equal(g.copy()(value), f.copy()(value))
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(g))(value), f(value))
+
+
+def test_a_graph_with_the_users_in_place_op_hits_and_overwrites_as_the_miss():
+    from theano_dag import scalar as ts
+    from theano_dag.tensor.elemwise import Elemwise
+
+    add_inplace = Elemwise(ts.add, {0: 0})
+
+    def compile_once():
+        x = tt.dvector("x")
+        before = function_cache.stats()
+        f = theano_dag.function(
+            [In(x, mutable=True)], add_inplace(x, tt.constant(1.0)) * 2, accept_inplace=True
+        )
+        return f, _delta(before)
+
+    (f, miss), (g, hit) = compile_once(), compile_once()
+    assert miss["stores"] == 1 and hit["hits"] == 1
+    assert _printed(g) == _printed(f)
+    assert [type(x).__name__ for x in g.maker.fgraph._features] == [
+        type(x).__name__ for x in f.maker.fgraph._features
+    ]
+    a, b = np.arange(3.0), np.arange(3.0)
+    np.testing.assert_array_equal(g(b), f(a))
+    np.testing.assert_array_equal(b, a)  # overwritten alike
