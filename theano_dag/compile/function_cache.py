@@ -192,25 +192,34 @@ def _code() -> bytes:
     return _code_version[0]
 
 
-def _optdb_pristine() -> bool:
-    """Whether the global optdb holds only theano_dag's own rewrites (no DB under it was
-    changed by code outside theano_dag): checked again after any DB changed."""
+def _optdb_state():
+    """``(pristine, fingerprint)`` of the global optdb: whether it holds only theano_dag's
+    own rewrites (no DB under it was changed by code outside theano_dag), and its size
+    (per DB: registered objects, tags, tagged entries), which tells apart two processes
+    whose theano_dag modules registered different rewrites. Computed again after any DB
+    changed."""
     n = _db.changes()
     if _optdb_checked[0] != n:
-        ok, seen, todo = True, set(), [optdb]
-        while todo and ok:
+        ok, seen, todo, sizes = True, set(), [optdb], []
+        while todo:
             d = todo.pop()
             if id(d) in seen:
                 continue
             seen.add(id(d))
-            ok = d.foreign_changes == 0
-            for objs in d.__db__.values():
+            ok = ok and d.foreign_changes == 0
+            table = d.__db__
+            sizes.append((d.name, len(d._names), len(table), sum(map(len, table.values()))))
+            for objs in table.values():
                 todo.extend(o for o in objs if isinstance(o, _db.DB))
             inner = getattr(d, "db", None)
             if isinstance(inner, _db.DB):
                 todo.append(inner)
-        _optdb_checked[:] = [n, ok]
+        _optdb_checked[:] = [n, (ok, repr(sizes))]
     return _optdb_checked[1]
+
+
+def _optdb_pristine() -> bool:
+    return _optdb_state()[0]
 
 
 def _linker_key(linker):
@@ -242,9 +251,12 @@ def _mode_key(mode):
         return f"{lk}|None"
     if type(opt) is not Query or opt.extra_optimizations:
         return None
-    if _optdb() is not optdb or not _optdb_pristine():
+    if _optdb() is not optdb:
         return None
-    return f"{lk}|{opt!r}"
+    pristine, fingerprint = _optdb_state()
+    if not pristine:
+        return None
+    return f"{lk}|{opt!r}|{fingerprint}"
 
 
 def _flags_key() -> str:
