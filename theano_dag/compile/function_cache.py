@@ -5,19 +5,23 @@ loads the optimized graph from ``<compiledir>/functions/`` instead of copying an
 rewriting the user's graph; the engine links it and makes its first call as usual.
 
 The key is a digest of everything the optimized graph depends on, gathered by one walk
-of the user's graph in topological order: each node's op (its pickle, so that two ops
-differing in any state differ), where its inputs come from, its outputs' types and
-names; each constant's type, dtype, shape and bytes; each input's type, name and ``In``
-flags; the outputs' ``Out`` flags; the mode's optimizer query and its linker's class and
+of the user's graph in topological order: each node's op (its class, its props, which
+its ``__eq__`` compares, and its name; anything else it holds by its pickle), where its
+inputs come from, its outputs' types, classes and names; each constant's type, dtype,
+shape and bytes; each input's type, name and ``In`` flags; the outputs' ``Out`` flags;
+the mode's optimizer query, the optdb's registrations and the linker's class and
 options; every config flag; and the versions of theano_dag (its files' names, sizes and
 modification times), numpy and Python. A graph is cached only when all of that is known
 to be faithful (``entry_for``); otherwise it compiles as it always did.
 
 An entry is one file: a header (the key's digest and a checksum of the payload), then a
-compact pickle of the graph as tables: the distinct ops and types (each pickled once,
-and an op of the user's graph reused as the very object the user's graph holds), the
-constants, and the nodes in topological order as ``(op, inputs, output types, names)``.
-A damaged entry is removed with a warning and the graph compiled again.
+compact pickle of the graph as tables: the distinct ops and types (an op of the user's
+graph found again as the very object the user's graph holds, the ops the rewrites made
+pickled together), the constants, and the nodes in topological order as ``(op, inputs,
+output types, names)``. The features of the normal path's graph (DestroyHandler,
+Supervisor, ...) are attached again, in the same order. A damaged entry is removed
+with a warning and the graph compiled again; an entry whose ops do not load back is
+replaced by a mark that the graph is not to be cached.
 
 >>> import tempfile
 >>> import theano_dag, theano_dag.tensor as tt
@@ -109,9 +113,9 @@ _NODE_TAG_KEYS = frozenset({"imported_by", "removed_by"})
 _INNER_GRAPH_ATTRS = ("fgraph", "inner_inputs", "inner_outputs", "_fgraph", "nodes")
 _GRAPH_PIECES = (Variable, Apply, FunctionGraph)
 
-# id(object) -> (object, its key, _canon's repr): ops and types are mostly shared
-# instances. The object is held so that its id is not reused while the entry is here.
-_pickles: dict = {}
+# id(object) -> (object, its key): ops and types are mostly shared instances. The
+# object is held so that its id is not reused while the entry is here.
+_keys: dict = {}
 # key -> op or type: the object a loaded entry uses, so that a loaded graph holds the
 # user's own op instances (as a rewritten copy does) and a second load unpickles nothing.
 _objects: dict = {}
@@ -120,7 +124,7 @@ _MEMO_LIMIT = 20_000
 _op_lists: dict = {}
 _OP_LISTS_LIMIT = 64
 _code_version: list = []
-_optdb_checked: list = [None, False]  # [changes() when checked, whether pristine]
+_optdb_checked: list = [None, None]  # [_db.changes() when checked, _optdb_state()]
 
 
 def stats() -> dict:
@@ -140,7 +144,7 @@ def cache_dir() -> str:
 
 
 def _key_of(obj) -> bytes:
-    hit = _pickles.get(id(obj))
+    hit = _keys.get(id(obj))
     if hit is not None and hit[0] is obj:
         return hit[1]
     return _entry(obj)[1]
@@ -368,10 +372,10 @@ def _canon(x):
 
 
 def _remember(obj, blob):
-    if len(_pickles) > _MEMO_LIMIT or len(_objects) > _MEMO_LIMIT:
-        _pickles.clear()  # (a walk in progress keeps what it found: its table has it)
+    if len(_keys) > _MEMO_LIMIT or len(_objects) > _MEMO_LIMIT:
+        _keys.clear()  # (a walk in progress keeps what it found: its table has it)
         _objects.clear()
-    entry = _pickles[id(obj)] = (obj, blob)
+    entry = _keys[id(obj)] = (obj, blob)
     _objects.setdefault(blob, obj)
     return entry
 
@@ -387,7 +391,7 @@ def _walk(inputs, outputs, accept_inplace):
     blobs: list = []
     ints: list = []
     names: list = []
-    memo = _pickles
+    memo = _keys
     for spec in inputs:
         v = spec.variable
         if v in index or not _user_tag_ok(v) or not _class_ok(type(v)):
@@ -487,7 +491,7 @@ def _add_leaf(v, index, variables, blobs, ints, names):
         except Exception:
             raise _Ineligible from None
     t = v.type
-    hit = _pickles.get(id(t))
+    hit = _keys.get(id(t))
     if hit is None or hit[0] is not t:
         hit = _type_entry(t)
     ints.append(-(2**41) - len(blobs))  # a constant: its own blobs follow
