@@ -14,6 +14,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
+from theano_dag import config
 from theano_dag.engines.cpu.native import cc, ckernel
 
 _HERE = pathlib.Path(__file__).parent
@@ -35,6 +36,16 @@ settings.register_profile(
     ),
 )
 settings.load_profile("theano_dag")
+
+
+@pytest.fixture(autouse=True)
+def _no_function_cache():
+    """The cache of optimized graphs (flag ``function_cache``) off: tests change rewrites
+    (monkeypatch, register) and expect them to run on every compile.
+    tests/compile/test_function_cache.py turns it on again with a fixture of its own."""
+    with config.change_flags(function_cache=False):
+        yield
+
 
 # An upper bound for a wait that would otherwise hang, never what a test checks: far
 # above what a loaded machine takes.

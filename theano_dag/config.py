@@ -77,6 +77,12 @@ FLAGS: dict[str, _Flag] = {
     ),
     "unittests__rseed": _Flag("666", "seed of Theano's test helpers ('random': none)"),
     "profile": _Flag(False, "profile every function", kind=bool),
+    "function_cache": _Flag(
+        True,
+        "keep the graphs function() optimizes in <compiledir>/functions and load them "
+        "when the same graph is compiled again (graphs with user ops or rewrites never)",
+        kind=bool,
+    ),
     "allow_gc": _Flag(True, "free intermediates after use in the reference engine", kind=bool),
     "opencl__platform": _Flag("", "OpenCL platform name substring (empty: first)"),
     "opencl__device": _Flag("", "OpenCL device name substring (empty: first)"),

@@ -31,6 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from theano_dag.compile import function_cache
 from theano_dag.compile.io import In, SymbolicInput, SymbolicOutput
 from theano_dag.compile.mode import get_mode
 from theano_dag.compile.profiling import print_at_exit
@@ -657,8 +658,19 @@ class FunctionMaker:
             linker.incremental = True
             # The query follows the engine's options (no row tiling when incremental).
             mode = mode.clone(linker=linker)
+        cached = None
         if fgraph is None:
             self._check_unused_inputs(inputs, outputs, on_unused_input)
+            # A graph compiled before (in any process) is loaded, not rewritten again.
+            cache_entry = function_cache.entry_for(inputs, outputs, mode, accept_inplace, profile)
+            if cache_entry is not None:
+                cached = cache_entry.load()
+        if cached is not None:
+            fgraph = cached
+            fgraph.profile = profile
+            additional = [SymbolicOutput(s.update) for s in inputs if s.update is not None]
+            self.optimizer_time = 0.0
+        elif fgraph is None:
             fgraph, additional = std_fgraph(inputs, outputs, accept_inplace)
             fgraph.profile = profile
             t0 = time.perf_counter()
@@ -674,6 +686,8 @@ class FunctionMaker:
                     run(fgraph)
             self.optimizer_time = time.perf_counter() - t0
             insert_deepcopy(fgraph, inputs, outputs + additional)
+            if cache_entry is not None:
+                cache_entry.store(fgraph)
         else:
             additional = [SymbolicOutput(s.update) for s in inputs if s.update is not None]
             attach_protection(fgraph, inputs, accept_inplace=True)

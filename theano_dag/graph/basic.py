@@ -60,9 +60,15 @@ __all__ = [
 NoParams = object()
 """What ``Apply.run_params`` returns when the op has no params: ``perform`` gets none."""
 
+_UNSET = object()  # a slot never set (pickling leaves it out)
+
 
 def _get_slotted_state(obj) -> dict:
-    state = {k: getattr(obj, k) for k in _slot_names(type(obj)) if hasattr(obj, k)}
+    state = {}
+    for k in _slot_names(type(obj)):
+        v = getattr(obj, k, _UNSET)
+        if v is not _UNSET:
+            state[k] = v
     extra = getattr(obj, "__dict__", None)
     if extra:
         state.update(extra)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import operator
 import os
@@ -113,15 +114,17 @@ class MetaObject(metaclass=MetaType):
         return str(self)
 
 
-def _slot_names(cls) -> list:
-    """Every ``__slots__`` entry along the MRO of ``cls`` (for pickling slotted classes)."""
+@functools.cache
+def _slot_names(cls) -> tuple:
+    """Every ``__slots__`` entry along the MRO of ``cls`` (for pickling slotted classes);
+    kept per class: pickling a graph asks it once per Variable and Apply."""
     names = []
     for klass in cls.__mro__:
         slots = klass.__dict__.get("__slots__", ())
         if isinstance(slots, str):
             slots = (slots,)
         names.extend(s for s in slots if s not in ("__weakref__", "__dict__") and s not in names)
-    return names
+    return tuple(names)
 
 
 class Scratchpad:

@@ -31,6 +31,30 @@ __all__ = ["DB", "Query", "SequenceDB", "EquilibriumDB", "LocalGroupDB", "TopoDB
 # Tag of rewrites that insert ops with only a C implementation.
 CXX_ONLY = "cxx_only"
 
+# Every change of any DB (register, add_tags, remove_tags) bumps this counter, so that a
+# check of what the DBs hold can be kept until the next change (compile.function_cache).
+_CHANGES = [0]
+
+
+def changes() -> int:
+    """How many times a DB changed in this process (any DB, any change)."""
+    return _CHANGES[0]
+
+
+def _made_by_theano_dag() -> bool:
+    """Whether the DB change being made comes from theano_dag's own modules as they are
+    imported: the frames from the caller outward reach the top level of a theano_dag
+    module before any frame of code outside theano_dag (a user's module or function)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if not (name == "theano_dag" or name.startswith("theano_dag.")):
+            return False
+        if frame.f_code.co_name == "<module>":
+            return True
+        frame = frame.f_back
+    return True
+
 
 class _OrderedSet(dict):
     """Insertion-ordered set of objects (by identity of hash), enough for a DB."""
@@ -148,6 +172,14 @@ class DB:
         self._names: set = set()
         self._registered: dict = {}  # id(obj) -> name, to refuse registering an object twice
         self.name = None  # set by the DB this one is registered in
+        # Changes made by code outside theano_dag (a user's rewrite): the function cache
+        # leaves the graphs of a query over this DB uncached when there is one.
+        self.foreign_changes = 0
+
+    def _changed(self):
+        _CHANGES[0] += 1
+        if not _made_by_theano_dag():
+            self.foreign_changes += 1
 
     __hash__ = object.__hash__
 
@@ -199,10 +231,15 @@ class DB:
         self._names.add(name)
         self._registered[id(obj)] = name
         self.__db__.setdefault(type(obj).__name__, _OrderedSet()).add(obj)
-        self.add_tags(name, *tags)
+        self._add_tags(name, tags)
+        self._changed()
 
     def add_tags(self, name, *tags):
         """Give the object registered as ``name`` more tags."""
+        self._add_tags(name, tags)
+        self._changed()
+
+    def _add_tags(self, name, tags):
         obj = self[name]
         for tag in tags:
             if tag in self._names:
@@ -218,6 +255,7 @@ class DB:
             if tag in self._names:
                 raise ValueError(f"remove_tags({name!r}): {tag!r} is a name, not a tag")
             self.__db__.get(tag, _OrderedSet()).discard(obj)
+        self._changed()
 
     def names(self) -> list:
         """The registered names, in registration order."""

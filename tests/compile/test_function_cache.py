@@ -1,0 +1,514 @@
+"""The cache on disk of optimized graphs (``theano_dag.compile.function_cache``): a hit
+gives the graph, the values and the generated code of a miss; graphs that differ in
+anything the optimized graph depends on get different keys; what the cache cannot vouch
+for is compiled as before; damaged entries are dropped with a warning."""
+
+import io
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag import config, shared
+from theano_dag.compile import function_cache
+from theano_dag.compile.debugmode import DebugMode
+from theano_dag.compile.function_module import FunctionMaker
+from theano_dag.compile.io import In, Out
+from theano_dag.compile.mode import FAST_COMPILE, FAST_RUN, Mode, get_mode
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.op import Op
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt import optdb
+from theano_dag.printing import debugprint
+from theano_dag.testing import fuzz
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(autouse=True)
+def function_cache_on(tmp_path, monkeypatch):
+    """The cache on (tests/conftest.py turns it off for the rest of the suite), in a
+    directory of this test's own."""
+    directory = str(tmp_path / "functions")
+    monkeypatch.setattr(function_cache, "cache_dir", lambda: directory)
+    with config.change_flags(function_cache=True):
+        yield directory
+
+
+def _delta(before):
+    now = function_cache.stats()
+    return {k: now[k] - before[k] for k in ("hits", "misses", "stores", "ineligible", "damaged")}
+
+
+def _compile(build, **kw):
+    before = function_cache.stats()
+    inputs, outputs = build()
+    f = theano_dag.function(inputs, outputs, **kw)
+    return f, _delta(before)
+
+
+def _printed(f):
+    out = io.StringIO()
+    debugprint(f.maker.fgraph, file=out, print_type=True)
+    return out.getvalue()
+
+
+def _topo(f):
+    """The optimized graph's toposort as text, each input named by its producer's place."""
+    fgraph = f.maker.fgraph
+    order = fgraph.toposort()
+    where = {v: f"in{k}" for k, v in enumerate(fgraph.inputs)}
+    for k, node in enumerate(order):
+        for j, o in enumerate(node.outputs):
+            where[o] = f"n{k}.{j}"
+    return [(str(n.op), [where.get(i, str(i)) for i in n.inputs]) for n in order]
+
+
+def _key(inputs, outputs, mode=None, accept_inplace=False):
+    ins = [FunctionMaker.wrap_in(i) for i in inputs]
+    outs = [FunctionMaker.wrap_out(o) for o in outputs]
+    entry = function_cache.entry_for(ins, outs, get_mode(mode), accept_inplace, None)
+    return None if entry is None else entry.digest
+
+
+def _mlpish():
+    x = tt.dmatrix("x")
+    w = tt.dmatrix("w")
+    b = tt.dvector("b")
+    h = tt.tanh(tt.dot(x, w) + b)
+    return [x, w, b], [tt.sum(h**2, axis=1) * 0.5 + tt.exp(-h).mean(), h.T]
+
+
+def _values(rng):
+    return [rng.normal(size=(4, 3)), rng.normal(size=(3, 5)), rng.normal(size=5)]
+
+
+@pytest.mark.parametrize("mode", [None, "FAST_COMPILE"])
+def test_a_hit_gives_the_graph_values_and_code_of_the_miss(mode):
+    f, miss = _compile(_mlpish, mode=mode)
+    g, hit = _compile(_mlpish, mode=mode)
+    assert miss["misses"] == 1 and miss["stores"] == 1
+    assert hit["hits"] == 1 and hit["stores"] == 0
+    assert _printed(g) == _printed(f)
+    assert _topo(g) == _topo(f)
+    assert [type(x) for x in g.maker.fgraph._features] == [
+        type(x) for x in f.maker.fgraph._features
+    ]
+    assert g.maker.fgraph.update_mapping == f.maker.fgraph.update_mapping
+    vals = _values(np.random.default_rng(0))
+    ref = theano_dag.function(*_mlpish(), mode=Mode(linker="py", optimizer=None))(*vals)
+    for got, want, r in zip(g(*vals), f(*vals), ref):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(got, r, rtol=1e-12)
+    if mode is None:  # the CPU engine: the same generated first call
+        assert g.fn.source() == f.fn.source()
+
+
+def test_the_loaded_graph_keeps_the_protection_of_the_inputs():
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) + 1
+
+    f, _ = _compile(build)
+    g, hit = _compile(build)
+    assert hit["hits"] == 1
+    (sup_f,) = [s for s in f.maker.fgraph._features if type(s).__name__ == "Supervisor"]
+    (sup_g,) = [s for s in g.maker.fgraph._features if type(s).__name__ == "Supervisor"]
+    assert [g.maker.fgraph.inputs.index(v) for v in sup_g.protected] == [
+        f.maker.fgraph.inputs.index(v) for v in sup_f.protected
+    ]
+    value = np.arange(3.0)
+    np.testing.assert_array_equal(g(value), np.exp(np.arange(3.0)) + 1)
+    np.testing.assert_array_equal(value, np.arange(3.0))  # not overwritten
+
+
+def _graph(dtype="float64", value=2.0, shape=(), scalar="add", order=(1, 0), axis=0):
+    def build():
+        x = tt.matrix("x", dtype=dtype)
+        c = tt.constant(np.full(shape, value, dtype="float64"))
+        y = getattr(tt, scalar)(x.dimshuffle(*order), c)
+        return [x], [tt.sum(y, axis=axis)]
+
+    return build
+
+
+def test_keys_differ_for_constants_ops_and_inputs():
+    base = _key(*_graph()())
+    assert base is not None and base == _key(*_graph()())
+    x = tt.dmatrix("x")
+    variants = [
+        _graph(dtype="float32")(),  # an input's dtype
+        _graph(value=3.0)(),  # a constant's value
+        _graph(shape=(1,))(),  # a constant's shape
+        _graph(scalar="mul")(),  # an Elemwise's scalar op
+        _graph(order=(0, 1))(),  # a DimShuffle's order
+        _graph(axis=1)(),  # a CAReduce's axis
+    ]
+    keys = [_key(*v) for v in variants]
+    # A constant's dtype (same value).
+    keys.append(_key([x], [tt.sum(x.T + tt.constant(np.float32(2.0)), axis=0)]))
+    assert None not in keys
+    assert len({base, *keys}) == len(keys) + 1
+    # An input's broadcastable pattern, and the order of the inputs.
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    r = tt.TensorType("float64", shape=(1, None))("a")
+    ks = [_key([a, b], [a - b]), _key([b, a], [a - b]), _key([r, b], [r - b])]
+    assert len(set(ks)) == 3
+
+
+def test_keys_differ_for_in_and_out_specs_and_shared_variables():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    s = shared(np.zeros(3), name="x")
+    out = tt.exp(x) * 2
+    keys = [
+        _key([x], [out]),
+        _key([x], [Out(out, borrow=True)]),
+        _key([In(x, mutable=True)], [out]),
+        _key([In(x, update=x + 1)], [out]),
+        _key([y], [tt.exp(y) * 2]),  # only a name differs
+    ]
+    assert None not in keys and len(set(keys)) == len(keys)
+    # A shared variable (an implicit input) where an explicit input was: a miss.
+    theano_dag.function([x], out)
+    before = function_cache.stats()
+    f = theano_dag.function([], tt.exp(s) * 2)
+    assert _delta(before)["stores"] == 1
+    np.testing.assert_array_equal(f(), 2 * np.ones(3))
+
+
+def test_keys_differ_for_flags_and_modes():
+    x = tt.dvector("x")
+    out = [tt.exp(x) * 2 + tt.log(x)]
+    keys = [_key([x], out)]
+    other_float = "float64" if config.floatX == "float32" else "float32"
+    for flags in (
+        {"floatX": other_float},
+        {"cpu__poison": not config.cpu__poison},
+        {"optimizer_excluding": "fma"},
+    ):
+        with config.change_flags(**flags):
+            keys.append(_key([x], out))
+    for mode in (FAST_RUN, FAST_COMPILE, FAST_RUN.excluding("fusion")):
+        keys.append(_key([x], out, mode=mode))
+    assert None not in keys
+    # FAST_RUN is the default mode: the same key, nothing else alike.
+    assert keys[4] == keys[0]
+    del keys[4]
+    assert len(set(keys)) == len(keys)
+
+
+class _UserOp(Op):
+    __props__ = ()
+
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0] * 3
+
+
+def test_a_user_op_is_compiled_and_not_cached():
+    def build():
+        x = tt.dvector("x")
+        return [x], _UserOp()(tt.exp(x))
+
+    for _ in range(2):
+        f, d = _compile(build)
+        assert d["hits"] == 0 and d["stores"] == 0 and d["ineligible"] == 1
+        np.testing.assert_allclose(f(np.array([0.0, 1.0])), 3 * np.exp([0.0, 1.0]))
+
+
+def test_debug_mode_and_profiling_are_not_cached():
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) + 1
+
+    for _ in range(2):
+        f, d = _compile(build, mode=DebugMode())
+        assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0}
+        np.testing.assert_allclose(f(np.zeros(2)), [2.0, 2.0])
+    _, d = _compile(build, profile=True)
+    assert d["hits"] == d["stores"] == 0
+
+
+def test_the_flag_switches_the_cache_off():
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) + 1
+
+    with config.change_flags(function_cache=False):
+        for _ in range(2):
+            _, d = _compile(build)
+            assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 0, "damaged": 0}
+
+
+@local_optimizer(None)
+def _user_rewrite(fgraph, node):
+    return False
+
+
+def test_a_user_rewrite_makes_graphs_uncached_even_once_removed():
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) + 1
+
+    canonicalize = optdb["canonicalize"]
+    checked = function_cache._optdb_pristine()
+    assert checked
+    canonicalize.register("user_rewrite_for_the_cache_test", _user_rewrite, "fast_run")
+    try:
+        _, d = _compile(build)
+        assert d["ineligible"] == 1 and d["stores"] == 0
+    finally:
+        canonicalize.remove_tags("user_rewrite_for_the_cache_test", "fast_run", "canonicalize")
+    # Still a change made by code outside theano_dag: the graphs stay uncached.
+    _, d = _compile(build)
+    assert d["ineligible"] == 1 and d["stores"] == 0
+    # (Undone for the other tests of this process.)
+    canonicalize.foreign_changes = 0
+    function_cache._optdb_checked[0] = None
+
+
+def test_updates_and_givens_work_on_a_hit():
+    state = shared(np.zeros(3), name="state")
+
+    def build():
+        x = tt.dvector("x")
+        y = tt.dvector("y")
+        return x, y
+
+    fs = []
+    for _ in range(2):
+        x, y = build()
+        before = function_cache.stats()
+        f = theano_dag.function([x], tt.sum(state), updates=[(state, state + x)], givens={y: x})
+        fs.append((f, _delta(before)))
+    (f, miss), (g, hit) = fs
+    assert miss["stores"] == 1 and hit["hits"] == 1
+    assert float(f(np.ones(3))) == 0.0
+    assert float(g(np.ones(3))) == 3.0  # the hit updates the user's shared variable
+    np.testing.assert_array_equal(state.get_value(), 2 * np.ones(3))
+
+    def with_givens():
+        a, b = tt.dvector("a"), tt.dvector("b")
+        return theano_dag.function([a], tt.exp(b) * 2, givens={b: a + 1})
+
+    before = function_cache.stats()
+    r1 = with_givens()(np.zeros(2))
+    r2 = with_givens()(np.zeros(2))
+    assert _delta(before)["hits"] == 1
+    np.testing.assert_array_equal(r1, r2)
+    np.testing.assert_allclose(r2, 2 * np.exp([1.0, 1.0]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_graphs_hit_and_give_the_same_values(seed):
+    rec = fuzz.generate(np.random.default_rng(seed))
+    values = fuzz._values(rec, 0)
+    results, deltas, fns = [], [], []
+    for _ in range(2):
+        inputs, svar, syms = fuzz._build(rec)
+        before = function_cache.stats()
+        updates = [(svar, syms[rec.update])] if svar is not None else []
+        if svar is not None:
+            svar.set_value(values[rec.shared_index])
+        f = theano_dag.function(
+            [syms[k] for k in inputs],
+            [syms[k] for k in rec.outputs],
+            updates=updates,
+            on_unused_input="ignore",
+        )
+        deltas.append(_delta(before))
+        fns.append(f)
+        out = f(*[values[k] for k in inputs])
+        results.append([np.asarray(o) for o in out])
+        if svar is not None:
+            results[-1].append(svar.get_value())
+    if deltas[0]["ineligible"]:
+        pytest.skip("a graph the cache does not take")
+    assert deltas[0]["stores"] == 1 and deltas[1]["hits"] == 1
+    f, g = fns
+    assert _printed(g) == _printed(f)
+    assert _topo(g) == _topo(f)
+    assert g.fn.source() == f.fn.source()
+    for a, b in zip(*results):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def _damage(path, how):
+    raw = open(path, "rb").read()
+    if how == "truncated":
+        raw = raw[: len(raw) // 2]
+    elif how == "garbage":
+        raw = raw[:60] + os.urandom(len(raw) - 60)
+    else:  # the digest of another key in the header
+        raw = raw[:8] + bytes(32) + raw[40:]
+    with open(path, "wb") as fh:
+        fh.write(raw)
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage", "digest"])
+def test_a_damaged_entry_warns_is_removed_and_the_graph_compiles(how, function_cache_on):
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) * 3
+
+    f, d = _compile(build)
+    assert d["stores"] == 1
+    (name,) = [n for n in os.listdir(function_cache_on) if not n.startswith(".")]
+    path = os.path.join(function_cache_on, name)
+    _damage(path, how)
+    with pytest.warns(UserWarning, match=f"entry {path} is damaged"):
+        g, d = _compile(build)
+    assert d["damaged"] == 1 and d["hits"] == 0 and d["stores"] == 1
+    np.testing.assert_allclose(g(np.ones(2)), 3 * np.exp([1.0, 1.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, d = _compile(build)  # stored again by the compile after the damage
+    assert d["hits"] == 1
+
+
+def test_the_directory_is_kept_under_its_bounds(function_cache_on, monkeypatch):
+    monkeypatch.setattr(function_cache, "MAX_ENTRIES", 3)
+    for k in range(6):
+        x = tt.dvector("x")
+        theano_dag.function([x], tt.exp(x) * (k + 10.0))
+        marker = os.path.join(function_cache_on, ".sized")
+        if os.path.exists(marker):
+            os.utime(marker, (0, 0))  # due again at the next store
+    entries = [n for n in os.listdir(function_cache_on) if not n.startswith(".")]
+    assert len(entries) == 3
+
+
+def test_a_fresh_process_loads_what_another_stored(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        import theano_dag, theano_dag.tensor as tt
+        from theano_dag.compile import function_cache
+        x, y = tt.dvector("x"), tt.dvector("y")
+        f = theano_dag.function([x, y], [tt.exp(x) * y + 1.5, tt.sum(tt.tanh(x - y))])
+        out = f(np.linspace(-1, 1, 5), np.arange(5.0))
+        s = function_cache.stats()
+        print(s["hits"], s["stores"], repr([o.tolist() for o in out]))
+        """
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=ROOT,
+        THEANO_DAG_FLAGS=f"compiledir={tmp_path},cxx=,opencl__platform=NoSuchPlatform",
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        )
+        for _ in range(2)
+    ]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    a, b = (r.stdout.split(None, 2) for r in runs)
+    assert a[:2] == ["0", "1"] and b[:2] == ["1", "0"]
+    assert a[2] == b[2]
+    assert os.listdir(tmp_path / "functions")
+
+
+def test_graphs_with_inner_graphs_are_not_cached():
+    from theano_dag import scalar as ts
+    from theano_dag.scalar.composite import Composite
+    from theano_dag.tensor.elemwise import Elemwise
+
+    a = ts.float64("a")
+    composite = Elemwise(Composite([a], [ts.exp(a) + 1]))
+    for _ in range(2):
+        x = tt.dvector("x")
+        before = function_cache.stats()
+        f = theano_dag.function([x], composite(x) * 2)
+        assert _delta(before)["ineligible"] == 1
+        np.testing.assert_allclose(f(np.zeros(2)), [4.0, 4.0])
+
+
+def test_a_graph_that_does_not_load_back_is_marked_and_compiled(monkeypatch):
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.exp(x) * 5
+
+    _, d = _compile(build)
+    assert d["stores"] == 1
+
+    def fails(self, data):
+        raise pickle.UnpicklingError("an op's class is gone")
+
+    with monkeypatch.context() as m:
+        m.setattr(function_cache.Entry, "_rebuild", fails)
+        with pytest.warns(UserWarning, match="does not load back"):
+            f, d = _compile(build)
+    assert d["damaged"] == 1 and d["stores"] == 0
+    np.testing.assert_allclose(f(np.zeros(1)), [5.0])
+    # The entry now says so: compiled as always, silently, and not stored again.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f, d = _compile(build)
+    assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0}
+    np.testing.assert_allclose(f(np.zeros(1)), [5.0])
+
+
+def test_a_theano_dag_op_holding_a_user_function_is_not_cached():
+    from theano_dag.graph.op import as_op
+
+    @as_op([tt.dvector], [tt.dvector])
+    def triple(v):
+        return v * 3
+
+    for _ in range(2):
+        x = tt.dvector("x")
+        before = function_cache.stats()
+        f = theano_dag.function([x], triple(tt.exp(x)))
+        assert _delta(before)["ineligible"] == 1
+        np.testing.assert_allclose(f(np.zeros(2)), [3.0, 3.0])
+
+
+def test_a_loaded_function_copies_and_pickles():
+    def build():
+        x = tt.dvector("x")
+        return [x], tt.tanh(x) * 2 + 1
+
+    f, _ = _compile(build)
+    g, d = _compile(build)
+    assert d["hits"] == 1
+    value = np.linspace(-1, 1, 4)
+    np.testing.assert_array_equal(g.copy()(value), f.copy()(value))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(g))(value), f(value))
+
+
+def test_a_graph_with_the_users_in_place_op_hits_and_overwrites_as_the_miss():
+    from theano_dag import scalar as ts
+    from theano_dag.tensor.elemwise import Elemwise
+
+    add_inplace = Elemwise(ts.add, {0: 0})
+
+    def compile_once():
+        x = tt.dvector("x")
+        before = function_cache.stats()
+        f = theano_dag.function(
+            [In(x, mutable=True)], add_inplace(x, tt.constant(1.0)) * 2, accept_inplace=True
+        )
+        return f, _delta(before)
+
+    (f, miss), (g, hit) = compile_once(), compile_once()
+    assert miss["stores"] == 1 and hit["hits"] == 1
+    assert _printed(g) == _printed(f)
+    assert [type(x).__name__ for x in g.maker.fgraph._features] == [
+        type(x).__name__ for x in f.maker.fgraph._features
+    ]
+    a, b = np.arange(3.0), np.arange(3.0)
+    np.testing.assert_array_equal(g(b), f(a))
+    np.testing.assert_array_equal(b, a)  # overwritten alike

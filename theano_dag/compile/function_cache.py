@@ -1,0 +1,962 @@
+"""A cache on disk of the graphs ``function`` optimized, as JAX caches its compilations.
+
+Compiling a graph it compiled before (in this process or an earlier one), ``function``
+loads the optimized graph from ``<compiledir>/functions/`` instead of copying and
+rewriting the user's graph; the engine links it and makes its first call as usual.
+
+The key is a digest of everything the optimized graph depends on, gathered by one walk
+of the user's graph in topological order: each node's op (its class, its props, which
+its ``__eq__`` compares, and its name; anything else it holds by its pickle), where its
+inputs come from, its outputs' types, classes and names; each constant's type, dtype,
+shape and bytes; each input's type, name and ``In`` flags; the outputs' ``Out`` flags;
+the mode's optimizer query, the optdb's registrations and the linker's class and
+options; every config flag; and the versions of theano_dag (its files' names, sizes and
+modification times), numpy and Python. A graph is cached only when all of that is known
+to be faithful (``entry_for``); otherwise it compiles as it always did.
+
+An entry is one file: a header (the key's digest and a checksum of the payload), then a
+compact pickle of the graph as tables: the distinct ops and types (an op of the user's
+graph found again as the very object the user's graph holds, the ops the rewrites made
+pickled together), the constants, and the nodes in topological order as ``(op, inputs,
+output types, names)``. The features of the normal path's graph (DestroyHandler,
+Supervisor, ...) are attached again, in the same order. A damaged entry is removed
+with a warning and the graph compiled again; an entry whose ops do not load back is
+replaced by a mark that the graph is not to be cached.
+
+>>> import tempfile
+>>> import theano_dag, theano_dag.tensor as tt
+>>> from theano_dag import config
+>>> from theano_dag.compile.function_module import function_cache
+>>> with tempfile.TemporaryDirectory() as d, config.change_flags(
+...     function_cache=True, compiledir=d
+... ):
+...     before = function_cache.stats()
+...     for _ in range(2):  # the second compile loads what the first one stored
+...         x = tt.dvector("x")
+...         f = theano_dag.function([x], tt.exp(x) * 2, mode="FAST_COMPILE")
+...     after = function_cache.stats()
+...     after["stores"] - before["stores"], after["hits"] - before["hits"]
+(1, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import sys
+import tempfile
+import time
+import types
+import warnings
+from array import array
+
+import numpy as np
+
+import theano_dag
+from theano_dag.compile.mode import Mode, _optdb, engine_query, get_optimizer
+from theano_dag.config import FLAGS, config
+from theano_dag.engines.basic import PerformLinker
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.graph.basic import Apply, Constant, Variable, io_toposort
+from theano_dag.graph.destroyhandler import DestroyHandler
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.rewriting import db as _db
+from theano_dag.graph.rewriting.basic import ChangeLog
+from theano_dag.graph.rewriting.db import Query
+from theano_dag.graph.rewriting.merge import MergeFeature
+from theano_dag.graph.rewriting.presence import OpPresence
+from theano_dag.graph.shared import SharedVariable
+from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate, Supervisor
+from theano_dag.opt.optdb import optdb
+from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
+from theano_dag.tensor.elemwise import DimShuffle
+from theano_dag.tensor.type import TensorType
+from theano_dag.tensor.variable import TensorConstant, TensorVariable
+
+__all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
+
+# The format of an entry; a change of the layout changes it (old entries then miss).
+_FORMAT = 1
+_MAGIC = b"TDFC\x00\x01\r\n"
+_DIGEST = 32
+_CHECK = 16
+_HEADER = len(_MAGIC) + _DIGEST + _CHECK
+MAX_ENTRIES = 2000
+MAX_BYTES = 256 * 2**20
+# The directory is sized at most this often (seconds), by the process that stores.
+_EVICT_EVERY = 600.0
+
+_stats = {
+    "hits": 0,
+    "misses": 0,
+    "stores": 0,
+    "ineligible": 0,
+    "damaged": 0,
+    # CPU seconds spent: computing keys, loading entries (hits), storing them (misses).
+    "key_seconds": 0.0,
+    "load_seconds": 0.0,
+    "store_seconds": 0.0,
+}
+
+# The engines whose linking of a loaded graph is known to be the same as of a rewritten one.
+_LINKERS = (CPULinker, PerformLinker)
+# What a node's outputs and a graph's constants may be: classes built as (type, ...) alone.
+_OUTPUT_CLASSES = (Variable, TensorVariable, ScalarVariable)
+_CONSTANT_CLASSES = (Constant, TensorConstant, ScalarConstant)
+# Attributes of a variable's tag that the cache keeps (trace) or that every tag has.
+_VAR_TAG_KEYS = frozenset({"attr", "attr_filter", "trace"})
+_NODE_TAG_KEYS = frozenset({"imported_by", "removed_by"})
+# Ops whose objects hold a graph of their own (Scan, OpFromGraph, an Elemwise of a
+# Composite): the key would have to walk it too.
+_INNER_GRAPH_ATTRS = ("fgraph", "inner_inputs", "inner_outputs", "_fgraph", "nodes")
+_GRAPH_PIECES = (Variable, Apply, FunctionGraph)
+
+# id(object) -> (object, its key): ops and types are mostly shared instances. The
+# object is held so that its id is not reused while the entry is here.
+_keys: dict = {}
+# key -> op or type: the object a loaded entry uses, so that a loaded graph holds the
+# user's own op instances (as a rewritten copy does) and a second load unpickles nothing.
+_objects: dict = {}
+_MEMO_LIMIT = 20_000
+# pickle of the ops a graph's rewrites made -> those ops, for the last few graphs.
+_op_lists: dict = {}
+_OP_LISTS_LIMIT = 64
+_code_version: list = []
+_optdb_checked: list = [None, None]  # [_db.changes() when checked, _optdb_state()]
+
+
+def stats() -> dict:
+    """Counts of this process: ``hits``, ``misses`` (then stored: ``stores``),
+    ``ineligible`` graphs and ``damaged`` entries removed, and the seconds spent on
+    keys, loads and stores."""
+    return dict(_stats)
+
+
+def cache_dir() -> str:
+    """Where the entries are: ``<compiledir>/functions``."""
+    return os.path.join(config.compiledir, "functions")
+
+
+# ---------------------------------------------------------------------------
+# The key
+
+
+def _key_of(obj) -> bytes:
+    hit = _keys.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    return _entry(obj)[1]
+
+
+def _ours(cls) -> bool:
+    module = getattr(cls, "__module__", "") or ""
+    return module.startswith("theano_dag.")
+
+
+def _has_inner_graph(op) -> bool:
+    """Whether ``op`` (or its scalar op) holds a graph: an attribute named as one, or one
+    that is a graph's piece (a Variable, an Apply, a FunctionGraph, a list of them)."""
+    scalar_op = getattr(op, "scalar_op", None)
+    for o in (op, scalar_op) if scalar_op is not None else (op,):
+        d = getattr(o, "__dict__", None)
+        if d is None or not _ours(type(o)):
+            return True
+        for a in _INNER_GRAPH_ATTRS:
+            if a in d or hasattr(type(o), a):
+                return True
+        for v in d.values():
+            t = type(v)
+            if (t is list or t is tuple) and v:
+                if any(isinstance(i, _GRAPH_PIECES) for i in v):
+                    return True
+            elif isinstance(v, _GRAPH_PIECES):
+                return True
+    return False
+
+
+def _code() -> bytes:
+    """theano_dag's version, numpy's and Python's: computed once per process."""
+    if not _code_version:
+        root = os.path.dirname(theano_dag.__file__)
+        parts = [getattr(theano_dag, "__version__", "?"), np.__version__, sys.version]
+        todo = [root]
+        while todo:
+            with os.scandir(todo.pop()) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name != "__pycache__":
+                            todo.append(e.path)
+                    elif e.name.endswith((".py", ".c")):
+                        st = e.stat()
+                        parts.append(f"{e.path[len(root) :]}:{st.st_size}:{st.st_mtime_ns}")
+        parts[3:] = sorted(parts[3:])
+        _code_version.append(hashlib.blake2b("\n".join(parts).encode()).digest())
+    return _code_version[0]
+
+
+def _optdb_state():
+    """``(pristine, fingerprint)`` of the global optdb: whether it holds only theano_dag's
+    own rewrites (no DB under it was changed by code outside theano_dag), and its size
+    (per DB: registered objects, tags, tagged entries), which tells apart two processes
+    whose theano_dag modules registered different rewrites. Computed again after any DB
+    changed."""
+    n = _db.changes()
+    if _optdb_checked[0] != n:
+        ok, seen, todo, sizes = True, set(), [optdb], []
+        while todo:
+            d = todo.pop()
+            if id(d) in seen:
+                continue
+            seen.add(id(d))
+            ok = ok and d.foreign_changes == 0
+            table = d.__db__
+            sizes.append((d.name, len(d._names), len(table), sum(map(len, table.values()))))
+            for objs in table.values():
+                todo.extend(o for o in objs if isinstance(o, _db.DB))
+            inner = getattr(d, "db", None)
+            if isinstance(inner, _db.DB):
+                todo.append(inner)
+        _optdb_checked[:] = [n, (ok, repr(sizes))]
+    return _optdb_checked[1]
+
+
+def _optdb_pristine() -> bool:
+    return _optdb_state()[0]
+
+
+def _linker_key(linker):
+    if type(linker) not in _LINKERS:
+        return None
+    items = []
+    for k, v in sorted(vars(linker).items()):
+        if k in ("fgraph", "no_recycling", "updates"):
+            continue
+        if v is not None and not isinstance(v, (bool, int, float, str)):
+            return None
+        items.append(f"{k}={v!r}")
+    return f"{type(linker).__module__}.{type(linker).__qualname__}({','.join(items)})"
+
+
+def _mode_key(mode):
+    """The mode's optimizer query and linker, or None when its graphs are not cached."""
+    if type(mode) is not Mode:  # DebugMode, MonitorMode, NanGuardMode...
+        return None
+    linker = mode.linker
+    lk = _linker_key(linker)
+    if lk is None:
+        return None
+    opt = mode.provided_optimizer
+    if isinstance(opt, str):
+        opt = get_optimizer(opt)
+    opt = engine_query(opt, linker)
+    if opt is None:
+        return f"{lk}|None"
+    if type(opt) is not Query or opt.extra_optimizations:
+        return None
+    if _optdb() is not optdb:
+        return None
+    pristine, fingerprint = _optdb_state()
+    if not pristine:
+        return None
+    return f"{lk}|{opt!r}|{fingerprint}"
+
+
+def _flags_key() -> str:
+    return repr([(name, getattr(config, name)) for name in FLAGS])
+
+
+class _Ineligible(Exception):
+    pass
+
+
+def _user_tag_ok(v) -> bool:
+    tag = v._tag
+    return tag is None or _VAR_TAG_KEYS.issuperset(vars(tag))
+
+
+def _class_ok(cls) -> bool:
+    ok = _classes_ok.get(cls)
+    if ok is None:
+        ok = _classes_ok[cls] = _ours(cls)
+    return ok
+
+
+_classes_ok: dict = {}
+
+
+_DIMSHUFFLE_STATE = DimShuffle((False,), [0]).__dict__.keys()
+
+
+def _op_entry(op):
+    """``(op, its key)``, memoized; raises _Ineligible for an op the cache refuses."""
+    if type(op) is DimShuffle and op.__dict__.keys() == _DIMSHUFFLE_STATE:
+        # One per broadcast constant: written out (its other fields follow from these).
+        key = b"DimShuffle|%s|%s|%s" % (
+            repr(op.input_broadcastable).encode(),
+            repr(op.new_order).encode(),
+            repr(op.inplace).encode(),
+        )
+        return _remember(op, key)
+    if not _ours(type(op)) or _has_inner_graph(op):
+        raise _Ineligible
+    return _entry(op)
+
+
+def _type_entry(t):
+    if not _ours(type(t)):
+        raise _Ineligible
+    return _entry(t)
+
+
+def _entry(obj):
+    """``(obj, its key)``: the repr of ``_canon(obj)``, memoized by the object."""
+    if type(obj) is TensorType:  # the most common by far: written out
+        key = b"TensorType|%s|%s|%s" % (
+            obj.dtype.encode(),
+            repr(obj.shape).encode(),
+            repr(obj.name).encode(),
+        )
+    else:
+        key = repr(_canon(obj)).encode()
+    return _remember(obj, key)
+
+
+_PLAIN = (str, int, float, bool, bytes, type(None), complex)
+
+
+def _canon(x):
+    """What identifies ``x``, as a plain nested tuple: an op or a type of theano_dag by
+    its class, its props (what its ``__eq__`` compares: the rewrites merge two ops with
+    equal props) and its name; containers and arrays by their contents; anything else by
+    its pickle (every attribute). Cached attributes (a type's or an op's memoized
+    properties) are no part of it, so equal objects have equal keys whatever was
+    computed on them before."""
+    t = type(x)
+    if t in _PLAIN:
+        return x
+    if t is tuple or t is list:
+        return (t.__name__, *[_canon(i) for i in x])
+    if t is dict:
+        return ("dict", *[(_canon(k), _canon(v)) for k, v in x.items()])
+    if isinstance(x, np.dtype):
+        return ("dtype", x.str)
+    if t is np.ndarray:
+        if x.dtype.hasobject:
+            raise _Ineligible
+        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, np.generic):
+        return ("scalar", x.dtype.str, x.tobytes())
+    props = getattr(t, "__props__", None)
+    if props is not None and _ours(t):
+        name = getattr(x, "name", None)
+        return (t.__module__, t.__qualname__, *[_canon(getattr(x, p)) for p in props], name)
+    if hasattr(x, "_props") and _ours(t):
+        return (t.__module__, t.__qualname__, _canon(x._props()), getattr(x, "name", None))
+    if t is np.ufunc:
+        return ("ufunc", x.__name__)
+    if isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
+        # By name: theano_dag's (its code is in the key), numpy's and Python's; the
+        # user's own function could change behind the same name.
+        module = getattr(x, "__module__", None) or ""
+        if module.split(".")[0] in ("theano_dag", "numpy", "builtins", "math", "operator"):
+            return ("ref", module, x.__qualname__)
+        raise _Ineligible
+    if not _ours(t):
+        raise _Ineligible
+    try:
+        return ("pickle", pickle.dumps(x, protocol=5))
+    except Exception:
+        raise _Ineligible from None
+
+
+def _remember(obj, blob):
+    if len(_keys) > _MEMO_LIMIT or len(_objects) > _MEMO_LIMIT:
+        _keys.clear()  # (a walk in progress keeps what it found: its table has it)
+        _objects.clear()
+    entry = _keys[id(obj)] = (obj, blob)
+    _objects.setdefault(blob, obj)
+    return entry
+
+
+def _walk(inputs, outputs, accept_inplace):
+    """The key's bytes and the user's variables in the walk's order (graph inputs first,
+    by position in the inputs), by one walk of the graph; raises _Ineligible."""
+    index: dict = {}
+    variables: list = []
+    # The distinct ops and types, each once, by first use; the graph as a stream of
+    # numbers (table positions, variable numbers) and a stream of names.
+    table: dict = {}
+    blobs: list = []
+    ints: list = []
+    names: list = []
+    memo = _keys
+    for spec in inputs:
+        v = spec.variable
+        if v in index or not _user_tag_ok(v) or not _class_ok(type(v)):
+            raise _Ineligible
+        index[v] = len(variables)
+        variables.append(v)
+        t = v.type
+        hit = memo.get(id(t))
+        if hit is None or hit[0] is not t:
+            hit = _type_entry(t)
+        names.append(
+            f"{type(v).__name__}|{v.name}|{spec.name}|{spec.mutable}|{spec.borrow}|"
+            f"{spec.strict}|{spec.allow_downcast}|{spec.implicit}|"
+            f"{isinstance(v, SharedVariable)}|{spec.update is not None}"
+        )
+        k = table.get(hit[1])
+        if k is None:
+            k = table[hit[1]] = len(blobs)
+            blobs.append(hit[1])
+        ints.append(k)
+    roots = [s.variable for s in outputs] + [s.update for s in inputs if s.update is not None]
+    append = ints.append
+    classes: dict = {}  # a variable's class -> its number here
+    for node in io_toposort(list(variables), roots):
+        op = node.op
+        hit = memo.get(id(op))
+        if hit is None or hit[0] is not op:
+            hit = _op_entry(op)
+        if node._tag is not None and not _NODE_TAG_KEYS.issuperset(vars(node._tag)):
+            raise _Ineligible
+        k = table.get(hit[1])
+        if k is None:
+            k = table[hit[1]] = len(blobs)
+            blobs.append(hit[1])
+        append(-1 - k)  # a node: its op's table position, negative
+        append(len(node.inputs))
+        for i in node.inputs:
+            k = index.get(i)
+            if k is None:
+                k = _add_leaf(i, index, variables, blobs, ints, names)
+            append(k)
+        for o in node.outputs:
+            t = o.type
+            hit = memo.get(id(t))
+            if hit is None or hit[0] is not t:
+                hit = _type_entry(t)
+            if o._tag is not None and not _user_tag_ok(o):
+                raise _Ineligible
+            k = table.get(hit[1])
+            if k is None:
+                k = table[hit[1]] = len(blobs)
+                blobs.append(hit[1])
+            append(k)
+            cls = type(o)
+            k = classes.get(cls)
+            if k is None:
+                if not _ours(cls):
+                    raise _Ineligible
+                k = classes[cls] = len(classes)
+            append(k)
+            names.append(o.name)
+            index[o] = len(variables)
+            variables.append(o)
+    for v in roots:
+        if v not in index:  # an ownerless output that is no input
+            _add_leaf(v, index, variables, blobs, ints, names)
+    names += [f"{c.__module__}.{c.__qualname__}" for c in classes]
+    ints.append(-(2**40))  # the outputs follow
+    for spec in outputs:
+        ints += (index[spec.variable], bool(spec.borrow))
+    for spec in inputs:
+        if spec.update is not None:
+            ints.append(index[spec.update])
+    head = b"%d|%d|%d|%d|%d|" % (_FORMAT, accept_inplace, len(blobs), len(ints), len(names))
+    parts = [head, _code(), _flags_key().encode()]
+    parts += blobs
+    parts.append(array("q", ints).tobytes())
+    parts.append(repr(names).encode())
+    return parts, variables
+
+
+def _add_leaf(v, index, variables, blobs, ints, names):
+    if not isinstance(v, Constant) or not _user_tag_ok(v):
+        raise _Ineligible  # a missing input: the normal path says which
+    if not _class_ok(type(v)):
+        raise _Ineligible
+    index[v] = len(variables)
+    variables.append(v)
+    data = v.data
+    if isinstance(data, np.ndarray):
+        if data.dtype.hasobject:
+            raise _Ineligible
+        blob = b"%s|%s|%s" % (data.dtype.str.encode(), repr(data.shape).encode(), data.tobytes())
+    else:
+        try:
+            blob = pickle.dumps(data, protocol=5)
+        except Exception:
+            raise _Ineligible from None
+    t = v.type
+    hit = _keys.get(id(t))
+    if hit is None or hit[0] is not t:
+        hit = _type_entry(t)
+    ints.append(-(2**41) - len(blobs))  # a constant: its own blobs follow
+    blobs += [hit[1], blob]
+    names.append(f"{type(v).__name__}|{v.name}")
+    return index[v]
+
+
+class Entry:
+    """The cache's slot for one graph: ``load()`` its optimized graph, or ``store(fgraph)``
+    the one the normal path made."""
+
+    def __init__(self, digest: bytes, inputs, outputs, user_variables):
+        self.digest = digest
+        self.inputs = inputs
+        self.outputs = outputs
+        self.user_variables = user_variables
+        self.path = os.path.join(cache_dir(), digest.hex())
+        self.unloadable = False  # its entry says the graph does not load back
+
+    # -- load
+
+    def load(self):
+        """The optimized FunctionGraph (with the normal path's features), or None."""
+        t0 = time.process_time()
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            _stats["misses"] += 1
+            return None
+        try:
+            data = self._payload(raw)
+        except Exception as e:  # a damaged entry: say which, drop it, compile
+            self._drop(f"is damaged or unreadable ({e}); it was removed")
+            return None
+        if data is None:  # a graph whose entry did not load back: compiled, not cached
+            self.unloadable = True
+            _stats["ineligible"] += 1
+            return None
+        try:
+            fgraph = self._rebuild(data)
+        except Exception as e:  # an op or a type that does not load back
+            self._drop(f"does not load back ({type(e).__name__}: {e}); the graph is not cached")
+            self.unloadable = True
+            self._write(pickle.dumps(None, protocol=5))
+            return None
+        _stats["hits"] += 1
+        try:
+            os.utime(self.path)  # the oldest entries are evicted first
+        except OSError:
+            pass
+        _stats["load_seconds"] += time.process_time() - t0
+        return fgraph
+
+    def _drop(self, what):
+        _stats["damaged"] += 1
+        warnings.warn(
+            f"function cache: the entry {self.path} {what}, and the graph is compiled " "again",
+            stacklevel=5,
+        )
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+
+    def _payload(self, raw: bytes):
+        if len(raw) < _HEADER or raw[: len(_MAGIC)] != _MAGIC:
+            raise ValueError("not a function cache entry")
+        digest = raw[len(_MAGIC) : len(_MAGIC) + _DIGEST]
+        check = raw[len(_MAGIC) + _DIGEST : _HEADER]
+        payload = raw[_HEADER:]
+        if digest != self.digest:
+            raise ValueError("the entry's key is not its file's")
+        if hashlib.blake2b(payload, digest_size=_CHECK).digest() != check:
+            raise ValueError("checksum mismatch")
+        return pickle.loads(payload)
+
+    def _rebuild(self, data):
+        (fmt, op_blobs, new_blob, type_blobs, consts, stacks, notes, nodes, outs) = data[:9]
+        update_mapping, feats = data[9:]
+        if fmt != _FORMAT:
+            raise ValueError(f"format {fmt}, expected {_FORMAT}")
+        objects = _objects
+        if len(objects) > _MEMO_LIMIT:
+            objects.clear()
+
+        def obj(key, blob):
+            # The object of this process with that key (the user's op), else the pickle's.
+            o = objects.get(key)
+            if o is None:
+                o = objects[key] = pickle.loads(blob)
+            return o
+
+        ops = [obj(k, b) for k, b in op_blobs]
+        new_ops = _op_lists.get(new_blob)
+        if new_ops is None:
+            new_ops = pickle.loads(new_blob)
+            _remember_ops(new_blob, new_ops)
+        ops += reversed(new_ops)  # op -1 - k is new_ops[k]: ops[-1 - k]
+        types = [(obj(k, b), cls) for k, b, cls in type_blobs]
+        user = self.user_variables
+        stacks = [_user_stack(user, s) if type(s) is tuple else s for s in stacks]
+        variables = []
+        for spec in self.inputs:
+            cpy = spec.variable.clone()
+            cpy.owner = None
+            cpy.index = None
+            variables.append(cpy)
+        for cls, t, value, name, trace in consts:
+            c = cls(types[t][0], value, name)
+            if trace is not None:
+                c._trace = [stacks[s] for s in trace if stacks[s] is not None]
+            variables.append(c)
+        noted = []
+        traces: dict = {}  # one list per distinct trace, shared as a clone shares it
+        for op_i, in_refs, out_defs, note in nodes:
+            outputs = []
+            for t, name, trace in out_defs:
+                vtype, cls = types[t]
+                o = cls(vtype, None, None, name)
+                if trace is not None:
+                    tr = traces.get(trace)
+                    if tr is None:
+                        tr = traces[trace] = [stacks[s] for s in trace if stacks[s] is not None]
+                    o._trace = tr
+                outputs.append(o)
+            node = Apply(ops[op_i], [variables[i] for i in in_refs], outputs)
+            noted.append((node, note))
+            variables.extend(outputs)
+        n_in = len(self.inputs)
+        features = [ReplaceValidate()]  # first, as every FunctionGraph has it
+        for name, arg in feats:
+            if name == "Supervisor":
+                features.append(Supervisor([variables[i] for i in arg]))
+            elif name == "DestroyHandler":
+                features.append(DestroyHandler(algo=arg))
+            else:
+                features.append(_PLAIN_FEATURES[name]())
+        # The features are attached before the nodes are imported: each sees every node
+        # once, as it is imported, instead of walking the whole graph when attached.
+        fgraph = FunctionGraph(
+            variables[:n_in],
+            [variables[i] for i in outs],
+            features=features,
+            clone=False,
+            update_mapping=update_mapping,
+        )
+        for node, note in noted:  # the notes of the rewrites, not the import's
+            imported = None if note is None else list(notes[note])
+            tag = node._tag
+            if tag is None:
+                node._imported_by = imported
+            elif imported is None:
+                tag.__dict__.pop("imported_by", None)
+            else:
+                tag.imported_by = imported
+        return fgraph
+
+    # -- store
+
+    def store(self, fgraph):
+        """Write ``fgraph`` (optimized, after insert_deepcopy) to the cache, unless it holds
+        something the format cannot rebuild faithfully."""
+        if self.unloadable:
+            return False
+        t0 = time.process_time()
+        try:
+            payload = self._serialize(fgraph)
+        except _Ineligible:
+            _stats["ineligible"] += 1
+            return False
+        finally:
+            _stats["store_seconds"] += time.process_time() - t0
+        if not self._write(payload):
+            return False
+        _stats["stores"] += 1
+        _evict_if_due(os.path.dirname(self.path))
+        return True
+
+    def _write(self, payload: bytes) -> bool:
+        """Write the entry atomically (a temporary file, then renamed)."""
+        check = hashlib.blake2b(payload, digest_size=_CHECK).digest()
+        directory = os.path.dirname(self.path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(_MAGIC + self.digest + check + payload)
+                os.replace(tmp, self.path)
+            except BaseException:
+                try:
+                    os.remove(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            return False  # a read-only or full disk: the function is compiled all the same
+        return True
+
+    def _serialize(self, fgraph) -> bytes:
+        # Any topological order rebuilds the graph; the loaded graph's toposort() then
+        # gives the order the normal path's does (same graph, same features).
+        order = io_toposort(fgraph.inputs, fgraph.outputs)
+        index = {v: k for k, v in enumerate(fgraph.inputs)}
+        op_ids: dict = {}
+        op_blobs: list = []
+        type_ids: dict = {}
+        type_blobs: list = []
+        consts: list = []
+        # The user's stacks (tag.trace), found again in the user's graph on a load.
+        stack_ids: dict = {}
+        stacks: list = []
+        for k, v in enumerate(self.user_variables):
+            trace = _trace_of(v)
+            if trace:
+                for j, s in enumerate(trace):
+                    stack_ids.setdefault(id(s), (k, j))
+        stack_index: dict = {}
+        note_index: dict = {}
+        notes: list = []
+        nodes: list = []
+
+        def type_id(v):
+            key = (id(v.type), type(v))
+            t = type_ids.get(key)
+            if t is None:
+                if not _ours(type(v.type)):
+                    raise _Ineligible
+                t = type_ids[key] = len(type_blobs)
+                type_blobs.append((_key_of(v.type), _real_pickle(v.type), type(v)))
+            return t
+
+        def trace_refs(v):
+            trace = _trace_of(v)
+            if not trace:
+                return None
+            refs = []
+            for s in trace:
+                r = stack_index.get(id(s))
+                if r is None:
+                    r = stack_index[id(s)] = len(stacks)
+                    stacks.append(stack_ids.get(id(s), s))
+                refs.append(r)
+            return tuple(refs)
+
+        # Numbering: the inputs, then the constants, then the nodes' outputs in order.
+        for node in order:
+            for i in node.inputs:
+                if i not in index and i.owner is None:
+                    _add_constant(i, index, consts, type_id, trace_refs)
+        for v in fgraph.outputs:
+            if v not in index and v.owner is None:
+                _add_constant(v, index, consts, type_id, trace_refs)
+        k = len(index)
+        for node in order:
+            for out in node.outputs:
+                index[out] = k
+                k += 1
+        # An op of the user's graph is found again by its pickle (the key's walk made
+        # it); the ops the rewrites made are pickled together, in one go both ways.
+        user_ops = {id(v.owner.op) for v in self.user_variables if v.owner is not None}
+        new_ops: list = []
+        for node in order:
+            op = node.op
+            o = op_ids.get(id(op))
+            if o is None:
+                if not _ours(type(op)):
+                    raise _Ineligible
+                if id(op) in user_ops:
+                    o = len(op_blobs)
+                    op_blobs.append((_key_of(op), _real_pickle(op)))
+                else:
+                    o = -1 - len(new_ops)
+                    new_ops.append(op)
+                op_ids[id(op)] = o
+            in_refs = tuple(index[i] for i in node.inputs)
+            tag = node._tag
+            if tag is not None:
+                if not _NODE_TAG_KEYS.issuperset(vars(tag)) or getattr(tag, "removed_by", None):
+                    raise _Ineligible
+                imported = getattr(tag, "imported_by", None)
+            else:
+                if node._removed_by:
+                    raise _Ineligible
+                imported = node._imported_by
+            note = None
+            if imported:
+                key = tuple(imported)
+                note = note_index.get(key)
+                if note is None:
+                    note = note_index[key] = len(notes)
+                    notes.append(key)
+            outs = []
+            for out in node.outputs:
+                if type(out) not in _OUTPUT_CLASSES or not _tag_ok(out):
+                    raise _Ineligible
+                outs.append((type_id(out), out.name, trace_refs(out)))
+            nodes.append((o, in_refs, outs, note))
+        outs = [index[v] for v in fgraph.outputs]
+        feats = []
+        for f in fgraph._features:
+            name = type(f).__name__
+            if type(f) is ReplaceValidate:
+                continue
+            if type(f) is Supervisor:
+                pos = {v: k for k, v in enumerate(fgraph.inputs)}
+                if any(p not in pos for p in f.protected):
+                    raise _Ineligible
+                feats.append((name, [pos[p] for p in f.protected]))
+            elif type(f) is DestroyHandler:
+                feats.append((name, f.algo))
+            elif _PLAIN_FEATURES.get(name) is type(f):
+                feats.append((name, None))
+            else:
+                raise _Ineligible
+        new_blob = _real_pickle(new_ops)
+        # (Whether they load back is seen when they are loaded: an entry that does not is
+        # replaced by a mark that the graph is not cached.)
+        _remember_ops(new_blob, new_ops)
+        data = (
+            _FORMAT,
+            op_blobs,
+            new_blob,
+            type_blobs,
+            consts,
+            stacks,
+            notes,
+            nodes,
+            outs,
+            fgraph.update_mapping,
+            feats,
+        )
+        return _real_pickle(data)
+
+
+def _add_constant(v, index, consts, type_id, trace_refs):
+    if type(v) not in _CONSTANT_CLASSES or not _tag_ok(v):
+        raise _Ineligible  # (a graph input the specs do not list is refused earlier)
+    index[v] = len(index)
+    consts.append((type(v), type_id(v), v.data, v.name, trace_refs(v)))
+
+
+class _Pickler(pickle.Pickler):
+    """numpy's builtin dtypes pickled by name, so that they load as numpy's own objects
+    (a plain pickle loads an equal copy): code that tells dtypes apart by identity (the
+    engines' names of generated globals) sees a loaded graph as the rewritten one."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, np.dtype) and obj.isbuiltin == 1:
+            return np.dtype, (obj.str,)
+        return NotImplemented
+
+
+def _real_pickle(obj) -> bytes:
+    buf = io.BytesIO()
+    try:
+        _Pickler(buf, protocol=5).dump(obj)
+    except Exception:
+        raise _Ineligible from None
+    return buf.getvalue()
+
+
+def _remember_ops(blob, ops):
+    # The ops that rewrites made, under their pickle: shared by later loads.
+    if len(_op_lists) >= _OP_LISTS_LIMIT:
+        _op_lists.clear()
+    _op_lists[blob] = ops
+
+
+_PLAIN_FEATURES = {
+    "PreserveVariableAttributes": PreserveVariableAttributes,
+    "ChangeLog": ChangeLog,
+    "MergeFeature": MergeFeature,
+    "OpPresence": OpPresence,
+}
+
+
+def _user_stack(user, where):
+    """Stack ``where[1]`` of the user's variable ``where[0]`` (None if it has none now)."""
+    trace = _trace_of(user[where[0]])
+    return trace[where[1]] if trace and len(trace) > where[1] else None
+
+
+def _trace_of(v):
+    tag = v._tag
+    if tag is None:
+        return v._trace
+    return getattr(tag, "trace", None)
+
+
+def _tag_ok(v) -> bool:
+    tag = v._tag
+    return tag is None or _VAR_TAG_KEYS.issuperset(vars(tag))
+
+
+def entry_for(inputs, outputs, mode, accept_inplace, profile):
+    """The cache's Entry for compiling ``inputs`` (In specs, the implicit shared ones
+    included) to ``outputs`` (Out specs) with ``mode``, or None when the graph is not to
+    be cached (the flag ``function_cache`` off, profiling, test values, a mode, linker,
+    optimizer, op or type the cache cannot vouch for)."""
+    if not config.function_cache or profile:
+        return None
+    t0 = time.process_time()
+    try:
+        return _entry_for(inputs, outputs, mode, accept_inplace)
+    finally:
+        _stats["key_seconds"] += time.process_time() - t0
+
+
+def _entry_for(inputs, outputs, mode, accept_inplace):
+    if (
+        config.compute_test_value != "off"
+        or config.compute_test_value_opt != "off"
+        or config.warn_float64 != "ignore"
+    ):
+        return None
+    try:
+        mode_key = _mode_key(mode)
+        if mode_key is None:
+            raise _Ineligible
+        data, variables = _walk(inputs, outputs, accept_inplace)
+    except _Ineligible:
+        _stats["ineligible"] += 1
+        return None
+    h = hashlib.blake2b(mode_key.encode(), digest_size=_DIGEST)
+    for part in data:
+        h.update(part)
+    digest = h.digest()
+    return Entry(digest, inputs, outputs, variables)
+
+
+def _evict_if_due(directory):
+    """Keep the directory under MAX_ENTRIES entries and MAX_BYTES, oldest out first;
+    sized at most every _EVICT_EVERY seconds (a marker file's time says when last)."""
+    marker = os.path.join(directory, ".sized")
+    try:
+        if time.time() - os.stat(marker).st_mtime < _EVICT_EVERY:
+            return
+    except OSError:
+        pass
+    now = time.time()
+    try:
+        with open(marker, "wb"):
+            pass
+        entries = []
+        with os.scandir(directory) as it:
+            for e in it:
+                st = e.stat()
+                if e.name.startswith(".tmp-") and now - st.st_mtime > 3600:
+                    os.remove(e.path)  # left by a process that died while writing
+                elif not e.name.startswith("."):
+                    entries.append((st.st_mtime, st.st_size, e.path))
+    except OSError:
+        return
+    entries.sort()
+    total = sum(s for _, s, _ in entries)
+    count = len(entries)
+    for _mtime, size, path in entries:
+        if count <= MAX_ENTRIES and total <= MAX_BYTES:
+            break
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        count -= 1
+        total -= size
