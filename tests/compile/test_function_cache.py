@@ -163,6 +163,15 @@ def test_keys_differ_for_constants_ops_and_inputs():
     assert len(set(ks)) == 3
 
 
+def test_the_digest_tells_apart_parts_cut_differently():
+    # A constant's raw bytes are one part of the key: moving a boundary between two
+    # parts must change the digest.
+    assert function_cache._digest(b"m", [b"ab", b"c"]) != function_cache._digest(
+        b"m", [b"a", b"bc"]
+    )
+    assert function_cache._digest(b"m", [b"a"]) != function_cache._digest(b"ma", [])
+
+
 def test_keys_differ_for_in_and_out_specs_and_shared_variables():
     x, y = tt.dvector("x"), tt.dvector("y")
     s = shared(np.zeros(3), name="x")

@@ -918,11 +918,17 @@ def _entry_for(inputs, outputs, mode, accept_inplace):
     except _Ineligible:
         _stats["ineligible"] += 1
         return None
-    h = hashlib.blake2b(mode_key.encode(), digest_size=_DIGEST)
-    for part in data:
+    return Entry(_digest(mode_key.encode(), data), inputs, outputs, variables)
+
+
+def _digest(head: bytes, parts) -> bytes:
+    """The key's digest: each part preceded by its length, so that no two lists of parts
+    (a constant's raw bytes among them) make the same stream."""
+    h = hashlib.blake2b(digest_size=_DIGEST)
+    for part in (head, *parts):
+        h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    digest = h.digest()
-    return Entry(digest, inputs, outputs, variables)
+    return h.digest()
 
 
 def _evict_if_due(directory):
