@@ -16,6 +16,9 @@ vectors of 1,000 values), each run in a fresh Python process (imports not timed;
 kernel caches on disk warm: a first run fills them and is not counted; theano_dag's
 without PyTensor loaded), median of ``--repeats`` runs; PyTensor's in each of
 ``--pytensor-modes``, the best of them reported as ``pytensor_best``, and the ratio to it.
+theano_dag's runs twice: with all its caches warm, including the cache of optimized graphs
+(the warm-up run stores the graph, so ``function`` loads it instead of rewriting), and with
+that cache off (``function_cache=False``: the rewrites run, the kernel cache stays warm).
 
 With ``--stages``, where the time to first result of each random DAG goes: wall ms per
 stage in this (warm) process, medians of ``--repeats`` runs: building the graph, the
@@ -263,13 +266,15 @@ def _print_stages(args):
         print(json.dumps(row), flush=True)
 
 
-def first_result_median(lib_name, n, mode, repeats, timeout):
+def first_result_median(lib_name, n, mode, repeats, timeout, flags=""):
     """Median of ``repeats`` runs of ``first_result`` on ``dag_recipe(n)``, each in a fresh
     Python process (imports not timed), after a warm-up run that fills the kernel caches
-    (None if one did not finish)."""
+    (None if one did not finish). ``flags``: theano_dag flags added for these runs."""
     env = dict(os.environ)
     if lib_name == "theano_dag":
         env["COMPILE_TIME_NO_PYTENSOR"] = "1"
+        if flags:
+            env["THEANO_DAG_FLAGS"] = ",".join(f for f in (env.get("THEANO_DAG_FLAGS"), flags) if f)
     cmd = [sys.executable, os.path.abspath(__file__), "--first-result-worker",
            lib_name, str(n), mode or "-"]  # fmt: skip
     runs = []
@@ -383,8 +388,13 @@ def _print_first_results(args, use_pt):
     for n in (int(s) for s in args.sizes.split(",") if s):
         row = {"benchmark": "compile_time_first_result", "case": f"random DAG {n}", "unit": "s"}
         ours = first_result_median("theano_dag", n, None, args.repeats, args.pytensor_timeout)
+        cold = first_result_median(
+            "theano_dag", n, None, args.repeats, args.pytensor_timeout, "function_cache=False"
+        )
         row["theano_dag_s"] = None if ours is None else round(ours, 4)
+        row["theano_dag_no_function_cache_s"] = None if cold is None else round(cold, 4)
         line = f"random DAG {n:<8} theano_dag {ours if ours is None else round(ours, 3)}"
+        line += f"  (function cache off {cold if cold is None else round(cold, 3)})"
         best = None
         if use_pt and n <= args.pytensor_max:
             for mode in modes:
@@ -397,6 +407,9 @@ def _print_first_results(args, use_pt):
             row.update(pytensor_best=best[0], pytensor_best_s=round(best[1], 3))
             row["pytensor_best_vs_theano_dag"] = round(best[1] / ours, 1)
             line += f"  best/ours {best[1] / ours:.1f}x"
+            if cold:
+                row["pytensor_best_vs_theano_dag_no_function_cache"] = round(best[1] / cold, 1)
+                line += f" ({best[1] / cold:.1f}x with the function cache off)"
         print(line, flush=True)
         print(json.dumps(row), flush=True)
 
