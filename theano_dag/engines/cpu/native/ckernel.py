@@ -127,6 +127,26 @@ def _started_ready(k) -> bool:
     return k.ready
 
 
+def _ctypes_entry(lib, k):
+    """``entry()``: the ctypes function of kernel ``k``'s C entry in ``lib`` (made once,
+    at the first call); raises OSError now when ``lib`` lacks the entry or its array
+    form (a library that is not the one its source was built into)."""
+    segment.entry_address(lib, k.name)
+    segment.entry_address(lib, f"{k.name}_v")
+    nargs = k.nin + k.nout
+    made = []
+
+    def entry():
+        if not made:
+            fn = getattr(lib, k.name)
+            fn.argtypes = [ctypes.py_object] * nargs
+            fn.restype = ctypes.c_int
+            made.append(fn)
+        return made[0]
+
+    return entry
+
+
 class CKernel:
     """One Elemwise node as a C function: ``k(*arrays, out=None)``.
 
@@ -145,8 +165,9 @@ class CKernel:
     """
 
     def __init__(self, node, library=None, name="k", templates=None):
-        # ``templates``: the library's C of plain (not Composite) ops, by op, types and
-        # compiled-in constants, which a function's hundreds of plain nodes share.
+        # ``templates``: the library's C of its kernels, by op, types and compiled-in
+        # constants, which a function's hundreds of plain nodes share, and the fused
+        # nodes that fusion made alike (a fifth to a third of them in a random graph).
         # (Made for every Elemwise node of a function when it is linked: kept lean.)
         op = node.op
         inputs, outputs = node.inputs, node.outputs
@@ -165,10 +186,14 @@ class CKernel:
         in_types = [v.type for v in inputs]
         out_types = [o.type for o in outputs]
         key = template = layout = None
-        if templates is not None and not _is_composite(op.scalar_op):
+        if templates is not None:
             # Equal ops (as the merge optimizer takes them) on equal dtypes, broadcast
             # patterns and constants generate the same C (kernel_source reads no more of
             # the types: hashing and comparing the types themselves cost 3x as much).
+            # Composites are equal when their graphs are (Composite._structure: each
+            # node's op, where its inputs come from, constants by dtype and bytes,
+            # every dtype), which is all that kernel_source reads of them; the hash
+            # is the printed text, so only composites printed alike are compared.
             key = (
                 op,
                 tuple([(t.dtype, t.broadcastable) for t in in_types]),
@@ -215,11 +240,18 @@ class CKernel:
     def __repr__(self):
         return f"<CKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
 
-    def _bind(self, lib):
-        fn = getattr(lib, self.name)
-        fn.argtypes = [ctypes.py_object] * (self.nin + self.nout)
-        fn.restype = ctypes.c_int
-        self.c = fn
+    def _bind_lazily(self, entry):
+        """Ready for C, the ctypes function made at the first call of ``c``: most
+        kernels only ever run inside segments, through their array entry points, and
+        making a ctypes function costs several microseconds a kernel (the library's
+        loading checked that the symbol is there). ``entry()`` gives the function,
+        shared by the kernels of one name."""
+
+        def c(*args):
+            fn = self.c = entry()
+            return fn(*args)
+
+        self.c = c
         self.ready = True
 
     def __call__(self, *xs, out=None):
@@ -349,7 +381,7 @@ class PreambleKernel:
     def _bind(self, lib):
         if segment.NativeSegment is None:  # no C entry without the call's C half
             return
-        entry = ctypes.cast(getattr(lib, f"{self.name}_v"), ctypes.c_void_p).value
+        entry = segment.entry_address(lib, f"{self.name}_v")
         n = self.nin + self.nout
         # A segment of this one step: the C entry point called with the arrays.
         self.c = segment.NativeSegment((entry,), (tuple(range(n)),), n)
@@ -770,17 +802,17 @@ class KernelLibrary:
             cc.register_library(lib)
             with gc_paused():
                 # Kernels of one C function (one name: the same C, so the same
-                # arguments) share its ctypes function: one lookup per function.
-                shared = {}
+                # arguments) share its ctypes function, made when one of them is
+                # first called outside a segment; its symbols are checked now.
+                entries = {}
                 for k in self.kernels:
-                    fn = shared.get(k.name) if type(k) is CKernel else None
-                    if fn is None:
-                        k._bind(lib)
-                        if type(k) is CKernel:
-                            shared[k.name] = k.c
+                    if type(k) is CKernel:
+                        entry = entries.get(k.name)
+                        if entry is None:
+                            entry = entries[k.name] = _ctypes_entry(lib, k)
+                        k._bind_lazily(entry)
                     else:
-                        k.c = fn
-                        k.ready = True
+                        k._bind(lib)
         except (OSError, AttributeError) as e:
             self.error = e
             warnings.warn(
