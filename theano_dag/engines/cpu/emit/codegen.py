@@ -335,34 +335,42 @@ def _body(plan, mode, extra=None):
             dels.setdefault(idx, []).append(names[v])
     pad = " " * 8
     cur_node = None
-    node_start = {}
     # Kernel steps gathered into segments: not where a step must stand alone (poisoned
     # targets are filled and checked around each step; a profile times each node; an
     # incremental run skips nodes).
     runs = None
     if mode in ("core", "fast") and not p.poison and extra is not None:
         runs = _Runs(lines, where, pad, extra)
-    for idx, (k, st) in enumerate(plan.steps):
+    # (Once per step of every plan: the plan's methods and the modes looked up once.)
+    poison = p.poison
+    profile, incremental = mode == "profile", mode == "incremental"
+    ind = pad + ("    " if incremental else "")
+    target_of, setup_of = plan.target, plan.target_setup
+    join = runs.join if runs is not None else None
+    steps = plan.steps
+    n_steps = len(steps)
+    for idx, (k, st) in enumerate(steps):
         if k != cur_node:  # the node's first step
             cur_node = k
-            node_start[k] = len(lines)
-            if mode == "profile":
+            if profile:
                 lines.append(pad + "_t = _pc()")
                 where.append(idx)
-            elif mode == "incremental":
+            elif incremental:
                 lines.append(pad + f"if _M >> {k} & 1:")
                 where.append(idx)
         ins = [names[v] for v in st.inputs]
         outs = [names[v] for v in st.outputs]
-        target = plan.target(st.outputs[0]) if st.kind == "out" and len(outs) == 1 else None
-        ind = pad + ("    " if mode == "incremental" else "")
-        pre, post = [], []
-        setup = None
-        if target is not None:
-            setup = plan.target_setup(st.outputs[0])
-            if setup is not None:
-                pre.append(setup)
-            if p.poison:
+        target = setup = None
+        if st.kind == "out" and len(outs) == 1:
+            target = target_of(st.outputs[0])
+        if target is None:
+            emitted = st.emit(ins, outs, None)
+        else:
+            setup = setup_of(st.outputs[0])
+            if poison:
+                pre, post = [], []
+                if setup is not None:
+                    pre.append(setup)
                 # Garbage in the target just before the step writes it: any element the
                 # step leaves unwritten, or any input that shares the target's memory
                 # without the planner's leave, shows in the result.
@@ -371,18 +379,20 @@ def _body(plan, mode, extra=None):
                 post.append(f"if {outs[0]} is not {target}: _astray({idx}, {outs[0]}, {target})")
                 if setup is not None:
                     post.append(f"del {target}")
-        emitted = st.emit(ins, outs, target)
-        if pre or post:
-            emitted = pre + emitted + post
-        if runs is not None:
-            if runs.join(idx, emitted, setup, dels.get(idx, []), st):
+                emitted = pre + st.emit(ins, outs, target) + post
+            elif setup is not None:
+                emitted = [setup, *st.emit(ins, outs, target)]
+            else:
+                emitted = st.emit(ins, outs, target)
+        if join is not None:
+            if join(idx, emitted, setup, dels.get(idx, ()), st):
                 dels.pop(idx, None)
                 continue
             runs.flush()
         for line in emitted:
             lines.append(ind + line)
             where.append(idx)
-        if mode == "profile" and (idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k):
+        if profile and (idx + 1 == n_steps or steps[idx + 1][0] != k):
             lines.append(pad + f"_T[{k}] += _pc() - _t; _N[{k}] += 1")
             where.append(idx)
         if idx in dels:

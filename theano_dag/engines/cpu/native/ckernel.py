@@ -132,7 +132,7 @@ def _ctypes_entry(lib, k):
     at the first call); raises OSError now when ``lib`` lacks the entry or its array
     form (a library that is not the one its source was built into)."""
     segment.entry_address(lib, k.name)
-    segment.entry_address(lib, f"{k.name}_v")
+    segment.array_entry(lib, k.name)
     nargs = k.nin + k.nout
     made = []
 

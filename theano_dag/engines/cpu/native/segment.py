@@ -32,7 +32,7 @@ try:  # the C half of the call, when it was built (setup.py) with segments in it
 except ImportError:
     NativeSegment = None
 
-__all__ = ["KernelSegment", "NativeSegment", "available", "entry_address"]
+__all__ = ["KernelSegment", "NativeSegment", "available", "entry_address", "array_entry"]
 
 
 def entry_address(lib, name) -> int:
@@ -50,6 +50,23 @@ def entry_address(lib, name) -> int:
         else:
             address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
         known[name] = address
+    return address
+
+
+def _array_entries(lib) -> dict:
+    table = lib.__dict__.get("_td_arrays")  # kernel name -> address of its array entry
+    if table is None:
+        table = lib.__dict__["_td_arrays"] = {}
+    return table
+
+
+def array_entry(lib, kernel) -> int:
+    """The address of ``kernel``'s array entry point (``<kernel>_v``) in ``lib``, which a
+    segment calls; OSError or AttributeError when ``lib`` has none."""
+    table = _array_entries(lib)
+    address = table.get(kernel)
+    if address is None:
+        address = table[kernel] = entry_address(lib, f"{kernel}_v")
     return address
 
 
@@ -112,7 +129,14 @@ class KernelSegment:
             return
         # Kernels of one C function (one name) share its entry: looked up once per
         # library, for all of its segments (a plan's code has several).
-        entries = tuple([entry_address(lib, f"{k.name}_v") for k in self.kernels])
+        table = _array_entries(lib)
+        entries = []
+        for k in self.kernels:
+            address = table.get(k.name)
+            if address is None:
+                address = array_entry(lib, k.name)
+            entries.append(address)
+        entries = tuple(entries)
         self.c = NativeSegment(entries, self.operands, self.nargs)
         self.native = True
 

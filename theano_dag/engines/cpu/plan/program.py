@@ -52,10 +52,15 @@ def _is_tensor_type(t):
 
 
 def _nbytes(shape, dtype):
-    n = 1
+    n = _ITEMSIZE.get(dtype)
+    if n is None:  # (asked of every value of every plan: np.dtype looked up once a dtype)
+        n = _ITEMSIZE[dtype] = np.dtype(dtype).itemsize
     for s in shape:
         n *= s
-    return n * np.dtype(dtype).itemsize
+    return n
+
+
+_ITEMSIZE: dict = {}
 
 
 def _aligned_block(nbytes):
@@ -322,13 +327,19 @@ class Plan:
     def _categorize(self):
         p = self.program
         producer, readers, base = {}, {}, {}
+        get = readers.get
         for idx, (_k, st) in enumerate(self.steps):
             for v in st.inputs:
-                readers.setdefault(v, []).append(idx)
+                r = get(v)
+                if r is None:
+                    readers[v] = [idx]
+                else:
+                    r.append(idx)
+            views = st.views
             for j, v in enumerate(st.outputs):
                 producer[v] = (idx, j)
-                if j in st.views:
-                    base[v] = st.inputs[st.views[j]]
+                if views and j in views:
+                    base[v] = st.inputs[views[j]]
         self.producer, self.readers, self.base = producer, readers, base
         # Everything the user gets must be memory of its own: outputs and what they view.
         pinned = set()
@@ -340,31 +351,37 @@ class Plan:
                 v = base[v]
         cat = {}
         incremental = p.incremental
+        shape_of, min_bytes, natural_ok = self.shapes.get, p.min_plan_bytes, self._natural_ok
         for _k, st in self.steps:
+            views, out_kind, dtypes = st.views, st.kind == "out", st.dtypes
             for j, v in enumerate(st.outputs):
-                d = st.dtypes[j]
-                shp = self.shapes.get(v)
-                if j in st.views:
+                d = dtypes[j]
+                shp = shape_of(v)
+                if views and j in views:
                     cat[v] = "view"
-                elif st.kind != "out" or d is None or shp is None:
+                elif not out_kind or d is None or shp is None:
                     cat[v] = "fresh"
                 else:
-                    natural = self._natural_ok(st, shp)
-                    small = _nbytes(shp, d) < p.min_plan_bytes
+                    # (Whether numpy's natural result has the value's shape is asked only
+                    # where it decides.)
+                    small = _nbytes(shp, d) < min_bytes
                     if incremental:
                         # Every value must outlive the call: no block is ever reused.
-                        cat[v] = "fresh" if natural else "alloc"
+                        cat[v] = "fresh" if natural_ok(st, shp) else "alloc"
                     elif v in pinned:
                         if v in p.borrowed:
                             cat[v] = "own"
                         elif small:
-                            cat[v] = "fresh" if natural and not st.prefer_target else "alloc"
+                            fresh = not st.prefer_target and natural_ok(st, shp)
+                            cat[v] = "fresh" if fresh else "alloc"
                         else:
                             # A block allocated afresh by each call, which the value
                             # shares with the dead values before it (in place when it
                             # may): a chain ending in an output needs no other memory.
                             cat[v] = "outblk"
-                    elif natural and (st.prefer_fresh or (small and not st.prefer_target)):
+                    elif (st.prefer_fresh or (small and not st.prefer_target)) and natural_ok(
+                        st, shp
+                    ):
                         cat[v] = "fresh"
                     else:
                         cat[v] = "pooled"
@@ -452,6 +469,7 @@ class Plan:
         pooled = [v for v, c in cat.items() if c in pool_cats]
         sizes = {v: _nbytes(shapes[v], cat_dtype(self, v)) for v in pooled}
         nodes = []
+        trusted = PlanNode.trusted  # (a Step's outputs and inputs are tuples already)
         for idx, (_k, st) in enumerate(self.steps):
             pairs = []
             for j, i in st.inplace:
@@ -461,9 +479,7 @@ class Plan:
                 if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
                     continue
                 pairs.append((out, inp))
-            nodes.append(
-                PlanNode.trusted(tuple(st.outputs), tuple(st.inputs), tuple(pairs), str(idx))
-            )
+            nodes.append(trusted(st.outputs, st.inputs, tuple(pairs), str(idx)))
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
         returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
