@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.engines.cpu.emit import csource
 from theano_dag.engines.cpu.emit.csource import (
     DTYPE_CODES,
     NotCompilable,
@@ -127,6 +128,12 @@ def _started_ready(k) -> bool:
     return k.ready
 
 
+# The C templates (and layouts) of the kernels made in this process, keyed as a
+# library's (CKernel), with the thread thresholds kernel_source reads.
+_TEMPLATES: dict = {}
+MAX_TEMPLATES = 2048
+
+
 def _ctypes_entry(lib, k):
     """``entry()``: the ctypes function of kernel ``k``'s C entry in ``lib`` (made once,
     at the first call); raises OSError now when ``lib`` lacks the entry or its array
@@ -202,6 +209,14 @@ class CKernel:
                 tuple([(p, c.dtype.str, c.tobytes()) for p, c in scalars.items()]),
             )
             known = templates.get(key)
+            if known is None:
+                # Other functions of this process made the same kernels (a gradient
+                # and its forward graph, a model compiled again): their C is looked up
+                # with what else kernel_source reads, the thresholds of its threads.
+                process_key = (key, csource.PARALLEL_WORK, csource.MIN_PARALLEL)
+                known = _TEMPLATES.get(process_key)
+                if known is not None:
+                    templates[key] = known
             if known is not None:
                 template, layout = known
         if template is None:
@@ -220,20 +235,22 @@ class CKernel:
                 [_np_dtype(in_types[p].dtype) for p in arg_pos],
                 [_np_dtype(t.dtype) for t in out_types],
                 shape_arg,
+                out_types[0].ndim,
             )
             if key is not None:
-                templates[key] = (template, layout)
+                if len(_TEMPLATES) >= MAX_TEMPLATES:  # a bound for long-lived processes
+                    _TEMPLATES.clear()
+                templates[key] = _TEMPLATES[process_key] = (template, layout)
         self.template = template
         self.nin = len(arg_pos)
         self.nout = len(outputs)
-        self.ndim = out_types[0].ndim
-        self.in_dtypes, self.out_dtypes, self._shape_arg = layout
-        destroy = getattr(op, "inplace_pattern", None)
-        self.destroy = (
-            {o: arg_pos.index(i) for o, i in dict(destroy).items() if i in arg_pos}
-            if destroy
-            else {}
-        )
+        self.in_dtypes, self.out_dtypes, self._shape_arg, self.ndim = layout
+        # (An Elemwise's pattern as its items: its inplace_pattern makes a dict.)
+        destroy = getattr(op, "inplace_items", None)
+        if destroy is None:
+            destroy = getattr(op, "inplace_pattern", None)
+            destroy = dict(destroy).items() if destroy else ()
+        self.destroy = {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else {}
         self.c = self._numpy_c
         self.ready = False
 
@@ -989,7 +1006,9 @@ def _make_emitter(previous):
             fallbacks = lib.fallbacks = _Fallbacks(ctx)
         fallbacks.add(k, node, steps, previous)
         kname = ctx.glob(k, k.name.upper())
-        ins = [node.inputs[p] for p in k.arg_pos]
+        inputs = node.inputs
+        consts = k.consts
+        ins = [inputs[p] for p in k.arg_pos] if consts else list(inputs)
         nout = k.nout
 
         def emit(names, outs, target):
@@ -1000,15 +1019,16 @@ def _make_emitter(previous):
                 return [f"{outs[0]} = {kname}({', '.join(names)})"]
             return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
 
-        od = [o.type.dtype for o in node.outputs]
         inplace = []
         if nout == 1:
-            inplace = [
-                (0, j)
-                for j, v in enumerate(ins)
-                if v.type.dtype == od[0] and not isinstance(v, Constant)
-            ]
-        const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
+            od = [node.outputs[0].type.dtype]
+            d = od[0]
+            for j, v in enumerate(ins):
+                if v.type.dtype == d and not isinstance(v, Constant):
+                    inplace.append((0, j))
+        else:
+            od = [o.type.dtype for o in node.outputs]
+        const_shapes = [np.shape(inputs[p].data) for p in consts] if consts else ()
         step = Step(
             node,
             node.outputs,
@@ -1021,8 +1041,12 @@ def _make_emitter(previous):
             prefer_target=True,
             dtypes=od,
         )
-        destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
+        # (An Elemwise's pattern read as its items: inplace_pattern makes a dict.)
+        destroy = getattr(node.op, "inplace_items", None)
+        if destroy is None:
+            destroy = getattr(node.op, "inplace_pattern", None)
         if destroy:
+            destroy = dict(destroy)
             done = _destroying(ctx, node, [step], destroy)
             if done is None:
                 return steps if steps is not None else previous(node, ctx)

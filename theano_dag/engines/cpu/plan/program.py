@@ -269,6 +269,7 @@ class Program:
     def _choose_steps(self, shapes):
         """Each node's expanded steps, or its ``perform`` call where a shape is unknown."""
         chosen = []
+        append = chosen.append
         for node, steps, call in self.node_steps:
             use = steps
             if call is None:
@@ -276,6 +277,7 @@ class Program:
                     for v in st.inputs:
                         if isinstance(v, Temp) and v not in shapes:
                             shapes[v] = None
+                    view = st.kind == "view"
                     for v, d in zip(st.outputs, st.dtypes):
                         if isinstance(v, Temp):
                             ins = [shapes.get(i) for i in st.inputs]
@@ -298,11 +300,11 @@ class Program:
                                 shapes[v] = tuple(st.temp_shape(ins))
                             else:
                                 shapes[v] = broadcast_shapes(ins + list(st.const_shapes))
-                        if d is not None and shapes.get(v) is None and st.kind != "view":
+                        if d is not None and not view and shapes.get(v) is None:
                             use = None
                 if use is None:
                     use = call_steps(node, _Ctx(self))
-            chosen.append((node, use))
+            append((node, use))
         return chosen
 
 
