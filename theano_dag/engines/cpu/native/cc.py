@@ -544,9 +544,10 @@ def compile_library(tc: Toolchain, source: str, directory: str) -> str:
         os.close(lock)  # releases the lock
 
 
-def cached_library(tc: Toolchain, source: str, directory: str) -> str | None:
-    """The cached library of ``source`` if it exists and is intact (no compiler run)."""
-    final = os.path.join(directory, tc.key(source) + ".so")
+def cached_library(tc: Toolchain, source: str, directory: str, key=None) -> str | None:
+    """The cached library of ``source`` if it exists and is intact (no compiler run);
+    ``key``: ``tc.key(source)``, when the caller knows it."""
+    final = os.path.join(directory, (key or tc.key(source)) + ".so")
     return final if _cached(final) else None
 
 

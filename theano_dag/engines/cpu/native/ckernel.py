@@ -132,6 +132,11 @@ def _started_ready(k) -> bool:
 # library's (CKernel), with the thread thresholds kernel_source reads.
 _TEMPLATES: dict = {}
 MAX_TEMPLATES = 2048
+# The sources of the libraries of this process and their cache keys
+# (KernelLibrary._source_and_key), and the libraries loaded, by path.
+_LIBRARY_KEYS: dict = {}
+MAX_LIBRARY_KEYS = 64
+_LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _ctypes_entry(lib, k):
@@ -592,7 +597,8 @@ def _into_target(lib, kname, k, args, out, target):
     ``target``: ``out`` bound to it (the plan binds the target before the step), then the
     kernel's call on ``args`` and ``out``. Starts ``lib``'s build: the plan is being
     generated, so every kernel is known by now."""
-    lib.start()
+    if not lib.started:  # (asked by every kernel step of the plan)
+        lib.start()
     bind = [] if target == out else [f"{out} = {target}"]
     return [*bind, KernelCall(kname, k, [*args, out])]
 
@@ -765,6 +771,22 @@ class KernelLibrary:
             parts.append(template.replace("@K@", name))
         return "\n".join(parts)
 
+    def _source_and_key(self):
+        """``source()`` and its cache key, kept for the process: a function made again
+        (or another of the same kernels) has the same templates under the same names,
+        and its library is found without joining and hashing the source again."""
+        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        # (The templates' hashes are known: add() looked each one up.)
+        memo_key = (self.toolchain, linalg, tuple(self._by_source.items()))
+        known = _LIBRARY_KEYS.get(memo_key)
+        if known is None:
+            src = self.source()
+            known = (src, self.toolchain.key(src))
+            if len(_LIBRARY_KEYS) >= MAX_LIBRARY_KEYS:
+                _LIBRARY_KEYS.clear()
+            _LIBRARY_KEYS[memo_key] = known
+        return known
+
     @property
     def ready(self) -> bool:
         return self._loaded.is_set()
@@ -787,9 +809,9 @@ class KernelLibrary:
             self.started = True
         if not self.kernels or self.toolchain is None or self.mode == "off":
             return
-        src = self.source()
+        src, key = self._source_and_key()
         directory = cc.kernel_dir(self.compiledir)
-        path = cc.cached_library(self.toolchain, src, directory)
+        path = cc.cached_library(self.toolchain, src, directory, key=key)
         if path is not None:
             self._load(path)
             return
@@ -812,11 +834,18 @@ class KernelLibrary:
     def _load(self, path):
         try:
             # CDLL: the GIL is released while a kernel runs (it touches no Python object
-            # but the arrays its caller holds).
-            lib = ctypes.CDLL(path)
-            descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
-            lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
-            cc.register_library(lib)
+            # but the arrays its caller holds). A library this process has loaded is
+            # the one dlopen would give again (it goes by the path): its object, with
+            # its symbols looked up, serves every function whose kernels it holds.
+            lib = _LOADED.get(path)
+            if lib is None:
+                lib = ctypes.CDLL(path)
+                descrs = (ctypes.c_void_p * len(DTYPE_CODES))(
+                    *[id(np.dtype(d)) for d in DTYPE_CODES]
+                )
+                lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
+                cc.register_library(lib)
+                _LOADED[path] = lib
             with gc_paused():
                 # Kernels of one C function (one name: the same C, so the same
                 # arguments) share its ctypes function, made when one of them is

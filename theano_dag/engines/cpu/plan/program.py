@@ -320,6 +320,7 @@ class Plan:
         self.fast = None
         self.core = None
         self.codegen_time = 0.0
+        self._dtype_names: dict = {}  # dtype -> the global naming it (target_setup)
         self._categorize()
         self._plan_blocks()
         if program.poison:
@@ -352,6 +353,8 @@ class Plan:
                     break
                 v = base[v]
         cat = {}
+        # The bytes of each value that may get a block of its own (the blocks' sizes).
+        self.nbytes = nbytes = {}
         incremental = p.incremental
         shape_of, min_bytes, natural_ok = self.shapes.get, p.min_plan_bytes, self._natural_ok
         for _k, st in self.steps:
@@ -366,7 +369,8 @@ class Plan:
                 else:
                     # (Whether numpy's natural result has the value's shape is asked only
                     # where it decides.)
-                    small = _nbytes(shp, d) < min_bytes
+                    nbytes[v] = n = _nbytes(shp, d)
+                    small = n < min_bytes
                     if incremental:
                         # Every value must outlive the call: no block is ever reused.
                         cat[v] = "fresh" if natural_ok(st, shp) else "alloc"
@@ -469,7 +473,8 @@ class Plan:
         cat, shapes = self.cat, self.shapes
         pool_cats = ("pooled", "outblk")
         pooled = [v for v, c in cat.items() if c in pool_cats]
-        sizes = {v: _nbytes(shapes[v], cat_dtype(self, v)) for v in pooled}
+        nbytes = self.nbytes
+        sizes = {v: nbytes[v] for v in pooled}
         nodes = []
         trusted = PlanNode.trusted  # (a Step's outputs and inputs are tuples already)
         for idx, (_k, st) in enumerate(self.steps):
@@ -616,7 +621,10 @@ class Plan:
         """The line binding value ``v``'s target before its step (None: it is bound)."""
         if self.cat.get(v) != "alloc":
             return None
-        dname = self.program.global_name(np.dtype(cat_dtype(self, v)), "D")
+        d = cat_dtype(self, v)
+        dname = self._dtype_names.get(d)
+        if dname is None:
+            dname = self._dtype_names[d] = self.program.global_name(np.dtype(d), "D")
         return f"{self.target(v)} = _empty({self.slots[v]}, {dname})"
 
     def poisoned_target(self, idx, v):
