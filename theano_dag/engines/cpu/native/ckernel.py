@@ -1048,6 +1048,9 @@ def _make_emitter(previous):
                 return [f"{outs[0]} = {kname}({', '.join(names)})"]
             return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
 
+        # What emit(names, outs, target) makes of a target, for the code generator to
+        # take into a segment without the lines (codegen._Runs.take_kernel).
+        emit.kernel_target = (lib, kname, k)
         inplace = []
         if nout == 1:
             od = [node.outputs[0].type.dtype]
