@@ -170,6 +170,59 @@ def test_damaged_library_is_detected_and_built_again(tmp_path, damage):
 
 
 @needs_cc
+def test_damage_after_the_status_was_recorded_is_detected(tmp_path):
+    # A library found intact has its file status written under its checksum, and later
+    # processes trust it without reading it through while the status is the same: a
+    # library overwritten after that (same size) is still found, since its change time
+    # moved. (Recorded at once here, not only for a library 2 s old.)
+    child = CHILD.replace("config.compiledir =", "cc.STAMP_AFTER_S = 0.0\nconfig.compiledir =")
+    for _ in range(2):  # built, then found in the cache (its status recorded)
+        run = subprocess.run(
+            [sys.executable, "-c", child.format(root=ROOT, cache=str(tmp_path))],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[1:3] == ["0", "1"], run.stdout
+    path = run.stdout.split()[3]
+    with open(path + ".sum") as fh:
+        digest, status = fh.read().splitlines()
+    st = os.stat(path)
+    assert digest == cc._digest(path)
+    assert status.split() == ["status", *map(str, (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                                   st.st_ino, st.st_dev))]  # fmt: skip
+    with open(path, "r+b") as fh:
+        fh.seek(st.st_size // 2)
+        fh.write(b"\xff" * 64)
+    second = _child(tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split()[1] == "1", "built again"
+    assert second.stderr.count("is damaged (checksum mismatch") == 1, second.stderr
+
+
+def test_recorded_status_spares_reading_the_library(tmp_path, monkeypatch):
+    # The checksum is computed once: after that, the status recorded beside it (or the
+    # process's own memory of it) vouches for the file until it changes.
+    path = str(tmp_path / "lib.so")
+    with open(path, "wb") as fh:
+        fh.write(os.urandom(4096))
+    with open(path + ".sum", "w") as fh:
+        fh.write(cc._digest(path) + "\n")
+    reads = []
+    digest = cc._digest
+    monkeypatch.setattr(cc, "_digest", lambda p: reads.append(p) or digest(p))
+    monkeypatch.setattr(cc, "STAMP_AFTER_S", 0.0)
+    monkeypatch.setattr(cc, "_INTACT", {})
+    assert cc._damage(path) is None and len(reads) == 1
+    assert cc._damage(path) is None and len(reads) == 1  # this process remembers it
+    monkeypatch.setattr(cc, "_INTACT", {})
+    assert cc._damage(path) is None and len(reads) == 1  # another process: the record
+    os.truncate(path, 1000)
+    assert cc._damage(path) == "checksum mismatch (1000 bytes)" and len(reads) == 2
+
+
+@needs_cc
 def test_two_processes_compile_one_library_once(tmp_path):
     # Started together: the file lock makes the second wait for the first's library.
     procs = [

@@ -21,6 +21,7 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.engines.cpu import CPULinker
+from theano_dag.engines.cpu.emit import csource as csource_module
 from theano_dag.engines.cpu.emit.csource import NotCompilable, array_layout, kernel_source
 from theano_dag.engines.cpu.native import cc, ckernel
 from theano_dag.engines.cpu.native.ckernel import kernel_calls
@@ -484,6 +485,36 @@ const float *restrict a1, float *restrict o0)
             return k0_v(arrs);
         }
         """)
+
+
+def test_equal_fused_nodes_share_their_c(monkeypatch):
+    # Equal composites (made apart, as fusion makes them) share one C function in a
+    # library, and a later library of the process takes that C without making it
+    # again; a composite that differs in a constant's dtype alone, or a change of what
+    # else kernel_source reads (the threads' threshold), gets C of its own.
+    def node(const_dtype="float64", bcast=(False,)):
+        s = ts.float64("s")
+        c = ts.as_scalar(np.asarray(2.0, dtype=const_dtype))
+        comp = ts.Composite([s], [ts.exp(s) * c + s])
+        return Elemwise(comp)(TensorType("float64", bcast)()).owner
+
+    made = []
+    real = ckernel.kernel_source
+    monkeypatch.setattr(ckernel, "kernel_source", lambda *a: made.append(a) or real(*a))
+    monkeypatch.setattr(ckernel, "_TEMPLATES", {})
+    lib = ckernel.KernelLibrary()
+    a, b = lib.add(node()), lib.add(node())
+    assert a.node.op is not b.node.op and (a.name, b.name) == ("k0", "k0")
+    assert a.template is b.template and len(made) == 1
+    c, d = lib.add(node("float32")), lib.add(node(bcast=(True,)))
+    assert (c.name, d.name) == ("k1", "k2") and len(made) == 3
+    lib2 = ckernel.KernelLibrary()
+    e = lib2.add(node())
+    assert e.template is a.template and e.name == "k0" and len(made) == 3
+    monkeypatch.setattr(csource_module, "PARALLEL_WORK", 1 << 12)
+    f = ckernel.KernelLibrary().add(node())
+    assert len(made) == 4 and f.template != a.template
+    assert f.template == real("@K@", f.node, f.arg_pos, {})
 
 
 def test_second_build_hits_the_cache(tmp_path, no_kernel_builds_in_flight):

@@ -149,10 +149,13 @@ class PlanNode:
         True
         """
         node = object.__new__(cls)
-        object.__setattr__(node, "outputs", outputs)
-        object.__setattr__(node, "inputs", inputs)
-        object.__setattr__(node, "inplace", inplace)
-        object.__setattr__(node, "name", name)
+        # Its fields set in its __dict__ (frozen: no __setattr__), half the time of four
+        # object.__setattr__ calls.
+        d = node.__dict__
+        d["outputs"] = outputs
+        d["inputs"] = inputs
+        d["inplace"] = inplace
+        d["name"] = name
         return node
 
 
@@ -225,12 +228,13 @@ class _Graph:
     """The caller's description, validated and indexed (shared by planner and checker)."""
 
     def __init__(self, nodes, sizes, pinned, views):
-        self.nodes = list(nodes)
-        for k, node in enumerate(self.nodes):
-            if not isinstance(node, PlanNode):
+        # (An engine plans one node per step of every plan: loops without generators.)
+        self.nodes = nodes = list(nodes)
+        for k, node in enumerate(nodes):
+            if type(node) is not PlanNode and not isinstance(node, PlanNode):
                 raise TypeError(f"nodes[{k}] must be a PlanNode, got {type(node).__name__}")
         producer: dict = {}
-        for k, node in enumerate(self.nodes):
+        for k, node in enumerate(nodes):
             for v in node.outputs:
                 if v in producer:
                     raise ValueError(
@@ -238,19 +242,22 @@ class _Graph:
                         f"{self.label(producer[v])} and by {self.label(k)}"
                     )
                 producer[v] = k
-        known = set(producer)
-        for k, node in enumerate(self.nodes):
+        get = producer.get
+        for k, node in enumerate(nodes):
             for v in node.inputs:
-                j = producer.get(v)
+                j = get(v)
                 if j is not None and j >= k:
                     raise ValueError(
                         f"{self.label(k)} reads value {v!r} before {self.label(j)} produces it; "
                         "nodes must be given in topological order"
                     )
-                known.add(v)
         self.producer = producer
 
         views = {} if views is None else dict(views)
+        known = set(producer)
+        if views:  # the values read, for the check of the views' bases
+            for node in nodes:
+                known.update(node.inputs)
         for view, base in views.items():
             if view not in producer:
                 raise ValueError(f"view {view!r} is not produced by any node")
@@ -286,6 +293,10 @@ class _Graph:
         ]
         self.size: dict = {}
         for v in self.pooled:
+            s = sizes.get(v)
+            if type(s) is int and s >= 0:  # (nearly always)
+                self.size[v] = s
+                continue
             if v not in sizes:
                 raise ValueError(
                     f"no size given for value {v!r} " f"(produced by {self.label(producer[v])})"
@@ -448,29 +459,38 @@ def plan_memory(
         blocks.append(s)
         return len(blocks) - 1
 
+    # (Once per node of every plan: the sets of a node made only when it has in-place
+    # pairs, the lookups of a value done once.)
     for node in g.nodes:
         dying = []
         for v in node.inputs:
-            if v in refs:
-                refs[v] -= 1
-                if refs[v] == 0:
+            r = refs.get(v)
+            if r is not None:
+                refs[v] = r = r - 1
+                if r == 0:
                     dead = drop(v)
                     if dead is not None:
                         dying.append(dead)
-        # An input also read through a view at this node must not be overwritten.
-        candidates = set(dying).difference(root[v] for v in node.inputs if v in views)
-        taken = set()
+        pairs = node.inplace
+        if pairs:
+            # An input also read through a view at this node must not be overwritten.
+            candidates = set(dying)
+            if views:
+                candidates.difference_update([root[v] for v in node.inputs if v in views])
+            taken = set()
         for out in node.outputs:
-            if out not in size:
+            s = size.get(out)
+            if s is None:
                 continue
-            s = size[out]
-            best, best_key = None, None
-            for o, inp in node.inplace:
-                if o == out and inp in candidates:
-                    bs = blocks[block_of[inp]]
-                    key = (0, bs) if bs >= s else (1, -bs)
-                    if best_key is None or key < best_key:
-                        best, best_key = inp, key
+            best = None
+            if pairs:
+                best_key = None
+                for o, inp in pairs:
+                    if o == out and inp in candidates:
+                        bs = blocks[block_of[inp]]
+                        key = (0, bs) if bs >= s else (1, -bs)
+                        if best_key is None or key < best_key:
+                            best, best_key = inp, key
             if best is not None:
                 candidates.discard(best)
                 taken.add(best)
@@ -481,7 +501,7 @@ def plan_memory(
                 b = find_best_block(s)
             block_of[out] = b
         for v in dying:
-            if v not in taken:  # a block handed to an output in place stays busy
+            if not pairs or v not in taken:  # a block handed to an output in place stays busy
                 bisect.insort(free, (blocks[block_of[v]], block_of[v]))
         for out in node.outputs:
             if refs[out] == 0:

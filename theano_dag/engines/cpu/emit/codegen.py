@@ -257,6 +257,24 @@ class _Runs:
         self.dels += dels
         return True
 
+    def take_kernel(self, idx, kernel_target, names, out, target, setup, dels):
+        """Take step ``idx``, a C kernel writing ``target`` (its emit's
+        ``kernel_target``: library, global name, kernel), into the run as ``join``
+        would take its lines (``setup``, ``out = target``, the kernel's call) without
+        making them; False if it cannot (another library's run)."""
+        lib, kname, k = kernel_target
+        if self.run and self.lib is not lib:
+            return False
+        if not lib.started:  # the plan is being generated: every kernel is known by now
+            lib.start()
+        moved = [] if setup is None else [setup]
+        if target != out:
+            moved.append(f"{out} = {target}")
+        self.lib = lib
+        self.run.append((idx, moved, KernelCall(kname, k, [*names, out])))
+        self.dels += dels
+        return True
+
     def _hoistable(self, step, emitted):
         """Whether ``step`` is a view that may run before the run's kernels: a constant
         subtensor or a dimshuffle (shape and strides only), or a reshape of a value
@@ -335,54 +353,75 @@ def _body(plan, mode, extra=None):
             dels.setdefault(idx, []).append(names[v])
     pad = " " * 8
     cur_node = None
-    node_start = {}
     # Kernel steps gathered into segments: not where a step must stand alone (poisoned
     # targets are filled and checked around each step; a profile times each node; an
     # incremental run skips nodes).
     runs = None
     if mode in ("core", "fast") and not p.poison and extra is not None:
         runs = _Runs(lines, where, pad, extra)
-    for idx, (k, st) in enumerate(plan.steps):
+    # (Once per step of every plan: the plan's methods and the modes looked up once.)
+    poison = p.poison
+    profile, incremental = mode == "profile", mode == "incremental"
+    ind = pad + ("    " if incremental else "")
+    target_of, setup_of = plan.target, plan.target_setup
+    join = runs.join if runs is not None else None
+    steps = plan.steps
+    n_steps = len(steps)
+    for idx, (k, st) in enumerate(steps):
         if k != cur_node:  # the node's first step
             cur_node = k
-            node_start[k] = len(lines)
-            if mode == "profile":
+            if profile:
                 lines.append(pad + "_t = _pc()")
                 where.append(idx)
-            elif mode == "incremental":
+            elif incremental:
                 lines.append(pad + f"if _M >> {k} & 1:")
                 where.append(idx)
         ins = [names[v] for v in st.inputs]
         outs = [names[v] for v in st.outputs]
-        target = plan.target(st.outputs[0]) if st.kind == "out" and len(outs) == 1 else None
-        ind = pad + ("    " if mode == "incremental" else "")
-        pre, post = [], []
-        setup = None
-        if target is not None:
-            setup = plan.target_setup(st.outputs[0])
+        target = setup = None
+        if st.kind == "out" and len(outs) == 1:
+            target = target_of(st.outputs[0])
+            if target is not None:
+                setup = setup_of(st.outputs[0])
+                # A C kernel into its target joins the run without its lines.
+                kernel_target = getattr(st.emit, "kernel_target", None)
+                if (
+                    kernel_target is not None
+                    and join is not None
+                    and runs.take_kernel(
+                        idx, kernel_target, ins, outs[0], target, setup, dels.get(idx, ())
+                    )
+                ):
+                    dels.pop(idx, None)
+                    continue
+        if target is None:
+            emitted = st.emit(ins, outs, None)
+        elif poison:
+            pre, post = [], []
             if setup is not None:
                 pre.append(setup)
-            if p.poison:
-                # Garbage in the target just before the step writes it: any element the
-                # step leaves unwritten, or any input that shares the target's memory
-                # without the planner's leave, shows in the result.
-                if plan.poisoned_target(idx, st.outputs[0]):
-                    pre.append(f"_poison({target})")
-                post.append(f"if {outs[0]} is not {target}: _astray({idx}, {outs[0]}, {target})")
-                if setup is not None:
-                    post.append(f"del {target}")
-        emitted = st.emit(ins, outs, target)
-        if pre or post:
-            emitted = pre + emitted + post
-        if runs is not None:
-            if runs.join(idx, emitted, setup, dels.get(idx, []), st):
+            # Garbage in the target just before the step writes it: any element the
+            # step leaves unwritten, or any input that shares the target's memory
+            # without the planner's leave, shows in the result.
+            if plan.poisoned_target(idx, st.outputs[0]):
+                pre.append(f"_poison({target})")
+            post.append(f"if {outs[0]} is not {target}: _astray({idx}, {outs[0]}, {target})")
+            if setup is not None:
+                post.append(f"del {target}")
+            emitted = pre + st.emit(ins, outs, target) + post
+        elif setup is not None:
+            emitted = [setup, *st.emit(ins, outs, target)]
+        else:
+            emitted = st.emit(ins, outs, target)
+        if join is not None:
+            if join(idx, emitted, setup, dels.get(idx, ()), st):
                 dels.pop(idx, None)
                 continue
             runs.flush()
         for line in emitted:
             lines.append(ind + line)
             where.append(idx)
-        if mode == "profile" and (idx + 1 == len(plan.steps) or plan.steps[idx + 1][0] != k):
+        if profile and (idx + 1 == n_steps or steps[idx + 1][0] != k):
             lines.append(pad + f"_T[{k}] += _pc() - _t; _N[{k}] += 1")
             where.append(idx)
         if idx in dels:

@@ -247,25 +247,28 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
     # cache hit or not: no per-node closures or generators, one dtype lookup per value.
     names = dict(zip(comp.inputs, in_exprs))
     append = lines.append
+    codes = DTYPE_CODES
     for k, node in enumerate(comp.nodes):
         ins, outs, op = node.inputs, node.outputs, node.op
         args = []
         in_dt = []
+        bad = None  # the first input's dtype C does not handle (raised after the constants')
         for v in ins:
             d = v.type.dtype
             if isinstance(v, Constant):
-                if d not in DTYPE_CODES:
+                if d not in codes:
                     raise _dtype_error(d, f"constant {v}")
                 args.append(c_literal(v.data, d))
             else:
+                if bad is None and d not in codes:
+                    bad = d
                 args.append(names[v])
             in_dt.append(d)
         out_dt = [o.type.dtype for o in outs]
-        for d in in_dt:
-            if d not in DTYPE_CODES:
-                raise _dtype_error(d, f"scalar op {op}")
+        if bad is not None:
+            raise _dtype_error(bad, f"scalar op {op}")
         for d in out_dt:
-            if d not in DTYPE_CODES:
+            if d not in codes:
                 raise _dtype_error(d, f"scalar op {op}")
         if hasattr(op, "nodes") and hasattr(op, "inputs"):
             exprs = composite_statements(op, args, f"{prefix}{k}n", lines)

@@ -9,7 +9,11 @@ build started by a process that exits before it ends still fills the cache.
 Processes compiling the same library take turns (a file lock, ``<key>.lock``),
 so it is compiled once. Beside each library, ``<key>.so.sum`` holds its SHA-256:
 a library that does not match it (truncated, overwritten: loading it could kill
-the process) is removed and built again.
+the process) is removed and built again. Once a library has matched it, the file's
+status (size, times, inode) is written under the checksum, and a later load whose
+status is the same trusts it without reading it through: any write, truncation or
+replacement of the file changes its status (its change time, which no program
+can set back), so a damaged library is still found.
 
 Faults leave the caller on numpy with one warning naming the cause (see
 ``ckernel``): a compiler that fails, or runs past ``COMPILE_TIMEOUT_S`` (it is
@@ -344,21 +348,64 @@ def _write_sum(final: str):
     os.replace(tmp, final + ".sum")
 
 
+# A library's status is a witness of its bytes only once its change time lies this
+# far in the past: the kernel stamps a change with a clock of a few milliseconds'
+# resolution, so a write just after the library was checked could leave the time as
+# it was (and the size too).
+STAMP_AFTER_S = 2.0
+# Libraries this process found intact: path -> their status then.
+_INTACT: dict = {}
+
+
+def _status(st) -> str:
+    return f"status {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino} {st.st_dev}"
+
+
 def _damage(final: str) -> str | None:
     """Why the cached library ``final`` cannot be trusted, or None when it matches its
-    checksum."""
+    checksum (read through once; later, while the file's status is the one recorded
+    then, in this process or under the checksum, without reading it)."""
+    try:
+        status = _status(os.stat(final))
+    except OSError as e:
+        return f"unreadable: {e}"
+    if _INTACT.get(final) == status:
+        return None
     try:
         with open(final + ".sum") as f:
-            want = f.read(64)
+            text = f.read(4096)
     except OSError:
         return "no checksum beside it"
+    want = text[:64]
+    recorded = text.split("\n")[1:2]
+    if recorded == [status] and len(want) == 64:
+        _INTACT[final] = status
+        return None
     try:
         got = _digest(final)
+        st = os.stat(final)
     except OSError as e:
         return f"unreadable: {e}"
     if got != want:
-        return f"checksum mismatch ({os.path.getsize(final)} bytes)"
+        return f"checksum mismatch ({st.st_size} bytes)"
+    if _status(st) == status and time.time() - st.st_ctime > STAMP_AFTER_S:
+        # Unchanged while it was read, and long enough ago that any later change shows.
+        _INTACT[final] = status
+        _record_status(final, want, status)
     return None
+
+
+def _record_status(final: str, digest: str, status: str):
+    """Write ``status`` under the checksum of ``final`` (best effort: a read-only cache
+    is checked in full at each process's first load, as before)."""
+    tmp = f"{final}.sum.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(f"{digest}\n{status}\n")
+        os.replace(tmp, final + ".sum")
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _cached(final: str) -> bool:
@@ -497,9 +544,10 @@ def compile_library(tc: Toolchain, source: str, directory: str) -> str:
         os.close(lock)  # releases the lock
 
 
-def cached_library(tc: Toolchain, source: str, directory: str) -> str | None:
-    """The cached library of ``source`` if it exists and is intact (no compiler run)."""
-    final = os.path.join(directory, tc.key(source) + ".so")
+def cached_library(tc: Toolchain, source: str, directory: str, key=None) -> str | None:
+    """The cached library of ``source`` if it exists and is intact (no compiler run);
+    ``key``: ``tc.key(source)``, when the caller knows it."""
+    final = os.path.join(directory, (key or tc.key(source)) + ".so")
     return final if _cached(final) else None
 
 

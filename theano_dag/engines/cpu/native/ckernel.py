@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.engines.cpu.emit import csource
 from theano_dag.engines.cpu.emit.csource import (
     DTYPE_CODES,
     NotCompilable,
@@ -127,6 +128,37 @@ def _started_ready(k) -> bool:
     return k.ready
 
 
+# The C templates (and layouts) of the kernels made in this process, keyed as a
+# library's (CKernel), with the thread thresholds kernel_source reads.
+_TEMPLATES: dict = {}
+MAX_TEMPLATES = 2048
+# The sources of the libraries of this process and their cache keys
+# (KernelLibrary._source_and_key), and the libraries loaded, by path.
+_LIBRARY_KEYS: dict = {}
+MAX_LIBRARY_KEYS = 64
+_LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _ctypes_entry(lib, k):
+    """``entry()``: the ctypes function of kernel ``k``'s C entry in ``lib`` (made once,
+    at the first call); raises OSError now when ``lib`` lacks the entry or its array
+    form (a library that is not the one its source was built into)."""
+    segment.entry_address(lib, k.name)
+    segment.array_entry(lib, k.name)
+    nargs = k.nin + k.nout
+    made = []
+
+    def entry():
+        if not made:
+            fn = getattr(lib, k.name)
+            fn.argtypes = [ctypes.py_object] * nargs
+            fn.restype = ctypes.c_int
+            made.append(fn)
+        return made[0]
+
+    return entry
+
+
 class CKernel:
     """One Elemwise node as a C function: ``k(*arrays, out=None)``.
 
@@ -145,8 +177,9 @@ class CKernel:
     """
 
     def __init__(self, node, library=None, name="k", templates=None):
-        # ``templates``: the library's C of plain (not Composite) ops, by op, types and
-        # compiled-in constants, which a function's hundreds of plain nodes share.
+        # ``templates``: the library's C of its kernels, by op, types and compiled-in
+        # constants, which a function's hundreds of plain nodes share, and the fused
+        # nodes that fusion made alike (a fifth to a third of them in a random graph).
         # (Made for every Elemwise node of a function when it is linked: kept lean.)
         op = node.op
         inputs, outputs = node.inputs, node.outputs
@@ -165,10 +198,14 @@ class CKernel:
         in_types = [v.type for v in inputs]
         out_types = [o.type for o in outputs]
         key = template = layout = None
-        if templates is not None and not _is_composite(op.scalar_op):
+        if templates is not None:
             # Equal ops (as the merge optimizer takes them) on equal dtypes, broadcast
             # patterns and constants generate the same C (kernel_source reads no more of
             # the types: hashing and comparing the types themselves cost 3x as much).
+            # Composites are equal when their graphs are (Composite._structure: each
+            # node's op, where its inputs come from, constants by dtype and bytes,
+            # every dtype), which is all that kernel_source reads of them; the hash
+            # is the printed text, so only composites printed alike are compared.
             key = (
                 op,
                 tuple([(t.dtype, t.broadcastable) for t in in_types]),
@@ -177,6 +214,14 @@ class CKernel:
                 tuple([(p, c.dtype.str, c.tobytes()) for p, c in scalars.items()]),
             )
             known = templates.get(key)
+            if known is None:
+                # Other functions of this process made the same kernels (a gradient
+                # and its forward graph, a model compiled again): their C is looked up
+                # with what else kernel_source reads, the thresholds of its threads.
+                process_key = (key, csource.PARALLEL_WORK, csource.MIN_PARALLEL)
+                known = _TEMPLATES.get(process_key)
+                if known is not None:
+                    templates[key] = known
             if known is not None:
                 template, layout = known
         if template is None:
@@ -195,31 +240,40 @@ class CKernel:
                 [_np_dtype(in_types[p].dtype) for p in arg_pos],
                 [_np_dtype(t.dtype) for t in out_types],
                 shape_arg,
+                out_types[0].ndim,
             )
             if key is not None:
-                templates[key] = (template, layout)
+                if len(_TEMPLATES) >= MAX_TEMPLATES:  # a bound for long-lived processes
+                    _TEMPLATES.clear()
+                templates[key] = _TEMPLATES[process_key] = (template, layout)
         self.template = template
         self.nin = len(arg_pos)
         self.nout = len(outputs)
-        self.ndim = out_types[0].ndim
-        self.in_dtypes, self.out_dtypes, self._shape_arg = layout
-        destroy = getattr(op, "inplace_pattern", None)
-        self.destroy = (
-            {o: arg_pos.index(i) for o, i in dict(destroy).items() if i in arg_pos}
-            if destroy
-            else {}
-        )
+        self.in_dtypes, self.out_dtypes, self._shape_arg, self.ndim = layout
+        # (An Elemwise's pattern as its items: its inplace_pattern makes a dict.)
+        destroy = getattr(op, "inplace_items", None)
+        if destroy is None:
+            destroy = getattr(op, "inplace_pattern", None)
+            destroy = dict(destroy).items() if destroy else ()
+        self.destroy = {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else {}
         self.c = self._numpy_c
         self.ready = False
 
     def __repr__(self):
         return f"<CKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
 
-    def _bind(self, lib):
-        fn = getattr(lib, self.name)
-        fn.argtypes = [ctypes.py_object] * (self.nin + self.nout)
-        fn.restype = ctypes.c_int
-        self.c = fn
+    def _bind_lazily(self, entry):
+        """Ready for C, the ctypes function made at the first call of ``c``: most
+        kernels only ever run inside segments, through their array entry points, and
+        making a ctypes function costs several microseconds a kernel (the library's
+        loading checked that the symbol is there). ``entry()`` gives the function,
+        shared by the kernels of one name."""
+
+        def c(*args):
+            fn = self.c = entry()
+            return fn(*args)
+
+        self.c = c
         self.ready = True
 
     def __call__(self, *xs, out=None):
@@ -349,7 +403,7 @@ class PreambleKernel:
     def _bind(self, lib):
         if segment.NativeSegment is None:  # no C entry without the call's C half
             return
-        entry = ctypes.cast(getattr(lib, f"{self.name}_v"), ctypes.c_void_p).value
+        entry = segment.entry_address(lib, f"{self.name}_v")
         n = self.nin + self.nout
         # A segment of this one step: the C entry point called with the arrays.
         self.c = segment.NativeSegment((entry,), (tuple(range(n)),), n)
@@ -543,7 +597,8 @@ def _into_target(lib, kname, k, args, out, target):
     ``target``: ``out`` bound to it (the plan binds the target before the step), then the
     kernel's call on ``args`` and ``out``. Starts ``lib``'s build: the plan is being
     generated, so every kernel is known by now."""
-    lib.start()
+    if not lib.started:  # (asked by every kernel step of the plan)
+        lib.start()
     bind = [] if target == out else [f"{out} = {target}"]
     return [*bind, KernelCall(kname, k, [*args, out])]
 
@@ -716,6 +771,22 @@ class KernelLibrary:
             parts.append(template.replace("@K@", name))
         return "\n".join(parts)
 
+    def _source_and_key(self):
+        """``source()`` and its cache key, kept for the process: a function made again
+        (or another of the same kernels) has the same templates under the same names,
+        and its library is found without joining and hashing the source again."""
+        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        # (The templates' hashes are known: add() looked each one up.)
+        memo_key = (self.toolchain, linalg, tuple(self._by_source.items()))
+        known = _LIBRARY_KEYS.get(memo_key)
+        if known is None:
+            src = self.source()
+            known = (src, self.toolchain.key(src))
+            if len(_LIBRARY_KEYS) >= MAX_LIBRARY_KEYS:
+                _LIBRARY_KEYS.clear()
+            _LIBRARY_KEYS[memo_key] = known
+        return known
+
     @property
     def ready(self) -> bool:
         return self._loaded.is_set()
@@ -738,9 +809,9 @@ class KernelLibrary:
             self.started = True
         if not self.kernels or self.toolchain is None or self.mode == "off":
             return
-        src = self.source()
+        src, key = self._source_and_key()
         directory = cc.kernel_dir(self.compiledir)
-        path = cc.cached_library(self.toolchain, src, directory)
+        path = cc.cached_library(self.toolchain, src, directory, key=key)
         if path is not None:
             self._load(path)
             return
@@ -763,24 +834,31 @@ class KernelLibrary:
     def _load(self, path):
         try:
             # CDLL: the GIL is released while a kernel runs (it touches no Python object
-            # but the arrays its caller holds).
-            lib = ctypes.CDLL(path)
-            descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
-            lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
-            cc.register_library(lib)
+            # but the arrays its caller holds). A library this process has loaded is
+            # the one dlopen would give again (it goes by the path): its object, with
+            # its symbols looked up, serves every function whose kernels it holds.
+            lib = _LOADED.get(path)
+            if lib is None:
+                lib = ctypes.CDLL(path)
+                descrs = (ctypes.c_void_p * len(DTYPE_CODES))(
+                    *[id(np.dtype(d)) for d in DTYPE_CODES]
+                )
+                lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
+                cc.register_library(lib)
+                _LOADED[path] = lib
             with gc_paused():
                 # Kernels of one C function (one name: the same C, so the same
-                # arguments) share its ctypes function: one lookup per function.
-                shared = {}
+                # arguments) share its ctypes function, made when one of them is
+                # first called outside a segment; its symbols are checked now.
+                entries = {}
                 for k in self.kernels:
-                    fn = shared.get(k.name) if type(k) is CKernel else None
-                    if fn is None:
-                        k._bind(lib)
-                        if type(k) is CKernel:
-                            shared[k.name] = k.c
+                    if type(k) is CKernel:
+                        entry = entries.get(k.name)
+                        if entry is None:
+                            entry = entries[k.name] = _ctypes_entry(lib, k)
+                        k._bind_lazily(entry)
                     else:
-                        k.c = fn
-                        k.ready = True
+                        k._bind(lib)
         except (OSError, AttributeError) as e:
             self.error = e
             warnings.warn(
@@ -957,7 +1035,9 @@ def _make_emitter(previous):
             fallbacks = lib.fallbacks = _Fallbacks(ctx)
         fallbacks.add(k, node, steps, previous)
         kname = ctx.glob(k, k.name.upper())
-        ins = [node.inputs[p] for p in k.arg_pos]
+        inputs = node.inputs
+        consts = k.consts
+        ins = [inputs[p] for p in k.arg_pos] if consts else list(inputs)
         nout = k.nout
 
         def emit(names, outs, target):
@@ -968,15 +1048,19 @@ def _make_emitter(previous):
                 return [f"{outs[0]} = {kname}({', '.join(names)})"]
             return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
 
-        od = [o.type.dtype for o in node.outputs]
+        # What emit(names, outs, target) makes of a target, for the code generator to
+        # take into a segment without the lines (codegen._Runs.take_kernel).
+        emit.kernel_target = (lib, kname, k)
         inplace = []
         if nout == 1:
-            inplace = [
-                (0, j)
-                for j, v in enumerate(ins)
-                if v.type.dtype == od[0] and not isinstance(v, Constant)
-            ]
-        const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
+            od = [node.outputs[0].type.dtype]
+            d = od[0]
+            for j, v in enumerate(ins):
+                if v.type.dtype == d and not isinstance(v, Constant):
+                    inplace.append((0, j))
+        else:
+            od = [o.type.dtype for o in node.outputs]
+        const_shapes = [np.shape(inputs[p].data) for p in consts] if consts else ()
         step = Step(
             node,
             node.outputs,
@@ -989,8 +1073,12 @@ def _make_emitter(previous):
             prefer_target=True,
             dtypes=od,
         )
-        destroy = dict(getattr(node.op, "inplace_pattern", None) or {})
+        # (An Elemwise's pattern read as its items: inplace_pattern makes a dict.)
+        destroy = getattr(node.op, "inplace_items", None)
+        if destroy is None:
+            destroy = getattr(node.op, "inplace_pattern", None)
         if destroy:
+            destroy = dict(destroy)
             done = _destroying(ctx, node, [step], destroy)
             if done is None:
                 return steps if steps is not None else previous(node, ctx)

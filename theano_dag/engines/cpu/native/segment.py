@@ -22,12 +22,52 @@ from __future__ import annotations
 
 import ctypes
 
+try:  # the symbol lookup of the C library, without making a ctypes function (POSIX)
+    from _ctypes import dlsym as _dlsym
+except ImportError:
+    _dlsym = None
+
 try:  # the C half of the call, when it was built (setup.py) with segments in it
     from theano_dag.engines._callstub import Segment as NativeSegment
 except ImportError:
     NativeSegment = None
 
-__all__ = ["KernelSegment", "NativeSegment", "available"]
+__all__ = ["KernelSegment", "NativeSegment", "available", "entry_address", "array_entry"]
+
+
+def entry_address(lib, name) -> int:
+    """The address of the C function ``name`` of ``lib`` (a loaded ``ctypes.CDLL``),
+    looked up once per library (several segments and kernels ask); OSError or
+    AttributeError when ``lib`` has no such symbol."""
+    known = lib.__dict__.get("_td_entries")
+    if known is None:
+        known = lib.__dict__["_td_entries"] = {}
+    address = known.get(name)
+    if address is None:
+        if _dlsym is not None:
+            # A fifteenth of the cost of getattr(lib, name), which makes a ctypes function.
+            address = _dlsym(lib._handle, name)
+        else:
+            address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        known[name] = address
+    return address
+
+
+def _array_entries(lib) -> dict:
+    table = lib.__dict__.get("_td_arrays")  # kernel name -> address of its array entry
+    if table is None:
+        table = lib.__dict__["_td_arrays"] = {}
+    return table
+
+
+def array_entry(lib, kernel) -> int:
+    """The address of ``kernel``'s array entry point (``<kernel>_v``) in ``lib``, which a
+    segment calls; OSError or AttributeError when ``lib`` has none."""
+    table = _array_entries(lib)
+    address = table.get(kernel)
+    if address is None:
+        address = table[kernel] = entry_address(lib, f"{kernel}_v")
+    return address
 
 
 def available() -> bool:
@@ -89,13 +129,14 @@ class KernelSegment:
             return
         # Kernels of one C function (one name) share its entry: looked up once per
         # library, for all of its segments (a plan's code has several).
-        by_name = lib.__dict__.get("_td_entries")
-        if by_name is None:
-            by_name = lib.__dict__["_td_entries"] = {}
+        table = _array_entries(lib)
+        entries = []
         for k in self.kernels:
-            if k.name not in by_name:
-                by_name[k.name] = ctypes.cast(getattr(lib, f"{k.name}_v"), ctypes.c_void_p).value
-        entries = tuple([by_name[k.name] for k in self.kernels])
+            address = table.get(k.name)
+            if address is None:
+                address = array_entry(lib, k.name)
+            entries.append(address)
+        entries = tuple(entries)
         self.c = NativeSegment(entries, self.operands, self.nargs)
         self.native = True
 

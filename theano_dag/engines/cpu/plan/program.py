@@ -52,10 +52,15 @@ def _is_tensor_type(t):
 
 
 def _nbytes(shape, dtype):
-    n = 1
+    n = _ITEMSIZE.get(dtype)
+    if n is None:  # (asked of every value of every plan: np.dtype looked up once a dtype)
+        n = _ITEMSIZE[dtype] = np.dtype(dtype).itemsize
     for s in shape:
         n *= s
-    return n * np.dtype(dtype).itemsize
+    return n
+
+
+_ITEMSIZE: dict = {}
 
 
 def _aligned_block(nbytes):
@@ -264,6 +269,7 @@ class Program:
     def _choose_steps(self, shapes):
         """Each node's expanded steps, or its ``perform`` call where a shape is unknown."""
         chosen = []
+        append = chosen.append
         for node, steps, call in self.node_steps:
             use = steps
             if call is None:
@@ -271,6 +277,7 @@ class Program:
                     for v in st.inputs:
                         if isinstance(v, Temp) and v not in shapes:
                             shapes[v] = None
+                    view = st.kind == "view"
                     for v, d in zip(st.outputs, st.dtypes):
                         if isinstance(v, Temp):
                             ins = [shapes.get(i) for i in st.inputs]
@@ -293,11 +300,11 @@ class Program:
                                 shapes[v] = tuple(st.temp_shape(ins))
                             else:
                                 shapes[v] = broadcast_shapes(ins + list(st.const_shapes))
-                        if d is not None and shapes.get(v) is None and st.kind != "view":
+                        if d is not None and not view and shapes.get(v) is None:
                             use = None
                 if use is None:
                     use = call_steps(node, _Ctx(self))
-            chosen.append((node, use))
+            append((node, use))
         return chosen
 
 
@@ -313,6 +320,7 @@ class Plan:
         self.fast = None
         self.core = None
         self.codegen_time = 0.0
+        self._dtype_names: dict = {}  # dtype -> the global naming it (target_setup)
         self._categorize()
         self._plan_blocks()
         if program.poison:
@@ -322,13 +330,19 @@ class Plan:
     def _categorize(self):
         p = self.program
         producer, readers, base = {}, {}, {}
+        get = readers.get
         for idx, (_k, st) in enumerate(self.steps):
             for v in st.inputs:
-                readers.setdefault(v, []).append(idx)
+                r = get(v)
+                if r is None:
+                    readers[v] = [idx]
+                else:
+                    r.append(idx)
+            views = st.views
             for j, v in enumerate(st.outputs):
                 producer[v] = (idx, j)
-                if j in st.views:
-                    base[v] = st.inputs[st.views[j]]
+                if views and j in views:
+                    base[v] = st.inputs[views[j]]
         self.producer, self.readers, self.base = producer, readers, base
         # Everything the user gets must be memory of its own: outputs and what they view.
         pinned = set()
@@ -339,32 +353,41 @@ class Plan:
                     break
                 v = base[v]
         cat = {}
+        # The bytes of each value that may get a block of its own (the blocks' sizes).
+        self.nbytes = nbytes = {}
         incremental = p.incremental
+        shape_of, min_bytes, natural_ok = self.shapes.get, p.min_plan_bytes, self._natural_ok
         for _k, st in self.steps:
+            views, out_kind, dtypes = st.views, st.kind == "out", st.dtypes
             for j, v in enumerate(st.outputs):
-                d = st.dtypes[j]
-                shp = self.shapes.get(v)
-                if j in st.views:
+                d = dtypes[j]
+                shp = shape_of(v)
+                if views and j in views:
                     cat[v] = "view"
-                elif st.kind != "out" or d is None or shp is None:
+                elif not out_kind or d is None or shp is None:
                     cat[v] = "fresh"
                 else:
-                    natural = self._natural_ok(st, shp)
-                    small = _nbytes(shp, d) < p.min_plan_bytes
+                    # (Whether numpy's natural result has the value's shape is asked only
+                    # where it decides.)
+                    nbytes[v] = n = _nbytes(shp, d)
+                    small = n < min_bytes
                     if incremental:
                         # Every value must outlive the call: no block is ever reused.
-                        cat[v] = "fresh" if natural else "alloc"
+                        cat[v] = "fresh" if natural_ok(st, shp) else "alloc"
                     elif v in pinned:
                         if v in p.borrowed:
                             cat[v] = "own"
                         elif small:
-                            cat[v] = "fresh" if natural and not st.prefer_target else "alloc"
+                            fresh = not st.prefer_target and natural_ok(st, shp)
+                            cat[v] = "fresh" if fresh else "alloc"
                         else:
                             # A block allocated afresh by each call, which the value
                             # shares with the dead values before it (in place when it
                             # may): a chain ending in an output needs no other memory.
                             cat[v] = "outblk"
-                    elif natural and (st.prefer_fresh or (small and not st.prefer_target)):
+                    elif (st.prefer_fresh or (small and not st.prefer_target)) and natural_ok(
+                        st, shp
+                    ):
                         cat[v] = "fresh"
                     else:
                         cat[v] = "pooled"
@@ -450,8 +473,10 @@ class Plan:
         cat, shapes = self.cat, self.shapes
         pool_cats = ("pooled", "outblk")
         pooled = [v for v, c in cat.items() if c in pool_cats]
-        sizes = {v: _nbytes(shapes[v], cat_dtype(self, v)) for v in pooled}
+        nbytes = self.nbytes
+        sizes = {v: nbytes[v] for v in pooled}
         nodes = []
+        trusted = PlanNode.trusted  # (a Step's outputs and inputs are tuples already)
         for idx, (_k, st) in enumerate(self.steps):
             pairs = []
             for j, i in st.inplace:
@@ -461,9 +486,7 @@ class Plan:
                 if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
                     continue
                 pairs.append((out, inp))
-            nodes.append(
-                PlanNode.trusted(tuple(st.outputs), tuple(st.inputs), tuple(pairs), str(idx))
-            )
+            nodes.append(trusted(st.outputs, st.inputs, tuple(pairs), str(idx)))
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
         returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
@@ -598,7 +621,10 @@ class Plan:
         """The line binding value ``v``'s target before its step (None: it is bound)."""
         if self.cat.get(v) != "alloc":
             return None
-        dname = self.program.global_name(np.dtype(cat_dtype(self, v)), "D")
+        d = cat_dtype(self, v)
+        dname = self._dtype_names.get(d)
+        if dname is None:
+            dname = self._dtype_names[d] = self.program.global_name(np.dtype(d), "D")
         return f"{self.target(v)} = _empty({self.slots[v]}, {dname})"
 
     def poisoned_target(self, idx, v):

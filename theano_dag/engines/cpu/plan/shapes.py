@@ -146,7 +146,8 @@ def _evaluate(var, known):
 
 
 def _elemwise(fgraph, node, in_shapes):
-    nd = node.outputs[0].type.ndim
+    static = node.outputs[0].type.shape
+    nd = len(static)
     # Equal input shapes (most nodes): the output's, with nothing to broadcast.
     first = in_shapes[0] if in_shapes else None
     same = type(first) is tuple and len(first) == nd
@@ -156,7 +157,7 @@ def _elemwise(fgraph, node, in_shapes):
                 same = False
                 break
     out = first if same else _broadcast_elemwise(node, in_shapes, nd)
-    for d, s in enumerate(node.outputs[0].type.shape):
+    for d, s in enumerate(static if static.count(None) != nd else ()):
         if s is not None and out[d] != s:
             raise ShapeError(
                 f"{node.op}: output length {out[d]} along dimension {d} differs from the "
@@ -258,6 +259,7 @@ KNOWN_RULES: dict = {Subtensor: _subtensor}
 
 # the op classes whose output is a function of their input's *shape* only
 _SHAPE, _SHAPE_I = Shape, Shape_i
+_SHAPE_OPS = tuple(c for c in (_SHAPE, _SHAPE_I) if c is not None)
 
 
 def _size(shape):
@@ -329,7 +331,11 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
             result = [None] * len(outs)
         for o, s in zip(outs, result):
             shapes[o] = s
-        _know_values(node, in_shapes, result, known)
+        # (Most nodes have an input whose value is not known: _know_values would stop
+        # at the first one; asked here without the call.)
+        ins = node.inputs
+        if (ins and ins[0] in known) or isinstance(op, _SHAPE_OPS):
+            _know_values(node, in_shapes, result, known)
     return shapes, known
 
 
