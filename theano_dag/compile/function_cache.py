@@ -45,7 +45,6 @@ import hashlib
 import io
 import os
 import pickle
-import sys
 import tempfile
 import time
 import types
@@ -54,7 +53,6 @@ from array import array
 
 import numpy as np
 
-import theano_dag
 from theano_dag.compile.mode import Mode, _optdb, engine_query, get_optimizer
 from theano_dag.config import FLAGS, config
 from theano_dag.engines.basic import PerformLinker
@@ -69,6 +67,7 @@ from theano_dag.graph.rewriting.merge import MergeFeature
 from theano_dag.graph.rewriting.presence import OpPresence
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate, Supervisor
+from theano_dag.misc.code_version import code_version
 from theano_dag.opt.optdb import optdb
 from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
 from theano_dag.tensor.elemwise import DimShuffle
@@ -123,7 +122,6 @@ _MEMO_LIMIT = 20_000
 # pickle of the ops a graph's rewrites made -> those ops, for the last few graphs.
 _op_lists: dict = {}
 _OP_LISTS_LIMIT = 64
-_code_version: list = []
 _optdb_checked: list = [None, None]  # [_db.changes() when checked, _optdb_state()]
 
 
@@ -174,26 +172,6 @@ def _has_inner_graph(op) -> bool:
             elif isinstance(v, _GRAPH_PIECES):
                 return True
     return False
-
-
-def _code() -> bytes:
-    """theano_dag's version, numpy's and Python's: computed once per process."""
-    if not _code_version:
-        root = os.path.dirname(theano_dag.__file__)
-        parts = [getattr(theano_dag, "__version__", "?"), np.__version__, sys.version]
-        todo = [root]
-        while todo:
-            with os.scandir(todo.pop()) as it:
-                for e in it:
-                    if e.is_dir(follow_symlinks=False):
-                        if e.name != "__pycache__":
-                            todo.append(e.path)
-                    elif e.name.endswith((".py", ".c")):
-                        st = e.stat()
-                        parts.append(f"{e.path[len(root) :]}:{st.st_size}:{st.st_mtime_ns}")
-        parts[3:] = sorted(parts[3:])
-        _code_version.append(hashlib.blake2b("\n".join(parts).encode()).digest())
-    return _code_version[0]
 
 
 def _optdb_state():
@@ -466,7 +444,7 @@ def _walk(inputs, outputs, accept_inplace):
         if spec.update is not None:
             ints.append(index[spec.update])
     head = b"%d|%d|%d|%d|%d|" % (_FORMAT, accept_inplace, len(blobs), len(ints), len(names))
-    parts = [head, _code(), _flags_key().encode()]
+    parts = [head, code_version(), _flags_key().encode()]
     parts += blobs
     parts.append(array("q", ints).tobytes())
     parts.append(repr(names).encode())
