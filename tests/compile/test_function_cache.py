@@ -521,3 +521,76 @@ def test_a_graph_with_the_users_in_place_op_hits_and_overwrites_as_the_miss():
     a, b = np.arange(3.0), np.arange(3.0)
     np.testing.assert_array_equal(g(b), f(a))
     np.testing.assert_array_equal(b, a)  # overwritten alike
+
+
+def _composites(f):
+    return [
+        n.op.scalar_op
+        for n in f.maker.fgraph.toposort()
+        if type(getattr(n.op, "scalar_op", None)).__name__ == "Composite"
+    ]
+
+
+def test_fused_kernels_load_from_their_tables_as_the_miss_made_them(monkeypatch):
+    from theano_dag.scalar.composite import Composite
+
+    def build():
+        x, y = tt.dvector("x"), tt.bvector("y")
+        a = tt.exp(x) * 2 + tt.log1p(x**2)
+        b = (y + np.int8(100)) * 3  # the constant's dtype decides the wrap-around
+        return [x, y], [tt.sum(a), a * b, tt.sqrt(tt.abs(x)) + b]
+
+    f, miss = _compile(build)
+    function_cache._op_lists.clear()  # as in a fresh process: the entry's ops unpickled
+    built = []  # (the name the entry holds, looked up as it loads)
+    from_tables = Composite._from_tables
+    monkeypatch.setattr(
+        Composite, "_from_tables", staticmethod(lambda *a: built.append(1) or from_tables(*a))
+    )
+    g, hit = _compile(build)
+    assert miss["stores"] == 1 and hit["hits"] == 1
+    cf, cg = _composites(f), _composites(g)
+    assert len(cf) >= 2 and len(cg) == len(cf) and len(built) >= len(cg)
+    for a, b in zip(cf, cg):
+        assert a is not b
+        assert a == b and hash(a) == hash(b) and str(a) == str(b)
+        assert a._structure() == b._structure()
+        assert a.c_code_statements([f"in{k}" for k in range(a.nin)]) == b.c_code_statements(
+            [f"in{k}" for k in range(b.nin)]
+        )
+        assert [(v.name, v.owner is None) for v in a.inputs] == [
+            (v.name, v.owner is None) for v in b.inputs
+        ]
+        assert [n.tag.imported_by if n._tag else n._imported_by for n in a.nodes] == [
+            n.tag.imported_by if n._tag else n._imported_by for n in b.nodes
+        ]
+    vals = [np.linspace(-2, 2, 7), np.arange(-3, 4, dtype="int8")]
+    for got, want in zip(g(*vals), f(*vals)):
+        np.testing.assert_array_equal(got, want)
+    assert g.fn.source() == f.fn.source()
+
+
+def test_a_composite_with_notes_its_tables_do_not_carry_pickles_whole():
+    from theano_dag import scalar as ts
+    from theano_dag.scalar.composite import Composite
+
+    x = ts.float64("x")
+    c = Composite([x], [ts.exp(x) + np.float32(1.5)])
+    assert c._tables() is not None
+    c.nodes[0].outputs[0].tag.note = "kept"  # a tag: not in the tables
+    assert c._tables() is None
+    d = pickle.loads(function_cache._real_pickle(c))
+    assert d == c and d.nodes[0].outputs[0].tag.note == "kept"
+    c2 = Composite([x], [ts.exp(x) * 2])
+    c2.extra = 1  # an attribute set after __init__
+    assert c2._tables() is None
+    # A name and a trace of an inner variable do travel.
+    c3 = Composite([x], [ts.exp(x) * 2])
+    c3.nodes[0].outputs[0].name = "e"
+    c3.inputs[0]._trace = [("file.py", 1, "f", "line")]
+    build, args = c3._tables()
+    d3 = build(*args)
+    assert d3 == c3 and d3.nodes[0].outputs[0].name == "e"
+    assert d3.inputs[0]._trace == [("file.py", 1, "f", "line")]
+    assert d3.nodes[1].inputs[0] is d3.nodes[0].outputs[0]
+    assert d3.outputs[0] is d3.nodes[1].outputs[0]

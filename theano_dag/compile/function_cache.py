@@ -70,6 +70,7 @@ from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate
 from theano_dag.misc.code_version import code_version
 from theano_dag.opt.optdb import optdb
 from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
+from theano_dag.scalar.composite import Composite
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant, TensorVariable
@@ -77,7 +78,7 @@ from theano_dag.tensor.variable import TensorConstant, TensorVariable
 __all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
 
 # The format of an entry; a change of the layout changes it (old entries then miss).
-_FORMAT = 1
+_FORMAT = 2
 _MAGIC = b"TDFC\x00\x01\r\n"
 _DIGEST = 32
 _CHECK = 16
@@ -817,9 +818,12 @@ def _add_constant(v, index, consts, type_id, trace_refs):
 class _Pickler(pickle.Pickler):
     """numpy's builtin dtypes pickled by name, so that they load as numpy's own objects
     (a plain pickle loads an equal copy): code that tells dtypes apart by identity (the
-    engines' names of generated globals) sees a loaded graph as the rewritten one."""
+    engines' names of generated globals) sees a loaded graph as the rewritten one.
+    Composites (the fused kernels, most of a loaded graph's bytes) by their tables."""
 
     def reducer_override(self, obj):
+        if type(obj) is Composite:  # the fused kernels: by tables, not their graph's objects
+            return obj._tables() or NotImplemented
         if isinstance(obj, np.dtype) and obj.isbuiltin == 1:
             return np.dtype, (obj.str,)
         return NotImplemented
