@@ -594,3 +594,22 @@ def test_a_composite_with_notes_its_tables_do_not_carry_pickles_whole():
     assert d3.inputs[0]._trace == [("file.py", 1, "f", "line")]
     assert d3.nodes[1].inputs[0] is d3.nodes[0].outputs[0]
     assert d3.outputs[0] is d3.nodes[1].outputs[0]
+
+
+def test_a_hit_indexes_its_graph_for_merging_only_when_rewritten_again():
+    from theano_dag.graph.rewriting.merge import MergeOptimizer
+
+    f, _ = _compile(_mlpish)
+    g, hit = _compile(_mlpish)
+    assert hit["hits"] == 1
+    feature = g.maker.fgraph.merge_feature
+    assert feature.deferred and "key_node" not in vars(feature)
+    printed = _printed(g)
+    # A user's rewrite of the loaded graph: the index is made then, as for the miss's.
+    assert len(feature.scheduled) == len(f.maker.fgraph.merge_feature.scheduled) == 0
+    MergeOptimizer().optimize(g.maker.fgraph)
+    assert _printed(g) == printed
+    assert len(feature.node_key) == len(g.maker.fgraph.apply_nodes)
+    vals = _values(np.random.default_rng(1))
+    for got, want in zip(g(*vals), f(*vals)):
+        np.testing.assert_array_equal(got, want)

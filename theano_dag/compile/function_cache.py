@@ -608,6 +608,10 @@ class Entry:
                 features.append(Supervisor([variables[i] for i in arg]))
             elif name == "DestroyHandler":
                 features.append(DestroyHandler(algo=arg))
+            elif name == "MergeFeature":
+                # Indexed if the graph is ever merged again (the rewrites left it
+                # merged, and the engines do not read the index).
+                features.append(MergeFeature(deferred=True))
             else:
                 features.append(_PLAIN_FEATURES[name]())
         # The features are attached before the nodes are imported: each sees every node
