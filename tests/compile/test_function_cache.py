@@ -613,3 +613,24 @@ def test_a_hit_indexes_its_graph_for_merging_only_when_rewritten_again():
     vals = _values(np.random.default_rng(1))
     for got, want in zip(g(*vals), f(*vals)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", [3, 7])
+def test_a_loaded_graph_is_imported_in_the_order_of_the_imports_own_walk(seed):
+    from theano_dag.graph.fg import FunctionGraph
+
+    rec = fuzz.generate(np.random.default_rng(seed))
+    for _ in range(2):
+        inputs, svar, syms = fuzz._build(rec)
+        before = function_cache.stats()
+        f = theano_dag.function(
+            [syms[k] for k in inputs], [syms[k] for k in rec.outputs], on_unused_input="ignore"
+        )
+    if _delta(before)["hits"] != 1:
+        pytest.skip("a graph the cache does not take")
+    fg = f.maker.fgraph
+    # The same nodes imported again by the walk: the same clients lists, the same levels.
+    again = FunctionGraph(fg.inputs, fg.outputs, clone=False)
+    assert again.clients == fg.clients
+    assert again._level == fg._level
+    assert again.toposort() == fg.toposort()

@@ -587,19 +587,51 @@ class Entry:
             variables.append(c)
         noted = []
         traces: dict = {}  # one list per distinct trace, shared as a clone shares it
+
+        def trace_list(trace):
+            tr = traces.get(trace)
+            if tr is None:
+                tr = traces[trace] = [stacks[s] for s in trace if stacks[s] is not None]
+            return tr
+
+        # The nodes and their outputs set up as their constructors would, without the
+        # constructors' checks, which the graph passed when it was made: a third of
+        # the building. (Observers of variables' construction get the constructors.)
+        direct = not Variable.construction_observers
+        new = object.__new__
+        count = Variable.__count__
+        order = []
         for op_i, in_refs, out_defs, note in nodes:
+            inputs = [variables[i] for i in in_refs]
             outputs = []
-            for t, name, trace in out_defs:
-                vtype, cls = types[t]
-                o = cls(vtype, None, None, name)
-                if trace is not None:
-                    tr = traces.get(trace)
-                    if tr is None:
-                        tr = traces[trace] = [stacks[s] for s in trace if stacks[s] is not None]
-                    o._trace = tr
-                outputs.append(o)
-            node = Apply(ops[op_i], [variables[i] for i in in_refs], outputs)
-            noted.append((node, note))
+            if direct:
+                node = new(Apply)
+                node.op = ops[op_i]
+                node._tag = None
+                node._imported_by = node._removed_by = None
+                node.inputs = inputs
+                for j, (t, name, trace) in enumerate(out_defs):
+                    vtype, cls = types[t]
+                    o = new(cls)
+                    o._tag = None
+                    o._trace = None if trace is None else trace_list(trace)
+                    o.type = vtype
+                    o.owner = node
+                    o.index = j
+                    o.name = name
+                    o.creation_index = next(count)
+                    outputs.append(o)
+                node.outputs = outputs
+            else:
+                for t, name, trace in out_defs:
+                    vtype, cls = types[t]
+                    o = cls(vtype, None, None, name)
+                    if trace is not None:
+                        o._trace = trace_list(trace)
+                    outputs.append(o)
+                node = Apply(ops[op_i], inputs, outputs)
+            order.append(node)
+            noted.append(note)
             variables.extend(outputs)
         n_in = len(self.inputs)
         features = [ReplaceValidate()]  # first, as every FunctionGraph has it
@@ -616,14 +648,16 @@ class Entry:
                 features.append(_PLAIN_FEATURES[name]())
         # The features are attached before the nodes are imported: each sees every node
         # once, as it is imported, instead of walking the whole graph when attached.
+        # The entry's order is the import's own walk's (see _serialize): not walked again.
         fgraph = FunctionGraph(
             variables[:n_in],
             [variables[i] for i in outs],
             features=features,
             clone=False,
             update_mapping=update_mapping,
+            _import_order=order,
         )
-        for node, note in noted:  # the notes of the rewrites, not the import's
+        for node, note in zip(order, noted):  # the notes of the rewrites, not the import's
             imported = None if note is None else list(notes[note])
             tag = node._tag
             if tag is None:
@@ -677,8 +711,9 @@ class Entry:
         return True
 
     def _serialize(self, fgraph) -> bytes:
-        # Any topological order rebuilds the graph; the loaded graph's toposort() then
-        # gives the order the normal path's does (same graph, same features).
+        # The order FunctionGraph's import walks the graph in (a post-order from the
+        # outputs; the inputs are ownerless): the load hands it over, not walked again.
+        # The loaded graph's toposort() then gives the order the normal path's does.
         order = io_toposort(fgraph.inputs, fgraph.outputs)
         index = {v: k for k, v in enumerate(fgraph.inputs)}
         op_ids: dict = {}
