@@ -634,3 +634,37 @@ def test_a_loaded_graph_is_imported_in_the_order_of_the_imports_own_walk(seed):
     assert again.clients == fg.clients
     assert again._level == fg._level
     assert again.toposort() == fg.toposort()
+
+
+def test_equal_fused_kernels_load_as_one_op_and_the_same_code():
+    def build():
+        x, y, z = tt.dvector("x"), tt.dvector("y"), tt.dvector("z")
+        p = tt.exp(x) * 2 + 1  # the same kernel twice (on x and on y) ...
+        q = tt.exp(y) * 2 + 1
+        r = tt.exp(z) * 2.5 + 1  # ... and a kernel that differs in a constant
+        return [x, y, z], [p, q, r]
+
+    f, _ = _compile(build)
+    function_cache._op_lists.clear()  # as in a fresh process: the entry's ops unpickled
+    g, hit = _compile(build)
+    assert hit["hits"] == 1
+    cf, cg = _composites(f), _composites(g)
+    assert len(cf) == len(cg) == 3
+    assert len({id(c) for c in cf}) == 3  # the rewrites made one op per kernel
+    assert len({id(c) for c in cg}) == 2  # equal ones load as one
+    assert [str(c) for c in cg] == [str(c) for c in cf]
+    assert [c._structure() for c in cg] == [c._structure() for c in cf]
+    vals = [np.linspace(-1, 1, 5), np.linspace(0, 2, 5), np.linspace(2, 3, 5)]
+    for got, want in zip(g(*vals), f(*vals)):
+        np.testing.assert_array_equal(got, want)
+    assert g.fn.source() == f.fn.source()
+    assert _printed(g) == _printed(f)
+    # A composite named otherwise is another op: it is not shared.
+    from theano_dag.scalar import float64
+    from theano_dag.scalar.composite import Composite
+
+    x = float64("x")
+    c1, c2, c3 = (Composite([x], [x * 2], name=n) for n in (None, None, "twice"))
+    loaded = pickle.loads(function_cache._real_pickle([c1, c2, c3]))
+    assert loaded[0] is loaded[1] and loaded[2] is not loaded[0]
+    assert loaded[2].name == "twice" and loaded[2] == loaded[0]

@@ -858,14 +858,28 @@ class _Pickler(pickle.Pickler):
     """numpy's builtin dtypes pickled by name, so that they load as numpy's own objects
     (a plain pickle loads an equal copy): code that tells dtypes apart by identity (the
     engines' names of generated globals) sees a loaded graph as the rewritten one.
-    Composites (the fused kernels, most of a loaded graph's bytes) by their tables."""
+    Composites (the fused kernels, most of a loaded graph's bytes) by their tables, and
+    each distinct one once: fusion makes an op per kernel, many of them equal (the same
+    scalar graph, constants and dtypes, and the same name), which load as one op, as
+    the engines, which compile one kernel for equal ones, see them anyway."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._composites: dict = {}  # (composite, name) -> the first equal one pickled
 
     def reducer_override(self, obj):
         if type(obj) is Composite:  # the fused kernels: by tables, not their graph's objects
+            first = self._composites.setdefault((obj, obj.name), obj)
+            if first is not obj:
+                return _same, (first,)  # (pickled already: a reference to it)
             return obj._tables() or NotImplemented
         if isinstance(obj, np.dtype) and obj.isbuiltin == 1:
             return np.dtype, (obj.str,)
         return NotImplemented
+
+
+def _same(obj):
+    return obj
 
 
 def _real_pickle(obj) -> bytes:

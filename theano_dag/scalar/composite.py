@@ -264,23 +264,27 @@ class Composite(ScalarOp):
         makes them (no ``__init__``, whose checks and text the tables already passed)."""
         new = object.__new__
         count = Variable.__count__
-
-        def variable(t, owner, index):
+        variables = []
+        for t in in_types:
             v = new(ScalarVariable)
-            v.type, v.owner, v.index, v.name = t, owner, index, None
-            v._tag = v._trace = None
+            v.type, v.owner, v.index, v.name, v._tag, v._trace = t, None, None, None, None, None
             v.creation_index = next(count)
-            return v
-
-        variables = [variable(t, None, None) for t in in_types]
+            variables.append(v)
         graph = []
-        for op, refs, out_types, imported_by, removed_by in nodes:
+        for node_op, refs, out_types, imported_by, removed_by in nodes:
             node = new(Apply)
-            node.op = op
+            node.op = node_op
             node.inputs = [variables[r] if type(r) is int else r for r in refs]
             node._tag = None
             node._imported_by, node._removed_by = imported_by, removed_by
-            outs = [variable(t, node, j) for j, t in enumerate(out_types)]
+            outs = []
+            j = 0
+            for t in out_types:
+                v = new(ScalarVariable)
+                v.type, v.owner, v.index, v.name, v._tag, v._trace = t, node, j, None, None, None
+                v.creation_index = next(count)
+                outs.append(v)
+                j += 1
             node.outputs = outs
             variables += outs
             graph.append(node)
@@ -290,8 +294,8 @@ class Composite(ScalarOp):
         op.inputs = variables[: len(in_types)]
         op.outputs = [variables[r] if type(r) is int else r for r in outputs]
         op.nodes = graph
-        op.nin = len(op.inputs)
-        op.nout = len(op.outputs)
+        op.nin = len(in_types)
+        op.nout = len(outputs)
         op.in_dtypes = tuple([t.dtype for t in in_types])
         op.out_dtypes = tuple([v.type.dtype for v in op.outputs])
         op._text = text
