@@ -668,3 +668,42 @@ def test_equal_fused_kernels_load_as_one_op_and_the_same_code():
     loaded = pickle.loads(function_cache._real_pickle([c1, c2, c3]))
     assert loaded[0] is loaded[1] and loaded[2] is not loaded[0]
     assert loaded[2].name == "twice" and loaded[2] == loaded[0]
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_unused_inputs_are_found_by_the_keys_walk_as_without_the_cache(cache, monkeypatch):
+    from theano_dag.compile import function_module
+    from theano_dag.compile.function_module import UnusedInputError
+
+    if cache:  # no walk of its own: the key's walk told which inputs are used
+
+        def no_walk(*args, **kw):
+            raise AssertionError("walked again")
+
+        monkeypatch.setattr(function_module, "ancestors", no_walk)
+
+    def build():
+        x, y, z, w = tt.dvector("x"), tt.dvector("y"), tt.dvector("z"), tt.dvector("w")
+        return [x, y, z, w], [tt.exp(x) + 1, w]  # y and z unused; w is an output itself
+
+    with config.change_flags(function_cache=cache):
+        before = function_cache.stats()
+        with pytest.raises(UnusedInputError, match=r"input 'y' \(position 1\)"):
+            theano_dag.function(*build())
+        with pytest.warns(UserWarning) as record:
+            f = theano_dag.function(*build(), on_unused_input="warn")
+        messages = [str(r.message) for r in record if "not part of the graph" in str(r.message)]
+        assert len(messages) == 2
+        assert "input 'y' (position 1)" in messages[0] and "'z' (position 2)" in messages[1]
+        g = theano_dag.function(*build(), on_unused_input="ignore")
+        if cache:
+            assert _delta(before)["hits"] >= 1
+        vals = [np.arange(3.0) + k for k in range(4)]
+        for got, want in zip(g(*vals), f(*vals)):
+            np.testing.assert_array_equal(got, want)
+        # An input needed by an update only is used.
+        s = shared(np.zeros(2), name="s")
+        a = tt.dvector("a")
+        h = theano_dag.function([a], tt.sum(s), updates=[(s, s + a)])
+        h(np.ones(2))
+        np.testing.assert_array_equal(s.get_value(), np.ones(2))

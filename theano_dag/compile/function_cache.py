@@ -360,8 +360,9 @@ def _remember(obj, blob):
 
 
 def _walk(inputs, outputs, accept_inplace):
-    """The key's bytes and the user's variables in the walk's order (graph inputs first,
-    by position in the inputs), by one walk of the graph; raises _Ineligible."""
+    """The key's bytes, the user's variables in the walk's order (graph inputs first,
+    by position in the inputs) and, per input, whether the outputs or the updates need
+    it, by one walk of the graph; raises _Ineligible."""
     index: dict = {}
     variables: list = []
     # The distinct ops and types, each once, by first use; the graph as a stream of
@@ -392,6 +393,12 @@ def _walk(inputs, outputs, accept_inplace):
             blobs.append(hit[1])
         ints.append(k)
     roots = [s.variable for s in outputs] + [s.update for s in inputs if s.update is not None]
+    n_in = len(variables)
+    used = [False] * n_in  # per input: whether the outputs or updates need it
+    for v in roots:
+        k = index.get(v)
+        if k is not None:
+            used[k] = True
     append = ints.append
     classes: dict = {}  # a variable's class -> its number here
     for node in io_toposort(list(variables), roots):
@@ -411,6 +418,8 @@ def _walk(inputs, outputs, accept_inplace):
             k = index.get(i)
             if k is None:
                 k = _add_leaf(i, index, variables, blobs, ints, names)
+            elif k < n_in:
+                used[k] = True
             append(k)
         for o in node.outputs:
             t = o.type
@@ -449,7 +458,7 @@ def _walk(inputs, outputs, accept_inplace):
     parts += blobs
     parts.append(array("q", ints).tobytes())
     parts.append(repr(names).encode())
-    return parts, variables
+    return parts, variables, used
 
 
 def _add_leaf(v, index, variables, blobs, ints, names):
@@ -483,11 +492,13 @@ class Entry:
     """The cache's slot for one graph: ``load()`` its optimized graph, or ``store(fgraph)``
     the one the normal path made."""
 
-    def __init__(self, digest: bytes, inputs, outputs, user_variables):
+    def __init__(self, digest: bytes, inputs, outputs, user_variables, used_inputs=None):
         self.digest = digest
         self.inputs = inputs
         self.outputs = outputs
         self.user_variables = user_variables
+        # Per input: whether the outputs or the updates need it (the key's walk saw it).
+        self.used_inputs = used_inputs
         self.path = os.path.join(cache_dir(), digest.hex())
         self.unloadable = False  # its entry says the graph does not load back
 
@@ -949,11 +960,11 @@ def _entry_for(inputs, outputs, mode, accept_inplace):
         mode_key = _mode_key(mode)
         if mode_key is None:
             raise _Ineligible
-        data, variables = _walk(inputs, outputs, accept_inplace)
+        data, variables, used = _walk(inputs, outputs, accept_inplace)
     except _Ineligible:
         _stats["ineligible"] += 1
         return None
-    return Entry(_digest(mode_key.encode(), data), inputs, outputs, variables)
+    return Entry(_digest(mode_key.encode(), data), inputs, outputs, variables, used)
 
 
 def _digest(head: bytes, parts) -> bytes:
