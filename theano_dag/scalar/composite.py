@@ -246,7 +246,9 @@ class Composite(ScalarOp):
                     notes.append((k, o.name, o._trace))
                 out_types.append(o.type)
                 k += 1
-            nodes.append((node.op, refs, out_types, node._imported_by, node._removed_by))
+            nodes.append(
+                (node.op, tuple(refs), tuple(out_types), node._imported_by, node._removed_by)
+            )
         outputs = []
         for o in self.outputs:
             r = where.get(o)
@@ -255,7 +257,7 @@ class Composite(ScalarOp):
                     return None
                 r = o
             outputs.append(r)
-        in_types = [v.type for v in self.inputs]
+        in_types = tuple([v.type for v in self.inputs])
         return Composite._from_tables, (in_types, nodes, outputs, notes, self._text, self.name)
 
     @staticmethod
