@@ -663,11 +663,23 @@ def test_equal_fused_kernels_load_as_one_op_and_the_same_code():
     from theano_dag.scalar import float64
     from theano_dag.scalar.composite import Composite
 
-    x = float64("x")
-    c1, c2, c3 = (Composite([x], [x * 2], name=n) for n in (None, None, "twice"))
+    def plain(c):  # no names and no user stacks inside, as fusion makes them
+        for v in c.inputs + [o for n in c.nodes for o in n.outputs]:
+            v.name = v._trace = None
+        return c
+
+    x = float64()
+    c1, c2, c3 = (plain(Composite([x], [x * 2], name=n)) for n in (None, None, "twice"))
     loaded = pickle.loads(function_cache._real_pickle([c1, c2, c3]))
     assert loaded[0] is loaded[1] and loaded[2] is not loaded[0]
     assert loaded[2].name == "twice" and loaded[2] == loaded[0]
+    # Nor is one whose inner variables carry a name (which equality does not compare).
+    c4 = plain(Composite([x], [x * 2]))
+    c4.nodes[0].outputs[0].name = "doubled"
+    loaded = pickle.loads(function_cache._real_pickle([c1, c4]))
+    assert loaded[1] is not loaded[0] and loaded[1] == loaded[0]
+    assert loaded[1].nodes[0].outputs[0].name == "doubled"
+    assert loaded[0].nodes[0].outputs[0].name is None
 
 
 @pytest.mark.parametrize("cache", [True, False])

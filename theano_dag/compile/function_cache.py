@@ -880,10 +880,15 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         if type(obj) is Composite:  # the fused kernels: by tables, not their graph's objects
-            first = self._composites.setdefault((obj, obj.name), obj)
-            if first is not obj:
-                return _same, (first,)  # (pickled already: a reference to it)
-            return obj._tables() or NotImplemented
+            tables = obj._tables()
+            if tables is None:
+                return NotImplemented
+            _, (_, nodes, _, notes, _, _) = tables
+            if not notes and not any(n[3] or n[4] for n in nodes):  # no names, no notes
+                first = self._composites.setdefault((obj, obj.name), obj)
+                if first is not obj:
+                    return _same, (first,)  # (pickled already: a reference to it)
+            return tables
         if isinstance(obj, np.dtype) and obj.isbuiltin == 1:
             return np.dtype, (obj.str,)
         return NotImplemented
