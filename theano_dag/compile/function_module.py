@@ -756,9 +756,8 @@ class FunctionMaker:
             )
         if on_unused_input == "ignore":
             return
-        if cache_entry is not None:  # the key's walk of the graph saw which are used
-            needed = cache_entry.used_inputs
-        else:
+        needed = None if cache_entry is None else cache_entry.used_inputs
+        if needed is None:  # (else the key's walk of the graph saw which are used)
             used = set(
                 ancestors(
                     [o.variable for o in outputs]
