@@ -521,3 +521,201 @@ def test_a_graph_with_the_users_in_place_op_hits_and_overwrites_as_the_miss():
     a, b = np.arange(3.0), np.arange(3.0)
     np.testing.assert_array_equal(g(b), f(a))
     np.testing.assert_array_equal(b, a)  # overwritten alike
+
+
+def _composites(f):
+    return [
+        n.op.scalar_op
+        for n in f.maker.fgraph.toposort()
+        if type(getattr(n.op, "scalar_op", None)).__name__ == "Composite"
+    ]
+
+
+def test_fused_kernels_load_from_their_tables_as_the_miss_made_them(monkeypatch):
+    from theano_dag.scalar.composite import Composite
+
+    def build():
+        x, y = tt.dvector("x"), tt.bvector("y")
+        a = tt.exp(x) * 2 + tt.log1p(x**2)
+        b = (y + np.int8(100)) * 3  # the constant's dtype decides the wrap-around
+        return [x, y], [tt.sum(a), a * b, tt.sqrt(tt.abs(x)) + b]
+
+    f, miss = _compile(build)
+    function_cache._op_lists.clear()  # as in a fresh process: the entry's ops unpickled
+    built = []  # (the name the entry holds, looked up as it loads)
+    from_tables = Composite._from_tables
+    monkeypatch.setattr(
+        Composite, "_from_tables", staticmethod(lambda *a: built.append(1) or from_tables(*a))
+    )
+    g, hit = _compile(build)
+    assert miss["stores"] == 1 and hit["hits"] == 1
+    cf, cg = _composites(f), _composites(g)
+    assert len(cf) >= 2 and len(cg) == len(cf) and len(built) >= len(cg)
+    for a, b in zip(cf, cg):
+        assert a is not b
+        assert a == b and hash(a) == hash(b) and str(a) == str(b)
+        assert a._structure() == b._structure()
+        assert a.c_code_statements([f"in{k}" for k in range(a.nin)]) == b.c_code_statements(
+            [f"in{k}" for k in range(b.nin)]
+        )
+        assert [(v.name, v.owner is None) for v in a.inputs] == [
+            (v.name, v.owner is None) for v in b.inputs
+        ]
+        assert [n.tag.imported_by if n._tag else n._imported_by for n in a.nodes] == [
+            n.tag.imported_by if n._tag else n._imported_by for n in b.nodes
+        ]
+    vals = [np.linspace(-2, 2, 7), np.arange(-3, 4, dtype="int8")]
+    for got, want in zip(g(*vals), f(*vals)):
+        np.testing.assert_array_equal(got, want)
+    assert g.fn.source() == f.fn.source()
+
+
+def test_a_composite_with_notes_its_tables_do_not_carry_pickles_whole():
+    from theano_dag import scalar as ts
+    from theano_dag.scalar.composite import Composite
+
+    x = ts.float64("x")
+    c = Composite([x], [ts.exp(x) + np.float32(1.5)])
+    assert c._tables() is not None
+    c.nodes[0].outputs[0].tag.note = "kept"  # a tag: not in the tables
+    assert c._tables() is None
+    d = pickle.loads(function_cache._real_pickle(c))
+    assert d == c and d.nodes[0].outputs[0].tag.note == "kept"
+    c2 = Composite([x], [ts.exp(x) * 2])
+    c2.extra = 1  # an attribute set after __init__
+    assert c2._tables() is None
+    # A name and a trace of an inner variable do travel.
+    c3 = Composite([x], [ts.exp(x) * 2])
+    c3.nodes[0].outputs[0].name = "e"
+    c3.inputs[0]._trace = [("file.py", 1, "f", "line")]
+    build, args = c3._tables()
+    d3 = build(*args)
+    assert d3 == c3 and d3.nodes[0].outputs[0].name == "e"
+    assert d3.inputs[0]._trace == [("file.py", 1, "f", "line")]
+    assert d3.nodes[1].inputs[0] is d3.nodes[0].outputs[0]
+    assert d3.outputs[0] is d3.nodes[1].outputs[0]
+
+
+def test_a_hit_indexes_its_graph_for_merging_only_when_rewritten_again():
+    from theano_dag.graph.rewriting.merge import MergeOptimizer
+
+    f, _ = _compile(_mlpish)
+    g, hit = _compile(_mlpish)
+    assert hit["hits"] == 1
+    feature = g.maker.fgraph.merge_feature
+    assert feature.deferred and "key_node" not in vars(feature)
+    printed = _printed(g)
+    # A user's rewrite of the loaded graph: the index is made then, as for the miss's.
+    assert len(feature.scheduled) == len(f.maker.fgraph.merge_feature.scheduled) == 0
+    MergeOptimizer().optimize(g.maker.fgraph)
+    assert _printed(g) == printed
+    assert len(feature.node_key) == len(g.maker.fgraph.apply_nodes)
+    vals = _values(np.random.default_rng(1))
+    for got, want in zip(g(*vals), f(*vals)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", [3, 7])
+def test_a_loaded_graph_is_imported_in_the_order_of_the_imports_own_walk(seed):
+    from theano_dag.graph.fg import FunctionGraph
+
+    rec = fuzz.generate(np.random.default_rng(seed))
+    for _ in range(2):
+        inputs, svar, syms = fuzz._build(rec)
+        before = function_cache.stats()
+        f = theano_dag.function(
+            [syms[k] for k in inputs], [syms[k] for k in rec.outputs], on_unused_input="ignore"
+        )
+    if _delta(before)["hits"] != 1:
+        pytest.skip("a graph the cache does not take")
+    fg = f.maker.fgraph
+    # The same nodes imported again by the walk: the same clients lists, the same levels.
+    again = FunctionGraph(fg.inputs, fg.outputs, clone=False)
+    assert again.clients == fg.clients
+    assert again._level == fg._level
+    assert again.toposort() == fg.toposort()
+
+
+def test_equal_fused_kernels_load_as_one_op_and_the_same_code():
+    def build():
+        x, y, z = tt.dvector("x"), tt.dvector("y"), tt.dvector("z")
+        p = tt.exp(x) * 2 + 1  # the same kernel twice (on x and on y) ...
+        q = tt.exp(y) * 2 + 1
+        r = tt.exp(z) * 2.5 + 1  # ... and a kernel that differs in a constant
+        return [x, y, z], [p, q, r]
+
+    f, _ = _compile(build)
+    function_cache._op_lists.clear()  # as in a fresh process: the entry's ops unpickled
+    g, hit = _compile(build)
+    assert hit["hits"] == 1
+    cf, cg = _composites(f), _composites(g)
+    assert len(cf) == len(cg) == 3
+    assert len({id(c) for c in cf}) == 3  # the rewrites made one op per kernel
+    assert len({id(c) for c in cg}) == 2  # equal ones load as one
+    assert [str(c) for c in cg] == [str(c) for c in cf]
+    assert [c._structure() for c in cg] == [c._structure() for c in cf]
+    vals = [np.linspace(-1, 1, 5), np.linspace(0, 2, 5), np.linspace(2, 3, 5)]
+    for got, want in zip(g(*vals), f(*vals)):
+        np.testing.assert_array_equal(got, want)
+    assert g.fn.source() == f.fn.source()
+    assert _printed(g) == _printed(f)
+    # A composite named otherwise is another op: it is not shared.
+    from theano_dag.scalar import float64
+    from theano_dag.scalar.composite import Composite
+
+    def plain(c):  # no names and no user stacks inside, as fusion makes them
+        for v in c.inputs + [o for n in c.nodes for o in n.outputs]:
+            v.name = v._trace = None
+        return c
+
+    x = float64()
+    c1, c2, c3 = (plain(Composite([x], [x * 2], name=n)) for n in (None, None, "twice"))
+    loaded = pickle.loads(function_cache._real_pickle([c1, c2, c3]))
+    assert loaded[0] is loaded[1] and loaded[2] is not loaded[0]
+    assert loaded[2].name == "twice" and loaded[2] == loaded[0]
+    # Nor is one whose inner variables carry a name (which equality does not compare).
+    c4 = plain(Composite([x], [x * 2]))
+    c4.nodes[0].outputs[0].name = "doubled"
+    loaded = pickle.loads(function_cache._real_pickle([c1, c4]))
+    assert loaded[1] is not loaded[0] and loaded[1] == loaded[0]
+    assert loaded[1].nodes[0].outputs[0].name == "doubled"
+    assert loaded[0].nodes[0].outputs[0].name is None
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_unused_inputs_are_found_by_the_keys_walk_as_without_the_cache(cache, monkeypatch):
+    from theano_dag.compile import function_module
+    from theano_dag.compile.function_module import UnusedInputError
+
+    if cache:  # no walk of its own: the key's walk told which inputs are used
+
+        def no_walk(*args, **kw):
+            raise AssertionError("walked again")
+
+        monkeypatch.setattr(function_module, "ancestors", no_walk)
+
+    def build():
+        x, y, z, w = tt.dvector("x"), tt.dvector("y"), tt.dvector("z"), tt.dvector("w")
+        return [x, y, z, w], [tt.exp(x) + 1, w]  # y and z unused; w is an output itself
+
+    with config.change_flags(function_cache=cache):
+        before = function_cache.stats()
+        with pytest.raises(UnusedInputError, match=r"input 'y' \(position 1\)"):
+            theano_dag.function(*build())
+        with pytest.warns(UserWarning) as record:
+            f = theano_dag.function(*build(), on_unused_input="warn")
+        messages = [str(r.message) for r in record if "not part of the graph" in str(r.message)]
+        assert len(messages) == 2
+        assert "input 'y' (position 1)" in messages[0] and "'z' (position 2)" in messages[1]
+        g = theano_dag.function(*build(), on_unused_input="ignore")
+        if cache:
+            assert _delta(before)["hits"] >= 1
+        vals = [np.arange(3.0) + k for k in range(4)]
+        for got, want in zip(g(*vals), f(*vals)):
+            np.testing.assert_array_equal(got, want)
+        # An input needed by an update only is used.
+        s = shared(np.zeros(2), name="s")
+        a = tt.dvector("a")
+        h = theano_dag.function([a], tt.sum(s), updates=[(s, s + a)])
+        h(np.ones(2))
+        np.testing.assert_array_equal(s.get_value(), np.ones(2))

@@ -470,6 +470,35 @@ def test_merge_cascades_and_keeps_different_ops(xyz):
     assert len(fg.apply_nodes) == 3
 
 
+def test_a_deferred_merge_feature_indexes_the_graph_when_first_asked(xyz):
+    from theano_dag.graph.rewriting.merge import MergeFeature
+
+    x, y, z = xyz
+
+    def build():
+        a = add(exp(mul(x, const(2.0))), y)
+        b = add(exp(mul(x, const(2.0))), y)
+        return [a, b, add(log(mul(x, const(2.0))), y)]
+
+    eager = FunctionGraph([x, y], build(), features=[MergeFeature()])
+    feature = MergeFeature(deferred=True)
+    fg = FunctionGraph([x, y], build(), features=[feature])
+    assert fg.merge_feature is feature and "key_node" not in vars(feature)
+    # A change while no index is made: the index made later sees the graph as it is.
+    for g in (fg, eager):  # y replaced by x throughout
+        g.replace(g.outputs[2].owner.inputs[1], g.inputs[0], reason="test")
+    assert "key_node" not in vars(feature)
+    assert len(feature.scheduled) == len(eager.merge_feature.scheduled) > 0
+    merge_optimizer.optimize(fg)
+    merge_optimizer.optimize(eager)
+    assert fg.outputs[0] is fg.outputs[1]
+    assert len(fg.apply_nodes) == len(eager.apply_nodes) == 5
+    assert fgraph_eval(fg, [1.5, 0.25]) == fgraph_eval(eager, [1.5, 0.25])
+    fg.check_integrity()
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        getattr(feature, "nothing")  # noqa: B009 (the attribute lookup is the test)
+
+
 def test_merge_wide(xyz):
     x, y, z = xyz
     n = 500

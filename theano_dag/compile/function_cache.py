@@ -70,6 +70,7 @@ from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate
 from theano_dag.misc.code_version import code_version
 from theano_dag.opt.optdb import optdb
 from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
+from theano_dag.scalar.composite import Composite
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant, TensorVariable
@@ -77,7 +78,7 @@ from theano_dag.tensor.variable import TensorConstant, TensorVariable
 __all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
 
 # The format of an entry; a change of the layout changes it (old entries then miss).
-_FORMAT = 1
+_FORMAT = 2
 _MAGIC = b"TDFC\x00\x01\r\n"
 _DIGEST = 32
 _CHECK = 16
@@ -359,8 +360,9 @@ def _remember(obj, blob):
 
 
 def _walk(inputs, outputs, accept_inplace):
-    """The key's bytes and the user's variables in the walk's order (graph inputs first,
-    by position in the inputs), by one walk of the graph; raises _Ineligible."""
+    """The key's bytes, the user's variables in the walk's order (graph inputs first,
+    by position in the inputs) and, per input, whether the outputs or the updates need
+    it, by one walk of the graph; raises _Ineligible."""
     index: dict = {}
     variables: list = []
     # The distinct ops and types, each once, by first use; the graph as a stream of
@@ -391,6 +393,12 @@ def _walk(inputs, outputs, accept_inplace):
             blobs.append(hit[1])
         ints.append(k)
     roots = [s.variable for s in outputs] + [s.update for s in inputs if s.update is not None]
+    n_in = len(variables)
+    used = [False] * n_in  # per input: whether the outputs or updates need it
+    for v in roots:
+        k = index.get(v)
+        if k is not None:
+            used[k] = True
     append = ints.append
     classes: dict = {}  # a variable's class -> its number here
     for node in io_toposort(list(variables), roots):
@@ -410,6 +418,8 @@ def _walk(inputs, outputs, accept_inplace):
             k = index.get(i)
             if k is None:
                 k = _add_leaf(i, index, variables, blobs, ints, names)
+            elif k < n_in:
+                used[k] = True
             append(k)
         for o in node.outputs:
             t = o.type
@@ -448,7 +458,7 @@ def _walk(inputs, outputs, accept_inplace):
     parts += blobs
     parts.append(array("q", ints).tobytes())
     parts.append(repr(names).encode())
-    return parts, variables
+    return parts, variables, used
 
 
 def _add_leaf(v, index, variables, blobs, ints, names):
@@ -482,11 +492,13 @@ class Entry:
     """The cache's slot for one graph: ``load()`` its optimized graph, or ``store(fgraph)``
     the one the normal path made."""
 
-    def __init__(self, digest: bytes, inputs, outputs, user_variables):
+    def __init__(self, digest: bytes, inputs, outputs, user_variables, used_inputs=None):
         self.digest = digest
         self.inputs = inputs
         self.outputs = outputs
         self.user_variables = user_variables
+        # Per input: whether the outputs or the updates need it (the key's walk saw it).
+        self.used_inputs = used_inputs
         self.path = os.path.join(cache_dir(), digest.hex())
         self.unloadable = False  # its entry says the graph does not load back
 
@@ -586,19 +598,51 @@ class Entry:
             variables.append(c)
         noted = []
         traces: dict = {}  # one list per distinct trace, shared as a clone shares it
+
+        def trace_list(trace):
+            tr = traces.get(trace)
+            if tr is None:
+                tr = traces[trace] = [stacks[s] for s in trace if stacks[s] is not None]
+            return tr
+
+        # The nodes and their outputs set up as their constructors would, without the
+        # constructors' checks, which the graph passed when it was made: a third of
+        # the building. (Observers of variables' construction get the constructors.)
+        direct = not Variable.construction_observers
+        new = object.__new__
+        count = Variable.__count__
+        order = []
         for op_i, in_refs, out_defs, note in nodes:
+            inputs = [variables[i] for i in in_refs]
             outputs = []
-            for t, name, trace in out_defs:
-                vtype, cls = types[t]
-                o = cls(vtype, None, None, name)
-                if trace is not None:
-                    tr = traces.get(trace)
-                    if tr is None:
-                        tr = traces[trace] = [stacks[s] for s in trace if stacks[s] is not None]
-                    o._trace = tr
-                outputs.append(o)
-            node = Apply(ops[op_i], [variables[i] for i in in_refs], outputs)
-            noted.append((node, note))
+            if direct:
+                node = new(Apply)
+                node.op = ops[op_i]
+                node._tag = None
+                node._imported_by = node._removed_by = None
+                node.inputs = inputs
+                for j, (t, name, trace) in enumerate(out_defs):
+                    vtype, cls = types[t]
+                    o = new(cls)
+                    o._tag = None
+                    o._trace = None if trace is None else trace_list(trace)
+                    o.type = vtype
+                    o.owner = node
+                    o.index = j
+                    o.name = name
+                    o.creation_index = next(count)
+                    outputs.append(o)
+                node.outputs = outputs
+            else:
+                for t, name, trace in out_defs:
+                    vtype, cls = types[t]
+                    o = cls(vtype, None, None, name)
+                    if trace is not None:
+                        o._trace = trace_list(trace)
+                    outputs.append(o)
+                node = Apply(ops[op_i], inputs, outputs)
+            order.append(node)
+            noted.append(note)
             variables.extend(outputs)
         n_in = len(self.inputs)
         features = [ReplaceValidate()]  # first, as every FunctionGraph has it
@@ -607,18 +651,24 @@ class Entry:
                 features.append(Supervisor([variables[i] for i in arg]))
             elif name == "DestroyHandler":
                 features.append(DestroyHandler(algo=arg))
+            elif name == "MergeFeature":
+                # Indexed if the graph is ever merged again (the rewrites left it
+                # merged, and the engines do not read the index).
+                features.append(MergeFeature(deferred=True))
             else:
                 features.append(_PLAIN_FEATURES[name]())
         # The features are attached before the nodes are imported: each sees every node
         # once, as it is imported, instead of walking the whole graph when attached.
+        # The entry's order is the import's own walk's (see _serialize): not walked again.
         fgraph = FunctionGraph(
             variables[:n_in],
             [variables[i] for i in outs],
             features=features,
             clone=False,
             update_mapping=update_mapping,
+            _import_order=order,
         )
-        for node, note in noted:  # the notes of the rewrites, not the import's
+        for node, note in zip(order, noted):  # the notes of the rewrites, not the import's
             imported = None if note is None else list(notes[note])
             tag = node._tag
             if tag is None:
@@ -672,8 +722,9 @@ class Entry:
         return True
 
     def _serialize(self, fgraph) -> bytes:
-        # Any topological order rebuilds the graph; the loaded graph's toposort() then
-        # gives the order the normal path's does (same graph, same features).
+        # The order FunctionGraph's import walks the graph in (a post-order from the
+        # outputs; the inputs are ownerless): the load hands it over, not walked again.
+        # The loaded graph's toposort() then gives the order the normal path's does.
         order = io_toposort(fgraph.inputs, fgraph.outputs)
         index = {v: k for k, v in enumerate(fgraph.inputs)}
         op_ids: dict = {}
@@ -817,12 +868,34 @@ def _add_constant(v, index, consts, type_id, trace_refs):
 class _Pickler(pickle.Pickler):
     """numpy's builtin dtypes pickled by name, so that they load as numpy's own objects
     (a plain pickle loads an equal copy): code that tells dtypes apart by identity (the
-    engines' names of generated globals) sees a loaded graph as the rewritten one."""
+    engines' names of generated globals) sees a loaded graph as the rewritten one.
+    Composites (the fused kernels, most of a loaded graph's bytes) by their tables, and
+    each distinct one once: fusion makes an op per kernel, many of them equal (the same
+    scalar graph, constants and dtypes, and the same name), which load as one op, as
+    the engines, which compile one kernel for equal ones, see them anyway."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._composites: dict = {}  # (composite, name) -> the first equal one pickled
 
     def reducer_override(self, obj):
+        if type(obj) is Composite:  # the fused kernels: by tables, not their graph's objects
+            tables = obj._tables()
+            if tables is None:
+                return NotImplemented
+            _, (_, nodes, _, notes, _, _) = tables
+            if not notes and not any(n[3] or n[4] for n in nodes):  # no names, no notes
+                first = self._composites.setdefault((obj, obj.name), obj)
+                if first is not obj:
+                    return _same, (first,)  # (pickled already: a reference to it)
+            return tables
         if isinstance(obj, np.dtype) and obj.isbuiltin == 1:
             return np.dtype, (obj.str,)
         return NotImplemented
+
+
+def _same(obj):
+    return obj
 
 
 def _real_pickle(obj) -> bytes:
@@ -892,11 +965,11 @@ def _entry_for(inputs, outputs, mode, accept_inplace):
         mode_key = _mode_key(mode)
         if mode_key is None:
             raise _Ineligible
-        data, variables = _walk(inputs, outputs, accept_inplace)
+        data, variables, used = _walk(inputs, outputs, accept_inplace)
     except _Ineligible:
         _stats["ineligible"] += 1
         return None
-    return Entry(_digest(mode_key.encode(), data), inputs, outputs, variables)
+    return Entry(_digest(mode_key.encode(), data), inputs, outputs, variables, used)
 
 
 def _digest(head: bytes, parts) -> bytes:

@@ -660,9 +660,9 @@ class FunctionMaker:
             mode = mode.clone(linker=linker)
         cached = None
         if fgraph is None:
-            self._check_unused_inputs(inputs, outputs, on_unused_input)
             # A graph compiled before (in any process) is loaded, not rewritten again.
             cache_entry = function_cache.entry_for(inputs, outputs, mode, accept_inplace, profile)
+            self._check_unused_inputs(inputs, outputs, on_unused_input, cache_entry)
             if cache_entry is not None:
                 cached = cache_entry.load()
         if cached is not None:
@@ -746,7 +746,7 @@ class FunctionMaker:
         )
         return (_rebuild_maker, (state,))
 
-    def _check_unused_inputs(self, inputs, outputs, on_unused_input):
+    def _check_unused_inputs(self, inputs, outputs, on_unused_input, cache_entry=None):
         if on_unused_input is None:
             on_unused_input = config.on_unused_input
         if on_unused_input not in ("raise", "warn", "ignore"):
@@ -756,14 +756,18 @@ class FunctionMaker:
             )
         if on_unused_input == "ignore":
             return
-        used = set(
-            ancestors(
-                [o.variable for o in outputs] + [i.update for i in inputs if i.update is not None],
-                blockers=[i.variable for i in inputs],
+        needed = None if cache_entry is None else cache_entry.used_inputs
+        if needed is None:  # (else the key's walk of the graph saw which are used)
+            used = set(
+                ancestors(
+                    [o.variable for o in outputs]
+                    + [i.update for i in inputs if i.update is not None],
+                    blockers=[i.variable for i in inputs],
+                )
             )
-        )
+            needed = [spec.variable in used for spec in inputs]
         for k, spec in enumerate(inputs):
-            if spec.variable in used or spec.update is not None:
+            if needed[k] or spec.update is not None:
                 continue
             msg = (
                 f"function was asked to compute outputs from input {_input_desc(spec, k)}, but "

@@ -95,7 +95,14 @@ class FunctionGraph:
     """
 
     def __init__(
-        self, inputs, outputs, features=None, clone=True, update_mapping=None, **clone_kwds
+        self,
+        inputs,
+        outputs,
+        features=None,
+        clone=True,
+        update_mapping=None,
+        _import_order=None,
+        **clone_kwds,
     ):
         inputs = _as_variable_list(inputs, "inputs")
         outputs = _as_variable_list(outputs, "outputs")
@@ -115,7 +122,10 @@ class FunctionGraph:
                     f"a FunctionGraph built with clone=False must have no owner (clone the "
                     f"graph or use its inputs)"
                 )
-        copied = None  # the copied nodes in a topological order, when it is known
+        # The nodes in a topological order, when it is known: with clone=False, the
+        # caller's (the function cache's, which has it at hand) ``_import_order``, the
+        # order the import's own walk would find (``io_toposort(inputs, outputs)``).
+        copied = None if clone else _import_order
         if clone:
             if "memo" in clone_kwds:  # nodes mapped beforehand: no order of the copy
                 equiv = clone_get_equiv(inputs, outputs, **clone_kwds)

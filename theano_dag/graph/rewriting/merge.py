@@ -54,13 +54,41 @@ class MergeFeature(Feature):
     """Index the graph's nodes and constants to find duplicates as the graph changes.
 
     Installs ``fgraph.merge_feature``; ``scheduled`` holds ``(duplicate, kept)`` pairs.
+    With ``deferred``, the graph is indexed when its index is first asked for (a merge,
+    ``scheduled``), not when the feature is attached: the graph a compiled function
+    loads from the function cache is already merged and seldom rewritten again, and a
+    rewrite that does come later finds the index of the graph as it is then, what a
+    feature attached then would have found.
     """
+
+    # The index; a deferred feature makes it on the first read of any of these.
+    _STATE = frozenset(
+        ("key_node", "node_key", "sig_const", "op_canon", "canon_of", "scheduled", "blacklist")
+    )
+    _pending = False  # attached deferred, not indexed yet
+
+    def __init__(self, deferred=False):
+        self.deferred = deferred
+
+    def __getattr__(self, name):
+        # Only for attributes not set: the index of a deferred feature, made now.
+        if name in MergeFeature._STATE and self.__dict__.get("_pending"):
+            self._index_all(self.fgraph)
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def on_attach(self, fgraph):
         if getattr(fgraph, "merge_feature", None) is not None:
             raise AlreadyThere("fgraph already has a MergeFeature")
         fgraph.merge_feature = self
         self.fgraph = fgraph
+        if self.__dict__.get("deferred"):
+            self._pending = True
+            return
+        self._index_all(fgraph)
+
+    def _index_all(self, fgraph):
+        self._pending = False
         self.key_node: dict = {}
         self.node_key: dict = {}
         self.sig_const: dict = {}
@@ -110,6 +138,7 @@ class MergeFeature(Feature):
     def on_detach(self, fgraph):
         if getattr(fgraph, "merge_feature", None) is self:
             del fgraph.merge_feature
+        self._pending = False
         self.key_node = self.node_key = self.sig_const = self.op_canon = self.canon_of = {}
         self.scheduled = deque()
 
@@ -117,12 +146,16 @@ class MergeFeature(Feature):
         return type(self)()
 
     def on_import(self, fgraph, node, reason=None):
+        if self._pending:  # (indexed later as the graph is then)
+            return
         for c in node.inputs:
             if isinstance(c, Constant):
                 self.process_constant(fgraph, c)
         self.process_node(fgraph, node)
 
     def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if self._pending:
+            return
         if isinstance(new_r, Constant):
             self.process_constant(fgraph, new_r)
         if node == "output":
@@ -132,7 +165,8 @@ class MergeFeature(Feature):
             self.process_node(fgraph, node)
 
     def on_prune(self, fgraph, node, reason=None):
-        self._forget(node)
+        if not self._pending:
+            self._forget(node)
 
     def _forget(self, node):
         key = self.node_key.pop(node, None)
