@@ -166,6 +166,14 @@ def test_kernel_text_tells_apart_what_the_c_depends_on():
             )  # fmt: skip
         ),
     ]
+    y = ts.float64("y")
+    two = (("float64", (False,)),) * 2
+    texts += [
+        kindex.kernel_text(_key(Elemwise(Composite([x, y], [x - y])), two)),
+        kindex.kernel_text(_key(Elemwise(Composite([x, y], [y - x])), two)),
+        kindex.kernel_text(_key(Elemwise(Composite([x, y], [ts.exp(x) - y])), two)),
+        kindex.kernel_text(_key(Elemwise(Composite([x, y], [ts.exp(x - y)])), two)),
+    ]
     assert None not in texts and len(set(texts)) == len(texts)
     # Equal ops made apart have one text.
     assert kindex.kernel_text(_key(Elemwise(Composite([x], [x * 2])))) == texts[0]

@@ -40,6 +40,7 @@ import numpy as np
 
 from theano_dag.config import FLAGS, config
 from theano_dag.engines.cpu.emit import csource
+from theano_dag.graph.basic import Constant
 from theano_dag.misc.code_version import code_version
 from theano_dag.scalar.basic import specific_out, transfer_type
 from theano_dag.scalar.composite import Composite
@@ -128,13 +129,42 @@ def _props_of(cls):
 
 
 def _composite_text(op) -> str:
-    # Composite._structure: each node's op, where its inputs come from (an input, an
-    # earlier node's output, a constant's dtype, shape and bytes), its outputs' dtypes;
-    # printed as one structure of plain values (one repr: a call per node costs more).
-    nodes, outs = op._structure_key()
+    # What Composite._structure holds (which its equality compares), written in one
+    # pass (twice as fast as making the structure and printing it): each node's op,
+    # where its inputs come from (input ``i<k>``, node ``n<n>`` or its output
+    # ``n<n>.<j>``, a constant's dtype, shape and bytes), its outputs' dtypes; then
+    # where each output comes from. Every piece ends where its form says (a repr, a
+    # number before "," or ")"), so two graphs have one text only if they are the same.
+    where = {v: f"i{k}" for k, v in enumerate(op.inputs)}
     get = _OP_TEXTS.get
-    ops = [get(o) or _op_text(o) for o, _a, _d in nodes]
-    return f"Composite{(ops, [n[1:] for n in nodes], outs)!r}"
+    parts = []
+    for n, node in enumerate(op.nodes):
+        node_op = node.op
+        parts.append(get(node_op) or _op_text(node_op))
+        args = []
+        for v in node.inputs:
+            w = where.get(v)
+            args.append(_const_text(v) if w is None else w)
+        outs = node.outputs
+        if len(outs) == 1:
+            where[outs[0]] = f"n{n}"
+            parts.append(f"({','.join(args)})->{outs[0].type.dtype}")
+        else:
+            for j, o in enumerate(outs):
+                where[o] = f"n{n}.{j}"
+            parts.append(f"({','.join(args)})->{[o.type.dtype for o in outs]}")
+    outs = []
+    for v in op.outputs:
+        w = where.get(v)
+        outs.append(_const_text(v) if w is None else w)
+    return f"Composite{parts!r}{outs!r}"
+
+
+def _const_text(v) -> str:
+    if not isinstance(v, Constant):
+        raise _NoText(f"a free variable {v}")  # (Composite refuses them)
+    data = np.asarray(v.data)
+    return f"c{v.type.dtype}{data.shape}{data.tobytes()!r}"
 
 
 def kernel_text(key) -> str | None:
