@@ -1079,26 +1079,25 @@ def _make_emitter(previous):
         # take into a segment without the lines (codegen._Runs.take_kernel).
         emit.kernel_target = (lib, kname, k)
         inplace = []
+        outputs = node.outputs
         if nout == 1:
-            od = [node.outputs[0].type.dtype]
-            d = od[0]
+            d = outputs[0].type.dtype
+            od = (d,)
             for j, v in enumerate(ins):
                 if v.type.dtype == d and not isinstance(v, Constant):
                     inplace.append((0, j))
         else:
-            od = [o.type.dtype for o in node.outputs]
-        const_shapes = [np.shape(inputs[p].data) for p in consts] if consts else ()
-        step = Step(
+            od = tuple([o.type.dtype for o in outputs])
+        const_shapes = tuple([np.shape(inputs[p].data) for p in consts]) if consts else ()
+        step = Step.elementwise_out(
             node,
-            node.outputs,
-            ins,
+            tuple(outputs),
+            tuple(ins),
             emit,
-            kind="out" if nout == 1 else "call",
-            inplace=inplace,
-            elementwise=nout == 1,
-            const_shapes=const_shapes,
-            prefer_target=True,
-            dtypes=od,
+            "out" if nout == 1 else "call",
+            tuple(inplace),
+            const_shapes,
+            od,
         )
         # (An Elemwise's pattern read as its items: inplace_pattern makes a dict.)
         destroy = getattr(node.op, "inplace_items", None)
