@@ -167,6 +167,26 @@ def _fmt_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+class _LivePeak:
+    """``MemoryPlan.live_peak_bytes``: a number given to the constructor, or, in a plan
+    from :func:`plan_memory`, computed on first read (an engine plans at every new
+    signature and seldom asks: a profile's summary and tests do)."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, plan, owner=None):
+        if plan is None:
+            return 0  # the field's default
+        value = plan.__dict__[self.slot]
+        if type(value) is not int:  # (graph, aligned sizes) from plan_memory
+            value = plan.__dict__[self.slot] = _live_peak(*value)
+        return value
+
+    def __set__(self, plan, value):
+        plan.__dict__[self.slot] = value
+
+
 @dataclass
 class MemoryPlan:
     """Where every pooled value lives, and what that saves.
@@ -192,7 +212,7 @@ class MemoryPlan:
     pinned: frozenset = frozenset()
     views: dict = field(default_factory=dict)
     eager_peak_bytes: int = 0
-    live_peak_bytes: int = 0
+    live_peak_bytes: int = _LivePeak()
 
     @property
     def n_blocks(self) -> int:
@@ -340,12 +360,13 @@ class _Graph:
         return end
 
 
-def _live_peak(g: _Graph, size: dict, end: dict) -> int:
+def _live_peak(g: _Graph, size: dict) -> int:
     # While node k runs, every pooled value born at or before k whose lifetime reaches k
     # holds its own bytes, except that an output may overwrite one input dying at k where
     # allowed: the most such a pair can save is the smaller of the two sizes. Taking each
     # output's best pair over-counts the saving, so the result stays a lower bound.
     n = len(g.nodes)
+    end = g.lifetimes()
     diff = [0] * (n + 1)
     for v in g.pooled:
         diff[g.producer[v]] += size[v]
@@ -509,8 +530,7 @@ def plan_memory(
                 if dead is not None:
                     bisect.insort(free, (blocks[block_of[dead]], block_of[dead]))
 
-    end = g.lifetimes()
-    return MemoryPlan(
+    plan = MemoryPlan(
         blocks=blocks,
         assignment={v: (block_of[v], 0) for v in g.pooled},
         alignment=alignment,
@@ -518,8 +538,9 @@ def plan_memory(
         pinned=g.pinned,
         views=dict(views),
         eager_peak_bytes=sum(size.values()),
-        live_peak_bytes=_live_peak(g, size, end),
     )
+    plan.live_peak_bytes = (g, size)  # computed when read (_LivePeak)
+    return plan
 
 
 def check_plan(

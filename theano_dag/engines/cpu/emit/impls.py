@@ -176,6 +176,24 @@ class Step:
             dtypes = tuple(_dtype_of(o) for o in self.outputs)
         self.dtypes = tuple(dtypes)
 
+    @classmethod
+    def elementwise_out(cls, node, outputs, inputs, emit, kind, inplace, const_shapes, dtypes):
+        """``Step(node, outputs, inputs, emit, kind=kind, inplace=inplace,
+        elementwise=kind == "out", const_shapes=const_shapes, prefer_target=True,
+        dtypes=dtypes)`` from tuples, without the constructor's keywords and copies:
+        the step of every C kernel node (a fifth of the constructor's time).
+
+        >>> s = Step.elementwise_out(None, ("y",), ("x",), None, "out", ((0, 0),), (), ("f8",))
+        >>> s.elementwise, s.prefer_target, s.views, s.inplace
+        (True, True, {}, ((0, 0),))
+        """
+        s = object.__new__(cls)
+        s.node, s.outputs, s.inputs, s.emit, s.kind = node, outputs, inputs, emit, kind
+        s.views, s.inplace, s.elementwise, s.const_shapes = {}, inplace, kind == "out", const_shapes
+        s.prefer_fresh, s.prefer_target, s.dtypes = False, True, dtypes
+        s.temp_shape, s.temp_shape_outputs = None, False
+        return s
+
 
 def _dtype_of(v):
     if isinstance(v, Temp):

@@ -46,7 +46,7 @@ from theano_dag.engines.cpu.emit.impls import (
     make_call,
     register_impl,
 )
-from theano_dag.engines.cpu.native import cc, segment
+from theano_dag.engines.cpu.native import cc, kindex, segment
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.tensor import blas
@@ -197,7 +197,7 @@ class CKernel:
         scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else consts
         in_types = [v.type for v in inputs]
         out_types = [o.type for o in outputs]
-        key = template = layout = None
+        key = template = layout = digest = None
         if templates is not None:
             # Equal ops (as the merge optimizer takes them) on equal dtypes, broadcast
             # patterns and constants generate the same C (kernel_source reads no more of
@@ -223,7 +223,14 @@ class CKernel:
                 if known is not None:
                     templates[key] = known
             if known is not None:
-                template, layout = known
+                template, layout, digest = known
+        if key is not None and library is not None and library.index is not None:
+            first = library.first_key
+            if first is None:
+                first = library.first_key = key
+            if template is None:
+                # Not made in this process: the kernel index may hold it (kindex).
+                template, digest = library.index.template(key, first)
         if template is None:
             template = kernel_source("@K@", node, arg_pos, scalars)
         if layout is None:
@@ -245,8 +252,10 @@ class CKernel:
             if key is not None:
                 if len(_TEMPLATES) >= MAX_TEMPLATES:  # a bound for long-lived processes
                     _TEMPLATES.clear()
-                templates[key] = _TEMPLATES[process_key] = (template, layout)
+                templates[key] = _TEMPLATES[process_key] = (template, layout, digest)
         self.template = template
+        # What names it in the kernel index (kindex), the digest when it was looked up.
+        self.template_key, self.template_digest = key, digest
         self.nin = len(arg_pos)
         self.nout = len(outputs)
         self.in_dtypes, self.out_dtypes, self._shape_arg, self.ndim = layout
@@ -692,6 +701,10 @@ class KernelLibrary:
         self.compiledir = compiledir
         self.mode = mode or _MODE[0]
         self.kernels = []
+        # The kernel index on disk (kindex), and the key of the first kernel, which
+        # names the library's entry.
+        self.index = kindex.LibraryIndex(compiledir) if compiledir else None
+        self.first_key = None
         self._by_source = {}
         self._templates: dict = {}  # plain ops' C templates (CKernel)
         self.started = False
@@ -780,8 +793,20 @@ class KernelLibrary:
         memo_key = (self.toolchain, linalg, tuple(self._by_source.items()))
         known = _LIBRARY_KEYS.get(memo_key)
         if known is None:
-            src = self.source()
-            known = (src, self.toolchain.key(src))
+            # A library this process has not made: the kernel index may know its key
+            # (the source is then made only if the library is not in the cache).
+            found = None
+            if self.index is not None and self.first_key is not None:
+                ks = [k for k in self.kernels if type(k) is CKernel]
+                layout = array_layout()
+                found = self.index.library_key(ks, self.first_key, self.toolchain, layout, linalg)
+            if found is not None and found[2] is not None:
+                known = (None, found[2])
+            else:
+                src = self.source()
+                known = (src, self.toolchain.key(src))
+                if found is not None:
+                    self.index.save(ks, found, known[1])
             if len(_LIBRARY_KEYS) >= MAX_LIBRARY_KEYS:
                 _LIBRARY_KEYS.clear()
             _LIBRARY_KEYS[memo_key] = known
@@ -815,6 +840,8 @@ class KernelLibrary:
         if path is not None:
             self._load(path)
             return
+        if src is None:  # the key came from the kernel index
+            src = self.source()
         self.build = cc.Build.start(
             self.toolchain, src, directory, background=self.mode == "background"
         )
@@ -1052,26 +1079,25 @@ def _make_emitter(previous):
         # take into a segment without the lines (codegen._Runs.take_kernel).
         emit.kernel_target = (lib, kname, k)
         inplace = []
+        outputs = node.outputs
         if nout == 1:
-            od = [node.outputs[0].type.dtype]
-            d = od[0]
+            d = outputs[0].type.dtype
+            od = (d,)
             for j, v in enumerate(ins):
                 if v.type.dtype == d and not isinstance(v, Constant):
                     inplace.append((0, j))
         else:
-            od = [o.type.dtype for o in node.outputs]
-        const_shapes = [np.shape(inputs[p].data) for p in consts] if consts else ()
-        step = Step(
+            od = tuple([o.type.dtype for o in outputs])
+        const_shapes = tuple([np.shape(inputs[p].data) for p in consts]) if consts else ()
+        step = Step.elementwise_out(
             node,
-            node.outputs,
-            ins,
+            tuple(outputs),
+            tuple(ins),
             emit,
-            kind="out" if nout == 1 else "call",
-            inplace=inplace,
-            elementwise=nout == 1,
-            const_shapes=const_shapes,
-            prefer_target=True,
-            dtypes=od,
+            "out" if nout == 1 else "call",
+            tuple(inplace),
+            const_shapes,
+            od,
         )
         # (An Elemwise's pattern read as its items: inplace_pattern makes a dict.)
         destroy = getattr(node.op, "inplace_items", None)
