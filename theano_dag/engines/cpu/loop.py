@@ -97,7 +97,9 @@ def record_step(fn, run, args):
     if not kernels or plan is None:
         return run(args), None
     calls = []
-    saved = [(k, k.c) for k in kernels]
+    # A kernel's ctypes function itself, never a lazily binding stub: the C loop calls
+    # the recorded functions by address.
+    saved = [(k, k.bound_c() if hasattr(k, "bound_c") else k.c) for k in kernels]
     # A segment of the step's code runs its kernels in C, past their ``c``: while the
     # step is recorded, it runs them one by one through ``c``.
     segments = [(s, s.c) for s in list(fn.thunk.program.ckernels.segments)]

@@ -283,7 +283,18 @@ class CKernel:
             return fn(*args)
 
         self.c = c
+        self._entry = entry
         self.ready = True
+
+    def bound_c(self):
+        """``c``, with a lazily bound kernel's ctypes function made now: what a caller
+        that keeps the function itself (the C loop of ``scan``, which calls it by its
+        address) must hold, rather than the Python function that makes it."""
+        entry = self.__dict__.get("_entry")
+        if entry is not None and self.ready:
+            self.c = entry()
+            del self._entry
+        return self.c
 
     def __call__(self, *xs, out=None):
         if len(xs) != self.nin:
