@@ -27,6 +27,7 @@ from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt import optdb
 from theano_dag.printing import debugprint
+from theano_dag.tensor.nnet.pool import pool_2d
 from theano_dag.testing import fuzz
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -719,3 +720,35 @@ def test_unused_inputs_are_found_by_the_keys_walk_as_without_the_cache(cache, mo
         h = theano_dag.function([a], tt.sum(s), updates=[(s, s + a)])
         h(np.ones(2))
         np.testing.assert_array_equal(s.get_value(), np.ones(2))
+
+
+def test_an_op_with_a_class_among_its_props_is_cached():
+    # SymbolicWindowPool's ``base`` prop is an op class: a class, keyed by its name (it
+    # has __props__ and _props itself, which once made the key call _props on it).
+    def build():
+        x, w = tt.dmatrix("x"), tt.lvector("w")
+        return [x, w], pool_2d(x, ws=w, ignore_border=True)
+
+    f, miss = _compile(build)
+    g, hit = _compile(build)
+    assert (miss["stores"], hit["hits"]) == (1, 1)
+    x = np.arange(16.0).reshape(4, 4)
+    np.testing.assert_array_equal(g(x, [2, 2]), [[5.0, 7.0], [13.0, 15.0]])
+    np.testing.assert_array_equal(f(x, [2, 2]), g(x, [2, 2]))
+
+
+def test_a_key_that_cannot_be_made_warns_once_and_compiles(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("no key for this graph")
+
+    monkeypatch.setattr(function_cache, "_walk", broken)
+    monkeypatch.setattr(function_cache, "_key_failures", [])
+    x = tt.dvector("x")
+    before = function_cache.stats()
+    with pytest.warns(UserWarning, match="a graph's key could not be made") as record:
+        f = theano_dag.function([x], tt.exp(x) * 3)
+        g = theano_dag.function([x], tt.exp(x) * 4)
+    assert len([w for w in record if "function cache" in str(w.message)]) == 1
+    assert _delta(before)["ineligible"] == 2
+    np.testing.assert_allclose(f([0.0, 1.0]), 3 * np.exp([0.0, 1.0]))
+    np.testing.assert_allclose(g([0.0]), [4.0])

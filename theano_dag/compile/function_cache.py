@@ -88,6 +88,8 @@ MAX_BYTES = 256 * 2**20
 # The directory is sized at most this often (seconds), by the process that stores.
 _EVICT_EVERY = 600.0
 
+_key_failures: list = []  # a key that could not be made warns once per process
+
 _stats = {
     "hits": 0,
     "misses": 0,
@@ -327,6 +329,14 @@ def _canon(x):
         return ("ndarray", x.dtype.str, x.shape, x.tobytes())
     if isinstance(x, np.generic):
         return ("scalar", x.dtype.str, x.tobytes())
+    # Before the props: an op class has __props__ (and _props) as its objects do.
+    if isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
+        # By name: theano_dag's (its code is in the key), numpy's and Python's; the
+        # user's own function could change behind the same name.
+        module = getattr(x, "__module__", None) or ""
+        if module.split(".")[0] in ("theano_dag", "numpy", "builtins", "math", "operator"):
+            return ("ref", module, x.__qualname__)
+        raise _Ineligible
     props = getattr(t, "__props__", None)
     if props is not None and _ours(t):
         name = getattr(x, "name", None)
@@ -335,13 +345,6 @@ def _canon(x):
         return (t.__module__, t.__qualname__, _canon(x._props()), getattr(x, "name", None))
     if t is np.ufunc:
         return ("ufunc", x.__name__)
-    if isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
-        # By name: theano_dag's (its code is in the key), numpy's and Python's; the
-        # user's own function could change behind the same name.
-        module = getattr(x, "__module__", None) or ""
-        if module.split(".")[0] in ("theano_dag", "numpy", "builtins", "math", "operator"):
-            return ("ref", module, x.__qualname__)
-        raise _Ineligible
     if not _ours(t):
         raise _Ineligible
     try:
@@ -968,6 +971,16 @@ def _entry_for(inputs, outputs, mode, accept_inplace):
         data, variables, used = _walk(inputs, outputs, accept_inplace)
     except _Ineligible:
         _stats["ineligible"] += 1
+        return None
+    except Exception as e:  # a graph the key cannot describe: compiled as always
+        _stats["ineligible"] += 1
+        if not _key_failures:
+            warnings.warn(
+                f"function cache: a graph's key could not be made ({type(e).__name__}: "
+                f"{e}); such graphs are compiled without the cache",
+                stacklevel=4,
+            )
+        _key_failures.append(type(e).__name__)
         return None
     return Entry(_digest(mode_key.encode(), data), inputs, outputs, variables, used)
 
