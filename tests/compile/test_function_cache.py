@@ -17,16 +17,22 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import config, shared
-from theano_dag.compile import function_cache
+from theano_dag import scalar as ts
+from theano_dag.compile import function_cache, function_module
 from theano_dag.compile.debugmode import DebugMode
-from theano_dag.compile.function_module import FunctionMaker
+from theano_dag.compile.function_module import FunctionMaker, UnusedInputError
 from theano_dag.compile.io import In, Out
 from theano_dag.compile.mode import FAST_COMPILE, FAST_RUN, Mode, get_mode
 from theano_dag.graph.basic import Apply
-from theano_dag.graph.op import Op
+from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.op import Op, as_op
 from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.graph.rewriting.merge import MergeOptimizer
 from theano_dag.opt import optdb
 from theano_dag.printing import debugprint
+from theano_dag.scalar import float64
+from theano_dag.scalar.composite import Composite
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.nnet.pool import pool_2d
 from theano_dag.testing import fuzz
 
@@ -432,10 +438,6 @@ def test_a_fresh_process_loads_what_another_stored(tmp_path):
 
 
 def test_graphs_with_inner_graphs_are_not_cached():
-    from theano_dag import scalar as ts
-    from theano_dag.scalar.composite import Composite
-    from theano_dag.tensor.elemwise import Elemwise
-
     a = ts.float64("a")
     composite = Elemwise(Composite([a], [ts.exp(a) + 1]))
     for _ in range(2):
@@ -472,8 +474,6 @@ def test_a_graph_that_does_not_load_back_is_marked_and_compiled(monkeypatch):
 
 
 def test_a_theano_dag_op_holding_a_user_function_is_not_cached():
-    from theano_dag.graph.op import as_op
-
     @as_op([tt.dvector], [tt.dvector])
     def triple(v):
         return v * 3
@@ -500,9 +500,6 @@ def test_a_loaded_function_copies_and_pickles():
 
 
 def test_a_graph_with_the_users_in_place_op_hits_and_overwrites_as_the_miss():
-    from theano_dag import scalar as ts
-    from theano_dag.tensor.elemwise import Elemwise
-
     add_inplace = Elemwise(ts.add, {0: 0})
 
     def compile_once():
@@ -533,8 +530,6 @@ def _composites(f):
 
 
 def test_fused_kernels_load_from_their_tables_as_the_miss_made_them(monkeypatch):
-    from theano_dag.scalar.composite import Composite
-
     def build():
         x, y = tt.dvector("x"), tt.bvector("y")
         a = tt.exp(x) * 2 + tt.log1p(x**2)
@@ -572,9 +567,6 @@ def test_fused_kernels_load_from_their_tables_as_the_miss_made_them(monkeypatch)
 
 
 def test_a_composite_with_notes_its_tables_do_not_carry_pickles_whole():
-    from theano_dag import scalar as ts
-    from theano_dag.scalar.composite import Composite
-
     x = ts.float64("x")
     c = Composite([x], [ts.exp(x) + np.float32(1.5)])
     assert c._tables() is not None
@@ -598,8 +590,6 @@ def test_a_composite_with_notes_its_tables_do_not_carry_pickles_whole():
 
 
 def test_a_hit_indexes_its_graph_for_merging_only_when_rewritten_again():
-    from theano_dag.graph.rewriting.merge import MergeOptimizer
-
     f, _ = _compile(_mlpish)
     g, hit = _compile(_mlpish)
     assert hit["hits"] == 1
@@ -618,8 +608,6 @@ def test_a_hit_indexes_its_graph_for_merging_only_when_rewritten_again():
 
 @pytest.mark.parametrize("seed", [3, 7])
 def test_a_loaded_graph_is_imported_in_the_order_of_the_imports_own_walk(seed):
-    from theano_dag.graph.fg import FunctionGraph
-
     rec = fuzz.generate(np.random.default_rng(seed))
     for _ in range(2):
         inputs, svar, syms = fuzz._build(rec)
@@ -661,8 +649,6 @@ def test_equal_fused_kernels_load_as_one_op_and_the_same_code():
     assert g.fn.source() == f.fn.source()
     assert _printed(g) == _printed(f)
     # A composite named otherwise is another op: it is not shared.
-    from theano_dag.scalar import float64
-    from theano_dag.scalar.composite import Composite
 
     def plain(c):  # no names and no user stacks inside, as fusion makes them
         for v in c.inputs + [o for n in c.nodes for o in n.outputs]:
@@ -685,9 +671,6 @@ def test_equal_fused_kernels_load_as_one_op_and_the_same_code():
 
 @pytest.mark.parametrize("cache", [True, False])
 def test_unused_inputs_are_found_by_the_keys_walk_as_without_the_cache(cache, monkeypatch):
-    from theano_dag.compile import function_module
-    from theano_dag.compile.function_module import UnusedInputError
-
     if cache:  # no walk of its own: the key's walk told which inputs are used
 
         def no_walk(*args, **kw):

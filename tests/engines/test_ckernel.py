@@ -774,9 +774,6 @@ def test_numpy_fallbacks_while_the_library_builds(engine_kernels, monkeypatch):
 def test_openmp_workers_sleep_between_kernels_unless_the_user_chose():
     # Spinning OpenMP workers starve the BLAS threads of the next Dot/Gemm on machines
     # with few cores; a user's own OMP_WAIT_POLICY is left alone.
-    import subprocess
-    import sys
-
     code = "import os, theano_dag.engines.cpu.native.ckernel; print(os.environ['OMP_WAIT_POLICY'])"
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

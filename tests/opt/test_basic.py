@@ -11,6 +11,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Constant, equal_computations, is_same_graph
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting.basic import opt_name
+from theano_dag.graph.rewriting.merge import MergeFeature
 from theano_dag.graph.toolbox import ReplaceValidate
 from theano_dag.opt import (
     ChangeLog,
@@ -471,8 +472,6 @@ def test_merge_cascades_and_keeps_different_ops(xyz):
 
 
 def test_a_deferred_merge_feature_indexes_the_graph_when_first_asked(xyz):
-    from theano_dag.graph.rewriting.merge import MergeFeature
-
     x, y, z = xyz
 
     def build():
