@@ -203,10 +203,6 @@ def _optdb_state():
     return _optdb_checked[1]
 
 
-def _optdb_pristine() -> bool:
-    return _optdb_state()[0]
-
-
 def _linker_key(linker):
     if type(linker) not in _LINKERS:
         return None
@@ -252,7 +248,8 @@ class _Ineligible(Exception):
     pass
 
 
-def _user_tag_ok(v) -> bool:
+def _tag_ok(v) -> bool:
+    """Whether ``v``'s tag holds only what the cache keeps (a trace) or every tag has."""
     tag = v._tag
     return tag is None or _VAR_TAG_KEYS.issuperset(vars(tag))
 
@@ -377,7 +374,7 @@ def _walk(inputs, outputs, accept_inplace):
     memo = _keys
     for spec in inputs:
         v = spec.variable
-        if v in index or not _user_tag_ok(v) or not _class_ok(type(v)):
+        if v in index or not _tag_ok(v) or not _class_ok(type(v)):
             raise _Ineligible
         index[v] = len(variables)
         variables.append(v)
@@ -429,7 +426,7 @@ def _walk(inputs, outputs, accept_inplace):
             hit = memo.get(id(t))
             if hit is None or hit[0] is not t:
                 hit = _type_entry(t)
-            if o._tag is not None and not _user_tag_ok(o):
+            if o._tag is not None and not _tag_ok(o):
                 raise _Ineligible
             k = table.get(hit[1])
             if k is None:
@@ -465,7 +462,7 @@ def _walk(inputs, outputs, accept_inplace):
 
 
 def _add_leaf(v, index, variables, blobs, ints, names):
-    if not isinstance(v, Constant) or not _user_tag_ok(v):
+    if not isinstance(v, Constant) or not _tag_ok(v):
         raise _Ineligible  # a missing input: the normal path says which
     if not _class_ok(type(v)):
         raise _Ineligible
@@ -936,11 +933,6 @@ def _trace_of(v):
     if tag is None:
         return v._trace
     return getattr(tag, "trace", None)
-
-
-def _tag_ok(v) -> bool:
-    tag = v._tag
-    return tag is None or _VAR_TAG_KEYS.issuperset(vars(tag))
 
 
 def entry_for(inputs, outputs, mode, accept_inplace, profile):
