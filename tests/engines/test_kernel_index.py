@@ -72,8 +72,8 @@ def _child(cache, setup=""):
 
 
 def _entries(cache):
-    d = kindex.index_dir(str(cache))
-    return [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    d = kindex.index_dir(str(cache))  # (dot files are the folder's marker, not entries)
+    return [os.path.join(d, n) for n in sorted(os.listdir(d)) if not n.startswith(".")]
 
 
 @needs_cc
