@@ -110,9 +110,12 @@ class _Describer:
             return "unset"
         if t is tuple or t is list:
             return f"{t.__name__}({','.join([self.text(i) for i in x])})"
-        if t is dict:  # in its order (what an op iterates over follows it)
-            return f"dict({','.join([f'{self.text(k)}:{self.text(v)}' for k, v in x.items()])})"
-        if t is frozenset or t is set:  # sorted: a set's order is its hashes', per process
+        # Sorted: equal dicts and sets have one text whatever order they were made in
+        # (equal props: the same op), and a set's order is its hashes', per process.
+        if t is dict:
+            items = sorted([f"{self.text(k)}:{self.text(v)}" for k, v in x.items()])
+            return f"dict({','.join(items)})"
+        if t is frozenset or t is set:
             return f"{t.__name__}({','.join(sorted([self.text(i) for i in x]))})"
         if t is slice:
             return f"slice({self.text(x.start)},{self.text(x.stop)},{self.text(x.step)})"

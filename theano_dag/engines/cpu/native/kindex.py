@@ -12,8 +12,9 @@ node, its operands' dtypes and broadcast patterns, its compiled-in constants' dt
 bytes), digested with the environment the emitters read (theano_dag's code version,
 every config flag, the threads' thresholds). An op that has no description (a user's op,
 whose code the code version does not hold; one whose equality is not its props'; a
-lambda among its props) has no text: its kernel's C is generated, as before. A library is named by its kernels' digests in order, with its toolchain, numpy's
-array layout and whether it has linear algebra; its entry holds the source's cache key.
+lambda among its props) has no text: its kernel's C is generated, as before. A library
+is named by its kernels' digests in order, with its toolchain, numpy's array layout and
+whether it has linear algebra; its entry holds the source's cache key.
 
 An entry is one file ``<compiledir>/kernel_index/<digest>``, named by the digest of the
 library's first kernel, holding the templates of that library's kernels by digest and
