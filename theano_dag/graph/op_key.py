@@ -49,8 +49,8 @@ TRUSTED_PACKAGES = ("theano_dag", "numpy", "builtins", "math", "operator", "_ope
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
 _PROPS_EQ = "MetaType.__new__.<locals>.<lambda>"  # the __eq__ that __props__ makes
 
-# (id(obj), with name, trusted) -> (obj, text or None, why not): the object is held so
-# that its id is not reused while the entry is here.
+# (id(obj), with name[, trusted where not the default]) -> (obj, text or None, why not):
+# the object is held so that its id is not reused while the entry is here.
 _memo: dict = {}
 MAX_MEMO = 20_000
 _props_memo: dict = {}  # class -> its __props__ if its equality is theirs, else a reason
@@ -89,7 +89,12 @@ def describe(obj, *, name: bool = False, trusted=TRUSTED_PACKAGES) -> str:
     ...
     theano_dag.graph.op_key.NotDescribable: <lambda> is not found by its name ...
     """
-    return _Describer(name, tuple(trusted)).text(obj)
+    hit = _memo.get((id(obj), name) if trusted is TRUSTED_PACKAGES else None)
+    if hit is not None and hit[0] is obj:  # (the caches ask for the same ops again)
+        if hit[1] is None:
+            raise NotDescribable(hit[2])
+        return hit[1]
+    return _Describer(name, trusted).text(obj)
 
 
 class _Describer:
@@ -97,7 +102,7 @@ class _Describer:
 
     def __init__(self, name, trusted):
         self.name = name
-        self.trusted = trusted
+        self.trusted = trusted if trusted is TRUSTED_PACKAGES else tuple(trusted)
         self.active: set = set()  # ids of the objects being described (a cycle: refused)
 
     def text(self, x) -> str:
@@ -159,7 +164,9 @@ class _Describer:
         return f"{module}:{qualname}"
 
     def object(self, x) -> str:
-        key = (id(x), self.name, self.trusted)
+        key = (id(x), self.name)
+        if self.trusted is not TRUSTED_PACKAGES:
+            key += (self.trusted,)
         hit = _memo.get(key)
         if hit is not None and hit[0] is x:
             if hit[1] is None:
