@@ -136,12 +136,17 @@ class Program:
             steps = make_steps(node, ctx)
             call = steps if steps[0].kind == "call" and len(steps) == 1 else None
             append((node, steps, call))
-        self.node_index = {node: k for k, (node, _, _) in enumerate(self.node_steps)}
         self.names = self._name_values()
         self.output_set = set(self.outputs)
         self.has_destroyers = any(
             getattr(node.op, "destroy_map", None) for node, _, _ in self.node_steps
         )
+
+    @functools.cached_property
+    def node_index(self):
+        """``{node: its position in node_steps}``, made when first asked (a shape error's
+        message): not for every function linked."""
+        return {node: k for k, (node, _, _) in enumerate(self.node_steps)}
 
     # -- names -------------------------------------------------------------------
 
