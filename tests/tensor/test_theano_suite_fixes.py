@@ -9,7 +9,7 @@ from tensor_helpers import inferred_shapes
 
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
-from theano_dag import function
+from theano_dag import function, shared
 from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.basic import Apply
@@ -554,3 +554,48 @@ def test_broadcast_shape_refuses_lengths_that_do_not_broadcast(engine):
     with pytest.raises(ValueError, match=r"lengths \[2, 3\] of dimension 0"):
         extra_ops.broadcast_shape((2, 4), (3, 1), arrays_are_shapes=True)
     assert extra_ops.broadcast_shape((3, 4), (3, 1), arrays_are_shapes=True) == (3, 4)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_broadcast_shape_of_arrays_gives_variables(engine):
+    # Theano's contract: every length of the broadcast shape of arrays is a variable, a
+    # known one an int64 constant (it was the int 1, which has no .value nor .eval)
+    x_tt = tt.as_tensor_variable(np.empty((1, 2, 3)))
+    y_tt = tt.as_tensor_variable(np.array(1.0))
+    b = extra_ops.broadcast_shape(x_tt, y_tt)
+    assert isinstance(b[0], tt.TensorConstant) and b[0].dtype == "int64"
+    assert int(b[0].data) == 1
+    got = function([], list(b), mode=mode_of(engine))()
+    assert [int(v) for v in got] == [1, 2, 3]
+    # shapes given as variables, some lengths ints: the ints become constants too
+    b = extra_ops.broadcast_shape((1, x_tt.shape[1]), (4, 1), arrays_are_shapes=True)
+    assert [int(v.eval()) for v in b] == [4, 2]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unravel_index_dims_from_a_shared_vector(engine):
+    # the length of a shared vector is that of its value (Theano's get_vector_length),
+    # so unravel_index takes its dims from one; an int vector of unknown length is a
+    # ValueError (Theano's), a dims that is not a vector a TypeError
+    dims = shared(np.array([3, 4, 5]))
+    assert tt.get_vector_length(dims) == 3
+    idx = np.array([0, 7, 59])
+    got = function([], list(extra_ops.unravel_index(idx, dims)), mode=mode_of(engine))()
+    for g, w in zip(got, np.unravel_index(idx, (3, 4, 5))):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="dims must be a vector of known length"):
+        extra_ops.unravel_index(tt.ivector(), tt.ivector())
+    with pytest.raises(TypeError, match="dims must be a vector"):
+        extra_ops.unravel_index((3, 4), 3)
+
+
+def test_join_axis_given_as_a_variable():
+    # join(axis, ...) with the axis a constant variable makes Join(axis); any other axis
+    # variable is the documented NotImplementedError (it was a TypeError from int())
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    out = tt.join(tt.constant(1), a, b)
+    assert out.owner.op.axis == 1
+    va, vb = np.ones((2, 3)), np.zeros((2, 2))
+    np.testing.assert_array_equal(out.eval({a: va, b: vb}), np.concatenate([va, vb], 1))
+    with pytest.raises(NotImplementedError, match="axis must be known when the graph"):
+        tt.join(tt.lscalar("ax"), a, b)
