@@ -599,3 +599,23 @@ def test_join_axis_given_as_a_variable():
     np.testing.assert_array_equal(out.eval({a: va, b: vb}), np.concatenate([va, vb], 1))
     with pytest.raises(NotImplementedError, match="axis must be known when the graph"):
         tt.join(tt.lscalar("ax"), a, b)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "float32"])
+def test_arange_of_small_dtypes_does_not_overflow(engine, dtype):
+    # arange(-64, 64) was empty: its value and its inferred length computed stop - start
+    # in the inputs' dtype (int8), which overflowed; both now match numpy
+    assert tt.arange(-64, 64).shape.eval().tolist() == [128]
+    start, stop, step = (tt.scalar(n, dtype=dtype) for n in ("start", "stop", "step"))
+    out = tt.arange(start, stop, step)
+    f = function([start, stop, step], [out, out.shape], mode=mode_of(engine))
+    signed = dtype != "uint8"
+    cases = [(0, 120, 3), (5, 5, 1), (10, 2, 1)]
+    cases += [(-64, 64, 1), (-100, 100, 3), (100, -100, -7), (-128, 127, 1)] if signed else []
+    cases += [(0, 250, 3), (10, 255, 7)] if dtype == "uint8" else []
+    for args in cases:
+        got, shape = f(*[np.asarray(a, dtype=dtype) for a in args])
+        want = np.arange(*[int(a) for a in args], dtype=out.dtype)
+        assert got.dtype == want.dtype and shape.tolist() == [len(want)]
+        np.testing.assert_array_equal(got, want)

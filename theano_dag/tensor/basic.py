@@ -578,14 +578,23 @@ class ARange(Op):
         return Apply(self, ins, [TensorType(self.dtype, shape=(None,))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        start, stop, step = (np.asarray(v)[()] for v in inputs)
+        # Python numbers: numpy would compute stop - start in the inputs' dtype, and
+        # arange(int8(-64), int8(64)) overflowed to an empty array.
+        start, stop, step = (np.asarray(v).item() for v in inputs)
         if step == 0:
             raise ValueError("ARange: step must not be 0")
         output_storage[0][0] = np.arange(start, stop, step, dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
+        # In int64 (exact) or float64, never in the inputs' dtype, whose difference
+        # may overflow (int8 -64 to 64).
         start, stop, step = node.inputs
-        n = tm.ceil(cast(stop - start, "float64") / cast(step, "float64"))
+        if all(v.dtype in discrete_dtypes for v in node.inputs):
+            start, stop, step = (cast(v, "int64") for v in node.inputs)
+            n = -((start - stop) // step)  # ceil((stop - start) / step), exactly
+        else:
+            start, stop, step = (cast(v, "float64") for v in node.inputs)
+            n = tm.ceil((stop - start) / step)
         return [(cast(tm.maximum(n, 0), "int64"),)]
 
     def connection_pattern(self, node):
