@@ -2,6 +2,9 @@
 theano_dag: each test here failed before its fix, values against numpy/scipy on every
 engine (the reference, the CPU engine, OpenCL)."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from engine_modes import ENGINES, FLOATS, mode_of
@@ -619,3 +622,16 @@ def test_arange_of_small_dtypes_does_not_overflow(engine, dtype):
         want = np.arange(*[int(a) for a in args], dtype=out.dtype)
         assert got.dtype == want.dtype and shape.tolist() == [len(want)]
         np.testing.assert_array_equal(got, want)
+
+
+def test_rebroadcast_axis_is_a_dict():
+    # Theano's Rebroadcast.axis is {dimension: broadcastable}; equal ops hash alike, the
+    # mapping is read-only and survives pickling
+    x = tt.dmatrix("x")
+    op = tt.addbroadcast(x, 0).owner.op
+    assert op.axis == {0: True}
+    assert op == tt.Rebroadcast((0, True)) and hash(op) == hash(tt.Rebroadcast((0, True)))
+    assert tt.Rebroadcast((1, False), (0, True)).axis == {0: True, 1: False}
+    with pytest.raises(TypeError, match="read-only"):
+        op.axis[1] = True
+    assert pickle.loads(pickle.dumps(op)) == op and copy.deepcopy(op).axis == {0: True}

@@ -373,6 +373,28 @@ def flatten(x, ndim=1):
     return reshape(x, lead + [last], ndim=ndim)
 
 
+class RebroadcastAxes(dict):
+    """``Rebroadcast.axis``: ``{dimension: broadcastable}``, a dict as Theano's, read-only
+    and hashable (it is the op's prop: equal ops hash alike).
+
+    >>> RebroadcastAxes({0: True}) == {0: True}, hash(RebroadcastAxes({0: True})) == hash(
+    ...     RebroadcastAxes([(0, True)]))
+    (True, True)
+    """
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+    def __reduce__(self):
+        # pickle and copy would set the items one by one, which is refused
+        return (RebroadcastAxes, (list(self.items()),))
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("Rebroadcast.axis is read-only: make a new Rebroadcast")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _read_only
+
+
 class Rebroadcast(Op):
     """Declare dimensions of a tensor broadcastable (length 1) or not.
 
@@ -397,17 +419,17 @@ class Rebroadcast(Op):
             if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or a < 0:
                 raise TypeError(f"Rebroadcast: axis must be a non-negative int, got {a!r}")
             pairs[int(a)] = bool(b)
-        self.axis = tuple(sorted(pairs.items()))
+        self.axis = RebroadcastAxes(sorted(pairs.items()))
 
     def __str__(self):
-        return "Rebroadcast{" + ",".join(f"({a},{b})" for a, b in self.axis) + "}"
+        return "Rebroadcast{" + ",".join(f"({a},{b})" for a, b in self.axis.items()) + "}"
 
     __repr__ = __str__
 
     def make_node(self, x):
         x = as_tensor_variable(x)
         shape = list(x.type.shape)
-        for a, b in self.axis:
+        for a, b in self.axis.items():
             if a >= x.ndim:
                 raise ValueError(f"{self}: {x} has {x.ndim} dimensions, there is no dimension {a}")
             if b:
@@ -426,7 +448,7 @@ class Rebroadcast(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
-        for a, b in self.axis:
+        for a, b in self.axis.items():
             if b and x.shape[a] != 1:
                 raise ValueError(
                     f"{self}: dimension {a} of the input has length {x.shape[a]}, expected 1 "
@@ -436,7 +458,7 @@ class Rebroadcast(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         out = list(input_shapes[0])
-        for a, b in self.axis:
+        for a, b in self.axis.items():
             if b:
                 out[a] = 1
         return [tuple(out)]
@@ -445,7 +467,7 @@ class Rebroadcast(Op):
         (x,) = inputs
         (gz,) = output_grads
         # Back to the input's pattern on the dims this op changed.
-        back = Rebroadcast(*[(a, x.type.broadcastable[a]) for a, _ in self.axis])
+        back = Rebroadcast(*[(a, x.type.broadcastable[a]) for a in self.axis])
         return [back(gz)]
 
     def R_op(self, inputs, eval_points):
@@ -471,7 +493,7 @@ def _rebroadcast(x, pairs):
     if x.owner is not None and isinstance(x.owner.op, Rebroadcast):
         # two Rebroadcasts in a row are one, or none when they cancel out
         base = x.owner.inputs[0]
-        merged = {**dict(x.owner.op.axis), **dict(pairs)}
+        merged = {**x.owner.op.axis, **dict(pairs)}
         changed = [(a, b) for a, b in merged.items() if not _declared(base.type, a, b)]
         return Rebroadcast(*changed)(base) if changed else base
     return Rebroadcast(*pairs)(x)
