@@ -635,3 +635,27 @@ def test_rebroadcast_axis_is_a_dict():
     with pytest.raises(TypeError, match="read-only"):
         op.axis[1] = True
     assert pickle.loads(pickle.dumps(op)) == op and copy.deepcopy(op).axis == {0: True}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_default_of_two_variables_chooses_when_run(engine):
+    # default(x, y) of two variables was x alone, so function([x, y], default(x, y))
+    # refused y as unused (UnusedInputError); it is Theano's Default node now, which
+    # returns x, or a copy of y when x's value is None (on the py engine: the others
+    # refuse None for an array)
+    x, y = tt.dvectors("x", "y")
+    out = tt.default(x, y)
+    assert isinstance(out.owner.op, tt.Default)
+    f = function([x, y], out, mode=mode_of(engine))
+    xv, yv = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    got = f(xv, yv)
+    np.testing.assert_array_equal(got, xv)
+    got[0] = 9.0
+    assert xv[0] == 1.0  # the input is protected
+    if engine == "py":
+        got = f(None, yv)
+        np.testing.assert_array_equal(got, yv)
+        assert not np.shares_memory(got, yv)
+    assert tt.default(None, y) is y
+    with pytest.raises(TypeError, match="both arguments must have one type"):
+        tt.default(x, tt.fvector("z"))
