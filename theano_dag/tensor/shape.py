@@ -26,6 +26,7 @@ from theano_dag.tensor.variable import as_tensor_variable, constant
 __all__ = [
     "Shape",
     "Shape_i",
+    "ValueShape",
     "MakeVector",
     "Reshape",
     "shape",
@@ -62,6 +63,17 @@ def _shaped(x):
         raise
 
 
+def _any_shaped(x):
+    """``_shaped(x)``, or ``x`` itself when it is a variable of another kind (a typed
+    list), whose shape ``ValueShape`` reads from its value."""
+    try:
+        return _shaped(x)
+    except TypeError:
+        if isinstance(x, Variable):
+            return x
+        raise
+
+
 class Shape(Op):
     """The shape of a tensor, as an int64 vector.
 
@@ -81,6 +93,37 @@ class Shape(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [(node.inputs[0].ndim,)]
+
+    def connection_pattern(self, node):
+        return [[False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected()]
+
+
+class ValueShape(Op):
+    """``numpy.shape`` of the value of a variable that is not a tensor (a typed list of
+    equally shaped arrays: its length first), as an int64 vector whose length is known
+    when the function runs. Theano's ``Shape`` took any variable; ``shape`` makes this op
+    for those that are not tensors, and the rewrites of ``Shape`` leave it alone.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> from theano_dag.typed_list import make_list
+    >>> a = tt.dmatrix("a")
+    >>> shape(make_list([a, a])).eval({a: np.zeros((2, 3))})
+    array([2, 2, 3])
+    """
+
+    __props__ = ()
+
+    def make_node(self, x):
+        if not isinstance(x, Variable):
+            raise TypeError(f"ValueShape: expected a variable, got {type(x).__name__}")
+        return Apply(self, [x], [TensorType("int64", shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.asarray(np.shape(inputs[0]), dtype="int64")
 
     def connection_pattern(self, node):
         return [[False]]
@@ -129,24 +172,36 @@ class Shape_i(Op):  # noqa: N801 (Theano's name)
 
 
 def shape(x):
-    """The symbolic shape of ``x`` (an int64 vector)."""
+    """The symbolic shape of ``x`` (an int64 vector); of a variable that is not a tensor
+    (a typed list), ``ValueShape``."""
+    x = _any_shaped(x)
+    if getattr(x.type, "ndim", None) is None:
+        return ValueShape()(x)
     return Shape()(x)
 
 
-def shape_i(x, i):
+def shape_i(x, i, fgraph=None):
     """The symbolic length of dimension ``i`` of ``x``; a constant when statically known.
+    With ``fgraph`` (Theano's argument), the length its ``ShapeFeature`` knows, if any.
 
     >>> from theano_dag import tensor as tt
     >>> shape_i(tt.TensorType("float64", shape=(None, 3))("x"), 1)
     3
     """
-    x = as_tensor_variable(x)
-    if not -x.ndim <= i < x.ndim:
-        raise ValueError(f"shape_i: {x} has {x.ndim} dimensions, there is no dimension {i}")
-    s = x.type.shape[i]
+    feature = getattr(fgraph, "shape_feature", None)
+    known = feature.shape_tuple(x) if feature is not None else None
+    if known is not None:
+        return known[i]
+    x = _any_shaped(x)
+    ndim = getattr(x.type, "ndim", None)
+    if ndim is None:
+        return ValueShape()(x)[i]  # a typed list: its value's numpy.shape, indexed
+    if not -ndim <= i < ndim:
+        raise ValueError(f"shape_i: {x} has {ndim} dimensions, there is no dimension {i}")
+    s = getattr(x.type, "shape", (None,) * ndim)[i]
     if s is not None:
         return constant(np.int64(s))
-    return Shape_i(i % x.ndim)(x)
+    return Shape_i(i % ndim)(x)
 
 
 class LossyInputError(TypeError, AssertionError):
