@@ -29,3 +29,20 @@ def test_list_errors():
         getitem(make_list([tt.dvector()]), tt.dscalar())
     with pytest.raises(TypeError, match="takes a list"):
         TypedListType(tt.dvector().type).filter(np.zeros(2))
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_shape_of_a_typed_list_is_numpys_shape_of_its_value(linker):
+    # shape() and shape_i() of a typed list raised (it is not a tensor); Theano's Shape
+    # took any variable: numpy.shape of the list of equally shaped arrays
+    a, b = tt.tensor3("a"), tt.tensor3("b")
+    tl = make_list([a, b])
+    shp, first = tt.shape(tl), tt.shape_i(tl, 0)
+    assert isinstance(shp.owner.op, tt.ValueShape) and shp.type.shape == (None,)
+    f = theano_dag.function([a, b], [shp, first], mode=theano_dag.Mode(linker=linker))
+    v = np.zeros((2, 3, 4), dtype=a.dtype)
+    got_shape, got_first = f(v, v)
+    assert got_shape.dtype == "int64" and got_shape.tolist() == [2, 2, 3, 4]
+    assert int(got_first) == 2
+    with pytest.raises(TypeError, match="ValueShape: expected a variable"):
+        tt.ValueShape()([1, 2])

@@ -1,6 +1,8 @@
 """Function behaviours found by running theano-pymc 1.1.2's own compile tests in full
 against theano_dag; each test failed before its fix, on every engine."""
 
+import inspect
+
 import numpy as np
 import pytest
 from engine_modes import ENGINES  # the reference, CPU and OpenCL engines (skipped without)
@@ -49,3 +51,15 @@ def test_theanos_names_of_the_inplace_pass_exclude_it(engine, name):
     want = np.log(np.outer(v, v)) * np.outer(v, v)
     np.testing.assert_allclose(f(v), want, rtol=1e-12)
     np.testing.assert_allclose(with_inplace(v), want, rtol=1e-12)
+
+
+def test_function_default_name_is_the_callers_file_and_line():
+    # Theano names a function by where it was made; a name given is kept; errors still
+    # name the function only by a name its user gave
+    x = tt.dvector("x")
+    line = inspect.currentframe().f_lineno
+    f = function([x], x + 1.0)
+    assert f.name == f"{__file__}:{line + 1}"
+    assert function([x], x + 1.0, name="mine").name == "mine"
+    with pytest.raises(TypeError, match="^Function: bad input"):
+        f("not a number")

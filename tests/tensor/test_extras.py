@@ -70,7 +70,7 @@ def test_addbroadcast_types_and_identity():
     x = tt.dmatrix("x")
     y = tt.addbroadcast(x, 0)
     assert y.broadcastable == (True, False)
-    assert isinstance(y.owner.op, Rebroadcast) and y.owner.op.axis == ((0, True),)
+    assert isinstance(y.owner.op, Rebroadcast) and y.owner.op.axis == {0: True}
     assert tt.addbroadcast(y, 0) is y  # nothing to change: no new node
     assert tt.unbroadcast(y, 0).broadcastable == (False, False)
     assert tt.patternbroadcast(x, (False, True)).broadcastable == (False, True)

@@ -2,6 +2,9 @@
 theano_dag: each test here failed before its fix, values against numpy/scipy on every
 engine (the reference, the CPU engine, OpenCL)."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from engine_modes import ENGINES, FLOATS, mode_of
@@ -9,7 +12,7 @@ from tensor_helpers import inferred_shapes
 
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
-from theano_dag import function
+from theano_dag import function, shared
 from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.basic import Apply
@@ -554,3 +557,105 @@ def test_broadcast_shape_refuses_lengths_that_do_not_broadcast(engine):
     with pytest.raises(ValueError, match=r"lengths \[2, 3\] of dimension 0"):
         extra_ops.broadcast_shape((2, 4), (3, 1), arrays_are_shapes=True)
     assert extra_ops.broadcast_shape((3, 4), (3, 1), arrays_are_shapes=True) == (3, 4)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_broadcast_shape_of_arrays_gives_variables(engine):
+    # Theano's contract: every length of the broadcast shape of arrays is a variable, a
+    # known one an int64 constant (it was the int 1, which has no .value nor .eval)
+    x_tt = tt.as_tensor_variable(np.empty((1, 2, 3)))
+    y_tt = tt.as_tensor_variable(np.array(1.0))
+    b = extra_ops.broadcast_shape(x_tt, y_tt)
+    assert isinstance(b[0], tt.TensorConstant) and b[0].dtype == "int64"
+    assert int(b[0].data) == 1
+    got = function([], list(b), mode=mode_of(engine))()
+    assert [int(v) for v in got] == [1, 2, 3]
+    # shapes given as variables, some lengths ints: the ints become constants too
+    b = extra_ops.broadcast_shape((1, x_tt.shape[1]), (4, 1), arrays_are_shapes=True)
+    assert [int(v.eval()) for v in b] == [4, 2]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unravel_index_dims_from_a_shared_vector(engine):
+    # the length of a shared vector is that of its value (Theano's get_vector_length),
+    # so unravel_index takes its dims from one; an int vector of unknown length is a
+    # ValueError (Theano's), a dims that is not a vector a TypeError
+    dims = shared(np.array([3, 4, 5]))
+    assert tt.get_vector_length(dims) == 3
+    idx = np.array([0, 7, 59])
+    got = function([], list(extra_ops.unravel_index(idx, dims)), mode=mode_of(engine))()
+    for g, w in zip(got, np.unravel_index(idx, (3, 4, 5))):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="dims must be a vector of known length"):
+        extra_ops.unravel_index(tt.ivector(), tt.ivector())
+    with pytest.raises(TypeError, match="dims must be a vector"):
+        extra_ops.unravel_index((3, 4), 3)
+
+
+def test_join_axis_given_as_a_variable():
+    # join(axis, ...) with the axis a constant variable makes Join(axis); any other axis
+    # variable is the documented NotImplementedError (it was a TypeError from int())
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    out = tt.join(tt.constant(1), a, b)
+    assert out.owner.op.axis == 1
+    va, vb = np.ones((2, 3)), np.zeros((2, 2))
+    np.testing.assert_array_equal(out.eval({a: va, b: vb}), np.concatenate([va, vb], 1))
+    with pytest.raises(NotImplementedError, match="axis must be known when the graph"):
+        tt.join(tt.lscalar("ax"), a, b)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "float32"])
+def test_arange_of_small_dtypes_does_not_overflow(engine, dtype):
+    # arange(-64, 64) was empty: its value and its inferred length computed stop - start
+    # in the inputs' dtype (int8), which overflowed; both now match numpy
+    assert tt.arange(-64, 64).shape.eval().tolist() == [128]
+    start, stop, step = (tt.scalar(n, dtype=dtype) for n in ("start", "stop", "step"))
+    out = tt.arange(start, stop, step)
+    f = function([start, stop, step], [out, out.shape], mode=mode_of(engine))
+    signed = dtype != "uint8"
+    cases = [(0, 120, 3), (5, 5, 1), (10, 2, 1)]
+    cases += [(-64, 64, 1), (-100, 100, 3), (100, -100, -7), (-128, 127, 1)] if signed else []
+    cases += [(0, 250, 3), (10, 255, 7)] if dtype == "uint8" else []
+    for args in cases:
+        got, shape = f(*[np.asarray(a, dtype=dtype) for a in args])
+        want = np.arange(*[int(a) for a in args], dtype=out.dtype)
+        assert got.dtype == want.dtype and shape.tolist() == [len(want)]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_rebroadcast_axis_is_a_dict():
+    # Theano's Rebroadcast.axis is {dimension: broadcastable}; equal ops hash alike, the
+    # mapping is read-only and survives pickling
+    x = tt.dmatrix("x")
+    op = tt.addbroadcast(x, 0).owner.op
+    assert op.axis == {0: True}
+    assert op == tt.Rebroadcast((0, True)) and hash(op) == hash(tt.Rebroadcast((0, True)))
+    assert tt.Rebroadcast((1, False), (0, True)).axis == {0: True, 1: False}
+    with pytest.raises(TypeError, match="read-only"):
+        op.axis[1] = True
+    assert pickle.loads(pickle.dumps(op)) == op and copy.deepcopy(op).axis == {0: True}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_default_of_two_variables_chooses_when_run(engine):
+    # default(x, y) of two variables was x alone, so function([x, y], default(x, y))
+    # refused y as unused (UnusedInputError); it is Theano's Default node now, which
+    # returns x, or a copy of y when x's value is None (on the py engine: the others
+    # refuse None for an array)
+    x, y = tt.dvectors("x", "y")
+    out = tt.default(x, y)
+    assert isinstance(out.owner.op, tt.Default)
+    f = function([x, y], out, mode=mode_of(engine))
+    xv, yv = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    got = f(xv, yv)
+    np.testing.assert_array_equal(got, xv)
+    got[0] = 9.0
+    assert xv[0] == 1.0  # the input is protected
+    if engine == "py":
+        got = f(None, yv)
+        np.testing.assert_array_equal(got, yv)
+        assert not np.shares_memory(got, yv)
+    assert tt.default(None, y) is y
+    with pytest.raises(TypeError, match="both arguments must have one type"):
+        tt.default(x, tt.fvector("z"))

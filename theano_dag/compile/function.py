@@ -10,7 +10,9 @@ depth compile.
 
 from __future__ import annotations
 
+import os
 import pickle
+import sys
 
 from theano_dag.compile.function_module import (
     DuplicateInputError,
@@ -24,6 +26,20 @@ from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.utils import gc_paused  # re-exported: its old home
 
 __all__ = ["function", "function_dump", "pfunc", "rebuild_collect_shared"]
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_name():
+    """``"file:line"`` of the first frame outside theano_dag that led to this call (the
+    user's ``function(...)`` or ``var.eval()``): Theano's default function name."""
+    frame = sys._getframe(2)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def _pairs(pairs, what):
@@ -356,7 +372,8 @@ def function(
     cast to the input's dtype. ``on_unused_input``: 'raise', 'warn' or 'ignore'.
     ``profile``: collect time and memory per node (``f.profile.summary()``).
     ``incremental``: a call recomputes only what depends on inputs that changed
-    since the last call (the CPU engine).
+    since the last call (the CPU engine). ``f.name`` is ``name``, or, as in
+    Theano, ``"file:line"`` of the code that called ``function``.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -377,7 +394,7 @@ def function(
         # A dict of outputs: the call returns a dict with the same keys.
         keys = sorted(outputs)
         output_keys, outputs = keys, [outputs[k] for k in keys]
-    return pfunc(
+    fn = pfunc(
         params=inputs,
         outputs=outputs,
         mode=mode,
@@ -393,6 +410,11 @@ def function(
         output_keys=output_keys,
         incremental=incremental,
     )
+    if name is None:
+        # Theano's default name, set on the function only: errors and profiles name a
+        # function by the name its user gave.
+        fn.name = _caller_name()
+    return fn
 
 
 # Theano exposes it here too.

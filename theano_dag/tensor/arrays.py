@@ -37,6 +37,7 @@ __all__ = [
     "stacklists",
     "smallest",
     "largest",
+    "Default",
     "default",
     "extract_constant",
     "Nonzero",
@@ -164,9 +165,54 @@ def largest(*args):
     return tm.max(tb.stack(args), axis=0)
 
 
+class Default(Op):
+    """``x``, or a copy of ``default`` when ``x``'s value is None (Theano's ``Default``):
+    both inputs have one type, the choice is made when the function runs. A value of None
+    reaches it on the ``py`` engine only (the CPU engine refuses None for an array).
+
+    >>> import theano_dag
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dscalars("x", "y")
+    >>> f = theano_dag.function([x, y], default(x, y), mode="FAST_COMPILE")
+    >>> float(f(1.0, 2.0)), float(f(None, 2.0))
+    (1.0, 2.0)
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}
+
+    def make_node(self, x, default):
+        x, default = as_tensor_variable(x), as_tensor_variable(default)
+        if x.type != default.type:
+            raise TypeError(
+                f"default: both arguments must have one type, got {x.type} and {default.type}"
+            )
+        return Apply(self, [x, default], [default.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, default = inputs
+        # The output is declared a view of x only: of default it is a copy.
+        output_storage[0][0] = default.copy() if x is None else x
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        # The shape of x: a value of None (whose shape is unknown) runs on the py engine,
+        # which does not plan shapes.
+        return [input_shapes[0]]
+
+
 def default(x, default):
-    """``x``, or ``default`` when ``x`` is None (Theano's ``default``)."""
-    return as_tensor_variable(default if x is None else x)
+    """``x``, or ``default`` when ``x`` is None: a Python None chooses ``default`` when the
+    graph is built, a variable makes a ``Default`` node that chooses when the function
+    runs (Theano's ``default``).
+
+    >>> from theano_dag import tensor as tt
+    >>> y = tt.dvector("y")
+    >>> default(None, y) is y, default(tt.dvector("x"), y).owner.op
+    (True, Default)
+    """
+    if x is None:
+        return as_tensor_variable(default)
+    return Default()(x, default)
 
 
 def extract_constant(x, elemwise=True, only_process_constants=False):

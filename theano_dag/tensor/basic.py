@@ -14,6 +14,7 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.null_type import disconnected_type, grad_not_implemented, is_disconnected
 from theano_dag.graph.op import Op
+from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
@@ -407,6 +408,10 @@ def join(axis, *tensors):
     if len(tensors) == 1:
         # Joining one tensor is that tensor (as in Theano: no node, nothing to copy).
         return as_tensor_variable(tensors[0])
+    if isinstance(axis, Variable):
+        # Theano's form with the axis an input: a constant axis makes Join(axis), any
+        # other raises the documented NotImplementedError.
+        return Join()(axis, *tensors)
     return Join(axis)(*tensors)
 
 
@@ -573,14 +578,23 @@ class ARange(Op):
         return Apply(self, ins, [TensorType(self.dtype, shape=(None,))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        start, stop, step = (np.asarray(v)[()] for v in inputs)
+        # Python numbers: numpy would compute stop - start in the inputs' dtype, and
+        # arange(int8(-64), int8(64)) overflowed to an empty array.
+        start, stop, step = (np.asarray(v).item() for v in inputs)
         if step == 0:
             raise ValueError("ARange: step must not be 0")
         output_storage[0][0] = np.arange(start, stop, step, dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
+        # In int64 (exact) or float64, never in the inputs' dtype, whose difference
+        # may overflow (int8 -64 to 64).
         start, stop, step = node.inputs
-        n = tm.ceil(cast(stop - start, "float64") / cast(step, "float64"))
+        if all(v.dtype in discrete_dtypes for v in node.inputs):
+            start, stop, step = (cast(v, "int64") for v in node.inputs)
+            n = -((start - stop) // step)  # ceil((stop - start) / step), exactly
+        else:
+            start, stop, step = (cast(v, "float64") for v in node.inputs)
+            n = tm.ceil((stop - start) / step)
         return [(cast(tm.maximum(n, 0), "int64"),)]
 
     def connection_pattern(self, node):
@@ -1064,7 +1078,8 @@ def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, ma
 
 
 def get_vector_length(v) -> int:
-    """The static length of the vector ``v``, or ValueError when it is not known.
+    """The static length of the vector ``v``, or ValueError when it is not known. A shared
+    vector's length is that of its current value, as in Theano.
 
     >>> from theano_dag import tensor as tt
     >>> get_vector_length(tt.dmatrix("x").shape), get_vector_length(tt.constant([1, 2, 3]))
@@ -1077,6 +1092,10 @@ def get_vector_length(v) -> int:
         return v.type.shape[0]
     if isinstance(v, Constant):
         return len(v.data)
+    if isinstance(v, SharedVariable):
+        # Theano's rule: a shared vector's length is that of its value now (a later
+        # set_value of another length makes the graph's outputs wrong, as in Theano).
+        return len(v.get_value(borrow=True))
     if v.owner is not None and isinstance(v.owner.op, (MakeVector,)):
         return len(v.owner.inputs)
     if v.owner is not None and isinstance(v.owner.op, Shape):

@@ -1069,14 +1069,15 @@ class UnravelIndex(Op):
     def make_node(self, indices, dims):
         indices = _int_vector("unravel_index", indices, "indices")
         dims = _int_vector("unravel_index", dims, "dims")
+        if dims.ndim != 1:
+            raise TypeError(f"unravel_index: dims must be a vector, got {dims.type}")
         try:
-            n = tb.get_vector_length(dims) if dims.ndim == 1 else None
-        except (TypeError, ValueError):
-            n = None
-        if n is None:
-            raise TypeError(
+            n = tb.get_vector_length(dims)
+        except ValueError:
+            # Theano's error: the number of outputs is the length of dims.
+            raise ValueError(
                 f"unravel_index: dims must be a vector of known length, got {dims.type}"
-            )
+            ) from None
         outs = [TensorType("int64", shape=indices.type.shape)() for _ in range(n)]
         return Apply(self, [indices, dims], outs)
 
@@ -1168,8 +1169,9 @@ def broadcast_to(x, shape):
 
 
 def broadcast_shape(*arrays, arrays_are_shapes=False):
-    """The shape the arrays broadcast to, one int or scalar variable per dimension
-    (``arrays_are_shapes``: the arguments are shapes, tuples of ints or scalars).
+    """The shape the arrays broadcast to, one int64 scalar variable per dimension (a length
+    known when the graph is built is a constant); ``arrays_are_shapes``: the arguments are
+    shapes, tuples of ints or scalars, and shapes of ints alone give a tuple of ints.
 
     >>> broadcast_shape((2, 1), (1, 3), arrays_are_shapes=True)
     (2, 3)
@@ -1209,4 +1211,10 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
             # (the largest alone would be a shape for arrays that do not broadcast).
             ok = tm.all(tb.stack([tm.or_(tm.eq(d, 1), tm.eq(d, m)) for d in known]))
             out.append(Assert(f"broadcast_shape: dimension {k} cannot broadcast")(m, ok))
+    if not arrays_are_shapes or any(isinstance(d, Variable) for s in shapes for d in s):
+        # Lengths of arrays, or shapes given as variables: every length is a variable, as
+        # in Theano (a known one an int64 constant), so each can be evaluated or stacked.
+        out = [
+            tb.constant(int(d), dtype="int64") if not isinstance(d, Variable) else d for d in out
+        ]
     return tuple(out)

@@ -26,6 +26,7 @@ from theano_dag.tensor.variable import as_tensor_variable, constant
 __all__ = [
     "Shape",
     "Shape_i",
+    "ValueShape",
     "MakeVector",
     "Reshape",
     "shape",
@@ -62,6 +63,17 @@ def _shaped(x):
         raise
 
 
+def _any_shaped(x):
+    """``_shaped(x)``, or ``x`` itself when it is a variable of another kind (a typed
+    list), whose shape ``ValueShape`` reads from its value."""
+    try:
+        return _shaped(x)
+    except TypeError:
+        if isinstance(x, Variable):
+            return x
+        raise
+
+
 class Shape(Op):
     """The shape of a tensor, as an int64 vector.
 
@@ -81,6 +93,37 @@ class Shape(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [(node.inputs[0].ndim,)]
+
+    def connection_pattern(self, node):
+        return [[False]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected()]
+
+
+class ValueShape(Op):
+    """``numpy.shape`` of the value of a variable that is not a tensor (a typed list of
+    equally shaped arrays: its length first), as an int64 vector whose length is known
+    when the function runs. Theano's ``Shape`` took any variable; ``shape`` makes this op
+    for those that are not tensors, and the rewrites of ``Shape`` leave it alone.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> from theano_dag.typed_list import make_list
+    >>> a = tt.dmatrix("a")
+    >>> shape(make_list([a, a])).eval({a: np.zeros((2, 3))})
+    array([2, 2, 3])
+    """
+
+    __props__ = ()
+
+    def make_node(self, x):
+        if not isinstance(x, Variable):
+            raise TypeError(f"ValueShape: expected a variable, got {type(x).__name__}")
+        return Apply(self, [x], [TensorType("int64", shape=(None,))()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = np.asarray(np.shape(inputs[0]), dtype="int64")
 
     def connection_pattern(self, node):
         return [[False]]
@@ -129,24 +172,36 @@ class Shape_i(Op):  # noqa: N801 (Theano's name)
 
 
 def shape(x):
-    """The symbolic shape of ``x`` (an int64 vector)."""
+    """The symbolic shape of ``x`` (an int64 vector); of a variable that is not a tensor
+    (a typed list), ``ValueShape``."""
+    x = _any_shaped(x)
+    if getattr(x.type, "ndim", None) is None:
+        return ValueShape()(x)
     return Shape()(x)
 
 
-def shape_i(x, i):
+def shape_i(x, i, fgraph=None):
     """The symbolic length of dimension ``i`` of ``x``; a constant when statically known.
+    With ``fgraph`` (Theano's argument), the length its ``ShapeFeature`` knows, if any.
 
     >>> from theano_dag import tensor as tt
     >>> shape_i(tt.TensorType("float64", shape=(None, 3))("x"), 1)
     3
     """
-    x = as_tensor_variable(x)
-    if not -x.ndim <= i < x.ndim:
-        raise ValueError(f"shape_i: {x} has {x.ndim} dimensions, there is no dimension {i}")
-    s = x.type.shape[i]
+    feature = getattr(fgraph, "shape_feature", None)
+    known = feature.shape_tuple(x) if feature is not None else None
+    if known is not None:
+        return known[i]
+    x = _any_shaped(x)
+    ndim = getattr(x.type, "ndim", None)
+    if ndim is None:
+        return ValueShape()(x)[i]  # a typed list: its value's numpy.shape, indexed
+    if not -ndim <= i < ndim:
+        raise ValueError(f"shape_i: {x} has {ndim} dimensions, there is no dimension {i}")
+    s = getattr(x.type, "shape", (None,) * ndim)[i]
     if s is not None:
         return constant(np.int64(s))
-    return Shape_i(i % x.ndim)(x)
+    return Shape_i(i % ndim)(x)
 
 
 class LossyInputError(TypeError, AssertionError):
@@ -373,6 +428,28 @@ def flatten(x, ndim=1):
     return reshape(x, lead + [last], ndim=ndim)
 
 
+class RebroadcastAxes(dict):
+    """``Rebroadcast.axis``: ``{dimension: broadcastable}``, a dict as Theano's, read-only
+    and hashable (it is the op's prop: equal ops hash alike).
+
+    >>> RebroadcastAxes({0: True}) == {0: True}, hash(RebroadcastAxes({0: True})) == hash(
+    ...     RebroadcastAxes([(0, True)]))
+    (True, True)
+    """
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+    def __reduce__(self):
+        # pickle and copy would set the items one by one, which is refused
+        return (RebroadcastAxes, (list(self.items()),))
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("Rebroadcast.axis is read-only: make a new Rebroadcast")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _read_only
+
+
 class Rebroadcast(Op):
     """Declare dimensions of a tensor broadcastable (length 1) or not.
 
@@ -397,17 +474,17 @@ class Rebroadcast(Op):
             if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or a < 0:
                 raise TypeError(f"Rebroadcast: axis must be a non-negative int, got {a!r}")
             pairs[int(a)] = bool(b)
-        self.axis = tuple(sorted(pairs.items()))
+        self.axis = RebroadcastAxes(sorted(pairs.items()))
 
     def __str__(self):
-        return "Rebroadcast{" + ",".join(f"({a},{b})" for a, b in self.axis) + "}"
+        return "Rebroadcast{" + ",".join(f"({a},{b})" for a, b in self.axis.items()) + "}"
 
     __repr__ = __str__
 
     def make_node(self, x):
         x = as_tensor_variable(x)
         shape = list(x.type.shape)
-        for a, b in self.axis:
+        for a, b in self.axis.items():
             if a >= x.ndim:
                 raise ValueError(f"{self}: {x} has {x.ndim} dimensions, there is no dimension {a}")
             if b:
@@ -426,7 +503,7 @@ class Rebroadcast(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
-        for a, b in self.axis:
+        for a, b in self.axis.items():
             if b and x.shape[a] != 1:
                 raise ValueError(
                     f"{self}: dimension {a} of the input has length {x.shape[a]}, expected 1 "
@@ -436,7 +513,7 @@ class Rebroadcast(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         out = list(input_shapes[0])
-        for a, b in self.axis:
+        for a, b in self.axis.items():
             if b:
                 out[a] = 1
         return [tuple(out)]
@@ -445,7 +522,7 @@ class Rebroadcast(Op):
         (x,) = inputs
         (gz,) = output_grads
         # Back to the input's pattern on the dims this op changed.
-        back = Rebroadcast(*[(a, x.type.broadcastable[a]) for a, _ in self.axis])
+        back = Rebroadcast(*[(a, x.type.broadcastable[a]) for a in self.axis])
         return [back(gz)]
 
     def R_op(self, inputs, eval_points):
@@ -471,7 +548,7 @@ def _rebroadcast(x, pairs):
     if x.owner is not None and isinstance(x.owner.op, Rebroadcast):
         # two Rebroadcasts in a row are one, or none when they cancel out
         base = x.owner.inputs[0]
-        merged = {**dict(x.owner.op.axis), **dict(pairs)}
+        merged = {**x.owner.op.axis, **dict(pairs)}
         changed = [(a, b) for a, b in merged.items() if not _declared(base.type, a, b)]
         return Rebroadcast(*changed)(base) if changed else base
     return Rebroadcast(*pairs)(x)

@@ -251,7 +251,7 @@ class _RebroadcastImpl(_ViewImpl):
     def run(self, inputs, out):
         (x,) = inputs
         op = self.node.op
-        for a, b in op.axis:
+        for a, b in op.axis.items():
             if b and x.shape[a] != 1:
                 raise ValueError(
                     f"{op}: dimension {a} of the input has length {x.shape[a]}, expected 1 "
