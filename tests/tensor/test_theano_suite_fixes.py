@@ -577,15 +577,21 @@ def test_broadcast_shape_of_arrays_gives_variables(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_unravel_index_dims_from_a_shared_vector(engine):
-    # the length of a shared vector is that of its value (Theano's get_vector_length),
-    # so unravel_index takes its dims from one; an int vector of unknown length is a
-    # ValueError (Theano's), a dims that is not a vector a TypeError
+    # unravel_index takes its dims from a shared vector, one output per entry its value
+    # has when the graph is built (Theano's rule); a value of another length set later is
+    # an error at the call, not outputs dropped. get_vector_length itself refuses a shared
+    # vector (its length is not static). An int vector of unknown length is a ValueError
+    # (Theano's), a dims that is not a vector a TypeError.
     dims = shared(np.array([3, 4, 5]))
-    assert tt.get_vector_length(dims) == 3
+    with pytest.raises(ValueError, match="length"):
+        tt.get_vector_length(dims)
     idx = np.array([0, 7, 59])
-    got = function([], list(extra_ops.unravel_index(idx, dims)), mode=mode_of(engine))()
-    for g, w in zip(got, np.unravel_index(idx, (3, 4, 5))):
+    f = function([], list(extra_ops.unravel_index(idx, dims)), mode=mode_of(engine))
+    for g, w in zip(f(), np.unravel_index(idx, (3, 4, 5))):
         np.testing.assert_array_equal(g, w)
+    dims.set_value(np.array([4, 15]))
+    with pytest.raises(ValueError, match="dims has 2 entries, but the graph was built for 3"):
+        f()
     with pytest.raises(ValueError, match="dims must be a vector of known length"):
         extra_ops.unravel_index(tt.ivector(), tt.ivector())
     with pytest.raises(TypeError, match="dims must be a vector"):

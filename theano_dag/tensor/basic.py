@@ -14,7 +14,6 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.null_type import disconnected_type, grad_not_implemented, is_disconnected
 from theano_dag.graph.op import Op
-from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
@@ -1079,7 +1078,9 @@ def get_scalar_constant_value(v, elemwise=True, only_process_constants=False, ma
 
 def get_vector_length(v) -> int:
     """The static length of the vector ``v``, or ValueError when it is not known. A shared
-    vector's length is that of its current value, as in Theano.
+    vector's length is not static (``set_value`` may change it): a ValueError, where
+    Theano took its current value's length and a later ``set_value`` of another length
+    then gave wrong values.
 
     >>> from theano_dag import tensor as tt
     >>> get_vector_length(tt.dmatrix("x").shape), get_vector_length(tt.constant([1, 2, 3]))
@@ -1092,10 +1093,6 @@ def get_vector_length(v) -> int:
         return v.type.shape[0]
     if isinstance(v, Constant):
         return len(v.data)
-    if isinstance(v, SharedVariable):
-        # Theano's rule: a shared vector's length is that of its value now (a later
-        # set_value of another length makes the graph's outputs wrong, as in Theano).
-        return len(v.get_value(borrow=True))
     if v.owner is not None and isinstance(v.owner.op, (MakeVector,)):
         return len(v.owner.inputs)
     if v.owner is not None and isinstance(v.owner.op, Shape):

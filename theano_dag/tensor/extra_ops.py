@@ -16,6 +16,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
+from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert, MaxAndArgmax, flatnonzero
@@ -1072,7 +1073,12 @@ class UnravelIndex(Op):
         if dims.ndim != 1:
             raise TypeError(f"unravel_index: dims must be a vector, got {dims.type}")
         try:
-            n = tb.get_vector_length(dims)
+            if isinstance(dims, SharedVariable):
+                # Theano's rule for this op: as many outputs as the shared value has
+                # entries now; perform refuses a value of another length later.
+                n = len(dims.get_value(borrow=True))
+            else:
+                n = tb.get_vector_length(dims)
         except ValueError:
             # Theano's error: the number of outputs is the length of dims.
             raise ValueError(
@@ -1083,6 +1089,13 @@ class UnravelIndex(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         indices, dims = inputs
+        if len(dims) != len(output_storage):
+            # (A shared dims whose value changed length since the graph was built: zip
+            # below would drop or leave outputs silently.)
+            raise ValueError(
+                f"unravel_index: dims has {len(dims)} entries, but the graph was built for "
+                f"{len(output_storage)} (one output per entry)"
+            )
         res = np.unravel_index(indices, tuple(dims), order=self.order)
         for storage, value in zip(output_storage, res):
             storage[0] = np.asarray(value, dtype="int64")
