@@ -880,3 +880,25 @@ def test_rewrites_that_compute_test_values_or_warn_are_not_cached(flags):
             f, d = _compile(_with_test_values(2))
             assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 0, "damaged": 0}
     np.testing.assert_allclose(f([1.0, 1.0], np.eye(2))[1], [0.0, 0.0])
+
+
+class _UsersVariable(tt.TensorVariable):
+    """A variable class of the user's (as PyMC3's random variables are)."""
+
+    def __str__(self):
+        return f"users {self.name}"
+
+
+def test_a_graph_with_a_variable_of_the_users_class_is_not_cached():
+    # The user's class may change what the rewrites do with its variables (its methods,
+    # which the key does not cover): compiled as always.
+    def build():
+        x = tt.dvector("x")
+        y = _UsersVariable(x.type, None, None, "y")
+        Apply(theano_dag.compile.view_op, [tt.exp(x)], [y])
+        return [x], y * 2
+
+    for _ in range(2):
+        f, d = _compile(build)
+        assert d["hits"] == 0 and d["stores"] == 0 and d["ineligible"] == 1
+        np.testing.assert_allclose(f(np.array([0.0, 1.0])), 2 * np.exp([0.0, 1.0]))
