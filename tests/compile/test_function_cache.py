@@ -737,6 +737,21 @@ def test_a_key_that_cannot_be_made_warns_once_and_compiles(monkeypatch):
     np.testing.assert_allclose(g([0.0]), [4.0])
 
 
+def test_an_op_with_a_lambda_among_its_props_is_not_cached():
+    # angle's output types come from a lambda: a name that does not find it (another
+    # lambda of its module has the same one), so graph.op_key gives the op no key; the
+    # graph is refused at its key (once it was refused only when its store's pickle of
+    # the lambda failed).
+    for _ in range(2):
+        z = tt.zvector("z")
+        before = function_cache.stats()
+        f = theano_dag.function([z], tt.angle(z) * 2)
+        assert _delta(before) == {
+            "hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0
+        }  # fmt: skip
+        np.testing.assert_allclose(f(np.array([1j, -1.0])), [np.pi, 2 * np.pi])
+
+
 # Test values (compute_test_value, on while a PyMC3 model is active): rewrites and the
 # copies of the outputs run under compute_test_value_opt ("off"), so the optimized graph
 # does not depend on them and a hit is the miss's graph, carrying the same test values.

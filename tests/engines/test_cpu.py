@@ -714,3 +714,40 @@ def test_keyword_calls_run_the_generated_code_of_their_shapes(monkeypatch):
     assert len(plain) == 3
     np.testing.assert_allclose(f(x=[0.0, 1.0, 2.0], y=yv)[1], [0.0, 2.0, 4.0])  # a list: filtered
     assert len(plain) == 4
+
+
+# -- what a link and a plan make only when asked ------------------------------------------
+
+
+def test_plan_readers_are_made_when_asked_and_list_each_values_reading_steps():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a = tt.exp(x)
+    f = function([x, y], [tt.dot(a, y), a * y], mode=Mode(linker="cpu", optimizer=None))
+    f(np.ones(3), np.arange(3.0))
+    plan, program = plan_of(f), f.fn.program
+    # No update to write in place: nothing asked for them while planning.
+    assert "readers" not in plan.__dict__
+    x, y = program.inputs  # the function's own copies
+    (exp,) = [n for n, _s, _c in program.node_steps if "exp" in str(n.op)]
+    a = exp.outputs[0]
+    assert plan.readers[x] == [0]  # the exp, first
+    assert plan.readers[a] == plan.readers[y] and len(plan.readers[a]) == 2  # dot, mul
+    assert plan.readers == {
+        v: [idx for idx, (_k, st) in enumerate(plan.steps) if v in st.inputs]
+        for _k, st in plan.steps
+        for v in st.inputs
+    }
+
+
+def test_shape_error_names_the_nodes_position_in_the_run_order():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    f = function([x, y], tt.exp(x) + tt.log(y), mode=Mode(linker="cpu", optimizer=None))
+    program = f.fn.program
+    assert "node_index" not in program.__dict__  # made by the error, not by the link
+    with pytest.raises(ValueError) as info:
+        f(np.ones(3), np.ones(4))
+    (add,) = [n for n, _s, _c in program.node_steps if "add" in str(n.op)]
+    position = [n for n, _s, _c in program.node_steps].index(add)
+    assert info.value.node is add
+    assert info.value.position == program.node_index[add] == position
+    assert f"Toposort index: {position}" in str(info.value)

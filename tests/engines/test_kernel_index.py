@@ -72,8 +72,8 @@ def _child(cache, setup=""):
 
 
 def _entries(cache):
-    d = kindex.index_dir(str(cache))
-    return [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    d = kindex.index_dir(str(cache))  # (dot files are the folder's marker, not entries)
+    return [os.path.join(d, n) for n in sorted(os.listdir(d)) if not n.startswith(".")]
 
 
 @needs_cc
@@ -196,3 +196,76 @@ def test_the_environment_has_the_flags_and_thresholds(monkeypatch):
         assert kindex.environment() != env
     monkeypatch.setattr(csource, "MIN_PARALLEL", csource.MIN_PARALLEL * 2)
     assert kindex.environment() != env
+
+
+class _UserScalar(ts.UnaryScalarOp):  # a user's op, at a module's top: found by its name
+    c_expr = "(%(x)s * 2)"
+
+
+def test_a_users_scalar_op_has_no_text():
+    # Its code is not in the code version: the same name may have other C next time.
+    assert kindex.kernel_text(_key(Elemwise(_UserScalar(ts.upgrade_to_float)))) is None
+
+
+# A user's module whose scalar op's C changes between two processes, its name the same.
+USER_MODULE = """
+import theano_dag.scalar as ts
+
+class Scaled(ts.UnaryScalarOp):
+    nfunc = staticmethod(lambda x: x * {k})
+    c_expr = "(%(x)s * {k})"
+
+scaled = Scaled(ts.upgrade_to_float)
+"""
+
+USER_CHILD = """
+import sys
+sys.path[:0] = [{root!r}, {mod!r}]
+import numpy as np
+import theano_dag.tensor as tt
+from theano_dag.compile.function import function
+from theano_dag.config import config
+from theano_dag.engines.cpu.native import ckernel, kindex
+from theano_dag.tensor.elemwise import Elemwise
+import usermod
+config.compiledir = {cache!r}
+x = tt.dvector("x")
+with ckernel.compile_mode("sync"):
+    f = function([x], Elemwise(usermod.scaled)(tt.exp(x)) + 1)
+    print(f(np.zeros(3))[0], kindex.stats["hits"])
+"""
+
+
+@needs_cc
+def test_a_users_scalar_op_edited_between_processes_gives_its_new_values(tmp_path):
+    # The index once named a user's op by its class's name: the second process took the
+    # first one's C and returned 3.0 where its op computes 4.0.
+    mod = tmp_path / "mod"
+    mod.mkdir()
+    got = []
+    for k in (2, 3):
+        (mod / "usermod.py").write_text(USER_MODULE.format(k=k))
+        child = USER_CHILD.format(root=ROOT, mod=str(mod), cache=str(tmp_path / "cache"))
+        p = subprocess.run(
+            [sys.executable, "-c", child], capture_output=True, text=True, timeout=300
+        )
+        assert p.returncode == 0, p.stderr
+        value, hits = p.stdout.split()
+        got.append((float(value), int(hits)))
+    assert got == [(3.0, 0), (4.0, 0)]  # exp(0) * k + 1, no C from the index
+
+
+def test_the_index_folder_is_kept_under_its_bounds(tmp_path, monkeypatch):
+    monkeypatch.setattr(kindex, "MAX_ENTRIES", 2)
+    names = [bytes([k]) * 32 for k in range(4)]
+    folder = kindex.index_dir(str(tmp_path))
+    for k, name in enumerate(names):
+        entry = kindex.Entry(str(tmp_path), name)
+        entry.write({name: f"template {k}"}, {name: f"key {k}"})
+        os.utime(entry.path, (1000 + k, 1000 + k))  # written in this order
+        os.utime(os.path.join(folder, ".sized"), (0, 0))  # sized again at the next write
+    # The two written last are kept, and read back whole.
+    assert [os.path.basename(p) for p in _entries(tmp_path)] == [n.hex()[:40] for n in names[2:]]
+    entry = kindex.Entry(str(tmp_path), names[3])
+    entry.read()
+    assert entry.templates == {names[3]: "template 3"} and entry.keys == {names[3]: "key 3"}

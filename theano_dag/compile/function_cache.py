@@ -5,8 +5,9 @@ loads the optimized graph from ``<compiledir>/functions/`` instead of copying an
 rewriting the user's graph; the engine links it and makes its first call as usual.
 
 The key is a digest of everything the optimized graph depends on, gathered by one walk
-of the user's graph in topological order: each node's op (its class, its props, which
-its ``__eq__`` compares, and its name; anything else it holds by its pickle), where its
+of the user's graph in topological order: each node's op (its description,
+``theano_dag.graph.op_key``: its class, its props, which its ``__eq__`` compares, and
+its name; an object without props by its whole state), where its
 inputs come from, its outputs' types, classes and names; each constant's type, dtype,
 shape and bytes; each input's type, name and ``In`` flags; the outputs' ``Out`` flags;
 the mode's optimizer query, the optdb's registrations and the linker's class and
@@ -51,7 +52,6 @@ import os
 import pickle
 import tempfile
 import time
-import types
 import warnings
 from array import array
 
@@ -64,6 +64,7 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.graph.basic import Apply, Constant, Variable, io_toposort
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.graph.op_key import NotDescribable, describe
 from theano_dag.graph.rewriting import db as _db
 from theano_dag.graph.rewriting.basic import ChangeLog
 from theano_dag.graph.rewriting.db import Query
@@ -71,6 +72,7 @@ from theano_dag.graph.rewriting.merge import MergeFeature
 from theano_dag.graph.rewriting.presence import OpPresence
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.toolbox import PreserveVariableAttributes, ReplaceValidate, Supervisor
+from theano_dag.misc.cache_eviction import TMP_PREFIX, evict_if_due
 from theano_dag.misc.code_version import code_version
 from theano_dag.opt.optdb import optdb
 from theano_dag.scalar.basic import ScalarConstant, ScalarVariable
@@ -298,7 +300,9 @@ def _type_entry(t):
 
 
 def _entry(obj):
-    """``(obj, its key)``: the repr of ``_canon(obj)``, memoized by the object."""
+    """``(obj, its key)``: its description (graph.op_key: its class, its props, which its
+    ``__eq__`` compares, and its name; an object without props by its whole state),
+    memoized by the object."""
     if type(obj) is TensorType:  # the most common by far: written out
         key = b"TensorType|%s|%s|%s" % (
             obj.dtype.encode(),
@@ -306,57 +310,11 @@ def _entry(obj):
             repr(obj.name).encode(),
         )
     else:
-        key = repr(_canon(obj)).encode()
+        try:
+            key = describe(obj, name=True).encode()
+        except NotDescribable:
+            raise _Ineligible from None
     return _remember(obj, key)
-
-
-_PLAIN = (str, int, float, bool, bytes, type(None), complex)
-
-
-def _canon(x):
-    """What identifies ``x``, as a plain nested tuple: an op or a type of theano_dag by
-    its class, its props (what its ``__eq__`` compares: the rewrites merge two ops with
-    equal props) and its name; containers and arrays by their contents; anything else by
-    its pickle (every attribute). Cached attributes (a type's or an op's memoized
-    properties) are no part of it, so equal objects have equal keys whatever was
-    computed on them before."""
-    t = type(x)
-    if t in _PLAIN:
-        return x
-    if t is tuple or t is list:
-        return (t.__name__, *[_canon(i) for i in x])
-    if t is dict:
-        return ("dict", *[(_canon(k), _canon(v)) for k, v in x.items()])
-    if isinstance(x, np.dtype):
-        return ("dtype", x.str)
-    if t is np.ndarray:
-        if x.dtype.hasobject:
-            raise _Ineligible
-        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, np.generic):
-        return ("scalar", x.dtype.str, x.tobytes())
-    # Before the props: an op class has __props__ (and _props) as its objects do.
-    if isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
-        # By name: theano_dag's (its code is in the key), numpy's and Python's; the
-        # user's own function could change behind the same name.
-        module = getattr(x, "__module__", None) or ""
-        if module.split(".")[0] in ("theano_dag", "numpy", "builtins", "math", "operator"):
-            return ("ref", module, x.__qualname__)
-        raise _Ineligible
-    props = getattr(t, "__props__", None)
-    if props is not None and _ours(t):
-        name = getattr(x, "name", None)
-        return (t.__module__, t.__qualname__, *[_canon(getattr(x, p)) for p in props], name)
-    if hasattr(x, "_props") and _ours(t):
-        return (t.__module__, t.__qualname__, _canon(x._props()), getattr(x, "name", None))
-    if t is np.ufunc:
-        return ("ufunc", x.__name__)
-    if not _ours(t):
-        raise _Ineligible
-    try:
-        return ("pickle", pickle.dumps(x, protocol=5))
-    except Exception:
-        raise _Ineligible from None
 
 
 def _remember(obj, blob):
@@ -733,7 +691,7 @@ class Entry:
         if not self._write(payload):
             return False
         _stats["stores"] += 1
-        _evict_if_due(os.path.dirname(self.path))
+        evict_if_due(os.path.dirname(self.path), MAX_ENTRIES, MAX_BYTES, _EVICT_EVERY)
         return True
 
     def _write(self, payload: bytes) -> bool:
@@ -742,7 +700,7 @@ class Entry:
         directory = os.path.dirname(self.path)
         try:
             os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=TMP_PREFIX)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(_MAGIC + self.digest + check + payload)
@@ -1046,40 +1004,3 @@ def _digest(head: bytes, parts) -> bytes:
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.digest()
-
-
-def _evict_if_due(directory):
-    """Keep the directory under MAX_ENTRIES entries and MAX_BYTES, oldest out first;
-    sized at most every _EVICT_EVERY seconds (a marker file's time says when last)."""
-    marker = os.path.join(directory, ".sized")
-    try:
-        if time.time() - os.stat(marker).st_mtime < _EVICT_EVERY:
-            return
-    except OSError:
-        pass
-    now = time.time()
-    try:
-        with open(marker, "wb"):
-            pass
-        entries = []
-        with os.scandir(directory) as it:
-            for e in it:
-                st = e.stat()
-                if e.name.startswith(".tmp-") and now - st.st_mtime > 3600:
-                    os.remove(e.path)  # left by a process that died while writing
-                elif not e.name.startswith("."):
-                    entries.append((st.st_mtime, st.st_size, e.path))
-    except OSError:
-        return
-    entries.sort()
-    total = sum(s for _, s, _ in entries)
-    count = len(entries)
-    for _mtime, size, path in entries:
-        if count <= MAX_ENTRIES and total <= MAX_BYTES:
-            break
-        try:
-            os.remove(path)
-        except OSError:
-            pass
-        count -= 1
-        total -= size

@@ -216,6 +216,21 @@ def _view_source(line):
     return re.match(r"\w+", rhs).group(0)
 
 
+class _KernelLine:
+    """What a run keeps of a kernel step taken without its lines (``_Runs.take_kernel``):
+    the kernel, its global name and its arguments' names, as a
+    :class:`~theano_dag.engines.cpu.emit.impls.KernelCall` has them; the line itself is
+    made only for a run that is not a segment (most runs are: no text per kernel)."""
+
+    __slots__ = ("name", "kernel", "args")
+
+    def __init__(self, name, kernel, args):
+        self.name, self.kernel, self.args = name, kernel, args
+
+    def text(self):
+        return KernelCall(self.name, self.kernel, self.args)
+
+
 class _Runs:
     """Consecutive kernel steps of a body, gathered into one segment line.
 
@@ -271,7 +286,7 @@ class _Runs:
         if target != out:
             moved.append(f"{out} = {target}")
         self.lib = lib
-        self.run.append((idx, moved, KernelCall(kname, k, [*names, out])))
+        self.run.append((idx, moved, _KernelLine(kname, k, (*names, out))))
         self.dels += dels
         return True
 
@@ -314,7 +329,7 @@ class _Runs:
                 lines.append(pad + line)
                 where.append(idx)
             if seg is None and call is not None:
-                lines.append(pad + call)
+                lines.append(pad + (call if isinstance(call, str) else call.text()))
                 where.append(idx)
         if seg is not None:
             sname = f"_SEG{self.made}"

@@ -21,6 +21,7 @@ import functools
 import os
 import re
 import threading
+import types
 import warnings
 import weakref
 
@@ -159,6 +160,11 @@ def _ctypes_entry(lib, k):
     return entry
 
 
+# The ``consts`` and ``destroy`` of the many kernels that have none (read, never
+# written): one empty mapping, not an empty dict per kernel.
+_NO_ITEMS = types.MappingProxyType({})
+
+
 class CKernel:
     """One Elemwise node as a C function: ``k(*arrays, out=None)``.
 
@@ -221,9 +227,11 @@ class CKernel:
                 process_key = (key, csource.PARALLEL_WORK, csource.MIN_PARALLEL)
                 known = _TEMPLATES.get(process_key)
                 if known is not None:
-                    templates[key] = known
+                    known = templates[key] = (*known, key)
             if known is not None:
-                template, layout, digest = known
+                # The key kept is the library's first of its kind (an equal one): the
+                # kernel's own, with its tuples, is dropped at once.
+                template, layout, digest, key = known
         if key is not None and library is not None and library.index is not None:
             first = library.first_key
             if first is None:
@@ -252,7 +260,8 @@ class CKernel:
             if key is not None:
                 if len(_TEMPLATES) >= MAX_TEMPLATES:  # a bound for long-lived processes
                     _TEMPLATES.clear()
-                templates[key] = _TEMPLATES[process_key] = (template, layout, digest)
+                _TEMPLATES[process_key] = (template, layout, digest)
+                templates[key] = (template, layout, digest, key)
         self.template = template
         # What names it in the kernel index (kindex), the digest when it was looked up.
         self.template_key, self.template_digest = key, digest
@@ -264,8 +273,11 @@ class CKernel:
         if destroy is None:
             destroy = getattr(op, "inplace_pattern", None)
             destroy = dict(destroy).items() if destroy else ()
-        self.destroy = {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else {}
-        self.c = self._numpy_c
+        self.destroy = (
+            {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else _NO_ITEMS
+        )
+        if not consts:
+            self.consts = _NO_ITEMS
         self.ready = False
 
     def __repr__(self):
@@ -278,22 +290,16 @@ class CKernel:
         loading checked that the symbol is there). ``entry()`` gives the function,
         shared by the kernels of one name."""
 
-        def c(*args):
-            fn = self.c = entry()
-            return fn(*args)
-
-        self.c = c
-        self._entry = entry
+        self.c = _LazyC(self, entry)
         self.ready = True
 
     def bound_c(self):
         """``c``, with a lazily bound kernel's ctypes function made now: what a caller
         that keeps the function itself (the C loop of ``scan``, which calls it by its
         address) must hold, rather than the Python function that makes it."""
-        entry = self.__dict__.get("_entry")
-        if entry is not None and self.ready:
-            self.c = entry()
-            del self._entry
+        c = self.c
+        if type(c) is _LazyC and self.ready:
+            self.c = c.entry()
         return self.c
 
     def __call__(self, *xs, out=None):
@@ -332,6 +338,10 @@ class CKernel:
             return self.c(*args)
         with np.errstate(all="ignore"):
             return self.fallback(*args)
+
+    # (The class's, until loading puts the C entry on the kernel: no bound method kept
+    # per kernel.)
+    c = _numpy_c
 
     def fallback(self, *args):
         """The node through ``Elemwise.perform`` (the engine installs a faster one)."""
@@ -397,6 +407,21 @@ class CKernel:
         for p in range(len(self.node.inputs)):
             full.append(self.consts[p] if p in self.consts else next(it))
         return full
+
+
+class _LazyC:
+    """A kernel's ``c`` until its first call (``CKernel._bind_lazily``), which makes the
+    ctypes function ``entry()`` and puts it in its place. (One per kernel whenever a
+    library loads: two slots, not a closure.)"""
+
+    __slots__ = ("k", "entry")
+
+    def __init__(self, k, entry):
+        self.k, self.entry = k, entry
+
+    def __call__(self, *args):
+        fn = self.k.c = self.entry()
+        return fn(*args)
 
 
 _SUFFIX = {"float64": "f64", "float32": "f32"}
@@ -1019,6 +1044,33 @@ def kernel_calls(f) -> list:
     return found
 
 
+# The in-place pairs ``(0, j)`` of kernel steps, one tuple each, shared by all steps.
+_OUT0_IN = tuple((0, j) for j in range(64))
+
+
+class _KernelEmit:
+    """The ``emit(names, outs, target)`` of a C kernel's step: the lines calling kernel
+    ``k`` (the plan's global ``kname``) of ``lib``. ``kernel_target`` is what it makes
+    of a target, for the code generator to take into a segment without the lines
+    (codegen._Runs.take_kernel). (A class of three slots, not a closure with a
+    ``kernel_target`` attribute: one is made per kernel node, and the closure, its
+    cells and its attribute's dict took four times the memory.)"""
+
+    __slots__ = ("kernel_target",)
+
+    def __init__(self, lib, kname, k):
+        self.kernel_target = (lib, kname, k)
+
+    def __call__(self, names, outs, target):
+        lib, kname, k = self.kernel_target
+        if target is not None:
+            return _into_target(lib, kname, k, names, outs[0], target)
+        lib.start()  # the plan is being generated: every kernel is known by now
+        if k.nout == 1:
+            return [f"{outs[0]} = {kname}({', '.join(names)})"]
+        return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
+
+
 def _wants_c(node, numpy_steps=None):
     if not isinstance(node.op, Elemwise):
         return False
@@ -1077,18 +1129,7 @@ def _make_emitter(previous):
         consts = k.consts
         ins = [inputs[p] for p in k.arg_pos] if consts else list(inputs)
         nout = k.nout
-
-        def emit(names, outs, target):
-            if target is not None:
-                return _into_target(lib, kname, k, names, outs[0], target)
-            lib.start()  # the plan is being generated: every kernel is known by now
-            if nout == 1:
-                return [f"{outs[0]} = {kname}({', '.join(names)})"]
-            return [f"{', '.join(outs)}, = {kname}({', '.join(names)})"]
-
-        # What emit(names, outs, target) makes of a target, for the code generator to
-        # take into a segment without the lines (codegen._Runs.take_kernel).
-        emit.kernel_target = (lib, kname, k)
+        emit = _KernelEmit(lib, kname, k)
         inplace = []
         outputs = node.outputs
         if nout == 1:
@@ -1096,7 +1137,7 @@ def _make_emitter(previous):
             od = (d,)
             for j, v in enumerate(ins):
                 if v.type.dtype == d and not isinstance(v, Constant):
-                    inplace.append((0, j))
+                    inplace.append(_OUT0_IN[j] if j < len(_OUT0_IN) else (0, j))
         else:
             od = tuple([o.type.dtype for o in outputs])
         const_shapes = tuple([np.shape(inputs[p].data) for p in consts]) if consts else ()
@@ -1261,19 +1302,7 @@ class _Fallbacks:
     def add(self, k, node, steps, emitter):
         """``steps``: the node's numpy steps, or None to ask ``emitter`` when needed."""
         self.pending.append((k, node, steps, emitter))
-        k.fallback = self._first_use(k)
-
-    def _first_use(self, k):
-        calls = [0]
-
-        def fallback(*args):
-            calls[0] += 1
-            if calls[0] == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
-                return CKernel.fallback(k, *args)
-            self.build()
-            return k.fallback(*args)
-
-        return fallback
+        k.fallback = _FirstUse(self, k)
 
     def build(self):
         with gc_paused():
@@ -1298,6 +1327,25 @@ class _Fallbacks:
             exec(code, self.ctx.p.ns, local)
         for k, name, blocks in kernels:
             k.fallback = _blocked(local[name]) if blocks else local[name]
+
+
+class _FirstUse:
+    """A kernel's fallback until its library's are built (:class:`_Fallbacks`): its first
+    call on a small output runs ``Elemwise.perform``, anything else builds them all.
+    (Made for every kernel when it is linked: three slots, not a closure.)"""
+
+    __slots__ = ("fallbacks", "k", "calls")
+
+    def __init__(self, fallbacks, k):
+        self.fallbacks, self.k, self.calls = fallbacks, k, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        k = self.k
+        if self.calls == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
+            return CKernel.fallback(k, *args)
+        self.fallbacks.build()
+        return k.fallback(*args)
 
 
 def _make_fused_reduce_emitter(previous, elemwise_numpy):

@@ -7,13 +7,14 @@ optimized graphs hands it the same graph) would make the same C again; the index
 it back instead.
 
 Each kernel is named by a faithful text of what its C is made from (:func:`kernel_text`:
-the op's class and props, a Composite's graph node by node, its operands' dtypes and
-broadcast patterns, its compiled-in constants' dtypes and bytes), digested with the
-environment the emitters read (theano_dag's code version, every config flag, the
-threads' thresholds). An op whose props are not all plain values (numbers, strings,
-dtypes, functions by name, other such ops) has no text: its kernel's C is generated, as
-before. A library is named by its kernels' digests in order, with its toolchain, numpy's
-array layout and whether it has linear algebra; its entry holds the source's cache key.
+the scalar op's description, ``theano_dag.graph.op_key``, or a Composite's graph node by
+node, its operands' dtypes and broadcast patterns, its compiled-in constants' dtypes and
+bytes), digested with the environment the emitters read (theano_dag's code version,
+every config flag, the threads' thresholds). An op that has no description (a user's op,
+whose code the code version does not hold; one whose equality is not its props'; a
+lambda among its props) has no text: its kernel's C is generated, as before. A library
+is named by its kernels' digests in order, with its toolchain, numpy's array layout and
+whether it has linear algebra; its entry holds the source's cache key.
 
 An entry is one file ``<compiledir>/kernel_index/<digest>``, named by the digest of the
 library's first kernel, holding the templates of that library's kernels by digest and
@@ -22,7 +23,9 @@ many libraries the cache holds. Each template is taken only under its own kernel
 digest, so an entry written for another library (one that shares its first kernel) gives
 what it has in common and nothing else. An entry is written whole and renamed into
 place; one that does not match its checksum or does not load is removed with one
-warning, and the C is generated as if it were not there.
+warning, and the C is generated as if it were not there. The folder is kept under
+MAX_ENTRIES entries and MAX_BYTES bytes, the least recently used out first
+(``theano_dag.misc.cache_eviction``, as the cache of optimized graphs is).
 """
 
 from __future__ import annotations
@@ -31,8 +34,7 @@ import contextlib
 import hashlib
 import marshal
 import os
-import types
-import uuid
+import tempfile
 import warnings
 import zlib
 
@@ -41,22 +43,24 @@ import numpy as np
 from theano_dag.config import FLAGS, config
 from theano_dag.engines.cpu.emit import csource
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.op_key import NotDescribable, describe
+from theano_dag.misc.cache_eviction import TMP_PREFIX, evict_if_due
 from theano_dag.misc.code_version import code_version
-from theano_dag.scalar.basic import specific_out, transfer_type
 from theano_dag.scalar.composite import Composite
 from theano_dag.tensor.elemwise import Elemwise
 
 __all__: list = []  # the CPU engine's (ckernel), not a user's
 
-INDEX_VERSION = b"kindex 1"
+INDEX_VERSION = b"kindex 2"
 _MAGIC = b"TDKIDX1\n"
 _CHECK = 12  # bytes of the payload's checksum (_checksum)
 # Entries larger than this are not read (a damaged size; a library has a few MB at most).
 MAX_ENTRY_BYTES = 64 << 20
+# The folder's bound (misc.cache_eviction), sized at most every EVICT_EVERY seconds.
+MAX_ENTRIES = 4000
+MAX_BYTES = 128 << 20
+EVICT_EVERY = 600.0
 
-# Texts of the ops met in this process (ops compare by props: equal ops, equal texts).
-_OP_TEXTS: dict = {}
-MAX_OP_TEXTS = 4096
 stats = {"hits": 0, "misses": 0, "writes": 0, "damaged": 0}
 
 
@@ -70,64 +74,6 @@ def _checksum(payload: bytes) -> bytes:
     return len(payload).to_bytes(8, "little") + zlib.crc32(payload).to_bytes(4, "little")
 
 
-def _value_text(v) -> str:
-    t = type(v)
-    if t is str or t is int or t is float or t is bool or v is None:
-        return f"{t.__name__}:{v!r}"
-    if t is tuple or t is list:
-        return f"{t.__name__}[{','.join([_value_text(x) for x in v])}]"
-    if t is np.dtype:
-        return f"dtype:{v.str}"
-    if t is types.FunctionType or t is types.BuiltinFunctionType:
-        name = f"{v.__module__}.{v.__qualname__}"
-        if "<" in name:  # a lambda or a local function: not named by its name
-            raise _NoText(name)
-        return f"fn:{name}"
-    if t is specific_out:
-        return f"specific_out{_value_text(list(v.spec))}"
-    if t is transfer_type:
-        return f"transfer_type{_value_text(list(v.positions))}"
-    return _op_text(v)
-
-
-def _op_text(op) -> str:
-    """The text of an op (or a type) that its props decide: its class and props."""
-    text = _OP_TEXTS.get(op)
-    if text is not None:
-        return text
-    cls = type(op)
-    props = _PROPS.get(cls, False)
-    if props is False:
-        props = _PROPS[cls] = _props_of(cls)
-    if props is None:
-        raise _NoText(cls.__qualname__)
-    name = f"{cls.__module__}.{cls.__qualname__}"
-    if "<" in name:
-        raise _NoText(name)
-    text = f"{name}({';'.join([_value_text(getattr(op, p)) for p in props])})"
-    if len(_OP_TEXTS) >= MAX_OP_TEXTS:
-        _OP_TEXTS.clear()
-    _OP_TEXTS[op] = text
-    return text
-
-
-_PROPS: dict = {}
-_PROPS_EQ = "MetaType.__new__.<locals>.<lambda>"  # the __eq__ that __props__ makes
-
-
-def _props_of(cls):
-    """``cls.__props__`` where they are what its equality compares (the ``__eq__`` the
-    metaclass made from them, not overridden), else None: only then are two ops of
-    equal props the same op, as the kernels' templates take them in a process."""
-    for c in cls.__mro__:
-        if "__props__" in c.__dict__:
-            eq = c.__dict__.get("__eq__")
-            if eq is None or cls.__eq__ is not eq or eq.__qualname__ != _PROPS_EQ:
-                return None
-            return c.__dict__["__props__"]
-    return None
-
-
 def _composite_text(op) -> str:
     # What Composite._structure holds (which its equality compares), written in one
     # pass (twice as fast as making the structure and printing it): each node's op,
@@ -136,11 +82,9 @@ def _composite_text(op) -> str:
     # where each output comes from. Every piece ends where its form says (a repr, a
     # number before "," or ")"), so two graphs have one text only if they are the same.
     where = {v: f"i{k}" for k, v in enumerate(op.inputs)}
-    get = _OP_TEXTS.get
     parts = []
     for n, node in enumerate(op.nodes):
-        node_op = node.op
-        parts.append(get(node_op) or _op_text(node_op))
+        parts.append(describe(node.op))
         args = []
         for v in node.inputs:
             w = where.get(v)
@@ -175,7 +119,7 @@ def kernel_text(key) -> str | None:
     >>> import theano_dag.tensor as tt
     >>> key = (tt.exp(tt.dvector()).owner.op, (("float64", (False,)),),
     ...        (("float64", (False,)),), (0,), ())
-    >>> kernel_text(key).startswith("theano_dag.scalar.math.Exp(fn:")
+    >>> kernel_text(key).startswith("theano_dag.scalar.math:Exp(ref(")
     True
     """
     op, ins, outs, arg_pos, consts = key
@@ -183,8 +127,8 @@ def kernel_text(key) -> str | None:
         return None  # kernel_source reads an Elemwise's scalar op: others are not known
     sop = op.scalar_op
     try:
-        sop_text = _composite_text(sop) if type(sop) is Composite else _op_text(sop)
-    except (_NoText, TypeError):  # (TypeError: an op that cannot be hashed)
+        sop_text = _composite_text(sop) if type(sop) is Composite else describe(sop)
+    except (_NoText, NotDescribable):
         return None
     return f"{sop_text}|{op.inplace_items!r}|{ins!r}|{outs!r}|{arg_pos!r}|{consts!r}"
 
@@ -275,22 +219,29 @@ class Entry:
                 os.unlink(self.path)
             return
         self.templates, self.keys = templates, keys
+        with contextlib.suppress(OSError):
+            os.utime(self.path)  # used now: the oldest entries are evicted first
 
     def write(self, templates: dict, keys: dict):
         """Replace the entry with ``templates`` and ``keys`` (best effort: a cache that
         cannot be written is read as it is)."""
         payload = marshal.dumps((templates, keys))
         check = _checksum(payload)
-        tmp = f"{self.path}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        directory = os.path.dirname(self.path)
+        tmp = None
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            with open(tmp, "wb") as f:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=TMP_PREFIX)
+            with os.fdopen(fd, "wb") as f:
                 f.write(_MAGIC + check + payload)
             os.replace(tmp, self.path)
             stats["writes"] += 1
         except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            return
+        evict_if_due(directory, MAX_ENTRIES, MAX_BYTES, EVICT_EVERY)
 
 
 # Digests of the kernel keys met in this process, by environment and key.

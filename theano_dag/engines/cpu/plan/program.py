@@ -63,6 +63,17 @@ def _nbytes(shape, dtype):
 _ITEMSIZE: dict = {}
 
 
+# The planner's names of the steps, ``str(idx)``, made once per process (every plan
+# names its steps so).
+_STEP_NAMES: list = []
+
+
+def _step_name(idx):
+    if idx >= len(_STEP_NAMES):
+        _STEP_NAMES.extend(str(k) for k in range(len(_STEP_NAMES), idx + 1024))
+    return _STEP_NAMES[idx]
+
+
 def _aligned_block(nbytes):
     raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
     off = (-raw.ctypes.data) % ALIGN
@@ -136,12 +147,17 @@ class Program:
             steps = make_steps(node, ctx)
             call = steps if steps[0].kind == "call" and len(steps) == 1 else None
             append((node, steps, call))
-        self.node_index = {node: k for k, (node, _, _) in enumerate(self.node_steps)}
         self.names = self._name_values()
         self.output_set = set(self.outputs)
         self.has_destroyers = any(
             getattr(node.op, "destroy_map", None) for node, _, _ in self.node_steps
         )
+
+    @functools.cached_property
+    def node_index(self):
+        """``{node: its position in node_steps}``, made when first asked (a shape error's
+        message): not for every function linked."""
+        return {node: k for k, (node, _, _) in enumerate(self.node_steps)}
 
     # -- names -------------------------------------------------------------------
 
@@ -329,21 +345,14 @@ class Plan:
     # Each produced value: its step, its position there, how it is read.
     def _categorize(self):
         p = self.program
-        producer, readers, base = {}, {}, {}
-        get = readers.get
+        producer, base = {}, {}
         for idx, (_k, st) in enumerate(self.steps):
-            for v in st.inputs:
-                r = get(v)
-                if r is None:
-                    readers[v] = [idx]
-                else:
-                    r.append(idx)
             views = st.views
             for j, v in enumerate(st.outputs):
                 producer[v] = (idx, j)
                 if views and j in views:
                     base[v] = st.inputs[views[j]]
-        self.producer, self.readers, self.base = producer, readers, base
+        self.producer, self.base = producer, base
         # Everything the user gets must be memory of its own: outputs and what they view.
         pinned = set()
         for v in p.outputs:
@@ -397,6 +406,21 @@ class Plan:
         self.update_storage = {u: w for w, u in self.update_inplace.items()}
         for u in self.update_inplace.values():
             cat[u] = "update"
+
+    @functools.cached_property
+    def readers(self):
+        """``{value: the indices of the steps that read it}``, made when first asked (the
+        updates written in place ask): most plans have no update."""
+        readers = {}
+        get = readers.get
+        for idx, (_k, st) in enumerate(self.steps):
+            for v in st.inputs:
+                r = get(v)
+                if r is None:
+                    readers[v] = [idx]
+                else:
+                    r.append(idx)
+        return readers
 
     def _natural_ok(self, st, shp):
         if not st.elementwise:
@@ -486,7 +510,7 @@ class Plan:
                 if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
                     continue
                 pairs.append((out, inp))
-            nodes.append(trusted(st.outputs, st.inputs, tuple(pairs), str(idx)))
+            nodes.append(trusted(st.outputs, st.inputs, tuple(pairs), _step_name(idx)))
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
         returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
