@@ -5,10 +5,11 @@ venv-pymc3``'s), once per side and model: ``import theano`` there gives theano-p
 or theano_dag (through its alias), so the same PyMC3 code below runs on either. The
 script prints one JSON object (run it with ``-P``: ``benchmarks/pymc3.py`` would shadow
 PyMC3 on ``sys.path``): the build time of the model's log-density + gradient
-function, the NUTS run's time and its number of leapfrog steps, the time of one call of
-the compiled function, and each free variable's posterior mean, standard deviation and
-Monte Carlo standard error of the mean (``sd / sqrt(ess)``, ArviZ's bulk effective sample
-size of the one chain).
+function (wall-clock and CPU, and of a second build in the same process; on theano_dag
+with the counts of its cache of optimized graphs over the two), the NUTS run's time and
+its number of leapfrog steps, the time of one call of the compiled function, and each
+free variable's posterior mean, standard deviation and Monte Carlo standard error of the
+mean (``sd / sqrt(ess)``, ArviZ's bulk effective sample size of the one chain).
 
     python -P _pymc3_models.py --model linreg --tune 500 --draws 500 --seed 1
 
@@ -160,12 +161,15 @@ def main(argv=None):
 
     model = MODELS[a.model](pm, tt, theano)
     with model:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn = model.logp_dlogp_function()
-        build_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        build_s, build_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
         model.logp_dlogp_function()
-        rebuild_s = time.perf_counter() - t0
+        rebuild_s, rebuild_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        # theano_dag's cache of optimized graphs: what the two builds loaded and stored
+        cache = getattr(theano.compile, "function_cache", None)
+        cache = None if cache is None else cache.stats()
 
         start, step = pm.init_nuts(
             init="jitter+adapt_diag", chains=1, random_seed=a.seed, progressbar=False
@@ -200,7 +204,10 @@ def main(argv=None):
         "model": a.model,
         "theano": theano.__version__,
         "build_s": build_s,
+        "build_cpu_s": build_cpu_s,
         "rebuild_s": rebuild_s,
+        "rebuild_cpu_s": rebuild_cpu_s,
+        "function_cache": cache,
         "sample_s": sample_s,
         "iterations": a.tune + a.draws,
         # from the end of the first iteration to the end of the last

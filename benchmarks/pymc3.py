@@ -125,6 +125,7 @@ def side_summary(runs: list) -> dict:
     warm = runs[1:] or runs
     out = {
         "build_s": round(med(r["build_s"] for r in warm), 3),
+        "build_cpu_s": round(med(r["build_cpu_s"] for r in warm), 3),
         "first_build_s": round(runs[0]["build_s"], 3),
     }
     for clock, suffix in (("loop_s", ""), ("loop_cpu_s", "_cpu")):

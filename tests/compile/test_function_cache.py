@@ -750,3 +750,170 @@ def test_an_op_with_a_lambda_among_its_props_is_not_cached():
             "hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0
         }  # fmt: skip
         np.testing.assert_allclose(f(np.array([1j, -1.0])), [np.pi, 2 * np.pi])
+
+
+# Test values (compute_test_value, on while a PyMC3 model is active): rewrites and the
+# copies of the outputs run under compute_test_value_opt ("off"), so the optimized graph
+# does not depend on them and a hit is the miss's graph, carrying the same test values.
+
+
+def _with_test_values(n):
+    """A graph whose variables get test values of length ``n`` as it is built."""
+
+    def build():
+        x = tt.dvector("x")
+        x.tag.test_value = np.linspace(1.0, 2.0, n)
+        w = tt.dmatrix("w")
+        w.tag.test_value = np.eye(n) * 0.5
+        z = tt.log(x)
+        cost = tt.sum(tt.exp(tt.dot(w, x)) * 2 + z) ** 2
+        return [x, w], [cost, z, tt.exp(z), *theano_dag.grad(cost, [x, w])]
+
+    return build
+
+
+def _test_values_in_order(f):
+    """The optimized graph's variables' test values (None where none): inputs, then per
+    node of the toposort its constant inputs and its outputs."""
+    fgraph = f.maker.fgraph
+    seen = set(fgraph.inputs)
+    found = list(fgraph.inputs)
+    for node in fgraph.toposort():
+        for v in node.inputs:
+            if v.owner is None and v not in seen:
+                seen.add(v)
+                found.append(v)
+        found += node.outputs
+    return [None if v._tag is None else getattr(v._tag, "test_value", None) for v in found]
+
+
+@pytest.mark.parametrize("action", ["raise", "warn"])
+def test_a_graph_with_test_values_hits_as_the_miss(action):
+    with config.change_flags(compute_test_value=action), warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither path warns
+        f, miss = _compile(_with_test_values(2))
+        # The same graph with other test values (another length): the same entry.
+        g, hit = _compile(_with_test_values(3))
+        assert (miss["stores"], hit["hits"], hit["stores"]) == (1, 1, 0)
+        assert _printed(g) == _printed(f)
+        assert _topo(g) == _topo(f)
+        vals = [np.array([0.5, 1.5]), np.array([[0.1, 0.2], [0.3, -0.4]])]
+        for got, want in zip(g(*vals), f(*vals)):
+            np.testing.assert_array_equal(got, want)
+        ref = theano_dag.function(*_with_test_values(2)(), mode=Mode(linker="py", optimizer=None))
+        for got, want in zip(g(*vals), ref(*vals)):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+        # The hit's variables hold the test values a miss of that graph holds: the very
+        # objects of the user's variables they were copied from, not the first graph's.
+        inputs, outputs = _with_test_values(3)()
+        with config.change_flags(function_cache=False):
+            m = theano_dag.function(inputs, outputs)
+        h = theano_dag.function(inputs, outputs)
+        got, want = _test_values_in_order(h), _test_values_in_order(m)
+        assert len(got) == len(want) and any(v is not None for v in want)
+        assert all(a is b for a, b in zip(got, want))
+        assert {np.shape(v) for v in got if v is not None} >= {(3,), (3, 3)}
+
+
+def test_test_values_do_not_change_the_optimized_graph():
+    # The cache keys graphs without their test values: the rewrites never read them.
+    printed = []
+    for n, action in ((2, "raise"), (5, "raise"), (2, "warn"), (2, "off")):
+        with config.change_flags(compute_test_value=action, function_cache=False):
+            inputs, outputs = _with_test_values(n)()
+            printed.append((_printed(f := theano_dag.function(inputs, outputs)), _topo(f)))
+    assert all(p == printed[0] for p in printed[1:])
+
+
+def test_keys_ignore_test_values_but_not_which_variables_hold_one():
+    def key(n, tag_z=None):
+        inputs, outputs = _with_test_values(n)()
+        if tag_z is not None:
+            outputs[1].tag.test_value = tag_z(inputs)
+        return _key(inputs, outputs)
+
+    with config.change_flags(compute_test_value="raise"):
+        base = key(2)
+        assert base is not None and key(7) == base
+        # The second output's value taken away, or made the input's own object.
+        keys = [key(2, lambda ins: np.zeros(2)), key(2, lambda ins: ins[0].tag.test_value)]
+        del_tag = _with_test_values(2)()
+        del del_tag[1][1].tag.test_value
+        keys.append(_key(*del_tag))
+    assert base == keys[0]  # another object of its own: the same classes
+    assert len({base, keys[1], keys[2]}) == 3
+    with config.change_flags(compute_test_value="warn"):  # a flag: another key
+        assert key(2) not in (base, *keys)
+
+
+def test_an_output_copied_twice_compiles_under_raise_on_both_paths():
+    # insert_deepcopy wraps an output returned twice in a copy of a rewritten variable,
+    # which has no test value: under compute_test_value_opt, as in Theano, no error.
+    def build():
+        x = tt.dvector("x")
+        x.tag.test_value = np.ones(2)
+        y = tt.exp(x) * 2
+        return [x], [y, y, x]
+
+    with config.change_flags(compute_test_value="raise"):
+        f, miss = _compile(build)
+        g, hit = _compile(build)
+    assert (miss["stores"], hit["hits"]) == (1, 1)
+    assert _topo(g) == _topo(f)
+    for h in (f, g):
+        a, b, c = h(np.array([0.0, 1.0]))
+        np.testing.assert_allclose(a, 2 * np.exp([0.0, 1.0]))
+        assert a is not b and not np.shares_memory(a, b)
+        np.testing.assert_array_equal(c, [0.0, 1.0])
+
+
+def test_a_test_value_that_no_longer_fits_is_carried_as_the_miss_carries_it():
+    # A test value set by hand after the graph was built (of another shape than its
+    # consumers' values): nothing in function reads it, on either path.
+    def build():
+        inputs, outputs = _with_test_values(2)()
+        inputs[0].tag.test_value = np.arange(4.0)
+        return inputs, outputs
+
+    with config.change_flags(compute_test_value="raise"):
+        f, miss = _compile(build)
+        g, hit = _compile(build)
+        assert (miss["stores"], hit["hits"]) == (1, 1)
+        assert _test_values_in_order(g)[0].shape == (4,)
+        assert [np.shape(v) for v in _test_values_in_order(g)] == [
+            np.shape(v) for v in _test_values_in_order(f)
+        ]
+
+
+@pytest.mark.parametrize("flags", [{"compute_test_value_opt": "raise"}, {"warn_float64": "warn"}])
+def test_rewrites_that_compute_test_values_or_warn_are_not_cached(flags):
+    # Under these flags the rewrites compute test values (which may fail) or warn of the
+    # float64 variables they make: a load, which skips them, would not.
+    with config.change_flags(compute_test_value="raise", **flags), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            f, d = _compile(_with_test_values(2))
+            assert d == {"hits": 0, "misses": 0, "stores": 0, "ineligible": 0, "damaged": 0}
+    np.testing.assert_allclose(f([1.0, 1.0], np.eye(2))[1], [0.0, 0.0])
+
+
+class _UsersVariable(tt.TensorVariable):
+    """A variable class of the user's (as PyMC3's random variables are)."""
+
+    def __str__(self):
+        return f"users {self.name}"
+
+
+def test_a_graph_with_a_variable_of_the_users_class_is_not_cached():
+    # The user's class may change what the rewrites do with its variables (its methods,
+    # which the key does not cover): compiled as always.
+    def build():
+        x = tt.dvector("x")
+        y = _UsersVariable(x.type, None, None, "y")
+        Apply(theano_dag.compile.view_op, [tt.exp(x)], [y])
+        return [x], y * 2
+
+    for _ in range(2):
+        f, d = _compile(build)
+        assert d["hits"] == 0 and d["stores"] == 0 and d["ineligible"] == 1
+        np.testing.assert_allclose(f(np.array([0.0, 1.0])), 2 * np.exp([0.0, 1.0]))

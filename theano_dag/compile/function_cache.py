@@ -13,7 +13,11 @@ shape and bytes; each input's type, name and ``In`` flags; the outputs' ``Out`` 
 the mode's optimizer query, the optdb's registrations and the linker's class and
 options; every config flag; and the versions of theano_dag (its files' names, sizes and
 modification times), numpy and Python. A graph is cached only when all of that is known
-to be faithful (``entry_for``); otherwise it compiles as it always did.
+to be faithful (``entry_for``); otherwise it compiles as it always did. Test values
+(``compute_test_value``) are not in the key, since the rewrites run without them (under
+``compute_test_value_opt``, "off"), only which variables hold one and which share one: a
+loaded variable gets the test value of the user's variable that the rewritten graph's
+copy of it would hold.
 
 An entry is one file: a header (the key's digest and a checksum of the payload), then a
 compact pickle of the graph as tables: the distinct ops and types (an op of the user's
@@ -80,7 +84,7 @@ from theano_dag.tensor.variable import TensorConstant, TensorVariable
 __all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
 
 # The format of an entry; a change of the layout changes it (old entries then miss).
-_FORMAT = 2
+_FORMAT = 3
 _MAGIC = b"TDFC\x00\x01\r\n"
 _DIGEST = 32
 _CHECK = 16
@@ -109,8 +113,12 @@ _LINKERS = (CPULinker, PerformLinker)
 # What a node's outputs and a graph's constants may be: classes built as (type, ...) alone.
 _OUTPUT_CLASSES = (Variable, TensorVariable, ScalarVariable)
 _CONSTANT_CLASSES = (Constant, TensorConstant, ScalarConstant)
-# Attributes of a variable's tag that the cache keeps (trace) or that every tag has.
-_VAR_TAG_KEYS = frozenset({"attr", "attr_filter", "trace"})
+# Attributes of a variable's tag that the cache keeps (trace, test_value) or that every
+# tag has. A test value is no part of the key (rewrites run without test values, so the
+# optimized graph does not depend on them): an entry notes which of the user's variables
+# each of its variables took its test value from, and a load gives it that variable's.
+_VAR_TAG_KEYS = frozenset({"attr", "attr_filter", "trace", "test_value"})
+_NO_VALUE = object()
 _NODE_TAG_KEYS = frozenset({"imported_by", "removed_by"})
 # Ops whose objects hold a graph of their own (Scan, OpFromGraph, an Elemwise of a
 # Composite): the key would have to walk it too.
@@ -251,7 +259,8 @@ class _Ineligible(Exception):
 
 
 def _tag_ok(v) -> bool:
-    """Whether ``v``'s tag holds only what the cache keeps (a trace) or every tag has."""
+    """Whether ``v``'s tag holds only what the cache keeps (a trace, a test value) or every
+    tag has."""
     tag = v._tag
     return tag is None or _VAR_TAG_KEYS.issuperset(vars(tag))
 
@@ -416,7 +425,28 @@ def _walk(inputs, outputs, accept_inplace):
     parts += blobs
     parts.append(array("q", ints).tobytes())
     parts.append(repr(names).encode())
+    # Not the test values, but which variables have one and which share one object (an
+    # op that returns its input gives its output the input's): a load gives a variable
+    # the test value of the first user's variable holding the object it held, which is
+    # then the value a rewrite's copy of a tag would carry.
+    pairs, _ = _test_value_sources(variables)
+    parts.append(array("q", pairs).tobytes())
     return parts, variables, used
+
+
+def _test_value_sources(variables):
+    """``([k, first, ...], {id(value): first})``: per variable of ``variables`` with a test
+    value, its position and the first position of one whose test value is the same object
+    (the objects stay alive in the tags while the dict is used)."""
+    pairs: list = []
+    first: dict = {}
+    for k, v in enumerate(variables):
+        tag = v._tag
+        if tag is not None:
+            value = tag.__dict__.get("test_value", _NO_VALUE)
+            if value is not _NO_VALUE:
+                pairs += (k, first.setdefault(id(value), k))
+    return pairs, first
 
 
 def _add_leaf(v, index, variables, blobs, ints, names):
@@ -549,10 +579,12 @@ class Entry:
             cpy.owner = None
             cpy.index = None
             variables.append(cpy)
-        for cls, t, value, name, trace in consts:
+        for cls, t, value, name, trace, test_value in consts:
             c = cls(types[t][0], value, name)
             if trace is not None:
                 c._trace = [stacks[s] for s in trace if stacks[s] is not None]
+            if test_value is not None:
+                _give_test_value(c, user, test_value)
             variables.append(c)
         noted = []
         traces: dict = {}  # one list per distinct trace, shared as a clone shares it
@@ -579,7 +611,7 @@ class Entry:
                 node._tag = None
                 node._imported_by = node._removed_by = None
                 node.inputs = inputs
-                for j, (t, name, trace) in enumerate(out_defs):
+                for j, (t, name, trace, test_value) in enumerate(out_defs):
                     vtype, cls = types[t]
                     o = new(cls)
                     o._tag = None
@@ -589,14 +621,18 @@ class Entry:
                     o.index = j
                     o.name = name
                     o.creation_index = next(count)
+                    if test_value is not None:
+                        _give_test_value(o, user, test_value)
                     outputs.append(o)
                 node.outputs = outputs
             else:
-                for t, name, trace in out_defs:
+                for t, name, trace, test_value in out_defs:
                     vtype, cls = types[t]
                     o = cls(vtype, None, None, name)
                     if trace is not None:
                         o._trace = trace_list(trace)
+                    if test_value is not None:
+                        _give_test_value(o, user, test_value)
                     outputs.append(o)
                 node = Apply(ops[op_i], inputs, outputs)
             order.append(node)
@@ -699,6 +735,21 @@ class Entry:
                 for j, s in enumerate(trace):
                     stack_ids.setdefault(id(s), (k, j))
         stack_index: dict = {}
+        _, value_sources = _test_value_sources(self.user_variables)
+
+        def test_value_ref(v):
+            # The user's variable whose test value ``v``'s tag holds (a copy of its tag).
+            tag = v._tag
+            if tag is None:
+                return None
+            value = tag.__dict__.get("test_value", _NO_VALUE)
+            if value is _NO_VALUE:
+                return None
+            k = value_sources.get(id(value))
+            if k is None:  # a value none of the user's variables holds: not rebuilt
+                raise _Ineligible
+            return k
+
         note_index: dict = {}
         notes: list = []
         nodes: list = []
@@ -730,10 +781,10 @@ class Entry:
         for node in order:
             for i in node.inputs:
                 if i not in index and i.owner is None:
-                    _add_constant(i, index, consts, type_id, trace_refs)
+                    _add_constant(i, index, consts, type_id, trace_refs, test_value_ref)
         for v in fgraph.outputs:
             if v not in index and v.owner is None:
-                _add_constant(v, index, consts, type_id, trace_refs)
+                _add_constant(v, index, consts, type_id, trace_refs, test_value_ref)
         k = len(index)
         for node in order:
             for out in node.outputs:
@@ -777,7 +828,7 @@ class Entry:
             for out in node.outputs:
                 if type(out) not in _OUTPUT_CLASSES or not _tag_ok(out):
                     raise _Ineligible
-                outs.append((type_id(out), out.name, trace_refs(out)))
+                outs.append((type_id(out), out.name, trace_refs(out), test_value_ref(out)))
             nodes.append((o, in_refs, outs, note))
         outs = [index[v] for v in fgraph.outputs]
         feats = []
@@ -816,11 +867,20 @@ class Entry:
         return _real_pickle(data)
 
 
-def _add_constant(v, index, consts, type_id, trace_refs):
+def _add_constant(v, index, consts, type_id, trace_refs, test_value_ref):
     if type(v) not in _CONSTANT_CLASSES or not _tag_ok(v):
         raise _Ineligible  # (a graph input the specs do not list is refused earlier)
     index[v] = len(index)
-    consts.append((type(v), type_id(v), v.data, v.name, trace_refs(v)))
+    consts.append((type(v), type_id(v), v.data, v.name, trace_refs(v), test_value_ref(v)))
+
+
+def _give_test_value(v, user, k):
+    """Give the loaded ``v`` the test value the user's variable ``k`` holds now, as it is
+    (a copied tag does not filter it again)."""
+    tag = user[k]._tag
+    value = _NO_VALUE if tag is None else tag.__dict__.get("test_value", _NO_VALUE)
+    if value is not _NO_VALUE:
+        object.__setattr__(v.tag, "test_value", value)
 
 
 class _Pickler(pickle.Pickler):
@@ -896,8 +956,9 @@ def _trace_of(v):
 def entry_for(inputs, outputs, mode, accept_inplace, profile):
     """The cache's Entry for compiling ``inputs`` (In specs, the implicit shared ones
     included) to ``outputs`` (Out specs) with ``mode``, or None when the graph is not to
-    be cached (the flag ``function_cache`` off, profiling, test values, a mode, linker,
-    optimizer, op or type the cache cannot vouch for)."""
+    be cached (the flag ``function_cache`` off, profiling, rewrites that compute test
+    values or warn of float64 variables, a mode, linker, optimizer, op or type the cache
+    cannot vouch for)."""
     if not config.function_cache or profile:
         return None
     t0 = time.process_time()
@@ -908,11 +969,11 @@ def entry_for(inputs, outputs, mode, accept_inplace, profile):
 
 
 def _entry_for(inputs, outputs, mode, accept_inplace):
-    if (
-        config.compute_test_value != "off"
-        or config.compute_test_value_opt != "off"
-        or config.warn_float64 != "ignore"
-    ):
+    # Test values on the user's graph (compute_test_value) change nothing in between:
+    # the rewrites and the copies of the outputs run under compute_test_value_opt. When
+    # that is on, they compute test values (which may fail), and warn_float64 warns of
+    # the variables they make: a load, which skips them, would not.
+    if config.compute_test_value_opt != "off" or config.warn_float64 != "ignore":
         return None
     try:
         mode_key = _mode_key(mode)

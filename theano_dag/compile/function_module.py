@@ -685,7 +685,10 @@ class FunctionMaker:
                 ):
                     run(fgraph)
             self.optimizer_time = time.perf_counter() - t0
-            insert_deepcopy(fgraph, inputs, outputs + additional)
+            # Under the same flag, as in Theano: the copies wrap rewritten outputs, which
+            # carry no test value, and a loaded graph (which has them) skips this step.
+            with config.change_flags(compute_test_value=config.compute_test_value_opt):
+                insert_deepcopy(fgraph, inputs, outputs + additional)
             if cache_entry is not None:
                 cache_entry.store(fgraph)
         else:
