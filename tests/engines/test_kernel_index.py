@@ -147,24 +147,18 @@ def test_kernel_text_tells_apart_what_the_c_depends_on():
         kindex.kernel_text(_key(Elemwise(ts.exp), (("float64", (True,)),))),
         kindex.kernel_text(_key(Elemwise(ts.exp, {0: 0}))),
         kindex.kernel_text(_key(Elemwise(ts.add), (("float64", (False,)),) * 2)),
-        kindex.kernel_text(
-            (
-                Elemwise(ts.add),
-                (("float64", (False,)),) * 2,
-                (("float64", (False,)),),
-                (0,),
-                ((1, "<f8", np.float64(1).tobytes()),),
-            )  # fmt: skip
-        ),
-        kindex.kernel_text(
-            (
-                Elemwise(ts.add),
-                (("float64", (False,)),) * 2,
-                (("float64", (False,)),),
-                (0,),
-                ((1, "<f8", np.float64(2).tobytes()),),
-            )  # fmt: skip
-        ),
+        *[
+            kindex.kernel_text(
+                (
+                    Elemwise(ts.add),
+                    (("float64", (False,)),) * 2,
+                    (("float64", (False,)),),
+                    (0,),
+                    ((1, "<f8", np.float64(c).tobytes()),),
+                )  # fmt: skip
+            )
+            for c in (1.0, 2.0)  # kernels of other constants
+        ],
     ]
     y = ts.float64("y")
     two = (("float64", (False,)),) * 2

@@ -10,9 +10,7 @@ depth compile.
 
 from __future__ import annotations
 
-import os
 import pickle
-import sys
 
 from theano_dag.compile.function_module import (
     DuplicateInputError,
@@ -23,23 +21,12 @@ from theano_dag.compile.io import In, SymbolicOutput, update_type_fits
 from theano_dag.compile.sharedvalue import SharedVariable, shared
 from theano_dag.graph.algorithms import post_order
 from theano_dag.graph.basic import Constant, Variable
-from theano_dag.graph.utils import gc_paused  # re-exported: its old home
+from theano_dag.graph.utils import (
+    gc_paused,  # re-exported: its old home
+    user_location,
+)
 
 __all__ = ["function", "function_dump", "pfunc", "rebuild_collect_shared"]
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _caller_name():
-    """``"file:line"`` of the first frame outside theano_dag that led to this call (the
-    user's ``function(...)`` or ``var.eval()``): Theano's default function name."""
-    frame = sys._getframe(2)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def _pairs(pairs, what):
@@ -413,7 +400,7 @@ def function(
     if name is None:
         # Theano's default name, set on the function only: errors and profiles name a
         # function by the name its user gave.
-        fn.name = _caller_name()
+        fn.name = user_location()
     return fn
 
 

@@ -208,6 +208,20 @@ def gc_paused(promote: bool = False):
             gc.enable()
 
 
+def user_location() -> str | None:
+    """``"file:line"`` of the first frame of the current stack outside theano_dag (the
+    user's line that led here), or None when there is none: Theano's default name of a
+    compiled function.
+
+    >>> user_location().startswith("<doctest")
+    True
+    """
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes ``warnings.warn``, called by the caller of this
     function, point at the first frame outside theano_dag (the user's line)."""
