@@ -135,3 +135,37 @@ def test_a_sum_over_no_axis_keeps_a_negative_zero_on_every_engine():
         with np.errstate(all="ignore"):
             got = function([v], out, mode=mode)(np.array([[True, False]]))
         np.testing.assert_array_equal(got, want)
+
+
+ENGINE_MODES = {
+    "py": Mode(linker="py", optimizer=None),
+    "cpu": FAST_RUN,
+    "cpu_c": FAST_RUN,
+    "opencl": Mode(linker="opencl"),
+}
+EVERY_ENGINE = ["py", "cpu", "cpu_c", pytest.param("opencl", marks=needs_opencl)]
+
+
+def _compiled(engine, inputs, outputs):
+    """``function(inputs, outputs)`` on ``engine`` (``cpu_c``: its C kernels built first)."""
+    if engine == "cpu_c":
+        with ckernel.compile_mode("sync"):
+            return function(inputs, outputs, mode=FAST_RUN)
+    return function(inputs, outputs, mode=ENGINE_MODES[engine])
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_integer_powers_wrap_as_numpy_and_a_negative_exponent_raises_on_every_engine(engine):
+    # Found by the fuzzer's ipow (s46): OpenCL computed an integer power through double
+    # and cast it back: 3 ** 39 in int64 lost its low bits (...256 for ...267), (2**62)**2
+    # gave the minimum, not numpy's wrapped 0, and 0 ** -1 gave a value where numpy and
+    # the CPU engine raise. Integer powers are numpy's on every engine now.
+    x, y = tt.lvector("x"), tt.lvector("y")
+    f = _compiled(engine, [x, y], [x**y, (x + 1) ** 2])
+    xv = np.array([3, 2**62, -19, 7, 100], "int64")
+    yv = np.array([39, 2, 3, 22, 0], "int64")
+    got = [np.asarray(g) for g in f(xv, yv)]
+    np.testing.assert_array_equal(got[0], xv**yv)
+    np.testing.assert_array_equal(got[1], (xv + 1) ** 2)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(np.array([2, 0], "int64"), np.array([1, -1], "int64"))

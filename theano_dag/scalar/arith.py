@@ -309,9 +309,10 @@ class Pow(BinaryScalarOp):
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
             return "pow(%(x)s, %(y)s)"
-        # Rounded, not truncated: a device's pow may land one ulp below an exact integer
-        # power (NVIDIA's OpenCL gave -6858.99... for (-19)**3, truncated to -6858).
-        return "(%(t)s)rint(pow((double)%(x)s, (double)%(y)s))"
+        # numpy raises on an integer's negative power and wraps a large one; a C
+        # expression can do neither (through double, OpenCL gave 2 ** -1 = 0, and
+        # 3 ** 39 in int64 lost its low bits): numpy computes integer powers.
+        raise NotImplementedError("pow of integers: numpy's (raises on negative exponents)")
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
