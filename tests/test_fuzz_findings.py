@@ -169,3 +169,31 @@ def test_integer_powers_wrap_as_numpy_and_a_negative_exponent_raises_on_every_en
     np.testing.assert_array_equal(got[1], (xv + 1) ** 2)
     with pytest.raises(ValueError, match="negative integer powers"):
         f(np.array([2, 0], "int64"), np.array([1, -1], "int64"))
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_a_sum_or_product_into_a_small_integer_dtype_wraps_in_it_on_every_engine(engine):
+    # Found by the fuzzer's sumd (s46): sum(b, axis=1, dtype="int32") of a bool matrix
+    # was int64 on the CPU engine (its step called numpy's add.reduce, which sums int8
+    # and int32 arrays into int64), and sum(x, dtype="int8") of four int8 100s was 400, not
+    # numpy's wrapped -112.
+    x = tt.TensorType("int8", shape=(None, None))("x")
+    b = tt.TensorType("bool", shape=(None, None))("b")
+    outs = [
+        x.sum(axis=1, dtype="int8"),
+        b.sum(axis=1, dtype="int32"),
+        tt.prod(x, axis=0, dtype="int8"),
+        (x * 2).sum(axis=1, dtype="int8"),
+        x.sum(axis=1, dtype="int32"),
+    ]
+    xv, bv = np.full((3, 4), 100, "int8"), np.ones((3, 4), bool)
+    want = [
+        xv.sum(axis=1, dtype="int8"),
+        bv.sum(axis=1, dtype="int32"),
+        np.prod(xv, axis=0, dtype="int8"),
+        (xv * 2).sum(axis=1, dtype="int8"),
+        xv.sum(axis=1, dtype="int32"),
+    ]
+    for g, w in zip(_compiled(engine, [x, b], outs)(xv, bv), want):
+        assert np.asarray(g).dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g), w)
