@@ -197,3 +197,19 @@ def test_a_sum_or_product_into_a_small_integer_dtype_wraps_in_it_on_every_engine
     for g, w in zip(_compiled(engine, [x, b], outs)(xv, bv), want):
         assert np.asarray(g).dtype == w.dtype
         np.testing.assert_array_equal(np.asarray(g), w)
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_the_mean_of_large_integers_adds_them_in_float64_on_every_engine(engine):
+    # Found by the fuzzer's mean (s46): the mean of int64 or uint64 values near their
+    # extremes summed them in the integer (Theano's mean), which wrapped: the mean of
+    # [2**62, 2**62] was -2**62. numpy's mean adds integers in float64; so does ours.
+    x = tt.lmatrix("x")
+    u = tt.TensorType("uint64", shape=(None,))("u")
+    f = _compiled(engine, [x, u], [tt.mean(x), tt.mean(x, axis=0), tt.mean(u)])
+    xv = np.array([[2**62, 2**62], [2**62, -(2**62)], [3, 2**63 - 1]], "int64")
+    uv = np.array([2**64 - 1, 2**63, 5], "uint64")
+    got = [np.asarray(g) for g in f(xv, uv)]
+    for g, w in zip(got, [np.mean(xv), np.mean(xv, axis=0), np.mean(uv)]):
+        assert g.dtype == "float64"
+        np.testing.assert_allclose(g, w, rtol=1e-12)

@@ -570,6 +570,10 @@ def mean(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):
     # float16 sums and counts overflow past 65504: they are taken in float32 and the
     # mean cast back to float16 (Theano's).
     half = dtype is None and x.dtype == "float16"
+    if dtype is None and acc_dtype is None and x.dtype in discrete_dtypes:
+        # Integers add up in float64, as numpy's mean does: an int64 sum wraps (Theano's
+        # mean of [2**62, 2**62] was -2**62).
+        dtype = "float64"
     s = sum(x, axis=axis, dtype="float32" if half else dtype, acc_dtype=acc_dtype)
     if s.dtype in discrete_dtypes:
         s = cast(s, "float64")
