@@ -15,6 +15,7 @@ from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.gradient import grad
 from theano_dag.testing.fuzz import rsum
 
 needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
@@ -213,3 +214,53 @@ def test_the_mean_of_large_integers_adds_them_in_float64_on_every_engine(engine)
     for g, w in zip(got, [np.mean(xv), np.mean(xv, axis=0), np.mean(uv)]):
         assert g.dtype == "float64"
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def _numeric_grad(f, values, k, eps=1e-6):
+    """Central differences of the scalar ``f(*values)`` with respect to ``values[k]``."""
+    v = np.array(values[k], dtype="float64")
+    num = np.zeros_like(v)
+    for i in np.ndindex(v.shape):
+        up = [np.array(a, dtype="float64") for a in values]
+        down = [np.array(a, dtype="float64") for a in values]
+        up[k][i] += eps
+        down[k][i] -= eps
+        num[i] = (f(*up) - f(*down)) / (2 * eps)
+    return num
+
+
+@pytest.mark.parametrize("index", ["rows", "rows_and_columns"])
+def test_the_gradient_of_a_set_at_repeated_indices_counts_each_position_once(index):
+    # Seed 3, gradient graph 50, shrunk to set_subtensor(x[[4, 0, 4, 0, -2] % len(x)],
+    # sum(x)): the gradient wrt the value set was the sum of the output gradient over
+    # every index, repeats included (Theano's); a repeated position holds the value once
+    # (the last write), so only that one carries its gradient.
+    m, y, v = tt.dmatrix("m"), tt.dscalar("y"), tt.dvector("v")
+    rows = tt.constant(np.array([4, 0, 4, 0, -2]))
+    if index == "rows":
+        out = tt.set_subtensor(m[rows], y) + tt.set_subtensor(m[rows[:3]], v[:3, None])
+    else:
+        cols = tt.constant(np.array([1, 1, 0, 1, 2]))
+        out = tt.set_subtensor(m[rows, cols], y) + tt.set_subtensor(m[rows, cols], v)
+    cost = (out**2 * np.arange(1.0, 4.0)).sum()
+    values = [np.linspace(-1, 1, 15).reshape(5, 3), 0.7, np.array([0.5, -2.0, 1.5, 3.0, 1.0])]
+    f = function([m, y, v], cost)
+    got = function([m, y, v], grad(cost, [m, y, v]))(*values)
+    for k, g in enumerate(got):
+        np.testing.assert_allclose(g, _numeric_grad(f, values, k), rtol=1e-6, atol=1e-6)
+
+
+def test_the_gradient_through_a_product_of_booleans_is_zero():
+    # Seed 3, gradient graphs 3 and 56: tensordot and batched_dot of bool values (x <=
+    # 0.5, isnan(m)) raised TypeError: Einsum's zero gradient for a bool input was cast
+    # to bool.
+    x, m = tt.dvector("x"), tt.dmatrix("m")
+    b = tt.le(x, 0.5)
+    cost = (
+        tt.tensordot(b, b, axes=[[0], [0]])
+        + tt.batched_dot(tt.isnan(m), tt.isnan(m)).sum()
+        + tt.tensordot(b, x, axes=1)
+    )
+    gx, gm = function([x, m], grad(cost, [x, m]))(np.array([0.1, 0.9, 0.3]), np.ones((2, 3)))
+    np.testing.assert_array_equal(gx, [1.0, 0.0, 1.0])  # d/dx of b . x is b
+    np.testing.assert_array_equal(gm, np.zeros((2, 3)))

@@ -225,7 +225,12 @@ class Einsum(Op):
         grads = holomorphic_grads(
             lambda gs: self._real_grads(inputs, gs[0]), inputs, outputs, output_grads
         )
-        return [g if g.dtype == x.dtype else cast(g, x.dtype) for g, x in zip(grads, inputs)]
+        # An integer or bool input keeps its float zero (cast to bool it was refused:
+        # grad of tensordot(b, b) for a bool b raised TypeError).
+        return [
+            cast(g, x.dtype) if g.dtype != x.dtype and x.dtype in continuous_dtypes else g
+            for g, x in zip(grads, inputs)
+        ]
 
     def _real_grads(self, inputs, g):
         grads = []

@@ -20,10 +20,16 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import alloc, get_scalar_constant_value, get_vector_length, zeros_like
+from theano_dag.tensor.basic import (
+    alloc,
+    arange,
+    get_scalar_constant_value,
+    get_vector_length,
+    zeros_like,
+)
 from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
-from theano_dag.tensor.shape import shape_i
+from theano_dag.tensor.shape import reshape, shape_i
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.type_other import MakeSlice, NoneConst, SliceConstant, SliceType
 from theano_dag.tensor.variable import as_tensor_variable, constant
@@ -289,6 +295,18 @@ def _reduce_y_grad(g, y):
     return reduce_grad_to(g, y)
 
 
+def _last_writes(take, put, x):
+    """Where the indexed region's each element is the one ``x`` keeps after a set: with
+    repeated indices only the last write of a position stays (numpy's rule, which every
+    engine follows), so only it passes ``y``'s gradient. ``take(v)`` is ``v[index]``,
+    ``put(v, w)`` is ``set_subtensor(v[index], w)``."""
+    region = take(x)
+    n = tm.prod(region.shape)
+    pos = reshape(arange(n, dtype="int64"), region.shape, ndim=region.ndim)
+    last = put(alloc(constant(np.int64(-1)), *[shape_i(x, k) for k in range(x.ndim)]), pos)
+    return tm.eq(take(last), pos)
+
+
 def _discrete_inc_grads(x, y, idx):
     """An integer result carries no gradient: float zeros for ``x`` and ``y``."""
     gy = zeros_like(y, config.floatX if y.dtype in discrete_dtypes else None)
@@ -511,12 +529,18 @@ class AdvancedIncSubtensor1(Op):
         (gz,) = output_grads
         if x.dtype in discrete_dtypes:
             return _discrete_inc_grads(x, y, [i])
-        gx = (
-            AdvancedIncSubtensor1(set_instead_of_inc=True)(gz, 0, i)
-            if self.set_instead_of_inc
-            else gz
+        if not self.set_instead_of_inc:
+            return [gz, _reduce_y_grad(AdvancedSubtensor1()(gz, i), y), _disc()]
+        gx = AdvancedIncSubtensor1(set_instead_of_inc=True)(gz, 0, i)
+        # A repeated row holds y once: it has y's gradient once (Theano counted it each
+        # time: grad(set_subtensor(x[[0, 0]], y).sum(), y) was 2).
+        kept = _last_writes(
+            lambda v: AdvancedSubtensor1()(v, i),
+            lambda v, w: AdvancedIncSubtensor1(set_instead_of_inc=True)(v, w, i),
+            x,
         )
-        return [gx, _reduce_y_grad(AdvancedSubtensor1()(gz, i), y), _disc()]
+        gy = AdvancedSubtensor1()(gz, i) * kept
+        return [gx, _reduce_y_grad(gy, y), _disc()]
 
 
 def _adv_split(args, who):
@@ -753,13 +777,19 @@ class AdvancedIncSubtensor(Op):
         (gz,) = output_grads
         if x.dtype in discrete_dtypes:
             return _discrete_inc_grads(x, y, idx)
-        gx = (
-            AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
-            if self.set_instead_of_inc
-            else gz
-        )
-        gy = _reduce_y_grad(AdvancedSubtensor(self.idx_list)(gz, *idx), y)
-        return [gx, gy] + [_disc() for _ in idx]
+        gy = AdvancedSubtensor(self.idx_list)(gz, *idx)
+        gx = gz
+        if self.set_instead_of_inc:
+            gx = AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
+            # A repeated position holds y once (see AdvancedIncSubtensor1.L_op).
+            gy = gy * _last_writes(
+                lambda v: AdvancedSubtensor(self.idx_list)(v, *idx),
+                lambda v, w: AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(
+                    v, w, *idx
+                ),
+                x,
+            )
+        return [gx, _reduce_y_grad(gy, y)] + [_disc() for _ in idx]
 
 
 def _is_advanced(a):
