@@ -23,7 +23,15 @@ division by zero gives 0 on every engine, as numpy's), comparisons and bitwise l
 operands that broadcast against each other, constants (NaN and the infinities among
 them), reductions, dot, slices, an index, set/inc_subtensor, transposes, new axes,
 flatten, 0-d values, a shared variable with an update, and several outputs sharing
-nodes.
+nodes. Beyond those: more elementwise maths (powers of integers and floats, true
+division of integers, log1p, expm1, the hyperbolic and inverse functions, erf, both
+roundings of halves, floor/ceil/trunc of integers, sgn, isnan/isinf, softplus),
+reductions over an axis (a negative one too) or all, keeping it or not (prod, mean,
+var, std, min, max, argmax, argmin, all, any, a sum into a wider dtype), cumsum and
+cumprod, sort and a stable argsort, concatenate/join/stack, reshape, repeat, tile,
+rows set or incremented at repeated indices, columns taken by an index vector,
+boolean masks (read, set, incremented: a length known only at run time, maybe 0),
+``where``, outer, tensordot, batched_dot, diag and diagonal, softmax and logsoftmax.
 
 :func:`check` runs one recipe on each engine (:data:`ENGINES`: the reference, the CPU
 engine with and without C kernels, planning every value, poisoning its blocks, and
@@ -47,6 +55,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import math
 import re
 import sys
 import textwrap
@@ -168,6 +177,29 @@ def rsum_by_axes(x, axis, dtype):
     return np.asarray(r).astype(dtype)
 
 
+def reduce_by_axes(f, x, p, dtype):
+    """:func:`reduce` with the means of ``np.mean``, ``np.var`` and ``np.std`` added one
+    axis at a time (:func:`rsum_by_axes`)."""
+    if f not in (np.mean, np.var, np.std) or np.ndim(x) == 0:
+        return reduce(f, x, p, dtype)
+    axis, keepdims = p[:2]
+    acc = "float64" if f is np.mean or dtype != "float32" else dtype
+    x = np.asarray(x).astype(acc)
+    n = x.size if axis is None else x.shape[axis]
+
+    def mean(v, kd):
+        s = np.asarray(rsum_by_axes(v, axis, "float64") / np.float64(n))  # n = 0: NaN
+        return s.reshape(np.sum(v, axis=axis, keepdims=True).shape) if kd else s
+
+    if f is np.mean:
+        r = mean(x, keepdims)
+    else:
+        dev = x - mean(x, True).astype(acc)
+        r = mean(np.square(dev), keepdims).astype(acc)
+        r = np.sqrt(r) if f is np.std else r
+    return np.asarray(r).astype(dtype)
+
+
 def where(c, x, y, dtype):
     """``switch``: ``x`` where ``c`` is not 0 (NaN included), else ``y``, in ``dtype``."""
     return np.where(np.asarray(c) != 0, np.asarray(x).astype(dtype), np.asarray(y).astype(dtype))
@@ -215,8 +247,103 @@ def incsub(x, sl, y):
     return r
 
 
+def erf(x):
+    """The error function, elementwise (math's, in float64)."""
+    return np.vectorize(math.erf, otypes=["float64"])(x)
+
+
+def erfc(x):
+    return np.vectorize(math.erfc, otypes=["float64"])(x)
+
+
+def round_away(x):
+    """Rounding half away from zero, exactly (``floor(x + 0.5)`` rounds 0.49999999999999994
+    up: the sum is 1.0)."""
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def softplus(x):
+    """``log(1 + exp(x))`` without its overflow (the true value)."""
+    return np.logaddexp(0, x)
+
+
+def softmax(x):
+    """Along the last axis, less its maximum (a row holding an infinity is NaN)."""
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def logsoftmax(x):
+    z = x - np.max(x, axis=-1, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
+
+
+def reduce(f, x, p, dtype):
+    """``f`` (``np.prod``, ``np.mean``, ``np.min``, ...) over ``p = (axis, keepdims)`` in
+    ``dtype``: float32 accumulates in float64 (as a sum does), integers and bools in the
+    result's dtype (a product of int8 is int64, wrapping as numpy's int64 does)."""
+    axis, keepdims = p[:2]
+    x = np.asarray(x)
+    if f in (np.var, np.std) and dtype == "float32":
+        # As the graph computes it: deviations and their squares in float32 (they
+        # overflow there), their sums in float64.
+        x = x.astype(dtype)
+        m = np.mean(x, axis=axis, keepdims=True, dtype="float64").astype(dtype)
+        sq = np.square(x - m)
+        v = np.mean(sq, axis=axis, keepdims=keepdims, dtype="float64").astype(dtype)
+        return np.sqrt(v) if f is np.std else v
+    if f in (np.prod, np.mean, np.var, np.std):
+        acc = "float64" if dtype in ("float32", "float64") or f is not np.prod else dtype
+        if f is np.prod:
+            return np.asarray(f(x, axis=axis, dtype=acc, keepdims=keepdims)).astype(dtype)
+        return np.asarray(f(x.astype(acc), axis=axis, keepdims=keepdims)).astype(dtype)
+    return np.asarray(f(x, axis=axis, keepdims=keepdims)).astype(dtype)
+
+
+def advinc(x, idx, y):
+    """``inc_subtensor(x[idx], y)``: a repeated index adds each time (``np.add.at``)."""
+    r = x.copy()
+    np.add.at(r, idx, np.asarray(y).astype(r.dtype))  # y in x's dtype, then added
+    return r
+
+
+def advset(x, idx, y):
+    r = x.copy()
+    r[idx] = np.asarray(y).astype(r.dtype)
+    return r
+
+
+def maskset(x, y, inc):
+    """``set_subtensor(x[x > 0], y)`` (``inc``: ``inc_subtensor``), ``y`` in ``x``'s
+    dtype."""
+    r = x.copy()
+    m = x > 0
+    y = np.asarray(y).astype(r.dtype)
+    r[m] = r[m] + y if inc else y
+    return r
+
+
+def bdot(x, y, dtype):
+    """``batched_dot``: one product per row of the first axis (vectors: their products)."""
+    x, y = np.asarray(x).astype(dtype), np.asarray(y).astype(dtype)
+    if x.ndim == 1 or y.ndim == 1:
+        xs = x.reshape(x.shape + (1,) * (y.ndim - 1)) if x.ndim == 1 else x
+        ys = y.reshape(y.shape + (1,) * (x.ndim - 1)) if y.ndim == 1 else y
+        return (xs * ys).astype(dtype)
+    return np.stack([np.tensordot(a, b, axes=1) for a, b in zip(x, y)]).astype(dtype)
+
+
 _NP_HELPERS = (ew, sigmoid, rsum, where, fill, cast, cast_bounds, cast_in_range, setsub, incsub)
-_NP_NS = {"np": np, "nan": np.nan, "inf": np.inf, **{h.__name__: h for h in _NP_HELPERS}}
+_NP_HELPERS += (erf, erfc, round_away, softplus, softmax, logsoftmax, reduce)
+_NP_HELPERS += (advinc, advset, maskset, bdot)
+_NP_NS = {
+    "np": np,
+    "math": math,
+    "nan": np.nan,
+    "inf": np.inf,
+    **{h.__name__: h for h in _NP_HELPERS},
+}
 
 
 # -- the op table ----------------------------------------------------------------------
@@ -247,6 +374,23 @@ def _cast_in_range_graph(names, p, d):
     lo, hi = cast_bounds(p)
     x = names[0]
     return f"tt.cast(tt.clip(tt.switch(tt.isnan({x}), 0, {x}), {lo!r}, {hi!r}), {p!r})"
+
+
+_RESHAPES = {
+    # p -> (the graph's new shape, numpy's)
+    "swap": ("({0}.shape[1], {0}.shape[0])", "({0}.shape[1], {0}.shape[0])"),
+    "flat": ("(-1,)", "(-1,)"),
+    "row": ("(1, -1)", "(1, -1)"),
+    "col": ("(-1, 1)", "(-1, 1)"),
+}
+
+
+def _reshape_graph(names, p, d):
+    return f"tt.reshape({names[0]}, {_RESHAPES[p][0].format(names[0])})"
+
+
+def _reshape_numpy(names, p, d):
+    return f"{names[0]}.reshape({_RESHAPES[p][1].format(names[0])})"
 
 
 def _unary(f):
@@ -324,15 +468,149 @@ OPS = {
     "clip": (2, "tt.clip({0}, {1}, {p!r})", "ew(np.clip, '{d}', {0}, {1}, {p!r})"),
     "log": _unary("log"),
     "sqrt": _unary("sqrt"),
+    # More elementwise maths: domains that give NaN (arccosh, log2 of negatives), integers
+    # made floats (floor of an int8 is float32), roundings of halves, NaN tests.
+    **{f: _unary(f) for f in ("log1p", "expm1", "exp2", "log2", "log10", "sinh", "cosh")},
+    **{f: _unary(f) for f in ("arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan")},
+    **{f: _unary(f) for f in ("floor", "ceil", "trunc")},
+    "erf": (1, "tt.erf({0})", "ew(erf, '{d}', {0})"),
+    "erfc": (1, "tt.erfc({0})", "ew(erfc, '{d}', {0})"),
+    "round_even": (1, "tt.round({0}, mode='half_to_even')", "ew(np.round, '{d}', {0})"),
+    "round_away": (1, "tt.round({0}, mode='half_away_from_zero')", "ew(round_away, '{d}', {0})"),
+    "iround": (1, "tt.iround({0})", "cast(np.round({0}), 'int64')"),
+    "sgn": (1, "tt.sgn({0})", "ew(np.sign, '{d}', {0})"),
+    "isnan": (1, "tt.isnan({0})", "np.isnan({0})"),
+    "isinf": (1, "tt.isinf({0})", "np.isinf({0})"),
+    "inv": (1, "tt.inv({0})", "ew(np.reciprocal, '{d}', {0})"),
+    "true_div": _binary("tt.true_div({0}, {1})", "true_divide"),
+    # Powers: of floats (NaN for a negative base), of integers by a small exponent (kept
+    # non-negative: numpy refuses an integer's negative power), by constants.
+    "pow": _binary("{0} ** {1}", "power"),
+    "ipow": (2, "{0} ** ({1} % 4)", "ew(np.power, '{d}', {0}, {1} % 4)"),
+    "powc": (1, "{0} ** {p!r}", "ew(np.power, '{d}', {0}, {p!r})"),
+    "powcf": (1, "{0} ** {p!r}", "ew(np.power, '{d}', {0}, {p!r})"),
+    "softplus": (1, "tt.nnet.softplus({0})", "ew(softplus, '{d}', {0})"),
+    "softmax": (1, "tt.nnet.softmax({0})", "ew(softmax, '{d}', {0})"),
+    "logsoftmax": (1, "tt.nnet.logsoftmax({0})", "ew(logsoftmax, '{d}', {0})"),
+    "where": (3, "tt.where({0}, {1}, {2})", "where({0}, {1}, {2}, '{d}')"),
+    # Reductions over an axis (negative ones too) or all, keeping the reduced axes or not:
+    # p = (axis, keepdims).
+    **{
+        r: (
+            1,
+            f"tt.{r}({{0}}, axis={{p[0]}}, keepdims={{p[1]}})",
+            f"reduce(np.{r}, {{0}}, {{p}}, '{{d}}')",
+        )
+        for r in ("prod", "mean", "var", "std", "min", "argmax", "argmin", "all", "any")
+    },
+    "maxk": (1, "tt.max({0}, axis={p[0]}, keepdims={p[1]})", "reduce(np.max, {0}, {p}, '{d}')"),
+    # A sum into a wider dtype: p = (axis, keepdims, dtype).
+    "sumd": (
+        1,
+        "{0}.sum(axis={p[0]}, keepdims={p[1]}, dtype={p[2]!r})",
+        "rsum({0}.astype({p[2]!r}), {p[0]}, '{d}')"
+        ".reshape(np.sum({0}, axis={p[0]}, keepdims={p[1]}).shape)",
+    ),
+    "cumsum": (1, "tt.cumsum({0}, axis={p})", "np.cumsum({0}, axis={p}, dtype='{d}')"),
+    "cumprod": (1, "tt.cumprod({0}, axis={p})", "np.cumprod({0}, axis={p}, dtype='{d}')"),
+    "sort": (1, "tt.sort({0}, axis={p})", "np.sort({0}, axis={p})"),
+    # A stable order: numpy's quicksort orders ties as it likes.
+    "argsort": (
+        1,
+        "tt.argsort({0}, axis={p}, kind='stable')",
+        "np.argsort({0}, axis={p}, kind='stable')",
+    ),
+    "concat": (
+        2,
+        "tt.concatenate([{0}, {1}], axis={p})",
+        "np.concatenate([{0}.astype('{d}'), {1}.astype('{d}')], axis={p})",
+    ),
+    "join": (
+        2,
+        "tt.join({p}, {0}, {1})",
+        "np.concatenate([{0}.astype('{d}'), {1}.astype('{d}')], axis={p})",
+    ),
+    "stack": (
+        2,
+        "tt.stack([{0}, {1}], axis={p})",
+        "np.stack([{0}.astype('{d}'), {1}.astype('{d}')], axis={p})",
+    ),
+    # p: "swap" (a matrix read as its transpose's shape), "flat", "row" (1, -1), "col".
+    "reshape": (1, _reshape_graph, _reshape_numpy),
+    "repeat": (1, "tt.repeat({0}, {p[0]}, axis={p[1]})", "np.repeat({0}, {p[0]}, axis={p[1]})"),
+    "tile": (1, "tt.tile({0}, {p!r})", "np.tile({0}, {p!r})"),
+    # Rows picked by a constant index, incremented (a repeated one adds twice) or set.
+    "adv_inc": (
+        2,
+        "tt.inc_subtensor({0}[tt.constant(np.array({p!r}, 'int64')) % {0}.shape[0]], {1})",
+        "advinc({0}, np.array({p!r}, 'int64') % {0}.shape[0], {1})",
+    ),
+    "adv_set": (
+        2,
+        "tt.set_subtensor({0}[tt.constant(np.array({p!r}, 'int64')) % {0}.shape[0]], {1})",
+        "advset({0}, np.array({p!r}, 'int64') % {0}.shape[0], {1})",
+    ),
+    # Columns picked by an integer vector (a slice, then an index array).
+    "take1": (2, "{0}[:, {1} % {0}.shape[1]]", "{0}[:, {1} % np.int64({0}.shape[1])]"),
+    # A boolean mask of the positive elements: a length known only at run time (maybe 0).
+    "mask": (1, "{0}[tt.gt({0}, 0)]", "{0}[{0} > 0]"),
+    "mask_set": (2, "tt.set_subtensor({0}[tt.gt({0}, 0)], {1})", "maskset({0}, {1}, False)"),
+    "mask_inc": (2, "tt.inc_subtensor({0}[tt.gt({0}, 0)], {1})", "maskset({0}, {1}, True)"),
+    "outer": (2, "tt.outer({0}, {1})", "np.outer({0}.astype('{d}'), {1}.astype('{d}'))"),
+    "tensordot": (
+        2,
+        "tt.tensordot({0}, {1}, axes={p!r})",
+        "np.asarray(np.tensordot({0}.astype('{d}'), {1}.astype('{d}'), axes={p!r}))",
+    ),
+    "batched_dot": (2, "tt.batched_dot({0}, {1})", "bdot({0}, {1}, '{d}')"),
+    "diag": (1, "tt.diag({0})", "np.diag({0})"),
+    "diagonal": (1, "tt.diagonal({0}, offset={p})", "np.diagonal({0}, offset={p}).copy()"),
 }
 #: Ops left out of gradient graphs: non-finite values or kinks in [-1, 1] (finite
 #: differences are meaningless there), steps, or values that overflow.
-NO_GRAD = frozenset({"div", "floordiv", "mod", "clip", "log", "sqrt", "grow", "cast_grow"})
+NO_GRAD = frozenset(
+    {"div", "floordiv", "mod", "clip", "log", "sqrt", "grow", "cast_grow", "true_div", "inv"}
+    | {"pow", "powcf", "log1p", "log2", "log10", "arcsin", "arccos", "arctanh", "arccosh"}
+)
 #: Elementwise ops of two operands that broadcast against each other.
 BINARY = frozenset(
     {"add", "sub", "mul", "maximum", "minimum", "div", "floordiv", "mod", "fill", "second"}
-    | {"lt", "le", "gt", "ge", "eq", "neq", "and", "or", "xor"}
+    | {"lt", "le", "gt", "ge", "eq", "neq", "and", "or", "xor", "true_div", "pow", "ipow"}
 )
+#: Elementwise ops of one operand (its dims kept).
+UNARY = frozenset(
+    {"tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "grow", "log", "sqrt"}
+    | {"invert", "cast", "cast_in_range", "cast_grow", "log1p", "expm1", "exp2", "log2"}
+    | {"log10", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan"}
+    | {"floor", "ceil", "trunc", "erf", "erfc", "round_even", "round_away", "iround", "sgn"}
+    | {"isnan", "isinf", "inv", "powc", "powcf", "softplus"}
+)
+#: Reductions of p = (axis, keepdims) (``sumd``: and a dtype).
+REDUCTIONS = frozenset(
+    {"prod", "mean", "var", "std", "min", "maxk", "argmax", "argmin", "all", "any", "sumd"}
+)
+#: Ops whose params are chosen from their operands' dims: none fits, no graph.
+NEEDS_PARAM = frozenset(
+    {"cast", "cast_in_range", "cast_grow", "alloc", "tensordot", "reshape", "diagonal", "concat"}
+    | {"join", "sumd", "stack", "tile"}
+)
+#: Products whose non-finite values depend on the kernel (:data:`DOT_NONFINITE`): numpy's
+#: ``tensordot(0.0, [inf, 1], axes=0)`` is ``[0, 0]`` (BLAS skips a zero factor), an
+#: elementwise product's ``[nan, 0]``.
+PRODUCTS = frozenset({"dot", "tensordot", "batched_dot", "outer"})
+#: Ops whose derivative is 0 but for steps (where finite differences measure the step).
+STEPS = {
+    "floor": 0.0,
+    "ceil": 0.0,
+    "trunc": 0.0,
+    "round_even": 0.5,
+    "round_away": 0.5,
+    "iround": 0.5,
+    "sgn": None,
+    "mask": None,
+    "mask_set": None,
+    "mask_inc": None,
+}
 #: The dtypes of an index vector (whose modulo by a length stays an integer).
 INDEX_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "bool")
 #: How much more often than the others an op is drawn (those that need matching
@@ -432,13 +710,15 @@ def _result_dims(op, dims, dtypes, param):
     if op == "const":
         return ()
     d0 = dims[0]
-    if op in ("tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "grow"):
+    if op in UNARY:
         return d0
-    if op in ("log", "sqrt", "invert", "cast", "cast_in_range", "cast_grow"):
-        return d0
+    if op == "pow" and not set(dtypes) & set(FLOATS):
+        return None  # an integer's negative power: numpy refuses it
+    if op == "ipow" and (set(dtypes) & set(FLOATS) or dtypes[1] == "uint64"):
+        return None  # uint64 % 4 is float64 in the graph (the 4 an int8), uint64 in numpy
     if op in BINARY:
         return _broadcast(d0, dims[1])
-    if op == "switch":
+    if op in ("switch", "where"):
         d = _broadcast(d0, dims[1])
         return None if d is None else _broadcast(d, dims[2])
     if op == "alloc":
@@ -485,6 +765,124 @@ def _result_dims(op, dims, dtypes, param):
         return (1,) + d0 if len(d0) <= 2 else None
     if op == "flatten":
         return (f"({d0[0]}*{d0[1]})",) if len(d0) == 2 and 1 not in d0 else None
+    return _result_dims_more(op, dims, dtypes, param)
+
+
+def _flat(d):
+    """The token of a value of dims ``d`` flattened."""
+    return d[0] if len(d) == 1 and d[0] != 1 else "(" + "*".join(str(t) for t in d) + ")"
+
+
+def _reduced(d, axis, keepdims):
+    axes = range(len(d)) if axis is None else [axis % len(d)]
+    if keepdims:
+        return tuple(1 if k in axes else t for k, t in enumerate(d))
+    return tuple(t for k, t in enumerate(d) if k not in axes)
+
+
+def _tensordot_dims(d0, d1, axes):
+    """The dims of ``tensordot`` with ``axes`` (an int or a pair of lists); None when
+    the contracted lengths differ."""
+    if isinstance(axes, int):
+        if axes > min(len(d0), len(d1)):
+            return None
+        a0, a1 = list(range(len(d0) - axes, len(d0))), list(range(axes))
+    else:
+        a0, a1 = axes
+    if any(d0[i] != d1[j] for i, j in zip(a0, a1)):
+        return None
+    keep = tuple(t for k, t in enumerate(d0) if k not in a0)
+    return keep + tuple(t for k, t in enumerate(d1) if k not in a1)
+
+
+def _can_downcast(to, frm):
+    """Whether writing a ``frm`` value into a ``to`` array is a downcast the op refuses."""
+    return np.dtype(frm).itemsize > np.dtype(to).itemsize or (frm in FLOATS and to not in FLOATS)
+
+
+def _result_dims_more(op, dims, dtypes, param):
+    d0 = dims[0]
+    if op in PRODUCTS and len(dtypes) == 2 and not set(dtypes) <= set(FLOATS):
+        wide = [d for d in dtypes if d in INTS and np.dtype(d).itemsize >= 4]
+        if wide and np.result_type(*dtypes).kind == "f":
+            # Sums of products of integers near 2**63, in float64: cancellation leaves
+            # the order of additions' rounding, far beyond any relative tolerance.
+            return None
+    if op in ("softmax", "logsoftmax"):
+        return d0 if 1 <= len(d0) <= 2 else None
+    if op in REDUCTIONS:
+        axis, keepdims = param[:2]
+        if not d0 and axis is not None:
+            return None
+        out = _reduced(d0, axis, keepdims)
+        if op in ("min", "maxk", "argmax", "argmin") and d0:
+            axes = range(len(d0)) if axis is None else [axis % len(d0)]
+            if any("?" in str(d0[a]) for a in axes):
+                return None  # a masked length may be 0
+        return out
+    if op in ("cumsum", "cumprod", "sort", "argsort"):
+        if param is None:
+            return (_flat(d0),) if d0 else ("#1",)
+        return d0 if d0 and -len(d0) <= param < len(d0) else None
+    if op in ("concat", "join"):
+        d1 = dims[1]
+        if not d0 or len(d0) != len(d1) or not 0 <= param < len(d0):
+            return None
+        if any(x != y for k, (x, y) in enumerate(zip(d0, d1)) if k != param):
+            return None
+        return d0[:param] + (f"({d0[param]}+{d1[param]})",) + d0[param + 1 :]
+    if op == "stack":
+        return d0[:param] + ("#2",) + d0[param:] if d0 == dims[1] and len(d0) <= 2 else None
+    if op == "reshape":
+        if param == "swap":
+            return d0[::-1] if len(d0) == 2 else None
+        if not d0:
+            return None
+        flat = _flat(d0)
+        return {"flat": (flat,), "row": (1, flat), "col": (flat, 1)}[param]
+    if op == "repeat":
+        r, axis = param
+        if axis is None:
+            return (f"({_flat(d0)}*{r})",) if d0 else (f"#{r}",)
+        return d0[:axis] + (f"({d0[axis]}*{r})",) + d0[axis + 1 :] if axis < len(d0) else None
+    if op == "tile":
+        if not d0 or len(d0) != len(param):
+            return None
+        return tuple(t if r == 1 else f"({t}*{r})" for t, r in zip(d0, param))
+    if op in ("adv_inc", "adv_set"):
+        if not d0 or not _fits_into(dims[1], d0[1:]) or _can_downcast(dtypes[0], dtypes[1]):
+            return None
+        return d0
+    if op == "take1":
+        if len(d0) != 2 or len(dims[1]) != 1 or dtypes[1] not in INDEX_DTYPES:
+            return None
+        return (d0[0], dims[1][0])
+    if op == "mask":
+        return (f"?{param}:{_flat(d0)}",) if d0 else None
+    if op in ("mask_set", "mask_inc"):
+        if not d0 or dims[1] != () or _can_downcast(dtypes[0], dtypes[1]):
+            return None
+        return d0
+    if op == "outer":
+        return (d0[0], dims[1][0]) if len(d0) == 1 and len(dims[1]) == 1 else None
+    if op == "tensordot":
+        out = _tensordot_dims(d0, dims[1], param)
+        return out if out is not None and len(out) <= 3 else None
+    if op == "batched_dot":
+        d1 = dims[1]
+        if not d0 or not d1 or d0[0] != d1[0] or (len(d0) == 1) != (len(d1) == 1):
+            return None
+        if len(d0) == 1:
+            return d0
+        if len(d0) > 3 or len(d1) > 3 or d0[-1] != d1[1]:
+            return None
+        return d0[:-1] + d1[2:]
+    if op == "diag":
+        if len(d0) == 1:
+            return (d0[0], d0[0])
+        return (f"min({d0[0]},{d0[1]})",) if len(d0) == 2 else None
+    if op == "diagonal":
+        return (f"dg({d0[0]},{d0[1]},{param})",) if len(d0) == 2 else None
     raise KeyError(op)
 
 
@@ -536,8 +934,59 @@ def _param(op, rng, dims, dtypes):
         return (factor, str(INTS[int(rng.integers(len(INTS)))]))
     if op == "alloc":
         return tuple(d == 1 for d in dims[1])
-    if op == "takec":
+    if op in ("takec", "adv_inc", "adv_set"):
         return tuple(int(i) for i in rng.integers(-3, 6, int(rng.integers(2, 6))))
+    return _param_more(op, rng, dims, dtypes)
+
+
+def _axis(rng, n, none_share=0.3):
+    """An axis of ``n`` (a negative one in a share), or None."""
+    if n == 0 or rng.random() < none_share:
+        return None
+    return int(rng.integers(-n, n)) if rng.random() < 0.25 else int(rng.integers(n))
+
+
+def _param_more(op, rng, dims, dtypes):
+    n = len(dims[0])
+    if op == "powc":
+        return int(rng.choice([0, 1, 2, 3]))
+    if op == "powcf":
+        pool = [-1, -2, 0.5, -0.5, 1.5] if dtypes[0] in FLOATS else [0.5, -0.5, 1.5]
+        return pool[int(rng.integers(len(pool)))]
+    if op in REDUCTIONS:
+        p = (_axis(rng, n), bool(rng.random() < 0.4))
+        if op == "sumd":
+            wider = {"float32": "float64", "float64": "float64", "bool": "int32"}
+            wider.update({"uint64": "uint64"})
+            dt = wider.get(dtypes[0], "int64") if rng.random() < 0.6 else "float64"
+            p += (dt,)
+        return p
+    if op in ("cumsum", "cumprod", "sort", "argsort"):
+        return _axis(rng, n)
+    if op in ("concat", "join"):
+        differ = [k for k, (x, y) in enumerate(zip(dims[0], dims[1])) if x != y]
+        if len(dims[0]) != len(dims[1]) or len(differ) > 1 or n == 0:
+            return None
+        return differ[0] if differ else int(rng.integers(n))
+    if op == "stack":
+        return int(rng.integers(n + 1))
+    if op == "reshape":
+        choices = {0: [], 1: ["row", "col"], 2: ["swap", "flat", "row", "col"]}.get(n, [])
+        return str(rng.choice(choices)) if choices else None
+    if op == "repeat":
+        return (int(rng.choice([2, 3])), _axis(rng, n, 0.3) if n else None)
+    if op == "tile":
+        return tuple(int(r) for r in rng.choice([1, 2, 3], n)) if n else None
+    if op == "mask":
+        return int(rng.integers(1_000_000))  # names its length's token
+    if op == "tensordot":
+        d0, d1 = dims
+        cands = [k for k in (0, 1, 2) if _tensordot_dims(d0, d1, k) is not None]
+        cands += [[[i], [j]] for i in range(len(d0)) for j in range(len(d1)) if d0[i] == d1[j]]
+        cands = [c for c in cands if len(_tensordot_dims(d0, d1, c)) <= 3]
+        return cands[int(rng.integers(len(cands)))] if cands else None
+    if op == "diagonal":
+        return int(rng.choice([0, 1, -1]))
     return None
 
 
@@ -553,8 +1002,21 @@ def _length(token, sizes):
         def __mul__(self, other):
             return Len(int(self) * int(other))
 
-    text = re.sub(r"#(\d+)", r"Len(\1)", str(token))  # "#3": a constant length
-    return int(eval(text, {"a": Len(sizes["a"]), "b": Len(sizes["b"]), "Len": Len}))
+        def __add__(self, other):
+            return Len(int(self) + int(other))
+
+        __rmul__, __radd__ = __mul__, __add__
+
+    def dg(n, m, offset):
+        """The length of a diagonal at ``offset`` of an ``(n, m)`` matrix."""
+        return Len(max(0, min(n - max(-offset, 0), m - max(offset, 0))))
+
+    # "?7:(a*b)": a masked length, at most "(a*b)"; "#3": a constant length.
+    text = re.sub(r"\?\d+:", "", str(token))
+    text = re.sub(r"#(\d+)", r"Len(\1)", text)
+    text = re.sub(r"(?<![\w.])(\d+)(?![\w.])", r"Len(\1)", text)
+    env = {"a": Len(sizes["a"]), "b": Len(sizes["b"]), "Len": Len, "min": min, "dg": dg}
+    return int(eval(text, env))
 
 
 def _elements(dims, sizes_index):
@@ -581,10 +1043,10 @@ def _args(op, rng, nodes, dims, dtypes):
     n = len(dims)
     arity = OPS[op][0]
     args = [int(rng.integers(n)) for _ in range(arity)]
-    if op == "switch":
+    if op in ("switch", "where"):
         # The condition: another switch's (switches of one condition merge), a bool, or
         # any value (not 0).
-        conds = [node[1][0] for node in nodes if node[0] == "switch"]
+        conds = [node[1][0] for node in nodes if node[0] in ("switch", "where")]
         bools = [k for k in range(n) if dtypes[k] == "bool"]
         r = rng.random()
         if conds and r < 0.3:
@@ -598,7 +1060,7 @@ def _args(op, rng, nodes, dims, dtypes):
     elif op in ("cast_in_range", "cast_grow"):
         floats = [k for k in range(n) if dtypes[k] in FLOATS]
         args[0] = _pick(rng, floats) if floats else args[0]
-    elif op == "take":
+    elif op in ("take", "take1"):
         index = [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INDEX_DTYPES]
         if not index:
             return None
@@ -606,7 +1068,29 @@ def _args(op, rng, nodes, dims, dtypes):
     elif op == "dot" and dims[args[0]]:
         fits = [k for k, d in enumerate(dims) if d and d[0] == dims[args[0]][-1]]
         args[1] = _pick(rng, fits) if fits else args[1]
-    elif op in ("set_sub", "inc_sub"):
+    elif op in ("concat", "join", "stack"):
+        d0 = dims[args[0]]
+        fits = [
+            k
+            for k, d in enumerate(dims)
+            if len(d) == len(d0) and sum(x != y for x, y in zip(d, d0)) <= (op != "stack")
+        ]
+        args[1] = _pick(rng, fits)
+    elif op in ("outer", "tensordot", "batched_dot"):
+        d0 = dims[args[0]]
+        fits = [k for k, d in enumerate(dims) if set(d) & set(d0)]
+        if op == "outer":
+            fits = [k for k, d in enumerate(dims) if len(d) == 1]
+        elif op == "batched_dot":
+            fits = [k for k, d in enumerate(dims) if d and d0 and d[0] == d0[0]]
+        args[1] = _pick(rng, fits) if fits and rng.random() < 0.8 else args[1]
+    elif op in ("adv_inc", "adv_set"):
+        d0 = dims[args[0]]
+        fits = [k for k, d in enumerate(dims) if d0 and _fits_into(d, d0[1:])]
+        if not fits:
+            return None
+        args[1] = _pick(rng, fits)
+    elif op in ("set_sub", "inc_sub", "mask_set", "mask_inc"):
         zero_d = [k for k, d in enumerate(dims) if d == ()]
         if not zero_d:
             return None
@@ -617,13 +1101,14 @@ def _args(op, rng, nodes, dims, dtypes):
         args[1] = _pick(rng, wider if wider and rng.random() < 0.8 else targets)
         if args[1] is None:
             return None
-    elif op in BINARY or op == "switch":
+    elif op in BINARY or op in ("switch", "where"):
+        switch = op in ("switch", "where")
         for j in range(1, arity):
             ok = [
                 k
                 for k, d in enumerate(dims)
                 if _broadcast(dims[args[0]], d) is not None
-                and (op != "switch" or j == 1 or _broadcast(dims[args[1]], d) is not None)
+                and (not switch or j == 1 or _broadcast(dims[args[1]], d) is not None)
             ]
             other = [k for k in ok if dims[k] != dims[args[0]]]
             # Operands that broadcast against each other: (1, n) with (m, 1).
@@ -632,7 +1117,7 @@ def _args(op, rng, nodes, dims, dtypes):
             ]
             if crossing and rng.random() < 0.5:
                 other = crossing
-            if op == "switch" and j == 2:
+            if switch and j == 2:
                 # Branches of different dtypes, most of the time.
                 mixed = [k for k in ok if dtypes[k] != dtypes[args[1]]]
                 other = mixed or other
@@ -700,7 +1185,7 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
             REJECTED[op, "args"] += 1
             continue
         param = _param(op, rng, [dims[a] for a in args], [dtypes[a] for a in args])
-        if op in ("cast", "cast_in_range", "cast_grow", "alloc") and param is None:
+        if op in NEEDS_PARAM and param is None:
             REJECTED[op, "param"] += 1
             continue
         d = _result_dims(op, [dims[a] for a in args], [dtypes[a] for a in args], param)
@@ -810,7 +1295,7 @@ def _values(rec, call):
 
 
 #: The ops that cast a float to an integer.
-FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range")
+FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range", "iround")
 #: The moves, in units in the last place, of a float cast to an integer that an engine's
 #: last bits may make (one bit of a float32 ``log`` upstream moves its product by two).
 NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
@@ -840,7 +1325,7 @@ def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False):
                         args[_name(node[1][0])] = moved.astype(x.dtype)
                 ns = {**_NP_NS, **args}
                 if sum_by_axes:
-                    ns["rsum"] = rsum_by_axes
+                    ns["rsum"], ns["reduce"] = rsum_by_axes, reduce_by_axes
                 env[k] = np.asarray(eval(_code(node, "numpy", rec.dtypes[k]), ns))
     return env
 
@@ -978,12 +1463,14 @@ def _after_multi_axis_sum(rec):
     is the engine's (numpy's pairwise over the flattened array, the reference engine's
     one axis at a time), and where large terms cancel the orders round apart (seed
     61128, graph 8698: ``4.5e307 + 0.88 - 4.5e307`` is 0.0 by columns, 0.6 flattened)."""
-    return _reached(
-        rec,
-        lambda k, node: node[0] == "sum"
-        and len(rec.dims[node[1][0]]) >= 2
-        and (node[2] is None or len(np.atleast_1d(node[2])) >= 2),
-    )
+
+    def multi(k, node):
+        if node[0] not in ("sum", "sumd", "mean", "var", "std") or len(rec.dims[node[1][0]]) < 2:
+            return False
+        axis = node[2] if node[0] == "sum" else node[2][0]
+        return axis is None or len(np.atleast_1d(axis)) >= 2
+
+    return _reached(rec, multi)
 
 
 def _alternatives(rec, v, k, tol, loose, summed):
@@ -1029,7 +1516,7 @@ def check(rec, engines=None) -> list:
 
 def _dot_sees_nonfinite(rec):
     """Whether a dot of ``rec`` reads or makes a non-finite value in either call."""
-    dots = [k for k, n in enumerate(rec.nodes) if n[0] == "dot"]
+    dots = [k for k, n in enumerate(rec.nodes) if n[0] in PRODUCTS]
     if not dots:
         return False
     for call in (0, 1):
@@ -1049,7 +1536,9 @@ def _discretizes(rec):
         floats_in = any(rec.dtypes[a] in FLOATS for a in args)
         if floats_in and rec.dtypes[k] not in FLOATS:
             return True
-        if node[0] == "switch" and rec.dtypes[args[0]] in FLOATS:
+        if node[0] in ("switch", "where", "mask", "mask_set", "mask_inc"):
+            if rec.dtypes[args[0]] in FLOATS:
+                return True
             return True
     return False
 
@@ -1181,10 +1670,25 @@ def _kinks(rec, vals) -> bool:
     operands closer than finite differences can tell apart."""
     env = reference(rec, vals)
     for node in rec.nodes:
-        if node[0] == "max":
-            x, axis = env[node[1][0]], node[2]
-            m = x.max(axis=axis, keepdims=True)
+        op = node[0]
+        x = env[node[1][0]] if not _is_leaf(node) and node[1] else None
+        if op in ("max", "maxk", "min"):
+            axis = node[2][0] if op != "max" else node[2]
+            m = x.max(axis=axis, keepdims=True) if op != "min" else x.min(axis, keepdims=True)
             if np.any((x == m).sum(axis=axis) > 1):
+                return True
+        elif op in ("sort", "argsort"):
+            s = np.sort(x, axis=node[2])
+            if s.size and np.any(np.abs(np.diff(s, axis=-1 if node[2] is not None else 0)) < 1e-4):
+                return True
+        elif op == "std":
+            if np.any(reduce(np.var, x, node[2], "float64") < 1e-8):
+                return True
+        elif op in STEPS:
+            # A step within finite differences' reach: at integers, halves, or 0.
+            step = STEPS[op]
+            frac = np.abs(x - np.round(x - step) - step) if step is not None else np.abs(x)
+            if np.any(frac < 1e-4):
                 return True
         elif node[0] in ("maximum", "minimum", "lt", "le", "gt", "ge", "eq", "neq"):
             x, y = (env[a].astype(float) for a in node[1])
@@ -1365,6 +1869,7 @@ def _script_head(rec, title, flags):
     the shared variable's update."""
     lines = [
         f"# theano_dag fuzz reproducer: {title}, recipe seed {rec.seed}",
+        "import math",
         "import sys",
         "",
         "import numpy as np",
