@@ -264,3 +264,27 @@ def test_the_gradient_through_a_product_of_booleans_is_zero():
     gx, gm = function([x, m], grad(cost, [x, m]))(np.array([0.1, 0.9, 0.3]), np.ones((2, 3)))
     np.testing.assert_array_equal(gx, [1.0, 0.0, 1.0])  # d/dx of b . x is b
     np.testing.assert_array_equal(gm, np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_a_sum_over_length_one_axes_passes_through_a_narrower_accumulator(engine):
+    # Found by the fuzzer's suma (s46): sum(x, axis=0, acc_dtype="int16") of a (1, n)
+    # int32 x, and the sum of a 0-d int64 with acc_dtype="uint32", were x itself once
+    # local_useless_reduce dropped the reduction; the reference engine wraps the one
+    # element in the accumulator first (100000 -> -31072, -9 -> 4294967287).
+    row = tt.TensorType("int32", shape=(1, None))("row")
+    s = tt.lscalar("s")
+    outs = [
+        row.sum(axis=0, acc_dtype="int16"),
+        s.sum(acc_dtype="uint32"),
+        row.sum(acc_dtype="int8"),
+    ]
+    rv, sv = np.array([[100000, -7, 300]], "int32"), np.int64(-9)
+    want = [
+        np.sum(rv, axis=0, dtype="int16").astype("int64"),
+        np.asarray(sv).astype("uint32").astype("int64"),
+        np.asarray(np.sum(rv, dtype="int8")).astype("int64"),
+    ]
+    for g, w in zip(_compiled(engine, [row, s], outs)(rv, sv), want):
+        assert np.asarray(g).dtype == w.dtype
+        np.testing.assert_array_equal(np.asarray(g), w)

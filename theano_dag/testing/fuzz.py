@@ -511,6 +511,13 @@ OPS = {
         "rsum({0}.astype({p[2]!r}), {p[0]}, '{d}')"
         ".reshape(np.sum({0}, axis={p[0]}, keepdims={p[1]}).shape)",
     ),
+    # A sum accumulating in a given dtype (an int8 one wraps): p = (axis, keepdims, acc).
+    "suma": (
+        1,
+        "{0}.sum(axis={p[0]}, keepdims={p[1]}, acc_dtype={p[2]!r})",
+        "rsum({0}.astype({p[2]!r}), {p[0]}, {p[2]!r}).astype('{d}')"
+        ".reshape(np.sum({0}, axis={p[0]}, keepdims={p[1]}).shape)",
+    ),
     "cumsum": (1, "tt.cumsum({0}, axis={p})", "np.cumsum({0}, axis={p}, dtype='{d}')"),
     "cumprod": (1, "tt.cumprod({0}, axis={p})", "np.cumprod({0}, axis={p}, dtype='{d}')"),
     "sort": (1, "tt.sort({0}, axis={p})", "np.sort({0}, axis={p})"),
@@ -588,11 +595,12 @@ UNARY = frozenset(
 #: Reductions of p = (axis, keepdims) (``sumd``: and a dtype).
 REDUCTIONS = frozenset(
     {"prod", "mean", "var", "std", "min", "maxk", "argmax", "argmin", "all", "any", "sumd"}
+    | {"suma"}
 )
 #: Ops whose params are chosen from their operands' dims: none fits, no graph.
 NEEDS_PARAM = frozenset(
     {"cast", "cast_in_range", "cast_grow", "alloc", "tensordot", "reshape", "diagonal", "concat"}
-    | {"join", "sumd", "stack", "tile"}
+    | {"join", "sumd", "suma", "stack", "tile"}
 )
 #: Products whose non-finite values depend on the kernel (:data:`DOT_NONFINITE`): numpy's
 #: ``tensordot(0.0, [inf, 1], axes=0)`` is ``[0, 0]`` (BLAS skips a zero factor), an
@@ -960,6 +968,11 @@ def _param_more(op, rng, dims, dtypes):
             wider.update({"uint64": "uint64"})
             dt = wider.get(dtypes[0], "int64") if rng.random() < 0.6 else "float64"
             p += (dt,)
+        if op == "suma":
+            # Wider, or (integers) narrower: an int8 accumulator wraps.
+            if dtypes[0] in FLOATS:
+                return p + ("float64",)
+            return p + (str(rng.choice(["int8", "int16", "int64", "uint32"])),)
         return p
     if op in ("cumsum", "cumprod", "sort", "argsort"):
         return _axis(rng, n)
@@ -1065,6 +1078,10 @@ def _args(op, rng, nodes, dims, dtypes):
         if not index:
             return None
         args[1] = _pick(rng, index)
+        if op == "take1":
+            args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 2])
+            if args[0] is None:
+                return None
     elif op == "dot" and dims[args[0]]:
         fits = [k for k, d in enumerate(dims) if d and d[0] == dims[args[0]][-1]]
         args[1] = _pick(rng, fits) if fits else args[1]
@@ -1465,7 +1482,9 @@ def _after_multi_axis_sum(rec):
     61128, graph 8698: ``4.5e307 + 0.88 - 4.5e307`` is 0.0 by columns, 0.6 flattened)."""
 
     def multi(k, node):
-        if node[0] not in ("sum", "sumd", "mean", "var", "std") or len(rec.dims[node[1][0]]) < 2:
+        if node[0] not in ("sum", "sumd", "suma", "mean", "var", "std"):
+            return False
+        if len(rec.dims[node[1][0]]) < 2:
             return False
         axis = node[2] if node[0] == "sum" else node[2][0]
         return axis is None or len(np.atleast_1d(axis)) >= 2

@@ -18,6 +18,7 @@ from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc, Join, Tile
+from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import (
@@ -222,6 +223,11 @@ def local_useless_reduce(fgraph, node):
     new = DimShuffle(x.broadcastable, kept)(x) if axes else x
     if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
         new = tm.neq(new, 0)  # all/any of one number: whether it is nonzero
+    acc = node.op.acc_dtype_for(x.dtype) if hasattr(node.op, "acc_dtype_for") else x.dtype
+    if not np.can_cast(x.dtype, acc, "safe"):
+        # The one element passes through the accumulator, as the op computes it: an int32
+        # summed with acc_dtype="int16" wraps there (100000 -> -31072), then widens.
+        new = tcast(new, acc)
     return new
 
 
