@@ -288,3 +288,24 @@ def test_a_sum_over_length_one_axes_passes_through_a_narrower_accumulator(engine
     for g, w in zip(_compiled(engine, [row, s], outs)(rv, sv), want):
         assert np.asarray(g).dtype == w.dtype
         np.testing.assert_array_equal(np.asarray(g), w)
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+@pytest.mark.parametrize(
+    "build, shape",
+    [
+        (lambda m: tt.max(m, axis=0), (0, 3)),
+        (lambda m: tt.min(m), (0, 0)),
+        (lambda m: tt.nnet.softmax(m), (3, 0)),
+        (lambda m: tt.nnet.logsoftmax(m), (2, 0)),
+    ],
+    ids=["max", "min", "softmax", "logsoftmax"],
+)
+def test_a_maximum_over_an_empty_axis_raises_on_every_engine(engine, build, shape):
+    # Found by probing the fuzzer's new reductions with empty values (s46): OpenCL gave
+    # the kernel's identity (-inf) as max over a length-0 axis and an empty softmax of
+    # rows of length 0, where numpy and the other engines raise.
+    m = tt.dmatrix("m")
+    f = _compiled(engine, [m], build(m))
+    with pytest.raises(ValueError, match="zero-size array"):
+        f(np.zeros(shape))

@@ -234,9 +234,14 @@ class ReduceImpl(Impl):
                 )
             full.append(lengths.pop() if lengths else 1)
         shape = tuple(full[d] for d in self.kept)
+        r = int(np.prod([full[d] for d in self.axes])) if self.axes else 1
+        if r == 0 and self.kind in ("max", "min"):
+            # numpy's (and the CPU engine's) error: the kernel would give its identity,
+            # -inf or the integer's minimum, as the maximum of nothing.
+            name = "maximum" if self.kind == "max" else "minimum"
+            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         y = out(0, shape, self.out_dtype)
         m = int(np.prod(shape)) if shape else 1
-        r = int(np.prod([full[d] for d in self.axes])) if self.axes else 1
         group = 1
         if r > 64 and m < 4096:
             group = min(128, self.ctx.max_work_group_size)
@@ -395,6 +400,9 @@ class SoftmaxImpl(Impl):
             raise ValueError(
                 f"{self.node.op}: dy {inputs[0].shape} and sm {ref.shape} differ " "in shape"
             )
+        if self.kind != "grad" and ref.shape[self.axis] == 0:
+            # As the reference engine: the maximum of an empty row has no identity.
+            raise ValueError("zero-size array to reduction operation maximum which has no identity")
         y = out(0, ref.shape, self.dtypes[-1])
         m = int(np.prod([ref.shape[d] for d in self.kept])) if self.kept else 1
         args = [I64(m), I64(ref.shape[self.axis])]
