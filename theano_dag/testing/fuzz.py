@@ -1684,9 +1684,10 @@ def differentiable(rec) -> bool:
 
 
 def _kinks(rec, vals) -> bool:
-    """Whether ``rec`` meets a kink at ``vals``: a ``max`` reaching its maximum at
-    more than one element, ``maximum``/``minimum`` of equal operands, a comparison of
-    operands closer than finite differences can tell apart."""
+    """Whether ``rec`` meets a kink at ``vals``: a ``max`` or ``min`` reaching its
+    extreme at more than one element, ``maximum``/``minimum`` of equal operands, a
+    comparison of operands closer than finite differences can tell apart, ties in a
+    sort, a ``std`` of equal elements, a step (:data:`STEPS`) within reach."""
     env = reference(rec, vals)
     for node in rec.nodes:
         op = node[0]
@@ -1697,8 +1698,8 @@ def _kinks(rec, vals) -> bool:
             if np.any((x == m).sum(axis=axis) > 1):
                 return True
         elif op in ("sort", "argsort"):
-            s = np.sort(x, axis=node[2])
-            if s.size and np.any(np.abs(np.diff(s, axis=-1 if node[2] is not None else 0)) < 1e-4):
+            s = np.sort(x, axis=node[2])  # axis None: flattened
+            if s.size and np.any(np.abs(np.diff(s, axis=0 if node[2] is None else node[2])) < 1e-4):
                 return True
         elif op == "std":
             if np.any(reduce(np.var, x, node[2], "float64") < 1e-8):
