@@ -637,6 +637,17 @@ OP_WEIGHTS = {
     "take": 4.0,
     "takec": 1.5,
 }
+#: The ops of issue 28's fuzzer (arithmetic, comparisons, casts, switch, fill/alloc,
+#: sum/max, dot, slices and indices): the rest of :data:`OPS` is drawn :data:`MORE_WEIGHT`
+#: as often, so that these keep most of the draws (integer and cast graphs need them).
+CORE_OPS = frozenset(
+    {"const", "tanh", "sin", "neg", "abs", "sqr", "exp", "sigmoid", "scale", "grow", "add"}
+    | {"sub", "mul", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "neq", "and", "or"}
+    | {"xor", "invert", "switch", "fill", "second", "alloc", "sum", "max", "dot", "slice"}
+    | {"index0", "take", "takec", "set_sub", "inc_sub", "T", "addaxis", "flatten", "cast"}
+    | {"cast_in_range", "cast_grow", "div", "floordiv", "mod", "clip", "log", "sqrt"}
+)
+MORE_WEIGHT = 0.5
 #: What constants hold, by dtype kind; a share of the float ones non-finite.
 CONST_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e30, float("nan"), float("inf"), float("-inf"))
 CONST_INTS = (0, 1, -1, 3, "min", "max")
@@ -1190,7 +1201,7 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
     names = [op for op in OPS if op != "const"]
     if grad:
         names = [op for op in names if op not in NO_GRAD]
-    weights = np.array([OP_WEIGHTS.get(op, 1.0) for op in names])
+    weights = np.array([OP_WEIGHTS.get(op, 1.0 if op in CORE_OPS else MORE_WEIGHT) for op in names])
     weights /= weights.sum()
     n_ops = int(rng.integers(1, max_ops + 1))
     tries = 0
