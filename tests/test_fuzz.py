@@ -95,6 +95,14 @@ def test_the_generator_makes_integer_and_bool_graphs_with_casts_in_every_directi
     assert compared & set(fuzz.INTS) and "bool" in compared
 
 
+def test_the_generator_draws_every_op_of_its_vocabulary():
+    # Each op has dims, params and operands of its own to find (a matrix for take1, a
+    # value that fits the rows for adv_inc): one the generator never manages is not
+    # fuzzed at all.
+    drawn = {n[0] for r in _recipes() for n in r.nodes}
+    assert set(fuzz.OPS) <= drawn, sorted(set(fuzz.OPS) - drawn)
+
+
 def test_the_generator_fills_and_allocs_operands_that_broadcast_against_each_other():
     seen = set()
     for r in _recipes():
