@@ -98,15 +98,9 @@ def _cases():
     ):
         cases += [(name, d) for d in arith]
     cases += [("add", ("bool", "bool")), ("mul", ("bool", "bool")), ("maximum", ("bool", "bool"))]
-    cases += [
-        ("pow", d)
-        for d in (
-            ("float64", "float64"),
-            ("float32", "float32"),
-            ("int32", "int32"),
-            ("int64", "int64"),
-        )
-    ]
+    # Integer powers have no C expression (numpy computes them: it raises on a negative
+    # exponent and wraps): test_integer_pow_has_no_c_expression.
+    cases += [("pow", d) for d in (("float64", "float64"), ("float32", "float32"))]
     cases += [("arctan2", d) for d in (("float64", "float64"), ("float32", "float32"))]
     cases += [("xlogy0", d) for d in (("float64", "float64"), ("float32", "float32"))]
     cases += [("logaddexp", d) for d in (("float64", "float64"), ("float32", "int8"))]
@@ -151,7 +145,7 @@ def _values(name, dtype, k, rng):
     if dtype == "bool":
         return rng.integers(0, 2, N).astype(bool)
     if np.dtype(dtype).kind in "iu":
-        lo, hi = (0, 4) if name == "pow" and k == 1 else (-20, 20)
+        lo, hi = (-20, 20)
         if np.dtype(dtype).kind == "u":
             lo = 0
         v = rng.integers(lo, hi, N)
@@ -329,3 +323,11 @@ def test_float_to_int_cast_of_nonfinite_and_out_of_range_is_the_minimum(linker, 
     want = np.array([lo, lo, lo, lo, lo, 3, -3, 2**20], dtype=dtype)
     got = function([x], tt.cast(x, dtype), mode=Mode(linker=linker))(v)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint64"])
+def test_integer_pow_has_no_c_expression(dtype):
+    # Through double (the expression it had), OpenCL's 3 ** 39 in int64 lost its low bits
+    # and 0 ** -1 gave a value where numpy raises: both engines leave it to numpy.
+    with pytest.raises(NotImplementedError, match="pow of integers"):
+        ts.pow.c_code(["x", "y"], [dtype, dtype], [dtype], C_TYPES)
