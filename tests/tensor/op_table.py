@@ -1697,6 +1697,17 @@ MORE = [
         )
         for axis in ((1,), (0, 2), None)
     ],
+    *[
+        Row(
+            f"{name}_dtype[axis={axis}]",
+            lambda x, f=f, axis=axis: f(x, axis=axis, dtype=x.dtype),
+            lambda x, f=r, axis=axis: f(x, axis=axis, dtype=x.dtype),
+            (U(2, 3, 4, lo=-3, hi=3),),
+            dtypes=("int8", "int32", "float32", "float64"),
+        )
+        for name, f, r in (("sum", tt.sum, np.sum), ("prod", tt.prod, np.prod))
+        for axis in (1, (0, 2), None)
+    ],
     Row(
         "prod_without_zeros",
         lambda x: ProdWithoutZeros(axis=(1,))(x),
