@@ -113,6 +113,8 @@ def test_value_through_function(row, mode):
     with np.errstate(all="ignore"):
         want = np.asarray(row.ref(*[v.copy() for v in values]))
     assert got.shape == want.shape
+    if row.check_dtype:
+        assert got.dtype == want.dtype, f"{row}: dtype {got.dtype}, numpy gives {want.dtype}"
     if want.dtype.kind in "fc":
         np.testing.assert_allclose(got, want, rtol=row.rtol64 if dtype == "float64" else 1e-4)
     else:
