@@ -98,6 +98,31 @@ def test_grad(row):
     verify_grad(build, [values[k] for k in diff], rng=rng, mode="PerformOnly")
 
 
+def _grad_graph(row, syms, values):
+    """The gradients test_grad checks, of the sum of the row's output."""
+    diff = row.grad_inputs
+    if diff is None:
+        diff = tuple(k for k, v in enumerate(values) if v.dtype.kind == "f")
+    out = row.build(*syms)
+    return grad(out.sum(), [syms[k] for k in diff], disconnected_inputs="ignore")
+
+
+@pytest.mark.parametrize("row", GRAD_ROWS, ids=str)
+def test_grad_graph_infer_shape(row):
+    """Every node of the gradient's graph (SoftmaxGrad, CholeskyGrad, MaxPoolGrad...)
+    infers the shape its value really has."""
+    syms, values = _inputs(row, "float64", np.random.default_rng(SEED))
+    grads = _grad_graph(row, syms, values)
+    givens = dict(zip(syms, values))
+    storage = evaluate_all(grads, givens)
+    for node in io_toposort(syms, grads):
+        if not all(isinstance(o.type, tt.TensorType) for o in node.outputs):
+            continue
+        inferred = inferred_node_shapes(node, givens)
+        real = [storage[o].shape for o in node.outputs]
+        assert same_shapes(inferred, real), f"{row}: {node.op} infers {inferred}, real {real}"
+
+
 @pytest.mark.parametrize("mode", ["PerformOnly", None])
 @pytest.mark.parametrize("row", TABLE, ids=str)
 def test_value_through_function(row, mode):
@@ -202,17 +227,13 @@ def _add_op(op, seen):
 
 def _covered_op_classes():
     """The op classes in the rows' graphs, and in their gradients' graphs where the row
-    checks the gradient (finite differences then check those ops' values)."""
+    checks the gradient (finite differences check those ops' values,
+    test_grad_graph_infer_shape their shapes)."""
     seen = set()
     for row in TABLE:
         syms, values = _inputs(row, row.dtypes[-1], np.random.default_rng(SEED))
         out = row.build(*syms)
-        outs = [out]
-        if row.grad:
-            diff = row.grad_inputs
-            if diff is None:
-                diff = tuple(k for k, v in enumerate(values) if v.dtype.kind == "f")
-            outs += grad(out.sum(), [syms[k] for k in diff], disconnected_inputs="ignore")
+        outs = [out, *(_grad_graph(row, syms, values) if row.grad else [])]
         for node in io_toposort(syms, outs):
             _add_op(node.op, seen)
     return seen
