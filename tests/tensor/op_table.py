@@ -762,24 +762,24 @@ def _complex_ref(a, b):
 
 
 SPECIAL = [
-    _unary("arcsinh", np.arcsinh),
+    _unary("arcsinh", np.arcsinh, dtypes=NUMERIC),
     _unary("arccosh", np.arccosh, U(3, 4, lo=1.1, hi=3.0)),
     _unary("arctanh", np.arctanh, UNIT),
     _unary("deg2rad", np.deg2rad, U(3, 4, lo=-200, hi=200), dtypes=NUMERIC),
     _unary("rad2deg", np.rad2deg, dtypes=NUMERIC),
     _unary("erfinv", special.erfinv, UNIT),
     _unary("erfcinv", special.erfcinv, U(3, 4, lo=0.1, hi=1.9)),
-    _unary("erfcx", special.erfcx, U(3, 4, lo=-1.5, hi=4.0)),
+    _unary("erfcx", special.erfcx, U(3, 4, lo=-1.5, hi=4.0), dtypes=NUMERIC),
     _unary("log_erfc", lambda x: np.log(special.erfc(x)), U(3, 4, lo=-2.0, hi=5.0)),
-    _unary("gamma", special.gamma, POS),
+    _unary("gamma", special.gamma, U(3, 4, lo=1.0, hi=3.0), dtypes=NUMERIC),
     _unary("gammaln", special.gammaln, POS, dtypes=("float32", "float64", "int64")),
     _unary("psi", special.psi, POS),
     # scipy's polygamma computes in float64 whatever its input; no gradient (Theano's)
     _unary("tri_gamma", lambda x: special.polygamma(1, x).astype(x.dtype), POS, grad=False),
-    _unary("i0", special.i0),
+    _unary("i0", special.i0, dtypes=NUMERIC),
     _unary("i1", special.i1),
     _unary("j0", special.j0),
-    _unary("j1", special.j1),
+    _unary("j1", special.j1, dtypes=NUMERIC),
     _unary("log1mexp", lambda x: np.log(-np.expm1(x)), U(3, 4, lo=-3.0, hi=-0.1)),
     Row("xlogx", xlogx, lambda x: special.xlogy(x, x), (POS,)),
     Row(
@@ -789,7 +789,7 @@ SPECIAL = [
         (ZEROS_AND(POS),),
         grad=False,
     ),
-    _binary("logaddexp", np.logaddexp, dtypes=FLOATS),
+    _binary("logaddexp", np.logaddexp),
     Row("xlogy0", xlogy0, special.xlogy, (ZEROS_AND(POS), POS), grad_inputs=(1,)),
     *[
         _binary(
