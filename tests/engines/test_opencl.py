@@ -56,7 +56,7 @@ def _table_inputs(row, dtype, rng, tag):
     return syms, values
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
 def test_op_table_matches_reference_engine(dtype):
     # All rows in one function: one program build, and every row still checked alone.
     rng = np.random.default_rng(1234)
@@ -92,7 +92,7 @@ def test_op_table_matches_reference_engine(dtype):
     # Most of the table runs as kernels; what does not is on the host, visibly.
     fn = f.fn
     device_nodes = [n for n, w in fn.where.items() if w == "device"]
-    assert len(device_nodes) > 150
+    assert len(device_nodes) > 0.9 * len(rows)  # (about one kernel a row, more or less)
     fallback_ops = {type(n.op).__name__ for n, _ in fn.placement.fallbacks}
     assert "CAReduce" not in fallback_ops
     # An Elemwise runs on the host only for a scalar op with no C expression (scipy's
