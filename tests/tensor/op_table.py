@@ -17,8 +17,10 @@ from scipy import linalg as scipy_linalg
 from scipy import special
 
 import theano_dag.tensor as tt
+from theano_dag import gradient
 from theano_dag import scalar as ts
 from theano_dag.config import config
+from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import blas, fft, nnet
 from theano_dag.tensor import linalg as la
 from theano_dag.tensor.arrays import (
@@ -772,7 +774,7 @@ SPECIAL = [
     _unary("erfcx", special.erfcx, U(3, 4, lo=-1.5, hi=4.0), dtypes=NUMERIC),
     _unary("log_erfc", lambda x: np.log(special.erfc(x)), U(3, 4, lo=-2.0, hi=5.0)),
     _unary("gamma", special.gamma, U(3, 4, lo=1.0, hi=3.0), dtypes=NUMERIC),
-    _unary("gammaln", special.gammaln, POS, dtypes=("float32", "float64", "int64")),
+    _unary("gammaln", special.gammaln, U(3, 4, lo=1.0, hi=3.0), dtypes=NUMERIC),
     _unary("psi", special.psi, POS),
     # scipy's polygamma computes in float64 whatever its input; no gradient (Theano's)
     _unary("tri_gamma", lambda x: special.polygamma(1, x).astype(x.dtype), POS, grad=False),
@@ -1831,19 +1833,86 @@ MORE = [
 ]
 
 
-TABLE = (
-    ELEMWISE
-    + REDUCTIONS
-    + SHAPE
-    + INDEXING
-    + DOT
-    + EXTRAS
-    + SPECIAL
-    + ARRAYS
-    + LINALG
-    + NNET
-    + MORE
-)
+def _jacobian_ref(x):
+    s = x.sum()
+    return np.diag(2 * x * s) + (x**2)[:, None]
+
+
+# Ops whose gradient is the point: a row's value is a gradient through them.
+GRADIENT = [
+    *[
+        Row(
+            f"{name}_value",
+            lambda x, f=f: f(x) * 2,
+            lambda x: x * 2,
+            (U(3, 4),),
+            grad=False,
+        )
+        for name, f in (
+            ("zero_grad", gradient.zero_grad),
+            ("consider_constant", gradient.consider_constant),
+            ("disconnected_grad", gradient.disconnected_grad),
+            ("undefined_grad", gradient.undefined_grad),
+            ("view_op", ViewOp()),
+            ("deep_copy_op", DeepCopyOp()),
+        )
+    ],
+    *[
+        Row(
+            f"{name}_gradient",
+            # d/dx sum(f(x) * x) = x: f's own gradient is cut
+            lambda x, f=f: gradient.grad(tt.sum(f(x) * x), x),
+            lambda x: x.copy(),
+            (U(3, 4),),
+            grad=False,
+        )
+        for name, f in (
+            ("zero_grad", gradient.zero_grad),
+            ("consider_constant", gradient.consider_constant),
+            ("disconnected_grad", gradient.disconnected_grad),
+        )
+    ],
+    Row(
+        "grad_clip_gradient",
+        lambda x, y: gradient.grad(tt.sum(gradient.grad_clip(x, -0.5, 0.5) * y), x),
+        lambda x, y: np.clip(y, -0.5, 0.5),
+        (U(3, 4), U(3, 4)),
+        grad=False,
+    ),
+    Row(
+        "grad_clip_wide",  # bounds wider than the gradient: finite differences agree
+        lambda x: gradient.grad_clip(x, -100, 100) * x,
+        lambda x: x * x,
+        (U(3, 4),),
+    ),
+    Row(
+        "grad_scale_gradient",
+        lambda x: gradient.grad(tt.sum(gradient.grad_scale(x, 0.5) ** 2), x),
+        lambda x: x.copy(),  # 0.5 * 2x
+        (U(3, 4),),
+        grad=False,
+    ),
+    Row("grad_scale_one", lambda x: gradient.grad_scale(x, 1.0) * x, lambda x: x * x, (U(3, 4),)),
+    Row(
+        "jacobian",
+        lambda x: gradient.jacobian(x**2 * x.sum(), x),
+        _jacobian_ref,
+        (U(4),),
+        rtol32=1e-3,
+    ),
+    Row(
+        "hessian",
+        lambda x: gradient.hessian(tt.sum(x**3), x),
+        lambda x: np.diag(6 * x),
+        (U(4),),
+        rtol32=1e-3,
+    ),
+]
+
+
+SECTIONS = (ELEMWISE, REDUCTIONS, SHAPE, INDEXING, DOT, EXTRAS)
+SECTIONS += (SPECIAL, ARRAYS, LINALG, NNET, MORE, GRADIENT)
+TABLE = [row for section in SECTIONS for row in section]
 
 
 def row_inputs(row, dtype, rng):

@@ -170,6 +170,7 @@ EXEMPT = {
     "theano_dag.tensor.nnet.abstract_conv.AbstractConv": _BASES,
     "theano_dag.tensor.nnet.abstract_conv.AbstractConv_gradInputs": _BASES,
     "theano_dag.tensor.nnet.abstract_conv.AbstractConv_gradWeights": _BASES,
+    "theano_dag.gradient.ops._GradIdentity": _BASES,
     # reads a file (numpy's .npy) named by the op: tests/tensor/test_theano_behaviours.py
     "theano_dag.tensor.io.LoadFromDisk": "reads a file: tests/tensor/test_theano_behaviours.py",
     # its value is a Python slice; indexing takes its bounds when the graph is built (the
@@ -196,18 +197,25 @@ EXEMPT.update(
     }
 )
 
-_OP_PACKAGES = ("theano_dag.tensor", "theano_dag.scalar")
+# the array vocabulary, and the graph-level ops a user applies to arrays (sparse, scan,
+# typed lists have tables and tests of their own)
+_OP_PACKAGES = (
+    "theano_dag.tensor",
+    "theano_dag.scalar",
+    "theano_dag.gradient",
+    "theano_dag.graph.identity_ops",
+    "theano_dag.ifelse",
+)
 
 
 def _op_classes():
-    """Every Op class defined in a module of ``theano_dag.tensor`` or ``theano_dag.scalar``,
-    by qualified name."""
+    """Every Op class defined in a module of ``_OP_PACKAGES``, by qualified name."""
     found = {}
     for pkg_name in _OP_PACKAGES:
         pkg = importlib.import_module(pkg_name)
         modules = [pkg] + [
             importlib.import_module(m.name)
-            for m in pkgutil.walk_packages(pkg.__path__, pkg_name + ".")
+            for m in pkgutil.walk_packages(getattr(pkg, "__path__", []), pkg_name + ".")
         ]
         for mod in modules:
             for obj in vars(mod).values():
