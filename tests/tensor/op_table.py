@@ -1344,7 +1344,7 @@ def _np_neibs(img, patch, step, mode):
         for r in rows
         for q in cols
     ]
-    return np.array(out, dtype=img.dtype)
+    return np.array(out, dtype=img.dtype).reshape(len(out), ph * pw)
 
 
 def _xent_1hot_bias(x, b, y):
@@ -1535,6 +1535,18 @@ NNET = [
                 {"border_mode": (1, 2), "filter_dilation": (2, 1)},
                 {"num_groups": 2},
             )
+        )
+    ],
+    *[
+        Row(
+            f"conv2d_empty[{what}]",
+            lambda x, w: nnet.conv2d(x, w, border_mode="half"),
+            _as(lambda x, w: nnet_reference.ref_conv2d(x, w, border_mode="half")),
+            gens,
+        )
+        for what, gens in (
+            ("batch", (U(0, 2, 5, 4), U(3, 2, 2, 3))),
+            ("filters", (U(2, 2, 5, 4), U(0, 2, 2, 3))),
         )
     ],
     Row(
