@@ -1456,6 +1456,12 @@ NNET = [
         )
     ],
     Row(
+        "images2neibs_empty_batch",
+        lambda x: nnet.images2neibs(x, (2, 2)),
+        lambda x: _np_neibs(x, (2, 2), (2, 2), "valid"),
+        (U(0, 2, 4, 4),),
+    ),
+    Row(
         "neibs2images",
         lambda n: nnet.neibs2images(n, (2, 2), (2, 2, 4, 4)),
         lambda n: n.reshape(2, 2, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(2, 2, 4, 4),
