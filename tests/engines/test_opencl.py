@@ -56,7 +56,7 @@ def _table_inputs(row, dtype, rng, tag):
     return syms, values
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int32", "int64", "bool"])
 def test_op_table_matches_reference_engine(dtype):
     # All rows in one function: one program build, and every row still checked alone.
     rng = np.random.default_rng(1234)
