@@ -83,6 +83,8 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
             return None
         fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
         cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x_dtype != acc else ""
+        # numpy's add and multiply reduce small ints into the platform's int: keep acc
+        cast += f", dtype={ctx.glob(np.dtype(acc), 'D')}"
     elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
         # All / Any: numpy's truth of each element, as their perform does.
         fn = ctx.glob(np.all if type(op.scalar_op).__name__ == "AND" else np.any, "allany")
