@@ -2,11 +2,12 @@
 oldest (by modification time: a cache touches an entry it reads) removed first.
 
 The caches that outlive a process (the cache of optimized graphs, the CPU engine's kernel
-index, its compiled libraries and its generated code objects) call :func:`evict_if_due` after they write an entry. Sizing a folder lists it, so
-it is done at most once every ``every`` seconds, by whichever process writes when it is
-due: a marker file in the folder (``.sized``) says by its time when it was last done. A
-marker that is missing, dated in the future, or not a plain file is taken as due and
-made again, so a damaged one costs one sizing, never the bound.
+index, its compiled libraries and its generated code objects) call :func:`evict_if_due`
+after they write an entry. Sizing a folder lists it, so it is done at most once every
+``every`` seconds, by whichever process writes when it is due: a marker file in the
+folder (``.sized``) says by its time when it was last done. A marker that is missing,
+dated in the future, or not a plain file is taken as due and made again, so a damaged
+one costs one sizing, never the bound.
 
 Files whose names start with a dot are not entries: the marker and the temporary files
 (:data:`TMP_PREFIX`) that a cache writes an entry to before renaming it into place, which
