@@ -5,8 +5,9 @@ passes of each (``make lasagne-suite``).
 Lasagne (``--lasagne``: a checkout of Lasagne/Lasagne) is written for Theano 1.0. The
 Theano 1.0 names it uses that theano-pymc 1.1 renamed or dropped (``LASAGNE_NAMES``:
 ``theano.gof``, ``theano.scan_module``, ``theano.Variable``, ``MRG_RandomStreams``...)
-are given on both sides by a start-up shim written here, each pointing at its theano-pymc
-1.1.2 name, so the two sides differ only in what ``import theano`` gives. The venv
+are given on theano-pymc's side by a start-up shim written here, each pointing at its
+theano-pymc 1.1.2 name; theano_dag's side runs Lasagne as it is, its alias giving those
+names itself. The venv
 (``--python``) holds both, as ``tools/pymc3_suite.py`` sets them up: theano_dag with its
 alias, and theano-pymc installed apart (``--theano-pymc``, ``pip install --target``).
 theano-pymc runs with ``cxx=`` (Python mode): its C mode cannot compile ``scan`` on
@@ -120,12 +121,10 @@ class _Finder(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _Finder())
 '''.replace("__NAMES__", repr(LASAGNE_NAMES))
 
-# The sitecustomize of each side: theano-pymc's takes the alias's finder off sys.meta_path
-# first (pymc3_suite's), then both give Lasagne's names.
-SIDE_SITE = {
-    "theano": SITECUSTOMIZE + "\nimport lasagne_names  # noqa\n",
-    "theano_dag": "import lasagne_names  # noqa\n",
-}
+# The sitecustomize of theano-pymc's side: the alias's finder off sys.meta_path
+# (pymc3_suite's), then Lasagne's names. theano_dag's side has none: Lasagne runs on it as
+# it is, the alias giving Theano 1.0's names itself (theano_dag.compat.gof...).
+THEANO_SITE = SITECUSTOMIZE + "\nimport lasagne_names  # noqa\n"
 
 
 # Lasagne's code for older numpy: its test helpers index arrays with a list of slices, which
@@ -233,20 +232,16 @@ def main(argv=None) -> int:
     results = {}
     for side in wanted:
         reused, partial = start_side(args, work, side)
-        site_dir = work / f"{side}-side"
-        site_dir.mkdir(exist_ok=True)
-        (site_dir / "sitecustomize.py").write_text(SIDE_SITE[side])
         compiledir = work / "theano-cache"
         env = side_env(side, work, args.theano_pymc.resolve(), 0, compiledir)
-        paths = env["PYTHONPATH"].split(os.pathsep)
         if side == "theano":
-            paths[0] = str(site_dir)  # pymc3_suite's theano-side, with Lasagne's names
+            # pymc3_suite's theano-side directory, its sitecustomize with Lasagne's names
+            site_dir = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+            site_dir.mkdir(parents=True, exist_ok=True)
+            (site_dir / "sitecustomize.py").write_text(THEANO_SITE)
             env["THEANO_FLAGS"] += ",cxx=" + (f",{args.flags}" if args.flags else "")
-        else:
-            paths.insert(0, str(site_dir))
-            if args.flags:
-                env["THEANO_FLAGS"] = args.flags
-        env["PYTHONPATH"] = os.pathsep.join(paths)
+        elif args.flags:
+            env["THEANO_FLAGS"] = args.flags
         todo = [f for f in files if f not in reused]
         ran = run_side(
             side,
