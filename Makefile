@@ -228,12 +228,16 @@ pymc3-suite: $(STAMP) $(PYMC3_STAMP)
 	$(BIN)/python tools/pymc3_suite.py --python $(PYMC3_VENV)/bin/python \
 	  --theano-pymc $(PYMC3_VENV)/theano-pymc --per-file $(PYMC3_SUITE_PER_FILE) --table
 
-# Lasagne's own tests (lasagne/tests, every file and test) on theano-pymc 1.1.2 in Python
-# mode and on theano_dag through the theano alias; LASAGNE_SRC: a Lasagne checkout (cloned
-# here when absent, which needs the network). Counts per file in
-# build/lasagne-suite/results.jsonl and a table as the README's. Not part of make test.
+# Lasagne's own tests (lasagne/tests, every file and test, --runslow, and its modules'
+# doctests, as Lasagne's CI ran them) on theano-pymc 1.1.2 in Python mode and on theano_dag
+# through the theano alias; LASAGNE_SRC: a Lasagne checkout (cloned here when absent, which
+# needs the network); LASAGNE_FLAGS: THEANO_FLAGS of both sides (floatX=float32...). Counts
+# per file in build/lasagne-suite/results.jsonl and a table as the README's. Not part of
+# make test.
 LASAGNE_SRC ?= build/Lasagne
+LASAGNE_FLAGS ?=
 lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
 	test -d $(LASAGNE_SRC) || git clone -q --depth 1 https://github.com/Lasagne/Lasagne $(LASAGNE_SRC)
 	$(BIN)/python tools/lasagne_suite.py --python $(LASAGNE_VENV)/bin/python \
-	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) --table
+	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) \
+	  --flags "$(LASAGNE_FLAGS)" --table

@@ -5,15 +5,23 @@ passes of each (``make lasagne-suite``).
 Lasagne (``--lasagne``: a checkout of Lasagne/Lasagne) is written for Theano 1.0. The
 Theano 1.0 names it uses that theano-pymc 1.1 renamed or dropped (``LASAGNE_NAMES``:
 ``theano.gof``, ``theano.scan_module``, ``theano.Variable``, ``MRG_RandomStreams``...)
-are given on both sides by a start-up shim written here, each pointing at its theano-pymc
-1.1.2 name, so the two sides differ only in what ``import theano`` gives. The venv
+are given on theano-pymc's side by a start-up shim written here, each pointing at its
+theano-pymc 1.1.2 name; theano_dag's side runs Lasagne as it is, its alias giving those
+names itself. The venv
 (``--python``) holds both, as ``tools/pymc3_suite.py`` sets them up: theano_dag with its
 alias, and theano-pymc installed apart (``--theano-pymc``, ``pip install --target``).
 theano-pymc runs with ``cxx=`` (Python mode): its C mode cannot compile ``scan`` on
 Python 3.11 here.
 
-Each file runs in its own pytest process with a time limit; the result is one JSON line
-per file and a total line in ``--out`` (``WORK/results.jsonl``), and ``--table`` prints
+The tests run as Lasagne's own CI ran them (``py.test --runslow`` with its setup.cfg's
+``--doctest-modules lasagne/``): every test file with ``--runslow``, so its two examples
+run (``examples/mnist.py`` on the stand-in MNIST files ``write_mnist`` makes, as nothing
+can be downloaded here), and the docstring examples of Lasagne's modules as one more entry,
+``DOCTESTS``. ``--flags`` sets ``THEANO_FLAGS`` on both sides (``floatX=float32``,
+``mode=FAST_COMPILE``...).
+
+Each entry runs in its own pytest process with a time limit; the result is one JSON line
+per entry and a total line in ``--out`` (``WORK/results.jsonl``), and ``--table`` prints
 the README's table.
 
     python tools/lasagne_suite.py --python /path/to/venv/bin/python \\
@@ -23,11 +31,13 @@ the README's table.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 from pymc3_suite import (
     PLUGIN,
     SITECUSTOMIZE,
@@ -111,12 +121,10 @@ class _Finder(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _Finder())
 '''.replace("__NAMES__", repr(LASAGNE_NAMES))
 
-# The sitecustomize of each side: theano-pymc's takes the alias's finder off sys.meta_path
-# first (pymc3_suite's), then both give Lasagne's names.
-SIDE_SITE = {
-    "theano": SITECUSTOMIZE + "\nimport lasagne_names  # noqa\n",
-    "theano_dag": "import lasagne_names  # noqa\n",
-}
+# The sitecustomize of theano-pymc's side: the alias's finder off sys.meta_path
+# (pymc3_suite's), then Lasagne's names. theano_dag's side has none: Lasagne runs on it as
+# it is, the alias giving Theano 1.0's names itself (theano_dag.compat.gof...).
+THEANO_SITE = SITECUSTOMIZE + "\nimport lasagne_names  # noqa\n"
 
 
 # Lasagne's code for older numpy: its test helpers index arrays with a list of slices, which
@@ -137,6 +145,51 @@ PATCHES = {
 }
 
 
+# The docstring examples of Lasagne's modules (its setup.cfg's --doctest-modules lasagne/):
+# one entry, run from the copy's root. Its test files' tests are the other entries': a
+# python_files pattern no file matches leaves them out (pytest 7's --ignore does not reach
+# into a package's subfolder).
+DOCTESTS = "lasagne"
+DOCTEST_ARGS = ["--doctest-modules", "-o", "python_files=no_test_files"]
+
+# examples/mnist.py reads MNIST's four files from the directory it runs in, and downloads
+# the ones missing: the names, and the idx format's magic numbers (images, labels).
+MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+IDX_IMAGES, IDX_LABELS = 2051, 2049
+
+
+def write_mnist(dest: Path, train: int = 12000, test: int = 1000, seed: int = 0) -> None:
+    """Stand-in MNIST files in ``dest``, in MNIST's idx format (gzipped): 28x28 ``uint8``
+    images whose digit ``k`` is a bright band at rows ``2k+4`` to ``2k+6`` over weak noise,
+    so a model can learn them. mnist.py keeps the last 10000 training images for
+    validation: ``train`` must exceed that for an epoch to train on some."""
+    rng = np.random.default_rng(seed)
+    for split, n in (("train", train), ("test", test)):
+        labels = rng.integers(0, 10, n).astype(np.uint8)
+        images = rng.integers(0, 64, (n, 28, 28)).astype(np.uint8)
+        for k in range(10):
+            images[labels == k, 2 * k + 4 : 2 * k + 7, 4:24] = 255
+        images_name, labels_name = MNIST_FILES[split]
+        head = np.array([IDX_IMAGES, n, 28, 28], ">i4").tobytes()
+        (dest / images_name).write_bytes(gzip.compress(head + images.tobytes()))
+        head = np.array([IDX_LABELS, n], ">i4").tobytes()
+        (dest / labels_name).write_bytes(gzip.compress(head + labels.tobytes()))
+
+
+def pytest_args(entry: str) -> list:
+    """The pytest arguments of one entry beyond the file: ``--runslow`` for a test file
+    (Lasagne's conftest, which defines it, is not loaded for the doctests' entry)."""
+    return DOCTEST_ARGS if entry == DOCTESTS else ["--runslow"]
+
+
+def label(entry: str) -> str:
+    """An entry's name in the README's table."""
+    return "doctests of `lasagne/`" if entry == DOCTESTS else f"`{entry.split('/')[-1]}`"
+
+
 def prepare(src: Path, dest: Path) -> Path:
     """A copy of the Lasagne checkout ``src`` at ``dest`` with ``PATCHES`` made."""
     shutil.rmtree(dest, ignore_errors=True)
@@ -153,21 +206,24 @@ def prepare(src: Path, dest: Path) -> Path:
 
 
 def test_files(lasagne: Path) -> list:
-    """Lasagne's test files, relative to its checkout."""
-    return sorted(
-        p.relative_to(lasagne).as_posix() for p in (lasagne / "lasagne/tests").rglob("test_*.py")
-    )
+    """Lasagne's test files, relative to its checkout, then ``DOCTESTS``."""
+    files = (lasagne / "lasagne/tests").rglob("test_*.py")
+    return sorted(p.relative_to(lasagne).as_posix() for p in files) + [DOCTESTS]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(ap, ".venv-lasagne", "lasagne-suite", 900)
     ap.add_argument("--lasagne", type=Path, default=ROOT / "build" / "Lasagne")
-    ap.add_argument("--files", nargs="*", help="test files, as lasagne/tests/test_x.py")
+    ap.add_argument(
+        "--files", nargs="*", help=f"test files, as lasagne/tests/test_x.py, or {DOCTESTS}"
+    )
+    ap.add_argument("--flags", default="", help="THEANO_FLAGS of both sides")
     args = ap.parse_args(argv)
 
     work = args.work.resolve()
     lasagne = prepare(args.lasagne.resolve(), work / "lasagne")
+    write_mnist(lasagne)
     (work / "plugin").mkdir(parents=True, exist_ok=True)
     (work / "plugin" / "pymc3_suite_plugin.py").write_text(PLUGIN)
     (work / "plugin" / "lasagne_names.py").write_text(SHIM)
@@ -176,18 +232,16 @@ def main(argv=None) -> int:
     results = {}
     for side in wanted:
         reused, partial = start_side(args, work, side)
-        site_dir = work / f"{side}-side"
-        site_dir.mkdir(exist_ok=True)
-        (site_dir / "sitecustomize.py").write_text(SIDE_SITE[side])
         compiledir = work / "theano-cache"
         env = side_env(side, work, args.theano_pymc.resolve(), 0, compiledir)
-        paths = env["PYTHONPATH"].split(os.pathsep)
         if side == "theano":
-            paths[0] = str(site_dir)  # pymc3_suite's theano-side, with Lasagne's names
-            env["THEANO_FLAGS"] += ",cxx="
-        else:
-            paths.insert(0, str(site_dir))
-        env["PYTHONPATH"] = os.pathsep.join(paths)
+            # pymc3_suite's theano-side directory, its sitecustomize with Lasagne's names
+            site_dir = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+            site_dir.mkdir(parents=True, exist_ok=True)
+            (site_dir / "sitecustomize.py").write_text(THEANO_SITE)
+            env["THEANO_FLAGS"] += ",cxx=" + (f",{args.flags}" if args.flags else "")
+        elif args.flags:
+            env["THEANO_FLAGS"] = args.flags
         todo = [f for f in files if f not in reused]
         ran = run_side(
             side,
@@ -199,10 +253,12 @@ def main(argv=None) -> int:
             args.jobs,
             work / "logs" / side,
             partial,
+            pytest_args,
         )
         results[side] = {**reused, **ran}
     out = args.out or work / "results.jsonl"
-    summarise(files, results, out, {"lasagne": "Lasagne/Lasagne master"})
+    header = {"lasagne": "Lasagne/Lasagne master", "flags": args.flags}
+    summarise(files, results, out, header)
     if args.show:
         for side, res in results.items():
             print(f"\nnot passing on the {side} side:")
@@ -211,7 +267,7 @@ def main(argv=None) -> int:
                     if outcome not in ("passed", "skipped"):
                         print(f"  {outcome.upper():<8} {test}")
     if args.table:
-        print("\n" + table(out, "Lasagne test file"))
+        print("\n" + table(out, "Lasagne test file", label))
     return 0
 
 

@@ -125,13 +125,16 @@ def side_env(side: str, work: Path, theano_pymc: Path, per_file: int, compiledir
     return env
 
 
-def run_file(python: str, site: Path, rel: str, env: dict, timeout: int, logs: Path) -> dict:
-    """Run the sample of one test file; its counts from the plugin's log."""
+def run_file(
+    python: str, site: Path, rel: str, env: dict, timeout: int, logs: Path, args=()
+) -> dict:
+    """Run the sample of one test file (``args``: more pytest arguments); its counts from
+    the plugin's log."""
     log = logs / (rel.replace("/", "__") + ".jsonl")
     log.unlink(missing_ok=True)
     env = {**env, "PYMC3_SUITE_LOG": str(log)}
     cmd = [python, "-m", "pytest", rel, "-q", "-p", "no:cacheprovider", "-p", "pymc3_suite_plugin"]
-    cmd += ["-c", os.devnull, f"--rootdir={site}", "-W", "ignore::DeprecationWarning"]
+    cmd += ["-c", os.devnull, f"--rootdir={site}", "-W", "ignore::DeprecationWarning", *args]
     status, out = run_group(cmd, site, env, timeout)
     tail = out[-400:]
     outcomes, sampled = {}, None
@@ -149,13 +152,14 @@ def run_file(python: str, site: Path, rel: str, env: dict, timeout: int, logs: P
     return {"file": rel, "status": status, **counts, "outcomes": outcomes, "tail": tail}
 
 
-def run_side(side, python, site, files, env, timeout, jobs, logs, partial):
-    """Run ``files`` on one side; each file's row goes to ``partial`` when counted."""
+def run_side(side, python, site, files, env, timeout, jobs, logs, partial, pytest_args=None):
+    """Run ``files`` on one side; each file's row goes to ``partial`` when counted.
+    ``pytest_args(file)``: more pytest arguments for that file (default: none)."""
     lock = threading.Lock()
     logs.mkdir(parents=True, exist_ok=True)
 
     def one(f):
-        r = run_file(python, site, f, env, timeout, logs)
+        r = run_file(python, site, f, env, timeout, logs, pytest_args(f) if pytest_args else ())
         with lock, open(partial, "a") as out:
             out.write(json.dumps({"file": f, side: _side_row(r, outcomes=True)}) + "\n")
             print(f"{side}: {f}: {r['passed']}/{r['tests']} {r['status']}", flush=True)
@@ -166,12 +170,14 @@ def run_side(side, python, site, files, env, timeout, jobs, logs, partial):
     return {r["file"]: {"side": side, **r} for r in results}
 
 
-def table(results_path: Path, what: str = "PyMC3 test file") -> str:
-    """The README's table (Markdown) of a results file: passed/run per file and side."""
+def table(results_path: Path, what: str = "PyMC3 test file", label=None) -> str:
+    """The README's table (Markdown) of a results file: passed/run per file and side;
+    ``label(file)``: a row's name (default: the file's name, as code)."""
     rows = [json.loads(line) for line in results_path.read_text().splitlines()]
     out = [f"| {what} | theano-pymc 1.1.2 | theano_dag (alias) |", "|---|---:|---:|"]
+    label = label or (lambda f: f"`{f.split('/')[-1]}`")
     for row in rows:
-        name = "**total**" if row["file"] == "TOTAL" else f"`{row['file'].split('/')[-1]}`"
+        name = "**total**" if row["file"] == "TOTAL" else label(row["file"])
         cells = []
         for side in ("theano", "theano_dag"):
             c = row.get(side)

@@ -278,3 +278,45 @@ def test_theano_change_flags_is_config_change_flags_deprecated(site_dir, tmp_pat
         "[('DeprecationWarning', 'theano.change_flags is deprecated: use "
         "theano.config.change_flags instead')]",
     ]
+
+
+def test_theano_1_0_names_lasagne_writes_are_given(site_dir, tmp_path):
+    # Lasagne (written for Theano 1.0) reaches the graph framework by theano.gof and
+    # theano.Variable, and scan's helpers by theano.scan_module.scan_utils: theano-pymc 1.1
+    # renamed them all. Under the alias they are theano_dag's objects, and they work.
+    proc = _python(
+        """
+        import theano
+        import theano.tensor as tt
+        from theano.scan_module.scan_utils import equal_computations
+        import theano.gof.opt
+        import theano_dag
+        from theano_dag.graph import basic, rewriting
+
+        assert theano.Variable is theano.gof.Variable is basic.Variable
+        assert theano.gof.graph is basic and theano.gof.opt is rewriting
+        assert theano.gof.local_optimizer is rewriting.local_optimizer
+        assert theano.Op is theano_dag.graph.op.Op and theano.Apply is basic.Apply
+        assert theano.utils is theano_dag.utils  # theano_dag's own name wins
+        assert "Variable" in dir(theano)
+        v = theano.Variable("myvariable")  # Lasagne's test_helper: a type-less variable
+        assert isinstance(v, theano.gof.Variable) and v.owner is None
+        x, y = tt.vector("x"), tt.vector("y")
+        w = theano.shared(1.0, name="w")
+        # Lasagne's collect_shared_vars: the graph's inputs, constants among them
+        found = theano.gof.graph.inputs([x * w + 2])
+        assert {getattr(v, "name", None) for v in found} == {"x", "w", None}
+        assert len(found) == 3
+        assert theano.gof.graph.is_same_graph(x.mean(), x.mean())
+        assert not theano.gof.graph.is_same_graph(x.mean(), x.sum())
+        assert equal_computations([x + 1], [x + 1]) and not equal_computations([x + 1], [y + 1])
+        try:
+            theano.NoSuchName
+        except AttributeError as err:
+            print(err)
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "module 'theano' has no attribute 'NoSuchName'"

@@ -115,6 +115,54 @@ def test_an_engine_that_computes_wrong_values_is_caught():
     np.testing.assert_allclose(good(np.zeros(2)), [1.0, 1.0])
 
 
+class _ScaledLinker(PerformLinker):
+    """The reference engine, but every output scaled by ``factor``."""
+
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def make_all(self, **kwargs):
+        fn, ins, outs, thunks, order = super().make_all(**kwargs)
+
+        def scaled():
+            fn()
+            for c in outs:
+                c.storage[0] = c.storage[0] * self.factor
+
+        return scaled, ins, outs, thunks, order
+
+
+# Lasagne's binary_hinge_loss(log_odds=False) with floatX=float32: the log of float32
+# predictions times int targets, a float64 result carrying float32 rounding.
+def _hinge(p, t):
+    return tt.maximum(0, 1 - tt.log(p / (1 - p)) * (2 * t - 1))
+
+
+def test_float32_rounding_in_a_float64_output_is_not_a_wrong_value():
+    # Two correct engines may round a float32 step an ulp apart (6e-8 relative); Theano's
+    # DebugMode compares float64 with numpy's allclose bounds, and so does this one.
+    p, t = tt.fvector("p"), tt.ivector("t")
+    draw = np.random.default_rng(7)
+    pv = draw.uniform(0.01, 0.99, 200).astype("float32")
+    tv = draw.integers(0, 2, 200).astype("int32")
+    lo = np.log(pv / (np.float32(1) - pv))  # float32, as the graph's log
+    want = np.maximum(0, 1 - lo * (2 * tv - 1))
+    # 1 - lo cancels near lo = 1: a float32 ulp of lo (1.2e-7) is the absolute bound there
+    close = {"rtol": 1e-6, "atol": 2.4e-7}
+    ulp = theano_dag.function([p, t], _hinge(p, t), mode=DebugMode(linker=_ScaledLinker(1 + 6e-8)))
+    assert ulp.maker.fgraph.outputs[0].dtype == "float64"
+    np.testing.assert_allclose(ulp(pv, tv), want, **close)
+    wrong = theano_dag.function(
+        [p, t], _hinge(p, t), mode=DebugMode(linker=_ScaledLinker(1 + 1e-4))
+    )
+    with pytest.raises(BadEngineOutput, match="differs from the reference"):
+        wrong(pv, tv)
+    # the CPU engine's C kernel, checked against the reference on the same graph
+    cpu = theano_dag.function([p, t], _hinge(p, t), mode=DebugMode(linker="cpu"))
+    np.testing.assert_allclose(cpu(pv, tv), want, **close)
+
+
 def test_sample_inputs_and_graphs_random_inputs_cannot_run():
     x = tt.dvector("x")
     out = tt.reshape(x, (5, 7)) * 1  # random vectors of length 3, 4, 2, 6, 5, 1 do not fit

@@ -32,6 +32,7 @@ from theano_dag.opt import optdb
 from theano_dag.printing import debugprint
 from theano_dag.scalar import float64
 from theano_dag.scalar.composite import Composite
+from theano_dag.scalar.math import Angle
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.nnet.pool import pool_2d
 from theano_dag.testing import fuzz
@@ -738,18 +739,31 @@ def test_a_key_that_cannot_be_made_warns_once_and_compiles(monkeypatch):
 
 
 def test_an_op_with_a_lambda_among_its_props_is_not_cached():
-    # angle's output types come from a lambda: a name that does not find it (another
-    # lambda of its module has the same one), so graph.op_key gives the op no key; the
-    # graph is refused at its key (once it was refused only when its store's pickle of
-    # the lambda failed).
+    # A lambda has a name that does not find it (every lambda of a module has the same
+    # one), so graph.op_key gives an op holding one no key; the graph is refused at its
+    # key (once it was refused only when its store's pickle of the lambda failed).
+    angle64 = Elemwise(Angle(lambda *dtypes: ("float64",), name="angle64"))
     for _ in range(2):
         z = tt.zvector("z")
         before = function_cache.stats()
-        f = theano_dag.function([z], tt.angle(z) * 2)
+        f = theano_dag.function([z], angle64(z) * 2)
         assert _delta(before) == {
             "hits": 0, "misses": 0, "stores": 0, "ineligible": 1, "damaged": 0
         }  # fmt: skip
         np.testing.assert_allclose(f(np.array([1j, -1.0])), [np.pi, 2 * np.pi])
+
+
+def test_angle_is_cached():
+    # theano_dag's own angle names its output type by a module function, found by its
+    # name: a graph of it is stored, then found.
+    deltas = []
+    for _ in range(2):
+        z = tt.zvector("z")
+        before = function_cache.stats()
+        f = theano_dag.function([z], tt.angle(z) * 2)
+        deltas.append(_delta(before))
+        np.testing.assert_allclose(f(np.array([1j, -1.0])), [np.pi, 2 * np.pi])
+    assert [(d["misses"], d["stores"], d["hits"]) for d in deltas] == [(1, 1, 0), (0, 0, 1)]
 
 
 # Test values (compute_test_value, on while a PyMC3 model is active): rewrites and the

@@ -5,6 +5,7 @@ case the function keeps giving numpy's values, with one warning naming the cause
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -239,6 +240,38 @@ def test_two_processes_compile_one_library_once(tmp_path):
         assert p.returncode == 0, err
     compiles = sum(int(out.split()[1]) for out, _ in outs)
     assert compiles == 1
-    names = os.listdir(cc.kernel_dir(str(tmp_path)))
+    # (".sized": the folder bound's marker, see misc.cache_eviction.)
+    names = [n for n in os.listdir(cc.kernel_dir(str(tmp_path))) if n != ".sized"]
     suffixes = sorted(n.split(".", 1)[1] for n in names)
     assert suffixes == ["c", "lock", "so", "so.sum"], names
+
+
+@needs_cc
+def test_kernel_folder_is_bounded_a_library_going_whole(tmp_path, monkeypatch):
+    # The folder keeps at most MAX_LIBRARIES libraries, the least recently used out
+    # first: a library goes with its checksum, source and lock; one loaded lately (its
+    # lock dated) outlives an older one; one removed is built again when asked for.
+    monkeypatch.setattr(cc, "MAX_LIBRARIES", 2)
+    monkeypatch.setattr(cc, "EVICT_EVERY", 0.0)
+    monkeypatch.setattr(cc, "_USED", set())
+    d = str(tmp_path)
+    srcs = [f"int k{i}(void) {{ return {i}; }}\n" for i in range(3)]
+    a = cc.compile_library(GCC, srcs[0], d)
+    b = cc.compile_library(GCC, srcs[1], d)
+    for path, t in ((a, 1000), (b, 2000)):  # a older than b
+        for ext in (".so", ".so.sum", ".c", ".lock"):
+            f = path[: -len(".so")] + ext
+            os.utime(f, (t, t))
+    assert cc.cached_library(GCC, srcs[0], d) == a  # a loaded now: dated through its lock
+    c = cc.compile_library(GCC, srcs[2], d)
+    left = sorted(os.listdir(d))
+    key_of = {p: os.path.basename(p)[: -len(".so")] for p in (a, b, c)}
+    assert [n for n in left if n.startswith(key_of[b])] == []  # b went, every file of it
+    for p in (a, c):
+        assert {n[len(key_of[p]) :] for n in left if n.startswith(key_of[p])} == {
+            ".so", ".so.sum", ".c", ".lock"}  # fmt: skip
+    before = cc.stats["compiles"]
+    assert cc.compile_library(GCC, srcs[1], d) == b and os.path.exists(b)
+    assert cc.stats["compiles"] == before + 1
+    lib = ctypes.CDLL(b)
+    assert lib.k1() == 1

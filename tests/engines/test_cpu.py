@@ -551,9 +551,14 @@ def test_generated_code_cached_on_disk(tmp_path, monkeypatch):
         _check_disk_cache(codegen, source, tmp_path, monkeypatch)
 
 
+def _entries(folder):
+    """A cache folder's entries: not the bound's marker (misc.cache_eviction)."""
+    return [p for p in folder.iterdir() if not p.name.startswith(".")]
+
+
 def _check_disk_cache(codegen, source, tmp_path, monkeypatch):
     code = codegen._compile(source, "test")
-    (cached,) = (tmp_path / "pycode").iterdir()
+    (cached,) = _entries(tmp_path / "pycode")
     ns: dict = {}
     exec(code, ns)
     assert ns["f"]() == 7
@@ -567,7 +572,32 @@ def _check_disk_cache(codegen, source, tmp_path, monkeypatch):
     ns = {}
     exec(codegen._compile(source, "test"), ns)
     assert ns["f"]() == 7
-    assert [p.name for p in (tmp_path / "pycode").iterdir()] == [cached.name]
+    assert [p.name for p in _entries(tmp_path / "pycode")] == [cached.name]
+
+
+def test_generated_code_folder_is_bounded(tmp_path, monkeypatch):
+    # <compiledir>/pycode keeps PYCODE_MAX_ENTRIES code objects, the least recently
+    # used out first: one read again (dated then) outlives an older one.
+    monkeypatch.setattr(codegen, "PYCODE_MAX_ENTRIES", 2)
+    monkeypatch.setattr(codegen, "PYCODE_EVICT_EVERY", 0.0)
+    filler = "".join(f"v{k} = {k}\n" for k in range(codegen.DISK_CACHE_MIN_CHARS // 6))
+    sources = [filler + f"r = {i}\n" for i in range(3)]
+    folder = tmp_path / "pycode"
+    with config.change_flags(compiledir=str(tmp_path)):
+        for i, src in enumerate(sources[:2]):
+            monkeypatch.setattr(codegen, "CODE_CACHE", {})
+            codegen._compile(src, "test")
+            (new,) = [p for p in _entries(folder) if p.stat().st_mtime > 1e6]
+            os.utime(new, (1000 + i, 1000 + i))  # source 0 the oldest
+        first, second = sorted(_entries(folder), key=lambda p: p.stat().st_mtime)
+        monkeypatch.setattr(codegen, "CODE_CACHE", {})
+        codegen._compile(sources[0], "test")  # read from disk: dated now
+        monkeypatch.setattr(codegen, "CODE_CACHE", {})
+        ns: dict = {}
+        exec(codegen._compile(sources[2], "test"), ns)
+    assert ns["r"] == 2
+    left = {p.name for p in _entries(folder)}
+    assert len(left) == 2 and first.name in left and second.name not in left
 
 
 # -- indexing, writes and reshapes by known indices: inline numpy, no perform ----------

@@ -59,7 +59,7 @@ def _close(g, w, tol):
 
 
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int32", "int64", "bool"])
 def test_op_table_matches_reference_engine(dtype, chunking):
     # All rows in one function: one compile, each row still checked alone.
     rng = np.random.default_rng(1234)

@@ -101,3 +101,25 @@ def test_temporary_files_are_not_entries_and_stale_ones_are_removed(tmp_path):
 
 def test_a_missing_folder_is_not_sized(tmp_path):
     assert evict_if_due(str(tmp_path / "none"), 1, 1, 600) is None
+
+
+def test_an_entry_of_several_files_goes_whole_dated_by_its_newest(tmp_path):
+    # entry_of groups files into entries (a kernel library with its checksum and
+    # source): a group's time is its newest file's, its size the sum of its files'.
+    for k, (t_lib, t_lock) in enumerate([(1000, 5000), (2000, 2000), (3000, 3000)]):
+        for ext, t, size in ((".so", t_lib, 300), (".so.sum", t_lib, 10), (".lock", t_lock, 0)):
+            path = tmp_path / f"key{k}{ext}"
+            path.write_bytes(b"x" * size)
+            os.utime(path, (t, t))
+    removed = evict_if_due(
+        str(tmp_path), 2, 10**6, every=600, entry_of=lambda n: n.split(".", 1)[0]
+    )
+    # key0's lock was dated last (a load): key1 is the least recently used.
+    assert removed == 1
+    left = sorted(n for n in os.listdir(tmp_path) if not n.startswith("."))
+    assert left == [f"key{k}{e}" for k in (0, 2) for e in (".lock", ".so", ".so.sum")]
+    # The byte bound counts a group's files together: 310 bytes each.
+    (tmp_path / MARKER).unlink()
+    assert evict_if_due(str(tmp_path), 10, 400, every=600, entry_of=lambda n: n[:4]) == 1
+    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith(".")) == [
+        "key0.lock", "key0.so", "key0.so.sum"]  # fmt: skip

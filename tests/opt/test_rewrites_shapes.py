@@ -271,6 +271,22 @@ def test_shape_feature_same_shape():
     assert feature.same_shape(m, g.outputs[0], 0, 1) and not feature.same_shape(m, g.outputs[0])
 
 
+def test_shape_feature_takes_a_length_known_only_from_the_value():
+    from theano_dag.opt.tensor_opt import ShapeFeature
+    from theano_dag.tensor.shape import Shape_i
+
+    # Nonzero infers (ndim, None): the count of nonzeros is known when it runs
+    m = tt.dmatrix("m")
+    out = tt.nonzero(m, return_matrix=True)
+    g = FunctionGraph([m], [out], clone=False)
+    feature = ShapeFeature()
+    g.attach_feature(feature)
+    rows, count = feature.shape_of[out]
+    assert isinstance(count.owner.op, Shape_i) and count.owner.inputs[0] is out
+    f = theano_dag.function([m], [rows, count])
+    assert [int(v) for v in f(np.eye(3))] == [2, 3]
+
+
 def test_make_vector_of_ints_has_float_gradients_and_checks_dtypes():
     from theano_dag.tensor.shape import LossyInputError, MakeVector
 

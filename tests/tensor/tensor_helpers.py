@@ -53,15 +53,30 @@ def evaluate(outputs, givens=None):
 
 
 def inferred_node_shapes(node, givens):
-    """The shapes ``node.op.infer_shape`` gives, evaluated with ``givens``."""
-    in_shapes = [tuple(shape_i(v, d) for d in range(v.ndim)) for v in node.inputs]
+    """The shapes ``node.op.infer_shape`` gives, evaluated with ``givens``; None where it
+    says a shape (or a length) is known only from the value (``numpy.unique``'s count)."""
+    in_shapes = [
+        tuple(shape_i(v, d) for d in range(v.ndim)) if hasattr(v, "ndim") else None
+        for v in node.inputs
+    ]  # None: not a tensor (a typed list, a slice)
     shapes = node.op.infer_shape(None, node, in_shapes)
     result = []
     for shp in shapes:
-        entries = [as_tensor_variable(s) for s in shp]
-        vals = evaluate(entries, givens) if entries else []
-        result.append(tuple(int(v) for v in vals))
+        if shp is None:
+            result.append(None)
+            continue
+        known = [as_tensor_variable(s) for s in shp if s is not None]
+        vals = iter(evaluate(known, givens) if known else [])
+        result.append(tuple(None if s is None else int(next(vals)) for s in shp))
     return result
+
+
+def same_shapes(inferred, real):
+    """Whether ``inferred_node_shapes``'s shapes match the real ones where they are known."""
+    return len(inferred) == len(real) and all(
+        i is None or (len(i) == len(r) and all(a is None or a == b for a, b in zip(i, r)))
+        for i, r in zip(inferred, real)
+    )
 
 
 def inferred_shapes(out, givens):

@@ -172,6 +172,9 @@ def test_values_eq_approx_tolerances_by_dtype():
     x64 = x32.astype("float64")
     assert not TensorType.values_eq_approx(x64, x64 * (1 + 2e-5))
     assert TensorType.values_eq_approx(x64, x64 * (1 + 1e-10))
+    # float64's bounds are numpy's allclose defaults, as Theano's: an ulp of float32 passes
+    assert TensorType.values_eq_approx(x64, x64 * (1 + 6e-8))
+    assert tt.values_eq_approx_tolerances["float64"] == (1e-5, 1e-8)
     assert not TensorType.values_eq_approx(np.array([np.inf]), np.array([-np.inf]))
     assert not TensorType.values_eq_approx(np.array([np.nan]), np.array([1.0]))
     assert TensorType.values_eq_approx(

@@ -57,10 +57,20 @@ class TheanoModule(types.ModuleType):
         try:
             return getattr(self.__dict__["_theano_dag"], name)
         except AttributeError:
-            raise AttributeError(f"module 'theano' has no attribute {name!r}") from None
+            pass
+        # Theano 1.0's names from theano.gof (theano.Variable, Lasagne's isinstance test),
+        # where theano_dag's namespace has none. Read from sys.modules: `import theano`
+        # imported compat.gof with the table's modules, and this file, loaded at start-up,
+        # imports nothing of theano_dag.
+        gof = sys.modules.get("theano_dag.compat.gof")
+        if gof is not None and name in gof.TOP_LEVEL:
+            return getattr(gof, name)
+        raise AttributeError(f"module 'theano' has no attribute {name!r}")
 
     def __dir__(self):
-        return sorted(set(dir(self.__dict__["_theano_dag"])) | set(self.__dict__))
+        gof = sys.modules.get("theano_dag.compat.gof")
+        old = set(gof.TOP_LEVEL) if gof is not None else set()
+        return sorted(set(dir(self.__dict__["_theano_dag"])) | set(self.__dict__) | old)
 
 
 def _deprecated(target, name, owner, attr):

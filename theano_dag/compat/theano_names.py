@@ -42,6 +42,22 @@ MODULES = {
     "theano.misc.pkl_utils": "theano_dag.compile.pkl_utils",
     "theano.gradient": "theano_dag.gradient",
     "theano.utils": "theano_dag.utils",
+    # Theano 1.0's paths, which theano-pymc 1.1 renamed and Lasagne still writes: gof, the
+    # graph framework (compat.gof holds its names), and scan's helpers.
+    "theano.gof": "theano_dag.compat.gof",
+    "theano.gof.graph": "theano_dag.graph.basic",
+    "theano.gof.fg": "theano_dag.graph.fg",
+    "theano.gof.op": "theano_dag.graph.op",
+    "theano.gof.type": "theano_dag.graph.type",
+    "theano.gof.utils": "theano_dag.graph.utils",
+    "theano.gof.toolbox": "theano_dag.graph.toolbox",
+    "theano.gof.destroyhandler": "theano_dag.graph.destroyhandler",
+    "theano.gof.opt": "theano_dag.graph.rewriting",
+    "theano.gof.optdb": "theano_dag.graph.rewriting.db",
+    "theano.gof.link": "theano_dag.engines.basic",
+    "theano.gof.cc": "theano_dag.engines.theano_linkers",
+    "theano.gof.vm": "theano_dag.engines.theano_linkers",
+    "theano.scan_module.scan_utils": "theano_dag.scan.utils",
     "theano": "theano_dag",
 }
 

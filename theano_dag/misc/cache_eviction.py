@@ -2,11 +2,12 @@
 oldest (by modification time: a cache touches an entry it reads) removed first.
 
 The caches that outlive a process (the cache of optimized graphs, the CPU engine's kernel
-index) call :func:`evict_if_due` after they write an entry. Sizing a folder lists it, so
-it is done at most once every ``every`` seconds, by whichever process writes when it is
-due: a marker file in the folder (``.sized``) says by its time when it was last done. A
-marker that is missing, dated in the future, or not a plain file is taken as due and
-made again, so a damaged one costs one sizing, never the bound.
+index, its compiled libraries and its generated code objects) call :func:`evict_if_due`
+after they write an entry. Sizing a folder lists it, so it is done at most once every
+``every`` seconds, by whichever process writes when it is due: a marker file in the
+folder (``.sized``) says by its time when it was last done. A marker that is missing,
+dated in the future, or not a plain file is taken as due and made again, so a damaged
+one costs one sizing, never the bound.
 
 Files whose names start with a dot are not entries: the marker and the temporary files
 (:data:`TMP_PREFIX`) that a cache writes an entry to before renaming it into place, which
@@ -40,10 +41,17 @@ TMP_PREFIX = ".tmp-"
 STALE_TMP = 3600.0
 
 
-def evict_if_due(directory: str, max_entries: int, max_bytes: int, every: float) -> int | None:
+def evict_if_due(
+    directory: str, max_entries: int, max_bytes: int, every: float, entry_of=None
+) -> int | None:
     """Keep ``directory`` under ``max_entries`` entries and ``max_bytes`` bytes, oldest out
     first, if it was not sized in the last ``every`` seconds (its marker's time); the
-    number of entries removed, or None when it was not due (or could not be listed)."""
+    number of entries removed, or None when it was not due (or could not be listed).
+
+    ``entry_of`` maps a file's name to the name of the entry it belongs to, for a cache
+    whose entry is several files (a kernel library, its checksum, its source and its
+    lock): an entry's files go together, its time is its newest file's and its size
+    their sum. Without it each file is an entry."""
     marker = os.path.join(directory, MARKER)
     now = time.time()
     try:
@@ -67,19 +75,32 @@ def evict_if_due(directory: str, max_entries: int, max_bytes: int, every: float)
                 with contextlib.suppress(OSError):  # (removed meanwhile by another process)
                     if e.is_file(follow_symlinks=False):
                         st = e.stat(follow_symlinks=False)
-                        entries.append((st.st_mtime, st.st_size, e.path))
+                        name = e.name if entry_of is None else entry_of(e.name)
+                        entries.append((name, st.st_mtime, st.st_size, e.path))
     except OSError:
         return None
-    entries.sort()
-    total = sum(s for _, s, _ in entries)
-    count = len(entries)
+    groups: dict = {}
+    for name, mtime, size, path in entries:
+        g = groups.get(name)
+        if g is None:
+            groups[name] = [mtime, size, [path]]
+        else:
+            g[0] = max(g[0], mtime)
+            g[1] += size
+            g[2].append(path)
+    order = sorted(groups.values(), key=lambda g: g[0])
+    total = sum(g[1] for g in order)
+    count = len(order)
     removed = 0
-    for _mtime, size, path in entries:
+    for _mtime, size, paths in order:
         if count <= max_entries and total <= max_bytes:
             break
-        with contextlib.suppress(OSError):
-            os.remove(path)
-            removed += 1
+        gone = False
+        for path in paths:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+                gone = True
+        removed += gone
         count -= 1
         total -= size
     return removed

@@ -842,6 +842,15 @@ def _float_of(x):
 conj = Conj(same_out, name="conj")
 real = Real(real_out, name="real")
 imag = Imag(real_out, name="imag")
-angle = Angle(lambda *dtypes: ("float64",), name="angle")  # float64 always, as Theano
+
+
+def _float64_out(*dtypes):
+    """float64 whatever the inputs (Theano's type for ``angle``); a named function, so
+    that an op holding it can be described for the persistent caches
+    (``graph.op_key``), which a lambda cannot."""
+    return ("float64",)
+
+
+angle = Angle(_float64_out, name="angle")
 complex = Complex(_complex_of, name="complex")  # noqa: A001 (Theano's name)
 complex_from_polar = ComplexFromPolar(_complex_of, name="complex_from_polar")

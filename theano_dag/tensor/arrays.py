@@ -255,6 +255,10 @@ class Nonzero(Op):
         (a,) = inputs
         output_storage[0][0] = np.asarray(np.nonzero(a), dtype="int64").reshape(a.ndim, -1)
 
+    def infer_shape(self, fgraph, node, input_shapes):
+        # one row per dimension; the count of nonzeros is known only from the value
+        return [(node.inputs[0].ndim, None)]
+
     def L_op(self, inputs, outputs, output_grads):
         return [tb.zeros_like(inputs[0])]
 
@@ -503,6 +507,14 @@ class PermuteRowElements(Op):
         else:
             out = np.take_along_axis(xb, yb, axis=-1)
         output_storage[0][0] = np.ascontiguousarray(out, dtype=node.outputs[0].dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        sx, sy = (tuple(s) for s in input_shapes[:2])
+        nd = node.outputs[0].ndim
+        sx = (1,) * (nd - len(sx)) + sx
+        sy = (1,) * (nd - len(sy)) + sy
+        # numpy's broadcasting, run-time 1s included: a length 1 takes the other one
+        return [tuple(tm.switch(tm.eq(a, 1), b, a) for a, b in zip(sx, sy))]
 
     def L_op(self, inputs, outputs, output_grads):
         x, y, inverse = inputs

@@ -869,6 +869,14 @@ class TensorSolve(Op):
         out = np.linalg.tensorsolve(a, b, self.axes)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
+    def infer_shape(self, fgraph, node, input_shapes):
+        shp_a, shp_b = input_shapes
+        order = list(range(len(shp_a)))
+        for k in self.axes or ():  # numpy moves these axes of a to its end first
+            order.remove(k % len(shp_a))
+            order.append(k % len(shp_a))
+        return [tuple(shp_a[k] for k in order[len(shp_b) :])]
+
     def L_op(self, inputs, outputs, output_grads):
         return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
 
@@ -903,6 +911,11 @@ class lstsq(Op):  # noqa: N801 (Theano's name for the op class)
         outs = np.linalg.lstsq(_linalg_dtype(a), _linalg_dtype(b), rcond=float(rcond))
         for store, o, var in zip(output_storage, outs, node.outputs):
             store[0] = np.asarray(o, dtype=var.dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        (m, n), shp_b = input_shapes[0], input_shapes[1]
+        # the residuals' length depends on the rank found (empty when it is below n)
+        return [(n, *shp_b[1:]), None, (), (tm.minimum(m, n),)]
 
     def L_op(self, inputs, outputs, output_grads):
         return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]

@@ -125,6 +125,11 @@ class ValueShape(Op):
     def perform(self, node, inputs, output_storage, params=None):
         output_storage[0][0] = np.asarray(np.shape(inputs[0]), dtype="int64")
 
+    def infer_shape(self, fgraph, node, input_shapes):
+        # a typed list of tensors: its length, then the tensors' dimensions; else unknown
+        ndim = getattr(getattr(node.inputs[0].type, "ttype", None), "ndim", None)
+        return [(ndim + 1 if isinstance(ndim, int) else None,)]
+
     def connection_pattern(self, node):
         return [[False]]
 

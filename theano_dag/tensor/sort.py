@@ -12,7 +12,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Variable
-from theano_dag.graph.null_type import grad_not_implemented, grad_undefined
+from theano_dag.graph.null_type import grad_not_implemented, grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
@@ -255,7 +255,8 @@ class TopKOp(Op):
     def L_op(self, inputs, outputs, output_grads):
         x, k = inputs
         k_grad = grad_undefined(self, 1, k, "TopKOp: k is not differentiable")
-        if not self.return_values:
+        if not self.return_values or is_disconnected(output_grads[0]):
+            # the indices alone: a step of x that keeps the order does not move them
             return [tb.zeros_like(x, config.floatX), k_grad]
         idx = (
             outputs[1]

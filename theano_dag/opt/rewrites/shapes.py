@@ -332,7 +332,8 @@ class ShapeFeature(Feature):
             shapes = [None] * len(node.outputs)
         for out, shp in zip(node.outputs, shapes):
             if isinstance(out.type, TensorType) and shp is not None and len(shp) == out.ndim:
-                lengths = [_as_length(e) for e in shp]
+                # a None length: known from the value only (local_infer_shape's rule)
+                lengths = [_as_length(e) if e is not None else None for e in shp]
                 if all(length is not None for length in lengths):
                     self.shape_of[out] = tuple(lengths)
                     continue

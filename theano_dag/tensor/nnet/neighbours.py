@@ -129,7 +129,8 @@ class Images2Neibs(Op):
         patches = ten4[:, :, r, k] * mask if not mask.all() else ten4[:, :, r, k]
         # (batch, channels, grid_rows, grid_cols, c, d) -> one patch per row
         n = int(np.prod(patches.shape[:4]))
-        output_storage[0][0] = np.ascontiguousarray(patches.reshape(n, -1), dtype=ten4.dtype)
+        size = patches.shape[4] * patches.shape[5]  # not -1: an empty batch has n = 0
+        output_storage[0][0] = np.ascontiguousarray(patches.reshape(n, size), dtype=ten4.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         (b, s, h, w), _, _ = input_shapes

@@ -25,7 +25,9 @@ Variants: ``fast`` (checks the inputs itself, applies updates and returns what
 ``profile`` and ``incremental`` versions of ``core``.
 
 The code objects of long sources are also cached on disk (``<compiledir>/pycode``),
-so that a new process running the same graph skips the Python compiler.
+so that a new process running the same graph skips the Python compiler; the folder is
+bounded as the other caches are (``misc.cache_eviction``: ``PYCODE_MAX_ENTRIES`` files,
+``PYCODE_MAX_BYTES`` bytes, the least recently used out first).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import numpy as np
 from theano_dag.config import config
 from theano_dag.engines.basic import raise_with_op
 from theano_dag.engines.cpu.emit.impls import KernelCall
+from theano_dag.misc.cache_eviction import TMP_PREFIX, evict_if_due
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.shape import Reshape
 from theano_dag.tensor.subtensor import Subtensor
@@ -161,6 +164,10 @@ def _compile(source, tag):
 # 2.2 ms of a fresh process's first call, loading it back 0.15 ms. Shorter sources
 # compile faster than a file is written.
 DISK_CACHE_MIN_CHARS = 8192
+# The folder's bound, sized at most every PYCODE_EVICT_EVERY seconds.
+PYCODE_MAX_ENTRIES = 2000
+PYCODE_MAX_BYTES = 128 << 20
+PYCODE_EVICT_EVERY = 600.0
 
 
 def _disk_compile(source, filename):
@@ -183,20 +190,25 @@ def _disk_compile(source, filename):
     try:
         with open(path, "rb") as f:
             code = marshal.loads(f.read())
+            with contextlib.suppress(OSError):
+                os.utime(f.fileno())  # used now: the bound keeps it longer
         if isinstance(code, types.CodeType) and code.co_filename == filename:
             return code
     except Exception:  # missing, or not whole marshal data: compile it again
         pass
     code = compile(source, filename, "exec")
-    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    directory = os.path.dirname(path)
+    tmp = os.path.join(directory, f"{TMP_PREFIX}{os.getpid()}.{uuid.uuid4().hex[:8]}")
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
         with open(tmp, "wb") as f:
             f.write(marshal.dumps(code))
         os.replace(tmp, path)
     except OSError:  # a read-only or full cache: the code still runs
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        return code
+    evict_if_due(directory, PYCODE_MAX_ENTRIES, PYCODE_MAX_BYTES, PYCODE_EVICT_EVERY)
     return code
 
 

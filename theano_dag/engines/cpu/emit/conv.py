@@ -462,7 +462,13 @@ def _filters(w, geo):
     """The filters as ``(F, C/groups*KH*KW)`` rows (flipped for a true convolution)."""
     if geo.flip:
         w = w[:, :, ::-1, ::-1]
-    return w.reshape(w.shape[0], -1)
+    return _flat(w, 1)
+
+
+def _flat(a, k):
+    """``a`` with its axes from ``k`` on as one (not ``-1``, which numpy cannot resolve
+    when a leading axis is empty: an empty batch, no filters)."""
+    return a.reshape(*a.shape[:k], int(np.prod(a.shape[k:])))
 
 
 def _pad_into(x, xp, geo):
@@ -811,7 +817,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         scale = None
     outm = out.reshape(n, f, out_hw[0] * out_hw[1])
     if geo.plain:
-        _grouped_matmul(wm, x.reshape(n, c, -1), outm, g)
+        _grouped_matmul(wm, _flat(x, 2), outm, g)
         _epilogue(outm, bias, relu, scale, geo.native)
         return out
     axis = geo.winograd7(out_hw, x.dtype, c)
@@ -869,7 +875,7 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
     # Flipped filters: the products go into a flipped view of the output.
     dst = out[:, :, ::-1, ::-1] if geo.flip else out
     acc4 = acc.reshape(f, cg, kh, kw)
-    gym = gy.reshape(n, f, -1)
+    gym = _flat(gy, 2)
     out_hw = gy.shape[2:]
     if geo.plain:
         nb = n
@@ -880,7 +886,7 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
         nb = cols.shape[0]
     for s in range(0, n, nb):
         e = min(n, s + nb)
-        cv = x.reshape(n, c, -1)[s:e] if geo.plain else _im2col(x, cols, s, e, geo, out_hw)
+        cv = _flat(x, 2)[s:e] if geo.plain else _im2col(x, cols, s, e, geo, out_hw)
         for j in range(e - s):
             for i in range(g):
                 np.matmul(
@@ -915,9 +921,9 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     if out is None:
         out = np.empty((n, c, h, wd), dtype=gy.dtype)
     wt = _filters(w, geo)
-    gym = gy.reshape(n, f, -1)
+    gym = _flat(gy, 2)
     if geo.plain:
-        outm = out.reshape(n, c, -1)
+        outm = _flat(out, 2)
         for i in range(g):
             np.matmul(
                 wt[i * fg : (i + 1) * fg].T,

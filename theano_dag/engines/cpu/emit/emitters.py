@@ -83,21 +83,20 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
             return None
         fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
         cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x_dtype != acc else ""
-        # In acc: numpy's add.reduce of an int8 or int32 array is int64 (a sum of int8
-        # into dtype="int8" gave 200, not -56, and an int64 result).
-        kw = f", dtype={ctx.glob(np.dtype(acc), 'D')}"
+        # numpy's add and multiply reduce small ints into the platform's int: keep acc
+        cast += f", dtype={ctx.glob(np.dtype(acc), 'D')}"
     elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
         # All / Any: numpy's truth of each element, as their perform does.
         fn = ctx.glob(np.all if type(op.scalar_op).__name__ == "AND" else np.any, "allany")
-        cast = kw = ""
+        cast = ""
     else:
         return None
 
     def emit(ins, outs, target):
         o = outs[0]
         if target is not None:
-            return [f"{o} = {fn}({ins[0]}{cast}, axis={axn}{kw}, out={target})"]
-        e = f"{fn}({ins[0]}{cast}, axis={axn}{kw})"
+            return [f"{o} = {fn}({ins[0]}{cast}, axis={axn}, out={target})"]
+        e = f"{fn}({ins[0]}{cast}, axis={axn})"
         return [f"{o} = {asarray}({e}, {odn})" if out_ndim == 0 else f"{o} = {e}"]
 
     return [Step(node, node.outputs, (x,), emit)]

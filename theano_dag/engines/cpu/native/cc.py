@@ -15,6 +15,13 @@ status is the same trusts it without reading it through: any write, truncation o
 replacement of the file changes its status (its change time, which no program
 can set back), so a damaged library is still found.
 
+The folder is bounded (``MAX_LIBRARIES`` libraries, ``MAX_BYTES`` bytes, the least
+recently used out first, by ``misc.cache_eviction``): a library's files (the library,
+its checksum, its source, its lock) go together, and a process that loads a library
+dates its lock file, the library itself keeping its status. A library removed while a
+process has it loaded stays mapped in that process; the next one to need it builds it
+again.
+
 Faults leave the caller on numpy with one warning naming the cause (see
 ``ckernel``): a compiler that fails, or runs past ``COMPILE_TIMEOUT_S`` (it is
 killed), or is missing (``config.cxx`` names no program), and a cache directory
@@ -46,6 +53,8 @@ import uuid
 import warnings
 import weakref
 from dataclasses import dataclass, field
+
+from theano_dag.misc.cache_eviction import evict_if_due
 
 __all__ = [
     "Toolchain",
@@ -81,6 +90,10 @@ OPENMP_FLAGS = ("-fopenmp",)
 
 # Counters for tests and profiles: compiler runs and cache hits in this process.
 stats = {"compiles": 0, "cache_hits": 0, "failures": 0}
+# The folder's bound (see the module docstring), sized at most every EVICT_EVERY seconds.
+MAX_LIBRARIES = 4000
+MAX_BYTES = 1 << 30
+EVICT_EVERY = 600.0
 _lock = threading.Lock()
 
 
@@ -408,6 +421,19 @@ def _record_status(final: str, digest: str, status: str):
             os.unlink(tmp)
 
 
+# Libraries this process has loaded from the cache (each dated once per process).
+_USED: set = set()
+
+
+def _library_of(name: str) -> str:
+    """The library a file of the kernel folder belongs to: its key, the name's first part.
+
+    >>> _library_of("3fa2.so.sum"), _library_of("3fa2.1234.5e6f.c")
+    ('3fa2', '3fa2')
+    """
+    return name.split(".", 1)[0]
+
+
 def _cached(final: str) -> bool:
     """Whether the intact library ``final`` is in the cache; a damaged one is removed
     (with a warning saying why), so that it is built again."""
@@ -417,6 +443,13 @@ def _cached(final: str) -> bool:
     if why is None:
         with _lock:
             stats["cache_hits"] += 1
+            first_use = final not in _USED
+            _USED.add(final)
+        if first_use:
+            # Dated for the bound through its lock: the library's own times are part of
+            # the status that vouches for its bytes.
+            with contextlib.suppress(OSError):
+                os.utime(final[: -len(".so")] + ".lock")
         return True
     with _lock:
         stats["damaged"] = stats.get("damaged", 0) + 1
@@ -530,18 +563,18 @@ def compile_library(tc: Toolchain, source: str, directory: str) -> str:
             return final
         try:
             _compile(tc, source, directory, final)
-            return final
         except CompileTimeout:
             raise
         except CompileError:
             fb = _fallback_toolchain(tc)
             if fb.flags == tc.flags and fb.libs == tc.libs:
                 raise
-        # The fallback's library lives under the first key, so later runs hit the cache.
-        _compile(_fallback_toolchain(tc), source, directory, final)
-        return final
+            # The fallback's library lives under the first key, so later runs hit the cache.
+            _compile(fb, source, directory, final)
     finally:
         os.close(lock)  # releases the lock
+    evict_if_due(directory, MAX_LIBRARIES, MAX_BYTES, EVICT_EVERY, entry_of=_library_of)
+    return final
 
 
 def cached_library(tc: Toolchain, source: str, directory: str, key=None) -> str | None:
