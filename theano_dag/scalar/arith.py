@@ -312,7 +312,7 @@ class Pow(BinaryScalarOp):
         # numpy raises on an integer's negative power and wraps a large one; a C
         # expression can do neither (through double, OpenCL gave 2 ** -1 = 0, and
         # 3 ** 39 in int64 lost its low bits): numpy computes integer powers.
-        raise NotImplementedError("pow of integers: numpy's (raises on negative exponents)")
+        raise NotImplementedError("pow of integers has no C expression (numpy computes it)")
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
