@@ -16,6 +16,7 @@ from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
+from theano_dag.graph.basic import io_toposort
 from theano_dag.testing.fuzz import rsum
 
 needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
@@ -309,3 +310,49 @@ def test_a_maximum_over_an_empty_axis_raises_on_every_engine(engine, build, shap
     f = _compiled(engine, [m], build(m))
     with pytest.raises(ValueError, match="zero-size array"):
         f(np.zeros(shape))
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_reading_back_rows_set_at_indices_of_both_signs_gives_the_last_writes(engine):
+    # local_adv_sub1_adv_inc_sub1 made set_subtensor(x[i], y)[i] into y for a constant
+    # i of distinct entries; 0 and -3 are distinct but name one row of a 3-row x, which
+    # holds the last write, so the read-back is not y (found checking the gradient
+    # above at i = [0, -3]).
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    rows = tt.constant(np.array([0, -3]))
+    f = _compiled(engine, [x, y], tt.set_subtensor(x[rows], y)[rows])
+    xv, yv = np.zeros((3, 3)), np.arange(6.0).reshape(2, 3)
+    want = xv.copy()
+    want[[0, -3]] = yv
+    np.testing.assert_array_equal(f(xv, yv), want[[0, -3]])
+
+
+@pytest.mark.parametrize(
+    "index", [[2, 0], [0, -3], "mask", "tril"], ids=["distinct", "signs", "mask", "tril"]
+)
+def test_the_gradient_of_a_set_at_indices_known_distinct_needs_no_mask(index):
+    # Constant rows of one sign, all distinct, and boolean masks name each position once:
+    # the gradient wrt the value set is the read-back of the output gradient, with no
+    # graph of last writes; other constant indices (0 and -3 of 3 rows: one row) keep it.
+    x = tt.dmatrix("x")
+    if index == "mask":
+        y = tt.dvector("y")
+        out = tt.set_subtensor(x[x > 0], y)
+    elif index == "tril":
+        y = tt.dvector("y")
+        out = tt.set_subtensor(x[np.tril_indices(3)], y)
+    else:
+        y = tt.dmatrix("y")
+        out = tt.set_subtensor(x[tt.constant(np.array(index))], y)
+    cost = (out * np.arange(1.0, 10.0).reshape(3, 3)).sum()
+    g = grad(cost, y)
+    ops = {type(n.op).__name__ for n in io_toposort([x, y], [g])}
+    assert ("Alloc" in ops) == (index in ([0, -3], "tril")), ops
+    xv = np.array([[1.0, -1.0, 2.0], [-2.0, 3.0, -3.0], [4.0, -4.0, 5.0]])
+    if index in ("mask", "tril"):
+        yv = np.linspace(-1, 1, 5 if index == "mask" else 6)
+    else:
+        yv = np.linspace(-1, 1, 6).reshape(2, 3)
+    f = function([x, y], cost)
+    got = function([x, y], g)(xv, yv)
+    np.testing.assert_allclose(got, _numeric_grad(f, [xv, yv], 1), rtol=1e-6, atol=1e-6)

@@ -307,6 +307,20 @@ def _last_writes(take, put, x):
     return tm.eq(take(last), pos)
 
 
+def _writes_once(idx):
+    """Whether the index arrays ``idx`` are known, when the graph is built, to name each
+    position at most once: boolean masks, or one constant integer array of distinct
+    non-negative entries. (Then every write of a set is the one that stays, and its
+    gradient needs no :func:`_last_writes` mask.)"""
+    arrays = [v for v in idx if isinstance(v, Variable) and getattr(v.type, "ndim", 0) > 0]
+    if all(v.dtype == "bool" for v in arrays):
+        return True
+    if len(arrays) != 1 or not isinstance(arrays[0], Constant):
+        return False
+    a = np.asarray(arrays[0].data)
+    return bool(a.dtype.kind in "iu" and (a >= 0).all() and np.unique(a).size == a.size)
+
+
 def _discrete_inc_grads(x, y, idx):
     """An integer result carries no gradient: float zeros for ``x`` and ``y``."""
     gy = zeros_like(y, config.floatX if y.dtype in discrete_dtypes else None)
@@ -532,14 +546,15 @@ class AdvancedIncSubtensor1(Op):
         if not self.set_instead_of_inc:
             return [gz, _reduce_y_grad(AdvancedSubtensor1()(gz, i), y), _disc()]
         gx = AdvancedIncSubtensor1(set_instead_of_inc=True)(gz, 0, i)
-        # A repeated row holds y once: it has y's gradient once (Theano counted it each
-        # time: grad(set_subtensor(x[[0, 0]], y).sum(), y) was 2).
-        kept = _last_writes(
-            lambda v: AdvancedSubtensor1()(v, i),
-            lambda v, w: AdvancedIncSubtensor1(set_instead_of_inc=True)(v, w, i),
-            x,
-        )
-        gy = AdvancedSubtensor1()(gz, i) * kept
+        gy = AdvancedSubtensor1()(gz, i)
+        if not _writes_once([i]):
+            # A repeated row holds y once: it has y's gradient once (Theano counted it
+            # each time: grad(set_subtensor(x[[0, 0]], y).sum(), y) was 2).
+            gy = gy * _last_writes(
+                lambda v: AdvancedSubtensor1()(v, i),
+                lambda v, w: AdvancedIncSubtensor1(set_instead_of_inc=True)(v, w, i),
+                x,
+            )
         return [gx, _reduce_y_grad(gy, y), _disc()]
 
 
@@ -781,6 +796,7 @@ class AdvancedIncSubtensor(Op):
         gx = gz
         if self.set_instead_of_inc:
             gx = AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
+        if self.set_instead_of_inc and not _writes_once(idx):
             # A repeated position holds y once (see AdvancedIncSubtensor1.L_op).
             gy = gy * _last_writes(
                 lambda v: AdvancedSubtensor(self.idx_list)(v, *idx),
