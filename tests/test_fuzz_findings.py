@@ -158,7 +158,7 @@ def _compiled(engine, inputs, outputs):
 
 @pytest.mark.parametrize("engine", EVERY_ENGINE)
 def test_integer_powers_wrap_as_numpy_and_a_negative_exponent_raises_on_every_engine(engine):
-    # Found by the fuzzer's ipow (s46): OpenCL computed an integer power through double
+    # Found by the fuzzer's ipow: OpenCL computed an integer power through double
     # and cast it back: 3 ** 39 in int64 lost its low bits (...256 for ...267), (2**62)**2
     # gave the minimum, not numpy's wrapped 0, and 0 ** -1 gave a value where numpy and
     # the CPU engine raise. Integer powers are numpy's on every engine now.
@@ -175,7 +175,7 @@ def test_integer_powers_wrap_as_numpy_and_a_negative_exponent_raises_on_every_en
 
 @pytest.mark.parametrize("engine", EVERY_ENGINE)
 def test_a_sum_or_product_into_a_small_integer_dtype_wraps_in_it_on_every_engine(engine):
-    # Found by the fuzzer's sumd (s46): sum(b, axis=1, dtype="int32") of a bool matrix
+    # Found by the fuzzer's sumd: sum(b, axis=1, dtype="int32") of a bool matrix
     # was int64 on the CPU engine (its step called numpy's add.reduce, which sums int8
     # and int32 arrays into int64), and sum(x, dtype="int8") of four int8 100s was 400, not
     # numpy's wrapped -112.
@@ -203,7 +203,7 @@ def test_a_sum_or_product_into_a_small_integer_dtype_wraps_in_it_on_every_engine
 
 @pytest.mark.parametrize("engine", EVERY_ENGINE)
 def test_the_mean_of_large_integers_adds_them_in_float64_on_every_engine(engine):
-    # Found by the fuzzer's mean (s46): the mean of int64 or uint64 values near their
+    # Found by the fuzzer's mean: the mean of int64 or uint64 values near their
     # extremes summed them in the integer (Theano's mean), which wrapped: the mean of
     # [2**62, 2**62] was -2**62. numpy's mean adds integers in float64; so does ours.
     x = tt.lmatrix("x")
@@ -269,7 +269,7 @@ def test_the_gradient_through_a_product_of_booleans_is_zero():
 
 @pytest.mark.parametrize("engine", EVERY_ENGINE)
 def test_a_sum_over_length_one_axes_passes_through_a_narrower_accumulator(engine):
-    # Found by the fuzzer's suma (s46): sum(x, axis=0, acc_dtype="int16") of a (1, n)
+    # Found by the fuzzer's suma: sum(x, axis=0, acc_dtype="int16") of a (1, n)
     # int32 x, and the sum of a 0-d int64 with acc_dtype="uint32", were x itself once
     # local_useless_reduce dropped the reduction; the reference engine wraps the one
     # element in the accumulator first (100000 -> -31072, -9 -> 4294967287).
@@ -303,7 +303,7 @@ def test_a_sum_over_length_one_axes_passes_through_a_narrower_accumulator(engine
     ids=["max", "min", "softmax", "logsoftmax"],
 )
 def test_a_maximum_over_an_empty_axis_raises_on_every_engine(engine, build, shape):
-    # Found by probing the fuzzer's new reductions with empty values (s46): OpenCL gave
+    # Found by probing the fuzzer's new reductions with empty values: OpenCL gave
     # the kernel's identity (-inf) as max over a length-0 axis and an empty softmax of
     # rows of length 0, where numpy and the other engines raise.
     m = tt.dmatrix("m")

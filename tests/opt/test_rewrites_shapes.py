@@ -10,6 +10,7 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting import TopoOptimizer, check_stack_trace, out2in
 from theano_dag.opt.tensor_opt import (
+    ShapeFeature,
     local_add_specialize,
     local_canonicalize_alloc,
     local_dimshuffle_lift,
@@ -23,7 +24,7 @@ from theano_dag.tensor.basic import Join, Tile
 from theano_dag.tensor.blas import Gemv, Ger
 from theano_dag.tensor.blas_c import CGemv, CGer
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import Reshape
+from theano_dag.tensor.shape import Reshape, Shape_i
 from theano_dag.tensor.type import (
     values_eq_approx_remove_inf,
     values_eq_approx_remove_inf_nan,
@@ -254,8 +255,6 @@ def test_clinker_is_the_cpu_engine():
 
 
 def test_shape_feature_same_shape():
-    from theano_dag.opt.tensor_opt import ShapeFeature
-
     x, y = tt.dvector("x"), tt.dvector("y")
     o = tt.exp(x) + y
     g = FunctionGraph([x, y], [o], clone=False)
@@ -272,9 +271,6 @@ def test_shape_feature_same_shape():
 
 
 def test_shape_feature_takes_a_length_known_only_from_the_value():
-    from theano_dag.opt.tensor_opt import ShapeFeature
-    from theano_dag.tensor.shape import Shape_i
-
     # Nonzero infers (ndim, None): the count of nonzeros is known when it runs
     m = tt.dmatrix("m")
     out = tt.nonzero(m, return_matrix=True)

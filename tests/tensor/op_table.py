@@ -1857,6 +1857,13 @@ def _jacobian_ref(x):
 
 
 # Ops whose gradient is the point: a row's value is a gradient through them.
+# The identities whose gradient is cut: values as x, gradients through them as zero.
+_GRAD_CUTS = (
+    ("zero_grad", gradient.zero_grad),
+    ("consider_constant", gradient.consider_constant),
+    ("disconnected_grad", gradient.disconnected_grad),
+)
+
 GRADIENT = [
     *[
         Row(
@@ -1867,9 +1874,7 @@ GRADIENT = [
             grad=False,
         )
         for name, f in (
-            ("zero_grad", gradient.zero_grad),
-            ("consider_constant", gradient.consider_constant),
-            ("disconnected_grad", gradient.disconnected_grad),
+            *_GRAD_CUTS,
             ("undefined_grad", gradient.undefined_grad),
             ("view_op", ViewOp()),
             ("deep_copy_op", DeepCopyOp()),
@@ -1884,11 +1889,7 @@ GRADIENT = [
             (U(3, 4),),
             grad=False,
         )
-        for name, f in (
-            ("zero_grad", gradient.zero_grad),
-            ("consider_constant", gradient.consider_constant),
-            ("disconnected_grad", gradient.disconnected_grad),
-        )
+        for name, f in _GRAD_CUTS
     ],
     Row(
         "grad_clip_gradient",

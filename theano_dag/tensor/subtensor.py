@@ -307,18 +307,26 @@ def _last_writes(take, put, x):
     return tm.eq(take(last), pos)
 
 
-def _writes_once(idx):
-    """Whether the index arrays ``idx`` are known, when the graph is built, to name each
-    position at most once: boolean masks, or one constant integer array of distinct
-    non-negative entries. (Then every write of a set is the one that stays, and its
-    gradient needs no :func:`_last_writes` mask.)"""
+def writes_once(idx):
+    """Whether the advanced index ``idx`` (the index inputs of a node) is known, when the
+    graph is built, to name each position at most once: boolean masks, or one constant
+    integer array of distinct entries of one sign (0 and -3 are one row of 3 rows). Then
+    every write of a set is the one that stays: its read-back is the value set, and its
+    gradient needs no :func:`_last_writes` mask.
+
+    >>> from theano_dag import tensor as tt
+    >>> writes_once([tt.constant([2, 0])]), writes_once([tt.constant([0, -3])])
+    (True, False)
+    """
     arrays = [v for v in idx if isinstance(v, Variable) and getattr(v.type, "ndim", 0) > 0]
     if all(v.dtype == "bool" for v in arrays):
         return True
     if len(arrays) != 1 or not isinstance(arrays[0], Constant):
         return False
     a = np.asarray(arrays[0].data)
-    return bool(a.dtype.kind in "iu" and (a >= 0).all() and np.unique(a).size == a.size)
+    return bool(
+        a.dtype.kind in "iu" and np.unique(a).size == a.size and ((a >= 0).all() or (a < 0).all())
+    )
 
 
 def _discrete_inc_grads(x, y, idx):
@@ -547,7 +555,7 @@ class AdvancedIncSubtensor1(Op):
             return [gz, _reduce_y_grad(AdvancedSubtensor1()(gz, i), y), _disc()]
         gx = AdvancedIncSubtensor1(set_instead_of_inc=True)(gz, 0, i)
         gy = AdvancedSubtensor1()(gz, i)
-        if not _writes_once([i]):
+        if not writes_once([i]):
             # A repeated row holds y once: it has y's gradient once (Theano counted it
             # each time: grad(set_subtensor(x[[0, 0]], y).sum(), y) was 2).
             gy = gy * _last_writes(
@@ -796,7 +804,7 @@ class AdvancedIncSubtensor(Op):
         gx = gz
         if self.set_instead_of_inc:
             gx = AdvancedIncSubtensor(self.idx_list, set_instead_of_inc=True)(gz, 0, *idx)
-        if self.set_instead_of_inc and not _writes_once(idx):
+        if self.set_instead_of_inc and not writes_once(idx):
             # A repeated position holds y once (see AdvancedIncSubtensor1.L_op).
             gy = gy * _last_writes(
                 lambda v: AdvancedSubtensor(self.idx_list)(v, *idx),

@@ -637,7 +637,7 @@ OP_WEIGHTS = {
     "take": 4.0,
     "takec": 1.5,
 }
-#: The ops of issue 28's fuzzer (arithmetic, comparisons, casts, switch, fill/alloc,
+#: The fuzzer's first ops (arithmetic, comparisons, casts, switch, fill/alloc,
 #: sum/max, dot, slices and indices): the rest of :data:`OPS` is drawn :data:`MORE_WEIGHT`
 #: as often, so that these keep most of the draws (integer and cast graphs need them).
 CORE_OPS = frozenset(

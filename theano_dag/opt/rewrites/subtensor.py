@@ -70,6 +70,7 @@ from theano_dag.tensor.subtensor import (
     IncSubtensor,
     Subtensor,
     slice_length,
+    writes_once,
 )
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -447,13 +448,9 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
     if ilist is not node.inputs[1]:
         return False
     # A row listed twice holds the last value written there: y then differs from the
-    # read-back unless y's rows are alike; only a list of distinct rows qualifies, which
-    # a constant shows (Theano asserts it at run time). Distinct entries of both signs
-    # may still name one row (0 and -3 of 3 rows), so they must have one sign.
-    if not isinstance(ilist, Constant):
-        return False
-    rows = np.asarray(ilist.data)
-    if np.unique(rows).size != rows.size or not ((rows >= 0).all() or (rows < 0).all()):
+    # read-back unless y's rows are alike; only a list known to name each row once
+    # qualifies (Theano asserts it at run time).
+    if not writes_once([ilist]):
         return False
     new = _filled(value, x[ilist], node.outputs[0])
     return [new] if new is not None else False

@@ -223,7 +223,7 @@ def local_useless_reduce(fgraph, node):
     new = DimShuffle(x.broadcastable, kept)(x) if axes else x
     if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
         new = tm.neq(new, 0)  # all/any of one number: whether it is nonzero
-    acc = node.op.acc_dtype_for(x.dtype) if hasattr(node.op, "acc_dtype_for") else x.dtype
+    acc = node.op.acc_dtype_for(x.dtype)
     if not np.can_cast(x.dtype, acc, "safe"):
         # The one element passes through the accumulator, as the op computes it: an int32
         # summed with acc_dtype="int16" wraps there (100000 -> -31072), then widens.
