@@ -62,6 +62,25 @@ def test_var_corrected_keeps_ddof(engine, dtype, ddof, axis):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ddof", [1, 2])
+@pytest.mark.parametrize("corrected", [False, True])
+def test_var_with_no_more_values_than_ddof_is_nan(engine, dtype, ddof, corrected):
+    # numpy divides by max(n - ddof, 0): over an empty axis, or with n <= ddof, the
+    # variance is NaN. The rewrites cancel the n of mean * n / (n - ddof), which gave
+    # 0 / -1 = -0.0 over an empty axis on the optimizing engines.
+    x = tt.matrix("x", dtype=dtype)
+    f = function([x], tt.var(x, axis=1, ddof=ddof, corrected=corrected), mode=mode_of(engine))
+    for rows in (np.zeros((3, 0), dtype), np.ones((2, 1), dtype), np.ones((2, 2), dtype)):
+        with np.errstate(all="ignore"):
+            want = np.var(rows, axis=1, ddof=ddof)
+        got = f(rows)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_mean_of_float16_sums_in_float32(engine):
     # 100000 float16 ones: their sum (and the count) overflow float16 (65504); the mean
     # is taken in float32 and returned as float16.

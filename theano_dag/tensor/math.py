@@ -610,9 +610,13 @@ def var(x, axis=None, ddof=0, keepdims=False, corrected=False):
     if ddof or corrected:
         n = cast(_count(x, axis), v.dtype)
     if ddof:
-        v = v * n / (n - ddof)
+        # numpy's divisor is max(n - ddof, 0): with no more values than ddof the variance
+        # is 0 / 0, NaN. With n - ddof, the rewrites' cancelling of n turned the variance
+        # over an empty axis into 0 / -1, -0.0.
+        d = maximum(n - ddof, 0)
+        v = v * n / d
     if corrected:
-        v = v - sqr(sum(centered, axis=axis)) / (n * (n - ddof))
+        v = v - sqr(sum(centered, axis=axis)) / (n * (d if ddof else n))
     return _keep(v, x, axis, keepdims)
 
 
