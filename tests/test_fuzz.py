@@ -48,6 +48,16 @@ def test_fixed_seed_sample_agrees_with_numpy_with_every_value_planned_and_poison
     assert failures == [], out.getvalue()
 
 
+def test_fixed_seed_sample_agrees_with_numpy_on_fast_compile_dask_and_debugmode():
+    # The engines a user picks by mode: FAST_COMPILE's few rewrites, the Dask engine
+    # (2-element chunks, so every graph spans several), and DebugMode, which checks
+    # every rewrite's values on the graph before and after it.
+    out = io.StringIO()
+    engines = ["py", "fast_compile", "dask", "debugmode"]
+    failures = fuzz.run(24, seed=2030, engines=engines, out=out)
+    assert failures == [], out.getvalue()
+
+
 @functools.cache
 def _recipes(n=400, seed=28):
     rng = np.random.default_rng(seed)

@@ -67,6 +67,21 @@ def test_a_wrong_rewrite_raises_bad_optimization_naming_it():
     assert info.value.reason == "local_wrong_exp"
 
 
+def test_a_refused_rewrite_after_others_in_its_pass_is_undone_and_reported():
+    # lt(x, x) becomes zeros (canonicalize) before 0 / z -> 0 (local_zero_div) meets
+    # 0 / 0 on DebugMode's samples: its BadOptimization used to end in a KeyError, the
+    # pass's undo missing the refused change. local_zero_div is one of the rewrites
+    # documented as unsafe for non-finite values; without them the value is NaN.
+    x = tt.TensorType("int8", shape=(None, None))("x")
+    z = tt.lt(x, x)
+    with pytest.raises(BadOptimization) as info:
+        theano_dag.function([x], z / z, mode=DebugMode(check_isfinite=False))
+    assert info.value.reason == "local_zero_div"
+    mode = DebugMode(check_isfinite=False).excluding("nonfinite_unsafe")
+    f = theano_dag.function([x], z / z, mode=mode)
+    assert np.isnan(f(np.ones((2, 3), "int8"))).all()
+
+
 def test_a_rewrite_that_breaks_the_graph_bookkeeping_is_caught():
     @optimizer
     def corrupt(fgraph):

@@ -529,3 +529,21 @@ def test_an_error_in_a_task_of_dask_arrays_own_names_its_key_the_operation_and_o
         str(err.value),
     ), str(err.value)
     np.testing.assert_allclose(f(np.ones((4, 4))), np.full(4, 4.0))  # the next call works
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_outputs_of_one_value_are_distinct_arrays(chunks):
+    # function([x], [x, x]) copies x twice; Dask computes the two equal copies once,
+    # and a one-chunk result is the chunk itself: the outputs were one array.
+    x = tt.scalar(dtype="uint8")
+    v = tt.vector()
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC))
+    f = theano_dag.function([x, v], [x, tt.second(x, x), v, v, v + 1, v + 1], mode=mode)
+    outs = f(np.uint8(3), np.arange(5.0))
+    for j in range(len(outs)):
+        for i in range(j):
+            assert not np.shares_memory(outs[i], outs[j]), (i, j)
+    outs[0][...] = 7
+    outs[2][0] = -1.0
+    assert outs[1] == 3 and outs[3][0] == 0.0
+    np.testing.assert_array_equal(outs[4], np.arange(5.0) + 1)

@@ -12,7 +12,7 @@ from theano_dag.graph.basic import Constant, equal_computations, is_same_graph
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting.basic import opt_name
 from theano_dag.graph.rewriting.merge import MergeFeature
-from theano_dag.graph.toolbox import ReplaceValidate
+from theano_dag.graph.toolbox import Feature, ReplaceValidate
 from theano_dag.opt import (
     ChangeLog,
     EquilibriumOptimizer,
@@ -809,6 +809,34 @@ def test_change_log_nested_checkpoints(xyz):
     log_.end(outer)
     assert same(fg, add(mul(X, Y), exp(X)))
     assert log_.log == []
+
+
+class _RaiseOnChangeTo(Feature):
+    """Raises when an input becomes ``target``, after the graph has changed (as
+    DebugMode's checker does on a change whose values differ)."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def on_change_input(self, fgraph, node, i, r, new_r, reason=None):
+        if new_r is self.target:
+            raise RuntimeError("refused")
+
+
+def test_change_log_undoes_a_change_that_a_feature_attached_first_refused(xyz):
+    # The feature that refused the change was attached before the log: the log still
+    # hears of the change (recorders are called first), so the undo restores the graph.
+    x, y, z = xyz
+    fg = FunctionGraph([x, y], [add(mul(x, y), exp(x))], clone=False)
+    fg.attach_feature(_RaiseOnChangeTo(y))
+    log_ = ChangeLog.attach(fg)
+    token = log_.begin()
+    fg.replace(fg.outputs[0].owner.inputs[0], x)
+    with pytest.raises(RuntimeError, match="refused"):
+        fg.replace(fg.outputs[0].owner.inputs[1], y)
+    log_.revert(fg, token)
+    log_.end(token)
+    assert same(fg, add(mul(x, y), exp(x)))
 
 
 def test_seq_optimizer_profile_and_checks(xyz):

@@ -826,6 +826,10 @@ class FunctionGraph:
                 if noop is not None and getattr(type(f), name, None) is noop:
                     continue
                 cbs.append((f, fn))
+            # The features that record changes to undo them hear of a change first: a
+            # feature that raises on a change (DebugMode's checker) stops the callbacks
+            # after it, and a change they did not record would be missing from the undo.
+            cbs.sort(key=lambda fc: not getattr(fc[0], "records_changes", False))
             self._callbacks[name] = cbs
         return cbs
 

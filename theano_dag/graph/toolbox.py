@@ -260,6 +260,7 @@ class History(Feature):
     """
 
     pickle_rm_attr = ["checkpoint", "revert"]
+    records_changes = True  # FunctionGraph calls it before the other features
 
     def __init__(self):
         self.history = {}

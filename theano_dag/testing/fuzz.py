@@ -68,12 +68,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 import theano_dag.tensor as tt
+from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.dask.linker import DaskLinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
 from theano_dag.scalar import cast_array
@@ -1405,6 +1407,11 @@ ENGINES = {
         "sync",
     ),
     "opencl": ('Mode(linker="opencl")', {}, None),
+    # Not in available_engines(): asked for by name (--engines).
+    "fast_compile": ('Mode(linker="cpu", optimizer="fast_compile")', {"cxx": ""}, None),
+    "dask": ('Mode(linker=DaskLinker(chunks=2, scheduler="sync"))', {}, None),
+    # Every rewrite's values checked on the graph before and after it.
+    "debugmode": ("DebugMode(check_isfinite=False)", {"cxx": ""}, None),
 }
 
 
@@ -1417,7 +1424,10 @@ def available_engines():
 
 
 def _mode(name):
-    return eval(ENGINES[name][0], {"Mode": Mode, "CPULinker": CPULinker})
+    return eval(
+        ENGINES[name][0],
+        {"Mode": Mode, "CPULinker": CPULinker, "DaskLinker": DaskLinker, "DebugMode": DebugMode},
+    )
 
 
 def close(got, want, tol, nonfinite=None, int_rtol=0.0, alternatives=()):
@@ -1587,7 +1597,11 @@ def classify(rec, engine):
             if (
                 tags == ("nonfinite_unsafe",)
                 and not _discretizes(rec)
-                and _check_engine(rec, engine, _tol(rec), nonfinite="either")
+                # DebugMode refuses such a rewrite when it compiles (BadOptimization):
+                # the same rewrites' finite values are checked on the CPU engine.
+                and _check_engine(
+                    rec, "cpu" if engine == "debugmode" else engine, _tol(rec), nonfinite="either"
+                )
             ):
                 # Those rewrites are exact for finite values: a float that differs
                 # where both sides are finite, and no comparison, cast or switch made
@@ -1906,12 +1920,14 @@ def _script_head(rec, title, flags):
         "import numpy as np",
         "",
         "import theano_dag.tensor as tt",
+        "from theano_dag.compile.debugmode import DebugMode",
         "from theano_dag.compile.function import function",
         "from theano_dag.compile.mode import Mode",
         "from theano_dag.compile.sharedvalue import shared",
         "from theano_dag.config import config",
         "from theano_dag.engines.cpu.linker import CPULinker",
         "from theano_dag.engines.cpu.native import ckernel",
+        "from theano_dag.engines.dask.linker import DaskLinker",
         "from theano_dag.gradient import grad",
         "",
         "nan, inf = np.nan, np.inf",
@@ -2049,9 +2065,21 @@ def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
 # -- command line ----------------------------------------------------------------------
 
 
-def run_grads(n, seed=0, out=sys.stdout):
-    """Check the gradients of ``n`` differentiable recipes from ``seed`` (default mode);
-    the failures as ``(index, "grad", problems, recipe)``."""
+def _check_grad_on(rec, engine):
+    """:func:`check_grad` in ``engine``'s mode, flags and C build mode (None: the
+    default mode)."""
+    if engine is None:
+        return check_grad(rec)
+    _, flags, build = ENGINES[engine]
+    build_ctx = ckernel.compile_mode(build) if build else contextlib.nullcontext()
+    with config.change_flags(**flags), build_ctx:
+        return check_grad(rec, mode=_mode(engine))
+
+
+def run_grads(n, seed=0, out=sys.stdout, engines=None):
+    """Check the gradients of ``n`` differentiable recipes from ``seed`` on each of
+    ``engines`` (names of :data:`ENGINES`; default: the default mode only); the failures
+    as ``(index, "grad" or "grad:<engine>", problems, recipe)``."""
     rng = np.random.default_rng(seed)
     failures, done = [], 0
     while done < n:
@@ -2060,11 +2088,16 @@ def run_grads(n, seed=0, out=sys.stdout):
         rec = generate(rng, grad=True)
         if not differentiable(rec):
             continue
-        problems = check_grad(rec)
-        if problems:
-            small = shrink(rec, lambda r: differentiable(r) and bool(check_grad(r)))
-            failures.append((done, "grad", problems, small))
-            print(f"# gradient graph {done} (seed {seed}): {problems[0]}", file=out)
+        for engine in engines or [None]:
+            problems = _check_grad_on(rec, engine)
+            if not problems:
+                continue
+            small = shrink(
+                rec, lambda r, e=engine: differentiable(r) and bool(_check_grad_on(r, e))
+            )
+            tag = "grad" if engine is None else f"grad:{engine}"
+            failures.append((done, tag, problems, small))
+            print(f"# gradient graph {done} (seed {seed}, {tag}): {problems[0]}", file=out)
             print(f"# shrunk: {small!r}", file=out)
             print(grad_reproducer(small), file=out, flush=True)
         done += 1
@@ -2163,6 +2196,9 @@ def main(argv=None):
     ap.add_argument("--opencl-every", type=int, default=10)
     ap.add_argument("--grads", type=int, default=None, help="gradient graphs (default N/5)")
     ap.add_argument("--grad-seed", type=int, default=None, help="default: --seed")
+    ap.add_argument(
+        "--grad-engines", default=None, help="comma-separated (default: the default mode)"
+    )
     ap.add_argument("--trace", action="store_true", help="print each graph's index first")
     a = ap.parse_args(argv)
     engines = a.engines.split(",") if a.engines else None
@@ -2182,7 +2218,8 @@ def main(argv=None):
             trace=a.trace,
         )
         t1 = time.perf_counter()
-        grad_failures = run_grads(n_grads, grad_seed)
+        grad_engines = a.grad_engines.split(",") if a.grad_engines else None
+        grad_failures = run_grads(n_grads, grad_seed, engines=grad_engines)
     except Exception:
         traceback.print_exc()
         return 2

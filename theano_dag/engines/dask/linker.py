@@ -269,9 +269,16 @@ class DaskThunk(Thunk):
                 f"Dask engine: task {key!r} ({self._what(key, native=True)}) failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        placed = []
         for j, (var, value) in enumerate(zip(fg.outputs, outs)):
             if not is_dask_array(value) and hasattr(var.type, "dtype"):
                 value = np.asarray(value, dtype=var.type.dtype)
+                # Dask computes equal tasks once (two copies of one input have one
+                # token), and a one-chunk result is that chunk itself: two outputs must
+                # not be one array, or writing into one changes the other.
+                if any(np.may_share_memory(value, p) for p in placed):
+                    value = value.copy()
+                placed.append(value)
             self.output_storage[j][0] = value
 
     def _what(self, key, native=False) -> str:

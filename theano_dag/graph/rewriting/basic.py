@@ -172,6 +172,8 @@ class ChangeLog(Feature):
     ``fgraph.change_log`` gives access to it; attach it with ``ChangeLog.attach(fgraph)``.
     """
 
+    records_changes = True  # FunctionGraph calls it before the other features
+
     def __init__(self):
         self.log: list = []
         self.depth = 0
