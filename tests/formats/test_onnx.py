@@ -181,3 +181,92 @@ def test_a_missing_extra_names_it(monkeypatch):
     m = tt.dmatrix("m")
     with pytest.raises(ImportError, match=r"pip install 'theano_dag\[onnx\]'"):
         to_onnx([m], [m + 1])
+
+
+def _same_everywhere(inputs, outputs, values):
+    """numpy's values (the reference engine) from theano_dag, ONNX Runtime and the model
+    imported back: equal dtypes, equal values (NaN where NaN)."""
+    ref = theano_dag.function(inputs, outputs, mode="FAST_COMPILE")(*values)
+    model = to_onnx(inputs, outputs)
+    back_in, back_out = from_onnx(model)
+    back = theano_dag.function(back_in, back_out)(*values)
+    for got in (_run_ort(model, values), back):
+        for g, w in zip(got, ref):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+    return model
+
+
+def test_semantics_that_onnx_spells_otherwise_are_kept():
+    x = tt.dvector("x")
+    i8, u8, b = tt.bvector("i8"), tt.vector("u8", dtype="uint8"), tt.vector("b", dtype="bool")
+    xv = np.array([0.0, -2.5, np.nan, 300.0, -1e10, 7.9])
+    i8v = np.array([-128, -1, 0, 5, 127, 3], dtype="int8")
+    u8v = np.array([0, 1, 2, 200, 255, 9], dtype="uint8")
+    bv = np.array([True, False, True, True, False, False])
+    outs = [
+        tt.switch(x, x * 2, -x),  # a float condition: nonzero (NaN too) is true
+        tt.cast(x, "int8"),  # NaN and out of range: int8's minimum (the engines' rule)
+        tt.cast(x, "uint16"),
+        tt.sum(i8),  # int8 adds up in int64
+        tt.sum(tt.cast(i8, "int32") * 20000000, acc_dtype="int32"),  # wraps in int32
+        tt.concatenate([x, tt.cast(b, "float64")]),  # mixed dtypes join in their upcast
+        abs(b),
+        abs(u8),
+        -u8,  # wraps
+        tt.max(x.dimshuffle("x", 0), axis=()),  # no axes: the input itself
+    ]
+    h = tt.vector("h", dtype="float16")
+    outs += [tt.cast(h, "int64"), tt.cast(h, "int8")]
+    hv = np.array([np.inf, -70000, -3.5, 2000, np.nan, 1], dtype="float16")
+    model = _same_everywhere([x, i8, u8, b, h], outs, [xv, i8v, u8v, bv, hv])
+    assert "Where" in {n.op_type for n in model.graph.node}
+
+
+def test_a_dtype_an_onnx_operator_does_not_take_is_refused_at_export():
+    v = tt.bvector("v")
+    with pytest.raises(OnnxExportError, match=r"dtypes.*Pow.*int8"):
+        to_onnx([v], [v**3])
+
+
+def test_operators_imported_as_onnx_defines_them():
+    # Variadic Max/Min, integer Div (truncating toward zero), Where, a reduction over
+    # an empty axes list (all axes), Pow in the base's dtype: models another exporter
+    # writes.
+    h = onnx.helper
+    tp = onnx.TensorProto
+    nodes = [
+        h.make_node("Max", ["a", "b", "c"], ["mx"]),
+        h.make_node("Min", ["a", "b", "c"], ["mn"]),
+        h.make_node("Div", ["i", "j"], ["q"]),
+        h.make_node("Where", ["cond", "a", "b"], ["w"]),
+        h.make_node("ReduceSum", ["a", "noaxes"], ["s"], keepdims=0),
+        h.make_node("Pow", ["a", "j64"], ["p"]),
+    ]
+    vec = [h.make_tensor_value_info(n, tp.FLOAT, [3]) for n in "abc"]
+    ints = [h.make_tensor_value_info(n, tp.INT32, [4]) for n in "ij"]
+    others = [
+        h.make_tensor_value_info("cond", tp.BOOL, [3]),
+        h.make_tensor_value_info("j64", tp.INT64, [3]),
+    ]
+    noaxes = onnx.numpy_helper.from_array(np.zeros(0, dtype="int64"), "noaxes")
+    outs = [h.make_tensor_value_info(n, tp.FLOAT, None) for n in ("mx", "mn", "w", "s", "p")]
+    outs.insert(2, h.make_tensor_value_info("q", tp.INT32, None))
+    graph = h.make_graph(nodes, "g", vec + ints + others, outs, initializer=[noaxes])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    values = [
+        np.array([1.0, 5.0, -2.0], "float32"),
+        np.array([3.0, 0.5, -1.0], "float32"),
+        np.array([2.0, 7.0, -3.0], "float32"),
+        np.array([7, -7, 7, -7], "int32"),
+        np.array([2, 2, -2, -2], "int32"),
+        np.array([True, False, True]),
+        np.array([2, 0, 3], "int64"),
+    ]
+    want = _run_ort(model, values)
+    back_in, back_out = from_onnx(model)
+    got = theano_dag.function(back_in, back_out)(*values)
+    np.testing.assert_array_equal(want[2], [3, -3, -3, 3])  # what ONNX says Div is
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -21,6 +21,8 @@ array([3., 3.], dtype=float32)
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from theano_dag.graph.algorithms import io_toposort
@@ -29,6 +31,7 @@ from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.shared import SharedVariable, shared
 from theano_dag.scalar import arith as sb
+from theano_dag.scalar.arith import int_cast_bounds
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -45,7 +48,7 @@ from theano_dag.tensor.nnet import (
 )
 from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, reshape, shape
 from theano_dag.tensor.subtensor import Subtensor
-from theano_dag.tensor.type import TensorType
+from theano_dag.tensor.type import TensorType, discrete_dtypes
 
 __all__ = ["OPSET", "OnnxExportError", "from_onnx", "to_onnx"]
 
@@ -141,9 +144,7 @@ class _Exporter:
         if isinstance(op, DimShuffle):
             return self.dimshuffle(op, node.inputs[0].ndim, ins[0], out)
         if isinstance(op, CAReduce) and op.scalar_op.name in _REDUCE:
-            axes = range(node.inputs[0].ndim) if op.axis is None else op.axis
-            reduce = _REDUCE[op.scalar_op.name]
-            return self.emit(reduce, [ins[0], self.const(list(axes))], out, keepdims=0)
+            return self.reduce(op, node, ins[0], out)
         if isinstance(op, tm.Dot):
             return self.emit("MatMul", ins, out)
         if isinstance(op, (Softmax, LogSoftmax)):
@@ -152,6 +153,12 @@ class _Exporter:
         if isinstance(op, tb.Join):
             axis = int(node.inputs[0].data) if op.axis is None else op.axis
             parts = ins[1:] if op.axis is None else ins
+            part_vars = node.inputs[1:] if op.axis is None else node.inputs
+            dst = node.outputs[0].dtype  # theano_dag joins mixed dtypes in their upcast
+            parts = [
+                self.cast(v.dtype, dst, n) if v.dtype != dst else n
+                for v, n in zip(part_vars, parts)
+            ]
             return self.emit("Concat", parts, out, axis=axis)
         if isinstance(op, Shape_i):
             shape = self.emit("Shape", ins, start=op.i, end=op.i + 1)
@@ -176,12 +183,14 @@ class _Exporter:
         scalar_op = node.op.scalar_op
         name = scalar_op.name
         if isinstance(scalar_op, sb.Cast):
-            elem = self.h.np_dtype_to_tensor_dtype(
-                np.dtype(getattr(scalar_op.o_type, "dtype", scalar_op.o_type))
-            )
-            return self.emit("Cast", ins, out, to=elem)
+            return self.cast(node.inputs[0].dtype, node.outputs[0].dtype, ins[0], out)
         if name not in _ELEMWISE:
             raise OnnxExportError(f"to_onnx: no ONNX operator for the elementwise {name}")
+        kind_of_input = np.dtype(node.inputs[0].dtype).kind
+        if name == "abs" and kind_of_input in "bu":  # ONNX's Abs takes no bool
+            return self.emit("Identity", ins, out)
+        if name == "neg" and kind_of_input == "u":  # ONNX's Neg takes signed types only
+            return self.emit("Sub", [self.const(0, node.inputs[0].dtype), ins[0]], out)
         kind = _ELEMWISE[name]
         # theano_dag upcasts mixed dtypes (x - 1 with an int8 1); ONNX wants them equal
         dtypes = [v.dtype for v in node.inputs]
@@ -196,9 +205,42 @@ class _Exporter:
             self.emit("Cast", [n], to=elem) if i >= first and d != target else n
             for i, (n, d) in enumerate(zip(ins, dtypes))
         ]
+        if kind == "Where" and dtypes[0] != "bool":
+            # theano_dag's condition is any dtype, true where nonzero (NaN too); ONNX's
+            # is a bool.
+            zero = self.const(0, dtypes[0])
+            ins[0] = self.emit("Not", [self.emit("Equal", [ins[0], zero])])
         while len(ins) > 2 and kind in ("Add", "Mul"):  # n-ary in theano_dag, binary in ONNX
             ins = [self.emit(kind, ins[:2]), *ins[2:]]
         return self.emit(kind, ins, out)
+
+    def cast(self, src, dst, x, out=None):
+        """``Cast`` with the engines' rule for a float out of an integer's range (and
+        NaN): the integer's minimum, where ONNX leaves the result undefined."""
+        to = self.h.np_dtype_to_tensor_dtype(np.dtype(dst))
+        if np.dtype(src).kind != "f" or np.dtype(dst).kind not in "iu":
+            return self.emit("Cast", [x], out, to=to)
+        if np.dtype(src).itemsize < 4:  # float16 cannot hold int32's minimum: float32 can
+            x, src = self.emit("Cast", [x], to=self.onnx.TensorProto.FLOAT), "float32"
+        lo, hi = (self.const(b, src) for b in int_cast_bounds(src, dst))
+        inside = self.emit("And", [self.emit("Greater", [x, lo]), self.emit("Less", [x, hi])])
+        # The minimum is a power of two (or 0): exact in every float dtype, so the
+        # choice is made on the floats (ONNX Runtime's Where takes few integer dtypes).
+        minimum = self.const(np.iinfo(dst).min, src)
+        return self.emit("Cast", [self.emit("Where", [inside, x, minimum])], out, to=to)
+
+    def reduce(self, op, node, x, out):
+        """A reduction accumulating in the op's accumulator dtype (ONNX's reduce in the
+        input's), over the op's axes (an empty ONNX axes list means all of them)."""
+        axes = list(range(node.inputs[0].ndim) if op.axis is None else op.axis)
+        src, dst = node.inputs[0].dtype, node.outputs[0].dtype
+        acc = getattr(op, "acc_dtype_for", lambda d: dst)(src) or dst
+        if not axes:
+            return self.cast(src, dst, x, out)
+        if acc != src:
+            x = self.cast(src, acc, x)
+        r = self.emit(_REDUCE[op.scalar_op.name], [x, self.const(axes)], keepdims=0)
+        return self.cast(acc, dst, r, out) if acc != dst else self.emit("Identity", [r], out)
 
     def vector(self, scalar):
         """A 0-d integer as the 1-d int64 ONNX takes for indices."""
@@ -342,7 +384,12 @@ def to_onnx(graph, outputs=None, name="theano_dag", opset=OPSET):
         opset_imports=[onnx.helper.make_opsetid("", opset)],
         producer_name="theano_dag",
     )
-    onnx.checker.check_model(model)
+    try:
+        # full_check: ONNX's type inference too, which refuses an operator applied to a
+        # dtype it does not take (Pow of int8): a model ONNX Runtime would not load.
+        onnx.checker.check_model(model, full_check=True)
+    except onnx.shape_inference.InferenceError as exc:
+        raise OnnxExportError(f"to_onnx: ONNX does not take this graph's dtypes: {exc}") from exc
     return model
 
 
@@ -372,10 +419,24 @@ def _unsqueeze(ins, attrs, known):
     return x.dimshuffle(order)
 
 
+def _div(a, b):
+    """ONNX's Div: integers divide truncating toward zero (C's), floats as floats."""
+    if a.dtype in discrete_dtypes and b.dtype in discrete_dtypes:
+        q = tm.int_div(a, b)  # floor: one less than the truncation where the signs differ
+        inexact = tm.neq(q * b, a)
+        return tb.cast(q + (inexact & tm.neq(tm.lt(a, 0), tm.lt(b, 0))), q.dtype)
+    return tm.true_div(a, b)
+
+
 def _reduce(fn):
     def build(ins, attrs, known):
         axes = None if len(ins) < 2 else _ints(known(ins[1]), "reduction axes")
-        return fn(ins[0], axis=axes, keepdims=bool(attrs.get("keepdims", 1)))
+        if axes == [] and not attrs.get("noop_with_empty_axes", 0):
+            axes = None  # no axes: all of them
+        keep = bool(attrs.get("keepdims", 1))
+        if axes == []:
+            return ins[0]
+        return tb.cast(fn(ins[0], axis=axes, keepdims=keep), ins[0].dtype)  # the input's
 
     return build
 
@@ -471,10 +532,10 @@ _IMPORT = {
     "Add": lambda i, a, k: i[0] + i[1],
     "Sub": lambda i, a, k: i[0] - i[1],
     "Mul": lambda i, a, k: i[0] * i[1],
-    "Div": lambda i, a, k: tm.true_div(i[0], i[1]),
-    "Pow": lambda i, a, k: i[0] ** i[1],
-    "Max": lambda i, a, k: tm.maximum(i[0], i[1]),
-    "Min": lambda i, a, k: tm.minimum(i[0], i[1]),
+    "Div": lambda i, a, k: _div(*i),
+    "Pow": lambda i, a, k: tb.cast(i[0] ** i[1], i[0].dtype),  # the base's dtype
+    "Max": lambda i, a, k: functools.reduce(tm.maximum, i),  # variadic in ONNX
+    "Min": lambda i, a, k: functools.reduce(tm.minimum, i),
     "Neg": lambda i, a, k: -i[0],
     "Exp": lambda i, a, k: tm.exp(i[0]),
     "Log": lambda i, a, k: tm.log(i[0]),
@@ -485,8 +546,12 @@ _IMPORT = {
     "Greater": lambda i, a, k: tm.gt(i[0], i[1]),
     "Less": lambda i, a, k: tm.lt(i[0], i[1]),
     "Equal": lambda i, a, k: tm.eq(i[0], i[1]),
-    "Where": lambda i, a, k: tb.switch(i[0], i[1], i[2]),
+    "Where": lambda i, a, k: tm.switch(i[0], i[1], i[2]),
     "Identity": lambda i, a, k: i[0],
+    "Not": lambda i, a, k: tm.invert(i[0]),
+    "And": lambda i, a, k: tm.and_(i[0], i[1]),
+    "Or": lambda i, a, k: tm.or_(i[0], i[1]),
+    "Xor": lambda i, a, k: tm.xor(i[0], i[1]),
     "Cast": _cast,
     "MatMul": lambda i, a, k: tm.dot(i[0], i[1]),
     "Softmax": lambda i, a, k: softmax(i[0], axis=a.get("axis", -1)),
