@@ -215,6 +215,8 @@ def test_semantics_that_onnx_spells_otherwise_are_kept():
         abs(u8),
         -u8,  # wraps
         tt.max(x.dimshuffle("x", 0), axis=()),  # no axes: the input itself
+        tt.max(x),  # NaN where a NaN is among the values (ONNX Runtime skips it)
+        tt.min(tt.stack([x, x * 2]), axis=1),
     ]
     h = tt.vector("h", dtype="float16")
     outs += [tt.cast(h, "int64"), tt.cast(h, "int8")]

@@ -240,6 +240,13 @@ class _Exporter:
         if acc != src:
             x = self.cast(src, acc, x)
         r = self.emit(_REDUCE[op.scalar_op.name], [x, self.const(axes)], keepdims=0)
+        if op.scalar_op.name in ("maximum", "minimum") and np.dtype(acc).kind == "f":
+            # numpy's max and min are NaN where a NaN is among the values; ONNX Runtime's
+            # ReduceMax and ReduceMin skip it.
+            nan = self.emit("Cast", [self.emit("IsNaN", [x])], to=self.onnx.TensorProto.FLOAT)
+            seen = self.emit("ReduceMax", [nan, self.const(axes)], keepdims=0)
+            seen = self.emit("Greater", [seen, self.const(0, "float32")])
+            r = self.emit("Where", [seen, self.const(np.nan, acc), r])
         return self.cast(acc, dst, r, out) if acc != dst else self.emit("Identity", [r], out)
 
     def vector(self, scalar):
@@ -548,6 +555,7 @@ _IMPORT = {
     "Equal": lambda i, a, k: tm.eq(i[0], i[1]),
     "Where": lambda i, a, k: tm.switch(i[0], i[1], i[2]),
     "Identity": lambda i, a, k: i[0],
+    "IsNaN": lambda i, a, k: tm.isnan(i[0]),
     "Not": lambda i, a, k: tm.invert(i[0]),
     "And": lambda i, a, k: tm.and_(i[0], i[1]),
     "Or": lambda i, a, k: tm.or_(i[0], i[1]),

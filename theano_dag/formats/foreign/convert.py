@@ -27,6 +27,20 @@ def _check_fgraph(graph, cls, who, what):
         raise TypeError(f"{who} needs a {what} FunctionGraph, got {type(graph).__name__}")
 
 
+def _apply_rule(rule, fl, node, ins):
+    """``(outputs, why not)``: the rule's outputs, or None and the reason when there is
+    no rule or the other side's op refuses these inputs' types (PyTensor's sign of a
+    bool, its rounding of an integer): the node is then wrapped like one without a
+    rule."""
+    if rule is None:
+        return None, ""
+    try:
+        return rule(fl, node, ins), ""
+    except TypeError as exc:
+        types = ", ".join(str(getattr(v, "type", v)) for v in node.inputs)
+        return None, f" for inputs of types {types} ({type(exc).__name__}: {exc})"
+
+
 def to_foreign(fgraph, flavor, strict=False, who="to_foreign"):
     """A foreign FunctionGraph computing what theano_dag's ``fgraph`` computes.
 
@@ -57,12 +71,13 @@ def to_foreign(fgraph, flavor, strict=False, who="to_foreign"):
             outs = node.op.fop(*ins, return_list=True)  # back to the op it wraps
         else:
             rule = to_rule(node.op)
-            outs = rule(fl, node, ins) if rule is not None else None
+            outs, refused = _apply_rule(rule, fl, node, ins)
         if outs is None:
             if strict:
                 raise NoCounterpartError(
-                    f"{who}: the theano_dag op {node.op} has no counterpart in {fl.package} "
-                    "(strict=True; without it the op is wrapped and runs its own perform)"
+                    f"{who}: the theano_dag op {node.op} has no counterpart in {fl.package}"
+                    f"{refused} (strict=True; without it the op is wrapped and runs its own "
+                    "perform)"
                 )
             outs = foreign_wrapper_class(fl)(node)(*ins, return_list=True)
         for old, new in zip(node.outputs, outs):
@@ -105,12 +120,13 @@ def from_foreign(ffgraph, flavor, strict=False, who="from_foreign"):
             outs = node.op.td_op(*ins, return_list=True)  # back to the op it wraps
         else:
             rule = from_rule(fl, node.op)
-            outs = rule(fl, node, ins) if rule is not None else None
+            outs, refused = _apply_rule(rule, fl, node, ins)
         if outs is None:
             if strict:
                 raise NoCounterpartError(
-                    f"{who}: the {fl.package} op {node.op} has no counterpart in theano_dag "
-                    "(strict=True; without it the op is wrapped and runs its own perform)"
+                    f"{who}: the {fl.package} op {node.op} has no counterpart in theano_dag"
+                    f"{refused} (strict=True; without it the op is wrapped and runs its own "
+                    "perform)"
                 )
             outs = ForeignOp(fl, node)(*ins, return_list=True)
         for old, new in zip(node.outputs, outs):

@@ -203,7 +203,12 @@ def _sparse_from(fl, node, ins):
 
 
 def _elemwise_from(fl, node, ins):
-    op = scalar_from_foreign(fl, node.op.scalar_op)
+    fop = node.op.scalar_op
+    op = scalar_from_foreign(fl, fop)
+    if op is None and not isinstance(fop, fl.Composite):
+        # a scalar op without a namesake may still be a composite of ours (clip)
+        xs = [fl.get_scalar_type(v.type.dtype)() for v in node.inputs]
+        op = _composite(fl, fl.Composite(xs, fop.make_node(*xs).outputs), to_foreign=False)
     if op is None:
         return None
     return Elemwise(op, dict(node.op.inplace_pattern) or None)(*ins, return_list=True)

@@ -14,7 +14,7 @@ SCALAR_NAMES = {
     "add": ("add",), "sub": ("sub",), "mul": ("mul",), "true_div": ("true_div",),
     "int_div": ("int_div",), "mod": ("mod",), "neg": ("neg",), "abs_": ("abs_", "abs"),
     "sgn": ("sgn", "sign"), "pow": ("pow",), "maximum": ("scalar_maximum", "maximum"),
-    "minimum": ("scalar_minimum", "minimum"), "clip": ("clip",), "lt": ("lt",), "gt": ("gt",),
+    "minimum": ("scalar_minimum", "minimum"), "lt": ("lt",), "gt": ("gt",),
     "le": ("le",), "ge": ("ge",), "eq": ("eq",), "neq": ("neq",), "and_": ("and_",),
     "or_": ("or_",), "xor": ("xor",), "invert": ("invert",), "isnan": ("isnan",),
     "isinf": ("isinf",), "switch": ("switch",), "identity": ("identity",),
@@ -29,6 +29,9 @@ SCALAR_NAMES = {
     "round_half_to_even": ("round_half_to_even",),
     "round_half_away_from_zero": ("round_half_away_from_zero",),
 }  # fmt: skip
+# Not in the table: ``clip``, the same name for two rules where lo > hi (ours numpy's
+# minimum(maximum(x, lo), hi), hi; Theano's and PyTensor's lo). Each side's is written
+# in the other's ops (_composite).
 
 
 def _scalar_tables(fl):
@@ -82,6 +85,13 @@ def _composite(fl, comp, to_foreign):
         elif to_foreign and node.op is ts.fma:  # x * y + z, in two ops
             mul, add = (scalar_to_foreign(fl, o) for o in (ts.mul, ts.add))
             vmap[node.outputs[0]] = add(mul(args[0], args[1]), args[2])
+        elif to_foreign and node.op is ts.clip:  # numpy's: minimum(maximum(x, lo), hi)
+            mx, mn = (scalar_to_foreign(fl, o) for o in (ts.maximum, ts.minimum))
+            vmap[node.outputs[0]] = mn(mx(args[0], args[1]), args[2])
+        elif not to_foreign and type(node.op).__name__ == "Clip":
+            # theirs: lo where x < lo, else hi where x > hi, else x
+            x, lo, hi = args
+            vmap[node.outputs[0]] = ts.switch(ts.lt(x, lo), lo, ts.switch(ts.gt(x, hi), hi, x))
         else:
             return None
     outs = [vmap[o] if o in vmap else new_const(o) for o in comp.outputs]
