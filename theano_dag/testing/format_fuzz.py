@@ -144,7 +144,13 @@ def _pytensor_value_refusal(exc) -> bool:
 def check_formats(rec, targets):
     """Run ``rec`` through each of ``targets``: ``(problems, unsupported)``, the first
     a list of ``(target, what)`` pairs, the second the targets that refused the graph
-    with their documented error, and why."""
+    with their documented error, and why.
+
+    >>> rng = np.random.default_rng(3)
+    >>> recipes = [fuzz.generate(rng) for _ in range(5)]
+    >>> [check_formats(rec, ["tuple_dag"])[0] for rec in recipes]
+    [[], [], [], [], []]
+    """
     problems, unsupported = [], {}
     if rec.shared_index is not None:
         return problems, {"all": "a shared variable"}
@@ -193,7 +199,12 @@ def check_formats(rec, targets):
 def run(n, seed=0, targets=None, out=sys.stdout, start=0):
     """Check recipes ``start`` to ``n - 1`` of the fuzzer's ``seed`` on ``targets``
     (default: all of :data:`TARGETS`); the failures as ``(index, target, what, recipe)``
-    and a Counter of the unsupported refusals by target."""
+    and a Counter of the unsupported refusals by target.
+
+    >>> failures, refused = run(5, seed=3, targets=["tuple_dag"])
+    >>> failures
+    []
+    """
     targets = list(targets or TARGETS)
     missing = missing_extras(targets)
     if missing:
