@@ -169,8 +169,8 @@ def test_unsupported_ops_are_named():
     with pytest.raises(OnnxExportError, match="ignore_border=True"):
         to_onnx([m], [nnet.pool_2d(m, (2, 2), ignore_border=False)])
     model = to_onnx([m], [tt.exp(m)])
-    model.graph.node[0].op_type = "Erf"
-    with pytest.raises(OnnxExportError, match="no import for the ONNX operator Erf"):
+    model.graph.node[0].op_type = "Hardmax"
+    with pytest.raises(OnnxExportError, match="no import for the ONNX operator Hardmax"):
         from_onnx(model)
     with pytest.raises(TypeError, match="give a compiled function, a FunctionGraph"):
         to_onnx(object())
@@ -272,3 +272,39 @@ def test_operators_imported_as_onnx_defines_them():
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_more_elementwise_operators_export_and_import(dtype):
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    i, j = tt.ivector("i"), tt.ivector("j")
+    b = tt.vector("b", dtype="bool")
+    xv = np.array([-0.5, 0.25, 0.75, 2.5, -3.5], dtype=dtype)
+    yv = np.array([0.5, 0.25, -1.0, 2.0, np.inf], dtype=dtype)
+    iv, jv = np.array([3, -4, 0, 7, 12], "int32"), np.array([5, 5, -1, 2, 12], "int32")
+    bv = np.array([True, False, True, False, True])
+    outs = [
+        x >= y, x <= y, tt.neq(x, y), tt.sqr(x), tt.sin(x), tt.cos(x), tt.tan(x),
+        tt.arcsin(x / 4), tt.arccos(x / 4), tt.arctan(x), tt.sinh(x), tt.cosh(x),
+        tt.arcsinh(x), tt.arccosh(abs(x) + 1), tt.arctanh(x / 4), tt.isnan(y), tt.isinf(y),
+        tt.sgn(x), tt.floor(x), tt.ceil(x), tt.round(x, mode="half_to_even"), tt.erf(x),
+        tt.reciprocal(y), tt.clip(x, -1, 0.5), tt.clip(x, 1, -1), tt.second(y, i),
+        i & j, i | j, i ^ j, ~i, b & ~b, b | b, b ^ True,
+    ]  # fmt: skip
+    model = to_onnx([x, y, i, j, b], outs)
+    values = [xv, yv, iv, jv, bv]
+    want = theano_dag.function([x, y, i, j, b], outs, mode="FAST_COMPILE")(*values)
+    back_in, back_out = from_onnx(model)
+    again = theano_dag.function(back_in, back_out)(*values)
+    rtol = 1e-6 if dtype == "float32" else 1e-12
+    # ONNX Runtime's CPU kernels of the trigonometric and hyperbolic functions other
+    # than sin and cos take float32 only: float64 checks the round trip alone there.
+    try:
+        ran = _run_ort(model, values)
+    except Exception as exc:
+        assert dtype == "float64" and "NOT_IMPLEMENTED" in str(exc)
+        ran = again
+    for got in (ran, again):
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=rtol)

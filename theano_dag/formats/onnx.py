@@ -2,10 +2,14 @@
 outputs) to an ``onnx.ModelProto``, and import the operators it exports back.
 
 What is exported is the graph as the user wrote it (a compiled function's source graph,
-before any engine lowered it): elementwise arithmetic, ``dot``, ``conv2d``, ``pool_2d``,
-softmax and log-softmax, reductions, ``concatenate``, ``dimshuffle``, ``reshape`` and
-shapes. Shared variables and constants become initializers. Needs the ``onnx`` extra
-(``pip install 'theano_dag[onnx]'``); ONNX Runtime runs what it writes.
+before any engine lowered it): elementwise arithmetic, comparisons, logic, casts and
+the common functions (exponentials, logarithms, trigonometric, rounding, ``erf``),
+``dot``, ``conv2d``, ``pool_2d``, softmax and log-softmax, reductions, ``concatenate``,
+``dimshuffle``, ``reshape`` and shapes, each with theano_dag's meaning where ONNX's
+operator means something else (a reduction accumulates in the op's accumulator dtype: a
+float32 sum in float64, as on the engines). Shared variables and constants become
+initializers. Needs the ``onnx`` extra (``pip install 'theano_dag[onnx]'``); ONNX
+Runtime runs what it writes.
 
 >>> import numpy as np
 >>> import theano_dag.tensor as tt
@@ -13,7 +17,7 @@ shapes. Shared variables and constants become initializers. Needs the ``onnx`` e
 >>> x = tt.fmatrix("x")
 >>> model = to_onnx([x], [tt.exp(x).sum(axis=1)])
 >>> [n.op_type for n in model.graph.node]
-['Exp', 'ReduceSum', 'Identity']
+['Exp', 'Cast', 'ReduceSum', 'Cast', 'Identity']
 >>> inputs, outputs = from_onnx(model)
 >>> outputs[0].eval({inputs[0]: np.zeros((2, 3), "float32")})
 array([3., 3.], dtype=float32)
@@ -90,7 +94,46 @@ _ELEMWISE = {
     "eq": "Equal",
     "switch": "Where",
     "identity": "Identity",
+    "ge": "GreaterOrEqual",
+    "le": "LessOrEqual",
+    "sin": "Sin",
+    "cos": "Cos",
+    "tan": "Tan",
+    "arcsin": "Asin",
+    "arccos": "Acos",
+    "arctan": "Atan",
+    "sinh": "Sinh",
+    "cosh": "Cosh",
+    "arcsinh": "Asinh",
+    "arccosh": "Acosh",
+    "arctanh": "Atanh",
+    "isnan": "IsNaN",
+    "isinf": "IsInf",
+    "sgn": "Sign",
+    "floor": "Floor",
+    "ceil": "Ceil",
+    "round_half_to_even": "Round",  # ONNX's Round is half to even
+    "erf": "Erf",
+    "reciprocal": "Reciprocal",
+    # Spelled in other operators (_Exporter.elemwise): same meaning, numpy's.
+    "neq": None,
+    "sqr": None,
+    "clip": None,
+    "second": None,
+    "and_": None,
+    "or_": None,
+    "xor": None,
+    "invert": None,
 }
+# Bitwise on integers, logical on bools (theano_dag's and_, or_, xor and invert are both).
+_BITWISE = {
+    "and_": ("BitwiseAnd", "And"),
+    "or_": ("BitwiseOr", "Or"),
+    "xor": ("BitwiseXor", "Xor"),
+    "invert": ("BitwiseNot", "Not"),
+}
+# Comparisons: the operands in their common dtype, a bool out.
+_COMPARE = ("Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual")
 _REDUCE = {"add": "ReduceSum", "mul": "ReduceProd", "maximum": "ReduceMax", "minimum": "ReduceMin"}
 _POOL = {"max": ("MaxPool", None), "average_inc_pad": ("AveragePool", 1)}
 _POOL["average_exc_pad"] = ("AveragePool", 0)
@@ -192,11 +235,27 @@ class _Exporter:
         if name == "neg" and kind_of_input == "u":  # ONNX's Neg takes signed types only
             return self.emit("Sub", [self.const(0, node.inputs[0].dtype), ins[0]], out)
         kind = _ELEMWISE[name]
-        # theano_dag upcasts mixed dtypes (x - 1 with an int8 1); ONNX wants them equal
         dtypes = [v.dtype for v in node.inputs]
+        if name in ("isnan", "isinf"):
+            if kind_of_input == "f":
+                return self.emit(kind, ins, out)
+            # no integer or bool is NaN or infinite (ONNX's take floats only)
+            return self.emit("Not", [self.emit("Equal", [ins[0], ins[0]])], out)
+        if name == "neq":
+            kind = "Equal"
+        elif name in _BITWISE:
+            kind = _BITWISE[name][node.outputs[0].dtype == "bool"]
+        elif name == "second":  # the second input, broadcast against the first
+            y = ins[1]
+            if dtypes[1] != node.outputs[0].dtype:
+                y = self.cast(dtypes[1], node.outputs[0].dtype, y)
+            return self.emit("Expand", [y, self.emit("Shape", [ins[0]])], out)
+        elif name in ("sqr", "clip"):
+            kind = "Mul" if name == "sqr" else "Max"
+        # theano_dag upcasts mixed dtypes (x - 1 with an int8 1); ONNX wants them equal
         if kind == "Where":
             target, first = node.outputs[0].dtype, 1
-        elif kind in ("Greater", "Less", "Equal"):
+        elif kind in _COMPARE:
             target, first = np.result_type(*dtypes).name, 0
         else:
             target, first = node.outputs[0].dtype, 0
@@ -212,6 +271,12 @@ class _Exporter:
             ins[0] = self.emit("Not", [self.emit("Equal", [ins[0], zero])])
         while len(ins) > 2 and kind in ("Add", "Mul"):  # n-ary in theano_dag, binary in ONNX
             ins = [self.emit(kind, ins[:2]), *ins[2:]]
+        if name == "neq":
+            return self.emit("Not", [self.emit("Equal", ins)], out)
+        if name == "sqr":
+            return self.emit("Mul", [ins[0], ins[0]], out)
+        if name == "clip":  # numpy's minimum(maximum(x, lo), hi)
+            return self.emit("Min", [self.emit("Max", ins[:2]), ins[2]], out)
         return self.emit(kind, ins, out)
 
     def cast(self, src, dst, x, out=None):
@@ -426,6 +491,31 @@ def _unsqueeze(ins, attrs, known):
     return x.dimshuffle(order)
 
 
+def _isinf(ins, attrs, known):
+    x = ins[0]
+    neg, pos = attrs.get("detect_negative", 1), attrs.get("detect_positive", 1)
+    if neg and pos:
+        return tm.isinf(x)
+    return tm.eq(x, -np.inf if neg else np.inf) if neg or pos else tm.lt(x, x)
+
+
+def _expand(ins, attrs, known):
+    """``x`` broadcast against a tensor of the given shape (both ways, as ONNX's)."""
+    x, shape = ins
+    if shape.owner is not None and isinstance(shape.owner.op, Shape):
+        # Expand(x, Shape(a)), as to_onnx writes second(a, x): against a itself, whose
+        # type knows which of its dimensions broadcast
+        return tb.second(shape.owner.inputs[0], x)
+    n = shape.type.shape[0]
+    if n is None:
+        raise OnnxExportError("from_onnx: Expand to a shape of unknown length")
+    value = known(shape)
+    dims = (
+        [int(d) for d in value] if isinstance(value, np.ndarray) else [shape[i] for i in range(n)]
+    )
+    return tb.second(tb.alloc(np.zeros((), dtype=x.dtype), *dims), x)
+
+
 def _div(a, b):
     """ONNX's Div: integers divide truncating toward zero (C's), floats as floats."""
     if a.dtype in discrete_dtypes and b.dtype in discrete_dtypes:
@@ -515,7 +605,8 @@ def _gather(ins, attrs, known):
 
 def _shape(ins, attrs, known):
     start, end = attrs.get("start", 0), attrs.get("end", None)
-    return shape(ins[0])[start:end]
+    whole = shape(ins[0])
+    return whole if start == 0 and end is None else whole[start:end]
 
 
 def _reshape(ins, attrs, known):
@@ -556,6 +647,31 @@ _IMPORT = {
     "Where": lambda i, a, k: tm.switch(i[0], i[1], i[2]),
     "Identity": lambda i, a, k: i[0],
     "IsNaN": lambda i, a, k: tm.isnan(i[0]),
+    "IsInf": _isinf,
+    "GreaterOrEqual": lambda i, a, k: tm.ge(i[0], i[1]),
+    "LessOrEqual": lambda i, a, k: tm.le(i[0], i[1]),
+    "Sin": lambda i, a, k: tm.sin(i[0]),
+    "Cos": lambda i, a, k: tm.cos(i[0]),
+    "Tan": lambda i, a, k: tm.tan(i[0]),
+    "Asin": lambda i, a, k: tm.arcsin(i[0]),
+    "Acos": lambda i, a, k: tm.arccos(i[0]),
+    "Atan": lambda i, a, k: tm.arctan(i[0]),
+    "Sinh": lambda i, a, k: tm.sinh(i[0]),
+    "Cosh": lambda i, a, k: tm.cosh(i[0]),
+    "Asinh": lambda i, a, k: tm.arcsinh(i[0]),
+    "Acosh": lambda i, a, k: tm.arccosh(i[0]),
+    "Atanh": lambda i, a, k: tm.arctanh(i[0]),
+    "Sign": lambda i, a, k: tm.sgn(i[0]),
+    "Floor": lambda i, a, k: tm.floor(i[0]),
+    "Ceil": lambda i, a, k: tm.ceil(i[0]),
+    "Round": lambda i, a, k: tm.round_half_to_even(i[0]),
+    "Erf": lambda i, a, k: tm.erf(i[0]),
+    "Reciprocal": lambda i, a, k: tm.reciprocal(i[0]),
+    "BitwiseAnd": lambda i, a, k: tm.and_(i[0], i[1]),
+    "BitwiseOr": lambda i, a, k: tm.or_(i[0], i[1]),
+    "BitwiseXor": lambda i, a, k: tm.xor(i[0], i[1]),
+    "BitwiseNot": lambda i, a, k: tm.invert(i[0]),
+    "Expand": _expand,
     "Not": lambda i, a, k: tm.invert(i[0]),
     "And": lambda i, a, k: tm.and_(i[0], i[1]),
     "Or": lambda i, a, k: tm.or_(i[0], i[1]),

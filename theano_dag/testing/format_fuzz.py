@@ -135,7 +135,10 @@ def _run_target(target, inputs, outputs, args, cache):
 def _pytensor_value_refusal(exc) -> bool:
     """Whether PyTensor's Python linker refused a value at run time, as its casts do
     under numpy 2 for a float out of an integer's range (``np.int8(536)`` raises): the
-    peer's limit, not the conversion's."""
+    peer's limit, not the conversion's; so is a dtype its numba kernels lack (its
+    Einsum of uint16)."""
+    if type(exc).__name__ == "TypingError":  # its numba kernels lack the dtype
+        return True
     return isinstance(exc, (OverflowError, ValueError)) and any(
         s in str(exc) for s in ("out of bounds", "convert", "too large")
     )
