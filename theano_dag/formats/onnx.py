@@ -6,8 +6,8 @@ before any engine lowered it): elementwise arithmetic, comparisons, logic, casts
 the common functions (exponentials, logarithms, trigonometric, rounding, ``erf``),
 ``dot``, ``conv2d``, ``pool_2d``, softmax and log-softmax, reductions, ``concatenate``,
 ``dimshuffle``, ``reshape`` and shapes, each with theano_dag's meaning where ONNX's
-operator means something else (a reduction accumulates in the op's accumulator dtype: a
-float32 sum in float64, as on the engines). Shared variables and constants become
+operator means something else (an integer sum accumulates in the op's accumulator
+dtype, int64 for int8, as on the engines). Shared variables and constants become
 initializers. Needs the ``onnx`` extra (``pip install 'theano_dag[onnx]'``); ONNX
 Runtime runs what it writes.
 
@@ -17,7 +17,7 @@ Runtime runs what it writes.
 >>> x = tt.fmatrix("x")
 >>> model = to_onnx([x], [tt.exp(x).sum(axis=1)])
 >>> [n.op_type for n in model.graph.node]
-['Exp', 'Cast', 'ReduceSum', 'Cast', 'Identity']
+['Exp', 'ReduceSum', 'Identity']
 >>> inputs, outputs = from_onnx(model)
 >>> outputs[0].eval({inputs[0]: np.zeros((2, 3), "float32")})
 array([3., 3.], dtype=float32)
@@ -302,17 +302,24 @@ class _Exporter:
         acc = getattr(op, "acc_dtype_for", lambda d: dst)(src) or dst
         if not axes:
             return self.cast(src, dst, x, out)
+        if np.dtype(src).kind == "f" and src == dst:
+            # A float sum in its own dtype: a wider accumulator changes only the
+            # rounding, and ONNX Runtime's own sum is what its users know.
+            acc = src
         if acc != src:
             x = self.cast(src, acc, x)
-        r = self.emit(_REDUCE[op.scalar_op.name], [x, self.const(axes)], keepdims=0)
-        if op.scalar_op.name in ("maximum", "minimum") and np.dtype(acc).kind == "f":
+        nan_aware = op.scalar_op.name in ("maximum", "minimum") and np.dtype(acc).kind == "f"
+        last = out if acc == dst and not nan_aware else None
+        r = self.emit(_REDUCE[op.scalar_op.name], [x, self.const(axes)], last, keepdims=0)
+        if nan_aware:
             # numpy's max and min are NaN where a NaN is among the values; ONNX Runtime's
             # ReduceMax and ReduceMin skip it.
             nan = self.emit("Cast", [self.emit("IsNaN", [x])], to=self.onnx.TensorProto.FLOAT)
             seen = self.emit("ReduceMax", [nan, self.const(axes)], keepdims=0)
             seen = self.emit("Greater", [seen, self.const(0, "float32")])
-            r = self.emit("Where", [seen, self.const(np.nan, acc), r])
-        return self.cast(acc, dst, r, out) if acc != dst else self.emit("Identity", [r], out)
+            last = out if acc == dst else None
+            r = self.emit("Where", [seen, self.const(np.nan, acc), r], last)
+        return self.cast(acc, dst, r, out) if acc != dst else r
 
     def vector(self, scalar):
         """A 0-d integer as the 1-d int64 ONNX takes for indices."""
