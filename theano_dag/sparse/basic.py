@@ -160,6 +160,18 @@ def _with_data(x, data, format=None):
     return cls((data, x.indices.copy(), x.indptr.copy()), shape=x.shape)
 
 
+def _canonical(x):
+    """``x`` with its duplicate entries summed and its indices sorted: ``x`` itself when
+    it is so already, else a copy (scipy canonicalises in place; the caller's matrix must
+    not change). A matrix's value at a place is the sum of the entries stored there, so
+    an op on the stored entries one by one reads them from this."""
+    if x.has_canonical_format:
+        return x
+    x = x.copy()
+    x.sum_duplicates()
+    return x
+
+
 def _major_minor(x):
     """For each stored entry of ``x`` (CSR or CSC): its row and its column."""
     major = np.repeat(np.arange(len(x.indptr) - 1), np.diff(x.indptr))
@@ -185,7 +197,10 @@ def _cast_like(g, var):
 
 class CSMProperties(Op):
     """``(data, indices, indptr, shape)`` of a CSR or CSC matrix: the stored values, their
-    minor indices (int32), the index pointer (int32) and the shape (int32 vector).
+    minor indices (int32), the index pointer (int32) and the shape (int32 vector). They
+    are those of the matrix made canonical (scipy's ``sum_duplicates``: one entry per
+    place, indices sorted), so that a function of the data is a function of the values:
+    the matrix's own arrays when it is canonical already, else copies.
 
     The gradient is regular with respect to the data: a matrix of ``x``'s pattern.
 
@@ -216,7 +231,8 @@ class CSMProperties(Op):
         return Apply(self, [csm], outs)
 
     def perform(self, node, inputs, output_storage, params=None):
-        (x,) = inputs
+        # Canonical: each place once, so a function of the data is one of the values.
+        x = _canonical(inputs[0])
         output_storage[0][0] = x.data
         output_storage[1][0] = _int32(x.indices, "indices")
         output_storage[2][0] = _int32(x.indptr, "indptr")
@@ -707,7 +723,8 @@ class SpSum(Op):
         (x,) = inputs
         dtype = node.outputs[0].dtype
         if self.axis is None:
-            output_storage[0][0] = np.asarray(x.sum(), dtype=dtype)
+            # scipy's x.sum() sums duplicates in x itself: the stored values' sum instead.
+            output_storage[0][0] = np.asarray(np.sum(x.data), dtype=dtype)
         else:
             output_storage[0][0] = np.asarray(x.sum(axis=self.axis), dtype=dtype).ravel()
 
@@ -970,7 +987,7 @@ class AddSSData(Op):
         return Apply(self, [x, y], [x.type()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        x, y = inputs
+        x, y = (_canonical(v) for v in inputs)
         if x.shape != y.shape or x.data.shape != y.data.shape:
             raise ValueError(
                 f"AddSSData: the matrices must have one shape and pattern, got {x.shape} "
@@ -1019,6 +1036,7 @@ class _RowVectorOp(Op):
     def perform(self, node, inputs, output_storage, params=None):
         x, y = inputs
         _check_row_vector(self, x, y)
+        x = _canonical(x)  # y[j] is added once to the value at (i, j), not per entry
         data = self.ufunc(x.data, y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
         output_storage[0][0] = _with_data(x, data)
 

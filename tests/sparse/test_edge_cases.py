@@ -1,0 +1,319 @@
+"""Every row of the sparse op tables (test_ops, test_more_ops, test_products,
+test_specialized) on the inputs a random 4 x 5 matrix never is: empty shapes, one row or
+column, no stored entries, stored zeros, unsorted and duplicate indices, inf and nan,
+huge and tiny values, the other format, integer dtypes, dense operands that are not
+C-contiguous. Each value is checked against scipy's on the same matrices made canonical
+(duplicates summed: the matrix's value), and each result for the invariants a caller
+relies on: a valid scipy matrix of the type's format and dtype (sorted indices where the
+inputs' and scipy's are), the inputs unchanged, and a second call leaving the first
+call's result alone."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import test_more_ops
+import test_ops
+import test_products
+import test_specialized
+from sparse_helpers import ENGINES, SHAPE, as_dense, run, sp
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag import sparse as S
+
+TABLES = {
+    "ops": test_ops.TABLE,
+    "more": test_more_ops.TABLE,
+    "products": test_products.TABLE,
+    "specialized": test_specialized.TABLE,
+}
+ROWS = [(t, row) for t, rows in TABLES.items() for row in rows]
+
+
+# -- the edge cases: each changes the sparse inputs, the dense ones, or the shape ---------
+
+
+def _rebuild(m, data, indices, indptr):
+    cls = sp.csr_matrix if m.format == "csr" else sp.csc_matrix
+    return cls((data, indices, indptr), shape=m.shape)
+
+
+def _slices(m):
+    return [slice(m.indptr[i], m.indptr[i + 1]) for i in range(len(m.indptr) - 1)]
+
+
+def stored_zeros(m):
+    """``m`` with an explicit 0 stored in each major slice where there is room."""
+    data, indices, indptr = [], [], [0]
+    minor = m.shape[1] if m.format == "csr" else m.shape[0]
+    for s in _slices(m):
+        idx, d = list(m.indices[s]), list(m.data[s])
+        free = sorted(set(range(minor)) - set(idx))
+        if free:
+            idx.insert(0, free[0]), d.insert(0, 0)
+            idx, d = zip(*sorted(zip(idx, d)))
+        indices += idx
+        data += d
+        indptr.append(len(indices))
+    return _rebuild(m, np.array(data, m.dtype), np.array(indices, "int32"), np.array(indptr))
+
+
+def unsorted(m):
+    """``m`` with each major slice's entries in reverse order."""
+    order = np.concatenate([np.arange(s.start, s.stop)[::-1] for s in _slices(m)] + [[]])
+    order = order.astype(int)
+    return _rebuild(m, m.data[order], m.indices[order], m.indptr.copy())
+
+
+def duplicates(m):
+    """``m`` with each stored entry split in two entries at the same place (a quarter and
+    three quarters of it, the second ones in reverse order): the same matrix."""
+    data, indices, indptr = [], [], [0]
+    for s in _slices(m):
+        d = m.data[s]
+        part = d // 4 if m.dtype.kind in "iu" else d / 4
+        data += [part, (d - part)[::-1]]
+        indices += [m.indices[s], m.indices[s][::-1]]
+        indptr.append(indptr[-1] + 2 * len(d))
+    data = np.concatenate(data + [np.zeros(0, m.dtype)]).astype(m.dtype)
+    indices = np.concatenate(indices + [np.zeros(0, "int32")]).astype("int32")
+    return _rebuild(m, data, indices, np.array(indptr))
+
+
+def no_entries(m):
+    return _rebuild(m, np.zeros(0, m.dtype), np.zeros(0, "int32"), np.zeros_like(m.indptr))
+
+
+def nonfinite(m):
+    """``m`` with inf, nan and -inf stored in its first entries."""
+    data = m.data.copy()
+    data[:3] = [np.inf, np.nan, -np.inf][: len(data)]
+    return _rebuild(m, data, m.indices.copy(), m.indptr.copy())
+
+
+def scaled(factor):
+    def scale(m):
+        return _rebuild(m, (m.data * factor).astype(m.dtype), m.indices.copy(), m.indptr.copy())
+
+    return scale
+
+
+def other_format(m):
+    return m.tocsc() if m.format == "csr" else m.tocsr()
+
+
+def not_contiguous(a):
+    """``a`` as a view that is not C-contiguous: a transposed copy's transpose (matrices),
+    every other entry of an array twice as long (vectors)."""
+    if a.ndim == 2:
+        return a.T.copy().T
+    if a.ndim == 1:
+        return np.repeat(a, 2)[::2]
+    return a
+
+
+_HUGE = {"float32": 1e18, "float64": 1e150}
+_TINY = {"float32": 1e-18, "float64": 1e-150}
+# name: (what it does to a sparse input, to a dense input, the shape, the dtypes)
+EDGES = {
+    "shape_0x5": (None, None, (0, 5)),
+    "shape_4x0": (None, None, (4, 0)),
+    "shape_0x0": (None, None, (0, 0)),
+    "shape_1x1": (None, None, (1, 1)),
+    "shape_1x5": (None, None, (1, 5)),
+    "shape_4x1": (None, None, (4, 1)),
+    "no_entries": (no_entries, None, SHAPE),
+    "stored_zeros": (stored_zeros, None, SHAPE),
+    "unsorted": (unsorted, None, SHAPE),
+    "duplicates": (duplicates, None, SHAPE),
+    "unsorted_duplicates": (lambda m: unsorted(duplicates(m)), None, SHAPE),
+    "nonfinite": (nonfinite, None, SHAPE),
+    "huge": ("huge", None, SHAPE),
+    "tiny": ("tiny", None, SHAPE),
+    "other_format": (other_format, None, SHAPE),
+    "not_contiguous": (None, not_contiguous, SHAPE),
+    "plain": (None, None, SHAPE),  # (the integer dtypes' own row)
+}
+
+
+def _edge_values(row, edge, dtype, seed=0):
+    on_sparse, on_dense, shape = EDGES[edge]
+    if on_sparse in ("huge", "tiny"):
+        on_sparse = scaled((_HUGE if on_sparse == "huge" else _TINY)[dtype])
+    values = row.values(np.random.default_rng(seed), dtype, shape=shape)
+    out = []
+    for v in values:
+        if sp.issparse(v) and on_sparse is not None:
+            v = on_sparse(v)
+        elif not sp.issparse(v) and on_dense is not None:
+            v = on_dense(v)
+        out.append(v)
+    return out
+
+
+def _canonical(v):
+    if sp.issparse(v):
+        v = v.copy()
+        v.sum_duplicates()
+    return v.copy()
+
+
+def _snapshot(v):
+    """What must not change: a sparse value's arrays, a dense value's entries."""
+    if sp.issparse(v):
+        return (v.format, v.shape, v.data.copy(), v.indices.copy(), v.indptr.copy())
+    return (np.array(v, copy=True),)
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(
+        x == y if not isinstance(x, np.ndarray) else np.array_equal(x, y, equal_nan=True)
+        for x, y in zip(a, b)
+    )
+
+
+def _tolerance(dtype, edge):
+    tol = {"float32": 1e-5}.get(dtype, 1e-12)
+    scale = {"huge": _HUGE, "tiny": _TINY}.get(edge)
+    # The products of scaled entries are scaled twice: an absolute tolerance of the scale.
+    atol = tol * (scale[dtype] if scale else 1)
+    return {"rtol": tol, "atol": 0 if edge == "tiny" else atol}
+
+
+def _check(row, edge, dtype, mode):
+    """The list of what is wrong with ``row`` on ``edge`` (empty when all is right)."""
+    values = _edge_values(row, edge, dtype)
+    syms = row.variables(values)
+    out = row.build(*syms)
+    f = theano_dag.function(syms, out, mode=mode, on_unused_input="ignore")
+    before = [_snapshot(v) for v in values]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's efficiency warnings, nan comparisons
+        try:
+            want = row.ref(*[_canonical(v) for v in values])
+        except Exception as e:  # noqa: BLE001 (scipy refuses: so must we)
+            want = e
+        try:
+            got = f(*values)
+        except Exception as e:  # noqa: BLE001 (the failure is the finding)
+            if isinstance(want, Exception):
+                return []
+            return [f"raised {type(e).__name__}: {e}"]
+    if isinstance(want, Exception):
+        return [f"scipy raised {type(want).__name__}: {want}; we returned a value"]
+    problems = []
+    if isinstance(out.type, S.SparseType):
+        if not (sp.issparse(got) and got.format == out.type.format):
+            return [f"a {type(got).__name__} for a {out.type}"]
+        try:
+            got.check_format(full_check=True)
+        except ValueError as e:
+            problems.append(f"invalid matrix: {e}")
+        inputs_sorted = all(v.has_sorted_indices for v in values if sp.issparse(v))
+        if inputs_sorted and getattr(want, "has_sorted_indices", False):
+            if not got.has_sorted_indices or (
+                got.nnz and not all(np.all(np.diff(got.indices[s]) > 0) for s in _slices(got))
+            ):
+                problems.append("unsorted indices where scipy's are sorted")
+    elif not isinstance(got, np.ndarray):
+        return [f"a {type(got).__name__} for a {out.type}"]
+    if got.dtype != out.type.dtype:
+        problems.append(f"dtype {got.dtype}, the type says {out.type.dtype}")
+    if np.shape(got) != np.shape(want):
+        return [*problems, f"shape {np.shape(got)}, scipy's {np.shape(want)}"]
+    try:
+        np.testing.assert_allclose(
+            as_dense(got).astype("float64"),
+            as_dense(want).astype("float64"),
+            **_tolerance(dtype, edge),
+        )
+    except AssertionError as e:
+        problems.append(f"values differ from scipy's: {str(e).strip().splitlines()[:6]}")
+    if not all(_same(b, _snapshot(v)) for b, v in zip(before, values)):
+        problems.append("an input was changed")
+    kept = _snapshot(got)
+    other = _edge_values(row, edge, dtype, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(*other)
+    if not _same(kept, _snapshot(got)):
+        problems.append("a second call changed the first call's result")
+    return problems
+
+
+# The integer dtypes on the edges where they differ from floats (scipy's result dtype
+# rules: an integer matrix's exp or mean is float64).
+INT_EDGES = ("plain", "duplicates", "no_entries", "shape_0x5")
+FLOAT_EDGES = [e for e in EDGES if e != "plain"]
+CASES = [(t, row, eng) for t, row in ROWS for eng in ENGINES]
+
+
+@pytest.mark.parametrize("table,row,engine", CASES, ids=[f"{t}-{r.name}-{e}" for t, r, e in CASES])
+def test_edge_cases_against_scipy(table, row, engine):
+    failures = {}
+    cases = [(e, d) for e in FLOAT_EDGES for d in ("float64", "float32")]
+    cases += [(e, d) for e in INT_EDGES for d in ("int32", "int64")]
+    for edge, dtype in cases:
+        if edge == "other_format" and table == "specialized":
+            continue  # ops on a CSR (CSC) matrix's parts: the other's parts are not theirs
+        problems = _check(row, edge, dtype, ENGINES[engine])
+        if problems:
+            failures[f"{edge}/{dtype}"] = problems
+    assert not failures, failures
+
+
+# -- what the edge cases found ---------------------------------------------------------
+
+
+def _dup_unsorted():
+    """A 2 x 3 CSR matrix storing 1 and 3 at (0, 2) (so 4 there), 2 at (0, 0), in that
+    order, and 5 at (1, 1): [[2, 0, 4], [0, 5, 0]]."""
+    return sp.csr_matrix(
+        (np.array([1.0, 2.0, 3.0, 5.0]), np.array([2, 0, 2, 1]), np.array([0, 3, 4])),
+        shape=(2, 3),
+    )
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_sp_sum_leaves_an_unsorted_input_as_it_is(engine):
+    # scipy's x.sum() sums the duplicates of x in place; the op read it on the caller's
+    # matrix, which came back sorted and with 3 entries.
+    x = S.csr_matrix("x", dtype="float64")
+    value = _dup_unsorted()
+    (got,) = run([x], [S.sp_sum(x)], [value], ENGINES[engine])
+    assert got == 11.0
+    np.testing.assert_array_equal(value.indices, [2, 0, 2, 1])
+    np.testing.assert_array_equal(value.data, [1.0, 2.0, 3.0, 5.0])
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_functions_of_the_stored_entries_read_duplicates_summed(engine):
+    # The matrix is 4 at (0, 2): sqrt gives 2 there (scipy's x.sqrt()), not
+    # sqrt(1) + sqrt(3); the structured ops and the parts follow the same value.
+    x = S.csr_matrix("x", dtype="float64")
+    value = _dup_unsorted()
+    outs = [S.sqrt(x), S.structured_exp(x), S.structured_add(x, 1.0), *S.csm_properties(x)]
+    sq, ex, ad, data, indices, indptr, _shape = run([x], outs, [value], ENGINES[engine])
+    np.testing.assert_allclose(sq.toarray(), [[np.sqrt(2), 0, 2], [0, np.sqrt(5), 0]])
+    np.testing.assert_allclose(ex.toarray(), [[np.exp(2), 0, np.exp(4)], [0, np.exp(5), 0]])
+    np.testing.assert_array_equal(ad.toarray(), [[3, 0, 5], [0, 6, 0]])
+    np.testing.assert_array_equal(data, [2.0, 4.0, 5.0])
+    np.testing.assert_array_equal(indices, [0, 2, 1])
+    np.testing.assert_array_equal(indptr, [0, 2, 3])
+    np.testing.assert_array_equal(value.indices, [2, 0, 2, 1])  # the input as it was
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_row_vector_ops_and_add_s_s_data_read_duplicates_summed(engine):
+    # structured_add_s_v added v[2] to each of the two entries at (0, 2): 4 + 2 v[2];
+    # add_s_s_data added the data of an unsorted matrix to a sorted one's, entry by entry.
+    x, v = S.csr_matrix("x", dtype="float64"), tt.dvector("v")
+    value, vv = _dup_unsorted(), np.array([10.0, 20.0, 30.0])
+    outs = [S.structured_add_s_v(x, v), S.mul_s_v(x, v), S.add_s_s_data(x, S.sqr(x))]
+    add, mul, dd = run([x, v], outs, [value, vv], ENGINES[engine])
+    np.testing.assert_array_equal(add.toarray(), [[12, 0, 34], [0, 25, 0]])
+    np.testing.assert_array_equal(mul.toarray(), [[20, 0, 120], [0, 100, 0]])
+    np.testing.assert_array_equal(dd.toarray(), [[6, 0, 20], [0, 30, 0]])
