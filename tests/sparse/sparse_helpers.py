@@ -82,11 +82,13 @@ class Row:
     ``"pos_csr"`` (sparse with positive entries), ``"dense"`` (a matrix of SHAPE),
     ``"row"``/``"col"`` (vectors along each axis), ``"right"`` (a 5x3 matrix),
     ``"left"`` (3x4), ``"out"`` (4x3), ``"sq_csr"``/``"sq_csc"`` (square sparse),
-    ``"scalar"``. ``structured``: the gradient is checked on the stored entries only."""
+    ``"scalar"``. ``structured``: the gradient is checked on the stored entries only.
+    ``parts``: the row gives a matrix's parts to an op of one format (Theano's C
+    forms), which cannot tell the other format's parts (no "other_format" edge case)."""
 
-    def __init__(self, name, build, ref, kinds, structured=False, grad=True):
+    def __init__(self, name, build, ref, kinds, structured=False, grad=True, parts=False):
         self.name, self.build, self.ref, self.kinds = name, build, ref, kinds
-        self.structured, self.grad = structured, grad
+        self.structured, self.grad, self.parts = structured, grad, parts
 
     def __repr__(self):
         return self.name

@@ -343,7 +343,19 @@ class ConstructSparseFromList(Op):
         rows, cols = values.shape
         if rows != len(ilist):
             raise ValueError(f"{rows} rows of values for {len(ilist)} indices")
-        r = np.repeat(np.asarray(ilist) % shape[0], cols)
+        if cols != shape[1]:
+            raise ValueError(
+                f"ConstructSparseFromList: rows of {cols} values for a matrix of shape "
+                f"{tuple(int(s) for s in shape)}"
+            )
+        ilist = np.asarray(ilist)
+        if len(ilist) and (ilist.min() < -shape[0] or ilist.max() >= shape[0]):
+            bad = ilist[(ilist < -shape[0]) | (ilist >= shape[0])][0]
+            raise IndexError(
+                f"ConstructSparseFromList: index {bad} is out of bounds for a matrix of "
+                f"{shape[0]} rows"
+            )
+        r = np.repeat(ilist % max(shape[0], 1), cols)
         c = np.tile(np.arange(cols), rows)
         out = scipy_sparse().coo_matrix((values.ravel(), (r, c)), shape=tuple(shape))
         output_storage[0][0] = out.tocsc().astype(node.outputs[0].dtype, copy=False)

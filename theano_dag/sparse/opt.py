@@ -359,6 +359,10 @@ class _StructuredDotParts(Op):
         a = self._matrix(val, ind, ptr, n_rows, b.shape[0])
         output_storage[0][0] = np.asarray(a @ b, dtype=node.outputs[0].dtype)
 
+    def infer_shape(self, fgraph, node, input_shapes):
+        n_rows = node.inputs[3] if self.format == "csc" else input_shapes[2][0] - 1
+        return [(n_rows, input_shapes[-1][1])]
+
 
 class StructuredDotCSC(_StructuredDotParts):
     """``csc(a_val, a_ind, a_ptr, a_nrows) @ b``, dense (Theano's name)."""
@@ -394,6 +398,9 @@ class UsmmCscDense(Op):
         out = out.astype(node.outputs[0].dtype, copy=False)
         out += np.asarray(alpha).reshape(()) * (x @ y)
         output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[6]]
 
 
 class AddSD_ccode(AddSD):  # noqa: N801 (Theano's name)
