@@ -23,6 +23,7 @@ from sparse_helpers import ENGINES, SHAPE, as_dense, run, sp
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import sparse as S
+from theano_dag.gradient.verify import verify_grad_sparse
 
 TABLES = {
     "ops": test_ops.TABLE,
@@ -183,12 +184,21 @@ def _tolerance(dtype, edge):
     return {"rtol": tol, "atol": 0 if edge == "tiny" else atol}
 
 
-def _check(row, edge, dtype, mode):
+def _compiled(row, values, mode, cache):
+    """``row``'s graph for inputs of ``values``' types, compiled once per types (the
+    shapes are not in the types: one function serves every edge case of a dtype)."""
+    syms = row.variables(values)
+    key = tuple(s.type for s in syms)
+    if key not in cache:
+        out = row.build(*syms)
+        cache[key] = out, theano_dag.function(syms, out, mode=mode, on_unused_input="ignore")
+    return cache[key]
+
+
+def _check(row, edge, dtype, mode, cache=None):
     """The list of what is wrong with ``row`` on ``edge`` (empty when all is right)."""
     values = _edge_values(row, edge, dtype)
-    syms = row.variables(values)
-    out = row.build(*syms)
-    f = theano_dag.function(syms, out, mode=mode, on_unused_input="ignore")
+    out, f = _compiled(row, values, mode, {} if cache is None else cache)
     before = [_snapshot(v) for v in values]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy's efficiency warnings, nan comparisons
@@ -253,13 +263,13 @@ CASES = [(t, row, eng) for t, row in ROWS for eng in ENGINES]
 
 @pytest.mark.parametrize("table,row,engine", CASES, ids=[f"{t}-{r.name}-{e}" for t, r, e in CASES])
 def test_edge_cases_against_scipy(table, row, engine):
-    failures = {}
+    failures, cache = {}, {}
     cases = [(e, d) for e in FLOAT_EDGES for d in ("float64", "float32")]
     cases += [(e, d) for e in INT_EDGES for d in ("int32", "int64")]
     for edge, dtype in cases:
         if edge == "other_format" and row.parts:
             continue
-        problems = _check(row, edge, dtype, ENGINES[engine])
+        problems = _check(row, edge, dtype, ENGINES[engine], cache)
         if problems:
             failures[f"{edge}/{dtype}"] = problems
     assert not failures, failures
@@ -334,3 +344,34 @@ def test_construct_sparse_from_list_refuses_rows_it_cannot_place():
     got = f(zeros, np.ones((2, 3)), np.array([-4, 0]))  # -4 is row 0, as in numpy
     np.testing.assert_array_equal(got.toarray(), [[2, 2, 2], [0, 0, 0], [0, 0, 0], [0, 0, 0]])
     assert f(np.zeros((0, 3)), np.ones((0, 3)), np.zeros(0, "int64")).shape == (0, 3)
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_matrix_built_with_a_place_stored_twice_reads_summed_on_every_engine(engine):
+    # The CPU engine's rewrite of csm_properties(CSM(parts)) into the parts skipped the
+    # summing, so structured_exp gave exp(1) + exp(3) at (0, 2) there, exp(4) elsewhere.
+    d = tt.dvector("d")
+    m = S.CSR(d, [2, 0, 2], [0, 3, 3], [2, 3])
+    y = S.dense_from_sparse(S.structured_exp(m))
+    (got,) = run([d], [y], [np.array([1.0, 2.0, 3.0])], ENGINES[engine])
+    np.testing.assert_allclose(got, [[np.exp(2), 0, np.exp(4)], [0, 0, 0]], rtol=1e-15)
+
+
+GRAD_EDGES = ("shape_0x5", "unsorted_duplicates")
+GRAD_CASES = [(t, row, eng) for t, row in ROWS if row.grad for eng in ENGINES]
+
+
+@pytest.mark.parametrize(
+    "table,row,engine", GRAD_CASES, ids=[f"{t}-{r.name}-{e}" for t, r, e in GRAD_CASES]
+)
+def test_gradients_on_edge_cases_by_finite_differences(table, row, engine):
+    for edge in GRAD_EDGES:
+        values = _edge_values(row, edge, "float64")
+        try:
+            row.ref(*[_canonical(v) for v in values])
+        except IndexError:  # a row reading fixed places of a 4 x 5 matrix
+            continue
+        rng = np.random.default_rng(3)
+        verify_grad_sparse(
+            row.build, values, structured=row.structured, rng=rng, mode=ENGINES[engine]
+        )

@@ -3,7 +3,8 @@
 
 - ``local_csm_properties_csm``: the parts of a matrix just built by ``CSM`` are the
   parts it was built from (``structured_exp(structured_exp(x))`` builds one matrix, not
-  two); canonicalize and specialize;
+  two) when they are the parts of another matrix (canonical: a matrix built from parts
+  with a place stored twice has the summed parts); canonicalize and specialize;
 - ``local_mul_s_d``: a sparse matrix times a row vector broadcast to a matrix
   (``mul_s_d(x, v[None, :])``) becomes ``mul_s_v(x, v)``, which reads ``v`` by column
   index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); times any
@@ -116,16 +117,35 @@ __all__ = [
 ]
 
 
+def _canonical_pattern(indices, indptr):
+    """Whether ``indices`` and ``indptr`` are known to be a canonical pattern (each place
+    once, sorted): the parts :class:`CSMProperties` gives, or ``SamplingDotCSR``'s
+    copies of such parts."""
+    node = indices.owner
+    if node is None or indptr.owner is not node:
+        return False
+    if isinstance(node.op, CSMProperties):
+        return node.outputs[1] is indices and node.outputs[2] is indptr
+    if isinstance(node.op, SamplingDotCSR):
+        return (node.outputs[1], node.outputs[2]) == (indices, indptr) and _canonical_pattern(
+            node.inputs[3], node.inputs[4]
+        )
+    return False
+
+
 @local_optimizer([CSMProperties])
 def local_csm_properties_csm(fgraph, node):
     """``csm_properties(CSM(data, indices, indptr, shape))`` -> those four inputs (cast
-    to the properties' types)."""
+    to the properties' types), when the pattern is known canonical: the properties of a
+    matrix with duplicate or unsorted entries are its canonical form's, not its parts."""
     if not isinstance(node.op, CSMProperties):
         return None
     (csm,) = node.inputs
     if csm.owner is None or not isinstance(csm.owner.op, CSM):
         return None
     data, indices, indptr, shape = csm.owner.inputs
+    if not _canonical_pattern(indices, indptr):
+        return None
     if shape.type != node.outputs[3].type:  # (a shape read from a matrix has that type)
         shape = tt.specify_shape(tt.cast(shape, "int32"), (2,))
     new = [data, tt.cast(indices, "int32"), tt.cast(indptr, "int32"), shape]
