@@ -375,3 +375,26 @@ def test_gradients_on_edge_cases_by_finite_differences(table, row, engine):
         verify_grad_sparse(
             row.build, values, structured=row.structured, rng=rng, mode=ENGINES[engine]
         )
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_two_lists_broadcast_as_numpys_and_may_be_empty(engine):
+    # x[[1], [0, 2, 3]] has 3 entries (numpy's broadcast): its inferred shape said 1 and
+    # its gradient raised; x[[], [1]] raised (scipy answers a sparse matrix there).
+    x, a, b = S.csr_matrix("x", dtype="float64"), tt.lvector("a"), tt.lvector("b")
+    y = x[a, b]
+    g = tt.grad((y * y).sum(), x)
+    f = theano_dag.function([x, a, b], [y, y.shape, g], mode=ENGINES[engine])
+    value = sp.csr_matrix(np.arange(12.0).reshape(3, 4))
+    dense = value.toarray()
+    for rows, cols in [([1], [0, 2, 3]), ([0, 1, 2], [3]), ([], [1]), ([1], []), ([], [])]:
+        rows, cols = np.array(rows, "int64"), np.array(cols, "int64")
+        got, shape, grad = f(value, rows, cols)
+        want = dense[rows, cols]
+        np.testing.assert_array_equal(got, want)
+        assert tuple(shape) == want.shape
+        want_grad = np.zeros((3, 4))
+        np.add.at(want_grad, tuple(np.broadcast_arrays(rows, cols)), 2 * want)
+        np.testing.assert_array_equal(grad.toarray(), want_grad)
+    with pytest.raises(IndexError, match="could not be broadcast together"):
+        f(value, np.array([0, 1]), np.array([1, 2, 3]))
