@@ -1,12 +1,12 @@
 """Every row of the sparse op tables (test_ops, test_more_ops, test_products,
 test_specialized) on the inputs a random 4 x 5 matrix never is: empty shapes, one row or
 column, no stored entries, stored zeros, unsorted and duplicate indices, inf and nan,
-huge and tiny values, the other format, integer dtypes, dense operands that are not
-C-contiguous. Each value is checked against scipy's on the same matrices made canonical
-(duplicates summed: the matrix's value), and each result for the invariants a caller
-relies on: a valid scipy matrix of the type's format and dtype (sorted indices where the
-inputs' and scipy's are), the inputs unchanged, and a second call leaving the first
-call's result alone."""
+huge and tiny values, the other format, scipy's sparse arrays, integer dtypes, dense
+operands that are not C-contiguous. Each value is checked against scipy's on the same
+matrices made canonical (duplicates summed: the matrix's value), and each result for the
+invariants a caller relies on: a valid scipy matrix of the type's format and dtype
+(sorted indices where the inputs' and scipy's are), the inputs unchanged, and a second
+call leaving the first call's result alone."""
 
 from __future__ import annotations
 
@@ -106,6 +106,11 @@ def other_format(m):
     return m.tocsc() if m.format == "csr" else m.tocsr()
 
 
+def sparse_array(m):
+    """``m`` as a scipy sparse array (``csr_array``, ``csc_array``)."""
+    return sp.csr_array(m) if m.format == "csr" else sp.csc_array(m)
+
+
 def not_contiguous(a):
     """``a`` as a view that is not C-contiguous: a transposed copy's transpose (matrices),
     every other entry of an array twice as long (vectors)."""
@@ -135,6 +140,7 @@ EDGES = {
     "huge": ("huge", None, SHAPE),
     "tiny": ("tiny", None, SHAPE),
     "other_format": (other_format, None, SHAPE),
+    "sparse_array": (sparse_array, None, SHAPE),
     "not_contiguous": (None, not_contiguous, SHAPE),
     "plain": (None, None, SHAPE),  # (the integer dtypes' own row)
 }
@@ -216,7 +222,7 @@ def _check(row, edge, dtype, mode, cache=None):
         return [f"scipy raised {type(want).__name__}: {want}; we returned a value"]
     problems = []
     if isinstance(out.type, S.SparseType):
-        if not (sp.issparse(got) and got.format == out.type.format):
+        if not (isinstance(got, sp.spmatrix) and got.format == out.type.format):
             return [f"a {type(got).__name__} for a {out.type}"]
         try:
             got.check_format(full_check=True)
@@ -398,3 +404,16 @@ def test_two_lists_broadcast_as_numpys_and_may_be_empty(engine):
         np.testing.assert_array_equal(grad.toarray(), want_grad)
     with pytest.raises(IndexError, match="could not be broadcast together"):
         f(value, np.array([0, 1]), np.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_sparse_array_input_gives_matrices_as_every_other_input(engine):
+    # A csr_array went through the type unchanged: transpose, neg, sums of two matrices,
+    # slices, joins... answered csr_array / csc_array (whose * is elementwise), the
+    # other ops a matrix.
+    x = S.csr_matrix("x", dtype="float64")
+    outs = [S.transpose(x), -x, x + x, x[0:1], S.hstack([x, x]), S.structured_exp(x)]
+    value = sp.csr_array(np.array([[0.0, 2.0], [3.0, 0.0]]))
+    for got in run([x], outs, [value], ENGINES[engine]):
+        assert isinstance(got, sp.spmatrix), type(got)
+    assert np.shares_memory(S.csr_matrix().type.filter(value).data, value.data)  # no copy
