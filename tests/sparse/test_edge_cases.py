@@ -417,3 +417,25 @@ def test_a_sparse_array_input_gives_matrices_as_every_other_input(engine):
     for got in run([x], outs, [value], ENGINES[engine]):
         assert isinstance(got, sp.spmatrix), type(got)
     assert np.shares_memory(S.csr_matrix().type.filter(value).data, value.data)  # no copy
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_dense_operand_broadcasts_only_along_an_axis_declared_so(engine):
+    # x * b and x + b took a (2, 1) value of a dmatrix b as a column to broadcast, while
+    # b's gradient (b's type has no broadcastable axis) came back (2, 3); the dense
+    # elementwise ops refuse that value. A declared column broadcasts, its gradient summed.
+    x, b = S.csr_matrix("x", dtype="float64"), tt.dmatrix("b")
+    col = tt.TensorType("float64", shape=(None, 1))("col")
+    value = sp.csr_matrix(np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0]]))
+    column = np.array([[7.0], [8.0]])
+    for out in (S.mul(x, b), x + b):
+        f = theano_dag.function([x, b], out, mode=ENGINES[engine])
+        with pytest.raises(ValueError, match="broadcasts along an axis of length 1 only"):
+            f(value, column)
+    prod, total = S.mul(x, col), x + col
+    outs = [prod, total, tt.grad(S.sp_sum(prod), col), tt.grad(total.sum(), col)]
+    got = run([x, col], outs, [value, column], ENGINES[engine])
+    np.testing.assert_array_equal(got[0].toarray(), value.multiply(column).toarray())
+    np.testing.assert_array_equal(got[1], value.toarray() + column)
+    np.testing.assert_array_equal(got[2], value.sum(axis=1))
+    np.testing.assert_array_equal(got[3], [[3.0], [3.0]])

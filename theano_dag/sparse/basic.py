@@ -172,6 +172,13 @@ def _canonical(x):
     return x
 
 
+def _fits(shape, dense, broadcastable):
+    """Whether a dense operand of shape ``dense.shape`` combines with a sparse matrix of
+    ``shape``: equal lengths, or a length of 1 along an axis its type declares
+    broadcastable (as a dense elementwise op: no broadcast the gradient does not know)."""
+    return all(b == a or (b == 1 and bc) for a, b, bc in zip(shape, dense.shape, broadcastable))
+
+
 def _major_minor(x):
     """For each stored entry of ``x`` (CSR or CSC): its row and its column."""
     major = np.repeat(np.arange(len(x.indptr) - 1), np.diff(x.indptr))
@@ -817,8 +824,11 @@ class AddSD(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         x, y = inputs
-        if any(b not in (a, 1) for a, b in zip(x.shape, y.shape)):
-            raise ValueError(f"AddSD: shapes {x.shape} (sparse) and {y.shape} do not match")
+        if not _fits(x.shape, y, node.inputs[1].broadcastable):
+            raise ValueError(
+                f"AddSD: shapes {x.shape} (sparse) and {y.shape} do not match (a dense "
+                "operand broadcasts along an axis of length 1 only when declared so)"
+            )
         out = np.broadcast_to(y, x.shape).astype(node.outputs[0].dtype)
         if not x.has_canonical_format:  # duplicates: summed into one entry first
             x = x.copy()
@@ -926,8 +936,11 @@ class MulSD(Op):
         if y.ndim == 0:
             data = x.data * y
         else:
-            if any(b not in (a, 1) for a, b in zip(x.shape, y.shape)):
-                raise ValueError(f"MulSD: shapes {x.shape} (sparse) and {y.shape} do not match")
+            if not _fits(x.shape, y, node.inputs[1].broadcastable):
+                raise ValueError(
+                    f"MulSD: shapes {x.shape} (sparse) and {y.shape} do not match (a dense "
+                    "operand broadcasts along an axis of length 1 only when declared so)"
+                )
             data = x.data * np.broadcast_to(y, x.shape)[_major_minor(x)]
         output_storage[0][0] = _with_data(x, data.astype(dtype, copy=False))
 
