@@ -23,7 +23,7 @@ from sparse_helpers import ENGINES, SHAPE, as_dense, run, sp
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import sparse as S
-from theano_dag.gradient.verify import verify_grad_sparse
+from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 
 TABLES = {
     "ops": test_ops.TABLE,
@@ -439,3 +439,23 @@ def test_a_dense_operand_broadcasts_only_along_an_axis_declared_so(engine):
     np.testing.assert_array_equal(got[1], value.toarray() + column)
     np.testing.assert_array_equal(got[2], value.sum(axis=1))
     np.testing.assert_array_equal(got[3], [[3.0], [3.0]])
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_canonical_parts_sum_a_place_stored_twice_and_pass_its_gradient(engine):
+    d = tt.dvector("d")
+    parts = S.CanonicalParts("csr")(d, np.array([2, 0, 2]), np.array([0, 3, 3]), [2, 3])
+    data = np.array([1.0, 2.0, 3.0])
+    got = run([d], list(parts), [data], ENGINES[engine])
+    for g, want in zip(got, [[2.0, 4.0], [0, 2], [0, 2, 2], [2, 3]]):
+        np.testing.assert_array_equal(g, want)
+    # Each stored value's gradient is its place's: d/d data of sum(w * canonical data).
+    w = np.array([10.0, 100.0])
+    (grad,) = run([d], [tt.grad((parts[0] * w).sum(), d)], [data], ENGINES[engine])
+    np.testing.assert_array_equal(grad, [100.0, 10.0, 100.0])
+    verify_grad(
+        lambda v: S.CanonicalParts("csc")(v, [1, 1, 0], [0, 2, 3], [2, 2])[0] ** 2,
+        [data],
+        rng=np.random.default_rng(0),
+        mode=ENGINES[engine],
+    )

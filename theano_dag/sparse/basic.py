@@ -52,6 +52,7 @@ __all__ = [
     "CSR",
     "CSMGrad",
     "csm_grad",
+    "CanonicalParts",
     "Cast",
     "cast",
     "fcast",
@@ -386,6 +387,70 @@ class CSMGrad(Op):
 
 
 csm_grad = CSMGrad()
+
+
+class CanonicalParts(Op):
+    """``csm_properties(CSM(format)(data, indices, indptr, shape))`` in one op, without
+    the matrix: the parts themselves when they are canonical (one entry per place, sorted
+    indices), else the summed and sorted parts. The rewrite of ``csm_properties`` of a
+    matrix just built from parts makes it where the parts may hold a place twice. The
+    gradient with respect to ``data`` is regular (each entry gets its place's).
+
+    >>> import numpy as np, theano_dag.tensor as tt
+    >>> d = tt.dvector("d")
+    >>> data, indices, indptr, shape = CanonicalParts("csr")(d, [2, 0, 2], [0, 3], [1, 3])
+    >>> data.eval({d: np.array([1.0, 2.0, 3.0])}), indices.eval({d: np.array([1.0, 2.0, 3.0])})
+    (array([2., 4.]), array([0, 2], dtype=int32))
+    """
+
+    __props__ = ("format",)
+    # The parts themselves when they are canonical already.
+    view_map = {0: [0], 1: [1], 2: [2], 3: [3]}
+
+    def __init__(self, format):
+        if format not in ("csr", "csc"):
+            raise ValueError(f"CanonicalParts: format must be 'csr' or 'csc', got {format!r}")
+        self.format = format
+
+    def make_node(self, data, indices, indptr, shape):
+        data = tt.as_tensor_variable(data)
+        if data.ndim != 1:
+            raise TypeError(f"CanonicalParts: data must be a vector, got {data.type}")
+        ins = [data, _int_vector(indices, "indices"), _int_vector(indptr, "indptr")]
+        ins.append(_int_vector(shape, "shape"))
+        outs = [
+            _dense_type(data.dtype, 1)(),
+            _dense_type("int32", 1)(),
+            _dense_type("int32", 1)(),
+            TensorType("int32", shape=(2,))(),
+        ]
+        return Apply(self, ins, outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        data, indices, indptr, shape = inputs
+        if len(shape) != 2 or data.shape != indices.shape:
+            raise ValueError(
+                f"CanonicalParts: {len(data)} values, {len(indices)} indices and a shape "
+                f"of {len(shape)} lengths do not make a matrix"
+            )
+        shape = tuple(int(s) for s in shape)
+        x = _canonical(_matrix_class(self.format)((data, indices, indptr), shape=shape))
+        output_storage[0][0] = x.data
+        output_storage[1][0] = _int32(x.indices, "indices")
+        output_storage[2][0] = _int32(x.indptr, "indptr")
+        output_storage[3][0] = np.asarray(shape, dtype="int32")
+
+    def connection_pattern(self, node):
+        return [[True, False, False, False]] + [[False] * 4] * 3
+
+    def grad(self, inputs, output_grads):
+        data, indices, indptr, shape = inputs
+        g_data = output_grads[0]
+        if isinstance(g_data.type, DisconnectedType):
+            return [tt.zeros_like(data)] + [disconnected_type()] * 3
+        _data, c_indices, c_indptr, c_shape = self(*inputs)
+        gx = csm_grad(data, indices, indptr, shape, g_data, c_indices, c_indptr, c_shape)
+        return [gx] + [disconnected_type()] * 3
 
 
 # -- conversions ---------------------------------------------------------------------

@@ -3,8 +3,9 @@
 
 - ``local_csm_properties_csm``: the parts of a matrix just built by ``CSM`` are the
   parts it was built from (``structured_exp(structured_exp(x))`` builds one matrix, not
-  two) when they are the parts of another matrix (canonical: a matrix built from parts
-  with a place stored twice has the summed parts); canonicalize and specialize;
+  two); parts not known to be canonical (a matrix built from parts with a place stored
+  twice has the summed parts) become ``CanonicalParts`` of them; canonicalize and
+  specialize;
 - ``local_mul_s_d``: a sparse matrix times a row vector broadcast to a matrix
   (``mul_s_d(x, v[None, :])``) becomes ``mul_s_v(x, v)``, which reads ``v`` by column
   index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); times any
@@ -57,6 +58,7 @@ from theano_dag.scalar.basic import upcast
 from theano_dag.sparse.basic import (
     CSM,
     AddSD,
+    CanonicalParts,
     CSMGrad,
     CSMProperties,
     DenseFromSparse,
@@ -145,7 +147,9 @@ def local_csm_properties_csm(fgraph, node):
         return None
     data, indices, indptr, shape = csm.owner.inputs
     if not _canonical_pattern(indices, indptr):
-        return None
+        # Parts that may hold a place twice: their canonical form, still no matrix.
+        new = CanonicalParts(csm.owner.op.format)(data, indices, indptr, shape)
+        return new if all(n.type == o.type for n, o in zip(new, node.outputs)) else None
     if shape.type != node.outputs[3].type:  # (a shape read from a matrix has that type)
         shape = tt.specify_shape(tt.cast(shape, "int32"), (2,))
     new = [data, tt.cast(indices, "int32"), tt.cast(indptr, "int32"), shape]
