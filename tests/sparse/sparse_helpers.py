@@ -31,13 +31,22 @@ def random_sparse(rng, format, dtype, shape=SHAPE, density=0.4, positive=False):
     """A random matrix of ``format`` with about ``density`` stored entries, none zero;
     in [0.5, 2) when ``positive``, else signed and away from 0."""
     mask = rng.random(shape) < density
-    mask[0, 0] = True  # never empty
+    if mask.size:
+        mask[0, 0] = True  # never empty (unless the shape is)
     if positive:
         vals = rng.uniform(0.5, 2.0, shape)
     else:
         vals = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-    dense = np.where(mask, vals, 0.0).astype(dtype)
+    dense = _of_dtype(np.where(mask, vals, 0.0), dtype)
     return sp.csr_matrix(dense) if format == "csr" else sp.csc_matrix(dense)
+
+
+def _of_dtype(a, dtype):
+    """``a`` in ``dtype``; for an integer dtype, its entries doubled and rounded away from
+    zero (a non-zero entry stays non-zero)."""
+    if np.dtype(dtype).kind in "iu":
+        a = np.sign(a) * np.ceil(np.abs(a) * 2)
+    return np.asarray(a).astype(dtype)
 
 
 def as_dense(v):
@@ -73,38 +82,41 @@ class Row:
     ``"pos_csr"`` (sparse with positive entries), ``"dense"`` (a matrix of SHAPE),
     ``"row"``/``"col"`` (vectors along each axis), ``"right"`` (a 5x3 matrix),
     ``"left"`` (3x4), ``"out"`` (4x3), ``"sq_csr"``/``"sq_csc"`` (square sparse),
-    ``"scalar"``. ``structured``: the gradient is checked on the stored entries only."""
+    ``"scalar"``. ``structured``: the gradient is checked on the stored entries only.
+    ``parts``: the row gives a matrix's parts to an op of one format (Theano's C
+    forms), which cannot tell the other format's parts (no "other_format" edge case)."""
 
-    def __init__(self, name, build, ref, kinds, structured=False, grad=True):
+    def __init__(self, name, build, ref, kinds, structured=False, grad=True, parts=False):
         self.name, self.build, self.ref, self.kinds = name, build, ref, kinds
-        self.structured, self.grad = structured, grad
+        self.structured, self.grad, self.parts = structured, grad, parts
 
     def __repr__(self):
         return self.name
 
-    def values(self, rng, dtype):
+    def values(self, rng, dtype, shape=SHAPE):
+        """Values of the row's kinds, the matrices of ``shape`` (the others follow it)."""
         out = []
         for k in self.kinds:
             if k in ("csr", "csc"):
-                out.append(random_sparse(rng, k, dtype))
+                out.append(random_sparse(rng, k, dtype, shape=shape))
             elif k.startswith("sq_"):  # square (4 x 4)
-                out.append(random_sparse(rng, k[3:], dtype, shape=(SHAPE[0],) * 2))
+                out.append(random_sparse(rng, k[3:], dtype, shape=(shape[0],) * 2))
             elif k.startswith("pos_"):
-                out.append(random_sparse(rng, k[4:], dtype, positive=True))
+                out.append(random_sparse(rng, k[4:], dtype, shape=shape, positive=True))
             elif k == "dense":
-                out.append(rng.uniform(-2, 2, SHAPE).astype(dtype))
+                out.append(_of_dtype(rng.uniform(-2, 2, shape), dtype))
             elif k == "row":
-                out.append(rng.uniform(0.5, 2, SHAPE[1]).astype(dtype))
+                out.append(_of_dtype(rng.uniform(0.5, 2, shape[1]), dtype))
             elif k == "col":
-                out.append(rng.uniform(0.5, 2, SHAPE[0]).astype(dtype))
-            elif k == "right":
-                out.append(rng.uniform(-2, 2, (SHAPE[1], 3)).astype(dtype))
+                out.append(_of_dtype(rng.uniform(0.5, 2, shape[0]), dtype))
+            elif k in ("right", "right_t"):
+                out.append(_of_dtype(rng.uniform(-2, 2, (shape[1], 3)), dtype))
             elif k == "left":
-                out.append(rng.uniform(-2, 2, (3, SHAPE[0])).astype(dtype))
-            elif k == "out":  # the shape of a product of SHAPE by "right"
-                out.append(rng.uniform(-2, 2, (SHAPE[0], 3)).astype(dtype))
+                out.append(_of_dtype(rng.uniform(-2, 2, (3, shape[0])), dtype))
+            elif k == "out":  # the shape of a product of shape by "right"
+                out.append(_of_dtype(rng.uniform(-2, 2, (shape[0], 3)), dtype))
             elif k == "scalar":
-                out.append(np.asarray(rng.uniform(0.5, 2), dtype=dtype))
+                out.append(_of_dtype(rng.uniform(0.5, 2), dtype))
             else:
                 raise ValueError(k)
         return out

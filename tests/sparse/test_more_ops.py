@@ -25,7 +25,13 @@ import theano_dag.tensor as tt
 from theano_dag import sparse as S
 from theano_dag.gradient.verify import verify_grad_sparse
 from theano_dag.sparse import basic, compare, indexing, join, products, structure
-from theano_dag.sparse.opt import CSMGradC, StructuredDotCSC, StructuredDotCSR, UsmmCscDense
+from theano_dag.sparse.opt import (
+    AddSD_ccode,
+    CSMGradC,
+    StructuredDotCSC,
+    StructuredDotCSR,
+    UsmmCscDense,
+)
 
 
 def _cmp(f):
@@ -46,6 +52,35 @@ def _dense_cmp(f, swap=False):
         return f(as_dense(a), as_dense(b)).astype("uint8")
 
     return ref
+
+
+def _add_on_stored(x, v):
+    """``v[j]`` added to each stored entry ``(i, j)`` of ``x`` (a stored zero included,
+    as Theano's StructuredAddSVCSR and every structured op here), duplicates summed."""
+    x = x.copy()
+    x.sum_duplicates()
+    cols = x.indices if x.format == "csr" else np.repeat(np.arange(x.shape[1]), np.diff(x.indptr))
+    return type(x)((x.data + v[cols], x.indices, x.indptr), shape=x.shape)
+
+
+_ILIST = np.array([2, 0, 2, -1])
+
+
+def _rows_added(x, v):
+    """A matrix like ``x`` with the rows of ``v`` added to its rows ``_ILIST``."""
+    out = np.zeros(x.shape)
+    np.add.at(out, _ILIST, v)
+    return sp.csc_matrix(out)
+
+
+def _parts(x):
+    return S.csm_properties(x)
+
+
+def _at_stored(x, m):
+    """The entries of the dense ``m`` at the stored places of ``x``, in ``x``'s order."""
+    c = x.tocoo()
+    return np.asarray(m)[c.row, c.col]
 
 
 def _diag_matrix(d):
@@ -116,14 +151,14 @@ TABLE = [
     Row(
         "structured_add_s_v",
         S.structured_add_s_v,
-        lambda x, v: x + x.astype(bool).multiply(v[None, :]),
+        _add_on_stored,
         ["csr", "row"],
         True,
     ),
     Row(
         "structured_add_s_v_csc",
         S.structured_add_s_v,
-        lambda x, v: x + x.astype(bool).multiply(v[None, :]),
+        _add_on_stored,
         ["csc", "row"],
         True,
     ),
@@ -161,6 +196,54 @@ TABLE = [
         lambda a, y, x, z: a * (y @ x) + z.T,
         ["scalar", "left", "csr", "right"],
     ),
+    Row(
+        "construct_sparse_from_list",
+        lambda x, v: S.construct_sparse_from_list(x, v, _ILIST),
+        _rows_added,
+        ["dense", "dense"],
+        grad=False,  # none for x (its shape only): values' below
+    ),
+    # Theano's names of its C forms, on a matrix's parts (no rewrite makes them)
+    Row(
+        "structured_dot_csc_parts",
+        lambda a, b: StructuredDotCSC()(*_parts(a)[:3], S.csm_shape(a)[0], b),
+        lambda a, b: a @ b,
+        ["csc", "right"],
+        grad=False,
+        parts=True,
+    ),
+    Row(
+        "structured_dot_csr_parts",
+        lambda a, b: StructuredDotCSR()(*_parts(a)[:3], b),
+        lambda a, b: a @ b,
+        ["csr", "right"],
+        grad=False,
+        parts=True,
+    ),
+    Row(
+        "usmm_csc_dense",
+        lambda a, x, y, z: UsmmCscDense(inplace=False)(a, *_parts(x)[:3], S.csm_shape(x)[0], y, z),
+        lambda a, x, y, z: a * (x @ y) + z,
+        ["scalar", "csc", "right", "out"],
+        grad=False,
+        parts=True,
+    ),
+    Row(
+        "structured_dot_grad",
+        lambda a, b, g: products.StructuredDotGrad("csr")(*_parts(a)[1:3], b, g),
+        lambda a, b, g: _at_stored(a, g @ b.T),
+        ["csr", "right", "out"],
+        grad=False,
+        parts=True,
+    ),
+    Row(
+        "csm_grad_c",
+        lambda x, g: CSMGradC()(*_parts(x), *_parts(g)),
+        lambda x, g: _at_stored(x, g.toarray()),
+        ["csr", "csr"],
+        grad=False,
+    ),
+    Row("add_sd_ccode", AddSD_ccode("csr"), lambda x, y: x + y, ["csr", "dense"], True),
     # comparisons (no gradient)
     Row("eq_ss", S.eq, _cmp(lambda x, y: x == y), ["csr", "csr"], grad=False),
     Row("neq_ss", S.neq, _cmp(lambda x, y: x != y), ["csc", "csc"], grad=False),
@@ -174,6 +257,8 @@ TABLE = [
     Row("gt_ds", S.gt, _dense_cmp(np.greater), ["dense", "csr"], grad=False),
     Row("le_ds", S.le, _dense_cmp(np.less_equal), ["dense", "csc"], grad=False),
     Row("ge_sd", S.ge, _dense_cmp(np.greater_equal), ["csr", "dense"], grad=False),
+    Row("gt_sd", S.gt, _dense_cmp(np.greater), ["csr", "dense"], grad=False),
+    Row("le_sd", S.le, _dense_cmp(np.less_equal), ["csc", "dense"], grad=False),
     Row("lt_operator", lambda x, y: x < y, _cmp(lambda x, y: x < y), ["csr", "csr"], grad=False),
     Row(
         "ge_operator",

@@ -49,6 +49,7 @@ TABLE = [
         lambda x, b: x.multiply(b).tocsr(),
         ["csr", "dense"],
         structured=True,
+        parts=True,
     ),
     Row(
         "mul_s_d_csc",
@@ -56,6 +57,7 @@ TABLE = [
         lambda x, b: x.multiply(b).tocsc(),
         ["csc", "dense"],
         structured=True,
+        parts=True,
     ),
     Row(
         "mul_s_d_csc_theano_signature",
@@ -63,6 +65,7 @@ TABLE = [
         lambda x, b: x.multiply(b).tocsc(),
         ["csc", "dense"],
         structured=True,
+        parts=True,
     ),
     Row(
         "mul_s_d_csr_broadcast_row",
@@ -70,6 +73,7 @@ TABLE = [
         lambda x, v: x.multiply(v[None, :]).tocsr(),
         ["csr", "row"],
         structured=True,
+        parts=True,
     ),
     Row(
         "mul_s_v_csr",
@@ -77,6 +81,7 @@ TABLE = [
         lambda x, v: x.multiply(v[None, :]).tocsr(),
         ["csr", "row"],
         structured=True,
+        parts=True,
     ),
     Row(
         "mul_s_v_csr_theano_signature",
@@ -84,6 +89,7 @@ TABLE = [
         lambda x, v: x.multiply(v[None, :]).tocsr(),
         ["csr", "row"],
         structured=True,
+        parts=True,
     ),
     Row(
         "structured_add_s_v_csr",
@@ -91,6 +97,7 @@ TABLE = [
         lambda x, v: sp.csr_matrix((x.data + v[x.indices], x.indices, x.indptr), shape=x.shape),
         ["csr", "row"],
         structured=True,
+        parts=True,
     ),
     Row(
         "sampling_dot_csr",
@@ -98,6 +105,7 @@ TABLE = [
         _sampling_ref,
         ["out", "right_t", "csr"],
         structured=True,
+        parts=True,
     ),
 ]
 CASES = [(row, dt, eng) for row in TABLE for dt in FLOATS for eng in ENGINES]

@@ -52,6 +52,7 @@ __all__ = [
     "CSR",
     "CSMGrad",
     "csm_grad",
+    "CanonicalParts",
     "Cast",
     "cast",
     "fcast",
@@ -160,6 +161,25 @@ def _with_data(x, data, format=None):
     return cls((data, x.indices.copy(), x.indptr.copy()), shape=x.shape)
 
 
+def _canonical(x):
+    """``x`` with its duplicate entries summed and its indices sorted: ``x`` itself when
+    it is so already, else a copy (scipy canonicalises in place; the caller's matrix must
+    not change). A matrix's value at a place is the sum of the entries stored there, so
+    an op on the stored entries one by one reads them from this."""
+    if x.has_canonical_format:
+        return x
+    x = x.copy()
+    x.sum_duplicates()
+    return x
+
+
+def _fits(shape, dense, broadcastable):
+    """Whether a dense operand of shape ``dense.shape`` combines with a sparse matrix of
+    ``shape``: equal lengths, or a length of 1 along an axis its type declares
+    broadcastable (as a dense elementwise op: no broadcast the gradient does not know)."""
+    return all(b == a or (b == 1 and bc) for a, b, bc in zip(shape, dense.shape, broadcastable))
+
+
 def _major_minor(x):
     """For each stored entry of ``x`` (CSR or CSC): its row and its column."""
     major = np.repeat(np.arange(len(x.indptr) - 1), np.diff(x.indptr))
@@ -185,7 +205,10 @@ def _cast_like(g, var):
 
 class CSMProperties(Op):
     """``(data, indices, indptr, shape)`` of a CSR or CSC matrix: the stored values, their
-    minor indices (int32), the index pointer (int32) and the shape (int32 vector).
+    minor indices (int32), the index pointer (int32) and the shape (int32 vector). They
+    are those of the matrix made canonical (scipy's ``sum_duplicates``: one entry per
+    place, indices sorted), so that a function of the data is a function of the values:
+    the matrix's own arrays when it is canonical already, else copies.
 
     The gradient is regular with respect to the data: a matrix of ``x``'s pattern.
 
@@ -216,7 +239,8 @@ class CSMProperties(Op):
         return Apply(self, [csm], outs)
 
     def perform(self, node, inputs, output_storage, params=None):
-        (x,) = inputs
+        # Canonical: each place once, so a function of the data is one of the values.
+        x = _canonical(inputs[0])
         output_storage[0][0] = x.data
         output_storage[1][0] = _int32(x.indices, "indices")
         output_storage[2][0] = _int32(x.indptr, "indptr")
@@ -363,6 +387,70 @@ class CSMGrad(Op):
 
 
 csm_grad = CSMGrad()
+
+
+class CanonicalParts(Op):
+    """``csm_properties(CSM(format)(data, indices, indptr, shape))`` in one op, without
+    the matrix: the parts themselves when they are canonical (one entry per place, sorted
+    indices), else the summed and sorted parts. The rewrite of ``csm_properties`` of a
+    matrix just built from parts makes it where the parts may hold a place twice. The
+    gradient with respect to ``data`` is regular (each entry gets its place's).
+
+    >>> import numpy as np, theano_dag.tensor as tt
+    >>> d = tt.dvector("d")
+    >>> data, indices, indptr, shape = CanonicalParts("csr")(d, [2, 0, 2], [0, 3], [1, 3])
+    >>> data.eval({d: np.array([1.0, 2.0, 3.0])}), indices.eval({d: np.array([1.0, 2.0, 3.0])})
+    (array([2., 4.]), array([0, 2], dtype=int32))
+    """
+
+    __props__ = ("format",)
+    # The parts themselves when they are canonical already.
+    view_map = {0: [0], 1: [1], 2: [2], 3: [3]}
+
+    def __init__(self, format):
+        if format not in ("csr", "csc"):
+            raise ValueError(f"CanonicalParts: format must be 'csr' or 'csc', got {format!r}")
+        self.format = format
+
+    def make_node(self, data, indices, indptr, shape):
+        data = tt.as_tensor_variable(data)
+        if data.ndim != 1:
+            raise TypeError(f"CanonicalParts: data must be a vector, got {data.type}")
+        ins = [data, _int_vector(indices, "indices"), _int_vector(indptr, "indptr")]
+        ins.append(_int_vector(shape, "shape"))
+        outs = [
+            _dense_type(data.dtype, 1)(),
+            _dense_type("int32", 1)(),
+            _dense_type("int32", 1)(),
+            TensorType("int32", shape=(2,))(),
+        ]
+        return Apply(self, ins, outs)
+
+    def perform(self, node, inputs, output_storage, params=None):
+        data, indices, indptr, shape = inputs
+        if len(shape) != 2 or data.shape != indices.shape:
+            raise ValueError(
+                f"CanonicalParts: {len(data)} values, {len(indices)} indices and a shape "
+                f"of {len(shape)} lengths do not make a matrix"
+            )
+        shape = tuple(int(s) for s in shape)
+        x = _canonical(_matrix_class(self.format)((data, indices, indptr), shape=shape))
+        output_storage[0][0] = x.data
+        output_storage[1][0] = _int32(x.indices, "indices")
+        output_storage[2][0] = _int32(x.indptr, "indptr")
+        output_storage[3][0] = np.asarray(shape, dtype="int32")
+
+    def connection_pattern(self, node):
+        return [[True, False, False, False]] + [[False] * 4] * 3
+
+    def grad(self, inputs, output_grads):
+        data, indices, indptr, shape = inputs
+        g_data = output_grads[0]
+        if isinstance(g_data.type, DisconnectedType):
+            return [tt.zeros_like(data)] + [disconnected_type()] * 3
+        _data, c_indices, c_indptr, c_shape = self(*inputs)
+        gx = csm_grad(data, indices, indptr, shape, g_data, c_indices, c_indptr, c_shape)
+        return [gx] + [disconnected_type()] * 3
 
 
 # -- conversions ---------------------------------------------------------------------
@@ -707,7 +795,8 @@ class SpSum(Op):
         (x,) = inputs
         dtype = node.outputs[0].dtype
         if self.axis is None:
-            output_storage[0][0] = np.asarray(x.sum(), dtype=dtype)
+            # scipy's x.sum() sums duplicates in x itself: the stored values' sum instead.
+            output_storage[0][0] = np.asarray(np.sum(x.data), dtype=dtype)
         else:
             output_storage[0][0] = np.asarray(x.sum(axis=self.axis), dtype=dtype).ravel()
 
@@ -800,8 +889,11 @@ class AddSD(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         x, y = inputs
-        if any(b not in (a, 1) for a, b in zip(x.shape, y.shape)):
-            raise ValueError(f"AddSD: shapes {x.shape} (sparse) and {y.shape} do not match")
+        if not _fits(x.shape, y, node.inputs[1].broadcastable):
+            raise ValueError(
+                f"AddSD: shapes {x.shape} (sparse) and {y.shape} do not match (a dense "
+                "operand broadcasts along an axis of length 1 only when declared so)"
+            )
         out = np.broadcast_to(y, x.shape).astype(node.outputs[0].dtype)
         if not x.has_canonical_format:  # duplicates: summed into one entry first
             x = x.copy()
@@ -909,8 +1001,11 @@ class MulSD(Op):
         if y.ndim == 0:
             data = x.data * y
         else:
-            if any(b not in (a, 1) for a, b in zip(x.shape, y.shape)):
-                raise ValueError(f"MulSD: shapes {x.shape} (sparse) and {y.shape} do not match")
+            if not _fits(x.shape, y, node.inputs[1].broadcastable):
+                raise ValueError(
+                    f"MulSD: shapes {x.shape} (sparse) and {y.shape} do not match (a dense "
+                    "operand broadcasts along an axis of length 1 only when declared so)"
+                )
             data = x.data * np.broadcast_to(y, x.shape)[_major_minor(x)]
         output_storage[0][0] = _with_data(x, data.astype(dtype, copy=False))
 
@@ -970,7 +1065,7 @@ class AddSSData(Op):
         return Apply(self, [x, y], [x.type()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        x, y = inputs
+        x, y = (_canonical(v) for v in inputs)
         if x.shape != y.shape or x.data.shape != y.data.shape:
             raise ValueError(
                 f"AddSSData: the matrices must have one shape and pattern, got {x.shape} "
@@ -1019,6 +1114,7 @@ class _RowVectorOp(Op):
     def perform(self, node, inputs, output_storage, params=None):
         x, y = inputs
         _check_row_vector(self, x, y)
+        x = _canonical(x)  # y[j] is added once to the value at (i, j), not per entry
         data = self.ufunc(x.data, y[_major_minor(x)[1]]).astype(node.outputs[0].dtype, copy=False)
         output_storage[0][0] = _with_data(x, data)
 

@@ -221,7 +221,7 @@ get_item_list_grad = GetItemListGrad()
 
 class GetItem2Lists(Op):
     """``x[rows, cols]`` for two integer vectors: the entries ``x[rows[k], cols[k]]`` as a
-    dense vector."""
+    dense vector (a list of one index broadcasts against the other, as in numpy)."""
 
     __props__ = ()
 
@@ -232,7 +232,17 @@ class GetItem2Lists(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         x, ind1, ind2 = inputs
-        output_storage[0][0] = np.asarray(x[ind1, ind2], dtype=x.dtype).ravel()
+        if len(ind1) != len(ind2) and 1 not in (len(ind1), len(ind2)):
+            raise IndexError(
+                f"shape mismatch: indexing arrays could not be broadcast together with "
+                f"shapes ({len(ind1)},) ({len(ind2)},)"
+            )
+        rows, cols = (np.array(v) for v in np.broadcast_arrays(ind1, ind2))
+        if rows.size:
+            out = np.asarray(x[rows, cols], dtype=x.dtype).ravel()
+        else:  # scipy answers a sparse matrix for no index
+            out = np.zeros(0, dtype=x.dtype)
+        output_storage[0][0] = out
 
     def connection_pattern(self, node):
         return [[True], [False], [False]]
@@ -247,7 +257,9 @@ class GetItem2Lists(Op):
         ]
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[1]]
+        # The lists broadcast as numpy's (a list of one index pairs with each of the other).
+        (n1,), (n2,) = input_shapes[1], input_shapes[2]
+        return [(tt.switch(tt.eq(n1, 1), n2, n1),)]
 
 
 get_item_2lists = GetItem2Lists()
@@ -267,7 +279,7 @@ class GetItem2ListsGrad(Op):
     def perform(self, node, inputs, output_storage, params=None):
         x, ind1, ind2, gz = inputs
         n, m = x.shape
-        rows, cols = np.asarray(ind1) % n, np.asarray(ind2) % m
+        rows, cols = np.broadcast_arrays(np.asarray(ind1) % n, np.asarray(ind2) % m)
         out = scipy_sparse().coo_matrix((gz, (rows, cols)), shape=x.shape)  # sums repeats
         output_storage[0][0] = out.asformat(x.format).astype(node.outputs[0].dtype, copy=False)
 
@@ -343,7 +355,19 @@ class ConstructSparseFromList(Op):
         rows, cols = values.shape
         if rows != len(ilist):
             raise ValueError(f"{rows} rows of values for {len(ilist)} indices")
-        r = np.repeat(np.asarray(ilist) % shape[0], cols)
+        if cols != shape[1]:
+            raise ValueError(
+                f"ConstructSparseFromList: rows of {cols} values for a matrix of shape "
+                f"{tuple(int(s) for s in shape)}"
+            )
+        ilist = np.asarray(ilist)
+        if len(ilist) and (ilist.min() < -shape[0] or ilist.max() >= shape[0]):
+            bad = ilist[(ilist < -shape[0]) | (ilist >= shape[0])][0]
+            raise IndexError(
+                f"ConstructSparseFromList: index {bad} is out of bounds for a matrix of "
+                f"{shape[0]} rows"
+            )
+        r = np.repeat(ilist % max(shape[0], 1), cols)
         c = np.tile(np.arange(cols), rows)
         out = scipy_sparse().coo_matrix((values.ravel(), (r, c)), shape=tuple(shape))
         output_storage[0][0] = out.tocsc().astype(node.outputs[0].dtype, copy=False)

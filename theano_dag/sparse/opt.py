@@ -3,7 +3,9 @@
 
 - ``local_csm_properties_csm``: the parts of a matrix just built by ``CSM`` are the
   parts it was built from (``structured_exp(structured_exp(x))`` builds one matrix, not
-  two); canonicalize and specialize;
+  two); parts not known to be canonical (a matrix built from parts with a place stored
+  twice has the summed parts) become ``CanonicalParts`` of them; canonicalize and
+  specialize;
 - ``local_mul_s_d``: a sparse matrix times a row vector broadcast to a matrix
   (``mul_s_d(x, v[None, :])``) becomes ``mul_s_v(x, v)``, which reads ``v`` by column
   index instead of broadcasting it (twice as fast on a 10^5 x 2000 matrix); times any
@@ -56,6 +58,7 @@ from theano_dag.scalar.basic import upcast
 from theano_dag.sparse.basic import (
     CSM,
     AddSD,
+    CanonicalParts,
     CSMGrad,
     CSMProperties,
     DenseFromSparse,
@@ -116,16 +119,37 @@ __all__ = [
 ]
 
 
+def _canonical_pattern(indices, indptr):
+    """Whether ``indices`` and ``indptr`` are known to be a canonical pattern (each place
+    once, sorted): the parts :class:`CSMProperties` gives, or ``SamplingDotCSR``'s
+    copies of such parts."""
+    node = indices.owner
+    if node is None or indptr.owner is not node:
+        return False
+    if isinstance(node.op, CSMProperties):
+        return node.outputs[1] is indices and node.outputs[2] is indptr
+    if isinstance(node.op, SamplingDotCSR):
+        return (node.outputs[1], node.outputs[2]) == (indices, indptr) and _canonical_pattern(
+            node.inputs[3], node.inputs[4]
+        )
+    return False
+
+
 @local_optimizer([CSMProperties])
 def local_csm_properties_csm(fgraph, node):
     """``csm_properties(CSM(data, indices, indptr, shape))`` -> those four inputs (cast
-    to the properties' types)."""
+    to the properties' types), when the pattern is known canonical: the properties of a
+    matrix with duplicate or unsorted entries are its canonical form's, not its parts."""
     if not isinstance(node.op, CSMProperties):
         return None
     (csm,) = node.inputs
     if csm.owner is None or not isinstance(csm.owner.op, CSM):
         return None
     data, indices, indptr, shape = csm.owner.inputs
+    if not _canonical_pattern(indices, indptr):
+        # Parts that may hold a place twice: their canonical form, still no matrix.
+        new = CanonicalParts(csm.owner.op.format)(data, indices, indptr, shape)
+        return new if all(n.type == o.type for n, o in zip(new, node.outputs)) else None
     if shape.type != node.outputs[3].type:  # (a shape read from a matrix has that type)
         shape = tt.specify_shape(tt.cast(shape, "int32"), (2,))
     new = [data, tt.cast(indices, "int32"), tt.cast(indptr, "int32"), shape]
@@ -359,6 +383,10 @@ class _StructuredDotParts(Op):
         a = self._matrix(val, ind, ptr, n_rows, b.shape[0])
         output_storage[0][0] = np.asarray(a @ b, dtype=node.outputs[0].dtype)
 
+    def infer_shape(self, fgraph, node, input_shapes):
+        n_rows = node.inputs[3] if self.format == "csc" else input_shapes[2][0] - 1
+        return [(n_rows, input_shapes[-1][1])]
+
 
 class StructuredDotCSC(_StructuredDotParts):
     """``csc(a_val, a_ind, a_ptr, a_nrows) @ b``, dense (Theano's name)."""
@@ -394,6 +422,9 @@ class UsmmCscDense(Op):
         out = out.astype(node.outputs[0].dtype, copy=False)
         out += np.asarray(alpha).reshape(()) * (x @ y)
         output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[6]]
 
 
 class AddSD_ccode(AddSD):  # noqa: N801 (Theano's name)

@@ -32,7 +32,7 @@ from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import DisconnectedType, disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.scalar.basic import upcast
-from theano_dag.sparse.basic import CSM, _dense_type, dense_from_sparse, transpose
+from theano_dag.sparse.basic import CSM, _dense_type, _fits, dense_from_sparse, transpose
 from theano_dag.sparse.products import _GATHER_ELEMENTS, dot
 from theano_dag.tensor.type import discrete_dtypes
 
@@ -144,10 +144,11 @@ class _MulSDParts(_PartsOp):
     def perform(self, node, inputs, output_storage, params=None):
         data, b = inputs[0], inputs[3]
         shape, rows, cols = self._rows_cols(inputs)
-        if any(n not in (m, 1) for m, n in zip(shape, b.shape)):
+        if not _fits(shape, b, node.inputs[3].broadcastable):
             raise ValueError(
                 f"{type(self).__name__}: a dense operand of shape {b.shape} for a sparse "
-                f"matrix of shape {shape}"
+                f"matrix of shape {shape} (it broadcasts along an axis of length 1 only "
+                "when declared so)"
             )
         picked = b[rows if b.shape[0] != 1 else 0, cols if b.shape[1] != 1 else 0]
         output_storage[0][0] = np.multiply(data, picked, dtype=node.outputs[0].dtype)

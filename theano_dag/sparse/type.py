@@ -63,8 +63,9 @@ class SparseType(Type):
     """Sparse matrices of one format (``"csr"`` or ``"csc"``; ``"bsr"``, which only the
     products read) and one dtype.
 
-    Values are ``scipy.sparse`` matrices; ``filter`` converts another format, a dense
-    2-D array or a safe dtype change when not ``strict``.
+    Values are ``scipy.sparse`` matrices; ``filter`` takes a scipy sparse array of the
+    format and dtype as the matrix of the same arrays, and converts another format, a
+    dense 2-D array or a safe dtype change when not ``strict``.
 
     >>> import scipy.sparse as sp
     >>> t = SparseType("csc", "float64")
@@ -110,7 +111,11 @@ class SparseType(Type):
     def filter(self, value, strict=False, allow_downcast=None):
         sp = scipy_sparse()
         if sp.issparse(value) and value.format == self.format and value.dtype == self.dtype:
-            return value
+            if isinstance(value, sp.spmatrix):
+                return value
+            # A scipy sparse *array* (csr_array...): the same arrays as a matrix, so that
+            # every op answers the one kind of value (an array's * is not a matrix's).
+            return self._as_format(value, sp)
         if strict:
             what = (
                 f"a {value.format} matrix of dtype {value.dtype}"
