@@ -278,3 +278,16 @@ def test_an_op_pytensor_refuses_for_these_dtypes_is_wrapped_or_named():
     args = [np.array([True, False])]
     got = theirs(to_pytensor(fg), args)
     assert_close(ours(fg, args), got)
+
+
+def test_a_float_function_of_bools_computes_in_the_output_float():
+    # softplus of a bool is float32; PyTensor's Python kernel computed it in numpy's
+    # float for a bool, float16, and cast: the inputs go over in float32 first.
+    b = tt.matrix("b", dtype="bool")
+    fg = FunctionGraph([b], [tt.softplus(b), tt.exp(b)], clone=False)
+    args = [np.array([[True, False]])]
+    want = ours(fg, args)
+    got = theirs(to_pytensor(fg, strict=True), args, PY)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == "float32"
+        np.testing.assert_allclose(g, w, rtol=1e-7)

@@ -19,6 +19,7 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag import tensor as tt
+from theano_dag.formats.foreign.flavor import cast_to
 from theano_dag.formats.foreign.scalars import _composite, scalar_from_foreign, scalar_to_foreign
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.op import Op
@@ -48,6 +49,15 @@ def _elemwise_to(fl, node, ins):
     if fop is None:
         return None
     pattern = node.op.inplace_pattern or None
+    wanted = {v.dtype for v in node.outputs}
+    discrete = all(v.dtype.startswith(("int", "uint", "bool")) for v in node.inputs)
+    if len(wanted) == 1 and discrete and not isinstance(op, ts.Cast):
+        (dtype,) = wanted
+        if dtype.startswith("float"):
+            # A float function of integers or bools: its inputs in the output's float
+            # first, as ours computes it (PyTensor's Python kernels compute a float32
+            # softplus of a bool in float16, numpy's float for a bool).
+            ins = [cast_to(fl, i, dtype, ours=False) for i in ins]
     return fl.Elemwise(fop, pattern)(*ins, return_list=True)
 
 
