@@ -256,3 +256,16 @@ def test_a_relative_python_is_made_absolute_as_given(tmp_path, monkeypatch):
     pymc3_suite.common_arguments(ap, ".venv-pymc3", "pymc3-suite", 600)
     args = ap.parse_args(["--python", "venv/bin/python"])
     assert args.python == str(tmp_path / "venv" / "bin" / "python")
+
+
+def test_a_theano_dag_tree_goes_first_on_its_side_only(tmp_path):
+    # --theano-dag: a worktree's theano_dag ahead of the venv's editable install, on the
+    # theano_dag side's path alone (theano-pymc's side never imports theano_dag).
+    pymc3_suite = _load("pymc3_suite")
+    tree, work = tmp_path / "tree", tmp_path / "work"
+    mine = pymc3_suite.side_env("theano_dag", work, tmp_path / "tp", 10, tmp_path / "c", tree)
+    assert mine["PYTHONPATH"].split(":") == [str(tree), str(work / "plugin")]
+    venv = pymc3_suite.side_env("theano_dag", work, tmp_path / "tp", 10, tmp_path / "c")
+    assert venv["PYTHONPATH"].split(":") == [str(work / "plugin")]
+    theirs = pymc3_suite.side_env("theano", work, tmp_path / "tp", 10, tmp_path / "c", tree)
+    assert str(tree) not in theirs["PYTHONPATH"].split(":")

@@ -233,7 +233,7 @@ def main(argv=None) -> int:
     for side in wanted:
         reused, partial = start_side(args, work, side)
         compiledir = work / "theano-cache"
-        env = side_env(side, work, args.theano_pymc.resolve(), 0, compiledir)
+        env = side_env(side, work, args.theano_pymc.resolve(), 0, compiledir, args.theano_dag)
         if side == "theano":
             # pymc3_suite's theano-side directory, its sitecustomize with Lasagne's names
             site_dir = Path(env["PYTHONPATH"].split(os.pathsep)[0])

@@ -109,10 +109,23 @@ def test_files(site: Path) -> list:
     return [f for f in files if f not in LEFT_OUT]
 
 
-def side_env(side: str, work: Path, theano_pymc: Path, per_file: int, compiledir: Path) -> dict:
-    """The environment of one side's pytest processes (``compiledir``: theano-pymc's)."""
+def side_env(
+    side: str,
+    work: Path,
+    theano_pymc: Path,
+    per_file: int,
+    compiledir: Path,
+    theano_dag: Path | None = None,
+) -> dict:
+    """The environment of one side's pytest processes (``compiledir``: theano-pymc's;
+    ``theano_dag``: a theano_dag source tree the theano_dag side imports instead of the
+    venv's own install)."""
     env = dict(os.environ)
     paths = [str(work / "plugin")]
+    if side == "theano_dag" and theano_dag is not None:
+        # First on sys.path, ahead of the venv's (editable) install; the alias's .pth
+        # finds theano_dag through sys.path, so it installs this tree's alias.
+        paths.insert(0, str(theano_dag))
     if side == "theano":
         paths = [str(work / "theano-side"), str(theano_pymc), *paths]
         env["THEANO_FLAGS"] = f"base_compiledir={compiledir},blas__ldflags="
@@ -201,6 +214,12 @@ def common_arguments(ap, venv: str, work: str, timeout: int) -> None:
     ap.add_argument("--jobs", type=int, default=2, help="files run at once")
     ap.add_argument("--side", choices=["both", "theano", "theano_dag"], default="both")
     ap.add_argument(
+        "--theano-dag",
+        type=lambda p: Path(p).resolve(),
+        default=None,
+        help="a theano_dag source tree the theano_dag side imports (default: the venv's)",
+    )
+    ap.add_argument(
         "--reuse",
         type=Path,
         default=None,
@@ -254,7 +273,9 @@ def main(argv=None) -> int:
         if side == "theano" and args.reuse is not None and args.side == "theano_dag":
             todo = []
         compiledir = args.theano_compiledir or work / "theano-cache"
-        env = side_env(side, work, args.theano_pymc.resolve(), args.per_file, compiledir)
+        env = side_env(
+            side, work, args.theano_pymc.resolve(), args.per_file, compiledir, args.theano_dag
+        )
         ran = run_side(
             side,
             args.python,

@@ -668,6 +668,16 @@ def test_known_indexing_errors_name_the_node():
         f(np.zeros(6))
 
 
+def test_a_reshape_the_input_cannot_fill_is_the_error_not_the_next_node():
+    # Theano's Reshape raises; the plan used to take the asked shape (1, 3) on trust and
+    # the add's shape check fired first, naming the add.
+    v, m = tt.dvector("v"), tt.dmatrix("m")
+    f = function([v, m], v.reshape((1, 3)) + m, mode=cpu(optimizer="fast_run"))
+    with pytest.raises(ValueError, match=r"Reshape\{2\}: cannot reshape an array of shape \(2,\)"):
+        f(np.ones(2), np.ones((1, 2)))
+    np.testing.assert_array_equal(f(np.arange(3.0), np.ones((1, 3))), [[1.0, 2.0, 3.0]])
+
+
 @pytest.mark.parametrize("poisoned", [False, True])
 def test_products_with_a_constant_operand_run_as_blas_steps(poisoned):
     rng = np.random.default_rng(4)

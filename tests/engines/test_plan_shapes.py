@@ -67,3 +67,14 @@ def test_an_inplace_op_in_a_shape_expression_leaves_known_values_as_they_were():
     assert int(plan_shapes.evaluate_expression(double, known)) == 6
     assert int(plan_shapes.evaluate_expression(double, known)) == 6
     assert int(known[n]) == 4
+
+
+def test_a_reshape_that_cannot_hold_its_input_is_left_to_the_run():
+    # Reshape's infer_shape gives the asked shape unchecked; planned, a 2-vector taken
+    # to (1, 3) made the next node's check blame itself (PyMC3's test_ode::test_gradients).
+    v, m = tt.dvector("v"), tt.dmatrix("m")
+    bad, good = v.reshape((1, 3)), v.reshape((-1, 2))
+    z = bad + m
+    shapes, _ = plan_shapes.infer_shapes(None, io_toposort([v, m], [z, good]), {v: (2,), m: (1, 2)})
+    assert shapes[bad] is None and shapes[z] is None
+    assert shapes[good] == np.zeros(2).reshape((-1, 2)).shape

@@ -85,13 +85,22 @@ def _residuals(op, terms, stops):
     the forward loop stores anyway): a variable of the step that depends on its
     sequences or states and comes from a node in ``STORED_OPS`` is a residual (the
     walk stops there). Loop-invariant nodes are left to be computed (hoisted) again.
+
+    So is a tensor drawn from a carried random state (a random op's sample): the
+    backward loop has no step's state to draw it again, and must read the very numbers
+    the forward step used (Theano keeps its MRG generator's state, a tensor, per step).
     """
     n_taps = sum(len(t) for t in op.state_taps)
     variant = set(op.inner_inputs[: op.n_seqs + n_taps + op.n_carry])
+    # The carried states and what is derived from them that is not a tensor (a random
+    # op's advanced generator): a tensor a node makes from one of them is a draw.
+    drawn_from = set(op.inner_carry_inputs())
     fwd_nodes = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
     for node in fwd_nodes:
         if any(i in variant for i in node.inputs):
             variant.update(node.outputs)
+        if any(i in drawn_from for i in node.inputs):
+            drawn_from.update(o for o in node.outputs if not isinstance(o.type, TensorType))
     computed = {o for node in fwd_nodes for o in node.outputs}
     found, seen, todo = [], set(stops), list(terms)
     while todo:
@@ -102,8 +111,8 @@ def _residuals(op, terms, stops):
         if (
             v in computed
             and v in variant
-            and isinstance(v.owner.op, STORED_OPS)
             and isinstance(v.type, TensorType)
+            and (isinstance(v.owner.op, STORED_OPS) or any(i in drawn_from for i in v.owner.inputs))
         ):
             found.append(v)
             continue
@@ -237,7 +246,7 @@ def scan_grad(op, inputs, outputs, output_grads):
     # A gradient that reads what the step computed (tanh's does) reads the forward
     # loop's stored rows instead of computing the step again.
     residuals = []
-    if terms and not op.n_carry:  # (a random draw is not stored: see the check below)
+    if terms:
         residuals = _residuals(op, terms, [*fwd_state_outs, *fwd_nit_outs, *cots])
     res_rows = []
     if residuals:
@@ -257,7 +266,7 @@ def scan_grad(op, inputs, outputs, output_grads):
         terms = clone_replace(terms, replace) if terms else []
     carried = set(op.inner_carry_inputs())
     if carried and carried & set(ancestors(terms)):
-        # The step draws random numbers the gradient needs; they are not stored.
+        # The gradient reads a carried state other than through a draw stored above.
         why = "the gradient of a scan whose step's derivative reads a carried random state"
         return _not_implemented(op, inputs, why)
     d_of = dict(zip(wrt, terms))

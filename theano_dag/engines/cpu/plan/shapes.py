@@ -24,7 +24,7 @@ from theano_dag.graph.basic import Constant, Variable
 from theano_dag.tensor.blas import Dot22, Dot22Scalar
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.shape import Shape, Shape_i
+from theano_dag.tensor.shape import Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import Subtensor
 
 __all__ = ["ShapeError", "infer_shapes", "broadcast_shapes", "evaluate_expression"]
@@ -254,8 +254,20 @@ def _subtensor(fgraph, node, in_shapes, known):
     return [tuple(out)]
 
 
+def _reshape(fgraph, node, in_shapes, known):
+    """Reshape's own ``infer_shape``, kept only when it holds the input's element count:
+    that rule gives the asked shape unchecked, and a later node's plan-time check would
+    then report a mismatch that is the reshape's (an ``add`` of shapes (1, 2) and (1, 3)
+    for a 2-vector reshaped to (1, 3)). ``None`` runs it unplanned: Reshape itself says
+    what it cannot reshape, as Theano does."""
+    result = _generic(fgraph, node, in_shapes, known)
+    if result and result[0] is not None and _size(result[0]) != _size(in_shapes[0]):
+        return None
+    return result
+
+
 # Rules that read the values known at plan time (index inputs), not only shapes.
-KNOWN_RULES: dict = {Subtensor: _subtensor}
+KNOWN_RULES: dict = {Subtensor: _subtensor, Reshape: _reshape}
 
 # the op classes whose output is a function of their input's *shape* only
 _SHAPE, _SHAPE_I = Shape, Shape_i
