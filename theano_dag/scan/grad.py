@@ -186,18 +186,23 @@ def scan_grad(op, inputs, outputs, output_grads):
             replace[v] = v.type(v.name)
             b_seqs.append(replace[v])
             b_seq_outer.append(rev(outputs[k], m + tap))
+    # Only float outputs pass a cotangent back: an integer output's gradient (zeros, of
+    # a float dtype) has no row type in the loop and is not read.
     g_state_rows = []
     for k in range(nst):
-        row = fwd_taps[k][0].type("g_state")
+        row = fwd_taps[k][0].type("g_state") if _is_float(fwd_state_outs[k]) else None
         g_state_rows.append(row)
-        b_seqs.append(row)
-        b_seq_outer.append(rev(g_bufs[k], op.mintaps[k]))
+        if row is not None:
+            b_seqs.append(row)
+            b_seq_outer.append(rev(g_bufs[k], op.mintaps[k]))
     g_nit_rows = []
     for j, out in enumerate(fwd_nit_outs):
-        row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
+        row = None
+        if _is_float(out):
+            row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
+            b_seqs.append(row)
+            b_seq_outer.append(rev(g_nits[j]))
         g_nit_rows.append(row)
-        b_seqs.append(row)
-        b_seq_outer.append(rev(g_nits[j]))
     b_nonseqs = []
     for v in fwd_nonseqs:
         replace[v] = v.type(v.name)
