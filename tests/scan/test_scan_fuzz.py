@@ -88,3 +88,18 @@ def test_nested_loop_on_dask_does_not_wait_for_itself():
     got = theano_dag.function([xs], out, mode=dask_mode)(xv)
     want = [sum(e * 0.5 ** (len(r) - 1 - i) for i, e in enumerate(r)) for r in xv]
     np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.parametrize("mode", [REF, Mode(linker="cpu")], ids=["py", "cpu"])
+def test_truncated_gradient_reaches_initial_rows_read_by_the_kept_steps(mode):
+    # taps [-3, -1], 4 steps: step 1 reads initial row 1, step 2 initial row 2. With
+    # truncate_gradient=3 (steps 1..3 kept) those reads pass their gradient, as in Theano
+    # (h3 = 2 h0 + 3 h2, h2 = 2 init[2] + 3 h1, h1 = 2 init[1] + 3 h0, h0 held fixed);
+    # the initial rows got none.
+    h0 = tt.dvector("h0")
+    want = {-1: [58.0, 18.0, 93.0], 3: [0.0, 18.0, 6.0], 2: [0.0, 0.0, 6.0], 1: [0.0, 0.0, 0.0]}
+    for trunc, expected in want.items():
+        hs, _ = scan(lambda a, b: a * 2.0 + b * 3.0, n_steps=4, truncate_gradient=trunc,
+                     outputs_info=dict(initial=h0, taps=[-3, -1]))  # fmt: skip
+        f = theano_dag.function([h0], theano_dag.grad(hs[-1].sum(), h0), mode=mode)
+        np.testing.assert_allclose(f(np.ones(3)), expected)

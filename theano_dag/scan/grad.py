@@ -316,10 +316,14 @@ def scan_grad(op, inputs, outputs, output_grads):
         if not _is_float(init):
             grads.append(tt.zeros_like(init, dtype="float64"))
             continue
-        # The last window holds the rows m-1 .. 0 when the backward loop reached step 0.
+        # The last window holds the cotangents of the rows start+m-1 .. start of the
+        # buffer (what the backward loop's last step, step `start`, read): those below m
+        # are initial rows. With truncation (start > 0) the steps kept may still read
+        # initial rows directly, as in Theano; rows below start get nothing.
         last = res_windows[k][-1]
         last = tt.shape_padleft(last) if m == 1 else last[::-1]
-        reached = tt.switch(tt.eq(start, 0), last, 0)
+        shift = tt.minimum(start, m)
+        reached = tt.concatenate([tt.zeros_like(last), last])[m - shift : 2 * m - shift]
         g = g_bufs[k][:m] + reached
         grads.append(tt.set_subtensor(tt.zeros_like(init)[:m], g))
     grads += [disconnected_type() for _ in carries]
