@@ -103,3 +103,20 @@ def test_truncated_gradient_reaches_initial_rows_read_by_the_kept_steps(mode):
                      outputs_info=dict(initial=h0, taps=[-3, -1]))  # fmt: skip
         f = theano_dag.function([h0], theano_dag.grad(hs[-1].sum(), h0), mode=mode)
         np.testing.assert_allclose(f(np.ones(3)), expected)
+
+
+def test_no_step_with_rows_of_unknown_shape_is_refused():
+    # A loop of 0 steps whose per-step rows come from a loop of their own: their shape
+    # is not known without running a step. It returned a stack of rows of shape (0,)
+    # ((0, 0) instead of (0, 3)), and so a sum over the steps of shape (0,), not (3,).
+    k, v = tt.lscalar("k"), tt.dvector("v")
+
+    def step():
+        inner, _ = scan(lambda e, a: a * 0.5 + e, sequences=v, outputs_info=np.float64(0.0))
+        return inner
+
+    ys, _ = scan(step, n_steps=k, outputs_info=[None])
+    f = theano_dag.function([k, v], ys.sum(axis=0), mode=REF)
+    np.testing.assert_allclose(f(2, np.ones(3)), [2.0, 3.0, 3.5])
+    with pytest.raises(ValueError, match="ran no step, and the shape of the rows of its per"):
+        f(0, np.ones(3))
