@@ -864,10 +864,10 @@ def _check_engine(rec, name, dtypes):
 
 
 def differentiable(rec):
-    """Whether :func:`check_grad` applies: a float64 program with steps, no shared
-    variables, some float64 input to differentiate."""
+    """Whether :func:`check_grad` applies: a float program with steps, no shared
+    variables, some input of its dtype to differentiate."""
     return (
-        rec.dtype == "float64"
+        rec.dtype in ("float32", "float64")
         and not rec.counter
         and not rec.acc
         and _grad_names(rec)
@@ -880,9 +880,9 @@ def _zero_steps_possible(rec):
 
 
 def _grad_names(rec):
-    names = [f"seq{i}" for i, dt in enumerate(rec.seq_dtypes) if dt == "float64"]
+    names = [f"seq{i}" for i, dt in enumerate(rec.seq_dtypes) if dt == rec.dtype]
     names += [f"init{k}" for k, o in enumerate(rec.outs) if o[0] == "state"]
-    names += [f"ns{j}" for j, (_, dt) in enumerate(rec.nonseqs) if dt == "float64"]
+    names += [f"ns{j}" for j, (_, dt) in enumerate(rec.nonseqs) if dt == rec.dtype]
     return names
 
 
@@ -912,14 +912,20 @@ def numeric_grad(rec, vals, dtypes, eps=1e-6):
 
 
 def check_grad(rec, engines):
-    """The gradient problems of ``rec`` on each engine, as :func:`check`'s."""
+    """The gradient problems of ``rec`` on each engine, as :func:`check`'s. A float32
+    program's gradient is compared with differences of the loop computed in float64
+    (loosely): its value, and its dtype exactly (the input's)."""
     dtypes = _dtypes(rec)
     vals = input_values(rec, 0)
+    tol = (1e-4, 1e-5) if rec.dtype == "float64" else (3e-2, 3e-3)
+    # numpy's side in float64: float32 differences of 1e-6 steps would be noise
+    dtypes64 = {k: np.dtype("float64") if str(v) == "float32" else v for k, v in dtypes.items()}
+    vals64 = {k: v.astype("float64") if v.dtype == "float32" else v for k, v in vals.items()}
     kinks = []
-    reference(rec, vals, dtypes, kinks=kinks)
+    reference(rec, vals64, dtypes64, kinks=kinks)
     if kinks[0]:
         return []  # a tie at the point: the gradient is a convention there
-    want = numeric_grad(rec, vals, dtypes)
+    want = numeric_grad(rec, vals64, dtypes64)
     want2 = None
     problems = []
     for name in engines:
@@ -937,11 +943,13 @@ def check_grad(rec, engines):
                 continue
         for nm, g in zip(want, got):
             w = want[nm]
-            if g.shape != w.shape or not np.allclose(g, w, rtol=1e-4, atol=1e-5):
+            if g.dtype != vals[nm].dtype:
+                problems.append((name, f"grad wrt {nm}: dtype {g.dtype}, input {vals[nm].dtype}"))
+            elif g.shape != w.shape or not np.allclose(g, w, rtol=tol[0], atol=tol[1]):
                 # A kink (max, switch, ...) near the point: differences of two step
                 # sizes disagree there; those are not counted.
                 if want2 is None:
-                    want2 = numeric_grad(rec, vals, dtypes, eps=1e-8)
+                    want2 = numeric_grad(rec, vals64, dtypes64, eps=1e-8)
                 if not np.allclose(want2[nm], w, rtol=1e-3, atol=1e-4):
                     continue
                 err = np.max(np.abs(g - w)) if g.shape == w.shape else f"shape {g.shape}"
@@ -1122,7 +1130,7 @@ def run(
             problems = check(rec, names)
             for e in names:
                 counts[e] += 1
-            if grads and differentiable(rec):
+            if grads and names and differentiable(rec):
                 counts["grad"] += 1
                 problems += [(e, f"[grad] {p}") for e, p in check_grad(rec, names)]
         except Exception:
