@@ -21,7 +21,7 @@ try:
 except ImportError:
     DASK_OK = False
 #: The fixed sample: recipes of seed 0, on engines that compile fast.
-SAMPLE = 12
+SAMPLE = 10
 
 
 def _recipes():

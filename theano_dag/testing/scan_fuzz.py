@@ -98,6 +98,10 @@ SELECTIONS = ("all", "last", "last2", "sum", "none", "last+all", "last+sum")
 #: ``scan.op.C_LOOP_MIN_STEPS``).
 ROW = (2, 3)
 SEQ_LENGTHS = (3, 4, 5, 6, 10, 12)
+#: The share of loops whose step is elementwise work only, over long sequences: those
+#: the C loop replays.
+SIMPLE_SHARE = 0.3
+LONG_LENGTHS = (10, 12, 16, 20)
 
 
 @dataclass
@@ -139,7 +143,7 @@ class Recipe:
 # -- expressions ----------------------------------------------------------------------------
 
 
-def gen_expr(rng, leaves, shape, depth, is_int, has_mat):
+def gen_expr(rng, leaves, shape, depth, is_int, has_mat, simple=False):
     """A random expression tree of ``shape`` ("s" a scalar, "v" a row vector) over
     ``leaves`` (name -> shape)."""
     names = [n for n, s in leaves.items() if s == shape]
@@ -149,14 +153,17 @@ def gen_expr(rng, leaves, shape, depth, is_int, has_mat):
         c = int(rng.integers(-3, 4)) if is_int else float(np.round(rng.uniform(-1, 1), 2))
         if shape == "s":
             return ("const", c)
-        v = gen_expr(rng, leaves, "s", 0, is_int, has_mat)
+        v = gen_expr(rng, leaves, "s", 0, is_int, has_mat, simple)
         return ("alloc", v)
 
     def sub(s):
-        return gen_expr(rng, leaves, s, depth - 1, is_int, has_mat)
+        return gen_expr(rng, leaves, s, depth - 1, is_int, has_mat, simple)
 
     kinds = ["un", "bin", "bin", "switch", "ifelse", "cast"]
-    if shape == "v":
+    if simple:
+        # elementwise work only: a step the CPU engine's C loop replays
+        kinds = ["un", "bin", "bin", "switch", "cast"]
+    elif shape == "v":
         kinds += ["nest", "rev", "roll", "setsub", "incsub", "alloc"]
         if has_mat:
             kinds += ["dot", "dot"]
@@ -377,7 +384,10 @@ def generate(rng) -> Recipe:
                 taps = [int(r.choice([-2, -3]))]
         out_kinds.append((kind, ndim, taps))
     # The steps: from the sequences, a constant or a symbolic value (0 sometimes).
+    simple = bool(r.random() < SIMPLE_SHARE)
     lengths = (int(r.choice(SEQ_LENGTHS)), int(r.choice(SEQ_LENGTHS)))
+    if simple:
+        lengths = (int(r.choice(LONG_LENGTHS)), int(r.choice(LONG_LENGTHS)))
     reach = max((max(max(t), 0) - min(min(t), 0) for _, t in seqs), default=0)
     lengths = tuple(max(n, reach + 1) for n in lengths)
     avail = [n - reach for n in lengths] if seqs else [12, 12]
@@ -418,9 +428,11 @@ def generate(rng) -> Recipe:
     has_mat = any(k == "m" for k, _ in nonseqs)
     outs = []
     for kind, nd, taps in out_kinds:
-        e = gen_expr(r, leaves, "v" if nd == 1 else "s", int(r.integers(1, 4)), is_int, has_mat)
+        e = gen_expr(
+            r, leaves, "v" if nd == 1 else "s", int(r.integers(1, 4)), is_int, has_mat, simple
+        )
         outs.append((kind, nd, taps, e))
-    acc_expr = gen_expr(r, leaves, "v", 2, is_int, has_mat) if acc else None
+    acc_expr = gen_expr(r, leaves, "v", 2, is_int, has_mat, simple) if acc else None
     n_max = max(avail) if steps[0] != "const" else steps[1]
     truncate = -1
     if r.random() < 0.2:
@@ -914,7 +926,13 @@ def numeric_grad(rec, vals, dtypes, eps=1e-6):
 def check_grad(rec, engines):
     """The gradient problems of ``rec`` on each engine, as :func:`check`'s. A float32
     program's gradient is compared with differences of the loop computed in float64
-    (loosely): its value, and its dtype exactly (the input's)."""
+    (loosely): its value, and its dtype exactly (the input's).
+
+    >>> rng = np.random.default_rng(0)
+    >>> rec = next(r for r in iter(lambda: generate(rng), None) if differentiable(r))
+    >>> check_grad(rec, ["py"])
+    []
+    """
     dtypes = _dtypes(rec)
     vals = input_values(rec, 0)
     tol = (1e-4, 1e-5) if rec.dtype == "float64" else (3e-2, 3e-3)
@@ -1070,7 +1088,13 @@ def _candidates(rec):
 
 def shrink(rec, fails, budget=300):
     """A smaller recipe for which ``fails(recipe)`` still holds (greedy, first cut that
-    keeps the failure, until none does or ``budget`` tries are spent)."""
+    keeps the failure, until none does or ``budget`` tries are spent).
+
+    >>> rec = generate(np.random.default_rng(0))
+    >>> small = shrink(rec, lambda r: len(r.outs) >= 1)
+    >>> len(small.outs) <= len(rec.outs)
+    True
+    """
     tries = 0
     progress = True
     while progress and tries < budget:
