@@ -185,7 +185,9 @@ def gen_expr(rng, leaves, shape, depth, is_int, has_mat, simple=False):
         to = str(rng.choice(["int32", "int64"] if is_int else ["float32", "float64"]))
         return ("cast", to, sub(shape))
     if kind in ("nest", "nestlast"):
-        return (kind, bool(rng.random() < 0.3), sub("v"), sub("s"))
+        # how: bit 0, backwards; bit 1, the inner step reads c from the outer step
+        # (an implicit non-sequence) rather than as its argument
+        return (kind, int(rng.random() < 0.3) + 2 * int(rng.random() < 0.4), sub("v"), sub("s"))
     if kind in ("rev", "roll"):
         return (kind, sub("v"))
     if kind in ("setsub", "incsub"):
@@ -333,13 +335,19 @@ class Evaluator:
     def d_of(self, env):
         return env["__d__"]
 
-    def _nest(self, e, back, x, c, last):
+    def _nest(self, e, how, x, c, last):
         # acc_t = acc_{t-1} * c + x_t over x's elements, from 0: a scan in the step.
+        back = bool(how & 1)
         if self.graph:
             dt = self.dtypes.setdefault(("nest", e), (x * c).dtype)
-            out, _ = scan(lambda xi, a, cc: tt.cast(a * cc + xi, dt), sequences=x,
-                          outputs_info=tt.zeros((), dt), non_sequences=c,
-                          go_backwards=back, mode=self.mode)  # fmt: skip
+            if how & 2:
+                out, _ = scan(lambda xi, a: tt.cast(a * c + xi, dt), sequences=x,
+                              outputs_info=tt.zeros((), dt), go_backwards=back,
+                              mode=self.mode)  # fmt: skip
+            else:
+                out, _ = scan(lambda xi, a, cc: tt.cast(a * cc + xi, dt), sequences=x,
+                              outputs_info=tt.zeros((), dt), non_sequences=c,
+                              go_backwards=back, mode=self.mode)  # fmt: skip
             return out[-1] if last else out
         dt = self.dtypes[("nest", e)]
         acc, rows = np.zeros((), dt), []
