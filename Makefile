@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests fuzz scan-fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -140,6 +140,11 @@ N ?= 1000
 SEED ?= 0
 fuzz: $(STAMP) $(OPENCL_STAMP)
 	$(BIN)/python -m theano_dag.testing.fuzz --n $(N) --seed $(SEED)
+
+# The loop fuzzer (theano_dag/testing/scan_fuzz.py): N random scan calls from SEED on
+# every engine here (OpenCL on every 10th), values and gradients against numpy loops.
+scan-fuzz: $(STAMP) $(OPENCL_STAMP)
+	$(BIN)/python -m theano_dag.testing.scan_fuzz --n $(N) --seed $(SEED)
 
 # The fuzzer's graphs on theano-pymc 1.1.2 (tools/theano_fuzz.py): the graphs where
 # Theano's values are not numpy's, to read; reproducers in build/theano-fuzz/.

@@ -195,18 +195,23 @@ def scan_grad(op, inputs, outputs, output_grads):
             replace[v] = v.type(v.name)
             b_seqs.append(replace[v])
             b_seq_outer.append(rev(outputs[k], m + tap))
+    # Only float outputs pass a cotangent back: an integer output's gradient (zeros, of
+    # a float dtype) has no row type in the loop and is not read.
     g_state_rows = []
     for k in range(nst):
-        row = fwd_taps[k][0].type("g_state")
+        row = fwd_taps[k][0].type("g_state") if _is_float(fwd_state_outs[k]) else None
         g_state_rows.append(row)
-        b_seqs.append(row)
-        b_seq_outer.append(rev(g_bufs[k], op.mintaps[k]))
+        if row is not None:
+            b_seqs.append(row)
+            b_seq_outer.append(rev(g_bufs[k], op.mintaps[k]))
     g_nit_rows = []
     for j, out in enumerate(fwd_nit_outs):
-        row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
+        row = None
+        if _is_float(out):
+            row = tt.TensorType(out.type.dtype, broadcastable=out.type.broadcastable)("g_out")
+            b_seqs.append(row)
+            b_seq_outer.append(rev(g_nits[j]))
         g_nit_rows.append(row)
-        b_seqs.append(row)
-        b_seq_outer.append(rev(g_nits[j]))
     b_nonseqs = []
     for v in fwd_nonseqs:
         replace[v] = v.type(v.name)
@@ -320,10 +325,14 @@ def scan_grad(op, inputs, outputs, output_grads):
         if not _is_float(init):
             grads.append(tt.zeros_like(init, dtype="float64"))
             continue
-        # The last window holds the rows m-1 .. 0 when the backward loop reached step 0.
+        # The last window holds the cotangents of the rows start+m-1 .. start of the
+        # buffer (what the backward loop's last step, step `start`, read): those below m
+        # are initial rows. With truncation (start > 0) the steps kept may still read
+        # initial rows directly, as in Theano; rows below start get nothing.
         last = res_windows[k][-1]
         last = tt.shape_padleft(last) if m == 1 else last[::-1]
-        reached = tt.switch(tt.eq(start, 0), last, 0)
+        shift = tt.minimum(start, m)
+        reached = tt.concatenate([tt.zeros_like(last), last])[m - shift : 2 * m - shift]
         g = g_bufs[k][:m] + reached
         grads.append(tt.set_subtensor(tt.zeros_like(init)[:m], g))
     grads += [disconnected_type() for _ in carries]

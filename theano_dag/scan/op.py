@@ -361,12 +361,20 @@ class Scan(Op):
         for j, arr in enumerate(nitsot):
             var = node.outputs[nst + j]
             if arr is None:
-                # No step ran: an empty stack, its rows of the shape infer_shape gives
-                # (or, where it gives none, the unknown dimensions empty too).
+                # No step ran: an empty stack, its rows of the shape infer_shape gives.
                 if empty_rows is not None:
                     shape = (0, *empty_rows[j])
+                elif all(var.type.broadcastable[1:]):
+                    shape = (0, *(1 for _ in var.type.broadcastable[1:]))
                 else:
-                    shape = (0, *(1 if b else 0 for b in var.type.broadcastable[1:]))
+                    # A guess (0 for each unknown length) would be a wrong shape for
+                    # what reads the stack (a sum over the steps); Theano refuses every
+                    # loop of 0 steps.
+                    raise ValueError(
+                        f"{self}: the loop ran no step, and the shape of the rows of its "
+                        f"per-step output {j} is not known without running one (it depends "
+                        "on what a step computes); give it at least one step"
+                    )
                 arr = np.zeros(shape, dtype=var.type.dtype)
             elif steps != n:
                 arr = arr[:steps].copy()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 
 import numpy as np
 
@@ -360,6 +361,11 @@ def _threads_get(dsk, keys, **kwargs):
     pool = _POOL[0]
     for name in ("num_workers", "pool"):  # dask.threaded.get's own: the pool is ours
         kwargs.pop(name, None)
+    if threading.current_thread() in pool._threads:
+        # A task of this pool computing a graph of its own (a scan's step, a loop in
+        # that step): its tasks would wait for threads that all wait on them. They run
+        # in this thread, in order.
+        return backend.local.get_sync(dsk, keys, pack_exception=_pack_and_raise, **kwargs)
     return backend.local.get_async(
         pool.submit, pool._max_workers, dsk, keys, pack_exception=_pack_and_return, **kwargs
     )

@@ -1,0 +1,122 @@
+"""The scan fuzzer (``theano_dag.testing.scan_fuzz``): a fixed seeded sample of random
+loops on the reference and CPU engines, and the loops it found wrong, minimized, each
+checked against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+from theano_dag.scan import scan
+from theano_dag.testing import scan_fuzz
+
+REF = Mode(linker="py", optimizer=None)
+try:
+    import dask.array  # noqa: F401  (the Dask engine compiles only where dask is installed)
+
+    DASK_OK = True
+except ImportError:
+    DASK_OK = False
+#: The fixed sample: recipes of seed 0, on engines that compile fast.
+SAMPLE = 10
+
+
+def _recipes():
+    rng = np.random.default_rng(0)
+    return [scan_fuzz.generate(rng) for _ in range(SAMPLE)]
+
+
+@pytest.mark.parametrize("index", range(SAMPLE))
+def test_sample_agrees_with_numpy(index):
+    rec = _recipes()[index]
+    assert scan_fuzz.check(rec, ["py", "fast_compile", "cpu"]) == []
+    if scan_fuzz.differentiable(rec):
+        assert scan_fuzz.check_grad(rec, ["py", "cpu"]) == []
+
+
+def test_shrink_keeps_the_failure():
+    rec = _recipes()[0]
+    # a stand-in failure: "the recipe has a state"; the smallest recipe keeps one
+    small = scan_fuzz.shrink(rec, lambda r: any(o[0] == "state" for o in r.outs))
+    assert any(o[0] == "state" for o in small.outs)
+    assert len(small.outs) <= len(rec.outs)
+
+
+# -- regressions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [REF, Mode(linker="cpu")], ids=["py", "cpu"])
+def test_grad_through_a_loop_with_an_integer_output(mode):
+    # An integer per-step output next to a float one: its gradient (float zeros) was
+    # given to the backward loop as a sequence of integer rows, a TypeError.
+    x, w = tt.ivector("x"), tt.dvector("w")
+    (ints, floats), _ = scan(lambda a, w: (tt.alloc(a, 3), a * w), sequences=x,
+                             non_sequences=w)  # fmt: skip
+    cost = ints.sum() * 1.5 + (floats**2).sum()
+    f = theano_dag.function([x, w], theano_dag.grad(cost, w), mode=mode)
+    xv, wv = np.arange(5, dtype="int32"), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(f(xv, wv), 2 * wv * np.sum(xv.astype(float) ** 2))
+
+
+@pytest.mark.parametrize("mode", [REF, Mode(linker="cpu")], ids=["py", "cpu"])
+def test_grad_through_a_loop_with_an_integer_state(mode):
+    x, h0 = tt.dvector("x"), tt.lscalar("h0")
+    (count, total), _ = scan(lambda v, c, s: (c + 1, s * 0.5 + v), sequences=x,
+                             outputs_info=[h0, np.float64(0.0)])  # fmt: skip
+    f = theano_dag.function([x, h0], theano_dag.grad(total[-1] + count.sum(), x), mode=mode)
+    np.testing.assert_allclose(f(np.ones(4), 2), 0.5 ** np.arange(3, -1, -1))
+
+
+@pytest.mark.skipif(not DASK_OK, reason="no dask")
+def test_nested_loop_on_dask_does_not_wait_for_itself():
+    # A scan in a scan's step on the Dask engine: each step computes a graph from a task
+    # of the engine's thread pool, the inner loop's step one more; every thread waited
+    # for a task that no free thread could run (a hang).
+    dask_mode = Mode(linker="dask", optimizer="fast_run")
+    xs = tt.dmatrix("xs")
+
+    def row_sums(r):
+        acc, _ = scan(lambda e, a: a * 0.5 + e, sequences=r, outputs_info=np.float64(0.0),
+                      mode=dask_mode)  # fmt: skip
+        return acc[-1]
+
+    out, _ = scan(row_sums, sequences=xs, mode=dask_mode)
+    xv = np.arange(12.0).reshape(4, 3)
+    got = theano_dag.function([xs], out, mode=dask_mode)(xv)
+    want = [sum(e * 0.5 ** (len(r) - 1 - i) for i, e in enumerate(r)) for r in xv]
+    np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.parametrize("mode", [REF, Mode(linker="cpu")], ids=["py", "cpu"])
+def test_truncated_gradient_reaches_initial_rows_read_by_the_kept_steps(mode):
+    # taps [-3, -1], 4 steps: step 1 reads initial row 1, step 2 initial row 2. With
+    # truncate_gradient=3 (steps 1..3 kept) those reads pass their gradient, as in Theano
+    # (h3 = 2 h0 + 3 h2, h2 = 2 init[2] + 3 h1, h1 = 2 init[1] + 3 h0, h0 held fixed);
+    # the initial rows got none.
+    h0 = tt.dvector("h0")
+    want = {-1: [58.0, 18.0, 93.0], 3: [0.0, 18.0, 6.0], 2: [0.0, 0.0, 6.0], 1: [0.0, 0.0, 0.0]}
+    for trunc, expected in want.items():
+        hs, _ = scan(lambda a, b: a * 2.0 + b * 3.0, n_steps=4, truncate_gradient=trunc,
+                     outputs_info=dict(initial=h0, taps=[-3, -1]))  # fmt: skip
+        f = theano_dag.function([h0], theano_dag.grad(hs[-1].sum(), h0), mode=mode)
+        np.testing.assert_allclose(f(np.ones(3)), expected)
+
+
+def test_no_step_with_rows_of_unknown_shape_is_refused():
+    # A loop of 0 steps whose per-step rows come from a loop of their own: their shape
+    # is not known without running a step. It returned a stack of rows of shape (0,)
+    # ((0, 0) instead of (0, 3)), and so a sum over the steps of shape (0,), not (3,).
+    k, v = tt.lscalar("k"), tt.dvector("v")
+
+    def step():
+        inner, _ = scan(lambda e, a: a * 0.5 + e, sequences=v, outputs_info=np.float64(0.0))
+        return inner
+
+    ys, _ = scan(step, n_steps=k, outputs_info=[None])
+    f = theano_dag.function([k, v], ys.sum(axis=0), mode=REF)
+    np.testing.assert_allclose(f(2, np.ones(3)), [2.0, 3.0, 3.5])
+    with pytest.raises(ValueError, match="ran no step, and the shape of the rows of its per"):
+        f(0, np.ones(3))
