@@ -398,9 +398,33 @@ psi = _unary(
     lambda x, out: _of(x).tri_gamma(x),
     "the digamma function, d/dx log(gamma(x))",
 )
+# Below this, scipy's polygamma(1, x) (its zeta's reflection) runs for a time that grows
+# with |x|: seconds at -1e8, without end at -1e15 + 0.5.
+_TRIGAMMA_REFLECT_BELOW = -1e4
+
+
+def _trigamma(x):
+    """scipy's ``polygamma(1, x)``; for ``x`` far below 0 by the reflection formula
+    ``psi1(x) = pi**2 / sin(pi x)**2 - psi1(1 - x)``, ``sin(pi x)`` taken at ``x`` less its
+    nearest integer (exact), so that ``pi x`` loses no digits.
+
+    >>> print(np.round(_trigamma(np.array([1.0, -1e15 + 0.5])), 6))
+    [1.644934 9.869604]
+    """
+    x = np.asarray(x)
+    far = x < _TRIGAMMA_REFLECT_BELOW
+    polygamma = _scipy_special("polygamma")
+    if not far.any():
+        return polygamma(1, x)
+    with np.errstate(all="ignore"):
+        s = np.sin(np.pi * (x - np.round(x)))
+        reflected = np.pi**2 / (s * s) - polygamma(1, np.where(far, 1 - x, 1))
+        return np.where(far, reflected, polygamma(1, np.where(far, 1, x)))
+
+
 tri_gamma = _unary(
     "tri_gamma",
-    lambda x: _scipy_special("polygamma")(1, x),
+    _trigamma,
     None,
     None,
     "the trigamma function, d/dx psi(x)",
@@ -430,7 +454,7 @@ erfcinv = _unary(
 _ERFC_TAIL = {"float64": 26.0}
 _ERFC_TAIL_DEFAULT = 9.0  # float32 and float16
 _LOG_SQRT_PI = 0.5 * _pymath.log(_pymath.pi)
-_SQRT_PI = _pymath.sqrt(_pymath.pi)
+_ONE_OVER_SQRT_PI = 1 / _pymath.sqrt(_pymath.pi)
 # The series minus its leading 1, by Horner in v = 1/x**2 (coefficients (-1)^k (2k-1)!!/2^k).
 _TAIL_SERIES = (-0.5, 0.75, -1.875, 6.5625, -29.53125)
 
@@ -460,15 +484,21 @@ def _erfcx_np(x):
     """exp(x**2) * erfc(x) by the same formula as the C kernels (when scipy is absent)."""
     x = np.asarray(x)
     with np.errstate(all="ignore"):
-        tail = (1 + _tail_series_np(x)) / (x * _SQRT_PI)
+        tail = (1 + _tail_series_np(x)) / x * _ONE_OVER_SQRT_PI
         return np.where(x >= _erfc_tail_threshold(x.dtype), tail, np.exp(x * x) * _np_erfc(x))
 
 
 def _erfcx_c_template(self, in_dtypes, out_dtypes):
     t = "%(t)s"
-    tail = f"(({t})1 + {_tail_series_c('%(x)s', t)}) / (%(x)s * ({t}){_SQRT_PI!r})"
+    # divided by x, then times 1/sqrt(pi): x * sqrt(pi) overflows near the largest float
+    tail = f"(({t})1 + {_tail_series_c('%(x)s', t)}) / %(x)s * ({t}){_ONE_OVER_SQRT_PI!r}"
     threshold = _erfc_tail_threshold(out_dtypes[0])
-    return f"(%(x)s >= ({t}){threshold!r} ? {tail} : exp(%(x)s * %(x)s) * erfc(%(x)s))"
+    # exp(x * x) multiplies the rounding error of x * x by x * x (200 ulps at x = 23):
+    # exp(hi + lo) = e + e * lo, lo = fma(x, x, -hi) the part of x**2 that hi lost
+    e = "(exp(%(x)s * %(x)s) * erfc(%(x)s))"
+    # (not where e is inf: inf * lo would be NaN where lo is 0 or -inf)
+    near = f"(isinf({e}) ? {e} : {e} + {e} * fma(%(x)s, %(x)s, -(%(x)s * %(x)s)))"
+    return f"(%(x)s >= ({t}){threshold!r} ? {tail} : {near})"
 
 
 erfcx = _unary(
@@ -485,7 +515,8 @@ def _log_erfc_np(x):
     x = np.asarray(x)
     with np.errstate(all="ignore"):
         tail = -x * x - np.log(x) - _LOG_SQRT_PI + np.log1p(_tail_series_np(x))
-        near_0 = np.log1p(-_np_erf(x))  # erfc(x) = 1 - tiny: its log is -tiny, not 0
+        # erfc(x) = 1 - tiny: its log is -tiny, not 0; 0 - erf(0) is +0 (log(1) = +0)
+        near_0 = np.log1p(0 - _np_erf(x))
         mid = np.log(_np_erfc(x))
         return np.where(
             x >= _erfc_tail_threshold(x.dtype), tail, np.where(np.abs(x) < 0.5, near_0, mid)
@@ -501,7 +532,7 @@ def _log_erfc_c_template(self, in_dtypes, out_dtypes):
     threshold = _erfc_tail_threshold(out_dtypes[0])
     return (
         f"(%(x)s >= ({t}){threshold!r} ? {tail} : "
-        f"(fabs(%(x)s) < ({t})0.5 ? log1p(-erf(%(x)s)) : log(erfc(%(x)s))))"
+        f"(fabs(%(x)s) < ({t})0.5 ? log1p(({t})0 - erf(%(x)s)) : log(erfc(%(x)s))))"
     )
 
 
@@ -772,7 +803,9 @@ class Angle(UnaryScalarOp):
     """The argument of a complex number, ``arctan2(imag, real)`` (0 or pi for reals), in
     float64 whatever the input (Theano's type)."""
 
-    nfunc = staticmethod(np.angle)
+    # in float64 (complex128), the output's precision: numpy's angle of a float32 -1 is
+    # float32's pi, 1e-7 from float64's, which the C expression gives
+    nfunc = staticmethod(lambda z: np.angle(np.asarray(z, np.result_type(z, np.float64))))
     compute_in_output_dtype = False
     complex_grad = True
 
