@@ -384,12 +384,32 @@ gammaln = _unary(
     lambda x, out: _of(x).psi(x),
     "log|gamma(x)|",
 )
+
+
+def _gamma_c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+    """``tgamma``; in OpenCL C with the sign of an underflow said outright: gamma(x) for
+    x < 0 has the sign of (-1)**floor(x), and PoCL's tgamma(-180.25) is +0 (-0 in C99
+    and scipy).
+
+    >>> from theano_dag.scalar.basic import OPENCL_TYPES
+    >>> print(gamma.c_code(["x"], ["float32"], ["float32"], types=OPENCL_TYPES)[0])
+    ((x < 0 && tgamma(x) == 0) ? (fmod(floor(x), (float)2) == 0 ? (float)0 : -(float)0) : tgamma(x))
+    """
+    (e,) = FloatUnaryOp.c_code(self, inputs, in_dtypes, out_dtypes, types)
+    if types is not OPENCL_TYPES:
+        return [e]
+    x, t = e[len("tgamma(") : -1], types[out_dtypes[0]]
+    zero = f"(fmod(floor({x}), ({t})2) == 0 ? ({t})0 : -({t})0)"
+    return [f"(({x} < 0 && {e} == 0) ? {zero} : {e})"]
+
+
 gamma = _unary(
     "gamma",
     _scipy_special("gamma", _per_element(_pymath.gamma, np.nan)),
     "tgamma(%(x)s)",
     lambda x, out: out * _of(x).psi(x),
     "the gamma function",
+    c_code=_gamma_c_code,
 )
 psi = _unary(
     "psi",
