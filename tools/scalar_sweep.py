@@ -159,6 +159,9 @@ def _log_erfc(x):
 
 
 def _log1mexp(x):
+    # log(-expm1(x)) loses exp(x) at 50 digits below -115: log1p(-exp(x)) there
+    if x < -1:
+        return mp.log1p(-mp.exp(x))
     return mp.log(-mp.expm1(x)) if x < 0 else (mp.ninf if x == 0 else mp.nan)
 
 

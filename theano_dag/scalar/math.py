@@ -403,9 +403,29 @@ def _gamma_c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
     return [f"(({x} < 0 && {e} == 0) ? {zero} : {e})"]
 
 
+_scipy_gamma = _scipy_special("gamma", _per_element(_pymath.gamma, np.nan))
+
+
+def _gamma(x):
+    """scipy's gamma, an underflow below 0 given its sign, (-1)**floor(x), as C99's
+    tgamma gives it: scipy's gamma(-22315985849.5357) is -0.0, the C kernels' +0.
+
+    >>> _gamma(np.array([-22315985849.535698, -180.25]))
+    array([ 0., -0.])
+    """
+    x = np.asarray(x)
+    out = np.asarray(_scipy_gamma(x))
+    with np.errstate(invalid="ignore"):
+        under = (out == 0) & (x < 0)
+    if not under.any():
+        return out
+    sign = np.where(np.fmod(np.floor(x), 2) == 0, 1.0, -1.0).astype(out.dtype)
+    return np.where(under, np.copysign(np.zeros_like(out), sign), out)
+
+
 gamma = _unary(
     "gamma",
-    _scipy_special("gamma", _per_element(_pymath.gamma, np.nan)),
+    _gamma,
     "tgamma(%(x)s)",
     lambda x, out: out * _of(x).psi(x),
     "the gamma function",
