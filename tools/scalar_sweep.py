@@ -842,6 +842,7 @@ def sweep(names=None, engines=None, n=160, dtypes=None, log=None) -> list:
             if log and time.time() - t0 > 5:
                 print(f"  (reference of {name} {dtype}: {time.time() - t0:.1f}s)", file=sys.stderr)
         items = {name: (syms, o, arrays) for name, (spec, syms, o, arrays) in group.items()}
+        values = {}
         for engine in engines:
             got = run_engine(engine, items)
             for name, (spec, _syms, o, arrays) in group.items():
@@ -851,10 +852,42 @@ def sweep(names=None, engines=None, n=160, dtypes=None, log=None) -> list:
                 else:
                     res = compare(spec, dtype, engine, arrays, val, refs[name], o.dtype)
                     res.in_c = in_c
+                    values.setdefault(name, {})[engine] = val
                 out.append(res)
                 if log:
                     log(res)
+        if log:
+            for name, by_engine in values.items():
+                line = disagreement(name, dtype, by_engine, group[name][3])
+                if line:
+                    print(line, flush=True)
     return out
+
+
+def disagreement(name, dtype, by_engine, arrays) -> str:
+    """A line saying where the engines' values differ in class (finite, +-0, +-inf,
+    NaN) from one another, and the largest spread between them in ulps ('' if none)."""
+    engines = list(by_engine)
+    if len(engines) < 2:
+        return ""
+    classes = np.stack([value_class(by_engine[e]) for e in engines])
+    split = np.flatnonzero((classes != classes[0]).any(axis=0))
+    spread = 0.0
+    first = np.asarray(by_engine[engines[0]])
+    if first.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            ulp = np.spacing(np.abs(first)).astype("float64")
+            for e in engines[1:]:
+                d = np.abs(np.asarray(by_engine[e]).astype("float64") - first) / ulp
+                spread = max(spread, float(np.nanmax(np.where(np.isfinite(d), d, 0), initial=0)))
+    if not len(split) and spread <= 8:
+        return ""
+    at = [tuple(a[i].item() for a in arrays) for i in split[:2]]
+    vals = {e: [by_engine[e][i].item() for i in split[:2]] for e in engines}
+    return (
+        f"DIFF {name:26s} {dtype:8s} engines differ in class at {len(split)} points "
+        f"{at} {vals if len(split) else ''}, spread {spread:.3g} ulps"
+    )
 
 
 def format_result(r: Result, ulps=4.0) -> str:
