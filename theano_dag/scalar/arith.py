@@ -200,8 +200,37 @@ class IntDiv(BinaryScalarOp):
             "((%(x)s %% %(y)s != 0) && ((%(x)s < 0) != (%(y)s < 0)))))"
         )
 
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        """Floor division; ``x // -1`` of a signed integer is ``-x``, wrapping as numpy's.
+
+        >>> print(int_div.c_code(["x", "y"], ["int32", "int32"], ["int32"])[0][:60])
+        (y == -1 ? ((int)(0 - (unsigned int)(x))) : (y == 0 ? (int)0
+        """
+        return _by_minus_one_first(
+            self,
+            inputs,
+            in_dtypes,
+            out_dtypes,
+            types,
+            lambda x, d, ty: _wrapping_negation(x, d, ty),
+        )
+
     def grad(self, inputs, output_grads):
         return zero_grads(inputs)
+
+
+def _by_minus_one_first(op, inputs, in_dtypes, out_dtypes, types, at_minus_one):
+    """``op``'s C expression for a signed integer output, with ``y == -1`` taken first:
+    ``INT_MIN / -1`` and ``INT_MIN % -1`` overflow, undefined in C and OpenCL C (x86
+    traps; PoCL gave ``INT_MIN % -1 = -1``); numpy's are ``INT_MIN`` and 0.
+    ``at_minus_one(x)`` is the value there."""
+    (e,) = BinaryScalarOp.c_code(op, inputs, in_dtypes, out_dtypes, types)
+    d = out_dtypes[0]
+    if not d.startswith("int"):
+        return [e]
+    t = types[d]
+    x, y = (a if ad == d else f"(({t})({a}))" for a, ad in zip(inputs, in_dtypes))
+    return [f"({y} == -1 ? {at_minus_one(x, d, types)} : {e})"]
 
 
 class Mod(BinaryScalarOp):
@@ -221,6 +250,16 @@ class Mod(BinaryScalarOp):
             "(%(y)s == 0 ? (%(t)s)0 : (%(t)s)((%(x)s %% %(y)s) + "
             "(((%(x)s %% %(y)s) != 0 && (((%(x)s %% %(y)s) < 0) != (%(y)s < 0))) "
             "? %(y)s : 0)))"
+        )
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        """Python's ``%``; ``x % -1`` of a signed integer is 0.
+
+        >>> print(mod.c_code(["x", "y"], ["int64", "int64"], ["int64"])[0][:24])
+        (y == -1 ? (long long)0
+        """
+        return _by_minus_one_first(
+            self, inputs, in_dtypes, out_dtypes, types, lambda x, d, ty: f"({ty[d]})0"
         )
 
     def grad(self, inputs, output_grads):
@@ -778,15 +817,13 @@ class Second(BinaryScalarOp):
 
 
 class FMA(ScalarOp):
-    """``x * y + z`` (rounded once in C via ``fma`` for floats)."""
+    """``x * y + z``, rounded twice as numpy computes it: C's ``fma`` rounds once, which
+    differs in the last bit, and where ``x * y`` overflows (``fma(2, FLT_MAX, -inf)`` is
+    ``-inf``, numpy's NaN). The C kernels and OpenCL build without contraction."""
 
     nin = 3
     nfunc = staticmethod(lambda x, y, z: x * y + z)
-
-    def c_template(self, in_dtypes, out_dtypes):
-        if _is_float(out_dtypes[0]):
-            return "fma(%(x)s, %(y)s, %(z)s)"
-        return "(%(x)s * %(y)s + %(z)s)"
+    c_expr = "(%(x)s * %(y)s + %(z)s)"
 
     def grad(self, inputs, output_grads):
         x, y, _ = inputs

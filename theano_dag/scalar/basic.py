@@ -125,6 +125,8 @@ def round_half_away_from_zero_vec(x):
     array([-3., -1.,  1.,  2.,  2.])
     """
     x = np.asarray(x)
+    if x.dtype.kind in "biu":  # already whole (and bool has no subtraction)
+        return x.copy()
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 

@@ -373,8 +373,18 @@ _scipy_gammaln = _scipy_special("gammaln", _per_element(_pymath.lgamma, np.inf))
 
 
 def _gammaln(x):
-    # C99's lgamma(-inf) is +inf (|gamma| grows without bound); scipy says -inf
-    return np.where(np.isneginf(x), np.inf, _scipy_gammaln(x))
+    """scipy's gammaln with C99's lgamma(-inf) = +inf (|gamma| grows without bound;
+    scipy says -inf), and -log|x| for 0 < |x| < 1e-300, where it is exact to 1e-300
+    relative and scipy's is inf (gammaln(5e-324) is 744.44, lgamma's).
+
+    >>> print(_gammaln(np.array([5e-324, -np.inf, 1.0])))
+    [744.44007192  inf   0.        ]
+    """
+    x = np.asarray(x)
+    with np.errstate(divide="ignore"):
+        tiny = (np.abs(x) < 1e-300) & (x != 0)
+        out = np.where(np.isneginf(x), np.inf, _scipy_gammaln(x))
+        return np.where(tiny, -np.log(np.abs(np.where(tiny, x, 1))), out)
 
 
 gammaln = _unary(
@@ -384,12 +394,52 @@ gammaln = _unary(
     lambda x, out: _of(x).psi(x),
     "log|gamma(x)|",
 )
+
+
+def _gamma_c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+    """``tgamma``; in OpenCL C with the sign of an underflow said outright: gamma(x) for
+    x < 0 has the sign of (-1)**floor(x), and PoCL's tgamma(-180.25) is +0 (-0 in C99
+    and scipy).
+
+    >>> from theano_dag.scalar.basic import OPENCL_TYPES
+    >>> print(gamma.c_code(["x"], ["float32"], ["float32"], types=OPENCL_TYPES)[0])
+    ((x < 0 && tgamma(x) == 0) ? (fmod(floor(x), (float)2) == 0 ? (float)0 : -(float)0) : tgamma(x))
+    """
+    (e,) = FloatUnaryOp.c_code(self, inputs, in_dtypes, out_dtypes, types)
+    if types is not OPENCL_TYPES:
+        return [e]
+    x, t = e[len("tgamma(") : -1], types[out_dtypes[0]]
+    zero = f"(fmod(floor({x}), ({t})2) == 0 ? ({t})0 : -({t})0)"
+    return [f"(({x} < 0 && {e} == 0) ? {zero} : {e})"]
+
+
+_scipy_gamma = _scipy_special("gamma", _per_element(_pymath.gamma, np.nan))
+
+
+def _gamma(x):
+    """scipy's gamma, an underflow below 0 given its sign, (-1)**floor(x), as C99's
+    tgamma gives it: scipy's gamma(-22315985849.5357) is -0.0, the C kernels' +0.
+
+    >>> _gamma(np.array([-22315985849.535698, -180.25]))
+    array([ 0., -0.])
+    """
+    x = np.asarray(x)
+    out = np.asarray(_scipy_gamma(x))
+    with np.errstate(invalid="ignore"):
+        under = (out == 0) & (x < 0)
+    if not under.any():
+        return out
+    sign = np.where(np.fmod(np.floor(x), 2) == 0, 1.0, -1.0).astype(out.dtype)
+    return np.where(under, np.copysign(np.zeros_like(out), sign), out)
+
+
 gamma = _unary(
     "gamma",
-    _scipy_special("gamma", _per_element(_pymath.gamma, np.nan)),
+    _gamma,
     "tgamma(%(x)s)",
     lambda x, out: out * _of(x).psi(x),
     "the gamma function",
+    c_code=_gamma_c_code,
 )
 psi = _unary(
     "psi",
@@ -398,9 +448,33 @@ psi = _unary(
     lambda x, out: _of(x).tri_gamma(x),
     "the digamma function, d/dx log(gamma(x))",
 )
+# Below this, scipy's polygamma(1, x) (its zeta's reflection) runs for a time that grows
+# with |x|: seconds at -1e8, without end at -1e15 + 0.5.
+_TRIGAMMA_REFLECT_BELOW = -1e4
+
+
+def _trigamma(x):
+    """scipy's ``polygamma(1, x)``; for ``x`` far below 0 by the reflection formula
+    ``psi1(x) = pi**2 / sin(pi x)**2 - psi1(1 - x)``, ``sin(pi x)`` taken at ``x`` less its
+    nearest integer (exact), so that ``pi x`` loses no digits.
+
+    >>> print(np.round(_trigamma(np.array([1.0, -1e15 + 0.5])), 6))
+    [1.644934 9.869604]
+    """
+    x = np.asarray(x)
+    far = x < _TRIGAMMA_REFLECT_BELOW
+    polygamma = _scipy_special("polygamma")
+    if not far.any():
+        return polygamma(1, x)
+    with np.errstate(all="ignore"):
+        s = np.sin(np.pi * (x - np.round(x)))
+        reflected = np.pi**2 / (s * s) - polygamma(1, np.where(far, 1 - x, 1))
+        return np.where(far, reflected, polygamma(1, np.where(far, 1, x)))
+
+
 tri_gamma = _unary(
     "tri_gamma",
-    lambda x: _scipy_special("polygamma")(1, x),
+    _trigamma,
     None,
     None,
     "the trigamma function, d/dx psi(x)",
@@ -430,7 +504,7 @@ erfcinv = _unary(
 _ERFC_TAIL = {"float64": 26.0}
 _ERFC_TAIL_DEFAULT = 9.0  # float32 and float16
 _LOG_SQRT_PI = 0.5 * _pymath.log(_pymath.pi)
-_SQRT_PI = _pymath.sqrt(_pymath.pi)
+_ONE_OVER_SQRT_PI = 1 / _pymath.sqrt(_pymath.pi)
 # The series minus its leading 1, by Horner in v = 1/x**2 (coefficients (-1)^k (2k-1)!!/2^k).
 _TAIL_SERIES = (-0.5, 0.75, -1.875, 6.5625, -29.53125)
 
@@ -460,15 +534,21 @@ def _erfcx_np(x):
     """exp(x**2) * erfc(x) by the same formula as the C kernels (when scipy is absent)."""
     x = np.asarray(x)
     with np.errstate(all="ignore"):
-        tail = (1 + _tail_series_np(x)) / (x * _SQRT_PI)
+        tail = (1 + _tail_series_np(x)) / x * _ONE_OVER_SQRT_PI
         return np.where(x >= _erfc_tail_threshold(x.dtype), tail, np.exp(x * x) * _np_erfc(x))
 
 
 def _erfcx_c_template(self, in_dtypes, out_dtypes):
     t = "%(t)s"
-    tail = f"(({t})1 + {_tail_series_c('%(x)s', t)}) / (%(x)s * ({t}){_SQRT_PI!r})"
+    # divided by x, then times 1/sqrt(pi): x * sqrt(pi) overflows near the largest float
+    tail = f"(({t})1 + {_tail_series_c('%(x)s', t)}) / %(x)s * ({t}){_ONE_OVER_SQRT_PI!r}"
     threshold = _erfc_tail_threshold(out_dtypes[0])
-    return f"(%(x)s >= ({t}){threshold!r} ? {tail} : exp(%(x)s * %(x)s) * erfc(%(x)s))"
+    # exp(x * x) multiplies the rounding error of x * x by x * x (200 ulps at x = 23):
+    # exp(hi + lo) = e + e * lo, lo = fma(x, x, -hi) the part of x**2 that hi lost
+    e = "(exp(%(x)s * %(x)s) * erfc(%(x)s))"
+    # (not where e is inf: inf * lo would be NaN where lo is 0 or -inf)
+    near = f"(isinf({e}) ? {e} : {e} + {e} * fma(%(x)s, %(x)s, -(%(x)s * %(x)s)))"
+    return f"(%(x)s >= ({t}){threshold!r} ? {tail} : {near})"
 
 
 erfcx = _unary(
@@ -485,7 +565,8 @@ def _log_erfc_np(x):
     x = np.asarray(x)
     with np.errstate(all="ignore"):
         tail = -x * x - np.log(x) - _LOG_SQRT_PI + np.log1p(_tail_series_np(x))
-        near_0 = np.log1p(-_np_erf(x))  # erfc(x) = 1 - tiny: its log is -tiny, not 0
+        # erfc(x) = 1 - tiny: its log is -tiny, not 0; 0 - erf(0) is +0 (log(1) = +0)
+        near_0 = np.log1p(0 - _np_erf(x))
         mid = np.log(_np_erfc(x))
         return np.where(
             x >= _erfc_tail_threshold(x.dtype), tail, np.where(np.abs(x) < 0.5, near_0, mid)
@@ -501,7 +582,7 @@ def _log_erfc_c_template(self, in_dtypes, out_dtypes):
     threshold = _erfc_tail_threshold(out_dtypes[0])
     return (
         f"(%(x)s >= ({t}){threshold!r} ? {tail} : "
-        f"(fabs(%(x)s) < ({t})0.5 ? log1p(-erf(%(x)s)) : log(erfc(%(x)s))))"
+        f"(fabs(%(x)s) < ({t})0.5 ? log1p(({t})0 - erf(%(x)s)) : log(erfc(%(x)s))))"
     )
 
 
@@ -772,7 +853,9 @@ class Angle(UnaryScalarOp):
     """The argument of a complex number, ``arctan2(imag, real)`` (0 or pi for reals), in
     float64 whatever the input (Theano's type)."""
 
-    nfunc = staticmethod(np.angle)
+    # in float64 (complex128), the output's precision: numpy's angle of a float32 -1 is
+    # float32's pi, 1e-7 from float64's, which the C expression gives
+    nfunc = staticmethod(lambda z: np.angle(np.asarray(z, np.result_type(z, np.float64))))
     compute_in_output_dtype = False
     complex_grad = True
 

@@ -43,6 +43,13 @@ __all__ = [
 ]
 
 
+#: ``td_log1p(x)``: ``log1p(x)``, ``x`` itself below 1e-30 (where log1p(x) rounds to x):
+#: PoCL's log1p gives 0 for a subnormal x, so softplus(-745.13) was 0, not 5e-324, and
+#: log1p(-5e-324) +0. The OpenCL kernels call it for ``log1p`` (see
+#: ``engines.opencl.elemwise.elemwise_body``).
+LOG1P_MACRO = "#define td_log1p(x) (fabs(x) < 1e-30f ? (x) : log1p(x))\n"
+
+
 class OpenCLUnavailable(ImportError):
     """pyopencl is missing or no OpenCL platform/device matches the config."""
 
@@ -256,10 +263,15 @@ class DeviceContext:
     # -- programs ---------------------------------------------------------------
 
     def header(self) -> str:
-        """What every program starts with (float64 enabled where the device has it)."""
+        """What every program starts with: float64 enabled where the device has it, no
+        contraction of ``a * b + c`` into one fused multiply-add (OpenCL C allows it by
+        default): rounded twice, as numpy and the C kernels compute it (contracted,
+        ``2 * FLT_MAX + -inf`` was ``-inf``, numpy's NaN); and ``td_log1p``
+        (:data:`LOG1P_MACRO`), which kernels call for ``log1p``."""
+        common = "#pragma OPENCL FP_CONTRACT OFF\n" + LOG1P_MACRO
         if self.has_fp64:
-            return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-        return ""
+            return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + common
+        return common
 
     def cache_dir(self) -> str:
         """Where pyopencl keeps built binaries for this package: ``compiledir/opencl``."""

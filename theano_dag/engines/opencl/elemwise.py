@@ -20,6 +20,7 @@ Outputs are always written contiguously.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 
@@ -117,6 +118,9 @@ class KernelConstants:
         return [v for _, v in self._items.values()]
 
 
+_LOG1P = re.compile(r"\blog1p\(")
+
+
 def elemwise_body(
     scalar_op, in_exprs, in_dtypes, out_dtypes, types=OPENCL_TYPES, literal=c_literal
 ):
@@ -128,8 +132,13 @@ def elemwise_body(
     ([], ['(x0 + x1)'])
     """
     if isinstance(scalar_op, Composite):
-        return scalar_op.c_code_statements(in_exprs, types=types, literal=literal)
-    return [], scalar_op.c_code(in_exprs, list(in_dtypes), list(out_dtypes), types=types)
+        stmts, outs = scalar_op.c_code_statements(in_exprs, types=types, literal=literal)
+    else:
+        stmts = []
+        outs = scalar_op.c_code(in_exprs, list(in_dtypes), list(out_dtypes), types=types)
+    # log1p through the program header's td_log1p (context.LOG1P_MACRO: PoCL's log1p
+    # flushes subnormal inputs to 0)
+    return [_LOG1P.sub("td_log1p(", s) for s in stmts], [_LOG1P.sub("td_log1p(", e) for e in outs]
 
 
 def uses_double(dtypes, code: str) -> bool:

@@ -1,0 +1,234 @@
+"""Scalar ops at the points where an engine once gave a wrong value, on every engine
+(the reference, the CPU engine with numpy and with C kernels, OpenCL), float32 and
+float64, against mpmath or numpy; and a trimmed run of ``tools/scalar_sweep.py``, which
+sweeps every elementwise op over its whole domain: the class of each value (finite,
++-0, +-inf, NaN) as the reference's wherever numpy's is, and the error in ulps within a
+bound per op of numpy's own."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import mpmath
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.opencl.context import opencl_available
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+_spec = importlib.util.spec_from_file_location("scalar_sweep", ROOT / "tools" / "scalar_sweep.py")
+sweep = importlib.util.module_from_spec(_spec)
+sys.modules["scalar_sweep"] = sweep  # its dataclasses look their module up by name
+_spec.loader.exec_module(sweep)
+
+OCL_OK, OCL_WHY = opencl_available()
+ENGINES = [
+    "py",
+    "cpu",
+    "cpu_c",
+    pytest.param("opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")),
+]
+FLOATS = ("float32", "float64")
+
+
+def run(engine, build, *values):
+    """``build(*symbols)`` compiled on ``engine`` and applied to ``values`` (arrays). The
+    result is multiplied by an input of ones, so that the op runs fused into a Composite:
+    what the CPU engine runs in C."""
+    syms = [tt.TensorType(v.dtype.name, shape=(None,))(f"x{k}") for k, v in enumerate(values)]
+    out = build(*syms)
+    one = tt.TensorType(out.dtype, shape=(None,))("one")
+    make_mode, build_mode = sweep.ENGINES[engine]
+    with ckernel.compile_mode(build_mode):
+        f = theano_dag.function(syms + [one], out * one, mode=make_mode())
+        return np.asarray(f(*values, np.ones(values[0].shape, out.dtype)))
+
+
+def ulps(got, want, dtype):
+    """|got - want| in ulps of ``dtype`` at ``want`` (mpf or float values)."""
+    want = np.array([float(w) for w in want])
+    return np.abs(got.astype("float64") - want) / np.spacing(np.abs(want).astype(dtype))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tri_gamma_far_below_zero_returns_and_is_right(engine, dtype):
+    # scipy's polygamma(1, x) ran for seconds at -1e8 and did not return at -1e15 + 0.5
+    far = [-1e15 + 0.5, -1e8 - 0.5] if dtype == "float64" else [-4194303.5, -100000.5]
+    x = np.array([*far, -12345.25, -2.5], dtype)
+    got = run(engine, tt.tri_gamma, x)
+    with mpmath.workdps(50):
+        want = [
+            (mpmath.pi / mpmath.sin(mpmath.pi * v)) ** 2 - mpmath.polygamma(1, 1 - v)
+            for v in map(mpmath.mpf, x.astype("float64"))
+        ]
+    assert got.dtype == dtype
+    assert np.all(ulps(got, want, dtype) <= 4), (got, want)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_erfcx_at_the_largest_floats_and_where_x_squared_rounds(engine, dtype):
+    # the C tail was (1 + s) / (x * sqrt(pi)), and x * sqrt(pi) overflowed to inf: 0;
+    # exp(x * x) * erfc(x) multiplied x * x's rounding by x * x (282 ulps at x = 23.35)
+    big = float(np.finfo(dtype).max)
+    mid = [23.347040363333335, 20.5, 5.5, -6.652959823608398, -25.0]
+    if dtype == "float32":
+        mid = [8.9, 7.5, -6.652959823608398, -9.3]
+    x = np.array([big, big / 3, *mid], dtype)
+    got = run(engine, tt.erfcx, x)
+
+    def exact(v):  # mpmath's erfc overflows far out, where the series' 2 terms are exact
+        if v > 1e10:
+            return (1 - 1 / (2 * v * v)) / (v * mpmath.sqrt(mpmath.pi))
+        return mpmath.exp(v * v) * mpmath.erfc(v)
+
+    with mpmath.workdps(50):
+        want = [exact(v) for v in map(mpmath.mpf, x.astype("float64"))]
+    assert np.all(got[:2] > 0)
+    assert np.all(ulps(got, want, dtype) <= 16), (got, want)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_log_erfc_of_zero_is_plus_zero(engine, dtype):
+    # log1p(-erf(0)) is -0.0; log(erfc(0)) = log(1) is +0 (numpy's, scipy's)
+    got = run(engine, tt.log_erfc, np.array([0.0, -0.0, 1e-30], dtype))
+    assert got[0] == 0 and not np.signbit(got[0]) and not np.signbit(got[1])
+    assert got[2] < 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_angle_of_a_float32_is_float64_pi(engine):
+    # numpy's angle of a float32 is float32's pi, 9e-8 from the float64 output's
+    got = run(engine, tt.angle, np.array([-1.0, -0.0, 2.0], "float32"))
+    assert got.dtype == "float64"
+    np.testing.assert_array_equal(got, [np.pi, np.pi, 0.0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32"])
+def test_round_half_away_from_zero_of_integers_is_the_value(engine, dtype):
+    # the numpy implementation subtracted bools (a TypeError)
+    x = np.array([0, 1, 1, 0] if dtype in ("bool", "uint8") else [-3, 0, 5, 7]).astype(dtype)
+    got = run(engine, tt.round_half_away_from_zero, x)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, x)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_fma_rounds_twice_as_numpy(engine, dtype):
+    # OpenCL's fma() (and a contracted a * b + c) rounds once: fma(2, max, -inf) was -inf
+    big = np.finfo(dtype).max
+    e = 2.0**-12 if dtype == "float32" else 2.0**-30
+    x = np.array([2, -3, 1 + e], dtype)
+    y = np.array([big, big, 1 + e], dtype)
+    z = np.array([-np.inf, np.inf, -(1 + 2 * e)], dtype)
+    got = run(engine, tt.fma, x, y, z)
+    with np.errstate(all="ignore"):
+        want = x * y + z
+    np.testing.assert_array_equal(got, want)  # NaN, NaN, 0 (once rounded: e**2)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_log1p_of_subnormals_and_its_users(engine, dtype):
+    # PoCL's log1p gave 0 for a subnormal x: log1p(-tiny) was +0, softplus(-745.13) 0
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    x = np.array([tiny, -tiny, 1e-30], dtype)
+    got = run(engine, tt.log1p, x)
+    np.testing.assert_array_equal(got, x)
+    assert np.signbit(got[1])
+    far = np.array([-745.13 if dtype == "float64" else -103.97], dtype)
+    with mpmath.workdps(50):
+        e = mpmath.exp(mpmath.mpf(float(far[0])))
+    want = np.array([float(e)], dtype)
+    np.testing.assert_array_equal(run(engine, tt.softplus, far), want)
+    np.testing.assert_array_equal(run(engine, tt.log1mexp, far), -want)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_int_div_and_mod_by_minus_one(engine, dtype):
+    # INT_MIN % -1 and INT_MIN / -1 overflow, undefined in C: PoCL gave INT_MIN % -1 = -1
+    lo = np.iinfo(dtype).min
+    x = np.array([lo, lo + 1, -7, 0, 7], dtype)
+    y = np.full(5, -1, dtype)
+    with np.errstate(all="ignore"):
+        want_div, want_mod = np.floor_divide(x, y), np.mod(x, y)
+    np.testing.assert_array_equal(run(engine, tt.int_div, x, y), want_div)
+    np.testing.assert_array_equal(run(engine, tt.mod, x, y), want_mod)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gamma_underflows_with_its_sign(engine, dtype):
+    # gamma(x < 0) has the sign of (-1)**floor(x); PoCL's tgamma(-180.25) was +0, and
+    # scipy's gamma (the numpy engines') of -22315985849.5357 -0.0
+    far = -22315985849.535698 if dtype == "float64" else -99999.5
+    x = np.array([-180.25, -181.25, -170.5, -0.5, far], dtype)
+    got = run(engine, tt.gamma, x)
+    with mpmath.workdps(50):
+        want = np.array([float(mpmath.gamma(mpmath.mpf(float(v)))) for v in x[:-1]] + [0], dtype)
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gammaln_of_subnormals_is_finite(engine):
+    # scipy's gammaln (the numpy engines') of 5e-324 is inf; lgamma's (C, OpenCL) 744.44
+    x = np.array([5e-324, -5e-324, 1e-310, 1e-200])
+    got = run(engine, tt.gammaln, x)
+    with mpmath.workdps(50):
+        want = [mpmath.log(abs(mpmath.gamma(mpmath.mpf(float(v))))) for v in x]
+    assert np.all(ulps(got, want, "float64") <= 4), (got, want)
+
+
+# ---- the trimmed sweep ----------------------------------------------------------------
+
+SWEEP_DTYPES = ("float32", "float64", "int8", "int32")
+
+
+def test_every_elemwise_scalar_op_is_swept_or_skipped_with_a_reason():
+    specs = {s.name for s in sweep.specs()}
+    ops = set(sweep.scalar_ops())
+    assert ops <= specs | set(sweep.SKIPPED)
+    assert {"exp", "erfcx", "int_div", "pow", "clip", "switch", "xlogy0"} <= specs
+
+
+@pytest.fixture(scope="module")
+def references():
+    """The trimmed inputs of every op and their references, once for all engines."""
+    groups = {}
+    for spec in sweep.specs():
+        for dtype in spec.dtypes:
+            if dtype not in SWEEP_DTYPES:
+                continue
+            built = sweep.build(spec, dtype, tag=len(groups.get(dtype, ())))
+            if built is None:
+                continue
+            syms, out = built
+            arrays = sweep.inputs(spec, dtype, 3)
+            ref = sweep.reference(spec, arrays, out.dtype)
+            groups.setdefault(dtype, {})[spec.name] = (spec, syms, out, arrays, ref)
+    return groups
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_trimmed_sweep(engine, references):
+    bad = []
+    for dtype, group in references.items():
+        items = {n: (syms, out, arrays) for n, (_, syms, out, arrays, _) in group.items()}
+        got = sweep.run_engine(engine, items)
+        for name, (spec, _, out, arrays, ref) in group.items():
+            val, _ = got[name]
+            assert not isinstance(val, Exception), f"{name} {dtype} on {engine}: {val!r}"
+            assert str(val.dtype) == out.dtype, f"{name} {dtype} on {engine}: {val.dtype}"
+            res = sweep.compare(spec, dtype, engine, arrays, val, ref, out.dtype)
+            if res.bad(spec.ulps):
+                bad.append(sweep.format_result(res, spec.ulps))
+    assert not bad, "\n".join(bad)
