@@ -13,12 +13,14 @@ from theano_dag.compile.debugmode import (
     BadViewMap,
     DebugMode,
     InvalidValueError,
+    StochasticOrder,
     sample_value,
 )
-from theano_dag.compile.mode import get_mode
+from theano_dag.compile.mode import get_mode, predefined_modes
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
+from theano_dag.graph.rewriting.db import EquilibriumDB
 from theano_dag.graph.toolbox import BadOptimization
 from theano_dag.opt import (
     Query,
@@ -253,9 +255,6 @@ def test_debugmode_accepts_declared_views_and_unchecked_infinities():
 
 
 def test_stability_patience_finds_a_rewrite_that_changes_its_mind():
-    from theano_dag.compile.debugmode import StochasticOrder
-    from theano_dag.graph.rewriting.db import EquilibriumDB
-
     flips = [False]
 
     @local_optimizer([tt.add])
@@ -280,8 +279,6 @@ def test_stability_patience_finds_a_rewrite_that_changes_its_mind():
 
 
 def test_debug_mode_instance_and_its_live_check_isfinite():
-    from theano_dag.compile.mode import predefined_modes
-
     mode = predefined_modes["DEBUG_MODE"]
     assert isinstance(mode, DebugMode) and get_mode("DEBUG_MODE") is mode
     x = tt.dvector("x")

@@ -33,7 +33,7 @@ from theano_dag.graph.basic import equal_computations  # noqa: E402
 from theano_dag.graph.fg import FunctionGraph  # noqa: E402
 from theano_dag.tensor.contractions import einsum  # noqa: E402
 from theano_dag.tensor.linalg import cholesky, eigh  # noqa: E402
-from theano_dag.tensor.nnet import log_softmax, softmax  # noqa: E402
+from theano_dag.tensor.nnet import SoftmaxGrad, log_softmax, softmax  # noqa: E402
 
 rng = np.random.default_rng(7)
 PY = PMode(linker="py", optimizer=None)  # PyTensor's reference linker: nothing to compile
@@ -174,8 +174,6 @@ def test_optimized_pytensor_graph_converts():
 
 
 def test_our_op_without_counterpart_is_wrapped_or_refused():
-    from theano_dag.tensor.nnet import SoftmaxGrad
-
     dy, sm = tt.dmatrix("dy"), tt.dmatrix("sm")
     fg = FunctionGraph([dy, sm], [SoftmaxGrad(1)(dy, sm) * 2], clone=False)
     pfg = to_pytensor(fg)

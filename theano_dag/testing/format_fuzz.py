@@ -78,22 +78,23 @@ def missing_extras(targets):
     }
 
 
-def _ours(inputs, outputs, args):
+def _ours(inputs, outputs):
     f = function(inputs, outputs, mode=_REF, on_unused_input="ignore")
-    return f(*args)
+    return lambda args: f(*args)
 
 
-def _ort(model, args):
+def _ort(model):
     import onnxruntime as ort  # an extra: imported where a target asks for it
 
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
-    return sess.run(None, {n: np.asarray(a) for n, a in zip(names, args)})  # 0-d as arrays
+    # 0-d values as arrays: ONNX Runtime refuses numpy scalars
+    return lambda args: sess.run(None, {n: np.asarray(a) for n, a in zip(names, args)})
 
 
-def _pytensor(pfg, args):
+def _pytensor(pfg):
     import pytensor  # an extra: imported where a target asks for it
-    from pytensor.compile.mode import Mode as PMode
+    from pytensor.compile.mode import Mode as PMode  # the same extra
 
     f = pytensor.function(
         pfg.inputs,
@@ -101,34 +102,25 @@ def _pytensor(pfg, args):
         mode=PMode(linker="py", optimizer=None),
         on_unused_input="ignore",
     )
-    return f(*args)
+    return lambda args: f(*args)
 
 
-def _run_target(target, inputs, outputs, args, cache):
-    """The outputs ``target`` computes for ``args``; ``cache`` keeps the converted
-    graphs between the calls of one recipe."""
-    if target == "onnx":
-        if "onnx" not in cache:
-            cache["onnx"] = to_onnx(inputs, outputs)
-        return _ort(cache["onnx"], args)
-    if target == "onnx_back":
-        if "onnx" not in cache:
-            cache["onnx"] = to_onnx(inputs, outputs)
-        if "onnx_back" not in cache:
-            cache["onnx_back"] = from_onnx(cache["onnx"])
-        back_in, back_out = cache["onnx_back"]
-        return _ours(back_in, back_out, args)
+def _compile(target, inputs, outputs):
+    """A function of the inputs' values: what ``target`` computes of the graph, converted
+    and compiled once for the calls of a recipe."""
+    if target in ("onnx", "onnx_back"):
+        model = to_onnx(inputs, outputs)
+        return _ort(model) if target == "onnx" else _ours(*from_onnx(model))
     fg = FunctionGraph(inputs, outputs, clone=True)
     if target in ("pytensor", "pytensor_back"):
-        if "pytensor" not in cache:
-            cache["pytensor"] = to_pytensor(fg, strict=True)
+        pfg = to_pytensor(fg, strict=True)
         if target == "pytensor":
-            return _pytensor(cache["pytensor"], args)
-        back = from_pytensor(cache["pytensor"], strict=True)
-        return _ours(back.inputs, back.outputs, args)
+            return _pytensor(pfg)
+        back = from_pytensor(pfg, strict=True)
+        return _ours(back.inputs, back.outputs)
     if target == "tuple_dag":
         back = tuple_dag_to_fgraph(*fgraph_to_tuple_dag(fg))
-        return _ours(list(back.inputs), list(back.outputs), args)
+        return _ours(list(back.inputs), list(back.outputs))
     raise ValueError(f"format_fuzz: unknown target {target!r}; expected one of {list(TARGETS)}")
 
 
@@ -167,44 +159,43 @@ def check_formats(rec, targets):
         return problems, {"all": "a shared variable"}
     tol = fuzz._tol(rec)
     int_rtols = fuzz._int_rtols(rec)
-    for target in targets:
-        cache: dict = {}
-        for call in (0, 1):
-            vals = fuzz._values(rec, call)
-            want = fuzz.reference(rec, vals)
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                inputs, _, syms = fuzz._build(rec)
-                outputs = [syms[k] for k in rec.outputs]
-                args = [vals[k].copy() for k in inputs]
-                try:
-                    got = _run_target(target, [syms[k] for k in inputs], outputs, args, cache)
-                except UNSUPPORTED as e:
-                    unsupported[target] = f"{type(e).__name__}: {e}"
-                    break
-                except Exception as e:
-                    if target == "onnx" and "NOT_IMPLEMENTED" in str(e):
-                        # A valid model with an operator or a dtype ONNX Runtime has no
-                        # kernel for (ReduceSum of uint64): the runtime's gap, not ours.
-                        unsupported[target] = f"ONNX Runtime: {e}"
+    vals = [fuzz._values(rec, call) for call in (0, 1)]
+    wants = [fuzz.reference(rec, v) for v in vals]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        inputs, _, syms = fuzz._build(rec)
+        ins, outs = [syms[k] for k in inputs], [syms[k] for k in rec.outputs]
+        for target in targets:
+            stage = "compile"
+            try:
+                f = _compile(target, ins, outs)
+                for call, (v, want) in enumerate(zip(vals, wants)):
+                    stage = f"call {call}"
+                    got = f([v[k].copy() for k in inputs])
+                    whys = [
+                        f"call {call}: output {j} ({fuzz._name(k)}): {why}"
+                        for j, (k, g) in enumerate(zip(rec.outputs, got))
+                        if (
+                            why := fuzz.close(
+                                np.asarray(g), want[k], tol, _nonfinite(target, want[k]),
+                                int_rtols[j],
+                            )
+                        )
+                    ]  # fmt: skip
+                    if whys:
+                        problems.append((target, whys[0]))
                         break
-                    if target == "pytensor" and _pytensor_value_refusal(e):
-                        unsupported[target] = f"PyTensor's Python linker: {e}"
-                        break
-                    problems.append((target, f"call {call} raised {type(e).__name__}: {e}"))
-                    break
-            whys = [
-                f"call {call}: output {j} ({fuzz._name(k)}): {why}"
-                for j, (k, g) in enumerate(zip(rec.outputs, got))
-                if (
-                    why := fuzz.close(
-                        np.asarray(g), want[k], tol, _nonfinite(target, want[k]), int_rtols[j]
-                    )
-                )
-            ]
-            if whys:
-                problems.append((target, whys[0]))
-                break
+            except UNSUPPORTED as e:
+                unsupported[target] = f"{type(e).__name__}: {e}"
+            except Exception as e:
+                if target == "onnx" and "NOT_IMPLEMENTED" in str(e):
+                    # A valid model with an operator or a dtype ONNX Runtime has no
+                    # kernel for (ReduceSum of uint64): the runtime's gap, not ours.
+                    unsupported[target] = f"ONNX Runtime: {e}"
+                elif target == "pytensor" and _pytensor_value_refusal(e):
+                    unsupported[target] = f"PyTensor's Python linker: {e}"
+                else:
+                    problems.append((target, f"{stage} raised {type(e).__name__}: {e}"))
     return problems, unsupported
 
 

@@ -81,6 +81,7 @@ from theano_dag.gradient import grad
 from theano_dag.scalar import cast_array
 
 __all__ = [
+    "engine_context",
     "Recipe",
     "generate",
     "check",
@@ -1614,6 +1615,21 @@ def classify(rec, engine):
     return None
 
 
+def engine_context(flags, build):
+    """The context an engine compiles and runs under: its config ``flags`` (a dict) and
+    its C kernels' ``build`` mode (None: the default), as :data:`ENGINES` gives them.
+
+    >>> _, flags, build = ENGINES["cpu_c"]
+    >>> with engine_context(flags, build):
+    ...     pass
+    """
+    stack = contextlib.ExitStack()
+    stack.enter_context(config.change_flags(**flags))
+    if build:
+        stack.enter_context(ckernel.compile_mode(build))
+    return stack
+
+
 def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
     _, flags, build = ENGINES[name]
     s = rec.shared_index
@@ -1621,8 +1637,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
     loose = _after_float_to_int(rec)
     summed = _after_multi_axis_sum(rec)
     vals = [_values(rec, call) for call in (0, 1)]
-    build_ctx = ckernel.compile_mode(build) if build else contextlib.nullcontext()
-    with config.change_flags(**flags), build_ctx, warnings.catch_warnings():
+    with engine_context(flags, build), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             inputs, svar, syms = _build(rec)
@@ -2071,8 +2086,7 @@ def _check_grad_on(rec, engine):
     if engine is None:
         return check_grad(rec)
     _, flags, build = ENGINES[engine]
-    build_ctx = ckernel.compile_mode(build) if build else contextlib.nullcontext()
-    with config.change_flags(**flags), build_ctx:
+    with engine_context(flags, build):
         return check_grad(rec, mode=_mode(engine))
 
 

@@ -39,7 +39,6 @@ Run it: ``python -m theano_dag.testing.scan_fuzz --n 200 --seed 0``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import faulthandler
 import sys
 import time
@@ -53,12 +52,11 @@ import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.compile.sharedvalue import shared
-from theano_dag.config import config
-from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
 from theano_dag.ifelse import ifelse
 from theano_dag.scan import scan, scan_checkpoints
+from theano_dag.testing.fuzz import _host, engine_context
 
 __all__ = [
     "Recipe",
@@ -791,11 +789,6 @@ def close(got, want, tol):
     return None
 
 
-def _host(v):
-    get = getattr(v, "get", None)
-    return np.asarray(get() if get is not None and not isinstance(v, np.ndarray) else v)
-
-
 def _dtypes(rec):
     dtypes = {}
     with warnings.catch_warnings():
@@ -825,10 +818,7 @@ def check(rec, engines):
 
 def _engine_context(name):
     _, flags, build_mode = ENGINES[name]
-    stack = contextlib.ExitStack()
-    stack.enter_context(config.change_flags(**flags))
-    if build_mode:
-        stack.enter_context(ckernel.compile_mode(build_mode))
+    stack = engine_context(flags, build_mode)
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")
     return stack
