@@ -57,7 +57,7 @@ _CHECK = 12  # bytes of the payload's checksum (_checksum)
 # Entries larger than this are not read (a damaged size; a library has a few MB at most).
 MAX_ENTRY_BYTES = 64 << 20
 # The folder's bound (misc.cache_eviction), sized at most every EVICT_EVERY seconds.
-MAX_ENTRIES = 4000
+MAX_ENTRIES = 12_000  # as cc.MAX_LIBRARIES: an entry per library
 MAX_BYTES = 128 << 20
 EVICT_EVERY = 600.0
 
