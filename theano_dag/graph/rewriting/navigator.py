@@ -749,7 +749,9 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         own_checkpoint = log.depth <= 0
         if own_checkpoint:
             pass_token = log.begin()
-        stat_time, stat_tried = stats.time, stats.tried
+        # lopt -> [seconds, tries] of this pass, added to ``stats`` at its end: a list
+        # item is updated faster than a dict entry, once per rewrite tried.
+        counters: dict = {}
         direct = plain_transforms(self.local_optimizers)
         # id(op) -> (op, ((rewrite, its plain function or None, its fit), ...)): the rewrites to
         # try on the nodes of an op, looked up once per op instance in the pass.
@@ -765,7 +767,10 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 op = node.op
                 plan = plans.get(id(op))
                 if plan is None or plan[0] is not op:
-                    found = tuple((o, *direct.get(o, (None, None))) for o in lookup(op))
+                    found = tuple(
+                        (o, *direct.get(o, (None, None)), counters.setdefault(o, [0.0, 0]))
+                        for o in lookup(op)
+                    )
                     plan = plans[id(op)] = (op, found)
                 if not plan[1]:
                     continue
@@ -776,7 +781,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 # Each try is timed from the end of the previous one (one clock read per
                 # rewrite tried).
                 t1 = perf_counter()
-                for lopt, fn, fit in plan[1]:
+                for lopt, fn, fit, counter in plan[1]:
                     # A rewrite needing an op the graph does not hold would return
                     # nothing; a change since the last look may have added one.
                     if lopt in inactive:
@@ -812,9 +817,9 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                                 log.depth += 1
                                 ok = transform_done(fgraph, node, lopt, replacements, log, token)
                     t2 = perf_counter()
-                    stat_time[lopt] += t2 - t1
+                    counter[0] += t2 - t1
+                    counter[1] += 1
                     t1 = t2
-                    stat_tried[lopt] += 1
                     if not ok:
                         if log.n_changes != seen:
                             # It changed the graph and failed (raised, or its replacement
@@ -839,6 +844,10 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                 log.end(pass_token)
             if updater is not None:
                 fgraph.remove_feature(updater)
+            for lopt, (seconds, tries) in counters.items():
+                if tries:
+                    stats.time[lopt] += seconds
+                    stats.tried[lopt] += tries
         return changed
 
     def _cannot_apply(self, fgraph) -> bool:
