@@ -180,7 +180,7 @@ class Op(MetaObject):
         """Make the Apply node and return its default output (or all outputs)."""
         return_list = kwargs.pop("return_list", False)
         node = self.make_node(*inputs, **kwargs)
-        add_tag_trace(node.outputs, config.traceback__limit)
+        add_tag_trace(node.outputs, config.traceback__limit, 1)  # 1: this frame
         if config.compute_test_value != "off":
             compute_test_value(node)
         if self.default_output is not None:
