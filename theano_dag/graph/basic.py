@@ -417,6 +417,19 @@ class Variable(Node):
     def get_parents(self):
         return [self.owner] if self.owner is not None else []
 
+    @classmethod
+    def _plain_copy(cls) -> bool:
+        """Whether ``var.clone()`` of this class now does only what ``Variable.clone``
+        and ``Variable.__init__`` do (no check or note of a subclass's, no construction
+        observer): a copy of a whole graph (FunctionGraph's) may then set the slots of
+        the clones itself. A subclass whose constructor adds something that can be off
+        says when it is."""
+        return (
+            cls.__init__ is Variable.__init__
+            and cls.clone is Variable.clone
+            and not Variable.construction_observers
+        )
+
     # Graph variables have no order; subclasses (tensors) give these a symbolic meaning.
     def __lt__(self, other):
         raise NotImplementedError(f"Subclasses of Variable must provide __lt__ ({type(self)})")

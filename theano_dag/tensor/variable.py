@@ -353,6 +353,16 @@ class TensorVariable(_tensor_py_operators, Variable):
         if action != "ignore" and type.dtype == "float64":
             _float64_created(action)
 
+    @classmethod
+    def _plain_copy(cls) -> bool:
+        # The float64 check is all this constructor adds: nothing while it is off.
+        return (
+            cls.__init__ is TensorVariable.__init__
+            and cls.clone is Variable.clone
+            and config.warn_float64 == "ignore"
+            and not Variable.construction_observers
+        )
+
 
 def _float64_created(action: str):
     msg = f"You are creating a TensorVariable with float64 dtype (flag warn_float64={action})"
