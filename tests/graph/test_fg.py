@@ -345,12 +345,23 @@ def test_a_copy_of_variables_of_a_class_of_its_own_uses_their_clone():
             Counted.clones += 1
             return super().clone()
 
+    class Retyped(MyVariable):  # its copy has an equal type, not the same object
+        def clone(self):
+            return Retyped(MyType(self.type.thingy), name=self.name)
+
     x = MyVar("x")
     a = Apply(op1, [x], [Counted(MyType(), name="a")]).outputs[0]
     b = op2(a, x)
     fg = FunctionGraph([x], [b])
     assert Counted.clones == 1
     assert _describe(fg) == _describe(_copied_node_by_node([x], [b]))
+    r = Retyped(MyType(), name="r")
+    c = op3(op1(r), b)
+    fg = FunctionGraph([x, r], [c])
+    assert fg.inputs[1].type is not r.type and fg.outputs[0].owner.inputs[0].owner.inputs == [
+        fg.inputs[1]
+    ]
+    assert _describe(fg) == _describe(_copied_node_by_node([x, r], [c]))
 
 
 # ---------------------------------------------------------------------------

@@ -254,102 +254,106 @@ class FunctionGraph:
         n_max = _INDEX_MIN_CLIENTS
         for node in order:
             op = node.op
-            direct = (
-                type(node) is Apply
-                and node._tag is None
-                and node._imported_by is None
-                and node._removed_by is None
-            )
-            new_inputs = []
-            orphans = None
-            for inp in node.inputs:
-                cpy = get(inp)
-                if cpy is None:  # an orphan: a constant is copied (and imported below)
-                    if not isinstance(inp, Constant):
-                        return self._undo_copy(version)
-                    cpy = memo[inp] = inp.clone()
-                    if orphans is None:
-                        orphans = [cpy]
-                    else:
-                        orphans.append(cpy)
-                elif cpy.type is not inp.type:
-                    direct = False
-                new_inputs.append(cpy)
             if id(op) not in checked_ops:
                 try:
                     self.setup_node(node)
                 except TypeError:
                     return self._undo_copy(version)
                 checked_ops.add(id(op))
-            if direct:
-                new_node = new(Apply)
-                new_node.op = op
-                new_node._tag = None
-                new_node._imported_by = [reason_s]
-                new_node._removed_by = None
-                new_node.inputs = new_inputs
-                new_outputs = []
-                j = 0
-                for out in node.outputs:
-                    cls = out.__class__
-                    p = plain.get(cls)
-                    if p is None:
-                        p = plain[cls] = cls._plain_copy()
-                    if p:
-                        cp = new(cls)
-                        tag = out._tag
-                        if tag is None:
-                            cp._tag = None
-                            cp._trace = getattr(out, "_trace", None)  # (see Variable.tag)
-                        else:
-                            cp._tag = _copy_tag(tag)
-                            cp._trace = None
-                        cp.type = out.type
-                        cp.owner = new_node
-                        cp.index = j
-                        cp.name = out.name
-                        cp.creation_index = next(count)
-                    else:
-                        cp = out.clone()
-                        cp.owner = new_node
-                        cp.index = j
-                    new_outputs.append(cp)
-                    j += 1
-                new_node.outputs = new_outputs
-            else:
-                new_node = node.clone_with_new_inputs(new_inputs)
-                new_outputs = new_node.outputs
-                noted.append(new_node)
-            copied.append(new_node)
-            for out, cp in zip(node.outputs, new_outputs):
-                memo.setdefault(out, cp)
-            # Imported as _import_graph imports a node: its outputs, then the inputs
-            # new to the graph (the constants), their clients and its level.
-            apply_nodes.add(new_node)
-            for cp in new_outputs:
-                variables.add(cp)
-                clients[cp] = []
-            if orphans is not None:
-                for cpy in orphans:
-                    variables.add(cpy)
-                    clients[cpy] = []
+            if not (
+                type(node) is Apply
+                and node._tag is None
+                and node._imported_by is None
+                and node._removed_by is None
+            ):
+                if not self._copy_and_import_node(node, memo, noted, copied):
+                    return self._undo_copy(version)
+                continue
+            # A plain node: copied (as Apply.clone_with_new_inputs copies it, without
+            # its checks) and imported (as _import_graph imports a node: its outputs,
+            # then the inputs new to the graph, the constants, then their clients and
+            # its level) in one pass over its inputs and one over its outputs.
+            new_node = new(Apply)
+            new_inputs = []
+            orphans = None  # the constants first met here, and their positions
             lvl = 0
             i = 0
-            for cpy in new_node.inputs:
-                lst = clients.get(cpy)
-                if lst is None:  # (an input clone_with_new_inputs converted)
-                    variables.add(cpy)
-                    lst = clients[cpy] = []
-                if len(lst) < n_max:
-                    lst.append((new_node, i))
+            for inp in node.inputs:
+                cpy = get(inp)
+                if cpy is None:  # an orphan: a constant is copied
+                    if not isinstance(inp, Constant):
+                        return self._undo_copy(version)
+                    cpy = memo[inp] = inp.clone()
+                    if orphans is None:
+                        orphans = [i]
+                    else:
+                        orphans.append(i)
                 else:
-                    append_client(cpy, (new_node, i))
-                o = cpy.owner
-                if o is not None:
-                    lo = level.get(o, 0)
-                    if lo > lvl:
-                        lvl = lo
+                    if cpy.type is not inp.type:  # clone_with_new_inputs would convert it
+                        return self._undo_copy(version)
+                    if orphans is None:  # (after a new constant: once it is imported)
+                        lst = clients[cpy]
+                        if len(lst) < n_max:
+                            lst.append((new_node, i))
+                        else:
+                            append_client(cpy, (new_node, i))
+                    o = cpy.owner
+                    if o is not None:
+                        lo = level.get(o, 0)
+                        if lo > lvl:
+                            lvl = lo
+                new_inputs.append(cpy)
                 i += 1
+            new_node.op = op
+            new_node._tag = None
+            new_node._imported_by = [reason_s]
+            new_node._removed_by = None
+            new_node.inputs = new_inputs
+            new_outputs = []
+            j = 0
+            for out in node.outputs:
+                cls = out.__class__
+                p = plain.get(cls)
+                if p is None:
+                    p = plain[cls] = cls._plain_copy()
+                if p:
+                    cp = new(cls)
+                    tag = out._tag
+                    if tag is None:
+                        cp._tag = None
+                        cp._trace = getattr(out, "_trace", None)  # (see Variable.tag)
+                    else:
+                        cp._tag = _copy_tag(tag)
+                        cp._trace = None
+                    cp.type = out.type
+                    cp.owner = new_node
+                    cp.index = j
+                    cp.name = out.name
+                    cp.creation_index = next(count)
+                else:
+                    cp = out.clone()
+                    cp.owner = new_node
+                    cp.index = j
+                new_outputs.append(cp)
+                memo.setdefault(out, cp)
+                variables.add(cp)
+                clients[cp] = []
+                j += 1
+            new_node.outputs = new_outputs
+            apply_nodes.add(new_node)
+            copied.append(new_node)
+            if orphans is not None:
+                for k in orphans:
+                    cpy = new_inputs[k]
+                    variables.add(cpy)
+                    clients[cpy] = []
+                for k in range(orphans[0], i):
+                    cpy = new_inputs[k]
+                    lst = clients[cpy]
+                    if len(lst) < n_max:
+                        lst.append((new_node, k))
+                    else:
+                        append_client(cpy, (new_node, k))
             level[new_node] = lvl + _LEVEL_GAP
         copies = []
         for out in outputs:
@@ -372,6 +376,45 @@ class FunctionGraph:
         # same graph): kept for its first call.
         self._toposort_cache = (self._version, copied)
         return copies
+
+    def _copy_and_import_node(self, node, memo, noted, copied) -> bool:
+        """``_copy_and_import``'s step for a node that is not a plain Apply without
+        notes: copied by its ``clone_with_new_inputs`` and imported as
+        ``_import_graph`` imports it (its notes written once the whole walk is done).
+        False, with nothing imported, at an input that is missing."""
+        variables = self.variables
+        clients = self.clients
+        new_inputs = []
+        for inp in node.inputs:
+            cpy = memo.get(inp)
+            if cpy is None:
+                if not isinstance(inp, Constant):
+                    return False
+                cpy = memo[inp] = inp.clone()
+            new_inputs.append(cpy)
+        new_node = node.clone_with_new_inputs(new_inputs)
+        noted.append(new_node)
+        copied.append(new_node)
+        for out, cp in zip(node.outputs, new_node.outputs):
+            memo.setdefault(out, cp)
+        self.apply_nodes.add(new_node)
+        for cp in new_node.outputs:
+            variables.add(cp)
+            clients[cp] = []
+        level = self._level
+        lvl = 0
+        for i, inp in enumerate(new_node.inputs):
+            if inp not in variables:  # a constant (or an input the clone converted)
+                variables.add(inp)
+                clients[inp] = []
+            self._append_client(inp, (new_node, i))
+            o = inp.owner
+            if o is not None:
+                lo = level.get(o, 0)
+                if lo > lvl:
+                    lvl = lo
+        level[new_node] = lvl + _LEVEL_GAP
+        return True
 
     def _undo_copy(self, version):
         """Leave the graph as its inputs made it (``_copy_and_import``

@@ -339,8 +339,11 @@ def add_tag_trace(variables, limit: int, skip: int = 0):
         else:
             stacks = [stack]
             last[0], last[1] = stack, stacks
-        for v in variables:
-            _set_trace(v, stacks)
+        for v in variables:  # _set_trace's steps, per node made
+            if getattr(v, "_tag", False) is None:
+                v._trace = stacks
+            else:
+                v.tag.trace = stacks
     return variables
 
 

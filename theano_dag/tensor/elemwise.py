@@ -223,6 +223,9 @@ class Elemwise(Op):
                 _OUT_TYPES[key] = (out_types, self, op, self.inplace_items, types)
         # The type's Variable class (make_variable's), not the type called: that would
         # record the user's stack, which Op.__call__ records on the node's outputs.
+        if len(out_types) == 1:
+            t = out_types[0]
+            return Apply(self, inputs, [t.Variable(t, None, None, None)])
         return Apply(self, inputs, [t.Variable(t, None, None, None) for t in out_types])
 
     def perform(self, node, inputs, output_storage, params=None):
