@@ -1,6 +1,7 @@
 """Elemwise broadcasting/upcasting, DimShuffle, CAReduce axes and keepdims, Composite."""
 
 import contextlib
+import pickle
 import warnings
 
 import numpy as np
@@ -14,6 +15,7 @@ import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.graph.basic import Apply
 from theano_dag.scalar import basic as scalar_basic
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
@@ -124,6 +126,34 @@ def test_a_lower_rank_inputs_dimshuffle_is_made_as_op_call_makes_it():
         z = x + v
     np.testing.assert_array_equal(z.owner.inputs[1].tag.test_value, [[0.0, 1.0, 2.0]])
     np.testing.assert_array_equal(z.tag.test_value, np.ones((2, 3)) + np.arange(3.0))
+
+
+def test_an_elemwise_node_is_what_its_constructors_make():
+    # The common node (one output, no float64 flag, no observer) is made without the
+    # constructors' calls: the same node, output and notes as theirs.
+    x = tt.dvector("x")
+    before = next(theano_dag.graph.basic.Variable.__count__)
+    node = tt.exp(x).owner
+    ref = Apply(node.op, [x], [node.outputs[0].type.make_variable()])
+    for made in (node, ref):
+        (out,) = made.outputs
+        assert type(made) is Apply and type(out) is tt.TensorVariable
+        assert made.inputs == [x] and out.owner is made and out.index == 0
+        assert out.name is None and out.type is ref.outputs[0].type
+        assert made._tag is None and made._imported_by is None and made._removed_by is None
+        assert out._tag is None and out.creation_index > before
+        assert pickle.loads(pickle.dumps(out)).owner.op == made.op
+    assert node.outputs[0]._trace is not None and ref.outputs[0]._trace is None  # Op.__call__
+    seen = []
+    theano_dag.graph.basic.Variable.append_construction_observer(seen.append)
+    try:
+        y = tt.exp(x)
+    finally:
+        theano_dag.graph.basic.Variable.remove_construction_observer(seen.append)
+    assert seen == [y]
+    with theano_dag.config.change_flags(warn_float64="raise"):
+        with pytest.raises(TypeError, match="float64 dtype"):
+            Elemwise(ts.exp).make_node(x)
 
 
 def test_output_types_that_read_a_flag_are_asked_again():

@@ -20,7 +20,7 @@ from theano_dag import scalar as ts
 # package when called.
 from theano_dag import tensor as _tensor
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.basic import Apply, Constant, Variable, _node_of_fresh_output
 from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
 from theano_dag.graph.op import Op, compute_test_value
 from theano_dag.scalar import Composite
@@ -225,6 +225,15 @@ class Elemwise(Op):
         # record the user's stack, which Op.__call__ records on the node's outputs.
         if len(out_types) == 1:
             t = out_types[0]
+            if (
+                t.Variable is TensorVariable
+                and config.warn_float64 == "ignore"
+                and not Variable.construction_observers
+            ):
+                # What the next line makes, without its constructors' checks and calls
+                # (the inputs are tensors, the output new, its class's constructor
+                # adds nothing while the float64 flag is off).
+                return _node_of_fresh_output(self, inputs, t, TensorVariable)
             return Apply(self, inputs, [t.Variable(t, None, None, None)])
         return Apply(self, inputs, [t.Variable(t, None, None, None) for t in out_types])
 
