@@ -189,9 +189,10 @@ class FunctionGraph:
         if one_walk:
             outputs = self._copy_and_import(order, memo, orig_outputs)
             if outputs is None:
-                # An error to report (a missing input, an op's bad maps): the graph
-                # is left as the inputs made it, and copied and imported as below,
-                # which reports it as it always did.
+                # What the walk leaves to the copy and import below (an error to
+                # report: a missing input, an op's bad maps; an input whose copy has
+                # another type object, which clone_with_new_inputs converts): the graph
+                # is left as the inputs made it, and copied and imported as below.
                 equiv, order = _clone_in_order(
                     orig_inputs, orig_outputs, memo={i: memo[i] for i in orig_inputs}
                 )
@@ -227,9 +228,10 @@ class FunctionGraph:
         ``outputs``, whose inputs ``memo`` maps to their copies, already inputs of this
         graph) and import each copy as it is made: what ``_clone_in_order`` then
         ``_import_graph`` do, in one walk. Returns the outputs' copies; or None, with
-        the graph left as it was, at the first error that the import reports (an
-        ownerless variable that is neither an input nor a constant, an op whose maps
-        ``setup_node`` refuses), to be found again by them.
+        the graph left as it was, at the first thing it leaves to them: an error that
+        the import reports (an ownerless variable that is neither an input nor a
+        constant, an op whose maps ``setup_node`` refuses), an input of a plain node
+        whose copy has another type object.
 
         The only feature is the ReplaceValidate made with the graph, which has seen no
         node removed: its ``on_import`` would do nothing. A plain Apply without notes

@@ -217,7 +217,8 @@ class Elemwise(Op):
                         f"dtype {out_dtypes[o]} and static shape {shape}"
                     )
             out_types = tuple(output_type(d, shape) for d in out_dtypes)
-            if op.has_fixed_output_types():
+            fixed = getattr(op, "has_fixed_output_types", None)  # (a ScalarOp's)
+            if fixed is not None and fixed():
                 if len(_OUT_TYPES) >= _OUT_TYPES_MAX:
                     _OUT_TYPES.clear()
                 _OUT_TYPES[key] = (out_types, self, op, self.inplace_items, types)
