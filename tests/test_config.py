@@ -12,6 +12,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import get_mode
 from theano_dag.config import FLAGS, Config, config
+from theano_dag.graph.fg import FunctionGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -117,6 +118,22 @@ def test_warn_float64_names_the_users_line():
     with config.change_flags(warn_float64="raise"):
         with pytest.raises(TypeError, match="float64 dtype"):
             tt.exp(tt.fvector("f")) + np.float64(1.5) * tt.dscalar()
+
+
+def test_warn_float64_flags_the_variables_a_function_copies():
+    # The copy of the graph makes its float64 variables through their class, as
+    # Theano's clone does: each warns when the flag is on (and none when it is off).
+    x = tt.dvector("x")
+    y = tt.exp(x) + tt.sin(x)
+    for flag, expected in (("ignore", 0), ("warn", 4)):
+        with config.change_flags(warn_float64=flag):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                fg = FunctionGraph([x], [y])
+        assert len(w) == expected and len(fg.apply_nodes) == 3
+    with config.change_flags(warn_float64="raise"):
+        with pytest.raises(TypeError, match="float64 dtype"):
+            FunctionGraph([x], [y])
 
 
 @pytest.mark.parametrize("action", ["ignore", "warn", "raise"])

@@ -6,8 +6,9 @@ import warnings
 
 import pytest
 from graphcheck import assert_valid, cached_clients, snapshot
-from toy import MyConstant, MyOp, MyType, MyVar, op1, op2, op3, op4, op_multi
+from toy import MyConstant, MyOp, MyType, MyVar, MyVariable, op1, op2, op3, op4, op_multi
 
+from theano_dag.graph.algorithms import _clone_in_order
 from theano_dag.graph.basic import Apply, ancestors, graph_inputs, io_toposort
 from theano_dag.graph.fg import (
     FunctionGraph,
@@ -17,6 +18,7 @@ from theano_dag.graph.fg import (
     MissingInputError,
 )
 from theano_dag.graph.toolbox import Feature, NodeFinder, PreserveNames
+from theano_dag.graph.utils import get_stack_trace
 
 # check_integrity runs after every mutation of every FunctionGraph in this module.
 pytestmark = pytest.mark.usefixtures("checked_fgraph")
@@ -235,6 +237,131 @@ def test_a_copy_imports_its_nodes_in_the_order_of_the_graph_it_copies(seed):
         assert len(order) == len(graph.apply_nodes)
     assert orders[0] == orders[1]
     assert [plain._level[n] for n in names[plain]] == [copy._level[n] for n in names[copy]]
+
+
+def _copied_node_by_node(inputs, outputs):
+    """The copy a FunctionGraph makes of ``outputs`` as it made it before it made and
+    imported each node in one walk: the whole graph copied, then imported in the
+    copy's order."""
+    equiv, order = _clone_in_order(inputs, outputs)
+    return FunctionGraph(
+        [equiv[i] for i in inputs],
+        [equiv[o] for o in outputs],
+        clone=False,
+        _import_order=[equiv[n] for n in order],
+    )
+
+
+def _describe(fg):
+    """Everything a copy sets, with nodes and variables named by where they sit (two
+    copies share no object): per node in import order its op, inputs, level, notes and
+    outputs (name, type, trace, tag, order of creation); the clients in their order."""
+    node_k = {node: k for k, node in enumerate(fg._level)}
+    created = sorted(fg.variables, key=lambda v: v.creation_index)
+    rank = {v: k for k, v in enumerate(created)}
+
+    def label(v):
+        if v.owner is not None:
+            return ("node", node_k[v.owner], v.index)
+        if v in fg.inputs:
+            return ("input", fg.inputs.index(v))
+        return ("orphan", str(v), rank[v])
+
+    nodes = []
+    for node in fg._level:
+        tag = node._tag
+        notes = node._imported_by if tag is None else tag.__dict__
+        outs = [(o.name, o.type, get_stack_trace(o), rank[o], type(o)) for o in node.outputs]
+        assert all(o.owner is node and node.outputs[o.index] is o for o in node.outputs)
+        ins = [label(v) for v in node.inputs]
+        nodes.append((str(node.op), ins, fg._level[node], notes, outs, type(node)))
+    clients = [(label(v), [(node_k.get(n, n), i) for n, i in cl]) for v, cl in fg.clients.items()]
+    return (
+        nodes,
+        clients,
+        [label(v) for v in fg.inputs],
+        [label(v) for v in fg.outputs],
+        fg._version,
+        len(fg.apply_nodes),
+        len(fg.variables),
+    )
+
+
+class _Noted(Apply):
+    """An Apply of its own class: copied by its clone_with_new_inputs."""
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_copy_made_in_one_walk_is_the_copy_made_node_by_node(seed):
+    # FunctionGraph copies a graph and imports each copy as it makes it; the graph is
+    # the one the copy of the whole graph then its import made, down to the order of
+    # the clients, the levels, the notes, the traces and the order of creation. Some
+    # nodes take the constructors' way (notes, a tag, a class of their own).
+    rng = random.Random(seed)
+    x, y, z = xyz()
+    pool = [x, y, z, MyConstant(MyType(), 1, name="one"), MyConstant(MyType("u"), 2)]
+    for k in range(60):
+        op = rng.choice([op1, op2, op3, op_multi])
+        args = rng.sample(pool, rng.randint(1, 3))
+        if k == 3:
+            args = [pool[-1]] * 40  # many clients of one variable: indexed
+        out = op(*args)
+        if op is op_multi:
+            out = out[rng.randrange(2)]
+        if rng.random() < 0.1:
+            out.name = f"v{k}"
+        if rng.random() < 0.1:
+            out.tag.note = k
+        if rng.random() < 0.1:
+            out.owner.tag.mine = k
+        pool.append(out)
+        if k == 10 and seed % 2:  # a node of a class of its own
+            pool.append(_Noted(op4, pool[-3:], [MyVariable(MyType(), name="noted")]).outputs[0])
+    if seed % 2:  # nodes noted by a graph they were imported into
+        FunctionGraph([x, y, z], [pool[20]], clone=False)
+    outputs = rng.sample(pool[5:], 6) + [pool[-1], pool[4], x]
+    cut = pool[8] if seed % 4 == 3 else None  # an owned input: the copy is cut there
+    inputs = [x, y, z] + ([cut] if cut is not None else [])
+    one_walk = FunctionGraph(inputs, outputs)
+    node_by_node = _copied_node_by_node(inputs, outputs)
+    assert _describe(one_walk) == _describe(node_by_node)
+    assert_valid(one_walk)
+    kept = one_walk.toposort()  # the order of the copy, kept: not walked again
+    one_walk._toposort_cache = None
+    assert one_walk.toposort() == kept
+    with pytest.raises(MissingInputError) as walk_info:
+        FunctionGraph([x, y], outputs)
+    with pytest.raises(MissingInputError) as node_info:
+        _copied_node_by_node([x, y], outputs)
+    assert str(walk_info.value) == str(node_info.value)
+    assert walk_info.value.variable.name == "z"
+
+
+def test_a_copy_of_variables_of_a_class_of_its_own_uses_their_clone():
+    class Counted(MyVariable):
+        clones = 0
+
+        def clone(self):
+            Counted.clones += 1
+            return super().clone()
+
+    class Retyped(MyVariable):  # its copy has an equal type, not the same object
+        def clone(self):
+            return Retyped(MyType(self.type.thingy), name=self.name)
+
+    x = MyVar("x")
+    a = Apply(op1, [x], [Counted(MyType(), name="a")]).outputs[0]
+    b = op2(a, x)
+    fg = FunctionGraph([x], [b])
+    assert Counted.clones == 1
+    assert _describe(fg) == _describe(_copied_node_by_node([x], [b]))
+    r = Retyped(MyType(), name="r")
+    c = op3(op1(r), b)
+    fg = FunctionGraph([x, r], [c])
+    assert fg.inputs[1].type is not r.type and fg.outputs[0].owner.inputs[0].owner.inputs == [
+        fg.inputs[1]
+    ]
+    assert _describe(fg) == _describe(_copied_node_by_node([x, r], [c]))
 
 
 # ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Elemwise broadcasting/upcasting, DimShuffle, CAReduce axes and keepdims, Composite."""
 
 import contextlib
+import pickle
 import warnings
 
 import numpy as np
@@ -14,6 +15,7 @@ import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.graph.basic import Apply
 from theano_dag.scalar import basic as scalar_basic
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
@@ -104,6 +106,71 @@ def test_lower_rank_inputs_get_leading_dims():
     node = (x + v).owner
     assert isinstance(node.inputs[1].owner.op, DimShuffle)
     assert node.inputs[1].owner.op.new_order == ("x", "x", 0)
+
+
+def test_a_lower_rank_inputs_dimshuffle_is_made_as_op_call_makes_it():
+    # The DimShuffle Elemwise adds keeps the user's stack, as its own Elemwise node
+    # does, and computes its test value when they are on.
+    x, v = tt.dmatrix("x"), tt.dvector("v")
+    y = x * 2.0  # a 0-d constant made a matrix
+    (c,) = [i for i in y.owner.inputs if i is not x]
+    assert isinstance(c.owner.op, DimShuffle) and c.owner.op.new_order == ("x", "x")
+    assert c.tag.trace == y.tag.trace and c.tag.trace[0][-1][1] == y.tag.trace[0][-1][1]
+    assert (
+        c.tag.trace[0][-1][2] == "test_a_lower_rank_inputs_dimshuffle_is_made_as_op_call_makes_it"
+    )
+    assert c.type == tt.TensorType("float32", shape=(1, 1))
+    with theano_dag.config.change_flags(compute_test_value="raise"):
+        x.tag.test_value = np.ones((2, 3))
+        v.tag.test_value = np.arange(3.0)
+        z = x + v
+    np.testing.assert_array_equal(z.owner.inputs[1].tag.test_value, [[0.0, 1.0, 2.0]])
+    np.testing.assert_array_equal(z.tag.test_value, np.ones((2, 3)) + np.arange(3.0))
+
+
+def test_an_elemwise_node_is_what_its_constructors_make():
+    # The common node (one output, no float64 flag, no observer) is made without the
+    # constructors' calls: the same node, output and notes as theirs.
+    x = tt.dvector("x")
+    before = next(theano_dag.graph.basic.Variable.__count__)
+    node = tt.exp(x).owner
+    ref = Apply(node.op, [x], [node.outputs[0].type.make_variable()])
+    for made in (node, ref):
+        (out,) = made.outputs
+        assert type(made) is Apply and type(out) is tt.TensorVariable
+        assert made.inputs == [x] and out.owner is made and out.index == 0
+        assert out.name is None and out.type is ref.outputs[0].type
+        assert made._tag is None and made._imported_by is None and made._removed_by is None
+        assert out._tag is None and out.creation_index > before
+        assert pickle.loads(pickle.dumps(out)).owner.op == made.op
+    assert node.outputs[0]._trace is not None and ref.outputs[0]._trace is None  # Op.__call__
+    seen = []
+    theano_dag.graph.basic.Variable.append_construction_observer(seen.append)
+    try:
+        y = tt.exp(x)
+    finally:
+        theano_dag.graph.basic.Variable.remove_construction_observer(seen.append)
+    assert seen == [y]
+    with theano_dag.config.change_flags(warn_float64="raise"):
+        with pytest.raises(TypeError, match="float64 dtype"):
+            Elemwise(ts.exp).make_node(x)
+
+
+def test_output_types_that_read_a_flag_are_asked_again():
+    # Elemwise keeps the output types of a scalar op on given input types only when the
+    # op's dtypes follow from the input dtypes alone: float_out reads floatX.
+    op = Elemwise(ts.ScalarOp(scalar_basic.float_out, name="to_floatx"))
+    x = tt.ivector("x")
+    assert not op.scalar_op.has_fixed_output_types()
+    with theano_dag.config.change_flags(floatX="float64"):
+        assert op(x).dtype == "float64"
+    with theano_dag.config.change_flags(floatX="float32"):
+        assert op(x).dtype == "float32"
+    fixed = Elemwise(ts.ScalarOp(scalar_basic.upgrade_to_float, name="up"))
+    assert fixed.scalar_op.has_fixed_output_types()
+    a, b = fixed(x), fixed(x)
+    assert a.type is b.type and a.dtype == "float64" and a is not b
+    assert a.owner.inputs == [x] and a.owner is not b.owner
 
 
 def test_static_shape_mismatch_is_rejected():

@@ -311,6 +311,31 @@ class Apply(Node):
         return list(self.inputs)
 
 
+def _node_of_fresh_output(op, inputs, vtype, cls) -> Apply:
+    """``Apply(op, inputs, [cls(vtype, None, None, None)])`` made without the
+    constructors' checks and calls, for a make_node on its hot path: the caller knows
+    that ``inputs`` are Variables and that ``cls``'s constructor does nothing but
+    Variable's now (no construction observer either)."""
+    out = _new(cls)
+    out._tag = None
+    out._trace = None
+    out.type = vtype
+    out.name = None
+    out.creation_index = next(_counter)
+    node = _new(Apply)
+    node.op = op
+    node._tag = None
+    node._imported_by = node._removed_by = None
+    node.inputs = list(inputs)
+    node.outputs = [out]
+    out.owner = node
+    out.index = 0
+    return node
+
+
+_new = object.__new__
+
+
 class Variable(Node):
     """A value in the graph: a graph input (``owner is None``) or an Apply's output.
 
@@ -416,6 +441,19 @@ class Variable(Node):
 
     def get_parents(self):
         return [self.owner] if self.owner is not None else []
+
+    @classmethod
+    def _plain_copy(cls) -> bool:
+        """Whether ``var.clone()`` of this class now does only what ``Variable.clone``
+        and ``Variable.__init__`` do (no check or note of a subclass's, no construction
+        observer): a copy of a whole graph (FunctionGraph's) may then set the slots of
+        the clones itself. A subclass whose constructor adds something that can be off
+        says when it is."""
+        return (
+            cls.__init__ is Variable.__init__
+            and cls.clone is Variable.clone
+            and not Variable.construction_observers
+        )
 
     # Graph variables have no order; subclasses (tensors) give these a symbolic meaning.
     def __lt__(self, other):
@@ -533,6 +571,8 @@ class Constant(Variable):
             cp._trace = getattr(self, "_trace", None)
         return cp
 
+
+_counter = Variable.__count__  # (for _node_of_fresh_output)
 
 # Re-exported at the end: the algorithms module needs the classes above. (Importing it
 # first is safe too: ``theano_dag.graph``'s __init__ imports this module before it.)

@@ -20,6 +20,7 @@ from theano_dag.graph.basic import (
     Apply,
     Constant,
     Variable,
+    _copy_tag,
     applys_between,
     as_string,
     clone_get_equiv,
@@ -126,7 +127,25 @@ class FunctionGraph:
         # caller's (the function cache's, which has it at hand) ``_import_order``, the
         # order the import's own walk would find (``io_toposort(inputs, outputs)``).
         copied = None if clone else _import_order
-        if clone:
+        # A plain copy (what ``function`` asks for: inputs and constants copied, no
+        # features of the caller's) is made and imported node by node in one walk.
+        one_walk = (
+            clone
+            and not features
+            and _PLAIN_COPY.issuperset(clone_kwds)
+            and all(clone_kwds.values())
+        )
+        if one_walk:
+            memo: dict = {}
+            for inp in inputs:  # as _clone_in_order copies them
+                cpy = inp.clone()
+                cpy.owner = None
+                cpy.index = None
+                memo.setdefault(inp, cpy)
+            order = io_toposort(inputs, outputs)
+            orig_inputs, orig_outputs = inputs, outputs
+            inputs = [memo[i] for i in inputs]
+        elif clone:
             if "memo" in clone_kwds:  # nodes mapped beforehand: no order of the copy
                 equiv = clone_get_equiv(inputs, outputs, **clone_kwds)
             else:
@@ -167,6 +186,23 @@ class FunctionGraph:
 
         for var in inputs:
             self.add_input(var, check=False)
+        if one_walk:
+            outputs = self._copy_and_import(order, memo, orig_outputs)
+            if outputs is None:
+                # What the walk leaves to the copy and import below (an error to
+                # report: a missing input, an op's bad maps; an input whose copy has
+                # another type object, which clone_with_new_inputs converts): the graph
+                # is left as the inputs made it, and copied and imported as below.
+                equiv, order = _clone_in_order(
+                    orig_inputs, orig_outputs, memo={i: memo[i] for i in orig_inputs}
+                )
+                copied = [equiv[node] for node in order]
+                outputs = [equiv[o] for o in orig_outputs]
+            else:
+                self.outputs = outputs
+                for k, out in enumerate(outputs):
+                    self._append_client(out, ("output", k))
+                return
         self.outputs = list(outputs)
         try:
             # All outputs in one walk: the same nodes in the same order as one output
@@ -186,6 +222,212 @@ class FunctionGraph:
             raise
         for k, out in enumerate(self.outputs):
             self._append_client(out, ("output", k))
+
+    def _copy_and_import(self, order, memo, outputs):
+        """Copy the nodes of ``order`` (a topological order of the graph of
+        ``outputs``, whose inputs ``memo`` maps to their copies, already inputs of this
+        graph) and import each copy as it is made: what ``_clone_in_order`` then
+        ``_import_graph`` do, in one walk. Returns the outputs' copies; or None, with
+        the graph left as it was, at the first thing it leaves to them: an error that
+        the import reports (an ownerless variable that is neither an input nor a
+        constant, an op whose maps ``setup_node`` refuses), an input of a plain node
+        whose copy has another type object.
+
+        The only feature is the ReplaceValidate made with the graph, which has seen no
+        node removed: its ``on_import`` would do nothing. A plain Apply without notes
+        and its outputs of a class that copies plainly (``Variable._plain_copy``) are
+        made as their constructors would make them, without the constructors' checks,
+        which the originals passed; other nodes by ``clone_with_new_inputs``.
+        """
+        variables = self.variables
+        clients = self.clients
+        level = self._level
+        apply_nodes = self.apply_nodes
+        append_client = self._append_client
+        version = self._version
+        get = memo.get
+        new = object.__new__
+        count = Variable.__count__
+        plain: dict = {}  # Variable class -> whether it is copied plainly
+        checked_ops: set = set()
+        noted = []  # copies made by clone_with_new_inputs: noted once all is well
+        copied = []
+        reason_s = "init"
+        n_max = _INDEX_MIN_CLIENTS
+        for node in order:
+            op = node.op
+            if id(op) not in checked_ops:
+                try:
+                    self.setup_node(node)
+                except TypeError:
+                    return self._undo_copy(version)
+                checked_ops.add(id(op))
+            if not (
+                type(node) is Apply
+                and node._tag is None
+                and node._imported_by is None
+                and node._removed_by is None
+            ):
+                if not self._copy_and_import_node(node, memo, noted, copied):
+                    return self._undo_copy(version)
+                continue
+            # A plain node: copied (as Apply.clone_with_new_inputs copies it, without
+            # its checks) and imported (as _import_graph imports a node: its outputs,
+            # then the inputs new to the graph, the constants, then their clients and
+            # its level) in one pass over its inputs and one over its outputs.
+            new_node = new(Apply)
+            new_inputs = []
+            orphans = None  # the constants first met here, and their positions
+            lvl = 0
+            i = 0
+            for inp in node.inputs:
+                cpy = get(inp)
+                if cpy is None:  # an orphan: a constant is copied
+                    if not isinstance(inp, Constant):
+                        return self._undo_copy(version)
+                    cpy = memo[inp] = inp.clone()
+                    if orphans is None:
+                        orphans = [i]
+                    else:
+                        orphans.append(i)
+                else:
+                    if cpy.type is not inp.type:  # clone_with_new_inputs would convert it
+                        return self._undo_copy(version)
+                    if orphans is None:  # (after a new constant: once it is imported)
+                        lst = clients[cpy]
+                        if len(lst) < n_max:
+                            lst.append((new_node, i))
+                        else:
+                            append_client(cpy, (new_node, i))
+                    o = cpy.owner
+                    if o is not None:
+                        lo = level.get(o, 0)
+                        if lo > lvl:
+                            lvl = lo
+                new_inputs.append(cpy)
+                i += 1
+            new_node.op = op
+            new_node._tag = None
+            new_node._imported_by = [reason_s]
+            new_node._removed_by = None
+            new_node.inputs = new_inputs
+            new_outputs = []
+            j = 0
+            for out in node.outputs:
+                cls = out.__class__
+                p = plain.get(cls)
+                if p is None:
+                    p = plain[cls] = cls._plain_copy()
+                if p:
+                    cp = new(cls)
+                    tag = out._tag
+                    if tag is None:
+                        cp._tag = None
+                        cp._trace = getattr(out, "_trace", None)  # (see Variable.tag)
+                    else:
+                        cp._tag = _copy_tag(tag)
+                        cp._trace = None
+                    cp.type = out.type
+                    cp.owner = new_node
+                    cp.index = j
+                    cp.name = out.name
+                    cp.creation_index = next(count)
+                else:
+                    cp = out.clone()
+                    cp.owner = new_node
+                    cp.index = j
+                new_outputs.append(cp)
+                memo.setdefault(out, cp)
+                variables.add(cp)
+                clients[cp] = []
+                j += 1
+            new_node.outputs = new_outputs
+            apply_nodes.add(new_node)
+            copied.append(new_node)
+            if orphans is not None:
+                for k in orphans:
+                    cpy = new_inputs[k]
+                    variables.add(cpy)
+                    clients[cpy] = []
+                for k in range(orphans[0], i):
+                    cpy = new_inputs[k]
+                    lst = clients[cpy]
+                    if len(lst) < n_max:
+                        lst.append((new_node, k))
+                    else:
+                        append_client(cpy, (new_node, k))
+            level[new_node] = lvl + _LEVEL_GAP
+        copies = []
+        for out in outputs:
+            cpy = get(out)
+            if cpy is None:  # an output that no node computes (as _clone_in_order)
+                cpy = memo[out] = out.clone()
+                if _is_missing(cpy, variables):
+                    return self._undo_copy(version)
+            copies.append(cpy)
+        for node in noted:
+            node._note("imported_by", reason_s)
+        if order:
+            self._version += 1
+        for r in copies:
+            if r not in variables:
+                variables.add(r)
+                clients[r] = []
+                self._version += 1
+        # The copies were made in the order toposort finds (io_toposort's walk over the
+        # same graph): kept for its first call.
+        self._toposort_cache = (self._version, copied)
+        return copies
+
+    def _copy_and_import_node(self, node, memo, noted, copied) -> bool:
+        """``_copy_and_import``'s step for a node that is not a plain Apply without
+        notes: copied by its ``clone_with_new_inputs`` and imported as
+        ``_import_graph`` imports it (its notes written once the whole walk is done).
+        False, with nothing imported, at an input that is missing."""
+        variables = self.variables
+        clients = self.clients
+        new_inputs = []
+        for inp in node.inputs:
+            cpy = memo.get(inp)
+            if cpy is None:
+                if not isinstance(inp, Constant):
+                    return False
+                cpy = memo[inp] = inp.clone()
+            new_inputs.append(cpy)
+        new_node = node.clone_with_new_inputs(new_inputs)
+        noted.append(new_node)
+        copied.append(new_node)
+        for out, cp in zip(node.outputs, new_node.outputs):
+            memo.setdefault(out, cp)
+        self.apply_nodes.add(new_node)
+        for cp in new_node.outputs:
+            variables.add(cp)
+            clients[cp] = []
+        level = self._level
+        lvl = 0
+        for i, inp in enumerate(new_node.inputs):
+            if inp not in variables:  # a constant (or an input the clone converted)
+                variables.add(inp)
+                clients[inp] = []
+            self._append_client(inp, (new_node, i))
+            o = inp.owner
+            if o is not None:
+                lo = level.get(o, 0)
+                if lo > lvl:
+                    lvl = lo
+        level[new_node] = lvl + _LEVEL_GAP
+        return True
+
+    def _undo_copy(self, version):
+        """Leave the graph as its inputs made it (``_copy_and_import``
+        stopped): no node, no variable but the inputs; returns None."""
+        self.apply_nodes.clear()
+        self._level.clear()
+        self._client_index.clear()
+        self.variables = set(self.inputs)
+        self.clients = {v: [] for v in self.inputs}
+        self._version = version
+        return None
 
     # ------------------------------------------------------------------
     # Inputs, clients, import and prune
@@ -900,6 +1142,9 @@ class FunctionGraph:
 
 # Lists of clients longer than this get a position index (O(1) removal).
 _INDEX_MIN_CLIENTS = 32
+
+# The copy arguments of a FunctionGraph whose copy _copy_and_import makes (both True).
+_PLAIN_COPY = frozenset(("copy_inputs", "copy_orphans"))
 
 
 def _is_output(node):

@@ -176,11 +176,10 @@ class Op(MetaObject):
             checked.append(inp)
         return Apply(self, checked, [t() for t in otypes])
 
-    def __call__(self, *inputs, **kwargs):
+    def __call__(self, *inputs, return_list=False, **kwargs):
         """Make the Apply node and return its default output (or all outputs)."""
-        return_list = kwargs.pop("return_list", False)
-        node = self.make_node(*inputs, **kwargs)
-        add_tag_trace(node.outputs, config.traceback__limit)
+        node = self.make_node(*inputs, **kwargs) if kwargs else self.make_node(*inputs)
+        add_tag_trace(node.outputs, config.traceback__limit, 1)  # 1: this frame
         if config.compute_test_value != "off":
             compute_test_value(node)
         if self.default_output is not None:

@@ -68,7 +68,7 @@ class Type(MetaObject):
     def __call__(self, name=None) -> Variable:
         """Shorthand for ``make_variable``: ``x = t('x')``; the variable keeps the user's
         stack (``tag.trace``), as a node's outputs do."""
-        return add_tag_trace([self.make_variable(name)], config.traceback__limit)[0]
+        return add_tag_trace([self.make_variable(name)], config.traceback__limit, 1)[0]
 
     @classmethod
     def values_eq(cls, a, b) -> bool:

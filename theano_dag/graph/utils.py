@@ -231,50 +231,70 @@ def user_stacklevel() -> int:
     return level
 
 
-def user_stack(limit: int) -> list:
+def user_stack(limit: int, skip: int = 0) -> list:
     """The innermost ``limit`` frames of the current stack that are not theano_dag's,
     outermost first, as Theano's ``tag.trace`` keeps them: ``(filename, lineno, name,
     line)`` tuples (``traceback.format_list`` prints them), whose ``line`` is None until
-    printed, so that keeping one stack per node costs little.
+    printed, so that keeping one stack per node costs little. ``skip``: how many frames
+    above the caller's are theano_dag's own, passed over without being looked at.
 
     The list is shared by every call from the same lines (a graph's nodes are mostly
     made by a few lines, in loops): do not modify it. Sharing spares the tuples, and the
     garbage collector the objects, of one stack per node.
+
+    >>> a, b = user_stack(2), user_stack(2)  # one line: one stack
+    >>> a[-1][2], a is b
+    ('<module>', True)
     """
+    # The walk that finds the stack already made keys it by each frame's instruction
+    # offset (f_lasti), which the frame holds, not by its line number, which the frame
+    # works out from its code's line table on each read; an offset not met before is
+    # looked up again by lines, so that a line's stack stays one list.
+    # sys._getframe(depth) makes the frame object of the frame asked for only: the
+    # skipped ones (an Op's __call__ and add_tag_trace, per node) get none.
     key: list = []
-    frame = sys._getframe(1)
+    frame = sys._getframe(1 + skip)
     package = _PACKAGE_DIR
     n = 0
     while frame is not None and n < limit:
         code = frame.f_code
         if not code.co_filename.startswith(package):
             key.append(id(code))
-            key.append(frame.f_lineno)
+            key.append(-1 - frame.f_lasti)  # negative: never a line number of a line key
             n += 1
         frame = frame.f_back
     key_t = tuple(key)
     entry = _STACKS.get(key_t)
     if entry is not None:
         return entry[1]
-    # Walked again (once per distinct stack) for the code objects themselves, which
-    # the cache keeps so that their ids, in its key, stay theirs.
-    codes, frames = [], []
-    frame = sys._getframe(1)
+    # Walked again (once per distinct offsets) for the line numbers and the code
+    # objects themselves, which the cache keeps so that their ids, in its keys, stay
+    # theirs.
+    codes, frames, line_key = [], [], []
+    frame = sys._getframe(1 + skip)
     while frame is not None and len(frames) < limit:
         code = frame.f_code
         if not code.co_filename.startswith(package):
+            lineno = frame.f_lineno
             codes.append(code)
-            frames.append((code.co_filename, frame.f_lineno, code.co_name, None))
+            frames.append((code.co_filename, lineno, code.co_name, None))
+            line_key.append(id(code))
+            line_key.append(lineno)
         frame = frame.f_back
     frames.reverse()
     if len(_STACKS) >= _STACKS_MAX:
         _STACKS.clear()
-    _STACKS[key_t] = (codes, frames)
-    return frames
+    line_t = tuple(line_key)
+    entry = _STACKS.get(line_t)
+    if entry is None:
+        entry = _STACKS[line_t] = (codes, frames)
+    _STACKS[key_t] = entry
+    return entry[1]
 
 
-# Stacks ``user_stack`` made: (ids of the code objects, line numbers) -> (the code
-# objects, the stack). Bounded: a long session meets many lines.
+# Stacks ``user_stack`` made, under two keys each: (ids of the code objects, line
+# numbers) and (ids of the code objects, -1 - instruction offsets) -> (the code objects,
+# the stack). Bounded: a long session meets many lines.
 _STACKS: dict = {}
 _STACKS_MAX = 4096
 
@@ -296,10 +316,11 @@ def tag_trace_paused():
         _TRACE_PAUSED[0] -= 1
 
 
-def add_tag_trace(variables, limit: int):
+def add_tag_trace(variables, limit: int, skip: int = 0):
     """Keep in each of ``variables``' ``tag.trace`` the user's stack where they are made
     (Theano's ``tag.trace``: a list of stacks, one here; a rewrite gives what it makes
-    the stacks of what it replaces, ``copy_stack_trace``). ``limit`` 0 keeps nothing.
+    the stacks of what it replaces, ``copy_stack_trace``). ``limit`` 0 keeps nothing;
+    ``skip``: how many frames above the caller's are theano_dag's (``user_stack``'s).
 
     >>> from theano_dag.graph.type import Generic
     >>> v = Generic()("v")
@@ -309,7 +330,7 @@ def add_tag_trace(variables, limit: int):
     '<module>'
     """
     if limit > 0 and not _TRACE_PAUSED[0]:
-        stack = user_stack(limit)
+        stack = user_stack(limit, skip + 1)
         # One list of stacks per distinct stack, shared as the stack itself is (nodes
         # only ever get new lists, copy_stack_trace).
         last = _LAST_TRACE
@@ -318,8 +339,11 @@ def add_tag_trace(variables, limit: int):
         else:
             stacks = [stack]
             last[0], last[1] = stack, stacks
-        for v in variables:
-            _set_trace(v, stacks)
+        for v in variables:  # _set_trace's steps, per node made
+            if getattr(v, "_tag", False) is None:
+                v._trace = stacks
+            else:
+                v.tag.trace = stacks
     return variables
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import types
 import warnings
 
 import numpy as np
@@ -298,6 +299,24 @@ class transfer_type:  # noqa: N801 (Theano's name)
         return f"transfer_type{self.positions}"
 
 
+# The preferences whose dtypes follow from the input dtypes alone (no flag read, numpy's
+# promotion rules): see ScalarOp.has_fixed_output_types.
+_FIXED_PREFERENCES = frozenset(
+    (
+        upcast_out,
+        upcast_out_nobool,
+        upcast_out_no_complex,
+        upcast_out_nobool_no_complex,
+        upgrade_to_float,
+        upgrade_to_float_no_complex,
+        true_div_out,
+        same_out,
+        bool_out,
+        real_out,
+    )
+)
+
+
 # -- scalar types and variables --------------------------------------------------
 
 
@@ -524,6 +543,11 @@ def autocast_float_as(*dtypes):
         autocast_float._stack.pop()
 
 
+# The largest finite value of each float dtype: a Python float within it converts
+# without overflow (autocast_scalar then needs no errstate, which costs more).
+_FLOAT_MAX = {d: float(np.finfo(d).max) for d in ("float16", "float32", "float64")}
+
+
 def autocast_scalar(x, dtype=None):
     """Numpy value of ``x`` with Theano's 'custom' dtype policy for Python numbers.
 
@@ -554,8 +578,12 @@ def autocast_scalar(x, dtype=None):
         if config.floatX == "float32" and "float32" in dtypes:
             return np.asarray(x, dtype="float32")
         for dt in dtypes[:-1]:
-            with np.errstate(over="ignore"):
+            big = _FLOAT_MAX.get(dt)
+            if big is not None and -big <= x <= big:  # no overflow to hide (NaN is not)
                 xd = np.asarray(x, dtype=dt)
+            else:
+                with np.errstate(over="ignore"):
+                    xd = np.asarray(x, dtype=dt)
             if float(xd) == x or np.isnan(x):
                 return xd
         return np.asarray(x, dtype=dtypes[-1])
@@ -707,6 +735,24 @@ class ScalarOp(Op):
                 f"{self}: output_types_preference gave {len(out)} types, " f"expected {self.nout}"
             )
         return tuple(out)
+
+    def has_fixed_output_types(self) -> bool:
+        """Whether ``output_types`` gives the same dtypes for the same input dtypes
+        whatever the flags: its preference is one of this module's that read none
+        (``float_out`` reads floatX), so that ``Elemwise`` may keep what it gave per
+        input types.
+
+        >>> ScalarOp(upcast_out).has_fixed_output_types()
+        True
+        >>> ScalarOp(float_out).has_fixed_output_types()
+        False
+        """
+        if type(self).output_types is not ScalarOp.output_types:
+            return False
+        pref = getattr(self, "output_types_preference", None)
+        return type(pref) in (specific_out, transfer_type) or (
+            type(pref) is types.FunctionType and pref in _FIXED_PREFERENCES
+        )
 
     def check_nin(self, n, who=None):
         if self.nin != -1 and n != self.nin:

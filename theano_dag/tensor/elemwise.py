@@ -20,9 +20,9 @@ from theano_dag import scalar as ts
 # package when called.
 from theano_dag import tensor as _tensor
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.basic import Apply, Constant, Variable, _node_of_fresh_output
 from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
-from theano_dag.graph.op import Op
+from theano_dag.graph.op import Op, compute_test_value
 from theano_dag.scalar import Composite
 from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, output_type
 from theano_dag.tensor.variable import TensorConstant, TensorVariable, as_tensor_variable, constant
@@ -57,6 +57,36 @@ def _zeros_like(x, dtype=None):
 
 # Classes of the inputs that Elemwise.make_node takes as they are (with a TensorType).
 _PLAIN_TENSORS = frozenset((TensorVariable, TensorConstant))
+
+# Elemwise.make_node's output types, per (ids of) the op and the input types, for scalar
+# ops whose output dtypes follow from the input dtypes alone
+# (ScalarOp.has_fixed_output_types): (output types, op, its scalar op and inplace items
+# then, input types), the objects kept so that their ids, in the key, stay theirs.
+# Bounded, as output_type's.
+_OUT_TYPES: dict = {}
+_OUT_TYPES_MAX = 4096
+
+# DimShuffle ops that add leading broadcastable dimensions (Elemwise's lower-rank
+# inputs), per (input broadcastable pattern, new order): one op for all such nodes.
+_EXPANDERS: dict = {}
+
+
+def _expand_dims(x, ndim):
+    """``x`` with leading broadcastable dimensions up to ``ndim``, as
+    ``DimShuffle(...)(x)`` makes it (the op shared by all such nodes)."""
+    bcast = x.type.broadcastable
+    order = ("x",) * (ndim - len(bcast)) + tuple(range(len(bcast)))
+    op = _EXPANDERS.get((bcast, order))
+    if op is None:
+        if len(_EXPANDERS) >= _OUT_TYPES_MAX:
+            _EXPANDERS.clear()
+        op = _EXPANDERS[(bcast, order)] = DimShuffle(bcast, order)
+    # Op.__call__'s steps but the user's stack, which DimShuffle.make_node records on
+    # the output already (the same stack: the same user's frames).
+    node = op.make_node(x)
+    if config.compute_test_value != "off":
+        compute_test_value(node)
+    return node.outputs[0]
 
 
 def broadcast_static_shape(shapes, who="Elemwise"):
@@ -135,51 +165,78 @@ class Elemwise(Op):
         # constant of a plain TensorType is what as_tensor_variable returns as it is.
         checked = []
         types = []
-        dtypes = []
-        shapes = []
-        ndims = set()
+        ndim = -1
+        mixed = False
         for i in inputs:
             if i.__class__ not in _PLAIN_TENSORS or i.type.__class__ is not TensorType:
                 i = as_tensor_variable(i)
             t = i.type
             checked.append(i)
             types.append(t)
-            dtypes.append(t.dtype)
-            shapes.append(t.shape)
-            ndims.add(len(t.shape))
+            n = len(t.shape)
+            if n != ndim:
+                if ndim >= 0:
+                    mixed = True
+                if n > ndim:
+                    ndim = n
         inputs = checked
-        ndim = max(ndims, default=0)
-        if len(ndims) > 1:
+        if mixed:
             # Lower-rank inputs get leading broadcastable dimensions, as in numpy.
-            inputs = [
-                i
-                if i.ndim == ndim
-                else DimShuffle(i.broadcastable, ["x"] * (ndim - i.ndim) + list(range(i.ndim)))(i)
-                for i in inputs
-            ]
+            inputs = [i if i.type.ndim == ndim else _expand_dims(i, ndim) for i in inputs]
             types = [i.type for i in inputs]  # the dtypes stay
-            shapes = [t.shape for t in types]
-        try:
-            out_dtypes = op.output_types(tuple(dtypes))
-        except TypeError as e:
-            if isinstance(op, Composite) and len(types) == op.nin:
-                # A composite built for other dtypes is made again for these (Theano's).
-                retyped = copy.copy(self)
-                retyped.scalar_op = op.retyped([t.dtype for t in types])
-                return retyped.make_node(*inputs)
-            raise TypeError(f"{self}: {e}") from None
-        # ``self`` names the op in an error only: formatting it for every node is slow.
-        shape = broadcast_static_shape(shapes, self)
-        for o, i in self.inplace_items:
-            if i >= len(inputs) or types[i].shape != shape or types[i].dtype != out_dtypes[o]:
-                raise TypeError(
-                    f"{self}: output {o} cannot overwrite input {i}: it needs "
-                    f"dtype {out_dtypes[o]} and static shape {shape}"
-                )
-        # make_variable, not TensorType(...)(): calling the type would record the user's
-        # stack, which Op.__call__ records again on the node's outputs.
-        outputs = [output_type(d, shape).make_variable() for d in out_dtypes]
-        return Apply(self, inputs, outputs)
+        # The output types of this op on these input types, when it is known that they
+        # are always the same (see _OUT_TYPES): the key holds ids, the entry the objects.
+        n = len(types)
+        if n == 2:
+            key = (id(self), id(types[0]), id(types[1]))
+        elif n == 1:
+            key = (id(self), id(types[0]))
+        else:
+            key = (id(self), *map(id, types))
+        entry = _OUT_TYPES.get(key)
+        if entry is not None and entry[2] is op and entry[3] is self.inplace_items:
+            out_types = entry[0]
+        else:
+            try:
+                out_dtypes = op.output_types(tuple(t.dtype for t in types))
+            except TypeError as e:
+                if isinstance(op, Composite) and len(types) == op.nin:
+                    # A composite built for other dtypes is made again for these
+                    # (Theano's).
+                    retyped = copy.copy(self)
+                    retyped.scalar_op = op.retyped([t.dtype for t in types])
+                    return retyped.make_node(*inputs)
+                raise TypeError(f"{self}: {e}") from None
+            # ``self`` names the op in an error only: formatting it for every node is
+            # slow.
+            shape = broadcast_static_shape([t.shape for t in types], self)
+            for o, i in self.inplace_items:
+                if i >= len(inputs) or types[i].shape != shape or types[i].dtype != out_dtypes[o]:
+                    raise TypeError(
+                        f"{self}: output {o} cannot overwrite input {i}: it needs "
+                        f"dtype {out_dtypes[o]} and static shape {shape}"
+                    )
+            out_types = tuple(output_type(d, shape) for d in out_dtypes)
+            fixed = getattr(op, "has_fixed_output_types", None)  # (a ScalarOp's)
+            if fixed is not None and fixed():
+                if len(_OUT_TYPES) >= _OUT_TYPES_MAX:
+                    _OUT_TYPES.clear()
+                _OUT_TYPES[key] = (out_types, self, op, self.inplace_items, types)
+        # The type's Variable class (make_variable's), not the type called: that would
+        # record the user's stack, which Op.__call__ records on the node's outputs.
+        if len(out_types) == 1:
+            t = out_types[0]
+            if (
+                t.Variable is TensorVariable
+                and config.warn_float64 == "ignore"
+                and not Variable.construction_observers
+            ):
+                # What the next line makes, without its constructors' checks and calls
+                # (the inputs are tensors, the output new, its class's constructor
+                # adds nothing while the float64 flag is off).
+                return _node_of_fresh_output(self, inputs, t, TensorVariable)
+            return Apply(self, inputs, [t.Variable(t, None, None, None)])
+        return Apply(self, inputs, [t.Variable(t, None, None, None) for t in out_types])
 
     def perform(self, node, inputs, output_storage, params=None):
         self._check_runtime_broadcast(node, inputs)
@@ -423,7 +480,8 @@ class DimShuffle(Op):
     __repr__ = __str__
 
     def make_node(self, x):
-        x = as_tensor_variable(x)
+        if x.__class__ not in _PLAIN_TENSORS or x.type.__class__ is not TensorType:
+            x = as_tensor_variable(x)  # (what it returns a plain tensor as it is)
         if x.type.broadcastable != self.input_broadcastable:
             if x.ndim != len(self.input_broadcastable) or any(
                 b and not xb for b, xb in zip(self.input_broadcastable, x.broadcastable)
@@ -432,8 +490,11 @@ class DimShuffle(Op):
                     f"{self}: expected an input with broadcastable pattern "
                     f"{self.input_broadcastable}, got {x.type.broadcastable} ({x})"
                 )
-        shape = tuple(1 if o == "x" else x.type.shape[o] for o in self.new_order)
-        return Apply(self, [x], [TensorType(x.dtype, shape=shape)()])
+        xshape = x.type.shape
+        shape = tuple(1 if o == "x" else xshape[o] for o in self.new_order)
+        # The type shared by the outputs of its dtype and shape (a TensorType made per
+        # node costs more than the node), called: the output keeps the user's stack.
+        return Apply(self, [x], [output_type(x.type.dtype, shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs

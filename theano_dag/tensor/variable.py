@@ -20,7 +20,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.utils import user_stacklevel
 from theano_dag.scalar.basic import ScalarType, autocast_scalar
-from theano_dag.tensor.type import TensorType, all_dtypes
+from theano_dag.tensor.type import TensorType, all_dtypes, output_type
 
 __all__ = [
     "TensorVariable",
@@ -353,6 +353,16 @@ class TensorVariable(_tensor_py_operators, Variable):
         if action != "ignore" and type.dtype == "float64":
             _float64_created(action)
 
+    @classmethod
+    def _plain_copy(cls) -> bool:
+        # The float64 check is all this constructor adds: nothing while it is off.
+        return (
+            cls.__init__ is TensorVariable.__init__
+            and cls.clone is Variable.clone
+            and config.warn_float64 == "ignore"
+            and not Variable.construction_observers
+        )
+
 
 def _float64_created(action: str):
     msg = f"You are creating a TensorVariable with float64 dtype (flag warn_float64={action})"
@@ -416,7 +426,8 @@ def constant(x, name=None, ndim=None, dtype=None):
         data = autocast_scalar(x, dtype)
     except (TypeError, ValueError, OverflowError) as e:
         raise AsTensorError(f"Could not convert {x!r} to a tensor constant: {e}") from None
-    if data.dtype == object or data.dtype.name not in all_dtypes:
+    dtype_name = _dtype_name(data.dtype)
+    if dtype_name is None:
         raise AsTensorError(
             f"Could not convert {type(x).__name__} {x!r} to a tensor constant "
             f"(numpy gives dtype {data.dtype})"
@@ -431,8 +442,24 @@ def constant(x, name=None, ndim=None, dtype=None):
                     f"constant: the value of shape {data.shape} cannot be made {ndim}-dimensional"
                 )
             data = data.reshape(data.shape[data.ndim - ndim :])
-    ttype = TensorType(data.dtype, broadcastable=tuple(s == 1 for s in data.shape))
+    # The type shared by the constants of this dtype and broadcastable pattern.
+    ttype = output_type(dtype_name, tuple(1 if s == 1 else None for s in data.shape))
     return TensorConstant(ttype, np.array(data), name=name)
+
+
+def _dtype_name(dtype) -> str | None:
+    """The name of numpy ``dtype`` when it is one of a tensor's (None otherwise): numpy's
+    ``dtype.name`` is slow, and constants ask per node."""
+    name = _DTYPE_NAME_OF.get(dtype, False)
+    if name is False:
+        name = None if dtype.kind == "O" or dtype.name not in all_dtypes else dtype.name
+        if len(_DTYPE_NAME_OF) >= 256:  # (structured dtypes are many)
+            _DTYPE_NAME_OF.clear()
+        _DTYPE_NAME_OF[dtype] = name
+    return name
+
+
+_DTYPE_NAME_OF: dict = {}  # numpy dtype -> _dtype_name's answer
 
 
 def as_tensor_variable(x, name=None, ndim=None, dtype=None):
