@@ -230,17 +230,19 @@ def _view_source(line):
 
 class _KernelLine:
     """What a run keeps of a kernel step taken without its lines (``_Runs.take_kernel``):
-    the kernel, its global name and its arguments' names, as a
-    :class:`~theano_dag.engines.cpu.emit.impls.KernelCall` has them; the line itself is
-    made only for a run that is not a segment (most runs are: no text per kernel)."""
+    the plan's ``ctx``, the kernel and its arguments' names; the line itself, a
+    :class:`~theano_dag.engines.cpu.emit.impls.KernelCall` naming the kernel by a
+    global of the plan, is made only for a run that is not a segment (most runs are:
+    no text and no global per kernel)."""
 
-    __slots__ = ("name", "kernel", "args")
+    __slots__ = ("ctx", "kernel", "args")
 
-    def __init__(self, name, kernel, args):
-        self.name, self.kernel, self.args = name, kernel, args
+    def __init__(self, ctx, kernel, args):
+        self.ctx, self.kernel, self.args = ctx, kernel, args
 
     def text(self):
-        return KernelCall(self.name, self.kernel, self.args)
+        k = self.kernel
+        return KernelCall(self.ctx.glob(k, k.name.upper()), k, self.args)
 
 
 class _Runs:
@@ -286,10 +288,10 @@ class _Runs:
 
     def take_kernel(self, idx, kernel_target, names, out, target, setup, dels):
         """Take step ``idx``, a C kernel writing ``target`` (its emit's
-        ``kernel_target``: library, global name, kernel), into the run as ``join``
-        would take its lines (``setup``, ``out = target``, the kernel's call) without
-        making them; False if it cannot (another library's run)."""
-        lib, kname, k = kernel_target
+        ``kernel_target``: library, the plan's ``ctx``, kernel), into the run as
+        ``join`` would take its lines (``setup``, ``out = target``, the kernel's call)
+        without making them; False if it cannot (another library's run)."""
+        lib, ctx, k = kernel_target
         if self.run and self.lib is not lib:
             return False
         if not lib.started:  # the plan is being generated: every kernel is known by now
@@ -298,7 +300,7 @@ class _Runs:
         if target != out:
             moved.append(f"{out} = {target}")
         self.lib = lib
-        self.run.append((idx, moved, _KernelLine(kname, k, (*names, out))))
+        self.run.append((idx, moved, _KernelLine(ctx, k, (*names, out))))
         self.dels += dels
         return True
 

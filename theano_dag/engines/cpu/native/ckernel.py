@@ -182,25 +182,63 @@ class CKernel:
     (array([1., 1.]), False)
     """
 
-    def __init__(self, node, library=None, name="k", templates=None):
+    def __init__(self, node, library=None, name="k", templates=None, kinds=None):
         # ``templates``: the library's C of its kernels, by op, types and compiled-in
         # constants, which a function's hundreds of plain nodes share, and the fused
         # nodes that fusion made alike (a fifth to a third of them in a random graph).
-        # (Made for every Elemwise node of a function when it is linked: kept lean.)
+        # ``kinds``: the library's kernels of no compiled-in constant by the identity of
+        # their op and types (a function's nodes share a few dozen of each), with all
+        # that this constructor derives from them: the kernel of a node of a kind seen
+        # before is made without its key. (Made for every Elemwise node of a function
+        # when it is linked: kept lean.)
         op = node.op
         inputs, outputs = node.inputs, node.outputs
         self.node = node
         self.name = name
         self.library = library
-        self.consts = consts = {}
-        self.arg_pos = arg_pos = []
-        for p, v in enumerate(inputs):
-            if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
-                consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
-            else:
-                arg_pos.append(p)
+        consts = None
+        for v in inputs:
+            # (A computed value, most inputs, is no constant: its owner says so sooner.)
+            if v.owner is None and isinstance(v, Constant):
+                consts = {}
+                break
+        if consts is None:
+            self.consts = _NO_ITEMS
+            self.arg_pos = arg_pos = list(range(len(inputs)))
+        else:
+            self.consts = consts
+            self.arg_pos = arg_pos = []
+            for p, v in enumerate(inputs):
+                if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
+                    consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
+                else:
+                    arg_pos.append(p)
+            if not consts:
+                self.consts = _NO_ITEMS
+        kind_key = None
+        if kinds is not None and not consts:
+            # (Identities are safe keys: the library keeps its kernels, so their nodes'
+            # ops and types, alive as long as ``kinds``.)
+            kind_key = (id(op), *[id(v.type) for v in inputs], None)
+            kind_key += tuple([id(o.type) for o in outputs])
+            kind = kinds.get(kind_key)
+            if kind is not None:
+                (
+                    self.template,
+                    self.template_key,
+                    self.template_digest,
+                    self.nin,
+                    self.nout,
+                    self.in_dtypes,
+                    self.out_dtypes,
+                    self._shape_arg,
+                    self.ndim,
+                    self.destroy,
+                ) = kind
+                self.ready = False
+                return
         # The C with a placeholder for its name: identical kernels share one function.
-        scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else consts
+        scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else {}
         in_types = [v.type for v in inputs]
         out_types = [o.type for o in outputs]
         key = template = layout = digest = None
@@ -276,9 +314,17 @@ class CKernel:
         self.destroy = (
             {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else _NO_ITEMS
         )
-        if not consts:
-            self.consts = _NO_ITEMS
         self.ready = False
+        if kind_key is not None:
+            kinds[kind_key] = (
+                template,
+                key,
+                digest,
+                self.nin,
+                self.nout,
+                *layout,
+                self.destroy,
+            )
 
     def __repr__(self):
         return f"<CKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
@@ -743,6 +789,8 @@ class KernelLibrary:
         self.first_key = None
         self._by_source = {}
         self._templates: dict = {}  # plain ops' C templates (CKernel)
+        self._kinds: dict = {}  # what CKernel derives from a node's op and types
+        self.linalg = False  # whether a LinalgKernel was added
         self.started = False
         self.build = None
         self.path = None
@@ -758,7 +806,7 @@ class KernelLibrary:
         """A kernel for ``node`` (raises NotCompilable); identical ones share C code."""
         if self.started:
             raise RuntimeError("KernelLibrary.add: the library is already built")
-        k = CKernel(node, self, templates=self._templates)
+        k = CKernel(node, self, templates=self._templates, kinds=self._kinds)
         name = self._by_source.get(k.template)
         if name is None:
             name = f"k{len(self._by_source)}"
@@ -791,6 +839,7 @@ class KernelLibrary:
 
     def add_linalg(self, node, dtype, kind) -> LinalgKernel:
         """A :class:`LinalgKernel` of ``node`` (its C is in the preamble)."""
+        self.linalg = True  # the preamble then holds the linear algebra's C
         return self._add_step("add_linalg", LinalgKernel(node, dtype, kind, self))
 
     def segment(self, kernels, operands, nargs):
@@ -814,7 +863,7 @@ class KernelLibrary:
         simd = tc.simd if tc is not None else cc.simd_functions()
         layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
                                     "strides": 40, "descr": 56}  # fmt: skip
-        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        linalg = self.linalg
         parts = [preamble(layout, simd, linalg)]
         for template, name in self._by_source.items():
             parts.append(template.replace("@K@", name))
@@ -824,7 +873,7 @@ class KernelLibrary:
         """``source()`` and its cache key, kept for the process: a function made again
         (or another of the same kernels) has the same templates under the same names,
         and its library is found without joining and hashing the source again."""
-        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        linalg = self.linalg
         # (The templates' hashes are known: add() looked each one up.)
         memo_key = (self.toolchain, linalg, tuple(self._by_source.items()))
         known = _LIBRARY_KEYS.get(memo_key)
@@ -1050,19 +1099,22 @@ _OUT0_IN = tuple((0, j) for j in range(64))
 
 class _KernelEmit:
     """The ``emit(names, outs, target)`` of a C kernel's step: the lines calling kernel
-    ``k`` (the plan's global ``kname``) of ``lib``. ``kernel_target`` is what it makes
-    of a target, for the code generator to take into a segment without the lines
-    (codegen._Runs.take_kernel). (A class of three slots, not a closure with a
-    ``kernel_target`` attribute: one is made per kernel node, and the closure, its
-    cells and its attribute's dict took four times the memory.)"""
+    ``k`` of ``lib``. ``kernel_target`` is what it makes of a target, for the code
+    generator to take into a segment without the lines (codegen._Runs.take_kernel):
+    the library, the plan's ``ctx`` and the kernel. The kernel gets a global name
+    (``ctx.glob``) only when a line calls it by name: most kernels run inside segments,
+    which hold them. (A class of slots, not a closure with a ``kernel_target``
+    attribute: one is made per kernel node, and the closure, its cells and its
+    attribute's dict took four times the memory.)"""
 
     __slots__ = ("kernel_target",)
 
-    def __init__(self, lib, kname, k):
-        self.kernel_target = (lib, kname, k)
+    def __init__(self, lib, ctx, k):
+        self.kernel_target = (lib, ctx, k)
 
     def __call__(self, names, outs, target):
-        lib, kname, k = self.kernel_target
+        lib, ctx, k = self.kernel_target
+        kname = ctx.glob(k, k.name.upper())
         if target is not None:
             return _into_target(lib, kname, k, names, outs[0], target)
         lib.start()  # the plan is being generated: every kernel is known by now
@@ -1124,19 +1176,18 @@ def _make_emitter(previous):
         if fallbacks is None:
             fallbacks = lib.fallbacks = _Fallbacks(ctx)
         fallbacks.add(k, node, steps, previous)
-        kname = ctx.glob(k, k.name.upper())
         inputs = node.inputs
         consts = k.consts
-        ins = [inputs[p] for p in k.arg_pos] if consts else list(inputs)
+        ins = tuple([inputs[p] for p in k.arg_pos]) if consts else tuple(inputs)
         nout = k.nout
-        emit = _KernelEmit(lib, kname, k)
         inplace = []
         outputs = node.outputs
         if nout == 1:
             d = outputs[0].type.dtype
             od = (d,)
             for j, v in enumerate(ins):
-                if v.type.dtype == d and not isinstance(v, Constant):
+                # (A computed value, most inputs, is no constant: its owner says so sooner.)
+                if v.type.dtype == d and (v.owner is not None or not isinstance(v, Constant)):
                     inplace.append(_OUT0_IN[j] if j < len(_OUT0_IN) else (0, j))
         else:
             od = tuple([o.type.dtype for o in outputs])
@@ -1144,8 +1195,8 @@ def _make_emitter(previous):
         step = Step.elementwise_out(
             node,
             tuple(outputs),
-            tuple(ins),
-            emit,
+            ins,
+            _KernelEmit(lib, ctx, k),
             "out" if nout == 1 else "call",
             tuple(inplace),
             const_shapes,

@@ -74,6 +74,18 @@ def _step_name(idx):
     return _STEP_NAMES[idx]
 
 
+# The names of computed values, ``v<k>``, made once per process (every function names
+# its values so).
+_VALUE_NAMES: list = []
+
+
+def _value_names(n):
+    """``_VALUE_NAMES`` with at least ``n`` names."""
+    if n > len(_VALUE_NAMES):
+        _VALUE_NAMES.extend(f"v{k}" for k in range(len(_VALUE_NAMES), n + 1024))
+    return _VALUE_NAMES
+
+
 def _aligned_block(nbytes):
     raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
     off = (-raw.ctypes.data) % ALIGN
@@ -226,39 +238,49 @@ class Program:
         names: dict = {}
         for k, v in enumerate(self.inputs):
             names[v] = f"x{k}"
+        folded = self.folded
+        value_names = _value_names(2 * len(self.node_steps) + len(self.outputs))
         n = 0
-
-        def name(v):
-            nonlocal n
-            if v in names:
-                return
-            if isinstance(v, Constant):
-                names[v] = self.const_name(v.data, "c")
-            elif v in self.folded:
-                names[v] = self.const_name(self.folded[v], "f")
-            else:
-                names[v] = f"v{n}"
-                n += 1
-
-        # (Most values are met again as a later node's input: looked up here first, a
-        # call only for a new one.)
+        # (Most values are met again as a later node's input: looked up here first; a
+        # computed value, most of the new ones, named without a call.)
         for node, steps, _call in self.node_steps:
             for v in node.inputs:
                 if v not in names:
-                    name(v)
+                    if v.owner is not None and v not in folded:
+                        names[v] = value_names[n] if n < len(value_names) else f"v{n}"
+                        n += 1
+                    else:
+                        n = self._name_value(names, v, n)
             for st in steps:
                 for v in st.inputs:
                     if v not in names:
-                        name(v)
+                        n = self._name_value(names, v, n)
                 for v in st.outputs:
                     if v not in names:
-                        name(v)
+                        if v not in folded:
+                            names[v] = value_names[n] if n < len(value_names) else f"v{n}"
+                            n += 1
+                        else:
+                            n = self._name_value(names, v, n)
             for v in node.outputs:
                 if v not in names:
-                    name(v)
+                    n = self._name_value(names, v, n)
         for v in self.outputs:
-            name(v)
+            if v not in names:
+                n = self._name_value(names, v, n)
         return names
+
+    def _name_value(self, names, v, n):
+        """Name ``v`` (a constant, a folded value, else the next computed value's name
+        ``v<n>``) in ``names``; returns the next ``n``."""
+        if isinstance(v, Constant):
+            names[v] = self.const_name(v.data, "c")
+        elif v in self.folded:
+            names[v] = self.const_name(self.folded[v], "f")
+        else:
+            names[v] = f"v{n}"
+            n += 1
+        return n
 
     # -- planning ----------------------------------------------------------------
 
