@@ -489,9 +489,13 @@ def plan_memory(
             if r is not None:
                 refs[v] = r = r - 1
                 if r == 0:
-                    dead = drop(v)
-                    if dead is not None:
-                        dying.append(dead)
+                    # (A value that is no view, most of them, dies itself: no call.)
+                    if v in views:
+                        dead = drop(v)
+                        if dead is not None:
+                            dying.append(dead)
+                    elif v not in pinned_set:
+                        dying.append(v)
         pairs = node.inplace
         if pairs:
             # An input also read through a view at this node must not be overwritten.
@@ -526,7 +530,7 @@ def plan_memory(
                 bisect.insort(free, (blocks[block_of[v]], block_of[v]))
         for out in node.outputs:
             if refs[out] == 0:
-                dead = drop(out)
+                dead = drop(out) if out in views else None if out in pinned_set else out
                 if dead is not None:
                     bisect.insort(free, (blocks[block_of[dead]], block_of[dead]))
 

@@ -374,11 +374,16 @@ def _body(plan, mode, extra=None):
     dels: dict = {}
     if mode in ("core", "fast", "profile"):
         keep = set(p.outputs) | set(p.inputs)
+        nbytes, min_bytes = plan.nbytes, p.min_plan_bytes
         for v, idx in last.items():
-            if v in keep or cat.get(v) not in ("fresh", "alloc", "view"):
+            c = cat.get(v)
+            if (c != "fresh" and c != "alloc" and c != "view") or v in keep:
                 continue
-            if cat[v] != "view" and plan.small(v):
-                continue  # freeing it early saves nothing worth a statement
+            if c != "view":
+                # (The plan knows the bytes of most values: Plan.small for the others.)
+                n = nbytes.get(v)
+                if n < min_bytes if n is not None else plan.small(v):
+                    continue  # freeing it early saves nothing worth a statement
             dels.setdefault(idx, []).append(names[v])
     pad = " " * 8
     cur_node = None

@@ -235,7 +235,6 @@ class CKernel:
                     self.ndim,
                     self.destroy,
                 ) = kind
-                self.ready = False
                 return
         # The C with a placeholder for its name: identical kernels share one function.
         scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else {}
@@ -314,7 +313,6 @@ class CKernel:
         self.destroy = (
             {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else _NO_ITEMS
         )
-        self.ready = False
         if kind_key is not None:
             kinds[kind_key] = (
                 template,
@@ -329,23 +327,22 @@ class CKernel:
     def __repr__(self):
         return f"<CKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
 
-    def _bind_lazily(self, entry):
-        """Ready for C, the ctypes function made at the first call of ``c``: most
-        kernels only ever run inside segments, through their array entry points, and
-        making a ctypes function costs several microseconds a kernel (the library's
-        loading checked that the symbol is there). ``entry()`` gives the function,
-        shared by the kernels of one name."""
-
-        self.c = _LazyC(self, entry)
-        self.ready = True
+    @property
+    def ready(self):
+        """Whether the kernel runs in C: its library is loaded. Its ``c`` becomes the
+        ctypes function of its C entry at its first call (``_numpy_c``): most kernels
+        only ever run inside segments, through their array entry points, and making a
+        ctypes function costs several microseconds a kernel (the library's loading
+        checked that the symbol is there)."""
+        lib = self.library
+        return lib is not None and lib._entries is not None
 
     def bound_c(self):
         """``c``, with a lazily bound kernel's ctypes function made now: what a caller
         that keeps the function itself (the C loop of ``scan``, which calls it by its
         address) must hold, rather than the Python function that makes it."""
-        c = self.c
-        if type(c) is _LazyC and self.ready:
-            self.c = c.entry()
+        if "c" not in self.__dict__ and self.ready:
+            self.c = self.library._entries[self.name]()
         return self.c
 
     def __call__(self, *xs, out=None):
@@ -379,9 +376,18 @@ class CKernel:
         return np.empty(shape, dtype=self.out_dtypes[j])
 
     def _numpy_c(self, *args):
-        """``c`` until the library is loaded: start it, else compute with numpy."""
-        if _started_ready(self):
-            return self.c(*args)
+        """``c`` until the kernel is bound: its C entry once the library is loaded (made
+        now, and put in its place: shared by the kernels of one name), else start the
+        library's build and compute with numpy."""
+        lib = self.library
+        if lib is not None:
+            entries = lib._entries
+            if entries is None and not lib.started:
+                lib.start()  # a synchronous build (or the cache) may load it now
+                entries = lib._entries
+            if entries is not None:
+                fn = self.c = entries[self.name]()
+                return fn(*args)
         with np.errstate(all="ignore"):
             return self.fallback(*args)
 
@@ -453,21 +459,6 @@ class CKernel:
         for p in range(len(self.node.inputs)):
             full.append(self.consts[p] if p in self.consts else next(it))
         return full
-
-
-class _LazyC:
-    """A kernel's ``c`` until its first call (``CKernel._bind_lazily``), which makes the
-    ctypes function ``entry()`` and puts it in its place. (One per kernel whenever a
-    library loads: two slots, not a closure.)"""
-
-    __slots__ = ("k", "entry")
-
-    def __init__(self, k, entry):
-        self.k, self.entry = k, entry
-
-    def __call__(self, *args):
-        fn = self.k.c = self.entry()
-        return fn(*args)
 
 
 _SUFFIX = {"float64": "f64", "float32": "f32"}
@@ -796,6 +787,8 @@ class KernelLibrary:
         self.path = None
         self.error = None
         self._loaded = threading.Event()
+        # Once loaded: each CKernel's name -> the maker of its ctypes function.
+        self._entries = None
         self._lock = threading.Lock()
         self._lib = None
         # The segments of the plans' code (weakly: a plan dropped drops its segments),
@@ -961,14 +954,13 @@ class KernelLibrary:
             with gc_paused():
                 # Kernels of one C function (one name: the same C, so the same
                 # arguments) share its ctypes function, made when one of them is
-                # first called outside a segment; its symbols are checked now.
+                # first called outside a segment (CKernel._numpy_c); its symbols are
+                # checked now.
                 entries = {}
                 for k in self.kernels:
                     if type(k) is CKernel:
-                        entry = entries.get(k.name)
-                        if entry is None:
-                            entry = entries[k.name] = _ctypes_entry(lib, k)
-                        k._bind_lazily(entry)
+                        if k.name not in entries:
+                            entries[k.name] = _ctypes_entry(lib, k)
                     else:
                         k._bind(lib)
         except (OSError, AttributeError) as e:
@@ -980,6 +972,7 @@ class KernelLibrary:
         self.path = path
         with self._lock:
             self._lib = lib  # keeps the library loaded
+            self._entries = entries  # its kernels are ready (CKernel.ready)
             self._loaded.set()
             segs = list(self.segments)
         for seg in segs:

@@ -68,10 +68,11 @@ _ITEMSIZE: dict = {}
 _STEP_NAMES: list = []
 
 
-def _step_name(idx):
-    if idx >= len(_STEP_NAMES):
-        _STEP_NAMES.extend(str(k) for k in range(len(_STEP_NAMES), idx + 1024))
-    return _STEP_NAMES[idx]
+def _step_names(n):
+    """``_STEP_NAMES`` with at least ``n`` names."""
+    if n > len(_STEP_NAMES):
+        _STEP_NAMES.extend(str(k) for k in range(len(_STEP_NAMES), n + 1024))
+    return _STEP_NAMES
 
 
 # The names of computed values, ``v<k>``, made once per process (every function names
@@ -88,7 +89,8 @@ def _value_names(n):
 
 def _aligned_block(nbytes):
     raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
-    off = (-raw.ctypes.data) % ALIGN
+    # (The address from the array interface: ``raw.ctypes`` makes a ctypes object.)
+    off = (-raw.__array_interface__["data"][0]) % ALIGN
     return raw[off : off + nbytes]
 
 
@@ -384,8 +386,11 @@ class Plan:
                     break
                 v = base[v]
         cat = {}
-        # The bytes of each value that may get a block of its own (the blocks' sizes).
+        # The bytes of each value that may get a block of its own (the blocks' sizes),
+        # and its dtype.
         self.nbytes = nbytes = {}
+        self.dtype_of = dtype_of = {}
+        sizes = {}  # (shape, dtype) -> bytes: most values of a plan have a few shapes
         incremental = p.incremental
         shape_of, min_bytes, natural_ok = self.shapes.get, p.min_plan_bytes, self._natural_ok
         for _k, st in self.steps:
@@ -400,7 +405,11 @@ class Plan:
                 else:
                     # (Whether numpy's natural result has the value's shape is asked only
                     # where it decides.)
-                    nbytes[v] = n = _nbytes(shp, d)
+                    n = sizes.get((shp, d))
+                    if n is None:
+                        n = sizes[shp, d] = _nbytes(shp, d)
+                    nbytes[v] = n
+                    dtype_of[v] = d
                     small = n < min_bytes
                     if incremental:
                         # Every value must outlive the call: no block is ever reused.
@@ -522,17 +531,23 @@ class Plan:
         nbytes = self.nbytes
         sizes = {v: nbytes[v] for v in pooled}
         nodes = []
+        append = nodes.append
         trusted = PlanNode.trusted  # (a Step's outputs and inputs are tuples already)
+        cat_of, shape_of, dtype_of = cat.get, shapes.get, self.dtype_of
+        step_names = _step_names(len(self.steps))
         for idx, (_k, st) in enumerate(self.steps):
-            pairs = []
-            for j, i in st.inplace:
-                out, inp = st.outputs[j], st.inputs[i]
-                if cat.get(out) not in pool_cats or cat.get(inp) != "pooled":
-                    continue
-                if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
-                    continue
-                pairs.append((out, inp))
-            nodes.append(trusted(st.outputs, st.inputs, tuple(pairs), _step_name(idx)))
+            pairs = ()
+            if st.inplace:
+                outs, ins = st.outputs, st.inputs
+                for j, i in st.inplace:
+                    out, inp = outs[j], ins[i]
+                    # (A pooled input has its dtype recorded.)
+                    if cat_of(inp) != "pooled" or cat_of(out) not in pool_cats:
+                        continue
+                    if shape_of(inp) != shape_of(out) or dtype_of[inp] != st.dtypes[j]:
+                        continue
+                    pairs += ((out, inp),)
+            append(trusted(st.outputs, st.inputs, pairs, step_names[idx]))
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
         returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
@@ -576,8 +591,9 @@ class Plan:
             self.slot_values[f"bn{b}"] = self.memory.blocks[b]
             self.prologue.append(f"_blk{b} = _empty(bn{b}, {u8})")
             self.prologue_blocks.append(b)
+        dtype_of = self.dtype_of  # (every value with a block has its dtype recorded)
         for v, (b, off) in self.memory.assignment.items():
-            d = cat_dtype(self, v)
+            d = dtype_of[v]
             key = (b, d, shapes[v])
             if key in made:
                 self.slots[v] = made[key]
