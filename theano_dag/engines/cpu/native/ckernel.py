@@ -389,7 +389,15 @@ class CKernel:
                 fn = self.c = entries[self.name]()
                 return fn(*args)
         with np.errstate(all="ignore"):
+            fallbacks = self._fallbacks
+            if fallbacks is not None and "fallback" not in self.__dict__:
+                return fallbacks.first_use(self, args)  # the library's are not built yet
             return self.fallback(*args)
+
+    # The library's _Fallbacks while its numpy fallbacks are not built (_Fallbacks.add),
+    # and the kernel's calls until then.
+    _fallbacks = None
+    _fallback_calls = 0
 
     # (The class's, until loading puts the C entry on the kernel: no bound method kept
     # per kernel.)
@@ -1346,7 +1354,16 @@ class _Fallbacks:
     def add(self, k, node, steps, emitter):
         """``steps``: the node's numpy steps, or None to ask ``emitter`` when needed."""
         self.pending.append((k, node, steps, emitter))
-        k.fallback = _FirstUse(self, k)
+        k._fallbacks = self  # (an attribute, not an object per kernel: first_use)
+
+    def first_use(self, k, args):
+        """Kernel ``k``'s fallback until the library's are built: its first call on a
+        small output runs ``Elemwise.perform``, anything else builds them all."""
+        k._fallback_calls += 1
+        if k._fallback_calls == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
+            return CKernel.fallback(k, *args)
+        self.build()
+        return k.fallback(*args)
 
     def build(self):
         with gc_paused():
@@ -1371,25 +1388,6 @@ class _Fallbacks:
             exec(code, self.ctx.p.ns, local)
         for k, name, blocks in kernels:
             k.fallback = _blocked(local[name]) if blocks else local[name]
-
-
-class _FirstUse:
-    """A kernel's fallback until its library's are built (:class:`_Fallbacks`): its first
-    call on a small output runs ``Elemwise.perform``, anything else builds them all.
-    (Made for every kernel when it is linked: three slots, not a closure.)"""
-
-    __slots__ = ("fallbacks", "k", "calls")
-
-    def __init__(self, fallbacks, k):
-        self.fallbacks, self.k, self.calls = fallbacks, k, 0
-
-    def __call__(self, *args):
-        self.calls += 1
-        k = self.k
-        if self.calls == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
-            return CKernel.fallback(k, *args)
-        self.fallbacks.build()
-        return k.fallback(*args)
 
 
 def _make_fused_reduce_emitter(previous, elemwise_numpy):
