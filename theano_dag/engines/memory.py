@@ -305,11 +305,9 @@ class _Graph:
         eff.update(self.root[v] for v in pinned if v in views and self.root[v] in producer)
         self.pinned = frozenset(eff)
 
+        pinned = self.pinned
         self.pooled = [
-            v
-            for node in self.nodes
-            for v in node.outputs
-            if v not in views and v not in self.pinned
+            v for node in self.nodes for v in node.outputs if v not in views and v not in pinned
         ]
         self.size: dict = {}
         for v in self.pooled:

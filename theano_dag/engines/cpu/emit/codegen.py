@@ -397,7 +397,7 @@ def _body(plan, mode, extra=None):
     poison = p.poison
     profile, incremental = mode == "profile", mode == "incremental"
     ind = pad + ("    " if incremental else "")
-    target_of, setup_of = plan.target, plan.target_setup
+    target_and_setup = plan.target_and_setup
     join = runs.join if runs is not None else None
     steps = plan.steps
     n_steps = len(steps)
@@ -414,9 +414,8 @@ def _body(plan, mode, extra=None):
         outs = [names[v] for v in st.outputs]
         target = setup = None
         if st.kind == "out" and len(outs) == 1:
-            target = target_of(st.outputs[0])
+            target, setup = target_and_setup(st.outputs[0])
             if target is not None:
-                setup = setup_of(st.outputs[0])
                 # A C kernel into its target joins the run without its lines.
                 kernel_target = getattr(st.emit, "kernel_target", None)
                 if (

@@ -679,6 +679,18 @@ class Plan:
             return self.program.names[self.update_storage[v]]
         return None
 
+    def target_and_setup(self, v):
+        """``(self.target(v), self.target_setup(v))``, with one look at the value's
+        category (the code generator asks both of every step's output)."""
+        c = self.cat.get(v)
+        if c == "pooled" or c == "own" or c == "outblk":
+            return self.slots[v], None
+        if c == "alloc":
+            return self.target(v), self.target_setup(v)
+        if c == "update":
+            return self.target(v), None
+        return None, None
+
     def target_setup(self, v):
         """The line binding value ``v``'s target before its step (None: it is bound)."""
         if self.cat.get(v) != "alloc":
