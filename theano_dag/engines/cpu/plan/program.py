@@ -695,7 +695,9 @@ class Plan:
         """The line binding value ``v``'s target before its step (None: it is bound)."""
         if self.cat.get(v) != "alloc":
             return None
-        d = cat_dtype(self, v)
+        d = self.dtype_of.get(v)  # (recorded for every sized value, most of them)
+        if d is None:
+            d = cat_dtype(self, v)
         dname = self._dtype_names.get(d)
         if dname is None:
             dname = self._dtype_names[d] = self.program.global_name(np.dtype(d), "D")
