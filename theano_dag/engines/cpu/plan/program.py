@@ -315,7 +315,9 @@ class Program:
             if call is None:
                 for st in steps:
                     for v in st.inputs:
-                        if isinstance(v, Temp) and v not in shapes:
+                        # (Every value of the graph has its shape: only a scratch value
+                        # may be missing.)
+                        if v not in shapes and isinstance(v, Temp):
                             shapes[v] = None
                     view = st.kind == "view"
                     for v, d in zip(st.outputs, st.dtypes):
@@ -550,8 +552,9 @@ class Plan:
             append(trusted(st.outputs, st.inputs, pairs, step_names[idx]))
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
-        returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
-        nodes.append(PlanNode(outputs=(), inputs=tuple(returned), name="return"))
+        known = set(returned)
+        returned += [v for v, c in cat.items() if c == "outblk" and v not in known]
+        append(trusted((), tuple(returned), (), "return"))  # (distinct values: from a dict)
         views = {v: self.base[v] for v, c in cat.items() if c == "view"}
         pinned = [v for v, c in cat.items() if c not in pool_cats and c != "view"]
         pinned += p.inputs
