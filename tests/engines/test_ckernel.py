@@ -517,6 +517,37 @@ def test_equal_fused_nodes_share_their_c(monkeypatch):
     assert f.template == real("@K@", f.node, f.arg_pos, {})
 
 
+def test_nodes_of_one_op_and_types_share_their_kernel_kind(monkeypatch):
+    # Nodes of one op on the same types (a function's many plain nodes) take the first
+    # one's C, dtypes and layout without making them again; the same op on another
+    # dtype or broadcast pattern, or with a compiled-in constant, gets its own.
+    made = []
+    real = ckernel.kernel_source
+    monkeypatch.setattr(ckernel, "kernel_source", lambda *a: made.append(a) or real(*a))
+    monkeypatch.setattr(ckernel, "_TEMPLATES", {})
+    vec, fvec, row = (
+        TensorType("float64", (False,)),
+        TensorType("float32", (False,)),
+        TensorType("float64", (True, False)),
+    )
+    op = Elemwise(ts.Composite([a := ts.float64("a")], [ts.exp(a) * a]))
+    lib = ckernel.KernelLibrary()
+    k0, k1 = lib.add(op.make_node(vec())), lib.add(op.make_node(vec()))
+    assert k0.node is not k1.node and k1.template is k0.template and len(made) == 1
+    assert (k1.name, k1.nin, k1.nout, k1.ndim) == ("k0", 1, 1, 1)
+    assert k1.in_dtypes == k1.out_dtypes == [np.dtype("float64")] and not k1.consts
+    k2, k3 = lib.add(op.make_node(fvec())), lib.add(op.make_node(row()))
+    assert (k2.name, k3.name) == ("k1", "k2") and len(made) == 3
+    assert k2.in_dtypes == [np.dtype("float32")] and k3.ndim == 2
+    add = Elemwise(ts.add)
+    k4 = lib.add(add.make_node(vec(), tt.constant(np.full(1, 2.0))))
+    k5 = lib.add(add.make_node(vec(), vec()))
+    assert k4.name != k5.name and list(k4.consts) == [1] and k4.nin == 1 and k5.nin == 2
+    x = np.linspace(-1, 1, 5)
+    np.testing.assert_allclose(k1(x), np.exp(x) * x, rtol=1e-14)
+    np.testing.assert_allclose(k4(x), x + 2, rtol=1e-14)
+
+
 def test_second_build_hits_the_cache(tmp_path, no_kernel_builds_in_flight):
     node = composite_node(lambda a: ts.cos(a) * 3, ["float64"])
     before = dict(cc.stats)

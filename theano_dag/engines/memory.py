@@ -305,11 +305,9 @@ class _Graph:
         eff.update(self.root[v] for v in pinned if v in views and self.root[v] in producer)
         self.pinned = frozenset(eff)
 
+        pinned = self.pinned
         self.pooled = [
-            v
-            for node in self.nodes
-            for v in node.outputs
-            if v not in views and v not in self.pinned
+            v for node in self.nodes for v in node.outputs if v not in views and v not in pinned
         ]
         self.size: dict = {}
         for v in self.pooled:
@@ -489,9 +487,13 @@ def plan_memory(
             if r is not None:
                 refs[v] = r = r - 1
                 if r == 0:
-                    dead = drop(v)
-                    if dead is not None:
-                        dying.append(dead)
+                    # (A value that is no view, most of them, dies itself: no call.)
+                    if v in views:
+                        dead = drop(v)
+                        if dead is not None:
+                            dying.append(dead)
+                    elif v not in pinned_set:
+                        dying.append(v)
         pairs = node.inplace
         if pairs:
             # An input also read through a view at this node must not be overwritten.
@@ -526,7 +528,7 @@ def plan_memory(
                 bisect.insort(free, (blocks[block_of[v]], block_of[v]))
         for out in node.outputs:
             if refs[out] == 0:
-                dead = drop(out)
+                dead = drop(out) if out in views else None if out in pinned_set else out
                 if dead is not None:
                     bisect.insort(free, (blocks[block_of[dead]], block_of[dead]))
 

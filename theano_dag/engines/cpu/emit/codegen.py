@@ -228,21 +228,6 @@ def _view_source(line):
     return re.match(r"\w+", rhs).group(0)
 
 
-class _KernelLine:
-    """What a run keeps of a kernel step taken without its lines (``_Runs.take_kernel``):
-    the kernel, its global name and its arguments' names, as a
-    :class:`~theano_dag.engines.cpu.emit.impls.KernelCall` has them; the line itself is
-    made only for a run that is not a segment (most runs are: no text per kernel)."""
-
-    __slots__ = ("name", "kernel", "args")
-
-    def __init__(self, name, kernel, args):
-        self.name, self.kernel, self.args = name, kernel, args
-
-    def text(self):
-        return KernelCall(self.name, self.kernel, self.args)
-
-
 class _Runs:
     """Consecutive kernel steps of a body, gathered into one segment line.
 
@@ -256,7 +241,11 @@ class _Runs:
 
     def __init__(self, lines, where, pad, extra):
         self.lines, self.where, self.pad, self.extra = lines, where, pad, extra
-        self.run = []  # (step index, moved lines, KernelCall)
+        # (step index, moved lines, kernel, its arguments' names, its line): the line is
+        # a KernelCall, or for a kernel taken without its lines (take_kernel) the plan's
+        # ctx, which names the kernel if the run is no segment; kernel, names and line
+        # are None for a view taken above the run.
+        self.run = []
         self.dels = []
         self.made = 0  # segments named so far
         self.lib = None  # the library of the run's kernels (a run starts with a kernel)
@@ -267,7 +256,7 @@ class _Runs:
             if self.run and self._hoistable(step, emitted):
                 # A view inside a run: taken above the segment with the other moved
                 # lines (it reads its input's shape and strides, never its values).
-                self.run.append((idx, list(emitted), None))
+                self.run.append((idx, list(emitted), None, None, None))
                 self.dels += dels
                 return True
             return False
@@ -280,16 +269,16 @@ class _Runs:
             if line != setup and not _ALIAS.fullmatch(line):
                 return False
         self.lib = lib
-        self.run.append((idx, moved, call))
+        self.run.append((idx, moved, call.kernel, call.args, call))
         self.dels += dels
         return True
 
     def take_kernel(self, idx, kernel_target, names, out, target, setup, dels):
         """Take step ``idx``, a C kernel writing ``target`` (its emit's
-        ``kernel_target``: library, global name, kernel), into the run as ``join``
-        would take its lines (``setup``, ``out = target``, the kernel's call) without
-        making them; False if it cannot (another library's run)."""
-        lib, kname, k = kernel_target
+        ``kernel_target``: library, the plan's ``ctx``, kernel), into the run as
+        ``join`` would take its lines (``setup``, ``out = target``, the kernel's call)
+        without making them; False if it cannot (another library's run)."""
+        lib, ctx, k = kernel_target
         if self.run and self.lib is not lib:
             return False
         if not lib.started:  # the plan is being generated: every kernel is known by now
@@ -298,7 +287,7 @@ class _Runs:
         if target != out:
             moved.append(f"{out} = {target}")
         self.lib = lib
-        self.run.append((idx, moved, _KernelLine(kname, k, (*names, out))))
+        self.run.append((idx, moved, k, (*names, out), ctx))
         self.dels += dels
         return True
 
@@ -316,9 +305,9 @@ class _Runs:
         if type(op) is not Reshape:
             return False
         touched = set()
-        for _idx, moved, call in self.run:
-            if call is not None:
-                touched.update(call.args)
+        for _idx, moved, kernel, args, _line in self.run:
+            if kernel is not None:
+                touched.update(args)
                 touched.update(line.split(" = ", 1)[0] for line in moved)
             elif _view_source(moved[0]) in touched:
                 touched.add(moved[0].split(" = ", 1)[0])
@@ -330,18 +319,21 @@ class _Runs:
         if not run:
             return
         pad, lines, where = self.pad, self.lines, self.where
-        names, operands = {}, []
-        calls = [(idx, call) for idx, _moved, call in run if call is not None]
-        for _idx, call in calls:
-            operands.append(tuple([names.setdefault(a, len(names)) for a in call.args]))
-        lib = self.lib
-        seg = lib.segment([c.kernel for _, c in calls], operands, len(names))
-        for idx, moved, call in run:
-            for line in moved:
-                lines.append(pad + line)
+        names, operands, kernels, steps = {}, [], [], []
+        for idx, _moved, kernel, args, _line in run:
+            if kernel is not None:
+                operands.append(tuple([names.setdefault(a, len(names)) for a in args]))
+                kernels.append(kernel)
+                steps.append(idx)
+        seg = self.lib.segment(kernels, operands, len(names))
+        for idx, moved, kernel, args, line in run:
+            for text in moved:
+                lines.append(pad + text)
                 where.append(idx)
-            if seg is None and call is not None:
-                lines.append(pad + (call if isinstance(call, str) else call.text()))
+            if seg is None and kernel is not None:
+                if not isinstance(line, str):  # taken without its line: named now
+                    line = KernelCall(line.glob(kernel, kernel.name.upper()), kernel, args)
+                lines.append(pad + line)
                 where.append(idx)
         if seg is not None:
             sname = f"_SEG{self.made}"
@@ -349,7 +341,7 @@ class _Runs:
             self.extra[sname] = seg
             args = ", ".join(names)
             lines.append(pad + f"if {sname}.c({args}): {sname}.fail({args})")
-            where.append((seg, [idx for idx, _ in calls]))
+            where.append((seg, steps))
         if dels:
             lines.append(pad + "del " + ", ".join(sorted(set(dels))))
             where.append(run[-1][0])
@@ -372,11 +364,16 @@ def _body(plan, mode, extra=None):
     dels: dict = {}
     if mode in ("core", "fast", "profile"):
         keep = set(p.outputs) | set(p.inputs)
+        nbytes, min_bytes = plan.nbytes, p.min_plan_bytes
         for v, idx in last.items():
-            if v in keep or cat.get(v) not in ("fresh", "alloc", "view"):
+            c = cat.get(v)
+            if (c != "fresh" and c != "alloc" and c != "view") or v in keep:
                 continue
-            if cat[v] != "view" and plan.small(v):
-                continue  # freeing it early saves nothing worth a statement
+            if c != "view":
+                # (The plan knows the bytes of most values: Plan.small for the others.)
+                n = nbytes.get(v)
+                if n < min_bytes if n is not None else plan.small(v):
+                    continue  # freeing it early saves nothing worth a statement
             dels.setdefault(idx, []).append(names[v])
     pad = " " * 8
     cur_node = None
@@ -390,7 +387,7 @@ def _body(plan, mode, extra=None):
     poison = p.poison
     profile, incremental = mode == "profile", mode == "incremental"
     ind = pad + ("    " if incremental else "")
-    target_of, setup_of = plan.target, plan.target_setup
+    target_and_setup = plan.target_and_setup
     join = runs.join if runs is not None else None
     steps = plan.steps
     n_steps = len(steps)
@@ -407,9 +404,8 @@ def _body(plan, mode, extra=None):
         outs = [names[v] for v in st.outputs]
         target = setup = None
         if st.kind == "out" and len(outs) == 1:
-            target = target_of(st.outputs[0])
+            target, setup = target_and_setup(st.outputs[0])
             if target is not None:
-                setup = setup_of(st.outputs[0])
                 # A C kernel into its target joins the run without its lines.
                 kernel_target = getattr(st.emit, "kernel_target", None)
                 if (

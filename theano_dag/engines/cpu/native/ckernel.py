@@ -182,25 +182,62 @@ class CKernel:
     (array([1., 1.]), False)
     """
 
-    def __init__(self, node, library=None, name="k", templates=None):
+    def __init__(self, node, library=None, name="k", templates=None, kinds=None):
         # ``templates``: the library's C of its kernels, by op, types and compiled-in
         # constants, which a function's hundreds of plain nodes share, and the fused
         # nodes that fusion made alike (a fifth to a third of them in a random graph).
-        # (Made for every Elemwise node of a function when it is linked: kept lean.)
+        # ``kinds``: the library's kernels of no compiled-in constant by the identity of
+        # their op and types (a function's nodes share a few dozen of each), with all
+        # that this constructor derives from them: the kernel of a node of a kind seen
+        # before is made without its key. (Made for every Elemwise node of a function
+        # when it is linked: kept lean.)
         op = node.op
         inputs, outputs = node.inputs, node.outputs
         self.node = node
         self.name = name
         self.library = library
-        self.consts = consts = {}
-        self.arg_pos = arg_pos = []
-        for p, v in enumerate(inputs):
-            if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
-                consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
-            else:
-                arg_pos.append(p)
+        consts = None
+        for v in inputs:
+            # (A computed value, most inputs, is no constant: its owner says so sooner.)
+            if v.owner is None and isinstance(v, Constant):
+                consts = {}
+                break
+        if consts is None:
+            self.consts = _NO_ITEMS
+            self.arg_pos = arg_pos = list(range(len(inputs)))
+        else:
+            self.consts = consts
+            self.arg_pos = arg_pos = []
+            for p, v in enumerate(inputs):
+                if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable):
+                    consts[p] = np.asarray(v.data)  # its shape, for the numpy fallback
+                else:
+                    arg_pos.append(p)
+            if not consts:
+                self.consts = _NO_ITEMS
+        kind_key = None
+        if kinds is not None and not consts:
+            # (Identities are safe keys: the library keeps its kernels, so their nodes'
+            # ops and types, alive as long as ``kinds``.)
+            kind_key = (id(op), *[id(v.type) for v in inputs], None)
+            kind_key += tuple([id(o.type) for o in outputs])
+            kind = kinds.get(kind_key)
+            if kind is not None:
+                (
+                    self.template,
+                    self.template_key,
+                    self.template_digest,
+                    self.nin,
+                    self.nout,
+                    self.in_dtypes,
+                    self.out_dtypes,
+                    self._shape_arg,
+                    self.ndim,
+                    self.destroy,
+                ) = kind
+                return
         # The C with a placeholder for its name: identical kernels share one function.
-        scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else consts
+        scalars = {p: c.reshape(()) for p, c in consts.items()} if consts else {}
         in_types = [v.type for v in inputs]
         out_types = [o.type for o in outputs]
         key = template = layout = digest = None
@@ -276,30 +313,36 @@ class CKernel:
         self.destroy = (
             {o: arg_pos.index(i) for o, i in destroy if i in arg_pos} if destroy else _NO_ITEMS
         )
-        if not consts:
-            self.consts = _NO_ITEMS
-        self.ready = False
+        if kind_key is not None:
+            kinds[kind_key] = (
+                template,
+                key,
+                digest,
+                self.nin,
+                self.nout,
+                *layout,
+                self.destroy,
+            )
 
     def __repr__(self):
         return f"<CKernel {self.name} ({'C' if self.ready else 'numpy'}) of {self.node.op}>"
 
-    def _bind_lazily(self, entry):
-        """Ready for C, the ctypes function made at the first call of ``c``: most
-        kernels only ever run inside segments, through their array entry points, and
-        making a ctypes function costs several microseconds a kernel (the library's
-        loading checked that the symbol is there). ``entry()`` gives the function,
-        shared by the kernels of one name."""
-
-        self.c = _LazyC(self, entry)
-        self.ready = True
+    @property
+    def ready(self):
+        """Whether the kernel runs in C: its library is loaded. Its ``c`` becomes the
+        ctypes function of its C entry at its first call (``_numpy_c``): most kernels
+        only ever run inside segments, through their array entry points, and making a
+        ctypes function costs several microseconds a kernel (the library's loading
+        checked that the symbol is there)."""
+        lib = self.library
+        return lib is not None and lib._entries is not None
 
     def bound_c(self):
         """``c``, with a lazily bound kernel's ctypes function made now: what a caller
         that keeps the function itself (the C loop of ``scan``, which calls it by its
         address) must hold, rather than the Python function that makes it."""
-        c = self.c
-        if type(c) is _LazyC and self.ready:
-            self.c = c.entry()
+        if "c" not in self.__dict__ and self.ready:
+            self.c = self.library._entries[self.name]()
         return self.c
 
     def __call__(self, *xs, out=None):
@@ -333,11 +376,28 @@ class CKernel:
         return np.empty(shape, dtype=self.out_dtypes[j])
 
     def _numpy_c(self, *args):
-        """``c`` until the library is loaded: start it, else compute with numpy."""
-        if _started_ready(self):
-            return self.c(*args)
+        """``c`` until the kernel is bound: its C entry once the library is loaded (made
+        now, and put in its place: shared by the kernels of one name), else start the
+        library's build and compute with numpy."""
+        lib = self.library
+        if lib is not None:
+            entries = lib._entries
+            if entries is None and not lib.started:
+                lib.start()  # a synchronous build (or the cache) may load it now
+                entries = lib._entries
+            if entries is not None:
+                fn = self.c = entries[self.name]()
+                return fn(*args)
         with np.errstate(all="ignore"):
+            fallbacks = self._fallbacks
+            if fallbacks is not None and "fallback" not in self.__dict__:
+                return fallbacks.first_use(self, args)  # the library's are not built yet
             return self.fallback(*args)
+
+    # The library's _Fallbacks while its numpy fallbacks are not built (_Fallbacks.add),
+    # and the kernel's calls until then.
+    _fallbacks = None
+    _fallback_calls = 0
 
     # (The class's, until loading puts the C entry on the kernel: no bound method kept
     # per kernel.)
@@ -407,21 +467,6 @@ class CKernel:
         for p in range(len(self.node.inputs)):
             full.append(self.consts[p] if p in self.consts else next(it))
         return full
-
-
-class _LazyC:
-    """A kernel's ``c`` until its first call (``CKernel._bind_lazily``), which makes the
-    ctypes function ``entry()`` and puts it in its place. (One per kernel whenever a
-    library loads: two slots, not a closure.)"""
-
-    __slots__ = ("k", "entry")
-
-    def __init__(self, k, entry):
-        self.k, self.entry = k, entry
-
-    def __call__(self, *args):
-        fn = self.k.c = self.entry()
-        return fn(*args)
 
 
 _SUFFIX = {"float64": "f64", "float32": "f32"}
@@ -743,11 +788,15 @@ class KernelLibrary:
         self.first_key = None
         self._by_source = {}
         self._templates: dict = {}  # plain ops' C templates (CKernel)
+        self._kinds: dict = {}  # what CKernel derives from a node's op and types
+        self.linalg = False  # whether a LinalgKernel was added
         self.started = False
         self.build = None
         self.path = None
         self.error = None
         self._loaded = threading.Event()
+        # Once loaded: each CKernel's name -> the maker of its ctypes function.
+        self._entries = None
         self._lock = threading.Lock()
         self._lib = None
         # The segments of the plans' code (weakly: a plan dropped drops its segments),
@@ -758,7 +807,7 @@ class KernelLibrary:
         """A kernel for ``node`` (raises NotCompilable); identical ones share C code."""
         if self.started:
             raise RuntimeError("KernelLibrary.add: the library is already built")
-        k = CKernel(node, self, templates=self._templates)
+        k = CKernel(node, self, templates=self._templates, kinds=self._kinds)
         name = self._by_source.get(k.template)
         if name is None:
             name = f"k{len(self._by_source)}"
@@ -791,6 +840,7 @@ class KernelLibrary:
 
     def add_linalg(self, node, dtype, kind) -> LinalgKernel:
         """A :class:`LinalgKernel` of ``node`` (its C is in the preamble)."""
+        self.linalg = True  # the preamble then holds the linear algebra's C
         return self._add_step("add_linalg", LinalgKernel(node, dtype, kind, self))
 
     def segment(self, kernels, operands, nargs):
@@ -814,7 +864,7 @@ class KernelLibrary:
         simd = tc.simd if tc is not None else cc.simd_functions()
         layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
                                     "strides": 40, "descr": 56}  # fmt: skip
-        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        linalg = self.linalg
         parts = [preamble(layout, simd, linalg)]
         for template, name in self._by_source.items():
             parts.append(template.replace("@K@", name))
@@ -824,7 +874,7 @@ class KernelLibrary:
         """``source()`` and its cache key, kept for the process: a function made again
         (or another of the same kernels) has the same templates under the same names,
         and its library is found without joining and hashing the source again."""
-        linalg = any(isinstance(k, LinalgKernel) for k in self.kernels)
+        linalg = self.linalg
         # (The templates' hashes are known: add() looked each one up.)
         memo_key = (self.toolchain, linalg, tuple(self._by_source.items()))
         known = _LIBRARY_KEYS.get(memo_key)
@@ -912,14 +962,13 @@ class KernelLibrary:
             with gc_paused():
                 # Kernels of one C function (one name: the same C, so the same
                 # arguments) share its ctypes function, made when one of them is
-                # first called outside a segment; its symbols are checked now.
+                # first called outside a segment (CKernel._numpy_c); its symbols are
+                # checked now.
                 entries = {}
                 for k in self.kernels:
                     if type(k) is CKernel:
-                        entry = entries.get(k.name)
-                        if entry is None:
-                            entry = entries[k.name] = _ctypes_entry(lib, k)
-                        k._bind_lazily(entry)
+                        if k.name not in entries:
+                            entries[k.name] = _ctypes_entry(lib, k)
                     else:
                         k._bind(lib)
         except (OSError, AttributeError) as e:
@@ -931,6 +980,7 @@ class KernelLibrary:
         self.path = path
         with self._lock:
             self._lib = lib  # keeps the library loaded
+            self._entries = entries  # its kernels are ready (CKernel.ready)
             self._loaded.set()
             segs = list(self.segments)
         for seg in segs:
@@ -1050,19 +1100,22 @@ _OUT0_IN = tuple((0, j) for j in range(64))
 
 class _KernelEmit:
     """The ``emit(names, outs, target)`` of a C kernel's step: the lines calling kernel
-    ``k`` (the plan's global ``kname``) of ``lib``. ``kernel_target`` is what it makes
-    of a target, for the code generator to take into a segment without the lines
-    (codegen._Runs.take_kernel). (A class of three slots, not a closure with a
-    ``kernel_target`` attribute: one is made per kernel node, and the closure, its
-    cells and its attribute's dict took four times the memory.)"""
+    ``k`` of ``lib``. ``kernel_target`` is what it makes of a target, for the code
+    generator to take into a segment without the lines (codegen._Runs.take_kernel):
+    the library, the plan's ``ctx`` and the kernel. The kernel gets a global name
+    (``ctx.glob``) only when a line calls it by name: most kernels run inside segments,
+    which hold them. (A class of slots, not a closure with a ``kernel_target``
+    attribute: one is made per kernel node, and the closure, its cells and its
+    attribute's dict took four times the memory.)"""
 
     __slots__ = ("kernel_target",)
 
-    def __init__(self, lib, kname, k):
-        self.kernel_target = (lib, kname, k)
+    def __init__(self, lib, ctx, k):
+        self.kernel_target = (lib, ctx, k)
 
     def __call__(self, names, outs, target):
-        lib, kname, k = self.kernel_target
+        lib, ctx, k = self.kernel_target
+        kname = ctx.glob(k, k.name.upper())
         if target is not None:
             return _into_target(lib, kname, k, names, outs[0], target)
         lib.start()  # the plan is being generated: every kernel is known by now
@@ -1124,19 +1177,18 @@ def _make_emitter(previous):
         if fallbacks is None:
             fallbacks = lib.fallbacks = _Fallbacks(ctx)
         fallbacks.add(k, node, steps, previous)
-        kname = ctx.glob(k, k.name.upper())
         inputs = node.inputs
         consts = k.consts
-        ins = [inputs[p] for p in k.arg_pos] if consts else list(inputs)
+        ins = tuple([inputs[p] for p in k.arg_pos]) if consts else tuple(inputs)
         nout = k.nout
-        emit = _KernelEmit(lib, kname, k)
         inplace = []
         outputs = node.outputs
         if nout == 1:
             d = outputs[0].type.dtype
             od = (d,)
             for j, v in enumerate(ins):
-                if v.type.dtype == d and not isinstance(v, Constant):
+                # (A computed value, most inputs, is no constant: its owner says so sooner.)
+                if v.type.dtype == d and (v.owner is not None or not isinstance(v, Constant)):
                     inplace.append(_OUT0_IN[j] if j < len(_OUT0_IN) else (0, j))
         else:
             od = tuple([o.type.dtype for o in outputs])
@@ -1144,8 +1196,8 @@ def _make_emitter(previous):
         step = Step.elementwise_out(
             node,
             tuple(outputs),
-            tuple(ins),
-            emit,
+            ins,
+            _KernelEmit(lib, ctx, k),
             "out" if nout == 1 else "call",
             tuple(inplace),
             const_shapes,
@@ -1302,7 +1354,16 @@ class _Fallbacks:
     def add(self, k, node, steps, emitter):
         """``steps``: the node's numpy steps, or None to ask ``emitter`` when needed."""
         self.pending.append((k, node, steps, emitter))
-        k.fallback = _FirstUse(self, k)
+        k._fallbacks = self  # (an attribute, not an object per kernel: first_use)
+
+    def first_use(self, k, args):
+        """Kernel ``k``'s fallback until the library's are built: its first call on a
+        small output runs ``Elemwise.perform``, anything else builds them all."""
+        k._fallback_calls += 1
+        if k._fallback_calls == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
+            return CKernel.fallback(k, *args)
+        self.build()
+        return k.fallback(*args)
 
     def build(self):
         with gc_paused():
@@ -1327,25 +1388,6 @@ class _Fallbacks:
             exec(code, self.ctx.p.ns, local)
         for k, name, blocks in kernels:
             k.fallback = _blocked(local[name]) if blocks else local[name]
-
-
-class _FirstUse:
-    """A kernel's fallback until its library's are built (:class:`_Fallbacks`): its first
-    call on a small output runs ``Elemwise.perform``, anything else builds them all.
-    (Made for every kernel when it is linked: three slots, not a closure.)"""
-
-    __slots__ = ("fallbacks", "k", "calls")
-
-    def __init__(self, fallbacks, k):
-        self.fallbacks, self.k, self.calls = fallbacks, k, 0
-
-    def __call__(self, *args):
-        self.calls += 1
-        k = self.k
-        if self.calls == 1 and np.size(args[-1]) < COLD_STEPS_MIN_SIZE:
-            return CKernel.fallback(k, *args)
-        self.fallbacks.build()
-        return k.fallback(*args)
 
 
 def _make_fused_reduce_emitter(previous, elemwise_numpy):

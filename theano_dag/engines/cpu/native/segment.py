@@ -125,13 +125,15 @@ class KernelSegment:
     def bind(self, lib):
         """Run in C through ``lib`` (the loaded ``ctypes.CDLL`` of the kernels): all of
         them must be bound to it; nothing changes without the C half of the call."""
-        if NativeSegment is None or not all(k.ready for k in self.kernels):
+        if NativeSegment is None:
             return
         # Kernels of one C function (one name) share its entry: looked up once per
         # library, for all of its segments (a plan's code has several).
         table = _array_entries(lib)
         entries = []
         for k in self.kernels:
+            if not k.ready:
+                return
             address = table.get(k.name)
             if address is None:
                 address = array_entry(lib, k.name)

@@ -68,15 +68,29 @@ _ITEMSIZE: dict = {}
 _STEP_NAMES: list = []
 
 
-def _step_name(idx):
-    if idx >= len(_STEP_NAMES):
-        _STEP_NAMES.extend(str(k) for k in range(len(_STEP_NAMES), idx + 1024))
-    return _STEP_NAMES[idx]
+def _step_names(n):
+    """``_STEP_NAMES`` with at least ``n`` names."""
+    if n > len(_STEP_NAMES):
+        _STEP_NAMES.extend(str(k) for k in range(len(_STEP_NAMES), n + 1024))
+    return _STEP_NAMES
+
+
+# The names of computed values, ``v<k>``, made once per process (every function names
+# its values so).
+_VALUE_NAMES: list = []
+
+
+def _value_names(n):
+    """``_VALUE_NAMES`` with at least ``n`` names."""
+    if n > len(_VALUE_NAMES):
+        _VALUE_NAMES.extend(f"v{k}" for k in range(len(_VALUE_NAMES), n + 1024))
+    return _VALUE_NAMES
 
 
 def _aligned_block(nbytes):
     raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
-    off = (-raw.ctypes.data) % ALIGN
+    # (The address from the array interface: ``raw.ctypes`` makes a ctypes object.)
+    off = (-raw.__array_interface__["data"][0]) % ALIGN
     return raw[off : off + nbytes]
 
 
@@ -226,39 +240,49 @@ class Program:
         names: dict = {}
         for k, v in enumerate(self.inputs):
             names[v] = f"x{k}"
+        folded = self.folded
+        value_names = _value_names(2 * len(self.node_steps) + len(self.outputs))
         n = 0
-
-        def name(v):
-            nonlocal n
-            if v in names:
-                return
-            if isinstance(v, Constant):
-                names[v] = self.const_name(v.data, "c")
-            elif v in self.folded:
-                names[v] = self.const_name(self.folded[v], "f")
-            else:
-                names[v] = f"v{n}"
-                n += 1
-
-        # (Most values are met again as a later node's input: looked up here first, a
-        # call only for a new one.)
+        # (Most values are met again as a later node's input: looked up here first; a
+        # computed value, most of the new ones, named without a call.)
         for node, steps, _call in self.node_steps:
             for v in node.inputs:
                 if v not in names:
-                    name(v)
+                    if v.owner is not None and v not in folded:
+                        names[v] = value_names[n] if n < len(value_names) else f"v{n}"
+                        n += 1
+                    else:
+                        n = self._name_value(names, v, n)
             for st in steps:
                 for v in st.inputs:
                     if v not in names:
-                        name(v)
+                        n = self._name_value(names, v, n)
                 for v in st.outputs:
                     if v not in names:
-                        name(v)
+                        if v not in folded:
+                            names[v] = value_names[n] if n < len(value_names) else f"v{n}"
+                            n += 1
+                        else:
+                            n = self._name_value(names, v, n)
             for v in node.outputs:
                 if v not in names:
-                    name(v)
+                    n = self._name_value(names, v, n)
         for v in self.outputs:
-            name(v)
+            if v not in names:
+                n = self._name_value(names, v, n)
         return names
+
+    def _name_value(self, names, v, n):
+        """Name ``v`` (a constant, a folded value, else the next computed value's name
+        ``v<n>``) in ``names``; returns the next ``n``."""
+        if isinstance(v, Constant):
+            names[v] = self.const_name(v.data, "c")
+        elif v in self.folded:
+            names[v] = self.const_name(self.folded[v], "f")
+        else:
+            names[v] = f"v{n}"
+            n += 1
+        return n
 
     # -- planning ----------------------------------------------------------------
 
@@ -291,7 +315,9 @@ class Program:
             if call is None:
                 for st in steps:
                     for v in st.inputs:
-                        if isinstance(v, Temp) and v not in shapes:
+                        # (Every value of the graph has its shape: only a scratch value
+                        # may be missing.)
+                        if v not in shapes and isinstance(v, Temp):
                             shapes[v] = None
                     view = st.kind == "view"
                     for v, d in zip(st.outputs, st.dtypes):
@@ -362,8 +388,11 @@ class Plan:
                     break
                 v = base[v]
         cat = {}
-        # The bytes of each value that may get a block of its own (the blocks' sizes).
+        # The bytes of each value that may get a block of its own (the blocks' sizes),
+        # and its dtype.
         self.nbytes = nbytes = {}
+        self.dtype_of = dtype_of = {}
+        sizes = {}  # (shape, dtype) -> bytes: most values of a plan have a few shapes
         incremental = p.incremental
         shape_of, min_bytes, natural_ok = self.shapes.get, p.min_plan_bytes, self._natural_ok
         for _k, st in self.steps:
@@ -378,7 +407,11 @@ class Plan:
                 else:
                     # (Whether numpy's natural result has the value's shape is asked only
                     # where it decides.)
-                    nbytes[v] = n = _nbytes(shp, d)
+                    n = sizes.get((shp, d))
+                    if n is None:
+                        n = sizes[shp, d] = _nbytes(shp, d)
+                    nbytes[v] = n
+                    dtype_of[v] = d
                     small = n < min_bytes
                     if incremental:
                         # Every value must outlive the call: no block is ever reused.
@@ -500,21 +533,28 @@ class Plan:
         nbytes = self.nbytes
         sizes = {v: nbytes[v] for v in pooled}
         nodes = []
+        append = nodes.append
         trusted = PlanNode.trusted  # (a Step's outputs and inputs are tuples already)
+        cat_of, shape_of, dtype_of = cat.get, shapes.get, self.dtype_of
+        step_names = _step_names(len(self.steps))
         for idx, (_k, st) in enumerate(self.steps):
-            pairs = []
-            for j, i in st.inplace:
-                out, inp = st.outputs[j], st.inputs[i]
-                if cat.get(out) not in pool_cats or cat.get(inp) != "pooled":
-                    continue
-                if shapes.get(inp) != shapes.get(out) or cat_dtype(self, inp) != st.dtypes[j]:
-                    continue
-                pairs.append((out, inp))
-            nodes.append(trusted(st.outputs, st.inputs, tuple(pairs), _step_name(idx)))
+            pairs = ()
+            if st.inplace:
+                outs, ins = st.outputs, st.inputs
+                for j, i in st.inplace:
+                    out, inp = outs[j], ins[i]
+                    # (A pooled input has its dtype recorded.)
+                    if cat_of(inp) != "pooled" or cat_of(out) not in pool_cats:
+                        continue
+                    if shape_of(inp) != shape_of(out) or dtype_of[inp] != st.dtypes[j]:
+                        continue
+                    pairs += ((out, inp),)
+            append(trusted(st.outputs, st.inputs, pairs, step_names[idx]))
         # The caller reads the outputs after the last node: their blocks stay busy.
         returned = [v for v in dict.fromkeys(p.outputs) if v in self.producer]
-        returned += [v for v, c in cat.items() if c == "outblk" and v not in returned]
-        nodes.append(PlanNode(outputs=(), inputs=tuple(returned), name="return"))
+        known = set(returned)
+        returned += [v for v, c in cat.items() if c == "outblk" and v not in known]
+        append(trusted((), tuple(returned), (), "return"))  # (distinct values: from a dict)
         views = {v: self.base[v] for v, c in cat.items() if c == "view"}
         pinned = [v for v, c in cat.items() if c not in pool_cats and c != "view"]
         pinned += p.inputs
@@ -554,8 +594,9 @@ class Plan:
             self.slot_values[f"bn{b}"] = self.memory.blocks[b]
             self.prologue.append(f"_blk{b} = _empty(bn{b}, {u8})")
             self.prologue_blocks.append(b)
+        dtype_of = self.dtype_of  # (every value with a block has its dtype recorded)
         for v, (b, off) in self.memory.assignment.items():
-            d = cat_dtype(self, v)
+            d = dtype_of[v]
             key = (b, d, shapes[v])
             if key in made:
                 self.slots[v] = made[key]
@@ -641,11 +682,25 @@ class Plan:
             return self.program.names[self.update_storage[v]]
         return None
 
+    def target_and_setup(self, v):
+        """``(self.target(v), self.target_setup(v))``, with one look at the value's
+        category (the code generator asks both of every step's output)."""
+        c = self.cat.get(v)
+        if c == "pooled" or c == "own" or c == "outblk":
+            return self.slots[v], None
+        if c == "alloc":
+            return self.target(v), self.target_setup(v)
+        if c == "update":
+            return self.target(v), None
+        return None, None
+
     def target_setup(self, v):
         """The line binding value ``v``'s target before its step (None: it is bound)."""
         if self.cat.get(v) != "alloc":
             return None
-        d = cat_dtype(self, v)
+        d = self.dtype_of.get(v)  # (recorded for every sized value, most of them)
+        if d is None:
+            d = cat_dtype(self, v)
         dname = self._dtype_names.get(d)
         if dname is None:
             dname = self._dtype_names[d] = self.program.global_name(np.dtype(d), "D")

@@ -302,6 +302,9 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
     """
     shapes: dict = dict(input_shapes)
     known: dict = {}
+    # Each op class's rules (KNOWN_RULES, FAST_RULES) and whether it is a shape op,
+    # looked up once a class: a graph has a few classes of op and many nodes.
+    rules_of: dict = {}
     for v, val in (constants or {}).items():
         known[v] = val
         shapes[v] = np.shape(val) if isinstance(val, np.ndarray | np.generic) else None
@@ -322,13 +325,16 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
         if outs[0] in known if len(outs) == 1 else all(o in known for o in outs):
             continue  # folded at link time
         op = node.op
+        rules = rules_of.get(type(op))
+        if rules is None:
+            t = type(op)
+            rules = rules_of[t] = (KNOWN_RULES.get(t), FAST_RULES.get(t), issubclass(t, _SHAPE_OPS))
+        known_rule, rule, shape_op = rules
         result = None
         for s in in_shapes:
             if s is None:
                 break
         else:
-            rule = FAST_RULES.get(type(op))
-            known_rule = KNOWN_RULES.get(type(op))
             if known_rule is not None:
                 result = known_rule(fgraph, node, in_shapes, known)
             elif rule is not None:
@@ -346,7 +352,7 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
         # (Most nodes have an input whose value is not known: _know_values would stop
         # at the first one; asked here without the call.)
         ins = node.inputs
-        if (ins and ins[0] in known) or isinstance(op, _SHAPE_OPS):
+        if (ins and ins[0] in known) or shape_op:
             _know_values(node, in_shapes, result, known)
     return shapes, known
 
