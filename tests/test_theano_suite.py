@@ -269,3 +269,27 @@ def test_a_theano_dag_tree_goes_first_on_its_side_only(tmp_path):
     assert venv["PYTHONPATH"].split(":") == [str(work / "plugin")]
     theirs = pymc3_suite.side_env("theano", work, tmp_path / "tp", 10, tmp_path / "c", tree)
     assert str(tree) not in theirs["PYTHONPATH"].split(":")
+
+
+def test_flags_reach_both_sides(tmp_path, monkeypatch):
+    # --flags: theano_dag's side reads them in THEANO_DAG_FLAGS (its config is float32),
+    # theano-pymc's in THEANO_FLAGS after the tool's compile directory.
+    (tmp_path / "conftest.py").write_text(suite.CONFTEST)
+    (tmp_path / "test_x.py").write_text(
+        "import os\n"
+        "def test_dag():\n"
+        "    from theano_dag.config import config\n"
+        "    assert config.floatX == 'float32' and 'THEANO_FLAGS' not in os.environ\n"
+        "def test_theano():\n"
+        "    flags = os.environ['THEANO_FLAGS'].split(',')\n"
+        "    assert flags[0].startswith('base_compiledir=') and flags[-1] == 'floatX=float32'\n"
+    )
+    monkeypatch.delenv("THEANO_FLAGS", raising=False)
+    monkeypatch.setenv("THEANO_DAG_FLAGS", "opencl__platform=NoSuchPlatform")
+    for side in ("theano_dag", "theano"):
+        r = suite.run_side(
+            side, sys.executable, tmp_path, ["test_x.py"], 1, 120, 1, [str(ROOT)], None,
+            "floatX=float32",
+        )  # fmt: skip
+        test = "test_dag" if side == "theano_dag" else "test_theano"
+        assert r["test_x.py"]["outcomes"][f"test_x.py::{test}"] == "passed"

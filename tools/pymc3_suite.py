@@ -18,7 +18,9 @@ sample of its tests: at most ``--per-file`` of them, evenly spaced in the collec
 here picks them and logs each test's outcome as it ends, so a file stopped at its time
 limit keeps the counts of the tests it finished. The result is one JSON line per file and
 a total line in ``--out`` (``WORK/results.jsonl``), and ``--table`` prints the README's
-table of them.
+table of them. ``--flags`` sets ``THEANO_FLAGS`` on both sides (``floatX=float32``): after
+the compile directory and ``blas__ldflags`` the tool gives theano-pymc; theano_dag reads
+``THEANO_FLAGS`` under the alias.
 
     python tools/pymc3_suite.py --python .venv-pymc3/bin/python \\
         --theano-pymc .venv-pymc3/theano-pymc --per-file 10
@@ -252,6 +254,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--per-file", type=int, default=10, help="tests run per file, at most")
     ap.add_argument("--files", nargs="*", help="test files, as pymc3/tests/test_x.py")
+    ap.add_argument("--flags", default="", help="THEANO_FLAGS of both sides")
     args = ap.parse_args(argv)
 
     work = args.work.resolve()
@@ -276,6 +279,8 @@ def main(argv=None) -> int:
         env = side_env(
             side, work, args.theano_pymc.resolve(), args.per_file, compiledir, args.theano_dag
         )
+        if args.flags:
+            env["THEANO_FLAGS"] = ",".join(filter(None, [env.get("THEANO_FLAGS"), args.flags]))
         ran = run_side(
             side,
             args.python,
@@ -289,7 +294,10 @@ def main(argv=None) -> int:
         )
         results[side] = {**reused, **ran}
     out = args.out or work / "results.jsonl"
-    summarise(files, results, out, {"per_file": args.per_file, "pymc3": "3.11.6"})
+    header = {"per_file": args.per_file, "pymc3": "3.11.6"}
+    if args.flags:
+        header["flags"] = args.flags
+    summarise(files, results, out, header)
     if LEFT_OUT:
         print("\nleft out (files), and why:")
         for what, why in LEFT_OUT.items():

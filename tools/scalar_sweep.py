@@ -612,8 +612,12 @@ def _bar_values(spec, arrays, out_dtype):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if spec.exact is None or np.dtype(out_dtype).kind != "f":  # ints wrap as numpy's
+            args = arrays
+            if np.dtype(out_dtype).kind == "f" and all(a.dtype.kind == "f" for a in arrays):
+                # an op that widens floats (chi2sf is float64) computes in its output dtype
+                args = [a.astype(out_dtype) for a in arrays]
             try:
-                same = spec.bar(*arrays)
+                same = spec.bar(*args)
             except TypeError:  # numpy refuses bools (-x): the op upcasts them first
                 same = spec.bar(*[a.astype(out_dtype) for a in arrays])
             return np.asarray(same), np.asarray(same)

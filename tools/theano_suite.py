@@ -28,7 +28,15 @@ terminal. Each side also appends a file's row (its counts and each test's outcom
 minutes per file, and ``--reuse`` takes its counts from such a file instead of running
 it again.
 
+``--flags`` sets configuration flags on both sides (``floatX=float32``, as Theano's
+``THEANO_FLAGS`` writes them): theano-pymc reads them in ``THEANO_FLAGS``, after the
+tool's own ``base_compiledir`` and ``blas__ldflags``; theano_dag, which the rewritten
+imports load without the ``theano`` alias and so reads only ``THEANO_DAG_FLAGS``, in
+``THEANO_DAG_FLAGS``, after any the environment already sets (the later value of a flag
+wins on both sides).
+
     python tools/theano_suite.py --src /path/to/Theano-PyMC --every 3
+    python tools/theano_suite.py --src /path/to/Theano-PyMC --flags floatX=float32
 """
 
 from __future__ import annotations
@@ -254,19 +262,39 @@ def count(outcomes: dict) -> dict:
     return counts
 
 
-def run_side(side, python, tree, files, every, timeout, jobs, extra_path, partial=None):
-    """Run ``files`` on one side; each file's row is appended to ``partial`` (a JSON-lines
-    path) as soon as it is counted, so that a long run (theano-pymc compiles C for minutes
-    per file) leaves its counts behind even when stopped, for ``--reuse``."""
+def side_flags(side: str, env: dict, flags: str, cache: Path) -> dict:
+    """The flag variables of one side's environment ``env`` (changed in place and returned),
+    ``flags`` (``--flags``) last so that they win: theano-pymc's ``THEANO_FLAGS`` (its
+    compile directory under ``cache`` and no BLAS unless the environment sets its own),
+    theano_dag's ``THEANO_DAG_FLAGS`` (the tests import theano_dag without the alias, which
+    warns of a ``THEANO_FLAGS`` it does not read).
+
+    >>> side_flags("theano", {}, "floatX=float32", Path("/c"))
+    {'THEANO_FLAGS': 'base_compiledir=/c,blas__ldflags=,floatX=float32'}
+    >>> env = {"THEANO_FLAGS": "x=1", "THEANO_DAG_FLAGS": "opencl__platform=No"}
+    >>> side_flags("theano_dag", env, "floatX=float32", Path("/c"))
+    {'THEANO_DAG_FLAGS': 'opencl__platform=No,floatX=float32'}
+    """
+    if side == "theano":
+        name = "THEANO_FLAGS"
+        env.setdefault(name, f"base_compiledir={cache},blas__ldflags=")
+    else:
+        name = "THEANO_DAG_FLAGS"
+        env.pop("THEANO_FLAGS", None)
+    if flags:
+        env[name] = ",".join(filter(None, [env.get(name, ""), flags]))
+    return env
+
+
+def run_side(side, python, tree, files, every, timeout, jobs, extra_path, partial=None, flags=""):
+    """Run ``files`` on one side (``flags``: ``--flags``, see ``side_flags``); each file's
+    row is appended to ``partial`` (a JSON-lines path) as soon as it is counted, so that a
+    long run (theano-pymc compiles C for minutes per file) leaves its counts behind even
+    when stopped, for ``--reuse``."""
     env = dict(os.environ)
     env["THEANO_SUITE_EVERY"] = str(every)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), *extra_path])
-    if side == "theano":
-        env.setdefault(
-            "THEANO_FLAGS", f"base_compiledir={tree.parent / 'theano-cache'},blas__ldflags="
-        )
-    else:
-        env.pop("THEANO_FLAGS", None)  # theano_dag warns that it reads THEANO_DAG_FLAGS
+    side_flags(side, env, flags, tree.parent / "theano-cache")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     lock = threading.Lock()
 
@@ -401,6 +429,12 @@ def main(argv=None) -> int:
         "--out", type=Path, default=None, help="JSON lines (default: WORK/results.jsonl)"
     )
     ap.add_argument("--show", action="store_true", help="list the tests that do not pass, per side")
+    ap.add_argument(
+        "--flags",
+        default="",
+        help="flags of both sides, name=value,... (THEANO_FLAGS of theano-pymc, "
+        "THEANO_DAG_FLAGS of theano_dag), e.g. floatX=float32",
+    )
     args = ap.parse_args(argv)
     if args.every is None:
         args.every = SELECTIONS[args.selection]["every"]
@@ -439,10 +473,14 @@ def main(argv=None) -> int:
             args.jobs,
             extra[side],
             partial,
+            args.flags,
         )
         results[side] = {**reused, **ran}
     out = args.out or args.work / "results.jsonl"
-    summarise(files, results, out, {"every": args.every, "ref": args.ref})
+    header = {"every": args.every, "ref": args.ref}
+    if args.flags:
+        header["flags"] = args.flags
+    summarise(files, results, out, header)
     print("\nleft out (files), and why:")
     for what, why in LEFT_OUT.items():
         print(f"  {what}: {why}")

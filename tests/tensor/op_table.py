@@ -805,7 +805,8 @@ SPECIAL = [
     ],
     _binary(
         "chi2sf",
-        lambda x, k: special.gammaincc(k / 2, x / 2),
+        # float64 whatever the inputs, as Theano's (upgrade_to_float64)
+        lambda x, k: special.gammaincc(np.float64(k) / 2, np.float64(x) / 2),
         (POS, U(3, 4, lo=1.0, hi=4.0)),
         dtypes=FLOATS,
         grad=False,

@@ -68,6 +68,36 @@ def test_true_div_of_integers_is_float64_and_int_div_stays_integer():
     assert (tt.fvector() / j).dtype == "float32"
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_true_div_of_integers_is_floatx_rounded_once_from_float64(engine):
+    # Theano: integers divide to config.floatX, the float64 quotient cast once (its impl
+    # and its C code divide in double). Casting the operands to float32 first rounds
+    # integers above 2**24, and a float32 floatX gave float64 here.
+    rng = np.random.default_rng(0)
+    xv = rng.integers(2**24, 2**40, 200)
+    yv = rng.integers(1, 2**20, 200).astype("int32")
+    wv = rng.integers(-300, 300, 200).astype("int16")
+    zv = rng.standard_normal(200).astype("float32")
+    with theano_dag.config.change_flags(floatX="float32"):
+        x, y, w, z = tt.lvector(), tt.ivector(), tt.wvector(), tt.fvector()
+        plain, fused = x / y, (x + 1) / (y * 2) - w / y
+        mixed, wide = z / w + w / z, z / y
+        assert [e.dtype for e in (plain, fused, mixed, wide)] == ["float32"] * 3 + ["float64"]
+        f = theano_dag.function(
+            [x, y, w, z], [plain, fused, mixed, wide], mode=rewritten_mode(engine)
+        )
+        got = f(xv, yv, wv, zv)
+    want = [
+        (xv / yv).astype("float32"),
+        ((xv + 1) / (yv * 2)).astype("float32") - (wv / yv).astype("float32"),
+        zv / wv + wv / zv,
+        zv / yv,
+    ]
+    for g, e in zip(got, want):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+
+
 def test_python_scalars_autocast():
     f = tt.fvector()
     assert (f * 2).dtype == "float32"  # 2 is int8

@@ -15,6 +15,7 @@ import pytest
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function as _function
 from theano_dag.compile.mode import Mode
+from theano_dag.config import config
 from theano_dag.gradient import grad
 from theano_dag.gradient import verify_grad as _verify_grad
 from theano_dag.graph.basic import ancestors
@@ -626,6 +627,20 @@ def test_batch_normalization_train_full_rank_params():
 def test_bad_inputs(build, exc, match):
     with pytest.raises(exc, match=match):
         build()
+
+
+@pytest.mark.parametrize("dtype,want", [("int8", "float32"), ("int32", "float64")])
+def test_softsign_of_integers_is_theanos_float_whatever_floatx(dtype, want):
+    # Theano upgrades integers to the float holding them; x / (1 + |x|) of integers alone
+    # would be floatX, float32 here.
+    v = np.array([-100, -1, 0, 3, 120], dtype=dtype)
+    with config.change_flags(floatX="float32"):
+        x = tt.vector("x", dtype=dtype)
+        out = nnet.softsign(x)
+        assert out.dtype == want
+        got = _function([x], out)(v)
+    assert got.dtype == want
+    np.testing.assert_array_equal(got, (v / (1 + np.abs(v))).astype(want))
 
 
 def test_relu_of_a_numpy_array_is_an_array():

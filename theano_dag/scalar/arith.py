@@ -166,8 +166,24 @@ class Sub(BinaryScalarOp):
 
 
 class TrueDiv(BinaryScalarOp):
+    """``x / y``, computed as numpy divides (integers in float64) and then cast to the
+    output dtype: Theano's value when integers divide to a float32 ``config.floatX``
+    (integers above 2**24 are not exact in float32)."""
+
     nfunc = staticmethod(np.true_divide)
-    c_expr = "(%(x)s / %(y)s)"
+    compute_in_output_dtype = False
+
+    def c_template(self, in_dtypes, out_dtypes):
+        # Each operand cast to the dtype numpy divides in (double for integers), and only
+        # where it differs: same-dtype operands stay as they are (the OpenCL engine runs
+        # float32 divisions on float8 vectors, which a scalar cast would break).
+        work = np.result_type(*in_dtypes)
+        wide = work.kind in "biu" or work == np.float64
+        work_dtype, t = ("float64", "double") if wide else (out_dtypes[0], "%(t)s")
+        x, y = (
+            f"(({t})({k}))" if d != work_dtype else k for k, d in zip(("%(x)s", "%(y)s"), in_dtypes)
+        )
+        return f"({x} / {y})"
 
     def grad(self, inputs, output_grads):
         x, y = inputs

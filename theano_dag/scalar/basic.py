@@ -48,6 +48,7 @@ __all__ = [
     "upcast_out_nobool",
     "upgrade_to_float",
     "upgrade_to_float_no_complex",
+    "upgrade_to_float64",
     "true_div_out",
     "same_out",
     "bool_out",
@@ -224,10 +225,29 @@ def upgrade_to_float_no_complex(*dtypes):
     return upgrade_to_float(*dtypes)
 
 
+def upgrade_to_float64(*dtypes):
+    """float64 whatever the inputs (Theano's rule for ``chi2sf``).
+
+    >>> upgrade_to_float64("float32", "int8")
+    ('float64',)
+    """
+    return ("float64",)
+
+
 def true_div_out(*dtypes):
-    """numpy's rule for ``/``: integers divide to float64."""
-    d = upcast(*dtypes)
-    return ("float64" if d in discrete_dtypes else d,)
+    """Theano's rule for ``/``: integers (and bools) divide to ``config.floatX``, read when
+    the node is built (``int64 / uint64`` too, though the two upcast to float64); an
+    operand of another dtype upcasts as usual.
+
+    >>> true_div_out("int64", "int8"), true_div_out("int32", "float32")
+    (('float64',), ('float64',))
+    >>> with config.change_flags(floatX="float32"):
+    ...     true_div_out("int64", "uint64"), true_div_out("int16", "float32")
+    (('float32',), ('float32',))
+    """
+    if all(d in discrete_dtypes for d in dtypes):
+        return (config.floatX,)
+    return (upcast(*dtypes),)
 
 
 def same_out(*dtypes):

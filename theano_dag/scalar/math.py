@@ -26,6 +26,7 @@ from theano_dag.scalar.basic import (
     same_out,
     upcast_out_nobool,
     upgrade_to_float,
+    upgrade_to_float64,
     upgrade_to_float_no_complex,
     vocabulary,
     zero_grads,
@@ -784,7 +785,7 @@ class Iv(_Bessel2):
     sign = 1
 
 
-chi2sf = Chi2SF(upgrade_to_float, name="chi2sf")
+chi2sf = Chi2SF(upgrade_to_float64, name="chi2sf")  # float64 whatever the inputs, as Theano
 jv = Jv(upgrade_to_float, name="jv")
 iv = Iv(upgrade_to_float, name="iv")
 

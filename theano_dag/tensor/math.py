@@ -216,7 +216,9 @@ mul = _make(
     _EX.format(name="mul", args="x, 2", op="mul"),
 )
 sub = _binary(ts.sub, "sub", "``x - y``.")
-true_div = _binary(ts.true_div, "true_div", "``x / y`` (integers divide to float64).")
+true_div = _binary(
+    ts.true_div, "true_div", "``x / y`` (integers divide to ``config.floatX``, as in Theano)."
+)
 int_div = _binary(ts.int_div, "int_div", "``x // y`` (floor division).")
 floor_div = int_div
 mod = _binary(ts.mod, "mod", "``x % y`` with the sign of ``y``, as Python.")

@@ -17,7 +17,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
-from theano_dag.scalar import upcast
+from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
@@ -163,6 +163,10 @@ def softsign(x):
     array([ 0.5 , -0.75])
     """
     x = as_tensor_variable(x)
+    if x.dtype in discrete_dtypes:
+        # Theano's softsign upgrades integers to the float that holds them (int32 to
+        # float64); int / int would be floatX.
+        x = tb.cast(x, upgrade_to_float(x.dtype)[0])
     return x / (1 + abs(x))
 
 
