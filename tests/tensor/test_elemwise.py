@@ -203,6 +203,34 @@ def test_output_types_that_read_a_flag_are_asked_again():
     assert a.owner.inputs == [x] and a.owner is not b.owner
 
 
+def test_integer_division_follows_floatx_after_a_first_build():
+    # Integers divide to config.floatX, read at each build: the output types Elemwise
+    # keeps per input types must not hold the first build's dtype.
+    x, y = tt.ivector("x"), tt.ivector("y")
+    for floatx in ("float64", "float32", "float64", "float32"):
+        with theano_dag.config.change_flags(floatX=floatx):
+            assert (x / y).dtype == floatx
+            assert tt.true_div(x, y).dtype == floatx
+
+
+def test_kept_output_types_read_no_flag():
+    # Every preference whose output types Elemwise keeps gives the same dtypes under
+    # either floatX, for every pair of input dtypes it accepts.
+    dtypes = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint64", "float32")
+    dtypes += ("float64", "complex64")
+    for pref in scalar_basic._FIXED_PREFERENCES:
+        for a in dtypes:
+            for b in dtypes:
+                got = []
+                for floatx in ("float32", "float64"):
+                    with theano_dag.config.change_flags(floatX=floatx):
+                        try:
+                            got.append(pref(a, b))
+                        except Exception as exc:  # a preference refusing complex
+                            got.append(type(exc))
+                assert got[0] == got[1], (pref.__name__, a, b, got)
+
+
 def test_static_shape_mismatch_is_rejected():
     a = tt.TensorType("float64", shape=(3,))()
     b = tt.TensorType("float64", shape=(4,))()

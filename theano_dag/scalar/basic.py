@@ -320,7 +320,8 @@ class transfer_type:  # noqa: N801 (Theano's name)
 
 
 # The preferences whose dtypes follow from the input dtypes alone (no flag read, numpy's
-# promotion rules): see ScalarOp.has_fixed_output_types.
+# promotion rules): see ScalarOp.has_fixed_output_types. Not float_out nor true_div_out,
+# which read floatX (integers divide to it).
 _FIXED_PREFERENCES = frozenset(
     (
         upcast_out,
@@ -329,7 +330,6 @@ _FIXED_PREFERENCES = frozenset(
         upcast_out_nobool_no_complex,
         upgrade_to_float,
         upgrade_to_float_no_complex,
-        true_div_out,
         same_out,
         bool_out,
         real_out,
