@@ -6,12 +6,9 @@ it is tested instead."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-
 import numpy as np
 import test_edge_cases
+from op_audit import assert_every_class_covered, op_classes
 from sparse_helpers import CPU
 
 import theano_dag
@@ -19,7 +16,6 @@ import theano_dag.sparse
 import theano_dag.tensor as tt
 from theano_dag import sparse as S
 from theano_dag.graph.basic import io_toposort
-from theano_dag.graph.op import Op
 
 _BASES = "a base class; its subclasses have rows"
 EXEMPT = {
@@ -36,21 +32,6 @@ EXEMPT = {
     "theano_dag.sparse.sandbox.sp2.Multinomial": "random draws: tests/sparse/test_sandbox.py",
     "theano_dag.sparse.sandbox.sp2.Poisson": "random draws: tests/sparse/test_sandbox.py",
 }
-
-
-def _op_classes():
-    """Every Op class defined in a module of ``theano_dag.sparse``, by qualified name."""
-    pkg = theano_dag.sparse
-    modules = [pkg] + [
-        importlib.import_module(m.name)
-        for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
-    ]
-    found = {}
-    for mod in modules:
-        for obj in vars(mod).values():
-            if inspect.isclass(obj) and issubclass(obj, Op) and obj.__module__ == mod.__name__:
-                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
-    return found
 
 
 def _covered_op_classes():
@@ -74,9 +55,6 @@ def _covered_op_classes():
 
 
 def test_every_sparse_op_class_has_a_row_or_says_where_it_is_tested():
-    classes = _op_classes()
-    covered = _covered_op_classes()
-    missing = sorted(n for n, c in classes.items() if c not in covered and n not in EXEMPT)
-    assert not missing, f"{len(missing)} sparse op classes with no row and no exemption: {missing}"
-    stale = sorted(n for n in EXEMPT if n not in classes or classes[n] in covered)
-    assert not stale, f"exemptions of classes that are gone or now have a row: {stale}"
+    assert_every_class_covered(
+        op_classes(["theano_dag.sparse"]), _covered_op_classes(), EXEMPT, "sparse op classes"
+    )

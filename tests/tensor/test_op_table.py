@@ -3,19 +3,15 @@ differences, for every row."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-
 import numpy as np
 import pytest
+from op_audit import assert_every_class_covered, op_classes
 from op_table import TABLE
 from tensor_helpers import check_grad, evaluate, evaluate_all, inferred_node_shapes, same_shapes
 
 import theano_dag.tensor as tt
 from theano_dag.gradient import grad
 from theano_dag.graph.basic import io_toposort
-from theano_dag.graph.op import Op
 
 SEED = 1234
 
@@ -208,22 +204,6 @@ _OP_PACKAGES = (
 )
 
 
-def _op_classes():
-    """Every Op class defined in a module of ``_OP_PACKAGES``, by qualified name."""
-    found = {}
-    for pkg_name in _OP_PACKAGES:
-        pkg = importlib.import_module(pkg_name)
-        modules = [pkg] + [
-            importlib.import_module(m.name)
-            for m in pkgutil.walk_packages(getattr(pkg, "__path__", []), pkg_name + ".")
-        ]
-        for mod in modules:
-            for obj in vars(mod).values():
-                if inspect.isclass(obj) and issubclass(obj, Op) and obj.__module__ == mod.__name__:
-                    found[f"{obj.__module__}.{obj.__qualname__}"] = obj
-    return found
-
-
 def _add_op(op, seen):
     seen.add(type(op))
     if getattr(op, "scalar_op", None) is not None:
@@ -248,9 +228,6 @@ def _covered_op_classes():
 
 
 def test_every_op_class_has_a_row_or_says_where_it_is_tested():
-    classes = _op_classes()
-    covered = _covered_op_classes()
-    missing = sorted(n for n, c in classes.items() if c not in covered and n not in EXEMPT)
-    assert not missing, f"{len(missing)} op classes with no row and no exemption: {missing}"
-    stale = sorted(n for n in EXEMPT if n not in classes or classes[n] in covered)
-    assert not stale, f"exemptions of classes that are gone or now have a row: {stale}"
+    assert_every_class_covered(
+        op_classes(_OP_PACKAGES), _covered_op_classes(), EXEMPT, "op classes"
+    )
