@@ -191,3 +191,23 @@ def test_a_flag_read_follows_every_way_of_changing_it():
     with config.change_flags(floatX="float32"):
         assert tt.scalar().dtype == "float32"
     assert tt.scalar().dtype == config.floatX
+
+
+def test_default_compiler_is_found_on_the_current_path(tmp_path, monkeypatch):
+    # The default of ``cxx`` follows PATH as it is at each read (it is remembered per
+    # PATH, not once for the process).
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    gcc = tools / "gcc"
+    gcc.write_text("#!/bin/sh\n")
+    gcc.chmod(0o755)
+    # The default (the config forgets its copy of a flag on any change; undone after).
+    monkeypatch.delitem(config._values, "cxx", raising=False)
+    monkeypatch.setenv("PATH", str(empty))
+    assert config.cxx == ""
+    monkeypatch.setenv("PATH", str(tools))
+    assert config.cxx == str(gcc)
+    monkeypatch.setenv("PATH", str(empty))
+    assert config.cxx == ""

@@ -44,7 +44,15 @@ class _Flag:
 
 
 def _default_cxx() -> str:
-    return shutil.which("gcc") or shutil.which("cc") or ""
+    return _which_cxx(os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=8)
+def _which_cxx(path) -> str:
+    # Per PATH: the default is read a dozen times per compile, and each search stats
+    # every folder of PATH (a change of PATH is seen; a compiler installed into a folder
+    # already searched is seen by the next process).
+    return shutil.which("gcc", path=path) or shutil.which("cc", path=path) or ""
 
 
 def _default_compiledir() -> str:
