@@ -180,3 +180,60 @@ def test_register_mode_and_default_mode_flags(registries):
         m = get_mode(None)
     assert seen == [("ex", ("a", "b")), ("in", ("c",))]
     assert m.provided_optimizer.tags == ("a", "b", "c")
+
+
+def _passes(opt):
+    return {o.name: o for o in opt.data}
+
+
+def test_the_optdb_is_queried_once_per_query_db_state_and_flags(monkeypatch):
+    import theano_dag.tensor as tt
+    from theano_dag.opt import local_optimizer
+    from theano_dag.opt.optdb import build_optdb, register_canonicalize
+
+    db = build_optdb()
+    monkeypatch.setattr(mode_mod, "_OPTDB", [db])
+    mode = Mode(linker="py", optimizer="fast_run")
+    first = mode.optimizer
+    # The same query, the DBs and flags unchanged: the same optimizer (no query made).
+    assert mode.optimizer is first
+    assert Mode(linker="py", optimizer="fast_run").optimizer is first
+    assert mode.excluding("fusion").optimizer is not first
+    canon = _passes(first)["canonicalize"]
+    # A flag an optimizer's constructor reads gives another optimizer while it is set.
+    with config.change_flags(on_opt_error="raise"):
+        assert mode.optimizer is not first
+    assert mode.optimizer is first
+    # An attribute of a DB that a query reads.
+    db["canonicalize"].max_use_ratio = 3.5
+    changed = mode.optimizer
+    assert changed is not first
+    assert _passes(changed)["canonicalize"].max_use_ratio == 3.5
+    assert canon.max_use_ratio != 3.5
+    # A rewrite registered after the first compile takes part in the next one.
+    x = tt.dvector("x")
+
+    @local_optimizer([tt.sinh])
+    def local_sinh_to_cosh(fgraph, node):
+        return [tt.cosh(node.inputs[0])]
+
+    f = function([x], tt.sinh(x), mode=mode)
+    assert "sinh" in str(f.maker.fgraph.outputs[0].owner.op)
+    register_canonicalize(local_sinh_to_cosh, db=db)
+    g = function([x], tt.sinh(x), mode=mode)
+    assert "cosh" in str(g.maker.fgraph.outputs[0].owner.op)
+    assert mode.optimizer is not changed
+
+
+def test_a_query_with_optimizers_of_its_own_is_not_kept(monkeypatch):
+    from theano_dag.graph.rewriting.basic import GlobalOptimizer
+    from theano_dag.opt.optdb import build_optdb
+
+    class Nothing(GlobalOptimizer):
+        def apply(self, fgraph):
+            pass
+
+    db = build_optdb()
+    monkeypatch.setattr(mode_mod, "_OPTDB", [db])
+    mode = Mode(linker="py", optimizer=FAST_RUN._optimizer.register((Nothing(), 99)))
+    assert mode.optimizer is not mode.optimizer

@@ -28,10 +28,12 @@ import copy
 import theano_dag.engines.cpu  # noqa: F401  (adds "cpu" to the engines' table)
 import theano_dag.engines.dask  # noqa: F401  (adds "dask"; dask is needed only to compile)
 import theano_dag.engines.opencl  # noqa: F401  (adds "opencl"; pyopencl loads on first use)
-from theano_dag.config import config
+from theano_dag.config import FLAGS, config
 from theano_dag.engines import LINKERS, inner
 from theano_dag.engines.basic import Linker
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
+from theano_dag.graph.rewriting.db import Query
+from theano_dag.graph.rewriting.db import changes as _db_changes
 from theano_dag.opt.optdb import (
     OPT_FAST_COMPILE,
     OPT_FAST_RUN,
@@ -145,6 +147,61 @@ def _optdb():
             "(register_optdb)"
         )
     return _OPTDB[0]
+
+
+# (query's tags, DB state, flags) -> the optimizer the optdb made for it: a query costs
+# 0.7 ms, a fifth of a small function's compile. The optimizers keep no state between
+# graphs (their caches are per op instance, bounded), so functions share them.
+_QUERIES: dict = {}
+MAX_QUERIES = 64
+
+
+def _query_optdb(query):
+    """``_optdb().query(query)``, made once per query, state of the DBs and flags.
+
+    >>> q = Query(include=["fast_run"])
+    >>> _query_optdb(q) is _query_optdb(Query(include=["fast_run"]))
+    True
+    >>> _query_optdb(q) is _query_optdb(q.excluding("fusion"))
+    False
+    """
+    db = _optdb()
+    key = _query_key(query)
+    if key is not None:
+        # Every flag: an optimizer's constructor may read one (optdb__max_use_ratio).
+        key = (key, id(db), _db_changes(), tuple([getattr(config, f) for f in FLAGS]))
+        try:
+            hit = _QUERIES.get(key)
+        except TypeError:  # a flag value that is not hashable: not kept
+            key = hit = None
+        if hit is not None and hit[0] is db:
+            return hit[1]
+    opt = db.query(query)
+    if key is not None:
+        if len(_QUERIES) >= MAX_QUERIES:
+            _QUERIES.clear()
+        _QUERIES[key] = (db, opt)
+    return opt
+
+
+def _query_key(query):
+    """The tags and cutoff of a plain ``Query`` (its subqueries' too), or None when it
+    holds optimizers of its own (``register``) or is of another class."""
+    if type(query) is not Query or query.extra_optimizations:
+        return None
+    subs = []
+    for name, sub in sorted(query.subquery.items(), key=lambda kv: str(kv[0])):
+        k = _query_key(sub)
+        if k is None:
+            return None
+        subs.append((name, k))
+    return (
+        tuple(query.include),
+        tuple(query.require),
+        tuple(query.exclude),
+        query.position_cutoff,
+        tuple(subs),
+    )
 
 
 def engine_query(query, linker):
@@ -272,7 +329,7 @@ class Mode(metaclass=_FrozenAfterInit):
             opt = get_optimizer(opt)
         opt = engine_query(opt, self.linker)
         if opt is not None and _is_query(opt):
-            opt = _optdb().query(opt)
+            opt = _query_optdb(opt)
         return opt
 
     @property

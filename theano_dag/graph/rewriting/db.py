@@ -181,6 +181,13 @@ class DB:
         if not _made_by_theano_dag():
             self.foreign_changes += 1
 
+    def __setattr__(self, name, value):
+        # An attribute a query reads (``max_use_ratio``, ``failure_callback``...) counts
+        # as a change: the optimizers queried before are not reused (compile.mode keeps
+        # them per DB state).
+        object.__setattr__(self, name, value)
+        _CHANGES[0] += 1
+
     __hash__ = object.__hash__
 
     def register(self, name, obj, *tags, **kwargs):
