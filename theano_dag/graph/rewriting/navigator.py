@@ -37,7 +37,7 @@ from theano_dag.graph.rewriting.local import (
     plain_transforms,
 )
 from theano_dag.graph.rewriting.merge import MergeOptimizer, use_graph_constants
-from theano_dag.graph.rewriting.presence import OpPresence, needs_of
+from theano_dag.graph.rewriting.presence import OpPresence, holds_any, needs_of
 from theano_dag.graph.toolbox import Feature, ReplaceValidate
 from theano_dag.graph.utils import InconsistencyError
 
@@ -576,6 +576,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             needs = needs_of(o)
             if needs:
                 self._needs[o] = needs
+        self._inactive_memo: dict = {}  # classes present -> rewrites that cannot apply
         if name is not None:
             self.name = name
 
@@ -869,9 +870,19 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         """``(generation, rewrites that cannot apply)`` as the graph stands now."""
         if presence is None:
             return -1, frozenset()
-        return presence.generation, frozenset(
-            o for o, needs in self._needs.items() if not presence.holds(needs)
-        )
+        present = presence.present()
+        # Remembered per set of classes present: a pass asks at its start and after each
+        # change that brought a class in, and graphs of one kind hold the same classes.
+        memo = self._inactive_memo
+        inactive = memo.get(present)
+        if inactive is None:
+            inactive = frozenset(
+                o for o, needs in self._needs.items() if not holds_any(present, needs)
+            )
+            if len(memo) >= 256:
+                memo.clear()
+            memo[present] = inactive
+        return presence.generation, inactive
 
     def _cleanup(self, run):
         changed = False

@@ -109,8 +109,22 @@ class OpPresence(Feature):
 
     def holds(self, needs) -> bool:
         """Whether the graph holds a node under a subclass of one of ``needs``."""
-        present = [k for k, n in self.counts.items() if n > 0]
-        return any(issubclass(k, need) for need in needs for k in present)
+        return holds_any(self.present(), needs)
+
+    def present(self) -> frozenset:
+        """The classes (ops' and scalar ops') of the nodes the graph holds."""
+        return frozenset([k for k, n in self.counts.items() if n > 0])
 
     def clone(self):
         return OpPresence()
+
+
+def holds_any(present, needs) -> bool:
+    """Whether one of the classes ``present`` is a subclass of one of ``needs``.
+
+    >>> from theano_dag import scalar as ts
+    >>> exp = type(ts.exp)
+    >>> holds_any(frozenset([exp]), (ts.UnaryScalarOp,)), holds_any(frozenset(), (exp,))
+    (True, False)
+    """
+    return any(issubclass(k, need) for need in needs for k in present)
