@@ -1055,3 +1055,39 @@ def test_patternsub_constant_arguments_need_constant_inputs(xyz):
     TopoOptimizer(rule).optimize(fg)
     X, Y = fg.inputs
     assert is_same_graph(fg.outputs[0], mul(X, Y)) and fg.outputs[1] is Y
+
+
+def test_a_groups_applied_rewrite_is_the_one_of_its_own_thread(xyz):
+    # Functions compiled with one mode share its optimizers, from any thread: what a
+    # group reports as applied (a replacement's reason) is this thread's last change.
+    import threading
+
+    x, _y, _z = xyz
+    neg_neg = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
+    exp_log = PatternSub((exp, (log, "x")), "x", name="exp_log")
+    group = LocalOptGroup(neg_neg, exp_log)
+    fg_a = FunctionGraph([x], [neg(neg(x))])
+    fg_b = FunctionGraph([x], [exp(log(x))])
+    a_done, b_done = threading.Event(), threading.Event()
+    seen = {}
+
+    def in_a():
+        assert group.transform(fg_a, fg_a.outputs[0].owner)
+        a_done.set()
+        b_done.wait(10)
+        seen["a"] = group.applied_rewrite()
+
+    def in_b():
+        a_done.wait(10)
+        assert group.transform(fg_b, fg_b.outputs[0].owner)
+        seen["b"] = group.applied_rewrite()
+        b_done.set()
+
+    threads = [threading.Thread(target=in_a), threading.Thread(target=in_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == {"a": neg_neg, "b": exp_log}
+    # A thread that applied nothing through the group has nothing to report.
+    assert group.applied_rewrite() is None

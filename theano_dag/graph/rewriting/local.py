@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import inspect
 import sys
+import threading
 import time
 from collections import defaultdict
 
@@ -451,6 +452,10 @@ class LocalStats:
                 mine[k] += v
 
 
+# id(group) -> (group, the rewrites of it that applied last), per thread.
+_APPLIED = threading.local()
+
+
 class LocalOptGroup(LocalOptimizer):
     """Try several local optimizers on a node; the first that applies wins.
 
@@ -473,7 +478,6 @@ class LocalOptGroup(LocalOptimizer):
         self.index = TrackIndex(self.opts)
         self._direct = plain_transforms(self.opts)
         self._plans: dict = {}  # id(op) -> (op, ((rewrite, plain function, its fit), ...))
-        self._applied: list | tuple = []
         if name is not None:
             self.__name__ = name
 
@@ -492,9 +496,12 @@ class LocalOptGroup(LocalOptimizer):
         return out or None
 
     def applied_rewrite(self):
-        """The rewrite(s) of the group that made the last replacement (a name for
-        reports): the rewrite itself, or ``"a, then b"`` when several chained."""
-        chain = self._applied
+        """The rewrite(s) of the group that made the last replacement in this thread (a
+        name for reports): the rewrite itself, or ``"a, then b"`` when several chained."""
+        chain = _APPLIED.__dict__.get(id(self))
+        if not chain or chain[0] is not self:
+            return None
+        chain = chain[1]
         if not chain:
             return None
         if len(chain) == 1:
@@ -503,7 +510,13 @@ class LocalOptGroup(LocalOptimizer):
 
     def transform(self, fgraph, node):
         repl = None
-        self._applied = applied = ()  # a list once a rewrite applies
+        # What applied, per thread: the functions compiled with one mode share its
+        # optimizers, in every thread that compiles.
+        chains = _APPLIED.__dict__
+        if len(chains) >= 256:
+            chains.clear()  # (groups made for one pass come and go)
+        chains[id(self)] = (self, ())
+        applied = ()  # a list once a rewrite applies
         profile = self.profile
         direct = self._direct
         plans = self._plans
@@ -535,7 +548,8 @@ class LocalOptGroup(LocalOptimizer):
                     if profile:
                         self.stats.applied[opt] += 1
                     if not applied:
-                        self._applied = applied = []
+                        applied = []
+                        chains[id(self)] = (self, applied)
                     applied.append(opt)
                     break
             if not new_repl:
