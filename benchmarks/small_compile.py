@@ -89,6 +89,7 @@ def main(argv=None):
         "machine": platform.machine(),
         "python": platform.python_version(),
         "theano_dag": theano_dag.__version__,
+        "pytensor": next((lib.version for n, lib, _f in found if n == "pytensor_c"), None),
         "missing": missing,
     }
     print(json.dumps(head), flush=True)
