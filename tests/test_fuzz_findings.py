@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
@@ -356,3 +357,30 @@ def test_the_gradient_of_a_set_at_indices_known_distinct_needs_no_mask(index):
     f = function([x, y], cost)
     got = function([x, y], g)(xv, yv)
     np.testing.assert_allclose(got, _numeric_grad(f, [xv, yv], 1), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("optimizer", [None, "fast_run"])
+def test_a_numpy_step_keeps_a_constant_of_another_dtype_typed(optimizer):
+    # Seed 52, graph 78, shrunk to Recipe(nodes=[("input", (1, "b"), "float64"),
+    # ("const", (), (0, "uint16")), ("const", (), (-1.0, "float32")), ("fill", (0, 1)),
+    # ("true_div", (2, 3))], ...): without a C compiler, the numpy step passed the float32
+    # constant as a Python float, which over uint16 integers divides in float64 (NEP 50):
+    # the function returned float64 where the graph says float32. A one-element constant
+    # is a Python number now only where every input computes in one dtype.
+    u = tt.TensorType("uint16", shape=(1, None))("u")
+    x = tt.TensorType("float64", shape=(1, None))("x")
+    cases = [
+        ([u], tt.true_div(tt.constant(np.float32(-1.0)), u)),
+        ([x], tt.true_div(tt.constant(np.float32(-1.0)), tt.fill(x, np.uint16(0)))),
+        ([u], tt.neg(tt.true_div(tt.constant(np.float32(1.0)), u))),
+        ([u], tt.lt(u, tt.constant(np.int64(300)))),
+    ]
+    value = {"uint16": np.array([[0, 1, 2, 3, 65535]], "uint16"), "float64": np.zeros((1, 5))}
+    with theano_dag.config.change_flags(cxx=""):
+        for ins, out in cases:
+            f = function(ins, out, mode=Mode(linker="cpu", optimizer=optimizer))
+            v = value[ins[0].dtype]
+            got = f(v)
+            ref = function(ins, out, mode=Mode(linker="py", optimizer=None))(v)
+            assert got.dtype == out.dtype == ref.dtype, (out, got.dtype)
+            np.testing.assert_array_equal(got, ref)

@@ -381,13 +381,17 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     if natural is None or (len(ufs) > 1 and natural != work[0]):
         return _compute_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim)
     args, values, const_shapes = [], [], []
-    # With every array input already in its work dtype, a one-element constant can be
-    # a Python number: numpy treats it as "weak" (it takes the array's dtype, NEP 50),
-    # which gives the same result and is parsed faster than a numpy scalar or a
-    # broadcast array (x + 1.0 is 0.2 us faster than x + array([1.0])). The array
-    # inputs have the output's rank (Elemwise), so the shape is the same too.
-    weak = any(not isinstance(i, tuple) for i in items) and all(
-        d == w for i, d, w in zip(items, in_dtypes, work) if not isinstance(i, tuple)
+    # With every input computed in one dtype and every array input already in it, a
+    # one-element constant can be a Python number: numpy treats it as "weak" (it takes
+    # the array's dtype, NEP 50), which gives the same result and is parsed faster than
+    # a numpy scalar or a broadcast array (x + 1.0 is 0.2 us faster than x + array([1.0])).
+    # Not where the constant's dtype is another (a float32 constant over a uint16
+    # array: a Python float over integers gives float64). The array inputs have the
+    # output's rank (Elemwise), so the shape is the same too.
+    weak = (
+        len(set(work)) == 1
+        and any(not isinstance(i, tuple) for i in items)
+        and all(d == w for i, d, w in zip(items, in_dtypes, work) if not isinstance(i, tuple))
     )
     for item, d, w in zip(items, in_dtypes, work):
         if isinstance(item, tuple):
