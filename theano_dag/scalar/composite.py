@@ -45,7 +45,9 @@ class Composite(ScalarOp):
     """A scalar op defined by the scalar graph from ``inputs`` to ``outputs``.
 
     The graph is copied (the caller's variables stay free for other uses) unless
-    ``copy=False``, which hands the graph over to the op.
+    ``copy=False``, which hands the graph over to the op; with it, ``nodes`` may give
+    the graph's nodes already in the order ``io_toposort(inputs, outputs)`` gives them
+    (a builder that made them in that order: fusion), which spares sorting them.
 
     >>> from theano_dag import scalar as ts
     >>> x, y = ts.float64("x"), ts.float64("y")
@@ -60,7 +62,7 @@ class Composite(ScalarOp):
 
     compute_in_output_dtype = False
 
-    def __init__(self, inputs, outputs, name=None, copy=True):
+    def __init__(self, inputs, outputs, name=None, copy=True, nodes=None):
         for i, v in enumerate(inputs):
             if not isinstance(v, ScalarVariable) or v.owner is not None:
                 raise TypeError(
@@ -76,10 +78,13 @@ class Composite(ScalarOp):
         else:  # the caller built the graph for this op alone (fusion): no need to copy it
             self.inputs = list(inputs)
             self.outputs = list(outputs)
-        self.nodes = io_toposort(self.inputs, self.outputs)
+        if nodes is None or copy:
+            nodes = io_toposort(self.inputs, self.outputs)
+        self.nodes = list(nodes)
+        known = set(self.inputs)
         for node in self.nodes:
             for v in node.inputs:
-                if v.owner is None and not isinstance(v, Constant) and v not in self.inputs:
+                if v.owner is None and v not in known and not isinstance(v, Constant):
                     raise ValueError(f"Composite: {v} is used by the graph but is not an input")
         self.nin = len(inputs)
         self.nout = len(outputs)
@@ -168,27 +173,37 @@ class Composite(ScalarOp):
     @staticmethod
     def _expression_text(var, names, in_graph):
         parts = []
+        append = parts.append
         stack = [var]  # Variables still to write, or literal text
+        pop, push = stack.pop, stack.append
         while stack:
-            item = stack.pop()
-            if type(item) is str:
-                parts.append(item)
-            elif item in names:
-                parts.append(names[item])
-            elif item.owner in in_graph:
-                node = item.owner
-                seq = [f"{node.op}("]
-                for j, v in enumerate(node.inputs):
-                    if j:
-                        seq.append(", ")
-                    seq.append(v)
-                seq.append(")")
-                stack.extend(reversed(seq))
+            item = pop()
+            if item.__class__ is str:
+                append(item)
+                continue
+            name = names.get(item)
+            if name is not None:
+                append(name)
+                continue
+            node = item.owner
+            if node in in_graph:
+                append(f"{node.op}(")
+                # ``)``, then the inputs from the last, ", " between them: popped in
+                # reading order.
+                push(")")
+                inputs = node.inputs
+                k = len(inputs) - 1
+                while k > 0:
+                    push(inputs[k])
+                    push(", ")
+                    k -= 1
+                if inputs:
+                    push(inputs[0])
             elif isinstance(item, Constant):
                 d = item.data
-                parts.append(str(d) if not hasattr(d, "item") else str(d.item()))
+                append(str(d) if not hasattr(d, "item") else str(d.item()))
             else:
-                parts.append(str(item))
+                append(str(item))
         return "".join(parts)
 
     # What __init__ sets, and the caches a composite may hold (made again on first use).
