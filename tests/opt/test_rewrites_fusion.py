@@ -311,15 +311,19 @@ def test_composite_text_reads_as_the_expression():
         return f"{v.owner.op}({', '.join(text(i, names) for i in v.owner.inputs)})"
 
     r = np.random.default_rng(3)
-    for _ in range(20):
+    # Small graphs (written node by node) and long ones (written from the outputs down),
+    # the long ones a chain taking inputs along (their text stays short enough).
+    for n_nodes, shared in [(12, True)] * 20 + [(150, False)] * 3:
         ins = [ts.float64(f"s{k}") for k in range(3)]
         vs = list(ins)
-        for _ in range(12):
-            a, b = vs[r.integers(len(vs))], vs[r.integers(len(vs))]
+        for _ in range(n_nodes):
+            a = vs[r.integers(len(vs))] if shared else vs[-1]
+            b = vs[r.integers(len(vs))] if shared else ins[r.integers(3)]
             pick = r.integers(4)
             vs.append([ts.exp(a), a * b, a + 1.5, ts.maximum(a, b)][pick])
-        outs = [vs[-1], vs[-3]]
+        outs = [vs[-1], vs[-3], ins[1]]
         c = Composite(ins, outs)
+        assert (len(c.nodes) > 64) == (not shared)
         names = {v: f"i{k}" for k, v in enumerate(c.inputs)}
         assert c._text == ", ".join(text(o, names) for o in c.outputs)
 

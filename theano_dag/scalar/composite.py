@@ -41,6 +41,11 @@ def c_literal(value, dtype, types=C_TYPES) -> str:
     return str(int(v))
 
 
+# A graph of at most this many nodes has its text written node by node (each node's from
+# its inputs' texts, which copies subexpressions: fine when they are short).
+_TEXT_BY_NODE_MAX = 64
+
+
 class Composite(ScalarOp):
     """A scalar op defined by the scalar graph from ``inputs`` to ``outputs``.
 
@@ -158,9 +163,21 @@ class Composite(ScalarOp):
 
         Written out piece by piece from the outputs down: building each node's text from
         its inputs' texts would copy every subexpression once per level above it, which
-        is quadratic for the long chains fusion makes.
+        is quadratic for the long chains fusion makes. A small graph (most of what
+        fusion makes) is written node by node all the same, in one step per node.
         """
         names = {v: f"i{k}" for k, v in enumerate(self.inputs)}
+        if len(self.nodes) <= _TEXT_BY_NODE_MAX:
+            texts = names  # variable -> its text
+            for node in self.nodes:
+                args = []
+                for v in node.inputs:
+                    t = texts.get(v)
+                    args.append(t if t is not None else self._leaf_text(v))
+                text = f"{node.op}({', '.join(args)})"
+                for o in node.outputs:
+                    texts[o] = text
+            return ", ".join([texts.get(o) or str(o) for o in self.outputs])
         in_graph = set(self.nodes)
         texts = []
         for o in self.outputs:
@@ -210,12 +227,17 @@ class Composite(ScalarOp):
                     k -= 1
                 if inputs:
                     push(inputs[0])
-            elif isinstance(item, Constant):
-                d = item.data
-                append(str(d) if not hasattr(d, "item") else str(d.item()))
             else:
-                append(str(item))
+                append(Composite._leaf_text(item))
         return "".join(parts)
+
+    @staticmethod
+    def _leaf_text(var):
+        """The text of a variable of the graph no node of it computes (a constant)."""
+        if isinstance(var, Constant):
+            d = var.data
+            return str(d) if not hasattr(d, "item") else str(d.item())
+        return str(var)
 
     # What __init__ sets, and the caches a composite may hold (made again on first use).
     _TABLE_FIELDS = frozenset(
