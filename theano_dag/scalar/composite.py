@@ -205,17 +205,6 @@ class Composite(ScalarOp):
             node = item.owner
             if node in in_graph:
                 inputs = node.inputs
-                # A node of inputs only (the most common in what fusion makes): written
-                # in one go.
-                leaves = []
-                for v in inputs:
-                    name = names.get(v)
-                    if name is None:
-                        break
-                    leaves.append(name)
-                else:
-                    append(f"{node.op}({', '.join(leaves)})")
-                    continue
                 append(f"{node.op}(")
                 # ``)``, then the inputs from the last, ", " between them: popped in
                 # reading order.
