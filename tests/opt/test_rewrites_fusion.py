@@ -250,7 +250,7 @@ def test_a_scalar_op_with_its_own_make_node_is_asked_for_its_node():
 
 def _random_dag(seed, n_nodes=120, max_inputs=31):
     """A random elementwise DAG (values with several uses, constants, a row broadcast
-    into matrices, an int8 vector cast along), fused with ``max_inputs``."""
+    into matrices, an int8 matrix cast along), fused with ``max_inputs``."""
     r = np.random.default_rng(seed)
     xs = [tt.dmatrix("a"), tt.dmatrix("b"), tt.drow("c"), tt.bmatrix("i")]
     vs = list(xs)
@@ -301,8 +301,8 @@ def test_nodes_that_stay_alone_are_skipped_without_changing_the_groups(seed, mon
 
 
 def test_composite_text_reads_as_the_expression():
-    # The text written from the outputs down is the nested expression, constants and
-    # inputs included, each shared subexpression written where it is used.
+    # The text is the nested expression, constants and inputs included, each shared
+    # subexpression written where it is used, whichever way it is made.
     def text(v, names):
         if v in names:
             return names[v]
