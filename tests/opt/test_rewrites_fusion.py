@@ -246,3 +246,93 @@ def test_a_scalar_op_with_its_own_make_node_is_asked_for_its_node():
     assert isinstance(arg.type, ts.ScalarType)
     (got,) = fgraph_values(fg, [np.arange(3.0)])
     np.testing.assert_allclose(got, 2 * np.exp(np.arange(3.0)) + 1)
+
+
+def _random_dag(seed, n_nodes=120, max_inputs=31):
+    """A random elementwise DAG (values with several uses, constants, a row broadcast
+    into matrices, an int8 matrix cast along), fused with ``max_inputs``."""
+    r = np.random.default_rng(seed)
+    xs = [tt.dmatrix("a"), tt.dmatrix("b"), tt.drow("c"), tt.bmatrix("i")]
+    vs = list(xs)
+    unary = [tt.exp, tt.sin, tt.neg, tt.sqr, lambda v: v * 2.5, lambda v: v + 1, tt.tanh]
+    binary = [tt.add, tt.mul, tt.sub, tt.maximum]
+    for _ in range(n_nodes):
+        lo = max(0, len(vs) - 12)  # a window: nearby values get several uses
+        if r.random() < 0.4:
+            vs.append(unary[r.integers(len(unary))](vs[r.integers(lo, len(vs))]))
+        else:
+            a, b = vs[r.integers(lo, len(vs))], vs[r.integers(lo, len(vs))]
+            vs.append(binary[r.integers(len(binary))](a, b))
+    used = {id(i) for v in vs if v.owner is not None for i in v.owner.inputs}
+    outs = [v for v in vs[len(xs) :] if id(v) not in used]
+    return fuse(FunctionGraph(xs, outs, clone=True), max_inputs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fusion_makes_each_composite_as_the_generic_constructor(seed):
+    # Fusion hands Composite its scalar graph with the nodes already in order (made
+    # walking from the root, inputs left to right): the order, the text and the C code
+    # are those of a composite that copies and sorts the same graph itself.
+    from theano_dag.graph.basic import io_toposort
+
+    fg = _random_dag(seed, max_inputs=31 if seed % 2 else 4)
+    comps = [n.op.scalar_op for n in composites(fg)]
+    assert len(comps) > 5
+    for c in comps:
+        assert c.nodes == io_toposort(c.inputs, c.outputs)
+        again = Composite(c.inputs, c.outputs)
+        assert again == c and hash(again) == hash(c) and again.name == c.name
+        names = [f"x{k}" for k in range(c.nin)]
+        assert again.c_code_statements(names) == c.c_code_statements(names)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nodes_that_stay_alone_are_skipped_without_changing_the_groups(seed, monkeypatch):
+    # A node none of whose inputs it could absorb is passed over before a group is
+    # made for it; asking _grow anyway gives the same graph.
+    import theano_dag.opt.rewrites.fusion as fusion
+
+    def described(fg):
+        return [(debugprint(o, file="str"), [str(n.op) for n in fg.toposort()]) for o in fg.outputs]
+
+    fast = described(_random_dag(seed, max_inputs=3 + seed))
+    monkeypatch.setattr(fusion, "_takes_an_input", lambda root, clients, memo: True)
+    assert described(_random_dag(seed, max_inputs=3 + seed)) == fast
+
+
+def test_composite_text_reads_as_the_expression():
+    # The text is the nested expression, constants and inputs included, each shared
+    # subexpression written where it is used, whichever way it is made.
+    def text(v, names):
+        if v in names:
+            return names[v]
+        if v.owner is None:
+            return str(v.data.item())
+        return f"{v.owner.op}({', '.join(text(i, names) for i in v.owner.inputs)})"
+
+    r = np.random.default_rng(3)
+    # Small graphs (written node by node) and long ones (written from the outputs down),
+    # the long ones a chain taking inputs along (their text stays short enough).
+    for n_nodes, shared in [(12, True)] * 20 + [(150, False)] * 3:
+        ins = [ts.float64(f"s{k}") for k in range(3)]
+        vs = list(ins)
+        for _ in range(n_nodes):
+            a = vs[r.integers(len(vs))] if shared else vs[-1]
+            b = vs[r.integers(len(vs))] if shared else ins[r.integers(3)]
+            pick = r.integers(4)
+            vs.append([ts.exp(a), a * b, a + 1.5, ts.maximum(a, b)][pick])
+        outs = [vs[-1], vs[-3], ins[1]]
+        c = Composite(ins, outs)
+        assert (len(c.nodes) > 64) == (not shared)
+        names = {v: f"i{k}" for k, v in enumerate(c.inputs)}
+        assert c._text == ", ".join(text(o, names) for o in c.outputs)
+
+
+def test_composite_takes_the_sorted_nodes_of_a_graph_it_does_not_copy():
+    x, y = ts.float64("x"), ts.float64("y")
+    out = ts.exp(x) * y + 1
+    nodes = [out.owner.inputs[0].owner.inputs[0].owner, out.owner.inputs[0].owner, out.owner]
+    c = Composite([x, y], [out], copy=False, nodes=nodes)
+    assert c.nodes == nodes and c == Composite([x, y], [out])
+    # A copied graph is sorted again: the nodes given are not its nodes.
+    assert Composite([x, y], [out], nodes=nodes).nodes[2] is not out.owner

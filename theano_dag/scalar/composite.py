@@ -41,11 +41,18 @@ def c_literal(value, dtype, types=C_TYPES) -> str:
     return str(int(v))
 
 
+# A graph of at most this many nodes has its text written node by node (each node's from
+# its inputs' texts, which copies subexpressions: fine when they are short).
+_TEXT_BY_NODE_MAX = 64
+
+
 class Composite(ScalarOp):
     """A scalar op defined by the scalar graph from ``inputs`` to ``outputs``.
 
     The graph is copied (the caller's variables stay free for other uses) unless
-    ``copy=False``, which hands the graph over to the op.
+    ``copy=False``, which hands the graph over to the op; with it, ``nodes`` may give
+    the graph's nodes already in the order ``io_toposort(inputs, outputs)`` gives them
+    (a builder that made them in that order: fusion), which spares sorting them.
 
     >>> from theano_dag import scalar as ts
     >>> x, y = ts.float64("x"), ts.float64("y")
@@ -60,7 +67,7 @@ class Composite(ScalarOp):
 
     compute_in_output_dtype = False
 
-    def __init__(self, inputs, outputs, name=None, copy=True):
+    def __init__(self, inputs, outputs, name=None, copy=True, nodes=None):
         for i, v in enumerate(inputs):
             if not isinstance(v, ScalarVariable) or v.owner is not None:
                 raise TypeError(
@@ -76,10 +83,13 @@ class Composite(ScalarOp):
         else:  # the caller built the graph for this op alone (fusion): no need to copy it
             self.inputs = list(inputs)
             self.outputs = list(outputs)
-        self.nodes = io_toposort(self.inputs, self.outputs)
+        if nodes is None or copy:
+            nodes = io_toposort(self.inputs, self.outputs)
+        self.nodes = list(nodes)
+        known = set(self.inputs)
         for node in self.nodes:
             for v in node.inputs:
-                if v.owner is None and not isinstance(v, Constant) and v not in self.inputs:
+                if v.owner is None and v not in known and not isinstance(v, Constant):
                     raise ValueError(f"Composite: {v} is used by the graph but is not an input")
         self.nin = len(inputs)
         self.nout = len(outputs)
@@ -153,9 +163,21 @@ class Composite(ScalarOp):
 
         Written out piece by piece from the outputs down: building each node's text from
         its inputs' texts would copy every subexpression once per level above it, which
-        is quadratic for the long chains fusion makes.
+        is quadratic for the long chains fusion makes. A small graph (most of what
+        fusion makes) is written node by node all the same, in one step per node.
         """
         names = {v: f"i{k}" for k, v in enumerate(self.inputs)}
+        if len(self.nodes) <= _TEXT_BY_NODE_MAX:
+            texts = names  # variable -> its text
+            for node in self.nodes:
+                args = []
+                for v in node.inputs:
+                    t = texts.get(v)
+                    args.append(t if t is not None else self._leaf_text(v))
+                text = f"{node.op}({', '.join(args)})"
+                for o in node.outputs:
+                    texts[o] = text
+            return ", ".join([texts.get(o) or str(o) for o in self.outputs])
         in_graph = set(self.nodes)
         texts = []
         for o in self.outputs:
@@ -168,28 +190,43 @@ class Composite(ScalarOp):
     @staticmethod
     def _expression_text(var, names, in_graph):
         parts = []
+        append = parts.append
         stack = [var]  # Variables still to write, or literal text
+        pop, push = stack.pop, stack.append
         while stack:
-            item = stack.pop()
-            if type(item) is str:
-                parts.append(item)
-            elif item in names:
-                parts.append(names[item])
-            elif item.owner in in_graph:
-                node = item.owner
-                seq = [f"{node.op}("]
-                for j, v in enumerate(node.inputs):
-                    if j:
-                        seq.append(", ")
-                    seq.append(v)
-                seq.append(")")
-                stack.extend(reversed(seq))
-            elif isinstance(item, Constant):
-                d = item.data
-                parts.append(str(d) if not hasattr(d, "item") else str(d.item()))
+            item = pop()
+            if item.__class__ is str:
+                append(item)
+                continue
+            name = names.get(item)
+            if name is not None:
+                append(name)
+                continue
+            node = item.owner
+            if node in in_graph:
+                inputs = node.inputs
+                append(f"{node.op}(")
+                # ``)``, then the inputs from the last, ", " between them: popped in
+                # reading order.
+                push(")")
+                k = len(inputs) - 1
+                while k > 0:
+                    push(inputs[k])
+                    push(", ")
+                    k -= 1
+                if inputs:
+                    push(inputs[0])
             else:
-                parts.append(str(item))
+                append(Composite._leaf_text(item))
         return "".join(parts)
+
+    @staticmethod
+    def _leaf_text(var):
+        """The text of a variable of the graph no node of it computes (a constant)."""
+        if isinstance(var, Constant):
+            d = var.data
+            return str(d) if not hasattr(d, "item") else str(d.item())
+        return str(var)
 
     # What __init__ sets, and the caches a composite may hold (made again on first use).
     _TABLE_FIELDS = frozenset(

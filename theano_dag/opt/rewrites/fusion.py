@@ -19,14 +19,14 @@ import time
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.basic import Apply, Constant, _node_of_fresh_output
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import ReplaceValidate
 from theano_dag.graph.utils import copy_stack_trace
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import fit, scalar_op, single_client
-from theano_dag.scalar import Composite
+from theano_dag.scalar import Composite, ScalarVariable, get_scalar_type
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.fused import FusedReduce
 
@@ -45,8 +45,9 @@ def _fusable(node) -> bool:
         return False
     # A complex value has no C type: a loop holding one runs in numpy, and would take
     # the real work fused with it there too.
+    real = _REAL_DTYPES  # (the common case, without a call per input)
     for v in node.inputs:
-        if _is_complex(v):
+        if getattr(v.type, "dtype", "") not in real and _is_complex(v):
             return False
     return not _is_complex(node.outputs[0])
 
@@ -64,6 +65,27 @@ def _all_in(var_clients, nodes) -> bool:
         if c not in nodes:
             return False
     return True
+
+
+def _takes_an_input(root, clients, memo) -> bool:
+    """Whether the group ``root`` starts absorbs at least the node computing one of its
+    inputs: ``_grow``'s first step, without its objects, for the many nodes that stay
+    alone. (An input used elsewhere too waits in ``_grow`` for the group to take its
+    other uses, which it can only do after a first absorption.)"""
+    pattern = None
+    for var in root.inputs:
+        owner = var.owner
+        if owner is None:
+            continue
+        for c, _ in clients.get(var, ()):
+            if c is not root:
+                break
+        else:
+            if pattern is None:
+                pattern = root.outputs[0].type.broadcastable
+            if var.type.broadcastable == pattern and _fusable_memo(owner, memo):
+                return True
+    return False
 
 
 def _is_complex(var) -> bool:
@@ -90,6 +112,18 @@ def _scalar_constant(var):
         if data.size == 1:
             return data.reshape(())
     return None
+
+
+def _scalar_type_of(dtype):
+    """``get_scalar_type(str(dtype))`` for a numpy dtype, kept per dtype: numpy names a
+    dtype in Python code, slower than making the rest of a scalar constant."""
+    stype = _SCALAR_TYPES.get(dtype)
+    if stype is None:
+        stype = _SCALAR_TYPES[dtype] = get_scalar_type(str(dtype))
+    return stype
+
+
+_SCALAR_TYPES: dict = {}  # numpy dtype -> ScalarType
 
 
 class _Group:
@@ -128,9 +162,13 @@ class FusionOptimizer(GlobalOptimizer):
         fused = 0
         # _fusable of each node, asked once: groups ask it of the same inputs again.
         memo: dict = {}
+        apply_nodes = fgraph.apply_nodes
+        clients = fgraph.clients
         for node in reversed(fgraph.toposort()):
-            if node in done or node not in fgraph.apply_nodes or not _fusable_memo(node, memo):
+            if node in done or node not in apply_nodes or not _fusable_memo(node, memo):
                 continue
+            if not _takes_an_input(node, clients, memo):
+                continue  # a group of one (most nodes when values have several uses)
             group = self._grow(fgraph, node, memo)
             done.update(group.nodes)
             if len(group.nodes) < 2:
@@ -140,7 +178,7 @@ class FusionOptimizer(GlobalOptimizer):
                 continue
             # The fused node answers for the lines of every node it holds.
             copy_stack_trace([n.outputs[0] for n in group.nodes], new)
-            fgraph.replace_all([(node.outputs[0], new)], reason=self)
+            fgraph.replace(node.outputs[0], new, reason=self)
             fused += 1
         return {"fused": fused, "time": time.perf_counter() - t0}
 
@@ -158,24 +196,25 @@ class FusionOptimizer(GlobalOptimizer):
             if _scalar_constant(i) is None:
                 frontier[i] = None
         todo = list(frontier)
+        max_inputs = self.max_inputs
         while todo:
             deferred = []
             progress = False
             while todo:
                 var = todo.pop()
                 owner = var.owner
-                if (
-                    owner is None
-                    or var not in frontier
-                    or var.type.broadcastable != pattern
-                    or not _fusable_memo(owner, memo)
-                ):
+                if owner is None or var not in frontier or var.type.broadcastable != pattern:
+                    continue
+                ok = memo.get(owner)
+                if ok is None:
+                    ok = memo[owner] = _fusable(owner)
+                if not ok:
                     continue
                 if not _all_in(clients.get(var, ()), nodes):
                     deferred.append(var)  # another use may join the group later
                     continue
                 new = [i for i in owner.inputs if i not in frontier and _scalar_constant(i) is None]
-                if len(frontier) - 1 + len(dict.fromkeys(new)) > self.max_inputs:
+                if len(frontier) - 1 + len(dict.fromkeys(new)) > max_inputs:
                     continue
                 del frontier[var]
                 for i in new:
@@ -189,42 +228,59 @@ class FusionOptimizer(GlobalOptimizer):
 
     def _build(self, group):
         """The ``Elemwise{Composite}`` computing the group's root, or None."""
-        order = _postorder(group)
-        inputs = _ordered_inputs(group, order)
+        order, inputs = _postorder(group)
         if len(inputs) > self.max_inputs:
             return None
-        svars = {v: ts.get_scalar_type(v.dtype).make_variable() for v in inputs}
-        cache: dict = {}
-
-        def scalar_of(var):
-            if var in svars:
-                return svars[var]
-            if var in cache:
-                return cache[var]
-            data = _scalar_constant(var)
-            if data is not None:
-                return ts.ScalarConstant(ts.get_scalar_type(str(data.dtype)), data[()])
-            raise KeyError(var)
-
+        # The scalar standing for each tensor variable: the group's inputs, then the
+        # output of each node as it is made.
+        scalars = {v: get_scalar_type(v.type.dtype).make_variable() for v in inputs}
+        in_scalars = list(scalars.values())
+        nodes = []  # the scalar nodes, made in ``order``: io_toposort's order of them
+        # Scalar nodes made without Apply's checks when a scalar variable's constructor
+        # adds nothing to Variable's (the arguments are this function's variables).
+        plain = ScalarVariable._plain_copy()
+        inlined = False
         for node in order:
             sop = node.op.scalar_op
-            args = [scalar_of(i) for i in node.inputs]
+            args = []
+            for i in node.inputs:
+                s = scalars.get(i)
+                if s is None:
+                    data = _scalar_constant(i)
+                    if data is None:
+                        raise KeyError(i)
+                    s = ts.ScalarConstant(_scalar_type_of(data.dtype), data[()])
+                args.append(s)
+            out_dtype = node.outputs[0].type.dtype
             if isinstance(sop, Composite):
-                outs = _inline(sop, args)
+                out = _inline(sop, args)[0]
+                inlined = True
+                if out.type.dtype != out_dtype:
+                    return None
             elif type(sop).make_node is _SCALAR_MAKE_NODE:
                 # The scalar node made directly: its inputs have the dtypes of the tensor
-                # node's, so ScalarOp.make_node's output dtypes are that node's, which
+                # node's, so ScalarOp.make_node's output dtype is that node's, which
                 # Elemwise.make_node got from the same output_types.
-                outs = Apply(
-                    sop, args, [ts.get_scalar_type(o.dtype).make_variable() for o in node.outputs]
-                ).outputs
+                stype = get_scalar_type(out_dtype)
+                if plain:
+                    new = _node_of_fresh_output(sop, args, stype, ScalarVariable)
+                else:
+                    new = Apply(sop, args, [stype.make_variable()])
+                nodes.append(new)
+                out = new.outputs[0]
             else:
-                outs = sop.make_node(*args).outputs
-            if outs[0].type.dtype != node.outputs[0].dtype:
-                return None
-            cache[node.outputs[0]] = outs[0]
-        # The scalar graph was made here for this Composite only: it need not copy it.
-        comp = Composite([svars[v] for v in inputs], [cache[group.root.outputs[0]]], copy=False)
+                new = sop.make_node(*args)
+                nodes.append(new)
+                out = new.outputs[0]
+                if out.type.dtype != out_dtype:
+                    return None
+            scalars[node.outputs[0]] = out
+        root_scalar = scalars[group.root.outputs[0]]
+        # The scalar graph was made here for this Composite only: it need not copy it;
+        # without an inlined composite, its nodes were made in the order Composite
+        # sorts them in (a walk from the root, inputs left to right), so it need not
+        # sort them either.
+        comp = Composite(in_scalars, [root_scalar], copy=False, nodes=None if inlined else nodes)
         new = Elemwise(comp)(*inputs)
         return fit(group.root.outputs[0], new)
 
@@ -233,14 +289,18 @@ class FusionOptimizer(GlobalOptimizer):
 
 
 def _postorder(group):
-    """The group's nodes, each after the group nodes computing its inputs, left to right."""
+    """``(nodes, inputs)``: the group's nodes, each after the group nodes computing its
+    inputs, left to right; and the group's inputs in the order that reading the
+    expression left to right meets them."""
     order, seen = [], set()
+    found: dict = {}  # the inputs met, in order (an ordered set)
+    members, inputs = group.nodes, group.inputs
     stack = [(group.root, iter(group.root.inputs))]
     while stack:
         node, it = stack[-1]
         for i in it:
             o = i.owner
-            if o in group.nodes and o not in seen and i not in group.inputs:
+            if o in members and o not in seen and i not in inputs:
                 stack.append((o, iter(o.inputs)))
                 break
         else:
@@ -248,18 +308,10 @@ def _postorder(group):
             if node not in seen:
                 seen.add(node)
                 order.append(node)
-    return order
-
-
-def _ordered_inputs(group, order):
-    """The group's inputs in the order a left-to-right reading of the expression meets
-    them; ``order`` is ``_postorder(group)``."""
-    found: dict = {}
-    for node in order:
-        for i in node.inputs:
-            if i in group.inputs:
-                found[i] = None
-    return list(found)
+                for i in node.inputs:
+                    if i in inputs:
+                        found[i] = None
+    return order, list(found)
 
 
 def _inline(comp, args):
