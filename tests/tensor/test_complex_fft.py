@@ -11,6 +11,7 @@ from theano_dag import function
 from theano_dag import tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.native.ckernel import c_code
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import fft, inplace
 from theano_dag.tensor.contractions import batched_dot, einsum, tensordot
@@ -25,6 +26,9 @@ TOL = {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12
 def _mode(linker):
     if linker == "opencl":
         pytest.importorskip("pyopencl")
+        ok, why = opencl_available()
+        if not ok:
+            pytest.skip(f"no OpenCL device: {why}")
     return Mode(linker=linker)
 
 
