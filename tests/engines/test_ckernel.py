@@ -803,6 +803,33 @@ def test_numpy_fallbacks_while_the_library_builds(engine_kernels, monkeypatch):
     assert not ckernel.wait_for_kernels(f, timeout=0)
 
 
+@pytest.mark.parametrize("addend_first", [False, True])
+def test_numpy_fallback_of_a_kernel_planned_over_its_input(
+    engine_kernels, monkeypatch, addend_first
+):
+    # The plan puts fma's output over exp(x), which dies there: the C kernel may, and
+    # the numpy fallback (x * y into the output, then + z) must not read z after that.
+    # It did, from the second call on while the library built: 4 * x * y, not
+    # 2 * (x * y + exp(x)) (PyMC3's Dirichlet gradient through its stick-breaking
+    # transform, silently wrong until the kernels were compiled).
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a, b, c = ts.float64("a"), ts.float64("b"), ts.float64("c")
+    fma = ts.fma(c, a, b) if addend_first else ts.fma(a, b, c)
+    z = Elemwise(ts.Composite([a, b, c], [fma]))(x, y, tt.exp(x))
+    f = function([x, y], z * 2, mode=Mode(linker=CPULinker(min_plan_bytes=0), optimizer=None))
+    xv, yv = np.linspace(-1, 1, 5), np.linspace(2, 3, 5)
+    want = 2 * (np.exp(xv) * xv + yv) if addend_first else 2 * (xv * yv + np.exp(xv))
+    (k,) = [k for k in f.fn.program.ckernels.kernels if k.node.op == z.owner.op]
+    for _call in range(3):  # the first runs perform, the later ones the numpy steps
+        np.testing.assert_allclose(f(xv, yv), want, rtol=1e-15)
+        assert not k.ready
+    assert k.fallback.__name__.startswith("fb")  # the compiled numpy steps ran
+
+
 def test_openmp_workers_sleep_between_kernels_unless_the_user_chose():
     # Spinning OpenMP workers starve the BLAS threads of the next Dot/Gemm on machines
     # with few cores; a user's own OMP_WAIT_POLICY is left alone.

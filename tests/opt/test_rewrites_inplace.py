@@ -157,6 +157,29 @@ def test_a_refused_batch_is_retried_one_change_at_a_time():
     np.testing.assert_allclose(fgraph_values(fg, [np.zeros(2)])[0], np.sin(np.exp(1.0)))
 
 
+def test_an_input_made_more_specific_after_the_node_keeps_the_copy():
+    # ``c - exp(x)`` was made when both were vectors of unknown length; a rewrite then
+    # gave ``c`` a static shape (2,) (PyMC3 reshapes its free variables so). Made again,
+    # the subtraction's output is (2,), which exp(x) is not: it may not overwrite it,
+    # and the other changes are still made (the whole pass was rolled back, with an
+    # OptimizationWarning, in PyMC3's test_step.py::TestNutsCheckTrace::test_linalg).
+    a, x = tt.dvector("a"), tt.dvector("x")
+    z = tt.cos(a) - tt.exp(x)
+    fg = FunctionGraph([a, x], [tt.sin(z)])
+    (sub,) = [n for n in fg.apply_nodes if n.op.scalar_op.name == "sub"]
+    c = tt.reshape(fg.inputs[0] * 2, (2,))
+    assert c.type.shape == (2,)
+    fg.replace(sub.inputs[0], c)
+    fg.attach_feature(DestroyHandler())
+    fg.attach_feature(Supervisor(fg.inputs))
+    prof = InplaceOptimizer().optimize(fg)
+    assert [str(n.op) for n in destroyers(fg)] == ["Elemwise{sin,inplace}"]
+    assert prof["inplace"] == 1
+    av, xv = np.array([0.5, -1.0]), np.array([0.3, 0.2])
+    got = fgraph_values(fg, [av, xv])[0]
+    np.testing.assert_allclose(got, np.sin(av * 2 - np.exp(xv)))
+
+
 # -- set/inc_subtensor ------------------------------------------------------------------
 
 SUBTENSOR_ENGINES = {

@@ -23,7 +23,7 @@ from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.rewriting.basic import ChangeLog, GlobalOptimizer
 from theano_dag.graph.toolbox import Supervisor
 from theano_dag.tensor.blas import Gemm, Gemv, Ger, gemm_inplace, gemv_inplace, ger_destructive
-from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.elemwise import Elemwise, broadcast_static_shape
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
 
 __all__ = ["InplaceOptimizer", "inplace_candidates"]
@@ -33,7 +33,17 @@ def _elemwise_inplace(node, i):
     op = node.op
     if op.inplace_items or len(node.outputs) != 1:
         return None
-    if node.inputs[i].type != node.outputs[0].type:
+    v = node.inputs[i]
+    if v.type != node.outputs[0].type:
+        return None
+    # The node made again must give that type too: a rewrite may have replaced another
+    # input by one of a known static shape since the node was made (PyMC3's reshaped
+    # free variables), so that it would now infer a more specific output than ``v``.
+    try:
+        shape = broadcast_static_shape([w.type.shape for w in node.inputs], op)
+    except (TypeError, ValueError):
+        return None
+    if shape != v.type.shape:
         return None
     return Elemwise(op.scalar_op, {0: i}, name=op.name)
 

@@ -1232,6 +1232,7 @@ def _fallback_source(node, steps, k, ctx, fname):
     if not steps or getattr(node.op, "destroy_map", None):
         return None
     names = {node.inputs[p]: f"a{j}" for j, p in enumerate(k.arg_pos)}
+    arrays = frozenset(names)  # the kernel's array inputs: its output may be one of them
     outs = {o: f"o{j}" for j, o in enumerate(node.outputs)}
     copyto = ctx.glob(np.copyto, "copyto")
     last = {}
@@ -1249,7 +1250,10 @@ def _fallback_source(node, steps, k, ctx, fname):
             names[v] = f"t{len(names)}"
             onames.append(names[v])
         single = st.kind == "out" and len(st.outputs) == 1
-        if single and st.outputs[0] in outs:
+        if single and st.outputs[0] in outs and _reads_after_writing(st, arrays):
+            lines += st.emit(ins, onames, None)
+            lines.append(f"{copyto}({outs[st.outputs[0]]}, {onames[0]}, casting='unsafe')")
+        elif single and st.outputs[0] in outs:
             lines += st.emit(ins, onames, outs[st.outputs[0]])
         else:
             reuse = None
@@ -1283,6 +1287,21 @@ def _fallback_source(node, steps, k, ctx, fname):
     params = [f"a{j}" for j in range(k.nin)] + [f"o{j}" for j in range(k.nout)]
     body = "".join(f"    {line}\n" for line in lines)
     return f"def {fname}({', '.join(params)}):\n{body}    return 0\n"
+
+
+def _reads_after_writing(step, arrays) -> bool:
+    """Whether ``step``, writing the kernel's output, may read one of the kernel's
+    ``arrays`` after it has written there. The plan may put a kernel's output over any
+    of its inputs of the output's dtype (the C reads an element's inputs before it
+    writes the element), but a step of several lines allows only the inputs its own
+    in-place pairs name: ``fma(x, y, z)`` writes ``x * y`` into its target, then adds
+    ``z``, which the target may have been."""
+    overwritable = {p for o, p in step.inplace if o == 0}
+    dtype = step.dtypes[0]
+    return any(
+        v in arrays and p not in overwritable and v.type.dtype == dtype
+        for p, v in enumerate(step.inputs)
+    )
 
 
 # From this many output elements on, even a kernel's first call runs the numpy steps
