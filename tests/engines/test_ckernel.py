@@ -953,3 +953,21 @@ def test_zero_d_elementwise_nodes_are_kernels_writing_planned_blocks(
     src = f.fn.source()
     # and sigmoid(v), and its sum with s (a plain op joins the function's kernels)
     assert "asarray" not in src and len(kernel_calls(f)) == 6, src
+
+
+def test_compile_mode_never_makes_libraries_that_never_build():
+    # The fuzzer's cpu_fallback engine: a kernel's library is made, never built, so the
+    # calls after its first run the kernel's numpy steps (the path the C kernels take
+    # while their library compiles on a cold cache).
+    x, y = tt.dvector("x"), tt.dvector("y")
+    with ckernel.compile_mode("never"):
+        f = function([x, y], tt.exp(x) * y + x, mode=Mode(linker=CPULinker(min_plan_bytes=0)))
+        xv, yv = np.linspace(-1, 1, 7), np.linspace(2, 3, 7)
+        for _call in range(3):
+            np.testing.assert_allclose(f(xv, yv), np.exp(xv) * yv + xv, rtol=1e-15)
+    kernels = f.fn.program.ckernels.kernels
+    assert kernels and not any(k.ready for k in kernels)
+    assert all(k.fallback.__name__.startswith("fb") for k in kernels)
+    with pytest.raises(ValueError, match="'never', got 'later'"):
+        with ckernel.compile_mode("later"):
+            pass

@@ -1407,6 +1407,9 @@ ENGINES = {
         {},
         "sync",
     ),
+    # C kernels whose library is never built: the calls after a kernel's first run its
+    # numpy steps, on values planned in blocks (an output over an input it reads).
+    "cpu_fallback": ('Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")', {}, "never"),
     "opencl": ('Mode(linker="opencl")', {}, None),
     # Not in available_engines(): asked for by name (--engines).
     "fast_compile": ('Mode(linker="cpu", optimizer="fast_compile")', {"cxx": ""}, None),

@@ -88,13 +88,16 @@ _MODE = ["background"]
 @contextlib.contextmanager
 def compile_mode(mode):
     """Within the block, kernel libraries compile in ``mode``: ``"background"`` (the
-    default), ``"sync"`` or ``"off"``.
+    default), ``"sync"`` or ``"off"``; ``"never"`` (for tests) makes the libraries but
+    never builds them, so that every call after a kernel's first runs its numpy steps.
 
     >>> with compile_mode("sync"):
     ...     pass
     """
-    if mode not in ("background", "sync", "off"):
-        raise ValueError(f"compile_mode: expected 'background', 'sync' or 'off', got {mode!r}")
+    if mode not in ("background", "sync", "off", "never"):
+        raise ValueError(
+            f"compile_mode: expected 'background', 'sync', 'off' or 'never', got {mode!r}"
+        )
     old = _MODE[0]
     _MODE[0] = mode
     try:
@@ -918,7 +921,7 @@ class KernelLibrary:
             if self.started:
                 return
             self.started = True
-        if not self.kernels or self.toolchain is None or self.mode == "off":
+        if not self.kernels or self.toolchain is None or self.mode in ("off", "never"):
             return
         src, key = self._source_and_key()
         directory = cc.kernel_dir(self.compiledir)
