@@ -3,6 +3,7 @@
 import pytest
 from compile_toys import neg, vec
 
+import theano_dag.tensor as tt
 from theano_dag.compile import function
 from theano_dag.compile import mode as mode_mod
 from theano_dag.compile.mode import (
@@ -18,6 +19,9 @@ from theano_dag.compile.mode import (
 )
 from theano_dag.config import config
 from theano_dag.engines.basic import PerformLinker
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
+from theano_dag.opt import local_optimizer
+from theano_dag.opt.optdb import build_optdb, register_canonicalize
 
 
 @pytest.fixture
@@ -187,10 +191,6 @@ def _passes(opt):
 
 
 def test_the_optdb_is_queried_once_per_query_db_state_and_flags(monkeypatch):
-    import theano_dag.tensor as tt
-    from theano_dag.opt import local_optimizer
-    from theano_dag.opt.optdb import build_optdb, register_canonicalize
-
     db = build_optdb()
     monkeypatch.setattr(mode_mod, "_OPTDB", [db])
     mode = Mode(linker="py", optimizer="fast_run")
@@ -226,9 +226,6 @@ def test_the_optdb_is_queried_once_per_query_db_state_and_flags(monkeypatch):
 
 
 def test_a_query_with_optimizers_of_its_own_is_not_kept(monkeypatch):
-    from theano_dag.graph.rewriting.basic import GlobalOptimizer
-    from theano_dag.opt.optdb import build_optdb
-
     class Nothing(GlobalOptimizer):
         def apply(self, fgraph):
             pass

@@ -3,6 +3,7 @@ PatternSub, failure rollback, the loop guard and profiles."""
 
 import io
 import math
+import threading
 import warnings
 
 import pytest
@@ -1060,8 +1061,6 @@ def test_patternsub_constant_arguments_need_constant_inputs(xyz):
 def test_a_groups_applied_rewrite_is_the_one_of_its_own_thread(xyz):
     # Functions compiled with one mode share its optimizers, from any thread: what a
     # group reports as applied (a replacement's reason) is this thread's last change.
-    import threading
-
     x, _y, _z = xyz
     neg_neg = PatternSub((neg, (neg, "x")), "x", name="neg_neg")
     exp_log = PatternSub((exp, (log, "x")), "x", name="exp_log")

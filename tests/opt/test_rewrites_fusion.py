@@ -7,7 +7,9 @@ from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on eac
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
+from theano_dag.graph.basic import io_toposort
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.opt.rewrites import fusion
 from theano_dag.opt.rewrites.fusion import FusionOptimizer
 from theano_dag.printing import debugprint
 from theano_dag.scalar import Composite
@@ -273,7 +275,6 @@ def test_fusion_makes_each_composite_as_the_generic_constructor(seed):
     # Fusion hands Composite its scalar graph with the nodes already in order (made
     # walking from the root, inputs left to right): the order, the text and the C code
     # are those of a composite that copies and sorts the same graph itself.
-    from theano_dag.graph.basic import io_toposort
 
     fg = _random_dag(seed, max_inputs=31 if seed % 2 else 4)
     comps = [n.op.scalar_op for n in composites(fg)]
@@ -290,8 +291,6 @@ def test_fusion_makes_each_composite_as_the_generic_constructor(seed):
 def test_nodes_that_stay_alone_are_skipped_without_changing_the_groups(seed, monkeypatch):
     # A node none of whose inputs it could absorb is passed over before a group is
     # made for it; asking _grow anyway gives the same graph.
-    import theano_dag.opt.rewrites.fusion as fusion
-
     def described(fg):
         return [(debugprint(o, file="str"), [str(n.op) for n in fg.toposort()]) for o in fg.outputs]
 

@@ -169,18 +169,19 @@ def _query_optdb(query):
     key = _query_key(query)
     if key is not None:
         # Every flag: an optimizer's constructor may read one (optdb__max_use_ratio).
-        key = (key, id(db), _db_changes(), tuple([getattr(config, f) for f in FLAGS]))
+        # (The database itself, not its id: the key keeps it alive.)
+        key = (key, db, _db_changes(), tuple([getattr(config, f) for f in FLAGS]))
         try:
             hit = _QUERIES.get(key)
         except TypeError:  # a flag value that is not hashable: not kept
             key = hit = None
-        if hit is not None and hit[0] is db:
-            return hit[1]
+        if hit is not None:
+            return hit
     opt = db.query(query)
     if key is not None:
         if len(_QUERIES) >= MAX_QUERIES:
             _QUERIES.clear()
-        _QUERIES[key] = (db, opt)
+        _QUERIES[key] = opt
     return opt
 
 

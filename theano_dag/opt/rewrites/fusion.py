@@ -203,12 +203,12 @@ class FusionOptimizer(GlobalOptimizer):
             while todo:
                 var = todo.pop()
                 owner = var.owner
-                if owner is None or var not in frontier or var.type.broadcastable != pattern:
-                    continue
-                ok = memo.get(owner)
-                if ok is None:
-                    ok = memo[owner] = _fusable(owner)
-                if not ok:
+                if (
+                    owner is None
+                    or var not in frontier
+                    or var.type.broadcastable != pattern
+                    or not _fusable_memo(owner, memo)
+                ):
                     continue
                 if not _all_in(clients.get(var, ()), nodes):
                     deferred.append(var)  # another use may join the group later
