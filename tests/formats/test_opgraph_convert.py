@@ -253,7 +253,7 @@ def test_fgraph_to_opgraph_inputs_as_outputs_and_constants():
         (lambda a: a.sum(axis=0), r"Sum{axis=\(0,\)} has no OpGraph operation"),
         (
             lambda a: a.dimshuffle(0, "x", 1),
-            r"DimShuffle{0,x,1} has no OpGraph operation "
+            r"InplaceDimShuffle{0,x,1} has no OpGraph operation "
             r"\(adds or drops dimensions of unknown length\)",
         ),
     ],

@@ -276,7 +276,7 @@ def test_transpose_lifted_through_a_product_on_request(dtype):
     a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
     fg = FunctionGraph([a, b], [tt.dot(a, b).T])
     out2in(local_lift_transpose_through_dot).optimize(fg)
-    assert str(fg) == "FunctionGraph(Dot(DimShuffle{1,0}(b), DimShuffle{1,0}(a)))"
+    assert str(fg) == "FunctionGraph(Dot(InplaceDimShuffle{1,0}(b), InplaceDimShuffle{1,0}(a)))"
     f = theano_dag.function(fg.inputs, fg.outputs[0])
     av = np.arange(6, dtype=dtype).reshape(2, 3)
     bv = np.arange(12, dtype=dtype).reshape(3, 4)

@@ -32,8 +32,8 @@ def fgraph_to_tuple_dag(fgraph):
     >>> fg = FunctionGraph([x], [tt.exp(x) + 1], clone=False)
     >>> tdag, inputs, outputs = fgraph_to_tuple_dag(fg)
     >>> [(str(entry["fn"]), [str(a) for a in entry["args"]]) for entry in tdag.values()]
-    [('Elemwise{exp,no_inplace}', ['x']), ('DimShuffle{x}', ['1']),
-     ('Elemwise{add,no_inplace}', ['Elemwise{exp,no_inplace}.0', 'DimShuffle{x}.0'])]
+    [('Elemwise{exp,no_inplace}', ['x']), ('InplaceDimShuffle{x}', ['1']),
+     ('Elemwise{add,no_inplace}', ['Elemwise{exp,no_inplace}.0', 'InplaceDimShuffle{x}.0'])]
     >>> inputs == (x,), outputs == tuple(fg.outputs)
     (True, True)
     """

@@ -884,7 +884,7 @@ def transpose(x, axes=None):
 
     >>> from theano_dag import tensor as tt
     >>> transpose(tt.dtensor3("x"), (1, 0, 2)).owner.op
-    DimShuffle{1,0,2}
+    InplaceDimShuffle{1,0,2}
     >>> transpose(tt.dmatrix("m")).name  # the reversal of a named x is named x.T
     'm.T'
     """

@@ -475,7 +475,9 @@ class DimShuffle(Op):
         self.inplace = inplace
 
     def __str__(self):
-        return "DimShuffle{" + ",".join(str(o) for o in self.new_order) + "}"
+        # Theano's name: a DimShuffle made by ``x.dimshuffle`` returns a view of its input.
+        name = "InplaceDimShuffle{" if self.inplace else "DimShuffle{"
+        return name + ",".join(str(o) for o in self.new_order) + "}"
 
     __repr__ = __str__
 

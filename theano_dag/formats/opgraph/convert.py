@@ -148,7 +148,7 @@ def opgraph_to_fgraph(opgraph, inputs=None, outputs=None, dtype="float64"):
     >>> _ = g.add_edge(a, add, "i,j"), g.add_edge(b, add, "j,i"), g.add_edge(add, c, "i,j")
     >>> fg = opgraph_to_fgraph(g)
     >>> fg
-    FunctionGraph(Elemwise{add,no_inplace}(A, DimShuffle{1,0}(B)))
+    FunctionGraph(Elemwise{add,no_inplace}(A, InplaceDimShuffle{1,0}(B)))
     >>> function(fg.inputs, fg.outputs[0])(np.ones((2, 3)), np.arange(6.0).reshape(3, 2))
     array([[1., 3., 5.],
            [2., 4., 6.]])

@@ -95,8 +95,9 @@ def local_dimshuffle_lift(fgraph, node):
     >>> x, y = tt.dmatrix("x"), tt.dmatrix("y")
     >>> g = FunctionGraph([x, y], [(x + y).T.T.dimshuffle("x", 1, 0)])
     >>> out2in(local_dimshuffle_lift).optimize(g)
-    >>> g
-    FunctionGraph(Elemwise{add,no_inplace}(DimShuffle{x,1,0}(x), DimShuffle{x,1,0}(y)))
+    >>> print(str(g).replace("), ", "),\n"))
+    FunctionGraph(Elemwise{add,no_inplace}(InplaceDimShuffle{x,1,0}(x),
+    InplaceDimShuffle{x,1,0}(y)))
     """
     # dimshuffle(elemwise(x, y)) -> elemwise(dimshuffle(x), dimshuffle(y))
     # dimshuffle(dimshuffle(x)) -> dimshuffle(x) ; dimshuffle{0,1,...}(x) -> x
@@ -137,7 +138,7 @@ def local_reshape_to_dimshuffle(fgraph, node):
     >>> x = tt.dmatrix("x")
     >>> r = x.reshape((1, x.shape[0], 1, x.shape[1]))
     >>> local_reshape_to_dimshuffle.transform(None, r.owner)[0].owner.op
-    DimShuffle{x,0,x,1}
+    InplaceDimShuffle{x,0,x,1}
     """
     # reshape(x, (1, n, 1, m)) -> dimshuffle{x,0,x,1}(reshape(x, (n, m)))
     x, shp = node.inputs
@@ -197,7 +198,7 @@ def local_canonicalize_alloc(fgraph, node):
     >>> v = tt.dvector("v")
     >>> a = tt.alloc(v, 1, v.shape[0])
     >>> local_canonicalize_alloc.transform(None, a.owner)[0].owner.op
-    DimShuffle{x,0}
+    InplaceDimShuffle{x,0}
     """
     # alloc(x, 1, 1, n) -> dimshuffle{x,x,0}(alloc(x, n)) ; alloc(v, 1, v.shape[0]) -> v[None]
     value, *shape = node.inputs
@@ -386,7 +387,7 @@ def local_elemwise_alloc(fgraph, node):
     >>> v, m = tt.dvector("v"), tt.dmatrix("m")
     >>> new = local_elemwise_alloc.transform(None, (tt.alloc(v, *m.shape) + m).owner)[0]
     >>> new.owner.inputs[0].owner.op
-    DimShuffle{x,0}
+    InplaceDimShuffle{x,0}
     """
     # alloc(v, *m.shape) + m -> v[None] + m
     # alloc(v, 2, 2) + m -> v[None] + assert(m, m.shape == (2, 2))
@@ -533,7 +534,7 @@ def local_lift_transpose_through_dot(fgraph, node):
     >>> import theano_dag.tensor as tt
     >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
     >>> local_lift_transpose_through_dot.transform(None, tt.dot(a, b).T.owner)[0].owner.inputs
-    [DimShuffle{1,0}.0, DimShuffle{1,0}.0]
+    [InplaceDimShuffle{1,0}.0, InplaceDimShuffle{1,0}.0]
     """
     # dot(x, y).T -> dot(y.T, x.T)
     if node.op.new_order != (1, 0):

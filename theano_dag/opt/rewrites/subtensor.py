@@ -720,7 +720,7 @@ def local_subtensor_remove_broadcastable_index(fgraph, node):
     >>> import theano_dag.tensor as tt
     >>> x = tt.dcol("x")
     >>> local_subtensor_remove_broadcastable_index.transform(None, x[:, 0].owner)[0].owner.op
-    DimShuffle{0}
+    InplaceDimShuffle{0}
     """
     # x[:, 0] with x.shape[1] == 1 -> x.dimshuffle(0)
     x = node.inputs[0]

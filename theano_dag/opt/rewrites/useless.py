@@ -405,7 +405,7 @@ def local_join_1(fgraph, node):
     >>> import theano_dag.tensor as tt
     >>> x = tt.dvector("x")
     >>> local_join_1.transform(None, tt.stack([x]).owner)
-    [DimShuffle{x,0}.0]
+    [InplaceDimShuffle{x,0}.0]
     """
     # join(axis, x) -> x
     return node.inputs[0] if len(node.inputs) == 1 else False
