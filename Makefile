@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests fuzz scan-fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests fuzz scan-fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -223,6 +223,14 @@ theano-sparse-tests: $(STAMP) $(THEANO_STAMP)
 	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --selection sparse \
 	  --work build/theano-sparse --theano-python $(THEANO_VENV)/bin/python \
 	  --dag-python $(BIN)/python --show
+
+# The rest of Theano's CPU tests (nnet, signal, random, scan, scalar, typed_list, misc, the
+# top-level files), every test, on the theano_dag side only.
+theano-rest-tests: $(STAMP)
+	test -d $(THEANO_SRC) || git clone -q --branch rel-1.1.2 --depth 1 \
+	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
+	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --selection rest \
+	  --work build/theano-rest --side theano_dag --dag-python $(BIN)/python --show
 
 # PyMC3 3.11.6's own tests (pymc3/tests, from its wheel), a fixed sample of each file
 # (PYMC3_SUITE_PER_FILE tests at most), on theano-pymc 1.1.2 and on theano_dag through the

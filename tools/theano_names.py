@@ -82,6 +82,23 @@ SELECTIONS = {
     "graph-link": {"files": ("tests/graph/test_*.py", "tests/link/test_*.py"), "every": 1},
     # Theano's sparse tests, every file and every test (README: the sparse count).
     "sparse": {"files": ("tests/sparse/test_*.py", "tests/sparse/sandbox/test_*.py"), "every": 1},
+    # The rest of Theano's CPU tests: nnet, signal, random, scan, scalar, typed_list, misc
+    # and the top-level files (ifelse, printing, rop, config...); not the GPU backend
+    # (tests/gpuarray), d3viz or the sandbox.
+    "rest": {
+        "files": (
+            "tests/tensor/nnet/test_*.py",
+            "tests/tensor/signal/test_*.py",
+            "tests/tensor/random/test_*.py",
+            "tests/scan/test_*.py",
+            "tests/scalar/test_*.py",
+            "tests/typed_list/test_*.py",
+            "tests/misc/test_*.py",
+            "tests/test_*.py",
+        ),
+        "every": 1,
+        "except": ("tests/test_gradient.py",),  # in "suite"
+    },
 }
 
 # Files left out of every selection, with the reason: each tests Theano's C backend

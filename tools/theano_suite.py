@@ -1,7 +1,9 @@
 """Run theano-pymc 1.1.2's own tests against theano_dag, imports changed, and against
 theano-pymc itself, and count the passes of each (``make theano-suite``; with
 ``--selection graph-link``, Theano's graph and link tests, ``make theano-graph-tests``;
-with ``--selection sparse``, Theano's tests/sparse, ``make theano-sparse-tests``).
+with ``--selection sparse``, Theano's tests/sparse, ``make theano-sparse-tests``; with
+``--selection rest``, the rest of its CPU tests: nnet, signal, random, scan, scalar,
+typed_list, misc and the top-level files, ``make theano-rest-tests``).
 
 The tests come from a Theano-PyMC git repository (``--src``: a clone or its ``.git``
 directory; ``--ref``, default ``rel-1.1.2``). Two copies are made under ``--work``:
@@ -182,7 +184,8 @@ def select_files(tree: Path, selection: str = "suite") -> list:
     """The test files of ``selection`` under ``tree``, ``LEFT_OUT`` left out."""
     patterns = SELECTIONS[selection]["files"]
     files = sorted({p.relative_to(tree).as_posix() for pat in patterns for p in tree.glob(pat)})
-    return [f for f in files if not left_out(f)]
+    other = SELECTIONS[selection].get("except", ())
+    return [f for f in files if not left_out(f) and f not in other]
 
 
 def run_group(cmd: list, cwd, env: dict, timeout: int) -> tuple:
