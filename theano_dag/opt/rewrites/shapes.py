@@ -56,6 +56,7 @@ __all__ = [
     "local_elemwise_alloc",
     "local_useless_split",
     "local_join_empty",
+    "local_join_split_constant_axis",
     "local_tensor_scalar_tensor",
     "local_scalar_tensor_scalar",
     "local_lift_transpose_through_dot",
@@ -457,7 +458,7 @@ def local_useless_split(fgraph, node):
     Assert{msg='Theano Assert failed!'}
     """
     # split(x, sizes, 1) -> assert(x, len(sizes) == 1, sizes[0] == x.shape[axis])
-    if node.op.len_splits != 1:
+    if node.op.len_splits != 1 or node.op.axis is None:
         return False
     x, sizes = node.inputs
     axis = node.op.axis % x.ndim
@@ -486,6 +487,8 @@ def local_join_empty(fgraph, node):
     [a, a]
     """
     # join(0, a, [], b) -> join(0, a, b)
+    if node.op.axis is None:  # the axis is known only when the function runs
+        return False
     parts = node.inputs
     axis = node.op.axis % node.outputs[0].ndim
     kept = [p for p in parts if not _empty_along(p, axis)]
@@ -498,6 +501,36 @@ def local_join_empty(fgraph, node):
         new = specify_shape(new, out.type.shape)
     new = fit(out, new)
     return [new] if new is not None else False
+
+
+@RULES.canonicalize()
+@local_optimizer([Join, Split])
+def local_join_split_constant_axis(fgraph, node):
+    """A join or split whose axis input became a constant (a ``givens``, a folded
+    expression) takes it as its op's axis, which the other rewrites and the engines read.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b, k = tt.dmatrix("a"), tt.dmatrix("b"), tt.lscalar("k")
+    >>> j = tt.join(k, a, b)
+    >>> folded = j.owner.clone_with_new_inputs([tt.constant(1), a, b])
+    >>> local_join_split_constant_axis.transform(None, folded)[0].owner.op
+    Join{axis=1}
+    """
+    # Join(None)(1, a, b) -> Join(1)(a, b) ; Split(n, None)(x, 1, s) -> Split(n, 1)(x, s)
+    op = node.op
+    if op.axis is None:
+        is_join = isinstance(op, Join)
+        axis = const_value(node.inputs[0 if is_join else 1])
+        if axis is None:
+            return False
+        if is_join:
+            new = Join(int(axis), op.view)(*node.inputs[1:], return_list=True)
+        else:
+            x, _, sizes = node.inputs
+            new = Split(op.len_splits, int(axis))(x, sizes, return_list=True)
+        new = [fit(o, n) for o, n in zip(node.outputs, new)]
+        return new if all(n is not None for n in new) else False
+    return False
 
 
 @RULES.canonicalize()
