@@ -13,6 +13,11 @@ Registered in canonicalize: the three that only remove nodes or merge two into o
 ``local_reshape_to_dimshuffle`` are not: theano_dag's canonical form keeps a DimShuffle
 above an elementwise op (fusion and the CPU engine's row tiling read it there), and they
 are for a user's own passes (``out2in(local_dimshuffle_lift)``).
+
+``local_fill_to_alloc`` (specialize) turns a fill over a value computed for it alone into
+an alloc of its inferred lengths, so that the value is not computed;
+``local_join_split_constant_axis`` (canonicalize) gives a join or split whose axis input
+became a constant that axis as its op's.
 """
 
 from __future__ import annotations
