@@ -107,6 +107,30 @@ def test_an_alloc_under_an_elemwise_goes(dtype):
     np.testing.assert_array_equal(f(vv, 2, mv), np.broadcast_to(2 * vv, (2, 3)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_alloc_under_an_advanced_increment_goes(dtype):
+    # Theano's local_useless_inc_subtensor_alloc on AdvancedIncSubtensor: the increment
+    # spreads the value over the indexed part itself (repeated indices add up as before);
+    # lengths the part does not have stay an error
+    x, y = tt.vector("x", dtype=dtype), tt.scalar("y", dtype=dtype)
+    i = tt.lmatrix("i")
+    z = tt.advanced_inc_subtensor(x, tt.alloc(y, *i.shape), i)
+    f = theano_dag.function([x, i, y], z)
+    kept = theano_dag.function(
+        [x, i, y], z, mode=get_mode("FAST_RUN").excluding("local_useless_inc_subtensor_alloc")
+    )
+    assert not _nodes(f, Alloc) and len(_nodes(kept, Alloc)) == 1
+    xv = np.arange(5, dtype=dtype) / 3
+    iv = np.array([[0, 2, 2], [1, 0, 4]])
+    want = xv.copy()
+    np.add.at(want, iv, np.asarray(1.5, dtype))
+    for g in (f, kept):
+        np.testing.assert_allclose(g(xv, iv, 1.5), want, rtol=1e-6)
+    wrong = tt.advanced_inc_subtensor(x, tt.alloc(y, 3, 3), i)
+    with pytest.raises(AssertionError):
+        theano_dag.function([x, i, y], wrong)(xv, iv, 1.5)
+
+
 def test_asserts_true_conditions_go_false_ones_stay():
     x, y = tt.dscalars("xy")
     f = theano_dag.function([x], assert_op(x, tt.constant(1)))

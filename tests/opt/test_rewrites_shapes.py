@@ -324,3 +324,41 @@ def test_a_join_of_one_tensor_and_a_tile_by_ones_copy_nothing(engine, dtype):
         f = theano_dag.function([m], out, mode=mode)
         assert any(isinstance(n.op, (Join, Tile)) for n in f.maker.fgraph.apply_nodes)
         np.testing.assert_array_equal(f(mv), want)
+
+
+def _products_of_inputs(f):
+    """The nodes of ``f`` that multiply its two inputs (a Dot or a BLAS form of it)."""
+    a, b = f.maker.fgraph.inputs
+    return [n for n in f.maker.fgraph.apply_nodes if a in n.inputs and b in n.inputs]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_fill_over_a_product_does_not_compute_it(engine, dtype):
+    # Theano's local_fill_to_alloc: the gradient of sum(dot(a, b)) filled ones over the
+    # product, which was computed for its shape alone; it is now alloc(1, rows, cols)
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    g = theano_dag.grad(tt.dot(a, b).sum(), a)
+    f = theano_dag.function([a, b], g, mode=rewritten_mode(engine))
+    kept = theano_dag.function(
+        [a, b], g, mode=rewritten_mode(engine).excluding("local_fill_to_alloc")
+    )
+    assert not _products_of_inputs(f) and _products_of_inputs(kept)
+    rng = np.random.default_rng(0)
+    av, bv = rng.random((3, 4)).astype(dtype), rng.random((4, 5)).astype(dtype)
+    want = np.ones((3, 5), dtype) @ bv.T
+    for h in (f, kept):
+        np.testing.assert_allclose(h(av, bv), want, rtol=1e-5)
+    # a fill over an index keeps it: its value checks the index
+    with pytest.raises(IndexError):
+        theano_dag.function([a], tt.fill(tt.exp(a)[5], 2.0), mode=rewritten_mode(engine))(av)
+
+
+def test_fill_to_alloc_keeps_a_value_read_elsewhere():
+    # the product is computed anyway (an output): the fill stays, nothing to save
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    d = tt.dot(a, b)
+    f = theano_dag.function([a, b], [d, tt.fill(d, 1.0)])
+    assert not any(isinstance(n.op, tt.Alloc) for n in f.maker.fgraph.apply_nodes)
+    av, bv = np.ones((2, 3)), np.ones((3, 4))
+    np.testing.assert_array_equal(f(av, bv)[1], np.ones((2, 4)))

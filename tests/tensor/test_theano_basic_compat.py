@@ -61,9 +61,102 @@ def test_join_takes_theanos_axis_input(dtype, mode):
     verify_grad(lambda x, y: Join()(1, x, y), [av.astype("float64"), bv.astype("float64") + 2])
 
 
-def test_join_with_a_symbolic_axis_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match="the axis must be known"):
-        Join()(tt.lscalar("axis"), tt.dmatrix(), tt.dmatrix())
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_join_with_a_symbolic_axis(dtype, mode):
+    # Theano's Join takes an axis known only when the function runs: values as numpy's,
+    # negative axes counted from the end, an axis out of range an IndexError
+    ax = tt.lscalar("ax")
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    out = Join()(ax, a, b)
+    assert str(out.owner.op) == "Join" and out.owner.inputs == [ax, a, b]
+    assert out.type == tt.matrix(dtype=dtype).type
+    f = theano_dag.function([ax, a, b], [out, out.shape], mode=Mode(linker=mode))
+    av = np.arange(6, dtype=dtype).reshape(2, 3)
+    bv = np.arange(6, 12, dtype=dtype).reshape(2, 3)
+    for k in (0, 1, -1, -2):
+        got, shp = f(k, av, bv)
+        np.testing.assert_array_equal(got, np.concatenate([av, bv], k))
+        assert got.dtype == dtype and tuple(shp) == got.shape
+    with pytest.raises(IndexError, match="axis -3 is out of range"):
+        f(-3, av, bv)
+
+
+def test_join_and_split_with_a_symbolic_axis_infer_shapes_without_computing():
+    # the inferred shape picks the summed (or split) length by the run-time axis; no
+    # Join or Split is left in the graph of the shape
+    ax = tt.lscalar("ax")
+    a, b, x = tt.dmatrix("a"), tt.dmatrix("b"), tt.dtensor3("x")
+    sizes = tt.lvector("sizes")
+    parts = basic.Split(3)(x, ax, sizes)
+    outs = [Join()(ax, a, b).shape] + [p.shape for p in parts]
+    f = theano_dag.function([ax, a, b, x, sizes], outs)
+    assert not any(isinstance(n.op, (Join, basic.Split)) for n in f.maker.fgraph.toposort())
+    av, bv, xv = np.ones((1, 3)), np.ones((4, 3)), np.ones((4, 10, 3))
+    got = f(0, av, bv, xv, [1, 1, 2])
+    assert [tuple(g) for g in got] == [(5, 3), (1, 10, 3), (1, 10, 3), (2, 10, 3)]
+    got = f(-1, np.ones((2, 1)), np.ones((2, 4)), xv, [1, 0, 2])
+    assert [tuple(g) for g in got] == [(2, 5), (4, 10, 1), (4, 10, 0), (4, 10, 2)]
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_split_with_a_symbolic_axis(mode):
+    ax = tt.lscalar("ax")
+    x, sizes = tt.dtensor3("x"), tt.ivector("sizes")
+    parts = basic.split(x, sizes, 3, axis=ax)
+    assert parts[0].owner.op == basic.Split(3, None)
+    assert parts[0].owner.inputs == [x, ax, sizes]
+    f = theano_dag.function([x, sizes, ax], parts, mode=Mode(linker=mode))
+    xv = np.random.default_rng(0).random((4, 10, 3))
+    for k, s in ((1, [2, 5, 3]), (-3, [1, 1, 2]), (2, [0, 1, 2])):
+        for g, w in zip(f(xv, s, k), np.split(xv, np.cumsum(s)[:-1], axis=k)):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(IndexError, match="axis 3 is out of range"):
+        f(xv, [1, 1, 1], 3)
+
+
+def test_gradients_through_join_and_split_with_a_symbolic_axis():
+    # the gradient of a join splits it along the run-time axis and the other way round;
+    # the axis itself has none (disconnected)
+    ax = tt.lscalar("ax")
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    av, bv = np.random.default_rng(1).random((2, 3)), np.random.default_rng(2).random((2, 3))
+    w = np.arange(12.0).reshape(4, 3)
+    cost = (Join()(ax, a, b) * tt.constant(w).reshape(Join()(ax, a, b).shape)).sum()
+    ga, gb = theano_dag.function([ax, a, b], theano_dag.grad(cost, [a, b]))(0, av, bv)
+    np.testing.assert_array_equal(ga, w[:2])
+    np.testing.assert_array_equal(gb, w[2:])
+    with pytest.raises(theano_dag.gradient.DisconnectedInputError):
+        theano_dag.grad(cost, ax)
+    x = tt.dmatrix("x")
+    p, q = basic.split(x, [1, 2], 2, axis=ax)
+    gx = theano_dag.function([ax, x], theano_dag.grad((p**2).sum() + 3 * q.sum(), x))
+    xv = np.random.default_rng(3).random((3, 3))
+    np.testing.assert_allclose(gx(1, xv), np.concatenate([2 * xv[:, :1], np.full((3, 2), 3)], 1))
+    np.testing.assert_allclose(gx(0, xv), np.concatenate([2 * xv[:1], np.full((2, 3), 3)], 0))
+    for k in (0, 1):
+        verify_grad(lambda u, v, k=k: Join()(tt.constant(k), u, v), [av, bv])
+
+
+def test_join_and_split_take_an_axis_that_becomes_a_constant_as_theirs():
+    # givens={ax: 1}: the canonical graph holds Join(1) and Split(2, 1), which the other
+    # rewrites and the engines read; excluding the rewrite keeps the axis an input
+    ax = tt.lscalar("ax")
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    outs = [Join()(ax, a, b), *basic.split(a, [1, 2], 2, axis=ax)]
+    one = tt.constant(1, dtype="int64")
+    f = theano_dag.function([a, b], outs, givens={ax: one})
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert Join(1) in ops and basic.Split(2, 1) in ops
+    av, bv = np.ones((2, 3)), np.zeros((2, 3))
+    got = f(av, bv)
+    np.testing.assert_array_equal(got[0], np.concatenate([av, bv], 1))
+    assert [g.shape for g in got[1:]] == [(2, 1), (2, 2)]
+    mode = theano_dag.compile.mode.get_default_mode().excluding("local_join_split_constant_axis")
+    f = theano_dag.function([a, b], outs, givens={ax: one}, mode=mode)
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert Join(None) in ops and basic.Split(2, None) in ops
+    np.testing.assert_array_equal(f(av, bv)[0], np.concatenate([av, bv], 1))
 
 
 def test_join_of_broadcastable_inputs_is_not_broadcastable_on_the_axis():
@@ -395,6 +488,20 @@ def test_tile_refuses_what_theano_refuses():
         tt.tile(x, [2, 3, 4], 2)
 
 
+def test_tile_takes_theanos_deprecated_form():
+    # Theano's Tile(ndim)(x, reps): constant reps make the node of Tile(reps); symbolic
+    # ones are for tile(), and a count that is not ndim is an error
+    m = tt.dmatrix("m")
+    out = basic.Tile(2)(m, [2, 3])
+    assert out.owner.op == basic.Tile((2, 3)) and out.owner.inputs == [m]
+    mv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(out.eval({m: mv}), np.tile(mv, (2, 3)))
+    with pytest.raises(ValueError, match=r"Tile\(2\): 3 repetitions for the 2-d"):
+        basic.Tile(2)(m, [1, 2, 3])
+    with pytest.raises(NotImplementedError, match="use tile"):
+        basic.Tile(2)(m, tt.lvector("r"))
+
+
 @pytest.mark.parametrize("mode", ENGINES)
 def test_split_takes_theanos_axis_input(mode):
     m = tt.dmatrix("m")
@@ -407,8 +514,8 @@ def test_split_takes_theanos_axis_input(mode):
             np.testing.assert_array_equal(g, w)
     c = Join()(tt.cast(tt.constant(1), "int32"), m, m)
     assert c.owner.op.axis == 1
-    with pytest.raises(NotImplementedError, match="the axis must be known"):
-        basic.Split(2)(m, tt.lscalar("a"), [2, 2])
+    a = tt.lscalar("a")
+    assert basic.Split(2)(m, a, [2, 2])[0].owner.inputs[1] is a
 
 
 def test_vector_length_of_a_join():

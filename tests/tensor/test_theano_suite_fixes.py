@@ -619,14 +619,15 @@ def test_unravel_index_dims_from_a_shared_vector(engine):
 
 def test_join_axis_given_as_a_variable():
     # join(axis, ...) with the axis a constant variable makes Join(axis); any other axis
-    # variable is the documented NotImplementedError (it was a TypeError from int())
+    # variable makes Join(None), the axis its first input (it was a TypeError from int())
     a, b = tt.dmatrix("a"), tt.dmatrix("b")
     out = tt.join(tt.constant(1), a, b)
     assert out.owner.op.axis == 1
     va, vb = np.ones((2, 3)), np.zeros((2, 2))
     np.testing.assert_array_equal(out.eval({a: va, b: vb}), np.concatenate([va, vb], 1))
-    with pytest.raises(NotImplementedError, match="axis must be known when the graph"):
-        tt.join(tt.lscalar("ax"), a, b)
+    ax = tt.lscalar("ax")
+    out = tt.join(ax, a, b)
+    assert out.owner.op.axis is None and out.owner.inputs == [ax, a, b]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

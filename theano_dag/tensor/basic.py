@@ -280,44 +280,79 @@ def _is_axis_argument(a):
     return a is not None and a.ndim == 0 and a.dtype in int_dtypes + ("uint8", "uint16")
 
 
+def _constant_axis(axis):
+    """``axis`` as a Python int when it is known when the graph is built, else ``None``."""
+    try:
+        return int(get_scalar_constant_value(axis))
+    except NotScalarConstantError:
+        return None
+
+
+def _along(axis, ndim, along, other):
+    """Per dimension ``d`` of an ``ndim``-d result, ``along(d)`` where ``d`` is the
+    symbolic ``axis`` (negative counts from the end) and ``other(d)`` elsewhere: the
+    shape of a join or a split whose axis is only known when the function runs."""
+    axis = tm.switch(tm.lt(axis, 0), axis + ndim, axis)
+    return tuple(tm.switch(tm.eq(axis, d), along(d), other(d)) for d in range(ndim))
+
+
+def _run_axis(axis, ndim, op):
+    """The axis input of ``op`` read at run time, checked against ``ndim`` dimensions."""
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{op}: axis {axis} is out of range for {ndim}-d inputs")
+    return axis % ndim
+
+
 class Join(Op):
     """Concatenate tensors of equal ndim along ``axis``.
 
     Theano's form, ``Join()(axis, *tensors)`` with the axis as the first input, makes the
-    node of ``Join(axis)`` when the axis is a constant. ``view=k`` (Theano's) lets the
-    output be input ``k`` itself when every other input is empty along the axis.
+    node of ``Join(axis)`` when the axis is a constant, and of ``Join(None)``, whose first
+    input is the axis, when it is only known when the function runs. ``view=k``
+    (Theano's) lets the output be input ``k`` itself when every other input is empty
+    along the axis.
 
     >>> from theano_dag import tensor as tt
     >>> join(0, tt.dmatrix("a"), tt.fmatrix("b")).type
     TensorType(float64, matrix)
     >>> Join()(1, tt.dmatrix("a"), tt.dmatrix("b")).owner.op
     Join{axis=1}
+    >>> Join()(tt.lscalar("k"), tt.dmatrix("a"), tt.dmatrix("b")).owner.op
+    Join
     """
 
     __props__ = ("axis", "view")
 
     def __init__(self, axis=0, view=-1):
-        self.axis = int(axis)
+        self.axis = None if axis is None else int(axis)
         self.view = int(view)
         if self.view != -1:
-            self.view_map = {0: [self.view]}
+            # the view's input index among the node's inputs (after the axis, if one)
+            self.view_map = {0: [self.view + (self.axis is None)]}
 
     def __str__(self):
         view = "" if self.view == -1 else f", view={self.view}"
+        if self.axis is None:
+            return f"Join{{{view[2:]}}}" if view else "Join"
         return f"Join{{axis={self.axis}{view}}}"
 
     __repr__ = __str__
 
+    def joined(self, node):
+        """The tensors ``node`` joins: its inputs after the axis, when the axis is one."""
+        return node.inputs if self.axis is not None else node.inputs[1:]
+
     def make_node(self, *tensors):
+        axis_in = []
         if len(tensors) > 1 and _is_axis_argument(tensors[0]):
             axis, *tensors = tensors
-            try:
-                axis = get_scalar_constant_value(axis)
-            except NotScalarConstantError:
-                raise NotImplementedError(
-                    f"Join: the axis must be known when the graph is built, got {axis}"
-                ) from None
-            return Join(int(axis), self.view).make_node(*tensors)
+            known = _constant_axis(axis)
+            if known is not None:
+                return Join(known, self.view).make_node(*tensors)
+            axis_in = [as_tensor_variable(axis)]
+        elif self.axis is None:
+            raise TypeError("Join(None): the first input must be the axis (an integer scalar)")
         if not tensors:
             raise ValueError("Join: nothing to join")
         ts_ = [as_tensor_variable(t) for t in tensors]
@@ -330,14 +365,19 @@ class Join(Op):
                     f"Join: input {k} ({t}) has {t.ndim} dimensions, expected "
                     f"{ndim} like input 0"
                 )
+        if not -1 <= self.view < len(ts_):
+            raise ValueError(f"Join: view={self.view} is not one of the {len(ts_)} inputs")
+        dtype = ts.upcast(*[t.dtype for t in ts_])
+        if axis_in:
+            op = self if self.axis is None else Join(None, self.view)
+            # Any dimension may be the axis: no length is known (Theano's rule too).
+            out = TensorType(dtype, shape=(None,) * ndim)()
+            return Apply(op, axis_in + ts_, [out])
         if not -ndim <= self.axis < ndim:
             raise np.exceptions.AxisError(
                 f"Join: axis {self.axis} is out of range for {ndim}-d inputs"
             )
-        if not -1 <= self.view < len(ts_):
-            raise ValueError(f"Join: view={self.view} is not one of the {len(ts_)} inputs")
         axis = self.axis % ndim
-        dtype = ts.upcast(*[t.dtype for t in ts_])
         shape = []
         for d in range(ndim):
             dims = [t.type.shape[d] for t in ts_]
@@ -355,19 +395,23 @@ class Join(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         dtype = node.outputs[0].dtype
+        if self.axis is None:
+            axis, *inputs = inputs
+            axis = _run_axis(axis, inputs[0].ndim, self)
+        else:
+            axis = self.axis % inputs[0].ndim
         if self.view != -1 and inputs[self.view].dtype == dtype:
             kept = inputs[self.view]
-            rest = [d for k, d in enumerate(kept.shape) if k != self.axis % kept.ndim]
+            rest = [d for k, d in enumerate(kept.shape) if k != axis]
             others = [x for k, x in enumerate(inputs) if k != self.view]
             if all(
-                x.shape[self.axis] == 0
-                and [d for k, d in enumerate(x.shape) if k != self.axis % x.ndim] == rest
+                x.shape[axis] == 0 and [d for k, d in enumerate(x.shape) if k != axis] == rest
                 for x in others
             ):
                 output_storage[0][0] = inputs[self.view]
                 return
         try:
-            out = np.concatenate(inputs, axis=self.axis)
+            out = np.concatenate(inputs, axis=axis)
         except ValueError as e:
             raise ValueError(
                 f"{self}: cannot join shapes {[x.shape for x in inputs]}: {e}"
@@ -375,6 +419,16 @@ class Join(Op):
         output_storage[0][0] = np.asarray(out, dtype=dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
+        if self.axis is None:
+            shapes = input_shapes[1:]
+
+            def total(d):
+                out = shapes[0][d]
+                for s in shapes[1:]:
+                    out = out + s[d]
+                return out
+
+            return [_along(node.inputs[0], len(shapes[0]), total, lambda d: shapes[0][d])]
         axis = self.axis % node.inputs[0].ndim
         out = list(input_shapes[0])
         total = input_shapes[0][axis]
@@ -383,25 +437,49 @@ class Join(Op):
         out[axis] = total
         return [tuple(out)]
 
+    def connection_pattern(self, node):
+        # the axis input picks where the values go; it has no gradient
+        if self.axis is None:
+            return [[False]] + [[True]] * (len(node.inputs) - 1)
+        return [[True]] * len(node.inputs)
+
     def L_op(self, inputs, outputs, output_grads):
         (gz,) = output_grads
-        axis = self.axis % gz.ndim
-        if len(inputs) == 1:
-            parts = [gz]
+        parts_in = inputs if self.axis is not None else inputs[1:]
+        if self.axis is None:
+            axis = inputs[0]
+            lead = [disconnected()]
         else:
-            sizes = make_vector(*[shape_i(x, axis) for x in inputs])
-            parts = Split(len(inputs), axis)(gz, sizes, return_list=True)
+            axis = self.axis % gz.ndim
+            lead = []
+        if len(parts_in) == 1:
+            parts = [gz]
+        elif self.axis is None:
+            sizes = make_vector(*[shape(x)[axis] for x in parts_in])
+            parts = Split(len(parts_in))(gz, axis, sizes, return_list=True)
+        else:
+            sizes = make_vector(*[shape_i(x, axis) for x in parts_in])
+            parts = Split(len(parts_in), axis)(gz, sizes, return_list=True)
         out = []
-        for x, g in zip(inputs, parts):
+        for x, g in zip(parts_in, parts):
             if x.dtype in discrete_dtypes:
                 out.append(zeros_like(x, config.floatX))
             else:
                 out.append(reduce_grad_to(g, x))
-        return out
+        return lead + out
 
 
 def join(axis, *tensors):
-    """Concatenate ``tensors`` along ``axis`` (Theano's argument order)."""
+    """Concatenate ``tensors`` along ``axis`` (Theano's argument order); the axis may be
+    a symbolic integer scalar, known only when the function runs.
+
+    >>> import numpy as np
+    >>> from theano_dag import function, tensor as tt
+    >>> k = tt.lscalar("k")
+    >>> f = function([k], join(k, np.ones((1, 2)), np.zeros((1, 2))))
+    >>> f(0).shape, f(1).shape
+    ((2, 2), (1, 4))
+    """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if len(tensors) == 1:
@@ -409,7 +487,7 @@ def join(axis, *tensors):
         return as_tensor_variable(tensors[0])
     if isinstance(axis, Variable):
         # Theano's form with the axis an input: a constant axis makes Join(axis), any
-        # other raises the documented NotImplementedError.
+        # other Join(None) with the axis as its first input.
         return Join()(axis, *tensors)
     return Join(axis)(*tensors)
 
@@ -472,42 +550,60 @@ def stack(*tensors, **kwargs):
 
 class Split(Op):
     """Split ``x`` along ``axis`` into ``len_splits`` parts of the given sizes; Theano's
-    form ``Split(n)(x, axis, splits)`` makes the node of ``Split(n, axis)``.
+    form ``Split(n)(x, axis, splits)`` makes the node of ``Split(n, axis)`` when the axis
+    is a constant, and of ``Split(n, None)``, whose inputs are ``(x, axis, splits)``, when
+    it is only known when the function runs.
 
     >>> from theano_dag import tensor as tt
     >>> Split(2)(tt.dmatrix("m"), 1, [1, 2])[0].owner.op
     Split{len_splits=2, axis=1}
+    >>> Split(2)(tt.dmatrix("m"), tt.lscalar("k"), [1, 2])[0].owner.op
+    Split{len_splits=2, axis=None}
     """
 
     __props__ = ("len_splits", "axis")
 
     def __init__(self, len_splits, axis=0):
         self.len_splits = int(len_splits)
-        self.axis = int(axis)
+        self.axis = None if axis is None else int(axis)
 
     def make_node(self, x, *args):
-        if len(args) == 2:  # Theano's form, Split(n)(x, axis, splits): a constant axis
-            axis, splits = args
-            try:
-                axis = get_scalar_constant_value(axis)
-            except NotScalarConstantError:
-                raise NotImplementedError(
-                    f"Split: the axis must be known when the graph is built, got {axis}"
-                ) from None
-            return Split(self.len_splits, int(axis)).make_node(x, splits)
-        (splits,) = args
         x = as_tensor_variable(x)
+        axis_in = []
+        if len(args) == 2:  # Theano's form, Split(n)(x, axis, splits)
+            axis, splits = args
+            known = _constant_axis(axis)
+            if known is not None:
+                return Split(self.len_splits, known).make_node(x, splits)
+            axis = as_tensor_variable(axis)
+            if not _is_axis_argument(axis):
+                raise TypeError(f"Split: the axis must be an integer scalar, got {axis.type}")
+            axis_in = [axis]
+        elif self.axis is None:
+            raise TypeError("Split(n, None): the inputs must be (x, axis, splits)")
+        else:
+            (splits,) = args
         splits = as_int_vector(splits, "Split")
-        if not -x.ndim <= self.axis < x.ndim:
-            raise ValueError(f"Split: axis {self.axis} is out of range for the {x.ndim}-d {x}")
-        shape = list(x.type.shape)
-        shape[self.axis % x.ndim] = None
+        if axis_in:
+            # Any dimension may be the axis: no length is known.
+            shape = (None,) * x.ndim
+            op = self if self.axis is None else Split(self.len_splits, None)
+        else:
+            if not -x.ndim <= self.axis < x.ndim:
+                raise ValueError(f"Split: axis {self.axis} is out of range for the {x.ndim}-d {x}")
+            shape = list(x.type.shape)
+            shape[self.axis % x.ndim] = None
+            op = self
         outs = [TensorType(x.dtype, shape=tuple(shape))() for _ in range(self.len_splits)]
-        return Apply(self, [x, splits], outs)
+        return Apply(op, [x, *axis_in, splits], outs)
 
     def perform(self, node, inputs, output_storage, params=None):
-        x, splits = inputs
-        axis = self.axis % x.ndim
+        if self.axis is None:
+            x, axis, splits = inputs
+            axis = _run_axis(axis, x.ndim, self)
+        else:
+            x, splits = inputs
+            axis = self.axis % x.ndim
         if len(splits) != self.len_splits:
             raise ValueError(f"Split: got {len(splits)} sizes, expected {self.len_splits}")
         if np.sum(splits) != x.shape[axis] or np.any(splits < 0):
@@ -520,26 +616,44 @@ class Split(Op):
             cell[0] = part.copy()
 
     def infer_shape(self, fgraph, node, input_shapes):
+        xshape = input_shapes[0]
+        splits = node.inputs[-1]
+        if self.axis is None:
+            axis = node.inputs[1]
+            return [
+                _along(axis, len(xshape), lambda d, i=i: splits[i], lambda d: xshape[d])
+                for i in range(self.len_splits)
+            ]
         axis = self.axis % node.inputs[0].ndim
-        splits = node.inputs[1]
         out = []
         for i in range(self.len_splits):
-            s = list(input_shapes[0])
+            s = list(xshape)
             s[axis] = splits[i]
             out.append(tuple(s))
         return out
 
     def connection_pattern(self, node):
-        return [[True] * self.len_splits, [False] * self.len_splits]
+        rest = [[False] * self.len_splits] * (len(node.inputs) - 1)
+        return [[True] * self.len_splits] + rest
 
     def L_op(self, inputs, outputs, output_grads):
-        x, _ = inputs
         gs = [zeros_like(o) if is_disconnected(g) else g for g, o in zip(output_grads, outputs)]
-        return [join(self.axis, *gs), disconnected()]
+        rest = [disconnected() for _ in inputs[1:]]
+        if self.axis is None:
+            return [Join()(inputs[1], *gs) if len(gs) > 1 else gs[0], *rest]
+        return [join(self.axis, *gs), *rest]
 
 
 def split(x, splits_size, n_splits, axis=0):
-    """Split ``x`` along ``axis`` into ``n_splits`` parts of sizes ``splits_size``."""
+    """Split ``x`` along ``axis`` (an int or a symbolic integer scalar) into ``n_splits``
+    parts of sizes ``splits_size``.
+
+    >>> from theano_dag import tensor as tt
+    >>> [p.ndim for p in split(tt.dmatrix("m"), [1, 2], 2, axis=tt.lscalar("k"))]
+    [2, 2]
+    """
+    if isinstance(axis, Variable):
+        return Split(n_splits)(x, axis, splits_size, return_list=True)
     return Split(n_splits, axis)(x, splits_size, return_list=True)
 
 
@@ -681,21 +795,50 @@ def identity_like(x, dtype=None):
 
 
 class Tile(Op):
-    """``numpy.tile`` with a static tuple of repetitions (len(reps) == ndim)."""
+    """``numpy.tile`` with a static tuple of repetitions (len(reps) == ndim).
+
+    Theano's deprecated form, ``Tile(ndim)(x, reps)`` with the repetitions an input,
+    makes the node of ``Tile(reps)`` when they are constants (``tile`` takes symbolic
+    ones).
+
+    >>> from theano_dag import tensor as tt
+    >>> Tile(2)(tt.dmatrix("m"), [2, 3]).owner.op
+    Tile{reps=(2, 3)}
+    """
 
     __props__ = ("reps",)
 
     def __init__(self, reps):
-        self.reps = tuple(int(r) for r in reps)
+        if isinstance(reps, (int, np.integer)):  # Theano's Tile(ndim): reps come later
+            self.reps, self.ndim = None, int(reps)
+        else:
+            self.reps = tuple(int(r) for r in reps)
 
-    def make_node(self, x):
+    def make_node(self, x, *reps):
         x = as_tensor_variable(x)
+        if self.reps is None:
+            return self._theano_form(x, *reps)
+        if reps:
+            raise TypeError(f"{self}: the repetitions are the op's, not an input")
         if len(self.reps) != x.ndim:
             raise TypeError(
                 f"Tile: reps {self.reps} must have one entry per dimension of " f"{x} ({x.ndim})"
             )
         shape = tuple(None if s is None else s * r for s, r in zip(x.type.shape, self.reps))
         return Apply(self, [x], [TensorType(x.dtype, shape=shape)()])
+
+    def _theano_form(self, x, reps):
+        reps = as_tensor_variable(reps)
+        if not isinstance(reps, Constant) or reps.ndim != 1:
+            raise NotImplementedError(
+                f"Tile({self.ndim}): the repetitions must be a constant vector; "
+                "use tile() for symbolic ones"
+            )
+        if len(reps.data) != self.ndim or x.ndim != self.ndim:
+            raise ValueError(
+                f"Tile({self.ndim}): {len(reps.data)} repetitions for the {x.ndim}-d {x}"
+            )
+        return Tile(reps.data.tolist()).make_node(x)
 
     def perform(self, node, inputs, output_storage, params=None):
         output_storage[0][0] = np.tile(inputs[0], self.reps)

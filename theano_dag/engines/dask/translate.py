@@ -438,6 +438,8 @@ def _rule(op):
     rule = RULES.get(type(op))
     if rule is _reduce and _reducer_name(op) is None:
         return None
+    if rule is _join and op.axis is None:  # an axis known only at run time: gathered
+        return None
     return rule
 
 

@@ -155,6 +155,8 @@ class JoinImpl(_AssignImpl):
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         out_var = node.outputs[0]
+        if node.op.axis is None:
+            raise Unsupported("its axis is an input")
         if any(v.type.dtype != out_var.type.dtype for v in node.inputs):
             raise Unsupported("its inputs' dtypes differ from its output's")
         self.axis = node.op.axis % out_var.type.ndim

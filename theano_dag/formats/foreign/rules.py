@@ -134,7 +134,9 @@ TO_RULES = {
     Shape: lambda fl, node, ins: [fl.Shape()(*ins)],
     Shape_i: lambda fl, node, ins: [fl.Shape_i(node.op.i)(*ins)],
     MakeVector: lambda fl, node, ins: [fl.MakeVector(node.op.dtype)(*ins)],
-    basic.Join: lambda fl, node, ins: [fl.tensor.join(node.op.axis, *ins)],
+    basic.Join: lambda fl, node, ins: [
+        fl.tensor.join(*ins) if node.op.axis is None else fl.tensor.join(node.op.axis, *ins)
+    ],
     basic.Alloc: lambda fl, node, ins: [fl.tensor.alloc(*ins)],
     basic.Eye: lambda fl, node, ins: [fl.Eye(node.op.dtype)(*ins)],
     nnet.Softmax: lambda fl, node, ins: fl.softmax("Softmax", node.op.axis, ins),

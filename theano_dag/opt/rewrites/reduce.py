@@ -103,7 +103,7 @@ def local_reduce_join(fgraph, node):
     """
     # max(stack([x, y]), 0) -> maximum(x, y) ; sum(stack([x, y, z]), 0) -> x + y + z
     j = node.inputs[0]
-    if j.owner is None or not isinstance(j.owner.op, Join):
+    if j.owner is None or not isinstance(j.owner.op, Join) or j.owner.op.axis is None:
         return False
     axis = j.owner.op.axis % j.ndim
     if node.op._axes(j.ndim) != (axis,):

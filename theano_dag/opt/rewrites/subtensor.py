@@ -66,6 +66,7 @@ from theano_dag.tensor.shape import (
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
+    AdvancedSubtensor,
     AdvancedSubtensor1,
     IncSubtensor,
     Subtensor,
@@ -544,11 +545,13 @@ def _region(node):
     x = node.inputs[0]
     if isinstance(node.op, IncSubtensor):
         return subtensor(x, index_entries(node))
+    if isinstance(node.op, AdvancedIncSubtensor):
+        return AdvancedSubtensor(node.op.idx_list)(x, *node.inputs[2:])
     return x[node.inputs[2]] if isinstance(node.op, AdvancedIncSubtensor1) else None
 
 
 @canonicalize()
-@local_optimizer([IncSubtensor, AdvancedIncSubtensor1])
+@local_optimizer([IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor])
 def local_useless_inc_subtensor_alloc(fgraph, node):
     """An increment (or set) by an alloc of a value is the increment by the value: the
     increment spreads it over the part itself. An Assert keeps the check of the lengths

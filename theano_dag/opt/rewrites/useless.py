@@ -408,7 +408,8 @@ def local_join_1(fgraph, node):
     [InplaceDimShuffle{x,0}.0]
     """
     # join(axis, x) -> x
-    return node.inputs[0] if len(node.inputs) == 1 else False
+    parts = node.op.joined(node)
+    return parts[0] if len(parts) == 1 else False
 
 
 @useless()
