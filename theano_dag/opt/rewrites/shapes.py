@@ -14,8 +14,6 @@ Registered in canonicalize: the three that only remove nodes or merge two into o
 above an elementwise op (fusion and the CPU engine's row tiling read it there), and they
 are for a user's own passes (``out2in(local_dimshuffle_lift)``).
 
-``local_fill_to_alloc`` (specialize) turns a fill over a value computed for it alone into
-an alloc of its inferred lengths, so that the value is not computed;
 ``local_join_split_constant_axis`` (canonicalize) gives a join or split whose axis input
 became a constant that axis as its op's.
 """
@@ -24,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag import scalar as ts
 from theano_dag.graph.algorithms import ancestors
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
@@ -32,12 +29,11 @@ from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
-from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, keep_trace, scalar_op
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
-from theano_dag.tensor.blas import Dot22, Dot22Scalar, Gemm, Gemv, Ger
-from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     MakeVector,
     Reshape,
@@ -57,7 +53,6 @@ __all__ = [
     "local_useless_dimshuffle_in_reshape",
     "local_merge_alloc",
     "local_canonicalize_alloc",
-    "local_fill_to_alloc",
     "local_infer_shape",
     "ShapeFeature",
     "is_length_of",
@@ -232,83 +227,6 @@ def local_canonicalize_alloc(fgraph, node):
     new = DimShuffle(inner.type.broadcastable, ["x"] * ones + list(range(inner.ndim)))(inner)
     new = fit(out, new)
     return [new] if new is not None else False
-
-
-# How many ops up local_fill_to_alloc follows infer_shape: the lengths it builds then read
-# values at most that far above (canonicalize's local_infer_shape no longer runs).
-_SHAPE_DEPTH = 6
-
-# The ops local_fill_to_alloc may stop computing: their values raise nothing but the
-# length mismatches shape inference never checked. An index, a reshape, an assert or a
-# specify_shape checks its values: it stays, and the lengths read its result.
-_SHAPE_ONLY = (Elemwise, DimShuffle, CAReduce, tm.Dot, Dot22, Dot22Scalar, Gemm, Gemv, Ger)
-
-
-def _symbolic_shape(fgraph, var, depth, memo):
-    """``var``'s lengths by its op's ``infer_shape``, its inputs' lengths found the same
-    way ``depth`` ops up (then their own Shape_i): None when ``var``'s op cannot tell."""
-    if var in memo:
-        return memo[var]
-    owner = var.owner
-    if owner is None or depth == 0 or not isinstance(owner.op, _SHAPE_ONLY):
-        return tuple(shape_i(var, d) for d in range(var.ndim))
-    ins = []
-    for i in owner.inputs:
-        if isinstance(i.type, TensorType):
-            known = _symbolic_shape(fgraph, i, depth - 1, memo)
-            ins.append(known if known is not None else tuple(shape_i(i, d) for d in range(i.ndim)))
-        else:
-            ins.append(() if getattr(i.type, "ndim", None) == 0 else None)
-    try:
-        shp = owner.op.infer_shape(fgraph, owner, ins)[owner.outputs.index(var)]
-    except Exception:  # an op that cannot tell (no infer_shape, ShapeError...)
-        shp = None
-    lengths = None
-    if shp is not None and len(shp) == var.ndim:
-        lengths = tuple(
-            n if n is not None else _as_length(e) if e is not None else None
-            for n, e in zip(var.type.shape, shp)
-        )
-        if None in lengths:
-            lengths = None
-    memo[var] = lengths
-    return lengths
-
-
-# specialize only (Theano's is in stabilize too): stabilize's patterns (the gradient of a
-# written-out softmax) read fills.
-@RULES.specialize()
-@local_optimizer([elemwise_of(ts.second)])
-def local_fill_to_alloc(fgraph, node):
-    """``fill(s, v)`` whose ``s`` is computed for it alone is ``alloc(v, *s.shape)``: the
-    lengths then come from ``s``'s inputs (``local_infer_shape``) and ``s`` itself is
-    never computed (the gradient of ``sum(dot(a, b))`` filled ones over the product).
-
-    >>> import theano_dag.tensor as tt
-    >>> from theano_dag.graph.fg import FunctionGraph
-    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
-    >>> g = FunctionGraph([a, b], [tt.fill(tt.dot(a, b), 1.0)], clone=False)
-    >>> local_fill_to_alloc.transform(g, g.outputs[0].owner)[0].owner.op
-    Alloc
-    """
-    # fill(s, v) -> alloc(v, *shape(s))   when the fill is s's only reader
-    if fgraph is None or not isinstance(scalar_op(node), ts.Second):
-        return False
-    s, value = node.inputs
-    out = node.outputs[0]
-    owner = s.owner
-    if owner is None or not isinstance(owner.op, _SHAPE_ONLY) or s in fgraph.outputs:
-        return False
-    if s.type.broadcastable != out.type.broadcastable:
-        return False
-    if len(fgraph.clients.get(s, ())) != 1:
-        return False  # s is computed anyway: the fill costs no more than an alloc
-    lengths = _symbolic_shape(fgraph, s, _SHAPE_DEPTH, {})
-    if lengths is None:
-        return False  # the lengths would need s's value: nothing is saved
-    lengths = [1 if b else n for b, n in zip(s.type.broadcastable, lengths)]
-    new = fit(out, alloc(value, *lengths))
-    return [keep_trace(out, new, node.inputs)] if new is not None else False
 
 
 def _input_shapes(node):
