@@ -496,6 +496,8 @@ def test_an_integer_vector_among_full_slices_is_take_as_in_theano(dtype, axis):
     for g, w in zip(got, [xv[npi], inc, put, gref]):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, w, rtol=1e-6)
+    with pytest.raises(IndexError, match="0-d tensor"):
+        tt.take(tt.scalar("s", dtype=dtype), i, axis=0)
 
 
 def test_infer_shape_of_two_masks_broadcasts_a_count_of_one():

@@ -908,7 +908,7 @@ def _new_axes(x, args):
 
 def getitem(x, args):
     """``x[args]``: the op behind ``TensorVariable.__getitem__``, the ops chosen as
-    Theano's ``__getitem__`` chooses them: ``Subtensor`` for integers and slices (after a
+    Theano's ``__getitem__`` chooses them: ``Subtensor`` for integers and slices (and
     a ``DimShuffle`` for new axes), ``take`` (``AdvancedSubtensor1``, between two
     DimShuffles off the first axis) for one integer vector among full slices, and
     ``AdvancedSubtensor`` for any other index (masks, several arrays, a slice variable).
@@ -1077,6 +1077,8 @@ def take(a, indices, axis=None, mode="raise"):
         raise ValueError(f"take: mode must be raise, wrap or clip, got {mode!r}")
     if axis is None:
         return take(a.flatten(), indices, 0, mode)
+    if a.ndim == 0:
+        raise IndexError(f"take: cannot index {a}, a 0-d tensor")
     if mode != "raise":
         n = shape_i(a, axis % a.ndim)
         indices = indices % n if mode == "wrap" else tm.clip(indices, 0, n - 1)
