@@ -337,3 +337,123 @@ def test_an_indexed_product_indexes_its_operands(engine, dtype):
     f = theano_dag.function([a, b], [tt.dot(a, b), tt.dot(a, b)[1]], mode=mode)
     prods = [n for n in f.maker.fgraph.apply_nodes if "Dot" in type(n.op).__name__]
     assert len(prods) == 1 and all(x.ndim == 2 for x in prods[0].inputs[:2])
+
+
+# -- Theano's local_set_to_inc_subtensor, local_subtensor_of_alloc, the lift over
+# Rebroadcast, local_useless_subtensor of a row list ------------------------------------
+
+
+def _excluding(name):
+    return get_mode("FAST_RUN").excluding(name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_set_rows_to_themselves_plus_y_is_an_increment(dtype):
+    v = tt.matrix("v", dtype=dtype)
+    rows = tt.constant(np.array([2, 0], dtype="int64"))
+    r = tt.set_subtensor(v[rows], v[rows] + 3)
+    f = theano_dag.function([v], r)
+    g = theano_dag.function([v], r, mode=_excluding("local_set_to_inc_subtensor"))
+    assert [n.op.set_instead_of_inc for n in _nodes(f, AdvancedIncSubtensor1)] == [False]
+    assert not _nodes(f, AdvancedSubtensor1)  # the rows are no longer read
+    assert all(n.op.set_instead_of_inc for n in _nodes(g, AdvancedIncSubtensor1))
+    val = np.random.default_rng(1).standard_normal((3, 2)).astype(dtype)
+    want = val.copy()
+    want[[2, 0]] += 3
+    for h in (f, g):
+        got = h(val)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_set_rows_plus_y_stays_a_set_when_a_row_may_repeat():
+    # set: a repeated row holds its value plus the last y; inc would add every y
+    v, y = tt.dmatrix("v"), tt.dmatrix("y")
+    i = tt.lvector("i")
+    f = theano_dag.function([v, y, i], tt.set_subtensor(v[i], v[i] + y))
+    assert all(n.op.set_instead_of_inc for n in _nodes(f, AdvancedIncSubtensor1))
+    val, yv, iv = np.zeros((3, 2)), np.arange(6.0).reshape(3, 2), np.array([1, 1, 0])
+    want = val.copy()
+    want[iv] = val[iv] + yv
+    np.testing.assert_array_equal(f(val, yv, iv), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "index",
+    [(1, slice(None)), (slice(None), 3), (slice(3, None),), (slice(1, 3), slice(None, -1))],
+)
+def test_indexing_an_alloc_allocates_the_part_read(dtype, index):
+    x = tt.matrix("x", dtype=dtype)
+    v = tt.constant(np.arange(5, dtype=dtype))
+    z = tt.alloc(v, x.shape[0], x.shape[1])[index]
+    f = theano_dag.function([x], z)
+    g = theano_dag.function([x], z, mode=_excluding("local_subtensor_of_alloc"))
+    assert not _nodes(f, Subtensor) and _nodes(g, Subtensor)
+    xv = np.zeros((4, 5), dtype=dtype)
+    want = np.broadcast_to(np.arange(5, dtype=dtype), (4, 5))[index]
+    for h in (f, g):
+        got = h(xv)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_an_alloc_of_a_value_of_unknown_length_keeps_its_indexing():
+    # v may be 1 long (spread by the alloc) or 5 long: v[3:] differs between the two
+    x, v = tt.dmatrix("x"), tt.dvector("v")
+    z = tt.alloc(v, x.shape[0], x.shape[1])[:, 3:]
+    f = theano_dag.function([x, v], z)
+    assert _nodes(f, Subtensor)
+    xv = np.zeros((2, 5))
+    for vv in (np.array([7.0]), np.arange(5.0)):
+        np.testing.assert_array_equal(f(xv, vv), np.broadcast_to(vv, (2, 5))[:, 3:])
+
+
+def test_an_alloc_seen_through_new_axes_is_indexed_too():
+    # alloc(v, 1, m) is canonical as alloc(v, m).dimshuffle("x", 0)
+    x = tt.row("x", dtype="float64")
+    v = tt.constant(np.arange(5.0))
+    f = theano_dag.function([x], tt.alloc(v, x.shape[0], x.shape[1])[:, 3])
+    assert not _nodes(f, Subtensor)
+    np.testing.assert_array_equal(f(np.zeros((1, 5))), [3.0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_indexing_of_a_rebroadcast_moves_below_it(dtype):
+    x = tt.matrix("x", dtype=dtype)
+    y = tt.Rebroadcast((0, True), (1, False))(x)[:2, :5]
+    f = theano_dag.function([x], y)
+    ops = [type(n.op) for n in f.maker.fgraph.toposort() if not isinstance(n.op, DeepCopyOp)]
+    assert ops == [Subtensor, tt.Rebroadcast]
+    assert f.maker.fgraph.outputs[0].type.broadcastable == (True, False)
+    xv = np.arange(10, dtype=dtype).reshape(1, 10)
+    np.testing.assert_array_equal(f(xv), xv[:2, :5])
+    t = tt.tensor4("t", dtype=dtype)
+    z = tt.Rebroadcast((0, True), (2, True))(t)[0, :, :, 1:]  # dimension 0 dropped
+    f = theano_dag.function([t], z)
+    assert f.maker.fgraph.outputs[0].type.broadcastable == (False, True, False)
+    tv = np.arange(30, dtype=dtype).reshape(1, 10, 1, 3)
+    np.testing.assert_array_equal(f(tv), tv[0, :, :, 1:])
+
+
+@pytest.mark.parametrize(
+    "rows, useless",
+    [([0, 1], True), ([1, 0], False), ([0, 0], False), ("arange", True), ("arange2", False)],
+)
+def test_reading_every_row_in_order_is_the_tensor(rows, useless):
+    x = tt.specify_shape(tt.dmatrix("x"), (2, 3))
+    named = {"arange": tt.arange(2), "arange2": tt.arange(0, 2, 2)}
+    idx = named[rows] if isinstance(rows, str) else rows
+    f = theano_dag.function([x.owner.inputs[0]], tt.exp(x)[idx])
+    assert bool(_nodes(f, AdvancedSubtensor1)) is not useless
+    xv = np.arange(6.0).reshape(2, 3)
+    npi = {"arange": [0, 1], "arange2": [0]}[rows] if isinstance(rows, str) else rows
+    np.testing.assert_allclose(f(xv), np.exp(xv)[npi])
+
+
+def test_x_of_an_empty_index_stays_without_local_useless_subtensor():
+    n = theano_dag.shared(np.ones(()))
+    t = Subtensor([])(n)
+    f = theano_dag.function([], t, mode=_excluding("local_useless_subtensor"))
+    assert len(_nodes(f, Subtensor)) == 1
+    assert float(f()) == 1.0

@@ -547,6 +547,66 @@ def test_index_errors_as_theanos():
         tt.dscalar("s")[[0, 0]]
 
 
+@pytest.mark.parametrize(
+    "index", [(True,), (False,), [True, False], ([0, 1], [0, False]), ([0, 1], [0, "shared"])]
+)
+def test_python_bools_in_an_index_are_refused_as_in_theano(index):
+    x = tt.dmatrix("x")
+    if index == ([0, 1], [0, "shared"]):
+        index = ([0, 1], [0, theano_dag.shared(True)])
+    with pytest.raises(TypeError, match="does not support Python bools"):
+        x[index]
+    mask = np.array([True, False])  # a numpy mask is a mask
+    xv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(x[mask].eval({x: xv}), xv[mask])
+
+
+def test_new_axes_around_full_slices_are_one_dimshuffle():
+    x = tt.dmatrix("x")
+    xv = np.arange(6.0).reshape(2, 3)
+    for index in [(Ellipsis, None), (None, slice(None), None, slice(None)), (None, Ellipsis)]:
+        z = x[index]
+        assert isinstance(z.owner.op, tt.DimShuffle) and z.owner.inputs[0] is x
+        np.testing.assert_array_equal(z.eval({x: xv}), xv[index])
+        # the region is all of x: set/inc write into x itself
+        np.testing.assert_array_equal(tt.set_subtensor(z, 7.0).eval({x: xv}), np.full((2, 3), 7))
+        np.testing.assert_array_equal(tt.inc_subtensor(z, 1.0).eval({x: xv}), xv + 1)
+    z = x[1:, None]  # a Subtensor, then the new axis
+    assert isinstance(z.owner.op, tt.DimShuffle)
+    assert isinstance(z.owner.inputs[0].owner.op, tt.Subtensor)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axis", [1, 2])
+def test_an_integer_vector_among_full_slices_is_take_as_in_theano(dtype, axis):
+    x = tt.tensor3("x", dtype=dtype)
+    i = tt.ivector("i")
+    index = (slice(None),) * axis + (i,)
+    z = x[index]
+    # Theano's take along an axis: the axis swapped to the front, AdvancedSubtensor1,
+    # swapped back
+    ops = [type(n.op) for n in theano_dag.graph.basic.io_toposort([x, i], [z])]
+    assert ops == [tt.DimShuffle, tt.AdvancedSubtensor1, tt.DimShuffle]
+    xv = np.arange(24, dtype=dtype).reshape(2, 3, 4)
+    iv = np.array([2, 0, 2], dtype="int32")
+    npi = (slice(None),) * axis + (iv,)
+    y = tt.tensor3("y", dtype=dtype)
+    yv = np.random.default_rng(0).random(xv[npi].shape).astype(dtype)
+    inc, put = xv.copy(), xv.copy()
+    np.add.at(inc, npi, yv)
+    put[npi] = yv
+    gx = theano_dag.grad((z * y).sum(), x)
+    f = theano_dag.function([x, i, y], [z, tt.inc_subtensor(z, y), tt.set_subtensor(z, y), gx])
+    got = f(xv, iv, yv)
+    gref = np.zeros_like(xv)
+    np.add.at(gref, npi, yv)
+    for g, w in zip(got, [xv[npi], inc, put, gref]):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    with pytest.raises(IndexError, match="0-d tensor"):
+        tt.take(tt.scalar("s", dtype=dtype), i, axis=0)
+
+
 def test_infer_shape_of_two_masks_broadcasts_a_count_of_one():
     n = tt.dmatrix("n")
     nv = np.arange(6.0).reshape(2, 3)

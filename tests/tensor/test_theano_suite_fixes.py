@@ -21,6 +21,7 @@ from theano_dag.tensor import extra_ops, linalg
 from theano_dag.tensor.arrays import scalar_from_tensor, tensor_from_scalar
 from theano_dag.tensor.basic import ARange
 from theano_dag.tensor.sort import ArgSortOp, SortAlongOp, SortOp, argsort, sort
+from theano_dag.tensor.subtensor import AdvancedSubtensor
 from theano_dag.tensor.type_other import NoneConst, SliceConstant, make_slice, slicetype
 
 
@@ -494,7 +495,8 @@ def test_gradients_through_tensor_from_scalar_and_back(engine, dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_a_slice_variable_indexes_as_its_bounds(engine, dtype):
     # x[make_slice(a, b)] (a MakeSlice output, or a SliceConstant) is x[a:b]: it raised
-    # AttributeError; a slice that is an input of the function is refused with the way out
+    # AttributeError; a slice that is an input of the function (tt.slicetype()) indexes
+    # through AdvancedSubtensor, as in Theano
     x = tt.matrix("x", dtype=dtype)
     i = tt.lscalar("i")
     outs = [
@@ -508,8 +510,15 @@ def test_a_slice_variable_indexes_as_its_bounds(engine, dtype):
     for g, w in zip(got, [val[1:-1], val[:, ::-1], val[-1:, 1], val[0:2]]):
         assert g.dtype == dtype
         np.testing.assert_array_equal(g, w)
-    with pytest.raises(TypeError, match="known only when the function runs"):
-        x[slicetype()]
+    s = slicetype()
+    assert isinstance(x[s].owner.op, AdvancedSubtensor)
+    f = function([x, s], [x[s], tt.inc_subtensor(x[s], 1), x[s, 1]], mode=mode_of(engine))
+    for sv in (slice(1, 3), slice(None, None, -1), slice(-2, None), slice(5, 9)):
+        inc = val.copy()
+        inc[sv] += 1
+        for g, w in zip(f(val, sv), [val[sv], inc, val[sv, 1]]):
+            assert g.dtype == dtype
+            np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -106,6 +106,8 @@ def _rebuild(idx_list, values):
             out.append(slice(*parts))
         elif kind == "none":
             out.append(None)
+        elif kind == "slicevar":  # a slice given when the function runs
+            out.append(next(it))
         else:  # "tensor"
             out.append(np.asarray(next(it)))
     return tuple(out)
@@ -120,6 +122,8 @@ def _idx_str(idx_list):
             parts.append(":".join("int64" if p else "" for p in e[1:]))
         elif e[0] == "none":
             parts.append("newaxis")
+        elif e[0] == "slicevar":
+            parts.append("slice")
         else:
             parts.append("array")
     return ", ".join(parts)
@@ -566,6 +570,11 @@ class AdvancedIncSubtensor1(Op):
         return [gx, _reduce_y_grad(gy, y), _disc()]
 
 
+def _is_slice_variable(a) -> bool:
+    """Whether ``a`` is a slice known only when the function runs (``tt.slicetype()``)."""
+    return isinstance(a, Variable) and isinstance(a.type, SliceType)
+
+
 def _adv_split(args, who):
     """``(idx_list, inputs)`` for an advanced index: arrays, slices and None (newaxis)."""
     idx_list, inputs = [], []
@@ -576,6 +585,9 @@ def _adv_split(args, who):
             inputs.extend(ins)
         elif a is None or a is NoneConst:
             idx_list.append(("none",))
+        elif _is_slice_variable(a):
+            idx_list.append(("slicevar",))
+            inputs.append(a)
         else:
             v = as_tensor_variable(a)
             if v.dtype not in _INTS and v.dtype != "bool":
@@ -651,6 +663,10 @@ class AdvancedSubtensor(Op):
                 dim += v.ndim if v.dtype == "bool" else 1
             elif entry[0] == "none":
                 entries.append(("new", dim, []))
+            elif entry[0] == "slicevar":  # bounds known at run time only
+                entries.append(("slice", dim, None))
+                next(it)
+                dim += 1
             else:
                 parts = [next(it) if present else None for present in entry[1:]]
                 entries.append(("slice", dim, parts))
@@ -699,7 +715,7 @@ class AdvancedSubtensor(Op):
             idx_list, inputs = _adv_split(args, "AdvancedSubtensor")
             return AdvancedSubtensor(idx_list).make_node(x, *inputs)
         x = as_tensor_variable(x)
-        idx_inputs = [as_tensor_variable(i) for i in idx_inputs]
+        idx_inputs = [i if _is_slice_variable(i) else as_tensor_variable(i) for i in idx_inputs]
         slots, indices = self._slots(x, idx_inputs)
         shape = []
         for kind, what in slots:
@@ -707,7 +723,9 @@ class AdvancedSubtensor(Op):
                 shape.extend(self._static_adv_shape(indices))
             elif kind == "slice":
                 dim, parts = what
-                shape.append(_static_slice_length(x.type.shape[dim], parts))
+                shape.append(
+                    None if parts is None else _static_slice_length(x.type.shape[dim], parts)
+                )
             elif kind == "new":
                 shape.append(1)
             else:
@@ -743,6 +761,10 @@ class AdvancedSubtensor(Op):
                 shape.extend(bshape)
             elif kind == "slice":
                 dim, parts = what
+                if parts is None:
+                    raise NotImplementedError(
+                        f"{self}: a slice variable's length is known at run time"
+                    )
                 full = all(p is None for p in parts)
                 shape.append(xs[dim] if full else slice_length(xs[dim], *parts))
             elif kind == "new":
@@ -817,7 +839,7 @@ class AdvancedIncSubtensor(Op):
 
 
 def _is_advanced(a):
-    if isinstance(a, (slice, type(None))) or a is Ellipsis:
+    if isinstance(a, (slice, type(None))) or a is Ellipsis or _is_slice_variable(a):
         return False
     if isinstance(a, Variable):
         return a.ndim > 0 or a.dtype == "bool"
@@ -830,7 +852,7 @@ def _dims_indexed(a):
     """How many dimensions of ``x`` the index entry ``a`` consumes (a mask: its ndim)."""
     if a is None or a is Ellipsis:
         return 0
-    if isinstance(a, slice):
+    if isinstance(a, slice) or _is_slice_variable(a):
         return 1
     if isinstance(a, Variable):
         return a.ndim if a.dtype == "bool" else 1
@@ -838,75 +860,123 @@ def _dims_indexed(a):
     return arr.ndim if arr.dtype == bool else 1
 
 
+def _holds_python_bool(a) -> bool:
+    """Whether the index entry ``a`` is, or (a Python sequence) holds, a bool: a Python
+    or numpy bool, or a bool array or variable inside a list."""
+    if isinstance(a, (bool, np.bool_)):
+        return True
+    if isinstance(a, (list, tuple)):
+        return any(getattr(e, "dtype", None) == "bool" or _holds_python_bool(e) for e in a)
+    return False
+
+
+def _refuse_python_bools(args):
+    """Theano's rule: a Python bool (``x[True]``) or bools inside a Python list
+    (``x[[True, False]]``) are refused; a numpy bool array or a bool tensor is a mask."""
+    if any(_holds_python_bool(a) for a in args):
+        raise TypeError(
+            "TensorType does not support Python bools for indexing, such as "
+            "tensor[[True, False]]. To use a boolean mask, convert the mask to a NumPy "
+            "array first, e.g., tensor[numpy.array([True, False])]."
+        )
+
+
+def _is_full(a) -> bool:
+    return isinstance(a, slice) and a.start is None and a.stop is None and a.step is None
+
+
+def _new_axes(x, args):
+    """``x[args]`` for a basic index holding None (numpy.newaxis): ``x`` indexed by the
+    other entries, then a DimShuffle inserts the new axes. As in Theano, the DimShuffle
+    alone when every other entry is a full slice (``x[None]``, ``x[..., None]``)."""
+    real = [a for a in args if a is not None]
+    out = x
+    if not all(_is_full(a) for a in real):
+        idx_list, inputs = _split_index(real, "Subtensor")
+        out = Subtensor(idx_list)(x, *inputs)
+    # Insert the new axes: count the output dims that each real entry keeps.
+    order, k = [], 0
+    for a in args:
+        if a is None:
+            order.append("x")
+        elif isinstance(a, slice):
+            order.append(k)
+            k += 1
+    order.extend(range(k, out.ndim))
+    return DimShuffle(out.broadcastable, order)(out)
+
+
 def getitem(x, args):
-    """``x[args]``: the op behind ``TensorVariable.__getitem__``.
+    """``x[args]``: the op behind ``TensorVariable.__getitem__``, the ops chosen as
+    Theano's ``__getitem__`` chooses them: ``Subtensor`` for integers and slices (and
+    a ``DimShuffle`` for new axes), ``take`` (``AdvancedSubtensor1``, between two
+    DimShuffles off the first axis) for one integer vector among full slices, and
+    ``AdvancedSubtensor`` for any other index (masks, several arrays, a slice variable).
 
     A list holding a slice is a tuple of indices, as in Theano (and numpy before 1.23):
-    ``x[[slice(1, -1)] * 2]`` is ``x[1:-1, 1:-1]``.
+    ``x[[slice(1, -1)] * 2]`` is ``x[1:-1, 1:-1]``. Python bools are refused (TypeError),
+    as in Theano: a mask is a numpy bool array or a bool tensor.
+
+    >>> from theano_dag import tensor as tt
+    >>> x, i = tt.dmatrix("x"), tt.lvector("i")
+    >>> x[1:].owner.op, x[..., None].owner.op, x[i].owner.op, x[:, i].owner.op
+    (Subtensor{int64::}, InplaceDimShuffle{0,1,x}, AdvancedSubtensor1, InplaceDimShuffle{1,0})
     """
     if isinstance(args, list) and any(isinstance(a, slice) for a in args):
         args = tuple(args)
     if not isinstance(args, tuple):
         args = (args,)
+    _refuse_python_bools(args)
     # An empty list or tuple picks nothing, an integer index (numpy's x[[]], x[:, ()]),
     # where as_tensor_variable would make it a float vector.
     args = tuple(
         np.zeros(0, dtype="int64") if isinstance(a, (list, tuple)) and not a else a for a in args
     )
-    # A slice variable (MakeSlice's output, a SliceConstant) indexes as its bounds do.
+    # A slice variable (MakeSlice's output, a SliceConstant) indexes as its bounds do;
+    # one known only when the function runs (a slicetype input) goes to AdvancedSubtensor.
     args = tuple(_as_python_slice(a) for a in args)
-    for a in args:
-        if isinstance(a, Variable) and isinstance(a.type, SliceType):
-            raise TypeError(
-                f"cannot index {x} with {a}, a slice known only when the function runs: "
-                "give its bounds instead, x[start:stop:step] with integer scalars"
-            )
+    used = sum(_dims_indexed(a) for a in args)
+    if used > x.ndim:
+        what = "a 0-d tensor" if x.ndim == 0 else f"it has {x.ndim} dimensions"
+        raise IndexError(f"too many indices for {x}: {what} but {used} were indexed")
     n_ell = sum(1 for a in args if a is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if n_ell:
         k = next(i for i, a in enumerate(args) if a is Ellipsis)
-        used = sum(_dims_indexed(a) for a in args)
         args = args[:k] + (slice(None),) * (x.ndim - used) + args[k + 1 :]
-    if any(_is_advanced(a) for a in args):
-        rest = args[1:]
-        first = None if isinstance(args[0], slice) or args[0] is None else args[0]
-        first = None if first is None else as_tensor_variable(first)
-        if (
-            first is not None
-            and first.ndim == 1
-            and first.dtype in _INTS
-            and all(isinstance(a, slice) and a == slice(None) for a in rest)
-        ):
-            return AdvancedSubtensor1()(x, first)
+    adv = [k for k, a in enumerate(args) if _is_advanced(a) or _is_slice_variable(a)]
+    if adv:
+        if len(adv) == 1 and all(_is_full(a) for k, a in enumerate(args) if k != adv[0]):
+            first = args[adv[0]]
+            first = None if _is_slice_variable(first) else as_tensor_variable(first)
+            if first is not None and first.ndim == 1 and first.dtype in _INTS:
+                return take(x, first, axis=adv[0])
         idx_list, inputs = _adv_split(args, "AdvancedSubtensor")
         return AdvancedSubtensor(idx_list)(x, *inputs)
     real = [a for a in args if a is not None]
-    if len(real) > x.ndim:
-        raise IndexError(
-            f"too many indices for {x}: it has {x.ndim} dimensions but " f"{len(real)} were indexed"
-        )
-    if real or not args:
-        # x[:] too is a Subtensor (as in Theano): inc_subtensor(x[1:][:], y) then
-        # updates x[1:], not x (rewrites remove a useless one); so is x[()], with no
-        # index at all, as Theano's.
-        idx_list, inputs = _split_index(real, "Subtensor")
-        out = Subtensor(idx_list)(x, *inputs)
-    else:
-        out = x
-    if any(a is None for a in args):
-        # Insert the new axes: count the output dims that each real entry keeps.
-        order, k = [], 0
-        for a in args:
-            if a is None:
-                order.append("x")
-            elif isinstance(a, slice):
-                order.append(k)
-                k += 1
-        order.extend(range(k, out.ndim))
+    if len(real) < len(args):
+        return _new_axes(x, args)
+    # x[:] too is a Subtensor (as in Theano): inc_subtensor(x[1:][:], y) then updates
+    # x[1:], not x (rewrites remove a useless one); so is x[()], with no index at all.
+    idx_list, inputs = _split_index(real, "Subtensor")
+    return Subtensor(idx_list)(x, *inputs)
 
-        out = DimShuffle(out.broadcastable, order)(out)
-    return out
+
+def _is_take_off_axis0(node) -> bool:
+    """Whether the DimShuffle ``node`` is the outer swap of :func:`take` along an axis
+    other than the first: ``swap(advanced_subtensor1(swap(x), i))``, ``swap`` exchanging
+    the first axis with another (its own inverse)."""
+    order = node.op.new_order
+    if "x" in order or node.op.drop or list(order) == list(range(len(order))):
+        return False
+    if any(order[o] != k for k, o in enumerate(order)):
+        return False  # not its own inverse
+    a1 = node.inputs[0].owner
+    if a1 is None or not isinstance(a1.op, AdvancedSubtensor1):
+        return False
+    inner = a1.inputs[0].owner
+    return inner is not None and isinstance(inner.op, DimShuffle) and inner.op.new_order == order
 
 
 def _inc_or_set(x_sub, y, set_instead_of_inc, who):
@@ -930,23 +1000,35 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, who):
             node.inputs[0], y, *node.inputs[1:]
         )
 
+    if isinstance(op, DimShuffle) and _is_take_off_axis0(node):
+        # take(x, i, axis): swap(advanced_subtensor1(swap(x), i)): y swapped in, the
+        # result swapped back out (x's own layout)
+        y = as_tensor_variable(y)
+        y = DimShuffle(y.broadcastable, ["x"] * (x_sub.ndim - y.ndim) + list(range(y.ndim)))(y)
+        inner = node.inputs[0].owner
+        done = AdvancedIncSubtensor1(set_instead_of_inc=set_instead_of_inc)(
+            inner.inputs[0], y.dimshuffle(op.new_order), inner.inputs[1]
+        )
+        return done.dimshuffle(op.new_order)
     if (
         isinstance(op, DimShuffle)
         and "x" in op.new_order
         and not op.drop
         and op.shuffle == sorted(op.shuffle)
     ):
+        # new axes inserted (x[None, 1:], x[..., None]): the region of what they were
+        # inserted into, y without them
         y = as_tensor_variable(y)
         if y.ndim == x_sub.ndim:
             keep = [k for k, o in enumerate(op.new_order) if o != "x"]
             y = DimShuffle(y.broadcastable, keep)(y)
-        inner = (
-            _inc_or_set(node.inputs[0], y, set_instead_of_inc, who)
-            if node.inputs[0].owner is not None
-            else None
-        )
-        if inner is not None:
-            return inner
+        base = node.inputs[0]
+        if base.owner is not None and isinstance(
+            base.owner.op, (Subtensor, AdvancedSubtensor1, AdvancedSubtensor, DimShuffle)
+        ):
+            return _inc_or_set(base, y, set_instead_of_inc, who)
+        # x[None, :] is a DimShuffle of x alone: its region is all of x
+        return IncSubtensor((), set_instead_of_inc=set_instead_of_inc)(base, y)
     raise TypeError(
         f"{who}: the first argument must be the result of indexing, got "
         f"{x_sub} computed by {op}"
@@ -995,13 +1077,21 @@ def take(a, indices, axis=None, mode="raise"):
         raise ValueError(f"take: mode must be raise, wrap or clip, got {mode!r}")
     if axis is None:
         return take(a.flatten(), indices, 0, mode)
+    if a.ndim == 0:
+        raise IndexError(f"take: cannot index {a}, a 0-d tensor")
     if mode != "raise":
         n = shape_i(a, axis % a.ndim)
         indices = indices % n if mode == "wrap" else tm.clip(indices, 0, n - 1)
-    if indices.ndim == 1 and axis == 0:
-        return AdvancedSubtensor1()(a, indices)
-    args = [slice(None)] * (axis % a.ndim) + [indices]
-    return getitem(a, tuple(args))
+    axis %= a.ndim
+    if indices.ndim == 1 and indices.dtype in _INTS:
+        if axis == 0:
+            return AdvancedSubtensor1()(a, indices)
+        # Theano's: the axis swapped with the first, AdvancedSubtensor1, swapped back
+        swap = list(range(a.ndim))
+        swap[0], swap[axis] = axis, 0
+        return AdvancedSubtensor1()(a.dimshuffle(swap), indices).dimshuffle(swap)
+    idx_list, inputs = _adv_split([slice(None)] * axis + [indices], "take")
+    return AdvancedSubtensor(idx_list)(a, *inputs)
 
 
 _ = constant

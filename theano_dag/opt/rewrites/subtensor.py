@@ -6,23 +6,29 @@ Theano's names (``theano.tensor.opt``):
 - ``local_subtensor_merge``: ``x[a:b][c]`` -> ``x[i]``, ``x[a:b][c:d]`` -> ``x[e:f:g]``:
   one view instead of two, and the rewrites after it see one index;
 - ``local_subtensor_lift``: ``exp(x)[0]`` -> ``exp(x[0])``: the elementwise op computes
-  only the part that is read (when nothing else reads all of it);
+  only the part that is read (when nothing else reads all of it); also
+  ``rebroadcast(x)[0]`` -> ``rebroadcast(x[0])``;
 - ``local_subtensor_of_dot``: ``dot(a, b)[i]`` -> ``dot(a[i], b)``: only the rows read
   are computed (when nothing else reads the product);
 - ``local_subtensor_make_vector``: ``make_vector(a, b, c)[1]`` -> ``b``;
 - ``local_subtensor_inc_subtensor``: ``set_subtensor(x[i], v)[i]`` -> ``v``;
 - ``local_adv_sub1_adv_inc_sub1``: the same for a row list (``AdvancedSubtensor1``);
+- ``local_set_to_inc_subtensor``: ``set_subtensor(x[i], x[i] + y)`` -> ``inc_subtensor(x[i],
+  y)`` for a row list naming each row once;
 - ``local_useless_inc_subtensor``: ``set_subtensor(x[:], y)`` -> ``y`` when ``y`` has the
   shape of ``x``;
 - ``local_subtensor_of_shape``: ``x.shape[1]`` -> ``Shape_i{1}(x)``;
 - ``local_useless_inc_subtensor_alloc``: ``inc_subtensor(x[i], alloc(v, n))`` ->
   ``inc_subtensor(x[i], v)`` (the lengths checked);
-- ``local_useless_subtensor``: ``x[0:]``, ``x[:x.shape[0]]`` -> ``x``;
+- ``local_useless_subtensor``: ``x[0:]``, ``x[:x.shape[0]]``, ``x[arange(x.shape[0])]``
+  -> ``x``;
 - ``local_IncSubtensor_serialize``: ``inc(b, c, i) + inc(b, d, j)`` ->
   ``inc(inc(b + b, c, i), d, j)``: one array instead of two;
 - ``local_useless_slice``: ``x[i, :]`` -> ``x[i]``;
 - ``local_subtensor_remove_broadcastable_index``: ``col[:, 0]`` -> ``col.dimshuffle(0)``;
-- ``local_reshape_lift``: ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))``.
+- ``local_reshape_lift``: ``exp(x).reshape(s)`` -> ``exp(x.reshape(s))``;
+- ``local_subtensor_of_alloc``: ``alloc(v, n, m)[1:, 2]`` -> ``alloc(v[2], n - 1)`` (v's
+  lengths known).
 
 theano_dag's own, for what ``grad`` builds (a sampler's log-density gradient):
 
@@ -54,10 +60,11 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import assert_op
-from theano_dag.tensor.basic import Alloc, alloc, cast, fill
+from theano_dag.tensor.basic import Alloc, ARange, alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     MakeVector,
+    Rebroadcast,
     Reshape,
     Shape,
     SpecifyShape,
@@ -82,6 +89,7 @@ __all__ = [
     "local_subtensor_make_vector",
     "local_subtensor_inc_subtensor",
     "local_adv_sub1_adv_inc_sub1",
+    "local_set_to_inc_subtensor",
     "local_useless_inc_subtensor",
     "local_subtensor_of_shape",
     "local_useless_inc_subtensor_alloc",
@@ -91,6 +99,7 @@ __all__ = [
     "local_subtensor_remove_broadcastable_index",
     "local_reshape_lift",
     "local_subtensor_of_fill",
+    "local_subtensor_of_alloc",
     "local_inc_subtensor_of_reshape_grad",
     "local_reshape_of_unit_slice",
 ]
@@ -247,6 +256,29 @@ def _scalar_like_for(i, out_ndim):
     return i if i.ndim == out_ndim else DimShuffle(i.type.broadcastable, ["x"] * out_ndim)(i)
 
 
+def _lift_over_rebroadcast(node):
+    """``rebroadcast(x)[idx]`` -> ``rebroadcast(x[idx])``: the pattern of the dimensions
+    the index keeps, renumbered; the view of a view becomes one view of ``x`` (and the
+    rewrites that look through indexing see ``x``)."""
+    u = node.inputs[0]
+    entries = index_entries(node)
+    axis, k = [], 0
+    for d in range(u.ndim):
+        if d < len(entries) and not isinstance(entries[d], slice):
+            continue  # an integer index drops the dimension
+        if d in u.owner.op.axis:
+            axis.append((k, u.owner.op.axis[d]))
+        k += 1
+    x = u.owner.inputs[0]
+    new = node.op(x, *node.inputs[1:])
+    if axis:
+        new = Rebroadcast(*axis)(new)
+    new = fit(node.outputs[0], new)
+    if new is None:
+        return False
+    return [keep_trace(node.outputs[0], new, [x, *node.inputs[1:]])]
+
+
 @canonicalize()
 @local_optimizer([Subtensor])
 def local_subtensor_lift(fgraph, node):
@@ -259,8 +291,11 @@ def local_subtensor_lift(fgraph, node):
     Elemwise{exp,no_inplace}
     """
     # exp(x)[i] -> exp(x[i]) ; (x + s)[i] -> x[i] + s (s broadcast everywhere)
+    # rebroadcast(x)[i] -> rebroadcast(x[i]) (the axes that stay, renumbered)
     u = node.inputs[0]
     un = u.owner
+    if un is not None and isinstance(un.op, Rebroadcast):
+        return _lift_over_rebroadcast(node)
     if un is None or type(un.op) is not Elemwise or len(un.outputs) != 1:
         return False
     if fgraph is not None and len(fgraph.clients.get(u, ())) != 1:
@@ -330,6 +365,7 @@ def local_subtensor_make_vector(fgraph, node):
 
     >>> import theano_dag.tensor as tt
     >>> a, b = tt.lscalar("a"), tt.lscalar("b")
+    >>> from theano_dag.tensor.shape import make_vector
     >>> local_subtensor_make_vector.transform(None, make_vector(a, b)[1].owner)
     [b]
     """
@@ -455,6 +491,43 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
         return False
     new = _filled(value, x[ilist], node.outputs[0])
     return [new] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([AdvancedIncSubtensor1])
+def local_set_to_inc_subtensor(fgraph, node):
+    """Setting rows to what they hold plus ``y`` is adding ``y`` to them: no read of
+    the rows (when each row is named once; a repeated row would be added to twice).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y, i = tt.dmatrix("x"), tt.dmatrix("y"), tt.constant([2, 0])
+    >>> new = local_set_to_inc_subtensor.transform(None, tt.set_subtensor(x[i], x[i] + y).owner)
+    >>> new[0].owner.op
+    AdvancedIncSubtensor1{inplace=False, set_instead_of_inc=False}
+    """
+    # advanced_set_subtensor1(x, x[i] + y, i) -> advanced_inc_subtensor1(x, y, i)
+    if not node.op.set_instead_of_inc:
+        return False
+    x, value, ilist = node.inputs
+    if node.op.inplace or value.dtype != x.dtype or not writes_once([ilist]):
+        return False
+    if not isinstance(scalar_op(value.owner), ts.Add):
+        return False
+    terms = value.owner.inputs
+    read = [
+        k
+        for k, t in enumerate(terms)
+        if t.owner is not None
+        and isinstance(t.owner.op, AdvancedSubtensor1)
+        and t.owner.inputs[0] is x
+        and t.owner.inputs[1] is ilist
+    ]
+    if not read:
+        return False
+    rest = [t for k, t in enumerate(terms) if k != read[0]]
+    y = rest[0] if len(rest) == 1 else tm.add(*rest)
+    new = fit(node.outputs[0], AdvancedIncSubtensor1()(x, y, ilist))
+    return [keep_trace(node.outputs[0], new, node.inputs)] if new is not None else False
 
 
 def _same_shape(a, b) -> bool:
@@ -602,8 +675,25 @@ def _covers_dim(s, x, d) -> bool:
     return is_length_of(s.stop, x, d)
 
 
+def _all_rows_in_order(ilist, x) -> bool:
+    """Whether the row list ``ilist`` is ``0, 1, ..., len(x) - 1``: a constant (or an
+    ``arange``) of ``x``'s known length, or ``arange(x.shape[0])``."""
+    n = known_lengths(x)[0]
+    if isinstance(ilist, Constant):
+        a = np.asarray(ilist.data)
+        return n is not None and a.shape == (n,) and bool((a == np.arange(n)).all())
+    o = ilist.owner
+    if o is None or not isinstance(o.op, ARange):
+        return False
+    start, stop, step = o.inputs
+    if const_value(start) != 0 or const_value(step) != 1:
+        return False
+    stop_value = const_value(stop)
+    return is_length_of(stop, x, 0) or (stop_value is not None and stop_value == n)
+
+
 @canonicalize()
-@local_optimizer([Subtensor])
+@local_optimizer([Subtensor, AdvancedSubtensor1])
 def local_useless_subtensor(fgraph, node):
     """An indexing that takes all of every dimension it indexes is its input.
 
@@ -611,12 +701,21 @@ def local_useless_subtensor(fgraph, node):
     >>> x = tt.dmatrix("x")
     >>> local_useless_subtensor.transform(None, x[0:, : x.shape[1]].owner)
     [x]
+    >>> local_useless_subtensor.transform(None, x[tt.arange(x.shape[0])].owner)
+    [x]
     """
     # x[0:] -> x ; x[:x.shape[0]] -> x ; x[0:n] -> x when x's static length is n
+    # x[[0, 1, .., n - 1]] -> x ; x[arange(x.shape[0])] -> x
     x = node.inputs[0]
-    entries = index_entries(node)
-    if not all(_covers_dim(s, x, d) for d, s in enumerate(entries)):
-        return False
+    if isinstance(node.op, AdvancedSubtensor1):
+        if not _all_rows_in_order(node.inputs[1], x):
+            return False
+        new = fit(node.outputs[0], x)  # x's static length, which the copy's type lacks
+        return [new] if new is not None else False
+    else:
+        entries = index_entries(node)
+        if not all(_covers_dim(s, x, d) for d, s in enumerate(entries)):
+            return False
     return [x] if x.type == node.outputs[0].type else False
 
 
@@ -736,6 +835,8 @@ def local_subtensor_remove_broadcastable_index(fgraph, node):
         elif not x.type.broadcastable[d] or _const_index(e) not in (0, -1):
             return False
     kept += list(range(len(node.op.idx_list), x.ndim))
+    if len(kept) == x.ndim:
+        return False  # no dimension dropped: x[:] is local_useless_subtensor's
     new = fit(node.outputs[0], DimShuffle(x.type.broadcastable, kept)(x))
     return [new] if new is not None else False
 
@@ -780,7 +881,7 @@ def local_subtensor_of_fill(fgraph, node):
     >>> import theano_dag.tensor as tt
     >>> x = tt.dmatrix("x")
     >>> new = local_subtensor_of_fill.transform(None, tt.fill(x, 1.0)[0].owner)[0]
-    >>> new.owner.op, new.owner.inputs[0].owner.op, new.owner.inputs[1]
+    >>> new.owner.op, new.owner.inputs[0].owner.op, float(const_value(new.owner.inputs[1]))
     (Elemwise{second,no_inplace}, Subtensor{int64}, 1.0)
     """
     # fill(x, c)[idx] -> fill(x[idx], c)   (c a constant of one value, kept a scalar)
@@ -795,6 +896,63 @@ def local_subtensor_of_fill(fgraph, node):
     part = node.op(x, *node.inputs[1:])
     new = fit(out, fill(part, typed_constant(value, out.dtype)))
     return [keep_trace(out, new, [x, *node.inputs[1:]])] if new is not None else False
+
+
+@canonicalize()
+@local_optimizer([Subtensor], needs=[Alloc])
+def local_subtensor_of_alloc(fgraph, node):
+    """An indexing of an alloc is the alloc of the value's part read, at the lengths
+    read: only the result's size is written. As Theano's, an integer index out of
+    range of an allocated dimension is not checked.
+
+    A dimension of the value of unknown length is left alone: it may be 1, spread by
+    the alloc at run time, or the full length, and the part to read differs. An alloc
+    seen through a DimShuffle that inserts length-1 axes counts as an alloc too.
+
+    >>> import theano_dag.tensor as tt
+    >>> v, n = tt.dscalar("v"), tt.lscalar("n")
+    >>> local_subtensor_of_alloc.transform(None, tt.alloc(v, n, 5)[1:, 2].owner)[0].owner.op
+    Alloc
+    """
+    # alloc(v, *shape)[idx] -> alloc(v[idx on v's dims], *lengths read)
+    u = node.inputs[0]
+    a = u.owner
+    if a is not None and isinstance(a.op, DimShuffle) and not a.op.drop:
+        # alloc(v, m).dimshuffle("x", 0) (canonical for alloc(v, 1, m)): length-1 axes
+        # inserted in order are an alloc of 1 along them
+        if a.op.shuffle != sorted(a.op.shuffle):
+            return False
+        inner = a.inputs[0].owner
+        if inner is None or not isinstance(inner.op, Alloc):
+            return False
+        val, *inner_dims = inner.inputs
+        dims = [1 if o == "x" else inner_dims[o] for o in a.op.new_order]
+    elif a is not None and isinstance(a.op, Alloc):
+        val, *dims = a.inputs
+    else:
+        return False
+    entries = index_entries(node)
+    added = u.ndim - val.ndim
+    val_entries, lengths = [], []
+    val_lengths = known_lengths(val)
+    for d, e in enumerate(entries):
+        if d >= added:
+            n = val_lengths[d - added]
+            if n is None:
+                return False
+            # a length-1 dimension of the value is spread: every index reads its element
+            val_entries.append(e if n != 1 else (FULL if isinstance(e, slice) else 0))
+        if isinstance(e, slice):
+            lengths.append(dims[d] if _full(e) else slice_length(dims[d], e.start, e.stop, e.step))
+    lengths += dims[len(entries) :]
+    new_val = subtensor(val, val_entries)
+    if new_val.ndim > len(lengths):
+        return False
+    out = node.outputs[0]
+    # a length the result's type fixes (a dimension of x.shape that is 1) as a constant
+    lengths = [n if n is not None else m for n, m in zip(out.type.shape, lengths)]
+    new = fit(out, alloc(new_val, *lengths))
+    return [keep_trace(out, new, [val, *dims, *node.inputs[1:]])] if new is not None else False
 
 
 def _reshape_to_shape_of(y):
