@@ -116,3 +116,22 @@ def test_a_nested_sum_keeps_the_nan_of_z_where_its_scale_is_zero(mode):
     assert np.isnan(safe(*call)).all()
     # the default mode takes the scale into beta: BLAS never reads z at beta 0
     np.testing.assert_allclose(fast(*call), -2.0 * (args[0] @ args[1]), rtol=1e-12)
+
+
+def test_two_products_in_one_sum_are_two_gemms_the_second_accumulating_the_first():
+    # c*Z + a*dot(X, Y) + b*dot(R, S).T: the first product accumulates into Z (not into the
+    # other product), the second into the first Gemm: no Dot22 and no elementwise left
+    X, Y, Z, U, a, b, c, d = _inputs("float64")
+    R, S = tt.dmatrix("R"), tt.dmatrix("S")
+    out = c * Z + a * tt.dot(X, Y) + b * tt.dot(R, S).T
+    ins = [X, Y, Z, a, b, c, R, S]
+    args = _args("float64")[:3] + [np.float64(0.5), np.float64(-2.0), np.float64(3.0)]
+    args += [rng.normal(size=(5, 2)), rng.normal(size=(2, 4))]
+    want = reference_values(ins, [out], args)
+    fg = FunctionGraph(ins, [out], clone=False)
+    apply_dbs(fg, "canonicalize", "blas")
+    outer = fg.outputs[0].owner
+    assert isinstance(outer.op, Gemm) and isinstance(outer.inputs[0].owner.op, Gemm)
+    assert outer.inputs[0].owner.inputs[0] is Z
+    assert [n for n in fg.apply_nodes if not isinstance(n.op, (Gemm, DimShuffle))] == []
+    np.testing.assert_allclose(fgraph_values(fg, args)[0], want[0], rtol=1e-12)

@@ -53,6 +53,22 @@ def test_gemm_canonicalize_and_factor():
     assert res_is_a(g, e, tt.add) and not res_is_a(g, e, tt.sub)
 
 
+def test_gemm_canonicalize_scales_a_product_of_scalars_as_theano():
+    # b*Z*c under a minus: the first scalar takes the minus (a negation), then the next
+    # one multiplies it, as Theano's helper builds the scales
+    X, Y, Z = (tt.dmatrix(n) for n in "XYZ")
+    a, b, c = (tt.dscalar(n) for n in "abc")
+    e = a * X + Y - b * Z * c
+    g = FunctionGraph([a, X, Y, b, Z, c], [e], clone=False)
+    terms = _gemm_canonicalize(g, e, 1.0, [], 0)
+    assert terms[0] == (a, X) and terms[1] == (1.0, Y) and terms[2][1] is Z
+    scale = terms[2][0]
+    assert scale.owner.op == tt.mul and scale.owner.inputs[1] is b
+    assert scale.owner.inputs[0].owner.op == tt.neg and scale.owner.inputs[0].owner.inputs == [c]
+    f = theano_dag.function([b, c], scale)
+    assert f(2.0, 3.0) == -6.0
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_dot22_to_dot22scalar(dtype):
     x, y = tt.matrix("x", dtype=dtype), tt.matrix("y", dtype=dtype)

@@ -307,7 +307,11 @@ def local_gemm(fgraph, node):
         xy = _dot_parts(fgraph, base, counts[base])
         if xy is None:
             continue
-        for j, (beta, z) in enumerate(leaves):
+        # Accumulate into a term that is no dot product first: a dot left over becomes
+        # a second call, accumulating into this one.
+        order = sorted(range(len(leaves)), key=lambda j: _is_dot(leaves[j][1]))
+        for j in order:
+            beta, z = leaves[j]
             if j == k or z.type.broadcastable != base.type.broadcastable or z.dtype != dtype:
                 continue
             # A b that may be 0 would drop an inf or nan of z: only a nonzero number goes
