@@ -86,6 +86,40 @@ def test_dot22_to_dot22scalar(dtype):
     assert any(isinstance(n.op, Dot22) for n in f.maker.fgraph.toposort())
 
 
+@pytest.mark.parametrize(("dtype", "int_dtype"), [("float64", "int64"), ("float32", "int16")])
+def test_an_integer_scalar_times_a_product_is_dot22scalar_of_its_cast(dtype, int_dtype):
+    # an integer that fits the product's dtype is cast to it (Theano's gh-1507 cast)
+    A, i = tt.matrix("A", dtype=dtype), tt.scalar("i", dtype=int_dtype)
+    f = theano_dag.function([A, i], tt.dot(A, A) * i)
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert any(isinstance(op, Dot22Scalar) for op in ops)
+    assert not any(isinstance(op, Dot22) for op in ops)
+    av = np.random.default_rng(1).random((3, 3)).astype(dtype)
+    got = f(av, 3)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, (av @ av) * 3, rtol=1e-6)
+
+
+def test_an_integer_wider_than_the_product_leaves_dot22():
+    # int32 * float32 is float64: the float32 product stays a Dot22, the mul upcasts
+    A, i = tt.fmatrix("A"), tt.iscalar("i")
+    f = theano_dag.function([A, i], tt.dot(A, A) * i)
+    ops = [n.op for n in f.maker.fgraph.toposort()]
+    assert any(isinstance(op, Dot22) for op in ops)
+    assert not any(isinstance(op, Dot22Scalar) for op in ops)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_a_product_of_complex_matrices_is_dot22(dtype):
+    a, b = tt.matrix("a", dtype=dtype), tt.matrix("b", dtype=dtype)
+    f = theano_dag.function([a, b], tt.dot(a, b))
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [Dot22]
+    rng = np.random.default_rng(2)
+    av = (rng.random((3, 4)) + 1j * rng.random((3, 4))).astype(dtype)
+    bv = (rng.random((4, 2)) + 1j * rng.random((4, 2))).astype(dtype)
+    np.testing.assert_allclose(f(av, bv), av @ bv, rtol=1e-5)
+
+
 def test_blas_scipy_and_change_flags_dict():
     assert ScipyGer is Ger
     with config.change_flags({"on_opt_error": "raise"}):

@@ -31,6 +31,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import cast
 from theano_dag.tensor.blas import (
     Dot22,
     dot22,
@@ -41,6 +42,7 @@ from theano_dag.tensor.blas import (
 )
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.math import Dot
+from theano_dag.tensor.type import integer_dtypes
 
 __all__ = [
     "local_gemm",
@@ -58,6 +60,10 @@ def _squeezed(v):
     if owner is not None and isinstance(owner.op, DimShuffle) and not owner.inputs[0].ndim:
         return owner.inputs[0]
     return DimShuffle(v.broadcastable, [])(v)
+
+
+# The dtypes of BLAS's products (Theano's Dot22 takes complex matrices too).
+_DOT22_DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
 def _as_scalar(v, dtype):
@@ -364,12 +370,20 @@ def local_gemm_scaled_accumulator(fgraph, node):
 @RULES.blas()
 @local_optimizer([Dot], fit=fit, needs=[Dot])
 def local_dot22(fgraph, node):
-    """A product of two float matrices of one dtype, as the BLAS ``Dot22``."""
+    """A product of two float or complex matrices of one dtype, as the BLAS ``Dot22``."""
     # dot(x, y) -> dot22(x, y)   (x, y matrices)
     x, y = node.inputs
-    if x.ndim != 2 or y.ndim != 2 or not is_float(x) or x.dtype != y.dtype:
+    if x.ndim != 2 or y.ndim != 2 or x.dtype not in _DOT22_DTYPES or x.dtype != y.dtype:
         return False
     return dot22(x, y)
+
+
+def _as_float_scalar(v, dtype):
+    """``_as_scalar``, an integer ``v`` cast to ``dtype`` (the product's dtype, which the
+    mul's output has: the integer fits in it)."""
+    if v.dtype in integer_dtypes and is_scalar_like(v) and const_value(v) is None:
+        return cast(_squeezed(v), dtype)
+    return _as_scalar(v, dtype)
 
 
 @RULES.specialize()
@@ -380,6 +394,7 @@ def local_dot22_to_dot22scalar(fgraph, node):
     specialize, after the ``blas`` pass, so that ``b*z + a*dot(x, y)`` still becomes Gemm.
     """
     # a * dot22(x, y) -> dot22scalar(x, y, a)   (a a scalar of the product's dtype)
+    # i * dot22(x, y) -> dot22scalar(x, y, cast(i))   (i an integer scalar)
     if not isinstance(scalar_op(node), ts.Mul) or len(node.inputs) < 2:
         return False
     out = node.outputs[0]
@@ -389,7 +404,7 @@ def local_dot22_to_dot22scalar(fgraph, node):
         if not single_client(fgraph, v) if fgraph is not None else False:
             continue
         others = node.inputs[:k] + node.inputs[k + 1 :]
-        scalars = [_as_scalar(o, out.dtype) for o in others]
+        scalars = [_as_float_scalar(o, out.dtype) for o in others]
         if any(s is None for s in scalars):
             continue
         a = scalars[0] if len(scalars) == 1 else tm.mul(*scalars)
