@@ -13,7 +13,7 @@ import pytest
 from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag.tensor as tt
-from theano_dag import grad
+from theano_dag import In, grad
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.compile.sharedvalue import shared
@@ -100,6 +100,27 @@ def test_engine_dot22scalar(scalar):
     want = function([x, y, s], out, mode=REF, on_unused_input="ignore")(xv, yv, np.float32(0.25))
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["fresh", "planned", "inplace"])
+def test_engine_gemm_with_variable_scales_as_blas(where):
+    # gemm(z, a, x, y, b) with a and b inputs: b*z + a*dot(x, y), and at b = 0 z is not
+    # read (its NaN dropped, as BLAS does), whether the result is a fresh array, a
+    # planned block (z used after it) or z itself (the inplace op).
+    z, x, y = tt.dmatrix("z"), tt.dmatrix("x"), tt.dmatrix("y")
+    a, b = tt.dscalar("a"), tt.dscalar("b")
+    op = blas.gemm_inplace if where == "inplace" else blas.gemm_no_inplace
+    out = op(z, a, x, y, b)
+    outs = [out, z.sum()] if where == "planned" else [out]
+    ins = [In(z, mutable=where == "inplace"), x, y, a, b]
+    f = function(ins, outs, mode=Mode(linker="cpu", optimizer=None), accept_inplace=True)
+    rng = np.random.default_rng(7)
+    xv, yv = rng.uniform(-1, 1, (6, 5)), rng.uniform(-1, 1, (5, 4))
+    zv = rng.uniform(-1, 1, (6, 4))
+    for av, bv in [(0.5, 2.0), (1.0, 1.0), (-3.0, 0.0)]:
+        np.testing.assert_allclose(f(zv.copy(), xv, yv, av, bv)[0], bv * zv + av * (xv @ yv))
+    got = f(np.full((6, 4), np.nan), xv, yv, 2.0, 0.0)[0]
+    np.testing.assert_allclose(got, 2.0 * (xv @ yv))
 
 
 FORK_SCRIPT = """

@@ -123,9 +123,12 @@ def _gemm_canonicalize(fgraph, r, scale, rval, maxclients):
         if len(arrays) != 1:
             rval.append((scale, r))
             return rval
+        # the first scalar takes the scale as a term would (-1 as a negation), the
+        # others multiply it: b*Z*c under a minus is (-c)*b
         factor = scale
-        for s in scalars:
-            factor = s if isinstance(factor, (int, float)) and factor == 1 else factor * s
+        if scalars:
+            first = scaled(scalars[0])
+            factor = tm.mul(first, *scalars[1:]) if len(scalars) > 1 else first
         _gemm_canonicalize(fgraph, arrays[0], factor, rval, 1)
     else:
         rval.append((scale, r))

@@ -225,40 +225,69 @@ def _blas_steps(node, ctx, kind):
     vals = [z, p] + [s for s in sc if not isinstance(s, str)]
     destroy = bool(getattr(node.op, "destroy_map", None))
 
-    # ``b*z + a*p`` with a and b known (b not 0): inline, in _axpby's order of roundings
-    # (numpy calls only, instead of a Python function around them).
+    # ``b*z + a*p`` as numpy calls inline, in _axpby's order of roundings (z scaled first:
+    # p may only be scaled once z is read), instead of a Python function around them.
+    # Where a and b are known (b not 0) the lines skip the products by 1; an inplace
+    # call writes into z itself; otherwise a ``b == 0`` test picks BLAS's ``a*p``.
     known = [np.asarray(ctx.value_of(v)).item() if ctx.is_const(v) else None for v in (a, b)]
     a_val, b_val = known[0], (1 if b is None else known[1])
     same_dtype = all(v is None or v.type.dtype == od for v in (a, b))  # fresh results keep od
-    if a_val is not None and b_val is not None and b_val != 0 and not destroy and same_dtype:
-        mul = ctx.glob(np.multiply, "multiply")
-        add = ctx.glob(np.add, "add")
+    mul = ctx.glob(np.multiply, "multiply")
+    add = ctx.glob(np.add, "add")
+
+    def names_of(names):
+        it = iter(names[2:])
+        return [s if isinstance(s, str) else next(it) for s in sc]
+
+    if a_val is not None and b_val is not None and b_val != 0 and same_dtype:
 
         def emit_inline(names, outs, target):
             z_n, p_n, o = names[0], names[1], outs[0]
+            if destroy:
+                target = z_n
             lines = []
             if a_val != 1:
                 lines.append(f"{mul}({p_n}, {sc[0]}, out={p_n})")
             if b_val == 1:
                 if target is None:
                     return [*lines, f"{o} = {z_n} + {p_n}"]
+                if target == z_n:
+                    return [*lines, f"{add}({z_n}, {p_n}, out={z_n})", f"{o} = {z_n}"]
                 return [*lines, f"{o} = {add}({z_n}, {p_n}, out={target})"]
             first = (
                 f"{o} = {z_n} * {sc[1]}"
                 if target is None
                 else f"{o} = {mul}({z_n}, {sc[1]}, out={target})"
             )
-            # z scaled first, as _axpby: p may only be scaled once z is read.
             return [first, *lines, f"{add}({o}, {p_n}, out={o})"]
 
-        steps.append(Step(node, node.outputs, [z, p], emit_inline, inplace=[(0, 0)], dtypes=(od,)))
+        if destroy:
+            steps.append(
+                Step(node, node.outputs, vals, emit_inline, kind="view", views={0: 0}, dtypes=(od,))
+            )
+        else:
+            steps.append(
+                Step(node, node.outputs, vals, emit_inline, inplace=[(0, 0)], dtypes=(od,))
+            )
         return steps
 
     def emit_comb(names, outs, target):
-        it = iter(names[2:])
-        sn = [s if isinstance(s, str) else next(it) for s in sc]
+        sn = names_of(names)
         bn = "1" if b is None else sn[1]
-        t = names[0] if destroy else (target if target is not None else "None")
+        t = names[0] if destroy else target
+        if b is not None and same_dtype:
+            # a*p where b is 0 (z is not read), else b*z + a*p, into t (or a fresh array
+            # holding b*z first)
+            z_n, p_n, o = names[0], names[1], outs[0]
+            lines = [] if t is not None else [f"{o} = {mul}({z_n}, {bn})"]
+            t = t or o
+            zb = f"{mul}({z_n}, {bn}, out={t})" if lines == [] else o
+            return [
+                *lines,
+                f"{o} = {mul}({p_n}, {sn[0]}, out={t}) if {bn} == 0 else "
+                f"{add}({zb}, {mul}({p_n}, {sn[0]}, out={p_n}), out={t})",
+            ]
+        t = t if t is not None else "None"
         return [f"{outs[0]} = {axpby}({names[0]}, {sn[0]}, {names[1]}, {bn}, {t})"]
 
     if destroy:
