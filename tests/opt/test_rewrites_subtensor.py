@@ -379,9 +379,27 @@ def test_set_rows_plus_y_stays_a_set_when_a_row_may_repeat():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_an_integer_index_on_an_allocated_dimension_stays_checked(dtype):
+    # alloc(v, n, 5)[i]: after the rewrite nothing would read i against n, so an index
+    # out of range would return a value; the rewrite is for constants known in range
+    x = tt.matrix("x", dtype=dtype)
+    v = tt.constant(np.arange(5, dtype=dtype))
+    i = tt.lscalar("i")
+    f = theano_dag.function([x, i], tt.alloc(v, x.shape[0], x.shape[1])[i])
+    assert _nodes(f, Subtensor)
+    xv = np.zeros((4, 5), dtype=dtype)
+    np.testing.assert_array_equal(f(xv, 1), np.arange(5, dtype=dtype))
+    with pytest.raises(IndexError):
+        f(xv, 4)
+    g = theano_dag.function([x], tt.alloc(v, 4, x.shape[1])[1])  # known in range
+    assert not _nodes(g, Subtensor)
+    np.testing.assert_array_equal(g(xv), np.arange(5, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "index",
-    [(1, slice(None)), (slice(None), 3), (slice(3, None),), (slice(1, 3), slice(None, -1))],
+    [(slice(None), 3), (slice(3, None),), (slice(1, 3), slice(None, -1))],
 )
 def test_indexing_an_alloc_allocates_the_part_read(dtype, index):
     x = tt.matrix("x", dtype=dtype)

@@ -902,8 +902,9 @@ def local_subtensor_of_fill(fgraph, node):
 @local_optimizer([Subtensor], needs=[Alloc])
 def local_subtensor_of_alloc(fgraph, node):
     """An indexing of an alloc is the alloc of the value's part read, at the lengths
-    read: only the result's size is written. As Theano's, an integer index out of
-    range of an allocated dimension is not checked.
+    read: only the result's size is written. An integer index on a dimension the alloc
+    spreads is checked by nothing after the rewrite (Theano's returns a value for an
+    index out of range), so there it must be a constant known to be in range.
 
     A dimension of the value of unknown length is left alone: it may be 1, spread by
     the alloc at run time, or the full length, and the part to read differs. An alloc
@@ -936,10 +937,12 @@ def local_subtensor_of_alloc(fgraph, node):
     val_entries, lengths = [], []
     val_lengths = known_lengths(val)
     for d, e in enumerate(entries):
+        n = val_lengths[d - added] if d >= added else 1
+        if n is None:
+            return False
+        if not isinstance(e, slice) and n == 1 and not _in_range(e, dims[d]):
+            return False
         if d >= added:
-            n = val_lengths[d - added]
-            if n is None:
-                return False
             # a length-1 dimension of the value is spread: every index reads its element
             val_entries.append(e if n != 1 else (FULL if isinstance(e, slice) else 0))
         if isinstance(e, slice):
@@ -953,6 +956,13 @@ def local_subtensor_of_alloc(fgraph, node):
     lengths = [n if n is not None else m for n, m in zip(out.type.shape, lengths)]
     new = fit(out, alloc(new_val, *lengths))
     return [keep_trace(out, new, [val, *dims, *node.inputs[1:]])] if new is not None else False
+
+
+def _in_range(index, length) -> bool:
+    """Whether the integer ``index`` is known, with ``length``, to read an element."""
+    i = const_value(index)
+    n = length if isinstance(length, int) else const_value(length)
+    return i is not None and n is not None and -n <= int(i) < n
 
 
 def _reshape_to_shape_of(y):
