@@ -28,7 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.engines.basic import Container, Linker
+from theano_dag.engines.basic import Container, Linker, PerformLinker
 from theano_dag.engines.callspec import NATIVE_CALL, CallPath, CallSpec, Guard, PlainCall, Thunk
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
@@ -216,6 +216,7 @@ class CPUThunk(Thunk):
         self.plans: OrderedDict = OrderedDict()
         self.current = None
         self.nodes_run = None
+        self._reference = None  # the ops' perform over the same cells, made on first need
         p = program
         self._tensor = [_is_tensor_type(v.type) for v in p.inputs]
         self._sparse = [isinstance(v.type, SparseType) for v in p.inputs]
@@ -295,7 +296,14 @@ class CPUThunk(Thunk):
     def __call__(self):
         t0 = time.perf_counter()
         vals = [c[0] for c in self.input_storage]
-        plan = self.plan_for(self._signature(vals))
+        try:
+            sig = self._signature(vals)
+        except InputValueError:
+            if not any(v is None and t for v, t in zip(vals, self._tensor)):
+                raise
+            self._run_reference()
+            return
+        plan = self.plan_for(sig)
         core = self._core(plan)
         if self.program.incremental:
             outs = self._run_incremental(plan, core, vals)
@@ -306,6 +314,17 @@ class CPUThunk(Thunk):
         if self.profile is not None:
             self.profile.calls += 1
             self.profile.call_time += time.perf_counter() - t0
+
+    def _run_reference(self):
+        """Run this call on the ops' ``perform``, over the same cells: Theano lets an array
+        input's value be None (``Default`` and ``Eye`` read it), which has no shape to plan
+        memory for."""
+        if self._reference is None:
+            linker = PerformLinker().accept(self.program.fgraph, no_recycling=[])
+            self._reference = linker.make_thunk(
+                input_storage=self.input_storage, output_storage=self.output_storage
+            )[0]
+        self._reference()
 
     def run_values(self, vals):
         """Run on ``vals`` (one value per input) and return the outputs, without the
