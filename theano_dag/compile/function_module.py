@@ -407,15 +407,17 @@ class Function(CallBase):
         and its compiled closures) and each input's current value; loading compiles
         the graph again, as Theano does (the CPU engine's kernels come from its cache).
         Shared variables travel with the graph, so the loaded function reads and updates
-        the loaded copies of them."""
+        the loaded copies of them. A default or state travels in its Container, with the
+        default: functions pickled (or deep-copied) together that share a storage cell
+        (``In(s, value=f.container[s])``) share the loaded cell too."""
         values = []
-        for k, (spec, cell) in enumerate(zip(self.maker.inputs, self.input_storage)):
+        for k, (spec, container) in enumerate(zip(self.maker.inputs, self.input_storage)):
             if isinstance(spec.value, Container) or _is_shared(spec.value):
                 values.append(None)  # the container comes with the maker's specs
             elif self.maker.required[k]:
                 values.append(None)
             else:
-                values.append(cell.storage[0])  # a default or a state the calls updated
+                values.append((container, self._current(k)))
         return (_rebuild_function, (self.maker, values, self.trust_input, self.name))
 
     def memory_plan(self, shapes=None):
@@ -883,11 +885,20 @@ class FunctionMaker:
 
 
 def _rebuild_function(maker, values, trust_input, name):
-    """Unpickle a Function: its maker compiled the graph again, each input gets its value."""
-    storage = [
-        spec.value if isinstance(spec.value, Container) or _is_shared(spec.value) else v
-        for spec, v in zip(maker.inputs, values)
-    ]
+    """Unpickle a Function: its maker compiled the graph again, each input gets its value
+    (a default or state its Container, whose cell other loaded functions may share)."""
+    storage = []
+    for spec, v in zip(maker.inputs, values):
+        if isinstance(spec.value, Container) or _is_shared(spec.value):
+            storage.append(spec.value)
+        elif v is None:
+            storage.append(None)
+        else:
+            container, value = v
+            # A call given another value left it in the cell; the default is what a call
+            # without one reads.
+            container.storage[0] = value
+            storage.append(container)
     fn = maker.create(storage)
     fn.name = name
     fn.trust_input = trust_input
