@@ -42,6 +42,7 @@ from theano_dag.engines.cpu.emit.codegen import (
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
+from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.scalar.basic import ScalarType
 from theano_dag.sparse.type import SparseType
@@ -190,6 +191,7 @@ class CPULinker(Linker):
             profile.set_nodes([n for n, _, _ in program.node_steps])
             profile.link_time += time.perf_counter() - t0
         thunk = CPUThunk(program, input_storage, output_storage, profile)
+        thunk.storage_map = _storage_map(fgraph, input_storage, output_storage, storage_map)
         ins = [Container(r, cell) for r, cell in zip(fgraph.inputs, input_storage)]
         outs = [
             Container(r, cell, readonly=True) for r, cell in zip(fgraph.outputs, output_storage)
@@ -325,6 +327,12 @@ class CPUThunk(Thunk):
                 input_storage=self.input_storage, output_storage=self.output_storage
             )[0]
         self._reference()
+
+    def free(self):
+        """Drop the plans, with their blocks and code: the memory kept between calls.
+        The next call plans its signature again."""
+        self.plans.clear()
+        self.current = None
 
     def run_values(self, vals):
         """Run on ``vals`` (one value per input) and return the outputs, without the
@@ -566,6 +574,21 @@ _NOTHING = _Nothing()
 class InputValueError(TypeError, ValueError):
     """A tensor input's value is no ndarray (only with ``trust_input``, which skips the
     conversion): a TypeError, and the ValueError Theano programs catch."""
+
+
+def _storage_map(fgraph, input_storage, output_storage, given=None):
+    """Theano's ``storage_map`` of the cells this engine has: the inputs', the outputs' and
+    the constants' (each a cell of ``given`` when it has one, as for a copy that shares
+    memory). The values between them live in the plans' blocks, which have no cells."""
+    given = given or {}
+    smap = dict(zip(fgraph.inputs, input_storage))
+    for var, cell in zip(fgraph.outputs, output_storage):
+        smap.setdefault(var, cell)
+    for node in fgraph.apply_nodes:
+        for var in node.inputs:
+            if var.owner is None and var not in smap and isinstance(var, Constant):
+                smap[var] = given.get(var) or [var.data]
+    return smap
 
 
 def _is_tensor_type(t):
