@@ -230,6 +230,30 @@ def test_update_of_another_type_is_refused():
         function([], [], updates=[(r, tt.matrix("x", dtype="float64"))])
 
 
+def test_update_of_length_one_where_the_variable_has_none_is_refused():
+    # Theano's test_update_err_broadcast: a (1, 1) update of a matrix would be stored as
+    # a (1, 1) value, not broadcast; Theano refuses its broadcastable dimensions.
+    s = shared(np.ones((3, 3)), name="s")
+    upd = s.sum().dimshuffle("x", "x")
+    with pytest.raises(TypeError) as info:
+        function([], [], updates={s: upd})
+    assert str(info.value) == (
+        "An update must have the same type as the shared variable it updates: s has type "
+        f"TensorType(float64, matrix), its update {upd} has type TensorType(float64, "
+        "shape=(1, 1)): it has length 1 where the shared variable's length is not known, "
+        "and an update is stored as it is, never broadcast (broadcast it explicitly, e.g. "
+        "tt.zeros_like(s) + update, as Theano asks)"
+    )
+    with pytest.raises(TypeError, match="type of the update should be the same"):
+        function([In(dvector("x"), value=np.zeros(2), update=tt.ones(1))], [])
+    # Broadcast explicitly, it is stored; a variable of static length 1 takes length 1.
+    function([], [], updates={s: tt.zeros_like(s) + upd})()
+    np.testing.assert_array_equal(s.get_value(), np.full((3, 3), 9.0))
+    r = shared(np.zeros((1, 3)), name="r", shape=(1, 3))
+    function([], [], updates={r: r + tt.ones((1, 3))})()
+    np.testing.assert_array_equal(r.get_value(), np.ones((1, 3)))
+
+
 def test_givens_with_tensors():
     x, y = dvector("x"), dvector("y")
     z = tm.exp(x) + y
