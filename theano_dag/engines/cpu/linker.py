@@ -191,7 +191,7 @@ class CPULinker(Linker):
             profile.set_nodes([n for n, _, _ in program.node_steps])
             profile.link_time += time.perf_counter() - t0
         thunk = CPUThunk(program, input_storage, output_storage, profile)
-        thunk.storage_map = _storage_map(fgraph, input_storage, output_storage, storage_map)
+        thunk.given_cells = storage_map  # a copy's cells of the original (share_memory)
         ins = [Container(r, cell) for r, cell in zip(fgraph.inputs, input_storage)]
         outs = [
             Container(r, cell, readonly=True) for r, cell in zip(fgraph.outputs, output_storage)
@@ -219,6 +219,8 @@ class CPUThunk(Thunk):
         self.current = None
         self.nodes_run = None
         self._reference = None  # the ops' perform over the same cells, made on first need
+        self.given_cells = None
+        self._storage_map = None
         p = program
         self._tensor = [_is_tensor_type(v.type) for v in p.inputs]
         self._sparse = [isinstance(v.type, SparseType) for v in p.inputs]
@@ -327,6 +329,18 @@ class CPUThunk(Thunk):
                 input_storage=self.input_storage, output_storage=self.output_storage
             )[0]
         self._reference()
+
+    @property
+    def storage_map(self) -> dict:
+        """Theano's ``fn.storage_map`` of the cells this engine has (made on first use):
+        the inputs', the outputs' and the constants'. The values between them live in
+        the plans' blocks, which have no cells."""
+        if self._storage_map is None:
+            fgraph = self.program.fgraph
+            self._storage_map = _storage_map(
+                fgraph, self.input_storage, self.output_storage, self.given_cells
+            )
+        return self._storage_map
 
     def free(self):
         """Drop the plans, with their blocks and code: the memory kept between calls.
@@ -577,9 +591,8 @@ class InputValueError(TypeError, ValueError):
 
 
 def _storage_map(fgraph, input_storage, output_storage, given=None):
-    """Theano's ``storage_map`` of the cells this engine has: the inputs', the outputs' and
-    the constants' (each a cell of ``given`` when it has one, as for a copy that shares
-    memory). The values between them live in the plans' blocks, which have no cells."""
+    """The cells of :attr:`CPUThunk.storage_map`: a constant's is its cell in ``given``
+    when it has one (a copy that shares memory), else a new one."""
     given = given or {}
     smap = dict(zip(fgraph.inputs, input_storage))
     for var, cell in zip(fgraph.outputs, output_storage):
