@@ -230,6 +230,30 @@ def test_update_of_another_type_is_refused():
         function([], [], updates=[(r, tt.matrix("x", dtype="float64"))])
 
 
+def test_update_of_length_one_where_the_variable_has_none_is_refused():
+    # Theano's test_update_err_broadcast: a (1, 1) update of a matrix would be stored as
+    # a (1, 1) value, not broadcast; Theano refuses its broadcastable dimensions.
+    s = shared(np.ones((3, 3)), name="s")
+    upd = s.sum().dimshuffle("x", "x")
+    with pytest.raises(TypeError) as info:
+        function([], [], updates={s: upd})
+    assert str(info.value) == (
+        "An update must have the same type as the shared variable it updates: s has type "
+        f"TensorType(float64, matrix), its update {upd} has type TensorType(float64, "
+        "shape=(1, 1)): it has length 1 where the shared variable's length is not known, "
+        "and an update is stored as it is, never broadcast (broadcast it explicitly, e.g. "
+        "tt.zeros_like(s) + update, as Theano asks)"
+    )
+    with pytest.raises(TypeError, match="type of the update should be the same"):
+        function([In(dvector("x"), value=np.zeros(2), update=tt.ones(1))], [])
+    # Broadcast explicitly, it is stored; a variable of static length 1 takes length 1.
+    function([], [], updates={s: tt.zeros_like(s) + upd})()
+    np.testing.assert_array_equal(s.get_value(), np.full((3, 3), 9.0))
+    r = shared(np.zeros((1, 3)), name="r", shape=(1, 3))
+    function([], [], updates={r: r + tt.ones((1, 3))})()
+    np.testing.assert_array_equal(r.get_value(), np.ones((1, 3)))
+
+
 def test_givens_with_tensors():
     x, y = dvector("x"), dvector("y")
     z = tm.exp(x) + y
@@ -382,3 +406,55 @@ def test_deleting_a_default_update():
     assert s.default_update is None
     theano_dag.function([], s)()
     assert s.get_value() == 1
+
+
+COPY_MODES = [
+    pytest.param("FAST_RUN", id="cpu"),
+    pytest.param("FAST_COMPILE", id="fast_compile"),
+    pytest.param(Mode(linker="py"), id="py"),
+]
+
+
+@pytest.mark.parametrize("mode", COPY_MODES)
+def test_copy_swaps_shared_variables_and_shares_memory(mode):
+    # Theano's test_swap_SharedVariable and test_copy_share_memory: a copy reads and
+    # updates the swapped-in shared variables, the original its own, and every engine
+    # shows its cells in fn.storage_map: the swapped variable's cell is its container's.
+    i = tt.iscalar("i")
+    xs = shared(np.arange(10.0), name="xs")
+    y, z, m = shared(1.0, name="y"), shared(2.0, name="z"), shared(0.0, name="m")
+    y2, z2 = shared(3.0, name="y2"), shared(4.0, name="z2")
+    out = xs[i] + y + z + m
+    f = function([i], out, mode=mode, updates=[(z, z + 1), (m, m + 2)])
+    g = f.copy(swap={y: y2, z: z2})
+    assert f(1) == 1 + 1 + 2 + 0
+    assert g(1) == [1 + 3 + 4 + 2]
+    assert g(2) == [2 + 3 + 5 + 4]
+    assert (m.get_value(), z.get_value(), z2.get_value(), y2.get_value()) == (6, 3, 6, 3)
+    cells = {v.name: cell for v, cell in g.fn.storage_map.items() if v.name}
+    assert cells["y2"] is y2.container.storage and cells["z2"] is z2.container.storage
+    # share_memory: the copy's constants' (and intermediates') cells are the original's.
+    c = tt.constant(np.array([0.5, 1.5]), name="c")
+    h = function([i], (xs[i] * c).sum(), mode=mode)
+    k = h.copy(share_memory=True)
+    assert k(3) == h(3) == 6.0
+    io = set(k.maker.fgraph.inputs) | set(k.maker.fgraph.outputs)
+    originals = [id(cell) for cell in h.fn.storage_map.values()]
+    shared_cells = [cell for v, cell in k.fn.storage_map.items() if v not in io]
+    assert shared_cells and all(id(cell) in originals for cell in shared_cells)
+    for (spec, _, specs), here, there in zip(h.indices, h.input_storage, k.input_storage):
+        assert specs == [spec] and here.data is there.data
+
+
+def test_free_drops_the_cpu_engines_plans_and_keeps_the_values():
+    x = tt.dvector("x")
+    s = shared(np.ones(3), name="s")
+    f = function([x], tt.exp(x) * s * 2, mode="FAST_RUN")
+    np.testing.assert_allclose(f(np.zeros(3)), [2.0, 2.0, 2.0])
+    assert f.fn.plans
+    f.free()
+    assert not f.fn.plans and f.fn.current is None
+    np.testing.assert_allclose(s.get_value(), np.ones(3))  # shared values stay
+    for _ in range(3):  # the planned call is made again, then its fast path
+        np.testing.assert_allclose(f(np.zeros(3)), [2.0, 2.0, 2.0])
+    assert len(f.fn.plans) == 1

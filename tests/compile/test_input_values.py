@@ -134,3 +134,47 @@ def test_set_value_of_the_wrong_rank_or_dtype_says_so_in_one_sentence(make):
     unnamed = make(np.zeros(3), name=None)
     with pytest.raises(TypeError, match=r"^Cannot set the value of shared variable \(unnamed\)"):
         unnamed.set_value(np.zeros((1, 1)))
+
+
+NONE_ENGINES = [
+    pytest.param(lambda: None, id="cpu"),
+    pytest.param("no_c", id="cpu_without_c"),
+    pytest.param(lambda: "FAST_COMPILE", id="fast_compile"),
+    pytest.param(lambda: Mode(linker="py", optimizer=None), id="py"),
+]
+
+
+@pytest.mark.parametrize("engine", NONE_ENGINES)
+def test_none_given_for_an_array_input_reaches_the_ops_that_read_it(engine):
+    # Theano passes None through to the ops: Default picks its second input, Eye and Tri
+    # read a missing M as numpy does (M = N). The CPU engine runs such a call on the ops'
+    # perform (None has no shape to plan), then its planned code again.
+    x, y = tt.dscalars("x", "y")
+    f = _compile(engine, [x, y], tt.default(x, y))
+    assert f(1.0, 2.0) == 1.0
+    assert f(None, 2.0) == 2.0
+    assert f(1.0, None) == 1.0
+    assert f(3.0, 2.0) == 3.0
+    n, m, k = tt.iscalars("n", "m", "k")
+    for build, ref in ((tt.eye, np.eye), (tt.tri, np.tri)):
+        for dtype in ("float32", "float64", "int8"):
+            g = _compile(engine, [n, m, k], build(n, m, k, dtype=dtype))
+            for args in ((3, None, 0), (3, 5, 1), (4, None, -1), (5, 3, 0)):
+                out = g(*args)
+                assert out.dtype == np.dtype(dtype)
+                np.testing.assert_array_equal(out, ref(*args, dtype=dtype))
+
+
+@pytest.mark.parametrize("engine", NONE_ENGINES)
+def test_a_state_set_to_none_takes_the_default_of_the_graph(engine):
+    # Theano's test_default_state: a state input whose value is set to None reads as
+    # Default's second input, and the update stores a number again.
+    x, y = tt.dscalars("x", "y")
+    new_x = y + tt.default(x, 3.8)
+    f = _compile(engine, [y, theano_dag.In(x, update=new_x, value=12.0)], new_x)
+    assert f(3.0) == 15.0
+    f["x"] = None
+    assert f["x"] is None
+    assert f(1.0) == pytest.approx(4.8)
+    assert f(2.2) == pytest.approx(7.0)
+    assert f["x"] == pytest.approx(7.0)

@@ -2,6 +2,7 @@
 pickles the user's graph and the Mode, loading compiles it again, shared values and
 input states come along."""
 
+import copy
 import os
 import pickle
 import subprocess
@@ -75,6 +76,49 @@ def test_pickle_keeps_defaults_states_names_and_output_forms(mode):
     assert pickle.loads(pickle.dumps(one))(1.0) == 2.0  # a single output stays unpacked
     none = theano_dag.function([x], None, mode=mode, on_unused_input="ignore")
     assert pickle.loads(pickle.dumps(none))(1.0) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_functions_sharing_a_state_cell_share_the_loaded_one(mode, how):
+    # In(s, value=f1.container[s]): f2 reads and updates f1's state. Pickled or
+    # deep-copied together, the loaded pair shares one cell, apart from the originals.
+    x, s, a = tt.dscalar("x"), tt.dscalar("s"), tt.dscalar("a")
+    f1 = theano_dag.function(
+        [x, In(a, value=2.0), In(s, value=0.0, update=s + a * x, mutable=True)],
+        s + a * x,
+        mode=mode,
+    )
+    f2 = theano_dag.function(
+        [x, In(s, value=f1.container[s], update=s + x, mutable=True)], s + x, mode=mode
+    )
+    f1(1.0)  # s = 2
+    f1(1.0, a=5.0)  # s = 7; the default of a stays 2
+    f2(3.0)  # s = 10
+    g1, g2 = pickle.loads(pickle.dumps([f1, f2])) if how == "pickle" else copy.deepcopy([f1, f2])
+    assert g1.container["s"].storage is g2.container["s"].storage
+    assert g1.container["s"].storage is not f1.container[s].storage
+    assert g1["s"] == 10.0 and g2["s"] == 10.0 and g1["a"] == 2.0
+    assert g2(1.0) == 11.0
+    assert g1(1.0) == 13.0  # reads the 11 that g2 stored, with a's default
+    assert g2["s"] == 13.0
+    assert f1[s] == 10.0 and f2[s] == 10.0  # the originals are untouched
+
+
+def test_deepcopy_shares_a_default_cell_that_another_function_reads():
+    # Theano's test_deepcopy_shared_container: f reads h's default cell as an implicit
+    # input; copied with one memo, the copies share theirs.
+    a, x = tt.dscalar("a"), tt.dscalar("x")
+    h = theano_dag.function([In(a, value=0.0)], a)
+    f = theano_dag.function([x, In(a, value=h.container[a], implicit=True)], x + a)
+    memo = {}
+    ac = copy.deepcopy(a, memo)
+    hc = copy.deepcopy(h, memo)
+    fc = copy.deepcopy(f, memo)
+    h[a] = 1.0
+    hc[ac] = 2.0
+    assert f[a] == 1.0 and fc[ac] == 2.0
+    assert f(1.0) == 2.0 and fc(1.0) == 3.0
 
 
 def test_pickle_keeps_trust_input_and_profile():

@@ -289,7 +289,7 @@ def test_more_elementwise_operators_export_and_import(dtype):
         tt.arcsinh(x), tt.arccosh(abs(x) + 1), tt.arctanh(x / 4), tt.isnan(y), tt.isinf(y),
         tt.sgn(x), tt.floor(x), tt.ceil(x), tt.round(x, mode="half_to_even"), tt.erf(x),
         tt.reciprocal(y), tt.clip(x, -1, 0.5), tt.clip(x, 1, -1), tt.second(y, i),
-        i & j, i | j, i ^ j, ~i, b & ~b, b | b, b ^ True,
+        i & j, i | j, i ^ j, ~i, b & ~b, b | b, b ^ np.True_,
     ]  # fmt: skip
     model = to_onnx([x, y, i, j, b], outs)
     values = [xv, yv, iv, jv, bv]

@@ -56,6 +56,34 @@ def test_shared_variables_become_inputs():
     np.testing.assert_allclose(f(np.ones(2)), [3, 4])
 
 
+def test_connection_pattern_follows_a_random_generator_read_by_the_graph():
+    # Theano's test_connection_pattern: the stream's generator is an extra input of the op,
+    # connected to the outputs that use its draws; the gradient through a draw is still
+    # undefined in its parameters and the graph runs.
+    srng = tt.random.utils.RandomStream(seed=234)
+    u = srng.uniform(size=(2, 2))
+    x, y = tt.dmatrices("x", "y")
+    op = OpFromGraph([x, y], [x + u, y + 3, 3 + u])
+    assert op.connection_pattern(None) == [
+        [True, False, False],
+        [False, True, False],
+        [True, False, True],
+    ]
+    node = u.owner
+    assert node.op.connection_pattern(node)[:2] == [[True, True], [False, False]]
+    a, b = tt.dmatrices("a", "b")
+    o1, o2, o3 = op(a, b)
+    f = theano_dag.function([a, b], [o1, o2, o3])
+    r1, r2, r3 = f(np.zeros((2, 2)), np.ones((2, 2)))
+    np.testing.assert_array_equal(r2, np.full((2, 2), 4.0))
+    np.testing.assert_allclose(r3, r1 + 3)
+    assert ((r1 >= 0) & (r1 < 1)).all()
+    g = theano_dag.grad((o1 * a).sum(), a)  # the draw is a constant for a
+    np.testing.assert_allclose(
+        theano_dag.function([a, b], g)(np.zeros((2, 2)), np.ones((2, 2))).shape, (2, 2)
+    )
+
+
 def test_free_non_input_variable_is_an_error():
     x, z = tt.dscalars("x", "z")
     with pytest.raises(ValueError, match=r"depend on \[z\]"):

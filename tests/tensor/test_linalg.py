@@ -302,6 +302,20 @@ def test_tensorinv_tensorsolve_lstsq():
         np.testing.assert_allclose(g, w, atol=1e-10)
 
 
+def test_lstsq_refuses_wrong_ranks_when_the_graph_is_built():
+    # Theano's TestLstsq wrong-shape tests: numpy refuses these when the function runs;
+    # here make_node says which argument is wrong before anything is compiled.
+    v, s, m = tt.dvector("v"), tt.dscalar("s"), tt.dmatrix("m")
+    with pytest.raises(TypeError, match="must be a matrix, got 1 dimensions"):
+        nlinalg.lstsq()(v, v, s)
+    with pytest.raises(TypeError, match="lstsq: rcond must be a scalar"):
+        nlinalg.lstsq()(m, v, v)
+    with pytest.raises(TypeError, match="lstsq: b must be a vector or a matrix"):
+        nlinalg.lstsq()(m, tt.dtensor3("b"), s)
+    x = function([m, v, s], nlinalg.lstsq()(m, v, s)[0])(RECT, RECT @ np.ones(3), -1.0)
+    np.testing.assert_allclose(x, np.ones(3), atol=1e-10)
+
+
 def test_norm_takes_theanos_strings_and_raises_its_errors():
     v, m = tt.dvector("v"), tt.dmatrix("m")
     np.testing.assert_allclose(nlinalg.norm(v, "inf").eval({v: B_VEC}), np.abs(B_VEC).max())

@@ -126,6 +126,31 @@ def test_prod_without_zeros_names_its_accumulator():
     assert ProdWithoutZeros(axis=0)(tt.fmatrix()).owner.op.acc_dtype == "float64"
 
 
+ACC = {"bool": "int64", "int8": "int64", "int32": "int64", "uint8": "uint64",
+       "uint32": "uint64", "float16": "float32", "float32": "float64", "float64": "float64",
+       "complex64": "complex128"}  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["sum", "prod"])
+@pytest.mark.parametrize("dtype", sorted(ACC))
+def test_sum_and_prod_nodes_name_their_accumulator(method, dtype):
+    # Theano's test_reduce_default_acc_dtype: the node's op holds the accumulator it
+    # uses; the values are numpy's, accumulated in that dtype.
+    x = tt.matrix("x", dtype=dtype)
+    for axis in (None, 0, (0, 1), -1):
+        s = getattr(x, method)(axis=axis)
+        assert s.owner.op.acc_dtype == ACC[dtype]
+        assert s.owner.op == type(s.owner.op)(s.owner.op.axis, acc_dtype=ACC[dtype])
+    data = (np.arange(1, 7).reshape(2, 3) % 3).astype(dtype)
+    s = getattr(x, method)(axis=1)
+    got = theano_dag.function([x], s)(data)
+    want = getattr(np, method)(data, axis=1, dtype=ACC[dtype]).astype(s.dtype)
+    assert got.dtype == s.dtype
+    np.testing.assert_allclose(got, want)
+    # An explicit accumulator stays as given.
+    assert x.sum(acc_dtype=ACC[dtype]).owner.op.acc_dtype == ACC[dtype]
+
+
 def test_cut_useless_reduce_is_a_tag_of_the_useless_reduce_rule():
     import theano_dag
 

@@ -185,6 +185,24 @@ def test_as_tensor_variable():
         tt.as_tensor_variable(Generic()("g"))
 
 
+def test_a_python_bool_is_refused_and_a_bool_array_is_a_bool_tensor():
+    # Theano's test_bool: v == w of two variables is a Python bool (object comparison);
+    # tt.switch(v == w, ...) on it would silently take one branch.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    for value in (True, False, x == y):
+        with pytest.raises(tt.AsTensorError, match="a Python bool is refused.*tt.eq"):
+            tt.as_tensor_variable(value)
+    with pytest.raises(TypeError, match="a Python bool is refused"):
+        tt.switch(x == y, x, y)
+    c = tt.as_tensor_variable(np.array([True, False, True]))
+    assert c.type.dtype == "bool" and c.data.tolist() == [True, False, True]
+    assert tt.as_tensor_variable(np.array(True)).dtype == "bool"
+    np.testing.assert_array_equal(
+        evaluate(tt.switch(tt.eq(x, y), x, -y), {x: np.array([1.0, 2.0]), y: np.array([1.0, 3.0])}),
+        [1.0, -3.0],
+    )
+
+
 def test_stack_of_scalars_is_a_make_vector():
     a, b = tt.lscalar("a"), tt.lscalar("b")
     v = tt.as_tensor_variable([a, b])

@@ -194,6 +194,9 @@ class OpFromGraph(Op):
                 list(self.inner_inputs),
                 disconnected_inputs="ignore",
                 return_disconnected="Disconnected",
+                # An input without a gradient (a random generator the draws read) gets an
+                # undefined one, which fails only if a gradient asked for goes through it.
+                null_gradients="return",
             )
         grads = clone_replace(grads, replace)
         if config.compute_test_value != "off":

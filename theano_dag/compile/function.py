@@ -220,10 +220,17 @@ def _check_update(store_into, update_val):
     except TypeError:
         upd = None
     if upd is None or not update_type_fits(store_into.type, upd.type):
+        hint = ""
+        if upd is not None and store_into.type.is_super(upd.type):
+            hint = (
+                ": it has length 1 where the shared variable's length is not known, and an "
+                "update is stored as it is, never broadcast (broadcast it explicitly, e.g. "
+                "tt.zeros_like(s) + update, as Theano asks)"
+            )
         raise TypeError(
             f"An update must have the same type as the shared variable it updates: "
             f"{store_into} has type {store_into.type}, its update {update_val} has type "
-            f"{getattr(update_val, 'type', type(update_val).__name__)}"
+            f"{getattr(update_val, 'type', type(update_val).__name__)}{hint}"
         )
     return upd
 

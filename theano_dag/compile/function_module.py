@@ -407,15 +407,17 @@ class Function(CallBase):
         and its compiled closures) and each input's current value; loading compiles
         the graph again, as Theano does (the CPU engine's kernels come from its cache).
         Shared variables travel with the graph, so the loaded function reads and updates
-        the loaded copies of them."""
+        the loaded copies of them. A default or state travels in its Container, with the
+        default: functions pickled (or deep-copied) together that share a storage cell
+        (``In(s, value=f.container[s])``) share the loaded cell too."""
         values = []
-        for k, (spec, cell) in enumerate(zip(self.maker.inputs, self.input_storage)):
+        for k, (spec, container) in enumerate(zip(self.maker.inputs, self.input_storage)):
             if isinstance(spec.value, Container) or _is_shared(spec.value):
                 values.append(None)  # the container comes with the maker's specs
             elif self.maker.required[k]:
                 values.append(None)
             else:
-                values.append(cell.storage[0])  # a default or a state the calls updated
+                values.append((container, self._current(k)))
         return (_rebuild_function, (self.maker, values, self.trust_input, self.name))
 
     def memory_plan(self, shapes=None):
@@ -489,13 +491,39 @@ class Function(CallBase):
         return [spec.variable for spec in self.maker.inputs if spec.implicit]
 
     def free(self):
-        """Drop the intermediate values kept between calls (when ``allow_gc`` is off)."""
+        """Drop the intermediate values kept between calls: the cells of an engine that
+        keeps them (``allow_gc`` off), the CPU engine's plans with their blocks (the
+        next call plans again). Inputs' values, defaults and shared values stay.
+
+        >>> import numpy as np, theano_dag, theano_dag.tensor as tt
+        >>> x = tt.dvector("x")
+        >>> f = theano_dag.function([x], tt.exp(x) * 2)
+        >>> f(np.zeros(3)); f.free(); f(np.zeros(2))
+        array([2., 2., 2.])
+        array([2., 2.])
+        """
+        engine_free = getattr(self.fn, "free", None)
+        if engine_free is not None:
+            engine_free()
+            self._set_spec(self.spec)  # a call path over what the engine keeps now
         storage_map = self.fn.storage_map
         if storage_map is None or self.fn.allow_gc:
             return
         for var, cell in storage_map.items():
             if not isinstance(var, Constant) and var.owner is not None:
                 cell[0] = None
+
+    @property
+    def indices(self) -> list:
+        """Theano's ``Function.indices``: ``(input spec, None, [input spec])`` per input
+        (the last two served Theano's retired input kits).
+
+        >>> import theano_dag, theano_dag.tensor as tt
+        >>> x = tt.dscalar("x")
+        >>> theano_dag.function([x], x + 1).indices[0][0].variable is x
+        True
+        """
+        return [(spec, None, [spec]) for spec in self.maker.inputs]
 
     # -- copying --------------------------------------------------------------
 
@@ -520,10 +548,6 @@ class Function(CallBase):
         maker = self.maker
         n_out = len(maker.outputs)
         out_vars = maker.fgraph.outputs if not delete_updates else maker.fgraph.outputs[:n_out]
-        memo = clone_get_equiv(maker.fgraph.inputs, out_vars)
-        fg_cpy = FunctionGraph(
-            [memo[i] for i in maker.fgraph.inputs], [memo[o] for o in out_vars], clone=False
-        )
         swap = dict(swap or {})
         user_vars = [spec.variable for spec in maker.inputs]
         for old, new in swap.items():
@@ -535,6 +559,12 @@ class Function(CallBase):
                 raise TypeError(
                     f"copy(swap=...): {new} has type {new.type}, {old} has type {old.type}"
                 )
+        # A swapped-in shared variable is itself the copy's graph input, as in Theano.
+        memo = {inp: swap[var] for inp, var in zip(maker.fgraph.inputs, user_vars) if var in swap}
+        memo = clone_get_equiv(maker.fgraph.inputs, out_vars, memo=memo)
+        fg_cpy = FunctionGraph(
+            [memo[i] for i in maker.fgraph.inputs], [memo[o] for o in out_vars], clone=False
+        )
         ins, storage = [], []
         update_i = n_out
         for k, (spec, cur) in enumerate(zip(maker.inputs, self.input_storage)):
@@ -883,11 +913,20 @@ class FunctionMaker:
 
 
 def _rebuild_function(maker, values, trust_input, name):
-    """Unpickle a Function: its maker compiled the graph again, each input gets its value."""
-    storage = [
-        spec.value if isinstance(spec.value, Container) or _is_shared(spec.value) else v
-        for spec, v in zip(maker.inputs, values)
-    ]
+    """Unpickle a Function: its maker compiled the graph again, each input gets its value
+    (a default or state its Container, whose cell other loaded functions may share)."""
+    storage = []
+    for spec, v in zip(maker.inputs, values):
+        if isinstance(spec.value, Container) or _is_shared(spec.value):
+            storage.append(spec.value)
+        elif v is None:
+            storage.append(None)
+        else:
+            container, value = v
+            # A call given another value left it in the cell; the default is what a call
+            # without one reads.
+            container.storage[0] = value
+            storage.append(container)
     fn = maker.create(storage)
     fn.name = name
     fn.trust_input = trust_input

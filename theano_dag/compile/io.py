@@ -20,11 +20,21 @@ def update_type_fits(var_type, update_type) -> bool:
 
     The types are equal, or the update's is more specific (a static length where
     the variable has none): Theano, which had no static lengths, saw both as one type.
+    A static length of 1 where the variable has none is refused, as Theano refuses a
+    broadcastable dimension there: such an update would store a value of length 1 where
+    the user most likely meant it to broadcast over the variable's length.
+
+    >>> from theano_dag.tensor.type import TensorType
+    >>> m = TensorType("float64", shape=(None, None))
+    >>> [update_type_fits(m, TensorType("float64", shape=s)) for s in [(None, 3), (1, 1)]]
+    [True, False]
     """
     if update_type == var_type:
         return True
     is_super = getattr(var_type, "is_super", None)
-    return is_super is not None and is_super(update_type)
+    if is_super is None or not is_super(update_type):
+        return False
+    return not any(v is None and u == 1 for v, u in zip(var_type.shape, update_type.shape))
 
 
 class SymbolicInput:

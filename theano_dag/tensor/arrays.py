@@ -167,13 +167,13 @@ def largest(*args):
 
 class Default(Op):
     """``x``, or a copy of ``default`` when ``x``'s value is None (Theano's ``Default``):
-    both inputs have one type, the choice is made when the function runs. A value of None
-    reaches it on the ``py`` engine only (the CPU engine refuses None for an array).
+    both inputs have one type, the choice is made when the function runs (a call given
+    None for an array runs on the ops' ``perform``, on the CPU engine too).
 
     >>> import theano_dag
     >>> from theano_dag import tensor as tt
     >>> x, y = tt.dscalars("x", "y")
-    >>> f = theano_dag.function([x, y], default(x, y), mode="FAST_COMPILE")
+    >>> f = theano_dag.function([x, y], default(x, y))
     >>> float(f(1.0, 2.0)), float(f(None, 2.0))
     (1.0, 2.0)
     """
@@ -195,8 +195,8 @@ class Default(Op):
         output_storage[0][0] = default.copy() if x is None else x
 
     def infer_shape(self, fgraph, node, input_shapes):
-        # The shape of x: a value of None (whose shape is unknown) runs on the py engine,
-        # which does not plan shapes.
+        # The shape of x: a call given None (whose shape is unknown) runs on the ops'
+        # perform, which plans no shapes.
         return [input_shapes[0]]
 
 
@@ -790,8 +790,10 @@ class Tri(Op):
         return Apply(self, ins, [TensorType(self.dtype, shape=(None, None))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        n, m, k = (int(v) for v in inputs)
-        output_storage[0][0] = np.tri(n, m, k, dtype=self.dtype)
+        n, m, k = inputs
+        # m given as None (Theano lets a function's input be None) is numpy's: m = n
+        m = None if m is None else int(m)
+        output_storage[0][0] = np.tri(int(n), m, int(k), dtype=self.dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [(node.inputs[0], node.inputs[1])]

@@ -694,7 +694,12 @@ class _DtypeReduce(CAReduce):
 
     def make_node(self, x):
         node = super().make_node(x)
-        self.acc_dtype_for(node.inputs[0].dtype)  # reject a lossy acc_dtype at build time
+        acc = self.acc_dtype_for(node.inputs[0].dtype)  # rejects a lossy acc_dtype
+        if self.acc_dtype is None:
+            # The node's op names its accumulator, as Theano's does (x.sum().owner.op.acc_dtype).
+            props = {p: getattr(node.op, p) for p in self.__props__ if p != "acc_dtype"}
+            op = type(self)(acc_dtype=acc, **props)
+            node = Apply(op, node.inputs, [o.type() for o in node.outputs])
         return node
 
 

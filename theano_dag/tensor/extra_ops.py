@@ -19,7 +19,7 @@ from theano_dag.graph.op import Op
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.arrays import Assert, MaxAndArgmax, flatnonzero
+from theano_dag.tensor.arrays import Assert, MaxAndArgmax, Tri, flatnonzero
 from theano_dag.tensor.basic import repeat
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
 from theano_dag.tensor.nnet.nnet import to_one_hot
@@ -406,7 +406,12 @@ def tri(N, M=None, k=0, dtype=None):  # noqa: N803 (numpy's names)
     array([[0, 0, 0],
            [1, 0, 0],
            [1, 1, 0]])
+
+    A symbolic ``M`` makes one ``Tri`` node, which reads a value of None given to a call
+    as numpy does (``M = N``); otherwise the mask is built from ``arange``, which fuses.
     """
+    if isinstance(M, Variable) and not isinstance(M, Constant):
+        return Tri(dtype)(N, M, k)
     rows = tb.arange(N, dtype="int64")
     cols = tb.arange(N if M is None else M, dtype="int64")
     mask = tm.ge(rows.dimshuffle(0, "x") + k, cols.dimshuffle("x", 0))

@@ -897,6 +897,10 @@ class lstsq(Op):  # noqa: N801 (Theano's name for the op class)
     def make_node(self, a, b, rcond):
         a, b = _float_matrix(self, a), as_tensor_variable(b)
         rcond = as_tensor_variable(rcond)
+        if rcond.ndim != 0:
+            raise TypeError(f"lstsq: rcond must be a scalar, got {rcond} of type {rcond.type}")
+        if b.ndim not in (1, 2):
+            raise TypeError(f"lstsq: b must be a vector or a matrix, got {b} of type {b.type}")
         dtype = upcast(a.dtype, b.dtype)
         outs = [
             TensorType(dtype, shape=(None,) * b.ndim)(),

@@ -495,6 +495,15 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
             else:
                 x = x.dimshuffle(["x"] * (ndim - x.ndim) + list(range(x.ndim)))
         return x
+    if isinstance(x, bool):
+        # As Theano: a Python bool is most often ``v == w`` of two variables, which
+        # compares them as objects; a constant from it would silently be wrong.
+        raise AsTensorError(
+            f"Cannot convert {x} to a tensor variable: a Python bool is refused, as it is "
+            "most likely the result of == or != between variables, which compares the "
+            "objects (use tt.eq(v, w) or tt.neq(v, w)); for a constant use np.array(True) "
+            "or np.array(False)"
+        )
     if isinstance(x, (tuple, list)) and any(isinstance(e, Variable) for e in _flat(x)):
         elems = [
             constant(np.asarray(e.data, dtype=e.type.dtype))

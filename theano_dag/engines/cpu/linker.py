@@ -28,7 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.engines.basic import Container, Linker
+from theano_dag.engines.basic import Container, Linker, PerformLinker
 from theano_dag.engines.callspec import NATIVE_CALL, CallPath, CallSpec, Guard, PlainCall, Thunk
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
@@ -42,6 +42,7 @@ from theano_dag.engines.cpu.emit.codegen import (
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
+from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.scalar.basic import ScalarType
 from theano_dag.sparse.type import SparseType
@@ -190,6 +191,7 @@ class CPULinker(Linker):
             profile.set_nodes([n for n, _, _ in program.node_steps])
             profile.link_time += time.perf_counter() - t0
         thunk = CPUThunk(program, input_storage, output_storage, profile)
+        thunk.given_cells = storage_map  # a copy's cells of the original (share_memory)
         ins = [Container(r, cell) for r, cell in zip(fgraph.inputs, input_storage)]
         outs = [
             Container(r, cell, readonly=True) for r, cell in zip(fgraph.outputs, output_storage)
@@ -216,6 +218,9 @@ class CPUThunk(Thunk):
         self.plans: OrderedDict = OrderedDict()
         self.current = None
         self.nodes_run = None
+        self._reference = None  # the ops' perform over the same cells, made on first need
+        self.given_cells = None
+        self._storage_map = None
         p = program
         self._tensor = [_is_tensor_type(v.type) for v in p.inputs]
         self._sparse = [isinstance(v.type, SparseType) for v in p.inputs]
@@ -295,7 +300,14 @@ class CPUThunk(Thunk):
     def __call__(self):
         t0 = time.perf_counter()
         vals = [c[0] for c in self.input_storage]
-        plan = self.plan_for(self._signature(vals))
+        try:
+            sig = self._signature(vals)
+        except InputValueError:
+            if not any(v is None and t for v, t in zip(vals, self._tensor)):
+                raise
+            self._run_reference()
+            return
+        plan = self.plan_for(sig)
         core = self._core(plan)
         if self.program.incremental:
             outs = self._run_incremental(plan, core, vals)
@@ -306,6 +318,35 @@ class CPUThunk(Thunk):
         if self.profile is not None:
             self.profile.calls += 1
             self.profile.call_time += time.perf_counter() - t0
+
+    def _run_reference(self):
+        """Run this call on the ops' ``perform``, over the same cells: Theano lets an array
+        input's value be None (``Default`` and ``Eye`` read it), which has no shape to plan
+        memory for."""
+        if self._reference is None:
+            linker = PerformLinker().accept(self.program.fgraph, no_recycling=[])
+            self._reference = linker.make_thunk(
+                input_storage=self.input_storage, output_storage=self.output_storage
+            )[0]
+        self._reference()
+
+    @property
+    def storage_map(self) -> dict:
+        """Theano's ``fn.storage_map`` of the cells this engine has (made on first use):
+        the inputs', the outputs' and the constants'. The values between them live in
+        the plans' blocks, which have no cells."""
+        if self._storage_map is None:
+            fgraph = self.program.fgraph
+            self._storage_map = _storage_map(
+                fgraph, self.input_storage, self.output_storage, self.given_cells
+            )
+        return self._storage_map
+
+    def free(self):
+        """Drop the plans, with their blocks and code: the memory kept between calls.
+        The next call plans its signature again."""
+        self.plans.clear()
+        self.current = None
 
     def run_values(self, vals):
         """Run on ``vals`` (one value per input) and return the outputs, without the
@@ -547,6 +588,20 @@ _NOTHING = _Nothing()
 class InputValueError(TypeError, ValueError):
     """A tensor input's value is no ndarray (only with ``trust_input``, which skips the
     conversion): a TypeError, and the ValueError Theano programs catch."""
+
+
+def _storage_map(fgraph, input_storage, output_storage, given=None):
+    """The cells of :attr:`CPUThunk.storage_map`: a constant's is its cell in ``given``
+    when it has one (a copy that shares memory), else a new one."""
+    given = given or {}
+    smap = dict(zip(fgraph.inputs, input_storage))
+    for var, cell in zip(fgraph.outputs, output_storage):
+        smap.setdefault(var, cell)
+    for node in fgraph.apply_nodes:
+        for var in node.inputs:
+            if var.owner is None and var not in smap and isinstance(var, Constant):
+                smap[var] = given.get(var) or [var.data]
+    return smap
 
 
 def _is_tensor_type(t):

@@ -276,10 +276,15 @@ class RandomVariable(Op):
         return False  # a draw is not a constant, whatever its inputs
 
     def connection_pattern(self, node):
-        return [[False, False], [False, False]] + [[False, True]] * (len(node.inputs) - 2)
+        # Outputs [new rng, draws]: the draws depend on the generator's state (Theano's
+        # OpFromGraph and scan read that from here), not on size's values.
+        return [[True, True], [False, False]] + [[False, True]] * (len(node.inputs) - 2)
 
     def L_op(self, inputs, outputs, output_grads):
-        return [disconnected_type(), disconnected_type()] + [
+        return [
+            grad_undefined(self, 0, inputs[0], "a random generator has no gradient"),
+            disconnected_type(),
+        ] + [
             grad_undefined(self, k + 2, p, "the draws are not differentiable in the parameters")
             for k, p in enumerate(inputs[2:])
         ]
