@@ -18,6 +18,7 @@ from theano_dag.graph.basic import io_toposort
 from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
+from theano_dag.scan.rewriting import ScanMerge
 from theano_dag.tensor.random.utils import RandomStream, RandomStreams
 
 ENGINES = [
@@ -737,3 +738,66 @@ def test_loops_over_the_same_steps_are_merged():
     g = theano_dag.function([x], [sums, after])
     assert len(_scan_nodes(g)) == 2
     np.testing.assert_allclose(g(xv)[1], np.cumsum(np.cumsum(xv)))
+
+
+def test_a_loop_and_its_clone_are_merged():
+    # theano.clone of a graph with a loop gives a second loop node holding the same inner
+    # graph; merging them must give the merged loop inner inputs of its own.
+    x, w = tt.dvector("x"), tt.dscalar("w")
+    sums, _ = scan(lambda v, a: a + v * w, sequences=x, outputs_info=np.float64(0))
+    cost = sums.sum()
+    cost2 = theano_dag.clone(cost, replace={w: 2 * w})
+    f = theano_dag.function([x, w], [cost, cost2])
+    (node,) = _scan_nodes(f)
+    assert len(set(node.op.inner_inputs)) == len(node.op.inner_inputs)
+    xv = np.array([1.0, 2.0, 3.0])
+    got = f(xv, 0.5)
+    np.testing.assert_allclose(got, [np.cumsum(xv * 0.5).sum(), np.cumsum(xv * 1.0).sum()])
+
+
+def test_scan_merge_groups_loops_over_equal_steps():
+    x = tt.dvector("x")
+    a, _ = scan(lambda v, s: s * v, sequences=x, outputs_info=np.float64(1), n_steps=3)
+    b, _ = scan(lambda v, s: (s + v, until(v > 0)), sequences=x, outputs_info=np.float64(0))
+    c, _ = scan(lambda v: v + 1, sequences=x, n_steps=3)
+    merge = ScanMerge()
+    assert merge.belongs_to_set(a.owner.inputs[0].owner, [c.owner])
+    assert not merge.belongs_to_set(a.owner.inputs[0].owner, [b.owner.inputs[0].owner])
+    # Theano's names of the inner graph's inputs and outputs.
+    assert c.owner.op.inputs == list(c.owner.op.inner_inputs)
+    assert c.owner.op.outputs == list(c.owner.op.inner_outputs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_step_is_the_step_itself(dtype):
+    # As Theano: n_steps=1 builds no loop; the output has the step's dtype (int8 + int32
+    # is int32), a leading axis of 1, and the taps read the initial rows.
+    seq = tt.ivector("seq")
+    rs, _ = scan(lambda s, p: p + s, sequences=dict(input=seq, taps=[2]), outputs_info=0, n_steps=1)
+    assert rs.dtype == "int32" and not _scan_nodes(theano_dag.function([seq], rs))
+    np.testing.assert_array_equal(theano_dag.function([seq], rs)(np.arange(5, dtype="int32")), [2])
+    x = tt.matrix("x", dtype=dtype)
+    rs, _ = scan(
+        lambda s, p1, p3: p1 * 2 + s + p3,
+        sequences=x,
+        outputs_info=dict(initial=x, taps=[-1, -3]),
+        n_steps=1,
+    )
+    xv = np.arange(8, dtype=dtype).reshape(4, 2)
+    got = theano_dag.function([x], rs)(xv)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, [xv[2] * 2 + xv[0] + xv[0]])
+
+
+def test_a_single_tap_may_be_an_int():
+    u, x0 = tt.dvector("u"), tt.dvector("x0")
+    out, _ = scan(
+        lambda u_tm2, x_tm1, x_tm2: u_tm2 + x_tm1 * 0.5 + x_tm2,
+        sequences=dict(input=u, taps=-2),
+        outputs_info=dict(initial=x0, taps=[-1, -2]),
+    )
+    uv, x0v = np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0, 20.0])
+    want = np.zeros(2)
+    want[0] = uv[0] + x0v[1] * 0.5 + x0v[0]
+    want[1] = uv[1] + want[0] * 0.5 + x0v[1]
+    np.testing.assert_allclose(theano_dag.function([u, x0], out)(uv, x0v), want)

@@ -87,6 +87,35 @@ def _split_step_result(ls):
     )
 
 
+def _taps(taps):
+    """A dict's ``taps`` as a list: Theano takes one tap as a plain int (``taps=-2``)."""
+    return [int(taps)] if isinstance(taps, (int, np.integer)) else list(taps)
+
+
+def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_list):
+    """``scan``'s result for ``n_steps=1``: the step's outputs on the sequences' first
+    rows and the initial states, each with a leading axis of length 1, and its updates,
+    as Theano gives them (an output's dtype is the step's, whatever its initial state's).
+    """
+    replace = {row: sl[0] for row, sl in zip(seq_rows, seq_slices)}
+    for st, rows in zip(states, tap_rows):
+        if st is None:
+            continue
+        init, taps = st
+        for tap, row in zip(taps, rows):
+            replace[row] = init if taps == [-1] else init[tap - min(taps)]
+    updates = OrderedDict(updates)
+    new = clone_replace([*outputs, *updates.values()], replace) if replace else None
+    if new is not None:
+        outputs, updates = new[: len(outputs)], OrderedDict(zip(updates, new[len(outputs) :]))
+    out_list = [tt.unbroadcast(tt.shape_padleft(o), 0) for o in outputs]
+    if not out_list:
+        return None, updates
+    if len(out_list) == 1 and not return_list:
+        return out_list[0], updates
+    return out_list, updates
+
+
 def _placeholder(var, name):
     # A fresh free variable of var's type: the step function's view of one step.
     new = var.type()
@@ -159,7 +188,7 @@ def scan(
             s = {"input": s}
         if "input" not in s:
             raise ValueError(f"scan: a sequence given as a dict needs 'input', got {s!r}")
-        taps = list(s.get("taps", [0]))
+        taps = _taps(s.get("taps", [0]))
         if not taps:
             raise ValueError(f"scan: a sequence has no taps: {s!r}")
         seqs.append((tt.as_tensor_variable(s["input"]), taps))
@@ -175,7 +204,7 @@ def scan(
                     )
                 states.append(None)
                 continue
-            taps = list(o.get("taps", [-1]))
+            taps = _taps(o.get("taps", [-1]))
             init = o["initial"]
         elif o is None:
             states.append(None)
@@ -275,6 +304,9 @@ def scan(
 
     condition, outputs, updates = _split_step_result(fn(*args))
     outputs = [tt.as_tensor_variable(o) for o in outputs]
+    if n_fixed == 1:
+        # As Theano: one step needs no loop (its condition, if any, is not looked at).
+        return _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_list)
     if not outs_info:
         states = [None] * len(outputs)
         tap_rows = [None] * len(outputs)

@@ -137,6 +137,16 @@ class Scan(Op):
         args.update(changes)
         return type(self)(**args)
 
+    @property
+    def inputs(self):
+        """Theano's name of the inner graph's inputs (``inner_inputs``)."""
+        return list(self.inner_inputs)
+
+    @property
+    def outputs(self):
+        """Theano's name of the inner graph's outputs (``inner_outputs``)."""
+        return list(self.inner_outputs)
+
     def __str__(self):
         name = f"{self.name}, " if self.name else ""
         return (
