@@ -13,8 +13,9 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.opencl.context import opencl_available
-from theano_dag.gradient import verify_grad
+from theano_dag.gradient import DisconnectedInputError, verify_grad
 from theano_dag.graph.basic import io_toposort
+from theano_dag.graph.fg import MissingInputError
 from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
@@ -219,6 +220,8 @@ def test_strict_wants_every_shared_variable_passed():
     x = tt.dvector("x")
     s = theano_dag.shared(2.0, name="s")
     with pytest.raises(ValueError, match=r"strict=True\): the step function uses \[s\]"):
+        scan(lambda v: v * s * w, sequences=x, strict=True)
+    with pytest.raises(MissingInputError):  # Theano's error type
         scan(lambda v: v * s * w, sequences=x, strict=True)
     out, _ = scan(lambda v: v * w, sequences=x, strict=True)
     np.testing.assert_allclose(out.eval({x: np.array([1.0, 2.0]), w: 3.0}), [3, 6])
@@ -801,3 +804,74 @@ def test_a_single_tap_may_be_an_int():
     want[0] = uv[0] + x0v[1] * 0.5 + x0v[0]
     want[1] = uv[1] + want[0] * 0.5 + x0v[1]
     np.testing.assert_allclose(theano_dag.function([u, x0], out)(uv, x0v), want)
+
+
+def test_an_initial_state_the_steps_never_read_is_disconnected():
+    # As Theano: z's step reads x's previous value, never its own, so z0 does not reach
+    # the outputs; x0 and y0 do.
+    x0, y0, z0 = tt.dvector("x0"), tt.dvector("y0"), tt.dvector("z0")
+    [x, y, z], _ = scan(
+        lambda xp, yp, zp: (xp**2, yp, xp + 1), outputs_info=[x0, y0, z0], n_steps=3
+    )
+    cost = (x + y + z).sum()
+    gx, gy = tt.grad(cost, [x0, y0])
+    v = np.array([0.5, -1.0])
+    # x_3 = x0**8, z_t = x_{t-1} + 1: d/dx0 of sum(x_t + z_t) over t = 1..3
+    want = (2 * v + 4 * v**3 + 8 * v**7) + (1 + 2 * v + 4 * v**3)
+    f = theano_dag.function([x0, y0, z0], [gx, gy], on_unused_input="ignore")
+    got = f(v, v, v)
+    np.testing.assert_allclose(got[0], want)
+    np.testing.assert_allclose(got[1], [3.0, 3.0])
+    with pytest.raises(DisconnectedInputError):
+        tt.grad(cost, z0)
+    with pytest.raises(DisconnectedInputError):
+        tt.grad(x.sum(), y0)
+    g = tt.grad(cost, z0, disconnected_inputs="ignore")
+    f = theano_dag.function([x0, y0, z0], g, on_unused_input="ignore")
+    np.testing.assert_array_equal(f(v, v, v), [0.0, 0.0])
+
+
+def test_updates_of_a_nested_loop_are_returned_through_the_outer_one():
+    # The inner loop's draws advance a generator: the outer step returns that update (a
+    # generator, not a tensor), which the outer loop carries.
+    srng = RandomStream(1)
+    x = tt.dmatrix("x")
+
+    def row(i):
+        inner, up = scan(lambda j: x[i, j] + srng.uniform(0, 0.001), sequences=tt.arange(2))
+        return inner, up
+
+    out, updates = scan(row, sequences=tt.arange(3))
+    f = theano_dag.function([x], out, updates=updates)
+    xv = np.arange(6.0).reshape(3, 2)
+    a, b = f(xv), f(xv)
+    assert a.shape == (3, 2) and np.all((a - xv >= 0) & (a - xv < 0.001))
+    assert not np.array_equal(a, b)
+
+
+def test_loops_with_the_same_inner_computation_are_equal_ops():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a, _ = scan(lambda v: v + 1, sequences=x)
+    b, _ = scan(lambda v: v + 1, sequences=y)
+    c, _ = scan(lambda v: v + 2, sequences=x)
+    assert a.owner.op == b.owner.op and hash(a.owner.op) == hash(b.owner.op)
+    assert a.owner.op != c.owner.op
+    # Two such loops over the same input are computed once.
+    d, _ = scan(lambda v: v + 1, sequences=x)
+    f = theano_dag.function([x], [a, d])
+    assert len(_scan_nodes(f)) == 1
+    got = f(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(got[0], [2.0, 3.0])
+    np.testing.assert_allclose(got[1], [2.0, 3.0])
+
+
+def test_an_output_tap_given_twice_is_refused():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    with pytest.raises(ValueError, match=r"taps \[-1, -1\], one of them twice"):
+        scan(lambda v, a, b: a + v, sequences=x, outputs_info=dict(initial=y, taps=[-1, -1]))
+
+
+def test_a_step_may_return_an_empty_tuple_of_updates():
+    x = tt.dvector("x")
+    out, _ = scan(lambda v: ([v * 2], (), until(v > 1)), sequences=x)
+    np.testing.assert_allclose(out.eval({x: np.array([0.5, 1.5, 3.0])}), [1.0, 3.0])

@@ -10,6 +10,7 @@ import numpy as np
 from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable, clone_replace, graph_inputs
+from theano_dag.graph.fg import MissingInputError
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.utils import TestValueError
 from theano_dag.scan.op import Scan
@@ -32,6 +33,11 @@ class until:  # noqa: N801 (Theano's name)
                 f"until: the condition must be a scalar, got {condition} of type {condition.type}"
             )
         self.condition = condition
+
+
+class StrictScanError(MissingInputError, ValueError):
+    """``scan(strict=True)``'s step reads a shared variable nobody passed: Theano's
+    MissingInputError, and a ValueError as theano_dag raised before."""
 
 
 def _as_list(x):
@@ -74,7 +80,10 @@ def _split_step_result(ls):
                 cond = part.condition
             elif _is_outputs(part) and outs is None:
                 outs = _as_list(part)
-            elif _is_updates(part) and ups is None:
+            elif ups is None and (
+                _is_updates(part) or (isinstance(part, (list, tuple)) and not part)
+            ):
+                # an empty tuple after the outputs: no updates (Theano accepts it)
                 ups = OrderedDict(part)
             else:
                 break
@@ -215,6 +224,8 @@ def scan(
             raise ValueError(
                 f"scan: outputs_info[{k}] has taps {taps}; an output's taps must be negative"
             )
+        if len(set(taps)) != len(taps):
+            raise ValueError(f"scan: outputs_info[{k}] has taps {taps}, one of them twice")
         states.append((tt.as_tensor_variable(init), taps))
 
     given_nonseqs = [
@@ -333,7 +344,9 @@ def scan(
     for var, new in list(updates.items()):
         if not isinstance(var, SharedVariable):
             raise TypeError(f"scan: updates must be keyed by shared variables, got {var!r}")
-        updates[var] = var.type.filter_variable(tt.as_tensor_variable(new))
+        updates[var] = var.type.filter_variable(
+            new if isinstance(new, Variable) else tt.as_tensor_variable(new)
+        )
     # What the step reads stops at the non-sequences: their own inputs are the outer
     # graph's business (one computed from shared variables is fine under strict=True).
     roots = [*outputs, *updates.values(), *([condition] if condition is not None else [])]
@@ -357,7 +370,7 @@ def scan(
             if isinstance(v, SharedVariable) and v not in updates and v not in given_nonseqs
         ]
         if missing:
-            raise ValueError(
+            raise StrictScanError(
                 f"scan(strict=True): the step function uses {missing}, which are not in "
                 "sequences, outputs_info or non_sequences; pass them as non_sequences"
             )
