@@ -211,3 +211,14 @@ def test_default_compiler_is_found_on_the_current_path(tmp_path, monkeypatch):
     assert config.cxx == str(gcc)
     monkeypatch.setenv("PATH", str(empty))
     assert config.cxx == ""
+
+
+def test_theano_top_level_names_of_the_flags():
+    # `from theano import configdefaults, change_flags` (Theano's top-level names).
+    assert theano_dag.configdefaults.config is theano_dag.config
+    before = config.floatX
+    other = "float32" if before == "float64" else "float64"
+    with pytest.warns(DeprecationWarning, match="config.change_flags"):
+        with theano_dag.change_flags(floatX=other):
+            assert config.floatX == other
+    assert config.floatX == before

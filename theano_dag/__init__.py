@@ -11,6 +11,9 @@ The public face: ``function``, ``shared``, ``grad``, ``config``, ``In``, ``Out``
 array([2., 4.])
 """
 
+import sys
+import warnings
+
 # The optimizer and the engines load with compile (compile.mode imports them), as PyTensor
 # loads its rewrites on import: the time to a first result then counts compiling the
 # graph, not importing some twenty modules.
@@ -43,6 +46,29 @@ sparse.verify_grad_sparse = verify_grad_sparse
 # theano.clone(output, replace=...): Theano's name for clone_replace.
 clone = clone_replace
 
+# Theano's modules of its flags (`from theano import configdefaults`): theano_dag's config
+# module holds their names (`theano_dag.config` is the flags object itself).
+configdefaults = configparser = sys.modules["theano_dag.config"]
+
+
+def change_flags(*args, **kwargs):
+    """Theano's top-level name (deprecated there too) of ``config.change_flags``.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     with change_flags(floatX="float32"):
+    ...         config.floatX
+    'float32'
+    """
+    warnings.warn(
+        "theano_dag.change_flags is deprecated: use theano_dag.config.change_flags",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return config.change_flags(*args, **kwargs)
+
+
 __version__ = "0.1.0"
 __all__ = [
     "config",
@@ -70,6 +96,8 @@ __all__ = [
     "OpFromGraph",
     "OrderedUpdates",
     "clone",
+    "change_flags",
+    "configdefaults",
     "sparse_grad",
     "ProfileStats",
 ]
