@@ -32,7 +32,7 @@ from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
-from theano_dag.printing import pprint
+from theano_dag.printing import pp, pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 from theano_dag.tensor.subtensor import sparse_grad
 
@@ -86,6 +86,7 @@ __all__ = [
     "subgraph_grad",
     "printing",
     "pprint",
+    "pp",
     "scan",
     "map",
     "reduce",

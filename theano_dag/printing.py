@@ -7,6 +7,7 @@ prints without touching Python's recursion limit.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 from io import StringIO
@@ -573,6 +574,11 @@ def pydot_source(obj, print_type=False, max_label_size=70, graph_name="G") -> st
 
 
 to_dot = pydot_source
+
+
+# Theano's flag of whether pydotprint can draw: here, whether the graphviz package it
+# renders with is installed (looked up, not imported: importing it costs time).
+pydot_imported = importlib.util.find_spec("graphviz") is not None
 
 
 def pydotprint(fct, outfile=None, format=None, print_type=False, max_label_size=70):
