@@ -20,6 +20,7 @@ from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
 from theano_dag.scan.rewriting import ScanMerge
+from theano_dag.scan.utils import map_variables
 from theano_dag.tensor.random.utils import RandomStream, RandomStreams
 
 ENGINES = [
@@ -875,3 +876,32 @@ def test_a_step_may_return_an_empty_tuple_of_updates():
     x = tt.dvector("x")
     out, _ = scan(lambda v: ([v * 2], (), until(v > 1)), sequences=x)
     np.testing.assert_allclose(out.eval({x: np.array([0.5, 1.5, 3.0])}), [1.0, 3.0])
+
+
+def test_map_variables_replaces_inside_a_loop_step():
+    # The replacement brings outer variables into the step: they become non-sequences.
+    x, outer = tt.dvector("x"), tt.dscalar("outer")
+    w = theano_dag.shared(np.float64(1.0), name="w")
+    z = outer * (w + 1)
+
+    def step(v, acc):
+        r = acc + v
+        r.tag.replacement = z * (acc - v)
+        return r
+
+    s, _ = scan(step, sequences=x, outputs_info=np.float64(0))
+    (s2,) = map_variables(lambda v: getattr(v.tag, "replacement", v), [z * s])
+    f = theano_dag.function([x, outer], [z * s, s2])
+    got = f(np.array([1.0, 2.0, 3.0]), 0.5)
+    np.testing.assert_allclose(got, [[1.0, 3.0, 6.0], [-1.0, -3.0, -6.0]])  # z is 1
+    counter = theano_dag.shared(0, name="counter")
+    counter.default_update = counter + 1
+
+    def step2(v, acc):
+        r = acc + v
+        r.tag.replacement = counter * (acc - v)
+        return r
+
+    s3, _ = scan(step2, sequences=x, outputs_info=np.float64(0))
+    with pytest.raises(NotImplementedError, match="has an update"):
+        map_variables(lambda v: getattr(v.tag, "replacement", v), [s3])
