@@ -18,6 +18,7 @@ from theano_dag.tensor.random import (
     RandomVariable,
     UniformRV,
 )
+from theano_dag.tensor.random.type import RandomStateType, random_state_type
 
 MODES = ["PerformOnly", None]
 
@@ -252,3 +253,18 @@ def test_names_and_type():
     g = np.random.default_rng(1)
     assert t.values_eq(g, np.random.default_rng(1)) and not t.values_eq(g, np.random.default_rng(2))
     assert tt.random.RandomStream is RandomStream
+
+
+def test_random_state_type():
+    a, c = np.random.RandomState(12), np.random.RandomState(123)
+    bg = np.random.PCG64()
+    d, e = np.random.RandomState(bg), np.random.RandomState(bg)
+    assert random_state_type.filter(a) is a and repr(random_state_type) == "RandomStateType"
+    with pytest.raises(TypeError):
+        random_state_type.filter(np.random.default_rng(0))
+    assert random_state_type.values_eq(a, np.random.RandomState(12))
+    assert not random_state_type.values_eq(a, c) and not random_state_type.values_eq(a, d)
+    assert random_state_type.values_eq(d, e) and random_state_type.may_share_memory(d, e)
+    assert not random_state_type.may_share_memory(a, d)
+    assert isinstance(random_state_type(), theano_dag.graph.basic.Variable)
+    assert RandomStateType() == random_state_type
