@@ -32,6 +32,10 @@ from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
+
+# Theano loads theano.tensor.opt with theano, and its users read theano.tensor.opt.X
+# without importing it: theano_dag.opt.tensor_opt, its counterpart, loads likewise.
+from theano_dag.opt import tensor_opt as _tensor_opt  # noqa: F401
 from theano_dag.printing import pp, pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 from theano_dag.tensor.subtensor import sparse_grad
