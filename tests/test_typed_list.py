@@ -112,6 +112,6 @@ def test_inplace_rewrite_changes_an_unshared_list():
     value = [np.zeros(2)]
     g(value, np.ones(2))
     assert len(value) == 1
-    excluded = theano_dag.compile.mode.get_default_mode().excluding("typed_list_inplace_opt")
+    excluded = theano_dag.compile.mode.get_default_mode().excluding("inplace")
     h = theano_dag.function([theano_dag.In(lst, mutable=True), a], out, mode=excluded)
     assert [n.op.inplace for n in h.maker.fgraph.toposort()] == [False, False]

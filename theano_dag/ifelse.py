@@ -31,8 +31,7 @@ from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.graph.rewriting.navigator import in2out
-from theano_dag.opt.optdb import optdb
+from theano_dag.opt.optdb import register_specialize
 
 __all__ = ["IfElse", "cond_make_inplace", "ifelse"]
 
@@ -217,11 +216,13 @@ def ifelse(condition, then_branch, else_branch, name=None):
     return result_type(outs)
 
 
+@register_specialize("inplace")
 @local_optimizer([IfElse])
 def cond_make_inplace(fgraph, node):
     """Theano's ``cond_make_inplace`` (fast_run, inplace): an ``IfElse`` returns its
     then-values without a copy (``as_view``); not for scalar outputs in a graph of 500
-    nodes or more, where the copy costs less than the rewrite's bookkeeping."""
+    nodes or more, where the copy costs less than the rewrite's bookkeeping. A view needs
+    no destroy handler: it runs in specialize (Theano's at 95, after it)."""
     op = node.op
     if op.as_view:
         return None
@@ -231,13 +232,3 @@ def cond_make_inplace(fgraph, node):
         return None
     new = IfElse(op.n_outs, as_view=True, gpu=op.gpu, name=op.name)
     return new(*node.inputs, return_list=True)
-
-
-# After the destroy handler joins (49.5), as Theano's (95): the view is then checked.
-optdb.register(
-    "cond_make_inplace",
-    in2out(cond_make_inplace, ignore_newtrees=True),
-    95,
-    "fast_run",
-    "inplace",
-)
