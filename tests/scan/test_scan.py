@@ -905,3 +905,20 @@ def test_map_variables_replaces_inside_a_loop_step():
     s3, _ = scan(step2, sequences=x, outputs_info=np.float64(0))
     with pytest.raises(NotImplementedError, match="has an update"):
         map_variables(lambda v: getattr(v.tag, "replacement", v), [s3])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_loop_whose_step_is_all_invariant_is_an_alloc(dtype):
+    # Theano's pushout of a whole invariant step: the loop goes, its value is repeated.
+    h = tt.vector("h", dtype=dtype)
+    w1, w2 = tt.matrix("w1", dtype=dtype), tt.matrix("w2", dtype=dtype)
+    o, _ = scan(lambda h, a, b: tt.dot(h, a + b), non_sequences=[h, w1, w2], n_steps=5)
+    f = theano_dag.function([h, w1, w2], o)
+    assert not _scan_nodes(f)
+    assert any(isinstance(n.op, tt.Alloc) for n in f.maker.fgraph.toposort())
+    rng = np.random.default_rng(0)
+    hv = rng.random(2).astype(dtype)
+    av, bv = rng.random((2, 2)).astype(dtype), rng.random((2, 2)).astype(dtype)
+    got = f(hv, av, bv)
+    assert got.dtype == dtype and got.shape == (5, 2)
+    np.testing.assert_allclose(got, np.tile(hv @ (av + bv), (5, 1)), rtol=1e-5)

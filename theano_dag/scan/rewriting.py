@@ -15,7 +15,10 @@
   of ``n_steps`` small ones (PyTensor's ``push_out_seq`` does this for elementwise work
   only; JAX users write it by hand).
 - ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
-  is (what the two rewrites above leave of a stored input projection) is that sequence.
+  is (what the two rewrites above leave of a stored input projection) is that sequence;
+  one that is a non-sequence as it is (what hoisting leaves of a step whose work is all
+  invariant) is that value repeated over the steps, an ``Alloc`` (Theano's pushout of
+  a whole invariant step).
 - ``local_scan_push_out_dot_sum``: a state that only accumulates products
   ``acc + a_t.T @ b_t`` and of which only the last value is read (a weight's gradient in
   backpropagation through time) becomes one product after the loop,
@@ -461,28 +464,32 @@ def local_scan_push_out_seq_dot(fgraph, node):
 @register_canonicalize
 @local_optimizer([Scan])
 def local_scan_nitsot_of_sequence(fgraph, node):
-    """A per-step output that is a sequence's row is that sequence (see the module)."""
-    # Scan(outputs=[..., x_t]) -> X[:n]
+    """A per-step output that is a sequence's row is that sequence; one that is a
+    non-sequence is that value repeated over the steps (see the module)."""
+    # Scan(outputs=[..., x_t]) -> X[:n];  Scan(outputs=[..., w]) -> alloc(w, n, *w.shape)
     op = node.op
     if not isinstance(op, Scan) or op.has_until:
         return None
     nst, nit = op.n_states, op.n_nitsot
     seq_vars = list(op.inner_inputs[: op.n_seqs])
-    gone = [j for j in range(nit) if op.inner_outputs[nst + j] in seq_vars]
+    ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    gone = [j for j in range(nit) if op.inner_outputs[nst + j] in (*seq_vars, *ns_vars)]
     if not gone:
         return None
-    n_steps, seqs, *_ = op.split_outer(node.inputs)
+    n_steps, seqs, _, _, nonseqs = op.split_outer(node.inputs)
     outs = list(op.inner_outputs)
     kept = [o for j, o in enumerate(outs) if j - nst not in gone]
     new_op = op.rebuilt(inner_outputs=kept, n_nitsot=nit - len(gone))
     res = iter(new_op(*node.inputs, return_list=True))
     replace = {}
     for j, old in enumerate(node.outputs):
-        if j - nst in gone:
-            seq = seqs[seq_vars.index(outs[j])][:n_steps]
-            replace[old] = cast_like(seq, old)
-        else:
+        if j - nst not in gone:
             replace[old] = next(res)
+        elif outs[j] in seq_vars:
+            replace[old] = cast_like(seqs[seq_vars.index(outs[j])][:n_steps], old)
+        else:
+            w = nonseqs[ns_vars.index(outs[j])]
+            replace[old] = cast_like(tt.alloc(w, n_steps, *w.shape), old)
     return replace
 
 
