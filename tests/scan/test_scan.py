@@ -922,3 +922,17 @@ def test_a_loop_whose_step_is_all_invariant_is_an_alloc(dtype):
     got = f(hv, av, bv)
     assert got.dtype == dtype and got.shape == (5, 2)
     np.testing.assert_allclose(got, np.tile(hv @ (av + bv), (5, 1)), rtol=1e-5)
+
+
+def test_unused_and_repeated_non_sequences_leave_one_input():
+    # Theano's layout helpers name the parts: one sequence and one non-sequence remain.
+    w, v = tt.dmatrix("w"), tt.lvector("v")
+    y, _ = scan(lambda i, a, b, c: b[i], sequences=v, non_sequences=[w[0], w, w[0]])
+    f = theano_dag.function([w, v], y)
+    (node,) = _scan_nodes(f)
+    op = node.op
+    assert len(op.inner_seqs(op.inputs)) == 1 and len(op.outer_seqs(node)) == 1
+    assert len(op.inner_non_seqs(op.inputs)) == 1
+    assert [x.name for x in op.outer_non_seqs(node)] == ["w"]
+    wv = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_array_equal(f(wv, [2, 0]), wv[[2, 0]])

@@ -199,6 +199,24 @@ class Scan(Op):
         c = b + self.n_carry
         return inputs[0], inputs[1:a], inputs[a:b], inputs[b:c], inputs[c:]
 
+    # Theano's names of the layout's parts: of a list of inner inputs (``op.inputs``), or
+    # of a node's outer inputs.
+    def inner_seqs(self, inner_inputs):
+        """The sequences' rows among ``inner_inputs``."""
+        return list(inner_inputs[: self.n_seqs])
+
+    def inner_non_seqs(self, inner_inputs):
+        """The non-sequences among ``inner_inputs``."""
+        return list(inner_inputs[len(inner_inputs) - self.n_nonseqs :])
+
+    def outer_seqs(self, node):
+        """The sequences among ``node``'s inputs."""
+        return list(self.split_outer(node.inputs)[1])
+
+    def outer_non_seqs(self, node):
+        """The non-sequences among ``node``'s inputs."""
+        return list(self.split_outer(node.inputs)[4])
+
     def inner_carry_inputs(self):
         """The inner inputs of the carried values."""
         first = self.n_seqs + sum(len(t) for t in self.state_taps)
