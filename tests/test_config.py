@@ -211,3 +211,24 @@ def test_default_compiler_is_found_on_the_current_path(tmp_path, monkeypatch):
     assert config.cxx == str(gcc)
     monkeypatch.setenv("PATH", str(empty))
     assert config.cxx == ""
+
+
+def test_theano_top_level_names_of_the_flags():
+    # `from theano import configdefaults, change_flags` (Theano's top-level names).
+    assert theano_dag.configdefaults.config is theano_dag.config
+    before = config.floatX
+    other = "float32" if before == "float64" else "float64"
+    with pytest.warns(DeprecationWarning, match="config.change_flags"):
+        with theano_dag.change_flags(floatX=other):
+            assert config.floatX == other
+    assert config.floatX == before
+
+
+def test_theano_tensor_opt_is_loaded_with_the_package():
+    # Theano code reads theano.tensor.opt.assert_ after `import theano` alone.
+    x = tt.dvector("x")
+    out = theano_dag.opt.tensor_opt.assert_(x, tt.all(tt.ge(x, 0)))
+    f = theano_dag.function([x], out)
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [1.0, 2.0])
+    with pytest.raises(AssertionError):
+        f(np.array([-1.0]))

@@ -155,3 +155,34 @@ def test_numbers_take_the_other_branch_dtype():
     assert ifelse(c, i, np.arange(2)).dtype == "int32"
     with pytest.raises(TypeError, match="should have the same type"):
         ifelse(c, i.sum(), 0.5)  # 0.5 is not an int32
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fast_run_returns_the_then_values_as_views(dtype):
+    # Theano's cond_make_inplace: in FAST_RUN the IfElse is IfElse(n, as_view=True), which
+    # returns the then-value without a copy (the else-value is still copied).
+    c = tt.iscalar("c")
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    i1, i2 = tt.ivector("i1"), tt.ivector("i2")
+    f = theano_dag.function([c, x, y, i1, i2], ifelse(c, (x * 2, i1 + 1), (y, i2)))
+    (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, IfElse)]
+    assert node.op == IfElse(2, as_view=True) and str(node.op) == "if{inplace}"
+    assert node.op.view_map == {0: [1], 1: [2]}
+    xv, yv = np.array([1, 2], dtype=dtype), np.array([3, 4, 5], dtype=dtype)
+    iv, jv = np.array([1, 2], dtype="int32"), np.array([7], dtype="int32")
+    a, b = f(1, xv, yv, iv, jv)
+    assert a.dtype == dtype and b.dtype == "int32"
+    np.testing.assert_allclose(a, xv * 2)
+    np.testing.assert_array_equal(b, iv + 1)
+    a, b = f(0, xv, yv, iv, jv)
+    np.testing.assert_allclose(a, yv)
+    np.testing.assert_array_equal(b, jv)
+    assert not np.shares_memory(a, yv)
+    g = theano_dag.function(
+        [c, x, y, i1, i2],
+        ifelse(c, (x * 2, i1 + 1), (y, i2)),
+        mode=theano_dag.compile.mode.get_default_mode().excluding("inplace"),
+    )
+    (node,) = [n for n in g.maker.fgraph.toposort() if isinstance(n.op, IfElse)]
+    assert not node.op.as_view and str(node.op) == "if{}"
+    assert IfElse(1, name="pick", as_view=True).__str__() == "if{pick,inplace}"

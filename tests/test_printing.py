@@ -4,8 +4,10 @@ import io
 import sys
 import types
 
+import numpy as np
 import pytest
 
+import theano_dag.tensor as tt
 from theano_dag.compile import Mode, function
 from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.fg import FunctionGraph
@@ -14,10 +16,13 @@ from theano_dag.graph.type import Generic
 from theano_dag.printing import (
     char_from_number,
     debugprint,
+    hex_digest,
+    min_informative_str,
     pprint,
     pydot_source,
     pydotprint,
     register_pprint,
+    var_descriptor,
 )
 
 g = Generic()
@@ -250,3 +255,28 @@ def test_debugprint_golden_tensor_function():
         "DeepCopyOp [id F] 'x' 3\n"
         " |x [id C]"
     )
+
+
+def test_min_informative_str_stops_at_names():
+    a, b, d, e = (tt.matrix(n) for n in "ABDE")
+    c = a + b
+    c.name = "C"
+    g = c + (d + e)
+    assert min_informative_str(g) == (
+        "A. Elemwise{add,no_inplace}\n B. C\n C. Elemwise{add,no_inplace}\n  D. D\n  E. E"
+    )
+
+
+def test_hex_digest_and_var_descriptor_tell_layouts_and_graphs_apart():
+    x = np.arange(6.0)
+    assert hex_digest(x) == hex_digest(x.copy())
+    assert hex_digest(x) != hex_digest(x.reshape(2, 3))
+    assert hex_digest(x.reshape(2, 3)) != hex_digest(x.reshape(3, 2).T.copy())
+    with pytest.raises(TypeError):
+        hex_digest([1.0])
+    a, b = tt.dvectors("a", "b")
+    assert var_descriptor(a + b) == var_descriptor(a + b)
+    assert var_descriptor(a + b) != var_descriptor(b + a)
+    named = a + b
+    named.name = "s"  # a name on an intermediate variable does not hide its graph
+    assert var_descriptor(named) == var_descriptor(a + b)

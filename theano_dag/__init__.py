@@ -11,6 +11,9 @@ The public face: ``function``, ``shared``, ``grad``, ``config``, ``In``, ``Out``
 array([2., 4.])
 """
 
+import sys
+import warnings
+
 # The optimizer and the engines load with compile (compile.mode imports them), as PyTensor
 # loads its rewrites on import: the time to a first result then counts compiling the
 # graph, not importing some twenty modules.
@@ -29,7 +32,11 @@ from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
-from theano_dag.printing import pprint
+
+# Theano loads theano.tensor.opt with theano, and its users read theano.tensor.opt.X
+# without importing it: theano_dag.opt.tensor_opt, its counterpart, loads likewise.
+from theano_dag.opt import tensor_opt as _tensor_opt  # noqa: F401
+from theano_dag.printing import pp, pprint
 from theano_dag.scan import foldl, foldr, map, reduce, scan  # noqa: A004
 from theano_dag.tensor.subtensor import sparse_grad
 
@@ -42,6 +49,29 @@ sparse.verify_grad_sparse = verify_grad_sparse
 
 # theano.clone(output, replace=...): Theano's name for clone_replace.
 clone = clone_replace
+
+# Theano's modules of its flags (`from theano import configdefaults`): theano_dag's config
+# module holds their names (`theano_dag.config` is the flags object itself).
+configdefaults = configparser = sys.modules["theano_dag.config"]
+
+
+def change_flags(*args, **kwargs):
+    """Theano's top-level name (deprecated there too) of ``config.change_flags``.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     with change_flags(floatX="float32"):
+    ...         config.floatX
+    'float32'
+    """
+    warnings.warn(
+        "theano_dag.change_flags is deprecated: use theano_dag.config.change_flags",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return config.change_flags(*args, **kwargs)
+
 
 __version__ = "0.1.0"
 __all__ = [
@@ -60,6 +90,7 @@ __all__ = [
     "subgraph_grad",
     "printing",
     "pprint",
+    "pp",
     "scan",
     "map",
     "reduce",
@@ -70,6 +101,8 @@ __all__ = [
     "OpFromGraph",
     "OrderedUpdates",
     "clone",
+    "change_flags",
+    "configdefaults",
     "sparse_grad",
     "ProfileStats",
 ]

@@ -30,8 +30,10 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
+from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.opt.optdb import register_specialize
 
-__all__ = ["IfElse", "ifelse"]
+__all__ = ["IfElse", "cond_make_inplace", "ifelse"]
 
 
 def _tt():
@@ -82,16 +84,23 @@ class IfElse(Op):
     TensorType(float64, vector)
     """
 
-    __props__ = ("n_outs",)
+    __props__ = ("as_view", "gpu", "n_outs")
 
-    def __init__(self, n_outs, name=None):
+    def __init__(self, n_outs, as_view=False, gpu=False, name=None):
         if not isinstance(n_outs, (int, np.integer)) or n_outs < 1:
             raise TypeError(f"IfElse: n_outs must be a positive int, got {n_outs!r}")
         self.n_outs = int(n_outs)
+        self.as_view = bool(as_view)
+        self.gpu = bool(gpu)  # Theano's flag, kept for its signature and equality
         self.name = name
+        if self.as_view:
+            # Output k is the then-value itself when that branch is taken; the else-value
+            # is copied (a view of either input would be more than view_map can say).
+            self.view_map = {k: [k + 1] for k in range(self.n_outs)}
 
     def __str__(self):
-        return f"if{{{self.name or ''}}}"
+        args = [a for a in (self.name, "inplace" if self.as_view else None) if a]
+        return f"if{{{','.join(args)}}}"
 
     __repr__ = __str__
 
@@ -118,6 +127,9 @@ class IfElse(Op):
         cond, values = inputs[0], inputs[1:]
         chosen = values[: self.n_outs] if cond else values[self.n_outs :]
         for cell, v in zip(output_storage, chosen):
+            if self.as_view and cond:
+                cell[0] = v  # the view view_map declares
+                continue
             # A copy: the output must not alias an input that other nodes may overwrite.
             cell[0] = v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v)
 
@@ -202,3 +214,21 @@ def ifelse(condition, then_branch, else_branch, name=None):
     if result_type is None:
         return outs[0]
     return result_type(outs)
+
+
+@register_specialize("inplace")
+@local_optimizer([IfElse])
+def cond_make_inplace(fgraph, node):
+    """Theano's ``cond_make_inplace`` (fast_run, inplace): an ``IfElse`` returns its
+    then-values without a copy (``as_view``); not for scalar outputs in a graph of 500
+    nodes or more, where the copy costs less than the rewrite's bookkeeping. A view needs
+    no destroy handler: it runs in specialize (Theano's at 95, after it)."""
+    op = node.op
+    if op.as_view:
+        return None
+    if len(fgraph.apply_nodes) >= 500 and all(
+        getattr(o.type, "ndim", -1) == 0 for o in node.outputs
+    ):
+        return None
+    new = IfElse(op.n_outs, as_view=True, gpu=op.gpu, name=op.name)
+    return new(*node.inputs, return_list=True)

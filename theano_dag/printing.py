@@ -6,9 +6,13 @@ prints without touching Python's recursion limit.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import sys
 from io import StringIO
+
+import numpy as np
 
 from theano_dag.config import config, install_hint
 from theano_dag.graph.basic import Apply, Constant, Variable, io_toposort
@@ -25,6 +29,9 @@ __all__ = [
     "pp",
     "register_pprint",
     "char_from_number",
+    "hex_digest",
+    "min_informative_str",
+    "var_descriptor",
     "pydot_source",
     "to_dot",
     "pydotprint",
@@ -44,6 +51,96 @@ def char_from_number(number: int) -> str:
         number, rem = divmod(number, 26)
         out = chr(ord("A") + rem) + out
     return out
+
+
+def min_informative_str(obj, indent_level=0, _prev_obs=None, _tag_generator=None) -> str:
+    """Theano's short description of ``obj`` for error messages: a tree that stops at
+    named variables and constants, one line per variable, tagged A, B, ... in order of
+    first appearance (a variable seen again is ``<tag>``); each level indents one space.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    >>> c = a + b
+    >>> print(min_informative_str(c * c))
+    A. Elemwise{mul,no_inplace}
+     B. Elemwise{add,no_inplace}
+      C. a
+      D. b
+     <B>
+    """
+    seen = {} if _prev_obs is None else _prev_obs
+    counter = [0] if _tag_generator is None else _tag_generator
+    indent = " " * indent_level
+    if id(obj) in seen:
+        return f"{indent}<{seen[id(obj)]}>"
+    tag = seen[id(obj)] = char_from_number(counter[0])
+    counter[0] += 1
+    owner = getattr(obj, "owner", None)
+    if hasattr(obj, "__array__"):
+        text = "<ndarray>"
+    elif getattr(obj, "name", None) is not None:
+        text = obj.name
+    elif owner is not None:
+        lines = [str(owner.op)]
+        for x in owner.inputs:
+            lines.append(min_informative_str(x, indent_level + 1, seen, counter))
+        text = "\n".join(lines)
+    else:
+        text = str(obj)
+    return f"{indent}{tag}. {text}"
+
+
+def var_descriptor(obj, _prev_obs=None, _tag_generator=None) -> str:
+    """Theano's one-line description of how ``obj`` is computed, with no address in it
+    (two runs of one program give one text): ``tag=op(inputs...)`` down to the graph's
+    inputs, by name; an array by its strides and digest; a variable seen again ``<tag>``.
+
+    >>> import theano_dag.tensor as tt
+    >>> a, b = tt.dvectors("a", "b")
+    >>> c = a + b
+    >>> var_descriptor(c * c)
+    'A=Elemwise{mul,no_inplace}(B=Elemwise{add,no_inplace}(C=a,D=b),<B>)'
+    """
+    seen = {} if _prev_obs is None else _prev_obs
+    counter = [0] if _tag_generator is None else _tag_generator
+    if id(obj) in seen:
+        return f"<{seen[id(obj)]}>"
+    tag = seen[id(obj)] = char_from_number(counter[0])
+    counter[0] += 1
+    owner = getattr(obj, "owner", None)
+    if hasattr(obj, "__array__"):
+        a = np.ascontiguousarray(obj)
+        strides = ",".join(str(k) for k in np.asarray(obj).strides)
+        text = f"<ndarray:strides=[{strides}],digest={hashlib.sha256(a).hexdigest()}>"
+    elif owner is not None:
+        args = ",".join(var_descriptor(x, seen, counter) for x in owner.inputs)
+        text = f"{owner.op}({args})"
+    elif getattr(obj, "name", None) is not None:
+        # Only a graph input goes by its name: naming an intermediate variable must not
+        # give a deeper graph the description of a shallower one.
+        text = obj.name
+    else:
+        text = str(obj)
+        if " at 0x" in text:  # an address: the description would differ between runs
+            text = f"<{type(obj).__module__}.{type(obj).__qualname__}>"
+    return f"{tag}={text}"
+
+
+def hex_digest(x) -> str:
+    """A digest of the numpy array ``x``: the SHA-256 of its bytes, then its strides and
+    shape (the bytes alone do not say how they are laid out), as Theano's.
+
+    >>> import numpy as np
+    >>> hex_digest(np.zeros((2, 3)))[64:]
+    '|strides=[24,8]|shape=[2,3]'
+    >>> hex_digest(np.zeros(6)) == hex_digest(np.zeros((2, 3)))
+    False
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"hex_digest: expected a numpy array, got {type(x).__name__}")
+    strides = ",".join(str(k) for k in x.strides)
+    shape = ",".join(str(k) for k in x.shape)
+    return f"{hashlib.sha256(x.tobytes()).hexdigest()}|strides=[{strides}]|shape=[{shape}]"
 
 
 def _roots(obj):
@@ -477,6 +574,11 @@ def pydot_source(obj, print_type=False, max_label_size=70, graph_name="G") -> st
 
 
 to_dot = pydot_source
+
+
+# Theano's flag of whether pydotprint can draw: here, whether the graphviz package it
+# renders with is installed (looked up, not imported: importing it costs time).
+pydot_imported = importlib.util.find_spec("graphviz") is not None
 
 
 def pydotprint(fct, outfile=None, format=None, print_type=False, max_label_size=70):

@@ -13,11 +13,14 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.opencl.context import opencl_available
-from theano_dag.gradient import verify_grad
+from theano_dag.gradient import DisconnectedInputError, verify_grad
 from theano_dag.graph.basic import io_toposort
+from theano_dag.graph.fg import MissingInputError
 from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
+from theano_dag.scan.rewriting import ScanMerge
+from theano_dag.scan.utils import map_variables
 from theano_dag.tensor.random.utils import RandomStream, RandomStreams
 
 ENGINES = [
@@ -218,6 +221,8 @@ def test_strict_wants_every_shared_variable_passed():
     x = tt.dvector("x")
     s = theano_dag.shared(2.0, name="s")
     with pytest.raises(ValueError, match=r"strict=True\): the step function uses \[s\]"):
+        scan(lambda v: v * s * w, sequences=x, strict=True)
+    with pytest.raises(MissingInputError):  # Theano's error type
         scan(lambda v: v * s * w, sequences=x, strict=True)
     out, _ = scan(lambda v: v * w, sequences=x, strict=True)
     np.testing.assert_allclose(out.eval({x: np.array([1.0, 2.0]), w: 3.0}), [3, 6])
@@ -737,3 +742,197 @@ def test_loops_over_the_same_steps_are_merged():
     g = theano_dag.function([x], [sums, after])
     assert len(_scan_nodes(g)) == 2
     np.testing.assert_allclose(g(xv)[1], np.cumsum(np.cumsum(xv)))
+
+
+def test_a_loop_and_its_clone_are_merged():
+    # theano.clone of a graph with a loop gives a second loop node holding the same inner
+    # graph; merging them must give the merged loop inner inputs of its own.
+    x, w = tt.dvector("x"), tt.dscalar("w")
+    sums, _ = scan(lambda v, a: a + v * w, sequences=x, outputs_info=np.float64(0))
+    cost = sums.sum()
+    cost2 = theano_dag.clone(cost, replace={w: 2 * w})
+    f = theano_dag.function([x, w], [cost, cost2])
+    (node,) = _scan_nodes(f)
+    assert len(set(node.op.inner_inputs)) == len(node.op.inner_inputs)
+    xv = np.array([1.0, 2.0, 3.0])
+    got = f(xv, 0.5)
+    np.testing.assert_allclose(got, [np.cumsum(xv * 0.5).sum(), np.cumsum(xv * 1.0).sum()])
+
+
+def test_scan_merge_groups_loops_over_equal_steps():
+    x = tt.dvector("x")
+    a, _ = scan(lambda v, s: s * v, sequences=x, outputs_info=np.float64(1), n_steps=3)
+    b, _ = scan(lambda v, s: (s + v, until(v > 0)), sequences=x, outputs_info=np.float64(0))
+    c, _ = scan(lambda v: v + 1, sequences=x, n_steps=3)
+    merge = ScanMerge()
+    assert merge.belongs_to_set(a.owner.inputs[0].owner, [c.owner])
+    assert not merge.belongs_to_set(a.owner.inputs[0].owner, [b.owner.inputs[0].owner])
+    # Theano's names of the inner graph's inputs and outputs.
+    assert c.owner.op.inputs == list(c.owner.op.inner_inputs)
+    assert c.owner.op.outputs == list(c.owner.op.inner_outputs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_step_is_the_step_itself(dtype):
+    # As Theano: n_steps=1 builds no loop; the output has the step's dtype (int8 + int32
+    # is int32), a leading axis of 1, and the taps read the initial rows.
+    seq = tt.ivector("seq")
+    rs, _ = scan(lambda s, p: p + s, sequences=dict(input=seq, taps=[2]), outputs_info=0, n_steps=1)
+    assert rs.dtype == "int32" and not _scan_nodes(theano_dag.function([seq], rs))
+    np.testing.assert_array_equal(theano_dag.function([seq], rs)(np.arange(5, dtype="int32")), [2])
+    x = tt.matrix("x", dtype=dtype)
+    rs, _ = scan(
+        lambda s, p1, p3: p1 * 2 + s + p3,
+        sequences=x,
+        outputs_info=dict(initial=x, taps=[-1, -3]),
+        n_steps=1,
+    )
+    xv = np.arange(8, dtype=dtype).reshape(4, 2)
+    got = theano_dag.function([x], rs)(xv)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, [xv[2] * 2 + xv[0] + xv[0]])
+
+
+def test_a_single_tap_may_be_an_int():
+    u, x0 = tt.dvector("u"), tt.dvector("x0")
+    out, _ = scan(
+        lambda u_tm2, x_tm1, x_tm2: u_tm2 + x_tm1 * 0.5 + x_tm2,
+        sequences=dict(input=u, taps=-2),
+        outputs_info=dict(initial=x0, taps=[-1, -2]),
+    )
+    uv, x0v = np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0, 20.0])
+    want = np.zeros(2)
+    want[0] = uv[0] + x0v[1] * 0.5 + x0v[0]
+    want[1] = uv[1] + want[0] * 0.5 + x0v[1]
+    np.testing.assert_allclose(theano_dag.function([u, x0], out)(uv, x0v), want)
+
+
+def test_an_initial_state_the_steps_never_read_is_disconnected():
+    # As Theano: z's step reads x's previous value, never its own, so z0 does not reach
+    # the outputs; x0 and y0 do.
+    x0, y0, z0 = tt.dvector("x0"), tt.dvector("y0"), tt.dvector("z0")
+    [x, y, z], _ = scan(
+        lambda xp, yp, zp: (xp**2, yp, xp + 1), outputs_info=[x0, y0, z0], n_steps=3
+    )
+    cost = (x + y + z).sum()
+    gx, gy = tt.grad(cost, [x0, y0])
+    v = np.array([0.5, -1.0])
+    # x_3 = x0**8, z_t = x_{t-1} + 1: d/dx0 of sum(x_t + z_t) over t = 1..3
+    want = (2 * v + 4 * v**3 + 8 * v**7) + (1 + 2 * v + 4 * v**3)
+    f = theano_dag.function([x0, y0, z0], [gx, gy], on_unused_input="ignore")
+    got = f(v, v, v)
+    np.testing.assert_allclose(got[0], want)
+    np.testing.assert_allclose(got[1], [3.0, 3.0])
+    with pytest.raises(DisconnectedInputError):
+        tt.grad(cost, z0)
+    with pytest.raises(DisconnectedInputError):
+        tt.grad(x.sum(), y0)
+    g = tt.grad(cost, z0, disconnected_inputs="ignore")
+    f = theano_dag.function([x0, y0, z0], g, on_unused_input="ignore")
+    np.testing.assert_array_equal(f(v, v, v), [0.0, 0.0])
+
+
+def test_updates_of_a_nested_loop_are_returned_through_the_outer_one():
+    # The inner loop's draws advance a generator: the outer step returns that update (a
+    # generator, not a tensor), which the outer loop carries.
+    srng = RandomStream(1)
+    x = tt.dmatrix("x")
+
+    def row(i):
+        inner, up = scan(lambda j: x[i, j] + srng.uniform(0, 0.001), sequences=tt.arange(2))
+        return inner, up
+
+    out, updates = scan(row, sequences=tt.arange(3))
+    f = theano_dag.function([x], out, updates=updates)
+    xv = np.arange(6.0).reshape(3, 2)
+    a, b = f(xv), f(xv)
+    assert a.shape == (3, 2) and np.all((a - xv >= 0) & (a - xv < 0.001))
+    assert not np.array_equal(a, b)
+
+
+def test_loops_with_the_same_inner_computation_are_equal_ops():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a, _ = scan(lambda v: v + 1, sequences=x)
+    b, _ = scan(lambda v: v + 1, sequences=y)
+    c, _ = scan(lambda v: v + 2, sequences=x)
+    assert a.owner.op == b.owner.op and hash(a.owner.op) == hash(b.owner.op)
+    assert a.owner.op != c.owner.op
+    # Two such loops over the same input are computed once.
+    d, _ = scan(lambda v: v + 1, sequences=x)
+    f = theano_dag.function([x], [a, d])
+    assert len(_scan_nodes(f)) == 1
+    got = f(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(got[0], [2.0, 3.0])
+    np.testing.assert_allclose(got[1], [2.0, 3.0])
+
+
+def test_an_output_tap_given_twice_is_refused():
+    x, y = tt.dvector("x"), tt.dvector("y")
+    with pytest.raises(ValueError, match=r"taps \[-1, -1\], one of them twice"):
+        scan(lambda v, a, b: a + v, sequences=x, outputs_info=dict(initial=y, taps=[-1, -1]))
+
+
+def test_a_step_may_return_an_empty_tuple_of_updates():
+    x = tt.dvector("x")
+    out, _ = scan(lambda v: ([v * 2], (), until(v > 1)), sequences=x)
+    np.testing.assert_allclose(out.eval({x: np.array([0.5, 1.5, 3.0])}), [1.0, 3.0])
+
+
+def test_map_variables_replaces_inside_a_loop_step():
+    # The replacement brings outer variables into the step: they become non-sequences.
+    x, outer = tt.dvector("x"), tt.dscalar("outer")
+    w = theano_dag.shared(np.float64(1.0), name="w")
+    z = outer * (w + 1)
+
+    def step(v, acc):
+        r = acc + v
+        r.tag.replacement = z * (acc - v)
+        return r
+
+    s, _ = scan(step, sequences=x, outputs_info=np.float64(0))
+    (s2,) = map_variables(lambda v: getattr(v.tag, "replacement", v), [z * s])
+    f = theano_dag.function([x, outer], [z * s, s2])
+    got = f(np.array([1.0, 2.0, 3.0]), 0.5)
+    np.testing.assert_allclose(got, [[1.0, 3.0, 6.0], [-1.0, -3.0, -6.0]])  # z is 1
+    counter = theano_dag.shared(0, name="counter")
+    counter.default_update = counter + 1
+
+    def step2(v, acc):
+        r = acc + v
+        r.tag.replacement = counter * (acc - v)
+        return r
+
+    s3, _ = scan(step2, sequences=x, outputs_info=np.float64(0))
+    with pytest.raises(NotImplementedError, match="has an update"):
+        map_variables(lambda v: getattr(v.tag, "replacement", v), [s3])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_loop_whose_step_is_all_invariant_is_an_alloc(dtype):
+    # Theano's pushout of a whole invariant step: the loop goes, its value is repeated.
+    h = tt.vector("h", dtype=dtype)
+    w1, w2 = tt.matrix("w1", dtype=dtype), tt.matrix("w2", dtype=dtype)
+    o, _ = scan(lambda h, a, b: tt.dot(h, a + b), non_sequences=[h, w1, w2], n_steps=5)
+    f = theano_dag.function([h, w1, w2], o)
+    assert not _scan_nodes(f)
+    assert any(isinstance(n.op, tt.Alloc) for n in f.maker.fgraph.toposort())
+    rng = np.random.default_rng(0)
+    hv = rng.random(2).astype(dtype)
+    av, bv = rng.random((2, 2)).astype(dtype), rng.random((2, 2)).astype(dtype)
+    got = f(hv, av, bv)
+    assert got.dtype == dtype and got.shape == (5, 2)
+    np.testing.assert_allclose(got, np.tile(hv @ (av + bv), (5, 1)), rtol=1e-5)
+
+
+def test_unused_and_repeated_non_sequences_leave_one_input():
+    # Theano's layout helpers name the parts: one sequence and one non-sequence remain.
+    w, v = tt.dmatrix("w"), tt.lvector("v")
+    y, _ = scan(lambda i, a, b, c: b[i], sequences=v, non_sequences=[w[0], w, w[0]])
+    f = theano_dag.function([w, v], y)
+    (node,) = _scan_nodes(f)
+    op = node.op
+    assert len(op.inner_seqs(op.inputs)) == 1 and len(op.outer_seqs(node)) == 1
+    assert len(op.inner_non_seqs(op.inputs)) == 1
+    assert [x.name for x in op.outer_non_seqs(node)] == ["w"]
+    wv = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_array_equal(f(wv, [2, 0]), wv[[2, 0]])

@@ -74,6 +74,8 @@ def test_taps_and_bad_chunk_sizes_are_refused():
     with pytest.raises(ValueError, match="last step only"):
         scan_checkpoints(lambda a, b: a + b, outputs_info=dict(initial=h0, taps=[-2, -1]),
                          n_steps=4)  # fmt: skip
+    with pytest.raises(RuntimeError, match="last step only"):  # Theano's error type
+        scan_checkpoints(lambda a: a, outputs_info=dict(initial=h0, taps=[-2]), n_steps=4)
     with pytest.raises(ValueError, match="save_every_N must be positive"):
         scan_checkpoints(lambda a: a, outputs_info=h0, n_steps=4, save_every_N=0)
     with pytest.raises(ValueError, match="sequences or n_steps"):

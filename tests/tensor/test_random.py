@@ -18,6 +18,8 @@ from theano_dag.tensor.random import (
     RandomVariable,
     UniformRV,
 )
+from theano_dag.tensor.random.type import RandomStateType, random_state_type
+from theano_dag.tensor.random.utils import broadcast_params
 
 MODES = ["PerformOnly", None]
 
@@ -252,3 +254,41 @@ def test_names_and_type():
     g = np.random.default_rng(1)
     assert t.values_eq(g, np.random.default_rng(1)) and not t.values_eq(g, np.random.default_rng(2))
     assert tt.random.RandomStream is RandomStream
+
+
+def test_random_state_type():
+    a, c = np.random.RandomState(12), np.random.RandomState(123)
+    bg = np.random.PCG64()
+    d, e = np.random.RandomState(bg), np.random.RandomState(bg)
+    assert random_state_type.filter(a) is a and repr(random_state_type) == "RandomStateType"
+    with pytest.raises(TypeError):
+        random_state_type.filter(np.random.default_rng(0))
+    assert random_state_type.values_eq(a, np.random.RandomState(12))
+    assert not random_state_type.values_eq(a, c) and not random_state_type.values_eq(a, d)
+    assert random_state_type.values_eq(d, e) and random_state_type.may_share_memory(d, e)
+    assert not random_state_type.may_share_memory(a, d)
+    assert isinstance(random_state_type(), theano_dag.graph.basic.Variable)
+    assert RandomStateType() == random_state_type
+
+
+def test_broadcast_params_numpy_and_symbolic():
+    mean, cov = np.array([[0.0], [10.0], [100.0]]), np.diag([1e-6])
+    got = broadcast_params([mean, cov], [1, 2])
+    np.testing.assert_array_equal(got[0], mean)
+    np.testing.assert_array_equal(got[1], np.broadcast_to(cov, (3, 1, 1)))
+    got = broadcast_params([np.arange(3.0), np.array(2.0)], [0, 0])
+    np.testing.assert_array_equal(got[1], [2.0, 2.0, 2.0])
+    m = tt.tensor("float64", shape=(None, 1))
+    c = tt.dmatrix()
+    sm, sc = broadcast_params([m, c], [1, 2])
+    f = theano_dag.function([m, c], [sm, sc])
+    a, b = f(mean, cov)
+    np.testing.assert_array_equal(a, mean)
+    np.testing.assert_array_equal(b, np.broadcast_to(cov, (3, 1, 1)))
+    m2 = tt.dmatrix()
+    c2 = tt.tensor3()
+    s1, s2 = broadcast_params([m2, c2], [1, 2])
+    mv, cv = np.ones((1, 3)), np.stack([np.eye(3), 2 * np.eye(3)])
+    a, b = theano_dag.function([m2, c2], [s1, s2])(mv, cv)
+    np.testing.assert_array_equal(a, np.ones((2, 3)))
+    np.testing.assert_array_equal(b, cv)

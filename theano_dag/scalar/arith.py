@@ -34,6 +34,9 @@ from theano_dag.scalar.basic import (
 )
 
 __all__ = [
+    "InRange",
+    "inopenrange",
+    "inclosedrange",
     "Add",
     "Sub",
     "Mul",
@@ -891,3 +894,36 @@ def cast(x, dtype):
     if x.dtype == np.dtype(dtype).name:
         return x
     return convert_to(dtype)(x)
+
+
+class InRange(_Compare):
+    """``low < x < high`` (bounds ``openlow``/``openhigh`` left out) or with ``<=`` where
+    a bound is closed (Theano's ``InRange``); a bool, its gradient zero everywhere.
+
+    >>> import numpy as np
+    >>> [bool(inclosedrange.impl(v, 1.0, 5.0)) for v in (0.5, 1.0, 5.0)]
+    [False, True, True]
+    >>> print(inopenrange.c_code(["x", "lo", "hi"], ["float64"] * 3, ["bool"])[0])
+    ((x > lo) && (x < hi))
+    """
+
+    nin = 3
+    __props__ = ("openlow", "openhigh")
+
+    def __init__(self, openlow, openhigh, name=None):
+        self.openlow, self.openhigh = bool(openlow), bool(openhigh)
+        super().__init__(bool_out, name or "inrange")
+
+    def impl(self, x, low, high):
+        above = np.greater(x, low) if self.openlow else np.greater_equal(x, low)
+        below = np.less(x, high) if self.openhigh else np.less_equal(x, high)
+        return np.logical_and(above, below)
+
+    def c_template(self, in_dtypes, out_dtypes):
+        lo = ">" if self.openlow else ">="
+        hi = "<" if self.openhigh else "<="
+        return f"((%(x)s {lo} %(y)s) && (%(x)s {hi} %(z)s))"
+
+
+inopenrange = InRange(True, True)
+inclosedrange = InRange(False, False)

@@ -34,6 +34,8 @@ from theano_dag.graph.type import Type
 
 __all__ = [
     "constant",
+    "floats",
+    "ints",
     "Scalar",
     "ComplexError",
     "autocast_float",
@@ -434,9 +436,16 @@ class _scalar_py_operators:  # noqa: N801
     __pow__, __rpow__ = _scalar_binop("pow"), _scalar_binop("pow", True)
     __lt__, __le__ = _scalar_binop("lt"), _scalar_binop("le")
     __gt__, __ge__ = _scalar_binop("gt"), _scalar_binop("ge")
+    # Bitwise on integers, logical on bools (Theano's operators).
+    __and__, __rand__ = _scalar_binop("and_"), _scalar_binop("and_", True)
+    __or__, __ror__ = _scalar_binop("or_"), _scalar_binop("or_", True)
+    __xor__, __rxor__ = _scalar_binop("xor"), _scalar_binop("xor", True)
 
     def __neg__(self):
         return _scalar.neg(self)
+
+    def __invert__(self):
+        return _scalar.invert(self)
 
     def astype(self, dtype):
         """This scalar cast to ``dtype`` (Theano's method).
@@ -926,6 +935,38 @@ def zero_grads(inputs):
         dt = x.dtype if x.dtype in continuous_dtypes else config.floatX
         out.append(vocabulary(x).zeros_like(x, dtype=dt))
     return out
+
+
+def _named_variables(dtype, names):
+    """Scalar variables of ``dtype``: one per name (a string gives one per character, a
+    single name one variable), or ``names`` unnamed ones when it is an int."""
+    make = get_scalar_type(dtype)
+    if isinstance(names, int):
+        return make() if names == 1 else [make() for _ in range(names)]
+    if isinstance(names, tuple) and len(names) == 1:
+        names = names[0]
+    if len(names) == 1:
+        return make(names[0] if isinstance(names, (list, tuple)) else names)
+    return [make(n) for n in names]
+
+
+def floats(names):
+    """float64 scalar variables named ``names`` (Theano's ``scalar.floats``).
+
+    >>> x, y = floats("xy")
+    >>> x.name, x.type, floats("z").name
+    ('x', ScalarType(float64), 'z')
+    """
+    return _named_variables("float64", names)
+
+
+def ints(names):
+    """int64 scalar variables named ``names`` (Theano's ``scalar.ints``).
+
+    >>> [v.type.dtype for v in ints(("i", "j"))]
+    ['int64', 'int64']
+    """
+    return _named_variables("int64", names)
 
 
 def is_discrete(v) -> bool:

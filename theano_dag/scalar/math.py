@@ -44,6 +44,7 @@ __all__ = [
     "sqrt",
     "sqr",
     "reciprocal",
+    "inv",
     "sin",
     "cos",
     "tan",
@@ -213,8 +214,9 @@ sqr = _unary(
 reciprocal = _unary(
     "reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)", lambda x, out: -(out * out), "1 / x"
 )
-# Theano 1.1.2's name of reciprocal's class (its op was ``inv``).
+# Theano 1.1.2's names of reciprocal's class and op.
 Inv = type(reciprocal)
+inv = reciprocal
 sin = _unary("sin", np.sin, "sin(%(x)s)", lambda x, out: _of(x).cos(x), "sine")
 cos = _unary("cos", np.cos, "cos(%(x)s)", lambda x, out: -_of(x).sin(x), "cosine")
 tan = _unary("tan", np.tan, "tan(%(x)s)", lambda x, out: 1 + out * out, "tangent")

@@ -10,6 +10,7 @@ import numpy as np
 from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable, clone_replace, graph_inputs
+from theano_dag.graph.fg import MissingInputError
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.graph.utils import TestValueError
 from theano_dag.scan.op import Scan
@@ -32,6 +33,11 @@ class until:  # noqa: N801 (Theano's name)
                 f"until: the condition must be a scalar, got {condition} of type {condition.type}"
             )
         self.condition = condition
+
+
+class StrictScanError(MissingInputError, ValueError):
+    """``scan(strict=True)``'s step reads a shared variable nobody passed: Theano's
+    MissingInputError, and a ValueError as theano_dag raised before."""
 
 
 def _as_list(x):
@@ -74,7 +80,10 @@ def _split_step_result(ls):
                 cond = part.condition
             elif _is_outputs(part) and outs is None:
                 outs = _as_list(part)
-            elif _is_updates(part) and ups is None:
+            elif ups is None and (
+                _is_updates(part) or (isinstance(part, (list, tuple)) and not part)
+            ):
+                # an empty tuple after the outputs: no updates (Theano accepts it)
                 ups = OrderedDict(part)
             else:
                 break
@@ -85,6 +94,35 @@ def _split_step_result(ls):
         "them), a dictionary of updates, an `until` condition, or a tuple of these "
         f"(outputs first); it returned {ls!r}"
     )
+
+
+def _taps(taps):
+    """A dict's ``taps`` as a list: Theano takes one tap as a plain int (``taps=-2``)."""
+    return [int(taps)] if isinstance(taps, (int, np.integer)) else list(taps)
+
+
+def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_list):
+    """``scan``'s result for ``n_steps=1``: the step's outputs on the sequences' first
+    rows and the initial states, each with a leading axis of length 1, and its updates,
+    as Theano gives them (an output's dtype is the step's, whatever its initial state's).
+    """
+    replace = {row: sl[0] for row, sl in zip(seq_rows, seq_slices)}
+    for st, rows in zip(states, tap_rows):
+        if st is None:
+            continue
+        init, taps = st
+        for tap, row in zip(taps, rows):
+            replace[row] = init if taps == [-1] else init[tap - min(taps)]
+    updates = OrderedDict(updates)
+    new = clone_replace([*outputs, *updates.values()], replace) if replace else None
+    if new is not None:
+        outputs, updates = new[: len(outputs)], OrderedDict(zip(updates, new[len(outputs) :]))
+    out_list = [tt.unbroadcast(tt.shape_padleft(o), 0) for o in outputs]
+    if not out_list:
+        return None, updates
+    if len(out_list) == 1 and not return_list:
+        return out_list[0], updates
+    return out_list, updates
 
 
 def _placeholder(var, name):
@@ -159,7 +197,7 @@ def scan(
             s = {"input": s}
         if "input" not in s:
             raise ValueError(f"scan: a sequence given as a dict needs 'input', got {s!r}")
-        taps = list(s.get("taps", [0]))
+        taps = _taps(s.get("taps", [0]))
         if not taps:
             raise ValueError(f"scan: a sequence has no taps: {s!r}")
         seqs.append((tt.as_tensor_variable(s["input"]), taps))
@@ -175,7 +213,7 @@ def scan(
                     )
                 states.append(None)
                 continue
-            taps = list(o.get("taps", [-1]))
+            taps = _taps(o.get("taps", [-1]))
             init = o["initial"]
         elif o is None:
             states.append(None)
@@ -186,6 +224,8 @@ def scan(
             raise ValueError(
                 f"scan: outputs_info[{k}] has taps {taps}; an output's taps must be negative"
             )
+        if len(set(taps)) != len(taps):
+            raise ValueError(f"scan: outputs_info[{k}] has taps {taps}, one of them twice")
         states.append((tt.as_tensor_variable(init), taps))
 
     given_nonseqs = [
@@ -275,6 +315,9 @@ def scan(
 
     condition, outputs, updates = _split_step_result(fn(*args))
     outputs = [tt.as_tensor_variable(o) for o in outputs]
+    if n_fixed == 1:
+        # As Theano: one step needs no loop (its condition, if any, is not looked at).
+        return _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_list)
     if not outs_info:
         states = [None] * len(outputs)
         tap_rows = [None] * len(outputs)
@@ -301,7 +344,9 @@ def scan(
     for var, new in list(updates.items()):
         if not isinstance(var, SharedVariable):
             raise TypeError(f"scan: updates must be keyed by shared variables, got {var!r}")
-        updates[var] = var.type.filter_variable(tt.as_tensor_variable(new))
+        updates[var] = var.type.filter_variable(
+            new if isinstance(new, Variable) else tt.as_tensor_variable(new)
+        )
     # What the step reads stops at the non-sequences: their own inputs are the outer
     # graph's business (one computed from shared variables is fine under strict=True).
     roots = [*outputs, *updates.values(), *([condition] if condition is not None else [])]
@@ -325,7 +370,7 @@ def scan(
             if isinstance(v, SharedVariable) and v not in updates and v not in given_nonseqs
         ]
         if missing:
-            raise ValueError(
+            raise StrictScanError(
                 f"scan(strict=True): the step function uses {missing}, which are not in "
                 "sequences, outputs_info or non_sequences; pass them as non_sequences"
             )

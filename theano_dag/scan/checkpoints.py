@@ -16,6 +16,11 @@ from theano_dag.scan.basic import scan
 __all__ = ["scan_checkpoints"]
 
 
+class CheckpointTapsError(RuntimeError, ValueError):
+    """``scan_checkpoints`` was given output taps other than ``[-1]``: Theano's
+    RuntimeError, and a ValueError as theano_dag raised before."""
+
+
 def _as_list(x):
     if x is None:
         return []
@@ -54,7 +59,7 @@ def scan_checkpoints(
     nonseqs = _as_list(non_sequences)
     for info in infos:
         if isinstance(info, dict) and ("taps" in info and list(info["taps"]) != [-1]):
-            raise ValueError(
+            raise CheckpointTapsError(
                 "scan_checkpoints: outputs are fed back by their last step only; "
                 f"got taps {list(info['taps'])}"
             )

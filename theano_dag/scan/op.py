@@ -31,7 +31,10 @@ from theano_dag import tensor as tt
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.loop import KernelLoop, loop_library, record_step
 from theano_dag.engines.inner import InnerMode, compile_inner, default_mode
+from theano_dag.graph.algorithms import io_connection_pattern
 from theano_dag.graph.basic import Apply, Constant, Variable, ancestors, io_toposort
+from theano_dag.graph.comparison import equal_computations
+from theano_dag.graph.null_type import DisconnectedType, disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
 from theano_dag.scan.grad import scan_grad
@@ -137,6 +140,41 @@ class Scan(Op):
         args.update(changes)
         return type(self)(**args)
 
+    # Loops with the same inner computation are the same op (as Theano's), whatever their
+    # inner variables: the merge rewrite then computes two such loops over one input once.
+    _GRAPH_PROPS = ("inner_inputs", "inner_outputs")
+
+    def _plain_props(self):
+        return tuple(getattr(self, p) for p in self.__props__ if p not in self._GRAPH_PROPS)
+
+    def __hash__(self):
+        types = tuple(v.type for v in self.inner_inputs)
+        return hash((type(self), self._plain_props(), types, len(self.inner_outputs)))
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if type(other) is not type(self) or self._plain_props() != other._plain_props():
+            return False
+        a, b = self.inner_inputs, other.inner_inputs
+        if a == b and self.inner_outputs == other.inner_outputs:
+            return True
+        if len(a) != len(b) or any(x.type != y.type for x, y in zip(a, b)):
+            return False
+        if len(self.inner_outputs) != len(other.inner_outputs):
+            return False
+        return equal_computations(self.inner_outputs, other.inner_outputs, a, b)
+
+    @property
+    def inputs(self):
+        """Theano's name of the inner graph's inputs (``inner_inputs``)."""
+        return list(self.inner_inputs)
+
+    @property
+    def outputs(self):
+        """Theano's name of the inner graph's outputs (``inner_outputs``)."""
+        return list(self.inner_outputs)
+
     def __str__(self):
         name = f"{self.name}, " if self.name else ""
         return (
@@ -160,6 +198,24 @@ class Scan(Op):
         b = a + self.n_states
         c = b + self.n_carry
         return inputs[0], inputs[1:a], inputs[a:b], inputs[b:c], inputs[c:]
+
+    # Theano's names of the layout's parts: of a list of inner inputs (``op.inputs``), or
+    # of a node's outer inputs.
+    def inner_seqs(self, inner_inputs):
+        """The sequences' rows among ``inner_inputs``."""
+        return list(inner_inputs[: self.n_seqs])
+
+    def inner_non_seqs(self, inner_inputs):
+        """The non-sequences among ``inner_inputs``."""
+        return list(inner_inputs[len(inner_inputs) - self.n_nonseqs :])
+
+    def outer_seqs(self, node):
+        """The sequences among ``node``'s inputs."""
+        return list(self.split_outer(node.inputs)[1])
+
+    def outer_non_seqs(self, node):
+        """The non-sequences among ``node``'s inputs."""
+        return list(self.split_outer(node.inputs)[4])
 
     def inner_carry_inputs(self):
         """The inner inputs of the carried values."""
@@ -459,17 +515,64 @@ class Scan(Op):
     # -- gradient ---------------------------------------------------------------------------
 
     def connection_pattern(self, node):
-        # n_steps and the carried values (random generators) pass no gradient.
-        nout = len(node.outputs)
-        _, seqs, inits, carries, nonseqs = self.split_outer(node.inputs)
-        rows = [[False] * nout]
-        rows += [[True] * nout for _ in (*seqs, *inits)]
-        rows += [[False] * nout for _ in carries]
-        rows += [[True] * nout for _ in nonseqs]
+        """Which outer outputs depend on each outer input, through the steps: a state's
+        output depends on what its inner output reads, and on what the states whose taps
+        it reads depend on, with their initial values (as Theano's: a state whose step
+        ignores its own previous value is not connected to its initial value). n_steps
+        and the carried values (random generators) pass no gradient."""
+        if getattr(node.tag, "connection_pattern", None) is not None:
+            return node.tag.connection_pattern
+        n_in, nst = len(self.inner_inputs), self.n_states
+        n_out = len(node.outputs)
+        inner = io_connection_pattern(list(self.inner_inputs), list(self.inner_outputs))
+        # Each inner input as the outer input behind it, or the state of its taps.
+        outer_of, state_of = [None] * n_in, [None] * n_in
+        for k in range(self.n_seqs):
+            outer_of[k] = 1 + k
+        pos = self.n_seqs
+        for j, taps in enumerate(self.state_taps):
+            for _ in taps:
+                state_of[pos] = j
+                pos += 1
+        pos += self.n_carry
+        first_nonseq = 1 + self.n_seqs + nst + self.n_carry
+        for k in range(self.n_nonseqs):
+            outer_of[pos + k] = first_nonseq + k
+        deps = [set() for _ in range(n_out)]
+        reads = [set() for _ in range(n_out)]  # the states whose taps each output reads
+        for o in range(min(n_out, len(self.inner_outputs))):
+            for i in range(n_in):
+                if inner[i][o]:
+                    if outer_of[i] is not None:
+                        deps[o].add(outer_of[i])
+                    elif state_of[i] is not None:
+                        reads[o].add(state_of[i])
+        changed = True
+        while changed:
+            changed = False
+            for o in range(n_out):
+                for j in reads[o]:
+                    more = deps[j] | {1 + self.n_seqs + j}
+                    if not more <= deps[o]:
+                        deps[o] |= more
+                        changed = True
+        carried = range(1 + self.n_seqs + nst, first_nonseq)
+        rows = [
+            [i in deps[o] and i not in carried for o in range(n_out)]
+            for i in range(len(node.inputs))
+        ]
+        node.tag.connection_pattern = rows
         return rows
 
     def L_op(self, inputs, outputs, output_grads):
-        return scan_grad(self, inputs, outputs, output_grads)
+        grads = scan_grad(self, inputs, outputs, output_grads)
+        # An input none of the outputs with a gradient depends on is disconnected.
+        pattern = self.connection_pattern(outputs[0].owner)
+        live = [not isinstance(g.type, DisconnectedType) for g in output_grads]
+        return [
+            g if any(c and a for c, a in zip(row, live)) else disconnected_type()
+            for g, row in zip(grads, pattern)
+        ]
 
 
 def _host(value):

@@ -15,7 +15,10 @@
   of ``n_steps`` small ones (PyTensor's ``push_out_seq`` does this for elementwise work
   only; JAX users write it by hand).
 - ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
-  is (what the two rewrites above leave of a stored input projection) is that sequence.
+  is (what the two rewrites above leave of a stored input projection) is that sequence;
+  one that is a non-sequence as it is (what hoisting leaves of a step whose work is all
+  invariant) is that value repeated over the steps, an ``Alloc`` (Theano's pushout of
+  a whole invariant step).
 - ``local_scan_push_out_dot_sum``: a state that only accumulates products
   ``acc + a_t.T @ b_t`` and of which only the last value is read (a weight's gradient in
   backpropagation through time) becomes one product after the loop,
@@ -53,7 +56,9 @@ from theano_dag.graph.basic import (
     io_toposort,
     is_in_ancestors,
 )
+from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
+from theano_dag.graph.rewriting.navigator import in2out
 from theano_dag.opt.optdb import register_canonicalize, register_specialize, register_useless
 from theano_dag.scalar.arith import Second
 from theano_dag.scan.grad import cast_like
@@ -66,6 +71,7 @@ from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 from theano_dag.tensor.type import TensorType
 
 __all__ = [
+    "ScanMerge",
     "local_add_of_slices_to_join",
     "local_scan_hoist_invariants",
     "local_scan_merge",
@@ -256,6 +262,65 @@ def _inner_parts(op):
     )
 
 
+def _own_inner_inputs(op, other):
+    """``op``, or a copy of it whose inner graph has inputs of its own when it shares some
+    with ``other``'s: a loop and its clone (``theano.clone`` of a graph with a scan) hold
+    the same inner graph, and the merged loop's inner function takes each input once."""
+    if not set(op.inner_inputs) & set(other.inner_inputs):
+        return op
+    inputs = [x.clone() for x in op.inner_inputs]
+    outputs = clone_replace(list(op.inner_outputs), dict(zip(op.inner_inputs, inputs)))
+    return op.rebuilt(inner_inputs=inputs, inner_outputs=outputs)
+
+
+def _same_value(x, y):
+    """Whether scalars ``x`` and ``y`` are the same variable or equal constants."""
+    if x is y:
+        return True
+    try:
+        return get_scalar_constant_value(x) == get_scalar_constant_value(y)
+    except NotScalarConstantError:
+        return False
+
+
+def _mergeable(node, other):
+    """Whether Scan nodes ``node`` and ``other`` can run as one loop: the same ``n_steps``
+    variable, no stopping condition, the same mode and truncation, neither reading the
+    other."""
+    a, b = node.op, other.op
+    return (
+        isinstance(b, Scan)
+        and _same_value(other.inputs[0], node.inputs[0])
+        and not a.has_until
+        and not b.has_until
+        and a.mode == b.mode
+        and a.truncate_gradient == b.truncate_gradient
+        and not is_in_ancestors(other, node)
+        and not is_in_ancestors(node, other)
+    )
+
+
+class ScanMerge(GlobalOptimizer):
+    """Theano's global form of :func:`local_scan_merge`: merges the graph's mergeable
+    loops (``belongs_to_set`` tells whether a Scan node can join a group of others).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.scan.basic import scan
+    >>> x = tt.vector("x")
+    >>> a, _ = scan(lambda v: v * 2, sequences=x, n_steps=3)
+    >>> b, _ = scan(lambda v: v + 1, sequences=x, n_steps=3)
+    >>> ScanMerge().belongs_to_set(a.owner, [b.owner])
+    True
+    """
+
+    def belongs_to_set(self, node, set_nodes):
+        """Whether Scan node ``node`` can be merged with every node of ``set_nodes``."""
+        return all(_mergeable(node, other) for other in set_nodes)
+
+    def apply(self, fgraph):
+        return in2out(local_scan_merge).optimize(fgraph)
+
+
 @register_canonicalize
 @local_optimizer([Scan])
 def local_scan_merge(fgraph, node):
@@ -267,23 +332,13 @@ def local_scan_merge(fgraph, node):
     n_steps = node.inputs[0]
     other = None
     for client, _ in fgraph.clients.get(n_steps, []):
-        if (
-            client != "output"
-            and client is not node
-            and isinstance(client.op, Scan)
-            and client.inputs[0] is n_steps
-            and not client.op.has_until
-            and client.op.mode == op.mode
-            and client.op.truncate_gradient == op.truncate_gradient
-            and not is_in_ancestors(client, node)
-            and not is_in_ancestors(node, client)
-        ):
+        if client != "output" and client is not node and _mergeable(node, client):
             other = client
             break
     if other is None:
         return None
     nodes = [node, other]
-    parts = [_inner_parts(nd.op) for nd in nodes]
+    parts = [_inner_parts(node.op), _inner_parts(_own_inner_inputs(other.op, op))]
     outer = [nd.op.split_outer(nd.inputs) for nd in nodes]
     (s1, t1, c1, w1), (o1, y1, k1) = parts[0]
     (s2, t2, c2, w2), (o2, y2, k2) = parts[1]
@@ -409,28 +464,32 @@ def local_scan_push_out_seq_dot(fgraph, node):
 @register_canonicalize
 @local_optimizer([Scan])
 def local_scan_nitsot_of_sequence(fgraph, node):
-    """A per-step output that is a sequence's row is that sequence (see the module)."""
-    # Scan(outputs=[..., x_t]) -> X[:n]
+    """A per-step output that is a sequence's row is that sequence; one that is a
+    non-sequence is that value repeated over the steps (see the module)."""
+    # Scan(outputs=[..., x_t]) -> X[:n];  Scan(outputs=[..., w]) -> alloc(w, n, *w.shape)
     op = node.op
     if not isinstance(op, Scan) or op.has_until:
         return None
     nst, nit = op.n_states, op.n_nitsot
     seq_vars = list(op.inner_inputs[: op.n_seqs])
-    gone = [j for j in range(nit) if op.inner_outputs[nst + j] in seq_vars]
+    ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    gone = [j for j in range(nit) if op.inner_outputs[nst + j] in (*seq_vars, *ns_vars)]
     if not gone:
         return None
-    n_steps, seqs, *_ = op.split_outer(node.inputs)
+    n_steps, seqs, _, _, nonseqs = op.split_outer(node.inputs)
     outs = list(op.inner_outputs)
     kept = [o for j, o in enumerate(outs) if j - nst not in gone]
     new_op = op.rebuilt(inner_outputs=kept, n_nitsot=nit - len(gone))
     res = iter(new_op(*node.inputs, return_list=True))
     replace = {}
     for j, old in enumerate(node.outputs):
-        if j - nst in gone:
-            seq = seqs[seq_vars.index(outs[j])][:n_steps]
-            replace[old] = cast_like(seq, old)
-        else:
+        if j - nst not in gone:
             replace[old] = next(res)
+        elif outs[j] in seq_vars:
+            replace[old] = cast_like(seqs[seq_vars.index(outs[j])][:n_steps], old)
+        else:
+            w = nonseqs[ns_vars.index(outs[j])]
+            replace[old] = cast_like(tt.alloc(w, n_steps, *w.shape), old)
     return replace
 
 

@@ -10,4 +10,7 @@ True
 from theano_dag.tensor.arrays import Assert, assert_op
 from theano_dag.tensor.shape import MakeVector, Shape_i, make_vector, shape_i
 
-__all__ = ["Assert", "assert_op", "MakeVector", "Shape_i", "make_vector", "shape_i"]
+# Theano's other name of the Assert op (theano.tensor.opt.assert_).
+assert_ = assert_op
+
+__all__ = ["Assert", "assert_", "assert_op", "MakeVector", "Shape_i", "make_vector", "shape_i"]

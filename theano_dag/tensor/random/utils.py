@@ -19,16 +19,57 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.graph.basic import Variable
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.scalar.basic import upcast
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import arange
+from theano_dag.tensor.extra_ops import broadcast_to
 from theano_dag.tensor.random import basic
 from theano_dag.tensor.random.op import random_generator_type
 from theano_dag.tensor.shape import reshape, shape_i
 from theano_dag.tensor.variable import as_tensor_variable
 
-__all__ = ["RandomStream", "RandomStreams"]
+__all__ = ["RandomStream", "RandomStreams", "broadcast_params"]
+
+
+def broadcast_params(params, ndims_params):
+    """The distribution parameters ``params`` broadcast against each other over their
+    batch dimensions, each keeping its last ``ndims_params[i]`` (core) dimensions as they
+    are (Theano's ``tensor.random.utils.broadcast_params``). numpy arrays give numpy
+    arrays (views), variables give variables.
+
+    >>> import numpy as np
+    >>> mean, cov = np.zeros((2, 3)), np.eye(3)
+    >>> [p.shape for p in broadcast_params([mean, cov], [1, 2])]
+    [(2, 3), (2, 3, 3)]
+    """
+    if all(not isinstance(p, Variable) for p in params):
+        params = [np.asarray(p) for p in params]
+        batch = np.broadcast_shapes(
+            *[p.shape[: p.ndim - nd] for p, nd in zip(params, ndims_params)]
+        )
+        return [
+            np.broadcast_to(p, batch + p.shape[p.ndim - nd :])
+            for p, nd in zip(params, ndims_params)
+        ]
+    params = [as_tensor_variable(p) for p in params]
+    n_batch = max(p.ndim - nd for p, nd in zip(params, ndims_params))
+    # Each parameter with its batch dimensions padded on the left to n_batch.
+    padded = [
+        p.dimshuffle(["x"] * (n_batch - (p.ndim - nd)) + list(range(p.ndim)))
+        for p, nd in zip(params, ndims_params)
+    ]
+    batch = []
+    for k in range(n_batch):
+        dims = [p.shape[k] for p in padded if not p.type.broadcastable[k]]
+        size = dims[0] if dims else 1
+        for d in dims[1:]:
+            size = tm.maximum(size, d)
+        batch.append(size)
+    return [
+        broadcast_to(p, [*batch, *[p.shape[i] for i in range(n_batch, p.ndim)]]) for p in padded
+    ]
 
 
 class _Streams:
