@@ -36,6 +36,8 @@ from theano_dag.tensor.nnet.bn import (
     batch_normalization_test,
     batch_normalization_train,
 )
+from theano_dag.tensor.nnet.confusion import confusion_matrix
+from theano_dag.tensor.nnet.h_softmax import h_softmax
 from theano_dag.tensor.nnet.neighbours import Images2Neibs, images2neibs, neibs2images
 from theano_dag.tensor.nnet.nnet import (
     CrossentropyCategorical1Hot,
@@ -45,6 +47,7 @@ from theano_dag.tensor.nnet.nnet import (
     LogSoftmax,
     Softmax,
     SoftmaxGrad,
+    SoftmaxWithBias,
     binary_crossentropy,
     categorical_crossentropy,
     crossentropy_categorical_1hot,
@@ -81,6 +84,16 @@ from theano_dag.tensor.nnet.pool import (
     pool_2d,
     pool_3d,
     pool_output_shape,
+)
+from theano_dag.tensor.nnet.prepend import (
+    Prepend_scalar_constant_to_each_row,
+    Prepend_scalar_to_each_row,
+)
+from theano_dag.tensor.nnet.sigm import (
+    hard_sigmoid,
+    sigmoid_inplace,
+    ultra_fast_sigmoid,
+    ultra_fast_sigmoid_inplace,
 )
 
 __all__ = [
@@ -151,4 +164,13 @@ __all__ = [
     "pool_2d",
     "pool_3d",
     "pool_output_shape",
+    "SoftmaxWithBias",
+    "confusion_matrix",
+    "h_softmax",
+    "Prepend_scalar_constant_to_each_row",
+    "Prepend_scalar_to_each_row",
+    "hard_sigmoid",
+    "sigmoid_inplace",
+    "ultra_fast_sigmoid",
+    "ultra_fast_sigmoid_inplace",
 ]
