@@ -15,6 +15,7 @@ from theano_dag.tensor.nnet import (
     Prepend_scalar_constant_to_each_row,
     Prepend_scalar_to_each_row,
     SoftmaxWithBias,
+    bn,
     confusion_matrix,
     h_softmax,
     hard_sigmoid,
@@ -142,3 +143,19 @@ def test_multiplication_trees():
     np.testing.assert_allclose(f(xv, yv), -xv * _np_sigmoid(-xv) * yv)
     assert is_1pexp(tt.exp(x) + 1) == (False, x)
     assert is_1pexp(1 + 2 * tt.exp(x)) is None
+
+
+def test_batch_norm_abstract_op_names_never_in_a_graph():
+    x, g, b = tt.dmatrix("x"), tt.dvector("g"), tt.dvector("b")
+    out, mean, invstd = bn.batch_normalization_train(x, g, b)
+    f = theano_dag.function([x, g, b], [out, mean, invstd])
+    abstract = (
+        bn.AbstractBatchNormTrain,
+        bn.AbstractBatchNormInference,
+        bn.AbstractBatchNormTrainGrad,
+    )
+    assert not any(isinstance(n.op, abstract) for n in f.maker.fgraph.toposort())
+    xv = np.array([[1.0, 2.0], [3.0, 6.0]])
+    np.testing.assert_allclose(f(xv, np.ones(2), np.zeros(2))[1], xv.mean(axis=0))
+    with pytest.raises(NotImplementedError, match="batch_normalization_train"):
+        bn.AbstractBatchNormTrain()(x)
