@@ -52,6 +52,7 @@ __all__ = [
     "ConvGradInputs",
     "conv2d",
     "conv2d_grad_wrt_inputs",
+    "conv2d_transpose",
     "conv2d_grad_wrt_weights",
     "conv3d",
     "conv3d_grad_wrt_inputs",
@@ -929,6 +930,44 @@ def conv2d_grad_wrt_inputs(
         num_groups=num_groups,
     )
     return op(filters, output_grad, tb.as_int_vector(list(input_shape)[-2:], "input_shape"))
+
+
+def conv2d_transpose(
+    input,  # noqa: A002
+    filters,
+    output_shape,
+    filter_shape=None,
+    border_mode="valid",
+    input_dilation=(1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1),
+    num_groups=1,
+):
+    """The transposed convolution (Theano's name): the gradient of ``conv2d`` with
+    respect to its input, applied to ``input``. ``output_shape`` is the shape of the
+    result (the convolution's input; its last two entries are used); ``input_dilation``
+    is the stride of the convolution it transposes.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, w = tt.dtensor4("x"), tt.dtensor4("w")
+    >>> y = conv2d_transpose(x, w, (1, 1, 3, 3))
+    >>> y.eval({x: np.ones((1, 1, 2, 2)), w: np.ones((1, 1, 2, 2))})[0, 0]
+    array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]])
+    """
+    return conv2d_grad_wrt_inputs(
+        output_grad=input,
+        filters=filters,
+        input_shape=output_shape,
+        filter_shape=filter_shape,
+        border_mode=border_mode,
+        subsample=input_dilation,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
 
 
 def conv2d_grad_wrt_weights(
