@@ -17,6 +17,9 @@ from theano_dag.tensor.nnet import (
     SoftmaxWithBias,
     bn,
     confusion_matrix,
+    conv,
+    conv2d,
+    conv2d_transpose,
     h_softmax,
     hard_sigmoid,
     sigmoid,
@@ -29,6 +32,7 @@ from theano_dag.tensor.nnet.sigm import (
     perform_sigm_times_exp,
     simplify_mul,
 )
+from theano_dag.tensor.signal import conv as signal_conv
 
 DTYPES = ["float32", "float64"]
 
@@ -159,3 +163,74 @@ def test_batch_norm_abstract_op_names_never_in_a_graph():
     np.testing.assert_allclose(f(xv, np.ones(2), np.zeros(2))[1], xv.mean(axis=0))
     with pytest.raises(NotImplementedError, match="batch_normalization_train"):
         bn.AbstractBatchNormTrain()(x)
+
+
+def _np_conv2d_valid(img, ker):
+    """True 2-D convolution (the kernel flipped), 'valid' borders, of 2-d arrays."""
+    kr, kc = ker.shape
+    flipped = ker[::-1, ::-1]
+    rows, cols = img.shape[0] - kr + 1, img.shape[1] - kc + 1
+    out = np.zeros((rows, cols))
+    for r in range(rows):
+        for c in range(cols):
+            out[r, c] = (img[r : r + kr, c : c + kc] * flipped).sum()
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_old_conv2d_api_matches_numpy(dtype):
+    rng = np.random.default_rng(4)
+    x, w = tt.tensor4("x", dtype=dtype), tt.tensor4("w", dtype=dtype)
+    xv = rng.normal(size=(2, 3, 6, 5)).astype(dtype)
+    wv = rng.normal(size=(4, 3, 2, 3)).astype(dtype)
+    out = conv.conv2d(x, w, image_shape=(2, 3, 6, 5), filter_shape=(4, 3, 2, 3), unroll_kern=2)
+    got = theano_dag.function([x, w], out)(xv, wv)
+    want = np.array(
+        [
+            [sum(_np_conv2d_valid(xv[b, c], wv[k, c]) for c in range(3)) for k in range(4)]
+            for b in range(2)
+        ]
+    )
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "float32" else 1e-10)
+    # Values of another shape than the hints: a ValueError when the function runs.
+    f = theano_dag.function([x, w], out)
+    with pytest.raises(ValueError):
+        f(xv[:1], wv)
+    with pytest.raises(conv.ConvShapeError):
+        conv.conv2d(x, w, image_shape=(2, 2, 6, 5), filter_shape=(4, 3, 2, 3))
+    with pytest.raises(tt.basic.NotScalarConstantError):
+        conv.conv2d(x, w, image_shape=(2, 3, 6, tt.iscalar()), filter_shape=(4, 3, 2, 3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_signal_conv2d_of_matrices_and_stacks(dtype):
+    rng = np.random.default_rng(5)
+    img, ker = rng.normal(size=(3, 6, 5)).astype(dtype), rng.normal(size=(2, 2, 3)).astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    cases = [
+        (tt.tensor3, tt.tensor3, img, ker, (3, 2)),
+        (tt.matrix, tt.tensor3, img[0], ker, (2,)),
+        (tt.tensor3, tt.matrix, img, ker[0], (3,)),
+        (tt.matrix, tt.matrix, img[0], ker[0], ()),
+    ]
+    for make_x, make_w, xv, wv, lead in cases:
+        x, w = make_x(dtype=dtype), make_w(dtype=dtype)
+        got = theano_dag.function([x, w], signal_conv.conv2d(x, w))(xv, wv)
+        xs, ws = xv.reshape((-1,) + xv.shape[-2:]), wv.reshape((-1,) + wv.shape[-2:])
+        want = np.array([[_np_conv2d_valid(a, k) for k in ws] for a in xs])
+        assert got.shape == lead + want.shape[-2:]
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=tol, atol=tol)
+    with pytest.raises(TypeError):
+        signal_conv.conv2d(tt.dtensor4(), tt.dtensor3())
+
+
+def test_conv2d_transpose_is_the_input_gradient_of_conv2d():
+    rng = np.random.default_rng(6)
+    x, w, gy = tt.dtensor4("x"), tt.dtensor4("w"), tt.dtensor4("gy")
+    xv, wv = rng.normal(size=(2, 3, 7, 7)), rng.normal(size=(4, 3, 3, 3))
+    y = conv2d(x, w, border_mode="half", subsample=(2, 2))
+    gyv = rng.normal(size=(2, 4, 4, 4))
+    want = theano_dag.function([x, w, gy], theano_dag.grad((y * gy).sum(), x))(xv, wv, gyv)
+    t = conv2d_transpose(gy, w, (2, 3, 7, 7), border_mode="half", input_dilation=(2, 2))
+    np.testing.assert_allclose(theano_dag.function([gy, w], t)(gyv, wv), want, rtol=1e-10)
