@@ -9,7 +9,8 @@
 array([[0.5, 0.5]])
 """
 
-from theano_dag.tensor.nnet import neighbours  # theano.tensor.nnet.neighbours
+# Theano's submodules, reachable as attributes of theano.tensor.nnet.
+from theano_dag.tensor.nnet import conv, corr, corr3d, neighbours
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -102,6 +103,9 @@ __all__ = [
     "images2neibs",
     "neibs2images",
     "neighbours",
+    "conv",
+    "corr",
+    "corr3d",
     "AbstractConv2d",
     "AbstractConv2d_gradInputs",
     "Conv2dBiasAct",

@@ -20,7 +20,7 @@ import numpy as np
 from theano_dag.graph.basic import Constant
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor.nnet import abstract_conv
-from theano_dag.tensor.nnet.abstract_conv import get_conv_output_shape
+from theano_dag.tensor.nnet.abstract_conv import get_conv_output_shape, imported_scipy_signal
 from theano_dag.tensor.shape import specify_shape
 
 __all__ = ["ConvShapeError", "conv2d", "get_conv_output_shape", "imported_scipy_signal"]
@@ -29,10 +29,6 @@ __all__ = ["ConvShapeError", "conv2d", "get_conv_output_shape", "imported_scipy_
 class ConvShapeError(ValueError, AssertionError):
     """Shape hints that contradict each other (Theano's ConvOp asserted them)."""
 
-
-# Theano's flag that its ConvOp's Python implementation can run (it needs scipy.signal);
-# this conv2d needs nothing optional, so it always can.
-imported_scipy_signal = True
 
 _IGNORED = {"unroll_batch", "unroll_kern", "unroll_patch", "openmp", "verbose", "version"}
 
