@@ -34,7 +34,7 @@ from theano_dag.tensor.arrays import (
 from theano_dag.tensor.elemwise import CAReduce, ProdWithoutZeros, Sum
 from theano_dag.tensor.fourier import Fourier
 from theano_dag.tensor.fused import Adagrad, FusedReduce
-from theano_dag.tensor.nnet import pool
+from theano_dag.tensor.nnet import corr, corr3d, pool, prepend, sigm
 from theano_dag.tensor.nnet.abstract_conv import Conv2dBiasAct
 from theano_dag.tensor.type_other import MakeSlice
 from theano_dag.tensor.xlogx import xlogx, xlogy0  # tt.xlogx is the module (Theano's)
@@ -1380,6 +1380,33 @@ NNET = [
         lambda x, b: nnet_reference.ref_softmax(x + b),
         (U(3, 4), U(4)),
     ),
+    Row(
+        "SoftmaxWithBias",
+        lambda x, b: nnet.SoftmaxWithBias()(x, b),
+        lambda x, b: nnet_reference.ref_softmax(x + b),
+        (U(3, 4), U(4)),
+    ),
+    Row(
+        "prepend_scalar_constant_to_each_row",
+        prepend.Prepend_scalar_constant_to_each_row(1.5),
+        lambda x: np.concatenate([np.full((x.shape[0], 1), 1.5, x.dtype), x], axis=1),
+        (U(3, 4),),
+    ),
+    Row(
+        "prepend_scalar_to_each_row",
+        prepend.Prepend_scalar_to_each_row(),
+        lambda s, x: np.concatenate([np.full((x.shape[0], 1), s, x.dtype), x], axis=1),
+        (U(), U(3, 4)),
+    ),
+    # Theano's approximation: its gradient is the sigmoid's (out * (1 - out)), not the
+    # derivative of the approximation, so no numeric gradient check.
+    Row(
+        "ultra_fast_sigmoid",
+        sigm.ultra_fast_sigmoid,
+        lambda x: 0.5 + 0.5 * np.clip(x / 2 * (27 + x * x / 4) / (27 + 9 * x * x / 4), -1, 1),
+        (U(3, 4, lo=-8, hi=8),),
+        grad=False,
+    ),
     Row("relu", nnet.relu, lambda x: np.maximum(x, 0), (U(3, 4),)),
     Row(
         "relu_leaky",
@@ -1568,6 +1595,60 @@ NNET = [
         lambda x, gy: nnet.conv2d_grad_wrt_weights(x, gy, (3, 2, 2, 3), subsample=(1, 2)),
         _as(lambda x, gy: nnet_reference.ref_conv_grad_weights(x, gy, (2, 3), subsample=(1, 2))),
         (U(2, 2, 5, 4), U(2, 3, 4, 1)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "CorrMM",
+        lambda x, w: corr.CorrMM(border_mode=(1, 0))(x, w),
+        _as(lambda x, w: nnet_reference.ref_conv2d(x, w, border_mode=(1, 0), filter_flip=False)),
+        (U(2, 2, 5, 4), U(3, 2, 2, 3)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "CorrMM_gradInputs",
+        lambda w, gy: corr.CorrMM_gradInputs(border_mode="half")(w, gy),
+        _as(
+            lambda w, gy: nnet_reference.ref_conv_grad_inputs(
+                w, gy, (5, 4), border_mode="half", filter_flip=False
+            )
+        ),
+        (U(3, 2, 3, 3), U(2, 3, 5, 4)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "CorrMM_gradWeights",
+        lambda x, gy: corr.CorrMM_gradWeights()(x, gy),
+        _as(lambda x, gy: nnet_reference.ref_conv_grad_weights(x, gy, (2, 3), filter_flip=False)),
+        (U(2, 2, 5, 4), U(2, 3, 4, 2)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "Corr3dMM",
+        lambda x, w: corr3d.Corr3dMM()(x, w),
+        _as(lambda x, w: nnet3d_reference.ref_conv3d(x, w, filter_flip=False)),
+        (U(1, 2, 4, 3, 4), U(2, 2, 2, 2, 3)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "Corr3dMMGradInputs",
+        lambda w, gy: corr3d.Corr3dMMGradInputs()(w, gy),
+        _as(
+            lambda w, gy: nnet3d_reference.ref_conv3d_grad_inputs(
+                w, gy, (4, 3, 4), filter_flip=False
+            )
+        ),
+        (U(2, 2, 2, 2, 3), U(1, 2, 3, 2, 2)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "Corr3dMMGradWeights",
+        lambda x, gy: corr3d.Corr3dMMGradWeights()(x, gy),
+        _as(
+            lambda x, gy: nnet3d_reference.ref_conv3d_grad_weights(
+                x, gy, (2, 2, 3), filter_flip=False
+            )
+        ),
+        (U(1, 2, 4, 3, 4), U(1, 2, 3, 2, 2)),
         rtol32=1e-3,
     ),
     Row(
