@@ -34,7 +34,7 @@ from theano_dag.tensor.arrays import (
 from theano_dag.tensor.elemwise import CAReduce, ProdWithoutZeros, Sum
 from theano_dag.tensor.fourier import Fourier
 from theano_dag.tensor.fused import Adagrad, FusedReduce
-from theano_dag.tensor.nnet import corr, corr3d, pool, prepend, sigm
+from theano_dag.tensor.nnet import blocksparse, corr, corr3d, pool, prepend, sigm
 from theano_dag.tensor.nnet.abstract_conv import Conv2dBiasAct
 from theano_dag.tensor.type_other import MakeSlice
 from theano_dag.tensor.xlogx import xlogx, xlogy0  # tt.xlogx is the module (Theano's)
@@ -1324,6 +1324,16 @@ def _as(ref):
     return lambda x, *rest: np.asarray(ref(x, *rest)).astype(x.dtype)
 
 
+def _np_block_outer(o, x, y, xi, yi):
+    """Outer products added into the blocks one at a time (repeated blocks add up)."""
+    out = o.copy()
+    for b in range(x.shape[0]):
+        for i in range(xi.shape[1]):
+            for j in range(yi.shape[1]):
+                out[xi[b, i], yi[b, j]] += np.outer(x[b, i], y[b, j])
+    return out
+
+
 def _np_neibs(img, patch, step, mode):
     """Patches as rows, visited one at a time (independent of ``Images2Neibs``)."""
     n, c, h, w = img.shape
@@ -1595,6 +1605,22 @@ NNET = [
         lambda x, gy: nnet.conv2d_grad_wrt_weights(x, gy, (3, 2, 2, 3), subsample=(1, 2)),
         _as(lambda x, gy: nnet_reference.ref_conv_grad_weights(x, gy, (2, 3), subsample=(1, 2))),
         (U(2, 2, 5, 4), U(2, 3, 4, 1)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "SparseBlockGemv",
+        blocksparse.sparse_block_gemv,
+        lambda o, W, h, ii, oi: o
+        + np.einsum("bik,bijkl->bjl", h, W[ii[:, :, None], oi[:, None, :]]),
+        (U(2, 3, 4), U(5, 6, 2, 4), U(2, 2, 2), I(2, 2, lo=0, hi=4), I(2, 3, lo=0, hi=5)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "SparseBlockOuter",
+        blocksparse.sparse_block_outer,
+        lambda o, x, y, xi, yi: _np_block_outer(o, x, y, xi, yi),
+        (U(4, 5, 2, 3), U(2, 2, 2), U(2, 3, 3), I(2, 2, lo=0, hi=3), I(2, 3, lo=0, hi=4)),
+        grad=False,
         rtol32=1e-3,
     ),
     Row(

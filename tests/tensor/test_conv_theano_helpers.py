@@ -11,7 +11,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.config import config
 from theano_dag.tensor.nnet import abstract_conv as ac
-from theano_dag.tensor.nnet import conv2d, conv3d
+from theano_dag.tensor.nnet import blocksparse, conv2d, conv3d
 from theano_dag.tensor.nnet.corr import CorrMM, CorrMM_gradInputs, CorrMM_gradWeights
 from theano_dag.tensor.nnet.corr3d import Corr3dMM, Corr3dMMGradWeights
 
@@ -179,3 +179,37 @@ def test_bilinear_upsampling_matches_interpolation(ratio, one_d):
     np.testing.assert_allclose(
         k, np.r_[np.arange(1, ratio + 1), np.arange(ratio - 1, 0, -1)] / ratio
     )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sparse_block_dot_values_gradient_and_inplace(dtype):
+    rng = np.random.default_rng(4)
+    W, h, b = (
+        tt.tensor4("W", dtype=dtype),
+        tt.tensor3("h", dtype=dtype),
+        tt.matrix("b", dtype=dtype),
+    )
+    ii, oi = tt.lmatrix("ii"), tt.lmatrix("oi")
+    Wv = rng.normal(size=(5, 6, 3, 4)).astype(dtype)
+    hv = rng.normal(size=(2, 2, 3)).astype(dtype)
+    bv = rng.normal(size=(6, 4)).astype(dtype)
+    iiv, oiv = np.array([[0, 4], [2, 2]]), np.array([[1, 5, 0], [3, 3, 2]])
+    out = blocksparse.sparse_block_dot(W, h, ii, b, oi)
+    gW = theano_dag.grad(out.sum(), W)
+    f = theano_dag.function([W, h, ii, b, oi], [out, gW])
+    got, got_gW = f(Wv, hv, iiv, bv, oiv)
+    want = bv[oiv] + np.einsum("bik,bijkl->bjl", hv, Wv[iiv[:, :, None], oiv[:, None, :]])
+    np.testing.assert_allclose(got, want, **_tol(dtype))
+    want_gW = np.zeros_like(Wv)
+    for n in range(2):
+        for i in range(2):
+            for j in range(3):
+                want_gW[iiv[n, i], oiv[n, j]] += np.outer(hv[n, i], np.ones(4))
+    np.testing.assert_allclose(got_gW, want_gW, **_tol(dtype))
+    # both block-sparse nodes write into their fresh first input
+    ops = [
+        n.op
+        for n in f.maker.fgraph.toposort()
+        if isinstance(n.op, (blocksparse.SparseBlockGemv, blocksparse.SparseBlockOuter))
+    ]
+    assert ops and all(op.inplace for op in ops)

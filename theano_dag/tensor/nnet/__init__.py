@@ -10,7 +10,7 @@ array([[0.5, 0.5]])
 """
 
 # Theano's submodules, reachable as attributes of theano.tensor.nnet.
-from theano_dag.tensor.nnet import conv, corr, corr3d, neighbours
+from theano_dag.tensor.nnet import blocksparse, conv, corr, corr3d, neighbours
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -103,6 +103,7 @@ __all__ = [
     "images2neibs",
     "neibs2images",
     "neighbours",
+    "blocksparse",
     "conv",
     "corr",
     "corr3d",
