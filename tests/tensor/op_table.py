@@ -34,7 +34,7 @@ from theano_dag.tensor.arrays import (
 from theano_dag.tensor.elemwise import CAReduce, ProdWithoutZeros, Sum
 from theano_dag.tensor.fourier import Fourier
 from theano_dag.tensor.fused import Adagrad, FusedReduce
-from theano_dag.tensor.nnet import blocksparse, corr, corr3d, pool, prepend, sigm
+from theano_dag.tensor.nnet import blocksparse, conv3d2d, corr, corr3d, pool, prepend, sigm
 from theano_dag.tensor.nnet.abstract_conv import Conv2dBiasAct
 from theano_dag.tensor.type_other import MakeSlice
 from theano_dag.tensor.xlogx import xlogx, xlogy0  # tt.xlogx is the module (Theano's)
@@ -1324,6 +1324,28 @@ def _as(ref):
     return lambda x, *rest: np.asarray(ref(x, *rest)).astype(x.dtype)
 
 
+def _np_anti_diagonals(x, i0, i1):
+    """``out[.., r, .., c, ..] = x[.., r + n1 - 1 - c, .., c, ..]``, entry by entry."""
+    n0, n1 = x.shape[i0], x.shape[i1]
+    shape = list(x.shape)
+    shape[i0] = n0 - n1 + 1
+    out = np.empty(shape, x.dtype)
+    for idx in np.ndindex(*shape):
+        src = list(idx)
+        src[i0] = idx[i0] + n1 - 1 - idx[i1]
+        out[idx] = x[tuple(src)]
+    return out
+
+
+def _np_inc_anti_diagonals(x, a):
+    """``x`` (a matrix) with ``a`` added at ``[r + n1 - 1 - c, c]``."""
+    out = x.copy()
+    n1 = x.shape[1]
+    for r, c in np.ndindex(*a.shape):
+        out[r + n1 - 1 - c, c] += a[r, c]
+    return out
+
+
 def _np_block_outer(o, x, y, xi, yi):
     """Outer products added into the blocks one at a time (repeated blocks add up)."""
     out = o.copy()
@@ -1622,6 +1644,18 @@ NNET = [
         (U(4, 5, 2, 3), U(2, 2, 2), U(2, 3, 3), I(2, 2, lo=0, hi=3), I(2, 3, lo=0, hi=4)),
         grad=False,
         rtol32=1e-3,
+    ),
+    Row(
+        "DiagonalSubtensor",
+        lambda x: conv3d2d.DiagonalSubtensor()(x, 0, 2),
+        lambda x: _np_anti_diagonals(x, 0, 2),
+        (U(4, 3, 2),),
+    ),
+    Row(
+        "IncDiagonalSubtensor",
+        lambda x, a: conv3d2d.IncDiagonalSubtensor()(x, 0, 1, a),
+        lambda x, a: _np_inc_anti_diagonals(x, a),
+        (U(4, 3), U(2, 3)),
     ),
     Row(
         "CorrMM",

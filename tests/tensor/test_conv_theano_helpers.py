@@ -11,7 +11,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.config import config
 from theano_dag.tensor.nnet import abstract_conv as ac
-from theano_dag.tensor.nnet import blocksparse, conv2d, conv3d
+from theano_dag.tensor.nnet import blocksparse, conv2d, conv3d, conv3d2d
 from theano_dag.tensor.nnet.corr import CorrMM, CorrMM_gradInputs, CorrMM_gradWeights
 from theano_dag.tensor.nnet.corr3d import Corr3dMM, Corr3dMMGradWeights
 
@@ -213,3 +213,34 @@ def test_sparse_block_dot_values_gradient_and_inplace(dtype):
         if isinstance(n.op, (blocksparse.SparseBlockGemv, blocksparse.SparseBlockOuter))
     ]
     assert ops and all(op.inplace for op in ops)
+
+
+@pytest.mark.parametrize("border_mode", ["valid", "full", "half"])
+def test_conv3d2d_layout_matches_numpy(border_mode):
+    rng = np.random.default_rng(5)
+    s, f = tt.tensor5("s", dtype="float32"), tt.tensor5("f", dtype="float32")
+    sv = rng.normal(size=(2, 5, 3, 6, 4)).astype("float32")  # (batch, time, channels, h, w)
+    fv = rng.normal(size=(4, 3, 3, 3, 2)).astype("float32")
+    got = theano_dag.function([s, f], conv3d2d.conv3d(s, f, border_mode=border_mode))(sv, fv)
+    kt, kh, kw = fv.shape[1], fv.shape[3], fv.shape[4]
+    pads = {
+        "valid": (0, 0, 0),
+        "full": (kt - 1, kh - 1, kw - 1),
+        "half": (kt // 2, kh // 2, kw // 2),
+    }
+    pt, ph, pw = pads[border_mode]
+    sp = np.pad(sv, ((0, 0), (pt, pt), (0, 0), (ph, ph), (pw, pw))).astype("float64")
+    flipped = fv[:, ::-1, :, ::-1, ::-1].astype("float64")
+    T, H, W = sp.shape[1] - kt + 1, sp.shape[3] - kh + 1, sp.shape[4] - kw + 1
+    want = np.zeros((2, T, 4, H, W))
+    for t in range(T):
+        for r in range(H):
+            for c in range(W):
+                win = sp[:, t : t + kt, :, r : r + kh, c : c + kw]
+                want[:, t, :, r, c] = np.einsum("btchw,ftchw->bf", win, flipped)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    x = np.arange(20.0).reshape(5, 4)
+    view = conv3d2d.get_diagonal_subtensor_view(x, 0, 1)
+    np.testing.assert_array_equal(view, [[12, 9, 6, 3], [16, 13, 10, 7]])
+    view[0, 0] = -1.0  # a view: writes reach x
+    assert x[3, 0] == -1.0

@@ -10,7 +10,7 @@ array([[0.5, 0.5]])
 """
 
 # Theano's submodules, reachable as attributes of theano.tensor.nnet.
-from theano_dag.tensor.nnet import blocksparse, conv, corr, corr3d, neighbours
+from theano_dag.tensor.nnet import blocksparse, conv, conv3d2d, corr, corr3d, neighbours
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -104,6 +104,7 @@ __all__ = [
     "neibs2images",
     "neighbours",
     "blocksparse",
+    "conv3d2d",
     "conv",
     "corr",
     "corr3d",
