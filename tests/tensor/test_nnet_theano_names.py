@@ -25,6 +25,7 @@ from theano_dag.tensor.nnet import (
     sigmoid,
     ultra_fast_sigmoid,
 )
+from theano_dag.tensor.nnet.neighbours import NeibsShapeError, images2neibs
 from theano_dag.tensor.nnet.sigm import (
     compute_mul,
     is_1pexp,
@@ -234,3 +235,17 @@ def test_conv2d_transpose_is_the_input_gradient_of_conv2d():
     want = theano_dag.function([x, w, gy], theano_dag.grad((y * gy).sum(), x))(xv, wv, gyv)
     t = conv2d_transpose(gy, w, (2, 3, 7, 7), border_mode="half", input_dilation=(2, 2))
     np.testing.assert_allclose(theano_dag.function([gy, w], t)(gyv, wv), want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["valid", "half", "full", "wrap_centered"])
+def test_images2neibs_geometry_errors_are_type_and_value_errors(mode):
+    # Theano raises TypeError when the patches do not fit the image as the mode requires;
+    # theano_dag raised ValueError: the error is both.
+    x = tt.dtensor4("x")
+    f = theano_dag.function([x], images2neibs(x, (2, 2), mode=mode))
+    image = np.zeros((1, 1, 5, 5))
+    for kind in (TypeError, ValueError, NeibsShapeError):
+        with pytest.raises(kind):
+            f(image)
+    ok = theano_dag.function([x], images2neibs(x, (2, 2), mode="ignore_borders"))
+    assert ok(image).shape == (4, 4)
