@@ -1430,8 +1430,8 @@ NNET = [
         lambda s, x: np.concatenate([np.full((x.shape[0], 1), s, x.dtype), x], axis=1),
         (U(), U(3, 4)),
     ),
-    # Theano's approximation: its gradient is the sigmoid's (out * (1 - out)), not the
-    # derivative of the approximation, so no numeric gradient check.
+    # An approximation whose gradient is the sigmoid's (out * (1 - out); Theano's had
+    # none), not the derivative of the approximation: no numeric gradient check.
     Row(
         "ultra_fast_sigmoid",
         sigm.ultra_fast_sigmoid,
