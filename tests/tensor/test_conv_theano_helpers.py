@@ -244,3 +244,19 @@ def test_conv3d2d_layout_matches_numpy(border_mode):
     np.testing.assert_array_equal(view, [[12, 9, 6, 3], [16, 13, 10, 7]])
     view[0, 0] = -1.0  # a view: writes reach x
     assert x[3, 0] == -1.0
+
+
+@pytest.mark.parametrize("linker", ["cpu", "py"])
+def test_grad_inputs_refuses_an_image_shape_that_cannot_give_the_output(linker):
+    # A 4x4 image convolved ('valid') by 2x2 filters gives 3x3; a 2x2 or 4x4 output
+    # gradient is inconsistent. Both engines raise (the CPU engine filled an image).
+    w = theano_dag.shared(np.ones((1, 1, 2, 2), dtype="float32"))
+    mode = theano_dag.Mode(linker=linker, optimizer=None)
+    for size in (2, 4):
+        gy = theano_dag.shared(np.ones((1, 1, size, size), dtype="float32"))
+        f = theano_dag.function([], ac.AbstractConv2d_gradInputs()(w, gy, (4, 4)), mode=mode)
+        with pytest.raises(ValueError):
+            f()
+    gy = theano_dag.shared(np.ones((1, 1, 3, 3), dtype="float32"))
+    f = theano_dag.function([], ac.AbstractConv2d_gradInputs()(w, gy, (4, 4)), mode=mode)
+    np.testing.assert_allclose(f()[0, 0], [[1, 2, 2, 1], [2, 4, 4, 2], [2, 4, 4, 2], [1, 2, 2, 1]])
