@@ -260,3 +260,13 @@ def test_grad_inputs_refuses_an_image_shape_that_cannot_give_the_output(linker):
     gy = theano_dag.shared(np.ones((1, 1, 3, 3), dtype="float32"))
     f = theano_dag.function([], ac.AbstractConv2d_gradInputs()(w, gy, (4, 4)), mode=mode)
     np.testing.assert_allclose(f()[0, 0], [[1, 2, 2, 1], [2, 4, 4, 2], [2, 4, 4, 2], [1, 2, 2, 1]])
+
+
+def test_shape_hints_must_be_tuples_not_tensors():
+    good = (3, 5, 7, 11)
+    for bad in (tt.lvector(), tt.constant(list(good)), tt.ftensor4().shape):
+        for kind in (ac.AbstractConv2d, ac.AbstractConv2d_gradInputs):
+            with pytest.raises(ValueError):
+                kind(imshp=bad)
+    op = ac.AbstractConv2d(imshp=[tt.constant(v, dtype="int64") for v in good], kshp=list(good))
+    assert op.imshp == good and op.kshp == good

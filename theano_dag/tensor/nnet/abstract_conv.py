@@ -29,7 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply, Constant
+from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
@@ -404,6 +404,11 @@ def _hint(hint, n, name, who):
     """A shape hint as a tuple of ``n`` ints or Nones (constants read), or None."""
     if hint is None:
         return None
+    if isinstance(hint, Variable):
+        # a symbolic (or constant) vector: Theano wants a tuple or list of its entries
+        raise ValueError(
+            f"{who}: {name} must be None or a tuple of constant ints, got the tensor {hint}"
+        )
     hint = tuple(hint)
     if len(hint) != n:
         raise ValueError(f"{who}: {name} must have {n} entries, got {hint!r}")
