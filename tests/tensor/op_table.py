@@ -34,7 +34,7 @@ from theano_dag.tensor.arrays import (
 from theano_dag.tensor.elemwise import CAReduce, ProdWithoutZeros, Sum
 from theano_dag.tensor.fourier import Fourier
 from theano_dag.tensor.fused import Adagrad, FusedReduce
-from theano_dag.tensor.nnet import pool
+from theano_dag.tensor.nnet import blocksparse, conv3d2d, corr, corr3d, pool, prepend, sigm
 from theano_dag.tensor.nnet.abstract_conv import Conv2dBiasAct
 from theano_dag.tensor.type_other import MakeSlice
 from theano_dag.tensor.xlogx import xlogx, xlogy0  # tt.xlogx is the module (Theano's)
@@ -1324,6 +1324,38 @@ def _as(ref):
     return lambda x, *rest: np.asarray(ref(x, *rest)).astype(x.dtype)
 
 
+def _np_anti_diagonals(x, i0, i1):
+    """``out[.., r, .., c, ..] = x[.., r + n1 - 1 - c, .., c, ..]``, entry by entry."""
+    n0, n1 = x.shape[i0], x.shape[i1]
+    shape = list(x.shape)
+    shape[i0] = n0 - n1 + 1
+    out = np.empty(shape, x.dtype)
+    for idx in np.ndindex(*shape):
+        src = list(idx)
+        src[i0] = idx[i0] + n1 - 1 - idx[i1]
+        out[idx] = x[tuple(src)]
+    return out
+
+
+def _np_inc_anti_diagonals(x, a):
+    """``x`` (a matrix) with ``a`` added at ``[r + n1 - 1 - c, c]``."""
+    out = x.copy()
+    n1 = x.shape[1]
+    for r, c in np.ndindex(*a.shape):
+        out[r + n1 - 1 - c, c] += a[r, c]
+    return out
+
+
+def _np_block_outer(o, x, y, xi, yi):
+    """Outer products added into the blocks one at a time (repeated blocks add up)."""
+    out = o.copy()
+    for b in range(x.shape[0]):
+        for i in range(xi.shape[1]):
+            for j in range(yi.shape[1]):
+                out[xi[b, i], yi[b, j]] += np.outer(x[b, i], y[b, j])
+    return out
+
+
 def _np_neibs(img, patch, step, mode):
     """Patches as rows, visited one at a time (independent of ``Images2Neibs``)."""
     n, c, h, w = img.shape
@@ -1379,6 +1411,33 @@ NNET = [
         nnet.softmax_with_bias,
         lambda x, b: nnet_reference.ref_softmax(x + b),
         (U(3, 4), U(4)),
+    ),
+    Row(
+        "SoftmaxWithBias",
+        lambda x, b: nnet.SoftmaxWithBias()(x, b),
+        lambda x, b: nnet_reference.ref_softmax(x + b),
+        (U(3, 4), U(4)),
+    ),
+    Row(
+        "prepend_scalar_constant_to_each_row",
+        prepend.Prepend_scalar_constant_to_each_row(1.5),
+        lambda x: np.concatenate([np.full((x.shape[0], 1), 1.5, x.dtype), x], axis=1),
+        (U(3, 4),),
+    ),
+    Row(
+        "prepend_scalar_to_each_row",
+        prepend.Prepend_scalar_to_each_row(),
+        lambda s, x: np.concatenate([np.full((x.shape[0], 1), s, x.dtype), x], axis=1),
+        (U(), U(3, 4)),
+    ),
+    # An approximation whose gradient is the sigmoid's (out * (1 - out); Theano's had
+    # none), not the derivative of the approximation: no numeric gradient check.
+    Row(
+        "ultra_fast_sigmoid",
+        sigm.ultra_fast_sigmoid,
+        lambda x: 0.5 + 0.5 * np.clip(x / 2 * (27 + x * x / 4) / (27 + 9 * x * x / 4), -1, 1),
+        (U(3, 4, lo=-8, hi=8),),
+        grad=False,
     ),
     Row("relu", nnet.relu, lambda x: np.maximum(x, 0), (U(3, 4),)),
     Row(
@@ -1568,6 +1627,88 @@ NNET = [
         lambda x, gy: nnet.conv2d_grad_wrt_weights(x, gy, (3, 2, 2, 3), subsample=(1, 2)),
         _as(lambda x, gy: nnet_reference.ref_conv_grad_weights(x, gy, (2, 3), subsample=(1, 2))),
         (U(2, 2, 5, 4), U(2, 3, 4, 1)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "SparseBlockGemv",
+        blocksparse.sparse_block_gemv,
+        lambda o, W, h, ii, oi: o
+        + np.einsum("bik,bijkl->bjl", h, W[ii[:, :, None], oi[:, None, :]]),
+        (U(2, 3, 4), U(5, 6, 2, 4), U(2, 2, 2), I(2, 2, lo=0, hi=4), I(2, 3, lo=0, hi=5)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "SparseBlockOuter",
+        blocksparse.sparse_block_outer,
+        lambda o, x, y, xi, yi: _np_block_outer(o, x, y, xi, yi),
+        (U(4, 5, 2, 3), U(2, 2, 2), U(2, 3, 3), I(2, 2, lo=0, hi=3), I(2, 3, lo=0, hi=4)),
+        grad=False,
+        rtol32=1e-3,
+    ),
+    Row(
+        "DiagonalSubtensor",
+        lambda x: conv3d2d.DiagonalSubtensor()(x, 0, 2),
+        lambda x: _np_anti_diagonals(x, 0, 2),
+        (U(4, 3, 2),),
+    ),
+    Row(
+        "IncDiagonalSubtensor",
+        lambda x, a: conv3d2d.IncDiagonalSubtensor()(x, 0, 1, a),
+        lambda x, a: _np_inc_anti_diagonals(x, a),
+        (U(4, 3), U(2, 3)),
+    ),
+    Row(
+        "CorrMM",
+        lambda x, w: corr.CorrMM(border_mode=(1, 0))(x, w),
+        _as(lambda x, w: nnet_reference.ref_conv2d(x, w, border_mode=(1, 0), filter_flip=False)),
+        (U(2, 2, 5, 4), U(3, 2, 2, 3)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "CorrMM_gradInputs",
+        lambda w, gy: corr.CorrMM_gradInputs(border_mode="half")(w, gy),
+        _as(
+            lambda w, gy: nnet_reference.ref_conv_grad_inputs(
+                w, gy, (5, 4), border_mode="half", filter_flip=False
+            )
+        ),
+        (U(3, 2, 3, 3), U(2, 3, 5, 4)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "CorrMM_gradWeights",
+        lambda x, gy: corr.CorrMM_gradWeights()(x, gy),
+        _as(lambda x, gy: nnet_reference.ref_conv_grad_weights(x, gy, (2, 3), filter_flip=False)),
+        (U(2, 2, 5, 4), U(2, 3, 4, 2)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "Corr3dMM",
+        lambda x, w: corr3d.Corr3dMM()(x, w),
+        _as(lambda x, w: nnet3d_reference.ref_conv3d(x, w, filter_flip=False)),
+        (U(1, 2, 4, 3, 4), U(2, 2, 2, 2, 3)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "Corr3dMMGradInputs",
+        lambda w, gy: corr3d.Corr3dMMGradInputs()(w, gy),
+        _as(
+            lambda w, gy: nnet3d_reference.ref_conv3d_grad_inputs(
+                w, gy, (4, 3, 4), filter_flip=False
+            )
+        ),
+        (U(2, 2, 2, 2, 3), U(1, 2, 3, 2, 2)),
+        rtol32=1e-3,
+    ),
+    Row(
+        "Corr3dMMGradWeights",
+        lambda x, gy: corr3d.Corr3dMMGradWeights()(x, gy),
+        _as(
+            lambda x, gy: nnet3d_reference.ref_conv3d_grad_weights(
+                x, gy, (2, 2, 3), filter_flip=False
+            )
+        ),
+        (U(1, 2, 4, 3, 4), U(1, 2, 3, 2, 2)),
         rtol32=1e-3,
     ),
     Row(

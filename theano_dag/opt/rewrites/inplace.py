@@ -24,6 +24,7 @@ from theano_dag.graph.rewriting.basic import ChangeLog, GlobalOptimizer
 from theano_dag.graph.toolbox import Supervisor
 from theano_dag.tensor.blas import Gemm, Gemv, Ger, gemm_inplace, gemv_inplace, ger_destructive
 from theano_dag.tensor.elemwise import Elemwise, broadcast_static_shape
+from theano_dag.tensor.nnet.blocksparse import SparseBlockGemv, SparseBlockOuter
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
 
 __all__ = ["InplaceOptimizer", "inplace_candidates"]
@@ -87,6 +88,9 @@ INPLACE_MAKERS = {
     IncSubtensor: ((0,), _inc_subtensor_inplace),
     AdvancedIncSubtensor1: ((0,), _inc_subtensor_inplace),
     AdvancedIncSubtensor: ((0,), _inc_subtensor_inplace),
+    # the block-sparse products add into their first input, as inc_subtensor does
+    SparseBlockGemv: ((0,), _inc_subtensor_inplace),
+    SparseBlockOuter: ((0,), _inc_subtensor_inplace),
 }
 
 

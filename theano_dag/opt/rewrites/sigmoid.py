@@ -37,6 +37,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.nnet import sigm
 
 stabilize = RULES.stabilize
 
@@ -50,6 +51,8 @@ __all__ = [
     "local_logit_sigmoid",
     "local_sigmoid_logit",
     "local_exp_softplus",
+    "local_ultra_fast_sigmoid",
+    "local_hard_sigmoid",
 ]
 
 
@@ -647,3 +650,29 @@ def local_exp_softplus(fgraph, node):
     else:
         return False
     return fit(out, new, inner.inputs)
+
+
+# ---- approximations, when asked for ----------------------------------------------------
+
+
+@RULES.uncanonicalize(opt_in=True)
+@local_optimizer([tm.sigmoid])
+def local_ultra_fast_sigmoid(fgraph, node):
+    """``sigmoid(x)`` as ``ultra_fast_sigmoid(x)`` (within 0.012, no ``exp``); off unless
+    a mode names it (``mode.including("local_ultra_fast_sigmoid")``), as in Theano."""
+    # sigmoid(x) -> ultra_fast_sigmoid(x)
+    if scalar_op(node) != ts.sigmoid:
+        return False
+    return [sigm.ultra_fast_sigmoid(node.inputs[0])]
+
+
+@RULES.uncanonicalize(opt_in=True)
+@local_optimizer([tm.sigmoid])
+def local_hard_sigmoid(fgraph, node):
+    """``sigmoid(x)`` as ``hard_sigmoid(x)`` (``clip(0.2 * x + 0.5, 0, 1)``); off unless a
+    mode names it, as in Theano."""
+    # sigmoid(x) -> clip(0.2 * x + 0.5, 0, 1)
+    if scalar_op(node) != ts.sigmoid:
+        return False
+    out = sigm.hard_sigmoid(node.inputs[0])
+    return [out] if out.type == node.outputs[0].type else False

@@ -35,6 +35,7 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import MaxAndArgmax
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.subtensor import (
@@ -57,6 +58,8 @@ __all__ = [
     "local_logsoftmax_grad",
     "local_crossentropy_softmax",
     "local_crossentropy_softmax_grad",
+    "local_argmax_pushdown",
+    "local_max_and_argmax",
 ]
 
 
@@ -552,19 +555,27 @@ def _softmax_bias(sm_node):
         return None
     z = sm_node.inputs[0]
     add = z.owner
-    if isinstance(scalar_op(add), ts.Add) and len(add.inputs) == 2:
-        for i, j in ((0, 1), (1, 0)):
-            b = add.inputs[j]
-            if (
-                b.owner is not None
-                and isinstance(b.owner.op, DimShuffle)
-                and b.owner.op.new_order == ("x", 0)
-                and add.inputs[i].ndim == 2
-                and b.owner.inputs[0].dtype == z.dtype
-                and add.inputs[i].dtype == z.dtype
-            ):
-                return add.inputs[i], b.owner.inputs[0]
-    return z, None
+    if not isinstance(scalar_op(add), ts.Add):
+        return z, None
+    # x + b1 + ... + bk, the b's row biases (vectors broadcast over the rows): the bias
+    # is their sum.
+    rows, biases = [], []
+    for inp in add.inputs:
+        (biases if _row_bias(inp, z.dtype) else rows).append(inp)
+    if len(rows) != 1 or not biases or rows[0].ndim != 2 or rows[0].dtype != z.dtype:
+        return z, None
+    vectors = [b.owner.inputs[0] for b in biases]
+    return rows[0], vectors[0] if len(vectors) == 1 else tm.add(*vectors)
+
+
+def _row_bias(var, dtype):
+    """Whether ``var`` is a vector of ``dtype`` broadcast over rows (``v.dimshuffle('x', 0)``)."""
+    return (
+        var.owner is not None
+        and isinstance(var.owner.op, DimShuffle)
+        and var.owner.op.new_order == ("x", 0)
+        and var.owner.inputs[0].dtype == dtype
+    )
 
 
 @stabilize()
@@ -607,3 +618,65 @@ def local_crossentropy_softmax_grad(fgraph, node):
     if not _same_softmax(sm2, sm):
         return False
     return nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm2, y)  # sm2 may be the fused one
+
+
+# ---- argmax of an increasing function -------------------------------------------------
+
+# Strictly increasing elementwise functions: the argmax of f(x) is the argmax of x.
+_INCREASING = tuple(type(op) for op in (ts.exp, ts.tanh, ts.sigmoid, ts.softplus))
+
+
+def _argmax_axis(fgraph, node):
+    """The one axis (>= 0) an ``Argmax``, or a ``MaxAndArgmax`` whose max is unused,
+    reduces; else None."""
+    x = node.inputs[0]
+    if type(node.op) is tm.Argmax:  # not Argmin, its subclass
+        axis = node.op.axis
+        if isinstance(axis, (tuple, list)):
+            axis = axis[0] if len(axis) == 1 else None
+    elif isinstance(node.op, MaxAndArgmax):
+        if node.op.axis is None or len(node.op.axis) != 1 or fgraph is None:
+            return None
+        if fgraph.clients.get(node.outputs[0]):
+            return None  # the max is used: keep the op that computes both
+        axis = node.op.axis[0]
+    else:
+        return None
+    return None if axis is None or x.ndim == 0 else axis % x.ndim
+
+
+@RULES.specialize()
+@local_optimizer([tm.Argmax, MaxAndArgmax])
+def local_argmax_pushdown(fgraph, node):
+    """The argmax of an increasing function of ``x`` as the argmax of ``x``: of
+    ``softmax(x)`` along the softmax's axis, of ``exp``/``tanh``/``sigmoid``/``softplus``
+    of ``x`` (which also never ties where the function rounds equal values)."""
+    # argmax(softmax(x)) -> argmax(x) ; argmax(exp(x)) -> argmax(x)
+    axis = _argmax_axis(fgraph, node)
+    if axis is None:
+        return False
+    inner = node.inputs[0].owner
+    if inner is None:
+        return False
+    if type(inner.op) is nnet.Softmax and inner.op.axis % inner.inputs[0].ndim == axis:
+        x = inner.inputs[0]
+    elif isinstance(scalar_op(inner), _INCREASING) and len(inner.inputs) == 1:
+        x = inner.inputs[0]
+    else:
+        return False
+    if x.ndim != node.inputs[0].ndim:
+        return False
+    out = node.outputs[0] if isinstance(node.op, tm.Argmax) else node.outputs[1]
+    return {out: tm.Argmax(axis)(x)}
+
+
+@RULES.canonicalize()
+@RULES.specialize()
+@local_optimizer([MaxAndArgmax])
+def local_max_and_argmax(fgraph, node):
+    """A ``MaxAndArgmax`` whose argmax is unused as the ``Max`` reduction alone (the
+    counterpart of ``local_argmax_pushdown``, which takes the argmax alone)."""
+    # max_and_argmax(x)[0] (argmax unused) -> max(x)
+    if fgraph is None or fgraph.clients.get(node.outputs[1]):
+        return False
+    return {node.outputs[0]: tm.max(node.inputs[0], axis=node.op.axis)}

@@ -9,7 +9,8 @@
 array([[0.5, 0.5]])
 """
 
-from theano_dag.tensor.nnet import neighbours  # theano.tensor.nnet.neighbours
+# Theano's submodules, reachable as attributes of theano.tensor.nnet.
+from theano_dag.tensor.nnet import blocksparse, conv, conv3d2d, corr, corr3d, neighbours
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -25,6 +26,7 @@ from theano_dag.tensor.nnet.abstract_conv import (
     conv2d,
     conv2d_grad_wrt_inputs,
     conv2d_grad_wrt_weights,
+    conv2d_transpose,
     conv3d,
     conv3d_grad_wrt_inputs,
     conv3d_grad_wrt_weights,
@@ -36,6 +38,8 @@ from theano_dag.tensor.nnet.bn import (
     batch_normalization_test,
     batch_normalization_train,
 )
+from theano_dag.tensor.nnet.confusion import confusion_matrix
+from theano_dag.tensor.nnet.h_softmax import h_softmax
 from theano_dag.tensor.nnet.neighbours import Images2Neibs, images2neibs, neibs2images
 from theano_dag.tensor.nnet.nnet import (
     CrossentropyCategorical1Hot,
@@ -45,6 +49,7 @@ from theano_dag.tensor.nnet.nnet import (
     LogSoftmax,
     Softmax,
     SoftmaxGrad,
+    SoftmaxWithBias,
     binary_crossentropy,
     categorical_crossentropy,
     crossentropy_categorical_1hot,
@@ -82,12 +87,27 @@ from theano_dag.tensor.nnet.pool import (
     pool_3d,
     pool_output_shape,
 )
+from theano_dag.tensor.nnet.prepend import (
+    Prepend_scalar_constant_to_each_row,
+    Prepend_scalar_to_each_row,
+)
+from theano_dag.tensor.nnet.sigm import (
+    hard_sigmoid,
+    sigmoid_inplace,
+    ultra_fast_sigmoid,
+    ultra_fast_sigmoid_inplace,
+)
 
 __all__ = [
     "Images2Neibs",
     "images2neibs",
     "neibs2images",
     "neighbours",
+    "blocksparse",
+    "conv3d2d",
+    "conv",
+    "corr",
+    "corr3d",
     "AbstractConv2d",
     "AbstractConv2d_gradInputs",
     "Conv2dBiasAct",
@@ -102,6 +122,7 @@ __all__ = [
     "conv2d",
     "conv2d_grad_wrt_inputs",
     "conv2d_grad_wrt_weights",
+    "conv2d_transpose",
     "conv3d",
     "conv3d_grad_wrt_inputs",
     "conv3d_grad_wrt_weights",
@@ -151,4 +172,13 @@ __all__ = [
     "pool_2d",
     "pool_3d",
     "pool_output_shape",
+    "SoftmaxWithBias",
+    "confusion_matrix",
+    "h_softmax",
+    "Prepend_scalar_constant_to_each_row",
+    "Prepend_scalar_to_each_row",
+    "hard_sigmoid",
+    "sigmoid_inplace",
+    "ultra_fast_sigmoid",
+    "ultra_fast_sigmoid_inplace",
 ]

@@ -28,14 +28,31 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from theano_dag.graph.basic import Apply, Constant
+from theano_dag.config import config
+from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.type import TensorType, float_dtypes, int_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
+    "imported_scipy_signal",
+    "bilinear_upsampling",
+    "bilinear_kernel_1D",
+    "bilinear_kernel_2D",
+    "causal_conv1d",
+    "separable_conv2d",
+    "separable_conv3d",
+    "assert_conv_shape",
+    "assert_shape",
+    "check_conv_gradinputs_shape",
+    "get_conv_gradinputs_shape",
+    "get_conv_gradinputs_shape_1axis",
+    "get_conv_gradweights_shape",
+    "get_conv_gradweights_shape_1axis",
     "AbstractConv",
     "AbstractConv_gradWeights",
     "AbstractConv_gradInputs",
@@ -52,6 +69,7 @@ __all__ = [
     "ConvGradInputs",
     "conv2d",
     "conv2d_grad_wrt_inputs",
+    "conv2d_transpose",
     "conv2d_grad_wrt_weights",
     "conv3d",
     "conv3d_grad_wrt_inputs",
@@ -66,6 +84,11 @@ _LAYOUTS = {2: "NCHW", 3: "NCDHW"}
 
 
 # -- parameters -------------------------------------------------------------------------
+
+
+# Theano's flag that its convolutions' Python code can run (it needs scipy.signal); these
+# need nothing optional, so they always can.
+imported_scipy_signal = True
 
 
 def _ints(value, n, name, who, minimum):
@@ -381,6 +404,11 @@ def _hint(hint, n, name, who):
     """A shape hint as a tuple of ``n`` ints or Nones (constants read), or None."""
     if hint is None:
         return None
+    if isinstance(hint, Variable):
+        # a symbolic (or constant) vector: Theano wants a tuple or list of its entries
+        raise ValueError(
+            f"{who}: {name} must be None or a tuple of constant ints, got the tensor {hint}"
+        )
     hint = tuple(hint)
     if len(hint) != n:
         raise ValueError(f"{who}: {name} must have {n} entries, got {hint!r}")
@@ -893,6 +921,9 @@ def conv2d(
             h is not None and s is not None and h != s for h, s in zip(hint, var.type.shape)
         ):
             raise ValueError(f"conv2d: {name}_shape {tuple(hint)} does not match {var.type}")
+    # With the flag conv__assert_shape, the hints are checked when the function runs.
+    input = assert_shape(input, input_shape, "conv2d: the input has not the shape given")  # noqa: A001
+    filters = assert_shape(filters, filter_shape, "conv2d: the filters have not the shape given")
     op = AbstractConv2d(
         border_mode=border_mode,
         subsample=subsample,
@@ -928,7 +959,46 @@ def conv2d_grad_wrt_inputs(
         filter_dilation=filter_dilation,
         num_groups=num_groups,
     )
+    filters = assert_shape(filters, filter_shape, "conv2d_grad_wrt_inputs: unexpected filter shape")
     return op(filters, output_grad, tb.as_int_vector(list(input_shape)[-2:], "input_shape"))
+
+
+def conv2d_transpose(
+    input,  # noqa: A002
+    filters,
+    output_shape,
+    filter_shape=None,
+    border_mode="valid",
+    input_dilation=(1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1),
+    num_groups=1,
+):
+    """The transposed convolution (Theano's name): the gradient of ``conv2d`` with
+    respect to its input, applied to ``input``. ``output_shape`` is the shape of the
+    result (the convolution's input; its last two entries are used); ``input_dilation``
+    is the stride of the convolution it transposes.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, w = tt.dtensor4("x"), tt.dtensor4("w")
+    >>> y = conv2d_transpose(x, w, (1, 1, 3, 3))
+    >>> y.eval({x: np.ones((1, 1, 2, 2)), w: np.ones((1, 1, 2, 2))})[0, 0]
+    array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]])
+    """
+    return conv2d_grad_wrt_inputs(
+        output_grad=input,
+        filters=filters,
+        input_shape=output_shape,
+        filter_shape=filter_shape,
+        border_mode=border_mode,
+        subsample=input_dilation,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_groups,
+    )
 
 
 def conv2d_grad_wrt_weights(
@@ -955,6 +1025,7 @@ def conv2d_grad_wrt_weights(
         filter_dilation=filter_dilation,
         num_groups=num_groups,
     )
+    input = assert_shape(input, input_shape, "conv2d_grad_wrt_weights: unexpected input shape")  # noqa: A001
     return op(input, output_grad, tb.as_int_vector(list(filter_shape)[-2:], "filter_shape"))
 
 
@@ -997,7 +1068,10 @@ def conv3d(
         filter_dilation=filter_dilation,
         num_groups=num_groups,
     )
-    return op(as_tensor_variable(input), as_tensor_variable(filters))
+    msg = "conv3d: the {} have not the shape given"
+    input = assert_shape(as_tensor_variable(input), input_shape, msg.format("input"))  # noqa: A001
+    filters = assert_shape(as_tensor_variable(filters), filter_shape, msg.format("filters"))
+    return op(input, filters)
 
 
 def conv3d_grad_wrt_inputs(
@@ -1029,6 +1103,7 @@ def conv3d_grad_wrt_inputs(
         filter_dilation=filter_dilation,
         num_groups=num_groups,
     )
+    filters = assert_shape(filters, filter_shape, "conv3d_grad_wrt_inputs: unexpected filter shape")
     return op(filters, output_grad, tb.as_int_vector(list(input_shape)[-3:], "input_shape"))
 
 
@@ -1057,4 +1132,439 @@ def conv3d_grad_wrt_weights(
         filter_dilation=filter_dilation,
         num_groups=num_groups,
     )
+    input = assert_shape(input, input_shape, "conv3d_grad_wrt_weights: unexpected input shape")  # noqa: A001
     return op(input, output_grad, tb.as_int_vector(list(filter_shape)[-3:], "filter_shape"))
+
+
+# -- shape arithmetic of the gradients, and shape checks --------------------------------
+
+
+def _pads_1axis(border_mode, keff):
+    """``(before, after)`` padding of one axis for a border mode entry, or None when
+    the padding depends on the kernel (``keff`` None)."""
+    if border_mode == "valid":
+        return 0, 0
+    if border_mode in ("full", "half"):
+        if keff is None:
+            return None
+        p = keff - 1 if border_mode == "full" else keff // 2
+        return p, p
+    lo, hi = border_mode if isinstance(border_mode, tuple) else (border_mode, border_mode)
+    if lo < 0 or hi < 0:
+        raise ValueError(f"border_mode must be >= 0, got {border_mode!r}")
+    return lo, hi
+
+
+def _per_axis(border_mode, nd):
+    """A border mode as one entry per spatial axis."""
+    if isinstance(border_mode, tuple):
+        if len(border_mode) != nd:
+            raise ValueError(f"border_mode {border_mode!r} must have {nd} entries")
+        return list(border_mode)
+    return [border_mode] * nd
+
+
+def get_conv_gradinputs_shape_1axis(kernel_shape, top_shape, border_mode, subsample, dilation):
+    """The image length along one axis that a convolution's output length ``top_shape``
+    comes from; None when unknown or not unique (``subsample`` above 1).
+
+    >>> get_conv_gradinputs_shape_1axis(3, 5, "valid", 1, 1)
+    7
+    """
+    if any(v is None for v in (kernel_shape, top_shape, border_mode, subsample, dilation)):
+        return None
+    if subsample != 1:
+        return None
+    keff = (kernel_shape - 1) * dilation + 1
+    lo, hi = _pads_1axis(border_mode, keff)
+    return top_shape + keff - 1 - lo - hi
+
+
+def get_conv_gradinputs_shape(
+    kernel_shape, top_shape, border_mode, subsample, filter_dilation=None, num_groups=1
+):
+    """The image shape ``(batch, channels, *spatial)`` a convolution with these kernels
+    (``kernel_shape``) and parameters maps to ``top_shape``; a spatial entry is None
+    where it cannot be known (a stride above 1, or an unknown length).
+
+    >>> get_conv_gradinputs_shape((4, 3, 3, 3), (2, 4, 6, 6), "half", (1, 1))
+    (2, 3, 6, 6)
+    """
+    nd = len(top_shape) - 2
+    dilation = (1,) * nd if filter_dilation is None else tuple(filter_dilation)
+    modes = _per_axis(border_mode, nd)
+    spatial = tuple(
+        get_conv_gradinputs_shape_1axis(
+            kernel_shape[-nd + d], top_shape[2 + d], modes[d], subsample[d], dilation[d]
+        )
+        for d in range(nd)
+    )
+    channels = kernel_shape[1]
+    if channels is not None and num_groups > 1:
+        channels = channels * num_groups
+    return (top_shape[0], channels) + spatial
+
+
+def get_conv_gradweights_shape_1axis(image_shape, top_shape, border_mode, subsample, dilation):
+    """The kernel length along one axis that maps an image length ``image_shape`` to an
+    output length ``top_shape``; None when unknown or not unique (``subsample`` above 1
+    or ``'half'`` borders).
+
+    >>> get_conv_gradweights_shape_1axis(7, 5, "valid", 1, 1)
+    3
+    """
+    if any(v is None for v in (image_shape, top_shape, border_mode, subsample, dilation)):
+        return None
+    if subsample != 1 or border_mode == "half":
+        return None
+    if border_mode == "full":
+        keff = top_shape - image_shape + 1
+    else:
+        lo, hi = _pads_1axis(border_mode, None)
+        keff = image_shape + lo + hi - top_shape + 1
+    # keff = (k - 1) * dilation + 1
+    return (keff - 1) // dilation + 1
+
+
+def get_conv_gradweights_shape(
+    image_shape,
+    top_shape,
+    border_mode,
+    subsample,
+    filter_dilation=None,
+    num_groups=1,
+    unshared=False,
+):
+    """The kernel shape ``(n_filters, channels / num_groups, *spatial)`` mapping
+    ``image_shape`` to ``top_shape``; spatial entries None where they cannot be known.
+    ``unshared`` (a kernel per output position) gives
+    ``(n_filters, *top_spatial, channels, *spatial)``.
+
+    >>> get_conv_gradweights_shape((2, 3, 8, 8), (2, 4, 6, 6), "valid", (1, 1))
+    (4, 3, 3, 3)
+    """
+    nd = len(image_shape) - 2
+    dilation = (1,) * nd if filter_dilation is None else tuple(filter_dilation)
+    modes = _per_axis(border_mode, nd)
+    spatial = tuple(
+        get_conv_gradweights_shape_1axis(
+            image_shape[2 + d], top_shape[2 + d], modes[d], subsample[d], dilation[d]
+        )
+        for d in range(nd)
+    )
+    n_filters, channels = top_shape[1], image_shape[1]
+    if channels is not None and num_groups > 1:
+        channels = channels // num_groups
+    if unshared:
+        return (n_filters,) + tuple(top_shape[2:]) + (channels,) + spatial
+    return (n_filters, channels) + spatial
+
+
+def _constant_int(v):
+    """``v`` as an int when it is a number or a constant scalar, else None."""
+    if v is None:
+        return None
+    try:
+        return int(tb.get_scalar_constant_value(v))
+    except tb.NotScalarConstantError:
+        return None
+
+
+def check_conv_gradinputs_shape(
+    image_shape, kernel_shape, output_shape, border_mode, subsample, filter_dilation=None
+):
+    """False when a convolution of ``image_shape`` by ``kernel_shape`` with these
+    parameters cannot give ``output_shape``; True otherwise (also where an entry is
+    None or symbolic, so not checkable).
+
+    >>> check_conv_gradinputs_shape((2, 3, 8, 8), (4, 3, 3, 3), (2, 4, 6, 6), "valid", (1, 1))
+    True
+    >>> check_conv_gradinputs_shape((2, 3, 8, 8), (4, 3, 3, 3), (2, 4, 7, 6), "valid", (1, 1))
+    False
+    """
+    image_shape, kernel_shape = tuple(image_shape), tuple(kernel_shape)
+    output_shape = tuple(output_shape)
+    nd = len(image_shape) - 2
+    if len(kernel_shape) != nd + 2 or len(output_shape) != nd + 2 or len(subsample) != nd:
+        return False
+    if filter_dilation is not None and len(filter_dilation) != nd:
+        return False
+    computed = get_conv_output_shape(
+        image_shape, kernel_shape, border_mode, subsample, filter_dilation
+    )
+    for given, want in zip(output_shape, computed):
+        given, want = _constant_int(given), _constant_int(want)
+        if given is not None and want is not None and given != want:
+            return False
+    return True
+
+
+def assert_conv_shape(shape):
+    """``shape`` (of a convolution's image, kernels or output) checked: the first two
+    entries ``>= 0``, the spatial ones ``> 0``. A constant entry that fails raises
+    ``ValueError`` now; a symbolic one is wrapped in an ``Assert`` (``AssertionError``
+    when the function runs).
+
+    >>> from theano_dag import tensor as tt
+    >>> assert_conv_shape((2, 3, 4, 5))
+    (2, 3, 4, 5)
+    """
+    out = []
+    for i, n in enumerate(shape):
+        lowest = 0 if i < 2 else 1
+        msg = f"The convolution would produce an invalid shape (dim[{i}] < {lowest})."
+        value = _constant_int(n)
+        if value is not None:
+            if value < lowest:
+                raise ValueError(msg)
+            out.append(n)
+        else:
+            out.append(Assert(msg)(n, tm.ge(n, lowest)))
+    return tuple(out)
+
+
+def assert_shape(x, expected_shape, msg="Unexpected shape."):
+    """``x`` wrapped in an ``Assert`` that its shape is ``expected_shape`` (None entries
+    unchecked), when the flag ``conv__assert_shape`` is on; else ``x`` itself.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> assert_shape(x, (None, 3)) is x  # the flag is off by default
+    True
+    """
+    if expected_shape is None or not config.conv__assert_shape:
+        return x
+    x = as_tensor_variable(x)
+    tests = [
+        tm.eq(tb.shape_i(x, i), expected_shape[i])
+        for i in range(x.ndim)
+        if expected_shape[i] is not None
+    ]
+    return Assert(msg)(x, *tests) if tests else x
+
+
+# -- convolutions built from the abstract ones --------------------------------------------
+
+
+def separable_conv2d(
+    input,  # noqa: A002
+    depthwise_filters,
+    pointwise_filters,
+    num_channels,
+    input_shape=None,
+    depthwise_filter_shape=None,
+    pointwise_filter_shape=None,
+    border_mode="valid",
+    subsample=(1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1),
+):
+    """A depthwise convolution (each of the ``num_channels`` input channels by its own
+    filters: ``depthwise_filters`` is ``(channels * multiplier, 1, rows, cols)``) then a
+    pointwise one (``pointwise_filters``, ``(out_channels, channels * multiplier, 1,
+    1)``, mixing the channels). ``border_mode``, ``subsample`` and ``filter_dilation``
+    apply to the depthwise step.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, dw, pw = tt.dtensor4("x"), tt.dtensor4("dw"), tt.dtensor4("pw")
+    >>> y = separable_conv2d(x, dw, pw, 2)
+    >>> y.eval({x: np.ones((1, 2, 3, 3)), dw: np.ones((2, 1, 2, 2)),
+    ...         pw: np.ones((1, 2, 1, 1))})[0, 0]
+    array([[8., 8.],
+           [8., 8.]])
+    """
+    depthwise = conv2d(
+        input,
+        depthwise_filters,
+        input_shape=input_shape,
+        filter_shape=depthwise_filter_shape,
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_channels,
+    )
+    return conv2d(
+        depthwise, pointwise_filters, filter_shape=pointwise_filter_shape, filter_flip=filter_flip
+    )
+
+
+def separable_conv3d(
+    input,  # noqa: A002
+    depthwise_filters,
+    pointwise_filters,
+    num_channels,
+    input_shape=None,
+    depthwise_filter_shape=None,
+    pointwise_filter_shape=None,
+    border_mode="valid",
+    subsample=(1, 1, 1),
+    filter_flip=True,
+    filter_dilation=(1, 1, 1),
+):
+    """``separable_conv2d`` over three spatial axes (``conv3d``'s layout).
+
+    >>> from theano_dag import tensor as tt
+    >>> separable_conv3d(tt.dtensor5(), tt.dtensor5(), tt.dtensor5(), 2).ndim
+    5
+    """
+    depthwise = conv3d(
+        input,
+        depthwise_filters,
+        input_shape=input_shape,
+        filter_shape=depthwise_filter_shape,
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_channels,
+    )
+    return conv3d(
+        depthwise, pointwise_filters, filter_shape=pointwise_filter_shape, filter_flip=filter_flip
+    )
+
+
+def causal_conv1d(
+    input,  # noqa: A002
+    filters,
+    filter_shape,
+    input_shape=None,
+    subsample=1,
+    filter_flip=True,
+    filter_dilation=1,
+    num_groups=1,
+    unshared=False,
+):
+    """Causal 1-D convolution of ``(batch, channels, length)`` sequences with
+    ``(out_channels, channels, filter_length)`` filters: the output at step ``t`` reads
+    the inputs up to ``t`` only (the sequence is zero-padded on the left by
+    ``filter_dilation * (filter_length - 1)``). ``filter_shape`` is required (its last
+    entry gives that padding).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, w = tt.dtensor3("x"), tt.dtensor3("w")
+    >>> causal_conv1d(x, w, (1, 1, 2)).eval({x: np.arange(1.0, 5.0).reshape(1, 1, 4),
+    ...                                      w: np.ones((1, 1, 2))})
+    array([[[1., 3., 5., 7.]]])
+    """
+    if unshared:
+        raise NotImplementedError("causal_conv1d: unshared convolution is not supported")
+    input = as_tensor_variable(input)  # noqa: A001
+    filters = as_tensor_variable(filters)
+    if input.ndim != 3:
+        raise ValueError("causal_conv1d: the input must be a 3-d tensor")
+    if filters.ndim != 3:
+        raise ValueError("causal_conv1d: the filters must be a 3-d tensor")
+    if len(filter_shape) != 3:
+        raise ValueError("causal_conv1d: filter_shape must have 3 entries")
+    length = int(tb.get_scalar_constant_value(filter_shape[2]))
+    left = filter_dilation * (length - 1)
+    out = conv2d(
+        input.dimshuffle(0, 1, 2, "x"),
+        filters.dimshuffle(0, 1, 2, "x"),
+        input_shape=None if input_shape is None else tuple(input_shape) + (1,),
+        filter_shape=tuple(filter_shape[:2]) + (length, 1),
+        border_mode=((left, 0), 0),
+        subsample=(subsample, 1),
+        filter_flip=filter_flip,
+        filter_dilation=(filter_dilation, 1),
+        num_groups=num_groups,
+    )
+    return out[:, :, :, 0]
+
+
+def bilinear_kernel_1D(ratio, normalize=True):  # noqa: N802 (Theano's name)
+    """The 1-D kernel that upsamples by ``ratio`` with linear interpolation:
+    ``1, 2, ..., ratio, ..., 2, 1`` (divided by ``ratio`` when ``normalize``), floatX.
+
+    >>> bilinear_kernel_1D(3).eval().round(4)
+    array([0.3333, 0.6667, 1.    , 0.6667, 0.3333])
+    """
+    ramp = tb.arange(1, ratio + 1, dtype=config.floatX)
+    kern = tb.concatenate([ramp, ramp[-2::-1]])
+    if normalize:
+        kern = kern / tb.cast(ratio, config.floatX)
+    return kern
+
+
+def bilinear_kernel_2D(ratio, normalize=True):  # noqa: N802 (Theano's name)
+    """The 2-D kernel (outer product of 1-D ones) that upsamples by ``ratio`` (an int,
+    or ``(rows, cols)``) with bilinear interpolation.
+
+    >>> bilinear_kernel_2D(2).eval()
+    array([[0.25, 0.5 , 0.25],
+           [0.5 , 1.  , 0.5 ],
+           [0.25, 0.5 , 0.25]])
+    """
+    rows, cols = ratio if isinstance(ratio, tuple) else (ratio, ratio)
+    return bilinear_kernel_1D(rows, normalize).dimshuffle(0, "x") * bilinear_kernel_1D(
+        cols, normalize
+    ).dimshuffle("x", 0)
+
+
+def bilinear_upsampling(
+    input,  # noqa: A002
+    ratio=None,
+    frac_ratio=None,
+    batch_size=None,
+    num_input_channels=None,
+    use_1D_kernel=True,  # noqa: N803 (Theano's name)
+):
+    """``(batch, channels, rows, cols)`` images upsampled by the integer ``ratio`` to
+    ``(rows * ratio, cols * ratio)`` by bilinear interpolation, the border rows and
+    columns repeated outward (Theano's values). ``use_1D_kernel`` upsamples the rows
+    then the columns (else one 2-D kernel: the same values); ``batch_size`` and
+    ``num_input_channels`` are hints. Fractional ratios (``frac_ratio``) are not
+    supported.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dtensor4("x")
+    >>> bilinear_upsampling(x, 2).eval({x: np.array([[[[1.0, 2.0]]]])})[0, 0]
+    array([[1. , 1.5, 2. , 2. ],
+           [1. , 1.5, 2. , 2. ]])
+    """
+    if ratio and frac_ratio:
+        raise ValueError("bilinear_upsampling: give ratio or frac_ratio, not both")
+    if not (ratio or frac_ratio):
+        raise ValueError("bilinear_upsampling: no ratio (nor frac_ratio) given")
+    if frac_ratio:
+        raise NotImplementedError("bilinear_upsampling: fractional ratios are not supported")
+    input = as_tensor_variable(input)  # noqa: A001
+    rows, cols = tb.shape_i(input, 2), tb.shape_i(input, 3)
+    images = input.reshape((-1, 1, rows, cols))
+    # One border row and column repeated on each side, so that the interpolation at the
+    # edges reads the edge values.
+    images = tb.concatenate([images[:, :, :1, :], images, images[:, :, -1:, :]], axis=2)
+    images = tb.concatenate([images[:, :, :, :1], images, images[:, :, :, -1:]], axis=3)
+    # The transposed convolution by the bilinear kernel (length 2 * ratio - 1, stride
+    # ratio) with this padding puts the original samples at the centres of the blocks.
+    pad = 2 * ratio - (ratio - 1) // 2 - 1
+    if use_1D_kernel:
+        kern = bilinear_kernel_1D(ratio)
+        by_rows = conv2d_grad_wrt_inputs(
+            images,
+            kern.dimshuffle("x", "x", 0, "x"),
+            input_shape=(None, 1, rows * ratio, cols + 2),
+            border_mode=(pad, 0),
+            subsample=(ratio, 1),
+        )
+        out = conv2d_grad_wrt_inputs(
+            by_rows,
+            kern.dimshuffle("x", "x", "x", 0),
+            input_shape=(None, 1, rows * ratio, cols * ratio),
+            border_mode=(0, pad),
+            subsample=(1, ratio),
+        )
+    else:
+        out = conv2d_grad_wrt_inputs(
+            images,
+            bilinear_kernel_2D(ratio).dimshuffle("x", "x", 0, 1),
+            input_shape=(None, 1, rows * ratio, cols * ratio),
+            border_mode=(pad, pad),
+            subsample=(ratio, ratio),
+        )
+    shape = (tb.shape_i(input, 0), tb.shape_i(input, 1), rows * ratio, cols * ratio)
+    return out.reshape(shape)

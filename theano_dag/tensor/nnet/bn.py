@@ -9,11 +9,19 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.variable import as_tensor_variable
 
-__all__ = ["batch_normalization", "batch_normalization_train", "batch_normalization_test"]
+__all__ = [
+    "batch_normalization",
+    "batch_normalization_train",
+    "batch_normalization_test",
+    "AbstractBatchNormTrain",
+    "AbstractBatchNormInference",
+    "AbstractBatchNormTrainGrad",
+]
 
 
 def batch_normalization(inputs, gamma, beta, mean, std, mode="low_mem"):
@@ -192,3 +200,36 @@ def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activatio
     )
     std = tm.sqrt(p["var"] + np.asarray(epsilon, dtype=inputs.dtype))
     return (inputs - p["mean"]) * (p["gamma"] / std) + p["beta"]
+
+
+class _AbstractBatchNorm(Op):
+    """Theano's abstract batch-normalization ops, by name only: theano_dag's
+    ``batch_normalization_train``/``_test`` build elementwise ops and reductions instead,
+    so a compiled graph never holds one of these (what Theano's rewrites guarantee once
+    they replace them); building one directly raises ``NotImplementedError``."""
+
+    __props__ = ()
+
+    def make_node(self, *inputs):
+        raise NotImplementedError(
+            f"{type(self).__name__}: theano_dag builds batch normalization from "
+            "elementwise ops; call batch_normalization_train or batch_normalization_test"
+        )
+
+
+class AbstractBatchNormTrain(_AbstractBatchNorm):
+    """Theano's training-mode batch normalization op (see ``_AbstractBatchNorm``).
+
+    >>> import theano_dag.tensor as tt
+    >>> AbstractBatchNormTrain()(tt.dmatrix())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    NotImplementedError: AbstractBatchNormTrain: theano_dag builds batch normalization ...
+    """
+
+
+class AbstractBatchNormInference(_AbstractBatchNorm):
+    """Theano's inference-mode batch normalization op (see ``_AbstractBatchNorm``)."""
+
+
+class AbstractBatchNormTrainGrad(_AbstractBatchNorm):
+    """Theano's gradient of ``AbstractBatchNormTrain`` (see ``_AbstractBatchNorm``)."""

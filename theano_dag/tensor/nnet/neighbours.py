@@ -42,9 +42,13 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import as_tensor_variable
 
-__all__ = ["Images2Neibs", "Neibs2ImagesSum", "images2neibs", "neibs2images"]
+__all__ = ["Images2Neibs", "NeibsShapeError", "Neibs2ImagesSum", "images2neibs", "neibs2images"]
 
 MODES = ("valid", "ignore_borders", "wrap_centered", "half", "full")
+
+
+class NeibsShapeError(ValueError, TypeError):
+    """Patches that do not fit the image as the mode requires (Theano raised TypeError)."""
 
 
 def _grid(size, patch, step, mode):
@@ -54,14 +58,16 @@ def _grid(size, patch, step, mode):
     reach = {"half": size - patch % 2, "full": size + patch - 2}.get(mode, size - patch)
     if mode == "wrap_centered":
         if patch % 2 != 1:
-            raise ValueError(f"images2neibs(mode='wrap_centered'): patch shape {patch} is even")
+            raise NeibsShapeError(
+                f"images2neibs(mode='wrap_centered'): patch shape {patch} is even"
+            )
         if size < patch:
-            raise ValueError(
+            raise NeibsShapeError(
                 f"images2neibs(mode='wrap_centered'): image side {size} smaller than patch {patch}"
             )
         return -(-size // step)
     if mode != "ignore_borders" and (size < patch or reach % step != 0):
-        raise ValueError(
+        raise NeibsShapeError(
             f"images2neibs(mode={mode!r}): patches of {patch} every {step} do not cover an "
             f"image side of {size} exactly"
         )

@@ -32,6 +32,7 @@ __all__ = [
     "softplus",
     "Softmax",
     "SoftmaxGrad",
+    "SoftmaxWithBias",
     "LogSoftmax",
     "softmax",
     "softmax_op",
@@ -392,6 +393,42 @@ def softmax_with_bias(x, b):
     x = _float_tensor("softmax_with_bias", "x", x, 2)
     b = _float_tensor("softmax_with_bias", "b", b, 1)
     return softmax(x + b.dimshuffle("x", 0))
+
+
+class SoftmaxWithBias(Op):
+    """``softmax(x + b)`` for a matrix ``x`` and a bias vector ``b`` added to each row, as
+    one node (Theano's op; ``softmax_with_bias`` builds ``softmax(x + b)`` instead, the
+    form the cross-entropy rewrites recognise).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, b = tt.dmatrix("x"), tt.dvector("b")
+    >>> SoftmaxWithBias()(x, b).eval({x: np.zeros((1, 2)), b: np.log([1.0, 3.0])})
+    array([[0.25, 0.75]])
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, b):
+        x = _float_tensor(self, "x", x, 2)
+        b = _float_tensor(self, "b", b, 1)
+        out = TensorType(upcast(x.dtype, b.dtype), shape=x.type.shape)
+        return Apply(self, [x, b], [out()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        x, b = inputs
+        if b.shape[0] != x.shape[1]:
+            raise ValueError(f"{self}: x has {x.shape[1]} columns but b has {b.shape[0]} entries")
+        z = (x + b).astype(node.outputs[0].dtype, copy=False)
+        output_storage[0][0] = _np_softmax(z, 1)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, b = inputs
+        dx = SoftmaxGrad(1)(output_grads[0], outputs[0])
+        return [tb.cast(dx, x.dtype), tb.cast(tm.sum(dx, axis=0), b.dtype)]
 
 
 # -- one-hot cross-entropies ----------------------------------------------------------

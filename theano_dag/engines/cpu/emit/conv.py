@@ -918,6 +918,13 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     c = cg * g
     kh, kw = geo.kshp
     h, wd = int(imshp[0]), int(imshp[1])
+    # An image shape whose convolution does not give gy's shape is an error (the op's
+    # perform says so too); the loops below would fill some image silently.
+    if tuple(gy.shape[2:]) != geo.out_hw((h, wd)):
+        raise ValueError(
+            f"conv_grad_inputs: output gradient has spatial shape {tuple(gy.shape[2:])}, "
+            f"the convolution of a {(h, wd)} image gives {geo.out_hw((h, wd))}"
+        )
     if out is None:
         out = np.empty((n, c, h, wd), dtype=gy.dtype)
     wt = _filters(w, geo)
