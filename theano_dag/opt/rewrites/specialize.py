@@ -16,6 +16,7 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    abs_arg,
     const_value,
     fit,
     is_float,
@@ -37,6 +38,7 @@ __all__ = [
     "local_adagrad",
     "local_fma",
     "local_add_specialize",
+    "local_abs_merge",
     "local_incsubtensor_of_zeros_to_setsubtensor",
 ]
 
@@ -307,3 +309,36 @@ def local_incsubtensor_of_zeros_to_setsubtensor(fgraph, node):
     new_op = copy.copy(op)
     new_op.set_instead_of_inc = True
     return new_op(*node.inputs, return_list=True)
+
+
+@RULES.specialize()
+@local_optimizer([tm.mul, tm.true_div], fit=fit)
+def local_abs_merge(fgraph, node):
+    """``|x| * |y|`` becomes ``|x * y|`` and ``|x| / |y|`` becomes ``|x / y|``: one
+    ``abs`` where canonicalize's ``local_abs_lift`` made several (Theano's name). A
+    product may also hold non-negative constants (``2 * |x| * |y| -> |2 * x * y|``).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvectors("x", "y")
+    >>> local_abs_merge.transform(None, (abs(x) / abs(y)).owner)
+    [Elemwise{abs,no_inplace}.0]
+    """
+    # |x| * |y| * c -> |x * y * c| (c >= 0) ; |x| / |y| -> |x / y|
+    sop = scalar_op(node)
+    out = node.outputs[0]
+    if not isinstance(sop, (ts.Mul, ts.TrueDiv)) or not out.type.dtype.startswith("float"):
+        return False
+    args, n_abs = [], 0
+    for v in node.inputs:
+        x = abs_arg(v)
+        if x is not None:
+            args.append(x)
+            n_abs += 1
+            continue
+        c = const_value(v) if isinstance(sop, ts.Mul) and is_scalar_like(v) else None
+        if c is None or not c >= 0:
+            return False
+        args.append(v)
+    if n_abs < 2:
+        return False
+    return tm.abs(node.op(*args))
