@@ -595,3 +595,20 @@ def test_an_empty_index_is_a_subtensor_as_theanos():
     s = tt.dscalar("s")
     assert s[()].eval({s: 2.5}) == 2.5
     np.testing.assert_array_equal(tt.set_subtensor(x[()], 1.0).eval({x: xv}), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("test", ["isnan", "isinf"])
+def test_isnan_and_isinf_of_integers_are_a_known_false_as_theanos(test):
+    fn, elemwise = getattr(tt, test), getattr(tt, test + "_")
+    for dtype in ["float32", "float64", "int32", "uint8", "bool"]:
+        x = tt.matrix("x", dtype=dtype)
+        y = fn(x)
+        assert y.dtype == "bool"
+        assert isinstance(y.owner.op, tt.Elemwise) == (dtype.startswith("float"))
+        assert isinstance(elemwise(x).owner.op, tt.Elemwise)
+        xv = np.array([[0, 1, 2], [3, 4, 5]], dtype=dtype)
+        if dtype.startswith("float"):
+            xv[0, 1], xv[1, 2] = np.nan, -np.inf
+        f = theano_dag.function([x], [y, elemwise(x)])
+        for got in f(xv):
+            np.testing.assert_array_equal(got, getattr(np, test)(xv))
