@@ -52,6 +52,7 @@ __all__ = [
     "local_zero_int_div",
     "local_div_one",
     "local_int_div_one",
+    "local_intdiv_by_one",
     "local_sub_zero",
     "local_zero_sub",
     "local_sub_self",
@@ -131,6 +132,15 @@ local_int_div_one = canonicalize(_FAST)(
         "local_int_div_one",
         {"pattern": (tm.int_div, "x", ONE), "constraint": _not_float},
         "x",
+    )
+)
+# x // 1 -> floor(x)   (floats; inf // 1 is NaN in numpy, floor(inf) is inf:
+# nonfinite_unsafe; Theano's local_intdiv_by_one gives x, wrong for 2.5 // 1)
+local_intdiv_by_one = canonicalize(NONFINITE_UNSAFE)(
+    pattern(
+        "local_intdiv_by_one",
+        {"pattern": (tm.int_div, "x", ONE), "constraint": is_float},
+        (tm.floor, "x"),
     )
 )
 # x - 0 -> x
