@@ -1,7 +1,7 @@
 """Theano's ``tensor.basic`` contracts its own tests check: ``basic.batched_dot``,
 ``Join()(axis, *tensors)`` and ``Join(view=k)``, ``get_scalar_constant_value`` through
 shapes, subtensors, elemwise arithmetic and Asserts, ``extract_constant``'s value,
-``eye`` with ``m=None``, the gradient of ``clip`` with crossed bounds, and floor/ceil/trunc
+``eye`` with ``m=None``, ``clip`` with crossed bounds (Theano's rule), and floor/ceil/trunc
 of integers as floats."""
 
 import numpy as np
@@ -191,18 +191,19 @@ def test_clip_gradient_with_the_input_as_a_bound(build):
     verify_grad(build, [x], rng=np.random.RandomState(0))
 
 
-def test_clip_gradient_with_crossed_bounds_follows_numpy():
-    # lo > hi: numpy's clip gives hi, so the gradient goes to hi, none to x or lo.
+def test_clip_with_crossed_bounds_follows_theano_gradient_included():
+    # lo > hi: Theano's clip gives lo where x < lo, else hi (numpy's gives hi everywhere);
+    # the gradient goes to the bound given, none to x.
     x, lo, hi = tt.dvectors("x", "lo", "hi")
     y = tt.clip(x, lo, hi)
     g = theano_dag.grad(y.sum(), [x, lo, hi])
     xv, lov, hiv = np.array([-1.0, 0.5, 2.0]), np.array([1.0, 1.0, 1.0]), np.zeros(3)
     f = theano_dag.function([x, lo, hi], [y, *g])
     out, gx, glo, ghi = f(xv, lov, hiv)
-    np.testing.assert_array_equal(out, np.clip(xv, lov, hiv))
+    np.testing.assert_array_equal(out, [1.0, 1.0, 0.0])
     np.testing.assert_array_equal(gx, [0, 0, 0])
-    np.testing.assert_array_equal(glo, [0, 0, 0])
-    np.testing.assert_array_equal(ghi, [1, 1, 1])
+    np.testing.assert_array_equal(glo, [1, 1, 0])
+    np.testing.assert_array_equal(ghi, [0, 0, 1])
     verify_grad(lambda a, b, c: tt.clip(a, b, c), [xv, lov, hiv], rng=np.random.RandomState(1))
 
 
