@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
@@ -26,14 +28,17 @@ from theano_dag.opt.rewrites.utils import (
     single_client,
     typed_constant,
 )
+from theano_dag.scalar.composite import Composite
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.fused import Adagrad
 from theano_dag.tensor.subtensor import IncSubtensor
 
 __all__ = [
     "local_pow_specialize",
     "local_pow_sqrt",
+    "local_pow_specialize_device",
     "local_mul_to_sqr",
     "local_adagrad",
     "local_fma",
@@ -87,6 +92,54 @@ def local_pow_specialize(fgraph, node):
     """Powers with a simple constant exponent."""
     # x ** 2 -> sqr(x) ; x ** -1 -> 1/x ; x ** -2 -> 1/sqr(x) ; x ** 1 -> x ; x ** 0 -> 1
     return _pow_rewrite(node, _POW, trivial=True)
+
+
+# The largest integer exponent written as products (Theano's bound): 9 squarings and at
+# most 9 products, each rounding once (pow rounds once, the products up to ~18 times).
+_POW_MUL_MAX = 512
+
+
+def _power_by_squaring(x, n):
+    """``x ** n`` for an integer ``n >= 1`` in the scalar graph: ``x``, ``sqr(x)``,
+    ``sqr(sqr(x))``... multiplied for each bit of ``n`` (``x ** 15`` is
+    ``x * x2 * x4 * x8``: 3 squarings and 3 products)."""
+    squares = [x]
+    while 2 ** len(squares) <= n:
+        squares.append(ts.sqr(squares[-1]))
+    out = None
+    for k in reversed(range(len(squares))):
+        if n & (1 << k):
+            out = squares[k] if out is None else out * squares[k]
+    return out
+
+
+@RULES.specialize()
+@local_optimizer([tm.pow])
+def local_pow_specialize_device(fgraph, node):
+    """A power with an integer constant exponent, ``3 <= |n| <= 512``, as products of
+    squares in one Composite (Theano's name): a few multiplications instead of a call
+    to ``pow``; a negative exponent takes the reciprocal.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> (new,) = local_pow_specialize_device.transform(None, (x ** 15).owner)
+    >>> str(new.owner.op.scalar_op)
+    'Composite{mul(mul(mul(sqr(sqr(sqr(i0))), sqr(sqr(i0))), sqr(i0)), i0)}'
+    """
+    # x ** 15 -> Composite{x * x2 * x4 * x8}(x) ; x ** -15 -> 1 / (that)
+    if not isinstance(scalar_op(node), ts.Pow):
+        return False
+    x, y = node.inputs
+    out = node.outputs[0]
+    if not is_scalar_like(y) or not is_float(out):
+        return False
+    p = const_value(y)
+    if p is None or not np.isfinite(p) or p != int(p) or not 3 <= abs(p) <= _POW_MUL_MAX:
+        return False
+    xs = ts.get_scalar_type(out.dtype)()
+    power = Elemwise(Composite([xs], [_power_by_squaring(xs, int(abs(p)))]))(cast(x, out.dtype))
+    new = tm.reciprocal(power) if p < 0 else power
+    return fit(out, new, [x, y])
 
 
 @RULES.specialize(NONFINITE_UNSAFE)
