@@ -613,3 +613,13 @@ def test_isnan_and_isinf_of_integers_are_a_known_false_as_theanos(test):
         f = theano_dag.function([x], [y, elemwise(x)])
         for got in f(xv):
             np.testing.assert_array_equal(got, getattr(np, test)(xv))
+
+
+def test_composite_fgraph_is_its_scalar_graph_as_theanos():
+    x, y = ts.float64("x"), ts.float64("y")
+    comp = ts.Composite([x, y], [ts.exp(x) * y + 1])
+    fg = comp.fgraph
+    assert len(fg.inputs) == 2 and len(fg.outputs) == 1
+    assert sorted(type(n.op).__name__ for n in fg.apply_nodes) == ["Add", "Exp", "Mul"]
+    fg.outputs[0].name = "changed"  # a copy: the op is unchanged
+    assert comp.outputs[0].name is None and str(comp) == "Composite{add(mul(exp(i0), i1), 1)}"
