@@ -411,7 +411,12 @@ def _nothing_to_cancel(fgraph, node) -> bool:
         return False
     if version is None or version != getattr(fgraph, "_version", None):
         return False
-    return not any(u is v or u is abs_arg(v) for v in prod.den for u in prod.num)
+    if not prod.den:
+        return True
+    # a factor in both, or x over |x| (which cancel makes sgn(x))
+    den = {id(v) for v in prod.den}
+    den.update(id(x) for x in map(abs_arg, prod.den) if x is not None)
+    return not any(id(u) in den for u in prod.num)
 
 
 class MulCanonizer(LocalOptimizer):
