@@ -55,3 +55,16 @@ def test_excluding_local_abs_lift_keeps_the_quotient():
     f = theano_dag.function([x], (4 * x) / abs(2 * x), mode=_mode().excluding("local_abs_lift"))
     assert np.isnan(f(0.0))
     assert f(-2.0) == -2.0
+
+
+def test_abs_used_elsewhere_is_not_merged():
+    # |x| is an output too: merging |x| * |y| would add a product and an abs
+    x, y = tt.dvectors("x", "y")
+    ax = abs(x)
+    f = theano_dag.function([x, y], [ax * abs(y), ax], mode=_mode())
+    xv, yv = np.array([-1.5, 2.0]), np.array([3.0, -4.0])
+    a, b = f(xv, yv)
+    np.testing.assert_allclose(a, np.abs(xv) * np.abs(yv))
+    np.testing.assert_allclose(b, np.abs(xv))
+    assert sum(getattr(o, "scalar_op", None) == tt.abs.scalar_op for o in _ops(f)) == 2
+    assert len(_ops(f)) == 3

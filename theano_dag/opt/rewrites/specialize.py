@@ -370,10 +370,13 @@ def local_abs_merge(fgraph, node):
     """``|x| * |y|`` becomes ``|x * y|`` and ``|x| / |y|`` becomes ``|x / y|``: one
     ``abs`` where canonicalize's ``local_abs_lift`` made several (Theano's name). A
     product may also hold non-negative constants (``2 * |x| * |y| -> |2 * x * y|``).
+    Only ``abs`` nodes used nowhere else: the rewrite then leaves fewer nodes.
 
     >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
     >>> x, y = tt.dvectors("x", "y")
-    >>> local_abs_merge.transform(None, (abs(x) / abs(y)).owner)
+    >>> fg = FunctionGraph([x, y], [abs(x) / abs(y)])
+    >>> local_abs_merge.transform(fg, fg.outputs[0].owner)
     [Elemwise{abs,no_inplace}.0]
     """
     # |x| * |y| * c -> |x * y * c| (c >= 0) ; |x| / |y| -> |x / y|
@@ -384,7 +387,7 @@ def local_abs_merge(fgraph, node):
     args, n_abs = [], 0
     for v in node.inputs:
         x = abs_arg(v)
-        if x is not None:
+        if x is not None and single_client(fgraph, v):  # an |x| used elsewhere stays
             args.append(x)
             n_abs += 1
             continue
