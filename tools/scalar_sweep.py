@@ -373,7 +373,14 @@ def _specs():
         _binary("gammainc", None, sps.gammainc, grid=(_GAMMAINC_K, _ARG_GRID)),
         _binary("gammaincc", None, sps.gammaincc, grid=(_GAMMAINC_K, _ARG_GRID)),
         _binary("chi2sf", None, _bar_chi2sf, grid=(_ARG_GRID, _GAMMAINC_K)),
-        Spec("clip", 3, None, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), FLOATS),
+        # Theano's clip: numpy's minimum(maximum(x, lo), hi), but lo where x < lo > hi
+        Spec(
+            "clip",
+            3,
+            None,
+            lambda x, lo, hi: np.where((x < lo) & (lo > hi), lo, np.minimum(np.maximum(x, lo), hi)),
+            FLOATS,
+        ),
         Spec("fma", 3, None, lambda x, y, z: x * y + z, FLOATS),
         Spec("switch", 3, None, lambda c, x, y: np.where(c, x, y), FLOATS),
     ]

@@ -273,6 +273,46 @@ def test_engines_agree_on_non_finite_clip_and_floor_division(dtype):
                 np.testing.assert_array_equal(np.asarray(d), want, err_msg=name)
 
 
+def _theanos_clip(x, lo, hi):
+    return np.where(x < lo, lo, np.where(x > hi, hi, x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_engines_clip_as_theano_where_lo_exceeds_hi(dtype):
+    # Theano's clip gives lo where x < lo, then hi where x > hi: with lo > hi, lo below
+    # lo and hi elsewhere (numpy's minimum(maximum(x, lo), hi) gives hi everywhere). Alone,
+    # and fused into a larger kernel (clip(2 * x, ...) + 1).
+    x, lo, hi = (
+        tt.vector("x", dtype=dtype),
+        tt.scalar("lo", dtype=dtype),
+        tt.scalar("hi", dtype=dtype),
+    )
+    xv = np.array([-4, -1, 0, 1, 2, 5], dtype)
+    for name, mode in _engine_modes():
+        with ckernel.compile_mode("sync"):
+            f = function([x, lo, hi], [tt.clip(x, lo, hi), tt.clip(2 * x, lo, hi) + 1], mode=mode)
+            for bounds in ((1, -1), (-1, 1), (2, 2), (0, -3)):
+                b = [np.array(v, dtype) for v in bounds]
+                for _ in range(2):  # a first call and the compiled kernels' calls
+                    c, d = f(xv, *b)
+                    np.testing.assert_array_equal(c, _theanos_clip(xv, *b), err_msg=name)
+                    np.testing.assert_array_equal(d, _theanos_clip(2 * xv, *b) + 1, err_msg=name)
+
+
+def test_clip_gradient_goes_to_the_bound_it_gives():
+    x, lo, hi = tt.dvector("x"), tt.dscalar("lo"), tt.dscalar("hi")
+    out = tt.clip(x, lo, hi).sum()
+    f = function([x, lo, hi], grad(out, [x, lo, hi]))
+    xv = np.array([-3.0, 0.0, 0.5, 3.0])
+    gx, glo, ghi = f(xv, 1.0, -1.0)  # lo > hi: lo for -3, 0 and 0.5, hi for 3
+    np.testing.assert_array_equal(gx, [0, 0, 0, 0])
+    assert (glo, ghi) == (3.0, 1.0)
+    gx, glo, ghi = f(xv, -1.0, 1.0)
+    np.testing.assert_array_equal(gx, [0, 1, 1, 0])
+    assert (glo, ghi) == (1.0, 1.0)
+    verify_grad(lambda v: tt.clip(v, 0.7, -0.7), [np.array([-2.0, 0.1, 0.9, 3.0])])
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_product_with_an_infinite_constant_is_left_as_written(dtype):
     # x / (inf / x) became sqr(x) / inf: NaN once sqr(x) overflows (float32 x = -1e30)

@@ -250,20 +250,27 @@ def test_scalar_op_pytensor_lacks_becomes_a_composite():
     assert_close(ours(fg, [V, V, V]), theirs(pfg, [V, V, V]))
 
 
-def test_clip_keeps_each_sides_rule_where_lo_exceeds_hi():
-    # theano_dag's clip is numpy's minimum(maximum(x, lo), hi) (hi where lo > hi);
-    # PyTensor's gives lo where x < lo. Each side's clip is written in the other's ops.
+def test_clip_keeps_each_sides_rule_where_an_argument_is_nan():
+    # Both give lo where x < lo, hi where x > hi (lo > hi included: Theano's rule); a NaN
+    # bound gives NaN in theano_dag's clip (numpy's), PyTensor's ignores it. Each side's
+    # clip is written in the other's ops.
     x, lo, hi = tt.dvector("x"), tt.dscalar("lo"), tt.dscalar("hi")
-    args = [np.array([0.0, 2.0, 5.0, np.nan]), np.float64(3.0), np.float64(1.0)]
     fg = FunctionGraph([x, lo, hi], [tt.clip(x, lo, hi)], clone=False)
-    want = ours(fg, args)
-    np.testing.assert_array_equal(want[0], [1.0, 1.0, 1.0, np.nan])
-    assert_close(want, theirs(to_pytensor(fg, strict=True), args))
     px, plo, phi = pt.dvector("x"), pt.dscalar("lo"), pt.dscalar("hi")
     pfg = PFunctionGraph([px, plo, phi], [pt.clip(px, plo, phi)])
-    theirs_clip = theirs(pfg, args)
-    np.testing.assert_array_equal(theirs_clip[0], [3.0, 3.0, 1.0, np.nan])
-    assert_close(theirs_clip, ours(from_pytensor(pfg, strict=True), args))
+    xv = np.array([0.0, 2.0, 5.0, np.nan])
+    for bounds, want, want_theirs in (
+        ((3.0, 1.0), [3.0, 3.0, 1.0, np.nan], [3.0, 3.0, 1.0, np.nan]),
+        ((np.nan, 4.0), [np.nan] * 4, [0.0, 2.0, 4.0, np.nan]),
+        ((1.0, np.nan), [np.nan] * 4, [1.0, 2.0, 5.0, np.nan]),
+    ):
+        args = [xv, *(np.float64(b) for b in bounds)]
+        got = ours(fg, args)
+        np.testing.assert_array_equal(got[0], want)
+        assert_close(got, theirs(to_pytensor(fg, strict=True), args))
+        theirs_clip = theirs(pfg, args)
+        np.testing.assert_array_equal(theirs_clip[0], want_theirs)
+        assert_close(theirs_clip, ours(from_pytensor(pfg, strict=True), args))
 
 
 def test_an_op_pytensor_refuses_for_these_dtypes_is_wrapped_or_named():

@@ -103,6 +103,19 @@ def test_div_one_and_int_div_one():
     )
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_int_div_by_one_is_floor(dtype):
+    x = tt.vector("x", dtype=dtype)
+    ones = np.ones((2, 3), dtype=dtype)
+    check(
+        [x],
+        [x // 1, x // ones],
+        [tt.floor(x), tt.fill(ones, tt.floor(x.dimshuffle("x", 0)))],
+        [np.array([2.5, -2.5, 0.0], dtype=dtype)],
+        rules(alg.local_intdiv_by_one),
+    )
+
+
 def test_sub_zero_and_zero_sub():
     x = tt.dvector("x")
     check([x], [x - 0, 0 - x], [x, -x], vals(), rules(alg.local_sub_zero, alg.local_zero_sub))

@@ -68,12 +68,40 @@ def test_comparisons_of_a_value_with_itself():
     f = theano_dag.function([v], tt.xor(v, v))
     assert not any(str(op).startswith("Elemwise{xor") for op in _ops(f))
     assert f(np.array([1, -2])).tolist() == [0, 0]
-    # a float may be nan: x <= x is then false, and stays computed
+    # a float may be nan, where x <= x is false: Theano's FAST_RUN makes it true anyway
+    # (local_float_self_comparison, nonfinite_unsafe); excluding that keeps it computed
     x = tt.dvector("x")
-    f = theano_dag.function([x], tt.le(x, x))
+    exact = get_mode("FAST_RUN").excluding("nonfinite_unsafe")
+    f = theano_dag.function([x], tt.le(x, x), mode=exact)
     assert f(np.array([1.0, np.nan])).tolist() == [True, False]
     f = theano_dag.function([x], tt.lt(x, x))
     assert f(np.array([1.0, np.nan])).tolist() == [False, False]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_comparisons_of_a_float_with_itself_as_theanos(dtype):
+    x = tt.vector("x", dtype=dtype)
+    xv = np.array([1.5, -2.0, 0.0], dtype=dtype)
+    for expr, want in (
+        (tt.le(x, x), True),
+        (tt.ge(x, x), True),
+        (tt.eq(x, x), True),
+        (tt.neq(x, x), False),
+        (tt.lt(x, x), False),
+        (tt.gt(x, x), False),
+    ):
+        f = theano_dag.function([x], expr)
+        assert not any(
+            isinstance(getattr(op, "scalar_op", None), ts.arith._Compare) for op in _ops(f)
+        )
+        np.testing.assert_array_equal(f(xv), np.full(3, want))
+    s = tt.scalar("s", dtype=dtype)
+    for expr in (tt.le(s, s), tt.ge(s, s)):
+        assert _constant_out(theano_dag.function([s], expr)) == True  # noqa: E712
+    for fn in (tt.minimum, tt.maximum):
+        f = theano_dag.function([x], fn(x, x))
+        assert [type(op) for op in _ops(f)] == [DeepCopyOp]
+        np.testing.assert_array_equal(f(xv), xv)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8"])
@@ -305,3 +333,17 @@ def test_the_gradient_of_a_switch_keeps_the_untaken_branch_out(dtype):
     # no zero branch: not sunk
     f = theano_dag.function([c, a, b], tt.switch(c, 1, a) * b)
     np.testing.assert_array_equal(f(cv, av, bv), [np.inf, 6, np.nan])
+
+
+def test_a_vector_of_lengths_against_a_negative_number_is_known():
+    x = tt.dvector("x")
+    g = tt.join(0, x.shape[0:], x.shape[0:1])
+    f = theano_dag.function([x], [tt.eq(g, -1), tt.ge(g, 0), tt.eq(g, 0)])
+    ops = _ops(f)
+    compares = [op for op in ops if isinstance(getattr(op, "scalar_op", None), ts.arith._Compare)]
+    assert len(compares) == 1  # eq(g, 0) is not known
+    for xv in (np.ones(3), np.ones(0)):
+        a, b, c = f(xv)
+        np.testing.assert_array_equal(a, [False, False])
+        np.testing.assert_array_equal(b, [True, True])
+        np.testing.assert_array_equal(c, [len(xv) == 0] * 2)

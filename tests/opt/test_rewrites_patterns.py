@@ -69,6 +69,8 @@ TABLE = [
     (alg.local_div_one, _x, lambda x: x / 1, lambda x: x, lambda x: x / 1, X),
     (alg.local_int_div_one, _i, lambda i: i // 1, lambda i: i, lambda i: i // 1, I),
     (alg.local_int_div_one, _x, lambda x: x // 1, lambda x: x // 1, np.floor, X),  # floats: kept
+    (alg.local_intdiv_by_one, _x, lambda x: x // 1, lambda x: tt.floor(x), np.floor, X),
+    (alg.local_intdiv_by_one, _i, lambda i: i // 1, lambda i: i // 1, lambda i: i, I),  # ints: kept
     (alg.local_sub_zero, _x, lambda x: x - 0, lambda x: x, lambda x: x - 0, X),
     (alg.local_sub_self, _m, lambda m: m - m, lambda m: tt.fill(m, c64(0)), lambda m: m - m, M),
     (alg.local_neg_neg, _x, lambda x: tt.neg(tt.neg(x)), lambda x: x, lambda x: x, X),

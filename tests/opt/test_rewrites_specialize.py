@@ -6,6 +6,8 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.native import ckernel
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.printing import debugprint
 from theano_dag.tensor.blas import Gemm, Gemv, dot22, gemm_no_inplace, gemv_no_inplace, ger
@@ -29,12 +31,12 @@ def test_powers_become_cheaper_ops():
     x = tt.dvector("x")
     check(
         [x],
-        [x ** f64(2), x ** f64(-1), x ** f64(1), x ** f64(3), x ** f64(0.5), x ** f64(-0.5)],
+        [x ** f64(2), x ** f64(-1), x ** f64(1), x ** f64(2.5), x ** f64(0.5), x ** f64(-0.5)],
         [
             tt.sqr(x),
             tt.reciprocal(x),
             x,
-            x ** tt.constant(np.array([3.0])),
+            x ** tt.constant(np.array([2.5])),  # integers >= 3: products (below)
             tt.sqrt(x),
             tt.reciprocal(tt.sqrt(x)),
         ],
@@ -307,3 +309,37 @@ def test_gemm_through_fast_run_with_inplace_on_an_intermediate():
     f = theano_dag.function([z, x, y], out, mode=FAST_RUN_PY)
     assert "Gemm{inplace}" in ops_of(f.maker.fgraph)
     np.testing.assert_allclose(f(*args), np.exp(args[0]) + args[1] @ args[2])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_integer_powers_become_products_of_squares(dtype, linker):
+    # local_pow_specialize_device: 3 <= |n| <= 512, one Composite (and a reciprocal)
+    x = tt.vector("x", dtype=dtype)
+    xv = np.array([-2.0, 0.5, 3.0, np.nan, np.inf, -np.inf, -0.0, 1.25, -1.0], dtype=dtype)
+    mode = Mode(
+        linker="py" if linker == "py" else CPULinker(min_plan_bytes=0), optimizer="fast_run"
+    ).excluding("fusion")
+    for n, n_ops in ((3, 2), (15, 6), (16, 4), (-15, 6), (-4, 2), (512, 9), (7, 4)):
+        with ckernel.compile_mode("sync"):  # the C kernel from the first call
+            f = theano_dag.function([x], x**n, mode=mode)
+        nodes = f.maker.fgraph.toposort()
+        comp = nodes[0].op.scalar_op
+        assert isinstance(comp, theano_dag.scalar.Composite)
+        assert len(comp.nodes) == n_ops
+        assert len(nodes) == (2 if n < 0 else 1)
+        with np.errstate(all="ignore"):
+            want = np.power(xv.astype("float64"), float(n)).astype(dtype)
+        for _ in range(2):
+            got = f(xv)
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, want, rtol=3e-6 if dtype == "float32" else 1e-13)
+    for p in (2.5, 2, -1, 513):  # left to pow, or to local_pow_specialize
+        f = theano_dag.function([x], x**p, mode=mode)
+        assert not any(
+            isinstance(getattr(n.op, "scalar_op", None), theano_dag.scalar.Composite)
+            for n in f.maker.fgraph.toposort()
+        )
+    excluded = mode.excluding("local_pow_specialize_device")
+    f = theano_dag.function([x], x**15, mode=excluded)
+    assert [str(n.op) for n in f.maker.fgraph.toposort()] == ["Elemwise{pow,no_inplace}"]

@@ -7,7 +7,7 @@ import pytest
 
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
-from theano_dag.compile.mode import Mode
+from theano_dag.compile.mode import Mode, get_default_mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting import check_stack_trace, local_optimizer, out2in
 from theano_dag.opt.optdb import OPT_FAST_RUN, build_optdb, optdb, register_uncanonicalize
@@ -17,8 +17,9 @@ from theano_dag.opt.rewrites.uncanonicalize import (
     local_dimshuffle_subtensor,
     local_reshape_dimshuffle,
 )
+from theano_dag.tensor.arrays import MaxAndArgmax
 from theano_dag.tensor.basic import Alloc
-from theano_dag.tensor.elemwise import DimShuffle
+from theano_dag.tensor.elemwise import DimShuffle, Max
 from theano_dag.tensor.shape import Reshape
 from theano_dag.tensor.subtensor import Subtensor
 
@@ -134,3 +135,21 @@ def test_register_uncanonicalize():
         return False
 
     assert "local_my_rule" in db["uncanonicalize"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_and_argmax_without_its_index_is_max(dtype):
+    x = tt.tensor3("x", dtype=dtype)
+    xv = np.random.default_rng(3).normal(size=(2, 3, 4)).astype(dtype)
+    xv[1, 2, 0] = np.nan
+    for axis in (0, [0, 2], None):
+        f = function([x], tt.max_and_argmax(x, axis)[0])
+        (node,) = f.maker.fgraph.toposort()
+        assert isinstance(node.op, Max)
+        want = np.max(xv, axis=tuple(axis) if isinstance(axis, list) else axis)
+        np.testing.assert_array_equal(f(xv), want)
+        g = function([x], tt.max_and_argmax(x, axis))
+        assert [type(n.op) for n in g.maker.fgraph.toposort()] == [MaxAndArgmax]
+    excluded = get_default_mode().excluding("local_max_and_argmax")
+    f = function([x], tt.max_and_argmax(x, 1)[0], mode=excluded)
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [MaxAndArgmax]

@@ -1,7 +1,7 @@
 """Theano's ``tensor.basic`` contracts its own tests check: ``basic.batched_dot``,
 ``Join()(axis, *tensors)`` and ``Join(view=k)``, ``get_scalar_constant_value`` through
 shapes, subtensors, elemwise arithmetic and Asserts, ``extract_constant``'s value,
-``eye`` with ``m=None``, the gradient of ``clip`` with crossed bounds, and floor/ceil/trunc
+``eye`` with ``m=None``, ``clip`` with crossed bounds (Theano's rule), and floor/ceil/trunc
 of integers as floats."""
 
 import numpy as np
@@ -284,18 +284,19 @@ def test_clip_gradient_with_the_input_as_a_bound(build):
     verify_grad(build, [x], rng=np.random.RandomState(0))
 
 
-def test_clip_gradient_with_crossed_bounds_follows_numpy():
-    # lo > hi: numpy's clip gives hi, so the gradient goes to hi, none to x or lo.
+def test_clip_with_crossed_bounds_follows_theano_gradient_included():
+    # lo > hi: Theano's clip gives lo where x < lo, else hi (numpy's gives hi everywhere);
+    # the gradient goes to the bound given, none to x.
     x, lo, hi = tt.dvectors("x", "lo", "hi")
     y = tt.clip(x, lo, hi)
     g = theano_dag.grad(y.sum(), [x, lo, hi])
     xv, lov, hiv = np.array([-1.0, 0.5, 2.0]), np.array([1.0, 1.0, 1.0]), np.zeros(3)
     f = theano_dag.function([x, lo, hi], [y, *g])
     out, gx, glo, ghi = f(xv, lov, hiv)
-    np.testing.assert_array_equal(out, np.clip(xv, lov, hiv))
+    np.testing.assert_array_equal(out, [1.0, 1.0, 0.0])
     np.testing.assert_array_equal(gx, [0, 0, 0])
-    np.testing.assert_array_equal(glo, [0, 0, 0])
-    np.testing.assert_array_equal(ghi, [1, 1, 1])
+    np.testing.assert_array_equal(glo, [1, 1, 0])
+    np.testing.assert_array_equal(ghi, [0, 0, 1])
     verify_grad(lambda a, b, c: tt.clip(a, b, c), [xv, lov, hiv], rng=np.random.RandomState(1))
 
 
@@ -762,3 +763,30 @@ def test_an_empty_index_is_a_subtensor_as_theanos():
     s = tt.dscalar("s")
     assert s[()].eval({s: 2.5}) == 2.5
     np.testing.assert_array_equal(tt.set_subtensor(x[()], 1.0).eval({x: xv}), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("test", ["isnan", "isinf"])
+def test_isnan_and_isinf_of_integers_are_a_known_false_as_theanos(test):
+    fn, elemwise = getattr(tt, test), getattr(tt, test + "_")
+    for dtype in ["float32", "float64", "int32", "uint8", "bool"]:
+        x = tt.matrix("x", dtype=dtype)
+        y = fn(x)
+        assert y.dtype == "bool"
+        assert isinstance(y.owner.op, tt.Elemwise) == (dtype.startswith("float"))
+        assert isinstance(elemwise(x).owner.op, tt.Elemwise)
+        xv = np.array([[0, 1, 2], [3, 4, 5]], dtype=dtype)
+        if dtype.startswith("float"):
+            xv[0, 1], xv[1, 2] = np.nan, -np.inf
+        f = theano_dag.function([x], [y, elemwise(x)])
+        for got in f(xv):
+            np.testing.assert_array_equal(got, getattr(np, test)(xv))
+
+
+def test_composite_fgraph_is_its_scalar_graph_as_theanos():
+    x, y = ts.float64("x"), ts.float64("y")
+    comp = ts.Composite([x, y], [ts.exp(x) * y + 1])
+    fg = comp.fgraph
+    assert len(fg.inputs) == 2 and len(fg.outputs) == 1
+    assert sorted(type(n.op).__name__ for n in fg.apply_nodes) == ["Add", "Exp", "Mul"]
+    fg.outputs[0].name = "changed"  # a copy: the op is unchanged
+    assert comp.outputs[0].name is None and str(comp) == "Composite{add(mul(exp(i0), i1), 1)}"

@@ -275,8 +275,12 @@ class _Exporter:
             return self.emit("Not", [self.emit("Equal", ins)], out)
         if name == "sqr":
             return self.emit("Mul", [ins[0], ins[0]], out)
-        if name == "clip":  # numpy's minimum(maximum(x, lo), hi)
-            return self.emit("Min", [self.emit("Max", ins[:2]), ins[2]], out)
+        if name == "clip":  # numpy's minimum(maximum(x, lo), hi), but lo where x < lo > hi
+            x, lo, hi = ins
+            low = self.emit("And", [self.emit("Less", [x, lo]), self.emit("Greater", [lo, hi])])
+            return self.emit(
+                "Where", [low, lo, self.emit("Min", [self.emit("Max", [x, lo]), hi])], out
+            )
         return self.emit(kind, ins, out)
 
     def cast(self, src, dst, x, out=None):

@@ -425,24 +425,41 @@ class Minimum(Maximum):
         return "(%(x)s < %(y)s ? %(x)s : %(y)s)"
 
 
+def _clip_values(x, lo, hi):
+    """Theano's clip on numpy values: numpy's ``minimum(maximum(x, lo), hi)``, except
+    ``lo`` where ``x < lo`` and ``lo > hi`` (numpy gives ``hi`` there)."""
+    return np.where((x < lo) & (lo > hi), lo, np.minimum(np.maximum(x, lo), hi))
+
+
 class Clip(ScalarOp):
-    """``clip(x, lo, hi)`` = ``minimum(maximum(x, lo), hi)``, as numpy computes it."""
+    """``clip(x, lo, hi)``: ``lo`` where ``x < lo``, else ``hi`` where ``x > hi``, else
+    ``x``, as Theano computes it; a NaN argument gives NaN, as numpy's ``clip``. Where
+    ``lo <= hi`` this is ``numpy.clip``; where ``lo > hi`` numpy gives ``hi`` everywhere,
+    Theano ``lo`` below ``lo`` (and ``hi`` elsewhere): Theano users' programs get
+    Theano's answer.
+
+    >>> import numpy as np
+    >>> clip.impl(np.array([0.0, 2.0, 5.0]), 3.0, 1.0)
+    array([3., 3., 1.])
+    """
 
     nin = 3
-    nfunc = staticmethod(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi))
-    # maximum then minimum, NaN-propagating as numpy's (a NaN bound gives NaN).
+    nfunc = staticmethod(_clip_values)
+    # maximum then minimum, NaN-propagating as numpy's (a NaN argument gives NaN) ...
     _m = "((%(x)s > %(y)s || %(x)s != %(x)s) ? %(x)s : %(y)s)"
-    c_expr = f"(({_m} < %(z)s || {_m} != {_m}) ? {_m} : %(z)s)"
+    _numpy = f"(({_m} < %(z)s || {_m} != {_m}) ? {_m} : %(z)s)"
+    # ... but lo where x < lo > hi (both comparisons false for a NaN)
+    c_expr = f"((%(x)s < %(y)s && %(y)s > %(z)s) ? %(y)s : {_numpy})"
 
     def grad(self, inputs, output_grads):
         x, lo, hi = inputs
         (gz,) = output_grads
         T = vocabulary(gz)
         inside = T.and_(T.ge(x, lo), T.le(x, hi))
-        # The bound numpy's order picks gets the gradient, also when lo > hi (then hi wins,
-        # so clip(x, 0, x) is x everywhere): lo when x < lo <= hi, hi when max(x, lo) > hi.
-        lo_wins = T.and_(T.lt(x, lo), T.le(lo, hi))
-        hi_wins = T.gt(T.maximum(x, lo), hi)
+        # The bound the forward rule picks gets the gradient, also when lo > hi: lo
+        # where x < lo, hi where x >= lo and x > hi (so clip(x, 0, x) is 0 where x < 0).
+        lo_wins = T.lt(x, lo)
+        hi_wins = T.and_(T.ge(x, lo), T.gt(x, hi))
         return [T.switch(inside, gz, 0), T.switch(lo_wins, gz, 0), T.switch(hi_wins, gz, 0)]
 
 

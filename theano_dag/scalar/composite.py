@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.basic import Apply, Constant, Variable, clone_get_equiv, io_toposort
+from theano_dag.graph.fg import FunctionGraph
 from theano_dag.scalar.basic import (
     C_TYPES,
     ScalarOp,
@@ -97,6 +98,18 @@ class Composite(ScalarOp):
         self.out_dtypes = tuple(v.type.dtype for v in self.outputs)
         self._text = self._graph_text()
         self.name = name or f"Composite{{{self._text}}}"
+
+    @property
+    def fgraph(self):
+        """The scalar graph as a FunctionGraph (Theano's attribute), a copy made at each
+        use: changing it does not change the op.
+
+        >>> from theano_dag import scalar as ts
+        >>> x = ts.float64("x")
+        >>> len(Composite([x], [ts.exp(x) * 2 + 1]).fgraph.apply_nodes)
+        3
+        """
+        return FunctionGraph(self.inputs, self.outputs, clone=True)
 
     # identity: two composites computing the same graph are the same op. The printed
     # text (cheap, made by __init__) is the hash and the first test; the structure, made

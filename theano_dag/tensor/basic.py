@@ -68,6 +68,8 @@ def _allclose(a, b, rtol=None, atol=None) -> bool:
 _dot = tm._dot
 
 __all__ = [
+    "isnan",
+    "isinf",
     "as_tensor_variable",
     "as_tensor",
     "constant",
@@ -231,6 +233,30 @@ class Alloc(Op):
 
 
 _alloc = Alloc()
+
+
+def _never_for_integers(elemwise, name):
+    def test(x):
+        x = as_tensor_variable(x)
+        if x.dtype in discrete_dtypes:
+            # An integer or a bool is never NaN nor infinite: known False of x's shape (an
+            # Alloc, as Theano builds it), which constant folding and shape rewrites see.
+            return alloc(np.asarray(False), *[x.shape[i] for i in range(x.ndim)])
+        return elemwise(x)
+
+    test.__name__ = test.__qualname__ = name
+    test.__doc__ = f"""True where ``x`` is {"NaN" if name == "isnan" else "infinite"}; an
+    Alloc of False for integer and bool ``x`` (Theano's), ``{name}_`` for the Elemwise.
+
+    >>> import theano_dag.tensor as tt
+    >>> {name}(tt.dvector()).owner.op, {name}(tt.ivector()).owner.op
+    (Elemwise{{{name},no_inplace}}, Alloc)
+    """
+    return test
+
+
+isnan = _never_for_integers(tm.isnan, "isnan")
+isinf = _never_for_integers(tm.isinf, "isinf")
 
 
 def alloc(value, *shape):

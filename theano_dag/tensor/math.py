@@ -58,6 +58,7 @@ __all__ = [
     "complex_from_polar",
     "ceil_intdiv",
     "isnan_",
+    "isinf_",
     "is_flat",
     "cov",
     "add",
@@ -138,8 +139,6 @@ __all__ = [
     "bitwise_not",
     "switch",
     "where",
-    "isnan",
-    "isinf",
     "identity",
     "tensor_copy",
     "fma",
@@ -360,7 +359,10 @@ xlogx = _u("xlogx")
 xlogy0 = _binary(ts.xlogy0, "xlogy0", "``x * log(y)``, 0 where ``x`` is 0.")
 
 
-isnan_ = isnan  # Theano's name of the op behind isnan
+# Theano's names of the ops behind isnan and isinf (tensor.basic's isnan and isinf give
+# known False for integers, without a node to run)
+isnan_ = isnan
+isinf_ = isinf
 
 
 def ceil_intdiv(a, b):

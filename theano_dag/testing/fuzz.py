@@ -157,6 +157,11 @@ def sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def clip(x, lo, hi):
+    """Theano's clip: numpy's, but ``lo`` where ``x < lo`` and ``lo > hi``."""
+    return np.where((x < lo) & (lo > hi), lo, np.clip(x, lo, hi))
+
+
 def rsum(x, axis, dtype):
     """A sum as the engines compute it: float32 accumulates in float64, and a sum over
     no axis (of a 0-d value) is the value itself, -0.0 included (numpy adds it to +0.0)."""
@@ -337,7 +342,8 @@ def bdot(x, y, dtype):
     return np.stack([np.tensordot(a, b, axes=1) for a, b in zip(x, y)]).astype(dtype)
 
 
-_NP_HELPERS = (ew, sigmoid, rsum, where, fill, cast, cast_bounds, cast_in_range, setsub, incsub)
+_NP_HELPERS = (ew, sigmoid, clip, rsum, where, fill, cast, cast_bounds, cast_in_range)
+_NP_HELPERS += (setsub, incsub)
 _NP_HELPERS += (erf, erfc, round_away, softplus, softmax, logsoftmax, reduce)
 _NP_HELPERS += (advinc, advset, maskset, bdot)
 _NP_NS = {
@@ -468,7 +474,7 @@ OPS = {
     "div": _binary("{0} / {1}", "true_divide"),
     "floordiv": _binary("{0} // {1}", "floor_divide"),
     "mod": _binary("{0} % {1}", "mod"),
-    "clip": (2, "tt.clip({0}, {1}, {p!r})", "ew(np.clip, '{d}', {0}, {1}, {p!r})"),
+    "clip": (2, "tt.clip({0}, {1}, {p!r})", "ew(clip, '{d}', {0}, {1}, {p!r})"),
     "log": _unary("log"),
     "sqrt": _unary("sqrt"),
     # More elementwise maths: domains that give NaN (arccosh, log2 of negatives), integers

@@ -29,9 +29,9 @@ SCALAR_NAMES = {
     "round_half_to_even": ("round_half_to_even",),
     "round_half_away_from_zero": ("round_half_away_from_zero",),
 }  # fmt: skip
-# Not in the table: ``clip``, the same name for two rules where lo > hi (ours numpy's
-# minimum(maximum(x, lo), hi), hi; Theano's and PyTensor's lo). Each side's is written
-# in the other's ops (_composite).
+# Not in the table: ``clip``, the same name for two rules where an argument is NaN (ours
+# gives NaN, as numpy; PyTensor's ignores a NaN bound). Each side's is written in the
+# other's ops (_composite).
 
 
 def _scalar_tables(fl):
@@ -85,9 +85,14 @@ def _composite(fl, comp, to_foreign):
         elif to_foreign and node.op is ts.fma:  # x * y + z, in two ops
             mul, add = (scalar_to_foreign(fl, o) for o in (ts.mul, ts.add))
             vmap[node.outputs[0]] = add(mul(args[0], args[1]), args[2])
-        elif to_foreign and node.op is ts.clip:  # numpy's: minimum(maximum(x, lo), hi)
-            mx, mn = (scalar_to_foreign(fl, o) for o in (ts.maximum, ts.minimum))
-            vmap[node.outputs[0]] = mn(mx(args[0], args[1]), args[2])
+        elif to_foreign and node.op is ts.clip:
+            # ours: minimum(maximum(x, lo), hi) (NaN from any argument), lo where x < lo > hi
+            mx, mn, lt, gt, and_, sw = (
+                scalar_to_foreign(fl, o)
+                for o in (ts.maximum, ts.minimum, ts.lt, ts.gt, ts.and_, ts.switch)
+            )
+            x, lo, hi = args
+            vmap[node.outputs[0]] = sw(and_(lt(x, lo), gt(lo, hi)), lo, mn(mx(x, lo), hi))
         elif not to_foreign and type(node.op).__name__ == "Clip":
             # theirs: lo where x < lo, else hi where x > hi, else x
             x, lo, hi = args

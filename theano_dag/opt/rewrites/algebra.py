@@ -52,11 +52,13 @@ __all__ = [
     "local_zero_int_div",
     "local_div_one",
     "local_int_div_one",
+    "local_intdiv_by_one",
     "local_sub_zero",
     "local_zero_sub",
     "local_sub_self",
     "local_neg_neg",
     "local_abs_neg",
+    "local_abs_lift",
     "local_log_exp",
     "local_exp_log",
     "local_dimshuffle_dimshuffle",
@@ -132,6 +134,15 @@ local_int_div_one = canonicalize(_FAST)(
         "x",
     )
 )
+# x // 1 -> floor(x)   (floats; inf // 1 is NaN in numpy, floor(inf) is inf:
+# nonfinite_unsafe; Theano's local_intdiv_by_one gives x, wrong for 2.5 // 1)
+local_intdiv_by_one = canonicalize(NONFINITE_UNSAFE)(
+    pattern(
+        "local_intdiv_by_one",
+        {"pattern": (tm.int_div, "x", ONE), "constraint": is_float},
+        (tm.floor, "x"),
+    )
+)
 # x - 0 -> x
 local_sub_zero = canonicalize()(pattern("local_sub_zero", (tm.sub, "x", ZERO), "x"))
 # x - x -> 0   (inf - inf is NaN: nonfinite_unsafe)
@@ -172,6 +183,52 @@ local_exp_log = canonicalize()(
 
 
 # -- rules that need code ---------------------------------------------------------------
+
+
+def _real_float(var) -> bool:
+    return var.type.dtype.startswith("float")
+
+
+def _abs_is_exact(var) -> bool:
+    """Whether ``|var|`` is the magnitude of every value: real floats, unsigned integers
+    and known numbers (a signed integer's most negative value is its own ``abs``)."""
+    kind = np.dtype(var.type.dtype).kind
+    if kind in "fub":
+        return True
+    c = const_value(var) if kind == "i" else None
+    return c is not None and c != np.iinfo(var.type.dtype).min
+
+
+@canonicalize()
+@local_optimizer([tm.abs], fit=fit)
+def local_abs_lift(fgraph, node):
+    """``|x * y|`` becomes ``|x| * |y|`` and ``|x / y|`` becomes ``|x| / |y|`` (Theano's
+    ``local_abs_lift``), so that the product canonizer meets ``x / |x|`` as such and
+    makes it ``sgn(x)``: ``(4 * x) / |2 * x|`` is ``2 * sgn(x)``, 0 at ``x = 0`` where
+    the written quotient is NaN. Real floats only, of factors whose ``abs`` is exact,
+    and only a product used nowhere else, which then goes away; specialize's
+    ``local_abs_merge`` joins what is left into one ``abs`` again.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.opt import in2out
+    >>> x, y = tt.dvectors("x", "y")
+    >>> fg = FunctionGraph([x, y], [abs(x * y)])
+    >>> _ = in2out(local_abs_lift).optimize(fg)
+    >>> [n.op for n in fg.toposort()]
+    [Elemwise{abs,no_inplace}, Elemwise{abs,no_inplace}, Elemwise{mul,no_inplace}]
+    """
+    # |x * y| -> |x| * |y| ; |x / y| -> |x| / |y|
+    inner = node.inputs[0]
+    sop = scalar_op(inner.owner)
+    if not isinstance(sop, (ts.Mul, ts.TrueDiv)) or not _real_float(inner):
+        return None
+    if not single_client(fgraph, inner):
+        return None
+    args = inner.owner.inputs
+    if not all(_abs_is_exact(a) for a in args):
+        return None
+    return inner.owner.op(*[tm.abs(a) for a in args])
 
 
 @canonicalize()

@@ -4,6 +4,8 @@ Theano's names (``theano.tensor.opt``):
 
 - ``local_useless_elemwise_comparison``: ``x < x`` is false, ``x <= x`` true, a length is
   never negative (``x.shape[0] >= 0`` is true, ``maximum(x.shape[0], 0)`` is the length);
+- ``local_float_self_comparison``: ``x <= x`` true for a float ``x`` too (not where it is
+  NaN: ``nonfinite_unsafe``);
 - ``local_useless_and_or``: ``and(x, 0)`` is 0, ``or(x, 0)`` is ``x`` (and ``and(b, True)``
   is ``b``, ``or(b, True)`` true for a boolean ``b``);
 - ``local_merge_switch_same_cond``: ``op(switch(c, a, b), switch(c, x, y))`` ->
@@ -25,13 +27,15 @@ from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import const_value, fit, scalar_op, typed_constant
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.basic import cast, fill
+from theano_dag.tensor.basic import Join, cast, fill
 from theano_dag.tensor.elemwise import Elemwise
-from theano_dag.tensor.shape import Shape_i
+from theano_dag.tensor.shape import MakeVector, Shape, Shape_i
+from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import discrete_dtypes
 
 __all__ = [
     "local_useless_elemwise_comparison",
+    "local_float_self_comparison",
     "local_useless_and_or",
     "local_merge_switch_same_cond",
     "local_elemwise_sub_zeros",
@@ -46,15 +50,23 @@ _HANDLED = (*_COMPARISONS, ts.Maximum, ts.Minimum, ts.XOR)
 
 
 def _is_length(var, depth=4) -> bool:
-    """Whether ``var`` is known never to be negative: a length (``Shape_i``), a cast of
-    one, or a sum or product of such values and non-negative constants (as Theano, an
-    int64 overflow is not considered)."""
+    """Whether ``var`` is known never to be negative: a length (``Shape_i``, ``Shape``,
+    and vectors picked, joined or made of lengths), a cast of one, or a sum or product
+    of such values and non-negative constants (as Theano, an int64 overflow is not
+    considered)."""
     owner = var.owner
     if owner is None:
         v = const_value(var)
         return v is not None and v >= 0
-    if isinstance(owner.op, Shape_i):
+    op = owner.op
+    if isinstance(op, (Shape_i, Shape)):
         return True
+    # vectors of lengths: picked from (x.shape[1:]), joined, or made of lengths
+    if depth and isinstance(op, Subtensor):
+        return _is_length(owner.inputs[0], depth - 1)
+    if depth and isinstance(op, (Join, MakeVector)):
+        parts = owner.inputs[1:] if isinstance(op, Join) else owner.inputs
+        return all(_is_length(i, depth - 1) for i in parts)
     sop = scalar_op(owner)
     if depth and isinstance(sop, (ts.Cast, ts.Add, ts.Mul)):
         if isinstance(sop, ts.Cast) and var.dtype not in ("int64", "float32", "float64"):
@@ -121,6 +133,8 @@ def local_useless_elemwise_comparison(fgraph, node):
         return [new] if new is not None else False
     if a is b and isinstance(sop, ts.XOR) and a.dtype in discrete_dtypes:
         return [_constant_like(node, 0)]
+    if a is b and isinstance(sop, (ts.Maximum, ts.Minimum)):
+        return [fit(node.outputs[0], a, node.inputs)]  # NaN too: max(nan, nan) is nan
     # A length (never negative) against a constant that is not positive.
     ca, cb = const_value(a), const_value(b)
     if cb is not None and _is_length(a):
@@ -140,6 +154,30 @@ def local_useless_elemwise_comparison(fgraph, node):
         if answer is None:
             return False
         new = _constant_like(node, answer)
+    return [new] if new is not None else False
+
+
+@canonicalize(NONFINITE_UNSAFE)
+@local_optimizer([tm.le, tm.ge, tm.eq, tm.neq])
+def local_float_self_comparison(fgraph, node):
+    """``x <= x``, ``x >= x`` and ``x == x`` are true and ``x != x`` false for a float
+    ``x`` too, as Theano rewrites them: not where ``x`` is NaN (``nonfinite_unsafe``;
+    Theano's ``local_useless_elemwise`` and ``local_useless_elemwise_comparison`` do
+    it). ``local_useless_elemwise_comparison`` does integers, where it is exact.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> local_float_self_comparison.transform(None, tt.ge(x, x).owner)[0].eval({x: [1.0]})
+    array([ True])
+    """
+    # x <= x, x >= x, x == x -> True ; x != x -> False   (x a float, not NaN)
+    sop = scalar_op(node)
+    if len(node.inputs) != 2 or not isinstance(sop, (ts.LE, ts.GE, ts.EQ, ts.NEQ)):
+        return False
+    a, b = node.inputs
+    if a is not b or a.dtype in discrete_dtypes:
+        return False
+    new = _constant_like(node, not isinstance(sop, ts.NEQ))
     return [new] if new is not None else False
 
 

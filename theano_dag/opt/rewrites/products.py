@@ -35,6 +35,7 @@ from theano_dag.graph.rewriting.navigator import in2out
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE, REASSOCIATE, commutative_key
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    abs_arg,
     const_value,
     fit,
     is_float,
@@ -138,6 +139,18 @@ class _Product:
             for k, u in enumerate(self.num):
                 if u is v:
                     del self.num[k]
+                    self.den.remove(v)
+                    n += 1
+                    break
+        # x / |x| -> sgn(x)   (Theano's simplifier of its canonizer: 0 at x = 0, where
+        # the quotient is NaN; real x only, a complex x / |x| is no sign)
+        for v in list(self.den):
+            x = abs_arg(v)
+            if x is None:
+                continue
+            for k, u in enumerate(self.num):
+                if u is x:
+                    self.num[k] = tm.sgn(x)
                     self.den.remove(v)
                     n += 1
                     break
@@ -398,7 +411,12 @@ def _nothing_to_cancel(fgraph, node) -> bool:
         return False
     if version is None or version != getattr(fgraph, "_version", None):
         return False
-    return not any(u is v for v in prod.den for u in prod.num)
+    if not prod.den:
+        return True
+    # a factor in both, or x over |x| (which cancel makes sgn(x))
+    den = {id(v) for v in prod.den}
+    den.update(id(x) for x in map(abs_arg, prod.den) if x is not None)
+    return not any(id(u) in den for u in prod.num)
 
 
 class MulCanonizer(LocalOptimizer):

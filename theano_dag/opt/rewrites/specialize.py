@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    abs_arg,
     const_value,
     fit,
     is_float,
@@ -25,18 +28,22 @@ from theano_dag.opt.rewrites.utils import (
     single_client,
     typed_constant,
 )
+from theano_dag.scalar.composite import Composite
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.fused import Adagrad
 from theano_dag.tensor.subtensor import IncSubtensor
 
 __all__ = [
     "local_pow_specialize",
     "local_pow_sqrt",
+    "local_pow_specialize_device",
     "local_mul_to_sqr",
     "local_adagrad",
     "local_fma",
     "local_add_specialize",
+    "local_abs_merge",
     "local_incsubtensor_of_zeros_to_setsubtensor",
 ]
 
@@ -85,6 +92,54 @@ def local_pow_specialize(fgraph, node):
     """Powers with a simple constant exponent."""
     # x ** 2 -> sqr(x) ; x ** -1 -> 1/x ; x ** -2 -> 1/sqr(x) ; x ** 1 -> x ; x ** 0 -> 1
     return _pow_rewrite(node, _POW, trivial=True)
+
+
+# The largest integer exponent written as products (Theano's bound): 9 squarings and at
+# most 9 products, each rounding once (pow rounds once, the products up to ~18 times).
+_POW_MUL_MAX = 512
+
+
+def _power_by_squaring(x, n):
+    """``x ** n`` for an integer ``n >= 1`` in the scalar graph: ``x``, ``sqr(x)``,
+    ``sqr(sqr(x))``... multiplied for each bit of ``n`` (``x ** 15`` is
+    ``x * x2 * x4 * x8``: 3 squarings and 3 products)."""
+    squares = [x]
+    while 2 ** len(squares) <= n:
+        squares.append(ts.sqr(squares[-1]))
+    out = None
+    for k in reversed(range(len(squares))):
+        if n & (1 << k):
+            out = squares[k] if out is None else out * squares[k]
+    return out
+
+
+@RULES.specialize()
+@local_optimizer([tm.pow])
+def local_pow_specialize_device(fgraph, node):
+    """A power with an integer constant exponent, ``3 <= |n| <= 512``, as products of
+    squares in one Composite (Theano's name): a few multiplications instead of a call
+    to ``pow``; a negative exponent takes the reciprocal.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> (new,) = local_pow_specialize_device.transform(None, (x ** 15).owner)
+    >>> str(new.owner.op.scalar_op)
+    'Composite{mul(mul(mul(sqr(sqr(sqr(i0))), sqr(sqr(i0))), sqr(i0)), i0)}'
+    """
+    # x ** 15 -> Composite{x * x2 * x4 * x8}(x) ; x ** -15 -> 1 / (that)
+    if not isinstance(scalar_op(node), ts.Pow):
+        return False
+    x, y = node.inputs
+    out = node.outputs[0]
+    if not is_scalar_like(y) or not is_float(out):
+        return False
+    p = const_value(y)
+    if p is None or not np.isfinite(p) or p != int(p) or not 3 <= abs(p) <= _POW_MUL_MAX:
+        return False
+    xs = ts.get_scalar_type(out.dtype)()
+    power = Elemwise(Composite([xs], [_power_by_squaring(xs, int(abs(p)))]))(cast(x, out.dtype))
+    new = tm.reciprocal(power) if p < 0 else power
+    return fit(out, new, [x, y])
 
 
 @RULES.specialize(NONFINITE_UNSAFE)
@@ -307,3 +362,39 @@ def local_incsubtensor_of_zeros_to_setsubtensor(fgraph, node):
     new_op = copy.copy(op)
     new_op.set_instead_of_inc = True
     return new_op(*node.inputs, return_list=True)
+
+
+@RULES.specialize()
+@local_optimizer([tm.mul, tm.true_div], fit=fit)
+def local_abs_merge(fgraph, node):
+    """``|x| * |y|`` becomes ``|x * y|`` and ``|x| / |y|`` becomes ``|x / y|``: one
+    ``abs`` where canonicalize's ``local_abs_lift`` made several (Theano's name). A
+    product may also hold non-negative constants (``2 * |x| * |y| -> |2 * x * y|``).
+    Only ``abs`` nodes used nowhere else: the rewrite then leaves fewer nodes.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvectors("x", "y")
+    >>> fg = FunctionGraph([x, y], [abs(x) / abs(y)])
+    >>> local_abs_merge.transform(fg, fg.outputs[0].owner)
+    [Elemwise{abs,no_inplace}.0]
+    """
+    # |x| * |y| * c -> |x * y * c| (c >= 0) ; |x| / |y| -> |x / y|
+    sop = scalar_op(node)
+    out = node.outputs[0]
+    if not isinstance(sop, (ts.Mul, ts.TrueDiv)) or not out.type.dtype.startswith("float"):
+        return False
+    args, n_abs = [], 0
+    for v in node.inputs:
+        x = abs_arg(v)
+        if x is not None and single_client(fgraph, v):  # an |x| used elsewhere stays
+            args.append(x)
+            n_abs += 1
+            continue
+        c = const_value(v) if isinstance(sop, ts.Mul) and is_scalar_like(v) else None
+        if c is None or not c >= 0:
+            return False
+        args.append(v)
+    if n_abs < 2:
+        return False
+    return tm.abs(node.op(*args))

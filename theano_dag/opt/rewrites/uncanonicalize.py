@@ -9,6 +9,8 @@ the Alloc, Reshape or Subtensor next to it, which then makes the right shape its
   length-1 ones, so the elements are the same in the same order);
 * ``local_dimshuffle_alloc``: ``alloc(x, *shape).dimshuffle('x', ..., 0, 1, ...)`` ->
   ``alloc(x, 1, ..., *shape)``;
+* ``local_max_and_argmax``: a ``MaxAndArgmax`` whose index nobody reads -> ``max``
+  (one output, no index to track; the same value, NaN included);
 * ``local_dimshuffle_subtensor``: a DimShuffle that drops length-1 dimensions of an
   indexing ``x[...]`` (keeping the others in order) -> the same indexing with ``0`` at
   those dimensions, where the indexing took them whole.
@@ -32,6 +34,8 @@ from __future__ import annotations
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import keep_trace
+from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import MaxAndArgmax
 from theano_dag.tensor.basic import Alloc, alloc
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.shape import Reshape, reshape
@@ -42,6 +46,7 @@ __all__ = [
     "local_reshape_dimshuffle",
     "local_dimshuffle_alloc",
     "local_dimshuffle_subtensor",
+    "local_max_and_argmax",
 ]
 
 
@@ -145,3 +150,28 @@ def local_dimshuffle_subtensor(fgraph, node):
         indices.append(0 if out_dim in dropped else slice(None))
         out_dim += 1
     return _same(node, x[tuple(indices)]) or False
+
+
+@RULES.uncanonicalize()
+@local_optimizer([MaxAndArgmax])
+def local_max_and_argmax(fgraph, node):
+    """``max_and_argmax(x, axis)`` whose index is unused becomes ``max(x, axis)``
+    (Theano's name and pass).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> from theano_dag.graph.rewriting import out2in
+    >>> x = tt.dmatrix("x")
+    >>> g = FunctionGraph([x], [tt.max_and_argmax(x, 0)[0]])
+    >>> _ = out2in(local_max_and_argmax)(g)
+    >>> g.toposort()[0].op
+    Max{axis=(0,)}
+    """
+    # max_and_argmax(x, axis)[0] (the index unused) -> max(x, axis)
+    if fgraph is None or fgraph.clients.get(node.outputs[1]):
+        return False
+    axis = node.op.axis
+    new = tm.max(node.inputs[0], axis=None if axis is None else list(axis))
+    if new.type != node.outputs[0].type:
+        return False
+    return {node.outputs[0]: keep_trace(node.outputs[0], new, node.inputs)}

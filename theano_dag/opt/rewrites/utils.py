@@ -25,6 +25,7 @@ from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
 
 __all__ = [
+    "abs_arg",
     "scalar_op",
     "is_op",
     "const_value",
@@ -274,6 +275,21 @@ def const(value):
     constraint.__name__ = f"is_const_{value}"
     constraint.side_effect_free = True  # PatternSub may ask it before matching
     return {"pattern": f"const_{value}", "constraint": constraint}
+
+
+def abs_arg(var):
+    """``x`` when ``var`` is ``abs(x)`` of a real float ``x``, else None.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dvector("x")
+    >>> abs_arg(abs(x)) is x, abs_arg(x)
+    (True, None)
+    """
+    owner = var.owner
+    if owner is None or not isinstance(getattr(owner.op, "scalar_op", None), ts.Abs):
+        return None
+    x = owner.inputs[0]
+    return x if x.type.dtype.startswith("float") else None
 
 
 def single_client(fgraph, var) -> bool:

@@ -163,11 +163,13 @@ def _pow_c(op, args, in_dtypes, out_dtypes):
 
 
 def _clip_c(op, args, in_dtypes, out_dtypes):
-    # numpy's minimum(maximum(x, lo), hi): a NaN bound gives NaN.
+    # numpy's minimum(maximum(x, lo), hi) (a NaN argument gives NaN), but lo where
+    # x < lo > hi: Theano's rule (ts.Clip)
     od = out_dtypes[0]
     x, lo, hi = _cast_args(args, in_dtypes, od)
     (m,) = scalar_c(ts.maximum, [x, lo], [od, od], [od])
-    return scalar_c(ts.minimum, [m, hi], [od, od], [od])
+    (m,) = scalar_c(ts.minimum, [m, hi], [od, od], [od])
+    return [f"(({x} < {lo} && {lo} > {hi}) ? {lo} : {m})"]
 
 
 def _compare_c(op, args, in_dtypes, out_dtypes):
