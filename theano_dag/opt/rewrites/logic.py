@@ -4,8 +4,8 @@ Theano's names (``theano.tensor.opt``):
 
 - ``local_useless_elemwise_comparison``: ``x < x`` is false, ``x <= x`` true, a length is
   never negative (``x.shape[0] >= 0`` is true, ``maximum(x.shape[0], 0)`` is the length);
-- ``local_float_self_comparison``: ``x <= x`` true for a float ``x`` too (not where it is
-  NaN: ``nonfinite_unsafe``);
+- not ``x <= x`` or ``x != x`` of a float, which Theano's FAST_RUN makes true and false:
+  ``x != x`` is how one asks whether ``x`` is NaN, and there the rewrite is wrong;
 - ``local_useless_and_or``: ``and(x, 0)`` is 0, ``or(x, 0)`` is ``x`` (and ``and(b, True)``
   is ``b``, ``or(b, True)`` true for a boolean ``b``);
 - ``local_merge_switch_same_cond``: ``op(switch(c, a, b), switch(c, x, y))`` ->
@@ -35,7 +35,6 @@ from theano_dag.tensor.type import discrete_dtypes
 
 __all__ = [
     "local_useless_elemwise_comparison",
-    "local_float_self_comparison",
     "local_useless_and_or",
     "local_merge_switch_same_cond",
     "local_elemwise_sub_zeros",
@@ -154,30 +153,6 @@ def local_useless_elemwise_comparison(fgraph, node):
         if answer is None:
             return False
         new = _constant_like(node, answer)
-    return [new] if new is not None else False
-
-
-@canonicalize(NONFINITE_UNSAFE)
-@local_optimizer([tm.le, tm.ge, tm.eq, tm.neq])
-def local_float_self_comparison(fgraph, node):
-    """``x <= x``, ``x >= x`` and ``x == x`` are true and ``x != x`` false for a float
-    ``x`` too, as Theano rewrites them: not where ``x`` is NaN (``nonfinite_unsafe``;
-    Theano's ``local_useless_elemwise`` and ``local_useless_elemwise_comparison`` do
-    it). ``local_useless_elemwise_comparison`` does integers, where it is exact.
-
-    >>> import theano_dag.tensor as tt
-    >>> x = tt.dvector("x")
-    >>> local_float_self_comparison.transform(None, tt.ge(x, x).owner)[0].eval({x: [1.0]})
-    array([ True])
-    """
-    # x <= x, x >= x, x == x -> True ; x != x -> False   (x a float, not NaN)
-    sop = scalar_op(node)
-    if len(node.inputs) != 2 or not isinstance(sop, (ts.LE, ts.GE, ts.EQ, ts.NEQ)):
-        return False
-    a, b = node.inputs
-    if a is not b or a.dtype in discrete_dtypes:
-        return False
-    new = _constant_like(node, not isinstance(sop, ts.NEQ))
     return [new] if new is not None else False
 
 
