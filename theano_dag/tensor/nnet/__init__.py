@@ -9,8 +9,14 @@
 array([[0.5, 0.5]])
 """
 
-# Theano's submodules, reachable as attributes of theano.tensor.nnet.
-from theano_dag.tensor.nnet import blocksparse, conv, conv3d2d, corr, corr3d, neighbours
+# Theano's submodules, reachable as attributes of theano.tensor.nnet (the aliases: kept
+# out of __all__, so that `import *` gives functions and ops only).
+from theano_dag.tensor.nnet import blocksparse as blocksparse
+from theano_dag.tensor.nnet import conv as conv
+from theano_dag.tensor.nnet import conv3d2d as conv3d2d
+from theano_dag.tensor.nnet import corr as corr
+from theano_dag.tensor.nnet import corr3d as corr3d
+from theano_dag.tensor.nnet import neighbours
 from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d,
     AbstractConv2d_gradInputs,
@@ -103,11 +109,6 @@ __all__ = [
     "images2neibs",
     "neibs2images",
     "neighbours",
-    "blocksparse",
-    "conv3d2d",
-    "conv",
-    "corr",
-    "corr3d",
     "AbstractConv2d",
     "AbstractConv2d_gradInputs",
     "Conv2dBiasAct",
