@@ -23,9 +23,9 @@ import numpy as np
 
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined
-from theano_dag.graph.op import Op
 from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
+from theano_dag.tensor.blas import _Destructive  # (inplace prop, destroy_map, name)
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -49,7 +49,7 @@ def _tensor(op, name, var, ndim, integer=False):
     return var
 
 
-class SparseBlockGemv(Op):
+class SparseBlockGemv(_Destructive):
     """``o[b, j] + sum_i h[b, i] @ W[inputIdx[b, i], outputIdx[b, j]]`` for inputs ``(o,
     W, h, inputIdx, outputIdx)``: ``o`` is ``(batch, output blocks, output size)``, ``W``
     ``(input blocks, output blocks, input size, output size)``, ``h`` ``(batch, input
@@ -58,18 +58,6 @@ class SparseBlockGemv(Op):
     >>> SparseBlockGemv(inplace=True)
     SparseBlockGemv{inplace}
     """
-
-    __props__ = ("inplace",)
-
-    def __init__(self, inplace=False):
-        self.inplace = bool(inplace)
-        if self.inplace:
-            self.destroy_map = {0: [0]}
-
-    def __str__(self):
-        return f"{type(self).__name__}{{{'inplace' if self.inplace else 'no_inplace'}}}"
-
-    __repr__ = __str__
 
     def make_node(self, o, W, h, inputIdx, outputIdx):  # noqa: N803 (Theano's names)
         o = _tensor(self, "o", o, 3)
@@ -108,7 +96,7 @@ class SparseBlockGemv(Op):
         ]
 
 
-class SparseBlockOuter(Op):
+class SparseBlockOuter(_Destructive):
     """``o`` plus ``alpha * outer(x[b, i], y[b, j])`` added into block ``(xIdx[b, i],
     yIdx[b, j])``, for inputs ``(o, x, y, xIdx, yIdx[, alpha])`` (``o`` is ``(x blocks, y
     blocks, x size, y size)``). ``inplace`` writes the result into ``o``.
@@ -116,18 +104,6 @@ class SparseBlockOuter(Op):
     >>> SparseBlockOuter()
     SparseBlockOuter{no_inplace}
     """
-
-    __props__ = ("inplace",)
-
-    def __init__(self, inplace=False):
-        self.inplace = bool(inplace)
-        if self.inplace:
-            self.destroy_map = {0: [0]}
-
-    def __str__(self):
-        return f"{type(self).__name__}{{{'inplace' if self.inplace else 'no_inplace'}}}"
-
-    __repr__ = __str__
 
     def make_node(self, o, x, y, xIdx, yIdx, alpha=None):  # noqa: N803 (Theano's names)
         o = _tensor(self, "o", o, 4)
