@@ -19,7 +19,7 @@ from theano_dag.compile import (
     function,
     shared,
 )
-from theano_dag.compile.function import function_dump
+from theano_dag.compile.function import OutputKeyError, function_dump
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.fg import InconsistencyError
@@ -391,6 +391,15 @@ def test_dict_outputs_and_output_subset():
     assert f.copy()([0.0])["a"].tolist() == [1.0]
     g = function([x], [neg(x), exp(x)], mode=PY)
     assert [r.tolist() for r in g([0.0], output_subset=[1])] == [[1.0]]
+
+
+def test_dict_outputs_need_string_keys():
+    x = vec("x")
+    for outputs in ({1.0: x}, {1.0: x, "a": exp(x)}, {("a",): x}):
+        with pytest.raises(OutputKeyError, match="must be strings, got") as info:
+            function([x], outputs, mode=PY)
+        # a TypeError, and the AssertionError Theano raised
+        assert isinstance(info.value, TypeError) and isinstance(info.value, AssertionError)
 
 
 def test_output_subset_of_dict_outputs_names_keys():

@@ -210,6 +210,11 @@ class GivensInputError(ValueError, RuntimeError):
     Theano raised."""
 
 
+class OutputKeyError(TypeError, AssertionError):
+    """A dict of outputs with a key that is not a string: a TypeError, and the
+    AssertionError Theano raised."""
+
+
 def _check_update(store_into, update_val):
     # An update whose type is more specific than the shared variable's (a static
     # length where the variable has none, as ``s - ones(4)`` for a vector ``s``) is
@@ -385,7 +390,14 @@ def function(
         )
     output_keys = None
     if isinstance(outputs, dict):
-        # A dict of outputs: the call returns a dict with the same keys.
+        # A dict of outputs: the call returns a dict with the same keys, strings (Theano's
+        # rule: the keys name the outputs; a number would also break their sorting).
+        bad = [k for k in outputs if not isinstance(k, str)]
+        if bad:
+            raise OutputKeyError(
+                f"function: the keys of a dict of outputs must be strings, got {bad[0]!r} "
+                f"({type(bad[0]).__name__})"
+            )
         keys = sorted(outputs)
         output_keys, outputs = keys, [outputs[k] for k in keys]
     fn = pfunc(
