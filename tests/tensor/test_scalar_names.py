@@ -58,3 +58,10 @@ def test_scalar_shared_variable():
     assert shared(3).type.dtype == "int64" and shared(2.0).type.dtype == "float64"
     with pytest.raises(TypeError, match="not a number"):
         shared([1.0])
+
+
+def test_theanos_class_names_of_maximum_and_minimum():
+    x, y = ts.float64("x"), ts.float64("y")
+    assert isinstance(ts.maximum(x, y).owner.op, ts.ScalarMaximum)
+    assert isinstance(ts.minimum(x, y).owner.op, ts.ScalarMinimum)
+    assert ts.basic.ScalarMaximum is ts.ScalarMaximum

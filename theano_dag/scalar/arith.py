@@ -48,6 +48,8 @@ __all__ = [
     "Sgn",
     "Pow",
     "Maximum",
+    "ScalarMaximum",
+    "ScalarMinimum",
     "Minimum",
     "Clip",
     "LT",
@@ -879,6 +881,8 @@ sgn = Sgn(upcast_out_nobool, name="sgn")
 pow = Pow(upcast_out_nobool, name="pow")
 maximum = Maximum(upcast_out, name="maximum")
 minimum = Minimum(upcast_out, name="minimum")
+# Theano 1.1.2's class names of the two.
+ScalarMaximum, ScalarMinimum = Maximum, Minimum
 clip = Clip(upcast_out_no_complex, name="clip")
 lt, gt, le, ge = LT(name="lt"), GT(name="gt"), LE(name="le"), GE(name="ge")
 eq, neq = EQ(name="eq"), NEQ(name="neq")
