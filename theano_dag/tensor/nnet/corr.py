@@ -62,45 +62,35 @@ def _spatial(var, convdim):
     return [tb.shape_i(var, 2 + d) for d in range(convdim)]
 
 
-def _mode(op):
-    """The border mode in the form the shape helpers read."""
-    return op.border_mode
+def _default_shape(op, shape_of, known, topgrad, why):
+    """The spatial shape ``shape_of`` (a conv shape helper) works out of ``known``'s and
+    ``topgrad``'s when none is given; a ValueError where it is ambiguous (``why``)."""
+    known, topgrad = as_tensor_variable(known), as_tensor_variable(topgrad)
+    n = op.convdim
+    shape = shape_of(
+        [None, None, *_spatial(known, n)],
+        [None, None, *_spatial(topgrad, n)],
+        op.border_mode,
+        op.subsample,
+        op.filter_dilation,
+    )[2:]
+    if any(s is None for s in shape):
+        raise ValueError(f"{op}: shape must be given when {why}")
+    return tb.stack(shape)
 
 
 def default_weights_shape(op, img, topgrad):
     """The filters' spatial shape a gradWeights op computes when none is given (stride
     1 and no ``'half'`` borders; else a ValueError, as the shape is ambiguous)."""
-    img, topgrad = as_tensor_variable(img), as_tensor_variable(topgrad)
-    n = op.convdim
-    shape = get_conv_gradweights_shape(
-        [None, None, *_spatial(img, n)],
-        [None, None, *_spatial(topgrad, n)],
-        _mode(op),
-        op.subsample,
-        op.filter_dilation,
-    )[2:]
-    if any(s is None for s in shape):
-        raise ValueError(
-            f"{op}: shape must be given when subsample is not 1 or border_mode is 'half'"
-        )
-    return tb.stack(shape)
+    why = "subsample is not 1 or border_mode is 'half'"
+    return _default_shape(op, get_conv_gradweights_shape, img, topgrad, why)
 
 
 def default_inputs_shape(op, kern, topgrad):
     """The images' spatial shape a gradInputs op computes when none is given (stride 1;
     else a ValueError, as the shape is ambiguous)."""
-    kern, topgrad = as_tensor_variable(kern), as_tensor_variable(topgrad)
-    n = op.convdim
-    shape = get_conv_gradinputs_shape(
-        [None, None, *_spatial(kern, n)],
-        [None, None, *_spatial(topgrad, n)],
-        _mode(op),
-        op.subsample,
-        op.filter_dilation,
-    )[2:]
-    if any(s is None for s in shape):
-        raise ValueError(f"{op}: shape must be given when subsample is not 1")
-    return tb.stack(shape)
+    why = "subsample is not 1"
+    return _default_shape(op, get_conv_gradinputs_shape, kern, topgrad, why)
 
 
 class CorrMM(CorrelationParams, AbstractConv2d):
