@@ -63,17 +63,23 @@ _POW_SQRT = {
 _FLOAT_X = {"pattern": "x", "constraint": is_float}
 
 
-def _pow_rewrite(node, table, trivial):
+def _constant_power(node):
+    """``(x, p)`` for a float ``x ** p`` node whose exponent is the constant ``p``."""
     if not isinstance(scalar_op(node), ts.Pow):
-        return False
+        return None
     x, y = node.inputs
-    out = node.outputs[0]
-    if not is_scalar_like(y):
-        return False
+    if not is_scalar_like(y) or not is_float(node.outputs[0]):
+        return None
     p = const_value(y)
-    if p is None or not is_float(out):
+    return None if p is None else (x, float(p))
+
+
+def _pow_rewrite(node, table, trivial):
+    xp = _constant_power(node)
+    if xp is None:
         return False
-    p = float(p)
+    x, p = xp
+    out = node.outputs[0]
     xf = cast(x, out.dtype)
     if trivial and p == 1.0:
         new = xf
@@ -83,7 +89,7 @@ def _pow_rewrite(node, table, trivial):
         new = table[p](xf)
     else:
         return False
-    return fit(out, new, [x, y])
+    return fit(out, new, node.inputs)
 
 
 @RULES.specialize()
@@ -127,19 +133,17 @@ def local_pow_specialize_device(fgraph, node):
     'Composite{mul(mul(mul(sqr(sqr(sqr(i0))), sqr(sqr(i0))), sqr(i0)), i0)}'
     """
     # x ** 15 -> Composite{x * x2 * x4 * x8}(x) ; x ** -15 -> 1 / (that)
-    if not isinstance(scalar_op(node), ts.Pow):
+    xp = _constant_power(node)
+    if xp is None:
         return False
-    x, y = node.inputs
+    x, p = xp
+    if not np.isfinite(p) or p != int(p) or not 3 <= abs(p) <= _POW_MUL_MAX:
+        return False
     out = node.outputs[0]
-    if not is_scalar_like(y) or not is_float(out):
-        return False
-    p = const_value(y)
-    if p is None or not np.isfinite(p) or p != int(p) or not 3 <= abs(p) <= _POW_MUL_MAX:
-        return False
     xs = ts.get_scalar_type(out.dtype)()
     power = Elemwise(Composite([xs], [_power_by_squaring(xs, int(abs(p)))]))(cast(x, out.dtype))
     new = tm.reciprocal(power) if p < 0 else power
-    return fit(out, new, [x, y])
+    return fit(out, new, node.inputs)
 
 
 @RULES.specialize(NONFINITE_UNSAFE)
