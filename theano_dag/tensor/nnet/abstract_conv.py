@@ -1346,6 +1346,37 @@ def assert_shape(x, expected_shape, msg="Unexpected shape."):
 # -- convolutions built from the abstract ones --------------------------------------------
 
 
+def _separable(
+    conv,
+    input,  # noqa: A002
+    depthwise_filters,
+    pointwise_filters,
+    num_channels,
+    input_shape,
+    depthwise_filter_shape,
+    pointwise_filter_shape,
+    border_mode,
+    subsample,
+    filter_flip,
+    filter_dilation,
+):
+    """A depthwise ``conv`` (one group per input channel) then a pointwise one."""
+    depthwise = conv(
+        input,
+        depthwise_filters,
+        input_shape=input_shape,
+        filter_shape=depthwise_filter_shape,
+        border_mode=border_mode,
+        subsample=subsample,
+        filter_flip=filter_flip,
+        filter_dilation=filter_dilation,
+        num_groups=num_channels,
+    )
+    return conv(
+        depthwise, pointwise_filters, filter_shape=pointwise_filter_shape, filter_flip=filter_flip
+    )
+
+
 def separable_conv2d(
     input,  # noqa: A002
     depthwise_filters,
@@ -1374,19 +1405,19 @@ def separable_conv2d(
     array([[8., 8.],
            [8., 8.]])
     """
-    depthwise = conv2d(
+    return _separable(
+        conv2d,
         input,
         depthwise_filters,
-        input_shape=input_shape,
-        filter_shape=depthwise_filter_shape,
-        border_mode=border_mode,
-        subsample=subsample,
-        filter_flip=filter_flip,
-        filter_dilation=filter_dilation,
-        num_groups=num_channels,
-    )
-    return conv2d(
-        depthwise, pointwise_filters, filter_shape=pointwise_filter_shape, filter_flip=filter_flip
+        pointwise_filters,
+        num_channels,
+        input_shape,
+        depthwise_filter_shape,
+        pointwise_filter_shape,
+        border_mode,
+        subsample,
+        filter_flip,
+        filter_dilation,
     )
 
 
@@ -1409,19 +1440,19 @@ def separable_conv3d(
     >>> separable_conv3d(tt.dtensor5(), tt.dtensor5(), tt.dtensor5(), 2).ndim
     5
     """
-    depthwise = conv3d(
+    return _separable(
+        conv3d,
         input,
         depthwise_filters,
-        input_shape=input_shape,
-        filter_shape=depthwise_filter_shape,
-        border_mode=border_mode,
-        subsample=subsample,
-        filter_flip=filter_flip,
-        filter_dilation=filter_dilation,
-        num_groups=num_channels,
-    )
-    return conv3d(
-        depthwise, pointwise_filters, filter_shape=pointwise_filter_shape, filter_flip=filter_flip
+        pointwise_filters,
+        num_channels,
+        input_shape,
+        depthwise_filter_shape,
+        pointwise_filter_shape,
+        border_mode,
+        subsample,
+        filter_flip,
+        filter_dilation,
     )
 
 
