@@ -21,6 +21,7 @@ from theano_dag.gradient import (
     MapOverIndex,
     NullType,
     NullTypeGradError,
+    NullTypeRopError,
     Rop,
     ZeroGrad,
     consider_constant,
@@ -601,6 +602,21 @@ def test_rop_errors_and_disconnected_outputs():
         Rop(y * 2, x, v)
     z = Rop(y * 2, x, v, disconnected_outputs="ignore")
     np.testing.assert_array_equal(fn([y], z)(np.ones(2)), np.zeros(2))
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_rop_through_an_undefined_gradient_is_a_value_error(legacy):
+    # Theano's Rop raised a ValueError (DisconnectedInputError) where an output is reached
+    # only through an op without a gradient; grad's NullTypeGradError still catches it.
+    x, v = tt.dvector("x"), tt.dvector("v")
+    with pytest.raises(NullTypeRopError, match="Rop: the Jacobian of f is undefined") as info:
+        Rop(tt.exp(undefined_grad(x)).sum(), x, v, use_op_rop_implementation=legacy)
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, DisconnectedInputError)
+    assert isinstance(info.value, NullTypeGradError)
+    # A defined path beside an undefined one is not dropped: the Jacobian is undefined.
+    with pytest.raises(NullTypeRopError):
+        Rop(x * 2 + undefined_grad(x), x, v, use_op_rop_implementation=legacy)
 
 
 # ---------------------------------------------------------------------------

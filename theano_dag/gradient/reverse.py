@@ -37,6 +37,7 @@ __all__ = [
     "subgraph_grad",
     "DisconnectedInputError",
     "NullTypeGradError",
+    "NullTypeRopError",
 ]
 
 
@@ -47,6 +48,15 @@ class DisconnectedInputError(ValueError):
 
 class NullTypeGradError(TypeError):
     """Raised when a requested gradient is undefined or not implemented (a NullType)."""
+
+
+class NullTypeRopError(NullTypeGradError, DisconnectedInputError):
+    """Raised by ``Rop`` when ``f`` depends on ``wrt`` only through an undefined gradient.
+
+    A ``NullTypeGradError`` like ``grad``'s, and a ``DisconnectedInputError`` (so a
+    ``ValueError``) as Theano's ``Rop`` raised for an output reached only through a
+    non-differentiable op.
+    """
 
 
 def _dtype(var):
@@ -569,7 +579,8 @@ def Rop(
     the cotangent ``u`` of ``f`` as a dummy: ``Lop(Lop(f, wrt, u), u, v)``), so every op
     with a gradient works; ``use_op_rop_implementation=True`` uses each ``Op.R_op``, as
     does a graph with an op whose R-operator the user gave (``overrides_rop``, as an
-    ``OpFromGraph`` with ``rop_overrides``).
+    ``OpFromGraph`` with ``rop_overrides``). An output reached from ``wrt`` only through
+    an undefined gradient raises ``NullTypeRopError``.
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -599,10 +610,15 @@ def Rop(
     # An op whose R-operator is the user's (OpFromGraph's rop_overrides) is honoured: the
     # forward pass over R_op then runs, as Theano's Rop always did.
     overridden = any(getattr(n.op, "overrides_rop", False) for n in io_toposort(wrt, fs))
-    if use_op_rop_implementation or overridden:
-        rval = _rop_legacy(fs, wrt, eval_points)
-    else:
-        rval = _pushforward_through_pullback(fs, wrt, eval_points)
+    try:
+        if use_op_rop_implementation or overridden:
+            rval = _rop_legacy(fs, wrt, eval_points)
+        else:
+            rval = _pushforward_through_pullback(fs, wrt, eval_points)
+    except NullTypeGradError as error:
+        if isinstance(error, NullTypeRopError):
+            raise
+        raise NullTypeRopError(f"Rop: the Jacobian of f is undefined; {error}") from error
     out = []
     for k, (fk, r) in enumerate(zip(fs, rval)):
         if fk in wrt:
@@ -689,11 +705,17 @@ def _rop_legacy(fs, wrt, eval_points) -> list:
             if p is not None and p.type != inp.type:
                 p = inp.type.filter_variable(tt.cast(p, inp.type.dtype))
             local.append(p)
+        moving = {i: point[i] for i in node.inputs if point.get(i) is not None}
         try:
-            outs = node.op.R_op(node.inputs, local)
+            outs = list(node.op.R_op(node.inputs, local))
         except MethodNotDefined:
-            moving = {i: point[i] for i in node.inputs if point.get(i) is not None}
             outs = _pushforward_through_pullback(node.outputs, list(moving), list(moving.values()))
+        for k, (o, r) in enumerate(zip(node.outputs, outs)):
+            if r is None and _dtype(o) is not None and not _is_discrete(o):
+                # None from R_op means "zero" or "undefined": the pullback tells them apart
+                # (None where disconnected, NullTypeGradError where undefined), so a path
+                # through an op without a derivative is never dropped as if it were zero.
+                outs[k] = _pushforward_through_pullback([o], list(moving), list(moving.values()))[0]
         for o, r in zip(node.outputs, outs):
             if o not in point:
                 point[o] = r
