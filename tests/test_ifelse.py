@@ -1,14 +1,26 @@
-"""``ifelse``: values, lists of outputs, types, errors, gradients, shapes, and the
-documented difference from Theano (both branches are computed)."""
+"""``ifelse``: values, lists of outputs, types, errors, gradients, shapes, and its lazy
+evaluation (a compiled function computes only the branch taken) on every engine."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.ifelse import IfElse, ifelse
+from theano_dag.compile.mode import Mode
+from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.ifelse import IfElse, LazyIfElse, ifelse
+
+needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
+try:
+    import dask  # noqa: F401  (only whether the Dask engine can run)
+
+    HAVE_DASK = True
+except ImportError:  # the [dask] extra is not installed
+    HAVE_DASK = False
 
 MODES = ["PerformOnly", None, "FAST_COMPILE"]
 
@@ -81,14 +93,145 @@ def test_output_is_a_copy():
     assert not np.shares_memory(out, value)
 
 
-def test_both_branches_are_computed():
-    """Unlike Theano's lazy VM, an error in the branch not taken still raises."""
+@pytest.mark.parametrize("mode", [None, "FAST_COMPILE"])
+def test_only_the_branch_taken_is_computed(mode):
+    """As on Theano's lazy VM: an error in the branch not taken does not raise."""
     c = tt.lscalar("c")
     x = tt.dvector("x")
-    bad = tt.specify_shape(x, (5,))  # wrong for the values given below
-    f = theano_dag.function([c, x], ifelse(c, x, bad))
+    bad = tt.specify_shape(x, (5,)) * 2  # wrong for the values given below
+    f = theano_dag.function([c, x], ifelse(c, x, bad), mode=mode)
+    np.testing.assert_array_equal(f(1, np.ones(3)), np.ones(3))
+    with pytest.raises(ValueError, match=r"expected shape \(5,\)"):
+        f(0, np.ones(3))
+    np.testing.assert_array_equal(f(0, np.ones(5)), np.full(5, 2.0))
+
+
+def test_without_rewrites_both_branches_are_computed():
+    # optimizer=None runs the graph as built: the ifelse's inputs are computed before it.
+    c = tt.lscalar("c")
+    x = tt.dvector("x")
+    f = theano_dag.function([c, x], ifelse(c, x, tt.specify_shape(x, (5,))), mode="PerformOnly")
     with pytest.raises(ValueError, match=r"expected shape \(5,\)"):
         f(1, np.ones(3))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lazy_branches_give_ifelse_values(dtype):
+    n = tt.lscalar("n")
+    x = tt.vector("x", dtype=dtype)
+    y = tt.matrix("y", dtype=dtype)
+    shared_part = tt.exp(x).sum()  # needed by both branches: computed before
+    outs = ifelse(
+        tt.gt(n, 0),
+        [x[n - 1] * shared_part, tt.dot(y, y).sum(axis=0)],
+        [shared_part, x * 2],
+    )
+    f = theano_dag.function([n, x, y], outs)
+    lazy = [nd for nd in f.maker.fgraph.toposort() if isinstance(nd.op, LazyIfElse)]
+    assert len(lazy) == 1 and not any(isinstance(nd.op, IfElse) for nd in f.maker.fgraph.toposort())
+    # The shared sum is an input of the lazy node, not in a branch graph.
+    xv = np.array([0.5, -1.0, 2.0], dtype=dtype)
+    yv = np.arange(9, dtype=dtype).reshape(3, 3)
+    s = np.exp(xv).sum()
+    got = f(2, xv, yv)
+    np.testing.assert_allclose(got[0], xv[1] * s, rtol=1e-6)
+    np.testing.assert_allclose(got[1], (yv @ yv).sum(axis=0), rtol=1e-6)
+    assert got[0].dtype == dtype and got[1].dtype == dtype
+    got = f(0, np.zeros(0, dtype=dtype), yv)  # x[-1] of an empty vector is not computed
+    np.testing.assert_allclose(got[0], 0.0)
+    assert got[1].shape == (0,)
+    # Values returned are the caller's: a later call does not overwrite them.
+    first = f(1, xv, yv)
+    kept = [v.copy() for v in first]
+    f(3, xv * 3, yv * 2)
+    for a, b in zip(first, kept):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_lazy_branch_inputs_returned():
+    c = tt.lscalar("c")
+    x, y = tt.dvectors("x", "y")
+    f = theano_dag.function([c, x, y], ifelse(c, [x * 2, y], [tt.exp(x), x]))
+    (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, LazyIfElse)]
+    # cond_make_inplace's view: the then-value y is returned as it is, declared.
+    assert node.op.as_view and str(node.op) == "lazy_if{inplace}"
+    assert node.op.view_map == {1: [1 + node.op.branches[0][0].index(node.op.branches[0][1][1])]}
+    xv, yv = np.ones(3), np.arange(3.0)
+    a, b = f(1, xv, yv)
+    np.testing.assert_allclose(a, 2 * xv)
+    np.testing.assert_allclose(b, yv)
+    assert not np.shares_memory(b, yv)  # the function copies an output that is its input
+    a, b = f(0, xv, yv)
+    np.testing.assert_allclose(a, np.exp(xv))
+    np.testing.assert_allclose(b, xv)
+    assert not np.shares_memory(b, xv)
+
+
+def test_nested_lazy_ifelse_and_gradient():
+    a, b = tt.dscalars("a", "b")
+    x = tt.dvector("x")
+    inner = ifelse(tt.gt(b, 0), tt.log(x).sum(), tt.sqrt(x).sum())
+    out = ifelse(tt.gt(a, 0), inner * 2, (x**2).sum())
+    f = theano_dag.function([a, b, x], [out, theano_dag.grad(out, x)])
+    xv = np.array([1.0, 4.0])
+    np.testing.assert_allclose(f(1, 1, xv)[0], 2 * np.log(xv).sum())
+    np.testing.assert_allclose(f(1, 1, xv)[1], 2 / xv)
+    np.testing.assert_allclose(f(1, -1, xv)[0], 2 * np.sqrt(xv).sum())
+    np.testing.assert_allclose(f(-1, 1, xv)[1], 2 * xv)
+    # log of a negative value is not taken when its branch is not
+    with np.errstate(all="raise"):
+        np.testing.assert_allclose(f(-1, 1, -xv)[0], (xv**2).sum())
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "cpu",
+        "fast_compile",
+        pytest.param("opencl", marks=needs_opencl),
+        pytest.param("dask", marks=pytest.mark.skipif(not HAVE_DASK, reason="no dask")),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_lazy_ifelse_on_every_engine(engine, dtype):
+    modes = {
+        "cpu": None,
+        "fast_compile": "FAST_COMPILE",
+        "opencl": Mode(linker="opencl"),
+        "dask": "DASK",
+    }
+    n = tt.lscalar("n")
+    x = tt.vector("x", dtype=dtype)
+    total = x.sum()  # read by both branches: computed before the ifelse
+    outs = ifelse(tt.gt(n, 0), [x[n - 1] + total, x * 2], [total, x[::-1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the Dask engine's note on gathered inputs
+        f = theano_dag.function([n, x], outs, mode=modes[engine])
+    assert any(isinstance(nd.op, LazyIfElse) for nd in f.maker.fgraph.toposort())
+    xv = np.array([3, -1, 4, 1], dtype=dtype)
+    for k in (0, 1, 4):
+        got = [np.asarray(v) for v in f(k, xv)]
+        want = [xv[k - 1] + xv.sum(), xv * 2] if k > 0 else [xv.sum(), xv[::-1]]
+        for g, w in zip(got, want):
+            assert g.dtype == dtype
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+    empty = np.zeros(0, dtype=dtype)
+    got = [np.asarray(v) for v in f(0, empty)]  # x[-1] is not computed
+    assert got[0] == 0 and got[1].shape == (0,)
+
+
+def test_node_needed_by_another_output_stays_outside():
+    c = tt.lscalar("c")
+    x = tt.dvector("x")
+    e = tt.exp(x)
+    f = theano_dag.function([c, x], [ifelse(c, e.sum(), x.sum()), e])
+    lazy = [nd for nd in f.maker.fgraph.toposort() if isinstance(nd.op, LazyIfElse)]
+    # exp(x) is an output too: computed before the ifelse, an input of its node.
+    for nd in lazy:
+        for inputs, outputs in nd.op.branches:
+            for node in theano_dag.graph.basic.io_toposort(inputs, outputs):
+                assert "exp" not in str(node.op)
+    np.testing.assert_allclose(f(1, np.zeros(2))[0], 2.0)
 
 
 def test_infer_shape_follows_the_condition():
@@ -164,7 +307,9 @@ def test_fast_run_returns_the_then_values_as_views(dtype):
     c = tt.iscalar("c")
     x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
     i1, i2 = tt.ivector("i1"), tt.ivector("i2")
-    f = theano_dag.function([c, x, y, i1, i2], ifelse(c, (x * 2, i1 + 1), (y, i2)))
+    # (Without the lazy branches, which would move x * 2 and i1 + 1 into a branch graph.)
+    default = theano_dag.compile.mode.get_default_mode().excluding("lazy_branches")
+    f = theano_dag.function([c, x, y, i1, i2], ifelse(c, (x * 2, i1 + 1), (y, i2)), mode=default)
     (node,) = [n for n in f.maker.fgraph.toposort() if isinstance(n.op, IfElse)]
     assert node.op == IfElse(2, as_view=True) and str(node.op) == "if{inplace}"
     assert node.op.view_map == {0: [1], 1: [2]}
@@ -181,7 +326,7 @@ def test_fast_run_returns_the_then_values_as_views(dtype):
     g = theano_dag.function(
         [c, x, y, i1, i2],
         ifelse(c, (x * 2, i1 + 1), (y, i2)),
-        mode=theano_dag.compile.mode.get_default_mode().excluding("inplace"),
+        mode=default.excluding("inplace"),
     )
     (node,) = [n for n in g.maker.fgraph.toposort() if isinstance(n.op, IfElse)]
     assert not node.op.as_view and str(node.op) == "if{}"

@@ -4,10 +4,12 @@
 Unlike ``switch``, which chooses element by element, ``ifelse`` returns one branch or the
 other, and its branches may have different shapes.
 
-In Theano, ``IfElse`` is *lazy* on its VM linkers: only the branch taken is computed.
-theano_dag's engines run every node of the graph, so here **both branches are computed**
-and the op returns the one the condition picks. The result is the same; only the time
-saved by skipping a branch is not.
+As in Theano, a compiled ``ifelse`` is *lazy*: only the branch taken is computed. The
+rewrite ``ifelse_lazy_branches`` (pass ``lazy_branches``, after fusion) moves the nodes
+that only one branch needs into a graph of that branch's own (:class:`LazyIfElse`),
+which runs when the condition picks it; what both branches or other outputs need is
+computed before. A branch that would fail when not taken (an index past the end of an
+empty vector) does not run.
 
 >>> import numpy as np
 >>> import theano_dag
@@ -17,6 +19,10 @@ saved by skipping a branch is not.
 >>> f = theano_dag.function([a, b, x, y], ifelse(tt.lt(a, b), tt.mean(x), tt.mean(y)))
 >>> float(f(1.0, 2.0, np.ones(3), np.zeros(2)))
 1.0
+>>> n = tt.lscalar("n")
+>>> last = theano_dag.function([n, x], ifelse(tt.gt(n, 0), x[n - 1], 0.0))
+>>> float(last(0, np.zeros(0)))  # x[-1] of the empty vector is not computed
+0.0
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ import numpy as np
 
 from theano_dag import tensor
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply, Variable
+from theano_dag.engines.inner import compile_inner
+from theano_dag.graph.basic import Apply, Variable, clone_replace, io_toposort
 from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.opt.optdb import register_specialize
+from theano_dag.opt.optdb import optdb, register_specialize
 
-__all__ = ["IfElse", "cond_make_inplace", "ifelse"]
+__all__ = ["IfElse", "LazyIfElse", "cond_make_inplace", "ifelse", "ifelse_lazy_branches"]
 
 
 def _tt():
@@ -76,8 +83,10 @@ class IfElse(Op):
     """``IfElse(n_outs)(condition, *then_values, *else_values)``: the ``n_outs`` then-values
     where the scalar ``condition`` is nonzero, else the else-values (copies).
 
-    Both branches are computed (see the module docstring). The gradient of a branch is the
-    output gradient where that branch was taken, zeros where it was not.
+    Its inputs are computed before it; a compiled function has the nodes that only one
+    branch needs in a :class:`LazyIfElse` instead (see the module docstring). The
+    gradient of a branch is the output gradient where that branch was taken, zeros
+    where it was not.
 
     >>> from theano_dag import tensor as tt
     >>> IfElse(1)(tt.bscalar("c"), tt.dvector("t"), tt.dvector("e")).type
@@ -187,7 +196,8 @@ def ifelse(condition, then_branch, else_branch, name=None):
 
     The branches are single variables (the result is one variable) or lists/tuples of
     equal length (the result is a list/tuple). Matching values must have the same dtype
-    and number of dimensions; their shapes may differ. Both branches are computed.
+    and number of dimensions; their shapes may differ. A compiled function computes only
+    the branch taken (what only that branch needs).
 
     >>> from theano_dag import tensor as tt
     >>> c = tt.lscalar("c")
@@ -232,3 +242,173 @@ def cond_make_inplace(fgraph, node):
         return None
     new = IfElse(op.n_outs, as_view=True, gpu=op.gpu, name=op.name)
     return new(*node.inputs, return_list=True)
+
+
+class LazyIfElse(Op):
+    """An ``IfElse`` whose branches are graphs of their own: only the taken one runs.
+
+    ``LazyIfElse(n_outs, then_graph, else_graph)(condition, *then_inputs, *else_inputs)``;
+    a branch graph is ``(inner_inputs, inner_outputs)``, the ``n_outs`` outputs computed
+    from the inner inputs, which stand for the node's inputs of that branch. The
+    rewrite ``ifelse_lazy_branches`` makes it; each branch is compiled (by the default
+    mode, as a loop's step is) when it is first taken. Outputs are the caller's arrays;
+    an output that is a branch input is copied, as ``IfElse`` copies, but for a then-input
+    with ``as_view`` (``cond_make_inplace``'s view, which ``view_map`` declares).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> a, b = tt.dvector("a"), tt.dvector("b")
+    >>> op = LazyIfElse(1, ([a], [tt.exp(a)]), ([b], [b]))
+    >>> c = tt.bscalar("c")
+    >>> f = op(c, a, b)
+    >>> [float(v) for v in f.eval({c: 1, a: np.zeros(2), b: np.ones(2)})]
+    [1.0, 1.0]
+    """
+
+    def __init__(self, n_outs, then_graph, else_graph, as_view=False):
+        self.n_outs = int(n_outs)
+        self.as_view = bool(as_view)
+        self.branches = []
+        for inputs, outputs in (then_graph, else_graph):
+            inputs, outputs = list(inputs), list(outputs)
+            if len(outputs) != self.n_outs:
+                raise TypeError(
+                    f"LazyIfElse: a branch has {len(outputs)} outputs, expected {self.n_outs}"
+                )
+            self.branches.append((inputs, outputs))
+        self.n_then = len(self.branches[0][0])
+        self._fns = [None, None]
+        if self.as_view:
+            then_inputs, then_outputs = self.branches[0]
+            self.view_map = {
+                k: [1 + then_inputs.index(o)]
+                for k, o in enumerate(then_outputs)
+                if o in then_inputs
+            }
+
+    def __str__(self):
+        return "lazy_if{inplace}" if self.as_view else "lazy_if"
+
+    __repr__ = __str__
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_fns"] = [None, None]
+        return state
+
+    def make_node(self, condition, *inputs):
+        tt = _tt()
+        c = tt.as_tensor_variable(condition)
+        if c.ndim != 0:
+            raise TypeError(f"{self}: the condition must be a scalar, got {c.type}")
+        n_else = len(self.branches[1][0])
+        if len(inputs) != self.n_then + n_else:
+            raise TypeError(
+                f"{self}: expected {self.n_then} then-inputs and {n_else} else-inputs, "
+                f"got {len(inputs)} values"
+            )
+        inners = self.branches[0][0] + self.branches[1][0]
+        checked = [inner.type.filter_variable(v) for v, inner in zip(inputs, inners)]
+        outs = []
+        for k, (t, f) in enumerate(zip(self.branches[0][1], self.branches[1][1])):
+            outs.append(_join_types(t, f, k)())
+        return Apply(self, [c, *checked], outs)
+
+    def _branch_values(self, which, args):
+        inputs, outputs = self.branches[which]
+        computed = [o for o in outputs if o.owner is not None]
+        values = iter(())
+        if computed:
+            fn = self._fns[which]
+            if fn is None:
+                # borrow=False: each output is a fresh array of the caller's.
+                fn = self._fns[which] = compile_inner(inputs, computed, borrow=False)
+            values = iter(fn(*args))
+        position = {v: k for k, v in enumerate(inputs)}
+        out = []
+        for o in outputs:
+            if o.owner is not None:
+                out.append(next(values))
+            elif o in position:
+                v = args[position[o]]
+                if which == 0 and self.as_view:
+                    out.append(v)  # the view view_map declares
+                else:
+                    out.append(v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v))
+            else:  # a constant
+                out.append(np.array(o.data, copy=True))
+        return out
+
+    def perform(self, node, inputs, output_storage, params=None):
+        cond, args = inputs[0], inputs[1:]
+        if cond:
+            values = self._branch_values(0, args[: self.n_then])
+        else:
+            values = self._branch_values(1, args[self.n_then :])
+        for cell, v, var in zip(output_storage, values, node.outputs):
+            cell[0] = var.type.filter(v)
+
+
+def _only_for(fgraph, ifnode, values, positions) -> dict:
+    """The nodes computing ``values`` that nothing needs but ``ifnode`` at ``positions``
+    (through each other): what the branch may compute only when it is taken."""
+    clients = fgraph.clients
+    own: dict = {}  # in reverse topological order (deterministic: the branch's inputs)
+    for node in reversed(io_toposort(fgraph.inputs, values)):
+        if node.op.destroy_map:  # an in-place node's effect is not the branch's alone
+            continue
+        if all(
+            (client is ifnode and i in positions) or client in own
+            for out in node.outputs
+            for client, i in clients.get(out, ())
+        ):
+            own[node] = None
+    return own
+
+
+def _branch_graph(own, values):
+    """``(inner_inputs, inner_outputs, outer_inputs)`` of the graph of ``own`` nodes
+    giving ``values``."""
+    outer = []
+    seen = set()
+    for node in reversed(own):  # topological order
+        for v in node.inputs:
+            if v not in seen and (v.owner is None or v.owner not in own):
+                if not isinstance(v, tensor.TensorConstant):
+                    seen.add(v)
+                    outer.append(v)
+    for v in values:  # a value computed before the branch is an input of it
+        if v not in seen and (v.owner is None or v.owner not in own):
+            if not isinstance(v, tensor.TensorConstant):
+                seen.add(v)
+                outer.append(v)
+    holders = [v.type() for v in outer]
+    for h, v in zip(holders, outer):
+        h.name = v.name
+    inner = clone_replace(list(values), dict(zip(outer, holders)))
+    return holders, inner, outer
+
+
+@local_optimizer([IfElse])
+def ifelse_lazy_branches(fgraph, node):
+    """``IfElse`` -> :class:`LazyIfElse` where a branch needs nodes nothing else needs:
+    those run only when their branch is taken (Theano's lazy evaluation of ``ifelse``)."""
+    n = node.op.n_outs
+    then_vals, else_vals = node.inputs[1 : 1 + n], node.inputs[1 + n :]
+    own_t = _only_for(fgraph, node, then_vals, set(range(1, 1 + n)))
+    own_e = _only_for(fgraph, node, else_vals, set(range(1 + n, 1 + 2 * n)))
+    if not own_t and not own_e:
+        return None
+    t_in, t_out, t_outer = _branch_graph(own_t, then_vals)
+    e_in, e_out, e_outer = _branch_graph(own_e, else_vals)
+    op = LazyIfElse(n, (t_in, t_out), (e_in, e_out), as_view=node.op.as_view)
+    outs = op(node.inputs[0], *t_outer, *e_outer, return_list=True)
+    return [
+        o if o.type == old.type else old.type.filter_variable(o)
+        for o, old in zip(outs, node.outputs)
+    ]
+
+
+optdb["lazy_branches"].db.register(
+    "ifelse_lazy_branches", ifelse_lazy_branches, "fast_run", "fast_compile"
+)

@@ -180,6 +180,9 @@ EXEMPT = {
     "theano_dag.tensor.type_other.MakeSlice": "a slice, not an array: test_type_other.py",
     # Theano's three-input comparison low < x < high (its bounds open or closed)
     "theano_dag.scalar.arith.InRange": "tests/tensor/test_scalar_names.py (py, cpu vs numpy)",
+    # made by the rewrite lazy_branches from an IfElse, not by users: tests/test_ifelse.py
+    # checks it on every engine in float32, float64 and int64
+    "theano_dag.ifelse.LazyIfElse": "made by a rewrite: tests/test_ifelse.py (every engine)",
 }
 # Random variables: a value is a draw, not a function of the inputs; tests/tensor/
 # test_random.py and test_random_distributions.py check them against numpy's Generator

@@ -6,7 +6,8 @@ Theano's ``OpWiseCLinker`` ran each node's C code where the op had some and its
 that could call a ``callback`` after each node. Here both are the reference linker
 (``PerformLinker``): a ``COp`` runs its C code (compiled by the CPU engine), other
 ops their ``perform``. What they do not reproduce: a C loop (``use_cloop``), lazy
-evaluation (``lazy``; an ``IfElse`` computes both branches' inputs), thunks with a
+evaluation (``lazy``: the rewrite pass ``lazy_branches`` makes an ``ifelse`` lazy, so
+without rewrites an ``IfElse`` has both branches' inputs computed), thunks with a
 ``cthunk``, and evaluating a subset of the outputs (``allow_partial_eval``).
 ``MissingGXX`` is the error Theano raises when its C linkers find no compiler.
 ``CLinker``, Theano's linker that compiled a whole graph into one C module, is the CPU

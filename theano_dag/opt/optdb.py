@@ -154,6 +154,9 @@ PIPELINE = (
     (48, "elemwise_fusion", FusionOptimizer, ("fast_run", "fusion", "local_elemwise_fusion")),
     (48.5, "fused_reduce", _topo, ("fast_run", "fusion")),
     (49, "merge2", MergeOptimizer, ("fast_run", "merge")),
+    # An ifelse computes only the branch taken: the nodes one branch alone needs move into
+    # a graph of its own (theano_dag.ifelse), after the rewrites that see the whole graph.
+    (49.2, "lazy_branches", _topo, ("fast_run", "fast_compile", "lazy_evaluation")),
     (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
     # Theano's names of its elementwise inplace pass, as tags: Theano code excludes it by
     # them (here they leave out the BLAS and subtensor inplace ops too; no value changes).
@@ -189,7 +192,7 @@ def build_optdb(rules=RULES) -> SequenceDB:
 
     >>> db = build_optdb()
     >>> [o.name for o in db.query(Query(include=["fast_compile"]))]
-    ['merge1', 'useless', 'canonicalize', 'merge1.2']
+    ['merge1', 'useless', 'canonicalize', 'merge1.2', 'lazy_branches']
     """
     db = SequenceDB()
     for position, name, make, tags in PIPELINE:
@@ -226,7 +229,9 @@ OPT_STABILIZE = Query(
     exclude=[
         name
         for position, name, _, tags in PIPELINE
-        if (position > STABILIZE_POSITION or name in SPEED_ONLY_EARLY) and "fast_run" in tags
+        if (position > STABILIZE_POSITION or name in SPEED_ONLY_EARLY)
+        and "fast_run" in tags
+        and "lazy_evaluation" not in tags
     ],
 )
 
