@@ -10,7 +10,8 @@ import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import is_same_graph
 from theano_dag.graph.fg import FunctionGraph
-from theano_dag.graph.rewriting.local import TrackIndex
+from theano_dag.graph.rewriting.local import LocalOptGroup, TrackIndex
+from theano_dag.graph.rewriting.navigator import TopoOptimizer
 from theano_dag.graph.rewriting.presence import OpPresence, needs_of, presence_keys
 from theano_dag.opt import EquilibriumOptimizer, PatternSub, in2out, local_optimizer
 from theano_dag.tensor.elemwise import Elemwise
@@ -170,6 +171,19 @@ def test_track_index_can_meet_classes_and_instances():
     # A rewrite with no tracks meets every node, but no node means nothing to meet.
     assert TrackIndex([tracks_log, tracks_all]).can_meet([ToyExp])
     assert not TrackIndex([tracks_all]).can_meet([])
+
+
+def test_a_pass_of_an_empty_group_meets_no_node():
+    # A pass whose rewrites are registered by a module not imported (ifelse's
+    # lazy_branches) is an empty group: it meets nothing, and its pass sorts nothing.
+    assert not TrackIndex([LocalOptGroup()]).can_meet([ToyExp])
+    x = double("x")
+    fg = FunctionGraph([x], [neg(exp(x))], features=[OpPresence()])
+    sorts = []
+    toposort = fg.toposort
+    fg.toposort = lambda: sorts.append(1) or toposort()
+    prof = TopoOptimizer(LocalOptGroup()).optimize(fg)
+    assert prof.visited == 0 and sorts == []
 
 
 @pytest.mark.parametrize("navigator", ["topo", "equilibrium"])

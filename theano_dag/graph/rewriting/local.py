@@ -329,6 +329,10 @@ class TrackIndex:
         self.unhashable: list = []  # (op, lopt) for ops that cannot be dict keys
         for r, lopt in enumerate(self.lopts):
             self.rank.setdefault(lopt, r)
+            if type(lopt) is LocalOptGroup and not lopt.opts:
+                # An empty group (a pass whose rewrites live in a module not imported, as
+                # ifelse's) meets no node; its tracks, None, would say every node.
+                continue
             tracks = _tracks_of(lopt)
             if tracks is None:
                 self.all.append(lopt)
