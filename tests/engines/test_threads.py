@@ -10,11 +10,14 @@ import numpy as np
 import pytest
 
 import theano_dag.tensor as tt
+from theano_dag.compile.builders import OpFromGraph
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.ifelse import ifelse
+from theano_dag.scan.basic import scan
 
 THREADS, CALLS = 8, 1000
 OPENCL, _WHY = opencl_available()
@@ -106,3 +109,36 @@ def test_the_owning_thread_calls_directly_others_get_copies():
 
     assert _in_threads(work, n=2) == []
     assert all(c is not f for c in seen) and seen[0] is not seen[1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_ops_with_inner_graphs_from_eight_threads(engine, kernels_at_first_call):
+    # A scan's step, an OpFromGraph and a lazy ifelse's branch are inner functions that a
+    # function's thread copies share through their op: each thread links its own (their
+    # steps' planned buffers were shared, and threads read each other's sums).
+    flags = {"cxx": ""} if engine == "no_c" else {}
+    mode = None if engine == "no_c" else engine()
+    with config.change_flags(**flags):
+        x, c = tt.dvector("x"), tt.lscalar("c")
+        res, _ = scan(
+            lambda xi, acc: acc + tt.exp(xi) * 2,
+            sequences=x,
+            outputs_info=tt.constant(0.0, dtype="float64"),
+        )
+        a = tt.dvector("a")
+        ofg = OpFromGraph([a], [(tt.tanh(a) * 3).sum()])
+        outs = [res[-1], ofg(x), ifelse(c, (tt.exp(x) * 3).sum(), tt.log1p(x * x).sum())]
+        f = function([c, x], outs, mode=mode)
+        rng = np.random.default_rng(1)
+        ins = [rng.uniform(0, 1, 3000) + k for k in range(THREADS)]
+        want = [[np.asarray(o).copy() for o in f(k % 2, v)] for k, v in enumerate(ins)]
+        wrong = []
+
+        def work(k):
+            for _ in range(CALLS // 20):
+                for g, e in zip(f(k % 2, ins[k]), want[k]):
+                    if not np.array_equal(np.asarray(g), e):
+                        wrong.append(k)
+
+        errors = _in_threads(work)
+    assert errors == [] and wrong == []

@@ -19,6 +19,7 @@ every output the caller's, a host array.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,14 +65,22 @@ class InnerFunction:
     Each value goes through its input's type filter (once per shape signature when
     it is already an array of the input's dtype); see the module docstring for who
     owns the outputs. ``fgraph`` is the graph that was linked.
+
+    A thread other than the one that compiled it runs its own copy (the same graph
+    linked again, :meth:`for_this_thread`): the engine's steps and their planned
+    buffers belong to one link, and a function's copies in several threads (its op's
+    inner function shared) are called at once.
     """
 
     # Shape signatures remembered as fitting the inputs' types, at most.
     MAX_SIGNATURES = 64
 
-    def __init__(self, fgraph, linker):
+    def __init__(self, fgraph, linker, no_recycling=None):
         self.fgraph = fgraph
         self.linker = linker
+        self._no_recycling = no_recycling
+        self._owner = threading.get_ident()
+        self._threads = threading.local()  # another thread's own copy
         thunk, ins, outs = linker.make_thunk()
         self._thunk = thunk
         self.thunk = thunk  # the engine's, for what drives the step itself (a C loop)
@@ -84,7 +93,32 @@ class InnerFunction:
         # the cells and their reads and writes: a tile is called many times per call.
         self._run_values = getattr(thunk, "run_values", None)
 
+    def for_this_thread(self) -> InnerFunction:
+        """This function in the thread that compiled it; in another thread, that
+        thread's own link of the same graph (made on its first call there).
+
+        >>> import numpy as np, threading
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.engines.basic import PerformLinker
+        >>> x = tt.dvector("x")
+        >>> f = compile_inner([x], [x * 2], InnerMode(PerformLinker()))
+        >>> seen = []
+        >>> t = threading.Thread(target=lambda: seen.append(f.for_this_thread()))
+        >>> t.start(); t.join()
+        >>> f.for_this_thread() is f, seen[0] is f, float(seen[0](np.ones(1))[0][0])
+        (True, False, 2.0)
+        """
+        if threading.get_ident() == self._owner:
+            return self
+        own = getattr(self._threads, "fn", None)
+        if own is None:
+            linker = self.linker.clone().accept(self.fgraph, no_recycling=self._no_recycling)
+            own = self._threads.fn = InnerFunction(self.fgraph, linker, self._no_recycling)
+        return own
+
     def __call__(self, *args):
+        if threading.get_ident() != self._owner:
+            return self.for_this_thread()(*args)
         if len(args) != len(self._inputs):
             raise TypeError(
                 f"inner function of {len(self._inputs)} inputs called with {len(args)} values"
@@ -119,6 +153,8 @@ class InnerFunction:
         >>> [float(v) for v in run([np.ones(2)])[0]]
         [2.0, 2.0]
         """
+        if threading.get_ident() != self._owner:
+            return self.for_this_thread().checked_runner(args)
         if len(args) != len(self._inputs):
             raise TypeError(
                 f"inner function of {len(self._inputs)} inputs called with {len(args)} values"
@@ -181,4 +217,4 @@ def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction
     # no_recycling lists the outputs the caller keeps; the others are borrowed.
     keep = [] if borrow else [o for o in fgraph.outputs if o.owner is not None]
     linker = mode.linker.accept(fgraph, no_recycling=keep)
-    return InnerFunction(fgraph, linker)
+    return InnerFunction(fgraph, linker, keep)

@@ -351,7 +351,8 @@ class Scan(Op):
         rows = [(buf, m, size, buf.shape[1:]) for buf, m, size in writes]
         run = None
         steps = n
-        fn = self._function()
+        # The calling thread's own link: its kernels and buffers are the steps' alone.
+        fn = self._function().for_this_thread()
         # With the CPU engine's C loop, the first step is recorded and the others replayed.
         c_loop = n >= C_LOOP_MIN_STEPS and self._loop_lib is not None
         t = 0
