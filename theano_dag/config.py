@@ -168,6 +168,10 @@ FLAGS.update(
         "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
         "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),
         "deterministic": _Flag("default", _NO_EFFECT, ("default", "more")),
+        # Theano pickles a function's optimized graph and rewrites it again on load only
+        # under this flag; theano_dag pickles the user's graph and compiles it on load
+        # with the function's mode, so both settings load the same optimized function.
+        "reoptimize_unpickled_function": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
     }

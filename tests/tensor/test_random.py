@@ -9,6 +9,7 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.sharedvalue import shared
+from theano_dag.graph.shared import generic_constructor
 from theano_dag.tensor.random import (
     BinomialRV,
     NormalRV,
@@ -223,7 +224,11 @@ def test_errors():
         NormalRV()(rng, (2,), tt.zscalar("z"), 1.0)
     with pytest.raises(TypeError, match="must be an integer scalar"):
         RandomStreams(0).normal(size=(2.5,))
-    bad = shared(np.random.default_rng(0))
+    # A shared generator is typed: it refuses to hold anything else...
+    with pytest.raises(TypeError, match="expected a numpy.random.Generator or RandomState"):
+        shared(np.random.default_rng(0)).set_value("not a generator")
+    # ... and a draw from an untyped (generic) shared variable checks at run time.
+    bad = generic_constructor(np.random.default_rng(0))
     new_rng, out = NormalRV("float64")(bad, (2,), 0.0, 1.0)
     bad.set_value("not a generator")
     with pytest.raises(TypeError, match="the rng input holds a str"):

@@ -27,10 +27,12 @@ from theano_dag.tensor.random.op import (
     random_generator_type,
 )
 from theano_dag.tensor.random.utils import RandomStream, RandomStreams
+from theano_dag.tensor.random.var import RandomStateSharedVariable  # registers shared()
 
 __all__ = [
     "RandomStream",
     "RandomStreams",
+    "RandomStateSharedVariable",
     "RandomVariable",
     "RandomGeneratorType",
     "random_generator_type",
