@@ -194,7 +194,8 @@ EXEMPT.update(
                 for c in (
                     "Bernoulli BetaBinomial Beta Binomial Categorical Cauchy Choice Dirichlet "
                     "Exponential Gamma HalfCauchy HalfNormal Integers InvGamma Multinomial "
-                    "MvNormal NegBinomial Normal Permutation Poisson TruncExponential Uniform"
+                    "MvNormal NegBinomial Normal Permutation Poisson PolyaGamma TruncExponential "
+                    "Uniform"
                 ).split()
             ],
         ]

@@ -32,7 +32,6 @@ from theano_dag.tensor.random.var import RandomStateSharedVariable  # registers 
 __all__ = [
     "RandomStream",
     "RandomStreams",
-    "RandomStateSharedVariable",
     "RandomVariable",
     "RandomGeneratorType",
     "random_generator_type",
@@ -41,4 +40,5 @@ __all__ = [
     "BinomialRV",
     "ChoiceRV",
     "PermutationRV",
+    "RandomStateSharedVariable",
 ]

@@ -120,8 +120,10 @@ def _size_entries(vec):
 
 
 class RandomVariable(Op):
-    """Base class of the draw ops; a subclass sets ``name``, ``param_names``,
-    ``default_dtype`` and ``rng_fn``.
+    """Base class of the draw ops; a subclass sets ``name`` (Theano's: the distribution's
+    name, ``"normal"``; the op prints as ``normal_rv{dtype}``), ``param_names``,
+    ``default_dtype`` and, unless the generator's method of that name draws it,
+    ``draw_numpy``.
 
     >>> from theano_dag.tensor.random.basic import NormalRV
     >>> NormalRV("float64")
@@ -140,12 +142,32 @@ class RandomVariable(Op):
         self.dtype = _resolve_dtype(self.asked_dtype)
 
     def __str__(self):
-        return f"{self.name}{{{self.dtype}}}"
+        return f"{self.name}_rv{{{self.dtype}}}"
 
     __repr__ = __str__
 
-    def rng_fn(self, rng, *params, size):
-        raise NotImplementedError
+    def rng_fn(self, rng, *args, size=None):
+        """Numeric draws from the numpy generator ``rng`` (None: a new unseeded one) for
+        the parameter values ``args``, Theano's signature: ``size`` (None: the parameters'
+        shape) a keyword or the last positional argument.
+
+        >>> import numpy as np
+        >>> from theano_dag.tensor.random.basic import normal
+        >>> normal.rng_fn(np.random.default_rng(0), 0.0, 1.0, (2,)).shape
+        (2,)
+        """
+        if len(args) == len(self.param_names) + 1:
+            *args, size = args
+        if rng is None:
+            rng = np.random.default_rng()
+        if size is not None:
+            size = tuple(np.atleast_1d(size).tolist())
+        return self.draw_numpy(rng, *args, size=size)
+
+    def draw_numpy(self, rng, *params, size):
+        """The draws of a subclass: by default the generator's method of the
+        distribution's name (as Theano's ``rng_fn``)."""
+        return getattr(rng, self.name)(*params, size=size)
 
     # -- building draws ----------------------------------------------------------------------
 
@@ -228,6 +250,25 @@ class RandomVariable(Op):
         if n:
             return tuple(size[i] for i in range(n))
         return _broadcast_symbolic(param_shapes, params)
+
+    def _infer_shape(self, size, dist_params, param_shapes=None):
+        """The draws' shape, one scalar per dimension, for ``size`` (a tuple of ints or
+        int scalars, or an int vector; empty: from the parameters) and the parameters
+        ``dist_params`` (``param_shapes``: their shapes, if known better; Theano's name).
+
+        >>> import numpy as np
+        >>> from theano_dag import tensor as tt
+        >>> from theano_dag.tensor.random.basic import normal
+        >>> m = tt.lscalar("m")
+        >>> shape = normal._infer_shape((2, m), [np.zeros(3), 1.0])
+        >>> [int(s.eval({m: 3})) if s.owner else int(s.eval()) for s in shape]
+        [2, 3]
+        """
+        size = as_size(size if size is not None and len(size) else None, who=f"{self}: size")
+        params = [as_tensor_variable(p) for p in dist_params]
+        if param_shapes is None:
+            param_shapes = [tuple(p.shape[i] for i in range(p.ndim)) for p in params]
+        return self.symbolic_shape(size, param_shapes, params)
 
     # -- the Op ------------------------------------------------------------------------------
 
