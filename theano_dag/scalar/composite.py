@@ -16,6 +16,7 @@ from theano_dag.scalar.basic import (
     ScalarOp,
     ScalarType,
     ScalarVariable,
+    as_scalar,
     get_scalar_type,
     vocabulary,
 )
@@ -373,6 +374,23 @@ class Composite(ScalarOp):
                 op = op.retyped(in_dtypes)
             equiv.update(zip(node.outputs, op.make_node(*args).outputs))
         return Composite(inputs, [equiv.get(o, o) for o in self.outputs], copy=False)
+
+    def make_node(self, *inputs):
+        """The composite applied to ``inputs``; inputs of other dtypes than its own get
+        the composite remade for them (``retyped``), as Theano's does.
+
+        >>> from theano_dag import scalar as ts
+        >>> i, f = ts.int8("i"), ts.float32("f")
+        >>> c = Composite([i, f], [i * f])
+        >>> c.make_node(ts.float64("x"), f).op.out_dtypes
+        ('float64',)
+        """
+        self.check_nin(len(inputs))
+        inputs = [as_scalar(i) for i in inputs]
+        dtypes = tuple(i.type.dtype for i in inputs)
+        if dtypes != self.in_dtypes:
+            return self.retyped(dtypes).make_node(*inputs)
+        return super().make_node(*inputs)
 
     def output_types_preference(self, *dtypes):
         if tuple(dtypes) != self.in_dtypes:
