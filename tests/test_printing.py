@@ -280,3 +280,25 @@ def test_hex_digest_and_var_descriptor_tell_layouts_and_graphs_apart():
     named = a + b
     named.name = "s"  # a name on an intermediate variable does not hide its graph
     assert var_descriptor(named) == var_descriptor(a + b)
+
+
+def test_pprint_writes_indexing_as_python_does():
+    """Theano's pprint of Subtensor and the advanced indexings: ``x[1:, i]``."""
+    x, i = tt.dmatrix("x"), tt.lscalar("i")
+    v = tt.dvector()
+    cases = [
+        (x[1], "x[1]"),
+        (x[1:], "x[1:]"),
+        (x[:, 1], "x[:, 1]"),
+        (x[::-1], "x[::-1]"),
+        (x[i:2, i], "x[i:2, i]"),
+        (x[1:][0], "x[1:][0]"),
+        ((x + 1)[0], "(x + 1)[0]"),
+        (tt.exp(x[:, 0]), "exp(x[:, 0])"),
+        (x[x > 0], "x[x > 0]"),
+        (v[1], "<TensorType(float64, vector)>[1]"),
+    ]
+    for var, text in cases:
+        assert pprint(var) == text
+    rows = tt.lvector("rows")
+    assert pprint(x[rows]) == "x[rows]"

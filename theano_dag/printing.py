@@ -20,6 +20,7 @@ from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
 __all__ = [
     "Print",
@@ -449,6 +450,33 @@ def _pprint_var(root) -> str:
             s, p = f"{s}[{node.outputs.index(var)}]", _ATOM
         memo[var] = (s, p, _op_key(node.op) if p != _ATOM else None)
     return memo[root][0]
+
+
+def _index_printer(node, args):
+    """``x[1:, i]``: an indexing node as Python writes the index (Theano's pprint of
+    Subtensor and the advanced indexings); an index the op holds no structure of (the
+    advanced ones of Theano 1.0's form) prints its inputs in order."""
+    (text, prec, _), *rest = args
+    base = text if prec >= _ATOM else f"({text})"
+    values = iter(a[0] for a in rest)
+    idx_list = getattr(node.op, "idx_list", None)
+    if idx_list is None:
+        return f"{base}[{', '.join(values)}]", _ATOM
+    parts = []
+    for entry in idx_list:
+        kind = entry[0]
+        if kind == "slice":
+            start, stop, *step = [next(values) if present else "" for present in entry[1:]]
+            parts.append(f"{start}:{stop}" + (f":{step[0]}" if step and step[0] else ""))
+        elif kind == "none":
+            parts.append("None")
+        else:  # an int, a tensor or a slice given at run time: one input each
+            parts.append(next(values))
+    return f"{base}[{', '.join(parts)}]", _ATOM
+
+
+for _indexing in (Subtensor, AdvancedSubtensor1, AdvancedSubtensor):
+    register_pprint(_indexing, _index_printer)
 
 
 def pprint(obj) -> str:
