@@ -189,6 +189,7 @@ EXEMPT.update(
         f"theano_dag.tensor.random.{m}": "random draws: tests/tensor/test_random*.py"
         for m in [
             "op.RandomVariable",
+            "op.Observed",
             *[
                 f"basic.{c}RV"
                 for c in (

@@ -361,3 +361,32 @@ def test_polyagamma_moments():
         pg = basic.PolyaGammaRV(dtype)(np.array([1.1, 3.0]), -10.5, size=(3, 2))
         v = pg.eval()
         assert v.shape == (3, 2) and v.dtype == dtype and np.all(np.diff(v.ravel()) != 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_observed_and_default_shape_from_params(dtype):
+    """Theano 1.1.2's observed(rv, value): the value, of the draw's type, with no
+    gradient; and default_shape_from_params, one draw's shape from a parameter."""
+    from theano_dag.gradient import NullTypeGradError
+    from theano_dag.tensor.random.op import default_shape_from_params, observed
+    from theano_dag.tensor.type_other import NoneTypeT
+
+    x = basic.normal(0.0, 1.0, size=3, dtype=dtype)
+    val = np.array([0.2, 0.1, -2.4], dtype=dtype)
+    obs = observed(x, val)
+    assert obs.owner.inputs[0] is x and obs.dtype == dtype
+    np.testing.assert_array_equal(obs.eval(), val)
+    with pytest.raises(TypeError, match="does not fit"):
+        observed(x, np.array([1, 2]))
+    with pytest.raises(TypeError, match="does not fit"):
+        observed(x, np.ones((1, 2), dtype=dtype))
+    assert isinstance(observed(None, val).owner.inputs[0].type, NoneTypeT)
+    v = tt.vector(dtype=dtype)
+    with pytest.raises(NullTypeGradError):
+        theano_dag.grad(observed(x, v).sum(), [v])
+    assert default_shape_from_params(1, (np.ones(2), np.eye(2))) == (2,)
+    assert default_shape_from_params(1, (np.ones(2), 0), param_shapes=((2,), ())) == (2,)
+    with pytest.raises(ValueError, match="^ndim_supp"):
+        default_shape_from_params(0, (np.ones(2),))
+    with pytest.raises(ValueError, match="^Reference parameter"):
+        default_shape_from_params(1, (np.array(1.0),))
