@@ -7,6 +7,7 @@ was."""
 from __future__ import annotations
 
 import contextlib
+import pickle
 from types import SimpleNamespace
 
 import numpy as np
@@ -378,6 +379,15 @@ def test_theano_seeding_namespace_and_mode_flag():
         _ = rs.blah
     ns = RandomStream(seed=1, namespace=SimpleNamespace(draw_cauchy=basic.cauchy))
     assert ns.draw_cauchy(0.0, 1.0, size=(3,)).type.shape == (3,) and ns.updates()
+
+
+def test_a_stream_pickles_and_goes_on_alike():
+    rs = RandomStream(seed=3)
+    rs.uniform(size=(2,))
+    loaded = pickle.loads(pickle.dumps(rs))
+    assert loaded.default_instance_seed == 3 and len(loaded.state_updates) == 1
+    a, b = rs.normal(size=(3,)), loaded.normal(size=(3,))
+    np.testing.assert_array_equal(a.eval(), b.eval())
 
 
 def test_shared_generators_copy_unless_borrowed():

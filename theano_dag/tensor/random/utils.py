@@ -155,8 +155,14 @@ class RandomStream(_Streams):
 
     def __init__(self, seed=None, namespace=None):
         super().__init__(seed)
-        # Where a distribution without a method here is looked up by name (Theano's).
-        self.namespaces = [basic if namespace is None else namespace]
+        # Where a distribution without a method here is looked up by name (Theano's);
+        # None for the default, so that a stream pickles (a module does not).
+        self._namespace = namespace
+
+    @property
+    def namespaces(self):
+        """The modules (or objects) a distribution is looked up in by name."""
+        return [basic if self._namespace is None else self._namespace]
 
     def __getattr__(self, name):
         """A distribution of the stream's namespace that has no method here
@@ -167,7 +173,7 @@ class RandomStream(_Streams):
         >>> srng.gauss(0.0, 1.0, size=(2,)).type.shape
         (2,)
         """
-        if name.startswith("_") or "namespaces" not in self.__dict__:
+        if name.startswith("_") or "_namespace" not in self.__dict__:
             raise AttributeError(name)  # (copy and pickle ask before __init__ ran)
         found = next((getattr(ns, name) for ns in self.namespaces if hasattr(ns, name)), None)
         if not isinstance(found, RandomVariable):
