@@ -385,6 +385,9 @@ def test_observed_and_default_shape_from_params(dtype):
     with pytest.raises(NullTypeGradError):
         theano_dag.grad(observed(x, v).sum(), [v])
     assert default_shape_from_params(1, (np.ones(2), np.eye(2))) == (2,)
+    m = tt.lscalar("m")
+    (length,) = default_shape_from_params(1, (tt.ones((2, m)),))
+    assert int(length.eval({m: 4})) == 4
     assert default_shape_from_params(1, (np.ones(2), 0), param_shapes=((2,), ())) == (2,)
     with pytest.raises(ValueError, match="^ndim_supp"):
         default_shape_from_params(0, (np.ones(2),))

@@ -390,7 +390,9 @@ def default_shape_from_params(ndim_supp, dist_params, rep_param_idx=0, param_sha
     if param_shapes is not None:
         return tuple(param_shapes[rep_param_idx])[-ndim_supp:]
     ref = dist_params[rep_param_idx]
-    if np.ndim(ref) < ndim_supp:
+    if not hasattr(ref, "ndim"):
+        ref = np.asarray(ref)
+    if ref.ndim < ndim_supp:
         raise ValueError(
             f"Reference parameter does not match the expected dimensions; {ref} has less "
             f"than {ndim_supp} dim(s)."
