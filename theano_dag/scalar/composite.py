@@ -16,7 +16,6 @@ from theano_dag.scalar.basic import (
     ScalarOp,
     ScalarType,
     ScalarVariable,
-    as_scalar,
     get_scalar_type,
     vocabulary,
 )
@@ -385,10 +384,9 @@ class Composite(ScalarOp):
         >>> c.make_node(ts.float64("x"), f).op.out_dtypes
         ('float64',)
         """
-        self.check_nin(len(inputs))
-        inputs = [as_scalar(i) for i in inputs]
-        dtypes = tuple(i.type.dtype for i in inputs)
-        if dtypes != self.in_dtypes:
+        # (read off the variables: the common case, dtypes that fit, converts once)
+        dtypes = tuple(getattr(getattr(i, "type", None), "dtype", None) for i in inputs)
+        if len(inputs) == self.nin and dtypes != self.in_dtypes and None not in dtypes:
             return self.retyped(dtypes).make_node(*inputs)
         return super().make_node(*inputs)
 
