@@ -232,3 +232,68 @@ def test_theano_tensor_opt_is_loaded_with_the_package():
     np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [1.0, 2.0])
     with pytest.raises(AssertionError):
         f(np.array([-1.0]))
+
+
+def test_config_add_and_theanos_parameter_classes():
+    """Theano's config.add(name, doc, ConfigParam) and its parameter classes, for a
+    library's own flags: values parsed and checked, defaults checked, names refused."""
+    from theano_dag.config import (
+        BoolParam,
+        ConfigParam,
+        DeviceParam,
+        EnumStr,
+        FloatParam,
+        IntParam,
+        StrParam,
+        short_platform,
+    )
+
+    names = ["s51test__level", "s51test__color", "s51test__on", "s51test__rate", "s51test__tag"]
+    try:
+        config.add(names[0], "a level", IntParam(2, lambda v: v >= 0))
+        config.add(names[1], "a color", EnumStr("blue", ["red"]))
+        config.add(names[2], "a switch", BoolParam(False))
+        config.add(names[3], "a rate", FloatParam(0.5))
+        config.add(names[4], "a tag", StrParam("x"))
+        assert (config.s51test__level, config.s51test__color, config.s51test__on) == (
+            2,
+            "blue",
+            False,
+        )
+        with config.change_flags(s51test__level="7", s51test__on="true", s51test__rate="2"):
+            assert (config.s51test__level, config.s51test__on, config.s51test__rate) == (
+                7,
+                True,
+                2.0,
+            )
+        assert config.s51test__level == 2 and config.s51test__tag == "x"
+        with pytest.raises(ValueError, match=r"Invalid value \(-1\)"):
+            config.s51test__level = -1
+        with pytest.raises(ValueError, match=r"Invalid value \('green'\)"):
+            config.s51test__color = "green"
+        with pytest.raises(AttributeError, match="already registered"):
+            config.add(names[0], "again", IntParam(1))
+        with pytest.raises(ValueError, match="Dot-based"):
+            config.add("s51test.dotted", "dotted", ConfigParam(1))
+        with pytest.raises(ValueError, match="Invalid value"):
+            config.add("s51test__bad", "bad default", ConfigParam(1, validate=lambda v: v > 1))
+        assert "s51test__bad" not in FLAGS
+        assert "s51test__color" in str(config)
+    finally:
+        for name in names:
+            FLAGS.pop(name, None)
+        config._values.clear()
+    param = ConfigParam("A", apply=str.lower, mutable=False)
+    param.__set__(None, "B")
+    assert param.val == "b"
+    with pytest.raises(Exception, match="Can't change"):
+        param.__set__(None, "C")
+    with pytest.raises(ValueError, match="Non-str value"):
+        EnumStr("red", ["red", 12])
+    device = DeviceParam("cpu")
+    assert device.apply("cuda1") == "cuda1" and device.apply("opencl0:0") == "opencl0:0"
+    with pytest.raises(ValueError, match="old GPU back-end"):
+        device.apply("gpu0")
+    assert short_platform("3.2.0-70.1-generic", "Linux-3.2.0-70.1-generic-x86_64") == (
+        "Linux-3.2--generic-x86_64"
+    )

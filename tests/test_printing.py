@@ -280,3 +280,66 @@ def test_hex_digest_and_var_descriptor_tell_layouts_and_graphs_apart():
     named = a + b
     named.name = "s"  # a name on an intermediate variable does not hide its graph
     assert var_descriptor(named) == var_descriptor(a + b)
+
+
+def test_pprint_writes_indexing_as_python_does():
+    """Theano's pprint of Subtensor and the advanced indexings: ``x[1:, i]``."""
+    x, i = tt.dmatrix("x"), tt.lscalar("i")
+    v = tt.dvector()
+    cases = [
+        (x[1], "x[1]"),
+        (x[1:], "x[1:]"),
+        (x[:, 1], "x[:, 1]"),
+        (x[::-1], "x[::-1]"),
+        (x[i:2, i], "x[i:2, i]"),
+        (x[1:][0], "x[1:][0]"),
+        ((x + 1)[0], "(x + 1)[0]"),
+        (tt.exp(x[:, 0]), "exp(x[:, 0])"),
+        (x[x > 0], "x[x > 0]"),
+        (v[1], "<TensorType(float64, vector)>[1]"),
+    ]
+    for var, text in cases:
+        assert pprint(var) == text
+    rows = tt.lvector("rows")
+    assert pprint(x[rows]) == "x[rows]"
+
+
+def test_debugprint_links_inner_inputs_to_the_outer_ones():
+    """Theano's ``-> [id X]``: each input of an inner graph (a scan's step, an
+    OpFromGraph) names the outer variable it is fed."""
+    from theano_dag.compile.builders import OpFromGraph
+    from theano_dag.scan import scan
+
+    a, b = tt.dscalar("a"), tt.dscalar("b")
+    op = OpFromGraph([a, b], [a * b + 1])
+    y = tt.dscalar("y")
+    text = debugprint(op(y, y * 2), file="str")
+    outer, inner = text.split("\nInner graphs:\n")
+    assert outer.splitlines() == [
+        "OpFromGraph{} [id A]",
+        " |y [id B]",
+        " |Elemwise{mul,no_inplace} [id C]",
+        "   |y [id B]",
+        "   |2 [id D]",
+    ]
+    assert " > | |a [id G] -> [id B]" in inner and " > | |b [id H] -> [id C]" in inner
+
+    coefficients, x = tt.dvector("coefficients"), tt.dscalar("x")
+    terms, _ = scan(
+        lambda c, power, free: c * free**power,
+        sequences=[coefficients, tt.arange(10)],
+        non_sequences=x,
+    )
+    outer, inner = debugprint(terms, file="str").split("\nInner graphs:\n")
+
+    def id_of(text, line_start):
+        (line,) = [ln for ln in text.splitlines() if ln.lstrip(" |>").startswith(line_start)]
+        return line.split("[id ")[1].split("]")[0]
+
+    # the inner inputs: the rows of the sequences' slices (Subtensor{:int64:}), and x
+    slices = [ln.split("[id ")[1][:-1] for ln in outer.splitlines() if "{:int64:}" in ln]
+    assert len(slices) == 2
+    assert inner.count("->") == 3
+    assert f"coefficients[t] [id {id_of(inner, 'coefficients[t]')}] -> [id {slices[0]}]" in inner
+    assert f"-> [id {slices[1]}]" in inner
+    assert f"x [id {id_of(inner, 'x [id')}] -> [id {id_of(outer, 'x [id')}]" in inner

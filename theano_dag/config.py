@@ -28,6 +28,7 @@ import configparser
 import difflib
 import functools
 import os
+import platform
 import shlex
 import shutil
 import sys
@@ -41,6 +42,192 @@ class _Flag:
     doc: str
     choices: tuple | None = None
     kind: type = str
+    param: ConfigParam | None = None  # a flag added by ``Config.add``: its parser
+
+
+class ConfigParam:
+    """How a flag added by :meth:`Config.add` reads its values (Theano's
+    ``configparser.ConfigParam``): ``apply`` turns a value (a string from the environment,
+    or what code sets) into the flag's value, ``validate`` says whether that is allowed,
+    and an immutable flag keeps the value it had first.
+
+    >>> p = ConfigParam("Low", apply=str.lower, validate=lambda v: v in ("low", "high"))
+    >>> p.apply("HIGH")
+    'high'
+    >>> p.apply("middle")
+    Traceback (most recent call last):
+    ...
+    ValueError: Invalid value ('middle') for configuration variable None
+    """
+
+    def __init__(self, default, apply=None, validate=None, mutable=True):
+        self.default = default
+        self._apply_fn = apply
+        self._validate_fn = validate
+        self._mutable = mutable
+        self.name = None  # given by Config.add
+
+    @property
+    def is_mutable(self) -> bool:
+        return self._mutable
+
+    def _apply(self, value):
+        return value if self._apply_fn is None else self._apply_fn(value)
+
+    def validate(self, value):
+        return True if self._validate_fn is None else self._validate_fn(value)
+
+    def apply(self, value):
+        """The flag's value for ``value``; ValueError when it is not a valid one."""
+        applied = self._apply(value)
+        if self.validate(applied) is False:
+            raise ValueError(f"Invalid value ({value!r}) for configuration variable {self.name!r}")
+        return applied
+
+    def __set__(self, owner, value):
+        # Theano's parameters are descriptors: setting one stores the applied value.
+        if not self._mutable and hasattr(self, "val"):
+            raise Exception(
+                f"Can't change the value of {self.name} config parameter after initialization!"
+            )
+        self.val = self.apply(value)
+
+
+class _TypedParam(ConfigParam):
+    """A parameter of one kind of value: ``validate`` second, as Theano's ``IntParam(5,
+    lambda i: i > 0)``."""
+
+    def __init__(self, default, validate=None, mutable=True):
+        super().__init__(default, validate=validate, mutable=mutable)
+
+
+class StrParam(_TypedParam):
+    """A string flag."""
+
+    def _apply(self, value):
+        return super()._apply(str(value))
+
+
+class IntParam(_TypedParam):
+    """An integer flag (``"3"`` reads as 3).
+
+    >>> IntParam(5).apply("3")
+    3
+    """
+
+    def _apply(self, value):
+        try:
+            return super()._apply(int(value))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Invalid value ({value!r}) for configuration variable {self.name!r}: "
+                "expected an integer"
+            ) from None
+
+
+class FloatParam(_TypedParam):
+    """A float flag."""
+
+    def _apply(self, value):
+        try:
+            return super()._apply(float(value))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Invalid value ({value!r}) for configuration variable {self.name!r}: "
+                "expected a number"
+            ) from None
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+class BoolParam(_TypedParam):
+    """A boolean flag: True, 1, "1", "true" (any case), "yes", "on", and their opposites.
+
+    >>> BoolParam(False).apply("True"), BoolParam(True).apply(0)
+    (True, False)
+    """
+
+    def _apply(self, value):
+        text = str(value).strip().lower()
+        if value is True or text in _TRUE:
+            return super()._apply(True)
+        if value is False or text in _FALSE:
+            return super()._apply(False)
+        raise ValueError(
+            f"Invalid value ({value!r}) for configuration variable {self.name!r}: "
+            "expected a boolean"
+        )
+
+
+class EnumStr(ConfigParam):
+    """A flag whose value is one of a few strings: the default and ``options``.
+
+    >>> EnumStr("blue", ["red"]).all
+    ['blue', 'red']
+    """
+
+    def __init__(self, default, options, validate=None, mutable=True):
+        self.all = [default, *options]
+        for option in self.all:
+            if not isinstance(option, str):
+                raise ValueError(f"Non-str value '{option}' for an EnumStr parameter.")
+        super().__init__(default, validate=validate, mutable=mutable)
+
+    def _apply(self, value):
+        if value not in self.all:
+            raise ValueError(
+                f"Invalid value ({value!r}) for configuration variable {self.name!r}. "
+                f"Valid options are {self.all}"
+            )
+        return super()._apply(value)
+
+
+class DeviceParam(ConfigParam):
+    """A device name: the default, ``opencl...`` or ``cuda...`` (Theano's parameter of
+    its ``device`` flag); Theano's old ``gpu...`` names are refused."""
+
+    def __init__(self, default, mutable=True):
+        super().__init__(default, mutable=mutable)
+
+    def _apply(self, value):
+        if value == self.default or str(value).startswith(("cpu", "opencl", "cuda")):
+            return value
+        if str(value).startswith("gpu"):
+            raise ValueError(
+                "You are trying to use the old GPU back-end (device=gpu...); its devices are "
+                "named cuda... or opencl..."
+            )
+        raise ValueError(
+            f"Invalid value ({value!r}) for configuration variable {self.name!r}: a device "
+            "is cpu, opencl* or cuda*"
+        )
+
+    def __str__(self):
+        return f"{self.name} ({self.default}, opencl*, cuda*) "
+
+
+def short_platform(r=None, p=None) -> str:
+    """``platform.platform()`` with the kernel release shortened to its major and minor
+    version and its other version numbers dropped (Theano's name for a compile cache
+    folder: kernel updates keep the folder).
+
+    >>> short_platform("3.2.0-70-generic", "Linux-3.2.0-70-generic-x86_64-with-glibc")
+    'Linux-3.2--generic-x86_64-with-glibc'
+    >>> short_platform("2.6.35.14-106.fc14.x86_64", "Linux-2.6.35.14-106.fc14.x86_64-x86_64")
+    'Linux-2.6-fc14.x86_64-x86_64'
+    """
+    r = platform.release() if r is None else r
+    p = platform.platform() if p is None else p
+    first, *rest = r.split("-")
+    pieces = [".".join(first.split(".")[:2])]
+    for piece in rest:
+        # a piece's leading numbers are a build number: dropped, the words kept
+        parts = piece.split(".")
+        while parts and parts[0].isdigit():
+            parts.pop(0)
+        pieces.append(".".join(parts))
+    return p.replace(r, "-".join(pieces))
 
 
 def _default_cxx() -> str:
@@ -168,6 +355,10 @@ FLAGS.update(
         "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
         "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),
         "deterministic": _Flag("default", _NO_EFFECT, ("default", "more")),
+        # Theano pickles a function's optimized graph and rewrites it again on load only
+        # under this flag; theano_dag pickles the user's graph and compiles it on load
+        # with the function's mode, so both settings load the same optimized function.
+        "reoptimize_unpickled_function": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
     }
@@ -178,6 +369,8 @@ _RC_SECTION = "global"
 
 def _parse(name: str, value):
     flag = FLAGS[name]
+    if flag.param is not None:
+        return flag.param.apply(value)
     if flag.kind is bool and isinstance(value, str):
         low = value.strip().lower()
         if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
@@ -304,6 +497,33 @@ class Config:
         if name not in FLAGS:
             raise AttributeError(f"config has no flag {name!r}; known: {', '.join(FLAGS)}")
         self._values[name] = _parse(name, value)
+
+    def add(self, name: str, doc: str, configparam: ConfigParam, in_c_key: bool = True):
+        """Add the flag ``name`` (Theano's ``config.add``, for a library's own flags): its
+        value is read by ``configparam`` (a :class:`ConfigParam`), its default checked
+        now. Dotted names are refused (sections are written ``section__name``), and so is
+        a name already taken. ``in_c_key`` is accepted for Theano's code.
+
+        >>> config.add("mylib__verbose", "mylib's verbosity", IntParam(0))
+        >>> config.mylib__verbose
+        0
+        >>> with config.change_flags(mylib__verbose="2"):
+        ...     config.mylib__verbose
+        2
+        """
+        if "." in name:
+            raise ValueError(
+                f"Dot-based sections were removed: name the flag {name.replace('.', '__')!r}"
+            )
+        if name in FLAGS:
+            raise AttributeError(f"The config flag {name!r} is already registered")
+        if not isinstance(configparam, ConfigParam):
+            raise TypeError(f"config.add: expected a ConfigParam, got {configparam!r}")
+        configparam.name = name
+        default = configparam.default
+        default = configparam.apply(default() if callable(default) else default)
+        FLAGS[name] = _Flag(default, doc, param=configparam)
+        self._forget_cached()
 
     def change_flags(self, *args, **kwargs) -> ChangeFlags:
         """Set flags for the duration of a ``with`` block (or of each call of the function

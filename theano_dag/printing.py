@@ -20,6 +20,7 @@ from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
 from theano_dag.graph.shared import SharedVariable
 from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 
 __all__ = [
     "Print",
@@ -172,6 +173,25 @@ def _roots(obj):
     return roots
 
 
+def _inner_links(node):
+    """``{inner input: outer input}`` of a node whose op holds a graph: a loop's
+    (Scan: its sequences' rows, each state's taps, carried values and non-sequences,
+    read from the op's layout), or one input per outer input (OpFromGraph)."""
+    op = node.op
+    inner = list(getattr(op, "inner_inputs", ()))
+    if hasattr(op, "split_outer") and hasattr(op, "inner_tap_inputs"):
+        _, seqs, states, carried, non_seqs = op.split_outer(node.inputs)
+        links = dict(zip(op.inner_seqs(inner), seqs))
+        for taps, outer in zip(op.inner_tap_inputs(), states):
+            links.update((tap, outer) for tap in taps)
+        links.update(zip(op.inner_carry_inputs(), carried))
+        links.update(zip(op.inner_non_seqs(inner), non_seqs))
+        return links
+    if len(inner) == len(node.inputs):
+        return dict(zip(inner, node.inputs))
+    return {}
+
+
 def debugprint(
     obj,
     depth=-1,
@@ -185,6 +205,7 @@ def debugprint(
     print_destroy_map=False,
     print_view_map=False,
     _inner=False,
+    _links=None,
 ):
     """Print the graph of ``obj`` as an indented tree, one line per variable.
 
@@ -192,7 +213,9 @@ def debugprint(
     them. A computed variable prints as its op (``.i`` for the ``i``-th output
     of a multi-output op), an id, ``'name'`` when named, and for a Function its
     position in the run order; its inputs follow, indented under `` |``. A node
-    seen before prints only its id. ``ids`` is "CHAR" (A, B, ...), "int",
+    seen before prints only its id. The graphs inside ops (a scan's step, an
+    OpFromGraph) follow under "Inner graphs:", each of their inputs with ``-> [id X]``,
+    the outer variable it is fed (Theano's arrow). ``ids`` is "CHAR" (A, B, ...), "int",
     "id" (Python ids) or "" (none). ``file``: None (stdout), "str" (return the
     text) or a file object.
 
@@ -262,6 +285,10 @@ def debugprint(
                     parts.append(str(position[node]))
             if print_storage and smap is not None and var in smap:
                 parts.append(str(smap[var][0]))
+            if _links and var in _links:
+                # an inner graph's input: the outer variable it is fed (Theano's arrow)
+                outer = _links[var]
+                parts.append(f"-> {id_of(outer.owner if outer.owner is not None else outer)}")
             print(" ".join(parts), file=out)
             if node is None or key in done:
                 continue
@@ -288,6 +315,7 @@ def debugprint(
             shown.add(node.op)
             print(f"\n{node.op} {id_of(node)}".rstrip(), file=out)
             sub_done: dict = {}
+            links = _inner_links(node)
             for inner_out in node.op.inner_outputs:
                 text = debugprint(
                     inner_out,
@@ -299,6 +327,7 @@ def debugprint(
                     done=sub_done,
                     used_ids=used_ids,
                     _inner=True,
+                    _links=links,
                 )
                 for line in text.splitlines():
                     print(f" >{line}", file=out)
@@ -449,6 +478,33 @@ def _pprint_var(root) -> str:
             s, p = f"{s}[{node.outputs.index(var)}]", _ATOM
         memo[var] = (s, p, _op_key(node.op) if p != _ATOM else None)
     return memo[root][0]
+
+
+def _index_printer(node, args):
+    """``x[1:, i]``: an indexing node as Python writes the index (Theano's pprint of
+    Subtensor and the advanced indexings); an index the op holds no structure of (the
+    advanced ones of Theano 1.0's form) prints its inputs in order."""
+    (text, prec, _), *rest = args
+    base = text if prec >= _ATOM else f"({text})"
+    values = iter(a[0] for a in rest)
+    idx_list = getattr(node.op, "idx_list", None)
+    if idx_list is None:
+        return f"{base}[{', '.join(values)}]", _ATOM
+    parts = []
+    for entry in idx_list:
+        kind = entry[0]
+        if kind == "slice":
+            start, stop, *step = [next(values) if present else "" for present in entry[1:]]
+            parts.append(f"{start}:{stop}" + (f":{step[0]}" if step and step[0] else ""))
+        elif kind == "none":
+            parts.append("None")
+        else:  # an int, a tensor or a slice given at run time: one input each
+            parts.append(next(values))
+    return f"{base}[{', '.join(parts)}]", _ATOM
+
+
+for _indexing in (Subtensor, AdvancedSubtensor1, AdvancedSubtensor):
+    register_pprint(_indexing, _index_printer)
 
 
 def pprint(obj) -> str:

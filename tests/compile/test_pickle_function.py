@@ -56,6 +56,22 @@ def test_pickled_function_gives_same_values_and_updates(mode, dtype):
     np.testing.assert_allclose(g_w.get_value(), 2 * w.get_value())
 
 
+@pytest.mark.parametrize("reoptimize", [True, False])
+def test_reoptimize_unpickled_function_flag_loads_the_same_function(reoptimize):
+    """Theano's flag: either setting loads a function that gives the same values (here
+    the user's graph is pickled and compiled with the function's mode on load)."""
+    x1, x2 = tt.fmatrix("x1"), tt.fmatrix("x2")
+    x3 = theano_dag.shared(np.ones((4, 4), dtype="float32"))
+    y = tt.sum(tt.sum(x1**2 + x2) + x3)
+    f = theano_dag.function([x1, x2], y, updates=[(x3, x3 + 1)])
+    blob = pickle.dumps(f, -1)
+    a = np.full((4, 4), 0.5, dtype="float32")
+    with theano_dag.config.change_flags(reoptimize_unpickled_function=reoptimize):
+        g = pickle.loads(blob)
+    assert g(a, a) == f(a, a) == np.float32(16 * (16 * 0.75 + 1))
+    assert [o.op for o in g.maker.fgraph.toposort()] == [o.op for o in f.maker.fgraph.toposort()]
+
+
 @pytest.mark.parametrize("mode", MODES[:3])
 def test_pickle_keeps_defaults_states_names_and_output_forms(mode):
     x, y = tt.dscalar("x"), tt.dscalar("y")

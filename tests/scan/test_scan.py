@@ -585,9 +585,9 @@ def test_debugprint_shows_the_inner_graph():
     assert inner.strip().splitlines() == [
         "Scan{1 seqs, 1 states, 0 outputs} [id B]",
         " >Elemwise{add,no_inplace} [id P]",
-        " > |<TensorType(float64, scalar)> [id Q]",
+        " > |<TensorType(float64, scalar)> [id Q] -> [id L]",
         " > |Elemwise{mul,no_inplace} [id R]",
-        " >   |x[t] [id S]",
+        " >   |x[t] [id S] -> [id I]",
         " >   |2 [id T]",
     ]
 

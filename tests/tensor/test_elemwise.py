@@ -464,7 +464,9 @@ def test_composite_rejects_free_variables_and_wrong_dtypes():
         ts.Composite([x], [x + y])
     comp = ts.Composite([x], [ts.exp(x)])
     with pytest.raises(TypeError, match=r"expects input dtypes \('float64',\), got \('float32',\)"):
-        comp(ts.float32("z"))
+        comp.output_types(("float32",))
+    # applied to a scalar of another dtype, the composite is made again for it (Theano's)
+    assert comp(ts.float32("z")).owner.op.in_dtypes == ("float32",)
     # applied elementwise, the composite is made again for the tensor's dtype (Theano's)
     out = Elemwise(comp)(tt.fvector())
     assert out.dtype == "float32" and out.owner.op.scalar_op.in_dtypes == ("float32",)

@@ -192,12 +192,14 @@ EXEMPT.update(
         f"theano_dag.tensor.random.{m}": "random draws: tests/tensor/test_random*.py"
         for m in [
             "op.RandomVariable",
+            "op.Observed",
             *[
                 f"basic.{c}RV"
                 for c in (
                     "Bernoulli BetaBinomial Beta Binomial Categorical Cauchy Choice Dirichlet "
                     "Exponential Gamma HalfCauchy HalfNormal Integers InvGamma Multinomial "
-                    "MvNormal NegBinomial Normal Permutation Poisson TruncExponential Uniform"
+                    "MvNormal NegBinomial Normal Permutation Poisson PolyaGamma TruncExponential "
+                    "Uniform"
                 ).split()
             ],
         ]

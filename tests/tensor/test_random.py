@@ -9,6 +9,8 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.sharedvalue import shared
+from theano_dag.graph.basic import graph_inputs
+from theano_dag.graph.shared import generic_constructor
 from theano_dag.tensor.random import (
     BinomialRV,
     NormalRV,
@@ -17,6 +19,7 @@ from theano_dag.tensor.random import (
     RandomStreams,
     RandomVariable,
     UniformRV,
+    basic,
 )
 from theano_dag.tensor.random.type import RandomStateType, random_state_type
 from theano_dag.tensor.random.utils import broadcast_params
@@ -223,7 +226,11 @@ def test_errors():
         NormalRV()(rng, (2,), tt.zscalar("z"), 1.0)
     with pytest.raises(TypeError, match="must be an integer scalar"):
         RandomStreams(0).normal(size=(2.5,))
-    bad = shared(np.random.default_rng(0))
+    # A shared generator is typed: it refuses to hold anything else...
+    with pytest.raises(TypeError, match="expected a numpy.random.Generator or RandomState"):
+        shared(np.random.default_rng(0)).set_value("not a generator")
+    # ... and a draw from an untyped (generic) shared variable checks at run time.
+    bad = generic_constructor(np.random.default_rng(0))
     new_rng, out = NormalRV("float64")(bad, (2,), 0.0, 1.0)
     bad.set_value("not a generator")
     with pytest.raises(TypeError, match="the rng input holds a str"):
@@ -292,3 +299,97 @@ def test_broadcast_params_numpy_and_symbolic():
     a, b = theano_dag.function([m2, c2], [s1, s2])(mv, cv)
     np.testing.assert_array_equal(a, np.ones((2, 3)))
     np.testing.assert_array_equal(b, cv)
+
+
+def test_theano_rng_fn_name_and_infer_shape():
+    """Theano 1.1.2's op API: ``name`` is the distribution's (numpy's method name),
+    ``rng_fn(rng, *params, size)`` draws numbers (size by keyword or last; rng None: a
+    new generator; any other RandomVariable draws with the generator's method of its
+    name), and ``_infer_shape(size, params)`` gives the draws' symbolic shape."""
+    assert (basic.normal.name, basic.randint.name, basic.dirichlet.name) == (
+        "normal",
+        "randint",
+        "dirichlet",
+    )
+    assert str(basic.uniform.with_dtype("float32")) == "uniform_rv{float32}"
+    for make in (np.random.default_rng, np.random.RandomState):
+        rng, ref = make(4), make(4)
+        got = basic.normal.rng_fn(rng, np.zeros(3), 1.0, (2, 3))
+        np.testing.assert_array_equal(got, ref.normal(np.zeros(3), 1.0, size=(2, 3)))
+    assert basic.invgamma.rng_fn(None, 2.0, 2.0).shape == ()
+    assert basic.bernoulli.rng_fn(None, 0.5, size=[2, 3]).shape == (2, 3)
+    assert basic.dirichlet.rng_fn(None, np.ones(3), 4).shape == (4, 3)
+
+    class Laplace(RandomVariable):  # no draw_numpy: Generator.laplace draws it
+        name = "laplace"
+        param_names = ("loc", "scale")
+
+    x = Laplace("float64")(0.0, 1.0, size=(2,), rng=shared(np.random.default_rng(7)))
+    np.testing.assert_array_equal(x.eval(), np.random.default_rng(7).laplace(0.0, 1.0, size=2))
+
+    m = tt.lscalar("m")
+    sd = tt.dscalar("sd")
+    for params, size, want in [
+        ([1.0, sd], None, ()),
+        ([1.0, sd], (m,), (3,)),
+        ([tt.zeros((m,)), sd], None, (3,)),
+        ([tt.zeros((m,)), tt.ones((m,))], (2, m), (2, 3)),
+        ([np.zeros((2, 2)), np.ones((1, 2))], (3, 2, 2), (3, 2, 2)),
+    ]:
+        shape = basic.normal._infer_shape(size, params)
+        values = [int(theano_dag.function([m], s, on_unused_input="ignore")(3)) for s in shape]
+        assert tuple(values) == want
+        draws = basic.normal(*params, size=size)
+        inputs = [v for v in (m, sd) if v in graph_inputs([draws])]
+        got = theano_dag.function(inputs, draws)(*[3 if v is m else 1.0 for v in inputs])
+        assert got.shape == want
+
+
+def test_polyagamma_moments():
+    """PG(b, c): mean b / (2c) tanh(c / 2) (b / 4 at c = 0), variance
+    b / (4 c^3) (sinh c - c) sech^2(c / 2) (b / 24 at c = 0); scalar draws broadcast."""
+    rng = np.random.default_rng(0)
+    n = 40000
+    for b, c in [(1.0, 0.0), (1.1, -10.5), (3.0, 2.0)]:
+        x = basic.polyagamma.rng_fn(rng, np.array(b), np.array(c), size=(n,))
+        mean = b / 4 if c == 0 else b / (2 * c) * np.tanh(c / 2)
+        var = b / 24 if c == 0 else b / (4 * c**3) * (np.sinh(c) - c) / np.cosh(c / 2) ** 2
+        assert (x > 0).all()
+        assert abs(x.mean() - mean) < 5 * np.sqrt(var / n)
+        assert abs(x.var() / var - 1) < 0.05
+    for dtype in ("float32", "float64"):
+        pg = basic.PolyaGammaRV(dtype)(np.array([1.1, 3.0]), -10.5, size=(3, 2))
+        v = pg.eval()
+        assert v.shape == (3, 2) and v.dtype == dtype and np.all(np.diff(v.ravel()) != 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_observed_and_default_shape_from_params(dtype):
+    """Theano 1.1.2's observed(rv, value): the value, of the draw's type, with no
+    gradient; and default_shape_from_params, one draw's shape from a parameter."""
+    from theano_dag.gradient import NullTypeGradError
+    from theano_dag.tensor.random.op import default_shape_from_params, observed
+    from theano_dag.tensor.type_other import NoneTypeT
+
+    x = basic.normal(0.0, 1.0, size=3, dtype=dtype)
+    val = np.array([0.2, 0.1, -2.4], dtype=dtype)
+    obs = observed(x, val)
+    assert obs.owner.inputs[0] is x and obs.dtype == dtype
+    np.testing.assert_array_equal(obs.eval(), val)
+    with pytest.raises(TypeError, match="does not fit"):
+        observed(x, np.array([1, 2]))
+    with pytest.raises(TypeError, match="does not fit"):
+        observed(x, np.ones((1, 2), dtype=dtype))
+    assert isinstance(observed(None, val).owner.inputs[0].type, NoneTypeT)
+    v = tt.vector(dtype=dtype)
+    with pytest.raises(NullTypeGradError):
+        theano_dag.grad(observed(x, v).sum(), [v])
+    assert default_shape_from_params(1, (np.ones(2), np.eye(2))) == (2,)
+    m = tt.lscalar("m")
+    (length,) = default_shape_from_params(1, (tt.ones((2, m)),))
+    assert int(length.eval({m: 4})) == 4
+    assert default_shape_from_params(1, (np.ones(2), 0), param_shapes=((2,), ())) == (2,)
+    with pytest.raises(ValueError, match="^ndim_supp"):
+        default_shape_from_params(0, (np.ones(2),))
+    with pytest.raises(ValueError, match="^Reference parameter"):
+        default_shape_from_params(1, (np.array(1.0),))

@@ -7,6 +7,8 @@ was."""
 from __future__ import annotations
 
 import contextlib
+import pickle
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -344,6 +346,64 @@ def test_seed_determinism_fresh_draws_and_updates():
     f = theano_dag.function([], outs[0])
     rs.seed(21)
     np.testing.assert_array_equal(f(), first[0])
+
+
+def test_theano_seeding_namespace_and_mode_flag():
+    """Theano 1.1.2's seeding: gen_seedgen, a RandomState of the seed, gives each draw its
+    seed (randint(2 ** 30)); a numpy Generator of that seed draws. Names not defined here
+    come from the namespace; config.mode may hold a Mode, as in Theano's tests."""
+    rs = RandomStream(seed=234)
+    assert rs.default_instance_seed == 234
+    ref = np.random.RandomState(234)
+    assert np.array_equal(rs.gen_seedgen.get_state()[1], ref.get_state()[1])
+    u = rs.uniform(-1.0, 1.0, size=(2, 2))
+    seed = ref.randint(2**30)
+    expect = np.random.default_rng(seed)
+    with config.change_flags(mode=Mode(linker="py", optimizer=None)):
+        f = theano_dag.function([], u)
+        assert f.maker.mode.provided_linker == "py"
+        np.testing.assert_array_equal(f(), expect.uniform(-1.0, 1.0, size=(2, 2)))
+        np.testing.assert_array_equal(f(), expect.uniform(-1.0, 1.0, size=(2, 2)))
+    # streams do not share their seed generators or their updates
+    other = RandomStream(234)
+    assert other.gen_seedgen is not rs.gen_seedgen and other.state_updates is not rs.state_updates
+    # seed(s) reseeds each draw in order from a RandomState(s), as Theano's
+    rs.seed(43298)
+    expect = np.random.default_rng(np.random.RandomState(43298).randint(2**30))
+    np.testing.assert_array_equal(f(), expect.uniform(-1.0, 1.0, size=(2, 2)))
+    # the namespace: a RandomVariable by name, anything else an AttributeError
+    ns = RandomStream(seed=1, namespace=np)
+    with pytest.raises(AttributeError):
+        _ = ns.ndarray
+    with pytest.raises(AttributeError, match="no attribute 'blah'"):
+        _ = rs.blah
+    ns = RandomStream(seed=1, namespace=SimpleNamespace(draw_cauchy=basic.cauchy))
+    assert ns.draw_cauchy(0.0, 1.0, size=(3,)).type.shape == (3,) and ns.updates()
+
+
+def test_a_stream_pickles_and_goes_on_alike():
+    rs = RandomStream(seed=3)
+    rs.uniform(size=(2,))
+    loaded = pickle.loads(pickle.dumps(rs))
+    assert loaded.default_instance_seed == 3 and len(loaded.state_updates) == 1
+    a, b = rs.normal(size=(3,)), loaded.normal(size=(3,))
+    np.testing.assert_array_equal(a.eval(), b.eval())
+
+
+def test_shared_generators_copy_unless_borrowed():
+    """shared() of a RandomState or Generator: a typed shared variable holding a copy,
+    or the object itself with borrow=True (Theano's contract)."""
+    for rng in (np.random.RandomState(123), np.random.default_rng(123)):
+        copied, borrowed = shared(rng), shared(rng, borrow=True)
+        assert copied.get_value(borrow=True) is not rng
+        assert borrowed.get_value(borrow=True) is rng
+        assert type(copied).__name__ == "RandomStateSharedVariable"
+        # the copy is in the same state: the same next draw
+        assert copied.get_value(borrow=True).random() == rng.random()
+    assert str(shared(np.random.RandomState(1)).type) == "RandomStateType"
+    assert str(shared(np.random.default_rng(1)).type) == "RandomGeneratorType"
+    with pytest.raises(TypeError, match="expected a numpy.random.RandomState"):
+        shared(np.random.RandomState(1)).set_value(np.random.default_rng(1))
 
 
 def test_no_default_updates_and_draws_used_twice():

@@ -65,3 +65,21 @@ def test_theanos_class_names_of_maximum_and_minimum():
     assert isinstance(ts.maximum(x, y).owner.op, ts.ScalarMaximum)
     assert isinstance(ts.minimum(x, y).owner.op, ts.ScalarMinimum)
     assert ts.basic.ScalarMaximum is ts.ScalarMaximum
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_composite_applied_to_inputs_of_other_dtypes(dtype):
+    """Theano's Composite.make_node takes inputs of any dtypes: the composite is remade
+    for them, and computes in their dtypes (values against numpy)."""
+    i0, i1, f = ts.int8(), ts.int8(), ts.float32()
+    c = ts.Composite([i0, i1, f], [(i0 * i1) / f])
+    x, y, z = ts.get_scalar_type(dtype)("x"), ts.int8("y"), ts.float32("z")
+    node = c.make_node(x * z, y, z)
+    assert node.op.in_dtypes == (dtype, "int8", "float32")
+    assert node.outputs[0].type.dtype == dtype
+    fn = theano_dag.function([x, y, z], node.outputs[0], mode="PerformOnly")
+    xv, yv, zv = getattr(np, dtype)(1.5), np.int8(3), np.float32(0.25)
+    expected = (xv * zv * yv) / zv
+    assert fn(xv, yv, zv) == pytest.approx(expected) and np.asarray(fn(xv, yv, zv)).dtype == dtype
+    # the composite's own dtypes: itself
+    assert c.make_node(i0, i1, f).op is c

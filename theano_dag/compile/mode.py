@@ -458,7 +458,11 @@ def get_mode(name_or_mode=None):
             )
         return name_or_mode
     name = config.mode if name_or_mode is None else name_or_mode
-    if name == "Mode":
+    if isinstance(name, Mode):
+        # config.change_flags(mode=Mode(...)) (Theano's tests set one): used as it is,
+        # as Theano's get_mode does, the optimizer flags applying to it below.
+        mode = name
+    elif name == "Mode":
         mode = Mode(linker=config.linker, optimizer=config.optimizer)
     else:
         if name == "DEBUG_MODE" and name not in predefined_modes:

@@ -85,7 +85,17 @@ def compute_test_value(node: Apply) -> None:
 
 def get_test_value(v):
     """The test value of ``v``: its ``tag.test_value`` (TestValueError when it has none),
-    a constant's data, a shared variable's value; anything not a Variable as it is."""
+    a constant's data, a shared variable's value; of a list or tuple (a shape of scalar
+    variables), the list or tuple of its items' test values; anything else as it is.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> x = Generic()("x")
+    >>> x.tag.test_value = 3
+    >>> get_test_value((x, 2))
+    (3, 2)
+    """
+    if isinstance(v, (list, tuple)):
+        return type(v)(get_test_value(item) for item in v)
     if not isinstance(v, Variable):
         return v
     if hasattr(v, "data"):  # a Constant

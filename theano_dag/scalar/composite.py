@@ -374,6 +374,22 @@ class Composite(ScalarOp):
             equiv.update(zip(node.outputs, op.make_node(*args).outputs))
         return Composite(inputs, [equiv.get(o, o) for o in self.outputs], copy=False)
 
+    def make_node(self, *inputs):
+        """The composite applied to ``inputs``; inputs of other dtypes than its own get
+        the composite remade for them (``retyped``), as Theano's does.
+
+        >>> from theano_dag import scalar as ts
+        >>> i, f = ts.int8("i"), ts.float32("f")
+        >>> c = Composite([i, f], [i * f])
+        >>> c.make_node(ts.float64("x"), f).op.out_dtypes
+        ('float64',)
+        """
+        # (read off the variables: the common case, dtypes that fit, converts once)
+        dtypes = tuple(getattr(getattr(i, "type", None), "dtype", None) for i in inputs)
+        if len(inputs) == self.nin and dtypes != self.in_dtypes and None not in dtypes:
+            return self.retyped(dtypes).make_node(*inputs)
+        return super().make_node(*inputs)
+
     def output_types_preference(self, *dtypes):
         if tuple(dtypes) != self.in_dtypes:
             raise TypeError(f"{self} expects input dtypes {self.in_dtypes}, got {tuple(dtypes)}")

@@ -27,6 +27,7 @@ from theano_dag.tensor.random.op import (
     random_generator_type,
 )
 from theano_dag.tensor.random.utils import RandomStream, RandomStreams
+from theano_dag.tensor.random.var import RandomStateSharedVariable  # registers shared()
 
 __all__ = [
     "RandomStream",
@@ -39,4 +40,5 @@ __all__ = [
     "BinomialRV",
     "ChoiceRV",
     "PermutationRV",
+    "RandomStateSharedVariable",
 ]

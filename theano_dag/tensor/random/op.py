@@ -33,9 +33,18 @@ from theano_dag.tensor.basic import get_vector_length
 from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.shape import _shape_entries, as_int_vector, make_vector
 from theano_dag.tensor.type import TensorType, int_dtypes, uint_dtypes
+from theano_dag.tensor.type_other import NoneConst
 from theano_dag.tensor.variable import as_tensor_variable, constant
 
-__all__ = ["RandomGeneratorType", "random_generator_type", "RandomVariable", "as_size"]
+__all__ = [
+    "RandomGeneratorType",
+    "random_generator_type",
+    "RandomVariable",
+    "as_size",
+    "default_shape_from_params",
+    "Observed",
+    "observed",
+]
 
 _GENERATORS = (np.random.Generator, np.random.RandomState)
 
@@ -120,8 +129,10 @@ def _size_entries(vec):
 
 
 class RandomVariable(Op):
-    """Base class of the draw ops; a subclass sets ``name``, ``param_names``,
-    ``default_dtype`` and ``rng_fn``.
+    """Base class of the draw ops; a subclass sets ``name`` (Theano's: the distribution's
+    name, ``"normal"``; the op prints as ``normal_rv{dtype}``), ``param_names``,
+    ``default_dtype`` and, unless the generator's method of that name draws it,
+    ``draw_numpy``.
 
     >>> from theano_dag.tensor.random.basic import NormalRV
     >>> NormalRV("float64")
@@ -140,12 +151,32 @@ class RandomVariable(Op):
         self.dtype = _resolve_dtype(self.asked_dtype)
 
     def __str__(self):
-        return f"{self.name}{{{self.dtype}}}"
+        return f"{self.name}_rv{{{self.dtype}}}"
 
     __repr__ = __str__
 
-    def rng_fn(self, rng, *params, size):
-        raise NotImplementedError
+    def rng_fn(self, rng, *args, size=None):
+        """Numeric draws from the numpy generator ``rng`` (None: a new unseeded one) for
+        the parameter values ``args``, Theano's signature: ``size`` (None: the parameters'
+        shape) a keyword or the last positional argument.
+
+        >>> import numpy as np
+        >>> from theano_dag.tensor.random.basic import normal
+        >>> normal.rng_fn(np.random.default_rng(0), 0.0, 1.0, (2,)).shape
+        (2,)
+        """
+        if len(args) == len(self.param_names) + 1:
+            *args, size = args
+        if rng is None:
+            rng = np.random.default_rng()
+        if size is not None:
+            size = tuple(np.atleast_1d(size).tolist())
+        return self.draw_numpy(rng, *args, size=size)
+
+    def draw_numpy(self, rng, *params, size):
+        """The draws of a subclass: by default the generator's method of the
+        distribution's name (as Theano's ``rng_fn``)."""
+        return getattr(rng, self.name)(*params, size=size)
 
     # -- building draws ----------------------------------------------------------------------
 
@@ -228,6 +259,25 @@ class RandomVariable(Op):
         if n:
             return tuple(size[i] for i in range(n))
         return _broadcast_symbolic(param_shapes, params)
+
+    def _infer_shape(self, size, dist_params, param_shapes=None):
+        """The draws' shape, one scalar per dimension, for ``size`` (a tuple of ints or
+        int scalars, or an int vector; empty: from the parameters) and the parameters
+        ``dist_params`` (``param_shapes``: their shapes, if known better; Theano's name).
+
+        >>> import numpy as np
+        >>> from theano_dag import tensor as tt
+        >>> from theano_dag.tensor.random.basic import normal
+        >>> m = tt.lscalar("m")
+        >>> shape = normal._infer_shape((2, m), [np.zeros(3), 1.0])
+        >>> [int(s.eval({m: 3})) if s.owner else int(s.eval()) for s in shape]
+        [2, 3]
+        """
+        size = as_size(size if size is not None and len(size) else None, who=f"{self}: size")
+        params = [as_tensor_variable(p) for p in dist_params]
+        if param_shapes is None:
+            param_shapes = [tuple(p.shape[i] for i in range(p.ndim)) for p in params]
+        return self.symbolic_shape(size, param_shapes, params)
 
     # -- the Op ------------------------------------------------------------------------------
 
@@ -324,3 +374,84 @@ def int_param(p):
 def size_length(size):
     """The number of entries of a draw node's size input."""
     return len(_size_entries(size))
+
+
+def default_shape_from_params(ndim_supp, dist_params, rep_param_idx=0, param_shapes=None):
+    """The shape of one draw of a distribution whose draws have ``ndim_supp`` dimensions
+    (a vector: 1), read from the last ``ndim_supp`` dimensions of the parameter
+    ``rep_param_idx`` (or of its shape in ``param_shapes``): Theano's helper.
+
+    >>> import numpy as np
+    >>> default_shape_from_params(2, (np.ones(2), np.ones((2, 3, 4))), rep_param_idx=1)
+    (3, 4)
+    """
+    if ndim_supp <= 0:
+        raise ValueError("ndim_supp must be greater than 0")
+    if param_shapes is not None:
+        return tuple(param_shapes[rep_param_idx])[-ndim_supp:]
+    ref = dist_params[rep_param_idx]
+    if not hasattr(ref, "ndim"):
+        ref = np.asarray(ref)
+    if ref.ndim < ndim_supp:
+        raise ValueError(
+            f"Reference parameter does not match the expected dimensions; {ref} has less "
+            f"than {ndim_supp} dim(s)."
+        )
+    shape = ref.shape
+    return tuple(shape[-ndim_supp:]) if isinstance(shape, tuple) else shape[-ndim_supp:]
+
+
+class Observed(Op):
+    """``observed(rv, value)``: ``value``, marked as an observation of the random variable
+    ``rv`` (None: of no variable); the two must be of one type. Its value is ``value``,
+    and the gradient with respect to the value is undefined (Theano 1.1.2's op).
+
+    >>> import numpy as np
+    >>> from theano_dag.tensor.random.basic import normal
+    >>> x = normal(0.0, 1.0, size=(2,))
+    >>> observed(x, np.array([0.5, -1.0])).eval().tolist()
+    [0.5, -1.0]
+    """
+
+    __props__ = ()
+    view_map = {0: [1]}
+
+    def make_node(self, rv, val):
+        val = as_tensor_variable(val)
+        if rv is None:
+            rv = NoneConst.clone()
+        elif not _may_hold(getattr(rv, "type", None), val.type):
+            raise TypeError(
+                f"observed: the value's type {val.type} does not fit the random variable "
+                f"{rv} of type {getattr(rv, 'type', None)}"
+            )
+        return Apply(self, [rv, val], [val.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        output_storage[0][0] = inputs[1]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [
+            disconnected_type(),
+            grad_undefined(self, 1, inputs[1], "an observed value has no gradient"),
+        ]
+
+    def connection_pattern(self, node):
+        return [[False], [True]]
+
+
+observed = Observed()
+
+
+def _may_hold(rv_type, val_type):
+    """Whether a value of ``val_type`` may be a draw of ``rv_type``: one dtype, one number
+    of dimensions, and lengths that agree where both are known."""
+    return (
+        isinstance(rv_type, TensorType)
+        and rv_type.dtype == val_type.dtype
+        and rv_type.ndim == val_type.ndim
+        and all(a is None or b is None or a == b for a, b in zip(rv_type.shape, val_type.shape))
+    )

@@ -26,7 +26,7 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import arange
 from theano_dag.tensor.extra_ops import broadcast_to
 from theano_dag.tensor.random import basic
-from theano_dag.tensor.random.op import random_generator_type
+from theano_dag.tensor.random.op import RandomVariable, random_generator_type
 from theano_dag.tensor.shape import reshape, shape_i
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -73,19 +73,32 @@ def broadcast_params(params, ndims_params):
 
 
 class _Streams:
-    """What both streams share: the seed, one new generator per draw, and the updates."""
+    """What both streams share: the seed, one new generator per draw, and the updates.
+
+    As in Theano, ``gen_seedgen`` (a ``numpy.random.RandomState`` of the stream's seed)
+    gives each draw its seed, ``randint(2 ** 30)``; the draw's generator is a numpy
+    ``Generator`` of that seed (Theano's is a ``RandomState``).
+    """
 
     def __init__(self, seed=None):
         self.default_instance_seed = seed
-        self._seeds = np.random.SeedSequence(seed)
+        self.gen_seedgen = np.random.RandomState(seed)
         self.state_updates: list = []
 
     def seed(self, seed=None):
         """Restart every draw of this stream from ``seed`` (default: the stream's seed), as
-        if the stream had just been made with it."""
+        if the stream had just been made with it.
+
+        >>> rs = RandomStream(seed=3)
+        >>> u = rs.uniform(size=(2,))
+        >>> first = u.eval()
+        >>> rs.seed()
+        >>> bool((u.eval() == first).all())
+        True
+        """
         if seed is None:
             seed = self.default_instance_seed
-        self._seeds = np.random.SeedSequence(seed)
+        self.gen_seedgen.seed(seed)
         for old_r, _ in self.state_updates:
             old_r.set_value(self._new_generator(), borrow=True)
 
@@ -94,8 +107,7 @@ class _Streams:
         return list(self.state_updates)
 
     def _new_generator(self):
-        (child,) = self._seeds.spawn(1)
-        return np.random.Generator(np.random.PCG64(child))
+        return np.random.default_rng(int(self.gen_seedgen.randint(2**30)))
 
     def _new_rng(self):
         rng = SharedVariable(type=random_generator_type, value=self._new_generator())
@@ -140,6 +152,43 @@ class RandomStream(_Streams):
     >>> a.shape, set(np.unique(a)) <= {0.0, 1.0}, bool((a != b).any())
     ((2, 50), True, True)
     """
+
+    def __init__(self, seed=None, namespace=None):
+        super().__init__(seed)
+        # Where a distribution without a method here is looked up by name (Theano's);
+        # None for the default, so that a stream pickles (a module does not).
+        self._namespace = namespace
+
+    @property
+    def namespaces(self):
+        """The modules (or objects) a distribution is looked up in by name."""
+        return [basic if self._namespace is None else self._namespace]
+
+    def __getattr__(self, name):
+        """A distribution of the stream's namespace that has no method here
+        (``srng.nbinom``...): a function drawing it from a new generator, as Theano's.
+
+        >>> from types import SimpleNamespace
+        >>> srng = RandomStream(seed=1, namespace=SimpleNamespace(gauss=basic.normal))
+        >>> srng.gauss(0.0, 1.0, size=(2,)).type.shape
+        (2,)
+        """
+        if name.startswith("_") or "_namespace" not in self.__dict__:
+            raise AttributeError(name)  # (copy and pickle ask before __init__ ran)
+        found = next((getattr(ns, name) for ns in self.namespaces if hasattr(ns, name)), None)
+        if not isinstance(found, RandomVariable):
+            raise AttributeError(
+                f"RandomStream has no attribute {name!r}: it is no RandomVariable of "
+                f"{', '.join(getattr(ns, '__name__', repr(ns)) for ns in self.namespaces)}"
+            )
+
+        def draw(*args, **kwargs):
+            return self.gen(found, *args, **kwargs)
+
+        draw.__name__ = draw.__qualname__ = name
+        draw.__doc__ = found.__doc__
+        setattr(self, name, draw)
+        return draw
 
     def gen(self, op, *args, **kwargs):
         """Draws of the distribution ``op`` (``basic.normal``, ...) called with ``args``
