@@ -13,6 +13,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.ifelse import IfElse, LazyIfElse, ifelse
+from theano_dag.testing import fuzz
 
 needs_opencl = pytest.mark.skipif(not opencl_available()[0], reason="no OpenCL device")
 try:
@@ -331,3 +332,49 @@ def test_fast_run_returns_the_then_values_as_views(dtype):
     (node,) = [n for n in g.maker.fgraph.toposort() if isinstance(n.op, IfElse)]
     assert not node.op.as_view and str(node.op) == "if{}"
     assert IfElse(1, name="pick", as_view=True).__str__() == "if{pick,inplace}"
+
+
+def _fuzz_ifelse_cases(first_seed, n_cases):
+    """Graphs of the fuzzer with an ifelse over two of their values of one type (and,
+    every other one, one of their outputs beside it): (inputs, outputs, values)."""
+    seed = first_seed
+    while n_cases:
+        rng = np.random.default_rng(seed)
+        rec = fuzz.generate(rng, max_ops=8)
+        seed += 1
+        if rec.shared_index is not None:
+            continue
+        inputs, _svar, syms = fuzz._build(rec)
+        values = [v for k, v in syms.items() if k not in inputs]
+        pairs = [
+            (a, b)
+            for a in values
+            for b in values
+            if a is not b and a.dtype == b.dtype and a.ndim == b.ndim
+        ]
+        if not pairs:
+            continue
+        a, b = pairs[rng.integers(len(pairs))]
+        c = tt.lscalar("c")
+        outs = [ifelse(c, a, b)] + ([syms[rec.outputs[0]]] if n_cases % 2 else [])
+        vals = fuzz._values(rec, 0)
+        yield [c] + [syms[k] for k in inputs], outs, [vals[k] for k in inputs]
+        n_cases -= 1
+
+
+@pytest.mark.parametrize("mode", [None, "FAST_COMPILE"])
+def test_lazy_ifelse_of_fuzz_graphs_gives_the_eager_values(mode):
+    # The eager reference: the graph as built, on the reference engine.
+    lazy_nodes = 0
+    for ins, outs, args in _fuzz_ifelse_cases(1000, 12):
+        eager = theano_dag.function(ins, outs, mode="PerformOnly", on_unused_input="ignore")
+        f = theano_dag.function(ins, outs, mode=mode, on_unused_input="ignore")
+        lazy_nodes += sum(isinstance(n.op, LazyIfElse) for n in f.maker.fgraph.apply_nodes)
+        for c in (0, 1):
+            with np.errstate(all="ignore"):
+                want, got = eager(c, *args), f(c, *args)
+            for g, w in zip(got, want):
+                g, w = np.asarray(g), np.asarray(w)
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
+    assert lazy_nodes >= 6  # most cases have a branch of their own
