@@ -287,6 +287,25 @@ def test_gradient_of_a_written_out_softmax_is_a_softmax_grad(weights):
     assert not any(n.op == tt.exp for n in fg.apply_nodes)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cost", ["sum", "-sum", "sum axis=-1", "vector sum"])
+def test_gradient_of_the_sum_of_a_written_out_softmax(cost, dtype):
+    # The cost's gradient reaches the softmax as a constant 1, so its "e * dy / s" term
+    # is e / s, already a Softmax when the gradient is matched: exp(x) must still go
+    # (float32 overflows above 88, float64 above 709; the gradient is exactly 0).
+    x = tt.vector("x", dtype=dtype) if cost == "vector sum" else tt.matrix("x", dtype=dtype)
+    axis = -1 if x.ndim == 1 or cost.endswith("-1") else 1
+    # exp written twice, as Theano's users do (merged into one node by the optimizer)
+    c = tt.sum(tt.exp(x) / tt.exp(x).sum(axis=axis, keepdims=True))
+    g = theano_dag.grad(-c if cost == "-sum" else c, x)
+    f = theano_dag.function([x], g)
+    assert nnet.SoftmaxGrad in {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert not any(n.op == tt.exp for n in f.maker.fgraph.apply_nodes)
+    xv = np.array([[1000.0, -1000.0, 0.0], [100.0, 0.0, 2.0]], dtype=dtype)
+    xv = xv[0] if x.ndim == 1 else xv
+    np.testing.assert_allclose(f(xv), np.zeros_like(xv), atol=1e-6)
+
+
 def test_gradient_of_a_written_out_softmax_keeps_other_uses_of_exp():
     m, w, u = tt.dmatrix("m"), tt.dmatrix("w"), tt.dmatrix("u")
     e = tt.exp(m)

@@ -38,6 +38,7 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import MaxAndArgmax
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
 from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.shape import shape_padleft
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -160,7 +161,10 @@ def _same_product(a, b):
 
 def _like(var, sm):
     """``var`` spread over ``sm``'s shape where it broadcasts and ``sm`` does not (the
-    gradient a softmax receives has the softmax's shape)."""
+    gradient a softmax receives has the softmax's shape). A ``var`` of fewer dimensions
+    (the constant 1 left of ``dy`` when the cost was ``sum(softmax)``) is padded first."""
+    if var.ndim < sm.ndim:
+        var = shape_padleft(var, sm.ndim - var.ndim)
     if any(v and not s for v, s in zip(var.type.broadcastable, sm.type.broadcastable)):
         return tb.second(sm, var)
     return var
@@ -426,6 +430,13 @@ def _softmax_grad_of(e, terms):
     return None
 
 
+def _product_or_softmax(var):
+    """Whether ``var`` may be a term of a softmax's gradient: a product, or a ``Softmax``
+    (the gradient's ``e * dy / s`` when ``dy`` is 1, already rewritten)."""
+    owner = var.owner
+    return is_op(var, _PRODUCT) or (owner is not None and type(owner.op) is nnet.Softmax)
+
+
 @stabilize()
 @local_optimizer([tm.mul, tm.add], needs=[type(ts.exp)])
 def local_softmax_graph_grad(fgraph, node):
@@ -453,7 +464,7 @@ def local_softmax_graph_grad(fgraph, node):
                     new = new + e * (tm.add(*rest) if len(rest) > 1 else rest[0])
                 others = [v for k, v in enumerate(ins) if k not in (i, j)]
                 return fit(node.outputs[0], tm.mul(new, *others) if others else new, ins)
-    elif isinstance(sop, ts.Add) and sum(is_op(t, _PRODUCT) for t in ins) >= 2:
+    elif isinstance(sop, ts.Add) and sum(map(_product_or_softmax, ins)) >= 2:
         # (cheap first: a term e * ... with e = exp(x), the product flat after canonicalize)
         if all(_exp_arg(i) is None for t in ins if is_op(t, ts.Mul) for i in t.owner.inputs):
             return False
