@@ -10,6 +10,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
 from .rewrite_helpers import apply_dbs, check, ops_of
 
@@ -195,7 +196,13 @@ def test_log_of_an_indexed_softmax_is_an_indexed_log_softmax():
         [tt.log(sm[rows, y]), tt.log(sm[:, 1]), tt.log(sm.T)],
         [ls[rows, y], ls[:, 1], ls.T],
         [rng.normal(size=(3, 4)), np.array([0, 3, 1])],
-        stabilize,
+        # (the labels' log-likelihoods go on to the fused cross-entropy: tested below)
+        lambda fg: apply_dbs(
+            fg,
+            "canonicalize",
+            "stabilize",
+            exclude=("local_advanced_indexing_crossentropy_onehot",),
+        ),
     )
     f = theano_dag.function([m, y], -tt.log(sm[rows, y]), mode=FAST_RUN_PY)
     np.testing.assert_allclose(f(np.array([[0.0, 2000.0]]), np.array([0])), [2000.0])
@@ -353,3 +360,116 @@ def test_excluding_stabilize_keeps_the_written_form():
     assert nnet.SoftmaxGrad in ops and nnet.LogSoftmax not in ops
     with np.errstate(all="ignore"):
         assert np.isnan(f(np.array([[1000.0, -1000.0, 0.0]]), np.array([0]))).all()
+
+
+# -- log-likelihoods of the labels picked by advanced indexing --------------------------
+
+
+def _nll_forms(x, y, b=None):
+    """Theano's users' ways to write the summed negative log-likelihood of labels y."""
+    z = x if b is None else x + b
+    rows = tt.arange(y.shape[0])
+    return [
+        tt.sum(-tt.log(nnet.softmax(z)[rows, y])),
+        -tt.sum(tt.log(nnet.softmax(z))[rows, y]),
+        -tt.mean(nnet.log_softmax(z)[rows, y]),
+    ]
+
+
+def _ref_nll(xv, yv, bv=None):
+    z = xv.astype("float64") + (0 if bv is None else bv)
+    z = z - z.max(axis=1, keepdims=True)
+    ls = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    sm = np.exp(ls)
+    onehot = np.eye(xv.shape[1])[yv]
+    return -ls[np.arange(len(yv)), yv], sm - onehot  # per row; d(sum)/dz
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("form", [0, 1, 2])
+def test_indexed_log_softmax_is_the_fused_crossentropy(form, bias, dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.lvector("y")
+    b = tt.vector("b", dtype=dtype) if bias else None
+    cost = _nll_forms(x, y, b)[form]
+    ins = [x, y] + ([b] if bias else [])
+    f = theano_dag.function(ins, [cost, theano_dag.grad(cost, x)])
+    types = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias in types
+    assert nnet.CrossentropySoftmax1HotWithBiasDx in types
+    assert not types & {AdvancedSubtensor, AdvancedIncSubtensor, nnet.LogSoftmax}
+    # the gradient reads the fused op's softmax: one softmax computed
+    assert nnet.Softmax not in types
+    xv = np.array([[1000, -1000, 0, 3], [-800, 800, 5, 0], [1, 2, 3, 4]], dtype=dtype)
+    bv = np.array([0.5, -2, 1, 0], dtype=dtype)
+    yv = np.array([1, 1, 3])
+    c, g = f(xv, yv, *([bv] if bias else []))
+    nll, dz = _ref_nll(xv, yv, bv if bias else None)
+    scale = 1 / 3 if form == 2 else 1
+    assert c.dtype == dtype and g.dtype == dtype
+    np.testing.assert_allclose(c, nll.sum() * scale, rtol=1e-6)
+    np.testing.assert_allclose(g, dz * scale, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_alone_of_indexed_log_softmax(dtype):
+    # Only the gradient: one softmax and the fused gradient op, no forward cross-entropy
+    # kept for the shape of the cost's gradient (nor int32 labels' casts in the way).
+    x, y = tt.matrix("x", dtype=dtype), tt.lvector("y")
+    yi = tt.cast(y, "int32")
+    b = tt.vector("b", dtype=dtype)
+    a = tt.scalar("a", dtype=dtype)
+    for cost in [
+        -tt.sum(tt.log(nnet.softmax(x + b))[tt.arange(yi.shape[0]), yi]),
+        a * tt.mean(-tt.log(nnet.softmax(x + b)[tt.arange(y.shape[0]), y])),
+    ]:
+        f = theano_dag.function([x, y, b, a], theano_dag.grad(cost, x), on_unused_input="ignore")
+        types = [type(n.op) for n in f.maker.fgraph.apply_nodes]
+        assert nnet.CrossentropySoftmax1HotWithBiasDx in types
+        assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in types
+        assert types.count(nnet.Softmax) == 1 and nnet.SoftmaxGrad not in types
+        xv = rng.normal(size=(5, 4)).astype(dtype) * 50
+        bv = rng.normal(size=4).astype(dtype)
+        yv = np.array([0, 3, 2, 2, 1])
+        _, dz = _ref_nll(xv, yv, bv)
+        scale = 1 if cost.owner.op == tt.neg else 0.5 / 5
+        np.testing.assert_allclose(f(xv, yv, bv, 0.5), dz * scale, rtol=1e-5, atol=1e-6)
+
+
+def test_indexed_log_softmax_of_other_rows_is_left_alone():
+    # rows that are not arange(len(y)) (a reversed range): not the labels' likelihoods
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = -tt.sum(nnet.log_softmax(x)[tt.arange(y.shape[0])[::-1], y])
+    fg = check([x, y], [cost], None, [rng.normal(size=(3, 4)), np.array([0, 3, 1])], stabilize)
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in op_types(fg)
+
+
+def test_excluding_the_indexed_crossentropy_rewrites():
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = _nll_forms(x, y)[0]
+    mode = theano_dag.compile.mode.get_default_mode().excluding(
+        "local_advanced_indexing_crossentropy_onehot",
+        "local_advanced_indexing_crossentropy_onehot_grad",
+    )
+    f = theano_dag.function([x, y], [cost, theano_dag.grad(cost, x)], mode=mode)
+    types = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in types
+    assert nnet.CrossentropySoftmax1HotWithBiasDx not in types
+    c, g = f(np.array([[0.0, 1000.0]]), np.array([0]))
+    np.testing.assert_allclose(c, 1000.0)
+    np.testing.assert_allclose(g, [[-1.0, 1.0]])
+
+
+def test_crossentropy_gradient_alone_computes_the_softmax_only():
+    # grad of sum(crossentropy_categorical_1hot(softmax(x), y)): the fused op's
+    # log-likelihoods were read for the gradient's shape only
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = tt.sum(nnet.crossentropy_categorical_1hot(nnet.softmax(x), y))
+    f = theano_dag.function([x, y], theano_dag.grad(cost, x))
+    types = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in types
+    assert {nnet.Softmax, nnet.CrossentropySoftmax1HotWithBiasDx} <= types
+    xv, yv = rng.normal(size=(3, 4)), np.array([0, 3, 1])
+    np.testing.assert_allclose(f(xv, yv), _ref_nll(xv, yv)[1], rtol=1e-10)
+    with pytest.raises(ValueError, match="class index out of range"):
+        f(xv, np.array([0, 4, 1]))  # the gradient op still checks the labels
