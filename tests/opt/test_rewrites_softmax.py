@@ -8,6 +8,7 @@ from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on eac
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
@@ -36,7 +37,7 @@ def test_log_softmax():
     check(
         [m],
         [tt.log(nnet.softmax(m))],
-        [nnet.LogSoftmax(1)(m)],
+        [nnet.LogSoftmax(-1)(m)],
         [rng.normal(size=(2, 3))],
         stabilize,
     )
@@ -46,7 +47,7 @@ def test_log_softmax():
 
 def test_written_out_softmax_becomes_one_node():
     m = tt.dmatrix("m")
-    check([m], [nnet.softmax_graph(m)], [nnet.Softmax(1)(m)], [rng.normal(size=(2, 3))], stabilize)
+    check([m], [nnet.softmax_graph(m)], [nnet.Softmax(-1)(m)], [rng.normal(size=(2, 3))], stabilize)
     # and it is stable now: exp(1000) overflowed in the written-out form
     f = theano_dag.function([m], nnet.softmax_graph(m), mode=FAST_RUN_PY)
     np.testing.assert_allclose(f(np.array([[1000.0, 1000.0]])), [[0.5, 0.5]])
@@ -190,7 +191,7 @@ def test_log_of_an_indexed_softmax_is_an_indexed_log_softmax():
     m, y = tt.dmatrix("m"), tt.lvector("y")
     rows = tt.arange(y.shape[0])
     sm = nnet.softmax(m)
-    ls = nnet.LogSoftmax(1)(m)
+    ls = nnet.LogSoftmax(-1)(m)
     check(
         [m, y],
         [tt.log(sm[rows, y]), tt.log(sm[:, 1]), tt.log(sm.T)],
@@ -234,7 +235,7 @@ def test_written_out_softmax_inside_a_product():
 def test_written_out_softmax_of_a_vector():
     v = tt.dvector("v")
     check(
-        [v], [tt.exp(v) / tt.sum(tt.exp(v))], [nnet.Softmax(0)(v)], [rng.normal(size=4)], stabilize
+        [v], [tt.exp(v) / tt.sum(tt.exp(v))], [nnet.Softmax(-1)(v)], [rng.normal(size=4)], stabilize
     )
 
 
@@ -288,7 +289,7 @@ def test_gradient_of_a_written_out_softmax_is_a_softmax_grad(weights):
     g = theano_dag.grad(tt.sum(ww * written_softmax(m)), m)
     fg = check([m, w], [g], None, [rng.normal(size=(2, 3)), wv], stabilize)
     if weights == "variable":
-        assert fg.outputs[0].owner.op == nnet.SoftmaxGrad(1)
+        assert fg.outputs[0].owner.op == nnet.SoftmaxGrad(-1)
         assert fg.outputs[0].owner.inputs[0] is w
     assert nnet.SoftmaxGrad in op_types(fg)
     assert not any(n.op == tt.exp for n in fg.apply_nodes)
@@ -473,3 +474,32 @@ def test_crossentropy_gradient_alone_computes_the_softmax_only():
     np.testing.assert_allclose(f(xv, yv), _ref_nll(xv, yv)[1], rtol=1e-10)
     with pytest.raises(ValueError, match="class index out of range"):
         f(xv, np.array([0, 4, 1]))  # the gradient op still checks the labels
+
+
+def test_softmax_over_the_last_axis_is_theanos_softmax_op():
+    # however it is built (function, op instance, rewrite of the written-out form), a
+    # softmax over a matrix's rows is one op, Theano's softmax_op: the nodes merge
+    x = tt.dmatrix("x")
+    outs = [nnet.softmax(x), nnet.softmax_op(x), nnet.softmax(x, axis=1), written_softmax(x)]
+    f = theano_dag.function([x], outs)
+    softmaxes = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, nnet.Softmax)]
+    assert len(softmaxes) == 1 and softmaxes[0].op == nnet.softmax_op
+    xv = rng.normal(size=(2, 3))
+    for got in f(xv):
+        np.testing.assert_allclose(got, np.exp(xv) / np.exp(xv).sum(axis=1, keepdims=True))
+    assert nnet.softmax(x, axis=0).owner.op == nnet.Softmax(0)
+
+
+def test_fused_gradient_op_broadcasts_a_length_one_dy():
+    dy = tt.TensorType("float64", shape=(1,))("dy")
+    sm, y = tt.dmatrix("sm"), tt.lvector("y")
+    dx = nnet.crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
+    smv = np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]])
+    yv = np.array([1, 0, 0])
+    got = theano_dag.function([dy, sm, y], dx)(np.array([3.0]), smv, yv)
+    np.testing.assert_allclose(got, 3.0 * (smv - np.eye(2)[yv]))
+    verify_grad(
+        lambda d, s: nnet.crossentropy_softmax_1hot_with_bias_dx(d, s, yv),
+        [np.array([3.0]), smv],
+        rng=np.random.default_rng(0),
+    )

@@ -361,7 +361,7 @@ def local_softmax_graph(fgraph, node):
         x = _exp_arg(e)
         if not is_float(x) or x.ndim == 0:
             return False
-        sm = nnet.Softmax(_exp_total(s, e))(x)
+        sm = nnet.softmax(x, _exp_total(s, e))
         return _product(negated, [sm, *rest], _remove(den, s), sm.dtype)
     return False
 
@@ -428,9 +428,9 @@ def _softmax_grad_of(e, terms):
     for kd, (_, axis, dy) in direct:
         for ks, (_, axis2, dy2) in through:
             if axis == axis2 and _same_product(dy, dy2):
-                sm = nnet.Softmax(axis)(_exp_arg(e))
+                sm = nnet.softmax(_exp_arg(e), axis)
                 dy = _like(_product(*dy, sm.dtype), sm)
-                return nnet.SoftmaxGrad(axis)(dy, sm), (kd, ks)
+                return nnet.softmax_grad(dy, sm, axis), (kd, ks)
     return None
 
 
@@ -689,15 +689,42 @@ def local_advanced_indexing_crossentropy_onehot(fgraph, node):
     if not _labels(y) or not _rows_of(rows, y, z) or node.outputs[0].ndim != 1:
         return False
     nll, sm = _fused_crossentropy(z, y)
-    new = fit(node.outputs[0], tm.neg(nll))
+    out, new = node.outputs[0], tm.neg(nll)
+    sums, cur = [], out
+    while fgraph is not None and len(sums) < 2:
+        # -(log-likelihoods), or -sum(log-likelihoods): the negative log-likelihoods
+        # themselves (canonicalize, which would cancel the double negation, has run)
+        clients = fgraph.clients.get(cur, [])
+        if len(clients) != 1 or clients[0][0] == "output":
+            break
+        client = clients[0][0]
+        if is_op(client.outputs[0], ts.Neg):
+            out, new = client.outputs[0], nll
+            for s in sums:
+                new = s.op(new)
+            break
+        if type(client.op) is not Sum:
+            break
+        sums.append(client)
+        cur = client.outputs[0]
+    new = fit(out, new)
     if new is None:
         return False
-    repl = {node.outputs[0]: new}
+    repl = {out: new}
     for client, _ in fgraph.clients.get(z, ()) if fgraph is not None else ():
         # the gradient's softmax, which the fused op computes too
         if client != "output" and type(client.op) is nnet.Softmax and client.op.axis in (-1, 1):
             repl[client.outputs[0]] = sm
     return repl
+
+
+def _unfilled(v):
+    """``v`` without the fills around it: ``v`` has the labels' length or broadcasts to
+    it, so a fill's shape source (the forward log-likelihoods, for the gradient of their
+    sum) need not be computed."""
+    while isinstance(scalar_op(v.owner), ts.Second):
+        v = v.owner.inputs[1]
+    return v
 
 
 def _softmax_2d(fgraph, z):
@@ -712,7 +739,7 @@ def _softmax_2d(fgraph, z):
             and (c.inputs[1] is b or (b is None and const_value(c.inputs[1]) == 0))
         ):
             return c.outputs[1]
-    return nnet.Softmax(1)(z)
+    return nnet.softmax(z)
 
 
 @stabilize()
@@ -751,17 +778,11 @@ def local_advanced_indexing_crossentropy_onehot_grad(fgraph, node):
         return False
     if not _rows_of(rows, y, sm) or not is_float(v):
         return False
-    while isinstance(scalar_op(v.owner), ts.Second):
-        # v has y's length (or broadcasts to it): a fill's shape source (the forward
-        # log-likelihoods, for the gradient of their sum) need not be computed
-        v = v.owner.inputs[1]
-    if v.ndim == 1 and v.broadcastable[0]:
-        inner = v.owner.inputs[0] if isinstance(v.owner and v.owner.op, DimShuffle) else None
-        v = inner if inner is not None and inner.ndim == 0 else v.dimshuffle()
     # -v, without a double negation (canonicalize has run: it would stay)
-    dy = v.owner.inputs[0] if is_op(v, ts.Neg) else tm.neg(v)
+    v = _unfilled(v)
+    dy = _unfilled(v.owner.inputs[0]) if is_op(v, ts.Neg) else tm.neg(v)
     if dy.ndim == 0:
-        dy = tb.second(y, dy)
+        dy = dy.dimshuffle("x")  # one value for every row: the gradient op broadcasts it
     return nnet.crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
 
 
@@ -792,7 +813,7 @@ def local_crossentropy_softmax_only(fgraph, node):
     ):
         return False
     z = x if const_value(b) == 0 else x + b.dimshuffle("x", 0)
-    repl = {sm: fit(sm, nnet.Softmax(1)(z))}
+    repl = {sm: fit(sm, nnet.softmax(z))}
     for c in fills:
         repl[c.outputs[0]] = fit(c.outputs[0], tb.second(y, c.inputs[1]))
     return None if any(v is None for v in repl.values()) else repl
