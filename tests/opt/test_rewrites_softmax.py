@@ -503,3 +503,26 @@ def test_fused_gradient_op_broadcasts_a_length_one_dy():
         [np.array([3.0]), smv],
         rng=np.random.default_rng(0),
     )
+
+
+@pytest.mark.parametrize(
+    "theano_name, op_class",
+    [
+        ("local_logsoftmax", nnet.LogSoftmax),
+        ("crossentropy_to_crossentropy_with_softmax", nnet.CrossentropySoftmaxArgmax1HotWithBias),
+        (
+            "local_softmax_grad_to_crossentropy_with_softmax_grad",
+            nnet.CrossentropySoftmax1HotWithBiasDx,
+        ),
+    ],
+)
+def test_theanos_names_exclude_the_rewrites(theano_name, op_class):
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    outs = [tt.log(nnet.softmax(x)), nnet.crossentropy_categorical_1hot(nnet.softmax(x), y)]
+    outs.append(theano_dag.grad(outs[1].sum(), x))
+    default = theano_dag.compile.mode.get_default_mode()
+    for mode, present in ((default, True), (default.excluding(theano_name), False)):
+        f = theano_dag.function([x, y], outs, mode=mode)
+        assert any(isinstance(n.op, op_class) for n in f.maker.fgraph.apply_nodes) is present
+        got = f(np.array([[0.0, 3.0], [1.0, 1.0]]), np.array([1, 0]))
+        np.testing.assert_allclose(got[1], [np.log1p(np.exp(-3.0)), np.log(2.0)])

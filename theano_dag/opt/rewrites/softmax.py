@@ -278,7 +278,7 @@ def local_exp_over_sum_exp(fgraph, node):
 _INDEXINGS = (Subtensor, AdvancedSubtensor, AdvancedSubtensor1, DimShuffle)
 
 
-@stabilize()
+@stabilize("local_logsoftmax")  # Theano's name, as a tag
 @local_optimizer([tm.log], fit=fit)
 def local_log_softmax(fgraph, node):
     """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow, also when
@@ -598,7 +598,10 @@ def _row_bias(var, dtype):
     )
 
 
-@stabilize()
+@stabilize(  # Theano's names, as tags
+    "crossentropy_to_crossentropy_with_softmax_with_bias",
+    "crossentropy_to_crossentropy_with_softmax",
+)
 @local_optimizer([nnet.CrossentropyCategorical1Hot])
 def local_crossentropy_softmax(fgraph, node):
     """The cross-entropy of a softmax, fused into the op that computes both stably."""
@@ -624,7 +627,7 @@ def local_crossentropy_softmax(fgraph, node):
     return repl
 
 
-@stabilize()
+@stabilize("local_softmax_grad_to_crossentropy_with_softmax_grad")  # Theano's name, as a tag
 @local_optimizer([nnet.SoftmaxGrad], fit=fit)
 def local_crossentropy_softmax_grad(fgraph, node):
     """The gradient of the cross-entropy of a softmax, fused into one op."""
