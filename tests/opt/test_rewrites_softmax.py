@@ -526,3 +526,21 @@ def test_theanos_names_exclude_the_rewrites(theano_name, op_class):
         assert any(isinstance(n.op, op_class) for n in f.maker.fgraph.apply_nodes) is present
         got = f(np.array([[0.0, 3.0], [1.0, 1.0]]), np.array([1, 0]))
         np.testing.assert_allclose(got[1], [np.log1p(np.exp(-3.0)), np.log(2.0)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("spread", ["fill", "alloc"])
+def test_fused_gradient_of_one_value_spread_over_the_labels(spread, dtype):
+    sm, y, c = tt.matrix("sm", dtype=dtype), tt.lvector("y"), tt.scalar("c", dtype=dtype)
+    dy = tt.fill(y, c) if spread == "fill" else tt.alloc(c, y.shape[0])
+    dx = nnet.crossentropy_softmax_1hot_with_bias_dx(tt.cast(dy, dtype), sm, y)
+    f = theano_dag.function([sm, y, c], dx)
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if n.op == dx.owner.op]
+    assert node.inputs[0].broadcastable == (True,)  # the value itself, broadcast by the op
+    smv = np.array([[0.25, 0.75], [0.5, 0.5], [0.1, 0.9]], dtype=dtype)
+    yv = np.array([1, 0, 1])
+    got = f(smv, yv, 2.0)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, 2.0 * (smv - np.eye(2)[yv]), rtol=1e-6)
+    with pytest.raises(ValueError):
+        f(smv, np.array([1, 0]), 2.0)  # labels and rows disagree: still refused

@@ -63,6 +63,7 @@ __all__ = [
     "local_advanced_indexing_crossentropy_onehot",
     "local_advanced_indexing_crossentropy_onehot_grad",
     "local_crossentropy_softmax_only",
+    "local_useless_crossentropy_softmax_1hot_with_bias_dx_alloc",
     "local_argmax_pushdown",
     "local_max_and_argmax",
 ]
@@ -820,6 +821,45 @@ def local_crossentropy_softmax_only(fgraph, node):
     for c in fills:
         repl[c.outputs[0]] = fit(c.outputs[0], tb.second(y, c.inputs[1]))
     return None if any(v is None for v in repl.values()) else repl
+
+
+def _length_of(var, y, sm):
+    """Whether the length ``var`` (a 0-d int) is known to be the labels' ``y`` or the
+    rows of ``sm``."""
+    owner = var.owner
+    return (
+        owner is not None
+        and type(owner.op) is tb.Shape_i
+        and owner.op.i == 0
+        and owner.inputs[0] in (y, sm)
+    )
+
+
+@stabilize()
+@RULES.specialize()
+@local_optimizer([nnet.CrossentropySoftmax1HotWithBiasDx])
+def local_useless_crossentropy_softmax_1hot_with_bias_dx_alloc(fgraph, node):
+    """The fused cross-entropy gradient op of a ``dy`` that spreads one value over the
+    labels' length (a fill of the labels, an alloc of their length) on that value: the
+    op broadcasts it itself."""
+    # xent_softmax_1hot_with_bias_dx(fill(y, v), sm, y) -> xent_softmax_1hot_with_bias_dx(v, sm, y)
+    #   (and alloc(v, len(y)) the same), v one value
+    dy, sm, y = node.inputs
+    owner = dy.owner
+    if owner is None:
+        return False
+    if isinstance(scalar_op(owner), ts.Second) and owner.inputs[0] is y:
+        v = owner.inputs[1]
+    elif (
+        type(owner.op) is tb.Alloc and len(owner.inputs) == 2 and _length_of(owner.inputs[1], y, sm)
+    ):
+        v = owner.inputs[0]
+    else:
+        return False
+    if v.ndim > 1 or (v.ndim == 1 and not v.broadcastable[0]) or v.dtype != dy.dtype:
+        return False
+    v = v.dimshuffle("x") if v.ndim == 0 else v
+    return [nnet.crossentropy_softmax_1hot_with_bias_dx(v, sm, y)]
 
 
 # ---- argmax of an increasing function -------------------------------------------------
