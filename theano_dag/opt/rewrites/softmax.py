@@ -683,7 +683,8 @@ def local_advanced_indexing_crossentropy_onehot(fgraph, node):
     ``log(softmax(x)[arange(n), y])`` once ``local_log_softmax`` lifted the log) as
     minus the fused cross-entropy op's output; a softmax of ``x + b`` elsewhere in the
     graph is the fused op's. As in Theano, ``x`` must have ``len(y)`` rows (the indexing
-    read the first ``len(y)`` when ``n = len(y)``)."""
+    read the first ``len(y)`` when ``n = len(y)``) and the labels must be in
+    ``[0, classes)`` (the indexing read ``-1`` as the last class)."""
     # log_softmax(x + b)[arange(n), y] -> -crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[0]
     ls, *idx = node.inputs
     if len(idx) != 2 or ls.owner is None or _softmax_bias(ls.owner, nnet.LogSoftmax) is None:
