@@ -440,7 +440,7 @@ def test_a_chunking_an_op_cannot_run_on_is_an_error_naming_the_op_and_the_chunks
     with pytest.raises(ChunkError) as err:
         f(np.ones((5, 6)))
     assert str(err.value) == (
-        "Dask engine: Softmax{axis=1} needs axis 1 of its input 0 in one chunk; got chunks "
+        "Dask engine: Softmax{axis=-1} needs axis 1 of its input 0 in one chunk; got chunks "
         "((2, 2, 1), (3, 3)), expected ((2, 2, 1), (6,)) (chunk that axis -1, or let the "
         "engine rechunk: DaskLinker(rechunk=True))"
     )
@@ -451,7 +451,7 @@ def test_a_chunking_an_op_cannot_run_on_is_an_error_naming_the_op_and_the_chunks
 
 
 SOFTMAX_CHUNKS = (
-    "Dask engine: Softmax{axis=1} needs axis 1 of its input 0 in one chunk; got chunks "
+    "Dask engine: Softmax{axis=-1} needs axis 1 of its input 0 in one chunk; got chunks "
     "((2, 2, 1), (3, 3)), expected ((2, 2, 1), (6,)) (chunk that axis -1, or let the "
     "engine rechunk: DaskLinker(rechunk=True))"
 )

@@ -8,8 +8,10 @@ from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on eac
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
 from .rewrite_helpers import apply_dbs, check, ops_of
 
@@ -35,7 +37,7 @@ def test_log_softmax():
     check(
         [m],
         [tt.log(nnet.softmax(m))],
-        [nnet.LogSoftmax(1)(m)],
+        [nnet.LogSoftmax(-1)(m)],
         [rng.normal(size=(2, 3))],
         stabilize,
     )
@@ -45,7 +47,7 @@ def test_log_softmax():
 
 def test_written_out_softmax_becomes_one_node():
     m = tt.dmatrix("m")
-    check([m], [nnet.softmax_graph(m)], [nnet.Softmax(1)(m)], [rng.normal(size=(2, 3))], stabilize)
+    check([m], [nnet.softmax_graph(m)], [nnet.Softmax(-1)(m)], [rng.normal(size=(2, 3))], stabilize)
     # and it is stable now: exp(1000) overflowed in the written-out form
     f = theano_dag.function([m], nnet.softmax_graph(m), mode=FAST_RUN_PY)
     np.testing.assert_allclose(f(np.array([[1000.0, 1000.0]])), [[0.5, 0.5]])
@@ -189,13 +191,19 @@ def test_log_of_an_indexed_softmax_is_an_indexed_log_softmax():
     m, y = tt.dmatrix("m"), tt.lvector("y")
     rows = tt.arange(y.shape[0])
     sm = nnet.softmax(m)
-    ls = nnet.LogSoftmax(1)(m)
+    ls = nnet.LogSoftmax(-1)(m)
     check(
         [m, y],
         [tt.log(sm[rows, y]), tt.log(sm[:, 1]), tt.log(sm.T)],
         [ls[rows, y], ls[:, 1], ls.T],
         [rng.normal(size=(3, 4)), np.array([0, 3, 1])],
-        stabilize,
+        # (the labels' log-likelihoods go on to the fused cross-entropy: tested below)
+        lambda fg: apply_dbs(
+            fg,
+            "canonicalize",
+            "stabilize",
+            exclude=("local_advanced_indexing_crossentropy_onehot",),
+        ),
     )
     f = theano_dag.function([m, y], -tt.log(sm[rows, y]), mode=FAST_RUN_PY)
     np.testing.assert_allclose(f(np.array([[0.0, 2000.0]]), np.array([0])), [2000.0])
@@ -227,7 +235,7 @@ def test_written_out_softmax_inside_a_product():
 def test_written_out_softmax_of_a_vector():
     v = tt.dvector("v")
     check(
-        [v], [tt.exp(v) / tt.sum(tt.exp(v))], [nnet.Softmax(0)(v)], [rng.normal(size=4)], stabilize
+        [v], [tt.exp(v) / tt.sum(tt.exp(v))], [nnet.Softmax(-1)(v)], [rng.normal(size=4)], stabilize
     )
 
 
@@ -281,10 +289,29 @@ def test_gradient_of_a_written_out_softmax_is_a_softmax_grad(weights):
     g = theano_dag.grad(tt.sum(ww * written_softmax(m)), m)
     fg = check([m, w], [g], None, [rng.normal(size=(2, 3)), wv], stabilize)
     if weights == "variable":
-        assert fg.outputs[0].owner.op == nnet.SoftmaxGrad(1)
+        assert fg.outputs[0].owner.op == nnet.SoftmaxGrad(-1)
         assert fg.outputs[0].owner.inputs[0] is w
     assert nnet.SoftmaxGrad in op_types(fg)
     assert not any(n.op == tt.exp for n in fg.apply_nodes)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cost", ["sum", "-sum", "sum axis=-1", "vector sum"])
+def test_gradient_of_the_sum_of_a_written_out_softmax(cost, dtype):
+    # The cost's gradient reaches the softmax as a constant 1, so its "e * dy / s" term
+    # is e / s, already a Softmax when the gradient is matched: exp(x) must still go
+    # (float32 overflows above 88, float64 above 709; the gradient is exactly 0).
+    x = tt.vector("x", dtype=dtype) if cost == "vector sum" else tt.matrix("x", dtype=dtype)
+    axis = -1 if x.ndim == 1 or cost.endswith("-1") else 1
+    # exp written twice, as Theano's users do (merged into one node by the optimizer)
+    c = tt.sum(tt.exp(x) / tt.exp(x).sum(axis=axis, keepdims=True))
+    g = theano_dag.grad(-c if cost == "-sum" else c, x)
+    f = theano_dag.function([x], g)
+    assert nnet.SoftmaxGrad in {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert not any(n.op == tt.exp for n in f.maker.fgraph.apply_nodes)
+    xv = np.array([[1000.0, -1000.0, 0.0], [100.0, 0.0, 2.0]], dtype=dtype)
+    xv = xv[0] if x.ndim == 1 else xv
+    np.testing.assert_allclose(f(xv), np.zeros_like(xv), atol=1e-6)
 
 
 def test_gradient_of_a_written_out_softmax_keeps_other_uses_of_exp():
@@ -334,3 +361,186 @@ def test_excluding_stabilize_keeps_the_written_form():
     assert nnet.SoftmaxGrad in ops and nnet.LogSoftmax not in ops
     with np.errstate(all="ignore"):
         assert np.isnan(f(np.array([[1000.0, -1000.0, 0.0]]), np.array([0]))).all()
+
+
+# -- log-likelihoods of the labels picked by advanced indexing --------------------------
+
+
+def _nll_forms(x, y, b=None):
+    """Theano's users' ways to write the summed negative log-likelihood of labels y."""
+    z = x if b is None else x + b
+    rows = tt.arange(y.shape[0])
+    return [
+        tt.sum(-tt.log(nnet.softmax(z)[rows, y])),
+        -tt.sum(tt.log(nnet.softmax(z))[rows, y]),
+        -tt.mean(nnet.log_softmax(z)[rows, y]),
+    ]
+
+
+def _ref_nll(xv, yv, bv=None):
+    z = xv.astype("float64") + (0 if bv is None else bv)
+    z = z - z.max(axis=1, keepdims=True)
+    ls = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    sm = np.exp(ls)
+    onehot = np.eye(xv.shape[1])[yv]
+    return -ls[np.arange(len(yv)), yv], sm - onehot  # per row; d(sum)/dz
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("form", [0, 1, 2])
+def test_indexed_log_softmax_is_the_fused_crossentropy(form, bias, dtype):
+    x, y = tt.matrix("x", dtype=dtype), tt.lvector("y")
+    b = tt.vector("b", dtype=dtype) if bias else None
+    cost = _nll_forms(x, y, b)[form]
+    ins = [x, y] + ([b] if bias else [])
+    f = theano_dag.function(ins, [cost, theano_dag.grad(cost, x)])
+    types = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias in types
+    assert nnet.CrossentropySoftmax1HotWithBiasDx in types
+    assert not types & {AdvancedSubtensor, AdvancedIncSubtensor, nnet.LogSoftmax}
+    # the gradient reads the fused op's softmax: one softmax computed
+    assert nnet.Softmax not in types
+    xv = np.array([[1000, -1000, 0, 3], [-800, 800, 5, 0], [1, 2, 3, 4]], dtype=dtype)
+    bv = np.array([0.5, -2, 1, 0], dtype=dtype)
+    yv = np.array([1, 1, 3])
+    c, g = f(xv, yv, *([bv] if bias else []))
+    nll, dz = _ref_nll(xv, yv, bv if bias else None)
+    scale = 1 / 3 if form == 2 else 1
+    assert c.dtype == dtype and g.dtype == dtype
+    np.testing.assert_allclose(c, nll.sum() * scale, rtol=1e-6)
+    np.testing.assert_allclose(g, dz * scale, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_alone_of_indexed_log_softmax(dtype):
+    # Only the gradient: one softmax and the fused gradient op, no forward cross-entropy
+    # kept for the shape of the cost's gradient (nor int32 labels' casts in the way).
+    x, y = tt.matrix("x", dtype=dtype), tt.lvector("y")
+    yi = tt.cast(y, "int32")
+    b = tt.vector("b", dtype=dtype)
+    a = tt.scalar("a", dtype=dtype)
+    for cost in [
+        -tt.sum(tt.log(nnet.softmax(x + b))[tt.arange(yi.shape[0]), yi]),
+        a * tt.mean(-tt.log(nnet.softmax(x + b)[tt.arange(y.shape[0]), y])),
+    ]:
+        f = theano_dag.function([x, y, b, a], theano_dag.grad(cost, x), on_unused_input="ignore")
+        types = [type(n.op) for n in f.maker.fgraph.apply_nodes]
+        assert nnet.CrossentropySoftmax1HotWithBiasDx in types
+        assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in types
+        assert types.count(nnet.Softmax) == 1 and nnet.SoftmaxGrad not in types
+        xv = rng.normal(size=(5, 4)).astype(dtype) * 50
+        bv = rng.normal(size=4).astype(dtype)
+        yv = np.array([0, 3, 2, 2, 1])
+        _, dz = _ref_nll(xv, yv, bv)
+        scale = 1 if cost.owner.op == tt.neg else 0.5 / 5
+        np.testing.assert_allclose(f(xv, yv, bv, 0.5), dz * scale, rtol=1e-5, atol=1e-6)
+
+
+def test_indexed_log_softmax_of_other_rows_is_left_alone():
+    # rows that are not arange(len(y)) (a reversed range): not the labels' likelihoods
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = -tt.sum(nnet.log_softmax(x)[tt.arange(y.shape[0])[::-1], y])
+    fg = check([x, y], [cost], None, [rng.normal(size=(3, 4)), np.array([0, 3, 1])], stabilize)
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in op_types(fg)
+
+
+def test_excluding_the_indexed_crossentropy_rewrites():
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = _nll_forms(x, y)[0]
+    mode = theano_dag.compile.mode.get_default_mode().excluding(
+        "local_advanced_indexing_crossentropy_onehot",
+        "local_advanced_indexing_crossentropy_onehot_grad",
+    )
+    f = theano_dag.function([x, y], [cost, theano_dag.grad(cost, x)], mode=mode)
+    types = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in types
+    assert nnet.CrossentropySoftmax1HotWithBiasDx not in types
+    c, g = f(np.array([[0.0, 1000.0]]), np.array([0]))
+    np.testing.assert_allclose(c, 1000.0)
+    np.testing.assert_allclose(g, [[-1.0, 1.0]])
+
+
+def test_crossentropy_gradient_alone_computes_the_softmax_only():
+    # grad of sum(crossentropy_categorical_1hot(softmax(x), y)): the fused op's
+    # log-likelihoods were read for the gradient's shape only
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    cost = tt.sum(nnet.crossentropy_categorical_1hot(nnet.softmax(x), y))
+    f = theano_dag.function([x, y], theano_dag.grad(cost, x))
+    types = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+    assert nnet.CrossentropySoftmaxArgmax1HotWithBias not in types
+    assert {nnet.Softmax, nnet.CrossentropySoftmax1HotWithBiasDx} <= types
+    xv, yv = rng.normal(size=(3, 4)), np.array([0, 3, 1])
+    np.testing.assert_allclose(f(xv, yv), _ref_nll(xv, yv)[1], rtol=1e-10)
+    with pytest.raises(ValueError, match="class index out of range"):
+        f(xv, np.array([0, 4, 1]))  # the gradient op still checks the labels
+
+
+def test_softmax_over_the_last_axis_is_theanos_softmax_op():
+    # however it is built (function, op instance, rewrite of the written-out form), a
+    # softmax over a matrix's rows is one op, Theano's softmax_op: the nodes merge
+    x = tt.dmatrix("x")
+    outs = [nnet.softmax(x), nnet.softmax_op(x), nnet.softmax(x, axis=1), written_softmax(x)]
+    f = theano_dag.function([x], outs)
+    softmaxes = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, nnet.Softmax)]
+    assert len(softmaxes) == 1 and softmaxes[0].op == nnet.softmax_op
+    xv = rng.normal(size=(2, 3))
+    for got in f(xv):
+        np.testing.assert_allclose(got, np.exp(xv) / np.exp(xv).sum(axis=1, keepdims=True))
+    assert nnet.softmax(x, axis=0).owner.op == nnet.Softmax(0)
+
+
+def test_fused_gradient_op_broadcasts_a_length_one_dy():
+    dy = tt.TensorType("float64", shape=(1,))("dy")
+    sm, y = tt.dmatrix("sm"), tt.lvector("y")
+    dx = nnet.crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
+    smv = np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]])
+    yv = np.array([1, 0, 0])
+    got = theano_dag.function([dy, sm, y], dx)(np.array([3.0]), smv, yv)
+    np.testing.assert_allclose(got, 3.0 * (smv - np.eye(2)[yv]))
+    verify_grad(
+        lambda d, s: nnet.crossentropy_softmax_1hot_with_bias_dx(d, s, yv),
+        [np.array([3.0]), smv],
+        rng=np.random.default_rng(0),
+    )
+
+
+@pytest.mark.parametrize(
+    "theano_name, op_class",
+    [
+        ("local_logsoftmax", nnet.LogSoftmax),
+        ("crossentropy_to_crossentropy_with_softmax", nnet.CrossentropySoftmaxArgmax1HotWithBias),
+        (
+            "local_softmax_grad_to_crossentropy_with_softmax_grad",
+            nnet.CrossentropySoftmax1HotWithBiasDx,
+        ),
+    ],
+)
+def test_theanos_names_exclude_the_rewrites(theano_name, op_class):
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    outs = [tt.log(nnet.softmax(x)), nnet.crossentropy_categorical_1hot(nnet.softmax(x), y)]
+    outs.append(theano_dag.grad(outs[1].sum(), x))
+    default = theano_dag.compile.mode.get_default_mode()
+    for mode, present in ((default, True), (default.excluding(theano_name), False)):
+        f = theano_dag.function([x, y], outs, mode=mode)
+        assert any(isinstance(n.op, op_class) for n in f.maker.fgraph.apply_nodes) is present
+        got = f(np.array([[0.0, 3.0], [1.0, 1.0]]), np.array([1, 0]))
+        np.testing.assert_allclose(got[1], [np.log1p(np.exp(-3.0)), np.log(2.0)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("spread", ["fill", "alloc"])
+def test_fused_gradient_of_one_value_spread_over_the_labels(spread, dtype):
+    sm, y, c = tt.matrix("sm", dtype=dtype), tt.lvector("y"), tt.scalar("c", dtype=dtype)
+    dy = tt.fill(y, c) if spread == "fill" else tt.alloc(c, y.shape[0])
+    dx = nnet.crossentropy_softmax_1hot_with_bias_dx(tt.cast(dy, dtype), sm, y)
+    f = theano_dag.function([sm, y, c], dx)
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if n.op == dx.owner.op]
+    assert node.inputs[0].broadcastable == (True,)  # the value itself, broadcast by the op
+    smv = np.array([[0.25, 0.75], [0.5, 0.5], [0.1, 0.9]], dtype=dtype)
+    yv = np.array([1, 0, 1])
+    got = f(smv, yv, 2.0)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, 2.0 * (smv - np.eye(2)[yv]), rtol=1e-6)
+    with pytest.raises(ValueError):
+        f(smv, np.array([1, 0]), 2.0)  # labels and rows disagree: still refused

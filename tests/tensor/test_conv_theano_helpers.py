@@ -4,12 +4,15 @@ separable and causal convolutions, bilinear upsampling; ``corr.CorrMM``,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.config import config
+from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor.nnet import abstract_conv as ac
 from theano_dag.tensor.nnet import blocksparse, conv2d, conv3d, conv3d2d
 from theano_dag.tensor.nnet.corr import CorrMM, CorrMM_gradInputs, CorrMM_gradWeights
@@ -101,8 +104,88 @@ def test_corrmm_correlates_and_its_gradients_need_no_shape(dtype):
     np.testing.assert_allclose(got_gx, want_gx, **_tol(dtype))
     with pytest.raises(ValueError):
         CorrMM_gradWeights(border_mode="half")(x, gy)
-    with pytest.raises(NotImplementedError):
-        CorrMM(unshared=True)
+
+
+def _np_unshared(x, w, pad, stride, groups, flip):
+    """Locally connected 2-D layer by loops: filters ``w[f, i, j, c, kh, kw]``."""
+    n, c = x.shape[:2]
+    f, oh, ow, cg, kh, kw = w.shape
+    if flip:
+        w = w[..., ::-1, ::-1]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    fg = f // groups
+    out = np.zeros((n, f, oh, ow))
+    for k in range(f):
+        chans = slice(k // fg * cg, k // fg * cg + cg)
+        for i in range(oh):
+            for j in range(ow):
+                r, q = i * stride[0], j * stride[1]
+                patch = xp[:, chans, r : r + kh, q : q + kw]
+                out[:, k, i, j] = (patch * w[k, i, j]).sum(axis=(1, 2, 3))
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "border, stride, groups, flip",
+    [("valid", (1, 1), 1, True), ("full", (2, 1), 2, False), ((1, 0), (1, 2), 1, True)],
+)
+def test_unshared_convolution_values_and_gradients(border, stride, groups, flip, dtype):
+    # Theano's unshared=True (a locally connected layer): one filter per output position
+    rng = np.random.default_rng(2)
+    xv = rng.normal(size=(2, 4, 5, 4)).astype(dtype)
+    kh, kw = 3, 2
+    pad = {"valid": (0, 0), "full": (kh - 1, kw - 1)}.get(border, border)
+    oh = (5 + 2 * pad[0] - kh) // stride[0] + 1
+    ow = (4 + 2 * pad[1] - kw) // stride[1] + 1
+    wv = rng.normal(size=(4, oh, ow, 4 // groups, kh, kw)).astype(dtype)
+    x = tt.tensor4("x", dtype=dtype)
+    w = tt.TensorType(dtype, shape=(None,) * 6)("w")
+    y = conv2d(
+        x, w, border_mode=border, subsample=stride, filter_flip=flip, num_groups=groups,
+        unshared=True,
+    )  # fmt: skip
+    assert y.type.dtype == dtype
+    gy = tt.tensor4("gy", dtype=dtype)
+    cost = (y * gy).sum()
+    gyv = rng.normal(size=(2, 4, oh, ow)).astype(dtype)
+    want = _np_unshared(xv.astype("float64"), wv.astype("float64"), pad, stride, groups, flip)
+    for mode in ["FAST_RUN", theano_dag.compile.mode.Mode(linker="py", optimizer="None")]:
+        f = theano_dag.function([x, w, gy], [y, *theano_dag.grad(cost, [x, w])], mode=mode)
+        got, gx, gw = f(xv, wv, gyv)
+        np.testing.assert_allclose(got, want, **_tol(dtype))
+        # The cost is linear in each argument: its gradient is the change of the
+        # reference's cost for a unit change of each entry.
+        base = (want * gyv).sum()
+        for arr, g, as_x in ((xv, gx, True), (wv, gw, False)):
+            assert g.shape == arr.shape and g.dtype == dtype
+            for idx in [tuple(rng.integers(0, s) for s in arr.shape) for _ in range(6)]:
+                bumped = arr.astype("float64")
+                bumped[idx] += 1
+                args = (bumped, wv.astype("float64")) if as_x else (xv.astype("float64"), bumped)
+                d = (_np_unshared(*args, pad, stride, groups, flip) * gyv).sum() - base
+                np.testing.assert_allclose(g[idx], d, rtol=1e-3 if dtype == "float32" else 1e-9)
+    # infer_shape of the three Ops: the shapes without a convolution computed
+    outs = [y, *theano_dag.grad(cost, [x, w])]
+    shapes = theano_dag.function([x, w, gy], [o.shape for o in outs])
+    assert not any(isinstance(n.op, ac.BaseAbstractConv) for n in shapes.maker.fgraph.apply_nodes)
+    for s, o in zip(shapes(xv, wv, gyv), (want, xv, wv)):
+        np.testing.assert_array_equal(s, o.shape)
+    # CorrMM's unshared correlation: the unflipped filters
+    corr = CorrMM(border_mode=border, subsample=stride, num_groups=groups, unshared=True)
+    got = theano_dag.function([x, w], corr(x, w))(xv, wv[..., ::-1, ::-1] if flip else wv)
+    np.testing.assert_allclose(got, want, **_tol(dtype))
+
+
+def test_unshared_convolution_refuses_filters_of_another_grid():
+    x, w = tt.dtensor4("x"), tt.TensorType("float64", shape=(None,) * 6)("w")
+    f = theano_dag.function([x, w], conv2d(x, w, unshared=True))
+    with pytest.raises(ValueError, match="output positions"):
+        f(np.zeros((1, 1, 4, 4)), np.zeros((1, 3, 3, 1, 3, 3)))  # the output is 2x2
+    with pytest.raises(TypeError, match="6-D"):
+        conv2d(x, tt.dtensor4("w4"), unshared=True)
+    with pytest.raises(TypeError):
+        ac.AbstractConv3d(unshared=True)  # (as in Theano: 2-D only)
 
 
 def test_corr3dmm_matches_conv3d_of_flipped_filters():
@@ -179,6 +262,58 @@ def test_bilinear_upsampling_matches_interpolation(ratio, one_d):
     np.testing.assert_allclose(
         k, np.r_[np.arange(1, ratio + 1), np.arange(ratio - 1, 0, -1)] / ratio
     )
+
+
+def _np_frac_axis(x, axis, p, q):
+    """Bilinear resampling along ``axis`` at ``ceil(n * p / q)`` points, point ``k`` at
+    ``(k * q - (p - 1) // 2) / p`` input steps, held at the ends."""
+    n = x.shape[axis]
+    p, q = p // math.gcd(p, q), q // math.gcd(p, q)  # (Theano's ratio in lowest terms)
+    pos = np.clip((np.arange(-(-n * p // q)) * q - (p - 1) // 2) / p, 0, n - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, n - 1)
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    t = (pos - lo).reshape(shape)
+    return np.take(x, lo, axis) * (1 - t) + np.take(x, hi, axis) * t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("frac", [((7, 4), (5, 3)), (3, 2), ((2, 3), (9, 4)), ((4, 2), (6, 4))])
+def test_fractional_bilinear_upsampling(frac, dtype):
+    x = tt.tensor4("x", dtype=dtype)
+    xv = np.random.default_rng(4).normal(size=(2, 3, 5, 6)).astype(dtype)
+    up = ac.bilinear_upsampling(x, frac_ratio=frac, use_1D_kernel=False)
+    got = theano_dag.function([x], up)(xv)
+    (pr, qr), (pc, qc) = frac if isinstance(frac[0], tuple) else (frac, frac)
+    want = _np_frac_axis(_np_frac_axis(xv.astype("float64"), 2, pr, qr), 3, pc, qc)
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, **_tol(dtype))
+    # an integer ratio written as a fraction is the integer upsampling
+    if frac == ((4, 2), (6, 4)):
+        whole = ac.bilinear_upsampling(x[:, :, :, :4], ratio=2, use_1D_kernel=False)
+        got = theano_dag.function([x], whole)(xv)
+        np.testing.assert_allclose(
+            got, _np_frac_axis(_np_frac_axis(xv[..., :4], 2, 2, 1), 3, 2, 1), **_tol(dtype)
+        )
+
+
+def test_fractional_bilinear_upsampling_shape_gradient_and_refusals():
+    x = tt.dtensor4("x")
+    shape = theano_dag.function(
+        [x], ac.bilinear_upsampling(x, frac_ratio=(24, 20), use_1D_kernel=False).shape
+    )
+    np.testing.assert_array_equal(shape(np.zeros((1, 1, 200, 200))), (1, 1, 240, 240))
+    xv = np.random.default_rng(5).normal(size=(1, 2, 3, 4))
+    verify_grad(
+        lambda a: ac.bilinear_upsampling(a, frac_ratio=((5, 3), (3, 2)), use_1D_kernel=False),
+        [xv],
+        rng=np.random.default_rng(6),
+    )
+    with pytest.raises(ValueError, match="use_1D_kernel=False"):
+        ac.bilinear_upsampling(x, frac_ratio=(3, 2))
+    with pytest.raises(ValueError, match="tuple"):
+        ac.bilinear_upsampling(x, frac_ratio=[3, 2], use_1D_kernel=False)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -493,7 +493,7 @@ def test_batch_normalization_train_full_rank_params():
         (
             lambda: nnet.softmax(tt.lmatrix()),
             TypeError,
-            r"Softmax\{axis=1\}: argument x must be a float tensor",
+            r"Softmax\{axis=-1\}: argument x must be a float tensor",
         ),
         (lambda: nnet.softmax(tt.dmatrix(), axis=2), ValueError, "axis 2 is out of range"),
         (lambda: nnet.Softmax()(tt.dscalar()), TypeError, "at least 1 dimension"),
@@ -681,7 +681,7 @@ def test_op_props_and_names():
     assert AbstractConv2d(border_mode=1) == AbstractConv2d(border_mode=(1, (1, 1)))
     assert AbstractConv2d(subsample=2) != AbstractConv2d()
     assert Pool((2, 2)) == Pool((2, 2), stride=(2, 2), pad=(0, 0))
-    assert nnet.softmax(tt.dmatrix()).owner.op == nnet.Softmax(1)
+    assert nnet.softmax(tt.dmatrix()).owner.op == nnet.Softmax(-1)
     assert nnet.get_conv_output_shape((2, 3, 8, 8), (4, 3, 3, 3), "full", (1, 1)) == (2, 4, 10, 10)
 
 

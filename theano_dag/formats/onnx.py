@@ -216,7 +216,7 @@ class _Exporter:
             return self.emit("Concat", parts, out, axis=0)
         if isinstance(op, Subtensor):
             return self.subtensor(op, node, ins, out)
-        if isinstance(op, AbstractConv2d):
+        if isinstance(op, AbstractConv2d) and not op.unshared:  # (no ONNX locally connected)
             return self.conv(op, node, ins, out)
         if isinstance(op, Pool):
             return self.pool(op, node, ins, out)

@@ -89,7 +89,7 @@ class TheanoFlavor(Flavor):
         return [getattr(self, name)()(*ins)]
 
     def softmax_axis(self, op, ndim):
-        return 1 if ndim == 2 else None  # ours are made with the axis counted from the front
+        return -1 if ndim == 2 else None  # Theano's are over a matrix's rows
 
     def cholesky(self, x, lower):
         return self.Cholesky(lower=lower)(x)

@@ -636,8 +636,8 @@ def check_chunks(order, values: dict, kernels: dict | None = None, rechunk=True)
     >>> try:
     ...     check_chunks([y.owner], {x: da.empty((4, 6), chunks=(2, 3))}, rechunk=False)
     ... except ChunkError as e:
-    ...     print(str(e)[:58])
-    Dask engine: Softmax{axis=1} needs axis 1 of its input 0 i
+    ...     print(str(e)[:57])
+    Dask engine: Softmax{axis=-1} needs axis 1 of its input 0
     """
     known = dict(values)
     _CHECKING.on = True

@@ -322,6 +322,7 @@ def _softmax_from(fl, node, ins):
     axis = fl.softmax_axis(node.op, ins[0].ndim)
     if axis is None:
         return None
+    axis = -1 if axis % ins[0].ndim == ins[0].ndim - 1 else axis % ins[0].ndim  # (as ours carry it)
     return [getattr(nnet, type(node.op).__name__)(axis)(*ins)]
 
 

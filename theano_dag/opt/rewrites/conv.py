@@ -52,6 +52,8 @@ def _conv_of(fgraph, var):
     node = var.owner
     if node is None or type(node.op) is not AbstractConv2d or not single_client(fgraph, var):
         return None
+    if node.op.unshared:  # (Conv2dBiasAct's engines have no unshared kernels)
+        return None
     return node
 
 

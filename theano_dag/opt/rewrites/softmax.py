@@ -38,6 +38,7 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import MaxAndArgmax
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
 from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.shape import shape_padleft
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -46,6 +47,7 @@ from theano_dag.tensor.subtensor import (
     IncSubtensor,
     Subtensor,
 )
+from theano_dag.tensor.type import discrete_dtypes
 
 stabilize = RULES.stabilize
 
@@ -58,6 +60,10 @@ __all__ = [
     "local_logsoftmax_grad",
     "local_crossentropy_softmax",
     "local_crossentropy_softmax_grad",
+    "local_advanced_indexing_crossentropy_onehot",
+    "local_advanced_indexing_crossentropy_onehot_grad",
+    "local_crossentropy_softmax_only",
+    "local_useless_crossentropy_softmax_1hot_with_bias_dx_alloc",
     "local_argmax_pushdown",
     "local_max_and_argmax",
 ]
@@ -160,7 +166,10 @@ def _same_product(a, b):
 
 def _like(var, sm):
     """``var`` spread over ``sm``'s shape where it broadcasts and ``sm`` does not (the
-    gradient a softmax receives has the softmax's shape)."""
+    gradient a softmax receives has the softmax's shape). A ``var`` of fewer dimensions
+    (the constant 1 left of ``dy`` when the cost was ``sum(softmax)``) is padded first."""
+    if var.ndim < sm.ndim:
+        var = shape_padleft(var, sm.ndim - var.ndim)
     if any(v and not s for v, s in zip(var.type.broadcastable, sm.type.broadcastable)):
         return tb.second(sm, var)
     return var
@@ -270,7 +279,7 @@ def local_exp_over_sum_exp(fgraph, node):
 _INDEXINGS = (Subtensor, AdvancedSubtensor, AdvancedSubtensor1, DimShuffle)
 
 
-@stabilize()
+@stabilize("local_logsoftmax")  # Theano's name, as a tag
 @local_optimizer([tm.log], fit=fit)
 def local_log_softmax(fgraph, node):
     """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow, also when
@@ -353,7 +362,7 @@ def local_softmax_graph(fgraph, node):
         x = _exp_arg(e)
         if not is_float(x) or x.ndim == 0:
             return False
-        sm = nnet.Softmax(_exp_total(s, e))(x)
+        sm = nnet.softmax(x, _exp_total(s, e))
         return _product(negated, [sm, *rest], _remove(den, s), sm.dtype)
     return False
 
@@ -420,10 +429,17 @@ def _softmax_grad_of(e, terms):
     for kd, (_, axis, dy) in direct:
         for ks, (_, axis2, dy2) in through:
             if axis == axis2 and _same_product(dy, dy2):
-                sm = nnet.Softmax(axis)(_exp_arg(e))
+                sm = nnet.softmax(_exp_arg(e), axis)
                 dy = _like(_product(*dy, sm.dtype), sm)
-                return nnet.SoftmaxGrad(axis)(dy, sm), (kd, ks)
+                return nnet.softmax_grad(dy, sm, axis), (kd, ks)
     return None
+
+
+def _product_or_softmax(var):
+    """Whether ``var`` may be a term of a softmax's gradient: a product, or a ``Softmax``
+    (the gradient's ``e * dy / s`` when ``dy`` is 1, already rewritten)."""
+    owner = var.owner
+    return is_op(var, _PRODUCT) or (owner is not None and type(owner.op) is nnet.Softmax)
 
 
 @stabilize()
@@ -453,7 +469,7 @@ def local_softmax_graph_grad(fgraph, node):
                     new = new + e * (tm.add(*rest) if len(rest) > 1 else rest[0])
                 others = [v for k, v in enumerate(ins) if k not in (i, j)]
                 return fit(node.outputs[0], tm.mul(new, *others) if others else new, ins)
-    elif isinstance(sop, ts.Add) and sum(is_op(t, _PRODUCT) for t in ins) >= 2:
+    elif isinstance(sop, ts.Add) and sum(map(_product_or_softmax, ins)) >= 2:
         # (cheap first: a term e * ... with e = exp(x), the product flat after canonicalize)
         if all(_exp_arg(i) is None for t in ins if is_op(t, ts.Mul) for i in t.owner.inputs):
             return False
@@ -547,13 +563,18 @@ def local_logsoftmax_grad(fgraph, node):
     return fit(node.outputs[0], new, [sm])
 
 
-def _softmax_bias(sm_node):
-    """``(x, b)`` for a 2-d ``softmax(x + b)`` over the last axis (b a row bias, or None)."""
-    if type(sm_node.op) is not nnet.Softmax or sm_node.inputs[0].ndim != 2:
+def _softmax_bias(sm_node, op_class=nnet.Softmax):
+    """``(x, b)`` for a 2-d ``softmax(x + b)`` over the last axis (b a row bias, or None);
+    ``op_class`` ``LogSoftmax`` for ``log_softmax(x + b)``."""
+    if type(sm_node.op) is not op_class or sm_node.inputs[0].ndim != 2:
         return None
     if sm_node.op.axis not in (-1, 1):
         return None
-    z = sm_node.inputs[0]
+    return _split_bias(sm_node.inputs[0])
+
+
+def _split_bias(z):
+    """``(x, b)`` for the 2-d ``z = x + b`` (b a row bias), else ``(z, None)``."""
     add = z.owner
     if not isinstance(scalar_op(add), ts.Add):
         return z, None
@@ -578,7 +599,10 @@ def _row_bias(var, dtype):
     )
 
 
-@stabilize()
+@stabilize(  # Theano's names, as tags
+    "crossentropy_to_crossentropy_with_softmax_with_bias",
+    "crossentropy_to_crossentropy_with_softmax",
+)
 @local_optimizer([nnet.CrossentropyCategorical1Hot])
 def local_crossentropy_softmax(fgraph, node):
     """The cross-entropy of a softmax, fused into the op that computes both stably."""
@@ -604,7 +628,7 @@ def local_crossentropy_softmax(fgraph, node):
     return repl
 
 
-@stabilize()
+@stabilize("local_softmax_grad_to_crossentropy_with_softmax_grad")  # Theano's name, as a tag
 @local_optimizer([nnet.SoftmaxGrad], fit=fit)
 def local_crossentropy_softmax_grad(fgraph, node):
     """The gradient of the cross-entropy of a softmax, fused into one op."""
@@ -618,6 +642,225 @@ def local_crossentropy_softmax_grad(fgraph, node):
     if not _same_softmax(sm2, sm):
         return False
     return nnet.crossentropy_softmax_1hot_with_bias_dx(g, sm2, y)  # sm2 may be the fused one
+
+
+def _rows_of(rows, y, table):
+    """Whether the index ``rows`` is ``arange(n)`` with ``n`` the length of the labels
+    ``y`` or the rows of ``table``: each row picked once, in order."""
+    owner = rows.owner
+    if owner is None or type(owner.op) is not tb.ARange:
+        return False
+    start, stop, step = owner.inputs
+    if const_value(start) != 0 or const_value(step) != 1 or stop.owner is None:
+        return False
+    op = stop.owner.op
+    if type(op) is not tb.Shape_i or op.i != 0:
+        return False
+    length_of = stop.owner.inputs[0]
+    while y is not length_of and isinstance(y.owner and y.owner.op, Elemwise):
+        if len(y.owner.inputs) != 1:
+            break
+        y = y.owner.inputs[0]  # the labels cast (their length is the length read)
+    return length_of is y or length_of is table
+
+
+def _labels(y):
+    return y.ndim == 1 and y.dtype in discrete_dtypes and y.dtype != "bool"
+
+
+def _fused_crossentropy(z, y):
+    """``(nll, sm)`` of the fused op for the 2-d logits ``z`` (a row bias split off)."""
+    x, b = _split_bias(z)
+    if b is None:
+        return nnet.crossentropy_softmax_1hot(x, y)
+    return nnet.crossentropy_softmax_1hot_with_bias(x, b, y)
+
+
+@stabilize()
+@local_optimizer([AdvancedSubtensor], needs=[nnet.LogSoftmax])
+def local_advanced_indexing_crossentropy_onehot(fgraph, node):
+    """``log_softmax(x + b)[arange(n), y]`` (the log-likelihoods of the labels ``y``,
+    ``log(softmax(x)[arange(n), y])`` once ``local_log_softmax`` lifted the log) as
+    minus the fused cross-entropy op's output; a softmax of ``x + b`` elsewhere in the
+    graph is the fused op's. As in Theano, ``x`` must have ``len(y)`` rows (the indexing
+    read the first ``len(y)`` when ``n = len(y)``) and the labels must be in
+    ``[0, classes)`` (the indexing read ``-1`` as the last class)."""
+    # log_softmax(x + b)[arange(n), y] -> -crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[0]
+    ls, *idx = node.inputs
+    if len(idx) != 2 or ls.owner is None or _softmax_bias(ls.owner, nnet.LogSoftmax) is None:
+        return False
+    rows, y = idx
+    z = ls.owner.inputs[0]
+    if not _labels(y) or not _rows_of(rows, y, z) or node.outputs[0].ndim != 1:
+        return False
+    nll, sm = _fused_crossentropy(z, y)
+    out, new = node.outputs[0], tm.neg(nll)
+    sums, cur = [], out
+    while fgraph is not None and len(sums) < 2:
+        # -(log-likelihoods), or -sum(log-likelihoods): the negative log-likelihoods
+        # themselves (canonicalize, which would cancel the double negation, has run)
+        clients = fgraph.clients.get(cur, [])
+        if len(clients) != 1 or clients[0][0] == "output":
+            break
+        client = clients[0][0]
+        if is_op(client.outputs[0], ts.Neg):
+            out, new = client.outputs[0], nll
+            for s in sums:
+                new = s.op(new)
+            break
+        if type(client.op) is not Sum:
+            break
+        sums.append(client)
+        cur = client.outputs[0]
+    new = fit(out, new)
+    if new is None:
+        return False
+    repl = {out: new}
+    for client, _ in fgraph.clients.get(z, ()) if fgraph is not None else ():
+        # the gradient's softmax, which the fused op computes too
+        if client != "output" and type(client.op) is nnet.Softmax and client.op.axis in (-1, 1):
+            repl[client.outputs[0]] = sm
+    return repl
+
+
+def _unfilled(v):
+    """``v`` without the fills around it: ``v`` has the labels' length or broadcasts to
+    it, so a fill's shape source (the forward log-likelihoods, for the gradient of their
+    sum) need not be computed."""
+    while isinstance(scalar_op(v.owner), ts.Second):
+        v = v.owner.inputs[1]
+    return v
+
+
+def _softmax_2d(fgraph, z):
+    """``softmax(z)`` over the rows of ``z``: a fused cross-entropy op's of ``z``'s
+    logits and bias where the graph has one, else a new ``Softmax``."""
+    x, b = _split_bias(z)
+    for c, _ in fgraph.clients.get(x, ()) if fgraph is not None else ():
+        if (
+            c != "output"
+            and type(c.op) is nnet.CrossentropySoftmaxArgmax1HotWithBias
+            and c.inputs[0] is x
+            and (c.inputs[1] is b or (b is None and const_value(c.inputs[1]) == 0))
+        ):
+            return c.outputs[1]
+    return nnet.softmax(z)
+
+
+@stabilize()
+@local_optimizer([tm.sub], needs=[AdvancedIncSubtensor], fit=fit)
+def local_advanced_indexing_crossentropy_onehot_grad(fgraph, node):
+    """The gradient of ``log_softmax(x)[arange(n), y]``, ``g - sm * sum(g, 1)`` with
+    ``g`` zeros incremented by ``v`` at ``(arange(n), y)`` (``local_logsoftmax_grad``'s
+    form), as the fused cross-entropy's gradient op of ``-v`` (one entry per row)."""
+    # g - sm * sum(g, 1, keepdims=True) -> xent_softmax_1hot_with_bias_dx(-v, sm, y)
+    #   with g = inc(zeros, v, arange(n), y)
+    if not isinstance(scalar_op(node), ts.Sub):
+        return False
+    g, prod = node.inputs
+    inc = g.owner
+    if (
+        inc is None
+        or type(inc.op) is not AdvancedIncSubtensor
+        or inc.op.set_instead_of_inc
+        or len(inc.inputs) != 4
+        or not isinstance(scalar_op(prod.owner), ts.Mul)
+        or len(prod.owner.inputs) != 2
+        or const_value(inc.inputs[0]) != 0
+    ):
+        return False
+    sm, total = prod.owner.inputs
+    if _sum_axis_keepdims(total) != (g, 1):
+        sm, total = total, sm
+        if _sum_axis_keepdims(total) != (g, 1):
+            return False
+    ls = _exp_arg(sm)
+    if ls is not None and ls.owner is not None and _softmax_bias(ls.owner, nnet.LogSoftmax):
+        sm = _softmax_2d(fgraph, ls.owner.inputs[0])  # exp(log_softmax(z)): LogSoftmax's L_op
+    found = _softmax_of(sm)
+    _, v, rows, y = inc.inputs
+    if found is None or found[2] != 1 or sm.ndim != 2 or v.ndim > 1 or not _labels(y):
+        return False
+    if not _rows_of(rows, y, sm) or not is_float(v):
+        return False
+    # -v, without a double negation (canonicalize has run: it would stay)
+    v = _unfilled(v)
+    dy = _unfilled(v.owner.inputs[0]) if is_op(v, ts.Neg) else tm.neg(v)
+    if dy.ndim == 0:
+        dy = dy.dimshuffle("x")  # one value for every row: the gradient op broadcasts it
+    return nnet.crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
+
+
+@RULES.specialize()
+@local_optimizer([nnet.CrossentropySoftmaxArgmax1HotWithBias])
+def local_crossentropy_softmax_only(fgraph, node):
+    """The fused cross-entropy op of which only the softmax is read, by the fused
+    gradient op of the same labels (which checks them), as ``softmax(x + b)``; the
+    log-likelihoods may be read as the shape of fills (the gradient of their sum), which
+    take the labels' shape instead."""
+    # crossentropy_softmax_argmax_1hot_with_bias(x, b, y)[1] -> softmax(x + b)
+    #   when [1] is read by xent_softmax_1hot_with_bias_dx(., ., y), [2] unread and
+    #   [0] read by fill(nll, v) only (-> fill(y, v))
+    if fgraph is None:
+        return False
+    nll, sm, am = node.outputs
+    clients = fgraph.clients
+    x, b, y = node.inputs
+    if clients.get(am) or not any(
+        c != "output" and type(c.op) is nnet.CrossentropySoftmax1HotWithBiasDx and c.inputs[2] is y
+        for c, _ in clients.get(sm, ())
+    ):
+        return False
+    fills = [c for c, _ in clients.get(nll, ())]
+    if not all(
+        c != "output" and isinstance(scalar_op(c), ts.Second) and c.inputs[1] is not nll
+        for c in fills
+    ):
+        return False
+    z = x if const_value(b) == 0 else x + b.dimshuffle("x", 0)
+    repl = {sm: fit(sm, nnet.softmax(z))}
+    for c in fills:
+        repl[c.outputs[0]] = fit(c.outputs[0], tb.second(y, c.inputs[1]))
+    return None if any(v is None for v in repl.values()) else repl
+
+
+def _length_of(var, y, sm):
+    """Whether the length ``var`` (a 0-d int) is known to be the labels' ``y`` or the
+    rows of ``sm``."""
+    owner = var.owner
+    return (
+        owner is not None
+        and type(owner.op) is tb.Shape_i
+        and owner.op.i == 0
+        and owner.inputs[0] in (y, sm)
+    )
+
+
+@stabilize()
+@RULES.specialize()
+@local_optimizer([nnet.CrossentropySoftmax1HotWithBiasDx])
+def local_useless_crossentropy_softmax_1hot_with_bias_dx_alloc(fgraph, node):
+    """The fused cross-entropy gradient op of a ``dy`` that spreads one value over the
+    labels' length (a fill of the labels, an alloc of their length) on that value: the
+    op broadcasts it itself."""
+    # xent_softmax_1hot_with_bias_dx(fill(y, v), sm, y) -> xent_softmax_1hot_with_bias_dx(v, sm, y)
+    #   (and alloc(v, len(y)) the same), v one value
+    dy, sm, y = node.inputs
+    owner = dy.owner
+    if owner is None:
+        return False
+    if isinstance(scalar_op(owner), ts.Second) and owner.inputs[0] is y:
+        v = owner.inputs[1]
+    elif (
+        type(owner.op) is tb.Alloc and len(owner.inputs) == 2 and _length_of(owner.inputs[1], y, sm)
+    ):
+        v = owner.inputs[0]
+    else:
+        return False
+    if v.ndim > 1 or (v.ndim == 1 and not v.broadcastable[0]) or v.dtype != dy.dtype:
+        return False
+    v = v.dimshuffle("x") if v.ndim == 0 else v
+    return [nnet.crossentropy_softmax_1hot_with_bias_dx(v, sm, y)]
 
 
 # ---- argmax of an increasing function -------------------------------------------------

@@ -24,6 +24,7 @@ image gradient scatters back with one strided add per filter tap. ``filter_flip=
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -349,6 +350,95 @@ def _conv_grad_inputs(op, w, gy, imshp):
     return np.ascontiguousarray(dxp[(slice(None), slice(None), *inner)])
 
 
+# Unshared (locally connected) 2-D convolution: a filter per output position, the
+# filters ``(F, OH, OW, C/groups, KH, KW)``. The receptive fields are those of the shared
+# convolution; each output position contracts its own with its own filters.
+
+
+def _unshared_geometry(op, imshp, w_shape, out_given, shapes):
+    """The padding and the output's spatial shape, checked against the filters' grid
+    ``w_shape[1:3]`` (and ``out_given``, the output gradient's, when given)."""
+    kshp = w_shape[4:]
+    pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
+    padded = tuple(imshp[d] + sum(pads[d]) for d in range(2))
+    out_sp = _out_sp(padded, kshp, op.subsample, op.filter_dilation, op, shapes)
+    if tuple(w_shape[1:3]) != out_sp or (out_given is not None and tuple(out_given) != out_sp):
+        raise ValueError(
+            f"{op}: unshared filters {w_shape} and output {out_given} do not fit the "
+            f"output positions {out_sp} of the convolution; shapes {shapes}"
+        )
+    return pads, out_sp
+
+
+def _unshared_groups(op, c, f, shapes):
+    g = op.num_groups
+    if c % g or f % g:
+        raise ValueError(f"{op}: {c} channels and {f} filters do not fit {g} group(s); {shapes}")
+    return g, c // g, f // g
+
+
+def _unshared_forward(op, x, w):
+    g, cg, fg = _unshared_groups(op, x.shape[1], w.shape[0], (x.shape, w.shape))
+    if w.shape[3] != cg:
+        raise ValueError(f"{op}: image {x.shape} and unshared filters {w.shape} disagree")
+    pads, out_sp = _unshared_geometry(op, x.shape[2:], w.shape, None, (x.shape, w.shape))
+    if op.filter_flip:
+        w = w[..., ::-1, ::-1]
+    win = _windows(_pad(x, pads), w.shape[4:], out_sp, op.subsample, op.filter_dilation)
+    parts = [
+        np.einsum("ncijkl,fijckl->nfij", win[:, i * cg : (i + 1) * cg], w[i * fg : (i + 1) * fg])
+        for i in range(g)
+    ]
+    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+
+
+def _unshared_grad_weights(op, x, gy, kshp):
+    g, cg, fg = _unshared_groups(op, x.shape[1], gy.shape[1], (x.shape, gy.shape))
+    w_shape = (gy.shape[1], *gy.shape[2:], cg, *kshp)
+    pads, out_sp = _unshared_geometry(op, x.shape[2:], w_shape, gy.shape[2:], (x.shape, gy.shape))
+    win = _windows(_pad(x, pads), kshp, out_sp, op.subsample, op.filter_dilation)
+    parts = [
+        np.einsum(
+            "nfij,ncijkl->fijckl", gy[:, i * fg : (i + 1) * fg], win[:, i * cg : (i + 1) * cg]
+        )
+        for i in range(g)
+    ]
+    dw = np.concatenate(parts, axis=0)
+    if op.filter_flip:
+        dw = dw[..., ::-1, ::-1]
+    return np.ascontiguousarray(dw)
+
+
+def _unshared_grad_inputs(op, w, gy, imshp):
+    f, cg = w.shape[0], w.shape[3]
+    g, _, fg = _unshared_groups(op, cg * op.num_groups, f, (w.shape, gy.shape))
+    if gy.shape[1] != f:
+        raise ValueError(f"{op}: output gradient {gy.shape} does not fit filters {w.shape}")
+    shapes = (w.shape, gy.shape, tuple(imshp))
+    pads, out_sp = _unshared_geometry(op, imshp, w.shape, gy.shape[2:], shapes)
+    if op.filter_flip:
+        w = w[..., ::-1, ::-1]
+    padded = tuple(imshp[d] + sum(pads[d]) for d in range(2))
+    n = gy.shape[0]
+    dxp = np.zeros((n, cg * g, *padded), dtype=np.result_type(w.dtype, gy.dtype))
+    stride, dil = op.subsample, op.filter_dilation
+    for i in range(g):
+        # cols[c, k, l, n, i, j]: what tap (k, l) of output position (i, j) sends back
+        cols = np.einsum(
+            "fijckl,nfij->cklnij", w[i * fg : (i + 1) * fg], gy[:, i * fg : (i + 1) * fg]
+        )
+        dst = dxp[:, i * cg : (i + 1) * cg].swapaxes(0, 1)
+        for a, b in itertools.product(range(w.shape[4]), range(w.shape[5])):
+            dst[
+                :,
+                :,
+                a * dil[0] : a * dil[0] + stride[0] * (out_sp[0] - 1) + 1 : stride[0],
+                b * dil[1] : b * dil[1] + stride[1] * (out_sp[1] - 1) + 1 : stride[1],
+            ] += cols[:, a, b]
+    inner = tuple(slice(pads[d][0], pads[d][0] + imshp[d]) for d in range(2))
+    return np.ascontiguousarray(dxp[(slice(None), slice(None), *inner)])
+
+
 # -- Ops --------------------------------------------------------------------------------
 
 
@@ -398,6 +488,26 @@ def _symbolic_entries(v, n):
 
 def _spatial_shape(x):
     return tb.make_vector(*(tb.shape_i(x, d) for d in range(2, x.ndim)))
+
+
+def _kernel_shape(kern, convdim):
+    """The filters' spatial lengths: their last ``convdim`` (unshared filters have the
+    output positions before them)."""
+    return tb.make_vector(*(tb.shape_i(kern, d) for d in range(kern.ndim - convdim, kern.ndim)))
+
+
+def _kern_tensor(op, name, kern):
+    """The filters: as an image tensor, or 6-D ``(F, OH, OW, C/groups, KH, KW)`` for an
+    unshared convolution."""
+    if not op.unshared:
+        return _image_tensor(op, name, kern)
+    kern = as_tensor_variable(kern)
+    if kern.ndim != 6 or kern.dtype not in float_dtypes:
+        raise TypeError(
+            f"{op}: argument {name} of an unshared convolution must be a 6-D float tensor "
+            f"(filters, output rows, output columns, channels, rows, columns), got {kern.type}"
+        )
+    return kern
 
 
 def _hint(hint, n, name, who):
@@ -457,12 +567,16 @@ class BaseAbstractConv(Op):
         filter_flip=True,
         filter_dilation=None,
         num_groups=1,
+        unshared=False,
         *,
         imshp=None,
         kshp=None,
     ):
         who = type(self).__name__
         nd = self.convdim
+        self.unshared = bool(unshared)
+        if self.unshared and nd != 2:
+            raise ValueError(f"{who}: unshared convolutions are 2-D only")
         self.border_mode = _norm_border_mode(border_mode, who, nd)
         self.subsample = _ints(1 if subsample is None else subsample, nd, "subsample", who, 1)
         self.filter_flip = bool(filter_flip)
@@ -476,21 +590,25 @@ class BaseAbstractConv(Op):
         self.kshp = _hint(kshp, 2 + nd, "kshp", who)
 
     def __str__(self):
+        unshared = ", unshared" if self.unshared else ""
         return (
             f"{type(self).__name__}{{{self.border_mode}, {self.subsample}, "
-            f"{self.filter_flip}, {self.filter_dilation}, {self.num_groups}}}"
+            f"{self.filter_flip}, {self.filter_dilation}, {self.num_groups}{unshared}}}"
         )
 
     __repr__ = __str__
 
     def _params(self):
-        return dict(
+        params = dict(
             border_mode=self.border_mode,
             subsample=self.subsample,
             filter_flip=self.filter_flip,
             filter_dilation=self.filter_dilation,
             num_groups=self.num_groups,
         )
+        if self.unshared:  # (the 3-D Ops do not take it)
+            params["unshared"] = True
+        return params
 
     def _family(self):
         """The (forward, gradWeights, gradInputs) Ops of this number of spatial axes,
@@ -517,17 +635,18 @@ class AbstractConv(BaseAbstractConv):
 
     def make_node(self, img, kern):
         img = _image_tensor(self, "img", img)
-        kern = _image_tensor(self, "kern", kern)
+        kern = _kern_tensor(self, "kern", kern)
         _check_hint(self, "imshp", self.imshp, img)
         _check_hint(self, "kshp", self.kshp, kern)
-        c, cg = img.type.shape[1], kern.type.shape[1]
+        c, cg = img.type.shape[1], kern.type.shape[kern.ndim - self.convdim - 1]
         if c is not None and cg is not None and c != cg * self.num_groups:
             raise ValueError(
                 f"{self}: img has {c} channels but kern expects {cg} x "
                 f"{self.num_groups} group(s)"
             )
+        k0 = kern.ndim - self.convdim
         sp = [
-            self._out_len(img.type.shape[2 + d], kern.type.shape[2 + d], d)
+            self._out_len(img.type.shape[2 + d], kern.type.shape[k0 + d], d)
             for d in range(self.convdim)
         ]
         if any(s is not None and s <= 0 for s in sp):
@@ -541,12 +660,13 @@ class AbstractConv(BaseAbstractConv):
 
     def perform(self, node, inputs, output_storage, params=None):
         x, w = inputs
-        out = _conv_forward(self, x, w)
+        out = (_unshared_forward if self.unshared else _conv_forward)(self, x, w)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         xs, ws = input_shapes
-        sp = [self._out_len(xs[2 + d], ws[2 + d], d) for d in range(self.convdim)]
+        k0 = node.inputs[1].ndim - self.convdim  # (the shapes may be shape vectors)
+        sp = [self._out_len(xs[2 + d], ws[k0 + d], d) for d in range(self.convdim)]
         return [(xs[0], ws[0], *sp)]
 
     def L_op(self, inputs, outputs, output_grads):
@@ -554,7 +674,7 @@ class AbstractConv(BaseAbstractConv):
         (g,) = output_grads
         _, grad_weights, grad_inputs = self._family()
         d_img = grad_inputs(kern, g, _spatial_shape(img))
-        d_kern = grad_weights(img, g, _spatial_shape(kern))
+        d_kern = grad_weights(img, g, _kernel_shape(kern, self.convdim))
         return [tb.cast(d_img, img.dtype), tb.cast(d_kern, kern.dtype)]
 
     def R_op(self, inputs, eval_points):
@@ -583,19 +703,23 @@ class AbstractConv_gradWeights(BaseAbstractConv):  # noqa: N801 (Theano's name)
         _check_hint(self, "imshp", self.imshp, img)
         c = img.type.shape[1]
         cg = None if c is None else c // self.num_groups
-        out_shape = (topgrad.type.shape[1], cg, *_static_entries(shape, self.convdim))
+        # unshared: a filter per output position, their grid before the channels
+        grid = topgrad.type.shape[2:] if self.unshared else ()
+        out_shape = (topgrad.type.shape[1], *grid, cg, *_static_entries(shape, self.convdim))
         out = TensorType(upcast(img.dtype, topgrad.dtype), shape=out_shape)
         return Apply(self, [img, topgrad, shape], [out()])
 
     def perform(self, node, inputs, output_storage, params=None):
         x, gy, shape = inputs
-        dw = _conv_grad_weights(self, x, gy, tuple(int(s) for s in shape))
+        grad = _unshared_grad_weights if self.unshared else _conv_grad_weights
+        dw = grad(self, x, gy, tuple(int(s) for s in shape))
         output_storage[0][0] = np.asarray(dw, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         xs, gs, _ = input_shapes
         c = xs[1] if self.num_groups == 1 else xs[1] // self.num_groups
-        return [(gs[1], c, *_symbolic_entries(node.inputs[2], self.convdim))]
+        grid = (gs[2], gs[3]) if self.unshared else ()
+        return [(gs[1], *grid, c, *_symbolic_entries(node.inputs[2], self.convdim))]
 
     def connection_pattern(self, node):
         return [[True], [True], [False]]
@@ -619,11 +743,11 @@ class AbstractConv_gradInputs(BaseAbstractConv):  # noqa: N801 (Theano's name)
     """
 
     def make_node(self, kern, topgrad, shape):
-        kern = _image_tensor(self, "kern", kern)
+        kern = _kern_tensor(self, "kern", kern)
         topgrad = _image_tensor(self, "topgrad", topgrad)
         shape = _shape_vector(self, "shape", shape)
         _check_hint(self, "kshp", self.kshp, kern)
-        cg = kern.type.shape[1]
+        cg = kern.type.shape[kern.ndim - self.convdim - 1]
         c = None if cg is None else cg * self.num_groups
         out_shape = (topgrad.type.shape[0], c, *_static_entries(shape, self.convdim))
         out = TensorType(upcast(kern.dtype, topgrad.dtype), shape=out_shape)
@@ -631,12 +755,14 @@ class AbstractConv_gradInputs(BaseAbstractConv):  # noqa: N801 (Theano's name)
 
     def perform(self, node, inputs, output_storage, params=None):
         w, gy, shape = inputs
-        dx = _conv_grad_inputs(self, w, gy, tuple(int(s) for s in shape))
+        grad = _unshared_grad_inputs if self.unshared else _conv_grad_inputs
+        dx = grad(self, w, gy, tuple(int(s) for s in shape))
         output_storage[0][0] = np.asarray(dx, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         ws, gs, _ = input_shapes
-        c = ws[1] if self.num_groups == 1 else ws[1] * self.num_groups
+        cg = ws[node.inputs[0].ndim - self.convdim - 1]
+        c = cg if self.num_groups == 1 else cg * self.num_groups
         return [(gs[0], c, *_symbolic_entries(node.inputs[2], self.convdim))]
 
     def connection_pattern(self, node):
@@ -646,13 +772,15 @@ class AbstractConv_gradInputs(BaseAbstractConv):  # noqa: N801 (Theano's name)
         kern, topgrad, _ = inputs
         (g,) = output_grads
         conv, grad_weights, _ = self._family()
-        d_kern = grad_weights(g, topgrad, _spatial_shape(kern))
+        d_kern = grad_weights(g, topgrad, _kernel_shape(kern, self.convdim))
         d_top = conv(g, kern)
         return [tb.cast(d_kern, kern.dtype), tb.cast(d_top, topgrad.dtype), tb.disconnected()]
 
 
 class AbstractConv2d(AbstractConv):
-    """Convolve a batch of images ``(N, C, H, W)`` with filters ``(F, C/groups, KH, KW)``.
+    """Convolve a batch of images ``(N, C, H, W)`` with filters ``(F, C/groups, KH, KW)``,
+    or, ``unshared=True``, with a filter per output position, ``(F, OH, OW, C/groups,
+    KH, KW)`` (a locally connected layer).
 
     >>> from theano_dag import tensor as tt
     >>> x = tt.TensorType("float64", shape=(None, 3, 8, 8))("x")
@@ -661,6 +789,7 @@ class AbstractConv2d(AbstractConv):
     TensorType(float64, shape=(?, 4, 4, 4))
     """
 
+    __props__ = BaseAbstractConv.__props__ + ("unshared",)
     convdim = 2
 
 
@@ -674,6 +803,7 @@ class AbstractConv2d_gradWeights(AbstractConv_gradWeights):  # noqa: N801 (Thean
     TensorType(float64, shape=(?, ?, 3, 3))
     """
 
+    __props__ = BaseAbstractConv.__props__ + ("unshared",)
     convdim = 2
 
 
@@ -687,6 +817,7 @@ class AbstractConv2d_gradInputs(AbstractConv_gradInputs):  # noqa: N801 (Theano'
     TensorType(float64, shape=(?, ?, 9, 9))
     """
 
+    __props__ = BaseAbstractConv.__props__ + ("unshared",)
     convdim = 2
 
 
@@ -787,6 +918,8 @@ class Conv2dBiasAct(BaseAbstractConv):
 
     def __init__(self, activation=None, **params):
         super().__init__(**params)
+        if self.unshared:
+            raise ValueError("Conv2dBiasAct: an unshared convolution is not fused")
         if activation not in _ACTIVATIONS:
             raise ValueError(
                 f"Conv2dBiasAct: activation must be one of {_ACTIVATIONS}, got {activation!r}"
@@ -890,6 +1023,8 @@ def conv2d(
     ``filter_dilation`` (alias ``dilation``) are ints or pairs. ``filter_flip=True``
     flips the filters (a true convolution, Theano's default); ``False`` correlates.
     ``input_shape``/``filter_shape`` are optional hints, checked against the types.
+    ``unshared=True``: a locally connected layer, filters
+    ``(F, OH, OW, C/num_groups, KH, KW)`` with one filter per output position.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -900,10 +1035,7 @@ def conv2d(
            [6., 9., 6.],
            [4., 6., 4.]])
     """
-    if kwargs.get("unshared"):
-        raise NotImplementedError(
-            "conv2d: unshared (locally connected) convolution is not " "supported"
-        )
+    unshared = bool(kwargs.get("unshared", False))
     unknown = set(kwargs) - {"unshared", "image_shape"}
     if unknown:
         raise TypeError(f"conv2d: unexpected keyword argument(s) {sorted(unknown)}")
@@ -917,7 +1049,7 @@ def conv2d(
     for name, var, hint in (("input", input, input_shape), ("filters", filters, filter_shape)):
         if hint is None:
             continue
-        if len(hint) != 4 or any(
+        if len(hint) != var.ndim or any(
             h is not None and s is not None and h != s for h, s in zip(hint, var.type.shape)
         ):
             raise ValueError(f"conv2d: {name}_shape {tuple(hint)} does not match {var.type}")
@@ -930,6 +1062,7 @@ def conv2d(
         filter_flip=filter_flip,
         filter_dilation=filter_dilation,
         num_groups=num_groups,
+        unshared=unshared,
     )
     return op(input, filters)
 
@@ -944,9 +1077,10 @@ def conv2d_grad_wrt_inputs(
     filter_flip=True,
     filter_dilation=(1, 1),
     num_groups=1,
+    unshared=False,
 ):
     """The transposed convolution: gradient of ``conv2d`` w.r.t. an input of shape
-    ``input_shape`` (its last two entries are used).
+    ``input_shape`` (its last two entries are used); ``unshared`` as for ``conv2d``.
 
     >>> from theano_dag import tensor as tt
     >>> conv2d_grad_wrt_inputs(tt.dtensor4("gy"), tt.dtensor4("w"), (None, None, 5, 5)).ndim
@@ -958,6 +1092,7 @@ def conv2d_grad_wrt_inputs(
         filter_flip=filter_flip,
         filter_dilation=filter_dilation,
         num_groups=num_groups,
+        unshared=unshared,
     )
     filters = assert_shape(filters, filter_shape, "conv2d_grad_wrt_inputs: unexpected filter shape")
     return op(filters, output_grad, tb.as_int_vector(list(input_shape)[-2:], "input_shape"))
@@ -1011,8 +1146,10 @@ def conv2d_grad_wrt_weights(
     filter_flip=True,
     filter_dilation=(1, 1),
     num_groups=1,
+    unshared=False,
 ):
-    """Gradient of ``conv2d`` w.r.t. filters of shape ``filter_shape`` (last two used).
+    """Gradient of ``conv2d`` w.r.t. filters of shape ``filter_shape`` (last two used;
+    ``unshared`` as for ``conv2d``).
 
     >>> from theano_dag import tensor as tt
     >>> conv2d_grad_wrt_weights(tt.dtensor4("x"), tt.dtensor4("gy"), (2, 1, 3, 3)).type
@@ -1024,6 +1161,7 @@ def conv2d_grad_wrt_weights(
         filter_flip=filter_flip,
         filter_dilation=filter_dilation,
         num_groups=num_groups,
+        unshared=unshared,
     )
     input = assert_shape(input, input_shape, "conv2d_grad_wrt_weights: unexpected input shape")  # noqa: A001
     return op(input, output_grad, tb.as_int_vector(list(filter_shape)[-2:], "filter_shape"))
@@ -1547,8 +1685,10 @@ def bilinear_upsampling(
     ``(rows * ratio, cols * ratio)`` by bilinear interpolation, the border rows and
     columns repeated outward (Theano's values). ``use_1D_kernel`` upsamples the rows
     then the columns (else one 2-D kernel: the same values); ``batch_size`` and
-    ``num_input_channels`` are hints. Fractional ratios (``frac_ratio``) are not
-    supported.
+    ``num_input_channels`` are hints. ``frac_ratio``, ``(p, q)`` or one such pair per
+    axis, upsamples by ``p / q`` (with ``use_1D_kernel=False``, as in Theano): the
+    upsampling by ``p`` read every ``q``-th row and column, ``ceil(rows * p / q)`` of
+    them.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -1561,9 +1701,13 @@ def bilinear_upsampling(
         raise ValueError("bilinear_upsampling: give ratio or frac_ratio, not both")
     if not (ratio or frac_ratio):
         raise ValueError("bilinear_upsampling: no ratio (nor frac_ratio) given")
-    if frac_ratio:
-        raise NotImplementedError("bilinear_upsampling: fractional ratios are not supported")
     input = as_tensor_variable(input)  # noqa: A001
+    if frac_ratio:
+        if use_1D_kernel:
+            raise ValueError(
+                "bilinear_upsampling: fractional ratios need use_1D_kernel=False (as in Theano)"
+            )
+        return _frac_bilinear_upsampling(input, frac_ratio)
     rows, cols = tb.shape_i(input, 2), tb.shape_i(input, 3)
     images = input.reshape((-1, 1, rows, cols))
     # One border row and column repeated on each side, so that the interpolation at the
@@ -1599,3 +1743,43 @@ def bilinear_upsampling(
         )
     shape = (tb.shape_i(input, 0), tb.shape_i(input, 1), rows * ratio, cols * ratio)
     return out.reshape(shape)
+
+
+def _frac_ratios(frac_ratio):
+    """``((p_rows, q_rows), (p_cols, q_cols))`` in lowest terms from Theano's
+    ``frac_ratio``: one ``(p, q)`` pair for both axes, or a pair per axis."""
+    if not isinstance(frac_ratio, tuple) or len(frac_ratio) != 2:
+        raise ValueError(f"bilinear_upsampling: frac_ratio must be a tuple, got {frac_ratio!r}")
+    pairs = frac_ratio if isinstance(frac_ratio[0], tuple) else (frac_ratio, frac_ratio)
+    out = []
+    for pair in pairs:
+        p, q = (int(v) for v in pair)
+        if p < 1 or q < 1:
+            raise ValueError(f"bilinear_upsampling: ratios must be positive, got {frac_ratio!r}")
+        g = math.gcd(p, q)
+        out.append((p // g, q // g))
+    return tuple(out)
+
+
+def _upsample_axis(x, axis, p, q):
+    """``x`` interpolated along ``axis`` at the samples of Theano's bilinear upsampling
+    by ``p`` (sample ``j`` at ``(j - (p - 1) // 2) / p`` input steps, held at the
+    borders), every ``q``-th of them."""
+    length = tb.shape_i(x, axis)
+    n = (length * p + q - 1) // q
+    num = tb.arange(n) * q - (p - 1) // 2  # p times the input position
+    lo = tm.clip(num // p, 0, length - 1)
+    hi = tm.minimum(lo + 1, length - 1)
+    t = tb.cast(tm.clip(num - lo * p, 0, p), x.dtype) / np.asarray(p, dtype=x.dtype)
+    pattern = ["x"] * x.ndim
+    pattern[axis] = 0
+    t = t.dimshuffle(pattern)
+    index = (slice(None),) * axis
+    return x[(*index, lo)] * (1 - t) + x[(*index, hi)] * t
+
+
+def _frac_bilinear_upsampling(x, frac_ratio):
+    (pr, qr), (pc, qc) = _frac_ratios(frac_ratio)
+    if x.ndim != 4:
+        raise TypeError(f"bilinear_upsampling: input must be 4-D (NCHW), got {x.type}")
+    return _upsample_axis(_upsample_axis(x, 2, pr, qr), 3, pc, qc)

@@ -28,7 +28,7 @@ __all__ = ["CorrMM", "CorrMM_gradWeights", "CorrMM_gradInputs"]
 
 class CorrelationParams:
     """Theano's ``BaseCorrMM`` parameters: the abstract convolution's, with
-    ``filter_flip`` always False (a correlation); ``unshared`` is not supported."""
+    ``filter_flip`` always False (a correlation)."""
 
     def __init__(
         self,
@@ -40,11 +40,6 @@ class CorrelationParams:
         filter_flip=False,
         **hints,
     ):
-        if unshared:
-            raise NotImplementedError(
-                f"{type(self).__name__}: unshared (locally connected) correlation is not "
-                "supported"
-            )
         if filter_flip:
             raise ValueError(f"{type(self).__name__}: a correlation never flips its filters")
         super().__init__(
@@ -53,9 +48,9 @@ class CorrelationParams:
             filter_flip=False,
             filter_dilation=filter_dilation,
             num_groups=num_groups,
+            **({"unshared": True} if unshared else {}),  # (2-D only: the 3-D Ops refuse it)
             **hints,
         )
-        self.unshared = False
 
 
 def _spatial(var, convdim):

@@ -316,13 +316,17 @@ logsoftmax_op = LogSoftmax(axis=-1)
 
 
 def _norm_axis(x, axis, who):
+    """``axis`` of ``x`` as the ops carry it: ``-1`` for the last axis (so that a softmax
+    over a matrix's rows is Theano's ``softmax_op`` however it was built, and merges
+    with it), the non-negative index otherwise."""
     if not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{who}: axis must be an int, got {axis!r}")
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(
             f"{who}: axis {axis} is out of range for an input of {x.ndim} " "dimension(s)"
         )
-    return int(axis) % x.ndim
+    axis = int(axis) % x.ndim
+    return -1 if axis == x.ndim - 1 else axis
 
 
 def softmax(c, axis=-1):
@@ -427,7 +431,7 @@ class SoftmaxWithBias(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         x, b = inputs
-        dx = SoftmaxGrad(1)(output_grads[0], outputs[0])
+        dx = SoftmaxGrad(-1)(output_grads[0], outputs[0])
         return [tb.cast(dx, x.dtype), tb.cast(tm.sum(dx, axis=0), b.dtype)]
 
 
@@ -608,7 +612,7 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
         if not is_disconnected(g_nll):
             terms.append(crossentropy_softmax_1hot_with_bias_dx(g_nll, sm, y))
         if not is_disconnected(g_sm):
-            terms.append(SoftmaxGrad(1)(g_sm, sm))
+            terms.append(SoftmaxGrad(-1)(g_sm, sm))
         dx = tm.add(*terms) if len(terms) > 1 else terms[0] if terms else tb.zeros_like(x)
         db = tm.sum(dx, axis=0)
         # The class indices reach only nll: no gradient flows to them through sm.
@@ -621,7 +625,17 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
 
 
 class CrossentropySoftmax1HotWithBiasDx(Op):
-    """Gradient of the fused cross-entropy: ``dy[i] * (sm[i] - one_hot(y_idx[i]))``."""
+    """Gradient of the fused cross-entropy: ``dy[i] * (sm[i] - one_hot(y_idx[i]))``; a
+    broadcastable ``dy`` of length 1 is the same for every row (as in Theano).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> dy, sm, y = tt.TensorType("float64", shape=(1,))("dy"), tt.dmatrix("sm"), tt.lvector("y")
+    >>> dx = crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
+    >>> dx.eval({dy: np.array([2.0]), sm: np.full((2, 2), 0.5), y: np.array([0, 1])})
+    array([[-1.,  1.],
+           [ 1., -1.]])
+    """
 
     __props__ = ()
 
@@ -634,7 +648,8 @@ class CrossentropySoftmax1HotWithBiasDx(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         dy, sm, y = inputs
-        if dy.shape[0] != sm.shape[0] or y.shape[0] != sm.shape[0]:
+        shared = node.inputs[0].type.broadcastable[0] and dy.shape[0] == 1
+        if (dy.shape[0] != sm.shape[0] and not shared) or y.shape[0] != sm.shape[0]:
             raise ValueError(
                 f"{self}: dy {dy.shape}, sm {sm.shape} and y_idx {y.shape} do "
                 "not agree on the number of rows"
@@ -652,6 +667,8 @@ class CrossentropySoftmax1HotWithBiasDx(Op):
         (g,) = output_grads
         mask = _one_hot_mask(y, tb.shape_i(sm, 1), sm.dtype)
         d_dy = tm.sum(g * (sm - mask), axis=1)
+        if dy.type.broadcastable[0]:  # one dy for every row: its gradient is their sum
+            d_dy = tm.sum(d_dy, keepdims=True)
         d_sm = g * dy.dimshuffle(0, "x")
         return [
             tb.cast(d_dy, dy.dtype),

@@ -1086,7 +1086,7 @@ def _conv_workspaces(ctx, node, cp, dtype, inputs, kern_shape, with_outputs=Fals
 def _conv_steps(node, ctx):
     x, w = node.inputs[:2]
     fused = isinstance(node.op, Conv2dBiasAct)
-    if not _same_float(node) or ctx.is_const(x):
+    if node.op.unshared or not _same_float(node) or ctx.is_const(x):
         return None
     dtype = node.outputs[0].type.dtype
     cp = ConvPlan(node.op, conv_kernels())
@@ -1125,7 +1125,7 @@ def _conv_steps(node, ctx):
 
 def _grad_weights_steps(node, ctx):
     x, gy, shape = node.inputs
-    if not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
+    if node.op.unshared or not _same_float(node) or ctx.is_const(x) or ctx.is_const(gy):
         return None
     dtype = node.outputs[0].type.dtype
     cp = ConvPlan(node.op, conv_kernels())
@@ -1155,7 +1155,7 @@ def _grad_weights_steps(node, ctx):
 
 def _grad_inputs_steps(node, ctx):
     w, gy, shape = node.inputs
-    if not _same_float(node) or ctx.is_const(gy):
+    if node.op.unshared or not _same_float(node) or ctx.is_const(gy):
         return None
     dtype = node.outputs[0].type.dtype
     itemsize = np.dtype(dtype).itemsize
