@@ -653,14 +653,16 @@ def test_save_memory_then_until():
 
 
 def test_unused_sequences_are_dropped():
-    x, y = tt.dvector("x"), tt.dvector("y")
-    out, _ = scan(lambda a, b: a * 2, sequences=[x, y])
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    # (a sum: elementwise work on the rows alone would leave no loop at all)
+    out, _ = scan(lambda a, b: a.sum(), sequences=[x, y])
     assert len(out.owner.inputs) == 3  # n_steps and the two sequences, as built
     f = theano_dag.function([x, y], out)
     (node,) = _scan_nodes(f)
     assert node.op.n_seqs == 1
     # y still bounds the number of steps (the shortest sequence), outside the loop.
-    np.testing.assert_allclose(f(np.arange(4.0), np.zeros(2)), [0.0, 2.0])
+    xv = np.arange(8.0).reshape(4, 2)
+    np.testing.assert_allclose(f(xv, np.zeros((2, 2))), [1.0, 5.0])
 
 
 @pytest.mark.parametrize("stream", [RandomStream, RandomStreams], ids=lambda c: c.__name__)
@@ -731,7 +733,8 @@ def test_loops_over_the_same_steps_are_merged():
     squares, _ = scan(lambda v: v * v, sequences=x)
     f = theano_dag.function([x], [sums, prods, squares])
     (node,) = _scan_nodes(f)
-    assert node.op.n_states == 2 and node.op.n_nitsot == 1
+    # (the squares need no loop: they are computed on all of x at once)
+    assert node.op.n_states == 2 and node.op.n_nitsot == 0
     xv = np.array([1.0, 2.0, 3.0, 4.0])
     got = f(xv)
     np.testing.assert_allclose(got[0], np.cumsum(xv))
@@ -850,20 +853,80 @@ def test_updates_of_a_nested_loop_are_returned_through_the_outer_one():
     assert not np.array_equal(a, b)
 
 
+def test_loops_with_the_same_stopping_condition_are_merged():
+    # Theano's ScanMerge merges loops with an until when the conditions are the same.
+    x = tt.dvector("x")
+    sums, _ = scan(lambda v, s: (s + v, until(v > 3)), sequences=x, outputs_info=np.float64(0))
+    prods, _ = scan(lambda v, p: (p * v, until(v > 3)), sequences=x, outputs_info=np.float64(1))
+    other, _ = scan(lambda v, s: (s - v, until(v > 2)), sequences=x, outputs_info=np.float64(0))
+    f = theano_dag.function([x], [sums, prods])
+    (node,) = _scan_nodes(f)
+    assert node.op.has_until and node.op.n_states == 2
+    xv = np.array([1.0, 2.0, 5.0, 1.0, 1.0])
+    got = f(xv)
+    np.testing.assert_allclose(got[0], np.cumsum(xv)[:3])
+    np.testing.assert_allclose(got[1], np.cumprod(xv)[:3])
+    # Another condition: the loops stop after other steps and stay apart.
+    g = theano_dag.function([x], [sums, other])
+    assert len(_scan_nodes(g)) == 2
+    got = g(np.array([1.0, 3.0, 5.0, 1.0]))
+    np.testing.assert_allclose(got[0], [1.0, 4.0, 9.0])
+    np.testing.assert_allclose(got[1], [-1.0, -4.0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_elementwise_work_on_sequence_rows_is_done_before_the_loop(dtype):
+    # Theano's PushOutSeqScan: exp(x_t) * w is one exp and one product on all of x.
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    w = tt.TensorType(dtype, shape=(None,))("w")
+    h0 = tt.TensorType(dtype, shape=(None,))("h0")
+    hs, _ = scan(
+        lambda x_t, h, w: tt.tanh(h + tt.exp(x_t) * w),
+        sequences=x,
+        outputs_info=h0,
+        non_sequences=w,
+    )
+    f = theano_dag.function([x, w, h0], hs)
+    (node,) = _scan_nodes(f)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    assert not any("exp" in str(n.op) for n in inner)
+    assert any("exp" in str(n.op) for n in f.maker.fgraph.apply_nodes)
+    xv = RNG.normal(size=(5, 3)).astype(dtype)
+    wv, h0v = RNG.normal(size=3).astype(dtype), RNG.normal(size=3).astype(dtype)
+    h, want = h0v, []
+    for x_t in xv:
+        h = np.tanh(h + np.exp(x_t) * wv)
+        want.append(h)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(f(xv, wv, h0v), want, rtol=tol, atol=tol)
+    # Excluded by Theano's name, the work stays in the step, with the same values.
+    mode = theano_dag.compile.mode.get_default_mode().excluding("scanOp_pushout_seqs_ops")
+    g = theano_dag.function([x, w, h0], hs, mode=mode)
+    (node,) = _scan_nodes(g)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    assert any("exp" in str(n.op) for n in inner)
+    np.testing.assert_allclose(g(xv, wv, h0v), want, rtol=tol, atol=tol)
+    # A loop whose outputs are all such work is no loop.
+    ys, _ = scan(lambda x_t: x_t * 2 + 1, sequences=x)
+    k = theano_dag.function([x], ys)
+    assert not _scan_nodes(k)
+    np.testing.assert_allclose(k(xv), xv * 2 + 1, rtol=tol)
+
+
 def test_loops_with_the_same_inner_computation_are_equal_ops():
-    x, y = tt.dvector("x"), tt.dvector("y")
-    a, _ = scan(lambda v: v + 1, sequences=x)
-    b, _ = scan(lambda v: v + 1, sequences=y)
-    c, _ = scan(lambda v: v + 2, sequences=x)
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    a, _ = scan(lambda v: v.sum() + 1, sequences=x)
+    b, _ = scan(lambda v: v.sum() + 1, sequences=y)
+    c, _ = scan(lambda v: v.sum() + 2, sequences=x)
     assert a.owner.op == b.owner.op and hash(a.owner.op) == hash(b.owner.op)
     assert a.owner.op != c.owner.op
     # Two such loops over the same input are computed once.
-    d, _ = scan(lambda v: v + 1, sequences=x)
+    d, _ = scan(lambda v: v.sum() + 1, sequences=x)
     f = theano_dag.function([x], [a, d])
     assert len(_scan_nodes(f)) == 1
-    got = f(np.array([1.0, 2.0]))
-    np.testing.assert_allclose(got[0], [2.0, 3.0])
-    np.testing.assert_allclose(got[1], [2.0, 3.0])
+    got = f(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_allclose(got[0], [4.0, 8.0])
+    np.testing.assert_allclose(got[1], [4.0, 8.0])
 
 
 def test_an_output_tap_given_twice_is_refused():

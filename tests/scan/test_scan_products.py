@@ -236,9 +236,9 @@ def _accumulating_loop():
 def test_accumulated_products_become_one_product_after_the_loop():
     ins, accs = _accumulating_loop()
     f = theano_dag.function(ins, accs[-1], mode=CPU)
-    (node,) = _scans(f)
-    # The state is gone: the loop gives the rows tanh(a_t) and b_t * 2 per step.
-    assert node.op.n_states == 0 and node.op.n_nitsot == 2
+    # The state is gone, and with it the loop: tanh(a) and b * 2 are computed on all the
+    # steps' rows at once (local_scan_push_out_seq), then one product.
+    assert not _scans(f)
     av, bv = RNG.normal(size=(5, 4, 3)), RNG.normal(size=(5, 4, 2))
     acc0 = RNG.normal(size=(1, 3, 2))[0]
     want = acc0 + sum(np.tanh(av[t]).T @ (bv[t] * 2) for t in range(5))
@@ -276,8 +276,7 @@ def test_accumulated_row_sums_become_one_sum_after_the_loop(dtype):
         outputs_info=acc0,
     )
     f = theano_dag.function([g, acc0], accs[-1], mode=CPU)
-    (node,) = _scans(f)
-    assert node.op.n_states == 0 and node.op.n_nitsot == 1
+    assert not _scans(f)  # exp(g) on all the rows at once, then one sum
     gv, a0 = RNG.normal(size=(4, 3, 2)).astype(dtype), RNG.normal(size=2).astype(dtype)
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(f(gv, a0), a0 + np.exp(gv).sum(axis=(0, 1)), rtol=tol)
@@ -286,12 +285,13 @@ def test_accumulated_row_sums_become_one_sum_after_the_loop(dtype):
 
 
 def test_unused_per_step_outputs_are_not_computed():
-    x = tt.dvector("x")
-    (sq, cube), _ = scan(lambda v: (v * v, v**3), sequences=x)
-    f = theano_dag.function([x], sq, mode=CPU)
+    x = tt.dmatrix("x")
+    (total, prod), _ = scan(lambda v: (v.sum(), v.prod()), sequences=x)
+    f = theano_dag.function([x], total, mode=CPU)
     (node,) = _scans(f)
     assert node.op.n_nitsot == 1
-    np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) ** 2)
+    xv = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(f(xv), xv.sum(axis=1))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -14,6 +14,11 @@
   rows before the loop, read by the step as a sequence: one large matrix product instead
   of ``n_steps`` small ones (PyTensor's ``push_out_seq`` does this for elementwise work
   only; JAX users write it by hand).
+- ``local_scan_push_out_seq`` (tagged ``scanOp_pushout_seqs_ops``, Theano's name):
+  elementwise work (and DimShuffles) on the sequences' rows, non-sequences and constants
+  is done on all the steps' rows at once before the loop, one vectorised operation
+  instead of ``n_steps`` small ones, and read by the step as a sequence (Theano's
+  ``PushOutSeqScan``). A loop left returning a sequence's rows is then no loop at all.
 - ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
   is (what the two rewrites above leave of a stored input projection) is that sequence;
   one that is a non-sequence as it is (what hoisting leaves of a step whose work is all
@@ -35,7 +40,8 @@
   gradient is made of.
 - ``local_scan_merge``: two loops over the same number of steps, neither reading the
   other, become one loop (Theano's ``ScanMerge``): one pass over the steps, one inner
-  call per step.
+  call per step. Loops with a stopping condition merge when the conditions compute the
+  same from the same outer values.
 - ``local_scan_save_memory`` (specialize): a state of which only the last steps are
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
@@ -56,6 +62,7 @@ from theano_dag.graph.basic import (
     io_toposort,
     is_in_ancestors,
 )
+from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.rewriting.navigator import in2out
@@ -77,6 +84,7 @@ __all__ = [
     "local_scan_merge",
     "local_scan_nitsot_of_sequence",
     "local_scan_push_out_dot_sum",
+    "local_scan_push_out_seq",
     "local_scan_push_out_seq_dot",
     "local_scan_remove_unused_inputs",
     "local_scan_remove_unused_nitsot",
@@ -86,16 +94,17 @@ __all__ = [
 ]
 
 
-def _hoistable(node, invariant):
-    """A node computed from loop-invariant values only, safe to run once outside."""
-    if getattr(node.op, "destroy_map", None):
+def _hoistable(node, invariant, constants=False):
+    """A node computed from loop-invariant values only, safe to run once outside
+    (with ``constants``, also one of constants alone)."""
+    if getattr(node.op, "destroy_map", None) or not node.inputs:
         return False
     if not all(isinstance(v.type, TensorType) for v in (*node.inputs, *node.outputs)):
         return False  # random generators and other state: leave them in the step
     # Constants alone are folded in the step (and a size-1 constant compiles into the
     # step's C kernel, where a hoisted one would be one more array read every step).
-    return all(isinstance(i, Constant) or i in invariant for i in node.inputs) and any(
-        not isinstance(i, Constant) for i in node.inputs
+    return all(isinstance(i, Constant) or i in invariant for i in node.inputs) and (
+        constants or any(not isinstance(i, Constant) for i in node.inputs)
     )
 
 
@@ -283,16 +292,44 @@ def _same_value(x, y):
         return False
 
 
+def _same_condition(node, other):
+    """Whether Scan nodes ``node`` and ``other`` stop after the same steps: neither has a
+    stopping condition, or both have one computing the same from the same outer
+    sequences and non-sequences."""
+    a, b = node.op, other.op
+    if not (a.has_until or b.has_until):
+        return True
+    if not (a.has_until and b.has_until):
+        return False
+    # Inner inputs of the two loops that read the same outer value, row by row or whole.
+    (sa, _, _, wa), _ = _inner_parts(a)
+    (sb, _, _, wb), _ = _inner_parts(b)
+    _, seq_a, _, _, ns_a = a.split_outer(node.inputs)
+    _, seq_b, _, _, ns_b = b.split_outer(other.inputs)
+    pairs = [
+        (x, y)
+        for xs, ys, outer_x, outer_y in ((sa, sb, seq_a, seq_b), (wa, wb, ns_a, ns_b))
+        for x, ox in zip(xs, outer_x)
+        for y, oy in zip(ys, outer_y)
+        if ox is oy
+    ]
+    return equal_computations(
+        [a.inner_outputs[-1]],
+        [b.inner_outputs[-1]],
+        [x for x, _ in pairs],
+        [y for _, y in pairs],
+    )
+
+
 def _mergeable(node, other):
     """Whether Scan nodes ``node`` and ``other`` can run as one loop: the same ``n_steps``
-    variable, no stopping condition, the same mode and truncation, neither reading the
-    other."""
+    variable, the same stopping condition (or none), the same mode and truncation,
+    neither reading the other."""
     a, b = node.op, other.op
     return (
         isinstance(b, Scan)
         and _same_value(other.inputs[0], node.inputs[0])
-        and not a.has_until
-        and not b.has_until
+        and _same_condition(node, other)
         and a.mode == b.mode
         and a.truncate_gradient == b.truncate_gradient
         and not is_in_ancestors(other, node)
@@ -327,7 +364,7 @@ def local_scan_merge(fgraph, node):
     """Merge ``node`` with another loop over the same steps (see the module)."""
     # Scan_a(n, ...), Scan_b(n, ...) -> Scan_ab(n, ...)
     op = node.op
-    if not isinstance(op, Scan) or op.has_until:
+    if not isinstance(op, Scan):
         return None
     n_steps = node.inputs[0]
     other = None
@@ -344,10 +381,12 @@ def local_scan_merge(fgraph, node):
     (s2, t2, c2, w2), (o2, y2, k2) = parts[1]
     merged = Scan(
         [*s1, *s2, *t1, *t2, *c1, *c2, *w1, *w2],
-        [*o1, *o2, *y1, *y2, *k1, *k2],
+        # (the conditions are the same: the first loop's stops the merged one)
+        [*o1, *o2, *y1, *y2, *k1, *k2, *op.inner_outputs[len(op.inner_outputs) - op.has_until :]],
         n_seqs=len(s1) + len(s2),
         state_taps=[*op.state_taps, *other.op.state_taps],
         n_nitsot=len(y1) + len(y2),
+        has_until=op.has_until,
         truncate_gradient=op.truncate_gradient,
         mode=op.mode,
         name=op.name or other.op.name,
@@ -459,6 +498,100 @@ def local_scan_push_out_seq_dot(fgraph, node):
         n_seqs=op.n_seqs + len(holders),
     )
     return new_op(n_steps, *seqs, *outer, *inits, *carries, *nonseqs, return_list=True)
+
+
+def _over_steps(node, outer_of, rows_of):
+    """``node`` (an Elemwise or DimShuffle of the step) applied to all the steps' rows at
+    once, from ``outer_of`` (the inner values pushed out so far, as their outer stacks of
+    rows) and ``rows_of`` (the loop-invariant inner inputs, as their outer values); None
+    when it cannot be (another op, an input from the step's own work, no per-step input,
+    a type the stack would not have)."""
+    if getattr(node.op, "destroy_map", None) or len(node.outputs) != 1:
+        return None
+    if not isinstance(node.op, (Elemwise, DimShuffle)):
+        return None
+    out = node.outputs[0]
+    if not isinstance(out.type, TensorType) or not any(i in outer_of for i in node.inputs):
+        return None
+    if isinstance(node.op, DimShuffle):
+        # (the row's dims shift by one behind the steps' axis)
+        order = [0, *("x" if o == "x" else o + 1 for o in node.op.new_order)]
+        stacked = outer_of[node.inputs[0]].dimshuffle(*order)
+    else:
+        ins = []
+        for i in node.inputs:
+            if i in outer_of:
+                ins.append(outer_of[i])
+            elif isinstance(i, Constant) or i in rows_of:
+                value = i if isinstance(i, Constant) else rows_of[i]
+                ins.append(value.dimshuffle("x", *range(i.ndim)))  # the same for each step
+            else:
+                return None
+        stacked = node.op(*ins)
+    if stacked.type.dtype != out.type.dtype or stacked.ndim != out.ndim + 1:
+        return None
+    return cast_like(stacked, TensorType(out.type.dtype, (False, *out.broadcastable))())
+
+
+@register_canonicalize("scan", "scanOp_pushout_seqs_ops")
+@local_optimizer([Scan])
+def local_scan_push_out_seq(fgraph, node):
+    """Elementwise work on the sequences' rows is done on all the steps' rows at once,
+    before the loop (see the module)."""
+    # Scan(step(f(x_t, w)), X, w) -> Scan(step(p_t), P) with P = f(X[:n], w[None])
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
+    seq_vars = list(op.inner_inputs[: op.n_seqs])
+    ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    outer_of = {v: s[:n_steps] for v, s in zip(seq_vars, seqs)}
+    rows_of = dict(zip(ns_vars, nonseqs))
+    pushed = []
+    for inner in io_toposort(list(op.inner_inputs), list(op.inner_outputs)):
+        if _hoistable(inner, rows_of, constants=True):
+            # Made of constants and non-sequences (a constant broadcast to the row's
+            # dims): the same at every step, its copy serves outside.
+            fixed = clone_replace(list(inner.outputs), rows_of)
+            rows_of.update(zip(inner.outputs, fixed))
+            continue
+        stacked = _over_steps(inner, outer_of, rows_of)
+        if stacked is not None:
+            outer_of[inner.outputs[0]] = stacked
+            pushed.append(inner.outputs[0])
+    done = {v.owner for v in pushed}
+    inner_nodes = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
+    # A DimShuffle the step itself reads stays in it (it costs nothing there, and a
+    # transposed row is what the product rewrites look for); the pushed work reads the
+    # stacked one.
+    for inner in reversed(inner_nodes):
+        if inner in done and isinstance(inner.op, DimShuffle):
+            out = inner.outputs[0]
+            if out in op.inner_outputs or any(
+                n not in done and out in n.inputs for n in inner_nodes
+            ):
+                done.discard(inner)
+    if not done:
+        return None
+    # The pushed values the rest of the step reads, or that it returns as they are.
+    frontier = {}
+    for inner in inner_nodes:
+        if inner not in done:
+            for i in inner.inputs:
+                if i.owner in done:
+                    frontier.setdefault(i)
+    for o in op.inner_outputs:
+        if o.owner in done:
+            frontier.setdefault(o)
+    frontier = list(frontier)
+    holders = [v.type(v.name) for v in frontier]
+    new_op = op.rebuilt(
+        inner_inputs=[*seq_vars, *holders, *op.inner_inputs[op.n_seqs :]],
+        inner_outputs=clone_replace(list(op.inner_outputs), dict(zip(frontier, holders))),
+        n_seqs=op.n_seqs + len(holders),
+    )
+    new_seqs = [outer_of[v] for v in frontier]
+    return new_op(n_steps, *seqs, *new_seqs, *inits, *carries, *nonseqs, return_list=True)
 
 
 @register_canonicalize
