@@ -875,40 +875,48 @@ def test_loops_with_the_same_stopping_condition_are_merged():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_elementwise_work_on_sequence_rows_is_done_before_the_loop(dtype):
-    # Theano's PushOutSeqScan: exp(x_t) * w is one exp and one product on all of x.
+def test_elementwise_outputs_of_sequence_rows_are_computed_before_the_loop(dtype):
+    # Theano's PushOutSeqScan: the per-step output exp(x_t) * w is one exp and one
+    # product on all of x; the work the step reads (tanh(h + x_t)) stays in it.
     x = tt.TensorType(dtype, shape=(None, None))("x")
     w = tt.TensorType(dtype, shape=(None,))("w")
     h0 = tt.TensorType(dtype, shape=(None,))("h0")
-    hs, _ = scan(
-        lambda x_t, h, w: tt.tanh(h + tt.exp(x_t) * w),
+    (hs, ys), _ = scan(
+        lambda x_t, h, w: (tt.tanh(h + tt.sqrt(abs(x_t))), tt.exp(x_t) * w),
         sequences=x,
-        outputs_info=h0,
+        outputs_info=[h0, None],
         non_sequences=w,
     )
-    f = theano_dag.function([x, w, h0], hs)
+    f = theano_dag.function([x, w, h0], [hs, ys])
     (node,) = _scan_nodes(f)
-    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
-    assert not any("exp" in str(n.op) for n in inner)
+    assert node.op.n_states == 1 and node.op.n_nitsot == 0
+
+    def inner_ops(node):
+        nodes = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+        return " ".join(str(n.op) for n in nodes)
+
+    assert "exp" not in inner_ops(node) and "sqrt" in inner_ops(node)
     assert any("exp" in str(n.op) for n in f.maker.fgraph.apply_nodes)
     xv = RNG.normal(size=(5, 3)).astype(dtype)
     wv, h0v = RNG.normal(size=3).astype(dtype), RNG.normal(size=3).astype(dtype)
     h, want = h0v, []
     for x_t in xv:
-        h = np.tanh(h + np.exp(x_t) * wv)
+        h = np.tanh(h + np.sqrt(np.abs(x_t)))
         want.append(h)
     tol = 1e-5 if dtype == "float32" else 1e-12
-    np.testing.assert_allclose(f(xv, wv, h0v), want, rtol=tol, atol=tol)
+    got = f(xv, wv, h0v)
+    np.testing.assert_allclose(got[0], want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got[1], np.exp(xv) * wv, rtol=tol, atol=tol)
     # Excluded by Theano's name, the work stays in the step, with the same values.
     mode = theano_dag.compile.mode.get_default_mode().excluding("scanOp_pushout_seqs_ops")
-    g = theano_dag.function([x, w, h0], hs, mode=mode)
+    g = theano_dag.function([x, w, h0], [hs, ys], mode=mode)
     (node,) = _scan_nodes(g)
-    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
-    assert any("exp" in str(n.op) for n in inner)
-    np.testing.assert_allclose(g(xv, wv, h0v), want, rtol=tol, atol=tol)
+    assert node.op.n_nitsot == 1 and "exp" in inner_ops(node)
+    for a, b in zip(g(xv, wv, h0v), got):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
     # A loop whose outputs are all such work is no loop.
-    ys, _ = scan(lambda x_t: x_t * 2 + 1, sequences=x)
-    k = theano_dag.function([x], ys)
+    zs, _ = scan(lambda x_t: x_t * 2 + 1, sequences=x)
+    k = theano_dag.function([x], zs)
     assert not _scan_nodes(k)
     np.testing.assert_allclose(k(xv), xv * 2 + 1, rtol=tol)
 

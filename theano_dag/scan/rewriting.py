@@ -14,11 +14,13 @@
   rows before the loop, read by the step as a sequence: one large matrix product instead
   of ``n_steps`` small ones (PyTensor's ``push_out_seq`` does this for elementwise work
   only; JAX users write it by hand).
-- ``local_scan_push_out_seq`` (tagged ``scanOp_pushout_seqs_ops``, Theano's name):
-  elementwise work (and DimShuffles) on the sequences' rows, non-sequences and constants
-  is done on all the steps' rows at once before the loop, one vectorised operation
-  instead of ``n_steps`` small ones, and read by the step as a sequence (Theano's
-  ``PushOutSeqScan``). A loop left returning a sequence's rows is then no loop at all.
+- ``local_scan_push_out_seq`` (tagged ``scanOp_pushout_seqs_ops``, Theano's name): a
+  per-step output computed by elementwise work (and DimShuffles) on the sequences' rows,
+  non-sequences and constants alone is computed on all the steps' rows at once before
+  the loop, one vectorised operation instead of ``n_steps`` small ones, and the step
+  returns its rows as read (Theano's ``PushOutSeqScan``, for the work no other part of
+  the step reads: that work stays fused into the step's kernels). A loop left returning
+  a sequence's rows is then no loop at all.
 - ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
   is (what the two rewrites above leave of a stored input projection) is that sequence;
   one that is a non-sequence as it is (what hoisting leaves of a step whose work is all
@@ -500,97 +502,109 @@ def local_scan_push_out_seq_dot(fgraph, node):
     return new_op(n_steps, *seqs, *outer, *inits, *carries, *nonseqs, return_list=True)
 
 
-def _over_steps(node, outer_of, rows_of):
-    """``node`` (an Elemwise or DimShuffle of the step) applied to all the steps' rows at
-    once, from ``outer_of`` (the inner values pushed out so far, as their outer stacks of
-    rows) and ``rows_of`` (the loop-invariant inner inputs, as their outer values); None
-    when it cannot be (another op, an input from the step's own work, no per-step input,
-    a type the stack would not have)."""
+def _per_step(node, per_step, fixed):
+    """Whether ``node`` (of the step) is an Elemwise or a DimShuffle of values that are
+    per-step rows pushed out (``per_step``: a sequence's row, or such work on it) or the
+    same at every step (``fixed``, or constants), at least one per-step."""
     if getattr(node.op, "destroy_map", None) or len(node.outputs) != 1:
-        return None
+        return False
     if not isinstance(node.op, (Elemwise, DimShuffle)):
-        return None
+        return False
+    if not isinstance(node.outputs[0].type, TensorType):
+        return False
+    return any(i in per_step for i in node.inputs) and all(
+        i in per_step or i in fixed or isinstance(i, Constant) for i in node.inputs
+    )
+
+
+def _over_steps(node, per_step, stacked, fixed):
+    """``node`` (see :func:`_per_step`) applied to all the steps' rows at once:
+    ``stacked(v)`` is the stack of rows of a value of ``per_step``, ``fixed(v)`` the
+    outer equal of another (the same for every step, with a dimension for the steps)."""
     out = node.outputs[0]
-    if not isinstance(out.type, TensorType) or not any(i in outer_of for i in node.inputs):
-        return None
     if isinstance(node.op, DimShuffle):
         # (the row's dims shift by one behind the steps' axis)
         order = [0, *("x" if o == "x" else o + 1 for o in node.op.new_order)]
-        stacked = outer_of[node.inputs[0]].dimshuffle(*order)
+        result = stacked(node.inputs[0]).dimshuffle(*order)
     else:
-        ins = []
-        for i in node.inputs:
-            if i in outer_of:
-                ins.append(outer_of[i])
-            elif isinstance(i, Constant) or i in rows_of:
-                value = i if isinstance(i, Constant) else rows_of[i]
-                ins.append(value.dimshuffle("x", *range(i.ndim)))  # the same for each step
-            else:
-                return None
-        stacked = node.op(*ins)
-    if stacked.type.dtype != out.type.dtype or stacked.ndim != out.ndim + 1:
-        return None
-    return cast_like(stacked, TensorType(out.type.dtype, (False, *out.broadcastable))())
+        result = node.op(*(stacked(i) if i in per_step else fixed(i) for i in node.inputs))
+    return cast_like(result, TensorType(out.type.dtype, (False, *out.broadcastable))())
 
 
 @register_canonicalize("scan", "scanOp_pushout_seqs_ops")
 @local_optimizer([Scan])
 def local_scan_push_out_seq(fgraph, node):
-    """Elementwise work on the sequences' rows is done on all the steps' rows at once,
-    before the loop (see the module)."""
-    # Scan(step(f(x_t, w)), X, w) -> Scan(step(p_t), P) with P = f(X[:n], w[None])
+    """A per-step output made by elementwise work on the sequences' rows is computed on
+    all the steps' rows at once, before the loop (see the module)."""
+    # Scan(outputs=[f(x_t, w)], X, w) -> Scan(outputs=[p_t], P) with P = f(X[:n], w[None])
     op = node.op
     if not isinstance(op, Scan):
         return None
-    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
     seq_vars = list(op.inner_inputs[: op.n_seqs])
     ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
-    outer_of = {v: s[:n_steps] for v, s in zip(seq_vars, seqs)}
-    rows_of = dict(zip(ns_vars, nonseqs))
-    pushed = []
-    for inner in io_toposort(list(op.inner_inputs), list(op.inner_outputs)):
-        if _hoistable(inner, rows_of, constants=True):
-            # Made of constants and non-sequences (a constant broadcast to the row's
-            # dims): the same at every step, its copy serves outside.
-            fixed = clone_replace(list(inner.outputs), rows_of)
-            rows_of.update(zip(inner.outputs, fixed))
-            continue
-        stacked = _over_steps(inner, outer_of, rows_of)
-        if stacked is not None:
-            outer_of[inner.outputs[0]] = stacked
-            pushed.append(inner.outputs[0])
-    done = {v.owner for v in pushed}
     inner_nodes = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
-    # A DimShuffle the step itself reads stays in it (it costs nothing there, and a
-    # transposed row is what the product rewrites look for); the pushed work reads the
-    # stacked one.
-    for inner in reversed(inner_nodes):
-        if inner in done and isinstance(inner.op, DimShuffle):
-            out = inner.outputs[0]
-            if out in op.inner_outputs or any(
-                n not in done and out in n.inputs for n in inner_nodes
-            ):
-                done.discard(inner)
+    # Which nodes: decided on the step's graph alone, before building anything outside.
+    per_step, fixed, pushable = set(seq_vars), set(ns_vars), []
+    for inner in inner_nodes:
+        if _hoistable(inner, fixed, constants=True):
+            fixed.update(inner.outputs)  # (a constant broadcast to the row's dims)
+        elif _per_step(inner, per_step, fixed):
+            pushable.append(inner)
+            per_step.add(inner.outputs[0])
+    # Only work whose results are per-step outputs, read by nothing else of the step: the
+    # loop stores those rows anyway, so one vectorised operation replaces n_steps small
+    # ones at no cost in memory. (Work the step reads stays in it, fused with the rest
+    # into the step's kernels: stored over all the steps, it would cost more than it
+    # saves.)
+    nst, nit = op.n_states, op.n_nitsot
+    stored = set(op.inner_outputs[nst : nst + nit])
+    others = set(op.inner_outputs) - stored
+    readers = {}
+    for inner in inner_nodes:
+        for i in inner.inputs:
+            readers.setdefault(i, []).append(inner)
+    done = set()
+    for inner in reversed(pushable):
+        out = inner.outputs[0]
+        if out in others or not (out in stored or out in readers):
+            continue
+        if all(r in done for r in readers.get(out, ())):
+            done.add(inner)
     if not done:
         return None
-    # The pushed values the rest of the step reads, or that it returns as they are.
-    frontier = {}
-    for inner in inner_nodes:
-        if inner not in done:
-            for i in inner.inputs:
-                if i.owner in done:
-                    frontier.setdefault(i)
-    for o in op.inner_outputs:
-        if o.owner in done:
-            frontier.setdefault(o)
-    frontier = list(frontier)
+    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
+    outer = {}
+    outer_ns = dict(zip(ns_vars, nonseqs))
+
+    def stacked(v):
+        if v not in outer:
+            outer[v] = seqs[seq_vars.index(v)][:n_steps]
+        return outer[v]
+
+    def fixed_value(v):
+        # the same for every step: a dimension in front for the steps
+        if isinstance(v, Constant):
+            value = v
+        else:
+            value = outer_ns[v] if v in outer_ns else clone_replace([v], outer_ns)[0]
+        return value.dimshuffle("x", *range(v.ndim))
+
+    needed, candidates = set(done), set(pushable)
+    for inner in reversed(pushable):
+        if inner in needed:
+            needed.update(i.owner for i in inner.inputs if i.owner in candidates)
+    for inner in pushable:
+        if inner in needed:
+            outer[inner.outputs[0]] = _over_steps(inner, per_step, stacked, fixed_value)
+    # The per-step outputs computed before the loop: the step returns their rows as read.
+    frontier = list(dict.fromkeys(o for o in op.inner_outputs if o.owner in done))
     holders = [v.type(v.name) for v in frontier]
     new_op = op.rebuilt(
         inner_inputs=[*seq_vars, *holders, *op.inner_inputs[op.n_seqs :]],
         inner_outputs=clone_replace(list(op.inner_outputs), dict(zip(frontier, holders))),
         n_seqs=op.n_seqs + len(holders),
     )
-    new_seqs = [outer_of[v] for v in frontier]
+    new_seqs = [outer[v] for v in frontier]
     return new_op(n_steps, *seqs, *new_seqs, *inits, *carries, *nonseqs, return_list=True)
 
 
