@@ -1007,3 +1007,47 @@ def test_unused_and_repeated_non_sequences_leave_one_input():
     assert [x.name for x in op.outer_non_seqs(node)] == ["w"]
     wv = np.arange(9.0).reshape(3, 3)
     np.testing.assert_array_equal(f(wv, [2, 0]), wv[[2, 0]])
+
+
+def test_var_mappings_index_the_layout_of_the_loop():
+    # Theano's Scan.var_mappings, on this op's layout: outer inputs n_steps, sequence,
+    # two states' initial values, the carried generator, the non-sequence; inner inputs
+    # the row, the taps (-3, -1), (-1), the generator, the non-sequence; outputs the
+    # states, the per-step output, the generator.
+    srng = RandomStream(3)
+    x, a0, b0, w = tt.dvector("x"), tt.dvector("a0"), tt.dscalar("b0"), tt.dscalar("w")
+
+    def step(v, a3, a1, b, w):
+        total = v + a3 + a1 + b + w + srng.uniform(size=())
+        return total, total, total
+
+    outs, _ = scan(
+        step,
+        sequences=x,
+        outputs_info=[dict(initial=a0, taps=[-3, -1]), b0, None],
+        non_sequences=w,
+    )
+    node = outs[0].owner.inputs[0].owner
+    op = node.op
+    assert (op.n_seqs, op.n_states, op.n_nitsot, op.n_carry, op.n_nonseqs) == (1, 2, 1, 1, 1)
+    m = op.var_mappings
+    assert m["inner_inp_from_outer_inp"] == {0: [], 1: [0], 2: [1, 2], 3: [3], 4: [4], 5: [5]}
+    assert m["outer_out_from_outer_inp"] == {0: -1, 1: -1, 2: 0, 3: 1, 4: 3, 5: -1}
+    assert m["outer_inp_from_outer_out"] == {0: 2, 1: 3, 2: -1, 3: 4}
+    assert m["outer_inp_from_inner_inp"] == {0: 1, 1: 2, 2: 2, 3: 3, 4: 4, 5: 5}
+    assert m["inner_out_from_inner_inp"] == {0: [], 1: [0], 2: [0], 3: [1], 4: [3], 5: []}
+    assert m["inner_inp_from_inner_out"] == {0: [1, 2], 1: [3], 2: [], 3: [4]}
+    assert m["outer_out_from_inner_out"] == {0: 0, 1: 1, 2: 2, 3: 3}
+    # The indices are the node's: the outer inputs and the inner ones they feed match.
+    assert node.inputs[m["outer_inp_from_inner_inp"][4]].type == op.inner_inputs[4].type
+    assert len(node.inputs) == 6 and len(node.outputs) == 4
+
+
+def test_theano_scan_prealloc_flag_is_accepted_and_changes_no_value():
+    # Theano's scan__allow_output_prealloc: the loop here copies each step's rows (False).
+    assert theano_dag.config.scan__allow_output_prealloc is False
+    x = tt.dvector("x")
+    sums, _ = scan(lambda v, a: a + v, sequences=x, outputs_info=np.float64(0))
+    with theano_dag.config.change_flags(scan__allow_output_prealloc=True):
+        f = theano_dag.function([x], sums)
+        np.testing.assert_allclose(f(np.arange(4.0)), [0.0, 1.0, 3.0, 6.0])

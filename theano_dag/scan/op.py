@@ -230,6 +230,54 @@ class Scan(Op):
             pos += len(taps)
         return out
 
+    @property
+    def var_mappings(self):
+        """Theano's index maps between the node's outer inputs and outputs and the inner
+        graph's (``Scan.var_mappings``): ``"<to>_from_<from>"`` for each pair of
+        ``outer_inp``, ``inner_inp``, ``inner_out``, ``outer_out``. A map to an inner side
+        gives a list of indices (a state's taps are several inner inputs), one to an outer
+        side an index, -1 for none (n_steps and the non-sequences have no output; a
+        per-step output has no outer input here: the layout has no buffer-length inputs,
+        unlike Theano's, so the outer indices past the states differ from Theano's).
+
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.scan.basic import scan
+        >>> x, a0 = tt.dvector("x"), tt.dvector("a0")
+        >>> out, _ = scan(lambda v, a2, a1: a2 + a1 * v, sequences=x,
+        ...               outputs_info=dict(initial=a0, taps=[-2, -1]))
+        >>> m = out.owner.inputs[0].owner.op.var_mappings
+        >>> m["outer_inp_from_outer_out"], m["inner_inp_from_outer_inp"]
+        ({0: 2}, {0: [], 1: [0], 2: [1, 2]})
+        """
+        # One entry per loop value: (outer input, inner inputs, inner outputs, outer output)
+        entries = [(0, [], [], -1)]
+        entries += [(1 + k, [k], [], -1) for k in range(self.n_seqs)]
+        inner_in, inner_out = self.n_seqs, 0
+        for k, taps in enumerate(self.state_taps):
+            ins = list(range(inner_in, inner_in + len(taps)))
+            entries.append((1 + self.n_seqs + k, ins, [inner_out], inner_out))
+            inner_in, inner_out = inner_in + len(taps), inner_out + 1
+        entries += [(-1, [], [inner_out + j], inner_out + j) for j in range(self.n_nitsot)]
+        inner_out += self.n_nitsot
+        first_carry = 1 + self.n_seqs + self.n_states
+        for j in range(self.n_carry):
+            entries.append((first_carry + j, [inner_in + j], [inner_out + j], inner_out + j))
+        inner_in += self.n_carry
+        first_ns = first_carry + self.n_carry
+        entries += [(first_ns + j, [inner_in + j], [], -1) for j in range(self.n_nonseqs)]
+        kinds = ("outer_inp", "inner_inp", "inner_out", "outer_out")
+        maps = {f"{to}_from_{src}": {} for src in kinds for to in kinds if to != src}
+        for entry in entries:
+            for s, src in enumerate(kinds):
+                keys = entry[s] if isinstance(entry[s], list) else [entry[s]]
+                for key in keys:
+                    if key == -1:
+                        continue
+                    for t, to in enumerate(kinds):
+                        if t != s:
+                            maps[f"{to}_from_{src}"][key] = entry[t]
+        return maps
+
     # -- building ---------------------------------------------------------------------------
 
     def make_node(self, n_steps, *args):
