@@ -1051,3 +1051,22 @@ def test_theano_scan_prealloc_flag_is_accepted_and_changes_no_value():
     with theano_dag.config.change_flags(scan__allow_output_prealloc=True):
         f = theano_dag.function([x], sums)
         np.testing.assert_allclose(f(np.arange(4.0)), [0.0, 1.0, 3.0, 6.0])
+
+
+def test_fn_is_the_compiled_step_with_its_rewritten_graph():
+    # Theano's Scan.fn: the compiled step; fn.maker.fgraph shows what the rewrites left in
+    # it (here the invariant W1 + W2 is computed before the loop, no elementwise op stays).
+    h0, w1, w2 = tt.dvector("h0"), tt.dmatrix("W1"), tt.dmatrix("W2")
+    hs, _ = scan(
+        lambda h, a, b: tt.dot(h, a + b), outputs_info=h0, non_sequences=[w1, w2], n_steps=3
+    )
+    f = theano_dag.function([h0, w1, w2], hs)
+    (node,) = _scan_nodes(f)
+    step = node.op.fn
+    assert not any(isinstance(n.op, tt.Elemwise) for n in step.maker.fgraph.apply_nodes)
+    hv, wv = RNG.normal(size=2), RNG.normal(size=(2, 2))
+    got = step(hv, wv)  # the step's inputs: the state's tap, then the hoisted sum
+    np.testing.assert_allclose(got[0], hv @ wv, rtol=1e-12)
+    again = step(wv[0], wv)
+    np.testing.assert_allclose(got[0], hv @ wv, rtol=1e-12)  # the first result is kept
+    np.testing.assert_allclose(again[0], wv[0] @ wv, rtol=1e-12)

@@ -25,6 +25,8 @@ outputs the same, by row, then the condition.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from theano_dag import tensor as tt
@@ -229,6 +231,22 @@ class Scan(Op):
             out.append(list(self.inner_inputs[pos : pos + len(taps)]))
             pos += len(taps)
         return out
+
+    @property
+    def fn(self):
+        """The compiled step (Theano's ``Scan.fn``), compiled on first use: called with the
+        inner inputs' values, it returns the inner outputs'; ``fn.maker.fgraph`` is the
+        step's graph as its rewrites left it.
+
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.scan.basic import scan
+        >>> x, w = tt.dvector("x"), tt.dscalar("w")
+        >>> out, _ = scan(lambda v, w: v * w, sequences=x, non_sequences=w)
+        >>> step = out.owner.op.fn
+        >>> [float(v) for v in step(2.0, 3.0)], len(step.maker.fgraph.outputs)
+        ([6.0], 1)
+        """
+        return CompiledStep(self._function())
 
     @property
     def var_mappings(self):
@@ -621,6 +639,19 @@ class Scan(Op):
             g if any(c and a for c, a in zip(row, live)) else disconnected_type()
             for g, row in zip(grads, pattern)
         ]
+
+
+class CompiledStep:
+    """A Scan's compiled step as Theano's ``Scan.fn`` shows it: callable on the inner
+    inputs' values, with ``maker.fgraph`` the linked graph."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.maker = SimpleNamespace(fgraph=inner.fgraph)
+
+    def __call__(self, *values):
+        # (copies: the step's outputs are buffers its next call reuses)
+        return [np.array(_host(v)) for v in self._inner(*values)]
 
 
 def _host(value):
