@@ -21,6 +21,12 @@
   returns its rows as read (Theano's ``PushOutSeqScan``, for the work no other part of
   the step reads: that work stays fused into the step's kernels). A loop left returning
   a sequence's rows is then no loop at all.
+- ``local_scan_push_out_output_dot`` (tagged ``scanOp_pushout_output``, Theano's name):
+  a per-step output ``dot(x_t, W)`` of a value the step computes (an RNN's output
+  projection ``h_t @ V``) by a non-sequence matrix is one product after the loop over
+  the rows of all the steps of ``x`` (a state's buffer, or a per-step output the loop
+  gives, made one when it is not): one large matrix product instead of ``n_steps``
+  small ones (Theano's ``PushOutScanOutput``).
 - ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
   is (what the two rewrites above leave of a stored input projection) is that sequence;
   one that is a non-sequence as it is (what hoisting leaves of a step whose work is all
@@ -86,6 +92,7 @@ __all__ = [
     "local_scan_merge",
     "local_scan_nitsot_of_sequence",
     "local_scan_push_out_dot_sum",
+    "local_scan_push_out_output_dot",
     "local_scan_push_out_seq",
     "local_scan_push_out_seq_dot",
     "local_scan_remove_unused_inputs",
@@ -606,6 +613,75 @@ def local_scan_push_out_seq(fgraph, node):
     )
     new_seqs = [outer[v] for v in frontier]
     return new_op(n_steps, *seqs, *new_seqs, *inits, *carries, *nonseqs, return_list=True)
+
+
+@register_canonicalize("scan", "scanOp_pushout_output")
+@local_optimizer([Scan])
+def local_scan_push_out_output_dot(fgraph, node):
+    """A per-step output ``dot(x_t, W)`` (``W`` a non-sequence matrix, ``x_t`` computed
+    by the step) is one product after the loop (see the module)."""
+    # Scan(outputs=[h_t, dot(h_t, W)]) -> Scan(outputs=[h_t]); dot(H[m:], W) by rows
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    nst, nit = op.n_states, op.n_nitsot
+    outs = list(op.inner_outputs)
+    ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    found = {}  # per-step output j -> (x_t, W)
+    for j in range(nit):
+        o = outs[nst + j]
+        if o.owner is None or not isinstance(o.owner.op, Dot) or outs.count(o) > 1:
+            continue
+        x, w = o.owner.inputs
+        # (x_t an inner input: a sequence's row is pushed out before the loop, a tap
+        # would be a shifted buffer)
+        if w in ns_vars and w.ndim == 2 and x.ndim in (1, 2) and x.owner is not None:
+            k = outs.index(x) if x in outs[:nst] else None
+            if k is None or not op.store[k]:
+                found[j] = (x, w)
+    if not found:
+        return None
+    nitsots = outs[nst : nst + nit]
+    # Values the loop must now give per step: those it does not give already.
+    new_nits = []
+    for x, _ in found.values():
+        if (
+            x not in outs[:nst]
+            and x not in new_nits
+            and (x not in nitsots or nitsots.index(x) in found)
+        ):
+            new_nits.append(x)
+    kept = [j for j in range(nit) if j not in found]
+    new_op = op.rebuilt(
+        inner_outputs=[
+            *outs[:nst],
+            *(nitsots[j] for j in kept),
+            *new_nits,
+            *outs[nst + nit :],
+        ],
+        n_nitsot=len(kept) + len(new_nits),
+    )
+    res = new_op(*node.inputs, return_list=True)
+    new_rows = dict(zip((nitsots[j] for j in kept), res[nst : nst + len(kept)]))
+    new_rows.update(zip(new_nits, res[nst + len(kept) : nst + len(kept) + len(new_nits)]))
+    n_steps, _, _, _, nonseqs = op.split_outer(node.inputs)
+    replace = dict(zip(node.outputs[:nst], res[:nst]))
+    replace.update(zip((node.outputs[nst + j] for j in kept), res[nst : nst + len(kept)]))
+    replace.update(zip(node.outputs[nst + nit :], res[nst + len(kept) + len(new_nits) :]))
+    for j, (x, w) in found.items():
+        if x in outs[:nst]:
+            k = outs.index(x)
+            rows = res[k][op.mintaps[k] :]  # the state's steps, after its initial rows
+        else:
+            rows = new_rows[x]
+        w_out = nonseqs[ns_vars.index(w)]
+        if x.ndim == 1:
+            product = tt.dot(rows, w_out)
+        else:
+            flat = tt.dot(_rows_of(rows), w_out)
+            product = tt.reshape(flat, (rows.shape[0], rows.shape[1], w_out.shape[1]), ndim=3)
+        replace[node.outputs[nst + j]] = cast_like(product, node.outputs[nst + j])
+    return replace
 
 
 @register_canonicalize
