@@ -1070,3 +1070,13 @@ def test_fn_is_the_compiled_step_with_its_rewritten_graph():
     again = step(wv[0], wv)
     np.testing.assert_allclose(got[0], hv @ wv, rtol=1e-12)  # the first result is kept
     np.testing.assert_allclose(again[0], wv[0] @ wv, rtol=1e-12)
+
+
+@pytest.mark.parametrize("error", [TypeError, ValueError])
+def test_a_step_output_of_another_dtype_than_its_state_is_refused(error):
+    # Theano raises ValueError here; TypeError says what is wrong: both catch it.
+    x = tt.dvector("x")
+    with pytest.raises(error, match=r"output 0 .* has type TensorType\(float64, scalar\), but"):
+        scan(lambda v, a: a + v, sequences=x, outputs_info=tt.constant(np.float32(0)))
+    with pytest.raises(error, match=r"make them agree"):
+        scan(lambda v, a: (a + v).sum(), sequences=x, outputs_info=tt.dvector("v0"))
