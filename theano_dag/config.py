@@ -361,6 +361,14 @@ FLAGS.update(
         "reoptimize_unpickled_function": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
+        # Theano's scan lets its step write into the loop's buffers under this flag; the
+        # Scan op here copies each step's rows into them (Theano's behaviour with it off).
+        "scan__allow_output_prealloc": _Flag(
+            False,
+            "Theano's flag (whether scan's step writes straight into the loop's buffers); "
+            "theano_dag's loop copies each step's rows, as Theano's with it off; no effect",
+            kind=bool,
+        ),
     }
 )
 

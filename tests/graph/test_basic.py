@@ -729,7 +729,19 @@ class TestCloneReplace:
         new = clone_replace([out], [(y, z)], share_inputs=False)[0]
         x2, c2, z2 = graph_inputs([new])
         assert x2 is not x and x2.name == "x" and c2 is not c and c2.data == 3
-        assert z2 is z  # a replacement is used as it is
+        # As in Theano, the replacement's inputs are copied too (theano.clone's tests).
+        assert z2 is not z and z2.name == "z"
+        assert equal_computations(
+            [new], [clone_replace([out], [(y, z)])[0]], [x2, c2, z2], [x, c, z]
+        )
+
+    def test_share_inputs_false_copies_an_input_once_in_the_replacements_too(self):
+        x, y, c, a, b, out = small_graph()
+        # x is in the graph and in the replacement of y: both read the one copy of x.
+        new = clone_replace([out], [(y, op3(x))], share_inputs=False)[0]
+        ins = graph_inputs([new])
+        assert len(ins) == 2 and all(i is not x and i is not c for i in ins)
+        assert equal_computations([new], [clone_replace([out], [(y, op3(x))])[0]], ins, [x, c])
 
     def test_replace_an_intermediate(self):
         x, y, c, a, b, out = small_graph()

@@ -3,7 +3,9 @@ forms (taps, None outputs, n_steps, go_backwards, until, updates), errors, gradi
 
 from __future__ import annotations
 
+import gc
 import warnings
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -653,14 +655,16 @@ def test_save_memory_then_until():
 
 
 def test_unused_sequences_are_dropped():
-    x, y = tt.dvector("x"), tt.dvector("y")
-    out, _ = scan(lambda a, b: a * 2, sequences=[x, y])
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    # (a sum: elementwise work on the rows alone would leave no loop at all)
+    out, _ = scan(lambda a, b: a.sum(), sequences=[x, y])
     assert len(out.owner.inputs) == 3  # n_steps and the two sequences, as built
     f = theano_dag.function([x, y], out)
     (node,) = _scan_nodes(f)
     assert node.op.n_seqs == 1
     # y still bounds the number of steps (the shortest sequence), outside the loop.
-    np.testing.assert_allclose(f(np.arange(4.0), np.zeros(2)), [0.0, 2.0])
+    xv = np.arange(8.0).reshape(4, 2)
+    np.testing.assert_allclose(f(xv, np.zeros((2, 2))), [1.0, 5.0])
 
 
 @pytest.mark.parametrize("stream", [RandomStream, RandomStreams], ids=lambda c: c.__name__)
@@ -731,7 +735,8 @@ def test_loops_over_the_same_steps_are_merged():
     squares, _ = scan(lambda v: v * v, sequences=x)
     f = theano_dag.function([x], [sums, prods, squares])
     (node,) = _scan_nodes(f)
-    assert node.op.n_states == 2 and node.op.n_nitsot == 1
+    # (the squares need no loop: they are computed on all of x at once)
+    assert node.op.n_states == 2 and node.op.n_nitsot == 0
     xv = np.array([1.0, 2.0, 3.0, 4.0])
     got = f(xv)
     np.testing.assert_allclose(got[0], np.cumsum(xv))
@@ -850,20 +855,88 @@ def test_updates_of_a_nested_loop_are_returned_through_the_outer_one():
     assert not np.array_equal(a, b)
 
 
+def test_loops_with_the_same_stopping_condition_are_merged():
+    # Theano's ScanMerge merges loops with an until when the conditions are the same.
+    x = tt.dvector("x")
+    sums, _ = scan(lambda v, s: (s + v, until(v > 3)), sequences=x, outputs_info=np.float64(0))
+    prods, _ = scan(lambda v, p: (p * v, until(v > 3)), sequences=x, outputs_info=np.float64(1))
+    other, _ = scan(lambda v, s: (s - v, until(v > 2)), sequences=x, outputs_info=np.float64(0))
+    f = theano_dag.function([x], [sums, prods])
+    (node,) = _scan_nodes(f)
+    assert node.op.has_until and node.op.n_states == 2
+    xv = np.array([1.0, 2.0, 5.0, 1.0, 1.0])
+    got = f(xv)
+    np.testing.assert_allclose(got[0], np.cumsum(xv)[:3])
+    np.testing.assert_allclose(got[1], np.cumprod(xv)[:3])
+    # Another condition: the loops stop after other steps and stay apart.
+    g = theano_dag.function([x], [sums, other])
+    assert len(_scan_nodes(g)) == 2
+    got = g(np.array([1.0, 3.0, 5.0, 1.0]))
+    np.testing.assert_allclose(got[0], [1.0, 4.0, 9.0])
+    np.testing.assert_allclose(got[1], [-1.0, -4.0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_elementwise_outputs_of_sequence_rows_are_computed_before_the_loop(dtype):
+    # Theano's PushOutSeqScan: the per-step output exp(x_t) * w is one exp and one
+    # product on all of x; the work the step reads (tanh(h + x_t)) stays in it.
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    w = tt.TensorType(dtype, shape=(None,))("w")
+    h0 = tt.TensorType(dtype, shape=(None,))("h0")
+    (hs, ys), _ = scan(
+        lambda x_t, h, w: (tt.tanh(h + tt.sqrt(abs(x_t))), tt.exp(x_t) * w),
+        sequences=x,
+        outputs_info=[h0, None],
+        non_sequences=w,
+    )
+    f = theano_dag.function([x, w, h0], [hs, ys])
+    (node,) = _scan_nodes(f)
+    assert node.op.n_states == 1 and node.op.n_nitsot == 0
+
+    def inner_ops(node):
+        nodes = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+        return " ".join(str(n.op) for n in nodes)
+
+    assert "exp" not in inner_ops(node) and "sqrt" in inner_ops(node)
+    assert any("exp" in str(n.op) for n in f.maker.fgraph.apply_nodes)
+    xv = RNG.normal(size=(5, 3)).astype(dtype)
+    wv, h0v = RNG.normal(size=3).astype(dtype), RNG.normal(size=3).astype(dtype)
+    h, want = h0v, []
+    for x_t in xv:
+        h = np.tanh(h + np.sqrt(np.abs(x_t)))
+        want.append(h)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    got = f(xv, wv, h0v)
+    np.testing.assert_allclose(got[0], want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got[1], np.exp(xv) * wv, rtol=tol, atol=tol)
+    # Excluded by Theano's name, the work stays in the step, with the same values.
+    mode = theano_dag.compile.mode.get_default_mode().excluding("scanOp_pushout_seqs_ops")
+    g = theano_dag.function([x, w, h0], [hs, ys], mode=mode)
+    (node,) = _scan_nodes(g)
+    assert node.op.n_nitsot == 1 and "exp" in inner_ops(node)
+    for a, b in zip(g(xv, wv, h0v), got):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    # A loop whose outputs are all such work is no loop.
+    zs, _ = scan(lambda x_t: x_t * 2 + 1, sequences=x)
+    k = theano_dag.function([x], zs)
+    assert not _scan_nodes(k)
+    np.testing.assert_allclose(k(xv), xv * 2 + 1, rtol=tol)
+
+
 def test_loops_with_the_same_inner_computation_are_equal_ops():
-    x, y = tt.dvector("x"), tt.dvector("y")
-    a, _ = scan(lambda v: v + 1, sequences=x)
-    b, _ = scan(lambda v: v + 1, sequences=y)
-    c, _ = scan(lambda v: v + 2, sequences=x)
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    a, _ = scan(lambda v: v.sum() + 1, sequences=x)
+    b, _ = scan(lambda v: v.sum() + 1, sequences=y)
+    c, _ = scan(lambda v: v.sum() + 2, sequences=x)
     assert a.owner.op == b.owner.op and hash(a.owner.op) == hash(b.owner.op)
     assert a.owner.op != c.owner.op
     # Two such loops over the same input are computed once.
-    d, _ = scan(lambda v: v + 1, sequences=x)
+    d, _ = scan(lambda v: v.sum() + 1, sequences=x)
     f = theano_dag.function([x], [a, d])
     assert len(_scan_nodes(f)) == 1
-    got = f(np.array([1.0, 2.0]))
-    np.testing.assert_allclose(got[0], [2.0, 3.0])
-    np.testing.assert_allclose(got[1], [2.0, 3.0])
+    got = f(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_allclose(got[0], [4.0, 8.0])
+    np.testing.assert_allclose(got[1], [4.0, 8.0])
 
 
 def test_an_output_tap_given_twice_is_refused():
@@ -936,3 +1009,92 @@ def test_unused_and_repeated_non_sequences_leave_one_input():
     assert [x.name for x in op.outer_non_seqs(node)] == ["w"]
     wv = np.arange(9.0).reshape(3, 3)
     np.testing.assert_array_equal(f(wv, [2, 0]), wv[[2, 0]])
+
+
+def test_var_mappings_index_the_layout_of_the_loop():
+    # Theano's Scan.var_mappings, on this op's layout: outer inputs n_steps, sequence,
+    # two states' initial values, the carried generator, the non-sequence; inner inputs
+    # the row, the taps (-3, -1), (-1), the generator, the non-sequence; outputs the
+    # states, the per-step output, the generator.
+    srng = RandomStream(3)
+    x, a0, b0, w = tt.dvector("x"), tt.dvector("a0"), tt.dscalar("b0"), tt.dscalar("w")
+
+    def step(v, a3, a1, b, w):
+        total = v + a3 + a1 + b + w + srng.uniform(size=())
+        return total, total, total
+
+    outs, _ = scan(
+        step,
+        sequences=x,
+        outputs_info=[dict(initial=a0, taps=[-3, -1]), b0, None],
+        non_sequences=w,
+    )
+    node = outs[0].owner.inputs[0].owner
+    op = node.op
+    assert (op.n_seqs, op.n_states, op.n_nitsot, op.n_carry, op.n_nonseqs) == (1, 2, 1, 1, 1)
+    m = op.var_mappings
+    assert m["inner_inp_from_outer_inp"] == {0: [], 1: [0], 2: [1, 2], 3: [3], 4: [4], 5: [5]}
+    assert m["outer_out_from_outer_inp"] == {0: -1, 1: -1, 2: 0, 3: 1, 4: 3, 5: -1}
+    assert m["outer_inp_from_outer_out"] == {0: 2, 1: 3, 2: -1, 3: 4}
+    assert m["outer_inp_from_inner_inp"] == {0: 1, 1: 2, 2: 2, 3: 3, 4: 4, 5: 5}
+    assert m["inner_out_from_inner_inp"] == {0: [], 1: [0], 2: [0], 3: [1], 4: [3], 5: []}
+    assert m["inner_inp_from_inner_out"] == {0: [1, 2], 1: [3], 2: [], 3: [4]}
+    assert m["outer_out_from_inner_out"] == {0: 0, 1: 1, 2: 2, 3: 3}
+    # The indices are the node's: the outer inputs and the inner ones they feed match.
+    assert node.inputs[m["outer_inp_from_inner_inp"][4]].type == op.inner_inputs[4].type
+    assert len(node.inputs) == 6 and len(node.outputs) == 4
+
+
+def test_theano_scan_prealloc_flag_is_accepted_and_changes_no_value():
+    # Theano's scan__allow_output_prealloc: the loop here copies each step's rows (False).
+    assert theano_dag.config.scan__allow_output_prealloc is False
+    x = tt.dvector("x")
+    sums, _ = scan(lambda v, a: a + v, sequences=x, outputs_info=np.float64(0))
+    with theano_dag.config.change_flags(scan__allow_output_prealloc=True):
+        f = theano_dag.function([x], sums)
+        np.testing.assert_allclose(f(np.arange(4.0)), [0.0, 1.0, 3.0, 6.0])
+
+
+def test_fn_is_the_compiled_step_with_its_rewritten_graph():
+    # Theano's Scan.fn: the compiled step; fn.maker.fgraph shows what the rewrites left in
+    # it (here the invariant W1 + W2 is computed before the loop, no elementwise op stays).
+    h0, w1, w2 = tt.dvector("h0"), tt.dmatrix("W1"), tt.dmatrix("W2")
+    hs, _ = scan(
+        lambda h, a, b: tt.dot(h, a + b), outputs_info=h0, non_sequences=[w1, w2], n_steps=3
+    )
+    f = theano_dag.function([h0, w1, w2], hs)
+    (node,) = _scan_nodes(f)
+    step = node.op.fn
+    assert not any(isinstance(n.op, tt.Elemwise) for n in step.maker.fgraph.apply_nodes)
+    hv, wv = RNG.normal(size=2), RNG.normal(size=(2, 2))
+    got = step(hv, wv)  # the step's inputs: the state's tap, then the hoisted sum
+    np.testing.assert_allclose(got[0], hv @ wv, rtol=1e-12)
+    again = step(wv[0], wv)
+    np.testing.assert_allclose(got[0], hv @ wv, rtol=1e-12)  # the first result is kept
+    np.testing.assert_allclose(again[0], wv[0] @ wv, rtol=1e-12)
+
+
+@pytest.mark.parametrize("error", [TypeError, ValueError])
+def test_a_step_output_of_another_dtype_than_its_state_is_refused(error):
+    # Theano raises ValueError here; TypeError says what is wrong: both catch it.
+    x = tt.dvector("x")
+    with pytest.raises(error, match=r"output 0 .* has type TensorType\(float64, scalar\), but"):
+        scan(lambda v, a: a + v, sequences=x, outputs_info=tt.constant(np.float32(0)))
+    with pytest.raises(error, match=r"make them agree"):
+        scan(lambda v, a: (a + v).sum(), sequences=x, outputs_info=tt.dvector("v0"))
+
+
+def test_the_loop_keeps_no_reference_to_the_callers_arrays():
+    # Theano's test_inner_storage_leak: after a call, the step's input storage holds none
+    # of the rows it read (views that would keep the caller's array alive); 3 steps run
+    # in Python, 10 in the C loop.
+    x = tt.dmatrix("x")
+    hs, _ = scan(lambda r, a: a + r.sum(), sequences=x, outputs_info=tt.constant(np.float64(0)))
+    for mode, steps in ((None, 3), (None, 10), (Mode(linker="py"), 3)):
+        f = theano_dag.function([x], hs, mode=mode)
+        big = np.ones((steps, 1000))
+        ref = weakref.ref(big)
+        np.testing.assert_allclose(f(big), 1000.0 * np.arange(1, steps + 1))
+        del big
+        gc.collect()
+        assert ref() is None

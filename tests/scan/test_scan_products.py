@@ -14,7 +14,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.gradient import verify_grad
 from theano_dag.graph.basic import io_toposort
-from theano_dag.scan import Scan, scan
+from theano_dag.scan import Scan, scan, until
 from theano_dag.tensor.math import Dot
 
 REF = Mode(linker="py", optimizer=None)
@@ -236,9 +236,9 @@ def _accumulating_loop():
 def test_accumulated_products_become_one_product_after_the_loop():
     ins, accs = _accumulating_loop()
     f = theano_dag.function(ins, accs[-1], mode=CPU)
-    (node,) = _scans(f)
-    # The state is gone: the loop gives the rows tanh(a_t) and b_t * 2 per step.
-    assert node.op.n_states == 0 and node.op.n_nitsot == 2
+    # The state is gone, and with it the loop: tanh(a) and b * 2 are computed on all the
+    # steps' rows at once (local_scan_push_out_seq), then one product.
+    assert not _scans(f)
     av, bv = RNG.normal(size=(5, 4, 3)), RNG.normal(size=(5, 4, 2))
     acc0 = RNG.normal(size=(1, 3, 2))[0]
     want = acc0 + sum(np.tanh(av[t]).T @ (bv[t] * 2) for t in range(5))
@@ -276,8 +276,7 @@ def test_accumulated_row_sums_become_one_sum_after_the_loop(dtype):
         outputs_info=acc0,
     )
     f = theano_dag.function([g, acc0], accs[-1], mode=CPU)
-    (node,) = _scans(f)
-    assert node.op.n_states == 0 and node.op.n_nitsot == 1
+    assert not _scans(f)  # exp(g) on all the rows at once, then one sum
     gv, a0 = RNG.normal(size=(4, 3, 2)).astype(dtype), RNG.normal(size=2).astype(dtype)
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(f(gv, a0), a0 + np.exp(gv).sum(axis=(0, 1)), rtol=tol)
@@ -286,12 +285,13 @@ def test_accumulated_row_sums_become_one_sum_after_the_loop(dtype):
 
 
 def test_unused_per_step_outputs_are_not_computed():
-    x = tt.dvector("x")
-    (sq, cube), _ = scan(lambda v: (v * v, v**3), sequences=x)
-    f = theano_dag.function([x], sq, mode=CPU)
+    x = tt.dmatrix("x")
+    (total, prod), _ = scan(lambda v: (v.sum(), v.prod()), sequences=x)
+    f = theano_dag.function([x], total, mode=CPU)
     (node,) = _scans(f)
     assert node.op.n_nitsot == 1
-    np.testing.assert_allclose(f(np.arange(4.0)), np.arange(4.0) ** 2)
+    xv = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(f(xv), xv.sum(axis=1))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -323,3 +323,73 @@ def test_slices_that_do_not_tile_the_axis_stay_increments():
     want = np.concatenate([np.cos(zv[:, :2]), np.zeros((2, 1)), -np.sin(zv[:, 3:])], axis=1)
     np.testing.assert_allclose(f(zv), want, rtol=1e-12)
     verify_grad(lambda z: tt.sin(z[:, :2]).sum() + tt.cos(z[:, 2:]).sum(), [zv], rng=RNG)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch", [False, True], ids=["vector", "batch"])
+def test_output_projection_is_one_product_after_the_loop(dtype, batch):
+    # Theano's PushOutScanOutput: y_t = h_t @ V, h_t the state, is rows(H) @ V after the
+    # loop; y_t = g_t @ V of a value the loop does not return makes g a per-step output.
+    t3 = tt.TensorType(dtype, shape=(None,) * (3 if batch else 2))
+    x, h0 = t3("x"), tt.TensorType(dtype, shape=(None,) * (2 if batch else 1))("h0")
+    w, v = (
+        tt.TensorType(dtype, shape=(None, None))("W"),
+        tt.TensorType(dtype, shape=(None, None))("V"),
+    )
+
+    def step(x_t, h, w, v):
+        h_new = tt.tanh(x_t + tt.dot(h, w))
+        return h_new, tt.dot(h_new, v), tt.dot(h_new * h, v)
+
+    (hs, ys, zs), _ = scan(step, sequences=x, outputs_info=[h0, None, None], non_sequences=[w, v])
+    f = theano_dag.function([x, h0, w, v], [hs, ys, zs], mode=CPU)
+    (node,) = _scans(f)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    # h @ W stays (it is the recurrence); the two products by V are after the loop, and
+    # the loop gives h_new * h per step for the second.
+    assert sum(isinstance(n.op, Dot) for n in inner) == 1 and node.op.n_nitsot == 1
+    shape = (6, 2, 3) if batch else (6, 3)
+    xv = RNG.normal(size=shape).astype(dtype)
+    h0v = RNG.normal(size=shape[1:]).astype(dtype)
+    wv, vv = RNG.normal(size=(3, 3)).astype(dtype), RNG.normal(size=(3, 4)).astype(dtype)
+    h, want = h0v, ([], [], [])
+    for x_t in xv:
+        h_new = np.tanh(x_t + h @ wv)
+        for acc, val in zip(want, (h_new, h_new @ vv, (h_new * h) @ vv)):
+            acc.append(val)
+        h = h_new
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    got = f(xv, h0v, wv, vv)
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=tol, atol=tol)
+    ref = theano_dag.function([x, h0, w, v], [hs, ys, zs], mode=REF)(xv, h0v, wv, vv)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+    # No step: empty stacks of the right shapes.
+    empty = f(xv[:0], h0v, wv, vv)
+    assert [e.shape for e in empty] == [(0, *shape[1:]), (0, *shape[1:-1], 4), (0, *shape[1:-1], 4)]
+    # Excluded by Theano's name, the products stay in the step.
+    g = theano_dag.function(
+        [x, h0, w, v], [hs, ys, zs], mode=CPU.excluding("scanOp_pushout_output")
+    )
+    (node,) = _scans(g)
+    inner = io_toposort(list(node.op.inner_inputs), list(node.op.inner_outputs))
+    assert sum(isinstance(n.op, Dot) for n in inner) == 3
+
+
+def test_output_projection_of_a_loop_with_until_reads_the_steps_run():
+    x, h0, v = tt.dmatrix("x"), tt.dvector("h0"), tt.dmatrix("V")
+
+    def step(x_t, h, v):
+        h_new = h + x_t
+        return (h_new, tt.dot(h_new, v)), until(h_new.sum() > 4)
+
+    (hs, ys), _ = scan(step, sequences=x, outputs_info=[h0, None], non_sequences=v)
+    f = theano_dag.function([x, h0, v], [hs, ys], mode=CPU)
+    (node,) = _scans(f)
+    assert node.op.has_until and node.op.n_nitsot == 0
+    xv, vv = np.ones((10, 2)), RNG.normal(size=(2, 3))
+    got = f(xv, np.zeros(2), vv)
+    hs_want = np.cumsum(xv, axis=0)[:3]  # the sums 2, 4, 6: stops after the third step
+    np.testing.assert_allclose(got[0], hs_want)
+    np.testing.assert_allclose(got[1], hs_want @ vv, rtol=1e-12)

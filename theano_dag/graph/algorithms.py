@@ -304,8 +304,9 @@ def clone_replace(output, replace=None, strict=True, share_inputs=True):
     ``replace`` is a dict or a list of ``(old, new)`` pairs. Every Apply between the
     graph inputs and ``output`` is copied; each ``new`` is used as it is and its own
     graph is not searched (so ``x -> 2 * x`` works). With ``share_inputs`` the graph
-    inputs and constants are reused, otherwise they are cloned too. With ``strict``
-    a replacement must have (or convert to) the type of what it replaces.
+    inputs and constants are reused, otherwise they are cloned too, one copy each, in
+    the replacements' graphs as well (as Theano's). With ``strict`` a replacement must
+    have (or convert to) the type of what it replaces.
 
     >>> from theano_dag.graph.type import Generic
     >>> from theano_dag.graph.op import Op
@@ -332,6 +333,13 @@ def clone_replace(output, replace=None, strict=True, share_inputs=True):
         )
     single = isinstance(output, Variable)
     outs = [output] if single else list(output)
+    copies: dict = {}  # each ownerless input (or constant) of the graphs: its copy
+
+    def copied(v):
+        if v not in copies:
+            copies[v] = v if share_inputs else v.clone()
+        return copies[v]
+
     memo: dict = {}
     for old, new in items:
         if not isinstance(old, Variable):
@@ -339,16 +347,26 @@ def clone_replace(output, replace=None, strict=True, share_inputs=True):
         if not isinstance(new, Variable) or (strict and new.type != old.type):
             new = old.type.filter_variable(new)
         memo[old] = new
+    if not share_inputs and items:
+        # A replacement's graph is the new graph's too: its inputs are copied as well.
+        news = list(memo.values())
+        new_memo: dict = {}
+        for node in io_toposort(graph_inputs(news), news):
+            ins = [new_memo[i] if i in new_memo else copied(i) for i in node.inputs]
+            new_memo.update(zip(node.outputs, node.clone_with_new_inputs(ins).outputs))
+        for old in list(memo):
+            new = memo[old]
+            memo[old] = new_memo[new] if new in new_memo else copied(new)
     for node in io_toposort(list(memo), outs):
         for i in node.inputs:
             if i not in memo:  # an ownerless input of the graph (or a constant)
-                memo[i] = i if share_inputs else i.clone()
+                memo[i] = copied(i)
         new_node = node.clone_with_new_inputs([memo[i] for i in node.inputs], strict=strict)
         memo[node] = new_node
         for o, n in zip(node.outputs, new_node.outputs):
             # setdefault: an output that is itself replaced keeps its replacement.
             memo.setdefault(o, n)
-    res = [memo[o] if o in memo else (o if share_inputs else o.clone()) for o in outs]
+    res = [memo[o] if o in memo else copied(o) for o in outs]
     return res[0] if single else res
 
 

@@ -10,7 +10,8 @@ What each module holds:
 - :mod:`~theano_dag.scan.checkpoints`: ``scan_checkpoints`` (a loop that stores its
   states every ``save_every_N`` steps and recomputes the others for the gradient);
 - :mod:`~theano_dag.scan.rewriting`: rewrites of Scan nodes (loop-invariant hoisting,
-  unused inputs, merging, memory saving).
+  elementwise work on the sequences moved before the loop, unused inputs, merging,
+  memory saving).
 
 As in Theano, ``theano_dag.scan`` is the function once ``theano_dag`` is imported;
 ``from theano_dag.scan import until`` and ``theano_dag.scan_module.until`` import the rest.
@@ -31,6 +32,7 @@ from theano_dag.scan.op import Scan
 from theano_dag.scan.rewriting import (
     local_scan_hoist_invariants,
     local_scan_merge,
+    local_scan_push_out_seq,
     local_scan_remove_unused_inputs,
     local_scan_save_memory,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "foldr",
     "scan_checkpoints",
     "local_scan_hoist_invariants",
+    "local_scan_push_out_seq",
     "local_scan_save_memory",
     "local_scan_remove_unused_inputs",
     "local_scan_merge",

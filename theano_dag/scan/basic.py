@@ -40,6 +40,11 @@ class StrictScanError(MissingInputError, ValueError):
     MissingInputError, and a ValueError as theano_dag raised before."""
 
 
+class StepTypeError(TypeError, ValueError):
+    """A step output whose dtype or number of dimensions is not its state's: a
+    TypeError, and the ValueError Theano raises there."""
+
+
 def _as_list(x):
     if x is None:
         return []
@@ -331,7 +336,7 @@ def scan(
             continue
         expected = tap_rows[k][0].type
         if out.type.dtype != expected.dtype or out.type.ndim != expected.ndim:
-            raise TypeError(
+            raise StepTypeError(
                 f"scan: the step function's output {k} ({out}) has type {out.type}, but "
                 f"its initial state (outputs_info[{k}]) gives steps of type {expected}; "
                 "make them agree (cast the initial state, or the output)"

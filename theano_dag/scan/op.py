@@ -25,6 +25,8 @@ outputs the same, by row, then the condition.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from theano_dag import tensor as tt
@@ -230,6 +232,70 @@ class Scan(Op):
             pos += len(taps)
         return out
 
+    @property
+    def fn(self):
+        """The compiled step (Theano's ``Scan.fn``), compiled on first use: called with the
+        inner inputs' values, it returns the inner outputs'; ``fn.maker.fgraph`` is the
+        step's graph as its rewrites left it.
+
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.scan.basic import scan
+        >>> x, w = tt.dvector("x"), tt.dscalar("w")
+        >>> out, _ = scan(lambda v, w: v * w, sequences=x, non_sequences=w)
+        >>> step = out.owner.op.fn
+        >>> [float(v) for v in step(2.0, 3.0)], len(step.maker.fgraph.outputs)
+        ([6.0], 1)
+        """
+        return CompiledStep(self._function())
+
+    @property
+    def var_mappings(self):
+        """Theano's index maps between the node's outer inputs and outputs and the inner
+        graph's (``Scan.var_mappings``): ``"<to>_from_<from>"`` for each pair of
+        ``outer_inp``, ``inner_inp``, ``inner_out``, ``outer_out``. A map to an inner side
+        gives a list of indices (a state's taps are several inner inputs), one to an outer
+        side an index, -1 for none (n_steps and the non-sequences have no output; a
+        per-step output has no outer input here: the layout has no buffer-length inputs,
+        unlike Theano's, so the outer indices past the states differ from Theano's).
+
+        >>> import theano_dag.tensor as tt
+        >>> from theano_dag.scan.basic import scan
+        >>> x, a0 = tt.dvector("x"), tt.dvector("a0")
+        >>> out, _ = scan(lambda v, a2, a1: a2 + a1 * v, sequences=x,
+        ...               outputs_info=dict(initial=a0, taps=[-2, -1]))
+        >>> m = out.owner.inputs[0].owner.op.var_mappings
+        >>> m["outer_inp_from_outer_out"], m["inner_inp_from_outer_inp"]
+        ({0: 2}, {0: [], 1: [0], 2: [1, 2]})
+        """
+        # One entry per loop value: (outer input, inner inputs, inner outputs, outer output)
+        entries = [(0, [], [], -1)]
+        entries += [(1 + k, [k], [], -1) for k in range(self.n_seqs)]
+        inner_in, inner_out = self.n_seqs, 0
+        for k, taps in enumerate(self.state_taps):
+            ins = list(range(inner_in, inner_in + len(taps)))
+            entries.append((1 + self.n_seqs + k, ins, [inner_out], inner_out))
+            inner_in, inner_out = inner_in + len(taps), inner_out + 1
+        entries += [(-1, [], [inner_out + j], inner_out + j) for j in range(self.n_nitsot)]
+        inner_out += self.n_nitsot
+        first_carry = 1 + self.n_seqs + self.n_states
+        for j in range(self.n_carry):
+            entries.append((first_carry + j, [inner_in + j], [inner_out + j], inner_out + j))
+        inner_in += self.n_carry
+        first_ns = first_carry + self.n_carry
+        entries += [(first_ns + j, [inner_in + j], [], -1) for j in range(self.n_nonseqs)]
+        kinds = ("outer_inp", "inner_inp", "inner_out", "outer_out")
+        maps = {f"{to}_from_{src}": {} for src in kinds for to in kinds if to != src}
+        for entry in entries:
+            for s, src in enumerate(kinds):
+                keys = entry[s] if isinstance(entry[s], list) else [entry[s]]
+                for key in keys:
+                    if key == -1:
+                        continue
+                    for t, to in enumerate(kinds):
+                        if t != s:
+                            maps[f"{to}_from_{src}"][key] = entry[t]
+        return maps
+
     # -- building ---------------------------------------------------------------------------
 
     def make_node(self, n_steps, *args):
@@ -405,6 +471,9 @@ class Scan(Op):
                         steps = t
                         break
                     # status 2: step t failed in a kernel; Python runs it to say why.
+        # The step's input cells would keep the last rows, views of the caller's arrays,
+        # alive until the next call.
+        fn.release()
         for k, (buf, size) in enumerate(zip(buffers, sizes)):
             written = self.mintaps[k] + steps  # rows of history: initial ones, then steps
             if written > size:
@@ -574,6 +643,19 @@ class Scan(Op):
             g if any(c and a for c, a in zip(row, live)) else disconnected_type()
             for g, row in zip(grads, pattern)
         ]
+
+
+class CompiledStep:
+    """A Scan's compiled step as Theano's ``Scan.fn`` shows it: callable on the inner
+    inputs' values, with ``maker.fgraph`` the linked graph."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.maker = SimpleNamespace(fgraph=inner.fgraph)
+
+    def __call__(self, *values):
+        # (copies: the step's outputs are buffers its next call reuses)
+        return [np.array(_host(v)) for v in self._inner(*values)]
 
 
 def _host(value):

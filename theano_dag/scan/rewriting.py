@@ -14,6 +14,19 @@
   rows before the loop, read by the step as a sequence: one large matrix product instead
   of ``n_steps`` small ones (PyTensor's ``push_out_seq`` does this for elementwise work
   only; JAX users write it by hand).
+- ``local_scan_push_out_seq`` (tagged ``scanOp_pushout_seqs_ops``, Theano's name): a
+  per-step output computed by elementwise work (and DimShuffles) on the sequences' rows,
+  non-sequences and constants alone is computed on all the steps' rows at once before
+  the loop, one vectorised operation instead of ``n_steps`` small ones, and the step
+  returns its rows as read (Theano's ``PushOutSeqScan``, for the work no other part of
+  the step reads: that work stays fused into the step's kernels). A loop left returning
+  a sequence's rows is then no loop at all.
+- ``local_scan_push_out_output_dot`` (tagged ``scanOp_pushout_output``, Theano's name):
+  a per-step output ``dot(x_t, W)`` of a value the step computes (an RNN's output
+  projection ``h_t @ V``) by a non-sequence matrix is one product after the loop over
+  the rows of all the steps of ``x`` (a state's buffer, or a per-step output the loop
+  gives, made one when it is not): one large matrix product instead of ``n_steps``
+  small ones (Theano's ``PushOutScanOutput``).
 - ``local_scan_nitsot_of_sequence``: a per-step output that is a sequence's row as it
   is (what the two rewrites above leave of a stored input projection) is that sequence;
   one that is a non-sequence as it is (what hoisting leaves of a step whose work is all
@@ -35,7 +48,8 @@
   gradient is made of.
 - ``local_scan_merge``: two loops over the same number of steps, neither reading the
   other, become one loop (Theano's ``ScanMerge``): one pass over the steps, one inner
-  call per step.
+  call per step. Loops with a stopping condition merge when the conditions compute the
+  same from the same outer values.
 - ``local_scan_save_memory`` (specialize): a state of which only the last steps are
   read (``out[-1]``, ``out[-j]``, or nothing) keeps a circular buffer of those rows
   instead of all ``n_steps`` (Theano's "save memory" rewrite): a 100,000-step loop whose
@@ -56,6 +70,7 @@ from theano_dag.graph.basic import (
     io_toposort,
     is_in_ancestors,
 )
+from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.rewriting.navigator import in2out
@@ -77,6 +92,8 @@ __all__ = [
     "local_scan_merge",
     "local_scan_nitsot_of_sequence",
     "local_scan_push_out_dot_sum",
+    "local_scan_push_out_output_dot",
+    "local_scan_push_out_seq",
     "local_scan_push_out_seq_dot",
     "local_scan_remove_unused_inputs",
     "local_scan_remove_unused_nitsot",
@@ -86,16 +103,17 @@ __all__ = [
 ]
 
 
-def _hoistable(node, invariant):
-    """A node computed from loop-invariant values only, safe to run once outside."""
-    if getattr(node.op, "destroy_map", None):
+def _hoistable(node, invariant, constants=False):
+    """A node computed from loop-invariant values only, safe to run once outside
+    (with ``constants``, also one of constants alone)."""
+    if getattr(node.op, "destroy_map", None) or not node.inputs:
         return False
     if not all(isinstance(v.type, TensorType) for v in (*node.inputs, *node.outputs)):
         return False  # random generators and other state: leave them in the step
     # Constants alone are folded in the step (and a size-1 constant compiles into the
     # step's C kernel, where a hoisted one would be one more array read every step).
-    return all(isinstance(i, Constant) or i in invariant for i in node.inputs) and any(
-        not isinstance(i, Constant) for i in node.inputs
+    return all(isinstance(i, Constant) or i in invariant for i in node.inputs) and (
+        constants or any(not isinstance(i, Constant) for i in node.inputs)
     )
 
 
@@ -283,16 +301,44 @@ def _same_value(x, y):
         return False
 
 
+def _same_condition(node, other):
+    """Whether Scan nodes ``node`` and ``other`` stop after the same steps: neither has a
+    stopping condition, or both have one computing the same from the same outer
+    sequences and non-sequences."""
+    a, b = node.op, other.op
+    if not (a.has_until or b.has_until):
+        return True
+    if not (a.has_until and b.has_until):
+        return False
+    # Inner inputs of the two loops that read the same outer value, row by row or whole.
+    (sa, _, _, wa), _ = _inner_parts(a)
+    (sb, _, _, wb), _ = _inner_parts(b)
+    _, seq_a, _, _, ns_a = a.split_outer(node.inputs)
+    _, seq_b, _, _, ns_b = b.split_outer(other.inputs)
+    pairs = [
+        (x, y)
+        for xs, ys, outer_x, outer_y in ((sa, sb, seq_a, seq_b), (wa, wb, ns_a, ns_b))
+        for x, ox in zip(xs, outer_x)
+        for y, oy in zip(ys, outer_y)
+        if ox is oy
+    ]
+    return equal_computations(
+        [a.inner_outputs[-1]],
+        [b.inner_outputs[-1]],
+        [x for x, _ in pairs],
+        [y for _, y in pairs],
+    )
+
+
 def _mergeable(node, other):
     """Whether Scan nodes ``node`` and ``other`` can run as one loop: the same ``n_steps``
-    variable, no stopping condition, the same mode and truncation, neither reading the
-    other."""
+    variable, the same stopping condition (or none), the same mode and truncation,
+    neither reading the other."""
     a, b = node.op, other.op
     return (
         isinstance(b, Scan)
         and _same_value(other.inputs[0], node.inputs[0])
-        and not a.has_until
-        and not b.has_until
+        and _same_condition(node, other)
         and a.mode == b.mode
         and a.truncate_gradient == b.truncate_gradient
         and not is_in_ancestors(other, node)
@@ -327,7 +373,7 @@ def local_scan_merge(fgraph, node):
     """Merge ``node`` with another loop over the same steps (see the module)."""
     # Scan_a(n, ...), Scan_b(n, ...) -> Scan_ab(n, ...)
     op = node.op
-    if not isinstance(op, Scan) or op.has_until:
+    if not isinstance(op, Scan):
         return None
     n_steps = node.inputs[0]
     other = None
@@ -344,10 +390,12 @@ def local_scan_merge(fgraph, node):
     (s2, t2, c2, w2), (o2, y2, k2) = parts[1]
     merged = Scan(
         [*s1, *s2, *t1, *t2, *c1, *c2, *w1, *w2],
-        [*o1, *o2, *y1, *y2, *k1, *k2],
+        # (the conditions are the same: the first loop's stops the merged one)
+        [*o1, *o2, *y1, *y2, *k1, *k2, *op.inner_outputs[len(op.inner_outputs) - op.has_until :]],
         n_seqs=len(s1) + len(s2),
         state_taps=[*op.state_taps, *other.op.state_taps],
         n_nitsot=len(y1) + len(y2),
+        has_until=op.has_until,
         truncate_gradient=op.truncate_gradient,
         mode=op.mode,
         name=op.name or other.op.name,
@@ -459,6 +507,181 @@ def local_scan_push_out_seq_dot(fgraph, node):
         n_seqs=op.n_seqs + len(holders),
     )
     return new_op(n_steps, *seqs, *outer, *inits, *carries, *nonseqs, return_list=True)
+
+
+def _per_step(node, per_step, fixed):
+    """Whether ``node`` (of the step) is an Elemwise or a DimShuffle of values that are
+    per-step rows pushed out (``per_step``: a sequence's row, or such work on it) or the
+    same at every step (``fixed``, or constants), at least one per-step."""
+    if getattr(node.op, "destroy_map", None) or len(node.outputs) != 1:
+        return False
+    if not isinstance(node.op, (Elemwise, DimShuffle)):
+        return False
+    if not isinstance(node.outputs[0].type, TensorType):
+        return False
+    return any(i in per_step for i in node.inputs) and all(
+        i in per_step or i in fixed or isinstance(i, Constant) for i in node.inputs
+    )
+
+
+def _over_steps(node, per_step, stacked, fixed):
+    """``node`` (see :func:`_per_step`) applied to all the steps' rows at once:
+    ``stacked(v)`` is the stack of rows of a value of ``per_step``, ``fixed(v)`` the
+    outer equal of another (the same for every step, with a dimension for the steps)."""
+    out = node.outputs[0]
+    if isinstance(node.op, DimShuffle):
+        # (the row's dims shift by one behind the steps' axis)
+        order = [0, *("x" if o == "x" else o + 1 for o in node.op.new_order)]
+        result = stacked(node.inputs[0]).dimshuffle(*order)
+    else:
+        result = node.op(*(stacked(i) if i in per_step else fixed(i) for i in node.inputs))
+    return cast_like(result, TensorType(out.type.dtype, (False, *out.broadcastable))())
+
+
+@register_canonicalize("scan", "scanOp_pushout_seqs_ops")
+@local_optimizer([Scan])
+def local_scan_push_out_seq(fgraph, node):
+    """A per-step output made by elementwise work on the sequences' rows is computed on
+    all the steps' rows at once, before the loop (see the module)."""
+    # Scan(outputs=[f(x_t, w)], X, w) -> Scan(outputs=[p_t], P) with P = f(X[:n], w[None])
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    seq_vars = list(op.inner_inputs[: op.n_seqs])
+    ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    inner_nodes = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
+    # Which nodes: decided on the step's graph alone, before building anything outside.
+    per_step, fixed, pushable = set(seq_vars), set(ns_vars), []
+    for inner in inner_nodes:
+        if _hoistable(inner, fixed, constants=True):
+            fixed.update(inner.outputs)  # (a constant broadcast to the row's dims)
+        elif _per_step(inner, per_step, fixed):
+            pushable.append(inner)
+            per_step.add(inner.outputs[0])
+    # Only work whose results are per-step outputs, read by nothing else of the step: the
+    # loop stores those rows anyway, so one vectorised operation replaces n_steps small
+    # ones at no cost in memory. (Work the step reads stays in it, fused with the rest
+    # into the step's kernels: stored over all the steps, it would cost more than it
+    # saves.)
+    nst, nit = op.n_states, op.n_nitsot
+    stored = set(op.inner_outputs[nst : nst + nit])
+    others = set(op.inner_outputs) - stored
+    readers = {}
+    for inner in inner_nodes:
+        for i in inner.inputs:
+            readers.setdefault(i, []).append(inner)
+    done = set()
+    for inner in reversed(pushable):
+        out = inner.outputs[0]
+        if out in others or not (out in stored or out in readers):
+            continue
+        if all(r in done for r in readers.get(out, ())):
+            done.add(inner)
+    if not done:
+        return None
+    n_steps, seqs, inits, carries, nonseqs = op.split_outer(node.inputs)
+    outer = {}
+    outer_ns = dict(zip(ns_vars, nonseqs))
+
+    def stacked(v):
+        if v not in outer:
+            outer[v] = seqs[seq_vars.index(v)][:n_steps]
+        return outer[v]
+
+    def fixed_value(v):
+        # the same for every step: a dimension in front for the steps
+        if isinstance(v, Constant):
+            value = v
+        else:
+            value = outer_ns[v] if v in outer_ns else clone_replace([v], outer_ns)[0]
+        return value.dimshuffle("x", *range(v.ndim))
+
+    needed, candidates = set(done), set(pushable)
+    for inner in reversed(pushable):
+        if inner in needed:
+            needed.update(i.owner for i in inner.inputs if i.owner in candidates)
+    for inner in pushable:
+        if inner in needed:
+            outer[inner.outputs[0]] = _over_steps(inner, per_step, stacked, fixed_value)
+    # The per-step outputs computed before the loop: the step returns their rows as read.
+    frontier = list(dict.fromkeys(o for o in op.inner_outputs if o.owner in done))
+    holders = [v.type(v.name) for v in frontier]
+    new_op = op.rebuilt(
+        inner_inputs=[*seq_vars, *holders, *op.inner_inputs[op.n_seqs :]],
+        inner_outputs=clone_replace(list(op.inner_outputs), dict(zip(frontier, holders))),
+        n_seqs=op.n_seqs + len(holders),
+    )
+    new_seqs = [outer[v] for v in frontier]
+    return new_op(n_steps, *seqs, *new_seqs, *inits, *carries, *nonseqs, return_list=True)
+
+
+@register_canonicalize("scan", "scanOp_pushout_output")
+@local_optimizer([Scan])
+def local_scan_push_out_output_dot(fgraph, node):
+    """A per-step output ``dot(x_t, W)`` (``W`` a non-sequence matrix, ``x_t`` computed
+    by the step) is one product after the loop (see the module)."""
+    # Scan(outputs=[h_t, dot(h_t, W)]) -> Scan(outputs=[h_t]); dot(H[m:], W) by rows
+    op = node.op
+    if not isinstance(op, Scan):
+        return None
+    nst, nit = op.n_states, op.n_nitsot
+    outs = list(op.inner_outputs)
+    ns_vars = list(op.inner_inputs[len(op.inner_inputs) - op.n_nonseqs :])
+    found = {}  # per-step output j -> (x_t, W)
+    for j in range(nit):
+        o = outs[nst + j]
+        if o.owner is None or not isinstance(o.owner.op, Dot) or outs.count(o) > 1:
+            continue
+        x, w = o.owner.inputs
+        # (x_t an inner input: a sequence's row is pushed out before the loop, a tap
+        # would be a shifted buffer)
+        if w in ns_vars and w.ndim == 2 and x.ndim in (1, 2) and x.owner is not None:
+            k = outs.index(x) if x in outs[:nst] else None
+            if k is None or not op.store[k]:
+                found[j] = (x, w)
+    if not found:
+        return None
+    nitsots = outs[nst : nst + nit]
+    # Values the loop must now give per step: those it does not give already.
+    new_nits = []
+    for x, _ in found.values():
+        if (
+            x not in outs[:nst]
+            and x not in new_nits
+            and (x not in nitsots or nitsots.index(x) in found)
+        ):
+            new_nits.append(x)
+    kept = [j for j in range(nit) if j not in found]
+    new_op = op.rebuilt(
+        inner_outputs=[
+            *outs[:nst],
+            *(nitsots[j] for j in kept),
+            *new_nits,
+            *outs[nst + nit :],
+        ],
+        n_nitsot=len(kept) + len(new_nits),
+    )
+    res = new_op(*node.inputs, return_list=True)
+    new_rows = dict(zip((nitsots[j] for j in kept), res[nst : nst + len(kept)]))
+    new_rows.update(zip(new_nits, res[nst + len(kept) : nst + len(kept) + len(new_nits)]))
+    n_steps, _, _, _, nonseqs = op.split_outer(node.inputs)
+    replace = dict(zip(node.outputs[:nst], res[:nst]))
+    replace.update(zip((node.outputs[nst + j] for j in kept), res[nst : nst + len(kept)]))
+    replace.update(zip(node.outputs[nst + nit :], res[nst + len(kept) + len(new_nits) :]))
+    for j, (x, w) in found.items():
+        if x in outs[:nst]:
+            k = outs.index(x)
+            rows = res[k][op.mintaps[k] :]  # the state's steps, after its initial rows
+        else:
+            rows = new_rows[x]
+        w_out = nonseqs[ns_vars.index(w)]
+        if x.ndim == 1:
+            product = tt.dot(rows, w_out)
+        else:
+            flat = tt.dot(_rows_of(rows), w_out)
+            product = tt.reshape(flat, (rows.shape[0], rows.shape[1], w_out.shape[1]), ndim=3)
+        replace[node.outputs[nst + j]] = cast_like(product, node.outputs[nst + j])
+    return replace
 
 
 @register_canonicalize
