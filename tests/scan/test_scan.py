@@ -3,9 +3,7 @@ forms (taps, None outputs, n_steps, go_backwards, until, updates), errors, gradi
 
 from __future__ import annotations
 
-import gc
 import warnings
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -1082,19 +1080,3 @@ def test_a_step_output_of_another_dtype_than_its_state_is_refused(error):
         scan(lambda v, a: a + v, sequences=x, outputs_info=tt.constant(np.float32(0)))
     with pytest.raises(error, match=r"make them agree"):
         scan(lambda v, a: (a + v).sum(), sequences=x, outputs_info=tt.dvector("v0"))
-
-
-def test_the_loop_keeps_no_reference_to_the_callers_arrays():
-    # Theano's test_inner_storage_leak: after a call, the step's input storage holds none
-    # of the rows it read (views that would keep the caller's array alive); 3 steps run
-    # in Python, 10 in the C loop.
-    x = tt.dmatrix("x")
-    hs, _ = scan(lambda r, a: a + r.sum(), sequences=x, outputs_info=tt.constant(np.float64(0)))
-    for mode, steps in ((None, 3), (None, 10), (Mode(linker="py"), 3)):
-        f = theano_dag.function([x], hs, mode=mode)
-        big = np.ones((steps, 1000))
-        ref = weakref.ref(big)
-        np.testing.assert_allclose(f(big), 1000.0 * np.arange(1, steps + 1))
-        del big
-        gc.collect()
-        assert ref() is None

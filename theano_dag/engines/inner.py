@@ -167,22 +167,6 @@ class InnerFunction:
         run = fixed(vals) if fixed is not None else None
         return run if run is not None else self._run
 
-    def release(self):
-        """Drop the input cells' references to the last call's values (a caller that
-        keeps the function, a loop, keeps no array of its own caller's alive with it).
-
-        >>> import numpy as np
-        >>> import theano_dag.tensor as tt
-        >>> from theano_dag.engines.basic import PerformLinker
-        >>> x = tt.dvector("x")
-        >>> f = compile_inner([x], [x * 2], InnerMode(PerformLinker()))
-        >>> _ = f(np.ones(2)); f.release()
-        >>> [cell[0] for _, cell in f._inputs]
-        [None]
-        """
-        for _container, cell in self._inputs:
-            cell[0] = None
-
     def _filter(self, args):
         vals = []
         for (container, cell), value in zip(self._inputs, args):

@@ -471,9 +471,6 @@ class Scan(Op):
                         steps = t
                         break
                     # status 2: step t failed in a kernel; Python runs it to say why.
-        # The step's input cells would keep the last rows, views of the caller's arrays,
-        # alive until the next call.
-        fn.release()
         for k, (buf, size) in enumerate(zip(buffers, sizes)):
             written = self.mintaps[k] + steps  # rows of history: initial ones, then steps
             if written > size:
