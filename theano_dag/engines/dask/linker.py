@@ -350,6 +350,10 @@ def _pack_and_return(exc, dumps):
 
 
 _POOL = []  # the threads of _threads_get, made on first use
+# Their names' prefix: how a task tells it runs in one of them. (The executor adds a
+# thread to its ``_threads`` after starting it, so a task its first thread runs may not
+# find that thread there yet, and a nested graph then waited for the busy pool.)
+_POOL_PREFIX = "theano_dag-dask"
 
 
 def _threads_get(dsk, keys, **kwargs):
@@ -357,11 +361,15 @@ def _threads_get(dsk, keys, **kwargs):
     failed task's key."""
     if not _POOL:
         threaded = backend.threaded
-        _POOL.append(threaded.ContextAwareThreadPoolExecutor(threaded.CPU_COUNT))
+        _POOL.append(
+            threaded.ContextAwareThreadPoolExecutor(
+                threaded.CPU_COUNT, thread_name_prefix=_POOL_PREFIX
+            )
+        )
     pool = _POOL[0]
     for name in ("num_workers", "pool"):  # dask.threaded.get's own: the pool is ours
         kwargs.pop(name, None)
-    if threading.current_thread() in pool._threads:
+    if threading.current_thread().name.startswith(_POOL_PREFIX + "_"):
         # A task of this pool computing a graph of its own (a scan's step, a loop in
         # that step): its tasks would wait for threads that all wait on them. They run
         # in this thread, in order.
