@@ -461,6 +461,16 @@ def _rows_of(x):
     return tt.reshape(x, (-1, x.shape[2]), ndim=2)
 
 
+def _steps_dot(rows, w, row_ndim):
+    """``dot(x_t, w)`` for every step at once, ``rows`` the steps' rows of ``x`` (vectors,
+    ``row_ndim`` 1: one matrix product; matrices: one product of their rows, reshaped
+    back to a stack)."""
+    if row_ndim == 1:
+        return tt.dot(rows, w)
+    flat = tt.dot(_rows_of(rows), w)
+    return tt.reshape(flat, (rows.shape[0], rows.shape[1], w.shape[1]), ndim=3)
+
+
 @register_canonicalize
 @local_optimizer([Scan])
 def local_scan_push_out_seq_dot(fgraph, node):
@@ -486,12 +496,7 @@ def local_scan_push_out_seq_dot(fgraph, node):
     for inner in found:
         x, w = inner.inputs
         rows = seqs[seq_vars.index(x)][:n_steps]
-        w_out = nonseqs[ns_vars.index(w)]
-        if x.ndim == 1:
-            product = tt.dot(rows, w_out)
-        else:
-            flat = tt.dot(_rows_of(rows), w_out)
-            product = tt.reshape(flat, (rows.shape[0], rows.shape[1], w_out.shape[1]), ndim=3)
+        product = _steps_dot(rows, nonseqs[ns_vars.index(w)], x.ndim)
         out = inner.outputs[0]
         holder = out.type(f"{x.name or 'x'}_dot")
         holders.append(holder)
@@ -674,12 +679,7 @@ def local_scan_push_out_output_dot(fgraph, node):
             rows = res[k][op.mintaps[k] :]  # the state's steps, after its initial rows
         else:
             rows = new_rows[x]
-        w_out = nonseqs[ns_vars.index(w)]
-        if x.ndim == 1:
-            product = tt.dot(rows, w_out)
-        else:
-            flat = tt.dot(_rows_of(rows), w_out)
-            product = tt.reshape(flat, (rows.shape[0], rows.shape[1], w_out.shape[1]), ndim=3)
+        product = _steps_dot(rows, nonseqs[ns_vars.index(w)], x.ndim)
         replace[node.outputs[nst + j]] = cast_like(product, node.outputs[nst + j])
     return replace
 
