@@ -221,6 +221,15 @@ def test_lazy_ifelse_on_every_engine(engine, dtype):
     assert got[0] == 0 and got[1].shape == (0,)
 
 
+def test_a_value_given_twice_by_a_branch_is_two_arrays():
+    c = tt.lscalar("c")
+    x = tt.dvector("x")
+    e = tt.exp(x)
+    a, b = theano_dag.function([c, x], ifelse(c, [e, e], [x, x]))(1, np.zeros(2))
+    np.testing.assert_array_equal(a, [1.0, 1.0])
+    assert not np.shares_memory(a, b)
+
+
 def test_node_needed_by_another_output_stays_outside():
     c = tt.lscalar("c")
     x = tt.dvector("x")

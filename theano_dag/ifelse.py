@@ -337,6 +337,13 @@ class LazyIfElse(Op):
                     out.append(v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v))
             else:  # a constant
                 out.append(np.array(o.data, copy=True))
+        # An array given for two outputs (a value in two places of a branch) is copied:
+        # outputs of one node must not alias each other unseen by view_map.
+        seen: set = set()
+        for k, v in enumerate(out):
+            if isinstance(v, np.ndarray) and id(v) in seen:
+                out[k] = v.copy()
+            seen.add(id(out[k]))
         return out
 
     def perform(self, node, inputs, output_storage, params=None):
