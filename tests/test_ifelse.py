@@ -11,6 +11,7 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.ifelse import IfElse, LazyIfElse, ifelse
 from theano_dag.testing import fuzz
@@ -228,6 +229,20 @@ def test_a_value_given_twice_by_a_branch_is_two_arrays():
     a, b = theano_dag.function([c, x], ifelse(c, [e, e], [x, x]))(1, np.zeros(2))
     np.testing.assert_array_equal(a, [1.0, 1.0])
     assert not np.shares_memory(a, b)
+
+
+def test_a_branch_view_of_a_value_computed_before_is_a_copy():
+    # x ** 0 is read by both branches (computed before); the then-branch's x[1:] of it is
+    # a view, which the planner would overwrite once the ifelse read its input.
+    c = tt.lscalar("c")
+    v = tt.ivector("v")
+    p = v**2
+    mode = theano_dag.Mode(linker=CPULinker(min_plan_bytes=0, poison=True))
+    f = theano_dag.function([c, v], [ifelse(c, p[1:], p[:-1]), tt.exp2(v)], mode=mode)
+    vv = np.arange(3000, dtype="int32") % 7
+    got = f(1, vv)
+    np.testing.assert_array_equal(got[0], (vv**2)[1:])
+    np.testing.assert_array_equal(f(0, vv)[0], (vv**2)[:-1])
 
 
 def test_node_needed_by_another_output_stays_outside():

@@ -326,9 +326,15 @@ class LazyIfElse(Op):
             values = iter(fn(*args))
         position = {v: k for k, v in enumerate(inputs)}
         out = []
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
         for o in outputs:
             if o.owner is not None:
-                out.append(next(values))
+                v = next(values)
+                # A view of a branch input (x[1:]) would alias memory the outer function
+                # reuses once this node has read it (view_map does not declare it).
+                if isinstance(v, np.ndarray) and any(np.may_share_memory(v, a) for a in arrays):
+                    v = v.copy()
+                out.append(v)
             elif o in position:
                 v = args[position[o]]
                 if which == 0 and self.as_view:

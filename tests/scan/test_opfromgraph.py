@@ -10,6 +10,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.builders import OpFromGraph
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import Rop, disconnected_type, verify_grad
 
@@ -209,3 +210,16 @@ def test_rop_override_is_honoured_by_the_default_rop(dtype):
     want = 3 * (vals[2] * vals[1] * 2 + vals[0] * vals[3] * 1.5)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert op.overrides_rop and not OpFromGraph([x], [x * 2]).overrides_rop
+
+
+def test_an_inner_output_that_views_an_input_is_a_copy():
+    # op(p) = p[1:] is a view of p, whose memory the planner reuses once op read it
+    # (every value planned, poisoned before its step writes it).
+    a = tt.ivector("a")
+    op = OpFromGraph([a], [a[1:]])
+    v = tt.ivector("v")
+    p = v**2
+    mode = Mode(linker=CPULinker(min_plan_bytes=0, poison=True))
+    f = theano_dag.function([v], [op(p), tt.exp2(v)], mode=mode)
+    vv = np.arange(3000, dtype="int32") % 7
+    np.testing.assert_array_equal(f(vv)[0], (vv**2)[1:])
