@@ -11,7 +11,19 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import get_mode
-from theano_dag.config import FLAGS, Config, config
+from theano_dag.config import (
+    FLAGS,
+    BoolParam,
+    Config,
+    ConfigParam,
+    DeviceParam,
+    EnumStr,
+    FloatParam,
+    IntParam,
+    StrParam,
+    config,
+    short_platform,
+)
 from theano_dag.graph.fg import FunctionGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -237,16 +249,6 @@ def test_theano_tensor_opt_is_loaded_with_the_package():
 def test_config_add_and_theanos_parameter_classes():
     """Theano's config.add(name, doc, ConfigParam) and its parameter classes, for a
     library's own flags: values parsed and checked, defaults checked, names refused."""
-    from theano_dag.config import (
-        BoolParam,
-        ConfigParam,
-        DeviceParam,
-        EnumStr,
-        FloatParam,
-        IntParam,
-        StrParam,
-        short_platform,
-    )
 
     names = ["s51test__level", "s51test__color", "s51test__on", "s51test__rate", "s51test__tag"]
     try:

@@ -9,6 +9,7 @@ import pytest
 
 import theano_dag.tensor as tt
 from theano_dag.compile import Mode, function
+from theano_dag.compile.builders import OpFromGraph
 from theano_dag.graph.basic import Apply, Constant
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.op import Op
@@ -24,6 +25,7 @@ from theano_dag.printing import (
     register_pprint,
     var_descriptor,
 )
+from theano_dag.scan import scan
 
 g = Generic()
 
@@ -307,8 +309,6 @@ def test_pprint_writes_indexing_as_python_does():
 def test_debugprint_links_inner_inputs_to_the_outer_ones():
     """Theano's ``-> [id X]``: each input of an inner graph (a scan's step, an
     OpFromGraph) names the outer variable it is fed."""
-    from theano_dag.compile.builders import OpFromGraph
-    from theano_dag.scan import scan
 
     a, b = tt.dscalar("a"), tt.dscalar("b")
     op = OpFromGraph([a, b], [a * b + 1])

@@ -9,6 +9,7 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.sharedvalue import shared
+from theano_dag.gradient import NullTypeGradError
 from theano_dag.graph.basic import graph_inputs
 from theano_dag.graph.shared import generic_constructor
 from theano_dag.tensor.random import (
@@ -21,8 +22,10 @@ from theano_dag.tensor.random import (
     UniformRV,
     basic,
 )
+from theano_dag.tensor.random.op import default_shape_from_params, observed
 from theano_dag.tensor.random.type import RandomStateType, random_state_type
 from theano_dag.tensor.random.utils import broadcast_params
+from theano_dag.tensor.type_other import NoneTypeT
 
 MODES = ["PerformOnly", None]
 
@@ -367,9 +370,6 @@ def test_polyagamma_moments():
 def test_observed_and_default_shape_from_params(dtype):
     """Theano 1.1.2's observed(rv, value): the value, of the draw's type, with no
     gradient; and default_shape_from_params, one draw's shape from a parameter."""
-    from theano_dag.gradient import NullTypeGradError
-    from theano_dag.tensor.random.op import default_shape_from_params, observed
-    from theano_dag.tensor.type_other import NoneTypeT
 
     x = basic.normal(0.0, 1.0, size=3, dtype=dtype)
     val = np.array([0.2, 0.1, -2.4], dtype=dtype)
