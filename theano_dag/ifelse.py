@@ -321,20 +321,16 @@ class LazyIfElse(Op):
         if computed:
             fn = self._fns[which]
             if fn is None:
-                # borrow=False: each output is a fresh array of the caller's.
+                # borrow=False: each output is an array of the caller's, not a view of a
+                # branch input (x[1:]), whose memory the outer function reuses once this
+                # node has read it (view_map does not declare such a view).
                 fn = self._fns[which] = compile_inner(inputs, computed, borrow=False)
             values = iter(fn(*args))
         position = {v: k for k, v in enumerate(inputs)}
         out = []
-        arrays = [a for a in args if isinstance(a, np.ndarray)]
         for o in outputs:
             if o.owner is not None:
-                v = next(values)
-                # A view of a branch input (x[1:]) would alias memory the outer function
-                # reuses once this node has read it (view_map does not declare it).
-                if isinstance(v, np.ndarray) and any(np.may_share_memory(v, a) for a in arrays):
-                    v = v.copy()
-                out.append(v)
+                out.append(next(values))
             elif o in position:
                 v = args[position[o]]
                 if which == 0 and self.as_view:

@@ -278,6 +278,31 @@ def test_compile_inner_outputs_kept_by_the_caller(linker):
     np.testing.assert_allclose(b, np.full((4, 4), np.e + 1), rtol=1e-6)
 
 
+@pytest.mark.parametrize("linker", ["py", "cpu", pytest.param("opencl", marks=needs_opencl)])
+@pytest.mark.parametrize("runner", [False, True])
+def test_compile_inner_borrow_false_outputs_share_no_memory(linker, runner):
+    # borrow=False: an output that is an input, a view of one, or a value given for two
+    # outputs is the caller's own array (every value planned, so reuse would show).
+    x = tt.dvector("x")
+    e = tt.exp(x)
+    outs = [x, x[1:], x.T, e * 2, e * 2, e[1:], e[:2]]
+    lk = CPULinker(min_plan_bytes=0) if linker == "cpu" else Mode(linker=linker).linker
+    f = compile_inner([x], outs, InnerMode(lk, Mode(linker=linker).optimizer), borrow=False)
+    a = np.arange(4.0)
+    call = f.checked_runner([a]) if runner else (lambda v: f(*v))
+    got = list(call([a]))
+    kept = [g.copy() for g in got]
+    for k, g in enumerate(got):
+        assert type(g) is np.ndarray and not np.may_share_memory(g, a), k
+        assert not any(np.may_share_memory(g, h) for h in got[:k]), k
+    call([a + 10])
+    want = [a, a[1:], a, np.exp(a) * 2, np.exp(a) * 2, np.exp(a)[1:], np.exp(a)[:2]]
+    for g, k, w in zip(got, kept, want):
+        np.testing.assert_array_equal(g, k)  # not overwritten by the next call
+        np.testing.assert_allclose(g, w)
+    np.testing.assert_array_equal(a, np.arange(4.0))
+
+
 def test_compile_inner_with_a_mode_optimizes_a_copy_and_keeps_the_inputs():
     x = tt.dvector("x")
     fg = FunctionGraph([x], [tt.exp(x) * 2 + 1], clone=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import operator
 
-import numpy as np
 
 from theano_dag import tensor as tt
 from theano_dag.config import config
@@ -148,13 +147,10 @@ class OpFromGraph(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         if self._fn is None:
+            # borrow=False: no output is a view of an input (x[1:]), whose memory the
+            # outer function reuses once this node has read it (no view_map is declared).
             self._fn = compile_inner(self.inner_inputs, self.inner_outputs, self.mode, borrow=False)
-        arrays = [a for a in inputs if isinstance(a, np.ndarray)]
         for cell, value in zip(output_storage, self._fn(*inputs)):
-            # A view of an input (x[1:]) would alias memory the outer function reuses
-            # once this node has read it: the op declares no view_map.
-            if isinstance(value, np.ndarray) and any(np.may_share_memory(value, a) for a in arrays):
-                value = value.copy()
             cell[0] = value
 
     def infer_shape(self, fgraph, node, input_shapes):

@@ -13,8 +13,9 @@ above the engines, so the engines do not reach up for it).
 The inputs are never overwritten (a ``Supervisor`` keeps the optimizer's in-place
 rewrites off them). With ``borrow=True`` the outputs are *borrowed* (as
 ``Out(borrow=True)``): a value returned may live in a buffer that the next call reuses
-(or stay on the device), so the caller copies what it keeps; ``borrow=False`` makes
-every output the caller's, a host array.
+(or stay on the device), or be a view of an input (``x[1:]``), so the caller copies what
+it keeps; ``borrow=False`` makes every output the caller's: a host array that no later
+call reuses, sharing memory with no input and no other output.
 """
 
 from __future__ import annotations
@@ -75,10 +76,11 @@ class InnerFunction:
     # Shape signatures remembered as fitting the inputs' types, at most.
     MAX_SIGNATURES = 64
 
-    def __init__(self, fgraph, linker, no_recycling=None):
+    def __init__(self, fgraph, linker, no_recycling=None, owned=False):
         self.fgraph = fgraph
         self.linker = linker
         self._no_recycling = no_recycling
+        self._owned = owned  # borrow=False: see _own
         self._owner = threading.get_ident()
         self._threads = threading.local()  # another thread's own copy
         thunk, ins, outs = linker.make_thunk()
@@ -113,7 +115,9 @@ class InnerFunction:
         own = getattr(self._threads, "fn", None)
         if own is None:
             linker = self.linker.clone().accept(self.fgraph, no_recycling=self._no_recycling)
-            own = self._threads.fn = InnerFunction(self.fgraph, linker, self._no_recycling)
+            own = self._threads.fn = InnerFunction(
+                self.fgraph, linker, self._no_recycling, self._owned
+            )
         return own
 
     def __call__(self, *args):
@@ -165,7 +169,11 @@ class InnerFunction:
         # An engine may look its plan up once for values of fixed shapes (the CPU engine).
         fixed = getattr(self._thunk, "fixed_shape_runner", None)
         run = fixed(vals) if fixed is not None else None
-        return run if run is not None else self._run
+        if run is None:
+            return self._run
+        if self._owned:
+            return lambda values: self._own(values, run(values))
+        return run
 
     def _filter(self, args):
         vals = []
@@ -176,11 +184,29 @@ class InnerFunction:
 
     def _run(self, vals):
         if self._run_values is not None:
-            return self._run_values(vals)
-        for (_container, cell), value in zip(self._inputs, vals):
-            cell[0] = value
-        self._thunk()
-        return [cell[0] for cell in self._outputs]
+            outs = self._run_values(vals)
+        else:
+            for (_container, cell), value in zip(self._inputs, vals):
+                cell[0] = value
+            self._thunk()
+            outs = [cell[0] for cell in self._outputs]
+        return self._own(vals, outs) if self._owned else outs
+
+    @staticmethod
+    def _own(vals, outs):
+        """``outs`` made the caller's (``borrow=False``): an output that may share memory
+        with an input (the input itself, ``x[1:]``, ``x.T``) or with an earlier output (the
+        same variable twice, two views of one value) is copied. The outer engine reuses
+        an input's memory once the node holding this function has read it, and no op's
+        view_map declares a view through its inner graph."""
+        arrays = [v for v in vals if type(v) is np.ndarray]
+        outs = list(outs)
+        for k, v in enumerate(outs):
+            if type(v) is np.ndarray and any(np.may_share_memory(v, a) for a in arrays):
+                v = outs[k] = v.copy()
+            if type(v) is np.ndarray:
+                arrays.append(v)
+        return outs
 
 
 def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction:
@@ -217,4 +243,4 @@ def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction
     # no_recycling lists the outputs the caller keeps; the others are borrowed.
     keep = [] if borrow else [o for o in fgraph.outputs if o.owner is not None]
     linker = mode.linker.accept(fgraph, no_recycling=keep)
-    return InnerFunction(fgraph, linker, keep)
+    return InnerFunction(fgraph, linker, keep, owned=not borrow)
