@@ -413,15 +413,38 @@ def test_multi_output_gradients_add_up():
     np.testing.assert_allclose(gb, 3 * 2 * av)
 
 
-def test_integer_inputs_get_float_zero_gradients():
+def test_integer_inputs_get_float_gradients_through_float_outputs_only():
+    # As Theano: through a float output (x * i) an integer gets the gradient as if it
+    # were real; through an integer output (i * 2, i // 2) none.
     x, i = tt.dvector("x"), tt.lvector("i")
-    cost = (x * i).sum() + (i * 2).sum()
+    cost = (x * i).sum() + (i * 2).sum() + (x * (i // 2)).sum()
     gx, gi = grad(cost, [x, i])
     assert gi.dtype.startswith("float")
     xv, iv = rand(3), np.array([1, 2, 3])
     gxv, giv = fn([x, i], [gx, gi])(xv, iv)
-    np.testing.assert_allclose(gxv, iv)
-    np.testing.assert_array_equal(giv, np.zeros(3))
+    np.testing.assert_allclose(gxv, iv + iv // 2)
+    np.testing.assert_allclose(giv, xv)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_wrt_an_integer_input_is_theanos(dtype):
+    # Theano's test_grad_int: the gradient with respect to an integer matrix is the
+    # gradient with respect to the same values as floats.
+    X, W, b = tt.imatrix("X"), tt.matrix("W", dtype=dtype), tt.vector("b", dtype=dtype)
+    Xf = tt.matrix("Xf", dtype="float64")
+
+    def grad_of(v):
+        cost = tt.nnet.sigmoid(tt.dot(v, W) + b).sum()
+        return fn([v, W, b], grad(cost, v))
+
+    rng = np.random.default_rng(0)
+    Xv = (rng.normal(size=(5, 3)) * 100).astype("int32")
+    Wv, bv = rng.normal(size=(3, 4)).astype(dtype), rng.normal(size=4).astype(dtype)
+    got = grad_of(X)(Xv, Wv, bv)
+    assert got.dtype == "float64"
+    np.testing.assert_allclose(got, grad_of(Xf)(Xv.astype("float64"), Wv, bv), rtol=1e-5)
+    z = 1 / (1 + np.exp(-(Xv.astype("float64") @ Wv.astype("float64") + bv)))
+    np.testing.assert_allclose(got, (z * (1 - z)) @ Wv.T.astype("float64"), rtol=1e-4)
 
 
 def test_integer_only_cost_wrt_integer():

@@ -496,9 +496,12 @@ def _node_input_grads(node, output_grads, pattern) -> list:
                 f"{node.op}.grad returned a nonzero gradient {term} for input {i}, which "
                 "reaches the cost only through integer-valued outputs (it must be zero)"
             )
-        if _is_discrete(inputs[i]):
-            # The gradient with respect to an integer is zero (the function is piecewise
-            # constant there); a float zero keeps the gradient graph in floats.
+        if only_int and _is_discrete(inputs[i]):
+            # An integer input that reaches the cost only through integer outputs: its
+            # gradient is zero (the function is piecewise constant there); a float zero
+            # keeps the gradient graph in floats. Through a float output (dot(X, W) of
+            # an integer X) it is the op's gradient, as if the integers were reals: what
+            # Theano gives.
             input_grads[i] = _float_zeros_like(inputs[i])
     return input_grads
 

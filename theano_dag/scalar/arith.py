@@ -825,11 +825,15 @@ class Cast(UnaryScalarOp):
 
     def grad(self, inputs, output_grads):
         (x,) = inputs
-        if x.dtype in discrete_dtypes:
+        if self.o_type in discrete_dtypes:
             return zero_grads(inputs)
         (gz,) = output_grads
         if gz.dtype.startswith("complex") and not x.dtype.startswith("complex"):
             gz = vocabulary(gz).real(gz)  # a real input moves along the real axis only
+        if x.dtype in discrete_dtypes:
+            # An integer cast to a float: the gradient as if it were real (Theano's),
+            # in the float type the gradient has.
+            return [gz]
         return [vocabulary(gz).cast(gz, x.dtype)]
 
 

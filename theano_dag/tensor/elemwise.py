@@ -300,9 +300,7 @@ class Elemwise(Op):
             sgrads = self.scalar_op.elemwise_L_op(list(inputs), list(outputs), ograds)
         result = []
         for x, g in zip(inputs, sgrads):
-            if _is_discrete(x):
-                result.append(_zeros_like(x, config.floatX))
-            elif g is None or is_null(g) or is_disconnected(g):
+            if g is None or is_null(g) or is_disconnected(g):
                 result.append(g)
             else:
                 result.append(reduce_grad_to(as_tensor_variable(g), x))
@@ -377,7 +375,8 @@ def _float_of(x):
 
 
 def reduce_grad_to(g, x):
-    """Sum ``g`` over the dimensions where ``x`` was broadcast; give it ``x``'s dtype."""
+    """Sum ``g`` over the dimensions where ``x`` was broadcast; give it ``x``'s dtype (an
+    integer ``x`` keeps ``g``'s float dtype: gradients are never integers)."""
     if g.ndim < x.ndim:
         g = DimShuffle(g.broadcastable, ["x"] * (x.ndim - g.ndim) + list(range(g.ndim)))(g)
     axes = [d for d in range(x.ndim) if x.broadcastable[d] and not g.broadcastable[d]]
@@ -385,7 +384,7 @@ def reduce_grad_to(g, x):
         g = _tensor.math.sum(g, axis=axes, keepdims=True)
     if any(gb and not xb for gb, xb in zip(g.broadcastable, x.broadcastable)):
         g = Elemwise(ts.second)(x, g)  # a gradient constant along a dim: spread it out
-    if g.dtype != x.dtype:
+    if g.dtype != x.dtype and not _is_discrete(x):
         g = _tensor.basic.cast(g, x.dtype)
     return g
 
@@ -710,7 +709,7 @@ class Sum(_DtypeReduce):
 
     def L_op(self, inputs, outputs, output_grads):
         (x,) = inputs
-        if _is_discrete(x):
+        if _is_discrete(outputs[0]):  # an integer sum is piecewise constant
             return [_zeros_like(x, config.floatX)]
         g = self._expand(as_tensor_variable(output_grads[0]), x)
         return [reduce_grad_to(Elemwise(ts.second)(x, g), x)]
@@ -723,7 +722,7 @@ class Prod(_DtypeReduce):
 
     def L_op(self, inputs, outputs, output_grads):
         (x,) = inputs
-        if _is_discrete(x):
+        if _is_discrete(outputs[0]):  # an integer product is piecewise constant
             return [_zeros_like(x, config.floatX)]
         # A product is holomorphic: complex values conjugate around the real formula.
         return ts.holomorphic_grads(

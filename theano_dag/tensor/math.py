@@ -767,13 +767,12 @@ class Dot(Op):
 
         # Complex operands: conj(y) and conj(x) in the products (ts.holomorphic_grads).
         gx, gy = ts.holomorphic_grads(formula, inputs, outputs, output_grads)
-        # An integer operand gets a zero gradient of the gradient's float dtype.
-        return [
-            reduce_grad_to(g, v)
-            if v.dtype not in discrete_dtypes
-            else _tensor.basic.zeros_like(v, dtype=output_grads[0].dtype)
-            for g, v in ((gx, x), (gy, y))
-        ]
+        # An integer product is piecewise constant: zero gradients, in the gradient's
+        # float dtype. An integer operand of a float product gets the gradient as if it
+        # were real (Theano's), in that float dtype (reduce_grad_to keeps it).
+        if outputs[0].dtype in discrete_dtypes:
+            return [_tensor.basic.zeros_like(v, dtype=output_grads[0].dtype) for v in (x, y)]
+        return [reduce_grad_to(g, v) for g, v in ((gx, x), (gy, y))]
 
     def R_op(self, inputs, eval_points):
         x, y = inputs
