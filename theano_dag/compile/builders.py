@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import operator
 
-
 from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.engines.inner import compile_inner
