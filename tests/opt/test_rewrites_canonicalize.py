@@ -386,6 +386,27 @@ def test_mul_canonizer_keeps_an_exact_narrower_constant():
     assert fg.outputs[0].owner.inputs[1].dtype == "float64"
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
+def test_mul_canonizer_multiplies_narrow_leaves_in_the_products_dtype(dtype):
+    # (x / d) * x of integers is a float64 product; its leaves x, x and d are narrower.
+    # Regrouped as (x * x) / d, the integers' product alone wrapped in their dtype
+    # (int8 13 * 13 = -87): each group without a factor of the product's dtype is cast.
+    x, y = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    d = abs(y) + 1
+    outs = [(x / d) * x, x / d / y, (x / (abs(x) + 1)) * x * 2.0]
+    fg = FunctionGraph([x, y], outs, clone=True)
+    apply_rules(fg, local_mul_canonizer, fold=False)
+    assert all(o.dtype == "float64" for o in fg.outputs)
+    hi = 100 if dtype != "int16" else 300
+    xv = np.array([-1, 13, hi, 16, 17] if dtype != "uint8" else [1, 13, hi, 16, 17], dtype)
+    yv = np.array([3, 7, 11, hi, 2], dtype)
+    want = reference_values([x, y], outs, [xv, yv])
+    for got, w in zip(fgraph_values(fg, [xv, yv]), want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
+    xf = xv.astype("float64")
+    np.testing.assert_allclose(want[0], xf / (np.abs(yv.astype("float64")) + 1) * xf)
+
+
 def test_mul_cancel():
     x, y = vec("x", "y")
     m = tt.dmatrix("m")

@@ -45,6 +45,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import cast
 from theano_dag.tensor.elemwise import Elemwise, broadcast_static_shape
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import TensorConstant
@@ -163,8 +164,8 @@ class _Product:
             return None
         negate = bool(coef < 0)
         coef = abs(float(coef))
-        num = sorted(self.num, key=commutative_key)
-        den = sorted(self.den, key=commutative_key)
+        num = sorted(self._in_dtype(self.num, with_coef=coef != 1), key=commutative_key)
+        den = sorted(self._in_dtype(self.den), key=commutative_key)
         if coef != 1:
             # Sorted with the other factors, not appended: a constant factor that is no
             # coefficient (a vector of weights) sorts among the constants as
@@ -173,6 +174,17 @@ class _Product:
         top = _product(num) if num else typed_constant(1, self.dtype, self.ndim)
         expr = tm.true_div(top, _product(den)) if den else top
         return tm.neg(expr) if negate else expr
+
+    def _in_dtype(self, factors, with_coef=False):
+        """``factors``, cast to the product's dtype when none of them has it. The leaves of
+        a quotient may be narrower than it (int8 ``x / (abs(x) + 1)`` is float64): their
+        product alone would be computed, and wrap, in their dtype (``x * x`` of int8),
+        where the graph it replaces multiplied in the product's. One factor of the
+        product's dtype (or the coefficient, a constant of it) makes the one ``mul``
+        compute in it."""
+        if with_coef or not factors or any(f.dtype == self.dtype for f in factors):
+            return factors
+        return [f if f.dtype == self.dtype else cast(f, self.dtype) for f in factors]
 
 
 def _factors(node):
