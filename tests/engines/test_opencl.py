@@ -26,6 +26,7 @@ from theano_dag.compile.mode import Mode  # noqa: E402
 from theano_dag.config import config  # noqa: E402
 from theano_dag.engines.opencl.context import OpenCLUnavailable, get_context  # noqa: E402
 from theano_dag.engines.opencl.linker import OpenCLLinker  # noqa: E402
+from theano_dag.graph.basic import Constant  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from op_table import TABLE  # noqa: E402
@@ -293,6 +294,50 @@ def test_shared_constructor_with_device_opencl():
     np.testing.assert_array_equal(v.get_value(), [2, 2, 2])
     v.set_value(np.full(3, 5, dtype="float32"))
     np.testing.assert_array_equal(f(), [10, 10, 10])
+
+
+# -- what a Function gives and takes on the engine, as on the CPU engine ------------------
+
+
+def test_a_none_input_reaches_a_host_op():
+    # Default(x, y) runs on the host; an input given None was taken for a missing host
+    # value and looked up on the device (KeyError).
+    x, y = tt.dscalar("x"), tt.dscalar("y")
+    f = theano_dag.function([x, y], tt.default(x, y), mode=OCL)
+    assert f(1.0, 2.0) == 1.0
+    assert f(None, 2.0) == 2.0
+    assert f(1.0, None) == 1.0
+
+
+def test_a_scalar_type_output_is_a_numpy_scalar():
+    # The DeepCopyOp of a ScalarType constant was copied on the device and came back as
+    # a 0-d array; the reference engine gives numpy's scalar.
+    folded = tt.scalar_from_tensor(tt.constant(np.int8(56)))
+    xs = tt.lscalar("xs")
+    computed = tt.scalar_from_tensor(xs * 2)
+    f = theano_dag.function([xs], [folded, computed], mode=OCL)
+    got = f(3)
+    want = theano_dag.function([xs], [folded, computed], mode=REF)(3)
+    assert [type(g) for g in got] == [type(w) for w in want] == [np.int8, np.int64]
+    assert got == want == [56, 6]
+
+
+def test_storage_map_and_a_copy_sharing_memory():
+    # Theano's fn.storage_map: the cells of the inputs, outputs and constants; a copy made
+    # with share_memory=True shares the constants' cells.
+    x = tt.fscalar("x")
+    z = theano_dag.shared(np.float32(2.0), name="z")
+    out = tt.tanh((x + 2) / (x + z - np.float32(0.2)) ** 2)
+    f = theano_dag.function([x], out, mode=OCL, updates={z: z + 1})
+    smap = f.fn.storage_map
+    fg = f.maker.fgraph
+    assert all(smap[v] is cell for v, cell in zip(fg.inputs, f.fn.input_storage))
+    consts = [v for v in smap if isinstance(v, Constant)]
+    assert consts and all(smap[c][0] is c.data for c in consts)
+    g = f.copy(share_memory=True)
+    g_cells = [cell for v, cell in g.fn.storage_map.items() if isinstance(v, Constant)]
+    assert g_cells and all(any(cell is c for c in smap.values()) for cell in g_cells)
+    assert np.allclose(g(1.0), np.tanh(3.0 / (3.0 - 0.2) ** 2), rtol=1e-6)
 
 
 # -- memory plan, profile, program cache, device selection -------------------------------

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.engines.basic import Container, Linker, raise_with_op
+from theano_dag.engines.basic import Container, Linker, io_storage_map, raise_with_op
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
@@ -46,6 +46,8 @@ from theano_dag.graph.basic import Constant
 from theano_dag.tensor.shape import Shape
 
 __all__ = ["OpenCLLinker", "DevicePlan"]
+
+_ABSENT = object()  # no host value yet (None can be one)
 
 
 def _nbytes(shape, dtype) -> int:
@@ -143,6 +145,7 @@ class OpenCLLinker(Linker):
             output_storage = [[None] for _ in fg.outputs]
         t0 = time.perf_counter()
         runner = _Runner(self, input_storage, output_storage)
+        runner.given_cells = storage_map  # a copy's cells of the original (share_memory)
         if runner.profile is not None:
             runner.profile.link_time += time.perf_counter() - t0
         ins = [
@@ -173,6 +176,8 @@ class _Runner(Thunk):
         self.output_storage = output_storage
         self.allow_gc = True
         self.plans: dict = {}
+        self.given_cells = None
+        self._storage_map = None
         self.profiling = bool(linker.profile) or bool(config.profile)
         self.node_times = [0.0] * len(self.order)
         self.calls = 0
@@ -207,6 +212,17 @@ class _Runner(Thunk):
         self._writable_outputs = [
             v if v.owner is not None and outs.count(v) == 1 else None for v in outs
         ]
+
+    @property
+    def storage_map(self) -> dict:
+        """Theano's ``fn.storage_map``: the cells of the inputs, the outputs and the
+        constants (made on first use). The values between them live on the device, in
+        the plans' buffers, which have no cells."""
+        if self._storage_map is None:
+            self._storage_map = io_storage_map(
+                self.fgraph, self.input_storage, self.output_storage, self.given_cells
+            )
+        return self._storage_map
 
     # -- compile time -------------------------------------------------------------
 
@@ -403,8 +419,8 @@ class _Runner(Thunk):
         def get_host(v):
             if isinstance(v, Constant):
                 return v.data
-            h = host.get(v)
-            if h is None:
+            h = host.get(v, _ABSENT)
+            if h is _ABSENT:  # None is a value (an input given None, as Default reads)
                 h = ctx.to_host(dev[v])
                 host[v] = h
             return h
