@@ -27,6 +27,7 @@ from theano_dag.config import config  # noqa: E402
 from theano_dag.engines.opencl.context import OpenCLUnavailable, get_context  # noqa: E402
 from theano_dag.engines.opencl.linker import OpenCLLinker  # noqa: E402
 from theano_dag.graph.basic import Constant  # noqa: E402
+from theano_dag.tensor import inplace  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from op_table import TABLE  # noqa: E402
@@ -320,6 +321,22 @@ def test_a_scalar_type_output_is_a_numpy_scalar():
     want = theano_dag.function([xs], [folded, computed], mode=REF)(3)
     assert [type(g) for g in got] == [type(w) for w in want] == [np.int8, np.int64]
     assert got == want == [56, 6]
+
+
+def test_the_engine_never_writes_into_an_input():
+    # docs/engines.md: an in-place op overwrites the device copy of a numpy input, and a
+    # device array passed in is left as it was, even when the input is declared mutable.
+    x = tt.dvector("x")
+    fs = [
+        theano_dag.function([x], inplace.exp_inplace(x), mode=OCL, accept_inplace=True),
+        theano_dag.function([theano_dag.In(x, mutable=True)], tt.exp(x) * 2, mode=OCL),
+    ]
+    want = [np.exp(np.arange(3.0)), np.exp(np.arange(3.0)) * 2]
+    for f, w in zip(fs, want):
+        host = np.arange(3.0)
+        dev = cl_array(np.arange(3.0))
+        assert np.allclose(f(host), w) and np.allclose(ocl.to_host(f(dev)), w)
+        assert host.tolist() == ocl.to_host(dev).tolist() == [0.0, 1.0, 2.0]
 
 
 def test_storage_map_and_a_copy_sharing_memory():
