@@ -20,7 +20,7 @@ import theano_dag  # noqa: E402
 import theano_dag.engines.opencl as ocl  # noqa: E402
 import theano_dag.engines.opencl.context as ocl_context  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
-from theano_dag import printing  # noqa: E402
+from theano_dag import printing, typed_list  # noqa: E402
 from theano_dag.compile.io import Out  # noqa: E402
 from theano_dag.compile.mode import Mode  # noqa: E402
 from theano_dag.config import config  # noqa: E402
@@ -321,6 +321,18 @@ def test_a_scalar_type_output_is_a_numpy_scalar():
     want = theano_dag.function([xs], [folded, computed], mode=REF)(3)
     assert [type(g) for g in got] == [type(w) for w in want] == [np.int8, np.int64]
     assert got == want == [56, 6]
+
+
+def test_a_typed_list_input_of_ragged_arrays():
+    # The plan's signature took np.shape of every input: a list of arrays of two lengths
+    # made numpy raise ValueError (inhomogeneous shape).
+    tl = typed_list.TypedListType(tt.dvector)("tl")
+    outs = [typed_list.length(tl), typed_list.getitem(tl, 1) * 2]
+    f = theano_dag.function([tl], outs, mode=OCL)
+    ref = theano_dag.function([tl], outs, mode=REF)
+    for value in ([np.ones(2), np.arange(3.0)], [np.ones(2), np.ones(2)], [np.ones(1), np.ones(4)]):
+        got, want = f(value), ref(value)
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
 
 def test_the_engine_never_writes_into_an_input():

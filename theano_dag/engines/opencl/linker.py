@@ -206,6 +206,8 @@ class _Runner(Thunk):
             for j, v in enumerate(fg.outputs)
         ]
         self._last_use()
+        # Inputs whose value has a shape (a typed list's, a ragged list of arrays, has none).
+        self._shaped_inputs = [getattr(v.type, "ndim", None) is not None for v in fg.inputs]
         # Per output, the variable a target may be written for by the kernel computing it
         # (run_device): None for an output listed twice, an input or a constant.
         outs = fg.outputs
@@ -379,14 +381,14 @@ class _Runner(Thunk):
         fg = self.fgraph
         sig = []
         shapes = {}
-        for v in fg.inputs:
+        for v, shaped in zip(fg.inputs, self._shaped_inputs):
             d = dev.get(v)
             if d is not None:
                 sig.append((d.shape, d.strides))
                 shapes[v] = d.shape
             else:
                 x = host.get(v)
-                shp = np.shape(x) if x is not None else None
+                shp = np.shape(x) if shaped and x is not None else None
                 sig.append(shp)
                 shapes[v] = shp
         sig = tuple(sig)
