@@ -43,7 +43,9 @@ from theano_dag.engines.opencl.shared import DeviceInputType
 from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.basic import Constant
+from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.tensor.shape import Shape
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["OpenCLLinker", "DevicePlan"]
 
@@ -55,6 +57,13 @@ def _nbytes(shape, dtype) -> int:
     for s in shape:
         n *= int(s)
     return n
+
+
+def _device_array_type(t) -> bool:
+    """Whether a value of type ``t`` can be handed out as a device array: a tensor of a
+    type OpenCL has (not a random generator, a typed list, a sparse matrix, a ScalarType's
+    numpy scalar or a complex array, which stay host values)."""
+    return isinstance(t, TensorType) and t.dtype in OPENCL_TYPES
 
 
 class DevicePlan:
@@ -201,8 +210,11 @@ class _Runner(Thunk):
         }
         keep = set(linker.no_recycling)
         self.out_device = [
-            linker.return_device_arrays
-            or (v.owner is not None and v not in keep and j not in self.update_of)
+            _device_array_type(v.type)
+            and (
+                linker.return_device_arrays
+                or (v.owner is not None and v not in keep and j not in self.update_of)
+            )
             for j, v in enumerate(fg.outputs)
         ]
         self._last_use()
