@@ -335,6 +335,27 @@ def test_a_typed_list_input_of_ragged_arrays():
         assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
 
+def test_float16_values_are_computed_on_the_host():
+    # The copy, assignment and join kernels loaded and stored half values directly, which
+    # needs cl_khr_fp16: without it (PoCL on a CPU) the program failed to build.
+    m, v = tt.matrix("m", dtype="float16"), tt.vector("v", dtype="float16")
+    outs = [
+        tt.dot(m, m.T),
+        m[1:, ::2] * 1,
+        tt.set_subtensor(m[0], v),
+        tt.inc_subtensor(m[:, 1], m[:, 0]),
+        m.T.reshape((-1,)),
+        tt.concatenate([m, m], axis=1),
+        tt.cast(m, "float32") * 2,
+    ]
+    vals = [np.arange(9, dtype="float16").reshape(3, 3) / 4, np.ones(3, dtype="float16")]
+    f = theano_dag.function([m, v], outs, mode=OCL)
+    want = theano_dag.function([m, v], outs, mode=REF)(*vals)
+    for got, w in zip(f(*vals), want):
+        assert got.dtype == w.dtype and got.tolist() == w.tolist()
+    assert not f.fn.impls  # no node of this graph runs on the device
+
+
 def test_the_engine_never_writes_into_an_input():
     # docs/engines.md: an in-place op overwrites the device copy of a numpy input, and a
     # device array passed in is left as it was, even when the input is declared mutable.

@@ -145,6 +145,10 @@ def make_impl(node, ctx, host_scalars=frozenset()) -> Impl:
         if dtype is not None and dtype not in OPENCL_TYPES:
             # complex values: no OpenCL type to copy, view or compute them with
             raise Unsupported(f"{node.op}: no OpenCL type for {dtype} ({v})")
+        if dtype == "float16":
+            # Loading or storing a half needs cl_khr_fp16 (PoCL on a CPU lacks it, and the
+            # copy kernels failed to build); the arithmetic kernels refuse it too.
+            raise Unsupported(f"{node.op}: float16 values ({v}) are computed on the host")
     for cls in type(node.op).__mro__:
         factory = IMPLS.get(cls)
         if factory is not None:
