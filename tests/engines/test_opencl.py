@@ -356,6 +356,20 @@ def test_float16_values_are_computed_on_the_host():
     assert not f.fn.impls  # no node of this graph runs on the device
 
 
+def test_trust_input_values_of_another_dtype_are_not_misread():
+    # With trust_input the Function does not filter its inputs: a float64 or int64 array,
+    # or a list, given for a float32 input was uploaded as it was and its bytes read as
+    # float32 by the kernels ([0, 0, 0] for arange(3.0); [0, 3.75] for [1.0, 2.0]).
+    x = tt.fvector("x")
+    f = theano_dag.function([x], x * 2, mode=OCL)
+    f.trust_input = True
+    for value in (np.arange(3.0), np.arange(3), [0.0, 1.0, 2.0]):
+        got = f(value)
+        assert got.dtype == np.float32 and got.tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(TypeError, match="expected a device array of dtype float32"):
+        f(cl_array(np.arange(3.0)))
+
+
 def test_the_engine_never_writes_into_an_input():
     # docs/engines.md: an in-place op overwrites the device copy of a numpy input, and a
     # device array passed in is left as it was, even when the input is declared mutable.

@@ -220,6 +220,9 @@ class _Runner(Thunk):
         self._last_use()
         # Inputs whose value has a shape (a typed list's, a ragged list of arrays, has none).
         self._shaped_inputs = [getattr(v.type, "ndim", None) is not None for v in fg.inputs]
+        self._input_dtypes = [
+            np.dtype(v.type.dtype) if _device_array_type(v.type) else None for v in fg.inputs
+        ]
         # Per output, the variable a target may be written for by the kernel computing it
         # (run_device): None for an output listed twice, an input or a constant.
         outs = fg.outputs
@@ -337,10 +340,17 @@ class _Runner(Thunk):
         fg = self.fgraph
         host: dict = {}
         dev: dict = {}
-        for v, cell in zip(fg.inputs, self.input_storage):
+        for v, cell, dtype in zip(fg.inputs, self.input_storage, self._input_dtypes):
             x = cell[0]
             if is_device_array(x):
-                dev[v] = from_cl_array(x)
+                d = dev[v] = from_cl_array(x)
+                if dtype is not None and d.dtype != dtype:
+                    # Function's filter refuses it, except with trust_input: the kernels
+                    # would read its bytes as the declared type
+                    raise TypeError(
+                        f"OpenCL engine: input {v} expected a device array of dtype {dtype}, "
+                        f"got one of dtype {d.dtype} (device arrays are not converted)"
+                    )
             else:
                 host[v] = x
         get_host = self._execute(dev, host)
@@ -425,7 +435,9 @@ class _Runner(Thunk):
                 d = consts.get(v)
                 if d is None:
                     val = v.data if isinstance(v, Constant) else host[v]
-                    d = ctx.from_host(val)
+                    # in the declared dtype: an input given unfiltered (trust_input) in
+                    # another one, or as a list, would have its bytes misread by kernels
+                    d = ctx.from_host(np.asarray(val, dtype=v.type.dtype))
                     if not isinstance(v, Constant):
                         dev[v] = d
             return d
@@ -470,8 +482,8 @@ class _Runner(Thunk):
                         dev[o] = val
                 elif where == "h2d":
                     src = node.inputs[0]
-                    h = np.asarray(get_host(src), order="C")
                     o = node.outputs[0]
+                    h = np.asarray(get_host(src), dtype=o.type.dtype, order="C")
                     slot = slots.get(o)
                     if slot is not None and slot[2] >= h.nbytes:
                         ctx.upload(h, slot[0], slot[1])
