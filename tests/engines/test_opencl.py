@@ -27,6 +27,7 @@ from theano_dag.config import config  # noqa: E402
 from theano_dag.engines.opencl.context import OpenCLUnavailable, get_context  # noqa: E402
 from theano_dag.engines.opencl.linker import OpenCLLinker  # noqa: E402
 from theano_dag.graph.basic import Constant  # noqa: E402
+from theano_dag.graph.rewriting.utils import check_stack_trace  # noqa: E402
 from theano_dag.tensor import inplace  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
@@ -203,6 +204,13 @@ def test_host_fallback_inserts_visible_transfers():
     assert "HostFromGpu" in text and "GpuFromHost" in text
     assert [type(n.op).__name__ for n, _ in f.fn.placement.fallbacks] == ["AdvancedSubtensor1"]
     assert "AdvancedSubtensor1" in ocl.opencl_profile(f)
+    # each transfer has the stack trace of the value it copies (Theano-PyMC's
+    # check_stack_trace(f, ops_to_check="all") found them without one)
+    transfers = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, ocl.HostFromGpu)]
+    transfers += [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, ocl.GpuFromHost)]
+    assert transfers and check_stack_trace(f, ops_to_check="all")
+    for node in transfers:
+        assert node.outputs[0].tag.trace == node.inputs[0].tag.trace
 
 
 def test_no_fallback_raises_naming_the_op():
