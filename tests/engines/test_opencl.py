@@ -20,12 +20,15 @@ import theano_dag  # noqa: E402
 import theano_dag.engines.opencl as ocl  # noqa: E402
 import theano_dag.engines.opencl.context as ocl_context  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
-from theano_dag import printing  # noqa: E402
+from theano_dag import printing, typed_list  # noqa: E402
 from theano_dag.compile.io import Out  # noqa: E402
 from theano_dag.compile.mode import Mode  # noqa: E402
 from theano_dag.config import config  # noqa: E402
 from theano_dag.engines.opencl.context import OpenCLUnavailable, get_context  # noqa: E402
 from theano_dag.engines.opencl.linker import OpenCLLinker  # noqa: E402
+from theano_dag.graph.basic import Constant  # noqa: E402
+from theano_dag.graph.rewriting.utils import check_stack_trace  # noqa: E402
+from theano_dag.tensor import inplace  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from op_table import TABLE  # noqa: E402
@@ -201,6 +204,13 @@ def test_host_fallback_inserts_visible_transfers():
     assert "HostFromGpu" in text and "GpuFromHost" in text
     assert [type(n.op).__name__ for n, _ in f.fn.placement.fallbacks] == ["AdvancedSubtensor1"]
     assert "AdvancedSubtensor1" in ocl.opencl_profile(f)
+    # each transfer has the stack trace of the value it copies (Theano-PyMC's
+    # check_stack_trace(f, ops_to_check="all") found them without one)
+    transfers = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, ocl.HostFromGpu)]
+    transfers += [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, ocl.GpuFromHost)]
+    assert transfers and check_stack_trace(f, ops_to_check="all")
+    for node in transfers:
+        assert node.outputs[0].tag.trace == node.inputs[0].tag.trace
 
 
 def test_no_fallback_raises_naming_the_op():
@@ -293,6 +303,113 @@ def test_shared_constructor_with_device_opencl():
     np.testing.assert_array_equal(v.get_value(), [2, 2, 2])
     v.set_value(np.full(3, 5, dtype="float32"))
     np.testing.assert_array_equal(f(), [10, 10, 10])
+
+
+# -- what a Function gives and takes on the engine, as on the CPU engine ------------------
+
+
+def test_a_none_input_reaches_a_host_op():
+    # Default(x, y) runs on the host; an input given None was taken for a missing host
+    # value and looked up on the device (KeyError).
+    x, y = tt.dscalar("x"), tt.dscalar("y")
+    f = theano_dag.function([x, y], tt.default(x, y), mode=OCL)
+    assert f(1.0, 2.0) == 1.0
+    assert f(None, 2.0) == 2.0
+    assert f(1.0, None) == 1.0
+
+
+def test_a_scalar_type_output_is_a_numpy_scalar():
+    # The DeepCopyOp of a ScalarType constant was copied on the device and came back as
+    # a 0-d array; the reference engine gives numpy's scalar.
+    folded = tt.scalar_from_tensor(tt.constant(np.int8(56)))
+    xs = tt.lscalar("xs")
+    computed = tt.scalar_from_tensor(xs * 2)
+    f = theano_dag.function([xs], [folded, computed], mode=OCL)
+    got = f(3)
+    want = theano_dag.function([xs], [folded, computed], mode=REF)(3)
+    assert [type(g) for g in got] == [type(w) for w in want] == [np.int8, np.int64]
+    assert got == want == [56, 6]
+
+
+def test_a_typed_list_input_of_ragged_arrays():
+    # The plan's signature took np.shape of every input: a list of arrays of two lengths
+    # made numpy raise ValueError (inhomogeneous shape).
+    tl = typed_list.TypedListType(tt.dvector)("tl")
+    outs = [typed_list.length(tl), typed_list.getitem(tl, 1) * 2]
+    f = theano_dag.function([tl], outs, mode=OCL)
+    ref = theano_dag.function([tl], outs, mode=REF)
+    for value in ([np.ones(2), np.arange(3.0)], [np.ones(2), np.ones(2)], [np.ones(1), np.ones(4)]):
+        got, want = f(value), ref(value)
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+def test_float16_values_are_computed_on_the_host():
+    # The copy, assignment and join kernels loaded and stored half values directly, which
+    # needs cl_khr_fp16: without it (PoCL on a CPU) the program failed to build.
+    m, v = tt.matrix("m", dtype="float16"), tt.vector("v", dtype="float16")
+    outs = [
+        tt.dot(m, m.T),
+        m[1:, ::2] * 1,
+        tt.set_subtensor(m[0], v),
+        tt.inc_subtensor(m[:, 1], m[:, 0]),
+        m.T.reshape((-1,)),
+        tt.concatenate([m, m], axis=1),
+        tt.cast(m, "float32") * 2,
+    ]
+    vals = [np.arange(9, dtype="float16").reshape(3, 3) / 4, np.ones(3, dtype="float16")]
+    f = theano_dag.function([m, v], outs, mode=OCL)
+    want = theano_dag.function([m, v], outs, mode=REF)(*vals)
+    for got, w in zip(f(*vals), want):
+        assert got.dtype == w.dtype and got.tolist() == w.tolist()
+    assert not f.fn.impls  # no node of this graph runs on the device
+
+
+def test_trust_input_values_of_another_dtype_are_not_misread():
+    # With trust_input the Function does not filter its inputs: a float64 or int64 array,
+    # or a list, given for a float32 input was uploaded as it was and its bytes read as
+    # float32 by the kernels ([0, 0, 0] for arange(3.0); [0, 3.75] for [1.0, 2.0]).
+    x = tt.fvector("x")
+    f = theano_dag.function([x], x * 2, mode=OCL)
+    f.trust_input = True
+    for value in (np.arange(3.0), np.arange(3), [0.0, 1.0, 2.0]):
+        got = f(value)
+        assert got.dtype == np.float32 and got.tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(TypeError, match="expected a device array of dtype float32"):
+        f(cl_array(np.arange(3.0)))
+
+
+def test_the_engine_never_writes_into_an_input():
+    # docs/engines.md: an in-place op overwrites the device copy of a numpy input, and a
+    # device array passed in is left as it was, even when the input is declared mutable.
+    x = tt.dvector("x")
+    fs = [
+        theano_dag.function([x], inplace.exp_inplace(x), mode=OCL, accept_inplace=True),
+        theano_dag.function([theano_dag.In(x, mutable=True)], tt.exp(x) * 2, mode=OCL),
+    ]
+    want = [np.exp(np.arange(3.0)), np.exp(np.arange(3.0)) * 2]
+    for f, w in zip(fs, want):
+        host = np.arange(3.0)
+        dev = cl_array(np.arange(3.0))
+        assert np.allclose(f(host), w) and np.allclose(ocl.to_host(f(dev)), w)
+        assert host.tolist() == ocl.to_host(dev).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_storage_map_and_a_copy_sharing_memory():
+    # Theano's fn.storage_map: the cells of the inputs, outputs and constants; a copy made
+    # with share_memory=True shares the constants' cells.
+    x = tt.fscalar("x")
+    z = theano_dag.shared(np.float32(2.0), name="z")
+    out = tt.tanh((x + 2) / (x + z - np.float32(0.2)) ** 2)
+    f = theano_dag.function([x], out, mode=OCL, updates={z: z + 1})
+    smap = f.fn.storage_map
+    fg = f.maker.fgraph
+    assert all(smap[v] is cell for v, cell in zip(fg.inputs, f.fn.input_storage))
+    consts = [v for v in smap if isinstance(v, Constant)]
+    assert consts and all(smap[c][0] is c.data for c in consts)
+    g = f.copy(share_memory=True)
+    g_cells = [cell for v, cell in g.fn.storage_map.items() if isinstance(v, Constant)]
+    assert g_cells and all(any(cell is c for c in smap.values()) for cell in g_cells)
+    assert np.allclose(g(1.0), np.tanh(3.0 / (3.0 - 0.2) ** 2), rtol=1e-6)
 
 
 # -- memory plan, profile, program cache, device selection -------------------------------

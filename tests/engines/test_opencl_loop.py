@@ -28,6 +28,7 @@ from theano_dag.engines.opencl.loop import HostStepWarning, ScanImpl  # noqa: E4
 from theano_dag.gradient import verify_grad  # noqa: E402
 from theano_dag.scan import Scan, scan, until  # noqa: E402
 from theano_dag.scan import map as scan_map  # noqa: E402
+from theano_dag.tensor.random.utils import RandomStream  # noqa: E402
 
 CTX = get_context()
 OCL = Mode(linker="opencl")
@@ -355,6 +356,29 @@ def test_a_step_compiled_for_another_engine_runs_on_the_host_visibly():
     f = theano_dag.function([x, h0], hs, mode=OCL)
     assert not scan_impls(f) and host_scans(f)
     assert "Scan" in ocl.opencl_profile(f).split("on the host:")[1]
+
+
+def test_a_loop_carrying_a_random_generator_runs_on_the_host_and_matches():
+    # Its step, compiled for the OpenCL engine and run by the host's loop, returns the
+    # generator's update as an output: the step's runner tried to hand it out as a
+    # device array ("object arrays on the compute device are not allowed").
+    outs = {}
+    for name, mode in (("ocl", OCL), ("cpu", Mode(linker="cpu"))):
+        x = tt.dscalar("x")
+        srng = RandomStream(0)
+        hs, _ = scan(
+            lambda h, srng=srng: (h + srng.uniform(), until(h > 5)),
+            outputs_info=x,
+            n_steps=10,
+            mode=mode,
+        )
+        f = theano_dag.function([x], [hs, theano_dag.grad(hs.sum(), x)], mode=mode)
+        if name == "ocl":
+            assert host_scans(f)
+        outs[name] = [f(v) for v in (-2.0, 3.0)]
+    for got, want in zip(outs["ocl"], outs["cpu"]):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        assert got[1] == want[1] == len(want[0])
 
 
 def test_gradient_through_taps_minus_one_and_minus_three():

@@ -39,6 +39,7 @@ __all__ = [
     "WrapLinker",
     "WrapLinkerMany",
     "map_storage",
+    "io_storage_map",
     "gc_helper",
     "streamline",
     "Streamline",
@@ -96,6 +97,31 @@ def map_storage(fgraph, order, input_storage=None, output_storage=None, storage_
     if output_storage is None:
         output_storage = [storage_map[r] for r in fgraph.outputs]
     return input_storage, output_storage, storage_map
+
+
+def io_storage_map(fgraph, input_storage, output_storage, given=None) -> dict:
+    """Theano's ``fn.storage_map`` for an engine whose values between nodes have no cells
+    (they live in planned blocks or on a device): the inputs', the outputs' and the
+    constants' cells. A constant's cell is its cell in ``given`` when it has one (a copy
+    of a function that shares memory with it), else a new one.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x = tt.dvector("x")
+    >>> fg = FunctionGraph([x], [x * 2])
+    >>> smap = io_storage_map(fg, [[None]], [[None]])
+    >>> sorted(str(v) for v in smap)
+    ['2', 'Elemwise{mul,no_inplace}.0', 'x']
+    """
+    given = given or {}
+    smap = dict(zip(fgraph.inputs, input_storage))
+    for var, cell in zip(fgraph.outputs, output_storage):
+        smap.setdefault(var, cell)
+    for node in fgraph.apply_nodes:
+        for var in node.inputs:
+            if var.owner is None and var not in smap and isinstance(var, Constant):
+                smap[var] = given.get(var) or [var.data]
+    return smap
 
 
 def gc_helper(node_list):

@@ -28,7 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.engines.basic import Container, Linker, PerformLinker
+from theano_dag.engines.basic import Container, Linker, PerformLinker, io_storage_map
 from theano_dag.engines.callspec import NATIVE_CALL, CallPath, CallSpec, Guard, PlainCall, Thunk
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
@@ -42,7 +42,6 @@ from theano_dag.engines.cpu.emit.codegen import (
 from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
-from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.scalar.basic import ScalarType
 from theano_dag.sparse.type import SparseType
@@ -337,7 +336,7 @@ class CPUThunk(Thunk):
         the plans' blocks, which have no cells."""
         if self._storage_map is None:
             fgraph = self.program.fgraph
-            self._storage_map = _storage_map(
+            self._storage_map = io_storage_map(
                 fgraph, self.input_storage, self.output_storage, self.given_cells
             )
         return self._storage_map
@@ -588,20 +587,6 @@ _NOTHING = _Nothing()
 class InputValueError(TypeError, ValueError):
     """A tensor input's value is no ndarray (only with ``trust_input``, which skips the
     conversion): a TypeError, and the ValueError Theano programs catch."""
-
-
-def _storage_map(fgraph, input_storage, output_storage, given=None):
-    """The cells of :attr:`CPUThunk.storage_map`: a constant's is its cell in ``given``
-    when it has one (a copy that shares memory), else a new one."""
-    given = given or {}
-    smap = dict(zip(fgraph.inputs, input_storage))
-    for var, cell in zip(fgraph.outputs, output_storage):
-        smap.setdefault(var, cell)
-    for node in fgraph.apply_nodes:
-        for var in node.inputs:
-            if var.owner is None and var not in smap and isinstance(var, Constant):
-                smap[var] = given.get(var) or [var.data]
-    return smap
 
 
 def _is_tensor_type(t):

@@ -20,7 +20,7 @@ import numpy as np
 from theano_dag.engines.opencl.values import DArr, c_strides
 from theano_dag.graph.basic_ops import BasicOps
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
-from theano_dag.scalar.basic import OPENCL_TYPES
+from theano_dag.scalar.basic import OPENCL_TYPES, ScalarType
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.shape import Rebroadcast, Reshape
 from theano_dag.tensor.subtensor import Subtensor
@@ -136,11 +136,19 @@ def make_impl(node, ctx, host_scalars=frozenset()) -> Impl:
     ``host_scalars``: positions of inputs that are one-element values on the host,
     which some kernels take by value.
     """
+    for v in node.outputs:
+        if isinstance(v.type, ScalarType):
+            # a numpy scalar, not an array: the host's value is what the user gets
+            raise Unsupported(f"{node.op}: its output {v} is a scalar (ScalarType), no array")
     for v in (*node.inputs, *node.outputs):
         dtype = getattr(v.type, "dtype", None)
         if dtype is not None and dtype not in OPENCL_TYPES:
             # complex values: no OpenCL type to copy, view or compute them with
             raise Unsupported(f"{node.op}: no OpenCL type for {dtype} ({v})")
+        if dtype == "float16":
+            # Loading or storing a half needs cl_khr_fp16 (PoCL on a CPU lacks it, and the
+            # copy kernels failed to build); the arithmetic kernels refuse it too.
+            raise Unsupported(f"{node.op}: float16 values ({v}) are computed on the host")
     for cls in type(node.op).__mro__:
         factory = IMPLS.get(cls)
         if factory is not None:

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.engines.basic import Container, Linker, raise_with_op
+from theano_dag.engines.basic import Container, Linker, io_storage_map, raise_with_op
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
@@ -43,9 +43,13 @@ from theano_dag.engines.opencl.shared import DeviceInputType
 from theano_dag.engines.opencl.values import DArr, from_cl_array, is_device_array, to_cl_array
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.basic import Constant
+from theano_dag.scalar.basic import OPENCL_TYPES
 from theano_dag.tensor.shape import Shape
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["OpenCLLinker", "DevicePlan"]
+
+_ABSENT = object()  # no host value yet (None can be one)
 
 
 def _nbytes(shape, dtype) -> int:
@@ -53,6 +57,13 @@ def _nbytes(shape, dtype) -> int:
     for s in shape:
         n *= int(s)
     return n
+
+
+def _device_array_type(t) -> bool:
+    """Whether a value of type ``t`` can be handed out as a device array: a tensor of a
+    type OpenCL has (not a random generator, a typed list, a sparse matrix, a ScalarType's
+    numpy scalar or a complex array, which stay host values)."""
+    return isinstance(t, TensorType) and t.dtype in OPENCL_TYPES
 
 
 class DevicePlan:
@@ -143,6 +154,7 @@ class OpenCLLinker(Linker):
             output_storage = [[None] for _ in fg.outputs]
         t0 = time.perf_counter()
         runner = _Runner(self, input_storage, output_storage)
+        runner.given_cells = storage_map  # a copy's cells of the original (share_memory)
         if runner.profile is not None:
             runner.profile.link_time += time.perf_counter() - t0
         ins = [
@@ -173,6 +185,8 @@ class _Runner(Thunk):
         self.output_storage = output_storage
         self.allow_gc = True
         self.plans: dict = {}
+        self.given_cells = None
+        self._storage_map = None
         self.profiling = bool(linker.profile) or bool(config.profile)
         self.node_times = [0.0] * len(self.order)
         self.calls = 0
@@ -196,17 +210,36 @@ class _Runner(Thunk):
         }
         keep = set(linker.no_recycling)
         self.out_device = [
-            linker.return_device_arrays
-            or (v.owner is not None and v not in keep and j not in self.update_of)
+            _device_array_type(v.type)
+            and (
+                linker.return_device_arrays
+                or (v.owner is not None and v not in keep and j not in self.update_of)
+            )
             for j, v in enumerate(fg.outputs)
         ]
         self._last_use()
+        # Inputs whose value has a shape (a typed list's, a ragged list of arrays, has none).
+        self._shaped_inputs = [getattr(v.type, "ndim", None) is not None for v in fg.inputs]
+        self._input_dtypes = [
+            np.dtype(v.type.dtype) if _device_array_type(v.type) else None for v in fg.inputs
+        ]
         # Per output, the variable a target may be written for by the kernel computing it
         # (run_device): None for an output listed twice, an input or a constant.
         outs = fg.outputs
         self._writable_outputs = [
             v if v.owner is not None and outs.count(v) == 1 else None for v in outs
         ]
+
+    @property
+    def storage_map(self) -> dict:
+        """Theano's ``fn.storage_map``: the cells of the inputs, the outputs and the
+        constants (made on first use). The values between them live on the device, in
+        the plans' buffers, which have no cells."""
+        if self._storage_map is None:
+            self._storage_map = io_storage_map(
+                self.fgraph, self.input_storage, self.output_storage, self.given_cells
+            )
+        return self._storage_map
 
     # -- compile time -------------------------------------------------------------
 
@@ -307,10 +340,17 @@ class _Runner(Thunk):
         fg = self.fgraph
         host: dict = {}
         dev: dict = {}
-        for v, cell in zip(fg.inputs, self.input_storage):
+        for v, cell, dtype in zip(fg.inputs, self.input_storage, self._input_dtypes):
             x = cell[0]
             if is_device_array(x):
-                dev[v] = from_cl_array(x)
+                d = dev[v] = from_cl_array(x)
+                if dtype is not None and d.dtype != dtype:
+                    # Function's filter refuses it, except with trust_input: the kernels
+                    # would read its bytes as the declared type
+                    raise TypeError(
+                        f"OpenCL engine: input {v} expected a device array of dtype {dtype}, "
+                        f"got one of dtype {d.dtype} (device arrays are not converted)"
+                    )
             else:
                 host[v] = x
         get_host = self._execute(dev, host)
@@ -363,14 +403,14 @@ class _Runner(Thunk):
         fg = self.fgraph
         sig = []
         shapes = {}
-        for v in fg.inputs:
+        for v, shaped in zip(fg.inputs, self._shaped_inputs):
             d = dev.get(v)
             if d is not None:
                 sig.append((d.shape, d.strides))
                 shapes[v] = d.shape
             else:
                 x = host.get(v)
-                shp = np.shape(x) if x is not None else None
+                shp = np.shape(x) if shaped and x is not None else None
                 sig.append(shp)
                 shapes[v] = shp
         sig = tuple(sig)
@@ -395,7 +435,9 @@ class _Runner(Thunk):
                 d = consts.get(v)
                 if d is None:
                     val = v.data if isinstance(v, Constant) else host[v]
-                    d = ctx.from_host(val)
+                    # in the declared dtype: an input given unfiltered (trust_input) in
+                    # another one, or as a list, would have its bytes misread by kernels
+                    d = ctx.from_host(np.asarray(val, dtype=v.type.dtype))
                     if not isinstance(v, Constant):
                         dev[v] = d
             return d
@@ -403,8 +445,8 @@ class _Runner(Thunk):
         def get_host(v):
             if isinstance(v, Constant):
                 return v.data
-            h = host.get(v)
-            if h is None:
+            h = host.get(v, _ABSENT)
+            if h is _ABSENT:  # None is a value (an input given None, as Default reads)
                 h = ctx.to_host(dev[v])
                 host[v] = h
             return h
@@ -440,8 +482,8 @@ class _Runner(Thunk):
                         dev[o] = val
                 elif where == "h2d":
                     src = node.inputs[0]
-                    h = np.asarray(get_host(src), order="C")
                     o = node.outputs[0]
+                    h = np.asarray(get_host(src), dtype=o.type.dtype, order="C")
                     slot = slots.get(o)
                     if slot is not None and slot[2] >= h.nbytes:
                         ctx.upload(h, slot[0], slot[1])

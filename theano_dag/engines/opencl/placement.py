@@ -36,6 +36,7 @@ from theano_dag.engines.opencl.impl import Unsupported, make_impl
 from theano_dag.engines.opencl.ops import GpuFromHost, HostFromGpu, gpu_from_host, host_from_gpu
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
+from theano_dag.graph.utils import copy_stack_trace
 from theano_dag.tensor.shape import Shape, Shape_i
 
 __all__ = ["Placement", "NotPlaced", "place", "DEVICE", "HOST", "BOTH"]
@@ -110,6 +111,7 @@ def place(fgraph, ctx, host_fallback: bool, lower: bool = True) -> Placement:
         key = (var, to_device)
         if key not in made:
             new = gpu_from_host(var) if to_device else host_from_gpu(var)
+            copy_stack_trace(var, new)  # an error in the copy names the value's lines
             node = new.owner
             pl.where[node] = "h2d" if to_device else "d2h"
             loc[new] = DEVICE if to_device else HOST
