@@ -43,6 +43,7 @@ class _Flag:
     choices: tuple | None = None
     kind: type = str
     param: ConfigParam | None = None  # a flag added by ``Config.add``: its parser
+    minimum: int | None = None  # an int flag's least value
 
 
 class ConfigParam:
@@ -262,6 +263,14 @@ FLAGS: dict[str, _Flag] = {
         "shows every time",
         kind=bool,
     ),
+    # The engine's DEFAULT_MIN_PLAN_BYTES (engines sit above config: a test keeps them equal).
+    "cpu__min_plan_bytes": _Flag(
+        16384,
+        "CPU engine: values of fewer bytes are left to numpy's allocator instead of planned "
+        "buffers (0 plans every value); a CPULinker's own min_plan_bytes wins",
+        kind=int,
+        minimum=0,
+    ),
     "compiledir": _Flag(None, "where compiled kernels are cached"),
     "on_opt_error": _Flag("warn", "what a failing rewrite does", ("warn", "raise", "ignore")),
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),
@@ -389,6 +398,8 @@ def _parse(name: str, value):
             value = int(value)
         except ValueError:
             raise ValueError(f"config.{name}: expected an integer, got {value!r}") from None
+    if flag.minimum is not None and (isinstance(value, bool) or value < flag.minimum):
+        raise ValueError(f"config.{name}: expected an integer >= {flag.minimum}, got {value!r}")
     if name == "optimizer" and value is None:
         value = "None"  # Theano's spelling of "no rewrites", as a registered name
     if flag.choices is not None and value not in flag.choices:

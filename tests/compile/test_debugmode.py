@@ -236,11 +236,14 @@ def _overlapping_outputs(a, b):
         (lambda a, b: [np.log(a - a)], 1, None, InvalidValueError),  # -inf from finite inputs
     ],
 )
-def test_debugmode_checks_each_perform(fn, n_out, view_map, error):
+@pytest.mark.parametrize("linker", [None, "py"])
+def test_debugmode_checks_each_perform(fn, n_out, view_map, error, linker):
+    # On the reference engine too (linker=py, or THEANO_DAG_FLAGS=linker=py): it was run
+    # unchecked, and DebugMode let a perform that changes its input pass.
     x, y = tt.dvector("x"), tt.dvector("y")
     outs = _Perform(fn, n_out, view_map)(x, y)
     out = sum(o * 2 for o in outs) if n_out > 1 else outs
-    f = theano_dag.function([x, y], out, mode=DebugMode(optimizer=None))
+    f = theano_dag.function([x, y], out, mode=DebugMode(linker=linker, optimizer=None))
     with pytest.raises(error, match="DebugMode: "):
         f(np.array([1.0, 2.0, 3.0]), np.array([3.0, 4.0, 5.0]))
 

@@ -13,10 +13,11 @@ import pytest
 import theano_dag
 import theano_dag.tensor as T
 from theano_dag.compile.mode import Mode
-from theano_dag.config import config
+from theano_dag.config import FLAGS, config
 from theano_dag.engines.cpu.emit.codegen import poison
 from theano_dag.engines.cpu.emit.impls import IMPLS, Step, register_impl
 from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import Op
 
@@ -124,6 +125,44 @@ def test_poison_defaults_to_the_flag():
     with config.change_flags(cpu__poison=True):
         h(np.zeros(5000))
     assert "_poison(" not in h.fn.source()
+
+
+def test_min_plan_bytes_defaults_to_the_flag():
+    # A 3x3 product (72 bytes) read by the sum: left to numpy under the engine's default
+    # threshold, given a block of the plan under the flag's 0; a linker's own value wins.
+    x = T.dmatrix("x")
+    a = np.arange(9.0).reshape(3, 3)
+
+    def compiled(linker="cpu"):
+        f = theano_dag.function([x], T.dot(x, x).sum(), mode=Mode(linker=linker, optimizer=None))
+        assert f(a) == (a @ a).sum()
+        return f
+
+    assert FLAGS["cpu__min_plan_bytes"].default == DEFAULT_MIN_PLAN_BYTES
+    with config.change_flags(cpu__min_plan_bytes=DEFAULT_MIN_PLAN_BYTES):
+        default = compiled()
+        own = compiled(CPULinker(min_plan_bytes=0))
+    with config.change_flags(cpu__min_plan_bytes=0):
+        planned = compiled()
+        own_default = compiled(CPULinker(min_plan_bytes=DEFAULT_MIN_PLAN_BYTES))
+    assert default.fn.program.min_plan_bytes == DEFAULT_MIN_PLAN_BYTES
+    assert planned.fn.program.min_plan_bytes == 0
+    assert own.fn.program.min_plan_bytes == 0
+    assert own_default.fn.program.min_plan_bytes == DEFAULT_MIN_PLAN_BYTES
+    assert default.fn.memory_plan().assignment == {}
+    assert own_default.fn.memory_plan().assignment == {}
+    for f in (planned, own):
+        ((product, where),) = f.fn.memory_plan().assignment.items()
+        assert product.owner.op == T.dot(x, x).owner.op and where == (0, 0)
+
+
+@pytest.mark.parametrize("bad", [-1, "-5", "many", True])
+def test_min_plan_bytes_flag_refuses_what_is_not_a_count_of_bytes(bad):
+    with pytest.raises(ValueError, match=r"config\.cpu__min_plan_bytes: expected an integer"):
+        config.cpu__min_plan_bytes = bad
+    assert config.cpu__min_plan_bytes >= 0
+    with pytest.raises(ValueError, match="CPULinker: min_plan_bytes must be an int >= 0"):
+        CPULinker(min_plan_bytes=-1 if bad == "-5" else bad)
 
 
 class _HalfExp(Op):

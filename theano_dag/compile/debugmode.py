@@ -37,7 +37,6 @@ from collections import defaultdict
 import numpy as np
 
 from theano_dag.compile.mode import Mode, register_mode
-from theano_dag.engines.basic import PerformLinker
 from theano_dag.engines.callspec import CallableThunk, as_thunk
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
@@ -625,7 +624,9 @@ class DebugMode(Mode):
     @property
     def linker(self):
         lk = Mode.linker.fget(self)
-        if not self.check_engine or type(lk) is PerformLinker:  # the reference itself
+        # The reference engine too: the checks of each node's perform (destroy and view
+        # maps, finite values) are made by the checking run, not by the engine.
+        if not self.check_engine:
             return lk
         return _CheckedLinker(lk, self)
 

@@ -39,7 +39,7 @@ from theano_dag.engines.cpu.emit.codegen import (
     errstate_var,
     ignoring_context,
 )
-from theano_dag.engines.cpu.plan.program import DEFAULT_MIN_PLAN_BYTES, Program
+from theano_dag.engines.cpu.plan.program import Program
 from theano_dag.engines.cpu.profile import CPUProfile
 from theano_dag.engines.profile import ProfileStats
 from theano_dag.graph.utils import gc_paused
@@ -58,7 +58,8 @@ class CPULinker(Linker):
 
     ``incremental``: recompute only what depends on inputs that changed since the
     last call. ``min_plan_bytes``: values smaller than this are left to numpy's
-    allocator (0 plans everything). ``profile``: collect a :class:`CPUProfile`
+    allocator (0 plans everything; default: the flag ``cpu__min_plan_bytes``, read when
+    a function is made, as ``poison`` is). ``profile``: collect a :class:`CPUProfile`
     (``function(..., profile=True)`` sets it). ``tile``: run the row-local part of
     the graph over tiles of the batch where that saves memory (see ``tiling``); the
     tiling is the optdb pass tagged ``row_tiling``, which ``tile=False`` (like
@@ -85,7 +86,7 @@ class CPULinker(Linker):
         self,
         *,
         incremental=False,
-        min_plan_bytes=DEFAULT_MIN_PLAN_BYTES,
+        min_plan_bytes=None,
         profile=None,
         schedule=None,
         allow_gc=None,
@@ -93,7 +94,11 @@ class CPULinker(Linker):
         poison=None,
     ):
         super().__init__(allow_gc=allow_gc, scheduler=schedule)
-        if not isinstance(min_plan_bytes, int) or min_plan_bytes < 0:
+        if min_plan_bytes is not None and (
+            not isinstance(min_plan_bytes, int)
+            or isinstance(min_plan_bytes, bool)
+            or min_plan_bytes < 0
+        ):
             raise ValueError(
                 f"CPULinker: min_plan_bytes must be an int >= 0, got " f"{min_plan_bytes!r}"
             )
@@ -177,7 +182,9 @@ class CPULinker(Linker):
             updates=self.updates,
             borrowed=borrowed,
             incremental=self.incremental,
-            min_plan_bytes=self.min_plan_bytes,
+            min_plan_bytes=(
+                config.cpu__min_plan_bytes if self.min_plan_bytes is None else self.min_plan_bytes
+            ),
             poison=config.cpu__poison if self.poison is None else self.poison,
         )
         profile = None
