@@ -32,8 +32,11 @@ from theano_dag.engines.dask import (  # noqa: E402
     dask_shared,
     dask_task_graph,
 )
+from theano_dag.engines.dask.errors import task_error  # noqa: E402
 from theano_dag.graph.rewriting.db import Query  # noqa: E402
 from theano_dag.opt import optdb  # noqa: E402
+from theano_dag.tensor import inplace  # noqa: E402
+from theano_dag.tensor.arrays import assert_op  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -529,6 +532,79 @@ def test_an_error_in_a_task_of_dask_arrays_own_names_its_key_the_operation_and_o
         str(err.value),
     ), str(err.value)
     np.testing.assert_allclose(f(np.ones((4, 4))), np.full(4, 4.0))  # the next call works
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_a_failed_task_raises_an_error_of_the_type_it_raised(scheduler):
+    # A program catches LinAlgError, AssertionError or ValueError on every engine: the
+    # engine's error is a DaskTaskError and of the type the task raised.
+    x = tt.dmatrix("x")
+    mode = Mode(linker=DaskLinker(scheduler=scheduler, chunks=2))
+    with pytest.warns(GatherWarning):
+        chol = theano_dag.function([x], tt.linalg.cholesky(x) * 2, mode=mode)
+    with pytest.raises(np.linalg.LinAlgError) as err:
+        chol(-np.eye(3))
+    assert isinstance(err.value, DaskTaskError)
+    assert str(err.value).endswith("failed: LinAlgError: Matrix is not positive definite")
+
+    n = tt.lscalar("n")
+    checked = assert_op(x, tt.eq(x.shape[0], n)) * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        f = theano_dag.function([x, n], checked, mode=mode)
+    np.testing.assert_allclose(f(np.ones((3, 3)), 3), np.full((3, 3), 2.0))
+    with pytest.raises(AssertionError):
+        f(np.ones((3, 3)), 4)
+
+    s = theano_dag.function([x], x.sum(axis=0), mode=mode)
+    with pytest.raises(ValueError) as err:  # a task of dask.array's own
+        s(one_chunk_flat())
+    assert isinstance(err.value, DaskTaskError) and "sum-aggregate" in str(err.value)
+
+
+def test_a_task_error_pickles_as_an_error_of_both_types():
+    # A distributed worker's error comes back pickled.
+    err = task_error("Dask engine: task 'k' (running Op) failed: KeyError: 'a'", KeyError)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and isinstance(back, KeyError)
+    assert str(back) == "Dask engine: task 'k' (running Op) failed: KeyError: 'a'"
+    plain = pickle.loads(pickle.dumps(DaskTaskError("gone")))
+    assert type(plain) is DaskTaskError and str(plain) == "gone"
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_an_input_that_the_callers_in_place_ops_destroy_holds_their_value_after_the_call(
+    chunks,
+):
+    # As on the CPU engine, In-place ops written by hand (accept_inplace=True) leave
+    # their result in the input's array; the Dask engine computes new chunks, then
+    # puts the last op's value there. An output that views that input keeps what it
+    # read before.
+    x, y = tt.dmatrices("x", "y")
+    outs = [inplace.exp_inplace(inplace.add_inplace(x, y)), x[0] * y[1], y * 2]
+    f = theano_dag.function(
+        [x, y], outs, mode=Mode(linker=DaskLinker(chunks=chunks, **SYNC)), accept_inplace=True
+    )
+    b = np.arange(6.0).reshape(2, 3) / 10
+    for _ in range(2):  # the second call runs the graph reused
+        a = np.ones((2, 3))
+        got = f(a, b)
+        np.testing.assert_allclose(a, np.exp(1 + b))
+        np.testing.assert_allclose(got[0], np.exp(1 + b))
+        np.testing.assert_allclose(got[1], b[1])
+        np.testing.assert_allclose(got[2], b * 2)
+    np.testing.assert_allclose(b, np.arange(6.0).reshape(2, 3) / 10)  # not destroyed
+
+    v = tt.bvector("v")
+    g = theano_dag.function(
+        [v],
+        inplace.neg_inplace(v) * 2,
+        mode=Mode(linker=DaskLinker(chunks=chunks, **SYNC)),
+        accept_inplace=True,
+    )
+    data = np.array([1, -2, 3], dtype="int8")
+    np.testing.assert_array_equal(g(data), [-2, 4, -6])
+    np.testing.assert_array_equal(data, [-1, 2, -3])
 
 
 @pytest.mark.parametrize("chunks", [-1, 2])

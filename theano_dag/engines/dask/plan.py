@@ -138,10 +138,10 @@ def _name(key):
     return key[0] if isinstance(key, tuple) else key
 
 
-def make_plan(fgraph, sig, build_values):
-    """Build the graph of ``fgraph``'s outputs on placeholder inputs of chunk structure
-    ``sig`` (``build_values(values, owners)`` runs the engine's build) and optimize it;
-    None when it cannot be reused."""
+def make_plan(fgraph, sig, build_values, outputs=None):
+    """Build the graph of ``outputs`` (default: ``fgraph``'s outputs) on placeholder
+    inputs of chunk structure ``sig`` (``build_values(values, owners)`` runs the
+    engine's build) and optimize it; None when it cannot be reused."""
     values, holders, holder_keys = {}, {}, []
     for k, (var, (_, chunks, dtype)) in enumerate(zip(fgraph.inputs, sig)):
         name = f"theano_dag-input{k}-{secrets.token_hex(8)}"
@@ -160,7 +160,8 @@ def make_plan(fgraph, sig, build_values):
         build_values(values, owners)
     except Exception:  # noqa: BLE001 (PlaceholderRead, or an error the call's own build says)
         return None
-    outs = [values[o] if o in values else o.data for o in fgraph.outputs]
+    outputs = fgraph.outputs if outputs is None else outputs
+    outs = [values[o] if o in values else o.data for o in outputs]
     lazy = [o for o in outs if is_dask_array(o)]
     graph = {}
     if lazy:
