@@ -18,6 +18,7 @@ from dask.core import flatten  # noqa: E402
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag import formats, printing  # noqa: E402
+from theano_dag import scalar as ts  # noqa: E402
 from theano_dag.compile.mode import Mode, get_mode  # noqa: E402
 from theano_dag.engines.dask import (  # noqa: E402
     ChunkError,
@@ -605,6 +606,29 @@ def test_an_input_that_the_callers_in_place_ops_destroy_holds_their_value_after_
     data = np.array([1, -2, 3], dtype="int8")
     np.testing.assert_array_equal(g(data), [-2, 4, -6])
     np.testing.assert_array_equal(data, [-1, 2, -3])
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_scalar_inputs_and_outputs_are_numpy_scalars_as_on_the_cpu_engine(chunks):
+    # A graph of ScalarType values (which have an ndim but no shape) failed to compile:
+    # the engine took them for arrays.
+    xi, yi = ts.int8("xi"), ts.int8("yi")
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC))
+    f = theano_dag.function([xi, yi], ts.true_div(xi, yi), mode=mode)
+    got = f(7, -3)
+    assert type(got) is np.float64 and got == 7 / -3
+
+    xf, v = ts.float64("xf"), tt.dvector("v")
+    s = tt.scalar_from_tensor(v.sum())
+    outs = [ts.exp(s) * xf, tt.tensor_from_scalar(s * xf) * v]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        g = theano_dag.function([xf, v], outs, mode=mode)
+    ref = theano_dag.function([xf, v], outs, mode=REF)
+    for _ in range(2):
+        got, want = g(0.5, np.arange(5.0)), ref(0.5, np.arange(5.0))
+        assert type(got[0]) is np.float64 and np.isclose(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1])
 
 
 @pytest.mark.parametrize("chunks", [-1, 2])

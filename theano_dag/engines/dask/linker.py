@@ -42,6 +42,7 @@ from theano_dag.engines.dask.plan import make_plan, signature
 from theano_dag.engines.dask.shared import DaskInputType
 from theano_dag.engines.dask.translate import build, check_chunks
 from theano_dag.sparse.type import SparseType
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["DaskLinker", "DaskThunk", "MAX_PLANS"]
 
@@ -106,7 +107,7 @@ class DaskLinker(Linker):
             output_storage = [[None] for _ in fg.outputs]
         thunk = DaskThunk(self, input_storage, output_storage)
         ins = [
-            Container(DaskInputType(v.type) if hasattr(v.type, "ndim") else v, cell, name=v.name)
+            Container(DaskInputType(v.type) if _is_tensor(v) else v, cell, name=v.name)
             for v, cell in zip(fg.inputs, input_storage)
         ]
         outs = [Container(v, cell, readonly=True) for v, cell in zip(fg.outputs, output_storage)]
@@ -165,7 +166,7 @@ class DaskThunk(Thunk):
         ``chunks``), scalars."""
         values = {}
         for k, (var, cell) in enumerate(zip(self.fgraph.inputs, self.input_storage)):
-            if not hasattr(var.type, "ndim"):
+            if not _is_tensor(var):
                 continue
             value = cell[0]
             if is_dask_array(value):
@@ -235,7 +236,7 @@ class DaskThunk(Thunk):
         owners = self.owners = {}
         for k, (var, cell) in enumerate(zip(fg.inputs, self.input_storage)):
             value = cell[0]
-            if hasattr(var.type, "ndim") and not is_dask_array(value) and value is not None:
+            if _is_tensor(var) and not is_dask_array(value) and value is not None:
                 # name=False: a random key, not a hash of the whole array.
                 chunks = self.linker.chunks_for(k, var)
                 value = backend.da.from_array(np.asarray(value), chunks=chunks, name=False)
@@ -296,6 +297,8 @@ class DaskThunk(Thunk):
                 if any(np.may_share_memory(value, p) for p in placed):
                     value = value.copy()
                 placed.append(value)
+                if not _is_tensor(var):
+                    value = value[()]  # a scalar's value is a numpy scalar, as elsewhere
             self.output_storage[j][0] = value
 
     def _write_back(self, outs):
@@ -351,6 +354,12 @@ class DaskThunk(Thunk):
             done = _compute([outs[j] for j in compute], sched, not self.optimized)
             for j, v in zip(compute, done):
                 outs[j] = v
+
+
+def _is_tensor(var) -> bool:
+    """Whether ``var`` is an array input (chunked): a scalar (``ScalarType``, which has
+    an ``ndim`` too) or another value is a local value."""
+    return isinstance(var.type, TensorType)
 
 
 def _destroyed_inputs(fgraph):

@@ -26,6 +26,7 @@ import numpy as np
 
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["Plan", "make_plan", "signature", "PlaceholderRead"]
 
@@ -48,7 +49,7 @@ def signature(fgraph, input_storage, chunks_for):
     sig = []
     for k, (var, cell) in enumerate(zip(fgraph.inputs, input_storage)):
         value = cell[0]
-        if not hasattr(var.type, "ndim") or value is None:
+        if not isinstance(var.type, TensorType) or value is None:
             return None
         if is_dask_array(value):
             if len(value.dask.layers) != 1 or any(np.isnan(c).any() for c in value.chunks):
