@@ -36,8 +36,10 @@ from theano_dag.engines.dask import (  # noqa: E402
 from theano_dag.engines.dask.errors import task_error  # noqa: E402
 from theano_dag.graph.rewriting.db import Query  # noqa: E402
 from theano_dag.opt import optdb  # noqa: E402
+from theano_dag.scan import scan  # noqa: E402
 from theano_dag.tensor import inplace  # noqa: E402
 from theano_dag.tensor.arrays import assert_op  # noqa: E402
+from theano_dag.tensor.random.utils import RandomStream  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -629,6 +631,37 @@ def test_scalar_inputs_and_outputs_are_numpy_scalars_as_on_the_cpu_engine(chunks
         got, want = g(0.5, np.arange(5.0)), ref(0.5, np.arange(5.0))
         assert type(got[0]) is np.float64 and np.isclose(got[0], want[0])
         np.testing.assert_allclose(got[1], want[1])
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_random_draws_are_the_cpu_engines_and_a_draw_can_feed_a_scan(chunks):
+    # A draw of a size given by an input's shape runs when its inputs are computed;
+    # its new generator was made a dask array, and the scan reading the generator
+    # got an array of one object.
+    def build(mode):
+        srng = RandomStream(123)
+        x = tt.dmatrix("x")
+        a = srng.normal(0, 1, size=x.shape)
+        b = srng.binomial(1, tt.nnet.sigmoid(x), size=x.shape)
+        z, updates = scan(lambda v: v * 2, non_sequences=b, n_steps=2)
+        c = srng.uniform(x, x + 1)
+        outs = [a * x, b, z, c, (a + c).sum()]
+        return theano_dag.function([x], outs, updates=updates, mode=mode)
+
+    xv = np.random.default_rng(1).uniform(size=(6, 5))
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        f, ref = build(mode), build("FAST_RUN")
+    draws = []
+    for _ in range(2):  # the generators' states advance alike
+        got, want = f(xv), ref(xv)
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(g, w)
+        np.testing.assert_array_equal(got[2], [got[1] * 2] * 2)
+        draws.append(got[0])
+    assert not np.allclose(draws[0], draws[1])
 
 
 @pytest.mark.parametrize("chunks", [-1, 2])

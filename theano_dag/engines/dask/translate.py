@@ -489,9 +489,13 @@ def _gathered(node, vals):
     if any(shapes.get(o) is None for o in outs):
         if getattr(_CHECKING, "on", False):
             raise _Unknown  # computing is not checking
-        # Its output shape depends on the data: run it now on the computed inputs.
+        # Its output shape depends on the data: run it now on the computed inputs. An
+        # output that is no array (a random op's new generator) stays a local value.
         computed = backend.dask.compute(*vals)
-        return [_as_dask(v) for v in _run_local(node, list(computed))]
+        return [
+            _as_dask(v) if isinstance(o.type, TensorType) else v
+            for o, v in zip(outs, _run_local(node, list(computed)))
+        ]
     # The task's key is chosen here, so that its errors can name it.
     key = f"{str(node.op)[:40]}-{backend.tokenize(task, *vals)}".replace(" ", "")
     keyed = _KeyedWhole(task, key, str(node.op))
