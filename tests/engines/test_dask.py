@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
 from dask.core import flatten  # noqa: E402
 
 import theano_dag  # noqa: E402
@@ -662,6 +663,27 @@ def test_random_draws_are_the_cpu_engines_and_a_draw_can_feed_a_scan(chunks):
         np.testing.assert_array_equal(got[2], [got[1] * 2] * 2)
         draws.append(got[0])
     assert not np.allclose(draws[0], draws[1])
+
+
+@pytest.mark.parametrize("chunk_size", [None, "64B"])
+def test_empty_inputs_are_one_chunk(chunk_size):
+    # dask's "auto" chunks divide by the other axes' size: an empty input of a long
+    # other axis (or any empty input, with dask's array.chunk-size small) raised
+    # ZeroDivisionError before anything ran.
+    x, y = tt.dmatrices("x", "y")
+    outs = [tt.dot(x, y), (x * 2).sum(axis=1), x.T.shape]
+    f = theano_dag.function([x, y], outs, mode=Mode(linker=DaskLinker(**SYNC)))
+    ref = theano_dag.function([x, y], outs, mode=REF)
+    config = {} if chunk_size is None else {"array.chunk-size": chunk_size}
+    cases = [((0, 20_000_000), (20_000_000, 0)), ((5, 0), (0, 2)), ((0, 9), (9, 3))]
+    with dask.config.set(config):
+        for xs, ys in cases:
+            a, b = np.ones(xs), np.ones(ys)
+            for g, w in zip(f(a, b), ref(a, b)):
+                assert g.shape == w.shape and g.dtype == w.dtype
+                np.testing.assert_array_equal(g, w)
+        s = dask_shared(np.zeros((0, 20_000_000)), name="s")
+        np.testing.assert_array_equal(np.asarray(s.get_value()), np.zeros((0, 20_000_000)))
 
 
 @pytest.mark.parametrize("chunks", [-1, 2])

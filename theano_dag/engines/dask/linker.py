@@ -176,9 +176,8 @@ class DaskThunk(Thunk):
             if any(s is None for s in shape):
                 continue
             try:
-                values[var] = backend.da.empty(
-                    shape, dtype=var.type.dtype, chunks=self.linker.chunks_for(k, var)
-                )
+                chunks = backend.input_chunks(self.linker.chunks_for(k, var), shape, var.type.dtype)
+                values[var] = backend.da.empty(shape, dtype=var.type.dtype, chunks=chunks)
             except Exception:  # noqa: S112 (a chunk spec that fits no such input: the call says)
                 continue
         check_chunks(self.order, values, self.kernels, self.linker.rechunk)
@@ -238,8 +237,7 @@ class DaskThunk(Thunk):
             value = cell[0]
             if _is_tensor(var) and not is_dask_array(value) and value is not None:
                 # name=False: a random key, not a hash of the whole array.
-                chunks = self.linker.chunks_for(k, var)
-                value = backend.da.from_array(np.asarray(value), chunks=chunks, name=False)
+                value = backend.from_numpy(np.asarray(value), self.linker.chunks_for(k, var))
             if is_dask_array(value):
                 owners.update(dict.fromkeys(value.dask.layers, var))
             values[var] = value

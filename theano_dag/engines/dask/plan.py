@@ -59,7 +59,7 @@ def signature(fgraph, input_storage, chunks_for):
             value = np.asarray(value)
             spec = chunks_for(k, var)
             try:
-                chunks = backend.da.core.normalize_chunks(spec, value.shape, dtype=value.dtype)
+                chunks = backend.input_chunks(spec, value.shape, value.dtype)
             except Exception:  # noqa: BLE001 (a spec that fits no such input: the call says)
                 return None
             sig.append(("numpy", chunks, value.dtype.str))
