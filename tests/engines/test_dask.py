@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
 from dask.core import flatten  # noqa: E402
 
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag import formats, printing  # noqa: E402
+from theano_dag import scalar as ts  # noqa: E402
 from theano_dag.compile.mode import Mode, get_mode  # noqa: E402
 from theano_dag.engines.dask import (  # noqa: E402
     ChunkError,
@@ -32,8 +34,13 @@ from theano_dag.engines.dask import (  # noqa: E402
     dask_shared,
     dask_task_graph,
 )
+from theano_dag.engines.dask.errors import task_error  # noqa: E402
 from theano_dag.graph.rewriting.db import Query  # noqa: E402
 from theano_dag.opt import optdb  # noqa: E402
+from theano_dag.scan import scan  # noqa: E402
+from theano_dag.tensor import inplace  # noqa: E402
+from theano_dag.tensor.arrays import assert_op  # noqa: E402
+from theano_dag.tensor.random.utils import RandomStream  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -529,6 +536,154 @@ def test_an_error_in_a_task_of_dask_arrays_own_names_its_key_the_operation_and_o
         str(err.value),
     ), str(err.value)
     np.testing.assert_allclose(f(np.ones((4, 4))), np.full(4, 4.0))  # the next call works
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_a_failed_task_raises_an_error_of_the_type_it_raised(scheduler):
+    # A program catches LinAlgError, AssertionError or ValueError on every engine: the
+    # engine's error is a DaskTaskError and of the type the task raised.
+    x = tt.dmatrix("x")
+    mode = Mode(linker=DaskLinker(scheduler=scheduler, chunks=2))
+    with pytest.warns(GatherWarning):
+        chol = theano_dag.function([x], tt.linalg.cholesky(x) * 2, mode=mode)
+    with pytest.raises(np.linalg.LinAlgError) as err:
+        chol(-np.eye(3))
+    assert isinstance(err.value, DaskTaskError)
+    assert str(err.value).endswith("failed: LinAlgError: Matrix is not positive definite")
+
+    n = tt.lscalar("n")
+    checked = assert_op(x, tt.eq(x.shape[0], n)) * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        f = theano_dag.function([x, n], checked, mode=mode)
+    np.testing.assert_allclose(f(np.ones((3, 3)), 3), np.full((3, 3), 2.0))
+    with pytest.raises(AssertionError):
+        f(np.ones((3, 3)), 4)
+
+    s = theano_dag.function([x], x.sum(axis=0), mode=mode)
+    with pytest.raises(ValueError) as err:  # a task of dask.array's own
+        s(one_chunk_flat())
+    assert isinstance(err.value, DaskTaskError) and "sum-aggregate" in str(err.value)
+
+
+def test_a_task_error_pickles_as_an_error_of_both_types():
+    # A distributed worker's error comes back pickled.
+    err = task_error("Dask engine: task 'k' (running Op) failed: KeyError: 'a'", KeyError)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and isinstance(back, KeyError)
+    assert str(back) == "Dask engine: task 'k' (running Op) failed: KeyError: 'a'"
+    plain = pickle.loads(pickle.dumps(DaskTaskError("gone")))
+    assert type(plain) is DaskTaskError and str(plain) == "gone"
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_an_input_that_the_callers_in_place_ops_destroy_holds_their_value_after_the_call(
+    chunks,
+):
+    # As on the CPU engine, In-place ops written by hand (accept_inplace=True) leave
+    # their result in the input's array; the Dask engine computes new chunks, then
+    # puts the last op's value there. An output that views that input keeps what it
+    # read before.
+    x, y = tt.dmatrices("x", "y")
+    outs = [inplace.exp_inplace(inplace.add_inplace(x, y)), x[0] * y[1], y * 2]
+    f = theano_dag.function(
+        [x, y], outs, mode=Mode(linker=DaskLinker(chunks=chunks, **SYNC)), accept_inplace=True
+    )
+    b = np.arange(6.0).reshape(2, 3) / 10
+    for _ in range(2):  # the second call runs the graph reused
+        a = np.ones((2, 3))
+        got = f(a, b)
+        np.testing.assert_allclose(a, np.exp(1 + b))
+        np.testing.assert_allclose(got[0], np.exp(1 + b))
+        np.testing.assert_allclose(got[1], b[1])
+        np.testing.assert_allclose(got[2], b * 2)
+    np.testing.assert_allclose(b, np.arange(6.0).reshape(2, 3) / 10)  # not destroyed
+
+    v = tt.bvector("v")
+    g = theano_dag.function(
+        [v],
+        inplace.neg_inplace(v) * 2,
+        mode=Mode(linker=DaskLinker(chunks=chunks, **SYNC)),
+        accept_inplace=True,
+    )
+    data = np.array([1, -2, 3], dtype="int8")
+    np.testing.assert_array_equal(g(data), [-2, 4, -6])
+    np.testing.assert_array_equal(data, [-1, 2, -3])
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_scalar_inputs_and_outputs_are_numpy_scalars_as_on_the_cpu_engine(chunks):
+    # A graph of ScalarType values (which have an ndim but no shape) failed to compile:
+    # the engine took them for arrays.
+    xi, yi = ts.int8("xi"), ts.int8("yi")
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC))
+    f = theano_dag.function([xi, yi], ts.true_div(xi, yi), mode=mode)
+    got = f(7, -3)
+    assert type(got) is np.float64 and got == 7 / -3
+
+    xf, v = ts.float64("xf"), tt.dvector("v")
+    s = tt.scalar_from_tensor(v.sum())
+    outs = [ts.exp(s) * xf, tt.tensor_from_scalar(s * xf) * v]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        g = theano_dag.function([xf, v], outs, mode=mode)
+    ref = theano_dag.function([xf, v], outs, mode=REF)
+    for _ in range(2):
+        got, want = g(0.5, np.arange(5.0)), ref(0.5, np.arange(5.0))
+        assert type(got[0]) is np.float64 and np.isclose(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1])
+
+
+@pytest.mark.parametrize("chunks", [-1, 2])
+def test_random_draws_are_the_cpu_engines_and_a_draw_can_feed_a_scan(chunks):
+    # A draw of a size given by an input's shape runs when its inputs are computed;
+    # its new generator was made a dask array, and the scan reading the generator
+    # got an array of one object.
+    def build(mode):
+        srng = RandomStream(123)
+        x = tt.dmatrix("x")
+        a = srng.normal(0, 1, size=x.shape)
+        b = srng.binomial(1, tt.nnet.sigmoid(x), size=x.shape)
+        z, updates = scan(lambda v: v * 2, non_sequences=b, n_steps=2)
+        c = srng.uniform(x, x + 1)
+        outs = [a * x, b, z, c, (a + c).sum()]
+        return theano_dag.function([x], outs, updates=updates, mode=mode)
+
+    xv = np.random.default_rng(1).uniform(size=(6, 5))
+    mode = Mode(linker=DaskLinker(chunks=chunks, **SYNC))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GatherWarning)
+        f, ref = build(mode), build("FAST_RUN")
+    draws = []
+    for _ in range(2):  # the generators' states advance alike
+        got, want = f(xv), ref(xv)
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(g, w)
+        np.testing.assert_array_equal(got[2], [got[1] * 2] * 2)
+        draws.append(got[0])
+    assert not np.allclose(draws[0], draws[1])
+
+
+@pytest.mark.parametrize("chunk_size", [None, "64B"])
+def test_empty_inputs_are_one_chunk(chunk_size):
+    # dask's "auto" chunks divide by the other axes' size: an empty input of a long
+    # other axis (or any empty input, with dask's array.chunk-size small) raised
+    # ZeroDivisionError before anything ran.
+    x, y = tt.dmatrices("x", "y")
+    outs = [tt.dot(x, y), (x * 2).sum(axis=1), x.T.shape]
+    f = theano_dag.function([x, y], outs, mode=Mode(linker=DaskLinker(**SYNC)))
+    ref = theano_dag.function([x, y], outs, mode=REF)
+    config = {} if chunk_size is None else {"array.chunk-size": chunk_size}
+    cases = [((0, 20_000_000), (20_000_000, 0)), ((5, 0), (0, 2)), ((0, 9), (9, 3))]
+    with dask.config.set(config):
+        for xs, ys in cases:
+            a, b = np.ones(xs), np.ones(ys)
+            for g, w in zip(f(a, b), ref(a, b)):
+                assert g.shape == w.shape and g.dtype == w.dtype
+                np.testing.assert_array_equal(g, w)
+        s = dask_shared(np.zeros((0, 20_000_000)), name="s")
+        np.testing.assert_array_equal(np.asarray(s.get_value()), np.zeros((0, 20_000_000)))
 
 
 @pytest.mark.parametrize("chunks", [-1, 2])

@@ -228,6 +228,8 @@ def test_an_error_in_a_task_on_a_worker_names_its_key_and_op(client):
         r"failed: TypeError: .*wrong number of dimensions: expected 2, got 1 with shape \(4,\).*",
         str(err.value),
     ), str(err.value)
+    # pickled back from the worker, it is of the task's error type still
+    assert isinstance(err.value, TypeError)
     np.testing.assert_allclose(f(da.zeros((4, 4), chunks=2)), np.ones((4, 4)))
 
 
@@ -245,6 +247,7 @@ def test_an_error_in_a_task_of_dask_arrays_own_on_a_worker_is_named(client):
         r"number of dimensions, .*",
         str(err.value),
     ), str(err.value)
+    assert isinstance(err.value, ValueError)
     np.testing.assert_allclose(f(da.ones((4, 4), chunks=2)), np.full(4, 4.0))
 
 

@@ -105,6 +105,27 @@ def test_repeat_gradient_every_axis(axis):
     verify_grad(lambda x: eo.RepeatOp(axis=axis)(x, 3), [RNG.random((3, 4))], rng=RNG)
 
 
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "DASK"])
+@pytest.mark.parametrize("static", [True, False])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_repeat_by_a_small_count_dtype_has_the_length_of_its_values(axis, static, mode):
+    # infer_shape multiplied the repeats (an int8 constant 3) by a length given as a
+    # Python int (100, the product of a static shape; the Dask engine's shapes): in
+    # int8, 300 became 44, and the CPU engine's plan and the Dask engine's task of
+    # the product with the output refused the real length.
+    x = tt.TensorType("float64", shape=(10, 10) if static else (None, None))("x")
+    y = eo.RepeatOp(axis=axis)(x, np.int8(30 if axis else 3))
+    w = tt.TensorType("float64", shape=(None,) * y.ndim)("w")
+    val = RNG.random((10, 10))
+    want = np.repeat(val, 30 if axis else 3, axis=axis)
+    weights = RNG.random(want.shape)
+    f = theano_dag.function([x, w], [y.shape, (y * 2).sum(), y * w], mode=mode)
+    shape, total, product = f(val, weights)
+    assert tuple(shape) == want.shape == product.shape
+    np.testing.assert_allclose(total, 2 * want.sum())
+    np.testing.assert_allclose(product, want * weights)
+
+
 @pytest.mark.parametrize("m", [0, 1, 2, 7])
 def test_bartlett(m):
     M = tt.lscalar("M")

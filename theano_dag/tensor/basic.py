@@ -989,6 +989,11 @@ class Repeat(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         x, r = node.inputs
         xs = input_shapes[0]
+        if r.ndim == 0 and r.dtype != "int64":
+            # Lengths are int64: a count of a small dtype times a length the caller
+            # gives as a Python int (a constant of the smallest dtype holding it) was
+            # computed in that dtype (int8: 100 * 3 made 44).
+            r = cast(r, "int64")
         if self.axis is None:
             n = 1
             for s in xs:

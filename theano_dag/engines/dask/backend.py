@@ -11,7 +11,7 @@ import sys
 
 # dask, da, tokenize, BlockIdDep, local, threaded and the graph helpers of _LAZY are
 # read as attributes (see __getattr__).
-__all__ = ["require", "is_dask_array", "current_client"]
+__all__ = ["require", "is_dask_array", "current_client", "input_chunks", "from_numpy"]
 
 _LAZY = {
     "dask": ("dask", None),
@@ -45,9 +45,14 @@ def __getattr__(name):
     return value
 
 
+def _module(name):
+    # A lazy name read from inside this module (its __getattr__ serves other modules).
+    return globals()[name] if name in globals() else __getattr__(name)
+
+
 def require(who: str = "the Dask engine"):
     """Raise ImportError naming the extra when dask is not installed."""
-    da = globals()["da"] if "da" in globals() else __getattr__("da")
+    da = _module("da")
     if da is None:
         raise ImportError(f"{who} needs dask: pip install 'theano_dag[dask]'")
 
@@ -73,3 +78,23 @@ def current_client():
         return distributed.get_client()
     except ValueError:
         return None
+
+
+def input_chunks(spec, shape, dtype):
+    """The chunks (normalized) of a numpy input of ``shape`` and ``dtype`` for the chunk
+    ``spec``. An empty array is one chunk: dask's ``"auto"`` divides by the size of the
+    other axes and raised ZeroDivisionError for a shape like ``(0, 20_000_000)``.
+
+    >>> input_chunks(2, (5,), "float64"), input_chunks("auto", (0, 20_000_000), "float64")
+    (((2, 2, 1),), ((0,), (20000000,)))
+    """
+    if 0 in tuple(shape):
+        return tuple((int(n),) for n in shape)
+    return _module("da").core.normalize_chunks(spec, tuple(shape), dtype=dtype)
+
+
+def from_numpy(value, spec):
+    """``value`` (a numpy array) as a dask array of the chunks ``spec`` makes of it; its
+    key is random (``name=False``), not a hash of the whole array."""
+    chunks = input_chunks(spec, value.shape, value.dtype)
+    return _module("da").from_array(value, chunks=chunks, name=False)

@@ -37,10 +37,12 @@ from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
+from theano_dag.engines.dask.errors import DaskTaskError, task_error
 from theano_dag.engines.dask.plan import make_plan, signature
 from theano_dag.engines.dask.shared import DaskInputType
-from theano_dag.engines.dask.translate import DaskTaskError, build, check_chunks
+from theano_dag.engines.dask.translate import build, check_chunks
 from theano_dag.sparse.type import SparseType
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["DaskLinker", "DaskThunk", "MAX_PLANS"]
 
@@ -105,7 +107,7 @@ class DaskLinker(Linker):
             output_storage = [[None] for _ in fg.outputs]
         thunk = DaskThunk(self, input_storage, output_storage)
         ins = [
-            Container(DaskInputType(v.type) if hasattr(v.type, "ndim") else v, cell, name=v.name)
+            Container(DaskInputType(v.type) if _is_tensor(v) else v, cell, name=v.name)
             for v, cell in zip(fg.inputs, input_storage)
         ]
         outs = [Container(v, cell, readonly=True) for v, cell in zip(fg.outputs, output_storage)]
@@ -140,6 +142,14 @@ class DaskThunk(Thunk):
             for j, o in enumerate(fg.outputs)
             if o is out and inp in in_idx
         }
+        # (input index, index among the computed values) of each input that an in-place
+        # op of the graph destroys: its array gets that value after the call.
+        self.targets = list(fg.outputs)
+        self.writeback = []
+        for k, final in _destroyed_inputs(fg):
+            if final not in self.targets:
+                self.targets.append(final)
+            self.writeback.append((k, self.targets.index(final)))
         self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
         # The last call's {layer name: node or input variable}, to name a failed task.
         self.owners: dict = {}
@@ -156,7 +166,7 @@ class DaskThunk(Thunk):
         ``chunks``), scalars."""
         values = {}
         for k, (var, cell) in enumerate(zip(self.fgraph.inputs, self.input_storage)):
-            if not hasattr(var.type, "ndim"):
+            if not _is_tensor(var):
                 continue
             value = cell[0]
             if is_dask_array(value):
@@ -166,9 +176,8 @@ class DaskThunk(Thunk):
             if any(s is None for s in shape):
                 continue
             try:
-                values[var] = backend.da.empty(
-                    shape, dtype=var.type.dtype, chunks=self.linker.chunks_for(k, var)
-                )
+                chunks = backend.input_chunks(self.linker.chunks_for(k, var), shape, var.type.dtype)
+                values[var] = backend.da.empty(shape, dtype=var.type.dtype, chunks=chunks)
             except Exception:  # noqa: S112 (a chunk spec that fits no such input: the call says)
                 continue
         check_chunks(self.order, values, self.kernels, self.linker.rechunk)
@@ -182,6 +191,10 @@ class DaskThunk(Thunk):
     def collections(self):
         """The dask value of every output for the inputs now in the cells (computes
         nothing but shapes and the small local values)."""
+        return self._targets()[: len(self.fgraph.outputs)]
+
+    def _targets(self):
+        # The outputs' values, then those of the destroyed inputs' final contents.
         self.renamed, self.optimized = {}, False
         sig = None
         if self.linker.reuse_graph:
@@ -190,7 +203,7 @@ class DaskThunk(Thunk):
             if sig not in self.plans:
                 if len(self.plans) >= MAX_PLANS:
                     del self.plans[next(iter(self.plans))]
-                self.plans[sig] = make_plan(self.fgraph, sig, self._build)
+                self.plans[sig] = make_plan(self.fgraph, sig, self._build, self.targets)
             plan = self.plans[sig]
             if plan is not None:
                 return self._from_plan(plan, sig)
@@ -222,19 +235,18 @@ class DaskThunk(Thunk):
         owners = self.owners = {}
         for k, (var, cell) in enumerate(zip(fg.inputs, self.input_storage)):
             value = cell[0]
-            if hasattr(var.type, "ndim") and not is_dask_array(value) and value is not None:
+            if _is_tensor(var) and not is_dask_array(value) and value is not None:
                 # name=False: a random key, not a hash of the whole array.
-                chunks = self.linker.chunks_for(k, var)
-                value = backend.da.from_array(np.asarray(value), chunks=chunks, name=False)
+                value = backend.from_numpy(np.asarray(value), self.linker.chunks_for(k, var))
             if is_dask_array(value):
                 owners.update(dict.fromkeys(value.dask.layers, var))
             values[var] = value
         self._build(values, owners)
-        return [values[o] if o in values else o.data for o in fg.outputs]
+        return [values[o] if o in values else o.data for o in self.targets]
 
     def __call__(self):
         fg = self.fgraph
-        outs = self.collections()
+        outs = self._targets()
         sched = self.scheduler()
         # Updates that stay where the scheduler keeps them: those of shared variables
         # whose value is a dask array already.
@@ -255,7 +267,7 @@ class DaskThunk(Thunk):
                 msg = msg.replace(f"'{old}'", f"'{new}'")
             if msg == str(exc):
                 raise
-            raise DaskTaskError(msg) from exc
+            raise task_error(msg, exc.error_type) from exc
         except Exception as exc:
             key = _failed_key(exc)
             if key is None:
@@ -266,10 +278,13 @@ class DaskThunk(Thunk):
                     f"workers running it died (more than {exc.allowed_failures} times)"
                 ) from exc
             # A task of dask.array's own (a product, a tree reduction, a rechunk...).
-            raise DaskTaskError(
+            raise task_error(
                 f"Dask engine: task {key!r} ({self._what(key, native=True)}) failed: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {exc}",
+                type(exc),
             ) from exc
+        if not self.linker.return_dask:
+            self._write_back(outs)
         placed = []
         for j, (var, value) in enumerate(zip(fg.outputs, outs)):
             if not is_dask_array(value) and hasattr(var.type, "dtype"):
@@ -280,7 +295,29 @@ class DaskThunk(Thunk):
                 if any(np.may_share_memory(value, p) for p in placed):
                     value = value.copy()
                 placed.append(value)
+                if not _is_tensor(var):
+                    value = value[()]  # a scalar's value is a numpy scalar, as elsewhere
             self.output_storage[j][0] = value
+
+    def _write_back(self, outs):
+        """Put into each destroyed input's array (a numpy array the caller gave or a
+        shared variable holds) the value the in-place ops left there on the other
+        engines: the graph overwrote it (``In(x, mutable=True)``, or an in-place op
+        of the caller's own), and the caller may read it."""
+        for k, j in self.writeback:
+            target = self.input_storage[k][0]
+            value = np.asarray(outs[j])
+            if not (
+                isinstance(target, np.ndarray)
+                and target.flags.writeable
+                and target.shape == value.shape
+            ):
+                continue
+            for i, out in enumerate(outs):
+                # An output that is a view of the input's array keeps what it read.
+                if isinstance(out, np.ndarray) and np.may_share_memory(out, target):
+                    outs[i] = out.copy()
+            np.copyto(target, np.asarray(outs[j]), casting="unsafe")
 
     def _what(self, key, native=False) -> str:
         """What the task of ``key`` was doing: the op of the node that made its layer;
@@ -315,6 +352,35 @@ class DaskThunk(Thunk):
             done = _compute([outs[j] for j in compute], sched, not self.optimized)
             for j, v in zip(compute, done):
                 outs[j] = v
+
+
+def _is_tensor(var) -> bool:
+    """Whether ``var`` is an array input (chunked): a scalar (``ScalarType``, which has
+    an ``ndim`` too) or another value is a local value."""
+    return isinstance(var.type, TensorType)
+
+
+def _destroyed_inputs(fgraph):
+    """``(input index, variable)`` for each input of ``fgraph`` that an in-place op
+    overwrites whole: the variable is the value the input's memory holds at the end
+    (the last of a chain of in-place ops, each overwriting the one before)."""
+    found = []
+    for k, var in enumerate(fgraph.inputs):
+        final = var
+        while True:
+            nxt = None
+            for node, i in fgraph.clients.get(final, ()):
+                if node == "output":
+                    continue
+                for o, ins in (getattr(node.op, "destroy_map", None) or {}).items():
+                    if i in ins:
+                        nxt = node.outputs[o]
+            if nxt is None:
+                break
+            final = nxt
+        if final is not var:
+            found.append((k, final))
+    return found
 
 
 def _failed_key(exc):

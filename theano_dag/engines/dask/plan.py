@@ -26,6 +26,7 @@ import numpy as np
 
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["Plan", "make_plan", "signature", "PlaceholderRead"]
 
@@ -48,7 +49,7 @@ def signature(fgraph, input_storage, chunks_for):
     sig = []
     for k, (var, cell) in enumerate(zip(fgraph.inputs, input_storage)):
         value = cell[0]
-        if not hasattr(var.type, "ndim") or value is None:
+        if not isinstance(var.type, TensorType) or value is None:
             return None
         if is_dask_array(value):
             if len(value.dask.layers) != 1 or any(np.isnan(c).any() for c in value.chunks):
@@ -58,7 +59,7 @@ def signature(fgraph, input_storage, chunks_for):
             value = np.asarray(value)
             spec = chunks_for(k, var)
             try:
-                chunks = backend.da.core.normalize_chunks(spec, value.shape, dtype=value.dtype)
+                chunks = backend.input_chunks(spec, value.shape, value.dtype)
             except Exception:  # noqa: BLE001 (a spec that fits no such input: the call says)
                 return None
             sig.append(("numpy", chunks, value.dtype.str))
@@ -138,10 +139,10 @@ def _name(key):
     return key[0] if isinstance(key, tuple) else key
 
 
-def make_plan(fgraph, sig, build_values):
-    """Build the graph of ``fgraph``'s outputs on placeholder inputs of chunk structure
-    ``sig`` (``build_values(values, owners)`` runs the engine's build) and optimize it;
-    None when it cannot be reused."""
+def make_plan(fgraph, sig, build_values, outputs=None):
+    """Build the graph of ``outputs`` (default: ``fgraph``'s outputs) on placeholder
+    inputs of chunk structure ``sig`` (``build_values(values, owners)`` runs the
+    engine's build) and optimize it; None when it cannot be reused."""
     values, holders, holder_keys = {}, {}, []
     for k, (var, (_, chunks, dtype)) in enumerate(zip(fgraph.inputs, sig)):
         name = f"theano_dag-input{k}-{secrets.token_hex(8)}"
@@ -160,7 +161,8 @@ def make_plan(fgraph, sig, build_values):
         build_values(values, owners)
     except Exception:  # noqa: BLE001 (PlaceholderRead, or an error the call's own build says)
         return None
-    outs = [values[o] if o in values else o.data for o in fgraph.outputs]
+    outputs = fgraph.outputs if outputs is None else outputs
+    outs = [values[o] if o in values else o.data for o in outputs]
     lazy = [o for o in outs if is_dask_array(o)]
     graph = {}
     if lazy:

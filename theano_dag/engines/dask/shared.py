@@ -92,7 +92,7 @@ def _as_dask(value):
     if is_dask_array(value):
         return value
     arr = np.array(value, copy=True)
-    return backend.da.from_array(arr, chunks="auto")
+    return backend.da.from_array(arr, chunks=backend.input_chunks("auto", arr.shape, arr.dtype))
 
 
 def dask_shared(

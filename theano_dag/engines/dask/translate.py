@@ -30,6 +30,7 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
+from theano_dag.engines.dask.errors import DaskTaskError, task_error
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Constant, clone_get_equiv
@@ -78,13 +79,12 @@ class ChunkError(ValueError):
     names the op, the chunks it got and the chunking it expects."""
 
 
-class DaskTaskError(RuntimeError):
-    """A task of a Dask engine call failed; the message names the task's key and the
-    op it was running (or the input it was making), then the error itself."""
-
-
 def _task_error(key, what, exc) -> DaskTaskError:
-    return DaskTaskError(f"Dask engine: task {key!r} ({what}) failed: {type(exc).__name__}: {exc}")
+    # Of the type the task raised (a nested graph's error: the type it carries).
+    kind = exc.error_type if isinstance(exc, DaskTaskError) else type(exc)
+    return task_error(
+        f"Dask engine: task {key!r} ({what}) failed: {type(exc).__name__}: {exc}", kind
+    )
 
 
 class KeyedTask:
@@ -489,9 +489,13 @@ def _gathered(node, vals):
     if any(shapes.get(o) is None for o in outs):
         if getattr(_CHECKING, "on", False):
             raise _Unknown  # computing is not checking
-        # Its output shape depends on the data: run it now on the computed inputs.
+        # Its output shape depends on the data: run it now on the computed inputs. An
+        # output that is no array (a random op's new generator) stays a local value.
         computed = backend.dask.compute(*vals)
-        return [_as_dask(v) for v in _run_local(node, list(computed))]
+        return [
+            _as_dask(v) if isinstance(o.type, TensorType) else v
+            for o, v in zip(outs, _run_local(node, list(computed)))
+        ]
     # The task's key is chosen here, so that its errors can name it.
     key = f"{str(node.op)[:40]}-{backend.tokenize(task, *vals)}".replace(" ", "")
     keyed = _KeyedWhole(task, key, str(node.op))
