@@ -754,6 +754,10 @@ class Dot(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
+        # An integer product is piecewise constant: zero gradients, in the gradient's
+        # float dtype (before any product is built for it).
+        if outputs[0].dtype in discrete_dtypes:
+            return [_tensor.basic.zeros_like(v, dtype=output_grads[0].dtype) for v in (x, y)]
 
         def formula(grads):
             (gz,) = grads
@@ -767,11 +771,8 @@ class Dot(Op):
 
         # Complex operands: conj(y) and conj(x) in the products (ts.holomorphic_grads).
         gx, gy = ts.holomorphic_grads(formula, inputs, outputs, output_grads)
-        # An integer product is piecewise constant: zero gradients, in the gradient's
-        # float dtype. An integer operand of a float product gets the gradient as if it
-        # were real (Theano's), in that float dtype (reduce_grad_to keeps it).
-        if outputs[0].dtype in discrete_dtypes:
-            return [_tensor.basic.zeros_like(v, dtype=output_grads[0].dtype) for v in (x, y)]
+        # An integer operand of a float product gets the gradient as if it were real
+        # (Theano's), in that float dtype (reduce_grad_to keeps it).
         return [reduce_grad_to(g, v) for g, v in ((gx, x), (gy, y))]
 
     def R_op(self, inputs, eval_points):
