@@ -10,6 +10,7 @@ from theano_dag.compile import DuplicateInputError, Mode, UnusedInputError
 from theano_dag.config import config
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.inplace import add_inplace
 from theano_dag.tensor.sharedvar import TensorSharedVariable
 from theano_dag.tensor.type import TensorType
 
@@ -458,3 +459,19 @@ def test_free_drops_the_cpu_engines_plans_and_keeps_the_values():
     for _ in range(3):  # the planned call is made again, then its fast path
         np.testing.assert_allclose(f(np.zeros(3)), [2.0, 2.0, 2.0])
     assert len(f.fn.plans) == 1
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_a_read_beside_the_callers_inplace_op_is_rewritten_without_a_loop(linker):
+    # Dropping the ``* 1`` would make the output a view of x, which add_inplace
+    # overwrites: the graph refuses it. Canonicalize used to try that replacement
+    # again after each refusal, until its loop guard warned.
+    x, y = tt.vector("x"), tt.vector("y")
+    with config.change_flags(on_opt_error="raise"):
+        f = function(
+            [x, y], [add_inplace(x, y), x[0] * 1], accept_inplace=True, mode=Mode(linker=linker)
+        )
+    a = np.array([1.0, 2.0, 3.0])
+    total, first = f(a, np.ones(3))
+    assert total.tolist() == [2.0, 3.0, 4.0]
+    assert first == 1.0  # read before the in-place add

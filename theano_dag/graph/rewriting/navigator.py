@@ -517,6 +517,12 @@ class _Run:
         self.counts: dict = {}
         self.max_nodes = max(len(fgraph.apply_nodes), 1)
         self.looped: str | None = None
+        # Changes made and kept (a rolled-back one is not counted).
+        self.version = 0
+        # (node, rewrite) -> ``version`` when the graph refused its replacement. While the
+        # version is unchanged the graph is the one the rewrite was refused on, so trying
+        # it again would only be refused again (and each rollback would revisit the node).
+        self.refused: dict = {}
 
     def see_size(self):
         self.max_nodes = max(self.max_nodes, len(self.fgraph.apply_nodes))
@@ -707,6 +713,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         for gopt in opts:
             if self._run_global(run.fgraph, gopt, run.prof):
                 changed = True
+                run.version += 1
                 run.looped = run.looped or self._count(gopt, run)
         return changed
 
@@ -760,6 +767,7 @@ class EquilibriumOptimizer(NavigatorOptimizer):
         last_visit = run.last_visit
         presence = getattr(fgraph, "op_presence", None) if self._needs else None
         gen, inactive = self._inactive(presence)
+        refused = run.refused
         try:
             while stack and run.looped is None:
                 node = stack.pop()
@@ -791,6 +799,8 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                         gen, inactive = self._inactive(presence)
                         if lopt in inactive:
                             continue
+                    if refused and refused.get((node, lopt)) == run.version:
+                        continue
                     n_imp = tracker.n_imported
                     seen = log.n_changes  # a rollback changes inputs back
                     if process_node is not None:  # a subclass's own
@@ -827,11 +837,13 @@ class EquilibriumOptimizer(NavigatorOptimizer):
                             # was refused): rolled back, but the rollback is a change the
                             # next round revisits. Counted as a use, so max_use_ratio ends
                             # a rule that always does it.
+                            refused[(node, lopt)] = run.version
                             run.looped = self._count(lopt, run)
                             if run.looped:
                                 break
                         continue
                     changed = True
+                    run.version += 1
                     prof.changes += 1
                     stats.applied[lopt] += 1
                     stats.created[lopt] += tracker.n_imported - n_imp
@@ -890,7 +902,9 @@ class EquilibriumOptimizer(NavigatorOptimizer):
             # Cleanups run after every change: skip a merge that has nothing to merge.
             if type(copt) is MergeOptimizer and not copt.has_work(run.fgraph):
                 continue
-            changed |= self._run_global(run.fgraph, copt, run.prof)
+            if self._run_global(run.fgraph, copt, run.prof):
+                changed = True
+                run.version += 1
         return changed
 
     def _count(self, opt, run):
