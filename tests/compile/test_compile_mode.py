@@ -1,5 +1,6 @@
 """Mode, the optimizer/linker registries, and get_mode."""
 
+import numpy as np
 import pytest
 from compile_toys import neg, vec
 
@@ -20,6 +21,7 @@ from theano_dag.compile.mode import (
 from theano_dag.config import config
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.rewriting.basic import GlobalOptimizer
+from theano_dag.graph.rewriting.db import Query
 from theano_dag.opt import local_optimizer
 from theano_dag.opt.optdb import build_optdb, register_canonicalize
 
@@ -154,8 +156,22 @@ def test_tags_on_a_non_query_optimizer(registries):
 
     with pytest.raises(TypeError, match="Mode.including: the optimizer .* is not a query"):
         Mode(linker="py", optimizer=Opt()).including("fast_run")
-    # With no optimizer there is nothing to include or exclude: same mode back.
+    # With no optimizer there is nothing to exclude: same mode back.
     assert PerformOnly.excluding("x").optimizer is None
+
+
+def test_including_on_no_optimizer_starts_from_the_empty_query():
+    # As in Theano (whose optimizer=None is the empty query): Theano's tests build
+    # ``get_default_mode().including("canonicalize")`` and expect canonicalize to run
+    # with the flag optimizer=None too.
+    mode = Mode(linker="py", optimizer=None).including("canonicalize")
+    assert mode.provided_optimizer == Query(include=["canonicalize"])
+    x = tt.dvector("x")
+    f = function([x], (x * 2) / 2, mode=mode)
+    assert [type(n.op).__name__ for n in f.maker.fgraph.toposort()] == ["DeepCopyOp"]
+    assert f(np.array([1.5, -2.0])).tolist() == [1.5, -2.0]
+    plain = function([x], (x * 2) / 2, mode=Mode(linker="py", optimizer=None))
+    assert len(plain.maker.fgraph.apply_nodes) == 4  # two dimshuffles, mul, div
 
 
 def test_register_mode_and_default_mode_flags(registries):

@@ -34,7 +34,15 @@ def test_a_value_given_to_one_call_leaves_the_default(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
-    "name", ["inplace_elemwise_optimizer", "inplace_elemwise_opt", "inplace_opt"]
+    "name",
+    [
+        "inplace_elemwise_optimizer",
+        "inplace_elemwise_opt",
+        "inplace_opt",
+        "InplaceBlasOpt",
+        "blas_opt_inplace",
+        "typed_list_inplace_opt",
+    ],
 )
 def test_theanos_names_of_the_inplace_pass_exclude_it(engine, name):
     # mode.excluding("inplace_elemwise_optimizer") (Theano's MonitorMode test): no node
@@ -51,6 +59,25 @@ def test_theanos_names_of_the_inplace_pass_exclude_it(engine, name):
     want = np.log(np.outer(v, v)) * np.outer(v, v)
     np.testing.assert_allclose(f(v), want, rtol=1e-12)
     np.testing.assert_allclose(with_inplace(v), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_theanos_name_of_the_blas_pass_excludes_it(engine):
+    # mode.excluding("BlasOpt"): the product stays a Dot (no Dot22/Gemm), same values
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    out = tt.dot(x, y) * 2.0 + x
+    fast = function([x, y], out, mode=Mode(linker=engine, optimizer="fast_run"))
+    plain = function(
+        [x, y], out, mode=Mode(linker=engine, optimizer="fast_run").excluding("BlasOpt")
+    )
+    blas_ops = {"Dot22", "Dot22Scalar", "Gemm", "Gemv", "Ger"}
+    names = {type(n.op).__name__ for n in plain.maker.fgraph.apply_nodes}
+    assert "Dot" in names and not names & blas_ops
+    assert {type(n.op).__name__ for n in fast.maker.fgraph.apply_nodes} & blas_ops
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(9.0).reshape(3, 3) / 7
+    want = a @ b * 2.0 + a
+    np.testing.assert_allclose(plain(a, b), want, rtol=1e-12)
+    np.testing.assert_allclose(fast(a, b), want, rtol=1e-12)
 
 
 def test_function_default_name_is_the_callers_file_and_line():

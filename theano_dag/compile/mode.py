@@ -355,8 +355,10 @@ class Mode(metaclass=_FrozenAfterInit):
     def _with_tags(self, method: str, tags):
         opt = self._query()
         if opt is None:
-            # No rewrites at all: there is nothing to include or exclude from.
-            return self.clone()
+            if method == "excluding":
+                return self.clone()  # no rewrites: nothing to leave out
+            # As in Theano, no rewrites is the empty query: including() adds to it.
+            opt = get_optimizer("None")
         if not hasattr(opt, method):
             raise TypeError(
                 f"Mode.{method}: the optimizer {opt!r} is not a query, so it has no tags; "

@@ -146,7 +146,8 @@ PIPELINE = (
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),
-    (1.7, "blas", _equilibrium, ("fast_run",)),
+    # Theano's name of this pass, as a tag: Theano code includes or excludes it by it.
+    (1.7, "blas", _equilibrium, ("fast_run", "BlasOpt")),
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
     (3, "uncanonicalize", _equilibrium, ("fast_run",)),
@@ -158,8 +159,9 @@ PIPELINE = (
     # a graph of its own (theano_dag.ifelse), after the rewrites that see the whole graph.
     (49.2, "lazy_branches", _topo, ("fast_run", "fast_compile", "lazy_evaluation")),
     (49.5, "add_destroy_handler", AddDestroyHandler, ("fast_run", "inplace")),
-    # Theano's names of its elementwise inplace pass, as tags: Theano code excludes it by
-    # them (here they leave out the BLAS and subtensor inplace ops too; no value changes).
+    # Theano's names of its inplace passes (elementwise, BLAS, typed lists), as tags:
+    # Theano code includes or excludes them by these names (here each one stands for the
+    # whole pass: excluding one leaves out every inplace op; no value changes).
     (
         50,
         "insert_inplace",
@@ -170,6 +172,9 @@ PIPELINE = (
             "inplace_elemwise_optimizer",
             "inplace_elemwise_opt",
             "inplace_opt",
+            "InplaceBlasOpt",
+            "blas_opt_inplace",
+            "typed_list_inplace_opt",
         ),
     ),
     (100, "merge3", MergeOptimizer, ("fast_run", "merge")),
