@@ -449,6 +449,31 @@ def test_softmax_is_stable_and_fused_xent_gradient():
     assert np.isfinite(function([x], nnet.log_softmax(x))(xv)).all()
 
 
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_sigmoid_gradient_cancels_the_users_one_minus_sigmoid(linker):
+    # The gradient of log(1 - sigmoid(x)) is s * (1 - s) / (1 - s). Its ``1 - s`` must be
+    # the user's ``1.0 - s`` (the same constant), so that canonicalize, with no other
+    # rewrite, cancels it (Theano's test_grad_useless_sum): otherwise 0 / 0 at x = 100,
+    # where 1 - s rounds to 0. (float64, as Theano's test: in float32 canonicalize leaves
+    # this graph alone.)
+    dtype = "float64"
+    x = tt.TensorType(dtype, (True,))("x")
+    g = grad(tt.log(1.0 - nnet.sigmoid(x))[0], x)
+    xs = [-100.0, -1.0, 0.0, 1.0, 100.0]
+    want = [-1.0 / (1.0 + np.exp(-v)) for v in xs]  # d/dx log(1 - s) = -s
+    # "None", the empty query (a Mode of optimizer None has no query to include into).
+    mode = Mode(linker=linker, optimizer="None").including("canonicalize")
+    f = _function([x], g, mode=mode)
+    got = [f(np.array([v], dtype=dtype)) for v in xs]
+    assert {r.dtype for r in got} == {np.dtype(dtype)}
+    np.testing.assert_allclose(np.concatenate(got), want, rtol=1e-6, atol=1e-300)
+    # With no rewrites at all the graph keeps the 0 / 0 (Theano's does too); the values
+    # where 1 - s does not round to 0 are right.
+    f = _function([x], g, mode=Mode(linker=linker, optimizer=None))
+    got = [f(np.array([v], dtype=dtype)) for v in xs[:4]]
+    np.testing.assert_allclose(np.concatenate(got), want[:4], rtol=1e-6, atol=1e-300)
+
+
 def test_categorical_crossentropy_label_graph():
     p, y = tt.dmatrix("p"), tt.lvector("y")
     out = nnet.categorical_crossentropy(p, y)

@@ -790,3 +790,20 @@ def test_composite_fgraph_is_its_scalar_graph_as_theanos():
     assert sorted(type(n.op).__name__ for n in fg.apply_nodes) == ["Add", "Exp", "Mul"]
     fg.outputs[0].name = "changed"  # a copy: the op is unchanged
     assert comp.outputs[0].name is None and str(comp) == "Composite{add(mul(exp(i0), i1), 1)}"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_prod_takes_theanos_no_zeros_in_input(engine):
+    # Theano's prod(x, no_zeros_in_input=True) and Prod(no_zeros_in_input=True): the
+    # promise is accepted; values and gradients are numpy's, compiled with no rewrites.
+    x = tt.dmatrix("x")
+    xv = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    p = tt.prod(x, axis=1, no_zeros_in_input=True)
+    q = tt.elemwise.Prod(no_zeros_in_input=True)(x)
+    f = theano_dag.function(
+        [x], [p, q, theano_dag.grad(p.sum(), x)], mode=Mode(linker=engine, optimizer=None)
+    )
+    pv, qv, gv = f(xv)
+    np.testing.assert_allclose(pv, xv.prod(axis=1))
+    np.testing.assert_allclose(qv, xv.prod())
+    np.testing.assert_allclose(gv, xv.prod(axis=1, keepdims=True) / xv)

@@ -306,7 +306,10 @@ sigmoid = _unary(
     "sigmoid",
     _sigmoid,
     "(%(x)s >= 0 ? (%(t)s)1 / ((%(t)s)1 + exp(-%(x)s)) : exp(%(x)s) / ((%(t)s)1 + exp(%(x)s)))",
-    lambda x, out: out * (1 - out),
+    # ``1.0``, the constant a user writes in ``1.0 - sigmoid(x)`` (autocast alike): the
+    # two subgraphs merge, so that canonicalize cancels ``s * (1 - s) / (1 - s)`` (the
+    # gradient of ``log(1 - sigmoid(x))``) instead of computing 0 / 0 at large x.
+    lambda x, out: out * (1.0 - out),
     "1 / (1 + exp(-x))",
 )
 softplus = _unary(

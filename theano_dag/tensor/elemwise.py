@@ -716,9 +716,24 @@ class Sum(_DtypeReduce):
 
 
 class Prod(_DtypeReduce):
-    """Product along ``axis``; the gradient handles zeros in the input exactly."""
+    """Product along ``axis``; the gradient handles zeros in the input exactly.
+
+    ``no_zeros_in_input`` is Theano's promise that the input has no zero, which let its
+    gradient skip the zero cases; accepted so that Theano code runs, and not a property:
+    the gradient here is exact with or without zeros, so the promise changes nothing.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> Prod(no_zeros_in_input=True)(x).eval({x: np.array([2.0, 3.0])})
+    array(6.)
+    """
 
     _scalar_op = ts.mul
+
+    def __init__(self, axis=None, dtype=None, acc_dtype=None, no_zeros_in_input=False):
+        super().__init__(axis, dtype, acc_dtype)
+        self.no_zeros_in_input = no_zeros_in_input
 
     def L_op(self, inputs, outputs, output_grads):
         (x,) = inputs

@@ -527,8 +527,16 @@ def sum(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):  # noqa: A001
     return _reduce(Sum, x, axis, keepdims, dtype=dtype, acc_dtype=acc_dtype)
 
 
-def prod(x, axis=None, dtype=None, keepdims=False, acc_dtype=None):
-    """Product over ``axis``."""
+def prod(x, axis=None, dtype=None, keepdims=False, acc_dtype=None, no_zeros_in_input=False):
+    """Product over ``axis``. ``no_zeros_in_input``: Theano's promise that ``x`` has no
+    zero; accepted, and it changes nothing (the gradient is exact with zeros too).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> prod(x, axis=1, no_zeros_in_input=True).eval({x: np.array([[2.0, 3.0], [4.0, 5.0]])})
+    array([ 6., 20.])
+    """
     return _reduce(Prod, x, axis, keepdims, dtype=dtype, acc_dtype=acc_dtype)
 
 
