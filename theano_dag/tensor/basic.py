@@ -762,8 +762,13 @@ class ARange(Op):
 def arange(start, stop=None, step=1, dtype=None):
     """``numpy.arange``; the dtype is the upcast of the arguments unless given.
 
+    Python float bounds give a float64 range, or floatX's with ``floatX=float32``:
+
     >>> arange(5).dtype, arange(0.0, 1.0, 0.25).dtype
     ('int64', 'float64')
+    >>> with config.change_flags(floatX="float32"):
+    ...     arange(0.0, 1.0, 0.25).dtype
+    'float32'
     """
     if stop is None:
         start, stop = 0, start
@@ -772,8 +777,15 @@ def arange(start, stop=None, step=1, dtype=None):
         dtype = ts.upcast(*[v.dtype for v in ins])
         if dtype in int_dtypes:
             dtype = "int64"
-        elif dtype == "float32" and all(isinstance(v, Constant) for v in ins):
-            dtype = "float64"  # python float literals, as numpy
+        elif (
+            dtype == "float32"
+            and config.floatX == "float64"
+            and all(isinstance(v, Constant) for v in ins)
+        ):
+            # Python float literals, autocast to float32 when exact, range as numpy's
+            # float64; with floatX=float32 they stand for floatX and the range is float32
+            # (a float64 range would upcast every float32 graph it enters).
+            dtype = "float64"
     return ARange(dtype)(*ins)
 
 
