@@ -34,3 +34,47 @@ def test_arange_dtype_from_its_arguments_under_float32():
         assert tt.arange(4).dtype == "int64"
     with config.change_flags(floatX="float64"):
         assert tt.arange(0.0, 1.0, 0.25).dtype == "float64"  # as numpy's
+
+
+@pytest.mark.parametrize("floatx", ["float32", "float64"])
+def test_floatx_is_a_dtype_name_wherever_a_dtype_is_given(floatx):
+    # Theano reads "floatX" as config.floatX in every dtype argument; these raised
+    # "data type 'floatX' not understood".
+    iv = tt.ivector("i")
+    with config.change_flags(floatX=floatx):
+        outs = {
+            "zeros_like": tt.zeros_like(iv, dtype="floatX"),
+            "ones_like": tt.ones_like(iv, dtype="floatX"),
+            "zeros": tt.zeros((2,), dtype="floatX"),
+            "ones": tt.ones((2,), dtype="floatX"),
+            "constant": tt.constant(2, dtype="floatX"),
+            "eye": tt.eye(2, dtype="floatX"),
+            "arange": tt.arange(3, dtype="floatX"),
+            "sum": tt.sum(iv, dtype="floatX"),
+            "prod": tt.prod(iv, dtype="floatX"),
+            "mean": tt.mean(iv, dtype="floatX"),
+        }
+        f = theano_dag.function([iv], list(outs.values()))
+        got = dict(zip(outs, f(np.array([1, 2, 4], dtype="int32"))))
+    assert {k: v.dtype for k, v in outs.items()} == dict.fromkeys(outs, floatx)
+    assert {k: v.dtype for k, v in got.items()} == dict.fromkeys(outs, np.dtype(floatx))
+    expected = {
+        "zeros_like": np.zeros(3),
+        "ones_like": np.ones(3),
+        "zeros": np.zeros(2),
+        "ones": np.ones(2),
+        "constant": 2.0,
+        "eye": np.eye(2),
+        "arange": np.arange(3.0),
+        "sum": 7.0,
+        "prod": 8.0,
+        "mean": 7 / 3,
+    }
+    for k, v in expected.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-6, err_msg=k)
+
+
+def test_a_reduction_asked_for_floatx_is_the_op_of_that_dtype():
+    iv = tt.ivector("i")
+    with config.change_flags(floatX="float32"):
+        assert tt.sum(iv, dtype="floatX").owner.op == tt.sum(iv, dtype="float32").owner.op

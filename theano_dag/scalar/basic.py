@@ -587,6 +587,8 @@ def autocast_scalar(x, dtype=None):
     (dtype('int8'), dtype('float32'), dtype('float64'))
     """
     if dtype is not None:
+        if isinstance(dtype, str) and dtype == "floatX":
+            dtype = config.floatX
         return np.asarray(x, dtype=dtype)
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
         return np.asarray(x)
