@@ -78,3 +78,34 @@ def test_a_reduction_asked_for_floatx_is_the_op_of_that_dtype():
     iv = tt.ivector("i")
     with config.change_flags(floatX="float32"):
         assert tt.sum(iv, dtype="floatX").owner.op == tt.sum(iv, dtype="float32").owner.op
+
+
+def test_numpy_floatx_cast_policy_keeps_floatx_unless_float64_is_asked_for():
+    # cast_policy=numpy+floatX: Python ints are int64 (as numpy), and a float32 with an
+    # int64 stays float32 (Theano's upcast), where numpy would give float64: x * 2 and
+    # x / 3 were float64 graphs for a float32 x.
+    xv = np.array([1.5, -2.0, 3.25], dtype="float32")
+    iv = np.array([1, 2, 3], dtype="int64")
+    dv = np.array([0.5, 1.0, 2.0])
+    with config.change_flags(floatX="float32", cast_policy="numpy+floatX"):
+        x, i, d = tt.fvector("x"), tt.lvector("i"), tt.dvector("d")
+        cases = [
+            (x * 2, "float32", xv * 2),
+            (x / 3, "float32", xv / np.float32(3)),
+            (x**2, "float32", xv**2),
+            (x + i, "float32", xv + iv.astype("float32")),
+            (i * 0.5, "float32", iv * np.float32(0.5)),
+            (tt.mean(x) * 2, "float32", np.float32(xv.mean() * 2)),
+            (x + d, "float64", xv + dv),  # an explicit float64 is kept
+            (x * np.float64(2.0), "float64", xv * 2.0),
+            (i * 2, "int64", iv * 2),
+        ]
+        f = theano_dag.function([x, i, d], [c[0] for c in cases], on_unused_input="ignore")
+        got = f(xv, iv, dv)
+    for (out, dtype, want), g in zip(cases, got):
+        assert out.dtype == dtype and g.dtype == np.dtype(dtype), (out, dtype, g.dtype)
+        np.testing.assert_allclose(g, want, rtol=1e-6)
+    # the custom policy (the default) is unchanged: Python ints are small ints
+    with config.change_flags(floatX="float32"):
+        x, i = tt.fvector("x"), tt.lvector("i")
+        assert (x * 2).dtype == "float32" and (x + i).dtype == "float64"
