@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import theano_dag.tensor as tt
+from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.opt.rewrites import algebra as alg
 from theano_dag.opt.rewrites.constant_folding import ConstantFolding, local_shape_i_static
@@ -384,6 +385,30 @@ def test_mul_canonizer_keeps_an_exact_narrower_constant():
         rules(local_mul_canonizer),
     )
     assert fg.outputs[0].owner.inputs[1].dtype == "float64"
+
+
+def test_mul_canonizer_leaves_a_coefficient_its_dtype_cannot_hold_as_written():
+    # float32 x * 1e30 * 1e30: the coefficient 1e60 (float64) was made an inf float32
+    # constant, and (x * 1e30) * 1e30 / 1e30, canonicalized inner product first, was
+    # x * inf / 1e30: inf for every x. Left as written, the whole quotient is
+    # canonicalized in one go (coefficient 1e30), as theano-pymc's canonizer does.
+    x = tt.fvector("x")
+    with config.change_flags(floatX="float32"):  # Python floats are float32 constants
+        inner = tt.mul(x, 1e30, 1e30)
+        outs = [(x * 1e30) * 1e30 / 1e30, x * 1e20 * 1e20 / 1e20 / 1e20, x * 1e-30 * 1e-30 * 1e30]
+    fg = FunctionGraph([x], [inner], clone=False)
+    apply_rules(fg, local_mul_canonizer, fold=False)
+    assert fg.outputs[0] is inner
+    xv = np.array([1.5, -2.0, 1e-30, 0.0], dtype="float32")
+    fg = FunctionGraph([x], outs, clone=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no float32 overflow in a constant either
+        apply_dbs(fg, "canonicalize")
+    got = fgraph_values(fg, [xv])
+    assert all(g.dtype == np.float32 for g in got)
+    np.testing.assert_allclose(got[0], xv * np.float32(1e30), rtol=1e-6)
+    np.testing.assert_allclose(got[1], xv, rtol=1e-6)
+    np.testing.assert_allclose(got[2], xv * np.float32(1e-30), rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])

@@ -122,6 +122,33 @@ def test_1msigmoid():
     )
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "bool", "int8", "int64"])
+def test_1msigmoid_of_an_integer_negates_in_float(dtype):
+    # The negation that 1 - sigmoid(x) -> sigmoid(-x) brings is made on x cast to the
+    # sigmoid's float: a uint8 -1 is 255, and 1 - sigmoid(uint8 1) came out as 1.0.
+    x = tt.vector("x", dtype=dtype)
+    xv = np.array([0, 1, 2, 7]).astype(dtype)
+    ref = 1 / (1 + np.exp(xv.astype("float64")))  # 1 - sigmoid(x) = sigmoid(-x)
+    f = theano_dag.function([x], [1 - tt.sigmoid(x), tt.log(1 - tt.sigmoid(x))])
+    assert "sub" not in scalar_ops(stabilize(FunctionGraph([x], [1 - tt.sigmoid(x)])))
+    one_minus, log_one_minus = f(xv)
+    assert one_minus.dtype == tt.sigmoid(x).dtype
+    np.testing.assert_allclose(one_minus, ref, rtol=1e-6)
+    np.testing.assert_allclose(log_one_minus, np.log(ref), rtol=1e-5)
+    # The negation of an unsigned integer wraps: no sign the key may move elsewhere.
+    if dtype.startswith("u"):
+        nx = -x
+        assert sigmoid_key(1 - tt.sigmoid(nx)) == (nx, True)
+        with np.errstate(over="ignore"):  # exp(65535): the sigmoid is 0 all the same
+            wrapped = 1 / (1 + np.exp((-xv).astype("float64")))
+        np.testing.assert_allclose(
+            theano_dag.function([x], 1 - tt.sigmoid(nx))(xv),
+            wrapped,  # 0.5, then ~1e-111 or 0: 0 in float32
+            rtol=1e-6,
+            atol=1e-30,
+        )
+
+
 def test_a_minus_a_sigmoid():
     x, a, b = tt.dvectors("x", "a", "b")
     s = tt.sigmoid(x)

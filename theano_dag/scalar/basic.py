@@ -139,12 +139,29 @@ def round_half_away_from_zero_vec(x):
 
 
 def upcast(*dtypes) -> str:
-    """The dtype numpy gives an operation on arrays of ``dtypes``.
+    """The dtype numpy gives an operation on arrays of ``dtypes``; with
+    ``cast_policy="numpy+floatX"``, a float wider than floatX (float32 or float16) where
+    no input is that wide is floatX (Theano's rule: data stays in floatX unless a wider
+    float is asked for, so that ``x * 2`` of a float32 ``x`` is not float64).
 
     >>> upcast("int8", "float32"), upcast("int32", "float32"), upcast("bool", "bool")
     ('float32', 'float64', 'bool')
+    >>> with config.change_flags(cast_policy="numpy+floatX", floatX="float32"):
+    ...     upcast("int64", "float32"), upcast("int64", "float64")
+    ('float32', 'float64')
     """
-    return _upcast(dtypes)
+    d = _upcast(dtypes)
+    if (d == "float64" or d == "float32") and config.cast_policy == "numpy+floatX":
+        floatx = config.floatX
+        if floatx != "float64" and d != floatx and _narrower_floats_only(dtypes, floatx):
+            return floatx
+    return d
+
+
+def _narrower_floats_only(dtypes, floatx) -> bool:
+    """Whether no dtype of ``dtypes`` is a float wider than ``floatx``."""
+    wider = ("float64",) if floatx == "float32" else ("float64", "float32")
+    return not any(d in wider for d in dtypes)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -587,6 +604,8 @@ def autocast_scalar(x, dtype=None):
     (dtype('int8'), dtype('float32'), dtype('float64'))
     """
     if dtype is not None:
+        if isinstance(dtype, str) and dtype == "floatX":
+            dtype = config.floatX
         return np.asarray(x, dtype=dtype)
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
         return np.asarray(x)

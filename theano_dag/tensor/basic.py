@@ -34,7 +34,13 @@ from theano_dag.tensor.shape import (
 # Theano's tensor.basic also held the type constructors (``from theano.tensor.basic import
 # dmatrix``); this module's own names, defined below, come first.
 from theano_dag.tensor.type import *  # noqa: F403
-from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, int_dtypes
+from theano_dag.tensor.type import (
+    TensorType,
+    continuous_dtypes,
+    discrete_dtypes,
+    int_dtypes,
+    normalize_dtype,
+)
 from theano_dag.tensor.variable import AsTensorError, as_tensor_variable, constant
 
 # Tolerances of _allclose by the narrowest dtype compared (Theano's test defaults).
@@ -155,13 +161,13 @@ fill = second = Elemwise(ts.second)
 def zeros_like(x, dtype=None):
     """Zeros with the shape of ``x`` (and its dtype unless ``dtype`` is given)."""
     x = as_tensor_variable(x)
-    return fill(x, constant(np.zeros((), dtype=dtype or x.dtype)))
+    return fill(x, constant(np.zeros((), dtype=normalize_dtype(dtype) if dtype else x.dtype)))
 
 
 def ones_like(x, dtype=None):
     """Ones with the shape of ``x``."""
     x = as_tensor_variable(x)
-    return fill(x, constant(np.ones((), dtype=dtype or x.dtype)))
+    return fill(x, constant(np.ones((), dtype=normalize_dtype(dtype) if dtype else x.dtype)))
 
 
 class Alloc(Op):
@@ -278,12 +284,12 @@ def _shape_args(shape):
 
 def zeros(shape, dtype=None):
     """Zeros of ``shape`` (a tuple of ints/int scalars); dtype floatX by default."""
-    return _alloc(np.zeros((), dtype=dtype or config.floatX), *_shape_args(shape))
+    return _alloc(np.zeros((), dtype=normalize_dtype(dtype)), *_shape_args(shape))
 
 
 def ones(shape, dtype=None):
     """Ones of ``shape``."""
-    return _alloc(np.ones((), dtype=dtype or config.floatX), *_shape_args(shape))
+    return _alloc(np.ones((), dtype=normalize_dtype(dtype)), *_shape_args(shape))
 
 
 def full(shape, fill_value, dtype=None):
@@ -698,7 +704,7 @@ class ARange(Op):
     _instances: dict = {}
 
     def __new__(cls, dtype):
-        key = (cls, np.dtype(dtype).name)
+        key = (cls, normalize_dtype(dtype))
         if key not in ARange._instances:
             ARange._instances[key] = super().__new__(cls)
         return ARange._instances[key]
@@ -707,7 +713,7 @@ class ARange(Op):
         return (self.dtype,)
 
     def __init__(self, dtype):
-        self.dtype = np.dtype(dtype).name
+        self.dtype = normalize_dtype(dtype)
 
     def make_node(self, start, stop, step):
         ins = [as_tensor_variable(v) for v in (start, stop, step)]
@@ -762,8 +768,13 @@ class ARange(Op):
 def arange(start, stop=None, step=1, dtype=None):
     """``numpy.arange``; the dtype is the upcast of the arguments unless given.
 
+    Python float bounds give a float64 range, or floatX's with ``floatX=float32``:
+
     >>> arange(5).dtype, arange(0.0, 1.0, 0.25).dtype
     ('int64', 'float64')
+    >>> with config.change_flags(floatX="float32"):
+    ...     arange(0.0, 1.0, 0.25).dtype
+    'float32'
     """
     if stop is None:
         start, stop = 0, start
@@ -772,8 +783,15 @@ def arange(start, stop=None, step=1, dtype=None):
         dtype = ts.upcast(*[v.dtype for v in ins])
         if dtype in int_dtypes:
             dtype = "int64"
-        elif dtype == "float32" and all(isinstance(v, Constant) for v in ins):
-            dtype = "float64"  # python float literals, as numpy
+        elif (
+            dtype == "float32"
+            and config.floatX == "float64"
+            and all(isinstance(v, Constant) for v in ins)
+        ):
+            # Python float literals, autocast to float32 when exact, range as numpy's
+            # float64; with floatX=float32 they stand for floatX and the range is float32
+            # (a float64 range would upcast every float32 graph it enters).
+            dtype = "float64"
     return ARange(dtype)(*ins)
 
 
@@ -783,7 +801,7 @@ class Eye(Op):
     __props__ = ("dtype",)
 
     def __init__(self, dtype=None):
-        self.dtype = np.dtype(dtype or config.floatX).name
+        self.dtype = normalize_dtype(dtype)
 
     def make_node(self, n, m, k):
         ins = [as_tensor_variable(v) for v in (n, m, k)]

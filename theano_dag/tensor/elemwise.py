@@ -24,7 +24,13 @@ from theano_dag.graph.basic import Apply, Constant, Variable, _node_of_fresh_out
 from theano_dag.graph.null_type import grad_not_implemented, is_disconnected, is_null
 from theano_dag.graph.op import Op, compute_test_value
 from theano_dag.scalar import Composite
-from theano_dag.tensor.type import TensorType, continuous_dtypes, discrete_dtypes, output_type
+from theano_dag.tensor.type import (
+    TensorType,
+    continuous_dtypes,
+    discrete_dtypes,
+    normalize_dtype,
+    output_type,
+)
 from theano_dag.tensor.variable import TensorConstant, TensorVariable, as_tensor_variable, constant
 
 # The most dimensions a numpy array may have (numpy 2 raised numpy 1's 32 to 64).
@@ -665,8 +671,9 @@ class _DtypeReduce(CAReduce):
 
     def __init__(self, axis=None, dtype=None, acc_dtype=None):
         super().__init__(self._scalar_op, axis)
-        self.dtype = dtype
-        self.acc_dtype = acc_dtype
+        # "floatX" is the floatX of the graph being built (a name resolved once, here)
+        self.dtype = None if dtype is None else normalize_dtype(dtype)
+        self.acc_dtype = None if acc_dtype is None else normalize_dtype(acc_dtype)
 
     def output_dtype(self, in_dtype):
         if self.dtype is not None:

@@ -79,7 +79,14 @@ def values_eq_approx_always_true(a, b) -> bool:
     return True
 
 
-def _normalize_dtype(dtype) -> str:
+def normalize_dtype(dtype) -> str:
+    """The name of the tensor dtype ``dtype`` (a name, a numpy dtype or scalar type), with
+    ``"floatX"`` (and None) read as ``config.floatX``, as Theano reads a dtype anywhere
+    one is given (``zeros_like(x, dtype="floatX")``, ``sum(x, dtype="floatX")``).
+
+    >>> normalize_dtype(np.float32), normalize_dtype("floatX") == config.floatX
+    ('float32', True)
+    """
     if dtype.__class__ is str and dtype in _DTYPE_NAMES:
         return dtype  # the common case, without numpy's slow dtype.name
     if dtype == "floatX" or dtype is None:
@@ -132,7 +139,7 @@ class TensorType(Type):
     filter_checks_isfinite = False
 
     def __init__(self, dtype, broadcastable=None, shape=None, name=None):
-        self.dtype = _normalize_dtype(dtype)
+        self.dtype = normalize_dtype(dtype)
         if shape is None and broadcastable is None:
             raise TypeError("TensorType needs `broadcastable` or `shape`")
         if shape is not None:

@@ -164,6 +164,12 @@ class _Product:
             return None
         negate = bool(coef < 0)
         coef = abs(float(coef))
+        span = _SPAN.get(self.dtype)
+        if span is not None and not span[0] <= coef <= span[1]:
+            # Finite in float64, not in the product's dtype: float32 x * 1e30 * 1e30 would
+            # be x * inf, infinite for every x, where (x * 1e30) * 1e30 / 1e30 written out
+            # (and canonicalized as a whole, coefficient 1e30) is finite.
+            return None
         num = sorted(self._in_dtype(self.num, with_coef=coef != 1), key=commutative_key)
         den = sorted(self._in_dtype(self.den), key=commutative_key)
         if coef != 1:
@@ -224,6 +230,11 @@ def _same_structure(a, b) -> bool:
             return False
         todo.extend(zip(xo.inputs, yo.inputs))
     return True
+
+
+# float dtype -> the (smallest normal, largest finite) magnitudes of a coefficient that
+# keeps its value in it; float64 holds every finite coefficient (computed in float64).
+_SPAN = {d: (float(np.finfo(d).tiny), float(np.finfo(d).max)) for d in ("float16", "float32")}
 
 
 # (coefficient, dtype, ndim) -> the signature of the constant ``build`` makes for it.

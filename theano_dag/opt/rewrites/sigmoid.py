@@ -37,6 +37,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import cast
 from theano_dag.tensor.nnet import sigm
 
 stabilize = RULES.stabilize
@@ -61,16 +62,24 @@ __all__ = [
 
 def _unneg(var):
     """``(base, negated)``: ``var`` with its negations stripped, and whether there was an
-    odd number of them."""
+    odd number of them. Only a float's: the ``neg`` of an unsigned or boolean integer
+    wraps around (``-uint8(1)`` is 255), it is no sign to move elsewhere."""
     negated = False
-    while isinstance(scalar_op(var.owner), ts.Neg):
+    while is_float(var) and isinstance(scalar_op(var.owner), ts.Neg):
         var = var.owner.inputs[0]
         negated = not negated
     return var, negated
 
 
 def _signed(base, negated):
-    return tm.neg(base) if negated else base
+    """``-base`` when ``negated``: an integer base is cast first to the float its sigmoid
+    computes in, so that ``1 - sigmoid(x)`` for a ``uint8`` ``x`` is ``sigmoid(-1.0 *
+    x)``, not the sigmoid of the wrapped-around ``-x``."""
+    if not negated:
+        return base
+    if not is_float(base):
+        base = cast(base, ts.upgrade_to_float(base.dtype)[0])
+    return tm.neg(base)
 
 
 def _sigmoid(base, negated):
