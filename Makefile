@@ -177,7 +177,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/plot_results.py
 	$(BIN)/python benchmarks/networks.py --render benchmarks/results/latest.jsonl
 
-# benchmarks/sparse.py with PyTorch's sparse CSR beside scipy.sparse: its own venv, so that
+# benchmarks/sparse_products.py with PyTorch's sparse CSR beside scipy.sparse: its own venv, so that
 # the dev venv stays without torch. TORCH picks the release: 2.13.0 is a CPU build (a newer
 # one from PyPI may be a CUDA build of several GB); OPENBLAS_CORETYPE unset, so that numpy
 # and torch pick their own kernels.
@@ -192,7 +192,7 @@ $(BENCH_TORCH_STAMP): pyproject.toml setup.py
 	touch $(BENCH_TORCH_STAMP)
 
 bench-sparse: $(BENCH_TORCH_STAMP)
-	env -u OPENBLAS_CORETYPE $(BENCH_TORCH_VENV)/bin/python benchmarks/sparse.py
+	env -u OPENBLAS_CORETYPE $(BENCH_TORCH_VENV)/bin/python benchmarks/sparse_products.py
 
 clean:
 	rm -rf $(VENV) $(THEANO_VENV) $(PYMC3_VENV) $(LASAGNE_VENV) $(DEMO_VENV) $(BENCH_TORCH_VENV) build dist *.egg-info

@@ -33,7 +33,7 @@ The first line describes the machine: CPU, ``OPENBLAS_CORETYPE`` (unset it, as
 ``threadpoolctl`` reports, and torch's version and threads, or why torch is absent.
 
 Run: ``make bench-sparse`` (a venv with torch's CPU build, .venv-bench-torch), or
-``.venv/bin/python benchmarks/sparse.py [--repeats 9] [--quick] [--no-memory]``
+``.venv/bin/python benchmarks/sparse_products.py [--repeats 9] [--quick] [--no-memory]``
 without torch (its columns are skipped with a message naming the missing extra).
 """
 
