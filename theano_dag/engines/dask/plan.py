@@ -117,8 +117,8 @@ class Plan:
 
 def _reads_placeholder(obj, depth=0) -> bool:
     """Whether a placeholder's task is inside ``obj`` (a task, its arguments, a fused
-    task's subgraph...): a graph optimized while it was built (``delayed`` of an array)
-    may hold one inlined, where no key points to it."""
+    task's subgraph...): a graph optimized while it was built (a rule that hands dask a
+    whole array's graph to optimize) may hold one inlined, where no key points to it."""
     if obj is _placeholder_task:
         return True
     if depth > 50:
