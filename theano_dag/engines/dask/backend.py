@@ -25,7 +25,6 @@ _LAZY = {
     "DataNode": ("dask._task_spec", "DataNode"),
     "Alias": ("dask._task_spec", "Alias"),
     "convert_legacy_graph": ("dask._task_spec", "convert_legacy_graph"),
-    "fuse_linear_task_spec": ("dask._task_spec", "fuse_linear_task_spec"),
     "optimize_blockwise": ("dask.blockwise", "optimize_blockwise"),
     "HighLevelGraph": ("dask.highlevelgraph", "HighLevelGraph"),
     "flatten": ("dask.core", "flatten"),

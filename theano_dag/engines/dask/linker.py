@@ -38,6 +38,7 @@ from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.errors import DaskTaskError, task_error
+from theano_dag.engines.dask.fusion import optimize_arrays
 from theano_dag.engines.dask.plan import make_plan, signature
 from theano_dag.engines.dask.shared import DaskInputType
 from theano_dag.engines.dask.translate import build, check_chunks
@@ -242,7 +243,13 @@ class DaskThunk(Thunk):
                 owners.update(dict.fromkeys(value.dask.layers, var))
             values[var] = value
         self._build(values, owners)
-        return [values[o] if o in values else o.data for o in self.targets]
+        outs = [values[o] if o in values else o.data for o in self.targets]
+        # Optimized here (dask's own linear fusion can give two tasks one key).
+        lazy = [j for j, v in enumerate(outs) if is_dask_array(v)]
+        for j, v in zip(lazy, optimize_arrays([outs[j] for j in lazy])):
+            outs[j] = v
+        self.optimized = True
+        return outs
 
     def __call__(self):
         fg = self.fgraph

@@ -31,6 +31,7 @@ from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.errors import DaskTaskError, task_error
+from theano_dag.engines.dask.fusion import optimize_arrays
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Constant, clone_get_equiv
@@ -491,7 +492,12 @@ def _gathered(node, vals):
             raise _Unknown  # computing is not checking
         # Its output shape depends on the data: run it now on the computed inputs. An
         # output that is no array (a random op's new generator) stays a local value.
-        computed = backend.dask.compute(*vals)
+        lazy = iter(
+            backend.dask.compute(
+                *optimize_arrays([v for v in vals if is_dask_array(v)]), optimize_graph=False
+            )
+        )
+        computed = [next(lazy) if is_dask_array(v) else v for v in vals]
         return [
             _as_dask(v) if isinstance(o.type, TensorType) else v
             for o, v in zip(outs, _run_local(node, list(computed)))
