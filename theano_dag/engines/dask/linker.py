@@ -38,6 +38,7 @@ from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.errors import DaskTaskError, task_error
+from theano_dag.engines.dask.fusion import optimize_arrays
 from theano_dag.engines.dask.plan import make_plan, signature
 from theano_dag.engines.dask.shared import DaskInputType
 from theano_dag.engines.dask.translate import build, check_chunks
@@ -154,10 +155,9 @@ class DaskThunk(Thunk):
         # The last call's {layer name: node or input variable}, to name a failed task.
         self.owners: dict = {}
         # chunk structure -> its Plan (None: not reusable); the last call's layer
-        # names as built -> as run, and whether its graph is optimized already.
+        # names as built -> as run.
         self.plans: dict = {}
         self.renamed: dict = {}
-        self.optimized = False
 
     def check_chunks(self):
         """Raise ChunkError now where an op cannot run on the chunks it will get, for
@@ -195,7 +195,7 @@ class DaskThunk(Thunk):
 
     def _targets(self):
         # The outputs' values, then those of the destroyed inputs' final contents.
-        self.renamed, self.optimized = {}, False
+        self.renamed = {}
         sig = None
         if self.linker.reuse_graph:
             sig = signature(self.fgraph, self.input_storage, self.linker.chunks_for)
@@ -226,7 +226,6 @@ class DaskThunk(Thunk):
         for old, new in self.renamed.items():
             if old in plan.owners:
                 owners[new] = plan.owners[old]
-        self.optimized = True
         return outs
 
     def _collections(self):
@@ -242,7 +241,13 @@ class DaskThunk(Thunk):
                 owners.update(dict.fromkeys(value.dask.layers, var))
             values[var] = value
         self._build(values, owners)
-        return [values[o] if o in values else o.data for o in self.targets]
+        outs = [values[o] if o in values else o.data for o in self.targets]
+        # Optimized here, as a plan's graph is (engines.dask.fusion: dask's own linear
+        # fusion can give two tasks one key); dask computes it as it is.
+        lazy = [j for j, v in enumerate(outs) if is_dask_array(v)]
+        for j, v in zip(lazy, optimize_arrays([outs[j] for j in lazy])):
+            outs[j] = v
+        return outs
 
     def __call__(self):
         fg = self.fgraph
@@ -341,15 +346,15 @@ class DaskThunk(Thunk):
         if persist and not self.linker.return_dask:
             # One graph for both: the persisted updates and the computed outputs share
             # their common work (computed once), then the outputs are gathered.
-            done = _persist([outs[j] for j in lazy], sched, not self.optimized)
+            done = _persist([outs[j] for j in lazy], sched)
             for j, v in zip(lazy, done):
                 outs[j] = v
         elif persist:
-            done = _persist([outs[j] for j in persist], sched, not self.optimized)
+            done = _persist([outs[j] for j in persist], sched)
             for j, v in zip(persist, done):
                 outs[j] = v
         if compute:
-            done = _compute([outs[j] for j in compute], sched, not self.optimized)
+            done = _compute([outs[j] for j in compute], sched)
             for j, v in zip(compute, done):
                 outs[j] = v
 
@@ -454,22 +459,22 @@ def _local_kwargs(sched):
     return {"scheduler": sched}
 
 
-def _persist(arrays, sched, optimize=True):
-    # optimize: False for a graph optimized already (a reused plan's)
+def _persist(arrays, sched):
+    # The engine's graphs are optimized when built (engines.dask.fusion).
     if hasattr(sched, "persist"):  # a distributed Client: the chunks stay on the workers
-        return sched.persist(arrays, optimize_graph=optimize)
-    return backend.dask.persist(*arrays, optimize_graph=optimize, **_local_kwargs(sched))
+        return sched.persist(arrays, optimize_graph=False)
+    return backend.dask.persist(*arrays, optimize_graph=False, **_local_kwargs(sched))
 
 
-def _compute(arrays, sched, optimize=True):
+def _compute(arrays, sched):
     if hasattr(sched, "compute"):
-        futures = sched.compute(arrays, optimize_graph=optimize)
+        futures = sched.compute(arrays, optimize_graph=False)
         try:
             return sched.gather(futures)
         except Exception as exc:
             _note_failed_key(exc, sched, futures)
             raise
-    return backend.dask.compute(*arrays, optimize_graph=optimize, **_local_kwargs(sched))
+    return backend.dask.compute(*arrays, optimize_graph=False, **_local_kwargs(sched))
 
 
 def _note_failed_key(exc, client, futures):

@@ -1,8 +1,8 @@
 """A call's task graph, built once per chunk structure of the inputs and reused.
 
 Building a call's dask collections (``translate.build``) and optimizing their graph
-(dask.array's blockwise fusion, then linear fusion) costs the client a few ms per
-call, the same for every call whose inputs have the same chunks. :func:`make_plan`
+(``fusion.optimize_graph``: blockwise fusion, then linear fusion) costs the client a
+few ms per call, the same for every call whose inputs have the same chunks. :func:`make_plan`
 builds that graph once on *placeholder* inputs (dask arrays of the inputs' chunks
 whose tasks are never run) and optimizes it; :meth:`Plan.instantiate` then makes a
 call's graph from it by renaming its keys (every layer's token is replaced by a new
@@ -26,6 +26,7 @@ import numpy as np
 
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
+from theano_dag.engines.dask.fusion import optimize_graph
 from theano_dag.tensor.type import TensorType
 
 __all__ = ["Plan", "make_plan", "signature", "PlaceholderRead"]
@@ -117,8 +118,8 @@ class Plan:
 
 def _reads_placeholder(obj, depth=0) -> bool:
     """Whether a placeholder's task is inside ``obj`` (a task, its arguments, a fused
-    task's subgraph...): a graph optimized while it was built (``delayed`` of an array)
-    may hold one inlined, where no key points to it."""
+    task's subgraph...): a graph optimized while it was built (a rule that hands dask a
+    whole array's graph to optimize) may hold one inlined, where no key points to it."""
     if obj is _placeholder_task:
         return True
     if depth > 50:
@@ -167,16 +168,9 @@ def make_plan(fgraph, sig, build_values, outputs=None):
     graph = {}
     if lazy:
         hlg = backend.HighLevelGraph.merge(*(o.__dask_graph__() for o in lazy))
-        keys = [o.__dask_keys__() for o in lazy]
-        flat = list(backend.flatten(keys))
-        # dask.array's own optimization, but for fusing a placeholder into its reader
-        hlg = backend.optimize_blockwise(hlg, keys=flat)
-        graph = backend.convert_legacy_graph(dict(hlg.cull(set(flat))))
-        # The placeholders out first: the linear fusion leaves alone what depends on
-        # keys not in the graph (the call's inputs).
-        for key in holder_keys:
-            graph.pop(key, None)
-        graph = backend.fuse_linear_task_spec(graph, keys=flat)
+        # The placeholders out before the linear fusion, so that none is fused into
+        # its reader: the call's inputs' chunks take their keys.
+        graph = optimize_graph(hlg, [o.__dask_keys__() for o in lazy], drop=holder_keys)
         if any(_reads_placeholder(task) for task in graph.values()):
             return None  # pragma: no cover (a fusion that took a placeholder in)
     plan_outs = []

@@ -18,6 +18,7 @@ import numpy as np
 from theano_dag.engines.basic import Container
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array, require
+from theano_dag.engines.dask.fusion import optimize_arrays
 from theano_dag.tensor.sharedvar import TensorSharedVariable, tensor_type_for
 from theano_dag.tensor.type import ForeignArrayType
 
@@ -75,7 +76,9 @@ class DaskSharedVariable(TensorSharedVariable):
         if is_dask_array(value):
             if return_internal_type:
                 return value
-            return np.asarray(value.compute())
+            # optimized as the engine's own graphs are (engines.dask.fusion)
+            (value,) = optimize_arrays([value])
+            return np.asarray(value.compute(optimize_graph=False))
         return value if borrow else np.array(value, copy=True)
 
     def set_value(self, new_value, borrow=False):

@@ -31,6 +31,7 @@ from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
 from theano_dag.engines.dask.errors import DaskTaskError, task_error
+from theano_dag.engines.dask.fusion import optimize_arrays
 from theano_dag.engines.dask.ops import DaskGather
 from theano_dag.engines.inner import InnerMode, compile_inner
 from theano_dag.graph.basic import Constant, clone_get_equiv
@@ -491,7 +492,12 @@ def _gathered(node, vals):
             raise _Unknown  # computing is not checking
         # Its output shape depends on the data: run it now on the computed inputs. An
         # output that is no array (a random op's new generator) stays a local value.
-        computed = backend.dask.compute(*vals)
+        lazy = iter(
+            backend.dask.compute(
+                *optimize_arrays([v for v in vals if is_dask_array(v)]), optimize_graph=False
+            )
+        )
+        computed = [next(lazy) if is_dask_array(v) else v for v in vals]
         return [
             _as_dask(v) if isinstance(o.type, TensorType) else v
             for o, v in zip(outs, _run_local(node, list(computed)))
@@ -499,17 +505,57 @@ def _gathered(node, vals):
     # The task's key is chosen here, so that its errors can name it.
     key = f"{str(node.op)[:40]}-{backend.tokenize(task, *vals)}".replace(" ", "")
     keyed = _KeyedWhole(task, key, str(node.op))
-    delayed = backend.dask.delayed(keyed, nout=len(outs) if len(outs) > 1 else None, pure=True)
-    result = delayed(*vals, dask_key_name=key)
-    parts = [result] if len(outs) == 1 else [result[k] for k in range(len(outs))]
-    return [
-        backend.da.from_delayed(p, shape=shapes[o], dtype=np.dtype(o.dtype))
-        for p, o in zip(parts, outs)
-    ]
+    return _whole_task(keyed, key, vals, [(shapes[o], np.dtype(o.dtype)) for o in outs])
+
+
+def _whole_task(fn, key, vals, outs):
+    """The arrays (one chunk each, of ``outs``: (shape, dtype) per output) of one task
+    ``fn(*vals)`` of key ``key``, its dask array arguments each read as one chunk.
+
+    Written by hand as a layer whose task refers to its inputs' keys: ``dask.delayed``
+    of a dask array copies the array's whole graph under fresh keys (dask's
+    ProhibitReuse), so each gathered node got its own copy of everything upstream and
+    ran it again: a chain of such nodes made a graph exponential in its length.
+
+    >>> import numpy as np, dask.array as da
+    >>> x = da.ones((2, 3), chunks=(1, 3))
+    >>> total, = _whole_task(np.sum, "sum-0", [x], [((), np.dtype(float))])
+    >>> float(total.compute())
+    6.0
+    """
+    args, deps = [], []
+    for v in vals:
+        if is_dask_array(v):
+            if v.numblocks != (1,) * v.ndim:
+                v = v.rechunk(v.shape)
+            deps.append(v)
+            args.append(backend.TaskRef((v.name, *(0,) * v.ndim)))
+        else:
+            args.append(backend.DataNode(None, v))
+    whole = backend.HighLevelGraph.from_collections(
+        key, {key: backend.Task(key, fn, *args)}, dependencies=deps
+    )
+    arrays = []
+    for k, (shape, dtype) in enumerate(outs):
+        name = f"{key}-{k}" if len(outs) > 1 else f"{key}-out"
+        block = (name, *(0,) * len(shape))
+        ref = backend.TaskRef(key)
+        task = (
+            backend.Task(block, operator.getitem, ref, k)
+            if len(outs) > 1
+            else backend.Alias(block, key)
+        )
+        graph = backend.HighLevelGraph(
+            {**whole.layers, name: {block: task}},
+            {**whole.dependencies, name: {key}},
+        )
+        chunks = tuple((int(s),) for s in shape)
+        arrays.append(backend.da.Array(graph, name, chunks, meta=_meta(len(shape), dtype)))
+    return arrays
 
 
 class _KeyedWhole(KeyedTask):
-    """A gathered op's one task (a ``delayed`` call, key ``name``)."""
+    """A gathered op's one task (key ``name``, see :func:`_whole_task`)."""
 
     def __call__(self, *values):
         try:
