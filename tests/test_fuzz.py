@@ -557,3 +557,56 @@ def test_the_command_line_takes_a_value_distribution(capsys):
     assert "3 wide graphs (seed 5" in capsys.readouterr().out
     with pytest.raises(ValueError, match="values must be one of"):
         fuzz.generate(np.random.default_rng(0), values="huge")
+
+
+def test_a_nan_that_a_sort_moves_is_classified_with_the_cancelling_rewrite():
+    # Found with seed 8, --values wide, graph 2601: (j / x) * x cancels to j
+    # (nonfinite_unsafe), where x = 0 makes NaN; sorted, the NaN goes last and the finite
+    # values move, so the finite values differ too: a sort discretizes.
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", ("a", 1), "int8"),
+            ("join", (0, 0), 1),
+            ("true_div", (1, 0), None),
+            ("mul", (2, 0), None),
+            ("sort", (3,), 0),
+        ],
+        outputs=[4],
+        update=None,
+        seed=353388310,
+        dims=[("a", 1), ("a", "(1+1)"), ("a", "(1+1)"), ("a", "(1+1)"), ("a", "(1+1)")],
+        dtypes=["int8", "int8", "float64", "float64", "float64"],
+        nonfinite=False,
+        sizes=1,
+        values="wide",
+    )
+    assert fuzz.check(rec, ["cpu"]) and fuzz._discretizes(rec)
+    assert fuzz.classify(rec, "cpu") == "nonfinite_unsafe"
+
+
+def test_the_sign_of_a_zero_product_is_classified_as_the_kernels():
+    # Found with seed 8, --values wide, graph 897: a uint8 0 (a float cast out of range)
+    # times a float32 row, by tensordot(axes=0): numpy's BLAS gives +0.0, the engines'
+    # elementwise product -0.0 for a negative factor, and 128 / it an infinity of the
+    # other sign. On the reference engine too (its products are kernels as well).
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", (1, "b"), "float32"),
+            ("shared", (), "float64"),
+            ("const", (), (128, "uint8")),
+            ("cast_grow", (1,), (10000000000.0, "uint8")),
+            ("tensordot", (3, 0), 0),
+            ("ceil", (2,), None),
+            ("div", (5, 4), None),
+        ],
+        outputs=[6],
+        update=None,
+        seed=764091545,
+        dims=[(1, "b"), (), (), (), (1, "b"), (), (1, "b")],
+        dtypes=["float32", "float64", "uint8", "uint8", "float32", "float32", "float32"],
+        nonfinite=False,
+        sizes=0,
+        values="wide",
+    )
+    assert fuzz.check(rec, ["py"])
+    assert fuzz.classify(rec, "py") == fuzz.classify(rec, "cpu") == fuzz.DOT_NONFINITE
