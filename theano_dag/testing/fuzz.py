@@ -1853,11 +1853,15 @@ def _wrt(rec):
     return [k for k, n in enumerate(rec.nodes) if n[0] == "input" and n[2] == "float64"]
 
 
-def _rounding_scale(rec, env):
-    """How far the rounding of numpy's cost may move central differences: the float
-    values' magnitudes (an integer of 2**62 times a float), in units of float64's
-    epsilon."""
-    total = sum(float(np.sum(np.abs(v))) for k, v in env.items() if rec.dtypes[k] in FLOATS)
+def _rounding_scale(rec, env, k):
+    """How far rounding may move numpy's cost where input ``k`` moves (a float times an
+    integer of 2**62 rounds by hundreds): the magnitudes of the values it reaches, in
+    units of float64's epsilon; 0 but for a ``"wide"`` recipe (the default's values are
+    near 1, as its tolerance assumes)."""
+    if rec.values != "wide":
+        return 0.0
+    reached = _reached(rec, lambda j, node: k in node[1]) | {k}
+    total = sum(float(np.sum(np.abs(env[j].astype("float64")))) for j in reached)
     return 16 * np.finfo("float64").eps * total
 
 
@@ -1914,9 +1918,11 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
         return [f"grad raised {type(e).__name__}: {e}"]
     vals = _values(rec, 0)
 
-    def numpy_cost(v):
+    def numpy_costs(v):
+        # Per output: one that the moved input does not reach differs by exactly 0 (an
+        # int64 output of 2**62 added to the cost would round the difference away).
         env = reference(rec, v)
-        return sum(w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs))
+        return np.array([w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs)])
 
     if _kinks(rec, vals):
         # max's gradient goes to every element equal to the maximum (Theano's and
@@ -1924,20 +1930,21 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
         # kink measures neither side. A broadcast row makes such ties: the graph is
         # left out, not reported.
         return []
-    # Central differences of a cost whose terms are large round by as much (over eps).
-    atol = tol + _rounding_scale(rec, reference(rec, vals)) / eps
-    if not np.isfinite(atol):
+    env = reference(rec, vals)
+    if not np.isfinite(numpy_costs(vals)).all():
         return []  # a wide integer made an infinity (exp2 of 2**64 - 2): nothing to measure
     got = f(*[vals[k] for k in inputs + given])
     problems = []
     for k, g in zip(inputs, got):
+        # Central differences of large terms round by as much (over eps).
+        atol = tol + _rounding_scale(rec, env, k) / eps
         num = np.zeros_like(vals[k])
         for i in np.ndindex(vals[k].shape):
             v = {j: a.copy() for j, a in vals.items()}
             v[k][i] += eps
-            up = numpy_cost(v)
+            up = numpy_costs(v)
             v[k][i] -= 2 * eps
-            num[i] = (up - numpy_cost(v)) / (2 * eps)
+            num[i] = np.sum(up - numpy_costs(v)) / (2 * eps)
         if not np.allclose(np.asarray(g), num, rtol=tol, atol=atol):
             err = np.max(np.abs(np.asarray(g) - num))
             problems.append(f"gradient wrt {_name(k)} differs (max abs error {err:.3g})")
