@@ -610,3 +610,20 @@ def test_the_sign_of_a_zero_product_is_classified_as_the_kernels():
     )
     assert fuzz.check(rec, ["py"])
     assert fuzz.classify(rec, "py") == fuzz.classify(rec, "cpu") == fuzz.DOT_NONFINITE
+
+
+def test_a_wide_gradient_reproducer_passes_the_integer_inputs_undifferentiated():
+    rng = np.random.default_rng(53)
+    recs = (fuzz.generate(rng, grad=True, values="wide") for _ in range(200))
+    rec = next(
+        r
+        for r in recs
+        if fuzz.differentiable(r)
+        and r.nodes[0][2] in fuzz.INTS
+        and any(n[0] == "input" and n[2] == "float64" for n in r.nodes)
+    )
+    assert fuzz.check_grad(rec) == []
+    script = fuzz.grad_reproducer(rec)
+    assert "values='wide'" in script
+    code, printed = _run_script(script)
+    assert code == 0, printed

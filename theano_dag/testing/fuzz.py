@@ -2201,12 +2201,13 @@ def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
     cost = " + ".join(f"{w!r} * {_name(k)}.sum()" for w, k in zip(weights, rec.outputs))
     lines += [
         f"cost = {cost}",
-        f"f = function([{ins}], grad(cost, [{wrt_names}], disconnected_inputs='ignore'))",
+        f"f = function([{ins}], grad(cost, [{wrt_names}], disconnected_inputs='ignore'),",
+        "             on_unused_input='ignore')",
         "",
         "",
-        "def numpy_cost(values):",
+        "def numpy_costs(values):",
         f"    outs, _ = numpy_values(*[values[j] for j in {order!r}])",
-        f"    return sum(w * float(np.sum(o)) for w, o in zip({weights!r}, outs))",
+        f"    return np.array([w * float(np.sum(o)) for w, o in zip({weights!r}, outs)])",
         "",
         "",
     ]
@@ -2221,7 +2222,7 @@ def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
         f"        up[k][i] += {eps!r}",
         "        down = [v.copy() for v in values]",
         f"        down[k][i] -= {eps!r}",
-        f"        num[i] = (numpy_cost(up) - numpy_cost(down)) / {2 * eps!r}",
+        f"        num[i] = np.sum(numpy_costs(up) - numpy_costs(down)) / {2 * eps!r}",
         f"    why = close(np.asarray(g), num, {tol!r})",
         "    bad += why is not None",
         "    print(f'gradient wrt input {k}: {why or \"ok\"}')",
