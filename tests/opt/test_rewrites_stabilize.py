@@ -213,6 +213,24 @@ def test_log_div_and_div_by_reciprocal():
     )
 
 
+def test_div_by_reciprocal_of_integers_multiplies_in_the_quotients_dtype():
+    # uint16 x / (1 / x) is a float quotient: a / (1 / x) -> a * x must multiply in its
+    # dtype, not in uint16 where 65535 * 65535 wraps to 1 (fuzz --values wide, seed 10,
+    # graph 262); int8 and int64 likewise. Against the graph unrewritten.
+    for dtype, big in (("uint16", 65535), ("int8", -128), ("int64", 2**40 + 3)):
+        x, a = tt.vector("x", dtype=dtype), tt.vector("a", dtype=dtype)
+        outs = [x / (1 / x), a / tt.reciprocal(x)]
+        v = np.array([big, 3, 0, 7], dtype)
+        w = np.array([big, -1 if dtype[0] == "i" else 2, 5, 7], dtype)
+        want = theano_dag.function([x, a], outs, mode=Mode(linker="py", optimizer=None))(v, w)
+        assert abs(float(want[0][0])) > 1e4  # the product that wraps in dtype
+        for mode in (Mode(linker="py", optimizer="fast_run"), Mode(linker="cpu")):
+            got = theano_dag.function([x, a], outs, mode=mode)(v, w)
+            for g, r in zip(got, want):
+                assert g.dtype == r.dtype
+                np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
 def test_sqrt_sqr():
     x = tt.dvector("x")
     check([x], [tt.sqrt(tt.sqr(x)), tt.sqrt(x * x)], [abs(x), abs(x)], [rng.normal(size=5)], _all)
