@@ -238,6 +238,25 @@ def test_sqrt_sqr():
     assert ops_of(fg) == ["Elemwise{ge,no_inplace}", "Elemwise{switch,no_inplace}"]
 
 
+def test_sqrt_of_an_integer_square_keeps_its_wrap():
+    # uint8 x * x wraps (200 * 200 is 64): sqrt of it is 8, not |x| = 200. A float
+    # square of the same integers is |x| still.
+    for dtype in ("uint8", "int8", "int16", "int32", "int64"):
+        x = tt.vector("x", dtype=dtype)
+        info = np.iinfo(dtype)
+        v = np.array([info.max, info.min, 3, 0, info.max // 2 + 7], dtype)
+        outs = [tt.sqrt(x * x), tt.sqrt(tt.sqr(x)), tt.sqrt(tt.sqr(tt.cast(x, "float64")))]
+        want = theano_dag.function([x], outs, mode=Mode(linker="py", optimizer=None))(v)
+        assert not np.allclose(want[0], np.abs(v.astype(float)))  # the wrap shows
+        for mode in (Mode(linker="py", optimizer="fast_run"), Mode(linker="cpu")):
+            f = theano_dag.function([x], outs, mode=mode)
+            for g, r in zip(f(v), want):
+                assert g.dtype == r.dtype
+                np.testing.assert_allclose(g, r, rtol=1e-6)
+        fg = FunctionGraph([x], [tt.sqrt(tt.sqr(tt.cast(x, "float64")))])
+        assert "Elemwise{abs,no_inplace}" in ops_of(stabilize(fg))
+
+
 def test_exp_log_inverse_pairs():
     x = tt.dvector("x")
     specialize = lambda fg: apply_dbs(fg, "specialize")  # noqa: E731
