@@ -627,3 +627,26 @@ def test_a_wide_gradient_reproducer_passes_the_integer_inputs_undifferentiated()
     assert "values='wide'" in script
     code, printed = _run_script(script)
     assert code == 0, printed
+
+
+def test_a_float_modulo_may_take_numpys_value_a_few_bits_away():
+    # Found with seed 14, --values wide, graph 1502: a float64 product of int64 / float64
+    # ratios (1e30 and beyond), modulo an int64 near 2**60: the reference engine's order
+    # of multiplications rounds the product an ulp from numpy's, and the remainder moves
+    # by as much as the divisor. Its dividend may move within the tolerance, as a cast's.
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", (1, "b"), "int64"),
+            ("input", ("a", 1), "float64"),
+            ("true_div", (0, 1), None),
+            ("prod", (2,), (None, True)),
+            ("mod", (3, 0), None),
+        ],
+        outputs=[4],
+        seed=1592280404,
+        dims=[(1, "b"), ("a", 1), ("a", "b"), (1, 1), (1, "b")],
+        dtypes=["int64", "float64", "float64", "float64", "float64"],
+        values="wide",
+    )
+    assert fuzz._after_float_to_int(rec) == {4}
+    assert fuzz.check(rec, ["py", "cpu"]) == []

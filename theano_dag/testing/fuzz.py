@@ -1432,6 +1432,10 @@ def _values(rec, call):
 
 #: The ops that cast a float to an integer.
 FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range", "iround")
+#: The float ops as discontinuous as a cast, where the dividend crosses a multiple of the
+#: divisor: a float64 product of 1e30 one ulp apart, modulo an int64 of 2**60, differs by
+#: as much as the divisor (fuzz --values wide, seed 14, graph 1502).
+FLOAT_STEPS = ("mod", "floordiv")
 #: The moves, in units in the last place, of a float cast to an integer that an engine's
 #: last bits may make (one bit of a float32 ``log`` upstream moves its product by two).
 NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
@@ -1451,7 +1455,9 @@ def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False):
         for k, node in enumerate(rec.nodes):
             if k not in env:
                 args = {_name(a): env[a] for a in node[1]}
-                if (nudge or ulps) and node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS:
+                stepped = node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS
+                stepped = stepped or (node[0] in FLOAT_STEPS and rec.dtypes[k] in FLOATS)
+                if (nudge or ulps) and stepped:
                     x = env[node[1][0]]
                     if x.dtype.kind == "f":
                         moved = x + nudge * np.maximum(1, np.abs(x))
@@ -1596,11 +1602,14 @@ def _after_float_to_int(rec):
     way or the other within the tolerance (numpy's float32 ``tanh`` and C's differ in
     the last bit) truncates to integers that differ by as much, relatively (the float32
     ``tanh(x) * -3e9`` of 1057972480 beside 1057972416), or to the next integer (1 beside
-    a ``tanh(9)`` of 0.99999994)."""
+    a ``tanh(9)`` of 0.99999994); and those a float's modulo or floor division reaches
+    (:data:`FLOAT_STEPS`)."""
     return _reached(
         rec,
-        lambda k, node: node[0] in FLOAT_TO_INT
-        and rec.dtypes[k] in INTS
+        lambda k, node: (
+            node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS or node[0] in FLOAT_STEPS
+        )
+        and rec.dtypes[k] in INTS + FLOATS
         and rec.dtypes[node[1][0]] in FLOATS,
     )
 
