@@ -7,7 +7,9 @@ with its tag. The graphs the fuzzer found wrong are in test_fuzz_findings.py."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import hashlib
 import io
 
 import numpy as np
@@ -424,3 +426,227 @@ def theano_dag_function(rec):
     """``rec``'s graph on the reference engine (its first output)."""
     inputs, _, syms = fuzz._build(rec)
     return function([syms[k] for k in inputs], syms[rec.outputs[0]], mode=Mode(linker="py"))
+
+
+# -- the "wide" value distribution (--values wide) ---------------------------------------
+
+
+def _digest(recipes):
+    """A digest of ``recipes`` (all but their value distribution) and both calls' inputs."""
+    h = hashlib.sha256()
+    for r in recipes:
+        fields = (r.nodes, r.outputs, r.update, r.seed, r.dims, r.dtypes, r.nonfinite, r.sizes)
+        h.update(repr(fields).encode())
+        for call in (0, 1):
+            for k, v in sorted(fuzz._values(r, call).items()):
+                h.update(f"{k}{v.dtype}{v.shape}".encode())
+                h.update(v.tobytes())
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize(
+    "seed, n, digest",
+    [
+        (53, 40, "bfc0a74173384b48ef74fdeb624b3d2fc6b104fac57ba794feab323f92332fa8"),
+        (2026, 60, "d4247e46022b5381c49cb38f120e08257f041e067858e4d986cb319a07f2c961"),
+    ],
+)
+def test_the_default_draw_is_the_one_seeds_in_notes_mean(seed, n, digest):
+    # The graphs and both calls' inputs of a seed, as the fuzzer drew them before the
+    # wide distribution was added (the digests were taken then): a seed cited in notes
+    # still names the same graphs.
+    rng = np.random.default_rng(seed)
+    recs = [fuzz.generate(rng) for _ in range(n)]
+    assert {r.values for r in recs} == {"default"}
+    assert _digest(recs) == digest
+
+
+@functools.cache
+def _wide_recipes(n=300, seed=53):
+    rng = np.random.default_rng(seed)
+    return [fuzz.generate(rng, values="wide") for _ in range(n)]
+
+
+def test_wide_values_reach_where_each_integer_dtype_wraps():
+    recs = _wide_recipes()
+    assert {r.values for r in recs} == {"wide"}
+    drawn = {}
+    for r in recs:
+        for v in fuzz._values(r, 0).values():
+            drawn.setdefault(v.dtype.name, []).append(v.reshape(-1))
+    drawn = {d: np.concatenate(vs) for d, vs in drawn.items()}
+    assert set(fuzz.INTS) | {"bool"} <= set(drawn)
+    for d in fuzz.INTS:
+        v, info = drawn[d].astype(object), np.iinfo(d)
+        # The extremes, values whose products wrap (int8 100 * 2, 12 * 12), small ones,
+        # and values across the range (beyond the wrap table).
+        assert {int(info.min), int(info.max), 0, 1} <= set(v), d
+        assert any(abs(x) * 2 > info.max for x in v) and any(x * x > info.max for x in v)
+        assert any(abs(x) < 10 for x in v) and len(set(v)) > 30, d
+        if info.min < 0:
+            assert any(x * x > info.max and x < 0 for x in v), d
+    assert {100, -100, 12, 64} <= set(fuzz.wrap_values("int8"))
+    assert {200, 16, 128} <= set(fuzz.wrap_values("uint8"))
+    assert 182**2 > 32767 > 181**2 and 182 in fuzz.wrap_values("int16")
+    root = fuzz.wrap_values("uint64")[6]
+    assert root**2 > 2**64 - 1 >= (root - 1) ** 2
+    # Integer constants from the wrap table, integer and bool graphs more often than
+    # the default draw's, and integer operands mixed with floats.
+    consts = {n[2][0] for r in recs for n in r.nodes if n[0] == "const" and n[2][1] == "int8"}
+    assert consts & {100, -100, 64, -64, 12, -12}
+    share = np.mean([n[2] not in fuzz.FLOATS for r in recs for n in r.nodes if n[0] == "input"])
+    default = np.mean(
+        [n[2] not in fuzz.FLOATS for r in _recipes() for n in r.nodes if n[0] == "input"]
+    )
+    assert share > default + 0.2
+    mixed = [
+        r
+        for r in recs
+        for n in r.nodes
+        if n[0] in fuzz.BINARY and {r.dtypes[a] in fuzz.FLOATS for a in n[1]} == {True, False}
+    ]
+    assert mixed
+
+
+def test_wide_integer_arithmetic_wraps_in_the_values_compared():
+    # numpy wraps integers, and the engines must wrap where numpy does: the reference
+    # values of a wide graph hold wrapped products (int8 x * x of 100 is 16).
+    make = _recipe(
+        [("input", ("a",), "int8"), ("mul", (0, 0), None)], [("a",)] * 2, ["int8"] * 2, False
+    )
+    rec = dataclasses.replace(make(0), values="wide")
+    x = fuzz._values(rec, 0)[0]
+    want = fuzz.reference(rec, {0: x})[1]
+    assert (x.astype(int) ** 2 > 127).any()
+    np.testing.assert_array_equal(want, (x.astype(int) ** 2).astype("int8"))
+    assert fuzz.check(rec, ["py", "cpu", "cpu_c"] + PLANNED) == []
+
+
+def test_fixed_seed_wide_sample_agrees_with_numpy():
+    out = io.StringIO()
+    failures = fuzz.run(40, seed=2053, c_every=10, opencl_every=40, out=out, values="wide")
+    assert failures == [], out.getvalue()
+
+
+def test_a_wide_reproducer_runs_alone_and_draws_the_same_inputs():
+    rec = next(r for r in _wide_recipes() if set(r.dtypes) & set(fuzz.INTS) and not r.sizes)
+    script = fuzz.reproducer(rec, "cpu_c")
+    assert "values='wide'" in script and "def wrap_values(" in script
+    code, printed = _run_script(script)
+    assert code == 0, printed
+    # The default's reproducer names no distribution.
+    assert "values='wide'" not in fuzz.reproducer(_recipes()[0], "py")
+
+
+def test_wide_gradients_take_integer_inputs_and_agree_with_finite_differences():
+    out = io.StringIO()
+    rng = np.random.default_rng(53)
+    recs = [fuzz.generate(rng, grad=True, values="wide") for _ in range(60)]
+    with_ints = [
+        r
+        for r in recs
+        if fuzz.differentiable(r) and any(n[0] == "input" and n[2] in fuzz.INTS for n in r.nodes)
+    ]
+    assert len(with_ints) >= 5
+    assert fuzz.run_grads(25, seed=53, out=out, values="wide") == [], out.getvalue()
+
+
+def test_the_command_line_takes_a_value_distribution(capsys):
+    code = fuzz.main(["--n", "3", "--seed", "5", "--engines", "py", "--values", "wide"])
+    assert code == 0
+    assert "3 wide graphs (seed 5" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="values must be one of"):
+        fuzz.generate(np.random.default_rng(0), values="huge")
+
+
+def test_a_nan_that_a_sort_moves_is_classified_with_the_cancelling_rewrite():
+    # Found with seed 8, --values wide, graph 2601: (j / x) * x cancels to j
+    # (nonfinite_unsafe), where x = 0 makes NaN; sorted, the NaN goes last and the finite
+    # values move, so the finite values differ too: a sort discretizes.
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", ("a", 1), "int8"),
+            ("join", (0, 0), 1),
+            ("true_div", (1, 0), None),
+            ("mul", (2, 0), None),
+            ("sort", (3,), 0),
+        ],
+        outputs=[4],
+        update=None,
+        seed=353388310,
+        dims=[("a", 1), ("a", "(1+1)"), ("a", "(1+1)"), ("a", "(1+1)"), ("a", "(1+1)")],
+        dtypes=["int8", "int8", "float64", "float64", "float64"],
+        nonfinite=False,
+        sizes=1,
+        values="wide",
+    )
+    assert fuzz.check(rec, ["cpu"]) and fuzz._discretizes(rec)
+    assert fuzz.classify(rec, "cpu") == "nonfinite_unsafe"
+
+
+def test_the_sign_of_a_zero_product_is_classified_as_the_kernels():
+    # Found with seed 8, --values wide, graph 897: a uint8 0 (a float cast out of range)
+    # times a float32 row, by tensordot(axes=0): numpy's BLAS gives +0.0, the engines'
+    # elementwise product -0.0 for a negative factor, and 128 / it an infinity of the
+    # other sign. On the reference engine too (its products are kernels as well).
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", (1, "b"), "float32"),
+            ("shared", (), "float64"),
+            ("const", (), (128, "uint8")),
+            ("cast_grow", (1,), (10000000000.0, "uint8")),
+            ("tensordot", (3, 0), 0),
+            ("ceil", (2,), None),
+            ("div", (5, 4), None),
+        ],
+        outputs=[6],
+        update=None,
+        seed=764091545,
+        dims=[(1, "b"), (), (), (), (1, "b"), (), (1, "b")],
+        dtypes=["float32", "float64", "uint8", "uint8", "float32", "float32", "float32"],
+        nonfinite=False,
+        sizes=0,
+        values="wide",
+    )
+    assert fuzz.check(rec, ["py"])
+    assert fuzz.classify(rec, "py") == fuzz.classify(rec, "cpu") == fuzz.DOT_NONFINITE
+
+
+def test_a_wide_gradient_reproducer_passes_the_integer_inputs_undifferentiated():
+    rng = np.random.default_rng(53)
+    recs = (fuzz.generate(rng, grad=True, values="wide") for _ in range(200))
+    rec = next(
+        r
+        for r in recs
+        if fuzz.differentiable(r)
+        and r.nodes[0][2] in fuzz.INTS
+        and any(n[0] == "input" and n[2] == "float64" for n in r.nodes)
+    )
+    assert fuzz.check_grad(rec) == []
+    script = fuzz.grad_reproducer(rec)
+    assert "values='wide'" in script
+    code, printed = _run_script(script)
+    assert code == 0, printed
+
+
+def test_a_float_modulo_may_take_numpys_value_a_few_bits_away():
+    # Found with seed 14, --values wide, graph 1502: a float64 product of int64 / float64
+    # ratios (1e30 and beyond), modulo an int64 near 2**60: the reference engine's order
+    # of multiplications rounds the product an ulp from numpy's, and the remainder moves
+    # by as much as the divisor. Its dividend may move within the tolerance, as a cast's.
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", (1, "b"), "int64"),
+            ("input", ("a", 1), "float64"),
+            ("true_div", (0, 1), None),
+            ("prod", (2,), (None, True)),
+            ("mod", (3, 0), None),
+        ],
+        outputs=[4],
+        seed=1592280404,
+        dims=[(1, "b"), ("a", 1), ("a", "b"), (1, 1), (1, "b")],
+        dtypes=["int64", "float64", "float64", "float64", "float64"],
+        values="wide",
+    )
+    assert fuzz._after_float_to_int(rec) == {4}
+    assert fuzz.check(rec, ["py", "cpu"]) == []

@@ -28,6 +28,7 @@ from theano_dag.engines.cpu.native.ckernel import kernel_calls
 from theano_dag.tensor.elemwise import Elemwise, Max, Sum
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.type import TensorType
+from theano_dag.testing import fuzz
 
 pytestmark = pytest.mark.skipif(
     cc.get_toolchain(config.cxx) is None or array_layout() is None,
@@ -348,6 +349,90 @@ def test_nested_composite_and_input_outputs(compiledir):
     v = special_values("float64", N, np.random.default_rng(4), False)
     for got, want in zip(k(v), reference(node, [v])):
         assert_same(got, want)
+
+
+# -- every integer dtype x every integer op, in a chain, on wrapping values -------------
+
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+# The scalar ops the C fuse compiles for integers (pow: numpy computes it), by arity.
+INT_OPS = {
+    1: ("neg", "abs_", "sgn", "invert", "sqr", "identity"),
+    2: ("add", "sub", "mul", "int_div", "mod", "maximum", "minimum", "and_", "or_", "xor"),
+    3: ("clip", "switch", "fma", "inopenrange", "inclosedrange"),
+}
+INT_OPS[2] += ("true_div", "second", "lt", "le", "gt", "ge", "eq", "neq")
+# Mixed operands: each dtype with the next one (int8 + uint8 is int16 ...).
+MIXED = ("add", "sub", "mul", "int_div", "mod", "maximum", "lt")
+
+
+def _wrap_chain(op, cast_to=None):
+    """``r = op(*xs)`` (or ``xs[0]`` cast to ``cast_to``), then what sees whether ``r``
+    wrapped in its dtype: ``r // 7`` and ``r < mid`` (0; unsigned: half the range)."""
+
+    def fn(*xs):
+        r = ts.convert_to(cast_to)(xs[0]) if cast_to else getattr(ts, op)(*xs)
+        d = r.type.dtype
+        if d == "bool":
+            return [r]
+        if np.dtype(d).kind == "f":
+            return [r, ts.lt(r * 2, 0)]
+        mid = 0 if np.dtype(d).kind == "i" else np.iinfo(d).max // 2 + 1
+        seven, mid = (ts.as_scalar(np.asarray(v, dtype=d)) for v in (7, mid))
+        return [r, ts.int_div(r, seven), ts.lt(r, mid)]
+
+    return fn
+
+
+def _int_chain_cases():
+    cases = []
+    for d in INTS:
+        for arity, names in INT_OPS.items():
+            cases += [(name, (d,) * arity, None) for name in names]
+        cases += [("cast", (d,), e) for e in INTS if e != d]
+        e = INTS[(INTS.index(d) + 1) % len(INTS)]
+        cases += [(name, (d, e), None) for name in MIXED]
+    return cases
+
+
+INT_CHAIN_CASES = _int_chain_cases()
+
+
+@pytest.fixture(scope="module")
+def int_chain_kernels():
+    # One library for them all, in the user's compile cache (built once, then loaded).
+    lib = ckernel.kernel_library(mode="sync")
+    kernels = {}
+    for case in INT_CHAIN_CASES:
+        name, dtypes, cast_to = case
+        node = composite_node(_wrap_chain(name, cast_to), list(dtypes))
+        kernels[case] = (node, lib.add(node))
+    assert lib.wait(), lib.error
+    return kernels
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_chains_wrap_as_numpy_in_every_dtype(int_chain_kernels, dtype):
+    # A fused chain computes each op in its own dtype (C promotes int8 * int8 to int,
+    # so each must be cast back): its values, compared with numpy's, on integers where
+    # sums and products wrap (int8 100, uint8 200, the extremes, 0 and -1 divisors).
+    bad = []
+    for case, (node, k) in int_chain_kernels.items():
+        name, dtypes, cast_to = case
+        if dtypes[0] != dtype:
+            continue
+        args = [
+            fuzz.input_value(11 + j, (N,), d, False, values="wide") for j, d in enumerate(dtypes)
+        ]
+        args[0][:3] = [np.iinfo(dtype).min, np.iinfo(dtype).max, 0]
+        if len(args) > 1:
+            args[1][:3] = np.array([-1 if dtype[0] == "i" else 1, 0, 2]).astype(dtypes[1])
+        outs = k(*args)
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        for j, (got, want) in enumerate(zip(outs, reference(node, args))):
+            if got.dtype != want.dtype or not np.array_equal(got, want, equal_nan=True):
+                bad.append(f"{name}{dtypes}->{cast_to} output {j}")
+    assert not bad, bad
+    assert len(int_chain_kernels) > 8 * 30
 
 
 # -- broadcasting, strides, sizes -----------------------------------------------------

@@ -378,6 +378,34 @@ def test_trust_input_values_of_another_dtype_are_not_misread():
         f(cl_array(np.arange(3.0)))
 
 
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_arithmetic_wraps_as_numpy_before_the_next_op(dtype):
+    # OpenCL C leaves a signed overflow undefined (no -fwrapv) and promotes narrow
+    # operands to int (uint16 * uint16 overflows it): PoCL computed an int32 -127 * x in
+    # 64 bits and floor-divided the unwrapped product (found by the fuzzer, --values wide,
+    # seed 4, graph 172). Each product, sum, difference and square here wraps in its dtype
+    # before a division or a comparison sees it, as on the reference engine.
+    x, y, z = (tt.vector(n, dtype=dtype) for n in "xyz")
+    u = tt.scalar("u", dtype="uint32")
+    seven = tt.constant(np.asarray(7, dtype))
+    outs = [(x * y) // seven, (x + y + z) // seven, (x - y) // seven, tt.sqr(x) // seven]
+    outs += [tt.lt(x * y * z, x), (tt.constant(np.asarray(-127, "int8")) * x) // u]
+    outs += [(x * y + z) % seven, (x * y * z * x * y) // seven]
+    rng = np.random.default_rng(4)
+    info = np.iinfo(dtype)
+    wraps = [info.min, info.max, 12, 100 % (info.max + 1), 200 % (info.max + 1), info.max // 2 + 1]
+    values = [rng.choice(np.array(wraps + [0, 1, 3], dtype=object), 64).astype(dtype)]
+    values += [rng.integers(info.min, info.max, 64, dtype=dtype, endpoint=True) for _ in "yz"]
+    args = values + [np.uint32(9)]
+    got = theano_dag.function([x, y, z, u], outs, mode=OCL)(*args)
+    want = theano_dag.function([x, y, z, u], outs, mode=REF)(*args)
+    for j, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and np.array_equal(g, w), (j, g[:4], w[:4])
+
+
 def test_the_engine_never_writes_into_an_input():
     # docs/engines.md: an in-place op overwrites the device copy of a numpy input, and a
     # device array passed in is left as it was, even when the input is declared mutable.

@@ -213,11 +213,48 @@ def test_log_div_and_div_by_reciprocal():
     )
 
 
+def test_div_by_reciprocal_of_integers_multiplies_in_the_quotients_dtype():
+    # uint16 x / (1 / x) is a float quotient: a / (1 / x) -> a * x must multiply in its
+    # dtype, not in uint16 where 65535 * 65535 wraps to 1 (fuzz --values wide, seed 10,
+    # graph 262); int8 and int64 likewise. Against the graph unrewritten.
+    for dtype, big in (("uint16", 65535), ("int8", -128), ("int64", 2**40 + 3)):
+        x, a = tt.vector("x", dtype=dtype), tt.vector("a", dtype=dtype)
+        outs = [x / (1 / x), a / tt.reciprocal(x)]
+        v = np.array([big, 3, 0, 7], dtype)
+        w = np.array([big, -1 if dtype[0] == "i" else 2, 5, 7], dtype)
+        want = theano_dag.function([x, a], outs, mode=Mode(linker="py", optimizer=None))(v, w)
+        assert abs(float(want[0][0])) > 1e4  # the product that wraps in dtype
+        for mode in (Mode(linker="py", optimizer="fast_run"), Mode(linker="cpu")):
+            got = theano_dag.function([x, a], outs, mode=mode)(v, w)
+            for g, r in zip(got, want):
+                assert g.dtype == r.dtype
+                np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
 def test_sqrt_sqr():
     x = tt.dvector("x")
     check([x], [tt.sqrt(tt.sqr(x)), tt.sqrt(x * x)], [abs(x), abs(x)], [rng.normal(size=5)], _all)
     fg = check([x], [tt.sqr(tt.sqrt(x))], None, [rng.normal(size=5)], _all)
     assert ops_of(fg) == ["Elemwise{ge,no_inplace}", "Elemwise{switch,no_inplace}"]
+
+
+def test_sqrt_of_an_integer_square_keeps_its_wrap():
+    # uint8 x * x wraps (200 * 200 is 64): sqrt of it is 8, not |x| = 200. A float
+    # square of the same integers is |x| still.
+    for dtype in ("uint8", "int8", "int16", "int32", "int64"):
+        x = tt.vector("x", dtype=dtype)
+        info = np.iinfo(dtype)
+        v = np.array([info.max, info.min, 3, 0, info.max // 2 + 7], dtype)
+        outs = [tt.sqrt(x * x), tt.sqrt(tt.sqr(x)), tt.sqrt(tt.sqr(tt.cast(x, "float64")))]
+        want = theano_dag.function([x], outs, mode=Mode(linker="py", optimizer=None))(v)
+        assert not np.allclose(want[0], np.abs(v.astype(float)))  # the wrap shows
+        for mode in (Mode(linker="py", optimizer="fast_run"), Mode(linker="cpu")):
+            f = theano_dag.function([x], outs, mode=mode)
+            for g, r in zip(f(v), want):
+                assert g.dtype == r.dtype
+                np.testing.assert_allclose(g, r, rtol=1e-6)
+        fg = FunctionGraph([x], [tt.sqrt(tt.sqr(tt.cast(x, "float64")))])
+        assert "Elemwise{abs,no_inplace}" in ops_of(stabilize(fg))
 
 
 def test_exp_log_inverse_pairs():

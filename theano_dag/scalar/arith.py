@@ -30,6 +30,7 @@ from theano_dag.scalar.basic import (
     upcast_out_nobool,
     upcast_out_nobool_no_complex,
     vocabulary,
+    wrapping_c_code,
     zero_grads,
 )
 
@@ -122,7 +123,8 @@ class Add(ScalarOp):
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
         if out_dtypes[0] == "bool":  # numpy: bool + bool is logical or
             return ["(" + " || ".join(inputs) + ")"]
-        return super().c_code(inputs, in_dtypes, out_dtypes, types)
+        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
+        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         return [output_grads[0]] * len(inputs)
@@ -137,7 +139,8 @@ class Mul(ScalarOp):
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
         if out_dtypes[0] == "bool":
             return ["(" + " && ".join(inputs) + ")"]
-        return super().c_code(inputs, in_dtypes, out_dtypes, types)
+        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
+        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
@@ -164,6 +167,10 @@ def _fold(fn, xs):
 class Sub(BinaryScalarOp):
     nfunc = staticmethod(np.subtract)
     c_expr = "(%(x)s - %(y)s)"
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
+        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
@@ -866,6 +873,10 @@ class FMA(ScalarOp):
     nin = 3
     nfunc = staticmethod(lambda x, y, z: x * y + z)
     c_expr = "(%(x)s * %(y)s + %(z)s)"
+
+    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
+        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         x, y, _ = inputs

@@ -63,6 +63,7 @@ __all__ = [
     "C_TYPES",
     "OPENCL_TYPES",
     "ScalarOp",
+    "wrapping_c_code",
     "UnaryScalarOp",
     "BinaryScalarOp",
 ]
@@ -937,6 +938,31 @@ def _real_for(x, g):
     if _is_complex(g) and not _is_complex(x):
         return vocabulary(g).real(g)
     return g
+
+
+def wrapping_c_code(op, inputs, in_dtypes, out_dtypes, types):
+    """``op``'s C expression (``x + y``, ``x * y``, ``x - y``, ``x * x``, ``x * y + z``) for
+    an integer output in OpenCL C, computed in an unsigned type and cast back, so that it
+    wraps as numpy's; None where no change is needed (another output, or the C kernels'
+    ``types``). OpenCL C has no ``-fwrapv``: a signed overflow is undefined there (PoCL
+    computed an int32 ``-127 * x`` in 64 bits, never wrapped, before a floor division),
+    and operands narrower than ``int`` are promoted to ``int`` (``uint16 * uint16``
+    overflows it). The C kernels build with ``-fwrapv`` (``cc.BASE_FLAGS``): the promoted
+    arithmetic wraps, and the cast back keeps numpy's bits.
+
+    >>> from theano_dag import scalar as ts
+    >>> wrapping_c_code(ts.mul, ["x", "y"], ["int32"] * 2, ["int32"], OPENCL_TYPES)
+    ['((int)((((uint)(x)) * ((uint)(y)))))']
+    >>> wrapping_c_code(ts.mul, ["x", "y"], ["int32"] * 2, ["int32"], C_TYPES) is None
+    True
+    """
+    d = out_dtypes[0]
+    if types is not OPENCL_TYPES or d not in int_dtypes + ("uint8", "uint16"):
+        return None
+    w = "uint64" if d in ("int64",) else "uint32"
+    args = [f"(({types[w]})({e}))" for e in inputs]
+    (e,) = ScalarOp.c_code(op, args, [w] * len(args), [w], types)
+    return [f"(({types[d]})({e}))"]
 
 
 class UnaryScalarOp(ScalarOp):

@@ -29,6 +29,7 @@ from theano_dag.scalar.basic import (
     upgrade_to_float64,
     upgrade_to_float_no_complex,
     vocabulary,
+    wrapping_c_code,
     zero_grads,
 )
 
@@ -208,8 +209,22 @@ expm1 = _unary("expm1", np.expm1, "expm1(%(x)s)", lambda x, out: out + 1, "exp(x
 sqrt = _unary(
     "sqrt", np.sqrt, "sqrt(%(x)s)", lambda x, out: const_like(0.5, out) / out, "square root"
 )
+
+
+def _sqr_c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
+    # An integer's square wraps in OpenCL too (wrapping_c_code).
+    wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
+    return wrapped or FloatUnaryOp.c_code(self, inputs, in_dtypes, out_dtypes, types)
+
+
 sqr = _unary(
-    "sqr", np.square, "(%(x)s * %(x)s)", lambda x, out: 2 * x, "x * x", pref=upcast_out_nobool
+    "sqr",
+    np.square,
+    "(%(x)s * %(x)s)",
+    lambda x, out: 2 * x,
+    "x * x",
+    pref=upcast_out_nobool,
+    c_code=_sqr_c_code,
 )
 reciprocal = _unary(
     "reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)", lambda x, out: -(out * out), "1 / x"

@@ -45,6 +45,16 @@ outputs differ from numpy's.
 
 Run it: ``python -m theano_dag.testing.fuzz --n 1000 --seed 0`` (``make fuzz N=1000``).
 
+Integers are drawn in [-9, 9] by default, where int8 products rarely wrap; that draw
+is what every cited seed means, and stays. ``--values wide`` (``values="wide"``) draws
+them across each dtype's range, a third where its sums and products wrap
+(:func:`wrap_values`), with more integer and bool graphs, mixed with floats, and longer
+chains of arithmetic (:data:`WIDE_OP_FACTORS`, :data:`WIDE_CHAIN`). numpy's value of
+the written graph is the reference, each op wrapping in its own output dtype; where C
+leaves integers undefined the engines give numpy's values: ``x // 0`` and ``x % 0`` are
+0, ``INT_MIN // -1`` is ``INT_MIN``, ``-x`` and ``abs(INT_MIN)`` wrap, a narrowing
+integer cast wraps, and a float cast to an integer follows ``cast_array``.
+
 >>> rec = generate(np.random.default_rng(0))
 >>> check(rec, ["py"])
 []
@@ -121,7 +131,9 @@ NONFINITE_TAGS = ("nonfinite_unsafe", "reassociate", "stabilize")
 #: The class of a difference that no rewrite makes: a matrix product whose terms
 #: overflow or hold opposite infinities is NaN or an infinity by the kernel's order of
 #: summation and its use of fused multiply-adds (OpenBLAS gives -inf where a plain sum
-#: of products gives NaN; the OpenCL engine's kernel gives NaN).
+#: of products gives NaN; the OpenCL engine's kernel gives NaN). A zero product's sign
+#: is the kernel's too (BLAS adds ``0 * -x`` to +0.0, an elementwise outer product
+#: keeps -0.0), and a quotient by it an infinity of either sign.
 DOT_NONFINITE = "dot_nonfinite"
 BASE = ("a", "b", 1)
 #: The lengths of ``"a"`` and ``"b"`` in a recipe's two calls: small, then two large
@@ -660,14 +672,34 @@ MORE_WEIGHT = 0.5
 #: What constants hold, by dtype kind; a share of the float ones non-finite.
 CONST_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e30, float("nan"), float("inf"), float("-inf"))
 CONST_INTS = (0, 1, -1, 3, "min", "max")
+#: The value distributions (``values`` of :func:`generate` and :func:`input_value`):
+#: ``"default"``, small integers (the draw every seed cited in notes means), or
+#: ``"wide"``, integers across each dtype's range where sums and products wrap.
+VALUES = ("default", "wide")
+#: The dtypes' weights of a ``"wide"`` graph: every integer and bool more often than
+#: floats (whose operands mix with them); in an :data:`INTEGER_SHARE` of the graphs,
+#: :data:`INTEGER_WEIGHTS`.
+WIDE_WEIGHTS = (0.1, 0.1) + (0.08,) * len(INTS) + (0.16,)
+#: How much more often a ``"wide"`` graph draws the ops where integers wrap or divide.
+WIDE_OP_FACTORS = {
+    **dict.fromkeys(("add", "sub", "mul", "div", "true_div", "floordiv", "mod"), 6.0),
+    **dict.fromkeys(("neg", "abs", "sqr", "scale", "inv", "ipow", "powc", "sgn"), 3.0),
+    **dict.fromkeys(("invert", "cast", "maximum", "minimum", "switch", "clip"), 2.0),
+    **dict.fromkeys(("prod", "cumsum", "cumprod", "sumd", "suma", "mean", "sum"), 2.0),
+}
+#: The share of a ``"wide"`` graph's ops that take the last node as their first operand:
+#: chains such as ``(x / y) * x``, which the product canonizer regrouped into an int8
+#: ``x * x`` that wrapped.
+WIDE_CHAIN = 0.5
 
 
 @dataclass
 class Recipe:
     """A random graph: ``nodes`` (inputs, the shared variable, ops), ``outputs`` (node
     indices), ``update`` (the node giving the shared variable's next value, or None),
-    the ``seed`` of the input values, whether they include non-finite ones, and which
-    of :data:`SIZE_SETS` gives the lengths."""
+    the ``seed`` of the input values, whether they include non-finite ones, which
+    of :data:`SIZE_SETS` gives the lengths, and the ``values`` distribution
+    (:data:`VALUES`) of its integer inputs and constants."""
 
     nodes: list
     outputs: list
@@ -677,6 +709,7 @@ class Recipe:
     dtypes: list = field(default_factory=list)
     nonfinite: bool = False  # the inputs hold NaN, infinities and extreme values
     sizes: int = 0  # the index of the lengths in SIZE_SETS
+    values: str = "default"  # the value distribution (VALUES)
 
     @property
     def shared_index(self):
@@ -914,8 +947,11 @@ def _result_dims_more(op, dims, dtypes, param):
     raise KeyError(op)
 
 
-def _const_param(rng, dtype):
+def _const_param(rng, dtype, values="default"):
     kind = np.dtype(dtype).kind
+    if values == "wide" and kind in "iu":
+        table = wrap_values(dtype)
+        return (int(table[int(rng.integers(len(table)))]), dtype)
     if kind == "b":
         return (bool(rng.random() < 0.5), dtype)
     if kind == "f":
@@ -1069,13 +1105,17 @@ def _pick(rng, candidates):
     return candidates[int(rng.integers(len(candidates)))] if candidates else None
 
 
-def _args(op, rng, nodes, dims, dtypes):
+def _args(op, rng, nodes, dims, dtypes, chain=0.0):
     """Arguments for ``op`` among the ``nodes`` so far (of ``dims`` and ``dtypes``);
     None when none fit. Binary ops prefer operands of other dims that broadcast
-    against the first (``(1, n)`` against ``(m, 1)``), switch branches of other dtypes."""
+    against the first (``(1, n)`` against ``(m, 1)``), switch branches of other dtypes.
+    ``chain``: the share of ops whose first operand is the last node (long chains of
+    ops, where a rewrite regroups the products and quotients of several)."""
     n = len(dims)
     arity = OPS[op][0]
     args = [int(rng.integers(n)) for _ in range(arity)]
+    if chain and arity and rng.random() < chain:
+        args[0] = n - 1
     if op in ("switch", "where"):
         # The condition: another switch's (switches of one condition merge), a bool, or
         # any value (not 0).
@@ -1162,12 +1202,25 @@ def _args(op, rng, nodes, dims, dtypes):
     return tuple(args)
 
 
-def generate(rng, max_ops=8, grad=False) -> Recipe:
+def generate(rng, max_ops=8, grad=False, values="default") -> Recipe:
     """A random recipe: 1 to 3 inputs, maybe constants, up to ``max_ops`` ops, 1 to 3
     outputs, in one graph of three a shared variable with an update, in a
     :data:`NONFINITE_SHARE` of them inputs with NaN, infinities and extreme values, in a
     :data:`LARGE_SHARE` of them large lengths. ``grad``: a recipe for
-    :func:`check_grad` (float64 inputs, small lengths, finite values)."""
+    :func:`check_grad` (float64 inputs, small lengths, finite values). ``values``: one
+    of :data:`VALUES`; ``"wide"`` draws integers and bools more often
+    (:data:`WIDE_WEIGHTS`), integer constants where arithmetic wraps
+    (:func:`wrap_values`), the ops where it wraps more often (:data:`WIDE_OP_FACTORS`),
+    and its recipe's integer inputs across their range (:func:`input_value`); with
+    ``grad``, integer and bool inputs beside the float64 ones (not differentiated).
+
+    >>> rec = generate(np.random.default_rng(1), values="wide")
+    >>> rec.values
+    'wide'
+    """
+    if values not in VALUES:
+        raise ValueError(f"values must be one of {VALUES}, not {values!r}")
+    wide = values == "wide"
     nodes, dims, dtypes, syms, samples = [], [], [], [], []
     shapes = [("a",), ("b",), ("a", "b"), (), (1, "b"), ("a", 1), ("b", "a")]
     sizes = 0
@@ -1183,9 +1236,14 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
         return len(nodes) - 1
 
     dtype_weights = DTYPE_WEIGHTS if grad or rng.random() >= INTEGER_SHARE else INTEGER_WEIGHTS
+    if wide and dtype_weights is DTYPE_WEIGHTS:
+        dtype_weights = WIDE_WEIGHTS
 
     def dtype():
         if grad:
+            # Wide: an integer or a bool input in a share, beside the float64 ones.
+            if wide and rng.random() < 0.4:
+                return str(rng.choice(INTS + ("bool",)))
             return "float64"
         return str(rng.choice(DTYPES, p=np.array(dtype_weights) / sum(dtype_weights)))
 
@@ -1201,8 +1259,8 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
         dt = str(rng.choice(FLOATS, p=[0.3, 0.7]))
         add(("shared", d, dt), d, eval(_input_type(d, dt))(), _sample(d, dt))
     for _ in range(int(rng.integers(1, 4) if rng.random() < 0.7 else 0)):
-        param = _const_param(rng, dtype())
-        if grad and not abs(param[0]) <= 2:
+        param = _const_param(rng, dtype(), values)
+        if grad and not (abs(param[0]) <= 2 or (wide and param[1] in INTS)):
             continue  # NaN, infinities and 1e30 leave nothing for finite differences
         node = ("const", (), param)
         add(node, (), eval(_code(node, "graph"), {"tt": tt, "np": np, **_NP_NS}), None)
@@ -1211,13 +1269,15 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
     if grad:
         names = [op for op in names if op not in NO_GRAD]
     weights = np.array([OP_WEIGHTS.get(op, 1.0 if op in CORE_OPS else MORE_WEIGHT) for op in names])
+    if wide:
+        weights *= np.array([WIDE_OP_FACTORS.get(op, 1.0) for op in names])
     weights /= weights.sum()
     n_ops = int(rng.integers(1, max_ops + 1))
     tries = 0
     while sum(not _is_leaf(n) for n in nodes) < n_ops and tries < 300:
         tries += 1
         op = names[int(rng.choice(len(names), p=weights))]
-        args = _args(op, rng, nodes, dims, dtypes)
+        args = _args(op, rng, nodes, dims, dtypes, WIDE_CHAIN if wide else 0.0)
         if args is None:
             REJECTED[op, "args"] += 1
             continue
@@ -1237,8 +1297,10 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
             REJECTED[op, "graph"] += 1
             continue  # the op refuses these types: not a graph to try
         if grad and sym.dtype not in ("float64", "bool"):
-            REJECTED[op, "grad dtype"] += 1
-            continue
+            # Wide: an integer made of integers and bools only (no float's step in it).
+            if not (wide and sym.dtype in INTS and all(dtypes[a] not in FLOATS for a in args)):
+                REJECTED[op, "grad dtype"] += 1
+                continue
         # numpy's side must give the graph's dtype and broadcasting on these types.
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -1268,22 +1330,58 @@ def generate(rng, max_ops=8, grad=False) -> Recipe:
         update = add(("cast", (cur,), dtypes[s]), dims[s], tt.cast(syms[cur], dtypes[s]), None)
     seed = int(rng.integers(2**31))
     nonfinite = bool(not grad and rng.random() < NONFINITE_SHARE)
-    return Recipe(nodes, outputs, update, seed, dims, dtypes, nonfinite, sizes)
+    return Recipe(nodes, outputs, update, seed, dims, dtypes, nonfinite, sizes, values)
 
 
 # -- running ---------------------------------------------------------------------------
 
 
-def input_value(seed, shape, dtype, special):
+def wrap_values(dtype):
+    """The integers of ``dtype`` where its arithmetic wraps: its extremes and their
+    neighbours, 0 and +-1, and (negated too, for a signed dtype) the smallest value
+    whose square overflows, half the maximum (doubled, it overflows) and about 78% of
+    it (int8 100, uint8 200, int16 25600), of which a product by 2 or more wraps.
+
+    >>> wrap_values("int8")
+    [-128, 127, -127, 126, 0, 1, -1, 12, -12, 64, -64, 100, -100]
+    >>> wrap_values("uint8")
+    [0, 255, 1, 254, 0, 1, 16, 128, 200]
+    """
+    info = np.iinfo(dtype)
+    top = int(info.max)
+    root = int(np.sqrt(float(top))) + 1
+    while (root - 1) * (root - 1) > top:  # float's square root of 2**64 - 1 rounds up
+        root -= 1
+    wraps = [root, top // 2 + 1, (top + 1) * 100 // 128]
+    if info.min < 0:
+        return [int(info.min), top, int(info.min) + 1, top - 1, 0, 1, -1] + [
+            v * s for v in wraps for s in (1, -1)
+        ]
+    return [0, top, 1, top - 1, 0, 1] + wraps
+
+
+def input_value(seed, shape, dtype, special, values="default"):
     """An input's value: uniform in [-1, 1] for floats, integers in [-9, 9] (unsigned:
     [0, 9]), random bools; with ``special``, about a third of the elements NaN, the
     infinities, values near overflow and underflow, signed zeros (floats), or the
-    extremes, 0 and +-1 (integers)."""
+    extremes, 0 and +-1 (integers). ``values="wide"``: integers a third small, a third
+    where the dtype's sums and products wrap (:func:`wrap_values`), a third uniform
+    over the dtype's whole range."""
     rng = np.random.default_rng(seed)
     dt = np.dtype(dtype)
     if dt.kind == "b":
         return rng.random(shape) < 0.5
-    if dt.kind in "iu":
+    if dt.kind in "iu" and values == "wide":
+        info = np.iinfo(dt)
+        small = rng.integers(-9 if dt.kind == "i" else 0, 10, shape).astype(dt)
+        wraps = np.array(wrap_values(dtype), dtype=object).astype(dt)
+        wrapping = wraps[rng.integers(len(wraps), size=shape)]
+        anywhere = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+        which = rng.integers(3, size=shape)
+        v = np.asarray(np.where(which == 0, small, np.where(which == 1, wrapping, anywhere)))
+        v = v.astype(dt)
+        table = [info.min, info.max, 0, 1, info.max - 1] + ([-1, info.min + 1] * (dt.kind == "i"))
+    elif dt.kind in "iu":
         v = rng.integers(-9 if dt.kind == "i" else 0, 10, shape).astype(dt)
         info = np.iinfo(dt)
         table = [info.min, info.max, 0, 1, info.max - 1] + ([-1, info.min + 1] * (dt.kind == "i"))
@@ -1325,6 +1423,7 @@ def _values(rec, call):
             _shape(node[1], sizes),
             node[2],
             rec.nonfinite and node[0] == "input",
+            rec.values,
         )
         for k, node in enumerate(rec.nodes)
         if _is_leaf(node)
@@ -1333,6 +1432,10 @@ def _values(rec, call):
 
 #: The ops that cast a float to an integer.
 FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range", "iround")
+#: The float ops as discontinuous as a cast, where the dividend crosses a multiple of the
+#: divisor: a float64 product of 1e30 one ulp apart, modulo an int64 of 2**60, differs by
+#: as much as the divisor (fuzz --values wide, seed 14, graph 1502).
+FLOAT_STEPS = ("mod", "floordiv")
 #: The moves, in units in the last place, of a float cast to an integer that an engine's
 #: last bits may make (one bit of a float32 ``log`` upstream moves its product by two).
 NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
@@ -1352,7 +1455,9 @@ def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False):
         for k, node in enumerate(rec.nodes):
             if k not in env:
                 args = {_name(a): env[a] for a in node[1]}
-                if (nudge or ulps) and node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS:
+                stepped = node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS
+                stepped = stepped or (node[0] in FLOAT_STEPS and rec.dtypes[k] in FLOATS)
+                if (nudge or ulps) and stepped:
                     x = env[node[1][0]]
                     if x.dtype.kind == "f":
                         moved = x + nudge * np.maximum(1, np.abs(x))
@@ -1497,11 +1602,14 @@ def _after_float_to_int(rec):
     way or the other within the tolerance (numpy's float32 ``tanh`` and C's differ in
     the last bit) truncates to integers that differ by as much, relatively (the float32
     ``tanh(x) * -3e9`` of 1057972480 beside 1057972416), or to the next integer (1 beside
-    a ``tanh(9)`` of 0.99999994)."""
+    a ``tanh(9)`` of 0.99999994); and those a float's modulo or floor division reaches
+    (:data:`FLOAT_STEPS`)."""
     return _reached(
         rec,
-        lambda k, node: node[0] in FLOAT_TO_INT
-        and rec.dtypes[k] in INTS
+        lambda k, node: (
+            node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS or node[0] in FLOAT_STEPS
+        )
+        and rec.dtypes[k] in INTS + FLOATS
         and rec.dtypes[node[1][0]] in FLOATS,
     )
 
@@ -1565,7 +1673,8 @@ def check(rec, engines=None) -> list:
 
 
 def _dot_sees_nonfinite(rec):
-    """Whether a dot of ``rec`` reads or makes a non-finite value in either call."""
+    """Whether a dot of ``rec`` reads or makes a non-finite value in either call, or
+    makes a float zero (whose sign is the kernel's, :data:`DOT_NONFINITE`)."""
     dots = [k for k, n in enumerate(rec.nodes) if n[0] in PRODUCTS]
     if not dots:
         return False
@@ -1575,17 +1684,21 @@ def _dot_sees_nonfinite(rec):
             for v in [env[k]] + [env[a] for a in rec.nodes[k][1]]:
                 if v.dtype.kind == "f" and not np.isfinite(v).all():
                     return True
+            if env[k].dtype.kind == "f" and (env[k] == 0).any():
+                return True
     return False
 
 
 def _discretizes(rec):
-    """Whether a float of ``rec`` becomes an integer, a bool or a switch's choice (where
-    NaN and the infinities turn into finite values)."""
+    """Whether a float of ``rec`` becomes an integer, a bool, a switch's choice or a
+    place in a sort (where NaN and the infinities turn into finite values)."""
     for k, node in enumerate(rec.nodes):
         args = [] if _is_leaf(node) else node[1]
         floats_in = any(rec.dtypes[a] in FLOATS for a in args)
         if floats_in and rec.dtypes[k] not in FLOATS:
             return True
+        if node[0] == "sort" and rec.dtypes[k] in FLOATS:
+            return True  # a NaN sorts last: the finite values move (seed 8 wide, graph 2601)
         if node[0] in ("switch", "where", "mask", "mask_set", "mask_inc"):
             if rec.dtypes[args[0]] in FLOATS:
                 return True
@@ -1599,10 +1712,10 @@ def classify(rec, engine):
     ``log``, ``sqrt``, a division or an overflow make): the first with which excluded
     the engine agrees, else all of them together, joined by ``+``;
     :data:`DOT_NONFINITE` for a product's non-finite values that differ by kernel
-    (None: not explained by either, a bug)."""
-    if engine == "py":
-        return None
-    for tags in [(t,) for t in NONFINITE_TAGS] + [NONFINITE_TAGS] * (len(NONFINITE_TAGS) > 1):
+    (None: not explained by either, a bug). The reference engine runs no rewrites: only
+    its products' kernels are classified."""
+    tag_sets = [(t,) for t in NONFINITE_TAGS] + [NONFINITE_TAGS] * (len(NONFINITE_TAGS) > 1)
+    for tags in tag_sets if engine != "py" else []:
         if not _check_engine(rec, engine, _tol(rec), exclude=tags):
             if (
                 tags == ("nonfinite_unsafe",)
@@ -1721,15 +1834,44 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
 def differentiable(rec) -> bool:
     """Whether :func:`check_grad` applies: float64 inputs and values (bool conditions
     allowed), small lengths, no shared variable, finite inputs and constants, none of
-    the ops of :data:`NO_GRAD`."""
+    the ops of :data:`NO_GRAD`. A ``"wide"`` recipe may also have integer and bool
+    inputs, and integers computed from integers and bools only (constant in the
+    float64 inputs, which are the ones differentiated)."""
+    if rec.values == "wide":
+        typed = all(
+            d in ("float64", "bool")
+            or (d in INTS and (_is_leaf(n) or all(rec.dtypes[a] not in FLOATS for a in n[1])))
+            for n, d in zip(rec.nodes, rec.dtypes)
+        )
+        typed = typed and any(n[0] == "input" and n[2] == "float64" for n in rec.nodes)
+    else:
+        typed = all(d in ("float64", "bool") for d in rec.dtypes) and all(
+            n[2] == "float64" for n in rec.nodes if _is_leaf(n)
+        )
     return (
         rec.shared_index is None
         and not rec.nonfinite
         and rec.sizes == 0
-        and all(d in ("float64", "bool") for d in rec.dtypes)
-        and all(n[2] == "float64" for n in rec.nodes if _is_leaf(n))
+        and typed
         and not any(n[0] in NO_GRAD or _nonfinite_const(n) for n in rec.nodes)
     )
+
+
+def _wrt(rec):
+    """The inputs of ``rec`` that :func:`check_grad` differentiates (its float64 ones)."""
+    return [k for k, n in enumerate(rec.nodes) if n[0] == "input" and n[2] == "float64"]
+
+
+def _rounding_scale(rec, env, k):
+    """How far rounding may move numpy's cost where input ``k`` moves (a float times an
+    integer of 2**62 rounds by hundreds): the magnitudes of the values it reaches, in
+    units of float64's epsilon; 0 but for a ``"wide"`` recipe (the default's values are
+    near 1, as its tolerance assumes)."""
+    if rec.values != "wide":
+        return 0.0
+    reached = _reached(rec, lambda j, node: k in node[1]) | {k}
+    total = sum(float(np.sum(np.abs(env[j].astype("float64")))) for j in reached)
+    return 16 * np.finfo("float64").eps * total
 
 
 def _kinks(rec, vals) -> bool:
@@ -1772,20 +1914,24 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
     of numpy's value of the same cost; the problems found (empty: it agrees)."""
     if not differentiable(rec):
         return []
-    inputs, _, syms = _build(rec)
+    _, _, syms = _build(rec)
+    inputs = _wrt(rec)
+    given = [k for k, n in enumerate(rec.nodes) if n[0] == "input" and k not in inputs]
     weights = [1.0 + 0.37 * j for j in range(len(rec.outputs))]
     cost = sum(w * syms[k].sum() for w, k in zip(weights, rec.outputs))
     wrt = [syms[k] for k in inputs]
     try:
         gs = grad(cost, wrt, disconnected_inputs="ignore")
-        f = function(wrt, gs, mode=mode, on_unused_input="ignore")
+        f = function(wrt + [syms[k] for k in given], gs, mode=mode, on_unused_input="ignore")
     except Exception as e:
         return [f"grad raised {type(e).__name__}: {e}"]
     vals = _values(rec, 0)
 
-    def numpy_cost(v):
+    def numpy_costs(v):
+        # Per output: one that the moved input does not reach differs by exactly 0 (an
+        # int64 output of 2**62 added to the cost would round the difference away).
         env = reference(rec, v)
-        return sum(w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs))
+        return np.array([w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs)])
 
     if _kinks(rec, vals):
         # max's gradient goes to every element equal to the maximum (Theano's and
@@ -1793,17 +1939,22 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
         # kink measures neither side. A broadcast row makes such ties: the graph is
         # left out, not reported.
         return []
-    got = f(*[vals[k] for k in inputs])
+    env = reference(rec, vals)
+    if not np.isfinite(numpy_costs(vals)).all():
+        return []  # a wide integer made an infinity (exp2 of 2**64 - 2): nothing to measure
+    got = f(*[vals[k] for k in inputs + given])
     problems = []
     for k, g in zip(inputs, got):
+        # Central differences of large terms round by as much (over eps).
+        atol = tol + _rounding_scale(rec, env, k) / eps
         num = np.zeros_like(vals[k])
         for i in np.ndindex(vals[k].shape):
             v = {j: a.copy() for j, a in vals.items()}
             v[k][i] += eps
-            up = numpy_cost(v)
+            up = numpy_costs(v)
             v[k][i] -= 2 * eps
-            num[i] = (up - numpy_cost(v)) / (2 * eps)
-        if not np.allclose(np.asarray(g), num, rtol=tol, atol=tol):
+            num[i] = np.sum(up - numpy_costs(v)) / (2 * eps)
+        if not np.allclose(np.asarray(g), num, rtol=tol, atol=atol):
             err = np.max(np.abs(np.asarray(g) - num))
             problems.append(f"gradient wrt {_name(k)} differs (max abs error {err:.3g})")
     return problems
@@ -1966,7 +2117,8 @@ def _script_head(rec, title, flags):
         helpers.insert(0, cast_bounds)
     if cast in helpers:
         lines.append("from theano_dag.scalar import cast_array")
-    for h in [input_value, close, _report] + helpers:
+    wide = [wrap_values] if rec.values != "default" else []
+    for h in wide + [input_value, close, _report] + helpers:
         lines += ["", "", _SOURCES[h.__name__]]
     lines += ["", ""]
     s = rec.shared_index
@@ -1996,7 +2148,7 @@ def _script_head(rec, title, flags):
 # The helpers' text, read once: a run outlives edits of this file.
 _SOURCES = {
     h.__name__: textwrap.dedent(inspect.getsource(h)).rstrip()
-    for h in (input_value, close, _report) + _NP_HELPERS
+    for h in (wrap_values, input_value, close, _report) + _NP_HELPERS
 }
 
 
@@ -2004,7 +2156,7 @@ def _input_values(rec, call, inputs):
     return [
         f"{_name(k)}_value = input_value({_seed_of(rec, call, k)}, "
         f"{_shape(rec.nodes[k][1], _call_sizes(rec)[call])}, {rec.nodes[k][2]!r}, "
-        f"{rec.nonfinite})"
+        f"{rec.nonfinite}{', values=' + repr(rec.values) if rec.values != 'default' else ''})"
         for k in inputs
     ]
 
@@ -2049,17 +2201,22 @@ def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
     they differ."""
     lines = _script_head(rec, "gradient, default mode", {})
     inputs = [k for k, n in enumerate(rec.nodes) if n[0] == "input"]
+    wrt = _wrt(rec)
+    inputs = wrt + [k for k in inputs if k not in wrt]  # the differentiated ones first
     ins = ", ".join(_name(k) for k in inputs)
+    wrt_names = ", ".join(_name(k) for k in wrt)
+    order = [inputs.index(k) for k in sorted(inputs)]  # numpy_values takes node order
     weights = [1.0 + 0.37 * j for j in range(len(rec.outputs))]
     cost = " + ".join(f"{w!r} * {_name(k)}.sum()" for w, k in zip(weights, rec.outputs))
     lines += [
         f"cost = {cost}",
-        f"f = function([{ins}], grad(cost, [{ins}], disconnected_inputs='ignore'))",
+        f"f = function([{ins}], grad(cost, [{wrt_names}], disconnected_inputs='ignore'),",
+        "             on_unused_input='ignore')",
         "",
         "",
-        "def numpy_cost(values):",
-        "    outs, _ = numpy_values(*values)",
-        f"    return sum(w * float(np.sum(o)) for w, o in zip({weights!r}, outs))",
+        "def numpy_costs(values):",
+        f"    outs, _ = numpy_values(*[values[j] for j in {order!r}])",
+        f"    return np.array([w * float(np.sum(o)) for w, o in zip({weights!r}, outs)])",
         "",
         "",
     ]
@@ -2074,7 +2231,7 @@ def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
         f"        up[k][i] += {eps!r}",
         "        down = [v.copy() for v in values]",
         f"        down[k][i] -= {eps!r}",
-        f"        num[i] = (numpy_cost(up) - numpy_cost(down)) / {2 * eps!r}",
+        f"        num[i] = np.sum(numpy_costs(up) - numpy_costs(down)) / {2 * eps!r}",
         f"    why = close(np.asarray(g), num, {tol!r})",
         "    bad += why is not None",
         "    print(f'gradient wrt input {k}: {why or \"ok\"}')",
@@ -2099,16 +2256,17 @@ def _check_grad_on(rec, engine):
         return check_grad(rec, mode=_mode(engine))
 
 
-def run_grads(n, seed=0, out=sys.stdout, engines=None):
+def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default"):
     """Check the gradients of ``n`` differentiable recipes from ``seed`` on each of
-    ``engines`` (names of :data:`ENGINES`; default: the default mode only); the failures
-    as ``(index, "grad" or "grad:<engine>", problems, recipe)``."""
+    ``engines`` (names of :data:`ENGINES`; default: the default mode only), drawn with
+    ``values`` (:data:`VALUES`); the failures as ``(index, "grad" or "grad:<engine>",
+    problems, recipe)``."""
     rng = np.random.default_rng(seed)
     failures, done = [], 0
     while done < n:
         if done and done % 100 == 0:
             print(f"# {done} gradient graphs, {len(failures)} failing", file=out, flush=True)
-        rec = generate(rng, grad=True)
+        rec = generate(rng, grad=True, values=values)
         if not differentiable(rec):
             continue
         for engine in engines or [None]:
@@ -2153,6 +2311,7 @@ def run(
     classified=None,
     start=0,
     trace=False,
+    values="default",
 ):
     """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
     ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
@@ -2160,12 +2319,13 @@ def run(
     which an engine differs only through a documented rewrite (:func:`classify`) is no
     failure: it is appended to ``classified`` (a list, when given) as ``(index, engine,
     tag, problems)`` and printed as one line. ``trace``: print each graph's index
-    before running it (to find the graph that ends the process)."""
+    before running it (to find the graph that ends the process). ``values``: the value
+    distribution (:data:`VALUES`; ``"wide"``: integers where their arithmetic wraps)."""
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        rec = generate(rng)
+        rec = generate(rng, values=values)
         if i < start:
             continue
         if i > start and i % 100 == 0:
@@ -2223,6 +2383,13 @@ def main(argv=None):
         "--grad-engines", default=None, help="comma-separated (default: the default mode)"
     )
     ap.add_argument("--trace", action="store_true", help="print each graph's index first")
+    ap.add_argument(
+        "--values",
+        choices=VALUES,
+        default="default",
+        help="default: small integers (what cited seeds mean); wide: integers across each "
+        "dtype's range where sums and products wrap, more integer and bool graphs",
+    )
     a = ap.parse_args(argv)
     engines = a.engines.split(",") if a.engines else None
     n_grads = (a.n - a.start) // 5 if a.grads is None else a.grads
@@ -2239,16 +2406,17 @@ def main(argv=None):
             classified=classified,
             start=a.start,
             trace=a.trace,
+            values=a.values,
         )
         t1 = time.perf_counter()
         grad_engines = a.grad_engines.split(",") if a.grad_engines else None
-        grad_failures = run_grads(n_grads, grad_seed, engines=grad_engines)
+        grad_failures = run_grads(n_grads, grad_seed, engines=grad_engines, values=a.values)
     except Exception:
         traceback.print_exc()
         return 2
     t2 = time.perf_counter()
     print(
-        f"{a.n - a.start} graphs (seed {a.seed}, {a.start} to {a.n - 1}), engines "
+        f"{a.n - a.start} {a.values} graphs (seed {a.seed}, {a.start} to {a.n - 1}), engines "
         f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
         f"classified by tag ({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
         f"{t1 - t0:.0f} s; {n_grads} gradient graphs (seed {grad_seed}): "

@@ -29,6 +29,7 @@ from theano_dag.opt.rewrites.utils import (
     typed_constant,
 )
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.basic import cast
 
 stabilize = RULES.stabilize
 
@@ -496,6 +497,10 @@ def local_sqrt_sqr(fgraph, node):
                 return False
         else:
             return False
+        if not is_float(inner.outputs[0]):
+            # An integer's square wraps in its dtype (uint8 200 * 200 is 64, whose root
+            # is 8, not 200: fuzz --values wide, seed 10, graph 440).
+            return False
         return fit(node.outputs[0], tm.abs(x), inner.inputs)
     if sop == ts.sqr:
         s = node.inputs[0]
@@ -671,8 +676,14 @@ def local_div_by_reciprocal(fgraph, node):
     x = _reciprocal_arg(r)
     if x is None or not is_float(node.outputs[0]):
         return False
-    new = x if a is None or is_const(a, 1) else tm.mul(a, x)
-    return fit(node.outputs[0], new, node.inputs)
+    if a is None or is_const(a, 1):
+        return fit(node.outputs[0], x, node.inputs)
+    d = node.outputs[0].dtype
+    if a.dtype != d and x.dtype != d:
+        # Integers' product in their own dtype wraps where the quotient divided in
+        # floats: uint16 x / (1 / x) of 65535 was 1.0 (x * x in uint16), not 4.29e9.
+        a, x = (v if v.dtype == d else cast(v, d) for v in (a, x))
+    return fit(node.outputs[0], tm.mul(a, x), node.inputs)
 
 
 RULES.canonicalize()(local_div_by_reciprocal)
