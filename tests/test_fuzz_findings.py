@@ -56,6 +56,40 @@ def test_opencl_compares_signed_and_unsigned_integers_in_their_common_dtype(unsi
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize(
+    "engine", ["py", "cpu", "cpu_c", pytest.param("opencl", marks=needs_opencl)]
+)
+@pytest.mark.parametrize("optimizer", ["fast_run", None])
+@pytest.mark.parametrize("signed", ["int64", "int8"])
+def test_a_signed_integer_and_a_uint64_compare_exactly(engine, optimizer, signed):
+    # fuzz --values wide, seed 15, graph 2210: uint64 2**63 > int64 2**63 - 1 was False.
+    # Their common dtype is float64, which rounds both to 2**63; numpy 2 compares them
+    # exactly, and so does every engine now (Python's integers are the reference).
+    u = tt.TensorType("uint64", shape=(None,))("u")
+    i = tt.TensorType(signed, shape=(None,))("i")
+    top = np.iinfo(signed).max
+    uv = np.array([top + 1, 5, 2**64 - 1, 0, 7, top], "uint64")
+    iv = np.array([top, -1, -1, 0, 7, top], signed)
+    ops = ["lt", "gt", "le", "ge", "eq", "neq"]
+    outs = [getattr(tt, o)(u, i) for o in ops] + [getattr(tt, o)(i, u) for o in ops]
+    linker = {"py": "py", "cpu": "cpu", "cpu_c": "cpu", "opencl": "opencl"}[engine]
+    with ckernel.compile_mode("sync" if engine == "cpu_c" else "never"):
+        f = function([u, i], outs, mode=Mode(linker=linker, optimizer=optimizer))
+        got = [np.asarray(g).tolist() for g in f(uv, iv)]
+    pairs = [(int(a), int(b)) for a, b in zip(uv, iv)]
+    py_ops = {
+        "lt": lambda a, b: a < b,
+        "gt": lambda a, b: a > b,
+        "le": lambda a, b: a <= b,
+        "ge": lambda a, b: a >= b,
+        "eq": lambda a, b: a == b,
+        "neq": lambda a, b: a != b,
+    }
+    want = [[py_ops[o](a, b) for a, b in pairs] for o in ops]
+    want += [[py_ops[o](b, a) for a, b in pairs] for o in ops]
+    assert got == want
+
+
 @pytest.mark.parametrize("engine", ["cpu_c", pytest.param("opencl", marks=needs_opencl)])
 @pytest.mark.parametrize("signed, unsigned", [("int32", "uint64"), ("int8", "uint32")])
 def test_switch_of_a_signed_and_an_unsigned_branch_keeps_the_signed_values(

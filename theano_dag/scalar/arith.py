@@ -482,17 +482,40 @@ class _Compare(BinaryScalarOp):
         super().__init__(output_types_preference, name)
 
     def compute(self, inputs, out_dtypes):
+        arrays = [np.asarray(i) for i in inputs]
+        if _signed_with_uint64(*[a.dtype.name for a in arrays]):
+            # Exactly, as numpy 2 does (their common dtype, float64, would round both
+            # past 2**53: uint64 2**63 > int64 2**63 - 1 would be False): a negative
+            # value is below any unsigned one; else both are compared as uint64.
+            x, y = arrays
+            fn = self.nfunc
+            same = fn(x.astype(np.uint64), y.astype(np.uint64))
+            x_neg = x < 0 if x.dtype.kind == "i" else False
+            y_neg = y < 0 if y.dtype.kind == "i" else False
+            out = np.where(x_neg, fn(-1, 0), np.where(y_neg, fn(0, -1), same))
+            return [out.astype(out_dtypes[0])]
         # Compare in the common dtype, as numpy does.
-        d = upcast(*[np.asarray(i).dtype for i in inputs])
-        return super().compute([np.asarray(i, dtype=d) for i in inputs], out_dtypes)
+        d = upcast(*[a.dtype for a in arrays])
+        return super().compute([a.astype(d, copy=False) for a in arrays], out_dtypes)
 
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
         """In the inputs' common dtype, numpy's: C would compare a signed integer with an
-        unsigned one of its width (or wider) as unsigned, -1 as the largest value.
+        unsigned one of its width (or wider) as unsigned, -1 as the largest value. A
+        signed integer and a uint64 (common dtype float64, which rounds both) are compared
+        exactly, as numpy 2 does.
 
         >>> print(lt.c_code(["u", "i"], ["uint32", "int32"], ["bool"])[0])
         (((long long)(u)) < ((long long)(i)))
+        >>> print(gt.c_code(["u", "i"], ["uint64", "int64"], ["bool"])[0])
+        ((i) < 0 ? 1 : (((unsigned long long)(u)) > ((unsigned long long)(i))))
         """
+        if _signed_with_uint64(*in_dtypes):
+            u = types["uint64"]
+            x, y = inputs
+            same = self.c_expr % {"x": f"(({u})({x}))", "y": f"(({u})({y}))"}
+            if in_dtypes[0] in _SIGNED:
+                return [f"(({x}) < 0 ? {int(self.nfunc(-1, 0))} : {same})"]
+            return [f"(({y}) < 0 ? {int(self.nfunc(0, -1))} : {same})"]
         common = upcast(*in_dtypes)
         args = [
             e if d == common else f"(({types[common]})({e}))" for e, d in zip(inputs, in_dtypes)
@@ -501,6 +524,17 @@ class _Compare(BinaryScalarOp):
 
     def grad(self, inputs, output_grads):
         return zero_grads(inputs)
+
+
+_SIGNED = ("int8", "int16", "int32", "int64")
+
+
+def _signed_with_uint64(*dtypes) -> bool:
+    """Whether ``dtypes`` are a signed integer and a uint64, in either order."""
+    return len(dtypes) == 2 and (
+        (dtypes[0] == "uint64" and dtypes[1] in _SIGNED)
+        or (dtypes[1] == "uint64" and dtypes[0] in _SIGNED)
+    )
 
 
 def _compare(name, fn, sym):

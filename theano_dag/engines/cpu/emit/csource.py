@@ -173,11 +173,14 @@ def _clip_c(op, args, in_dtypes, out_dtypes):
 
 
 def _compare_c(op, args, in_dtypes, out_dtypes):
-    # numpy compares in the inputs' common dtype (int64 with uint64: float64); C's usual
-    # conversions would compare -1 < 1u as unsigned.
+    # numpy compares in the inputs' common dtype; C's usual conversions would compare
+    # -1 < 1u as unsigned. A signed integer and a uint64 (common dtype float64, which
+    # rounds them) are compared exactly, as numpy 2 does, by the op's own C.
     common = np.result_type(*[np.dtype(d) for d in in_dtypes]).name
     if all(d == common for d in in_dtypes) or common not in C_TYPES:
         return None
+    if common == "float64" and all(np.dtype(d).kind in "iu" for d in in_dtypes):
+        return None  # a signed integer and a uint64: the op's own C compares exactly
     return op.c_code(_cast_args(args, in_dtypes, common), [common] * len(args), out_dtypes, C_TYPES)
 
 
