@@ -681,6 +681,19 @@ def test_relu_of_a_numpy_array_is_an_array():
     np.testing.assert_allclose(leaky.eval(), np.where(xv > 0, xv, 0.1 * xv), rtol=1e-6)
 
 
+@pytest.mark.parametrize("alpha", [0, 0.1])
+def test_relu_of_booleans_is_one_where_true(alpha):
+    # 0.5 * (x + |x|) of a bool: bool + bool is a logical or, so relu(True) was 0.5
+    # (Theano gives 1.0); on a tensor and on a numpy array alike.
+    bv = np.array([True, False, True])
+    b = tt.TensorType("bool", shape=(None,))("b")
+    got = function([b], nnet.relu(b, alpha))(bv)
+    np.testing.assert_array_equal(got, [1.0, 0.0, 1.0])
+    got_array = nnet.relu(bv, alpha)
+    got_array = got_array.eval() if isinstance(got_array, tt.TensorVariable) else got_array
+    np.testing.assert_array_equal(got_array, [1.0, 0.0, 1.0])
+
+
 def test_runtime_errors():
     x, w = tt.dtensor4("x"), tt.dtensor4("w")
     f = function([x, w], nnet.conv2d(x, w))

@@ -110,6 +110,8 @@ def relu(x, alpha=0):
     >>> relu(x, alpha=0.1).eval({x: np.array([-2.0, 3.0])})
     array([-0.2,  3. ])
     """
+    if getattr(x, "dtype", None) == "bool":
+        x = x.astype("int8")  # bool + bool is a logical or: relu(True) would be 0.5
     if isinstance(alpha, (int, float)) and alpha == 0:
         # Theano's arithmetic on x as given: a numpy array gives an array (Lasagne's
         # rectify is called on both).
