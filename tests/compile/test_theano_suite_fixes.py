@@ -78,6 +78,11 @@ def test_theanos_name_of_the_blas_pass_excludes_it(engine):
     want = a @ b * 2.0 + a
     np.testing.assert_allclose(plain(a, b), want, rtol=1e-12)
     np.testing.assert_allclose(fast(a, b), want, rtol=1e-12)
+    # ... and including("BlasOpt") with no other rewrites runs the pass's rules, as in
+    # Theano (its rules carry the pass's name)
+    only = function([x, y], out, mode=Mode(linker=engine, optimizer=None).including("BlasOpt"))
+    assert {type(n.op).__name__ for n in only.maker.fgraph.apply_nodes} & blas_ops
+    np.testing.assert_allclose(only(a, b), want, rtol=1e-12)
 
 
 def test_function_default_name_is_the_callers_file_and_line():

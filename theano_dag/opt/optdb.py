@@ -146,7 +146,8 @@ PIPELINE = (
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),
-    # Theano's name of this pass, as a tag: Theano code includes or excludes it by it.
+    # Theano's name of this pass, as a tag (THEANO_PASS_NAMES): Theano code includes or
+    # excludes it by it.
     (1.7, "blas", _equilibrium, ("fast_run", "BlasOpt")),
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
@@ -186,6 +187,12 @@ PIPELINE = (
 )
 
 
+# Theano's names of passes that hold rules: the rules answer to them as tags too, so that
+# Theano's ``Mode(optimizer=None).including("BlasOpt")`` runs the pass's rules (in Theano
+# the pass is named so, and its rules carry its name).
+THEANO_PASS_NAMES = {"blas": ("BlasOpt",)}
+
+
 def _local_db(optdb, name):
     """The DB of ``optdb`` that local rewrites named ``name`` go into."""
     db = optdb[name]
@@ -205,6 +212,8 @@ def build_optdb(rules=RULES) -> SequenceDB:
         db.register(name, obj, position, *tags)
         if isinstance(obj, TopoDB):
             obj.db.name = name  # its rewrites answer to the pass's name as a tag
+        if name in THEANO_PASS_NAMES:
+            (obj.db if isinstance(obj, TopoDB) else obj).name_aliases = THEANO_PASS_NAMES[name]
     # Merging after every change lets canonicalize see the shared subexpressions at once.
     db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
     for rule in rules:

@@ -172,6 +172,8 @@ class DB:
         self._names: set = set()
         self._registered: dict = {}  # id(obj) -> name, to refuse registering an object twice
         self.name = None  # set by the DB this one is registered in
+        # Other names of this DB (Theano's): what it registers answers to them as tags too.
+        self.name_aliases: tuple = ()
         # Changes made by code outside theano_dag (a user's rewrite): the function cache
         # leaves the graphs of a query over this DB uncached when there is one.
         self.foreign_changes = 0
@@ -232,7 +234,7 @@ class DB:
                 "use a ProxyDB to register it twice"
             )
         if use_db_name and self.name is not None:
-            tags = tags + (self.name,)
+            tags = tags + (self.name, *self.name_aliases)
         obj.name = name
         self.__db__[name] = _OrderedSet({obj: None})
         self._names.add(name)
