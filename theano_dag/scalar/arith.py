@@ -19,12 +19,13 @@ from theano_dag.scalar.basic import (
     discrete_dtypes,
     float_dtypes,
     get_scalar_type,
+    int_dtypes,
+    numpy_upcast,
     real_out,
     same_out,
     specific_out,
     transfer_type,
     true_div_out,
-    upcast,
     upcast_out,
     upcast_out_no_complex,
     upcast_out_nobool,
@@ -36,6 +37,7 @@ from theano_dag.scalar.basic import (
 
 __all__ = [
     "InRange",
+    "signed_with_uint64",
     "inopenrange",
     "inclosedrange",
     "Add",
@@ -483,7 +485,7 @@ class _Compare(BinaryScalarOp):
 
     def compute(self, inputs, out_dtypes):
         arrays = [np.asarray(i) for i in inputs]
-        if _signed_with_uint64(*[a.dtype.name for a in arrays]):
+        if signed_with_uint64(*[a.dtype.name for a in arrays]):
             # Exactly, as numpy 2 does (their common dtype, float64, would round both
             # past 2**53: uint64 2**63 > int64 2**63 - 1 would be False): a negative
             # value is below any unsigned one; else both are compared as uint64.
@@ -494,8 +496,8 @@ class _Compare(BinaryScalarOp):
             y_neg = y < 0 if y.dtype.kind == "i" else False
             out = np.where(x_neg, fn(-1, 0), np.where(y_neg, fn(0, -1), same))
             return [out.astype(out_dtypes[0])]
-        # Compare in the common dtype, as numpy does.
-        d = upcast(*[a.dtype for a in arrays])
+        # Compare in the common dtype, numpy's whatever the cast policy.
+        d = numpy_upcast(*[a.dtype.name for a in arrays])
         return super().compute([a.astype(d, copy=False) for a in arrays], out_dtypes)
 
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
@@ -509,14 +511,14 @@ class _Compare(BinaryScalarOp):
         >>> print(gt.c_code(["u", "i"], ["uint64", "int64"], ["bool"])[0])
         ((i) < 0 ? 1 : (((unsigned long long)(u)) > ((unsigned long long)(i))))
         """
-        if _signed_with_uint64(*in_dtypes):
+        if signed_with_uint64(*in_dtypes):
             u = types["uint64"]
             x, y = inputs
             same = self.c_expr % {"x": f"(({u})({x}))", "y": f"(({u})({y}))"}
-            if in_dtypes[0] in _SIGNED:
+            if in_dtypes[0] in int_dtypes:
                 return [f"(({x}) < 0 ? {int(self.nfunc(-1, 0))} : {same})"]
             return [f"(({y}) < 0 ? {int(self.nfunc(0, -1))} : {same})"]
-        common = upcast(*in_dtypes)
+        common = numpy_upcast(*in_dtypes)
         args = [
             e if d == common else f"(({types[common]})({e}))" for e, d in zip(inputs, in_dtypes)
         ]
@@ -526,14 +528,16 @@ class _Compare(BinaryScalarOp):
         return zero_grads(inputs)
 
 
-_SIGNED = ("int8", "int16", "int32", "int64")
+def signed_with_uint64(*dtypes) -> bool:
+    """Whether ``dtypes`` are a signed integer and a uint64, in either order: the pair
+    whose common dtype (float64) cannot hold both, which comparisons treat apart.
 
-
-def _signed_with_uint64(*dtypes) -> bool:
-    """Whether ``dtypes`` are a signed integer and a uint64, in either order."""
+    >>> signed_with_uint64("int8", "uint64"), signed_with_uint64("uint32", "int64")
+    (True, False)
+    """
     return len(dtypes) == 2 and (
-        (dtypes[0] == "uint64" and dtypes[1] in _SIGNED)
-        or (dtypes[1] == "uint64" and dtypes[0] in _SIGNED)
+        (dtypes[0] == "uint64" and dtypes[1] in int_dtypes)
+        or (dtypes[1] == "uint64" and dtypes[0] in int_dtypes)
     )
 
 

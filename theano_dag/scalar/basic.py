@@ -46,6 +46,7 @@ __all__ = [
     "get_scalar_type",
     "as_scalar",
     "upcast",
+    "numpy_upcast",
     "upcast_out",
     "upcast_out_nobool",
     "upgrade_to_float",
@@ -163,6 +164,16 @@ def _narrower_floats_only(dtypes, floatx) -> bool:
     """Whether no dtype of ``dtypes`` is a float wider than ``floatx``."""
     wider = ("float64",) if floatx == "float32" else ("float64", "float32")
     return not any(d in wider for d in dtypes)
+
+
+def numpy_upcast(*dtypes) -> str:
+    """The dtype numpy gives an operation on arrays of ``dtypes``, whatever the cast
+    policy (what a comparison computes in).
+
+    >>> numpy_upcast("int64", "float32"), numpy_upcast("int8", "uint8")
+    ('float64', 'int16')
+    """
+    return _upcast(dtypes)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -172,18 +172,6 @@ def _clip_c(op, args, in_dtypes, out_dtypes):
     return [f"(({x} < {lo} && {lo} > {hi}) ? {lo} : {m})"]
 
 
-def _compare_c(op, args, in_dtypes, out_dtypes):
-    # numpy compares in the inputs' common dtype; C's usual conversions would compare
-    # -1 < 1u as unsigned. A signed integer and a uint64 (common dtype float64, which
-    # rounds them) are compared exactly, as numpy 2 does, by the op's own C.
-    common = np.result_type(*[np.dtype(d) for d in in_dtypes]).name
-    if all(d == common for d in in_dtypes) or common not in C_TYPES:
-        return None
-    if common == "float64" and all(np.dtype(d).kind in "iu" for d in in_dtypes):
-        return None  # a signed integer and a uint64: the op's own C compares exactly
-    return op.c_code(_cast_args(args, in_dtypes, common), [common] * len(args), out_dtypes, C_TYPES)
-
-
 def _fma_c(op, args, in_dtypes, out_dtypes):
     # Rounded twice, as the numpy path computes it (C's fma() rounds once, which differs
     # in the last bit, and where x*y overflows: fma(big, 2, -inf) is -inf, numpy's NaN).
@@ -198,7 +186,6 @@ def _overrides():
         ts.Pow: _pow_c,
         ts.Clip: _clip_c,
         ts.FMA: _fma_c,
-        ts.arith._Compare: _compare_c,
     }
 
 

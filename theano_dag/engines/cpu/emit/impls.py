@@ -311,10 +311,9 @@ def _ufunc_form(sop, n_in, in_dtypes, od):
         else:
             work = tuple(in_dtypes)
     elif compare is not None and isinstance(sop, compare) and "compute" not in cls.__dict__:
-        common = np.result_type(*[np.dtype(d) for d in in_dtypes]).name
-        if common == "float64" and all(np.dtype(d).kind in "iu" for d in in_dtypes):
-            return None  # a signed integer and a uint64: compared exactly by compute
-        work = (common,) * n_in
+        if ts.signed_with_uint64(*in_dtypes):
+            return None  # compared exactly by the op's compute, not in their common dtype
+        work = (ts.numpy_upcast(*in_dtypes),) * n_in
     else:
         return None
     if len(ufs) > 1 and len(set(work)) != 1:
