@@ -31,7 +31,6 @@ from theano_dag.scalar.basic import (
     upcast_out_nobool,
     upcast_out_nobool_no_complex,
     vocabulary,
-    wrapping_c_code,
     zero_grads,
 )
 
@@ -118,6 +117,7 @@ def _is_float(dtype):
 
 class Add(ScalarOp):
     nfunc = staticmethod(lambda *xs: _fold(np.add, xs))
+    wraps_integers = True
     commutative = associative = True
     identity = 0
     c_infix = " + "
@@ -125,8 +125,7 @@ class Add(ScalarOp):
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
         if out_dtypes[0] == "bool":  # numpy: bool + bool is logical or
             return ["(" + " || ".join(inputs) + ")"]
-        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
-        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
+        return super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         return [output_grads[0]] * len(inputs)
@@ -134,6 +133,7 @@ class Add(ScalarOp):
 
 class Mul(ScalarOp):
     nfunc = staticmethod(lambda *xs: _fold(np.multiply, xs))
+    wraps_integers = True
     commutative = associative = True
     identity = 1
     c_infix = " * "
@@ -141,8 +141,7 @@ class Mul(ScalarOp):
     def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
         if out_dtypes[0] == "bool":
             return ["(" + " && ".join(inputs) + ")"]
-        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
-        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
+        return super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
@@ -168,11 +167,8 @@ def _fold(fn, xs):
 
 class Sub(BinaryScalarOp):
     nfunc = staticmethod(np.subtract)
+    wraps_integers = True
     c_expr = "(%(x)s - %(y)s)"
-
-    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
-        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
-        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
@@ -910,11 +906,8 @@ class FMA(ScalarOp):
 
     nin = 3
     nfunc = staticmethod(lambda x, y, z: x * y + z)
+    wraps_integers = True
     c_expr = "(%(x)s * %(y)s + %(z)s)"
-
-    def c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
-        wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
-        return wrapped or super().c_code(inputs, in_dtypes, out_dtypes, types)
 
     def grad(self, inputs, output_grads):
         x, y, _ = inputs

@@ -743,6 +743,9 @@ class ScalarOp(Op):
     nout = 1
     nfunc = None
     c_expr = None
+    # Whether an integer result can overflow (+, -, *, x * x): OpenCL C computes it in an
+    # unsigned type and casts back (wrapping_c_code), as numpy wraps.
+    wraps_integers = False
     commutative = False
     associative = False
     identity = None  # the value x with op(x, y) == y, for reductions
@@ -859,6 +862,10 @@ class ScalarOp(Op):
         >>> ts.add.c_code(["a", "b", "c"], ["float32"] * 3, ["float32"])
         ['(a + b + c)']
         """
+        if self.wraps_integers and types is OPENCL_TYPES:
+            wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
+            if wrapped is not None:
+                return wrapped
         tname = types[out_dtypes[0]]
         names = {"t": tname}
         cast = self.compute_in_output_dtype
@@ -952,11 +959,12 @@ def _real_for(x, g):
 
 
 def wrapping_c_code(op, inputs, in_dtypes, out_dtypes, types):
-    """``op``'s C expression (``x + y``, ``x * y``, ``x - y``, ``x * x``, ``x * y + z``) for
-    an integer output in OpenCL C, computed in an unsigned type and cast back, so that it
-    wraps as numpy's; None where no change is needed (another output, or the C kernels'
-    ``types``). OpenCL C has no ``-fwrapv``: a signed overflow is undefined there (PoCL
-    computed an int32 ``-127 * x`` in 64 bits, never wrapped, before a floor division),
+    """``op``'s C expression (an op with ``wraps_integers``: ``x + y``, ``x * y``, ``x - y``,
+    ``x * x``, ``x * y + z``) for an integer output in OpenCL C, computed in an unsigned
+    type and cast back, so that it wraps as numpy's; None where no change is needed
+    (another output, or the C kernels' ``types``). OpenCL C has no ``-fwrapv``: a signed
+    overflow is undefined there (PoCL computed an int32 ``-127 * x`` in 64 bits, never
+    wrapped, before a floor division),
     and operands narrower than ``int`` are promoted to ``int`` (``uint16 * uint16``
     overflows it). The C kernels build with ``-fwrapv`` (``cc.BASE_FLAGS``): the promoted
     arithmetic wraps, and the cast back keeps numpy's bits.

@@ -29,7 +29,6 @@ from theano_dag.scalar.basic import (
     upgrade_to_float64,
     upgrade_to_float_no_complex,
     vocabulary,
-    wrapping_c_code,
     zero_grads,
 )
 
@@ -211,12 +210,6 @@ sqrt = _unary(
 )
 
 
-def _sqr_c_code(self, inputs, in_dtypes, out_dtypes, types=C_TYPES):
-    # An integer's square wraps in OpenCL too (wrapping_c_code).
-    wrapped = wrapping_c_code(self, inputs, in_dtypes, out_dtypes, types)
-    return wrapped or FloatUnaryOp.c_code(self, inputs, in_dtypes, out_dtypes, types)
-
-
 sqr = _unary(
     "sqr",
     np.square,
@@ -224,7 +217,7 @@ sqr = _unary(
     lambda x, out: 2 * x,
     "x * x",
     pref=upcast_out_nobool,
-    c_code=_sqr_c_code,
+    wraps_integers=True,
 )
 reciprocal = _unary(
     "reciprocal", np.reciprocal, "((%(t)s)1 / %(x)s)", lambda x, out: -(out * out), "1 / x"
