@@ -146,9 +146,8 @@ PIPELINE = (
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
     (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),
-    # Theano's name of this pass, as a tag (THEANO_PASS_NAMES): Theano code includes or
-    # excludes it by it.
-    (1.7, "blas", _equilibrium, ("fast_run", "BlasOpt")),
+    # (also tagged with its Theano name, THEANO_PASS_NAMES)
+    (1.7, "blas", _equilibrium, ("fast_run",)),
     (2, "specialize", _equilibrium, ("fast_run",)),
     (2.5, "fma", lambda: _topo(order="out_to_in"), ("fast_run",)),
     (3, "uncanonicalize", _equilibrium, ("fast_run",)),
@@ -187,9 +186,9 @@ PIPELINE = (
 )
 
 
-# Theano's names of passes that hold rules: the rules answer to them as tags too, so that
-# Theano's ``Mode(optimizer=None).including("BlasOpt")`` runs the pass's rules (in Theano
-# the pass is named so, and its rules carry its name).
+# Theano's names of passes that hold rules, tags of the pass and of its rules: Theano code
+# includes or excludes the pass by them, and ``Mode(optimizer=None).including("BlasOpt")``
+# runs the pass's rules (in Theano the pass is named so, and its rules carry its name).
 THEANO_PASS_NAMES = {"blas": ("BlasOpt",)}
 
 
@@ -209,11 +208,12 @@ def build_optdb(rules=RULES) -> SequenceDB:
     db = SequenceDB()
     for position, name, make, tags in PIPELINE:
         obj = make()
-        db.register(name, obj, position, *tags)
+        aliases = THEANO_PASS_NAMES.get(name, ())
+        db.register(name, obj, position, *tags, *aliases)
         if isinstance(obj, TopoDB):
             obj.db.name = name  # its rewrites answer to the pass's name as a tag
-        if name in THEANO_PASS_NAMES:
-            (obj.db if isinstance(obj, TopoDB) else obj).name_aliases = THEANO_PASS_NAMES[name]
+        if aliases:
+            (obj.db if isinstance(obj, TopoDB) else obj).name_aliases = aliases
     # Merging after every change lets canonicalize see the shared subexpressions at once.
     db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
     for rule in rules:
