@@ -109,3 +109,19 @@ def test_numpy_floatx_cast_policy_keeps_floatx_unless_float64_is_asked_for():
     with config.change_flags(floatX="float32"):
         x, i = tt.fvector("x"), tt.lvector("i")
         assert (x * 2).dtype == "float32" and (x + i).dtype == "float64"
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_a_comparison_computes_in_numpys_common_dtype_under_numpy_floatx(linker):
+    # The cast policy keeps float32 results float32; a comparison's operands are still
+    # compared in numpy's common dtype (float64 for int64 and float32), on every engine:
+    # 2**24 + 1 is not 2**24, which float32 would round it to.
+    iv = np.array([2**24 + 1, 3], "int64")
+    fv = np.array([2.0**24, 3.0], "float32")
+    with config.change_flags(cast_policy="numpy+floatX", floatX="float32"):
+        i, f = tt.vector("i", dtype="int64"), tt.vector("f", dtype="float32")
+        mode = theano_dag.compile.mode.Mode(linker=linker, optimizer=None)
+        g = theano_dag.function([i, f], [tt.eq(i, f), tt.lt(f, i)], mode=mode)
+        eq, lt = g(iv, fv)
+    np.testing.assert_array_equal(eq, np.equal(iv, fv))
+    np.testing.assert_array_equal(lt, np.less(fv, iv))
