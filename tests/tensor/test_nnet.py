@@ -694,6 +694,23 @@ def test_relu_of_booleans_is_one_where_true(alpha):
     np.testing.assert_array_equal(got_array, [1.0, 0.0, 1.0])
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+@pytest.mark.parametrize("alpha", [0, 0.1])
+def test_relu_of_integers_does_not_wrap(dtype, alpha):
+    # 0.5 * (x + |x|) in int8 wrapped from 64 on (relu(int8 64) was -64.0), and |x| of
+    # int8 -128 is -128; x is now cast to the result's float dtype first.
+    info = np.iinfo(dtype)
+    v = np.array([info.min, max(-3, info.min), 0, 1, 63, 64, 100, info.max]).astype(dtype)
+    x = tt.vector("x", dtype=dtype)
+    want = np.where(v > 0, v.astype("float64"), alpha * v.astype("float64"))
+    for mode in ("FAST_RUN", "FAST_COMPILE"):
+        got = _function([x], nnet.relu(x, alpha), mode=mode)(v)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=mode)
+    got_array = nnet.relu(v, alpha)
+    got_array = got_array.eval() if isinstance(got_array, tt.TensorVariable) else got_array
+    np.testing.assert_allclose(got_array, want, rtol=1e-6)
+
+
 def test_runtime_errors():
     x, w = tt.dtensor4("x"), tt.dtensor4("w")
     f = function([x, w], nnet.conv2d(x, w))

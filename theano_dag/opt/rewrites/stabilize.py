@@ -25,6 +25,7 @@ from theano_dag.opt.rewrites.utils import (
     graph_holds,
     is_const,
     is_float,
+    is_scalar_like,
     scalar_op,
     typed_constant,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "local_func_inv",
     "local_mul_exp",
     "local_log_erf",
+    "local_relu_maximum",
 ]
 
 
@@ -789,3 +791,68 @@ def local_log_erf(fgraph, node):
     small = tm.log(tm.erf(tm.minimum(x, 1)))  # (the branch not taken stays finite)
     new = tm.switch(tm.lt(x, 1), small, tm.log1p(-tm.erfc(x)))
     return fit(node.outputs[0], new, [x])
+
+
+def _leaky_slope(a, b, x):
+    """The slope ``alpha`` of ``a * x + b * |x|`` for negative ``x`` when the expression is
+    a (leaky) relu with ``0 <= alpha <= 1`` in ``x``'s dtype (``a + b == 1``), else None."""
+    a, b = np.asarray(a, x.dtype), np.asarray(b, x.dtype)
+    if a + b != 1:
+        return None
+    alpha = a - b
+    return alpha if 0 <= alpha <= 1 else None
+
+
+@stabilize()
+@local_optimizer([tm.mul, tm.add], requirements=(count_scalar_ops,), needs=[ts.Abs])
+def local_relu_maximum(fgraph, node):
+    """The relu as Theano writes it, ``0.5 * (x + |x|)``, as ``maximum(x, 0)``; the leaky
+    relu ``a * x + b * |x|`` (``a + b == 1``) as ``maximum(x, (a - b) * x)``.
+
+    ``x + |x|`` overflows from half the dtype's largest value on (a float32 relu of
+    ``2e38`` was inf) and is NaN at ``x = -inf`` (``-inf + inf``); ``maximum`` is exact
+    for every ``x``. The gradient, built from the written form, is unchanged."""
+    # mul(0.5, add(x, abs(x))) -> maximum(x, 0)
+    # add(mul(a, x), mul(b, abs(x))) -> maximum(x, mul(a - b, x))
+    if not graph_holds(fgraph, ts.abs_):
+        return False
+    out = node.outputs[0]
+    if not is_float(out) or len(node.inputs) != 2:
+        return False
+    sop = scalar_op(node)
+    if isinstance(sop, ts.Mul):
+        for half, s in (node.inputs, node.inputs[::-1]):
+            if not isinstance(scalar_op(s.owner), ts.Add) or len(s.owner.inputs) != 2:
+                continue
+            u, v = s.owner.inputs
+            x = u if _is_abs_of(v, u) else v if _is_abs_of(u, v) else None
+            if x is None or x.dtype != out.dtype or not is_const(half, 0.5):
+                continue
+            return fit(out, tm.maximum(x, typed_constant(0, x.dtype)), [x])
+        return False
+    if not isinstance(sop, ts.Add):
+        return False
+    terms = []
+    for t in node.inputs:
+        if not isinstance(scalar_op(t.owner), ts.Mul) or len(t.owner.inputs) != 2:
+            return False
+        p, q = t.owner.inputs
+        c, y = (const_value(p), q) if const_value(p) is not None else (const_value(q), p)
+        if c is None or not is_scalar_like(p if y is q else q):
+            return False
+        terms.append((c, y))
+    (a, x), (b, ax) = terms
+    if _is_abs_of(x, ax):
+        (a, x), (b, ax) = (b, ax), (a, x)
+    if not _is_abs_of(ax, x) or x.dtype != out.dtype:
+        return False
+    alpha = _leaky_slope(a, b, x)
+    if alpha is None:
+        return False
+    neg = typed_constant(0, x.dtype) if alpha == 0 else tm.mul(typed_constant(alpha, x.dtype), x)
+    return fit(out, tm.maximum(x, neg), [x])
+
+
+def _is_abs_of(var, x) -> bool:
+    """Whether ``var`` is ``|x|``."""
+    return isinstance(scalar_op(var.owner), ts.Abs) and var.owner.inputs[0] is x

@@ -112,6 +112,10 @@ def relu(x, alpha=0):
     """
     if getattr(x, "dtype", None) == "bool":
         x = x.astype("int8")  # bool + bool is a logical or: relu(True) would be 0.5
+    if str(getattr(x, "dtype", "")) in discrete_dtypes:
+        # x + |x| wraps in an integer dtype (int8 64 + 64 is -128: relu gave -64), so x
+        # is cast first to the float dtype the result has anyway.
+        x = x.astype((0.5 * x).dtype)
     if isinstance(alpha, (int, float)) and alpha == 0:
         # Theano's arithmetic on x as given: a numpy array gives an array (Lasagne's
         # rectify is called on both).
