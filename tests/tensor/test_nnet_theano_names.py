@@ -9,7 +9,10 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.compile.mode import get_default_mode
+from theano_dag.compile.mode import Mode, get_default_mode
+from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import verify_grad
 from theano_dag.tensor.nnet import (
     Prepend_scalar_constant_to_each_row,
@@ -36,6 +39,7 @@ from theano_dag.tensor.nnet.sigm import (
 from theano_dag.tensor.signal import conv as signal_conv
 
 DTYPES = ["float32", "float64"]
+OCL_OK, OCL_WHY = opencl_available()
 
 
 def _np_sigmoid(x):
@@ -117,6 +121,30 @@ def test_sigmoid_approximations_values(dtype):
     assert fast.dtype == dtype and hard.dtype == dtype
     np.testing.assert_allclose(fast, _np_sigmoid(xv.astype("float64")), atol=0.012)
     np.testing.assert_allclose(hard, np.clip(0.2 * xv.astype("float64") + 0.5, 0, 1), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("engine", ["py", "cpu_numpy", "cpu_c", "opencl"])
+def test_ultra_fast_sigmoid_at_huge_inputs_and_nan(engine, dtype):
+    # x * x overflowed past 9.2e18 (float32) or 1.3e154 (float64): inf / inf was NaN in
+    # numpy, and the C form's fmin/fmax turned that NaN (and a NaN input) into 0.
+    if engine == "opencl" and not OCL_OK:
+        pytest.skip(f"no OpenCL: {OCL_WHY}")
+    big = np.finfo(dtype).max
+    xv = np.array([np.nan, -np.inf, -big, -1e19, -7, -6, 0, 6, 7, 1e19, big, np.inf], dtype)
+    x = tt.vector("x", dtype=dtype)
+    mode, build = {
+        "py": (Mode(linker="py"), "off"),
+        "cpu_numpy": (Mode(linker=CPULinker(min_plan_bytes=0)), "off"),
+        "cpu_c": (Mode(linker=CPULinker(min_plan_bytes=0)), "sync"),
+        "opencl": (Mode(linker="opencl"), "off"),
+    }[engine]
+    with ckernel.compile_mode(build):
+        # times ones: fused into a Composite, which the C engines compile
+        got = theano_dag.function([x], ultra_fast_sigmoid(x) * tt.ones_like(x), mode=mode)(xv)
+    want = np.array([np.nan, 0, 0, 0, 0, 0, 0.5, 1, 1, 1, 1, 1])
+    np.testing.assert_allclose(got, want, atol=0.012)
+    assert np.isnan(got[0]) and got.dtype == dtype
 
 
 def _ops(f):
