@@ -252,6 +252,19 @@ _ERFINV = (0.999999, 0.9999999999999999, 1 - 2**-24, 1e-300, 1.9999999, 2.0, 1e-
 _ERFINV = _ERFINV + tuple(-v for v in _ERFINV)
 
 
+def _ultra_fast(x):
+    # an approximation of the sigmoid: (1 + tanh(x / 2)) / 2 with tanh's [3/2] Pade
+    # approximant, u (27 + u**2) / (27 + 9 u**2), which reaches +-1 at u = x / 2 = +-3
+    # and is held there
+    u = max(mp.mpf(-3), min(mp.mpf(3), x / 2))
+    return (1 + u * (27 + u**2) / (27 + 9 * u**2)) / 2
+
+
+def _bar_ultra_fast(x):
+    u = np.clip(np.asarray(x, dtype="float64") / 2, -3, 3)
+    return 0.5 + 0.5 * np.clip(u * (27 + u**2) / (27 + 9 * u**2), -1, 1)
+
+
 def _float_bar(name):
     return getattr(np, name)
 
@@ -302,6 +315,7 @@ def _specs():
         _unary("rad2deg", lambda x: x * 180 / mp.pi, np.rad2deg),
         _unary("sigmoid", _sigmoid, sps.expit, _EXP_EDGES),
         _unary("softplus", lambda x: mp.log1p(mp.exp(x)), _bar_softplus, _EXP_EDGES),
+        _unary("ultra_fast_sigmoid", _ultra_fast, _bar_ultra_fast, (6.0, -6.0, -5.99, 1e19, 1e155)),
         _unary("erf", mp.erf, sps.erf, _ERF_EDGES),
         _unary("erfc", mp.erfc, sps.erfc, _ERF_EDGES),
         _unary("erfcx", lambda x: mp.exp(x * x) * mp.erfc(x), sps.erfcx, _ERF_EDGES),
@@ -397,9 +411,10 @@ def scalar_ops() -> dict:
     """Every scalar op that ``theano_dag.tensor`` wraps in an ``Elemwise`` (and the
     ternary ``clip`` and ``switch`` it builds on demand), by name."""
     ops = {}
-    for v in vars(theano_dag.tensor).values():
-        if isinstance(v, Elemwise) and not v.inplace_items:
-            ops[v.scalar_op.name] = v.scalar_op
+    for module in (theano_dag.tensor, theano_dag.tensor.nnet):
+        for v in vars(module).values():
+            if isinstance(v, Elemwise) and not v.inplace_items:
+                ops[v.scalar_op.name] = v.scalar_op
     for name in ("clip", "switch", "logaddexp", "xlogy0", "xlogx", "fma"):
         ops[name] = getattr(ts, name)
     return {n: op for n, op in ops.items() if isinstance(op, ScalarOp)}

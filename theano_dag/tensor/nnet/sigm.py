@@ -59,25 +59,34 @@ register_local_1msigmoid = False
 def _ultra_fast(x):
     # sigmoid(x) = (1 + tanh(x / 2)) / 2, with tanh(u) replaced by its [3/2] Pade
     # approximant u (27 + u^2) / (27 + 9 u^2), exact at 0 and reaching 1 at |u| = 3
-    # (clipped beyond): at most 0.012 away from the sigmoid.
-    # u is clipped first: u * u overflows (to inf / inf) for |u| > 1.3e154 in float64,
-    # 9.2e18 in float32. Both clips keep a NaN, as the sigmoid does.
+    # (held there): at most 0.012 away from the sigmoid. (1 + that) / 2 is computed as
+    # (u + 3)^3 / (2 (27 + 9 u^2)), which does not cancel where the value is near 0. u
+    # is clipped first, since u * u overflows (inf / inf) for |u| > 1.3e154 in float64
+    # and 9.2e18 in float32; the clips keep a NaN, as the sigmoid does.
     u = np.clip(np.asarray(x) * 0.5, -3, 3)
-    t = np.clip(u * (27 + u * u) / (27 + 9 * u * u), -1, 1)
-    return 0.5 + 0.5 * t
+    v = u + 3
+    return np.minimum(0.5 * (v * v * v) / (27 + 9 * (u * u)), 1)
 
 
-def _clamp_c(expr, bound):
-    """``expr`` clamped to ``[-bound, bound]`` in C, a NaN kept (``fmin``/``fmax`` would
-    give the bound for a NaN)."""
-    b = f"(%(t)s){bound}"
-    return f"(({expr}) > {b} ? {b} : (({expr}) < -{b} ? -{b} : ({expr})))"
+def _clamp_c(expr, lo, hi):
+    """``expr`` clamped to ``[lo, hi]`` in C (None: no bound), a NaN kept (``fmin`` and
+    ``fmax`` would give a bound for a NaN)."""
+    out = f"({expr})"
+    if hi is not None:
+        out = f"({out} > (%(t)s){hi} ? (%(t)s){hi} : {out})"
+    if lo is not None:
+        out = f"(({expr}) < (%(t)s){lo} ? (%(t)s){lo} : {out})"
+    return out
 
 
-# _ultra_fast's Pade approximant in C, of u = x / 2 clamped to [-3, 3] (where it reaches
-# +-1) so that u * u cannot overflow.
-_U_C = _clamp_c("(%(t)s)0.5 * %(x)s", 3)
-_PADE_C = f"{_U_C} * ((%(t)s)27 + {_U_C} * {_U_C}) / ((%(t)s)27 + (%(t)s)9 * {_U_C} * {_U_C})"
+# _ultra_fast in C: u = x / 2 clamped to [-3, 3], then (u + 3)^3 / (2 (27 + 9 u^2)).
+_U_C = _clamp_c("(%(t)s)0.5 * %(x)s", -3, 3)
+_UFS_C = _clamp_c(
+    f"(%(t)s)0.5 * (({_U_C} + (%(t)s)3) * ({_U_C} + (%(t)s)3) * ({_U_C} + (%(t)s)3))"
+    f" / ((%(t)s)27 + (%(t)s)9 * ({_U_C} * {_U_C}))",
+    None,
+    1,
+)
 
 
 class UltraFastSigmoid(FloatUnaryOp):
@@ -85,7 +94,7 @@ class UltraFastSigmoid(FloatUnaryOp):
     gradient is the sigmoid's, ``out * (1 - out)`` (Theano's op had none)."""
 
     nfunc = staticmethod(_ultra_fast)
-    c_expr = "((%(t)s)0.5 + (%(t)s)0.5 * " + _clamp_c(_PADE_C, 1) + ")"
+    c_expr = _UFS_C
 
     @staticmethod
     def deriv(x, out):
