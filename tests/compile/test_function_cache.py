@@ -293,6 +293,26 @@ def test_a_user_rewrite_makes_graphs_uncached_even_once_removed():
     function_cache._optdb_checked[0] = None
 
 
+def test_a_setting_of_a_db_changed_after_a_store_changes_the_key(monkeypatch):
+    # A query reads a DB's settings (max_use_ratio, ignore_newtrees, positions...): a
+    # graph stored before one changed is not the graph the changed DB makes.
+    def build():
+        x = tt.dvector("x")
+        return [x], (x * 2 + x * 3) / x - tt.exp(tt.log(x))
+
+    _, d = _compile(build)
+    assert d["stores"] == 1
+    canonicalize = next(iter(optdb.__db__["canonicalize"]))
+    monkeypatch.setattr(canonicalize, "max_use_ratio", 1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the rewrites stop early and say so)
+        with config.change_flags(function_cache=False):
+            expected = _topo(theano_dag.function(*build()))
+        f, d = _compile(build)
+    assert d["misses"] == 1 and d["hits"] == 0
+    assert _topo(f) == expected
+
+
 def test_updates_and_givens_work_on_a_hit():
     state = shared(np.zeros(3), name="state")
 

@@ -189,13 +189,17 @@ def _has_inner_graph(op) -> bool:
 
 def _optdb_state():
     """``(pristine, fingerprint)`` of the global optdb: whether it holds only theano_dag's
-    own rewrites (no DB under it was changed by code outside theano_dag), and its size
-    (per DB: registered objects, tags, tagged entries), which tells apart two processes
-    whose theano_dag modules registered different rewrites. Computed again after any DB
-    changed."""
+    own rewrites (no DB under it was changed by code outside theano_dag) and its settings
+    can be described faithfully, and a digest of what a query reads from it: per DB, the
+    names registered under each tag in order and its settings (positions, which rewrites
+    are final or cleanup ones, ``max_use_ratio``, ``ignore_newtrees``, ``order``...),
+    which tells apart two processes whose theano_dag modules registered different
+    rewrites, and a DB whose setting was changed after a graph was stored. Computed
+    again after any DB changed."""
     n = _db.changes()
     if _optdb_checked[0] != n:
-        ok, seen, todo, sizes = True, set(), [optdb], []
+        ok, seen, todo = True, set(), [optdb]
+        h = hashlib.blake2b(digest_size=_DIGEST)
         while todo:
             d = todo.pop()
             if id(d) in seen:
@@ -203,14 +207,24 @@ def _optdb_state():
             seen.add(id(d))
             ok = ok and d.foreign_changes == 0
             table = d.__db__
-            sizes.append((d.name, len(d._names), len(table), sum(map(len, table.values()))))
+            settings = {k: v for k, v in vars(d).items() if k not in _DB_TABLES}
+            try:
+                text = describe(settings)
+            except NotDescribable:
+                ok, text = False, ""
+            names = {tag: [getattr(o, "name", None) for o in objs] for tag, objs in table.items()}
+            h.update(repr((d.name, sorted(d._names), names, text)).encode())
             for objs in table.values():
                 todo.extend(o for o in objs if isinstance(o, _db.DB))
             inner = getattr(d, "db", None)
             if isinstance(inner, _db.DB):
                 todo.append(inner)
-        _optdb_checked[:] = [n, (ok, repr(sizes))]
+        _optdb_checked[:] = [n, (ok, h.hexdigest())]
     return _optdb_checked[1]
+
+
+# A DB's tables (what ``_optdb_state`` walks apart) and the inner DB it walks into.
+_DB_TABLES = frozenset({"__db__", "_names", "_registered", "db"})
 
 
 def _linker_key(linker):
