@@ -18,6 +18,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import config, shared
 from theano_dag import scalar as ts
+from theano_dag.breakpoint import PdbBreakpoint
 from theano_dag.compile import function_cache, function_module
 from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function_module import FunctionMaker, UnusedInputError
@@ -311,6 +312,29 @@ def test_a_setting_of_a_db_changed_after_a_store_changes_the_key(monkeypatch):
         f, d = _compile(build)
     assert d["misses"] == 1 and d["hits"] == 0
     assert _topo(f) == expected
+
+
+def test_a_hit_holds_the_users_own_ops_not_equal_ones_of_other_graphs():
+    # PdbBreakpoint's view_map (one view per monitored variable) is no prop: two of one
+    # name compare equal. A hit must hold the op of the graph compiled, not the first
+    # equal one this process saw (another graph's, whose view_map covers one output).
+    def build(n):
+        x = tt.dvector("x")
+        y = tt.dvector("y")
+        outs = PdbBreakpoint("bp")(tt.sum(x) > 1e9, *[x * 2, y][:n], return_list=True)
+        return [x, y], [o + 1 for o in outs], outs[0].owner.op
+
+    def compile_(n):
+        inputs, outputs, op = build(n)
+        return theano_dag.function(inputs, outputs, on_unused_input="ignore"), op
+
+    compile_(1)  # the first op of that name this process sees
+    compile_(2)
+    f, op = compile_(2)
+    assert function_cache.stats()["hits"] > 0
+    (loaded,) = [n.op for n in f.maker.fgraph.apply_nodes if isinstance(n.op, PdbBreakpoint)]
+    assert loaded.view_map == {0: [1], 1: [2]}
+    assert loaded is op
 
 
 def test_updates_and_givens_work_on_a_hit():

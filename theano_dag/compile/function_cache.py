@@ -21,10 +21,11 @@ copy of it would hold.
 
 An entry is one file: a header (the key's digest and a checksum of the payload), then a
 compact pickle of the graph as tables: the distinct ops and types (an op of the user's
-graph found again as the very object the user's graph holds, the ops the rewrites made
-pickled together), the constants, and the nodes in topological order as ``(op, inputs,
-output types, names)``. The features of the normal path's graph (DestroyHandler,
-Supervisor, ...) are attached again, in the same order. A damaged entry is removed
+graph found again as the very object the user's graph holds, by the place of its node in
+the key's walk; the ops the rewrites made pickled together), the constants, and the
+nodes in topological order as ``(op, inputs, output types, names)``. The features of the
+normal path's graph (DestroyHandler, Supervisor, ...) are attached again, in the same
+order. A damaged entry is removed
 with a warning and the graph compiled again; an entry whose ops do not load back is
 replaced by a mark that the graph is not to be cached.
 
@@ -84,7 +85,7 @@ from theano_dag.tensor.variable import TensorConstant, TensorVariable
 __all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
 
 # The format of an entry; a change of the layout changes it (old entries then miss).
-_FORMAT = 3
+_FORMAT = 4
 _MAGIC = b"TDFC\x00\x01\r\n"
 _DIGEST = 32
 _CHECK = 16
@@ -563,7 +564,7 @@ class Entry:
         return pickle.loads(payload)
 
     def _rebuild(self, data):
-        (fmt, op_blobs, new_blob, type_blobs, consts, stacks, notes, nodes, outs) = data[:9]
+        (fmt, user_op_refs, new_blob, type_blobs, consts, stacks, notes, nodes, outs) = data[:9]
         update_mapping, feats = data[9:]
         if fmt != _FORMAT:
             raise ValueError(f"format {fmt}, expected {_FORMAT}")
@@ -578,14 +579,14 @@ class Entry:
                 o = objects[key] = pickle.loads(blob)
             return o
 
-        ops = [obj(k, b) for k, b in op_blobs]
+        user = self.user_variables
+        ops = [user[k].owner.op for k in user_op_refs]
         new_ops = _op_lists.get(new_blob)
         if new_ops is None:
             new_ops = pickle.loads(new_blob)
             _remember_ops(new_blob, new_ops)
         ops += reversed(new_ops)  # op -1 - k is new_ops[k]: ops[-1 - k]
         types = [(obj(k, b), cls) for k, b, cls in type_blobs]
-        user = self.user_variables
         stacks = [_user_stack(user, s) if type(s) is tuple else s for s in stacks]
         variables = []
         for spec in self.inputs:
@@ -736,7 +737,7 @@ class Entry:
         order = io_toposort(fgraph.inputs, fgraph.outputs)
         index = {v: k for k, v in enumerate(fgraph.inputs)}
         op_ids: dict = {}
-        op_blobs: list = []
+        user_op_refs: list = []
         type_ids: dict = {}
         type_blobs: list = []
         consts: list = []
@@ -804,9 +805,18 @@ class Entry:
             for out in node.outputs:
                 index[out] = k
                 k += 1
-        # An op of the user's graph is found again by its pickle (the key's walk made
-        # it); the ops the rewrites made are pickled together, in one go both ways.
-        user_ops = {id(v.owner.op) for v in self.user_variables if v.owner is not None}
+        # An op of the user's graph is found again as the op of the node that makes the
+        # user's variable at the same place of the key's walk (equal keys: the same walk),
+        # the very object the graph being compiled holds, not an equal one of another
+        # graph (an op may hold more than its props compare, as PdbBreakpoint's view_map);
+        # the ops the rewrites made are pickled together, in one go both ways. (Not the
+        # owners of the inputs: the walk stops at the inputs, the key does not hold them.)
+        user = self.user_variables
+        user_ops: dict = {}
+        for k in range(len(self.inputs), len(user)):
+            owner = user[k].owner
+            if owner is not None:
+                user_ops.setdefault(id(owner.op), k)
         new_ops: list = []
         for node in order:
             op = node.op
@@ -815,8 +825,8 @@ class Entry:
                 if not _ours(type(op)):
                     raise _Ineligible
                 if id(op) in user_ops:
-                    o = len(op_blobs)
-                    op_blobs.append((_key_of(op), _real_pickle(op)))
+                    o = len(user_op_refs)
+                    user_op_refs.append(user_ops[id(op)])
                 else:
                     o = -1 - len(new_ops)
                     new_ops.append(op)
@@ -867,7 +877,7 @@ class Entry:
         _remember_ops(new_blob, new_ops)
         data = (
             _FORMAT,
-            op_blobs,
+            user_op_refs,
             new_blob,
             type_blobs,
             consts,
