@@ -10,7 +10,7 @@ of the user's graph in topological order: each node's op (its description,
 its name; an object without props by its whole state), where its
 inputs come from, its outputs' types, classes and names; each constant's type, dtype,
 shape and bytes; each input's type, name and ``In`` flags; the outputs' ``Out`` flags;
-the mode's optimizer query, the optdb's registrations and the linker's class and
+the mode's optimizer query, the optdb's registrations and settings, the linker's class and
 options; every config flag; and the versions of theano_dag (its files' names, sizes and
 modification times), numpy and Python. A graph is cached only when all of that is known
 to be faithful (``entry_for``); otherwise it compiles as it always did. Test values
