@@ -146,6 +146,16 @@ def stats() -> dict:
     return dict(_stats)
 
 
+def forget():
+    """Drop what this process remembers of the entries (the keys of its ops and types, the
+    objects and the ops of the graphs it stored or loaded): the next load reads its entry
+    from disk and unpickles it as a fresh process would. For the fuzzer's
+    ``--function-cache``, which compares such loads with compiles without the cache."""
+    _keys.clear()
+    _objects.clear()
+    _op_lists.clear()
+
+
 def cache_dir() -> str:
     """Where the entries are: ``<compiledir>/functions``."""
     return os.path.join(config.compiledir, "functions")
