@@ -134,7 +134,10 @@ def test_the_loaded_graph_keeps_the_protection_of_the_inputs():
         f.maker.fgraph.inputs.index(v) for v in sup_f.protected
     ]
     value = np.arange(3.0)
-    np.testing.assert_array_equal(g(value), np.exp(np.arange(3.0)) + 1)
+    # (The miss's value, not numpy's: once the fused kernel's C library is in the kernel
+    # cache, its exp may differ from numpy's in the last bit.)
+    np.testing.assert_array_equal(g(value), f(np.arange(3.0)))
+    np.testing.assert_allclose(g(value), np.exp(np.arange(3.0)) + 1, rtol=1e-15)
     np.testing.assert_array_equal(value, np.arange(3.0))  # not overwritten
 
 
