@@ -6,6 +6,7 @@ with its tag. The graphs the fuzzer found wrong are in test_fuzz_findings.py."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -15,6 +16,7 @@ import io
 import numpy as np
 import pytest
 
+from theano_dag.compile import function_cache
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
@@ -549,6 +551,54 @@ def test_wide_gradients_take_integer_inputs_and_agree_with_finite_differences():
     ]
     assert len(with_ints) >= 5
     assert fuzz.run_grads(25, seed=53, out=out, values="wide") == [], out.getvalue()
+
+
+def _scaled_input():
+    # x * 2.5: the loaded graph holds the constant.
+    return fuzz.Recipe(
+        nodes=[
+            ("input", ("a",), "float64"),
+            ("const", (), (2.5, "float64")),
+            ("mul", (0, 1), None),
+        ],
+        outputs=[2],
+        update=None,
+        seed=1,
+        dims=[("a",), (), ("a",)],
+        dtypes=["float64"] * 3,
+    )
+
+
+def test_the_function_cache_check_compares_loads_with_compiles_without_the_cache(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setattr(function_cache, "cache_dir", lambda: str(tmp_path))
+    rec = _scaled_input()
+    counts = collections.Counter()
+    assert fuzz.check_function_cache(rec, ["cpu", "py"], counts) == []
+    # Per engine: stored, then loaded from the entry on disk.
+    assert counts == {"compiled": 4, "loaded": 2}
+    rebuild = function_cache.Entry._rebuild
+
+    def off(self, data):  # a load that gets a constant wrong
+        data = list(data)
+        data[4] = [(c[0], c[1], c[2] + 1, *c[3:]) for c in data[4]]
+        return rebuild(self, tuple(data))
+
+    monkeypatch.setattr(function_cache.Entry, "_rebuild", off)
+    problems = fuzz.check_function_cache(rec, ["cpu"])
+    assert ("cpu", "function cache (loaded, loaded=True): call 0: value 0 differs") in problems
+
+
+def test_the_command_line_counts_what_the_function_cache_check_compiled(capsys, tmp_path):
+    with config.change_flags(compiledir=str(tmp_path)):
+        code = fuzz.main(
+            ["--n", "3", "--seed", "5", "--engines", "py", "--grads", "0", "--function-cache"]
+        )
+    assert code == 0
+    out = capsys.readouterr().out
+    # (The suite runs without the cache: each graph stored once, then loaded once.)
+    assert "function cache: 6 compiles with it, 3 loaded from its entries; 0 graphs" in out
 
 
 def test_the_command_line_takes_a_value_distribution(capsys):

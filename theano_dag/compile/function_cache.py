@@ -10,7 +10,7 @@ of the user's graph in topological order: each node's op (its description,
 its name; an object without props by its whole state), where its
 inputs come from, its outputs' types, classes and names; each constant's type, dtype,
 shape and bytes; each input's type, name and ``In`` flags; the outputs' ``Out`` flags;
-the mode's optimizer query, the optdb's registrations and the linker's class and
+the mode's optimizer query, the optdb's registrations and settings, the linker's class and
 options; every config flag; and the versions of theano_dag (its files' names, sizes and
 modification times), numpy and Python. A graph is cached only when all of that is known
 to be faithful (``entry_for``); otherwise it compiles as it always did. Test values
@@ -21,10 +21,11 @@ copy of it would hold.
 
 An entry is one file: a header (the key's digest and a checksum of the payload), then a
 compact pickle of the graph as tables: the distinct ops and types (an op of the user's
-graph found again as the very object the user's graph holds, the ops the rewrites made
-pickled together), the constants, and the nodes in topological order as ``(op, inputs,
-output types, names)``. The features of the normal path's graph (DestroyHandler,
-Supervisor, ...) are attached again, in the same order. A damaged entry is removed
+graph found again as the very object the user's graph holds, by the place of its node in
+the key's walk; the ops the rewrites made pickled together), the constants, and the
+nodes in topological order as ``(op, inputs, output types, names)``. The features of the
+normal path's graph (DestroyHandler, Supervisor, ...) are attached again, in the same
+order. A damaged entry is removed
 with a warning and the graph compiled again; an entry whose ops do not load back is
 replaced by a mark that the graph is not to be cached.
 
@@ -84,7 +85,7 @@ from theano_dag.tensor.variable import TensorConstant, TensorVariable
 __all__: list = []  # used by FunctionMaker; stats() is reached as function_cache.stats
 
 # The format of an entry; a change of the layout changes it (old entries then miss).
-_FORMAT = 3
+_FORMAT = 4
 _MAGIC = b"TDFC\x00\x01\r\n"
 _DIGEST = 32
 _CHECK = 16
@@ -145,6 +146,16 @@ def stats() -> dict:
     return dict(_stats)
 
 
+def forget():
+    """Drop what this process remembers of the entries (the keys of its ops and types, the
+    objects and the ops of the graphs it stored or loaded): the next load reads its entry
+    from disk and unpickles it as a fresh process would. For the fuzzer's
+    ``--function-cache``, which compares such loads with compiles without the cache."""
+    _keys.clear()
+    _objects.clear()
+    _op_lists.clear()
+
+
 def cache_dir() -> str:
     """Where the entries are: ``<compiledir>/functions``."""
     return os.path.join(config.compiledir, "functions")
@@ -189,13 +200,17 @@ def _has_inner_graph(op) -> bool:
 
 def _optdb_state():
     """``(pristine, fingerprint)`` of the global optdb: whether it holds only theano_dag's
-    own rewrites (no DB under it was changed by code outside theano_dag), and its size
-    (per DB: registered objects, tags, tagged entries), which tells apart two processes
-    whose theano_dag modules registered different rewrites. Computed again after any DB
-    changed."""
+    own rewrites (no DB under it was changed by code outside theano_dag) and its settings
+    can be described faithfully, and a digest of what a query reads from it: per DB, the
+    names registered under each tag in order and its settings (positions, which rewrites
+    are final or cleanup ones, ``max_use_ratio``, ``ignore_newtrees``, ``order``...),
+    which tells apart two processes whose theano_dag modules registered different
+    rewrites, and a DB whose setting was changed after a graph was stored. Computed
+    again after any DB changed."""
     n = _db.changes()
     if _optdb_checked[0] != n:
-        ok, seen, todo, sizes = True, set(), [optdb], []
+        ok, seen, todo = True, set(), [optdb]
+        h = hashlib.blake2b(digest_size=_DIGEST)
         while todo:
             d = todo.pop()
             if id(d) in seen:
@@ -203,14 +218,24 @@ def _optdb_state():
             seen.add(id(d))
             ok = ok and d.foreign_changes == 0
             table = d.__db__
-            sizes.append((d.name, len(d._names), len(table), sum(map(len, table.values()))))
+            settings = {k: v for k, v in vars(d).items() if k not in _DB_TABLES}
+            try:
+                text = describe(settings)
+            except NotDescribable:
+                ok, text = False, ""
+            names = {tag: [getattr(o, "name", None) for o in objs] for tag, objs in table.items()}
+            h.update(repr((d.name, sorted(d._names), names, text)).encode())
             for objs in table.values():
                 todo.extend(o for o in objs if isinstance(o, _db.DB))
             inner = getattr(d, "db", None)
             if isinstance(inner, _db.DB):
                 todo.append(inner)
-        _optdb_checked[:] = [n, (ok, repr(sizes))]
+        _optdb_checked[:] = [n, (ok, h.hexdigest())]
     return _optdb_checked[1]
+
+
+# A DB's tables (what ``_optdb_state`` walks apart) and the inner DB it walks into.
+_DB_TABLES = frozenset({"__db__", "_names", "_registered", "db"})
 
 
 def _linker_key(linker):
@@ -549,7 +574,7 @@ class Entry:
         return pickle.loads(payload)
 
     def _rebuild(self, data):
-        (fmt, op_blobs, new_blob, type_blobs, consts, stacks, notes, nodes, outs) = data[:9]
+        (fmt, user_op_refs, new_blob, type_blobs, consts, stacks, notes, nodes, outs) = data[:9]
         update_mapping, feats = data[9:]
         if fmt != _FORMAT:
             raise ValueError(f"format {fmt}, expected {_FORMAT}")
@@ -564,14 +589,14 @@ class Entry:
                 o = objects[key] = pickle.loads(blob)
             return o
 
-        ops = [obj(k, b) for k, b in op_blobs]
+        user = self.user_variables
+        ops = [user[k].owner.op for k in user_op_refs]
         new_ops = _op_lists.get(new_blob)
         if new_ops is None:
             new_ops = pickle.loads(new_blob)
             _remember_ops(new_blob, new_ops)
         ops += reversed(new_ops)  # op -1 - k is new_ops[k]: ops[-1 - k]
         types = [(obj(k, b), cls) for k, b, cls in type_blobs]
-        user = self.user_variables
         stacks = [_user_stack(user, s) if type(s) is tuple else s for s in stacks]
         variables = []
         for spec in self.inputs:
@@ -722,7 +747,7 @@ class Entry:
         order = io_toposort(fgraph.inputs, fgraph.outputs)
         index = {v: k for k, v in enumerate(fgraph.inputs)}
         op_ids: dict = {}
-        op_blobs: list = []
+        user_op_refs: list = []
         type_ids: dict = {}
         type_blobs: list = []
         consts: list = []
@@ -790,9 +815,18 @@ class Entry:
             for out in node.outputs:
                 index[out] = k
                 k += 1
-        # An op of the user's graph is found again by its pickle (the key's walk made
-        # it); the ops the rewrites made are pickled together, in one go both ways.
-        user_ops = {id(v.owner.op) for v in self.user_variables if v.owner is not None}
+        # An op of the user's graph is found again as the op of the node that makes the
+        # user's variable at the same place of the key's walk (equal keys: the same walk),
+        # the very object the graph being compiled holds, not an equal one of another
+        # graph (an op may hold more than its props compare, as PdbBreakpoint's view_map);
+        # the ops the rewrites made are pickled together, in one go both ways. (Not the
+        # owners of the inputs: the walk stops at the inputs, the key does not hold them.)
+        user = self.user_variables
+        user_ops: dict = {}
+        for k in range(len(self.inputs), len(user)):
+            owner = user[k].owner
+            if owner is not None:
+                user_ops.setdefault(id(owner.op), k)
         new_ops: list = []
         for node in order:
             op = node.op
@@ -801,8 +835,8 @@ class Entry:
                 if not _ours(type(op)):
                     raise _Ineligible
                 if id(op) in user_ops:
-                    o = len(op_blobs)
-                    op_blobs.append((_key_of(op), _real_pickle(op)))
+                    o = len(user_op_refs)
+                    user_op_refs.append(user_ops[id(op)])
                 else:
                     o = -1 - len(new_ops)
                     new_ops.append(op)
@@ -853,7 +887,7 @@ class Entry:
         _remember_ops(new_blob, new_ops)
         data = (
             _FORMAT,
-            op_blobs,
+            user_op_refs,
             new_blob,
             type_blobs,
             consts,

@@ -44,6 +44,9 @@ one and :func:`reproducer` prints it as a script that runs alone and says which
 outputs differ from numpy's.
 
 Run it: ``python -m theano_dag.testing.fuzz --n 1000 --seed 0`` (``make fuzz N=1000``).
+``--function-cache`` also compiles each graph with the cache of optimized graphs, stored
+and then loaded from disk, and requires the values of the compile without it, bit for bit
+(:func:`check_function_cache`).
 
 Integers are drawn in [-9, 9] by default, where int8 products rarely wrap; that draw
 is what every cited seed means, and stays. ``--values wide`` (``values="wide"``) draws
@@ -65,6 +68,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import io
 import math
 import re
 import sys
@@ -78,6 +82,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 import theano_dag.tensor as tt
+from theano_dag.compile import function_cache
 from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
@@ -88,6 +93,7 @@ from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.dask.linker import DaskLinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
+from theano_dag.printing import debugprint
 from theano_dag.scalar import cast_array
 
 __all__ = [
@@ -1672,6 +1678,93 @@ def check(rec, engines=None) -> list:
     return problems
 
 
+def check_function_cache(rec, engines=None, counts=None) -> list:
+    """Compile ``rec`` on each of ``engines`` (default: all available) three times: with
+    the cache of optimized graphs off, on (the graph stored, or loaded if an earlier run
+    stored it), and on again after the process forgot what it stored
+    (``function_cache.forget``: the entry read from disk and its ops unpickled, as a
+    fresh process loads it); the problems where a function compiled with the cache prints
+    another optimized graph, or gives other outputs or shared state in either call, bit
+    for bit, than the one compiled without it, as ``(engine, what)`` pairs. ``counts``
+    (a Counter, when given) adds up the ``compiled`` engine runs and those ``loaded``.
+
+    >>> check_function_cache(generate(np.random.default_rng(0)), ["cpu"])
+    []
+    """
+    engines = engines or available_engines()
+    problems = []
+    for name in engines:
+        want = _cache_run(rec, name, cache=False)
+        for what in ("stored", "loaded"):
+            if what == "loaded":
+                function_cache.forget()
+            hits = function_cache.stats()["hits"]
+            got = _cache_run(rec, name, cache=True)
+            loaded = function_cache.stats()["hits"] > hits
+            if counts is not None:
+                counts["compiled"] += 1
+                counts["loaded"] += loaded
+            for why in _cache_differences(want, got):
+                problems.append((name, f"function cache ({what}, loaded={loaded}): {why}"))
+    return problems
+
+
+def _cache_run(rec, name, cache):
+    """``rec`` compiled on engine ``name`` with the function cache on or off: its optimized
+    graph printed and, per call, its outputs and the shared variable's state (or what
+    raised)."""
+    _, flags, build = ENGINES[name]
+    vals = [_values(rec, call) for call in (0, 1)]
+    with (
+        engine_context(flags, build),
+        config.change_flags(function_cache=cache),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")
+        try:
+            inputs, svar, syms = _build(rec)
+            updates = [(svar, syms[rec.update])] if svar is not None and rec.update else []
+            f = function(
+                [syms[k] for k in inputs],
+                [syms[k] for k in rec.outputs],
+                updates=updates,
+                mode=_mode(name),
+                on_unused_input="ignore",
+            )
+        except Exception as e:
+            return f"compile raised {type(e).__name__}: {e}", []
+        text = io.StringIO()
+        debugprint(f.maker.fgraph, file=text)
+        if svar is not None:
+            svar.set_value(vals[0][rec.shared_index].copy())
+        calls = []
+        for v in vals:
+            try:
+                got = [np.array(_host(g), copy=True) for g in f(*[v[k].copy() for k in inputs])]
+            except Exception as e:
+                calls.append(f"raised {type(e).__name__}: {e}")
+                continue
+            if svar is not None:
+                got.append(np.array(_host(svar.get_value(borrow=True)), copy=True))
+            calls.append(got)
+    return text.getvalue(), calls
+
+
+def _cache_differences(want, got):
+    """How ``got`` (a ``_cache_run``) differs from ``want``: the graph, then per call each
+    value by dtype, shape and bytes (a NaN's payload and a zero's sign count)."""
+    if got[0] != want[0]:
+        yield "the optimized graph differs"
+    for call, (w, g) in enumerate(zip(want[1], got[1])):
+        if isinstance(w, str) or isinstance(g, str):
+            if w != g:
+                yield f"call {call}: {g if isinstance(g, str) else 'ran'}, not {w}"
+            continue
+        for j, (a, b) in enumerate(zip(w, g)):
+            if (a.dtype, a.shape) != (b.dtype, b.shape) or a.tobytes() != b.tobytes():
+                yield f"call {call}: value {j} differs"
+
+
 def _dot_sees_nonfinite(rec):
     """Whether a dot of ``rec`` reads or makes a non-finite value in either call, or
     makes a float zero (whose sign is the kernel's, :data:`DOT_NONFINITE`)."""
@@ -2312,6 +2405,7 @@ def run(
     start=0,
     trace=False,
     values="default",
+    function_cache_counts=None,
 ):
     """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
     ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
@@ -2320,7 +2414,11 @@ def run(
     failure: it is appended to ``classified`` (a list, when given) as ``(index, engine,
     tag, problems)`` and printed as one line. ``trace``: print each graph's index
     before running it (to find the graph that ends the process). ``values``: the value
-    distribution (:data:`VALUES`; ``"wide"``: integers where their arithmetic wraps)."""
+    distribution (:data:`VALUES`; ``"wide"``: integers where their arithmetic wraps).
+    ``function_cache_counts`` (a Counter, when given): each graph is also compiled with
+    the cache of optimized graphs and compared with its compile without it
+    (:func:`check_function_cache`, whose counts it adds up); a difference is a failure
+    of engine ``cache:<engine>``, never classified."""
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures = []
@@ -2341,6 +2439,19 @@ def run(
             traceback.print_exc(file=out)
             failures.append((i, "fuzzer", [("fuzzer", traceback.format_exc())], rec))
             continue
+        if function_cache_counts is not None:
+            # (After check: the graphs drawn and the calls to numpy are the same as without.)
+            cached = check_function_cache(rec, names, function_cache_counts)
+            for engine in dict.fromkeys(e for e, _ in cached):
+                what = [w for e, w in cached if e == engine]
+
+                def fails(r, e=engine):
+                    return bool(check_function_cache(r, [e]))
+
+                small = shrink(rec, fails) if shrink_failures else rec
+                failures.append((i, f"cache:{engine}", [(engine, w) for w in what], small))
+                print(f"# graph {i} (seed {seed}): cache:{engine}: {what[0]}", file=out)
+                print(f"# shrunk: {small!r}", file=out, flush=True)
         failing = []
         for engine in dict.fromkeys(e for e, _ in problems):
             what = [w for e, w in problems if e == engine]
@@ -2384,6 +2495,13 @@ def main(argv=None):
     )
     ap.add_argument("--trace", action="store_true", help="print each graph's index first")
     ap.add_argument(
+        "--function-cache",
+        action="store_true",
+        help="also compile each graph with the cache of optimized graphs (stored, then "
+        "loaded as a fresh process loads it) and require the values of the compile "
+        "without it, bit for bit",
+    )
+    ap.add_argument(
         "--values",
         choices=VALUES,
         default="default",
@@ -2396,6 +2514,7 @@ def main(argv=None):
     grad_seed = a.seed if a.grad_seed is None else a.grad_seed
     t0 = time.perf_counter()
     classified = []
+    counts = Counter() if a.function_cache else None
     try:
         failures = run(
             a.n,
@@ -2407,6 +2526,7 @@ def main(argv=None):
             start=a.start,
             trace=a.trace,
             values=a.values,
+            function_cache_counts=counts,
         )
         t1 = time.perf_counter()
         grad_engines = a.grad_engines.split(",") if a.grad_engines else None
@@ -2422,6 +2542,13 @@ def main(argv=None):
         f"{t1 - t0:.0f} s; {n_grads} gradient graphs (seed {grad_seed}): "
         f"{len(grad_failures)} failing; {t2 - t1:.0f} s"
     )
+    if counts is not None:
+        differing = sum(1 for f in failures if f[1].startswith("cache:"))
+        print(
+            f"function cache: {counts['compiled']} compiles with it, {counts['loaded']} "
+            f"loaded from its entries; {differing} graphs differing from the compile "
+            "without it"
+        )
     return 1 if failures or grad_failures else 0
 
 
