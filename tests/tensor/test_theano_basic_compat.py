@@ -782,6 +782,21 @@ def test_isnan_and_isinf_of_integers_are_a_known_false_as_theanos(test):
             np.testing.assert_array_equal(got, getattr(np, test)(xv))
 
 
+def test_alloc_of_a_broadcastable_shape_stays_broadcastable():
+    # Theano's alloc reads x.shape[i] of a broadcastable x as the constant 1. PyMC3's
+    # logsumexp of an integer vector, switch(isinf(m), 0, m) - m with m a max kept as a
+    # (1,) vector, broadcast against the vector only so.
+    m = tt.max(tt.lvector("x"), axis=None, keepdims=True)
+    assert tt.alloc(0.0, *m.shape).broadcastable == (True,)
+    assert tt.isinf(m).broadcastable == (True,)
+    x = tt.as_tensor_variable(np.array([-4, -2]))
+    m = tt.max(x, axis=None, keepdims=True)
+    out = tt.log(tt.sum(tt.exp(x - tt.switch(tt.isinf(m), 0, m)))) + m
+    np.testing.assert_allclose(out.eval(), np.log(np.exp(-4) + np.exp(-2)))
+    n = tt.lscalar("n")  # a length unknown at build time stays unknown
+    assert tt.alloc(0.0, n, tt.dmatrix().shape[1], 3).type.shape == (None, None, 3)
+
+
 def test_composite_fgraph_is_its_scalar_graph_as_theanos():
     x, y = ts.float64("x"), ts.float64("y")
     comp = ts.Composite([x, y], [ts.exp(x) * y + 1])

@@ -193,7 +193,9 @@ class Alloc(Op):
                 f"Alloc: the value has {v.ndim} dimensions, more than the "
                 f"{len(sh)} of the requested shape"
             )
-        static = [int(s.data) if isinstance(s, Constant) else None for s in sh]
+        # A length known at build time, not only a constant: Theano reads x.shape[i] of a
+        # broadcastable x as 1, so alloc(v, *x.shape) keeps x's broadcastable dimensions.
+        static = [_known_int(s) for s in sh]
         return Apply(self, [v, *sh], [TensorType(v.dtype, shape=tuple(static))()])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -236,6 +238,14 @@ class Alloc(Op):
         else:
             g = reduce_grad_to(g, v)
         return [g] + [disconnected() for _ in inputs[1:]]
+
+
+def _known_int(s):
+    """The value of the integer scalar ``s`` if known at build time, else None."""
+    try:
+        return int(get_scalar_constant_value(s))
+    except NotScalarConstantError:
+        return None
 
 
 _alloc = Alloc()
