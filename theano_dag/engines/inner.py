@@ -8,7 +8,9 @@ user's call semantics (defaults, updates, input protection), only its values.
 ``mode`` is anything with a ``linker`` and an ``optimizer`` attribute: a
 ``compile.Mode``, or an :class:`InnerMode` naming them directly. ``None`` is the
 default mode, which ``compile.mode`` hands down with :func:`set_default_mode` (it sits
-above the engines, so the engines do not reach up for it).
+above the engines, so the engines do not reach up for it), with the linker its linker
+names for inner graphs (:func:`inner_mode`): the Dask engine's inner graphs run on the
+CPU engine. A mode given is used as it is.
 
 The inputs are never overwritten (a ``Supervisor`` keeps the optimizer's in-place
 rewrites off them). With ``borrow=True`` the outputs are *borrowed* (as
@@ -29,7 +31,14 @@ from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.toolbox import Supervisor
 
-__all__ = ["InnerMode", "InnerFunction", "compile_inner", "default_mode", "set_default_mode"]
+__all__ = [
+    "InnerMode",
+    "InnerFunction",
+    "compile_inner",
+    "default_mode",
+    "inner_mode",
+    "set_default_mode",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,36 @@ def default_mode():
     if _default_mode[0] is None:
         raise ValueError("compile_inner: no mode given and no default mode set (import theano_dag)")
     return _default_mode[0]()
+
+
+def inner_mode(mode=None):
+    """The mode an inner graph compiles with: ``mode`` when one is given (an op's own,
+    as ``scan(..., mode=...)`` sets it); else the default mode with its linker's
+    ``inner_linker()`` (``engines.basic.Linker.inner_linker``), the optimizer's query
+    taking that engine's lowering passes. Under the Dask engine that is the CPU engine:
+    a scan or a lazy branch runs as one task over its whole inputs, and each of its
+    steps as a dask graph of its own would cost far more than the step. The other
+    engines run their inner graphs themselves.
+
+    >>> from theano_dag import config
+    >>> with config.change_flags(linker="dask"):
+    ...     type(default_mode().linker).__name__, type(inner_mode().linker).__name__
+    ('DaskLinker', 'CPULinker')
+    >>> mine = InnerMode(None)
+    >>> inner_mode(mine) is mine
+    True
+    """
+    if mode is not None:
+        return mode
+    mode = default_mode()
+    linker = mode.linker
+    # A linker of a user's own, not a Linker, runs its inner graphs itself.
+    inner = linker.inner_linker() if hasattr(linker, "inner_linker") else linker
+    if inner is linker:
+        return mode
+    if hasattr(mode, "clone"):  # a compile.Mode: its query then lowers for the new engine
+        return mode.clone(linker=inner)
+    return InnerMode(inner, mode.optimizer)
 
 
 class InnerFunction:
@@ -225,8 +264,7 @@ def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction
     >>> f(np.zeros(2))
     [array([2., 2.])]
     """
-    if mode is None:
-        mode = default_mode()
+    mode = inner_mode(mode)
     optimizer = mode.optimizer
     if isinstance(inputs, FunctionGraph):
         if outputs is not None:

@@ -183,7 +183,9 @@ def scan(
     from their end. ``truncate_gradient=k`` backpropagates through the last ``k``
     steps only. ``strict=True`` asks that every shared variable ``fn`` uses be passed in
     (as ``non_sequences`` or ``sequences``); other outer variables it reads are passed for it.
-    ``mode`` compiles the inner graph (a Mode; None or a name: the default mode);
+    ``mode`` compiles the inner graph (a Mode, used as it is; None or a name: the default
+    mode, with the linker its engine names for inner graphs: under the Dask engine, the
+    CPU engine, inside the loop's one task, see ``engines.inner.inner_mode``);
     ``profile`` and ``allow_gc`` are accepted for Theano's signature.
 
     >>> import numpy as np
