@@ -78,11 +78,11 @@ def inner_mode(mode=None):
     steps as a dask graph of its own would cost far more than the step. The other
     engines run their inner graphs themselves.
 
-    >>> from theano_dag import config
-    >>> with config.change_flags(linker="dask"):
-    ...     type(default_mode().linker).__name__, type(inner_mode().linker).__name__
-    ('DaskLinker', 'CPULinker')
-    >>> mine = InnerMode(None)
+    With ``linker=dask`` (``config.change_flags(linker="dask")``) ``inner_mode()`` has
+    a ``CPULinker`` (``docs/architecture.md``); a mode given is kept:
+
+    >>> from theano_dag.engines.basic import PerformLinker
+    >>> mine = InnerMode(PerformLinker())
     >>> inner_mode(mine) is mine
     True
     """
