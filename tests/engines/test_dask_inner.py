@@ -96,8 +96,10 @@ def test_inner_mode_of_the_dask_default_mode_is_the_cpu_engine_with_its_lowering
         names = [opt.name for opt in mode.optimizer]
         # the CPU engine's query: its row tiling in, the Dask engine's gathering out
         assert "cpu_row_tiling" in names and "dask_gather" not in names
-        mine = get_mode("DASK")
+        mine = get_mode("DASK")  # names its linker: kept
         assert inner_mode(mine) is mine
+        # FAST_RUN's linker is the flag's: it follows the default mode
+        assert isinstance(inner_mode(get_mode("FAST_RUN")).linker, CPULinker)
     with config.change_flags(linker="py"):
         assert isinstance(inner_mode().linker, PerformLinker)
 
@@ -160,11 +162,15 @@ def test_an_op_from_graph_and_a_jacobian_row_run_on_the_cpu_engine_under_dask():
 
 
 @pytest.mark.parametrize(
-    ("given", "linker"), [(REF, PerformLinker), (get_mode("DASK"), DaskLinker)]
+    ("given", "linker"),
+    [(REF, PerformLinker), (get_mode("DASK"), DaskLinker), (get_mode("FAST_RUN"), CPULinker)],
+    ids=["py", "dask", "fast_run"],
 )
 def test_a_mode_given_to_scan_compiles_its_step(given, linker):
-    # scan(mode=...) is the step's mode, as in Theano: a Dask mode given there makes each
-    # step a dask graph (a step large enough to want chunks), run inside the loop's task.
+    # scan(mode=...) is the step's mode, as in Theano. One that names its linker is kept:
+    # a Dask one makes each step a dask graph (a step large enough to want chunks), run
+    # inside the loop's task. FAST_RUN's linker is the flag's, and takes the Dask
+    # engine's inner linker (Theano's tests give scan and function one such mode).
     with config.change_flags(linker="py"):
         want = theano_dag.function(*_loop(), mode=REF)(*_values())
     with config.change_flags(linker="dask"), warnings.catch_warnings():

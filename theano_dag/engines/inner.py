@@ -8,9 +8,9 @@ user's call semantics (defaults, updates, input protection), only its values.
 ``mode`` is anything with a ``linker`` and an ``optimizer`` attribute: a
 ``compile.Mode``, or an :class:`InnerMode` naming them directly. ``None`` is the
 default mode, which ``compile.mode`` hands down with :func:`set_default_mode` (it sits
-above the engines, so the engines do not reach up for it), with the linker its linker
-names for inner graphs (:func:`inner_mode`): the Dask engine's inner graphs run on the
-CPU engine. A mode given is used as it is.
+above the engines, so the engines do not reach up for it). A mode whose linker is the
+``linker`` flag's (the default one) takes the linker that linker names for inner graphs
+(:func:`inner_mode`): the Dask engine's inner graphs run on the CPU engine.
 
 The inputs are never overwritten (a ``Supervisor`` keeps the optimizer's in-place
 rewrites off them). With ``borrow=True`` the outputs are *borrowed* (as
@@ -70,25 +70,29 @@ def default_mode():
 
 
 def inner_mode(mode=None):
-    """The mode an inner graph compiles with: ``mode`` when one is given (an op's own,
-    as ``scan(..., mode=...)`` sets it); else the default mode with its linker's
-    ``inner_linker()`` (``engines.basic.Linker.inner_linker``), the optimizer's query
-    taking that engine's lowering passes. Under the Dask engine that is the CPU engine:
-    a scan or a lazy branch runs as one task over its whole inputs, and each of its
-    steps as a dask graph of its own would cost far more than the step. The other
-    engines run their inner graphs themselves.
+    """The mode an inner graph compiles with, given its op's ``mode`` (as
+    ``scan(..., mode=...)`` sets it; None: the default mode). A mode that names its
+    linker (``Mode(linker="dask")``, ``"DASK"``, an :class:`InnerMode`) is used as it is.
+    One whose linker is the ``linker`` flag's (the default mode, ``FAST_RUN`` and their
+    ``including``/``excluding`` copies) gets that linker's ``inner_linker()``
+    (``engines.basic.Linker.inner_linker``), its optimizer's query then taking that
+    engine's lowering passes. Under the Dask engine that is the CPU engine: a scan or a
+    lazy branch runs as one task over its whole inputs, and each of its steps as a dask
+    graph of its own would cost far more than the step. The other engines run their
+    inner graphs themselves.
 
     With ``linker=dask`` (``config.change_flags(linker="dask")``) ``inner_mode()`` has
-    a ``CPULinker`` (``docs/architecture.md``); a mode given is kept:
+    a ``CPULinker`` (``docs/architecture.md``); a mode that names its linker is kept:
 
     >>> from theano_dag.engines.basic import PerformLinker
     >>> mine = InnerMode(PerformLinker())
     >>> inner_mode(mine) is mine
     True
     """
-    if mode is not None:
-        return mode
-    mode = default_mode()
+    if mode is None:
+        mode = default_mode()
+    elif getattr(mode, "provided_linker", "named") is not None:
+        return mode  # its linker named by its maker: theirs
     linker = mode.linker
     # A linker of a user's own, not a Linker, runs its inner graphs itself.
     inner = linker.inner_linker() if hasattr(linker, "inner_linker") else linker

@@ -52,7 +52,7 @@ class Scan(Op):
 
     ``state_taps``: one tuple of negative taps per state. ``mode`` compiles the inner
     graph (through ``engines.inner.compile_inner``, once, on first run; None: the
-    default mode with its engine's linker for inner graphs, ``engines.inner.inner_mode``).
+    default mode; see ``engines.inner.inner_mode`` for the linker).
     ``truncate_gradient``: how many steps back the gradient flows (-1: all of them).
     ``store``: per state, 0 to keep all its steps, or ``S`` to keep its
     last ``S`` rows only, in a circular buffer (set by the memory rewrite
