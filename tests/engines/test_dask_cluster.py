@@ -317,3 +317,55 @@ def test_a_task_of_a_reused_graph_whose_workers_die_is_named():
         c.wait_for_workers(1, timeout=HANG_S)
         assert f(one_layer(np.ones)) == 8.0  # the next call works
         assert len(f.fn.plans) == 1
+
+
+def test_a_scan_s_steps_run_on_its_worker_s_cpu_engine():
+    # A worker whose default mode is the Dask engine (its THEANO_DAG_FLAGS): the loop's
+    # task runs there, and each step on that worker's CPU engine (its kernels compiled
+    # there), not as a dask graph sent back to the cluster from inside the task.
+    flags = ",".join(filter(None, [os.environ.get("THEANO_DAG_FLAGS", ""), "linker=dask"]))
+    cluster = distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,  # a nested graph's tasks have a thread to run on
+        processes=True,
+        memory_limit=MEMORY_LIMIT,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        env={"THEANO_DAG_FLAGS": flags},
+    )
+    c = distributed.Client(cluster, set_as_default=False)
+
+    def record_linkers():  # on the worker: note the linker of each function compiled there
+        from theano_dag.engines import inner
+
+        seen = inner._linkers_seen = []
+        real = inner.InnerFunction.__init__
+
+        def init(self, fgraph, linker, *args, **kwargs):
+            seen.append(type(linker).__name__)
+            real(self, fgraph, linker, *args, **kwargs)
+
+        inner.InnerFunction.__init__ = init
+
+    def linkers_seen():
+        from theano_dag.engines import inner
+
+        return list(inner._linkers_seen)
+
+    try:
+        c.run(record_linkers)
+        x = tt.dvector("x")
+        acc, _ = theano_dag.scan(
+            lambda v, a: a * 0.5 + v, sequences=x, outputs_info=np.float64(0.0)
+        )
+        f = theano_dag.function([x], acc, mode=Mode(linker=DaskLinker(scheduler=c)))
+        v = np.linspace(0.0, 1.0, 20)
+        want = np.zeros(20)
+        for t in range(20):
+            want[t] = (want[t - 1] if t else 0.0) * 0.5 + v[t]
+        np.testing.assert_allclose(f(v), want, rtol=1e-12)
+        (seen,) = c.run(linkers_seen).values()
+        assert seen and set(seen) == {"CPULinker"}, seen
+    finally:
+        c.close()
+        cluster.close()

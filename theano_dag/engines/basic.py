@@ -341,6 +341,19 @@ class Linker:
     def accept(self, fgraph, no_recycling=None, profile=None):
         raise NotImplementedError(f"{type(self).__name__}.accept is not implemented")
 
+    def inner_linker(self):
+        """The linker of the inner graphs (a scan's step, a lazy branch, an OpFromGraph's
+        body) that an op of a graph of this engine compiles with no mode of its own
+        (``engines.inner.inner_mode``): this linker itself. An engine whose per-call
+        cost is too high for a step answers with another: the Dask engine runs a scan
+        node as one task, and its step on the CPU engine inside it.
+
+        >>> linker = PerformLinker()
+        >>> linker.inner_linker() is linker
+        True
+        """
+        return self
+
     def accept_var_updates(self, updates):
         """``{shared input variable: its update output}`` (FunctionMaker tells every linker;
         engines that keep updated values in place use it)."""

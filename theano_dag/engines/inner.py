@@ -8,7 +8,9 @@ user's call semantics (defaults, updates, input protection), only its values.
 ``mode`` is anything with a ``linker`` and an ``optimizer`` attribute: a
 ``compile.Mode``, or an :class:`InnerMode` naming them directly. ``None`` is the
 default mode, which ``compile.mode`` hands down with :func:`set_default_mode` (it sits
-above the engines, so the engines do not reach up for it).
+above the engines, so the engines do not reach up for it). A mode whose linker is the
+``linker`` flag's (the default one) takes the linker that linker names for inner graphs
+(:func:`inner_mode`): the Dask engine's inner graphs run on the CPU engine.
 
 The inputs are never overwritten (a ``Supervisor`` keeps the optimizer's in-place
 rewrites off them). With ``borrow=True`` the outputs are *borrowed* (as
@@ -29,7 +31,14 @@ from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.toolbox import Supervisor
 
-__all__ = ["InnerMode", "InnerFunction", "compile_inner", "default_mode", "set_default_mode"]
+__all__ = [
+    "InnerMode",
+    "InnerFunction",
+    "compile_inner",
+    "default_mode",
+    "inner_mode",
+    "set_default_mode",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,40 @@ def default_mode():
     if _default_mode[0] is None:
         raise ValueError("compile_inner: no mode given and no default mode set (import theano_dag)")
     return _default_mode[0]()
+
+
+def inner_mode(mode=None):
+    """The mode an inner graph compiles with, given its op's ``mode`` (as
+    ``scan(..., mode=...)`` sets it; None: the default mode). A mode that names its
+    linker (``Mode(linker="dask")``, ``"DASK"``, an :class:`InnerMode`) is used as it is.
+    One whose linker is the ``linker`` flag's (the default mode, ``FAST_RUN`` and their
+    ``including``/``excluding`` copies) gets that linker's ``inner_linker()``
+    (``engines.basic.Linker.inner_linker``), its optimizer's query then taking that
+    engine's lowering passes. Under the Dask engine that is the CPU engine: a scan or a
+    lazy branch runs as one task over its whole inputs, and each of its steps as a dask
+    graph of its own would cost far more than the step. The other engines run their
+    inner graphs themselves.
+
+    With ``linker=dask`` (``config.change_flags(linker="dask")``) ``inner_mode()`` has
+    a ``CPULinker`` (``docs/architecture.md``); a mode that names its linker is kept:
+
+    >>> from theano_dag.engines.basic import PerformLinker
+    >>> mine = InnerMode(PerformLinker())
+    >>> inner_mode(mine) is mine
+    True
+    """
+    if mode is None:
+        mode = default_mode()
+    elif getattr(mode, "provided_linker", "named") is not None:
+        return mode  # its linker named by its maker: theirs
+    linker = mode.linker
+    # A linker of a user's own, not a Linker, runs its inner graphs itself.
+    inner = linker.inner_linker() if hasattr(linker, "inner_linker") else linker
+    if inner is linker:
+        return mode
+    if hasattr(mode, "clone"):  # a compile.Mode: its query then lowers for the new engine
+        return mode.clone(linker=inner)
+    return InnerMode(inner, mode.optimizer)
 
 
 class InnerFunction:
@@ -225,8 +268,7 @@ def compile_inner(inputs, outputs=None, mode=None, borrow=True) -> InnerFunction
     >>> f(np.zeros(2))
     [array([2., 2.])]
     """
-    if mode is None:
-        mode = default_mode()
+    mode = inner_mode(mode)
     optimizer = mode.optimizer
     if isinstance(inputs, FunctionGraph):
         if outputs is not None:

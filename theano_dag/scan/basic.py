@@ -183,7 +183,10 @@ def scan(
     from their end. ``truncate_gradient=k`` backpropagates through the last ``k``
     steps only. ``strict=True`` asks that every shared variable ``fn`` uses be passed in
     (as ``non_sequences`` or ``sequences``); other outer variables it reads are passed for it.
-    ``mode`` compiles the inner graph (a Mode; None or a name: the default mode);
+    ``mode`` compiles the inner graph (a Mode; None or a name: the default mode); a mode
+    whose linker is the ``linker`` flag's (``FAST_RUN``, the default) takes the linker
+    that engine names for inner graphs: under the Dask engine, the CPU engine, inside
+    the loop's one task (``engines.inner.inner_mode``); a mode naming its linker is kept;
     ``profile`` and ``allow_gc`` are accepted for Theano's signature.
 
     >>> import numpy as np

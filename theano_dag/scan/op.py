@@ -32,7 +32,7 @@ import numpy as np
 from theano_dag import tensor as tt
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.loop import KernelLoop, loop_library, record_step
-from theano_dag.engines.inner import InnerMode, compile_inner, default_mode
+from theano_dag.engines.inner import InnerMode, compile_inner, inner_mode
 from theano_dag.graph.algorithms import io_connection_pattern
 from theano_dag.graph.basic import Apply, Constant, Variable, ancestors, io_toposort
 from theano_dag.graph.comparison import equal_computations
@@ -52,8 +52,9 @@ class Scan(Op):
 
     ``state_taps``: one tuple of negative taps per state. ``mode`` compiles the inner
     graph (through ``engines.inner.compile_inner``, once, on first run; None: the
-    default mode). ``truncate_gradient``: how many steps back the gradient flows (-1:
-    all of them). ``store``: per state, 0 to keep all its steps, or ``S`` to keep its
+    default mode; see ``engines.inner.inner_mode`` for the linker).
+    ``truncate_gradient``: how many steps back the gradient flows (-1: all of them).
+    ``store``: per state, 0 to keep all its steps, or ``S`` to keep its
     last ``S`` rows only, in a circular buffer (set by the memory rewrite
     ``local_scan_save_memory`` when only the last steps are read); the output is then
     those last rows.
@@ -339,7 +340,7 @@ class Scan(Op):
 
     def _function(self):
         if self._fn is None:
-            mode = self.mode if self.mode is not None else default_mode()
+            mode = inner_mode(self.mode)
             linker = mode.linker
             lib = None
             if self.n_carry == 0 and isinstance(linker, CPULinker):

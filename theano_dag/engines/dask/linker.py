@@ -35,6 +35,7 @@ import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.callspec import Thunk
+from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
 from theano_dag.engines.dask.errors import DaskTaskError, task_error
@@ -97,6 +98,18 @@ class DaskLinker(Linker):
     def accept_var_updates(self, updates):
         """``{shared input variable: update output variable}`` (from FunctionMaker)."""
         self.updates = dict(updates)
+
+    def inner_linker(self):
+        """The CPU engine's linker: an op with an inner graph (a scan, a lazy branch)
+        runs as one task over its whole inputs, and its steps inside that task on the
+        CPU engine, as under the default mode; each step as a dask graph of its own
+        cost some 25 ms of dask's overhead. It is the task's worker's CPU engine (its
+        kernels compiled there).
+
+        >>> type(DaskLinker().inner_linker()).__name__
+        'CPULinker'
+        """
+        return CPULinker()
 
     def make_thunk(self, input_storage=None, output_storage=None, storage_map=None):
         fg = self.fgraph
@@ -441,9 +454,10 @@ def _threads_get(dsk, keys, **kwargs):
     for name in ("num_workers", "pool"):  # dask.threaded.get's own: the pool is ours
         kwargs.pop(name, None)
     if threading.current_thread().name.startswith(_POOL_PREFIX + "_"):
-        # A task of this pool computing a graph of its own (a scan's step, a loop in
-        # that step): its tasks would wait for threads that all wait on them. They run
-        # in this thread, in order.
+        # A task of this pool computing a graph of its own (the step of a scan given a
+        # Dask Mode, scan(..., mode=get_mode("DASK")); a step given no mode runs on the
+        # CPU engine, see inner_linker): its tasks would wait for threads that all wait
+        # on them. They run in this thread, in order.
         return backend.local.get_sync(dsk, keys, pack_exception=_pack_and_raise, **kwargs)
     return backend.local.get_async(
         pool.submit, pool._max_workers, dsk, keys, pack_exception=_pack_and_return, **kwargs
