@@ -64,3 +64,12 @@ def test_other_sums_with_an_absolute_value_are_left_as_written():
         assert "abs" in debugprint(f, file="str")
         want = theano_dag.function([x], out, mode=Mode(linker="py", optimizer=None))(xv)
         np.testing.assert_array_equal(f(xv), want)
+
+
+def test_a_relu_scaled_by_an_array_of_halves_keeps_the_arrays_shape():
+    # 0.5 * (x + |x|) with the halves an array: the product has the array's shape
+    x = tt.drow("x")
+    xv = np.array([[-1.0, 2.0, -3.0, 4.0]])
+    out = tt.constant(np.full((3, 4), 0.5)) * (x + abs(x))
+    got = theano_dag.function([x], out, mode=Mode(linker="py"))(xv)
+    np.testing.assert_array_equal(got, np.tile(np.maximum(xv, 0), (3, 1)))

@@ -828,6 +828,8 @@ def local_relu_maximum(fgraph, node):
             x = u if _is_abs_of(v, u) else v if _is_abs_of(u, v) else None
             if x is None or x.dtype != out.dtype or not is_const(half, 0.5):
                 continue
+            if not is_scalar_like(half):
+                return False  # an array of halves broadcasts x + |x| to its own shape
             return fit(out, tm.maximum(x, typed_constant(0, x.dtype)), [x])
         return False
     if not isinstance(sop, ts.Add):
