@@ -240,14 +240,6 @@ class Alloc(Op):
         return [g] + [disconnected() for _ in inputs[1:]]
 
 
-def _known_int(s):
-    """The value of the integer scalar ``s`` if known at build time, else None."""
-    try:
-        return int(get_scalar_constant_value(s))
-    except NotScalarConstantError:
-        return None
-
-
 _alloc = Alloc()
 
 
@@ -322,10 +314,11 @@ def _is_axis_argument(a):
     return a is not None and a.ndim == 0 and a.dtype in int_dtypes + ("uint8", "uint16")
 
 
-def _constant_axis(axis):
-    """``axis`` as a Python int when it is known when the graph is built, else ``None``."""
+def _known_int(value):
+    """The integer scalar ``value`` (an axis, a length) as a Python int when it is known
+    when the graph is built, else ``None``."""
     try:
-        return int(get_scalar_constant_value(axis))
+        return int(get_scalar_constant_value(value))
     except NotScalarConstantError:
         return None
 
@@ -389,7 +382,7 @@ class Join(Op):
         axis_in = []
         if len(tensors) > 1 and _is_axis_argument(tensors[0]):
             axis, *tensors = tensors
-            known = _constant_axis(axis)
+            known = _known_int(axis)
             if known is not None:
                 return Join(known, self.view).make_node(*tensors)
             axis_in = [as_tensor_variable(axis)]
@@ -614,7 +607,7 @@ class Split(Op):
         axis_in = []
         if len(args) == 2:  # Theano's form, Split(n)(x, axis, splits)
             axis, splits = args
-            known = _constant_axis(axis)
+            known = _known_int(axis)
             if known is not None:
                 return Split(self.len_splits, known).make_node(x, splits)
             axis = as_tensor_variable(axis)
