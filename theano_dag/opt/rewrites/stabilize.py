@@ -19,6 +19,7 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    abs_arg,
     const_value,
     count_scalar_ops,
     fit,
@@ -825,7 +826,7 @@ def local_relu_maximum(fgraph, node):
             if not isinstance(scalar_op(s.owner), ts.Add) or len(s.owner.inputs) != 2:
                 continue
             u, v = s.owner.inputs
-            x = u if _is_abs_of(v, u) else v if _is_abs_of(u, v) else None
+            x = u if abs_arg(v) is u else v if abs_arg(u) is v else None
             if x is None or x.dtype != out.dtype or not is_const(half, 0.5):
                 continue
             if not is_scalar_like(half):
@@ -844,17 +845,12 @@ def local_relu_maximum(fgraph, node):
             return False
         terms.append((c, y))
     (a, x), (b, ax) = terms
-    if _is_abs_of(x, ax):
+    if abs_arg(x) is ax:
         (a, x), (b, ax) = (b, ax), (a, x)
-    if not _is_abs_of(ax, x) or x.dtype != out.dtype:
+    if abs_arg(ax) is not x or x.dtype != out.dtype:
         return False
     alpha = _leaky_slope(a, b, x)
     if alpha is None:
         return False
     neg = typed_constant(0, x.dtype) if alpha == 0 else tm.mul(typed_constant(alpha, x.dtype), x)
     return fit(out, tm.maximum(x, neg), [x])
-
-
-def _is_abs_of(var, x) -> bool:
-    """Whether ``var`` is ``|x|``."""
-    return isinstance(scalar_op(var.owner), ts.Abs) and var.owner.inputs[0] is x
