@@ -700,3 +700,55 @@ def test_a_float_modulo_may_take_numpys_value_a_few_bits_away():
     )
     assert fuzz._after_float_to_int(rec) == {4}
     assert fuzz.check(rec, ["py", "cpu"]) == []
+
+
+def test_edge_lengths_call_the_same_graphs_with_lengths_of_one_and_zero():
+    rec = fuzz.generate(np.random.default_rng(0))  # a small recipe
+    edge = dataclasses.replace(rec, lengths="edge")
+    assert edge.nodes == rec.nodes and rec.sizes == 0
+    assert fuzz._call_sizes(edge) == [{"a": 1, "b": 3}, {"a": 0, "b": 1}]
+    assert fuzz._call_sizes(rec) == list(fuzz.SIZE_SETS[0])
+    # A large recipe keeps its large lengths.
+    assert fuzz._call_sizes(dataclasses.replace(rec, sizes=1, lengths="edge")) == list(
+        fuzz.SIZE_SETS[1]
+    )
+
+
+def _max_of_a_vector():
+    # v0 (a vector of length "a"), v1 = max(v0); and v2 = v0 * 2, the only output.
+    nodes = [("input", ("a",), "float64"), ("max", (0,), None), ("scale", (0,), 2.0)]
+    dims, dtypes = [("a",), (), ("a",)], ["float64"] * 3
+    return fuzz.Recipe(nodes, [1], None, 11, dims, dtypes, lengths="edge")
+
+
+def test_where_numpy_refuses_an_empty_value_the_engine_must_raise_too(monkeypatch):
+    rec = _max_of_a_vector()
+    assert fuzz.check(rec, ["py", "cpu"]) == []  # both raise for max of a length-0 vector
+    # An engine that returned a value where numpy raises is a failure.
+    monkeypatch.setattr(fuzz, "_compile_recipe", lambda r, mode: _returns_zeros(r))
+    (problem,) = fuzz.check(rec, ["cpu"])
+    assert problem[1].startswith("call 1: numpy raises ValueError: zero-size array")
+    assert problem[1].endswith("; the engine returned")
+
+
+def _returns_zeros(rec):
+    # numpy's max where there is one, else 0.0.
+    def f(*args):
+        return [np.asarray(args[0].max() if args[0].size else 0.0)]
+
+    return f, [0], None
+
+
+def test_a_node_the_outputs_do_not_need_is_not_computed_by_numpy():
+    # max(v0) is refused by numpy at length 0, but only v0 * 2 is an output.
+    rec = dataclasses.replace(_max_of_a_vector(), outputs=[2])
+    assert fuzz._needed(rec) == {0, 2}
+    assert fuzz.check(rec, ["py", "cpu"]) == []
+
+
+def test_the_command_line_takes_edge_lengths(capsys):
+    code = fuzz.main(["--n", "4", "--seed", "3", "--engines", "py,cpu", "--lengths", "edge"])
+    assert code == 0
+    assert "4 default graphs (seed 3, 0 to 3, edge lengths)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="lengths must be one of"):
+        fuzz.run(1, lengths="huge")

@@ -44,6 +44,9 @@ one and :func:`reproducer` prints it as a script that runs alone and says which
 outputs differ from numpy's.
 
 Run it: ``python -m theano_dag.testing.fuzz --n 1000 --seed 0`` (``make fuzz N=1000``).
+``--lengths edge`` calls the same graphs with lengths of 1 and 0 on axes not declared
+broadcastable (:data:`EDGE_SIZES`); where numpy refuses the values the graph needs (the
+max of an empty value, an index past its end), the engine must raise too.
 ``--function-cache`` also compiles each graph with the cache of optimized graphs, stored
 and then loaded from disk, and requires the values of the compile without it, bit for bit
 (:func:`check_function_cache`).
@@ -682,6 +685,15 @@ CONST_INTS = (0, 1, -1, 3, "min", "max")
 #: ``"default"``, small integers (the draw every seed cited in notes means), or
 #: ``"wide"``, integers across each dtype's range where sums and products wrap.
 VALUES = ("default", "wide")
+#: The lengths of a small recipe's two calls (``lengths`` of :func:`run`): ``"default"``,
+#: :data:`SIZE_SETS`'s first set (what every cited seed means), or ``"edge"``,
+#: :data:`EDGE_SIZES`.
+LENGTHS = ("default", "edge")
+#: The ``"edge"`` lengths: in the first call ``"a"`` is 1, in the second 0 and ``"b"`` is
+#: 1, on axes not declared broadcastable (which an engine must not take for declared
+#: ones), and empty values, whose reductions numpy refuses (the engine must raise too,
+#: see :func:`_check_engine`) or gives their identities.
+EDGE_SIZES = ({"a": 1, "b": 3}, {"a": 0, "b": 1})
 #: The dtypes' weights of a ``"wide"`` graph: every integer and bool more often than
 #: floats (whose operands mix with them); in an :data:`INTEGER_SHARE` of the graphs,
 #: :data:`INTEGER_WEIGHTS`.
@@ -704,8 +716,9 @@ class Recipe:
     """A random graph: ``nodes`` (inputs, the shared variable, ops), ``outputs`` (node
     indices), ``update`` (the node giving the shared variable's next value, or None),
     the ``seed`` of the input values, whether they include non-finite ones, which
-    of :data:`SIZE_SETS` gives the lengths, and the ``values`` distribution
-    (:data:`VALUES`) of its integer inputs and constants."""
+    of :data:`SIZE_SETS` gives the lengths (``lengths``: :data:`EDGE_SIZES` instead of
+    the first, :data:`LENGTHS`), and the ``values`` distribution (:data:`VALUES`) of its
+    integer inputs and constants."""
 
     nodes: list
     outputs: list
@@ -716,6 +729,7 @@ class Recipe:
     nonfinite: bool = False  # the inputs hold NaN, infinities and extreme values
     sizes: int = 0  # the index of the lengths in SIZE_SETS
     values: str = "default"  # the value distribution (VALUES)
+    lengths: str = "default"  # a small recipe's lengths (LENGTHS)
 
     @property
     def shared_index(self):
@@ -1421,7 +1435,7 @@ def _shape(dims, sizes):
 def _call_sizes(rec):
     """The lengths of the two calls: the second's change, unless a shared variable
     fixes them."""
-    first, second = SIZE_SETS[rec.sizes]
+    first, second = EDGE_SIZES if rec.lengths == "edge" and rec.sizes == 0 else SIZE_SETS[rec.sizes]
     return [first, first if rec.shared_index is not None else second]
 
 
@@ -1452,19 +1466,20 @@ FLOAT_STEPS = ("mod", "floordiv")
 NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
 
 
-def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False):
+def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False, only=None):
     """numpy's value of every node given the input/shared ``values``. ``nudge``: each
     float cast to an integer is moved by that much first (relatively, or absolutely
     below 1), to see where a float within its tolerance truncates to another integer.
     ``ulps``: each such float is moved by that many units in its last place instead (a
     float32 ``log`` one bit apart, times 3e9, is two float32 steps apart, so the
     integers differ by 32, and a ``sin`` of them by anything). ``sum_by_axes``: sums
-    add one axis at a time (:func:`rsum_by_axes`)."""
+    add one axis at a time (:func:`rsum_by_axes`). ``only``: the nodes to compute (a
+    set; the default, every node)."""
     env = dict(values)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k, node in enumerate(rec.nodes):
-            if k not in env:
+            if k not in env and (only is None or k in only):
                 args = {_name(a): env[a] for a in node[1]}
                 stepped = node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS
                 stepped = stepped or (node[0] in FLOAT_STEPS and rec.dtypes[k] in FLOATS)
@@ -1646,12 +1661,12 @@ def _alternatives(rec, v, k, tol, loose, summed):
     """Other values of numpy's that node ``k`` may equal: a float cast to an integer
     moved within its tolerance or by a few units in the last place (``loose``), sums
     added one axis at a time (``summed``)."""
-    alts = []
+    alts, only = [], _needed(rec)
     if k in loose:
-        alts += [reference(rec, v, n)[k] for n in (-tol, tol)]
-        alts += [reference(rec, v, ulps=u)[k] for u in NUDGE_ULPS]
+        alts += [reference(rec, v, n, only=only)[k] for n in (-tol, tol)]
+        alts += [reference(rec, v, ulps=u, only=only)[k] for u in NUDGE_ULPS]
     if k in summed:
-        alts.append(reference(rec, v, sum_by_axes=True)[k])
+        alts.append(reference(rec, v, sum_by_axes=True, only=only)[k])
     return alts
 
 
@@ -1863,6 +1878,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
     int_rtols = _int_rtols(rec)
     loose = _after_float_to_int(rec)
     summed = _after_multi_axis_sum(rec)
+    needed = _needed(rec)
     vals = [_values(rec, call) for call in (0, 1)]
     with engine_context(flags, build), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -1878,8 +1894,16 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
         for call, v in enumerate(vals):
             if s is not None:
                 v = {**v, s: state}
-            want = reference(rec, v)
             args = [v[k].copy() for k in inputs]
+            try:
+                want = reference(rec, v, only=needed)
+            except (ValueError, IndexError) as e:  # an empty value's max, an index past it
+                try:
+                    f(*args)
+                except Exception:  # numpy refuses these values, and so does the engine
+                    return problems
+                refused = f"{type(e).__name__}: {e}"
+                return problems + [f"call {call}: numpy raises {refused}; the engine returned"]
             try:
                 got = f(*args)
             except Exception as e:
@@ -1924,6 +1948,19 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
             if problems:
                 return problems
     return []
+
+
+def _needed(rec) -> set:
+    """The nodes of ``rec`` that its outputs and update need: the graph's. numpy's value
+    of another node is never compared, and may be refused where the graph's are not (an
+    empty value's max, at :data:`EDGE_SIZES`)."""
+    needed, stack = set(), [*rec.outputs, *([rec.update] if rec.update is not None else [])]
+    while stack:
+        k = stack.pop()
+        if k not in needed:
+            needed.add(k)
+            stack.extend(() if _is_leaf(rec.nodes[k]) else rec.nodes[k][1])
+    return needed
 
 
 # -- gradients ---------------------------------------------------------------------------
@@ -2411,6 +2448,7 @@ def run(
     trace=False,
     values="default",
     function_cache_counts=None,
+    lengths="default",
 ):
     """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
     ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
@@ -2420,15 +2458,19 @@ def run(
     tag, problems)`` and printed as one line. ``trace``: print each graph's index
     before running it (to find the graph that ends the process). ``values``: the value
     distribution (:data:`VALUES`; ``"wide"``: integers where their arithmetic wraps).
+    ``lengths``: the small recipes' lengths (:data:`LENGTHS`; ``"edge"``:
+    :data:`EDGE_SIZES`, the same graphs as the default's).
     ``function_cache_counts`` (a Counter, when given): each graph is also compiled with
     the cache of optimized graphs and compared with its compile without it
     (:func:`check_function_cache`, whose counts it adds up); a difference is a failure
     of engine ``cache:<engine>``, never classified."""
+    if lengths not in LENGTHS:
+        raise ValueError(f"lengths must be one of {LENGTHS}, not {lengths!r}")
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        rec = generate(rng, values=values)
+        rec = replace(generate(rng, values=values), lengths=lengths)
         if i < start:
             continue
         if i > start and i % 100 == 0:
@@ -2513,6 +2555,14 @@ def main(argv=None):
         help="default: small integers (what cited seeds mean); wide: integers across each "
         "dtype's range where sums and products wrap, more integer and bool graphs",
     )
+    ap.add_argument(
+        "--lengths",
+        choices=LENGTHS,
+        default="default",
+        help="default: the small graphs' lengths every cited seed means; edge: lengths of 1 "
+        "and 0 on axes not declared broadcastable (EDGE_SIZES), where the engines must "
+        "give numpy's values, or raise where numpy raises",
+    )
     a = ap.parse_args(argv)
     engines = a.engines.split(",") if a.engines else None
     n_grads = (a.n - a.start) // 5 if a.grads is None else a.grads
@@ -2532,6 +2582,7 @@ def main(argv=None):
             trace=a.trace,
             values=a.values,
             function_cache_counts=counts,
+            lengths=a.lengths,
         )
         t1 = time.perf_counter()
         grad_engines = a.grad_engines.split(",") if a.grad_engines else None
@@ -2541,7 +2592,8 @@ def main(argv=None):
         return 2
     t2 = time.perf_counter()
     print(
-        f"{a.n - a.start} {a.values} graphs (seed {a.seed}, {a.start} to {a.n - 1}), engines "
+        f"{a.n - a.start} {a.values} graphs (seed {a.seed}, {a.start} to {a.n - 1}"
+        f"{', edge lengths' if a.lengths == 'edge' else ''}), engines "
         f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
         f"classified by tag ({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
         f"{t1 - t0:.0f} s; {n_grads} gradient graphs (seed {grad_seed}): "
