@@ -17,9 +17,11 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
+from theano_dag.scalar import softsign as scalar_softsign  # Theano's name
 from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -142,7 +144,11 @@ def elu(x, alpha=1):
     array([0., 2.])
     """
     x = as_tensor_variable(x)
-    return tm.switch(x > 0, x, _like(x, alpha) * tm.expm1(x))
+    # expm1 of min(x, 0): the branch not taken stays finite, so that its gradient, which
+    # the switch multiplies by 0, is not exp(x) = inf (0 * inf is NaN past x = 709
+    # wherever the rewrites that sink the switch do not run)
+    neg = tm.minimum(x, _like(x, 0))
+    return tm.switch(x > 0, x, _like(x, alpha) * tm.expm1(neg))
 
 
 def selu(x):
@@ -160,21 +166,26 @@ def selu(x):
     return _like(x, scale) * elu(x, alpha)
 
 
+_softsign = Elemwise(scalar_softsign, name="softsign")
+
+
 def softsign(x):
-    """``x / (1 + |x|)``.
+    """``x / (1 + |x|)``, one elementwise op (Theano's ``scalar_softsign``): +-1 at
+    +-inf, where the quotient is inf / inf, and a derivative ``1 / (1 + |x|)**2`` that
+    is finite wherever it is representable.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> x = tt.dvector("x")
-    >>> softsign(x).eval({x: np.array([1.0, -3.0])})
-    array([ 0.5 , -0.75])
+    >>> softsign(x).eval({x: np.array([1.0, -3.0, np.inf])})
+    array([ 0.5 , -0.75,  1.  ])
     """
     x = as_tensor_variable(x)
     if x.dtype in discrete_dtypes:
         # Theano's softsign upgrades integers to the float that holds them (int32 to
         # float64); int / int would be floatX.
         x = tb.cast(x, upgrade_to_float(x.dtype)[0])
-    return x / (1 + abs(x))
+    return _softsign(x)
 
 
 # -- softmax --------------------------------------------------------------------------
