@@ -375,8 +375,9 @@ def _row_case(name, build, f, df, rows=_rows, **kw):
 
 
 def _indeterminate(r):
-    """NaN in the row, all of it -inf, or +inf twice: the softmax has no limit there."""
-    return any(mp.isnan(v) for v in r) or max(r) <= -BIG or sum(v >= BIG for v in r) > 1
+    """NaN in the row, or all of it -inf: the softmax has no limit there (0 / 0). Two
+    +inf share the mass equally (the limit as both grow at one rate; +-BIG do so)."""
+    return any(mp.isnan(v) for v in r) or max(r) <= -BIG
 
 
 def _softmax_row(r):
@@ -400,8 +401,8 @@ def _log_softmax_row(r):
     if _indeterminate(r):
         return [NAN] * len(r)
     m = max(r)
-    lse = m + mp.log(sum(mp.exp(v - m) for v in r))
-    return [v - lse for v in r]
+    ls = mp.log(sum(mp.exp(v - m) for v in r))
+    return [(v - m) - ls for v in r]  # m + ls would lose ls beside a huge m
 
 
 def _d_log_softmax_row(r, w):
@@ -727,10 +728,12 @@ def _exact_at(case, arrays, big):
     return val, grads, w
 
 
-def _ulps(got, exact, dtype):
-    """|got - exact| in ulps of ``dtype`` at the rounded exact value, per element; inf
+def _ulps(got, exact, dtype, scale=None):
+    """|got - exact| in ulps of ``dtype`` at the rounded exact value (or at ``scale``
+    where larger: the magnitude of the terms a value cancels from), per element; inf
     where the class (finite, +inf, -inf, NaN) differs."""
     out = np.zeros(got.shape)
+    scale = np.zeros(got.shape) if scale is None else np.broadcast_to(scale, got.shape)
     for i, (g, r) in enumerate(zip(got.flat, exact.flat)):
         want = round_to(r, dtype)
         g = float(g)
@@ -739,7 +742,8 @@ def _ulps(got, exact, dtype):
             out.flat[i] = 0.0 if same else np.inf
             continue
         with np.errstate(over="ignore"):  # past the largest float: one ulp is inf
-            ulp = float(np.spacing(np.abs(np.asarray(want, dtype=dtype))))
+            big = max(abs(want), float(scale.flat[i]))
+            ulp = float(np.spacing(np.asarray(big, dtype=dtype)))
         out.flat[i] = float(abs(mp.mpf(g) - r) / ulp)
     return out
 
@@ -788,8 +792,8 @@ def run(case, dtype, engine):
             return f"row {arrays[0][i[0]].tolist()}"
         return ", ".join(repr(a.flat[i[0]].item()) for a in arrays)
 
-    def check(what, g, ref, bound, mask=None):
-        e = _ulps(g, ref, odtype)
+    def check(what, g, ref, bound, mask=None, scale=None):
+        e = _ulps(g, ref, odtype, scale)
         if mask is not None:
             e = np.where(mask, e, 0.0)
         for i in zip(*np.nonzero(e > bound)):
@@ -800,12 +804,18 @@ def run(case, dtype, engine):
     gu = 0.0
     if checked_grads:
         for k, (g, ref) in enumerate(zip(got[1:], [r for r in grad_ref if r is not None])):
-            mask = None
+            mask = scale = None
             if case.exact_rows is None:
                 # no derivative at a kink, nor where the function has no value
                 nan = np.array([mp.isnan(v) for v in val_ref])
                 mask = ~np.isin(arrays[k].astype("float64"), case.kinks) & ~nan
-            gu = max(gu, check(f"grad {k}", g, ref, case.grad_ulps, mask))
+            else:
+                # a row's gradient cancels its terms (w - s sum(w)): in ulps of its largest
+                with np.errstate(invalid="ignore", over="ignore"):
+                    f = np.array([[round_to(v, "float64") for v in r] for r in ref])
+                    f = np.where(np.isfinite(f), np.abs(f), 0.0)
+                scale = f.max(axis=1, keepdims=True)
+            gu = max(gu, check(f"grad {k}", g, ref, case.grad_ulps, mask, scale))
     return Result(case.name, dtype, engine, vu, gu, bad)
 
 

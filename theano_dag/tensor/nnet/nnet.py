@@ -191,8 +191,20 @@ def softsign(x):
 # -- softmax --------------------------------------------------------------------------
 
 
+def _minus_max(x, axis):
+    """``x - max(x, axis)``, 0 where ``x`` is a maximum of +inf: ``inf - inf`` would be
+    NaN, and the softmax's limit there puts the whole mass on the infinite entries
+    (shared equally between them)."""
+    m = x.max(axis=axis, keepdims=True)
+    top = np.isposinf(m)
+    if not top.any():  # the common case: one pass, as before
+        return x - m
+    with np.errstate(invalid="ignore"):
+        return np.where(top & (x == m), 0, x - m)
+
+
 def _np_softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e = np.exp(_minus_max(x, axis))
     e /= e.sum(axis=axis, keepdims=True)
     return e
 
@@ -308,8 +320,7 @@ class LogSoftmax(_AxisOp):
         return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        x = inputs[0]
-        z = x - x.max(axis=self.axis, keepdims=True)
+        z = _minus_max(inputs[0], self.axis)
         z -= np.log(np.exp(z).sum(axis=self.axis, keepdims=True))
         output_storage[0][0] = z
 
@@ -606,8 +617,7 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
             )
         _check_labels(self, y, x.shape[1])
         dtype = node.outputs[0].dtype
-        z = (x + b).astype(dtype, copy=False)
-        z = z - z.max(axis=1, keepdims=True)
+        z = _minus_max((x + b).astype(dtype, copy=False), 1)
         log_norm = np.log(np.exp(z).sum(axis=1, keepdims=True))
         rows = np.arange(len(y))
         output_storage[0][0] = np.asarray(log_norm[:, 0] - z[rows, y], dtype=dtype)
