@@ -58,6 +58,7 @@ ENGINES = {
 }
 FLOATS = ("float32", "float64")
 INTS = ("bool", "int8", "uint8", "int16", "int32", "int64")
+ALL = FLOATS + INTS
 
 #: +-inf stand in as these two: an exact formula gives its limit there where both give
 #: the same float64, and an infinity where they differ (log1p grows without bound)
@@ -535,8 +536,8 @@ CASES = [
         dtypes=FLOATS + INTS,
     ),
     unary("x / (1 + abs(x))", lambda x: x / (1 + abs(x)), lambda x: x / (1 + abs(x)), None),
-    unary("sigmoid", nnet.sigmoid, _sigmoid, lambda x: _sigmoid(x) * _sigmoid(-x)),
-    unary("softplus", nnet.softplus, _softplus, _sigmoid),
+    unary("sigmoid", nnet.sigmoid, _sigmoid, lambda x: _sigmoid(x) * _sigmoid(-x), dtypes=ALL),
+    unary("softplus", nnet.softplus, _softplus, _sigmoid, dtypes=ALL),
     unary(
         "hard_sigmoid",
         nnet.hard_sigmoid,
@@ -545,7 +546,7 @@ CASES = [
         dtypes=FLOATS + INTS,
         kinks=(-2.5, 2.5),
     ),
-    unary("elu", nnet.elu, _elu(1), _d_elu(1), kinks=(0.0,)),
+    unary("elu", nnet.elu, _elu(1), _d_elu(1), kinks=(0.0,), dtypes=ALL),
     unary("elu(alpha=0.5)", lambda x: nnet.elu(x, 0.5), _elu(0.5), _d_elu(0.5), kinks=(0.0,)),
     unary(
         "selu",
@@ -553,6 +554,7 @@ CASES = [
         lambda x: SELU_SCALE * _elu(SELU_ALPHA)(x),
         lambda x: SELU_SCALE * _d_elu(SELU_ALPHA)(x),
         kinks=(0.0,),
+        dtypes=ALL,
     ),
     unary(
         "relu",
@@ -594,7 +596,7 @@ CASES = [
         lambda x: mp.erfinv(x) if -1 < x < 1 else (mp.sign(x) * INF if abs(x) == 1 else NAN),
         lambda x: mp.sqrt(mp.pi) / 2 * mp.exp(mp.erfinv(x) ** 2) if -1 < x < 1 else _pole(x),
     ),
-    unary("tanh", tt.tanh, mp.tanh, lambda x: 1 / mp.cosh(x) ** 2),
+    unary("tanh", tt.tanh, mp.tanh, lambda x: 1 / mp.cosh(x) ** 2, dtypes=ALL),
     unary("sqrt(sqr(x))", lambda x: tt.sqrt(tt.sqr(x)), abs, lambda x: mp.sign(x), kinks=(0.0,)),
     # ---- forms the stabilize rewrites catch ----------------------------------------
     unary("log(1 + exp(x))", lambda x: tt.log(1 + tt.exp(x)), _softplus, _sigmoid),

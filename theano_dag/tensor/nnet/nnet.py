@@ -144,6 +144,11 @@ def elu(x, alpha=1):
     array([0., 2.])
     """
     x = as_tensor_variable(x)
+    if x.dtype in discrete_dtypes:
+        # expm1 of an integer is taken in the float that holds it (float32 for int8); a
+        # slope float32 cannot hold makes the product float64, with float32's digits
+        # (selu of an int8 -1 was 5e-8 off): x is cast to the product's dtype first
+        x = tb.cast(x, (_like(x, alpha) * tm.expm1(x)).dtype)
     # expm1 of min(x, 0): the branch not taken stays finite, so that its gradient, which
     # the switch multiplies by 0, is not exp(x) = inf (0 * inf is NaN past x = 709
     # wherever the rewrites that sink the switch do not run)
