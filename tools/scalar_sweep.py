@@ -196,6 +196,12 @@ def _bar_softplus(x):
     return np.logaddexp(np.zeros_like(x), x)
 
 
+def _bar_softsign(x):
+    # numpy's x / (1 + |x|) is inf / inf at +-inf, where the limit is +-1
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(x), np.sign(x), x / (1 + np.abs(x)))
+
+
 def _bar_log1mexp(x):
     with np.errstate(all="ignore"):
         return np.where(x < -np.log(2), np.log1p(-np.exp(x)), np.log(-np.expm1(x)))
@@ -315,6 +321,7 @@ def _specs():
         _unary("rad2deg", lambda x: x * 180 / mp.pi, np.rad2deg),
         _unary("sigmoid", _sigmoid, sps.expit, _EXP_EDGES),
         _unary("softplus", lambda x: mp.log1p(mp.exp(x)), _bar_softplus, _EXP_EDGES),
+        _unary("softsign", lambda x: x / (1 + abs(x)), _bar_softsign, (1.8e19, 1.4e154)),
         _unary("ultra_fast_sigmoid", _ultra_fast, _bar_ultra_fast, (6.0, -6.0, -5.99, 1e19, 1e155)),
         _unary("erf", mp.erf, sps.erf, _ERF_EDGES),
         _unary("erfc", mp.erfc, sps.erfc, _ERF_EDGES),
@@ -415,7 +422,7 @@ def scalar_ops() -> dict:
         for v in vars(module).values():
             if isinstance(v, Elemwise) and not v.inplace_items:
                 ops[v.scalar_op.name] = v.scalar_op
-    for name in ("clip", "switch", "logaddexp", "xlogy0", "xlogx", "fma"):
+    for name in ("clip", "switch", "logaddexp", "xlogy0", "xlogx", "fma", "softsign"):
         ops[name] = getattr(ts, name)
     return {n: op for n, op in ops.items() if isinstance(op, ScalarOp)}
 

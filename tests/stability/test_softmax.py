@@ -263,6 +263,82 @@ CASES = [
 ]
 
 
+# ---- a logit of +inf: softmax's limit, the whole mass on it ------------------------
+
+# one +inf per row beside finite values, -inf and 1000 (x - max(x) was inf - inf, NaN)
+X_INF = np.array(
+    [[np.inf, 0.0, 1.0], [1.0, np.inf, -np.inf], [-1000.0, 1000.0, np.inf], [1.0, 2.0, 3.0]]
+)
+Y_INF = np.array([0, 2, 1, 2])  # right at the +inf twice, wrong (loss inf) once
+
+
+def sm_inf(x):
+    top = np.isposinf(x.max(axis=1, keepdims=True))
+    with np.errstate(invalid="ignore"):
+        return np.where(top, np.isposinf(x).astype(float), sm(x))
+
+
+def log_sm_inf(x):
+    with np.errstate(divide="ignore"):
+        return np.log(sm_inf(x))
+
+
+INF_CASES = [
+    case(
+        "softmax(x) with a +inf",
+        nnet.softmax,
+        [X_INF],
+        sm_inf,
+        lambda x, w: [sm_inf(x) * (w - np.sum(w * sm_inf(x), axis=1, keepdims=True))],
+    ),
+    case(
+        "log_softmax(x) with a +inf",
+        nnet.log_softmax,
+        [X_INF],
+        log_sm_inf,
+        lambda x, w: [w - sm_inf(x) * np.sum(w, axis=1, keepdims=True)],
+    ),
+    case(
+        "log(softmax(x)) with a +inf",
+        lambda x: tt.log(nnet.softmax(x)),
+        [X_INF],
+        log_sm_inf,
+        lambda x, w: [w - sm_inf(x) * np.sum(w, axis=1, keepdims=True)],
+    ),
+    case(
+        "categorical_crossentropy(softmax(x), y) with a +inf",
+        lambda x, y: nnet.categorical_crossentropy(nnet.softmax(x), y),
+        [X_INF, Y_INF],
+        lambda x, y: -log_sm_inf(x)[np.arange(len(y)), y],
+        lambda x, y, w: [w[:, None] * (sm_inf(x) - np.eye(3)[y])],
+    ),
+]
+
+
+def lse_inf(x):
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isposinf(x).any(axis=1), np.inf, lse(x))
+
+
+INF_CASES += [
+    case(
+        "logsumexp(x, axis=1) with a +inf",
+        lambda x: tt.logsumexp(x, axis=1),
+        [X_INF],
+        lse_inf,
+        lambda x, w: [w[:, None] * sm_inf(x)],
+    ),
+    case(
+        "log(sum(exp(x), axis=1)) with a +inf",
+        lambda x: tt.log(tt.sum(tt.exp(x), axis=1)),
+        [X_INF],
+        lse_inf,
+        lambda x, w: [w[:, None] * sm_inf(x)],
+    ),
+]
+CASES += INF_CASES
+
+
 def test_case_names_are_unique():
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names)

@@ -764,3 +764,33 @@ def test_rop_matches_finite_differences(build):
     np.testing.assert_allclose(
         jv, (f(xv + eps * vv) - f(xv - eps * vv)) / (2 * eps), rtol=1e-5, atol=1e-6
     )
+
+
+@pytest.mark.parametrize("optimizer", ["fast_compile", None])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_elu_gradient_without_the_stabilize_rewrites(optimizer, dtype):
+    # The switch's branch not taken multiplies its gradient by 0: expm1's derivative there
+    # was exp(x) = inf past x = 88 (float32) / 709 (float64), and 0 * inf NaN without the
+    # rewrites that sink the switch (FAST_COMPILE, no optimizer). (Far below 0, expm1's
+    # derivative, written expm1(x) + 1 so that canonicalize cancels it against a
+    # 1 + expm1(x) below it, is 0 there: stabilize's local_1_plus_expm1 mends that.)
+    x = tt.vector("x", dtype=dtype)
+    xv = np.array([-800.0, -1.0, 0.5, 100.0, 800.0, 1e30, np.inf], dtype=dtype)
+    g = grad(nnet.elu(x, 0.5).sum(), x)
+    got = _function([x], g, mode=Mode(linker="py", optimizer=optimizer))(xv)
+    want = np.where(xv > 0, 1.0, 0.5 * np.exp(xv.astype("float64"))).astype(dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-14, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "bool"])
+def test_selu_of_small_integers_has_the_digits_of_its_dtype(dtype):
+    # selu of an int8 is float64 (its slope and scale are no float32s), but expm1 was
+    # taken in float32, the float that holds an int8: -1 gave -1.11133072, 5e-8 off
+    v = np.array([-1, -5, 0, 3] if dtype != "bool" else [0, 1], dtype=dtype)
+    x = tt.vector("x", dtype=dtype)
+    out = nnet.selu(x)
+    assert out.dtype == "float64"
+    got = _function([x], out, mode=Mode(linker="py", optimizer=None))(v)
+    xf = v.astype("float64")
+    want = 1.0507009873554805 * np.where(xf > 0, xf, 1.6732632423543772 * np.expm1(xf))
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)

@@ -75,6 +75,7 @@ __all__ = [
     "complex_from_polar",
     "sigmoid",
     "softplus",
+    "softsign",
     "erf",
     "erfc",
     "floor",
@@ -326,6 +327,28 @@ softplus = _unary(
     "((%(x)s > 0 ? %(x)s : (%(t)s)0) + log1p(exp(-fabs(%(x)s))))",
     lambda x, out: _of(x).sigmoid(x),
     "log(1 + exp(x))",
+)
+
+
+def _softsign(x):
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(x), np.sign(x), x / (1 + np.abs(x)))
+
+
+def _d_softsign(x, out):
+    # (1 / d)**2 with d = 1 + |x|, not 1 / d**2: d * d overflows from |x| = 1.3e154
+    # (1.8e19 in float32) where the true value is still a normal number
+    r = 1 / (1 + abs(x))
+    return r * r
+
+
+# x / (1 + |x|) is inf / inf at +-inf, where the value is +-1
+softsign = _unary(
+    "softsign",
+    _softsign,
+    "(isinf(%(x)s) ? copysign((%(t)s)1, %(x)s) : %(x)s / ((%(t)s)1 + fabs(%(x)s)))",
+    _d_softsign,
+    "x / (1 + |x|), +-1 at +-inf",
 )
 _TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
 erf = _unary(

@@ -374,23 +374,24 @@ class SoftmaxImpl(Impl):
                 "        y[by + j * ay] = (x0[b0 + j * a0] - s) * x1[b1 + j * a1];",
             ]
         else:
+            # x - mx, 0 where x is a maximum of +inf (inf - inf: the reference engine's
+            # _minus_max, the softmax's limit)
+            d = f"(top && x0[b0 + j * a0] == mx ? ({to})0 : x0[b0 + j * a0] - mx)"
             lines += [
                 f"    {to} mx = -INFINITY;",
                 "    for (long j = 0; j < K; ++j) { const " + to + " v = x0[b0 + j * a0]; "
                 "mx = (v > mx || v != v) ? v : mx; }",
+                "    const int top = isinf(mx) && mx > 0;",
                 f"    {to} s = 0;",
-                "    for (long j = 0; j < K; ++j) s += exp(x0[b0 + j * a0] - mx);",
+                f"    for (long j = 0; j < K; ++j) s += exp({d});",
             ]
             if self.kind == "log":
                 lines += [
                     "    const " + to + " ls = log(s);",
-                    "    for (long j = 0; j < K; ++j) y[by + j * ay] = x0[b0 + j * a0] - mx - ls;",
+                    f"    for (long j = 0; j < K; ++j) y[by + j * ay] = {d} - ls;",
                 ]
             else:
-                lines.append(
-                    "    for (long j = 0; j < K; ++j)"
-                    " y[by + j * ay] = exp(x0[b0 + j * a0] - mx) / s;"
-                )
+                lines.append(f"    for (long j = 0; j < K; ++j) y[by + j * ay] = exp({d}) / s;")
         lines.append("}")
         return {self.name: "\n".join(lines) + "\n"}
 

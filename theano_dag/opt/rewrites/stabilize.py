@@ -32,6 +32,7 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
+from theano_dag.tensor.nnet.nnet import softsign
 
 stabilize = RULES.stabilize
 
@@ -55,6 +56,7 @@ __all__ = [
     "local_mul_exp",
     "local_log_erf",
     "local_relu_maximum",
+    "local_softsign",
 ]
 
 
@@ -854,3 +856,26 @@ def local_relu_maximum(fgraph, node):
         return False
     neg = typed_constant(0, x.dtype) if alpha == 0 else tm.mul(typed_constant(alpha, x.dtype), x)
     return fit(out, tm.maximum(x, neg), [x])
+
+
+@stabilize()
+@local_optimizer([tm.true_div], requirements=(count_scalar_ops,), needs=[ts.Abs])
+def local_softsign(fgraph, node):
+    """The softsign written out, ``x / (1 + |x|)``, as ``nnet.softsign(x)``: the quotient
+    is ``inf / inf`` at ``x = +-inf``, where the value is +-1. The gradient, built from
+    the written form, is unchanged."""
+    # true_div(x, add(1, abs(x))) -> softsign(x)
+    if not graph_holds(fgraph, ts.abs_):
+        return False
+    x, den = node.inputs
+    out = node.outputs[0]
+    if not is_float(x) or x.dtype != out.dtype:
+        return False
+    if not isinstance(scalar_op(den.owner), ts.Add) or len(den.owner.inputs) != 2:
+        return False
+    one, ax = den.owner.inputs
+    if abs_arg(one) is x:
+        one, ax = ax, one
+    if abs_arg(ax) is not x or not is_const(one, 1) or not is_scalar_like(one):
+        return False  # an array of ones broadcasts the quotient to its own shape
+    return fit(out, softsign(x), [x])

@@ -17,9 +17,11 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
+from theano_dag.scalar import softsign as scalar_softsign  # Theano's name
 from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -142,7 +144,16 @@ def elu(x, alpha=1):
     array([0., 2.])
     """
     x = as_tensor_variable(x)
-    return tm.switch(x > 0, x, _like(x, alpha) * tm.expm1(x))
+    if x.dtype in discrete_dtypes:
+        # expm1 of an integer is taken in the float that holds it (float32 for int8); a
+        # slope float32 cannot hold makes the product float64, with float32's digits
+        # (selu of an int8 -1 was 5e-8 off): x is cast to the product's dtype first
+        x = tb.cast(x, (_like(x, alpha) * tm.expm1(x)).dtype)
+    # expm1 of min(x, 0): the branch not taken stays finite, so that its gradient, which
+    # the switch multiplies by 0, is not exp(x) = inf (0 * inf is NaN past x = 709
+    # wherever the rewrites that sink the switch do not run)
+    neg = tm.minimum(x, _like(x, 0))
+    return tm.switch(x > 0, x, _like(x, alpha) * tm.expm1(neg))
 
 
 def selu(x):
@@ -160,28 +171,45 @@ def selu(x):
     return _like(x, scale) * elu(x, alpha)
 
 
+_softsign = Elemwise(scalar_softsign, name="softsign")
+
+
 def softsign(x):
-    """``x / (1 + |x|)``.
+    """``x / (1 + |x|)``, one elementwise op (Theano's ``scalar_softsign``): +-1 at
+    +-inf, where the quotient is inf / inf, and a derivative ``1 / (1 + |x|)**2`` that
+    is finite wherever it is representable.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> x = tt.dvector("x")
-    >>> softsign(x).eval({x: np.array([1.0, -3.0])})
-    array([ 0.5 , -0.75])
+    >>> softsign(x).eval({x: np.array([1.0, -3.0, np.inf])})
+    array([ 0.5 , -0.75,  1.  ])
     """
     x = as_tensor_variable(x)
     if x.dtype in discrete_dtypes:
         # Theano's softsign upgrades integers to the float that holds them (int32 to
         # float64); int / int would be floatX.
         x = tb.cast(x, upgrade_to_float(x.dtype)[0])
-    return x / (1 + abs(x))
+    return _softsign(x)
 
 
 # -- softmax --------------------------------------------------------------------------
 
 
+def _minus_max(x, axis):
+    """``x - max(x, axis)``, 0 where ``x`` is a maximum of +inf: ``inf - inf`` would be
+    NaN, and the softmax's limit there puts the whole mass on the infinite entries
+    (shared equally between them)."""
+    m = x.max(axis=axis, keepdims=True)
+    top = np.isposinf(m)
+    if not top.any():  # the common case: one pass, as before
+        return x - m
+    with np.errstate(invalid="ignore"):
+        return np.where(top & (x == m), 0, x - m)
+
+
 def _np_softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e = np.exp(_minus_max(x, axis))
     e /= e.sum(axis=axis, keepdims=True)
     return e
 
@@ -297,8 +325,7 @@ class LogSoftmax(_AxisOp):
         return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        x = inputs[0]
-        z = x - x.max(axis=self.axis, keepdims=True)
+        z = _minus_max(inputs[0], self.axis)
         z -= np.log(np.exp(z).sum(axis=self.axis, keepdims=True))
         output_storage[0][0] = z
 
@@ -595,8 +622,7 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
             )
         _check_labels(self, y, x.shape[1])
         dtype = node.outputs[0].dtype
-        z = (x + b).astype(dtype, copy=False)
-        z = z - z.max(axis=1, keepdims=True)
+        z = _minus_max((x + b).astype(dtype, copy=False), 1)
         log_norm = np.log(np.exp(z).sum(axis=1, keepdims=True))
         rows = np.arange(len(y))
         output_storage[0][0] = np.asarray(log_norm[:, 0] - z[rows, y], dtype=dtype)
