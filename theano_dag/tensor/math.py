@@ -439,33 +439,11 @@ def logsumexp(x, axis=None, keepdims=False):
     """
     x = as_tensor_variable(x)
     axis = _norm_axis(axis, x.ndim, "logsumexp")
-    d, m = _shift_by_max(x, _keep(max(x, axis=axis), x, axis, True))
-    out = log(sum(exp(d), axis=axis, keepdims=True)) + m
-    if keepdims:
-        return out
-    axes = range(x.ndim) if axis is None else axis
-    return out.dimshuffle([k for k in range(x.ndim) if k not in axes])
-
-
-def _shift_by_max(x, m):
-    """``(x - m', m')`` for ``m``, a max of ``x`` over some axes (kept, length 1): the
-    shift of a stable log-sum-exp, ``m' + log(sum(exp(x - m')))``. ``m'`` is ``m``, or 0
-    where ``m`` is -inf (a slice of -inf alone: ``x - m`` would be ``-inf + inf``); and
-    ``x - m'`` is 0 at a maximum of +inf (``inf - inf``), so that the exponentials there
-    are 1 and the rest 0: the value is inf, its gradient the softmax's limit.
-
-    >>> from theano_dag import tensor as tt
-    >>> x = tt.dmatrix("x")
-    >>> d, m = _shift_by_max(x, max(x, axis=1, keepdims=True))
-    >>> d.eval({x: np.array([[np.inf, 0.0], [1.0, 3.0], [-np.inf, -np.inf]])})
-    array([[  0., -inf],
-           [ -2.,   0.],
-           [-inf, -inf]])
-    """
-    zero = constant(np.asarray(0, dtype=m.dtype))
-    m = switch(eq(m, constant(np.asarray(-np.inf, dtype=m.dtype))), zero, m)
-    top = and_(isinf(m), eq(x, m))  # m is -inf nowhere now: these are +inf maxima
-    return switch(top, zero, x - m), m
+    m = max(x, axis=axis)
+    # x - inf would be nan: an all -inf (or +inf) slice keeps its max as the result
+    m = switch(isinf(m), constant(np.asarray(0, dtype=m.dtype)), m)
+    shifted = exp(x - _keep(m, x, axis, True))
+    return _keep(log(sum(shifted, axis=axis)) + m, x, axis, keepdims)
 
 
 def clip(x, a_min, a_max):

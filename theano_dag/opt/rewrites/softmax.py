@@ -37,7 +37,6 @@ from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import MaxAndArgmax
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise, Sum
-from theano_dag.tensor.math import _shift_by_max
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.shape import shape_padleft
 from theano_dag.tensor.subtensor import (
@@ -179,7 +178,7 @@ def _like(var, sm):
 # -- log-sum-exp ----------------------------------------------------------------------
 
 
-def _shifted_by_a_max(var, depth=6):
+def _shifted_by_a_max(var, depth=4):
     """Whether ``var`` is computed (within ``depth`` elementwise steps) from a max
     reduction: the argument of exp in a stabilized log-sum-exp, which must not be
     rewritten again."""
@@ -265,7 +264,9 @@ def local_exp_over_sum_exp(fgraph, node):
             x_axis = tuple(sorted({order[k] for k in axis} | set(dropped.op.drop)))
         if not is_float(x) or _shifted_by_a_max(x):
             return False
-        shifted = tm.exp(_shift_by_max(x, tm.max(x, axis=x_axis, keepdims=True))[0])
+        m = tm.max(x, axis=x_axis, keepdims=True)
+        m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
+        shifted = tm.exp(x - m)
         total = tm.sum(shifted if dropped is None else dropped.op(shifted), axis=axis)
         ratio = g / (kept(total) if kept is not None else total)
         return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
