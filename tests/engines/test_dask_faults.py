@@ -21,6 +21,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
 
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
@@ -122,16 +123,23 @@ def _leave_worker(b):
     return b
 
 
-def test_a_call_whose_last_worker_leaves_runs_locally_with_one_warning(monkeypatch):
+@pytest.mark.parametrize("told", ["engine", "distributed"])
+def test_a_call_whose_last_worker_leaves_runs_locally_with_one_warning(monkeypatch, told):
     # Distributed waits for ever for a worker to run the call's tasks; the call waits
-    # NO_WORKERS_S for one (0 here), then runs them here.
-    monkeypatch.setattr(dask_cluster, "NO_WORKERS_S", 0.0)
+    # NO_WORKERS_S for one, or distributed's no-workers-timeout where set (0 here), then
+    # runs them here.
+    if told == "engine":
+        monkeypatch.setattr(dask_cluster, "NO_WORKERS_S", 0.0)
     with one_worker() as (cl, c):
         address = _address(cl)
         x = tt.dvector("x")
         f = theano_dag.function([x], (x * 2).sum(), mode=Mode(linker=DaskLinker(scheduler=c)))
         xd = da.ones(4, chunks=2).map_blocks(_leave_worker, dtype="float64")
-        got, lost = bounded(lambda: f(xd))
+        # (set once the scheduler started, which reads it at its start)
+        with dask.config.set(
+            {"distributed.scheduler.no-workers-timeout": "0s"} if told != "engine" else {}
+        ):
+            got, lost = bounded(lambda: f(xd))
         assert got == 8.0
         (w,) = lost
         assert str(w.message) == (

@@ -14,13 +14,13 @@ worker's memory on one core: a step given a Dask Mode is one large enough to wan
 chunks spread over the cluster.
 
 A cluster lost during a call (its client closed, its scheduler gone, or no worker
-left for ``NO_WORKERS_S`` seconds while the call waits: distributed would wait for
-ever) does not hang it: its tasks there are cancelled and the call runs on the local
-threaded scheduler with one :class:`ClusterLostWarning`, or, where its inputs live on
-that cluster (persisted dask arrays), raises :class:`DaskClusterError` naming it. A
-dying worker is no such loss: the scheduler runs its tasks again on the others
-(distributed's ``allowed-failures``), and a task that killed that many workers is a
-``DaskTaskError`` (``KilledWorker``).
+left for ``NO_WORKERS_S`` seconds, or distributed's ``no-workers-timeout`` where set,
+while the call waits: distributed would wait for ever) does not hang it: its tasks
+there are cancelled and the call runs on the local threaded scheduler with one
+:class:`ClusterLostWarning`, or, where its inputs live on that cluster (persisted dask
+arrays), raises :class:`DaskClusterError` naming it. A dying worker is no such loss:
+the scheduler runs its tasks again on the others (distributed's ``allowed-failures``),
+and a task that killed that many workers is a ``DaskTaskError`` (``KilledWorker``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from theano_dag.engines.dask.errors import ClusterLostWarning, DaskClusterError
 __all__ = ["NO_WORKERS_S", "in_worker_task", "describe", "check_open", "compute"]
 
 # How long a call waits on a cluster that has no worker before it gives the cluster up
-# (a nanny restarts a dead worker in a few seconds; an adaptive cluster adds one in
-# about as long), and how often a waiting call looks.
+# (a nanny restarts a dead worker in a few seconds), unless distributed's
+# ``distributed.scheduler.no-workers-timeout`` says (a cluster whose workers come from a
+# batch queue may want minutes); and how often a waiting call looks.
 NO_WORKERS_S = 30.0
 POLL_S = 1.0
 
@@ -103,10 +104,8 @@ def compute(arrays, client, local):
             if why is None:
                 return client.gather(futures)
         except distributed.CancelledError:
-            # The scheduler cancels every task of a client it lost.
-            why = _trouble(client, workers=False)
-            if why is None:
-                raise
+            # Tasks of the call's own, cancelled: by a client that lost its scheduler.
+            why = _trouble(client, workers=False) or "cancelled the call's tasks"
         except Exception as exc:
             _note_failed_key(exc, client, futures)
             raise
@@ -147,16 +146,26 @@ def _wait(client, futures):
             return why
         now = time.monotonic()
         since = now if since is None else since
-        if now - since >= NO_WORKERS_S:
+        if now - since >= _no_workers_s():
             return why
     return None
+
+
+def _no_workers_s() -> float:
+    """How long a call waits for a worker: distributed's ``no-workers-timeout`` where
+    it is set (how long its scheduler lets a task wait for one), else NO_WORKERS_S."""
+    dask = sys.modules["dask"]
+    given = dask.config.get("distributed.scheduler.no-workers-timeout", None)
+    return NO_WORKERS_S if given is None else dask.utils.parse_timedelta(given, "s")
 
 
 def _trouble(client, workers=True):
     """Why ``client``'s cluster cannot run a call now, else None; ``workers``: a
     cluster with no worker is one (a call would wait for one)."""
-    if client.status != "running":
+    if client.status in ("closing", "closed"):
         return f"is gone (its client is {client.status})"
+    if client.status != "running":
+        return "is gone (its client lost the connection to its scheduler)"
     if not workers:
         return None
     try:
@@ -164,7 +173,7 @@ def _trouble(client, workers=True):
     except Exception:  # noqa: BLE001 (any failure to ask: the scheduler does not answer)
         return "is gone (its scheduler does not answer)"
     if not nthreads:
-        return f"has had no worker for {NO_WORKERS_S:g} s"
+        return f"has had no worker for {_no_workers_s():g} s"
     return None
 
 
