@@ -31,6 +31,7 @@ from theano_dag.engines.dask import (  # noqa: E402
     DaskClusterError,
     DaskLinker,
     dask_shared,
+    plan,
 )
 from theano_dag.engines.dask import cluster as dask_cluster  # noqa: E402
 
@@ -242,3 +243,24 @@ def test_a_closed_client_given_as_the_scheduler_is_named():
         f"(the cluster at {address}): compile the function with a Client that is connected, "
         "or with scheduler=None (the current client, else the local threaded scheduler)"
     )
+
+
+def test_a_build_that_reads_input_values_is_found_without_the_cluster(monkeypatch):
+    # A graph whose construction reads values (a boolean mask's length) is not reused:
+    # building it once on placeholders finds that here, not on a worker of the current
+    # client (where the placeholder's task failed, logged as a task error).
+    ran_on_worker = []
+    real = plan._placeholder_task
+
+    def placeholder(name):
+        ran_on_worker.append(dask_cluster.in_worker_task())
+        return real(name)
+
+    monkeypatch.setattr(plan, "_placeholder_task", placeholder)
+    with one_worker(set_as_default=True):
+        x = tt.dvector("x")
+        f = theano_dag.function([x], x[x > 2].sum(), mode="DASK")
+        v = np.arange(6.0)
+        got, lost = bounded(lambda: f(v))
+        assert got == 12.0 and lost == []
+        assert ran_on_worker == [False]
