@@ -609,6 +609,21 @@ def test_the_command_line_takes_a_value_distribution(capsys):
         fuzz.generate(np.random.default_rng(0), values="huge")
 
 
+def test_the_command_line_runs_the_dask_engine_on_a_cluster_it_starts(capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    seen = []
+    real = fuzz.cluster_client
+    monkeypatch.setattr(fuzz, "cluster_client", lambda: seen.append(real()) or seen[-1])
+    code = fuzz.main(["--n", "2", "--seed", "5", "--engines", "py", "--dask-cluster", "1"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "2 default graphs (seed 5, 0 to 1), engines ['py', 'dask_cluster']: 0 failing" in out
+    # every dask_cluster compile ran on the cluster's client, gone with it
+    assert seen and all(c.status == "closed" for c in seen)
+    with pytest.raises(RuntimeError, match="engine dask_cluster runs on the current distributed"):
+        fuzz.cluster_client()
+
+
 def test_a_nan_that_a_sort_moves_is_classified_with_the_cancelling_rewrite():
     # Found with seed 8, --values wide, graph 2601: (j / x) * x cancels to j
     # (nonfinite_unsafe), where x = 0 makes NaN; sorted, the NaN goes last and the finite

@@ -93,6 +93,7 @@ from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.dask.backend import current_client
 from theano_dag.engines.dask.linker import DaskLinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
@@ -1551,6 +1552,8 @@ ENGINES = {
     # Not in available_engines(): asked for by name (--engines).
     "fast_compile": ('Mode(linker="cpu", optimizer="fast_compile")', {"cxx": ""}, None),
     "dask": ('Mode(linker=DaskLinker(chunks=2, scheduler="sync"))', {}, None),
+    # The Dask engine on the current distributed client (--dask-cluster N starts one).
+    "dask_cluster": ("Mode(linker=DaskLinker(chunks=2, scheduler=cluster_client()))", {}, None),
     # Every rewrite's values checked on the graph before and after it.
     "debugmode": ("DebugMode(check_isfinite=False)", {"cxx": ""}, None),
 }
@@ -1564,10 +1567,27 @@ def available_engines():
     return names
 
 
+def cluster_client():
+    """The current ``distributed.Client``, which engine ``dask_cluster`` runs on."""
+    client = current_client()
+    if client is None:
+        raise RuntimeError(
+            "engine dask_cluster runs on the current distributed.Client, and there is none: "
+            "start a cluster with --dask-cluster N (or connect a Client before run())"
+        )
+    return client
+
+
 def _mode(name):
     return eval(
         ENGINES[name][0],
-        {"Mode": Mode, "CPULinker": CPULinker, "DaskLinker": DaskLinker, "DebugMode": DebugMode},
+        {
+            "Mode": Mode,
+            "CPULinker": CPULinker,
+            "DaskLinker": DaskLinker,
+            "DebugMode": DebugMode,
+            "cluster_client": cluster_client,
+        },
     )
 
 
@@ -2563,8 +2583,48 @@ def main(argv=None):
         "and 0 on axes not declared broadcastable (EDGE_SIZES), where the engines must "
         "give numpy's values, or raise where numpy raises",
     )
+    ap.add_argument(
+        "--dask-cluster",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start a distributed LocalCluster of N worker processes (one thread each) "
+        "and run engine dask_cluster on it, the Dask engine as a cluster runs it (added "
+        "to --engines and --grad-engines)",
+    )
     a = ap.parse_args(argv)
+    if not a.dask_cluster:
+        return _fuzz(a)
+    with _local_cluster(a.dask_cluster):
+        return _fuzz(a)
+
+
+@contextlib.contextmanager
+def _local_cluster(n):
+    """A ``distributed.LocalCluster`` of ``n`` worker processes of one thread each on
+    the loopback interface, and its client as the current one."""
+    import distributed  # (deferred: the dask extra is optional, and only this flag needs it)
+
+    with (
+        distributed.LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def _fuzz(a):
+    """``main``'s run, with the arguments it parsed."""
     engines = a.engines.split(",") if a.engines else None
+    grad_engines = a.grad_engines.split(",") if a.grad_engines else None
+    if a.dask_cluster:
+        engines = [*(engines or available_engines()), "dask_cluster"]
+        grad_engines = [*(grad_engines or [None]), "dask_cluster"]
     n_grads = (a.n - a.start) // 5 if a.grads is None else a.grads
     grad_seed = a.seed if a.grad_seed is None else a.grad_seed
     t0 = time.perf_counter()
@@ -2585,7 +2645,6 @@ def main(argv=None):
             lengths=a.lengths,
         )
         t1 = time.perf_counter()
-        grad_engines = a.grad_engines.split(",") if a.grad_engines else None
         grad_failures = run_grads(n_grads, grad_seed, engines=grad_engines, values=a.values)
     except Exception:
         traceback.print_exc()

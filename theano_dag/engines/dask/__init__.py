@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from theano_dag.engines import register_linker
 from theano_dag.engines.dask.backend import is_dask_array
+from theano_dag.engines.dask.errors import ClusterLostWarning, DaskClusterError
 from theano_dag.engines.dask.linker import DaskLinker, DaskThunk
 from theano_dag.engines.dask.lower import GatherWarning, insert_gathers
 from theano_dag.engines.dask.ops import DaskGather, dask_gather
@@ -51,6 +52,8 @@ __all__ = [
     "ChunkKernel",
     "ChunkError",
     "DaskTaskError",
+    "DaskClusterError",
+    "ClusterLostWarning",
     "KeyedTask",
     "GatherWarning",
     "RULES",

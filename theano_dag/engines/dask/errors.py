@@ -5,11 +5,15 @@ tasks) is reported as a :class:`DaskTaskError` naming the task's key and the op 
 ran. The error raised is also an instance of the type the task raised (a failing
 Cholesky's is a ``LinAlgError``, a failing ``Assert``'s an ``AssertionError``), so that
 a program catching that type, as it does on the other engines, catches it here too.
+
+A call that loses its cluster (``engines.dask.cluster``) runs locally with one
+:class:`ClusterLostWarning`, or, where it cannot, raises :class:`DaskClusterError`
+naming the cluster.
 """
 
 from __future__ import annotations
 
-__all__ = ["DaskTaskError", "task_error"]
+__all__ = ["DaskTaskError", "task_error", "DaskClusterError", "ClusterLostWarning"]
 
 
 class DaskTaskError(RuntimeError):
@@ -60,3 +64,16 @@ def task_error(message: str, error_type=None) -> DaskTaskError:
         return cls(message)
     except Exception:  # noqa: BLE001 (a type whose constructor wants more: the plain error)
         return DaskTaskError(message)
+
+
+class DaskClusterError(RuntimeError):
+    """A Dask engine call could not run on its cluster and has nowhere else to go: the
+    ``distributed.Client`` it was given is closed, or the cluster was lost during the
+    call while the call's inputs live there (persisted dask arrays). The message names
+    the cluster (its scheduler's address) and what happened."""
+
+
+class ClusterLostWarning(RuntimeWarning):
+    """A Dask engine call's cluster was lost (its scheduler gone, its client closed, or
+    no workers left while the call waited), and the call ran on the local threaded
+    scheduler instead: the same values, on this machine's cores and memory."""

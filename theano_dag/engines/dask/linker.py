@@ -30,15 +30,17 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import warnings
+import weakref
 
 import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
 from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.dask import backend
+from theano_dag.engines.dask import backend, cluster
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
-from theano_dag.engines.dask.errors import DaskTaskError, task_error
+from theano_dag.engines.dask.errors import ClusterLostWarning, DaskTaskError, task_error
 from theano_dag.engines.dask.fusion import optimize_arrays
 from theano_dag.engines.dask.plan import make_plan, signature
 from theano_dag.engines.dask.shared import DaskInputType
@@ -82,6 +84,8 @@ class DaskLinker(Linker):
         self.reuse_graph = bool(reuse_graph)
         self.rechunk = bool(rechunk)
         self.dask_scheduler = scheduler
+        # The cluster of a Client given, named now: a closed client no longer knows it.
+        self.cluster_name = cluster.describe(scheduler) if hasattr(scheduler, "status") else None
         self.return_dask = bool(return_dask)
         self.fgraph = None
         self.updates = {}
@@ -171,6 +175,10 @@ class DaskThunk(Thunk):
         # names as built -> as run.
         self.plans: dict = {}
         self.renamed: dict = {}
+        # (a weak reference to, and the cluster of) the current client the last call ran
+        # on, or None: a call that finds it closed, and no other, says once that it runs
+        # locally now.
+        self.client_seen = None
 
     def check_chunks(self):
         """Raise ChunkError now where an op cannot run on the chunks it will get, for
@@ -198,7 +206,21 @@ class DaskThunk(Thunk):
     def scheduler(self):
         s = self.linker.dask_scheduler
         if s is None:
-            s = current_client() or "threads"
+            s = current_client()
+            seen, where = self.client_seen or (lambda: None, None)
+            seen = seen()
+            if s is None and seen is not None and seen.status == "closed":
+                warnings.warn(
+                    f"Dask engine: {where}, where this function's last call "
+                    "ran, is gone (its client is closed): it runs on the local threaded "
+                    "scheduler now",
+                    ClusterLostWarning,
+                    stacklevel=4,
+                )
+            self.client_seen = None if s is None else (weakref.ref(s), cluster.describe(s))
+            return s or "threads"
+        if hasattr(s, "status"):  # a distributed Client
+            cluster.check_open(s, self.linker.cluster_name)
         return s
 
     def collections(self):
@@ -403,7 +425,7 @@ def _destroyed_inputs(fgraph):
 
 def _failed_key(exc):
     """The key of the task a scheduler's error is about, else None: distributed's
-    KilledWorker carries it; ``_compute`` notes it for a client, and
+    KilledWorker carries it; ``cluster.compute`` notes it for a client, and
     ``_pack_exception`` for dask's threaded and synchronous schedulers."""
     if type(exc).__name__ == "KilledWorker":
         return getattr(exc, "task", None)
@@ -481,29 +503,9 @@ def _persist(arrays, sched):
 
 
 def _compute(arrays, sched):
-    if hasattr(sched, "compute"):
-        futures = sched.compute(arrays, optimize_graph=False)
-        try:
-            return sched.gather(futures)
-        except Exception as exc:
-            _note_failed_key(exc, sched, futures)
-            raise
+    if hasattr(sched, "compute"):  # a distributed Client
+        return cluster.compute(arrays, sched, lambda lost: _compute(lost, "threads"))
     return backend.dask.compute(*arrays, optimize_graph=False, **_local_kwargs(sched))
-
-
-def _note_failed_key(exc, client, futures):
-    """Ask the scheduler which task the error comes from (it blames one: the task
-    that raised, for every task that needed it)."""
-    errored = [f.key for f in futures if f.status == "error"]
-    try:
-        key = client.sync(client.scheduler.get_error_cause, keys=errored) if errored else None
-    except Exception:  # the scheduler gone: the error as it came
-        return
-    if key is not None:
-        try:
-            exc._theano_dag_key = key
-        except AttributeError:  # an exception type without a __dict__
-            pass
 
 
 def _refuse_sparse(fgraph):

@@ -159,7 +159,10 @@ def make_plan(fgraph, sig, build_values, outputs=None):
         holders[k] = name
     owners = {}
     try:
-        build_values(values, owners)
+        # A build that reads values computes here, at once: under a current distributed
+        # client a placeholder's task went to a worker to fail there (a logged error).
+        with backend.dask.config.set(scheduler="sync"):
+            build_values(values, owners)
     except Exception:  # noqa: BLE001 (PlaceholderRead, or an error the call's own build says)
         return None
     outputs = fgraph.outputs if outputs is None else outputs
