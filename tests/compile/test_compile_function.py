@@ -23,6 +23,7 @@ from theano_dag.compile.function import OutputKeyError, function_dump
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.engines.basic import PerformLinker
 from theano_dag.graph.fg import InconsistencyError
+from theano_dag.graph.type import Generic
 from theano_dag.graph.utils import gc_paused
 
 PY = Mode(linker="py", optimizer=None)
@@ -238,6 +239,26 @@ def test_mutable_input_may_be_destroyed_others_not():
     assert out.tolist() == [3.0, 3.0]
     assert a.tolist() == [3.0, 3.0]  # declared mutable: overwritten
     assert b.tolist() == [2.0, 2.0]
+
+
+def test_an_argument_sharing_a_mutable_ones_memory_is_copied_first():
+    # x is overwritten by x - x; y + (x - x) runs after it, so y given the same array
+    # reads zeros unless the call copied it. The input of another type between them
+    # is not compared.
+    x, y = vec("x"), vec("y")
+    g = Generic()("g")
+    zeros = add_inplace(x, neg(x))
+    f = function(
+        [In(x, mutable=True), g, y],
+        [zeros, add(y, zeros)],
+        mode=PY,
+        accept_inplace=True,
+        on_unused_input="ignore",
+    )
+    a = np.array([1.0, 2.0])
+    z, same = f(a, a, a)
+    assert z.tolist() == [0.0, 0.0] and same.tolist() == [1.0, 2.0]
+    assert a.tolist() == [0.0, 0.0]  # declared mutable: overwritten
 
 
 def test_inputs_not_modified_by_a_plain_function():

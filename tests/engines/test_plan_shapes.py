@@ -3,11 +3,13 @@
 import numpy as np
 import pytest
 
+import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.engines.cpu.plan import shapes as plan_shapes
 from theano_dag.graph.basic import io_toposort
 from theano_dag.scalar import Composite, int64
 from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.random import RandomStreams, RandomVariable
 
 SLICES = [
     (slice(1, None), 0),
@@ -78,3 +80,31 @@ def test_a_reshape_that_cannot_hold_its_input_is_left_to_the_run():
     shapes, _ = plan_shapes.infer_shapes(None, io_toposort([v, m], [z, good]), {v: (2,), m: (1, 2)})
     assert shapes[bad] is None and shapes[z] is None
     assert shapes[good] == np.zeros(2).reshape((-1, 2)).shape
+
+
+def test_a_random_draw_has_its_shape_planned_beside_its_generator():
+    # The generator input has no shape; it left the draws, and everything computed from
+    # them, unplanned: PyMC3's ADVI step (a normal draw feeding the whole gradient) ran
+    # every node through its op's perform, 10x theano-pymc's time per step.
+    srng = RandomStreams(seed=1)
+    u = srng.normal((3, 4))
+    x = tt.dmatrix("x")
+    y = tt.exp(u) * x + u.sum()
+    order = io_toposort([u.rng, x], [y])
+    shapes, _ = plan_shapes.infer_shapes(None, order, {u.rng: None, x: (3, 4)})
+    assert shapes[u] == (3, 4) and shapes[y] == (3, 4)
+    assert shapes[u.owner.outputs[0]] is None  # the new generator: not an array
+
+    f = theano_dag.function([x], [y, u])
+    xv = np.arange(12.0).reshape(3, 4)
+    draws = []
+    for _ in range(2):
+        yv, uv = f(xv)
+        np.testing.assert_allclose(yv, np.exp(uv) * xv + uv.sum(), rtol=1e-12)
+        draws.append(uv)
+    assert not np.array_equal(*draws)  # fresh draws per call
+    plan = f.fn.current
+    (draw_step,) = [st for _k, st in plan.steps if st.kind == "call"]  # the draw alone
+    assert isinstance(draw_step.node.op, RandomVariable)
+    unplanned = {v for v, c in plan.cat.items() if c == "fresh"}
+    assert unplanned == {draw_step.node.outputs[1]}

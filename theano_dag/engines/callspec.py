@@ -465,6 +465,15 @@ class PlainCall(CallPath):
         self.out_cells = list(spec.output_cells)
         self.freed_cells = [spec.output_cells[j] for j in spec.freed_outputs]
         self.mutable = any(s.mutable for s in spec.inputs)
+        # For each input, the earlier inputs of an equal type (the type tells whether two
+        # values share memory): what a call compares when an input is mutable. Types
+        # are fixed, so they are compared here once, not at every call.
+        types = [s.type for s in spec.inputs]
+        self.alias_checks = []
+        for k, t in enumerate(types):
+            earlier = tuple(j for j in range(k) if types[j] == t)
+            if earlier:
+                self.alias_checks.append((k, t, earlier))
         self.implicit_names = {s.name for s in spec.inputs if s.implicit and s.name}
         self.entry = self.__call__
 
@@ -572,13 +581,15 @@ class PlainCall(CallPath):
     def _unalias_inputs(self):
         """Copy input values that share memory with an earlier one, when any input is mutable
         (an op may destroy one and so change the other)."""
-        seen = []
-        for spec, cell in zip(self.spec.inputs, self.spec.input_cells):
-            val = cell[0]
+        cells = self.spec.input_cells
+        copied = set()
+        for k, t, earlier in self.alias_checks:
+            val = cells[k][0]
             if val is None:
                 continue
-            t = spec.type
-            if any(u == t and t.may_share_memory(v, val) for u, v in seen):
-                cell[0] = _copy.copy(val)
-            else:
-                seen.append((t, val))
+            for j in earlier:
+                other = cells[j][0]
+                if other is not None and j not in copied and t.may_share_memory(other, val):
+                    cells[k][0] = _copy.copy(val)
+                    copied.add(k)
+                    break

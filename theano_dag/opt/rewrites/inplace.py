@@ -25,6 +25,7 @@ from theano_dag.graph.toolbox import Supervisor
 from theano_dag.tensor.blas import Gemm, Gemv, Ger, gemm_inplace, gemv_inplace, ger_destructive
 from theano_dag.tensor.elemwise import Elemwise, broadcast_static_shape
 from theano_dag.tensor.nnet.blocksparse import SparseBlockGemv, SparseBlockOuter
+from theano_dag.tensor.random.op import RandomVariable
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedIncSubtensor1, IncSubtensor
 
 __all__ = ["InplaceOptimizer", "inplace_candidates"]
@@ -79,6 +80,16 @@ def _inc_subtensor_inplace(node, i):
     return new
 
 
+def _random_inplace(node, i):
+    """The draw advancing its generator itself, where the function replaces that
+    generator by the new one anyway (a shared generator with an update, which makes it
+    a mutable input): no copy of the generator's state per call."""
+    op = node.op
+    if i != 0 or op.inplace:
+        return None
+    return op.inplace_twin()
+
+
 # Op class -> (positions of the inputs that may be overwritten, maker(node, i) -> new op)
 INPLACE_MAKERS = {
     Elemwise: (None, _elemwise_inplace),
@@ -92,6 +103,17 @@ INPLACE_MAKERS = {
     SparseBlockGemv: ((0,), _inc_subtensor_inplace),
     SparseBlockOuter: ((0,), _inc_subtensor_inplace),
 }
+# Op base class -> the same, for the classes of a family (each distribution is a class)
+INPLACE_FAMILIES = {RandomVariable: ((0,), _random_inplace)}
+
+
+def _maker_entry(op):
+    entry = INPLACE_MAKERS.get(type(op))
+    if entry is None:
+        for base, fam in INPLACE_FAMILIES.items():
+            if isinstance(op, base):
+                return fam
+    return entry
 
 
 def _protected(fgraph) -> set:
@@ -119,7 +141,7 @@ def inplace_candidates(fgraph, node, protected, shared_reads=False):
     With ``shared_reads``, also inputs that other nodes read: overwriting one is then
     only legal if those readers can all run first, which the caller must validate.
     """
-    entry = INPLACE_MAKERS.get(type(node.op))
+    entry = _maker_entry(node.op)
     if entry is None or getattr(node.op, "destroy_map", None):
         return []
     positions, maker = entry
@@ -141,8 +163,8 @@ def inplace_candidates(fgraph, node, protected, shared_reads=False):
 
 
 class InplaceOptimizer(GlobalOptimizer):
-    """Replace Elemwise, Gemm, Gemv, Ger and set/inc_subtensor nodes by their inplace
-    versions where safe."""
+    """Replace Elemwise, Gemm, Gemv, Ger, set/inc_subtensor and random draw nodes by
+    their inplace versions where safe."""
 
     def add_requirements(self, fgraph):
         if not hasattr(fgraph, "destroy_handler"):

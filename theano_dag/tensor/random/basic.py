@@ -568,7 +568,7 @@ class ChoiceRV(RandomVariable):
     [0, 1, 2, 3]
     """
 
-    __props__ = ("dtype", "replace")
+    __props__ = ("dtype", "replace", "inplace")
     name = "choice"
     param_names = ("a", "p")
     default_dtype = "int64"

@@ -4,10 +4,14 @@
 A draw node has inputs ``(rng, size, *params)`` and outputs ``(new_rng, draws)``:
 
 * ``rng`` holds a ``numpy.random.Generator`` (or a legacy ``RandomState``), usually in a
-  shared variable. The op never changes it: it draws from a copy and returns the
-  advanced copy as ``new_rng``. Making ``new_rng`` the shared variable's
-  ``default_update`` (what ``RandomStream`` does) gives fresh draws on every call of a
-  compiled function, and the same draws for the same seed.
+  shared variable. The op draws from a copy and returns the advanced copy as
+  ``new_rng``, so the input's state stays as it was. Making ``new_rng`` the shared
+  variable's ``default_update`` (what ``RandomStream`` does) gives fresh draws on every
+  call of a compiled function, and the same draws for the same seed. When nothing else
+  reads ``rng`` and the function replaces it by ``new_rng`` anyway, the inplace pass
+  (``opt.rewrites.inplace``) gives the node the op's ``inplace`` twin, which advances
+  the generator itself (Theano's ``random_make_inplace``): copying a generator's state
+  costs more than a small draw.
 * ``size`` is an int64 vector (empty: the shape the parameters broadcast to).
 * ``params`` are the distribution's parameters, tensors broadcasting against ``size``.
 
@@ -139,10 +143,14 @@ class RandomVariable(Op):
     normal_rv{float64}
     """
 
-    __props__ = ("dtype",)
+    __props__ = ("dtype", "inplace")
     name = "random_variable"
     param_names: tuple = ()
     default_dtype = "floatX"
+    # The inplace twin (made by the inplace pass, :meth:`inplace_twin`) draws from its
+    # input generator itself and returns it as the new one.
+    inplace = False
+    destroy_map: dict = {}
 
     def __init__(self, dtype=None):
         # what was asked for: "floatX" is looked up again by each numpy-like call, so
@@ -151,9 +159,23 @@ class RandomVariable(Op):
         self.dtype = _resolve_dtype(self.asked_dtype)
 
     def __str__(self):
-        return f"{self.name}_rv{{{self.dtype}}}"
+        return f"{self.name}_rv{{{self.dtype}{', inplace' if self.inplace else ''}}}"
 
     __repr__ = __str__
+
+    def inplace_twin(self):
+        """This op advancing its input generator instead of a copy of it (what the
+        inplace pass puts where the function replaces the generator by the new one).
+
+        >>> from theano_dag.tensor.random.basic import NormalRV
+        >>> op = NormalRV("float64").inplace_twin()
+        >>> op, op.destroy_map
+        (normal_rv{float64, inplace}, {0: [0]})
+        """
+        op = copy.copy(self)
+        op.inplace = True
+        op.destroy_map = {0: [0]}
+        return op
 
     def rng_fn(self, rng, *args, size=None):
         """Numeric draws from the numpy generator ``rng`` (None: a new unseeded one) for
@@ -306,7 +328,8 @@ class RandomVariable(Op):
                 f"{self}: the rng input holds a {type(rng).__name__}, expected a "
                 "numpy.random.Generator or RandomState"
             )
-        rng = copy.deepcopy(rng)  # the input state stays as it was (no destroy_map)
+        if not self.inplace:
+            rng = copy.deepcopy(rng)  # the input state stays as it was (no destroy_map)
         shape = tuple(int(s) for s in size) or None
         try:
             draws = self.rng_fn(rng, *ps, size=shape)

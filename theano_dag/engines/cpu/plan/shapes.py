@@ -331,8 +331,10 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
             rules = rules_of[t] = (KNOWN_RULES.get(t), FAST_RULES.get(t), issubclass(t, _SHAPE_OPS))
         known_rule, rule, shape_op = rules
         result = None
-        for s in in_shapes:
-            if s is None:
+        for v, s in zip(node.inputs, in_shapes):
+            # A value that is not an array (a random generator, a slice) has no shape:
+            # the op's rule gets None for it, as Theano's infer_shape does.
+            if s is None and getattr(v.type, "ndim", None) is not None:
                 break
         else:
             if known_rule is not None:
@@ -358,16 +360,21 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
 
 
 def _generic(fgraph, node, in_shapes, known):
-    if not all(getattr(o.type, "ndim", None) is not None for o in node.outputs):
+    if all(getattr(o.type, "ndim", None) is None for o in node.outputs):
         return None
     try:
-        raw = node.op.infer_shape(fgraph, node, [tuple(s) for s in in_shapes])
+        raw = node.op.infer_shape(
+            fgraph, node, [None if s is None else tuple(s) for s in in_shapes]
+        )
     except Exception:
         return None
     if raw is None or len(raw) != len(node.outputs):
         return None
     result = []
     for o, shp in zip(node.outputs, raw):
+        if shp is None or getattr(o.type, "ndim", None) is None:
+            result.append(None)  # not an array (a random draw's new generator)
+            continue
         try:
             entries = tuple(_as_int(_evaluate(e, known)) for e in shp)
         except Exception:
