@@ -152,7 +152,7 @@ def test_join_and_split_take_an_axis_that_becomes_a_constant_as_theirs():
     got = f(av, bv)
     np.testing.assert_array_equal(got[0], np.concatenate([av, bv], 1))
     assert [g.shape for g in got[1:]] == [(2, 1), (2, 2)]
-    mode = theano_dag.compile.mode.get_default_mode().excluding("local_join_split_known_int")
+    mode = theano_dag.compile.mode.get_default_mode().excluding("local_join_split_constant_axis")
     f = theano_dag.function([a, b], outs, givens={ax: one}, mode=mode)
     ops = [n.op for n in f.maker.fgraph.toposort()]
     assert Join(None) in ops and basic.Split(2, None) in ops

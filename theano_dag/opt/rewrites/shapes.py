@@ -14,7 +14,7 @@ Registered in canonicalize: the three that only remove nodes or merge two into o
 above an elementwise op (fusion and the CPU engine's row tiling read it there), and they
 are for a user's own passes (``out2in(local_dimshuffle_lift)``).
 
-``local_join_split_known_int`` (canonicalize) gives a join or split whose axis input
+``local_join_split_constant_axis`` (canonicalize) gives a join or split whose axis input
 became a constant that axis as its op's.
 """
 
@@ -59,7 +59,7 @@ __all__ = [
     "local_elemwise_alloc",
     "local_useless_split",
     "local_join_empty",
-    "local_join_split_known_int",
+    "local_join_split_constant_axis",
     "local_tensor_scalar_tensor",
     "local_scalar_tensor_scalar",
     "local_lift_transpose_through_dot",
@@ -508,7 +508,7 @@ def local_join_empty(fgraph, node):
 
 @RULES.canonicalize()
 @local_optimizer([Join, Split])
-def local_join_split_known_int(fgraph, node):
+def local_join_split_constant_axis(fgraph, node):
     """A join or split whose axis input became a constant (a ``givens``, a folded
     expression) takes it as its op's axis, which the other rewrites and the engines read.
 
@@ -516,7 +516,7 @@ def local_join_split_known_int(fgraph, node):
     >>> a, b, k = tt.dmatrix("a"), tt.dmatrix("b"), tt.lscalar("k")
     >>> j = tt.join(k, a, b)
     >>> folded = j.owner.clone_with_new_inputs([tt.constant(1), a, b])
-    >>> local_join_split_known_int.transform(None, folded)[0].owner.op
+    >>> local_join_split_constant_axis.transform(None, folded)[0].owner.op
     Join{axis=1}
     """
     # Join(None)(1, a, b) -> Join(1)(a, b) ; Split(n, None)(x, 1, s) -> Split(n, 1)(x, s)
