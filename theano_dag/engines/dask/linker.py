@@ -217,7 +217,10 @@ class DaskThunk(Thunk):
                     ClusterLostWarning,
                     stacklevel=4,
                 )
-            self.client_seen = None if s is None else (weakref.ref(s), cluster.describe(s))
+            if s is None:
+                self.client_seen = None
+            elif seen is not s:  # named once per client, not at every call
+                self.client_seen = (weakref.ref(s), cluster.describe(s))
             return s or "threads"
         if hasattr(s, "status"):  # a distributed Client
             cluster.check_open(s, self.linker.cluster_name)
