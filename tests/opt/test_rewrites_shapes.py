@@ -1,5 +1,7 @@
 """Theano's shape rewrites and names (``theano.tensor.opt``): structure and values."""
 
+import warnings
+
 import numpy as np
 import pytest
 from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
@@ -24,7 +26,7 @@ from theano_dag.tensor.basic import Join, Tile
 from theano_dag.tensor.blas import Gemv, Ger
 from theano_dag.tensor.blas_c import CGemv, CGer
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import Reshape, Shape_i
+from theano_dag.tensor.shape import MakeVector, Reshape, Shape_i
 from theano_dag.tensor.type import (
     values_eq_approx_remove_inf,
     values_eq_approx_remove_inf_nan,
@@ -294,6 +296,22 @@ def test_make_vector_of_ints_has_float_gradients_and_checks_dtypes():
     with pytest.raises(TypeError, match="without loss"):
         MakeVector("int8")(b, tt.iscalar())
     assert issubclass(LossyInputError, AssertionError)  # Theano's class for it
+
+
+def test_a_bool_make_vector_passes_no_gradient_and_grad_does_not_warn():
+    # PyMC3's bounds checks build bool vectors of comparisons of its free variables; each
+    # logp gradient warned of an undeclared disconnected gradient until MakeVector said
+    # that a discrete vector is not connected to its inputs.
+    x, y = tt.dscalar("x"), tt.dscalar("y")
+    b = MakeVector("bool")(x > 0, y > 0)
+    assert b.owner.op.connection_pattern(b.owner) == [[False], [False]]
+    cost = tt.switch(b.all(), x * y, -1.0) + tt.cast(b, "float64").sum() * x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gx, gy = theano_dag.grad(cost, [x, y])
+    f = theano_dag.function([x, y], [gx, gy])
+    assert [float(v) for v in f(2.0, 3.0)] == [5.0, 2.0]
+    assert [float(v) for v in f(-2.0, 3.0)] == [1.0, 0.0]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

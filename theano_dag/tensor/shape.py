@@ -249,6 +249,11 @@ class MakeVector(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [(len(node.inputs),)]
 
+    def connection_pattern(self, node):
+        # An integer or bool vector passes no gradient: said here, so that ``grad`` does
+        # not warn of a disconnected gradient from an input it took as connected.
+        return [[self.dtype not in discrete_dtypes] for _ in node.inputs]
+
     def L_op(self, inputs, outputs, output_grads):
         if self.dtype in discrete_dtypes:
             return [_disconnected() for _ in inputs]
