@@ -32,6 +32,7 @@ import platform
 import shlex
 import shutil
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -666,6 +667,11 @@ class Config:
 
 _MISSING = object()
 
+# The ChangeFlags entered and not yet exited, per (id of their Config, flag), in the order
+# they were entered: a block exited before one entered after it hands it what it saved.
+_ENTERED: dict = {}
+_ENTERED_LOCK = threading.Lock()
+
 
 class ChangeFlags:
     """Flags changed while a ``with`` block runs: ``__enter__`` sets them, ``__exit__``
@@ -702,18 +708,36 @@ class ChangeFlags:
 
     def __enter__(self):
         cfg = self._config
-        self._saved = {name: cfg._values.get(name, _MISSING) for name in self.flags}
-        cfg._values.update(self.flags)
+        with _ENTERED_LOCK:
+            self._saved = {name: cfg._values.get(name, _MISSING) for name in self.flags}
+            cfg._values.update(self.flags)
+            for name in self.flags:
+                _ENTERED.setdefault((id(cfg), name), []).append(self)
         return self
 
     def __exit__(self, *exc_info):
-        values = self._config._values
-        for name, old in (self._saved or {}).items():
-            if old is _MISSING:
-                values.pop(name, None)
-            else:
-                values[name] = old
-        self._saved = None
+        cfg = self._config
+        values = cfg._values
+        with _ENTERED_LOCK:
+            for name, old in (self._saved or {}).items():
+                key = (id(cfg), name)
+                entered = _ENTERED.get(key, [])
+                k = next((i for i in range(len(entered) - 1, -1, -1) if entered[i] is self), None)
+                if k is not None:
+                    del entered[k]
+                    if not entered:
+                        del _ENTERED[key]
+                    if k < len(entered):
+                        # Exited before a block entered after it (in another thread: two
+                        # functions compiling at once): the flag keeps that block's value,
+                        # and that block's exit puts back what this one found.
+                        entered[k]._saved[name] = old
+                        continue
+                if old is _MISSING:
+                    values.pop(name, None)
+                else:
+                    values[name] = old
+            self._saved = None
 
     def __call__(self, func):
         @functools.wraps(func)

@@ -4,12 +4,16 @@
 
 import gc
 import pickle
+import threading
 import warnings
 
 import pytest
 
 from theano_dag import config
 from theano_dag.config import ChangeFlags, Config, load_config
+
+# A bound for a wait that would otherwise hang, never what a test checks.
+HANG_S = 120
 
 
 def test_change_flags_restores_on_exit_only_never_when_collected():
@@ -127,3 +131,41 @@ def test_without_the_alias_theano_flags_warn_and_are_not_read(tmp_path):
 def test_theano_dag_flags_stay_strict():
     with pytest.raises(ValueError, match="config.device: 'cuda' is not one of cpu, opencl"):
         _loaded({"THEANO_DAG_FLAGS": "device=cuda", "THEANO_DAGRC": ""}, theano=False)
+
+
+def test_change_flags_exited_out_of_order_leave_the_flag_as_before_both():
+    # Two functions compiling at once in two threads each enter and exit a block of
+    # compute_test_value; the first to enter may exit first. The flag must then keep the
+    # second block's value until it exits, and end as it was before both.
+    first = config.change_flags(compute_test_value="raise")
+    second = config.change_flags(compute_test_value="warn")
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert config.compute_test_value == "warn"
+    second.__exit__(None, None, None)
+    assert config.compute_test_value == "off" and not config.is_set("compute_test_value")
+
+
+def test_change_flags_of_two_threads_interleaved_restore_the_flag():
+    entered, exited = threading.Event(), threading.Event()
+    seen = []
+
+    def second():
+        entered.wait(HANG_S)
+        with config.change_flags(floatX="float16"):
+            exited.set()  # the first block exits while this one is still open
+            done.wait(HANG_S)
+            seen.append(config.floatX)
+
+    done = threading.Event()
+    t = threading.Thread(target=second)
+    t.start()
+    with config.change_flags(floatX="float32"):
+        entered.set()
+        exited.wait(HANG_S)
+    seen.append(config.floatX)  # the second block's value, while it is open
+    done.set()
+    t.join(HANG_S)
+    assert seen == ["float16", "float16"]
+    assert config.floatX == "float64" and not config.is_set("floatX")
