@@ -178,3 +178,17 @@ def test_a_state_set_to_none_takes_the_default_of_the_graph(engine):
     assert f(1.0) == pytest.approx(4.8)
     assert f(2.2) == pytest.approx(7.0)
     assert f["x"] == pytest.approx(7.0)
+
+
+@pytest.mark.parametrize("engine", NONE_ENGINES)
+def test_none_given_to_an_op_that_needs_a_value_is_described_as_given(engine):
+    # The op's own error is kept (as Theano passes None through); the node's inputs say
+    # the value was the caller's None, not a value the engine left uncomputed.
+    x = tt.fvector("x")
+    f = _compile(engine, [x], x.sum() * 2)
+    with pytest.raises(Exception) as info:
+        f(None)
+    msg = str(info.value)
+    assert "Inputs shapes and dtypes: [None (given as the input's value)" in msg
+    assert "not computed" not in msg
+    assert f(np.ones(3, "float32")) == 6.0

@@ -169,9 +169,15 @@ def raise_with_op(fgraph, node, exc: BaseException, position=None, storage_map=N
     lines.append("Inputs types: [" + ", ".join(str(i.type) for i in node.inputs) + "]")
     if storage_map is not None:
         values = [(storage_map.get(i) or [None])[0] for i in node.inputs]
-        lines.append(
-            "Inputs shapes and dtypes: [" + ", ".join(describe_value(v) for v in values) + "]"
-        )
+        described = [
+            # None in a graph input's cell is what the call gave (Theano passes None
+            # through to the ops): not a value left uncomputed.
+            "None (given as the input's value)"
+            if v is None and i.owner is None
+            else describe_value(v)
+            for i, v in zip(node.inputs, values)
+        ]
+        lines.append("Inputs shapes and dtypes: [" + ", ".join(described) + "]")
     lines.extend(creation_lines(node))
     if config.exception_verbosity == "high" and storage_map is not None:
         lines.append("Inputs values:")
