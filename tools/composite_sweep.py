@@ -586,7 +586,7 @@ CASES = [
         tt.erfcx,
         _erfcx,
         _d_erfcx,
-        grad_ulps=64.0,  # 2x erfcx(x) - 2/sqrt(pi) cancels for large x
+        grad_ulps=16.0,  # the derivative's direct form below 2.6 (float64): 12 ulps
     ),
     unary(
         "erfinv",

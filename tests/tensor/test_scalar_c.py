@@ -57,6 +57,7 @@ UNARY_FLOAT = [
     "log1mexp",
     "xlogx",
     "erfcx",
+    "erfcx_deriv",
     "log_erfc",
 ]
 

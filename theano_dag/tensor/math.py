@@ -107,6 +107,7 @@ __all__ = [
     "erfinv",
     "erfcinv",
     "erfcx",
+    "erfcx_deriv",
     "log_erfc",
     "logaddexp",
     "log1mexp",
@@ -332,6 +333,23 @@ erfinv = _u("erfinv")
 erfcinv = _u("erfcinv")
 erfcx = _u("erfcx")
 log_erfc = _u("log_erfc")
+
+
+def erfcx_deriv(x, order=1):
+    """The ``order``-th derivative of :func:`erfcx` (its gradient): ``2 x erfcx(x) -
+    2/sqrt(pi)`` for ``order=1``, computed without that form's cancellation for large
+    ``x``, where the derivative is about ``-1 / (sqrt(pi) x**2)``.
+
+    >>> import numpy as np
+    >>> x = np.array([1.0, 1e6])
+    >>> print(erfcx_deriv(x).eval())
+    [-2.73212015e-01 -5.64189584e-13]
+    >>> print(erfcx_deriv(x, order=2).eval())
+    [3.08743123e-01 1.12837917e-18]
+    """
+    return _ew(ts.ErfcxDeriv(order))(x)
+
+
 _logaddexp2 = _binary(ts.logaddexp, "logaddexp", "``log(exp(x) + exp(y))``.")
 
 
