@@ -196,6 +196,16 @@ def _logaddexp(x, y):
     return m + mp.log(mp.exp(x - m) + mp.exp(y - m))
 
 
+def _exp_sub(x, y):
+    return mp.mpf(1) if x == y else mp.exp(x - y)
+
+
+def _bar_exp_sub(x, y):
+    # numpy's exp(x - y), with 1 at equal infinities (inf - inf: NaN), the op's convention
+    with np.errstate(all="ignore"):
+        return np.where(x == y, np.ones_like(x), np.exp(x - y))
+
+
 def _pow(x, y):
     if x < 0 and y != mp.floor(y):
         return mp.nan
@@ -403,6 +413,7 @@ def _specs():
         ),
         _binary("arctan2", mp.atan2, np.arctan2),
         _binary("logaddexp", _logaddexp, np.logaddexp),
+        _binary("exp_sub", _exp_sub, _bar_exp_sub),
         _binary("xlogy0", _xlogy0, _bar_xlogy0),
         # No C or OpenCL form: every engine runs scipy's, which is the reference (mpmath's
         # series for these ran for minutes at some points of the grid).
@@ -448,6 +459,7 @@ def scalar_ops() -> dict:
         "fma",
         "softsign",
         "erfcx_deriv",
+        "exp_sub",
     ):
         ops[name] = getattr(ts, name)
     return {n: op for n, op in ops.items() if isinstance(op, ScalarOp)}

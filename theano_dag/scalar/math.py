@@ -94,6 +94,8 @@ __all__ = [
     "erfcx_deriv",
     "log_erfc",
     "logaddexp",
+    "ExpSub",
+    "exp_sub",
     "log1mexp",
     "xlogx",
     "xlogy0",
@@ -809,6 +811,34 @@ class LogAddExp(BinaryScalarOp):
 
 
 logaddexp = LogAddExp(upgrade_to_float, name="logaddexp")
+
+
+def _exp_sub(x, y):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(x == y, 1, np.exp(x - y))
+
+
+class ExpSub(BinaryScalarOp):
+    """``exp(x - y)``, and 1 where ``x == y``: also at equal infinities, where ``x - y``
+    is NaN. The terms of a stable log-sum-exp ``m + log(sum(exp_sub(x, m)))`` (``m``
+    the max of ``x``): at a ``+inf`` maximum they are 1 at each ``+inf`` and 0 elsewhere,
+    so that the value is inf and its gradient, ``exp_sub(x, m) / sum``, the softmax's
+    limit. The derivative is ``exp(x - y)`` (``-exp(x - y)`` for ``y``) everywhere.
+
+    >>> import numpy as np
+    >>> print(exp_sub.impl(np.array([np.inf, 0.0, 2.0]), np.array([np.inf, np.inf, 1.0])))
+    [1.         0.         2.71828183]
+    """
+
+    nfunc = staticmethod(_exp_sub)
+    c_expr = "(%(x)s == %(y)s ? (%(t)s)1 : exp(%(x)s - %(y)s))"
+
+    def L_op(self, inputs, outputs, output_grads):
+        d = output_grads[0] * outputs[0]
+        return [d, -d]
+
+
+exp_sub = ExpSub(upgrade_to_float, name="exp_sub")
 
 
 def _log1mexp(x):
