@@ -21,7 +21,6 @@ _spec.loader.exec_module(sweep)
 KNOWN = {
     "tanh": "the derivative 1 - tanh(x)**2 is 0 where tanh rounds to +-1 (|x| > 9 in "
     "float32, 19 in float64; the true value is 4 exp(-2|x|)); Theano's, on every MLP",
-    "log1mexp": "the derivative -1 / expm1(-x) is 0 where the true value is subnormal",
     "binary_crossentropy": "t * log(o) is 0 * -inf, NaN, at o = t = 0 (and 1 - o = 1 - t "
     "= 0): the formula as written, which the sigmoid rewrites read",
     "sigmoid_binary_crossentropy": "t * softplus(-z) is 0 * inf, NaN, at z = -inf, t = 0",

@@ -162,6 +162,27 @@ def test_erfcx_gradient_far_in_the_tail(engine, dtype):
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_log1mexp_gradient_where_it_is_subnormal(engine, dtype):
+    # -1 / expm1(-x) was -1 / inf = -0 where exp(-x) overflows, the derivative -exp(x)
+    # still a (subnormal) number: from x = -709.8 (float64), -88.7 (float32)
+    far = [-710.0, -730.0, -745.0] if dtype == "float64" else [-88.8, -95.0, -103.0]
+    x = np.array([*far, -40.0, -1.0, -1e-3, -1e-30, -np.inf], dtype)
+    sym = tt.TensorType(dtype, shape=(None,))("x")
+    make_mode, build_mode = sweep.ENGINES[engine]
+    with ckernel.compile_mode(build_mode):
+        f = theano_dag.function(
+            [sym], theano_dag.grad(tt.sum(tt.log1mexp(sym)), sym), mode=make_mode()
+        )
+    got = f(x)
+    with mpmath.workdps(50):
+        want = [-1 / mpmath.expm1(-mpmath.mpf(float(v))) for v in x[:-1]]
+    assert np.all(got[:3] < 0), got
+    assert np.all(ulps(got[:-1], want, dtype) <= 4), (got, want)
+    assert got[-1] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_log_erfc_of_zero_is_plus_zero(engine, dtype):
     # log1p(-erf(0)) is -0.0; log(erfc(0)) = log(1) is +0 (numpy's, scipy's)
     got = run(engine, tt.log_erfc, np.array([0.0, -0.0, 1e-30], dtype))

@@ -851,7 +851,9 @@ log1mexp = _unary(
     "log1mexp",
     _log1mexp,
     "(%(x)s < (%(t)s)-0.6931471805599453 ? log1p(-exp(%(x)s)) : log(-expm1(%(x)s)))",
-    lambda x, out: -1 / _of(x).expm1(-x),
+    # -exp(x) / (1 - exp(x)) as exp(x) / expm1(x): -1 / expm1(-x) is -1 / inf, 0, where
+    # exp(-x) overflows (x < -709.8; -88.7 in float32) and the derivative is -exp(x)
+    lambda x, out: _of(x).exp(x) / _of(x).expm1(x),
     "log(1 - exp(x)) for x <= 0, accurate at both ends",
 )
 
