@@ -87,6 +87,16 @@ def test_erfcx_second_derivative_in_the_tail():
     verify_grad(lambda t: tt.erfcx_deriv(t, 2), [np.array([-1.0, 0.5, 2.0, 4.0, 30.0])])
 
 
+def test_erfcx_gradient_of_a_complex_input():
+    # the continued fraction is for real x: a complex one takes the recurrence (the
+    # first version cast it to a real, dropping the imaginary part)
+    x = tt.zvector("x")
+    g = theano_dag.grad(tt.sum(tt.real(tt.erfcx(x))), x)
+    v = np.array([1 + 1j, -0.5 + 2j, 3 - 0.25j])
+    got = function([x], g)(v)
+    np.testing.assert_allclose(got, np.conj(2 * v * sps.erfcx(v) - 2 / np.sqrt(np.pi)))
+
+
 def test_erfcx_deriv_order_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="ErfcxDeriv: order must be a positive integer, got 0"):
         tt.erfcx_deriv(tt.dvector(), order=0)

@@ -669,11 +669,14 @@ class ErfcxDeriv(FloatUnaryOp):
 
     def impl(self, x):
         x = np.asarray(x)
+        n = self.order
+        p, q = _erfcx_deriv_polys(n)
+        if x.dtype.kind == "c":  # the recurrence (holomorphic; no fraction: x is not real)
+            with np.errstate(all="ignore"):
+                return _horner(p, x) * _np_erfcx(x) - _TWO_OVER_SQRT_PI * _horner(q, x)
         work = np.float64 if x.dtype == np.float64 else np.float32
         xs = x.astype(work)
-        n = self.order
         threshold, terms = self._cf(xs.dtype)
-        p, q = _erfcx_deriv_polys(n)
         with np.errstate(all="ignore"):
             near = _horner(p, xs) * _np_erfcx(xs) - work(_TWO_OVER_SQRT_PI) * _horner(q, xs)
             k = n + terms
