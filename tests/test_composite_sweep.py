@@ -21,15 +21,9 @@ _spec.loader.exec_module(sweep)
 KNOWN = {
     "tanh": "the derivative 1 - tanh(x)**2 is 0 where tanh rounds to +-1 (|x| > 9 in "
     "float32, 19 in float64; the true value is 4 exp(-2|x|)); Theano's, on every MLP",
-    "log1mexp": "the derivative -1 / expm1(-x) is 0 where the true value is subnormal",
-    "erfcx": "the derivative 2 x erfcx(x) - 2 / sqrt(pi) cancels for large x, NaN at inf",
     "binary_crossentropy": "t * log(o) is 0 * -inf, NaN, at o = t = 0 (and 1 - o = 1 - t "
     "= 0): the formula as written, which the sigmoid rewrites read",
     "sigmoid_binary_crossentropy": "t * softplus(-z) is 0 * inf, NaN, at z = -inf, t = 0",
-    "logsumexp": "its gradient, exp(x - m) / sum, is NaN in a row with a +inf, where the "
-    "value is inf (the softmax ops give the limit there; in logsumexp's graph the limit "
-    "took four more nodes, a sixth of a small graph's call, in every model that uses it)",
-    "log(sum(exp(x)))": "as logsumexp: its gradient is NaN in a row with a +inf",
     "mean": "the sum overflows before the division (mean of 1.7e308s is inf)",
     "var": "the squared deviations overflow (var of [2e19, -2e19, 0] in float32 is inf)",
     "std": "sqrt of the overflowing variance; 0 with a NaN gradient where it underflows",

@@ -7,9 +7,11 @@ from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on eac
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.graph.fg import FunctionGraph
+from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
@@ -167,7 +169,8 @@ def test_gradient_of_log_sum_exp_is_shifted_by_the_max():
     m = tt.dmatrix("m")
     g = theano_dag.grad(tt.log(tt.sum(tt.exp(m), axis=1)).sum(), m)
     fg = stabilize(FunctionGraph([m], [g]))
-    assert "Max{axis=(1,)}" in [str(n.op) for n in fg.toposort()]
+    ops = [n.op.scalar_op if isinstance(n.op, Elemwise) else n.op for n in fg.toposort()]
+    assert "Max{axis=(1,)}" in map(str, ops) and ts.exp_sub in ops and ts.exp not in ops
     f = theano_dag.function([m], g)
     np.testing.assert_allclose(
         f(np.array([[1000.0, 1000.0], [0.0, np.log(3.0)]])), [[0.5, 0.5], [0.25, 0.75]]
@@ -175,6 +178,47 @@ def test_gradient_of_log_sum_exp_is_shifted_by_the_max():
     v = tt.dvector("v")
     f = theano_dag.function([v], theano_dag.grad(tt.log(tt.sum(tt.exp(v))), v), mode=FAST_RUN_PY)
     np.testing.assert_allclose(f(np.array([1000.0, 1000.0, 0.0])), [0.5, 0.5, 0.0])
+
+
+LSE_FORMS = {
+    "logsumexp": lambda x: tt.logsumexp(x, axis=1),
+    "logsumexp keepdims": lambda x: tt.logsumexp(x, axis=1, keepdims=True)[:, 0],
+    "log(sum(exp(x)))": lambda x: tt.log(tt.sum(tt.exp(x), axis=1)),
+    "keepdims": lambda x: tt.log(tt.sum(tt.exp(x), axis=1, keepdims=True))[:, 0],
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form", sorted(LSE_FORMS))
+def test_gradient_of_log_sum_exp_at_a_plus_inf_is_the_softmax_limit(form, dtype, engine):
+    # exp(x - m) / sum(exp(x - m)) was inf / inf, NaN, in a row with a +inf, where the
+    # value is inf (the shift m was 0 there): the terms are now 1 at each +inf (shifted by
+    # it) and 0 elsewhere, the softmax's limit
+    x = tt.TensorType(dtype, (None, None))("x")
+    w = tt.TensorType(dtype, (None,))("w")
+    out = LSE_FORMS[form](x)
+    g = theano_dag.grad(tt.sum(out * w), x)
+    f = theano_dag.function([x, w], [out, g], mode=rewritten_mode(engine))
+    rows = [[np.inf, 0.0, 1.0], [np.inf, np.inf, 0.0], [1000.0, 1000.0, 0.0], [-np.inf] * 3]
+    got, got_g = f(np.array(rows + [[-3.0, 0.5, 2.0]], dtype), np.array([1, 2, 4, 1, 3], dtype))
+    e = np.exp(np.array([-3.0, 0.5, 2.0]) - 2.0)
+    want = [np.inf, np.inf, 1000 + np.log(2), -np.inf, 2.0 + np.log(e.sum())]
+    want_g = [[1, 0, 0], [1, 1, 0], [2, 2, 0], [np.nan] * 3, 3 * e / e.sum()]
+    tol = 1e-6 if dtype == "float32" else 1e-15
+    np.testing.assert_allclose(got, np.array(want, dtype), rtol=tol)
+    np.testing.assert_allclose(got_g, np.array(want_g, dtype), rtol=tol)
+
+
+def test_gradient_of_log_sum_exp_over_two_axes_is_shifted_by_the_max():
+    # (a softmax is over one axis)
+    m = tt.dmatrix("m")
+    g = theano_dag.grad(tt.log(tt.sum(tt.exp(m))), m)
+    fg = stabilize(FunctionGraph([m], [g]))
+    assert "Max" in [type(n.op).__name__ for n in fg.toposort()]
+    f = theano_dag.function([m], g)
+    want = np.array([[1.0, 1.0], [0.0, 1.0]]) / 3
+    np.testing.assert_allclose(f(np.array([[1000.0, 1000.0], [0.0, 1000.0]])), want)
 
 
 def test_gradient_of_minus_log_sum_exp_too():

@@ -313,6 +313,31 @@ INF_CASES = [
         lambda x, y, w: [w[:, None] * (sm_inf(x) - np.eye(3)[y])],
     ),
 ]
+
+
+def lse_inf(x):
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isposinf(x).any(axis=1), np.inf, lse(x))
+
+
+# the gradient of each is the softmax, with its limit at a +inf (exp(x - m) / sum was
+# inf / inf: the shift m was 0 there)
+INF_CASES += [
+    case(
+        "logsumexp(x, axis=1) with a +inf",
+        lambda x: tt.logsumexp(x, axis=1),
+        [X_INF],
+        lse_inf,
+        lambda x, w: [w[:, None] * sm_inf(x)],
+    ),
+    case(
+        "log(sum(exp(x), axis=1)) with a +inf",
+        lambda x: tt.log(tt.sum(tt.exp(x), axis=1)),
+        [X_INF],
+        lse_inf,
+        lambda x, w: [w[:, None] * sm_inf(x)],
+    ),
+]
 CASES += INF_CASES
 
 

@@ -772,7 +772,14 @@ SPECIAL = [
     _unary("erfinv", special.erfinv, UNIT),
     _unary("erfcinv", special.erfcinv, U(3, 4, lo=0.1, hi=1.9)),
     _unary("erfcx", special.erfcx, U(3, 4, lo=-1.5, hi=4.0), dtypes=NUMERIC),
+    _unary(
+        "erfcx_deriv",
+        lambda x: (2 * x * special.erfcx(x) - 2 / np.sqrt(np.pi)).astype(x.dtype),
+        U(3, 4, lo=-1.5, hi=4.0),
+    ),
     _unary("log_erfc", lambda x: np.log(special.erfc(x)), U(3, 4, lo=-2.0, hi=5.0)),
+    # its terms are ExpSub's: exp(x - max), 1 at the max
+    _unary("logsumexp", lambda x: np.asarray(special.logsumexp(x), x.dtype)),
     _unary("gamma", special.gamma, U(3, 4, lo=1.0, hi=3.0), dtypes=NUMERIC),
     _unary("gammaln", special.gammaln, U(3, 4, lo=1.0, hi=3.0), dtypes=NUMERIC),
     _unary("psi", special.psi, POS),

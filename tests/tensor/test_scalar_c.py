@@ -57,6 +57,7 @@ UNARY_FLOAT = [
     "log1mexp",
     "xlogx",
     "erfcx",
+    "erfcx_deriv",
     "log_erfc",
 ]
 
@@ -104,6 +105,7 @@ def _cases():
     cases += [("arctan2", d) for d in (("float64", "float64"), ("float32", "float32"))]
     cases += [("xlogy0", d) for d in (("float64", "float64"), ("float32", "float32"))]
     cases += [("logaddexp", d) for d in (("float64", "float64"), ("float32", "int8"))]
+    cases += [("exp_sub", d) for d in (("float64", "float64"), ("float32", "float32"))]
     for name in ("and_", "or_", "xor"):
         cases += [(name, d) for d in (("int32", "int32"), ("bool", "bool"), ("int8", "int64"))]
     cases += [("clip", d) for d in (("float64",) * 3, ("float32",) * 3, ("int32",) * 3)]

@@ -92,6 +92,95 @@ def test_erfcx_at_the_largest_floats_and_where_x_squared_rounds(engine, dtype):
     assert np.all(ulps(got, want, dtype) <= 16), (got, want)
 
 
+def _erfcx_deriv_exact(x, order):
+    """The ``order``-th derivative of erfcx at ``x`` (mpf), at 60 digits: its asymptotic
+    series far out (8 terms: exact to x**-16 relative), mpmath's derivative below."""
+    if x > 1e4:
+        s = mpmath.fsum(
+            (-1) ** k * mpmath.factorial(order + 2 * k) / (mpmath.factorial(k) * (2 * x) ** (2 * k))
+            for k in range(8)
+        )
+        return 2 / mpmath.sqrt(mpmath.pi) * (-2) ** order * s / (2 * x) ** (order + 1)
+    with mpmath.workdps(80):  # the derivative cancels about 2 log10(x) digits
+        return mpmath.diff(lambda t: mpmath.exp(t * t) * mpmath.erfc(t), x, order)
+
+
+def _erfcx_deriv_points(dtype):
+    big = float(np.finfo(dtype).max)
+    far = [1e4, 1e10, 1e19, 3e38, big, np.inf]
+    if dtype == "float64":
+        far += [1e100, 1.3e154, 1e200]  # 1.3e154: a subnormal derivative
+    near = [-26.0, -5.0, -1.0, -0.0, 0.0, 0.5, 1.2, 1.49, 1.5, 2.0, 2.59, 2.6, 3.0, 8.0, 300.0]
+    return np.array(near + far, dtype)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("order", [1, 2])
+def test_erfcx_deriv_against_mpmath(engine, dtype, order):
+    # 2 x erfcx(x) - 2/sqrt(pi), erfcx's gradient, cancelled: float32 kept no digit past
+    # x ~ 300, float64 past 1e4 (a sign wrong, values 1e20 times too large), NaN at +inf
+    x = _erfcx_deriv_points(dtype)
+    got = run(engine, lambda v: tt.erfcx_deriv(v, order), x)
+    with np.errstate(over="ignore"):
+        want = np.array([float(_erfcx_deriv_exact(mpmath.mpf(float(v)), order)) for v in x])
+        rounded = want.astype(dtype)
+    finite = np.isfinite(rounded)
+    np.testing.assert_array_equal(got[~finite], rounded[~finite])  # -26: -inf in float32
+    # the direct form below the continued fraction's threshold (float64: 2.6) loses a few
+    # bits: at most 22 ulps (order 1) and 174 (order 2) over [-5, 8] in steps of 0.05
+    bound = {1: 24, 2: 200}[order]
+    err = ulps(got[finite], [mpmath.mpf(w) for w in want[finite]], dtype)
+    assert np.all(err <= bound), list(zip(x[finite], got[finite], want[finite], err))
+    assert got[-1 if dtype == "float32" else -4] == 0  # the limit at +inf
+    assert np.signbit(got[x == np.inf][0]) == (order % 2 == 1)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_erfcx_gradient_far_in_the_tail(engine, dtype):
+    # normal_lcdf's log(erfcx(-z / sqrt(2))) differentiated by NUTS far in the tail: the
+    # gradient 2 x erfcx(x) - 2/sqrt(pi) was 0 or of the wrong sign past 1e4, NaN at +inf
+    x = tt.TensorType(dtype, shape=(None,))("x")
+    g = theano_dag.grad(tt.sum(tt.log(tt.erfcx(x))), x)
+    make_mode, build_mode = sweep.ENGINES[engine]
+    with ckernel.compile_mode(build_mode):
+        f = theano_dag.function([x], g, mode=make_mode())
+    # (not at +inf: the chain rule's erfcx'(x) / erfcx(x) is -0 / 0 there)
+    v = np.array([3.0, 300.0, 1e4, 1e8, 1e15], dtype)
+    got = f(v)
+    # d/dx log erfcx(x) = erfcx'(x) / erfcx(x) = -1 / (x + 1 / (x + 1.5 / (x + ...)))
+    with mpmath.workdps(60):
+        want = [
+            _erfcx_deriv_exact(m, 1) / (mpmath.exp(m * m) * mpmath.erfc(m))
+            if m < 1e4
+            else -1 / (m + 1 / (m + mpmath.mpf(1.5) / m))  # exact to about x**-6 relative
+            for m in map(mpmath.mpf, v.astype("float64"))
+        ]
+    assert np.all(ulps(got, want, dtype) <= 16), (got, want)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_log1mexp_gradient_where_it_is_subnormal(engine, dtype):
+    # -1 / expm1(-x) was -1 / inf = -0 where exp(-x) overflows, the derivative -exp(x)
+    # still a (subnormal) number: from x = -709.8 (float64), -88.7 (float32)
+    far = [-710.0, -730.0, -745.0] if dtype == "float64" else [-88.8, -95.0, -103.0]
+    x = np.array([*far, -40.0, -1.0, -1e-3, -1e-30, -np.inf], dtype)
+    sym = tt.TensorType(dtype, shape=(None,))("x")
+    make_mode, build_mode = sweep.ENGINES[engine]
+    with ckernel.compile_mode(build_mode):
+        f = theano_dag.function(
+            [sym], theano_dag.grad(tt.sum(tt.log1mexp(sym)), sym), mode=make_mode()
+        )
+    got = f(x)
+    with mpmath.workdps(50):
+        want = [-1 / mpmath.expm1(-mpmath.mpf(float(v))) for v in x[:-1]]
+    assert np.all(got[:3] < 0), got
+    assert np.all(ulps(got[:-1], want, dtype) <= 4), (got, want)
+    assert got[-1] == 0
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_log_erfc_of_zero_is_plus_zero(engine, dtype):

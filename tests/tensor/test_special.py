@@ -32,6 +32,11 @@ UNARY = {
     "erfinv": (tt.erfinv, sps.erfinv, UNIT),
     "erfcinv": (tt.erfcinv, sps.erfcinv, UNIT + 1),
     "erfcx": (tt.erfcx, sps.erfcx, np.array([-1.0, 0.0, 2.0, 30.0, 1e4])),
+    "erfcx_deriv": (
+        tt.erfcx_deriv,
+        lambda x: 2 * x * sps.erfcx(x) - 2 / np.sqrt(np.pi),
+        np.array([-1.0, 0.0, 0.5, 2.0, 3.0]),
+    ),
     "log1mexp": (tt.log1mexp, lambda x: np.log(-np.expm1(x)), NEGATIVE),
     "log_erfc": (tt.log_erfc, lambda x: np.log(sps.erfc(x)), np.array([-3.0, -0.2, 0.1, 2.0, 8.5])),
     "log1pexp": (tt.log1pexp, lambda x: np.logaddexp(0, x), np.array([-800.0, -1, 0, 2, 800])),
@@ -61,6 +66,40 @@ def test_unary_grad(name):
     # away from 0: xlogx's derivative is -inf there, and log1mexp is defined for x < 0 only
     values = values[np.abs(values) > 1e-2]
     verify_grad(fn, [values.astype("float64")], rng=np.random.default_rng(0))
+
+
+def test_erfcx_second_derivative_in_the_tail():
+    # d/dx (2 x erfcx(x) - 2/sqrt(pi)) = 2 erfcx(x) + 2 x erfcx'(x) cancels as erfcx'
+    # did; grad of grad is erfcx_deriv of order 2: about 2 / (sqrt(pi) x**3), 0 at +inf
+    x = tt.dvector("x")
+    g = theano_dag.grad(tt.sum(tt.erfcx(x)), x)
+    h = theano_dag.grad(tt.sum(g), x)
+    v = np.array([1.0, 3.0, 1e4, 1e8, np.inf])
+    got = function([x], h)(v)
+    near = v[:2]
+    y = sps.erfcx(near)
+    want_near = 2 * y + 2 * near * (2 * near * y - 2 / np.sqrt(np.pi))
+    np.testing.assert_allclose(got[:2], want_near, rtol=1e-13)
+    far = v[2:4]
+    want_far = 2 / (np.sqrt(np.pi) * far**3) * (1 - 3 / far**2)
+    np.testing.assert_allclose(got[2:4], want_far, rtol=1e-15)
+    assert got[4] == 0
+    verify_grad(lambda t: tt.erfcx_deriv(t, 2), [np.array([-1.0, 0.5, 2.0, 4.0, 30.0])])
+
+
+def test_erfcx_gradient_of_a_complex_input():
+    # the continued fraction is for real x: a complex one takes the recurrence (the
+    # first version cast it to a real, dropping the imaginary part)
+    x = tt.zvector("x")
+    g = theano_dag.grad(tt.sum(tt.real(tt.erfcx(x))), x)
+    v = np.array([1 + 1j, -0.5 + 2j, 3 - 0.25j])
+    got = function([x], g)(v)
+    np.testing.assert_allclose(got, np.conj(2 * v * sps.erfcx(v) - 2 / np.sqrt(np.pi)))
+
+
+def test_erfcx_deriv_order_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="ErfcxDeriv: order must be a positive integer, got 0"):
+        tt.erfcx_deriv(tt.dvector(), order=0)
 
 
 def test_binary_and_composed_values_and_grads():

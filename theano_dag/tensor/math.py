@@ -107,6 +107,7 @@ __all__ = [
     "erfinv",
     "erfcinv",
     "erfcx",
+    "erfcx_deriv",
     "log_erfc",
     "logaddexp",
     "log1mexp",
@@ -332,6 +333,23 @@ erfinv = _u("erfinv")
 erfcinv = _u("erfcinv")
 erfcx = _u("erfcx")
 log_erfc = _u("log_erfc")
+
+
+def erfcx_deriv(x, order=1):
+    """The ``order``-th derivative of :func:`erfcx` (its gradient): ``2 x erfcx(x) -
+    2/sqrt(pi)`` for ``order=1``, computed without that form's cancellation for large
+    ``x``, where the derivative is about ``-1 / (sqrt(pi) x**2)``.
+
+    >>> import numpy as np
+    >>> x = np.array([1.0, 1e6])
+    >>> print(erfcx_deriv(x).eval())
+    [-2.73212015e-01 -5.64189584e-13]
+    >>> print(erfcx_deriv(x, order=2).eval())
+    [3.08743123e-01 1.12837917e-18]
+    """
+    return _ew(ts.ErfcxDeriv(order))(x)
+
+
 _logaddexp2 = _binary(ts.logaddexp, "logaddexp", "``log(exp(x) + exp(y))``.")
 
 
@@ -431,7 +449,8 @@ def betaln(a, b):
 
 def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x), axis))`` without overflow: the max ``m`` is taken out first,
-    ``m + log(sum(exp(x - m)))`` (an infinite ``m`` is left in, as numpy's does).
+    ``m + log(sum(exp(x - m)))``: inf where ``x`` has a +inf, with the softmax's limit
+    as its gradient (the mass shared among the +inf), -inf for a slice of -inf alone.
 
     >>> import numpy as np
     >>> print(f"{float(logsumexp(np.array([1000.0, 1000.0])).eval()):.4f}")
@@ -439,11 +458,33 @@ def logsumexp(x, axis=None, keepdims=False):
     """
     x = as_tensor_variable(x)
     axis = _norm_axis(axis, x.ndim, "logsumexp")
+    terms, m = _log_sum_exp_terms(x, axis)
+    return _keep(log(sum(terms, axis=axis)) + m, x, axis, keepdims)
+
+
+def _log_sum_exp_terms(x, axis):
+    """``(exp(x - m), m)``, the terms and the shift of a stable log-sum-exp ``m +
+    log(sum(exp(x - m), axis))``: ``m`` the max over ``axis``, or 0 where that is -inf (a
+    slice of -inf alone, whose terms are then 0: the value -inf). A +inf max stays: the
+    terms (``ExpSub``, 1 where ``x == m``) are 1 at each +inf, 0 elsewhere, so that the
+    value is inf and its gradient, ``terms / sum``, the softmax's limit.
+
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> terms, m = _log_sum_exp_terms(x, (1,))
+    >>> terms.eval({x: np.array([[np.inf, 0.0], [0.0, np.log(3.0)], [-np.inf, -np.inf]])})
+    array([[1.        , 0.        ],
+           [0.33333333, 1.        ],
+           [0.        , 0.        ]])
+    """
     m = max(x, axis=axis)
-    # x - inf would be nan: an all -inf (or +inf) slice keeps its max as the result
-    m = switch(isinf(m), constant(np.asarray(0, dtype=m.dtype)), m)
-    shifted = exp(x - _keep(m, x, axis, True))
-    return _keep(log(sum(shifted, axis=axis)) + m, x, axis, keepdims)
+    # -inf - -inf would be NaN
+    m = switch(
+        eq(m, constant(np.asarray(-np.inf, dtype=m.dtype))),
+        constant(np.asarray(0, dtype=m.dtype)),
+        m,
+    )
+    return _ew(ts.exp_sub)(x, _keep(m, x, axis, True)), m
 
 
 def clip(x, a_min, a_max):

@@ -264,9 +264,9 @@ def local_exp_over_sum_exp(fgraph, node):
             x_axis = tuple(sorted({order[k] for k in axis} | set(dropped.op.drop)))
         if not is_float(x) or _shifted_by_a_max(x):
             return False
-        m = tm.max(x, axis=x_axis, keepdims=True)
-        m = tm.switch(tm.isinf(m), 0, m)  # x - inf would be nan
-        shifted = tm.exp(x - m)
+        # the terms of tensor.logsumexp (its value's shift merges with theirs): their
+        # ratio is the softmax's limit at a +inf, where exp(x) / sum was inf / inf
+        shifted, _ = tm._log_sum_exp_terms(x, x_axis)
         total = tm.sum(shifted if dropped is None else dropped.op(shifted), axis=axis)
         ratio = g / (kept(total) if kept is not None else total)
         return fit(node.outputs[0], shifted * ds.op(tm.neg(ratio) if negated else ratio))
