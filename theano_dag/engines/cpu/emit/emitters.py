@@ -20,10 +20,11 @@ from theano_dag.engines.cpu.emit.impls import (
 )
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import blas
-from theano_dag.tensor.elemwise import CAReduce, DimShuffle
+from theano_dag.tensor.basic import Join, Split
+from theano_dag.tensor.elemwise import CAReduce, DimShuffle, reduce_last_axis
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.shape import Reshape, Shape, Shape_i
+from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 
 __all__ = ["register_defaults"]
@@ -81,13 +82,21 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         acc = op.acc_dtype_for(x_dtype)
         if acc != od:
             return None
+        if _by_columns(op.ufunc, axes, x_dtype, x_ndim, od):
+            return [_last_axis_step(node, ctx, op.ufunc, x)]
         fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
         cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x_dtype != acc else ""
         # numpy's add and multiply reduce small ints into the platform's int: keep acc
         cast += f", dtype={ctx.glob(np.dtype(acc), 'D')}"
     elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
-        # All / Any: numpy's truth of each element, as their perform does.
-        fn = ctx.glob(np.all if type(op.scalar_op).__name__ == "AND" else np.any, "allany")
+        # All / Any: numpy's truth of each element, as their perform does; of a bool
+        # array, the ufunc's reduce itself (np.all's Python wrapper cost as much again).
+        is_and = type(op.scalar_op).__name__ == "AND"
+        if x_dtype == "bool":
+            uf = np.logical_and if is_and else np.logical_or
+            fn = ctx.glob(uf.reduce, uf.__name__ + "_reduce")
+        else:
+            fn = ctx.glob(np.all if is_and else np.any, "allany")
         cast = ""
     else:
         return None
@@ -100,6 +109,27 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         return [f"{o} = {asarray}({e}, {odn})" if out_ndim == 0 else f"{o} = {e}"]
 
     return [Step(node, node.outputs, (x,), emit)]
+
+
+def _by_columns(ufunc, axes, x_dtype, x_ndim, od):
+    """Whether reduce_last_axis computes this reduction (over the last axis only, in the
+    input's dtype), which it does by columns where that axis is short."""
+    if x_ndim < 2 or axes != (x_ndim - 1,) or x_dtype != od:
+        return False
+    return ufunc in (np.maximum, np.minimum) or (ufunc is np.add and od in ("float32", "float64"))
+
+
+def _last_axis_step(node, ctx, ufunc, x):
+    """The step of ``reduce_last_axis(ufunc, x)`` into the node's output."""
+    fn = ctx.glob(reduce_last_axis, "reduce_last")
+    uf = ctx.glob(ufunc, ufunc.__name__)
+
+    def emit(ins, outs, target):
+        if target is not None:
+            return [f"{outs[0]} = {fn}({uf}, {ins[0]}, {target})"]
+        return [f"{outs[0]} = {fn}({uf}, {ins[0]})"]
+
+    return Step(node, node.outputs, (x,), emit)
 
 
 def _fused_reduce_steps(node, ctx):
@@ -413,8 +443,10 @@ def _reshape_steps(node, ctx):
     """Reshape to a known shape: ``x.reshape(shape)`` inline; a shape numpy refuses
     goes through the op's ``perform``, which says why."""
     x, shp = node.inputs
-    if not _is_tensor(x) or ctx.is_const(x) or not ctx.is_const(shp):
+    if not _is_tensor(x) or ctx.is_const(x):
         return None
+    if not ctx.is_const(shp):
+        return _reshape_by_steps(node, ctx)
     shape = tuple(int(s) for s in np.asarray(ctx.value_of(shp)).ravel())
     static = node.outputs[0].type.shape
     if len(shape) != node.op.ndim or any(k == -1 and s is not None for k, s in zip(shape, static)):
@@ -437,6 +469,109 @@ def _reshape_steps(node, ctx):
     return [Step(node, node.outputs, (x,), emit, kind="view", views={0: 0})]
 
 
+def _split_steps(node, ctx):
+    """Split at a known axis into parts of known sizes: each part a slice of ``x``,
+    copied (Theano's parts are not views), inline; a length that the sizes do not add
+    up to goes through the op's ``perform``, which says why."""
+    op = node.op
+    if op.axis is None:
+        return None
+    x, splits = node.inputs
+    if not _is_tensor(x) or ctx.is_const(x) or not ctx.is_const(splits):
+        return None
+    sizes = np.asarray(ctx.value_of(splits)).tolist()
+    if len(sizes) != op.len_splits or any(s < 0 for s in sizes):
+        return None  # perform raises its error at every call
+    axis = op.axis % x.type.ndim
+    lead = (slice(None),) * axis
+    bounds = np.cumsum([0, *sizes]).tolist()
+    parts = [ctx.const((*lead, slice(a, b)), "idx") for a, b in zip(bounds, bounds[1:])]
+    perform = ctx.glob(make_call(node), "F")
+    sname = ctx.const(ctx.value_of(splits), "k")
+    total = bounds[-1]
+
+    def emit(ins, outs, target):
+        x_n = ins[0]
+        check = f"if {x_n}.shape[{axis}] != {total}: {perform}({x_n}, {sname})  # raises"
+        return [check, *(f"{o} = {x_n}[{i}].copy()" for o, i in zip(outs, parts))]
+
+    return [Step(node, node.outputs, (x,), emit, kind="call")]
+
+
+def _reshape_by_steps(node, ctx):
+    """Reshape to a shape computed when the function runs: ``x.reshape(shape)`` where
+    its length and the static shape of the output allow it, else the op's ``perform``
+    (which raises its own error)."""
+    x, shp = node.inputs
+    if not _is_tensor(x) or ctx.is_const(x):
+        return None
+    ndim = node.op.ndim
+    static = [(d, s) for d, s in enumerate(node.outputs[0].type.shape) if s is not None]
+    perform = make_call(node)
+
+    def reshape(a, s):
+        if len(s) == ndim:
+            try:
+                out = a.reshape(s.tolist())
+            except ValueError:
+                out = None
+            if out is not None and all(out.shape[d] == n for d, n in static):
+                return out
+        return perform(a, s)  # raises the op's message
+
+    fn = ctx.glob(reshape, "reshape")
+
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {fn}({ins[0]}, {ins[1]})"]
+
+    return [Step(node, node.outputs, (x, shp), emit, kind="view", views={0: 0})]
+
+
+def _make_vector_steps(node, ctx):
+    """MakeVector: ``numpy.array((a, b, ...), dtype)`` inline, as its ``perform``."""
+    if not all(_is_tensor(v) and v.type.ndim == 0 for v in node.inputs):
+        return None
+    arr = ctx.glob(np.array, "array")
+    dt = ctx.glob(np.dtype(node.op.dtype), "D")
+
+    def emit(ins, outs, target):
+        items = "".join(f"{i}, " for i in ins)
+        return [f"{outs[0]} = {arr}(({items}), {dt})"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="call")]
+
+
+def _join_steps(node, ctx):
+    """Join at a known axis of inputs of the output's dtype: ``numpy.concatenate``, and
+    the op's ``perform`` for its message where numpy refuses the shapes. (A Join that
+    may return one input as it is, ``view=k``, keeps its ``perform``.)"""
+    op = node.op
+    od = node.outputs[0].type.dtype
+    if op.axis is None or op.view != -1:
+        return None
+    if not all(_is_tensor(v) and v.type.dtype == od for v in node.inputs):
+        return None
+    if all(ctx.is_const(v) for v in node.inputs):
+        return None
+    concatenate = np.concatenate
+    axis = op.axis % node.outputs[0].type.ndim
+    perform = make_call(node)
+
+    def join(*xs):
+        try:
+            return concatenate(xs, axis=axis)
+        except ValueError:
+            perform(*xs)  # raises the op's message
+            raise
+
+    fn = ctx.glob(join, "join")
+
+    def emit(ins, outs, target):
+        return [f"{outs[0]} = {fn}({', '.join(ins)})"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="call")]
+
+
 def register_defaults():
     """Register the emitters of this module for their ops (idempotent)."""
     # compile/ holds ViewOp and DeepCopyOp until they move down to graph/: an upward import
@@ -456,6 +591,9 @@ def register_defaults():
     register_impl(Subtensor)(_subtensor_steps)
     register_impl(IncSubtensor)(_inc_subtensor_steps)
     register_impl(Reshape)(_reshape_steps)
+    register_impl(Split)(_split_steps)
+    register_impl(MakeVector)(_make_vector_steps)
+    register_impl(Join)(_join_steps)
 
 
 register_defaults()
