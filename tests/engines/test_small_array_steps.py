@@ -15,8 +15,10 @@ import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.linker import CPULinker
+from theano_dag.engines.cpu.emit.impls import make_call
 from theano_dag.engines.cpu.native import ckernel
-from theano_dag.tensor.basic import Join, Split
+from theano_dag.tensor.basic import Join, Split, alloc
+from theano_dag.tensor.extra_ops import CumOp
 from theano_dag.tensor.elemwise import reduce_last_axis
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.shape import MakeVector, Reshape
@@ -247,4 +249,104 @@ def test_the_cpu_engine_runs_these_ops_without_their_perform():
         "logical_and_reduce(",
         "_reduce_last(",
     ):
+        assert piece in src, (piece, src)
+
+
+# -- the ops of the LKJ Cholesky prior's logp ------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool"])
+def test_cumsum_and_cumprod(mode, dtype):
+    x = tt.matrix("x", dtype=dtype)
+    outs = [CumOp(None)(x), CumOp(1)(x), CumOp(0, "mul")(x), CumOp(None, "mul")(x)]
+    f = _compile([x], outs, mode)
+    xv = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    want = [np.cumsum(xv), np.cumsum(xv, axis=1), np.cumprod(xv, axis=0), np.cumprod(xv)]
+    for g, w in zip(f(xv), want):
+        _same(g, w)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_alloc_of_a_known_shape(mode):
+    v = tt.dvector("v")
+    a, b = alloc(np.float64(-1.5), 2, 3), alloc(v, 2, 3)
+    f = _compile([v], [a, b, a * 2], mode)
+    got = f(np.array([1.0, 2.0, 3.0]))
+    _same(got[0], np.full((2, 3), -1.5))
+    _same(got[1], np.array([[1.0, 2.0, 3.0]] * 2))
+    got[0][0, 0] = 7.0  # a fresh array each call, not the filled constant
+    _same(f(np.zeros(3))[0], np.full((2, 3), -1.5))
+    with pytest.raises(ValueError, match=r"Alloc: a value of shape \(2,\) cannot fill the shape \(2, 3\)"):
+        f(np.zeros(2))
+
+
+_ROWS = np.array([0, 1, 1, 2])
+_COLS = np.array([0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_advanced_indexing_at_known_index_arrays(mode):
+    x, y, s = tt.dmatrix("x"), tt.dvector("y"), tt.dscalar("s")
+    outs = [
+        x[_ROWS, _COLS],
+        x[np.array(2), np.array(1)],  # 0-d: an array, not numpy's scalar
+        tt.set_subtensor(x[_ROWS, _COLS], y),
+        tt.inc_subtensor(x[_ROWS, _ROWS[::-1] % 2], y),
+        tt.inc_subtensor(x[_ROWS, _COLS], 1.0) * 2,
+        tt.set_subtensor(x[np.array([2, 0, 2])], s),
+        tt.set_subtensor(y[tt.lvector("i")], 0.0),
+    ]
+    i = outs[-1].owner.inputs[-1]
+    f = _compile([x, y, s, i], outs, mode)
+    xv = np.arange(6.0).reshape(3, 2)
+    yv = np.array([1.0, 2.0, 3.0, 4.0])
+    got = f(xv, yv, 9.0, np.array([3, -1, 0]))
+    w = xv[_ROWS, _COLS]
+    _same(got[0], w)
+    _same(got[1], np.asarray(xv[2, 1]))
+    w2 = xv.copy()
+    w2[_ROWS, _COLS] = yv
+    _same(got[2], w2)
+    w3 = xv.copy()
+    np.add.at(w3, (_ROWS, _ROWS[::-1] % 2), yv)
+    _same(got[3], w3)
+    w4 = xv.copy()
+    np.add.at(w4, (_ROWS, _COLS), 1.0)
+    _same(got[4], w4 * 2)
+    w5 = xv.copy()
+    w5[[2, 0, 2]] = 9.0
+    _same(got[5], w5)
+    _same(got[6], np.array([0.0, 2.0, 3.0, 0.0]))
+    _same(xv, np.arange(6.0).reshape(3, 2))  # the inputs are left as they were
+    _same(yv, np.array([1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(IndexError):
+        f(np.zeros((2, 2)), yv, 9.0, np.array([0]))
+
+
+def test_perform_runs_without_the_thunks_cells():
+    x = tt.dvector("x")
+    call = make_call(Split(2, 0)(x, np.array([1, 1]))[0].owner)
+    assert call.__qualname__.startswith("_direct_perform")
+    a, b = call(np.array([1.0, 2.0]), np.array([1, 1]))
+    _same(a, np.array([1.0]))
+    _same(b, np.array([2.0]))
+    with pytest.raises(ValueError, match="Split: got 1 sizes, expected 2"):
+        call(np.array([1.0, 2.0]), np.array([2]))
+
+
+def test_the_cpu_engine_runs_the_lkj_ops_without_their_perform():
+    x, y, i = tt.dmatrix("x"), tt.dvector("y"), tt.lvector("i")
+    outs = [
+        CumOp(None)(x),
+        alloc(0.0, 3),
+        alloc(y, 2, 4),
+        x[_ROWS, _COLS],
+        tt.set_subtensor(x[_ROWS, _COLS], y),
+        tt.inc_subtensor(x[_ROWS, _COLS], y),
+        tt.set_subtensor(y[i], 0.0),
+    ]
+    src = _cpu_source([x, y, i], outs, (np.ones((3, 2)), np.ones(4), np.array([0])))
+    assert "_F(" not in src, src
+    for piece in ("add_accumulate(", "_filled.copy()", "_alloc(", "_add_at("):
         assert piece in src, (piece, src)
