@@ -2,7 +2,8 @@
 (PyMC3's models): Split, MakeVector, Join, Reshape to a computed shape, All/Any of a
 bool array, and max/min/sum over a short last axis (reduce_last_axis, also under
 Softmax and LogSoftmax). Values, dtypes, copies and errors against numpy and the
-reference engine, on every engine mode; the steps' source against the op's perform."""
+reference engine, on every engine mode; the steps' source against the op's perform; the
+ops of the LKJ Cholesky prior: CumOp, Alloc, advanced indexing and its set/inc."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ import pytest
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
-from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.emit.impls import make_call
+from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.tensor.basic import Join, Split, alloc
-from theano_dag.tensor.extra_ops import CumOp
 from theano_dag.tensor.elemwise import reduce_last_axis
+from theano_dag.tensor.extra_ops import CumOp
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.shape import MakeVector, Reshape
 
@@ -277,7 +278,9 @@ def test_alloc_of_a_known_shape(mode):
     _same(got[1], np.array([[1.0, 2.0, 3.0]] * 2))
     got[0][0, 0] = 7.0  # a fresh array each call, not the filled constant
     _same(f(np.zeros(3))[0], np.full((2, 3), -1.5))
-    with pytest.raises(ValueError, match=r"Alloc: a value of shape \(2,\) cannot fill the shape \(2, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"Alloc: a value of shape \(2,\) cannot fill the shape \(2, 3\)"
+    ):
         f(np.zeros(2))
 
 
