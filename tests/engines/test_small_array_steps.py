@@ -282,6 +282,9 @@ def test_alloc_of_a_known_shape(mode):
         ValueError, match=r"Alloc: a value of shape \(2,\) cannot fill the shape \(2, 3\)"
     ):
         f(np.zeros(2))
+    # a large known one is filled at each call, not kept filled
+    g = _compile([v], alloc(np.float64(2.0), 100, 100) + v[0], mode)
+    _same(g(np.ones(1)), np.full((100, 100), 3.0))
 
 
 _ROWS = np.array([0, 1, 1, 2])

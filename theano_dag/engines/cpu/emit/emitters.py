@@ -600,6 +600,11 @@ def _cum_steps(node, ctx):
     return [Step(node, node.outputs, (x,), emit, kind="call")]
 
 
+# The most values of an Alloc of a known value kept filled, copied at each call (a larger
+# one is filled at each call, not held twice).
+_FILLED_MAX = 4096
+
+
 def _alloc_steps(node, ctx):
     """Alloc of a known shape: a copy of the filled array where the value is known too,
     else ``numpy.empty`` filled with the value (the op's ``perform`` for its message
@@ -609,7 +614,7 @@ def _alloc_steps(node, ctx):
         return None
     dtype = node.outputs[0].type.dtype
     shp = tuple(int(ctx.value_of(s)) for s in shape)
-    if ctx.is_const(v):
+    if ctx.is_const(v) and int(np.prod(shp)) <= _FILLED_MAX:
         filled = np.empty(shp, dtype)
         try:
             filled[...] = ctx.value_of(v)
@@ -621,6 +626,7 @@ def _alloc_steps(node, ctx):
             return [f"{outs[0]} = {cname}.copy()"]
 
         return [Step(node, node.outputs, (), emit_const, kind="call")]
+    v_const = _const_or_none(ctx, v)
     empty = np.empty
     perform = make_call(node)
     values = [ctx.value_of(s) for s in shape]
@@ -637,9 +643,9 @@ def _alloc_steps(node, ctx):
     fn = ctx.glob(alloc, "alloc")
 
     def emit(ins, outs, target):
-        return [f"{outs[0]} = {fn}({ins[0]})"]
+        return [f"{outs[0]} = {fn}({v_const or ins[0]})"]
 
-    return [Step(node, node.outputs, (v,), emit, kind="call")]
+    return [Step(node, node.outputs, () if v_const else (v,), emit, kind="call")]
 
 
 def _const_or_none(ctx, v):
