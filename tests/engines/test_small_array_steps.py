@@ -173,13 +173,17 @@ def test_reshape_to_a_computed_shape(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_all_and_any_of_a_bool_vector(mode):
-    x = tt.dvector("x")
-    f = _compile([x], [tt.all(tt.ge(x, 0)), tt.any(tt.lt(x, 0)), tt.all(x)], mode)
-    for xv in (np.array([1.0, 2.0]), np.array([1.0, -2.0]), np.array([]), np.array([0.0])):
-        got = f(xv)
+    x, m = tt.dvector("x"), tt.bmatrix("m")
+    outs = [tt.all(tt.ge(x, 0)), tt.any(tt.lt(x, 0)), tt.all(x), tt.any(m, axis=1), tt.all(m)]
+    f = _compile([x, m], outs, mode)
+    mv = np.array([[0, 0], [0, -3], [2, 1]], dtype="int8")
+    for xv in (np.array([1.0, 2.0]), np.array([1.0, -2.0]), np.array([]), np.array([0.0, np.nan])):
+        got = f(xv, mv)
         _same(got[0], np.asarray((xv >= 0).all()))
         _same(got[1], np.asarray((xv < 0).any()))
         _same(got[2], np.asarray(xv.all()))
+        _same(got[3], mv.any(axis=1))
+        _same(got[4], np.asarray(mv.all()))
 
 
 @pytest.mark.parametrize("mode", MODES)

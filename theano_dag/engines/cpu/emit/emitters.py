@@ -97,10 +97,11 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         # numpy's add and multiply reduce small ints into the platform's int: keep acc
         cast += f", dtype={ctx.glob(np.dtype(acc), 'D')}"
     elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
-        # All / Any: numpy's truth of each element, as their perform does; of a bool
-        # array, the ufunc's reduce itself (np.all's Python wrapper cost as much again).
+        # All / Any: numpy's truth of each element, as their perform does; of a number
+        # array, the ufunc's reduce that np.all and np.any run under their Python wrapper
+        # (which cost as much again).
         is_and = type(op.scalar_op).__name__ == "AND"
-        if x_dtype == "bool":
+        if np.dtype(x_dtype).kind in "biufc":
             uf = np.logical_and if is_and else np.logical_or
             fn = ctx.glob(uf.reduce, uf.__name__ + "_reduce")
         else:
