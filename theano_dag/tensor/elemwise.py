@@ -568,6 +568,61 @@ def _norm_axis(axis, ndim, who):
     return tuple(sorted(out))
 
 
+# The longest last axis reduce_last_axis reduces by whole columns: numpy's add.reduce sums
+# fewer than 8 values of a contiguous row in order from 0 (its pairwise sum's base case);
+# its float maximum and minimum of a longer row take SIMD lanes, which pick another of
+# two signed zeros (or NaNs) than a pass in order.
+_SHORT_AXIS = 7
+_SHORT_SELECT = 4
+
+
+def reduce_last_axis(ufunc, x, out=None, keepdims=False):
+    """``ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims)`` for ``numpy.add`` (of a
+    float array), ``numpy.maximum`` or ``numpy.minimum``, value for value; a short last
+    axis of a C-contiguous array is reduced by a few ufunc calls over its columns:
+    numpy reduces each row in its own inner loop, about 50 ns a row (24 us for the
+    ``(500, 2)`` of a two-component mixture's log-sum-exp, against 2 us by columns).
+
+    >>> import numpy as np
+    >>> x = np.array([[1.0, 5.0], [-0.0, -0.0], [np.nan, 2.0]])
+    >>> reduce_last_axis(np.maximum, x)
+    array([ 5., -0., nan])
+    >>> reduce_last_axis(np.add, x, keepdims=True)
+    array([[ 6.],
+           [ 0.],
+           [nan]])
+    """
+    n = x.shape[-1] if x.ndim else 0
+    limit = _SHORT_SELECT if ufunc is not np.add and x.dtype.kind in "fc" else _SHORT_AXIS
+    short = x.ndim >= 2 and 1 <= n <= limit and x.flags.c_contiguous
+    # (numpy sums float16 and integers in a wider type; the dtype's char, as its name
+    # took 5 us to read)
+    if (
+        not short
+        or (ufunc is np.add and x.dtype.char not in ("f", "d"))
+        or (keepdims and out is not None)
+    ):
+        return ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims)
+    if keepdims:
+        # by columns of the other axes (numpy loops slowly over a trailing axis of 1)
+        return reduce_last_axis(ufunc, x)[..., None]
+    cols = [x[..., j] for j in range(n)]
+    if ufunc is np.add:
+        # 0 first, as numpy's sum: -0.0 + -0.0 sums to 0.0 there
+        out = np.add(cols[0], 0, out=out)
+    elif n == 1:
+        if out is None:
+            return cols[0].copy()
+        np.copyto(out, cols[0])
+        return out
+    else:
+        out = ufunc(cols[0], cols[1], out=out)
+        cols = cols[1:]
+    for c in cols[1:]:
+        ufunc(out, c, out=out)
+    return out
+
+
 class CAReduce(Op):
     """Reduce along ``axis`` (None: all) with a commutative, associative scalar op.
 
