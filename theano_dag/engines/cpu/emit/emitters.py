@@ -23,7 +23,7 @@ from theano_dag.tensor import blas
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.shape import Reshape, Shape, Shape_i
+from theano_dag.tensor.shape import EqualLengths, Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 
 __all__ = ["register_defaults"]
@@ -332,6 +332,20 @@ def _shape_steps(node, ctx):
     return [Step(node, node.outputs, (x,), emit, kind="call")]
 
 
+def _equal_lengths_steps(node, ctx):
+    """A check of lengths inline: the comparison, and the op's ``perform`` (which says
+    which lengths differ) only when it fails; the output is the first input."""
+    fail = ctx.glob(make_call(node), "F")
+    first = 1 if node.op.guard else 0
+
+    def emit(ins, outs, target):
+        a = ins[first]
+        cond = " or ".join(f"{a} != {b}" for b in ins[first + 1 :])
+        return [f"if {cond}: {fail}({', '.join(ins)})", f"{outs[0]} = {ins[0]}"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
+
+
 def _const_index(node, ctx, idx_inputs):
     """The numpy index of a basic Subtensor/IncSubtensor node whose index values are all
     known now (constants, or folded), with ``...`` last; None otherwise.
@@ -453,6 +467,7 @@ def register_defaults():
     register_impl(DeepCopyOp)(_deepcopy_steps)
     register_impl(ViewOp)(_viewop_steps)
     register_impl(Shape, Shape_i)(_shape_steps)
+    register_impl(EqualLengths)(_equal_lengths_steps)
     register_impl(Subtensor)(_subtensor_steps)
     register_impl(IncSubtensor)(_inc_subtensor_steps)
     register_impl(Reshape)(_reshape_steps)
