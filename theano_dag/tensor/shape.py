@@ -45,6 +45,7 @@ __all__ = [
     "LengthMismatchError",
     "EqualLengths",
     "equal_lengths",
+    "checked_shape",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -883,6 +884,20 @@ def equal_lengths(lengths, what, name_of=None, guard=None):
     if guard is not None:
         return EqualLengths(what, names, guard=True)(guard, *kept)
     return EqualLengths(what, names)(*kept)
+
+
+def checked_shape(shape, lengths, what, names):
+    """``shape`` (a result's lengths), each length checked by the agreement of
+    ``lengths``: lengths that must be equal and are no length of the result (a product's
+    inner lengths), named by ``names``; see :func:`equal_lengths`.
+
+    >>> from theano_dag import tensor as tt
+    >>> m, v = tt.dmatrix("m"), tt.dvector("v")
+    >>> (n,) = checked_shape((shape_i(m, 0),), [shape_i(m, 1), shape_i(v, 0)], "dot", ("m", "v"))
+    >>> n.owner.op.guard, n.owner.inputs[0].owner.op
+    (True, Shape_i{0})
+    """
+    return tuple(equal_lengths(lengths, what, names.__getitem__, guard=n) for n in shape)
 
 
 def _name(name_of, x):

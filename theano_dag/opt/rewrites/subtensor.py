@@ -63,11 +63,14 @@ from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, ARange, alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
+    EqualLengths,
+    LengthMismatchError,
     MakeVector,
     Rebroadcast,
     Reshape,
     Shape,
     SpecifyShape,
+    equal_lengths,
     shape_i,
 )
 from theano_dag.tensor.subtensor import (
@@ -279,11 +282,33 @@ def _lift_over_rebroadcast(node):
     return [keep_trace(node.outputs[0], new, [x, *node.inputs[1:]])]
 
 
+def _cut_lengths_known_equal(ins, entries) -> bool:
+    """Whether ``ins`` are known to have equal lengths along each dimension that the
+    index ``entries`` cuts (an integer, a slice that is not ``:``)."""
+    for d, e in enumerate(entries):
+        if isinstance(e, slice) and _full(e):
+            continue
+        lengths = []
+        for i in ins:
+            n = known_lengths(i)[d]
+            lengths.append(shape_i(i, d) if n is None else n)
+        try:
+            n = equal_lengths(lengths, "local_subtensor_lift")
+        except LengthMismatchError:
+            return False  # known to differ: the run raises
+        owner = getattr(n, "owner", None)
+        if owner is not None and isinstance(owner.op, EqualLengths):
+            return False
+    return True
+
+
 @canonicalize()
 @local_optimizer([Subtensor])
 def local_subtensor_lift(fgraph, node):
     """An indexing of an elementwise result nothing else reads moves to the inputs: the
-    elementwise op computes only the part that is read.
+    elementwise op computes only the part that is read. Where two inputs give a length
+    the index cuts, they must be known equal (the same variable's, the same static
+    length): ``(x * y)[0]`` of two vectors stays, and raises when their lengths differ.
 
     >>> import theano_dag.tensor as tt
     >>> x = tt.dmatrix("x")
@@ -307,6 +332,10 @@ def local_subtensor_lift(fgraph, node):
     scalar_like = [i for i in ins if all(i.type.broadcastable) and i.ndim == u.ndim]
     if len(ins) > 1 and len(full) + len(scalar_like) != len(ins):
         return False  # an input broadcast along some dimensions only: not lifted
+    if len(full) > 1 and not _cut_lengths_known_equal(full, index_entries(node)):
+        # The op checks the lengths the index cuts; the parts of its inputs would not
+        # (a check kept with them cost more per call than the whole op on small arrays).
+        return False
     new_ins = [
         node.op(i, *idx)
         if (len(ins) == 1 or not any(i.type.broadcastable))
