@@ -936,7 +936,10 @@ def local_subtensor_of_alloc(fgraph, node):
     index out of range), so there it must be a constant known to be in range.
 
     A dimension of the value of unknown length is left alone: it may be 1, spread by
-    the alloc at run time, or the full length, and the part to read differs. An alloc
+    the alloc at run time, or the full length, and the part to read differs. One the
+    index cuts, of a known length other than 1, is checked against the alloc's (the alloc
+    checks that they agree; their parts might): a length of the result passes the check
+    (``EqualLengths``), and with none to carry it the lengths must be known equal. An alloc
     seen through a DimShuffle that inserts length-1 axes counts as an alloc too.
 
     >>> import theano_dag.tensor as tt
@@ -963,7 +966,7 @@ def local_subtensor_of_alloc(fgraph, node):
         return False
     entries = index_entries(node)
     added = u.ndim - val.ndim
-    val_entries, lengths = [], []
+    val_entries, lengths, cut = [], [], []
     val_lengths = known_lengths(val)
     for d, e in enumerate(entries):
         n = val_lengths[d - added] if d >= added else 1
@@ -971,6 +974,8 @@ def local_subtensor_of_alloc(fgraph, node):
             return False
         if not isinstance(e, slice) and n == 1 and not _in_range(e, dims[d]):
             return False
+        if n != 1 and not (isinstance(e, slice) and _full(e)):
+            cut.append((d, n))  # the alloc checks n against dims[d]; the parts might not
         if d >= added:
             # a length-1 dimension of the value is spread: every index reads its element
             val_entries.append(e if n != 1 else (FULL if isinstance(e, slice) else 0))
@@ -983,6 +988,23 @@ def local_subtensor_of_alloc(fgraph, node):
     out = node.outputs[0]
     # a length the result's type fixes (a dimension of x.shape that is 1) as a constant
     lengths = [n if n is not None else m for n, m in zip(out.type.shape, lengths)]
+    for d, n in cut:
+        # One length of the result not fixed by its type passes the check of the cut one.
+        k = next((k for k, s in enumerate(out.type.shape) if s is None), None)
+        try:
+            checked = equal_lengths(
+                [n, dims[d]],
+                f"{a.op} along dimension {d}",
+                ("the value's length", "the length asked").__getitem__,
+                guard=None if k is None else lengths[k],
+            )
+        except LengthMismatchError:
+            return False  # known to differ: the run raises
+        if k is None:
+            if checked is not n:
+                return False  # not known equal, and no length to check them with
+            continue
+        lengths[k] = checked
     new = fit(out, alloc(new_val, *lengths))
     return [keep_trace(out, new, [val, *dims, *node.inputs[1:]])] if new is not None else False
 
