@@ -477,7 +477,7 @@ class Join(Op):
 
             # The parts' other lengths: equal, as numpy's concatenate needs them.
             def name_of(k):
-                return f"input {k} ({node.inputs[k]})"
+                return str(node.inputs[k])
 
             lengths = [s[d] for s in input_shapes]
             out.append(equal_lengths(lengths, f"{self} along dimension {d}", name_of))

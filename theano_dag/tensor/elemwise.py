@@ -152,7 +152,7 @@ def broadcast_lengths(op, inputs, input_shapes, static):
             lengths.append(s)  # (a static length is an input's: known equal to it)
 
         def name_of(j, ks=ks):
-            return f"input {ks[j]} ({inputs[ks[j]]})" if j < len(ks) else "the static length"
+            return str(inputs[ks[j]]) if j < len(ks) else "the static length"
 
         out.append(_tensor.equal_lengths(lengths, f"{op} along dimension {d}", name_of))
     return tuple(out)

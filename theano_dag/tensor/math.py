@@ -739,7 +739,7 @@ def dot_shape(op, node, input_shapes):
     if not xs or not ys:
         return out  # a scalar operand: no inner length
     x, y = node.inputs[0], node.inputs[1]
-    names = (f"input 0 ({x}) along dimension {x.ndim - 1}", f"input 1 ({y}) along dimension 0")
+    names = (f"{x} along dimension {x.ndim - 1}", f"{y} along dimension 0")
     return _tensor.checked_shape(out, [xs[-1], ys[0]], f"{op}: the inner lengths", names)
 
 

@@ -29,7 +29,7 @@ from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
-from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, value_computed
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
@@ -253,34 +253,6 @@ def _as_length(entry):
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
-# How far _value_computed looks for an output.
-VALUE_COMPUTED_SEARCH = 64
-
-
-def _value_computed(fgraph, v) -> bool:
-    """Whether the function computes ``v`` (not only its shape): a path leads from it to
-    an output through nodes that read values (not ``Shape``/``Shape_i``, not an
-    ``IfElse`` that may leave a branch uncomputed), found within
-    ``VALUE_COMPUTED_SEARCH`` values."""
-    if fgraph is None:
-        return False
-    seen, stack = {v}, [v]
-    while stack:
-        for client, _ in fgraph.clients.get(stack.pop(), ()):
-            if client == "output":
-                return True
-            op = client.op
-            if isinstance(op, (Shape, Shape_i)) or getattr(op, "lazy_inputs", False):
-                continue
-            for o in client.outputs:
-                if o not in seen:
-                    if len(seen) >= VALUE_COMPUTED_SEARCH:
-                        return False
-                    seen.add(o)
-                    stack.append(o)
-    return False
-
-
 def _unchecked(length):
     """``length`` without the ``EqualLengths`` check at its top (the length it passes)."""
     while length.owner is not None and isinstance(length.owner.op, EqualLengths):
@@ -320,7 +292,7 @@ def local_infer_shape(fgraph, node):
         return False
     if any(x in ancestors([length]) for length in lengths):
         return False  # infer_shape asked for the output's own shape
-    if _value_computed(fgraph, x):
+    if value_computed(fgraph, x):
         # The op checks the lengths its inputs share when it computes x, which the
         # function does: the shape need not check them again (a gradient's shapes of
         # the forward values it also computes).

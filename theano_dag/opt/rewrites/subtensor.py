@@ -69,6 +69,7 @@ from theano_dag.tensor.shape import (
     Rebroadcast,
     Reshape,
     Shape,
+    Shape_i,
     SpecifyShape,
     equal_lengths,
     shape_i,
@@ -638,7 +639,9 @@ def local_subtensor_of_shape(fgraph, node):
     i = _const_index(entry)
     if i is None or not -x.ndim <= i < x.ndim:
         return False
-    new = fit(node.outputs[0], shape_i(x, i % x.ndim))
+    # (Shape_i itself, not shape_i's constant of a static length: local_shape_i_static
+    # decides whether that length needs a check.)
+    new = fit(node.outputs[0], Shape_i(i % x.ndim)(x))
     return [new] if new is not None else False
 
 
