@@ -263,3 +263,12 @@ def test_elemwise_infer_shape_with_numbers():
     assert node.op.infer_shape(None, node, [(3,), (3,)]) == [(3,)]
     with pytest.raises(LengthMismatchError, match=r"\(x: 3, y: 4\)"):
         node.op.infer_shape(None, node, [(3,), (4,)])
+
+
+def test_the_dask_engine_raises_the_check():
+    pytest.importorskip("dask")
+    f = theano_dag.function([x, y], (x * y).shape, mode=Mode(linker="dask"))
+    assert f(np.ones(3), np.ones(3)).tolist() == [3]
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.ones(3), np.ones(4))
+    assert str(info.value).splitlines()[0] == MUL_XY

@@ -11,6 +11,7 @@ import numpy as np
 
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import LocalOptimizer, local_optimizer
+from theano_dag.opt.rewrites.shapes import local_infer_shape
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import value_computed
 from theano_dag.tensor.shape import Shape, Shape_i
@@ -94,8 +95,8 @@ RULES.specialize()(ConstantFolding())
 def local_shape_i_static(fgraph, node):
     """The shape of a variable whose static shape is known is a constant. Of a computed
     variable that the function does not compute otherwise, the op's ``infer_shape``
-    says (``local_infer_shape``): a static length derived from one input's holds only
-    where the others agree, which it checks.
+    says first (``local_infer_shape``): a static length derived from one input's holds
+    only where the others agree, which it checks.
 
     >>> import theano_dag.tensor as tt
     >>> local_shape_i_static.transform(None, tt.specify_shape(tt.dvector(), (3,)).shape.owner)
@@ -105,7 +106,10 @@ def local_shape_i_static(fgraph, node):
     # shape(x) -> [c...]   when x.type.shape is fully known
     x = node.inputs[0]
     if x.owner is not None and fgraph is not None and not value_computed(fgraph, x):
-        return False
+        inferred = local_infer_shape.transform(fgraph, node)
+        if inferred:
+            return inferred
+        # (an op that cannot tell: its static shape, as before)
     if isinstance(node.op, Shape_i):
         s = x.type.shape[node.op.i]
         if s is None:
