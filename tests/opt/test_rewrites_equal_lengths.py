@@ -112,8 +112,11 @@ def test_the_other_lengths_of_a_join_are_checked():
     with pytest.raises(LengthMismatchError) as info:
         f(np.ones((2, 3)), np.ones((4, 5)))
     assert str(info.value).splitlines()[0] == (
-        "Join{axis=0} along dimension 1: lengths that must be equal differ " "(a: 3, b: 5)"
+        "Join{axis=0} along dimension 1: lengths that must be equal differ (a: 3, b: 5)"
     )
+    with pytest.raises(LengthMismatchError) as info:  # a join never broadcasts: no hint
+        f(np.ones((2, 1)), np.ones((4, 5)))
+    assert str(info.value).splitlines()[0].endswith("(a: 1, b: 5)")
 
 
 def test_an_alloc_indexed_keeps_its_check_of_the_value():

@@ -128,6 +128,10 @@ def broadcast_static_shape(shapes, who="Elemwise"):
     return tuple(out)
 
 
+# What a check of an elementwise op's lengths adds where one of them is 1.
+BROADCAST_HINT = "a length 1 broadcasts only along a dimension declared broadcastable"
+
+
 def broadcast_lengths(op, inputs, input_shapes, static):
     """The shape of the result of elementwise ``op`` on ``inputs`` (with dimensions
     ``static``: the result's static shape), from the inputs' shapes: along each dimension
@@ -154,7 +158,8 @@ def broadcast_lengths(op, inputs, input_shapes, static):
         def name_of(j, ks=ks):
             return str(inputs[ks[j]]) if j < len(ks) else "the static length"
 
-        out.append(_tensor.equal_lengths(lengths, f"{op} along dimension {d}", name_of))
+        what = f"{op} along dimension {d}"
+        out.append(_tensor.equal_lengths(lengths, what, name_of, hint=BROADCAST_HINT))
     return tuple(out)
 
 

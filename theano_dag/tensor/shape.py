@@ -750,7 +750,8 @@ class LengthMismatchError(ValueError, AssertionError):
 class EqualLengths(Op):
     """``EqualLengths(what, names)(n, *others)``: the length ``n``, once every length of
     the node equals it; else ``LengthMismatchError`` naming ``what`` (the op and the
-    dimension that need them equal), each length by its name in ``names`` and its value.
+    dimension that need them equal), each length by its name in ``names`` and its value,
+    and ``hint`` where one of them is 1 (an elementwise op's rule of broadcasting).
 
     A shape computed without the value (``(x * y).shape``) takes one input's length
     where the op would check that they agree: this keeps the check. ``guard=True``: the
@@ -766,13 +767,14 @@ class EqualLengths(Op):
     3
     """
 
-    __props__ = ("what", "names", "guard")
+    __props__ = ("what", "names", "guard", "hint")
     view_map = {0: [0]}
 
-    def __init__(self, what, names, guard=False):
+    def __init__(self, what, names, guard=False, hint=""):
         self.what = what
         self.names = tuple(names)
         self.guard = bool(guard)
+        self.hint = hint
 
     def __str__(self):
         return "EqualLengths{guard}" if self.guard else "EqualLengths"
@@ -802,8 +804,8 @@ class EqualLengths(Op):
         lengths = [int(n) for n in lengths]
         listed = ", ".join(f"{name}: {n}" for name, n in zip(self.names, lengths))
         msg = f"{self.what}: lengths that must be equal differ ({listed})"
-        if 1 in lengths:
-            msg += " (a length 1 broadcasts only along a dimension declared broadcastable)"
+        if self.hint and 1 in lengths:
+            msg += f" ({self.hint})"
         return msg
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -830,14 +832,15 @@ def _length_key(n):
     return n
 
 
-def equal_lengths(lengths, what, name_of=None, guard=None):
+def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
     """The one length of ``lengths`` (ints, int scalar variables), which must all be
     equal: ``lengths[0]`` when they are known equal (the same int or constant, the same
     variable's length), else an :class:`EqualLengths` node that checks them when the graph
     runs. Ints that differ raise :class:`LengthMismatchError` now. ``what`` names the op
     and the dimension that need them equal; ``name_of(k)`` names ``lengths[k]`` (called
-    only when a check is made). With ``guard`` (a length), ``guard`` itself is returned,
-    checked by the lengths' agreement.
+    only when a check is made); ``hint`` follows the lengths in the error where one is 1.
+    With ``guard`` (a length), ``guard`` itself is returned, checked by the lengths'
+    agreement.
 
     >>> from theano_dag import tensor as tt
     >>> x, y = tt.dvector("x"), tt.dvector("y")
@@ -878,12 +881,12 @@ def equal_lengths(lengths, what, name_of=None, guard=None):
         return guard if guard is not None else lengths[0]
     known = [(key, name) for key, name in zip(keys, names) if type(key) is int]
     if len(known) > 1:  # lengths known now to differ (equal ones were kept once)
-        check = EqualLengths(what, [_name(name_of, name) for _, name in known])
+        check = EqualLengths(what, [_name(name_of, name) for _, name in known], hint=hint)
         raise LengthMismatchError(check.message([key for key, _ in known]))
     names = tuple(_name(name_of, name) for name in names)
     if guard is not None:
-        return EqualLengths(what, names, guard=True)(guard, *kept)
-    return EqualLengths(what, names)(*kept)
+        return EqualLengths(what, names, guard=True, hint=hint)(guard, *kept)
+    return EqualLengths(what, names, hint=hint)(*kept)
 
 
 def checked_shape(shape, lengths, what, names):

@@ -105,17 +105,18 @@ def local_shape_i_static(fgraph, node):
     # shape_i(x, i) -> c   when x.type.shape[i] == c
     # shape(x) -> [c...]   when x.type.shape is fully known
     x = node.inputs[0]
+    if isinstance(node.op, Shape_i):
+        s = x.type.shape[node.op.i]
+        if s is None:
+            return False
+        c = constant(np.asarray(s, dtype=node.outputs[0].dtype))
+    else:
+        if None in x.type.shape:
+            return False
+        c = constant(np.asarray(x.type.shape, dtype=node.outputs[0].dtype))
     if x.owner is not None and fgraph is not None and not value_computed(fgraph, x):
         inferred = local_infer_shape.transform(fgraph, node)
         if inferred:
             return inferred
         # (an op that cannot tell: its static shape, as before)
-    if isinstance(node.op, Shape_i):
-        s = x.type.shape[node.op.i]
-        if s is None:
-            return False
-        return [constant(np.asarray(s, dtype=node.outputs[0].dtype))]
-    if None in x.type.shape:
-        return False
-    c = constant(np.asarray(x.type.shape, dtype=node.outputs[0].dtype))
     return [c] if c.type == node.outputs[0].type else False

@@ -355,7 +355,7 @@ def local_useless_equal_lengths(fgraph, node):
     op = node.op
     lengths = node.inputs[1:] if op.guard else node.inputs
     guard = node.inputs[0] if op.guard else None
-    new = equal_lengths(lengths, op.what, op.names.__getitem__, guard=guard)
+    new = equal_lengths(lengths, op.what, op.names.__getitem__, guard=guard, hint=op.hint)
     if new.owner is not None and new.owner.op == op and new.owner.inputs == node.inputs:
         return False
     new = fit(node.outputs[0], new)
