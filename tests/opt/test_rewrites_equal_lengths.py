@@ -3,6 +3,8 @@
 and engine, and where the lengths are known equal (or the value is computed anyway) no
 check is made."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -275,3 +277,12 @@ def test_the_dask_engine_raises_the_check():
     with pytest.raises(LengthMismatchError) as info:
         f(np.ones(3), np.ones(4))
     assert str(info.value).splitlines()[0] == MUL_XY
+
+
+def test_the_cpu_engine_checks_inline():
+    # one comparison in the generated call; the op's perform only to raise
+    f = theano_dag.function([x, y], tt.alloc(0.0, (x * y).shape[0]))
+    np.testing.assert_array_equal(f(np.ones(3), np.ones(3)), np.zeros(3))
+    assert re.search(r"^ *if (\w+) != (\w+): \w+\(\1, \2\)$", f.fn.source(), re.M)
+    with pytest.raises(LengthMismatchError):
+        f(np.ones(3), np.ones(4))
