@@ -286,3 +286,15 @@ def test_the_cpu_engine_checks_inline():
     assert re.search(r"^ *if (\w+) != (\w+): \w+\(\1, \2\)$", f.fn.source(), re.M)
     with pytest.raises(LengthMismatchError):
         f(np.ones(3), np.ones(4))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="local_elemwise_drop_broadcast (and local_useless_fill) drop a fill whose "
+    "model's length the other inputs are not known to have: grad(sum(x * y), x) is y",
+)
+def test_a_gradient_of_lengths_that_differ_raises():
+    f = theano_dag.function([x, y], theano_dag.grad((x * y).sum(), x))
+    np.testing.assert_array_equal(f(np.arange(3.0), np.arange(3.0)), np.arange(3.0))
+    with pytest.raises(ValueError):
+        f(np.ones(3), np.ones(4))
