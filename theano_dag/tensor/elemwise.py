@@ -132,12 +132,13 @@ def broadcast_static_shape(shapes, who="Elemwise"):
 BROADCAST_HINT = "a length 1 broadcasts only along a dimension declared broadcastable"
 
 
-def broadcast_lengths(op, inputs, input_shapes, static):
+def broadcast_lengths(op, inputs, input_shapes, static, skip=()):
     """The shape of the result of elementwise ``op`` on ``inputs`` (with dimensions
     ``static``: the result's static shape), from the inputs' shapes: along each dimension
     the length the inputs not broadcastable there share, 1 where every input is. Where
     two or more give it and they are not known equal, a check that they are
     (``equal_lengths``): a shape computed without the value raises where the op would.
+    The dimensions in ``skip`` (a reduction's) get None, with no check.
 
     >>> from theano_dag import tensor as tt
     >>> x, y = tt.dvector("x"), tt.dvector("y")
@@ -147,6 +148,9 @@ def broadcast_lengths(op, inputs, input_shapes, static):
     """
     out = []
     for d, s in enumerate(static):
+        if d in skip:
+            out.append(None)
+            continue
         ks = [k for k, x in enumerate(inputs) if not x.type.broadcastable[d]]
         if not ks:
             out.append(1 if s is None else s)

@@ -140,8 +140,9 @@ class FusedReduce(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         ndim = max(x.ndim for x in node.inputs)
-        full = broadcast_lengths(self, node.inputs, input_shapes, (None,) * ndim)
-        axes = self.reduce_op._axes(len(full))
+        axes = self.reduce_op._axes(ndim)
+        # (The reduced lengths are no length of the result: unchecked, as before.)
+        full = broadcast_lengths(self, node.inputs, input_shapes, (None,) * ndim, skip=axes)
         return [tuple(s for d, s in enumerate(full) if d not in axes)]
 
     def L_op(self, inputs, outputs, output_grads):
