@@ -94,6 +94,9 @@ class IfElse(Op):
     """
 
     __props__ = ("as_view", "gpu", "n_outs")
+    # A compiled function may compute an input only when its branch is taken (the shape
+    # rewrites read this: a value an IfElse reads may never be computed).
+    lazy_inputs = True
 
     def __init__(self, n_outs, as_view=False, gpu=False, name=None):
         if not isinstance(n_outs, (int, np.integer)) or n_outs < 1:

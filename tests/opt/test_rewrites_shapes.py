@@ -263,7 +263,9 @@ def test_shape_feature_same_shape():
     feature = ShapeFeature()
     g.attach_feature(feature)
     assert feature.same_shape(x, o) and feature.same_shape(x, o, 0, 0)
-    assert not feature.same_shape(y, o)  # the sum's shape is read from x
+    # The sum's length is checked equal to both x's and y's (the graph raises if not).
+    assert feature.same_shape(y, o)
+    assert not feature.same_shape(x, tt.dvector("z"))
     assert len(feature.shape_of[o]) == 1
     m = tt.dmatrix("m")
     g = FunctionGraph([m], [m.T], clone=False)

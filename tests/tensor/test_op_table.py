@@ -183,6 +183,9 @@ EXEMPT = {
     # made by the rewrite lazy_branches from an IfElse, not by users: tests/test_ifelse.py
     # checks it on every engine in float32, float64 and int64
     "theano_dag.ifelse.LazyIfElse": "made by a rewrite: tests/test_ifelse.py (every engine)",
+    # a check of lengths that shape rewrites make: tests/opt/test_rewrites_equal_lengths.py
+    # runs it on py, cpu (C kernels) and dask, its error and its value
+    "theano_dag.tensor.shape.EqualLengths": "made by shapes: test_rewrites_equal_lengths.py",
 }
 # Random variables: a value is a draw, not a function of the inputs; tests/tensor/
 # test_random.py and test_random_distributions.py check them against numpy's Generator

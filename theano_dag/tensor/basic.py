@@ -24,6 +24,7 @@ from theano_dag.tensor.shape import (
     Shape,
     Shape_i,
     as_int_vector,
+    equal_lengths,
     flatten,
     make_vector,
     reshape,
@@ -465,11 +466,21 @@ class Join(Op):
 
             return [_along(node.inputs[0], len(shapes[0]), total, lambda d: shapes[0][d])]
         axis = self.axis % node.inputs[0].ndim
-        out = list(input_shapes[0])
-        total = input_shapes[0][axis]
-        for s in input_shapes[1:]:
-            total = total + s[axis]
-        out[axis] = total
+        out = []
+        for d in range(node.inputs[0].ndim):
+            if d == axis:
+                total = input_shapes[0][axis]
+                for s in input_shapes[1:]:
+                    total = total + s[axis]
+                out.append(total)
+                continue
+
+            # The parts' other lengths: equal, as numpy's concatenate needs them.
+            def name_of(k):
+                return str(node.inputs[k])
+
+            lengths = [s[d] for s in input_shapes]
+            out.append(equal_lengths(lengths, f"{self} along dimension {d}", name_of))
         return [tuple(out)]
 
     def connection_pattern(self, node):

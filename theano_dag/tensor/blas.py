@@ -312,7 +312,7 @@ class Dot22(Op):
         output_storage[0][0] = np.dot(x, y)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [(input_shapes[0][0], input_shapes[1][1])]
+        return [math.dot_shape(self, node, input_shapes)]
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs
@@ -349,7 +349,7 @@ class Dot22Scalar(Op):
         output_storage[0][0] = out
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [(input_shapes[0][0], input_shapes[1][1])]
+        return [math.dot_shape(self, node, input_shapes)]
 
     def L_op(self, inputs, outputs, output_grads):
         m = _math()

@@ -50,6 +50,7 @@ __all__ = [
     "Composite",
     "expand_composite_grad",
     "broadcast_static_shape",
+    "broadcast_lengths",
 ]
 
 
@@ -124,6 +125,45 @@ def broadcast_static_shape(shapes, who="Elemwise"):
             out.append(1)
         else:
             out.append(None)
+    return tuple(out)
+
+
+# What a check of an elementwise op's lengths adds where one of them is 1.
+BROADCAST_HINT = "a length 1 broadcasts only along a dimension declared broadcastable"
+
+
+def broadcast_lengths(op, inputs, input_shapes, static, skip=()):
+    """The shape of the result of elementwise ``op`` on ``inputs`` (with dimensions
+    ``static``: the result's static shape), from the inputs' shapes: along each dimension
+    the length the inputs not broadcastable there share, 1 where every input is. Where
+    two or more give it and they are not known equal, a check that they are
+    (``equal_lengths``): a shape computed without the value raises where the op would.
+    The dimensions in ``skip`` (a reduction's) get None, with no check.
+
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> node = (x * y).owner
+    >>> broadcast_lengths(node.op, node.inputs, [(3,), (3,)], (None,))
+    (3,)
+    """
+    out = []
+    for d, s in enumerate(static):
+        if d in skip:
+            out.append(None)
+            continue
+        ks = [k for k, x in enumerate(inputs) if not x.type.broadcastable[d]]
+        if not ks:
+            out.append(1 if s is None else s)
+            continue
+        lengths = [input_shapes[k][d] for k in ks]
+        if s is not None:
+            lengths.append(s)  # (a static length is an input's: known equal to it)
+
+        def name_of(j, ks=ks):
+            return str(inputs[ks[j]]) if j < len(ks) else "the static length"
+
+        what = f"{op} along dimension {d}"
+        out.append(_tensor.equal_lengths(lengths, what, name_of, hint=BROADCAST_HINT))
     return tuple(out)
 
 
@@ -283,16 +323,8 @@ class Elemwise(Op):
                 )
 
     def infer_shape(self, fgraph, node, input_shapes):
-        out = []
-        for d, s in enumerate(node.outputs[0].type.shape):
-            if s is not None:
-                out.append(s)
-                continue
-            cands = [
-                shp[d] for x, shp in zip(node.inputs, input_shapes) if not x.type.broadcastable[d]
-            ]
-            out.append(cands[0] if cands else 1)
-        return [tuple(out)] * len(node.outputs)
+        shape = broadcast_lengths(self, node.inputs, input_shapes, node.outputs[0].type.shape)
+        return [shape] * len(node.outputs)
 
     def L_op(self, inputs, outputs, output_grads):
         if all(_is_discrete(o) for o in outputs):

@@ -16,23 +16,17 @@ from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.elemwise import CAReduce, Elemwise, broadcast_static_shape, reduce_grad_to
+from theano_dag.tensor.elemwise import (
+    CAReduce,
+    Elemwise,
+    broadcast_lengths,
+    broadcast_static_shape,
+    reduce_grad_to,
+)
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["Adagrad", "FusedReduce"]
-
-
-def _broadcast_shapes(node, input_shapes):
-    """Symbolic output shape of an elementwise broadcast (as ``Elemwise.infer_shape``)."""
-    out = []
-    for d, s in enumerate(node.outputs[0].type.shape):
-        if s is not None:
-            out.append(s)
-            continue
-        cands = [shp[d] for x, shp in zip(node.inputs, input_shapes) if not x.type.broadcastable[d]]
-        out.append(cands[0] if cands else 1)
-    return tuple(out)
 
 
 class Adagrad(Op):
@@ -81,7 +75,7 @@ class Adagrad(Op):
         output_storage[1][0] = step
 
     def infer_shape(self, fgraph, node, input_shapes):
-        shape = _broadcast_shapes(node, input_shapes)
+        shape = broadcast_lengths(self, node.inputs, input_shapes, node.outputs[0].type.shape)
         return [shape, shape]
 
     def L_op(self, inputs, outputs, output_grads):
@@ -145,8 +139,10 @@ class FusedReduce(Op):
         self.reduce_op.perform(node, [mid], output_storage)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        full = _broadcast_shapes_all(node, input_shapes)
-        axes = self.reduce_op._axes(len(full))
+        ndim = max(x.ndim for x in node.inputs)
+        axes = self.reduce_op._axes(ndim)
+        # (The reduced lengths are no length of the result: unchecked, as before.)
+        full = broadcast_lengths(self, node.inputs, input_shapes, (None,) * ndim, skip=axes)
         return [tuple(s for d, s in enumerate(full) if d not in axes)]
 
     def L_op(self, inputs, outputs, output_grads):
@@ -155,12 +151,3 @@ class FusedReduce(Op):
         # The gradient of the unfused expression (a vector-Jacobian product).
         red = self.reduce_op(self._elemwise()(*inputs))
         return Lop(red, list(inputs), output_grads[0], disconnected_inputs="ignore")
-
-
-def _broadcast_shapes_all(node, input_shapes):
-    ndim = max(x.ndim for x in node.inputs)
-    out = []
-    for d in range(ndim):
-        cands = [shp[d] for x, shp in zip(node.inputs, input_shapes) if not x.broadcastable[d]]
-        out.append(cands[0] if cands else 1)
-    return tuple(out)

@@ -763,6 +763,27 @@ def _arg(cls, x, axis, keepdims):
 # -- dot ----------------------------------------------------------------------------
 
 
+def dot_shape(op, node, input_shapes):
+    """The shape of a product ``op(x, y, ...)`` (``Dot``, ``Dot22``...) from the
+    shapes of ``x`` and ``y``: ``x``'s lengths but the last, then ``y``'s but the first;
+    each checks that the inner lengths (``x``'s last, ``y``'s first) agree where they are
+    not known to, as the product would (``checked_shape``).
+
+    >>> from theano_dag import tensor as tt
+    >>> m, v = tt.dmatrix("m"), tt.dvector("v")
+    >>> node = dot(m, v).owner
+    >>> dot_shape(node.op, node, [(2, 4), (4,)])
+    (2,)
+    """
+    xs, ys = input_shapes[0], input_shapes[1]
+    out = tuple(xs[:-1]) + tuple(ys[1:])
+    if not xs or not ys:
+        return out  # a scalar operand: no inner length
+    x, y = node.inputs[0], node.inputs[1]
+    names = (f"{x} along dimension {x.ndim - 1}", f"{y} along dimension 0")
+    return _tensor.checked_shape(out, [xs[-1], ys[0]], f"{op}: the inner lengths", names)
+
+
 class Dot(Op):
     """Matrix/vector product of two tensors of 1 or 2 dimensions (numpy.dot).
 
@@ -798,8 +819,7 @@ class Dot(Op):
         output_storage[0][0] = np.asarray(np.dot(x, y), dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        xs, ys = input_shapes
-        return [tuple(xs[:-1]) + tuple(ys[1:])]
+        return [dot_shape(self, node, input_shapes)]
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs

@@ -17,6 +17,7 @@ import numpy as np
 # package when called.
 from theano_dag import tensor as _tensor
 from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor.elemwise import DimShuffle
@@ -41,6 +42,10 @@ __all__ = [
     "patternbroadcast",
     "SpecifyShape",
     "specify_shape",
+    "LengthMismatchError",
+    "EqualLengths",
+    "equal_lengths",
+    "checked_shape",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -739,6 +744,172 @@ def specify_shape(x, shape):
         if not shape:
             shape = constant(np.zeros(0, dtype="int64"))
     return SpecifyShape()(x, shape)
+
+
+class LengthMismatchError(ValueError, AssertionError):
+    """Lengths that an op needs equal (the lengths its inputs share along a dimension)
+    differ when the graph runs: numpy refuses such values (a ValueError); PyTensor's
+    shape graphs raise AssertionError."""
+
+
+class EqualLengths(Op):
+    """``EqualLengths(what, names)(n, *others)``: the length ``n``, once every length of
+    the node equals it; else ``LengthMismatchError`` naming ``what`` (the op and the
+    dimension that need them equal), each length by its name in ``names`` and its value,
+    and ``hint`` where one of them is 1 (an elementwise op's rule of broadcasting).
+
+    A shape computed without the value (``(x * y).shape``) takes one input's length
+    where the op would check that they agree: this keeps the check. ``guard=True``: the
+    first input is a length passed through unchecked, and the others are the lengths
+    compared (the inner lengths of a product, which are no length of its result). Made
+    by :func:`equal_lengths`, which leaves out the lengths known equal.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> n = EqualLengths("add along dimension 0", ("x", "y"))(x.shape[0], y.shape[0])
+    >>> int(n.eval({x: np.ones(3), y: np.ones(3)}))
+    3
+    """
+
+    __props__ = ("what", "names", "guard", "hint")
+    view_map = {0: [0]}
+
+    def __init__(self, what, names, guard=False, hint=""):
+        self.what = what
+        self.names = tuple(names)
+        self.guard = bool(guard)
+        self.hint = hint
+
+    def __str__(self):
+        return "EqualLengths{guard}" if self.guard else "EqualLengths"
+
+    def make_node(self, *lengths):
+        lengths = [as_tensor_variable(n) for n in lengths]
+        for n in lengths:
+            if n.ndim != 0 or n.dtype not in discrete_dtypes:
+                raise TypeError(f"EqualLengths: each length must be an int scalar, got {n.type}")
+        if len(lengths) - self.guard != len(self.names):
+            raise TypeError(
+                f"EqualLengths: {len(self.names)} names for "
+                f"{len(lengths) - self.guard} lengths compared"
+            )
+        return Apply(self, lengths, [lengths[0].type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        compared = inputs[1:] if self.guard else inputs
+        first = compared[0]
+        for n in compared[1:]:
+            if n != first:
+                raise LengthMismatchError(self.message(compared))
+        output_storage[0][0] = inputs[0]
+
+    def message(self, lengths):
+        """The error of lengths that differ, naming each."""
+        lengths = [int(n) for n in lengths]
+        listed = ", ".join(f"{name}: {n}" for name, n in zip(self.names, lengths))
+        msg = f"{self.what}: lengths that must be equal differ ({listed})"
+        if self.hint and 1 in lengths:
+            msg += f" ({self.hint})"
+        return msg
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [()]
+
+    def connection_pattern(self, node):
+        return [[False] for _ in node.inputs]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected() for _ in inputs]
+
+
+def _length_key(n):
+    """What identifies a length known equal to another: its value when known (an int, a
+    constant), the input and dimension of a ``Shape_i``, else the variable."""
+    if isinstance(n, (int, np.integer)):
+        return int(n)
+    if isinstance(n, Constant):
+        v = np.asarray(n.data)
+        return int(v) if v.ndim == 0 and v.dtype.kind in "iub" else n
+    owner = n.owner
+    if owner is not None and isinstance(owner.op, Shape_i):
+        return (owner.inputs[0], owner.op.i)
+    return n
+
+
+def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
+    """The one length of ``lengths`` (ints, int scalar variables), which must all be
+    equal: ``lengths[0]`` when they are known equal (the same int or constant, the same
+    variable's length), else an :class:`EqualLengths` node that checks them when the graph
+    runs. Ints that differ raise :class:`LengthMismatchError` now. ``what`` names the op
+    and the dimension that need them equal; ``name_of(k)`` names ``lengths[k]`` (called
+    only when a check is made); ``hint`` follows the lengths in the error where one is 1.
+    With ``guard`` (a length), ``guard`` itself is returned, checked by the lengths'
+    agreement.
+
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> equal_lengths([3, 3], "add"), equal_lengths([shape_i(x, 0), shape_i(x, 0)], "add")
+    (3, Shape_i{0}.0)
+    >>> n = equal_lengths([shape_i(x, 0), shape_i(y, 0)], "add", ["x", "y"].__getitem__)
+    >>> n.owner.op.names
+    ('x', 'y')
+    >>> equal_lengths([3, 4], "add")
+    Traceback (most recent call last):
+    ...
+    theano_dag.tensor.shape.LengthMismatchError: add: lengths that must be equal differ ...
+    """
+    if name_of is None:
+        name_of = "length {}".format
+    # (lengths, names) of the lengths to compare, one of each group known equal; a check
+    # met among them (a shape made of shapes) gives its own lengths.
+    kept, names, keys = [], [], []
+    for k, n in enumerate(lengths):
+        owner = getattr(n, "owner", None)
+        if owner is not None and isinstance(owner.op, EqualLengths) and not owner.op.guard:
+            parts = list(zip(owner.inputs, owner.op.names))
+        else:
+            parts = [(n, None)]
+        for part, name in parts:
+            key = _length_key(part)
+            if key in keys:
+                continue
+            if isinstance(key, Variable) and any(
+                isinstance(other, Variable) and equal_computations([part], [other])
+                for other in kept
+            ):
+                continue
+            kept.append(part)
+            names.append(name if name is not None else k)
+            keys.append(key)
+    if len(kept) <= 1:
+        return guard if guard is not None else lengths[0]
+    known = [(key, name) for key, name in zip(keys, names) if type(key) is int]
+    if len(known) > 1:  # lengths known now to differ (equal ones were kept once)
+        check = EqualLengths(what, [_name(name_of, name) for _, name in known], hint=hint)
+        raise LengthMismatchError(check.message([key for key, _ in known]))
+    names = tuple(_name(name_of, name) for name in names)
+    if guard is not None:
+        return EqualLengths(what, names, guard=True, hint=hint)(guard, *kept)
+    return EqualLengths(what, names, hint=hint)(*kept)
+
+
+def checked_shape(shape, lengths, what, names):
+    """``shape`` (a result's lengths), each length checked by the agreement of
+    ``lengths``: lengths that must be equal and are no length of the result (a product's
+    inner lengths), named by ``names``; see :func:`equal_lengths`.
+
+    >>> from theano_dag import tensor as tt
+    >>> m, v = tt.dmatrix("m"), tt.dvector("v")
+    >>> (n,) = checked_shape((shape_i(m, 0),), [shape_i(m, 1), shape_i(v, 0)], "dot", ("m", "v"))
+    >>> n.owner.op.guard, n.owner.inputs[0].owner.op
+    (True, Shape_i{0})
+    """
+    return tuple(equal_lengths(lengths, what, names.__getitem__, guard=n) for n in shape)
+
+
+def _name(name_of, x):
+    return x if isinstance(x, str) else name_of(x)
 
 
 def shape_padleft(t, n_ones=1):

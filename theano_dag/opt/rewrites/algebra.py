@@ -576,7 +576,9 @@ def local_0_dot_x(fgraph, node):
     shapes = [tuple(shape_i(v, d) for d in range(v.ndim)) for v in (x, y)]
     (shape,) = node.op.infer_shape(fgraph, node, shapes)
     zeros = alloc(typed_constant(0, out.dtype), *shape)
-    if x.ndim and y.ndim:  # the product's own check of the inner lengths stays
+    if x.ndim and y.ndim and not shape:
+        # The product's own check of the inner lengths stays (the lengths of a result
+        # with dimensions check them: Dot's infer_shape).
         inner = tm.eq(shapes[0][-1], shapes[1][0])
         zeros = Assert("dot: the inner dimensions of the operands differ")(zeros, inner)
     return [zeros]

@@ -11,7 +11,9 @@ import numpy as np
 
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.local import LocalOptimizer, local_optimizer
+from theano_dag.opt.rewrites.shapes import local_infer_shape
 from theano_dag.opt.rewrites.table import RULES
+from theano_dag.opt.rewrites.utils import value_computed
 from theano_dag.tensor.shape import Shape, Shape_i
 from theano_dag.tensor.variable import constant
 
@@ -91,7 +93,15 @@ RULES.specialize()(ConstantFolding())
 @RULES.canonicalize("fast_compile")
 @local_optimizer([Shape_i, Shape])
 def local_shape_i_static(fgraph, node):
-    """The shape of a variable whose static shape is known is a constant."""
+    """The shape of a variable whose static shape is known is a constant. Of a computed
+    variable that the function does not compute otherwise, the op's ``infer_shape``
+    says first (``local_infer_shape``): a static length derived from one input's holds
+    only where the others agree, which it checks.
+
+    >>> import theano_dag.tensor as tt
+    >>> local_shape_i_static.transform(None, tt.specify_shape(tt.dvector(), (3,)).shape.owner)
+    [TensorConstant{[3]}]
+    """
     # shape_i(x, i) -> c   when x.type.shape[i] == c
     # shape(x) -> [c...]   when x.type.shape is fully known
     x = node.inputs[0]
@@ -99,8 +109,14 @@ def local_shape_i_static(fgraph, node):
         s = x.type.shape[node.op.i]
         if s is None:
             return False
-        return [constant(np.asarray(s, dtype=node.outputs[0].dtype))]
-    if None in x.type.shape:
-        return False
-    c = constant(np.asarray(x.type.shape, dtype=node.outputs[0].dtype))
+        c = constant(np.asarray(s, dtype=node.outputs[0].dtype))
+    else:
+        if None in x.type.shape:
+            return False
+        c = constant(np.asarray(x.type.shape, dtype=node.outputs[0].dtype))
+    if x.owner is not None and fgraph is not None and not value_computed(fgraph, x):
+        inferred = local_infer_shape.transform(fgraph, node)
+        if inferred:
+            return inferred
+        # (an op that cannot tell: its static shape, as before)
     return [c] if c.type == node.outputs[0].type else False

@@ -29,12 +29,13 @@ from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
-from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace
+from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, value_computed
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
+    EqualLengths,
     MakeVector,
     Reshape,
     Shape,
@@ -252,6 +253,13 @@ def _as_length(entry):
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
+def _unchecked(length):
+    """``length`` without the ``EqualLengths`` check at its top (the length it passes)."""
+    while length.owner is not None and isinstance(length.owner.op, EqualLengths):
+        length = length.owner.inputs[0]
+    return length
+
+
 @RULES.canonicalize("fast_compile", "ShapeOpt")
 @local_optimizer([Shape_i, Shape])
 def local_infer_shape(fgraph, node):
@@ -284,6 +292,11 @@ def local_infer_shape(fgraph, node):
         return False
     if any(x in ancestors([length]) for length in lengths):
         return False  # infer_shape asked for the output's own shape
+    if value_computed(fgraph, x):
+        # The op checks the lengths its inputs share when it computes x, which the
+        # function does: the shape need not check them again (a gradient's shapes of
+        # the forward values it also computes).
+        lengths = [_unchecked(length) for length in lengths]
     if isinstance(node.op, Shape_i):
         return [lengths[0]]
     # The shape of a 0-d value is the empty vector, whatever computes the value.
@@ -351,7 +364,9 @@ class ShapeFeature(Feature):
 
     def same_shape(self, x, y, dim_x=None, dim_y=None) -> bool:
         """Whether ``x`` and ``y`` are known to have the same shape (or the same length
-        along ``dim_x`` and ``dim_y``): their shape expressions are the same graph."""
+        along ``dim_x`` and ``dim_y``): their shape expressions are the same graph, or
+        one is a check (``EqualLengths``) that the other is equal to the lengths it
+        compares (the graph raises where they are not)."""
         sx, sy = self.shape_tuple(x), self.shape_tuple(y)
         if dim_x is not None:
             sx = (sx[dim_x],)
@@ -359,7 +374,23 @@ class ShapeFeature(Feature):
             sy = (sy[dim_y],)
         if len(sx) != len(sy):
             return False
-        return all(a is b or equal_computations([a], [b]) for a, b in zip(sx, sy))
+        return all(_same_length(a, b) for a, b in zip(sx, sy))
+
+
+def _checked_lengths(length):
+    """``length``, and the lengths it is checked equal to when it is an ``EqualLengths``."""
+    owner = length.owner
+    if owner is None or not isinstance(owner.op, EqualLengths):
+        return [length]
+    return [length, *(owner.inputs[1:] if owner.op.guard else owner.inputs)]
+
+
+def _same_length(a, b) -> bool:
+    return any(
+        u is v or equal_computations([u], [v])
+        for u in _checked_lengths(a)
+        for v in _checked_lengths(b)
+    )
 
 
 def _alloc_under(var):

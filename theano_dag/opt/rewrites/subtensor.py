@@ -63,11 +63,15 @@ from theano_dag.tensor.arrays import assert_op
 from theano_dag.tensor.basic import Alloc, ARange, alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
+    EqualLengths,
+    LengthMismatchError,
     MakeVector,
     Rebroadcast,
     Reshape,
     Shape,
+    Shape_i,
     SpecifyShape,
+    equal_lengths,
     shape_i,
 )
 from theano_dag.tensor.subtensor import (
@@ -279,11 +283,33 @@ def _lift_over_rebroadcast(node):
     return [keep_trace(node.outputs[0], new, [x, *node.inputs[1:]])]
 
 
+def _cut_lengths_known_equal(ins, entries) -> bool:
+    """Whether ``ins`` are known to have equal lengths along each dimension that the
+    index ``entries`` cuts (an integer, a slice that is not ``:``)."""
+    for d, e in enumerate(entries):
+        if isinstance(e, slice) and _full(e):
+            continue
+        lengths = []
+        for i in ins:
+            n = known_lengths(i)[d]
+            lengths.append(shape_i(i, d) if n is None else n)
+        try:
+            n = equal_lengths(lengths, "local_subtensor_lift")
+        except LengthMismatchError:
+            return False  # known to differ: the run raises
+        owner = getattr(n, "owner", None)
+        if owner is not None and isinstance(owner.op, EqualLengths):
+            return False
+    return True
+
+
 @canonicalize()
 @local_optimizer([Subtensor])
 def local_subtensor_lift(fgraph, node):
     """An indexing of an elementwise result nothing else reads moves to the inputs: the
-    elementwise op computes only the part that is read.
+    elementwise op computes only the part that is read. Where two inputs give a length
+    the index cuts, they must be known equal (the same variable's, the same static
+    length): ``(x * y)[0]`` of two vectors stays, and raises when their lengths differ.
 
     >>> import theano_dag.tensor as tt
     >>> x = tt.dmatrix("x")
@@ -307,6 +333,10 @@ def local_subtensor_lift(fgraph, node):
     scalar_like = [i for i in ins if all(i.type.broadcastable) and i.ndim == u.ndim]
     if len(ins) > 1 and len(full) + len(scalar_like) != len(ins):
         return False  # an input broadcast along some dimensions only: not lifted
+    if len(full) > 1 and not _cut_lengths_known_equal(full, index_entries(node)):
+        # The op checks the lengths the index cuts; the parts of its inputs would not
+        # (a check kept with them cost more per call than the whole op on small arrays).
+        return False
     new_ins = [
         node.op(i, *idx)
         if (len(ins) == 1 or not any(i.type.broadcastable))
@@ -609,7 +639,9 @@ def local_subtensor_of_shape(fgraph, node):
     i = _const_index(entry)
     if i is None or not -x.ndim <= i < x.ndim:
         return False
-    new = fit(node.outputs[0], shape_i(x, i % x.ndim))
+    # (Shape_i itself, not shape_i's constant of a static length: local_shape_i_static
+    # decides whether that length needs a check.)
+    new = fit(node.outputs[0], Shape_i(i % x.ndim)(x))
     return [new] if new is not None else False
 
 
@@ -907,7 +939,10 @@ def local_subtensor_of_alloc(fgraph, node):
     index out of range), so there it must be a constant known to be in range.
 
     A dimension of the value of unknown length is left alone: it may be 1, spread by
-    the alloc at run time, or the full length, and the part to read differs. An alloc
+    the alloc at run time, or the full length, and the part to read differs. One the
+    index cuts, of a known length other than 1, is checked against the alloc's (the alloc
+    checks that they agree; their parts might): a length of the result passes the check
+    (``EqualLengths``), and with none to carry it the lengths must be known equal. An alloc
     seen through a DimShuffle that inserts length-1 axes counts as an alloc too.
 
     >>> import theano_dag.tensor as tt
@@ -934,7 +969,7 @@ def local_subtensor_of_alloc(fgraph, node):
         return False
     entries = index_entries(node)
     added = u.ndim - val.ndim
-    val_entries, lengths = [], []
+    val_entries, lengths, cut = [], [], []
     val_lengths = known_lengths(val)
     for d, e in enumerate(entries):
         n = val_lengths[d - added] if d >= added else 1
@@ -942,6 +977,8 @@ def local_subtensor_of_alloc(fgraph, node):
             return False
         if not isinstance(e, slice) and n == 1 and not _in_range(e, dims[d]):
             return False
+        if n != 1 and not (isinstance(e, slice) and _full(e)):
+            cut.append((d, n))  # the alloc checks n against dims[d]; the parts might not
         if d >= added:
             # a length-1 dimension of the value is spread: every index reads its element
             val_entries.append(e if n != 1 else (FULL if isinstance(e, slice) else 0))
@@ -954,6 +991,23 @@ def local_subtensor_of_alloc(fgraph, node):
     out = node.outputs[0]
     # a length the result's type fixes (a dimension of x.shape that is 1) as a constant
     lengths = [n if n is not None else m for n, m in zip(out.type.shape, lengths)]
+    for d, n in cut:
+        # One length of the result not fixed by its type passes the check of the cut one.
+        k = next((k for k, s in enumerate(out.type.shape) if s is None), None)
+        try:
+            checked = equal_lengths(
+                [n, dims[d]],
+                f"{a.op} along dimension {d}",
+                ("the value's length", "the length asked").__getitem__,
+                guard=None if k is None else lengths[k],
+            )
+        except LengthMismatchError:
+            return False  # known to differ: the run raises
+        if k is None:
+            if checked is not n:
+                return False  # not known equal, and no length to check them with
+            continue
+        lengths[k] = checked
     new = fit(out, alloc(new_val, *lengths))
     return [keep_trace(out, new, [val, *dims, *node.inputs[1:]])] if new is not None else False
 

@@ -20,7 +20,14 @@ from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc, Join, Tile
 from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
+from theano_dag.tensor.shape import (
+    EqualLengths,
+    MakeVector,
+    Reshape,
+    Shape,
+    Shape_i,
+    equal_lengths,
+)
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -35,6 +42,7 @@ CASTS = [elemwise_of(ts.convert_to(d)) for d in all_dtypes if d != "float16"]
 __all__ = [
     "is_length_of",
     "local_remove_identity_op",
+    "local_useless_equal_lengths",
     "local_useless_elemwise",
     "local_useless_dimshuffle",
     "local_useless_reshape",
@@ -329,11 +337,37 @@ def local_remove_useless_assert(fgraph, node):
     return [node.op(value, *kept)] if kept else [value]
 
 
+@useless()
+@local_optimizer([EqualLengths])
+def local_useless_equal_lengths(fgraph, node):
+    """The lengths of a check known equal (the same constant, the same variable's
+    length) are checked once; a check of a check checks its lengths; with one length
+    left, the check goes.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> n = EqualLengths("add", ("x", "y", "x again"))(x.shape[0], y.shape[0], x.shape[0])
+    >>> local_useless_equal_lengths.transform(None, n.owner)[0].owner.op.names
+    ('x', 'y')
+    """
+    # equal_lengths(a, b, a) -> equal_lengths(a, b) ; equal_lengths(a, a) -> a
+    # equal_lengths(equal_lengths(a, b), c) -> equal_lengths(a, b, c)
+    op = node.op
+    lengths = node.inputs[1:] if op.guard else node.inputs
+    guard = node.inputs[0] if op.guard else None
+    new = equal_lengths(lengths, op.what, op.names.__getitem__, guard=guard, hint=op.hint)
+    if new.owner is not None and new.owner.op == op and new.owner.inputs == node.inputs:
+        return False
+    new = fit(node.outputs[0], new)
+    return [new] if new is not None else False
+
+
 @RULES.canonicalize("unsafe", opt_in=True)
-@local_optimizer([Assert])
+@local_optimizer([Assert, EqualLengths])
 def local_remove_all_assert(fgraph, node):
-    """Every Assert goes, its conditions unchecked: faster, and unsafe (a wrong shape or
-    index then gives a wrong result instead of an error). Only a mode that names it
+    """Every Assert goes, its conditions unchecked, and so does every check of lengths
+    that must be equal (``EqualLengths``): faster, and unsafe (a wrong shape or index
+    then gives a wrong result instead of an error). Only a mode that names it
     runs it: ``mode.including("local_remove_all_assert")``.
 
     >>> import theano_dag.tensor as tt

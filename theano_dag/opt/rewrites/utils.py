@@ -21,6 +21,7 @@ from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
+from theano_dag.tensor.shape import Shape, Shape_i
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
 
@@ -42,6 +43,7 @@ __all__ = [
     "keep_trace",
     "count_scalar_ops",
     "graph_holds",
+    "value_computed",
 ]
 
 
@@ -365,4 +367,34 @@ def graph_holds(fgraph, *sops) -> bool:
     for s in sops:
         if counts.get(type(s)):
             return True
+    return False
+
+
+# The ops that read only their input's shape, and how far value_computed looks for an
+# output.
+_SHAPE_OPS = (Shape, Shape_i)
+VALUE_COMPUTED_SEARCH = 64
+
+
+def value_computed(fgraph, v) -> bool:
+    """Whether the function computes ``v`` (not only its shape): a path leads from it to
+    an output through nodes that read values (not ``Shape``/``Shape_i``, not an
+    ``IfElse`` that may leave a branch uncomputed), found within
+    ``VALUE_COMPUTED_SEARCH`` values."""
+    if fgraph is None:
+        return False
+    seen, stack = {v}, [v]
+    while stack:
+        for client, _ in fgraph.clients.get(stack.pop(), ()):
+            if client == "output":
+                return True
+            op = client.op
+            if isinstance(op, _SHAPE_OPS) or getattr(op, "lazy_inputs", False):
+                continue
+            for o in client.outputs:
+                if o not in seen:
+                    if len(seen) >= VALUE_COMPUTED_SEARCH:
+                        return False
+                    seen.add(o)
+                    stack.append(o)
     return False

@@ -25,7 +25,7 @@ from theano_dag.tensor.elemwise import CAReduce, DimShuffle, reduce_last_axis
 from theano_dag.tensor.extra_ops import CumOp
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.math import Dot
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
+from theano_dag.tensor.shape import EqualLengths, MakeVector, Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -369,6 +369,20 @@ def _shape_steps(node, ctx):
         return [f"{outs[0]} = {arr}({ins[0]}{sub}, dtype={i64})"]
 
     return [Step(node, node.outputs, (x,), emit, kind="call")]
+
+
+def _equal_lengths_steps(node, ctx):
+    """A check of lengths inline: the comparison, and the op's ``perform`` (which says
+    which lengths differ) only when it fails; the output is the first input."""
+    fail = ctx.glob(make_call(node), "F")
+    first = 1 if node.op.guard else 0
+
+    def emit(ins, outs, target):
+        a = ins[first]
+        cond = " or ".join(f"{a} != {b}" for b in ins[first + 1 :])
+        return [f"if {cond}: {fail}({', '.join(ins)})", f"{outs[0]} = {ins[0]}"]
+
+    return [Step(node, node.outputs, node.inputs, emit, kind="view", views={0: 0})]
 
 
 def _const_index(node, ctx, idx_inputs):
@@ -759,6 +773,7 @@ def register_defaults():
     register_impl(DeepCopyOp)(_deepcopy_steps)
     register_impl(ViewOp)(_viewop_steps)
     register_impl(Shape, Shape_i)(_shape_steps)
+    register_impl(EqualLengths)(_equal_lengths_steps)
     register_impl(Subtensor)(_subtensor_steps)
     register_impl(IncSubtensor)(_inc_subtensor_steps)
     register_impl(Reshape)(_reshape_steps)

@@ -1,0 +1,300 @@
+"""A shape computed without the value checks the lengths the op needs equal
+(``EqualLengths``): where numpy refuses the values, the shape raises too, in every mode
+and engine, and where the lengths are known equal (or the value is computed anyway) no
+check is made."""
+
+import re
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.cpu.plan import shapes as plan_shapes
+from theano_dag.graph.basic import io_toposort
+from theano_dag.opt.rewrites.shapes import local_infer_shape
+from theano_dag.opt.rewrites.useless import local_remove_all_assert, local_useless_equal_lengths
+from theano_dag.tensor.shape import (
+    EqualLengths,
+    LengthMismatchError,
+    checked_shape,
+    equal_lengths,
+    shape_i,
+)
+from theano_dag.tensor.subtensor import Subtensor
+
+MUL = "Elemwise{mul,no_inplace} along dimension 0: lengths that must be equal differ"
+MUL_XY = f"{MUL} (x: 3, y: 4)"
+DOT = (
+    "Dot: the inner lengths: lengths that must be equal differ (m along dimension 1: 4, "
+    "x along dimension 0: 3)"
+)
+# the value's own error, where the function computes the value
+MUL_VALUE = "Elemwise{mul,no_inplace}: input shapes [(3,), (4,)] do not match along dimension 0"
+
+x, y, m = tt.dvector("x"), tt.dvector("y"), tt.dmatrix("m")
+
+# name -> (output, error type, message, what numpy gives for lengths that agree)
+ROWS = {
+    "shape": ((x * y).shape, LengthMismatchError, MUL_XY, lambda a, b, mm: np.shape(a * b)),
+    "shape0": (
+        (x + y).shape[0],
+        LengthMismatchError,
+        MUL_XY.replace("mul", "add"),
+        lambda a, b, mm: (a + b).shape[0],
+    ),
+    "size": ((x * y).size, LengthMismatchError, MUL_XY, lambda a, b, mm: (a * b).size),
+    "alloc": (
+        tt.alloc(0.0, (x * y).shape[0]),
+        LengthMismatchError,
+        MUL_XY,
+        lambda a, b, mm: np.zeros((a * b).shape[0]),
+    ),
+    "arange": (
+        tt.arange((x - y).shape[0]),
+        LengthMismatchError,
+        MUL_XY.replace("mul", "sub"),
+        lambda a, b, mm: np.arange((a - b).shape[0]),
+    ),
+    "index": ((x * y)[0], ValueError, MUL_VALUE, lambda a, b, mm: (a * b)[0]),
+    "slice": ((x * y)[:2], ValueError, MUL_VALUE, lambda a, b, mm: (a * b)[:2]),
+    "dot_shape": (tt.dot(m, x).shape, LengthMismatchError, DOT, lambda a, b, mm: (2,)),
+}
+
+MODES = {
+    "FAST_RUN": lambda: get_mode("FAST_RUN"),
+    "FAST_COMPILE": lambda: get_mode("FAST_COMPILE"),
+    "py": lambda: Mode(linker="py"),
+}
+
+
+def _compile(out, mode):
+    return theano_dag.function([x, y, m], out, mode=mode, on_unused_input="ignore")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", ROWS)
+def test_a_shape_of_lengths_that_differ_raises(row, mode):
+    out, error, message, want = ROWS[row]
+    with ckernel.compile_mode("sync"):
+        f = _compile(out, MODES[mode]())
+        a, mm = np.arange(3.0), np.ones((2, 4))
+        if row == "dot_shape":
+            np.testing.assert_array_equal(f(a, a, np.ones((2, 3))), want(a, a, mm))
+        else:
+            np.testing.assert_array_equal(f(a, a + 1, mm), want(a, a + 1, mm))
+        with pytest.raises(error) as info:
+            f(a, np.ones(4), mm)
+    assert str(info.value).splitlines()[0] == message
+    if error is ValueError:  # the value's own error (ShapeError on the CPU engine's plan)
+        assert not isinstance(info.value, LengthMismatchError)
+
+
+def test_a_length_1_on_a_dimension_not_declared_broadcastable_is_named():
+    f = theano_dag.function([x, y], (x * y).shape)
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.ones(1), np.ones(4))
+    assert str(info.value).splitlines()[0] == (
+        f"{MUL} (x: 1, y: 4) (a length 1 broadcasts only along a "
+        "dimension declared broadcastable)"
+    )
+    # broadcastable: no check, numpy's broadcast
+    r = tt.TensorType("float64", shape=(1,))("r")
+    g = theano_dag.function([r, y], (r * y).shape)
+    assert g(np.ones(1), np.ones(4)).tolist() == [4]
+    assert not _checks(g)
+
+
+def test_the_other_lengths_of_a_join_are_checked():
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    f = theano_dag.function([a, b], tt.concatenate([a, b], axis=0).shape)
+    assert f(np.ones((2, 3)), np.ones((4, 3))).tolist() == [6, 3]
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.ones((2, 3)), np.ones((4, 5)))
+    assert str(info.value).splitlines()[0] == (
+        "Join{axis=0} along dimension 1: lengths that must be equal differ (a: 3, b: 5)"
+    )
+    with pytest.raises(LengthMismatchError) as info:  # a join never broadcasts: no hint
+        f(np.ones((2, 1)), np.ones((4, 5)))
+    assert str(info.value).splitlines()[0].endswith("(a: 1, b: 5)")
+
+
+def test_an_alloc_indexed_keeps_its_check_of_the_value():
+    v, n = tt.TensorType("float64", shape=(3,))("v"), tt.lscalar("n")
+    f = theano_dag.function([v, n], tt.alloc(v, n)[:2])
+    # the part of v read is allocated, its length passing the check of v's against n's
+    (sub,) = [nd for nd in f.maker.fgraph.toposort() if isinstance(nd.op, Subtensor)]
+    assert sub.inputs[0].name == "v" and len(_checks(f)) == 1
+    np.testing.assert_array_equal(f(np.arange(3.0), 3), [0.0, 1.0])
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.arange(3.0), 5)
+    assert str(info.value).splitlines()[0] == (
+        "Alloc along dimension 0: lengths that must be equal differ (the value's length: 3, "
+        "the length asked: 5)"
+    )
+
+
+def _checks(f):
+    return [n for n in f.maker.fgraph.toposort() if isinstance(n.op, EqualLengths)]
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        (x * x).shape,  # the same variable's length
+        (tt.exp(x) * x + 2).shape,
+        (x[:, None] * y).shape,  # broadcast: each length from one input
+    ],
+    ids=["same", "same_through_exp", "outer"],
+)
+def test_no_check_where_the_lengths_are_known_equal(out):
+    f = theano_dag.function([x, y], out, on_unused_input="ignore")
+    assert not _checks(f)
+
+
+def test_no_check_for_static_lengths_that_agree():
+    s3 = tt.TensorType("float64", shape=(3,))
+    a, b = s3("a"), s3("b")
+    f = theano_dag.function([a, b], (a * b).shape)
+    assert not _checks(f)
+    # one static, one not: the other is checked against the static length
+    g = theano_dag.function([a, y], (a * y).shape)
+    (check,) = _checks(g)
+    assert [tt.get_scalar_constant_value(check.inputs[0])] == [3]
+    with pytest.raises(LengthMismatchError):
+        g(np.ones(3), np.ones(4))
+
+
+def test_no_check_where_the_function_computes_the_value():
+    # The op checks its inputs when it computes x * y: the shape need not (a gradient's
+    # shapes of its forward values).
+    p = x * y
+    f = theano_dag.function([x, y], [p, p.shape])
+    assert not _checks(f)
+    with pytest.raises(ValueError, match="do not match along dimension 0"):
+        f(np.ones(3), np.ones(4))
+    # the same value read by nothing but shapes (also through another op) is not computed
+    g = theano_dag.function([x, y], [p.shape[0] + tt.exp(p).shape[0]])
+    assert len(_checks(g)) == 1
+    with pytest.raises(LengthMismatchError):
+        g(np.ones(3), np.ones(4))
+
+
+def test_one_check_for_nested_elementwise_results():
+    z = tt.dvector("z")
+    f = theano_dag.function([x, y, z], ((x * y) + z).shape, mode=get_mode("FAST_RUN"))
+    (check,) = _checks(f)
+    assert len(check.inputs) == 3
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.ones(3), np.ones(3), np.ones(4))
+    listed = str(info.value).splitlines()[0].split("differ (")[1].rstrip(")").split(", ")
+    assert sorted(listed) == ["x: 3", "y: 3", "z: 4"]
+
+
+def test_equal_lengths_keeps_one_of_each_known_equal_length():
+    n0, n0b, n1 = shape_i(x, 0), shape_i(x, 0), shape_i(y, 0)
+    assert equal_lengths([n0, n0b], "op") is n0
+    assert equal_lengths([3, np.int64(3), tt.constant(3)], "op") == 3
+    c = equal_lengths([n0, n1, n0b], "op", ["a", "b", "c"].__getitem__)
+    assert c.owner.op == EqualLengths("op", ("a", "b")) and c.owner.inputs == [n0, n1]
+    # a check among the lengths gives its own
+    z = tt.dvector("z")
+    d = equal_lengths([c, shape_i(z, 0)], "op2", ["c", "z"].__getitem__)
+    assert d.owner.inputs == [n0, n1, d.owner.inputs[2]] and d.owner.op.names == ("a", "b", "z")
+    with pytest.raises(LengthMismatchError) as info:
+        equal_lengths([3, 4, n0], "op", ["a", "b", "c"].__getitem__)
+    assert str(info.value) == "op: lengths that must be equal differ (a: 3, b: 4)"
+
+
+def test_a_guard_passes_its_length_once_the_others_agree():
+    (n,) = checked_shape((shape_i(m, 0),), [shape_i(m, 1), shape_i(x, 0)], "dot", ("m", "x"))
+    f = theano_dag.function([m, x], n)
+    assert int(f(np.ones((2, 4)), np.ones(4))) == 2
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.ones((2, 4)), np.ones(3))
+    assert str(info.value).splitlines()[0] == "dot: lengths that must be equal differ (m: 4, x: 3)"
+    assert checked_shape((5,), [3, 3], "dot", ("a", "b")) == (5,)
+
+
+def test_equal_lengths_refuses_what_is_not_an_int_scalar():
+    with pytest.raises(TypeError, match="EqualLengths: each length must be an int scalar"):
+        EqualLengths("op", ("a", "b"))(x, shape_i(y, 0))
+    with pytest.raises(TypeError, match="EqualLengths: 1 names for 2 lengths compared"):
+        EqualLengths("op", ("a",))(shape_i(x, 0), shape_i(y, 0))
+
+
+def test_useless_and_unsafe_rewrites_of_a_check():
+    n0 = shape_i(x, 0)
+    c = EqualLengths("op", ("a", "b", "c"))(n0, shape_i(y, 0), shape_i(x, 0))
+    (new,) = local_useless_equal_lengths.transform(None, c.owner)
+    assert new.owner.op.names == ("a", "b") and new.owner.inputs[0] is n0
+    same = EqualLengths("op", ("a", "b"))(n0, shape_i(x, 0))
+    assert local_useless_equal_lengths.transform(None, same.owner) == [n0]
+    assert local_useless_equal_lengths.transform(None, new.owner) is False
+    assert local_remove_all_assert.transform(None, new.owner) == [n0]
+
+
+def test_local_infer_shape_checks_without_an_fgraph():
+    (new,) = local_infer_shape.transform(None, (x * y).shape.owner)
+    (n,) = new.owner.inputs
+    assert isinstance(n.owner.op, EqualLengths)
+
+
+def test_the_planner_leaves_a_check_that_fails_to_the_run():
+    # The plan computes the check from the input shapes; lengths that differ leave its
+    # value unknown (and the alloc unplanned): the check itself raises when run.
+    n = equal_lengths([shape_i(x, 0), shape_i(y, 0)], "op", ["x", "y"].__getitem__)
+    z = tt.alloc(0.0, n)
+    order = io_toposort([x, y], [z])
+    shapes, known = plan_shapes.infer_shapes(None, order, {x: (3,), y: (3,)})
+    assert shapes[z] == (3,) and int(known[n]) == 3
+    shapes, known = plan_shapes.infer_shapes(None, order, {x: (3,), y: (4,)})
+    assert shapes[z] is None and n not in known
+    # an op's own infer_shape with numbers: lengths that differ leave the node to its op
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    j = tt.concatenate([a, b], axis=0)
+    order = io_toposort([a, b], [j])
+    assert plan_shapes.infer_shapes(None, order, {a: (2, 3), b: (4, 3)})[0][j] == (6, 3)
+    assert plan_shapes.infer_shapes(None, order, {a: (2, 3), b: (4, 5)})[0][j] is None
+    f = theano_dag.function([a, b], j)
+    with pytest.raises(ValueError, match="cannot join shapes"):
+        f(np.ones((2, 3)), np.ones((4, 5)))
+
+
+def test_elemwise_infer_shape_with_numbers():
+    node = (x * y).owner
+    assert node.op.infer_shape(None, node, [(3,), (3,)]) == [(3,)]
+    with pytest.raises(LengthMismatchError, match=r"\(x: 3, y: 4\)"):
+        node.op.infer_shape(None, node, [(3,), (4,)])
+
+
+def test_the_dask_engine_raises_the_check():
+    pytest.importorskip("dask")
+    f = theano_dag.function([x, y], (x * y).shape, mode=Mode(linker="dask"))
+    assert f(np.ones(3), np.ones(3)).tolist() == [3]
+    with pytest.raises(LengthMismatchError) as info:
+        f(np.ones(3), np.ones(4))
+    assert str(info.value).splitlines()[0] == MUL_XY
+
+
+def test_the_cpu_engine_checks_inline():
+    # one comparison in the generated call; the op's perform only to raise
+    f = theano_dag.function([x, y], tt.alloc(0.0, (x * y).shape[0]))
+    np.testing.assert_array_equal(f(np.ones(3), np.ones(3)), np.zeros(3))
+    assert re.search(r"^ *if (\w+) != (\w+): \w+\(\1, \2\)$", f.fn.source(), re.M)
+    with pytest.raises(LengthMismatchError):
+        f(np.ones(3), np.ones(4))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="local_elemwise_drop_broadcast (and local_useless_fill) drop a fill whose "
+    "model's length the other inputs are not known to have: grad(sum(x * y), x) is y",
+)
+def test_a_gradient_of_lengths_that_differ_raises():
+    f = theano_dag.function([x, y], theano_dag.grad((x * y).sum(), x))
+    np.testing.assert_array_equal(f(np.arange(3.0), np.arange(3.0)), np.arange(3.0))
+    with pytest.raises(ValueError):
+        f(np.ones(3), np.ones(4))
