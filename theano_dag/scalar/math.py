@@ -7,6 +7,7 @@ input ``x`` and the output ``out``).
 
 from __future__ import annotations
 
+import functools
 import math as _pymath
 import warnings
 
@@ -620,6 +621,7 @@ _ERFCX_DERIV_CF = {"float64": (2.6, 32)}  # (threshold, terms)
 _ERFCX_DERIV_CF_DEFAULT = (1.5, 16)  # float32 and float16
 
 
+@functools.cache  # impl asks at every call of the numpy path
 def _erfcx_deriv_polys(order):
     """The coefficients (lowest power first) of ``P_n`` and of ``Q_n / (2 / sqrt(pi))``."""
     p_prev, p = [1], [0, 2]

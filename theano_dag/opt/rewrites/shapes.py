@@ -292,7 +292,7 @@ def local_infer_shape(fgraph, node):
         return False
     if any(x in ancestors([length]) for length in lengths):
         return False  # infer_shape asked for the output's own shape
-    if value_computed(fgraph, x):
+    if any(_unchecked(length) is not length for length in lengths) and value_computed(fgraph, x):
         # The op checks the lengths its inputs share when it computes x, which the
         # function does: the shape need not check them again (a gradient's shapes of
         # the forward values it also computes).
