@@ -2,6 +2,7 @@
 
 import contextlib
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -548,14 +549,75 @@ def test_scalar_op_with_theanos_c_code_signature(engine):
         np.testing.assert_allclose(f(xv), np.exp(xv * 2.0 + 1.0), rtol=1e-15)
         np.testing.assert_allclose(f(xv[:3]), np.exp(xv[:3] * 2.0 + 1.0), rtol=1e-15)
     theano_form = [w for w in caught if "has Theano's signature" in str(w.message)]
-    # The kernel generators (C and OpenCL) ask for an expression once: one warning.
-    assert len(theano_form) == (engine in ("cpu_c", "opencl")), [str(w.message) for w in caught]
+    # The C kernels embed the statements; OpenCL's generator asks for an expression
+    # once: one warning.
+    assert len(theano_form) == (engine == "opencl"), [str(w.message) for w in caught]
     if theano_form:
         assert str(theano_form[0].message) == (
             "_TheanoStyleIdentity.c_code has Theano's signature (node, name, inputs, outputs, "
-            "sub), whose C statements theano_dag's kernels do not take: identity runs with its "
+            "sub), whose C statements the OpenCL kernels do not take: identity runs with its "
             "Python implementation (impl)"
         )
+    if engine == "cpu_c":
+        src = ckernel.c_code(f)
+        # the user's statement, in the fused loop with the exp
+        assert re.search(r"(\w+)_0 = \1_i0;", src), src
+        assert "exp(" in src
+
+
+class _TheanoStyleBroken(ts.UnaryScalarOp):
+    """A Theano-form ``c_code`` that does not compile (it calls a function C lacks)."""
+
+    def impl(self, x):
+        return x + 1.0
+
+    def c_code(self, node, name, inp, out, sub):
+        return f"{out[0]} = no_such_function({inp[0]});"
+
+    def __eq__(self, other):
+        return isinstance(self, type(other))
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+class _TheanoStyleFailing(_TheanoStyleBroken):
+    """A Theano-form ``c_code`` that can fail (``%(fail)s``): a kernel loop cannot."""
+
+    def c_code(self, node, name, inp, out, sub):
+        return f"if ({inp[0]} < 0) {{ {sub['fail']} }} {out[0]} = {inp[0]} + 1.0;"
+
+
+@pytest.mark.parametrize(
+    "cls, why",
+    [
+        (_TheanoStyleBroken, "whose C statements do not compile in a kernel ("),
+        (_TheanoStyleFailing, "whose C statements do not compile in a kernel (plus1: its C "
+         "code can fail, which a kernel loop cannot)"),
+    ],
+)  # fmt: skip
+def test_theano_c_code_that_a_kernel_cannot_take_runs_impl_with_one_warning(cls, why):
+    if not theano_dag.config.cxx:
+        pytest.skip("no C compiler (config.cxx is empty)")
+    op = cls(ts.upgrade_to_float, name="plus1")
+    x = tt.dvector("x")
+    out = tt.exp(Elemwise(op, name="plus1")(x) * 2.0)
+    scalar_basic._WARNED_THEANO_C_CODE.discard(cls)
+    with warnings.catch_warnings(record=True) as caught, ckernel.compile_mode("sync"):
+        warnings.simplefilter("always")
+        f = theano_dag.function([x], out, mode=Mode(linker="cpu"))
+        xv = np.linspace(-1.0, 1.0, 7)
+        np.testing.assert_allclose(f(xv), np.exp((xv + 1.0) * 2.0), rtol=1e-15)
+        np.testing.assert_allclose(f(xv), np.exp((xv + 1.0) * 2.0), rtol=1e-15)
+    msgs = [str(w.message) for w in caught if "has Theano's signature" in str(w.message)]
+    assert len(msgs) == 1, [str(w.message) for w in caught]
+    assert msgs[0].startswith(
+        f"{cls.__name__}.c_code has Theano's signature (node, name, inputs, outputs, sub), " + why
+    ), msgs[0]
+    assert msgs[0].endswith(": plus1 runs with its Python implementation (impl)")
+    assert cls is _TheanoStyleFailing or "no_such_function" in msgs[0], msgs[0]
+    # the rest of the function is still C
+    assert not [w for w in caught if "C kernels unavailable" in str(w.message)]
 
 
 # -- scalar ops whose gradient is written for scalar variables (Theano's convention) ----

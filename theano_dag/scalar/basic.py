@@ -707,25 +707,31 @@ def _is_theano_c_code(fn) -> bool:
 _WARNED_THEANO_C_CODE: set = set()
 
 
+def warn_theano_c_code(op, why):
+    """Warn, once per class of ``op``, that its Theano-form ``c_code`` is not used and
+    why (``why`` ends the sentence); the op then runs with its ``impl``."""
+    cls = type(op)
+    if cls not in _WARNED_THEANO_C_CODE:
+        _WARNED_THEANO_C_CODE.add(cls)
+        warnings.warn(
+            f"{cls.__name__}.c_code has Theano's signature (node, name, inputs, outputs, "
+            f"sub), {why}: {op} runs with its Python implementation (impl)",
+            stacklevel=3,
+        )
+
+
 def _theano_c_code_adapter(theano_c_code):
     """``c_code`` for a user's scalar op written for Theano: called as Theano calls it
-    (five arguments), the user's method; called by the kernel generators, which want
-    one C expression per output, NotImplementedError, so the engines compute the op
-    with its ``impl`` (warned once per class)."""
+    (five arguments), the user's method. The CPU engine's C kernels take its statements
+    (``ScalarOp.theano_c_code``); called by a kernel generator that wants one C
+    expression per output (OpenCL's), NotImplementedError, so that engine computes the
+    op with its ``impl`` (warned once per class)."""
 
     @functools.wraps(theano_c_code)
     def c_code(self, *args, **kwargs):
         if len(args) + len(kwargs) == 5:
             return theano_c_code(self, *args, **kwargs)
-        cls = type(self)
-        if cls not in _WARNED_THEANO_C_CODE:
-            _WARNED_THEANO_C_CODE.add(cls)
-            warnings.warn(
-                f"{cls.__name__}.c_code has Theano's signature (node, name, inputs, "
-                "outputs, sub), whose C statements theano_dag's kernels do not take: "
-                f"{self} runs with its Python implementation (impl)",
-                stacklevel=2,
-            )
+        warn_theano_c_code(self, "whose C statements the OpenCL kernels do not take")
         raise NotImplementedError(f"{self} has C code in Theano's form only")
 
     return c_code
@@ -764,11 +770,15 @@ class ScalarOp(Op):
     __props__ = ("output_types_preference",)
 
     name = None  # a subclass whose __init__ skips this one's (Theano's tests do) has none
+    # A user's op written for Theano: its own ``c_code(node, name, inputs, outputs, sub)``,
+    # C statements assigning the outputs, which the CPU engine's kernels embed.
+    theano_c_code = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         user_c_code = cls.__dict__.get("c_code")
         if user_c_code is not None and _is_theano_c_code(user_c_code):
+            cls.theano_c_code = user_c_code
             cls.c_code = _theano_c_code_adapter(user_c_code)
 
     def __init__(self, output_types_preference=None, name=None):

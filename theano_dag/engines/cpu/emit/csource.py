@@ -24,14 +24,16 @@ exact multiples), which call helper functions of the preamble.
 from __future__ import annotations
 
 import ctypes
+import re
 import struct
 
 import numpy as np
 
 from theano_dag import scalar as ts
-from theano_dag.engines.cpu.native import c_source
+from theano_dag.config import config
+from theano_dag.engines.cpu.native import c_source, cc
 from theano_dag.graph.basic import Constant
-from theano_dag.scalar.basic import C_TYPES
+from theano_dag.scalar.basic import C_TYPES, warn_theano_c_code
 
 __all__ = ["NotCompilable", "DTYPE_CODES", "array_layout", "preamble", "kernel_source"]
 
@@ -225,6 +227,102 @@ def scalar_c(op, args, in_dtypes, out_dtypes) -> list:
         raise NotCompilable(f"{op} has no C expression ({e})") from None
 
 
+# -- scalar ops written for Theano ----------------------------------------------------
+
+_NPY_TYPE = re.compile(r"\bnpy_(bool|u?int(?:8|16|32|64)|float(?:32|64))\b")
+# Theano's %(fail)s: the kernels have no way out of the loop, so code using it is not taken.
+_FAIL = "td_theano_fail"
+# C unit -> None when it compiles, else the compiler's complaint (once per process; the
+# library itself is in the kernel cache, so a later process runs no compiler).
+_CHECKED: dict = {}
+
+
+def _theano_block(op, in_dt, out_dt, ins, outs, name) -> str:
+    """The user's Theano-form C of ``op`` as one C block: Theano's numpy type names
+    defined, the inputs as named constants, the outputs ``outs`` (declared by the
+    caller) assigned."""
+    node = op.make_node(*[ts.get_scalar_type(d)() for d in in_dt])
+    in_names = [f"{name}_i{j}" for j in range(len(in_dt))]
+    code = op.theano_c_code(node, name, list(in_names), list(outs), {"fail": _FAIL})
+    if not isinstance(code, str):
+        raise NotCompilable(f"{op}: c_code returned {type(code).__name__}, expected C source")
+    if _FAIL in code:
+        raise NotCompilable(f"{op}: its C code can fail, which a kernel loop cannot")
+    head = [f"typedef {C_TYPES[t]} npy_{t};" for t in sorted(set(_NPY_TYPE.findall(code)))]
+    head += [f"const {C_TYPES[d]} {n} = {a};" for d, n, a in zip(in_dt, in_names, ins)]
+    return "{ " + " ".join(head) + "\n" + code + "\n}"
+
+
+def _theano_code_compiles(op, in_dt, out_dt) -> str | None:
+    """None when the Theano-form C of ``op`` compiles on its own (one small library,
+    cached like the kernels'), else the compiler's first complaint."""
+    params = ", ".join(f"{C_TYPES[d]} p{j}" for j, d in enumerate(in_dt))
+    results = ", ".join(f"{C_TYPES[d]} *r{j}" for j, d in enumerate(out_dt))
+    outs = [f"td_o{j}" for j in range(len(out_dt))]
+    block = _theano_block(op, in_dt, out_dt, [f"p{j}" for j in range(len(in_dt))], outs, "n")
+    unit = "\n".join(
+        [
+            "#include <math.h>",
+            "#include <stdint.h>",
+            f"void td_check({params}, {results}) {{",
+            *[f"{C_TYPES[d]} {o};" for d, o in zip(out_dt, outs)],
+            block,
+            *[f"*r{j} = {o};" for j, o in enumerate(outs)],
+            "}",
+        ]
+    )
+    if unit not in _CHECKED:
+        tc = cc.get_toolchain(config.cxx)
+        if tc is None:
+            _CHECKED[unit] = "no C compiler"
+        else:
+            try:
+                # loaded too: C lets an undeclared function through to the linker
+                ctypes.CDLL(cc.compile_library(tc, unit, cc.kernel_dir(config.compiledir)))
+                _CHECKED[unit] = None
+            except cc.CompileError as e:
+                lines = [ln for ln in str(e).splitlines() if "error:" in ln] or [str(e)]
+                _CHECKED[unit] = lines[0][lines[0].find("error:") :].strip()
+            except OSError as e:  # "<path>: <path>: undefined symbol: f"
+                _CHECKED[unit] = str(e).rsplit(".so: ", 1)[-1]
+    return _CHECKED[unit]
+
+
+def theano_statements(op, args, in_dt, out_dt, name, lines) -> list:
+    r"""Append the C statements of scalar ``op``, whose ``c_code`` has Theano's form
+    (``op.theano_c_code``), applied to C expressions ``args``; return its outputs' C
+    names. Code that does not compile on its own, or that can fail, raises
+    NotCompilable (the op then runs with its ``impl``, warned once per class).
+
+    >>> from theano_dag import scalar as ts
+    >>> class Twice(ts.UnaryScalarOp):
+    ...     def impl(self, x):
+    ...         return 2 * x
+    ...     def c_code(self, node, name, inp, out, sub):
+    ...         return f"{out[0]} = 2 * {inp[0]};"
+    >>> lines = []
+    >>> theano_statements(Twice(ts.upgrade_to_float), ["a0[i]"], ["float64"], ["float64"],
+    ...                   "t0", lines)
+    ['t0_0']
+    >>> print("\n".join(lines))
+    double t0_0;
+    { const double t0_i0 = a0[i];
+    t0_0 = 2 * t0_i0;
+    }
+    """
+    try:
+        why = _theano_code_compiles(op, in_dt, out_dt)
+    except NotCompilable as e:
+        why = str(e)
+    if why is not None:
+        warn_theano_c_code(op, f"whose C statements do not compile in a kernel ({why})")
+        raise NotCompilable(f"{op}: {why}")
+    outs = [f"{name}_{j}" for j in range(len(out_dt))]
+    lines.extend(f"{C_TYPES[d]} {o};" for d, o in zip(out_dt, outs))
+    lines.append(_theano_block(op, in_dt, out_dt, args, outs, name))
+    return outs
+
+
 def _dtype_error(d, what) -> NotCompilable:
     """The error for a value (``what``) of a dtype C kernels do not handle. Callers test
     ``d in DTYPE_CODES`` first: this runs for every scalar of every kernel, and the
@@ -264,6 +362,8 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
                 raise _dtype_error(d, f"scalar op {op}")
         if hasattr(op, "nodes") and hasattr(op, "inputs"):
             exprs = composite_statements(op, args, f"{prefix}{k}n", lines)
+        elif getattr(op, "theano_c_code", None) is not None:
+            exprs = theano_statements(op, args, in_dt, out_dt, f"{prefix}{k}t", lines)
         else:
             exprs = scalar_c(op, args, in_dt, out_dt)
         if len(outs) == 1 and exprs:
@@ -348,6 +448,8 @@ def _kernel_body(node, arg_pos, consts, in_dt, out_dt):
             raise _dtype_error(d, f"output {o}")
     if hasattr(sop, "nodes") and hasattr(sop, "inputs"):
         outs = composite_statements(sop, exprs, "t", lines)
+    elif getattr(sop, "theano_c_code", None) is not None:
+        outs = theano_statements(sop, exprs, in_dt, out_dt, "t", lines)
     else:
         outs = scalar_c(sop, exprs, in_dt, out_dt)
     return lines, outs
