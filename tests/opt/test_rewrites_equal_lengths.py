@@ -14,8 +14,15 @@ from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.cpu.plan import shapes as plan_shapes
 from theano_dag.graph.basic import io_toposort
+from theano_dag.opt.rewrites.algebra import local_elemwise_drop_broadcast, local_mul_one
 from theano_dag.opt.rewrites.shapes import local_infer_shape
-from theano_dag.opt.rewrites.useless import local_remove_all_assert, local_useless_equal_lengths
+from theano_dag.opt.rewrites.useless import (
+    local_remove_all_assert,
+    local_useless_equal_lengths,
+    local_useless_fill,
+)
+from theano_dag.opt.rewrites.utils import length_sources, lengths_kept
+from theano_dag.scalar.composite import Composite
 from theano_dag.tensor.shape import (
     EqualLengths,
     LengthMismatchError,
@@ -288,13 +295,78 @@ def test_the_cpu_engine_checks_inline():
         f(np.ones(3), np.ones(4))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="local_elemwise_drop_broadcast (and local_useless_fill) drop a fill whose "
-    "model's length the other inputs are not known to have: grad(sum(x * y), x) is y",
-)
-def test_a_gradient_of_lengths_that_differ_raises():
-    f = theano_dag.function([x, y], theano_dag.grad((x * y).sum(), x))
-    np.testing.assert_array_equal(f(np.arange(3.0), np.arange(3.0)), np.arange(3.0))
-    with pytest.raises(ValueError):
+GRADS = {
+    # name -> (the gradient, what numpy gives for lengths that agree)
+    "mul_x": (lambda: theano_dag.grad((x * y).sum(), x), lambda a, b: b),
+    "mul_y": (lambda: theano_dag.grad((x * y).sum(), y), lambda a, b: a),
+    "add": (lambda: theano_dag.grad((x + y).sum(), x), lambda a, b: np.ones_like(a)),
+    "sub_exp": (lambda: theano_dag.grad((tt.exp(x) - y).sum(), y), lambda a, b: -np.ones_like(b)),
+}
+
+
+@pytest.mark.parametrize("mode", [*MODES, "c"])
+@pytest.mark.parametrize("row", GRADS)
+def test_a_gradient_of_lengths_that_differ_raises(row, mode):
+    # The gradient of sum(x * y) with respect to x is y where x's and y's lengths agree,
+    # and raises where they do not, as the forward value does (the fill of the gradient
+    # of sum keeps x's length: local_elemwise_drop_broadcast, local_useless_fill and
+    # local_mul_one no longer drop it).
+    grad, want = GRADS[row]
+    with ckernel.compile_mode("sync"):
+        m = get_mode("FAST_RUN") if mode == "c" else MODES[mode]()
+        f = theano_dag.function([x, y], grad(), mode=m)
+        a, b = np.arange(3.0), np.arange(3.0) + 2
+        np.testing.assert_array_equal(f(a, b), want(a, b))
+        with pytest.raises(ValueError) as info:
+            f(np.ones(3), np.ones(4))
+    assert "do not match along dimension 0" in str(info.value).splitlines()[0]
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        np.ones(3) * np.ones(4)
+
+
+def test_a_gradient_of_a_value_computed_keeps_no_fill():
+    # The forward value computed in the same function checks x's length against y's:
+    # its gradient's fill goes (the gradient is y itself).
+    c = (x * y).sum()
+    f = theano_dag.function([x, y], [c, theano_dag.grad(c, x)])
+    assert f.maker.fgraph.outputs[1].owner.inputs[0] is f.maker.fgraph.inputs[1]
+    with pytest.raises(ValueError, match="do not match along dimension 0"):
         f(np.ones(3), np.ones(4))
+
+
+def test_a_gradient_of_lengths_known_equal_keeps_no_fill():
+    f = theano_dag.function([x], theano_dag.grad((x * tt.exp(x)).sum(), x))
+    assert not any(
+        isinstance(getattr(n.op, "scalar_op", None), Composite) and "second" in str(n.op.scalar_op)
+        for n in f.maker.fgraph.toposort()
+    )
+    a = np.arange(3.0)
+    np.testing.assert_allclose(f(a), np.exp(a) * (1 + a))
+
+
+def test_fill_rewrites_keep_lengths_not_known_equal():
+    one = tt.constant([1.0])
+    kept = y * tt.fill(x * y, one)
+    assert local_elemwise_drop_broadcast.transform(None, kept.owner) is None
+    assert local_mul_one.transform(None, kept.owner) is False
+    assert local_useless_fill.transform(None, tt.fill(x * y, y).owner) is False
+    # known equal: the same variable's length, through elementwise ops and dimshuffles
+    (new,) = local_useless_fill.transform(None, tt.fill(tt.exp(y) * 2, y).owner)
+    assert new is y
+    assert local_mul_one.transform(None, (y * tt.fill(tt.exp(y), one)).owner) == [y]
+    mt = m.T
+    ones = tt.fill(tt.exp(m).T, tt.constant([[1.0]]))
+    assert local_mul_one.transform(None, (mt * ones).owner) == [mt]
+
+
+def test_length_sources():
+    assert length_sources(x, 0) == {(x, 0)}
+    assert length_sources(x * y, 0) == {(x, 0), (y, 0)}
+    assert length_sources(m.T, 1) == {(m, 0)}
+    assert length_sources(tt.alloc(0.0, 3, shape_i(m, 1)), 0) == {3}
+    assert length_sources(tt.alloc(0.0, 3, shape_i(m, 1)), 1) == {(m, 1)}
+    assert length_sources(tt.TensorType("float64", shape=(1,))("r"), 0) == {1}
+    checked = equal_lengths([shape_i(x, 0), shape_i(y, 0)], "op", ["x", "y"].__getitem__)
+    assert length_sources(tt.alloc(0.0, checked), 0) == {(x, 0), (y, 0)}
+    assert lengths_kept(x * tt.fill(x * y, 1.0), x) is False
+    assert lengths_kept(x * tt.fill(tt.exp(x), 1.0), x) is True
