@@ -25,7 +25,8 @@ Two options make a pattern cover what a hand-written rule would:
   replacement passes through ``fit``, which returns it made to fit the replaced
   variable (cast, broadcast over ``shape_sources``, the variables the pattern matched)
   or None, and the rewrite declines (also where the types agree: a replacement may
-  drop what the replaced variable checked). A number in the output pattern is handed
+  drop what the replaced variable checked; a ``fit`` with ``fit.uses_fgraph = True`` is
+  also given ``fgraph=`` to judge that). A number in the output pattern is handed
   to ``fit`` as it is, to become a constant of the replaced variable's type.
 - ``commutative=True``: a binary root also matches with its two arguments swapped
   (``x + 0`` and ``0 + x`` are one rule).
@@ -295,7 +296,10 @@ class PatternSub(LocalOptimizer):
             return False
         ret = self._build(self.out_pattern, u)
         if self.fit is not None:
-            ret = self.fit(root, ret, list(u.values()))
+            if getattr(self.fit, "uses_fgraph", False):
+                ret = self.fit(root, ret, list(u.values()), fgraph=fgraph)
+            else:
+                ret = self.fit(root, ret, list(u.values()))
             if ret is None:
                 return False
         elif not isinstance(ret, Variable):

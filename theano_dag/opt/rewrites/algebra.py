@@ -22,6 +22,7 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, ReplaceValidate
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    client_length_sources,
     const,
     const_value,
     elemwise_of,
@@ -372,7 +373,7 @@ def local_elemwise_drop_broadcast(fgraph, node):
         others = [i for j, i in enumerate(trial) if j != k]
         if _broadcast_of(others, out.ndim) != out.type.broadcastable:
             continue
-        if not _lengths_given(fgraph, inp, trial, memo):
+        if not _lengths_given(fgraph, inp, trial, out, memo):
             continue  # the broadcast's lengths are checked against the others' here only
         ins = trial
         changed = True
@@ -384,14 +385,15 @@ def local_elemwise_drop_broadcast(fgraph, node):
         return None
 
 
-def _lengths_given(fgraph, inp, ins, memo) -> bool:
+def _lengths_given(fgraph, inp, ins, out, memo) -> bool:
     """Whether the lengths of ``inp`` (an input of an elementwise op, ``inp.ndim`` its
-    result's) are known equal to those ``ins`` give along each dimension it does not
-    broadcast (``length_sources``): dropping it drops no check."""
+    result ``out``'s) are known equal to those ``ins`` give, or the ops reading ``out``
+    check, along each dimension it does not broadcast (``length_sources``): dropping it
+    drops no check."""
     for d, b in enumerate(inp.type.broadcastable):
         if b:
             continue
-        given = frozenset()
+        given = client_length_sources(fgraph, out, d, memo)
         for i in ins:
             off = inp.ndim - i.ndim
             if d >= off and not i.type.broadcastable[d - off]:

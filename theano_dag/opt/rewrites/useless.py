@@ -15,6 +15,7 @@ from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    client_length_sources,
     const_value,
     elemwise_of,
     fit,
@@ -270,9 +271,11 @@ def local_useless_fill(fgraph, node):
         return False
     memo: dict = {}
     for d, xb in enumerate(x.broadcastable):
-        if not xb and not sources_cover(
-            length_sources(out, d, fgraph, _memo=memo), length_sources(y, d, fgraph, _memo=memo)
-        ):
+        if xb:
+            continue
+        given = length_sources(y, d, fgraph, _memo=memo)
+        given |= client_length_sources(fgraph, out, d, memo)
+        if not sources_cover(length_sources(out, d, fgraph, _memo=memo), given):
             return False  # the fill checks x's length against y's
     return y
 

@@ -36,6 +36,8 @@ __all__ = [
     "fit_keeping_lengths",
     "length_sources",
     "lengths_kept",
+    "client_length_sources",
+    "sources_cover",
     "pattern",
     "const",
     "broadcast_fill",
@@ -334,6 +336,40 @@ def _length_var_sources(n, fgraph, depth, memo) -> frozenset:
     return frozenset(((n, None),))
 
 
+# How many elementwise ops after a variable client_length_sources walks.
+CLIENT_LENGTHS_DEPTH = 8
+
+
+def client_length_sources(fgraph, v, d, _memo=None, depth=CLIENT_LENGTHS_DEPTH) -> frozenset:
+    """The sources (``length_sources``) of lengths that the elementwise ops reading ``v``
+    (and those reading their results, along the same dimension), whose results the
+    function computes, check equal to ``v``'s along dimension ``d``: what a rewrite of
+    ``v`` keeps checked by the ops after it.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> e = tt.exp(x)
+    >>> g = FunctionGraph([x, y], [e * y], clone=False)
+    >>> client_length_sources(g, e, 0) == {(y, 0)}
+    True
+    """
+    found = frozenset()
+    if fgraph is None or v.type.broadcastable[d] or depth <= 0:
+        return found
+    for client, k in fgraph.clients.get(v, ()):
+        if type(client) is str or type(client.op) is not Elemwise:
+            continue
+        out = client.outputs[0]
+        if not value_computed(fgraph, out):
+            continue
+        for j, i in enumerate(client.inputs):
+            if j != k and i.ndim == v.ndim and not i.type.broadcastable[d]:
+                found |= length_sources(i, d, fgraph, _memo=_memo)
+        found |= client_length_sources(fgraph, out, d, _memo, depth - 1)
+    return found
+
+
 def _flat(sources) -> frozenset:
     """``sources`` with each group of checked ones (``("checked", group)``) opened."""
     out = set()
@@ -382,11 +418,12 @@ def _may_drop_lengths(node) -> bool:
     return False
 
 
-def lengths_kept(old, new) -> bool:
+def lengths_kept(old, new, fgraph=None) -> bool:
     """Whether ``new`` (of ``old``'s type) still checks every length ``old``'s computation
     checks equal: each source of each length of ``old`` (``length_sources``) is one of
-    ``new``'s. A rewrite that drops a broadcast (``x * fill(x * y, 1) -> x``) would
-    otherwise give a value where the original raises.
+    ``new``'s, or of those the ops reading ``old`` in ``fgraph`` check. A rewrite that
+    drops a broadcast (``x * fill(x * y, 1) -> x``) would otherwise give a value where
+    the original raises.
 
     >>> import theano_dag.tensor as tt
     >>> x, y = tt.dvector("x"), tt.dvector("y")
@@ -401,19 +438,23 @@ def lengths_kept(old, new) -> bool:
     memo: dict = {}
     for d in range(old.ndim):
         if not old.type.broadcastable[d]:
-            need = length_sources(old, d, _memo=memo)
-            if not sources_cover(need, length_sources(new, d, _memo=memo)):
+            need = length_sources(old, d, fgraph, _memo=memo)
+            given = length_sources(new, d, fgraph, _memo=memo)
+            if not sources_cover(need, given | client_length_sources(fgraph, old, d, memo)):
                 return False
     return True
 
 
-def fit_keeping_lengths(old, new, shape_sources=()):
+def fit_keeping_lengths(old, new, shape_sources=(), fgraph=None):
     """``fit``, declining a replacement that drops a check of lengths ``old`` makes
-    (``lengths_kept``): the fit of rewrites that drop broadcasts."""
+    (``lengths_kept``, with what ``fgraph`` computes): the fit of the pattern rules."""
     new = fit(old, new, shape_sources)
-    if new is None or not isinstance(new, Variable) or not lengths_kept(old, new):
+    if new is None or not isinstance(new, Variable) or not lengths_kept(old, new, fgraph):
         return None
     return new
+
+
+fit_keeping_lengths.uses_fgraph = True  # PatternSub hands it the graph
 
 
 def pattern(name, in_pattern, out_pattern, **options):
