@@ -10,6 +10,7 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.cpu.plan import shapes as plan_shapes
@@ -23,6 +24,9 @@ from theano_dag.opt.rewrites.useless import (
 )
 from theano_dag.opt.rewrites.utils import length_sources, lengths_kept
 from theano_dag.scalar.composite import Composite
+from theano_dag.tensor import blas
+from theano_dag.tensor.elemwise import Sum
+from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.shape import (
     EqualLengths,
     LengthMismatchError,
@@ -370,3 +374,123 @@ def test_length_sources():
     assert length_sources(tt.alloc(0.0, checked), 0) == {(x, 0), (y, 0)}
     assert lengths_kept(x * tt.fill(x * y, 1.0), x) is False
     assert lengths_kept(x * tt.fill(tt.exp(x), 1.0), x) is True
+
+
+za, zb, zc = tt.dmatrix("za"), tt.dmatrix("zb"), tt.dmatrix("zc")
+ax, n = tt.lscalar("ax"), tt.lscalar("n")
+
+
+def _gemm(z, a, b):
+    return blas.gemm_no_inplace(z, 1.0, a, b, 1.0)
+
+
+# name -> (inputs, output, values that numpy refuses, the error's first line, values
+# that agree, what numpy gives for them)
+OP_SHAPES = {
+    "gemm_inner": (
+        [za, zb, zc],
+        _gemm(za, zb, zc).shape,
+        [np.ones((2, 3)), np.ones((2, 4)), np.ones((5, 3))],
+        "Gemm{no_inplace}: the inner lengths: lengths that must be equal differ "
+        "(zb along dimension 1: 4, zc along dimension 0: 5)",
+        [np.ones((2, 3)), np.ones((2, 4)), np.ones((4, 3))],
+        (2, 3),
+    ),
+    "gemm_rows": (
+        [za, zb, zc],
+        _gemm(za, zb, zc).shape,
+        [np.ones((2, 3)), np.ones((7, 4)), np.ones((4, 3))],
+        "Gemm{no_inplace} along dimension 0: lengths that must be equal differ "
+        "(za along dimension 0: 2, zb along dimension 0: 7)",
+        [np.ones((7, 3)), np.ones((7, 4)), np.ones((4, 3))],
+        (7, 3),
+    ),
+    "gemv": (
+        [y, za, x],
+        blas.gemv_no_inplace(y, 1.0, za, x, 1.0).shape,
+        [np.ones(2), np.ones((2, 3)), np.ones(4)],
+        "Gemv{no_inplace}: the inner lengths: lengths that must be equal differ "
+        "(za along dimension 1: 3, x along dimension 0: 4)",
+        [np.ones(2), np.ones((2, 3)), np.ones(3)],
+        (2,),
+    ),
+    "ger": (
+        [za, x, y],
+        blas.ger(za, 1.0, x, y).shape,
+        [np.ones((2, 3)), np.ones(2), np.ones(4)],
+        "Ger{non-destructive} along dimension 1: lengths that must be equal differ "
+        "(za along dimension 1: 3, y along dimension 0: 4)",
+        [np.ones((2, 3)), np.ones(2), np.ones(3)],
+        (2, 3),
+    ),
+    "join_symbolic_axis": (
+        [za, zb, ax],
+        tt.join(ax, za, zb).shape,
+        [np.ones((2, 3)), np.ones((4, 5)), 0],
+        "Join along dimension 1: lengths that must be equal differ (za: 3, zb: 5)",
+        [np.ones((2, 3)), np.ones((2, 5)), -1],
+        (2, 8),
+    ),
+    "alloc": (
+        [x, n],
+        tt.alloc(x, n).shape,
+        [np.ones(3), 5],
+        "Alloc along dimension 0: lengths that must be equal differ "
+        "(the length asked: 5, the value's length: 3)",
+        [np.ones(1), 5],  # a length 1 spreads
+        (5,),
+    ),
+    "alloc_2d": (
+        [x, n],
+        tt.alloc(x, n, 4).shape,
+        [np.ones(3), 2],
+        "Alloc along dimension 1: lengths that must be equal differ "
+        "(the length asked: 4, the value's length: 3)",
+        [np.ones(4), 2],
+        (2, 4),
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", OP_SHAPES)
+def test_an_op_shape_of_lengths_that_differ_raises(row, mode):
+    ins, out, bad, message, good, want = OP_SHAPES[row]
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function(ins, out, mode=MODES[mode]())
+        assert tuple(f(*good)) == want
+        with pytest.raises(LengthMismatchError) as info:
+            f(*bad)
+    assert str(info.value).splitlines()[0] == message
+    # the value raises too
+    value = theano_dag.function(ins, out.owner.inputs[0], mode=Mode(linker="py"))
+    with pytest.raises(ValueError):
+        value(*bad)
+
+
+def test_an_alloc_of_a_value_of_its_shape_checks_nothing():
+    f = theano_dag.function([x], tt.alloc(x, x.shape[0]).shape)
+    assert not _checks(f)
+    g = theano_dag.function([x], tt.alloc(tt.exp(x), 2, x.shape[0]).shape)
+    assert not _checks(g)
+
+
+def test_fused_reduce_refuses_a_length_1_not_declared_broadcastable():
+    # as the Elemwise it fuses: the error Elemwise gives
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    red = FusedReduce(Sum(axis=(0,)), ts.add)(a, b)
+    ew = tt.add(a, b)
+    for mode in MODES:
+        with ckernel.compile_mode("sync"):
+            f = theano_dag.function([a, b], red, mode=MODES[mode]())
+            g = theano_dag.function([a, b], ew, mode=Mode(linker="py"))
+            np.testing.assert_array_equal(f(np.ones((2, 3)), np.ones((2, 3))), [4.0] * 3)
+            for bad in [np.ones((1, 3)), np.ones((2, 1)), np.ones((3, 3))]:
+                with pytest.raises(ValueError) as info:
+                    f(bad, np.ones((2, 3)))
+                with pytest.raises(ValueError) as want:
+                    g(bad, np.ones((2, 3)))
+                got = str(info.value).splitlines()[0]
+                assert got == str(want.value).splitlines()[0].replace(
+                    "Elemwise{add,no_inplace}", "FusedReduce{Sum{axis=(0,)}, add}"
+                )

@@ -46,6 +46,7 @@ __all__ = [
     "EqualLengths",
     "equal_lengths",
     "checked_shape",
+    "spread_length",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -892,6 +893,34 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
     if guard is not None:
         return EqualLengths(what, names, guard=True, hint=hint)(guard, *kept)
     return EqualLengths(what, names, hint=hint)(*kept)
+
+
+def spread_length(n, length, what):
+    """``n``, a length asked of a value of length ``length`` along that dimension (an
+    alloc's, a write into a part of ``n``): checked equal to ``length`` unless ``length``
+    is 1, which numpy spreads (:func:`equal_lengths`; ``what`` names the op and the
+    dimension).
+
+    >>> from theano_dag import tensor as tt
+    >>> spread_length(4, 1, "alloc"), spread_length(4, 4, "alloc")
+    (4, 4)
+    >>> n = spread_length(tt.lscalar("n"), shape_i(tt.dvector("v"), 0), "alloc")
+    >>> n.owner.op.names
+    ('the length asked', "the value's length")
+    """
+    names = ("the length asked", "the value's length").__getitem__
+    try:
+        checked = equal_lengths([n, length], what, names)
+    except LengthMismatchError:
+        if int(_length_key(length)) == 1:
+            return n
+        raise
+    if checked is n or getattr(checked, "owner", None) is None:
+        return checked  # known equal
+    if _length_key(length) == 1:
+        return n
+    spread = _tensor.switch(_tensor.eq(length, 1), n, length)
+    return equal_lengths([n, spread], what, names)
 
 
 def checked_shape(shape, lengths, what, names):
