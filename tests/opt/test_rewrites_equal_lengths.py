@@ -439,6 +439,24 @@ OP_SHAPES = {
         [np.ones(1), 5],  # a length 1 spreads
         (5,),
     ),
+    "inc_subtensor": (
+        [x, y],
+        tt.inc_subtensor(x[1:3], y).shape,
+        [np.ones(5), np.ones(4)],
+        "IncSubtensor{int64:int64:} along dimension 0 of the part written: lengths that "
+        "must be equal differ (the part's length: 2, the value's length: 4)",
+        [np.ones(5), np.ones(1)],  # a length 1 spreads
+        (5,),
+    ),
+    "set_subtensor_row": (
+        [za, x],
+        tt.set_subtensor(za[0], x).shape,
+        [np.ones((2, 3)), np.ones(4)],
+        "SetSubtensor{int64} along dimension 0 of the part written: lengths that "
+        "must be equal differ (the part's length: 3, the value's length: 4)",
+        [np.ones((2, 3)), np.ones(3)],
+        (2, 3),
+    ),
     "alloc_2d": (
         [x, n],
         tt.alloc(x, n, 4).shape,

@@ -47,6 +47,7 @@ __all__ = [
     "equal_lengths",
     "checked_shape",
     "spread_length",
+    "spread_compared",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -908,19 +909,31 @@ def spread_length(n, length, what):
     >>> n.owner.op.names
     ('the length asked', "the value's length")
     """
-    names = ("the length asked", "the value's length").__getitem__
+    spread = spread_compared(n, length, what)
+    if spread is None:
+        return n
+    return equal_lengths([n, spread], what, SPREAD_NAMES.__getitem__)
+
+
+# The names of the lengths spread_length compares.
+SPREAD_NAMES = ("the length asked", "the value's length")
+
+
+def spread_compared(n, length, what, names=SPREAD_NAMES):
+    """What ``spread_length`` compares with ``n``: None where ``length`` is known to be 1
+    or ``n``, else ``length``, or ``n`` where it is 1 at run time (ints that differ, 1
+    aside, raise ``LengthMismatchError`` now, naming them by ``names``)."""
     try:
-        checked = equal_lengths([n, length], what, names)
+        checked = equal_lengths([n, length], what, names.__getitem__)
     except LengthMismatchError:
         if int(_length_key(length)) == 1:
-            return n
+            return None
         raise
     if checked is n or getattr(checked, "owner", None) is None:
-        return checked  # known equal
+        return None  # known equal
     if _length_key(length) == 1:
-        return n
-    spread = _tensor.switch(_tensor.eq(length, 1), n, length)
-    return equal_lengths([n, spread], what, names)
+        return None
+    return _tensor.switch(_tensor.eq(length, 1), n, length)
 
 
 def checked_shape(shape, lengths, what, names):
