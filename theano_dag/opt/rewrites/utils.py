@@ -22,6 +22,7 @@ from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
 from theano_dag.tensor.shape import EqualLengths, Shape, Shape_i
+from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
 
@@ -326,6 +327,17 @@ def _length_var_sources(n, fgraph, depth, memo) -> frozenset:
     if owner is not None and depth > 0:
         if isinstance(owner.op, Shape_i):
             return length_sources(owner.inputs[0], owner.op.i, fgraph, depth, memo)
+        shape = owner.inputs[0].owner if owner.inputs else None
+        if (
+            isinstance(owner.op, Subtensor)
+            and owner.op.idx_list == (("int",),)
+            and shape is not None
+            and isinstance(shape.op, Shape)
+        ):  # x.shape[i]
+            i = const_value(owner.inputs[1], elemwise=False)
+            x = shape.inputs[0]
+            if i is not None and -x.ndim <= int(i) < x.ndim:
+                return length_sources(x, int(i) % x.ndim, fgraph, depth, memo)
         if isinstance(owner.op, EqualLengths):
             if owner.op.guard:  # the first passes unchecked; the others, no length of it
                 return _length_var_sources(owner.inputs[0], fgraph, depth - 1, memo)
