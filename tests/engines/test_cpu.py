@@ -493,8 +493,11 @@ def test_fused_reduce_runs_planned_and_matches_the_reference():
     a, b = ts.float64("a"), ts.float64("b")
     outs = [
         FusedReduce(Sum(axis=(1,)), ts.sqr)(x),
-        # The scalar graph ignores y, yet the reduced value has the broadcast shape.
-        FusedReduce(Sum(axis=(0,)), ts.Composite([a, b], [ts.exp(a) * 2]))(x[:1], y * 0 + x),
+        # The scalar graph ignores y, yet the reduced value has the broadcast shape (a
+        # row declared broadcastable: a length 1 spreads only there, as in Elemwise).
+        FusedReduce(Sum(axis=(0,)), ts.Composite([a, b], [ts.exp(a) * 2]))(
+            x[0].dimshuffle("x", 0), y * 0 + x
+        ),
     ]
     xv, yv = np.random.default_rng(5).random((2, 30, 40))
     yv = yv[:1]

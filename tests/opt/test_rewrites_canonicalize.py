@@ -6,7 +6,9 @@ import warnings
 import numpy as np
 import pytest
 
+import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.opt.rewrites import algebra as alg
@@ -74,13 +76,20 @@ def test_add_zero_upcasts_like_the_original():
 def test_mul_zero_gives_zeros_of_the_product_shape():
     x, m = tt.dvector("x"), tt.dmatrix("m")
     zeros = tt.fill(x, c64(0))
-    check(
+    # m * zeros_like(x): zeros of m's shape would drop the check of x's length against
+    # m's rows' (the product raises for lengths that differ): it stays.
+    fg = check(
         [x, m],
         [x * 0, m * (x * 0)],
-        [zeros, tt.fill(m, c64(0))],
+        [zeros, m * zeros.dimshuffle("x", 0)],
         [rng.normal(size=3), rng.normal(size=(2, 3))],
         rules(alg.local_mul_zero),
     )
+    f = theano_dag.function([x, m], fg.outputs[1], mode=Mode(linker="py"))
+    with pytest.raises(ValueError, match="do not match along dimension 1"):
+        f(np.ones(4), np.ones((2, 3)))
+    # the same variable's lengths: zeros of the product's shape
+    check([m], [m * (m * 0)], [tt.fill(m, c64(0))], [np.ones((2, 3))], rules(alg.local_mul_zero))
 
 
 def test_mul_zero_is_tagged_nonfinite_unsafe():

@@ -10,12 +10,23 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.cpu.plan import shapes as plan_shapes
 from theano_dag.graph.basic import io_toposort
+from theano_dag.opt.rewrites.algebra import local_elemwise_drop_broadcast, local_mul_one
 from theano_dag.opt.rewrites.shapes import local_infer_shape
-from theano_dag.opt.rewrites.useless import local_remove_all_assert, local_useless_equal_lengths
+from theano_dag.opt.rewrites.useless import (
+    local_remove_all_assert,
+    local_useless_equal_lengths,
+    local_useless_fill,
+)
+from theano_dag.opt.rewrites.utils import length_sources, lengths_kept
+from theano_dag.scalar.composite import Composite
+from theano_dag.tensor import blas
+from theano_dag.tensor.elemwise import Sum
+from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.shape import (
     EqualLengths,
     LengthMismatchError,
@@ -288,13 +299,246 @@ def test_the_cpu_engine_checks_inline():
         f(np.ones(3), np.ones(4))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="local_elemwise_drop_broadcast (and local_useless_fill) drop a fill whose "
-    "model's length the other inputs are not known to have: grad(sum(x * y), x) is y",
-)
-def test_a_gradient_of_lengths_that_differ_raises():
-    f = theano_dag.function([x, y], theano_dag.grad((x * y).sum(), x))
-    np.testing.assert_array_equal(f(np.arange(3.0), np.arange(3.0)), np.arange(3.0))
-    with pytest.raises(ValueError):
+GRADS = {
+    # name -> (the gradient, what numpy gives for lengths that agree)
+    "mul_x": (lambda: theano_dag.grad((x * y).sum(), x), lambda a, b: b),
+    "mul_y": (lambda: theano_dag.grad((x * y).sum(), y), lambda a, b: a),
+    "add": (lambda: theano_dag.grad((x + y).sum(), x), lambda a, b: np.ones_like(a)),
+    "sub_exp": (lambda: theano_dag.grad((tt.exp(x) - y).sum(), y), lambda a, b: -np.ones_like(b)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", GRADS)
+def test_a_gradient_of_lengths_that_differ_raises(row, mode):
+    # The gradient of sum(x * y) with respect to x is y where x's and y's lengths agree,
+    # and raises where they do not, as the forward value does (the fill of the gradient
+    # of sum keeps x's length: local_elemwise_drop_broadcast, local_useless_fill and
+    # local_mul_one no longer drop it).
+    grad, want = GRADS[row]
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function([x, y], grad(), mode=MODES[mode]())
+        a, b = np.arange(3.0), np.arange(3.0) + 2
+        np.testing.assert_array_equal(f(a, b), want(a, b))
+        with pytest.raises(ValueError) as info:
+            f(np.ones(3), np.ones(4))
+    assert "do not match along dimension 0" in str(info.value).splitlines()[0]
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        np.ones(3) * np.ones(4)
+
+
+def test_a_gradient_of_a_value_computed_keeps_no_fill():
+    # The forward value computed in the same function checks x's length against y's:
+    # its gradient's fill goes (the gradient is y itself).
+    c = (x * y).sum()
+    f = theano_dag.function([x, y], [c, theano_dag.grad(c, x)])
+    assert f.maker.fgraph.outputs[1].owner.inputs[0] is f.maker.fgraph.inputs[1]
+    with pytest.raises(ValueError, match="do not match along dimension 0"):
         f(np.ones(3), np.ones(4))
+
+
+def test_a_gradient_of_lengths_known_equal_keeps_no_fill():
+    f = theano_dag.function([x], theano_dag.grad((x * tt.exp(x)).sum(), x))
+    assert not any(
+        isinstance(getattr(n.op, "scalar_op", None), Composite) and "second" in str(n.op.scalar_op)
+        for n in f.maker.fgraph.toposort()
+    )
+    a = np.arange(3.0)
+    np.testing.assert_allclose(f(a), np.exp(a) * (1 + a))
+
+
+def test_fill_rewrites_keep_lengths_not_known_equal():
+    one = tt.constant([1.0])
+    kept = y * tt.fill(x * y, one)
+    assert local_elemwise_drop_broadcast.transform(None, kept.owner) is None
+    assert local_mul_one.transform(None, kept.owner) is False
+    assert local_useless_fill.transform(None, tt.fill(x * y, y).owner) is False
+    # known equal: the same variable's length, through elementwise ops and dimshuffles
+    (new,) = local_useless_fill.transform(None, tt.fill(tt.exp(y) * 2, y).owner)
+    assert new is y
+    assert local_mul_one.transform(None, (y * tt.fill(tt.exp(y), one)).owner) == [y]
+    mt = m.T
+    ones = tt.fill(tt.exp(m).T, tt.constant([[1.0]]))
+    assert local_mul_one.transform(None, (mt * ones).owner) == [mt]
+
+
+def test_length_sources():
+    assert length_sources(x, 0) == {(x, 0)}
+    assert length_sources(x * y, 0) == {(x, 0), (y, 0)}
+    assert length_sources(m.T, 1) == {(m, 0)}
+    assert length_sources(tt.alloc(0.0, 3, shape_i(m, 1)), 0) == {3}
+    assert length_sources(tt.alloc(0.0, 3, shape_i(m, 1)), 1) == {(m, 1)}
+    assert length_sources(tt.TensorType("float64", shape=(1,))("r"), 0) == {1}
+    checked = equal_lengths([shape_i(x, 0), shape_i(y, 0)], "op", ["x", "y"].__getitem__)
+    assert length_sources(tt.alloc(0.0, checked), 0) == {(x, 0), (y, 0)}
+    assert lengths_kept(x * tt.fill(x * y, 1.0), x) is False
+    assert lengths_kept(x * tt.fill(tt.exp(x), 1.0), x) is True
+
+
+za, zb, zc = tt.dmatrix("za"), tt.dmatrix("zb"), tt.dmatrix("zc")
+ax, n = tt.lscalar("ax"), tt.lscalar("n")
+
+
+def _gemm(z, a, b):
+    return blas.gemm_no_inplace(z, 1.0, a, b, 1.0)
+
+
+# name -> (inputs, output, values that numpy refuses, the error's first line, values
+# that agree, what numpy gives for them)
+OP_SHAPES = {
+    "gemm_inner": (
+        [za, zb, zc],
+        _gemm(za, zb, zc).shape,
+        [np.ones((2, 3)), np.ones((2, 4)), np.ones((5, 3))],
+        "Gemm{no_inplace}: the inner lengths: lengths that must be equal differ "
+        "(zb along dimension 1: 4, zc along dimension 0: 5)",
+        [np.ones((2, 3)), np.ones((2, 4)), np.ones((4, 3))],
+        (2, 3),
+    ),
+    "gemm_rows": (
+        [za, zb, zc],
+        _gemm(za, zb, zc).shape,
+        [np.ones((2, 3)), np.ones((7, 4)), np.ones((4, 3))],
+        "Gemm{no_inplace} along dimension 0: lengths that must be equal differ "
+        "(za along dimension 0: 2, zb along dimension 0: 7)",
+        [np.ones((7, 3)), np.ones((7, 4)), np.ones((4, 3))],
+        (7, 3),
+    ),
+    "gemv": (
+        [y, za, x],
+        blas.gemv_no_inplace(y, 1.0, za, x, 1.0).shape,
+        [np.ones(2), np.ones((2, 3)), np.ones(4)],
+        "Gemv{no_inplace}: the inner lengths: lengths that must be equal differ "
+        "(za along dimension 1: 3, x along dimension 0: 4)",
+        [np.ones(2), np.ones((2, 3)), np.ones(3)],
+        (2,),
+    ),
+    "ger": (
+        [za, x, y],
+        blas.ger(za, 1.0, x, y).shape,
+        [np.ones((2, 3)), np.ones(2), np.ones(4)],
+        "Ger{non-destructive} along dimension 1: lengths that must be equal differ "
+        "(za along dimension 1: 3, y along dimension 0: 4)",
+        [np.ones((2, 3)), np.ones(2), np.ones(3)],
+        (2, 3),
+    ),
+    "join_symbolic_axis": (
+        [za, zb, ax],
+        tt.join(ax, za, zb).shape,
+        [np.ones((2, 3)), np.ones((4, 5)), 0],
+        "Join along dimension 1: lengths that must be equal differ (za: 3, zb: 5)",
+        [np.ones((2, 3)), np.ones((2, 5)), -1],
+        (2, 8),
+    ),
+    "alloc": (
+        [x, n],
+        tt.alloc(x, n).shape,
+        [np.ones(3), 5],
+        "Alloc along dimension 0: lengths that must be equal differ "
+        "(the length asked: 5, the value's length: 3)",
+        [np.ones(1), 5],  # a length 1 spreads
+        (5,),
+    ),
+    "inc_subtensor": (
+        [x, y],
+        tt.inc_subtensor(x[1:3], y).shape,
+        [np.ones(5), np.ones(4)],
+        "IncSubtensor{int64:int64:} along dimension 0 of the part written: lengths that "
+        "must be equal differ (the part's length: 2, the value's length: 4)",
+        [np.ones(5), np.ones(1)],  # a length 1 spreads
+        (5,),
+    ),
+    "set_subtensor_row": (
+        [za, x],
+        tt.set_subtensor(za[0], x).shape,
+        [np.ones((2, 3)), np.ones(4)],
+        "SetSubtensor{int64} along dimension 0 of the part written: lengths that "
+        "must be equal differ (the part's length: 3, the value's length: 4)",
+        [np.ones((2, 3)), np.ones(3)],
+        (2, 3),
+    ),
+    "alloc_2d": (
+        [x, n],
+        tt.alloc(x, n, 4).shape,
+        [np.ones(3), 2],
+        "Alloc along dimension 1: lengths that must be equal differ "
+        "(the length asked: 4, the value's length: 3)",
+        [np.ones(4), 2],
+        (2, 4),
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", OP_SHAPES)
+def test_an_op_shape_of_lengths_that_differ_raises(row, mode):
+    ins, out, bad, message, good, want = OP_SHAPES[row]
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function(ins, out, mode=MODES[mode]())
+        assert tuple(f(*good)) == want
+        with pytest.raises(LengthMismatchError) as info:
+            f(*bad)
+    assert str(info.value).splitlines()[0] == message
+    # the value raises too
+    value = theano_dag.function(ins, out.owner.inputs[0], mode=Mode(linker="py"))
+    with pytest.raises(ValueError):
+        value(*bad)
+
+
+def test_an_alloc_of_a_value_of_its_shape_checks_nothing():
+    f = theano_dag.function([x], tt.alloc(x, x.shape[0]).shape)
+    assert not _checks(f)
+    g = theano_dag.function([x], tt.alloc(tt.exp(x), 2, x.shape[0]).shape)
+    assert not _checks(g)
+
+
+def test_fused_reduce_refuses_a_length_1_not_declared_broadcastable():
+    # as the Elemwise it fuses: the error Elemwise gives
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    red = FusedReduce(Sum(axis=(0,)), ts.add)(a, b)
+    ew = tt.add(a, b)
+    for mode in MODES:
+        with ckernel.compile_mode("sync"):
+            f = theano_dag.function([a, b], red, mode=MODES[mode]())
+            g = theano_dag.function([a, b], ew, mode=Mode(linker="py"))
+            np.testing.assert_array_equal(f(np.ones((2, 3)), np.ones((2, 3))), [4.0] * 3)
+            for bad in [np.ones((1, 3)), np.ones((2, 1)), np.ones((3, 3))]:
+                with pytest.raises(ValueError) as info:
+                    f(bad, np.ones((2, 3)))
+                with pytest.raises(ValueError) as want:
+                    g(bad, np.ones((2, 3)))
+                got = str(info.value).splitlines()[0]
+                assert got == str(want.value).splitlines()[0].replace(
+                    "Elemwise{add,no_inplace}", "FusedReduce{Sum{axis=(0,)}, add}"
+                )
+
+
+def _p():
+    return x * y
+
+
+# Graphs where a rewrite could stop computing a value whose shape's check was left out
+# (the value computed): each must still raise for lengths that differ.
+STOPS_COMPUTING = {
+    "zeros_like": lambda: [_p().shape, tt.zeros_like(_p())],
+    "times_zero": lambda: [_p().shape, _p() * 0],
+    "index_lift": lambda: [_p().shape, (_p() + 1)[0]],
+    "slice_lift": lambda: [_p().shape, tt.exp(_p())[:2]],
+    "merged": lambda: [_p().shape, (x * y).sum() * 0 + (y * x).sum()],
+    "ones_like_sum": lambda: [_p().shape, tt.ones_like(_p()).sum()],
+    "fill_sum": lambda: [tt.fill(_p(), 1.0).sum()],
+    "grad_both": lambda: theano_dag.grad((x * y).sum(), [x, y]),
+    "grad_mean": lambda: [theano_dag.grad((x * y).mean(), x)],
+    "grad_exp": lambda: [theano_dag.grad((tt.exp(x) * y).sum(), y)],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", STOPS_COMPUTING)
+def test_a_rewrite_that_stops_computing_a_value_keeps_its_check(row, mode):
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function([x, y], STOPS_COMPUTING[row](), mode=MODES[mode]())
+        with pytest.raises(ValueError) as info:
+            f(np.ones(3), np.ones(4))
+    first = str(info.value).splitlines()[0]
+    assert "do not match along dimension 0" in first or "(x: 3, y: 4)" in first

@@ -38,6 +38,7 @@ from theano_dag.scalar import arith as sb
 from theano_dag.scalar.arith import int_cast_bounds
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.nnet import (
     AbstractConv2d,
@@ -50,7 +51,15 @@ from theano_dag.tensor.nnet import (
     pool_2d,
     softmax,
 )
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i, reshape, shape
+from theano_dag.tensor.shape import (
+    EqualLengths,
+    MakeVector,
+    Reshape,
+    Shape,
+    Shape_i,
+    reshape,
+    shape,
+)
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 
@@ -220,6 +229,15 @@ class _Exporter:
             return self.conv(op, node, ins, out)
         if isinstance(op, Pool):
             return self.pool(op, node, ins, out)
+        if isinstance(op, (EqualLengths, Assert)):
+            # ONNX has no operator that raises: a check would silently pass.
+            raise OnnxExportError(
+                f"to_onnx: no ONNX operator for {op} ({type(op).__name__}), a check that "
+                "raises when lengths or conditions fail; ONNX has none. Export the graph "
+                "before its checks are made (its outputs' expressions, or a function "
+                "compiled with mode.excluding('ShapeOpt')), or drop them: "
+                "mode.including('local_remove_all_assert')"
+            )
         raise OnnxExportError(f"to_onnx: no ONNX operator for {op} ({type(op).__name__})")
 
     def elemwise(self, node, ins, out):

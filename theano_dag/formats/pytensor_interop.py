@@ -59,6 +59,7 @@ class PyTensorFlavor(Flavor):
         "Shape_i": "pytensor.tensor.shape:Shape_i",
         "MakeVector": "pytensor.tensor.basic:MakeVector",
         "Eye": "pytensor.tensor.basic:Eye",
+        "Assert": "pytensor.raise_op:Assert",
         "Softmax": "pytensor.tensor.special:Softmax",
         "LogSoftmax": "pytensor.tensor.special:LogSoftmax",
         "Cholesky": "pytensor.tensor.linalg.decomposition.cholesky:Cholesky",

@@ -30,6 +30,7 @@ from theano_dag.tensor.shape import (
     reshape,
     shape,
     shape_i,
+    spread_length,
 )
 
 # Theano's tensor.basic also held the type constructors (``from theano.tensor.basic import
@@ -211,7 +212,17 @@ class Alloc(Op):
         output_storage[0][0] = out
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [tuple(node.inputs[1:])]
+        # Each length asked, checked against the value's length there unless that is 1
+        # (numpy spreads a length 1; perform refuses any other that differs).
+        value, dims = node.inputs[0], node.inputs[1:]
+        vshape = input_shapes[0]
+        out = []
+        for d, n in enumerate(dims):
+            k = d - (len(dims) - value.ndim)
+            if k >= 0 and not value.type.broadcastable[k]:
+                n = spread_length(n, vshape[k], f"{self} along dimension {d}")
+            out.append(n)
+        return [tuple(out)]
 
     def do_constant_folding(self, fgraph, node):
         # As Theano: an Alloc that a function returns, or that an increment writes into,
@@ -457,6 +468,8 @@ class Join(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         if self.axis is None:
             shapes = input_shapes[1:]
+            ndim = len(shapes[0])
+            axis = tm.switch(tm.lt(node.inputs[0], 0), node.inputs[0] + ndim, node.inputs[0])
 
             def total(d):
                 out = shapes[0][d]
@@ -464,7 +477,16 @@ class Join(Op):
                     out = out + s[d]
                 return out
 
-            return [_along(node.inputs[0], len(shapes[0]), total, lambda d: shapes[0][d])]
+            def other(d):
+                # The parts' lengths along a dimension that is not the axis agree: each
+                # compared with the first's, which along the axis is compared with itself.
+                lengths = [shapes[0][d]]
+                lengths += [tm.switch(tm.eq(axis, d), shapes[0][d], s[d]) for s in shapes[1:]]
+                return equal_lengths(
+                    lengths, f"{self} along dimension {d}", lambda k: str(node.inputs[k + 1])
+                )
+
+            return [_along(node.inputs[0], ndim, total, other)]
         axis = self.axis % node.inputs[0].ndim
         out = []
         for d in range(node.inputs[0].ndim):

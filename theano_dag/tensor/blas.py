@@ -17,6 +17,7 @@ from theano_dag.graph.basic import Apply, Variable, view_roots
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import InconsistencyError
 from theano_dag.tensor import math
+from theano_dag.tensor.shape import checked_shape, equal_lengths
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -98,8 +99,27 @@ class _Destructive(Op):
 
     __repr__ = __str__
 
+    # Per dimension of the result, the (input, dimension) pairs whose lengths give it
+    # (the overwritten input's first), and the pairs of the product's inner lengths:
+    # they must agree, as perform checks (set by each op).
+    _result_lengths: tuple = ()
+    _inner_lengths: tuple = ()
+
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        def names(pairs):
+            return tuple(f"{node.inputs[k]} along dimension {d}" for k, d in pairs)
+
+        out = []
+        for d, pairs in enumerate(self._result_lengths):
+            lengths = [input_shapes[k][e] for k, e in pairs]
+            out.append(
+                equal_lengths(lengths, f"{self} along dimension {d}", names(pairs).__getitem__)
+            )
+        inner = self._inner_lengths
+        if inner:
+            lengths = [input_shapes[k][e] for k, e in inner]
+            out = checked_shape(tuple(out), lengths, f"{self}: the inner lengths", names(inner))
+        return [tuple(out)]
 
     def _target(self, z):
         return z if self.inplace else z.copy()
@@ -127,6 +147,8 @@ class Gemm(_Destructive):
     E_z_uniq = "argument z aliased to x or y"
     E_mixed = "gemm requires matching dtypes"
     E_float = "gemm requires floating-point dtypes"
+    _result_lengths = (((0, 0), (2, 0)), ((0, 1), (3, 1)))  # z's rows x's, z's columns y's
+    _inner_lengths = ((2, 1), (3, 0))
 
     def make_node(self, z, a, x, y, b):
         z = _check(self, "z", z, 2)
@@ -184,6 +206,9 @@ class Gemv(_Destructive):
     ...     {y: np.ones(2), A: np.eye(2), x: np.array([2.0, 3.0])})
     array([3., 4.])
     """
+
+    _result_lengths = (((0, 0), (2, 0)),)  # y's length A's rows
+    _inner_lengths = ((2, 1), (3, 0))
 
     def make_node(self, y, alpha, A, x, beta):  # noqa: N803 (BLAS's name)
         y = _check(self, "y", y, 1)
@@ -243,6 +268,7 @@ class Ger(_Destructive):
     """
 
     __props__ = ("destructive",)
+    _result_lengths = (((0, 0), (2, 0)), ((0, 1), (3, 0)))  # A's rows x's, columns y's
 
     def __init__(self, destructive=False):
         super().__init__(destructive)

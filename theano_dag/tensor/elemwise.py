@@ -51,6 +51,7 @@ __all__ = [
     "expand_composite_grad",
     "broadcast_static_shape",
     "broadcast_lengths",
+    "check_runtime_broadcast",
 ]
 
 
@@ -165,6 +166,36 @@ def broadcast_lengths(op, inputs, input_shapes, static, skip=()):
         what = f"{op} along dimension {d}"
         out.append(_tensor.equal_lengths(lengths, what, name_of, hint=BROADCAST_HINT))
     return tuple(out)
+
+
+def check_runtime_broadcast(op, variables, values):
+    """Raise ValueError where ``values`` (of the inputs ``variables`` of elementwise ``op``,
+    all of one ndim) do not broadcast as the op allows: their lengths along a dimension
+    must agree, a length 1 broadcasting only along a dimension its variable declares
+    broadcastable (numpy would broadcast it anyway).
+
+    >>> from theano_dag import tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> check_runtime_broadcast((x * y).owner.op, [x, y], [np.ones(3), np.ones(4)])
+    Traceback (most recent call last):
+    ...
+    ValueError: Elemwise{mul,no_inplace}: input shapes [(3,), (4,)] do not match along dimension 0
+    """
+    shapes = [np.shape(x) for x in values]
+    for d in range(len(shapes[0]) if shapes else 0):
+        lengths = {s[d] for s in shapes}
+        if len(lengths) <= 1:
+            continue
+        for k, (x, s) in enumerate(zip(variables, shapes)):
+            if s[d] == 1 and not x.type.broadcastable[d]:
+                raise ValueError(
+                    f"{op}: input shapes {shapes} differ along dimension {d}, and input "
+                    f"{k} ({x}) has length 1 there but is not declared "
+                    f"broadcastable. Declare it broadcastable (e.g. tt.row/tt.col or "
+                    f"x.dimshuffle('x', 0)) to broadcast it."
+                )
+        if len(lengths - {1}) > 1:
+            raise ValueError(f"{op}: input shapes {shapes} do not match along dimension {d}")
 
 
 class Elemwise(Op):
@@ -304,23 +335,7 @@ class Elemwise(Op):
             cell[0] = val
 
     def _check_runtime_broadcast(self, node, inputs):
-        shapes = [np.shape(x) for x in inputs]
-        for d in range(node.outputs[0].ndim):
-            lengths = {s[d] for s in shapes}
-            if len(lengths) <= 1:
-                continue
-            for x, s in zip(node.inputs, shapes):
-                if s[d] == 1 and not x.type.broadcastable[d]:
-                    raise ValueError(
-                        f"{self}: input shapes {shapes} differ along dimension {d}, and input "
-                        f"{node.inputs.index(x)} ({x}) has length 1 there but is not declared "
-                        f"broadcastable. Declare it broadcastable (e.g. tt.row/tt.col or "
-                        f"x.dimshuffle('x', 0)) to broadcast it."
-                    )
-            if len(lengths - {1}) > 1:
-                raise ValueError(
-                    f"{self}: input shapes {shapes} do not match along " f"dimension {d}"
-                )
+        check_runtime_broadcast(self, node.inputs, inputs)
 
     def infer_shape(self, fgraph, node, input_shapes):
         shape = broadcast_lengths(self, node.inputs, input_shapes, node.outputs[0].type.shape)

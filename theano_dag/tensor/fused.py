@@ -21,8 +21,10 @@ from theano_dag.tensor.elemwise import (
     Elemwise,
     broadcast_lengths,
     broadcast_static_shape,
+    check_runtime_broadcast,
     reduce_grad_to,
 )
+from theano_dag.tensor.shape import EqualLengths, checked_shape
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -132,6 +134,9 @@ class FusedReduce(Op):
         return Apply(self, list(mid.owner.inputs), [red.outputs[0].type()])
 
     def perform(self, node, inputs, output_storage, params=None):
+        # A length 1 broadcasts only along a dimension declared broadcastable, as in the
+        # Elemwise it fuses (numpy's broadcast would spread it anyway).
+        check_runtime_broadcast(self, node.inputs, inputs)
         shape = np.broadcast_shapes(*[np.shape(x) for x in inputs])
         mid_dtype = self.scalar_op.output_types(tuple(x.dtype.name for x in inputs))[0]
         (mid,) = self.scalar_op.compute(inputs, [mid_dtype])
@@ -141,9 +146,16 @@ class FusedReduce(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         ndim = max(x.ndim for x in node.inputs)
         axes = self.reduce_op._axes(ndim)
-        # (The reduced lengths are no length of the result: unchecked, as before.)
-        full = broadcast_lengths(self, node.inputs, input_shapes, (None,) * ndim, skip=axes)
-        return [tuple(s for d, s in enumerate(full) if d not in axes)]
+        full = broadcast_lengths(self, node.inputs, input_shapes, (None,) * ndim)
+        out = tuple(s for d, s in enumerate(full) if d not in axes)
+        # A reduced length is no length of the result: where its inputs' are not known
+        # equal, each length of the result carries their check (perform refuses them).
+        for d in axes:
+            owner = getattr(full[d], "owner", None)
+            if owner is not None and isinstance(owner.op, EqualLengths):
+                lengths = owner.inputs[1:] if owner.op.guard else owner.inputs
+                out = checked_shape(out, lengths, owner.op.what, owner.op.names)
+        return [out]
 
     def L_op(self, inputs, outputs, output_grads):
         from theano_dag.gradient import Lop  # gradient is above tensor; only the gradient needs it

@@ -46,6 +46,8 @@ __all__ = [
     "EqualLengths",
     "equal_lengths",
     "checked_shape",
+    "spread_length",
+    "spread_compared",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -892,6 +894,46 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
     if guard is not None:
         return EqualLengths(what, names, guard=True, hint=hint)(guard, *kept)
     return EqualLengths(what, names, hint=hint)(*kept)
+
+
+def spread_length(n, length, what):
+    """``n``, a length asked of a value of length ``length`` along that dimension (an
+    alloc's, a write into a part of ``n``): checked equal to ``length`` unless ``length``
+    is 1, which numpy spreads (:func:`equal_lengths`; ``what`` names the op and the
+    dimension).
+
+    >>> from theano_dag import tensor as tt
+    >>> spread_length(4, 1, "alloc"), spread_length(4, 4, "alloc")
+    (4, 4)
+    >>> n = spread_length(tt.lscalar("n"), shape_i(tt.dvector("v"), 0), "alloc")
+    >>> n.owner.op.names
+    ('the length asked', "the value's length")
+    """
+    spread = spread_compared(n, length, what)
+    if spread is None:
+        return n
+    return equal_lengths([n, spread], what, SPREAD_NAMES.__getitem__)
+
+
+# The names of the lengths spread_length compares.
+SPREAD_NAMES = ("the length asked", "the value's length")
+
+
+def spread_compared(n, length, what, names=SPREAD_NAMES):
+    """What ``spread_length`` compares with ``n``: None where ``length`` is known to be 1
+    or ``n``, else ``length``, or ``n`` where it is 1 at run time (ints that differ, 1
+    aside, raise ``LengthMismatchError`` now, naming them by ``names``)."""
+    try:
+        checked = equal_lengths([n, length], what, names.__getitem__)
+    except LengthMismatchError:
+        if int(_length_key(length)) == 1:
+            return None
+        raise
+    if checked is n or getattr(checked, "owner", None) is None:
+        return None  # known equal
+    if _length_key(length) == 1:
+        return None
+    return _tensor.switch(_tensor.eq(length, 1), n, length)
 
 
 def checked_shape(shape, lengths, what, names):

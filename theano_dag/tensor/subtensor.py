@@ -29,7 +29,12 @@ from theano_dag.tensor.basic import (
 )
 from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
-from theano_dag.tensor.shape import reshape, shape_i
+from theano_dag.tensor.shape import (
+    checked_shape,
+    reshape,
+    shape_i,
+    spread_compared,
+)
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.type_other import MakeSlice, NoneConst, SliceConstant, SliceType
 from theano_dag.tensor.variable import as_tensor_variable, constant
@@ -339,6 +344,10 @@ def _discrete_inc_grads(x, y, idx):
     return [zeros_like(x, config.floatX), gy] + [_disc() for _ in idx]
 
 
+# The lengths an IncSubtensor's shape compares: the part of x written and y's.
+_PART_NAMES = ("the part's length", "the value's length")
+
+
 class IncSubtensor(Op):
     """``x`` with ``x[idx]`` replaced by (``set_instead_of_inc``) or incremented by ``y``."""
 
@@ -374,7 +383,22 @@ class IncSubtensor(Op):
         output_storage[0][0] = out
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        # x's shape, checked where y does not fit the part x[idx] it is written into (a
+        # length 1 of y spreads; numpy refuses any other that differs).
+        x, y, *idx = node.inputs
+        out = tuple(input_shapes[0])
+        if not y.ndim or all(y.type.broadcastable):
+            return [out]
+        part = Subtensor(self.idx_list).infer_shape(fgraph, Apply(None, [x, *idx], []), [out])[0]
+        for k, (b, length) in enumerate(zip(y.type.broadcastable, input_shapes[1])):
+            d = len(part) - y.ndim + k
+            if b or d < 0:
+                continue
+            what = f"{self} along dimension {d} of the part written"
+            spread = spread_compared(part[d], length, what, _PART_NAMES)
+            if spread is not None:
+                out = checked_shape(out, [part[d], spread], what, _PART_NAMES)
+        return [out]
 
     def connection_pattern(self, node):
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)

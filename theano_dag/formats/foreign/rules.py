@@ -28,10 +28,11 @@ from theano_dag.sparse import opt as sparse_opt
 from theano_dag.sparse.sandbox import sp2 as sparse_sp2
 from theano_dag.sparse.type import SparseType
 from theano_dag.tensor import basic, contractions, elemwise, linalg, math, subtensor
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Argmax, Dot
 from theano_dag.tensor.nnet import nnet
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape, Shape_i
+from theano_dag.tensor.shape import EqualLengths, MakeVector, Reshape, Shape, Shape_i
 
 __all__ = ["FROM_RULES", "TO_RULES", "from_rule", "to_rule"]
 
@@ -120,8 +121,22 @@ def _argmax_to(fl, node, ins):
     return [fl.tensor.argmax(ins[0], axis=node.op.axis)]
 
 
+def _equal_lengths_to(fl, node, ins):
+    """A check of lengths as the foreign package's Assert, where it has one: the length
+    passed on, asserted equal to the others (its message names them)."""
+    assert_cls = getattr(fl, "Assert", None)
+    if assert_cls is None:
+        return None  # (wrapped: the op runs its own perform)
+    op = node.op
+    compared = ins[1:] if op.guard else ins
+    conds = [fl.tensor.eq(compared[0], n) for n in compared[1:]]
+    msg = f"{op.what}: lengths that must be equal differ ({', '.join(op.names)})"
+    return [assert_cls(msg)(ins[0], *conds)]
+
+
 #: our Op class -> rule(flavor, node, foreign inputs); looked up along the op's MRO
 TO_RULES = {
+    EqualLengths: _equal_lengths_to,
     elemwise.Elemwise: _elemwise_to,
     elemwise.DimShuffle: lambda fl, node, ins: [fl.dimshuffle(ins[0], node.op.new_order)],
     elemwise.CAReduce: _careduce_to,
@@ -395,6 +410,7 @@ FROM_RULES = {
     "MakeVector": lambda fl, node, ins: [MakeVector(node.op.dtype)(*ins)],
     "Join": _join_from,
     "Alloc": lambda fl, node, ins: [basic.Alloc()(*ins)],
+    "Assert": lambda fl, node, ins: [Assert(node.op.msg)(*ins)],
     "Softmax": _softmax_from,
     "LogSoftmax": _softmax_from,
     "SoftmaxGrad": _softmax_from,
@@ -418,7 +434,7 @@ def from_rule(fl, fop):
         return _scalar_op_from
     if type(fop).__module__.startswith(f"{fl.package}.sparse."):
         return _sparse_from
-    packages = tuple(f"{fl.package}.{p}" for p in ("tensor", "scalar", "compile"))
+    packages = tuple(f"{fl.package}.{p}" for p in ("tensor", "scalar", "compile", "raise_op"))
     for cls in type(fop).__mro__:
         if cls.__module__.startswith(packages) and cls.__name__ in FROM_RULES:
             return FROM_RULES[cls.__name__]

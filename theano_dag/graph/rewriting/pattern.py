@@ -21,11 +21,13 @@ rewrite removes the nodes it matched instead of duplicating work.
 
 Two options make a pattern cover what a hand-written rule would:
 
-- ``fit(old, new, shape_sources)`` (PyTensor's ``allow_cast``, made general): when the
-  replacement's type differs from the replaced variable's, ``fit`` returns it made to
-  fit (cast, broadcast over ``shape_sources``, the variables the pattern matched) or
-  None, and the rewrite declines. A number in the output pattern is handed to ``fit``
-  as it is, to become a constant of the replaced variable's type.
+- ``fit(old, new, shape_sources)`` (PyTensor's ``allow_cast``, made general): every
+  replacement passes through ``fit``, which returns it made to fit the replaced
+  variable (cast, broadcast over ``shape_sources``, the variables the pattern matched)
+  or None, and the rewrite declines (also where the types agree: a replacement may
+  drop what the replaced variable checked; a ``fit`` with ``fit.uses_fgraph = True`` is
+  also given ``fgraph=`` to judge that). A number in the output pattern is handed
+  to ``fit`` as it is, to become a constant of the replaced variable's type.
 - ``commutative=True``: a binary root also matches with its two arguments swapped
   (``x + 0`` and ``0 + x`` are one rule).
 """
@@ -294,10 +296,12 @@ class PatternSub(LocalOptimizer):
             return False
         ret = self._build(self.out_pattern, u)
         if self.fit is not None:
-            if not (isinstance(ret, Variable) and ret.type == root.type):
+            if getattr(self.fit, "uses_fgraph", False):
+                ret = self.fit(root, ret, list(u.values()), fgraph=fgraph)
+            else:
                 ret = self.fit(root, ret, list(u.values()))
-                if ret is None:
-                    return False
+            if ret is None:
+                return False
         elif not isinstance(ret, Variable):
             ret = root.type.filter_variable(ret)
         if self.values_eq_approx is not None:

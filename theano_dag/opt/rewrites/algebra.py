@@ -22,15 +22,18 @@ from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import AlreadyThere, Feature, InputReorder, ReplaceValidate
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
+    client_length_sources,
     const,
     const_value,
     elemwise_of,
     fit,
     is_const,
     is_float,
+    length_sources,
     pattern,
     scalar_op,
     single_client,
+    sources_cover,
     typed_constant,
 )
 from theano_dag.tensor import math as tm
@@ -334,7 +337,16 @@ def local_elemwise_drop_broadcast(fgraph, node):
     """An Elemwise broadcasts its inputs itself: an input that is only a broadcast of a
     smaller value (alloc or fill) is replaced by that value when the other inputs give
     the result its shape anyway (Owl: "repeating the input of an operation supporting
-    broadcasting")."""
+    broadcasting"), with lengths known equal to the broadcast's (``length_sources``):
+    ``y * fill(x * y, 1)``, the gradient of ``sum(x * y)``, keeps the fill, which checks
+    ``x``'s length against ``y``'s.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> local_elemwise_drop_broadcast.transform(None, (y * tt.fill(y, 2.0)).owner)
+    [Elemwise{mul,no_inplace}.0]
+    >>> local_elemwise_drop_broadcast.transform(None, (y * tt.fill(x * y, 2.0)).owner)
+    """
     # add(x, alloc(y, *x.shape)) -> add(x, y) ; mul(x, fill(x, y)) -> mul(x, y)
     sop = scalar_op(node)
     if sop is None or isinstance(sop, ts.Second) or len(node.inputs) < 2:
@@ -352,6 +364,7 @@ def local_elemwise_drop_broadcast(fgraph, node):
     out = node.outputs[0]
     ins = list(node.inputs)
     changed = False
+    memo: dict = {}
     for k, inp in enumerate(ins):
         src = _broadcast_source(inp)
         if src is None or src.ndim > out.ndim or src.dtype != inp.dtype:
@@ -360,6 +373,8 @@ def local_elemwise_drop_broadcast(fgraph, node):
         others = [i for j, i in enumerate(trial) if j != k]
         if _broadcast_of(others, out.ndim) != out.type.broadcastable:
             continue
+        if not _lengths_given(fgraph, inp, trial, out, memo):
+            continue  # the broadcast's lengths are checked against the others' here only
         ins = trial
         changed = True
     if not changed:
@@ -368,6 +383,24 @@ def local_elemwise_drop_broadcast(fgraph, node):
         return node.op(*ins)
     except (TypeError, ValueError):
         return None
+
+
+def _lengths_given(fgraph, inp, ins, out, memo) -> bool:
+    """Whether the lengths of ``inp`` (an input of an elementwise op, ``inp.ndim`` its
+    result ``out``'s) are known equal to those ``ins`` give, or the ops reading ``out``
+    check, along each dimension it does not broadcast (``length_sources``): dropping it
+    drops no check."""
+    for d, b in enumerate(inp.type.broadcastable):
+        if b:
+            continue
+        given = client_length_sources(fgraph, out, d, memo)
+        for i in ins:
+            off = inp.ndim - i.ndim
+            if d >= off and not i.type.broadcastable[d - off]:
+                given |= length_sources(i, d - off, fgraph, _memo=memo)
+        if not sources_cover(length_sources(inp, d, fgraph, _memo=memo), given):
+            return False
+    return True
 
 
 def _broadcast_of(variables, ndim):

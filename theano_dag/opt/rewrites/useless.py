@@ -14,7 +14,15 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, elemwise_of, fit, scalar_op
+from theano_dag.opt.rewrites.utils import (
+    client_length_sources,
+    const_value,
+    elemwise_of,
+    fit,
+    length_sources,
+    scalar_op,
+    sources_cover,
+)
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.basic import Alloc, Join, Tile
@@ -242,7 +250,16 @@ def local_useless_reduce(fgraph, node):
 @useless()
 @local_optimizer([elemwise_of(ts.second)], fit=fit)
 def local_useless_fill(fgraph, node):
-    """``fill(x, y)`` when ``y`` already has the shape of the result."""
+    """``fill(x, y)`` when ``y`` already has the shape of the result, with lengths known
+    equal to ``x``'s (``length_sources``: else the fill checks them).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> local_useless_fill.transform(None, tt.fill(tt.exp(y), y).owner)
+    [y]
+    >>> local_useless_fill.transform(None, tt.fill(x, y).owner)
+    False
+    """
     # fill(x, y) -> y   when x broadcasts along every dimension y varies along
     if not isinstance(scalar_op(node), ts.Second):
         return False
@@ -252,6 +269,14 @@ def local_useless_fill(fgraph, node):
         return False
     if any(not xb and yb for xb, yb in zip(x.broadcastable, y.broadcastable)):
         return False
+    memo: dict = {}
+    for d, xb in enumerate(x.broadcastable):
+        if xb:
+            continue
+        given = length_sources(y, d, fgraph, _memo=memo)
+        given |= client_length_sources(fgraph, out, d, memo)
+        if not sources_cover(length_sources(out, d, fgraph, _memo=memo), given):
+            return False  # the fill checks x's length against y's
     return y
 
 

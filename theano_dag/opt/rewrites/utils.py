@@ -21,7 +21,8 @@ from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
-from theano_dag.tensor.shape import Shape, Shape_i
+from theano_dag.tensor.shape import EqualLengths, Shape, Shape_i
+from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
 
@@ -33,6 +34,11 @@ __all__ = [
     "is_const",
     "is_scalar_like",
     "fit",
+    "fit_keeping_lengths",
+    "length_sources",
+    "lengths_kept",
+    "client_length_sources",
+    "sources_cover",
     "pattern",
     "const",
     "broadcast_fill",
@@ -251,15 +257,227 @@ def fit(old, new, shape_sources=()):
     return None
 
 
+# How many ops above a variable length_sources walks (a length further up is the
+# variable's own).
+LENGTH_SOURCES_DEPTH = 24
+
+
+def length_sources(v, d, fgraph=None, depth=LENGTH_SOURCES_DEPTH, _memo=None) -> frozenset:
+    """The lengths the graph checks equal to ``v``'s along dimension ``d`` (and so knows
+    equal to it), each as an int (a static length) or ``(variable, dimension)``: an
+    elementwise op's result, the lengths of its inputs that do not broadcast there (the
+    op checks that they agree); a DimShuffle's, its input's; an alloc's, the length asked
+    (a ``Shape_i``'s variable's, a constant, the lengths an ``EqualLengths`` checks) and
+    its value's. Any other variable's length is its own (or its static length). With
+    ``fgraph``, the model ``m`` of a ``fill(m, v)`` that the function computes anyway
+    (``value_computed``) gives one source ``("checked", sources of m)``: its op checks
+    them equal, and one of them is enough (``sources_cover``).
+
+    A rewrite that replaces ``old`` by ``new`` keeps every check of ``old``'s lengths
+    when each source of ``old``'s length is one of ``new``'s (``lengths_kept``).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> sorted(str(v) for v, _ in length_sources(tt.exp(x * y), 0))
+    ['x', 'y']
+    >>> length_sources(tt.alloc(0.0, x.shape[0]) + 1, 0) == length_sources(x, 0)
+    True
+    """
+    memo = {} if _memo is None else _memo
+    key = (v, d)
+    if key in memo:
+        return memo[key]
+    static = v.type.shape[d]
+    out = None
+    owner = v.owner
+    if v.type.broadcastable[d]:
+        out = frozenset((1,))
+    elif owner is not None and depth > 0:
+        op = owner.op
+        if isinstance(op, DimShuffle):
+            out = length_sources(owner.inputs[0], op.new_order[d], fgraph, depth - 1, memo)
+        elif isinstance(op, Elemwise):
+            found = frozenset()
+            model = fgraph is not None and isinstance(op.scalar_op, ts.Second)
+            for k, i in enumerate(owner.inputs):
+                if i.ndim == v.ndim and not i.type.broadcastable[d]:
+                    inner = length_sources(i, d, fgraph, depth - 1, memo)
+                    if model and k == 0 and value_computed(fgraph, i, besides=owner):
+                        inner = frozenset((("checked", _flat(inner)),))
+                    found |= inner
+            out = found or None
+        elif isinstance(op, Alloc):
+            val, dims = owner.inputs[0], owner.inputs[1:]
+            out = _length_var_sources(dims[d], fgraph, depth - 1, memo)
+            k = d - (len(dims) - val.ndim)
+            if k >= 0 and not val.type.broadcastable[k]:
+                out |= length_sources(val, k, fgraph, depth - 1, memo)
+    if out is None:
+        out = frozenset((static if static is not None else key,))
+    memo[key] = out
+    return out
+
+
+def _length_var_sources(n, fgraph, depth, memo) -> frozenset:
+    """``length_sources`` of a length itself (an int scalar variable)."""
+    c = const_value(n, elemwise=False) if isinstance(n, Variable) else n
+    if c is not None:
+        return frozenset((int(c),))
+    owner = n.owner
+    if owner is not None and depth > 0:
+        if isinstance(owner.op, Shape_i):
+            return length_sources(owner.inputs[0], owner.op.i, fgraph, depth, memo)
+        shape = owner.inputs[0].owner if owner.inputs else None
+        if (
+            isinstance(owner.op, Subtensor)
+            and owner.op.idx_list == (("int",),)
+            and shape is not None
+            and isinstance(shape.op, Shape)
+        ):  # x.shape[i]
+            i = const_value(owner.inputs[1], elemwise=False)
+            x = shape.inputs[0]
+            if i is not None and -x.ndim <= int(i) < x.ndim:
+                return length_sources(x, int(i) % x.ndim, fgraph, depth, memo)
+        if isinstance(owner.op, EqualLengths):
+            if owner.op.guard:  # the first passes unchecked; the others, no length of it
+                return _length_var_sources(owner.inputs[0], fgraph, depth - 1, memo)
+            found = frozenset()
+            for i in owner.inputs:
+                found |= _length_var_sources(i, fgraph, depth - 1, memo)
+            return found
+    return frozenset(((n, None),))
+
+
+# How many elementwise ops after a variable client_length_sources walks.
+CLIENT_LENGTHS_DEPTH = 8
+
+
+def client_length_sources(fgraph, v, d, _memo=None, depth=CLIENT_LENGTHS_DEPTH) -> frozenset:
+    """The sources (``length_sources``) of lengths that the elementwise ops reading ``v``
+    (and those reading their results, along the same dimension), whose results the
+    function computes, check equal to ``v``'s along dimension ``d``: what a rewrite of
+    ``v`` keeps checked by the ops after it.
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.graph.fg import FunctionGraph
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> e = tt.exp(x)
+    >>> g = FunctionGraph([x, y], [e * y], clone=False)
+    >>> client_length_sources(g, e, 0) == {(y, 0)}
+    True
+    """
+    found = frozenset()
+    if fgraph is None or v.type.broadcastable[d] or depth <= 0:
+        return found
+    for client, k in fgraph.clients.get(v, ()):
+        if type(client) is str or type(client.op) is not Elemwise:
+            continue
+        out = client.outputs[0]
+        if not value_computed(fgraph, out):
+            continue
+        for j, i in enumerate(client.inputs):
+            if j != k and i.ndim == v.ndim and not i.type.broadcastable[d]:
+                found |= length_sources(i, d, fgraph, _memo=_memo)
+        found |= client_length_sources(fgraph, out, d, _memo, depth - 1)
+    return found
+
+
+def _flat(sources) -> frozenset:
+    """``sources`` with each group of checked ones (``("checked", group)``) opened."""
+    out = set()
+    for e in sources:
+        if type(e) is tuple and e[0] == "checked":
+            out |= e[1]
+        else:
+            out.add(e)
+    return frozenset(out)
+
+
+def sources_cover(need, given) -> bool:
+    """Whether lengths of sources ``given`` (``length_sources``) are known equal to each
+    of ``need``: each source of ``need`` is one of ``given``, and a group the function
+    checks anyway shares one.
+
+    >>> sources_cover(frozenset({("checked", frozenset({1, 2}))}), frozenset({2}))
+    True
+    """
+    flat = _flat(given)
+    for e in need:
+        if type(e) is tuple and e[0] == "checked":
+            if not e[1] & flat:
+                return False
+        elif e not in flat:
+            return False
+    return True
+
+
+def _may_drop_lengths(node) -> bool:
+    """Whether an input of ``node`` is a broadcast (alloc, fill, a constant array) that
+    a rewrite could drop with lengths of its own: ``lengths_kept``'s quick answer."""
+    for i in node.inputs:
+        v = i
+        while v.owner is not None and (
+            type(v.owner.op) is DimShuffle or isinstance(scalar_op(v.owner), ts.Cast)
+        ):
+            v = v.owner.inputs[0]
+        if isinstance(v, Constant):
+            if not all(v.type.broadcastable):
+                return True
+        elif v.owner is not None and (
+            type(v.owner.op) is Alloc or isinstance(scalar_op(v.owner), ts.Second)
+        ):
+            return True
+    return False
+
+
+def lengths_kept(old, new, fgraph=None) -> bool:
+    """Whether ``new`` (of ``old``'s type) still checks every length ``old``'s computation
+    checks equal: each source of each length of ``old`` (``length_sources``) is one of
+    ``new``'s, or of those the ops reading ``old`` in ``fgraph`` check. A rewrite that
+    drops a broadcast (``x * fill(x * y, 1) -> x``) would otherwise give a value where
+    the original raises.
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> lengths_kept(x * tt.fill(x * y, 1.0), x), lengths_kept(x * tt.fill(x, 1.0), x)
+    (False, True)
+    """
+    node = old.owner
+    if node is None or not isinstance(old.type, TensorType) or not _may_drop_lengths(node):
+        return True
+    if getattr(new.type, "ndim", None) != old.ndim:
+        return True  # (not a replacement fit gives)
+    memo: dict = {}
+    for d in range(old.ndim):
+        if not old.type.broadcastable[d]:
+            need = length_sources(old, d, fgraph, _memo=memo)
+            given = length_sources(new, d, fgraph, _memo=memo)
+            if not sources_cover(need, given | client_length_sources(fgraph, old, d, memo)):
+                return False
+    return True
+
+
+def fit_keeping_lengths(old, new, shape_sources=(), fgraph=None):
+    """``fit``, declining a replacement that drops a check of lengths ``old`` makes
+    (``lengths_kept``, with what ``fgraph`` computes): the fit of the pattern rules."""
+    new = fit(old, new, shape_sources)
+    if new is None or not isinstance(new, Variable) or not lengths_kept(old, new, fgraph):
+        return None
+    return new
+
+
+fit_keeping_lengths.uses_fgraph = True  # PatternSub hands it the graph
+
+
 def pattern(name, in_pattern, out_pattern, **options):
     """A ``PatternSub`` rule named ``name`` whose replacement is fitted to the type of
-    what it replaces (``fit``): one line of a rule table.
+    what it replaces (``fit_keeping_lengths``): one line of a rule table.
 
     >>> import theano_dag.tensor as tt
     >>> str(pattern("local_neg_neg", (tt.neg, (tt.neg, "x")), "x"))
     'local_neg_neg'
     """
-    return PatternSub(in_pattern, out_pattern, name=name, fit=fit, **options)
+    return PatternSub(in_pattern, out_pattern, name=name, fit=fit_keeping_lengths, **options)
 
 
 def const(value):
@@ -376,20 +594,27 @@ _SHAPE_OPS = (Shape, Shape_i)
 VALUE_COMPUTED_SEARCH = 64
 
 
-def value_computed(fgraph, v) -> bool:
+def value_computed(fgraph, v, besides=None) -> bool:
     """Whether the function computes ``v`` (not only its shape): a path leads from it to
     an output through nodes that read values (not ``Shape``/``Shape_i``, not an
     ``IfElse`` that may leave a branch uncomputed), found within
-    ``VALUE_COMPUTED_SEARCH`` values."""
+    ``VALUE_COMPUTED_SEARCH`` values. With ``besides`` (a node), a path through it does
+    not count, nor one through a ``fill`` that reads ``v`` as its model (such fills may
+    all be dropped)."""
     if fgraph is None:
         return False
     seen, stack = {v}, [v]
     while stack:
-        for client, _ in fgraph.clients.get(stack.pop(), ()):
+        var = stack.pop()
+        for client, i in fgraph.clients.get(var, ()):
             if client == "output":
                 return True
             op = client.op
             if isinstance(op, _SHAPE_OPS) or getattr(op, "lazy_inputs", False):
+                continue
+            if besides is not None and (
+                client is besides or (i == 0 and isinstance(scalar_op(client), ts.Second))
+            ):
                 continue
             for o in client.outputs:
                 if o not in seen:
