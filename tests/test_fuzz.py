@@ -717,6 +717,34 @@ def test_a_float_modulo_may_take_numpys_value_a_few_bits_away():
     assert fuzz.check(rec, ["py", "cpu"]) == []
 
 
+def test_a_comparison_of_a_float_that_ties_may_take_numpys_value_a_bit_away():
+    # Found with seed 57, graph 49: neq(sigmoid(sqr(x)), 0.5) in float32. numpy's
+    # 1 / (1 + exp(-x)) of 1.2078809e-07 is 0.5, C's 0.50000006 (the true value,
+    # 0.50000003020, rounded), so the comparison with 0.5 differed in that element.
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", ("a",), "float32"),
+            ("const", (), (0.5, "float64")),
+            ("sigmoid", (0,), None),
+            ("neq", (2, 1), None),
+        ],
+        outputs=[3],
+        seed=1,
+        dims=[("a",), (), ("a",), ("a",)],
+        dtypes=["float32", "float64", "float32", "bool"],
+    )
+    assert fuzz._after_float_to_int(rec) == {3}
+    x = np.array([1.2078809e-07, 0.25, 0.0], "float32")
+    want = fuzz.reference(rec, {0: x})[3]
+    assert want.tolist() == [False, True, False]
+    engine = np.array([True, True, False])  # the correctly rounded sigmoid's
+    assert fuzz.close(engine, want, 2e-4)
+    alts = [fuzz.reference(rec, {0: x}, ulps=u)[3] for u in fuzz.NUDGE_ULPS]
+    assert fuzz.close(engine, want, 2e-4, alternatives=alts) is None
+    # where no operand ties, the comparison stays exact
+    assert fuzz.close(np.array([True, False, False]), want, 2e-4, alternatives=alts)
+
+
 def test_edge_lengths_call_the_same_graphs_with_lengths_of_one_and_zero():
     rec = fuzz.generate(np.random.default_rng(0))  # a small recipe
     edge = dataclasses.replace(rec, lengths="edge")

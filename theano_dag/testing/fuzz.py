@@ -1462,6 +1462,10 @@ FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range", "iround")
 #: divisor: a float64 product of 1e30 one ulp apart, modulo an int64 of 2**60, differs by
 #: as much as the divisor (fuzz --values wide, seed 14, graph 1502).
 FLOAT_STEPS = ("mod", "floordiv")
+#: Comparisons are steps too where a float operand ties: numpy's float32 sigmoid of
+#: 1.2078809e-07, 1 / (1 + exp(-x)), is 0.5, the correctly rounded one (C's) 0.50000006,
+#: so ``neq`` of them and 0.5 differ (seed 57, graph 49).
+FLOAT_COMPARISONS = ("lt", "le", "gt", "ge", "eq", "neq")
 #: The moves, in units in the last place, of a float cast to an integer that an engine's
 #: last bits may make (one bit of a float32 ``log`` upstream moves its product by two).
 NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
@@ -1469,7 +1473,8 @@ NUDGE_ULPS = (-4, -3, -2, -1, 1, 2, 3, 4)
 
 def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False, only=None):
     """numpy's value of every node given the input/shared ``values``. ``nudge``: each
-    float cast to an integer is moved by that much first (relatively, or absolutely
+    float cast to an integer (or the first operand of a step, :data:`FLOAT_STEPS` and
+    :data:`FLOAT_COMPARISONS`) is moved by that much first (relatively, or absolutely
     below 1), to see where a float within its tolerance truncates to another integer.
     ``ulps``: each such float is moved by that many units in its last place instead (a
     float32 ``log`` one bit apart, times 3e9, is two float32 steps apart, so the
@@ -1484,6 +1489,7 @@ def reference(rec, values, nudge=0.0, ulps=0, sum_by_axes=False, only=None):
                 args = {_name(a): env[a] for a in node[1]}
                 stepped = node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS
                 stepped = stepped or (node[0] in FLOAT_STEPS and rec.dtypes[k] in FLOATS)
+                stepped = stepped or node[0] in FLOAT_COMPARISONS
                 if (nudge or ulps) and stepped:
                     x = env[node[1][0]]
                     if x.dtype.kind == "f":
@@ -1649,13 +1655,14 @@ def _after_float_to_int(rec):
     the last bit) truncates to integers that differ by as much, relatively (the float32
     ``tanh(x) * -3e9`` of 1057972480 beside 1057972416), or to the next integer (1 beside
     a ``tanh(9)`` of 0.99999994); and those a float's modulo or floor division reaches
-    (:data:`FLOAT_STEPS`)."""
+    (:data:`FLOAT_STEPS`), or a comparison of floats (:data:`FLOAT_COMPARISONS`)."""
     return _reached(
         rec,
         lambda k, node: (
-            node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS or node[0] in FLOAT_STEPS
+            (node[0] in FLOAT_TO_INT and rec.dtypes[k] in INTS or node[0] in FLOAT_STEPS)
+            and rec.dtypes[k] in INTS + FLOATS
+            or node[0] in FLOAT_COMPARISONS
         )
-        and rec.dtypes[k] in INTS + FLOATS
         and rec.dtypes[node[1][0]] in FLOATS,
     )
 
