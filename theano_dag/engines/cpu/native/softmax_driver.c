@@ -57,20 +57,39 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
 #define TD_SM_MAX(m, v) (((v) > (m) || (v) != (v)) ? (v) : (m))
 
 #define TD_SOFTMAX(T, S)                                                                \
-    /* A lane of n contiguous values (the last axis): x to o, log for LogSoftmax. */    \
-    static void td_smrow_##S(const T *restrict x, T *restrict o, ptrdiff_t n, int log_) \
+    /* Rows of n contiguous values (the last axis), x to o, log_ for LogSoftmax: up to  \
+       TD_SM_CHUNK rows at a time, each pass over all of them (the exp and log of short \
+       rows in one vector loop, not a few calls a row). */                             \
+    static void td_smrows_##S(const T *restrict x, T *restrict o, ptrdiff_t rows,       \
+                              ptrdiff_t n, int log_)                                    \
     {                                                                                   \
-        T m = x[0];                                                                     \
-        for (ptrdiff_t k = 1; k < n; k++) m = TD_SM_MAX(m, x[k]);                       \
-        _Pragma("omp simd")                                                             \
-        for (ptrdiff_t k = 0; k < n; k++) o[k] = exp(TD_SM_Z(x[k], m));                 \
-        const T s = (T)0 + td_pairwise_##S(o, n);                                       \
-        if (!log_) {                                                                    \
-            for (ptrdiff_t k = 0; k < n; k++) o[k] = o[k] / s;                          \
-            return;                                                                     \
+        T m[TD_SM_CHUNK], s[TD_SM_CHUNK];                                               \
+        for (ptrdiff_t r0 = 0; r0 < rows; r0 += TD_SM_CHUNK) {                          \
+            const ptrdiff_t h = rows - r0 < TD_SM_CHUNK ? rows - r0 : TD_SM_CHUNK;      \
+            const T *xb = x + r0 * n;                                                   \
+            T *ob = o + r0 * n;                                                         \
+            for (ptrdiff_t r = 0; r < h; r++) {                                         \
+                const T *xr = xb + r * n;                                               \
+                T mr = xr[0];                                                           \
+                for (ptrdiff_t k = 1; k < n; k++) mr = TD_SM_MAX(mr, xr[k]);            \
+                m[r] = mr;                                                              \
+                for (ptrdiff_t k = 0; k < n; k++) ob[r * n + k] = TD_SM_Z(xr[k], mr);   \
+            }                                                                           \
+            const ptrdiff_t len = h * n;                                                \
+            _Pragma("omp simd")                                                         \
+            for (ptrdiff_t k = 0; k < len; k++) ob[k] = exp(ob[k]);                     \
+            for (ptrdiff_t r = 0; r < h; r++) s[r] = (T)0 + td_pairwise_##S(ob + r * n, n); \
+            if (!log_) {                                                                \
+                for (ptrdiff_t r = 0; r < h; r++)                                       \
+                    for (ptrdiff_t k = 0; k < n; k++) ob[r * n + k] = ob[r * n + k] / s[r]; \
+                continue;                                                               \
+            }                                                                           \
+            _Pragma("omp simd")                                                         \
+            for (ptrdiff_t r = 0; r < h; r++) s[r] = log(s[r]);                         \
+            for (ptrdiff_t r = 0; r < h; r++)                                           \
+                for (ptrdiff_t k = 0; k < n; k++)                                       \
+                    ob[r * n + k] = TD_SM_Z(xb[r * n + k], m[r]) - s[r];                \
         }                                                                               \
-        const T ls = log(s);                                                            \
-        for (ptrdiff_t k = 0; k < n; k++) o[k] = TD_SM_Z(x[k], m) - ls;                 \
     }                                                                                   \
     /* Lanes along an axis of stride inner (values): w lanes side by side at a time. */ \
     static void td_smcols_##S(const T *restrict x, T *restrict o, ptrdiff_t n,          \
@@ -91,8 +110,10 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
                 for (ptrdiff_t i = 0; i < w; i++) ok[i] = exp(TD_SM_Z(xk[i], m[i]));    \
                 for (ptrdiff_t i = 0; i < w; i++) s[i] += ok[i];                        \
             }                                                                           \
-            if (log_)                                                                   \
+            if (log_) {                                                                 \
+                _Pragma("omp simd")                                                     \
                 for (ptrdiff_t i = 0; i < w; i++) s[i] = log(s[i]);                     \
+            }                                                                           \
             for (ptrdiff_t k = 0; k < n; k++) {                                         \
                 const T *xk = xb + k * inner;                                           \
                 T *ok = ob + k * inner;                                                 \
@@ -111,10 +132,12 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
         if (outer == 0 || n == 0 || inner == 0) return 0;                               \
         const T *x = TD_F(ops[0], TD_OFF_DATA, const T *);                              \
         T *o = TD_F(ops[2], TD_OFF_DATA, T *);                                          \
-        for (ptrdiff_t j = 0; j < outer; j++) {                                         \
-            if (inner == 1) td_smrow_##S(x + j * n, o + j * n, n, log_);                \
-            else td_smcols_##S(x + j * n * inner, o + j * n * inner, n, inner, log_);   \
+        if (inner == 1) {                                                               \
+            td_smrows_##S(x, o, outer, n, log_);                                        \
+            return 0;                                                                   \
         }                                                                               \
+        for (ptrdiff_t j = 0; j < outer; j++)                                           \
+            td_smcols_##S(x + j * n * inner, o + j * n * inner, n, inner, log_);        \
         return 0;                                                                       \
     }                                                                                   \
     int td_softmax_##S##_v(void **ops) { return td_sm_run_##S(ops, 0); }                \
