@@ -3,7 +3,8 @@
 bool array, and max/min/sum over a short last axis (reduce_last_axis, also under
 Softmax and LogSoftmax). Values, dtypes, copies and errors against numpy and the
 reference engine, on every engine mode; the steps' source against the op's perform; the
-ops of the LKJ Cholesky prior: CumOp, Alloc, advanced indexing and its set/inc."""
+ops of the LKJ Cholesky prior: CumOp, Alloc, ExtractDiag, advanced indexing and its
+set/inc."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.tensor.basic import Join, Split, alloc
 from theano_dag.tensor.elemwise import reduce_last_axis
-from theano_dag.tensor.extra_ops import CumOp
+from theano_dag.tensor.extra_ops import CumOp, ExtractDiag
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.shape import MakeVector, Reshape
 
@@ -289,6 +290,29 @@ def test_alloc_of_a_known_shape(mode):
     # a large known one is filled at each call, not kept filled
     g = _compile([v], alloc(np.float64(2.0), 100, 100) + v[0], mode)
     _same(g(np.ones(1)), np.full((100, 100), 3.0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8"])
+def test_extract_diag_is_a_copy_of_numpys_diagonal(mode, dtype):
+    x, m = tt.tensor3("x", dtype=dtype), tt.matrix("m", dtype=dtype)
+    args = [(0, 0, 1), (1, 2, 0), (-2, 1, 2), (9, 0, 1)]  # the last one is empty
+    outs = [ExtractDiag(*a)(x) for a in args] + [ExtractDiag()(m) * 2]
+    f = _compile([x, m], outs, mode)
+    xv = np.arange(60).reshape(3, 4, 5).astype(dtype)
+    mv = np.arange(9).reshape(3, 3).astype(dtype)
+    got = f(xv, mv)
+    for g, a in zip(got, args):
+        _same(g, np.diagonal(xv, *a))
+        assert g.flags.writeable and not np.shares_memory(g, xv)
+    _same(got[-1], np.diagonal(mv) * np.asarray(2, dtype))
+    np.testing.assert_array_equal(mv, np.arange(9).reshape(3, 3))  # not written
+
+
+def test_extract_diag_runs_without_its_perform():
+    m = tt.dmatrix("m")
+    src = _cpu_source([m], [ExtractDiag(1)(m)], (np.ones((3, 3)),))
+    assert ".diagonal(1, 0, 1).copy()" in src and "_F(" not in src, src
 
 
 _ROWS = np.array([0, 1, 1, 2])

@@ -566,25 +566,27 @@ def _simd_decls(functions):
     return "\n".join(decls)
 
 
-def preamble(layout, simd_functions, linalg=False) -> str:
+def preamble(layout, simd_functions, linalg=False, softmax=False) -> str:
     """The C shared by all kernels of a library: headers, libmvec declarations,
     numpy-exact helpers, the ``td_run`` driver, the sums ``td_sum_*``, the small
-    matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``), and with
-    ``linalg`` small linear algebra, ``td_chol_*`` ... (only in the libraries that use
-    it: it adds about half to a small library's compile time)."""
+    matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``), with ``linalg``
+    small linear algebra, ``td_chol_*`` ..., and with ``softmax`` the softmaxes,
+    ``td_softmax_*`` ... (each only in the libraries that use it: the linear algebra
+    adds about half to a small library's compile time)."""
     # The same text for every library of a process: made once per combination.
-    key = (tuple(sorted(layout.items())), tuple(simd_functions), bool(linalg))
+    key = (tuple(sorted(layout.items())), tuple(simd_functions), bool(linalg), bool(softmax))
     text = _PREAMBLES.get(key)
     if text is None:
-        text = _PREAMBLES[key] = _make_preamble(layout, simd_functions, linalg)
+        text = _PREAMBLES[key] = _make_preamble(layout, simd_functions, linalg, softmax)
     return text
 
 
 _PREAMBLES: dict = {}
 
 
-def _make_preamble(layout, simd_functions, linalg) -> str:
+def _make_preamble(layout, simd_functions, linalg, softmax) -> str:
     la = f"\n\n{c_source('linalg_driver.c')}" if linalg else ""
+    la += f"\n\n{c_source('softmax_driver.c')}" if softmax else ""
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
 #include <stddef.h>

@@ -56,6 +56,7 @@ from theano_dag.tensor.extra_ops import AllocDiag
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.linalg import Cholesky, CholeskyGrad, Solve
 from theano_dag.tensor.math import Dot
+from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.subtensor import AdvancedIncSubtensor1, AdvancedSubtensor1, IncSubtensor
 from theano_dag.tensor.type import TensorType
 
@@ -63,6 +64,7 @@ __all__ = [
     "CKernel",
     "KernelLibrary",
     "RowsKernel",
+    "SoftmaxKernel",
     "NotCompilable",
     "c_code",
     "wait_for_kernels",
@@ -685,6 +687,37 @@ class LinalgKernel(PreambleKernel):
         np.copyto(args[-1], self._perform(*ins))
 
 
+class SoftmaxKernel(PreambleKernel):
+    """:class:`~theano_dag.tensor.nnet.nnet.Softmax` (``kind="softmax"``, ``c(x, axis,
+    out)``), :class:`~theano_dag.tensor.nnet.nnet.LogSoftmax` (``"logsoftmax"``) or
+    :class:`~theano_dag.tensor.nnet.nnet.SoftmaxGrad` (``"smgrad"``, ``c(dy, sm, axis,
+    out)``) along ``axis`` (a 0-d int64 array, not negative) of C-contiguous float arrays,
+    in C, a step of a segment (``native/softmax_driver.c``): the perform's numpy calls of
+    a small softmax cost 10-40 us. ``c`` returns a false value, or a true one after which
+    ``fail`` runs the op's ``perform`` into ``out`` (an input of another layout, an
+    output over an input, dy and sm of different shapes, whose error it raises).
+
+    >>> import theano_dag.tensor as tt
+    >>> from theano_dag.tensor.nnet import softmax
+    >>> k = SoftmaxKernel(softmax(tt.dmatrix()).owner, "float64", "softmax")  # no library
+    >>> out = np.empty((1, 2)); k.c(np.zeros((1, 2)), np.array(1), out), out
+    (0, array([[0.5, 0.5]]))
+    """
+
+    nout = 1
+
+    def __init__(self, node, dtype, kind, library=None):
+        super().__init__(node, dtype, f"td_{kind}", library)
+        self.kind = kind
+        self.nin = 3 if kind == "smgrad" else 2
+        self._perform = make_call(node)
+
+    def fail(self, *args):
+        """The op's ``perform`` into ``out`` (what the engine runs without C); raises its
+        error."""
+        np.copyto(args[-1], self._perform(*args[:-2]))
+
+
 def _into_target(lib, kname, k, args, out, target):
     """The lines of a step whose kernel ``k`` (global ``kname``) writes the planned block
     ``target``: ``out`` bound to it (the plan binds the target before the step), then the
@@ -749,6 +782,52 @@ def _make_linalg_emitter(previous):
     return linalg_steps
 
 
+_SOFTMAX_KINDS = {
+    nnet.Softmax: "softmax",
+    nnet.LogSoftmax: "logsoftmax",
+    nnet.SoftmaxGrad: "smgrad",
+}
+
+
+def _make_softmax_emitter(previous):
+    """Softmax, LogSoftmax and SoftmaxGrad of float inputs of the output's dtype: a
+    :class:`SoftmaxKernel` step where it writes a target, the op's ``perform``
+    elsewhere."""
+
+    def softmax_steps(node, ctx):
+        steps = previous(node, ctx) if previous is not None else None
+        lib = _library_of(ctx)
+        kind = _SOFTMAX_KINDS.get(type(node.op))
+        if lib is None or lib.started or kind is None:
+            return steps
+        od = node.outputs[0].type.dtype
+        if od not in ("float32", "float64") or any(v.type.dtype != od for v in node.inputs):
+            return steps
+        consts = {
+            p: ctx.const(np.asarray(ctx.value_of(v)), "k")
+            for p, v in enumerate(node.inputs)
+            if ctx.is_const(v)
+        }
+        ins = [v for p, v in enumerate(node.inputs) if p not in consts]
+        if not ins:
+            return steps
+        axis = ctx.const(np.array(node.op.axis % node.outputs[0].type.ndim, np.int64), "k")
+        k = lib.add_softmax(node, od, kind)
+        kname = ctx.glob(k, "SM")
+        fn = ctx.glob(k._perform, "F")  # the op's perform, as the kernel's fail runs it
+
+        def emit(names, outs, target):
+            it = iter(names)
+            args = [consts[p] if p in consts else next(it) for p in range(len(node.inputs))]
+            if target is None:
+                return [f"{outs[0]} = {fn}({', '.join(args)})"]
+            return _into_target(lib, kname, k, [*args, axis], outs[0], target)
+
+        return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
+
+    return softmax_steps
+
+
 _NO_BOUND = np.iinfo(np.int64).min
 
 
@@ -793,6 +872,7 @@ class KernelLibrary:
         self._templates: dict = {}  # plain ops' C templates (CKernel)
         self._kinds: dict = {}  # what CKernel derives from a node's op and types
         self.linalg = False  # whether a LinalgKernel was added
+        self.softmax = False  # whether a SoftmaxKernel was added
         self.started = False
         self.build = None
         self.path = None
@@ -846,6 +926,16 @@ class KernelLibrary:
         self.linalg = True  # the preamble then holds the linear algebra's C
         return self._add_step("add_linalg", LinalgKernel(node, dtype, kind, self))
 
+    def add_softmax(self, node, dtype, kind) -> SoftmaxKernel:
+        """A :class:`SoftmaxKernel` of ``node`` (its C is in the preamble)."""
+        self.softmax = True  # the preamble then holds the softmaxes' C
+        return self._add_step("add_softmax", SoftmaxKernel(node, dtype, kind, self))
+
+    def _drivers(self):
+        """The optional C of the preamble, as the keys name it: the linear algebra's flag
+        alone where there are no softmaxes (so that those libraries keep their keys)."""
+        return (self.linalg, "softmax") if self.softmax else self.linalg
+
     def segment(self, kernels, operands, nargs):
         """A :class:`~.segment.KernelSegment` of ``kernels`` (of this library), or None
         where segments would not run in C (the C half of the call lacks them)."""
@@ -867,8 +957,7 @@ class KernelLibrary:
         simd = tc.simd if tc is not None else cc.simd_functions()
         layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
                                     "strides": 40, "descr": 56}  # fmt: skip
-        linalg = self.linalg
-        parts = [preamble(layout, simd, linalg)]
+        parts = [preamble(layout, simd, self.linalg, self.softmax)]
         for template, name in self._by_source.items():
             parts.append(template.replace("@K@", name))
         return "\n".join(parts)
@@ -877,9 +966,9 @@ class KernelLibrary:
         """``source()`` and its cache key, kept for the process: a function made again
         (or another of the same kernels) has the same templates under the same names,
         and its library is found without joining and hashing the source again."""
-        linalg = self.linalg
+        drivers = self._drivers()
         # (The templates' hashes are known: add() looked each one up.)
-        memo_key = (self.toolchain, linalg, tuple(self._by_source.items()))
+        memo_key = (self.toolchain, drivers, tuple(self._by_source.items()))
         known = _LIBRARY_KEYS.get(memo_key)
         if known is None:
             # A library this process has not made: the kernel index may know its key
@@ -888,7 +977,7 @@ class KernelLibrary:
             if self.index is not None and self.first_key is not None:
                 ks = [k for k in self.kernels if type(k) is CKernel]
                 layout = array_layout()
-                found = self.index.library_key(ks, self.first_key, self.toolchain, layout, linalg)
+                found = self.index.library_key(ks, self.first_key, self.toolchain, layout, drivers)
             if found is not None and found[2] is not None:
                 known = (None, found[2])
             else:
@@ -1801,8 +1890,8 @@ def register_matvec():
     :class:`MatVecKernel` steps, in-place set/inc_subtensor at known indices through
     :class:`SubtensorKernel` steps, ``x[i]`` and in-place set/inc of rows at an index
     vector through :class:`RowsKernel` steps, small Cholesky factors, their gradients,
-    triangular solves and diagonal matrices through :class:`LinalgKernel` steps
-    (idempotent)."""
+    triangular solves and diagonal matrices through :class:`LinalgKernel` steps, and
+    softmaxes through :class:`SoftmaxKernel` steps (idempotent)."""
     if _REGISTERED_MATVEC:
         return
     for cls, make in (
@@ -1822,6 +1911,9 @@ def register_matvec():
         (CholeskyGrad, _make_linalg_emitter),
         (Solve, _make_linalg_emitter),
         (AllocDiag, _make_linalg_emitter),
+        (nnet.Softmax, _make_softmax_emitter),
+        (nnet.LogSoftmax, _make_softmax_emitter),
+        (nnet.SoftmaxGrad, _make_softmax_emitter),
     ):
         previous = IMPLS.get(cls)
         _REGISTERED_MATVEC[cls] = previous

@@ -149,13 +149,14 @@ def digest(env: bytes, text: str) -> bytes:
     return h.digest()
 
 
-def library_digest(env: bytes, toolchain, layout, linalg: bool, kernel_digests) -> bytes:
+def library_digest(env: bytes, toolchain, layout, drivers, kernel_digests) -> bytes:
     """The digest naming a library: its kernels' digests in the order they were added
     (which decides their names and the order of their C), its toolchain (compiler,
-    flags, libraries, libmvec's functions), numpy's array layout, and whether the
-    preamble has linear algebra."""
+    flags, libraries, libmvec's functions), numpy's array layout, and the optional C of
+    its preamble (``drivers``: whether it has linear algebra, a tuple with the
+    softmaxes)."""
     h = hashlib.blake2b(env, digest_size=32)
-    h.update(repr((toolchain, sorted(layout.items()) if layout else None, linalg)).encode())
+    h.update(repr((toolchain, sorted(layout.items()) if layout else None, drivers)).encode())
     for d in kernel_digests:
         h.update(d)
     return h.digest()
@@ -292,7 +293,7 @@ class LibraryIndex:
         stats["hits" if t is not None else "misses"] += 1
         return t, d
 
-    def library_key(self, kernels, first_key, toolchain, layout, linalg):
+    def library_key(self, kernels, first_key, toolchain, layout, drivers):
         """``(library digest, kernel digests, cache key or None)`` of a library's C
         ``kernels`` (CKernels, in the order they were added), or None when one of them
         has no text."""
@@ -307,7 +308,7 @@ class LibraryIndex:
             if d is None:
                 return None
             digests.append(d)
-        ld = library_digest(env, toolchain, layout, linalg, digests)
+        ld = library_digest(env, toolchain, layout, drivers, digests)
         return ld, digests, self.entry.keys.get(ld)
 
     def save(self, kernels, found, cache_key: str):
