@@ -1014,7 +1014,16 @@ def test_fused_reduce_kernel_refuses_shapes_that_do_not_broadcast(engine_kernels
         assert ckernel.wait_for_kernels(f)
     with pytest.raises(ValueError):
         f(np.ones((3, 4)), np.ones((2, 4)))
-    np.testing.assert_array_equal(f(np.ones((3, 4)), np.ones((1, 4))), np.full(4, 6.0))
+    # a length 1 not declared broadcastable is refused too, as Elemwise refuses it
+    with pytest.raises(ValueError, match="not declared broadcastable"):
+        f(np.ones((3, 4)), np.ones((1, 4)))
+    np.testing.assert_array_equal(f(np.ones((3, 4)), np.full((3, 4), 2.0)), np.full(4, 9.0))
+    row = tt.row("row", dtype="float64")
+    r = FusedReduce(Sum(axis=(0,)), ts.add)(x, row)
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        g = function([x, row], r, mode=Mode(linker=CPULinker(min_plan_bytes=0), optimizer=None))
+        assert ckernel.wait_for_kernels(g)
+    np.testing.assert_array_equal(g(np.ones((3, 4)), np.ones((1, 4))), np.full(4, 6.0))
 
 
 @pytest.mark.parametrize("poisoned", [False, True])
