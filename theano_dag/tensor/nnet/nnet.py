@@ -17,6 +17,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
+from theano_dag.scalar import sigmoid_binary_crossentropy as scalar_sigmoid_bce
 from theano_dag.scalar import softsign as scalar_softsign  # Theano's name
 from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
@@ -816,8 +817,14 @@ def binary_crossentropy(output, target):
     return -(target * tm.log(output) + (1.0 - target) * tm.log(1.0 - output))
 
 
+_sigmoid_bce = Elemwise(scalar_sigmoid_bce, name="sigmoid_binary_crossentropy")
+
+
 def sigmoid_binary_crossentropy(output, target):
-    """``binary_crossentropy(sigmoid(output), target)`` computed stably from logits.
+    """``binary_crossentropy(sigmoid(output), target)`` computed stably from logits:
+    finite for finite ``output``, 0 where the target's own term is 0 (``output = -inf``
+    for ``target = 0``), and the gradients ``sigmoid(output) - target`` and ``-output``
+    (:class:`theano_dag.scalar.SigmoidBinaryCrossentropy`).
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -826,5 +833,4 @@ def sigmoid_binary_crossentropy(output, target):
     ...                                         t: np.array([1.0])})
     array([800.])
     """
-    output, target = as_tensor_variable(output), as_tensor_variable(target)
-    return target * tm.softplus(-output) + (1.0 - target) * tm.softplus(output)
+    return _sigmoid_bce(output, target)
