@@ -19,8 +19,6 @@ _spec.loader.exec_module(sweep)
 
 #: case -> why its wrong values are left (numpy's, Theano's and PyTensor's are the same)
 KNOWN = {
-    "binary_crossentropy": "t * log(o) is 0 * -inf, NaN, at o = t = 0 (and 1 - o = 1 - t "
-    "= 0): the formula as written, which the sigmoid rewrites read",
     "mean": "the sum overflows before the division (mean of 1.7e308s is inf)",
     "var": "the squared deviations overflow (var of [2e19, -2e19, 0] in float32 is inf)",
     "std": "sqrt of the overflowing variance; 0 with a NaN gradient where it underflows",

@@ -192,6 +192,20 @@ def _xlogy0(x, y):
     return x * mp.log(y) if y > 0 else mp.nan
 
 
+def _bce(o, t):
+    a = 0 if t == 0 else t * mp.log(o)  # a term of weight 0 is 0, also where log is -inf
+    b = 0 if t == 1 else (1 - t) * mp.log(1 - o)
+    return -(a + b)
+
+
+def _bce_grad(o, t):
+    return -t / o + (1 - t) / (1 - o)
+
+
+def _probabilities(o, t):
+    return (o >= 0) & (o <= 1) & (t >= 0) & (t <= 1)
+
+
 def _sigmoid_bce(z, t):
     # t * softplus(-z) + (1 - t) * softplus(z) = softplus(z) - t z, which does not cancel
     # 300 digits for a target far from [0, 1] (softplus(z) = z + softplus(-z))
@@ -250,6 +264,17 @@ def _bar_log_erfc(x):
 def _bar_xlogy0(x, y):
     with np.errstate(all="ignore"):
         return np.where(x == 0, np.zeros_like(x), x * np.log(y))
+
+
+def _bar_bce(o, t):
+    with np.errstate(all="ignore"):
+        a = np.where(t == 0, 0, t * np.log(o))
+        return 0 - a - np.where(t == 1, 0, (1 - t) * np.log1p(-o))
+
+
+def _bar_bce_grad(o, t):
+    with np.errstate(all="ignore"):
+        return np.where(t == 0, 0, -t / o) + np.where(t == 1, 0, (1 - t) / (1 - o))
 
 
 def _bar_sigmoid_bce(z, t):
@@ -436,6 +461,9 @@ def _specs():
         _binary("logaddexp", _logaddexp, np.logaddexp),
         _binary("exp_sub", _exp_sub, _bar_exp_sub),
         _binary("xlogy0", _xlogy0, _bar_xlogy0),
+        # probabilities and targets in [0, 1] (the formulas' terms cancel outside)
+        _binary("binary_crossentropy", _bce, _bar_bce, domain=_probabilities),
+        _binary("binary_crossentropy_grad", _bce_grad, _bar_bce_grad, domain=_probabilities),
         # targets are probabilities: outside [0, 1] its two terms cancel (as the formula's)
         _binary(
             "sigmoid_binary_crossentropy",
@@ -489,6 +517,8 @@ def scalar_ops() -> dict:
         "erfcx_deriv",
         "exp_sub",
         "sigmoid_binary_crossentropy",
+        "binary_crossentropy",
+        "binary_crossentropy_grad",
     ):
         ops[name] = getattr(ts, name)
     return {n: op for n, op in ops.items() if isinstance(op, ScalarOp)}

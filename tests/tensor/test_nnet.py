@@ -499,6 +499,26 @@ def test_sigmoid_binary_crossentropy_at_infinite_logits(dtype, build_mode):
     assert ops[0].scalar_op == sigmoid_binary_crossentropy_scalar
 
 
+@pytest.mark.parametrize("build_mode", ["off", "sync"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_binary_crossentropy_where_a_term_has_weight_zero(dtype, build_mode):
+    # t * log(o) was 0 * -inf = NaN at o = t = 0 (and (1 - t) * log(1 - o) at o = t = 1),
+    # and its derivative -t / o 0 / 0: a term of weight 0 takes no part, in the value and
+    # in the derivative in o; the derivative in t, log(1 - o) - log(o), is +-inf there
+    o, t = tt.TensorType(dtype, (None,))("o"), tt.TensorType(dtype, (None,))("t")
+    out = nnet.binary_crossentropy(o, t)
+    go, gt = grad(out.sum(), [o, t])
+    with ckernel.compile_mode(build_mode):
+        f = _function([o, t], [out, go, gt], mode=Mode(linker="cpu", optimizer="fast_run"))
+    ov = np.array([0.0, 1.0, 0.0, 1e-30, 0.5], dtype)
+    tv = np.array([0.0, 1.0, 1.0, 0.0, 0.25], dtype)
+    val, d_o, d_t = f(ov, tv)
+    np.testing.assert_array_equal(val[:3], [0.0, 0.0, np.inf])
+    np.testing.assert_allclose(val[3:], [1e-30, np.log(2)], rtol=1e-6)
+    np.testing.assert_allclose(d_o, [1.0, -1.0, -np.inf, 1.0, 1.0], rtol=1e-6)
+    np.testing.assert_array_equal(d_t[:3], [np.inf, -np.inf, np.inf])
+
+
 def test_sigmoid_binary_crossentropy_gradients_by_finite_differences():
     rng = np.random.default_rng(3)
     _verify_grad(

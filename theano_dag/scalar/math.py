@@ -98,6 +98,10 @@ __all__ = [
     "logaddexp",
     "SigmoidBinaryCrossentropy",
     "sigmoid_binary_crossentropy",
+    "BinaryCrossentropy",
+    "binary_crossentropy",
+    "BinaryCrossentropyGrad",
+    "binary_crossentropy_grad",
     "ExpSub",
     "exp_sub",
     "log1mexp",
@@ -874,18 +878,93 @@ class SigmoidBinaryCrossentropy(BinaryScalarOp):
         " : (%(y)s == 0 ? (%(t)s)0 : -%(y)s * %(x)s)))"
     )
 
+    @staticmethod
+    def d_logit(z, t):
+        """The derivative in ``z``, ``sigmoid(z) - t``, as a graph of ``z``'s kind
+        (``1 - t - sigmoid(-z)`` for ``z > 0``, where ``sigmoid(z)`` rounds to 1 from
+        ``z = 37``, 17 in float32)."""
+        v = _of(z)
+        return v.switch(v.gt(z, 0), (1 - t) - v.sigmoid(-z), v.sigmoid(z) - t)
+
     def L_op(self, inputs, outputs, output_grads):
         z, t = inputs
         (gz,) = output_grads
-        v = _of(z)
-        # sigmoid(z) rounds to 1 for z > 37 (17 in float32): 1 - t - sigmoid(-z) there
-        dz = v.switch(v.gt(z, 0), (1 - t) - v.sigmoid(-z), v.sigmoid(z) - t)
-        return [gz * dz, gz * -z]
+        return [gz * self.d_logit(z, t), gz * -z]
 
 
 sigmoid_binary_crossentropy = SigmoidBinaryCrossentropy(
     upgrade_to_float, name="sigmoid_binary_crossentropy"
 )
+
+
+def _bce(o, t):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(t == 0, 0, t * np.log(o))
+        return (0 - a) - np.where(t == 1, 0, (1 - t) * np.log1p(-o))  # +0 at o = t
+
+
+class BinaryCrossentropy(BinaryScalarOp):
+    """``-(t log(o) + (1 - t) log(1 - o))``, the binary cross-entropy of the
+    probability ``o`` for the target ``t``, a term of weight 0 taking no part: 0 at
+    ``o = t = 0`` and ``o = t = 1``, where the formula is ``0 * -inf``, NaN (``log1p(-o)``
+    for ``log(1 - o)``, exact for a small ``o``). Its derivatives are
+    :class:`BinaryCrossentropyGrad`'s (the same rule: ``-t / o`` is 0 for ``t = 0``) and
+    ``log(1 - o) - log(o)``.
+
+    >>> import numpy as np
+    >>> print(binary_crossentropy.impl(np.array([0.0, 1.0, 0.5]), np.array([0.0, 1.0, 1.0])))
+    [0.         0.         0.69314718]
+    """
+
+    nfunc = staticmethod(_bce)
+    c_expr = (
+        "(((%(t)s)0 - (%(y)s == 0 ? (%(t)s)0 : %(y)s * log(%(x)s)))"
+        " - (%(y)s == 1 ? (%(t)s)0 : ((%(t)s)1 - %(y)s) * log1p(-%(x)s)))"
+    )
+
+    def L_op(self, inputs, outputs, output_grads):
+        o, t = inputs
+        (gz,) = output_grads
+        v = _of(o)
+        # (Elemwise: the op's tensor form lives in tensor.nnet, which no vocabulary names)
+        d_o = v.Elemwise(binary_crossentropy_grad)(o, t)
+        return [gz * d_o, gz * (v.log1p(-o) - v.log(o))]
+
+
+binary_crossentropy = BinaryCrossentropy(upgrade_to_float, name="binary_crossentropy")
+
+
+def _bce_grad(o, t):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(t == 0, 0, -t / o)
+        return a + np.where(t == 1, 0, (1 - t) / (1 - o))
+
+
+class BinaryCrossentropyGrad(BinaryScalarOp):
+    """``-t / o + (1 - t) / (1 - o)``, the derivative of :class:`BinaryCrossentropy` in
+    ``o``, a term of weight 0 taking no part (1 at ``o = t = 0``, where the formula is
+    ``0 / 0``). The stabilize rewrites cancel it against a sigmoid's derivative
+    (``local_bce_grad_sigmoid``).
+
+    >>> import numpy as np
+    >>> print(binary_crossentropy_grad.impl(np.array([0.0, 1.0]), np.array([0.0, 1.0])))
+    [ 1. -1.]
+    """
+
+    nfunc = staticmethod(_bce_grad)
+    c_expr = (
+        "((%(y)s == 0 ? (%(t)s)0 : -%(y)s / %(x)s)"
+        " + (%(y)s == 1 ? (%(t)s)0 : ((%(t)s)1 - %(y)s) / ((%(t)s)1 - %(x)s)))"
+    )
+
+    def L_op(self, inputs, outputs, output_grads):
+        o, t = inputs
+        (gz,) = output_grads
+        q = 1 - o
+        return [gz * (t / (o * o) + (1 - t) / (q * q)), gz * (-1 / o - 1 / q)]
+
+
+binary_crossentropy_grad = BinaryCrossentropyGrad(upgrade_to_float, name="binary_crossentropy_grad")
 
 
 def _exp_sub(x, y):
