@@ -53,8 +53,6 @@ __all__ = [
     "local_exp_over_add_exp",
     "local_div_by_reciprocal",
     "local_func_inv",
-    "local_1m_sqr_tanh",
-    "local_sech2_arctanh",
     "local_mul_exp",
     "local_log_erf",
     "local_relu_maximum",
@@ -739,56 +737,6 @@ def local_func_inv(fgraph, node):
     new = value(x)
     if domain is not None:
         new = _nan_unless(domain(x), new)
-    return fit(node.outputs[0], new, [x])
-
-
-def _tanh_squared(var):
-    """``x`` when ``var`` is ``sqr(tanh(x))``, ``tanh(x) * tanh(x)`` or ``tanh(x) **
-    2``, else None."""
-    node = var.owner
-    sop = scalar_op(node)
-    if sop == ts.sqr:
-        t = node.inputs[0]
-    elif isinstance(sop, ts.Mul) and len(node.inputs) == 2 and node.inputs[0] is node.inputs[1]:
-        t = node.inputs[0]
-    elif isinstance(sop, ts.Pow) and is_const(node.inputs[1], 2):
-        t = node.inputs[0]
-    else:
-        return None
-    return t.owner.inputs[0] if scalar_op(t.owner) == ts.tanh else None
-
-
-@RULES.canonicalize()
-@stabilize()
-@local_optimizer([tm.sub])
-def local_1m_sqr_tanh(fgraph, node):
-    """``1 - tanh(x)**2`` as ``sech2(x)``, tanh's derivative (what its gradient
-    computes, so that ``arctanh(tanh(x))``'s gradient cancels): the written form is 0
-    from ``|x| = 9`` (float32; 19 in float64), where ``tanh`` rounds to 1."""
-    # 1 - sqr(tanh(x)) -> sech2(x)
-    if not isinstance(scalar_op(node), ts.Sub) or not is_const(node.inputs[0], 1):
-        return False
-    x = _tanh_squared(node.inputs[1])
-    if x is None or not is_float(x) or x.dtype != node.outputs[0].dtype:
-        return False
-    return fit(node.outputs[0], tm.sech2(x), node.inputs)
-
-
-@RULES.canonicalize()
-@stabilize()
-@local_optimizer([tm.sech2])
-def local_sech2_arctanh(fgraph, node):
-    """``sech2(arctanh(x))`` (the gradient of ``tanh(arctanh(x))``) as ``1 - x**2``, NaN
-    outside ``[-1, 1]`` as before: ``arctanh`` magnifies the rounding of ``x`` near 1
-    (``1e-7`` relative at ``0.9999999``), which ``1 - x**2`` does not see."""
-    # sech2(arctanh(x)) -> switch(|x| <= 1, 1 - sqr(x), nan)
-    inner = node.inputs[0].owner
-    if scalar_op(node) != ts.sech2 or scalar_op(inner) != ts.arctanh:
-        return False
-    x = inner.inputs[0]
-    if not is_float(x) or x.dtype != node.outputs[0].dtype:
-        return False
-    new = _nan_unless(tm.le(abs(x), 1), 1 - tm.sqr(x))
     return fit(node.outputs[0], new, [x])
 
 
