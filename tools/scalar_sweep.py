@@ -172,6 +172,11 @@ def _bar_erfcx_deriv(x):
         return np.where(np.isposinf(x), -0.0, 2 * x * sps.erfcx(x) - 2 / np.sqrt(np.pi))
 
 
+def _bar_sech2(x):
+    with np.errstate(over="ignore"):  # cosh overflows where sech**2 is 0
+        return 1 / np.cosh(x) ** 2
+
+
 def _log1mexp(x):
     # log(-expm1(x)) loses exp(x) at 50 digits below -115: log1p(-exp(x)) there
     if x < -1:
@@ -185,6 +190,26 @@ def _xlogx(x):
 
 def _xlogy0(x, y):
     return x * mp.log(y) if y > 0 else mp.nan
+
+
+def _bce(o, t):
+    a = 0 if t == 0 else t * mp.log(o)  # a term of weight 0 is 0, also where log is -inf
+    b = 0 if t == 1 else (1 - t) * mp.log(1 - o)
+    return -(a + b)
+
+
+def _bce_grad(o, t):
+    return -t / o + (1 - t) / (1 - o)
+
+
+def _probabilities(o, t):
+    return (o >= 0) & (o <= 1) & (t >= 0) & (t <= 1)
+
+
+def _sigmoid_bce(z, t):
+    # t * softplus(-z) + (1 - t) * softplus(z) = softplus(z) - t z, which does not cancel
+    # 300 digits for a target far from [0, 1] (softplus(z) = z + softplus(-z))
+    return mp.log1p(mp.exp(-abs(z))) + (z - t * z if z > 0 else -t * z)
 
 
 def _int_div_exact(x, y):
@@ -239,6 +264,25 @@ def _bar_log_erfc(x):
 def _bar_xlogy0(x, y):
     with np.errstate(all="ignore"):
         return np.where(x == 0, np.zeros_like(x), x * np.log(y))
+
+
+def _bar_bce(o, t):
+    with np.errstate(all="ignore"):
+        a = np.where(t == 0, 0, t * np.log(o))
+        return 0 - a - np.where(t == 1, 0, (1 - t) * np.log1p(-o))
+
+
+def _bar_bce_grad(o, t):
+    with np.errstate(all="ignore"):
+        return np.where(t == 0, 0, -t / o) + np.where(t == 1, 0, (1 - t) / (1 - o))
+
+
+def _bar_sigmoid_bce(z, t):
+    # softplus(z) - t z, the linear part apart from the bounded one (no cancellation for
+    # 0 <= t <= 1); a target of 0 or 1 takes only its own term
+    with np.errstate(all="ignore"):
+        mixed = np.where(z > 0, (1 - t) * z + np.logaddexp(0, -z), np.logaddexp(0, z) - t * z)
+        return np.where(t == 0, np.logaddexp(0, z), np.where(t == 1, np.logaddexp(0, -z), mixed))
 
 
 def _bar_gammaln(x):
@@ -338,6 +382,8 @@ def _specs():
         _unary("sinh", mp.sinh, np.sinh, _EXP_EDGES),
         _unary("cosh", mp.cosh, np.cosh, _EXP_EDGES),
         _unary("tanh", mp.tanh, np.tanh),
+        # where tanh rounds to 1 (9 and 19), where exp(-2|x|) underflows (52, 372.5)
+        _unary("sech2", lambda x: 1 / mp.cosh(x) ** 2, _bar_sech2, (9.1, 19.1, 52.0, 372.5)),
         _unary("arcsinh", mp.asinh, np.arcsinh),
         _unary("arccosh", mp.acosh, np.arccosh, _NEAR_1),
         _unary("arctanh", mp.atanh, np.arctanh, _NEAR_PM1),
@@ -415,6 +461,16 @@ def _specs():
         _binary("logaddexp", _logaddexp, np.logaddexp),
         _binary("exp_sub", _exp_sub, _bar_exp_sub),
         _binary("xlogy0", _xlogy0, _bar_xlogy0),
+        # probabilities and targets in [0, 1] (the formulas' terms cancel outside)
+        _binary("binary_crossentropy", _bce, _bar_bce, domain=_probabilities),
+        _binary("binary_crossentropy_grad", _bce_grad, _bar_bce_grad, domain=_probabilities),
+        # targets are probabilities: outside [0, 1] its two terms cancel (as the formula's)
+        _binary(
+            "sigmoid_binary_crossentropy",
+            _sigmoid_bce,
+            _bar_sigmoid_bce,
+            domain=lambda z, t: (t >= 0) & (t <= 1),
+        ),
         # No C or OpenCL form: every engine runs scipy's, which is the reference (mpmath's
         # series for these ran for minutes at some points of the grid).
         _binary("jv", None, sps.jv, grid=(_ORDER_GRID, _ARG_GRID)),
@@ -460,6 +516,9 @@ def scalar_ops() -> dict:
         "softsign",
         "erfcx_deriv",
         "exp_sub",
+        "sigmoid_binary_crossentropy",
+        "binary_crossentropy",
+        "binary_crossentropy_grad",
     ):
         ops[name] = getattr(ts, name)
     return {n: op for n, op in ops.items() if isinstance(op, ScalarOp)}

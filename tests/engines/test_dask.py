@@ -120,8 +120,8 @@ def test_an_op_without_chunked_form_is_gathered_with_a_warning_naming_it():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_small_elementwise_value_read_by_several_kernels_is_computed_in_each(dtype):
-    # The gradient step of logistic regression: dot(x, w) + b and 1 - y are read by the
-    # cost's kernel and the gradient's; fusion keeps them apart, the Dask lowering not.
+    # The gradient step of logistic regression: dot(x, w) + b is read by the cost's
+    # kernel and the gradient's; fusion keeps it apart, the Dask lowering not.
     x, y = tt.matrix("x", dtype=dtype), tt.vector("y", dtype=dtype)
     w, b = tt.vector("w", dtype=dtype), tt.scalar("b", dtype=dtype)
     p = tt.nnet.sigmoid(tt.dot(x, w) + b)
@@ -151,7 +151,7 @@ def test_a_small_elementwise_value_read_by_several_kernels_is_computed_in_each(d
 
     assert shared_elementwise(f) == []
     kept = {str(n.op) for n in shared_elementwise(apart)}
-    assert {"Elemwise{add,no_inplace}", "Elemwise{sub,no_inplace}"} <= kept
+    assert "Elemwise{add,no_inplace}" in kept
     xv, yv = _logreg(dtype)
     wv, bv = np.linspace(-1, 1, 5).astype(dtype), np.asarray(0.1, dtype)
     assert len(dask_task_graph(f, xv, yv, wv, bv)) < len(dask_task_graph(apart, xv, yv, wv, bv))
@@ -409,7 +409,7 @@ def test_row_inputs_chunked_apart_are_rechunked_or_refused_naming_the_op():
     with pytest.raises(ChunkError) as err:
         strict(*args)
     assert str(err.value).startswith(
-        "Dask engine: RowChunked{9 nodes, 2 row inputs, 3 partials} (the row work of Dot, "
+        "Dask engine: RowChunked{8 nodes, 2 row inputs, 3 partials} (the row work of Dot, "
     )
     assert str(err.value).endswith(
         ") needs its row input 0 (x) chunked by rows only; got chunks ((5, 5, 5, 5), (2, 2, "

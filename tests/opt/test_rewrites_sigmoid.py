@@ -233,6 +233,31 @@ def test_binary_crossentropy_of_a_sigmoid_gradient():
     np.testing.assert_allclose(gz, [1.0, -1.0, s - 1.0])
 
 
+def test_binary_crossentropy_of_a_sigmoid_is_the_sigmoid_cross_entropy():
+    # the forward becomes the one op of sigmoid_binary_crossentropy (on z, also for
+    # sigmoid(-z) and 1 - sigmoid(z)), the gradient in z the sigmoid's minus the target:
+    # binary_crossentropy_grad(s, t) * s * (1 - s) cancelled, its -t / s not inf * 0
+    z, t = tt.dvectors("z", "t")
+    for s, sign in ((nnet.sigmoid(z), 1), (nnet.sigmoid(-z), -1), (1 - nnet.sigmoid(z), -1)):
+        cost = nnet.binary_crossentropy(s, t).sum()
+        gz = theano_dag.grad(cost, z)
+        fg = stabilize(FunctionGraph([z, t], [cost, gz]))
+        ops = scalar_ops(fg)
+        assert "binary_crossentropy" not in ops and "binary_crossentropy_grad" not in ops
+        assert ops.count("sigmoid_binary_crossentropy") == 1
+        assert "log" not in ops and "true_div" not in ops
+        f = theano_dag.function([z, t], [cost, gz], mode=FAST_RUN_PY)
+        zv = np.array([-np.inf, -800.0, 40.0, 0.5, np.inf])
+        tv = np.array([0.0, 1.0, 1.0, 0.25, 1.0])
+        c, g = f(sign * zv, tv)
+        sv = 1 / (1 + np.exp(-0.5))
+        assert np.isfinite(c) and np.allclose(
+            c, 800.0 + np.exp(-40.0) - 0.25 * np.log(sv) - 0.75 * np.log1p(-sv)
+        )
+        want = sign * np.array([0.0, -1.0, -np.exp(-40.0), sv - 0.25, 0.0])
+        np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
 def test_stabilize_excluded_gives_the_written_arithmetic():
     (z, t), cost, g = bce_gradient_graph()
     f = theano_dag.function([z, t], g, mode=FAST_RUN_PY.excluding("stabilize"))

@@ -134,6 +134,13 @@ CASES = [
         atol=1e-16,  # the gradient in t, -z, is 0 at z = 0 only up to the rounding of a sum
     ),
     elementwise(
+        "sigmoid_binary_crossentropy(z, t)",
+        nnet.sigmoid_binary_crossentropy,
+        mp_xent,
+        [LOGITS, TARGETS],
+        atol=1e-16,  # the gradient in t, -z, is 0 at z = 0 only up to the rounding of a sum
+    ),
+    elementwise(
         "-t * log(p) - (1 - t) * log(1 - p) with p = 1 / (1 + exp(-z))",
         lambda z, t: -t * tt.log(written_sigmoid(z)) - (1 - t) * tt.log(1 - written_sigmoid(z)),
         mp_xent,

@@ -133,6 +133,7 @@ ELEMWISE = [
     _unary("sinh", np.sinh),
     _unary("cosh", np.cosh),
     _unary("tanh", np.tanh),
+    _unary("sech2", lambda x: (1 / np.cosh(x.astype("float64")) ** 2).astype(x.dtype)),
     _unary("sigmoid", special.expit, U(3, 4, lo=-30, hi=30)),
     _unary("softplus", lambda x: np.logaddexp(0, x), U(3, 4, lo=-30, hi=30)),
     _unary("erf", special.erf),

@@ -16,9 +16,11 @@ import theano_dag.tensor as tt
 from theano_dag.compile.function import function as _function
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
+from theano_dag.engines.cpu.native import ckernel
 from theano_dag.gradient import grad
 from theano_dag.gradient import verify_grad as _verify_grad
 from theano_dag.graph.basic import ancestors
+from theano_dag.scalar import sigmoid_binary_crossentropy as sigmoid_binary_crossentropy_scalar
 from theano_dag.tensor import nnet
 from theano_dag.tensor.nnet import (
     AbstractConv2d,
@@ -472,6 +474,58 @@ def test_sigmoid_gradient_cancels_the_users_one_minus_sigmoid(linker):
     f = _function([x], g, mode=Mode(linker=linker, optimizer=None))
     got = [f(np.array([v], dtype=dtype)) for v in xs[:4]]
     np.testing.assert_allclose(np.concatenate(got), want[:4], rtol=1e-6, atol=1e-300)
+
+
+@pytest.mark.parametrize("build_mode", ["off", "sync"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_binary_crossentropy_at_infinite_logits(dtype, build_mode):
+    # t * softplus(-z) + (1 - t) * softplus(z) was 0 * inf = NaN at z = -inf, t = 0 and
+    # z = inf, t = 1; the gradient wrt t (-z) stays unblocked at t = 0 and 1, and the one
+    # wrt z does not round to 0 where sigmoid(z) rounds to 1
+    z, t = tt.TensorType(dtype, (None,))("z"), tt.TensorType(dtype, (None,))("t")
+    out = nnet.sigmoid_binary_crossentropy(z, t)
+    gz, gt = grad(out.sum(), [z, t])
+    with ckernel.compile_mode(build_mode):
+        f = _function([z, t], [out, gz, gt], mode=Mode(linker="cpu", optimizer="fast_run"))
+    zv = np.array([-np.inf, np.inf, -np.inf, 40.0, -800.0, 0.0, np.nan], dtype)
+    tv = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.25, 0.0], dtype)
+    val, dz, dt = f(zv, tv)
+    np.testing.assert_array_equal(val[:3], [0.0, 0.0, np.inf])
+    np.testing.assert_allclose(val[3:6], [np.exp(-40.0), np.log1p(np.exp(-800.0)), np.log(2)])
+    np.testing.assert_allclose(dz[:6], [0.0, 0.0, -1.0, -np.exp(-40.0), 0.0, 0.25], rtol=1e-6)
+    np.testing.assert_array_equal(dt[:6], -zv[:6])
+    assert np.isnan([val[6], dz[6], dt[6]]).all()
+    ops = [n.op for n in f.maker.fgraph.toposort() if n.outputs[0] is f.maker.fgraph.outputs[0]]
+    assert ops[0].scalar_op == sigmoid_binary_crossentropy_scalar
+
+
+@pytest.mark.parametrize("build_mode", ["off", "sync"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_binary_crossentropy_where_a_term_has_weight_zero(dtype, build_mode):
+    # t * log(o) was 0 * -inf = NaN at o = t = 0 (and (1 - t) * log(1 - o) at o = t = 1),
+    # and its derivative -t / o 0 / 0: a term of weight 0 takes no part, in the value and
+    # in the derivative in o; the derivative in t, log(1 - o) - log(o), is +-inf there
+    o, t = tt.TensorType(dtype, (None,))("o"), tt.TensorType(dtype, (None,))("t")
+    out = nnet.binary_crossentropy(o, t)
+    go, gt = grad(out.sum(), [o, t])
+    with ckernel.compile_mode(build_mode):
+        f = _function([o, t], [out, go, gt], mode=Mode(linker="cpu", optimizer="fast_run"))
+    ov = np.array([0.0, 1.0, 0.0, 1e-30, 0.5], dtype)
+    tv = np.array([0.0, 1.0, 1.0, 0.0, 0.25], dtype)
+    val, d_o, d_t = f(ov, tv)
+    np.testing.assert_array_equal(val[:3], [0.0, 0.0, np.inf])
+    np.testing.assert_allclose(val[3:], [1e-30, np.log(2)], rtol=1e-6)
+    np.testing.assert_allclose(d_o, [1.0, -1.0, -np.inf, 1.0, 1.0], rtol=1e-6)
+    np.testing.assert_array_equal(d_t[:3], [np.inf, -np.inf, np.inf])
+
+
+def test_sigmoid_binary_crossentropy_gradients_by_finite_differences():
+    rng = np.random.default_rng(3)
+    _verify_grad(
+        nnet.sigmoid_binary_crossentropy,
+        [rng.normal(size=(3, 4)) * 5, rng.uniform(size=(3, 4))],
+        rng=rng,
+    )
 
 
 def test_categorical_crossentropy_label_graph():

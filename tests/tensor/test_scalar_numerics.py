@@ -183,6 +183,40 @@ def test_log1mexp_gradient_where_it_is_subnormal(engine, dtype):
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_sech2_where_tanh_rounds_to_one(engine, dtype):
+    # 1 - tanh(x)**2 is 0 from |x| = 9 (float32; 19 in float64), where the derivative,
+    # about 4 exp(-2|x|), is a normal number to |x| = 43 (float32; 354 in float64)
+    far = [9.5, 20.0, 43.0, 51.0] if dtype == "float32" else [19.5, 40.0, 354.0, 372.0]
+    x = np.array([*far, *(-v for v in far), 0.0, 1e-30, 0.5, -2.0, 5.0, np.inf, -np.inf], dtype)
+    sym = tt.TensorType(dtype, shape=(None,))("x")
+    make_mode, build_mode = sweep.ENGINES[engine]
+    with ckernel.compile_mode(build_mode):
+        f = theano_dag.function([sym], tt.sech2(sym), mode=make_mode())
+    got = f(x)
+    with mpmath.workdps(50):
+        want = [1 / mpmath.cosh(mpmath.mpf(float(v))) ** 2 for v in x[:-2]]
+    assert np.all(got[:-2] > 0), got
+    assert np.all(ulps(got[:-2], want, dtype) <= 4), (got, want)
+    assert list(got[-2:]) == [0, 0]
+
+
+def test_tanh_gradient_reads_the_output_not_the_input():
+    # 1 - tanh(x)**2 of the output, as every peer's: sech2(x) would keep a tanh layer's
+    # pre-activation alive until the backward pass (docs/optimization.md)
+    x = tt.dvector("x")
+    y = tt.tanh(x)
+    g = theano_dag.grad(tt.sum(y * y), x)
+    f = theano_dag.function([x], g, mode=theano_dag.Mode(linker="py").excluding("fusion"))
+    fg = f.maker.fgraph
+    (tanh_node,) = [n for n in fg.toposort() if n.op.scalar_op.name == "tanh"]
+    assert [n for n, _ in fg.clients[fg.inputs[0]]] == [tanh_node]
+    assert not [n for n in fg.toposort() if n.op.scalar_op.name == "sech2"]
+    xv = np.array([0.3, -2.0])
+    np.testing.assert_allclose(f(xv), 2 * np.tanh(xv) * (1 - np.tanh(xv) ** 2), rtol=1e-14)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_log_erfc_of_zero_is_plus_zero(engine, dtype):
     # log1p(-erf(0)) is -0.0; log(erfc(0)) = log(1) is +0 (numpy's, scipy's)
     got = run(engine, tt.log_erfc, np.array([0.0, -0.0, 1e-30], dtype))

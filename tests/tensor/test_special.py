@@ -97,6 +97,15 @@ def test_erfcx_gradient_of_a_complex_input():
     np.testing.assert_allclose(got, np.conj(2 * v * sps.erfcx(v) - 2 / np.sqrt(np.pi)))
 
 
+def test_tanh_gradient_of_a_complex_input():
+    # sech2's real formula 4 e / (1 + e)**2, e = exp(-2|x|), takes |x| as the modulus
+    # for a complex x: the complex path is 1 / cosh(x)**2
+    x = tt.zvector("x")
+    g = theano_dag.grad(tt.sum(tt.real(tt.tanh(x))), x)
+    v = np.array([0.5 + 0.3j, -1 + 2j, 3 - 0.25j])
+    np.testing.assert_allclose(function([x], g)(v), np.conj(1 / np.cosh(v) ** 2))
+
+
 def test_erfcx_deriv_order_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="ErfcxDeriv: order must be a positive integer, got 0"):
         tt.erfcx_deriv(tt.dvector(), order=0)

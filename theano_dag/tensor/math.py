@@ -96,6 +96,7 @@ __all__ = [
     "sinh",
     "cosh",
     "tanh",
+    "sech2",
     "sigmoid",
     "softplus",
     "erf",
@@ -274,6 +275,7 @@ arctan = _u("arctan")
 sinh = _u("sinh")
 cosh = _u("cosh")
 tanh = _u("tanh")
+sech2 = _u("sech2")
 arcsinh = _u("arcsinh")
 arccosh = _u("arccosh")
 arctanh = _u("arctanh")

@@ -38,7 +38,7 @@ __all__ = ["ElemwiseImpl", "KernelConstants", "elemwise_body", "vectorizable", "
 _VECTOR_SAFE = {
     "add", "sub", "mul", "true_div", "neg", "sqr", "exp", "exp2", "log", "log2", "log10",
     "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-    "cosh", "tanh", "erf", "erfc", "floor", "ceil", "trunc", "identity", "fma",
+    "cosh", "tanh", "sech2", "erf", "erfc", "floor", "ceil", "trunc", "identity", "fma",
 }  # fmt: skip
 
 VECTOR_WIDTH = {"float32": 8, "float64": 4}

@@ -38,6 +38,7 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
+from theano_dag.tensor.nnet import nnet as nnet_ops
 from theano_dag.tensor.nnet import sigm
 
 stabilize = RULES.stabilize
@@ -52,6 +53,8 @@ __all__ = [
     "local_logit_sigmoid",
     "local_sigmoid_logit",
     "local_exp_softplus",
+    "local_bce_sigmoid",
+    "local_bce_grad_sigmoid",
     "local_ultra_fast_sigmoid",
     "local_hard_sigmoid",
 ]
@@ -628,6 +631,66 @@ def local_sigmoid_logit(fgraph, node):
     if not is_const(sub.inputs[0], 1) or not is_float(p):
         return False
     return fit(node.outputs[0], p, div.inputs)
+
+
+# ---- cross-entropies of sigmoids -------------------------------------------------------
+
+
+@stabilize()
+@local_optimizer([nnet_ops._bce])
+def local_bce_sigmoid(fgraph, node):
+    """``binary_crossentropy(sigmoid(z), t)`` as ``sigmoid_binary_crossentropy(z, t)``:
+    finite for every finite ``z`` where ``log(sigmoid(z))`` is ``-inf`` from
+    ``z = -745``."""
+    # binary_crossentropy(sigmoid(z), t) -> sigmoid_binary_crossentropy(z, t)
+    if scalar_op(node) != ts.binary_crossentropy:
+        return False
+    o, t = node.inputs
+    k = sigmoid_key(o)
+    if k is None or not is_float(k[0]):
+        return False
+    new = nnet_ops.sigmoid_binary_crossentropy(_signed(*k), t)
+    return fit(node.outputs[0], new, node.inputs)
+
+
+@stabilize()
+@local_optimizer(
+    [tm.mul, tm.true_div],
+    requirements=(count_scalar_ops,),
+    needs=[type(ts.binary_crossentropy_grad)],
+)
+def local_bce_grad_sigmoid(fgraph, node):
+    """The gradient of ``binary_crossentropy(sigmoid(z), t)`` in ``z``, the derivative
+    in ``o`` times the sigmoid's, ``binary_crossentropy_grad(s, t) * s * (1 - s)``, as
+    ``sigmoid(z) - t``: not ``inf * 0`` where ``s`` rounds to 0 or 1."""
+    # binary_crossentropy_grad(sigmoid(z), t) * sigmoid(z) * sigmoid(-z)
+    #   -> switch(z > 0, 1 - t - sigmoid(-z), sigmoid(z) - t)
+    out = node.outputs[0]
+    if not isinstance(scalar_op(node), (ts.Mul, ts.TrueDiv)) or not is_float(out):
+        return False
+    if not _any_factor(out, lambda v: scalar_op(v.owner) == ts.binary_crossentropy_grad):
+        return False
+    num, den, negated = _split(out)
+    for i, f in enumerate(num):
+        if scalar_op(f.owner) != ts.binary_crossentropy_grad:
+            continue
+        o, t = f.owner.inputs
+        k = sigmoid_key(o)
+        if k is None or not is_float(k[0]):
+            continue
+        rest = [(g, sigmoid_key(g)) for j, g in enumerate(num) if j != i]
+        a = _find(rest, k)
+        if a is None:
+            continue
+        del rest[a]
+        b = _find(rest, _flipped(k))
+        if b is None:
+            continue
+        del rest[b]
+        d_z = ts.SigmoidBinaryCrossentropy.d_logit(_signed(*k), t)
+        new = _fraction([g for g, _ in rest] + [d_z], den, negated, out)
+        return fit(out, new, node.inputs)
+    return False
 
 
 # ---- softplus inverted ------------------------------------------------------------------

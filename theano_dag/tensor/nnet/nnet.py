@@ -17,6 +17,8 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined, is_disconnected
 from theano_dag.graph.op import Op
+from theano_dag.scalar import binary_crossentropy as scalar_bce
+from theano_dag.scalar import sigmoid_binary_crossentropy as scalar_sigmoid_bce
 from theano_dag.scalar import softsign as scalar_softsign  # Theano's name
 from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
@@ -802,8 +804,14 @@ def categorical_crossentropy(coding_dist, true_dist):
     )
 
 
+_bce = Elemwise(scalar_bce, name="binary_crossentropy")
+
+
 def binary_crossentropy(output, target):
-    """Elementwise ``-(t * log(o) + (1 - t) * log(1 - o))`` for probabilities ``o``.
+    """Elementwise ``-(t * log(o) + (1 - t) * log(1 - o))`` for probabilities ``o``, a
+    term of weight 0 taking no part (0 at ``o = t = 0``, not ``0 * -inf``), with its
+    derivative in ``o`` by the same rule (:class:`theano_dag.scalar.BinaryCrossentropy`;
+    of a sigmoid, the stabilize rewrites make it :func:`sigmoid_binary_crossentropy`).
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -812,12 +820,17 @@ def binary_crossentropy(output, target):
     ...                                 t: np.array([1.0, 1.0])}).round(4)
     array([0.6931, 0.1054])
     """
-    output, target = as_tensor_variable(output), as_tensor_variable(target)
-    return -(target * tm.log(output) + (1.0 - target) * tm.log(1.0 - output))
+    return _bce(output, target)
+
+
+_sigmoid_bce = Elemwise(scalar_sigmoid_bce, name="sigmoid_binary_crossentropy")
 
 
 def sigmoid_binary_crossentropy(output, target):
-    """``binary_crossentropy(sigmoid(output), target)`` computed stably from logits.
+    """``binary_crossentropy(sigmoid(output), target)`` computed stably from logits:
+    finite for finite ``output``, 0 where the target's own term is 0 (``output = -inf``
+    for ``target = 0``), and the gradients ``sigmoid(output) - target`` and ``-output``
+    (:class:`theano_dag.scalar.SigmoidBinaryCrossentropy`).
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -826,5 +839,4 @@ def sigmoid_binary_crossentropy(output, target):
     ...                                         t: np.array([1.0])})
     array([800.])
     """
-    output, target = as_tensor_variable(output), as_tensor_variable(target)
-    return target * tm.softplus(-output) + (1.0 - target) * tm.softplus(output)
+    return _sigmoid_bce(output, target)

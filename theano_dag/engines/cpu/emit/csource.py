@@ -391,8 +391,8 @@ def composite_statements(comp, in_exprs, prefix, lines) -> list:
 
 # Per-element cost of scalar ops relative to an add: decides when threads pay off.
 _EXPENSIVE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-              "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "sigmoid",
-              "softplus", "erf", "erfc", "pow"}  # fmt: skip
+              "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "sech2",
+              "sigmoid", "softplus", "erf", "erfc", "pow"}  # fmt: skip
 _MEDIUM = {"true_div", "int_div", "mod", "sqrt", "reciprocal"}
 # Elements times cost above which a kernel runs on all OpenMP threads. Waking the
 # sleeping workers (OMP_WAIT_POLICY=PASSIVE, see ckernel) took tens of microseconds on
