@@ -173,3 +173,45 @@ static int td_part_check(void **arrs, int code, int lead, ptrdiff_t *rows, ptrdi
 enum { td_code_f64 = 10, td_code_f32 = 9 };
 TD_PARTIAL(double, f64)
 TD_PARTIAL(float, f32)
+
+/* td_maxtrail_* and td_mintrail_*: the maximum or the minimum over the last axis of a
+   C-contiguous float array of at least two axes, of length 1 to 4, into a C-contiguous
+   array of the other axes, as reduce_last_axis computes it (numpy's maximum.reduce
+   there, value for value): each row folded in order by the elementwise maximum's
+   choice, NaN taking over and the second of two equal values (of two signed zeros)
+   kept. numpy's SIMD loops pick another zero on longer rows: those, an empty axis and
+   any other layout return an error code and the engine runs numpy. */
+#define TD_SELECTTRAIL(T, S, NAME, CMP)                                                 \
+    int NAME##_##S##_v(void **arrs)                                                     \
+    {                                                                                   \
+        ptrdiff_t R, C;                                                                 \
+        const int rc = td_part_check(arrs, td_code_##S, 0, &R, &C);                     \
+        if (rc) return rc;                                                              \
+        const int nx = TD_F(arrs[0], TD_OFF_ND, int);                                   \
+        const ptrdiff_t *xd = TD_F(arrs[0], TD_OFF_DIMS, const ptrdiff_t *);            \
+        const ptrdiff_t n = xd[nx - 1];                                                 \
+        if (n < 1 || n > 4 || TD_F(arrs[1], TD_OFF_ND, int) != nx - 1)                  \
+            return TD_ERR(TD_ESHAPE, 0);                                                \
+        const T *x = TD_F(arrs[0], TD_OFF_DATA, const T *);                             \
+        T *o = TD_F(arrs[1], TD_OFF_DATA, T *);                                         \
+        for (ptrdiff_t i = 0; i < R; i++) {                                             \
+            const T *row = x + i * n;                                                   \
+            T r = row[0];                                                               \
+            for (ptrdiff_t j = 1; j < n; j++) {                                         \
+                const T y = row[j];                                                     \
+                r = (y != y) ? y : (!(r CMP y) ? r : y);                                \
+            }                                                                           \
+            o[i] = r;                                                                   \
+        }                                                                               \
+        return 0;                                                                       \
+    }                                                                                   \
+    int NAME##_##S(void *x, void *o)                                                    \
+    {                                                                                   \
+        void *arrs[2] = {x, o};                                                         \
+        return NAME##_##S##_v(arrs);                                                    \
+    }
+
+TD_SELECTTRAIL(double, f64, td_maxtrail, <=)
+TD_SELECTTRAIL(float, f32, td_maxtrail, <=)
+TD_SELECTTRAIL(double, f64, td_mintrail, >=)
+TD_SELECTTRAIL(float, f32, td_mintrail, >=)
