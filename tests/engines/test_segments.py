@@ -329,7 +329,8 @@ _SPECIAL = [-0.0, 0.0, 1.0, -1.5, np.nan, np.inf, -np.inf]
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_max_and_min_over_a_short_last_axis_run_as_kernels(engine_kernels, tmp_path, dtype):
     # The (500, 2) max of a mixture's log-sum-exp: a SumKernel step inside the segment,
-    # the rows' signed zeros, NaN and infinities chosen as numpy's reduce chooses them.
+    # the rows' signed zeros, NaN and infinities chosen as numpy's reduce chooses them
+    # (on rows of more than 4 values, through numpy where the result is a zero or NaN).
     m = TensorType(dtype, (None, None))("m")
     t = TensorType(dtype, (None, None, None))("t")
     outs = [tt.max(m * 1, axis=1), tt.min(m * 1, axis=-1), tt.max(t * 1, axis=2)]
@@ -356,6 +357,12 @@ def test_max_and_min_over_a_short_last_axis_run_as_kernels(engine_kernels, tmp_p
             for g, w, s in zip(got, want, same):
                 assert g.dtype == w.dtype and g.shape == w.shape
                 assert g.tobytes() == w.tobytes() == s.tobytes(), (n, g, w)
+    # A long row whose result is a zero or a NaN, more than 16384 values: numpy runs.
+    for mv in (np.zeros((3, 6), dtype), rng.standard_normal((2000, 9)).astype(dtype)):
+        mv[0] = [-0.0, 0.0, -0.0, 0.0, -0.0, 0.0] + [-1.0] * (mv.shape[1] - 6)
+        mv[1, 3] = np.nan
+        got, want = f(mv, tv), ref(mv, tv)
+        assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
     # A non-contiguous input (numpy runs) and an empty axis (numpy's error).
     mv = np.arange(12.0, dtype=dtype).reshape(3, 4)
     got, want = f(mv.T, tv), ref(mv.T, tv)

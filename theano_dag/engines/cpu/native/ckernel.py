@@ -516,11 +516,11 @@ class SumKernel(PreambleKernel):
     (``"lead"``) or its trailing ones (``"trail"``), in C: ``td_sum_f64`` ... of every
     library's preamble, as numpy's ``add.reduce`` computes it on C-contiguous arrays,
     bit for bit (numpy's call took about 2 us: most of a small graph's reductions).
-    Kinds ``"maxtrail"`` and ``"mintrail"``: the maximum or minimum over a last axis of
-    1 to 4 values, as :func:`reduce_last_axis` computes it (the ``(500, 2)`` max of a
-    mixture's log-sum-exp: 2.7 us in numpy). ``c(x, out)`` and ``fail(x, out)`` as a
-    :class:`CKernel`'s; ``fail`` (another layout, a longer axis, a numpy scalar) runs
-    numpy.
+    Kinds ``"maxtrail"`` and ``"mintrail"``: the maximum or minimum over the last axis,
+    as :func:`reduce_last_axis` computes it (the ``(500, 2)`` max of a mixture's
+    log-sum-exp: 2.7 us in numpy). ``c(x, out)`` and ``fail(x, out)`` as a
+    :class:`CKernel`'s; ``fail`` (another layout, a numpy scalar, a row of more than 4
+    values whose result is a zero or a NaN, more than 16384 values) runs numpy.
 
     >>> import theano_dag.tensor as tt
     >>> k = SumKernel(tt.sum(tt.dvector()).owner, "float64", (0,))  # no library: numpy

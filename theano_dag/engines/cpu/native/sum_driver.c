@@ -175,12 +175,15 @@ TD_PARTIAL(double, f64)
 TD_PARTIAL(float, f32)
 
 /* td_maxtrail_* and td_mintrail_*: the maximum or the minimum over the last axis of a
-   C-contiguous float array of at least two axes, of length 1 to 4, into a C-contiguous
-   array of the other axes, as reduce_last_axis computes it (numpy's maximum.reduce
-   there, value for value): each row folded in order by the elementwise maximum's
-   choice, NaN taking over and the second of two equal values (of two signed zeros)
-   kept. numpy's SIMD loops pick another zero on longer rows: those, an empty axis and
-   any other layout return an error code and the engine runs numpy. */
+   C-contiguous float array of at least two axes into a C-contiguous array of the other
+   axes, as numpy's maximum.reduce (minimum.reduce) gives it there, bit for bit: each row
+   folded in order by the elementwise maximum's choice, NaN taking over and the second
+   of two equal values (of two signed zeros) kept, which is numpy's (reduce_last_axis's
+   columns) on a row of 1 to 4 values. On a longer row numpy's SIMD loop may pick
+   another zero or NaN, so a row whose result is a zero or a NaN (whose bits only then
+   depend on the order) returns an error code, as does an array of more than 16384
+   values (numpy's vector loop is faster there), an empty axis and any other layout:
+   the engine then runs numpy over the whole array. */
 #define TD_SELECTTRAIL(T, S, NAME, CMP)                                                 \
     int NAME##_##S##_v(void **arrs)                                                     \
     {                                                                                   \
@@ -190,8 +193,10 @@ TD_PARTIAL(float, f32)
         const int nx = TD_F(arrs[0], TD_OFF_ND, int);                                   \
         const ptrdiff_t *xd = TD_F(arrs[0], TD_OFF_DIMS, const ptrdiff_t *);            \
         const ptrdiff_t n = xd[nx - 1];                                                 \
-        if (n < 1 || n > 4 || TD_F(arrs[1], TD_OFF_ND, int) != nx - 1)                  \
+        if (n < 1 || TD_F(arrs[1], TD_OFF_ND, int) != nx - 1)                          \
             return TD_ERR(TD_ESHAPE, 0);                                                \
+        const int exact = n <= 4;                                                       \
+        if (!exact && R * n > 16384) return TD_ERR(TD_ESHAPE, 0);                       \
         const T *x = TD_F(arrs[0], TD_OFF_DATA, const T *);                             \
         T *o = TD_F(arrs[1], TD_OFF_DATA, T *);                                         \
         for (ptrdiff_t i = 0; i < R; i++) {                                             \
@@ -201,6 +206,7 @@ TD_PARTIAL(float, f32)
                 const T y = row[j];                                                     \
                 r = (y != y) ? y : (!(r CMP y) ? r : y);                                \
             }                                                                           \
+            if (!exact && (r != r || r == 0)) return TD_ERR(TD_ESHAPE, 0);              \
             o[i] = r;                                                                   \
         }                                                                               \
         return 0;                                                                       \
