@@ -4,6 +4,7 @@ fails inside a segment is explained (or its operand converted) and the rest run.
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 
@@ -320,3 +321,51 @@ def test_sum_nodes_run_as_kernels(engine_kernels, tmp_path, dtype, poisoned):
     assert kinds == {"sum", "sumlead", "sumtrail"}
     if not poisoned and segment.available():
         assert "_SUM" not in f.fn.source()  # each runs inside a segment
+
+
+_SPECIAL = [-0.0, 0.0, 1.0, -1.5, np.nan, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_and_min_over_a_short_last_axis_run_as_kernels(engine_kernels, tmp_path, dtype):
+    # The (500, 2) max of a mixture's log-sum-exp: a SumKernel step inside the segment,
+    # the rows' signed zeros, NaN and infinities chosen as numpy's reduce chooses them
+    # (on rows of more than 4 values, through numpy where the result is a zero or NaN).
+    m = TensorType(dtype, (None, None))("m")
+    t = TensorType(dtype, (None, None, None))("t")
+    outs = [tt.max(m * 1, axis=1), tt.min(m * 1, axis=-1), tt.max(t * 1, axis=2)]
+    ref = function([m, t], outs, mode=Mode(linker="py", optimizer=None))
+    with config.change_flags(cxx=""):  # the engine's numpy path, on the same graph
+        numpy_path = function([m, t], outs, mode=Mode(linker=CPULinker()))
+    with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+        f = function([m, t], outs, mode=Mode(linker=CPULinker()))
+        f(np.zeros((2, 2), dtype), np.zeros((1, 2, 2), dtype))
+        assert ckernel.wait_for_kernels(f)
+    kinds = {k.name for k in kernel_calls(f) if isinstance(k, ckernel.SumKernel)}
+    assert kinds == {f"td_maxtrail_f{dtype[5:]}", f"td_mintrail_f{dtype[5:]}"}
+    if segment.available():
+        assert "reduce_last" not in f.fn.source()  # inside a segment
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 4, 5, 8):
+        k = min(n, 3)
+        rows = np.array(list(itertools.product(_SPECIAL, repeat=k)), dtype=dtype)
+        mv = np.concatenate([rows, rng.standard_normal((len(rows), n - k)).astype(dtype)], 1)
+        tv = (rng.standard_normal((3, 7, n)) * 1e3).astype(dtype)
+        for args in ((mv, tv), (mv[:0], tv[:, :0]), (mv.T.copy().T, tv)):
+            with np.errstate(all="ignore"):
+                got, want, same = f(*args), ref(*args), numpy_path(*args)
+            for g, w, s in zip(got, want, same):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                assert g.tobytes() == w.tobytes() == s.tobytes(), (n, g, w)
+    # A long row whose result is a zero or a NaN, more than 16384 values: numpy runs.
+    for mv in (np.zeros((3, 6), dtype), rng.standard_normal((2000, 9)).astype(dtype)):
+        mv[0] = [-0.0, 0.0, -0.0, 0.0, -0.0, 0.0] + [-1.0] * (mv.shape[1] - 6)
+        mv[1, 3] = np.nan
+        got, want = f(mv, tv), ref(mv, tv)
+        assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    # A non-contiguous input (numpy runs) and an empty axis (numpy's error).
+    mv = np.arange(12.0, dtype=dtype).reshape(3, 4)
+    got, want = f(mv.T, tv), ref(mv.T, tv)
+    assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        f(np.zeros((3, 0), dtype), tv)

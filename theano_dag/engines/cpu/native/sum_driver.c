@@ -173,3 +173,51 @@ static int td_part_check(void **arrs, int code, int lead, ptrdiff_t *rows, ptrdi
 enum { td_code_f64 = 10, td_code_f32 = 9 };
 TD_PARTIAL(double, f64)
 TD_PARTIAL(float, f32)
+
+/* td_maxtrail_* and td_mintrail_*: the maximum or the minimum over the last axis of a
+   C-contiguous float array of at least two axes into a C-contiguous array of the other
+   axes, as numpy's maximum.reduce (minimum.reduce) gives it there, bit for bit: each row
+   folded in order by the elementwise maximum's choice, NaN taking over and the second
+   of two equal values (of two signed zeros) kept, which is numpy's (reduce_last_axis's
+   columns) on a row of 1 to 4 values. On a longer row numpy's SIMD loop may pick
+   another zero or NaN, so a row whose result is a zero or a NaN (whose bits only then
+   depend on the order) returns an error code, as does an array of more than 16384
+   values (numpy's vector loop is faster there), an empty axis and any other layout:
+   the engine then runs numpy over the whole array. */
+#define TD_SELECTTRAIL(T, S, NAME, CMP)                                                 \
+    int NAME##_##S##_v(void **arrs)                                                     \
+    {                                                                                   \
+        ptrdiff_t R, C;                                                                 \
+        const int rc = td_part_check(arrs, td_code_##S, 0, &R, &C);                     \
+        if (rc) return rc;                                                              \
+        const int nx = TD_F(arrs[0], TD_OFF_ND, int);                                   \
+        const ptrdiff_t *xd = TD_F(arrs[0], TD_OFF_DIMS, const ptrdiff_t *);            \
+        const ptrdiff_t n = xd[nx - 1];                                                 \
+        if (n < 1 || TD_F(arrs[1], TD_OFF_ND, int) != nx - 1)                          \
+            return TD_ERR(TD_ESHAPE, 0);                                                \
+        const int exact = n <= 4;                                                       \
+        if (!exact && R * n > 16384) return TD_ERR(TD_ESHAPE, 0);                       \
+        const T *x = TD_F(arrs[0], TD_OFF_DATA, const T *);                             \
+        T *o = TD_F(arrs[1], TD_OFF_DATA, T *);                                         \
+        for (ptrdiff_t i = 0; i < R; i++) {                                             \
+            const T *row = x + i * n;                                                   \
+            T r = row[0];                                                               \
+            for (ptrdiff_t j = 1; j < n; j++) {                                         \
+                const T y = row[j];                                                     \
+                r = (y != y) ? y : (!(r CMP y) ? r : y);                                \
+            }                                                                           \
+            if (!exact && (r != r || r == 0)) return TD_ERR(TD_ESHAPE, 0);              \
+            o[i] = r;                                                                   \
+        }                                                                               \
+        return 0;                                                                       \
+    }                                                                                   \
+    int NAME##_##S(void *x, void *o)                                                    \
+    {                                                                                   \
+        void *arrs[2] = {x, o};                                                         \
+        return NAME##_##S##_v(arrs);                                                    \
+    }
+
+TD_SELECTTRAIL(double, f64, td_maxtrail, <=)
+TD_SELECTTRAIL(float, f32, td_maxtrail, <=)
+TD_SELECTTRAIL(double, f64, td_mintrail, >=)
+TD_SELECTTRAIL(float, f32, td_mintrail, >=)
