@@ -12,29 +12,18 @@ import itertools
 
 import numpy as np
 import pytest
+from step_modes import MODES, compile_in
 
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.emit.impls import make_call
 from theano_dag.engines.cpu.linker import CPULinker
-from theano_dag.engines.cpu.native import ckernel
 from theano_dag.tensor.basic import Join, Split, alloc
 from theano_dag.tensor.elemwise import reduce_last_axis
 from theano_dag.tensor.extra_ops import CumOp, ExtractDiag
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.shape import MakeVector, Reshape
-
-MODES = ["py", "FAST_COMPILE", "FAST_RUN", "c_sync"]
-
-
-def _compile(ins, outs, mode):
-    if mode == "py":
-        return function(ins, outs, mode=Mode(linker="py", optimizer=None))
-    if mode == "c_sync":
-        with ckernel.compile_mode("sync"):
-            return function(ins, outs, mode=Mode(linker=CPULinker(min_plan_bytes=0)))
-    return function(ins, outs, mode=mode)
 
 
 def _cpu_source(ins, outs, args):
@@ -99,7 +88,7 @@ def test_reduce_last_axis_falls_back_to_numpy(ufunc, x):
 def test_split_parts_are_copies_of_numpys_split(mode, dtype):
     x = tt.matrix("x", dtype=dtype)
     parts = Split(3, 1)(x, np.array([1, 0, 2]))
-    f = _compile([x], parts, mode)
+    f = compile_in([x], parts, mode)
     xv = np.arange(6, dtype=dtype).reshape(2, 3)
     got = f(xv)
     for g, w in zip(got, np.split(xv, [1, 1], axis=1)):
@@ -114,7 +103,7 @@ def test_split_parts_are_copies_of_numpys_split(mode, dtype):
 @pytest.mark.parametrize("mode", MODES)
 def test_split_of_run_time_sizes(mode):
     x, s = tt.dvector("x"), tt.lvector("s")
-    f = _compile([x, s], Split(2, 0)(x, s), mode)
+    f = compile_in([x, s], Split(2, 0)(x, s), mode)
     a, b = f(np.arange(3.0), np.array([2, 1]))
     _same(a, np.array([0.0, 1.0]))
     _same(b, np.array([2.0]))
@@ -128,7 +117,7 @@ def test_split_of_run_time_sizes(mode):
 def test_make_vector_of_scalars(mode):
     a, b = tt.bscalar("a"), tt.lscalar("b")
     c, d = tt.scalar("c", dtype="bool"), tt.scalar("d", dtype="bool")
-    f = _compile(
+    f = compile_in(
         [a, b, c, d], [MakeVector("int64")(a, b, 7), MakeVector("bool")(c, d, np.array(True))], mode
     )
     v, w = f(np.int8(-3), 5, True, False)
@@ -139,12 +128,12 @@ def test_make_vector_of_scalars(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_join_of_vectors_and_a_constant(mode):
     x, y = tt.dvector("x"), tt.dvector("y")
-    f = _compile([x, y], [Join(0)(x, -y), Join(0)(x, tt.constant(np.array([0.0])))], mode)
+    f = compile_in([x, y], [Join(0)(x, -y), Join(0)(x, tt.constant(np.array([0.0])))], mode)
     got = f(np.array([1.0, 2.0]), np.array([3.0]))
     _same(got[0], np.array([1.0, 2.0, -3.0]))
     _same(got[1], np.array([1.0, 2.0, 0.0]))
     m = tt.dmatrix("m")
-    g = _compile([m, x], Join(0)(m, x.dimshuffle("x", 0)), mode)
+    g = compile_in([m, x], Join(0)(m, x.dimshuffle("x", 0)), mode)
     _same(g(np.ones((1, 2)), np.zeros(2)), np.array([[1.0, 1.0], [0.0, 0.0]]))
     with pytest.raises(
         ValueError, match=r"Join\{axis=0\}: cannot join shapes \[\(1, 2\), \(1, 3\)\]"
@@ -155,7 +144,7 @@ def test_join_of_vectors_and_a_constant(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_reshape_to_a_computed_shape(mode):
     x, n = tt.dmatrix("x"), tt.lscalar("n")
-    f = _compile([x, n], Reshape(1)(x, MakeVector("int64")(n)), mode)
+    f = compile_in([x, n], Reshape(1)(x, MakeVector("int64")(n)), mode)
     _same(f(np.arange(6.0).reshape(2, 3), 6), np.arange(6.0))
     _same(f(np.arange(6.0).reshape(2, 3), -1), np.arange(6.0))
     with pytest.raises(
@@ -165,7 +154,7 @@ def test_reshape_to_a_computed_shape(mode):
         f(np.zeros((2, 3)), 5)
     # a static length of the output with a computed one
     k = tt.lscalar("k")
-    g = _compile([x, k], Reshape(2)(x, MakeVector("int64")(3, k)), mode)
+    g = compile_in([x, k], Reshape(2)(x, MakeVector("int64")(3, k)), mode)
     _same(g(np.arange(6.0).reshape(2, 3), 2), np.arange(6.0).reshape(3, 2))
     _same(g(np.arange(6.0).reshape(2, 3), -1), np.arange(6.0).reshape(3, 2))
     with pytest.raises(ValueError, match=r"Reshape\{2\}: cannot reshape an array of shape"):
@@ -176,7 +165,7 @@ def test_reshape_to_a_computed_shape(mode):
 def test_all_and_any_of_a_bool_vector(mode):
     x, m = tt.dvector("x"), tt.bmatrix("m")
     outs = [tt.all(tt.ge(x, 0)), tt.any(tt.lt(x, 0)), tt.all(x), tt.any(m, axis=1), tt.all(m)]
-    f = _compile([x, m], outs, mode)
+    f = compile_in([x, m], outs, mode)
     mv = np.array([[0, 0], [0, -3], [2, 1]], dtype="int8")
     for xv in (np.array([1.0, 2.0]), np.array([1.0, -2.0]), np.array([]), np.array([0.0, np.nan])):
         got = f(xv, mv)
@@ -192,7 +181,7 @@ def test_all_and_any_of_a_bool_vector(mode):
 def test_max_min_sum_over_a_short_last_axis(mode, dtype):
     x = tt.matrix("x", dtype=dtype)
     outs = [tt.max(x, axis=1), tt.min(x, axis=1), tt.sum(x, axis=1), tt.max(x, axis=0)]
-    f = _compile([x], outs, mode)
+    f = compile_in([x], outs, mode)
     rng = np.random.default_rng(1)
     xv = (rng.standard_normal((40, 2)) * 100).astype(dtype)
     if dtype != "int64":
@@ -208,7 +197,7 @@ def test_softmax_and_log_softmax_of_a_short_last_axis(mode):
     x = tt.dmatrix("x")
     sm, lsm = nnet.Softmax(-1)(x), nnet.LogSoftmax(-1)(x)
     gx = tt.grad(tt.sum(sm * np.arange(2.0)), x)
-    f = _compile([x], [sm, lsm, gx], mode)
+    f = compile_in([x], [sm, lsm, gx], mode)
     xv = np.random.default_rng(2).standard_normal((50, 2)) * 10
     xv[0] = [np.inf, 1.0]
     got = f(xv)
@@ -267,7 +256,7 @@ def test_the_cpu_engine_runs_these_ops_without_their_perform():
 def test_cumsum_and_cumprod(mode, dtype):
     x = tt.matrix("x", dtype=dtype)
     outs = [CumOp(None)(x), CumOp(1)(x), CumOp(0, "mul")(x), CumOp(None, "mul")(x)]
-    f = _compile([x], outs, mode)
+    f = compile_in([x], outs, mode)
     xv = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
     want = [np.cumsum(xv), np.cumsum(xv, axis=1), np.cumprod(xv, axis=0), np.cumprod(xv)]
     for g, w in zip(f(xv), want):
@@ -278,7 +267,7 @@ def test_cumsum_and_cumprod(mode, dtype):
 def test_alloc_of_a_known_shape(mode):
     v = tt.dvector("v")
     a, b = alloc(np.float64(-1.5), 2, 3), alloc(v, 2, 3)
-    f = _compile([v], [a, b, a * 2], mode)
+    f = compile_in([v], [a, b, a * 2], mode)
     got = f(np.array([1.0, 2.0, 3.0]))
     _same(got[0], np.full((2, 3), -1.5))
     _same(got[1], np.array([[1.0, 2.0, 3.0]] * 2))
@@ -289,7 +278,7 @@ def test_alloc_of_a_known_shape(mode):
     ):
         f(np.zeros(2))
     # a large known one is filled at each call, not kept filled
-    g = _compile([v], alloc(np.float64(2.0), 100, 100) + v[0], mode)
+    g = compile_in([v], alloc(np.float64(2.0), 100, 100) + v[0], mode)
     _same(g(np.ones(1)), np.full((100, 100), 3.0))
 
 
@@ -299,7 +288,7 @@ def test_extract_diag_is_a_copy_of_numpys_diagonal(mode, dtype):
     x, m = tt.tensor3("x", dtype=dtype), tt.matrix("m", dtype=dtype)
     args = [(0, 0, 1), (1, 2, 0), (-2, 1, 2), (9, 0, 1)]  # the last one is empty
     outs = [ExtractDiag(*a)(x) for a in args] + [ExtractDiag()(m) * 2]
-    f = _compile([x, m], outs, mode)
+    f = compile_in([x, m], outs, mode)
     xv = np.arange(60).reshape(3, 4, 5).astype(dtype)
     mv = np.arange(9).reshape(3, 3).astype(dtype)
     got = f(xv, mv)
@@ -333,7 +322,7 @@ def test_advanced_indexing_at_known_index_arrays(mode):
         tt.set_subtensor(y[tt.lvector("i")], 0.0),
     ]
     i = outs[-1].owner.inputs[-1]
-    f = _compile([x, y, s, i], outs, mode)
+    f = compile_in([x, y, s, i], outs, mode)
     xv = np.arange(6.0).reshape(3, 2)
     yv = np.array([1.0, 2.0, 3.0, 4.0])
     got = f(xv, yv, 9.0, np.array([3, -1, 0]))

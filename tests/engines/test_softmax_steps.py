@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.special
+from step_modes import MODES, compile_in
 
 import theano_dag.tensor as tt
 from theano_dag.compile.function import function
@@ -24,22 +25,12 @@ from theano_dag.gradient import verify_grad
 from theano_dag.tensor.nnet import nnet
 from theano_dag.tensor.type import TensorType
 
-MODES = ["py", "FAST_COMPILE", "FAST_RUN", "c_sync"]
 RTOL = {"float32": 2e-6, "float64": 1e-14}  # libm's exp and log against numpy's
 _has_c = pytest.mark.skipif(
     cc.get_toolchain(config.cxx) is None or array_layout() is None or not segment.available(),
     reason="no C compiler (config.cxx), an unknown ndarray layout, or no Segment",
 )
 pytestmark = pytest.mark.usefixtures("no_kernel_builds_in_flight")
-
-
-def _compile(ins, outs, mode):
-    if mode == "py":
-        return function(ins, outs, mode=Mode(linker="py", optimizer=None))
-    if mode == "c_sync":
-        with ckernel.compile_mode("sync"):
-            return function(ins, outs, mode=Mode(linker=CPULinker(min_plan_bytes=0)))
-    return function(ins, outs, mode=mode)
 
 
 def _c_function(ins, outs, optimizer=None, **linker):
@@ -76,7 +67,7 @@ SHAPES = [((500, 2), -1), ((2,), 0), ((256, 10), 1), ((3, 4, 5), 1), ((3, 4, 5),
 @pytest.mark.parametrize("shape,axis", SHAPES)
 def test_softmaxes_match_scipy_on_every_mode(mode, dtype, shape, axis):
     x, dy = _var(dtype, len(shape)), _var(dtype, len(shape))
-    f = _compile([x, dy], _three(x, dy, axis), mode)
+    f = compile_in([x, dy], _three(x, dy, axis), mode)
     rng = np.random.default_rng(len(shape) + shape[0])
     xv = (rng.standard_normal(shape) * 5).astype(dtype)
     dv = rng.standard_normal(shape).astype(dtype)
@@ -110,7 +101,7 @@ def test_special_lanes_are_performs(dtype, axis):
     x, dy = _var(dtype, 2), _var(dtype, 2)
     outs = _three(x, dy, axis)
     f = _c_function([x, dy], outs)
-    ref = _compile([x, dy], outs, "py")
+    ref = compile_in([x, dy], outs, "py")
     with np.errstate(all="ignore"):
         want = ref(xv, dv)
     with warnings.catch_warnings():
@@ -134,12 +125,12 @@ def test_empty_arrays(mode, dtype, shape):
     for axis in range(-1, len(shape)):
         x, dy = _var(dtype, len(shape)), _var(dtype, len(shape))
         sm, lsm, _ = _three(x, dy, axis)
-        f = _compile([x, dy], [nnet.SoftmaxGrad(axis)(dy, x)], mode)
+        f = compile_in([x, dy], [nnet.SoftmaxGrad(axis)(dy, x)], mode)
         xv = np.zeros(shape, dtype)
         (got,) = f(xv, xv)
         assert got.shape == shape and got.dtype == dtype
         for out in (sm, lsm):
-            f = _compile([x], out, mode)
+            f = compile_in([x], out, mode)
             if shape[axis] == 0:
                 with pytest.raises(ValueError, match="zero-size array"):
                     f(xv)
@@ -194,7 +185,7 @@ def test_gradients_through_the_step_match_finite_differences(op, axis):
 def test_inputs_of_other_layouts_run_perform_without_warnings(dtype):
     x, dy = _var(dtype, 2), _var(dtype, 2)
     f = _c_function([x, dy], _three(x, dy, -1))
-    ref = _compile([x, dy], _three(x, dy, -1), "py")
+    ref = compile_in([x, dy], _three(x, dy, -1), "py")
     big = np.random.default_rng(5).standard_normal((9, 14)).astype(dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

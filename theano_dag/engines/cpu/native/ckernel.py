@@ -758,6 +758,38 @@ def _linalg_kind(node):
     return None
 
 
+def _float_operands(node, ctx):
+    """``(dtype, constants by position, the other inputs)`` of ``node`` when its inputs
+    and its output have one float dtype, else None: what a preamble kernel's step takes."""
+    od = node.outputs[0].type.dtype
+    if od not in ("float32", "float64") or any(v.type.dtype != od for v in node.inputs):
+        return None
+    consts = {
+        p: ctx.const(np.asarray(ctx.value_of(v)), "k")
+        for p, v in enumerate(node.inputs)
+        if ctx.is_const(v)
+    }
+    return od, consts, [v for p, v in enumerate(node.inputs) if p not in consts]
+
+
+def _preamble_kernel_step(node, ctx, lib, k, tag, operands, extra=list):
+    """The step of preamble kernel ``k`` (of ``lib``) computing ``node`` where it writes
+    a target, with ``extra()``'s constants after the inputs; the op's ``perform``
+    elsewhere (``operands``: :func:`_float_operands`)."""
+    od, consts, ins = operands
+    kname = ctx.glob(k, tag)
+    fn = ctx.glob(k._perform, "F")  # the op's perform, as the kernel's fail runs it
+
+    def emit(names, outs, target):
+        it = iter(names)
+        args = [consts[p] if p in consts else next(it) for p in range(len(node.inputs))]
+        if target is None:
+            return [f"{outs[0]} = {fn}({', '.join(args)})"]
+        return _into_target(lib, kname, k, [*args, *extra()], outs[0], target)
+
+    return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
+
+
 def _make_linalg_emitter(previous):
     """Cholesky (lower), CholeskyGrad, triangular Solve and AllocDiag of a vector, all
     of one float dtype: a :class:`LinalgKernel` step where it writes a target, the op's
@@ -769,29 +801,17 @@ def _make_linalg_emitter(previous):
         kind = _linalg_kind(node)
         if lib is None or lib.started or kind is None:
             return steps
-        od = node.outputs[0].type.dtype
-        if od not in ("float32", "float64") or any(v.type.dtype != od for v in node.inputs):
+        operands = _float_operands(node, ctx)
+        if operands is None:
             return steps
-        consts = {
-            p: ctx.const(np.asarray(ctx.value_of(v)), "k")
-            for p, v in enumerate(node.inputs)
-            if ctx.is_const(v)
-        }
-        ins = [v for p, v in enumerate(node.inputs) if p not in consts]
-        k = lib.add_linalg(node, od, kind)
-        kname = ctx.glob(k, "LA")
-        fn = ctx.glob(k._perform, "F")  # the op's perform, as the kernel's fail runs it
+        k = lib.add_linalg(node, operands[0], kind)
 
-        def emit(names, outs, target):
-            it = iter(names)
-            args = [consts[p] if p in consts else next(it) for p in range(len(node.inputs))]
-            if target is None:
-                return [f"{outs[0]} = {fn}({', '.join(args)})"]
+        def extra():
             if kind == "allocdiag":
-                args.append(ctx.const(np.array(node.op.offset, dtype=np.int64), "k"))
-            return _into_target(lib, kname, k, args, outs[0], target)
+                return [ctx.const(np.array(node.op.offset, dtype=np.int64), "k")]
+            return []
 
-        return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
+        return _preamble_kernel_step(node, ctx, lib, k, "LA", operands, extra)
 
     return linalg_steps
 
@@ -814,30 +834,12 @@ def _make_softmax_emitter(previous):
         kind = _SOFTMAX_KINDS.get(type(node.op))
         if lib is None or lib.started or kind is None:
             return steps
-        od = node.outputs[0].type.dtype
-        if od not in ("float32", "float64") or any(v.type.dtype != od for v in node.inputs):
-            return steps
-        consts = {
-            p: ctx.const(np.asarray(ctx.value_of(v)), "k")
-            for p, v in enumerate(node.inputs)
-            if ctx.is_const(v)
-        }
-        ins = [v for p, v in enumerate(node.inputs) if p not in consts]
-        if not ins:
+        operands = _float_operands(node, ctx)
+        if operands is None or not operands[2]:
             return steps
         axis = ctx.const(np.array(node.op.axis % node.outputs[0].type.ndim, np.int64), "k")
-        k = lib.add_softmax(node, od, kind)
-        kname = ctx.glob(k, "SM")
-        fn = ctx.glob(k._perform, "F")  # the op's perform, as the kernel's fail runs it
-
-        def emit(names, outs, target):
-            it = iter(names)
-            args = [consts[p] if p in consts else next(it) for p in range(len(node.inputs))]
-            if target is None:
-                return [f"{outs[0]} = {fn}({', '.join(args)})"]
-            return _into_target(lib, kname, k, [*args, axis], outs[0], target)
-
-        return [Step(node, node.outputs, ins, emit, prefer_target=True, dtypes=(od,))]
+        k = lib.add_softmax(node, operands[0], kind)
+        return _preamble_kernel_step(node, ctx, lib, k, "SM", operands, lambda: [axis])
 
     return softmax_steps
 
