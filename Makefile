@@ -90,13 +90,8 @@ lint: $(STAMP)
 # The suite runs the CPU engine poisoned (docs/engines.md, "Options"): every planned
 # buffer holds NaN or 0xA5 bytes until written, so a read before a write fails a test
 # every time; test-no-cxx runs a part of it unpoisoned.
-# It runs on every core (pytest-xdist, at most 4 processes: each test file's Dask cluster
-# and kernel builds are its own), a file per process at a time, so that a file's module
-# fixtures are made once. Serially it took 28 minutes on the 2-core CI machine.
-PYTEST_PROCESSES ?= -n auto --maxprocesses 4 --dist loadfile
 test: lint $(OPENCL_STAMP) $(THEANO_STAMP) $(PYMC3_STAMP)
-	THEANO_DAG_FLAGS=cpu__poison=True $(BIN)/python -m pytest tests theano_dag -p no:cacheprovider \
-	  $(PYTEST_PROCESSES)
+	THEANO_DAG_FLAGS=cpu__poison=True $(BIN)/python -m pytest tests theano_dag -p no:cacheprovider
 	THEANO_FLAGS='$(THEANO_FLAGS_TEST)' $(THEANO_VENV)/bin/python -m pytest \
 	  tests_theano theano_dag/formats/theano_interop.py -p no:cacheprovider
 	$(MAKE) test-no-cxx
