@@ -7,7 +7,8 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
-from theano_dag.formats import convert
+from theano_dag.formats import convert, from_pytensor, to_pytensor
+from theano_dag.formats.onnx import OnnxExportError, to_onnx
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.shape import EqualLengths, LengthMismatchError
 
@@ -37,7 +38,6 @@ def test_a_dict_format_keeps_the_check(fmt):
 
 def test_pytensor_gets_an_assert():
     pytensor = pytest.importorskip("pytensor")
-    from theano_dag.formats import from_pytensor, to_pytensor
 
     pfg = to_pytensor(_checked_fgraph(), strict=True)
     (check,) = [n for n in pfg.apply_nodes if type(n.op).__name__ == "Assert"]
@@ -55,7 +55,6 @@ def test_pytensor_gets_an_assert():
 
 def test_onnx_refuses_a_check_clearly():
     pytest.importorskip("onnx")
-    from theano_dag.formats.onnx import OnnxExportError, to_onnx
 
     with pytest.raises(OnnxExportError) as info:
         to_onnx(_checked_fgraph())
