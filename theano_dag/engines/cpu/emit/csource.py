@@ -35,7 +35,14 @@ from theano_dag.engines.cpu.native import c_source, cc
 from theano_dag.graph.basic import Constant
 from theano_dag.scalar.basic import C_TYPES, warn_theano_c_code
 
-__all__ = ["NotCompilable", "DTYPE_CODES", "array_layout", "preamble", "kernel_source"]
+__all__ = [
+    "NotCompilable",
+    "DTYPE_CODES",
+    "array_layout",
+    "preamble",
+    "steps_source",
+    "kernel_source",
+]
 
 
 class NotCompilable(Exception):
@@ -566,27 +573,35 @@ def _simd_decls(functions):
     return "\n".join(decls)
 
 
-def preamble(layout, simd_functions, linalg=False, softmax=False) -> str:
-    """The C shared by all kernels of a library: headers, libmvec declarations,
-    numpy-exact helpers, the ``td_run`` driver, the sums ``td_sum_*``, the small
-    matrix-vector products ``td_mv_*`` (the fixed C of ``native/*.c``), with ``linalg``
-    small linear algebra, ``td_chol_*`` ..., and with ``softmax`` the softmaxes,
-    ``td_softmax_*`` ... (each only in the libraries that use it: the linear algebra
-    adds about half to a small library's compile time)."""
+def preamble(layout, simd_functions) -> str:
+    """The C every kernel library starts with: headers, libmvec declarations,
+    numpy-exact helpers and the ``td_run`` driver of the fused kernels (inlined into
+    each kernel's entry, so it is compiled with them)."""
     # The same text for every library of a process: made once per combination.
-    key = (tuple(sorted(layout.items())), tuple(simd_functions), bool(linalg), bool(softmax))
+    key = (tuple(sorted(layout.items())), tuple(simd_functions))
     text = _PREAMBLES.get(key)
     if text is None:
-        text = _PREAMBLES[key] = _make_preamble(layout, simd_functions, linalg, softmax)
+        text = _PREAMBLES[key] = _make_preamble(layout, simd_functions)
     return text
 
 
 _PREAMBLES: dict = {}
 
+# The C of the steps every library may call (``native/*_driver.c``): the sums, the small
+# matrix-vector products and subtensor writes, the small linear algebra, the softmaxes.
+STEP_DRIVERS = ("sum_driver.c", "gemv_driver.c", "linalg_driver.c", "softmax_driver.c")
 
-def _make_preamble(layout, simd_functions, linalg, softmax) -> str:
-    la = f"\n\n{c_source('linalg_driver.c')}" if linalg else ""
-    la += f"\n\n{c_source('softmax_driver.c')}" if softmax else ""
+
+def steps_source(layout, simd_functions) -> str:
+    """The C of the step library (``ckernel.StepLibrary``): the preamble and the fixed
+    C of every step that is not a generated kernel (``td_sum_*``, ``td_mv_*``,
+    ``td_chol_*``, ``td_softmax_*`` ...). One library per compiler and cache, built
+    once: in each kernel library it would cost three quarters of its compile time."""
+    drivers = "\n\n".join(c_source(name) for name in STEP_DRIVERS)
+    return f"{preamble(layout, simd_functions)}\n\n{drivers}"
+
+
+def _make_preamble(layout, simd_functions) -> str:
     defines = "\n".join(f"#define TD_OFF_{k.upper()} {v}" for k, v in sorted(layout.items()))
     return f"""/* theano_dag fused elementwise kernels (generated) */
 #include <stddef.h>
@@ -610,8 +625,4 @@ def _make_preamble(layout, simd_functions, linalg, softmax) -> str:
 
 {_helpers()}
 
-{c_source("elemwise_driver.c")}
-
-{c_source("sum_driver.c")}
-
-{c_source("gemv_driver.c")}{la}"""
+{c_source("elemwise_driver.c")}"""

@@ -35,6 +35,7 @@ from theano_dag.engines.cpu.emit.csource import (
     array_layout,
     kernel_source,
     preamble,
+    steps_source,
 )
 from theano_dag.engines.cpu.emit.emitters import _axpby, _const_index
 from theano_dag.engines.cpu.emit.impls import (
@@ -65,6 +66,9 @@ __all__ = [
     "KernelLibrary",
     "RowsKernel",
     "SoftmaxKernel",
+    "StepKernel",
+    "StepLibrary",
+    "step_library",
     "NotCompilable",
     "c_code",
     "wait_for_kernels",
@@ -477,11 +481,12 @@ class CKernel:
 _SUFFIX = {"float64": "f64", "float32": "f32"}
 
 
-class PreambleKernel:
-    """A step whose C is in every library's preamble (a sum, a matrix-vector product, a
-    subtensor write, rows at an index vector), named ``<stem>_f64`` or ``<stem>_f32``:
-    ``c`` runs numpy (starting the library's build) until the library is loaded and
-    ``_bind`` gives it the C entry; subclasses define ``fail``, numpy's version.
+class StepKernel:
+    """A step whose C is fixed, in the step library (:class:`StepLibrary`: a sum, a
+    matrix-vector product, a subtensor write, rows at an index vector ...), named
+    ``<stem>_f64`` or ``<stem>_f32``: ``c`` runs numpy (starting the builds) until the
+    step library is loaded and ``_bind`` gives it the C entry (``address``, which a
+    segment calls); subclasses define ``fail``, numpy's version.
     """
 
     def __init__(self, node, dtype, stem, library=None):
@@ -490,6 +495,7 @@ class PreambleKernel:
         self.name = f"{stem}_{_SUFFIX[dtype]}"
         self.c = self._numpy_c
         self.ready = False
+        self.address = None
 
     def __repr__(self):
         state = "C" if self.ready else "numpy"
@@ -502,6 +508,7 @@ class PreambleKernel:
         n = self.nin + self.nout
         # A segment of this one step: the C entry point called with the arrays.
         self.c = segment.NativeSegment((entry,), (tuple(range(n)),), n)
+        self.address = entry
         self.ready = True
 
     def _numpy_c(self, *args):
@@ -511,10 +518,10 @@ class PreambleKernel:
         return 0
 
 
-class SumKernel(PreambleKernel):
+class SumKernel(StepKernel):
     """The sum of a float array over all its axes (``kind="all"``), its leading ones
-    (``"lead"``) or its trailing ones (``"trail"``), in C: ``td_sum_f64`` ... of every
-    library's preamble, as numpy's ``add.reduce`` computes it on C-contiguous arrays,
+    (``"lead"``) or its trailing ones (``"trail"``), in C: ``td_sum_f64`` ... of the
+    step library, as numpy's ``add.reduce`` computes it on C-contiguous arrays,
     bit for bit (numpy's call took about 2 us: most of a small graph's reductions).
     Kinds ``"maxtrail"`` and ``"mintrail"``: the maximum or minimum over the last axis,
     as :func:`reduce_last_axis` computes it (the ``(500, 2)`` max of a mixture's
@@ -544,10 +551,11 @@ class SumKernel(PreambleKernel):
         self.select = self._SELECT.get(kind)
 
     def _bind(self, lib):
-        # called through ctypes, not as a segment's step
+        # called through ctypes on a line of its own, by its array entry in a segment
         fn = getattr(lib, self.name)
         fn.argtypes = [ctypes.py_object] * 2
         fn.restype = ctypes.c_int
+        self.address = segment.entry_address(lib, f"{self.name}_v")
         self.c = fn
         self.ready = True
 
@@ -559,12 +567,12 @@ class SumKernel(PreambleKernel):
             np.add.reduce(x, axis=self.axes, out=out)
 
 
-class MatVecKernel(PreambleKernel):
+class MatVecKernel(StepKernel):
     """A small matrix-vector product in C, a step of a segment: ``kind`` ``"mv"``
     (``c(A, x, out)``: ``out = A @ x``), ``"vm"`` (``c(x, A, out)``: ``out = x @ A``) or
     ``"gemv"`` (``c(y, alpha, A, x, beta, out)``: ``out = beta * y + alpha * (A @ x)``,
-    rounded as the engine's numpy steps round it), by ``td_mv_f64`` ... of every
-    library's preamble (``native/gemv_driver.c``): numpy's call of a product of a few
+    rounded as the engine's numpy steps round it), by ``td_mv_f64`` ... of the
+    step library (``native/gemv_driver.c``): numpy's call of a product of a few
     hundred values cost more than the product. ``c`` returns a false value, or a true
     one after which ``fail`` runs numpy (BLAS; a matrix of more than 16384 values, an
     operand of another layout or type) or raises numpy's error.
@@ -597,10 +605,10 @@ class MatVecKernel(PreambleKernel):
         _axpby(y, a, p, b, out)
 
 
-class SubtensorKernel(PreambleKernel):
+class SubtensorKernel(StepKernel):
     """``x[index] = y`` (``kind="set"``) or ``x[index] += y`` (``"inc"``) in place, for an
-    index of known integers and slices, in C: ``td_setsub_f64`` ... of every library's
-    preamble, a step of a segment (numpy's indexed assignment of a few values cost
+    index of known integers and slices, in C: ``td_setsub_f64`` ... of the step
+    library, a step of a segment (numpy's indexed assignment of a few values cost
     0.3-0.5 us). ``c(x, y, code)`` with ``code`` the index as :func:`index_code` encodes
     it; ``fail`` runs numpy's assignment (an index out of range, a y that does not
     broadcast or shares memory with x, another layout) or raises numpy's error.
@@ -628,12 +636,12 @@ class SubtensorKernel(PreambleKernel):
             x[self.index] += y
 
 
-class RowsKernel(PreambleKernel):
+class RowsKernel(StepKernel):
     """Rows of a float vector or matrix at an int64 index vector, in C, a step of a
     segment: ``kind="take"`` (``c(x, i, out)``: ``out = x[i]``), ``"set"`` (``c(x, y,
     i)``: ``x[i] = y`` in place) or ``"inc"`` (``x[i] += y`` in place, repeated rows
-    accumulating as ``numpy.add.at``), by ``td_take_f64`` ... of every library's
-    preamble (numpy's fancy indexing of a hundred values cost about 1-2 us). Every index
+    accumulating as ``numpy.add.at``), by ``td_take_f64`` ... of the step
+    library (numpy's fancy indexing of a hundred values cost about 1-2 us). Every index
     is checked first (negative ones count from the end, as numpy's); ``c`` returns a
     true value, having written nothing, for an index out of range or an operand of
     another layout, and ``fail`` runs numpy, which raises its own IndexError.
@@ -664,7 +672,7 @@ class RowsKernel(PreambleKernel):
             np.add.at(a, c, np.asarray(b, dtype=a.dtype))
 
 
-class LinalgKernel(PreambleKernel):
+class LinalgKernel(StepKernel):
     """Small dense linear algebra in C, a step of a segment (``native/linalg_driver.c``):
     ``kind`` ``"chol"`` / ``"cholnan"`` (``c(A, out)``: :class:`~theano_dag.tensor.linalg.
     Cholesky`, lower, ``on_error`` ``"raise"`` / ``"nan"``), ``"trsl"``, ``"trsu"``,
@@ -701,7 +709,7 @@ class LinalgKernel(PreambleKernel):
         np.copyto(args[-1], self._perform(*ins))
 
 
-class SoftmaxKernel(PreambleKernel):
+class SoftmaxKernel(StepKernel):
     """:class:`~theano_dag.tensor.nnet.nnet.Softmax` (``kind="softmax"``, ``c(x, axis,
     out)``), :class:`~theano_dag.tensor.nnet.nnet.LogSoftmax` (``"logsoftmax"``) or
     :class:`~theano_dag.tensor.nnet.nnet.SoftmaxGrad` (``"smgrad"``, ``c(dy, sm, axis,
@@ -760,7 +768,7 @@ def _linalg_kind(node):
 
 def _float_operands(node, ctx):
     """``(dtype, constants by position, the other inputs)`` of ``node`` when its inputs
-    and its output have one float dtype, else None: what a preamble kernel's step takes."""
+    and its output have one float dtype, else None: what a step kernel's step takes."""
     od = node.outputs[0].type.dtype
     if od not in ("float32", "float64") or any(v.type.dtype != od for v in node.inputs):
         return None
@@ -772,8 +780,8 @@ def _float_operands(node, ctx):
     return od, consts, [v for p, v in enumerate(node.inputs) if p not in consts]
 
 
-def _preamble_kernel_step(node, ctx, lib, k, tag, operands, extra=list):
-    """The step of preamble kernel ``k`` (of ``lib``) computing ``node`` where it writes
+def _step_kernel_step(node, ctx, lib, k, tag, operands, extra=list):
+    """The step of step kernel ``k`` (of ``lib``) computing ``node`` where it writes
     a target, with ``extra()``'s constants after the inputs; the op's ``perform``
     elsewhere (``operands``: :func:`_float_operands`)."""
     od, consts, ins = operands
@@ -811,7 +819,7 @@ def _make_linalg_emitter(previous):
                 return [ctx.const(np.array(node.op.offset, dtype=np.int64), "k")]
             return []
 
-        return _preamble_kernel_step(node, ctx, lib, k, "LA", operands, extra)
+        return _step_kernel_step(node, ctx, lib, k, "LA", operands, extra)
 
     return linalg_steps
 
@@ -839,7 +847,7 @@ def _make_softmax_emitter(previous):
             return steps
         axis = ctx.const(np.array(node.op.axis % node.outputs[0].type.ndim, np.int64), "k")
         k = lib.add_softmax(node, operands[0], kind)
-        return _preamble_kernel_step(node, ctx, lib, k, "SM", operands, lambda: [axis])
+        return _step_kernel_step(node, ctx, lib, k, "SM", operands, lambda: [axis])
 
     return softmax_steps
 
@@ -887,9 +895,11 @@ class KernelLibrary:
         self._by_source = {}
         self._templates: dict = {}  # plain ops' C templates (CKernel)
         self._kinds: dict = {}  # what CKernel derives from a node's op and types
-        self.linalg = False  # whether a LinalgKernel was added
-        self.softmax = False  # whether a SoftmaxKernel was added
         self.started = False
+        # The libraries still to load once started: "kernels" (its own), "steps" (the
+        # step library, where it has step kernels).
+        self._pending = set()
+        self.steps = None  # the StepLibrary of its step kernels, once started
         self.build = None
         self.path = None
         self.error = None
@@ -922,35 +932,28 @@ class KernelLibrary:
         return k
 
     def add_sum(self, node, dtype, axes, kind="all") -> SumKernel:
-        """A :class:`SumKernel` of ``node`` (its C is in the preamble)."""
+        """A :class:`SumKernel` of ``node`` (its C is in the step library)."""
         return self._add_step("add_sum", SumKernel(node, dtype, axes, self, kind))
 
     def add_matvec(self, node, dtype, kind) -> MatVecKernel:
-        """A :class:`MatVecKernel` of ``node`` (its C is in the preamble)."""
+        """A :class:`MatVecKernel` of ``node`` (its C is in the step library)."""
         return self._add_step("add_matvec", MatVecKernel(node, dtype, kind, self))
 
     def add_subtensor(self, node, dtype, kind, index) -> SubtensorKernel:
-        """A :class:`SubtensorKernel` of ``node`` (its C is in the preamble)."""
+        """A :class:`SubtensorKernel` of ``node`` (its C is in the step library)."""
         return self._add_step("add_subtensor", SubtensorKernel(node, dtype, kind, index, self))
 
     def add_rows(self, node, dtype, kind) -> RowsKernel:
-        """A :class:`RowsKernel` of ``node`` (its C is in the preamble)."""
+        """A :class:`RowsKernel` of ``node`` (its C is in the step library)."""
         return self._add_step("add_rows", RowsKernel(node, dtype, kind, self))
 
     def add_linalg(self, node, dtype, kind) -> LinalgKernel:
-        """A :class:`LinalgKernel` of ``node`` (its C is in the preamble)."""
-        self.linalg = True  # the preamble then holds the linear algebra's C
+        """A :class:`LinalgKernel` of ``node`` (its C is in the step library)."""
         return self._add_step("add_linalg", LinalgKernel(node, dtype, kind, self))
 
     def add_softmax(self, node, dtype, kind) -> SoftmaxKernel:
-        """A :class:`SoftmaxKernel` of ``node`` (its C is in the preamble)."""
-        self.softmax = True  # the preamble then holds the softmaxes' C
+        """A :class:`SoftmaxKernel` of ``node`` (its C is in the step library)."""
         return self._add_step("add_softmax", SoftmaxKernel(node, dtype, kind, self))
-
-    def _drivers(self):
-        """The optional C of the preamble, as the keys name it: the linear algebra's flag
-        alone where there are no softmaxes (so that those libraries keep their keys)."""
-        return (self.linalg, "softmax") if self.softmax else self.linalg
 
     def segment(self, kernels, operands, nargs):
         """A :class:`~.segment.KernelSegment` of ``kernels`` (of this library), or None
@@ -960,20 +963,17 @@ class KernelLibrary:
         return segment.KernelSegment(kernels, operands, nargs)
 
     def add_segment(self, seg):
-        """Track ``seg``: bound to the library now if it is loaded, else when it is."""
+        """Track ``seg``: bound to the libraries now if they are loaded, else when they are."""
         with self._lock:
             self.segments.add(seg)
-            lib = self._lib if self._loaded.is_set() else None
-        if lib is not None:
-            seg.bind(lib)
+            loaded = self._loaded.is_set()
+        if loaded:
+            seg.bind(self._lib)
 
     def source(self) -> str:
-        """The whole C source: the preamble and one function per distinct kernel."""
-        tc = self.toolchain
-        simd = tc.simd if tc is not None else cc.simd_functions()
-        layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
-                                    "strides": 40, "descr": 56}  # fmt: skip
-        parts = [preamble(layout, simd, self.linalg, self.softmax)]
+        """The whole C source: the preamble and one function per distinct kernel (the
+        steps' fixed C is the step library's, :func:`steps_source`)."""
+        parts = [preamble(*_layout_and_simd(self.toolchain))]
         for template, name in self._by_source.items():
             parts.append(template.replace("@K@", name))
         return "\n".join(parts)
@@ -982,9 +982,8 @@ class KernelLibrary:
         """``source()`` and its cache key, kept for the process: a function made again
         (or another of the same kernels) has the same templates under the same names,
         and its library is found without joining and hashing the source again."""
-        drivers = self._drivers()
         # (The templates' hashes are known: add() looked each one up.)
-        memo_key = (self.toolchain, drivers, tuple(self._by_source.items()))
+        memo_key = (self.toolchain, tuple(self._by_source.items()))
         known = _LIBRARY_KEYS.get(memo_key)
         if known is None:
             # A library this process has not made: the kernel index may know its key
@@ -993,7 +992,7 @@ class KernelLibrary:
             if self.index is not None and self.first_key is not None:
                 ks = [k for k in self.kernels if type(k) is CKernel]
                 layout = array_layout()
-                found = self.index.library_key(ks, self.first_key, self.toolchain, layout, drivers)
+                found = self.index.library_key(ks, self.first_key, self.toolchain, layout)
             if found is not None and found[2] is not None:
                 known = (None, found[2])
             else:
@@ -1013,13 +1012,14 @@ class KernelLibrary:
     @property
     def compile_seconds(self):
         """Seconds the compiler ran for this library (0.0: from the cache; None: not
-        built, or still building)."""
+        built, or still building); the step library's build is not counted."""
         if self.build is None:
             return 0.0 if self.ready else None
         return self.build.seconds
 
     def start(self):
-        """Load the library from the cache, or start building it (once)."""
+        """Load the libraries from the cache, or start building them (once): its own,
+        for its generated kernels, and the step library, for its step kernels."""
         if self.started:  # every step of a plan's code asks: no lock once started
             return
         with self._lock:
@@ -1027,6 +1027,16 @@ class KernelLibrary:
                 return
             self.started = True
         if not self.kernels or self.toolchain is None or self.mode in ("off", "never"):
+            return
+        kernels = any(type(k) is CKernel for k in self.kernels)
+        steps = not all(type(k) is CKernel for k in self.kernels)
+        self._pending = {p for p, wanted in (("kernels", kernels), ("steps", steps)) if wanted}
+        background = self.mode == "background"
+        if steps:
+            self.steps = step_library(self.toolchain, self.compiledir)
+            self.steps.start(background)
+            self.steps.when_loaded(self._steps_loaded)
+        if not kernels:
             return
         src, key = self._source_and_key()
         directory = cc.kernel_dir(self.compiledir)
@@ -1036,9 +1046,7 @@ class KernelLibrary:
             return
         if src is None:  # the key came from the kernel index
             src = self.source()
-        self.build = cc.Build.start(
-            self.toolchain, src, directory, background=self.mode == "background"
-        )
+        self.build = cc.Build.start(self.toolchain, src, directory, background=background)
         self.build.add_done_callback(self._built)
 
     def _built(self, build):
@@ -1054,19 +1062,7 @@ class KernelLibrary:
 
     def _load(self, path):
         try:
-            # CDLL: the GIL is released while a kernel runs (it touches no Python object
-            # but the arrays its caller holds). A library this process has loaded is
-            # the one dlopen would give again (it goes by the path): its object, with
-            # its symbols looked up, serves every function whose kernels it holds.
-            lib = _LOADED.get(path)
-            if lib is None:
-                lib = ctypes.CDLL(path)
-                descrs = (ctypes.c_void_p * len(DTYPE_CODES))(
-                    *[id(np.dtype(d)) for d in DTYPE_CODES]
-                )
-                lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
-                cc.register_library(lib)
-                _LOADED[path] = lib
+            lib = _open_library(path)
             with gc_paused():
                 # Kernels of one C function (one name: the same C, so the same
                 # arguments) share its ctypes function, made when one of them is
@@ -1074,11 +1070,8 @@ class KernelLibrary:
                 # checked now.
                 entries = {}
                 for k in self.kernels:
-                    if type(k) is CKernel:
-                        if k.name not in entries:
-                            entries[k.name] = _ctypes_entry(lib, k)
-                    else:
-                        k._bind(lib)
+                    if type(k) is CKernel and k.name not in entries:
+                        entries[k.name] = _ctypes_entry(lib, k)
         except (OSError, AttributeError) as e:
             self.error = e
             warnings.warn(
@@ -1089,17 +1082,173 @@ class KernelLibrary:
         with self._lock:
             self._lib = lib  # keeps the library loaded
             self._entries = entries  # its kernels are ready (CKernel.ready)
+        self._loaded_part("kernels")
+
+    def _steps_loaded(self, lib):
+        try:
+            with gc_paused():
+                for k in self.kernels:
+                    if type(k) is not CKernel:
+                        k._bind(lib)
+        except (OSError, AttributeError) as e:
+            self.error = e
+            warnings.warn(
+                f"theano_dag: the C steps are unavailable, numpy runs instead: {e}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return
+        self._loaded_part("steps")
+
+    def _loaded_part(self, part):
+        """``part`` ("kernels" or "steps") is loaded: the segments take the C entries
+        once both are (a segment's kernels may be of both)."""
+        with self._lock:
+            self._pending.discard(part)
+            if self._pending:
+                return
             self._loaded.set()
             segs = list(self.segments)
         for seg in segs:
-            seg.bind(lib)
+            seg.bind(self._lib)
 
     def wait(self, timeout=None) -> bool:
-        """Start the build if needed, wait for it; True when the kernels run in C."""
+        """Start the builds if needed, wait for them; True when the kernels and steps run
+        in C."""
         self.start()
         if self.build is not None:
             self.build.wait(timeout)
+        if self.steps is not None:
+            self.steps.wait(timeout)
         return self.ready
+
+
+def _layout_and_simd(toolchain):
+    """The array layout and the libmvec functions a library's preamble is made for."""
+    simd = toolchain.simd if toolchain is not None else cc.simd_functions()
+    layout = array_layout() or {"type": 8, "data": 16, "nd": 24, "dims": 32,
+                                "strides": 40, "descr": 56}  # fmt: skip
+    return layout, simd
+
+
+def _open_library(path):
+    """The loaded library at ``path``, initialised (``td_init``) and tracked for forks.
+
+    CDLL: the GIL is released while a kernel runs (it touches no Python object but the
+    arrays its caller holds). A library this process has loaded is the one dlopen would
+    give again (it goes by the path): its object, with its symbols looked up, serves
+    every function whose kernels it holds."""
+    lib = _LOADED.get(path)
+    if lib is None:
+        lib = ctypes.CDLL(path)
+        descrs = (ctypes.c_void_p * len(DTYPE_CODES))(*[id(np.dtype(d)) for d in DTYPE_CODES])
+        lib.td_init(ctypes.c_void_p(id(np.ndarray)), descrs)
+        cc.register_library(lib)
+        _LOADED[path] = lib
+    return lib
+
+
+class StepLibrary:
+    """The C of the steps that are not generated kernels (the sums, the small products,
+    subtensor writes, linear algebra and softmaxes of :class:`StepKernel`), one library
+    per compiler and kernel cache (:func:`step_library`), built once and shared by every
+    kernel library of the process. In each kernel library, this fixed C took three
+    quarters of the compile time of a small function.
+
+    >>> lib = step_library(cc.get_toolchain(config.cxx), config.compiledir)
+    >>> lib.started or lib.lib is None
+    True
+    """
+
+    def __init__(self, toolchain, compiledir):
+        self.toolchain = toolchain
+        self.compiledir = compiledir
+        self.started = False
+        self.build = None
+        self.lib = None
+        self.error = None
+        self._done = threading.Event()  # loaded, or failed
+        self._callbacks = []
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        state = "loaded" if self.lib is not None else "failed" if self.error else "not loaded"
+        return f"<StepLibrary ({state}) in {cc.kernel_dir(self.compiledir)}>"
+
+    def start(self, background=True):
+        """Load the library from the cache, or start building it (once)."""
+        with self._lock:
+            if self.started:
+                return
+            self.started = True
+        src = steps_source(*_layout_and_simd(self.toolchain))
+        directory = cc.kernel_dir(self.compiledir)
+        path = cc.cached_library(self.toolchain, src, directory)
+        if path is not None:
+            self._load(path)
+            return
+        self.build = cc.Build.start(self.toolchain, src, directory, background=background)
+        self.build.add_done_callback(self._built)
+
+    def _built(self, build):
+        if build.error is not None:
+            self._failed(build.error)
+        else:
+            self._load(build.path)
+
+    def _failed(self, error):
+        with self._lock:
+            self.error = error
+            self._callbacks = []
+        self._done.set()
+        warnings.warn(
+            f"theano_dag: the C steps are unavailable, numpy runs instead: {error}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+    def _load(self, path):
+        try:
+            lib = _open_library(path)
+        except (OSError, AttributeError) as e:
+            self._failed(e)
+            return
+        with self._lock:
+            self.lib = lib
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(lib)
+        self._done.set()
+
+    def when_loaded(self, fn):
+        """Call ``fn(lib)`` once the library is loaded: now if it is; never if it failed."""
+        with self._lock:
+            lib = self.lib
+            if lib is None and self.error is None:
+                self._callbacks.append(fn)
+        if lib is not None:
+            fn(lib)
+
+    def wait(self, timeout=None) -> bool:
+        """Wait for the build and the load; True when the library is loaded."""
+        if self.build is not None:
+            self.build.wait(timeout)
+        return self._done.wait(timeout) and self.lib is not None
+
+
+_STEP_LIBRARIES: dict = {}
+_STEP_LOCK = threading.Lock()
+
+
+def step_library(toolchain, compiledir) -> StepLibrary:
+    """The :class:`StepLibrary` of ``toolchain`` in the kernel cache of ``compiledir``
+    (one per process; not started)."""
+    key = (toolchain, cc.kernel_dir(compiledir))
+    with _STEP_LOCK:
+        lib = _STEP_LIBRARIES.get(key)
+        if lib is None:
+            lib = _STEP_LIBRARIES[key] = StepLibrary(toolchain, compiledir)
+    return lib
 
 
 def kernel_library(toolchain="config", compiledir=None, mode=None):

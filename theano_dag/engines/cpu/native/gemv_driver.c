@@ -4,7 +4,7 @@
    sum). A plain loop over any strides: below TD_MV_MAX elements of A numpy's call
    (about 0.5 us) costs more than the product. A larger A, or any operand of another
    type, dtype, rank or shape, returns an error code before anything is written, and
-   the engine runs numpy (BLAS) instead. Appended to each kernel library after the sums. */
+   the engine runs numpy (BLAS) instead. In the step library, after the sums. */
 #define TD_MV_MAX 16384
 #define TD_MV_LOCAL 256
 enum { TD_EBIG = 6 };

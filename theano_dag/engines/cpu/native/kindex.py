@@ -13,8 +13,8 @@ bytes), digested with the environment the emitters read (theano_dag's code versi
 every config flag, the threads' thresholds). An op that has no description (a user's op,
 whose code the code version does not hold; one whose equality is not its props'; a
 lambda among its props) has no text: its kernel's C is generated, as before. A library
-is named by its kernels' digests in order, with its toolchain, numpy's array layout and
-whether it has linear algebra; its entry holds the source's cache key.
+is named by its kernels' digests in order, with its toolchain and numpy's array layout;
+its entry holds the source's cache key.
 
 An entry is one file ``<compiledir>/kernel_index/<digest>``, named by the digest of the
 library's first kernel, holding the templates of that library's kernels by digest and
@@ -149,14 +149,12 @@ def digest(env: bytes, text: str) -> bytes:
     return h.digest()
 
 
-def library_digest(env: bytes, toolchain, layout, drivers, kernel_digests) -> bytes:
+def library_digest(env: bytes, toolchain, layout, kernel_digests) -> bytes:
     """The digest naming a library: its kernels' digests in the order they were added
     (which decides their names and the order of their C), its toolchain (compiler,
-    flags, libraries, libmvec's functions), numpy's array layout, and the optional C of
-    its preamble (``drivers``: whether it has linear algebra, a tuple with the
-    softmaxes)."""
+    flags, libraries, libmvec's functions) and numpy's array layout."""
     h = hashlib.blake2b(env, digest_size=32)
-    h.update(repr((toolchain, sorted(layout.items()) if layout else None, drivers)).encode())
+    h.update(repr((toolchain, sorted(layout.items()) if layout else None)).encode())
     for d in kernel_digests:
         h.update(d)
     return h.digest()
@@ -293,7 +291,7 @@ class LibraryIndex:
         stats["hits" if t is not None else "misses"] += 1
         return t, d
 
-    def library_key(self, kernels, first_key, toolchain, layout, drivers):
+    def library_key(self, kernels, first_key, toolchain, layout):
         """``(library digest, kernel digests, cache key or None)`` of a library's C
         ``kernels`` (CKernels, in the order they were added), or None when one of them
         has no text."""
@@ -308,7 +306,7 @@ class LibraryIndex:
             if d is None:
                 return None
             digests.append(d)
-        ld = library_digest(env, toolchain, layout, drivers, digests)
+        ld = library_digest(env, toolchain, layout, digests)
         return ld, digests, self.entry.keys.get(ld)
 
     def save(self, kernels, found, cache_key: str):

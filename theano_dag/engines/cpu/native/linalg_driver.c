@@ -14,7 +14,7 @@
    written, and the engine runs numpy/scipy instead. So does a factorization or a solve
    that LAPACK would refuse (a matrix that is not positive definite with
    on_error='raise', a zero on a triangle's diagonal): numpy raises its own error then.
-   Appended to each kernel library after the matrix-vector steps (gemv_driver.c). */
+   In the step library, after the matrix-vector steps (gemv_driver.c). */
 #define TD_LA_MAX 128
 
 /* The rows and columns of the vector (cols = 1) or matrix a, which must be an ndarray

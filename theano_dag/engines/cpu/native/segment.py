@@ -123,20 +123,23 @@ class KernelSegment:
         return False
 
     def bind(self, lib):
-        """Run in C through ``lib`` (the loaded ``ctypes.CDLL`` of the kernels): all of
-        them must be bound to it; nothing changes without the C half of the call."""
+        """Run in C through ``lib`` (the loaded ``ctypes.CDLL`` of the generated kernels,
+        None where there are none) and the step library (a step kernel's ``address``):
+        all kernels must be ready; nothing changes without the C half of the call."""
         if NativeSegment is None:
             return
         # Kernels of one C function (one name) share its entry: looked up once per
         # library, for all of its segments (a plan's code has several).
-        table = _array_entries(lib)
+        table = _array_entries(lib) if lib is not None else None
         entries = []
         for k in self.kernels:
             if not k.ready:
                 return
-            address = table.get(k.name)
+            address = getattr(k, "address", None)  # a step kernel's, in the step library
             if address is None:
-                address = array_entry(lib, k.name)
+                address = table.get(k.name)
+                if address is None:
+                    address = array_entry(lib, k.name)
             entries.append(address)
         entries = tuple(entries)
         self.c = NativeSegment(entries, self.operands, self.nargs)

@@ -3,7 +3,7 @@
    summation: eight accumulators over blocks of at most 128 elements, halves above);
    td_sumlead_* and td_sumtrail_*: over its leading or its trailing axes. Any other
    operand returns an error code before anything is written, and the engine runs numpy
-   instead. Appended to each kernel library after the elementwise driver. */
+   instead. In the step library (csource.steps_source), after the elementwise driver. */
 #define TD_PAIRWISE(T, NAME)                                                            \
     static T NAME(const T *a, ptrdiff_t n)                                              \
     {                                                                                   \
