@@ -116,7 +116,13 @@ DECOMPOSITIONS = {
 
 def decompose(op, inputs):
     """The output of ``op`` applied to the scalar variables ``inputs``, as a graph of
-    elementary scalar ops (None where ``op`` has no decomposition here)."""
+    elementary scalar ops (None where ``op`` has no decomposition here).
+
+    >>> x = ts.float32("x")
+    >>> out = decompose(ts.exp_sub, [x, x])
+    >>> out.dtype, out.owner.op.name, decompose(ts.exp, [x]) is None
+    ('float32', 'switch', True)
+    """
     build = DECOMPOSITIONS.get(type(op))
     if build is None:
         return None
