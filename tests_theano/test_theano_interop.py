@@ -9,7 +9,7 @@ T = pytest.importorskip("theano.tensor")
 pytest.importorskip("theano.tensor.extra_ops")  # loaded for T.extra_ops and T.slinalg
 pytest.importorskip("theano.tensor.slinalg")
 
-from compound_cases import COMPOUND, compound_case  # noqa: E402
+from compound_cases import COMPOUND, ERFC_TAIL, compound_case  # noqa: E402
 from random_graphs import random_args, tensor_graphs  # noqa: E402
 from theano.graph.basic import equal_computations as t_equal  # noqa: E402
 from theano.graph.fg import FunctionGraph as TFunctionGraph  # noqa: E402
@@ -273,7 +273,7 @@ def test_random_graphs_round_trip(fg):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("name", sorted(COMPOUND))
+@pytest.mark.parametrize("name", sorted([*COMPOUND, *ERFC_TAIL]))
 def test_compound_scalar_ops_convert_as_their_formulas(name, dtype):
     # Theano has none of these as one op: each goes over as a Composite of its formula
     # (strict or not), never wrapped, and computes our values at the edges of its rules.

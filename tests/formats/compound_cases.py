@@ -29,10 +29,16 @@ COMPOUND = {
     "xlogx": (tt.xlogx.xlogx, (np.abs(_Z),)),
     "xlogy0": (tt.xlogx.xlogy0, (_O, _Z)),
 }
+_X = [-np.inf, -30, -1, 0, 0.3, 1.4, 2.5, 2.7, 8.9, 9.1, 25.9, 26.1, 300, 1e5, np.inf, np.nan]
+#: the ops of erfc's tail: PyTensor and Theano have erfcx and erfc, ONNX neither
+ERFC_TAIL = {
+    "erfcx_deriv": (tt.erfcx_deriv, (_X,)),
+    "log_erfc": (tt.log_erfc, (_X,)),
+}
 
 
 def compound_case(name, dtype):
     """``(inputs, output, values)`` of the case ``name`` in ``dtype``."""
-    build, args = COMPOUND[name]
+    build, args = {**COMPOUND, **ERFC_TAIL}[name]
     xs = [tt.vector(f"x{k}", dtype=dtype) for k in range(len(args))]
     return xs, build(*xs), [np.asarray(a, dtype=dtype) for a in args]

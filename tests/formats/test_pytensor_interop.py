@@ -13,7 +13,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Numba will use object mode"),  # a wrapped op's perform
 ]
 
-from compound_cases import COMPOUND, compound_case  # noqa: E402
+from compound_cases import COMPOUND, ERFC_TAIL, compound_case  # noqa: E402
 from pytensor.compile.mode import Mode as PMode  # noqa: E402
 from pytensor.graph.basic import equal_computations as p_equal  # noqa: E402
 from pytensor.graph.fg import FunctionGraph as PFunctionGraph  # noqa: E402
@@ -300,7 +300,7 @@ def test_a_float_function_of_bools_computes_in_the_output_float():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("name", sorted(COMPOUND))
+@pytest.mark.parametrize("name", sorted([*COMPOUND, *ERFC_TAIL]))
 def test_compound_scalar_ops_convert_as_their_formulas(name, dtype):
     # PyTensor has none of these as one op: each goes over as a Composite of its formula
     # (strict or not), never wrapped, and computes our values at the edges of its rules.

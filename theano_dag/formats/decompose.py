@@ -25,6 +25,15 @@ import numpy as np
 from theano_dag import scalar as ts
 from theano_dag.graph.basic import io_toposort
 
+# (the ops' own constants and coefficients: one source for their kernels and formulas)
+from theano_dag.scalar.math import (
+    _LOG_SQRT_PI,
+    _TAIL_SERIES,
+    _TWO_OVER_SQRT_PI,
+    _erfc_tail_threshold,
+    _erfcx_deriv_polys,
+)
+
 __all__ = ["DECOMPOSITIONS", "decompose", "expand"]
 
 
@@ -33,7 +42,7 @@ def _c(value, like):
     return ts.constant(np.asarray(value, dtype=like.dtype)[()], dtype=like.dtype)
 
 
-def _bce(o, t):
+def _bce(_, o, t):
     # -(t log(o) + (1 - t) log1p(-o)), a term of weight 0 taking no part
     zero, one = _c(0, o), _c(1, o)
     a = ts.switch(ts.eq(t, zero), zero, t * ts.log(o))
@@ -41,13 +50,13 @@ def _bce(o, t):
     return (zero - a) - b  # +0 at o = t, as the op's
 
 
-def _bce_grad(o, t):
+def _bce_grad(_, o, t):
     zero, one = _c(0, o), _c(1, o)
     a = ts.switch(ts.eq(t, zero), zero, -t / o)
     return a + ts.switch(ts.eq(t, one), zero, (one - t) / (one - o))
 
 
-def _sigmoid_bce(z, t):
+def _sigmoid_bce(_, z, t):
     # log1p(exp(-|z|)) plus the linear part, (1 - t) z above 0 and -t z below, each 0
     # where its weight is (so that z = +-inf with the matching t gives 0, not inf - inf)
     zero, one = _c(0, z), _c(1, z)
@@ -59,7 +68,7 @@ def _sigmoid_bce(z, t):
     return ts.log1p(ts.exp(-ts.abs_(z))) + linear
 
 
-def _sech2(x):
+def _sech2(_, x):
     if x.dtype.startswith("complex"):  # (|x| is the modulus: the real formula does not extend)
         c = ts.cosh(x)
         return _c(1, x) / (c * c)
@@ -68,15 +77,15 @@ def _sech2(x):
     return _c(4, x) * e / ((one + e) * (one + e))
 
 
-def _exp_sub(x, y):
+def _exp_sub(_, x, y):
     return ts.switch(ts.eq(x, y), _c(1, x), ts.exp(x - y))
 
 
-def _softsign(x):
+def _softsign(_, x):
     return ts.switch(ts.isinf(x), ts.sgn(x), x / (_c(1, x) + ts.abs_(x)))
 
 
-def _logaddexp(x, y):
+def _logaddexp(_, x, y):
     # x == y first: inf - inf would be NaN; a NaN falls through to the last branch
     return ts.switch(
         ts.eq(x, y),
@@ -85,21 +94,63 @@ def _logaddexp(x, y):
     )
 
 
-def _log1mexp(x):
+def _log1mexp(_, x):
     near_0 = ts.log(-ts.expm1(x))
     return ts.switch(ts.lt(x, _c(-np.log(2.0), x)), ts.log1p(-ts.exp(x)), near_0)
 
 
-def _xlogx(x):
+def _xlogx(_, x):
     return ts.switch(ts.eq(x, _c(0, x)), _c(0, x), x * ts.log(x))
 
 
-def _xlogy0(x, y):
+def _xlogy0(_, x, y):
     return ts.switch(ts.eq(x, _c(0, x)), _c(0, x), x * ts.log(y))
 
 
-#: our scalar op's class -> its scalar graph, a function of the op's inputs (cast to the
-#: op's output dtype first)
+def _poly(coefs, x):
+    """The polynomial (lowest power first) at ``x``, by Horner."""
+    acc = _c(coefs[-1], x)
+    for c in coefs[-2::-1]:
+        acc = acc * x + _c(c, x)
+    return acc
+
+
+def _erfcx_deriv(op, x):
+    # the op's impl, branch for branch: the recurrence P(x) erfcx(x) - 2/sqrt(pi) Q(x)
+    # below the threshold, Laplace's continued fraction of erfc from it (real x only)
+    n = op.order
+    p, q = _erfcx_deriv_polys(n)
+    near = _poly(p, x) * ts.erfcx(x) - _c(_TWO_OVER_SQRT_PI, x) * _poly(q, x)
+    if x.dtype.startswith("complex"):
+        return near
+    threshold, terms = op._cf(x.dtype)
+    k = n + terms
+    d = x + _c(k + 1, x) / (ts.sqrt(x * x + _c(2 * (k + 1), x)) + x)
+    ds = {}
+    for j in range(k - 1, -1, -1):
+        d = x + _c((j + 1) / 2, x) / d
+        if j <= n:
+            ds[j] = d
+    far = _c(op._tail_constant(), x)
+    for j in range(n, -1, -1):
+        far = far / ds[j]
+    return ts.switch(ts.ge(x, _c(threshold, x)), far, near)
+
+
+def _log_erfc(_, x):
+    # the asymptotic series past erfc's tail threshold, log1p(-erf(x)) near 0, else log(erfc)
+    v = _c(1, x) / (x * x)
+    series = _c(_TAIL_SERIES[-1], x) * v
+    for c in _TAIL_SERIES[-2::-1]:
+        series = (series + _c(c, x)) * v
+    tail = -(x * x) - ts.log(x) - _c(_LOG_SQRT_PI, x) + ts.log1p(series)
+    near_0 = ts.log1p(_c(0, x) - ts.erf(x))  # 0 - erf(0) is +0: log_erfc(0) = +0
+    inner = ts.switch(ts.lt(ts.abs_(x), _c(0.5, x)), near_0, ts.log(ts.erfc(x)))
+    return ts.switch(ts.ge(x, _c(_erfc_tail_threshold(x.dtype), x)), tail, inner)
+
+
+#: our scalar op's class -> its scalar graph, ``build(op, *inputs)`` (the inputs cast to
+#: the op's output dtype first)
 DECOMPOSITIONS = {
     type(ts.binary_crossentropy): _bce,
     type(ts.binary_crossentropy_grad): _bce_grad,
@@ -111,6 +162,8 @@ DECOMPOSITIONS = {
     type(ts.log1mexp): _log1mexp,
     type(ts.xlogx): _xlogx,
     type(ts.xlogy0): _xlogy0,
+    ts.ErfcxDeriv: _erfcx_deriv,
+    type(ts.log_erfc): _log_erfc,
 }
 
 
@@ -128,7 +181,7 @@ def decompose(op, inputs):
         return None
     (out,) = op.make_node(*inputs).outputs
     xs = [x if x.dtype == out.dtype else ts.convert_to(out.dtype)(x) for x in inputs]
-    res = build(*xs)
+    res = build(op, *xs)
     return res if res.dtype == out.dtype else ts.convert_to(out.dtype)(res)
 
 
