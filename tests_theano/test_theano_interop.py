@@ -275,8 +275,8 @@ def test_random_graphs_round_trip(fg):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", sorted([*COMPOUND, *ERFC_TAIL]))
 def test_compound_scalar_ops_convert_as_their_formulas(name, dtype):
-    # Theano has none of these as one op: each goes over as a Composite of its formula
-    # (strict or not), never wrapped, and computes our values at the edges of its rules.
+    # Theano has none of these as one op: each goes over as its elementwise ops of the
+    # formula (strict or not), never wrapped, with our values at the edges of its rules.
     xs, out, values = compound_case(name, dtype)
     fg = FunctionGraph(xs, [out], clone=False)
     with np.errstate(all="ignore"):

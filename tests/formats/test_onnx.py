@@ -356,3 +356,18 @@ def test_a_compound_op_whose_formula_onnx_lacks_is_named():
     x = tt.dvector("x")
     with pytest.raises(OnnxExportError, match="no ONNX operator for the elementwise erfcx"):
         to_onnx([x], [tt.erfcx_deriv(x)])
+
+
+def test_log1p_and_expm1_come_back_as_themselves_and_only_those_forms_do():
+    y = tt.dvector("y")
+    back_in, back_out = from_onnx(to_onnx([y], [tt.log1p(y), tt.expm1(y)]))
+    assert [o.owner.op.scalar_op.name for o in back_out] == ["log1p", "expm1"]
+    assert [o.owner.inputs[0] for o in back_out] == back_in * 2
+    # the same Where and Equal around another formula stay what they are
+    u = 1 + y
+    other = tt.switch(tt.eq(u, 1), y, tt.switch(tt.eq(u, np.inf), u, tt.log(u) * y))
+    back_in, (back,) = from_onnx(to_onnx([y], [other]))
+    assert back.owner.op.scalar_op.name == "switch"
+    values = np.array([1e-20, 0.5, np.inf])
+    want = theano_dag.function([y], other)(values)
+    np.testing.assert_array_equal(theano_dag.function(back_in, back)(values), want)

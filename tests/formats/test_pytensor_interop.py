@@ -302,8 +302,8 @@ def test_a_float_function_of_bools_computes_in_the_output_float():
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", sorted([*COMPOUND, *ERFC_TAIL]))
 def test_compound_scalar_ops_convert_as_their_formulas(name, dtype):
-    # PyTensor has none of these as one op: each goes over as a Composite of its formula
-    # (strict or not), never wrapped, and computes our values at the edges of its rules.
+    # PyTensor has log1mexp of these as one op: the others go over as its elementwise ops
+    # of their formulas (strict or not), never wrapped, with our values at their edges.
     xs, out, values = compound_case(name, dtype)
     fg = FunctionGraph(xs, [out], clone=False)
     with np.errstate(all="ignore"):

@@ -708,8 +708,9 @@ def _match(pattern, var, known, binds):
     if isinstance(pattern, str):
         return binds.setdefault(pattern, var) is var
     while var.owner is not None and isinstance(var.owner.op, DimShuffle):
-        if any(d != "x" and d != i for i, d in enumerate(var.owner.op.new_order)):
-            return False
+        kept = [d for d in var.owner.op.new_order if d != "x"]
+        if kept != list(range(var.owner.inputs[0].ndim)):
+            return False  # (a transpose or a dropped axis: no broadcast)
         var = var.owner.inputs[0]  # (a constant broadcast: as our Elemwise writes it)
     if not isinstance(pattern, tuple):
         value = known(var)

@@ -26,7 +26,8 @@ SCALAR_NAMES = {
     "arctan": ("arctan",), "arctan2": ("arctan2",), "sinh": ("sinh",), "cosh": ("cosh",),
     "tanh": ("tanh",), "sigmoid": ("sigmoid", "scalar_sigmoid"),
     "softplus": ("softplus", "scalar_softplus"), "erf": ("erf",), "erfc": ("erfc",),
-    "erfcx": ("erfcx",), "floor": ("floor",), "ceil": ("ceil",), "trunc": ("trunc",),
+    "erfcx": ("erfcx",), "log1mexp": ("log1mexp",), "floor": ("floor",), "ceil": ("ceil",),
+    "trunc": ("trunc",),
     "round_half_to_even": ("round_half_to_even",),
     "round_half_away_from_zero": ("round_half_away_from_zero",),
 }  # fmt: skip
