@@ -371,3 +371,18 @@ def test_log1p_and_expm1_come_back_as_themselves_and_only_those_forms_do():
     values = np.array([1e-20, 0.5, np.inf])
     want = theano_dag.function([y], other)(values)
     np.testing.assert_array_equal(theano_dag.function(back_in, back)(values), want)
+
+
+def test_logsumexp_and_its_gradient_export():
+    # its terms are exp_sub(x, max): 1 at a +inf maximum, whose gradient is the softmax's limit
+    x = tt.dmatrix("x")
+    lse = tt.logsumexp(x, axis=1)
+    outs = [lse, theano_dag.grad(lse.sum(), x)]
+    values = [np.array([[np.inf, 0.0, 1.0], [-1.0, 2.0, 3.0], [np.inf, np.inf, 0.0]])]
+    want = theano_dag.function([x], outs)(*values)
+    np.testing.assert_array_equal(want[1][2], [0.5, 0.5, 0.0])
+    model = to_onnx([x], outs)
+    back_in, back_out = from_onnx(model)
+    for got in (_run_ort(model, values), theano_dag.function(back_in, back_out)(*values)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-14)
