@@ -315,11 +315,14 @@ class _Exporter:
         """One of our compound scalar ops (binary_crossentropy, sech2...) in the ONNX
         operators of its elementary decomposition (:mod:`theano_dag.formats.decompose`)."""
         xs = [get_scalar_type(v.dtype)() for v in node.inputs]
-        has = lambda op: isinstance(op, sb.Cast) or op.name in _ELEMWISE  # noqa: E731
+        has = lambda op: isinstance(op, sb.Cast) or op.name in _ELEMWISE
         (res,) = expand(xs, scalar_op.make_node(*xs).outputs, has)
         names = dict(zip(xs, ins))
         for snode in io_toposort(xs, [res]):
-            sins = [names[v] if v in names else self.const(v.data, v.dtype) for v in snode.inputs]
+            for v in snode.inputs:
+                if v not in names:  # a constant: one initializer however often it is used
+                    names[v] = self.const(v.data, v.dtype)
+            sins = [names[v] for v in snode.inputs]
             last = out if snode.outputs[0] is res else None
             names[snode.outputs[0]] = self.elemwise(snode, sins, last)
         return names[res]
