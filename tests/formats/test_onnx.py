@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from compound_cases import COMPOUND
 
 import theano_dag
 import theano_dag.tensor as tt
@@ -308,3 +309,80 @@ def test_more_elementwise_operators_export_and_import(dtype):
         for g, w in zip(got, want):
             assert g.dtype == w.dtype
             np.testing.assert_allclose(g, w, rtol=rtol)
+
+
+# theano_dag's compound scalar ops are their formulas in ONNX's operators; ONNX has no
+# Log1p or Expm1 either: written in its operators, exact for small arguments
+_COMPOUND = {
+    **COMPOUND,
+    "log1p": (tt.log1p, ([-1, -0.5, -1e-20, 0, -0.0, 1e-10, 1e-3, 0.7, 1e30, np.inf, np.nan],)),
+    "expm1": (tt.expm1, ([-np.inf, -800, -1e-3, -1e-20, 0, -0.0, 1e-10, 0.7, 80, np.inf],)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(_COMPOUND))
+def test_compound_scalar_ops_export_as_their_formulas(name, dtype):
+    build, args = _COMPOUND[name]
+    xs = [tt.vector(f"x{k}", dtype=dtype) for k in range(len(args))]
+    values = [np.asarray(a, dtype=dtype) for a in args]
+    out = build(*xs)  # (compound_case's, with two more)
+    with np.errstate(all="ignore"):
+        (want,) = theano_dag.function(xs, [out])(*values)
+    model = to_onnx(xs, [out])
+    back_in, back_out = from_onnx(model)
+    (again,) = theano_dag.function(back_in, back_out)(*values)
+    rtol = 8 * np.finfo(dtype).eps  # a few roundings apart: log1p(y) ONNX's is not libm's
+    for got in (_run_ort(model, values)[0], again):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=0)  # (NaN where NaN)
+
+
+def test_binary_crossentropy_and_its_gradient_export():
+    o, t = tt.dvector("o"), tt.dvector("t")
+    cost = nnet.binary_crossentropy(o, t).sum()
+    outs = [cost, theano_dag.grad(cost, o)]  # the gradient is binary_crossentropy_grad
+    values = [np.array([0.0, 1.0, 0.25, 0.9]), np.array([0.0, 1.0, 1.0, 0.5])]
+    want = theano_dag.function([o, t], outs)(*values)
+    assert np.isfinite(want[0]) and np.isfinite(want[1]).all()
+    model = to_onnx([o, t], outs)
+    back_in, back_out = from_onnx(model)
+    for got in (_run_ort(model, values), theano_dag.function(back_in, back_out)(*values)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-14)
+
+
+def test_a_compound_op_whose_formula_onnx_lacks_is_named():
+    x = tt.dvector("x")
+    with pytest.raises(OnnxExportError, match="no ONNX operator for the elementwise erfcx"):
+        to_onnx([x], [tt.erfcx_deriv(x)])
+
+
+def test_log1p_and_expm1_come_back_as_themselves_and_only_those_forms_do():
+    y = tt.dvector("y")
+    back_in, back_out = from_onnx(to_onnx([y], [tt.log1p(y), tt.expm1(y)]))
+    assert [o.owner.op.scalar_op.name for o in back_out] == ["log1p", "expm1"]
+    assert [o.owner.inputs[0] for o in back_out] == back_in * 2
+    # the same Where and Equal around another formula stay what they are
+    u = 1 + y
+    other = tt.switch(tt.eq(u, 1), y, tt.switch(tt.eq(u, np.inf), u, tt.log(u) * y))
+    back_in, (back,) = from_onnx(to_onnx([y], [other]))
+    assert back.owner.op.scalar_op.name == "switch"
+    values = np.array([1e-20, 0.5, np.inf])
+    want = theano_dag.function([y], other)(values)
+    np.testing.assert_array_equal(theano_dag.function(back_in, back)(values), want)
+
+
+def test_logsumexp_and_its_gradient_export():
+    # its terms are exp_sub(x, max): 1 at a +inf maximum, whose gradient is the softmax's limit
+    x = tt.dmatrix("x")
+    lse = tt.logsumexp(x, axis=1)
+    outs = [lse, theano_dag.grad(lse.sum(), x)]
+    values = [np.array([[np.inf, 0.0, 1.0], [-1.0, 2.0, 3.0], [np.inf, np.inf, 0.0]])]
+    want = theano_dag.function([x], outs)(*values)
+    np.testing.assert_array_equal(want[1][2], [0.5, 0.5, 0.0])
+    model = to_onnx([x], outs)
+    back_in, back_out = from_onnx(model)
+    for got in (_run_ort(model, values), theano_dag.function(back_in, back_out)(*values)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-14)

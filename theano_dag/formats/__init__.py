@@ -6,7 +6,9 @@ and :mod:`~theano_dag.formats.chain`, networkx/DOT output in
 :mod:`~theano_dag.formats.export`, FunctionGraph <-> tuple-dag in
 :mod:`~theano_dag.formats.fgraph`, the OpGraph and its operations in
 :mod:`~theano_dag.formats.opgraph`, ONNX in :mod:`~theano_dag.formats.onnx`, Theano and PyTensor in
-:mod:`~theano_dag.formats.theano_interop` and :mod:`~theano_dag.formats.pytensor_interop`.
+:mod:`~theano_dag.formats.theano_interop` and :mod:`~theano_dag.formats.pytensor_interop`;
+:mod:`~theano_dag.formats.decompose` writes our compound scalar ops in elementary ones for
+the formats that lack them.
 """
 
 from theano_dag.formats.chain import (

@@ -29,6 +29,7 @@ import functools
 
 import numpy as np
 
+from theano_dag.formats.decompose import DECOMPOSITIONS, expand
 from theano_dag.graph.algorithms import io_toposort
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.fg import FunctionGraph
@@ -36,6 +37,7 @@ from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.graph.shared import SharedVariable, shared
 from theano_dag.scalar import arith as sb
 from theano_dag.scalar.arith import int_cast_bounds
+from theano_dag.scalar.basic import get_scalar_type
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
@@ -129,6 +131,8 @@ _ELEMWISE = {
     "sqr": None,
     "clip": None,
     "second": None,
+    "log1p": None,  # (ONNX has neither: _Exporter.log1p and expm1 write them)
+    "expm1": None,
     "and_": None,
     "or_": None,
     "xor": None,
@@ -241,10 +245,14 @@ class _Exporter:
         raise OnnxExportError(f"to_onnx: no ONNX operator for {op} ({type(op).__name__})")
 
     def elemwise(self, node, ins, out):
-        scalar_op = node.op.scalar_op
+        """An Elemwise node, or a node of a scalar graph (its variables know their dtypes,
+        ONNX's operators broadcast as ours)."""
+        scalar_op = node.op.scalar_op if isinstance(node.op, Elemwise) else node.op
         name = scalar_op.name
         if isinstance(scalar_op, sb.Cast):
             return self.cast(node.inputs[0].dtype, node.outputs[0].dtype, ins[0], out)
+        if name not in _ELEMWISE and type(scalar_op) in DECOMPOSITIONS:
+            return self.compound(scalar_op, node, ins, out)
         if name not in _ELEMWISE:
             raise OnnxExportError(f"to_onnx: no ONNX operator for the elementwise {name}")
         kind_of_input = np.dtype(node.inputs[0].dtype).kind
@@ -293,6 +301,8 @@ class _Exporter:
             return self.emit("Not", [self.emit("Equal", ins)], out)
         if name == "sqr":
             return self.emit("Mul", [ins[0], ins[0]], out)
+        if name in ("log1p", "expm1"):
+            return getattr(self, name)(ins[0], target, out)
         if name == "clip":  # numpy's minimum(maximum(x, lo), hi), but lo where x < lo > hi
             x, lo, hi = ins
             low = self.emit("And", [self.emit("Less", [x, lo]), self.emit("Greater", [lo, hi])])
@@ -300,6 +310,46 @@ class _Exporter:
                 "Where", [low, lo, self.emit("Min", [self.emit("Max", [x, lo]), hi])], out
             )
         return self.emit(kind, ins, out)
+
+    def compound(self, scalar_op, node, ins, out):
+        """One of our compound scalar ops (binary_crossentropy, sech2...) in the ONNX
+        operators of its elementary decomposition (:mod:`theano_dag.formats.decompose`)."""
+        xs = [get_scalar_type(v.dtype)() for v in node.inputs]
+        has = lambda op: isinstance(op, sb.Cast) or op.name in _ELEMWISE
+        (res,) = expand(xs, scalar_op.make_node(*xs).outputs, has)
+        names = dict(zip(xs, ins))
+        for snode in io_toposort(xs, [res]):
+            for v in snode.inputs:
+                if v not in names:  # a constant: one initializer however often it is used
+                    names[v] = self.const(v.data, v.dtype)
+            sins = [names[v] for v in snode.inputs]
+            last = out if snode.outputs[0] is res else None
+            names[snode.outputs[0]] = self.elemwise(snode, sins, last)
+        return names[res]
+
+    def log1p(self, y, dtype, out=None):
+        """``log(1 + y)``, exact for a small ``y`` (ONNX has no Log1p): ``y`` where
+        ``u = 1 + y`` rounds to 1, else ``log(u) * (y / (u - 1))``, whose ratio cancels
+        the rounding of ``u`` (Kahan); ``u`` itself at ``+inf``. :func:`from_onnx` reads
+        the form back as ``log1p``."""
+        one, inf = self.const(1, dtype), self.const(np.inf, dtype)
+        u = self.emit("Add", [one, y])
+        ratio = self.emit("Div", [y, self.emit("Sub", [u, one])])
+        r = self.emit("Mul", [self.emit("Log", [u]), ratio])
+        r = self.emit("Where", [self.emit("Equal", [u, inf]), u, r])
+        return self.emit("Where", [self.emit("Equal", [u, one]), y, r], out)
+
+    def expm1(self, x, dtype, out=None):
+        """``exp(x) - 1``, exact for a small ``x`` (ONNX has no Expm1): ``x`` where
+        ``u = exp(x)`` rounds to 1, -1 where ``u - 1`` does, ``u`` at ``+inf``, else
+        ``(u - 1) * (x / log(u))`` (Kahan). :func:`from_onnx` reads it back as ``expm1``."""
+        one, minus_one, inf = (self.const(c, dtype) for c in (1, -1, np.inf))
+        u = self.emit("Exp", [x])
+        um1 = self.emit("Sub", [u, one])
+        r = self.emit("Mul", [um1, self.emit("Div", [x, self.emit("Log", [u])])])
+        r = self.emit("Where", [self.emit("Equal", [u, inf]), u, r])
+        r = self.emit("Where", [self.emit("Equal", [um1, minus_one]), minus_one, r])
+        return self.emit("Where", [self.emit("Equal", [u, one]), x, r], out)
 
     def cast(self, src, dst, x, out=None):
         """``Cast`` with the engines' rule for a float out of an integer's range (and
@@ -654,6 +704,62 @@ def _cast(ins, attrs, known):
     return tb.cast(ins[0], dtype.name)
 
 
+def _match(pattern, var, known, binds):
+    """Whether ``var`` is built as ``pattern`` says: a tuple ``(scalar op name, *inputs)``
+    for an Elemwise, a number for a constant of that value (broadcast or not), a string
+    for a variable, the same one wherever the string recurs (bound in ``binds``)."""
+    if isinstance(pattern, str):
+        return binds.setdefault(pattern, var) is var
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        kept = [d for d in var.owner.op.new_order if d != "x"]
+        if kept != list(range(var.owner.inputs[0].ndim)):
+            return False  # (a transpose or a dropped axis: no broadcast)
+        var = var.owner.inputs[0]  # (a constant broadcast: as our Elemwise writes it)
+    if not isinstance(pattern, tuple):
+        value = known(var)
+        return isinstance(value, np.ndarray) and value.shape == () and value == pattern
+    node = var.owner
+    if node is None or not isinstance(node.op, Elemwise) or len(node.inputs) != len(pattern) - 1:
+        return False
+    if node.op.scalar_op.name != pattern[0]:
+        return False
+    return all(_match(p, v, known, binds) for p, v in zip(pattern[1:], node.inputs))
+
+
+# The forms _Exporter.log1p and expm1 write: read back as the ops, since our
+# canonicalization would simplify their corrections ((1 + y) - 1 to y) away.
+_KAHAN = {  # name: (pattern, what its named parts are), "x" the op's argument
+    "log1p": (
+        ("switch", ("eq", "u", 1), "x", ("switch", ("eq", "u", np.inf), "u", "r")),
+        {"u": ("add", 1, "x"), "r": ("mul", ("log", "u"), ("true_div", "x", ("sub", "u", 1)))},
+    ),
+    "expm1": (
+        ("switch", ("eq", "u", 1), "x", ("switch", ("eq", "m", -1), -1, "s")),
+        {
+            "u": ("exp", "x"),
+            "m": ("sub", "u", 1),
+            "s": (
+                "switch",
+                ("eq", "u", np.inf),
+                "u",
+                ("mul", "m", ("true_div", "x", ("log", "u"))),
+            ),
+        },
+    ),
+}
+
+
+def _where(ins, attrs, known):
+    out = tm.switch(ins[0], ins[1], ins[2])
+    for name, (pattern, parts) in _KAHAN.items():
+        binds = {}
+        if _match(pattern, out, known, binds) and all(
+            _match(p, binds[k], known, binds) for k, p in parts.items()
+        ):
+            return getattr(tm, name)(binds["x"])
+    return out
+
+
 # ONNX operator -> builder(inputs, attributes, known constant value)
 _IMPORT = {
     "Add": lambda i, a, k: i[0] + i[1],
@@ -673,7 +779,7 @@ _IMPORT = {
     "Greater": lambda i, a, k: tm.gt(i[0], i[1]),
     "Less": lambda i, a, k: tm.lt(i[0], i[1]),
     "Equal": lambda i, a, k: tm.eq(i[0], i[1]),
-    "Where": lambda i, a, k: tm.switch(i[0], i[1], i[2]),
+    "Where": _where,
     "Identity": lambda i, a, k: i[0],
     "IsNaN": lambda i, a, k: tm.isnan(i[0]),
     "IsInf": _isinf,

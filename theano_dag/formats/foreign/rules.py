@@ -19,9 +19,10 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag import tensor as tt
+from theano_dag.formats.decompose import DECOMPOSITIONS, expand
 from theano_dag.formats.foreign.flavor import cast_to
 from theano_dag.formats.foreign.scalars import _composite, scalar_from_foreign, scalar_to_foreign
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Constant, io_toposort
 from theano_dag.graph.op import Op
 from theano_dag.sparse import basic as sparse_basic
 from theano_dag.sparse import opt as sparse_opt
@@ -40,9 +41,31 @@ __all__ = ["FROM_RULES", "TO_RULES", "from_rule", "to_rule"]
 # -- theano_dag -> foreign ------------------------------------------------------------------------
 
 
+def _decomposed_to(fl, node, ins):
+    """Our compound scalar op (binary_crossentropy, sech2...) as the other side's Elemwise
+    ops of its formula (:mod:`~theano_dag.formats.decompose`), which its optimizer fuses
+    where it can: Theano's C code of a Composite cannot hold an op without C (erfcx)."""
+    xs = [ts.get_scalar_type(v.dtype)() for v in node.inputs]
+    has = lambda op: scalar_to_foreign(fl, op) is not None
+    (out,) = expand(xs, node.op.scalar_op.make_node(*xs).outputs, has)
+    fvars = dict(zip(xs, ins))
+    for snode in io_toposort(xs, [out]):
+        fop = scalar_to_foreign(fl, snode.op)
+        if fop is None:
+            return None
+        args = [
+            fvars[v] if v in fvars else fl.tensor_constant(v.data, fl.tensor_type(v.dtype, ()))
+            for v in snode.inputs
+        ]
+        (fvars[snode.outputs[0]],) = fl.Elemwise(fop)(*args, return_list=True)
+    return [fvars[out]]
+
+
 def _elemwise_to(fl, node, ins):
     op = node.op.scalar_op
     fop = scalar_to_foreign(fl, op)
+    if fop is None and type(op) in DECOMPOSITIONS:
+        return _decomposed_to(fl, node, ins)
     if fop is None and not isinstance(op, ts.Composite):
         # a scalar op the other side lacks may still be a composite of ops it has
         xs = [ts.get_scalar_type(v.dtype)() for v in node.inputs]

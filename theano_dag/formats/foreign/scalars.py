@@ -5,6 +5,7 @@ conversion of a scalar op or a ``Composite`` (scalar graph) it drives.
 from __future__ import annotations
 
 from theano_dag import scalar as ts
+from theano_dag.formats.decompose import expand
 from theano_dag.graph.basic import io_toposort
 
 __all__ = ["SCALAR_NAMES", "scalar_from_foreign", "scalar_to_foreign"]
@@ -25,7 +26,8 @@ SCALAR_NAMES = {
     "arctan": ("arctan",), "arctan2": ("arctan2",), "sinh": ("sinh",), "cosh": ("cosh",),
     "tanh": ("tanh",), "sigmoid": ("sigmoid", "scalar_sigmoid"),
     "softplus": ("softplus", "scalar_softplus"), "erf": ("erf",), "erfc": ("erfc",),
-    "floor": ("floor",), "ceil": ("ceil",), "trunc": ("trunc",),
+    "erfcx": ("erfcx",), "log1mexp": ("log1mexp",), "floor": ("floor",), "ceil": ("ceil",),
+    "trunc": ("trunc",),
     "round_half_to_even": ("round_half_to_even",),
     "round_half_away_from_zero": ("round_half_away_from_zero",),
 }  # fmt: skip
@@ -76,8 +78,12 @@ def _composite(fl, comp, to_foreign):
         new_input = lambda v: ts.get_scalar_type(v.type.dtype)()
         new_const = lambda c: ts.ScalarConstant(ts.get_scalar_type(c.type.dtype), c.data)
         convert, make = scalar_from_foreign, ts.Composite
+    outputs = comp.outputs
+    if to_foreign:  # our compound ops the other side lacks, in elementary ones
+        has = lambda op: isinstance(op, ts.Cast) or _scalar_tables(fl)[0].get(op) is not None
+        outputs = expand(comp.inputs, outputs, has)
     vmap = {v: new_input(v) for v in comp.inputs}
-    for node in io_toposort(comp.inputs, comp.outputs):
+    for node in io_toposort(comp.inputs, outputs):
         args = [vmap[v] if v in vmap else new_const(v) for v in node.inputs]
         op = convert(fl, node.op)
         if op is not None:
@@ -99,5 +105,5 @@ def _composite(fl, comp, to_foreign):
             vmap[node.outputs[0]] = ts.switch(ts.lt(x, lo), lo, ts.switch(ts.gt(x, hi), hi, x))
         else:
             return None
-    outs = [vmap[o] if o in vmap else new_const(o) for o in comp.outputs]
+    outs = [vmap[o] if o in vmap else new_const(o) for o in outputs]
     return make([vmap[v] for v in comp.inputs], outs)
