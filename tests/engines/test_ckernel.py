@@ -5,6 +5,7 @@ NaN, +-inf, -0.0, denormals and integer extremes, through the contiguous, the
 broadcast and the strided paths of the C driver.
 """
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -495,6 +496,36 @@ def test_non_contiguous_operands(bcast_kernels, layout):
         assert not out_base[:, 1::2].any()  # the gaps are untouched
     else:
         assert_same(k(x, r, c, s), want, rtol=1e-12, atol=1e-14)
+
+
+def test_strided_operands_run_in_the_step_librarys_loop(bcast_kernels):
+    # The loop over operands that are not all contiguous is the step library's, which the
+    # kernel library is given once both are loaded: the call returns no error code. Without
+    # it (the step library not loaded yet, or failed), the call refuses those operands
+    # (error kind 6, nothing written) and the kernel's numpy runs them.
+    node, k = bcast_kernels["float64"]
+    lib = k.library
+    assert lib.steps.lib is not None and lib.steps.general
+    rng = np.random.default_rng(8)
+    x = np.asfortranarray(rng.standard_normal((31, 17)))
+    r, c, s = rng.standard_normal((1, 17)), rng.standard_normal((31, 1)), np.full((1, 1), 0.5)
+    (want,) = reference(node, [x, r, c, s])
+    out = np.full((31, 17), np.nan)
+    assert k.c(x, r, c, s, out) == 0
+    assert_same(out, want, rtol=1e-12, atol=1e-14)
+    lib._lib.td_set_general(None)
+    try:
+        out[:] = np.nan
+        assert k.c(x, r, c, s, out) == 6 << 16
+        assert np.isnan(out).all()
+        assert_same(k(x, r, c, s), want, rtol=1e-12, atol=1e-14)
+        # Operands all contiguous and of the output's shape need no strided loop.
+        full = [np.ascontiguousarray(np.broadcast_to(a, x.shape)) for a in (x, r, c, s)]
+        assert k.c(*full, out) == 0
+        assert_same(out, reference(node, full)[0], rtol=1e-12, atol=1e-14)
+    finally:
+        lib._lib.td_set_general(ctypes.c_void_p(lib.steps.general))
+    assert k.c(x, r, c, s, out) == 0
 
 
 def test_scalar_kernels_take_numpy_scalars(compiledir):
