@@ -276,3 +276,32 @@ def test_kernel_folder_is_bounded_a_library_going_whole(tmp_path, monkeypatch):
     assert cc.stats["compiles"] == before + 1
     lib = ctypes.CDLL(b)
     assert lib.k1() == 1
+
+
+@needs_cc
+def test_a_step_library_that_fails_leaves_steps_and_strided_calls_on_numpy(tmp_path, monkeypatch):
+    # The function's kernels build; the step library does not (its C made not to compile):
+    # the kernels run in C on contiguous operands, numpy runs the sum and the kernel's call
+    # on a transposed operand, with one warning for the process.
+    monkeypatch.setattr(ckernel, "steps_source", lambda *a: "#error the steps are broken\n")
+    x, v = tt.dmatrix("x"), tt.dvector("v")
+    xv = np.linspace(-1, 1, 12).reshape(3, 4)
+    vv = np.linspace(0, 1, 3)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+            f = function([x, v], [tt.exp(x) * 2 + 1, tt.tanh(x.T) - v, tt.sum(x * 3)])
+            results = [f(xv, vv) for _ in range(2)]
+            g = function([x], tt.sum(tt.exp(x)))  # the same step library: no second warning
+            gr = g(xv)
+    msgs = [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1, msgs
+    assert "the C steps are unavailable" in msgs[0] and "the steps are broken" in msgs[0]
+    for r in results:
+        np.testing.assert_allclose(r[0], np.exp(xv) * 2 + 1, rtol=1e-13)
+        np.testing.assert_allclose(r[1], np.tanh(xv.T) - vv, rtol=1e-13)
+        np.testing.assert_allclose(r[2], np.sum(xv * 3), rtol=1e-13)
+    np.testing.assert_allclose(gr, np.sum(np.exp(xv)), rtol=1e-13)
+    assert ckernel.wait_for_kernels(f, timeout=0)  # the kernels run in C
+    ready = {k.name: k.ready for k in ckernel.kernel_calls(f)}
+    assert ready.pop("td_sum_f64") is False and ready and all(ready.values()), ready

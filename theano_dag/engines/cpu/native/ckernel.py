@@ -971,11 +971,12 @@ class KernelLibrary:
         return segment.KernelSegment(kernels, operands, nargs)
 
     def add_segment(self, seg):
-        """Track ``seg``: bound to the libraries now if they are loaded, else when they are."""
+        """Track ``seg``: bound to the libraries now if its kernels are loaded, else when
+        they are."""
         with self._lock:
             self.segments.add(seg)
-            loaded = self._loaded.is_set()
-        if loaded:
+            started = self.started
+        if started:
             seg.bind(self._lib)
 
     def source(self) -> str:
@@ -1042,10 +1043,12 @@ class KernelLibrary:
         self._pending = {"kernels", "steps"} if kernels else {"steps"}
         background = self.mode == "background"
         self.steps = step_library(self.toolchain, self.compiledir)
+        if kernels:  # first: the function's own kernels are what it needs most
+            self._start_kernels(background)
         self.steps.start(background)
         self.steps.when_loaded(self._steps_loaded)
-        if not kernels:
-            return
+
+    def _start_kernels(self, background):
         src, key = self._source_and_key()
         directory = cc.kernel_dir(self.compiledir)
         path = cc.cached_library(self.toolchain, src, directory, key=key)
@@ -1109,23 +1112,25 @@ class KernelLibrary:
 
     def _loaded_part(self, part, failure=None):
         """``part`` ("kernels" or "steps") is loaded, or failed (``failure``: the warning
-        to give): once both are done, the kernels get the step library's strided loop,
-        the segments their C entries (a segment's kernels may be of both), and a failure
-        one warning (the step library's once per process)."""
+        to give). The segments whose kernels are all loaded run in C from now (a
+        segment's kernels may be of both libraries), the kernels take the step library's
+        strided loop once both are loaded, and once both are done a failure gives one
+        warning (the step library's once per process)."""
         with self._lock:
             self._pending.discard(part)
             if failure is not None:
                 self._failures[part] = failure
-            if self._pending:
-                return
+            done = not self._pending
             segs = list(self.segments)
-            failures = self._failures
+            failures = dict(self._failures)
         if self._lib is not None and self.steps.lib is not None:
             self._lib.td_set_general(ctypes.c_void_p(self.steps.general))
+        for seg in segs:
+            seg.bind(self._lib)  # (a segment with a kernel not loaded stays as it is)
+        if not done:
+            return
         if "kernels" not in failures:
             self._loaded.set()
-        for seg in segs:
-            seg.bind(self._lib)
         # One fault (a compiler that fails, a cache that cannot be written) fails both
         # libraries: one warning, the kernels' (the steps' is given once).
         if "kernels" in failures or (failures and not self.steps.warned):
