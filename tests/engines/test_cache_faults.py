@@ -148,10 +148,11 @@ def _child(cache):
 def test_damaged_library_is_detected_and_built_again(tmp_path, damage):
     # A truncated library used to kill every later process with a bus error (it is
     # mapped, then read past its end); an overwritten one loaded garbage.
+    # (Two libraries in a new cache: the function's kernels and the step library.)
     first = _child(tmp_path)
     assert first.returncode == 0, first.stderr
     _, compiles, _, path = first.stdout.split()
-    assert compiles == "1" and os.path.exists(path + ".sum")
+    assert compiles == "2" and os.path.exists(path + ".sum")
     size = os.path.getsize(path)
     if damage == "truncate":
         os.truncate(path, size // 3)
@@ -166,7 +167,7 @@ def test_damaged_library_is_detected_and_built_again(tmp_path, damage):
     assert second.stdout.split()[1] == "1", "built again"
     assert second.stderr.count("is damaged") == 1, second.stderr
     third = _child(tmp_path)
-    assert third.returncode == 0 and third.stdout.split()[1:3] == ["0", "1"], third.stdout
+    assert third.returncode == 0 and third.stdout.split()[1:3] == ["0", "2"], third.stdout
     assert "damaged" not in third.stderr
 
 
@@ -185,7 +186,7 @@ def test_damage_after_the_status_was_recorded_is_detected(tmp_path):
             timeout=300,
         )
         assert run.returncode == 0, run.stderr
-    assert run.stdout.split()[1:3] == ["0", "1"], run.stdout
+    assert run.stdout.split()[1:3] == ["0", "2"], run.stdout  # kernels and steps
     path = run.stdout.split()[3]
     with open(path + ".sum") as fh:
         digest, status = fh.read().splitlines()
@@ -239,11 +240,11 @@ def test_two_processes_compile_one_library_once(tmp_path):
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err
     compiles = sum(int(out.split()[1]) for out, _ in outs)
-    assert compiles == 1
+    assert compiles == 2  # the function's kernels and the step library, once each
     # (".sized": the folder bound's marker, see misc.cache_eviction.)
     names = [n for n in os.listdir(cc.kernel_dir(str(tmp_path))) if n != ".sized"]
     suffixes = sorted(n.split(".", 1)[1] for n in names)
-    assert suffixes == ["c", "lock", "so", "so.sum"], names
+    assert suffixes == sorted(["c", "lock", "so", "so.sum"] * 2), names
 
 
 @needs_cc
@@ -275,3 +276,32 @@ def test_kernel_folder_is_bounded_a_library_going_whole(tmp_path, monkeypatch):
     assert cc.stats["compiles"] == before + 1
     lib = ctypes.CDLL(b)
     assert lib.k1() == 1
+
+
+@needs_cc
+def test_a_step_library_that_fails_leaves_steps_and_strided_calls_on_numpy(tmp_path, monkeypatch):
+    # The function's kernels build; the step library does not (its C made not to compile):
+    # the kernels run in C on contiguous operands, numpy runs the sum and the kernel's call
+    # on a transposed operand, with one warning for the process.
+    monkeypatch.setattr(ckernel, "steps_source", lambda *a: "#error the steps are broken\n")
+    x, v = tt.dmatrix("x"), tt.dvector("v")
+    xv = np.linspace(-1, 1, 12).reshape(3, 4)
+    vv = np.linspace(0, 1, 3)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with config.change_flags(compiledir=str(tmp_path)), ckernel.compile_mode("sync"):
+            f = function([x, v], [tt.exp(x) * 2 + 1, tt.tanh(x.T) - v, tt.sum(x * 3)])
+            results = [f(xv, vv) for _ in range(2)]
+            g = function([x], tt.sum(tt.exp(x)))  # the same step library: no second warning
+            gr = g(xv)
+    msgs = [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1, msgs
+    assert "the C steps are unavailable" in msgs[0] and "the steps are broken" in msgs[0]
+    for r in results:
+        np.testing.assert_allclose(r[0], np.exp(xv) * 2 + 1, rtol=1e-13)
+        np.testing.assert_allclose(r[1], np.tanh(xv.T) - vv, rtol=1e-13)
+        np.testing.assert_allclose(r[2], np.sum(xv * 3), rtol=1e-13)
+    np.testing.assert_allclose(gr, np.sum(np.exp(xv)), rtol=1e-13)
+    assert ckernel.wait_for_kernels(f, timeout=0)  # the kernels run in C
+    ready = {k.name: k.ready for k in ckernel.kernel_calls(f)}
+    assert ready.pop("td_sum_f64") is False and ready and all(ready.values()), ready

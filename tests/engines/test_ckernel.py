@@ -5,6 +5,7 @@ NaN, +-inf, -0.0, denormals and integer extremes, through the contiguous, the
 broadcast and the strided paths of the C driver.
 """
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -497,6 +498,36 @@ def test_non_contiguous_operands(bcast_kernels, layout):
         assert_same(k(x, r, c, s), want, rtol=1e-12, atol=1e-14)
 
 
+def test_strided_operands_run_in_the_step_librarys_loop(bcast_kernels):
+    # The loop over operands that are not all contiguous is the step library's, which the
+    # kernel library is given once both are loaded: the call returns no error code. Without
+    # it (the step library not loaded yet, or failed), the call refuses those operands
+    # (error kind 6, nothing written) and the kernel's numpy runs them.
+    node, k = bcast_kernels["float64"]
+    lib = k.library
+    assert lib.steps.lib is not None and lib.steps.general
+    rng = np.random.default_rng(8)
+    x = np.asfortranarray(rng.standard_normal((31, 17)))
+    r, c, s = rng.standard_normal((1, 17)), rng.standard_normal((31, 1)), np.full((1, 1), 0.5)
+    (want,) = reference(node, [x, r, c, s])
+    out = np.full((31, 17), np.nan)
+    assert k.c(x, r, c, s, out) == 0
+    assert_same(out, want, rtol=1e-12, atol=1e-14)
+    lib._lib.td_set_general(None)
+    try:
+        out[:] = np.nan
+        assert k.c(x, r, c, s, out) == 6 << 16
+        assert np.isnan(out).all()
+        assert_same(k(x, r, c, s), want, rtol=1e-12, atol=1e-14)
+        # Operands all contiguous and of the output's shape need no strided loop.
+        full = [np.ascontiguousarray(np.broadcast_to(a, x.shape)) for a in (x, r, c, s)]
+        assert k.c(*full, out) == 0
+        assert_same(out, reference(node, full)[0], rtol=1e-12, atol=1e-14)
+    finally:
+        lib._lib.td_set_general(ctypes.c_void_p(lib.steps.general))
+    assert k.c(x, r, c, s, out) == 0
+
+
 def test_scalar_kernels_take_numpy_scalars(compiledir):
     d0 = TensorType("float64", ())
     node = composite_node(lambda a, b: ts.exp(a) * b, ["float64", "float64"], [d0, d0])
@@ -637,15 +668,16 @@ def test_second_build_hits_the_cache(tmp_path, no_kernel_builds_in_flight):
     node = composite_node(lambda a: ts.cos(a) * 3, ["float64"])
     before = dict(cc.stats)
     build([node], str(tmp_path))
-    assert cc.stats["compiles"] == before["compiles"] + 1
+    # the kernels' library and the step library (a new cache: built once for the process)
+    assert cc.stats["compiles"] == before["compiles"] + 2
     (k,) = build([node], str(tmp_path))
-    assert cc.stats["compiles"] == before["compiles"] + 1  # no compiler run
+    assert cc.stats["compiles"] == before["compiles"] + 2  # no compiler run
     assert cc.stats["cache_hits"] == before["cache_hits"] + 1
     assert_same(k(np.arange(5.0)), np.cos(np.arange(5.0)) * 3, rtol=1e-13)
     names = [n for n in os.listdir(os.path.join(str(tmp_path), "kernels")) if n != ".sized"]
-    # No temporaries: the source, the library, its checksum and the compile lock (and
-    # the folder bound's marker, misc.cache_eviction).
-    assert sorted(n.split(".", 1)[1] for n in names) == ["c", "lock", "so", "so.sum"]
+    # No temporaries: the source, the library, its checksum and the compile lock of each
+    # (and the folder bound's marker, misc.cache_eviction).
+    assert sorted(n.split(".", 1)[1] for n in names) == sorted(["c", "lock", "so", "so.sum"] * 2)
 
 
 def test_vector_math_comes_from_libmvec(compiledir):
@@ -720,7 +752,7 @@ def test_function_compiles_all_kernels_in_one_call(
         f = _fn([x, y], [z2, z1 + 1])
         xv, yv = np.linspace(-2, 2, 50), np.random.default_rng(7).standard_normal((40, 50))
         r = f(xv, yv)
-    assert cc.stats["compiles"] == before + 1
+    assert cc.stats["compiles"] == before + 2  # its kernels, and the step library once
     assert ckernel.wait_for_kernels(f)
     assert f.fn.program.ckernels.compile_seconds > 0
     src = ckernel.c_code(f)

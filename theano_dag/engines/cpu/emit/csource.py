@@ -13,7 +13,9 @@ see :mod:`theano_dag.engines.cpu.native.segment`):
 * otherwise (broadcast, strided, transposed operands): the output's elements in
   C order, in blocks; an operand contiguous in that order is read in place, one
   broadcast from a single element fills a buffer once, others are gathered into
-  (outputs scattered from) a buffer a run of the innermost axis at a time.
+  (outputs scattered from) a buffer a run of the innermost axis at a time: the
+  step library's ``td_general``, which a kernel library is given once both are
+  loaded (until then such a call returns an error code and numpy runs it).
 
 The scalar C comes from each scalar op's C expression (``op.c_code``), except
 for the few below whose plain C differs from numpy (integer division and
@@ -576,7 +578,8 @@ def _simd_decls(functions):
 def preamble(layout, simd_functions) -> str:
     """The C every kernel library starts with: headers, libmvec declarations,
     numpy-exact helpers and the ``td_run`` driver of the fused kernels (inlined into
-    each kernel's entry, so it is compiled with them)."""
+    each kernel's entry, so it is compiled with them; its loop over operands that are
+    not all contiguous is the step library's)."""
     # The same text for every library of a process: made once per combination.
     key = (tuple(sorted(layout.items())), tuple(simd_functions))
     text = _PREAMBLES.get(key)
@@ -587,16 +590,25 @@ def preamble(layout, simd_functions) -> str:
 
 _PREAMBLES: dict = {}
 
-# The C of the steps every library may call (``native/*_driver.c``): the sums, the small
-# matrix-vector products and subtensor writes, the small linear algebra, the softmaxes.
-STEP_DRIVERS = ("sum_driver.c", "gemv_driver.c", "linalg_driver.c", "softmax_driver.c")
+# The C of the step library (``native/*_driver.c``): the loop of the fused kernels over
+# operands that are not all contiguous, then the steps every library may call: the sums,
+# the small matrix-vector products and subtensor writes, the small linear algebra, the
+# softmaxes.
+STEP_DRIVERS = (
+    "strided_driver.c",
+    "sum_driver.c",
+    "gemv_driver.c",
+    "linalg_driver.c",
+    "softmax_driver.c",
+)
 
 
 def steps_source(layout, simd_functions) -> str:
-    """The C of the step library (``ckernel.StepLibrary``): the preamble and the fixed
-    C of every step that is not a generated kernel (``td_sum_*``, ``td_mv_*``,
-    ``td_chol_*``, ``td_softmax_*`` ...). One library per compiler and cache, built
-    once: in each kernel library it would cost three quarters of its compile time."""
+    """The C of the step library (``ckernel.StepLibrary``): the preamble, the kernels'
+    loop over strided and broadcast operands (``td_general``) and the fixed C of every
+    step that is not a generated kernel (``td_sum_*``, ``td_mv_*``, ``td_chol_*``,
+    ``td_softmax_*`` ...). One library per compiler and cache, built once: in each
+    kernel library it would cost most of its compile time."""
     drivers = "\n\n".join(c_source(name) for name in STEP_DRIVERS)
     return f"{preamble(layout, simd_functions)}\n\n{drivers}"
 

@@ -397,6 +397,10 @@ class CKernel:
             if entries is not None:
                 fn = self.c = entries[self.name]()
                 return fn(*args)
+        return self._numpy(args)
+
+    def _numpy(self, args):
+        """The kernel's numpy fallback on ``args`` (inputs, then outputs)."""
         with np.errstate(all="ignore"):
             fallbacks = self._fallbacks
             if fallbacks is not None and "fallback" not in self.__dict__:
@@ -457,6 +461,9 @@ class CKernel:
                 return
         if rc >> 16 == 5:
             raise MemoryError(f"{self.node.op}: out of memory for the kernel's buffers")
+        if rc >> 16 == 6:  # strided operands, the step library not loaded (yet)
+            self._numpy(args)
+            return
         kind, k = rc >> 16, rc & 0xFFFF
         xs, outs = args[:nin], args[nin:]
         # Wrong ndim or shapes: the reference Elemwise says what is wrong, if it can.
@@ -896,10 +903,11 @@ class KernelLibrary:
         self._templates: dict = {}  # plain ops' C templates (CKernel)
         self._kinds: dict = {}  # what CKernel derives from a node's op and types
         self.started = False
-        # The libraries still to load once started: "kernels" (its own), "steps" (the
-        # step library, where it has step kernels).
+        # The libraries still to load once started: "kernels" (its own, where it has
+        # generated kernels) and "steps" (the step library).
         self._pending = set()
-        self.steps = None  # the StepLibrary of its step kernels, once started
+        self._failures = {}  # the warnings of the parts that failed, by part
+        self.steps = None  # the StepLibrary, once started
         self.build = None
         self.path = None
         self.error = None
@@ -963,11 +971,12 @@ class KernelLibrary:
         return segment.KernelSegment(kernels, operands, nargs)
 
     def add_segment(self, seg):
-        """Track ``seg``: bound to the libraries now if they are loaded, else when they are."""
+        """Track ``seg``: bound to the libraries now if its kernels are loaded, else when
+        they are."""
         with self._lock:
             self.segments.add(seg)
-            loaded = self._loaded.is_set()
-        if loaded:
+            started = self.started
+        if started:
             seg.bind(self._lib)
 
     def source(self) -> str:
@@ -1028,16 +1037,18 @@ class KernelLibrary:
             self.started = True
         if not self.kernels or self.toolchain is None or self.mode in ("off", "never"):
             return
+        # The step library runs the step kernels, and the generated kernels' loop over
+        # operands that are not all contiguous.
         kernels = any(type(k) is CKernel for k in self.kernels)
-        steps = not all(type(k) is CKernel for k in self.kernels)
-        self._pending = {p for p, wanted in (("kernels", kernels), ("steps", steps)) if wanted}
+        self._pending = {"kernels", "steps"} if kernels else {"steps"}
         background = self.mode == "background"
-        if steps:
-            self.steps = step_library(self.toolchain, self.compiledir)
-            self.steps.start(background)
-            self.steps.when_loaded(self._steps_loaded)
-        if not kernels:
-            return
+        self.steps = step_library(self.toolchain, self.compiledir)
+        if kernels:  # first: the function's own kernels are what it needs most
+            self._start_kernels(background)
+        self.steps.start(background)
+        self.steps.when_loaded(self._steps_loaded)
+
+    def _start_kernels(self, background):
         src, key = self._source_and_key()
         directory = cc.kernel_dir(self.compiledir)
         path = cc.cached_library(self.toolchain, src, directory, key=key)
@@ -1052,10 +1063,8 @@ class KernelLibrary:
     def _built(self, build):
         if build.error is not None:
             self.error = build.error
-            warnings.warn(
-                f"theano_dag: C kernels unavailable, numpy runs instead: " f"{build.error}",
-                RuntimeWarning,
-                stacklevel=2,
+            self._loaded_part(
+                "kernels", f"theano_dag: C kernels unavailable, numpy runs instead: {build.error}"
             )
             return
         self._load(build.path)
@@ -1074,9 +1083,7 @@ class KernelLibrary:
                         entries[k.name] = _ctypes_entry(lib, k)
         except (OSError, AttributeError) as e:
             self.error = e
-            warnings.warn(
-                f"theano_dag: cannot load C kernels from {path}: {e}", RuntimeWarning, stacklevel=2
-            )
+            self._loaded_part("kernels", f"theano_dag: cannot load C kernels from {path}: {e}")
             return
         self.path = path
         with self._lock:
@@ -1085,32 +1092,52 @@ class KernelLibrary:
         self._loaded_part("kernels")
 
     def _steps_loaded(self, lib):
-        try:
-            with gc_paused():
-                for k in self.kernels:
-                    if type(k) is not CKernel:
-                        k._bind(lib)
-        except (OSError, AttributeError) as e:
-            self.error = e
-            warnings.warn(
-                f"theano_dag: the C steps are unavailable, numpy runs instead: {e}",
-                RuntimeWarning,
-                stacklevel=2,
+        error = self.steps.error
+        if lib is not None:
+            try:
+                with gc_paused():
+                    for k in self.kernels:
+                        if type(k) is not CKernel:
+                            k._bind(lib)
+            except (OSError, AttributeError) as e:
+                error = e
+        if error is None:
+            self._loaded_part("steps")
+        else:
+            self._loaded_part(
+                "steps",
+                "theano_dag: the C steps are unavailable, numpy runs them and the kernels' "
+                f"calls on strided operands instead: {error}",
             )
-            return
-        self._loaded_part("steps")
 
-    def _loaded_part(self, part):
-        """``part`` ("kernels" or "steps") is loaded: the segments take the C entries
-        once both are (a segment's kernels may be of both)."""
+    def _loaded_part(self, part, failure=None):
+        """``part`` ("kernels" or "steps") is loaded, or failed (``failure``: the warning
+        to give). The segments whose kernels are all loaded run in C from now (a
+        segment's kernels may be of both libraries), the kernels take the step library's
+        strided loop once both are loaded, and once both are done a failure gives one
+        warning (the step library's once per process)."""
         with self._lock:
             self._pending.discard(part)
-            if self._pending:
-                return
-            self._loaded.set()
+            if failure is not None:
+                self._failures[part] = failure
+            done = not self._pending
             segs = list(self.segments)
+            failures = dict(self._failures)
+        if self._lib is not None and self.steps.lib is not None:
+            self._lib.td_set_general(ctypes.c_void_p(self.steps.general))
         for seg in segs:
-            seg.bind(self._lib)
+            seg.bind(self._lib)  # (a segment with a kernel not loaded stays as it is)
+        if not done:
+            return
+        if "kernels" not in failures:
+            self._loaded.set()
+        # One fault (a compiler that fails, a cache that cannot be written) fails both
+        # libraries: one warning, the kernels' (the steps' is given once).
+        if "kernels" in failures or (failures and not self.steps.warned):
+            self.steps.warned = self.steps.warned or "steps" in failures
+            warnings.warn(
+                failures.get("kernels", failures.get("steps")), RuntimeWarning, stacklevel=2
+            )
 
     def wait(self, timeout=None) -> bool:
         """Start the builds if needed, wait for them; True when the kernels and steps run
@@ -1150,10 +1177,12 @@ def _open_library(path):
 
 class StepLibrary:
     """The C of the steps that are not generated kernels (the sums, the small products,
-    subtensor writes, linear algebra and softmaxes of :class:`StepKernel`), one library
-    per compiler and kernel cache (:func:`step_library`), built once and shared by every
-    kernel library of the process. In each kernel library, this fixed C took three
-    quarters of the compile time of a small function.
+    subtensor writes, linear algebra and softmaxes of :class:`StepKernel`) and of the
+    generated kernels' loop over operands that are not all contiguous (``td_general``,
+    whose address is ``general``): one library per compiler and kernel cache
+    (:func:`step_library`), built once and shared by every kernel library of the
+    process. In each kernel library, this fixed C took five sixths of the compile time
+    of a small function.
 
     >>> lib = step_library(cc.get_toolchain(config.cxx), config.compiledir)
     >>> lib.started or lib.lib is None
@@ -1166,7 +1195,9 @@ class StepLibrary:
         self.started = False
         self.build = None
         self.lib = None
+        self.general = None  # the address of td_general, once loaded
         self.error = None
+        self.warned = False  # whether its failure was told (once per process)
         self._done = threading.Event()  # loaded, or failed
         self._callbacks = []
         self._lock = threading.Lock()
@@ -1197,37 +1228,36 @@ class StepLibrary:
             self._load(build.path)
 
     def _failed(self, error):
-        with self._lock:
-            self.error = error
-            self._callbacks = []
-        self._done.set()
-        warnings.warn(
-            f"theano_dag: the C steps are unavailable, numpy runs instead: {error}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        # (The kernel libraries waiting for it give the warning: KernelLibrary._loaded_part.)
+        self._finish(None, error)
 
     def _load(self, path):
         try:
             lib = _open_library(path)
+            general = segment.entry_address(lib, "td_general")
         except (OSError, AttributeError) as e:
             self._failed(e)
             return
+        self.general = general
+        self._finish(lib, None)
+
+    def _finish(self, lib, error):
         with self._lock:
-            self.lib = lib
+            self.lib, self.error = lib, error
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
             fn(lib)
         self._done.set()
 
     def when_loaded(self, fn):
-        """Call ``fn(lib)`` once the library is loaded: now if it is; never if it failed."""
+        """Call ``fn(lib)`` once the library is loaded, ``fn(None)`` if it failed: now if
+        either has happened."""
         with self._lock:
-            lib = self.lib
-            if lib is None and self.error is None:
+            done = self.lib is not None or self.error is not None
+            if not done:
                 self._callbacks.append(fn)
-        if lib is not None:
-            fn(lib)
+        if done:
+            fn(self.lib)
 
     def wait(self, timeout=None) -> bool:
         """Wait for the build and the load; True when the library is loaded."""
