@@ -192,3 +192,38 @@ def test_none_given_to_an_op_that_needs_a_value_is_described_as_given(engine):
     assert "Inputs shapes and dtypes: [None (given as the input's value)" in msg
     assert "not computed" not in msg
     assert f(np.ones(3, "float32")) == 6.0
+
+
+@pytest.mark.parametrize("engine", NONE_ENGINES)
+def test_none_given_to_an_elementwise_op_raises_and_is_never_read_as_nan(engine):
+    # numpy reads None as NaN when it converts it to a float: x * y + 1 returned [nan]
+    # and exp(x * y) nan for f(None, 1.0). The elementwise op refuses it, naming the input.
+    x, y = tt.dvector("x"), tt.dscalar("y")
+    cases = [
+        (x * y + 1, lambda a, b: a * b + 1),
+        (tt.exp(x * y), lambda a, b: np.exp(a * b)),
+        (tt.cast(x * y, "int32"), lambda a, b: (a * b).astype("int32")),
+    ]
+    for out, ref in cases:
+        f = _compile(engine, [x, y], out)
+        with pytest.raises(TypeError, match=r"input 0 is None, not an array of float64"):
+            f(None, 1.0)
+        with pytest.raises(TypeError, match=r"input 0 is None, not an array of float64"):
+            f(np.ones(2), None)  # (at the DimShuffle that makes y a row)
+        np.testing.assert_array_equal(f(np.arange(3.0), 3.0), ref(np.arange(3.0), 3.0))
+
+
+ARRAY_ONLY_ENGINES = [p for p in ENGINES if p.id in ("opencl", "dask")]
+
+
+@pytest.mark.parametrize("engine", ARRAY_ONLY_ENGINES)
+def test_engines_on_arrays_only_refuse_none_naming_the_input(engine):
+    # The Dask engine read a None as NaN (default(x, z) gave nan, not z); both engines
+    # failed with an IndexError on an elementwise op.
+    x, y, z = tt.dvector("x"), tt.dscalar("y"), tt.dvector("z")
+    for ins, out in (([x, y], x * y + 1), ([x, z], tt.default(x, z))):
+        f = _compile(engine, ins, out)
+        with pytest.raises(TypeError, match=r" engine: input 'x' is None, not a value of "):
+            f(None, np.ones(2) if len(ins[1].type.shape) else 1.0)
+        np.testing.assert_array_equal(f(np.full(2, 2.0), np.ones(2) if ins[1] is z else 1.0),
+                                      [3.0, 3.0] if ins[1] is y else [2.0, 2.0])  # fmt: skip

@@ -71,6 +71,7 @@ __all__ = [
     "Thunk",
     "CallableThunk",
     "as_thunk",
+    "refuse_none",
     "with_message",
 ]
 
@@ -242,6 +243,31 @@ class CallSpec:
         spec = self.inputs[k]
         new = replace(spec, required=False, refeed=True, default=value)
         return replace(self, inputs=self.inputs[:k] + (new,) + self.inputs[k + 1 :])
+
+
+def refuse_none(engine: str, variables, cells) -> None:
+    """Raise TypeError naming the input where a cell of ``cells`` holds None and its
+    variable's type has no None among its values: for the engines that compute on arrays
+    only (a function passes a caller's None through, as Theano does, and the CPU engine
+    hands it to the ops, where ``default`` or ``eye`` read it).
+
+    >>> import theano_dag.tensor as tt
+    >>> refuse_none("OpenCL engine", [tt.dvector("x")], [[None]])
+    Traceback (most recent call last):
+    ...
+    TypeError: OpenCL engine: input 'x' is None, not a value of TensorType(float64, vector): ...
+    """
+    for v, cell in zip(variables, cells):
+        if cell[0] is None:
+            try:
+                v.type.filter(None)
+            except Exception:
+                name = f"'{v.name}'" if v.name else "(unnamed)"
+                raise TypeError(
+                    f"{engine}: input {name} is None, not a value of {v.type}: this engine "
+                    "computes on arrays only (the CPU engine hands a None to the ops, as "
+                    "Theano does)"
+                ) from None
 
 
 def with_message(exc: BaseException, msg: str, fallback=TypeError) -> BaseException:

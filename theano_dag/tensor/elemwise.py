@@ -316,6 +316,14 @@ class Elemwise(Op):
         return Apply(self, inputs, [t.Variable(t, None, None, None) for t in out_types])
 
     def perform(self, node, inputs, output_storage, params=None):
+        for k, x in enumerate(inputs):
+            # A function passes a caller's None through, as Theano does; numpy would read
+            # it (or an array of objects an op made of it) as NaN.
+            if x is None or (isinstance(x, np.ndarray) and x.dtype.kind == "O"):
+                what = "None" if x is None else "an array of Python objects"
+                raise TypeError(
+                    f"{self}: input {k} is {what}, not an array of {node.inputs[k].type.dtype}"
+                )
         self._check_runtime_broadcast(node, inputs)
         out_dtypes = [o.type.dtype for o in node.outputs]
         outs = self.scalar_op.compute(inputs, out_dtypes)
@@ -552,6 +560,8 @@ class DimShuffle(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
+        if x is None:  # (a caller's None, which np.transpose would make an array)
+            raise TypeError(f"{self}: input 0 is None, not an array of {node.inputs[0].type.dtype}")
         res = np.transpose(x, self.shuffle + self.drop)
         res = res.reshape(res.shape[: len(self.shuffle)])  # drops trailing 1s: still a view
         if self.augment:

@@ -36,7 +36,7 @@ import weakref
 import numpy as np
 
 from theano_dag.engines.basic import Container, Linker
-from theano_dag.engines.callspec import Thunk
+from theano_dag.engines.callspec import Thunk, refuse_none
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.dask import backend, cluster
 from theano_dag.engines.dask.backend import current_client, is_dask_array, require
@@ -289,6 +289,7 @@ class DaskThunk(Thunk):
 
     def __call__(self):
         fg = self.fgraph
+        refuse_none("Dask engine", fg.inputs, self.input_storage)
         outs = self._targets()
         sched = self.scheduler()
         # Updates that stay where the scheduler keeps them: those of shared variables
