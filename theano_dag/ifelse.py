@@ -97,6 +97,7 @@ class IfElse(Op):
     # A compiled function may compute an input only when its branch is taken (the shape
     # rewrites read this: a value an IfElse reads may never be computed).
     lazy_inputs = True
+    takes_none = True  # a branch's value is passed on as it is
 
     def __init__(self, n_outs, as_view=False, gpu=False, name=None):
         if not isinstance(n_outs, (int, np.integer)) or n_outs < 1:

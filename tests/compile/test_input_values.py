@@ -181,11 +181,21 @@ def test_a_state_set_to_none_takes_the_default_of_the_graph(engine):
 
 
 @pytest.mark.parametrize("engine", NONE_ENGINES)
-def test_none_given_to_an_op_that_needs_a_value_is_described_as_given(engine):
-    # The op's own error is kept (as Theano passes None through); the node's inputs say
-    # the value was the caller's None, not a value the engine left uncomputed.
+def test_none_given_to_an_op_that_needs_a_value_is_refused_naming_the_input(engine):
+    # A None passes only to the ops that read one (Op.takes_none): for any other reader
+    # the call is refused, naming the input and the op. With trust_input the op itself
+    # refuses it, and the node's inputs say the value was the caller's None, not a value
+    # the engine left uncomputed.
     x = tt.fvector("x")
     f = _compile(engine, [x], x.sum() * 2)
+    want = (
+        r"^Function: bad input 'x' \(position 0\): None, where TensorType\(float32, vector\) "
+        r"is read by .*, which takes a value"
+    )
+    with pytest.raises(TypeError, match=want):
+        f(None)
+    assert f(np.ones(3, "float32")) == 6.0
+    f.trust_input = True
     with pytest.raises(Exception) as info:
         f(None)
     msg = str(info.value)
@@ -196,21 +206,30 @@ def test_none_given_to_an_op_that_needs_a_value_is_described_as_given(engine):
 
 @pytest.mark.parametrize("engine", NONE_ENGINES)
 def test_none_given_to_an_elementwise_op_raises_and_is_never_read_as_nan(engine):
-    # numpy reads None as NaN when it converts it to a float: x * y + 1 returned [nan]
-    # and exp(x * y) nan for f(None, 1.0). The elementwise op refuses it, naming the input.
+    # numpy reads None as NaN when it converts it to a float: x * y + 1 returned [nan],
+    # exp(x * y) nan, cumsum(x) [nan] and alloc(x, 3, 2) a matrix of NaN for f(None, ...).
+    # The call refuses it; with trust_input an elementwise op and a DimShuffle do.
     x, y = tt.dvector("x"), tt.dscalar("y")
     cases = [
         (x * y + 1, lambda a, b: a * b + 1),
         (tt.exp(x * y), lambda a, b: np.exp(a * b)),
         (tt.cast(x * y, "int32"), lambda a, b: (a * b).astype("int32")),
+        (tt.cumsum(x) * y, lambda a, b: np.cumsum(a) * b),
+        (tt.alloc(x, 3, 2) * y, lambda a, b: np.broadcast_to(a, (3, 2)) * b),
     ]
     for out, ref in cases:
         f = _compile(engine, [x, y], out)
-        with pytest.raises(TypeError, match=r"input 0 is None, not an array of float64"):
+        with pytest.raises(TypeError, match=r"bad input 'x' \(position 0\): None, where "):
             f(None, 1.0)
-        with pytest.raises(TypeError, match=r"input 0 is None, not an array of float64"):
-            f(np.ones(2), None)  # (at the DimShuffle that makes y a row)
-        np.testing.assert_array_equal(f(np.arange(3.0), 3.0), ref(np.arange(3.0), 3.0))
+        with pytest.raises(TypeError, match=r"bad input 'y' \(position 1\): None, where "):
+            f(np.ones(2), None)
+        np.testing.assert_array_equal(f(np.arange(2.0), 3.0), ref(np.arange(2.0), 3.0))
+    f = _compile(engine, [x, y], x * y + 1)
+    f.trust_input = True
+    with pytest.raises(TypeError, match=r"input 0 is None, not an array of float64"):
+        f(None, np.asarray(1.0))
+    with pytest.raises(TypeError, match=r"input 0 is None, not an array of float64"):
+        f(np.ones(2), None)  # (at the DimShuffle that makes y a row)
 
 
 ARRAY_ONLY_ENGINES = [p for p in ENGINES if p.id in ("opencl", "dask")]
@@ -218,12 +237,9 @@ ARRAY_ONLY_ENGINES = [p for p in ENGINES if p.id in ("opencl", "dask")]
 
 @pytest.mark.parametrize("engine", ARRAY_ONLY_ENGINES)
 def test_engines_on_arrays_only_refuse_none_naming_the_input(engine):
-    # The Dask engine read a None as NaN (default(x, z) gave nan, not z); both engines
-    # failed with an IndexError on an elementwise op.
-    x, y, z = tt.dvector("x"), tt.dscalar("y"), tt.dvector("z")
-    for ins, out in (([x, y], x * y + 1), ([x, z], tt.default(x, z))):
-        f = _compile(engine, ins, out)
-        with pytest.raises(TypeError, match=r" engine: input 'x' is None, not a value of "):
-            f(None, np.ones(2) if len(ins[1].type.shape) else 1.0)
-        np.testing.assert_array_equal(f(np.full(2, 2.0), np.ones(2) if ins[1] is z else 1.0),
-                                      [3.0, 3.0] if ins[1] is y else [2.0, 2.0])  # fmt: skip
+    # The Dask engine read a None given to default(x, z) as NaN (it gave nan, not z).
+    x, z = tt.dvector("x"), tt.dvector("z")
+    f = _compile(engine, [x, z], tt.default(x, z))
+    with pytest.raises(TypeError, match=r" engine: input 'x' is None, not a value of "):
+        f(None, np.ones(2))
+    np.testing.assert_array_equal(f(np.full(2, 2.0), np.ones(2)), [2.0, 2.0])

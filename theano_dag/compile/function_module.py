@@ -887,6 +887,7 @@ class FunctionMaker:
                     strict=bool(spec.strict),
                     allow_downcast=spec.allow_downcast,
                     update=update,
+                    none_refused_by=_none_refused_by(fgraph, fgraph.inputs[k]),
                 )
             )
         # With allow_gc the engine empties computed outputs' cells after a call, so the
@@ -910,6 +911,21 @@ class FunctionMaker:
             name=self.name,
             profile=profile,
         )
+
+
+def _none_refused_by(fgraph, var):
+    """The op of the first node of ``fgraph`` that reads ``var`` and takes no None for it
+    (``Op.takes_none``), or None where a call may give None: ``var``'s type has None
+    among its values, or every reader takes one (or returns it)."""
+    try:
+        var.type.filter(None)
+        return None
+    except Exception:
+        pass
+    for node, _ in fgraph.clients.get(var, ()):
+        if not isinstance(node, str) and not node.op.takes_none:
+            return node.op
+    return None
 
 
 def _rebuild_function(maker, values, trust_input, name):

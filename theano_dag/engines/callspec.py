@@ -94,6 +94,9 @@ class InputSpec:
     a shared variable's container. ``mutable``: the function may overwrite the value.
     ``strict``/``allow_downcast``: how ``type.filter`` converts a given value.
     ``update``: the index of the graph output that holds its next value.
+    ``none_refused_by``: an op that reads the input and takes no None for it (a call
+    giving None is refused, naming both), or None where a None may be given (its type
+    has None among its values, or its readers take one: ``Op.takes_none``).
     """
 
     type: Type
@@ -108,6 +111,7 @@ class InputSpec:
     strict: bool = False
     allow_downcast: bool | None = None
     update: int | None = None
+    none_refused_by: Any = None
 
     @property
     def implicit(self) -> bool:
@@ -229,9 +233,17 @@ class CallSpec:
         return ", ".join(labels) if labels else "no inputs"
 
     def filter(self, k, value):
-        """``value`` converted by input ``k``'s type, or an error that names the input."""
+        """``value`` converted by input ``k``'s type, or an error that names the input.
+        None is passed through (as Theano does) to the ops that read one."""
         if value is None:
-            return None
+            spec = self.inputs[k]
+            if spec.none_refused_by is None:
+                return None
+            raise TypeError(
+                f"{self.label}: bad input {spec.describe()}: None, where {spec.type} is "
+                f"read by {spec.none_refused_by}, which takes a value (a None passes only "
+                "to the ops that read one: default, eye's and tri's M, ifelse's branches)"
+            )
         spec = self.inputs[k]
         try:
             return spec.type.filter(value, strict=spec.strict, allow_downcast=spec.allow_downcast)

@@ -31,6 +31,7 @@ class DeepCopyOp(Op):
     """
 
     __props__ = ()
+    takes_none = True  # its value passed on as it is
 
     def make_node(self, x):
         if not isinstance(x, Variable):
@@ -56,6 +57,7 @@ class ViewOp(Op):
 
     __props__ = ()
     view_map = {0: [0]}
+    takes_none = True
 
     def make_node(self, x):
         if not isinstance(x, Variable):

@@ -162,6 +162,11 @@ class Op(MetaObject):
     default_output = None
     destroy_map: dict = {}
     view_map: dict = {}
+    # Whether the op reads a None given for an input whose type has no None among its
+    # values (Theano passes a caller's None through: ``default`` picks its other input,
+    # ``eye`` reads a missing M as numpy does); a call giving None to an input that an
+    # op without it reads is refused, naming the input.
+    takes_none: bool = False
 
     def make_node(self, *inputs) -> Apply:
         """Build the Apply node of this op on ``inputs``.

@@ -180,6 +180,7 @@ class Default(Op):
 
     __props__ = ()
     view_map = {0: [0]}
+    takes_none = True
 
     def make_node(self, x, default):
         x, default = as_tensor_variable(x), as_tensor_variable(default)
@@ -778,6 +779,7 @@ class Tri(Op):
     symbolic ``N``, ``M`` and ``k`` (``extra_ops.tri`` builds the same from ``arange``)."""
 
     __props__ = ("dtype",)
+    takes_none = True  # an M of None is N, as numpy reads it
 
     def __init__(self, dtype=None):
         self.dtype = np.dtype(dtype or config.floatX).name

@@ -841,6 +841,7 @@ class Eye(Op):
     """``numpy.eye(n, m, k)`` with scalar inputs."""
 
     __props__ = ("dtype",)
+    takes_none = True  # an M of None is N, as numpy reads it
 
     def __init__(self, dtype=None):
         self.dtype = normalize_dtype(dtype)
