@@ -48,6 +48,7 @@ __all__ = [
     "checked_shape",
     "spread_length",
     "spread_compared",
+    "broadcast_lengths",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -934,6 +935,41 @@ def spread_compared(n, length, what, names=SPREAD_NAMES):
     if _length_key(length) == 1:
         return None
     return _tensor.switch(_tensor.eq(length, 1), n, length)
+
+
+def broadcast_lengths(lengths, what, names):
+    """numpy's broadcast of ``lengths``, the lengths of arrays broadcast together along
+    one dimension (index arrays are, whatever their types declare): a length 1 spreads,
+    and two others must be equal, checked where they may differ (:func:`equal_lengths`,
+    one check for each length met, naming it by ``names[k]`` and the lengths before it
+    together); 1 where every length is.
+
+    >>> from theano_dag import tensor as tt
+    >>> broadcast_lengths([1, 3, 3], "index", ("i", "j", "k"))
+    3
+    >>> i, j = tt.lvector("i"), tt.lvector("j")
+    >>> n = broadcast_lengths([shape_i(i, 0), shape_i(j, 0)], "index", ("i", "j"))
+    >>> n.owner.op.names, int(n.eval({i: [0, 1], j: [2]}))
+    (('i', 'j'), 2)
+    """
+    out, out_name = None, None
+    for n, name in zip(lengths, names):
+        if _length_key(n) == 1:
+            continue
+        if out is None:
+            out, out_name = n, name
+            continue
+        # ints that differ raise here; lengths known equal give out itself
+        checked = equal_lengths([out, n], what, (out_name, name).__getitem__)
+        if checked is out or getattr(checked, "owner", None) is None:
+            continue
+        # out, or n where out is 1, compared with n, or with out where n is 1
+        if not isinstance(_length_key(out), int):
+            out = _tensor.switch(_tensor.eq(out, 1), n, out)
+        spread = n if isinstance(_length_key(n), int) else _tensor.switch(_tensor.eq(n, 1), out, n)
+        out = equal_lengths([out, spread], what, (out_name, name).__getitem__)
+        out_name = f"{out_name} and {name}"
+    return 1 if out is None else out
 
 
 def checked_shape(shape, lengths, what, names):
