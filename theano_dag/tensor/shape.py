@@ -683,13 +683,23 @@ class SpecifyShape(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         x, shape = node.inputs
         known = _shape_entries(shape) or [None] * x.ndim
-        # Symbolic or negative entries: the input's own length, which the run-time check
-        # makes equal to any non-negative specified one.
-        return [
-            tuple(
-                k if k is not None and k >= 0 else input_shapes[0][d] for d, k in enumerate(known)
-            )
-        ]
+        # Each length specified, checked equal to the input's as perform checks them: a
+        # negative entry (any length) gives the input's own.
+        out = []
+        for d, k in enumerate(known):
+            n = input_shapes[0][d]
+            if k is not None and k < 0:
+                out.append(n)
+                continue
+            what = f"{self} along dimension {d}"
+            if k is None:  # the input's length passed, checked unless the entry is negative
+                k = _tensor.switch(_tensor.lt(shape[d], 0), n, shape[d])
+                names = (f"{x}'s length", "the length specified")
+                out.append(equal_lengths([n, k], what, names.__getitem__))
+            else:  # the constant passed
+                names = ("the length specified", f"{x}'s length")
+                out.append(equal_lengths([k, n], what, names.__getitem__))
+        return [tuple(out)]
 
     def connection_pattern(self, node):
         return [[True], [False]]

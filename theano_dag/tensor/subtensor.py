@@ -794,10 +794,17 @@ class AdvancedSubtensor(Op):
         where the arrays' lengths may differ (``broadcast_lengths``; numpy refuses arrays
         that do not broadcast). ``who`` names the op in the error."""
         slots, indices = self._slots(x, idx)
+        starts = [dim for kind, dim, _ in self._walk(x, idx)[0] if kind == "adv"]
         adv_shapes, names = [], []
-        for k, v in enumerate(indices):
+        for k, (v, start) in enumerate(zip(indices, starts)):
             if v.dtype == "bool":  # a mask selects as many elements as it has True
-                adv_shapes.append((tm.sum(v, dtype="int64"),))
+                # of the dimensions it indexes, whose lengths it must have (numpy)
+                n = tm.sum(v, dtype="int64")
+                for e in range(v.ndim):
+                    what = f"{who}: the mask of index array {k}"
+                    mask_names = (f"{x} along dimension {start + e}", f"the mask along {e}")
+                    (n,) = checked_shape((n,), [xs[start + e], shape_i(v, e)], what, mask_names)
+                adv_shapes.append((n,))
             else:
                 adv_shapes.append(tuple(shape_i(v, d) for d in range(v.ndim)))
             names.append(f"index array {k}" if v.name is None else f"index array {k} ({v.name})")
