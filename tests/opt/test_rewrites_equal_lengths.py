@@ -4,6 +4,7 @@ and engine, and where the lengths are known equal (or the value is computed anyw
 check is made."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -745,3 +746,20 @@ def test_a_gradient_of_an_advanced_index_of_lengths_that_differ_raises(row, mode
             f(*bad)
     first = str(info.value).splitlines()[0]
     assert "broadcast" in first or "lengths that must be equal differ" in first
+
+
+def test_a_check_of_constants_that_differ_is_left_to_the_run():
+    # index arrays of static lengths 2 and 3: the check's lengths fold to constants that
+    # differ; the rewrite leaves the check (no OptimizationWarning) and the run raises
+    a = za[tt.constant([0, 1]), tt.constant([0, 1, 2])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = theano_dag.function([za], a.shape)
+        with pytest.raises(LengthMismatchError) as info:
+            f(np.ones((4, 5)))
+    assert str(info.value).splitlines()[0] == (
+        "AdvancedSubtensor{array, array}: the index arrays broadcast along dimension 0: "
+        f"{ADV_PART} (index array 0: 2, index array 1: 3)"
+    )
+    n = EqualLengths("op", ("a", "b"))(tt.constant(2), tt.constant(3))
+    assert local_useless_equal_lengths.transform(None, n.owner) is False

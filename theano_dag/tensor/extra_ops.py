@@ -23,7 +23,13 @@ from theano_dag.tensor.arrays import Assert, MaxAndArgmax, Tri, flatnonzero
 from theano_dag.tensor.basic import repeat
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
 from theano_dag.tensor.nnet.nnet import to_one_hot
-from theano_dag.tensor.shape import shape_i, specify_shape
+from theano_dag.tensor.shape import (
+    broadcast_lengths,
+    checked_shape,
+    shape_i,
+    specify_shape,
+    spread_length,
+)
 from theano_dag.tensor.subtensor import advanced_inc_subtensor1, set_subtensor, take
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.type_other import NoneTypeT
@@ -1041,7 +1047,23 @@ class RavelMultiIndex(Op):
         output_storage[0][0] = np.asarray(out, dtype="int64")
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        # The index arrays broadcast together, one for each length of dims, as numpy
+        # refuses others (broadcast_lengths: a length 1 spreads).
+        *index_shapes, dims_shape = input_shapes
+        count = len(index_shapes)
+        names = [f"index array {k}" for k in range(count)]
+        nd = max(len(sh) for sh in index_shapes)
+        out = []
+        for k in range(nd):
+            lengths, named = [], []
+            for sh, name in zip(index_shapes, names):
+                if len(sh) - nd + k >= 0:
+                    lengths.append(sh[len(sh) - nd + k])
+                    named.append(name)
+            what = f"{self}: the index arrays broadcast along dimension {k}"
+            out.append(broadcast_lengths(lengths, what, named))
+        counted = ("the index arrays", "the lengths of dims")
+        return [checked_shape(tuple(out), [count, dims_shape[0]], str(self), counted)]
 
     def L_op(self, inputs, outputs, output_grads):
         return [_disconnected() for _ in inputs]
@@ -1152,7 +1174,16 @@ class BroadcastTo(Op):
         output_storage[0][0] = np.broadcast_to(a, tuple(int(s) for s in shape))
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [tuple(node.inputs[1:])]
+        # Each length asked, checked against the input's there unless that is 1 (numpy
+        # spreads a length 1 and refuses any other that differs), as Alloc's.
+        a, dims = node.inputs[0], node.inputs[1:]
+        out = []
+        for d, n in enumerate(dims):
+            k = d - (len(dims) - a.ndim)
+            if k >= 0 and not a.type.broadcastable[k]:
+                n = spread_length(n, input_shapes[0][k], f"{self} along dimension {d}")
+            out.append(n)
+        return [tuple(out)]
 
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)

@@ -20,6 +20,7 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
+from theano_dag.scalar import Mul
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable, constant
@@ -405,7 +406,59 @@ class Reshape(Op):
             # negative then (exactly one -1), so undo that sign.
             inferred = tm.int_div(total, tm.abs(rest)) if others else total
             out.append(inferred if e == -1 else tm.switch(tm.eq(e, -1), inferred, e))
-        return [tuple(out)]
+        # the lengths' product the input's size, as perform refuses another (a -1 entry's
+        # length, rounded down, makes a smaller product where the others do not divide),
+        # unless the lengths asked are known to fit (a flatten's, of the input's lengths)
+        given = (
+            shp.owner.inputs
+            if shp.owner is not None and isinstance(shp.owner.op, MakeVector)
+            else None
+        )
+        if given is not None and len(given) == self.ndim and _fits(input_shapes[0], given, known):
+            return [tuple(out)]
+        size = 1
+        for n in out:
+            size = size * n
+        names = ("the input's size", "the size asked")
+        return [checked_shape(tuple(out), [total, size], str(self), names)]
+
+
+def _factors(lengths):
+    """The product of ``lengths`` as the int of its known factors and the keys
+    (``_length_key``) of the others, reading through products of lengths."""
+    const, keys = 1, []
+    todo = list(lengths)
+    while todo:
+        n = todo.pop()
+        owner = getattr(n, "owner", None)
+        op = getattr(owner, "op", None)
+        if isinstance(getattr(op, "scalar_op", None), Mul):
+            todo.extend(owner.inputs)
+            continue
+        key = _length_key(n)
+        if isinstance(key, int):
+            const *= key
+        else:
+            keys.append(key)
+    return const, keys
+
+
+def _fits(shape, given, known):
+    """Whether the lengths ``given`` (a reshape's entries, ``known`` where constant) are
+    known to hold ``shape``'s element count: the same factors, or with one -1 among them,
+    factors of it (its length then divides the rest exactly)."""
+    minus = [k for k in known if k is not None and k < 0]
+    if minus not in ([], [-1]):
+        return False
+    const, keys = _factors(shape)
+    given_const, given_keys = _factors([n for n, k in zip(given, known) if k != -1])
+    for key in given_keys:
+        if key not in keys:
+            return False
+        keys.remove(key)
+    if minus:  # the -1's length is what is left over
+        return given_const > 0 and const % given_const == 0
+    return not keys and const == given_const
 
 
 def reshape(x, newshape, ndim=None):
