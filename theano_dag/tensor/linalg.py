@@ -894,7 +894,18 @@ class TensorSolve(Op):
         for k in self.axes or ():  # numpy moves these axes of a to its end first
             order.remove(k % len(shp_a))
             order.append(k % len(shp_a))
-        return [tuple(shp_a[k] for k in order[len(shp_b) :])]
+        out = tuple(shp_a[k] for k in order[len(shp_b) :])
+        # numpy's square system: as many unknowns (a's trailing lengths' product) as
+        # equations (its leading lengths'), and as many values in b
+        unknowns, equations, values = 1, 1, 1
+        for n in out:
+            unknowns = unknowns * n
+        for k in order[: len(shp_b)]:
+            equations = equations * shp_a[k]
+        for n in shp_b:
+            values = values * n
+        names = ("the unknowns", "the equations", f"the values of {node.inputs[1]}")
+        return [checked_shape(out, [unknowns, equations, values], str(self), names)]
 
     def L_op(self, inputs, outputs, output_grads):
         return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]
