@@ -264,7 +264,12 @@ HOLES = {
     "index_out_of_range": "an index out of range depends on the index's values, not its length",
 }
 
-SHAPE_MODES = {"py": lambda: Mode(linker="py"), "FAST_RUN": lambda: get_mode("FAST_RUN")}
+SHAPE_MODES = {
+    "py": lambda: Mode(linker="py"),
+    "FAST_RUN": lambda: get_mode("FAST_RUN"),
+    "FAST_COMPILE": lambda: get_mode("FAST_COMPILE"),
+    "dask": lambda: Mode(linker="dask"),
+}
 
 
 def _params():
@@ -276,6 +281,8 @@ def _params():
 @pytest.mark.parametrize("mode", SHAPE_MODES)
 @pytest.mark.parametrize("name", _params())
 def test_a_shape_raises_where_the_value_raises(name, mode):
+    if mode == "dask":
+        pytest.importorskip("dask")
     ins, build, bad, good = CASES[name]
     out = build()
     value = theano_dag.function(ins, out, mode=Mode(linker="py"), on_unused_input="ignore")
