@@ -763,3 +763,18 @@ def test_a_check_of_constants_that_differ_is_left_to_the_run():
     )
     n = EqualLengths("op", ("a", "b"))(tt.constant(2), tt.constant(3))
     assert local_useless_equal_lengths.transform(None, n.owner) is False
+
+
+def test_the_planner_plans_an_advanced_index_from_its_arrays_lengths():
+    # the shapes with numbers: planned where the index arrays' lengths broadcast, left to
+    # the op (numpy's IndexError) where they do not
+    cases = [
+        (tt.inc_subtensor(za[iv, jv], x), {za: (4, 5), x: (2,), iv: (2,), jv: (2,)}, (4, 5)),
+        (za[iv, jv], {za: (4, 5), iv: (2,), jv: (1,)}, (2,)),
+        (za[iv, jv], {za: (4, 5), iv: (2,), jv: (3,)}, None),
+        (tt.inc_subtensor(za[iv], zb), {za: (4, 5), zb: (2, 5), iv: (2,)}, (4, 5)),
+        (tt.inc_subtensor(za[iv], zb), {za: (4, 5), zb: (3, 5), iv: (2,)}, None),
+    ]
+    for out, given, want in cases:
+        order = io_toposort(list(given), [out])
+        assert plan_shapes.infer_shapes(None, order, given)[0][out] == want

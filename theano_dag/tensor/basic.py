@@ -714,7 +714,7 @@ class Split(Op):
         # As perform refuses them: as many sizes as parts, and sizes that add up to the
         # axis's length, none negative (their magnitudes then add up to it too).
         checks = [
-            ([self.len_splits, shape_i(splits, 0)], ("the parts", "the sizes given")),
+            ([self.len_splits, input_shapes[-1][0]], ("the parts", "the sizes given")),
             (
                 [length, tm.sum(splits), tm.sum(abs(splits))],
                 ("the axis's length", "the sizes' sum", "the sum of their magnitudes"),
@@ -1082,14 +1082,14 @@ class Repeat(Op):
             out = list(xs)
             d = self.axis
             n = xs[d]
-        out[d] = n * r if r.ndim == 0 else self._counted(r, n)
+        out[d] = n * r if r.ndim == 0 else self._counted(r, input_shapes[1][0], n)
         return [tuple(out)]
 
-    def _counted(self, r, n):
-        """The length repeated ``n`` times by the counts ``r``: their sum, where numpy
+    def _counted(self, r, count, n):
+        """The length ``n`` repeated by the ``count`` counts ``r``: their sum, where numpy
         takes one count for each element (the counts' length checked equal to ``n``),
         or ``n`` times the one count where there is one (numpy spreads it)."""
-        total, count = tsum(r), shape_i(r, 0)
+        total = tsum(r)
         if r.type.shape[0] == 1:
             return total * n
         what = f"{self}: the counts"

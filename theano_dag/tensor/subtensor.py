@@ -786,14 +786,18 @@ class AdvancedSubtensor(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         x, *idx = node.inputs
-        return [self._shape(x, idx, input_shapes[0], str(self))[0]]
+        return [self._shape(x, idx, input_shapes[0], input_shapes[1:], str(self))[0]]
 
-    def _shape(self, x, idx, xs, who):
-        """The result's shape (``x`` of shape ``xs`` indexed by ``idx``) and the positions
-        of the dimensions of the index arrays broadcast together, each length checked
-        where the arrays' lengths may differ (``broadcast_lengths``; numpy refuses arrays
-        that do not broadcast). ``who`` names the op in the error."""
+    def _shape(self, x, idx, xs, idx_shapes, who):
+        """The result's shape (``x`` of shape ``xs`` indexed by ``idx``, of shapes
+        ``idx_shapes``) and the positions of the dimensions of the index arrays broadcast
+        together, each length checked where the arrays' lengths may differ
+        (``broadcast_lengths``; numpy refuses arrays that do not broadcast). ``who`` names
+        the op in the error. (The lengths given, ints when the CPU engine plans the node.)"""
         slots, indices = self._slots(x, idx)
+        shape_of = {}
+        for v, shp in zip(idx, idx_shapes):
+            shape_of.setdefault(v, shp)
         starts = [dim for kind, dim, _ in self._walk(x, idx)[0] if kind == "adv"]
         adv_shapes, names = [], []
         for k, (v, start) in enumerate(zip(indices, starts)):
@@ -803,10 +807,11 @@ class AdvancedSubtensor(Op):
                 for e in range(v.ndim):
                     what = f"{who}: the mask of index array {k}"
                     mask_names = (f"{x} along dimension {start + e}", f"the mask along {e}")
-                    (n,) = checked_shape((n,), [xs[start + e], shape_i(v, e)], what, mask_names)
+                    lengths = [xs[start + e], shape_of[v][e]]
+                    (n,) = checked_shape((n,), lengths, what, mask_names)
                 adv_shapes.append((n,))
             else:
-                adv_shapes.append(tuple(shape_i(v, d) for d in range(v.ndim)))
+                adv_shapes.append(tuple(shape_of[v]))
             names.append(f"index array {k}" if v.name is None else f"index array {k} ({v.name})")
         nd = max((len(s) for s in adv_shapes), default=0)
         bshape = []
@@ -884,7 +889,7 @@ class AdvancedIncSubtensor(Op):
         # (the index arrays' check named as the read x[idx]'s: the same check as that of
         # a value y read there, which merges with it)
         sub = AdvancedSubtensor(self.idx_list)
-        part, adv = sub._shape(x, idx, out, str(sub))
+        part, adv = sub._shape(x, idx, out, input_shapes[2:], str(sub))
         out, compared = _checked_write(who, out, part, y, input_shapes[1])
         # The index arrays' check (numpy refuses arrays that do not broadcast together,
         # whatever y is), where no comparison with y's lengths carries it.
