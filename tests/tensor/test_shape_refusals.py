@@ -19,7 +19,7 @@ from theano_dag.tensor.nnet.nnet import (
     SoftmaxGrad,
     SoftmaxWithBias,
 )
-from theano_dag.tensor.shape import EqualLengths
+from theano_dag.tensor.shape import EqualLengths, LengthMismatchError
 
 v, w, u = tt.dvector("v"), tt.dvector("w"), tt.dvector("u")
 m, n = tt.dmatrix("m"), tt.dmatrix("n")
@@ -328,3 +328,23 @@ def test_no_check_where_the_lengths_are_known_to_agree(name):
     good = {"m": np.eye(4), "t": np.ones((2, 3, 4)), "v": np.ones(3), "i": [0, 1]}
     args = [good[x.name] for x in ins]
     assert tuple(f(*args)) == value(*args).shape
+
+
+def test_broadcast_shape_of_lengths_known_when_run_is_numpys():
+    # a 0 with a 1 is 0 (the largest, 1, was checked against the 0 and refused)
+    a, b = tt.dvector("a"), tt.dvector("b")
+    g = theano_dag.function([a, b], list(tt.broadcast_shape(a, b)))
+    for la_, lb in [(0, 1), (1, 0), (3, 1), (3, 3)]:
+        want = np.broadcast_shapes((la_,), (lb,))
+        assert tuple(int(q) for q in g(ones(la_), ones(lb))) == want
+    with pytest.raises(LengthMismatchError, match=r"\(array 0: 2, array 1: 3\)"):
+        g(ones(2), ones(3))
+
+
+def test_ravel_multi_index_type_is_the_index_arrays_broadcast():
+    # a first index array of static length 1 broadcast to the others' length
+    one = tt.TensorType("int64", shape=(1,))("one")
+    out = tt.ravel_multi_index((one, j), (3, 4))
+    assert out.type.shape == (None,)
+    f = theano_dag.function([one, j], out)
+    np.testing.assert_array_equal(f([1], [0, 1, 2]), np.ravel_multi_index(([1], [0, 1, 2]), (3, 4)))

@@ -1038,7 +1038,14 @@ class RavelMultiIndex(Op):
         dims = _int_vector("ravel_multi_index", dims, "dims")
         if dims.ndim != 1:
             raise TypeError(f"ravel_multi_index: dims must be a 1-d sequence, got {dims.type}")
-        out = TensorType("int64", shape=multi_index[0].type.shape)()
+        # numpy broadcasts the index arrays together (a length 1 spreads)
+        nd = max(i.ndim for i in multi_index)
+        static = []
+        for k in range(nd):
+            lengths = {i.type.shape[k - nd + i.ndim] for i in multi_index if k - nd + i.ndim >= 0}
+            others = lengths - {1}
+            static.append(1 if not others else others.pop() if len(others) == 1 else None)
+        out = TensorType("int64", shape=tuple(static))()
         return Apply(self, [*multi_index, dims], [out])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -1242,6 +1249,10 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
     padded = [[1] * (ndim - len(s)) + list(s) for s in shapes]
     out = []
     for k, dims in enumerate(zip(*padded)):
+        names = [f"array {j}" for j, d in enumerate(dims)]
+        names = [
+            n for n, d in zip(names, dims) if not (isinstance(d, (int, np.integer)) and d == 1)
+        ]
         known = [d for d in dims if not (isinstance(d, (int, np.integer)) and d == 1)]
         ints = {int(d) for d in known if isinstance(d, (int, np.integer))}
         if len(ints) > 1:
@@ -1255,11 +1266,10 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
         elif all(isinstance(d, (int, np.integer)) for d in known):
             out.append(known[0])  # the same int everywhere
         else:
-            m = tm.maximum(*known[:2]) if len(known) == 2 else tm.max(tb.stack(known))
-            # Lengths known only when run: each is 1 or the largest, as numpy requires
-            # (the largest alone would be a shape for arrays that do not broadcast).
-            ok = tm.all(tb.stack([tm.or_(tm.eq(d, 1), tm.eq(d, m)) for d in known]))
-            out.append(Assert(f"broadcast_shape: dimension {k} cannot broadcast")(m, ok))
+            # Lengths known only when run: a 1 spreads, the others must be equal, checked
+            # (not the largest: a 0 with a 1 is 0)
+            what = f"broadcast_shape: dimension {k} cannot broadcast"
+            out.append(broadcast_lengths(known, what, names))
     if not arrays_are_shapes or any(isinstance(d, Variable) for s in shapes for d in s):
         # Lengths of arrays, or shapes given as variables: every length is a variable, as
         # in Theano (a known one an int64 constant), so each can be evaluated or stacked.
