@@ -4,6 +4,7 @@ and engine, and where the lengths are known equal (or the value is computed anyw
 check is made."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -542,3 +543,238 @@ def test_a_rewrite_that_stops_computing_a_value_keeps_its_check(row, mode):
             f(np.ones(3), np.ones(4))
     first = str(info.value).splitlines()[0]
     assert "do not match along dimension 0" in first or "(x: 3, y: 4)" in first
+
+
+iv, jv, t3 = tt.lvector("i"), tt.lvector("j"), tt.dtensor3("t")
+ADV_PART = "lengths that must be equal differ"
+ADV_READ = (
+    "AdvancedSubtensor{array, array}: the index arrays broadcast along dimension 0: "
+    f"{ADV_PART} (index array 0 (i): 2, index array 1 (j): 3)"
+)
+
+
+# name -> (inputs, output, values that numpy refuses, the error's first line, values
+# that agree (a length 1 spreads), what numpy gives for them)
+ADV_SHAPES = {
+    "adv_inc": (
+        [za, x, iv, jv],
+        tt.inc_subtensor(za[iv, jv], x).shape,
+        [np.ones((4, 5)), np.ones(3), [0, 1], [1, 2]],
+        "AdvancedIncSubtensor{array, array} along dimension 0 of the part written: "
+        f"{ADV_PART} (index array 0 (i): 2, index array 1 (j): 2, the value's length: 3)",
+        [np.ones((4, 5)), np.ones(1), [0, 1], [1, 2]],
+        (4, 5),
+    ),
+    "adv_set": (
+        [za, x, iv, jv],
+        tt.set_subtensor(za[iv, jv], x).shape,
+        [np.ones((4, 5)), np.ones(3), [0, 1], [1, 2]],
+        "AdvancedSetSubtensor{array, array} along dimension 0 of the part written: "
+        f"{ADV_PART} (index array 0 (i): 2, index array 1 (j): 2, the value's length: 3)",
+        [np.ones((4, 5)), np.ones(2), [0, 1], [1]],  # j's length 1 spreads too
+        (4, 5),
+    ),
+    "adv_inc_row": (  # y's missing dimension goes first: (5,) against the part (2, 5)
+        [za, x, iv],
+        tt.inc_subtensor(za[iv, :], x).shape,
+        [np.ones((4, 5)), np.ones(3), [0, 1]],
+        "AdvancedIncSubtensor1 along dimension 1 of the part written: "
+        f"{ADV_PART} (the part's length: 5, the value's length: 3)",
+        [np.ones((4, 5)), np.ones(5), [0, 1]],
+        (4, 5),
+    ),
+    "adv_inc1": (
+        [za, zb, iv],
+        tt.inc_subtensor(za[iv], zb).shape,
+        [np.ones((4, 5)), np.ones((3, 5)), [0, 1]],
+        "AdvancedIncSubtensor1 along dimension 0 of the part written: "
+        f"{ADV_PART} (the part's length: 2, the value's length: 3)",
+        [np.ones((4, 5)), np.ones((1, 5)), [0, 1]],
+        (4, 5),
+    ),
+    "adv_set1_cols": (
+        [za, zb, iv],
+        tt.set_subtensor(za[iv], zb).shape,
+        [np.ones((4, 5)), np.ones((2, 7)), [0, 1]],
+        "AdvancedSetSubtensor1 along dimension 1 of the part written: "
+        f"{ADV_PART} (the part's length: 5, the value's length: 7)",
+        [np.ones((4, 5)), np.ones((2, 1)), [0, 1]],
+        (4, 5),
+    ),
+    "adv_read": (
+        [za, iv, jv],
+        za[iv, jv].shape,
+        [np.ones((4, 5)), [0, 1], [1, 2, 3]],
+        ADV_READ,
+        [np.ones((4, 5)), [0], [1, 2, 3]],
+        (3,),
+    ),
+    "adv_inc_indices": (  # a scalar value: the index arrays' own check is kept
+        [za, iv, jv],
+        tt.inc_subtensor(za[iv, jv], 1.0).shape,
+        [np.ones((4, 5)), [0, 1], [1, 2, 3]],
+        ADV_READ,
+        [np.ones((4, 5)), [0, 1, 2], [1, 2, 3]],
+        (4, 5),
+    ),
+    "adv_read_slice_between": (  # the broadcast dimension goes first
+        [t3, iv, jv],
+        t3[iv, :, jv].shape,
+        [np.ones((4, 5, 6)), [0, 1], [1, 2, 3]],
+        ADV_READ.replace("array, array", "array, ::, array"),
+        [np.ones((4, 5, 6)), [0, 1, 2], [1, 2, 3]],
+        (3, 5),
+    ),
+}
+
+
+ENGINES = {**MODES, "dask": lambda: Mode(linker="dask")}
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+@pytest.mark.parametrize("row", ADV_SHAPES)
+def test_an_advanced_index_shape_of_lengths_that_differ_raises(row, mode):
+    # The shape of an advanced read or write checks the lengths numpy needs to agree:
+    # the index arrays' (broadcast together, a length 1 spreading) and the value's
+    # against the part written (a length 1 spreads, missing dimensions go first).
+    if mode == "dask":
+        pytest.importorskip("dask")
+    ins, out, bad, message, good, want = ADV_SHAPES[row]
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function(ins, out, mode=ENGINES[mode]())
+        assert tuple(f(*good)) == want
+        with pytest.raises(LengthMismatchError) as info:
+            f(*bad)
+    assert str(info.value).splitlines()[0] == message
+    # the value raises too (numpy's IndexError for index arrays that do not broadcast)
+    value = theano_dag.function(ins, out.owner.inputs[0], mode=Mode(linker="py"))
+    np.testing.assert_array_equal(value(*good).shape, want)
+    with pytest.raises((ValueError, IndexError)):
+        value(*bad)
+
+
+@pytest.mark.parametrize(
+    "make, checks",
+    [
+        (lambda: tt.inc_subtensor(za[iv], 1.0).shape, 0),
+        (lambda: tt.inc_subtensor(za[iv], za[iv] * 2).shape, 0),  # y's rows, the part's
+        (lambda: tt.inc_subtensor(za[iv, iv], 1.0).shape, 0),  # the same array's length
+        (lambda: tt.set_subtensor(za[iv, iv], tt.exp(za[iv, iv])).shape, 0),
+        (lambda: za[iv, iv].shape, 0),
+        # i's and j's lengths may differ: the one check of them, guarding each length
+        (lambda: tt.inc_subtensor(za[iv, jv], za[iv, jv] ** 2).shape, 2),
+        (lambda: tt.inc_subtensor(za[iv, jv], 1.0).shape, 2),
+        (lambda: za[iv, jv].shape, 1),
+    ],
+    ids=[
+        "rows_scalar",
+        "rows_read_back",
+        "ii_scalar",
+        "ii_read_back",
+        "read_ii",
+        "ij_read_back",
+        "ij_scalar",
+        "read_ij",
+    ],
+)
+def test_an_advanced_index_of_lengths_known_equal_checks_nothing_more(make, checks):
+    f = theano_dag.function([za, iv, jv], make(), on_unused_input="ignore")
+    found = _checks(f)
+    assert len(found) == checks
+    # the one check left is the index arrays'
+    assert all(c.op.names == ("index array 0 (i)", "index array 1 (j)") for c in found)
+
+
+def test_an_advanced_write_computed_keeps_its_own_error():
+    # the value computed in the same function checks its lengths: its shape need not
+    z = tt.inc_subtensor(za[iv, jv], x)
+    f = theano_dag.function([za, x, iv, jv], [z, z.shape])
+    assert not _checks(f)
+    with pytest.raises(ValueError, match="array is not broadcastable to correct shape"):
+        f(np.ones((4, 5)), np.ones(3), [0, 1], [1, 2])
+
+
+ADV_GRADS = {
+    # name -> (inputs, the gradient, values numpy refuses, values that agree, want)
+    "inc1_y": (
+        [za, zb, iv],
+        lambda: theano_dag.grad(tt.inc_subtensor(za[iv], zb).sum(), zb),
+        [np.ones((4, 5)), np.ones((3, 5)), [0, 1]],
+        [np.ones((4, 5)), np.ones((2, 5)), [0, 1]],
+        np.ones((2, 5)),
+    ),
+    "set1_x": (
+        [za, zb, iv],
+        lambda: theano_dag.grad(tt.set_subtensor(za[iv], zb).sum(), za),
+        [np.ones((4, 5)), np.ones((3, 5)), [0, 1]],
+        [np.ones((2, 5)), np.ones((1, 5)), [0]],
+        [[0.0] * 5, [1.0] * 5],
+    ),
+    "inc_y": (
+        [za, x, iv, jv],
+        lambda: theano_dag.grad(tt.inc_subtensor(za[iv, jv], x).sum(), x),
+        [np.ones((4, 5)), np.ones(3), [0, 1], [1, 2]],
+        [np.ones((4, 5)), np.ones(2), [0, 1], [1, 2]],
+        [1.0, 1.0],
+    ),
+    "inc_x_indices": (
+        [za, x, iv, jv],
+        lambda: theano_dag.grad(tt.inc_subtensor(za[iv, jv], x).sum(), za),
+        [np.ones((2, 2)), np.ones(2), [0, 1], [1, 0, 1]],
+        [np.ones((2, 2)), np.ones(3), [0, 1, 1], [1, 0, 1]],
+        np.ones((2, 2)),
+    ),
+    "read_x": (
+        [za, iv, jv],
+        lambda: theano_dag.grad((za[iv, jv] ** 2).sum(), za),
+        [np.ones((2, 2)), [0, 1], [1, 0, 1]],
+        [np.ones((2, 2)), [0], [1, 0, 1]],
+        [[2.0, 4.0], [0.0, 0.0]],
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", ADV_GRADS)
+def test_a_gradient_of_an_advanced_index_of_lengths_that_differ_raises(row, mode):
+    # the gradient keeps the forward op's refusal (its value or its shape's check)
+    ins, grad, bad, good, want = ADV_GRADS[row]
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function(ins, grad(), mode=MODES[mode]())
+        np.testing.assert_array_equal(f(*good), want)
+        with pytest.raises((ValueError, IndexError)) as info:
+            f(*bad)
+    first = str(info.value).splitlines()[0]
+    assert "broadcast" in first or "lengths that must be equal differ" in first
+
+
+def test_a_check_of_constants_that_differ_is_left_to_the_run():
+    # index arrays of static lengths 2 and 3: the check's lengths fold to constants that
+    # differ; the rewrite leaves the check (no OptimizationWarning) and the run raises
+    a = za[tt.constant([0, 1]), tt.constant([0, 1, 2])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = theano_dag.function([za], a.shape)
+        with pytest.raises(LengthMismatchError) as info:
+            f(np.ones((4, 5)))
+    assert str(info.value).splitlines()[0] == (
+        "AdvancedSubtensor{array, array}: the index arrays broadcast along dimension 0: "
+        f"{ADV_PART} (index array 0: 2, index array 1: 3)"
+    )
+    n = EqualLengths("op", ("a", "b"))(tt.constant(2), tt.constant(3))
+    assert local_useless_equal_lengths.transform(None, n.owner) is False
+
+
+def test_the_planner_plans_an_advanced_index_from_its_arrays_lengths():
+    # the shapes with numbers: planned where the index arrays' lengths broadcast, left to
+    # the op (numpy's IndexError) where they do not
+    cases = [
+        (tt.inc_subtensor(za[iv, jv], x), {za: (4, 5), x: (2,), iv: (2,), jv: (2,)}, (4, 5)),
+        (za[iv, jv], {za: (4, 5), iv: (2,), jv: (1,)}, (2,)),
+        (za[iv, jv], {za: (4, 5), iv: (2,), jv: (3,)}, None),
+        (tt.inc_subtensor(za[iv], zb), {za: (4, 5), zb: (2, 5), iv: (2,)}, (4, 5)),
+        (tt.inc_subtensor(za[iv], zb), {za: (4, 5), zb: (3, 5), iv: (2,)}, None),
+    ]
+    for out, given, want in cases:
+        order = io_toposort(list(given), [out])
+        assert plan_shapes.infer_shapes(None, order, given)[0][out] == want

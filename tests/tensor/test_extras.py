@@ -11,7 +11,7 @@ from tensor_helpers import evaluate
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.tensor.extra_ops import AllocDiag, CumOp, ExtractDiag
-from theano_dag.tensor.shape import Rebroadcast, SpecifyShape
+from theano_dag.tensor.shape import EqualLengths, LengthMismatchError, Rebroadcast, SpecifyShape
 from theano_dag.tensor.sort import ArgSortOp, SortOp
 
 NEW_NAMES = """
@@ -155,7 +155,14 @@ def test_specify_shape_infer_shape_uses_known_entries():
     x = tt.dmatrix("x")
     y = tt.specify_shape(x, (2, None))
     inferred = y.owner.op.infer_shape(None, y.owner, [(tt.shape_i(x, 0), tt.shape_i(x, 1))])
-    assert inferred[0][0] == 2 and inferred[0][1].owner.inputs[0] is x
+    # the entry given passes, checked against x's length as perform checks it
+    check = inferred[0][0].owner
+    assert isinstance(check.op, EqualLengths) and check.inputs[0].data == 2
+    assert check.inputs[1].owner.inputs[0] is x and inferred[0][1].owner.inputs[0] is x
+    f = theano_dag.function([x], y.shape)
+    assert f(np.ones((2, 5))).tolist() == [2, 5]
+    with pytest.raises(LengthMismatchError, match=r"\(the length specified: 2, x's length: 3\)"):
+        f(np.ones((3, 5)))
 
 
 def test_specify_shape_grad_keeps_the_check():

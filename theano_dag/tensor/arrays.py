@@ -22,7 +22,7 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import broadcast_static_shape, reduce_grad_to
-from theano_dag.tensor.shape import shape_i
+from theano_dag.tensor.shape import broadcast_lengths, shape_i
 from theano_dag.tensor.sort import argsort
 from theano_dag.tensor.type import TensorType, continuous_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
@@ -344,24 +344,27 @@ class Choose(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         # The broadcast of a's shape with the choices' (an array's without its first
         # dimension), right-aligned; a dimension known to be 1 takes the others' length.
+        # Lengths that do not broadcast raise, as numpy's choose does (broadcast_lengths;
+        # the largest would be 1 for a 0 and a 1, where numpy gives 0).
         a, *choices = node.inputs
-        operands = [(input_shapes[0], a.type.shape)]
+        operands = [(input_shapes[0], a.type.shape, str(a))]
         if self.listed:
-            operands += [(sh, c.type.shape) for sh, c in zip(input_shapes[1:], choices)]
+            operands += [
+                (sh, c.type.shape, f"choice {k}")
+                for k, (sh, c) in enumerate(zip(input_shapes[1:], choices))
+            ]
         else:
-            operands.append((input_shapes[1][1:], choices[0].type.shape[1:]))
+            operands.append((input_shapes[1][1:], choices[0].type.shape[1:], "a choice"))
         nd = node.outputs[0].ndim
         out = []
         for k in range(nd):
-            dims = [
-                sym[len(sym) - nd + k]
-                for sym, static in operands
-                if len(sym) - nd + k >= 0 and static[len(sym) - nd + k] != 1
-            ]
-            length = dims[0] if dims else 1
-            for d in dims[1:]:
-                length = tm.maximum(length, d)
-            out.append(length)
+            dims, names = [], []
+            for sym, static, name in operands:
+                if len(sym) - nd + k >= 0 and static[len(sym) - nd + k] != 1:
+                    dims.append(sym[len(sym) - nd + k])
+                    names.append(name)
+            what = f"{self}: a and the choices broadcast along dimension {k}"
+            out.append(broadcast_lengths(dims, what, names))
         return [tuple(out)]
 
     def L_op(self, inputs, outputs, output_grads):

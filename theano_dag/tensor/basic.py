@@ -24,12 +24,14 @@ from theano_dag.tensor.shape import (
     Shape,
     Shape_i,
     as_int_vector,
+    checked_shape,
     equal_lengths,
     flatten,
     make_vector,
     reshape,
     shape,
     shape_i,
+    spread_compared,
     spread_length,
 )
 
@@ -694,16 +696,32 @@ class Split(Op):
         splits = node.inputs[-1]
         if self.axis is None:
             axis = node.inputs[1]
-            return [
+            out = [
                 _along(axis, len(xshape), lambda d, i=i: splits[i], lambda d: xshape[d])
                 for i in range(self.len_splits)
             ]
-        axis = self.axis % node.inputs[0].ndim
-        out = []
-        for i in range(self.len_splits):
-            s = list(xshape)
-            s[axis] = splits[i]
-            out.append(tuple(s))
+            length = 0
+            for n in _along(axis, len(xshape), xshape.__getitem__, lambda d: 0):
+                length = length + n
+        else:
+            axis = self.axis % node.inputs[0].ndim
+            out = []
+            for i in range(self.len_splits):
+                s = list(xshape)
+                s[axis] = splits[i]
+                out.append(tuple(s))
+            length = xshape[axis]
+        # As perform refuses them: as many sizes as parts, and sizes that add up to the
+        # axis's length, none negative (their magnitudes then add up to it too).
+        checks = [
+            ([self.len_splits, input_shapes[-1][0]], ("the parts", "the sizes given")),
+            (
+                [length, tm.sum(splits), tm.sum(abs(splits))],
+                ("the axis's length", "the sizes' sum", "the sum of their magnitudes"),
+            ),
+        ]
+        for lengths, names in checks:
+            out = [checked_shape(o, lengths, str(self), names) for o in out]
         return out
 
     def connection_pattern(self, node):
@@ -1059,10 +1077,33 @@ class Repeat(Op):
             n = 1
             for s in xs:
                 n = n * s
-            return [((n * r) if r.ndim == 0 else tsum(r),)]
-        out = list(xs)
-        out[self.axis] = xs[self.axis] * r if r.ndim == 0 else tsum(r)
+            out = [None]
+            d = 0
+        else:
+            out = list(xs)
+            d = self.axis
+            n = xs[d]
+        out[d] = n * r if r.ndim == 0 else self._counted(r, input_shapes[1][0], n)
         return [tuple(out)]
+
+    def _counted(self, r, count, n):
+        """The length ``n`` repeated by the ``count`` counts ``r``: their sum, where numpy
+        takes one count for each element (the counts' length checked equal to ``n``),
+        or ``n`` times the one count where there is one (numpy spreads it)."""
+        total = tsum(r)
+        if r.type.shape[0] == 1:
+            return total * n
+        what = f"{self}: the counts"
+        spread = spread_compared(n, count, what, ("the length repeated", "the counts' length"))
+        if spread is None:  # known equal
+            return total
+        total = _tensor.switch(_tensor.eq(count, 1), total * n, total)
+        return equal_lengths(
+            [n, spread],
+            what,
+            ("the length repeated", "the counts' length").__getitem__,
+            guard=total,
+        )
 
     def connection_pattern(self, node):
         return [[True], [False]]

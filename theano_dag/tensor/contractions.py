@@ -24,6 +24,7 @@ from theano_dag.graph.op import Op
 from theano_dag.scalar import holomorphic_grads, upcast
 from theano_dag.tensor.basic import cast, ones_like, zeros_like
 from theano_dag.tensor.math import add
+from theano_dag.tensor.shape import checked_shape, equal_lengths
 from theano_dag.tensor.type import TensorType, continuous_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -214,11 +215,23 @@ class Einsum(Op):
         output_storage[0][0] = np.asarray(r, dtype=dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        where = {}
-        for t, shp in zip(self.in_terms, input_shapes):
-            for c, n in zip(t, shp):
-                where.setdefault(c, n)
-        return [tuple(where[c] for c in self.out_term)]
+        # Each letter's lengths checked equal, as perform checks them: a letter of the
+        # output gives its length; a letter summed over guards the output's lengths.
+        where, names = {}, {}
+        for k, (t, shp) in enumerate(zip(self.in_terms, input_shapes)):
+            for d, (c, n) in enumerate(zip(t, shp)):
+                where.setdefault(c, []).append(n)
+                names.setdefault(c, []).append(f"{node.inputs[k]} along dimension {d}")
+        length = {
+            c: equal_lengths(ns, f"{self}: subscript {c!r}", names[c].__getitem__)
+            for c, ns in where.items()
+            if c in self.out_term
+        }
+        out = tuple(length[c] for c in self.out_term)
+        for c, ns in where.items():
+            if c not in self.out_term:
+                out = checked_shape(out, ns, f"{self}: subscript {c!r}", names[c])
+        return [out]
 
     def L_op(self, inputs, outputs, output_grads):
         # A product is holomorphic: complex values conjugate around the real formula.

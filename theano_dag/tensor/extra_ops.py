@@ -23,7 +23,13 @@ from theano_dag.tensor.arrays import Assert, MaxAndArgmax, Tri, flatnonzero
 from theano_dag.tensor.basic import repeat
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
 from theano_dag.tensor.nnet.nnet import to_one_hot
-from theano_dag.tensor.shape import shape_i, specify_shape
+from theano_dag.tensor.shape import (
+    broadcast_lengths,
+    checked_shape,
+    shape_i,
+    specify_shape,
+    spread_length,
+)
 from theano_dag.tensor.subtensor import advanced_inc_subtensor1, set_subtensor, take
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.type_other import NoneTypeT
@@ -1032,7 +1038,14 @@ class RavelMultiIndex(Op):
         dims = _int_vector("ravel_multi_index", dims, "dims")
         if dims.ndim != 1:
             raise TypeError(f"ravel_multi_index: dims must be a 1-d sequence, got {dims.type}")
-        out = TensorType("int64", shape=multi_index[0].type.shape)()
+        # numpy broadcasts the index arrays together (a length 1 spreads)
+        nd = max(i.ndim for i in multi_index)
+        static = []
+        for k in range(nd):
+            lengths = {i.type.shape[k - nd + i.ndim] for i in multi_index if k - nd + i.ndim >= 0}
+            others = lengths - {1}
+            static.append(1 if not others else others.pop() if len(others) == 1 else None)
+        out = TensorType("int64", shape=tuple(static))()
         return Apply(self, [*multi_index, dims], [out])
 
     def perform(self, node, inputs, output_storage, params=None):
@@ -1041,7 +1054,23 @@ class RavelMultiIndex(Op):
         output_storage[0][0] = np.asarray(out, dtype="int64")
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        # The index arrays broadcast together, one for each length of dims, as numpy
+        # refuses others (broadcast_lengths: a length 1 spreads).
+        *index_shapes, dims_shape = input_shapes
+        count = len(index_shapes)
+        names = [f"index array {k}" for k in range(count)]
+        nd = max(len(sh) for sh in index_shapes)
+        out = []
+        for k in range(nd):
+            lengths, named = [], []
+            for sh, name in zip(index_shapes, names):
+                if len(sh) - nd + k >= 0:
+                    lengths.append(sh[len(sh) - nd + k])
+                    named.append(name)
+            what = f"{self}: the index arrays broadcast along dimension {k}"
+            out.append(broadcast_lengths(lengths, what, named))
+        counted = ("the index arrays", "the lengths of dims")
+        return [checked_shape(tuple(out), [count, dims_shape[0]], str(self), counted)]
 
     def L_op(self, inputs, outputs, output_grads):
         return [_disconnected() for _ in inputs]
@@ -1152,7 +1181,16 @@ class BroadcastTo(Op):
         output_storage[0][0] = np.broadcast_to(a, tuple(int(s) for s in shape))
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [tuple(node.inputs[1:])]
+        # Each length asked, checked against the input's there unless that is 1 (numpy
+        # spreads a length 1 and refuses any other that differs), as Alloc's.
+        a, dims = node.inputs[0], node.inputs[1:]
+        out = []
+        for d, n in enumerate(dims):
+            k = d - (len(dims) - a.ndim)
+            if k >= 0 and not a.type.broadcastable[k]:
+                n = spread_length(n, input_shapes[0][k], f"{self} along dimension {d}")
+            out.append(n)
+        return [tuple(out)]
 
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
@@ -1211,6 +1249,10 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
     padded = [[1] * (ndim - len(s)) + list(s) for s in shapes]
     out = []
     for k, dims in enumerate(zip(*padded)):
+        names = [f"array {j}" for j, d in enumerate(dims)]
+        names = [
+            n for n, d in zip(names, dims) if not (isinstance(d, (int, np.integer)) and d == 1)
+        ]
         known = [d for d in dims if not (isinstance(d, (int, np.integer)) and d == 1)]
         ints = {int(d) for d in known if isinstance(d, (int, np.integer))}
         if len(ints) > 1:
@@ -1224,11 +1266,10 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
         elif all(isinstance(d, (int, np.integer)) for d in known):
             out.append(known[0])  # the same int everywhere
         else:
-            m = tm.maximum(*known[:2]) if len(known) == 2 else tm.max(tb.stack(known))
-            # Lengths known only when run: each is 1 or the largest, as numpy requires
-            # (the largest alone would be a shape for arrays that do not broadcast).
-            ok = tm.all(tb.stack([tm.or_(tm.eq(d, 1), tm.eq(d, m)) for d in known]))
-            out.append(Assert(f"broadcast_shape: dimension {k} cannot broadcast")(m, ok))
+            # Lengths known only when run: a 1 spreads, the others must be equal, checked
+            # (not the largest: a 0 with a 1 is 0)
+            what = f"broadcast_shape: dimension {k} cannot broadcast"
+            out.append(broadcast_lengths(known, what, names))
     if not arrays_are_shapes or any(isinstance(d, Variable) for s in shapes for d in s):
         # Lengths of arrays, or shapes given as variables: every length is a variable, as
         # in Theano (a known one an int64 constant), so each can be evaluated or stacked.

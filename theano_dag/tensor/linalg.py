@@ -31,7 +31,7 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast, eye, join, zeros_like
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.extra_ops import diagonal, tril, triu
-from theano_dag.tensor.shape import reshape, shape_i
+from theano_dag.tensor.shape import checked_shape, reshape, shape_i
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -135,6 +135,17 @@ def _square(shape):
     return (n, n)
 
 
+def _square_checked(op, out, x, shape, *more):
+    """``out``, the lengths of ``op``'s result as before (passed through as they are),
+    checked by the agreement of the rows and columns of ``x``, a square matrix of shape
+    ``shape``, and of each of ``more`` (``(name, length)``: the rows of a right-hand
+    side), as perform refuses another matrix (``checked_shape``)."""
+    named = [(f"{x}'s rows", shape[0]), (f"{x}'s columns", shape[1]), *more]
+    what = f"{op}: a square matrix" + (" and what it multiplies" if more else "")
+    lengths = [n for _, n in named]
+    return checked_shape(tuple(out), lengths, what, tuple(name for name, _ in named))
+
+
 def _lower_grad(g):
     """Fold a gradient with respect to a symmetric matrix onto its lower triangle."""
     return np.tril(g) + np.triu(g, 1).T
@@ -181,7 +192,9 @@ class Cholesky(Op):
         output_storage[0][0] = np.ascontiguousarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        if self.on_error == "nan":  # a matrix that is not square gives NaNs of its shape
+            return [input_shapes[0]]
+        return [_square_checked(self, input_shapes[0], node.inputs[0], input_shapes[0])]
 
     def L_op(self, inputs, outputs, output_grads):
         (g,) = output_grads
@@ -289,8 +302,10 @@ class GeneralizedEigh(Op):
         output_storage[1][0] = np.asarray(v, dtype=node.outputs[1].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        n = input_shapes[0][0]
-        return [(n,), (n, n)]
+        b, bshape = node.inputs[1], input_shapes[1]
+        more = ((f"{b}'s rows", bshape[0]), (f"{b}'s columns", bshape[1]))
+        n, shape = input_shapes[0][0], input_shapes[0]
+        return [_square_checked(self, out, node.inputs[0], shape, *more) for out in [(n,), (n, n)]]
 
     def L_op(self, inputs, outputs, output_grads):
         gw, gv = output_grads
@@ -373,7 +388,7 @@ class MatrixInverse(Op):
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        return [_square_checked(self, input_shapes[0], node.inputs[0], input_shapes[0])]
 
     def L_op(self, inputs, outputs, output_grads):
         # d(X^-1) = -X^-1 dX X^-1, so the gradient is -X^-T G X^-T
@@ -545,7 +560,9 @@ class Solve(Op):
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[1]]
+        b, bshape = node.inputs[1], input_shapes[1]
+        rows = (f"{b}'s rows", bshape[0])
+        return [_square_checked(self, bshape, node.inputs[0], input_shapes[0], rows)]
 
     def L_op(self, inputs, outputs, output_grads):
         # b_bar = A^-T x_bar and A_bar = -b_bar x^T (Giles, 2008), kept to the triangle read
@@ -597,7 +614,8 @@ class Eig(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         n = input_shapes[0][0]
-        return [(n,), (n, n)]
+        shape = input_shapes[0]
+        return [_square_checked(self, out, node.inputs[0], shape) for out in [(n,), (n, n)]]
 
     def L_op(self, inputs, outputs, output_grads):
         return [grad_not_implemented(self, 0, inputs[0])]
@@ -636,7 +654,8 @@ class Eigh(Eig):
 
     def infer_shape(self, fgraph, node, input_shapes):
         n = input_shapes[0][0]
-        return [(n,), (n, n)]
+        shape = input_shapes[0]
+        return [_square_checked(self, out, node.inputs[0], shape) for out in [(n,), (n, n)]]
 
     def L_op(self, inputs, outputs, output_grads):
         grads = [zeros_like(o) if is_disconnected(g) else g for o, g in zip(outputs, output_grads)]
@@ -796,7 +815,7 @@ class Expm(Op):
         output_storage[0][0] = np.asarray(_expm_pade(inputs[0]), dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        return [_square_checked(self, input_shapes[0], node.inputs[0], input_shapes[0])]
 
     def L_op(self, inputs, outputs, output_grads):
         # The gradient is the Frechet derivative at A^T in the direction G: the top right
@@ -875,7 +894,18 @@ class TensorSolve(Op):
         for k in self.axes or ():  # numpy moves these axes of a to its end first
             order.remove(k % len(shp_a))
             order.append(k % len(shp_a))
-        return [tuple(shp_a[k] for k in order[len(shp_b) :])]
+        out = tuple(shp_a[k] for k in order[len(shp_b) :])
+        # numpy's square system: as many unknowns (a's trailing lengths' product) as
+        # equations (its leading lengths'), and as many values in b
+        unknowns, equations, values = 1, 1, 1
+        for n in out:
+            unknowns = unknowns * n
+        for k in order[: len(shp_b)]:
+            equations = equations * shp_a[k]
+        for n in shp_b:
+            values = values * n
+        names = ("the unknowns", "the equations", f"the values of {node.inputs[1]}")
+        return [checked_shape(out, [unknowns, equations, values], str(self), names)]
 
     def L_op(self, inputs, outputs, output_grads):
         return [grad_not_implemented(self, k, x) for k, x in enumerate(inputs)]

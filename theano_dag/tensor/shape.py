@@ -20,6 +20,7 @@ from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
+from theano_dag.scalar import Mul
 from theano_dag.tensor.elemwise import DimShuffle
 from theano_dag.tensor.type import TensorType, discrete_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable, constant
@@ -48,6 +49,7 @@ __all__ = [
     "checked_shape",
     "spread_length",
     "spread_compared",
+    "broadcast_lengths",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -404,7 +406,59 @@ class Reshape(Op):
             # negative then (exactly one -1), so undo that sign.
             inferred = tm.int_div(total, tm.abs(rest)) if others else total
             out.append(inferred if e == -1 else tm.switch(tm.eq(e, -1), inferred, e))
-        return [tuple(out)]
+        # the lengths' product the input's size, as perform refuses another (a -1 entry's
+        # length, rounded down, makes a smaller product where the others do not divide),
+        # unless the lengths asked are known to fit (a flatten's, of the input's lengths)
+        given = (
+            shp.owner.inputs
+            if shp.owner is not None and isinstance(shp.owner.op, MakeVector)
+            else None
+        )
+        if given is not None and len(given) == self.ndim and _fits(input_shapes[0], given, known):
+            return [tuple(out)]
+        size = 1
+        for n in out:
+            size = size * n
+        names = ("the input's size", "the size asked")
+        return [checked_shape(tuple(out), [total, size], str(self), names)]
+
+
+def _factors(lengths):
+    """The product of ``lengths`` as the int of its known factors and the keys
+    (``_length_key``) of the others, reading through products of lengths."""
+    const, keys = 1, []
+    todo = list(lengths)
+    while todo:
+        n = todo.pop()
+        owner = getattr(n, "owner", None)
+        op = getattr(owner, "op", None)
+        if isinstance(getattr(op, "scalar_op", None), Mul):
+            todo.extend(owner.inputs)
+            continue
+        key = _length_key(n)
+        if isinstance(key, int):
+            const *= key
+        else:
+            keys.append(key)
+    return const, keys
+
+
+def _fits(shape, given, known):
+    """Whether the lengths ``given`` (a reshape's entries, ``known`` where constant) are
+    known to hold ``shape``'s element count: the same factors, or with one -1 among them,
+    factors of it (its length then divides the rest exactly)."""
+    minus = [k for k in known if k is not None and k < 0]
+    if minus not in ([], [-1]):
+        return False
+    const, keys = _factors(shape)
+    given_const, given_keys = _factors([n for n, k in zip(given, known) if k != -1])
+    for key in given_keys:
+        if key not in keys:
+            return False
+        keys.remove(key)
+    if minus:  # the -1's length is what is left over
+        return given_const > 0 and const % given_const == 0
+    return not keys and const == given_const
 
 
 def reshape(x, newshape, ndim=None):
@@ -682,13 +736,23 @@ class SpecifyShape(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         x, shape = node.inputs
         known = _shape_entries(shape) or [None] * x.ndim
-        # Symbolic or negative entries: the input's own length, which the run-time check
-        # makes equal to any non-negative specified one.
-        return [
-            tuple(
-                k if k is not None and k >= 0 else input_shapes[0][d] for d, k in enumerate(known)
-            )
-        ]
+        # Each length specified, checked equal to the input's as perform checks them: a
+        # negative entry (any length) gives the input's own.
+        out = []
+        for d, k in enumerate(known):
+            n = input_shapes[0][d]
+            if k is not None and k < 0:
+                out.append(n)
+                continue
+            what = f"{self} along dimension {d}"
+            if k is None:  # the input's length passed, checked unless the entry is negative
+                k = _tensor.switch(_tensor.lt(shape[d], 0), n, shape[d])
+                names = (f"{x}'s length", "the length specified")
+                out.append(equal_lengths([n, k], what, names.__getitem__))
+            else:  # the constant passed
+                names = ("the length specified", f"{x}'s length")
+                out.append(equal_lengths([k, n], what, names.__getitem__))
+        return [tuple(out)]
 
     def connection_pattern(self, node):
         return [[True], [False]]
@@ -934,6 +998,41 @@ def spread_compared(n, length, what, names=SPREAD_NAMES):
     if _length_key(length) == 1:
         return None
     return _tensor.switch(_tensor.eq(length, 1), n, length)
+
+
+def broadcast_lengths(lengths, what, names):
+    """numpy's broadcast of ``lengths``, the lengths of arrays broadcast together along
+    one dimension (index arrays are, whatever their types declare): a length 1 spreads,
+    and two others must be equal, checked where they may differ (:func:`equal_lengths`,
+    one check for each length met, naming it by ``names[k]`` and the lengths before it
+    together); 1 where every length is.
+
+    >>> from theano_dag import tensor as tt
+    >>> broadcast_lengths([1, 3, 3], "index", ("i", "j", "k"))
+    3
+    >>> i, j = tt.lvector("i"), tt.lvector("j")
+    >>> n = broadcast_lengths([shape_i(i, 0), shape_i(j, 0)], "index", ("i", "j"))
+    >>> n.owner.op.names, int(n.eval({i: [0, 1], j: [2]}))
+    (('i', 'j'), 2)
+    """
+    out, out_name = None, None
+    for n, name in zip(lengths, names):
+        if _length_key(n) == 1:
+            continue
+        if out is None:
+            out, out_name = n, name
+            continue
+        # ints that differ raise here; lengths known equal give out itself
+        checked = equal_lengths([out, n], what, (out_name, name).__getitem__)
+        if checked is out or getattr(checked, "owner", None) is None:
+            continue
+        # out, or n where out is 1, compared with n, or with out where n is 1
+        if not isinstance(_length_key(out), int):
+            out = _tensor.switch(_tensor.eq(out, 1), n, out)
+        spread = n if isinstance(_length_key(n), int) else _tensor.switch(_tensor.eq(n, 1), out, n)
+        out = equal_lengths([out, spread], what, (out_name, name).__getitem__)
+        out_name = f"{out_name} and {name}"
+    return 1 if out is None else out
 
 
 def checked_shape(shape, lengths, what, names):

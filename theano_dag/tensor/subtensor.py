@@ -30,6 +30,8 @@ from theano_dag.tensor.basic import (
 from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
+    EqualLengths,
+    broadcast_lengths,
     checked_shape,
     reshape,
     shape_i,
@@ -348,6 +350,25 @@ def _discrete_inc_grads(x, y, idx):
 _PART_NAMES = ("the part's length", "the value's length")
 
 
+def _checked_write(who, out, part, y, y_shape):
+    """``out`` (the shape of x written), checked where ``y`` (of shape ``y_shape``) does
+    not fit the part of x it is written into, of shape ``part``: numpy broadcasts y to
+    the part (a length 1 of y spreads, missing dimensions go first) and refuses any other
+    length that differs. ``who`` names the op in the error. Also the dimensions of the
+    part compared (a check among the part's lengths is carried along with them)."""
+    compared = set()
+    for k, (b, length) in enumerate(zip(y.type.broadcastable, y_shape)):
+        d = len(part) - y.ndim + k
+        if b or d < 0:
+            continue
+        what = f"{who} along dimension {d} of the part written"
+        spread = spread_compared(part[d], length, what, _PART_NAMES)
+        if spread is not None:
+            out = checked_shape(out, [part[d], spread], what, _PART_NAMES)
+            compared.add(d)
+    return out, compared
+
+
 class IncSubtensor(Op):
     """``x`` with ``x[idx]`` replaced by (``set_instead_of_inc``) or incremented by ``y``."""
 
@@ -390,15 +411,7 @@ class IncSubtensor(Op):
         if not y.ndim or all(y.type.broadcastable):
             return [out]
         part = Subtensor(self.idx_list).infer_shape(fgraph, Apply(None, [x, *idx], []), [out])[0]
-        for k, (b, length) in enumerate(zip(y.type.broadcastable, input_shapes[1])):
-            d = len(part) - y.ndim + k
-            if b or d < 0:
-                continue
-            what = f"{self} along dimension {d} of the part written"
-            spread = spread_compared(part[d], length, what, _PART_NAMES)
-            if spread is not None:
-                out = checked_shape(out, [part[d], spread], what, _PART_NAMES)
-        return [out]
+        return [_checked_write(str(self), out, part, y, input_shapes[1])[0]]
 
     def connection_pattern(self, node):
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
@@ -569,7 +582,12 @@ class AdvancedIncSubtensor1(Op):
         output_storage[0][0] = out
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        # x's shape, checked where y does not fit the rows written (as IncSubtensor's)
+        x_shape, y_shape, i_shape = input_shapes
+        out = tuple(x_shape)
+        part = (i_shape[0], *out[1:])
+        who = f"{_adv_name(self)}1"
+        return [_checked_write(who, out, part, node.inputs[1], y_shape)[0]]
 
     def connection_pattern(self, node):
         return [[True], [True], [False]]
@@ -592,6 +610,11 @@ class AdvancedIncSubtensor1(Op):
                 x,
             )
         return [gx, _reduce_y_grad(gy, y), _disc()]
+
+
+def _adv_name(op):
+    """The name of an advanced increment (or set) in its shape's errors."""
+    return "AdvancedSetSubtensor" if op.set_instead_of_inc else "AdvancedIncSubtensor"
 
 
 def _is_slice_variable(a) -> bool:
@@ -763,25 +786,47 @@ class AdvancedSubtensor(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         x, *idx = node.inputs
-        xs = input_shapes[0]
+        return [self._shape(x, idx, input_shapes[0], input_shapes[1:], str(self))[0]]
+
+    def _shape(self, x, idx, xs, idx_shapes, who):
+        """The result's shape (``x`` of shape ``xs`` indexed by ``idx``, of shapes
+        ``idx_shapes``) and the positions of the dimensions of the index arrays broadcast
+        together, each length checked where the arrays' lengths may differ
+        (``broadcast_lengths``; numpy refuses arrays that do not broadcast). ``who`` names
+        the op in the error. (The lengths given, ints when the CPU engine plans the node.)"""
         slots, indices = self._slots(x, idx)
-        adv_shapes = []
-        for v in indices:
+        shape_of = {}
+        for v, shp in zip(idx, idx_shapes):
+            shape_of.setdefault(v, shp)
+        starts = [dim for kind, dim, _ in self._walk(x, idx)[0] if kind == "adv"]
+        adv_shapes, names = [], []
+        for k, (v, start) in enumerate(zip(indices, starts)):
             if v.dtype == "bool":  # a mask selects as many elements as it has True
-                adv_shapes.append((tm.sum(v, dtype="int64"),))
+                # of the dimensions it indexes, whose lengths it must have (numpy)
+                n = tm.sum(v, dtype="int64")
+                for e in range(v.ndim):
+                    what = f"{who}: the mask of index array {k}"
+                    mask_names = (f"{x} along dimension {start + e}", f"the mask along {e}")
+                    lengths = [xs[start + e], shape_of[v][e]]
+                    (n,) = checked_shape((n,), lengths, what, mask_names)
+                adv_shapes.append((n,))
             else:
-                adv_shapes.append(tuple(shape_i(v, d) for d in range(v.ndim)))
+                adv_shapes.append(tuple(shape_of[v]))
+            names.append(f"index array {k}" if v.name is None else f"index array {k} ({v.name})")
         nd = max((len(s) for s in adv_shapes), default=0)
         bshape = []
-        for k in range(nd):  # broadcast the index shapes (right-aligned)
-            dims = [s[len(s) - nd + k] for s in adv_shapes if len(s) - nd + k >= 0]
-            out = dims[0]
-            for d in dims[1:]:
-                out = tm.switch(tm.eq(out, 1), d, out)  # 1 with 0 is 0: not a maximum
-            bshape.append(out)
-        shape = []
+        for k in range(nd):  # broadcast the index shapes (right-aligned), 1 spreading
+            dims, dim_names = [], []
+            for s, name in zip(adv_shapes, names):
+                if len(s) - nd + k >= 0:
+                    dims.append(s[len(s) - nd + k])
+                    dim_names.append(name)
+            what = f"{who}: the index arrays broadcast along dimension {k}"
+            bshape.append(broadcast_lengths(dims, what, dim_names))
+        shape, adv = [], []
         for kind, what in slots:
             if kind == "adv":
+                adv.extend(range(len(shape), len(shape) + nd))
                 shape.extend(bshape)
             elif kind == "slice":
                 dim, parts = what
@@ -795,7 +840,7 @@ class AdvancedSubtensor(Op):
                 shape.append(1)
             else:
                 shape.append(xs[what])
-        return [tuple(shape)]
+        return tuple(shape), adv
 
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
@@ -836,7 +881,23 @@ class AdvancedIncSubtensor(Op):
         output_storage[0][0] = out
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        # x's shape, checked where y does not fit the part written (as IncSubtensor's);
+        # the part's shape checks the index arrays' lengths (AdvancedSubtensor's)
+        x, y, *idx = node.inputs
+        out = tuple(input_shapes[0])
+        who = f"{_adv_name(self)}{{{_idx_str(self.idx_list)}}}"
+        # (the index arrays' check named as the read x[idx]'s: the same check as that of
+        # a value y read there, which merges with it)
+        sub = AdvancedSubtensor(self.idx_list)
+        part, adv = sub._shape(x, idx, out, input_shapes[2:], str(sub))
+        out, compared = _checked_write(who, out, part, y, input_shapes[1])
+        # The index arrays' check (numpy refuses arrays that do not broadcast together,
+        # whatever y is), where no comparison with y's lengths carries it.
+        for d in adv:
+            owner = getattr(part[d], "owner", None)
+            if d not in compared and owner is not None and isinstance(owner.op, EqualLengths):
+                out = checked_shape(out, owner.inputs, owner.op.what, owner.op.names)
+        return [out]
 
     def connection_pattern(self, node):
         return [[True], [True]] + [[False]] * (len(node.inputs) - 2)

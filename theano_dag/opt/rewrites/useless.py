@@ -30,6 +30,7 @@ from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     EqualLengths,
+    LengthMismatchError,
     MakeVector,
     Reshape,
     Shape,
@@ -380,7 +381,10 @@ def local_useless_equal_lengths(fgraph, node):
     op = node.op
     lengths = node.inputs[1:] if op.guard else node.inputs
     guard = node.inputs[0] if op.guard else None
-    new = equal_lengths(lengths, op.what, op.names.__getitem__, guard=guard, hint=op.hint)
+    try:
+        new = equal_lengths(lengths, op.what, op.names.__getitem__, guard=guard, hint=op.hint)
+    except LengthMismatchError:  # constants that differ: the check raises when it runs
+        return False
     if new.owner is not None and new.owner.op == op and new.owner.inputs == node.inputs:
         return False
     new = fit(node.outputs[0], new)

@@ -36,6 +36,7 @@ from theano_dag.scalar import upcast
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert
+from theano_dag.tensor.shape import checked_shape
 from theano_dag.tensor.type import TensorType, float_dtypes, int_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -667,7 +668,10 @@ class AbstractConv(BaseAbstractConv):
         xs, ws = input_shapes
         k0 = node.inputs[1].ndim - self.convdim  # (the shapes may be shape vectors)
         sp = [self._out_len(xs[2 + d], ws[k0 + d], d) for d in range(self.convdim)]
-        return [(xs[0], ws[0], *sp)]
+        # the image's channels the filters', times the groups, as perform checks them
+        cg = ws[k0 - 1] if self.num_groups == 1 else ws[k0 - 1] * self.num_groups
+        names = ("the image's channels", f"the filters' channels x {self.num_groups} group(s)")
+        return [checked_shape((xs[0], ws[0], *sp), [xs[1], cg], str(self), names)]
 
     def L_op(self, inputs, outputs, output_grads):
         img, kern = inputs

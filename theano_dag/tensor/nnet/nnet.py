@@ -24,6 +24,7 @@ from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import _SHORT_SELECT, Elemwise, reduce_last_axis
+from theano_dag.tensor.shape import checked_shape, equal_lengths
 from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -63,6 +64,17 @@ __all__ = [
 
 sigmoid = tm.sigmoid
 softplus = tm.softplus
+
+
+def _agreed(op, node, input_shapes, pairs):
+    """Per pair of ``(input, dimension)`` pairs, the one length they must share (as
+    ``op``'s perform checks), named by the inputs; see ``equal_lengths``."""
+    out = []
+    for pair in pairs:
+        names = [f"{node.inputs[k]} along dimension {d}" for k, d in pair]
+        lengths = [input_shapes[k][d] for k, d in pair]
+        out.append(equal_lengths(lengths, str(op), names.__getitem__))
+    return out
 
 
 def _float_tensor(op, name, x, ndim=None):
@@ -338,7 +350,9 @@ class SoftmaxGrad(_AxisOp):
         output_storage[0][0] = np.asarray(dx, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[1]]
+        # sm's shape and dy's agree, as perform checks
+        pairs = [((1, d), (0, d)) for d in range(node.inputs[1].ndim)]
+        return [tuple(_agreed(self, node, input_shapes, pairs))]
 
     def L_op(self, inputs, outputs, output_grads):
         dy, sm = inputs
@@ -499,7 +513,8 @@ class SoftmaxWithBias(Op):
         output_storage[0][0] = _np_softmax(z, 1)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
+        (cols,) = _agreed(self, node, input_shapes, [((0, 1), (1, 0))])
+        return [(input_shapes[0][0], cols)]
 
     def L_op(self, inputs, outputs, output_grads):
         x, b = inputs
@@ -560,7 +575,7 @@ class CrossentropyCategorical1Hot(Op):
         output_storage[0][0] = -np.log(c[np.arange(len(y)), y])
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [(input_shapes[0][0],)]
+        return [tuple(_agreed(self, node, input_shapes, [((0, 0), (1, 0))]))]
 
     def L_op(self, inputs, outputs, output_grads):
         c, y = inputs
@@ -669,8 +684,13 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
         output_storage[2][0] = np.asarray(np.argmax(z, axis=1), dtype=node.outputs[2].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
-        xs = input_shapes[0]
-        return [(xs[0],), xs, (xs[0],)]
+        # x's columns b's length, x's rows y_idx's, as perform checks (the columns'
+        # check guards the rows of the outputs without columns)
+        rows, cols = _agreed(self, node, input_shapes, [((0, 0), (2, 0)), ((0, 1), (1, 0))])
+        names = (f"{node.inputs[0]} along dimension 1", f"{node.inputs[1]} along dimension 0")
+        lengths = [input_shapes[0][1], input_shapes[1][0]]
+        (checked,) = checked_shape((rows,), lengths, str(self), names)
+        return [(checked,), (rows, cols), (checked,)]
 
     def connection_pattern(self, node):
         return [[True, True, False], [True, True, False], [True, False, False]]
@@ -731,7 +751,10 @@ class CrossentropySoftmax1HotWithBiasDx(Op):
         output_storage[0][0] = dx
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[1]]
+        # sm's rows y_idx's, and dy's unless it is one row declared broadcastable
+        rows = [(1, 0), (2, 0)] + ([] if node.inputs[0].type.broadcastable[0] else [(0, 0)])
+        (n,) = _agreed(self, node, input_shapes, [tuple(rows)])
+        return [(n, input_shapes[1][1])]
 
     def L_op(self, inputs, outputs, output_grads):
         dy, sm, y = inputs

@@ -1,0 +1,350 @@
+"""An op's shape computed without its value raises where the value raises: for each
+case, values that the op refuses (its perform raises) make ``f(out.shape)`` raise too, and
+values it takes give the value's shape. The cases are the ops whose perform checks a
+relation between its inputs' lengths; ``HOLES`` lists those whose shape still returns a
+length (each with the reason), strict xfails that fail once fixed."""
+
+import numpy as np
+import pytest
+
+import theano_dag
+import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.engines.cpu.native import ckernel
+from theano_dag.tensor import linalg as la
+from theano_dag.tensor import nnet
+from theano_dag.tensor.basic import Repeat
+from theano_dag.tensor.nnet.nnet import (
+    CrossentropySoftmax1HotWithBiasDx,
+    SoftmaxGrad,
+    SoftmaxWithBias,
+)
+from theano_dag.tensor.shape import EqualLengths, LengthMismatchError
+
+v, w, u = tt.dvector("v"), tt.dvector("w"), tt.dvector("u")
+m, n = tt.dmatrix("m"), tt.dmatrix("n")
+t, s = tt.dtensor3("t"), tt.dtensor3("s")
+i, j = tt.lvector("i"), tt.lvector("j")
+k = tt.lscalar("k")
+t4, f4 = tt.dtensor4("t4"), tt.dtensor4("f4")
+ones = np.ones
+
+# name -> (inputs, output, values the op refuses, values it takes)
+CASES = {
+    "adv_read_arrays": (
+        [m, i, j],
+        lambda: m[i, j],
+        [ones((4, 5)), [0, 1], [1, 2, 3]],
+        [ones((4, 5)), [1], [1, 2, 3]],
+    ),
+    "adv_read_mask": (
+        [m, v],
+        lambda: m[tt.gt(v, 0)],
+        [ones((2, 3)), ones(3)],
+        [ones((2, 3)), [1.0, -1.0]],
+    ),
+    "adv_inc": (
+        [m, v, i, j],
+        lambda: tt.inc_subtensor(m[i, j], v),
+        [ones((4, 5)), ones(3), [0, 1], [1, 2]],
+        [ones((4, 5)), ones(1), [0, 1], [1, 2]],
+    ),
+    "adv_set_arrays": (
+        [m, i, j],
+        lambda: tt.set_subtensor(m[i, j], 0.0),
+        [ones((4, 5)), [0, 1], [1, 2, 3]],
+        [ones((4, 5)), [0, 1, 2], [1]],
+    ),
+    "adv_inc1": (
+        [m, n, i],
+        lambda: tt.inc_subtensor(m[i], n),
+        [ones((4, 5)), ones((3, 5)), [0, 1]],
+        [ones((4, 5)), ones((2, 1)), [0, 1]],
+    ),
+    "split_sum": ([v, i], lambda: tt.split(v, i, 2)[0], [ones(5), [2, 2]], [ones(5), [2, 3]]),
+    "split_count": ([v, i], lambda: tt.split(v, i, 2)[1], [ones(5), [2, 2, 1]], [ones(5), [4, 1]]),
+    "split_negative": ([v, i], lambda: tt.split(v, i, 2)[1], [ones(5), [-1, 6]], [ones(5), [0, 5]]),
+    "split_symbolic_axis": (
+        [m, i, k],
+        lambda: tt.split(m, i, 2, axis=k)[0],
+        [ones((5, 2)), [2, 3], 1],
+        [ones((5, 2)), [2, 3], -2],
+    ),
+    "repeat_counts": ([v, i], lambda: Repeat(0)(v, i), [ones(3), [1, 2]], [ones(3), [2]]),
+    "repeat_flat": (
+        [m, i],
+        lambda: Repeat(None)(m, i),
+        [ones((2, 3)), [1, 2]],
+        [ones((2, 3)), [1, 2, 0, 1, 1, 3]],
+    ),
+    "batched_dot_batch": (
+        [t, s],
+        lambda: tt.batched_dot(t, s),
+        [ones((2, 3, 4)), ones((3, 4, 5))],
+        [ones((2, 3, 4)), ones((2, 4, 5))],
+    ),
+    "batched_dot_inner": (
+        [m, n],
+        lambda: tt.batched_dot(m, n),
+        [ones((2, 3)), ones((2, 4))],
+        [ones((2, 3)), ones((2, 3))],
+    ),
+    "tensordot": (
+        [t, m],
+        lambda: tt.tensordot(t, m, axes=[[2], [0]]),
+        [ones((2, 3, 4)), ones((5, 6))],
+        [ones((2, 3, 4)), ones((4, 6))],
+    ),
+    "batched_tensordot": (
+        [t, s],
+        lambda: tt.batched_tensordot(t, s, axes=[[2], [1]]),
+        [ones((2, 3, 4)), ones((2, 5, 6))],
+        [ones((2, 3, 4)), ones((2, 4, 6))],
+    ),
+    "specify_shape": ([m], lambda: tt.specify_shape(m, (None, 3)), [ones((2, 4))], [ones((2, 3))]),
+    "specify_shape_symbolic": (
+        [v, k],
+        lambda: tt.specify_shape(v, (k,)),
+        [ones(3), 4],
+        [ones(3), -1],
+    ),
+    "solve_rows": (
+        [m, n],
+        lambda: la.solve(m, n),
+        [np.eye(3), ones((4, 2))],
+        [np.eye(3), ones((3, 2))],
+    ),
+    "solve_square": ([m, v], lambda: la.solve(m, v), [ones((3, 4)), ones(3)], [np.eye(3), ones(3)]),
+    "solve_triangular": (
+        [m, n],
+        lambda: la.solve_triangular(m, n, lower=True),
+        [np.eye(3), ones((4, 2))],
+        [np.eye(3), ones((3, 2))],
+    ),
+    "inverse": ([m], lambda: la.matrix_inverse(m), [ones((3, 4))], [np.eye(3)]),
+    "cholesky": ([m], lambda: la.cholesky(m), [ones((3, 4))], [np.eye(3)]),
+    "eigh": ([m], lambda: la.eigh(m)[1], [ones((3, 4))], [np.eye(3)]),
+    "expm": ([m], lambda: la.expm(m), [ones((2, 3))], [np.eye(2)]),
+    "generalized_eigh": (
+        [m, n],
+        lambda: la.generalized_eigh(m, n)[0],
+        [np.eye(3), np.eye(2)],
+        [np.eye(3), np.eye(3)],
+    ),
+    "xent_1hot": (
+        [m, i],
+        lambda: nnet.crossentropy_categorical_1hot(m, i),
+        [ones((2, 3)) / 3, [0, 1, 2]],
+        [ones((2, 3)) / 3, [0, 1]],
+    ),
+    "xent_softmax_bias": (
+        [m, v, i],
+        lambda: nnet.crossentropy_softmax_1hot_with_bias(m, v, i)[0],
+        [ones((2, 3)), ones(4), [0, 1]],
+        [ones((2, 3)), ones(3), [0, 1]],
+    ),
+    "xent_softmax_rows": (
+        [m, v, i],
+        lambda: nnet.crossentropy_softmax_1hot_with_bias(m, v, i)[1],
+        [ones((2, 3)), ones(3), [0, 1, 1]],
+        [ones((2, 3)), ones(3), [0, 1]],
+    ),
+    "xent_dx": (
+        [v, m, i],
+        lambda: CrossentropySoftmax1HotWithBiasDx()(v, m, i),
+        [ones(3), ones((2, 3)), [0, 1]],
+        [ones(2), ones((2, 3)) / 3, [0, 1]],
+    ),
+    "softmax_grad": (
+        [m, n],
+        lambda: SoftmaxGrad(-1)(m, n),
+        [ones((2, 3)), ones((2, 4))],
+        [ones((2, 3)), ones((2, 3))],
+    ),
+    "softmax_with_bias": (
+        [m, v],
+        lambda: SoftmaxWithBias()(m, v),
+        [ones((2, 3)), ones(4)],
+        [ones((2, 3)), ones(3)],
+    ),
+    # already checked before this audit (guards against a regression)
+    "switch_3": (
+        [v, w, u],
+        lambda: tt.switch(tt.gt(v, 0), w, u),
+        [ones(3), ones(3), ones(4)],
+        [ones(3), ones(3), ones(3)],
+    ),
+    "elemwise_3": (
+        [v, w, u],
+        lambda: v * w + u,
+        [ones(3), ones(3), ones(4)],
+        [ones(3), ones(3), ones(3)],
+    ),
+    "stack": ([v, w], lambda: tt.stack([v, w], axis=1), [ones(3), ones(4)], [ones(3), ones(3)]),
+    "concatenate": (
+        [m, n],
+        lambda: tt.concatenate([m, n], axis=1),
+        [ones((2, 3)), ones((4, 3))],
+        [ones((2, 3)), ones((2, 5))],
+    ),
+    "batch_normalization": (
+        [m, v, w, u],
+        lambda: nnet.batch_normalization(m, v, w, u, u),
+        [ones((2, 3)), ones(4), ones(3), ones(3)],
+        [ones((2, 3)), ones(3), ones(3), ones(3)],
+    ),
+    "choose": (
+        [i, m],
+        lambda: tt.choose(i, m),
+        [[0, 1, 0], ones((2, 4))],
+        [[0, 1, 0], ones((2, 3))],
+    ),
+    "ravel_multi_index": (
+        [i, j],
+        lambda: tt.ravel_multi_index((i, j), (3, 4)),
+        [[0, 1], [1, 2, 3]],
+        [[0, 1], [1, 2]],
+    ),
+    "broadcast_to": ([v, k], lambda: tt.broadcast_to(v, (2, k)), [ones(3), 4], [ones(3), 3]),
+    "broadcast_to_spread": ([v, k], lambda: tt.broadcast_to(v, (2, k)), [ones(0), 4], [ones(1), 4]),
+    "choose_empty": (  # a length 0 with a 1 is 0 (the largest was taken: 1)
+        [i, m],
+        lambda: tt.choose(i, m),
+        [[0, 1, 0], ones((2, 2))],
+        [np.zeros(0, dtype="int64"), ones((2, 1))],
+    ),
+    "tensorsolve": (
+        [m, v],
+        lambda: la.tensorsolve(m, v),
+        [np.eye(3), ones(4)],
+        [np.eye(3), ones(3)],
+    ),
+    "tensorsolve_sizes": (  # numpy compares the sizes only: (2, 3) equations for b (3, 2)
+        [t, m],
+        lambda: la.tensorsolve(t, m),
+        [np.eye(6).reshape(2, 3, 6), ones((2, 2))],
+        [np.eye(6).reshape(2, 3, 6), ones((3, 2))],
+    ),
+    "reshape_size": ([v, k], lambda: tt.reshape(v, (k, 2)), [ones(5), 2], [ones(6), 3]),
+    "reshape_minus1": ([v, k], lambda: tt.reshape(v, (k, -1)), [ones(5), 2], [ones(6), 3]),
+    # not fixed: the reason
+    "conv2d_channels": (
+        [t4, f4],
+        lambda: nnet.conv2d(t4, f4),
+        [ones((1, 2, 5, 5)), ones((3, 3, 2, 2))],
+        [ones((1, 2, 5, 5)), ones((3, 2, 2, 2))],
+    ),
+    "conv2d_filter_larger": (
+        [t4, f4],
+        lambda: nnet.conv2d(t4, f4),
+        [ones((1, 2, 5, 5)), ones((3, 2, 6, 6))],
+        [ones((1, 2, 5, 5)), ones((3, 2, 5, 5))],
+    ),
+    "dot_vectors": ([v, w], lambda: tt.dot(v, w), [ones(3), ones(4)], [ones(3), ones(3)]),
+    "sum_of_product": (
+        [m, n],
+        lambda: (m * n).sum(axis=1),
+        [ones((2, 3)), ones((2, 4))],
+        [ones((2, 3)), ones((2, 3))],
+    ),
+    "take_out_of_range": (
+        [m, i],
+        lambda: tt.take(m, i, axis=1),
+        [ones((2, 3)), [0, 5]],
+        [ones((2, 3)), [0, 2]],
+    ),
+    "index_out_of_range": ([v, i], lambda: v[i], [ones(3), [5]], [ones(3), [2]]),
+}
+
+HOLES = {
+    "conv2d_filter_larger": "a negative output length is no mismatch of equal lengths",
+    "dot_vectors": "a 0-d result's shape is () and holds no length to carry a check",
+    "sum_of_product": "a reduction's shape drops the reduced length and its check",
+    "take_out_of_range": "an index out of range depends on the index's values, not its length",
+    "index_out_of_range": "an index out of range depends on the index's values, not its length",
+}
+
+SHAPE_MODES = {
+    "py": lambda: Mode(linker="py"),
+    "FAST_RUN": lambda: get_mode("FAST_RUN"),
+    "FAST_COMPILE": lambda: get_mode("FAST_COMPILE"),
+    "dask": lambda: Mode(linker="dask"),
+}
+
+
+def _params():
+    for name in CASES:
+        marks = [pytest.mark.xfail(reason=HOLES[name], strict=True)] if name in HOLES else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("mode", SHAPE_MODES)
+@pytest.mark.parametrize("name", _params())
+def test_a_shape_raises_where_the_value_raises(name, mode):
+    if mode == "dask":
+        pytest.importorskip("dask")
+    ins, build, bad, good = CASES[name]
+    out = build()
+    value = theano_dag.function(ins, out, mode=Mode(linker="py"), on_unused_input="ignore")
+    want = np.shape(value(*good))
+    with pytest.raises((ValueError, IndexError, AssertionError, np.linalg.LinAlgError)):
+        value(*bad)
+    with ckernel.compile_mode("sync"):
+        f = theano_dag.function(ins, out.shape, mode=SHAPE_MODES[mode](), on_unused_input="ignore")
+        assert tuple(f(*good)) == want
+        with pytest.raises((ValueError, IndexError, AssertionError)):
+            f(*bad)
+
+
+def _checks(f):
+    return [nd for nd in f.maker.fgraph.toposort() if isinstance(nd.op, EqualLengths)]
+
+
+# name -> (inputs, output, checks left: 0 where the lengths are known to agree)
+KNOWN = {
+    "reshape_flat": ([m], lambda: tt.reshape(m, (m.shape[0] * m.shape[1],)), 0),
+    "reshape_minus1": ([m], lambda: tt.reshape(m, (-1,)), 0),
+    "flatten": ([t], lambda: tt.flatten(t, 2), 0),
+    "reshape_back": ([m], lambda: tt.reshape(tt.reshape(m, (-1,)), m.shape), 0),
+    "batched_dot_own": ([t], lambda: tt.batched_dot(t, t.dimshuffle(0, 2, 1)), 0),
+    "tensordot_own": ([m], lambda: tt.tensordot(m, m.T, axes=1), 0),
+    "specify_own": ([v], lambda: tt.specify_shape(v, v.shape), 0),
+    "repeat_own": ([v], lambda: Repeat(0)(v, tt.ones_like(v, dtype="int64")), 0),
+    "broadcast_to_own": ([v], lambda: tt.broadcast_to(v, (2, v.shape[0])), 0),
+    "adv_read_same": ([m, i], lambda: m[i, i], 0),
+    # lengths that may differ: one check, guarding each length of the shape
+    "reshape_halves": ([m], lambda: tt.reshape(m, (m.shape[0], 2, m.shape[1] // 2)), 3),
+    "inverse": ([m], lambda: la.matrix_inverse(m), 2),
+}
+
+
+@pytest.mark.parametrize("name", KNOWN)
+def test_no_check_where_the_lengths_are_known_to_agree(name):
+    ins, build, count = KNOWN[name]
+    out = build()
+    f = theano_dag.function(ins, out.shape)
+    assert len(_checks(f)) == count
+    value = theano_dag.function(ins, out, mode=Mode(linker="py"))
+    good = {"m": np.eye(4), "t": np.ones((2, 3, 4)), "v": np.ones(3), "i": [0, 1]}
+    args = [good[x.name] for x in ins]
+    assert tuple(f(*args)) == value(*args).shape
+
+
+def test_broadcast_shape_of_lengths_known_when_run_is_numpys():
+    # a 0 with a 1 is 0 (the largest, 1, was checked against the 0 and refused)
+    a, b = tt.dvector("a"), tt.dvector("b")
+    g = theano_dag.function([a, b], list(tt.broadcast_shape(a, b)))
+    for la_, lb in [(0, 1), (1, 0), (3, 1), (3, 3)]:
+        want = np.broadcast_shapes((la_,), (lb,))
+        assert tuple(int(q) for q in g(ones(la_), ones(lb))) == want
+    with pytest.raises(LengthMismatchError, match=r"\(array 0: 2, array 1: 3\)"):
+        g(ones(2), ones(3))
+
+
+def test_ravel_multi_index_type_is_the_index_arrays_broadcast():
+    # a first index array of static length 1 broadcast to the others' length
+    one = tt.TensorType("int64", shape=(1,))("one")
+    out = tt.ravel_multi_index((one, j), (3, 4))
+    assert out.type.shape == (None,)
+    f = theano_dag.function([one, j], out)
+    np.testing.assert_array_equal(f([1], [0, 1, 2]), np.ravel_multi_index(([1], [0, 1, 2]), (3, 4)))
