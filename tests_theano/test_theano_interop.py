@@ -9,7 +9,7 @@ T = pytest.importorskip("theano.tensor")
 pytest.importorskip("theano.tensor.extra_ops")  # loaded for T.extra_ops and T.slinalg
 pytest.importorskip("theano.tensor.slinalg")
 
-from compound_cases import COMPOUND, ERFC_TAIL, compound_case  # noqa: E402
+from compound_cases import COMPOUND, ERFC_TAIL, check_formula_conversion  # noqa: E402
 from random_graphs import random_args, tensor_graphs  # noqa: E402
 from theano.graph.basic import equal_computations as t_equal  # noqa: E402
 from theano.graph.fg import FunctionGraph as TFunctionGraph  # noqa: E402
@@ -277,17 +277,5 @@ def test_random_graphs_round_trip(fg):
 def test_compound_scalar_ops_convert_as_their_formulas(name, dtype):
     # Theano has none of these as one op: each goes over as its elementwise ops of the
     # formula (strict or not), never wrapped, with our values at the edges of its rules.
-    xs, out, values = compound_case(name, dtype)
-    fg = FunctionGraph(xs, [out], clone=False)
-    with np.errstate(all="ignore"):
-        (want,) = ours(fg, values)
-    rtol = 8 * np.finfo(dtype).eps
-    for strict in (True, False):
-        tfg = to_theano(fg, strict=strict)
-        assert not [n for n in tfg.toposort() if str(n.op).startswith("TheanoDag{")]
-        with np.errstate(all="ignore"):
-            got = [theirs(tfg, values)[0], theirs(tfg, values, "FAST_RUN")[0]]
-            got.append(ours(from_theano(tfg, strict=True), values)[0])
-        for g in got:
-            assert g.dtype == want.dtype
-            np.testing.assert_allclose(g, want, rtol=rtol, atol=0)
+    runs = (theirs, lambda tfg, values: theirs(tfg, values, "FAST_RUN"))
+    check_formula_conversion(name, dtype, ours, to_theano, from_theano, runs)

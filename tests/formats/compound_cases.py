@@ -7,6 +7,7 @@ import numpy as np
 
 from theano_dag import scalar as ts
 from theano_dag import tensor as tt
+from theano_dag.graph.fg import FunctionGraph
 from theano_dag.tensor import nnet
 
 # probabilities o, targets t, logits z and their targets
@@ -42,3 +43,24 @@ def compound_case(name, dtype):
     build, args = {**COMPOUND, **ERFC_TAIL}[name]
     xs = [tt.vector(f"x{k}", dtype=dtype) for k in range(len(args))]
     return xs, build(*xs), [np.asarray(a, dtype=dtype) for a in args]
+
+
+def check_formula_conversion(name, dtype, ours, to_other, from_other, runs):
+    """Case ``name`` in ``dtype`` converted to another library by ``to_other`` (strict and
+    not) as its ops of the formula, no node wrapping ours (``TheanoDag{...}``); each of
+    ``runs`` (``run(graph, values)`` of the other library's modes) and ``ours`` of the
+    graph converted back by ``from_other`` give ``ours``'s values within 8 ulps."""
+    xs, out, values = compound_case(name, dtype)
+    fg = FunctionGraph(xs, [out], clone=False)
+    with np.errstate(all="ignore"):
+        (want,) = ours(fg, values)
+    rtol = 8 * np.finfo(dtype).eps
+    for strict in (True, False):
+        other = to_other(fg, strict=strict)
+        assert not [n for n in other.toposort() if str(n.op).startswith("TheanoDag{")]
+        with np.errstate(all="ignore"):
+            got = [run(other, values)[0] for run in runs]
+            got.append(ours(from_other(other, strict=True), values)[0])
+        for g in got:
+            assert g.dtype == want.dtype
+            np.testing.assert_allclose(g, want, rtol=rtol, atol=0)

@@ -13,7 +13,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Numba will use object mode"),  # a wrapped op's perform
 ]
 
-from compound_cases import COMPOUND, ERFC_TAIL, compound_case  # noqa: E402
+from compound_cases import COMPOUND, ERFC_TAIL, check_formula_conversion  # noqa: E402
 from pytensor.compile.mode import Mode as PMode  # noqa: E402
 from pytensor.graph.basic import equal_computations as p_equal  # noqa: E402
 from pytensor.graph.fg import FunctionGraph as PFunctionGraph  # noqa: E402
@@ -304,17 +304,5 @@ def test_a_float_function_of_bools_computes_in_the_output_float():
 def test_compound_scalar_ops_convert_as_their_formulas(name, dtype):
     # PyTensor has log1mexp of these as one op: the others go over as its elementwise ops
     # of their formulas (strict or not), never wrapped, with our values at their edges.
-    xs, out, values = compound_case(name, dtype)
-    fg = FunctionGraph(xs, [out], clone=False)
-    with np.errstate(all="ignore"):
-        (want,) = ours(fg, values)
-    rtol = 8 * np.finfo(dtype).eps
-    for strict in (True, False):
-        pfg = to_pytensor(fg, strict=strict)
-        assert not [n for n in pfg.toposort() if str(n.op).startswith("TheanoDag{")]
-        with np.errstate(all="ignore"):
-            got = [theirs(pfg, values)[0], theirs(pfg, values, PY)[0]]
-            got.append(ours(from_pytensor(pfg, strict=True), values)[0])
-        for g in got:
-            assert g.dtype == want.dtype
-            np.testing.assert_allclose(g, want, rtol=rtol, atol=0)
+    runs = (theirs, lambda pfg, values: theirs(pfg, values, PY))
+    check_formula_conversion(name, dtype, ours, to_pytensor, from_pytensor, runs)

@@ -22,7 +22,7 @@ from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import broadcast_static_shape, reduce_grad_to
-from theano_dag.tensor.shape import broadcast_lengths, shape_i
+from theano_dag.tensor.shape import broadcast_shapes, shape_i
 from theano_dag.tensor.sort import argsort
 from theano_dag.tensor.type import TensorType, continuous_dtypes, int_dtypes, uint_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
@@ -344,7 +344,7 @@ class Choose(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         # The broadcast of a's shape with the choices' (an array's without its first
         # dimension), right-aligned; a dimension known to be 1 takes the others' length.
-        # Lengths that do not broadcast raise, as numpy's choose does (broadcast_lengths;
+        # Lengths that do not broadcast raise, as numpy's choose does (broadcast_shapes;
         # the largest would be 1 for a 0 and a 1, where numpy gives 0).
         a, *choices = node.inputs
         operands = [(input_shapes[0], a.type.shape, str(a))]
@@ -355,17 +355,11 @@ class Choose(Op):
             ]
         else:
             operands.append((input_shapes[1][1:], choices[0].type.shape[1:], "a choice"))
-        nd = node.outputs[0].ndim
-        out = []
-        for k in range(nd):
-            dims, names = [], []
-            for sym, static, name in operands:
-                if len(sym) - nd + k >= 0 and static[len(sym) - nd + k] != 1:
-                    dims.append(sym[len(sym) - nd + k])
-                    names.append(name)
-            what = f"{self}: a and the choices broadcast along dimension {k}"
-            out.append(broadcast_lengths(dims, what, names))
-        return [tuple(out)]
+        shapes = [
+            tuple(1 if st == 1 else n for n, st in zip(sym, static)) for sym, static, _ in operands
+        ]
+        names = [name for _, _, name in operands]
+        return [tuple(broadcast_shapes(shapes, f"{self}: a and the choices", names))]
 
     def L_op(self, inputs, outputs, output_grads):
         # Each output entry is one entry of the choice its index names: that choice gets

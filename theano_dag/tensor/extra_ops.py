@@ -24,7 +24,8 @@ from theano_dag.tensor.basic import repeat
 from theano_dag.tensor.elemwise import DimShuffle, _norm_axis
 from theano_dag.tensor.nnet.nnet import to_one_hot
 from theano_dag.tensor.shape import (
-    broadcast_lengths,
+    broadcast_length,
+    broadcast_shapes,
     checked_shape,
     shape_i,
     specify_shape,
@@ -1055,20 +1056,11 @@ class RavelMultiIndex(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         # The index arrays broadcast together, one for each length of dims, as numpy
-        # refuses others (broadcast_lengths: a length 1 spreads).
+        # refuses others (broadcast_shapes: a length 1 spreads).
         *index_shapes, dims_shape = input_shapes
         count = len(index_shapes)
         names = [f"index array {k}" for k in range(count)]
-        nd = max(len(sh) for sh in index_shapes)
-        out = []
-        for k in range(nd):
-            lengths, named = [], []
-            for sh, name in zip(index_shapes, names):
-                if len(sh) - nd + k >= 0:
-                    lengths.append(sh[len(sh) - nd + k])
-                    named.append(name)
-            what = f"{self}: the index arrays broadcast along dimension {k}"
-            out.append(broadcast_lengths(lengths, what, named))
+        out = broadcast_shapes(index_shapes, f"{self}: the index arrays", names)
         counted = ("the index arrays", "the lengths of dims")
         return [checked_shape(tuple(out), [count, dims_shape[0]], str(self), counted)]
 
@@ -1269,7 +1261,7 @@ def broadcast_shape(*arrays, arrays_are_shapes=False):
             # Lengths known only when run: a 1 spreads, the others must be equal, checked
             # (not the largest: a 0 with a 1 is 0)
             what = f"broadcast_shape: dimension {k} cannot broadcast"
-            out.append(broadcast_lengths(known, what, names))
+            out.append(broadcast_length(known, what, names))
     if not arrays_are_shapes or any(isinstance(d, Variable) for s in shapes for d in s):
         # Lengths of arrays, or shapes given as variables: every length is a variable, as
         # in Theano (a known one an int64 constant), so each can be evaluated or stacked.

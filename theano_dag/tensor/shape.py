@@ -49,7 +49,8 @@ __all__ = [
     "checked_shape",
     "spread_length",
     "spread_compared",
-    "broadcast_lengths",
+    "broadcast_length",
+    "broadcast_shapes",
     "shape_padleft",
     "shape_padright",
     "shape_padaxis",
@@ -1000,7 +1001,7 @@ def spread_compared(n, length, what, names=SPREAD_NAMES):
     return _tensor.switch(_tensor.eq(length, 1), n, length)
 
 
-def broadcast_lengths(lengths, what, names):
+def broadcast_length(lengths, what, names):
     """numpy's broadcast of ``lengths``, the lengths of arrays broadcast together along
     one dimension (index arrays are, whatever their types declare): a length 1 spreads,
     and two others must be equal, checked where they may differ (:func:`equal_lengths`,
@@ -1008,10 +1009,10 @@ def broadcast_lengths(lengths, what, names):
     together); 1 where every length is.
 
     >>> from theano_dag import tensor as tt
-    >>> broadcast_lengths([1, 3, 3], "index", ("i", "j", "k"))
+    >>> broadcast_length([1, 3, 3], "index", ("i", "j", "k"))
     3
     >>> i, j = tt.lvector("i"), tt.lvector("j")
-    >>> n = broadcast_lengths([shape_i(i, 0), shape_i(j, 0)], "index", ("i", "j"))
+    >>> n = broadcast_length([shape_i(i, 0), shape_i(j, 0)], "index", ("i", "j"))
     >>> n.owner.op.names, int(n.eval({i: [0, 1], j: [2]}))
     (('i', 'j'), 2)
     """
@@ -1033,6 +1034,26 @@ def broadcast_lengths(lengths, what, names):
         out = equal_lengths([out, spread], what, (out_name, name).__getitem__)
         out_name = f"{out_name} and {name}"
     return 1 if out is None else out
+
+
+def broadcast_shapes(shapes, what, names):
+    """numpy's broadcast of arrays of shapes ``shapes`` (tuples of lengths, right-aligned):
+    :func:`broadcast_length` along each dimension ``k`` of the result, its check named
+    ``f"{what} broadcast along dimension {k}"`` and the arrays by ``names``.
+
+    >>> broadcast_shapes([(3, 1), (4,)], "x and y", ("x", "y"))
+    [3, 4]
+    """
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(nd):
+        lengths, named = [], []
+        for s, name in zip(shapes, names):
+            if len(s) - nd + k >= 0:
+                lengths.append(s[len(s) - nd + k])
+                named.append(name)
+        out.append(broadcast_length(lengths, f"{what} broadcast along dimension {k}", named))
+    return out
 
 
 def checked_shape(shape, lengths, what, names):

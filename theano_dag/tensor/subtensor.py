@@ -31,7 +31,7 @@ from theano_dag.tensor.elemwise import DimShuffle, reduce_grad_to
 from theano_dag.tensor.math import sum as tsum
 from theano_dag.tensor.shape import (
     EqualLengths,
-    broadcast_lengths,
+    broadcast_shapes,
     checked_shape,
     reshape,
     shape_i,
@@ -792,7 +792,7 @@ class AdvancedSubtensor(Op):
         """The result's shape (``x`` of shape ``xs`` indexed by ``idx``, of shapes
         ``idx_shapes``) and the positions of the dimensions of the index arrays broadcast
         together, each length checked where the arrays' lengths may differ
-        (``broadcast_lengths``; numpy refuses arrays that do not broadcast). ``who`` names
+        (``broadcast_shapes``; numpy refuses arrays that do not broadcast). ``who`` names
         the op in the error. (The lengths given, ints when the CPU engine plans the node.)"""
         slots, indices = self._slots(x, idx)
         shape_of = {}
@@ -814,15 +814,8 @@ class AdvancedSubtensor(Op):
                 adv_shapes.append(tuple(shape_of[v]))
             names.append(f"index array {k}" if v.name is None else f"index array {k} ({v.name})")
         nd = max((len(s) for s in adv_shapes), default=0)
-        bshape = []
-        for k in range(nd):  # broadcast the index shapes (right-aligned), 1 spreading
-            dims, dim_names = [], []
-            for s, name in zip(adv_shapes, names):
-                if len(s) - nd + k >= 0:
-                    dims.append(s[len(s) - nd + k])
-                    dim_names.append(name)
-            what = f"{who}: the index arrays broadcast along dimension {k}"
-            bshape.append(broadcast_lengths(dims, what, dim_names))
+        # the index shapes broadcast (right-aligned), 1 spreading
+        bshape = broadcast_shapes(adv_shapes, f"{who}: the index arrays", names)
         shape, adv = [], []
         for kind, what in slots:
             if kind == "adv":
