@@ -71,3 +71,17 @@ def no_kernel_builds_in_flight():
     counts."""
     for build in list(cc._BUILDS.values()):
         build.wait(HANG_S)
+
+
+@pytest.fixture
+def step_library_loaded():
+    """The step library of the configured compiler loaded in this process (from the user's
+    kernel cache, built there if needed): a function compiled into a new cache then builds
+    its own kernels only, whatever ran before the test."""
+    tc = cc.get_toolchain(config.cxx)
+    if tc is None:
+        pytest.skip("no C compiler (config.cxx)")
+    lib = ckernel.step_library(tc, config.compiledir)
+    lib.start(background=False)
+    assert lib.wait(HANG_S), lib.error
+    return lib

@@ -284,6 +284,7 @@ def test_a_step_library_that_fails_leaves_steps_and_strided_calls_on_numpy(tmp_p
     # the kernels run in C on contiguous operands, numpy runs the sum and the kernel's call
     # on a transposed operand, with one warning for the process.
     monkeypatch.setattr(ckernel, "steps_source", lambda *a: "#error the steps are broken\n")
+    monkeypatch.setattr(ckernel, "_STEP_LIBRARIES", {})  # none loaded: this one is built
     x, v = tt.dmatrix("x"), tt.dvector("v")
     xv = np.linspace(-1, 1, 12).reshape(3, 4)
     vv = np.linspace(0, 1, 3)

@@ -259,15 +259,15 @@ class CallSpec:
 
 def refuse_none(engine: str, variables, cells) -> None:
     """Raise TypeError naming the input where a cell of ``cells`` holds None and its
-    variable's type has no None among its values: for the engines that compute on arrays
-    only (a function passes a caller's None through, as Theano does, and the CPU engine
-    hands it to the ops, where ``default`` or ``eye`` read it).
+    variable's type has no None among its values: for an engine that computes on arrays
+    only (a function passes a caller's None through, as Theano does, to the ops that read
+    one, ``default`` or ``eye``; the CPU and OpenCL engines run those on the host).
 
     >>> import theano_dag.tensor as tt
-    >>> refuse_none("OpenCL engine", [tt.dvector("x")], [[None]])
+    >>> refuse_none("Dask engine", [tt.dvector("x")], [[None]])
     Traceback (most recent call last):
     ...
-    TypeError: OpenCL engine: input 'x' is None, not a value of TensorType(float64, vector): ...
+    TypeError: Dask engine: input 'x' is None, not a value of TensorType(float64, vector): ...
     """
     for v, cell in zip(variables, cells):
         if cell[0] is None:
@@ -277,8 +277,8 @@ def refuse_none(engine: str, variables, cells) -> None:
                 name = f"'{v.name}'" if v.name else "(unnamed)"
                 raise TypeError(
                     f"{engine}: input {name} is None, not a value of {v.type}: this engine "
-                    "computes on arrays only (the CPU engine hands a None to the ops, as "
-                    "Theano does)"
+                    "computes on arrays only (the CPU and OpenCL engines hand a None to the "
+                    "ops that read one, as Theano does)"
                 ) from None
 
 

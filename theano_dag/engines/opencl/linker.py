@@ -28,7 +28,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import Container, Linker, io_storage_map, raise_with_op
-from theano_dag.engines.callspec import Thunk, refuse_none
+from theano_dag.engines.callspec import Thunk
 from theano_dag.engines.cpu.plan.shapes import infer_shapes
 from theano_dag.engines.memory import PlanNode, plan_memory
 from theano_dag.engines.opencl import (  # noqa: F401 (register kernels)
@@ -338,7 +338,6 @@ class _Runner(Thunk):
 
     def _run(self):
         fg = self.fgraph
-        refuse_none("OpenCL engine", fg.inputs, self.input_storage)
         host: dict = {}
         dev: dict = {}
         for v, cell, dtype in zip(fg.inputs, self.input_storage, self._input_dtypes):

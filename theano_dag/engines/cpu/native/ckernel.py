@@ -1272,12 +1272,16 @@ _STEP_LOCK = threading.Lock()
 
 def step_library(toolchain, compiledir) -> StepLibrary:
     """The :class:`StepLibrary` of ``toolchain`` in the kernel cache of ``compiledir``
-    (one per process; not started)."""
+    (one per process; not started). Where this process has loaded the step library of
+    ``toolchain`` from another cache, that one: its C is the same (functions compiled
+    into a new cache, as tests do, then build their own kernels only)."""
     key = (toolchain, cc.kernel_dir(compiledir))
     with _STEP_LOCK:
         lib = _STEP_LIBRARIES.get(key)
         if lib is None:
-            lib = _STEP_LIBRARIES[key] = StepLibrary(toolchain, compiledir)
+            loaded = [s for (t, _), s in _STEP_LIBRARIES.items() if t == toolchain and s.lib]
+            lib = loaded[0] if loaded else StepLibrary(toolchain, compiledir)
+            _STEP_LIBRARIES[key] = lib
     return lib
 
 
