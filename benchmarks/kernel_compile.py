@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -45,15 +46,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import theano_dag
 from theano_dag.config import config
 from theano_dag.engines.cpu.emit import csource
 from theano_dag.engines.cpu.native import cc, ckernel
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _small_graph_cases import CASES, make_data  # noqa: E402
-from small_graphs import theano_dag_lib  # noqa: E402
+from _small_graph_cases import CASES  # noqa: E402
 
 PYTENSOR_CHILD = """
 import os, sys, tempfile, time, types
@@ -84,24 +83,6 @@ def _compile_seconds(tc, source):
         return time.perf_counter() - t
 
 
-def _library_sources(case, tc):
-    """The kernel library's source of ``case``'s function, and the same kernels after the
-    step library's C (a function compiled in a scratch cache, its kernels not built)."""
-    with (
-        config.change_flags(compiledir=tempfile.mkdtemp()),
-        ckernel.compile_mode("never"),
-    ):
-        ins, outs, updates, args = CASES[case](theano_dag_lib(), make_data())
-        f = theano_dag.function(ins, outs, updates=updates)
-        f(*args)
-        lib = f.fn.program.ckernels
-    layout, simd = ckernel._layout_and_simd(tc)
-    kernels = lib.source()
-    steps = csource.steps_source(layout, simd)
-    templates = kernels[len(csource.preamble(layout, simd)) :]
-    return kernels, steps + templates, len(lib._by_source)
-
-
 SOURCE_CHILD = """
 import sys, tempfile
 sys.path.insert(0, {here!r})
@@ -118,8 +99,9 @@ sys.stdout.write(f.fn.program.ckernels.source())
 """
 
 
-def _before_source(tree, case):
-    """The kernel library's source of ``case`` as the theano_dag at ``tree`` makes it."""
+def _library_source(case, tree=HERE.parent):
+    """The kernel library's source of ``case``'s function as the theano_dag at ``tree``
+    makes it (in a child process with ``tree`` on its path; the kernels not built)."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run(
         [sys.executable, "-c", SOURCE_CHILD.format(here=str(HERE), case=case)],
@@ -128,6 +110,16 @@ def _before_source(tree, case):
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return out.stdout
+
+
+def _library_sources(case, tc):
+    """The kernel library's source of ``case``'s function, the same kernels after the step
+    library's C, and how many kernels it has."""
+    layout, simd = ckernel._layout_and_simd(tc)
+    kernels = _library_source(case)
+    templates = kernels[len(csource.preamble(layout, simd)) :]
+    n = len(re.findall(r"^int k\d+_v\(", templates, re.M))
+    return kernels, csource.steps_source(layout, simd) + templates, n
 
 
 def _pytensor_seconds(case):
@@ -173,7 +165,7 @@ def main(argv=None):
                "kernels_with_steps": round(ks, 3),
                "with_steps_over_kernels": round(ks / k, 2)}  # fmt: skip
         if a.before_tree:
-            before = _before_source(a.before_tree, case)
+            before = _library_source(case, a.before_tree)
             b = statistics.median(_compile_seconds(tc, before) for _ in range(a.repeats))
             row["before"] = round(b, 3)
             row["before_over_kernels"] = round(b / k, 2)
