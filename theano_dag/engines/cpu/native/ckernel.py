@@ -1223,25 +1223,23 @@ class StepLibrary:
 
     def _built(self, build):
         if build.error is not None:
-            self._failed(build.error)
+            self._finish(None, build.error)
         else:
             self._load(build.path)
-
-    def _failed(self, error):
-        # (The kernel libraries waiting for it give the warning: KernelLibrary._loaded_part.)
-        self._finish(None, error)
 
     def _load(self, path):
         try:
             lib = _open_library(path)
             general = segment.entry_address(lib, "td_general")
         except (OSError, AttributeError) as e:
-            self._failed(e)
+            self._finish(None, e)
             return
         self.general = general
         self._finish(lib, None)
 
     def _finish(self, lib, error):
+        """Loaded (``lib``) or failed (``error``): the waiting callbacks are called. (A
+        failure's warning is the kernel libraries': KernelLibrary._loaded_part.)"""
         with self._lock:
             self.lib, self.error = lib, error
             callbacks, self._callbacks = self._callbacks, []
