@@ -27,6 +27,7 @@ _LAZY = {
     "convert_legacy_graph": ("dask._task_spec", "convert_legacy_graph"),
     "optimize_blockwise": ("dask.blockwise", "optimize_blockwise"),
     "HighLevelGraph": ("dask.highlevelgraph", "HighLevelGraph"),
+    "MaterializedLayer": ("dask.highlevelgraph", "MaterializedLayer"),
     "flatten": ("dask.core", "flatten"),
 }
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from theano_dag.engines.dask import backend
 
-__all__ = ["fuse_linear", "optimize_graph", "optimize_arrays"]
+__all__ = ["fuse_linear", "optimize_graph", "optimize_arrays", "arrays_on"]
 
 
 def fuse_linear(graph: dict, keys) -> dict:
@@ -72,7 +72,8 @@ def optimize_graph(hlg, keys, drop=()) -> dict:
     the tasks that read them)."""
     flat = list(backend.flatten(keys))
     hlg = backend.optimize_blockwise(hlg, keys=flat)
-    graph = backend.convert_legacy_graph(dict(hlg.cull(set(flat))))
+    # to_dict: dict(hlg) looks each key up layer by layer, O(keys x layers)
+    graph = backend.convert_legacy_graph(hlg.cull(set(flat)).to_dict())
     for key in drop:
         graph.pop(key, None)
     return fuse_linear(graph, flat)
@@ -92,4 +93,25 @@ def optimize_arrays(arrays) -> list:
         return []
     hlg = backend.HighLevelGraph.merge(*(a.__dask_graph__() for a in arrays))
     graph = optimize_graph(hlg, [a.__dask_keys__() for a in arrays])
-    return [backend.da.Array(graph, a.name, a.chunks, meta=a._meta) for a in arrays]
+    return arrays_on(graph, [(a.name, a.chunks, a._meta) for a in arrays])
+
+
+def arrays_on(graph: dict, outputs) -> list:
+    """Dask arrays, one per ``(name, chunks, meta)`` of ``outputs``, that all hold
+    ``graph`` as one layer object: computed together, dask merges their graphs layer by
+    layer and skips a layer it has seen (by identity), where a layer each (``da.Array``
+    given the dict) copies the whole graph once per array.
+
+    >>> import numpy as np
+    >>> a, b = arrays_on({("a", 0): np.ones(2), ("b", 0): np.zeros(2)},
+    ...                  [("a", ((2,),), np.ones(0)), ("b", ((2,),), np.ones(0))])
+    >>> a.dask.layers["a"] is b.dask.layers["b"]
+    True
+    """
+    layer = backend.MaterializedLayer(graph)
+    return [
+        backend.da.Array(
+            backend.HighLevelGraph({name: layer}, {name: set()}), name, chunks, meta=meta
+        )
+        for name, chunks, meta in outputs
+    ]

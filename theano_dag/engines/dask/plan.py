@@ -26,7 +26,7 @@ import numpy as np
 
 from theano_dag.engines.dask import backend
 from theano_dag.engines.dask.backend import is_dask_array
-from theano_dag.engines.dask.fusion import optimize_graph
+from theano_dag.engines.dask.fusion import arrays_on, optimize_graph
 from theano_dag.tensor.type import TensorType
 
 __all__ = ["Plan", "make_plan", "signature", "PlaceholderRead"]
@@ -106,13 +106,14 @@ class Plan:
             subs[key] = (nm, *key[1:]) if isinstance(key, tuple) else nm
         for key, task in self.graph.items():
             dsk[subs[key]] = task.substitute(subs, key=subs[key])
-        outs = []
-        for out in self.outputs:
-            if out[0] == "local":
-                outs.append(np.array(out[1], copy=True))  # never the same object twice
-            else:
-                name, chunks, meta = out
-                outs.append(backend.da.Array(dsk, names[name], chunks, meta=meta))
+        lazy = [(names[o[0]], o[1], o[2]) for o in self.outputs if o[0] != "local"]
+        arrays = iter(arrays_on(dsk, lazy))
+        outs = [
+            np.array(o[1], copy=True)  # never the same object twice
+            if o[0] == "local"
+            else next(arrays)
+            for o in self.outputs
+        ]
         return outs, names
 
 
