@@ -20,6 +20,12 @@ theano_dag's runs twice: with all its caches warm, including the cache of optimi
 (the warm-up run stores the graph, so ``function`` loads it instead of rewriting), and with
 that cache off (``function_cache=False``: the rewrites run, the kernel cache stays warm).
 
+With ``--networks``, the same for the networks of ``theano_dag.models``: ResNet50 and
+InceptionV3 inference (images of 32 and 75 pixels, size and batch left free) and
+ResNet50's weight gradients, whose shapes are those of convolutions and pools layer after
+layer; PyTensor compiles the same graph, converted (``formats.to_pytensor``, the weights
+as inputs).
+
 With ``--stages``, where the time to first result of each random DAG goes: wall ms per
 stage in this (warm) process, medians of ``--repeats`` runs: building the graph, the
 function's copy of it, the rewrite passes (grouped as ``docs/performance.md`` lists them),
@@ -57,10 +63,14 @@ import numpy as np
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import models
 from theano_dag.compile.function_module import FunctionMaker, insert_deepcopy, std_fgraph
 from theano_dag.compile.io import In, SymbolicOutput
 from theano_dag.compile.mode import Mode, get_mode
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.formats.pytensor_interop import to_pytensor
+from theano_dag.graph.basic import Constant, applys_between, graph_inputs
+from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.utils import gc_paused
 
 # A first-result worker of theano_dag runs without PyTensor loaded, as a user's process
@@ -135,9 +145,36 @@ def build_mlp(lib, grad, n_layers=200, width=32, seed=0):
     return [x, y, *params], [cost, *grads]
 
 
-def count_nodes(outputs):
-    from theano_dag.graph.basic import applys_between, graph_inputs
+#: name -> (network, image side, gradients of the weights)
+NETWORKS = {
+    "ResNet50 inference": ("resnet50", 32, False),
+    "InceptionV3 inference": ("inception_v3", 75, False),
+    "ResNet50 weight gradients": ("resnet50", 32, True),
+}
 
+
+def build_network(name, side, gradient=False):
+    """``(inputs, outputs)`` of a network of ``theano_dag.models`` (its weights shared
+    variables): the logits, or the gradients of their sum with respect to the weights."""
+    network, channels, _ = models.NETWORKS[name]
+    params = models.init_params(network, (1, channels, side, side))
+    x = models.tensor_forward(network, params)[0]
+    net = models.Net(models.TensorOps(), params)
+    logits = network(net, x, logits=True)
+    if not gradient:
+        return [x], [logits]
+    return [x], theano_dag.grad(logits.sum(), list(net.weights.values()))
+
+
+def _pytensor_network(spec):
+    """The graph of ``build_network(*spec)`` in PyTensor, its weights inputs."""
+    ins, outs = build_network(*spec)
+    graph_ins = [v for v in graph_inputs(outs) if not isinstance(v, Constant)]
+    pfg = to_pytensor(FunctionGraph(graph_ins, outs, clone=True))
+    return pfg.inputs, pfg.outputs
+
+
+def count_nodes(outputs):
     return len(applys_between(list(graph_inputs(outputs)), outputs))
 
 
@@ -319,6 +356,11 @@ def main(argv=None):
         default=1800.0,
         help="seconds PyTensor may take on one graph before it is stopped",
     )
+    parser.add_argument(
+        "--networks",
+        action="store_true",
+        help="the networks of theano_dag.models instead of the random DAGs and the MLP",
+    )
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     if args.stages:
@@ -329,16 +371,26 @@ def main(argv=None):
         print("pytensor is not installed: timing theano_dag only (pip install pytensor)")
 
     cases = []
-    for n in (int(s) for s in args.sizes.split(",") if s):
+    for n in (int(s) for s in args.sizes.split(",") if s and not args.networks):
         recipe = dag_recipe(n)
         cases.append((f"random DAG {n}", lambda lib, r=recipe: build_dag(lib, r), n))
-    cases.append(
-        (
-            f"MLP {args.mlp_layers} layers + grad",
-            lambda lib: build_mlp(lib, _grad_of(lib), n_layers=args.mlp_layers),
-            None,
+    if args.networks:
+        for name, spec in NETWORKS.items():
+            cases.append(
+                (
+                    name,
+                    lambda lib, s=spec: build_network(*s) if lib is tt else _pytensor_network(s),
+                    None,
+                )
+            )
+    else:
+        cases.append(
+            (
+                f"MLP {args.mlp_layers} layers + grad",
+                lambda lib: build_mlp(lib, _grad_of(lib), n_layers=args.mlp_layers),
+                None,
+            )
         )
-    )
 
     # Warm up both libraries (imports, registries, caches) on a small graph: the times
     # below are those of optimizing, not of loading code.
@@ -379,7 +431,7 @@ def main(argv=None):
                 row["pytensor_vs_theano_dag"] = round(theirs / ours, 1)
         print(line, flush=True)
         print(json.dumps(row), flush=True)
-    if args.first_result:
+    if args.first_result and not args.networks:
         _print_first_results(args, use_pt)
 
 

@@ -1,12 +1,15 @@
-"""Write the optimized graph of 15 benchmark graphs (``debugprint`` of each compiled
+"""Write the optimized graph of 19 benchmark graphs (``debugprint`` of each compiled
 function's graph, one text file per graph) to a directory, to check that a change to the
 optimizer, the graph core or tensor construction rewrites them identically.
 
 The graphs: the random DAGs (1,000, 3,000 and a 300-node one of another seed) and a
 40-layer MLP with its gradient from ``benchmarks/compile_time.py``, the DAGs of 1,000 and
 3,000 nodes and a 500-op chain from ``benchmarks/first_result.py``, the six cases of
-``benchmarks/small_graphs.py``, and two graphs mixing softmax, sigmoid, softplus and
-product rewrites. Run it before and after the change, then compare::
+``benchmarks/small_graphs.py``, two graphs mixing softmax, sigmoid, softplus and
+product rewrites, and the networks of ``theano_dag.models`` (ResNet50 and InceptionV3
+inference, ResNet50's weight gradients, the MNIST training step), whose shapes are
+rewrites of convolutions and pools layer after layer. Run it before and after the change,
+then compare::
 
     PYTHONPATH=. .venv/bin/python tools/rewrite_signatures.py /tmp/before
     # ... the change ...
@@ -32,6 +35,8 @@ import small_graphs  # noqa: E402
 
 import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
+from theano_dag import models  # noqa: E402
+from theano_dag.models.mnist import mnist_training_step  # noqa: E402
 from theano_dag.printing import debugprint  # noqa: E402
 
 
@@ -56,6 +61,12 @@ def _softmax():
     return [x, v], [cost, theano_dag.grad(cost, v), (x / x.sum()) * -2.0 / (v * v)], None
 
 
+def _mnist_step():
+    params = models.init_params(models.mnist_convnet, (1, 1, 28, 28))
+    inputs, loss, updates = mnist_training_step(models.Net(models.TensorOps(), params))
+    return inputs, [loss], updates
+
+
 def graphs() -> dict:
     """Name -> a function returning ``(inputs, outputs, updates)``."""
     out = {
@@ -73,6 +84,11 @@ def graphs() -> dict:
         out["sg_" + name] = lambda case=case: tuple(case(lib, data)[:3])
     out["extra_mix"] = _mixed
     out["extra_softmax"] = _softmax
+    for key, name in (("net_resnet50", "ResNet50 inference"),
+                      ("net_inception_v3", "InceptionV3 inference"),
+                      ("net_resnet50_grad", "ResNet50 weight gradients")):  # fmt: skip
+        out[key] = lambda spec=ct.NETWORKS[name]: (*ct.build_network(*spec), None)
+    out["net_mnist_step"] = _mnist_step
     return out
 
 

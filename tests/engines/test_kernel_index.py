@@ -7,6 +7,7 @@ wrong: at most one warning, and the C generated as without it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +25,19 @@ from theano_dag.tensor.elemwise import Elemwise
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_cc = pytest.mark.skipif(cc.get_toolchain(config.cxx) is None, reason="no C compiler")
 pytestmark = pytest.mark.usefixtures("no_kernel_builds_in_flight")
+
+
+@pytest.fixture
+def step_library_in_the_cache(tmp_path, step_library_loaded):
+    """The step library copied into the test's new cache (with its checksum and C): the
+    children then build their function's kernels only (the index is of kernels), not
+    the step library again, 4 s each."""
+    kernels = cc.kernel_dir(str(tmp_path))
+    os.makedirs(kernels, exist_ok=True)
+    base = step_library_loaded.path[: -len(".so")]
+    for suffix in (".so", ".so.sum", ".c"):
+        shutil.copy2(base + suffix, kernels)
+
 
 # A function of two fused kernels and a plain one, linked in a process of its own; it
 # prints the index's counters, how many kernels' C was generated, the library and the
@@ -76,6 +90,7 @@ def _entries(cache):
     return [os.path.join(d, n) for n in sorted(os.listdir(d)) if not n.startswith(".")]
 
 
+@pytest.mark.usefixtures("step_library_in_the_cache")
 @needs_cc
 def test_a_second_process_takes_the_c_from_the_index(tmp_path):
     counts, path, c, err = _child(tmp_path)
@@ -89,6 +104,7 @@ def test_a_second_process_takes_the_c_from_the_index(tmp_path):
     assert "damaged" not in err + err2
 
 
+@pytest.mark.usefixtures("step_library_in_the_cache")
 @needs_cc
 @pytest.mark.parametrize("damage", ["truncate", "overwrite", "garbage"])
 def test_a_damaged_entry_warns_once_and_the_c_is_generated(tmp_path, damage):
@@ -112,6 +128,7 @@ def test_a_damaged_entry_warns_once_and_the_c_is_generated(tmp_path, damage):
     assert counts3 == [counts[1], 0, 0, 0] and "damaged" not in err3
 
 
+@pytest.mark.usefixtures("step_library_in_the_cache")
 @needs_cc
 @pytest.mark.parametrize(
     "setup",
@@ -230,6 +247,7 @@ with ckernel.compile_mode("sync"):
 """
 
 
+@pytest.mark.usefixtures("step_library_in_the_cache")
 @needs_cc
 def test_a_users_scalar_op_edited_between_processes_gives_its_new_values(tmp_path):
     # The index once named a user's op by its class's name: the second process took the
@@ -239,7 +257,7 @@ def test_a_users_scalar_op_edited_between_processes_gives_its_new_values(tmp_pat
     got = []
     for k in (2, 3):
         (mod / "usermod.py").write_text(USER_MODULE.format(k=k))
-        child = USER_CHILD.format(root=ROOT, mod=str(mod), cache=str(tmp_path / "cache"))
+        child = USER_CHILD.format(root=ROOT, mod=str(mod), cache=str(tmp_path))
         p = subprocess.run(
             [sys.executable, "-c", child], capture_output=True, text=True, timeout=300
         )

@@ -1195,6 +1195,7 @@ class StepLibrary:
         self.started = False
         self.build = None
         self.lib = None
+        self.path = None  # the library's file, once loaded
         self.general = None  # the address of td_general, once loaded
         self.error = None
         self.warned = False  # whether its failure was told (once per process)
@@ -1234,7 +1235,7 @@ class StepLibrary:
         except (OSError, AttributeError) as e:
             self._finish(None, e)
             return
-        self.general = general
+        self.general, self.path = general, path
         self._finish(lib, None)
 
     def _finish(self, lib, error):
