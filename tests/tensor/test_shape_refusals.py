@@ -247,6 +247,26 @@ CASES = {
         [ones((2, 3)), ones((2, 4))],
         [ones((2, 3)), ones((2, 3))],
     ),
+    # a check that no length of the result carries: a 0-d result's, a dropped length's
+    "sum_all_of_product": (
+        [m, n],
+        lambda: (m * n).sum(),
+        [ones((2, 3)), ones((3, 3))],
+        [ones((2, 3)), ones((2, 3))],
+    ),
+    "dot_plus_one": ([v, w], lambda: tt.dot(v, w) + 1, [ones(3), ones(4)], [ones(3), ones(3)]),
+    "row_of_product": (
+        [m, n],
+        lambda: (m * n)[0],
+        [ones((2, 3)), ones((3, 3))],
+        [ones((2, 3)), ones((2, 3))],
+    ),
+    "sum_of_sum": (
+        [t, s],
+        lambda: (t + s).sum(axis=2).sum(axis=0),
+        [ones((2, 3, 4)), ones((2, 3, 5))],
+        [ones((2, 3, 4)), ones((2, 3, 4))],
+    ),
     "take_out_of_range": (
         [m, i],
         lambda: tt.take(m, i, axis=1),
@@ -258,8 +278,6 @@ CASES = {
 
 HOLES = {
     "conv2d_filter_larger": "a negative output length is no mismatch of equal lengths",
-    "dot_vectors": "a 0-d result's shape is () and holds no length to carry a check",
-    "sum_of_product": "a reduction's shape drops the reduced length and its check",
     "take_out_of_range": "an index out of range depends on the index's values, not its length",
     "index_out_of_range": "an index out of range depends on the index's values, not its length",
 }
@@ -348,3 +366,20 @@ def test_ravel_multi_index_type_is_the_index_arrays_broadcast():
     assert out.type.shape == (None,)
     f = theano_dag.function([one, j], out)
     np.testing.assert_array_equal(f([1], [0, 1, 2]), np.ravel_multi_index(([1], [0, 1, 2]), (3, 4)))
+
+
+def test_a_0d_shape_names_the_lengths_its_value_checks():
+    # dot(v, w) is 0-d: its shape () keeps the check of the inner lengths, named
+    f = theano_dag.function([v, w], tt.dot(v, w).shape)
+    assert f(ones(3), ones(3)).shape == (0,)
+    with pytest.raises(LengthMismatchError, match=r"inner lengths: .*\(v along .*: 3, w .*: 4\)"):
+        f(ones(3), ones(4))
+
+
+def test_a_reduction_shape_names_the_dropped_lengths():
+    f = theano_dag.function([m, n], (m * n).sum(axis=1).shape)
+    with pytest.raises(LengthMismatchError, match=r"dimension 1.*\(m: 3, n: 4\)"):
+        f(ones((2, 3)), ones((2, 4)))
+    # computed anyway, the value checks them: the shape adds no check
+    g = theano_dag.function([m, n], [(m * n).sum(axis=1), (m * n).sum(axis=1).shape])
+    assert len(_checks(g)) == 0

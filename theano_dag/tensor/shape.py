@@ -828,8 +828,9 @@ class EqualLengths(Op):
     A shape computed without the value (``(x * y).shape``) takes one input's length
     where the op would check that they agree: this keeps the check. ``guard=True``: the
     first input is a length passed through unchecked, and the others are the lengths
-    compared (the inner lengths of a product, which are no length of its result). Made
-    by :func:`equal_lengths`, which leaves out the lengths known equal.
+    compared (the inner lengths of a product, which are no length of its result); it may
+    be the empty shape of a 0-d value (an int vector), which has no length to carry the
+    check. Made by :func:`equal_lengths`, which leaves out the lengths known equal.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -853,8 +854,10 @@ class EqualLengths(Op):
 
     def make_node(self, *lengths):
         lengths = [as_tensor_variable(n) for n in lengths]
-        for n in lengths:
-            if n.ndim != 0 or n.dtype not in discrete_dtypes:
+        for k, n in enumerate(lengths):
+            # (the guard may be a 0-d value's shape: the empty int vector)
+            ndims = (0, 1) if self.guard and k == 0 else (0,)
+            if n.ndim not in ndims or n.dtype not in discrete_dtypes:
                 raise TypeError(f"EqualLengths: each length must be an int scalar, got {n.type}")
         if len(lengths) - self.guard != len(self.names):
             raise TypeError(
@@ -881,7 +884,7 @@ class EqualLengths(Op):
         return msg
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [()]
+        return [input_shapes[0]]
 
     def connection_pattern(self, node):
         return [[False] for _ in node.inputs]
@@ -1056,10 +1059,19 @@ def broadcast_shapes(shapes, what, names):
     return out
 
 
+class _CheckedEmptyShape(tuple):
+    """The shape ``()`` of a 0-d result, with ``checks``: the lengths (``EqualLengths``
+    outputs) its op checks, which the shape graph keeps (it has no length to guard)."""
+
+    checks = ()
+
+
 def checked_shape(shape, lengths, what, names):
     """``shape`` (a result's lengths), each length checked by the agreement of
     ``lengths``: lengths that must be equal and are no length of the result (a product's
-    inner lengths), named by ``names``; see :func:`equal_lengths`.
+    inner lengths), named by ``names``; see :func:`equal_lengths`. An empty ``shape``
+    (a 0-d result's) is ``()`` carrying the check as its ``checks``, which the shape
+    graph keeps.
 
     >>> from theano_dag import tensor as tt
     >>> m, v = tt.dmatrix("m"), tt.dvector("v")
@@ -1067,6 +1079,14 @@ def checked_shape(shape, lengths, what, names):
     >>> n.owner.op.guard, n.owner.inputs[0].owner.op
     (True, Shape_i{0})
     """
+    if not shape:
+        out = _CheckedEmptyShape()
+        check = equal_lengths(lengths, what, names.__getitem__)
+        if isinstance(getattr(check, "owner", None), Apply) and isinstance(
+            check.owner.op, EqualLengths
+        ):
+            out.checks = (check,)
+        return out
     return tuple(equal_lengths(lengths, what, names.__getitem__, guard=n) for n in shape)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.graph.algorithms import ancestors
+from theano_dag.graph.basic import Variable
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import Feature
@@ -40,6 +41,7 @@ from theano_dag.tensor.shape import (
     Reshape,
     Shape,
     Shape_i,
+    equal_lengths,
     make_vector,
     shape_i,
     specify_shape,
@@ -271,16 +273,27 @@ def local_infer_shape(fgraph, node):
     >>> x = tt.dmatrix("x")
     >>> s = tt.exp(x).shape[0]
     >>> local_infer_shape.transform(None, s.owner.inputs[0].owner)  # doctest: +SKIP
+
+    The checks the value makes that no length of the shape carries (a 0-d result's, the
+    lengths of its inputs a reduction drops) guard each length (the empty shape of a 0-d
+    value), where the function does not compute the value anyway.
     """
     # shape_i(op(x...), i) -> op.infer_shape(shapes of x...)[i]
     # shape(op(x...)) -> make_vector(*op.infer_shape(shapes of x...))
+    return _inferred_shape(fgraph, node, LENGTH_CHECKS_DEPTH, {})
+
+
+def _inferred_shape(fgraph, node, depth, memo):
+    """``local_infer_shape``'s replacement of ``node``, the inputs' lengths the result
+    drops searched for checks through ``depth`` ops (``memo``: those searched)."""
     x = node.inputs[0]
     owner = x.owner
     infer = getattr(owner.op, "infer_shape", None) if owner is not None else None
     if infer is None:
         return False
+    ins = _input_shapes(owner)
     try:
-        shapes = infer(fgraph, owner, _input_shapes(owner))
+        shapes = infer(fgraph, owner, ins)
     except Exception:  # an op that cannot tell (ShapeError, NotImplementedError...)
         return False
     shp = shapes[owner.outputs.index(x)] if shapes is not None else None
@@ -292,17 +305,102 @@ def local_infer_shape(fgraph, node):
         return False
     if any(x in ancestors([length]) for length in lengths):
         return False  # infer_shape asked for the output's own shape
-    if any(_unchecked(length) is not length for length in lengths) and value_computed(fgraph, x):
+    computed = value_computed(fgraph, x)
+    if any(_unchecked(length) is not length for length in lengths) and computed:
         # The op checks the lengths its inputs share when it computes x, which the
         # function does: the shape need not check them again (a gradient's shapes of
         # the forward values it also computes).
         lengths = [_unchecked(length) for length in lengths]
+    # The checks x's value makes that no length of x carries: a 0-d result's (its shape
+    # has no length), and those of the lengths of its inputs x drops (a reduction's).
+    checks = []
+    if not computed:
+        checks += getattr(shp, "checks", ())
+        checks += _dropped_checks(fgraph, owner, shapes, depth, memo)
     if isinstance(node.op, Shape_i):
-        return [lengths[0]]
-    # The shape of a 0-d value is the empty vector, whatever computes the value.
+        return [_guarded(lengths[0], checks)]
     if not lengths:
-        return [TensorConstant(node.outputs[0].type, np.zeros(0, dtype="int64"))]
-    return [fit(node.outputs[0], make_vector(*lengths))]
+        empty = TensorConstant(node.outputs[0].type, np.zeros(0, dtype="int64"))
+        return [fit(node.outputs[0], _guarded(empty, checks))]
+    return [fit(node.outputs[0], make_vector(*[_guarded(n, checks) for n in lengths]))]
+
+
+# How many ops above an input's length _length_checks infers shapes through.
+LENGTH_CHECKS_DEPTH = 8
+
+
+def _dropped_checks(fgraph, node, shapes, depth, memo):
+    """The checks (``EqualLengths`` outputs) of the lengths of ``node``'s computed inputs
+    that its outputs' ``shapes`` (``infer_shape``'s) drop (a reduced dimension, a 0-d
+    input's shape), where the function does not compute that input anyway: computing
+    the value would raise there."""
+    if depth <= 0:
+        return []
+    kept = [n for shp in shapes if shp is not None for n in shp if isinstance(n, Variable)]
+    used = {
+        (v.owner.inputs[0], v.owner.op.i)
+        for v in ancestors(kept, blockers=node.inputs)
+        if v.owner is not None and isinstance(v.owner.op, Shape_i)
+    }
+    checks = []
+    for i in node.inputs:
+        if i.owner is None or not isinstance(i.type, TensorType):
+            continue
+        dims = [d for d in range(i.ndim) if (i, d) not in used and not i.type.broadcastable[d]]
+        if (dims or i.ndim == 0) and not value_computed(fgraph, i):
+            for d in dims or [None]:
+                checks += _length_checks(fgraph, i, d, depth, memo)
+    return list(dict.fromkeys(checks))
+
+
+def _length_checks(fgraph, v, d, depth, memo):
+    """The checks (``EqualLengths`` outputs) in ``v``'s length along ``d`` (its whole
+    shape where None) as its op's ``infer_shape`` gives it, through ``depth`` ops."""
+    key = (v, d)
+    if key in memo:
+        return memo[key]
+    memo[key] = []
+    if depth <= 0 or v.owner is None:
+        return []
+    # (not shape_i: a static length is a constant, and may hold only where checked)
+    asked = Shape()(v) if d is None else Shape_i(d)(v)
+    new = _inferred_shape(fgraph, asked.owner, depth - 1, memo)
+    if not new:
+        return []
+    found, seen, stack = [], set(), [new[0]]
+    while stack:
+        n = stack.pop()
+        owner = n.owner
+        if owner is None or n in seen:
+            continue
+        seen.add(n)
+        op = owner.op
+        if isinstance(op, EqualLengths):
+            found.append(n)
+            if op.guard:  # the length passed on may hold checks of its own
+                stack.append(owner.inputs[0])
+        elif isinstance(op, (Shape_i, Shape)):
+            i = op.i if isinstance(op, Shape_i) else None
+            found += _length_checks(fgraph, owner.inputs[0], i, depth - 1, memo)
+        else:
+            # (lengths and shapes only: not the values a length is computed from)
+            stack += [i for i in owner.inputs if _is_int_vector_or_scalar(i)]
+    memo[key] = found
+    return found
+
+
+def _is_int_vector_or_scalar(v) -> bool:
+    return getattr(v.type, "ndim", 2) <= 1 and getattr(v.type, "dtype", "") in discrete_dtypes
+
+
+def _guarded(n, checks):
+    """``n`` (a length, or a 0-d value's empty shape) passed on once each check of
+    ``checks`` (``EqualLengths`` outputs) holds."""
+    for c in checks:
+        op = c.owner.op
+        compared = c.owner.inputs[1:] if op.guard else c.owner.inputs
+        n = equal_lengths(compared, op.what, op.names.__getitem__, guard=n, hint=op.hint)
+    return n
 
 
 class ShapeFeature(Feature):
