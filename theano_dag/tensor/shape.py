@@ -47,6 +47,8 @@ __all__ = [
     "EqualLengths",
     "equal_lengths",
     "checked_shape",
+    "IndicesInBounds",
+    "in_bounds_shape",
     "spread_length",
     "spread_compared",
     "broadcast_length",
@@ -964,6 +966,130 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
     return EqualLengths(what, names, hint=hint)(*kept)
 
 
+class _CheckedEmptyShape(tuple):
+    """The shape ``()`` of a 0-d result, with ``checks``: the checks its op makes
+    (``EqualLengths`` and ``IndicesInBounds`` outputs), which the shape graph keeps (it
+    has no length to guard)."""
+
+    checks = ()
+
+
+class IndicesInBounds(Op):
+    """``IndicesInBounds(what)(n, indices, length)``: ``n`` (a length, or a 0-d value's
+    empty shape), once every entry of ``indices`` (an int scalar or array) lies in
+    ``[-length, length)``, numpy's bounds for an index into a dimension of that length;
+    else IndexError naming ``what`` (the op and what it indexes), the index and the
+    length. A shape computed without the value of an index read (``v[i].shape``) keeps
+    the read's refusal of an index out of range so (:func:`in_bounds_shape`).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> v, i = tt.dvector("v"), tt.lvector("i")
+    >>> n = IndicesInBounds("v[i]")(i.shape[0], i, v.shape[0])
+    >>> int(n.eval({v: np.ones(3), i: [0, -3, 2]}))
+    3
+    >>> try:
+    ...     n.eval({v: np.ones(3), i: [0, 5]})
+    ... except IndexError as err:
+    ...     print(str(err).splitlines()[0])
+    v[i]: index 5 is out of bounds for a length of 3 (an index lies in [-3, 3))
+    """
+
+    __props__ = ("what",)
+    view_map = {0: [0]}
+
+    def __init__(self, what):
+        self.what = what
+
+    def __str__(self):
+        return "IndicesInBounds"
+
+    def make_node(self, n, indices, length):
+        n, indices, length = (as_tensor_variable(x) for x in (n, indices, length))
+        for x, ndims, asked in [
+            (n, (0, 1), "a length or a shape"),
+            (indices, range(indices.ndim + 1), "int indices"),
+            (length, (0,), "a length"),
+        ]:
+            if x.ndim not in ndims or x.dtype not in discrete_dtypes:
+                raise TypeError(f"IndicesInBounds: expected {asked} (ints), got {x.type}")
+        return Apply(self, [n, indices, length], [n.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        n, indices, length = inputs
+        indices, length = np.asarray(indices), int(length)
+        if indices.size:
+            low, high = int(indices.min()), int(indices.max())
+            if low < -length or high >= length:
+                raise IndexError(self.message(high if high >= length else low, length))
+        output_storage[0][0] = n
+
+    def message(self, index, length):
+        """The error of ``index`` out of bounds for ``length``."""
+        return (
+            f"{self.what}: index {index} is out of bounds for a length of {length} "
+            f"(an index lies in [-{length}, {length}))"
+        )
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[False] for _ in node.inputs]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected() for _ in inputs]
+
+
+def in_bounds_shape(shape, indexed, what):
+    """``shape`` (an index read's result's lengths) with each length passed on once each
+    ``(indices, length, name)`` of ``indexed`` holds indices in bounds for that length
+    (:class:`IndicesInBounds`, ``what`` naming the op, ``name`` what it indexes); for an
+    empty ``shape`` (a 0-d result's), ``()`` carrying them as its ``checks``. Indices and
+    a length known now are checked now (IndexError); a length given as an int (an
+    engine planning a run, which computes the value and its checks) is not checked.
+
+    >>> from theano_dag import tensor as tt
+    >>> v, i = tt.dvector("v"), tt.lvector("i")
+    >>> (n,) = in_bounds_shape((shape_i(i, 0),), [(i, shape_i(v, 0), "v")], "v[i]")
+    >>> n.owner.op, n.owner.op.what
+    (IndicesInBounds, 'v[i]: v')
+    >>> in_bounds_shape((4,), [(2, 3, "v")], "v[2]")
+    (4,)
+    """
+    checks = []
+    for indices, length, name in indexed:
+        if not isinstance(length, Variable):
+            continue
+        op = IndicesInBounds(f"{what}: {name}")
+        known, n = _const_ints(indices), _length_key(length)
+        if known is not None and isinstance(n, int):
+            bad = [k for k in known.ravel() if not -n <= k < n]
+            if bad:
+                raise IndexError(op.message(int(bad[0]), n))
+            continue
+        checks.append(op(length, indices, length))
+    if not shape:
+        out = _CheckedEmptyShape()
+        out.checks = tuple(checks)
+        return out
+    out = []
+    for n in shape:
+        for c in checks:
+            n = c.owner.op(n, *c.owner.inputs[1:])
+        out.append(n)
+    return tuple(out)
+
+
+def _const_ints(x):
+    """The ints of ``x`` (an int, an array, a constant) when known now, else None."""
+    if isinstance(x, Constant):
+        x = x.data
+    if isinstance(x, Variable):
+        return None
+    return np.asarray(x, dtype="int64")
+
+
 def spread_length(n, length, what):
     """``n``, a length asked of a value of length ``length`` along that dimension (an
     alloc's, a write into a part of ``n``): checked equal to ``length`` unless ``length``
@@ -1009,7 +1135,7 @@ def broadcast_length(lengths, what, names):
     one dimension (index arrays are, whatever their types declare): a length 1 spreads,
     and two others must be equal, checked where they may differ (:func:`equal_lengths`,
     one check for each length met, naming it by ``names[k]`` and the lengths before it
-    together); 1 where every length is.
+    by the broadcast of theirs: one of them may be 1); 1 where every length is.
 
     >>> from theano_dag import tensor as tt
     >>> broadcast_length([1, 3, 3], "index", ("i", "j", "k"))
@@ -1019,13 +1145,16 @@ def broadcast_length(lengths, what, names):
     >>> n.owner.op.names, int(n.eval({i: [0, 1], j: [2]}))
     (('i', 'j'), 2)
     """
-    out, out_name = None, None
+    out, out_names = None, []
     for n, name in zip(lengths, names):
         if _length_key(n) == 1:
             continue
         if out is None:
-            out, out_name = n, name
+            out, out_names = n, [name]
             continue
+        out_name = out_names[0]
+        if len(out_names) > 1:  # (the length of their broadcast: one may be 1)
+            out_name = f"the broadcast of {', '.join(out_names[:-1])} and {out_names[-1]}"
         # ints that differ raise here; lengths known equal give out itself
         checked = equal_lengths([out, n], what, (out_name, name).__getitem__)
         if checked is out or getattr(checked, "owner", None) is None:
@@ -1035,7 +1164,7 @@ def broadcast_length(lengths, what, names):
             out = _tensor.switch(_tensor.eq(out, 1), n, out)
         spread = n if isinstance(_length_key(n), int) else _tensor.switch(_tensor.eq(n, 1), out, n)
         out = equal_lengths([out, spread], what, (out_name, name).__getitem__)
-        out_name = f"{out_name} and {name}"
+        out_names.append(name)
     return 1 if out is None else out
 
 
@@ -1057,13 +1186,6 @@ def broadcast_shapes(shapes, what, names):
                 named.append(name)
         out.append(broadcast_length(lengths, f"{what} broadcast along dimension {k}", named))
     return out
-
-
-class _CheckedEmptyShape(tuple):
-    """The shape ``()`` of a 0-d result, with ``checks``: the lengths (``EqualLengths``
-    outputs) its op checks, which the shape graph keeps (it has no length to guard)."""
-
-    checks = ()
 
 
 def checked_shape(shape, lengths, what, names):

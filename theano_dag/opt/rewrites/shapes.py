@@ -32,11 +32,12 @@ from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, value_computed
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
+from theano_dag.tensor.arrays import Assert, ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     EqualLengths,
+    IndicesInBounds,
     MakeVector,
     Reshape,
     Shape,
@@ -255,9 +256,14 @@ def _as_length(entry):
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
+# The ops that pass their first input on once a check holds, made by infer_shapes.
+_GUARDS = (EqualLengths, IndicesInBounds, Assert)
+
+
 def _unchecked(length):
-    """``length`` without the ``EqualLengths`` check at its top (the length it passes)."""
-    while length.owner is not None and isinstance(length.owner.op, EqualLengths):
+    """``length`` without the checks at its top (``EqualLengths``, ``IndicesInBounds``:
+    the length they pass)."""
+    while length.owner is not None and isinstance(length.owner.op, _GUARDS):
         length = length.owner.inputs[0]
     return length
 
@@ -330,10 +336,10 @@ LENGTH_CHECKS_DEPTH = 8
 
 
 def _dropped_checks(fgraph, node, shapes, depth, memo):
-    """The checks (``EqualLengths`` outputs) of the lengths of ``node``'s computed inputs
-    that its outputs' ``shapes`` (``infer_shape``'s) drop (a reduced dimension, a 0-d
-    input's shape), where the function does not compute that input anyway: computing
-    the value would raise there."""
+    """The checks (``EqualLengths``, ``IndicesInBounds`` outputs) of the lengths of
+    ``node``'s computed inputs that its outputs' ``shapes`` (``infer_shape``'s) drop (a
+    reduced dimension, a 0-d input's shape), where the function does not compute that
+    input anyway: computing the value would raise there."""
     if depth <= 0:
         return []
     kept = [n for shp in shapes if shp is not None for n in shp if isinstance(n, Variable)]
@@ -354,8 +360,9 @@ def _dropped_checks(fgraph, node, shapes, depth, memo):
 
 
 def _length_checks(fgraph, v, d, depth, memo):
-    """The checks (``EqualLengths`` outputs) in ``v``'s length along ``d`` (its whole
-    shape where None) as its op's ``infer_shape`` gives it, through ``depth`` ops."""
+    """The checks (``EqualLengths``, ``IndicesInBounds`` outputs) in ``v``'s length
+    along ``d`` (its whole shape where None) as its op's ``infer_shape`` gives it,
+    through ``depth`` ops."""
     key = (v, d)
     if key in memo:
         return memo[key]
@@ -375,10 +382,10 @@ def _length_checks(fgraph, v, d, depth, memo):
             continue
         seen.add(n)
         op = owner.op
-        if isinstance(op, EqualLengths):
+        if isinstance(op, _GUARDS):
             found.append(n)
-            if op.guard:  # the length passed on may hold checks of its own
-                stack.append(owner.inputs[0])
+            if not isinstance(op, EqualLengths) or op.guard:
+                stack.append(owner.inputs[0])  # the length passed on may hold checks
         elif isinstance(op, (Shape_i, Shape)):
             i = op.i if isinstance(op, Shape_i) else None
             found += _length_checks(fgraph, owner.inputs[0], i, depth - 1, memo)
@@ -395,9 +402,12 @@ def _is_int_vector_or_scalar(v) -> bool:
 
 def _guarded(n, checks):
     """``n`` (a length, or a 0-d value's empty shape) passed on once each check of
-    ``checks`` (``EqualLengths`` outputs) holds."""
+    ``checks`` (``EqualLengths`` and ``IndicesInBounds`` outputs) holds."""
     for c in checks:
         op = c.owner.op
+        if not isinstance(op, EqualLengths):
+            n = op(n, *c.owner.inputs[1:])
+            continue
         compared = c.owner.inputs[1:] if op.guard else c.owner.inputs
         n = equal_lengths(compared, op.what, op.names.__getitem__, guard=n, hint=op.hint)
     return n

@@ -30,6 +30,7 @@ from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     EqualLengths,
+    IndicesInBounds,
     LengthMismatchError,
     MakeVector,
     Reshape,
@@ -392,12 +393,12 @@ def local_useless_equal_lengths(fgraph, node):
 
 
 @RULES.canonicalize("unsafe", opt_in=True)
-@local_optimizer([Assert, EqualLengths])
+@local_optimizer([Assert, EqualLengths, IndicesInBounds])
 def local_remove_all_assert(fgraph, node):
     """Every Assert goes, its conditions unchecked, and so does every check of lengths
-    that must be equal (``EqualLengths``): faster, and unsafe (a wrong shape or index
-    then gives a wrong result instead of an error). Only a mode that names it
-    runs it: ``mode.including("local_remove_all_assert")``.
+    that must be equal (``EqualLengths``) or of indices in bounds (``IndicesInBounds``):
+    faster, and unsafe (a wrong shape or index then gives a wrong result instead of an
+    error). Only a mode that names it runs it: ``mode.including("local_remove_all_assert")``.
 
     >>> import theano_dag.tensor as tt
     >>> x = tt.dscalar("x")
