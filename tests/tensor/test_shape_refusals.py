@@ -1,8 +1,9 @@
 """An op's shape computed without its value raises where the value raises: for each
 case, values that the op refuses (its perform raises) make ``f(out.shape)`` raise too, and
 values it takes give the value's shape. The cases are the ops whose perform checks a
-relation between its inputs' lengths; ``HOLES`` lists those whose shape still returns a
-length (each with the reason), strict xfails that fail once fixed."""
+relation between its inputs' lengths, or its indices against them; ``HOLES`` lists those
+whose shape still returns a length (each with the reason), strict xfails that fail once
+fixed (none left)."""
 
 import numpy as np
 import pytest
@@ -232,7 +233,7 @@ CASES = {
     ),
     "reshape_size": ([v, k], lambda: tt.reshape(v, (k, 2)), [ones(5), 2], [ones(6), 3]),
     "reshape_minus1": ([v, k], lambda: tt.reshape(v, (k, -1)), [ones(5), 2], [ones(6), 3]),
-    # not fixed: the reason
+    # convolutions: the channels, filters larger than the image, the gradients' checks
     "conv2d_channels": (
         [t4, f4],
         lambda: nnet.conv2d(t4, f4),
@@ -344,7 +345,7 @@ CASES = {
     ),
 }
 
-HOLES = {}
+HOLES: dict = {}  # name -> the reason its shape still returns a length
 
 SHAPE_MODES = {
     "py": lambda: Mode(linker="py"),

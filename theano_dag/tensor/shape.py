@@ -935,35 +935,65 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
         name_of = "length {}".format
     # (lengths, names) of the lengths to compare, one of each group known equal; a check
     # met among them (a shape made of shapes) gives its own lengths.
-    kept, names, keys = [], [], []
+    # A length known equal to one kept but passed on by its own checks of indices (an
+    # index read's, IndicesInBounds): those checks guard the result.
+    kept, names, keys, inners, bounded = [], [], [], [], []
     for k, n in enumerate(lengths):
-        owner = getattr(n, "owner", None)
+        owner = getattr(_bounds_passed(n), "owner", None)
         if owner is not None and isinstance(owner.op, EqualLengths) and not owner.op.guard:
             parts = list(zip(owner.inputs, owner.op.names))
+            if owner.outputs[0] is not n:
+                bounded.append(n)
         else:
             parts = [(n, None)]
         for part, name in parts:
-            key = _length_key(part)
-            if key in keys:
+            if any(part is other for other in kept):
                 continue
-            if isinstance(key, Variable) and any(
-                isinstance(other, Variable) and equal_computations([part], [other])
-                for other in kept
+            inner = _bounds_passed(part)
+            key = _length_key(inner)
+            if key in keys or (
+                isinstance(key, Variable)
+                and any(
+                    isinstance(other, Variable) and equal_computations([inner], [other])
+                    for other in inners
+                )
             ):
+                if inner is not part:
+                    bounded.append(part)
                 continue
             kept.append(part)
             names.append(name if name is not None else k)
             keys.append(key)
+            inners.append(inner)
     if len(kept) <= 1:
-        return guard if guard is not None else lengths[0]
+        return _rebound(guard if guard is not None else lengths[0], bounded)
     known = [(key, name) for key, name in zip(keys, names) if type(key) is int]
     if len(known) > 1:  # lengths known now to differ (equal ones were kept once)
         check = EqualLengths(what, [_name(name_of, name) for _, name in known], hint=hint)
         raise LengthMismatchError(check.message([key for key, _ in known]))
     names = tuple(_name(name_of, name) for name in names)
     if guard is not None:
-        return EqualLengths(what, names, guard=True, hint=hint)(guard, *kept)
-    return EqualLengths(what, names, hint=hint)(*kept)
+        return _rebound(EqualLengths(what, names, guard=True, hint=hint)(guard, *kept), bounded)
+    return _rebound(EqualLengths(what, names, hint=hint)(*kept), bounded)
+
+
+def _bounds_passed(n):
+    """``n`` without the checks of indices (``IndicesInBounds``) at its top."""
+    while isinstance(getattr(n, "owner", None), Apply) and isinstance(n.owner.op, IndicesInBounds):
+        n = n.owner.inputs[0]
+    return n
+
+
+def _rebound(n, bounded):
+    """``n`` passed on by the checks of indices at the top of each of ``bounded``."""
+    for b in bounded:
+        checks = []
+        while b is not _bounds_passed(b):
+            checks.append(b.owner)
+            b = b.owner.inputs[0]
+        for node in reversed(checks):
+            n = node.op(n, *node.inputs[1:])
+    return n
 
 
 class _CheckedEmptyShape(tuple):
@@ -1125,6 +1155,10 @@ def spread_compared(n, length, what, names=SPREAD_NAMES):
         raise
     if checked is n or getattr(checked, "owner", None) is None:
         return None  # known equal
+    if _bounds_passed(checked) is n:
+        # known equal, ``length`` passed on by checks of indices (a value read by
+        # index): nothing to compare; those checks are the value's own
+        return None
     if _length_key(length) == 1:
         return None
     return _tensor.switch(_tensor.eq(length, 1), n, length)
@@ -1158,6 +1192,9 @@ def broadcast_length(lengths, what, names):
         # ints that differ raise here; lengths known equal give out itself
         checked = equal_lengths([out, n], what, (out_name, name).__getitem__)
         if checked is out or getattr(checked, "owner", None) is None:
+            continue
+        if _bounds_passed(checked) is out:  # known equal, n's checks of indices kept
+            out = checked
             continue
         # out, or n where out is 1, compared with n, or with out where n is 1
         if not isinstance(_length_key(out), int):

@@ -256,13 +256,13 @@ def _as_length(entry):
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
-# The ops that pass their first input on once a check holds, made by infer_shapes.
+# The ops that pass their first input on once a check holds, made by infer_shapes
+# (EqualLengths first: it may compare its first input too).
 _GUARDS = (EqualLengths, IndicesInBounds, Assert)
 
 
 def _unchecked(length):
-    """``length`` without the checks at its top (``EqualLengths``, ``IndicesInBounds``:
-    the length they pass)."""
+    """``length`` without the checks at its top (``_GUARDS``: the length they pass)."""
     while length.owner is not None and isinstance(length.owner.op, _GUARDS):
         length = length.owner.inputs[0]
     return length
@@ -311,18 +311,23 @@ def _inferred_shape(fgraph, node, depth, memo):
         return False
     if any(x in ancestors([length]) for length in lengths):
         return False  # infer_shape asked for the output's own shape
-    computed = value_computed(fgraph, x)
-    if any(_unchecked(length) is not length for length in lengths) and computed:
+    # The checks x's value makes that no length of x carries: a 0-d result's (its shape
+    # has no length), and those of the lengths of its inputs x drops (a reduction's).
+    checks = list(getattr(shp, "checks", ()))
+    dropped = _dropped_lengths(owner, shapes) if depth > 0 else []
+    checked = any(_unchecked(length) is not length for length in lengths)
+    # (asked only where it matters: most shapes have no check)
+    if (checked or checks or dropped) and value_computed(fgraph, x):
         # The op checks the lengths its inputs share when it computes x, which the
         # function does: the shape need not check them again (a gradient's shapes of
         # the forward values it also computes).
         lengths = [_unchecked(length) for length in lengths]
-    # The checks x's value makes that no length of x carries: a 0-d result's (its shape
-    # has no length), and those of the lengths of its inputs x drops (a reduction's).
-    checks = []
-    if not computed:
-        checks += getattr(shp, "checks", ())
-        checks += _dropped_checks(fgraph, owner, shapes, depth, memo)
+        checks, dropped = [], []
+    for i, d in dropped:
+        if value_computed(fgraph, i):
+            continue  # computed anyway, with its checks
+        checks += _length_checks(fgraph, i, d, depth, memo)
+    checks = list(dict.fromkeys(checks))
     if isinstance(node.op, Shape_i):
         return [_guarded(lengths[0], checks)]
     if not lengths:
@@ -335,34 +340,28 @@ def _inferred_shape(fgraph, node, depth, memo):
 LENGTH_CHECKS_DEPTH = 8
 
 
-def _dropped_checks(fgraph, node, shapes, depth, memo):
-    """The checks (``EqualLengths``, ``IndicesInBounds`` outputs) of the lengths of
-    ``node``'s computed inputs that its outputs' ``shapes`` (``infer_shape``'s) drop (a
-    reduced dimension, a 0-d input's shape), where the function does not compute that
-    input anyway: computing the value would raise there."""
-    if depth <= 0:
-        return []
+def _dropped_lengths(node, shapes):
+    """``(input, dimension)`` of each length of ``node``'s computed inputs that its
+    outputs' ``shapes`` (``infer_shape``'s) do not hold (a reduced dimension; ``None``:
+    a 0-d input's whole shape), whose checks computing the value would make."""
     kept = [n for shp in shapes if shp is not None for n in shp if isinstance(n, Variable)]
     used = {
         (v.owner.inputs[0], v.owner.op.i)
         for v in ancestors(kept, blockers=node.inputs)
         if v.owner is not None and isinstance(v.owner.op, Shape_i)
     }
-    checks = []
+    out = []
     for i in node.inputs:
         if i.owner is None or not isinstance(i.type, TensorType):
             continue
         dims = [d for d in range(i.ndim) if (i, d) not in used and not i.type.broadcastable[d]]
-        if (dims or i.ndim == 0) and not value_computed(fgraph, i):
-            for d in dims or [None]:
-                checks += _length_checks(fgraph, i, d, depth, memo)
-    return list(dict.fromkeys(checks))
+        out += [(i, d) for d in dims or ([None] if i.ndim == 0 else [])]
+    return out
 
 
 def _length_checks(fgraph, v, d, depth, memo):
-    """The checks (``EqualLengths``, ``IndicesInBounds`` outputs) in ``v``'s length
-    along ``d`` (its whole shape where None) as its op's ``infer_shape`` gives it,
-    through ``depth`` ops."""
+    """The checks (outputs of ``_GUARDS``) in ``v``'s length along ``d`` (its whole
+    shape where None) as its op's ``infer_shape`` gives it, through ``depth`` ops."""
     key = (v, d)
     if key in memo:
         return memo[key]
@@ -391,7 +390,7 @@ def _length_checks(fgraph, v, d, depth, memo):
             found += _length_checks(fgraph, owner.inputs[0], i, depth - 1, memo)
         else:
             # (lengths and shapes only: not the values a length is computed from)
-            stack += [i for i in owner.inputs if _is_int_vector_or_scalar(i)]
+            stack += [k for k in owner.inputs if _is_int_vector_or_scalar(k)]
     memo[key] = found
     return found
 
@@ -402,7 +401,7 @@ def _is_int_vector_or_scalar(v) -> bool:
 
 def _guarded(n, checks):
     """``n`` (a length, or a 0-d value's empty shape) passed on once each check of
-    ``checks`` (``EqualLengths`` and ``IndicesInBounds`` outputs) holds."""
+    ``checks`` (outputs of ``_GUARDS``) holds."""
     for c in checks:
         op = c.owner.op
         if not isinstance(op, EqualLengths):
@@ -486,8 +485,11 @@ class ShapeFeature(Feature):
 
 
 def _checked_lengths(length):
-    """``length``, and the lengths it is checked equal to when it is an ``EqualLengths``."""
+    """``length``, and the lengths it is checked equal to when it is an ``EqualLengths``
+    (the length another guard passes on, when it is one)."""
     owner = length.owner
+    if owner is not None and isinstance(owner.op, _GUARDS[1:]):
+        return [length, *_checked_lengths(owner.inputs[0])]
     if owner is None or not isinstance(owner.op, EqualLengths):
         return [length]
     return [length, *(owner.inputs[1:] if owner.op.guard else owner.inputs)]
