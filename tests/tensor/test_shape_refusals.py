@@ -472,3 +472,13 @@ def test_three_index_arrays_name_the_broadcast_of_the_first_ones():
     msg = r"\(the broadcast of index array 0 \(i\) and index array 1 \(j\): 3, index array 2: 2\)"
     with pytest.raises(LengthMismatchError, match=msg):
         f(ones((4, 4, 4)), [0], [0, 1, 2], [0.0, 1.0])
+
+
+def test_checks_of_indices_add_no_check_of_lengths_known_equal():
+    # y = m[i] * 2 has the part's rows (i's length) under its check of i: no EqualLengths,
+    # and the check of i stays
+    f = theano_dag.function([m, i], tt.inc_subtensor(m[i], m[i] * 2).shape)
+    assert _checks(f) == []
+    assert tuple(f(ones((2, 3)), [1, 1, 0])) == (2, 3)
+    with pytest.raises(IndexError, match="index 2 is out of bounds for a length of 2"):
+        f(ones((2, 3)), [0, 2])
