@@ -186,6 +186,7 @@ EXEMPT = {
     # a check of lengths that shape rewrites make: tests/opt/test_rewrites_equal_lengths.py
     # runs it on py, cpu (C kernels) and dask, its error and its value
     "theano_dag.tensor.shape.EqualLengths": "made by shapes: test_rewrites_equal_lengths.py",
+    "theano_dag.tensor.shape.IndicesInBounds": "made by shapes: test_shape_refusals.py",
 }
 # Random variables: a value is a draw, not a function of the inputs; tests/tensor/
 # test_random.py and test_random_distributions.py check them against numpy's Generator

@@ -55,6 +55,7 @@ from theano_dag.tensor.nnet import (
 )
 from theano_dag.tensor.shape import (
     EqualLengths,
+    IndicesInBounds,
     MakeVector,
     Reshape,
     Shape,
@@ -233,7 +234,7 @@ class _Exporter:
             return self.conv(op, node, ins, out)
         if isinstance(op, Pool):
             return self.pool(op, node, ins, out)
-        if isinstance(op, (EqualLengths, Assert)):
+        if isinstance(op, (EqualLengths, IndicesInBounds, Assert)):
             # ONNX has no operator that raises: a check would silently pass.
             raise OnnxExportError(
                 f"to_onnx: no ONNX operator for {op} ({type(op).__name__}), a check that "

@@ -47,6 +47,8 @@ __all__ = [
     "EqualLengths",
     "equal_lengths",
     "checked_shape",
+    "IndicesInBounds",
+    "in_bounds_shape",
     "spread_length",
     "spread_compared",
     "broadcast_length",
@@ -828,8 +830,9 @@ class EqualLengths(Op):
     A shape computed without the value (``(x * y).shape``) takes one input's length
     where the op would check that they agree: this keeps the check. ``guard=True``: the
     first input is a length passed through unchecked, and the others are the lengths
-    compared (the inner lengths of a product, which are no length of its result). Made
-    by :func:`equal_lengths`, which leaves out the lengths known equal.
+    compared (the inner lengths of a product, which are no length of its result); it may
+    be the empty shape of a 0-d value (an int vector), which has no length to carry the
+    check. Made by :func:`equal_lengths`, which leaves out the lengths known equal.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -853,8 +856,10 @@ class EqualLengths(Op):
 
     def make_node(self, *lengths):
         lengths = [as_tensor_variable(n) for n in lengths]
-        for n in lengths:
-            if n.ndim != 0 or n.dtype not in discrete_dtypes:
+        for k, n in enumerate(lengths):
+            # (the guard may be a 0-d value's shape: the empty int vector)
+            ndims = (0, 1) if self.guard and k == 0 else (0,)
+            if n.ndim not in ndims or n.dtype not in discrete_dtypes:
                 raise TypeError(f"EqualLengths: each length must be an int scalar, got {n.type}")
         if len(lengths) - self.guard != len(self.names):
             raise TypeError(
@@ -881,7 +886,7 @@ class EqualLengths(Op):
         return msg
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [()]
+        return [input_shapes[0]]
 
     def connection_pattern(self, node):
         return [[False] for _ in node.inputs]
@@ -930,35 +935,189 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
         name_of = "length {}".format
     # (lengths, names) of the lengths to compare, one of each group known equal; a check
     # met among them (a shape made of shapes) gives its own lengths.
-    kept, names, keys = [], [], []
+    # A length known equal to one kept but passed on by its own checks of indices (an
+    # index read's, IndicesInBounds): those checks guard the result.
+    kept, names, keys, inners, bounded = [], [], [], [], []
     for k, n in enumerate(lengths):
-        owner = getattr(n, "owner", None)
+        owner = getattr(_bounds_passed(n), "owner", None)
         if owner is not None and isinstance(owner.op, EqualLengths) and not owner.op.guard:
             parts = list(zip(owner.inputs, owner.op.names))
+            if owner.outputs[0] is not n:
+                bounded.append(n)
         else:
             parts = [(n, None)]
         for part, name in parts:
-            key = _length_key(part)
-            if key in keys:
+            if any(part is other for other in kept):
                 continue
-            if isinstance(key, Variable) and any(
-                isinstance(other, Variable) and equal_computations([part], [other])
-                for other in kept
+            inner = _bounds_passed(part)
+            key = _length_key(inner)
+            if key in keys or (
+                isinstance(key, Variable)
+                and any(
+                    isinstance(other, Variable) and equal_computations([inner], [other])
+                    for other in inners
+                )
             ):
+                if inner is not part:
+                    bounded.append(part)
                 continue
             kept.append(part)
             names.append(name if name is not None else k)
             keys.append(key)
+            inners.append(inner)
     if len(kept) <= 1:
-        return guard if guard is not None else lengths[0]
+        return _rebound(guard if guard is not None else lengths[0], bounded)
     known = [(key, name) for key, name in zip(keys, names) if type(key) is int]
     if len(known) > 1:  # lengths known now to differ (equal ones were kept once)
         check = EqualLengths(what, [_name(name_of, name) for _, name in known], hint=hint)
         raise LengthMismatchError(check.message([key for key, _ in known]))
     names = tuple(_name(name_of, name) for name in names)
     if guard is not None:
-        return EqualLengths(what, names, guard=True, hint=hint)(guard, *kept)
-    return EqualLengths(what, names, hint=hint)(*kept)
+        return _rebound(EqualLengths(what, names, guard=True, hint=hint)(guard, *kept), bounded)
+    return _rebound(EqualLengths(what, names, hint=hint)(*kept), bounded)
+
+
+def _bounds_passed(n):
+    """``n`` without the checks of indices (``IndicesInBounds``) at its top."""
+    while isinstance(getattr(n, "owner", None), Apply) and isinstance(n.owner.op, IndicesInBounds):
+        n = n.owner.inputs[0]
+    return n
+
+
+def _rebound(n, bounded):
+    """``n`` passed on by the checks of indices at the top of each of ``bounded``."""
+    for b in bounded:
+        checks = []
+        while b is not _bounds_passed(b):
+            checks.append(b.owner)
+            b = b.owner.inputs[0]
+        for node in reversed(checks):
+            n = node.op(n, *node.inputs[1:])
+    return n
+
+
+class _CheckedEmptyShape(tuple):
+    """The shape ``()`` of a 0-d result, with ``checks``: the checks its op makes
+    (``EqualLengths`` and ``IndicesInBounds`` outputs), which the shape graph keeps (it
+    has no length to guard)."""
+
+    checks = ()
+
+
+class IndicesInBounds(Op):
+    """``IndicesInBounds(what)(n, indices, length)``: ``n`` (a length, or a 0-d value's
+    empty shape), once every entry of ``indices`` (an int scalar or array) lies in
+    ``[-length, length)``, numpy's bounds for an index into a dimension of that length;
+    else IndexError naming ``what`` (the op and what it indexes), the index and the
+    length. A shape computed without the value of an index read (``v[i].shape``) keeps
+    the read's refusal of an index out of range so (:func:`in_bounds_shape`).
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> v, i = tt.dvector("v"), tt.lvector("i")
+    >>> n = IndicesInBounds("v[i]")(i.shape[0], i, v.shape[0])
+    >>> int(n.eval({v: np.ones(3), i: [0, -3, 2]}))
+    3
+    >>> try:
+    ...     n.eval({v: np.ones(3), i: [0, 5]})
+    ... except IndexError as err:
+    ...     print(str(err).splitlines()[0])
+    v[i]: index 5 is out of bounds for a length of 3 (an index lies in [-3, 3))
+    """
+
+    __props__ = ("what",)
+    view_map = {0: [0]}
+
+    def __init__(self, what):
+        self.what = what
+
+    def __str__(self):
+        return "IndicesInBounds"
+
+    def make_node(self, n, indices, length):
+        n, indices, length = (as_tensor_variable(x) for x in (n, indices, length))
+        for x, ndims, asked in [
+            (n, (0, 1), "a length or a shape"),
+            (indices, range(indices.ndim + 1), "int indices"),
+            (length, (0,), "a length"),
+        ]:
+            if x.ndim not in ndims or x.dtype not in discrete_dtypes:
+                raise TypeError(f"IndicesInBounds: expected {asked} (ints), got {x.type}")
+        return Apply(self, [n, indices, length], [n.type()])
+
+    def perform(self, node, inputs, output_storage, params=None):
+        n, indices, length = inputs
+        indices, length = np.asarray(indices), int(length)
+        if indices.size:
+            low, high = int(indices.min()), int(indices.max())
+            if low < -length or high >= length:
+                raise IndexError(self.message(high if high >= length else low, length))
+        output_storage[0][0] = n
+
+    def message(self, index, length):
+        """The error of ``index`` out of bounds for ``length``."""
+        return (
+            f"{self.what}: index {index} is out of bounds for a length of {length} "
+            f"(an index lies in [-{length}, {length}))"
+        )
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[False] for _ in node.inputs]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected() for _ in inputs]
+
+
+def in_bounds_shape(shape, indexed, what):
+    """``shape`` (an index read's result's lengths) with each length passed on once each
+    ``(indices, length, name)`` of ``indexed`` holds indices in bounds for that length
+    (:class:`IndicesInBounds`, ``what`` naming the op, ``name`` what it indexes); for an
+    empty ``shape`` (a 0-d result's), ``()`` carrying them as its ``checks``. Indices and
+    a length known now are checked now (IndexError); a length given as an int (an
+    engine planning a run, which computes the value and its checks) is not checked.
+
+    >>> from theano_dag import tensor as tt
+    >>> v, i = tt.dvector("v"), tt.lvector("i")
+    >>> (n,) = in_bounds_shape((shape_i(i, 0),), [(i, shape_i(v, 0), "v")], "v[i]")
+    >>> n.owner.op, n.owner.op.what
+    (IndicesInBounds, 'v[i]: v')
+    >>> in_bounds_shape((4,), [(2, 3, "v")], "v[2]")
+    (4,)
+    """
+    checks = []
+    for indices, length, name in indexed:
+        if not isinstance(length, Variable):
+            continue
+        op = IndicesInBounds(f"{what}: {name}")
+        known, n = _const_ints(indices), _length_key(length)
+        if known is not None and isinstance(n, int):
+            bad = [k for k in known.ravel() if not -n <= k < n]
+            if bad:
+                raise IndexError(op.message(int(bad[0]), n))
+            continue
+        checks.append(op(length, indices, length))
+    if not shape:
+        out = _CheckedEmptyShape()
+        out.checks = tuple(checks)
+        return out
+    out = []
+    for n in shape:
+        for c in checks:
+            n = c.owner.op(n, *c.owner.inputs[1:])
+        out.append(n)
+    return tuple(out)
+
+
+def _const_ints(x):
+    """The ints of ``x`` (an int, an array, a constant) when known now, else None."""
+    if isinstance(x, Constant):
+        x = x.data
+    if isinstance(x, Variable):
+        return None
+    return np.asarray(x, dtype="int64")
 
 
 def spread_length(n, length, what):
@@ -996,6 +1155,10 @@ def spread_compared(n, length, what, names=SPREAD_NAMES):
         raise
     if checked is n or getattr(checked, "owner", None) is None:
         return None  # known equal
+    if _bounds_passed(checked) is n:
+        # known equal, ``length`` passed on by checks of indices (a value read by
+        # index): nothing to compare; those checks are the value's own
+        return None
     if _length_key(length) == 1:
         return None
     return _tensor.switch(_tensor.eq(length, 1), n, length)
@@ -1006,7 +1169,7 @@ def broadcast_length(lengths, what, names):
     one dimension (index arrays are, whatever their types declare): a length 1 spreads,
     and two others must be equal, checked where they may differ (:func:`equal_lengths`,
     one check for each length met, naming it by ``names[k]`` and the lengths before it
-    together); 1 where every length is.
+    by the broadcast of theirs: one of them may be 1); 1 where every length is.
 
     >>> from theano_dag import tensor as tt
     >>> broadcast_length([1, 3, 3], "index", ("i", "j", "k"))
@@ -1016,23 +1179,29 @@ def broadcast_length(lengths, what, names):
     >>> n.owner.op.names, int(n.eval({i: [0, 1], j: [2]}))
     (('i', 'j'), 2)
     """
-    out, out_name = None, None
+    out, out_names = None, []
     for n, name in zip(lengths, names):
         if _length_key(n) == 1:
             continue
         if out is None:
-            out, out_name = n, name
+            out, out_names = n, [name]
             continue
+        out_name = out_names[0]
+        if len(out_names) > 1:  # (the length of their broadcast: one may be 1)
+            out_name = f"the broadcast of {', '.join(out_names[:-1])} and {out_names[-1]}"
         # ints that differ raise here; lengths known equal give out itself
         checked = equal_lengths([out, n], what, (out_name, name).__getitem__)
         if checked is out or getattr(checked, "owner", None) is None:
+            continue
+        if _bounds_passed(checked) is out:  # known equal, n's checks of indices kept
+            out = checked
             continue
         # out, or n where out is 1, compared with n, or with out where n is 1
         if not isinstance(_length_key(out), int):
             out = _tensor.switch(_tensor.eq(out, 1), n, out)
         spread = n if isinstance(_length_key(n), int) else _tensor.switch(_tensor.eq(n, 1), out, n)
         out = equal_lengths([out, spread], what, (out_name, name).__getitem__)
-        out_name = f"{out_name} and {name}"
+        out_names.append(name)
     return 1 if out is None else out
 
 
@@ -1059,7 +1228,9 @@ def broadcast_shapes(shapes, what, names):
 def checked_shape(shape, lengths, what, names):
     """``shape`` (a result's lengths), each length checked by the agreement of
     ``lengths``: lengths that must be equal and are no length of the result (a product's
-    inner lengths), named by ``names``; see :func:`equal_lengths`.
+    inner lengths), named by ``names``; see :func:`equal_lengths`. An empty ``shape``
+    (a 0-d result's) is ``()`` carrying the check as its ``checks``, which the shape
+    graph keeps.
 
     >>> from theano_dag import tensor as tt
     >>> m, v = tt.dmatrix("m"), tt.dvector("v")
@@ -1067,6 +1238,14 @@ def checked_shape(shape, lengths, what, names):
     >>> n.owner.op.guard, n.owner.inputs[0].owner.op
     (True, Shape_i{0})
     """
+    if not shape:
+        out = _CheckedEmptyShape()
+        check = equal_lengths(lengths, what, names.__getitem__)
+        if isinstance(getattr(check, "owner", None), Apply) and isinstance(
+            check.owner.op, EqualLengths
+        ):
+            out.checks = (check,)
+        return out
     return tuple(equal_lengths(lengths, what, names.__getitem__, guard=n) for n in shape)
 
 

@@ -33,6 +33,7 @@ from theano_dag.tensor.shape import (
     EqualLengths,
     broadcast_shapes,
     checked_shape,
+    in_bounds_shape,
     reshape,
     shape_i,
     spread_compared,
@@ -252,10 +253,10 @@ class Subtensor(Op):
     def infer_shape(self, fgraph, node, input_shapes):
         x, *idx = node.inputs
         it = iter(idx)
-        out = []
+        out, indexed = [], []
         for d, entry in enumerate(self.idx_list):
             if entry[0] == "int":
-                next(it)
+                indexed.append((next(it), input_shapes[0][d], f"{x} along dimension {d}"))
                 continue
             parts = [next(it) if present else None for present in entry[1:]]
             if all(p is None for p in parts):
@@ -263,7 +264,7 @@ class Subtensor(Op):
             else:
                 out.append(slice_length(input_shapes[0][d], *parts))
         out.extend(input_shapes[0][len(self.idx_list) :])
-        return [tuple(out)]
+        return [in_bounds_shape(tuple(out), indexed, str(self))]
 
     def connection_pattern(self, node):
         return [[True]] + [[False]] * (len(node.inputs) - 1)
@@ -469,7 +470,10 @@ class AdvancedSubtensor1(Op):
         output_storage[0][0] = x[i]
 
     def infer_shape(self, fgraph, node, input_shapes):
-        return [(input_shapes[1][0],) + tuple(input_shapes[0][1:])]
+        x, ilist = node.inputs
+        out = (input_shapes[1][0],) + tuple(input_shapes[0][1:])
+        indexed = [(ilist, input_shapes[0][0], f"{x} along dimension 0")]
+        return [in_bounds_shape(out, indexed, str(self))]
 
     def connection_pattern(self, node):
         return [[True], [False]]
@@ -786,7 +790,14 @@ class AdvancedSubtensor(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         x, *idx = node.inputs
-        return [self._shape(x, idx, input_shapes[0], input_shapes[1:], str(self))[0]]
+        out = self._shape(x, idx, input_shapes[0], input_shapes[1:], str(self))[0]
+        # each int index array, within the length of the dimension of x it indexes
+        indexed = [
+            (vals[0], input_shapes[0][dim], f"{x} along dimension {dim}")
+            for kind, dim, vals in self._walk(x, idx)[0]
+            if kind == "adv" and vals[0].dtype != "bool"
+        ]
+        return [in_bounds_shape(out, indexed, str(self))]
 
     def _shape(self, x, idx, xs, idx_shapes, who):
         """The result's shape (``x`` of shape ``xs`` indexed by ``idx``, of shapes

@@ -25,6 +25,7 @@ import weakref
 import numpy as np
 
 from theano_dag.graph.algorithms import ancestors
+from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.comparison import equal_computations
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.toolbox import Feature
@@ -33,15 +34,17 @@ from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
 from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, value_computed
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.arrays import ScalarFromTensor, TensorFromScalar, assert_op
+from theano_dag.tensor.arrays import Assert, ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     EqualLengths,
+    IndicesInBounds,
     MakeVector,
     Reshape,
     Shape,
     Shape_i,
+    equal_lengths,
     make_vector,
     shape_i,
     specify_shape,
@@ -267,8 +270,12 @@ class _InferredLengths:
         length, unchecked = known
         if not _in_graph(fgraph, length) or (unchecked and not value_computed(fgraph, v)):
             return None
-        if length.owner is not None and isinstance(length.owner.op, EqualLengths):
-            return None  # an op's infer_shape checks it again, naming itself: Shape_i then
+        if isinstance(length, Constant) or (
+            length.owner is not None and isinstance(length.owner.op, _GUARDS)
+        ):
+            # a check an op's infer_shape would make again, naming itself; a constant
+            # (which a shape may also hold for another length): Shape_i then
+            return None
         return length
 
     def put(self, fgraph, v, d, length, unchecked):
@@ -309,9 +316,14 @@ def _as_length(entry):
     return v if v.dtype == "int64" else cast(v, "int64")
 
 
+# The ops that pass their first input on once a check holds, made by infer_shapes
+# (EqualLengths first: it may compare its first input too).
+_GUARDS = (EqualLengths, IndicesInBounds, Assert)
+
+
 def _unchecked(length):
-    """``length`` without the ``EqualLengths`` check at its top (the length it passes)."""
-    while length.owner is not None and isinstance(length.owner.op, EqualLengths):
+    """``length`` without the checks at its top (``_GUARDS``: the length they pass)."""
+    while length.owner is not None and isinstance(length.owner.op, _GUARDS):
         length = length.owner.inputs[0]
     return length
 
@@ -327,16 +339,54 @@ def local_infer_shape(fgraph, node):
     >>> x = tt.dmatrix("x")
     >>> s = tt.exp(x).shape[0]
     >>> local_infer_shape.transform(None, s.owner.inputs[0].owner)  # doctest: +SKIP
+
+    The checks the value makes that no length of the shape carries (a 0-d result's, the
+    lengths of its inputs a reduction drops) guard each length (the empty shape of a 0-d
+    value), where the function does not compute the value anyway.
     """
     # shape_i(op(x...), i) -> op.infer_shape(shapes of x...)[i]
     # shape(op(x...)) -> make_vector(*op.infer_shape(shapes of x...))
+    if fgraph is None:
+        return _inferred_shape(fgraph, node, LENGTH_CHECKS_DEPTH, {})
+    searched = _SEARCHED.get(fgraph)
+    if searched is None:
+        searched = _SEARCHED[fgraph] = _Searched()
+    new = _inferred_shape(fgraph, node, LENGTH_CHECKS_DEPTH, searched)
+    searched.sweep(fgraph)
+    return new
+
+
+class _Searched(dict):
+    """``_length_checks``' results in one graph, ``(v, d, depth) -> checks``: kept across
+    the rewrite's calls (each layer of a network searched the layers below it again, a
+    network's compile 4x longer), the entries of values no longer in the graph swept
+    as the table doubles."""
+
+    sweep_at = 64
+
+    def sweep(self, fgraph):
+        if len(self) < self.sweep_at:
+            return
+        for key in [k for k in self if not _in_graph(fgraph, k[0])]:
+            del self[key]
+        self.sweep_at = 2 * len(self) + 64
+
+
+#: FunctionGraph -> its _Searched (gone with the graph)
+_SEARCHED = weakref.WeakKeyDictionary()
+
+
+def _inferred_shape(fgraph, node, depth, memo):
+    """``local_infer_shape``'s replacement of ``node``, the inputs' lengths the result
+    drops searched for checks through ``depth`` ops (``memo``: those searched)."""
     x = node.inputs[0]
     owner = x.owner
     infer = getattr(owner.op, "infer_shape", None) if owner is not None else None
     if infer is None:
         return False
+    ins = _input_shapes(owner, fgraph)
     try:
-        shapes = infer(fgraph, owner, _input_shapes(owner, fgraph))
+        shapes = infer(fgraph, owner, ins)
     except Exception:  # an op that cannot tell (ShapeError, NotImplementedError...)
         return False
     shp = shapes[owner.outputs.index(x)] if shapes is not None else None
@@ -348,26 +398,124 @@ def local_infer_shape(fgraph, node):
         return False
     if any(x in ancestors([length]) for length in lengths):
         return False  # infer_shape asked for the output's own shape
+    # The checks x's value makes that no length of x carries: a 0-d result's (its shape
+    # has no length), and those of the lengths of its inputs x drops (a reduction's).
+    checks = list(getattr(shp, "checks", ()))
+    dropped = _dropped_lengths(owner, shapes, ins) if depth > 0 else []
+    checked = any(_unchecked(length) is not length for length in lengths)
     unchecked = False
-    if any(_unchecked(length) is not length for length in lengths) and value_computed(fgraph, x):
+    # (asked only where it matters: most shapes have no check)
+    if (checked or checks or dropped) and value_computed(fgraph, x):
         # The op checks the lengths its inputs share when it computes x, which the
         # function does: the shape need not check them again (a gradient's shapes of
         # the forward values it also computes).
         lengths = [_unchecked(length) for length in lengths]
-        unchecked = True
-    if fgraph is not None:
-        memo = _INFERRED.get(fgraph)
-        if memo is None:
-            memo = _INFERRED[fgraph] = _InferredLengths()
+        checks, dropped = [], []
+        unchecked = checked
+    for i, d in dropped:
+        if value_computed(fgraph, i):
+            continue  # computed anyway, with its checks
+        checks += _length_checks(fgraph, i, d, depth, memo)
+    checks = list(dict.fromkeys(checks))
+    lengths = [_guarded(n, checks) for n in lengths]
+    if fgraph is not None and depth == LENGTH_CHECKS_DEPTH:  # (not a search's shapes)
+        known = _INFERRED.get(fgraph)
+        if known is None:
+            known = _INFERRED[fgraph] = _InferredLengths()
         dims = [node.op.i] if isinstance(node.op, Shape_i) else range(x.ndim)
         for d, length in zip(dims, lengths):
-            memo.put(fgraph, x, d, length, unchecked)
+            known.put(fgraph, x, d, length, unchecked)
     if isinstance(node.op, Shape_i):
         return [lengths[0]]
-    # The shape of a 0-d value is the empty vector, whatever computes the value.
     if not lengths:
-        return [TensorConstant(node.outputs[0].type, np.zeros(0, dtype="int64"))]
+        empty = TensorConstant(node.outputs[0].type, np.zeros(0, dtype="int64"))
+        return [fit(node.outputs[0], _guarded(empty, checks))]
     return [fit(node.outputs[0], make_vector(*lengths))]
+
+
+# How many ops above an input's length _length_checks infers shapes through.
+LENGTH_CHECKS_DEPTH = 8
+
+
+def _dropped_lengths(node, shapes, ins):
+    """``(input, dimension)`` of each length of ``node``'s computed inputs that its
+    outputs' ``shapes`` (``infer_shape``'s of the input shapes ``ins``) do not hold (a
+    reduced dimension; ``None``: a 0-d input's whole shape), whose checks computing the
+    value would make."""
+    kept = [n for shp in shapes if shp is not None for n in shp if isinstance(n, Variable)]
+    above = set(ancestors(kept, blockers=node.inputs))
+    used = {
+        (v.owner.inputs[0], v.owner.op.i)
+        for v in above
+        if v.owner is not None and isinstance(v.owner.op, Shape_i)
+    }
+    # (a length given from _known_length is used where the shapes hold it)
+    used.update(
+        (i, d)
+        for i, given in zip(node.inputs, ins)
+        for d, n in enumerate(given or ())
+        if n in above and not isinstance(n, Constant)
+    )
+    out = []
+    for i in node.inputs:
+        if i.owner is None or not isinstance(i.type, TensorType):
+            continue
+        dims = [d for d in range(i.ndim) if (i, d) not in used and not i.type.broadcastable[d]]
+        out += [(i, d) for d in dims or ([None] if i.ndim == 0 else [])]
+    return out
+
+
+def _length_checks(fgraph, v, d, depth, memo):
+    """The checks (outputs of ``_GUARDS``) in ``v``'s length along ``d`` (its whole
+    shape where None) as its op's ``infer_shape`` gives it, through ``depth`` ops."""
+    key = (v, d, depth)  # (a shallower search finds fewer: its own entry)
+    if key in memo:
+        return memo[key]
+    memo[key] = []
+    if depth <= 0 or v.owner is None:
+        return []
+    # (not shape_i: a static length is a constant, and may hold only where checked)
+    asked = Shape()(v) if d is None else Shape_i(d)(v)
+    new = _inferred_shape(fgraph, asked.owner, depth - 1, memo)
+    if not new:
+        return []
+    found, seen, stack = [], set(), [new[0]]
+    while stack:
+        n = stack.pop()
+        owner = n.owner
+        if owner is None or n in seen:
+            continue
+        seen.add(n)
+        op = owner.op
+        if isinstance(op, _GUARDS):
+            found.append(n)
+            if not isinstance(op, EqualLengths) or op.guard:
+                stack.append(owner.inputs[0])  # the length passed on may hold checks
+        elif isinstance(op, (Shape_i, Shape)):
+            i = op.i if isinstance(op, Shape_i) else None
+            found += _length_checks(fgraph, owner.inputs[0], i, depth - 1, memo)
+        else:
+            # (lengths and shapes only: not the values a length is computed from)
+            stack += [k for k in owner.inputs if _is_int_vector_or_scalar(k)]
+    memo[key] = found
+    return found
+
+
+def _is_int_vector_or_scalar(v) -> bool:
+    return getattr(v.type, "ndim", 2) <= 1 and getattr(v.type, "dtype", "") in discrete_dtypes
+
+
+def _guarded(n, checks):
+    """``n`` (a length, or a 0-d value's empty shape) passed on once each check of
+    ``checks`` (outputs of ``_GUARDS``) holds."""
+    for c in checks:
+        op = c.owner.op
+        if not isinstance(op, EqualLengths):
+            n = op(n, *c.owner.inputs[1:])
+            continue
+        compared = c.owner.inputs[1:] if op.guard else c.owner.inputs
+        n = equal_lengths(compared, op.what, op.names.__getitem__, guard=n, hint=op.hint)
+    return n
 
 
 class ShapeFeature(Feature):
@@ -443,8 +591,11 @@ class ShapeFeature(Feature):
 
 
 def _checked_lengths(length):
-    """``length``, and the lengths it is checked equal to when it is an ``EqualLengths``."""
+    """``length``, and the lengths it is checked equal to when it is an ``EqualLengths``
+    (the length another guard passes on, when it is one)."""
     owner = length.owner
+    if owner is not None and isinstance(owner.op, _GUARDS[1:]):
+        return [length, *_checked_lengths(owner.inputs[0])]
     if owner is None or not isinstance(owner.op, EqualLengths):
         return [length]
     return [length, *(owner.inputs[1:] if owner.op.guard else owner.inputs)]

@@ -30,6 +30,7 @@ from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.shape import (
     EqualLengths,
+    IndicesInBounds,
     LengthMismatchError,
     MakeVector,
     Reshape,
@@ -213,14 +214,23 @@ def local_useless_alloc(fgraph, node):
 @useless()
 @local_optimizer([elemwise_of(ts.switch)], fit=fit)
 def local_useless_switch(fgraph, node):
-    """A switch whose condition is a constant, or whose branches are the same."""
+    """A switch whose condition is a constant, or whose branches are the same (one of
+    them, maybe, passed on by checks of indices: the switch computes both branches, and
+    so runs those checks, which the result keeps)."""
     # switch(1, a, b) -> a ; switch(0, a, b) -> b ; switch(c, a, a) -> a
+    # switch(c, a, indices_in_bounds(a, i, n)) -> indices_in_bounds(a, i, n)
     if not isinstance(scalar_op(node), ts.Switch):
         return False
     cond, a, b = node.inputs
     out = node.outputs[0]
     if a is b:
         return fit(out, a, [cond])
+    for kept, other in ((a, b), (b, a)):
+        inner = kept
+        while inner.owner is not None and isinstance(inner.owner.op, IndicesInBounds):
+            inner = inner.owner.inputs[0]
+            if inner is other:
+                return fit(out, kept, [cond])
     c = const_value(cond)
     if c is None:
         return None
@@ -392,12 +402,12 @@ def local_useless_equal_lengths(fgraph, node):
 
 
 @RULES.canonicalize("unsafe", opt_in=True)
-@local_optimizer([Assert, EqualLengths])
+@local_optimizer([Assert, EqualLengths, IndicesInBounds])
 def local_remove_all_assert(fgraph, node):
     """Every Assert goes, its conditions unchecked, and so does every check of lengths
-    that must be equal (``EqualLengths``): faster, and unsafe (a wrong shape or index
-    then gives a wrong result instead of an error). Only a mode that names it
-    runs it: ``mode.including("local_remove_all_assert")``.
+    that must be equal (``EqualLengths``) or of indices in bounds (``IndicesInBounds``):
+    faster, and unsafe (a wrong shape or index then gives a wrong result instead of an
+    error). Only a mode that names it runs it: ``mode.including("local_remove_all_assert")``.
 
     >>> import theano_dag.tensor as tt
     >>> x = tt.dscalar("x")

@@ -21,7 +21,7 @@ from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
-from theano_dag.tensor.shape import EqualLengths, Shape, Shape_i
+from theano_dag.tensor.shape import EqualLengths, IndicesInBounds, Shape, Shape_i
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
@@ -338,6 +338,8 @@ def _length_var_sources(n, fgraph, depth, memo) -> frozenset:
             x = shape.inputs[0]
             if i is not None and -x.ndim <= int(i) < x.ndim:
                 return length_sources(x, int(i) % x.ndim, fgraph, depth, memo)
+        if isinstance(owner.op, IndicesInBounds):  # the first passes, its indices checked
+            return _length_var_sources(owner.inputs[0], fgraph, depth - 1, memo)
         if isinstance(owner.op, EqualLengths):
             if owner.op.guard:  # the first passes unchecked; the others, no length of it
                 return _length_var_sources(owner.inputs[0], fgraph, depth - 1, memo)
