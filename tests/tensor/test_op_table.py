@@ -157,6 +157,7 @@ EXEMPT = {
     "theano_dag.scalar.arith._Bitwise": _BASES,
     "theano_dag.scalar.arith._Compare": _BASES,
     "theano_dag.tensor.elemwise._BoolReduce": _BASES,
+    "theano_dag.tensor.shape._LengthCheck": _BASES,
     "theano_dag.tensor.elemwise._DtypeReduce": _BASES,
     "theano_dag.tensor.blas._Destructive": _BASES,
     "theano_dag.tensor.nnet.nnet._AxisOp": _BASES,

@@ -821,7 +821,21 @@ class LengthMismatchError(ValueError, AssertionError):
     shape graphs raise AssertionError."""
 
 
-class EqualLengths(Op):
+class _LengthCheck(Op):
+    """A check in a shape computation: its first input passed on, shaped as it is, with
+    no gradient (what it checks is lengths and indices, not values)."""
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[False] for _ in node.inputs]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_disconnected() for _ in inputs]
+
+
+class EqualLengths(_LengthCheck):
     """``EqualLengths(what, names)(n, *others)``: the length ``n``, once every length of
     the node equals it; else ``LengthMismatchError`` naming ``what`` (the op and the
     dimension that need them equal), each length by its name in ``names`` and its value,
@@ -884,15 +898,6 @@ class EqualLengths(Op):
         if self.hint and 1 in lengths:
             msg += f" ({self.hint})"
         return msg
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
-    def connection_pattern(self, node):
-        return [[False] for _ in node.inputs]
-
-    def L_op(self, inputs, outputs, output_grads):
-        return [_disconnected() for _ in inputs]
 
 
 def _length_key(n):
@@ -1004,7 +1009,7 @@ class _CheckedEmptyShape(tuple):
     checks = ()
 
 
-class IndicesInBounds(Op):
+class IndicesInBounds(_LengthCheck):
     """``IndicesInBounds(what)(n, indices, length)``: ``n`` (a length, or a 0-d value's
     empty shape), once every entry of ``indices`` (an int scalar or array) lies in
     ``[-length, length)``, numpy's bounds for an index into a dimension of that length;
@@ -1060,15 +1065,6 @@ class IndicesInBounds(Op):
             f"{self.what}: index {index} is out of bounds for a length of {length} "
             f"(an index lies in [-{length}, {length}))"
         )
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
-    def connection_pattern(self, node):
-        return [[False] for _ in node.inputs]
-
-    def L_op(self, inputs, outputs, output_grads):
-        return [_disconnected() for _ in inputs]
 
 
 def in_bounds_shape(shape, indexed, what):
