@@ -252,49 +252,71 @@ def _input_shapes(node, fgraph=None):
     return shapes
 
 
-class _InferredLengths:
+class _GraphTable(dict):
+    """A rewrite's table for one graph, keyed ``(value, ...)``, whose entries may hold
+    variables of the graph (``_held``): the entries of values, or holding variables, no
+    longer in the graph are swept as the table doubles, so that a compiled function keeps
+    no rewritten-away subgraph (and its constants) alive. ``of(fgraph)`` is the graph's
+    table, gone with the graph."""
+
+    sweep_at = 64
+
+    @classmethod
+    def of(cls, fgraph):
+        table = cls._TABLES.get(fgraph)
+        if table is None:
+            table = cls._TABLES[fgraph] = cls()
+        return table
+
+    @staticmethod
+    def _held(entry):
+        return ()
+
+    def sweep(self, fgraph):
+        if len(self) < self.sweep_at:
+            return
+        for key in [
+            k
+            for k, e in self.items()
+            if not all(_in_graph(fgraph, v) for v in (k[0], *self._held(e)))
+        ]:
+            del self[key]
+        self.sweep_at = 2 * len(self) + 64
+
+
+class _InferredLengths(_GraphTable):
     """The lengths ``local_infer_shape`` gave one graph, ``(v, d) -> (length, unchecked)``
-    (``unchecked``: its ``EqualLengths`` were dropped because ``v`` is computed). An
-    entry is used while its length's node is still in the graph; the entries of values
-    no longer in it are swept as the table doubles, so that a compiled function keeps no
-    rewritten-away subgraph (and its constants) alive."""
+    (``unchecked``: its checks were dropped because ``v`` is computed), used while the
+    length's node is still in the graph. Not kept: a constant (which a shape may hold
+    for another length too) and a length behind a check (an op's ``infer_shape`` would
+    make it again, naming itself): ``Shape_i`` then."""
 
-    def __init__(self):
-        self.entries: dict = {}
-        self.sweep_at = 64
+    _TABLES = weakref.WeakKeyDictionary()
 
-    def get(self, fgraph, v, d):
-        known = self.entries.get((v, d))
+    @staticmethod
+    def _held(entry):
+        return entry[:1]
+
+    def get_length(self, fgraph, v, d):
+        known = self.get((v, d))
         if known is None:
             return None
         length, unchecked = known
         if not _in_graph(fgraph, length) or (unchecked and not value_computed(fgraph, v)):
             return None
-        if isinstance(length, Constant) or (
-            length.owner is not None and isinstance(length.owner.op, _GUARDS)
-        ):
-            # a check an op's infer_shape would make again, naming itself; a constant
-            # (which a shape may also hold for another length): Shape_i then
-            return None
         return length
 
     def put(self, fgraph, v, d, length, unchecked):
-        self.entries[(v, d)] = (length, unchecked)
-        if len(self.entries) >= self.sweep_at:
-            self.entries = {
-                (w, k): e
-                for (w, k), e in self.entries.items()
-                if _in_graph(fgraph, w) and _in_graph(fgraph, e[0])
-            }
-            self.sweep_at = 2 * len(self.entries) + 64
+        if isinstance(length, Constant) or (
+            length.owner is not None and isinstance(length.owner.op, _GUARDS)
+        ):
+            return
+        self[(v, d)] = (length, unchecked)
+        self.sweep(fgraph)
 
 
 def _in_graph(fgraph, v):
     return v.owner is None or v.owner in fgraph.apply_nodes
-
-
-#: FunctionGraph -> its _InferredLengths (gone with the graph)
-_INFERRED = weakref.WeakKeyDictionary()
 
 
 def _known_length(fgraph, v, d):
@@ -303,8 +325,8 @@ def _known_length(fgraph, v, d):
     last layer is asked of each layer in turn, and a ``Shape_i`` of every earlier layer
     is made and rewritten again for each later one: quadratic in the depth (InceptionV3:
     11,000 of them for 360 nodes, 10 s of its 11 s compile)."""
-    memo = _INFERRED.get(fgraph) if fgraph is not None else None
-    known = memo.get(fgraph, v, d) if memo is not None else None
+    table = _InferredLengths._TABLES.get(fgraph) if fgraph is not None else None
+    known = table.get_length(fgraph, v, d) if table is not None else None
     return known if known is not None else shape_i(v, d)
 
 
@@ -348,32 +370,18 @@ def local_infer_shape(fgraph, node):
     # shape(op(x...)) -> make_vector(*op.infer_shape(shapes of x...))
     if fgraph is None:
         return _inferred_shape(fgraph, node, LENGTH_CHECKS_DEPTH, {})
-    searched = _SEARCHED.get(fgraph)
-    if searched is None:
-        searched = _SEARCHED[fgraph] = _Searched()
+    searched = _Searched.of(fgraph)
     new = _inferred_shape(fgraph, node, LENGTH_CHECKS_DEPTH, searched)
     searched.sweep(fgraph)
     return new
 
 
-class _Searched(dict):
+class _Searched(_GraphTable):
     """``_length_checks``' results in one graph, ``(v, d, depth) -> checks``: kept across
     the rewrite's calls (each layer of a network searched the layers below it again, a
-    network's compile 4x longer), the entries of values no longer in the graph swept
-    as the table doubles."""
+    network's compile 4x longer)."""
 
-    sweep_at = 64
-
-    def sweep(self, fgraph):
-        if len(self) < self.sweep_at:
-            return
-        for key in [k for k in self if not _in_graph(fgraph, k[0])]:
-            del self[key]
-        self.sweep_at = 2 * len(self) + 64
-
-
-#: FunctionGraph -> its _Searched (gone with the graph)
-_SEARCHED = weakref.WeakKeyDictionary()
+    _TABLES = weakref.WeakKeyDictionary()
 
 
 def _inferred_shape(fgraph, node, depth, memo):
@@ -419,9 +427,7 @@ def _inferred_shape(fgraph, node, depth, memo):
     checks = list(dict.fromkeys(checks))
     lengths = [_guarded(n, checks) for n in lengths]
     if fgraph is not None and depth == LENGTH_CHECKS_DEPTH:  # (not a search's shapes)
-        known = _INFERRED.get(fgraph)
-        if known is None:
-            known = _INFERRED[fgraph] = _InferredLengths()
+        known = _InferredLengths.of(fgraph)
         dims = [node.op.i] if isinstance(node.op, Shape_i) else range(x.ndim)
         for d, length in zip(dims, lengths):
             known.put(fgraph, x, d, length, unchecked)
