@@ -8,6 +8,7 @@ from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on eac
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting import TopoOptimizer, check_stack_trace, out2in
@@ -26,7 +27,14 @@ from theano_dag.tensor.basic import Join, Tile
 from theano_dag.tensor.blas import Gemv, Ger
 from theano_dag.tensor.blas_c import CGemv, CGer
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
-from theano_dag.tensor.shape import MakeVector, Reshape, Shape_i
+from theano_dag.tensor.shape import (
+    EqualLengths,
+    LengthMismatchError,
+    MakeVector,
+    Reshape,
+    Shape_i,
+    equal_lengths,
+)
 from theano_dag.tensor.type import (
     values_eq_approx_remove_inf,
     values_eq_approx_remove_inf_nan,
@@ -277,6 +285,67 @@ def test_the_shapes_of_a_deep_chain_are_inferred_once_per_layer():
     assert _CountedShift.calls <= 2 * 40
     assert not any(isinstance(n.op, _CountedShift) for n in f.maker.fgraph.apply_nodes)
     assert [tuple(s) for s in f(np.zeros((3, 5)))] == [(3, 5)] * 40
+
+
+class _CountedCheckedAdd(theano_dag.graph.op.Op):
+    """``x + y`` of two vectors, whose ``infer_shape`` checks their lengths (an
+    ``EqualLengths``, as an elementwise op's) and counts its calls."""
+
+    __props__ = ()
+    calls = 0
+
+    def make_node(self, x, y):
+        return theano_dag.graph.basic.Apply(self, [x, y], [x.type()])
+
+    def perform(self, node, inputs, out, params=None):
+        out[0][0] = inputs[0] + inputs[1]
+
+    def infer_shape(self, fgraph, node, shapes):
+        type(self).calls += 1
+        return [
+            (equal_lengths([shapes[0][0], shapes[1][0]], "checked add", ["x", "y"].__getitem__),)
+        ]
+
+
+def test_the_checked_shapes_of_a_deep_chain_are_inferred_once_per_layer():
+    # Each layer's length is its input's behind a check (a residual network's channels
+    # are so): the check may not be taken into the next layer's (it names another op),
+    # but the Shape_i made for it again is given the length inferred before. It was
+    # inferred again through every layer below: with constant weights, ResNet-50's
+    # canonicalize stopped at 4,000 rewrites (an OptimizationWarning), unfinished.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    layers = [x]
+    for _ in range(40):
+        layers.append(_CountedCheckedAdd()(layers[-1], y))
+    _CountedCheckedAdd.calls = 0
+    f = theano_dag.function([x, y], [v.shape for v in layers[1:]])
+    assert _CountedCheckedAdd.calls <= 2 * 40
+    assert not any(isinstance(n.op, _CountedCheckedAdd) for n in f.maker.fgraph.apply_nodes)
+    assert [tuple(s) for s in f(np.zeros(3), np.ones(3))] == [(3,)] * 40
+    with pytest.raises(LengthMismatchError, match=r"checked add: .*\(x: 3, y: 4\)"):
+        f(np.zeros(3), np.ones(4))
+
+
+def test_a_deep_network_that_computes_its_layers_checks_none_of_their_shapes():
+    # The mean's count is the last layer's lengths, inferred through every layer. The
+    # function computes each layer, whose op checks its lengths then: their shapes need
+    # no check of their own. The search for an output stopped after 64 values, so the
+    # layers more than a few below the last counted as not computed: 68 checks were left
+    # in the graph (run at every call), and its canonicalize stopped unfinished.
+    x, w = tt.tensor4("x"), tt.tensor4("w")
+    h = x
+    for _ in range(30):
+        h = tt.nnet.relu(tt.nnet.conv2d(h, w, border_mode=(1, 1)) + h)
+    f = theano_dag.function([x, w], h.mean())
+    ops = [n.op for n in f.maker.fgraph.apply_nodes]
+    assert not any(isinstance(op, EqualLengths) for op in ops)
+    assert sum(isinstance(op, Shape_i) for op in ops) <= 6
+    rng = np.random.default_rng(0)
+    xv, wv = rng.normal(size=(2, 3, 5, 5)), rng.normal(size=(3, 3, 3, 3)) / 9
+    reference = theano_dag.function([x, w], h.mean(), mode=Mode(linker="py", optimizer=None))
+    np.testing.assert_allclose(f(xv, wv), reference(xv, wv), rtol=1e-12)
+    with pytest.raises(ValueError):  # the convolution's own check of the channels
+        f(xv, rng.normal(size=(3, 2, 3, 3)))
 
 
 def test_clinker_is_the_cpu_engine():

@@ -286,10 +286,17 @@ class _GraphTable(dict):
 
 class _InferredLengths(_GraphTable):
     """The lengths ``local_infer_shape`` gave one graph, ``(v, d) -> (length, unchecked)``
-    (``unchecked``: its checks were dropped because ``v`` is computed), used while the
-    length's node is still in the graph. Not kept: a constant (which a shape may hold
-    for another length too) and a length behind a check (an op's ``infer_shape`` would
-    make it again, naming itself): ``Shape_i`` then."""
+    (``unchecked``: its checks were dropped because ``v`` is computed), each used while
+    its node is still in the graph and ``v`` is computed or not as it was (which decides
+    the checks). Not kept: a constant (which a shape may hold for another length too).
+
+    ``get_length(..., checked=False)`` gives an op's ``infer_shape`` the inputs' lengths
+    that have no check (a check would be taken into the asking op's, named for another
+    op: ``Shape_i`` then); ``local_infer_shape`` gives a ``Shape_i`` it meets again the
+    length it gave before, checks and all. Without that, a chain of layers whose every
+    length is checked (a ResNet's channels with constant weights) had each layer's
+    lengths inferred again through all the layers below it, and its canonicalize stopped
+    at 4,000 rewrites."""
 
     _TABLES = weakref.WeakKeyDictionary()
 
@@ -297,19 +304,20 @@ class _InferredLengths(_GraphTable):
     def _held(entry):
         return entry[:1]
 
-    def get_length(self, fgraph, v, d):
+    def get_length(self, fgraph, v, d, checked=False):
         known = self.get((v, d))
         if known is None:
             return None
         length, unchecked = known
-        if not _in_graph(fgraph, length) or (unchecked and not value_computed(fgraph, v)):
+        has_checks = _unchecked(length) is not length
+        if (has_checks and not checked) or not _in_graph(fgraph, length):
             return None
+        if (unchecked or has_checks) and value_computed(fgraph, v) != unchecked:
+            return None  # inferred again, its checks dropped or kept as v is now
         return length
 
     def put(self, fgraph, v, d, length, unchecked):
-        if isinstance(length, Constant) or (
-            length.owner is not None and isinstance(length.owner.op, _GUARDS)
-        ):
+        if isinstance(length, Constant):
             return
         self[(v, d)] = (length, unchecked)
         self.sweep(fgraph)
@@ -392,6 +400,11 @@ def _inferred_shape(fgraph, node, depth, memo):
     infer = getattr(owner.op, "infer_shape", None) if owner is not None else None
     if infer is None:
         return False
+    if isinstance(node.op, Shape_i) and fgraph is not None and depth == LENGTH_CHECKS_DEPTH:
+        table = _InferredLengths._TABLES.get(fgraph)
+        known = table.get_length(fgraph, x, node.op.i, checked=True) if table else None
+        if known is not None:
+            return [known]
     ins = _input_shapes(owner, fgraph)
     try:
         shapes = infer(fgraph, owner, ins)

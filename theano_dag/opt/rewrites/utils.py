@@ -591,9 +591,14 @@ def graph_holds(fgraph, *sops) -> bool:
 
 
 # The ops that read only their input's shape, and how far value_computed looks for an
-# output.
+# output. Past it, it answers no, which keeps checks the value's op makes anyway: 64
+# values (a search of a few layers) kept 30-40 such checks in ResNet-50's and
+# InceptionV3's graphs, computed at every call, and made the shape rewrites search the
+# layers below for more (their compile twice as long). A search costs what it visits:
+# the path to an output where the value is computed; the values computed from it where
+# it is not (a graph that asks only shapes, until the rewrites drop those values).
 _SHAPE_OPS = (Shape, Shape_i)
-VALUE_COMPUTED_SEARCH = 64
+VALUE_COMPUTED_SEARCH = 1 << 16
 
 
 def value_computed(fgraph, v, besides=None) -> bool:
