@@ -345,24 +345,8 @@ CASES = {
     ),
 }
 
-# A check of a convolution's lengths in its infer_shape was tried: it entered the graph
-# of every network that computes its values (ResNet50: 48 Asserts and 78 elementwise
-# nodes more, computed at every call) and made its compile several times slower.
-_CONV = "the convolutions' shapes do not check their lengths (a check cost networks' graphs)"
-HOLES: dict = {  # name -> the reason its shape still returns a length
-    name: _CONV
-    for name in (
-        "conv2d_filter_larger",
-        "conv2d_filter_larger_dilated",
-        "conv3d_filter_larger",
-        "conv_grad_inputs_filters",
-        "conv_grad_inputs_spatial",
-        "conv_grad_inputs_unshared_grid",
-        "conv_grad_weights_batch",
-        "conv_grad_weights_larger",
-        "conv_grad_weights_spatial",
-    )
-}
+HOLES: dict = {}  # name -> the reason its shape still returns a length (none left)
+
 
 SHAPE_MODES = {
     "py": lambda: Mode(linker="py"),

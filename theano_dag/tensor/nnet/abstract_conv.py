@@ -622,6 +622,43 @@ class BaseAbstractConv(Op):
         bm = self.border_mode if isinstance(self.border_mode, str) else self.border_mode[d]
         return get_conv_shape_1axis(img, kern, bm, self.subsample[d], self.filter_dilation[d])
 
+    def _fitting_len(self, img, kern, d):
+        """``_out_len``, passed on once it is at least 1 (an ``Assert``): filters larger
+        than the padded image, which perform refuses, have none. A length known now
+        (an int: an engine planning the run, which checks) is as is."""
+        n = self._out_len(img, kern, d)
+        if not isinstance(n, Variable) or isinstance(n, Constant):
+            return n
+        msg = (
+            f"{self}: the filters (dilated) are larger than the padded image along "
+            f"spatial dimension {d}: no output position"
+        )
+        return Assert(msg)(n, tm.ge(n, 1))
+
+    def _grad_checked(self, out, pairs):
+        """``out``, the shape of a gradient, each length checked by the agreement of
+        each ``(a, b, names)`` of ``pairs``, as perform checks the lengths it is given
+        (``checked_shape``)."""
+        for a, b, names in pairs:
+            out = checked_shape(out, [a, b], str(self), names)
+        return out
+
+    def _out_pairs(self, img_sp, kern_sp, gs):
+        """The pairs (``_grad_checked``) of the convolution's output lengths, of an
+        image and filters of spatial lengths ``img_sp`` and ``kern_sp``, and the output
+        gradient's (of shape ``gs``)."""
+        return [
+            (
+                self._fitting_len(img_sp[d], kern_sp[d], d),
+                gs[2 + d],
+                (
+                    f"the convolution's output along spatial dimension {d}",
+                    f"the output gradient's along dimension {2 + d}",
+                ),
+            )
+            for d in range(self.convdim)
+        ]
+
 
 class AbstractConv(BaseAbstractConv):
     """The forward convolution of images ``(N, C, *spatial)`` with filters
@@ -667,7 +704,7 @@ class AbstractConv(BaseAbstractConv):
     def infer_shape(self, fgraph, node, input_shapes):
         xs, ws = input_shapes
         k0 = node.inputs[1].ndim - self.convdim  # (the shapes may be shape vectors)
-        sp = [self._out_len(xs[2 + d], ws[k0 + d], d) for d in range(self.convdim)]
+        sp = [self._fitting_len(xs[2 + d], ws[k0 + d], d) for d in range(self.convdim)]
         # the image's channels the filters', times the groups, as perform checks them
         cg = ws[k0 - 1] if self.num_groups == 1 else ws[k0 - 1] * self.num_groups
         names = ("the image's channels", f"the filters' channels x {self.num_groups} group(s)")
@@ -723,7 +760,12 @@ class AbstractConv_gradWeights(BaseAbstractConv):  # noqa: N801 (Theano's name)
         xs, gs, _ = input_shapes
         c = xs[1] if self.num_groups == 1 else xs[1] // self.num_groups
         grid = (gs[2], gs[3]) if self.unshared else ()
-        return [(gs[1], *grid, c, *_symbolic_entries(node.inputs[2], self.convdim))]
+        kern_sp = _symbolic_entries(node.inputs[2], self.convdim)
+        # perform's checks: one batch, and the convolution of the image by such filters
+        # has the output gradient's spatial lengths
+        batch = (xs[0], gs[0], ("the image's batch", "the output gradient's batch"))
+        pairs = [batch, *self._out_pairs(xs[2:], kern_sp, gs)]
+        return [self._grad_checked((gs[1], *grid, c, *kern_sp), pairs)]
 
     def connection_pattern(self, node):
         return [[True], [True], [False]]
@@ -765,9 +807,22 @@ class AbstractConv_gradInputs(BaseAbstractConv):  # noqa: N801 (Theano's name)
 
     def infer_shape(self, fgraph, node, input_shapes):
         ws, gs, _ = input_shapes
-        cg = ws[node.inputs[0].ndim - self.convdim - 1]
+        k0 = node.inputs[0].ndim - self.convdim
+        cg = ws[k0 - 1]
         c = cg if self.num_groups == 1 else cg * self.num_groups
-        return [(gs[0], c, *_symbolic_entries(node.inputs[2], self.convdim))]
+        img_sp = _symbolic_entries(node.inputs[2], self.convdim)
+        # perform's checks: the filters' count is the output gradient's channels, and the
+        # convolution of such an image by the filters has its spatial lengths (and, an
+        # unshared one, the filters' grid of output positions)
+        filters = (ws[0], gs[1], ("the filters' count", "the output gradient's channels"))
+        pairs = [filters, *self._out_pairs(img_sp, ws[k0:], gs)]
+        if self.unshared:
+            names = [
+                (f"the filters' grid along {d}", f"the output gradient's along {2 + d}")
+                for d in range(2)
+            ]
+            pairs += [(ws[1 + d], gs[2 + d], names[d]) for d in range(2)]
+        return [self._grad_checked((gs[0], c, *img_sp), pairs)]
 
     def connection_pattern(self, node):
         return [[True], [True], [False]]
