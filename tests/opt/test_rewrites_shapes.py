@@ -348,6 +348,32 @@ def test_a_deep_network_that_computes_its_layers_checks_none_of_their_shapes():
         f(xv, rng.normal(size=(3, 2, 3, 3)))
 
 
+class _SelfShaped(theano_dag.graph.op.Op):
+    """``x + 1`` whose ``infer_shape`` gives its output's own length, over a length of
+    its input (as an op that cannot tell better may)."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        return theano_dag.graph.basic.Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, out, params=None):
+        out[0][0] = inputs[0] + 1
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [(tt.maximum(node.outputs[0].shape[0], shapes[0][0]),)]
+
+
+def test_a_shape_given_by_the_output_itself_is_left_to_the_value():
+    x = tt.dvector("x")
+    y = _SelfShaped()(tt.exp(x))
+    f = theano_dag.function([x], [y.shape[0] * 2])
+    # the length read from the value: infer_shape's, made of it, is not taken
+    (read,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, Shape_i)]
+    assert isinstance(read.inputs[0].owner.op, _SelfShaped)
+    assert int(f(np.zeros(3))[0]) == 6
+
+
 def test_clinker_is_the_cpu_engine():
     from theano_dag.engines.theano_linkers import CLinker
 

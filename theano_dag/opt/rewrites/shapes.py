@@ -417,8 +417,12 @@ def _inferred_shape(fgraph, node, depth, memo):
     lengths = [_as_length(e) if e is not None else None for e in entries]
     if any(length is None for length in lengths):
         return False
-    if any(x in ancestors([length]) for length in lengths):
-        return False  # infer_shape asked for the output's own shape
+    # infer_shape asked for the output's own shape? (The walk stops at the node's inputs
+    # and the lengths it was given, which x cannot be above: the whole graph below was
+    # walked for each shape, a third of a network's gradient's compile.)
+    given = [n for shp in ins if shp for n in shp if isinstance(n, Variable)]
+    if x in ancestors(lengths, blockers=[*owner.inputs, *given]):
+        return False
     # The checks x's value makes that no length of x carries: a 0-d result's (its shape
     # has no length), and those of the lengths of its inputs x drops (a reduction's).
     checks = list(getattr(shp, "checks", ()))
