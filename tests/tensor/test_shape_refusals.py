@@ -7,6 +7,7 @@ fixed."""
 
 import numpy as np
 import pytest
+from engine_modes import ENGINES, rewritten_mode  # the engines, fast_run on each
 
 import theano_dag
 import theano_dag.tensor as tt
@@ -483,3 +484,19 @@ def test_checks_of_indices_add_no_check_of_lengths_known_equal():
     assert tuple(f(ones((2, 3)), [1, 1, 0])) == (2, 3)
     with pytest.raises(IndexError, match="index 2 is out of bounds for a length of 2"):
         f(ones((2, 3)), [0, 2])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("fused", [False, True], ids=["conv", "conv_bias_relu"])
+def test_filters_larger_than_the_image_raise_on_every_engine(engine, fused):
+    # One position short (6x6 filters on a 5x5 image): the output lengths would be 0, and
+    # the CPU engine's convolution returned an empty result where perform raises.
+    x, w, b = tt.tensor4("x"), tt.tensor4("w"), tt.dvector("b")
+    out = nnet.conv2d(x, w)
+    if fused:
+        out = nnet.relu(out + b.dimshuffle("x", 0, "x", "x"))
+    f = theano_dag.function([x, w, b], out, mode=rewritten_mode(engine), on_unused_input="ignore")
+    bv = np.ones(3)
+    assert f(ones((1, 2, 5, 5)), ones((3, 2, 5, 5)), bv).shape == (1, 3, 1, 1)
+    with pytest.raises(ValueError, match=r"filters \(6x6.* larger than the padded image \(5x5\)"):
+        f(ones((1, 2, 5, 5)), ones((3, 2, 6, 6)), bv)

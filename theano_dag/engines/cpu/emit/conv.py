@@ -809,6 +809,13 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
         if v is not None and v.shape != (f,):
             raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
     out_hw = geo.out_hw(x.shape[2:])
+    if min(out_hw) <= 0:  # (as perform refuses it: not an empty result)
+        padded = "x".join(map(str, geo.padded(x.shape)[2:]))
+        raise ValueError(
+            f"convolution: the filters ({'x'.join(map(str, geo.kshp))}, dilation "
+            f"{tuple(geo.dil)}) are larger than the padded image ({padded}); shapes "
+            f"{(x.shape, w.shape)}"
+        )
     if out is None:
         out = np.empty((n, f) + out_hw, dtype=x.dtype)
     wm = _filters(w, geo)
