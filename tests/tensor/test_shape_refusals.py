@@ -500,3 +500,32 @@ def test_filters_larger_than_the_image_raise_on_every_engine(engine, fused):
     assert f(ones((1, 2, 5, 5)), ones((3, 2, 5, 5)), bv).shape == (1, 3, 1, 1)
     with pytest.raises(ValueError, match=r"filters \(6x6.* larger than the padded image \(5x5\)"):
         f(ones((1, 2, 5, 5)), ones((3, 2, 6, 6)), bv)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_convolution_gradients_refuse_what_perform_refuses_on_every_engine(engine):
+    # The CPU engine's gradient loops took an output gradient of another batch or spatial
+    # shape than the convolution gives (reading part of the image), or of none.
+    x, gy, w = tt.tensor4("x"), tt.tensor4("gy"), tt.tensor4("w")
+    gw = AbstractConv2d_gradWeights()(x, gy, tt.as_tensor_variable([3, 3]))
+    gi = AbstractConv2d_gradInputs()(w, gy, tt.as_tensor_variable([5, 5]))
+    mode = rewritten_mode(engine)
+    f_gw = theano_dag.function([x, gy], gw, mode=mode)
+    f_gi = theano_dag.function([w, gy], gi, mode=mode)
+    assert f_gw(ones((2, 2, 5, 5)), ones((2, 3, 3, 3))).shape == (3, 2, 3, 3)
+    assert f_gi(ones((3, 2, 3, 3)), ones((2, 3, 3, 3))).shape == (2, 2, 5, 5)
+    for bad in [(2, 3, 2, 2), (1, 3, 3, 3)]:  # spatial lengths, batch
+        with pytest.raises(ValueError):
+            f_gw(ones((2, 2, 5, 5)), ones(bad))
+    with pytest.raises(ValueError):
+        f_gi(ones((3, 2, 3, 3)), ones((2, 3, 2, 2)))
+    f_gw6 = theano_dag.function(
+        [x, gy], AbstractConv2d_gradWeights()(x, gy, tt.as_tensor_variable([6, 6])), mode=mode
+    )
+    f_gi6 = theano_dag.function(
+        [w, gy], AbstractConv2d_gradInputs()(w, gy, tt.as_tensor_variable([5, 5])), mode=mode
+    )
+    with pytest.raises(ValueError, match=r"filters \(6x6.* larger than the padded image"):
+        f_gw6(ones((1, 2, 5, 5)), ones((1, 3, 0, 0)))
+    with pytest.raises(ValueError, match=r"filters \(6x6.* larger than the padded image"):
+        f_gi6(ones((3, 2, 6, 6)), ones((1, 3, 0, 0)))

@@ -787,6 +787,20 @@ def _grouped_matmul(wm, cols, out, g):
         )
 
 
+def _fitting_out_hw(geo, xshape, shapes, who):
+    """The output lengths of the convolution of an image of shape ``xshape``, refused
+    where the filters are larger than the padded image, as perform refuses them (the
+    lengths would be 0 or less: no empty result)."""
+    out_hw = geo.out_hw(xshape[2:])
+    if min(out_hw) <= 0:
+        raise ValueError(
+            f"{who}: the filters ({'x'.join(map(str, geo.kshp))}, dilation "
+            f"{tuple(geo.dil)}) are larger than the padded image "
+            f"({'x'.join(map(str, geo.padded(xshape)[2:]))}); shapes {shapes}"
+        )
+    return out_hw
+
+
 def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws=None):
     """``out = conv(x, w)`` with workspaces ``xp`` (the padded image) and ``cols`` (the
     columns; unused by a plain 1x1 convolution); None (or a workspace of another shape)
@@ -808,14 +822,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
     for name, v in (("bias", bias), ("scale", scale)):
         if v is not None and v.shape != (f,):
             raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
-    out_hw = geo.out_hw(x.shape[2:])
-    if min(out_hw) <= 0:  # (as perform refuses it: not an empty result)
-        padded = "x".join(map(str, geo.padded(x.shape)[2:]))
-        raise ValueError(
-            f"convolution: the filters ({'x'.join(map(str, geo.kshp))}, dilation "
-            f"{tuple(geo.dil)}) are larger than the padded image ({padded}); shapes "
-            f"{(x.shape, w.shape)}"
-        )
+    out_hw = _fitting_out_hw(geo, x.shape, (x.shape, w.shape), "convolution")
     if out is None:
         out = np.empty((n, f) + out_hw, dtype=x.dtype)
     wm = _filters(w, geo)
@@ -876,6 +883,14 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
     fg, cg = f // g, c // g
     kh, kw = geo.kshp
     kg = cg * kh * kw
+    # gy must be the output gradient of the convolution of x (perform refuses the rest):
+    # the loops below would read a part of x silently.
+    want = (n, f, *_fitting_out_hw(geo, x.shape, (x.shape, gy.shape), "conv_grad_weights"))
+    if gy.shape != want:
+        raise ValueError(
+            f"conv_grad_weights: output gradient has shape {gy.shape}, the convolution "
+            f"of an image of shape {x.shape} by {f} filters gives {want}"
+        )
     if out is None:
         out = np.empty((f, cg, kh, kw), dtype=gy.dtype)
     acc = _ws(acc, (f, kg), gy.dtype)
@@ -927,7 +942,8 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     h, wd = int(imshp[0]), int(imshp[1])
     # An image shape whose convolution does not give gy's shape is an error (the op's
     # perform says so too); the loops below would fill some image silently.
-    if tuple(gy.shape[2:]) != geo.out_hw((h, wd)):
+    shapes = (w.shape, gy.shape, (h, wd))
+    if tuple(gy.shape[2:]) != _fitting_out_hw(geo, (n, c, h, wd), shapes, "conv_grad_inputs"):
         raise ValueError(
             f"conv_grad_inputs: output gradient has spatial shape {tuple(gy.shape[2:])}, "
             f"the convolution of a {(h, wd)} image gives {geo.out_hw((h, wd))}"
