@@ -333,9 +333,15 @@ def _known_length(fgraph, v, d):
     last layer is asked of each layer in turn, and a ``Shape_i`` of every earlier layer
     is made and rewritten again for each later one: quadratic in the depth (InceptionV3:
     11,000 of them for 360 nodes, 10 s of its 11 s compile)."""
-    table = _InferredLengths._TABLES.get(fgraph) if fgraph is not None else None
-    known = table.get_length(fgraph, v, d) if table is not None else None
+    known = _given_length(fgraph, v, d)
     return known if known is not None else shape_i(v, d)
+
+
+def _given_length(fgraph, v, d, checked=False):
+    """The length ``local_infer_shape`` gave ``v`` along ``d`` in ``fgraph`` that is
+    still good (:meth:`_InferredLengths.get_length`), else None."""
+    table = _InferredLengths._TABLES.get(fgraph) if fgraph is not None else None
+    return table.get_length(fgraph, v, d, checked) if table is not None else None
 
 
 def _as_length(entry):
@@ -400,9 +406,8 @@ def _inferred_shape(fgraph, node, depth, memo):
     infer = getattr(owner.op, "infer_shape", None) if owner is not None else None
     if infer is None:
         return False
-    if isinstance(node.op, Shape_i) and fgraph is not None and depth == LENGTH_CHECKS_DEPTH:
-        table = _InferredLengths._TABLES.get(fgraph)
-        known = table.get_length(fgraph, x, node.op.i, checked=True) if table else None
+    if isinstance(node.op, Shape_i) and depth == LENGTH_CHECKS_DEPTH:
+        known = _given_length(fgraph, x, node.op.i, checked=True)
         if known is not None:
             return [known]
     ins = _input_shapes(owner, fgraph)

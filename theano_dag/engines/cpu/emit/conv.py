@@ -943,10 +943,11 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     # An image shape whose convolution does not give gy's shape is an error (the op's
     # perform says so too); the loops below would fill some image silently.
     shapes = (w.shape, gy.shape, (h, wd))
-    if tuple(gy.shape[2:]) != _fitting_out_hw(geo, (n, c, h, wd), shapes, "conv_grad_inputs"):
+    out_hw = _fitting_out_hw(geo, (n, c, h, wd), shapes, "conv_grad_inputs")
+    if tuple(gy.shape[2:]) != out_hw:
         raise ValueError(
             f"conv_grad_inputs: output gradient has spatial shape {tuple(gy.shape[2:])}, "
-            f"the convolution of a {(h, wd)} image gives {geo.out_hw((h, wd))}"
+            f"the convolution of a {(h, wd)} image gives {out_hw}"
         )
     if out is None:
         out = np.empty((n, c, h, wd), dtype=gy.dtype)
