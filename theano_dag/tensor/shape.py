@@ -914,7 +914,7 @@ def _length_key(n):
     return n
 
 
-def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
+def equal_lengths(lengths, what, name_of=None, guard=None, hint="", nested=True):
     """The one length of ``lengths`` (ints, int scalar variables), which must all be
     equal: ``lengths[0]`` when they are known equal (the same int or constant, the same
     variable's length), else an :class:`EqualLengths` node that checks them when the graph
@@ -922,7 +922,9 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
     and the dimension that need them equal; ``name_of(k)`` names ``lengths[k]`` (called
     only when a check is made); ``hint`` follows the lengths in the error where one is 1.
     With ``guard`` (a length), ``guard`` itself is returned, checked by the lengths'
-    agreement.
+    agreement. A length that is a check's gives that check's lengths instead, where
+    ``nested`` (True, or a function of the check's output) says so: a caller that knows
+    the check is read elsewhere (it then stays) keeps it as one length.
 
     >>> from theano_dag import tensor as tt
     >>> x, y = tt.dvector("x"), tt.dvector("y")
@@ -945,7 +947,12 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint=""):
     kept, names, keys, inners, bounded = [], [], [], [], []
     for k, n in enumerate(lengths):
         owner = getattr(_bounds_passed(n), "owner", None)
-        if owner is not None and isinstance(owner.op, EqualLengths) and not owner.op.guard:
+        if (
+            owner is not None
+            and isinstance(owner.op, EqualLengths)
+            and not owner.op.guard
+            and (nested is True or nested(owner.outputs[0]))
+        ):
             parts = list(zip(owner.inputs, owner.op.names))
             if owner.outputs[0] is not n:
                 bounded.append(n)

@@ -377,8 +377,8 @@ def local_remove_useless_assert(fgraph, node):
 @local_optimizer([EqualLengths])
 def local_useless_equal_lengths(fgraph, node):
     """The lengths of a check known equal (the same constant, the same variable's
-    length) are checked once; a check of a check checks its lengths; with one length
-    left, the check goes.
+    length) are checked once; a check of a check that nothing else reads checks its
+    lengths; with one length left, the check goes.
 
     >>> import theano_dag.tensor as tt
     >>> x, y = tt.dvector("x"), tt.dvector("y")
@@ -387,12 +387,23 @@ def local_useless_equal_lengths(fgraph, node):
     ('x', 'y')
     """
     # equal_lengths(a, b, a) -> equal_lengths(a, b) ; equal_lengths(a, a) -> a
-    # equal_lengths(equal_lengths(a, b), c) -> equal_lengths(a, b, c)
+    # equal_lengths(equal_lengths(a, b), c) -> equal_lengths(a, b, c), the inner one read
+    # here only
     op = node.op
     lengths = node.inputs[1:] if op.guard else node.inputs
     guard = node.inputs[0] if op.guard else None
+
+    # A check this one alone reads gives its lengths; one read elsewhere stays in the
+    # graph, so its lengths taken in too would be checked twice (a residual chain's
+    # shapes: each block's check took every block's below it, and was rewritten again
+    # whenever one of them was, cubic time).
+    def nested(check):
+        return fgraph is None or len(fgraph.clients.get(check, ())) <= 1
+
     try:
-        new = equal_lengths(lengths, op.what, op.names.__getitem__, guard=guard, hint=op.hint)
+        new = equal_lengths(
+            lengths, op.what, op.names.__getitem__, guard=guard, hint=op.hint, nested=nested
+        )
     except LengthMismatchError:  # constants that differ: the check raises when it runs
         return False
     if new.owner is not None and new.owner.op == op and new.owner.inputs == node.inputs:
