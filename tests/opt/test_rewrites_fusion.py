@@ -158,6 +158,39 @@ def test_composite_text_of_a_long_chain():
     assert str(Composite([x], [a * a, a])) == "Composite{mul(exp(i0), exp(i0)), exp(i0)}"
 
 
+def test_composite_text_of_values_read_more_than_once_names_them():
+    # Written as one expression, x * x repeated 14 times holds 2**14 reads of x (and
+    # tanh(h * h + h) repeated, 3 per step: a 22-step chain took 14 s to fuse, 40 steps
+    # would take years). Such a text names each node's value once, in the graph's order.
+    x = ts.float64("x")
+    squares, other = x, x
+    for k in range(14):
+        squares = squares * squares
+        other = other * other if k < 13 else other + other
+    c = Composite([x], [squares])
+    assert str(c) == "Composite{" + "; ".join(
+        ["t0 = mul(i0, i0)", *[f"t{k} = mul(t{k - 1}, t{k - 1})" for k in range(1, 14)], "t13"]
+    ) + "}"  # fmt: skip
+    assert c == Composite([x], [squares]) and hash(c) == hash(Composite([x], [squares]))
+    assert c != Composite([x], [other]) and c != Composite([x], [squares * 1.5])
+    assert float(c.compute([np.float64(1.0001)], ["float64"])[0]) == pytest.approx(
+        1.0001 ** (2**14), rel=1e-12
+    )
+
+    v = tt.dvector("v")
+    h = v
+    for _ in range(30):
+        h = tt.tanh(h * h + h) * 0.5
+    f = function([v], h)
+    (node,) = f.maker.fgraph.apply_nodes
+    assert len(str(node.op)) < 100 * 30  # a few terms per step
+    values = np.linspace(-1, 1, 7)
+    want = values
+    for _ in range(30):
+        want = np.tanh(want * want + want) * 0.5
+    np.testing.assert_allclose(f(values), want, rtol=1e-13)
+
+
 def test_composite_without_copy_keeps_the_graph():
     from theano_dag import scalar as ts
     from theano_dag.scalar import Composite

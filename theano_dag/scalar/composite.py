@@ -45,6 +45,12 @@ def c_literal(value, dtype, types=C_TYPES) -> str:
 # A graph of at most this many nodes has its text written node by node (each node's from
 # its inputs' texts, which copies subexpressions: fine when they are short).
 _TEXT_BY_NODE_MAX = 64
+# Written as one expression, a graph whose nodes read a value more than once repeats it
+# at each read: the text doubles with each level of ``h * h``. Above this many terms, and
+# this many times the terms of the graph's nodes, it names each node's value once instead
+# (``t0 = ...; t1 = ...``).
+_TEXT_TERMS_MAX = 4096
+_TEXT_TERMS_RATIO = 4
 
 
 class Composite(ScalarOp):
@@ -180,6 +186,9 @@ class Composite(ScalarOp):
         fusion makes) is written node by node all the same, in one step per node.
         """
         names = {v: f"i{k}" for k, v in enumerate(self.inputs)}
+        graph_terms = sum([1 + len(node.inputs) for node in self.nodes])
+        if self._expression_terms() > max(_TEXT_TERMS_MAX, _TEXT_TERMS_RATIO * graph_terms):
+            return self._named_text(names)
         if len(self.nodes) <= _TEXT_BY_NODE_MAX:
             texts = names  # variable -> its text
             for node in self.nodes:
@@ -199,6 +208,39 @@ class Composite(ScalarOp):
             else:
                 texts.append(str(o))
         return ", ".join(texts)
+
+    def _expression_terms(self):
+        """The number of terms (inputs, constants, nodes) the outputs' expressions
+        written out would hold, counted without writing them: a value read twice counts
+        twice."""
+        terms = {}
+        for node in self.nodes:
+            n = 1 + sum([terms.get(v, 1) for v in node.inputs])
+            for o in node.outputs:
+                terms[o] = n
+        return sum([terms.get(o, 1) for o in self.outputs])
+
+    def _named_text(self, names):
+        """The graph with each node's value named once: ``t0 = op(i0, ...); ...``, then
+        the outputs. Its length grows with the nodes, however often values are read.
+
+        >>> from theano_dag import scalar as ts
+        >>> x = ts.float64("x")
+        >>> y = x
+        >>> for _ in range(13):  # x to the power 2**13: 2**13 reads of x written out
+        ...     y = y * y
+        >>> str(Composite([x], [y]))
+        'Composite{t0 = mul(i0, i0); t1 = mul(t0, t0); ...; t12 = mul(t11, t11); t12}'
+        """
+        texts = dict(names)
+        lines = []
+        for n, node in enumerate(self.nodes):
+            args = ", ".join([texts.get(v) or self._leaf_text(v) for v in node.inputs])
+            lines.append(f"t{n} = {node.op}({args})")
+            for j, o in enumerate(node.outputs):
+                texts[o] = f"t{n}" if len(node.outputs) == 1 else f"t{n}[{j}]"
+        outs = ", ".join([texts.get(o) or str(o) for o in self.outputs])
+        return "; ".join([*lines, outs])
 
     @staticmethod
     def _expression_text(var, names, in_graph):
