@@ -178,7 +178,9 @@ class Composite(ScalarOp):
         return tuple(nodes), tuple([source(o) for o in self.outputs])
 
     def _graph_text(self):
-        """The expression of each output, inputs named ``i0``, ``i1``, ...
+        """The expression of each output, inputs named ``i0``, ``i1``, ... (or, where
+        values read more than once would make it far longer than the graph, each node's
+        value named once: :meth:`_named_text`).
 
         Written out piece by piece from the outputs down: building each node's text from
         its inputs' texts would copy every subexpression once per level above it, which
@@ -186,8 +188,8 @@ class Composite(ScalarOp):
         fusion makes) is written node by node all the same, in one step per node.
         """
         names = {v: f"i{k}" for k, v in enumerate(self.inputs)}
-        graph_terms = sum([1 + len(node.inputs) for node in self.nodes])
-        if self._expression_terms() > max(_TEXT_TERMS_MAX, _TEXT_TERMS_RATIO * graph_terms):
+        written, graph = self._terms()
+        if written > max(_TEXT_TERMS_MAX, _TEXT_TERMS_RATIO * graph):
             return self._named_text(names)
         if len(self.nodes) <= _TEXT_BY_NODE_MAX:
             texts = names  # variable -> its text
@@ -209,16 +211,18 @@ class Composite(ScalarOp):
                 texts.append(str(o))
         return ", ".join(texts)
 
-    def _expression_terms(self):
-        """The number of terms (inputs, constants, nodes) the outputs' expressions
-        written out would hold, counted without writing them: a value read twice counts
-        twice."""
+    def _terms(self):
+        """``(written, graph)``: the number of terms (inputs, constants, nodes) the
+        outputs' expressions written out would hold, a value read twice counted twice
+        (counted without writing them), and the number the graph's nodes hold."""
         terms = {}
+        graph = 0
         for node in self.nodes:
             n = 1 + sum([terms.get(v, 1) for v in node.inputs])
+            graph += 1 + len(node.inputs)
             for o in node.outputs:
                 terms[o] = n
-        return sum([terms.get(o, 1) for o in self.outputs])
+        return sum([terms.get(o, 1) for o in self.outputs]), graph
 
     def _named_text(self, names):
         """The graph with each node's value named once: ``t0 = op(i0, ...); ...``, then

@@ -923,8 +923,8 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint="", nested=True)
     only when a check is made); ``hint`` follows the lengths in the error where one is 1.
     With ``guard`` (a length), ``guard`` itself is returned, checked by the lengths'
     agreement. A length that is a check's gives that check's lengths instead, where
-    ``nested`` (True, or a function of the check's output) says so: a caller that knows
-    the check is read elsewhere (it then stays) keeps it as one length.
+    ``nested`` (a bool, or a function of the check's output) says so: a caller that
+    knows the check is read elsewhere (it then stays) keeps it as one length.
 
     >>> from theano_dag import tensor as tt
     >>> x, y = tt.dvector("x"), tt.dvector("y")
@@ -951,7 +951,7 @@ def equal_lengths(lengths, what, name_of=None, guard=None, hint="", nested=True)
             owner is not None
             and isinstance(owner.op, EqualLengths)
             and not owner.op.guard
-            and (nested is True or nested(owner.outputs[0]))
+            and (nested(owner.outputs[0]) if callable(nested) else nested)
         ):
             parts = list(zip(owner.inputs, owner.op.names))
             if owner.outputs[0] is not n:
