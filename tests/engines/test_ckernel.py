@@ -528,6 +528,28 @@ def test_strided_operands_run_in_the_step_librarys_loop(bcast_kernels):
     assert k.c(x, r, c, s, out) == 0
 
 
+def test_a_call_refused_before_the_step_library_loaded_is_finished_by_fail(bcast_kernels):
+    # On a cold cache the step library loads in a background thread: a call on strided
+    # operands may be refused (kind 6) just before the kernel library is given the strided
+    # loop, and ``fail``'s repeat of the call then succeeds. That is the result, not an
+    # error: the repeat wrote the output (it once raised "input 0 ... does not broadcast").
+    node, k = bcast_kernels["float64"]
+    lib = k.library
+    rng = np.random.default_rng(9)
+    x = np.asfortranarray(rng.standard_normal((31, 17)))
+    r, c, s = rng.standard_normal((1, 17)), rng.standard_normal((31, 1)), np.full((1, 1), 0.5)
+    (want,) = reference(node, [x, r, c, s])
+    out = np.full((31, 17), np.nan)
+    lib._lib.td_set_general(None)
+    try:
+        assert k.c(x, r, c, s, out) == 6 << 16  # refused, nothing written
+        assert np.isnan(out).all()
+    finally:
+        lib._lib.td_set_general(ctypes.c_void_p(lib.steps.general))  # loaded meanwhile
+    assert k.fail(x, r, c, s, out) is None
+    assert_same(out, want, rtol=1e-12, atol=1e-14)
+
+
 def test_scalar_kernels_take_numpy_scalars(compiledir):
     d0 = TensorType("float64", ())
     node = composite_node(lambda a, b: ts.exp(a) * b, ["float64", "float64"], [d0, d0])

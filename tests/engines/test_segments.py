@@ -212,18 +212,28 @@ def test_error_inside_a_segment_names_its_node(engine_kernels, tmp_path):
     (seg,) = segments_of(f)
 
     class FailsAtTheSecond:
+        # as the C segment does: the first kernel runs, the second refuses its operands
         failed_step = 1
 
         def __call__(self, *args):
+            first = seg.kernels[0]
+            assert not first.c(*[args[i] for i in seg.operands[0]])
             return True
 
     seg.c = FailsAtTheSecond()
-    # The second kernel runs again through its own fail, which finds nothing wrong with
-    # its operands and says what it can; the message names the node that raised.
-    with pytest.raises(Exception) as info:
-        f(np.zeros(3), np.zeros(3))
-    second = seg.kernels[1].node
-    assert f"Apply node that caused the error: {second}" in str(info.value)
+    # The second kernel runs again through its own fail. Where its repeat succeeds (a
+    # refusal that no longer holds: the step library loaded meanwhile) that finishes the
+    # call, with numpy's values.
+    xv, yv = np.linspace(-1, 1, 3), np.arange(3.0)
+    for got, want in zip(f(xv, yv), want_chain(xv, yv)):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    # Where the repeat refuses too (a wrong shape), the message names the node that raised.
+    second = seg.kernels[1]
+    second.c = lambda *arrays: 4 << 16  # input 0's shape
+    with pytest.raises(ValueError) as info:
+        f(xv, yv)
+    assert f"Apply node that caused the error: {second.node}" in str(info.value)
+    assert "input 0 has shape (3,)" in str(info.value)
 
 
 # -- full sums in C ----------------------------------------------------------------------

@@ -440,6 +440,10 @@ class CKernel:
         dtypes = self.in_dtypes + self.out_dtypes
         rc = self.c(*args)  # checks fail before anything is written: safe to repeat
         for _ in range(len(args) + 1):
+            if not rc:
+                # The repeat ran: the refusal no longer holds (a strided call refused
+                # while the step library loaded in the background, given it meanwhile).
+                return
             kind, k = rc >> 16, rc & 0xFFFF
             if kind not in (1, 2):  # 1: not an ndarray, 2: not the dtype's own descriptor
                 break
@@ -457,14 +461,14 @@ class CKernel:
                 )
             args[k] = arr.view(dtypes[k])
             rc = self.c(*args)
-            if not rc:
-                return
         if rc >> 16 == 5:
             raise MemoryError(f"{self.node.op}: out of memory for the kernel's buffers")
         if rc >> 16 == 6:  # strided operands, the step library not loaded (yet)
             self._numpy(args)
             return
         kind, k = rc >> 16, rc & 0xFFFF
+        if kind not in (3, 4):  # not a wrong ndim or shape: no shape to blame
+            raise RuntimeError(f"{self.node.op}: its C kernel returned error code {rc:#x}")
         xs, outs = args[:nin], args[nin:]
         # Wrong ndim or shapes: the reference Elemwise says what is wrong, if it can.
         check = getattr(self.node.op, "_check_runtime_broadcast", None)
