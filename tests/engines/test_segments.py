@@ -188,6 +188,31 @@ def test_segment_stops_at_the_kernel_that_fails_and_explains_it(tmp_path):
 
 
 @native
+def test_a_segment_bound_again_after_it_failed_finishes_from_its_failed_step(tmp_path):
+    # The library binds its segments when its kernels load and again when the step
+    # library does, from the thread that loaded it. A second bind between a segment's
+    # failure and its ``fail`` once replaced the C segment with a new one that knew no
+    # failed step: ``fail`` ran every kernel again, so a kernel that updates its
+    # operand in place (here ``a += 1``) ran twice and the result was wrong.
+    d0 = TensorType("float64", ())
+    s, t = d0(), d0()
+    lib, (k1, k2) = _library(
+        tmp_path,
+        [composite(lambda a: a + 1, 1)(s).owner, composite(lambda a, b: a * b, 2)(s, t).owner],
+    )
+    assert lib.wait()
+    seg = lib.segment([k1, k2], ((0, 0), (0, 1, 2)), 3)
+    assert seg.native
+    a, out = np.array(1.0), np.empty(())
+    assert seg.c(a, np.float64(3.0), out)  # the numpy scalar: the second kernel refuses it
+    assert seg.c.failed_step == 1 and a == 2.0
+    seg.bind(lib._lib)  # the step library's load binds it again
+    assert seg.fail(a, np.float64(3.0), out) is None
+    assert a == 2.0 and out == 6.0
+    assert seg.at == 1
+
+
+@native
 def test_segment_converts_a_numpy_scalar_and_runs_the_rest(tmp_path):
     d0 = TensorType("float64", ())
     s = d0()

@@ -104,6 +104,7 @@ class KernelSegment:
         self.at = 0
         self.c = self.each
         self.native = False
+        self.entries = None  # the C entry points it is bound to
         lib = self.kernels[0].library if self.kernels else None
         if lib is not None:
             lib.add_segment(self)
@@ -142,6 +143,12 @@ class KernelSegment:
                     address = array_entry(lib, k.name)
             entries.append(address)
         entries = tuple(entries)
+        if self.native and self.entries == entries:
+            # Bound already (the library binds again when its step library loads, from
+            # that thread): a new C segment would not know the step a call that failed
+            # just now stopped at, and ``fail`` would run the kernels before it again.
+            return
+        self.entries = entries
         self.c = NativeSegment(entries, self.operands, self.nargs)
         self.native = True
 
@@ -150,6 +157,8 @@ class KernelSegment:
         own ``fail`` (which raises, or converts the operand it refused and runs), then
         the kernels after it one by one."""
         start = self.c.failed_step if self.native else len(self.kernels)
+        if start < 0:  # never, unless its C segment was replaced: nothing is run twice
+            raise RuntimeError(f"{self!r}: fail() with no failed step to start from")
         for j in range(start, len(self.kernels)):
             k = self.kernels[j]
             a = [args[i] for i in self.operands[j]]
