@@ -176,7 +176,7 @@ def test_a_wrong_engine_is_caught_shrunk_and_reproduced(monkeypatch):
 
 def test_a_reproducer_of_a_large_integer_graph_runs_alone_and_passes():
     rec = next(r for r in _recipes() if r.sizes and set(r.dtypes) & set(fuzz.INTS))
-    for engine in ["cpu_c"] + PLANNED:
+    for engine in ["cpu_c", "cpu_late_c"] + PLANNED:
         code, printed = _run_script(fuzz.reproducer(rec, engine))
         assert code == 0, printed
 

@@ -99,6 +99,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
 from theano_dag.printing import debugprint
 from theano_dag.scalar import cast_array
+from theano_dag.testing.late_loads import late_loads
 
 __all__ = [
     "engine_context",
@@ -1551,6 +1552,10 @@ ENGINES = {
         {},
         "sync",
     ),
+    # C kernels whose libraries load late: the kernel library and the step library at
+    # points of the calls drawn from the graph's seed (testing.late_loads), as a
+    # background build finishes mid-call on a cold cache.
+    "cpu_late_c": ('Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")', {}, "late"),
     # C kernels whose library is never built: the calls after a kernel's first run its
     # numpy steps, on values planned in blocks (an output over an input it reads).
     "cpu_fallback": ('Mode(linker=CPULinker(min_plan_bytes=0), optimizer="fast_run")', {}, "never"),
@@ -1567,7 +1572,8 @@ ENGINES = {
 
 def available_engines():
     """The engines this machine runs (``opencl`` needs a device)."""
-    names = ["py", "cpu", "cpu_safe", "cpu_c", "cpu_plan0", "cpu_poison", "cpu_poison_c"]
+    names = ["py", "cpu", "cpu_safe", "cpu_c", "cpu_plan0", "cpu_poison", "cpu_poison_c",
+             "cpu_late_c"]  # fmt: skip
     if opencl_available()[0]:
         names.append("opencl")
     return names
@@ -1763,7 +1769,7 @@ def _cache_run(rec, name, cache):
     _, flags, build = ENGINES[name]
     vals = [_values(rec, call) for call in (0, 1)]
     with (
-        engine_context(flags, build),
+        engine_context(flags, build, late_points(rec)),
         config.change_flags(function_cache=cache),
         warnings.catch_warnings(),
     ):
@@ -1869,9 +1875,23 @@ def classify(rec, engine):
     return None
 
 
-def engine_context(flags, build):
+def late_points(rec) -> tuple:
+    """The points of :func:`~theano_dag.testing.late_loads.late_loads` at which engine
+    ``cpu_late_c`` loads ``rec``'s libraries: drawn from its seed, in a graph's first
+    calls (where a kernel library and its step library finish loading in a cold cache).
+
+    >>> late_points(Recipe([], [], seed=3)) == late_points(Recipe([], [], seed=3))
+    True
+    """
+    rng = np.random.default_rng([rec.seed, 0x1A7E])
+    first = 1 + int(rng.integers(8))
+    return (first, first + int(rng.integers(12)))
+
+
+def engine_context(flags, build, late_at=()):
     """The context an engine compiles and runs under: its config ``flags`` (a dict) and
-    its C kernels' ``build`` mode (None: the default), as :data:`ENGINES` gives them.
+    its C kernels' ``build`` mode (None: the default), as :data:`ENGINES` gives them;
+    ``"late"``: libraries loaded at the points ``late_at`` (:func:`late_points`).
 
     >>> _, flags, build = ENGINES["cpu_c"]
     >>> with engine_context(flags, build):
@@ -1879,7 +1899,9 @@ def engine_context(flags, build):
     """
     stack = contextlib.ExitStack()
     stack.enter_context(config.change_flags(**flags))
-    if build:
+    if build == "late":
+        stack.enter_context(late_loads(late_at))
+    elif build:
         stack.enter_context(ckernel.compile_mode(build))
     return stack
 
@@ -1907,7 +1929,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
     summed = _after_multi_axis_sum(rec)
     needed = _needed(rec)
     vals = [_values(rec, call) for call in (0, 1)]
-    with engine_context(flags, build), warnings.catch_warnings():
+    with engine_context(flags, build, late_points(rec)), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             mode = _mode(name).excluding(*exclude) if exclude else _mode(name)
@@ -2349,7 +2371,11 @@ def reproducer(rec, engine) -> str:
             body.append(f"state = {_name(s)}.get_value()  # the engine's, for the next call")
         body.append(f"bad += _report({call}, got, want, {_tol(rec)!r}, {_int_rtols(rec)!r})")
     body.append("sys.exit(1 if bad else 0)")
-    if build:
+    if build == "late":
+        lines.append("from theano_dag.testing.late_loads import late_loads  # noqa: E402")
+        lines.append(f"with late_loads({late_points(rec)!r}):  # C libraries loaded there")
+        lines += ["    " + b for b in body]
+    elif build:
         lines.append(f"with ckernel.compile_mode({build!r}):  # C kernels from the first call")
         lines += ["    " + b for b in body]
     else:
@@ -2414,7 +2440,7 @@ def _check_grad_on(rec, engine):
     if engine is None:
         return check_grad(rec)
     _, flags, build = ENGINES[engine]
-    with engine_context(flags, build):
+    with engine_context(flags, build, late_points(rec)):
         return check_grad(rec, mode=_mode(engine))
 
 
@@ -2455,6 +2481,8 @@ def _engines_for(i, engines, c_every, opencl_every):
         if e == "cpu_c" and i % c_every != 0:
             continue
         if e == "cpu_poison_c" and i % c_every != c_every // 2:
+            continue
+        if e == "cpu_late_c" and i % c_every != 0:
             continue
         if e == "opencl" and i % opencl_every != 0:
             continue

@@ -56,7 +56,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
 from theano_dag.ifelse import ifelse
 from theano_dag.scan import scan, scan_checkpoints
-from theano_dag.testing.fuzz import _host, engine_context
+from theano_dag.testing.fuzz import _host, engine_context, late_points
 
 __all__ = [
     "Recipe",
@@ -80,6 +80,9 @@ ENGINES = {
     "cpu": (lambda: Mode(linker="cpu", optimizer="fast_run"), {"cxx": ""}, None),
     # C kernels built before the first call: a step of kernels runs in the C loop.
     "cpu_c": (lambda: Mode(linker="cpu", optimizer="fast_run"), {}, "sync"),
+    # The C libraries loaded at points of the calls drawn from the loop's seed (as a
+    # background build finishes mid-call: testing.late_loads).
+    "cpu_late_c": (lambda: Mode(linker="cpu", optimizer="fast_run"), {}, "late"),
     "opencl": (lambda: Mode(linker="opencl", optimizer="fast_run"), {}, None),
     "dask": (lambda: Mode(linker="dask", optimizer="fast_run"), {}, None),
 }
@@ -816,9 +819,9 @@ def check(rec, engines):
     return problems
 
 
-def _engine_context(name):
+def _engine_context(name, rec):
     _, flags, build_mode = ENGINES[name]
-    stack = engine_context(flags, build_mode)
+    stack = engine_context(flags, build_mode, late_points(rec))
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")
     return stack
@@ -826,7 +829,7 @@ def _engine_context(name):
 
 def _check_engine(rec, name, dtypes):
     tol = _tol(rec, dtypes)
-    with _engine_context(name):
+    with _engine_context(name, rec):
         try:
             b = build(rec, ENGINES[name][0]())
             f = function(b.inputs, b.outputs, updates=b.updates, mode=ENGINES[name][0](),
@@ -945,7 +948,7 @@ def check_grad(rec, engines):
     want2 = None
     problems = []
     for name in engines:
-        with _engine_context(name):
+        with _engine_context(name, rec):
             try:
                 b = build(rec, ENGINES[name][0]())
                 used = _used_weights(rec)
@@ -1118,7 +1121,7 @@ def shrink(rec, fails, budget=300):
 
 def available_engines():
     """The engines this machine runs (``opencl`` needs a device, ``dask`` the package)."""
-    names = ["py", "fast_compile", "cpu", "cpu_c"]
+    names = ["py", "fast_compile", "cpu", "cpu_c", "cpu_late_c"]
     if opencl_available()[0]:
         names.append("opencl")
     try:
