@@ -16,6 +16,7 @@ import io
 import numpy as np
 import pytest
 
+import theano_dag.tensor as tt
 from theano_dag.compile import function_cache
 from theano_dag.compile.function import function
 from theano_dag.compile.mode import Mode
@@ -795,3 +796,19 @@ def test_the_command_line_takes_edge_lengths(capsys):
     assert "4 default graphs (seed 3, 0 to 3, edge lengths)" in capsys.readouterr().out
     with pytest.raises(ValueError, match="lengths must be one of"):
         fuzz.run(1, lengths="huge")
+
+
+def test_the_references_softmax_has_the_limit_at_plus_infinity():
+    # The engines give a row whose maximum is +inf its limit (the mass shared by the
+    # infinite entries, docs/reference/nnet.md); numpy's x - max(x) there is inf - inf.
+    inf, nan = np.inf, np.nan
+    x = np.array([[inf, 1.0, inf, -inf], [inf, nan, 0.0, 0.0], [-inf, -inf, 0.0, 0.0],
+                  [0.0, np.log(3.0), 0.0, -inf]], dtype="float32")  # fmt: skip
+    want = np.array([[0.5, 0, 0.5, 0], [nan] * 4, [0, 0, 0.5, 0.5], [0.2, 0.6, 0.2, 0]])
+    np.testing.assert_allclose(fuzz.softmax(x), want, rtol=1e-6)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(fuzz.logsoftmax(x), np.log(want), rtol=1e-6)
+    m = tt.fmatrix()
+    f = function([m], [tt.nnet.softmax(m), tt.nnet.logsoftmax(m)], mode="FAST_RUN")
+    for got, ref in zip(f(x), (fuzz.softmax(x), fuzz.logsoftmax(x))):
+        np.testing.assert_allclose(got, ref, rtol=1e-6)

@@ -300,13 +300,19 @@ def softplus(x):
 
 
 def softmax(x):
-    """Along the last axis, less its maximum (a row holding an infinity is NaN)."""
-    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    """Along the last axis, less its maximum; a row whose maximum is +inf has its limit
+    (the mass shared by its infinite entries), a row holding NaN is NaN."""
+    m = np.max(x, axis=-1, keepdims=True)
+    z = np.where((m == np.inf) & (x == np.inf), x.dtype.type(0), x - m)
+    e = np.exp(z)
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
 def logsoftmax(x):
-    z = x - np.max(x, axis=-1, keepdims=True)
+    """The log of :func:`softmax`: ``-log(k)`` at the k infinite entries of a row whose
+    maximum is +inf, -inf at the others."""
+    m = np.max(x, axis=-1, keepdims=True)
+    z = np.where((m == np.inf) & (x == np.inf), x.dtype.type(0), x - m)
     return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
 
 
