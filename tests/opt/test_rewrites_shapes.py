@@ -10,9 +10,11 @@ from rewrite_helpers import count_calls
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.config import config
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.rewriting import TopoOptimizer, check_stack_trace, out2in
+from theano_dag.opt.rewrites.utils import value_computed
 from theano_dag.opt.tensor_opt import (
     ShapeFeature,
     local_add_specialize,
@@ -504,3 +506,39 @@ def test_a_join_of_one_tensor_and_a_tile_by_ones_copy_nothing(engine, dtype):
         f = theano_dag.function([m], out, mode=mode)
         assert any(isinstance(n.op, (Join, Tile)) for n in f.maker.fgraph.apply_nodes)
         np.testing.assert_array_equal(f(mv), want)
+
+
+def _reshape_chain(levels):
+    x = tt.dmatrix("x")
+    h = x
+    for _ in range(levels):
+        h = tt.reshape(tt.flatten(h), h.shape) + 1
+    return x, h
+
+
+def test_the_shape_alone_of_a_reshape_chain_is_compiled_in_near_linear_work():
+    # Where only a shape is asked, the rewrites ask value_computed about each value of
+    # the chain again and again, and each search visited every value above it: 3x the
+    # work for 2x the levels. Its answers are kept until the graph changes now.
+    work = {}
+    with config.change_flags(function_cache=False):
+        for levels in (16, 32):
+            x, h = _reshape_chain(levels)
+            work[levels] = count_calls(theano_dag.function, [x], h.shape)
+        x, h = _reshape_chain(32)
+        f = theano_dag.function([x], h.shape)
+    assert work[32] < 2.5 * work[16], work
+    assert tuple(f(np.zeros((3, 4)))) == (3, 4)
+
+
+def test_value_computed_answers_again_after_the_graph_changes():
+    x = tt.dvector("x")
+    y = tt.exp(x)
+    z = y * 2
+    fg = FunctionGraph([x], [z.shape[0], x], clone=False)
+    assert not value_computed(fg, y) and not value_computed(fg, z)
+    fg.change_input("output", 1, z)  # now its value is an output, and y's is computed
+    assert value_computed(fg, z) and value_computed(fg, y)
+    fg.change_input("output", 1, x)  # and no more
+    assert not value_computed(fg, y) and not value_computed(fg, z)
+    assert value_computed(fg, x)
