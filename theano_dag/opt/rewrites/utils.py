@@ -622,9 +622,9 @@ def value_computed(fgraph, v, besides=None) -> bool:
     if fgraph is None:
         return False
     known = None
-    if besides is None:
+    version = getattr(fgraph, "_version", None)  # (a graph of ours: its changes count)
+    if besides is None and version is not None:
         memo = _COMPUTED.get(fgraph)
-        version = fgraph._version
         if memo is None or memo[0] != version:
             memo = _COMPUTED[fgraph] = (version, {})
         known = memo[1]
