@@ -176,6 +176,12 @@ def test_theanos_no_effect_flags_are_accepted_and_typed():
         assert config.warn__sum_div_dimshuffle_bug is True
         assert config.DebugMode__patience == 3
     assert "no effect" in FLAGS["blas__ldflags"].doc
+    # Theano's tests read vm__lazy (None, True or False, from text too)
+    assert config.vm__lazy is None
+    with config.change_flags(vm__lazy="False"):
+        assert config.vm__lazy is False
+    with pytest.raises(ValueError, match="vm__lazy: expected None, True or False"):
+        config.vm__lazy = "maybe"
     with pytest.raises(ValueError, match="deterministic"):
         with config.change_flags(deterministic="always"):
             pass

@@ -341,6 +341,23 @@ _WARN_BUGS = (
     "vm_gc_bug",
 )
 _NO_EFFECT = "Theano's flag, accepted for Theano's code; no effect in theano_dag"
+
+
+def _none_or_bool(value):
+    """A flag of None, True or False, from a value or its text (Theano's ``vm__lazy``).
+
+    >>> _none_or_bool("None"), _none_or_bool("true"), _none_or_bool(False)
+    (None, True, False)
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    known = {"none": None, "true": True, "1": True, "false": False, "0": False}
+    if text not in known:
+        raise ValueError(f"config.vm__lazy: expected None, True or False, got {value!r}")
+    return known[text]
+
+
 FLAGS.update({f"warn__{name}": _Flag(False, _NO_EFFECT, kind=bool) for name in _WARN_BUGS})
 FLAGS.update(
     {
@@ -373,6 +390,14 @@ FLAGS.update(
         "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
         # Theano's scan lets its step write into the loop's buffers under this flag; the
         # Scan op here copies each step's rows into them (Theano's behaviour with it off).
+        # Theano's VM evaluates an ifelse lazily unless this is False; a compiled ifelse
+        # here is lazy on every engine (the lazy_branches rewrite), whatever it says.
+        "vm__lazy": _Flag(
+            None,
+            "Theano's flag (whether its VM may skip the branch an ifelse does not take: "
+            "None or True); accepted for Theano's code, no effect",
+            param=ConfigParam(None, apply=_none_or_bool),
+        ),
         "scan__allow_output_prealloc": _Flag(
             False,
             "Theano's flag (whether scan's step writes straight into the loop's buffers); "
