@@ -621,10 +621,20 @@ def test_rop_errors_and_disconnected_outputs():
         Rop(x * 2, x, tt.dmatrix("m"))
     with pytest.raises(ValueError, match="one eval point per wrt"):
         Rop(x * 2, [x, y], [v])
+    # As Theano's: an output that is a variable of none of wrt raises, one computed from
+    # none of them is zeros (its forward pass met only zero eval points), the gradient of
+    # a cost whose gradient does not depend on wrt included (Theano's Jeremiah test).
     with pytest.raises(DisconnectedInputError, match="f\\[0\\]"):
-        Rop(y * 2, x, v)
-    z = Rop(y * 2, x, v, disconnected_outputs="ignore")
+        Rop(y, x, v)
+    z = Rop(y, x, v, disconnected_outputs="ignore")
     np.testing.assert_array_equal(fn([y], z)(np.ones(2)), np.zeros(2))
+    np.testing.assert_array_equal(fn([y], Rop(y * 2, x, v))(np.ones(2)), np.zeros(2))
+    w = shared(np.ones(20))
+    g = grad(tt.dot(tt.arange(20.0).reshape((1, 20)), w).sum(), w)
+    np.testing.assert_array_equal(fn([], Rop(g, w, w))(), np.zeros(20))
+    for integer in (tt.argmax(y), y.shape[0]):  # Theano's R-operators carried None there
+        with pytest.raises(DisconnectedInputError):
+            Rop(integer, x, v)
 
 
 @pytest.mark.parametrize("legacy", [False, True])

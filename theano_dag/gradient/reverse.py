@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from theano_dag import tensor as tt
 from theano_dag.config import config
+from theano_dag.graph.algorithms import graph_inputs
 from theano_dag.graph.basic import Variable, general_toposort, io_toposort
 from theano_dag.graph.null_type import (
     DisconnectedType,
@@ -583,7 +584,11 @@ def Rop(
     with a gradient works; ``use_op_rop_implementation=True`` uses each ``Op.R_op``, as
     does a graph with an op whose R-operator the user gave (``overrides_rop``, as an
     ``OpFromGraph`` with ``rop_overrides``). An output reached from ``wrt`` only through
-    an undefined gradient raises ``NullTypeRopError``.
+    an undefined gradient raises ``NullTypeRopError``. As in Theano, an output computed
+    differentiably from another float variable or constant (not from ``wrt``) gives
+    zeros; one that is itself such a variable, or an integer, or reached from them only
+    through a shape or an op without a gradient, is disconnected
+    (``disconnected_outputs``).
 
     >>> import numpy as np
     >>> import theano_dag.tensor as tt
@@ -626,6 +631,10 @@ def Rop(
     for k, (fk, r) in enumerate(zip(fs, rval)):
         if fk in wrt:
             r = eval_points[wrt.index(fk)]
+        if r is None and fk.owner is not None and _reached_from_a_leaf(fk, wrt):
+            # Not differentiably from wrt, but from another variable or constant: Theano's
+            # forward pass gave it zeros (their eval points are zeros), not an error.
+            r = _float_zeros_like(fk)
         if r is None:
             msg = (
                 "Rop was asked for an output that does not depend on any variable of "
@@ -641,6 +650,29 @@ def Rop(
                 r = disconnected_type()
         out.append(r)
     return _format_as(using_list, using_tuple, out)
+
+
+def _reached_from_a_leaf(f, wrt) -> bool:
+    """Whether a float variable or constant of ``f``'s graph other than ``wrt`` reaches
+    ``f`` through differentiable ops (where Theano's forward pass carried its zero eval
+    point to ``f``; through a shape or an argmax it carried none)."""
+    floats = tt.float_dtypes
+    if getattr(f.type, "dtype", None) not in floats:
+        return False  # an integer (an argmax): Theano's R-operators carried nothing there
+    leaves = [
+        v for v in graph_inputs([f]) if v not in wrt and getattr(v.type, "dtype", None) in floats
+    ]
+    if not leaves:
+        return False
+    got = grad(
+        None,
+        leaves,
+        known_grads={f: _float_zeros_like(f)},
+        disconnected_inputs="ignore",
+        return_disconnected="None",
+        null_gradients="return",  # (an op without a gradient carries no eval point)
+    )
+    return any(g is not None and not isinstance(g.type, NullType) for g in got)
 
 
 def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
