@@ -664,23 +664,3 @@ def value_computed(fgraph, v, besides=None) -> bool:
         for s in seen:
             known[s] = False
     return False
-    seen, stack = {v}, [v]
-    while stack:
-        var = stack.pop()
-        for client, i in fgraph.clients.get(var, ()):
-            if client == "output":
-                return True
-            op = client.op
-            if isinstance(op, _SHAPE_OPS) or getattr(op, "lazy_inputs", False):
-                continue
-            if besides is not None and (
-                client is besides or (i == 0 and isinstance(scalar_op(client), ts.Second))
-            ):
-                continue
-            for o in client.outputs:
-                if o not in seen:
-                    if len(seen) >= VALUE_COMPUTED_SEARCH:
-                        return False
-                    seen.add(o)
-                    stack.append(o)
-    return False
