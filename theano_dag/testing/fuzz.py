@@ -368,6 +368,9 @@ def bdot(x, y, dtype):
         xs = x.reshape(x.shape + (1,) * (y.ndim - 1)) if x.ndim == 1 else x
         ys = y.reshape(y.shape + (1,) * (x.ndim - 1)) if y.ndim == 1 else y
         return (xs * ys).astype(dtype)
+    if not len(x):  # no row: an empty stack of products of the rows' shape
+        row = np.tensordot(np.zeros(x.shape[1:], dtype), np.zeros(y.shape[1:], dtype), axes=1)
+        return np.zeros((0,) + row.shape, dtype)
     return np.stack([np.tensordot(a, b, axes=1) for a, b in zip(x, y)]).astype(dtype)
 
 
@@ -1823,7 +1826,10 @@ def _dot_sees_nonfinite(rec):
     if not dots:
         return False
     for call in (0, 1):
-        env = reference(rec, _values(rec, call))
+        try:
+            env = reference(rec, _values(rec, call))
+        except (ValueError, IndexError):  # numpy refuses these values (and the engine must)
+            continue
         for k in dots:
             for v in [env[k]] + [env[a] for a in rec.nodes[k][1]]:
                 if v.dtype.kind == "f" and not np.isfinite(v).all():
