@@ -388,8 +388,6 @@ FLAGS.update(
         "reoptimize_unpickled_function": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp": _Flag(False, _NO_EFFECT, kind=bool),
         "openmp_elemwise_minsize": _Flag(200000, _NO_EFFECT, kind=int),
-        # Theano's scan lets its step write into the loop's buffers under this flag; the
-        # Scan op here copies each step's rows into them (Theano's behaviour with it off).
         # Theano's VM evaluates an ifelse lazily unless this is False; a compiled ifelse
         # here is lazy on every engine (the lazy_branches rewrite), whatever it says.
         "vm__lazy": _Flag(
@@ -398,6 +396,8 @@ FLAGS.update(
             "None or True); accepted for Theano's code, no effect",
             param=ConfigParam(None, apply=_none_or_bool),
         ),
+        # Theano's scan lets its step write into the loop's buffers under this flag; the
+        # Scan op here copies each step's rows into them (Theano's behaviour with it off).
         "scan__allow_output_prealloc": _Flag(
             False,
             "Theano's flag (whether scan's step writes straight into the loop's buffers); "

@@ -202,6 +202,7 @@ class FunctionGraph:
                 self.outputs = outputs
                 for k, out in enumerate(outputs):
                     self._append_client(out, ("output", k))
+                self._version += 1  # (what is computed changed: value_computed's memo)
                 return
         self.outputs = list(outputs)
         try:
@@ -222,6 +223,7 @@ class FunctionGraph:
             raise
         for k, out in enumerate(self.outputs):
             self._append_client(out, ("output", k))
+        self._version += 1  # (what is computed changed: value_computed's memo)
 
     def _copy_and_import(self, order, memo, outputs):
         """Copy the nodes of ``order`` (a topological order of the graph of
