@@ -162,6 +162,26 @@ class BoolParam(_TypedParam):
         )
 
 
+class NoneOrBoolParam(BoolParam):
+    """A flag of None (``None``, ``"None"``) or a boolean, read as :class:`BoolParam` reads
+    one (Theano's ``vm__lazy``).
+
+    >>> p = NoneOrBoolParam(None)
+    >>> p.apply("None"), p.apply("true"), p.apply(False)
+    (None, True, False)
+    """
+
+    def _apply(self, value):
+        if value is None or str(value).strip().lower() == "none":
+            return None
+        try:
+            return super()._apply(value)
+        except ValueError:
+            raise ValueError(
+                f"config.{self.name}: expected None, True or False, got {value!r}"
+            ) from None
+
+
 class EnumStr(ConfigParam):
     """A flag whose value is one of a few strings: the default and ``options``.
 
@@ -343,19 +363,10 @@ _WARN_BUGS = (
 _NO_EFFECT = "Theano's flag, accepted for Theano's code; no effect in theano_dag"
 
 
-def _none_or_bool(value):
-    """A flag of None, True or False, from a value or its text (Theano's ``vm__lazy``).
-
-    >>> _none_or_bool("None"), _none_or_bool("true"), _none_or_bool(False)
-    (None, True, False)
-    """
-    if value is None or isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    known = {"none": None, "true": True, "1": True, "false": False, "0": False}
-    if text not in known:
-        raise ValueError(f"config.vm__lazy: expected None, True or False, got {value!r}")
-    return known[text]
+def _named(param, name):
+    """``param`` with the flag's name, which its errors give (Config.add names its own)."""
+    param.name = name
+    return param
 
 
 FLAGS.update({f"warn__{name}": _Flag(False, _NO_EFFECT, kind=bool) for name in _WARN_BUGS})
@@ -394,7 +405,7 @@ FLAGS.update(
             None,
             "Theano's flag (whether its VM may skip the branch an ifelse does not take: "
             "None or True); accepted for Theano's code, no effect",
-            param=ConfigParam(None, apply=_none_or_bool),
+            param=_named(NoneOrBoolParam(None), "vm__lazy"),
         ),
         # Theano's scan lets its step write into the loop's buffers under this flag; the
         # Scan op here copies each step's rows into them (Theano's behaviour with it off).

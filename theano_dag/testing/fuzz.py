@@ -1778,7 +1778,7 @@ def _cache_run(rec, name, cache):
     _, flags, build = ENGINES[name]
     vals = [_values(rec, call) for call in (0, 1)]
     with (
-        engine_context(flags, build, late_points(rec)),
+        engine_context(flags, build, rec),
         config.change_flags(function_cache=cache),
         warnings.catch_warnings(),
     ):
@@ -1900,10 +1900,10 @@ def late_points(rec) -> tuple:
     return (first, first + int(rng.integers(12)))
 
 
-def engine_context(flags, build, late_at=()):
+def engine_context(flags, build, rec=None):
     """The context an engine compiles and runs under: its config ``flags`` (a dict) and
     its C kernels' ``build`` mode (None: the default), as :data:`ENGINES` gives them;
-    ``"late"``: libraries loaded at the points ``late_at`` (:func:`late_points`).
+    ``"late"``: libraries loaded at the points :func:`late_points` draws for ``rec``.
 
     >>> _, flags, build = ENGINES["cpu_c"]
     >>> with engine_context(flags, build):
@@ -1912,7 +1912,7 @@ def engine_context(flags, build, late_at=()):
     stack = contextlib.ExitStack()
     stack.enter_context(config.change_flags(**flags))
     if build == "late":
-        stack.enter_context(late_loads(late_at))
+        stack.enter_context(late_loads(late_points(rec)))
     elif build:
         stack.enter_context(ckernel.compile_mode(build))
     return stack
@@ -1941,7 +1941,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
     summed = _after_multi_axis_sum(rec)
     needed = _needed(rec)
     vals = [_values(rec, call) for call in (0, 1)]
-    with engine_context(flags, build, late_points(rec)), warnings.catch_warnings():
+    with engine_context(flags, build, rec), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             mode = _mode(name).excluding(*exclude) if exclude else _mode(name)
@@ -2452,7 +2452,7 @@ def _check_grad_on(rec, engine):
     if engine is None:
         return check_grad(rec)
     _, flags, build = ENGINES[engine]
-    with engine_context(flags, build, late_points(rec)):
+    with engine_context(flags, build, rec):
         return check_grad(rec, mode=_mode(engine))
 
 

@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 
 from theano_dag.engines.cpu.native import ckernel, segment
@@ -95,11 +96,11 @@ def late_loads(at=()):
         points.waiting.append(lambda: step_load(self, path))
 
     def counted(fn):
+        @functools.wraps(fn)
         def run(self, *args):
             points.point()
             return fn(self, *args)
 
-        run.__name__, run.__doc__ = fn.__name__, fn.__doc__
         return run
 
     patch(ckernel.KernelLibrary, "_load", wait_kernels)

@@ -56,7 +56,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
 from theano_dag.ifelse import ifelse
 from theano_dag.scan import scan, scan_checkpoints
-from theano_dag.testing.fuzz import _host, engine_context, late_points
+from theano_dag.testing.fuzz import _host, engine_context
 
 __all__ = [
     "Recipe",
@@ -821,7 +821,7 @@ def check(rec, engines):
 
 def _engine_context(name, rec):
     _, flags, build_mode = ENGINES[name]
-    stack = engine_context(flags, build_mode, late_points(rec))
+    stack = engine_context(flags, build_mode, rec)
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")
     return stack
