@@ -3,6 +3,7 @@ functions, random streams, top-k), run twice with only their imports changed: on
 theano-pymc, once with theano_dag. Their results must agree."""
 
 import importlib
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ def _modules(package):
         "nlinalg": ".tensor.nlinalg",
         "sort": ".tensor.sort",
         "rng_mrg": ".sandbox.rng_mrg",
+        "bn": ".tensor.nnet.bn",
     }
     return {k: importlib.import_module(package + v) for k, v in names.items()}
 
@@ -93,8 +95,39 @@ def topk_retrieval(m):
     return [np.sort(values), np.sort(idx), np.sort(low)]
 
 
+def batch_norm_double_backprop(m):
+    """Batch normalization in training mode (spatial, parameters of the input's rank), its
+    gradients, and the gradient of a product of those with the batch statistics held
+    constant (``consider_constant``, the second order Theano's batch norm gives), and
+    Theano's gradient op called on its own."""
+    T, theano, bn = m["T"], m["theano"], m["bn"]
+    x, dy, w = T.dtensor4("x"), T.dtensor4("dy"), T.dtensor4("w")
+    channels = T.TensorType("float64", (True, False, True, True))
+    g, b = channels("g"), channels("b")
+    out, mean, invstd = bn.batch_normalization_train(x, g, b, "spatial", 1e-3)
+    gx, gg, gb = T.grad(None, [x, g, b], known_grads={out: dy})
+    second = T.grad(
+        None,
+        [x, dy, g],
+        known_grads=OrderedDict([(gx, w), (gg, 2 * gg), (gb, b)]),
+        consider_constant=[mean, invstd],
+        return_disconnected="zero",
+    )
+    op_grads = bn.AbstractBatchNormTrainGrad((0, 2, 3))(x, dy, g, mean, invstd)
+    f = theano.function([x, g, b, dy, w], [out, mean, invstd, gx, gg, gb, *second, *op_grads])
+    rng = np.random.RandomState(4)
+    return f(
+        3 + 2 * rng.randn(4, 3, 2, 5),
+        rng.randn(1, 3, 1, 1),
+        rng.randn(1, 3, 1, 1),
+        rng.randn(4, 3, 2, 5),
+        rng.randn(4, 3, 2, 5),
+    )
+
+
 @pytest.mark.parametrize(
-    "program", [gp_marginal_likelihood, bayesian_logistic_regression, dropout_mlp]
+    "program",
+    [gp_marginal_likelihood, bayesian_logistic_regression, dropout_mlp, batch_norm_double_backprop],
 )
 def test_program_gives_theanos_results(program):
     want = program(_modules("theano"))

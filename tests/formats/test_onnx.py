@@ -163,6 +163,14 @@ def test_a_function_graph_exports():
     assert kinds[0] == "Exp" and kinds[-2:] == ["Add", "Identity"]
 
 
+def test_batch_normalization_in_training_mode_exports():
+    # Its output passes through an identity that carries the gradient: an ONNX Identity.
+    x, g, b = tt.dtensor3("x"), tt.dvector("g"), tt.dvector("b")
+    outs = nnet.batch_normalization_train(x, g, b, axes="spatial", epsilon=1e-3)
+    vals = [RNG.standard_normal((4, 3, 5)), RNG.standard_normal(3), RNG.standard_normal(3)]
+    _check([x, g, b], list(outs), vals, 1e-9)
+
+
 def test_unsupported_ops_are_named():
     m = tt.dmatrix("m")
     with pytest.raises(OnnxExportError, match="no ONNX operator for .*Sort"):

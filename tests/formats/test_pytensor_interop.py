@@ -30,11 +30,17 @@ from theano_dag.formats import (  # noqa: E402
 )
 from theano_dag.formats.foreign import ForeignOp, to_foreign  # noqa: E402
 from theano_dag.formats.pytensor_interop import PyTensorFlavor  # noqa: E402
+from theano_dag.gradient import grad  # noqa: E402
 from theano_dag.graph.basic import equal_computations  # noqa: E402
 from theano_dag.graph.fg import FunctionGraph  # noqa: E402
 from theano_dag.tensor.contractions import einsum  # noqa: E402
 from theano_dag.tensor.linalg import cholesky, eigh  # noqa: E402
-from theano_dag.tensor.nnet import SoftmaxGrad, log_softmax, softmax  # noqa: E402
+from theano_dag.tensor.nnet import (  # noqa: E402
+    SoftmaxGrad,
+    batch_normalization_train,
+    log_softmax,
+    softmax,
+)
 
 rng = np.random.default_rng(7)
 PY = PMode(linker="py", optimizer=None)  # PyTensor's reference linker: nothing to compile
@@ -98,6 +104,23 @@ HAND_MADE = {
 @pytest.mark.parametrize("name", sorted(HAND_MADE))
 def test_hand_made_round_trips(name):
     check_round_trip(graph(HAND_MADE[name]), [X, V, S])
+
+
+def test_batch_normalization_in_training_mode_converts_to_plain_ops():
+    # Its output's gradient identity has no counterpart: PyTensor gets the value's graph
+    # and differentiates it itself, to the same gradient.
+    x, g = tt.dmatrix("x"), tt.dvector("g")
+    out, mean, invstd = batch_normalization_train(x, g, tt.zeros_like(g), epsilon=1e-3)
+    fg = FunctionGraph([x, g], [out, mean, invstd], clone=False)
+    pfg = to_pytensor(fg)
+    assert not any("TheanoDag" in type(n.op).__name__ for n in pfg.apply_nodes)
+    args = [rng.standard_normal((5, 3)), rng.standard_normal(3)]
+    assert_close(ours(fg, args), theirs(pfg, args))
+    w = rng.standard_normal((5, 3))
+    want = function([x, g], grad((out * w).sum(), [x, g]))(*args)
+    p_out = pfg.outputs[0]
+    got = pytensor.function(pfg.inputs, pytensor.grad((p_out * w).sum(), pfg.inputs))(*args)
+    assert_close(want, got)
 
 
 def test_types_names_and_constants_are_kept():

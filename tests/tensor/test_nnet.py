@@ -563,6 +563,83 @@ def test_batch_normalization_train_full_rank_params():
     np.testing.assert_allclose(got, ref_bn_train(xv, gv, bv, (0, 2, 3), 1e-4)[0])
 
 
+def _bn_second_order_case(axes, shape, reduced):
+    """Batch norm's first-order gradients, and the second-order ones with the batch
+    statistics held constant and not, next to the same for the normalization written
+    out (Theano's test_batch_normalization_train holds the written-out mean and var)."""
+    ndim = len(shape)
+    ax = (0,) if axes == "per-activation" else (0,) + tuple(range(2, ndim))
+    keep = [d for d in range(ndim) if d not in ax]
+    x, dy, dx = (tt.TensorType("float64", shape=(None,) * ndim)(n) for n in ("x", "dy", "dx"))
+    if reduced:
+        ptype = tt.TensorType("float64", shape=(None,) * len(keep))
+        pshape = tuple(shape[d] for d in keep)
+    else:
+        ptype = tt.TensorType("float64", shape=tuple(1 if d in ax else None for d in range(ndim)))
+        pshape = tuple(1 if d in ax else s for d, s in enumerate(shape))
+    g, b, dg, db = (ptype(n) for n in ("g", "b", "dg", "db"))
+    out, mean, invstd = nnet.batch_normalization_train(x, g, b, axes, 1e-3)
+    if reduced:
+        pattern = ["x"] * ndim
+        for i, d in enumerate(keep):
+            pattern[d] = i
+        g_full, b_full = g.dimshuffle(pattern), b.dimshuffle(pattern)
+    else:
+        g_full, b_full = g, b
+    mean2 = x.mean(axis=ax, keepdims=True)
+    var2 = x.var(axis=ax, keepdims=True)
+    out2 = (x - mean2) * (g_full / tt.sqrt(var2 + 1e-3)) + b_full
+    outs = []
+    for o, held in ((out, [mean, invstd]), (out2, [mean2, var2])):
+        first = grad(None, [x, g, b], known_grads={o: dy})
+        outs += first
+        for consider_constant in (held, []):
+            outs += grad(
+                None,
+                [x, dy, g],
+                known_grads=dict(zip(first, (dx, dg, db))),
+                consider_constant=consider_constant,
+                return_disconnected="zero",
+            )
+    rng = np.random.default_rng(10)
+    vals = [
+        4 + 3 * rng.standard_normal(shape),
+        rng.standard_normal(pshape),
+        rng.standard_normal(pshape),
+        rng.standard_normal(shape),
+        rng.standard_normal(shape),
+        rng.standard_normal(pshape),
+        rng.standard_normal(pshape),
+    ]
+    f = function([x, g, b, dy, dx, dg, db], outs, on_unused_input="ignore")
+    return f(*vals)
+
+
+@pytest.mark.parametrize("reduced", [True, False], ids=["reduced", "full-rank"])
+@pytest.mark.parametrize(
+    "axes,shape", [("per-activation", (5, 3)), ("spatial", (3, 2, 2, 3))], ids=str
+)
+def test_batch_normalization_train_second_order(axes, shape, reduced):
+    got = _bn_second_order_case(axes, shape, reduced)
+    ours, written_out = got[:9], got[9:]
+    # first order, then held constant (x, dy, g), then not held (x, dy, g)
+    for k, (a, w) in enumerate(zip(ours, written_out)):
+        np.testing.assert_allclose(a, w, rtol=1e-9, atol=1e-9, err_msg=f"output {k}")
+    # Holding the statistics changes the second order in x: the test sees both.
+    assert not np.allclose(ours[3], ours[6])
+
+
+def test_batch_normalization_train_second_order_by_finite_differences():
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((4, 3))
+
+    def grad_wrt_x(x, g):
+        out = nnet.batch_normalization_train(x, g, tt.zeros_like(g), epsilon=1e-3)[0]
+        return grad(((out * w) ** 2).sum(), x)
+
+    verify_grad(grad_wrt_x, [1 + rng.standard_normal((4, 3)), rng.standard_normal(3)], rng=rng)
+
+
 # -- errors ------------------------------------------------------------------------------
 
 

@@ -190,8 +190,49 @@ def test_batch_norm_abstract_op_names_never_in_a_graph():
     assert not any(isinstance(n.op, abstract) for n in f.maker.fgraph.toposort())
     xv = np.array([[1.0, 2.0], [3.0, 6.0]])
     np.testing.assert_allclose(f(xv, np.ones(2), np.zeros(2))[1], xv.mean(axis=0))
-    with pytest.raises(NotImplementedError, match="batch_normalization_train"):
-        bn.AbstractBatchNormTrain()(x)
+    with pytest.raises(NotImplementedError, match="makes no node of this op"):
+        bn.AbstractBatchNormTrain().make_node(x, g, b)
+    with pytest.raises(ValueError, match="axes must be a non-empty tuple of ints, got 'spatial'"):
+        bn.AbstractBatchNormTrain("spatial")
+
+
+def test_calling_the_abstract_batch_norm_ops_builds_the_functions_graphs():
+    x = tt.dtensor3("x")
+    row = tt.TensorType("float64", shape=(1, None, 1))
+    g, b, rm, rv = row("g"), row("b"), row("rm"), row("rv")
+    rng = np.random.default_rng(8)
+    xv = rng.standard_normal((4, 3, 5))
+    gv, bv, rmv = (rng.standard_normal((1, 3, 1)) for _ in range(3))
+    rvv = rng.random((1, 3, 1)) + 0.5
+    axes = (0, 2)
+    train = bn.AbstractBatchNormTrain(axes)(x, g, b, 1e-3, 0.2, rm, rv)
+    want = bn.batch_normalization_train(x, g, b, axes, 1e-3, 0.2, rm, rv)
+    test = bn.AbstractBatchNormInference(axes)(x, g, b, rm, rv, 1e-3)
+    f = theano_dag.function([x, g, b, rm, rv], [*train, *want, test])
+    vals = f(xv, gv, bv, rmv, rvv)
+    assert len(train) == 5
+    for got, ref in zip(vals[:5], vals[5:10]):
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+    np.testing.assert_allclose(vals[10], (xv - rmv) * gv / np.sqrt(rvv + 1e-3) + bv)
+    abstract = (bn.AbstractBatchNormTrain, bn.AbstractBatchNormInference)
+    assert not any(isinstance(n.op, abstract) for n in f.maker.fgraph.toposort())
+
+
+def test_abstract_batch_norm_train_grad_is_the_gradient_at_the_batch_statistics():
+    # At the batch's own statistics, Theano's gradient op gives the gradients of the output.
+    x, dy = tt.dmatrix("x"), tt.dmatrix("dy")
+    g, b = tt.drow("g"), tt.drow("b")
+    out, mean, invstd = bn.batch_normalization_train(x, g, b, (0,), 1e-3)
+    want = theano_dag.grad(None, [x, g, b], known_grads={out: dy})
+    got = bn.AbstractBatchNormTrainGrad((0,))(x, dy, g, mean, invstd)
+    rng = np.random.default_rng(9)
+    vals = [rng.standard_normal(s) for s in ((6, 3), (6, 3), (1, 3))]
+    results = theano_dag.function([x, dy, g], [*got, *want])(*vals)
+    for k in range(3):
+        assert results[k].shape == results[k + 3].shape
+        np.testing.assert_allclose(results[k], results[k + 3], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="x_mean must have the 2 dimensions of x, got 1"):
+        bn.AbstractBatchNormTrainGrad((0,))(x, dy, g, mean[0], invstd)
 
 
 def _np_conv2d_valid(img, ker):

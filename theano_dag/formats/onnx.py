@@ -197,7 +197,8 @@ class _Exporter:
         if isinstance(op, Elemwise):
             return self.elemwise(node, ins, out)
         if isinstance(op, (DeepCopyOp, ViewOp)):
-            return self.emit("Identity", ins, out)
+            # a ViewOp's value is its first input (batch norm's gradient identity has more)
+            return self.emit("Identity", ins[:1], out)
         if isinstance(op, DimShuffle):
             return self.dimshuffle(op, node.inputs[0].ndim, ins[0], out)
         if isinstance(op, CAReduce) and op.scalar_op.name in _REDUCE:

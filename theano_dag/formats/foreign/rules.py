@@ -32,7 +32,7 @@ from theano_dag.tensor import basic, contractions, elemwise, linalg, math, subte
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Argmax, Dot
-from theano_dag.tensor.nnet import nnet
+from theano_dag.tensor.nnet import bn, nnet
 from theano_dag.tensor.shape import EqualLengths, MakeVector, Reshape, Shape, Shape_i
 
 __all__ = ["FROM_RULES", "TO_RULES", "from_rule", "to_rule"]
@@ -183,6 +183,8 @@ TO_RULES = {
     linalg.Cholesky: _linalg_to,
     linalg.Eigh: _linalg_to,
     contractions.Einsum: lambda fl, node, ins: fl.einsum(node.op.subscripts, ins),
+    # Its value is its first input, whose graph the other side differentiates as it is.
+    bn.BatchNormTrainGradient: lambda fl, node, ins: ins[:1],
 }
 
 

@@ -1,7 +1,12 @@
 """Batch normalization (``theano.tensor.nnet.bn``).
 
-Written with elementwise ops and reductions, so ``grad`` differentiates it and the
-fusion rewrite can merge it into one kernel: there is no dedicated Op to keep in step.
+Written with elementwise ops and reductions, so the fusion rewrite can merge it into one
+kernel: there is no dedicated Op to keep in step. The training-mode output passes through
+``BatchNormTrainGradient``, an identity that gives its gradient as Theano's
+``AbstractBatchNormTrainGrad`` does: written with the batch statistics that
+``batch_normalization_train`` returns, so that a second-order gradient taken with those
+statistics held constant (``consider_constant``) holds them constant, and one taken
+without differentiates through them. The rewrites remove the identity.
 """
 
 from __future__ import annotations
@@ -9,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from theano_dag.config import config
+from theano_dag.graph.basic import Apply
+from theano_dag.graph.identity_ops import ViewOp
+from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
@@ -21,6 +29,7 @@ __all__ = [
     "AbstractBatchNormTrain",
     "AbstractBatchNormInference",
     "AbstractBatchNormTrainGrad",
+    "BatchNormTrainGradient",
 ]
 
 
@@ -95,16 +104,22 @@ def _expand_params(who, ndim, axes, keep, **params):
     out = {}
     for name, v in params.items():
         if reduced:
-            pattern = ["x"] * ndim
-            for i, d in enumerate(keep):
-                pattern[d] = i
-            out[name] = v.dimshuffle(pattern)
+            out[name] = v.dimshuffle(_expand_pattern(ndim, keep))
         elif all(v.type.shape[d] == 1 for d in axes):
             out[name] = v
         else:
             # Make the normalized axes statically length 1 (Theano's addbroadcast).
             out[name] = tb.reshape(v, [1 if d in axes else tb.shape_i(v, d) for d in range(ndim)])
     return out, reduced
+
+
+def _expand_pattern(ndim, keep):
+    """The dimshuffle that gives a value of the kept axes the full rank (length 1 on the
+    normalized axes)."""
+    pattern = ["x"] * ndim
+    for i, d in enumerate(keep):
+        pattern[d] = i
+    return tuple(pattern)
 
 
 def _check_epsilon(epsilon, who):
@@ -166,9 +181,96 @@ def batch_normalization_train(
         new_mean = p["running_mean"] * (1 - factor) + mean * factor
         new_var = p["running_var"] * (1 - factor) + (m / (m - 1)) * var * factor
         results += [new_mean, new_var]
+    expand = None
     if reduced:
         results = [results[0]] + [r.dimshuffle(keep) for r in results[1:]]
+        expand = _expand_pattern(ndim, keep)
+    # The gradient of ``out`` reads the statistics the caller gets.
+    results[0] = BatchNormTrainGradient(axes, expand)(
+        out, inputs, p["gamma"], p["beta"], results[1], results[2]
+    )
     return tuple(results)
+
+
+def _train_gradients(axes, x, dy, gamma, mean, invstd):
+    """The gradients of the training-mode output with respect to ``x``, ``gamma`` and
+    ``beta`` given the output's gradient ``dy``, written with ``mean`` and ``invstd``
+    (full rank, length 1 on ``axes``) as Theano's ``AbstractBatchNormTrainGrad`` writes
+    them, so that their own derivatives, where those two are held constant, are Theano's.
+    """
+    centred = x - mean
+    # d(centred * invstd)/dx through invstd: -invstd**3 * centred * mean(dy * centred)
+    c = dy * invstd - centred * (tm.mean(dy * centred, axis=axes, keepdims=True) * invstd**3)
+    g_x = gamma * (c - tm.mean(c, axis=axes, keepdims=True))
+    g_gamma = tm.sum(dy * invstd * centred, axis=axes, keepdims=True)
+    g_beta = tm.sum(dy, axis=axes, keepdims=True)
+    return g_x, g_gamma, g_beta
+
+
+def _sum_to(g, like):
+    """``g`` summed over the axes where ``like`` is statically of length 1 and ``g`` is
+    not, in ``like``'s float dtype."""
+    extra = [d for d in range(like.ndim) if like.type.shape[d] == 1 and g.type.shape[d] != 1]
+    if extra:
+        g = tm.sum(g, axis=extra, keepdims=True)
+    if like.dtype.startswith("float") and g.dtype != like.dtype:
+        g = tb.cast(g, like.dtype)
+    return g
+
+
+class BatchNormTrainGradient(ViewOp):
+    """The training-mode output of ``batch_normalization_train`` with its gradient.
+
+    ``BatchNormTrainGradient(axes, expand)(out, x, gamma, beta, mean, invstd)`` is
+    ``out`` (computed by elementwise ops and reductions), whose gradient with respect to
+    ``x``, ``gamma`` and ``beta`` is Theano's batch-normalization gradient, written with
+    the ``mean`` and ``invstd`` that the caller received (``expand``: the dimshuffle that
+    gives them full rank, or None). ``out`` itself gets no gradient (its graph's gradient
+    is that one), nor do the statistics through this node: their uses of ``x`` are in
+    the gradient's graph. The useless-identity rewrite removes it, as every ``ViewOp``.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> out = batch_normalization_train(x, np.ones(2), np.zeros(2))[0]
+    >>> type(out.owner.op).__name__
+    'BatchNormTrainGradient'
+    >>> written_out = (x - x.mean(axis=0)) / tt.sqrt(x.var(axis=0) + 1e-4)
+    >>> w = np.array([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]])
+    >>> xv = np.array([[1.0, 2.0], [3.0, 6.0], [4.0, -1.0]])
+    >>> g_x = tt.grad((out * w).sum(), x).eval({x: xv})
+    >>> np.allclose(g_x, tt.grad((written_out * w).sum(), x).eval({x: xv}))
+    True
+    """
+
+    __props__ = ("axes", "expand")
+
+    def __init__(self, axes, expand=None):
+        self.axes = tuple(axes)
+        self.expand = None if expand is None else tuple(expand)
+
+    def make_node(self, out, x, gamma, beta, mean, invstd):
+        ins = [as_tensor_variable(v) for v in (out, x, gamma, beta, mean, invstd)]
+        return Apply(self, ins, [ins[0].type()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[False], [True], [True], [True], [False], [False]]
+
+    def grad(self, inputs, output_grads):
+        _, x, gamma, beta, mean, invstd = inputs
+        if self.expand is not None:
+            mean, invstd = mean.dimshuffle(self.expand), invstd.dimshuffle(self.expand)
+        g_x, g_gamma, g_beta = _train_gradients(self.axes, x, output_grads[0], gamma, mean, invstd)
+        if x.dtype.startswith("float") and g_x.dtype != x.dtype:
+            g_x = tb.cast(g_x, x.dtype)
+        none = disconnected_type()
+        return [none, g_x, _sum_to(g_gamma, gamma), _sum_to(g_beta, beta), none, none]
+
+    def R_op(self, inputs, eval_points):
+        return [eval_points[0]]
 
 
 def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activation", epsilon=1e-4):
@@ -203,33 +305,112 @@ def batch_normalization_test(inputs, gamma, beta, mean, var, axes="per-activatio
 
 
 class _AbstractBatchNorm(Op):
-    """Theano's abstract batch-normalization ops, by name only: theano_dag's
-    ``batch_normalization_train``/``_test`` build elementwise ops and reductions instead,
-    so a compiled graph never holds one of these (what Theano's rewrites guarantee once
-    they replace them); building one directly raises ``NotImplementedError``."""
+    """Theano's abstract batch-normalization ops. Calling one builds what
+    ``batch_normalization_train``/``_test`` (or the training gradient) build, from
+    elementwise ops and reductions, so a graph never holds one of these (what Theano's
+    rewrites guarantee once they replace them). ``axes``: a tuple of ints, as Theano's.
+    """
 
-    __props__ = ()
+    __props__ = ("axes",)
+
+    def __init__(self, axes=(0,)):
+        if not isinstance(axes, (tuple, list)) or not axes:
+            raise ValueError(
+                f"{type(self).__name__}: axes must be a non-empty tuple of ints, got {axes!r}"
+            )
+        self.axes = tuple(int(a) for a in axes)
 
     def make_node(self, *inputs):
         raise NotImplementedError(
             f"{type(self).__name__}: theano_dag builds batch normalization from "
-            "elementwise ops; call batch_normalization_train or batch_normalization_test"
+            "elementwise ops and makes no node of this op: call the op itself, or "
+            "batch_normalization_train or batch_normalization_test"
         )
 
 
 class AbstractBatchNormTrain(_AbstractBatchNorm):
-    """Theano's training-mode batch normalization op (see ``_AbstractBatchNorm``).
+    """Theano's training-mode batch normalization: ``AbstractBatchNormTrain(axes)(x,
+    scale, bias, epsilon=1e-4, running_average_factor=0.1, running_mean=None,
+    running_var=None)`` is ``batch_normalization_train`` with those arguments.
 
+    >>> import numpy as np
     >>> import theano_dag.tensor as tt
-    >>> AbstractBatchNormTrain()(tt.dmatrix())  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    NotImplementedError: AbstractBatchNormTrain: theano_dag builds batch normalization ...
+    >>> x, g, b = tt.dmatrix("x"), tt.drow("g"), tt.drow("b")
+    >>> out, mean, invstd = AbstractBatchNormTrain((0,))(x, g, b)
+    >>> mean.eval({x: np.array([[1.0, 2.0], [3.0, 6.0]])})
+    array([[2., 4.]])
     """
+
+    def __call__(
+        self,
+        x,
+        scale,
+        bias,
+        epsilon=1e-4,
+        running_average_factor=0.1,
+        running_mean=None,
+        running_var=None,
+    ):
+        return list(
+            batch_normalization_train(
+                x,
+                scale,
+                bias,
+                self.axes,
+                epsilon,
+                running_average_factor,
+                running_mean,
+                running_var,
+            )
+        )
 
 
 class AbstractBatchNormInference(_AbstractBatchNorm):
-    """Theano's inference-mode batch normalization op (see ``_AbstractBatchNorm``)."""
+    """Theano's inference-mode batch normalization: ``AbstractBatchNormInference(axes)(x,
+    scale, bias, estimated_mean, estimated_variance, epsilon=1e-4)`` is
+    ``batch_normalization_test`` with those arguments.
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> one, zero = np.ones((1, 1)), np.zeros((1, 1))
+    >>> AbstractBatchNormInference((0,))(x, one, zero, zero, one * 4, 1e-5).eval(
+    ...     {x: np.array([[3.0]])}).round(4)
+    array([[1.5]])
+    """
+
+    def __call__(self, x, scale, bias, estimated_mean, estimated_variance, epsilon=1e-4):
+        return batch_normalization_test(
+            x, scale, bias, estimated_mean, estimated_variance, self.axes, epsilon
+        )
 
 
 class AbstractBatchNormTrainGrad(_AbstractBatchNorm):
-    """Theano's gradient of ``AbstractBatchNormTrain`` (see ``_AbstractBatchNorm``)."""
+    """Theano's gradient of the training-mode batch normalization:
+    ``AbstractBatchNormTrainGrad(axes)(x, dy, scale, x_mean, x_invstd, epsilon=1e-4)``
+    gives the gradients with respect to ``x``, ``scale`` and ``bias`` of the output
+    whose gradient is ``dy``, written with the statistics ``x_mean`` and ``x_invstd``
+    (each with ``scale``'s full rank; ``epsilon`` is accepted as Theano's and unused).
+
+    >>> import numpy as np
+    >>> import theano_dag.tensor as tt
+    >>> x, dy = tt.dmatrix("x"), tt.dmatrix("dy")
+    >>> ones = np.ones((1, 2))
+    >>> g_x, g_scale, g_bias = AbstractBatchNormTrainGrad((0,))(x, dy, ones, ones, ones)
+    >>> g_bias.eval({dy: np.array([[1.0, 2.0], [3.0, 4.0]])})
+    array([[4., 6.]])
+    """
+
+    def __call__(self, x, dy, scale, x_mean, x_invstd, epsilon=1e-4):
+        x, dy, scale, x_mean, x_invstd = (
+            as_tensor_variable(v) for v in (x, dy, scale, x_mean, x_invstd)
+        )
+        who = type(self).__name__
+        axes, _ = _prepare_axes(self.axes, x.ndim, who)
+        for name, v in (("dy", dy), ("scale", scale), ("x_mean", x_mean), ("x_invstd", x_invstd)):
+            if v.ndim != x.ndim:
+                raise ValueError(
+                    f"{who}: {name} must have the {x.ndim} dimensions of x, got {v.ndim}"
+                )
+        g_x, g_scale, g_bias = _train_gradients(axes, x, dy, scale, x_mean, x_invstd)
+        return [g_x, _sum_to(g_scale, scale), _sum_to(g_bias, scale)]
