@@ -406,6 +406,22 @@ def test_integer_arithmetic_wraps_as_numpy_before_the_next_op(dtype):
         assert g.dtype == w.dtype and np.array_equal(g, w), (j, g[:4], w[:4])
 
 
+def test_reductions_to_bool_are_whether_the_result_is_nonzero():
+    # A sum in a bool accumulator is numpy's logical or, and a bool result is whether the
+    # sum is nonzero. The kernel added trues in a uchar (256 of them wrapped to false) and
+    # cast a float sum of 0.5 to uchar 0.
+    b, y, x = tt.vector("b", dtype="bool"), tt.ivector("y"), tt.dmatrix("x")
+    outs = [b.sum(dtype="bool"), b.sum(acc_dtype="bool"), y.sum(dtype="bool"), b.prod()]
+    outs += [x.sum(axis=1, dtype="bool"), x.prod(axis=0, dtype="bool"), y.prod(dtype="bool")]
+    args = [np.ones(256, bool), np.array([256, 0, 512] * 30, "int32")]
+    args += [np.array([[0.5, -0.25, 0.0], [0.0, 0.0, 0.0], [1e-300, 0.0, 2.0]])]
+    got = theano_dag.function([b, y, x], outs, mode=OCL)(*args)
+    want = theano_dag.function([b, y, x], outs, mode=REF)(*args)
+    for j, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and np.array_equal(g, w), (j, g, w)
+    assert got[0] and got[2] and got[4].tolist() == [True, False, True]
+
+
 def test_the_engine_never_writes_into_an_input():
     # docs/engines.md: an in-place op overwrites the device copy of a numpy input, and a
     # device array passed in is left as it was, even when the input is declared mutable.

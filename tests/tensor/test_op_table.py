@@ -162,11 +162,14 @@ EXEMPT = {
     "theano_dag.tensor.blas._Destructive": _BASES,
     "theano_dag.tensor.nnet.nnet._AxisOp": _BASES,
     "theano_dag.tensor.nnet.bn._AbstractBatchNorm": _BASES,
-    # Theano's names only: building one raises (tests/tensor/test_nnet_theano_names.py)
+    # Theano's names: calling one builds elementwise ops, never a node of its own
     **{
         f"theano_dag.tensor.nnet.bn.AbstractBatchNorm{k}": "never built: test_nnet_theano_names.py"
         for k in ("Train", "Inference", "TrainGrad")
     },
+    # the node of batch_normalization_train's output: test_nnet.py's bn_train rows (value,
+    # infer_shape, gradient) and its second-order tests
+    "theano_dag.tensor.nnet.bn.BatchNormTrainGradient": "test_nnet.py: bn_train rows",
     "theano_dag.tensor.nnet.pool._PoolBase": _BASES,
     "theano_dag.tensor.nnet.abstract_conv.BaseAbstractConv": _BASES,
     "theano_dag.tensor.random.basic._VectorParamRV": _BASES,

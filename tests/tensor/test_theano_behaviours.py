@@ -7,6 +7,7 @@ import pytest
 import theano_dag
 import theano_dag.scalar as ts
 import theano_dag.tensor as tt
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.tensor.arrays import TensorFromScalar
 from theano_dag.tensor.elemwise import Elemwise
 from theano_dag.tensor.shape import Rebroadcast
@@ -149,6 +150,47 @@ def test_sum_and_prod_nodes_name_their_accumulator(method, dtype):
     np.testing.assert_allclose(got, want)
     # An explicit accumulator stays as given.
     assert x.sum(acc_dtype=ACC[dtype]).owner.op.acc_dtype == ACC[dtype]
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu", "dask", "opencl"])
+@pytest.mark.parametrize("in_dtype", ["float16", "float32", "float64"])
+def test_floats_summed_to_integers_accumulate_in_floats_and_are_cast_at_the_end(linker, in_dtype):
+    # Theano's test_reduce_custom_dtype (marked slow): x.sum(dtype="int8") of floats
+    # accumulates in the input's accumulator (float16 in float32, float32 in float64) and
+    # casts the sum; here it raised, at the call where axis=() (an accumulator of int8
+    # would lose the float's precision).
+    if linker == "opencl" and not opencl_available()[0]:
+        pytest.skip("no OpenCL platform")
+    x = tt.tensor3("x", dtype=in_dtype)
+    up = {"float16": "float32", "float32": "float64"}.get(in_dtype, in_dtype)
+    xv = (np.random.default_rng(12).standard_normal((3, 4, 5)) * 4).astype(in_dtype)
+    outs, want = [], []
+    for method, dtype, axis in [
+        ("sum", "int8", None),
+        ("sum", "int32", (0, 2)),
+        ("sum", "bool", 1),
+        ("sum", "int64", ()),
+        ("prod", "bool", None),
+        ("prod", "int16", 2),
+        ("mean", "int32", 0),
+    ]:
+        out = getattr(x, method)(dtype=dtype, axis=axis)
+        if method == "mean":
+            # Theano's mean of an integer sum divides it: a float64 result
+            assert out.dtype == "float64"
+            ref = np.sum(xv.astype(up), axis=axis).astype(dtype) / xv.shape[0]
+        else:
+            acc = out.owner.op.acc_dtype
+            assert acc == ts.upcast(up, acc), (method, dtype, acc)
+            red = getattr(np, method)
+            ref = xv.astype(acc) if axis == () else red(xv.astype(acc), axis=axis, dtype=acc)
+            ref = np.asarray(ref).astype(dtype)
+        outs.append(out)
+        want.append(ref)
+    got = theano_dag.function([x], outs, mode=theano_dag.Mode(linker=linker))(xv)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, k
+        np.testing.assert_array_equal(g, w, err_msg=str(k))
 
 
 def test_cut_useless_reduce_is_a_tag_of_the_useless_reduce_rule():

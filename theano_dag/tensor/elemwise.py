@@ -806,9 +806,15 @@ class _DtypeReduce(CAReduce):
                     f"{ts.upcast(in_dtype, acc)}"
                 )
             return acc
+        up = {"float16": "float32", "float32": "float64", "complex64": "complex128"}
         out = self.output_dtype(in_dtype)
         # As Theano: low-precision floats accumulate in the next precision up.
-        return {"float16": "float32", "float32": "float64", "complex64": "complex128"}.get(out, out)
+        acc = up.get(out, out)
+        if in_dtype.startswith("float") and ts.upcast(in_dtype, acc) != acc:
+            # A float input summed to integers or a narrower float (sum(dtype="int32")
+            # of floats): as Theano, in the input's accumulator, cast at the end.
+            acc = ts.upcast(acc, up.get(in_dtype, in_dtype))
+        return acc
 
     def make_node(self, x):
         node = super().make_node(x)

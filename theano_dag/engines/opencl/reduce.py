@@ -144,6 +144,10 @@ class ReduceImpl(Impl):
             stmts, outs = [], ["x0[off0]"]
         self.stmts, self.expr, self.mid_dtype = stmts, outs[0], mid
         self.acc_dtype = "int32" if self.kind in ("and", "or") else red.acc_dtype_for(mid)
+        if self.acc_dtype == "bool" and self.kind in ("add", "mul"):
+            # numpy's sum (product) in a bool accumulator is a logical or (and): counted in
+            # the kernel's uchar, 256 trues would wrap to false.
+            self.kind, self.acc_dtype = {"add": "or", "mul": "and"}[self.kind], "int32"
         for d in self.in_dtypes + [mid, self.out_dtype, self.acc_dtype]:
             if d not in OPENCL_TYPES or d == "float16":
                 raise Unsupported(f"{op}: dtype {d} has no OpenCL kernel here")
@@ -218,7 +222,9 @@ class ReduceImpl(Impl):
             "        }",
             "        barrier(CLK_LOCAL_MEM_FENCE);",
             "    }",
-            f"    if (lid == 0) y[yo + m] = ({to})sc[0];",
+            # a bool is whether the result is nonzero: (uchar)0.5f would be false
+            f"    if (lid == 0) y[yo + m] = ({to})"
+            + ("(sc[0] != 0);" if self.out_dtype == "bool" else "sc[0];"),
             "}",
         ]
         return {self.name: "\n".join(lines) + "\n"}
