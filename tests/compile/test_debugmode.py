@@ -1,6 +1,7 @@
 """DebugMode: every rewrite checked (integrity, values), the engine checked, profiles."""
 
 import io
+import pickle
 
 import numpy as np
 import pytest
@@ -255,6 +256,32 @@ def test_debugmode_accepts_declared_views_and_unchecked_infinities():
     np.testing.assert_allclose(f(np.ones(3), np.arange(3.0)), [2.0, 4.0])
     g = theano_dag.function([x], tt.log(x), mode=DebugMode(check_isfinite=False))
     assert np.isneginf(g(np.zeros(1))[0])
+
+
+def test_a_declared_view_of_a_value_given_twice_is_no_bad_view():
+    # EqualLengths(n, n) once merge made both lengths one variable: its output, a declared
+    # view of input 0, is then also input 1's memory. Theano's DebugMode accepts an
+    # undeclared alias that a declared one explains; this one raised BadViewMap.
+    x = tt.dvector("x")
+    twice = _Perform(lambda a, b: [a[1:]], view_map={0: [0]})(x, x)
+    f = theano_dag.function([x], twice * 2, mode=DebugMode(optimizer=None))
+    np.testing.assert_allclose(f(np.arange(3.0)), [2.0, 4.0])
+    y = tt.dvector("y")
+    other = _Perform(lambda a, b: [b[1:]], view_map={0: [0]})(x, y)
+    g = theano_dag.function([x, y], other * 2, mode=DebugMode(optimizer=None))
+    with pytest.raises(BadViewMap, match="shares memory with input 1"):
+        g(np.arange(3.0), np.arange(3.0))
+
+
+def test_a_function_compiled_in_debugmode_pickles():
+    # The mode's report of its last compile holds the rewrites' functions, which do not
+    # pickle; Theano's test_pickle failed under THEANO_DAG_FLAGS=mode=DebugMode.
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.exp(x) * 2 + 0, mode="DebugMode")
+    assert f.maker.mode.last_optimizer_profile is not None
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_allclose(g(np.arange(3.0)), 2 * np.exp(np.arange(3.0)))
+    assert isinstance(g.maker.mode, DebugMode)
 
 
 def test_stability_patience_finds_a_rewrite_that_changes_its_mind():

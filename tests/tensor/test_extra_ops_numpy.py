@@ -91,6 +91,20 @@ def test_diff(dtype, n):
     verify_grad(eo.DiffOp(n=n, axis=0), [RNG.random((5, 3))], rng=RNG)
 
 
+def test_diff_of_order_zero_is_a_new_array():
+    # np.diff(x, n=0) is x itself, and DiffOp declares no view: DebugMode raised BadViewMap
+    # (Theano's TestDiffOp.test_grad under mode=DebugMode).
+    x = tt.dvector("x")
+    node = eo.DiffOp(n=0)(x).owner
+    val = RNG.random(5)
+    cell = [None]
+    node.op.perform(node, [val], [cell])
+    assert not np.may_share_memory(cell[0], val)
+    np.testing.assert_array_equal(cell[0], val)
+    f = theano_dag.function([x], eo.diff(x, n=0) * 2, mode="DebugMode")
+    np.testing.assert_allclose(f(val), 2 * val)
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_compress(axis):
     c, x = tt.ivector("c"), tt.dmatrix("x")

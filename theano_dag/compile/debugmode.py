@@ -174,9 +174,14 @@ def _check_node(fgraph, node, inputs, before, outputs, check_isfinite=True):
         if a is None:
             continue
         allowed = set(view_map.get(k, ())) | set(destroy_map.get(k, ()))
+        declared = [_arrays(inputs[j]) for j in allowed if j < len(inputs)]
         for i, inp in enumerate(inputs):
             b = _arrays(inp)
             if i not in allowed and b is not None and np.may_share_memory(a, b):
+                if any(d is not None and np.may_share_memory(b, d) for d in declared):
+                    # the input is (a view of) an input the output may alias: one value
+                    # given twice, as EqualLengths(n, n) once merge made both lengths one
+                    continue
                 raise BadViewMap(
                     f"DebugMode: output {k} of {op} shares memory with input {i} "
                     f"({node.inputs[i]}), which its view_map {view_map} does not name"
@@ -616,6 +621,13 @@ class DebugMode(Mode):
     def last_optimizer_profile(self):
         """``(optimizer profile, checker)`` of the last graph this mode optimized."""
         return self._report["last_optimizer_profile"]
+
+    def __getstate__(self):
+        # The report is of a compile in this process, and holds the rewrites' functions,
+        # which do not pickle: a pickled function's mode starts without one.
+        state = dict(self.__dict__)
+        state["_report"] = {"last_optimizer_profile": None}
+        return state
 
     @property
     def optimizer(self):

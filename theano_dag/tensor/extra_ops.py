@@ -740,7 +740,10 @@ class DiffOp(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=tuple(shape))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        output_storage[0][0] = np.diff(inputs[0], n=self.n, axis=self.axis)
+        # np.diff of order 0 returns its input itself: a new array, as the op declares
+        # no view of its input
+        out = np.diff(inputs[0], n=self.n, axis=self.axis)
+        output_storage[0][0] = out.copy() if self.n == 0 else out
 
     def infer_shape(self, fgraph, node, input_shapes):
         shp = list(input_shapes[0])
