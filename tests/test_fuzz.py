@@ -650,6 +650,36 @@ def test_a_nan_that_a_sort_moves_is_classified_with_the_cancelling_rewrite():
     assert fuzz.classify(rec, "cpu") == "nonfinite_unsafe"
 
 
+def test_an_infinity_a_saturating_op_makes_finite_is_classified_with_its_tag():
+    # Found with seed 8102 wide, graph 73: (126 / x) / 0 is -inf where x < 0, and the
+    # reassociated 126 / (x * 0) (nonfinite_unsafe, reassociate) is +inf; tanh makes both
+    # finite, -1 and 1. Only an infinity's sign differs: no bug.
+    rec = fuzz.Recipe(
+        nodes=[
+            ("input", ("a", 1), "int16"),
+            ("const", (), (126, "int8")),
+            ("const", (), (0, "uint16")),
+            ("true_div", (1, 0), None),
+            ("div", (3, 2), None),
+            ("tanh", (4,), None),
+        ],
+        outputs=[5],
+        update=None,
+        seed=1605462217,
+        dims=[("a", 1), (), (), ("a", 1), ("a", 1), ("a", 1)],
+        dtypes=["int16", "int8", "uint16", "float64", "float64", "float64"],
+        nonfinite=False,
+        sizes=0,
+        values="wide",
+    )
+    assert fuzz.check(rec, ["cpu"]) and not fuzz._discretizes(rec) and fuzz._saturates(rec)
+    assert fuzz.classify(rec, "cpu") == "nonfinite_unsafe"
+    finite = dataclasses.replace(
+        rec, nodes=rec.nodes[:2] + [("const", (), (3, "uint16"))] + rec.nodes[3:]
+    )
+    assert not fuzz._saturates(finite)
+
+
 def test_the_sign_of_a_zero_product_is_classified_as_the_kernels():
     # Found with seed 8, --values wide, graph 897: a uint8 0 (a float cast out of range)
     # times a float32 row, by tensordot(axes=0): numpy's BLAS gives +0.0, the engines'

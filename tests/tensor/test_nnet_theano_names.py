@@ -9,6 +9,7 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.mode import Mode, get_default_mode
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
@@ -163,6 +164,20 @@ def test_sigmoid_approximation_rewrites_are_opt_in():
     f = theano_dag.function([x], sigmoid(x), mode=mode.including("local_hard_sigmoid"))
     assert sigmoid not in _ops(f)
     np.testing.assert_allclose(f(xv), np.clip(0.2 * xv + 0.5, 0, 1))
+
+
+@pytest.mark.parametrize(
+    "rewrite,error", [("local_ultra_fast_sigmoid", 0.012), ("local_hard_sigmoid", 0.08)]
+)
+def test_sigmoid_approximations_pass_debugmode_within_their_error(rewrite, error):
+    # As Theano's, the rewrites tell DebugMode the tolerance of their approximation; it
+    # raised BadOptimization (Theano's test_local_ultra_fast_sigmoid under DebugMode).
+    x = tt.dmatrix("x")
+    xv = np.linspace(-6, 6, 49).reshape(7, 7)
+    f = theano_dag.function([x], sigmoid(x), mode=DebugMode().including(rewrite))
+    assert sigmoid not in _ops(f)
+    got = f(xv)
+    assert 0.5 * error < np.abs(got - _np_sigmoid(xv)).max() < error
 
 
 def test_multiplication_trees():

@@ -998,7 +998,7 @@ def _const_param(rng, dtype, values="default"):
     return (int(v), dtype)
 
 
-def _param(op, rng, dims, dtypes):
+def _param(op, rng, dims, dtypes, values="default"):
     if op == "scale":
         return float(rng.choice([0.5, -1.5, 2.0]))
     if op == "grow":
@@ -1031,7 +1031,7 @@ def _param(op, rng, dims, dtypes):
         return tuple(d == 1 for d in dims[1])
     if op in ("takec", "adv_inc", "adv_set"):
         return tuple(int(i) for i in rng.integers(-3, 6, int(rng.integers(2, 6))))
-    return _param_more(op, rng, dims, dtypes)
+    return _param_more(op, rng, dims, dtypes, values)
 
 
 def _axis(rng, n, none_share=0.3):
@@ -1041,7 +1041,7 @@ def _axis(rng, n, none_share=0.3):
     return int(rng.integers(-n, n)) if rng.random() < 0.25 else int(rng.integers(n))
 
 
-def _param_more(op, rng, dims, dtypes):
+def _param_more(op, rng, dims, dtypes, values="default"):
     n = len(dims[0])
     if op == "powc":
         return int(rng.choice([0, 1, 2, 3]))
@@ -1053,13 +1053,18 @@ def _param_more(op, rng, dims, dtypes):
         if op == "sumd":
             wider = {"float32": "float64", "float64": "float64", "bool": "int32"}
             wider.update({"uint64": "uint64"})
-            dt = wider.get(dtypes[0], "int64") if rng.random() < 0.6 else "float64"
+            r = rng.random()
+            dt = wider.get(dtypes[0], "int64") if r < 0.6 else "float64"
+            if values == "wide" and 0.6 <= r < 0.75 and dtypes[0] not in FLOATS:
+                dt = "bool"  # integers summed to a bool: whether any is nonzero
             p += (dt,)
         if op == "suma":
-            # Wider, or (integers) narrower: an int8 accumulator wraps.
+            # Wider, or (integers) narrower: an int8 accumulator wraps; with wide values,
+            # a bool one too (a logical or). The default draw is the one cited seeds mean.
             if dtypes[0] in FLOATS:
                 return p + ("float64",)
-            return p + (str(rng.choice(["int8", "int16", "int64", "uint32"])),)
+            accs = ["int8", "int16", "int64", "uint32"] + ["bool"] * (values == "wide")
+            return p + (str(rng.choice(accs)),)
         return p
     if op in ("cumsum", "cumprod", "sort", "argsort"):
         return _axis(rng, n)
@@ -1312,7 +1317,7 @@ def generate(rng, max_ops=8, grad=False, values="default") -> Recipe:
         if args is None:
             REJECTED[op, "args"] += 1
             continue
-        param = _param(op, rng, [dims[a] for a in args], [dtypes[a] for a in args])
+        param = _param(op, rng, [dims[a] for a in args], [dtypes[a] for a in args], values)
         if op in NEEDS_PARAM and param is None:
             REJECTED[op, "param"] += 1
             continue
@@ -1839,6 +1844,35 @@ def _dot_sees_nonfinite(rec):
     return False
 
 
+# Ops whose finite value can come from a non-finite argument: tanh(-inf) = -1,
+# exp(-inf) = 0, 1 / inf = 0, softplus(-inf) = 0...
+SATURATING = frozenset(
+    {"tanh", "sigmoid", "exp", "erf", "erfc", "inv", "div", "true_div", "floordiv", "mod"}
+    | {"softplus", "softmax", "logsoftmax", "clip", "pow", "powc", "powcf", "minimum"}
+    | {"maximum", "sgn"}
+)
+
+
+def _saturates(rec):
+    """Whether an op of :data:`SATURATING` in ``rec`` reads a non-finite float in either
+    call of the reference (a rewrite that changes an infinity's sign then changes a
+    finite value: ``tanh(126 / x / 0)``, seed 8102 wide, graph 73)."""
+    nodes = [k for k, n in enumerate(rec.nodes) if n[0] in SATURATING]
+    if not nodes:
+        return False
+    for call in (0, 1):
+        try:
+            env = reference(rec, _values(rec, call))
+        except (ValueError, IndexError):  # numpy refuses these values (and the engine must)
+            continue
+        for k in nodes:
+            for a in rec.nodes[k][1]:
+                v = np.asarray(env[a]) if isinstance(a, int) else None
+                if v is not None and v.dtype.kind == "f" and not np.isfinite(v).all():
+                    return True
+    return False
+
+
 def _discretizes(rec):
     """Whether a float of ``rec`` becomes an integer, a bool, a switch's choice or a
     place in a sort (where NaN and the infinities turn into finite values)."""
@@ -1870,6 +1904,7 @@ def classify(rec, engine):
             if (
                 tags == ("nonfinite_unsafe",)
                 and not _discretizes(rec)
+                and not _saturates(rec)
                 # DebugMode refuses such a rewrite when it compiles (BadOptimization):
                 # the same rewrites' finite values are checked on the CPU engine.
                 and _check_engine(

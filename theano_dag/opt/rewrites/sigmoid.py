@@ -40,6 +40,7 @@ from theano_dag.tensor import math as tm
 from theano_dag.tensor.basic import cast
 from theano_dag.tensor.nnet import nnet as nnet_ops
 from theano_dag.tensor.nnet import sigm
+from theano_dag.tensor.type import values_eq_approx
 
 stabilize = RULES.stabilize
 
@@ -735,7 +736,10 @@ def local_ultra_fast_sigmoid(fgraph, node):
     # sigmoid(x) -> ultra_fast_sigmoid(x)
     if scalar_op(node) != ts.sigmoid:
         return False
-    return [sigm.ultra_fast_sigmoid(node.inputs[0])]
+    out = sigm.ultra_fast_sigmoid(node.inputs[0])
+    # An approximation by choice: DebugMode compares it with the sigmoid within its error.
+    out.tag.values_eq_approx = _within(0.02)
+    return [out]
 
 
 @RULES.uncanonicalize(opt_in=True)
@@ -747,4 +751,15 @@ def local_hard_sigmoid(fgraph, node):
     if scalar_op(node) != ts.sigmoid:
         return False
     out = sigm.hard_sigmoid(node.inputs[0])
+    out.tag.values_eq_approx = _within(0.1)  # at most 0.08 from the sigmoid
     return [out] if out.type == node.outputs[0].type else False
+
+
+def _within(atol):
+    """A comparison of values within ``atol`` (for ``tag.values_eq_approx``: what
+    DebugMode uses to check an approximating rewrite)."""
+
+    def values_eq_within(a, b):
+        return values_eq_approx(a, b, atol=atol, rtol=0)
+
+    return values_eq_within
