@@ -15,7 +15,7 @@ import theano_dag.tensor as tt
 from theano_dag import function, shared
 from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
-from theano_dag.graph.basic import Apply
+from theano_dag.graph.basic import Apply, clone_replace
 from theano_dag.graph.op import Op
 from theano_dag.tensor import extra_ops, linalg
 from theano_dag.tensor.arrays import scalar_from_tensor, tensor_from_scalar
@@ -519,6 +519,29 @@ def test_a_slice_variable_indexes_as_its_bounds(engine, dtype):
         for g, w in zip(f(val, sv), [val[sv], inc, val[sv, 1]]):
             assert g.dtype == dtype
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_slice_variable_gives_its_own_array_not_a_view_of_the_shared_value(engine):
+    # x[s] with a slice input is numpy's basic indexing, a view; AdvancedSubtensor declares
+    # none, so the caller got the shared variable's own memory: writing into the result
+    # changed the shared value (DebugMode: BadViewMap, Theano's test_adv_sub_slice).
+    var = shared(np.arange(9.0).reshape(3, 3))
+    s = slicetype()
+    f = function([s], [var[s], var[s, 1]], mode=mode_of(engine))
+    rows, col = f(slice(0, 2))
+    assert not np.may_share_memory(rows, var.get_value(borrow=True))
+    rows[:] = -5.0
+    np.testing.assert_array_equal(var.get_value(), np.arange(9.0).reshape(3, 3))
+    np.testing.assert_array_equal(col, [1.0, 4.0])
+    g = function([s], var[s] * 2, mode="DebugMode")
+    np.testing.assert_array_equal(g(slice(1, None)), np.arange(3.0, 9.0).reshape(2, 3) * 2)
+    # the slice a constant once its variable is replaced: the CPU engine indexes inline
+    known = clone_replace(var[s], {s: SliceConstant(slicetype, slice(0, 2))})
+    assert isinstance(known.owner.op, AdvancedSubtensor)
+    rows = function([], known, mode=mode_of(engine))()
+    rows[:] = -5.0
+    np.testing.assert_array_equal(var.get_value(), np.arange(9.0).reshape(3, 3))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

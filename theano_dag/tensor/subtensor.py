@@ -121,6 +121,17 @@ def _rebuild(idx_list, values):
     return tuple(out)
 
 
+def index_is_basic(index) -> bool:
+    """Whether numpy's ``x[index]`` is basic indexing, a view of ``x``: an index of ints,
+    slices, None and 0-d integer arrays only (an AdvancedSubtensor given a symbolic slice,
+    or a 0-d index, must copy what numpy gives it, since the op declares no view).
+
+    >>> index_is_basic((slice(1, 3), np.array(0))), index_is_basic((np.array([0, 1]),))
+    (True, False)
+    """
+    return not any(isinstance(i, np.ndarray) and (i.ndim > 0 or i.dtype == bool) for i in index)
+
+
 def _idx_str(idx_list):
     parts = []
     for e in idx_list:
@@ -785,8 +796,10 @@ class AdvancedSubtensor(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         x, *vals = inputs
-        out = x[_rebuild(self.idx_list, vals)]
-        output_storage[0][0] = np.asarray(out)
+        index = _rebuild(self.idx_list, vals)
+        out = x[index]
+        # numpy's basic indexing gives a view of x: the output must be its own array
+        output_storage[0][0] = np.array(out) if index_is_basic(index) else np.asarray(out)
 
     def infer_shape(self, fgraph, node, input_shapes):
         x, *idx = node.inputs

@@ -33,6 +33,7 @@ from theano_dag.tensor.subtensor import (
     IncSubtensor,
     Subtensor,
     _rebuild,
+    index_is_basic,
 )
 
 __all__ = ["register_defaults"]
@@ -703,10 +704,12 @@ def _advanced_subtensor_steps(node, ctx):
     iname = ctx.const(index, "idx")
     asarray = ctx.glob(np.asarray, "asarray")
     zero_d = node.outputs[0].type.ndim == 0  # numpy gives a scalar there
+    # numpy gives a view for an index without arrays: the op's output is its own array
+    copy = ".copy()" if index_is_basic(index) and not zero_d else ""
 
     def emit(ins, outs, target):
         e = f"{ins[0]}[{iname}]"
-        return [f"{outs[0]} = {asarray}({e})" if zero_d else f"{outs[0]} = {e}"]
+        return [f"{outs[0]} = {asarray}({e})" if zero_d else f"{outs[0]} = {e}{copy}"]
 
     return [Step(node, node.outputs, (x,), emit, kind="call")]
 
