@@ -1824,17 +1824,23 @@ def _cache_differences(want, got):
                 yield f"call {call}: value {j} differs"
 
 
+def _reference_envs(rec):
+    """numpy's value of every node of ``rec`` in each of its two calls (a call whose
+    values numpy refuses, as the engine must, is left out)."""
+    for call in (0, 1):
+        try:
+            yield reference(rec, _values(rec, call))
+        except (ValueError, IndexError):
+            continue
+
+
 def _dot_sees_nonfinite(rec):
     """Whether a dot of ``rec`` reads or makes a non-finite value in either call, or
     makes a float zero (whose sign is the kernel's, :data:`DOT_NONFINITE`)."""
     dots = [k for k, n in enumerate(rec.nodes) if n[0] in PRODUCTS]
     if not dots:
         return False
-    for call in (0, 1):
-        try:
-            env = reference(rec, _values(rec, call))
-        except (ValueError, IndexError):  # numpy refuses these values (and the engine must)
-            continue
+    for env in _reference_envs(rec):
         for k in dots:
             for v in [env[k]] + [env[a] for a in rec.nodes[k][1]]:
                 if v.dtype.kind == "f" and not np.isfinite(v).all():
@@ -1860,11 +1866,7 @@ def _saturates(rec):
     nodes = [k for k, n in enumerate(rec.nodes) if n[0] in SATURATING]
     if not nodes:
         return False
-    for call in (0, 1):
-        try:
-            env = reference(rec, _values(rec, call))
-        except (ValueError, IndexError):  # numpy refuses these values (and the engine must)
-            continue
+    for env in _reference_envs(rec):
         for k in nodes:
             for a in rec.nodes[k][1]:
                 v = np.asarray(env[a]) if isinstance(a, int) else None
