@@ -20,6 +20,7 @@ from theano_dag.graph.null_type import disconnected_type
 from theano_dag.graph.op import Op
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
+from theano_dag.tensor.elemwise import reduce_grad_to
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
@@ -207,17 +208,6 @@ def _train_gradients(axes, x, dy, gamma, mean, invstd):
     return g_x, g_gamma, g_beta
 
 
-def _sum_to(g, like):
-    """``g`` summed over the axes where ``like`` is statically of length 1 and ``g`` is
-    not, in ``like``'s float dtype."""
-    extra = [d for d in range(like.ndim) if like.type.shape[d] == 1 and g.type.shape[d] != 1]
-    if extra:
-        g = tm.sum(g, axis=extra, keepdims=True)
-    if like.dtype.startswith("float") and g.dtype != like.dtype:
-        g = tb.cast(g, like.dtype)
-    return g
-
-
 class BatchNormTrainGradient(ViewOp):
     """The training-mode output of ``batch_normalization_train`` with its gradient.
 
@@ -264,10 +254,9 @@ class BatchNormTrainGradient(ViewOp):
         if self.expand is not None:
             mean, invstd = mean.dimshuffle(self.expand), invstd.dimshuffle(self.expand)
         g_x, g_gamma, g_beta = _train_gradients(self.axes, x, output_grads[0], gamma, mean, invstd)
-        if x.dtype.startswith("float") and g_x.dtype != x.dtype:
-            g_x = tb.cast(g_x, x.dtype)
         none = disconnected_type()
-        return [none, g_x, _sum_to(g_gamma, gamma), _sum_to(g_beta, beta), none, none]
+        grads = [reduce_grad_to(g, v) for g, v in ((g_x, x), (g_gamma, gamma), (g_beta, beta))]
+        return [none, *grads, none, none]
 
     def R_op(self, inputs, eval_points):
         return [eval_points[0]]
@@ -413,4 +402,4 @@ class AbstractBatchNormTrainGrad(_AbstractBatchNorm):
                     f"{who}: {name} must have the {x.ndim} dimensions of x, got {v.ndim}"
                 )
         g_x, g_scale, g_bias = _train_gradients(axes, x, dy, scale, x_mean, x_invstd)
-        return [g_x, _sum_to(g_scale, scale), _sum_to(g_bias, scale)]
+        return [g_x, reduce_grad_to(g_scale, scale), reduce_grad_to(g_bias, scale)]
