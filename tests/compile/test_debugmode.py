@@ -340,3 +340,40 @@ def test_debug_mode_instance_and_its_live_check_isfinite():
         mode.check_isfinite = True
     with pytest.raises(InvalidValueError):
         f(np.array([np.nan, 1.0]))
+
+
+def test_a_rewrite_wrong_only_on_the_calls_values_raises_at_the_call():
+    # Right on DebugMode's random inputs (all within [-1, 1.1)), wrong where x > 2: the
+    # call's values check each replacement again, as Theano's DebugMode does.
+    db = build_optdb()
+
+    @register_canonicalize(db=db)
+    @local_optimizer([tt.minimum])
+    def local_wrong_minimum(fgraph, node):
+        return [node.inputs[0]]  # minimum(x, 2) -> x: right while x <= 2
+
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.minimum(x, 2.0) * 3, mode=mode_with(db))
+    assert not any(n.op == tt.minimum for n in f.maker.fgraph.apply_nodes)
+    np.testing.assert_allclose(f(np.array([0.5, 1.0])), [1.5, 3.0])
+    with pytest.raises(BadOptimization) as info:
+        f(np.array([0.5, 5.0]))
+    assert info.value.reason == "local_wrong_minimum"
+    assert "Max Abs Diff:  3.0" in str(info.value)
+
+
+def test_an_assertion_a_rewrite_removed_still_raises_at_the_call():
+    # Theano's DebugMode runs the graph from before local_remove_all_assert too.
+    x = tt.dscalar("x")
+    checked = tt.opt.assert_op(x, tt.gt(x, 0)) * 2
+    mode = DebugMode(linker="py").including("local_remove_all_assert")
+    f = theano_dag.function([x], checked, mode=mode)
+    assert not any(type(n.op).__name__ == "Assert" for n in f.maker.fgraph.apply_nodes)
+    assert f(1.5) == 3.0
+    with pytest.raises(AssertionError):
+        f(-1.0)
+    # Without DebugMode the assertion is gone, as asked.
+    fast = theano_dag.function(
+        [x], checked, mode=get_mode("FAST_RUN").including("local_remove_all_assert")
+    )
+    assert fast(-1.0) == -2.0

@@ -1080,3 +1080,27 @@ def test_a_step_output_of_another_dtype_than_its_state_is_refused(error):
         scan(lambda v, a: a + v, sequences=x, outputs_info=tt.constant(np.float32(0)))
     with pytest.raises(error, match=r"make them agree"):
         scan(lambda v, a: (a + v).sum(), sequences=x, outputs_info=tt.dvector("v0"))
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_no_step_after_the_steps_products_are_pushed_out(mode):
+    # A loop of 0 steps whose rows' length is a graph (h[i, :D], with D = X.shape[1])
+    # refused to give its empty stack. Theano's test_pushout_seqs met it under DebugMode
+    # once the per-step product, summed over the steps, left the loop
+    # (local_scan_push_out_dot_sum), where the loop before the rewrite (a running sum)
+    # gave zeros. That length reads only the non-sequences: it is known without a step.
+    X, h, n = tt.dmatrix("X"), tt.dmatrix("h"), tt.lscalar("n")
+
+    def step(i, X, h):
+        return X.dot(tt.diag(h[i, : X.shape[1]]))
+
+    out, _ = scan(step, sequences=tt.arange(n), non_sequences=[X, h])
+    f = theano_dag.function([X, h, n], [out, out.sum(axis=0)], mode=mode)
+    f_sum = theano_dag.function([X, h, n], out.sum(axis=0), mode=mode)
+    xv, hv = RNG.normal(size=(4, 3)), RNG.normal(size=(5, 7))
+    for steps in (2, 0):
+        stack, total = f(xv, hv, steps)
+        want = np.array([xv @ np.diag(hv[i, :3]) for i in range(steps)]).reshape(steps, 4, 3)
+        np.testing.assert_allclose(stack, want)
+        np.testing.assert_allclose(total, want.sum(axis=0))
+        np.testing.assert_allclose(f_sum(xv, hv, steps), want.sum(axis=0))

@@ -105,10 +105,11 @@ def test_truncated_gradient_reaches_initial_rows_read_by_the_kept_steps(mode):
         np.testing.assert_allclose(f(np.ones(3)), expected)
 
 
-def test_no_step_with_rows_of_unknown_shape_is_refused():
-    # A loop of 0 steps whose per-step rows come from a loop of their own: their shape
-    # is not known without running a step. It returned a stack of rows of shape (0,)
-    # ((0, 0) instead of (0, 3)), and so a sum over the steps of shape (0,), not (3,).
+def test_no_step_gives_rows_whose_shape_the_non_sequences_give():
+    # A loop of 0 steps whose per-step rows come from a loop of their own over a
+    # non-sequence. It returned a stack of rows of shape (0,) ((0, 0) instead of (0, 3)),
+    # and so a sum over the steps of shape (0,), not (3,); then it refused. The inner
+    # loop's length is a graph of the non-sequence alone, computed without a step.
     k, v = tt.lscalar("k"), tt.dvector("v")
 
     def step():
@@ -116,7 +117,18 @@ def test_no_step_with_rows_of_unknown_shape_is_refused():
         return inner
 
     ys, _ = scan(step, n_steps=k, outputs_info=[None])
-    f = theano_dag.function([k, v], ys.sum(axis=0), mode=REF)
-    np.testing.assert_allclose(f(2, np.ones(3)), [2.0, 3.0, 3.5])
+    f = theano_dag.function([k, v], [ys, ys.sum(axis=0)], mode=REF)
+    np.testing.assert_allclose(f(2, np.ones(3))[1], [2.0, 3.0, 3.5])
+    stack, total = f(0, np.ones(3))
+    assert stack.shape == (0, 3)
+    np.testing.assert_array_equal(total, np.zeros(3))
+
+
+def test_no_step_with_rows_whose_shape_a_step_gives_is_refused():
+    # Each row's length is a sequence's entry: without a step there is none to read.
+    v = tt.lvector("v")
+    ys, _ = scan(lambda n: tt.zeros((n,)), sequences=v)
+    f = theano_dag.function([v], ys.sum(axis=0), mode=REF)
+    np.testing.assert_allclose(f(np.array([3, 3])), np.zeros(3))
     with pytest.raises(ValueError, match="ran no step, and the shape of the rows of its per"):
-        f(0, np.ones(3))
+        f(np.array([], dtype="int64"))

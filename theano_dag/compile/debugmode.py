@@ -8,10 +8,14 @@ While the graph is optimized, after every change a rewrite makes:
   otherwise ``BadOptimization`` names the rewrite, both variables, both values and the
   difference.
 
-When the function runs, the reference engine runs the graph node by node on the same
-inputs, and each node's ``perform`` must keep its contract: it changes only the inputs its
-``destroy_map`` names (``BadDestroyMap``), its outputs share memory only with the inputs
-its ``view_map``/``destroy_map`` name, and not with each other when both are used further
+When the function runs, every replacement a rewrite made is checked again on the call's
+inputs, as Theano's DebugMode does: the replaced variable (its graph from before the
+rewrite) and its replacement must be equal there too (``BadOptimization``), and an
+assertion a rewrite removed (``local_remove_all_assert``) still raises. The reference
+engine then runs the graph node by node on the same inputs, and each node's ``perform``
+must keep its contract: it changes only the inputs its ``destroy_map`` names
+(``BadDestroyMap``), its outputs share memory only with the inputs its
+``view_map``/``destroy_map`` name, and not with each other when both are used further
 (``BadViewMap``), and each output has its variable's dtype and rank, and no NaN or
 infinity (``InvalidValueError``) when the inputs had none. The engine's outputs are then
 compared with the reference's (``BadEngineOutput`` otherwise). ``profile=True`` prints, after
@@ -32,6 +36,7 @@ import copy
 import sys
 import time
 import warnings
+import weakref
 from collections import defaultdict
 
 import numpy as np
@@ -60,6 +65,11 @@ __all__ = [
 # Lengths tried, in turn, for the dimensions whose length the types leave open, until
 # the original graph can be evaluated (a reshape to (2, -1) needs an even size...).
 TRIAL_LENGTHS = (3, 4, 2, 6, 5, 1)
+
+# Each optimized graph's replacements (replaced variable, replacement, rewrite's name),
+# checked again at each call on its inputs. Held beside the graph, not in it: a graph
+# optimized without DebugMode, or unpickled, has none.
+_REPLACEMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _stats_line(label, a) -> str:
@@ -340,6 +350,50 @@ def _values_equal(old_var, new_var, old, new) -> bool:
     return bool(check(old, new))
 
 
+def _check_replacements(fgraph, args):
+    """Each replacement the rewrites made to ``fgraph``, checked on one call's inputs, as
+    Theano's DebugMode does at each call: the replaced variable and its replacement give
+    equal values (``BadOptimization``), and an assertion a rewrite removed still holds
+    (its ``AssertionError``)."""
+    replacements = _REPLACEMENTS.get(fgraph)
+    if not replacements:
+        return
+    ev = _Evaluator(fgraph.inputs, args)
+    for r, new_r, name in replacements:
+        try:
+            old = ev.value(r)
+        except AssertionError:
+            raise  # an Assert of the graph before the rewrites: Theano's DebugMode runs it
+        except Exception:
+            # The graph before the rewrite fails on these values in another way (or reads
+            # a variable outside the function's inputs): nothing to compare with.
+            continue
+        try:
+            new = ev.value(new_r)
+        except KeyError:
+            continue
+        except Exception as e:
+            raise BadOptimization(
+                r,
+                new_r,
+                old,
+                f"<error: {type(e).__name__}: {e}>",
+                reason=name,
+                old_graph=_graph_text(r),
+                new_graph=_graph_text(new_r),
+            ) from e
+        if not _values_equal(r, new_r, old, new):
+            raise BadOptimization(
+                r,
+                new_r,
+                old,
+                new,
+                reason=name,
+                old_graph=_graph_text(r),
+                new_graph=_graph_text(new_r),
+            )
+
+
 class RewriteChecker(Feature):
     """Checks each change made to a graph: integrity, and equal values before and after.
 
@@ -356,6 +410,7 @@ class RewriteChecker(Feature):
         self.evaluators: list = []
         self.checked: set = set()
         self.counts: dict = defaultdict(int)
+        self.replacements: list = []
         self.values_off_reason = None
 
     def on_attach(self, fgraph):
@@ -417,6 +472,8 @@ class RewriteChecker(Feature):
         if key in self.checked:
             return
         self.checked.add(key)
+        if self.check_values:
+            self.replacements.append((r, new_r, name))
         for ev in self.evaluators:
             old = ev.value(r)
             try:
@@ -479,6 +536,7 @@ class DebugOptimizer:
         if self.mode.check_integrity:
             fgraph.check_integrity()
         self.profile, self.checker = prof, checker
+        _REPLACEMENTS[fgraph] = checker.replacements
         self.mode._report["last_optimizer_profile"] = (prof, checker)
         if self.mode.profile:
             stream = self.mode.stream or sys.stdout
@@ -563,6 +621,7 @@ class _CheckedLinker:
             # Ops that draw from numpy's global generator (Theano's sparse poisson,
             # binomial...) draw the same values in both runs; the call leaves the
             # generator where the engine left it.
+            replaced_args = copy.deepcopy(args)  # the reference run may destroy args
             before = np.random.get_state()
             fn()
             after = np.random.get_state()
@@ -571,6 +630,8 @@ class _CheckedLinker:
                 want = _reference_run(fgraph, args, self.check_isfinite)
                 if _global_state_differs(after, np.random.get_state()):
                     return  # the two runs drew differently: no values to compare
+                np.random.set_state(before)
+                _check_replacements(fgraph, replaced_args)
             finally:
                 np.random.set_state(after)
             for k, (out, c, w) in enumerate(zip(fgraph.outputs, outs, want)):

@@ -528,17 +528,44 @@ class Scan(Op):
                 [np.shape(v) for v in seqs],
                 [np.shape(v) for v in inits],
                 [np.shape(v) if isinstance(v, np.ndarray) else None for v in nonseqs],
+                on_values=True,
             )
         except MethodNotDefined:
             return None
-        if not all(isinstance(d, (int, np.integer)) for r in rows for d in r):
-            return None  # a dimension computed by a graph: not known without running it
-        return [tuple(int(d) for d in r) for r in rows]
+        dims = [d for r in rows for d in r if isinstance(d, Variable)]
+        # A length computed by a graph (h[i, :D] with D = X.shape[1]) is known without a
+        # step when that graph reads only the non-sequences, whose values are here.
+        value = self._nonseq_values(dims, nonseqs) if dims else {}
+        if value is None:
+            return None  # a length that depends on what a step reads: unknown
+        return [tuple(int(value[d] if isinstance(d, Variable) else d) for d in r) for r in rows]
 
-    def _row_shapes(self, seq_shapes, init_shapes, ns_shapes):
+    def _nonseq_values(self, variables, nonseqs):
+        """The values of inner ``variables`` computed from the non-sequences' values alone
+        (each node's ``perform``), or None when one reads a sequence, a state or a carry."""
+        inner_ns = self.inner_inputs[len(self.inner_inputs) - self.n_nonseqs :]
+        value = dict(zip(inner_ns, nonseqs))
+        for node in io_toposort(list(self.inner_inputs), variables):
+            args = []
+            for i in node.inputs:
+                if isinstance(i, Constant):
+                    args.append(i.data)
+                elif i in value:
+                    args.append(value[i])
+                else:
+                    return None
+            storage = [[None] for _ in node.outputs]
+            node.op.perform(node, args, storage)
+            value.update((o, cell[0]) for o, cell in zip(node.outputs, storage))
+        if not all(v in value for v in variables):
+            return None
+        return value
+
+    def _row_shapes(self, seq_shapes, init_shapes, ns_shapes, on_values=False):
         """The shapes of the per-step outputs' rows, from the outer inputs' shapes: each
         inner node's ``infer_shape`` in turn. MethodNotDefined when one has none, or when
-        a row's shape depends on the step's values (not on its inputs' shapes)."""
+        a row's shape depends on the step's values (not on its inputs' shapes); with
+        ``on_values``, such a length is returned as the inner graph that computes it."""
         wanted = list(self.inner_outputs[self.n_states : self.n_states + self.n_nitsot])
         if not wanted:
             return []
@@ -576,7 +603,7 @@ class Scan(Op):
             else:
                 raise MethodNotDefined(f"{self}: no shape for the step's output {o}")
         dims = [d for r in rows for d in r if isinstance(d, Variable)]
-        if any(a in inner_vars for a in ancestors(dims)):
+        if not on_values and any(a in inner_vars for a in ancestors(dims)):
             raise MethodNotDefined(f"{self}: a row's shape depends on the step's values")
         return rows
 
