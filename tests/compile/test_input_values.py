@@ -18,6 +18,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.engines.opencl.context import opencl_available
+from theano_dag.graph.op import as_op
 
 OPENCL, _WHY = opencl_available()
 # np.matrix is what some tests give on purpose.
@@ -241,3 +242,33 @@ def test_the_dask_engine_refuses_none_naming_the_input(engine):
     with pytest.raises(TypeError, match=r" engine: input 'x' is None, not a value of "):
         f(None, np.ones(2))
     np.testing.assert_array_equal(f(np.full(2, 2.0), np.ones(2)), [2.0, 2.0])
+
+
+@as_op([tt.dvector], [tt.dvector])
+def _same(v):
+    return v  # the caller's array itself
+
+
+@as_op([tt.dvector], [tt.dvector, tt.dvector])
+def _reversed_twice(v):
+    r = v[::-1]
+    return r, r  # a view of the input, twice
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_as_op_returning_its_input_leaves_the_callers_array_alone(engine):
+    # The function declares no view, so its output was taken for a fresh array: exp and
+    # the product wrote in place into it, which was the caller's array (PyMC3's
+    # simple_arbitrary_det model returns its input so).
+    v = tt.dvector("v")
+    r1, r2 = _reversed_twice(v)
+    out = tt.exp(_same(v)) + _same(v) * 2 + tt.exp(r1) * r2
+    f = _compile(engine, [v], [out, _same(v)])
+    a = np.array([1.0, 2.0, 3.0])
+    want = np.exp(a) + a * 2 + np.exp(a[::-1]) * a[::-1]
+    for _ in range(2):
+        got, same = f(a)
+        np.testing.assert_allclose(got, want)
+        np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+        assert not np.shares_memory(same, a)
+        np.testing.assert_array_equal(same, a)

@@ -15,6 +15,8 @@ import sys
 import warnings
 from copy import deepcopy
 
+import numpy as np
+
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, NoParams, Variable
 from theano_dag.graph.type import Type
@@ -414,8 +416,17 @@ class FromFunctionOp(Op):
                 f"{self}: the function returned {len(outs)} outputs, expected "
                 f"{len(self.otypes)}"
             )
+        # A plain function declares no view: returned as they are, (a view of) an input
+        # or another output would be taken for a fresh array, and an in-place op after
+        # this one would write through it into the caller's input. Those are copied.
+        arrays = [v for v in inputs if isinstance(v, np.ndarray)]
         for cell, t, val in zip(output_storage, self.otypes, outs):
-            cell[0] = t.filter(val)
+            val = t.filter(val)
+            if isinstance(val, np.ndarray):
+                if any(np.may_share_memory(val, a) for a in arrays):
+                    val = val.copy()
+                arrays.append(val)
+            cell[0] = val
 
     def infer_shape(self, fgraph, node, input_shapes):
         if self.infer_shape_fn is None:

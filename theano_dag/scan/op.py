@@ -555,7 +555,10 @@ class Scan(Op):
                 else:
                     return None
             storage = [[None] for _ in node.outputs]
-            node.op.perform(node, args, storage)
+            try:
+                node.op.perform(node, args, storage)
+            except Exception:  # a value it cannot read here (on a device...): unknown
+                return None
             value.update((o, cell[0]) for o, cell in zip(node.outputs, storage))
         if not all(v in value for v in variables):
             return None
