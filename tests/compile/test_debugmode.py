@@ -2,6 +2,7 @@
 
 import io
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile.debugmode import (
     BadDestroyMap,
     BadEngineOutput,
+    BadOptimizationWarning,
     BadViewMap,
     DebugMode,
     InvalidValueError,
@@ -342,7 +344,7 @@ def test_debug_mode_instance_and_its_live_check_isfinite():
         f(np.array([np.nan, 1.0]))
 
 
-def test_a_rewrite_wrong_only_on_the_calls_values_raises_at_the_call():
+def test_a_rewrite_wrong_only_on_the_calls_values_is_reported_at_the_call():
     # Right on DebugMode's random inputs (all within [-1, 1.1)), wrong where x > 2: the
     # call's values check each replacement again, as Theano's DebugMode does.
     db = build_optdb()
@@ -355,11 +357,41 @@ def test_a_rewrite_wrong_only_on_the_calls_values_raises_at_the_call():
     x = tt.dvector("x")
     f = theano_dag.function([x], tt.minimum(x, 2.0) * 3, mode=mode_with(db))
     assert not any(n.op == tt.minimum for n in f.maker.fgraph.apply_nodes)
-    np.testing.assert_allclose(f(np.array([0.5, 1.0])), [1.5, 3.0])
-    with pytest.raises(BadOptimization) as info:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(f(np.array([0.5, 1.0])), [1.5, 3.0])
+    with pytest.warns(
+        BadOptimizationWarning, match="the replacement local_wrong_minimum made"
+    ) as w:
         f(np.array([0.5, 5.0]))
+    assert len(w) == 1 and "Max Abs Diff:  3.0" in str(w[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per replacement
+        f(np.array([0.5, 5.0]))
+
+    strict = theano_dag.function(
+        [x], tt.minimum(x, 2.0) * 3, mode=mode_with(db, check_calls="raise")
+    )
+    with pytest.raises(BadOptimization) as info:
+        strict(np.array([0.5, 5.0]))
     assert info.value.reason == "local_wrong_minimum"
     assert "Max Abs Diff:  3.0" in str(info.value)
+    quiet = theano_dag.function([x], tt.minimum(x, 2.0) * 3, mode=mode_with(db, check_calls=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(quiet(np.array([0.5, 5.0])), [1.5, 15.0])
+    with pytest.raises(ValueError, match='check_calls must be "warn", "raise" or False, got'):
+        DebugMode(check_calls="yes")
+
+
+def test_a_stabilised_value_where_the_written_graph_overflows_is_no_mismatch():
+    # log(softmax(x)) -> log_softmax(x): -inf where written, finite after the rewrite.
+    x = tt.dmatrix("x")
+    f = theano_dag.function(
+        [x], tt.log(tt.nnet.softmax(x)), mode=DebugMode(check_calls="raise", check_isfinite=False)
+    )
+    big = np.array([[0.0, 2000.0, -3000.0]])
+    np.testing.assert_allclose(f(big), [[-2000.0, 0.0, -5000.0]])
 
 
 def test_an_assertion_a_rewrite_removed_still_raises_at_the_call():

@@ -9,9 +9,11 @@ While the graph is optimized, after every change a rewrite makes:
   difference.
 
 When the function runs, every replacement a rewrite made is checked again on the call's
-inputs, as Theano's DebugMode does: the replaced variable (its graph from before the
-rewrite) and its replacement must be equal there too (``BadOptimization``), and an
-assertion a rewrite removed (``local_remove_all_assert``) still raises. The reference
+inputs, as Theano's DebugMode does: an assertion a rewrite removed
+(``local_remove_all_assert``) still raises, and a replaced variable (its graph from
+before the rewrite) whose value differs from its replacement's gives a
+``BadOptimizationWarning`` (``check_calls="raise"``: ``BadOptimization``; on real values
+the graph as written can be the inaccurate one). The reference
 engine then runs the graph node by node on the same inputs, and each node's ``perform``
 must keep its contract: it changes only the inputs its ``destroy_map`` names
 (``BadDestroyMap``), its outputs share memory only with the inputs its
@@ -47,6 +49,7 @@ from theano_dag.graph.basic import Constant
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
 from theano_dag.printing import debugprint
+from theano_dag.tensor.type import values_eq_approx_remove_inf_nan
 
 __all__ = [
     "DebugMode",
@@ -57,6 +60,7 @@ __all__ = [
     "DebugOptimizer",
     "RewriteChecker",
     "BadEngineOutput",
+    "BadOptimizationWarning",
     "StochasticOrder",
     "sample_value",
     "str_diagnostic",
@@ -350,16 +354,35 @@ def _values_equal(old_var, new_var, old, new) -> bool:
     return bool(check(old, new))
 
 
-def _check_replacements(fgraph, args):
+class BadOptimizationWarning(UserWarning):
+    """A rewrite's replacement differed from the graph before it on a call's inputs."""
+
+
+def _equal_at_call(r, new_r, old, new) -> bool:
+    """Equal within the replacement's tolerance, or once the places where the graph
+    before the rewrite overflowed or made NaN are set aside (there the rewrites that
+    stabilise or reorder give the finite value the written graph lost)."""
+    if _values_equal(r, new_r, old, new):
+        return True
+    if isinstance(old, np.ndarray) and isinstance(new, np.ndarray) and old.dtype.kind in "fc":
+        return bool(values_eq_approx_remove_inf_nan(old, new))
+    return False
+
+
+def _check_replacements(fgraph, args, on_mismatch):
     """Each replacement the rewrites made to ``fgraph``, checked on one call's inputs, as
-    Theano's DebugMode does at each call: the replaced variable and its replacement give
-    equal values (``BadOptimization``), and an assertion a rewrite removed still holds
-    (its ``AssertionError``)."""
-    replacements = _REPLACEMENTS.get(fgraph)
-    if not replacements:
+    Theano's DebugMode does at each call. An assertion a rewrite removed still raises its
+    ``AssertionError``. A replacement whose value differs from the graph before it gives
+    a ``BadOptimizationWarning`` (once per replacement), or with ``on_mismatch="raise"``
+    a ``BadOptimization``: on a call's values the graph as written may be the inaccurate
+    one (``1 - sigmoid(x)`` at large ``x``), where the random inputs of the compile-time
+    check keep every graph well within its range."""
+    entry = _REPLACEMENTS.get(fgraph)
+    if not entry:
         return
+    replacements, warned = entry
     ev = _Evaluator(fgraph.inputs, args)
-    for r, new_r, name in replacements:
+    for k, (r, new_r, name) in enumerate(replacements):
         try:
             old = ev.value(r)
         except AssertionError:
@@ -368,30 +391,38 @@ def _check_replacements(fgraph, args):
             # The graph before the rewrite fails on these values in another way (or reads
             # a variable outside the function's inputs): nothing to compare with.
             continue
+        if k in warned and on_mismatch != "raise":
+            continue
         try:
             new = ev.value(new_r)
         except KeyError:
             continue
         except Exception as e:
-            raise BadOptimization(
-                r,
-                new_r,
-                old,
-                f"<error: {type(e).__name__}: {e}>",
-                reason=name,
-                old_graph=_graph_text(r),
-                new_graph=_graph_text(new_r),
-            ) from e
-        if not _values_equal(r, new_r, old, new):
-            raise BadOptimization(
-                r,
-                new_r,
-                old,
-                new,
-                reason=name,
-                old_graph=_graph_text(r),
-                new_graph=_graph_text(new_r),
-            )
+            new, error = f"<error: {type(e).__name__}: {e}>", e
+        else:
+            if _equal_at_call(r, new_r, old, new):
+                continue
+            error = None
+        bad = BadOptimization(
+            r,
+            new_r,
+            old,
+            new,
+            reason=name,
+            old_graph=_graph_text(r),
+            new_graph=_graph_text(new_r),
+        )
+        if on_mismatch == "raise":
+            raise bad from error
+        warned.add(k)
+        warnings.warn(
+            f"DebugMode: on this call's inputs, the replacement {name} made differs from "
+            "the graph before it. Where the graph as written loses precision or "
+            "overflows on these values, the rewrite may give the better value; "
+            'DebugMode(check_calls="raise") makes this an error.\n' + str(bad),
+            BadOptimizationWarning,
+            stacklevel=2,
+        )
 
 
 class RewriteChecker(Feature):
@@ -536,7 +567,7 @@ class DebugOptimizer:
         if self.mode.check_integrity:
             fgraph.check_integrity()
         self.profile, self.checker = prof, checker
-        _REPLACEMENTS[fgraph] = checker.replacements
+        _REPLACEMENTS[fgraph] = (checker.replacements, set())
         self.mode._report["last_optimizer_profile"] = (prof, checker)
         if self.mode.profile:
             stream = self.mode.stream or sys.stdout
@@ -630,8 +661,9 @@ class _CheckedLinker:
                 want = _reference_run(fgraph, args, self.check_isfinite)
                 if _global_state_differs(after, np.random.get_state()):
                     return  # the two runs drew differently: no values to compare
-                np.random.set_state(before)
-                _check_replacements(fgraph, replaced_args)
+                if self.mode.check_calls:
+                    np.random.set_state(before)
+                    _check_replacements(fgraph, replaced_args, self.mode.check_calls)
             finally:
                 np.random.set_state(after)
             for k, (out, c, w) in enumerate(zip(fgraph.outputs, outs, want)):
@@ -651,7 +683,11 @@ class DebugMode(Mode):
     ``optimizer`` and ``linker`` are as for ``Mode`` (default: FAST_RUN's rewrites and
     ``config.linker``). ``check_integrity``/``check_values``/``check_engine`` switch the
     checks; ``sample_inputs`` gives input value lists to evaluate rewrites on (default:
-    random ones); ``check_isfinite=False`` lets the nodes make NaNs and infinities;
+    random ones); ``check_calls`` is what a call does with each replacement checked again
+    on its inputs: ``"warn"`` (a ``BadOptimizationWarning`` when one differs, once per
+    replacement), ``"raise"`` (``BadOptimization``) or ``False`` (no check; the assertions
+    a rewrite removed then do not run either); ``check_isfinite=False`` lets the nodes
+    make NaNs and infinities;
     ``profile=True`` prints per-rewrite time and change counts to
     ``stream`` after optimization; ``stability_patience=n`` optimizes each graph ``n``
     times and raises ``StochasticOrder`` when the results differ (Theano's check, here
@@ -667,6 +703,7 @@ class DebugMode(Mode):
         check_values=True,
         check_engine=True,
         sample_inputs=None,
+        check_calls="warn",
         profile=False,
         stream=None,
         seed=0,
@@ -685,6 +722,11 @@ class DebugMode(Mode):
         self.check_integrity = check_integrity
         self.check_values = check_values
         self.check_engine = check_engine
+        if check_calls not in ("warn", "raise", False, None):
+            raise ValueError(
+                f'DebugMode: check_calls must be "warn", "raise" or False, got {check_calls!r}'
+            )
+        self.check_calls = check_calls or False
         self.sample_inputs = sample_inputs
         self.profile = profile
         self.stream = stream
