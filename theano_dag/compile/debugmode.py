@@ -661,9 +661,11 @@ class _CheckedLinker:
                 want = _reference_run(fgraph, args, self.check_isfinite)
                 if _global_state_differs(after, np.random.get_state()):
                     return  # the two runs drew differently: no values to compare
-                if self.mode.check_calls:
+                # A DebugMode pickled before check_calls existed checks as the default.
+                check_calls = getattr(self.mode, "check_calls", "warn")
+                if check_calls:
                     np.random.set_state(before)
-                    _check_replacements(fgraph, replaced_args, self.mode.check_calls)
+                    _check_replacements(fgraph, replaced_args, check_calls)
             finally:
                 np.random.set_state(after)
             for k, (out, c, w) in enumerate(zip(fgraph.outputs, outs, want)):
