@@ -1083,12 +1083,12 @@ def test_a_step_output_of_another_dtype_than_its_state_is_refused(error):
 
 
 @pytest.mark.parametrize("mode", ENGINES)
-def test_no_step_after_the_steps_products_are_pushed_out(mode):
+def test_no_step_gives_the_empty_stack_of_rows_whose_length_is_a_graph(mode):
     # A loop of 0 steps whose rows' length is a graph (h[i, :D], with D = X.shape[1])
-    # refused to give its empty stack. Theano's test_pushout_seqs met it under DebugMode
-    # once the per-step product, summed over the steps, left the loop
-    # (local_scan_push_out_dot_sum), where the loop before the rewrite (a running sum)
-    # gave zeros. That length reads only the non-sequences: it is known without a step.
+    # refused to give its empty stack. Theano's test_pushout_seqs met such a loop under
+    # DebugMode, made by local_scan_push_out_dot_sum in a gradient's loop from a running
+    # sum that gave zeros. That length reads only the non-sequences: it is known without
+    # a step. (Here the stack is written as such; the sum is taken after the loop.)
     X, h, n = tt.dmatrix("X"), tt.dmatrix("h"), tt.lscalar("n")
 
     def step(i, X, h):
