@@ -354,6 +354,19 @@ def _values_equal(old_var, new_var, old, new) -> bool:
     return bool(check(old, new))
 
 
+def _bad_optimization(r, new_r, old, new, name) -> BadOptimization:
+    """The error naming rewrite ``name``, its two variables, their values and graphs."""
+    return BadOptimization(
+        r,
+        new_r,
+        old,
+        new,
+        reason=name,
+        old_graph=_graph_text(r),
+        new_graph=_graph_text(new_r),
+    )
+
+
 class BadOptimizationWarning(UserWarning):
     """A rewrite's replacement differed from the graph before it on a call's inputs."""
 
@@ -403,15 +416,7 @@ def _check_replacements(fgraph, args, on_mismatch):
             if _equal_at_call(r, new_r, old, new):
                 continue
             error = None
-        bad = BadOptimization(
-            r,
-            new_r,
-            old,
-            new,
-            reason=name,
-            old_graph=_graph_text(r),
-            new_graph=_graph_text(new_r),
-        )
+        bad = _bad_optimization(r, new_r, old, new, name)
         if on_mismatch == "raise":
             raise bad from error
         warned.add(k)
@@ -512,25 +517,10 @@ class RewriteChecker(Feature):
             except KeyError:
                 return  # the replacement uses a variable the graph did not have: unknown
             except Exception as e:
-                raise BadOptimization(
-                    r,
-                    new_r,
-                    old,
-                    f"<error: {type(e).__name__}: {e}>",
-                    reason=name,
-                    old_graph=_graph_text(r),
-                    new_graph=_graph_text(new_r),
-                ) from e
+                error = f"<error: {type(e).__name__}: {e}>"
+                raise _bad_optimization(r, new_r, old, error, name) from e
             if not _values_equal(r, new_r, old, new):
-                raise BadOptimization(
-                    r,
-                    new_r,
-                    old,
-                    new,
-                    reason=name,
-                    old_graph=_graph_text(r),
-                    new_graph=_graph_text(new_r),
-                )
+                raise _bad_optimization(r, new_r, old, new, name)
 
     def report(self, stream=sys.stdout):
         """Print the number of changes each rewrite made."""
