@@ -702,3 +702,29 @@ def test_outputs_of_one_value_are_distinct_arrays(chunks):
     outs[2][0] = -1.0
     assert outs[1] == 3 and outs[3][0] == 0.0
     np.testing.assert_array_equal(outs[4], np.arange(5.0) + 1)
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_reshape_follows_numpys_rules_and_raises_where_perform_raises(chunking):
+    # A shape with two -1 gave a (12, 1) array: dask read the second -1 as a length of
+    # its own. Every shape is resolved as numpy does (one negative entry takes what the
+    # others leave), and refused with perform's ValueError.
+    a, shp = tt.dmatrix("a"), tt.lvector("shp")
+    mode = Mode(linker=DaskLinker(chunks=CHUNKINGS[chunking], **SYNC))
+    f = theano_dag.function([a, shp], a.reshape(shp, ndim=2), mode=mode)
+    ref = theano_dag.function([a, shp], a.reshape(shp, ndim=2), mode=REF)
+    av = np.arange(12.0).reshape(3, 4)
+    for good in ([-1, 6], [2, -2], [12, 1], [6, -1]):
+        np.testing.assert_array_equal(np.asarray(f(av, good)), ref(av, good))
+    for bad, why in (
+        ([-1, -1], "can only specify one unknown dimension"),
+        ([7, 5], "cannot reshape array of size 12"),
+        ([-1, 5], "cannot reshape array of size 12"),
+        ([0, -1], "cannot reshape array of size 12"),
+    ):
+        with pytest.raises(ValueError) as want:
+            ref(av, bad)
+        with pytest.raises(ValueError, match=re.escape(why)) as got:
+            f(av, bad)
+        assert str(want.value).startswith("Reshape{2}: cannot reshape an array of shape (3, 4)")
+        assert str(got.value).startswith("Reshape{2}: cannot reshape an array of shape (3, 4)")

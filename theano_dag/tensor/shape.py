@@ -359,24 +359,58 @@ class Reshape(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         x, shp = inputs
-        if len(shp) != self.ndim:
-            raise ValueError(
-                f"{self}: the shape {tuple(shp)} has {len(shp)} entries, " f"expected {self.ndim}"
-            )
+        self._check_entries(shp)
         try:
             out = np.reshape(x, tuple(int(s) for s in shp))
         except ValueError as e:
+            raise self._cannot(x.shape, shp, e) from None
+        self._check_static(node, out.shape)
+        output_storage[0][0] = out
+
+    def target_shape(self, node, x_shape, shp) -> tuple:
+        """The shape ``perform`` gives an array of shape ``x_shape`` for ``shp``, by
+        numpy's rules (one negative entry takes what the others leave), or the
+        ``ValueError`` it raises: for an engine whose arrays reshape by other rules (a
+        dask array reads a second -1 as one more unknown length).
+
+        >>> import theano_dag.tensor as tt
+        >>> node = tt.dmatrix().reshape(tt.lvector(), ndim=2).owner
+        >>> node.op.target_shape(node, (3, 4), [-1, 6])
+        (2, 6)
+        """
+        self._check_entries(shp)
+        shp = [int(s) for s in shp]
+        size = int(np.prod(x_shape))
+        unknown = [k for k, s in enumerate(shp) if s < 0]
+        known = int(np.prod([s for s in shp if s >= 0]))
+        if len(unknown) > 1:
+            raise self._cannot(x_shape, shp, "can only specify one unknown dimension")
+        if (unknown and (known == 0 or size % known)) or (not unknown and known != size):
+            raise self._cannot(x_shape, shp, f"cannot reshape array of size {size}")
+        if unknown:
+            shp[unknown[0]] = size // known
+        self._check_static(node, tuple(shp))
+        return tuple(shp)
+
+    def _check_entries(self, shp):
+        if len(shp) != self.ndim:
             raise ValueError(
-                f"{self}: cannot reshape an array of shape {x.shape} into shape "
-                f"{tuple(int(s) for s in shp)}: {e}"
-            ) from None
+                f"{self}: the shape {tuple(shp)} has {len(shp)} entries, expected {self.ndim}"
+            )
+
+    def _cannot(self, x_shape, shp, why) -> ValueError:
+        return ValueError(
+            f"{self}: cannot reshape an array of shape {tuple(x_shape)} into shape "
+            f"{tuple(int(s) for s in shp)}: {why}"
+        )
+
+    def _check_static(self, node, shape):
         for d, s in enumerate(node.outputs[0].type.shape):
-            if s is not None and out.shape[d] != s:
+            if s is not None and shape[d] != s:
                 raise ValueError(
-                    f"{self}: output shape {out.shape} differs from the static "
+                    f"{self}: output shape {shape} differs from the static "
                     f"shape {node.outputs[0].type.shape}"
                 )
-        output_storage[0][0] = out
 
     def connection_pattern(self, node):
         return [[True], [False]]

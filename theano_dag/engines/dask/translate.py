@@ -355,15 +355,13 @@ def _subtensor(node, vals):
 
 def _reshape(node, vals):
     x, shape = vals
-    shape = [int(s) for s in np.asarray(shape).reshape(-1)]
-    if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1]))
-        shape[shape.index(-1)] = x.size // known if known else 0
+    # numpy's rules and perform's errors: dask would read a second -1 as a length of 1.
+    shape = node.op.target_shape(node, x.shape, np.asarray(shape).reshape(-1))
     try:
-        return [x.reshape(tuple(shape))]
+        return [x.reshape(shape)]
     except NotImplementedError:
         # Dimensions split unevenly: through the flat array (dask merges, then splits).
-        return [x.reshape((x.size,)).reshape(tuple(shape))]
+        return [x.reshape((x.size,)).reshape(shape)]
 
 
 def _join(node, vals):
