@@ -1,5 +1,7 @@
 """function() and shared() with tensors: input checking messages, updates, givens, borrow."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -413,6 +415,13 @@ COPY_MODES = [
     pytest.param("FAST_RUN", id="cpu"),
     pytest.param("FAST_COMPILE", id="fast_compile"),
     pytest.param(Mode(linker="py"), id="py"),
+    pytest.param(
+        "DASK",
+        id="dask",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("dask") is None, reason="dask is not installed"
+        ),
+    ),
 ]
 
 

@@ -35,7 +35,7 @@ import weakref
 
 import numpy as np
 
-from theano_dag.engines.basic import Container, Linker
+from theano_dag.engines.basic import Container, Linker, io_storage_map
 from theano_dag.engines.callspec import Thunk, refuse_none
 from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.dask import backend, cluster
@@ -124,6 +124,7 @@ class DaskLinker(Linker):
         if output_storage is None:
             output_storage = [[None] for _ in fg.outputs]
         thunk = DaskThunk(self, input_storage, output_storage)
+        thunk.given_cells = storage_map  # a copy's cells of the original (share_memory)
         ins = [
             Container(DaskInputType(v.type) if _is_tensor(v) else v, cell, name=v.name)
             for v, cell in zip(fg.inputs, input_storage)
@@ -168,6 +169,8 @@ class DaskThunk(Thunk):
             if final not in self.targets:
                 self.targets.append(final)
             self.writeback.append((k, self.targets.index(final)))
+        self.given_cells = None
+        self._storage_map = None
         self.kernels: dict = {}  # elementwise node -> its ChunkKernel, made once
         # The last call's {layer name: node or input variable}, to name a failed task.
         self.owners: dict = {}
@@ -179,6 +182,17 @@ class DaskThunk(Thunk):
         # on, or None: a call that finds it closed, and no other, says once that it runs
         # locally now.
         self.client_seen = None
+
+    @property
+    def storage_map(self) -> dict:
+        """Theano's ``fn.storage_map`` of the cells this engine has (made on first use):
+        the inputs', the outputs' and the constants'. The values between them are dask
+        tasks, which have no cells."""
+        if self._storage_map is None:
+            self._storage_map = io_storage_map(
+                self.fgraph, self.input_storage, self.output_storage, self.given_cells
+            )
+        return self._storage_map
 
     def check_chunks(self):
         """Raise ChunkError now where an op cannot run on the chunks it will get, for
