@@ -3,6 +3,7 @@ chunkings, inputs and shared variables as dask arrays, the lowering, the task gr
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import re
@@ -33,6 +34,7 @@ from theano_dag.engines.dask import (  # noqa: E402
     dask_collections,
     dask_shared,
     dask_task_graph,
+    translate,
 )
 from theano_dag.engines.dask.errors import task_error  # noqa: E402
 from theano_dag.graph.rewriting.db import Query  # noqa: E402
@@ -728,3 +730,31 @@ def test_reshape_follows_numpys_rules_and_raises_where_perform_raises(chunking):
             f(av, bad)
         assert str(want.value).startswith("Reshape{2}: cannot reshape an array of shape (3, 4)")
         assert str(got.value).startswith("Reshape{2}: cannot reshape an array of shape (3, 4)")
+
+
+def test_compiled_chunk_kernels_go_with_their_function():
+    # Each chunk kernel's compiled function (with its memory plan's blocks) stayed in a
+    # per-thread cache for good: a session compiling many functions grew by gigabytes.
+    x = tt.dmatrix("x")
+    gc.collect()
+    before = set(translate._COMPILED)
+    for k in range(3):
+        f = theano_dag.function([x], tt.exp(x * (k + 1)) + 1, mode=Mode(linker="dask"))
+        np.testing.assert_allclose(f(np.ones((4, 3))), np.exp(np.ones((4, 3)) * (k + 1)) + 1)
+        assert set(translate._COMPILED) - before  # compiled, and kept while f lives
+        del f
+        gc.collect()
+        assert set(translate._COMPILED) <= before
+
+
+def test_unpickled_chunk_kernels_keep_at_most_the_bound(monkeypatch):
+    # A worker's kernels arrive pickled for each task and die with it: their compiled
+    # functions stay for the kernel's next task, the least recently used dropped first.
+    monkeypatch.setattr(translate, "_COMPILED_MAX", 2)
+    x = tt.dvector("x")
+    kernels = [pickle.loads(pickle.dumps(ChunkKernel(tt.exp(x).owner))) for _ in range(3)]
+    for kern in kernels:
+        np.testing.assert_allclose(kern(np.ones(2)), np.exp(np.ones(2)))
+    tokens = [key[0] for key in translate._COMPILED]
+    assert kernels[0].token not in tokens
+    assert kernels[1].token in tokens and kernels[2].token in tokens

@@ -22,6 +22,8 @@ import operator
 import pickle
 import threading
 import uuid
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -70,9 +72,23 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 # ---------------------------------------------------------------------------
 # The fused elementwise kernel, one task per chunk
 
-# token -> InnerFunction, per thread: the CPU engine's functions are not thread safe,
-# and Dask's threaded scheduler runs several chunks of one node at once.
-_COMPILED = threading.local()
+# (token, thread) -> InnerFunction, least recently used first: the CPU engine's functions
+# are not thread safe, and Dask's threaded scheduler runs several chunks of one node at
+# once. A kernel made in this process takes its functions with it when it dies (with its
+# function); a kernel that came pickled (a worker's) leaves them for the next task of
+# that kernel, up to _COMPILED_MAX in all. Each holds its memory plan's blocks, so kept
+# for every function ever compiled they grew without bound (gigabytes over Theano's
+# test_sort.py).
+_COMPILED: OrderedDict = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
+_COMPILED_MAX = 128
+
+
+def _forget(token):
+    """Drop the compiled functions of the kernel ``token`` (in every thread)."""
+    with _COMPILED_LOCK:
+        for key in [k for k in _COMPILED if k[0] == token]:
+            del _COMPILED[key]
 
 
 class ChunkError(ValueError):
@@ -161,6 +177,7 @@ class ChunkKernel:
         self.inputs, self.outputs = inputs, outputs
         self.label = str(node.op)
         self.token = uuid.uuid4().hex
+        weakref.finalize(self, _forget, self.token)
 
     @classmethod
     def of_graph(cls, fgraph, label):
@@ -171,6 +188,7 @@ class ChunkKernel:
         kern.inputs = [equiv[v] for v in fgraph.inputs]
         kern.outputs = [equiv[v] for v in fgraph.outputs]
         kern.label, kern.token = label, uuid.uuid4().hex
+        weakref.finalize(kern, _forget, kern.token)
         return kern
 
     def __getstate__(self):
@@ -190,15 +208,20 @@ class ChunkKernel:
         return ("theano_dag.ChunkKernel", self.token)
 
     def _function(self):
-        cache = getattr(_COMPILED, "fns", None)
-        if cache is None:
-            cache = _COMPILED.fns = {}
-        fn = cache.get(self.token)
-        if fn is None:
-            if self.inputs is None:
-                self.inputs, self.outputs = pickle.loads(self._blob)
-            fg = FunctionGraph(self.inputs, self.outputs, clone=True)
-            fn = cache[self.token] = compile_inner(fg, mode=InnerMode(CPULinker()), borrow=False)
+        key = (self.token, threading.get_ident())
+        with _COMPILED_LOCK:
+            fn = _COMPILED.get(key)
+            if fn is not None:
+                _COMPILED.move_to_end(key)
+                return fn
+        if self.inputs is None:
+            self.inputs, self.outputs = pickle.loads(self._blob)
+        fg = FunctionGraph(self.inputs, self.outputs, clone=True)
+        fn = compile_inner(fg, mode=InnerMode(CPULinker()), borrow=False)
+        with _COMPILED_LOCK:
+            _COMPILED[key] = fn
+            while len(_COMPILED) > _COMPILED_MAX:
+                _COMPILED.popitem(last=False)
         return fn
 
     def __call__(self, *chunks):
