@@ -737,24 +737,28 @@ def test_compiled_chunk_kernels_go_with_their_function():
     # per-thread cache for good: a session compiling many functions grew by gigabytes.
     x = tt.dmatrix("x")
     gc.collect()
-    before = set(translate._COMPILED)
+    before = set(translate._OWNED)
     for k in range(3):
         f = theano_dag.function([x], tt.exp(x * (k + 1)) + 1, mode=Mode(linker="dask"))
         np.testing.assert_allclose(f(np.ones((4, 3))), np.exp(np.ones((4, 3)) * (k + 1)) + 1)
-        assert set(translate._COMPILED) - before  # compiled, and kept while f lives
+        assert set(translate._OWNED) - before  # compiled, and kept while f lives
         del f
         gc.collect()
-        assert set(translate._COMPILED) <= before
+        assert set(translate._OWNED) <= before
 
 
 def test_unpickled_chunk_kernels_keep_at_most_the_bound(monkeypatch):
     # A worker's kernels arrive pickled for each task and die with it: their compiled
     # functions stay for the kernel's next task, the least recently used dropped first.
-    monkeypatch.setattr(translate, "_COMPILED_MAX", 2)
+    # The kernels made here are never dropped while they live (a graph of many kernels
+    # would compile them again at every call).
+    monkeypatch.setattr(translate, "_VISITING_MAX", 2)
     x = tt.dvector("x")
-    kernels = [pickle.loads(pickle.dumps(ChunkKernel(tt.exp(x).owner))) for _ in range(3)]
-    for kern in kernels:
+    made = [ChunkKernel(tt.exp(x).owner) for _ in range(3)]
+    visiting = [pickle.loads(pickle.dumps(kern)) for kern in made]
+    for kern in made + visiting:
         np.testing.assert_allclose(kern(np.ones(2)), np.exp(np.ones(2)))
-    tokens = [key[0] for key in translate._COMPILED]
-    assert kernels[0].token not in tokens
-    assert kernels[1].token in tokens and kernels[2].token in tokens
+    owned = [key[0] for key in translate._OWNED]
+    assert all(kern.token in owned for kern in made)
+    kept = [key[0] for key in translate._VISITING]
+    assert kept == [visiting[1].token, visiting[2].token]

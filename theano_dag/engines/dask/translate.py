@@ -72,23 +72,24 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 # ---------------------------------------------------------------------------
 # The fused elementwise kernel, one task per chunk
 
-# (token, thread) -> InnerFunction, least recently used first: the CPU engine's functions
-# are not thread safe, and Dask's threaded scheduler runs several chunks of one node at
-# once. A kernel made in this process takes its functions with it when it dies (with its
-# function); a kernel that came pickled (a worker's) leaves them for the next task of
-# that kernel, up to _COMPILED_MAX in all. Each holds its memory plan's blocks, so kept
-# for every function ever compiled they grew without bound (gigabytes over Theano's
-# test_sort.py).
-_COMPILED: OrderedDict = OrderedDict()
+# (token, thread) -> InnerFunction: the CPU engine's functions are not thread safe, and
+# Dask's threaded scheduler runs several chunks of one node at once. Each holds its
+# memory plan's blocks, so kept for every kernel ever made they grew without bound
+# (gigabytes over Theano's test_sort.py). A kernel made in this process takes its
+# functions with it when it dies (with its function); a kernel that came pickled (a
+# worker's, one per task) leaves them for the next task of that kernel, the least
+# recently used dropped beyond _VISITING_MAX.
+_OWNED: dict = {}
+_VISITING: OrderedDict = OrderedDict()
 _COMPILED_LOCK = threading.Lock()
-_COMPILED_MAX = 128
+_VISITING_MAX = 128
 
 
 def _forget(token):
     """Drop the compiled functions of the kernel ``token`` (in every thread)."""
     with _COMPILED_LOCK:
-        for key in [k for k in _COMPILED if k[0] == token]:
-            del _COMPILED[key]
+        for key in [k for k in _OWNED if k[0] == token]:
+            del _OWNED[key]
 
 
 class ChunkError(ValueError):
@@ -177,6 +178,7 @@ class ChunkKernel:
         self.inputs, self.outputs = inputs, outputs
         self.label = str(node.op)
         self.token = uuid.uuid4().hex
+        self.owned = True  # made here: its compiled functions live as long as it does
         weakref.finalize(self, _forget, self.token)
 
     @classmethod
@@ -187,7 +189,7 @@ class ChunkKernel:
         kern = cls.__new__(cls)
         kern.inputs = [equiv[v] for v in fgraph.inputs]
         kern.outputs = [equiv[v] for v in fgraph.outputs]
-        kern.label, kern.token = label, uuid.uuid4().hex
+        kern.label, kern.token, kern.owned = label, uuid.uuid4().hex, True
         weakref.finalize(kern, _forget, kern.token)
         return kern
 
@@ -203,25 +205,29 @@ class ChunkKernel:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.inputs = self.outputs = None  # unpickled from _blob when compiled
+        self.owned = False  # a task's copy: its compiled functions are kept for the next
 
     def __dask_tokenize__(self):
         return ("theano_dag.ChunkKernel", self.token)
 
     def _function(self):
         key = (self.token, threading.get_ident())
+        visiting = not self.owned
+        table = _VISITING if visiting else _OWNED
         with _COMPILED_LOCK:
-            fn = _COMPILED.get(key)
+            fn = table.get(key)
             if fn is not None:
-                _COMPILED.move_to_end(key)
+                if visiting:
+                    _VISITING.move_to_end(key)
                 return fn
         if self.inputs is None:
             self.inputs, self.outputs = pickle.loads(self._blob)
         fg = FunctionGraph(self.inputs, self.outputs, clone=True)
         fn = compile_inner(fg, mode=InnerMode(CPULinker()), borrow=False)
         with _COMPILED_LOCK:
-            _COMPILED[key] = fn
-            while len(_COMPILED) > _COMPILED_MAX:
-                _COMPILED.popitem(last=False)
+            table[key] = fn
+            while visiting and len(_VISITING) > _VISITING_MAX:
+                _VISITING.popitem(last=False)
         return fn
 
     def __call__(self, *chunks):
