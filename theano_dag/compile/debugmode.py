@@ -642,7 +642,10 @@ class _CheckedLinker:
             # Ops that draw from numpy's global generator (Theano's sparse poisson,
             # binomial...) draw the same values in both runs; the call leaves the
             # generator where the engine left it.
-            replaced_args = copy.deepcopy(args)  # the reference run may destroy args
+            # A DebugMode pickled before check_calls existed checks as the default.
+            check_calls = getattr(self.mode, "check_calls", "warn")
+            # The reference run may destroy args: the calls' check reads its own copy.
+            replaced_args = copy.deepcopy(args) if check_calls else None
             before = np.random.get_state()
             fn()
             after = np.random.get_state()
@@ -651,8 +654,6 @@ class _CheckedLinker:
                 want = _reference_run(fgraph, args, self.check_isfinite)
                 if _global_state_differs(after, np.random.get_state()):
                     return  # the two runs drew differently: no values to compare
-                # A DebugMode pickled before check_calls existed checks as the default.
-                check_calls = getattr(self.mode, "check_calls", "warn")
                 if check_calls:
                     np.random.set_state(before)
                     _check_replacements(fgraph, replaced_args, check_calls)
