@@ -3,6 +3,7 @@
 import gc
 import pickle
 import sys
+import threading
 import weakref
 
 import numpy as np
@@ -22,9 +23,10 @@ from theano_dag.compile import (
 from theano_dag.compile.function import OutputKeyError, function_dump
 from theano_dag.compile.sharedvalue import SharedVariable
 from theano_dag.engines.basic import PerformLinker
+from theano_dag.graph import utils as graph_utils
 from theano_dag.graph.fg import InconsistencyError
 from theano_dag.graph.type import Generic
-from theano_dag.graph.utils import gc_paused
+from theano_dag.graph.utils import gc_as_set, gc_paused
 
 PY = Mode(linker="py", optimizer=None)
 PY_NOGC = Mode(linker=PerformLinker(allow_gc=False), optimizer=None)
@@ -577,3 +579,101 @@ def test_gc_paused_promote_leaves_frozen_objects_and_a_disabled_collector_alone(
     assert not gc.isenabled()
     assert _in_generation(fresh, 0)
     del frozen
+
+
+def test_gc_paused_in_two_threads_keeps_the_collector_off_until_the_last_block_ends(
+    quiet_collector,
+):
+    entered, release = threading.Event(), threading.Event()
+
+    def worker():
+        with gc_paused():
+            entered.set()
+            release.wait(30)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert entered.wait(30)
+    with gc_paused(promote=True):
+        release.set()
+        t.join(30)
+        assert not gc.isenabled()  # the worker's block ended, this one has not
+    assert gc.isenabled()
+    # The other order: this thread's block ends first.
+    entered.clear(), release.clear()
+    with gc_paused():
+        t = threading.Thread(target=worker)
+        t.start()
+        assert entered.wait(30)
+    assert not gc.isenabled()
+    release.set()
+    t.join(30)
+    assert gc.isenabled()
+
+
+class _SlowSwitch:
+    """``gc`` as graph.utils sees it, whose ``isenabled`` lets another thread run a whole
+    block between a block's reading of the switch and its turning it off."""
+
+    def __init__(self, on_read):
+        self.on_read = on_read
+
+    def __getattr__(self, name):
+        return getattr(gc, name)
+
+    def isenabled(self):
+        value = gc.isenabled()
+        self.on_read()
+        return value
+
+
+def test_gc_paused_blocks_ending_between_anothers_read_and_pause_leave_the_collector_on(
+    quiet_collector, monkeypatch
+):
+    # Thread A pauses; thread B reads the switch (off: A's pause); A's block ends and
+    # turns the collector on; B turns it off. Unless B took "off" for the program's own
+    # choice, B's end turns it on again.
+    a_in, b_reading, a_out = threading.Event(), threading.Event(), threading.Event()
+    in_b = threading.local()
+
+    def on_read():
+        if getattr(in_b, "first_read", False):
+            in_b.first_read = False
+            b_reading.set()
+            a_out.wait(1)  # A cannot end while B holds the pauses' lock: it waits here
+
+    def a():
+        with gc_paused():
+            a_in.set()
+            b_reading.wait(30)
+        a_out.set()
+
+    def b():
+        in_b.first_read = True
+        with gc_paused():  # reads the switch only when no other block runs
+            pass
+        b_reading.set()
+
+    monkeypatch.setattr(graph_utils, "gc", _SlowSwitch(on_read))
+    ta, tb = threading.Thread(target=a), threading.Thread(target=b)
+    ta.start()
+    assert a_in.wait(30)
+    tb.start()
+    ta.join(30), tb.join(30)
+    assert gc.isenabled()
+
+
+def test_gc_as_set_turns_the_collector_on_within_a_pause_only_when_the_program_had_it_on(
+    quiet_collector,
+):
+    with gc_paused():
+        with gc_as_set():
+            assert gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    with gc_paused(), gc_as_set():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+    with gc_as_set():  # no pause of ours: nothing to do
+        assert not gc.isenabled()

@@ -7,6 +7,7 @@ import gc
 import os
 import pickle
 import re
+import subprocess
 import sys
 import warnings
 
@@ -745,6 +746,30 @@ def test_compiled_chunk_kernels_go_with_their_function():
         del f
         gc.collect()
         assert set(translate._OWNED) <= before
+
+
+GC_AFTER_SLICES = """
+import gc, sys
+import numpy as np
+import theano_dag, theano_dag.tensor as tt
+from theano_dag.compile.mode import Mode
+assert "dask.array" not in sys.modules
+x = tt.dmatrix("x")
+f = theano_dag.function([x], (x[1:, ::2] * 2).sum(), mode=Mode(linker="dask"))
+assert "dask.array" in sys.modules  # imported by the compile
+print(float(f(np.arange(12.0).reshape(3, 4))), gc.isenabled())
+"""
+
+
+def test_a_compile_that_imports_dask_leaves_the_garbage_collector_on():
+    # dask.array records at import whether the collector is on, and turns it off for
+    # each slice, back on only if it was: imported while ``function`` paused it, the
+    # first call's slices left it off for good (the process grew by every cycle made).
+    proc = subprocess.run(
+        [sys.executable, "-c", GC_AFTER_SLICES], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["56.0", "True"]
 
 
 def test_unpickled_chunk_kernels_keep_at_most_the_bound(monkeypatch):

@@ -10,6 +10,7 @@ import gc
 import operator
 import os
 import sys
+import threading
 
 from theano_dag.utils import cmp  # noqa: F401  (Theano's graph code imports it from here)
 
@@ -172,6 +173,14 @@ class InconsistencyError(Exception):
     """Raised (usually by a Feature) when a change would leave the graph invalid."""
 
 
+# The pauses in progress, in every thread: the collector's switch is the process's, so
+# one thread's pause must not end another's, nor read "off" as the program's own choice
+# when it is only another thread's pause (the last pause to end would then leave it off).
+_pause_lock = threading.Lock()
+_pause_depth = 0
+_pause_restore = False  # whether the collector was on when the first pause began
+
+
 @contextlib.contextmanager
 def gc_paused(promote: bool = False):
     """No cyclic garbage collection within the block (then back as it was).
@@ -191,21 +200,58 @@ def gc_paused(promote: bool = False):
     off itself (nested, or off already) or when the program has frozen objects
     (unfreezing would release them).
 
+    Blocks may overlap across threads (the Dask engine's workers load kernels while
+    another thread compiles): the collector is back on when the last of them ends, if it
+    was on when the first began.
+
     >>> import gc
     >>> with gc_paused():
     ...     gc.isenabled()
     False
     """
-    was = gc.isenabled()
-    gc.disable()
+    global _pause_depth, _pause_restore
+    with _pause_lock:
+        if _pause_depth == 0:
+            _pause_restore = gc.isenabled()
+            gc.disable()
+        _pause_depth += 1
     try:
         yield
     finally:
-        if was:
-            if promote and not gc.get_freeze_count():
-                gc.freeze()  # every tracked object into the permanent generation,
-                gc.unfreeze()  # then all of them into the oldest one: no walk either way
+        with _pause_lock:
+            _pause_depth -= 1
+            if _pause_depth == 0 and _pause_restore:
+                if promote and not gc.get_freeze_count():
+                    gc.freeze()  # every tracked object into the permanent generation,
+                    gc.unfreeze()  # then all of them into the oldest one: no walk either way
+                gc.enable()
+
+
+@contextlib.contextmanager
+def gc_as_set():
+    """Within the block, the collector on or off as the program set it, not as a pause
+    of :func:`gc_paused` left it: for an import that records whether the collector is on.
+
+    ``dask.array`` does (its slicing turns the collector off for each slice and back on
+    only if it was on when the module was imported): imported during a compile, it
+    would leave the collector off for good after the first slice.
+
+    >>> import gc
+    >>> with gc_paused(), gc_as_set():
+    ...     gc.isenabled()
+    True
+    """
+    with _pause_lock:
+        resume = _pause_depth > 0 and _pause_restore and not gc.isenabled()
+        if resume:
             gc.enable()
+    try:
+        yield
+    finally:
+        if resume:
+            with _pause_lock:
+                if _pause_depth > 0:
+                    gc.disable()
 
 
 def user_location() -> str | None:

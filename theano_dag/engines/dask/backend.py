@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from theano_dag.graph.utils import gc_as_set
+
 # dask, da, tokenize, BlockIdDep, local, threaded and the graph helpers of _LAZY are
 # read as attributes (see __getattr__).
 __all__ = ["require", "is_dask_array", "current_client", "input_chunks", "from_numpy"]
@@ -39,7 +41,10 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attr = _LAZY[name]
     try:
-        value = importlib.import_module(module)
+        # Usually first read while ``function`` pauses the collector: dask.array records
+        # at import whether it is on, and would otherwise turn it off for good.
+        with gc_as_set():
+            value = importlib.import_module(module)
     except ImportError:  # the extra is optional: the engine reports it when used
         value = None
     if value is not None and attr is not None:
