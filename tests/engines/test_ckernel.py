@@ -6,12 +6,15 @@ broadcast and the strided paths of the C driver.
 """
 
 import ctypes
+import gc
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -743,6 +746,74 @@ def test_concurrent_processes_compile_the_same_source(tmp_path):
     files = sorted(n for n in os.listdir(tmp_path) if n != ".sized")  # (the bound's marker)
     assert sorted(f.split(".", 1)[1] for f in files) == ["c", "lock", "so", "so.sum"]
     assert sum(int(out.split()[1]) for out, _ in results) == 1  # the lock: one compile
+
+
+class _Owner:
+    """What a build's callback belongs to (a function's kernel library, in the engine)."""
+
+
+@pytest.fixture
+def compiler_busy(monkeypatch):
+    """One compiler slot, taken: the background builds started in the test wait for it
+    until the test calls the fixture's value, which frees it."""
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(cc, "_SLOTS", slots)
+    slots.acquire()
+    freed = []
+
+    def free():
+        freed.append(True)
+        slots.release()
+
+    yield free
+    if not freed:
+        slots.release()
+
+
+def test_a_background_build_whose_owners_all_died_is_not_run(tmp_path, compiler_busy):
+    # A program making functions faster than the compiler builds them queued the builds
+    # of every function it dropped ahead of those of the ones it keeps.
+    tc = cc.get_toolchain(config.cxx)
+    d = str(tmp_path)
+    ended = []
+    kept, dropped, shared = _Owner(), _Owner(), _Owner()
+    b_dropped = cc.Build.start(tc, "int f1(void) { return 1; }\n", d, True, ended.append, dropped)
+    b_kept = cc.Build.start(tc, "int f2(void) { return 2; }\n", d, True, ended.append, kept)
+    b_plain = cc.Build.start(tc, "int f3(void) { return 3; }\n", d, True, ended.append)
+    b_shared = cc.Build.start(tc, "int f4(void) { return 4; }\n", d, True, ended.append, shared)
+    assert cc.Build.start(tc, "int f4(void) { return 4; }\n", d, True, ended.append, kept) is (
+        b_shared
+    )
+    cancelled = cc.stats["cancelled"]
+    del dropped, shared  # b_shared still has an owner: kept
+    compiler_busy()
+    for b in (b_dropped, b_kept, b_plain, b_shared):
+        assert b.wait(600)
+    assert isinstance(b_dropped.error, cc.BuildCancelled) and b_dropped.path is None
+    assert cc.stats["cancelled"] == cancelled + 1
+    for b, answer in ((b_kept, 2), (b_plain, 3), (b_shared, 4)):
+        assert b.error is None
+        assert getattr(ctypes.CDLL(b.path), f"f{answer}")() == answer
+    assert len(ended) == 5  # every callback, the cancelled build's too
+    assert len([n for n in os.listdir(d) if n.endswith(".so")]) == 3
+    assert not any(b in cc._BUILDS.values() for b in (b_dropped, b_kept, b_plain, b_shared))
+
+
+def test_a_function_dropped_while_its_kernels_wait_for_the_compiler_is_freed(
+    tmp_path, step_library_loaded, compiler_busy
+):
+    node = composite_node(lambda a: ts.sin(a) * 7 - a, ["float64"])
+    lib = ckernel.kernel_library(compiledir=str(tmp_path), mode="background")
+    lib.add(node)
+    lib.start()
+    build, alive = lib.build, weakref.ref(lib)
+    assert build is not None and not build.done.is_set()
+    del lib
+    gc.collect()
+    assert alive() is None  # the queued build does not hold it
+    compiler_busy()
+    assert build.wait(600)
+    assert isinstance(build.error, cc.BuildCancelled)
 
 
 # -- through the CPU engine -----------------------------------------------------------

@@ -89,7 +89,7 @@ O2_ABOVE_BYTES = 200_000
 OPENMP_FLAGS = ("-fopenmp",)
 
 # Counters for tests and profiles: compiler runs and cache hits in this process.
-stats = {"compiles": 0, "cache_hits": 0, "failures": 0}
+stats = {"compiles": 0, "cache_hits": 0, "failures": 0, "cancelled": 0}
 # The folder's bound (see the module docstring), sized at most every EVICT_EVERY seconds.
 # The bytes are the real bound (libraries average about 70 KB: 1 GiB holds some 15,000);
 # the count is above the ~4,200 libraries the test suite builds, which a bound under it
@@ -110,6 +110,10 @@ class CompileError(RuntimeError):
 
 class CompileTimeout(CompileError):
     """The C compiler ran past ``COMPILE_TIMEOUT_S`` and was killed."""
+
+
+class BuildCancelled(CompileError):
+    """A background build whose owners had all died before the compiler could start it."""
 
 
 def x86_64_level() -> int:
@@ -598,8 +602,8 @@ class Build:
     """One library build, run in a background thread or in the caller's.
 
     ``wait(timeout)`` blocks until it ends and says whether it did; then ``path`` is
-    the library or ``error`` the exception. Builds of one source in one process are
-    shared (:meth:`start`).
+    the library or ``error`` the exception. A build running in this process is shared
+    by the callers that start one of the same source (:meth:`start`).
     """
 
     def __init__(self, tc: Toolchain, source: str, directory: str):
@@ -611,26 +615,60 @@ class Build:
         self._callbacks = []
         self._finished = False
         self._cb_lock = threading.Lock()
+        self._key = None  # its entry in _BUILDS, while it runs
+        self._owners = []  # weak references to the owners of its callbacks (see start)
+        self._unowned = False  # whether a callback came without an owner
 
     @classmethod
-    def start(cls, tc, source, directory, background=True) -> Build:
+    def start(cls, tc, source, directory, background=True, on_done=None, owner=None) -> Build:
+        """The build of ``source``: the one running in this process, else a new one.
+
+        ``on_done(build)`` is called when it ends. With ``owner``, ``on_done`` must not
+        hold the owner: a background build whose owners have all died by the time a
+        compiler is free for it is not run (``error`` is a :class:`BuildCancelled`), so
+        that a program making functions faster than the compiler builds them does not
+        queue the builds of the functions it dropped before those of the ones it keeps.
+        """
         key = (tc.key(source), directory)
         with _lock:
             b = _BUILDS.get(key)
-            if b is not None and b.error is None:
-                return b
-            b = cls(tc, source, directory)
-            _BUILDS[key] = b
-        if background:
-            threading.Thread(target=b._run, name="theano_dag-cc", daemon=True).start()
-        else:
-            b._run()
+            new = b is None or b.error is not None
+            if new:
+                b = cls(tc, source, directory)
+                b._key = key
+                _BUILDS[key] = b
+            if on_done is not None:  # under the lock: a cancellation sees every claim
+                if owner is None:
+                    b._unowned = True
+                else:
+                    b._owners.append(weakref.ref(owner))
+        if on_done is not None:
+            b.add_done_callback(on_done)
+        if new:
+            if background:
+                threading.Thread(
+                    target=b._run, args=(True,), name="theano_dag-cc", daemon=True
+                ).start()
+            else:
+                b._run(False)
         return b
 
-    def _run(self):
+    def _forsaken(self) -> bool:
+        # Every claim came with an owner, and every owner has died.
+        return bool(self._owners) and not self._unowned and all(r() is None for r in self._owners)
+
+    def _run(self, background=False):
         t0 = time.perf_counter()
         try:
             with _SLOTS:
+                with _lock:
+                    cancel = background and self._forsaken()
+                    if cancel:
+                        stats["cancelled"] += 1
+                        if _BUILDS.get(self._key) is self:
+                            del _BUILDS[self._key]
+                if cancel:
+                    raise BuildCancelled("no function waits for this build any more")
                 self.path = compile_library(self.tc, self.source, self.directory)
         except Exception as e:  # reported through .error and the callbacks
             self.error = e
@@ -641,6 +679,11 @@ class Build:
         for cb in callbacks:
             cb(self)
         self.done.set()  # after the callbacks: a waiter sees the library loaded
+        # Shared while it runs only: once built, the library is found in the cache, and a
+        # process making many functions would otherwise keep every source it compiled.
+        with _lock:
+            if _BUILDS.get(self._key) is self:
+                del _BUILDS[self._key]
 
     def add_done_callback(self, fn):
         """Call ``fn(build)`` when the build ends (now, if it has)."""

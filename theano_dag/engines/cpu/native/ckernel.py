@@ -883,6 +883,13 @@ def index_code(index):
     return np.array(out, dtype=np.int64)
 
 
+def _call_if_alive(method: weakref.WeakMethod, *args):
+    """Call the method a weak reference holds, unless its object has died."""
+    bound = method()
+    if bound is not None:
+        bound(*args)
+
+
 class KernelLibrary:
     """The kernels of one compiled function and their one shared library.
 
@@ -1061,8 +1068,17 @@ class KernelLibrary:
             return
         if src is None:  # the key came from the kernel index
             src = self.source()
-        self.build = cc.Build.start(self.toolchain, src, directory, background=background)
-        self.build.add_done_callback(self._built)
+        # Weakly: a function dropped before its build ends is freed now, its library is
+        # not loaded for nothing, and a build not yet begun is not run (Build.start).
+        built = weakref.WeakMethod(self._built)
+        self.build = cc.Build.start(
+            self.toolchain,
+            src,
+            directory,
+            background=background,
+            on_done=lambda build: _call_if_alive(built, build),
+            owner=self,
+        )
 
     def _built(self, build):
         if build.error is not None:
@@ -1223,8 +1239,9 @@ class StepLibrary:
         if path is not None:
             self._load(path)
             return
-        self.build = cc.Build.start(self.toolchain, src, directory, background=background)
-        self.build.add_done_callback(self._built)
+        self.build = cc.Build.start(
+            self.toolchain, src, directory, background=background, on_done=self._built
+        )
 
     def _built(self, build):
         if build.error is not None:
