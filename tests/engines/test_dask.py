@@ -772,6 +772,22 @@ def test_a_compile_that_imports_dask_leaves_the_garbage_collector_on():
     assert proc.stdout.split() == ["56.0", "True"]
 
 
+def test_an_older_dask_is_refused_with_the_version_the_engine_needs(monkeypatch):
+    # dask 2024.12 has a task spec but no ContextAwareThreadPoolExecutor: the engine
+    # failed at the first call with an AttributeError from its thread pool.
+    monkeypatch.setattr(dask, "__version__", "2024.12.1")
+    x = tt.dvector("x")
+    want = (
+        "the Dask engine needs dask >= 2026.3 (dask 2024.12.1 is installed): "
+        "pip install -U 'theano_dag[dask]'"
+    )
+    with pytest.raises(ImportError, match=re.escape(want)):
+        theano_dag.function([x], x * 2, mode=Mode(linker="dask"))
+    monkeypatch.setattr(dask, "__version__", "2026.3.0+4.g1234abc")
+    f = theano_dag.function([x], x * 2, mode=Mode(linker="dask"))
+    np.testing.assert_array_equal(f(np.arange(3.0)), [0.0, 2.0, 4.0])
+
+
 def test_unpickled_chunk_kernels_keep_at_most_the_bound(monkeypatch):
     # A worker's kernels arrive pickled for each task and die with it: their compiled
     # functions stay for the kernel's next task, the least recently used dropped first.

@@ -7,6 +7,7 @@ always); compiling a function for it does, and :func:`require` says so clearly.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 from theano_dag.graph.utils import gc_as_set
@@ -58,11 +59,27 @@ def _module(name):
     return globals()[name] if name in globals() else __getattr__(name)
 
 
+# The oldest dask the engine runs on (its task spec and dask.threaded's
+# ContextAwareThreadPoolExecutor); pyproject's bound of the ``dask`` extra says the same.
+MIN_DASK = (2026, 3)
+
+
+def _release(version: str) -> tuple:
+    # "2026.3.0", "2026.3.0+12.gabcdef": the year and the month.
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
 def require(who: str = "the Dask engine"):
-    """Raise ImportError naming the extra when dask is not installed."""
+    """Raise ImportError naming the extra when dask is not installed, or too old."""
     da = _module("da")
     if da is None:
         raise ImportError(f"{who} needs dask: pip install 'theano_dag[dask]'")
+    version = getattr(_module("dask"), "__version__", "0")
+    if _release(version) < MIN_DASK:
+        raise ImportError(
+            f"{who} needs dask >= {MIN_DASK[0]}.{MIN_DASK[1]} (dask {version} is installed): "
+            "pip install -U 'theano_dag[dask]'"
+        )
 
 
 def is_dask_array(value) -> bool:
