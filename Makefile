@@ -24,7 +24,7 @@ venv: $(STAMP)
 $(THEANO_STAMP): pyproject.toml
 	test -x $(THEANO_VENV)/bin/python || $(PY) -m venv $(THEANO_VENV)
 	$(THEANO_VENV)/bin/python -m pip install -q "theano-pymc==1.1.2" "numpy==1.23.5" \
-	  "scipy==1.9.3" pytest hypothesis
+	  "scipy==1.9.3" pytest pytest-xdist hypothesis
 	$(THEANO_VENV)/bin/python -m pip install -q -e .
 	touch $(THEANO_STAMP)
 
@@ -100,9 +100,20 @@ test: lint $(OPENCL_STAMP) $(THEANO_STAMP) $(PYMC3_STAMP)
 	  --ignore=tests/test_docs_site.py $(PYTEST_PROCESSES)
 	THEANO_FLAGS='$(THEANO_FLAGS_TEST)' $(THEANO_VENV)/bin/python -m pytest \
 	  tests_theano theano_dag/formats/theano_interop.py -p no:cacheprovider
+	THEANO_DAG_FLAGS=cpu__poison=True $(THEANO_VENV)/bin/python -m pytest $(OLDEST_TESTS) \
+	  -p no:cacheprovider $(PYTEST_PROCESSES)
 	$(MAKE) test-no-cxx
 	$(MAKE) docs
 	$(MAKE) dist-check
+
+# The oldest numpy and scipy the package supports (1.23 and 1.9: theano-pymc's venv has
+# them, as PyMC3's and Lasagne's users do), on the tests whose code paths differ between
+# numpy releases (promotion of scalars, np.exceptions, scipy canonicalising in place): every
+# op against numpy, the array ops' errors, linear algebra, sparse edge cases (1 min).
+OLDEST_TESTS := tests/tensor/test_op_table.py tests/tensor/test_arrays.py \
+  tests/tensor/test_linalg.py tests/sparse/test_edge_cases.py \
+  tests/tensor/test_theano_basic_compat.py tests/tensor/test_basic_ops.py \
+  tests/engines/test_cpu.py
 
 # What a user without a C compiler gets (macOS, Windows, no gcc: docs/engines.md,
 # "Platforms"): the CPU engine's numpy path and the Python half of the call

@@ -471,7 +471,8 @@ class Cast(Op):
 
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
-        output_storage[0][0] = x.astype(self.out_type)
+        # An older scipy (1.9) sums the duplicates of the matrix it casts, in place.
+        output_storage[0][0] = _canonical(x).astype(self.out_type)
 
     def grad(self, inputs, output_grads):
         (x,) = inputs

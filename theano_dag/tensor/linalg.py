@@ -1200,8 +1200,10 @@ def norm(x, ord=None):  # noqa: A002 (numpy's name)
             return tm.sum(tm.neq(x, 0), dtype=x.dtype)
         if isinstance(ord, str):
             raise ValueError(f"norm: invalid ord {ord!r} for a vector")
-        p = np.asarray(ord, dtype=x.dtype)  # a Python float would upcast float32 to float64
-        return tm.sum(abs(x) ** p) ** (1 / p)
+        # In x's dtype: a Python float would upcast float32 to float64 (and numpy 1's
+        # ``1 / p`` of a float32 p is a float64).
+        p = np.asarray(ord, dtype=x.dtype)
+        return tm.sum(abs(x) ** p) ** np.asarray(1 / float(ord), dtype=x.dtype)
     if ord is None or ord == "fro":
         return tm.sqrt(tm.sum(tm.sqr(x)))
     table = {inf: (1, tm.max), -inf: (1, tm.min), 1: (0, tm.max), -1: (0, tm.min)}
