@@ -22,6 +22,7 @@ import theano_dag  # noqa: E402
 import theano_dag.tensor as tt  # noqa: E402
 from theano_dag import formats, printing  # noqa: E402
 from theano_dag import scalar as ts  # noqa: E402
+from theano_dag import typed_list as tl  # noqa: E402
 from theano_dag.compile.mode import Mode, get_mode  # noqa: E402
 from theano_dag.engines.dask import (  # noqa: E402
     ChunkError,
@@ -770,6 +771,30 @@ def test_a_compile_that_imports_dask_leaves_the_garbage_collector_on():
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["56.0", "True"]
+
+
+def test_typed_lists_in_and_out_are_lists_of_arrays():
+    # A constant list output came back as one 2-d array (the local outputs' copy made
+    # every value an array), and a ragged list input failed (numpy's size of it).
+    m = tt.ones((1,), dtype="int8")
+    f = theano_dag.function([], tl.make_list([m, m]), mode=Mode(linker="dask"))
+    got = f()
+    assert type(got) is list and len(got) == 2
+    for a in got:
+        assert a.dtype == np.int8 and a.shape == (1,) and a[0] == 1
+    assert f()[0] is not got[0]  # each call's list is its own
+    L, x = tl.TypedListType(tt.dvector)("L"), tt.dvector("x")
+    outs = [tl.length(L), L[1] * 2, tl.append(L, x), (L[0][:50] + L[2]).sum()]
+    for n in (3, 300):  # under and over the bound of values computed locally
+        vals = [np.arange(100.0), np.ones(n), np.linspace(0, 1, 50)]
+        want = theano_dag.function([L, x], outs, mode=Mode(linker="py"))(vals, np.ones(2))
+        got = theano_dag.function([L, x], outs, mode=Mode(linker="dask"))(vals, np.ones(2))
+        for w, g in zip(want, got):
+            assert type(g) is type(w)
+            if isinstance(w, list):
+                assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w))
+            else:
+                np.testing.assert_array_equal(g, w)
 
 
 def test_an_older_dask_is_refused_with_the_version_the_engine_needs(monkeypatch):

@@ -18,6 +18,7 @@ such a function is built again at every call, as before.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 import secrets
@@ -108,13 +109,16 @@ class Plan:
             dsk[subs[key]] = task.substitute(subs, key=subs[key])
         lazy = [(names[o[0]], o[1], o[2]) for o in self.outputs if o[0] != "local"]
         arrays = iter(arrays_on(dsk, lazy))
-        outs = [
-            np.array(o[1], copy=True)  # never the same object twice
-            if o[0] == "local"
-            else next(arrays)
-            for o in self.outputs
-        ]
+        outs = [_fresh(o[1]) if o[0] == "local" else next(arrays) for o in self.outputs]
         return outs, names
+
+
+def _fresh(value):
+    """A copy of a local output (never the same object twice): a number or an array as a
+    numpy array, another value (a typed list's list of arrays) as itself, deeply."""
+    if isinstance(value, (np.ndarray, np.generic, int, float, complex)):
+        return np.array(value, copy=True)
+    return copy.deepcopy(value)
 
 
 def _reads_placeholder(obj, depth=0) -> bool:

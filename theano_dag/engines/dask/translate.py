@@ -637,7 +637,15 @@ for _cls in _WHOLE_AXIS:
 
 
 def _small_local(vals) -> bool:
-    return all(_local(v) and np.size(v) <= LOCAL_MAX_SIZE for v in vals)
+    return all(_local(v) and _local_size(v) <= LOCAL_MAX_SIZE for v in vals)
+
+
+def _local_size(value) -> int:
+    # A typed list's value (a list of arrays, of different lengths maybe) counts its
+    # arrays' elements: numpy would make it one array, or refuse a ragged one.
+    if isinstance(value, (list, tuple)):
+        return sum(_local_size(v) for v in value)
+    return np.size(value)
 
 
 def build(
