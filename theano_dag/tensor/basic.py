@@ -48,7 +48,7 @@ from theano_dag.tensor.type import (
 from theano_dag.tensor.variable import AsTensorError, as_tensor_variable, constant
 
 # numpy 2 keeps its exceptions in np.exceptions only; numpy 1.23 and 1.24 have no such module.
-AxisError = getattr(np, "exceptions", np).AxisError
+_AxisError = getattr(np, "exceptions", np).AxisError
 
 # Tolerances of _allclose by the narrowest dtype compared (Theano's test defaults).
 _TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-5, 1e-5), "complex64": (1e-5, 1e-5)}
@@ -352,7 +352,7 @@ def _run_axis(axis, ndim, op):
     """The axis input of ``op`` read at run time, checked against ``ndim`` dimensions."""
     axis = int(axis)
     if not -ndim <= axis < ndim:
-        raise AxisError(f"{op}: axis {axis} is out of range for {ndim}-d inputs")
+        raise _AxisError(f"{op}: axis {axis} is out of range for {ndim}-d inputs")
     return axis % ndim
 
 
@@ -426,7 +426,7 @@ class Join(Op):
             out = TensorType(dtype, shape=(None,) * ndim)()
             return Apply(op, axis_in + ts_, [out])
         if not -ndim <= self.axis < ndim:
-            raise AxisError(f"Join: axis {self.axis} is out of range for {ndim}-d inputs")
+            raise _AxisError(f"Join: axis {self.axis} is out of range for {ndim}-d inputs")
         axis = self.axis % ndim
         shape = []
         for d in range(ndim):
@@ -606,7 +606,7 @@ def stack(*tensors, **kwargs):
     ts_ = [as_tensor_variable(t) for t in tensors]
     ndim = ts_[0].ndim
     if not -(ndim + 1) <= axis <= ndim:
-        raise AxisError(f"stack: axis {axis} is out of range for {ndim}-d inputs")
+        raise _AxisError(f"stack: axis {axis} is out of range for {ndim}-d inputs")
     axis = axis % (ndim + 1)
     if ndim == 0 and all(isinstance(t, Variable) for t in ts_):
         dtype = ts.upcast(*[t.dtype for t in ts_])
@@ -1143,7 +1143,7 @@ def repeat(x, repeats, axis=None):
     if axis is None:
         x, axis = flatten(x), 0
     if not -x.ndim <= axis < x.ndim:
-        raise AxisError(f"repeat: axis {axis} is out of range for {x}")
+        raise _AxisError(f"repeat: axis {axis} is out of range for {x}")
     axis %= x.ndim
     # x with a new axis after `axis`, broadcast to r there, the two merged
     shape = [shape_i(x, d) for d in range(x.ndim)]

@@ -115,7 +115,7 @@ class Plan:
 
 def _fresh(value):
     """A copy of a local output (never the same object twice): a number or an array as a
-    numpy array, another value (a typed list's list of arrays) as itself, deeply."""
+    numpy array, another value (a typed list's list of arrays) as a deep copy of it."""
     if isinstance(value, (np.ndarray, np.generic, int, float, complex)):
         return np.array(value, copy=True)
     return copy.deepcopy(value)
