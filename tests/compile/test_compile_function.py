@@ -677,3 +677,44 @@ def test_gc_as_set_turns_the_collector_on_within_a_pause_only_when_the_program_h
     assert not gc.isenabled()
     with gc_as_set():  # no pause of ours: nothing to do
         assert not gc.isenabled()
+
+
+@pytest.fixture
+def automatic_collections():
+    """The collector on with CPython's default thresholds; its settings, and the
+    pauses' counts, restored after."""
+    was, thresholds = gc.isenabled(), gc.get_threshold()
+    saved = graph_utils._tracked_at_full, graph_utils._promoted
+    gc.enable()
+    gc.set_threshold(700, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        (gc.enable if was else gc.disable)()
+        graph_utils._tracked_at_full, graph_utils._promoted = saved
+
+
+def test_functions_dropped_in_a_loop_are_freed_without_a_collection_asked_for(
+    automatic_collections,
+):
+    # A compile moves its objects to the oldest generation (promote), which CPython's
+    # rule for full collections does not count: a loop compiling and dropping functions
+    # never had one, and kept every function (in reference cycles) for good.
+    x = vec()
+    graph_utils._tracked_at_full, graph_utils._promoted = 10**9, 0  # none due
+    f = function([x], exp(neg(x)))
+    made = graph_utils._promoted
+    assert made > 100  # the compile's objects, counted as promoted
+    dropped = weakref.ref(f)
+    del f
+    assert dropped() is not None  # in cycles, in the oldest generation
+    g = function([x], neg(x))  # (none due yet)
+    # As after a loop of such compiles: more promoted than a quarter of the objects
+    # counted, and than the 70,000 objects CPython's thresholds allow between two.
+    graph_utils._tracked_at_full, graph_utils._promoted = 200_000, 70_001
+    h = function([x], exp(x))  # its pause starts with the full collection now due
+    assert dropped() is None
+    assert graph_utils._tracked_at_full is None  # counted again before the next one
+    np.testing.assert_allclose(g([0.5]), -0.5)
+    np.testing.assert_allclose(h([0.5]), np.exp(0.5))

@@ -180,6 +180,38 @@ _pause_lock = threading.Lock()
 _pause_depth = 0
 _pause_restore = False  # whether the collector was on when the first pause began
 
+# CPython has a full collection once the oldest generation has grown by a quarter since
+# the last one, counting what its own collections move there: the objects ``promote``
+# moves are not counted, so a program compiling functions in a loop would never have
+# one, and the functions it drops (in reference cycles, as Theano's are) would stay for
+# good. The same rule on the objects promoted: once they outnumber a quarter of the
+# objects counted after the last full collection (and as many objects as CPython's
+# thresholds let be made between two full collections, 700 * 10 * 10 by default), a
+# pause starts with one. The count (a walk of every object) and the collection are made
+# at the start of a later pause, so that one function compiled alone pays neither.
+_tracked_at_full = None  # the objects counted since the last full collection, or None
+_promoted = 0  # objects promoted since (net of those freed: gc.get_count()'s first entry)
+
+
+def _on_collection(phase, info):
+    global _tracked_at_full, _promoted
+    if phase == "stop" and info["generation"] == 2:
+        _tracked_at_full, _promoted = None, 0
+
+
+gc.callbacks.append(_on_collection)
+
+
+def _collect_if_due():
+    global _tracked_at_full, _promoted
+    t0, t1, t2 = gc.get_threshold()
+    if not t0 or _promoted <= t0 * t1 * t2:  # t0 == 0: automatic collection off
+        return
+    if _tracked_at_full is None:
+        _tracked_at_full, _promoted = len(gc.get_objects()), 0
+    elif _promoted > _tracked_at_full // 4:
+        gc.collect()  # (resets the counts, through _on_collection)
+
 
 @contextlib.contextmanager
 def gc_paused(promote: bool = False):
@@ -196,9 +228,11 @@ def gc_paused(promote: bool = False):
     collection after the block walks every one of them, the compiled graph and its
     plans, which all stay alive, to free the few the compile dropped in cycles (an
     eighth of a 3,000-node graph's ``function`` time). Those few wait for the next full
-    collection instead. Nothing is moved when the block did not switch the collector
-    off itself (nested, or off already) or when the program has frozen objects
-    (unfreezing would release them).
+    collection instead, which starts a later pause once the objects have grown by a
+    quarter since the last (CPython's own rule, which does not count the objects moved
+    so). Nothing is moved when the block did not switch the collector off itself
+    (nested, or off already) or when the program has frozen objects (unfreezing would
+    release them).
 
     Blocks may overlap across threads (the Dask engine's workers load kernels while
     another thread compiles): the collector is back on when the last of them ends, if it
@@ -209,10 +243,12 @@ def gc_paused(promote: bool = False):
     ...     gc.isenabled()
     False
     """
-    global _pause_depth, _pause_restore
+    global _pause_depth, _pause_restore, _promoted
     with _pause_lock:
         if _pause_depth == 0:
             _pause_restore = gc.isenabled()
+            if _pause_restore:
+                _collect_if_due()
             gc.disable()
         _pause_depth += 1
     try:
@@ -222,8 +258,12 @@ def gc_paused(promote: bool = False):
             _pause_depth -= 1
             if _pause_depth == 0 and _pause_restore:
                 if promote and not gc.get_freeze_count():
-                    gc.freeze()  # every tracked object into the permanent generation,
-                    gc.unfreeze()  # then all of them into the oldest one: no walk either way
+                    # The objects made since the last collection or promotion (freed
+                    # ones deducted), which these two calls move without a walk: every
+                    # tracked object into the permanent generation, then into the oldest.
+                    _promoted += gc.get_count()[0]
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
