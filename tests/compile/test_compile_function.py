@@ -1,5 +1,6 @@
 """function(): calls, updates, givens, the memory contract, on toy types (no tensor library)."""
 
+import contextlib
 import gc
 import pickle
 import sys
@@ -527,18 +528,28 @@ def test_function_leaves_the_collector_as_it_found_it():
         (gc.enable if was else gc.disable)()
 
 
-@pytest.fixture
-def quiet_collector():
-    """The collector on, but no automatic collection during the test (which would move
-    objects between generations at random points); its settings restored after."""
-    was, thresholds = gc.isenabled(), gc.get_threshold()
+@contextlib.contextmanager
+def _collector_on(*thresholds):
+    """The collector on with ``thresholds``; its settings, and the pauses' counts of
+    promoted objects (graph.utils), restored after."""
+    was, before = gc.isenabled(), gc.get_threshold()
+    saved = graph_utils._tracked_at_full, graph_utils._promoted
     gc.enable()
-    gc.set_threshold(10**9)
+    gc.set_threshold(*thresholds)
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        gc.set_threshold(*before)
         (gc.enable if was else gc.disable)()
+        graph_utils._tracked_at_full, graph_utils._promoted = saved
+
+
+@pytest.fixture
+def quiet_collector():
+    """The collector on, but no automatic collection during the test (which would move
+    objects between generations at random points)."""
+    with _collector_on(10**9):
+        yield
 
 
 def _in_generation(obj, generation):
@@ -681,18 +692,9 @@ def test_gc_as_set_turns_the_collector_on_within_a_pause_only_when_the_program_h
 
 @pytest.fixture
 def automatic_collections():
-    """The collector on with CPython's default thresholds; its settings, and the
-    pauses' counts, restored after."""
-    was, thresholds = gc.isenabled(), gc.get_threshold()
-    saved = graph_utils._tracked_at_full, graph_utils._promoted
-    gc.enable()
-    gc.set_threshold(700, 10, 10)
-    try:
+    """The collector on with CPython's default thresholds."""
+    with _collector_on(700, 10, 10):
         yield
-    finally:
-        gc.set_threshold(*thresholds)
-        (gc.enable if was else gc.disable)()
-        graph_utils._tracked_at_full, graph_utils._promoted = saved
 
 
 def test_functions_dropped_in_a_loop_are_freed_without_a_collection_asked_for(

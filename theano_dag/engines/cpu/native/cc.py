@@ -661,15 +661,13 @@ class Build:
         t0 = time.perf_counter()
         try:
             with _SLOTS:
-                with _lock:
+                with _lock:  # (a start from now on makes a new build: this one has failed)
                     cancel = background and self._forsaken()
                     if cancel:
                         stats["cancelled"] += 1
-                        if _BUILDS.get(self._key) is self:
-                            del _BUILDS[self._key]
-                if cancel:
-                    raise BuildCancelled("no function waits for this build any more")
-                self.path = compile_library(self.tc, self.source, self.directory)
+                        self.error = BuildCancelled("no function waits for this build any more")
+                if not cancel:
+                    self.path = compile_library(self.tc, self.source, self.directory)
         except Exception as e:  # reported through .error and the callbacks
             self.error = e
         self.seconds = time.perf_counter() - t0
