@@ -86,6 +86,27 @@ def test_sgd_step_with_weight_decay_is_one_inplace_gemm(dtype):
     np.testing.assert_allclose(w.get_value(), w0 - lr * (hv.T @ gv + l2 * w0), rtol=TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sgd_step_with_a_differentiated_l2_penalty_is_one_inplace_gemm(dtype):
+    # Theano's tutorials (mlp.py): cost + l2 * (w ** 2).sum(), differentiated, gives
+    # l2 * 2 * w ** 1; canonicalize makes it l2 * 2 * w, whose w the gemm rule gathers
+    # with the update's own w (it was Gemm{no_inplace}(w, ..., 1) plus a pass over w).
+    w0 = rng.normal(size=(5, 4)).astype(dtype)
+    w = theano_dag.shared(w0.copy(), name="w")
+    h, g = tt.matrix("h", dtype=dtype), tt.matrix("g", dtype=dtype)
+    lr, l2 = np.asarray(0.01, dtype), np.asarray(1e-3, dtype)
+    cost = (tt.dot(h, w) * g).sum() + l2 * (w**2).sum()
+    gw = theano_dag.grad(cost, w)
+    f = theano_dag.function([h, g], [], updates=[(w, w - lr * gw)])
+    ops = [str(n.op) for n in f.maker.fgraph.toposort()]
+    assert ops.count("Gemm{inplace}") == 1 and not any("Gemm{no_inplace}" in o for o in ops)
+    assert f.maker.fgraph.outputs[0].owner.op == Gemm(inplace=True)
+    hv, gv = rng.normal(size=(3, 5)).astype(dtype), rng.normal(size=(3, 4)).astype(dtype)
+    f(hv, gv)
+    want = w0 - lr * (hv.T @ gv + 2 * l2 * w0)
+    np.testing.assert_allclose(w.get_value(), want, rtol=TOL[dtype] * 10)
+
+
 def test_a_part_of_the_sum_used_elsewhere_is_not_taken_apart():
     X, Y, Z, U, a, b, c, d = _inputs("float64")
     inner = c * tt.dot(X, Y) + d * Z

@@ -677,3 +677,22 @@ def test_canonicalize_drops_its_unsorted_node_tracker_and_a_later_run_sorts_agai
     assert mul.inputs == [z, y]
     apply_dbs(fg, "canonicalize")
     assert mul.inputs == [y, z] and not hasattr(fg, "unsorted_commutative_nodes")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_powers_one_and_zero_leave_canonicalize_as_x_and_ones(dtype):
+    # Theano's local_pow_canonicalize: x ** 1 -> x, x ** 0 -> ones of x's shape, before
+    # the passes that read x (the gemm rule); pow(nan, 0) is 1, as numpy's.
+    x = tt.matrix("x", dtype=dtype)
+    outs = [x**1, x**0, x ** np.asarray(1.0, dtype)]
+    fg = FunctionGraph([x], outs, clone=False)
+    apply_dbs(fg, "canonicalize")
+    assert fg.outputs[0] is x and fg.outputs[2] is x
+    assert all(o.dtype == dtype for o in fg.outputs)
+    assert not any(n.op == tt.pow for n in fg.apply_nodes)
+    xv = np.array([[np.nan, -2.0, 0.0], [np.inf, 3.0, -0.5]], dtype=dtype)
+    got = fgraph_values(fg, [xv])
+    want = [xv**1, xv**0, xv**1]
+    for g, w in zip(got, want):
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(g, w)

@@ -16,6 +16,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import DisconnectedInputError, verify_grad
 from theano_dag.graph.basic import io_toposort
 from theano_dag.graph.fg import MissingInputError
+from theano_dag.sandbox.rng_mrg import MRG_RandomStreams
 from theano_dag.scan import Scan, foldl, foldr, scan, until
 from theano_dag.scan import map as scan_map
 from theano_dag.scan import reduce as scan_reduce
@@ -685,6 +686,33 @@ def test_random_streams_inside_the_step(stream):
     x = tt.dvector("x")
     shifted, _ = scan(lambda v: v + srng.normal(size=()), sequences=x)
     np.testing.assert_allclose(theano_dag.grad(shifted.sum(), x).eval({x: np.ones(3)}), 1.0)
+
+
+@pytest.mark.parametrize("pass_updates", [True, False])
+def test_one_step_draws_from_the_initial_state_and_updates_the_generator(pass_updates):
+    # CD-1 of Theano's deep-learning tutorials (DBN.py): one Gibbs step (n_steps=1, no
+    # loop) draws from a generator made in the step, with probabilities read from the
+    # initial state. As in Theano, scan gives no updates and the generator's default
+    # update is valid outside the step, whether or not the caller passes scan's updates.
+    srng = MRG_RandomStreams(seed=5)
+    x = tt.dmatrix("x")
+    w = theano_dag.shared(np.full((3, 2), 0.1), name="w")
+
+    def step(h):
+        p = tt.nnet.sigmoid(tt.dot(h, w.T))
+        return srng.binomial(size=(h.shape[0], 3), n=1, p=p, dtype="float64")
+
+    h0 = srng.binomial(size=(x.shape[0], 2), n=1, p=tt.nnet.sigmoid(tt.dot(x, w)), dtype="float64")
+    vs, updates = scan(step, outputs_info=[h0], n_steps=1)
+    assert len(updates) == 0
+    data = theano_dag.shared(np.random.default_rng(0).random((10, 3)))
+    i = tt.lscalar("i")
+    f = theano_dag.function(
+        [i], vs[-1], updates=updates if pass_updates else None, givens={x: data[i * 2 : i * 2 + 5]}
+    )
+    draws = np.array([f(0) for _ in range(20)])
+    assert draws.shape == (20, 5, 3) and set(np.unique(draws)) <= {0.0, 1.0}
+    assert len({d.tobytes() for d in draws}) > 1  # the generator moves between calls
 
 
 @pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])

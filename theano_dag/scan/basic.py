@@ -119,9 +119,26 @@ def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_l
         for tap, row in zip(taps, rows):
             replace[row] = init if taps == [-1] else init[tap - min(taps)]
     updates = OrderedDict(updates)
-    new = clone_replace([*outputs, *updates.values()], replace) if replace else None
+    # A shared variable's default update made inside the step (a random draw's next
+    # state) reads the step's rows: it is moved onto the first rows too, as Theano's one
+    # step, which calls fn on them, gives it; function then finds it valid.
+    rows = set(replace)
+    defaults = [
+        v
+        for v in graph_inputs([*outputs, *updates.values()])
+        if isinstance(v, SharedVariable)
+        and v not in updates
+        and v.default_update is not None
+        and rows.intersection(graph_inputs([v.default_update]))
+    ]
+    roots = [*outputs, *updates.values(), *(v.default_update for v in defaults)]
+    new = clone_replace(roots, replace) if replace else None
     if new is not None:
-        outputs, updates = new[: len(outputs)], OrderedDict(zip(updates, new[len(outputs) :]))
+        n_out, n_upd = len(outputs), len(updates)
+        outputs = new[:n_out]
+        updates = OrderedDict(zip(updates, new[n_out : n_out + n_upd]))
+        for v, default in zip(defaults, new[n_out + n_upd :]):
+            v.default_update = default
     out_list = [tt.unbroadcast(tt.shape_padleft(o), 0) for o in outputs]
     if not out_list:
         return None, updates

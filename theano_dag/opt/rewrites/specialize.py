@@ -37,6 +37,7 @@ from theano_dag.tensor.subtensor import IncSubtensor
 
 __all__ = [
     "local_pow_specialize",
+    "local_pow_canonicalize",
     "local_pow_sqrt",
     "local_pow_specialize_device",
     "local_mul_to_sqr",
@@ -90,6 +91,22 @@ def _pow_rewrite(node, table, trivial):
     else:
         return False
     return fit(out, new, node.inputs)
+
+
+@RULES.canonicalize()
+@local_optimizer([tm.pow])
+def local_pow_canonicalize(fgraph, node):
+    """``x ** 1`` is ``x`` and ``x ** 0`` is 1, already in canonicalize (Theano's rule):
+    the gradient of ``x ** 2`` is ``2 * x ** 1``, and the rewrites before specialize
+    (the gemm rule gathering an L2 penalty's ``W`` with the update's own) must see ``x``.
+
+    >>> import theano_dag.tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> local_pow_canonicalize.transform(None, (x ** 1).owner)[0] is x
+    True
+    """
+    # x ** 1 -> x ; x ** 0 -> 1 (of x's shape)
+    return _pow_rewrite(node, {}, trivial=True)
 
 
 @RULES.specialize()
