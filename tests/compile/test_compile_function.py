@@ -53,7 +53,11 @@ def test_single_output_list_output_and_none():
     res = function([x], [neg(x), exp(x)], mode=PY)([0.0])
     assert [r.tolist() for r in res] == [[-0.0], [1.0]]
     s = vshared([1.0], "s")
-    assert function([], None, updates=[(s, neg(s))], mode=PY)() is None
+    # No outputs (None or []): a call gives [], as Theano's and PyTensor's function
+    assert function([], None, updates=[(s, neg(s))], mode=PY)() == []
+    assert function([], updates=[(s, neg(s))])() == []
+    assert function([], [], updates=[(s, neg(s))])() == []
+    assert s.get_value().tolist() == [-1.0]
     assert s.get_value().tolist() == [-1.0]
 
 

@@ -221,7 +221,17 @@ ROWS = [
     ),
     Row("softsign", nnet.softsign, lambda x: x / (1 + np.abs(x)), (normal(3, 4),)),
     Row("softmax", nnet.softmax, ref_softmax, (normal(3, 5),)),
-    Row("softmax-vector", nnet.softmax, ref_softmax, (normal(5),)),
+    # Theano's softmax of a vector: the softmax of its one row, a (1, n) matrix
+    Row("softmax-vector", nnet.softmax, lambda v: ref_softmax(v[None, :]), (normal(5),)),
+    Row(
+        "softmax-vector-axis",
+        lambda v: nnet.softmax(v, axis=-1),
+        ref_softmax,
+        (normal(5),),
+    ),
+    Row(
+        "log_softmax-vector", nnet.log_softmax, lambda v: ref_log_softmax(v[None, :]), (normal(5),)
+    ),
     Row(
         "softmax-axis0",
         lambda x: nnet.softmax(x, axis=0),

@@ -308,7 +308,7 @@ def pfunc(
     )
     clone_d, update_d, _update_expr, shared_inputs = other
     if outputs is None:
-        cloned_outputs = None
+        cloned_outputs = []  # as Theano's pfunc: a call gives [] (FunctionMaker's None: None)
     elif single:
         cloned_outputs = cloned_extended[0]
     else:

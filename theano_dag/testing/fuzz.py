@@ -531,8 +531,8 @@ OPS = {
     "powc": (1, "{0} ** {p!r}", "ew(np.power, '{d}', {0}, {p!r})"),
     "powcf": (1, "{0} ** {p!r}", "ew(np.power, '{d}', {0}, {p!r})"),
     "softplus": (1, "tt.nnet.softplus({0})", "ew(softplus, '{d}', {0})"),
-    "softmax": (1, "tt.nnet.softmax({0})", "ew(softmax, '{d}', {0})"),
-    "logsoftmax": (1, "tt.nnet.logsoftmax({0})", "ew(logsoftmax, '{d}', {0})"),
+    "softmax": (1, "tt.nnet.softmax({0}, axis=-1)", "ew(softmax, '{d}', {0})"),
+    "logsoftmax": (1, "tt.nnet.logsoftmax({0}, axis=-1)", "ew(logsoftmax, '{d}', {0})"),
     "where": (3, "tt.where({0}, {1}, {2})", "where({0}, {1}, {2}, '{d}')"),
     # Reductions over an axis (negative ones too) or all, keeping the reduced axes or not:
     # p = (axis, keepdims).

@@ -744,7 +744,7 @@ def _softmax_2d(fgraph, z):
             and (c.inputs[1] is b or (b is None and const_value(c.inputs[1]) == 0))
         ):
             return c.outputs[1]
-    return nnet.softmax(z)
+    return nnet.softmax(z, axis=-1)
 
 
 @stabilize()
@@ -818,7 +818,7 @@ def local_crossentropy_softmax_only(fgraph, node):
     ):
         return False
     z = x if const_value(b) == 0 else x + b.dimshuffle("x", 0)
-    repl = {sm: fit(sm, nnet.softmax(z))}
+    repl = {sm: fit(sm, nnet.softmax(z, axis=-1))}
     for c in fills:
         repl[c.outputs[0]] = fit(c.outputs[0], tb.second(y, c.inputs[1]))
     return None if any(v is None for v in repl.values()) else repl

@@ -24,7 +24,7 @@ from theano_dag.scalar import upcast, upgrade_to_float
 from theano_dag.tensor import basic as tb
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import _SHORT_SELECT, Elemwise, reduce_last_axis
-from theano_dag.tensor.shape import checked_shape, equal_lengths
+from theano_dag.tensor.shape import checked_shape, equal_lengths, shape_padleft
 from theano_dag.tensor.type import TensorType, discrete_dtypes, float_dtypes
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -415,22 +415,40 @@ def _norm_axis(x, axis, who):
     return -1 if axis == x.ndim - 1 else axis
 
 
-def softmax(c, axis=-1):
+def _theano_rows(c, axis):
+    """``c`` and the axis of a softmax called with ``axis`` (None: Theano's call, with no
+    axis). Theano's ``softmax(v)`` of a vector ``v`` is the softmax of the one row
+    ``v[None, :]``, a ``(1, n)`` matrix, and its programs index it so (``s[:, 0, :]`` in
+    its tutorials' recurrent network); ``axis=-1`` gives a vector, as PyTensor's."""
+    if axis is None:
+        if c.ndim == 1:
+            c = shape_padleft(c)
+        axis = -1
+    return c, axis
+
+
+def softmax(c, axis=None):
     """Softmax of ``c`` along ``axis`` (the last one by default), as one ``Softmax`` node.
+    With no ``axis``, a vector is one row, as in Theano: the result is a ``(1, n)``
+    matrix (``axis=-1`` keeps a vector).
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
     >>> x = tt.dmatrix("x")
     >>> softmax(x).eval({x: np.log(np.array([[1.0, 3.0]]))})
     array([[0.25, 0.75]])
+    >>> v = tt.dvector("v")
+    >>> softmax(v).ndim, softmax(v, axis=-1).ndim
+    (2, 1)
     """
-    c = as_tensor_variable(c)
+    c, axis = _theano_rows(as_tensor_variable(c), axis)
     axis = _norm_axis(c, axis, "softmax")
     return Softmax(axis)(c)
 
 
-def log_softmax(c, axis=-1):
-    """Log of the softmax of ``c`` along ``axis``, as one stable ``LogSoftmax`` node.
+def log_softmax(c, axis=None):
+    """Log of the softmax of ``c`` along ``axis``, as one stable ``LogSoftmax`` node
+    (a vector with no ``axis``: one row, as :func:`softmax`).
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt
@@ -438,7 +456,7 @@ def log_softmax(c, axis=-1):
     >>> np.exp(log_softmax(x).eval({x: np.log(np.array([[1.0, 3.0]]))}))
     array([[0.25, 0.75]])
     """
-    c = as_tensor_variable(c)
+    c, axis = _theano_rows(as_tensor_variable(c), axis)
     axis = _norm_axis(c, axis, "log_softmax")
     return LogSoftmax(axis)(c)
 
