@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests fuzz scan-fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests tutorials-suite fuzz scan-fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -258,6 +258,20 @@ PYMC3_SUITE_PER_FILE ?= 10
 pymc3-suite: $(STAMP) $(PYMC3_STAMP)
 	$(BIN)/python tools/pymc3_suite.py --python $(PYMC3_VENV)/bin/python \
 	  --theano-pymc $(PYMC3_VENV)/theano-pymc --per-file $(PYMC3_SUITE_PER_FILE) --table
+
+# Theano's deep-learning tutorials (lisa-lab/DeepLearningTutorials' code/, on stand-in
+# data) on theano-pymc 1.1.2 and on theano_dag through the theano alias, every compiled
+# function's results compared call by call; TUTORIALS_SRC: a checkout (cloned here when
+# absent, which needs the network); TUTORIALS_FLAGS: THEANO_FLAGS of both sides. One JSON
+# line per tutorial in build/tutorials-suite/results.jsonl. Not part of make test.
+TUTORIALS_SRC ?= build/DeepLearningTutorials
+TUTORIALS_FLAGS ?=
+tutorials-suite: $(STAMP) $(THEANO_STAMP)
+	test -d $(TUTORIALS_SRC) || git clone -q --depth 1 \
+	  https://github.com/lisa-lab/DeepLearningTutorials $(TUTORIALS_SRC)
+	$(BIN)/python tools/tutorials_suite.py --src $(TUTORIALS_SRC) \
+	  --theano-python $(THEANO_VENV)/bin/python --dag-python $(BIN)/python \
+	  --flags "$(TUTORIALS_FLAGS)"
 
 # Lasagne's own tests (lasagne/tests, every file and test, --runslow, and its modules'
 # doctests, as Lasagne's CI ran them) on theano-pymc 1.1.2 in Python mode and on theano_dag
