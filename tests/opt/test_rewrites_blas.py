@@ -71,39 +71,36 @@ def test_the_scales_are_folded_into_the_gemm_constants():
     assert float(alpha.data) == -0.01 and float(beta.data) == pytest.approx(1 - 2e-6)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_sgd_step_with_weight_decay_is_one_inplace_gemm(dtype):
+def _decay(w, h, g, l2):
     # w <- w - lr * (dot(h.T, g) + l2 * w), Theano's factorised scalar: Gemm{inplace} alone
-    w0 = rng.normal(size=(5, 4)).astype(dtype)
-    w = theano_dag.shared(w0.copy(), name="w")
-    h, g = tt.matrix("h", dtype=dtype), tt.matrix("g", dtype=dtype)
-    lr, l2 = np.asarray(0.01, dtype), np.asarray(1e-3, dtype)
-    f = theano_dag.function([h, g], [], updates=[(w, w - lr * (tt.dot(h.T, g) + l2 * w))])
-    ops = [str(n.op) for n in f.maker.fgraph.toposort()]
-    assert ops == ["InplaceDimShuffle{1,0}", "Gemm{inplace}"]
-    hv, gv = rng.normal(size=(3, 5)).astype(dtype), rng.normal(size=(3, 4)).astype(dtype)
-    f(hv, gv)
-    np.testing.assert_allclose(w.get_value(), w0 - lr * (hv.T @ gv + l2 * w0), rtol=TOL[dtype])
+    return tt.dot(h.T, g) + l2 * w, 1
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_sgd_step_with_a_differentiated_l2_penalty_is_one_inplace_gemm(dtype):
+def _penalty_gradient(w, h, g, l2):
     # Theano's tutorials (mlp.py): cost + l2 * (w ** 2).sum(), differentiated, gives
     # l2 * 2 * w ** 1; canonicalize makes it l2 * 2 * w, whose w the gemm rule gathers
     # with the update's own w (it was Gemm{no_inplace}(w, ..., 1) plus a pass over w).
+    cost = (tt.dot(h, w) * g).sum() + l2 * (w**2).sum()
+    return theano_dag.grad(cost, w), 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("step", [_decay, _penalty_gradient], ids=["decay", "penalty gradient"])
+def test_sgd_step_with_weight_decay_is_one_inplace_gemm(step, dtype):
     w0 = rng.normal(size=(5, 4)).astype(dtype)
     w = theano_dag.shared(w0.copy(), name="w")
     h, g = tt.matrix("h", dtype=dtype), tt.matrix("g", dtype=dtype)
     lr, l2 = np.asarray(0.01, dtype), np.asarray(1e-3, dtype)
-    cost = (tt.dot(h, w) * g).sum() + l2 * (w**2).sum()
-    gw = theano_dag.grad(cost, w)
+    gw, times = step(w, h, g, l2)
     f = theano_dag.function([h, g], [], updates=[(w, w - lr * gw)])
     ops = [str(n.op) for n in f.maker.fgraph.toposort()]
-    assert ops.count("Gemm{inplace}") == 1 and not any("Gemm{no_inplace}" in o for o in ops)
     assert f.maker.fgraph.outputs[0].owner.op == Gemm(inplace=True)
+    assert ops.count("Gemm{inplace}") == 1 and "Gemm{no_inplace}" not in ops
+    if step is _decay:
+        assert ops == ["InplaceDimShuffle{1,0}", "Gemm{inplace}"]
     hv, gv = rng.normal(size=(3, 5)).astype(dtype), rng.normal(size=(3, 4)).astype(dtype)
     f(hv, gv)
-    want = w0 - lr * (hv.T @ gv + 2 * l2 * w0)
+    want = w0 - lr * (hv.T @ gv + times * l2 * w0)
     np.testing.assert_allclose(w.get_value(), want, rtol=TOL[dtype] * 10)
 
 
