@@ -125,11 +125,8 @@ def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_l
     rows = set(replace)
     defaults = [
         v
-        for v in graph_inputs([*outputs, *updates.values()])
-        if isinstance(v, SharedVariable)
-        and v not in updates
-        and v.default_update is not None
-        and rows.intersection(graph_inputs([v.default_update]))
+        for v in _default_updated([*outputs, *updates.values()], updates)
+        if rows.intersection(graph_inputs([v.default_update]))
     ]
     roots = [*outputs, *updates.values(), *(v.default_update for v in defaults)]
     new = clone_replace(roots, replace) if replace else None
@@ -145,6 +142,16 @@ def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_l
     if len(out_list) == 1 and not return_list:
         return out_list[0], updates
     return out_list, updates
+
+
+def _default_updated(roots, updates, blockers=None):
+    """The shared variables the step's graph ``roots`` reads that have a default update
+    (a random generator's next state) and no update of the step's own."""
+    return [
+        v
+        for v in graph_inputs(roots, blockers=blockers)
+        if isinstance(v, SharedVariable) and v not in updates and v.default_update is not None
+    ]
 
 
 def _placeholder(var, name):
@@ -375,9 +382,8 @@ def scan(
     # What the step reads stops at the non-sequences: their own inputs are the outer
     # graph's business (one computed from shared variables is fine under strict=True).
     roots = [*outputs, *updates.values(), *([condition] if condition is not None else [])]
-    for v in graph_inputs(roots, blockers=swapped):
-        if isinstance(v, SharedVariable) and v not in updates and v.default_update is not None:
-            updates[v] = v.type.filter_variable(v.default_update)
+    for v in _default_updated(roots, updates, blockers=swapped):
+        updates[v] = v.type.filter_variable(v.default_update)
     roots = [*outputs, *updates.values(), *([condition] if condition is not None else [])]
     own = {h for h in args if not isinstance(h, SharedVariable)}
     free = [

@@ -349,7 +349,8 @@ def _along(axis, ndim, along, other):
 
 
 def _run_axis(axis, ndim, op):
-    """The axis input of ``op`` read at run time, checked against ``ndim`` dimensions."""
+    """The axis of ``op`` (given, or its input read at run time), checked against
+    ``ndim`` dimensions, as a non-negative index."""
     axis = int(axis)
     if not -ndim <= axis < ndim:
         raise _AxisError(f"{op}: axis {axis} is out of range for {ndim}-d inputs")
@@ -425,9 +426,7 @@ class Join(Op):
             # Any dimension may be the axis: no length is known (Theano's rule too).
             out = TensorType(dtype, shape=(None,) * ndim)()
             return Apply(op, axis_in + ts_, [out])
-        if not -ndim <= self.axis < ndim:
-            raise _AxisError(f"Join: axis {self.axis} is out of range for {ndim}-d inputs")
-        axis = self.axis % ndim
+        axis = _run_axis(self.axis, ndim, "Join")
         shape = []
         for d in range(ndim):
             dims = [t.type.shape[d] for t in ts_]
