@@ -206,8 +206,8 @@ EXEMPT.update(
                 for c in (
                     "Bernoulli BetaBinomial Beta Binomial Categorical Cauchy Choice Dirichlet "
                     "Exponential Gamma HalfCauchy HalfNormal Integers InvGamma Multinomial "
-                    "MvNormal NegBinomial Normal Permutation Poisson PolyaGamma TruncExponential "
-                    "Uniform"
+                    "MvNormal NegBinomial Normal Permutation Poisson PolyaGamma TruncatedNormal "
+                    "TruncExponential Uniform"
                 ).split()
             ],
         ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import theano_dag
 import theano_dag.tensor as tt
@@ -145,8 +146,29 @@ def test_theano_import_paths():
     assert 0 <= uv.min() and uv.max() < 1
     assert abs(nv.mean() - 1.0) < 0.3 and abs(bv.mean() - 0.25) < 0.06
     assert mv.shape == (2, 2) and mv.sum(axis=1).tolist() == [1, 1] and mv[1].tolist() == [1, 0]
-    with pytest.raises(NotImplementedError, match="truncate=True"):
-        srng.normal((2,), truncate=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mrg_truncated_normal_against_scipy(dtype):
+    # Keras 2.3.1's truncated_normal (and so its glorot_normal, he_normal... initializers)
+    # draws srng.normal(size, avg, std, dtype=dtype, truncate=True)
+    srng = MRG_RandomStreams(seed=7)
+    x = tt.matrix("x", dtype=dtype)
+    cut = srng.normal(x.shape, avg=1.0, std=2.0, ndim=2, dtype=dtype, truncate=True)
+    wide = srng.truncated_normal((N,), avg=-1.0, std=0.5, dtype=dtype)
+    assert cut.dtype == wide.dtype == dtype
+    f = theano_dag.function([x], [cut, wide])
+    a, b = f(np.zeros((100, 200), dtype=dtype))
+    assert a.dtype == b.dtype == dtype and a.shape == (100, 200) and b.shape == (N,)
+    assert a.min() >= -3.0 and a.max() <= 5.0  # within two std of the mean
+    assert stats.kstest(a.ravel(), stats.truncnorm(-2, 2, loc=1.0, scale=2.0).cdf).pvalue > 1e-3
+    # truncated_normal's std is the one asked for: a normal 1/0.8796 wider, truncated
+    law = stats.truncnorm(-2, 2, loc=-1.0, scale=0.5 / 0.87962566103423978)
+    assert abs(law.std() - 0.5) < 1e-9
+    assert stats.kstest(b, law.cdf).pvalue > 1e-3
+    assert abs(b.std() - 0.5) < 0.01 and abs(b.mean() + 1.0) < 0.01
+    a2, _ = f(np.zeros((100, 200), dtype=dtype))
+    assert not np.array_equal(a, a2)  # the generator moves on between calls
 
 
 def test_dropout_mlp_with_mrg_streams_trains():

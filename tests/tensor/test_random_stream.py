@@ -95,6 +95,11 @@ CASES = {
         "floatX",
         stats.halfnorm(1.0, 2.0),
     ),
+    "truncated_normal": (
+        lambda s: s.truncated_normal(1.0, 2.0, size=(N,)),
+        "floatX",
+        stats.truncnorm(-2.0, 2.0, loc=1.0, scale=2.0),
+    ),
     "uniform": (lambda s: s.uniform(-1.0, 3.0, size=(N,)), "floatX", stats.uniform(-1.0, 4.0)),
     "exponential": (lambda s: s.exponential(2.0, size=(N,)), "floatX", stats.expon(scale=2.0)),
     "gamma": (lambda s: s.gamma(2.0, 0.5, size=(N,)), "floatX", stats.gamma(2.0, scale=2.0)),
@@ -122,7 +127,7 @@ CASES = {
     "integers": (lambda s: s.integers(4, size=(N,)), "int64", stats.randint(0, 4)),
 }
 CONTINUOUS = {"normal", "halfnormal", "uniform", "exponential", "gamma", "invgamma"}
-CONTINUOUS |= {"beta", "truncexpon"}
+CONTINUOUS |= {"beta", "truncexpon", "truncated_normal"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -282,7 +287,7 @@ def test_parameters_broadcast():
     np.testing.assert_allclose(a, np.broadcast_to(lv, (2, 3)), atol=1e-6)
     np.testing.assert_allclose(b, np.broadcast_to(lv, (4, 2, 3)), atol=1e-6)
     # parameters that do not fit size raise, on numpy's draws and on the composed ones
-    for name in ("normal", "halfnormal", "cauchy", "truncexpon"):
+    for name in ("normal", "halfnormal", "truncated_normal", "cauchy", "truncexpon"):
         args = (2.0,) if name == "truncexpon" else ()
         bad = getattr(rs, name)(*args, loc, 1.0, size=(2,))
         with pytest.raises(ValueError, match=r"cannot draw with size \(2,\)"):
@@ -310,14 +315,19 @@ def test_dtypes():
 
 def test_infer_shape_of_the_new_ops():
     rs = RandomStream(seed=10)
-    loc, cov = tt.dvector("loc"), tt.dtensor3("cov")
-    outs = [rs.halfnormal(loc, 1.0), rs.truncexpon(1.0, loc, 1.0), rs.multivariate_normal(loc, cov)]
-    shapes = theano_dag.function([loc, cov], [o.shape for o in outs], mode="PerformOnly")
-    got = shapes(np.zeros(3), np.broadcast_to(np.eye(3), (4, 3, 3)))
-    assert [g.tolist() for g in got] == [[3], [3], [4, 3]]
+    loc, scale, cov = tt.dvector("loc"), tt.dcol("scale"), tt.dtensor3("cov")
+    outs = [
+        rs.halfnormal(loc, 1.0),
+        rs.truncexpon(1.0, loc, 1.0),
+        rs.truncated_normal(loc, scale),
+        rs.multivariate_normal(loc, cov),
+    ]
+    shapes = theano_dag.function([loc, scale, cov], [o.shape for o in outs], mode="PerformOnly")
+    got = shapes(np.zeros(3), np.ones((2, 1)), np.broadcast_to(np.eye(3), (4, 3, 3)))
+    assert [g.tolist() for g in got] == [[3], [3], [2, 3], [4, 3]]
     # the graph of the shape holds no draw (it comes from the parameters' shapes; the
     # default update would draw, to advance the generator)
-    f = theano_dag.function([loc, cov], outs[2].shape, no_default_updates=True)
+    f = theano_dag.function([loc, cov], outs[3].shape, no_default_updates=True)
     assert not any(isinstance(n.op, MvNormalRV) for n in f.maker.fgraph.toposort())
 
 
@@ -448,6 +458,7 @@ def test_engines_draw_the_same(engine):
             rs.poisson(3.0, size=(5,)) + 1,
             rs.permutation(5),
             rs.multivariate_normal([0.0, 1.0], np.eye(2), size=(2,)).sum(axis=1),
+            rs.truncated_normal(x, 0.5, size=(3, 4)) - x,
         ]
         f = compile_on(eng, [x], outs)
         return [f(np.arange(4.0)) for _ in range(2)]
