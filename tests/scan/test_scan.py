@@ -715,6 +715,30 @@ def test_one_step_draws_from_the_initial_state_and_updates_the_generator(pass_up
     assert len({d.tobytes() for d in draws}) > 1  # the generator moves between calls
 
 
+def test_draws_in_a_loop_without_scan_updates_name_them():
+    # With more than one step, the generator's default update made in the step reads the
+    # step's own variables: as in Theano, a function not given scan's updates cannot be
+    # built, and the error says why and what to pass.
+    srng = RandomStreams(seed=3)
+    x = tt.dvector("x")
+    out, updates = scan(lambda h: h + srng.normal(h.shape), outputs_info=[x], n_steps=3)
+    with pytest.raises(MissingInputError) as info:
+        theano_dag.function([x], out[-1])
+    msg = str(info.value)
+    assert msg.startswith("Undeclared input: x[t-1] (of type TensorType(float64, vector))")
+    assert "x[t-1] is a variable of a scan step's graph, and the update of an unnamed " in msg
+    assert "shared RandomGeneratorType reads it" in msg
+    assert msg.endswith("`function(..., updates=updates)`")
+    assert info.value.variable.name == "x[t-1]"
+    f = theano_dag.function([x], out[-1], updates=updates)
+    a, b = f(np.zeros(2)), f(np.zeros(2))
+    assert a.shape == (2,) and not np.array_equal(a, b)
+    # An undeclared input that is not the step's keeps the plain message.
+    y = tt.dvector("y")
+    with pytest.raises(MissingInputError, match=r"declare it as an input$"):
+        theano_dag.function([x], out[-1] + y, updates=updates)
+
+
 @pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
 @pytest.mark.parametrize("stream", [RandomStream, RandomStreams], ids=lambda c: c.__name__)
 def test_a_gradient_through_the_draws_of_a_step_reads_the_forward_draws(stream, mode):

@@ -41,7 +41,7 @@ from theano_dag.engines.basic import Container
 from theano_dag.engines.callspec import CallBase, CallProfile, CallSpec, InputSpec, as_thunk
 from theano_dag.graph.basic import Constant, Variable, ancestors, clone_get_equiv, graph_inputs
 from theano_dag.graph.destroyhandler import DestroyHandler
-from theano_dag.graph.fg import FunctionGraph, InconsistencyError
+from theano_dag.graph.fg import FunctionGraph, InconsistencyError, MissingInputError
 from theano_dag.graph.identity_ops import deep_copy_op, view_op
 from theano_dag.graph.toolbox import PreserveVariableAttributes, Supervisor
 from theano_dag.graph.utils import tag_trace_paused
@@ -142,9 +142,40 @@ def std_fgraph(input_specs, output_specs, accept_inplace=False):
             update_mapping[out_idx] = inp_idx
             out_idx += 1
     orig_outputs = [spec.variable for spec in output_specs] + updates
-    fgraph = FunctionGraph(orig_inputs, orig_outputs, update_mapping=update_mapping)
+    try:
+        fgraph = FunctionGraph(orig_inputs, orig_outputs, update_mapping=update_mapping)
+    except MissingInputError as e:
+        raise _scan_step_hint(e, input_specs) from None
     attach_protection(fgraph, input_specs, accept_inplace)
     return fgraph, [SymbolicOutput(u) for u in updates]
+
+
+def _scan_step_hint(error, input_specs):
+    """``error`` itself, or, where its missing variable is one of a scan step's own
+    (``tag.scan_step``), the same error naming the shared variables whose update reads
+    it: a default update made in the step (a random draw's), which scan's returned
+    updates carry to the loop's outputs, as in Theano."""
+    var = error.variable
+    if var is None or not getattr(var.tag, "scan_step", False):
+        return error
+    # (the FunctionGraph raised on its clone of the graph: the originals are told by
+    # their tag, not by identity)
+    names = [
+        f"shared variable {spec.variable.name!r}"
+        if spec.variable.name
+        else f"an unnamed shared {spec.variable.type}"
+        for spec in input_specs
+        if spec.update is not None
+        and any(getattr(a.tag, "scan_step", False) for a in ancestors([spec.update]))
+    ]
+    whose = f"the update of {', '.join(names)}" if names else "an output"
+    return MissingInputError(
+        f"{error}. {var} is a variable of a scan step's graph, and {whose} reads it: a "
+        f"default update made in the step (a random draw's) is valid only inside the "
+        f"loop. Pass the updates scan returned: `outputs, updates = scan(...)` and "
+        f"`function(..., updates=updates)`",
+        variable=var,
+    )
 
 
 def attach_protection(fgraph, input_specs, accept_inplace):

@@ -156,8 +156,16 @@ def _default_updated(roots, updates, blockers=None):
 
 def _placeholder(var, name):
     # A fresh free variable of var's type: the step function's view of one step.
-    new = var.type()
+    return _step_variable(var.type, name)
+
+
+def _step_variable(type_, name=None):
+    """A free variable of ``type_`` for the step's graph, tagged ``scan_step`` so that a
+    function reaching it (through a default update made in the step and not passed on
+    by scan's updates) can say so."""
+    new = type_()
     new.name = name
+    new.tag.scan_step = True
     return new
 
 
@@ -175,7 +183,7 @@ def _give_test_value(inner, outer, pick=lambda v: v):
 
 def _row(x):
     """A free variable of the type of one row of ``x``."""
-    return tt.TensorType(x.type.dtype, broadcastable=x.type.broadcastable[1:])()
+    return _step_variable(tt.TensorType(x.type.dtype, broadcastable=x.type.broadcastable[1:]))
 
 
 def scan(
@@ -320,7 +328,7 @@ def scan(
             row_type_of = _row(init).type
         rows = []
         for tap in taps:
-            r = row_type_of()
+            r = _step_variable(row_type_of)
             if taps == [-1]:
                 _give_test_value(r, init)
             else:
