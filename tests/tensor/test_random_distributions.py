@@ -189,3 +189,40 @@ def test_dropout_mlp_with_mrg_streams_trains():
     for _ in range(200):
         last = step(xs, ys)
     assert last < 0.5 * first
+
+
+def test_mrg_binomial_takes_n_before_p():
+    # Theano's MRG_RandomStreams.binomial(size, n, p, ...): a positional call was read
+    # as p=1, ndim=0.25 and refused
+    v = _one(MRG_RandomStreams(seed=2).binomial((N,), 1, 0.25))
+    assert v.dtype == np.int64 and set(np.unique(v).tolist()) == {0, 1}
+    assert abs(v.mean() - 0.25) < 5 * np.sqrt(0.25 * 0.75 / N)
+
+
+def test_mrg_choice_draws_rows_without_replacement():
+    # Theano's MRG choice: a=None, p a matrix, size distinct columns per row, drawn one
+    # after the other among the columns left (its ChoiceFromUniform)
+    srng = MRG_RandomStreams(seed=4)
+    pv = np.array([0.1, 0.2, 0.3, 0.4])
+    k = tt.lscalar("k")
+    p = tt.dmatrix("p")
+    f = theano_dag.function([p, k], srng.choice(size=k, replace=False, p=p, dtype="int32"))
+    v = f(np.tile(pv, (N, 1)), 2)
+    assert v.dtype == np.int32 and v.shape == (N, 2) and (v[:, 0] != v[:, 1]).all()
+    pairs = [(i, j) for i in range(4) for j in range(4) if i != j]
+    counts = {q: 0 for q in pairs}
+    for a, b in v.tolist():
+        counts[(a, b)] += 1
+    want = [N * pv[i] * pv[j] / (1 - pv[i]) for i, j in pairs]
+    assert stats.chisquare([counts[q] for q in pairs], want).pvalue > 1e-3
+    # a column of probability 0 is drawn only once the others are all drawn
+    rows = f(np.array([[0.5, 0.0, 0.5], [0.0, 1.0, 0.0]]), 2)
+    assert sorted(rows[0].tolist()) == [0, 2] and rows[1, 0] == 1
+    assert sorted(f(np.array([[0.2, 0.3, 0.5]]), 3)[0].tolist()) == [0, 1, 2]
+    with pytest.raises(AssertionError, match="cannot draw more columns than p has"):
+        f(np.array([[0.5, 0.5]]), 3)
+    with pytest.raises(NotImplementedError, match="without replacement only"):
+        srng.choice(size=2, p=np.eye(3))
+    with pytest.warns(DeprecationWarning, match="multinomial_wo_replacement is deprecated"):
+        old = srng.multinomial_wo_replacement(n=2, pvals=np.array([[0.0, 0.5, 0.5]]))
+    assert sorted(_one(old)[0].tolist()) == [1, 2]

@@ -18,10 +18,15 @@ True
 
 from __future__ import annotations
 
+import warnings
+
+from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.scalar.basic import upcast
+from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.random.basic import TruncatedNormalRV
 from theano_dag.tensor.random.utils import RandomStreams
+from theano_dag.tensor.sort import argsort
 from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = ["MRG_RandomStream", "MRG_RandomStreams"]
@@ -85,7 +90,13 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         wider = std / _TRUNCATED_STD
         return self.normal(size, avg, wider, ndim=ndim, dtype=dtype, truncate=True)
 
-    def binomial(self, size=None, p=0.5, ndim=None, dtype="int64", nstreams=None, n=1):
+    def binomial(self, size=None, n=1, p=0.5, ndim=None, dtype="int64", nstreams=None):
+        """Successes in ``n`` trials of probability ``p`` (Theano's order: ``size, n, p``).
+
+        >>> srng = MRG_RandomStreams(seed=1)
+        >>> sorted(set(srng.binomial((50,), 1, 0.5).eval().tolist()))
+        [0, 1]
+        """
         return super().binomial(size, n=n, p=p, ndim=ndim, dtype=dtype)
 
     def multinomial(self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None):
@@ -101,9 +112,72 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         return super().multinomial(None if size is None else size, n, pvals, ndim, dtype)
 
     def choice(self, size=1, a=None, replace=True, p=None, ndim=None, dtype="int64", nstreams=None):
+        """Theano's MRG ``choice``: with ``a=None`` and ``p`` a matrix, ``size`` distinct
+        column indices per row of ``p``, drawn one after the other with probabilities
+        ``p``'s row among the columns not drawn yet (without replacement only, as
+        Theano's); otherwise the ``choice`` of Theano 1.0's ``RandomStreams`` (``a``
+        defaulting to 2).
+
+        >>> import numpy as np
+        >>> srng = MRG_RandomStreams(seed=1)
+        >>> p = np.array([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]])
+        >>> rows = srng.choice(size=2, replace=False, p=p).eval()
+        >>> sorted(rows[0].tolist()), int(rows[1, 0])
+        ([1, 2], 0)
+        """
+        if a is None and p is not None and as_tensor_variable(p).ndim == 2:
+            if replace:
+                raise NotImplementedError(
+                    "MRG_RandomStreams.choice with a matrix p draws without replacement "
+                    "only: pass replace=False"
+                )
+            if ndim is not None:
+                raise ValueError("MRG_RandomStreams.choice: ndim is not used with a matrix p")
+            return self._choice_rows(size, as_tensor_variable(p), dtype)
         return super().choice(
             size, a=2 if a is None else a, replace=replace, p=p, ndim=ndim, dtype=dtype
         )
+
+    def _choice_rows(self, size, p, dtype):
+        # Drawing k columns one after the other, each with the probabilities of the ones
+        # left, is taking the k largest log(p) + Gumbel noise (the Gumbel-top-k trick):
+        # one uniform draw per entry and a sort of each row.
+        k = as_tensor_variable(size)
+        if k.ndim != 0 or not k.dtype.startswith(("int", "uint")):
+            raise TypeError(f"MRG_RandomStreams.choice: size must be an int, got {size!r}")
+        u = self.uniform(size=p.shape, ndim=2, dtype="float64")
+        keys = tt.log(p) - tt.log(-tt.log(u))
+        order = argsort(-keys, axis=1)
+        fits = tt.le(k, p.shape[1])
+        order = Assert(
+            "MRG_RandomStreams.choice: cannot draw more columns than p has without replacement"
+        )(order, fits)
+        return tt.cast(order[:, :k], dtype)
+
+    def multinomial_wo_replacement(
+        self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None
+    ):
+        """Theano's deprecated name for ``choice(size=n, replace=False, p=pvals)``.
+
+        >>> import numpy as np, warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     d = MRG_RandomStreams(seed=1).multinomial_wo_replacement(pvals=np.eye(2))
+        >>> d.eval().tolist()
+        [[0], [1]]
+        """
+        warnings.warn(
+            "MRG_RandomStreams.multinomial_wo_replacement is deprecated (as in Theano): "
+            "use choice(size=n, replace=False, p=pvals)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if size is not None:
+            raise ValueError(
+                "MRG_RandomStreams.multinomial_wo_replacement: size must be None (n gives "
+                "the number of draws per row of pvals)"
+            )
+        return self.choice(size=n, replace=False, p=pvals, ndim=ndim, dtype=dtype)
 
 
 # Theano 1.1.2's name for the class (MRG_RandomStreams is the older one, still used).
