@@ -226,3 +226,28 @@ def test_mrg_choice_draws_rows_without_replacement():
     with pytest.warns(DeprecationWarning, match="multinomial_wo_replacement is deprecated"):
         old = srng.multinomial_wo_replacement(n=2, pvals=np.array([[0.0, 0.5, 0.5]]))
     assert sorted(_one(old)[0].tolist()) == [1, 2]
+
+
+def test_mrg_choice_types_gradient_and_bad_sizes():
+    srng = MRG_RandomStreams(seed=6)
+    # broadcastable where p is, as Theano's (a column of probabilities gives a column)
+    column = srng.choice(size=1, replace=False, p=np.full((10, 1), 0.1))
+    assert column.broadcastable == (False, True)
+    assert _one(column).tolist() == [[0]] * 10
+    assert srng.choice(size=1, replace=False, p=np.full((3, 4), 0.25)).broadcastable == (
+        False,
+        False,
+    )
+    # the draws are not differentiable in p (Theano's undefined gradient)
+    p1 = tt.dscalar("p1")
+    drawn = srng.choice(size=1, replace=False, p=tt.stack([p1, 0.2, 0.3])[None, :])
+    with pytest.raises(theano_dag.gradient.NullTypeGradError):
+        theano_dag.grad(drawn.sum(), p1)
+    # a negative size is refused when the draw is built, naming the size
+    for make in (
+        lambda: srng.uniform((-1, 100)),
+        lambda: srng.binomial((2, -3), p=0.5),
+        lambda: RandomStream(seed=1).normal(0.0, 1.0, size=np.array([-2])),
+    ):
+        with pytest.raises(ValueError, match=r"size: size .* has a negative entry"):
+            make()

@@ -22,6 +22,7 @@ import warnings
 
 from theano_dag import tensor as tt
 from theano_dag.config import config
+from theano_dag.gradient.ops import undefined_grad
 from theano_dag.scalar.basic import upcast
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.random.basic import TruncatedNormalRV
@@ -145,6 +146,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         k = as_tensor_variable(size)
         if k.ndim != 0 or not k.dtype.startswith(("int", "uint")):
             raise TypeError(f"MRG_RandomStreams.choice: size must be an int, got {size!r}")
+        p = undefined_grad(p)  # the draws are not differentiable in p (Theano's)
         u = self.uniform(size=p.shape, ndim=2, dtype="float64")
         keys = tt.log(p) - tt.log(-tt.log(u))
         order = argsort(-keys, axis=1)
@@ -152,7 +154,8 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         order = Assert(
             "MRG_RandomStreams.choice: cannot draw more columns than p has without replacement"
         )(order, fits)
-        return tt.cast(order[:, :k], dtype)
+        # Theano's draws are broadcastable where p is (a column p gives a column)
+        return tt.patternbroadcast(tt.cast(order[:, :k], dtype), p.broadcastable)
 
     def multinomial_wo_replacement(
         self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None
