@@ -27,11 +27,11 @@ from theano_dag import (
 from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.compile.profiling import ProfileStats
-from theano_dag.compile.updates import OrderedUpdates
 from theano_dag.config import config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
+from theano_dag.graph.updates import OrderedUpdates
 
 # Theano loads theano.tensor.opt with theano, and its users read theano.tensor.opt.X
 # without importing it: theano_dag.opt.tensor_opt, its counterpart, loads likewise.

@@ -715,6 +715,35 @@ def test_one_step_draws_from_the_initial_state_and_updates_the_generator(pass_up
     assert len({d.tobytes() for d in draws}) > 1  # the generator moves between calls
 
 
+@pytest.mark.parametrize("n_steps", [None, 1])
+def test_scan_returns_ordered_updates_that_join(n_steps):
+    # Theano's scan (and map, reduce, foldl...) returns OrderedUpdates: theanets joins a
+    # forward and a backward loop's updates with +
+    srng = RandomStreams(seed=2)
+    x = tt.dmatrix("x")
+
+    def step(r):
+        return r * srng.binomial(r.shape, p=0.5, dtype="float64")
+
+    fw, fupd = scan(step, sequences=x, n_steps=n_steps)
+    bw, bupd = scan(step, sequences=x, go_backwards=True, n_steps=n_steps)
+    _, mupd = scan_map(lambda r: r + 1, sequences=x)
+    assert all(isinstance(u, theano_dag.OrderedUpdates) for u in (fupd, bupd, mupd))
+    # one step builds no loop and gives no updates (the draws' default updates serve)
+    assert len(fupd) == len(bupd) == (1 if n_steps is None else 0)
+    joined = fupd + bupd + mupd
+    assert isinstance(joined, theano_dag.OrderedUpdates)
+    assert list(joined) == [*fupd, *bupd]
+    f = theano_dag.function([x], [fw, bw], updates=joined)
+    a, b = f(np.ones((3, 4)))
+    assert a.shape == b.shape == (3 if n_steps is None else 1, 4)
+    assert set(np.unique(a)) <= {0.0, 1.0}
+    if n_steps is None:  # two different updates of one generator refuse to join
+        (rng, _), (_, other) = *fupd.items(), *bupd.items()
+        with pytest.raises(KeyError, match="Collision"):
+            fupd + OrderedDict([(rng, other)])
+
+
 def test_draws_in_a_loop_without_scan_updates_name_them():
     # With more than one step, the generator's default update made in the step reads the
     # step's own variables: as in Theano, a function not given scan's updates cannot be

@@ -38,7 +38,7 @@ MODULES = {
     "theano.tensor.blas": "theano_dag.opt.tensor_blas",
     "theano.tensor.var": "theano_dag.tensor.variable",
     "theano.tensor.type_other": "theano_dag.tensor.type_other",
-    "theano.updates": "theano_dag.compile.updates",
+    "theano.updates": "theano_dag.graph.updates",
     "theano.misc.pkl_utils": "theano_dag.compile.pkl_utils",
     "theano.gradient": "theano_dag.gradient",
     "theano.utils": "theano_dag.utils",

@@ -12,6 +12,7 @@ from theano_dag.config import config
 from theano_dag.graph.basic import Constant, Variable, clone_replace, graph_inputs
 from theano_dag.graph.fg import MissingInputError
 from theano_dag.graph.shared import SharedVariable
+from theano_dag.graph.updates import OrderedUpdates
 from theano_dag.graph.utils import TestValueError
 from theano_dag.scan.op import Scan
 
@@ -118,7 +119,7 @@ def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_l
         init, taps = st
         for tap, row in zip(taps, rows):
             replace[row] = init if taps == [-1] else init[tap - min(taps)]
-    updates = OrderedDict(updates)
+    updates = OrderedUpdates(updates)
     # A shared variable's default update made inside the step (a random draw's next
     # state) reads the step's rows: it is moved onto the first rows too, as Theano's one
     # step, which calls fn on them, gives it; function then finds it valid.
@@ -133,7 +134,7 @@ def _one_step(outputs, updates, seq_rows, seq_slices, states, tap_rows, return_l
     if new is not None:
         n_out, n_upd = len(outputs), len(updates)
         outputs = new[:n_out]
-        updates = OrderedDict(zip(updates, new[n_out : n_out + n_upd]))
+        updates = OrderedUpdates(zip(updates, new[n_out : n_out + n_upd]))
         for v, default in zip(defaults, new[n_out + n_upd :]):
             v.default_update = default
     out_list = [tt.unbroadcast(tt.shape_padleft(o), 0) for o in outputs]
@@ -482,7 +483,7 @@ def scan(
         out_list[k] = stack
     finals = {v: buf[-1] for v, buf in zip(shared_states, shared_bufs)}
     finals.update(zip(shared_carried, results[first_nit + len(nit_idx) :]))
-    new_updates = OrderedDict((v, finals[v]) for v in updates)
+    new_updates = OrderedUpdates((v, finals[v]) for v in updates)
     if not out_list:
         return None, new_updates
     if len(out_list) == 1 and not return_list:
