@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests tutorials-suite fuzz scan-fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests tutorials-suite client-suites fuzz scan-fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -286,3 +286,22 @@ lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
 	$(BIN)/python tools/lasagne_suite.py --python $(LASAGNE_VENV)/bin/python \
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) \
 	  --flags "$(LASAGNE_FLAGS)" --table
+
+# The own tests of Keras 2.3.1 (its Theano backend), theanets and downhill, every file and
+# test, on theano-pymc 1.1.2 in Python mode and on theano_dag through the theano alias, in
+# the Lasagne venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC: their git checkouts (cloned here
+# when absent, which needs the network); CLIENT_FLAGS: more THEANO_FLAGS of both sides.
+# Counts per file in build/client-suites/<library>.jsonl and a table each. Not part of make
+# test.
+KERAS_SRC ?= build/keras
+THEANETS_SRC ?= build/theanets
+DOWNHILL_SRC ?= build/downhill
+CLIENT_FLAGS ?=
+client-suites: $(STAMP) $(LASAGNE_STAMP)
+	test -d $(KERAS_SRC) || git clone -q --depth 1 --branch 2.3.1 \
+	  https://github.com/keras-team/keras $(KERAS_SRC)
+	test -d $(THEANETS_SRC) || git clone -q --depth 1 https://github.com/lmjohns3/theanets $(THEANETS_SRC)
+	test -d $(DOWNHILL_SRC) || git clone -q --depth 1 https://github.com/lmjohns3/downhill $(DOWNHILL_SRC)
+	$(BIN)/python tools/client_suites.py --python $(LASAGNE_VENV)/bin/python \
+	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --keras $(KERAS_SRC) \
+	  --theanets $(THEANETS_SRC) --downhill $(DOWNHILL_SRC) --flags "$(CLIENT_FLAGS)" --table

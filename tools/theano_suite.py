@@ -153,11 +153,12 @@ def pytest_collection_modifyitems(config, items):
 '''
 
 
-def export_tests(src: Path, ref: str, dest: Path) -> None:
-    """The ``tests`` tree of ``ref`` in the repository ``src``, written under ``dest``."""
+def export_tests(src: Path, ref: str, dest: Path, paths=("tests",)) -> None:
+    """The ``paths`` of ``ref`` (default: its ``tests`` tree; ``()``: all of it) in the
+    repository ``src`` (a clone or a ``.git`` directory), written under ``dest``."""
     git_dir = src if (src / "HEAD").exists() and not (src / ".git").exists() else src / ".git"
     data = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ref, "tests"],
+        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", ref, *paths],
         check=True,
         capture_output=True,
     ).stdout

@@ -1,0 +1,113 @@
+"""tools/client_suites.py (``make client-suites``): the test files it finds per library,
+each side's environment (start-up directory, packages, the libraries a library imports,
+THEANO_FLAGS), the start-up shims, and a library exported from git and run file by file."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # the tools import each other by name, as scripts do
+    spec.loader.exec_module(module)
+    return module
+
+
+_load("theano_names")
+_load("theano_suite")
+pymc3_suite = _load("pymc3_suite")
+client_suites = _load("client_suites")
+
+
+def test_test_files_follow_each_librarys_patterns(tmp_path):
+    for rel in (
+        "tests/keras/backend/backend_test.py",
+        "tests/keras/layers/test_a.py",
+        "tests/test_model_saving.py",
+        "tests/keras/helpers.py",
+        "tests/conftest.py",
+    ):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert client_suites.test_files(tmp_path, client_suites.LIBRARIES["keras"]["tests"]) == [
+        "tests/keras/backend/backend_test.py",
+        "tests/keras/layers/test_a.py",
+        "tests/test_model_saving.py",
+    ]
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "graph_test.py").write_text("")
+    (tmp_path / "test" / "util.py").write_text("")
+    assert client_suites.test_files(tmp_path, client_suites.LIBRARIES["theanets"]["tests"]) == [
+        "test/graph_test.py"
+    ]
+
+
+def test_each_side_gets_its_startup_packages_used_libraries_and_flags(tmp_path):
+    sep = os.pathsep
+    base = pymc3_suite.side_env("theano", tmp_path, tmp_path / "tp", 0, tmp_path / "cache")
+    env = client_suites.library_env(base, "theano", "theanets", tmp_path, "mode=FAST_RUN")
+    assert env["PYTHONPATH"].split(sep) == [
+        str(tmp_path / "theano-side"),  # its sitecustomize: THEANO_SITE
+        str(tmp_path / "tp"),
+        str(tmp_path / "plugin"),
+        str(tmp_path / "downhill"),
+        str(tmp_path / "packages"),
+    ]
+    assert env["THEANO_FLAGS"] == (
+        f"base_compiledir={tmp_path / 'cache'},blas__ldflags=,cxx=,floatX=float32,mode=FAST_RUN"
+    )
+    base = pymc3_suite.side_env("theano_dag", tmp_path, tmp_path / "tp", 0, tmp_path / "cache")
+    env = client_suites.library_env(base, "theano_dag", "keras", tmp_path, "")
+    assert env["PYTHONPATH"].split(sep) == [
+        str(tmp_path / "dag-side"),  # its sitecustomize: SHIM
+        str(tmp_path / "plugin"),
+        str(tmp_path / "packages"),
+    ]
+    assert "THEANO_FLAGS" not in env  # theano_dag under the alias reads it
+    assert env["KERAS_BACKEND"] == "theano" and env["KERAS_HOME"] == str(tmp_path / "keras-home")
+    env = client_suites.library_env(base, "theano_dag", "downhill", tmp_path, "")
+    assert env["THEANO_FLAGS"] == "floatX=float32"
+
+
+def test_the_shims_give_back_what_the_libraries_import():
+    code = client_suites.SHIM + "\nimport collections\nprint(collections.Iterable.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "Iterable"
+    # theano-pymc's side: the alias's finder off sys.meta_path, the shim, the MRG name
+    assert client_suites.THEANO_SITE.startswith(pymc3_suite.SITECUSTOMIZE)
+    assert client_suites.SHIM in client_suites.THEANO_SITE
+    assert "_mrg.MRG_RandomStreams = _mrg.MRG_RandomStream" in client_suites.THEANO_SITE
+
+
+def test_a_library_exported_from_git_runs_file_by_file(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "test").mkdir(parents=True)
+    (repo / "lib.py").write_text("def one():\n    return 1\n")
+    (repo / "test" / "lib_test.py").write_text(
+        "import lib\n\ndef test_one():\n    assert lib.one() == 1\n\n"
+        "def test_two():\n    assert lib.one() == 2\n"
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "lib"], check=True)
+    tree = tmp_path / "work" / "lib"
+    client_suites.export_tests(repo, "HEAD", tree, ())
+    assert (tree / "lib.py").exists()  # the whole tree, not only its tests
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "pymc3_suite_plugin.py").write_text(pymc3_suite.PLUGIN)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "plugin"), "PYMC3_SUITE_PER_FILE": "0"}
+    partial = tmp_path / "partial.jsonl"
+    files = client_suites.test_files(tree, ("test/*_test.py",))
+    ran = pymc3_suite.run_side(
+        "theano_dag", sys.executable, tree, files, env, 120, 1, tmp_path / "logs", partial
+    )
+    row = ran["test/lib_test.py"]
+    assert (row["tests"], row["passed"], row["failed"]) == (2, 1, 1)
+    assert row["outcomes"]["test/lib_test.py::test_two"] == "failure"

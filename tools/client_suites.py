@@ -1,0 +1,201 @@
+"""Run the own test suites of three more Theano client libraries, Keras 2.3.1 (its Theano
+backend), theanets and downhill, on theano-pymc 1.1.2 in Python mode and on theano_dag
+through the ``theano`` import alias, and count the passes of each (``make
+client-suites``).
+
+The venv (``--python``) is the Lasagne suite's (``make venv-lasagne``: numpy 1.23, scipy
+1.9, pytest 7, theano_dag with its alias, theano-pymc apart in ``--theano-pymc``); the few
+packages the libraries need beyond it (``PACKAGES``) are installed here, with ``pip
+install --target``, under ``WORK/packages``. Each library's tests come from its git
+repository (``--keras``, ``--theanets``, ``--downhill``: a clone or a ``.git`` directory),
+exported at ``LIBRARIES[name]["ref"]`` into ``WORK/<name>``, and run from there as its
+own CI ran them, one pytest process per test file with a time limit (the same runner as
+``tools/pymc3_suite.py``, every test of each file):
+
+* Keras 2.3.1 with ``KERAS_BACKEND=theano`` (its ``keras.json`` in ``WORK/keras-home``,
+  the defaults: float32, channels last); Keras reads ``collections.Iterable`` and
+  friends, gone from Python 3.10, so both sides' start-up gives them back (``SHIM``);
+* theanets and downhill (lmjohns3's master) under ``floatX=float32``, as their tests
+  assume, downhill on theanets' ``sys.path``.
+
+theano-pymc 1.1.2 renamed Theano 1.0's ``MRG_RandomStreams``, which Keras and theanets
+import: its side's start-up gives the old name back. It runs with ``cxx=`` (Python
+mode): its C mode cannot compile ``scan`` on Python 3.11 here, which would fail every
+recurrent test on its side for a reason of this machine's.
+
+The result is one JSON line per test file and a total line per library in
+``WORK/<name>.jsonl``; ``--table`` prints each library's table, ``--show`` the tests
+that do not pass.
+
+    python tools/client_suites.py --keras /path/to/keras --theanets /path/to/theanets \\
+        --downhill /path/to/downhill --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pymc3_suite import PLUGIN, SITECUSTOMIZE, common_arguments, run_side, side_env, table
+from theano_suite import export_tests, summarise
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: name -> the git ref exported, its test files (globs relative to the export), the
+#: THEANO_FLAGS both sides run under, the environment it needs and the other libraries
+#: it imports (their exports put on sys.path).
+LIBRARIES = {
+    "keras": {
+        "ref": "2.3.1",
+        "tests": ("tests/keras/**/*_test.py", "tests/keras/**/test_*.py", "tests/test_*.py"),
+        "flags": "",
+        "env": {"KERAS_BACKEND": "theano"},
+        "uses": (),
+    },
+    "theanets": {
+        "ref": "HEAD",
+        "tests": ("test/*_test.py",),
+        "flags": "floatX=float32",
+        "env": {},
+        "uses": ("downhill",),
+    },
+    "downhill": {
+        "ref": "HEAD",
+        "tests": ("test/*_test.py",),
+        "flags": "floatX=float32",
+        "env": {},
+        "uses": (),
+    },
+}
+
+#: What the libraries import that the Lasagne venv lacks (pip install --target, no deps):
+#: Keras's two companion packages, its yaml and six, its tests' flaky; theanets' click.
+PACKAGES = (
+    "keras-applications==1.0.8",
+    "keras-preprocessing==1.1.2",
+    "pyyaml>=5,<7",
+    "six>=1.16",
+    "flaky>=3.7,<4",
+    "click>=7,<9",
+)
+
+# Both sides' start-up: the ABCs Keras 2.3.1 reads from collections (Python < 3.10).
+SHIM = """
+import collections as _collections
+import collections.abc as _abc
+
+for _name in ("Iterable", "Mapping", "Sequence", "MutableMapping", "Callable"):
+    if not hasattr(_collections, _name):
+        setattr(_collections, _name, getattr(_abc, _name))
+"""
+
+# theano-pymc's side: the alias off sys.meta_path (pymc3_suite's), the shim, and Theano
+# 1.0's name of the MRG streams, which theano-pymc 1.1.2 calls MRG_RandomStream.
+THEANO_SITE = (
+    SITECUSTOMIZE
+    + SHIM
+    + """
+import theano.sandbox.rng_mrg as _mrg
+
+_mrg.MRG_RandomStreams = _mrg.MRG_RandomStream
+"""
+)
+
+
+def test_files(tree: Path, patterns) -> list:
+    """The test files of an exported library matching ``patterns``, relative to ``tree``."""
+    found = {p.relative_to(tree).as_posix() for pat in patterns for p in tree.glob(pat)}
+    return sorted(found)
+
+
+def install_packages(python: str, dest: Path) -> None:
+    """``PACKAGES`` into ``dest`` (once: a marker file records them)."""
+    marker = dest / ".installed"
+    if marker.exists() and marker.read_text() == "\n".join(PACKAGES):
+        return
+    cmd = [python, "-m", "pip", "install", "-q", "--no-deps", "--upgrade", "--target", str(dest)]
+    subprocess.run([*cmd, *PACKAGES], check=True)
+    marker.write_text("\n".join(PACKAGES))
+
+
+def library_env(base: dict, side: str, name: str, work: Path, flags: str) -> dict:
+    """One side's environment for library ``name``: ``base`` (pymc3_suite's side_env)
+    with the start-up directory, the packages and the libraries it uses on
+    ``PYTHONPATH``, its own environment, and its THEANO_FLAGS with ``flags``."""
+    spec = LIBRARIES[name]
+    env = {**base, **spec["env"], "KERAS_HOME": str(work / "keras-home")}
+    paths = env["PYTHONPATH"].split(os.pathsep)
+    extra = [str(work / u) for u in spec["uses"]] + [str(work / "packages")]
+    if side == "theano":
+        # pymc3_suite's theano-side directory is first: its sitecustomize is THEANO_SITE
+        paths = [*paths, *extra]
+    else:
+        paths = [str(work / "dag-side"), *paths, *extra]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    wanted = ",".join(f for f in (spec["flags"], flags) if f)
+    if side == "theano":
+        env["THEANO_FLAGS"] += ",cxx=" + (f",{wanted}" if wanted else "")
+    elif wanted:
+        env["THEANO_FLAGS"] = wanted
+    return env
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    common_arguments(ap, ".venv-lasagne", "client-suites", 1200)
+    for name in LIBRARIES:
+        ap.add_argument(f"--{name}", type=Path, default=ROOT / "build" / name)
+    ap.add_argument("--libraries", nargs="*", choices=sorted(LIBRARIES), default=list(LIBRARIES))
+    ap.add_argument("--files", nargs="*", help="test files (one library), as its repo names them")
+    ap.add_argument("--flags", default="", help="more THEANO_FLAGS of both sides")
+    args = ap.parse_args(argv)
+
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    install_packages(args.python, work / "packages")
+    for sub, name, text in (
+        ("plugin", "pymc3_suite_plugin.py", PLUGIN),
+        ("theano-side", "sitecustomize.py", THEANO_SITE),
+        ("dag-side", "sitecustomize.py", SHIM),
+    ):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+        (work / sub / name).write_text(text)
+    for name in LIBRARIES:  # the ones run, and the ones they import
+        if name in args.libraries or any(name in LIBRARIES[n]["uses"] for n in args.libraries):
+            shutil.rmtree(work / name, ignore_errors=True)
+            export_tests(getattr(args, name).resolve(), LIBRARIES[name]["ref"], work / name, ())
+    wanted = ["theano", "theano_dag"] if args.side == "both" else [args.side]
+    for name in args.libraries:
+        tree = work / name
+        files = args.files or test_files(tree, LIBRARIES[name]["tests"])
+        results = {}
+        for side in wanted:
+            partial = work / f"partial-{name}-{side}.jsonl"
+            partial.write_text("")
+            base = side_env(side, work, args.theano_pymc.resolve(), 0, work / "theano-cache")
+            env = library_env(base, side, name, work, args.flags)
+            logs = work / "logs" / name / side
+            results[side] = run_side(
+                side, args.python, tree, files, env, args.timeout, args.jobs, logs, partial
+            )
+        out = work / f"{name}.jsonl"
+        spec = LIBRARIES[name]
+        summarise(files, results, out, {"library": name, "ref": spec["ref"], "flags": args.flags})
+        if args.show:
+            for side, res in results.items():
+                print(f"\n{name}: not passing on the {side} side:")
+                for f in files:
+                    for test, outcome in res.get(f, {}).get("outcomes", {}).items():
+                        if outcome not in ("passed", "skipped"):
+                            print(f"  {outcome.upper():<8} {test}")
+        if args.table:
+            print("\n" + table(out, f"{name} test file"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
