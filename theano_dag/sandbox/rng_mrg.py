@@ -126,7 +126,8 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         >>> sorted(rows[0].tolist()), int(rows[1, 0])
         ([1, 2], 0)
         """
-        if a is None and p is not None and as_tensor_variable(p).ndim == 2:
+        rows = None if p is None else as_tensor_variable(p)
+        if a is None and rows is not None and rows.ndim == 2:
             if replace:
                 raise NotImplementedError(
                     "MRG_RandomStreams.choice with a matrix p draws without replacement "
@@ -134,7 +135,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
                 )
             if ndim is not None:
                 raise ValueError("MRG_RandomStreams.choice: ndim is not used with a matrix p")
-            return self._choice_rows(size, as_tensor_variable(p), dtype)
+            return self._choice_rows(size, rows, dtype)
         return super().choice(
             size, a=2 if a is None else a, replace=replace, p=p, ndim=ndim, dtype=dtype
         )
