@@ -1,4 +1,5 @@
-"""Put each tests/ sub-folder on sys.path so test modules import their helpers by name.
+"""Put each tests/ sub-folder on sys.path so test modules import their helpers by name,
+and tools/, whose scripts their tests import by name (as the scripts import each other).
 
 (pytest runs with --import-mode=importlib, which does not add test folders to sys.path,
 so that test files with the same basename in different folders do not clash.)
@@ -23,6 +24,8 @@ for _sub in sorted(p for p in _HERE.iterdir() if p.is_dir() and not p.name.start
         sys.path.insert(0, str(_sub))
 if str(_HERE.parent) not in sys.path:
     sys.path.insert(0, str(_HERE.parent))
+if str(_HERE.parent / "tools") not in sys.path:
+    sys.path.append(str(_HERE.parent / "tools"))
 
 # No deadline per example, and no failing health check for a slow generation of
 # examples: on a loaded machine both fail a test that is right. (Built on the profile

@@ -2,27 +2,12 @@
 each side's environment (start-up directory, packages, the libraries a library imports,
 THEANO_FLAGS), the start-up shims, and a library exported from git and run file by file."""
 
-import importlib.util
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # the tools import each other by name, as scripts do
-    spec.loader.exec_module(module)
-    return module
-
-
-_load("theano_names")
-_load("theano_suite")
-pymc3_suite = _load("pymc3_suite")
-client_suites = _load("client_suites")
+import client_suites
+import pymc3_suite
 
 
 def test_test_files_follow_each_librarys_patterns(tmp_path):

@@ -3,28 +3,12 @@ example reads, the doctests' entry (Lasagne's modules' docstring examples and no
 and the pytest arguments and table names of its entries."""
 
 import gzip
-import importlib.util
 import os
 import sys
-from pathlib import Path
 
+import lasagne_suite
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # the tools import each other by name, as scripts do
-    spec.loader.exec_module(module)
-    return module
-
-
-_load("theano_names")
-_load("theano_suite")
-pymc3_suite = _load("pymc3_suite")
-lasagne_suite = _load("lasagne_suite")
+import pymc3_suite
 
 
 def _idx(path, offset):

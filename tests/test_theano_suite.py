@@ -2,25 +2,15 @@
 table it runs Theano's tests with, tools/theano_names.py: the import rewriting, the file
 selections and what they leave out (with the reasons), the sampling, and the counts."""
 
-import importlib.util
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import theano_names as names
+import theano_suite as suite
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # theano_suite imports theano_names by name, as a script does
-    spec.loader.exec_module(module)
-    return module
-
-
-names = _load("theano_names")
-suite = _load("theano_suite")
 
 
 def test_modules_are_mapped_longest_prefix_first():
@@ -248,7 +238,8 @@ def test_a_relative_python_is_made_absolute_as_given(tmp_path, monkeypatch):
     # site-packages, where that relative path names nothing. The venv's link is kept.
     import argparse
 
-    pymc3_suite = _load("pymc3_suite")
+    import pymc3_suite
+
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
     monkeypatch.chdir(tmp_path)
@@ -261,7 +252,8 @@ def test_a_relative_python_is_made_absolute_as_given(tmp_path, monkeypatch):
 def test_a_theano_dag_tree_goes_first_on_its_side_only(tmp_path):
     # --theano-dag: a worktree's theano_dag ahead of the venv's editable install, on the
     # theano_dag side's path alone (theano-pymc's side never imports theano_dag).
-    pymc3_suite = _load("pymc3_suite")
+    import pymc3_suite
+
     tree, work = tmp_path / "tree", tmp_path / "work"
     mine = pymc3_suite.side_env("theano_dag", work, tmp_path / "tp", 10, tmp_path / "c", tree)
     assert mine["PYTHONPATH"].split(":") == [str(tree), str(work / "plugin")]

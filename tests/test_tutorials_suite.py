@@ -3,26 +3,13 @@ lines, the start-up hook that writes them (run here on theano_dag's side, throug
 theano alias), and the stand-in data files in the formats the tutorials read."""
 
 import gzip
-import importlib.util
 import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-suite = _load("tutorials_suite")
+import tutorials_suite as suite
 
 LINE = "f0 c{c} float64(3,) s={s} a={a} | int64()"
 

@@ -40,7 +40,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pymc3_suite import PLUGIN, SITECUSTOMIZE, common_arguments, run_side, side_env, table
+from pymc3_suite import (
+    PLUGIN,
+    SITECUSTOMIZE,
+    common_arguments,
+    run_side,
+    show_not_passing,
+    side_env,
+    table,
+)
 from theano_suite import export_tests, summarise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,12 +194,7 @@ def main(argv=None) -> int:
         spec = LIBRARIES[name]
         summarise(files, results, out, {"library": name, "ref": spec["ref"], "flags": args.flags})
         if args.show:
-            for side, res in results.items():
-                print(f"\n{name}: not passing on the {side} side:")
-                for f in files:
-                    for test, outcome in res.get(f, {}).get("outcomes", {}).items():
-                        if outcome not in ("passed", "skipped"):
-                            print(f"  {outcome.upper():<8} {test}")
+            show_not_passing(files, results, f"{name}: ")
         if args.table:
             print("\n" + table(out, f"{name} test file"))
     return 0

@@ -43,6 +43,7 @@ from pymc3_suite import (
     SITECUSTOMIZE,
     common_arguments,
     run_side,
+    show_not_passing,
     side_env,
     start_side,
     table,
@@ -260,12 +261,7 @@ def main(argv=None) -> int:
     header = {"lasagne": "Lasagne/Lasagne master", "flags": args.flags}
     summarise(files, results, out, header)
     if args.show:
-        for side, res in results.items():
-            print(f"\nnot passing on the {side} side:")
-            for f in files:
-                for test, outcome in res.get(f, {}).get("outcomes", {}).items():
-                    if outcome not in ("passed", "skipped"):
-                        print(f"  {outcome.upper():<8} {test}")
+        show_not_passing(files, results)
     if args.table:
         print("\n" + table(out, "Lasagne test file", label))
     return 0

@@ -206,6 +206,17 @@ def table(results_path: Path, what: str = "PyMC3 test file", label=None) -> str:
     return "\n".join(out)
 
 
+def show_not_passing(files, results, what: str = "") -> None:
+    """Print, per side, the tests of ``files`` that did not pass or skip (``what``: a
+    prefix naming the suite)."""
+    for side, res in results.items():
+        print(f"\n{what}not passing on the {side} side:")
+        for f in files:
+            for test, outcome in res.get(f, {}).get("outcomes", {}).items():
+                if outcome not in ("passed", "skipped"):
+                    print(f"  {outcome.upper():<8} {test}")
+
+
 def common_arguments(ap, venv: str, work: str, timeout: int) -> None:
     """The options both client suites (PyMC3's, Lasagne's) take, with their defaults."""
     # Absolute (its links kept: a venv's python is one): the tests run from another directory.
@@ -303,12 +314,7 @@ def main(argv=None) -> int:
         for what, why in LEFT_OUT.items():
             print(f"  {what}: {why}")
     if args.show:
-        for side, res in results.items():
-            print(f"\nnot passing on the {side} side:")
-            for f in files:
-                for test, outcome in res.get(f, {}).get("outcomes", {}).items():
-                    if outcome not in ("passed", "skipped"):
-                        print(f"  {outcome.upper():<8} {test}")
+        show_not_passing(files, results)
     if args.table:
         print("\n" + table(out))
     return 0
