@@ -81,13 +81,16 @@ LIBRARIES = {
 }
 
 #: What the libraries import that the Lasagne venv lacks (pip install --target, no deps):
-#: Keras's two companion packages, its yaml and six, its tests' flaky and pandas (with
-#: pandas's two dependencies; 1.5 is built for numpy 1.23); theanets' click.
+#: Keras's two companion packages, its yaml and six, h5py (its saving; 3.9 is built for
+#: numpy 1.23, and Keras 2.3.1 predates h5py 3, so its saving of whole models fails on
+#: both sides alike), its tests' flaky and pandas (with pandas's two dependencies; 1.5 is
+#: built for numpy 1.23); theanets' click.
 PACKAGES = (
     "keras-applications==1.0.8",
     "keras-preprocessing==1.1.2",
     "pyyaml>=5,<7",
     "six>=1.16",
+    "h5py>=3.8,<3.10",
     "flaky>=3.7,<4",
     "pandas>=1.5,<2",
     "python-dateutil>=2.8",
