@@ -168,6 +168,8 @@ def main(argv=None) -> int:
     ap.add_argument("--files", nargs="*", help="test files (one library), as its repo names them")
     ap.add_argument("--flags", default="", help="more THEANO_FLAGS of both sides")
     args = ap.parse_args(argv)
+    if args.reuse is not None:
+        ap.error("--reuse: each library's theano-pymc side runs again here")
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -191,7 +193,8 @@ def main(argv=None) -> int:
         for side in wanted:
             partial = work / f"partial-{name}-{side}.jsonl"
             partial.write_text("")
-            base = side_env(side, work, args.theano_pymc.resolve(), 0, work / "theano-cache")
+            tp, cache = args.theano_pymc.resolve(), work / "theano-cache"
+            base = side_env(side, work, tp, 0, cache, args.theano_dag)
             env = library_env(base, side, name, work, args.flags)
             logs = work / "logs" / name / side
             results[side] = run_side(
