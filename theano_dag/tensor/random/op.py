@@ -28,7 +28,7 @@ import copy
 import numpy as np
 
 from theano_dag.config import config
-from theano_dag.graph.basic import Apply, Constant, Variable
+from theano_dag.graph.basic import Apply, Variable
 from theano_dag.graph.null_type import disconnected_type, grad_undefined
 from theano_dag.graph.op import Op
 from theano_dag.graph.shared import SharedVariable
@@ -106,14 +106,6 @@ def as_size(size, ndim=None, who="size"):
         vec = as_int_vector(list(size), who) if size else constant(np.zeros(0, dtype="int64"))
     else:
         vec = as_int_vector(size, who)
-    known = list(size) if isinstance(size, (list, tuple)) else [size]
-    known = [
-        np.asarray(e.data if isinstance(e, Constant) else e)
-        for e in known
-        if isinstance(e, Constant) or not isinstance(e, Variable)
-    ]
-    if any(e.dtype.kind in "iu" and (e < 0).any() for e in known):
-        raise ValueError(f"{who}: size {size} has a negative entry")
     n = _known_length(vec)
     if n is None:
         if ndim is None:
@@ -124,6 +116,8 @@ def as_size(size, ndim=None, who="size"):
         vec = make_vector(*[vec[i] for i in range(ndim)])
     elif ndim is not None and n not in (0, ndim):
         raise ValueError(f"{who}: size {size} has {n} entries, but ndim={ndim}")
+    if any(e is not None and e < 0 for e in _size_entries(vec)):
+        raise ValueError(f"{who}: size {size} has a negative entry")
     return vec
 
 
