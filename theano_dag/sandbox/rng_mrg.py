@@ -21,9 +21,7 @@ from __future__ import annotations
 import warnings
 
 from theano_dag import tensor as tt
-from theano_dag.config import config
 from theano_dag.gradient.ops import undefined_grad
-from theano_dag.scalar.basic import upcast
 from theano_dag.tensor.arrays import Assert
 from theano_dag.tensor.random.basic import TruncatedNormalRV
 from theano_dag.tensor.random.utils import RandomStreams
@@ -74,8 +72,9 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         if not truncate:
             return super().normal(size, avg, std, ndim=ndim, dtype=dtype)
         avg, std = as_tensor_variable(avg), as_tensor_variable(std)
-        dtype = dtype or upcast(config.floatX, avg.dtype, std.dtype)
-        return self._draw(TruncatedNormalRV(dtype), [avg, std], size, ndim)
+        return self._draw(
+            TruncatedNormalRV(self._float_dtype(dtype, avg, std)), [avg, std], size, ndim
+        )
 
     def truncated_normal(self, size=None, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None):
         """Gaussian draws kept within two standard deviations, of mean ``avg`` and
@@ -87,7 +86,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         2.0
         """
         avg, std = as_tensor_variable(avg), as_tensor_variable(std)
-        dtype = dtype or upcast(config.floatX, avg.dtype, std.dtype)
+        dtype = self._float_dtype(dtype, avg, std)  # before widening std upcasts it
         wider = std / _TRUNCATED_STD
         return self.normal(size, avg, wider, ndim=ndim, dtype=dtype, truncate=True)
 
