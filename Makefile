@@ -9,7 +9,7 @@ THEANO_VENV := .venv-theano
 THEANO_STAMP := $(THEANO_VENV)/.installed
 THEANO_FLAGS_TEST := blas__ldflags=,base_compiledir=$(CURDIR)/build/theano
 
-.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests tutorials-suite client-suites fuzz scan-fuzz
+.PHONY: test demo docs-check lint venv venv-theano venv-pymc3 pymc3-suite venv-lasagne lasagne-suite bench bench-sparse clean dist-check test-no-cxx docs theano-suite theano-fuzz theano-graph-tests theano-sparse-tests theano-rest-tests tutorials-suite client-suites theano-docs fuzz scan-fuzz
 
 # setup.py and callstub.c: the editable install builds the C half of the call in place,
 # so a change to it reinstalls.
@@ -225,6 +225,15 @@ theano-suite: $(STAMP) $(THEANO_STAMP)
 	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
 	$(BIN)/python tools/theano_suite.py --src $(THEANO_SRC) --every $(THEANO_SUITE_EVERY) \
 	  --theano-python $(THEANO_VENV)/bin/python --dag-python $(BIN)/python
+
+# The examples of Theano 1.1.2's documentation (doc/*.txt, Sphinx's doctest builder) on
+# theano-pymc and on theano_dag through the alias, compared example by example; in the
+# Lasagne venv, counts in build/theano-docs/results.jsonl.
+theano-docs: $(STAMP) $(LASAGNE_STAMP)
+	test -d $(THEANO_SRC) || git clone -q --branch rel-1.1.2 --depth 1 \
+	  https://github.com/pymc-devs/Theano-PyMC $(THEANO_SRC)
+	$(BIN)/python tools/theano_docs.py --src $(THEANO_SRC) --python $(LASAGNE_VENV)/bin/python \
+	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --show
 
 # Theano's own tests/graph and tests/link (all of them), on the theano_dag side only.
 theano-graph-tests: $(STAMP)

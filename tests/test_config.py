@@ -305,3 +305,17 @@ def test_config_add_and_theanos_parameter_classes():
     assert short_platform("3.2.0-70.1-generic", "Linux-3.2.0-70.1-generic-x86_64") == (
         "Linux-3.2--generic-x86_64"
     )
+
+
+def test_print_test_value_puts_a_variables_test_value_under_its_name():
+    # Theano's flag, as its debugging FAQ uses it.
+    x, y = tt.dscalar("x"), tt.dvector("y")
+    x.tag.test_value = 42
+    assert repr(x) == "x" and config.print_test_value is False
+    with config.change_flags(print_test_value=True):
+        assert repr(x) == f"x\n{np.asarray(42.0)!r}"
+        assert repr(y) == "y"  # no test value: the name alone
+        with config.change_flags(compute_test_value="raise"):
+            z = x + 1  # computed on build, as its test value
+        assert repr(z) == f"{z}\n{np.asarray(43.0)!r}"
+    assert repr(x) == "x"

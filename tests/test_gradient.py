@@ -42,6 +42,7 @@ from theano_dag.gradient import (
 )
 from theano_dag.graph.basic import Apply, ancestors
 from theano_dag.graph.op import Op
+from theano_dag.tensor.shape import SpecifyShape
 
 RNG = np.random.default_rng(1234)
 
@@ -583,6 +584,27 @@ def test_rop_matches_jacobian_vector_product():
     out = fn([w, x, v, vw], [r1, r2])(wv, xv, vv, vwv)
     np.testing.assert_allclose(out[0], (1 - t**2) * (wv @ vv + vwv @ xv))
     np.testing.assert_allclose(out[1], 2 * xv @ vv)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_rop_of_a_linear_map_keeps_wrt_and_checks_the_eval_points_shape(legacy):
+    # Theano's gradients tutorial: J V for y = x W does not read W, but W is an input of
+    # the function (Theano's result kept it), and V must have W's shape.
+    W, V, x = tt.dmatrix("W"), tt.dmatrix("V"), tt.dvector("x")
+    jv = Rop(tt.dot(x, W), W, V, use_op_rop_implementation=legacy)
+    f = fn([W, V, x], jv)
+    wv, vv, xv = rand(3, 2), rand(3, 2), rand(3)
+    np.testing.assert_allclose(f(wv, vv, xv), xv @ vv)
+    if legacy:  # Dot.R_op's own graph reads W and checks the lengths it adds
+        with pytest.raises(AssertionError):
+            f(wv, rand(3, 4), xv)
+    else:
+        with pytest.raises(ValueError, match=r"SpecifyShape: expected shape \(3, 2\).*got"):
+            f(wv, rand(3, 4), xv)
+    # where the result reads W anyway, the graph is as it was: no shape check added
+    jv = Rop(tt.tanh(tt.dot(x, W)), W, V, use_op_rop_implementation=legacy)
+    assert W in ancestors([jv])
+    assert not any(isinstance(v.owner.op, SpecifyShape) for v in ancestors([jv]) if v.owner)
 
 
 def test_rop_with_op_r_op_implementation():

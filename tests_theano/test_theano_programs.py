@@ -19,6 +19,8 @@ def _modules(package):
         "sort": ".tensor.sort",
         "rng_mrg": ".sandbox.rng_mrg",
         "bn": ".tensor.nnet.bn",
+        "random": ".tensor.random.utils",
+        "io": ".compile.io",
     }
     return {k: importlib.import_module(package + v) for k, v in names.items()}
 
@@ -125,9 +127,95 @@ def batch_norm_double_backprop(m):
     )
 
 
+def seeded_draws(m):
+    """Theano 1.1.2's RandomStream: a seed gives the same numbers, distribution by
+    distribution, and each draw's generator is a RandomState that Theano's documentation
+    reseeds, reads and restores (``rng.seed``, ``get_state``, ``set_state``)."""
+    theano = m["theano"]
+    s = m["random"].RandomStream(77)
+    draws = [
+        s.normal(1.0, 2.0, size=(5,)),
+        s.halfnormal(1.0, 2.0, size=(5,)),
+        s.uniform(-1.0, 2.0, size=(2, 3)),
+        s.beta(2.0, 3.0, size=(5,)),
+        s.gamma(2.0, 3.0, size=(5,)),
+        s.exponential(2.0, size=(5,)),
+        s.multivariate_normal(np.zeros(2), np.array([[2.0, 0.5], [0.5, 1.0]]), size=(3,)),
+        s.dirichlet(np.array([1.0, 2.0, 3.0]), size=(3,)),
+        s.poisson(3.0, size=(5,)),
+        s.cauchy(1.0, 2.0, size=(5,)),
+        s.halfcauchy(1.0, 2.0, size=(5,)),
+        s.bernoulli(0.3, size=(5,)),
+        s.binomial(7, 0.3, size=(5,)),
+        s.nbinom(5, 0.3, size=(5,)),
+        s.betabinom(10, 2.0, 3.0, size=(5,)),
+        s.multinomial(5, np.array([0.2, 0.3, 0.5]), size=(3,)),
+        s.randint(0, 10, size=(5,)),
+        s.choice(np.arange(10), size=(3,)),
+        s.choice(np.arange(4), size=(3,), p=np.array([0.1, 0.2, 0.3, 0.4])),
+        s.permutation(np.arange(6)),
+    ]
+    f = theano.function([], draws)
+    first = f()
+    u = draws[2]
+    rng = u.rng.get_value(borrow=True)
+    rng.seed(89234)
+    u.rng.set_value(rng, borrow=True)
+    state = u.rng.get_value().get_state()
+    second = f()
+    rng = u.rng.get_value(borrow=True)
+    rng.set_state(state)
+    u.rng.set_value(rng, borrow=True)
+    again = f()
+    s.seed(902340)
+    return [*first, *second, *again, *f()]
+
+
+def stateful_inputs(m):
+    """Theano's tuple shorthand for function inputs (its documentation's examples): state
+    kept by the function, ``((s, update), value)``, read and written through ``fn[name]``,
+    ``fn.value`` and ``fn.container``; defaults, ``(name, (w, update), value)``."""
+    T, theano, In = m["T"], m["theano"], m["io"].In
+    a, b, c = T.scalars("xys")
+    fn = theano.function([a, b, ((c, c + a + b), 10.0)], [])
+    seen = [fn["s"].copy()]
+    fn(1, 2)
+    seen.append(fn["s"].copy())
+    fn["s"] = 99.0
+    fn(1, 0)
+    seen.append(fn.value[c].copy())
+    fn.container[c].value = 5.0
+    fn(2, 2)
+    seen.append(fn["s"].copy())
+    x, y, z, w = T.scalar(), T.scalar("y"), T.scalar("z"), T.scalar("w")
+    g = theano.function([x, y, In(z, value=42), ("acc", (w, w + x), 0)], x + y + z + w)
+    for call in ((1, 2), (1, 2, 3), (1, 2), (1,)):
+        seen.append(g(*call) if len(call) > 1 else g(call[0], y=5, acc=400))
+        seen.append(g["acc"].copy())
+    return seen
+
+
+def rop_of_a_linear_map(m):
+    """The R-operator of ``dot(x, W)`` in ``W`` (Theano's gradients tutorial): the function
+    takes W as an input although the Jacobian-vector product does not read it."""
+    T, theano = m["T"], m["theano"]
+    W, V, x = T.dmatrix("W"), T.dmatrix("V"), T.dvector("x")
+    f = theano.function([W, V, x], T.Rop(T.dot(x, W), W, V))
+    rng = np.random.RandomState(5)
+    return [f(rng.randn(3, 2), rng.randn(3, 2), rng.randn(3))]
+
+
 @pytest.mark.parametrize(
     "program",
-    [gp_marginal_likelihood, bayesian_logistic_regression, dropout_mlp, batch_norm_double_backprop],
+    [
+        gp_marginal_likelihood,
+        bayesian_logistic_regression,
+        dropout_mlp,
+        batch_norm_double_backprop,
+        seeded_draws,
+        stateful_inputs,
+        rop_of_a_linear_map,
+    ],
 )
 def test_program_gives_theanos_results(program):
     want = program(_modules("theano"))

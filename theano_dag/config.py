@@ -300,6 +300,9 @@ FLAGS: dict[str, _Flag] = {
     "compute_test_value": _Flag(
         "off", "evaluate test values on build", ("off", "ignore", "warn", "raise", "pdb")
     ),
+    "print_test_value": _Flag(
+        False, "a variable's repr shows its test value (tag.test_value) when it has one", kind=bool
+    ),
     "unittests__rseed": _Flag("666", "seed of Theano's test helpers ('random': none)"),
     "profile": _Flag(False, "profile every function", kind=bool),
     "function_cache": _Flag(

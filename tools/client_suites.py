@@ -127,14 +127,15 @@ def test_files(tree: Path, patterns) -> list:
     return sorted(found)
 
 
-def install_packages(python: str, dest: Path) -> None:
-    """``PACKAGES`` into ``dest`` (once: a marker file records them)."""
+def install_packages(python: str, dest: Path, packages=PACKAGES, deps: bool = False) -> None:
+    """``packages`` into ``dest`` with ``python``'s pip, without their dependencies unless
+    ``deps`` (once: a marker file records them)."""
     marker = dest / ".installed"
-    if marker.exists() and marker.read_text() == "\n".join(PACKAGES):
+    if marker.exists() and marker.read_text() == "\n".join(packages):
         return
-    cmd = [python, "-m", "pip", "install", "-q", "--no-deps", "--upgrade", "--target", str(dest)]
-    subprocess.run([*cmd, *PACKAGES], check=True)
-    marker.write_text("\n".join(PACKAGES))
+    cmd = [python, "-m", "pip", "install", "-q", "--upgrade", "--target", str(dest)]
+    subprocess.run([*cmd, *([] if deps else ["--no-deps"]), *packages], check=True)
+    marker.write_text("\n".join(packages))
 
 
 def library_env(base: dict, side: str, name: str, work: Path, flags: str) -> dict:

@@ -408,3 +408,13 @@ def test_scalar_astype_casts(dtype):
     fn = PerformLinker().accept(FunctionGraph([x], [y])).make_function()
     assert fn(2.75) == np.asarray(2.75).astype(dtype)
     assert ts.constant(3).astype(dtype).dtype == dtype
+
+
+def test_tensor_opt_holds_the_constant_readers_rewrites_use():
+    # Theano's documentation writes rewrites with these, imported from tensor.opt.
+    assert float(tensor_opt.get_scalar_constant_value(tt.constant(3.0) + 1)) == 4.0
+    with pytest.raises(tensor_opt.NotScalarConstantError):
+        tensor_opt.get_scalar_constant_value(tt.dscalar("x"))
+    assert tensor_opt.get_scalar_constant_value is tt.get_scalar_constant_value
+    x = tt.dscalar("x")
+    assert tensor_opt.extract_constant(x) is x

@@ -17,7 +17,7 @@ from theano_dag.compile.function_module import (
     FunctionMaker,
     UnusedInputError,
 )
-from theano_dag.compile.io import In, SymbolicOutput, update_type_fits
+from theano_dag.compile.io import In, SymbolicOutput, convert_function_input, update_type_fits
 from theano_dag.compile.sharedvalue import SharedVariable, shared
 from theano_dag.graph.algorithms import post_order
 from theano_dag.graph.basic import Constant, Variable
@@ -361,7 +361,8 @@ def function(
 ):
     """Compile a callable computing ``outputs`` from ``inputs``.
 
-    ``inputs``: a list of Variables or ``In``. ``outputs``: a Variable or
+    ``inputs``: a list of Variables or ``In`` (or Theano's tuple shorthand for an ``In``,
+    ``((x, update), value)`` and the like: ``convert_function_input``). ``outputs``: a Variable or
     ``Out`` (the call returns one value), a list of them (it returns a list),
     a dict of them (it returns a dict with the same keys), or None.
     ``updates``: ``(shared_variable, expression)`` pairs applied after
@@ -388,6 +389,9 @@ def function(
             "function's first argument must be a list of input variables, got a single "
             f"{type(inputs).__name__}: {inputs}; write function([x], ...)"
         )
+    if isinstance(inputs, (list, tuple)) and any(isinstance(i, (list, tuple)) for i in inputs):
+        # Theano's tuple shorthand, ((x, update), value) and the like, stands for an In.
+        inputs = [convert_function_input(i) for i in inputs]
     output_keys = None
     if isinstance(outputs, dict):
         # A dict of outputs: the call returns a dict with the same keys, strings (Theano's

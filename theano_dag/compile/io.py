@@ -9,10 +9,17 @@ internal storage (``borrow``).
 
 from __future__ import annotations
 
-from theano_dag.graph.basic import Variable
+from theano_dag.graph.basic import Constant, Variable
 from theano_dag.graph.shared import Container, SharedVariable
 
-__all__ = ["In", "Out", "SymbolicInput", "SymbolicOutput", "update_type_fits"]
+__all__ = [
+    "In",
+    "Out",
+    "SymbolicInput",
+    "SymbolicOutput",
+    "convert_function_input",
+    "update_type_fits",
+]
 
 
 def update_type_fits(var_type, update_type) -> bool:
@@ -147,6 +154,68 @@ class In(SymbolicInput):
         self.value = value
         if self.implicit and value is None:
             raise TypeError(f"In({variable}): an implicit input must be given a default value")
+
+
+def convert_function_input(spec):
+    """The ``In`` that Theano's tuple shorthand for a function input stands for.
+
+    ``x`` gives ``In(x)``; ``(x, value)`` a default value; ``((x, update), value)`` a value
+    that ``update`` replaces after each call (state kept by the function); a name may come
+    first: ``(name, x, value)`` or ``(name, (x, update), value)``; ``(In(...), value)``
+    sets an ``In``'s default.
+
+    >>> from theano_dag.graph.type import Generic
+    >>> s = Generic()("s")
+    >>> i = convert_function_input(("total", (s, s), 0))
+    >>> i.name, i.value, i.update is s, i.mutable
+    ('total', 0, True, True)
+    """
+    if isinstance(spec, SymbolicInput):
+        return spec
+    if isinstance(spec, Constant):
+        raise TypeError(f"Constants are not allowed as function inputs: {spec}")
+    if isinstance(spec, Variable):
+        return In(spec)
+    if not isinstance(spec, (list, tuple)):
+        raise TypeError(
+            f"function input {spec!r} ({type(spec).__name__}) is not a Variable, an In, or "
+            "Theano's tuple shorthand (x, value), ((x, update), value) or (name, x, value)"
+        )
+    rest, name = list(spec), None
+    if rest and isinstance(rest[0], str):
+        name, rest = rest[0], rest[1:]
+    bad = TypeError(
+        f"Invalid input syntax: {spec!r}: expected (x, value), ((x, update), value), "
+        "(name, x, value) or (name, (x, update), value), x a Variable"
+    )
+    if not rest:
+        raise bad
+    head, update, value = rest[0], None, None
+    if isinstance(head, SymbolicInput):
+        if len(rest) != 2:
+            raise bad
+        if name is not None:
+            head.name = name
+        head.value = rest[1]
+        return head
+    if isinstance(head, (list, tuple)):
+        if len(head) != 2 or len(rest) != 2:
+            raise bad
+        (head, update), value = head, rest[1]
+    elif len(rest) == 2:
+        value = rest[1]
+    elif len(rest) != 1:
+        raise bad
+    if not isinstance(head, Variable):
+        raise bad
+    if update is not None and not isinstance(update, Variable):
+        raise TypeError(f"Invalid input syntax: {spec!r}: the update {update!r} is no Variable")
+    if isinstance(value, (Variable, SymbolicInput)):
+        raise TypeError(
+            f"Invalid input syntax: {spec!r}: the value of input {head} must be a value, not "
+            f"the symbolic {value}"
+        )
+    return In(head, name=name, value=value, update=update)
 
 
 class SymbolicOutput:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from theano_dag import tensor as tt
 from theano_dag.config import config
-from theano_dag.graph.algorithms import graph_inputs
+from theano_dag.graph.algorithms import clone_replace, graph_inputs
 from theano_dag.graph.basic import Variable, general_toposort, io_toposort
 from theano_dag.graph.null_type import (
     DisconnectedType,
@@ -627,6 +627,8 @@ def Rop(
         if isinstance(error, NullTypeRopError):
             raise
         raise NullTypeRopError(f"Rop: the Jacobian of f is undefined; {error}") from error
+    if not overridden:
+        rval = _keep_wrt(fs, wrt, eval_points, rval)
     out = []
     for k, (fk, r) in enumerate(zip(fs, rval)):
         if fk in wrt:
@@ -650,6 +652,25 @@ def Rop(
                 r = disconnected_type()
         out.append(r)
     return _format_as(using_list, using_tuple, out)
+
+
+def _keep_wrt(fs, wrt, eval_points, rval) -> list:
+    """``rval`` with each eval point whose ``wrt`` variable f reaches but the result does not
+    (f linear in it: ``Rop(dot(x, W), W, V) = dot(x, V)``) checked against that variable's
+    shape, the R-operator's contract. Theano's results kept such a ``wrt`` in their
+    graph, so a function given it as an input does not find it unused; and a ``V`` of
+    another shape than ``W`` raises rather than giving a result of another shape."""
+    built = [r for r in rval if r is not None]
+    reached, kept = set(graph_inputs(fs)), set(graph_inputs(built))
+    ties = {
+        v: tt.specify_shape(v, w.shape)
+        for w, v in zip(wrt, eval_points)
+        if w.type.ndim > 0 and w in reached and w not in kept and v in kept
+    }
+    if not ties:
+        return rval
+    tied = iter(clone_replace(built, replace=ties))
+    return [None if r is None else next(tied) for r in rval]
 
 
 def _reached_from_a_leaf(f, wrt) -> bool:

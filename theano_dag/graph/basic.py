@@ -13,6 +13,7 @@ import itertools
 import numbers
 from copy import copy
 
+from theano_dag.config import config
 from theano_dag.graph.utils import (
     MetaObject,
     MethodNotDefined,
@@ -428,6 +429,11 @@ class Variable(Node):
         return f"<{self.type}>"
 
     def __repr__(self):
+        if config.print_test_value:  # Theano's flag: the test value under the name
+            try:
+                return f"{self}\n{self.get_test_value()!r}"
+            except TestValueError:
+                pass
         return str(self)
 
     def clone(self):

@@ -39,4 +39,9 @@ from theano_dag.opt.rewrites.stabilize import *  # noqa: F403
 from theano_dag.opt.rewrites.subtensor import *  # noqa: F403
 from theano_dag.opt.rewrites.uncanonicalize import *  # noqa: F403
 from theano_dag.opt.rewrites.useless import *  # noqa: F403
+from theano_dag.tensor.arrays import extract_constant  # noqa: F401 (as below)
+from theano_dag.tensor.basic import (  # noqa: F401 (Theano's rewrites import them from here)
+    NotScalarConstantError,
+    get_scalar_constant_value,
+)
 from theano_dag.tensor.opt import *  # noqa: F403

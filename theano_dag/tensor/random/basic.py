@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theano_dag.graph.basic import Constant
+from theano_dag.graph.basic import Constant, Variable
 from theano_dag.tensor.basic import cast
 from theano_dag.tensor.elemwise import broadcast_static_shape
 from theano_dag.tensor.random.op import (
@@ -201,8 +201,16 @@ class CauchyRV(RandomVariable):
         return super().draw(loc, scale, size=size, **kwargs)
 
     def draw_numpy(self, rng, loc, scale, size):
-        shape = _draw_shape(size, loc, scale)
-        return loc + scale * rng.standard_cauchy(shape)
+        return loc + scale * _standard_cauchy(rng, _draw_shape(size, loc, scale))
+
+
+def _standard_cauchy(rng, shape):
+    """Standard Cauchy draws; from a RandomState (Theano's streams) by the inverse of the
+    distribution function, ``tan(pi (u - 1/2))``, as Theano's draws (scipy's) are, so that
+    a seed gives Theano's numbers."""
+    if isinstance(rng, np.random.RandomState):
+        return np.tan(np.pi * (rng.uniform(size=shape) - 0.5))
+    return rng.standard_cauchy(shape)
 
 
 class HalfCauchyRV(RandomVariable):
@@ -216,6 +224,8 @@ class HalfCauchyRV(RandomVariable):
 
     def draw_numpy(self, rng, loc, scale, size):
         shape = _draw_shape(size, loc, scale)
+        if isinstance(rng, np.random.RandomState):  # Theano's (scipy's) inverse, as above
+            return loc + scale * np.tan(np.pi / 2 * rng.uniform(size=shape))
         return loc + scale * np.abs(rng.standard_cauchy(shape))
 
 
@@ -245,7 +255,14 @@ class GammaRV(RandomVariable):
     param_names = ("shape", "scale")
 
     def draw(self, shape, rate, size=None, **kwargs):
-        return super().draw(shape, 1.0 / as_tensor_variable(rate), size=size, **kwargs)
+        # A rate given as a number is inverted in float64 (Theano's, in Python): as a
+        # constant it may be float32 (3.0 is), and 1 / 3 in float32 is 3e-8 off.
+        if isinstance(rate, Variable):
+            scale = 1.0 / rate
+        else:
+            scale = 1.0 / np.asarray(rate, dtype="float64")
+            scale = float(scale) if scale.ndim == 0 else scale  # a number: autocast as Theano
+        return super().draw(shape, scale, size=size, **kwargs)
 
     def draw_numpy(self, rng, shape, scale, size):
         return rng.gamma(shape, scale, size=size)

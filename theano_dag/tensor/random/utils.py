@@ -76,8 +76,9 @@ class _Streams:
     """What both streams share: the seed, one new generator per draw, and the updates.
 
     As in Theano, ``gen_seedgen`` (a ``numpy.random.RandomState`` of the stream's seed)
-    gives each draw its seed, ``randint(2 ** 30)``; the draw's generator is a numpy
-    ``Generator`` of that seed (Theano's is a ``RandomState``).
+    gives each draw its seed, ``randint(2 ** 30)``, and the draw's generator is a
+    ``RandomState`` of that seed (so a seed gives Theano's numbers, and the user may
+    ``seed``, ``get_state`` and ``set_state`` it, as Theano's documentation does).
     """
 
     def __init__(self, seed=None):
@@ -107,7 +108,7 @@ class _Streams:
         return list(self.state_updates)
 
     def _new_generator(self):
-        return np.random.default_rng(int(self.gen_seedgen.randint(2**30)))
+        return np.random.RandomState(int(self.gen_seedgen.randint(2**30)))
 
     def _new_rng(self):
         rng = SharedVariable(type=random_generator_type, value=self._new_generator())
