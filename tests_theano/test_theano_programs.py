@@ -3,6 +3,7 @@ functions, random streams, top-k), run twice with only their imports changed: on
 theano-pymc, once with theano_dag. Their results must agree."""
 
 import importlib
+import pathlib
 from collections import OrderedDict
 
 import numpy as np
@@ -205,6 +206,30 @@ def rop_of_a_linear_map(m):
     return [f(rng.randn(3, 2), rng.randn(3, 2), rng.randn(3))]
 
 
+def mrg_draws(m):
+    """Theano's MRG streams (MRG31k3p): uniforms in float64 and float32 from a guessed and
+    a given number of streams, a dropout mask, Box-Muller normals, and the categorical
+    draws made from uniforms (one-hot rows, counts, columns without replacement), over
+    two calls."""
+    T, theano = m["T"], m["theano"]
+    srng = m["rng_mrg"].MRG_RandomStream(seed=234)
+    h = T.dmatrix("h")
+    p = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
+    outs = [
+        srng.uniform((10, 20)),
+        srng.uniform((7,), low=-2.0, high=3.0, nstreams=3),
+        srng.uniform((5, 3), dtype="float32"),
+        h * srng.binomial(h.shape, p=0.5, dtype="float64"),
+        srng.normal((5, 3), avg=1.0, std=2.0),
+        srng.normal((7,)),
+        srng.multinomial(pvals=p),
+        srng.multinomial(pvals=p, n=5),
+        srng.choice(size=3, replace=False, p=p),
+    ]
+    f = theano.function([h], outs)
+    return [*f(np.ones((4, 6))), *f(np.ones((4, 6)))]
+
+
 @pytest.mark.parametrize(
     "program",
     [
@@ -215,6 +240,7 @@ def rop_of_a_linear_map(m):
         seeded_draws,
         stateful_inputs,
         rop_of_a_linear_map,
+        mrg_draws,
     ],
 )
 def test_program_gives_theanos_results(program):
@@ -235,3 +261,18 @@ def test_topk_retrieval_gives_numpys_results():
     np.testing.assert_array_equal(idx, np.sort(np.argsort(scores)[-3:]))
     np.testing.assert_allclose(values, np.sort(scores)[-3:])
     np.testing.assert_allclose(low, np.sort(scores)[:2])
+
+
+def test_mrg_streams_give_lecuyers_reference_samples():
+    # L'Ecuyer's Java implementation of MRG31k3p (the samples file theano-pymc ships):
+    # 12 streams of 7 substreams, 5 values each, from the seed 12345.
+    theano = importlib.import_module("theano")
+    path = pathlib.Path(theano.__file__).parent / "sandbox" / "samples_MRG31k3p_12_7_5.txt"
+    java = np.loadtxt(path)
+    m = _modules("theano_dag")
+    srng = m["rng_mrg"].MRG_RandomStreams(seed=12345)
+    samples = []
+    for _ in range(12):
+        f = m["theano"].function([], srng.uniform(size=(7,), nstreams=7, dtype="float64"))
+        samples.append(np.array([f() for _ in range(5)]).T.flatten())
+    np.testing.assert_array_equal(np.array(samples).flatten(), java)

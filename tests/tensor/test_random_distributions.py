@@ -219,8 +219,13 @@ def test_mrg_choice_draws_rows_without_replacement():
     rows = f(np.array([[0.5, 0.0, 0.5], [0.0, 1.0, 0.0]]), 2)
     assert sorted(rows[0].tolist()) == [0, 2] and rows[1, 0] == 1
     assert sorted(f(np.array([[0.2, 0.3, 0.5]]), 3)[0].tolist()) == [0, 1, 2]
-    with pytest.raises(AssertionError, match="cannot draw more columns than p has"):
+    with pytest.raises(
+        ValueError, match="cannot draw 3 columns without replacement from rows of 2"
+    ):
         f(np.array([[0.5, 0.5]]), 3)
+    # a row with nothing left to draw gives -1 (Theano's Python code; its C code leaves
+    # the entry unset)
+    assert f(np.array([[0.0, 1.0, 0.0]]), 2).tolist() == [[1, -1]]
     with pytest.raises(NotImplementedError, match="without replacement only"):
         srng.choice(size=2, p=np.eye(3))
     with pytest.warns(DeprecationWarning, match="multinomial_wo_replacement is deprecated"):
@@ -231,7 +236,7 @@ def test_mrg_choice_draws_rows_without_replacement():
 def test_mrg_choice_types_gradient_and_bad_sizes():
     srng = MRG_RandomStreams(seed=6)
     # broadcastable where p is, as Theano's (a column of probabilities gives a column)
-    column = srng.choice(size=1, replace=False, p=np.full((10, 1), 0.1))
+    column = srng.choice(size=1, replace=False, p=np.ones((10, 1)))
     assert column.broadcastable == (False, True)
     assert _one(column).tolist() == [[0]] * 10
     assert srng.choice(size=1, replace=False, p=np.full((3, 4), 0.25)).broadcastable == (
