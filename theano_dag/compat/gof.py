@@ -30,7 +30,7 @@ from theano_dag.graph import toolbox, utils
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.destroyhandler import DestroyHandler
 from theano_dag.graph.fg import FunctionGraph, MissingInputError
-from theano_dag.graph.op import COp, Op, PureOp
+from theano_dag.graph.op import ExternalCOp, Op, PureOp
 from theano_dag.graph.rewriting import (
     DB,
     EquilibriumDB,
@@ -89,6 +89,10 @@ TOP_LEVEL = (
     "generic",
     "utils",
 )
+
+# Theano 1.0's COp is the op whose C code is in files (theano-pymc renamed it ExternalCOp;
+# its COp is the one with C code in methods, theano_dag.graph.op.COp).
+COp = ExternalCOp
 
 __all__ = [
     "graph",

@@ -9,8 +9,11 @@ Engines keep their own implementations elsewhere, keyed by Op class.
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
 import pdb
 import pickle
+import re
 import sys
 import warnings
 from copy import deepcopy
@@ -26,6 +29,7 @@ __all__ = [
     "Op",
     "PureOp",
     "COp",
+    "ExternalCOp",
     "FromFunctionOp",
     "as_op",
     "compute_test_value",
@@ -308,10 +312,12 @@ class COp(Op):
     variables named in ``inputs``/``outputs`` (``PyArrayObject*`` for tensors, the
     outputs holding the previous value or NULL, to be set to a new reference) that jump
     to ``sub["fail"]`` on error after setting a Python exception. ``c_support_code``,
-    ``c_support_code_apply``, ``c_headers``, ``c_header_dirs``, ``c_libraries``,
-    ``c_lib_dirs``, ``c_compile_args``, ``c_code_cleanup`` and ``c_code_cache_version``
-    are Theano's hooks. The CPU engine compiles the code with its compiler and cache (one
-    library per op and input types) and every engine runs it through ``perform``.
+    ``c_support_code_apply``, ``c_init_code``, ``c_init_code_apply``, ``c_headers``,
+    ``c_header_dirs``, ``c_libraries``, ``c_lib_dirs``, ``c_compile_args``,
+    ``c_code_cleanup`` and ``c_code_cache_version`` are Theano's hooks. The code is
+    compiled as C (C17, with ``stdbool.h``), where Theano compiled C++. The CPU engine
+    compiles the code with its compiler and cache (one library per op and input types)
+    and every engine runs it through ``perform``.
     """
 
     def c_code(self, node, name, inputs, outputs, sub):
@@ -324,6 +330,14 @@ class COp(Op):
         return ""
 
     def c_support_code_apply(self, node, name):
+        return ""
+
+    def c_init_code(self, **kwargs):
+        """C statements run once when the compiled code is loaded (Theano's hook)."""
+        return []
+
+    def c_init_code_apply(self, node, name):
+        """C statements for this node run once when its code is loaded."""
         return ""
 
     def c_headers(self, **kwargs):
@@ -378,6 +392,156 @@ class COp(Op):
                 flag[0] = True
 
         return thunk
+
+
+def _c_macros(node, name, with_io=None, sub=None):
+    """``(#defines, #undefs)`` of an ExternalCOp's code for ``node``: ``APPLY_SPECIFIC``,
+    the dtype, typenum and itemsize of each input and output with a dtype, and with
+    ``sub`` (the code sections) ``FAIL``, and ``INPUT_i``/``OUTPUT_i`` for ``with_io``."""
+    defs = []
+    variables = [(f"INPUT_{i}", v) for i, v in enumerate(node.inputs)]
+    variables += [(f"OUTPUT_{i}", v) for i, v in enumerate(node.outputs)]
+    for label, v in variables:
+        dtype = getattr(v.type, "dtype", None)
+        if dtype is None:
+            continue
+        d = np.dtype(dtype)
+        defs += [
+            (f"DTYPE_{label}", f"npy_{d.name}"),
+            (f"TYPENUM_{label}", str(d.num)),
+            (f"ITEMSIZE_{label}", str(d.itemsize)),
+        ]
+    defs.append(("APPLY_SPECIFIC(str)", f"str##_{name}"))
+    if sub is not None:
+        defs.append(("FAIL", sub["fail"]))
+    if with_io is not None:
+        inputs, outputs = with_io
+        defs += [(f"INPUT_{i}", v) for i, v in enumerate(inputs)]
+        defs += [(f"OUTPUT_{i}", v) for i, v in enumerate(outputs)]
+    define = "\n".join(f"#define {k} {v}" for k, v in defs)
+    undef = "\n".join(f"#undef {k.split('(')[0]}" for k, _ in defs)
+    return define, undef
+
+
+class ExternalCOp(COp):
+    """A COp whose C code is in files (Theano's ``ExternalCOp``): ``func_files`` (a path
+    or a list of them, relative to the file of the subclass) hold sections marked
+    ``#section <name>`` (``support_code``, ``support_code_apply``, ``init_code``,
+    ``init_code_apply``, ``code``, ``code_cleanup``); sections of later files add to
+    earlier ones. With ``func_name``, the node's code calls that function with the
+    inputs and pointers to the outputs (``int f(PyArrayObject* in0, ...,
+    PyArrayObject** out0, ...)``, nonzero after setting a Python exception on error);
+    without, the ``code`` section is the node's code. The sections see Theano's macros:
+    ``APPLY_SPECIFIC(str)``, ``DTYPE_INPUT_0``, ``TYPENUM_OUTPUT_0``,
+    ``ITEMSIZE_INPUT_1``..., and in ``code``/``code_cleanup`` ``FAIL``, ``INPUT_0``,
+    ``OUTPUT_0``... Theano's ``*_struct`` sections (state kept per compiled function in
+    its C linker's struct) have no counterpart here: a file with one is refused.
+    """
+
+    SECTIONS = frozenset(
+        {"init_code", "init_code_apply", "support_code", "support_code_apply", "code"}
+        | {"code_cleanup"}
+    )
+    STRUCT_SECTIONS = frozenset({"init_code_struct", "support_code_struct", "cleanup_code_struct"})
+    _SECTION = re.compile(r"^#section ([a-zA-Z0-9_]+)$", re.MULTILINE)
+    _OLD_MARKER = re.compile(r"^THEANO_(APPLY|SUPPORT)_CODE_SECTION$", re.MULTILINE)
+
+    @classmethod
+    def get_path(cls, f):
+        """``f`` made absolute from the directory of the file defining ``cls``."""
+        if os.path.isabs(f):
+            return f
+        return os.path.realpath(os.path.join(os.path.dirname(inspect.getfile(cls)), f))
+
+    def __init__(self, func_files, func_name=None):
+        self.func_files = (
+            list(func_files) if isinstance(func_files, (list, tuple)) else [func_files]
+        )
+        self.func_name = func_name
+        self.load_c_code(self.func_files)
+        if not self.code_sections:
+            raise ValueError(f"{type(self).__name__}: no section is defined in {self.func_files}")
+        if func_name is not None and "code" in self.code_sections:
+            raise ValueError(
+                f"{type(self).__name__}: a 'code' section and func_name={func_name!r} "
+                "both give the node's code; keep one"
+            )
+
+    def load_c_code(self, func_files):
+        """Read the sections of ``func_files`` into ``code_sections`` (name -> code)."""
+        self.func_codes, self.code_sections = [], {}
+        for path in (self.get_path(f) for f in func_files):
+            with open(path) as f:
+                text = f.read()
+            self.func_codes.append(text)
+            old, new = self._OLD_MARKER.search(text), self._SECTION.search(text)
+            if old and new:
+                raise ValueError(
+                    f"{path}: both #section markers and the old THEANO_*_CODE_SECTION "
+                    "markers; use one syntax"
+                )
+            if old:
+                parts = self._OLD_MARKER.split(text)
+                for kind, code in zip(parts[1::2], parts[2::2]):
+                    key = "support_code_apply" if kind == "APPLY" else "support_code"
+                    self.code_sections[key] = code
+                continue
+            if not new:
+                raise ValueError(f"{path}: no '#section <name>' marker")
+            parts = self._SECTION.split(text)
+            if parts[0].strip():
+                raise ValueError(f"{path}: code before the first #section: {parts[0].strip()!r}")
+            for section, code in zip(parts[1::2], parts[2::2]):
+                if section in self.STRUCT_SECTIONS:
+                    raise NotImplementedError(
+                        f"{path}: section {section!r} keeps state in Theano's per-function "
+                        "C struct, which theano_dag's compiled ops do not have; move the "
+                        "state into the node's code"
+                    )
+                if section not in self.SECTIONS:
+                    raise ValueError(
+                        f"{path}: unknown section {section!r}; expected one of "
+                        f"{sorted(self.SECTIONS)}"
+                    )
+                self.code_sections[section] = self.code_sections.get(section, "") + code
+
+    def c_code_cache_version(self):
+        return (hash(tuple(self.func_codes)),)
+
+    def c_support_code(self, **kwargs):
+        return self.code_sections.get("support_code", "")
+
+    def c_init_code(self, **kwargs):
+        code = self.code_sections.get("init_code")
+        return [code] if code else []
+
+    def _apply_section(self, section, node, name, **macros):
+        code = self.code_sections.get(section)
+        if code is None:
+            return ""
+        define, undef = _c_macros(node, name, **macros)
+        return "\n".join(["", define, code, undef])
+
+    def c_support_code_apply(self, node, name):
+        return self._apply_section("support_code_apply", node, name)
+
+    def c_init_code_apply(self, node, name):
+        return self._apply_section("init_code_apply", node, name)
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        if self.func_name is not None:
+            args = list(inputs) + ["NULL"] * (getattr(self, "_cop_num_inputs", 0) - len(inputs))
+            outs = [f"&{o}" for o in outputs]
+            outs += ["NULL"] * (getattr(self, "_cop_num_outputs", 0) - len(outputs))
+            define, undef = _c_macros(node, name)
+            call = f"{self.func_name}({', '.join(args + outs)})"
+            return f"{define}\nif ({call} != 0) {sub['fail']}\n{undef}"
+        if "code" not in self.code_sections:
+            raise MethodNotDefined(f"{type(self).__name__}: no 'code' section and no func_name")
+        return self._apply_section("code", node, name, with_io=(inputs, outputs), sub=sub)
+
+    def c_code_cleanup(self, node, name, inputs, outputs, sub):
+        return self._apply_section("code_cleanup", node, name, with_io=(inputs, outputs), sub=sub)
 
 
 class FromFunctionOp(Op):

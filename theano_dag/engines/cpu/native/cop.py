@@ -120,10 +120,12 @@ def c_source(op, node) -> str:
         ]
     version = op.c_code_cache_version()
     indent = "\n    "
+    init = [*op.c_init_code(), op.c_init_code_apply(node, name)]
     return f"""/* COp {op} (c_code_cache_version {version!r}) */
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <math.h>
+#include <stdbool.h>
 {chr(10).join(headers)}
 
 {op.c_support_code()}
@@ -132,6 +134,9 @@ def c_source(op, node) -> str:
 
 int td_cop_init(void) {{
     if (_import_array() < 0) return -1;
+    {{
+{chr(10).join(init)}
+    }}
     return 0;
 }}
 
