@@ -182,3 +182,19 @@ def test_multinomial_and_choice_from_uniforms_follow_the_rule():
     assert drawn.owner.op == ChoiceFromUniform("int64")
     rows = drawn.eval()
     assert (np.sort(rows, axis=1)[:, 0] != np.sort(rows, axis=1)[:, 1]).all()
+
+
+@pytest.mark.parametrize("flags", [{}, {"cxx": ""}], ids=["c", "numpy"])
+def test_a_size_of_int32_lengths_is_read_as_such(flags):
+    # PyMC3's ADVI sizes its draws by int32 scalars: the C loop reads int64 lengths, so
+    # make_node casts the size (read as int64, [3, 2] in int32 was one length of 2**33 + 3)
+    n, m = tt.iscalar("n"), tt.iscalar("m")
+    with config.change_flags(**flags):
+        u = MRG_RandomStreams(seed=2).uniform(size=tt.stack([n, m]), ndim=2)
+        f = theano_dag.function([n, m], u)
+        got = f(3, 2)
+    (node,) = [v for v in f.maker.fgraph.apply_nodes if isinstance(v.op, mrg_uniform)]
+    assert node.inputs[1].dtype == "int64"
+    assert got.shape == (3, 2)
+    ref = rng_mrg.mrg_draw(_states(60 * 256, np.array([2] * 6, "int32")), 6, got.dtype.name)[1]
+    np.testing.assert_array_equal(got.ravel(), ref)

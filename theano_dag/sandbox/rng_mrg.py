@@ -348,6 +348,8 @@ class mrg_uniform(COp):  # noqa: N801 (Theano's name)
         if rstate.ndim != 2 or rstate.dtype != "int32":
             raise TypeError(f"mrg_uniform: the state must be an int32 matrix, got {rstate.type}")
         size = as_size(size, ndim=self.ndim, who="mrg_uniform: size")
+        if size.dtype != "int64":  # the C loop reads int64 lengths
+            size = tt.cast(size, "int64")
         entries = _size_entries(size)
         if len(entries) != self.ndim:
             raise ValueError(f"mrg_uniform: size has {len(entries)} entries, expected {self.ndim}")
