@@ -198,3 +198,14 @@ def test_a_size_of_int32_lengths_is_read_as_such(flags):
     assert got.shape == (3, 2)
     ref = rng_mrg.mrg_draw(_states(60 * 256, np.array([2] * 6, "int32")), 6, got.dtype.name)[1]
     np.testing.assert_array_equal(got.ravel(), ref)
+
+
+@pytest.mark.parametrize("flags", [{}, {"cxx": ""}], ids=["c", "numpy"])
+def test_scalar_and_empty_draws(flags):
+    # a size with a 0 entry draws nothing (Theano refuses it), from one stream
+    with config.change_flags(**flags):
+        srng = MRG_RandomStreams(seed=1)
+        draws = [srng.uniform(()), srng.uniform((2, 0)), srng.normal((0,)), srng.binomial((0,))]
+        got = theano_dag.function([], draws)()
+    assert [g.shape for g in got] == [(), (2, 0), (0,), (0,)]
+    assert 0 < float(got[0]) <= 1

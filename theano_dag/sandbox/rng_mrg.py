@@ -547,7 +547,8 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         """Draws in (0, 1] of ``size`` from a new state matrix (Theano's ``mrg_uniform``
         output, with its ``rstate`` and ``update``)."""
         vector = as_size(size, ndim=ndim, who="MRG_RandomStreams: size")  # checked first
-        n = self.n_streams(size) if nstreams is None else nstreams
+        # (an empty draw still gets one stream: Theano refuses a size with a 0 entry)
+        n = max(self.n_streams(size), 1) if nstreams is None else nstreams
         state = tensor_constructor(self.get_substream_rstates(n, dtype), borrow=True)
         state.tag.is_rng = True
         new_state, u = mrg_uniform.new(state, ndim, dtype, vector)
