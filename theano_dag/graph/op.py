@@ -8,6 +8,7 @@ Engines keep their own implementations elsewhere, keyed by Op class.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import os
@@ -506,7 +507,9 @@ class ExternalCOp(COp):
                 self.code_sections[section] = self.code_sections.get(section, "") + code
 
     def c_code_cache_version(self):
-        return (hash(tuple(self.func_codes)),)
+        # a digest of the files, the same in every process (str hashes are salted), so the
+        # compiled code is found in the cache again
+        return (hashlib.sha256("\0".join(self.func_codes).encode()).hexdigest()[:16],)
 
     def c_support_code(self, **kwargs):
         return self.code_sections.get("support_code", "")

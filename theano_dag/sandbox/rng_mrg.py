@@ -6,11 +6,12 @@ integers, three values each: a state is six int32. Theano's ``MRG_RandomStreams`
 from many streams at once: a draw's state is a matrix of one row per stream, its rows
 substreams 2**72 values apart, and each new draw of a stream object starts 2**134 values
 further on. ``mrg_uniform`` is the draw: the state matrix in, the advanced matrix and the
-values in (0, 1] out, value ``i`` from stream ``i % nstreams``. Here it draws in numpy, all
-streams at once, with the integer arithmetic of Theano's C code, so a seed gives Theano's
-numbers; ``normal``, ``binomial``, ``multinomial`` and ``choice`` are built on it as
-Theano builds them (Box-Muller on pairs of uniforms, comparisons with ``p``, cumulative
-sums), so they give Theano's numbers too, the normal ones up to the last bit of ``log``,
+values in (0, 1] out, value ``i`` from stream ``i % nstreams``. Here its loop is C code the
+CPU engine compiles (numpy's, all streams at once, without a compiler), with the integer
+arithmetic of Theano's C code, so a seed gives Theano's numbers; ``normal``,
+``binomial``, ``multinomial`` and ``choice`` are built on it as Theano builds them
+(Box-Muller on pairs of uniforms, comparisons with ``p``, cumulative sums), so they give
+Theano's numbers too, the normal ones up to the last bit of ``log``,
 ``cos`` and ``sin``.
 
 >>> import numpy as np
@@ -255,6 +256,10 @@ _C_LOOP = """
         %(fail)s
     }
     td_streams = PyArray_DIM(td_state, 0);
+    if (td_streams == 0) {
+        PyErr_SetString(PyExc_ValueError, "mrg_uniform: the state has no stream (no row)");
+        %(fail)s
+    }
     for (td_i = 0; td_i < %(ndim)d; td_i++) {
         td_dims[td_i] = (npy_intp)*(npy_int64*)PyArray_GETPTR1(%(size)s, td_i);
         td_n *= td_dims[td_i];
@@ -375,7 +380,7 @@ class mrg_uniform(COp):  # noqa: N801 (Theano's name)
         }
 
     def c_code_cache_version(self):
-        return (1,)
+        return (2,)
 
     def perform(self, node, inputs, output_storage, params=None):
         if self.dtype in _C_CONVERT and _c_loop_ready(self, node):
@@ -391,6 +396,8 @@ class mrg_uniform(COp):  # noqa: N801 (Theano's name)
             )
         if n > M1:
             raise ValueError(f"mrg_uniform draws at most 2**31 - 1 values, not {n}")
+        if rstate.shape[0] == 0:
+            raise ValueError("mrg_uniform: the state has no stream (no row)")
         new, draws = mrg_draw(rstate, n, self.dtype)
         if self.inplace:
             rstate[...] = new
@@ -472,8 +479,8 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
     """
 
     def __init__(self, seed=12345):
-        super().__init__(seed)
-        self.set_rstate(seed)
+        self.set_rstate(seed)  # first: its message, not numpy's, for a seed it refuses
+        super().__init__(seed if isinstance(seed, (int, np.integer)) else list(seed))
 
     def set_rstate(self, seed):
         """Start the streams from ``seed``: an int (its six copies) or six ints, the first
