@@ -383,8 +383,9 @@ class mrg_uniform(COp):  # noqa: N801 (Theano's name)
         return (2,)
 
     def perform(self, node, inputs, output_storage, params=None):
-        if self.dtype in _C_CONVERT and _c_loop_ready(self, node):
-            self._run_c(node, inputs, output_storage)
+        run = _c_loop(self, node) if self.dtype in _C_CONVERT else None
+        if run is not None:
+            run(inputs, output_storage)
             return
         rstate, size = inputs
         shape = tuple(int(s) for s in size)
@@ -428,29 +429,31 @@ class mrg_uniform(COp):  # noqa: N801 (Theano's name)
         return [None, None]
 
 
-# Whether the C loop could be built, per (op, input types): False after a failure, which
-# warns once; numpy's loop draws the same numbers.
-_C_READY: dict = {}
+# The C loop's runner per (op, input types), None after a failure to build it (which
+# warns once: numpy's loop draws the same numbers). A call looks it up here once, not
+# again in the engine's cache of runners.
+_C_LOOPS: dict = {}
 
 
-def _c_loop_ready(op, node) -> bool:
+def _c_loop(op, node):
     if not config.cxx or _C_RUNNER[0] is None:
-        return False  # no compiler asked for, or no engine to build with: numpy's loop
+        return None  # no compiler asked for, or no engine to build with: numpy's loop
     key = (op, tuple(v.type for v in node.inputs))
-    ready = _C_READY.get(key)
-    if ready is None:
-        try:
-            _C_RUNNER[0](op, node)  # built once and kept by the engine
-            ready = True
-        except Exception as e:  # noqa: BLE001 (any failure of the compiler degrades)
-            warnings.warn(
-                f"mrg_uniform: its C loop did not build ({type(e).__name__}: {e}); drawing "
-                "in numpy (the same numbers, slower)",
-                stacklevel=2,
-            )
-            ready = False
-        _C_READY[key] = ready
-    return ready
+    try:
+        return _C_LOOPS[key]
+    except KeyError:
+        pass
+    try:
+        run = _C_RUNNER[0](op, node)
+    except Exception as e:  # noqa: BLE001 (any failure of the compiler degrades)
+        warnings.warn(
+            f"mrg_uniform: its C loop did not build ({type(e).__name__}: {e}); drawing "
+            "in numpy (the same numbers, slower)",
+            stacklevel=2,
+        )
+        run = None
+    _C_LOOPS[key] = run
+    return run
 
 
 def _mrg_inplace(node, i):
