@@ -539,19 +539,16 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         if seed is None:
             seed = self.default_instance_seed
         self.set_rstate(seed)
-        self.gen_seedgen.seed(seed if isinstance(seed, (int, np.integer)) else list(seed))
-        for entry in self.state_updates:
-            if len(entry) == 4:  # an MRG draw: (state, new state, size, nstreams)
-                state, new, size, nstreams = entry
-                nstreams = self.n_streams(size) if nstreams is None else nstreams
-                dtype = new.owner.outputs[1].dtype
-                state.set_value(self.get_substream_rstates(nstreams, dtype), borrow=True)
-            else:
-                entry[0].set_value(self._new_generator(), borrow=True)
+        super().seed(seed if isinstance(seed, (int, np.integer)) else list(seed))
 
-    def updates(self):
-        """The ``(state, new_state)`` pairs of every draw (their default updates)."""
-        return [(entry[0], entry[1]) for entry in self.state_updates]
+    def _restart(self, entry):
+        if len(entry) != 4:  # a draw of RandomStreams': a new generator
+            super()._restart(entry)
+            return
+        state, new, size, nstreams = entry  # an MRG draw: new substreams, in order
+        nstreams = self.n_streams(size) if nstreams is None else nstreams
+        dtype = new.owner.outputs[1].dtype
+        state.set_value(self.get_substream_rstates(nstreams, dtype), borrow=True)
 
     def _uniform01(self, size, ndim, dtype, nstreams):
         """Draws in (0, 1] of ``size`` from a new state matrix (Theano's ``mrg_uniform``

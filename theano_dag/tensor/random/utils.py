@@ -100,12 +100,17 @@ class _Streams:
         if seed is None:
             seed = self.default_instance_seed
         self.gen_seedgen.seed(seed)
-        for old_r, _ in self.state_updates:
-            old_r.set_value(self._new_generator(), borrow=True)
+        for entry in self.state_updates:
+            self._restart(entry)
+
+    def _restart(self, entry):
+        """Give the draw of ``state_updates`` entry ``entry`` a new generator from
+        ``gen_seedgen`` (a subclass's draws may keep other entries)."""
+        entry[0].set_value(self._new_generator(), borrow=True)
 
     def updates(self):
         """The ``(rng_shared, new_rng)`` pairs of every draw (their default updates)."""
-        return list(self.state_updates)
+        return [(entry[0], entry[1]) for entry in self.state_updates]
 
     def _new_generator(self):
         return np.random.RandomState(int(self.gen_seedgen.randint(2**30)))
