@@ -394,7 +394,31 @@ FLAGS.update(
         # accepted and changes nothing.
         "profile_memory": _Flag(False, _NO_EFFECT, kind=bool),
         "DebugMode__patience": _Flag(10, _NO_EFFECT, kind=int),
-        "DebugMode__check_finite": _Flag(True, _NO_EFFECT, kind=bool),
+        "DebugMode__check_finite": _Flag(
+            True, "DebugMode's default check_isfinite (NaN and infinities)", kind=bool
+        ),
+        "DebugMode__check_c": _Flag(
+            True, "DebugMode's default check_c_code (an op's own C code run)", kind=bool
+        ),
+        "DebugMode__check_py": _Flag(
+            True,
+            "DebugMode's default check_py_code (an op's Python code run beside its C code)",
+            kind=bool,
+        ),
+        "DebugMode__check_strides": _Flag(
+            0,
+            "DebugMode's default require_matching_strides (0: no check, 1: warn, 2: raise)",
+            kind=int,
+        ),
+        "DebugMode__check_preallocated_output": _Flag(
+            "",
+            "DebugMode's default check_preallocated_output: kinds of output buffers, "
+            "separated by ':' (previous, c_contiguous, f_contiguous, strided, wrong_size, "
+            "initial, ALL)",
+        ),
+        "DebugMode__check_preallocated_output_ndim": _Flag(
+            4, "the dimensions DebugMode strides in its strided output buffers", kind=int
+        ),
         "deterministic": _Flag("default", _NO_EFFECT, ("default", "more")),
         # Theano pickles a function's optimized graph and rewrites it again on load only
         # under this flag; theano_dag pickles the user's graph and compiles it on load

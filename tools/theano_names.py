@@ -127,18 +127,6 @@ LEFT_ASIDE = {
     "tests/link/test_vm.py::test_VMLinker_make_vm_cvm": "the CVM, Theano's VM loop in C",
     "tests/link/test_vm.py::test_VMLinker_make_vm_no_cvm": "the CVM, Theano's VM loop in C, "
     "and MissingGXX from importing its C module",
-    "tests/compile/test_debugmode.py::TestPreallocatedOutput": "an op whose C code misuses "
-    "the output buffers DebugMode preallocates for Theano's C thunks (c_contiguous, "
-    "f_contiguous); its Python code is right",
-    "tests/compile/test_debugmode.py::test_badthunkoutput": "DebugMode's comparison of an "
-    "op's C code with its Python code (an op whose c_code adds 0.5 on purpose); theano_dag "
-    "compiles no op's own c_code",
-    "tests/compile/test_debugmode.py::test_just_c_code": "an op with C code only (its perform "
-    "raises), run by DebugMode(check_py_code=False); theano_dag compiles no op's own c_code",
-    "tests/compile/test_debugmode.py::test_baddestroymap_c": "an op with C code only that "
-    "overwrites its input; theano_dag compiles no op's own c_code",
-    "tests/compile/test_debugmode.py::TestViewMap::test_badviewmap_c": "an op with C code "
-    "only that returns a view of its input; theano_dag compiles no op's own c_code",
     # Proposed by the helper on the tensor tests (its list of C-backend tests):
     "tests/tensor/test_basic.py::test_unalign": "Theano's C code refuses unaligned numpy "
     "arrays (TypeError), a property of its C elemwise kernels (theano_dag computes them)",
@@ -161,7 +149,7 @@ def left_aside(test_id: str) -> bool:
 
     >>> left_aside("tests/link/test_vm.py::test_c_thunks"), left_aside("tests/a.py::t")
     (True, False)
-    >>> left_aside("tests/compile/test_debugmode.py::TestPreallocatedOutput::test_f_contiguous")
+    >>> left_aside("tests/tensor/test_opt.py::TestFusion::test_no_c_code")
     True
     """
     test = test_id.split("[")[0]

@@ -35,6 +35,7 @@ array([0.        , 1.38629436])
 from __future__ import annotations
 
 import copy
+import itertools
 import sys
 import time
 import warnings
@@ -44,8 +45,10 @@ from collections import defaultdict
 import numpy as np
 
 from theano_dag.compile.mode import Mode, register_mode
+from theano_dag.config import config
 from theano_dag.engines.callspec import CallableThunk, as_thunk
 from theano_dag.graph.basic import Constant
+from theano_dag.graph.op import _C_RUNNER, COp
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
 from theano_dag.printing import debugprint
@@ -60,6 +63,7 @@ __all__ = [
     "DebugOptimizer",
     "RewriteChecker",
     "BadEngineOutput",
+    "BadThunkOutput",
     "BadOptimizationWarning",
     "StochasticOrder",
     "sample_value",
@@ -137,6 +141,47 @@ class DebugModeError(Exception):
 
 class BadEngineOutput(DebugModeError):
     """An engine computed an output different from the reference engine's."""
+
+
+class BadThunkOutput(DebugModeError):
+    """Two runs of one node gave different values for its output ``r`` (Theano's
+    exception): an op's C code and its Python ``perform`` disagree, or one of them gives
+    another value when its output storage holds a buffer already
+    (``check_preallocated_output``). ``thunk1``/``val1`` and ``thunk2``/``val2`` name the
+    runs and their values, ``inputs_val`` the node's input values."""
+
+    def __init__(self, r, thunk1, val1, thunk2, val2, inputs_val=()):
+        self.r = r
+        self.thunk1, self.val1 = thunk1, val1
+        self.thunk2, self.val2 = thunk2, val2
+        self.inputs_val = list(inputs_val)
+        super().__init__(self.str_diagnostic())
+
+    def offending_op(self):
+        """The class of the op whose two runs disagree."""
+        return type(self.r.owner.op)
+
+    def str_diagnostic(self) -> str:
+        """What differs, on several lines: the node, its types and shapes, both values."""
+        node = self.r.owner
+        lines = [
+            "BadThunkOutput",
+            f"  Apply   : {node}",
+            f"  op      : {self.offending_op().__name__}",
+            f"  Outputs Type: {self.r.type}",
+            f"  Outputs Shape: {getattr(self.val1, 'shape', None)}",
+            f"  Outputs Strides: {getattr(self.val1, 'strides', None)}",
+            f"  Inputs Type : {[i.type for i in node.inputs]}",
+            f"  Inputs Shape: {[getattr(v, 'shape', None) for v in self.inputs_val]}",
+            f"  Inputs Strides: {[getattr(v, 'strides', None) for v in self.inputs_val]}",
+            f"  {self.thunk1} : {self.val1!r}",
+            f"  {self.thunk2} : {self.val2!r}",
+        ]
+        try:
+            lines.append(str_diagnostic(self.val1, self.val2, None, None))
+        except Exception:  # a diagnostic must never hide the error
+            pass
+        return "\n".join(lines)
 
 
 class StochasticOrder(DebugModeError):
@@ -232,12 +277,176 @@ def _check_node(fgraph, node, inputs, before, outputs, check_isfinite=True):
                 )
 
 
-def _reference_run(fgraph, args, check_isfinite=True):
-    """The outputs of ``fgraph`` on ``args``, node by node with ``perform``, each node's
-    contract checked (``_check_node``)."""
+# The kinds of output buffers ``check_preallocated_output`` gives a node (Theano's
+# names); "ALL" is all of them.
+PREALLOCATED_KINDS = (
+    "initial",
+    "previous",
+    "c_contiguous",
+    "f_contiguous",
+    "strided",
+    "wrong_size",
+)
+
+
+class _Checks:
+    """What the reference run checks at each node, read from a DebugMode (or the
+    defaults: the node's contract and finite values only)."""
+
+    def __init__(self, mode=None):
+        get = (lambda name, default: getattr(mode, name, default)) if mode else (lambda n, d: d)
+        self.check_isfinite = get("check_isfinite", True)
+        self.check_c = get("check_c_code", True) not in (False, "", 0)
+        self.check_py = get("check_py_code", True)
+        self.strides = get("require_matching_strides", 0)
+        self.prealloc = get("check_preallocated_output", ())
+        self.prealloc_ndim = get("check_preallocated_output_ndim", 4)
+
+
+def _has_own_c_code(op) -> bool:
+    """Whether the engines run C code of ``op``'s own: a ``COp``'s ``c_code``, built by
+    the CPU engine's compiler (a COp with a thunk of its own, such as ``mrg_uniform``,
+    chooses in its ``perform``)."""
+    return (
+        isinstance(op, COp)
+        and op._has_c_code()
+        and type(op).make_py_thunk is COp.make_py_thunk
+        and _C_RUNNER[0] is not None
+        and bool(config.cxx)
+    )
+
+
+def _run_c_code(node, inputs, storage):
+    _C_RUNNER[0](node.op, node)(inputs, storage)
+
+
+def _run_perform(node, inputs, storage):
+    node.op.perform(node, inputs, storage)
+
+
+def _copies(values):
+    return [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in values]
+
+
+def _run_node(node, run, inputs):
+    storage = [[None] for _ in node.outputs]
+    with np.errstate(all="ignore"):
+        run(node, inputs, storage)
+    return [cell[0] for cell in storage]
+
+
+def _compare_runs(node, name1, vals1, name2, vals2, inputs, strides=0):
+    """``BadThunkOutput`` where two runs of ``node`` disagree on an output (and, with
+    ``strides``, on its strides: 1 warns, 2 raises)."""
+    for var, a, b in zip(node.outputs, vals1, vals2):
+        if not _values_equal(var, var, a, b):
+            raise BadThunkOutput(var, name1, a, name2, b, inputs)
+        sa, sb = getattr(a, "strides", None), getattr(b, "strides", None)
+        if strides and sa != sb and getattr(a, "size", 0) > 1:
+            if strides >= 2:
+                raise BadThunkOutput(var, name1, a, name2, b, inputs)
+            warnings.warn(
+                f"DebugMode: {name1} and {name2} of {node.op} give output strides {sa} and "
+                f"{sb}",
+                stacklevel=2,
+            )
+
+
+def _prealloc_fill(dtype):
+    """What a preallocated buffer holds before the op writes it: NaN for floats (a value
+    read before it is written shows), a large odd number for integers."""
+    kind = np.dtype(dtype).kind
+    if kind in "fc":
+        return np.nan
+    if kind == "b":
+        return True
+    return np.iinfo(dtype).max // 3
+
+
+def _preallocated_buffers(node, outputs, kinds, max_ndim):
+    """``(name, {output index: buffer})`` for each kind of output storage in ``kinds``:
+    buffers of the reference outputs' shape and dtype, filled with ``_prealloc_fill``,
+    C- or Fortran-ordered, strided views (steps of 1 and 2, both signs, over the last
+    ``max_ndim`` dimensions) and one dimension a length too short or too long. Outputs
+    that alias an input (``view_map``/``destroy_map``) get none, as in Theano."""
+    aliased = {*getattr(node.op, "view_map", {}), *getattr(node.op, "destroy_map", {})}
+    outs = {
+        k: v
+        for k, v in enumerate(outputs)
+        if k not in aliased and isinstance(v, np.ndarray) and v.dtype.kind in "biufc"
+    }
+    if not outs:
+        return
+    kinds = set(PREALLOCATED_KINDS if "ALL" in kinds else kinds)
+
+    def filled(shape, dtype, order="C"):
+        buf = np.empty(shape, dtype=dtype, order=order)
+        buf[...] = _prealloc_fill(dtype)
+        return buf
+
+    if "previous" in kinds:  # a buffer laid out as the op's own last output
+        prev = {k: np.empty_like(v) for k, v in outs.items()}
+        for v in prev.values():
+            v[...] = _prealloc_fill(v.dtype)
+        yield "previous", prev
+    if "c_contiguous" in kinds:
+        yield "c_contiguous", {k: filled(v.shape, v.dtype) for k, v in outs.items()}
+    if "f_contiguous" in kinds:
+        yield "f_contiguous", {k: filled(v.shape, v.dtype, "F") for k, v in outs.items()}
+    ndim = max(v.ndim for v in outs.values())
+    if "strided" in kinds and ndim:
+        n = min(ndim, max_ndim)
+        for signs in itertools.product((1, -1), repeat=n):
+            for step in (1, 2):
+                steps = (1,) * (ndim - n) + tuple(s * step for s in signs)
+                if all(s == 1 for s in steps):
+                    continue  # c_contiguous's buffer
+                bufs = {}
+                for k, v in outs.items():
+                    st = steps[ndim - v.ndim :]
+                    big = filled([d * abs(s) for d, s in zip(v.shape, st)], v.dtype)
+                    bufs[k] = big[tuple(slice(None, None, s) for s in st)]
+                yield f"strided{steps}", bufs
+    if "wrong_size" in kinds:
+        for d in range(ndim):
+            for diff in (-1, 1):
+                bufs = {}
+                for k, v in outs.items():
+                    if d >= v.ndim:
+                        continue
+                    shape = list(v.shape)
+                    shape[d] = max(shape[d] + diff, 0)
+                    bufs[k] = filled(shape, v.dtype)
+                if bufs:
+                    shape_diff = [0] * ndim
+                    shape_diff[d] = diff
+                    yield f"wrong_size{tuple(shape_diff)}", bufs
+
+
+def _check_preallocated(fgraph, node, run, run_name, before, want, checks):
+    """Run ``node`` again with each kind of preallocated output storage: each output
+    must be a value of its type and equal the reference's (``BadThunkOutput``), and the
+    node's contract must hold."""
+    for name, bufs in _preallocated_buffers(node, want, checks.prealloc, checks.prealloc_ndim):
+        inputs = _copies(before)
+        storage = [[bufs.get(k)] for k in range(len(node.outputs))]
+        with np.errstate(all="ignore"):
+            run(node, inputs, storage)
+        got = [cell[0] for cell in storage]
+        _check_node(fgraph, node, inputs, before, got, check_isfinite=False)
+        _compare_runs(node, "Reference value", want, f"{run_name} with {name} output", got, before)
+
+
+def _reference_run(fgraph, args, checks=None):
+    """The outputs of ``fgraph`` on ``args``, node by node, each node's contract checked
+    (``_check_node``). A node runs what the engines run: its op's own C code where it
+    has some (compared with its Python ``perform`` where it has one of its own too, as
+    Theano's DebugMode does), else ``perform``; ``checks`` (``_Checks``) says what else
+    is checked."""
+    checks = checks or _Checks()
     memo = dict(zip(fgraph.inputs, args))
     for k, (var, value) in enumerate(zip(fgraph.inputs, args)):
-        if check_isfinite and _non_finite(value):
+        if checks.check_isfinite and _non_finite(value):
             raise InvalidValueError(f"DebugMode: input {k} ({var}) holds a NaN or an infinity")
 
     def value_of(v):
@@ -245,12 +454,23 @@ def _reference_run(fgraph, args, check_isfinite=True):
 
     for node in fgraph.toposort():
         inputs = [value_of(v) for v in node.inputs]
-        before = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in inputs]
-        storage = [[None] for _ in node.outputs]
-        with np.errstate(all="ignore"):
-            node.op.perform(node, inputs, storage)
-        outputs = [cell[0] for cell in storage]
-        _check_node(fgraph, node, inputs, before, outputs, check_isfinite)
+        before = _copies(inputs)
+        op = node.op
+        run, run_name = _run_perform, "perform"
+        py_outputs = None
+        if checks.check_c and _has_own_c_code(op):
+            run, run_name = _run_c_code, "c_code"
+            if checks.check_py and type(op).perform is not COp.perform:
+                try:
+                    py_outputs = _run_node(node, _run_perform, _copies(before))
+                except NotImplementedError:  # MethodNotDefined too: C code only
+                    py_outputs = None
+        outputs = _run_node(node, run, inputs)
+        _check_node(fgraph, node, inputs, before, outputs, checks.check_isfinite)
+        if py_outputs is not None:
+            _compare_runs(node, "perform", py_outputs, "c_code", outputs, before, checks.strides)
+        if checks.prealloc:
+            _check_preallocated(fgraph, node, run, run_name, before, outputs, checks)
         memo.update(zip(node.outputs, outputs))
     return [value_of(o) for o in fgraph.outputs]
 
@@ -323,9 +543,11 @@ class _Evaluator:
             for k, v in enumerate(node.inputs)
         ]
         storage = [[None] for _ in node.outputs]
+        # What the engines run: an op's own C code where it has some.
+        run = _run_c_code if _has_own_c_code(node.op) else _run_perform
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            node.op.perform(node, args, storage)
+            run(node, args, storage)
         for out, (val,) in zip(node.outputs, storage):
             # Views (DimShuffle, Subtensor...) are copied: a later inplace op in the
             # reference evaluation must not change a memoized value.
@@ -651,7 +873,7 @@ class _CheckedLinker:
             after = np.random.get_state()
             np.random.set_state(before)
             try:
-                want = _reference_run(fgraph, args, self.check_isfinite)
+                want = _reference_run(fgraph, args, _Checks(self.mode))
                 if _global_state_differs(after, np.random.get_state()):
                     return  # the two runs drew differently: no values to compare
                 if check_calls:
@@ -684,8 +906,21 @@ class DebugMode(Mode):
     ``profile=True`` prints per-rewrite time and change counts to
     ``stream`` after optimization; ``stability_patience=n`` optimizes each graph ``n``
     times and raises ``StochasticOrder`` when the results differ (Theano's check, here
-    off unless asked for); ``check_c_code`` is accepted for Theano's code (no op's own
-    C code runs here, so there is no C code to compare with ``perform``).
+    off unless asked for).
+
+    An op with C code of its own (a ``COp``), which the engines run, is checked as
+    Theano checks it: where it has a Python ``perform`` of its own too, both run and
+    must agree (``BadThunkOutput``; ``check_py_code=False`` runs the C code only,
+    ``check_c_code=False`` the Python code only; ``require_matching_strides`` 1 warns
+    and 2 raises where their outputs' strides differ). ``check_preallocated_output``, a
+    list of Theano's kinds (``"previous"``, ``"c_contiguous"``, ``"f_contiguous"``,
+    ``"strided"``, ``"wrong_size"``, ``"initial"``, or ``"ALL"``), runs every node again
+    with its output storage holding a buffer of that kind, filled with NaN (code that
+    reuses an output buffer must handle any layout and size), up to
+    ``check_preallocated_output_ndim`` strided dimensions. The defaults are Theano's
+    flags ``DebugMode__check_c``, ``DebugMode__check_py``, ``DebugMode__check_finite``,
+    ``DebugMode__check_strides``, ``DebugMode__check_preallocated_output`` (kinds
+    separated by ``:``) and ``DebugMode__check_preallocated_output_ndim``.
     """
 
     def __init__(
@@ -700,18 +935,46 @@ class DebugMode(Mode):
         profile=False,
         stream=None,
         seed=0,
-        check_isfinite=True,
+        check_isfinite=None,
         stability_patience=None,
         check_c_code=None,
+        check_py_code=None,
+        check_preallocated_output=None,
+        check_preallocated_output_ndim=None,
+        require_matching_strides=None,
     ):
         super().__init__(linker=linker, optimizer=optimizer)
         # Theano's: optimize each graph this many times, and raise StochasticOrder when
         # the results differ (None: once, no check; Theano's default is 10).
         self.stability_patience = 1 if stability_patience is None else int(stability_patience)
-        # Theano's switch of its comparison of each op's C code with its Python code: the
-        # engines here run no op's own C code (they make their kernels), so nothing to
-        # compare; accepted for Theano's code.
-        self.check_c_code = check_c_code
+        self.check_c_code = config.DebugMode__check_c if check_c_code is None else check_c_code
+        self.check_py_code = config.DebugMode__check_py if check_py_code is None else check_py_code
+        if not (self.check_c_code or self.check_py_code):
+            raise ValueError("DebugMode: check_c_code and check_py_code cannot both be off")
+        if check_preallocated_output is None:
+            check_preallocated_output = config.DebugMode__check_preallocated_output
+        if isinstance(check_preallocated_output, str):
+            check_preallocated_output = [k for k in check_preallocated_output.split(":") if k]
+        unknown = set(check_preallocated_output) - {*PREALLOCATED_KINDS, "ALL"}
+        if unknown:
+            raise ValueError(
+                f"DebugMode: unknown kinds of preallocated output {sorted(unknown)}; "
+                f"the kinds are {', '.join((*PREALLOCATED_KINDS, 'ALL'))}"
+            )
+        self.check_preallocated_output = list(check_preallocated_output)
+        self.check_preallocated_output_ndim = (
+            config.DebugMode__check_preallocated_output_ndim
+            if check_preallocated_output_ndim is None
+            else int(check_preallocated_output_ndim)
+        )
+        if require_matching_strides is None:
+            require_matching_strides = config.DebugMode__check_strides
+        if require_matching_strides not in (0, 1, 2):
+            raise ValueError(
+                f"DebugMode: require_matching_strides must be 0, 1 or 2, got "
+                f"{require_matching_strides!r}"
+            )
+        self.require_matching_strides = require_matching_strides
         self.check_integrity = check_integrity
         self.check_values = check_values
         self.check_engine = check_engine
@@ -724,7 +987,9 @@ class DebugMode(Mode):
         self.profile = profile
         self.stream = stream
         self.seed = seed
-        self.check_isfinite = check_isfinite
+        self.check_isfinite = (
+            config.DebugMode__check_finite if check_isfinite is None else check_isfinite
+        )
         # The one thing a DebugMode records (at compile time, never per call): what
         # its last optimization did. A Mode is immutable, so it lives in a dict.
         self._report = {"last_optimizer_profile": None}
