@@ -9,12 +9,14 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.compat import gof as compat_gof
 from theano_dag.compile.mode import Mode, get_linker
 from theano_dag.engines.cpu import CPULinker
 from theano_dag.engines.cpu.native import cc
 from theano_dag.engines.cpu.native.cop import c_source
 from theano_dag.graph.basic import Apply
-from theano_dag.graph.op import COp
+from theano_dag.graph.op import COp, Op
+from theano_dag.graph.utils import MethodNotDefined
 
 pytestmark = pytest.mark.skipif(not cc.get_toolchain("gcc"), reason="no C compiler")
 
@@ -188,3 +190,36 @@ def test_engines_run_the_c_code_even_when_perform_exists(mode):
     f = theano_dag.function([x], FibbyWithPerform()(x), mode=mode)
     xv = np.array([1.0, 2.0, 3.0, 0.5])
     np.testing.assert_allclose(f(xv), fibby_ref(xv))
+
+
+class PlainFibby(Op):
+    """Fibby on a plain ``Op`` (Theano 1.0's ``gof.Op``, which had the C hooks): C code
+    and no ``perform``, none of the other hooks."""
+
+    __props__ = ()
+    make_node = Fibby.make_node
+    c_code = Fibby.c_code
+
+
+class Neither(Op):
+    __props__ = ()
+    make_node = Fibby.make_node
+
+
+@pytest.mark.parametrize("mode", [*MODES, "PerformOnly", "DebugMode"], ids=str)
+def test_a_plain_op_with_c_code_only_runs_it(mode):
+    x = tt.dvector("x")
+    f = theano_dag.function([x], PlainFibby()(x) * 2, mode=mode)
+    xv = np.array([1.0, 2.0, 0.5, 1.5, -1.0])
+    np.testing.assert_allclose(f(xv), 2 * fibby_ref(xv))
+    assert compat_gof.Op is Op  # the name Theano 1.0's programs subclass
+    with pytest.raises(MethodNotDefined, match=r"^Neither\.perform is not implemented"):
+        theano_dag.function([x], Neither()(x), mode=mode)(xv)
+
+
+def test_c_code_only_without_a_compiler_says_so():
+    x = tt.bvector("x")  # input types of their own: no library built for them earlier
+    with theano_dag.config.change_flags(cxx=""):
+        f = theano_dag.function([x], PlainFibby()(x), mode="PerformOnly")
+        with pytest.raises(RuntimeError, match="PlainFibby has C code to run and no C compiler"):
+            f(np.ones(3, dtype="int8"))

@@ -217,7 +217,13 @@ class Op(MetaObject):
         return not (self == other)
 
     def perform(self, node, inputs, output_storage, params=None):
-        """Compute the outputs: write ``output_storage[i][0]`` for each output ``i``."""
+        """Compute the outputs: write ``output_storage[i][0]`` for each output ``i``.
+
+        An op with ``c_code`` and no ``perform`` runs its C code, built as a ``COp``'s
+        (Theano 1.0's ``Op`` had the C hooks, and its C linker compiled such ops)."""
+        if callable(getattr(self, "c_code", None)) and _C_RUNNER[0] is not None:
+            _C_RUNNER[0](self, node)(inputs, output_storage)
+            return
         raise MethodNotDefined(f"{type(self).__name__}.perform is not implemented")
 
     def infer_shape(self, fgraph, node, input_shapes):

@@ -22,13 +22,20 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.cpu.native.cc import compile_library, get_toolchain, kernel_dir
-from theano_dag.graph.op import register_c_runner
+from theano_dag.graph.op import COp, register_c_runner
 from theano_dag.scalar.basic import ScalarType
 
 __all__ = ["c_source", "make_runner"]
 
 _RUNNERS: dict = {}
 _LOCK = threading.Lock()
+
+
+def _hook(op, name):
+    """``op``'s C hook ``name``, or ``COp``'s default where ``op`` is a plain ``Op`` with
+    ``c_code`` only (Theano 1.0's ``Op`` had every hook; its C linker compiled such ops)."""
+    fn = getattr(op, name, None)
+    return fn if fn is not None else getattr(COp, name).__get__(op)
 
 
 def _is_tensor(var) -> bool:
@@ -91,7 +98,7 @@ def c_source(op, node) -> str:
     outs = [f"V{len(ins) + k + 1}" for k in range(len(node.outputs))]
     sub = {"fail": "{ td_failed = 1; goto td_done; }", "id": 1, "struct_id": 1}
     headers = []
-    for h in op.c_headers():
+    for h in _hook(op, "c_headers")():
         headers.append(f"#include {h}" if h.startswith(("<", '"')) else f"#include <{h}>")
     body = []
     for k, v in enumerate(node.inputs):
@@ -99,7 +106,7 @@ def c_source(op, node) -> str:
     for k, v in enumerate(node.outputs):
         body += _declare(v, outs[k], False, k)
     code = op.c_code(node, name, ins, outs, sub)
-    cleanup = op.c_code_cleanup(node, name, ins, outs, sub)
+    cleanup = _hook(op, "c_code_cleanup")(node, name, ins, outs, sub)
     set_outputs = []
     for k, cname in enumerate(outs):
         if isinstance(node.outputs[k].type, ScalarType):
@@ -118,9 +125,9 @@ def c_source(op, node) -> str:
             f"PyList_SetItem(td_outs, {k}, Py_None); }}",
             f"else PyList_SetItem(td_outs, {k}, (PyObject*){cname});",
         ]
-    version = op.c_code_cache_version()
+    version = _hook(op, "c_code_cache_version")()
     indent = "\n    "
-    init = [*op.c_init_code(), op.c_init_code_apply(node, name)]
+    init = [*_hook(op, "c_init_code")(), _hook(op, "c_init_code_apply")(node, name)]
     return f"""/* COp {op} (c_code_cache_version {version!r}) */
 #include <Python.h>
 #include <numpy/arrayobject.h>
@@ -128,9 +135,9 @@ def c_source(op, node) -> str:
 #include <stdbool.h>
 {chr(10).join(headers)}
 
-{op.c_support_code()}
+{_hook(op, "c_support_code")()}
 
-{op.c_support_code_apply(node, name)}
+{_hook(op, "c_support_code_apply")(node, name)}
 
 int td_cop_init(void) {{
     if (_import_array() < 0) return -1;
@@ -160,16 +167,19 @@ def _toolchain(op):
     tc = get_toolchain(config.cxx)
     if tc is None:
         raise RuntimeError(
-            f"{type(op).__name__} is a COp (C code only) and no C compiler is set "
+            f"{type(op).__name__} has C code to run and no C compiler is set "
             "(config.cxx is empty or not found)"
         )
     extra = [
         f"-I{sysconfig.get_paths()['include']}",
         f"-I{np.get_include()}",
-        *(f"-I{d}" for d in op.c_header_dirs()),
-        *op.c_compile_args(),
+        *(f"-I{d}" for d in _hook(op, "c_header_dirs")()),
+        *_hook(op, "c_compile_args")(),
     ]
-    libs = [*(f"-L{d}" for d in op.c_lib_dirs()), *(f"-l{lib}" for lib in op.c_libraries())]
+    libs = [
+        *(f"-L{d}" for d in _hook(op, "c_lib_dirs")()),
+        *(f"-l{lib}" for lib in _hook(op, "c_libraries")()),
+    ]
     return dataclasses.replace(
         tc, flags=tuple(tc.flags) + tuple(extra), libs=tuple(libs) + tuple(tc.libs)
     )
