@@ -296,21 +296,27 @@ lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) \
 	  --flags "$(LASAGNE_FLAGS)" --table
 
-# The own tests of Keras 2.3.1 (its Theano backend), theanets and downhill, every file and
+# The own tests of Keras 2.3.1 (its Theano backend), theanets, downhill and Blocks, every file and
 # test, on theano-pymc 1.1.2 in Python mode and on theano_dag through the theano alias, in
-# the Lasagne venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC: their git checkouts (cloned here
-# when absent, which needs the network); CLIENT_FLAGS: more THEANO_FLAGS of both sides.
+# the Lasagne venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC, BLOCKS_SRC (and FUEL_SRC, which
+# Blocks imports): their git checkouts (cloned here when absent, which needs the network);
+# CLIENT_FLAGS: more THEANO_FLAGS of both sides.
 # Counts per file in build/client-suites/<library>.jsonl and a table each. Not part of make
 # test.
 KERAS_SRC ?= build/keras
 THEANETS_SRC ?= build/theanets
 DOWNHILL_SRC ?= build/downhill
+BLOCKS_SRC ?= build/blocks
+FUEL_SRC ?= build/fuel
 CLIENT_FLAGS ?=
 client-suites: $(STAMP) $(LASAGNE_STAMP)
 	test -d $(KERAS_SRC) || git clone -q --depth 1 --branch 2.3.1 \
 	  https://github.com/keras-team/keras $(KERAS_SRC)
 	test -d $(THEANETS_SRC) || git clone -q --depth 1 https://github.com/lmjohns3/theanets $(THEANETS_SRC)
 	test -d $(DOWNHILL_SRC) || git clone -q --depth 1 https://github.com/lmjohns3/downhill $(DOWNHILL_SRC)
+	test -d $(BLOCKS_SRC) || git clone -q --depth 1 https://github.com/mila-udem/blocks $(BLOCKS_SRC)
+	test -d $(FUEL_SRC) || git clone -q --depth 1 https://github.com/mila-udem/fuel $(FUEL_SRC)
 	$(BIN)/python tools/client_suites.py --python $(LASAGNE_VENV)/bin/python \
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --keras $(KERAS_SRC) \
-	  --theanets $(THEANETS_SRC) --downhill $(DOWNHILL_SRC) --flags "$(CLIENT_FLAGS)" --table
+	  --theanets $(THEANETS_SRC) --downhill $(DOWNHILL_SRC) --blocks $(BLOCKS_SRC) \
+	  --fuel $(FUEL_SRC) --flags "$(CLIENT_FLAGS)" --table

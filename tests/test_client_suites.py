@@ -64,10 +64,65 @@ def test_the_shims_give_back_what_the_libraries_import():
     code = client_suites.SHIM + "\nimport collections\nprint(collections.Iterable.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "Iterable"
-    # theano-pymc's side: the alias's finder off sys.meta_path, the shim, the MRG name
+    # theano-pymc's side: the alias's finder off sys.meta_path, the shim, Theano 1.0's names
     assert client_suites.THEANO_SITE.startswith(pymc3_suite.SITECUSTOMIZE)
     assert client_suites.SHIM in client_suites.THEANO_SITE
-    assert "_mrg.MRG_RandomStreams = _mrg.MRG_RandomStream" in client_suites.THEANO_SITE
+    assert "import theano_1_0_names" in client_suites.THEANO_SITE
+
+
+def test_theano_1_0_names_are_given_once_theano_is_imported(tmp_path):
+    # A stand-in theano holding the theano-pymc 1.1.2 names each old name points at.
+    modules = {}
+    for new in client_suites.THEANO_1_0_NAMES.values():
+        module, _, attr = new.partition(":")
+        modules.setdefault(module, []).append(attr)
+    for module, attrs in modules.items():
+        path = tmp_path.joinpath(*module.split("."))
+        path.mkdir(parents=True, exist_ok=True)
+        text = "".join(f"class {a}:\n    pass\n" for a in attrs)
+        (path / "__init__.py").write_text(text)
+        for k in range(1, len(module.split("."))):  # the packages above it
+            init = tmp_path.joinpath(*module.split(".")[:k]) / "__init__.py"
+            if not init.exists():
+                init.write_text("")
+    (tmp_path / "theano_1_0_names.py").write_text(client_suites.NAMES_MODULE)
+    code = (
+        "import theano_1_0_names, theano\n"
+        "from theano.gof.graph import inputs, io_toposort\n"
+        "from theano.scan_module.scan_op import Scan\n"
+        "from theano.tensor.shared_randomstreams import RandomStateSharedVariable\n"
+        "import theano.sandbox.rng_mrg as m\n"
+        "print(m.MRG_RandomStreams is m.MRG_RandomStream, inputs.__name__, Scan.__name__,\n"
+        "      theano._asarray.__name__, RandomStateSharedVariable.__module__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert out.stdout.split() == [
+        "True", "graph_inputs", "Scan", "_asarray", "theano.tensor.random.var"
+    ]  # fmt: skip
+
+
+def test_blocks_runs_with_fuel_and_its_nose_style_conftest(tmp_path):
+    assert client_suites.LIBRARIES["blocks"]["uses"] == ("fuel",)
+    assert not client_suites.LIBRARIES["fuel"]["tests"]  # imported by Blocks, not run
+    (tmp_path / "conftest.py").write_text(client_suites.BLOCKS_CONFTEST)
+    (tmp_path / "test_nose.py").write_text(
+        "import collections, inspect\n\n"
+        "class TestThing:\n"
+        "    def setUp(self):\n"
+        "        self.value = inspect.getargspec(lambda a, b=1: a).args\n\n"
+        "    def test_it(self):\n"
+        "        assert self.value == ['a', 'b']\n"
+        "        assert collections.Sequence is collections.abc.Sequence\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert "1 passed" in out.stdout, out.stdout
 
 
 def test_a_library_exported_from_git_runs_file_by_file(tmp_path):

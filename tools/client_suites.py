@@ -1,5 +1,5 @@
-"""Run the own test suites of three more Theano client libraries, Keras 2.3.1 (its Theano
-backend), theanets and downhill, on theano-pymc 1.1.2 in Python mode and on theano_dag
+"""Run the own test suites of four more Theano client libraries, Keras 2.3.1 (its Theano
+backend), theanets, downhill and Blocks, on theano-pymc 1.1.2 in Python mode and on theano_dag
 through the ``theano`` import alias, and count the passes of each (``make
 client-suites``).
 
@@ -16,10 +16,14 @@ own CI ran them, one pytest process per test file with a time limit (the same ru
   the defaults: float32, channels last); Keras reads ``collections.Iterable`` and
   friends, gone from Python 3.10, so both sides' start-up gives them back (``SHIM``);
 * theanets and downhill (lmjohns3's master) under ``floatX=float32``, as their tests
-  assume, downhill on theanets' ``sys.path``.
+  assume, downhill on theanets' ``sys.path``;
+* Blocks (mila-udem's master, ``--blocks``) with Fuel (``--fuel``), its data streams, on
+  its ``sys.path``; a conftest (``BLOCKS_CONFTEST``) runs its nose-style tests on pytest
+  and Python 3.11.
 
-theano-pymc 1.1.2 renamed Theano 1.0's ``MRG_RandomStreams``, which Keras and theanets
-import: its side's start-up gives the old name back. It runs with ``cxx=`` (Python
+theano-pymc 1.1.2 renamed or dropped Theano 1.0's names that the libraries import
+(``MRG_RandomStreams``, and Blocks' ``theano.gof``, ``theano.scan_module.scan_op``...):
+its side's start-up gives them back (``THEANO_1_0_NAMES``). It runs with ``cxx=`` (Python
 mode): its C mode cannot compile ``scan`` on Python 3.11 here, which would fail every
 recurrent test on its side for a reason of this machine's.
 
@@ -40,6 +44,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lasagne_suite import SHIM_TEMPLATE
 from pymc3_suite import (
     PLUGIN,
     SITECUSTOMIZE,
@@ -78,7 +83,46 @@ LIBRARIES = {
         "env": {},
         "uses": (),
     },
+    "blocks": {
+        "ref": "HEAD",
+        "tests": ("tests/**/test_*.py", "tests/test_*.py"),
+        "flags": "",
+        "env": {},
+        "uses": ("fuel",),
+        "conftest": "BLOCKS_CONFTEST",
+    },
+    # Blocks' data streams (imported by it, its own tests not run here).
+    "fuel": {"ref": "HEAD", "tests": (), "flags": "", "env": {}, "uses": ()},
 }
+
+# Blocks' tests were written for nose on Python 2.7 and 3.4: nose ran a test class's
+# ``setUp``/``tearDown``, and Blocks reads ``collections.Sequence`` and friends and
+# ``inspect.getargspec``, gone from Python 3.10 and 3.11; this conftest, written beside
+# its tests, gives both sides all three.
+BLOCKS_CONFTEST = """
+import collections
+import collections.abc
+import inspect
+
+import pytest
+
+for _name in collections.abc.__all__:
+    if not hasattr(collections, _name):
+        setattr(collections, _name, getattr(collections.abc, _name))
+if not hasattr(inspect, "getargspec"):
+    _ArgSpec = collections.namedtuple("ArgSpec", "args varargs keywords defaults")
+    inspect.getargspec = lambda f: _ArgSpec(*inspect.getfullargspec(f)[:4])
+
+
+@pytest.fixture(autouse=True)
+def _nose_setup(request):
+    inst = request.instance
+    if inst is not None and hasattr(inst, "setUp"):
+        inst.setUp()
+    yield
+    if inst is not None and hasattr(inst, "tearDown"):
+        inst.tearDown()
+"""
 
 #: What the libraries import that the Lasagne venv lacks (pip install --target, no deps):
 #: Keras's two companion packages, its yaml and six, h5py (its saving; 3.9 is built for
@@ -96,6 +140,20 @@ PACKAGES = (
     "python-dateutil>=2.8",
     "pytz>=2020.1",
     "click>=7,<9",
+    # Blocks and Fuel: their iterators, progress bars and nose (Blocks' tests use its
+    # tools), Fuel's HDF5 datasets (h5py above, PyTables with its numexpr and cpuinfo) and
+    # its streams' zmq and its image transformers' Pillow.
+    "picklable-itertools==0.1.1",
+    "progressbar2>=4,<5",
+    "python-utils>=3.8,<5",
+    "toolz>=0.10",
+    "nose==1.3.7",
+    "tables==3.8.0",
+    "numexpr>=2.8,<2.9",
+    "py-cpuinfo>=9",
+    "packaging>=21",
+    "pyzmq>=25,<28",
+    "pillow>=10,<12",
 )
 
 # Both sides' start-up: the ABCs Keras 2.3.1 reads from collections (Python < 3.10).
@@ -108,17 +166,29 @@ for _name in ("Iterable", "Mapping", "Sequence", "MutableMapping", "Callable"):
         setattr(_collections, _name, getattr(_abc, _name))
 """
 
-# theano-pymc's side: the alias off sys.meta_path (pymc3_suite's), the shim, and Theano
-# 1.0's name of the MRG streams, which theano-pymc 1.1.2 calls MRG_RandomStream.
-THEANO_SITE = (
-    SITECUSTOMIZE
-    + SHIM
-    + """
-import theano.sandbox.rng_mrg as _mrg
+# Theano 1.0's names that theano-pymc 1.1.2 renamed or dropped and the libraries use, on
+# theano-pymc's side (old -> "module:attribute"): the MRG streams' old name (Keras,
+# theanets, Blocks), and Blocks' graph framework, Scan, random-state shared variables and
+# ``_asarray``. theano_dag's side runs them as they are, its alias giving these names.
+THEANO_1_0_NAMES = {
+    "theano.sandbox.rng_mrg.MRG_RandomStreams": "theano.sandbox.rng_mrg:MRG_RandomStream",
+    "theano.Variable": "theano.graph.basic:Variable",
+    "theano.gof.Variable": "theano.graph.basic:Variable",
+    "theano.gof.graph.Constant": "theano.graph.basic:Constant",
+    "theano.gof.graph.inputs": "theano.graph.basic:graph_inputs",
+    "theano.gof.graph.io_toposort": "theano.graph.basic:io_toposort",
+    "theano.gof.graph.is_same_graph": "theano.graph.toolbox:is_same_graph",
+    "theano.scan_module.scan_op.Scan": "theano.scan.op:Scan",
+    "theano.tensor.shared_randomstreams.RandomStateSharedVariable": (
+        "theano.tensor.random.var:RandomStateSharedVariable"
+    ),
+    "theano._asarray": "theano.misc.safe_asarray:_asarray",
+}
 
-_mrg.MRG_RandomStreams = _mrg.MRG_RandomStream
-"""
-)
+# theano-pymc's side: the alias off sys.meta_path (pymc3_suite's), the shim, and the
+# module giving THEANO_1_0_NAMES once theano is imported.
+THEANO_SITE = SITECUSTOMIZE + SHIM + "\nimport theano_1_0_names  # noqa\n"
+NAMES_MODULE = SHIM_TEMPLATE.replace("__NAMES__", repr(THEANO_1_0_NAMES))
 
 
 def test_files(tree: Path, patterns) -> list:
@@ -165,7 +235,12 @@ def main(argv=None) -> int:
     common_arguments(ap, ".venv-lasagne", "client-suites", 1200)
     for name in LIBRARIES:
         ap.add_argument(f"--{name}", type=Path, default=ROOT / "build" / name)
-    ap.add_argument("--libraries", nargs="*", choices=sorted(LIBRARIES), default=list(LIBRARIES))
+    ap.add_argument(
+        "--libraries",
+        nargs="*",
+        choices=sorted(LIBRARIES),
+        default=[n for n, spec in LIBRARIES.items() if spec["tests"]],
+    )
     ap.add_argument("--files", nargs="*", help="test files (one library), as its repo names them")
     ap.add_argument("--flags", default="", help="more THEANO_FLAGS of both sides")
     args = ap.parse_args(argv)
@@ -178,6 +253,7 @@ def main(argv=None) -> int:
     for sub, name, text in (
         ("plugin", "pymc3_suite_plugin.py", PLUGIN),
         ("theano-side", "sitecustomize.py", THEANO_SITE),
+        ("theano-side", "theano_1_0_names.py", NAMES_MODULE),
         ("dag-side", "sitecustomize.py", SHIM),
     ):
         (work / sub).mkdir(parents=True, exist_ok=True)
@@ -186,6 +262,9 @@ def main(argv=None) -> int:
         if name in args.libraries or any(name in LIBRARIES[n]["uses"] for n in args.libraries):
             shutil.rmtree(work / name, ignore_errors=True)
             export_tests(getattr(args, name).resolve(), LIBRARIES[name]["ref"], work / name, ())
+            conftest = LIBRARIES[name].get("conftest")
+            if conftest:
+                (work / name / "conftest.py").write_text(globals()[conftest])
     wanted = ["theano", "theano_dag"] if args.side == "both" else [args.side]
     for name in args.libraries:
         tree = work / name

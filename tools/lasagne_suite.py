@@ -64,7 +64,9 @@ LASAGNE_NAMES = {
     "theano.sandbox.rng_mrg.MRG_RandomStreams": "theano.sandbox.rng_mrg:MRG_RandomStream",
 }
 
-SHIM = '''"""Written by tools/lasagne_suite.py: Lasagne's Theano 1.0 names, after import."""
+# A start-up module giving Theano 1.0's names NAMES (old -> "module:attribute") on
+# theano-pymc's side once ``theano`` is imported (client_suites.py uses it too).
+SHIM_TEMPLATE = '''"""Written by tools/lasagne_suite.py: Theano 1.0's names, after import."""
 
 import importlib
 import importlib.abc
@@ -120,7 +122,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _Finder())
-'''.replace("__NAMES__", repr(LASAGNE_NAMES))
+'''
+SHIM = SHIM_TEMPLATE.replace("__NAMES__", repr(LASAGNE_NAMES))
 
 # The sitecustomize of theano-pymc's side: the alias's finder off sys.meta_path
 # (pymc3_suite's), then Lasagne's names. theano_dag's side has none: Lasagne runs on it as

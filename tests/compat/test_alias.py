@@ -320,3 +320,37 @@ def test_theano_1_0_names_lasagne_writes_are_given(site_dir, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "module 'theano' has no attribute 'NoSuchName'"
+
+
+def test_theano_1_0_names_blocks_writes_are_given(site_dir, tmp_path):
+    # Blocks (written for Theano 1.0) imports Scan from theano.scan_module.scan_op, tells
+    # random-state shared variables apart by theano.tensor.shared_randomstreams'
+    # RandomStateSharedVariable, and converts with theano._asarray.
+    proc = _python(
+        """
+        import numpy as np
+        import theano
+        from theano.scan_module import scan, scan_op
+        from theano.scan_module.scan_op import Scan
+        from theano.scan_module.scan_views import map as scan_map
+        from theano.tensor.shared_randomstreams import RandomStateSharedVariable
+        import theano.tensor as tt
+        from theano_dag.scan import basic, op, views
+
+        assert Scan is op.Scan and scan_op is op
+        # Theano 1.0's package put the function over its module's name, as theano_dag's
+        assert scan is basic.scan and scan_map is views.map
+        out, _ = scan(lambda v: v * 2, sequences=[tt.dvector("x")])
+        owners = [v.owner for v in theano.gof.graph.ancestors([out]) if v.owner]
+        assert any(isinstance(n.op, Scan) for n in owners)
+        rng = theano.shared(np.random.RandomState(0))
+        assert isinstance(rng, RandomStateSharedVariable)
+        assert not isinstance(theano.shared(np.zeros(2)), RandomStateSharedVariable)
+        a = theano._asarray([1, 2], dtype="float32")
+        print(a.dtype, a.tolist())
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "float32 [1.0, 2.0]"

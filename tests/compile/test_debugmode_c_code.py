@@ -38,6 +38,16 @@ if (!%(z)s || PyArray_NDIM(%(z)s) != 2
 """
 
 
+# The same, but reusing any buffer of enough values, whatever its shape (a bug).
+_ALLOC_ANY = """
+if (!%(z)s || PyArray_SIZE(%(z)s) < PyArray_SIZE(%(a)s)) {
+    Py_XDECREF(%(z)s);
+    %(z)s = (PyArrayObject*)PyArray_SimpleNew(2, PyArray_DIMS(%(a)s), NPY_FLOAT64);
+    if (!%(z)s) %(fail)s;
+}
+"""
+
+
 class Shifted(COp):
     """``a + shift`` of a float64 vector: ``py`` in its Python code, ``c`` in its C code
     (equal: a correct op; unequal: C and Python disagree)."""
@@ -90,17 +100,7 @@ class Doubled(COp):
         a, z = inp[0], out[0]
         subs = {"a": a, "z": z, "fail": sub["fail"]}
         if self.reuse_any:
-            alloc = (
-                """
-            if (!%(z)s || PyArray_SIZE(%(z)s) < PyArray_SIZE(%(a)s)) {
-                Py_XDECREF(%(z)s);
-                %(z)s = (PyArrayObject*)PyArray_SimpleNew(2, PyArray_DIMS(%(a)s),
-                                                          NPY_FLOAT64);
-                if (!%(z)s) %(fail)s;
-            }
-            """
-                % subs
-            )  # noqa: UP031 (Theano's substitution style)
+            alloc = _ALLOC_ANY % subs
         else:
             alloc = _ALLOC_2D % subs
         if self.contiguous or self.reuse_any:

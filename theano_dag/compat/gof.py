@@ -66,9 +66,11 @@ from theano_dag.graph.toolbox import (
 )
 from theano_dag.graph.type import Generic, Type, generic
 from theano_dag.graph.utils import InconsistencyError, MethodNotDefined
+from theano_dag.misc.safe_asarray import _asarray
 
 # The names Theano 1.0's ``theano/__init__.py`` imported from ``theano.gof`` that theano_dag
-# has: the alias's ``theano`` gives them where theano_dag's own namespace has none.
+# has (and ``_asarray``, which it imported from ``theano.misc.safe_asarray``): the alias's
+# ``theano`` gives them where theano_dag's own namespace has none.
 TOP_LEVEL = (
     "CLinker",
     "OpWiseCLinker",
@@ -88,6 +90,7 @@ TOP_LEVEL = (
     "Generic",
     "generic",
     "utils",
+    "_asarray",
 )
 
 # Theano 1.0's COp is the op whose C code is in files (theano-pymc renamed it ExternalCOp;
@@ -151,4 +154,5 @@ __all__ = [
     "InconsistencyError",
     "MethodNotDefined",
     "TOP_LEVEL",
+    "_asarray",
 ]

@@ -58,6 +58,10 @@ MODULES = {
     "theano.gof.cc": "theano_dag.engines.theano_linkers",
     "theano.gof.vm": "theano_dag.engines.theano_linkers",
     "theano.scan_module.scan_utils": "theano_dag.scan.utils",
+    "theano.scan_module.scan_op": "theano_dag.scan.op",
+    "theano.scan_module.scan": "theano_dag.scan.basic",
+    "theano.scan_module.scan_views": "theano_dag.scan.views",
+    "theano.scan_module.scan_checkpoints": "theano_dag.scan.checkpoints",
     # Theano-PyMC 1.1's scan rewrites (ScanMerge...) and Theano 1.0's path of them.
     "theano.scan.opt": "theano_dag.scan.rewriting",
     "theano.scan_module.scan_opt": "theano_dag.scan.rewriting",

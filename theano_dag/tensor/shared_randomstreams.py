@@ -9,5 +9,6 @@ Theano code use. Theano 1.1.2's numpy-like ``RandomStream`` is in
 """
 
 from theano_dag.tensor.random.utils import RandomStreams
+from theano_dag.tensor.random.var import RandomStateSharedVariable, randomstate_constructor
 
-__all__ = ["RandomStreams"]
+__all__ = ["RandomStreams", "RandomStateSharedVariable", "randomstate_constructor"]
