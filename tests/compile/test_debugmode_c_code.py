@@ -363,3 +363,13 @@ def test_the_defaults_are_theanos_flags_and_bad_settings_are_refused():
         DebugMode(check_c_code=False, check_py_code=False)
     with pytest.raises(ValueError, match="require_matching_strides must be 0, 1 or 2"):
         DebugMode(require_matching_strides=3)
+
+
+def test_rewrites_are_checked_on_values_through_c_code_only_ops():
+    # The rewrite checker evaluates graphs as the engines run them: an op whose perform
+    # raises is run by its C code, so the values of rewrites around it are checked.
+    x = tt.dmatrix("x")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = theano_dag.function([x], Doubled()(x * 1.0) + 0, mode=DebugMode())
+    np.testing.assert_array_equal(f(_matrix()), 2 * _matrix())
