@@ -22,7 +22,10 @@ from theano_dag.engines.cpu.native import cc
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.op import COp, Op
 
-pytestmark = pytest.mark.skipif(not cc.get_toolchain("gcc"), reason="no C compiler")
+# The tests of C code need a compiler (config.cxx, empty in the run without one).
+needs_c = pytest.mark.skipif(
+    not (config.cxx and cc.get_toolchain(config.cxx)), reason="no C compiler (config.cxx)"
+)
 
 # Allocating the output unless the storage holds one of the right shape, as Theano's C
 # ops do; %(z)s, %(a)s and %(fail)s substituted by each op.
@@ -202,12 +205,14 @@ def _matrix():
     return np.arange(12.0).reshape(3, 4)
 
 
+@needs_c
 def test_c_code_and_perform_that_agree_pass():
     x = tt.dvector("x")
     f = theano_dag.function([x], Shifted(0.5, 0.5)(x), mode=DebugMode())
     np.testing.assert_allclose(f(np.array([1.0, 2.0])), [1.5, 2.5])
 
 
+@needs_c
 def test_c_code_that_disagrees_with_perform_raises_bad_thunk_output():
     x = tt.dvector("x")
     op = Shifted(py=0.0, c=0.5)
@@ -224,6 +229,7 @@ def test_c_code_that_disagrees_with_perform_raises_bad_thunk_output():
     assert "BadThunkOutput" in str(err) and "Shifted" in str(err)
 
 
+@needs_c
 def test_check_py_code_false_runs_the_c_code_alone():
     x = tt.dmatrix("x")
     op = Doubled()
@@ -236,6 +242,7 @@ def test_check_py_code_false_runs_the_c_code_alone():
     np.testing.assert_array_equal(g(_matrix()), _matrix()[0] + 0.5)
 
 
+@needs_c
 def test_check_c_code_false_makes_perform_the_reference():
     # The engine still runs the C code, so the function's output is then the mismatch.
     x = tt.dvector("x")
@@ -244,6 +251,7 @@ def test_check_c_code_false_makes_perform_the_reference():
         f(np.array([1.0]))
 
 
+@needs_c
 def test_c_code_that_views_or_destroys_an_undeclared_input_is_caught():
     x = tt.dvector("x")
     mode = DebugMode(check_py_code=False)
@@ -253,6 +261,7 @@ def test_c_code_that_views_or_destroys_an_undeclared_input_is_caught():
         theano_dag.function([x], Aliasing("destroy")(x), mode=mode)(np.array([1.0, 2.0]))
 
 
+@needs_c
 @pytest.mark.parametrize(
     "kinds, fails",
     [
@@ -279,12 +288,14 @@ def test_c_code_assuming_a_contiguous_output_buffer_is_found(kinds, fails, as_ou
         np.testing.assert_array_equal(f(_matrix()) @ np.eye(4), 2 * _matrix())
 
 
+@needs_c
 def test_c_code_handling_every_buffer_passes_all_kinds():
     x = tt.dmatrix("x")
     f = theano_dag.function([x], Doubled()(x), mode=DebugMode(check_preallocated_output=["ALL"]))
     np.testing.assert_array_equal(f(_matrix()), 2 * _matrix())
 
 
+@needs_c
 def test_a_buffer_of_the_wrong_shape_reused_is_found():
     x = tt.dmatrix("x")
     op = Doubled(reuse_any=True)
@@ -331,6 +342,7 @@ def test_the_packages_own_ops_handle_every_preallocated_buffer():
         np.testing.assert_allclose(got, want)
 
 
+@needs_c
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_require_matching_strides(level):
     x = tt.dmatrix("x")
@@ -365,6 +377,7 @@ def test_the_defaults_are_theanos_flags_and_bad_settings_are_refused():
         DebugMode(require_matching_strides=3)
 
 
+@needs_c
 def test_rewrites_are_checked_on_values_through_c_code_only_ops():
     # The rewrite checker evaluates graphs as the engines run them: an op whose perform
     # raises is run by its C code, so the values of rewrites around it are checked.
