@@ -1,5 +1,7 @@
 """Rewrites of increments into zeros and products with zeros (Theano's names)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,27 @@ def test_product_with_zeros(dtype):
     np.testing.assert_array_equal(out, np.zeros((2, 5), dtype))
     with pytest.raises((AssertionError, ValueError)):
         f(np.ones((2, 3), dtype), np.ones((4, 5), dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_product_with_zeros_of_a_column_or_row_type(dtype):
+    # The product of zeros and a column is a column: the zeros replacing it keep that
+    # type (they were a matrix, and the rewrite was rolled back with a warning).
+    x, n = tt.vector("x", dtype=dtype), tt.lscalar("n")
+    cases = [
+        (tt.dot(tt.alloc(np.asarray(0, dtype), n, 3), x.dimshuffle(0, "x")), (2, 1)),
+        (tt.dot(x.dimshuffle("x", 0), tt.alloc(np.asarray(0, dtype), 3, n)), (1, 2)),
+    ]
+    for z, shape in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            f = theano_dag.function([n, x], z)
+        assert not any(isinstance(op, tt.Dot) or "Dot22" in str(op) for op in _ops(f))
+        out = f(2, np.arange(3, dtype=dtype))
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(out, np.zeros(shape, dtype))
+        with pytest.raises((AssertionError, ValueError)):
+            f(2, np.arange(4, dtype=dtype))
 
 
 @pytest.mark.parametrize("mode", ["FAST_RUN", theano_dag.compile.mode.Mode(linker="cpu")])

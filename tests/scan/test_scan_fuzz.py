@@ -132,3 +132,26 @@ def test_no_step_with_rows_whose_shape_a_step_gives_is_refused():
     np.testing.assert_allclose(f(np.array([3, 3])), np.zeros(3))
     with pytest.raises(ValueError, match="ran no step, and the shape of the rows of its per"):
         f(np.array([], dtype="int64"))
+
+
+def test_gradient_through_a_lazy_branch_of_a_constant_keeps_the_constant():
+    # Seed 211946, program 13, shrunk: a state chosen by nested ifelses. In the backward
+    # loop a lazy ifelse's branch computed a constant (folded when the branch compiled),
+    # whose read-only array the branch's function handed out as the caller's own; an
+    # in-place add then wrote into it: "output array is read-only" on the Python and
+    # numpy paths, and, through the C kernels (which do not read the flag), the constant
+    # changed under later steps: a gradient 397 off on cpu_c and Dask.
+    rec = scan_fuzz.Recipe(
+        dtype="float64", d=3, seqs=[], seq_dtypes=[],
+        outs=[("state", 0, [-1], ("ifelse", ("const", 1), ("leaf", "o1t1"),
+                                  ("ifelse", ("leaf", "o1t1"), ("leaf", "o1t1"),
+                                   ("const", -0.79)))),
+              ("state", 0, [-3, -1], ("const", 1))],
+        nonseqs=[], steps=("const", 7), lengths=(4, 12), sym_steps=(0, 0),
+        go_backwards=False, truncate=-1, select=["all", "all"], counter=False, acc=False,
+        acc_expr=None, inner_mode="same", seed=341831346,
+        weights=[1.12776288039684, 1.3398308385808995], checkpoints=0,
+    )  # fmt: skip
+    engines = [e for e in scan_fuzz.available_engines() if e != "opencl"]
+    assert scan_fuzz.check(rec, engines) == []
+    assert scan_fuzz.check_grad(rec, engines) == []

@@ -241,11 +241,16 @@ class InnerFunction:
         with an input (the input itself, ``x[1:]``, ``x.T``) or with an earlier output (the
         same variable twice, two views of one value) is copied. The outer engine reuses
         an input's memory once the node holding this function has read it, and no op's
-        view_map declares a view through its inner graph."""
+        view_map declares a view through its inner graph. A read-only output (a constant
+        of the inner graph, which rewrites may leave as a whole output, or a view of one)
+        is copied too: the caller may destroy what it owns, and the C engine's kernels
+        would write through the flag into the constant, changing later calls."""
         arrays = [v for v in vals if type(v) is np.ndarray]
         outs = list(outs)
         for k, v in enumerate(outs):
-            if type(v) is np.ndarray and any(np.may_share_memory(v, a) for a in arrays):
+            if type(v) is np.ndarray and (
+                not v.flags.writeable or any(np.may_share_memory(v, a) for a in arrays)
+            ):
                 v = outs[k] = v.copy()
             if type(v) is np.ndarray:
                 arrays.append(v)

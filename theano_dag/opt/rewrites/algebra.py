@@ -608,6 +608,9 @@ def local_0_dot_x(fgraph, node):
     out = node.outputs[0]
     shapes = [tuple(shape_i(v, d) for d in range(v.ndim)) for v in (x, y)]
     (shape,) = node.op.infer_shape(fgraph, node, shapes)
+    # A length the product's type knows (a column's width of 1) is given as the number,
+    # so that the zeros have the product's type (``shape_i`` gives a symbolic length).
+    shape = [s if n is None else n for s, n in zip(shape, out.type.shape)]
     zeros = alloc(typed_constant(0, out.dtype), *shape)
     if x.ndim and y.ndim and not shape:
         # The product's own check of the inner lengths stays (the lengths of a result
