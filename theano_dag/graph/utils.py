@@ -187,7 +187,7 @@ _pause_restore = False  # whether the collector was on when the first pause bega
 # good. The same rule on the objects promoted: once they outnumber a quarter of the
 # objects counted after the last full collection (and as many objects as CPython's
 # thresholds let be made between two full collections, 700 * 10 * 10 by default), a
-# pause starts with one. The count (a walk of every object) and the collection are made
+# pause starts with one. The count (a walk of the oldest generation) and the collection are made
 # at the start of a later pause, so that one function compiled alone pays neither.
 _tracked_at_full = None  # the objects counted since the last full collection, or None
 _promoted = 0  # objects promoted since (net of those freed: gc.get_count()'s first entry)
@@ -208,7 +208,10 @@ def _collect_if_due():
     if not t0 or _promoted <= t0 * t1 * t2:  # t0 == 0: automatic collection off
         return
     if _tracked_at_full is None:
-        _tracked_at_full, _promoted = len(gc.get_objects()), 0
+        # The oldest generation's objects (CPython's own long-lived count); not every
+        # object: gc.get_objects() would also list a tuple another thread is building
+        # (tuple() of a generator), which then could not grow (a SystemError there).
+        _tracked_at_full, _promoted = len(gc.get_objects(generation=2)), 0
     elif _promoted > _tracked_at_full // 4:
         gc.collect()  # (resets the counts, through _on_collection)
 

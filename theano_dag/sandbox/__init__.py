@@ -1,5 +1,6 @@
-"""``theano.sandbox``'s path: the MRG random streams (``sandbox.rng_mrg``)."""
+"""``theano.sandbox``'s path: the MRG random streams (``sandbox.rng_mrg``) and the
+linear-algebra hints (``sandbox.linalg``)."""
 
-from theano_dag.sandbox import rng_mrg  # noqa: F401
+from theano_dag.sandbox import linalg, rng_mrg  # noqa: F401
 
-__all__ = ["rng_mrg"]
+__all__ = ["linalg", "rng_mrg"]

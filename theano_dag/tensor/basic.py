@@ -99,6 +99,7 @@ __all__ = [
     "full",
     "Join",
     "join",
+    "join_",
     "concatenate",
     "stack",
     "Split",
@@ -537,6 +538,10 @@ class Join(Op):
             else:
                 out.append(reduce_grad_to(g, x))
         return lead + out
+
+
+# Theano's module-level Join op (``node.op == tt.join_`` recognises a join along axis 0).
+join_ = Join()
 
 
 def join(axis, *tensors):

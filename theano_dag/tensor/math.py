@@ -499,15 +499,18 @@ def clip(x, a_min, a_max):
     return _ew(ts.clip)(x, a_min, a_max)
 
 
-def switch(cond, ift, iff):
-    """``ift`` where ``cond`` is nonzero, else ``iff`` (``numpy.where``).
-
-    >>> from theano_dag import tensor as tt
-    >>> x = tt.dvector("x")
-    >>> switch(x > 0, x, 0).dtype
-    'float64'
-    """
-    return _ew(ts.switch)(cond, ift, iff)
+# An op, as Theano's (``node.op == tt.switch`` is how its users recognise a switch).
+switch = _make(
+    ts.switch,
+    "switch",
+    "``ift`` where ``cond`` is nonzero, else ``iff`` (``numpy.where``): "
+    "``switch(cond, ift, iff)``.",
+    """>>> from theano_dag import tensor as tt
+>>> x = tt.dvector("x")
+>>> y = switch(x > 0, x, 0)
+>>> y.dtype, y.owner.op == switch
+('float64', True)""",
+)
 
 
 def where(cond, ift=None, iff=None):

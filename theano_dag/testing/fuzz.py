@@ -1947,6 +1947,8 @@ def engine_context(flags, build, rec=None):
     ...     pass
     """
     stack = contextlib.ExitStack()
+    # A rewrite that fails (rolled back with a warning otherwise) is a bug to report.
+    stack.enter_context(config.change_flags(on_opt_error="raise"))
     stack.enter_context(config.change_flags(**flags))
     if build == "late":
         stack.enter_context(late_loads(late_points(rec)))

@@ -18,6 +18,8 @@ module                        what
                               fused cross-entropy
 ``stabilize``                 log1p, expm1, softplus, log1mexp, log-add-exp, log(erfc)
 ``blas``                      dot plus accumulation -> Gemm / Gemv / Ger, Dot22
+``linalg``                    products with an inverse as solves, solves with a Cholesky
+                              factor as triangular solves, what hints (``psd``) allow
 ``specialize``                x**2 -> sqr, Adagrad fusion, a*b + c -> fma
 ``uncanonicalize``            DimShuffles folded into the Alloc, Reshape or Subtensor
                               next to them (after specialize)
@@ -35,6 +37,7 @@ from theano_dag.opt.rewrites import (  # noqa: F401 - importing fills the rule t
     conv,
     fusion,
     inplace,
+    linalg,
     logic,
     products,
     reduce,
