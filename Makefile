@@ -296,7 +296,8 @@ lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) \
 	  --flags "$(LASAGNE_FLAGS)" --table
 
-# The own tests of Keras 2.3.1 (its Theano backend), theanets, downhill and Blocks, every file and
+# The own tests of Keras 2.3.1 (its Theano backend), theanets, downhill, Blocks and SymPy's
+# Theano printer (from its wheel), every file and
 # test, on theano-pymc 1.1.2 in Python mode and on theano_dag through the theano alias, in
 # the Lasagne venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC, BLOCKS_SRC (and FUEL_SRC, which
 # Blocks imports): their git checkouts (cloned here when absent, which needs the network);

@@ -151,3 +151,31 @@ def test_a_library_exported_from_git_runs_file_by_file(tmp_path):
     row = ran["test/lib_test.py"]
     assert (row["tests"], row["passed"], row["failed"]) == (2, 1, 1)
     assert row["outcomes"]["test/lib_test.py::test_two"] == "failure"
+
+
+def test_sympy_comes_from_its_wheel_with_its_stacklevel_check_left_out(tmp_path):
+    spec = client_suites.LIBRARIES["sympy"]
+    assert spec["wheel"] == "sympy==1.12"
+    assert spec["tests"] == ("sympy/printing/tests/test_theanocode.py",)
+    assert any(p.startswith("mpmath") for p in client_suites.PACKAGES)  # SymPy's dependency
+    # A stand-in for sympy.testing.pytest's warns, which checks the stack level unless told
+    stand_in = tmp_path / "sympy" / "testing"
+    stand_in.mkdir(parents=True)
+    (tmp_path / "sympy" / "__init__.py").write_text("")
+    (stand_in / "__init__.py").write_text("")
+    (stand_in / "pytest.py").write_text(
+        "def warns(cls, test_stacklevel=True):\n    return test_stacklevel\n\n"
+        "def warns_deprecated_sympy():\n    return warns(DeprecationWarning)\n"
+    )
+    (tmp_path / "conftest.py").write_text(client_suites.SYMPY_CONFTEST)
+    (tmp_path / "test_warns.py").write_text(
+        "from sympy.testing.pytest import warns_deprecated_sympy\n\n"
+        "def test_it():\n    assert warns_deprecated_sympy() is False\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert "1 passed" in out.stdout, out.stdout

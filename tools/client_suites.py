@@ -1,7 +1,7 @@
-"""Run the own test suites of four more Theano client libraries, Keras 2.3.1 (its Theano
-backend), theanets, downhill and Blocks, on theano-pymc 1.1.2 in Python mode and on theano_dag
-through the ``theano`` import alias, and count the passes of each (``make
-client-suites``).
+"""Run the own test suites of more Theano client libraries, Keras 2.3.1 (its Theano
+backend), theanets, downhill, Blocks and SymPy's Theano printer, on theano-pymc 1.1.2 in
+Python mode and on theano_dag through the ``theano`` import alias, and count the passes
+of each (``make client-suites``).
 
 The venv (``--python``) is the Lasagne suite's (``make venv-lasagne``: numpy 1.23, scipy
 1.9, pytest 7, theano_dag with its alias, theano-pymc apart in ``--theano-pymc``); the few
@@ -19,7 +19,10 @@ own CI ran them, one pytest process per test file with a time limit (the same ru
   assume, downhill on theanets' ``sys.path``;
 * Blocks (mila-udem's master, ``--blocks``) with Fuel (``--fuel``), its data streams, on
   its ``sys.path``; a conftest (``BLOCKS_CONFTEST``) runs its nose-style tests on pytest
-  and Python 3.11.
+  and Python 3.11;
+* SymPy 1.12's ``sympy.printing.tests.test_theanocode`` (SymPy's expressions printed as
+  Theano graphs and compiled), from SymPy's wheel, its check of its own deprecation
+  warning's stack level left out (``SYMPY_CONFTEST``).
 
 theano-pymc 1.1.2 renamed or dropped Theano 1.0's names that the libraries import
 (``MRG_RandomStreams``, and Blocks' ``theano.gof``, ``theano.scan_module.scan_op``...):
@@ -93,6 +96,17 @@ LIBRARIES = {
     },
     # Blocks' data streams (imported by it, its own tests not run here).
     "fuel": {"ref": "HEAD", "tests": (), "flags": "", "env": {}, "uses": ()},
+    # SymPy's printer of expressions as Theano graphs (sympy.printing.theanocode) and its
+    # tests, from SymPy's wheel (which ships them): no repository to export.
+    "sympy": {
+        "ref": "1.12",
+        "wheel": "sympy==1.12",
+        "tests": ("sympy/printing/tests/test_theanocode.py",),
+        "flags": "",
+        "env": {},
+        "uses": (),
+        "conftest": "SYMPY_CONFTEST",
+    },
 }
 
 # Blocks' tests were written for nose on Python 2.7 and 3.4: nose ran a test class's
@@ -122,6 +136,23 @@ def _nose_setup(request):
     yield
     if inst is not None and hasattr(inst, "tearDown"):
         inst.tearDown()
+"""
+
+# SymPy 1.12 deprecated theanocode with a warning whose stack level points into its own
+# module when theano_function calls theano_code, and its tests' check of the stack level
+# then fails them on every Theano (SymPy's CI has no Theano): the check is left out.
+SYMPY_CONFTEST = """
+import sympy.testing.pytest as _sympy_pytest
+
+_warns = _sympy_pytest.warns
+
+
+def _warns_without_stacklevel_check(*args, **kwargs):
+    kwargs["test_stacklevel"] = False
+    return _warns(*args, **kwargs)
+
+
+_sympy_pytest.warns = _warns_without_stacklevel_check
 """
 
 #: What the libraries import that the Lasagne venv lacks (pip install --target, no deps):
@@ -154,6 +185,8 @@ PACKAGES = (
     "packaging>=21",
     "pyzmq>=25,<28",
     "pillow>=10,<12",
+    # SymPy's arbitrary-precision numbers
+    "mpmath>=1.1,<1.4",
 )
 
 # Both sides' start-up: the ABCs Keras 2.3.1 reads from collections (Python < 3.10).
@@ -233,8 +266,9 @@ def library_env(base: dict, side: str, name: str, work: Path, flags: str) -> dic
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(ap, ".venv-lasagne", "client-suites", 1200)
-    for name in LIBRARIES:
-        ap.add_argument(f"--{name}", type=Path, default=ROOT / "build" / name)
+    for name, spec in LIBRARIES.items():
+        if "wheel" not in spec:  # a repository to export the library from
+            ap.add_argument(f"--{name}", type=Path, default=ROOT / "build" / name)
     ap.add_argument(
         "--libraries",
         nargs="*",
@@ -261,7 +295,10 @@ def main(argv=None) -> int:
     for name in LIBRARIES:  # the ones run, and the ones they import
         if name in args.libraries or any(name in LIBRARIES[n]["uses"] for n in args.libraries):
             shutil.rmtree(work / name, ignore_errors=True)
-            export_tests(getattr(args, name).resolve(), LIBRARIES[name]["ref"], work / name, ())
+            if "wheel" in LIBRARIES[name]:
+                install_packages(args.python, work / name, (LIBRARIES[name]["wheel"],))
+            else:
+                export_tests(getattr(args, name).resolve(), LIBRARIES[name]["ref"], work / name, ())
             conftest = LIBRARIES[name].get("conftest")
             if conftest:
                 (work / name / "conftest.py").write_text(globals()[conftest])

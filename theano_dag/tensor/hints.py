@@ -129,5 +129,5 @@ def is_positive(v) -> bool:
             exponent = get_scalar_constant_value(owner.inputs[1])
         except NotScalarConstantError:
             return False
-        return exponent % 2 == 0
+        return bool(exponent % 2 == 0)
     return False
