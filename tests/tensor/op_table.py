@@ -21,7 +21,7 @@ from theano_dag import gradient
 from theano_dag import scalar as ts
 from theano_dag.config import config
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
-from theano_dag.tensor import blas, fft, nnet
+from theano_dag.tensor import blas, fft, hints, nnet
 from theano_dag.tensor import linalg as la
 from theano_dag.tensor.arrays import (
     AllocEmpty,
@@ -1143,6 +1143,16 @@ def _np_sym(x):
 
 
 LINALG = [
+    # a hint (theano.sandbox.linalg's psd): the value itself, the identity's gradient; the
+    # solve with it goes through a Cholesky factor on the engines that rewrite
+    _lin("hint_psd", lambda a: hints.psd(a) * 2, lambda a: a * 2, (SPD(4),)),
+    _lin(
+        "hint_psd_solve",
+        lambda a, b: la.solve(hints.psd(a), b),
+        lambda a, b: np.linalg.solve(a, b),
+        (SPD(4), U(4, 2)),
+        grad_inputs=(1,),
+    ),
     _lin("cholesky", la.cholesky, np.linalg.cholesky, (SPD(4),)),
     _lin(
         "cholesky_upper",
