@@ -179,3 +179,24 @@ def test_sympy_comes_from_its_wheel_with_its_stacklevel_check_left_out(tmp_path)
         cwd=tmp_path,
     )
     assert "1 passed" in out.stdout, out.stdout
+
+
+def test_theanolm_exports_its_package_tests_and_word_classes_only(tmp_path):
+    spec = client_suites.LIBRARIES["theanolm"]
+    assert spec["paths"] == ("theanolm", "tests", "wordclasses")
+    repo = tmp_path / "repo"
+    for rel in ("theanolm/__init__.py", "tests/theanolm/a_test.py", "wordclasses/__init__.py",
+                "recipes/big.classes"):  # fmt: skip
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "lm"], check=True)
+    tree = tmp_path / "theanolm-export"
+    client_suites.export_tests(repo, spec["ref"], tree, spec["paths"])
+    assert sorted(p.name for p in tree.iterdir()) == ["tests", "theanolm", "wordclasses"]
+    assert client_suites.test_files(tree, spec["tests"]) == ["tests/theanolm/a_test.py"]
+    assert client_suites.THEANO_1_0_NAMES["theano.gof.MissingInputError"] == (
+        "theano.graph.fg:MissingInputError"
+    )

@@ -1,7 +1,7 @@
 """Run the own test suites of more Theano client libraries, Keras 2.3.1 (its Theano
-backend), theanets, downhill, Blocks and SymPy's Theano printer, on theano-pymc 1.1.2 in
-Python mode and on theano_dag through the ``theano`` import alias, and count the passes
-of each (``make client-suites``).
+backend), theanets, downhill, Blocks, TheanoLM and SymPy's Theano printer, on theano-pymc
+1.1.2 in Python mode and on theano_dag through the ``theano`` import alias, and count the
+passes of each (``make client-suites``).
 
 The venv (``--python``) is the Lasagne suite's (``make venv-lasagne``: numpy 1.23, scipy
 1.9, pytest 7, theano_dag with its alias, theano-pymc apart in ``--theano-pymc``); the few
@@ -20,6 +20,7 @@ own CI ran them, one pytest process per test file with a time limit (the same ru
 * Blocks (mila-udem's master, ``--blocks``) with Fuel (``--fuel``), its data streams, on
   its ``sys.path``; a conftest (``BLOCKS_CONFTEST``) runs its nose-style tests on pytest
   and Python 3.11;
+* TheanoLM (senarvi's master, ``--theanolm``), its package, tests and word classes;
 * SymPy 1.12's ``sympy.printing.tests.test_theanocode`` (SymPy's expressions printed as
   Theano graphs and compiled), from SymPy's wheel, its check of its own deprecation
   warning's stack level left out (``SYMPY_CONFTEST``).
@@ -96,6 +97,16 @@ LIBRARIES = {
     },
     # Blocks' data streams (imported by it, its own tests not run here).
     "fuel": {"ref": "HEAD", "tests": (), "flags": "", "env": {}, "uses": ()},
+    # TheanoLM (senarvi's master): its tests need its package and wordclasses beside them
+    # (its recipes hold a file the repository's history lost: only these are exported).
+    "theanolm": {
+        "ref": "HEAD",
+        "paths": ("theanolm", "tests", "wordclasses"),
+        "tests": ("tests/theanolm/*_test.py", "tests/wordclasses/*_test.py"),
+        "flags": "",
+        "env": {},
+        "uses": (),
+    },
     # SymPy's printer of expressions as Theano graphs (sympy.printing.theanocode) and its
     # tests, from SymPy's wheel (which ships them): no repository to export.
     "sympy": {
@@ -201,8 +212,9 @@ for _name in ("Iterable", "Mapping", "Sequence", "MutableMapping", "Callable"):
 
 # Theano 1.0's names that theano-pymc 1.1.2 renamed or dropped and the libraries use, on
 # theano-pymc's side (old -> "module:attribute"): the MRG streams' old name (Keras,
-# theanets, Blocks), and Blocks' graph framework, Scan, random-state shared variables and
-# ``_asarray``. theano_dag's side runs them as they are, its alias giving these names.
+# theanets, Blocks, TheanoLM), Blocks' graph framework, Scan, random-state shared
+# variables and ``_asarray``, TheanoLM's ``gof.MissingInputError``. theano_dag's side runs
+# them as they are, its alias giving these names.
 THEANO_1_0_NAMES = {
     "theano.sandbox.rng_mrg.MRG_RandomStreams": "theano.sandbox.rng_mrg:MRG_RandomStream",
     "theano.Variable": "theano.graph.basic:Variable",
@@ -216,6 +228,7 @@ THEANO_1_0_NAMES = {
         "theano.tensor.random.var:RandomStateSharedVariable"
     ),
     "theano._asarray": "theano.misc.safe_asarray:_asarray",
+    "theano.gof.MissingInputError": "theano.graph.fg:MissingInputError",
 }
 
 # theano-pymc's side: the alias off sys.meta_path (pymc3_suite's), the shim, and the
@@ -298,7 +311,9 @@ def main(argv=None) -> int:
             if "wheel" in LIBRARIES[name]:
                 install_packages(args.python, work / name, (LIBRARIES[name]["wheel"],))
             else:
-                export_tests(getattr(args, name).resolve(), LIBRARIES[name]["ref"], work / name, ())
+                spec = LIBRARIES[name]
+                src = getattr(args, name).resolve()
+                export_tests(src, spec["ref"], work / name, spec.get("paths", ()))
             conftest = LIBRARIES[name].get("conftest")
             if conftest:
                 (work / name / "conftest.py").write_text(globals()[conftest])

@@ -209,3 +209,25 @@ def test_scalar_and_empty_draws(flags):
         got = theano_dag.function([], draws)()
     assert [g.shape for g in got] == [(), (2, 0), (0,), (0,)]
     assert 0 < float(got[0]) <= 1
+
+
+def test_theanos_target_of_a_draw_is_the_cpu():
+    # Theano's draws and shared variables take the device of their state (TheanoLM
+    # passes target='cpu' to choice); the CPU is the only one here, and another target is
+    # refused with a TypeError, as Theano without a GPU context refused it.
+    p = np.array([[0.2, 0.3, 0.5], [0.5, 0.5, 0.0]])
+    for draw in (
+        lambda s, **k: s.uniform((3,), **k),
+        lambda s, **k: s.normal((3,), **k),
+        lambda s, **k: s.truncated_normal((3,), **k),
+        lambda s, **k: s.binomial((3,), 1, 0.5, **k),
+        lambda s, **k: s.multinomial(pvals=p, **k),
+        lambda s, **k: s.choice(size=2, replace=False, p=p, **k),
+    ):
+        same = draw(MRG_RandomStreams(seed=4)).eval()
+        np.testing.assert_array_equal(draw(MRG_RandomStreams(seed=4), target="cpu").eval(), same)
+        with pytest.raises(TypeError, match="target='dev0'.*live on the CPU"):
+            draw(MRG_RandomStreams(seed=4), target="dev0")
+    assert theano_dag.shared(np.zeros(2), target="cpu").get_value().tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="target=None.*no GPU context"):
+        theano_dag.shared(np.zeros(2), target=None)

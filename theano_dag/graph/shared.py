@@ -239,12 +239,23 @@ def shared(value, name=None, strict=False, allow_downcast=None, **kwargs):
     >>> w = shared(np.zeros(3), name="w")
     >>> w.type, w.get_value()
     (TensorType(float64, vector), array([0., 0., 0.]))
+    >>> shared(np.zeros(3), name="w", target="cpu").type  # Theano's device: the CPU only
+    TensorType(float64, vector)
     """
     if isinstance(value, Variable):
         raise TypeError(
             "shared() needs a value (a numpy array, a number...), not a symbolic Variable: "
             f"got {value}"
         )
+    if "target" in kwargs:
+        # Theano's device of the variable: "cpu", or a GPU context that theano_dag has
+        # not (Theano without one refused it with a TypeError, which its users catch).
+        target = kwargs.pop("target")
+        if target != "cpu":
+            raise TypeError(
+                f"shared: target={target!r}: theano_dag's shared variables live on the CPU "
+                "(target='cpu'); there is no GPU context"
+            )
     # Constructors added last are the most specific; the generic one is first.
     for ctor in reversed(_CONSTRUCTORS):
         try:

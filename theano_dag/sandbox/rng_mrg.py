@@ -468,6 +468,15 @@ def _mrg_inplace(node, i):
 INPLACE_MAKERS[mrg_uniform] = ((0,), _mrg_inplace)
 
 
+def _check_target(target):
+    """Theano's ``target`` of a draw (the device of its state): the CPU only here."""
+    if target != "cpu":
+        raise TypeError(
+            f"MRG_RandomStreams: target={target!r}: theano_dag's random states live on the "
+            "CPU (target='cpu'); there is no GPU context"
+        )
+
+
 class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
     """Theano's ``MRG_RandomStreams(seed=12345)``: ``uniform``, ``normal``,
     ``truncated_normal``, ``binomial`` (``n=1``), ``multinomial`` (a row of ``pvals`` per
@@ -550,9 +559,11 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         dtype = new.owner.outputs[1].dtype
         state.set_value(self.get_substream_rstates(nstreams, dtype), borrow=True)
 
-    def _uniform01(self, size, ndim, dtype, nstreams):
+    def _uniform01(self, size, ndim, dtype, nstreams, target="cpu"):
         """Draws in (0, 1] of ``size`` from a new state matrix (Theano's ``mrg_uniform``
-        output, with its ``rstate`` and ``update``)."""
+        output, with its ``rstate`` and ``update``); ``target``: Theano's device of the
+        state, the CPU only here."""
+        _check_target(target)
         vector = as_size(size, ndim=ndim, who="MRG_RandomStreams: size")  # checked first
         # (an empty draw still gets one stream: Theano refuses a size with a 0 entry)
         n = max(self.n_streams(size), 1) if nstreams is None else nstreams
@@ -564,7 +575,9 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         self.state_updates.append((state, new_state, size, nstreams))
         return u
 
-    def uniform(self, size=None, low=0.0, high=1.0, ndim=None, dtype=None, nstreams=None):
+    def uniform(
+        self, size=None, low=0.0, high=1.0, ndim=None, dtype=None, nstreams=None, target="cpu"
+    ):
         """Uniform draws between ``low`` and ``high`` (dtype: floatX upcast with theirs),
         ``u * (high - low) + low`` for ``u`` MRG31k3p's, as Theano's; ``size`` None: the
         shape ``low`` and ``high`` broadcast to.
@@ -578,7 +591,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         low, high = undefined_grad(tt.cast(low, dtype)), undefined_grad(tt.cast(high, dtype))
         if size is None:
             size = (low + high).shape
-        u = self._uniform01(size, ndim, dtype, nstreams)
+        u = self._uniform01(size, ndim, dtype, nstreams, target)
         return u * (high - low) + low
 
     def normal(
@@ -590,6 +603,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         dtype=None,
         nstreams=None,
         truncate=False,
+        target="cpu",
     ):
         """Gaussian draws of mean ``avg`` and standard deviation ``std`` by Box-Muller on
         pairs of MRG uniforms (Theano's); with ``truncate=True``, draws of the normal
@@ -602,6 +616,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         >>> bool(x.min() >= -3.0 and x.max() <= 5.0)
         True
         """
+        _check_target(target)
         avg, std = as_tensor_variable(avg), as_tensor_variable(std)
         dtype = dtype or upcast(config.floatX, avg.dtype, std.dtype)
         if truncate:
@@ -615,7 +630,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         size = as_size(size, ndim=ndim, who="MRG_RandomStreams.normal: size")
         n_odd = tt.prod(size, dtype="int64")
         n_even = n_odd + n_odd % 2
-        u = self.uniform((n_even,), 0.0, 1.0, ndim=1, dtype=dtype, nstreams=nstreams)
+        u = self.uniform((n_even,), 0.0, 1.0, ndim=1, dtype=dtype, nstreams=nstreams, target=target)
         u1, u2 = u[: n_even // 2], u[n_even // 2 :]
         r = tt.sqrt(-2.0 * tt.log(u1))
         theta = np.array(2.0 * np.pi, dtype=dtype) * u2
@@ -625,7 +640,9 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         samples = tt.reshape(values[:n_odd], size, ndim=len(_size_entries(size)))
         return samples * std + avg
 
-    def truncated_normal(self, size=None, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None):
+    def truncated_normal(
+        self, size=None, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None, target="cpu"
+    ):
         """Gaussian draws kept within two standard deviations, of mean ``avg`` and
         standard deviation ``std`` (Theano's: ``normal(truncate=True)`` of a wider
         normal, ``std / 0.8796...``).
@@ -635,9 +652,13 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         2.0
         """
         std = std / tt.constant(_TRUNCATED_STD)
-        return self.normal(size, avg, std, ndim=ndim, dtype=dtype, nstreams=nstreams, truncate=True)
+        return self.normal(
+            size, avg, std, ndim=ndim, dtype=dtype, nstreams=nstreams, truncate=True, target=target
+        )
 
-    def binomial(self, size=None, n=1, p=0.5, ndim=None, dtype="int64", nstreams=None):
+    def binomial(
+        self, size=None, n=1, p=0.5, ndim=None, dtype="int64", nstreams=None, target="cpu"
+    ):
         """Successes in ``n`` trials of probability ``p`` (Theano's order: ``size, n, p``);
         with ``n=1`` (Theano's only case) MRG uniforms below ``p``.
 
@@ -645,15 +666,18 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         >>> sorted(set(srng.binomial((50,), 1, 0.5).eval().tolist()))
         [0, 1]
         """
+        _check_target(target)
         if isinstance(n, (int, np.integer)) and n == 1:
             p = undefined_grad(as_tensor_variable(p))
             if size is None:
                 size = p.shape
-            u = self.uniform(size=size, ndim=ndim, nstreams=nstreams)
+            u = self.uniform(size=size, ndim=ndim, nstreams=nstreams, target=target)
             return tt.cast(u < p, dtype)
         return super().binomial(size, n=n, p=p, ndim=ndim, dtype=dtype)
 
-    def multinomial(self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None):
+    def multinomial(
+        self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None, target="cpu"
+    ):
         """One-hot rows (``n=1``) or counts of ``n`` draws: per row of the matrix
         ``pvals``, from MRG uniforms (Theano's ``MultinomialFromUniform``); with a
         ``size`` or a ``pvals`` of another rank, the draws of ``RandomStreams``.
@@ -663,16 +687,27 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         >>> srng.multinomial(pvals=np.array([[0.0, 1.0], [1.0, 0.0]])).eval().tolist()
         [[0, 1], [1, 0]]
         """
+        _check_target(target)
         if pvals is None:
             raise TypeError("MRG_RandomStreams.multinomial: pvals (a matrix) is required")
         pvals = as_tensor_variable(pvals)
         if size is not None or ndim is not None or pvals.ndim != 2:
             return super().multinomial(size, n, pvals, ndim, dtype)
         pvals = undefined_grad(pvals)
-        unis = self.uniform(size=pvals[:, 0].shape * n, ndim=1, nstreams=nstreams)
+        unis = self.uniform(size=pvals[:, 0].shape * n, ndim=1, nstreams=nstreams, target=target)
         return MultinomialFromUniform(dtype)(pvals, unis, as_tensor_variable(n))
 
-    def choice(self, size=1, a=None, replace=True, p=None, ndim=None, dtype="int64", nstreams=None):
+    def choice(
+        self,
+        size=1,
+        a=None,
+        replace=True,
+        p=None,
+        ndim=None,
+        dtype="int64",
+        nstreams=None,
+        target="cpu",
+    ):
         """Theano's MRG ``choice``: with ``a=None`` and ``p`` a matrix, ``size`` distinct
         column indices per row of ``p``, drawn one after the other from MRG uniforms with
         probabilities ``p``'s row among the columns not drawn yet (without replacement
@@ -686,6 +721,7 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         >>> sorted(rows[0].tolist()), int(rows[1, 0])
         ([1, 2], 0)
         """
+        _check_target(target)
         rows = None if p is None else as_tensor_variable(p)
         if a is None and rows is not None and rows.ndim == 2:
             if replace:
@@ -699,14 +735,14 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
             if k.ndim != 0 or not k.dtype.startswith(("int", "uint")):
                 raise TypeError(f"MRG_RandomStreams.choice: size must be an int, got {size!r}")
             rows = undefined_grad(rows)  # the draws are not differentiable in p (Theano's)
-            unis = self.uniform(size=rows[:, 0].shape * k, ndim=1, nstreams=nstreams)
+            unis = self.uniform(size=rows[:, 0].shape * k, ndim=1, nstreams=nstreams, target=target)
             return ChoiceFromUniform(odtype=dtype)(rows, unis, k)
         return super().choice(
             size, a=2 if a is None else a, replace=replace, p=p, ndim=ndim, dtype=dtype
         )
 
     def multinomial_wo_replacement(
-        self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None
+        self, size=None, n=1, pvals=None, ndim=None, dtype="int64", nstreams=None, target="cpu"
     ):
         """Theano's deprecated name for ``choice(size=n, replace=False, p=pvals)``.
 
@@ -728,7 +764,9 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
                 "MRG_RandomStreams.multinomial_wo_replacement: size must be None (n gives "
                 "the number of draws per row of pvals)"
             )
-        return self.choice(size=n, replace=False, p=pvals, ndim=ndim, dtype=dtype)
+        return self.choice(
+            size=n, replace=False, p=pvals, ndim=ndim, dtype=dtype, nstreams=nstreams, target=target
+        )
 
 
 # Theano 1.1.2's name for the class (MRG_RandomStreams is the older one, still used).
