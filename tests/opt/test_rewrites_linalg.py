@@ -78,6 +78,17 @@ def test_the_transpose_of_an_inverse_is_the_inverse_of_the_transpose(dtype):
     np.testing.assert_allclose(f(av), np.linalg.inv(av).T, **_tol(dtype))
 
 
+def test_an_inverse_read_elsewhere_is_not_inverted_twice():
+    a = tt.dmatrix("a")
+    inv = sl.matrix_inverse(a)
+    f = theano_dag.function([a], [inv.T, inv * 2])
+    assert sum(isinstance(op, MatrixInverse) for op in _ops(f)) == 1
+    av = np.array([[2.0, 1.0], [0.0, 4.0]])
+    got_t, got_2 = f(av)
+    np.testing.assert_allclose(got_t, np.linalg.inv(av).T)
+    np.testing.assert_allclose(got_2, np.linalg.inv(av) * 2)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("lower", [True, False])
 def test_a_solve_with_a_cholesky_factor_is_triangular(dtype, lower):
@@ -175,6 +186,15 @@ def test_log_of_a_power_with_an_exponent_of_zero_stays_zero():
     x = tt.dvector("x")
     f = theano_dag.function([x], tt.log(x**0))
     np.testing.assert_array_equal(f(np.array([0.0, -1.0, 2.0])), [0.0, 0.0, 0.0])
+
+
+def test_log_of_a_power_with_an_infinite_exponent_is_left():
+    # 1 ** inf is 1 (its log 0), inf * log(1) NaN
+    x = tt.dvector("x")
+    f = theano_dag.function([x], tt.log(x**np.inf))
+    with np.errstate(all="ignore"):
+        want = np.log(np.array([1.0, 0.5, 2.0]) ** np.inf)
+    np.testing.assert_array_equal(f(np.array([1.0, 0.5, 2.0])), want)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -15,9 +15,11 @@ The hint nodes stay until ``specialize``, where ``remove_hint_nodes`` takes them
 
 from __future__ import annotations
 
+import numpy as np
+
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.table import RULES
-from theano_dag.opt.rewrites.utils import const_value, fit, is_float, scalar_op
+from theano_dag.opt.rewrites.utils import const_value, fit, is_float, scalar_op, single_client
 from theano_dag.scalar import basic as ts
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.blas import Dot22
@@ -65,11 +67,12 @@ def remove_hint_nodes(fgraph, node):
 @local_optimizer([DimShuffle])
 def transinv_to_invtrans(fgraph, node):
     """``inv(X).T`` is ``inv(X.T)`` (Theano's name): the transpose meets ``X``, where
-    other rewrites see it."""
-    x = _inverted(node.inputs[0]) if node.op.new_order == (1, 0) else None
-    if x is None:
+    other rewrites see it; not where ``inv(X)`` is read elsewhere too (two inverses)."""
+    inverse = node.inputs[0]
+    x = _inverted(inverse) if node.op.new_order == (1, 0) else None
+    if x is None or not single_client(fgraph, inverse):
         return False
-    return [node.inputs[0].owner.op(node.op(x))]
+    return [inverse.owner.op(node.op(x))]
 
 
 @RULES.canonicalize()
@@ -79,9 +82,10 @@ def transinv_to_invtrans(fgraph, node):
 def no_transpose_symmetric(fgraph, node):
     """The transpose of a matrix marked symmetric is the matrix."""
     x = node.inputs[0]
-    if node.op.new_order == (1, 0) and x.ndim == 2 and is_symmetric(x):
-        return [x]
-    return False
+    if node.op.new_order != (1, 0) or x.ndim != 2 or not is_symmetric(x):
+        return False
+    new = fit(node.outputs[0], x)  # (a column marked symmetric is no matrix to keep)
+    return [new] if new is not None else False
 
 
 @RULES.stabilize()
@@ -93,6 +97,8 @@ def inv_as_solve(fgraph, node):
     out = node.outputs[0]
     a = _inverted(left)
     if a is not None:
+        if right.ndim not in (1, 2):
+            return False
         new = Solve()(a, right)
     else:
         a = _inverted(right)
@@ -207,8 +213,8 @@ def local_log_pow(fgraph, node):
         return False
     base, exponent = owner.inputs
     p = const_value(exponent)
-    if p is None or p == 0 or not is_float(base) or base.dtype != x.dtype:
-        return False
+    if p is None or p == 0 or not np.isfinite(p) or not is_float(base) or base.dtype != x.dtype:
+        return False  # (1 ** inf is 1, inf * log(1) NaN)
     if p % 2 == 0:
         base = abs(base)
     new = fit(node.outputs[0], exponent * tm.log(base), owner.inputs)
