@@ -1,10 +1,22 @@
-"""``theano.sandbox.linalg``'s path: the hints (``psd``: see ``theano_dag.tensor.hints``;
-the rewrites that read them are in ``theano_dag.opt.rewrites.linalg``, run for every
-graph), the linear-algebra functions Theano gathered here, and
-:func:`spectral_radius_bound`."""
+"""``theano.sandbox.linalg.ops``' path: Theano's linear-algebra hints (``psd``: see
+``theano_dag.tensor.hints``), the rewrites that read them and its other linear-algebra
+rules (``theano_dag.opt.rewrites.linalg``, run for every graph), the ops and functions
+Theano gathered here, and :func:`spectral_radius_bound`."""
 
+from theano_dag.opt.rewrites.linalg import (
+    inv_as_solve,
+    local_det_chol,
+    local_log_pow,
+    local_log_prod_sqr,
+    no_transpose_symmetric,
+    psd_solve_with_chol,
+    remove_hint_nodes,
+    tag_solve_triangular,
+    transinv_to_invtrans,
+)
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.hints import Hint, hints, is_positive, is_psd, is_symmetric, psd
+from theano_dag.tensor.linalg import Cholesky, Det, MatrixInverse, Solve
 from theano_dag.tensor.nlinalg import (
     alloc_diag,
     det,
@@ -18,8 +30,16 @@ from theano_dag.tensor.nlinalg import (
 from theano_dag.tensor.slinalg import cholesky, eigvalsh, solve
 from theano_dag.tensor.variable import as_tensor_variable
 
+# Theano's flag that its solves and factorizations can run (they needed scipy); these
+# compute with numpy, so they always can.
+imported_scipy = True
+
 __all__ = [
+    "Cholesky",
+    "Det",
     "Hint",
+    "MatrixInverse",
+    "Solve",
     "alloc_diag",
     "cholesky",
     "det",
@@ -29,14 +49,24 @@ __all__ = [
     "eigvalsh",
     "extract_diag",
     "hints",
+    "imported_scipy",
+    "inv_as_solve",
     "is_positive",
     "is_psd",
     "is_symmetric",
+    "local_det_chol",
+    "local_log_pow",
+    "local_log_prod_sqr",
     "matrix_inverse",
+    "no_transpose_symmetric",
     "psd",
+    "psd_solve_with_chol",
+    "remove_hint_nodes",
     "solve",
     "spectral_radius_bound",
+    "tag_solve_triangular",
     "trace",
+    "transinv_to_invtrans",
 ]
 
 
