@@ -285,3 +285,42 @@ def test_flags_reach_both_sides(tmp_path, monkeypatch):
         )  # fmt: skip
         test = "test_dag" if side == "theano_dag" else "test_theano"
         assert r["test_x.py"]["outcomes"][f"test_x.py::{test}"] == "passed"
+
+
+def test_sandbox_selection_and_its_package_data(tmp_path):
+    repo = tmp_path / "repo"
+    for rel in [
+        "tests/sandbox/test_rng_mrg.py",
+        "tests/sandbox/linalg/test_linalg.py",
+        "tests/sandbox/helpers.py",
+        "theano/sandbox/samples_MRG31k3p_12_7_5.txt",
+    ]:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("1 2 3\n")
+    # the test reads L'Ecuyer's samples from beside Theano's modules
+    (repo / "tests/sandbox/test_rng_mrg.py").write_text(
+        "import os\nimport theano\nimport numpy as np\n"
+        'path = os.path.join(os.path.split(theano.__file__)[0], "sandbox", '
+        '"samples_MRG31k3p_12_7_5.txt")\n'
+        "def test_in1d():\n    assert np.in1d([[1, 5]], [1, 2]).tolist() == [True, False]\n"
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "t"], check=True)
+    subprocess.run([*git, "tag", "rel"], check=True)
+    sides = suite.prepare(repo, "rel", tmp_path / "work")
+    assert suite.select_files(sides["theano_dag"], "sandbox") == [
+        "tests/sandbox/linalg/test_linalg.py",
+        "tests/sandbox/test_rng_mrg.py",
+    ]
+    text = (sides["theano_dag"] / "tests/sandbox/test_rng_mrg.py").read_text()
+    data = sides["theano_dag"] / "package-data/theano/sandbox/samples_MRG31k3p_12_7_5.txt"
+    assert data.read_text() == "1 2 3\n" and repr(str(data)) in text
+    # numpy 1's in1d, for the tests, where numpy 2.4 removed it
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "in1d",
+         "tests/sandbox/test_rng_mrg.py"],
+        cwd=sides["theano_dag"], capture_output=True, text=True,
+    )  # fmt: skip
+    assert "1 passed" in out.stdout, out.stdout + out.stderr

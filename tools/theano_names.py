@@ -84,7 +84,7 @@ SELECTIONS = {
     "sparse": {"files": ("tests/sparse/test_*.py", "tests/sparse/sandbox/test_*.py"), "every": 1},
     # The rest of Theano's CPU tests: nnet, signal, random, scan, scalar, typed_list, misc
     # and the top-level files (ifelse, printing, rop, config...); not the GPU backend
-    # (tests/gpuarray), d3viz or the sandbox.
+    # (tests/gpuarray), d3viz or the sandbox (its own selection).
     "rest": {
         "files": (
             "tests/tensor/nnet/test_*.py",
@@ -99,6 +99,9 @@ SELECTIONS = {
         "every": 1,
         "except": ("tests/test_gradient.py",),  # in "suite"
     },
+    # Theano's sandbox: the MRG streams and their multinomial ops, the linear-algebra
+    # hints and rules (theano.sandbox.linalg).
+    "sandbox": {"files": ("tests/sandbox/test_*.py", "tests/sandbox/linalg/test_*.py"), "every": 1},
 }
 
 # Files left out of every selection, with the reason: each tests Theano's C backend

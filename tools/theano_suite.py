@@ -111,6 +111,13 @@ for _old, _new in {"product": "prod", "cumproduct": "cumprod", "alltrue": "all"}
     if _old not in np.__dict__:
         setattr(np, _old, getattr(np, _new))
 
+if not hasattr(np, "in1d"):
+    # numpy 1's in1d (flattened membership), which numpy 2.4 removed for isin.
+    def _in1d(ar1, ar2, assume_unique=False, invert=False):
+        return np.isin(np.ravel(ar1), ar2, assume_unique=assume_unique, invert=invert)
+
+    np.in1d = _in1d
+
 if not hasattr(np, "cast"):
     # numpy 1's np.cast[dtype](x), which Theano's tests call and numpy 2 removed.
     class _Cast:
@@ -166,6 +173,16 @@ def export_tests(src: Path, ref: str, dest: Path, paths=("tests",)) -> None:
         tar.extractall(dest, filter="data")
 
 
+# Data files of Theano's package that its tests read from beside its modules (L'Ecuyer's
+# MRG31k3p samples), and the path expression that reads each once the imports are
+# rewritten: theano_dag's side reads the file exported from the same ref into its tree.
+PACKAGE_DATA = {
+    "theano/sandbox/samples_MRG31k3p_12_7_5.txt": (
+        'os.path.split(theano_dag.__file__)[0], "sandbox", "samples_MRG31k3p_12_7_5.txt"'
+    ),
+}
+
+
 def prepare(src: Path, ref: str, work: Path) -> dict:
     """The two copies of the tests (``theano`` and ``theano_dag``) under ``work``."""
     sides = {"theano": work / "theano", "theano_dag": work / "theano_dag"}
@@ -176,8 +193,12 @@ def prepare(src: Path, ref: str, work: Path) -> dict:
         export_tests(src, ref, path)
         (path / "conftest.py").write_text(CONFTEST)
         if side == "theano_dag":
+            export_tests(src, ref, path / "package-data", tuple(PACKAGE_DATA))
             for f in path.rglob("*.py"):
-                f.write_text(rewrite(f.read_text()))
+                text = rewrite(f.read_text())
+                for data, expression in PACKAGE_DATA.items():
+                    text = text.replace(expression, repr(str(path / "package-data" / data)))
+                f.write_text(text)
     return sides
 
 
