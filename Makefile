@@ -154,10 +154,12 @@ docs-check: docs
 
 # The differential fuzzer (theano_dag/testing/fuzz.py): N random graphs from SEED on every
 # engine here, against numpy; each failure is shrunk and printed as a script.
+# FUZZ_ARGS: more of its options (--lazy: lazy ifelse graphs too; --values wide...).
 N ?= 1000
 SEED ?= 0
+FUZZ_ARGS ?=
 fuzz: $(STAMP) $(OPENCL_STAMP)
-	$(BIN)/python -m theano_dag.testing.fuzz --n $(N) --seed $(SEED)
+	$(BIN)/python -m theano_dag.testing.fuzz --n $(N) --seed $(SEED) $(FUZZ_ARGS)
 
 # The loop fuzzer (theano_dag/testing/scan_fuzz.py): N random scan calls from SEED on
 # every engine here (OpenCL on every 10th), values and gradients against numpy loops.

@@ -155,3 +155,26 @@ def test_gradient_through_a_lazy_branch_of_a_constant_keeps_the_constant():
     engines = [e for e in scan_fuzz.available_engines() if e != "opencl"]
     assert scan_fuzz.check(rec, engines) == []
     assert scan_fuzz.check_grad(rec, engines) == []
+
+
+def test_a_float32_loops_finite_differences_are_taken_in_float64():
+    # Seed 9001, program 1: a float32 loop whose gradient wrt a sequence is -0.0039. Its
+    # differences were taken with the loop's state squashed to float32 at each step,
+    # where a change of 1e-6 in the input is lost: they said 0, and every engine failed.
+    rec = scan_fuzz.Recipe(
+        dtype="float32", d=3, seqs=[(1, [0])], seq_dtypes=["float32"],
+        outs=[("state", 0, [-1], ("un", "sigmoid", ("nestlast", 3, ("leaf", "n1"),
+                                                    ("bin", "div", ("const", -0.32),
+                                                     ("leaf", "s0t0")))))],
+        nonseqs=[("m", "float32"), ("v", "float32")], steps=("sym",), lengths=(3, 10),
+        sym_steps=(3, 2), go_backwards=False, truncate=-1, select=["last2"], counter=False,
+        acc=False, acc_expr=None, inner_mode="same", seed=1345804073,
+        weights=[1.0120208436243727], checkpoints=3,
+    )  # fmt: skip
+    wide = scan_fuzz._in_float64(rec)
+    assert (wide.dtype, wide.seq_dtypes, wide.nonseqs) == (
+        "float64",
+        ["float64"],
+        [("m", "float64"), ("v", "float64")],
+    )
+    assert scan_fuzz.check_grad(rec, ["py", "cpu"]) == []

@@ -49,7 +49,9 @@ broadcastable (:data:`EDGE_SIZES`); where numpy refuses the values the graph nee
 max of an empty value, an index past its end), the engine must raise too.
 ``--function-cache`` also compiles each graph with the cache of optimized graphs, stored
 and then loaded from disk, and requires the values of the compile without it, bit for bit
-(:func:`check_function_cache`).
+(:func:`check_function_cache`). ``--lazy`` draws lazy ``ifelse`` graphs too
+(:data:`LAZY_OPS`: each branch compiled apart, run only when taken); they came after
+seeds were cited, so a seed's graphs differ with it.
 
 Integers are drawn in [-9, 9] by default, where int8 products rarely wrap; that draw
 is what every cited seed means, and stays. ``--values wide`` (``values="wide"``) draws
@@ -97,6 +99,7 @@ from theano_dag.engines.dask.backend import current_client
 from theano_dag.engines.dask.linker import DaskLinker
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
+from theano_dag.ifelse import ifelse
 from theano_dag.printing import debugprint
 from theano_dag.scalar import cast_array
 from theano_dag.testing.late_loads import late_loads
@@ -534,6 +537,16 @@ OPS = {
     "softmax": (1, "tt.nnet.softmax({0}, axis=-1)", "ew(softmax, '{d}', {0})"),
     "logsoftmax": (1, "tt.nnet.logsoftmax({0}, axis=-1)", "ew(logsoftmax, '{d}', {0})"),
     "where": (3, "tt.where({0}, {1}, {2})", "where({0}, {1}, {2}, '{d}')"),
+    # A lazy ifelse (its branches compiled apart, each only when taken): whether any
+    # element of the first is positive (exact, as a sum would not be) picks the second or
+    # the third, each spread over both's shape and dtype so that the branches agree.
+    "ifelse": (
+        3,
+        "ifelse(tt.any(tt.gt({0}, 0)), tt.second({2}, {1}) + tt.zeros_like({2}), "
+        "tt.second({1}, {2}) + tt.zeros_like({1}))",
+        "(fill({2}, {1}) + np.zeros_like({2}) if np.any({0} > 0) "
+        "else fill({1}, {2}) + np.zeros_like({1}))",
+    ),
     # Reductions over an axis (negative ones too) or all, keeping the reduced axes or not:
     # p = (axis, keepdims).
     **{
@@ -696,6 +709,9 @@ CONST_INTS = (0, 1, -1, 3, "min", "max")
 #: ``"default"``, small integers (the draw every seed cited in notes means), or
 #: ``"wide"``, integers across each dtype's range where sums and products wrap.
 VALUES = ("default", "wide")
+#: Ops drawn only with ``lazy=True`` (``--lazy``): added after seeds were cited in notes,
+#: whose graphs the default draw keeps.
+LAZY_OPS = frozenset({"ifelse"})
 #: The lengths of a small recipe's two calls (``lengths`` of :func:`run`): ``"default"``,
 #: :data:`SIZE_SETS`'s first set (what every cited seed means), or ``"edge"``,
 #: :data:`EDGE_SIZES`.
@@ -813,6 +829,8 @@ def _result_dims(op, dims, dtypes, param):
     if op in ("switch", "where"):
         d = _broadcast(d0, dims[1])
         return None if d is None else _broadcast(d, dims[2])
+    if op == "ifelse":  # the condition is reduced to one bool: only the branches broadcast
+        return _broadcast(dims[1], dims[2])
     if op == "alloc":
         return tuple(dims[1]) if dims[1] and _fits_into(d0, dims[1]) else None
     if op == "clip":
@@ -1238,7 +1256,7 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
     return tuple(args)
 
 
-def generate(rng, max_ops=8, grad=False, values="default") -> Recipe:
+def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe:
     """A random recipe: 1 to 3 inputs, maybe constants, up to ``max_ops`` ops, 1 to 3
     outputs, in one graph of three a shared variable with an update, in a
     :data:`NONFINITE_SHARE` of them inputs with NaN, infinities and extreme values, in a
@@ -1249,6 +1267,8 @@ def generate(rng, max_ops=8, grad=False, values="default") -> Recipe:
     (:func:`wrap_values`), the ops where it wraps more often (:data:`WIDE_OP_FACTORS`),
     and its recipe's integer inputs across their range (:func:`input_value`); with
     ``grad``, integer and bool inputs beside the float64 ones (not differentiated).
+    ``lazy``: the ops of :data:`LAZY_OPS` (a lazy ``ifelse``) are drawn too; without it
+    the draw of a seed is the one cited seeds mean.
 
     >>> rec = generate(np.random.default_rng(1), values="wide")
     >>> rec.values
@@ -1299,9 +1319,14 @@ def generate(rng, max_ops=8, grad=False, values="default") -> Recipe:
         if grad and not (abs(param[0]) <= 2 or (wide and param[1] in INTS)):
             continue  # NaN, infinities and 1e30 leave nothing for finite differences
         node = ("const", (), param)
-        add(node, (), eval(_code(node, "graph"), {"tt": tt, "np": np, **_NP_NS}), None)
+        add(
+            node,
+            (),
+            eval(_code(node, "graph"), {"tt": tt, "ifelse": ifelse, "np": np, **_NP_NS}),
+            None,
+        )
         samples[-1] = np.asarray(param[0], param[1])
-    names = [op for op in OPS if op != "const"]
+    names = [op for op in OPS if op != "const" and (lazy or op not in LAZY_OPS)]
     if grad:
         names = [op for op in names if op not in NO_GRAD]
     weights = np.array([OP_WEIGHTS.get(op, 1.0 if op in CORE_OPS else MORE_WEIGHT) for op in names])
@@ -1326,7 +1351,14 @@ def generate(rng, max_ops=8, grad=False, values="default") -> Recipe:
             REJECTED[op, "dims"] += 1
             continue
         node = (op, args, param)
-        ns = {"tt": tt, "np": np, "nan": np.nan, "inf": np.inf, **{_name(a): syms[a] for a in args}}
+        ns = {
+            "tt": tt,
+            "ifelse": ifelse,
+            "np": np,
+            "nan": np.nan,
+            "inf": np.inf,
+            **{_name(a): syms[a] for a in args},
+        }
         try:
             sym = eval(_code(node, "graph"), ns)
         except (TypeError, ValueError, NotImplementedError):
@@ -1533,7 +1565,7 @@ def _build(rec):
             svar = shared(np.zeros(shape, node[2]), name=_name(k), broadcastable=broadcastable)
             syms[k] = svar
         else:
-            ns = {"tt": tt, "np": np, "nan": np.nan, "inf": np.inf}
+            ns = {"tt": tt, "ifelse": ifelse, "np": np, "nan": np.nan, "inf": np.inf}
             syms[k] = eval(_code(node, "graph"), {**ns, **{_name(a): syms[a] for a in node[1]}})
     return inputs, svar, syms
 
@@ -2105,7 +2137,7 @@ def _rounding_scale(rec, env, k):
     if rec.values != "wide":
         return 0.0
     reached = _reached(rec, lambda j, node: k in node[1]) | {k}
-    total = sum(float(np.sum(np.abs(env[j].astype("float64")))) for j in reached)
+    total = sum(float(np.sum(np.abs(env[j].astype("float64")))) for j in reached if j in env)
     return 16 * np.finfo("float64").eps * total
 
 
@@ -2113,9 +2145,13 @@ def _kinks(rec, vals) -> bool:
     """Whether ``rec`` meets a kink at ``vals``: a ``max`` or ``min`` reaching its
     extreme at more than one element, ``maximum``/``minimum`` of equal operands, a
     comparison of operands closer than finite differences can tell apart, ties in a
-    sort, a ``std`` of equal elements, a step (:data:`STEPS`) within reach."""
-    env = reference(rec, vals)
-    for node in rec.nodes:
+    sort, a ``std`` of equal elements, a step (:data:`STEPS`) within reach. Only the
+    nodes the outputs need count (numpy may refuse another: an empty row's softmax)."""
+    needed = _needed(rec)
+    env = reference(rec, vals, only=needed)
+    for k, node in enumerate(rec.nodes):
+        if k not in needed:
+            continue
         op = node[0]
         x = env[node[1][0]] if not _is_leaf(node) and node[1] else None
         if op in ("max", "maxk", "min"):
@@ -2161,11 +2197,12 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
     except Exception as e:
         return [f"grad raised {type(e).__name__}: {e}"]
     vals = _values(rec, 0)
+    needed = _needed(rec)
 
     def numpy_costs(v):
         # Per output: one that the moved input does not reach differs by exactly 0 (an
         # int64 output of 2**62 added to the cost would round the difference away).
-        env = reference(rec, v)
+        env = reference(rec, v, only=needed)
         return np.array([w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs)])
 
     if _kinks(rec, vals):
@@ -2174,7 +2211,7 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
         # kink measures neither side. A broadcast row makes such ties: the graph is
         # left out, not reported.
         return []
-    env = reference(rec, vals)
+    env = reference(rec, vals, only=needed)
     if not np.isfinite(numpy_costs(vals)).all():
         return []  # a wide integer made an infinity (exp2 of 2**64 - 2): nothing to measure
     got = f(*[vals[k] for k in inputs + given])
@@ -2339,6 +2376,7 @@ def _script_head(rec, title, flags):
         "from theano_dag.engines.cpu.native import ckernel",
         "from theano_dag.engines.dask.linker import DaskLinker",
         "from theano_dag.gradient import grad",
+        "from theano_dag.ifelse import ifelse",
         "",
         "nan, inf = np.nan, np.inf",
         "np.seterr(all=\"ignore\")  # numpy's values hold NaN and overflows as the graph's do",
@@ -2495,7 +2533,7 @@ def _check_grad_on(rec, engine):
         return check_grad(rec, mode=_mode(engine))
 
 
-def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default"):
+def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default", lazy=False):
     """Check the gradients of ``n`` differentiable recipes from ``seed`` on each of
     ``engines`` (names of :data:`ENGINES`; default: the default mode only), drawn with
     ``values`` (:data:`VALUES`); the failures as ``(index, "grad" or "grad:<engine>",
@@ -2505,7 +2543,7 @@ def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default"):
     while done < n:
         if done and done % 100 == 0:
             print(f"# {done} gradient graphs, {len(failures)} failing", file=out, flush=True)
-        rec = generate(rng, grad=True, values=values)
+        rec = generate(rng, grad=True, values=values, lazy=lazy)
         if not differentiable(rec):
             continue
         for engine in engines or [None]:
@@ -2555,6 +2593,7 @@ def run(
     values="default",
     function_cache_counts=None,
     lengths="default",
+    lazy=False,
 ):
     """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
     ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
@@ -2576,7 +2615,7 @@ def run(
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        rec = replace(generate(rng, values=values), lengths=lengths)
+        rec = replace(generate(rng, values=values, lazy=lazy), lengths=lengths)
         if i < start:
             continue
         if i > start and i % 100 == 0:
@@ -2662,6 +2701,11 @@ def main(argv=None):
         "dtype's range where sums and products wrap, more integer and bool graphs",
     )
     ap.add_argument(
+        "--lazy",
+        action="store_true",
+        help="draw lazy ifelse graphs too (LAZY_OPS; other graphs than a seed's default)",
+    )
+    ap.add_argument(
         "--lengths",
         choices=LENGTHS,
         default="default",
@@ -2729,15 +2773,19 @@ def _fuzz(a):
             values=a.values,
             function_cache_counts=counts,
             lengths=a.lengths,
+            lazy=a.lazy,
         )
         t1 = time.perf_counter()
-        grad_failures = run_grads(n_grads, grad_seed, engines=grad_engines, values=a.values)
+        grad_failures = run_grads(
+            n_grads, grad_seed, engines=grad_engines, values=a.values, lazy=a.lazy
+        )
     except Exception:
         traceback.print_exc()
         return 2
     t2 = time.perf_counter()
     print(
-        f"{a.n - a.start} {a.values} graphs (seed {a.seed}, {a.start} to {a.n - 1}"
+        f"{a.n - a.start} {a.values}{' lazy' if a.lazy else ''} graphs (seed {a.seed}, "
+        f"{a.start} to {a.n - 1}"
         f"{', edge lengths' if a.lengths == 'edge' else ''}), engines "
         f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
         f"classified by tag ({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
