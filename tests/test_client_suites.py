@@ -10,6 +10,25 @@ import client_suites
 import pymc3_suite
 
 
+def _one_test_passes(tree):
+    """pytest run on ``tree`` (its conftest and one test file) passes its one test."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tree)],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+    )
+    assert "1 passed" in out.stdout, out.stdout
+
+
+def _commit(repo):
+    """``repo``'s files committed as a new git repository's HEAD."""
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "t"], check=True)
+
+
 def test_test_files_follow_each_librarys_patterns(tmp_path):
     for rel in (
         "tests/keras/backend/backend_test.py",
@@ -116,13 +135,7 @@ def test_blocks_runs_with_fuel_and_its_nose_style_conftest(tmp_path):
         "        assert self.value == ['a', 'b']\n"
         "        assert collections.Sequence is collections.abc.Sequence\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert "1 passed" in out.stdout, out.stdout
+    _one_test_passes(tmp_path)
 
 
 def test_a_library_exported_from_git_runs_file_by_file(tmp_path):
@@ -133,10 +146,7 @@ def test_a_library_exported_from_git_runs_file_by_file(tmp_path):
         "import lib\n\ndef test_one():\n    assert lib.one() == 1\n\n"
         "def test_two():\n    assert lib.one() == 2\n"
     )
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "lib"], check=True)
+    _commit(repo)
     tree = tmp_path / "work" / "lib"
     client_suites.export_tests(repo, "HEAD", tree, ())
     assert (tree / "lib.py").exists()  # the whole tree, not only its tests
@@ -172,13 +182,7 @@ def test_sympy_comes_from_its_wheel_with_its_stacklevel_check_left_out(tmp_path)
         "from sympy.testing.pytest import warns_deprecated_sympy\n\n"
         "def test_it():\n    assert warns_deprecated_sympy() is False\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert "1 passed" in out.stdout, out.stdout
+    _one_test_passes(tmp_path)
 
 
 def test_theanolm_exports_its_package_tests_and_word_classes_only(tmp_path):
@@ -189,10 +193,7 @@ def test_theanolm_exports_its_package_tests_and_word_classes_only(tmp_path):
                 "recipes/big.classes"):  # fmt: skip
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text("")
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "lm"], check=True)
+    _commit(repo)
     tree = tmp_path / "theanolm-export"
     client_suites.export_tests(repo, spec["ref"], tree, spec["paths"])
     assert sorted(p.name for p in tree.iterdir()) == ["tests", "theanolm", "wordclasses"]
