@@ -228,6 +228,23 @@ def shared_constructor(ctor, remove=False):
     return ctor
 
 
+def check_cpu_target(target, who):
+    """Theano's ``target`` (the device a value lives on): ``"cpu"``, the only one here; a
+    GPU context's name is refused with a ``TypeError`` naming ``who``, as Theano without
+    that context refused it (its users catch the ``TypeError``).
+
+    >>> check_cpu_target("cpu", "shared: target")
+    >>> check_cpu_target(None, "shared: target")
+    Traceback (most recent call last):
+    TypeError: shared: target=None: theano_dag's values live on the CPU (target='cpu'); ...
+    """
+    if target != "cpu":
+        raise TypeError(
+            f"{who}={target!r}: theano_dag's values live on the CPU (target='cpu'); "
+            "there is no GPU context"
+        )
+
+
 def shared(value, name=None, strict=False, allow_downcast=None, **kwargs):
     """Return a SharedVariable holding ``value`` (a copy unless ``borrow=True``).
 
@@ -248,14 +265,7 @@ def shared(value, name=None, strict=False, allow_downcast=None, **kwargs):
             f"got {value}"
         )
     if "target" in kwargs:
-        # Theano's device of the variable: "cpu", or a GPU context that theano_dag has
-        # not (Theano without one refused it with a TypeError, which its users catch).
-        target = kwargs.pop("target")
-        if target != "cpu":
-            raise TypeError(
-                f"shared: target={target!r}: theano_dag's shared variables live on the CPU "
-                "(target='cpu'); there is no GPU context"
-            )
+        check_cpu_target(kwargs.pop("target"), "shared: target")
     # Constructors added last are the most specific; the generic one is first.
     for ctor in reversed(_CONSTRUCTORS):
         try:

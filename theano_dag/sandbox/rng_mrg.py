@@ -38,6 +38,7 @@ from theano_dag.gradient.ops import undefined_grad
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import disconnected_type, grad_undefined
 from theano_dag.graph.op import _C_RUNNER, COp, Op
+from theano_dag.graph.shared import check_cpu_target
 from theano_dag.graph.utils import MethodNotDefined
 from theano_dag.opt.rewrites.inplace import INPLACE_MAKERS
 from theano_dag.sandbox.multinomial import ChoiceFromUniform, MultinomialFromUniform
@@ -470,11 +471,7 @@ INPLACE_MAKERS[mrg_uniform] = ((0,), _mrg_inplace)
 
 def _check_target(target):
     """Theano's ``target`` of a draw (the device of its state): the CPU only here."""
-    if target != "cpu":
-        raise TypeError(
-            f"MRG_RandomStreams: target={target!r}: theano_dag's random states live on the "
-            "CPU (target='cpu'); there is no GPU context"
-        )
+    check_cpu_target(target, "MRG_RandomStreams: target")
 
 
 class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
@@ -559,11 +556,9 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         dtype = new.owner.outputs[1].dtype
         state.set_value(self.get_substream_rstates(nstreams, dtype), borrow=True)
 
-    def _uniform01(self, size, ndim, dtype, nstreams, target="cpu"):
+    def _uniform01(self, size, ndim, dtype, nstreams):
         """Draws in (0, 1] of ``size`` from a new state matrix (Theano's ``mrg_uniform``
-        output, with its ``rstate`` and ``update``); ``target``: Theano's device of the
-        state, the CPU only here."""
-        _check_target(target)
+        output, with its ``rstate`` and ``update``)."""
         vector = as_size(size, ndim=ndim, who="MRG_RandomStreams: size")  # checked first
         # (an empty draw still gets one stream: Theano refuses a size with a 0 entry)
         n = max(self.n_streams(size), 1) if nstreams is None else nstreams
@@ -586,12 +581,13 @@ class MRG_RandomStreams(RandomStreams):  # noqa: N801 (Theano's name)
         >>> bool((u > 2).all() and (u <= 3).all())
         True
         """
+        _check_target(target)
         low, high = as_tensor_variable(low), as_tensor_variable(high)
         dtype = dtype or upcast(config.floatX, low.dtype, high.dtype)
         low, high = undefined_grad(tt.cast(low, dtype)), undefined_grad(tt.cast(high, dtype))
         if size is None:
             size = (low + high).shape
-        u = self._uniform01(size, ndim, dtype, nstreams, target)
+        u = self._uniform01(size, ndim, dtype, nstreams)
         return u * (high - low) + low
 
     def normal(

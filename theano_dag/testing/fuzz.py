@@ -390,6 +390,10 @@ _NP_NS = {
 }
 
 
+#: The names the ops' graph templates use (and ``nan``, ``inf`` in constants' reprs).
+_GRAPH_NS = {"tt": tt, "ifelse": ifelse, "np": np, "nan": np.nan, "inf": np.inf}
+
+
 # -- the op table ----------------------------------------------------------------------
 
 
@@ -1319,12 +1323,7 @@ def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe
         if grad and not (abs(param[0]) <= 2 or (wide and param[1] in INTS)):
             continue  # NaN, infinities and 1e30 leave nothing for finite differences
         node = ("const", (), param)
-        add(
-            node,
-            (),
-            eval(_code(node, "graph"), {"tt": tt, "ifelse": ifelse, "np": np, **_NP_NS}),
-            None,
-        )
+        add(node, (), eval(_code(node, "graph"), dict(_GRAPH_NS)), None)
         samples[-1] = np.asarray(param[0], param[1])
     names = [op for op in OPS if op != "const" and (lazy or op not in LAZY_OPS)]
     if grad:
@@ -1351,14 +1350,7 @@ def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe
             REJECTED[op, "dims"] += 1
             continue
         node = (op, args, param)
-        ns = {
-            "tt": tt,
-            "ifelse": ifelse,
-            "np": np,
-            "nan": np.nan,
-            "inf": np.inf,
-            **{_name(a): syms[a] for a in args},
-        }
+        ns = {**_GRAPH_NS, **{_name(a): syms[a] for a in args}}
         try:
             sym = eval(_code(node, "graph"), ns)
         except (TypeError, ValueError, NotImplementedError):
@@ -1565,8 +1557,8 @@ def _build(rec):
             svar = shared(np.zeros(shape, node[2]), name=_name(k), broadcastable=broadcastable)
             syms[k] = svar
         else:
-            ns = {"tt": tt, "ifelse": ifelse, "np": np, "nan": np.nan, "inf": np.inf}
-            syms[k] = eval(_code(node, "graph"), {**ns, **{_name(a): syms[a] for a in node[1]}})
+            ns = {**_GRAPH_NS, **{_name(a): syms[a] for a in node[1]}}
+            syms[k] = eval(_code(node, "graph"), ns)
     return inputs, svar, syms
 
 

@@ -75,9 +75,10 @@ def transinv_to_invtrans(fgraph, node):
     return [inverse.owner.op(node.op(x))]
 
 
+# In canonicalize only: the transposes it removes are the user's (no later rule transposes
+# a marked matrix: inv_as_solve takes a symmetric one as it is, psd_solve_with_chol
+# transposes the factor).
 @RULES.canonicalize()
-@RULES.stabilize()
-@RULES.specialize()
 @local_optimizer([DimShuffle])
 def no_transpose_symmetric(fgraph, node):
     """The transpose of a matrix marked symmetric is the matrix."""
@@ -157,8 +158,8 @@ def _symmetric(x):
     return left.ndim == 2 and (_transposed(right) is left or _transposed(left) is right)
 
 
+# In stabilize, where psd_solve_with_chol makes its factors (specialize makes none).
 @RULES.stabilize()
-@RULES.specialize()
 @local_optimizer([Det])
 def local_det_chol(fgraph, node):
     """``det(X)`` where the graph has ``L = cholesky(X)`` already: ``prod(diag(L))**2``.
@@ -180,7 +181,6 @@ def local_det_chol(fgraph, node):
 
 
 @RULES.canonicalize()
-@RULES.stabilize()
 @local_optimizer([tm.log])
 def local_log_prod_sqr(fgraph, node):
     """``log(prod(p))`` of a ``p`` known not negative (a square, an even power, a
@@ -199,7 +199,6 @@ def local_log_prod_sqr(fgraph, node):
 
 
 @RULES.canonicalize()
-@RULES.stabilize()
 @local_optimizer([tm.log])
 def local_log_pow(fgraph, node):
     """``log(x ** p)`` of a float ``x`` and a constant ``p`` is ``p * log(x)``, and
