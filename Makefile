@@ -298,12 +298,12 @@ lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --lasagne $(LASAGNE_SRC) \
 	  --flags "$(LASAGNE_FLAGS)" --table
 
-# The own tests of Keras 2.3.1 (its Theano backend), theanets, downhill, Blocks, TheanoLM
-# and SymPy's Theano printer (from its wheel), every file and
-# test, on theano-pymc 1.1.2 in Python mode and on theano_dag through the theano alias, in
-# the Lasagne venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC, BLOCKS_SRC (and FUEL_SRC, which
-# Blocks imports), THEANOLM_SRC: their git checkouts (cloned here when absent, which needs
-# the network);
+# The own tests of Keras 2.3.1 (its Theano backend), theanets, downhill, Blocks, TheanoLM,
+# pymanopt 0.2.5's Theano backend and SymPy's Theano printer (from its wheel), every file
+# and test, on theano-pymc 1.1.2 in Python mode and on theano_dag through the theano alias,
+# in the Lasagne venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC, BLOCKS_SRC (and FUEL_SRC,
+# which Blocks imports), THEANOLM_SRC, PYMANOPT_SRC: their git checkouts (cloned here when
+# absent, which needs the network);
 # CLIENT_FLAGS: more THEANO_FLAGS of both sides.
 # Counts per file in build/client-suites/<library>.jsonl and a table each. Not part of make
 # test.
@@ -313,6 +313,7 @@ DOWNHILL_SRC ?= build/downhill
 BLOCKS_SRC ?= build/blocks
 FUEL_SRC ?= build/fuel
 THEANOLM_SRC ?= build/theanolm
+PYMANOPT_SRC ?= build/pymanopt
 CLIENT_FLAGS ?=
 client-suites: $(STAMP) $(LASAGNE_STAMP)
 	test -d $(KERAS_SRC) || git clone -q --depth 1 --branch 2.3.1 \
@@ -323,7 +324,10 @@ client-suites: $(STAMP) $(LASAGNE_STAMP)
 	test -d $(FUEL_SRC) || git clone -q --depth 1 https://github.com/mila-udem/fuel $(FUEL_SRC)
 	test -d $(THEANOLM_SRC) || git clone -q --depth 1 https://github.com/senarvi/theanolm \
 	  $(THEANOLM_SRC)
+	test -d $(PYMANOPT_SRC) || git clone -q --depth 1 --branch 0.2.5 \
+	  https://github.com/pymanopt/pymanopt $(PYMANOPT_SRC)
 	$(BIN)/python tools/client_suites.py --python $(LASAGNE_VENV)/bin/python \
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --keras $(KERAS_SRC) \
 	  --theanets $(THEANETS_SRC) --downhill $(DOWNHILL_SRC) --blocks $(BLOCKS_SRC) \
-	  --fuel $(FUEL_SRC) --theanolm $(THEANOLM_SRC) --flags "$(CLIENT_FLAGS)" --table
+	  --fuel $(FUEL_SRC) --theanolm $(THEANOLM_SRC) --pymanopt $(PYMANOPT_SRC) \
+	  --flags "$(CLIENT_FLAGS)" --table

@@ -1,7 +1,7 @@
 """Run the own test suites of more Theano client libraries, Keras 2.3.1 (its Theano
-backend), theanets, downhill, Blocks, TheanoLM and SymPy's Theano printer, on theano-pymc
-1.1.2 in Python mode and on theano_dag through the ``theano`` import alias, and count the
-passes of each (``make client-suites``).
+backend), theanets, downhill, Blocks, TheanoLM, pymanopt and SymPy's Theano printer, on
+theano-pymc 1.1.2 in Python mode and on theano_dag through the ``theano`` import alias,
+and count the passes of each (``make client-suites``).
 
 The venv (``--python``) is the Lasagne suite's (``make venv-lasagne``: numpy 1.23, scipy
 1.9, pytest 7, theano_dag with its alias, theano-pymc apart in ``--theano-pymc``); the few
@@ -21,6 +21,7 @@ own CI ran them, one pytest process per test file with a time limit (the same ru
   its ``sys.path``; a conftest (``BLOCKS_CONFTEST``) runs its nose-style tests on pytest
   and Python 3.11;
 * TheanoLM (senarvi's master, ``--theanolm``), its package, tests and word classes;
+* pymanopt 0.2.5 (``--pymanopt``), the tests of its Theano backend;
 * SymPy 1.12's ``sympy.printing.tests.test_theanocode`` (SymPy's expressions printed as
   Theano graphs and compiled), from SymPy's wheel, its check of its own deprecation
   warning's stack level left out (``SYMPY_CONFTEST``).
@@ -103,6 +104,16 @@ LIBRARIES = {
         "ref": "HEAD",
         "paths": ("theanolm", "tests", "wordclasses"),
         "tests": ("tests/theanolm/*_test.py", "tests/wordclasses/*_test.py"),
+        "flags": "",
+        "env": {},
+        "uses": (),
+    },
+    # pymanopt 0.2.5, the last with a Theano backend (its costs' gradients and Hessian-vector
+    # products, by R-op or by the gradient of a projection): the tests of that backend;
+    # its manifolds' tests check them with autograd, no Theano in them.
+    "pymanopt": {
+        "ref": "0.2.5",
+        "tests": ("tests/test_theano.py", "tests/test_problem.py"),
         "flags": "",
         "env": {},
         "uses": (),

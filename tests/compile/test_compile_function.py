@@ -146,8 +146,8 @@ def test_unused_input():
         function([x, y], neg(x), mode=PY)
     assert str(info.value) == (
         "function was asked to compute outputs from input 'y' (position 1), but that input is "
-        "not part of the graph that computes the outputs. Pass on_unused_input='warn' to make "
-        "this a warning, or 'ignore'."
+        "not part of the computational graph needed to compute the outputs. Pass "
+        "on_unused_input='warn' to make this a warning, or 'ignore'."
     )
     with pytest.warns(UserWarning, match="input 'y' \\(position 1\\)"):
         function([x, y], neg(x), mode=PY, on_unused_input="warn")

@@ -736,7 +736,11 @@ def test_unused_inputs_are_found_by_the_keys_walk_as_without_the_cache(cache, mo
             theano_dag.function(*build())
         with pytest.warns(UserWarning) as record:
             f = theano_dag.function(*build(), on_unused_input="warn")
-        messages = [str(r.message) for r in record if "not part of the graph" in str(r.message)]
+        messages = [
+            str(r.message)
+            for r in record
+            if "not part of the computational graph" in str(r.message)
+        ]
         assert len(messages) == 2
         assert "input 'y' (position 1)" in messages[0] and "'z' (position 2)" in messages[1]
         g = theano_dag.function(*build(), on_unused_input="ignore")

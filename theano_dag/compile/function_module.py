@@ -835,7 +835,7 @@ class FunctionMaker:
                 continue
             msg = (
                 f"function was asked to compute outputs from input {_input_desc(spec, k)}, but "
-                "that input is not part of the graph that computes the outputs. "
+                "that input is not part of the computational graph needed to compute the outputs. "
             )
             if on_unused_input == "warn":
                 warnings.warn(
