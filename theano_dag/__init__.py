@@ -12,7 +12,6 @@ array([2., 4.])
 """
 
 import sys
-import warnings
 
 # The optimizer and the engines load with compile (compile.mode imports them), as PyTensor
 # loads its rewrites on import: the time to a first result then counts compiling the
@@ -27,7 +26,7 @@ from theano_dag import (
 from theano_dag import tensor as _tensor
 from theano_dag.compile import In, Mode, OpFromGraph, Out, function, shared
 from theano_dag.compile.profiling import ProfileStats
-from theano_dag.config import config
+from theano_dag.config import change_flags, config
 from theano_dag.gradient import Lop, Rop, grad, hessian, jacobian, subgraph_grad
 from theano_dag.gradient.verify import verify_grad, verify_grad_sparse
 from theano_dag.graph.algorithms import clone_replace
@@ -53,24 +52,6 @@ clone = clone_replace
 # Theano's modules of its flags (`from theano import configdefaults`): theano_dag's config
 # module holds their names (`theano_dag.config` is the flags object itself).
 configdefaults = configparser = sys.modules["theano_dag.config"]
-
-
-def change_flags(*args, **kwargs):
-    """Theano's top-level name (deprecated there too) of ``config.change_flags``.
-
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     with change_flags(floatX="float32"):
-    ...         config.floatX
-    'float32'
-    """
-    warnings.warn(
-        "theano_dag.change_flags is deprecated: use theano_dag.config.change_flags",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return config.change_flags(*args, **kwargs)
 
 
 __version__ = "0.1.0"

@@ -880,6 +880,24 @@ config = Config()
 load_config(config, theano=theano_alias_installed())
 
 
+def change_flags(*args, **kwargs) -> ChangeFlags:
+    """``config.change_flags`` by its old name at module level (deprecated), which
+    Theano's ``configparser`` kept: exoplanet's tests write
+    ``theano.configparser.change_flags(...)``.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     with change_flags(floatX="float32"):
+    ...         config.floatX
+    'float32'
+    """
+    warnings.warn(
+        "change_flags is deprecated: use config.change_flags", DeprecationWarning, stacklevel=2
+    )
+    return config.change_flags(*args, **kwargs)
+
+
 def install_hint(extra: str, requirement: str) -> str:
     """The line that installs an optional extra, as a user can paste it in any shell.
 

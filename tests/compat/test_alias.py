@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from theano_dag.compat import install, theano_names
@@ -354,3 +355,43 @@ def test_theano_1_0_names_blocks_writes_are_given(site_dir, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "float32 [1.0, 2.0]"
+
+
+def test_star_imports_give_what_theanos_gave(site_dir, tmp_path):
+    # Theano's packages had no __all__: a star import gave their submodules and the
+    # functions they imported. aesara-theano-fallback (exoplanet, starry, celerite2) writes
+    # `from theano.graph import *` and then uses `basic` and `op`; old scripts write
+    # `from theano.tensor import *` and call `grad`.
+    proc = _python(
+        """
+        import numpy as np
+
+        ns = {}
+        exec("from theano.graph import *", ns)
+        import theano_dag.graph.basic, theano_dag.graph.op, theano_dag.graph.rewriting
+        assert ns["basic"] is theano_dag.graph.basic and ns["op"] is theano_dag.graph.op
+        assert ns["opt"] is theano_dag.graph.rewriting and ns["Apply"] is ns["basic"].Apply
+        exec("from theano.tensor import *", ns)
+        exec("from theano import *", ns)
+        import theano_dag
+        assert ns["tensor"] is theano_dag.tensor and ns["graph"] is theano_dag.graph
+        assert ns["grad"] is theano_dag.grad and ns["function"] is theano_dag.function
+        x = ns["dscalar"]("x")
+        f = ns["function"]([x], ns["grad"](ns["exp"](2 * x), x))
+        exec("from theano.tensor.nnet import *", ns)
+        exec("from theano.scan import *", ns)
+        exec("from theano.compile import *", ns)
+        print(float(f(0.5)), ns["sigm"].__name__, ns["views"].__name__, ns["mode"].__name__)
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    two_e = 2 * np.exp(1.0)
+    value, *names = proc.stdout.split()
+    assert abs(float(value) - two_e) < 1e-12
+    assert names == [
+        "theano_dag.tensor.nnet.sigm",
+        "theano_dag.scan.views",
+        "theano_dag.compile.mode",
+    ]

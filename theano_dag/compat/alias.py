@@ -154,7 +154,7 @@ def _make_theano() -> types.ModuleType:
         )
     # Deferred: importing theano_dag is what `import theano` does under the alias.
     import theano_dag
-    from theano_dag.compat.theano_names import MODULES
+    from theano_dag.compat.theano_names import MODULES, STAR_NAMES
 
     theano = TheanoModule(theano_dag)
     modules = _alias_modules(MODULES, theano)
@@ -162,6 +162,7 @@ def _make_theano() -> types.ModuleType:
     # where theano_dag has no parent package of that name (theano_dag.link.c).
     sys.modules.update(modules)
     _link_children(modules)
+    _star_names(modules, STAR_NAMES)
     return theano
 
 
@@ -200,6 +201,23 @@ def _link_children(modules: dict):
         current = getattr(holder, child, None)  # theano's own reads theano_dag's
         if current is None or isinstance(current, types.ModuleType):
             setattr(holder, child, module)
+
+
+def _star_names(modules: dict, table: dict):
+    """Give each module of ``table`` the names its Theano star import gave (``__all__``
+    extended with those it has; ``theano``'s own list, theano_dag's left as it is)."""
+    for alias, names in table.items():
+        module = modules.get(alias)
+        if module is None:
+            continue
+        exported = getattr(module, "__all__", None)
+        if exported is None:  # no list: a star import gives every public name already
+            continue
+        extra = [n for n in names if n not in exported and hasattr(module, n)]
+        if alias == "theano":
+            module.__dict__["__all__"] = [*exported, *extra]
+        elif extra:
+            module.__all__ = [*exported, *extra]
 
 
 def install():

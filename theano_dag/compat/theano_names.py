@@ -69,6 +69,38 @@ MODULES = {
 }
 
 
+# What ``from theano.X import *`` gives beyond the names theano_dag's module exports
+# (its ``__all__``): Theano's packages have no ``__all__``, so a star import of one gave
+# every public name in it, its submodules among them (``from theano.graph import *`` then
+# ``basic.Apply``, as aesara-theano-fallback writes) and the functions it imported
+# (``grad`` from ``theano.tensor``). The alias adds these, where the module has them.
+STAR_NAMES = {
+    "theano": (
+        "compile", "configparser", "gradient", "graph", "link", "misc", "scalar", "tensor",
+        "updates", "utils",
+    ),
+    "theano.graph": (
+        "basic", "destroyhandler", "fg", "null_type", "op", "opt", "optdb", "sched", "toolbox",
+        "type", "utils",
+    ),
+    "theano.tensor": (
+        "Lop", "Rop", "basic", "blas_c", "elemwise", "extra_ops", "grad", "hessian", "io",
+        "jacobian", "load", "opt_uncanonicalize", "sharedvar", "subtensor", "type",
+        "verify_grad",
+    ),
+    "theano.tensor.nnet": (
+        "abstract_conv", "blocksparse", "bn", "conv", "corr", "corr3d", "nnet", "sigm",
+    ),
+    "theano.scalar": ("basic", "basic_scipy", "math"),
+    "theano.scan": ("basic", "checkpoints", "op", "opt", "utils", "views"),
+    "theano.sparse": ("basic", "opt", "sharedvar", "type", "utils"),
+    "theano.compile": (
+        "builders", "debugmode", "io", "mode", "monitormode", "ops", "profiling",
+        "sharedvalue",
+    ),
+}  # fmt: skip
+
+
 def theano_dag_module(name: str) -> str:
     """The theano_dag module that holds the names of Theano's module ``name``: the entry of
     ``MODULES`` with the longest matching prefix, the rest of the name appended.
