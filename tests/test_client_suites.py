@@ -79,6 +79,27 @@ def test_each_side_gets_its_startup_packages_used_libraries_and_flags(tmp_path):
     assert env["THEANO_FLAGS"] == "floatX=float32"
 
 
+def test_a_pymc3_library_runs_with_its_own_packages_not_the_lasagne_venvs(tmp_path):
+    spec = client_suites.LIBRARIES["exoplanet"]
+    assert spec["venv"] == "pymc3" and "exoplanet-core==0.1.2" in spec["packages"]
+    base = pymc3_suite.side_env("theano_dag", tmp_path, tmp_path / "tp", 0, tmp_path / "cache")
+    env = client_suites.library_env(base, "theano_dag", "exoplanet", tmp_path, "")
+    assert env["PYTHONPATH"].split(os.pathsep) == [
+        str(tmp_path / "dag-side"),
+        str(tmp_path / "plugin"),
+        str(tmp_path / "packages-exoplanet"),  # not PACKAGES' (pandas 1.5, Keras's...)
+    ]
+    assert env["THEANO_FLAGS"] == "floatX=float64,compute_test_value=off"  # its pytest.ini's
+    base = pymc3_suite.side_env("theano", tmp_path, tmp_path / "tp", 0, tmp_path / "cache")
+    env = client_suites.library_env(base, "theano", "exoplanet", tmp_path, "")
+    assert env["PYTHONPATH"].split(os.pathsep) == [
+        str(tmp_path / "theano-side-plain"),  # the alias off, no Theano 1.0 names
+        str(tmp_path / "tp"),
+        str(tmp_path / "plugin"),
+        str(tmp_path / "packages-exoplanet"),
+    ]
+
+
 def test_the_shims_give_back_what_the_libraries_import():
     code = client_suites.SHIM + "\nimport collections\nprint(collections.Iterable.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,7 +1,7 @@
 """Run the own test suites of more Theano client libraries, Keras 2.3.1 (its Theano
-backend), theanets, downhill, Blocks, TheanoLM, pymanopt and SymPy's Theano printer, on
-theano-pymc 1.1.2 in Python mode and on theano_dag through the ``theano`` import alias,
-and count the passes of each (``make client-suites``).
+backend), theanets, downhill, Blocks, TheanoLM, pymanopt, exoplanet and SymPy's Theano
+printer, on theano-pymc 1.1.2 in Python mode and on theano_dag through the ``theano``
+import alias, and count the passes of each (``make client-suites``).
 
 The venv (``--python``) is the Lasagne suite's (``make venv-lasagne``: numpy 1.23, scipy
 1.9, pytest 7, theano_dag with its alias, theano-pymc apart in ``--theano-pymc``); the few
@@ -22,6 +22,8 @@ own CI ran them, one pytest process per test file with a time limit (the same ru
   and Python 3.11;
 * TheanoLM (senarvi's master, ``--theanolm``), its package, tests and word classes;
 * pymanopt 0.2.5 (``--pymanopt``), the tests of its Theano backend;
+* exoplanet 0.5.3 (``--exoplanet``), in the PyMC3 venv (``--pymc3-python``, theano-pymc
+  from ``--pymc3-theano-pymc``), with its own packages (``LIBRARIES[name]["packages"]``);
 * SymPy 1.12's ``sympy.printing.tests.test_theanocode`` (SymPy's expressions printed as
   Theano graphs and compiled), from SymPy's wheel, its check of its own deprecation
   warning's stack level left out (``SYMPY_CONFTEST``).
@@ -117,6 +119,29 @@ LIBRARIES = {
         "flags": "",
         "env": {},
         "uses": (),
+    },
+    # exoplanet 0.5.3 (PyMC3 models of planets' orbits and light curves, on exoplanet-core's
+    # Ops), in the PyMC3 venv (``"venv"``) with its own packages (``"packages"``, from their
+    # wheels and exoplanet-core's sdist, built here); its tests from its repository, its
+    # package from the wheel (the repository's ``src`` lacks the generated version file).
+    # Its pytest.ini sets its THEANO_FLAGS through pytest-env, not installed here: given.
+    "exoplanet": {
+        "ref": "v0.5.3",
+        "paths": ("tests", "pytest.ini"),
+        "tests": ("tests/*_test.py", "tests/orbits/*_test.py"),
+        "flags": "floatX=float64,compute_test_value=off",
+        "env": {},
+        "uses": (),
+        "venv": "pymc3",
+        "packages": (
+            "exoplanet==0.5.3",
+            "exoplanet-core==0.1.2",
+            "aesara-theano-fallback==0.1.0",
+            "astropy==5.3.4",
+            "pyerfa==2.0.0.3",
+            "astropy-iers-data<0.2025",
+            "pyyaml>=5,<7",
+        ),
     },
     # SymPy's printer of expressions as Theano graphs (sympy.printing.theanocode) and its
     # tests, from SymPy's wheel (which ships them): no repository to export.
@@ -265,6 +290,11 @@ def install_packages(python: str, dest: Path, packages=PACKAGES, deps: bool = Fa
     marker.write_text("\n".join(packages))
 
 
+def packages_dir(work: Path, name: str) -> Path:
+    """Where library ``name``'s packages are: its own (``"packages"``), or ``PACKAGES``'."""
+    return work / f"packages-{name}" if "packages" in LIBRARIES[name] else work / "packages"
+
+
 def library_env(base: dict, side: str, name: str, work: Path, flags: str) -> dict:
     """One side's environment for library ``name``: ``base`` (pymc3_suite's side_env)
     with the start-up directory, the packages and the libraries it uses on
@@ -272,9 +302,14 @@ def library_env(base: dict, side: str, name: str, work: Path, flags: str) -> dic
     spec = LIBRARIES[name]
     env = {**base, **spec["env"], "KERAS_HOME": str(work / "keras-home")}
     paths = env["PYTHONPATH"].split(os.pathsep)
-    extra = [str(work / u) for u in spec["uses"]] + [str(work / "packages")]
+    extra = [str(work / u) for u in spec["uses"]] + [str(packages_dir(work, name))]
     if side == "theano":
-        # pymc3_suite's theano-side directory is first: its sitecustomize is THEANO_SITE
+        # pymc3_suite's theano-side directory is first: its sitecustomize is THEANO_SITE,
+        # or for a library of theano-pymc's own time (PyMC3's), only the alias taken off
+        # (Theano 1.0's theano.gof there would make ArviZ take theano-pymc for Theano 1.0)
+        if spec.get("venv") == "pymc3":
+            paths = [str(work / "theano-side-plain") if p == str(work / "theano-side") else p
+                     for p in paths]  # fmt: skip
         paths = [*paths, *extra]
     else:
         paths = [str(work / "dag-side"), *paths, *extra]
@@ -301,17 +336,22 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--files", nargs="*", help="test files (one library), as its repo names them")
     ap.add_argument("--flags", default="", help="more THEANO_FLAGS of both sides")
+    venv = ROOT / ".venv-pymc3"  # the libraries of PyMC3's ("venv": "pymc3")
+    ap.add_argument("--pymc3-python", type=os.path.abspath, default=str(venv / "bin" / "python"))
+    ap.add_argument("--pymc3-theano-pymc", type=Path, default=venv / "theano-pymc")
     args = ap.parse_args(argv)
     if args.reuse is not None:
         ap.error("--reuse: each library's theano-pymc side runs again here")
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    install_packages(args.python, work / "packages")
+    if any("venv" not in LIBRARIES[n] for n in args.libraries):
+        install_packages(args.python, work / "packages")
     for sub, name, text in (
         ("plugin", "pymc3_suite_plugin.py", PLUGIN),
         ("theano-side", "sitecustomize.py", THEANO_SITE),
         ("theano-side", "theano_1_0_names.py", NAMES_MODULE),
+        ("theano-side-plain", "sitecustomize.py", SITECUSTOMIZE),
         ("dag-side", "sitecustomize.py", SHIM),
     ):
         (work / sub).mkdir(parents=True, exist_ok=True)
@@ -325,6 +365,9 @@ def main(argv=None) -> int:
                 spec = LIBRARIES[name]
                 src = getattr(args, name).resolve()
                 export_tests(src, spec["ref"], work / name, spec.get("paths", ()))
+            if "packages" in LIBRARIES[name]:
+                python = args.pymc3_python if LIBRARIES[name].get("venv") else args.python
+                install_packages(python, packages_dir(work, name), LIBRARIES[name]["packages"])
             conftest = LIBRARIES[name].get("conftest")
             if conftest:
                 (work / name / "conftest.py").write_text(globals()[conftest])
@@ -333,15 +376,17 @@ def main(argv=None) -> int:
         tree = work / name
         files = args.files or test_files(tree, LIBRARIES[name]["tests"])
         results = {}
+        pymc3 = LIBRARIES[name].get("venv") == "pymc3"
+        python = args.pymc3_python if pymc3 else args.python
+        tp = (args.pymc3_theano_pymc if pymc3 else args.theano_pymc).resolve()
         for side in wanted:
             partial = work / f"partial-{name}-{side}.jsonl"
             partial.write_text("")
-            tp, cache = args.theano_pymc.resolve(), work / "theano-cache"
-            base = side_env(side, work, tp, 0, cache, args.theano_dag)
+            base = side_env(side, work, tp, 0, work / "theano-cache", args.theano_dag)
             env = library_env(base, side, name, work, args.flags)
             logs = work / "logs" / name / side
             results[side] = run_side(
-                side, args.python, tree, files, env, args.timeout, args.jobs, logs, partial
+                side, python, tree, files, env, args.timeout, args.jobs, logs, partial
             )
         out = work / f"{name}.jsonl"
         spec = LIBRARIES[name]
