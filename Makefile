@@ -301,10 +301,10 @@ lasagne-suite: $(STAMP) $(LASAGNE_STAMP)
 # The own tests of Keras 2.3.1 (its Theano backend), theanets, downhill, Blocks, TheanoLM,
 # pymanopt 0.2.5's Theano backend and SymPy's Theano printer (from its wheel), every file
 # and test, on theano-pymc 1.1.2 in Python mode and on theano_dag through the theano alias,
-# in the Lasagne venv, and exoplanet 0.5.3's in the PyMC3 venv; KERAS_SRC, THEANETS_SRC,
-# DOWNHILL_SRC, BLOCKS_SRC (and FUEL_SRC, which Blocks imports), THEANOLM_SRC,
-# PYMANOPT_SRC, EXOPLANET_SRC: their git checkouts (cloned here when absent, which needs
-# the network);
+# in the Lasagne venv, and exoplanet 0.5.3's, celerite2 0.2.1's and pymc3-ext 0.1.0's in
+# the PyMC3 venv; KERAS_SRC, THEANETS_SRC, DOWNHILL_SRC, BLOCKS_SRC (and FUEL_SRC, which
+# Blocks imports), THEANOLM_SRC, PYMANOPT_SRC, EXOPLANET_SRC, CELERITE2_SRC, PYMC3_EXT_SRC:
+# their git checkouts (cloned here when absent, which needs the network);
 # CLIENT_FLAGS: more THEANO_FLAGS of both sides.
 # Counts per file in build/client-suites/<library>.jsonl and a table each. Not part of make
 # test.
@@ -316,6 +316,8 @@ FUEL_SRC ?= build/fuel
 THEANOLM_SRC ?= build/theanolm
 PYMANOPT_SRC ?= build/pymanopt
 EXOPLANET_SRC ?= build/exoplanet
+CELERITE2_SRC ?= build/celerite2
+PYMC3_EXT_SRC ?= build/pymc3-ext
 CLIENT_FLAGS ?=
 client-suites: $(STAMP) $(LASAGNE_STAMP) $(PYMC3_STAMP)
 	test -d $(KERAS_SRC) || git clone -q --depth 1 --branch 2.3.1 \
@@ -330,10 +332,15 @@ client-suites: $(STAMP) $(LASAGNE_STAMP) $(PYMC3_STAMP)
 	  https://github.com/pymanopt/pymanopt $(PYMANOPT_SRC)
 	test -d $(EXOPLANET_SRC) || git clone -q --depth 1 --branch v0.5.3 \
 	  https://github.com/exoplanet-dev/exoplanet $(EXOPLANET_SRC)
+	test -d $(CELERITE2_SRC) || git clone -q --depth 1 --branch v0.2.1 \
+	  https://github.com/exoplanet-dev/celerite2 $(CELERITE2_SRC)
+	test -d $(PYMC3_EXT_SRC) || git clone -q --depth 1 --branch v0.1.0 \
+	  https://github.com/exoplanet-dev/pymc3-ext $(PYMC3_EXT_SRC)
 	$(BIN)/python tools/client_suites.py --python $(LASAGNE_VENV)/bin/python \
 	  --theano-pymc $(LASAGNE_VENV)/theano-pymc --keras $(KERAS_SRC) \
 	  --theanets $(THEANETS_SRC) --downhill $(DOWNHILL_SRC) --blocks $(BLOCKS_SRC) \
 	  --fuel $(FUEL_SRC) --theanolm $(THEANOLM_SRC) --pymanopt $(PYMANOPT_SRC) \
-	  --exoplanet $(EXOPLANET_SRC) --pymc3-python $(PYMC3_VENV)/bin/python \
+	  --exoplanet $(EXOPLANET_SRC) --celerite2 $(CELERITE2_SRC) --pymc3-ext $(PYMC3_EXT_SRC) \
+	  --pymc3-python $(PYMC3_VENV)/bin/python \
 	  --pymc3-theano-pymc $(PYMC3_VENV)/theano-pymc \
 	  --flags "$(CLIENT_FLAGS)" --table

@@ -1,7 +1,7 @@
 """Run the own test suites of more Theano client libraries, Keras 2.3.1 (its Theano
-backend), theanets, downhill, Blocks, TheanoLM, pymanopt, exoplanet and SymPy's Theano
-printer, on theano-pymc 1.1.2 in Python mode and on theano_dag through the ``theano``
-import alias, and count the passes of each (``make client-suites``).
+backend), theanets, downhill, Blocks, TheanoLM, pymanopt, exoplanet, celerite2, pymc3-ext
+and SymPy's Theano printer, on theano-pymc 1.1.2 in Python mode and on theano_dag through
+the ``theano`` import alias, and count the passes of each (``make client-suites``).
 
 The venv (``--python``) is the Lasagne suite's (``make venv-lasagne``: numpy 1.23, scipy
 1.9, pytest 7, theano_dag with its alias, theano-pymc apart in ``--theano-pymc``); the few
@@ -22,8 +22,9 @@ own CI ran them, one pytest process per test file with a time limit (the same ru
   and Python 3.11;
 * TheanoLM (senarvi's master, ``--theanolm``), its package, tests and word classes;
 * pymanopt 0.2.5 (``--pymanopt``), the tests of its Theano backend;
-* exoplanet 0.5.3 (``--exoplanet``), in the PyMC3 venv (``--pymc3-python``, theano-pymc
-  from ``--pymc3-theano-pymc``), with its own packages (``LIBRARIES[name]["packages"]``);
+* exoplanet 0.5.3 (``--exoplanet``), celerite2 0.2.1 (``--celerite2``) and pymc3-ext 0.1.0
+  (``--pymc3-ext``), in the PyMC3 venv (``--pymc3-python``, theano-pymc from
+  ``--pymc3-theano-pymc``), each with its own packages (``LIBRARIES[name]["packages"]``);
 * SymPy 1.12's ``sympy.printing.tests.test_theanocode`` (SymPy's expressions printed as
   Theano graphs and compiled), from SymPy's wheel, its check of its own deprecation
   warning's stack level left out (``SYMPY_CONFTEST``).
@@ -142,6 +143,28 @@ LIBRARIES = {
             "astropy-iers-data<0.2025",
             "pyyaml>=5,<7",
         ),
+    },
+    # Two more of exoplanet's family, on theano-pymc as it is: celerite2's Gaussian
+    # processes as PyMC3 terms (its Ops' C++ built here from its sdist) and pymc3-ext's
+    # samplers, optimizer and distributions.
+    "celerite2": {
+        "ref": "v0.2.1",
+        "paths": ("python/test",),
+        "tests": ("python/test/pymc3/test_*.py",),
+        "flags": "",
+        "env": {},
+        "uses": (),
+        "venv": "pymc3",
+        "packages": ("celerite2==0.2.1", "aesara-theano-fallback==0.1.0"),
+    },
+    "pymc3-ext": {
+        "ref": "v0.1.0",
+        "tests": ("tests/*_test.py", "tests/*/*_test.py"),
+        "flags": "",
+        "env": {},
+        "uses": (),
+        "venv": "pymc3",
+        "packages": ("pymc3-ext==0.1.0", "aesara-theano-fallback==0.1.0"),
     },
     # SymPy's printer of expressions as Theano graphs (sympy.printing.theanocode) and its
     # tests, from SymPy's wheel (which ships them): no repository to export.
@@ -363,7 +386,7 @@ def main(argv=None) -> int:
                 install_packages(args.python, work / name, (LIBRARIES[name]["wheel"],))
             else:
                 spec = LIBRARIES[name]
-                src = getattr(args, name).resolve()
+                src = getattr(args, name.replace("-", "_")).resolve()
                 export_tests(src, spec["ref"], work / name, spec.get("paths", ()))
             if "packages" in LIBRARIES[name]:
                 python = args.pymc3_python if LIBRARIES[name].get("venv") else args.python
