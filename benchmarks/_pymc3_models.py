@@ -33,6 +33,7 @@ SCHOOLS_SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
 AR1_STEPS, AR1_RHO, AR1_SIGMA = 100, 0.7, 0.5
 GLM_GROUPS, GLM_ROWS = 8, 120
 GP_POINTS = 40
+TRANSIT_POINTS, TRANSIT_NOISE = 500, 5e-4
 
 
 def linreg(pm, tt, theano):
@@ -116,12 +117,39 @@ def gp_marginal(pm, tt, theano):
     return model
 
 
+def exoplanet_transit(pm, tt, theano):
+    """A planet's transit in 500 photometric points (exoplanet 0.5.3's quick start): a
+    Keplerian orbit, a limb-darkened light curve through exoplanet-core's Ops, which keeps
+    the points in transit (a length known only when it runs). exoplanet is not in the
+    PyMC3 venv: ``pymc3.py --extra-path`` puts its packages on the children's path
+    (``make client-suites`` installs them in ``build/client-suites/packages-exoplanet``)."""
+    import exoplanet as xo  # noqa: PLC0415 (optional: only with --extra-path)
+
+    rng = np.random.RandomState(42)
+    t = np.sort(rng.uniform(0, 20, TRANSIT_POINTS))
+    with pm.Model() as model:
+        mean = pm.Normal("mean", mu=0.0, sd=1.0)
+        u = xo.distributions.QuadLimbDark("u")
+        log_period = pm.Normal("log_period", mu=np.log(3.0), sd=0.1)
+        period = pm.Deterministic("period", tt.exp(log_period))
+        t0 = pm.Normal("t0", mu=1.0, sd=0.1)
+        r = pm.Uniform("r", lower=0.01, upper=0.1, testval=0.04)
+        b = xo.distributions.ImpactParameter("b", ror=r, testval=0.3)
+        orbit = xo.orbits.KeplerianOrbit(period=period, t0=t0, b=b)
+        lc = xo.LimbDarkLightCurve(u).get_light_curve(orbit=orbit, r=r, t=t)
+        light = pm.math.sum(lc, axis=-1) + mean
+        y = 0.001 * np.sin(t) + rng.normal(0, TRANSIT_NOISE, len(t))
+        pm.Normal("obs", mu=light, sd=TRANSIT_NOISE, observed=y)
+    return model
+
+
 MODELS = {
     "linreg": linreg,
     "eight_schools": eight_schools,
     "hierarchical_glm": hierarchical_glm,
     "gp_marginal": gp_marginal,
     "ar1_scan": ar1_scan,
+    "exoplanet_transit": exoplanet_transit,
 }
 
 

@@ -9,6 +9,11 @@ Five models (``_pymc3_models.py``):
 * ``gp_marginal``: a Gaussian process on 40 points, its marginal likelihood (Cholesky);
 * ``ar1_scan``: an AR(1) model on 100 steps, its conditional means computed by ``scan``.
 
+And, when asked (``--models exoplanet_transit --extra-path build/client-suites/packages-
+exoplanet``, where ``make client-suites`` installs exoplanet), a planet's transit in 500
+points through exoplanet 0.5.3's orbit and light-curve Ops, whose points in transit are
+a length known only when the function runs.
+
 Each side runs in its own child process of the PyMC3 venv's interpreter (``make
 venv-pymc3`` builds ``.venv-pymc3``; ``--python``): theano_dag through its ``theano`` alias
 (this checkout first on ``PYTHONPATH``), theano-pymc with ``.venv-pymc3/theano-pymc``
@@ -68,6 +73,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VENV = ROOT / ".venv-pymc3"
 MODELS = ("linreg", "eight_schools", "hierarchical_glm", "gp_marginal", "ar1_scan")
+# Models of a library outside the venv, run when asked (--models, with --extra-path).
+EXTRA_MODELS = ("exoplanet_transit",)
 SIDES = ("theano_dag", "theano_pymc")
 # The real Theano on its side: the alias's finder off sys.meta_path (it refuses to hide one).
 # Scan's Cython loop does not compile on Python 3.11 (Cython 0.29's generated C): marked
@@ -82,8 +89,9 @@ SITECUSTOMIZE = (
 Z_LIMIT = 4.0
 
 
-def side_env(side: str, theano_pymc: Path, compiledir: Path, work: Path) -> dict:
-    """The environment of one side's child."""
+def side_env(side: str, theano_pymc: Path, compiledir: Path, work: Path, extra=()) -> dict:
+    """The environment of one side's child (``extra``: more directories on its path, after
+    the side's own)."""
     env = {k: v for k, v in os.environ.items() if k not in ("THEANO_FLAGS", "PYTHONPATH")}
     env.pop("OPENBLAS_CORETYPE", None)  # numpy's own choice of kernel, on both sides
     if side == "theano_pymc":
@@ -93,6 +101,7 @@ def side_env(side: str, theano_pymc: Path, compiledir: Path, work: Path) -> dict
         env["THEANO_FLAGS"] = f"base_compiledir={compiledir},blas__ldflags="
     else:
         env["PYTHONPATH"] = str(ROOT)  # this checkout's theano_dag behind the alias
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *map(str, extra)])
     return env
 
 
@@ -100,7 +109,7 @@ def run_child(python, side, model, a, work) -> dict:
     # -P: the script's directory not on sys.path, where this file would shadow PyMC3
     cmd = [python, "-P", str(HERE / "_pymc3_models.py"), "--model", model, "--tune", str(a.tune),
            "--draws", str(a.draws), "--seed", str(a.seed), "--calls", str(a.calls)]  # fmt: skip
-    env = side_env(side, Path(a.theano_pymc), Path(a.compiledir), work)
+    env = side_env(side, Path(a.theano_pymc), Path(a.compiledir), work, a.extra_path)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -151,7 +160,13 @@ def main(argv=None):
     ap.add_argument("--python", default=str(VENV / "bin" / "python"))
     ap.add_argument("--theano-pymc", default=str(VENV / "theano-pymc"))
     ap.add_argument("--compiledir", default=str(ROOT / "build" / "pymc3-bench" / "theano"))
-    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=[*MODELS, *EXTRA_MODELS])
+    ap.add_argument(
+        "--extra-path",
+        nargs="*",
+        default=[],
+        help="directories the children import more from (exoplanet_transit: exoplanet's)",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tune", type=int, default=500)
     ap.add_argument("--draws", type=int, default=500)

@@ -379,7 +379,14 @@ class CKernel:
         if self._shape_arg is not None:
             shape = np.shape(xs[self._shape_arg])
         elif xs:
-            shape = np.broadcast_shapes(*[np.shape(x) for x in xs])
+            # Most calls' operands have one shape: numpy's broadcast (a few us) only
+            # where they differ (the kernel checks them all the same).
+            shapes = [x.shape if type(x) is np.ndarray else np.shape(x) for x in xs]
+            shape = shapes[0]
+            for other in shapes:
+                if other != shape:
+                    shape = np.broadcast_shapes(*shapes)
+                    break
         else:
             shape = (1,) * self.ndim
         return np.empty(shape, dtype=self.out_dtypes[j])
@@ -1421,6 +1428,10 @@ class _KernelEmit:
 
     __slots__ = ("kernel_target",)
 
+    # Without a target the kernel allocates its result (CKernel._alloc): the plan may
+    # leave its shape unknown (data-dependent) and still run it in C.
+    allocates = True
+
     def __init__(self, lib, ctx, k):
         self.kernel_target = (lib, ctx, k)
 
@@ -1780,6 +1791,7 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
             lib.start()  # the plan is being generated: every kernel is known by now
             return [f"{outs[0]} = {kname}({', '.join(names)})"]
 
+        emit.allocates = True  # as _KernelEmit's: its scratch value may be unplanned
         inplace = [
             (0, j)
             for j, v in enumerate(ins)

@@ -307,7 +307,8 @@ class Program:
         return plan
 
     def _choose_steps(self, shapes):
-        """Each node's expanded steps, or its ``perform`` call where a shape is unknown."""
+        """Each node's expanded steps, or its ``perform`` call where a shape is unknown
+        (but for a C kernel's result, which it allocates when it runs)."""
         chosen = []
         append = chosen.append
         for node, steps, call in self.node_steps:
@@ -343,7 +344,11 @@ class Program:
                             else:
                                 shapes[v] = broadcast_shapes(ins + list(st.const_shapes))
                         if d is not None and not view and shapes.get(v) is None:
-                            use = None
+                            # A C kernel's result (a scratch value too) allocates
+                            # itself at run time, its shape broadcast from its
+                            # operands'; any other step's needs its shape planned.
+                            if not getattr(st.emit, "allocates", False):
+                                use = None
                 if use is None:
                     use = call_steps(node, _Ctx(self))
             append((node, use))

@@ -26,6 +26,7 @@ from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import Dot
 from theano_dag.tensor.shape import Reshape, Shape, Shape_i
 from theano_dag.tensor.subtensor import Subtensor
+from theano_dag.tensor.type import TensorType
 
 __all__ = ["ShapeError", "infer_shapes", "broadcast_shapes", "evaluate_expression"]
 
@@ -302,6 +303,7 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
     """
     shapes: dict = dict(input_shapes)
     known: dict = {}
+    typed: set = set()  # values whose shape is their type's, their inputs' unknown
     # Each op class's rules (KNOWN_RULES, FAST_RULES) and whether it is a shape op,
     # looked up once a class: a graph has a few classes of op and many nodes.
     rules_of: dict = {}
@@ -335,18 +337,29 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
             # A value that is not an array (a random generator, a slice) has no shape:
             # the op's rule gets None for it, as Theano's infer_shape does.
             if s is None and getattr(v.type, "ndim", None) is not None:
+                # Not known before the run (after a data-dependent index, an op without
+                # infer_shape): a value whose type fixes its shape (a scalar, a vector
+                # of 2) has that shape all the same, and is planned with what follows
+                # it (a kernel checks its operands' shapes when it runs).
+                result = [_static_shape(o) for o in outs]
+                typed.update(o for o, r in zip(outs, result) if r is not None)
                 break
         else:
-            if known_rule is not None:
-                result = known_rule(fgraph, node, in_shapes, known)
-            elif rule is not None:
-                try:
+            try:
+                if known_rule is not None:
+                    result = known_rule(fgraph, node, in_shapes, known)
+                elif rule is not None:
                     result = rule(fgraph, node, in_shapes)
-                except ShapeError as e:
+                else:
+                    result = _generic(fgraph, node, in_shapes, known)
+            except ShapeError as e:
+                if typed and any(v in typed for v in node.inputs):
+                    # A shape taken from a type that its value will not have (a reshape
+                    # that fails when it runs): the error is the run's to raise, there.
+                    result = None
+                else:
                     e.in_shapes = in_shapes
                     raise
-            else:
-                result = _generic(fgraph, node, in_shapes, known)
         if result is None:
             result = [None] * len(outs)
         for o, s in zip(outs, result):
@@ -354,9 +367,18 @@ def infer_shapes(fgraph, order, input_shapes, constants=None):
         # (Most nodes have an input whose value is not known: _know_values would stop
         # at the first one; asked here without the call.)
         ins = node.inputs
-        if (ins and ins[0] in known) or shape_op:
+        if ((ins and ins[0] in known) or shape_op) and not (typed and any(v in typed for v in ins)):
             _know_values(node, in_shapes, result, known)
     return shapes, known
+
+
+def _static_shape(v):
+    """``v``'s shape as its tensor type fixes it, or None."""
+    t = v.type
+    if not isinstance(t, TensorType):
+        return None
+    shape = t.shape
+    return None if None in shape else tuple(shape)
 
 
 def _generic(fgraph, node, in_shapes, known):
