@@ -150,3 +150,25 @@ def test_c_kernels_run_on_values_whose_length_is_known_only_at_run_time():
             "Nonzero",
             "AdvancedSubtensor1",
         ]
+
+
+def test_reductions_and_products_of_values_known_only_at_run_time_skip_perform():
+    # A sum, a maximum over the last axis and a product of a value whose length depends
+    # on data allocate their own results (no planned block), in the output's dtype.
+    x, w = tt.dmatrix("x"), tt.dvector("w")
+    rows = x[tt.nonzero(x[:, 0] > 0)[0]]
+    outs = [rows.sum(axis=0), rows.max(axis=1), tt.dot(rows, w), (rows * 2).sum(axis=1)]
+    f = theano_dag.function([x, w], outs)
+    rng = np.random.default_rng(0)
+    for n in (7, 1, 30):
+        xv, wv = rng.normal(size=(n, 3)), rng.normal(size=3)
+        kept = xv[xv[:, 0] > 0]
+        want = [kept.sum(axis=0), kept.max(axis=1), kept @ wv, (kept * 2).sum(axis=1)]
+        for got, ref in zip(f(xv, wv), want, strict=True):
+            assert got.dtype == ref.dtype and got.shape == ref.shape
+            np.testing.assert_allclose(got, ref, rtol=1e-13)
+    plan = f.fn.current
+    called = sorted(type(st.node.op).__name__ for _k, st in plan.steps if st.kind == "call")
+    # (without a compiler the fused sum's numpy steps need a planned scratch value)
+    extra = [] if theano_dag.config.cxx else ["FusedReduce"]
+    assert called == sorted(["AdvancedSubtensor1", "Nonzero", *extra])

@@ -118,6 +118,9 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         e = f"{fn}({ins[0]}{cast}, axis={axn})"
         return [f"{o} = {asarray}({e}, {odn})" if out_ndim == 0 else f"{o} = {e}"]
 
+    # Without a target the reduction's own result has the output's dtype and shape: a
+    # value whose shape depends on data needs no planned block.
+    emit.allocates = True
     return [Step(node, node.outputs, (x,), emit)]
 
 
@@ -139,6 +142,7 @@ def _last_axis_step(node, ctx, ufunc, x):
             return [f"{outs[0]} = {fn}({uf}, {ins[0]}, {target})"]
         return [f"{outs[0]} = {fn}({uf}, {ins[0]})"]
 
+    emit.allocates = True  # (in the input's dtype, the output's: _by_columns)
     return Step(node, node.outputs, (x,), emit)
 
 
@@ -206,6 +210,7 @@ def _dot_steps(node, ctx, scale=False):
             lines.append(f"{mul}({o}, {a}, out={o})")
         return lines
 
+    emit.allocates = True  # numpy's product of two arrays of the output's dtype
     return [Step(node, node.outputs, inputs, emit)]
 
 

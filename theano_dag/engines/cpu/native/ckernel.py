@@ -1854,6 +1854,7 @@ def _sum_step(node, ctx, op, x, x_dtype, x_ndim, numpy_step):
             return numpy_step.emit(names, outs, None)
         return _into_target(lib, kname, k, names[:1], outs[0], target)
 
+    emit.allocates = getattr(numpy_step.emit, "allocates", False)
     return Step(node, node.outputs, (x,), emit, kind="out", prefer_target=True, dtypes=(od,))
 
 
@@ -1922,6 +1923,7 @@ def _make_dot_emitter(previous):
                 return st.emit(names, outs, None)
             return _into_target(lib, kname, k, names, outs[0], target)
 
+        emit.allocates = getattr(st.emit, "allocates", False)  # (numpy's lines there)
         return [Step(node, node.outputs, st.inputs, emit, prefer_target=True, dtypes=(od,))]
 
     return dot_steps
