@@ -5,10 +5,12 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag import scalar as ts
 from theano_dag.engines.cpu.plan import shapes as plan_shapes
 from theano_dag.graph.basic import io_toposort
 from theano_dag.scalar import Composite, int64
-from theano_dag.tensor.elemwise import Elemwise
+from theano_dag.tensor.elemwise import Elemwise, Sum
+from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.random import RandomStreams, RandomVariable
 
 SLICES = [
@@ -172,3 +174,17 @@ def test_reductions_and_products_of_values_known_only_at_run_time_skip_perform()
     # (without a compiler the fused sum's numpy steps need a planned scratch value)
     extra = [] if theano_dag.config.cxx else ["FusedReduce"]
     assert called == sorted(["AdvancedSubtensor1", "Nonzero", *extra])
+
+
+def test_a_fused_reduction_of_a_value_known_only_at_run_time_refuses_what_it_refuses():
+    # Its kernel's node takes every input as broadcastable; unplanned, its result checks
+    # what a planned shape checked: a length 1 the type does not declare broadcastable.
+    x, y = tt.dmatrix("x"), tt.dmatrix("y")
+    rows = x[tt.nonzero(x[:, 0] > 0)[0]]
+    f = theano_dag.function([x, y], FusedReduce(Sum(axis=(0,)), ts.add)(rows, y))
+    xv = np.ones((4, 3))
+    np.testing.assert_array_equal(f(xv, np.full((4, 3), 2.0)), np.full(3, 12.0))
+    with pytest.raises(ValueError, match="not declared broadcastable"):
+        f(xv, np.ones((1, 3)))
+    with pytest.raises(ValueError, match="do not match along dimension 0"):
+        f(xv, np.ones((2, 3)))

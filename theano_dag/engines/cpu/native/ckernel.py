@@ -52,7 +52,12 @@ from theano_dag.engines.cpu.native import cc, kindex, segment
 from theano_dag.graph.basic import Constant
 from theano_dag.graph.utils import gc_paused
 from theano_dag.tensor import blas
-from theano_dag.tensor.elemwise import CAReduce, Elemwise, reduce_last_axis
+from theano_dag.tensor.elemwise import (
+    CAReduce,
+    Elemwise,
+    check_runtime_broadcast,
+    reduce_last_axis,
+)
 from theano_dag.tensor.extra_ops import AllocDiag
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.linalg import Cholesky, CholeskyGrad, Solve
@@ -385,7 +390,10 @@ class CKernel:
             shape = shapes[0]
             for other in shapes:
                 if other != shape:
-                    shape = np.broadcast_shapes(*shapes)
+                    try:
+                        shape = np.broadcast_shapes(*shapes)
+                    except ValueError:
+                        self._refuse_shapes(xs)
                     break
         else:
             shape = (1,) * self.ndim
@@ -486,6 +494,16 @@ class CKernel:
             f"{self.node.op}: {what} has shape {np.shape(args[k])}, which does not "
             f"broadcast to the output shape {np.shape(outs[0])} (input shapes "
             f"{[np.shape(x) for x in xs]})"
+        )
+
+    def _refuse_shapes(self, xs):
+        """Raise the error of operands whose shapes do not broadcast: the reference
+        Elemwise's (naming the inputs and the axis), as ``fail`` raises it."""
+        check = getattr(self.node.op, "_check_runtime_broadcast", None)
+        if check is not None:
+            check(self.node, self._full_inputs(xs))
+        raise ValueError(
+            f"{self.node.op}: input shapes {[np.shape(x) for x in xs]} do not broadcast"
         )
 
     def _full_inputs(self, xs):
@@ -1789,9 +1807,17 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
             if target is not None:
                 return _into_target(lib, kname, k, names, outs[0], target)
             lib.start()  # the plan is being generated: every kernel is known by now
-            return [f"{outs[0]} = {kname}({', '.join(names)})"]
+            # Its scratch value unplanned (a shape that depends on data): the kernel
+            # allocates it, after the check a planned shape made, which its node (every
+            # input broadcastable) does not: a length 1 that FusedReduce refuses.
+            check = ctx.glob(check_runtime_broadcast, "check_bcast")
+            op, variables = ctx.glob(node.op, "op"), ctx.glob(tuple(ins), "vars")
+            return [
+                f"{check}({op}, {variables}, ({', '.join(names)},))",
+                f"{outs[0]} = {kname}({', '.join(names)})",
+            ]
 
-        emit.allocates = True  # as _KernelEmit's: its scratch value may be unplanned
+        emit.allocates = True
         inplace = [
             (0, j)
             for j, v in enumerate(ins)

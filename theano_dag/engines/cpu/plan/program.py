@@ -314,6 +314,14 @@ class Program:
         for node, steps, call in self.node_steps:
             use = steps
             if call is None:
+                # A step whose result allocates itself may leave it unplanned where an
+                # input's shape depends on data; where the inputs' shapes are known and
+                # the op's rule left the result's unknown (an error its run raises), it
+                # runs through perform.
+                data_dependent = any(
+                    shapes.get(i) is None and getattr(i.type, "ndim", None) is not None
+                    for i in node.inputs
+                )
                 for st in steps:
                     for v in st.inputs:
                         # (Every value of the graph has its shape: only a scratch value
@@ -347,7 +355,7 @@ class Program:
                             # A C kernel's result (a scratch value too) allocates
                             # itself at run time, its shape broadcast from its
                             # operands'; any other step's needs its shape planned.
-                            if not getattr(st.emit, "allocates", False):
+                            if not (data_dependent and getattr(st.emit, "allocates", False)):
                                 use = None
                 if use is None:
                     use = call_steps(node, _Ctx(self))
