@@ -308,7 +308,8 @@ class Program:
 
     def _choose_steps(self, shapes):
         """Each node's expanded steps, or its ``perform`` call where a shape is unknown
-        (but for a C kernel's result, which it allocates when it runs)."""
+        (but for a step whose result allocates itself, where an input's shape depends
+        on data: a C kernel, a reduction, a product)."""
         chosen = []
         append = chosen.append
         for node, steps, call in self.node_steps:
@@ -352,9 +353,9 @@ class Program:
                             else:
                                 shapes[v] = broadcast_shapes(ins + list(st.const_shapes))
                         if d is not None and not view and shapes.get(v) is None:
-                            # A C kernel's result (a scratch value too) allocates
-                            # itself at run time, its shape broadcast from its
-                            # operands'; any other step's needs its shape planned.
+                            # A result (a scratch value too) that its step's code
+                            # allocates at run time (``emit.allocates``: a C kernel's,
+                            # a reduction's, a product's); any other needs its shape.
                             if not (data_dependent and getattr(st.emit, "allocates", False)):
                                 use = None
                 if use is None:

@@ -13,7 +13,7 @@ time: constants, and small integer values computed only from shapes (``Shape``,
 ``Shape_i``, ``MakeVector`` of them and arithmetic on them), which this module
 computes too. A shape that cannot be known before the run (it depends on data)
 is ``None``: the engine then runs that value unplanned, and so everything whose
-shape depends on it.
+shape depends on it, but for a value whose type fixes its shape (a scalar after it).
 """
 
 from __future__ import annotations
