@@ -395,3 +395,26 @@ def test_star_imports_give_what_theanos_gave(site_dir, tmp_path):
         "theano_dag.scan.views",
         "theano_dag.compile.mode",
     ]
+
+
+def test_theano_configparser_change_flags_is_config_change_flags_deprecated(site_dir, tmp_path):
+    # exoplanet's and pymc3-ext's test configuration enter it for the whole package.
+    proc = _python(
+        """
+        import warnings
+        import theano
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with theano.configparser.change_flags(compute_test_value="raise"):
+                inside = theano.config.compute_test_value
+        print(inside, theano.config.compute_test_value)
+        print([str(w.message) for w in caught if w.category is DeprecationWarning])
+        """,
+        _env(tmp_path),
+        site_dir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "raise off",
+        "['change_flags is deprecated: use config.change_flags']",
+    ]
