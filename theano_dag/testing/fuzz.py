@@ -2133,14 +2133,13 @@ def _rounding_scale(rec, env, k):
     return 16 * np.finfo("float64").eps * total
 
 
-def _kinks(rec, vals) -> bool:
-    """Whether ``rec`` meets a kink at ``vals``: a ``max`` or ``min`` reaching its
-    extreme at more than one element, ``maximum``/``minimum`` of equal operands, a
-    comparison of operands closer than finite differences can tell apart, ties in a
-    sort, a ``std`` of equal elements, a step (:data:`STEPS`) within reach. Only the
-    nodes the outputs need count (numpy may refuse another: an empty row's softmax)."""
-    needed = _needed(rec)
-    env = reference(rec, vals, only=needed)
+def _kinks(rec, env, needed) -> bool:
+    """Whether ``rec`` meets a kink at the values ``env`` (numpy's of the nodes
+    ``needed``: :func:`reference`): a ``max`` or ``min`` reaching its extreme at more
+    than one element, ``maximum``/``minimum`` of equal operands, a comparison of
+    operands closer than finite differences can tell apart, ties in a sort, a ``std`` of
+    equal elements, a step (:data:`STEPS`) within reach. Only the nodes the outputs need
+    count (numpy may refuse another: an empty row's softmax)."""
     for k, node in enumerate(rec.nodes):
         if k not in needed:
             continue
@@ -2191,20 +2190,22 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
     vals = _values(rec, 0)
     needed = _needed(rec)
 
-    def numpy_costs(v):
+    def costs(env):
         # Per output: one that the moved input does not reach differs by exactly 0 (an
         # int64 output of 2**62 added to the cost would round the difference away).
-        env = reference(rec, v, only=needed)
         return np.array([w * float(np.sum(env[k])) for w, k in zip(weights, rec.outputs)])
 
-    if _kinks(rec, vals):
+    def numpy_costs(v):
+        return costs(reference(rec, v, only=needed))
+
+    env = reference(rec, vals, only=needed)
+    if _kinks(rec, env, needed):
         # max's gradient goes to every element equal to the maximum (Theano's and
         # PyTensor's convention); finite differences count one, and a step across a
         # kink measures neither side. A broadcast row makes such ties: the graph is
         # left out, not reported.
         return []
-    env = reference(rec, vals, only=needed)
-    if not np.isfinite(numpy_costs(vals)).all():
+    if not np.isfinite(costs(env)).all():
         return []  # a wide integer made an infinity (exp2 of 2**64 - 2): nothing to measure
     got = f(*[vals[k] for k in inputs + given])
     problems = []
