@@ -313,6 +313,11 @@ def install_packages(python: str, dest: Path, packages=PACKAGES, deps: bool = Fa
     marker.write_text("\n".join(packages))
 
 
+def in_pymc3_venv(name: str) -> bool:
+    """Whether library ``name`` runs in the PyMC3 venv (``"venv": "pymc3"``)."""
+    return LIBRARIES[name].get("venv") == "pymc3"
+
+
 def packages_dir(work: Path, name: str) -> Path:
     """Where library ``name``'s packages are: its own (``"packages"``), or ``PACKAGES``'."""
     return work / f"packages-{name}" if "packages" in LIBRARIES[name] else work / "packages"
@@ -330,7 +335,7 @@ def library_env(base: dict, side: str, name: str, work: Path, flags: str) -> dic
         # pymc3_suite's theano-side directory is first: its sitecustomize is THEANO_SITE,
         # or for a library of theano-pymc's own time (PyMC3's), only the alias taken off
         # (Theano 1.0's theano.gof there would make ArviZ take theano-pymc for Theano 1.0)
-        if spec.get("venv") == "pymc3":
+        if in_pymc3_venv(name):
             paths = [str(work / "theano-side-plain") if p == str(work / "theano-side") else p
                      for p in paths]  # fmt: skip
         paths = [*paths, *extra]
@@ -368,7 +373,7 @@ def main(argv=None) -> int:
 
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    if any("venv" not in LIBRARIES[n] for n in args.libraries):
+    if not all(map(in_pymc3_venv, args.libraries)):
         install_packages(args.python, work / "packages")
     for sub, name, text in (
         ("plugin", "pymc3_suite_plugin.py", PLUGIN),
@@ -389,7 +394,7 @@ def main(argv=None) -> int:
                 src = getattr(args, name.replace("-", "_")).resolve()
                 export_tests(src, spec["ref"], work / name, spec.get("paths", ()))
             if "packages" in LIBRARIES[name]:
-                python = args.pymc3_python if LIBRARIES[name].get("venv") else args.python
+                python = args.pymc3_python if in_pymc3_venv(name) else args.python
                 install_packages(python, packages_dir(work, name), LIBRARIES[name]["packages"])
             conftest = LIBRARIES[name].get("conftest")
             if conftest:
@@ -399,7 +404,7 @@ def main(argv=None) -> int:
         tree = work / name
         files = args.files or test_files(tree, LIBRARIES[name]["tests"])
         results = {}
-        pymc3 = LIBRARIES[name].get("venv") == "pymc3"
+        pymc3 = in_pymc3_venv(name)
         python = args.pymc3_python if pymc3 else args.python
         tp = (args.pymc3_theano_pymc if pymc3 else args.theano_pymc).resolve()
         for side in wanted:

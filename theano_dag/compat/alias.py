@@ -205,18 +205,15 @@ def _link_children(modules: dict):
 
 def _star_names(modules: dict, table: dict):
     """Give each module of ``table`` the names its Theano star import gave (``__all__``
-    extended with those it has; ``theano``'s own list, theano_dag's left as it is)."""
+    extended with those it has; ``theano``'s list is its own, theano_dag's read through
+    and left as it is)."""
     for alias, names in table.items():
         module = modules.get(alias)
-        if module is None:
-            continue
         exported = getattr(module, "__all__", None)
         if exported is None:  # no list: a star import gives every public name already
             continue
         extra = [n for n in names if n not in exported and hasattr(module, n)]
-        if alias == "theano":
-            module.__dict__["__all__"] = [*exported, *extra]
-        elif extra:
+        if extra:
             module.__all__ = [*exported, *extra]
 
 

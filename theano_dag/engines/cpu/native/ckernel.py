@@ -486,9 +486,8 @@ class CKernel:
             raise RuntimeError(f"{self.node.op}: its C kernel returned error code {rc:#x}")
         xs, outs = args[:nin], args[nin:]
         # Wrong ndim or shapes: the reference Elemwise says what is wrong, if it can.
-        check = getattr(self.node.op, "_check_runtime_broadcast", None)
-        if check is not None and k < nin:
-            check(self.node, self._full_inputs(xs))
+        if k < nin:
+            self._check_broadcast(xs)
         what = f"input {k}" if k < nin else f"output {k - nin}"
         raise ValueError(
             f"{self.node.op}: {what} has shape {np.shape(args[k])}, which does not "
@@ -496,12 +495,16 @@ class CKernel:
             f"{[np.shape(x) for x in xs]})"
         )
 
-    def _refuse_shapes(self, xs):
-        """Raise the error of operands whose shapes do not broadcast: the reference
-        Elemwise's (naming the inputs and the axis), as ``fail`` raises it."""
+    def _check_broadcast(self, xs):
+        """The reference Elemwise's check of operands ``xs`` (its error names the inputs
+        and the axis), where the op has one."""
         check = getattr(self.node.op, "_check_runtime_broadcast", None)
         if check is not None:
             check(self.node, self._full_inputs(xs))
+
+    def _refuse_shapes(self, xs):
+        """Raise the error of operands whose shapes do not broadcast, as ``fail`` does."""
+        self._check_broadcast(xs)
         raise ValueError(
             f"{self.node.op}: input shapes {[np.shape(x) for x in xs]} do not broadcast"
         )

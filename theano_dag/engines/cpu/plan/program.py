@@ -315,14 +315,6 @@ class Program:
         for node, steps, call in self.node_steps:
             use = steps
             if call is None:
-                # A step whose result allocates itself may leave it unplanned where an
-                # input's shape depends on data; where the inputs' shapes are known and
-                # the op's rule left the result's unknown (an error its run raises), it
-                # runs through perform.
-                data_dependent = any(
-                    shapes.get(i) is None and getattr(i.type, "ndim", None) is not None
-                    for i in node.inputs
-                )
                 for st in steps:
                     for v in st.inputs:
                         # (Every value of the graph has its shape: only a scratch value
@@ -355,13 +347,25 @@ class Program:
                         if d is not None and not view and shapes.get(v) is None:
                             # A result (a scratch value too) that its step's code
                             # allocates at run time (``emit.allocates``: a C kernel's,
-                            # a reduction's, a product's); any other needs its shape.
-                            if not (data_dependent and getattr(st.emit, "allocates", False)):
+                            # a reduction's, a product's) may stay unplanned, where an
+                            # input's shape depends on data; any other needs its shape.
+                            if not (
+                                getattr(st.emit, "allocates", False)
+                                and _data_dependent(node, shapes)
+                            ):
                                 use = None
                 if use is None:
                     use = call_steps(node, _Ctx(self))
             append((node, use))
         return chosen
+
+
+def _data_dependent(node, shapes) -> bool:
+    """Whether an array input of ``node`` has a shape known only at run time (where all
+    are known and the op's rule gave its result none, the run is to raise an error)."""
+    return any(
+        shapes.get(i) is None and getattr(i.type, "ndim", None) is not None for i in node.inputs
+    )
 
 
 class Plan:
