@@ -537,7 +537,7 @@ def _collector_on(*thresholds):
     """The collector on with ``thresholds``; its settings, and the pauses' counts of
     promoted objects (graph.utils), restored after."""
     was, before = gc.isenabled(), gc.get_threshold()
-    saved = graph_utils._tracked_at_full, graph_utils._promoted
+    saved = graph_utils._blocks_at_full, graph_utils._promoted
     gc.enable()
     gc.set_threshold(*thresholds)
     try:
@@ -545,7 +545,7 @@ def _collector_on(*thresholds):
     finally:
         gc.set_threshold(*before)
         (gc.enable if was else gc.disable)()
-        graph_utils._tracked_at_full, graph_utils._promoted = saved
+        graph_utils._blocks_at_full, graph_utils._promoted = saved
 
 
 @pytest.fixture
@@ -708,7 +708,7 @@ def test_functions_dropped_in_a_loop_are_freed_without_a_collection_asked_for(
     # rule for full collections does not count: a loop compiling and dropping functions
     # never had one, and kept every function (in reference cycles) for good.
     x = vec()
-    graph_utils._tracked_at_full, graph_utils._promoted = 10**9, 0  # none due
+    graph_utils._blocks_at_full, graph_utils._promoted = 10**9, 0  # none due
     f = function([x], exp(neg(x)))
     made = graph_utils._promoted
     assert made > 100  # the compile's objects, counted as promoted
@@ -716,11 +716,12 @@ def test_functions_dropped_in_a_loop_are_freed_without_a_collection_asked_for(
     del f
     assert dropped() is not None  # in cycles, in the oldest generation
     g = function([x], neg(x))  # (none due yet)
-    # As after a loop of such compiles: more promoted than a quarter of the objects
-    # counted, and than the 70,000 objects CPython's thresholds allow between two.
-    graph_utils._tracked_at_full, graph_utils._promoted = 200_000, 70_001
+    # As after a loop of such compiles: more promoted than the 70,000 objects CPython's
+    # thresholds allow between two full collections, and the heap grown by a third.
+    blocks = sys.getallocatedblocks()
+    graph_utils._blocks_at_full, graph_utils._promoted = blocks * 3 // 4, 70_001
     h = function([x], exp(x))  # its pause starts with the full collection now due
     assert dropped() is None
-    assert graph_utils._tracked_at_full is None  # counted again before the next one
+    assert graph_utils._blocks_at_full is None  # measured again before the next one
     np.testing.assert_allclose(g([0.5]), -0.5)
     np.testing.assert_allclose(h([0.5]), np.exp(0.5))

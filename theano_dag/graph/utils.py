@@ -184,35 +184,34 @@ _pause_restore = False  # whether the collector was on when the first pause bega
 # the last one, counting what its own collections move there: the objects ``promote``
 # moves are not counted, so a program compiling functions in a loop would never have
 # one, and the functions it drops (in reference cycles, as Theano's are) would stay for
-# good. The same rule on the objects promoted: once they outnumber a quarter of the
-# objects counted after the last full collection (and as many objects as CPython's
-# thresholds let be made between two full collections, 700 * 10 * 10 by default), a
-# pause starts with one. The count (a walk of the oldest generation) and the collection are made
-# at the start of a later pause, so that one function compiled alone pays neither.
-_tracked_at_full = None  # the objects counted since the last full collection, or None
+# good. The same rule on the heap: once the objects promoted since the last full
+# collection outnumber what CPython's thresholds let be made between two (700 * 10 * 10
+# by default), a pause measures the heap; once they outnumber that again and the heap has
+# grown by a quarter since, a pause starts with a full collection. The heap's size is the
+# interpreter's memory blocks, not the oldest generation's objects: counting those is a
+# walk of every object (10 ms in the first call after a 3,000-node compile), the blocks a
+# walk of the allocator's pools (tens of microseconds).
+_blocks_at_full = None  # the interpreter's blocks when first measured since the last full one
 _promoted = 0  # objects promoted since (net of those freed: gc.get_count()'s first entry)
 
 
 def _on_collection(phase, info):
-    global _tracked_at_full, _promoted
+    global _blocks_at_full, _promoted
     if phase == "stop" and info["generation"] == 2:
-        _tracked_at_full, _promoted = None, 0
+        _blocks_at_full, _promoted = None, 0
 
 
 gc.callbacks.append(_on_collection)
 
 
 def _collect_if_due():
-    global _tracked_at_full, _promoted
+    global _blocks_at_full, _promoted
     t0, t1, t2 = gc.get_threshold()
     if not t0 or _promoted <= t0 * t1 * t2:  # t0 == 0: automatic collection off
         return
-    if _tracked_at_full is None:
-        # The oldest generation's objects (CPython's own long-lived count); not every
-        # object: gc.get_objects() would also list a tuple another thread is building
-        # (tuple() of a generator), which then could not grow (a SystemError there).
-        _tracked_at_full, _promoted = len(gc.get_objects(generation=2)), 0
-    elif _promoted > _tracked_at_full // 4:
+    if _blocks_at_full is None:
+        _blocks_at_full, _promoted = sys.getallocatedblocks(), 0
+    elif sys.getallocatedblocks() - _blocks_at_full > _blocks_at_full // 4:
         gc.collect()  # (resets the counts, through _on_collection)
 
 
@@ -231,7 +230,7 @@ def gc_paused(promote: bool = False):
     collection after the block walks every one of them, the compiled graph and its
     plans, which all stay alive, to free the few the compile dropped in cycles (an
     eighth of a 3,000-node graph's ``function`` time). Those few wait for the next full
-    collection instead, which starts a later pause once the objects have grown by a
+    collection instead, which starts a later pause once the heap has grown by a
     quarter since the last (CPython's own rule, which does not count the objects moved
     so). Nothing is moved when the block did not switch the collector off itself
     (nested, or off already) or when the program has frozen objects (unfreezing would
