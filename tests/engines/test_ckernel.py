@@ -1014,6 +1014,30 @@ def test_numpy_fallbacks_while_the_library_builds(engine_kernels, monkeypatch):
     assert not ckernel.wait_for_kernels(f, timeout=0)
 
 
+def test_numpy_fallbacks_refuse_a_length_1_the_type_does_not_declare_broadcastable(
+    engine_kernels, monkeypatch
+):
+    # Lengths known only at run time (after a data-dependent index) are checked by the
+    # kernel; while its library builds, numpy's fallback broadcast a length 1 anyway.
+    def never(self):
+        self.started = True
+
+    monkeypatch.setattr(ckernel.KernelLibrary, "start", never)
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a, b = x[tt.nonzero(x > 0.5)[0]], y[tt.nonzero(y > 0.5)[0]]
+    f = _fn([x, y], [tt.exp(a) * b + tt.sin(a), a, b])
+    xv, one = np.array([0.9, 0.1, 0.7, 0.8]), np.array([0.9, 0.1, 0.1, 0.1])
+    np.testing.assert_allclose(
+        f(xv, xv)[0], np.exp(xv[xv > 0.5]) * xv[xv > 0.5] + np.sin(xv[xv > 0.5])
+    )
+    for _ in range(2):  # Elemwise.perform, then the engine's numpy steps
+        with pytest.raises(
+            ValueError, match="has length 1 there but is not declared broadcastable"
+        ):
+            f(xv, one)
+    assert not ckernel.wait_for_kernels(f, timeout=0)
+
+
 @pytest.mark.parametrize("addend_first", [False, True])
 def test_numpy_fallback_of_a_kernel_planned_over_its_input(
     engine_kernels, monkeypatch, addend_first

@@ -188,3 +188,74 @@ def test_a_fused_reduction_of_a_value_known_only_at_run_time_refuses_what_it_ref
         f(xv, np.ones((1, 3)))
     with pytest.raises(ValueError, match="do not match along dimension 0"):
         f(xv, np.ones((2, 3)))
+
+
+def _kernels_called_alone(f):
+    """The C kernels the generated call runs by their own line (not in a segment)."""
+    import re
+
+    return re.findall(r"= (_g\d+_K\d+)\(", f.fn.source())
+
+
+@pytest.mark.skipif(not theano_dag.config.cxx, reason="C kernels need a compiler")
+def test_kernels_after_a_data_dependent_index_run_in_segments_on_arrays_of_their_shape():
+    # The values after x[nonzero(...)] have a length known only when the function runs:
+    # each kernel allocated its result through its Python wrapper (2 us a kernel, 30 of
+    # them in exoplanet's light curve). The plan binds an array of the shape the inputs
+    # give before the step ("dyn"), and a segment runs the kernels in one C call.
+    x, y, m = tt.dvector("x"), tt.dvector("y"), tt.dmatrix("m")
+    keep = tt.nonzero(x > 0.5)[0]
+    a, b, rows = x[keep], y[keep], m[keep]
+    c = tt.exp(a) * b + tt.sin(a)
+    d = tt.tanh(c) * a - tt.cos(b)
+    e = tt.exp(rows) * a.dimshuffle(0, "x")  # its shape from two inputs' lengths
+    outs = [c, d, e, (c * d).sum(), (tt.tanh(rows) + b.dimshuffle(0, "x")).sum(axis=1)]
+    f = theano_dag.function([x, y, m], outs)
+    rng = np.random.default_rng(3)
+    previous = None
+    for n in (9, 1, 0, 40):
+        xv, yv, mv = rng.uniform(size=n), rng.uniform(size=n), rng.uniform(size=(n, 3))
+        got = f(xv, yv, mv)
+        k = xv > 0.5
+        av, bv, rv = xv[k], yv[k], mv[k]
+        cv = np.exp(av) * bv + np.sin(av)
+        dv = np.tanh(cv) * av - np.cos(bv)
+        want = [cv, dv, np.exp(rv) * av[:, None], (cv * dv).sum(),
+                (np.tanh(rv) + bv[:, None]).sum(axis=1)]  # fmt: skip
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+        if previous is not None:  # a result returned before is not written again
+            np.testing.assert_array_equal(previous[0], previous[1])
+        previous = (got[0], got[0].copy())
+    plan = f.fn.current
+    dyn = [v for v, cat in plan.cat.items() if cat == "dyn"]
+    assert len(dyn) >= 4
+    if not theano_dag.config.cpu__poison:  # (poisoned, each step runs alone)
+        assert _kernels_called_alone(f) == []
+        assert "_SEG" in f.fn.source()
+
+
+@pytest.mark.parametrize(
+    "ys, message",
+    [
+        ((0.9, 0.8, 0.1, 0.1), "input shapes .* do not match along dimension 0"),
+        ((0.9, 0.1, 0.1, 0.1), "has length 1 there but is not declared broadcastable"),
+    ],
+)
+def test_kernels_in_segments_refuse_lengths_known_only_at_run_time_that_do_not_match(ys, message):
+    # An array of the first input's shape is bound before the kernel: an input of
+    # another length (or of length 1, not declared broadcastable) is refused by the
+    # kernel, with the reference Elemwise's error, and nothing is returned.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    a, b = x[tt.nonzero(x > 0.5)[0]], y[tt.nonzero(y > 0.5)[0]]
+    f = theano_dag.function([x, y], [tt.exp(a) * b + tt.sin(a), a, b])
+    xv = np.array([0.9, 0.1, 0.7, 0.8])
+    np.testing.assert_allclose(
+        f(xv, xv)[0], np.exp(xv[xv > 0.5]) * xv[xv > 0.5] + np.sin(xv[xv > 0.5])
+    )
+    for _ in range(2):  # (the second call: the kernels' library loaded)
+        with pytest.raises(ValueError, match=message):
+            f(xv, np.array(ys))
+        with pytest.raises(ValueError, match=message):
+            f(np.array(ys), xv)  # the short one first: the bound array has its length

@@ -367,7 +367,7 @@ def _body(plan, mode, extra=None):
         nbytes, min_bytes = plan.nbytes, p.min_plan_bytes
         for v, idx in last.items():
             c = cat.get(v)
-            if (c != "fresh" and c != "alloc" and c != "view") or v in keep:
+            if (c != "fresh" and c != "alloc" and c != "dyn" and c != "view") or v in keep:
                 continue
             if c != "view":
                 # (The plan knows the bytes of most values: Plan.small for the others.)

@@ -416,6 +416,15 @@ class CKernel:
 
     def _numpy(self, args):
         """The kernel's numpy fallback on ``args`` (inputs, then outputs)."""
+        xs = args[: self.nin]
+        if xs:
+            # numpy broadcasts any length 1; the C kernel refuses one its input does not
+            # declare broadcastable (a shape known only at run time is checked here).
+            first = np.shape(xs[0])
+            for x in xs:
+                if np.shape(x) != first:
+                    self._check_broadcast(xs)
+                    break
         with np.errstate(all="ignore"):
             fallbacks = self._fallbacks
             if fallbacks is not None and "fallback" not in self.__dict__:
@@ -777,6 +786,28 @@ class SoftmaxKernel(StepKernel):
         """The op's ``perform`` into ``out`` (what the engine runs without C); raises its
         error."""
         np.copyto(args[-1], self._perform(*args[:-2]))
+
+
+def checked_broadcast_shape(op, variables, values, extra=()):
+    """The shape ``values`` (of the inputs ``variables`` of elementwise ``op``) and the
+    size-1 constants of shapes ``extra`` broadcast to, after Theano's check of them
+    (:func:`~theano_dag.tensor.elemwise.check_runtime_broadcast`, its ValueError).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, r = tt.dmatrix("x"), tt.drow("r")
+    >>> checked_broadcast_shape((x + r).owner.op, [x, r], (np.ones((2, 3)), np.ones((1, 3))))
+    (2, 3)
+    """
+    shapes = [x.shape if type(x) is np.ndarray else np.shape(x) for x in values]
+    first = shapes[0]
+    for other in shapes:
+        if other != first:
+            break
+    else:  # (most calls: one shape, which every allowed constant broadcasts to)
+        if all(len(c) <= len(first) for c in extra):
+            return first
+    check_runtime_broadcast(op, variables, values)
+    return np.broadcast_shapes(*shapes, *extra)
 
 
 def _into_target(lib, kname, k, args, out, target):
@@ -1806,27 +1837,38 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
         kname = ctx.glob(k, k.name.upper())
         ins = [node.inputs[p] for p in k.arg_pos]
 
+        const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
+
+        def shape_line(names):
+            # Its scratch value unplanned (a shape that depends on data): an array of the
+            # inputs' broadcast shape, after the check a planned shape made, which the
+            # kernel's node (every input broadcastable) does not: a length 1 that
+            # FusedReduce refuses.
+            check = ctx.glob(checked_broadcast_shape, "bshape")
+            op, variables = ctx.glob(node.op, "op"), ctx.glob(tuple(ins), "vars")
+            extra = ctx.glob(tuple(const_shapes), "cshapes")
+            return f"{check}({op}, {variables}, ({', '.join(names)},), {extra})"
+
         def emit(names, outs, target):
             if target is not None:
                 return _into_target(lib, kname, k, names, outs[0], target)
             lib.start()  # the plan is being generated: every kernel is known by now
-            # Its scratch value unplanned (a shape that depends on data): the kernel
-            # allocates it, after the check a planned shape made, which its node (every
-            # input broadcastable) does not: a length 1 that FusedReduce refuses.
-            check = ctx.glob(check_runtime_broadcast, "check_bcast")
-            op, variables = ctx.glob(node.op, "op"), ctx.glob(tuple(ins), "vars")
+            dname = ctx.glob(np.dtype(k.out_dtypes[0]), "D")
             return [
-                f"{check}({op}, {variables}, ({', '.join(names)},))",
-                f"{outs[0]} = {kname}({', '.join(names)})",
+                f"{outs[0]} = _empty({shape_line(names)}, {dname})",
+                KernelCall(kname, k, [*names, outs[0]]),
             ]
 
+        # Where the scratch value's shape depends on data, the plan binds it before the
+        # step (an array of ``shape_line``'s shape), and a segment may run the kernel.
         emit.allocates = True
+        emit.kernel_target = (lib, ctx, k)
+        emit.shape_line = shape_line
         inplace = [
             (0, j)
             for j, v in enumerate(ins)
             if v.type.dtype == mid.dtype and not isinstance(v, Constant)
         ]
-        const_shapes = [np.shape(node.inputs[p].data) for p in k.consts]
         step = Step(
             node,
             (mid,),

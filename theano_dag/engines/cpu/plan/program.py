@@ -17,6 +17,10 @@ Where a value lives (its *category*):
   output needs no memory besides the output;
 * ``alloc``: a fresh array the step writes into (a small output whose natural
   shape is not its broadcast shape), bound to the value's name before the step;
+* ``dyn``: the result of a C kernel whose shape depends on data, which its inputs'
+  shapes give (each dimension's length from an input that does not declare it
+  broadcastable): a fresh array of that shape, bound before the step as ``alloc``'s,
+  so that the kernel runs in a segment;
 * ``own``: a buffer of its own kept by the plan (an ``Out(borrow=True)`` output,
   every value under ``incremental``);
 * ``update``: written straight into the storage of the shared variable it
@@ -360,6 +364,35 @@ class Program:
         return chosen
 
 
+def _dyn_source(st, j):
+    """Where output ``j`` of step ``st`` takes its run-time shape from, where the step is
+    a C kernel's that may write a target (a segment runs it): per dimension, an input of
+    the output's dimensions that does not declare it broadcastable (None: every input
+    declares it, so its length is 1). The kernel refuses an input that does not
+    broadcast to its output (Theano's rule: a length 1 only where declared), so the
+    output has exactly that shape. The step itself where its emit has a ``shape_line``
+    (its kernel broadcasts as numpy does: the line checks the inputs and gives the
+    shape). None where the step is another's, or an input has other dimensions."""
+    kt = getattr(st.emit, "kernel_target", None)
+    if kt is None or j != 0 or len(st.outputs) != 1:
+        return None
+    if getattr(st.emit, "shape_line", None) is not None:
+        return st  # the step's own line gives the shape (and checks the inputs)
+    k = kt[2]
+    ndim = k.ndim
+    if k.destroy or len(st.inputs) != k.nin:
+        return None
+    source = [None] * ndim
+    for v in st.inputs:
+        bcast = getattr(getattr(v, "type", None), "broadcastable", None)
+        if bcast is None or len(bcast) != ndim:
+            return None
+        for d, b in enumerate(bcast):
+            if not b and source[d] is None:
+                source[d] = v
+    return tuple(source)
+
+
 def _data_dependent(node, shapes) -> bool:
     """Whether an array input of ``node`` has a shape known only at run time (where all
     are known and the op's rule gave its result none, the run is to raise an error)."""
@@ -411,6 +444,8 @@ class Plan:
         self.nbytes = nbytes = {}
         self.dtype_of = dtype_of = {}
         sizes = {}  # (shape, dtype) -> bytes: most values of a plan have a few shapes
+        # A "dyn" value -> where its shape comes from (_dyn_source).
+        self.dyn_source = dyn_source = {}
         incremental = p.incremental
         shape_of, min_bytes, natural_ok = self.shapes.get, p.min_plan_bytes, self._natural_ok
         for _k, st in self.steps:
@@ -422,6 +457,10 @@ class Plan:
                     cat[v] = "view"
                 elif not out_kind or d is None or shp is None:
                     cat[v] = "fresh"
+                    if shp is None and d is not None and out_kind:
+                        src = _dyn_source(st, j)
+                        if src is not None:
+                            cat[v], dyn_source[v], dtype_of[v] = "dyn", src, d
                 else:
                     # (Whether numpy's natural result has the value's shape is asked only
                     # where it decides.)
@@ -648,7 +687,7 @@ class Plan:
             elif c == "alloc":
                 self._slot(v, tuple(shapes[v]))
         self.blocks = blocks
-        self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc"))
+        self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc", "dyn"))
 
     def block_memory_error(self, b) -> MemoryError:
         """The error of a failed allocation of block ``b``: its size and the values the
@@ -692,7 +731,7 @@ class Plan:
         c = self.cat.get(v)
         if c in ("pooled", "own", "outblk"):
             return self.slots[v]
-        if c == "alloc":
+        if c == "alloc" or c == "dyn":
             # Poisoned, a name apart, so that the check after the step can tell whether
             # the output is the array that was allocated.
             return ("t" if self.program.poison else "") + self.program.names[v]
@@ -706,7 +745,7 @@ class Plan:
         c = self.cat.get(v)
         if c == "pooled" or c == "own" or c == "outblk":
             return self.slots[v], None
-        if c == "alloc":
+        if c == "alloc" or c == "dyn":
             return self.target(v), self.target_setup(v)
         if c == "update":
             return self.target(v), None
@@ -714,7 +753,8 @@ class Plan:
 
     def target_setup(self, v):
         """The line binding value ``v``'s target before its step (None: it is bound)."""
-        if self.cat.get(v) != "alloc":
+        c = self.cat.get(v)
+        if c != "alloc" and c != "dyn":
             return None
         d = self.dtype_of.get(v)  # (recorded for every sized value, most of them)
         if d is None:
@@ -722,7 +762,21 @@ class Plan:
         dname = self._dtype_names.get(d)
         if dname is None:
             dname = self._dtype_names[d] = self.program.global_name(np.dtype(d), "D")
-        return f"{self.target(v)} = _empty({self.slots[v]}, {dname})"
+        if c == "dyn":
+            names = self.program.names
+            source = self.dyn_source[v]
+            if not isinstance(source, tuple):  # a step that says its output's shape
+                shape = source.emit.shape_line([names[i] for i in source.inputs])
+            elif source and source[0] is not None and all(x is source[0] for x in source):
+                shape = f"{names[source[0]]}.shape"  # one input has the output's shape
+            else:
+                dims = [
+                    "1" if x is None else f"{names[x]}.shape[{d}]" for d, x in enumerate(source)
+                ]
+                shape = f"({', '.join(dims)},)" if dims else "()"
+        else:
+            shape = self.slots[v]
+        return f"{self.target(v)} = _empty({shape}, {dname})"
 
     def poisoned_target(self, idx, v):
         """Whether poisoning may fill value ``v``'s target just before step ``idx``
@@ -733,7 +787,7 @@ class Plan:
             return v not in self.memory.inplace
         if c == "update":
             return self.update_storage[v] not in self.steps[idx][1].inputs
-        return c in ("own", "alloc")
+        return c in ("own", "alloc", "dyn")
 
     def check(self):
         """Raise ValueError unless this plan keeps every value's bytes its own.
