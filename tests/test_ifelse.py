@@ -402,3 +402,37 @@ def test_lazy_ifelse_of_fuzz_graphs_gives_the_eager_values(mode):
                 assert g.dtype == w.dtype and g.shape == w.shape
                 np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
     assert lazy_nodes >= 6  # most cases have a branch of their own
+
+
+@pytest.mark.parametrize("mode", [None, "FAST_COMPILE"])
+def test_a_constant_condition_leaves_the_branch_it_picks(mode):
+    # exoplanet's in_transit: ifelse(all(eq(flag, 0)), arange(n)[mask], arange(n)) with a
+    # constant flag. The condition folds to True: no ifelse is left (it ran its branch
+    # as a graph of its own, a tenth of the function's call time).
+    x = tt.dvector("x")
+    flag = tt.as_tensor_variable(np.zeros(3))
+    n = x.shape[0]
+    keep = ifelse(tt.all(tt.eq(flag, 0)), tt.arange(n)[x > 0], tt.arange(n))
+    drop = ifelse(tt.any(tt.eq(flag, 1)), tt.arange(n)[x > 0], tt.arange(n))
+    f = theano_dag.function([x], [keep, drop, x[keep].sum()], mode=mode)
+    ops = {type(node.op) for node in f.maker.fgraph.apply_nodes}
+    assert IfElse not in ops and LazyIfElse not in ops
+    for xv in (np.array([1.0, -2.0, 3.0]), np.array([-1.0]), np.linspace(-1, 1, 9)):
+        got_keep, got_drop, total = f(xv)
+        np.testing.assert_array_equal(got_keep, np.arange(len(xv))[xv > 0])
+        np.testing.assert_array_equal(got_drop, np.arange(len(xv)))
+        np.testing.assert_allclose(total, xv[xv > 0].sum())
+
+
+def test_a_constant_condition_keeps_the_ifelse_type_and_gradient():
+    three = tt.TensorType("float64", shape=(3, None))("three")
+    four = tt.TensorType("float64", shape=(4, None))("four")
+    out = ifelse(tt.constant(1), three * 2, four)
+    assert out.type == tt.TensorType("float64", shape=(None, None))
+    g = theano_dag.grad((ifelse(tt.constant(0), three, three**2) ** 2).sum(), three)
+    f = theano_dag.function([three, four], [out, g], on_unused_input="ignore")
+    tv = np.arange(6.0).reshape(3, 2)
+    got, grad = f(tv, np.zeros((4, 2)))
+    np.testing.assert_array_equal(got, tv * 2)
+    np.testing.assert_allclose(grad, 4 * tv**3)
+    assert not any(isinstance(n.op, (IfElse, LazyIfElse)) for n in f.maker.fgraph.apply_nodes)

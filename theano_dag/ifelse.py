@@ -38,9 +38,16 @@ from theano_dag.graph.basic import Apply, Variable, clone_replace, io_toposort
 from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.graph.rewriting.local import local_optimizer
-from theano_dag.opt.optdb import optdb, register_specialize
+from theano_dag.opt.optdb import optdb, register_specialize, register_useless
 
-__all__ = ["IfElse", "LazyIfElse", "cond_make_inplace", "ifelse", "ifelse_lazy_branches"]
+__all__ = [
+    "IfElse",
+    "LazyIfElse",
+    "cond_make_inplace",
+    "ifelse",
+    "ifelse_constant_condition",
+    "ifelse_lazy_branches",
+]
 
 
 def _tt():
@@ -228,6 +235,39 @@ def ifelse(condition, then_branch, else_branch, name=None):
     if result_type is None:
         return outs[0]
     return result_type(outs)
+
+
+@register_useless("fast_compile")
+@local_optimizer([IfElse])
+def ifelse_constant_condition(fgraph, node):
+    """``ifelse(c, a, b)`` where ``c`` is a constant: the branch it picks. Nothing is left
+    to choose when the function runs (a condition such as ``all(eq(flag, 0))`` on a
+    constant ``flag`` folds to one), and the branch computed directly runs among the
+    function's other nodes rather than as a graph of its own.
+
+    >>> import theano_dag
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dvector("x")
+    >>> f = theano_dag.function([x], ifelse(tt.all(tt.eq(tt.zeros(2), 0)), x * 2, x))
+    >>> [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+    ['Elemwise']
+    """
+    tt = _tt()
+    try:
+        c = tt.get_scalar_constant_value(node.inputs[0], only_process_constants=True)
+    except tt.NotScalarConstantError:
+        return None
+    n = node.op.n_outs
+    picked = node.inputs[1 : 1 + n] if c else node.inputs[1 + n :]
+    out = []
+    for v, old in zip(picked, node.outputs):
+        if v.type != old.type:
+            try:
+                v = old.type.filter_variable(v)
+            except TypeError:
+                return None
+        out.append(v)
+    return out
 
 
 @register_specialize("inplace")

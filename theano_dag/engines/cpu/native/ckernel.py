@@ -800,13 +800,41 @@ def checked_broadcast_shape(op, variables, values, extra=()):
     """
     shapes = [x.shape if type(x) is np.ndarray else np.shape(x) for x in values]
     first = shapes[0]
+    nd = len(first)
     for other in shapes:
         if other != first:
             break
     else:  # (most calls: one shape, which every allowed constant broadcasts to)
-        if all(len(c) <= len(first) for c in extra):
+        if all(len(c) <= nd for c in extra):
             return first
-    check_runtime_broadcast(op, variables, values)
+    if all(len(s) == nd for s in shapes) and all(len(c) <= nd for c in extra):
+        # Shapes of one length (a column against a matrix): the lengths along each axis,
+        # then Theano's rule (a length 1 against a longer one only where declared), in
+        # a few loops rather than numpy's broadcast (several microseconds).
+        out = list(first)
+        for s in shapes:
+            for d in range(nd):
+                n = s[d]
+                if n != out[d]:
+                    if out[d] == 1:
+                        out[d] = n
+                    elif n != 1:
+                        out = None
+                        break
+            if out is None:
+                break
+        if out is not None:
+            for s, v in zip(shapes, variables):
+                bcast = v.type.broadcastable
+                for d in range(nd):
+                    if s[d] == 1 and out[d] != 1 and not bcast[d]:
+                        out = None
+                        break
+                if out is None:
+                    break
+        if out is not None:
+            return tuple(out)
+    check_runtime_broadcast(op, variables, values)  # raises Theano's error, where due
     return np.broadcast_shapes(*shapes, *extra)
 
 
