@@ -1833,18 +1833,23 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
             mid, red = _reduce_by_perform(node, ctx)
             if mid is None:
                 return None
+        ndim = max(v.type.ndim for v in node.inputs)
         if red.kind == "out":
-            ndim = max(v.type.ndim for v in node.inputs)
             fast = _sum_step(node, ctx, node.op.reduce_op, mid, mid.dtype, ndim, red)
             red = red if fast is None else fast
-        # FusedReduce broadcasts its inputs as numpy does (its ``perform``), a length-1
-        # axis included where the type does not declare it broadcastable: the kernel's
-        # node takes every array input as broadcastable along every axis (its driver
-        # checks each axis at run time: of the output's length, or 1). The compiled-in
-        # scalar constants stay as they are.
+        # The kernel's node has the FusedReduce's input types (the Elemwise it fuses made
+        # them of one number of dimensions): its driver refuses a length 1 along an axis
+        # its input does not declare broadcastable, as FusedReduce's ``perform`` does.
+        # Inputs of other numbers of dimensions (a node made without ``make_node``) are
+        # each taken as broadcastable along every axis (of the output's length, or 1),
+        # and a line before the kernel checks them. The compiled-in scalar constants stay
+        # as they are.
+        own_types = all(v.type.ndim == ndim for v in node.inputs)
         fake = [
             v
             if isinstance(v, Constant) and np.size(v.data) == 1 and all(v.type.broadcastable)
+            else v.type()
+            if own_types
             else TensorType(v.type.dtype, shape=(1,) * v.type.ndim)()
             for v in node.inputs
         ]
@@ -1869,9 +1874,9 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
 
         def shape_line(names):
             # Its scratch value unplanned (a shape that depends on data): an array of the
-            # inputs' broadcast shape, after the check a planned shape made, which the
-            # kernel's node (every input broadcastable) does not: a length 1 that
-            # FusedReduce refuses.
+            # inputs' broadcast shape, after the check a planned shape made, which a
+            # kernel's node of inputs broadcastable along every axis does not: a length 1
+            # that FusedReduce refuses.
             check = ctx.glob(checked_broadcast_shape, "bshape")
             op, variables = ctx.glob(node.op, "op"), ctx.glob(tuple(ins), "vars")
             extra = ctx.glob(tuple(const_shapes), "cshapes")
@@ -1888,10 +1893,12 @@ def _make_fused_reduce_emitter(previous, elemwise_numpy):
             ]
 
         # Where the scratch value's shape depends on data, the plan binds it before the
-        # step (an array of ``shape_line``'s shape), and a segment may run the kernel.
+        # step, and a segment may run the kernel: an array of the shape its inputs give
+        # (plan.program._dyn_source), which the kernel checks, or of ``shape_line``'s.
         emit.allocates = True
         emit.kernel_target = (lib, ctx, k)
-        emit.shape_line = shape_line
+        if not own_types:
+            emit.shape_line = shape_line
         inplace = [
             (0, j)
             for j, v in enumerate(ins)
