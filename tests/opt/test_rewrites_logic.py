@@ -7,10 +7,15 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode, get_mode
+from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.graph.rewriting import out2in
-from theano_dag.opt.tensor_opt import local_lift_transpose_through_dot, local_merge_switch_same_cond
+from theano_dag.opt.tensor_opt import (
+    local_lift_transpose_through_dot,
+    local_merge_switch_same_cond,
+    local_useless_elemwise_comparison,
+)
 from theano_dag.tensor.arrays import Assert, ScalarFromTensor, TensorFromScalar
 from theano_dag.tensor.basic import Join, Split
 from theano_dag.tensor.elemwise import Elemwise
@@ -79,6 +84,20 @@ def test_comparisons_of_a_value_with_itself():
     ]
     f = theano_dag.function([x], tt.lt(x, x))
     assert f(np.array([1.0, np.nan])).tolist() == [False, False]
+
+
+def test_xor_of_a_constant_with_a_constant_not_positive_is_computed_not_refused():
+    # Both operands constants, one zero: the rule's branch for a length against a constant
+    # not positive (a constant >= 0 counts as a length) took xor for a comparison and
+    # raised, rolled back with a warning.
+    x = tt.dmatrix("x")
+    zero = tt.constant(np.asarray(0, "uint32"))
+    y = tt.where(zero, tt.alloc(tt.constant(np.asarray(-5, "int32")), x.shape[0], x.shape[1]), zero)
+    with config.change_flags(on_opt_error="raise"):
+        f = theano_dag.function([x], tt.xor(zero, y))
+    assert f(np.ones((2, 3))).tolist() == [[0, 0, 0]] * 2
+    node = tt.xor(tt.constant(np.asarray(0, "int64")), tt.constant(np.asarray(3, "int64"))).owner
+    assert local_useless_elemwise_comparison.transform(None, node) is False
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -130,8 +130,8 @@ def local_useless_elemwise_comparison(fgraph, node):
         else:
             return False
         return [new] if new is not None else False
-    if a is b and isinstance(sop, ts.XOR) and a.dtype in discrete_dtypes:
-        return [_constant_like(node, 0)]
+    if isinstance(sop, ts.XOR):  # xor(length, c) is no constant for any c
+        return [_constant_like(node, 0)] if a is b and a.dtype in discrete_dtypes else False
     if a is b and isinstance(sop, (ts.Maximum, ts.Minimum)):
         return [fit(node.outputs[0], a, node.inputs)]  # NaN too: max(nan, nan) is nan
     # A length (never negative) against a constant that is not positive.
