@@ -249,6 +249,18 @@ def test_a_relative_python_is_made_absolute_as_given(tmp_path, monkeypatch):
     assert args.python == str(tmp_path / "venv" / "bin" / "python")
 
 
+def test_relative_interpreters_of_the_theano_suite_are_made_absolute(tmp_path, monkeypatch):
+    # make theano-suite passes .venv/bin/python; each file runs with its converted tree as
+    # the working directory, where that relative path names nothing.
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    args = suite.parser().parse_args(
+        ["--src", "x", "--dag-python", "venv/bin/python", "--theano-python", "venv/bin/python"]
+    )
+    assert args.dag_python == args.theano_python == str(tmp_path / "venv" / "bin" / "python")
+
+
 def test_a_theano_dag_tree_goes_first_on_its_side_only(tmp_path):
     # --theano-dag: a worktree's theano_dag ahead of the venv's editable install, on the
     # theano_dag side's path alone (theano-pymc's side never imports theano_dag).

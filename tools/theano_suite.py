@@ -424,7 +424,8 @@ def summarise(files, results, out, header) -> dict:
     return totals
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line's options."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", required=True, type=Path, help="a Theano-PyMC clone or .git dir")
     ap.add_argument("--ref", default="rel-1.1.2")
@@ -439,8 +440,13 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--timeout", type=int, default=900, help="seconds per file")
     ap.add_argument("--jobs", type=int, default=2, help="files run at once")
-    ap.add_argument("--theano-python", default=str(ROOT / ".venv-theano" / "bin" / "python"))
-    ap.add_argument("--dag-python", default=sys.executable)
+    # (absolute: each file runs with its tree as the working directory)
+    ap.add_argument(
+        "--theano-python",
+        type=os.path.abspath,
+        default=str(ROOT / ".venv-theano" / "bin" / "python"),
+    )
+    ap.add_argument("--dag-python", type=os.path.abspath, default=sys.executable)
     ap.add_argument("--side", choices=["both", "theano", "theano_dag"], default="both")
     ap.add_argument("--files", nargs="*", help="test files (default: the selection)")
     ap.add_argument(
@@ -460,7 +466,11 @@ def main(argv=None) -> int:
         help="flags of both sides, name=value,... (THEANO_FLAGS of theano-pymc, "
         "THEANO_DAG_FLAGS of theano_dag), e.g. floatX=float32",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.every is None:
         args.every = SELECTIONS[args.selection]["every"]
 
