@@ -12,6 +12,7 @@ import pytest
 import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.config import config
 from theano_dag.gradient import verify_grad
 from theano_dag.graph.basic import io_toposort
 from theano_dag.scan import Scan, scan, until
@@ -282,6 +283,25 @@ def test_accumulated_row_sums_become_one_sum_after_the_loop(dtype):
     np.testing.assert_allclose(f(gv, a0), a0 + np.exp(gv).sum(axis=(0, 1)), rtol=tol)
     want = theano_dag.function([g, acc0], accs[-1], mode=REF)(gv, a0)
     np.testing.assert_allclose(f(gv, a0), want, rtol=tol)
+
+
+def test_row_sums_of_a_state_of_known_length_become_one_sum_of_that_length():
+    # A step's term has a known length (2, from the ones), and with it the state; the
+    # sum of all the steps' rows is known only to be a vector, and the rewrite's
+    # replacement was refused (a TypeError, rolled back with a warning; Theano's
+    # TestGaussNewton::test_batch).
+    g = tt.dtensor3("g")
+    acc0 = tt.TensorType("float64", shape=(2,))("acc0")
+    accs, _ = scan(
+        lambda g_t, acc: acc + (tt.exp(g_t) * tt.ones((2,))).sum(axis=0),
+        sequences=g,
+        outputs_info=acc0,
+    )
+    with config.change_flags(on_opt_error="raise"):
+        f = theano_dag.function([g, acc0], accs[-1], mode=CPU)
+    assert not _scans(f)
+    gv, a0 = RNG.normal(size=(4, 3, 2)), RNG.normal(size=2)
+    np.testing.assert_allclose(f(gv, a0), a0 + np.exp(gv).sum(axis=(0, 1)), rtol=1e-12)
 
 
 def test_unused_per_step_outputs_are_not_computed():
