@@ -75,6 +75,7 @@ from theano_dag.graph.rewriting.basic import GlobalOptimizer
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.graph.rewriting.navigator import in2out
 from theano_dag.opt.optdb import register_canonicalize, register_specialize, register_useless
+from theano_dag.opt.rewrites.utils import keep_static_shape
 from theano_dag.scalar.arith import Second
 from theano_dag.scan.grad import cast_like
 from theano_dag.scan.op import Scan
@@ -733,16 +734,6 @@ def _last_row_reads(fgraph, buffer, m):
     return found or None
 
 
-def _typed_like(new, old):
-    """``new`` cast to ``old``'s dtype, with the static lengths ``old``'s type has and
-    ``new``'s lacks (a state of a known length: the sum of its steps' rows is known only
-    to have its number of dimensions) stated by ``specify_shape``."""
-    new = cast_like(new, old)
-    if any(n is None and o is not None for n, o in zip(new.type.shape, old.type.shape)):
-        new = tt.specify_shape(new, old.type.shape)
-    return new
-
-
 def _dot_total(a_rows, b_rows):
     # sum_t a_t.T @ b_t over all the steps' rows
     return tt.dot(_rows_of(a_rows).T, _rows_of(b_rows))
@@ -783,7 +774,8 @@ def _dot_sum_term(op, acc_in, out):
 
         def total(g_rows):
             # sum_t sum(g_t, axis=0) over all the steps' rows, under the same DimShuffles
-            whole = _typed_like(tt.sum(g_rows, axis=(0, 1)), summed)
+            # (a state of a known length: the stacked rows' sum is known only to be a vector)
+            whole = keep_static_shape(cast_like(tt.sum(g_rows, axis=(0, 1)), summed), summed)
             return clone_replace([term], {summed: whole})[0]
 
         values = (g_t,)
@@ -867,7 +859,8 @@ def local_scan_push_out_dot_sum(fgraph, node):
     for k, ((values, sum_of), clients) in found.items():
         total = inits[k][-1] + sum_of(*(all_rows(v) for v in values))
         for client in clients:
-            replace[client.outputs[0]] = _typed_like(total, client.outputs[0])
+            old = client.outputs[0]
+            replace[old] = keep_static_shape(cast_like(total, old), old)
     return replace
 
 

@@ -32,7 +32,13 @@ from theano_dag.graph.toolbox import Feature
 from theano_dag.opt.rewrites.algebra import local_alloc_alloc
 from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.useless import is_length_of, local_useless_alloc
-from theano_dag.opt.rewrites.utils import const_value, fit, keep_trace, value_computed
+from theano_dag.opt.rewrites.utils import (
+    const_value,
+    fit,
+    keep_static_shape,
+    keep_trace,
+    value_computed,
+)
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert, ScalarFromTensor, TensorFromScalar, assert_op
 from theano_dag.tensor.basic import Alloc, Join, Split, alloc, cast
@@ -47,7 +53,6 @@ from theano_dag.tensor.shape import (
     equal_lengths,
     make_vector,
     shape_i,
-    specify_shape,
 )
 from theano_dag.tensor.type import TensorType, discrete_dtypes
 from theano_dag.tensor.variable import TensorConstant, as_tensor_variable
@@ -717,9 +722,7 @@ def local_elemwise_alloc(fgraph, node):
         checked = assert_op(ref, *conds)
         new_ins = [checked if i is ref else i for i in new_ins]
     new = node.op(*new_ins)
-    if any(n is None and o is not None for n, o in zip(new.type.shape, out.type.shape)):
-        # The alloc's constant lengths made the result's static shape: keep it.
-        new = specify_shape(new, out.type.shape)
+    new = keep_static_shape(new, out)  # the alloc's constant lengths made the static shape
     new = fit(out, new)
     return [new] if new is not None else False
 
@@ -774,9 +777,8 @@ def local_join_empty(fgraph, node):
         return False
     out = node.outputs[0]
     new = kept[0] if len(kept) == 1 else Join(node.op.axis)(*kept)
-    if any(n is None and o is not None for n, o in zip(new.type.shape, out.type.shape)):
-        # The empty parts fixed lengths the others must have (the join checked them).
-        new = specify_shape(new, out.type.shape)
+    # The empty parts fixed lengths the others must have (the join checked them).
+    new = keep_static_shape(new, out)
     new = fit(out, new)
     return [new] if new is not None else False
 

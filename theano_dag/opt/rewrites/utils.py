@@ -21,7 +21,7 @@ from theano_dag.graph.utils import copy_stack_trace, get_stack_trace
 from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
-from theano_dag.tensor.shape import EqualLengths, IndicesInBounds, Shape, Shape_i
+from theano_dag.tensor.shape import EqualLengths, IndicesInBounds, Shape, Shape_i, specify_shape
 from theano_dag.tensor.subtensor import Subtensor
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
@@ -255,6 +255,21 @@ def fit(old, new, shape_sources=()):
     if new.type == ot or ot.is_super(new.type):
         return new
     return None
+
+
+def keep_static_shape(new, old):
+    """``new``, with the static lengths ``old``'s type has and ``new``'s lacks stated by
+    ``specify_shape`` (a replacement built from variables of unknown lengths, where the
+    graph knew them: the graph takes no variable of a less specific type in its place).
+
+    >>> import theano_dag.tensor as tt
+    >>> old = tt.TensorType("float64", shape=(3,))("old")
+    >>> keep_static_shape(tt.dvector("new"), old).type.shape
+    (3,)
+    """
+    if any(n is None and o is not None for n, o in zip(new.type.shape, old.type.shape)):
+        return specify_shape(new, old.type.shape)
+    return new
 
 
 # How many ops above a variable length_sources walks (a length further up is the
