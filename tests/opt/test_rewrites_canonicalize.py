@@ -10,6 +10,7 @@ import theano_dag
 import theano_dag.tensor as tt
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.opt.rewrites import algebra as alg
 from theano_dag.opt.rewrites.constant_folding import ConstantFolding, local_shape_i_static
@@ -19,6 +20,7 @@ from theano_dag.tensor.shape import Shape_i
 from .rewrite_helpers import apply_dbs, apply_rules, check, fgraph_values, reference_values
 
 rng = np.random.default_rng(42)
+OCL_OK, OCL_WHY = opencl_available()
 f64 = np.float64
 
 
@@ -252,10 +254,67 @@ def test_commutative_arguments_are_sorted_and_flattened():
     check(
         [x, y, z],
         [y + x, (y + x) + z, tt.eq(z, x), tt.maximum(y, x) * 2],
-        [x + y, tt.add(x, y, z), tt.eq(x, z), tt.mul(tt.maximum(x, y), 2)],
+        # a float maximum keeps its order (below)
+        [x + y, tt.add(x, y, z), tt.eq(x, z), tt.mul(tt.maximum(y, x), 2)],
         vals(k=3),
         rules(alg.local_commutative_flatten, alg.CommutativeSort()),
     )
+
+
+def test_an_integer_maximum_is_sorted():
+    i, j, k = (tt.lvector(n) for n in "ijk")
+    check(
+        [i, j, k],
+        [tt.maximum(j, i), tt.minimum(tt.minimum(k, j), i)],
+        [tt.maximum(i, j), tt.minimum(i, tt.minimum(j, k))],
+        [np.array([3, -1, 0, 7]), np.array([2, 5, 0, -7]), np.array([3, 4, -2, 0])],
+        rules(alg.local_commutative_flatten, alg.CommutativeSort()),
+    )
+
+
+@pytest.mark.parametrize(
+    "linker",
+    [
+        "py",
+        "cpu",
+        "c",
+        "dask",
+        pytest.param(
+            "opencl", marks=pytest.mark.skipif(not OCL_OK, reason=f"no OpenCL: {OCL_WHY}")
+        ),
+    ],
+)
+def test_a_float_maximum_keeps_its_argument_order_for_signed_zeros(linker):
+    # At a tie numpy's maximum and minimum give their second argument, so that
+    # maximum(-0.0, 0.0) is 0.0 and maximum(0.0, -0.0) is -0.0, which a quotient by it
+    # tells apart (inf, -inf): swapping the arguments into the canonical order (or
+    # the nested ones) changed the sign of an infinity.
+    x, y, z = vec("x", "y", "z")
+    u = tt.vector("u", dtype="uint16")
+    neg0 = c64(-0.0)
+    outs = [
+        1.0 / tt.maximum(neg0, u),
+        1.0 / tt.maximum(y, x),
+        1.0 / tt.minimum(z, tt.minimum(y, x)),
+        1.0 / tt.maximum(tt.maximum(z, y), x),
+        1.0 / tt.maximum(z, tt.maximum(y, x)),
+    ]
+    xv, yv, zv = np.array([0.0, -0.0, 1.0]), np.array([-0.0, 0.0, -0.0]), np.array([0.0, -0.0, 0.0])
+    uv = np.array([0, 3, 0], dtype="uint16")
+    with np.errstate(divide="ignore"):
+        want = [
+            1.0 / np.maximum(-0.0, uv.astype("float64")),
+            1.0 / np.maximum(yv, xv),
+            1.0 / np.minimum(zv, np.minimum(yv, xv)),
+            1.0 / np.maximum(np.maximum(zv, yv), xv),
+            1.0 / np.maximum(zv, np.maximum(yv, xv)),
+        ]
+    mode = Mode(linker="cpu" if linker == "c" else linker, optimizer="fast_run")
+    with config.change_flags(cxx="" if linker == "cpu" else config.cxx):
+        f = theano_dag.function([x, y, z, u], outs, mode=mode)
+        got = f(xv, yv, zv, uv)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)  # the infinities' signs included
 
 
 def test_sorting_moves_arguments_in_place_and_a_failed_pass_undoes_it():

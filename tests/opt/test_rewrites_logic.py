@@ -353,3 +353,22 @@ def test_a_vector_of_lengths_against_a_negative_number_is_known():
         np.testing.assert_array_equal(a, [False, False])
         np.testing.assert_array_equal(b, [True, True])
         np.testing.assert_array_equal(c, [len(xv) == 0] * 2)
+
+
+@pytest.mark.parametrize("minimum", [False, True])
+@pytest.mark.parametrize("flip", [False, True])
+def test_a_length_against_negative_zero_keeps_numpys_zero(minimum, flip):
+    # maximum and minimum give their second argument at a tie: at a length of 0,
+    # maximum(length, -0.0) is -0.0 and minimum(-0.0, length) is 0.0; a quotient by
+    # them tells the zeros apart.
+    x = tt.dvector("x")
+    op = tt.minimum if minimum else tt.maximum
+    neg0 = tt.constant(np.asarray(-0.0, dtype="float64"))
+    length = x.shape[0]
+    out = 1.0 / (op(neg0, length) if flip else op(length, neg0))
+    f = theano_dag.function([x], out)
+    with np.errstate(divide="ignore"):
+        npop = np.minimum if minimum else np.maximum
+        for n in (0, 3):
+            want = 1.0 / (npop(-0.0, float(n)) if flip else npop(float(n), -0.0))
+            assert f(np.zeros(n)) == want

@@ -21,6 +21,8 @@ All in canonicalize but the last.
 
 from __future__ import annotations
 
+import math
+
 from theano_dag import scalar as ts
 from theano_dag.graph.rewriting.local import local_optimizer
 from theano_dag.opt.rewrites.algebra import NONFINITE_UNSAFE
@@ -144,6 +146,11 @@ def local_useless_elemwise_comparison(fgraph, node):
         return False
     if c > 0:
         return False
+    if c == 0 and math.copysign(1.0, c) < 0 and isinstance(sop, ts.Maximum):
+        # At a tie maximum and minimum give their second argument: at a length of 0,
+        # maximum(length, -0.0) is -0.0 (not the length) and minimum(-0.0, length) 0.0.
+        if flip is isinstance(sop, ts.Minimum):
+            return False
     if isinstance(sop, ts.Minimum):  # before Maximum: Minimum may subclass it
         new = _constant_like(node, c)
     elif isinstance(sop, ts.Maximum):
