@@ -2,6 +2,7 @@
 table it runs Theano's tests with, tools/theano_names.py: the import rewriting, the file
 selections and what they leave out (with the reasons), the sampling, and the counts."""
 
+import os
 import subprocess
 import sys
 import time
@@ -336,3 +337,17 @@ def test_sandbox_selection_and_its_package_data(tmp_path):
         cwd=sides["theano_dag"], capture_output=True, text=True,
     )  # fmt: skip
     assert "1 passed" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_work_tree_outside_the_checkout_gets_its_pytest_settings(tmp_path):
+    # A rewrite that fails is an error in the checkout's settings (pyproject.toml), which
+    # pytest would not find from a tree outside it: the results would depend on --work.
+    (tmp_path / "test_w.py").write_text(
+        "import warnings\n"
+        "from theano_dag.graph.rewriting.basic import OptimizationWarning\n"
+        "def test_w():\n"
+        "    warnings.warn('a rewrite failed', OptimizationWarning)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(suite.ROOT))
+    got = suite.run_file(sys.executable, tmp_path, "test_w.py", env, 120)
+    assert (got["passed"], got["failed"]) == (0, 1), got
