@@ -292,6 +292,13 @@ FLAGS: dict[str, _Flag] = {
         kind=int,
         minimum=0,
     ),
+    "cpu__kernel_compile": _Flag(
+        "background",
+        "CPU engine: fused C kernels the kernel cache lacks compile 'background' (the first "
+        "calls run numpy meanwhile, whose last bits can differ from C's) or 'sync' (the "
+        "first call waits for them: the same bits from every call, whatever the cache held)",
+        ("background", "sync"),
+    ),
     "compiledir": _Flag(None, "where compiled kernels are cached"),
     "on_opt_error": _Flag("warn", "what a failing rewrite does", ("warn", "raise", "ignore")),
     "on_unused_input": _Flag("raise", "unused function input", ("raise", "warn", "ignore")),

@@ -1219,3 +1219,20 @@ def test_compile_mode_never_makes_libraries_that_never_build():
     with pytest.raises(ValueError, match="'never', got 'later'"):
         with ckernel.compile_mode("later"):
             pass
+
+
+def test_sync_kernel_compile_gives_the_c_kernels_values_from_the_first_call(tmp_path):
+    # In the background (the default) a cold cache's first calls run numpy, whose exp
+    # differs from the C kernel's in the last bits: the values would depend on when the
+    # build ends. cpu__kernel_compile=sync makes the first call wait for the kernels.
+    x = tt.dvector("x")
+    v = np.linspace(-30.0, 30.0, 4001)
+    flags = {"compiledir": str(tmp_path / "cache"), "cpu__kernel_compile": "sync"}
+    with config.change_flags(**flags):
+        f = function([x], tt.exp(x) * 3.0 + tt.sin(x))
+        first = f(v)
+        assert ckernel.wait_for_kernels(f, timeout=0)  # loaded when the first call ran
+        assert [type(k) for k in kernel_calls(f)] == [ckernel.CKernel]
+        np.testing.assert_array_equal(first, f(v))
+    with pytest.raises(ValueError, match="cpu__kernel_compile"):
+        config.cpu__kernel_compile = "later"

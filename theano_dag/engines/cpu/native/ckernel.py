@@ -92,15 +92,21 @@ __all__ = [
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # "background": compile while numpy runs; "sync": compile before the first call;
-# "off": no C kernels.
-_MODE = ["background"]
+# "off": no C kernels. None: as config.cpu__kernel_compile says.
+_MODE = [None]
+
+
+def _mode(mode=None):
+    """The compile mode in force: ``mode``, else :func:`compile_mode`'s, else the flag's."""
+    return mode or _MODE[0] or config.cpu__kernel_compile
 
 
 @contextlib.contextmanager
 def compile_mode(mode):
-    """Within the block, kernel libraries compile in ``mode``: ``"background"`` (the
-    default), ``"sync"`` or ``"off"``; ``"never"`` (for tests) makes the libraries but
-    never builds them, so that every call after a kernel's first runs its numpy steps.
+    """Within the block, kernel libraries compile in ``mode``: ``"background"`` or
+    ``"sync"`` (outside any block, ``config.cpu__kernel_compile`` says which), or
+    ``"off"``; ``"never"`` (for tests) makes the libraries but never builds them, so
+    that every call after a kernel's first runs its numpy steps.
 
     >>> with compile_mode("sync"):
     ...     pass
@@ -991,7 +997,7 @@ class KernelLibrary:
     def __init__(self, toolchain=None, compiledir=None, mode=None):
         self.toolchain = toolchain
         self.compiledir = compiledir
-        self.mode = mode or _MODE[0]
+        self.mode = _mode(mode)
         self.kernels = []
         # The kernel index on disk (kindex), and the key of the first kernel, which
         # names the library's entry.
@@ -1144,6 +1150,10 @@ class KernelLibrary:
         if kernels:  # first: the function's own kernels are what it needs most
             self._start_kernels(background)
         self.steps.start(background)
+        if not background and self.steps.build is not None:
+            # Started in the background by an earlier function: its end (the load comes
+            # before it, or under late_loads is put off to a chosen point).
+            self.steps.build.wait()
         self.steps.when_loaded(self._steps_loaded)
 
     def _start_kernels(self, background):
@@ -1399,7 +1409,7 @@ def kernel_library(toolchain="config", compiledir=None, mode=None):
     ...     kernel_library() is None
     True
     """
-    if (mode or _MODE[0]) == "off" or array_layout() is None:
+    if _mode(mode) == "off" or array_layout() is None:
         return None
     if toolchain == "config":
         toolchain = cc.get_toolchain(config.cxx)
