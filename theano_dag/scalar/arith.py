@@ -396,6 +396,11 @@ class Maximum(BinaryScalarOp):
     commutative = associative = True
     identity = -np.inf
 
+    def commutes(self, out_dtype) -> bool:
+        # At a tie the second argument (numpy's and the C templates' rule), which tells
+        # -0.0 from 0.0: maximum(-0.0, 0.0) is 0.0, maximum(0.0, -0.0) is -0.0.
+        return not _is_float(out_dtype)
+
     def c_template(self, in_dtypes, out_dtypes):
         if _is_float(out_dtypes[0]):
             # NaN-propagating with one comparison per branch: GCC if-converts (and so

@@ -781,6 +781,17 @@ class ScalarOp(Op):
             cls.theano_c_code = user_c_code
             cls.c_code = _theano_c_code_adapter(user_c_code)
 
+    def commutes(self, out_dtype) -> bool:
+        """Whether swapping the arguments gives the same bits for a result of
+        ``out_dtype`` (what a rewrite sorting them may rely on): ``commutative``, unless
+        the op says otherwise for some dtypes.
+
+        >>> from theano_dag import scalar as ts
+        >>> ts.add.commutes("float64"), ts.maximum.commutes("float64"), ts.maximum.commutes("int64")
+        (True, False, True)
+        """
+        return self.commutative
+
     def __init__(self, output_types_preference=None, name=None):
         if output_types_preference is not None:
             self.output_types_preference = output_types_preference

@@ -467,18 +467,9 @@ def _is_commutative(node) -> bool:
     sop = scalar_op(node)
     return (
         type(sop) in _COMMUTATIVE_SCALARS
-        and sop.commutative
         and len(node.outputs) == 1
-        and not _order_kept(sop, node.outputs[0])
+        and sop.commutes(node.outputs[0].dtype)
     )
-
-
-def _order_kept(sop, out) -> bool:
-    """Whether the arguments of a float ``maximum`` or ``minimum`` keep their order:
-    at a tie numpy's (and the kernels') gives the second argument, which tells ``-0.0``
-    from ``0.0`` (``1 / maximum(-0.0, x)`` is ``inf`` at ``x = 0``, ``-inf`` with the
-    arguments swapped)."""
-    return isinstance(sop, (ts.Maximum, ts.Minimum)) and is_float(out)
 
 
 @canonicalize(REASSOCIATE)
