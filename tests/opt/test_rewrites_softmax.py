@@ -588,3 +588,52 @@ def test_fused_gradient_of_one_value_spread_over_the_labels(spread, dtype):
     np.testing.assert_allclose(got, 2.0 * (smv - np.eye(2)[yv]), rtol=1e-6)
     with pytest.raises(ValueError):
         f(smv, np.array([1, 0]), 2.0)  # labels and rows disagree: still refused
+
+
+# -- FAST_COMPILE runs the softmax rewrites, as Theano's does ---------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fast_compile_keeps_softmax_forms_finite(dtype):
+    # Theano's FAST_COMPILE runs its log-softmax and cross-entropy rewrites (tagged
+    # fast_compile and fast_compile_gpu): a classifier debugged in FAST_COMPILE gets
+    # finite costs and gradients where a logit is far below the largest one.
+    x, y, t = tt.matrix("x", dtype=dtype), tt.ivector("y"), tt.matrix("t", dtype=dtype)
+    rows = tt.arange(y.shape[0])
+    costs = [
+        nnet.categorical_crossentropy(nnet.softmax(x), y).sum(),
+        -tt.log(nnet.softmax(x))[rows, y].sum(),
+        -(tt.log(nnet.softmax(x)) * t).sum(),
+    ]
+    xv = np.array([[1000.0, -1000.0, 0.0], [0.0, 3.0, -745.0]], dtype)
+    yv = np.array([1, 2], "int32")
+    tv = np.eye(3, dtype=dtype)[yv]
+    nll, dnll = _ref_nll(xv, yv)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for cost in costs:
+        outs = [cost, theano_dag.grad(cost, x)]
+        f = theano_dag.function([x, y, t], outs, mode="FAST_COMPILE", on_unused_input="ignore")
+        got_cost, got_grad = f(xv, yv, tv)
+        np.testing.assert_allclose(got_cost, nll.sum(), rtol=tol)
+        np.testing.assert_allclose(got_grad, dnll, rtol=tol, atol=tol)
+        ops = {type(n.op) for n in f.maker.fgraph.apply_nodes}
+        assert nnet.SoftmaxGrad not in ops, ops  # no gradient divided by the softmax
+        assert ops & {nnet.LogSoftmax, nnet.CrossentropySoftmaxArgmax1HotWithBias}, ops
+
+
+def test_fast_compile_runs_only_the_tagged_stabilize_rules():
+    x = tt.dmatrix("x")
+    fc = theano_dag.function(
+        [x], [tt.log(nnet.softmax(x)), tt.log1p(tt.exp(x))], mode="FAST_COMPILE"
+    )
+    ops = {str(n.op) for n in fc.maker.fgraph.apply_nodes}
+    # the softmax form is rewritten; log1p(exp(x)), a softplus in FAST_RUN, is not (as in
+    # Theano, whose FAST_COMPILE leaves its stabilize DB out)
+    assert any("LogSoftmax" in o for o in ops), ops
+    assert any("exp" in o for o in ops) and not any("softplus" in o for o in ops), ops
+    excluded = theano_dag.function(
+        [x],
+        tt.log(nnet.softmax(x)),
+        mode=theano_dag.compile.mode.get_mode("FAST_COMPILE").excluding("fast_compile_gpu"),
+    )
+    assert nnet.Softmax in {type(n.op) for n in excluded.maker.fgraph.apply_nodes}

@@ -145,7 +145,10 @@ PIPELINE = (
     (0.8, "conv_fold", _equilibrium, ("fast_run",)),
     (1, "canonicalize", lambda: _equilibrium(ignore_newtrees=False), ("fast_run", "fast_compile")),
     (1.2, "merge1.2", MergeOptimizer, ("fast_run", "fast_compile", "merge")),
-    (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run",)),
+    # FAST_COMPILE runs the stabilize rules tagged fast_compile or fast_compile_gpu (the
+    # softmax and cross-entropy forms), as Theano's FAST_COMPILE runs them in its
+    # specialize DB, which it tags fast_compile_gpu: log(softmax(x)) is not -inf there.
+    (STABILIZE_POSITION, "stabilize", _equilibrium, ("fast_run", "fast_compile_gpu")),
     # (also tagged with its Theano name, THEANO_PASS_NAMES)
     (1.7, "blas", _equilibrium, ("fast_run",)),
     (2, "specialize", _equilibrium, ("fast_run",)),
@@ -228,7 +231,7 @@ def build_optdb(rules=RULES) -> SequenceDB:
 optdb = build_optdb()
 
 OPT_FAST_RUN = Query(include=["fast_run"])
-OPT_FAST_COMPILE = Query(include=["fast_compile"])
+OPT_FAST_COMPILE = Query(include=["fast_compile", "fast_compile_gpu"])
 OPT_MERGE = Query(include=["merge"])
 # No rewrites but the engine's lowering passes, which a Mode adds (PyTensor's OPT_NONE).
 OPT_NONE = Query(include=[])

@@ -279,7 +279,7 @@ def local_exp_over_sum_exp(fgraph, node):
 _INDEXINGS = (Subtensor, AdvancedSubtensor, AdvancedSubtensor1, DimShuffle)
 
 
-@stabilize("local_logsoftmax")  # Theano's name, as a tag
+@stabilize("local_logsoftmax", "fast_compile")  # Theano's name and tags
 @local_optimizer([tm.log], fit=fit)
 def local_log_softmax(fgraph, node):
     """``log(softmax(x))`` as one ``LogSoftmax``, which does not underflow, also when
@@ -547,7 +547,7 @@ def _over_softmax(dy, sm):
     return None
 
 
-@stabilize()
+@stabilize("fast_compile")
 @local_optimizer([nnet.SoftmaxGrad])
 def local_logsoftmax_grad(fgraph, node):
     """The gradient of ``log(softmax(x))``, ``softmax_grad(dy / sm, sm)``, as
@@ -599,9 +599,10 @@ def _row_bias(var, dtype):
     )
 
 
-@stabilize(  # Theano's names, as tags
+@stabilize(  # Theano's names and tag
     "crossentropy_to_crossentropy_with_softmax_with_bias",
     "crossentropy_to_crossentropy_with_softmax",
+    "fast_compile_gpu",
 )
 @local_optimizer([nnet.CrossentropyCategorical1Hot])
 def local_crossentropy_softmax(fgraph, node):
@@ -628,7 +629,7 @@ def local_crossentropy_softmax(fgraph, node):
     return repl
 
 
-@stabilize("local_softmax_grad_to_crossentropy_with_softmax_grad")  # Theano's name, as a tag
+@stabilize("local_softmax_grad_to_crossentropy_with_softmax_grad", "fast_compile_gpu")
 @local_optimizer([nnet.SoftmaxGrad], fit=fit)
 def local_crossentropy_softmax_grad(fgraph, node):
     """The gradient of the cross-entropy of a softmax, fused into one op."""
@@ -676,7 +677,7 @@ def _fused_crossentropy(z, y):
     return nnet.crossentropy_softmax_1hot_with_bias(x, b, y)
 
 
-@stabilize()
+@stabilize("fast_compile_gpu")
 @local_optimizer([AdvancedSubtensor], needs=[nnet.LogSoftmax])
 def local_advanced_indexing_crossentropy_onehot(fgraph, node):
     """``log_softmax(x + b)[arange(n), y]`` (the log-likelihoods of the labels ``y``,
@@ -747,7 +748,7 @@ def _softmax_2d(fgraph, z):
     return nnet.softmax(z, axis=-1)
 
 
-@stabilize()
+@stabilize("fast_compile_gpu")
 @local_optimizer([tm.sub], needs=[AdvancedIncSubtensor], fit=fit)
 def local_advanced_indexing_crossentropy_onehot_grad(fgraph, node):
     """The gradient of ``log_softmax(x)[arange(n), y]``, ``g - sm * sum(g, 1)`` with
