@@ -2,6 +2,7 @@
 
 import os
 import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -796,3 +797,36 @@ def test_shape_error_names_the_nodes_position_in_the_run_order():
     assert info.value.node is add
     assert info.value.position == program.node_index[add] == position
     assert f"Toposort index: {position}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "dtype,build",
+    [
+        ("uint8", lambda x: tt.sum(x)),  # accumulates in uint64
+        ("int16", lambda x: tt.prod(x, dtype="int64")),
+        ("bool", lambda x: tt.sum(x)),
+        ("float32", lambda x: tt.sum(x, dtype="float64")),
+        ("uint8", lambda x: tt.mean(x * 3 + 1)),  # a FusedReduce's reduction
+        ("int8", lambda x: tt.sum(x.reshape((256, -1)), axis=0)),
+    ],
+)
+def test_a_reduction_into_a_wider_accumulator_makes_no_converted_copy(dtype, build):
+    # The reduction converts as it goes (numpy's reduce with dtype=), as the reference
+    # engine's perform does: a copy of the input converted first, an int64 copy of a
+    # uint8 image, took eight times the input's memory at every call.
+    x = tt.vector("x", dtype=dtype)
+    out = build(x)
+    f = function([x], out, mode=get_mode("FAST_RUN"))
+    ref = function([x], out, mode=REF)
+    v = (np.arange(1 << 18) % 3).astype(dtype)
+    f(v)
+    tracemalloc.start()
+    try:
+        got = f(v)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    want = ref(v)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert peak < v.nbytes, f"peak {peak / v.nbytes:.1f} times the input"

@@ -94,8 +94,13 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         if _by_columns(op.ufunc, axes, x_dtype, x_ndim, od):
             return [_last_axis_step(node, ctx, op.ufunc, x)]
         fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
-        cast = f".astype({ctx.glob(np.dtype(acc), 'D')})" if x_dtype != acc else ""
-        # numpy's add and multiply reduce small ints into the platform's int: keep acc
+        # The reduce is given the accumulator's dtype (numpy's add and multiply reduce
+        # small ints into the platform's int); add and multiply convert as they go, as
+        # the op's perform does, where a converted copy first (an int64 copy of a uint8
+        # image) took eight times the input's memory at every call.
+        cast = ""
+        if x_dtype != acc and op.ufunc not in (np.add, np.multiply):
+            cast = f".astype({ctx.glob(np.dtype(acc), 'D')})"
         cast += f", dtype={ctx.glob(np.dtype(acc), 'D')}"
     elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
         # All / Any: numpy's truth of each element, as their perform does; of a number
