@@ -2,7 +2,6 @@
 
 import os
 import sys
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from theano_dag.engines.cpu import CPULinker, CPUProfile
 from theano_dag.engines.cpu.linker import CPUThunk
 from theano_dag.engines.cpu.native.ckernel import SumKernel
 from theano_dag.engines.memory import check_plan
+from theano_dag.testing.procmem import traced_peak
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tensor"))
 from op_table import TABLE, row_inputs  # noqa: E402
@@ -820,12 +820,7 @@ def test_a_reduction_into_a_wider_accumulator_makes_no_converted_copy(dtype, bui
     ref = function([x], out, mode=REF)
     v = (np.arange(1 << 18) % 3).astype(dtype)
     f(v)
-    tracemalloc.start()
-    try:
-        got = f(v)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(f, v)
     want = ref(v)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)

@@ -3,8 +3,6 @@ it was filed, checked against numpy on every engine that can run it."""
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
@@ -15,6 +13,7 @@ from theano_dag.engines.cpu.linker import CPULinker
 from theano_dag.engines.cpu.native import ckernel
 from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad, verify_grad
+from theano_dag.testing.procmem import traced_peak
 
 OPENCL, _WHY = opencl_available()
 needs_opencl = pytest.mark.skipif(not OPENCL, reason=f"no OpenCL device: {_WHY}")
@@ -132,12 +131,7 @@ def test_cold_call_runs_the_fused_chain_in_place(monkeypatch, first_call):
     want = _chain(v, np, 40)
     if not first_call:
         f(v)
-    tracemalloc.start()
-    try:
-        got = f(v)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(f, v)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert not lib.kernels[0].ready
     assert peak < 3.5 * v.nbytes, f"peak {peak / v.nbytes:.1f} values"

@@ -23,6 +23,7 @@ from theano_dag.scan import reduce as scan_reduce
 from theano_dag.scan.rewriting import ScanMerge
 from theano_dag.scan.utils import map_variables
 from theano_dag.tensor.random.utils import RandomStream, RandomStreams
+from theano_dag.testing.procmem import traced_peak
 
 ENGINES = [
     pytest.param(Mode(linker="py", optimizer=None), id="py"),
@@ -623,8 +624,6 @@ def test_last_steps_of_a_tapped_state():
 
 
 def test_long_loop_keeps_constant_memory(no_kernel_builds_in_flight, kernels_at_first_call):
-    import tracemalloc
-
     x0 = tt.dvector("x0")
     k = tt.lscalar("k")
     out, _ = scan(lambda p: p * 0.5 + 1.0, outputs_info=x0, n_steps=k)
@@ -634,10 +633,7 @@ def test_long_loop_keeps_constant_memory(no_kernel_builds_in_flight, kernels_at_
     # it, not in the background): the traced call runs the C loop whatever the machine's
     # speed, and no library loads while it is traced.
     f(np.zeros(100), 20)
-    tracemalloc.start()
-    got = f(np.zeros(100), 100_000)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    got, peak = traced_peak(f, np.zeros(100), 100_000)
     np.testing.assert_allclose(got, np.full(100, 2.0))
     # All 100,000 steps of 100 floats would be 80 MB. Here it peaks under 1 MB; on the
     # H200 machine (Python 3.12, numpy 2.5) at 1.1 MB, hence the margin.
