@@ -13,6 +13,7 @@ import theano_dag.tensor as tt
 from theano_dag.tensor.extra_ops import AllocDiag, CumOp, ExtractDiag
 from theano_dag.tensor.shape import EqualLengths, LengthMismatchError, Rebroadcast, SpecifyShape
 from theano_dag.tensor.sort import ArgSortOp, SortOp
+from theano_dag.testing.procmem import traced_peak
 
 NEW_NAMES = """
 scalars vectors matrices rows cols tensor3s tensor4s tensor5s fscalars dscalars iscalars
@@ -209,6 +210,26 @@ def test_cum_errors():
         tt.cumsum(tt.dmatrix("m"), axis=2)
     with pytest.raises(TypeError, match="complex inputs are not supported"):
         tt.cumsum(tt.zvector("z"))
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+@pytest.mark.parametrize("dtype", ["int16", "bool", "uint8", "float32"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cum_ops_of_narrow_dtypes_in_one_converted_copy(linker, dtype, axis):
+    # numpy's values (a narrow integer accumulates in 64 bits) for C- and F-ordered
+    # inputs; the output, converted once and accumulated in place, is all a call
+    # allocates (accumulate with a cast held the converted input beside the output).
+    x = tt.TensorType(dtype, shape=(None, None))("x")
+    mode = theano_dag.Mode(linker=linker, optimizer=None)
+    fs = [theano_dag.function([x], fn(x, axis=axis), mode=mode) for fn in (tt.cumsum, tt.cumprod)]
+    v = (np.arange(4096 * 8).reshape(4096, 8) % 3).astype(dtype)
+    for vv in (v, np.asfortranarray(v), v[::-1]):
+        for f, ref in zip(fs, (np.cumsum, np.cumprod)):
+            got, peak = traced_peak(f, vv)
+            want = ref(vv, axis=axis)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            assert peak < 1.5 * got.nbytes, f"peak {peak / got.nbytes:.2f} times the output"
 
 
 def test_cumsum_grad_of_integers_is_zero():

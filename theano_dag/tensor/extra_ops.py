@@ -153,8 +153,21 @@ class CumOp(Op):
         return Apply(self, [x], [TensorType(dtype, shape=shape)()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        out = self._fn()(inputs[0], axis=self.axis)
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+        (x,) = inputs
+        od = node.outputs[0].dtype
+        if (x.dtype != od or self.axis is None) and x.size:
+            # Accumulated in place in one converted (or flattened) copy: numpy's
+            # accumulate with a cast, or of a ravel that copies, holds that copy beside
+            # the output (an int16 input's int64 cumsum took twice its output's bytes).
+            # A C-ordered copy, flattened without another one for axis=None, as numpy
+            # flattens.
+            out = x.astype(od, order="C")
+            if self.axis is None:
+                out = out.reshape(-1)
+            output_storage[0][0] = self._fn()(out, axis=self.axis, out=out)
+            return
+        out = self._fn()(x, axis=self.axis)
+        output_storage[0][0] = np.asarray(out, dtype=od)
 
     def infer_shape(self, fgraph, node, input_shapes):
         if self.axis is None:

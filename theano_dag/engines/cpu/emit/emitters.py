@@ -630,13 +630,23 @@ def _cum_steps(node, ctx):
         return None
     uf = np.add if op.mode == "add" else np.multiply
     fn = ctx.glob(uf.accumulate, uf.__name__ + "_accumulate")
-    dt = ctx.glob(np.dtype(node.outputs[0].type.dtype), "D")
+    od = node.outputs[0].type.dtype
+    dt = ctx.glob(np.dtype(od), "D")
     axis = op.axis
 
     def emit(ins, outs, target):
-        if axis is None:  # of the flattened input, in C order
-            return [f"{outs[0]} = {fn}({ins[0]}.ravel(), 0, {dt})"]
-        return [f"{outs[0]} = {fn}({ins[0]}, {axis}, {dt})"]
+        o = outs[0]
+        if x.type.dtype != od or axis is None:
+            # Into one converted (or flattened) copy, in place, as the op's perform:
+            # accumulate with a cast, or of a ravel that copies (an input not C-ordered),
+            # holds that copy beside the output. C-ordered, so that axis=None flattens it
+            # in numpy's order without another copy.
+            flat = ".reshape(-1)" if axis is None else ""
+            return [
+                f"{o} = {ins[0]}.astype({dt}, order='C'){flat}",
+                f"{fn}({o}, {0 if axis is None else axis}, out={o})",
+            ]
+        return [f"{o} = {fn}({ins[0]}, {axis}, {dt})"]
 
     return [Step(node, node.outputs, (x,), emit, kind="call")]
 
