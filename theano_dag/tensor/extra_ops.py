@@ -38,7 +38,6 @@ from theano_dag.tensor.variable import as_tensor_variable
 
 __all__ = [
     "CumOp",
-    "accumulate_in_copy",
     "cumsum",
     "cumprod",
     "ExtractDiag",
@@ -113,21 +112,6 @@ def _reverse(x, axis):
 # -- cumulative sums and products -----------------------------------------------------
 
 
-def accumulate_in_copy(ufunc, x, axis, dtype):
-    """``ufunc.accumulate`` of ``x`` along ``axis`` (None: of ``x`` flattened in C order)
-    in ``dtype``, computed in place in one C-ordered copy of ``x`` converted to
-    ``dtype``: numpy's accumulate with a cast, or of a ravel that copies, holds that copy
-    beside its output (an int16 input's int64 cumsum took twice its output's bytes).
-
-    >>> accumulate_in_copy(np.add, np.array([[1, 2], [3, 4]], dtype="int16"), None, "int64")
-    array([ 1,  3,  6, 10])
-    """
-    out = x.astype(dtype, order="C")
-    if axis is None:
-        out = out.reshape(-1)
-    return ufunc.accumulate(out, 0 if axis is None else axis, out=out)
-
-
 class CumOp(Op):
     """``numpy.cumsum`` (``mode='add'``) or ``numpy.cumprod`` (``mode='mul'``) along
     ``axis`` (None: of the flattened input). Small integers accumulate in int64, as numpy.
@@ -171,11 +155,19 @@ class CumOp(Op):
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
         od = node.outputs[0].dtype
-        ufunc = np.add if self.mode == "add" else np.multiply
-        if x.dtype != od or self.axis is None:
-            output_storage[0][0] = accumulate_in_copy(ufunc, x, self.axis, od)
+        if (x.dtype != od or self.axis is None) and x.size:
+            # Accumulated in place in one converted (or flattened) copy: numpy's
+            # accumulate with a cast, or of a ravel that copies, holds that copy beside
+            # the output (an int16 input's int64 cumsum took twice its output's bytes).
+            # A C-ordered copy, flattened without another one for axis=None, as numpy
+            # flattens.
+            out = x.astype(od, order="C")
+            if self.axis is None:
+                out = out.reshape(-1)
+            output_storage[0][0] = self._fn()(out, axis=self.axis, out=out)
             return
-        output_storage[0][0] = ufunc.accumulate(x, self.axis, od)
+        out = self._fn()(x, axis=self.axis)
+        output_storage[0][0] = np.asarray(out, dtype=od)
 
     def infer_shape(self, fgraph, node, input_shapes):
         if self.axis is None:

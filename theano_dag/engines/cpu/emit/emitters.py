@@ -22,7 +22,7 @@ from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
 from theano_dag.tensor import blas
 from theano_dag.tensor.basic import Alloc, Join, Split
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, reduce_last_axis
-from theano_dag.tensor.extra_ops import CumOp, ExtractDiag, accumulate_in_copy
+from theano_dag.tensor.extra_ops import CumOp, ExtractDiag
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.math import Dot
 from theano_dag.tensor.shape import EqualLengths, MakeVector, Reshape, Shape, Shape_i
@@ -633,13 +633,20 @@ def _cum_steps(node, ctx):
     od = node.outputs[0].type.dtype
     dt = ctx.glob(np.dtype(od), "D")
     axis = op.axis
-    in_copy = ctx.glob(accumulate_in_copy, "acc_in_copy")
-    ufn = ctx.glob(uf, uf.__name__)
 
     def emit(ins, outs, target):
-        if x.type.dtype != od or axis is None:  # in one converted copy, as the perform
-            return [f"{outs[0]} = {in_copy}({ufn}, {ins[0]}, {axis}, {dt})"]
-        return [f"{outs[0]} = {fn}({ins[0]}, {axis}, {dt})"]
+        o = outs[0]
+        if x.type.dtype != od or axis is None:
+            # Into one converted (or flattened) copy, in place, as the op's perform:
+            # accumulate with a cast, or of a ravel that copies (an input not C-ordered),
+            # holds that copy beside the output. C-ordered, so that axis=None flattens it
+            # in numpy's order without another copy.
+            flat = ".reshape(-1)" if axis is None else ""
+            return [
+                f"{o} = {ins[0]}.astype({dt}, order='C'){flat}",
+                f"{fn}({o}, {0 if axis is None else axis}, out={o})",
+            ]
+        return [f"{o} = {fn}({ins[0]}, {axis}, {dt})"]
 
     return [Step(node, node.outputs, (x,), emit, kind="call")]
 
