@@ -155,7 +155,7 @@ class CumOp(Op):
     def perform(self, node, inputs, output_storage, params=None):
         (x,) = inputs
         od = node.outputs[0].dtype
-        if (x.dtype != od or self.axis is None) and x.size:
+        if x.dtype != od or self.axis is None:
             # Accumulated in place in one converted (or flattened) copy: numpy's
             # accumulate with a cast, or of a ravel that copies, holds that copy beside
             # the output (an int16 input's int64 cumsum took twice its output's bytes).
