@@ -115,8 +115,13 @@ def test_the_generator_draws_every_op_of_its_vocabulary():
     # value that fits the rows for adv_inc): one the generator never manages is not
     # fuzzed at all.
     drawn = {n[0] for r in _recipes() for n in r.nodes}
-    assert set(fuzz.OPS) - fuzz.LAZY_OPS <= drawn, sorted(set(fuzz.OPS) - drawn)
-    assert not drawn & fuzz.LAZY_OPS  # drawn with lazy=True only: seeds keep their graphs
+    default = set(fuzz.OPS) - fuzz.LAZY_OPS - fuzz.EXTRA_OPS
+    assert default <= drawn, sorted(default - drawn)
+    # Drawn with lazy=True or extra=True only: seeds keep their graphs.
+    assert not drawn & (fuzz.LAZY_OPS | fuzz.EXTRA_OPS)
+    rng = np.random.default_rng(28)
+    extra = {n[0] for _ in range(600) for n in fuzz.generate(rng, extra=True).nodes}
+    assert fuzz.EXTRA_OPS <= extra, sorted(fuzz.EXTRA_OPS - extra)
 
 
 def test_the_generator_fills_and_allocs_operands_that_broadcast_against_each_other():
@@ -869,6 +874,21 @@ def test_lazy_ifelse_graphs_agree_with_numpy_on_every_cpu_engine():
     assert len(recs) == 6, "the generator drew fewer than 6 ifelse graphs in 3000"
     for rec in recs:
         assert fuzz.check(rec, ["py", "cpu", "cpu_c", "cpu_poison"]) == [], rec
+
+
+def test_extra_op_graphs_agree_with_numpy_on_every_cpu_engine():
+    # The generator's extra ops (extra=True): special functions against scipy's, axes
+    # flipped, rolled and squeezed, triangles, logsumexp, diff, run-time lengths.
+    rng = np.random.default_rng(12)
+    recs = [fuzz.generate(rng, extra=True) for _ in range(60)]
+    assert sum(any(n[0] in fuzz.EXTRA_OPS for n in r.nodes) for r in recs) >= 30
+    out = io.StringIO()
+    wanted = ("py", "cpu", "cpu_c", "cpu_poison", "opencl")
+    engines = [e for e in fuzz.available_engines() if e in wanted]
+    failures = fuzz.run(60, seed=12, engines=engines, c_every=2, out=out, extra=True)
+    assert failures == [], out.getvalue()
+    failures = fuzz.run_grads(20, seed=12, out=out, extra=True)
+    assert failures == [], out.getvalue()
 
 
 def test_a_gradient_check_skips_numpy_values_no_output_needs():

@@ -73,6 +73,19 @@ def test_bincount(dtype):
             _values([x], eo.bincount(x, assert_nonneg=True), [a])
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64"])
+def test_bincount_of_an_empty_vector(dtype):
+    # numpy's: no counts (or minlength zeros); the max of no x has no value to add 1 to.
+    x, w = tt.vector("x", dtype=dtype), tt.dvector("w")
+    empty = np.zeros(0, dtype)
+    got = _values([x], eo.bincount(x), [empty])
+    assert got.shape == (0,) and got.dtype == dtype
+    got = _values([x], eo.bincount(x, minlength=3), [empty])
+    np.testing.assert_array_equal(got, np.bincount(empty, minlength=3))
+    got = _values([x, w], eo.bincount(x, weights=w), [empty, np.zeros(0)])
+    assert got.shape == (0,) and got.dtype == "float64"
+
+
 def test_bincount_weights_gradient():
     idx = np.array([0, 2, 2, 1], dtype="int64")
     verify_grad(lambda w: eo.bincount(tt.constant(idx), weights=w), [RNG.random(4)], rng=RNG)

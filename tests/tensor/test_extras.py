@@ -238,6 +238,41 @@ def test_cumsum_grad_of_integers_is_zero():
     np.testing.assert_array_equal(theano_dag.grad(cost, x).eval({x: np.ones(3)}), np.ones(3))
 
 
+def _cumprod_grad_by_terms(x, w, axis):
+    """d sum(w * cumprod(x, axis)) / dx, each term a product of x without x_i (no
+    division), slice by slice."""
+    if axis is None:
+        return _cumprod_grad_by_terms(x.reshape(-1), w.reshape(-1), 0).reshape(x.shape)
+    xs, ws = np.moveaxis(x, axis, -1), np.moveaxis(w, axis, -1)
+    g = np.zeros_like(xs)
+    for idx in np.ndindex(xs.shape[:-1]):
+        row, wr = xs[idx], ws[idx]
+        for i in range(row.size):
+            g[idx + (i,)] = sum(
+                wr[j] * np.prod(np.delete(row[: j + 1], i)) for j in range(i, row.size)
+            )
+    return np.moveaxis(g, -1, axis)
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "py"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cumprod_grad_with_zeros_is_the_products_without_each_factor(mode, axis):
+    # Theano's out_j / x_i is 0/0 at a zero and after it; the gradient there is finite:
+    # at a slice's first zero the products of the other factors, after it 0.
+    x, w = tt.dmatrix("x"), tt.dmatrix("w")
+    c = tt.cumprod(x, axis=axis)
+    cost = (c * (w.flatten() if axis is None else w)).sum()
+    mode = theano_dag.Mode(linker="py") if mode == "py" else mode
+    f = theano_dag.function([x, w], theano_dag.grad(cost, x), mode=mode)
+    rng = np.random.default_rng(7)
+    xv = rng.uniform(-2, 2, (4, 5))
+    xv[[0, 0, 1, 2, 2, 3], [1, 3, 0, 4, 2, 2]] = 0.0  # first, later and repeated zeros
+    wv = rng.normal(size=(4, 5))
+    for v in (xv, np.zeros((4, 5)), np.ones((4, 5))):
+        want = _cumprod_grad_by_terms(v, wv, axis)
+        np.testing.assert_allclose(f(v, wv), want, rtol=1e-12, atol=1e-12)
+
+
 # -- sort -----------------------------------------------------------------------------------
 
 

@@ -140,6 +140,19 @@ def test_logsumexp(dtype):
     )  # finite where exp(1000) would overflow
 
 
+@pytest.mark.parametrize(
+    "dtype, out",
+    [("int8", "float32"), ("uint16", "float32"), ("int64", "float64"), ("bool", "float32")],
+)
+def test_logsumexp_of_integers_in_the_float_exp_gives(dtype, out):
+    # log(sum(exp(x))) of integers: exp's float (Theano's rule), not an error.
+    m = tt.matrix("m", dtype=dtype)
+    y = tt.logsumexp(m, axis=1)
+    assert y.dtype == out
+    v = np.array([[1, 0, 1], [0, 0, 0]], dtype=dtype)
+    np.testing.assert_allclose(function([m], y)(v), sps.logsumexp(v, axis=1), rtol=1e-6)
+
+
 @pytest.mark.skipif(not config.cxx, reason="no C compiler")
 def test_cpu_kernels_compute_the_libm_functions_in_c():
     x = tt.dvector("x")

@@ -183,18 +183,16 @@ class CumOp(Op):
         if x.dtype in discrete_dtypes:
             return [_float_zeros(x)]
         # d out_j / d x_i is nonzero for j >= i: the gradient is a cumulative sum of gz
-        # taken from the end (reverse, cumsum, reverse). For a product, each term of that
-        # sum is out_j * gz_j / x_i (which needs x_i != 0, as in Theano).
-        if self.mode == "mul":
-            gz = gz * outputs[0]
+        # taken from the end (reverse, cumsum, reverse).
+        if self.mode == "add":
+            if self.axis is None:
+                return [tb.reshape(_rev_cumsum(gz, 0), tb.shape(x), ndim=x.ndim)]
+            return [_rev_cumsum(gz, self.axis % x.ndim)]
         if self.axis is None:
-            g = tb.reshape(_reverse(cumsum(_reverse(gz, 0)), 0), tb.shape(x), ndim=x.ndim)
-        else:
-            axis = self.axis % x.ndim
-            g = _reverse(cumsum(_reverse(gz, axis), axis), axis)
-        if self.mode == "mul":
-            g = g / x
-        return [g]
+            flat = tb.reshape(x, (-1,), ndim=1)
+            g = _cumprod_grad(flat, tb.reshape(gz, (-1,), ndim=1), outputs[0], 0)
+            return [tb.reshape(g, tb.shape(x), ndim=x.ndim)]
+        return [_cumprod_grad(x, gz, outputs[0], self.axis % x.ndim)]
 
     def R_op(self, inputs, eval_points):
         if eval_points[0] is None:
@@ -202,6 +200,37 @@ class CumOp(Op):
         if self.mode == "add":
             return [CumOp(self.axis, "add")(eval_points[0])]
         return [None]
+
+
+def _rev_cumsum(x, axis):
+    """The cumulative sum of ``x`` along ``axis`` taken from the end."""
+    return _reverse(cumsum(_reverse(x, axis), axis), axis)
+
+
+def _cumprod_grad(x, gz, out, axis):
+    """The gradient of ``out = cumprod(x, axis)`` given ``gz``, zeros in ``x`` included.
+
+    Before the first zero of a slice, ``d out_j / d x_i = out_j / x_i`` (Theano's and
+    PyTensor's formula, which alone gives 0/0 = NaN at a zero and after it). At the
+    first zero ``f``, the terms are the products of ``x`` without ``x_f``: the cumulative
+    product with ``x_f`` read as 1, summed from the end. After it, every product holds
+    ``x_f``: 0.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> from theano_dag.gradient import grad
+    >>> v = tt.dvector("v")
+    >>> grad(cumprod(v, axis=0).sum(), v).eval({v: np.array([2.0, 0.0, 3.0, 0.0])})
+    array([1., 8., 0., 0.])
+    """
+    zero = tm.eq(x, 0)
+    seen = cumsum(zero, axis)  # the zeros up to each position, itself included
+    before = tm.eq(seen, 0)
+    first = tm.and_(zero, tm.eq(seen, 1))
+    g = _rev_cumsum(gz * out, axis) / x
+    without = cumprod(tm.switch(first, tb.ones_like(x), x), axis)
+    at_first = _rev_cumsum(gz * without, axis)
+    return tm.switch(before, g, tm.switch(first, at_first, tb.zeros_like(g)))
 
 
 def cumsum(x, axis=None):
@@ -714,7 +743,10 @@ def bincount(x, weights=None, minlength=None, assert_nonneg=False):
         raise TypeError(f"bincount: x must be a vector, got {x.type}")
     if assert_nonneg:
         x = Assert("bincount: x must be non-negative")(x, tm.all(x >= 0))
-    length = tm.max(x).astype("int64") + 1
+    # numpy's length for no x is 0 (minlength aside); max of nothing has no value: the
+    # max of x and a 0, then 0 where x is empty.
+    top = tm.max(tb.concatenate([x, tb.zeros((1,), dtype=x.dtype)])).astype("int64")
+    length = tm.switch(tm.eq(x.shape[0], 0), 0, top + 1)
     if minlength is not None:
         length = tm.maximum(length, minlength)
     if weights is None:

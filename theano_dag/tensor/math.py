@@ -460,6 +460,10 @@ def logsumexp(x, axis=None, keepdims=False):
     """
     x = as_tensor_variable(x)
     axis = _norm_axis(axis, x.ndim, "logsumexp")
+    if x.dtype in discrete_dtypes:
+        # In the float exp gives them (int8: float32), as log(sum(exp(x))) computes: the
+        # shift's -inf test has no integer to compare with.
+        x = _tensor.basic.cast(x, ts.upgrade_to_float(x.dtype)[0])
     terms, m = _log_sum_exp_terms(x, axis)
     return _keep(log(sum(terms, axis=axis)) + m, x, axis, keepdims)
 

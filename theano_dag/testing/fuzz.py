@@ -51,7 +51,10 @@ max of an empty value, an index past its end), the engine must raise too.
 and then loaded from disk, and requires the values of the compile without it, bit for bit
 (:func:`check_function_cache`). ``--lazy`` draws lazy ``ifelse`` graphs too
 (:data:`LAZY_OPS`: each branch compiled apart, run only when taken); they came after
-seeds were cited, so a seed's graphs differ with it.
+seeds were cited, so a seed's graphs differ with it. So do ``--extra-ops`` graphs
+(:data:`EXTRA_OPS`: cos, tan, the special functions against scipy's, arctan2,
+log1mexp, squeeze, flip, roll, swapaxes, tril/triu, fill_diagonal, ptp, logsumexp,
+diff, searchsorted, and the run-time lengths of flatnonzero, unique and bincount).
 
 Integers are drawn in [-9, 9] by default, where int8 products rarely wrap; that draw
 is what every cited seed means, and stays. ``--values wide`` (``values="wide"``) draws
@@ -166,6 +169,7 @@ LARGE_SHARE = 0.25
 MAX_ELEMENTS = 20_000
 #: Why generation turned ops down (op, reason): a diagnostic of the generator's reach.
 REJECTED: Counter = Counter()
+TYPES_SEEN = []
 
 
 # -- numpy's side: helpers the numpy templates call (copied into reproducers) ----------
@@ -377,10 +381,40 @@ def bdot(x, y, dtype):
     return np.stack([np.tensordot(a, b, axes=1) for a, b in zip(x, y)]).astype(dtype)
 
 
+def special(name, x):
+    """``scipy.special``'s ``name`` of ``x``, computed in float64 (then cast by :func:`ew`),
+    but ``gammaln(-inf)``: +inf, C99's ``lgamma`` (scipy's is -inf), on every engine."""
+    import scipy.special  # deferred: scipy is an extra, and only the extra ops need it
+
+    x = np.asarray(x, dtype="float64")
+    r = getattr(scipy.special, name)(x)
+    return np.where(x == -np.inf, np.inf, r) if name == "gammaln" else r
+
+
+def lse(x, p, dtype):
+    """``log(sum(exp(x)))`` over ``p = (axis, keepdims)``, its true value in float64:
+    +inf where an element is +inf, NaN where one is NaN (and none is +inf), -inf where
+    every element is -inf. Of no element, an error: its shift is their max (Theano's and
+    PyTensor's stable form raise there too)."""
+    axis, keepdims = p
+    x = np.asarray(x, dtype="float64")
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return np.asarray(r if keepdims else np.sum(r, axis=axis)).astype(dtype)
+
+
+def filldiag(x, v):
+    """``fill_diagonal``: a copy of ``x`` with its main diagonal set to ``v``."""
+    r = np.array(x, copy=True)
+    np.fill_diagonal(r, np.asarray(v).astype(r.dtype))
+    return r
+
+
 _NP_HELPERS = (ew, sigmoid, clip, rsum, where, fill, cast, cast_bounds, cast_in_range)
 _NP_HELPERS += (setsub, incsub)
 _NP_HELPERS += (erf, erfc, round_away, softplus, softmax, logsoftmax, reduce)
-_NP_HELPERS += (advinc, advset, maskset, bdot)
+_NP_HELPERS += (advinc, advset, maskset, bdot, special, lse, filldiag)
 _NP_NS = {
     "np": np,
     "math": math,
@@ -630,17 +664,59 @@ OPS = {
     "batched_dot": (2, "tt.batched_dot({0}, {1})", "bdot({0}, {1}, '{d}')"),
     "diag": (1, "tt.diag({0})", "np.diag({0})"),
     "diagonal": (1, "tt.diagonal({0}, offset={p})", "np.diagonal({0}, offset={p}).copy()"),
+    # The extra ops (EXTRA_OPS, drawn with extra=True only): more trigonometry, the special
+    # functions (scipy's values), log1mexp, arctan2; axes squeezed, flipped, rolled and
+    # swapped; triangles, a diagonal set; ptp, logsumexp and diff along an axis; sorted
+    # positions, and lengths known only at run time (nonzero positions, unique values,
+    # counts).
+    **{f: _unary(f) for f in ("cos", "tan", "deg2rad", "rad2deg")},
+    **{
+        f: (1, f"tt.{f}({{0}})", f"ew(lambda v: special({f!r}, v), '{{d}}', {{0}})")
+        for f in ("gammaln", "psi", "gamma", "erfinv", "erfcinv", "i0", "i1", "j0", "j1")
+    },
+    "log1mexp": (1, "tt.log1mexp({0})", "ew(lambda v: np.log(-np.expm1(v)), '{d}', {0})"),
+    "arctan2": _binary("tt.arctan2({0}, {1})", "arctan2"),
+    # p: the broadcastable axes (those squeeze removes; an axis of length 1 at run time
+    # that is not declared broadcastable stays).
+    "squeeze": (1, "tt.squeeze({0})", "np.squeeze({0}, axis={p!r})"),
+    "flip": (1, "tt.flip({0}, axis={p})", "np.flip({0}, axis={p}).copy()"),
+    "roll": (1, "tt.roll({0}, {p[0]}, axis={p[1]})", "np.roll({0}, {p[0]}, axis={p[1]})"),
+    "swapaxes": (
+        1,
+        "tt.swapaxes({0}, {p[0]}, {p[1]})",
+        "np.swapaxes({0}, {p[0]}, {p[1]}).copy()",
+    ),
+    "tril": (1, "tt.tril({0}, k={p})", "np.tril({0}, k={p})"),
+    "triu": (1, "tt.triu({0}, k={p})", "np.triu({0}, k={p})"),
+    "fill_diagonal": (2, "tt.fill_diagonal({0}, {1})", "filldiag({0}, {1})"),
+    "ptp": (1, "tt.ptp({0}, axis={p})", "np.asarray(np.ptp({0}, axis={p}))"),
+    "logsumexp": (
+        1,
+        "tt.logsumexp({0}, axis={p[0]}, keepdims={p[1]})",
+        "lse({0}, {p!r}, '{d}')",
+    ),
+    "diff": (1, "tt.diff({0}, n={p[0]}, axis={p[1]})", "np.diff({0}, n={p[0]}, axis={p[1]})"),
+    "searchsorted": (2, "tt.searchsorted(tt.sort({0}), {1})", "np.searchsorted(np.sort({0}), {1})"),
+    "flatnonzero": (1, "tt.flatnonzero({0})", "np.flatnonzero({0})"),
+    "unique": (1, "tt.unique({0})", "np.unique({0})"),
+    # Counts in the input's dtype, as Theano's (an alloc of its dtype incremented).
+    "bincount": (1, "tt.bincount({0} % 5)", "np.bincount({0} % 5).astype('{d}')"),
 }
 #: Ops left out of gradient graphs: non-finite values or kinks in [-1, 1] (finite
 #: differences are meaningless there), steps, or values that overflow.
 NO_GRAD = frozenset(
     {"div", "floordiv", "mod", "clip", "log", "sqrt", "grow", "cast_grow", "true_div", "inv"}
     | {"pow", "powcf", "log1p", "log2", "log10", "arcsin", "arccos", "arctanh", "arccosh"}
+    # The extra ops' poles and domains in [-1, 1] (gammaln, psi and gamma at 0 and -1,
+    # erfinv at +-1), kinks at ties (ptp), and integer results of positions and counts.
+    | {"gammaln", "psi", "gamma", "erfinv", "erfcinv", "log1mexp", "ptp", "searchsorted"}
+    | {"flatnonzero", "unique", "bincount"}
 )
 #: Elementwise ops of two operands that broadcast against each other.
 BINARY = frozenset(
     {"add", "sub", "mul", "maximum", "minimum", "div", "floordiv", "mod", "fill", "second"}
     | {"lt", "le", "gt", "ge", "eq", "neq", "and", "or", "xor", "true_div", "pow", "ipow"}
+    | {"arctan2"}
 )
 #: Elementwise ops of one operand (its dims kept).
 UNARY = frozenset(
@@ -649,6 +725,8 @@ UNARY = frozenset(
     | {"log10", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan"}
     | {"floor", "ceil", "trunc", "erf", "erfc", "round_even", "round_away", "iround", "sgn"}
     | {"isnan", "isinf", "inv", "powc", "powcf", "softplus"}
+    | {"cos", "tan", "deg2rad", "rad2deg", "gammaln", "psi", "gamma", "erfinv", "erfcinv"}
+    | {"i0", "i1", "j0", "j1", "log1mexp"}
 )
 #: Reductions of p = (axis, keepdims) (``sumd``: and a dtype).
 REDUCTIONS = frozenset(
@@ -658,7 +736,7 @@ REDUCTIONS = frozenset(
 #: Ops whose params are chosen from their operands' dims: none fits, no graph.
 NEEDS_PARAM = frozenset(
     {"cast", "cast_in_range", "cast_grow", "alloc", "tensordot", "reshape", "diagonal", "concat"}
-    | {"join", "sumd", "suma", "stack", "tile"}
+    | {"join", "sumd", "suma", "stack", "tile", "swapaxes", "tril", "triu", "diff"}
 )
 #: Products whose non-finite values depend on the kernel (:data:`DOT_NONFINITE`): numpy's
 #: ``tensordot(0.0, [inf, 1], axes=0)`` is ``[0, 0]`` (BLAS skips a zero factor), an
@@ -706,6 +784,9 @@ CORE_OPS = frozenset(
     | {"cast_in_range", "cast_grow", "div", "floordiv", "mod", "clip", "log", "sqrt"}
 )
 MORE_WEIGHT = 0.5
+#: How often each of :data:`EXTRA_OPS` is drawn (with ``extra=True``), as often as the
+#: core ops: they are what such a run is for.
+EXTRA_WEIGHT = 1.0
 #: What constants hold, by dtype kind; a share of the float ones non-finite.
 CONST_FLOATS = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e30, float("nan"), float("inf"), float("-inf"))
 CONST_INTS = (0, 1, -1, 3, "min", "max")
@@ -716,6 +797,14 @@ VALUES = ("default", "wide")
 #: Ops drawn only with ``lazy=True`` (``--lazy``): added after seeds were cited in notes,
 #: whose graphs the default draw keeps.
 LAZY_OPS = frozenset({"ifelse"})
+#: Ops drawn only with ``extra=True`` (``--extra-ops``): added after seeds were cited in
+#: notes, whose graphs the default draw keeps.
+EXTRA_OPS = frozenset(
+    {"cos", "tan", "deg2rad", "rad2deg", "gammaln", "psi", "gamma", "erfinv", "erfcinv"}
+    | {"i0", "i1", "j0", "j1", "log1mexp", "arctan2", "squeeze", "flip", "roll", "swapaxes"}
+    | {"tril", "triu", "fill_diagonal", "ptp", "logsumexp", "diff", "searchsorted"}
+    | {"flatnonzero", "unique", "bincount"}
+)
 #: The lengths of a small recipe's two calls (``lengths`` of :func:`run`): ``"default"``,
 #: :data:`SIZE_SETS`'s first set (what every cited seed means), or ``"edge"``,
 #: :data:`EDGE_SIZES`.
@@ -997,6 +1086,46 @@ def _result_dims_more(op, dims, dtypes, param):
         return (f"min({d0[0]},{d0[1]})",) if len(d0) == 2 else None
     if op == "diagonal":
         return (f"dg({d0[0]},{d0[1]},{param})",) if len(d0) == 2 else None
+    return _result_dims_extra(op, dims, dtypes, param)
+
+
+def _result_dims_extra(op, dims, dtypes, param):
+    """:func:`_result_dims` of the ops of :data:`EXTRA_OPS` that are not elementwise."""
+    d0 = dims[0]
+    if op == "squeeze":
+        return tuple(t for t in d0 if t != 1)
+    if op in ("flip", "roll"):
+        return d0
+    if op == "swapaxes":
+        i, j = param
+        d = list(d0)
+        d[i], d[j] = d[j], d[i]
+        return tuple(d)
+    if op in ("tril", "triu"):
+        return d0 if len(d0) == 2 else None
+    if op == "fill_diagonal":
+        if len(d0) != 2 or dims[1] != () or _can_downcast(dtypes[0], dtypes[1]):
+            return None
+        return d0
+    if op == "ptp":
+        if not d0 and param is not None:
+            return None
+        axes = range(len(d0)) if param is None else [param % len(d0)]
+        if any("?" in str(d0[a]) for a in axes):
+            return None  # a masked length may be 0
+        return _reduced(d0, param, False)
+    if op == "logsumexp":
+        axis, keepdims = param
+        return None if not d0 and axis is not None else _reduced(d0, axis, keepdims)
+    if op == "diff":
+        n, axis = param
+        return d0[:axis] + (f"df({d0[axis]},{n})",) + d0[axis + 1 :] if d0 else None
+    if op == "searchsorted":
+        return tuple(dims[1]) if len(d0) == 1 else None
+    if op in ("flatnonzero", "unique"):
+        return (f"?{param}:{_flat(d0)}",) if d0 else None
+    if op == "bincount":
+        return (f"?{param}:#5",) if len(d0) == 1 and dtypes[0] in INTS else None
     raise KeyError(op)
 
 
@@ -1114,6 +1243,29 @@ def _param_more(op, rng, dims, dtypes, values="default"):
         return cands[int(rng.integers(len(cands)))] if cands else None
     if op == "diagonal":
         return int(rng.choice([0, 1, -1]))
+    return _param_extra(op, rng, dims)
+
+
+def _param_extra(op, rng, dims):
+    """:func:`_param` of the ops of :data:`EXTRA_OPS`."""
+    d0 = dims[0]
+    n = len(d0)
+    if op == "squeeze":
+        return tuple(k for k, t in enumerate(d0) if t == 1)
+    if op in ("flip", "ptp"):
+        return _axis(rng, n)
+    if op == "roll":
+        return (int(rng.integers(-3, 5)), _axis(rng, n))
+    if op == "swapaxes":
+        return tuple(int(k) for k in rng.choice(n, 2, replace=False)) if n >= 2 else None
+    if op in ("tril", "triu"):
+        return int(rng.choice([-1, 0, 1])) if n == 2 else None
+    if op == "logsumexp":
+        return (_axis(rng, n), bool(rng.random() < 0.4))
+    if op == "diff":
+        return (int(rng.choice([1, 2])), _axis(rng, n, 0.0)) if n else None
+    if op in ("flatnonzero", "unique", "bincount"):
+        return int(rng.integers(1_000_000))  # names its length's token
     return None
 
 
@@ -1142,7 +1294,12 @@ def _length(token, sizes):
     text = re.sub(r"\?\d+:", "", str(token))
     text = re.sub(r"#(\d+)", r"Len(\1)", text)
     text = re.sub(r"(?<![\w.])(\d+)(?![\w.])", r"Len(\1)", text)
-    env = {"a": Len(sizes["a"]), "b": Len(sizes["b"]), "Len": Len, "min": min, "dg": dg}
+
+    def df(n, k):
+        """The length of ``diff(..., n=k)`` along an axis of length ``n``."""
+        return Len(max(0, n - k))
+
+    env = {"a": Len(sizes["a"]), "b": Len(sizes["b"]), "Len": Len, "min": min, "dg": dg, "df": df}
     return int(eval(text, env))
 
 
@@ -1230,6 +1387,19 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
         if not zero_d:
             return None
         args[1] = _pick(rng, zero_d)
+    elif op == "searchsorted":
+        args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 1])
+        if args[0] is None:
+            return None
+    elif op == "fill_diagonal":
+        args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 2])
+        args[1] = _pick(rng, [k for k, d in enumerate(dims) if d == ()])
+        if args[0] is None or args[1] is None:
+            return None
+    elif op == "bincount":
+        args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INTS])
+        if args[0] is None:
+            return None
     elif op == "alloc":
         targets = [k for k, d in enumerate(dims) if d and _fits_into(dims[args[0]], d)]
         wider = [k for k in targets if dims[k] != dims[args[0]]]
@@ -1260,7 +1430,14 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
     return tuple(args)
 
 
-def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe:
+def _op_weight(op):
+    """An op's weight in the draw, but for :data:`OP_WEIGHTS`."""
+    if op in CORE_OPS:
+        return 1.0
+    return EXTRA_WEIGHT if op in EXTRA_OPS else MORE_WEIGHT
+
+
+def generate(rng, max_ops=8, grad=False, values="default", lazy=False, extra=False) -> Recipe:
     """A random recipe: 1 to 3 inputs, maybe constants, up to ``max_ops`` ops, 1 to 3
     outputs, in one graph of three a shared variable with an update, in a
     :data:`NONFINITE_SHARE` of them inputs with NaN, infinities and extreme values, in a
@@ -1271,8 +1448,9 @@ def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe
     (:func:`wrap_values`), the ops where it wraps more often (:data:`WIDE_OP_FACTORS`),
     and its recipe's integer inputs across their range (:func:`input_value`); with
     ``grad``, integer and bool inputs beside the float64 ones (not differentiated).
-    ``lazy``: the ops of :data:`LAZY_OPS` (a lazy ``ifelse``) are drawn too; without it
-    the draw of a seed is the one cited seeds mean.
+    ``lazy``: the ops of :data:`LAZY_OPS` (a lazy ``ifelse``) are drawn too; ``extra``:
+    the ops of :data:`EXTRA_OPS`; without them the draw of a seed is the one cited seeds
+    mean.
 
     >>> rec = generate(np.random.default_rng(1), values="wide")
     >>> rec.values
@@ -1325,10 +1503,14 @@ def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe
         node = ("const", (), param)
         add(node, (), eval(_code(node, "graph"), dict(_GRAPH_NS)), None)
         samples[-1] = np.asarray(param[0], param[1])
-    names = [op for op in OPS if op != "const" and (lazy or op not in LAZY_OPS)]
+    names = [
+        op
+        for op in OPS
+        if op != "const" and (lazy or op not in LAZY_OPS) and (extra or op not in EXTRA_OPS)
+    ]
     if grad:
         names = [op for op in names if op not in NO_GRAD]
-    weights = np.array([OP_WEIGHTS.get(op, 1.0 if op in CORE_OPS else MORE_WEIGHT) for op in names])
+    weights = np.array([OP_WEIGHTS.get(op, _op_weight(op)) for op in names])
     if wide:
         weights *= np.array([WIDE_OP_FACTORS.get(op, 1.0) for op in names])
     weights /= weights.sum()
@@ -1370,8 +1552,14 @@ def generate(rng, max_ops=8, grad=False, values="default", lazy=False) -> Recipe
         except Exception:
             REJECTED[op, "numpy"] += 1
             continue
+        if op in EXTRA_OPS:
+            # A length 1 the op's type does not declare broadcastable (tril's product
+            # with its mask, roll's concatenation): a length of its own.
+            d = tuple("#1" if t == 1 and not b else t for t, b in zip(d, sym.type.broadcastable))
         if sample.dtype != sym.dtype or sym.type.broadcastable != tuple(x == 1 for x in d):
             REJECTED[op, "types"] += 1
+            if op in EXTRA_OPS:
+                TYPES_SEEN.append((op, sample.dtype, sym.type, d))
             continue
         if op in ("isnan", "isinf") and dtypes[args[0]] not in FLOATS and 1 in d:
             # Refused as when an integer's isnan (an alloc of its shape) lost its length-1
@@ -2526,7 +2714,7 @@ def _check_grad_on(rec, engine):
         return check_grad(rec, mode=_mode(engine))
 
 
-def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default", lazy=False):
+def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default", lazy=False, extra=False):
     """Check the gradients of ``n`` differentiable recipes from ``seed`` on each of
     ``engines`` (names of :data:`ENGINES`; default: the default mode only), drawn with
     ``values`` (:data:`VALUES`); the failures as ``(index, "grad" or "grad:<engine>",
@@ -2536,7 +2724,7 @@ def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default", lazy=Fa
     while done < n:
         if done and done % 100 == 0:
             print(f"# {done} gradient graphs, {len(failures)} failing", file=out, flush=True)
-        rec = generate(rng, grad=True, values=values, lazy=lazy)
+        rec = generate(rng, grad=True, values=values, lazy=lazy, extra=extra)
         if not differentiable(rec):
             continue
         for engine in engines or [None]:
@@ -2587,6 +2775,7 @@ def run(
     function_cache_counts=None,
     lengths="default",
     lazy=False,
+    extra=False,
 ):
     """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
     ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
@@ -2608,7 +2797,7 @@ def run(
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        rec = replace(generate(rng, values=values, lazy=lazy), lengths=lengths)
+        rec = replace(generate(rng, values=values, lazy=lazy, extra=extra), lengths=lengths)
         if i < start:
             continue
         if i > start and i % 100 == 0:
@@ -2699,6 +2888,12 @@ def main(argv=None):
         help="draw lazy ifelse graphs too (LAZY_OPS; other graphs than a seed's default)",
     )
     ap.add_argument(
+        "--extra-ops",
+        action="store_true",
+        help="draw the extra ops too (EXTRA_OPS: special functions, flips, rolls, "
+        "triangles, logsumexp, diff, unique...; other graphs than a seed's default)",
+    )
+    ap.add_argument(
         "--lengths",
         choices=LENGTHS,
         default="default",
@@ -2767,17 +2962,24 @@ def _fuzz(a):
             function_cache_counts=counts,
             lengths=a.lengths,
             lazy=a.lazy,
+            extra=a.extra_ops,
         )
         t1 = time.perf_counter()
         grad_failures = run_grads(
-            n_grads, grad_seed, engines=grad_engines, values=a.values, lazy=a.lazy
+            n_grads,
+            grad_seed,
+            engines=grad_engines,
+            values=a.values,
+            lazy=a.lazy,
+            extra=a.extra_ops,
         )
     except Exception:
         traceback.print_exc()
         return 2
     t2 = time.perf_counter()
     print(
-        f"{a.n - a.start} {a.values}{' lazy' if a.lazy else ''} graphs (seed {a.seed}, "
+        f"{a.n - a.start} {a.values}{' lazy' if a.lazy else ''}"
+        f"{' extra' if a.extra_ops else ''} graphs (seed {a.seed}, "
         f"{a.start} to {a.n - 1}"
         f"{', edge lengths' if a.lengths == 'edge' else ''}), engines "
         f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
