@@ -185,6 +185,43 @@ def test_log1mexp_gradient_where_it_is_subnormal(engine, dtype):
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("other", ["int8", "uint8", "int16", "int32", "uint64"])
+def test_gradients_beside_an_integer_operand_in_the_output_float(engine, dtype, other):
+    # arctan2's x * x + y * y and pow's y - 1 were computed in the integer's own dtype:
+    # uint8 128 * 128 wrapped to 0 (the derivative 128 / y**2 where 1 / 128 is right),
+    # int8 -128 - 1 to 127. Theano's formulas wrap the same.
+    info = np.iinfo(other)
+    k = np.array([info.min, info.max, 128 if info.max >= 128 else 100, 3], dtype=other)
+    x = np.array([0.75, -1.25, 0.5, 2.0], dtype)
+    sym = tt.TensorType(dtype, shape=(None,))("x")
+    ks = tt.TensorType(other, shape=(None,))("k")
+    make_mode, build_mode = sweep.ENGINES[engine]
+    with ckernel.compile_mode(build_mode):
+        f = theano_dag.function(
+            [sym, ks],
+            [
+                theano_dag.grad(tt.sum(tt.arctan2(sym, ks)), sym),
+                theano_dag.grad(tt.sum(tt.arctan2(ks, sym)), sym),
+                theano_dag.grad(tt.sum(tt.pow(sym, ks)), sym),
+            ],
+            mode=make_mode(),
+        )
+    got = f(x, k)
+    with mpmath.workdps(50):
+        xs, kv = [mpmath.mpf(float(v)) for v in x], [mpmath.mpf(int(v)) for v in k]
+        want = [
+            [b / (b * b + a * a) for a, b in zip(xs, kv)],
+            [-b / (a * a + b * b) for a, b in zip(xs, kv)],
+            [b * a ** (b - 1) for a, b in zip(xs, kv)],
+        ]
+    for g, w in zip(got, want):
+        assert g.dtype == dtype
+        w = np.array([float(v) for v in w]).astype(dtype)
+        np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_sech2_where_tanh_rounds_to_one(engine, dtype):
     # 1 - tanh(x)**2 is 0 from |x| = 9 (float32; 19 in float64), where the derivative,
     # about 4 exp(-2|x|), is a normal number to |x| = 43 (float32; 354 in float64)

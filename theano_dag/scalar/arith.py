@@ -383,7 +383,11 @@ class Pow(BinaryScalarOp):
         x, y = inputs
         (gz,) = output_grads
         T = vocabulary(gz)
-        gx = gz * y * T.pow(x, y - 1)
+        out = outputs[0].dtype
+        # An integer exponent of a float base: y - 1 in the output's float (int8's
+        # -128 - 1 wraps to 127).
+        yf = T.cast(y, out) if _is_float(out) and not _is_float(y.dtype) else y
+        gx = gz * yf * T.pow(x, yf - 1)
         # d/dy x**y = log(x) x**y, taken as 0 at x == 0 (where x**y is 0 for y > 0).
         gy = T.switch(T.eq(x, 0), 0, gz * T.log(x) * outputs[0])
         return [gx, gy]

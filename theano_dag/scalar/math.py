@@ -1085,6 +1085,9 @@ class ArcTan2(BinaryScalarOp):
     def grad(self, inputs, output_grads):
         y, x = inputs
         (gz,) = output_grads
+        # In the output's float: an integer's square wraps (uint8 128 * 128 is 0).
+        out, t = upgrade_to_float(y.dtype, x.dtype)[0], _of(gz)
+        y, x = (v if v.dtype == out else t.cast(v, out) for v in (y, x))
         r2 = x * x + y * y
         return [gz * x / r2, -gz * y / r2]
 

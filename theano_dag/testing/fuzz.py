@@ -675,6 +675,21 @@ OPS = {
         for f in ("gammaln", "psi", "gamma", "erfinv", "erfcinv", "i0", "i1", "j0", "j1")
     },
     "log1mexp": (1, "tt.log1mexp({0})", "ew(lambda v: np.log(-np.expm1(v)), '{d}', {0})"),
+    # The activations of tensor.nnet, as Theano writes them: relu's 0.5 * (x + |x|) is NaN
+    # at -inf and softsign's x / (1 + |x|) at +-inf, where FAST_RUN's stabilize rewrites
+    # give the limits (classified by tag).
+    "relu": (1, "tt.nnet.relu({0})", "ew(lambda v: 0.5 * (v + np.abs(v)), '{d}', {0})"),
+    "elu": (1, "tt.nnet.elu({0})", "ew(lambda v: np.where(v > 0, v, np.expm1(v)), '{d}', {0})"),
+    "softsign": (
+        1,
+        "tt.nnet.softsign({0})",
+        "ew(lambda v: v / (1 + np.abs(v)), '{d}', {0})",
+    ),
+    "hard_sigmoid": (
+        1,
+        "tt.nnet.hard_sigmoid({0})",
+        "ew(lambda v: np.clip(v * 0.2 + 0.5, 0, 1), '{d}', {0})",
+    ),
     "arctan2": _binary("tt.arctan2({0}, {1})", "arctan2"),
     # p: the broadcastable axes (those squeeze removes; an axis of length 1 at run time
     # that is not declared broadcastable stays).
@@ -726,7 +741,7 @@ UNARY = frozenset(
     | {"floor", "ceil", "trunc", "erf", "erfc", "round_even", "round_away", "iround", "sgn"}
     | {"isnan", "isinf", "inv", "powc", "powcf", "softplus"}
     | {"cos", "tan", "deg2rad", "rad2deg", "gammaln", "psi", "gamma", "erfinv", "erfcinv"}
-    | {"i0", "i1", "j0", "j1", "log1mexp"}
+    | {"i0", "i1", "j0", "j1", "log1mexp", "relu", "elu", "softsign", "hard_sigmoid"}
 )
 #: Reductions of p = (axis, keepdims) (``sumd``: and a dtype).
 REDUCTIONS = frozenset(
@@ -803,7 +818,7 @@ EXTRA_OPS = frozenset(
     {"cos", "tan", "deg2rad", "rad2deg", "gammaln", "psi", "gamma", "erfinv", "erfcinv"}
     | {"i0", "i1", "j0", "j1", "log1mexp", "arctan2", "squeeze", "flip", "roll", "swapaxes"}
     | {"tril", "triu", "fill_diagonal", "ptp", "logsumexp", "diff", "searchsorted"}
-    | {"flatnonzero", "unique", "bincount"}
+    | {"flatnonzero", "unique", "bincount", "relu", "elu", "softsign", "hard_sigmoid"}
 )
 #: The lengths of a small recipe's two calls (``lengths`` of :func:`run`): ``"default"``,
 #: :data:`SIZE_SETS`'s first set (what every cited seed means), or ``"edge"``,
@@ -1689,6 +1704,13 @@ FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range", "iround")
 #: divisor: a float64 product of 1e30 one ulp apart, modulo an int64 of 2**60, differs by
 #: as much as the divisor (fuzz --values wide, seed 14, graph 1502).
 FLOAT_STEPS = ("mod", "floordiv")
+#: And the functions with poles at the integers 0, -1, -2, ...: a float32 gamma(4) one
+#: ulp above 6, times -11265, is beside the pole at -67590 (gamma -0.0, not NaN).
+FLOAT_STEPS += ("gamma", "gammaln", "psi")
+#: And the periodic functions of floats whose ulp is beyond their period: the cos of
+#: gammaln(5.86e18), 2.47e20 in scipy and one ulp (32768) apart in C's lgamma, is 0.89
+#: in one and -0.09 in the other.
+FLOAT_STEPS += ("sin", "cos", "tan")
 #: Comparisons are steps too where a float operand ties: numpy's float32 sigmoid of
 #: 1.2078809e-07, 1 / (1 + exp(-x)), is 0.5, the correctly rounded one (C's) 0.50000006,
 #: so ``neq`` of them and 0.5 differ (seed 57, graph 49).
