@@ -104,6 +104,25 @@ def test_diff(dtype, n):
     verify_grad(eo.DiffOp(n=n, axis=0), [RNG.random((5, 3))], rng=RNG)
 
 
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+@pytest.mark.parametrize("static", [False, True])
+def test_diff_gradient_of_an_axis_shorter_than_the_order_is_zeros_of_its_shape(mode, static):
+    # Its adjoint pads the (empty) output n times: n rows, not the axis's 1 or 2.
+    for length, n in ((1, 2), (2, 3), (1, 1), (3, 2)):
+        x = tt.TensorType("float64", shape=(length if static else None, 3))("x")
+        w = tt.dmatrix("w")
+        g = theano_dag.grad((eo.diff(x, n=n, axis=0) * w).sum() + x.sum(), x)
+        assert g.type.shape[0] == (length if static else None)
+        xv, wv = RNG.random((length, 3)), RNG.random((max(length - n, 0), 3))
+        got = theano_dag.function([x, w], g, mode=mode)(xv, wv)
+        want = np.ones_like(xv)  # the adjoint of diff applied to w, by unit vectors
+        for i in np.ndindex(xv.shape):
+            e = np.zeros_like(xv)
+            e[i] = 1.0
+            want[i] += np.sum(np.diff(e, n=n, axis=0) * wv)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_diff_of_order_zero_is_a_new_array():
     # np.diff(x, n=0) is x itself, and DiffOp declares no view: DebugMode raised BadViewMap
     # (Theano's TestDiffOp.test_grad under mode=DebugMode).

@@ -27,6 +27,7 @@ from theano_dag.tensor.shape import (
     broadcast_length,
     broadcast_shapes,
     checked_shape,
+    patternbroadcast,
     shape_i,
     specify_shape,
     spread_length,
@@ -805,7 +806,12 @@ class DiffOp(Op):
         for _ in range(self.n):
             pad = tb.zeros(pad_shape, dtype=z.dtype)
             z = tb.concatenate([pad, z], axis=ax) - tb.concatenate([z, pad], axis=ax)
-        return [z]
+        if x.type.shape[ax] is not None and x.type.shape[ax] >= self.n:
+            return [z]
+        # Shorter than n along the axis, x has no difference: its gradient is zeros of its
+        # length, the first of the n the padding made (zeros, as z was empty).
+        z = z[(slice(None),) * ax + (slice(0, shape_i(x, ax)),)]
+        return [patternbroadcast(z, x.broadcastable)]
 
 
 def diff(x, n=1, axis=-1):
