@@ -191,8 +191,8 @@ def test_gradients_beside_an_integer_operand_in_the_output_float(engine, dtype, 
     # uint8 128 * 128 wrapped to 0 (the derivative 128 / y**2 where 1 / 128 is right),
     # int8 -128 - 1 to 127. Theano's formulas wrap the same.
     info = np.iinfo(other)
-    k = np.array([info.min, info.max, 128 if info.max >= 128 else 100, 3], dtype=other)
-    x = np.array([0.75, -1.25, 0.5, 2.0], dtype)
+    k = np.array([info.min, info.max, 128 if info.max >= 128 else 100, 0], dtype=other)
+    x = np.array([0.75, -1.25, 0.5, 1.5], dtype)
     sym = tt.TensorType(dtype, shape=(None,))("x")
     ks = tt.TensorType(other, shape=(None,))("k")
     make_mode, build_mode = sweep.ENGINES[engine]
@@ -203,6 +203,7 @@ def test_gradients_beside_an_integer_operand_in_the_output_float(engine, dtype, 
                 theano_dag.grad(tt.sum(tt.arctan2(sym, ks)), sym),
                 theano_dag.grad(tt.sum(tt.arctan2(ks, sym)), sym),
                 theano_dag.grad(tt.sum(tt.pow(sym, ks)), sym),
+                theano_dag.grad(tt.sum(sym ** tt.constant(np.asarray(info.min, other))), sym),
             ],
             mode=make_mode(),
         )
@@ -213,6 +214,7 @@ def test_gradients_beside_an_integer_operand_in_the_output_float(engine, dtype, 
             [b / (b * b + a * a) for a, b in zip(xs, kv)],
             [-b / (a * a + b * b) for a, b in zip(xs, kv)],
             [b * a ** (b - 1) for a, b in zip(xs, kv)],
+            [kv[0] * a ** (kv[0] - 1) for a in xs],  # a constant exponent, its minimum
         ]
     for g, w in zip(got, want):
         assert g.dtype == dtype

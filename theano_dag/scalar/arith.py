@@ -385,8 +385,13 @@ class Pow(BinaryScalarOp):
         T = vocabulary(gz)
         out = outputs[0].dtype
         # An integer exponent of a float base: y - 1 in the output's float (int8's
-        # -128 - 1 wraps to 127).
-        yf = T.cast(y, out) if _is_float(out) and not _is_float(y.dtype) else y
+        # -128 - 1 wraps to 127, uint8's 0 - 1 to 255); a constant above its dtype's
+        # minimum as written.
+        yf = y
+        if _is_float(out) and y.dtype in discrete_dtypes:
+            data = getattr(y, "data", None)
+            if data is None or y.dtype == "bool" or np.any(data == np.iinfo(y.dtype).min):
+                yf = T.cast(y, out)
         gx = gz * yf * T.pow(x, yf - 1)
         # d/dy x**y = log(x) x**y, taken as 0 at x == 0 (where x**y is 0 for y > 0).
         gy = T.switch(T.eq(x, 0), 0, gz * T.log(x) * outputs[0])

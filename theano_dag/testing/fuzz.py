@@ -54,7 +54,10 @@ and then loaded from disk, and requires the values of the compile without it, bi
 seeds were cited, so a seed's graphs differ with it. So do ``--extra-ops`` graphs
 (:data:`EXTRA_OPS`: cos, tan, the special functions against scipy's, arctan2,
 log1mexp, squeeze, flip, roll, swapaxes, tril/triu, fill_diagonal, ptp, logsumexp,
-diff, searchsorted, and the run-time lengths of flatnonzero, unique and bincount).
+diff, searchsorted, relu, elu, softsign, hard_sigmoid, var with ddof=1, isclose,
+slices of negative steps set and incremented, a matrix read and incremented at pairs
+of index vectors, arange, and the run-time lengths of flatnonzero, nonzero_values,
+unique and bincount).
 
 Integers are drawn in [-9, 9] by default, where int8 products rarely wrap; that draw
 is what every cited seed means, and stays. ``--values wide`` (``values="wide"``) draws
@@ -404,6 +407,26 @@ def lse(x, p, dtype):
     return np.asarray(r if keepdims else np.sum(r, axis=axis)).astype(dtype)
 
 
+def var1(x, p, dtype):
+    """``var(x, axis, ddof=1)`` over ``p = (axis, keepdims)`` as the graph computes it:
+    float32 deviations and squares in float32, their sums in float64 (:func:`reduce`),
+    divided by n - 1."""
+    axis, keepdims = p
+    acc = "float32" if dtype == "float32" else "float64"
+    x = np.asarray(x).astype(acc)
+    n = x.size if axis is None else x.shape[axis]
+    m = np.mean(x, axis=axis, keepdims=True, dtype="float64").astype(acc)
+    s = np.sum(np.square(x - m), axis=axis, keepdims=keepdims, dtype="float64")
+    return np.asarray(s / np.float64(n - 1)).astype(dtype)
+
+
+def advinc2(x, i, j, y):
+    """``inc_subtensor(x[i, j], y)``: a repeated pair adds each time (``np.add.at``)."""
+    r = x.copy()
+    np.add.at(r, (i, j), np.asarray(y).astype(r.dtype))
+    return r
+
+
 def filldiag(x, v):
     """``fill_diagonal``: a copy of ``x`` with its main diagonal set to ``v``."""
     r = np.array(x, copy=True)
@@ -414,7 +437,7 @@ def filldiag(x, v):
 _NP_HELPERS = (ew, sigmoid, clip, rsum, where, fill, cast, cast_bounds, cast_in_range)
 _NP_HELPERS += (setsub, incsub)
 _NP_HELPERS += (erf, erfc, round_away, softplus, softmax, logsoftmax, reduce)
-_NP_HELPERS += (advinc, advset, maskset, bdot, special, lse, filldiag)
+_NP_HELPERS += (advinc, advset, maskset, bdot, special, lse, filldiag, var1, advinc2)
 _NP_NS = {
     "np": np,
     "math": math,
@@ -675,15 +698,15 @@ OPS = {
         for f in ("gammaln", "psi", "gamma", "erfinv", "erfcinv", "i0", "i1", "j0", "j1")
     },
     "log1mexp": (1, "tt.log1mexp({0})", "ew(lambda v: np.log(-np.expm1(v)), '{d}', {0})"),
-    # The activations of tensor.nnet, as Theano writes them: relu's 0.5 * (x + |x|) is NaN
-    # at -inf and softsign's x / (1 + |x|) at +-inf, where FAST_RUN's stabilize rewrites
-    # give the limits (classified by tag).
+    # The activations of tensor.nnet: relu as Theano writes it, 0.5 * (x + |x|), NaN at
+    # -inf, where FAST_RUN's stabilize rewrite gives the limit (classified by tag);
+    # softsign an op of its own, its limits at +-inf.
     "relu": (1, "tt.nnet.relu({0})", "ew(lambda v: 0.5 * (v + np.abs(v)), '{d}', {0})"),
     "elu": (1, "tt.nnet.elu({0})", "ew(lambda v: np.where(v > 0, v, np.expm1(v)), '{d}', {0})"),
     "softsign": (
         1,
         "tt.nnet.softsign({0})",
-        "ew(lambda v: v / (1 + np.abs(v)), '{d}', {0})",
+        "ew(lambda v: np.where(np.isinf(v), np.sign(v), v / (1 + np.abs(v))), '{d}', {0})",
     ),
     "hard_sigmoid": (
         1,
@@ -714,6 +737,29 @@ OPS = {
     "searchsorted": (2, "tt.searchsorted(tt.sort({0}), {1})", "np.searchsorted(np.sort({0}), {1})"),
     "flatnonzero": (1, "tt.flatnonzero({0})", "np.flatnonzero({0})"),
     "unique": (1, "tt.unique({0})", "np.unique({0})"),
+    "var1": (
+        1,
+        "tt.var({0}, axis={p[0]}, ddof=1, keepdims={p[1]})",
+        "var1({0}, {p!r}, '{d}')",
+    ),
+    "isclose": (2, "tt.isclose({0}, {1})", "np.isclose({0}, {1})"),
+    # Slices of negative steps set or incremented (by a 0-d value).
+    "set_subr": (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})"),
+    "inc_subr": (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})"),
+    # A matrix read and incremented at pairs of index vectors (broadcast together; a
+    # repeated pair adds twice).
+    "adv2": (
+        3,
+        "{0}[{1} % {0}.shape[0], {2} % {0}.shape[1]]",
+        "{0}[{1} % np.int64({0}.shape[0]), {2} % np.int64({0}.shape[1])]",
+    ),
+    "adv2_inc": (
+        4,
+        "tt.inc_subtensor({0}[{1} % {0}.shape[0], {2} % {0}.shape[1]], {3})",
+        "advinc2({0}, {1} % np.int64({0}.shape[0]), {2} % np.int64({0}.shape[1]), {3})",
+    ),
+    "arange": (1, "tt.arange({0}.shape[0])", "np.arange({0}.shape[0])"),
+    "nonzero_values": (1, "tt.nonzero_values({0})", "{0}.reshape(-1)[np.flatnonzero({0})]"),
     # Counts in the input's dtype, as Theano's (an alloc of its dtype incremented).
     "bincount": (1, "tt.bincount({0} % 5)", "np.bincount({0} % 5).astype('{d}')"),
 }
@@ -725,7 +771,7 @@ NO_GRAD = frozenset(
     # The extra ops' poles and domains in [-1, 1] (gammaln, psi and gamma at 0 and -1,
     # erfinv at +-1), kinks at ties (ptp), and integer results of positions and counts.
     | {"gammaln", "psi", "gamma", "erfinv", "erfcinv", "log1mexp", "ptp", "searchsorted"}
-    | {"flatnonzero", "unique", "bincount"}
+    | {"flatnonzero", "unique", "bincount", "isclose", "arange", "nonzero_values"}
 )
 #: Elementwise ops of two operands that broadcast against each other.
 BINARY = frozenset(
@@ -752,6 +798,7 @@ REDUCTIONS = frozenset(
 NEEDS_PARAM = frozenset(
     {"cast", "cast_in_range", "cast_grow", "alloc", "tensordot", "reshape", "diagonal", "concat"}
     | {"join", "sumd", "suma", "stack", "tile", "swapaxes", "tril", "triu", "diff"}
+    | {"set_subr", "inc_subr", "var1"}
 )
 #: Products whose non-finite values depend on the kernel (:data:`DOT_NONFINITE`): numpy's
 #: ``tensordot(0.0, [inf, 1], axes=0)`` is ``[0, 0]`` (BLAS skips a zero factor), an
@@ -819,6 +866,8 @@ EXTRA_OPS = frozenset(
     | {"i0", "i1", "j0", "j1", "log1mexp", "arctan2", "squeeze", "flip", "roll", "swapaxes"}
     | {"tril", "triu", "fill_diagonal", "ptp", "logsumexp", "diff", "searchsorted"}
     | {"flatnonzero", "unique", "bincount", "relu", "elu", "softsign", "hard_sigmoid"}
+    | {"var1", "isclose", "set_subr", "inc_subr", "adv2", "adv2_inc", "arange"}
+    | {"nonzero_values"}
 )
 #: The lengths of a small recipe's two calls (``lengths`` of :func:`run`): ``"default"``,
 #: :data:`SIZE_SETS`'s first set (what every cited seed means), or ``"edge"``,
@@ -1141,6 +1190,32 @@ def _result_dims_extra(op, dims, dtypes, param):
         return (f"?{param}:{_flat(d0)}",) if d0 else None
     if op == "bincount":
         return (f"?{param}:#5",) if len(d0) == 1 and dtypes[0] in INTS else None
+    if op == "var1":
+        axis, keepdims = param
+        if not d0 or (axis is not None and not -len(d0) <= axis < len(d0)):
+            return None
+        return _reduced(d0, axis, keepdims)
+    if op == "isclose":
+        return _broadcast(d0, dims[1]) if set(dtypes) <= set(FLOATS) else None
+    if op in ("set_subr", "inc_subr"):
+        if not d0 or d0[0] == 1 or dims[1] != () or _can_downcast(dtypes[0], dtypes[1]):
+            return None
+        return d0
+    if op in ("adv2", "adv2_inc"):
+        if len(d0) != 2 or any(
+            len(d) != 1 or dt not in INDEX_DTYPES for d, dt in zip(dims[1:3], dtypes[1:3])
+        ):
+            return None
+        pairs = _broadcast(dims[1], dims[2])
+        if op == "adv2":
+            return pairs
+        if pairs is None or dims[3] != () or _can_downcast(dtypes[0], dtypes[3]):
+            return None
+        return d0
+    if op == "arange":
+        return (d0[0],) if d0 else None
+    if op == "nonzero_values":
+        return (f"?{param}:{_flat(d0)}",) if d0 else None
     raise KeyError(op)
 
 
@@ -1279,8 +1354,12 @@ def _param_extra(op, rng, dims):
         return (_axis(rng, n), bool(rng.random() < 0.4))
     if op == "diff":
         return (int(rng.choice([1, 2])), _axis(rng, n, 0.0)) if n else None
-    if op in ("flatnonzero", "unique", "bincount"):
+    if op in ("flatnonzero", "unique", "bincount", "nonzero_values"):
         return int(rng.integers(1_000_000))  # names its length's token
+    if op == "var1":
+        return (_axis(rng, n), bool(rng.random() < 0.4)) if n else None
+    if op in ("set_subr", "inc_subr"):
+        return str(rng.choice(["::-1", "::-2", "-2::-1", "1:-1", "-1:"]))
     return None
 
 
@@ -1410,6 +1489,29 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
         args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 2])
         args[1] = _pick(rng, [k for k, d in enumerate(dims) if d == ()])
         if args[0] is None or args[1] is None:
+            return None
+    elif op in ("adv2", "adv2_inc"):
+        args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 2])
+        index = [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INDEX_DTYPES]
+        if args[0] is None or not index:
+            return None
+        args[1] = _pick(rng, index)
+        same = [k for k in index if _broadcast(dims[k], dims[args[1]]) is not None]
+        args[2] = _pick(rng, same)
+        if op == "adv2_inc":
+            args[3] = _pick(rng, [k for k, d in enumerate(dims) if d == ()])
+            if args[3] is None:
+                return None
+    elif op == "isclose":
+        floats = [k for k in range(n) if dtypes[k] in FLOATS]
+        args[0] = _pick(rng, floats)
+        if args[0] is None:
+            return None
+        fits = [k for k in floats if _broadcast(dims[k], dims[args[0]]) is not None]
+        args[1] = _pick(rng, fits)
+    elif op in ("set_subr", "inc_subr"):
+        args[1] = _pick(rng, [k for k, d in enumerate(dims) if d == ()])
+        if args[1] is None:
             return None
     elif op == "bincount":
         args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INTS])
