@@ -1209,7 +1209,7 @@ def _result_dims_extra(op, dims, dtypes, param):
         pairs = _broadcast(dims[1], dims[2])
         if op == "adv2":
             return pairs
-        if pairs is None or dims[3] != () or _can_downcast(dtypes[0], dtypes[3]):
+        if pairs is None or dims[3] not in ((), pairs) or _can_downcast(dtypes[0], dtypes[3]):
             return None
         return d0
     if op == "arange":
@@ -1499,7 +1499,9 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
         same = [k for k in index if _broadcast(dims[k], dims[args[1]]) is not None]
         args[2] = _pick(rng, same)
         if op == "adv2_inc":
-            args[3] = _pick(rng, [k for k, d in enumerate(dims) if d == ()])
+            # A 0-d value, or one of the pairs' dims (one per pair).
+            pairs = _broadcast(dims[args[1]], dims[args[2]])
+            args[3] = _pick(rng, [k for k, d in enumerate(dims) if d in ((), pairs)])
             if args[3] is None:
                 return None
     elif op == "isclose":
