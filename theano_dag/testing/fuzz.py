@@ -417,7 +417,16 @@ def var1(x, p, dtype):
     n = x.size if axis is None else x.shape[axis]
     m = np.mean(x, axis=axis, keepdims=True, dtype="float64").astype(acc)
     s = np.sum(np.square(x - m), axis=axis, keepdims=keepdims, dtype="float64")
-    return np.asarray(s / np.float64(n - 1)).astype(dtype)
+    return np.asarray(s / np.float64(max(n - 1, 0))).astype(dtype)  # numpy's: none is NaN
+
+
+def log1mexp(x, dtype):
+    """``log(1 - exp(x))``, accurate at both ends (in float64, then ``dtype``: -2.6e-56
+    at -128 is -0.0 in float32, not 0)."""
+    x = np.asarray(x).astype("float64")
+    near = x > -np.log(2.0)
+    r = np.where(near, np.log(-np.expm1(np.where(near, x, -1.0))), np.log1p(-np.exp(x)))
+    return r.astype(dtype)
 
 
 def advinc2(x, i, j, y):
@@ -438,6 +447,7 @@ _NP_HELPERS = (ew, sigmoid, clip, rsum, where, fill, cast, cast_bounds, cast_in_
 _NP_HELPERS += (setsub, incsub)
 _NP_HELPERS += (erf, erfc, round_away, softplus, softmax, logsoftmax, reduce)
 _NP_HELPERS += (advinc, advset, maskset, bdot, special, lse, filldiag, var1, advinc2)
+_NP_HELPERS += (log1mexp,)
 _NP_NS = {
     "np": np,
     "math": math,
@@ -697,7 +707,7 @@ OPS = {
         f: (1, f"tt.{f}({{0}})", f"ew(lambda v: special({f!r}, v), '{{d}}', {{0}})")
         for f in ("gammaln", "psi", "gamma", "erfinv", "erfcinv", "i0", "i1", "j0", "j1")
     },
-    "log1mexp": (1, "tt.log1mexp({0})", "ew(lambda v: np.log(-np.expm1(v)), '{d}', {0})"),
+    "log1mexp": (1, "tt.log1mexp({0})", "log1mexp({0}, '{d}')"),
     # The activations of tensor.nnet: relu as Theano writes it, 0.5 * (x + |x|), NaN at
     # -inf, where FAST_RUN's stabilize rewrite gives the limit (classified by tag);
     # softsign an op of its own, its limits at +-inf.
@@ -2257,8 +2267,11 @@ def classify(rec, engine):
                 return None
             return "+".join(tags)
     if _dot_sees_nonfinite(rec):
-        if not _check_engine(rec, engine, _tol(rec), nonfinite="both"):
-            return DOT_NONFINITE
+        # NaN against inf, or (a zero factor that BLAS skips, numpy's tensordot(0.0,
+        # [inf], axes=0) beside an elementwise product's 0 * inf) NaN against 0.
+        for nonfinite in ("both", "either"):
+            if not _check_engine(rec, engine, _tol(rec), nonfinite=nonfinite):
+                return DOT_NONFINITE
     return None
 
 
