@@ -332,6 +332,10 @@ def reduce(f, x, p, dtype):
     result's dtype (a product of int8 is int64, wrapping as numpy's int64 does)."""
     axis, keepdims = p[:2]
     x = np.asarray(x)
+    if f is np.mean and x.ndim == 0:
+        # The mean of one value is the value, -0.0 included (as rsum's sum of it; numpy
+        # adds it to +0.0).
+        return x.astype(dtype)
     if f in (np.var, np.std) and dtype == "float32":
         # As the graph computes it: deviations and their squares in float32 (they
         # overflow there), their sums in float64.

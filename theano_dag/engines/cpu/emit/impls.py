@@ -444,33 +444,43 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     asarray = ctx.glob(np.asarray, "asarray")
     unsafe = ", casting='unsafe'" if natural != od else ""
     chain = len(ufs) > 1
+    # Inputs of another dtype than the one loop that computes in the work dtype: the
+    # ufunc converts them as it goes (dtype=, in buffers), as astype's unsafe cast
+    # would, where a converted copy of the whole input was made first (a uint8 image's
+    # int16 copy, twice its bytes, at every call without a C compiler).
+    convert = ""
+    if any(a.cast for a in args) and len(set(work)) == 1 and natural == work[0]:
+        convert = f", dtype={ctx.glob(np.dtype(work[0]), 'D')}, casting='unsafe'"
+        unsafe = ""
 
     def expr(a, ins):
         if a.const is not None:
             return a.const
         name = ins[a.value]
-        return f"{name}.astype({a.cast})" if a.cast else name
+        return f"{name}.astype({a.cast})" if a.cast and not convert else name
 
     def finish(e):
         if out_ndim == 0:
             return f"{asarray}({e}, {odn})"
         return f"{e}.astype({odn})" if natural != od else e
 
+    def fresh(uf, ufn, es):
+        return f"{ufn}({', '.join(es)}{convert})" if convert else _fresh_call(uf, ufn, es)
+
     def emit(ins, outs, target):
         o = outs[0]
         es = [expr(a, ins) for a in args]
+        kw = unsafe + convert
         if not chain:
             if target is not None:
-                return [f"{o} = {ufns[0]}({', '.join(es)}, out={target}{unsafe})"]
-            return [f"{o} = {finish(_fresh_call(ufs[0], ufns[0], es))}"]
+                return [f"{o} = {ufns[0]}({', '.join(es)}, out={target}{kw})"]
+            return [f"{o} = {finish(fresh(ufs[0], ufns[0], es))}"]
         if target is not None:
-            lines = [f"{o} = {ufns[0]}({es[0]}, {es[1]}, out={target}{unsafe})"]
-            lines += [f"{u}({o}, {e}, out={o}{unsafe})" for u, e in zip(ufns[1:], es[2:])]
+            lines = [f"{o} = {ufns[0]}({es[0]}, {es[1]}, out={target}{kw})"]
+            lines += [f"{u}({o}, {e}, out={o}{kw})" for u, e in zip(ufns[1:], es[2:])]
             return lines
-        lines = [f"{o} = {_fresh_call(ufs[0], ufns[0], es[:2])}"]
-        lines += [
-            f"{o} = {_fresh_call(uf, u, [o, e])}" for uf, u, e in zip(ufs[1:], ufns[1:], es[2:])
-        ]
+        lines = [f"{o} = {fresh(ufs[0], ufns[0], es[:2])}"]
+        lines += [f"{o} = {fresh(uf, u, [o, e])}" for uf, u, e in zip(ufs[1:], ufns[1:], es[2:])]
         if out_ndim == 0 or natural != od:
             lines.append(f"{o} = {finish(o)}")
         return lines
