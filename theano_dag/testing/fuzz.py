@@ -172,7 +172,6 @@ LARGE_SHARE = 0.25
 MAX_ELEMENTS = 20_000
 #: Why generation turned ops down (op, reason): a diagnostic of the generator's reach.
 REJECTED: Counter = Counter()
-TYPES_SEEN = []
 
 
 # -- numpy's side: helpers the numpy templates call (copied into reproducers) ----------
@@ -524,6 +523,10 @@ def _compare(name, ufunc):
     return (2, f"tt.{name}({{0}}, {{1}})", f"np.{ufunc}({{0}}, {{1}})")
 
 
+_SET_SUB = (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})")
+_INC_SUB = (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})")
+
+
 # name: (arity, graph template, numpy template). A template is a format string (``{0}``,
 # ``{1}``: the args; ``{p}``: the op's parameter; ``{d}``: the node's dtype, numpy's side
 # only) or a function of (arg names, parameter, dtype) giving the text.
@@ -571,8 +574,8 @@ OPS = {
         "{0}[tt.constant(np.array({p!r}, 'int64')) % {0}.shape[0]]",
         "{0}[np.array({p!r}, 'int64') % {0}.shape[0]]",
     ),
-    "set_sub": (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})"),
-    "inc_sub": (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})"),
+    "set_sub": _SET_SUB,
+    "inc_sub": _INC_SUB,
     "T": (1, "{0}.T", "{0}.T"),
     "addaxis": (1, "{0}.dimshuffle({p})", "{0}[None]"),
     "flatten": (1, "{0}.flatten()", "{0}.reshape(-1)"),
@@ -757,9 +760,10 @@ OPS = {
         "var1({0}, {p!r}, '{d}')",
     ),
     "isclose": (2, "tt.isclose({0}, {1})", "np.isclose({0}, {1})"),
-    # Slices of negative steps set or incremented (by a 0-d value).
-    "set_subr": (2, "tt.set_subtensor({0}[{p}], {1})", "setsub({0}, '{p}', {1})"),
-    "inc_subr": (2, "tt.inc_subtensor({0}[{p}], {1})", "incsub({0}, '{p}', {1})"),
+    # Slices of negative steps set or incremented (by a 0-d value): set_sub's and
+    # inc_sub's, under names of their own so that the default draw keeps its slices.
+    "set_subr": _SET_SUB,
+    "inc_subr": _INC_SUB,
     # A matrix read and incremented at pairs of index vectors (broadcast together; a
     # repeated pair adds twice).
     "adv2": (
@@ -806,7 +810,7 @@ UNARY = frozenset(
 #: Reductions of p = (axis, keepdims) (``sumd``: and a dtype).
 REDUCTIONS = frozenset(
     {"prod", "mean", "var", "std", "min", "maxk", "argmax", "argmin", "all", "any", "sumd"}
-    | {"suma"}
+    | {"suma", "logsumexp"}
 )
 #: Ops whose params are chosen from their operands' dims: none fits, no graph.
 NEEDS_PARAM = frozenset(
@@ -1032,7 +1036,7 @@ def _result_dims(op, dims, dtypes, param):
     if op == "takec":
         # A length of its own: a token no other dims share ("#3": three rows).
         return (f"#{len(param)}",) + tuple(d0[1:]) if d0 else None
-    if op in ("set_sub", "inc_sub"):
+    if op in ("set_sub", "inc_sub", "set_subr", "inc_subr"):
         if not d0 or d0[0] == 1 or dims[1] != ():
             return None
         if np.dtype(dtypes[1]).itemsize > np.dtype(dtypes[0]).itemsize or (
@@ -1059,6 +1063,13 @@ def _reduced(d, axis, keepdims):
     if keepdims:
         return tuple(1 if k in axes else t for k, t in enumerate(d))
     return tuple(t for k, t in enumerate(d) if k not in axes)
+
+
+def _masked(d, axis):
+    """Whether ``axis`` (None: every axis) of dims ``d`` is a masked length, which may be
+    0: nothing for a max to take."""
+    axes = range(len(d)) if axis is None else [axis % len(d)] if d else []
+    return any("?" in str(d[a]) for a in axes)
 
 
 def _tensordot_dims(d0, d1, axes):
@@ -1095,12 +1106,9 @@ def _result_dims_more(op, dims, dtypes, param):
         axis, keepdims = param[:2]
         if not d0 and axis is not None:
             return None
-        out = _reduced(d0, axis, keepdims)
-        if op in ("min", "maxk", "argmax", "argmin") and d0:
-            axes = range(len(d0)) if axis is None else [axis % len(d0)]
-            if any("?" in str(d0[a]) for a in axes):
-                return None  # a masked length may be 0
-        return out
+        if op in ("min", "maxk", "argmax", "argmin") and _masked(d0, axis):
+            return None
+        return _reduced(d0, axis, keepdims)
     if op in ("cumsum", "cumprod", "sort", "argsort"):
         if param is None:
             return (_flat(d0),) if d0 else ("#1",)
@@ -1138,7 +1146,7 @@ def _result_dims_more(op, dims, dtypes, param):
         if len(d0) != 2 or len(dims[1]) != 1 or dtypes[1] not in INDEX_DTYPES:
             return None
         return (d0[0], dims[1][0])
-    if op == "mask":
+    if op in ("mask", "flatnonzero", "unique", "nonzero_values"):
         return (f"?{param}:{_flat(d0)}",) if d0 else None
     if op in ("mask_set", "mask_inc"):
         if not d0 or dims[1] != () or _can_downcast(dtypes[0], dtypes[1]):
@@ -1186,22 +1194,14 @@ def _result_dims_extra(op, dims, dtypes, param):
             return None
         return d0
     if op == "ptp":
-        if not d0 and param is not None:
+        if (not d0 and param is not None) or _masked(d0, param):
             return None
-        axes = range(len(d0)) if param is None else [param % len(d0)]
-        if any("?" in str(d0[a]) for a in axes):
-            return None  # a masked length may be 0
         return _reduced(d0, param, False)
-    if op == "logsumexp":
-        axis, keepdims = param
-        return None if not d0 and axis is not None else _reduced(d0, axis, keepdims)
     if op == "diff":
         n, axis = param
         return d0[:axis] + (f"df({d0[axis]},{n})",) + d0[axis + 1 :] if d0 else None
     if op == "searchsorted":
         return tuple(dims[1]) if len(d0) == 1 else None
-    if op in ("flatnonzero", "unique"):
-        return (f"?{param}:{_flat(d0)}",) if d0 else None
     if op == "bincount":
         return (f"?{param}:#5",) if len(d0) == 1 and dtypes[0] in INTS else None
     if op == "var1":
@@ -1211,10 +1211,6 @@ def _result_dims_extra(op, dims, dtypes, param):
         return _reduced(d0, axis, keepdims)
     if op == "isclose":
         return _broadcast(d0, dims[1]) if set(dtypes) <= set(FLOATS) else None
-    if op in ("set_subr", "inc_subr"):
-        if not d0 or d0[0] == 1 or dims[1] != () or _can_downcast(dtypes[0], dtypes[1]):
-            return None
-        return d0
     if op in ("adv2", "adv2_inc"):
         if len(d0) != 2 or any(
             len(d) != 1 or dt not in INDEX_DTYPES for d, dt in zip(dims[1:3], dtypes[1:3])
@@ -1228,8 +1224,6 @@ def _result_dims_extra(op, dims, dtypes, param):
         return d0
     if op == "arange":
         return (d0[0],) if d0 else None
-    if op == "nonzero_values":
-        return (f"?{param}:{_flat(d0)}",) if d0 else None
     raise KeyError(op)
 
 
@@ -1337,7 +1331,7 @@ def _param_more(op, rng, dims, dtypes, values="default"):
         return (int(rng.choice([2, 3])), _axis(rng, n, 0.3) if n else None)
     if op == "tile":
         return tuple(int(r) for r in rng.choice([1, 2, 3], n)) if n else None
-    if op == "mask":
+    if op in ("mask", "flatnonzero", "unique", "nonzero_values", "bincount"):
         return int(rng.integers(1_000_000))  # names its length's token
     if op == "tensordot":
         d0, d1 = dims
@@ -1364,12 +1358,8 @@ def _param_extra(op, rng, dims):
         return tuple(int(k) for k in rng.choice(n, 2, replace=False)) if n >= 2 else None
     if op in ("tril", "triu"):
         return int(rng.choice([-1, 0, 1])) if n == 2 else None
-    if op == "logsumexp":
-        return (_axis(rng, n), bool(rng.random() < 0.4))
     if op == "diff":
         return (int(rng.choice([1, 2])), _axis(rng, n, 0.0)) if n else None
-    if op in ("flatnonzero", "unique", "bincount", "nonzero_values"):
-        return int(rng.integers(1_000_000))  # names its length's token
     if op == "var1":
         return (_axis(rng, n), bool(rng.random() < 0.4)) if n else None
     if op in ("set_subr", "inc_subr"):
@@ -1490,7 +1480,7 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
         if not fits:
             return None
         args[1] = _pick(rng, fits)
-    elif op in ("set_sub", "inc_sub", "mask_set", "mask_inc"):
+    elif op in ("set_sub", "inc_sub", "mask_set", "mask_inc", "set_subr", "inc_subr"):
         zero_d = [k for k, d in enumerate(dims) if d == ()]
         if not zero_d:
             return None
@@ -1525,10 +1515,6 @@ def _args(op, rng, nodes, dims, dtypes, chain=0.0):
             return None
         fits = [k for k in floats if _broadcast(dims[k], dims[args[0]]) is not None]
         args[1] = _pick(rng, fits)
-    elif op in ("set_subr", "inc_subr"):
-        args[1] = _pick(rng, [k for k, d in enumerate(dims) if d == ()])
-        if args[1] is None:
-            return None
     elif op == "bincount":
         args[0] = _pick(rng, [k for k, d in enumerate(dims) if len(d) == 1 and dtypes[k] in INTS])
         if args[0] is None:
@@ -1691,8 +1677,6 @@ def generate(rng, max_ops=8, grad=False, values="default", lazy=False, extra=Fal
             d = tuple("#1" if t == 1 and not b else t for t, b in zip(d, sym.type.broadcastable))
         if sample.dtype != sym.dtype or sym.type.broadcastable != tuple(x == 1 for x in d):
             REJECTED[op, "types"] += 1
-            if op in EXTRA_OPS:
-                TYPES_SEEN.append((op, sample.dtype, sym.type, d))
             continue
         if op in ("isnan", "isinf") and dtypes[args[0]] not in FLOATS and 1 in d:
             # Refused as when an integer's isnan (an alloc of its shape) lost its length-1
@@ -1821,14 +1805,12 @@ FLOAT_TO_INT = ("cast", "cast_grow", "cast_in_range", "iround")
 #: The float ops as discontinuous as a cast, where the dividend crosses a multiple of the
 #: divisor: a float64 product of 1e30 one ulp apart, modulo an int64 of 2**60, differs by
 #: as much as the divisor (fuzz --values wide, seed 14, graph 1502).
-FLOAT_STEPS = ("mod", "floordiv")
 #: And the functions with poles at the integers 0, -1, -2, ...: a float32 gamma(4) one
-#: ulp above 6, times -11265, is beside the pole at -67590 (gamma -0.0, not NaN).
-FLOAT_STEPS += ("gamma", "gammaln", "psi")
-#: And the periodic functions of floats whose ulp is beyond their period: the cos of
+#: ulp above 6, times -11265, is beside the pole at -67590 (gamma -0.0, not NaN). And
+#: the periodic functions of floats whose ulp is beyond their period: the cos of
 #: gammaln(5.86e18), 2.47e20 in scipy and one ulp (32768) apart in C's lgamma, is 0.89
 #: in one and -0.09 in the other.
-FLOAT_STEPS += ("sin", "cos", "tan")
+FLOAT_STEPS = ("mod", "floordiv", "gamma", "gammaln", "psi", "sin", "cos", "tan")
 #: Comparisons are steps too where a float operand ties: numpy's float32 sigmoid of
 #: 1.2078809e-07, 1 / (1 + exp(-x)), is 0.5, the correctly rounded one (C's) 0.50000006,
 #: so ``neq`` of them and 0.5 differ (seed 57, graph 49).

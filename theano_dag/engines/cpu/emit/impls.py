@@ -442,7 +442,6 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     ufns = [ctx.glob(uf, uf.__name__) for uf in ufs]
     odn = ctx.glob(np.dtype(od), "D")
     asarray = ctx.glob(np.asarray, "asarray")
-    unsafe = ", casting='unsafe'" if natural != od else ""
     chain = len(ufs) > 1
     # Inputs of another dtype than the one loop that computes in the work dtype: the
     # ufunc converts them as it goes (dtype=, in buffers), as astype's unsafe cast
@@ -451,7 +450,8 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     convert = ""
     if any(a.cast for a in args) and len(set(work)) == 1 and natural == work[0]:
         convert = f", dtype={ctx.glob(np.dtype(work[0]), 'D')}, casting='unsafe'"
-        unsafe = ""
+    # The keywords of a call into a target (casting='unsafe' once: into od).
+    kw = convert or (", casting='unsafe'" if natural != od else "")
 
     def expr(a, ins):
         if a.const is not None:
@@ -470,7 +470,6 @@ def elementwise_step(ctx, node, sop, items, in_dtypes, out_id, od, out_ndim):
     def emit(ins, outs, target):
         o = outs[0]
         es = [expr(a, ins) for a in args]
-        kw = unsafe + convert
         if not chain:
             if target is not None:
                 return [f"{o} = {ufns[0]}({', '.join(es)}, out={target}{kw})"]
