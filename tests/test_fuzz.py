@@ -905,3 +905,79 @@ def test_a_gradient_check_skips_numpy_values_no_output_needs():
         dtypes=["float64"] * 9, nonfinite=False, sizes=0, values="default", lengths="default",
     )  # fmt: skip
     assert fuzz.check_grad(rec) == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint16", "int64", "bool"])
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (0, 3), (2, 1, 3), (3, 4)])
+def test_each_layout_holds_the_values_in_its_own_memory(dtype, shape):
+    x = np.arange(int(np.prod(shape)) or 0).reshape(shape).astype(dtype)
+    for how in fuzz.LAYOUT_KINDS:
+        y = fuzz.laid_out(x, how)
+        assert type(y) is np.ndarray and y.shape == x.shape and y.dtype == x.dtype, how
+        assert np.array_equal(y, x) and not np.shares_memory(y, x), how
+        assert y.flags.writeable == (how != "readonly"), how
+    big = x.ndim >= 2 and x.size > 1
+    assert fuzz.laid_out(x, "fortran").flags.f_contiguous
+    assert not big or not fuzz.laid_out(x, "fortran").flags.c_contiguous
+    assert not x.ndim or all(s <= 0 for s in fuzz.laid_out(x, "reversed").strides)
+    if x.size > 1:
+        assert not fuzz.laid_out(x, "strided").flags.c_contiguous
+    if x.dtype.itemsize > 1 and x.size:
+        assert not fuzz.laid_out(x, "unaligned").flags.aligned
+    if x.ndim == 3:
+        # (2, 1, 3) stored as (1, 3, 2): the first axis is the innermost
+        assert fuzz.laid_out(x, "rotated").strides == (x.itemsize, 6 * x.itemsize, 2 * x.itemsize)
+        assert fuzz.laid_out(x, "odd_unit_strides").strides[1] == 1 << 20
+
+
+def test_a_strided_layout_leaves_gaps_that_show_when_read():
+    y = fuzz.laid_out(np.arange(3.0), "strided")
+    base = np.lib.stride_tricks.as_strided(y, (6,), (8,))
+    assert np.isnan(base[1::2]).all()
+
+
+def test_mixed_layouts_call_the_same_graphs_with_other_arrays():
+    rng = np.random.default_rng(4)
+    rec = dataclasses.replace(fuzz.generate(rng), layouts="mixed")
+    inputs = [k for k, n in enumerate(rec.nodes) if n[0] == "input"]
+    drawn = {fuzz._layout_of(rec, call, k) for call in (0, 1) for k in inputs}
+    assert drawn <= set(fuzz.LAYOUT_KINDS) and len(drawn) >= 2
+    assert fuzz._layout_of(dataclasses.replace(rec, layouts="default"), 0, inputs[0]) == "c"
+    with pytest.raises(ValueError, match="layouts must be one of"):
+        fuzz.run(1, layouts="diagonal")
+
+
+def test_mixed_layout_graphs_agree_with_numpy_on_every_engine():
+    # Each input given Fortran-ordered, reversed, strided, rotated, read-only, unaligned
+    # or with odd strides on its unit axes: the C kernels, the planned and poisoned
+    # blocks and OpenCL's uploads read them as numpy does, and never write them.
+    out = io.StringIO()
+    engines = [e for e in fuzz.available_engines() if e not in ("cpu_safe", "cpu_late_c")]
+    failures = fuzz.run(
+        40, seed=103, engines=engines, c_every=2, opencl_every=4, out=out, layouts="mixed"
+    )
+    assert failures == [], out.getvalue()
+    failures = fuzz.run(30, seed=104, engines=["py", "cpu_c"], c_every=1, out=out,
+                        layouts="mixed", extra=True, values="wide")  # fmt: skip
+    assert failures == [], out.getvalue()
+    assert fuzz.run_grads(12, seed=103, out=out, layouts="mixed") == [], out.getvalue()
+
+
+def test_a_mixed_layout_reproducer_lays_its_arrays_out_and_runs_alone():
+    rng = np.random.default_rng(9)
+    rec = dataclasses.replace(fuzz.generate(rng), layouts="mixed")
+    script = fuzz.reproducer(rec, "cpu_c")
+    assert "def laid_out(" in script and "got = f(laid_out(" in script
+    code, printed = _run_script(script)
+    assert code == 0, printed
+    grec = next(
+        r
+        for r in (
+            dataclasses.replace(fuzz.generate(rng, grad=True), layouts="mixed") for _ in range(50)
+        )
+        if fuzz.differentiable(r)
+    )
+    script = fuzz.grad_reproducer(grec)
+    assert "laid_out(v, how) for v, how in zip(values, [" in script
+    code, printed = _run_script(script)
+    assert code == 0, printed

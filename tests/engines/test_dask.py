@@ -690,6 +690,36 @@ def test_empty_inputs_are_one_chunk(chunk_size):
         np.testing.assert_array_equal(np.asarray(s.get_value()), np.zeros((0, 20_000_000)))
 
 
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_max_and_min_of_empty_values_are_numpys_or_raise_as_numpy(chunking, dtype):
+    # dask.array's max over axis 0 of a (0, 3) array gave an empty array (numpy raises:
+    # the 3 maxima do not exist), and over axis 1 raised (numpy's is empty).
+    x = tt.matrix("x", dtype=dtype)
+    mode = Mode(linker=DaskLinker(chunks=CHUNKINGS[chunking], **SYNC))
+    cases = [
+        (tt.max(x, axis=0), lambda v: np.max(v, axis=0)),
+        (tt.max(x, axis=1), lambda v: np.max(v, axis=1)),
+        (tt.min(x, axis=-1, keepdims=True), lambda v: np.min(v, axis=-1, keepdims=True)),
+        (tt.min(x, axis=0) * 2, lambda v: np.min(v, axis=0)),
+        (tt.max(x), np.max),
+    ]
+    for out, numpys in cases:
+        f = theano_dag.function([x], out, mode=mode)
+        ref = theano_dag.function([x], out, mode=REF)
+        for shape in [(0, 3), (0, 1), (3, 0), (1, 0), (0, 0), (2, 3)]:
+            v = (np.arange(np.prod(shape)).reshape(shape) % 3).astype(dtype)
+            try:
+                numpys(v)
+            except ValueError as e:
+                with pytest.raises(ValueError, match=re.escape(str(e))):
+                    f(v)
+                continue
+            got, want = np.asarray(f(v)), ref(v)
+            assert got.shape == want.shape and got.dtype == want.dtype, (out, shape)
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("chunks", [-1, 2])
 def test_outputs_of_one_value_are_distinct_arrays(chunks):
     # function([x], [x, x]) copies x twice; Dask computes the two equal copies once,

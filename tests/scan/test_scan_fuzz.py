@@ -178,3 +178,19 @@ def test_a_float32_loops_finite_differences_are_taken_in_float64():
         [("m", "float64"), ("v", "float64")],
     )
     assert scan_fuzz.check_grad(rec, ["py", "cpu"]) == []
+
+
+def test_mixed_layouts_give_loops_arrays_of_other_layouts_with_numpys_values():
+    rng = np.random.default_rng(3)
+    recs = [scan_fuzz.generate(rng) for _ in range(4)]
+    for rec in recs:
+        mixed = scan_fuzz.replace(rec, layouts="mixed")
+        vals = scan_fuzz.input_values(mixed, 0)
+        names = sorted(vals)
+        args = scan_fuzz._args(mixed, 0, vals, names)
+        assert all(np.array_equal(a, vals[n]) for a, n in zip(args, names))
+        assert scan_fuzz.check(mixed, ["py", "cpu"]) == []
+        if scan_fuzz.differentiable(mixed):
+            assert scan_fuzz.check_grad(mixed, ["cpu"]) == []
+    with pytest.raises(ValueError, match="layouts must be one of"):
+        scan_fuzz.run(1, layouts="diagonal")

@@ -919,8 +919,9 @@ class Recipe:
     indices), ``update`` (the node giving the shared variable's next value, or None),
     the ``seed`` of the input values, whether they include non-finite ones, which
     of :data:`SIZE_SETS` gives the lengths (``lengths``: :data:`EDGE_SIZES` instead of
-    the first, :data:`LENGTHS`), and the ``values`` distribution (:data:`VALUES`) of its
-    integer inputs and constants."""
+    the first, :data:`LENGTHS`), the ``values`` distribution (:data:`VALUES`) of its
+    integer inputs and constants, and how its inputs' arrays are laid out in memory
+    (``layouts``, :data:`LAYOUTS`)."""
 
     nodes: list
     outputs: list
@@ -932,6 +933,7 @@ class Recipe:
     sizes: int = 0  # the index of the lengths in SIZE_SETS
     values: str = "default"  # the value distribution (VALUES)
     lengths: str = "default"  # a small recipe's lengths (LENGTHS)
+    layouts: str = "default"  # the inputs' memory layouts (LAYOUTS)
 
     @property
     def shared_index(self):
@@ -1768,6 +1770,82 @@ def input_value(seed, shape, dtype, special, values="default"):
     return v
 
 
+#: How a recipe's input arrays are laid out: ``"default"``, C order (what every cited
+#: seed means); ``"mixed"``, each input of each call in one of :data:`LAYOUT_KINDS`,
+#: drawn from its value's seed (:func:`laid_out`).
+LAYOUTS = ("default", "mixed")
+LAYOUT_KINDS = (
+    "c",
+    "fortran",
+    "reversed",
+    "strided",
+    "rotated",
+    "readonly",
+    "unaligned",
+    "odd_unit_strides",
+)
+
+
+def laid_out(x, how):
+    """A new array of ``x``'s values, laid out in memory as ``how`` says: ``"c"``, C
+    order; ``"fortran"``; ``"reversed"``, every stride negative; ``"strided"``, every
+    other element of each axis of a larger array (the gaps hold a value that shows if
+    read: NaN, or the dtype's max); ``"rotated"``, the first axis stored last;
+    ``"readonly"``, not writeable; ``"unaligned"``, at an odd address; and
+    ``"odd_unit_strides"``, its axes of length 1 (and all of an empty array's) with
+    strides no contiguous layout has (0, and a large one), as numpy's broadcasts and
+    slices make them.
+
+    >>> y = laid_out(np.arange(6.0).reshape(2, 3), "reversed")
+    >>> y.strides, y.tolist()
+    ((-24, -8), [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    """
+    x = np.asarray(x)
+    if x.ndim == 0 and how in ("fortran", "strided"):  # (numpy's would make it 1-d, or a scalar)
+        return x.copy()
+    if how == "fortran":
+        return np.asfortranarray(x.copy())
+    if how == "reversed":
+        return np.flip(np.flip(x).copy()) if x.ndim else x.copy()
+    if how == "strided":
+        fill = (
+            np.nan
+            if x.dtype.kind in "fc"
+            else (True if x.dtype.kind == "b" else np.iinfo(x.dtype).max)
+        )
+        big = np.full(tuple(2 * n for n in x.shape), fill, x.dtype)
+        y = big[(slice(None, None, 2),) * x.ndim]
+        y[...] = x
+        return y
+    if how == "rotated":
+        return np.moveaxis(np.moveaxis(x, 0, -1).copy(order="C"), -1, 0) if x.ndim else x.copy()
+    if how == "readonly":
+        y = x.copy()
+        y.flags.writeable = False
+        return y
+    if how == "unaligned":
+        buf = np.zeros(x.nbytes + x.itemsize + 1, np.uint8)
+        y = buf[1 : 1 + x.nbytes].view(x.dtype).reshape(x.shape)
+        y[...] = x
+        return y
+    if how == "odd_unit_strides":
+        y = x.copy()
+        odd = [
+            (1 << 20 if j % 2 else 0) if n == 1 or y.size == 0 else s
+            for j, (n, s) in enumerate(zip(y.shape, y.strides))
+        ]
+        return np.lib.stride_tricks.as_strided(y, y.shape, odd)
+    return x.copy()
+
+
+def _layout_of(rec, call, k):
+    """The layout (:data:`LAYOUT_KINDS`) of input ``k``'s array in call ``call``."""
+    if rec.layouts == "default":
+        return "c"
+    rng = np.random.default_rng([_seed_of(rec, call, k), 17])
+    return LAYOUT_KINDS[int(rng.integers(len(LAYOUT_KINDS)))]
+
+
 def _seed_of(rec, call, k):
     """The seed of node ``k``'s value in call ``call`` of ``rec``."""
     return (rec.seed * 1_000_003 + call * 7_919 + k) % 2**32
@@ -2331,7 +2409,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
         for call, v in enumerate(vals):
             if s is not None:
                 v = {**v, s: state}
-            args = [v[k].copy() for k in inputs]
+            args = [laid_out(v[k], _layout_of(rec, call, k)) for k in inputs]
             try:
                 want = reference(rec, v, only=needed)
             except (ValueError, IndexError) as e:  # an empty value's max, an index past it
@@ -2520,7 +2598,7 @@ def check_grad(rec, mode=None, eps=1e-6, tol=1e-5) -> list:
         return []
     if not np.isfinite(costs(env)).all():
         return []  # a wide integer made an infinity (exp2 of 2**64 - 2): nothing to measure
-    got = f(*[vals[k] for k in inputs + given])
+    got = f(*[laid_out(vals[k], _layout_of(rec, 0, k)) for k in inputs + given])
     problems = []
     for k, g in zip(inputs, got):
         # Central differences of large terms round by as much (over eps).
@@ -2697,6 +2775,7 @@ def _script_head(rec, title, flags):
     if cast in helpers:
         lines.append("from theano_dag.scalar import cast_array")
     wide = [wrap_values] if rec.values != "default" else []
+    wide += [laid_out] if rec.layouts != "default" else []
     for h in wide + [input_value, close, _report] + helpers:
         lines += ["", "", _SOURCES[h.__name__]]
     lines += ["", ""]
@@ -2727,7 +2806,7 @@ def _script_head(rec, title, flags):
 # The helpers' text, read once: a run outlives edits of this file.
 _SOURCES = {
     h.__name__: textwrap.dedent(inspect.getsource(h)).rstrip()
-    for h in (wrap_values, input_value, close, _report) + _NP_HELPERS
+    for h in (wrap_values, laid_out, input_value, close, _report) + _NP_HELPERS
 }
 
 
@@ -2758,7 +2837,13 @@ def reproducer(rec, engine) -> str:
         body.append(f"# call {call}: lengths {_call_sizes(rec)[call]}")
         body += _input_values(rec, call, inputs)
         args = [f"{_name(k)}_value" for k in inputs]
-        body.append(f"got = f({', '.join(a + '.copy()' for a in args)})")
+        laid = [
+            f"{a}.copy()"
+            if rec.layouts == "default"
+            else f"laid_out({a}, {_layout_of(rec, call, k)!r})"
+            for a, k in zip(args, inputs)
+        ]
+        body.append(f"got = f({', '.join(laid)})")
         state_arg = ["state"] if s is not None else []
         body.append(f"want, new_state = numpy_values({', '.join(args + state_arg)})")
         if s is not None and rec.update is not None:
@@ -2804,10 +2889,14 @@ def grad_reproducer(rec, eps=1e-6, tol=1e-5) -> str:
         "",
     ]
     lines += _input_values(rec, 0, inputs)
+    args = "[v.copy() for v in values]"
+    if rec.layouts != "default":
+        hows = [_layout_of(rec, 0, k) for k in inputs]
+        args = f"[laid_out(v, how) for v, how in zip(values, {hows!r})]"
     lines += [
         f"values = [{', '.join(_name(k) + '_value' for k in inputs)}]",
         "bad = 0",
-        "for k, g in enumerate(f(*[v.copy() for v in values])):",
+        f"for k, g in enumerate(f(*{args})):",
         "    num = np.zeros_like(values[k])",
         "    for i in np.ndindex(values[k].shape):",
         "        up = [v.copy() for v in values]",
@@ -2839,17 +2928,29 @@ def _check_grad_on(rec, engine):
         return check_grad(rec, mode=_mode(engine))
 
 
-def run_grads(n, seed=0, out=sys.stdout, engines=None, values="default", lazy=False, extra=False):
+def run_grads(
+    n,
+    seed=0,
+    out=sys.stdout,
+    engines=None,
+    values="default",
+    lazy=False,
+    extra=False,
+    layouts="default",
+):
     """Check the gradients of ``n`` differentiable recipes from ``seed`` on each of
     ``engines`` (names of :data:`ENGINES`; default: the default mode only), drawn with
-    ``values`` (:data:`VALUES`); the failures as ``(index, "grad" or "grad:<engine>",
+    ``values`` (:data:`VALUES`), their inputs laid out as ``layouts`` says
+    (:data:`LAYOUTS`); the failures as ``(index, "grad" or "grad:<engine>",
     problems, recipe)``."""
     rng = np.random.default_rng(seed)
     failures, done = [], 0
     while done < n:
         if done and done % 100 == 0:
             print(f"# {done} gradient graphs, {len(failures)} failing", file=out, flush=True)
-        rec = generate(rng, grad=True, values=values, lazy=lazy, extra=extra)
+        rec = replace(
+            generate(rng, grad=True, values=values, lazy=lazy, extra=extra), layouts=layouts
+        )
         if not differentiable(rec):
             continue
         for engine in engines or [None]:
@@ -2901,6 +3002,7 @@ def run(
     lengths="default",
     lazy=False,
     extra=False,
+    layouts="default",
 ):
     """Check recipes ``start`` to ``n - 1`` from ``seed``; the C engines on every
     ``c_every``-th graph and OpenCL on every ``opencl_every``-th (each compiles a
@@ -2911,18 +3013,23 @@ def run(
     before running it (to find the graph that ends the process). ``values``: the value
     distribution (:data:`VALUES`; ``"wide"``: integers where their arithmetic wraps).
     ``lengths``: the small recipes' lengths (:data:`LENGTHS`; ``"edge"``:
-    :data:`EDGE_SIZES`, the same graphs as the default's).
+    :data:`EDGE_SIZES`, the same graphs as the default's). ``layouts``: the inputs'
+    memory layouts (:data:`LAYOUTS`; ``"mixed"``: the same graphs and values, each input
+    array in a layout of :data:`LAYOUT_KINDS`).
     ``function_cache_counts`` (a Counter, when given): each graph is also compiled with
     the cache of optimized graphs and compared with its compile without it
     (:func:`check_function_cache`, whose counts it adds up); a difference is a failure
     of engine ``cache:<engine>``, never classified."""
     if lengths not in LENGTHS:
         raise ValueError(f"lengths must be one of {LENGTHS}, not {lengths!r}")
+    if layouts not in LAYOUTS:
+        raise ValueError(f"layouts must be one of {LAYOUTS}, not {layouts!r}")
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures = []
     for i in range(n):
-        rec = replace(generate(rng, values=values, lazy=lazy, extra=extra), lengths=lengths)
+        rec = generate(rng, values=values, lazy=lazy, extra=extra)
+        rec = replace(rec, lengths=lengths, layouts=layouts)
         if i < start:
             continue
         if i > start and i % 100 == 0:
@@ -3027,6 +3134,14 @@ def main(argv=None):
         "give numpy's values, or raise where numpy raises",
     )
     ap.add_argument(
+        "--layouts",
+        choices=LAYOUTS,
+        default="default",
+        help="default: C-ordered input arrays; mixed: each input of each call Fortran-"
+        "ordered, reversed, strided, rotated, read-only, unaligned or with odd strides on "
+        "its unit axes (LAYOUT_KINDS; the same graphs and values)",
+    )
+    ap.add_argument(
         "--dask-cluster",
         type=int,
         default=0,
@@ -3088,6 +3203,7 @@ def _fuzz(a):
             lengths=a.lengths,
             lazy=a.lazy,
             extra=a.extra_ops,
+            layouts=a.layouts,
         )
         t1 = time.perf_counter()
         grad_failures = run_grads(
@@ -3097,6 +3213,7 @@ def _fuzz(a):
             values=a.values,
             lazy=a.lazy,
             extra=a.extra_ops,
+            layouts=a.layouts,
         )
     except Exception:
         traceback.print_exc()
@@ -3106,7 +3223,8 @@ def _fuzz(a):
         f"{a.n - a.start} {a.values}{' lazy' if a.lazy else ''}"
         f"{' extra' if a.extra_ops else ''} graphs (seed {a.seed}, "
         f"{a.start} to {a.n - 1}"
-        f"{', edge lengths' if a.lengths == 'edge' else ''}), engines "
+        f"{', edge lengths' if a.lengths == 'edge' else ''}"
+        f"{', mixed layouts' if a.layouts == 'mixed' else ''}), engines "
         f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
         f"classified by tag ({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
         f"{t1 - t0:.0f} s; {n_grads} gradient graphs (seed {grad_seed}): "

@@ -56,7 +56,7 @@ from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import grad
 from theano_dag.ifelse import ifelse
 from theano_dag.scan import scan, scan_checkpoints
-from theano_dag.testing.fuzz import _host, engine_context
+from theano_dag.testing.fuzz import LAYOUT_KINDS, LAYOUTS, _host, engine_context, laid_out
 
 __all__ = [
     "Recipe",
@@ -135,6 +135,8 @@ class Recipe:
     #: 0: ``scan``; N > 0: ``scan_checkpoints(..., save_every_N=N)``, whose outputs
     #: are the last step of each chunk of N steps.
     checkpoints: int = 0
+    #: How the input arrays are laid out in memory (:data:`theano_dag.testing.fuzz.LAYOUTS`).
+    layouts: str = "default"
 
     @property
     def is_int(self):
@@ -523,6 +525,16 @@ def input_values(rec, call):
     return vals
 
 
+def _args(rec, call, vals, names):
+    """The arrays of call ``call``'s inputs ``names``: copies of ``vals``, laid out in
+    memory as ``rec.layouts`` says (one of :data:`~theano_dag.testing.fuzz.LAYOUT_KINDS`
+    per input, drawn from the recipe's seed, with ``"mixed"``)."""
+    if rec.layouts == "default":
+        return [vals[n].copy() for n in names]
+    r = np.random.default_rng([rec.seed, call, 17])
+    return [laid_out(vals[n], LAYOUT_KINDS[int(r.integers(len(LAYOUT_KINDS)))]) for n in names]
+
+
 def _squash(x, dtype, is_int, graph, e=None):
     """What a state's new value goes through so that the loop stays bounded (a value
     read as it is, ``e`` a leaf, is only cast: a step that returns its input)."""
@@ -841,7 +853,7 @@ def _check_engine(rec, name, dtypes):
         for call in (0, 1):
             vals = input_values(rec, call)
             want, new_state = reference(rec, vals, dtypes, state)
-            args = [vals[n].copy() for n in b.names]
+            args = _args(rec, call, vals, b.names)
             try:
                 got = [_host(g) for g in f(*args)]
             except ValueError as e:
@@ -973,7 +985,7 @@ def check_grad(rec, engines):
                 # ignores is then disconnected, and its gradient zero, as numpy's.
                 gs = grad(cost, wrt, disconnected_inputs="ignore")
                 f = function(b.inputs, gs, mode=ENGINES[name][0](), on_unused_input="ignore")
-                got = [_host(g) for g in f(*[vals[n].copy() for n in b.names])]
+                got = [_host(g) for g in f(*_args(rec, 0, vals, b.names))]
             except Exception as e:
                 problems.append((name, f"grad raised {type(e).__name__}: {e}"))
                 continue
@@ -1149,18 +1161,30 @@ def available_engines():
 
 
 def run(
-    n, seed=0, engines=None, opencl_every=10, grads=True, out=sys.stdout, start=0, hang_after=0
+    n,
+    seed=0,
+    engines=None,
+    opencl_every=10,
+    grads=True,
+    out=sys.stdout,
+    start=0,
+    hang_after=0,
+    layouts="default",
 ):
     """Check recipes ``start`` to ``n - 1`` of ``seed`` (OpenCL on every
     ``opencl_every``-th); the failures as ``(index, problems, recipe)``, and the counts
     of programs run per engine. ``hang_after``: seconds after which one program counts
-    as hung (every thread's stack is printed and the process ends; 0: never)."""
+    as hung (every thread's stack is printed and the process ends; 0: never).
+    ``layouts``: the input arrays' memory layouts (``"mixed"``: the same programs and
+    values, each array in one of :data:`~theano_dag.testing.fuzz.LAYOUT_KINDS`)."""
+    if layouts not in LAYOUTS:
+        raise ValueError(f"layouts must be one of {LAYOUTS}, not {layouts!r}")
     engines = engines or available_engines()
     rng = np.random.default_rng(seed)
     failures, counts = [], {e: 0 for e in engines}
     counts["grad"] = 0
     for i in range(n):
-        rec = generate(rng)
+        rec = replace(generate(rng), layouts=layouts)
         if i < start:
             continue
         if i > start and i % 25 == 0:
@@ -1197,10 +1221,26 @@ def main(argv=None):
     ap.add_argument("--opencl-every", type=int, default=10)
     ap.add_argument("--no-grads", action="store_true")
     ap.add_argument("--hang-after", type=int, default=600, help="seconds for one program")
+    ap.add_argument(
+        "--layouts",
+        choices=LAYOUTS,
+        default="default",
+        help="mixed: each input array Fortran-ordered, reversed, strided, read-only, "
+        "unaligned... (the same programs and values)",
+    )
     a = ap.parse_args(argv)
     engines = a.engines.split(",") if a.engines else None
     t0 = time.perf_counter()
-    failures, counts = run(a.n, a.seed, engines, a.opencl_every, not a.no_grads, start=a.start)
+    failures, counts = run(
+        a.n,
+        a.seed,
+        engines,
+        a.opencl_every,
+        not a.no_grads,
+        start=a.start,
+        hang_after=a.hang_after,
+        layouts=a.layouts,
+    )
     print(
         f"{a.n - a.start} programs (seed {a.seed}): {len(failures)} failing; runs per "
         f"engine {counts}; {time.perf_counter() - t0:.0f} s"

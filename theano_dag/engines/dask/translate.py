@@ -317,10 +317,33 @@ def _reducer_name(op):
     return name
 
 
+#: The reductions without an identity, by dask.array's name: numpy's ufunc's name.
+_NO_IDENTITY = {"max": "maximum", "min": "minimum"}
+
+
+def _empty_extremum(x, axis, name, node):
+    """The max or min of an empty ``x`` (a length 0 on an axis known now) as numpy's:
+    an error where a reduced axis is empty, else an empty array of the output's shape.
+    dask.array's (2026.8) gives an empty array where numpy raises (the max over axis 0
+    of a (0, 3) array, whose 3 maxima do not exist) and raises where numpy's is empty
+    (the max over axis 1 of the same array)."""
+    axes = set(range(x.ndim)) if axis is None else {a % x.ndim for a in axis}
+    if any(x.shape[a] == 0 for a in axes):
+        raise ValueError(
+            f"zero-size array to reduction operation {_NO_IDENTITY[name]} which has no "
+            f"identity (Dask engine: {node.op} of a value of shape {x.shape})"
+        )
+    shape = tuple(n for a, n in enumerate(x.shape) if a not in axes)
+    return backend.da.zeros(shape, dtype=_out_dtype(node), chunks=-1)
+
+
 def _reduce(node, vals):
     op = node.op
     x = _as_dask(vals[0])
-    fn = getattr(backend.da, _reducer_name(op))
+    name = _reducer_name(op)
+    if name in _NO_IDENTITY and 0 in x.shape and not np.isnan(x.shape).any():
+        return [_empty_extremum(x, op.axis, name, node)]
+    fn = getattr(backend.da, name)
     axis = op.axis
     kw = {}
     if x.ndim and (axis is None or len({a % x.ndim for a in axis}) == x.ndim):
