@@ -51,7 +51,7 @@ def test_add_zero_and_mul_one():
         [x + 0, (x * 1) * y, 0 + x + 0],
         [x, x * y, x],
         vals(k=2),
-        rules(alg.local_add_zero, alg.local_mul_one),
+        rules(alg.local_add_zero, alg.local_add_zero_float, alg.local_mul_one),
     )
 
 
@@ -60,7 +60,9 @@ def test_add_zero_keeps_the_broadcast_shape():
     r = tt.drow("r")
     z = tt.zeros((3, 4))
     out = r + z
-    fg = check([r], [out], [tt.fill(z, r)], [rng.normal(size=(1, 4))], rules(alg.local_add_zero))
+    fg = check(
+        [r], [out], [tt.fill(z, r)], [rng.normal(size=(1, 4))], rules(alg.local_add_zero_float)
+    )
     assert fg.outputs[0].type == out.type
 
 
@@ -130,7 +132,13 @@ def test_float_int_div_by_one_is_floor(dtype):
 
 def test_sub_zero_and_zero_sub():
     x = tt.dvector("x")
-    check([x], [x - 0, 0 - x], [x, -x], vals(), rules(alg.local_sub_zero, alg.local_zero_sub))
+    check(
+        [x],
+        [x - 0, 0 - x],
+        [x, -x],
+        vals(),
+        rules(alg.local_sub_zero, alg.local_zero_sub, alg.local_zero_sub_float),
+    )
 
 
 def test_zero_sub_of_unsigned_ints_negates_in_the_output_dtype():

@@ -43,8 +43,10 @@ I = np.array([3, -7, 0, 5], dtype="int32")
 
 # rule, input maker, expression, expected graph, numpy, input value
 TABLE = [
-    (alg.local_add_zero, _x, lambda x: x + 0, lambda x: x, lambda x: x + 0, X),
-    (alg.local_add_zero, _x, lambda x: 0 + x, lambda x: x, lambda x: 0 + x, X),
+    (alg.local_add_zero_float, _x, lambda x: x + 0, lambda x: x, lambda x: x + 0, X),
+    (alg.local_add_zero_float, _x, lambda x: 0 + x, lambda x: x, lambda x: 0 + x, X),
+    (alg.local_add_zero, _x, lambda x: x + 0, lambda x: x + 0, lambda x: x + 0, X),  # floats: kept
+    (alg.local_add_zero, _i, lambda i: 0 + i, lambda i: i, lambda i: 0 + i, I),
     (
         alg.local_add_zero,
         _i,

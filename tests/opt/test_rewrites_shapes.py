@@ -18,6 +18,7 @@ from theano_dag.opt.rewrites.utils import value_computed
 from theano_dag.opt.tensor_opt import (
     ShapeFeature,
     local_add_specialize,
+    local_add_specialize_float,
     local_canonicalize_alloc,
     local_dimshuffle_lift,
     local_greedy_distributor,
@@ -160,10 +161,19 @@ def test_add_specialize():
     a = tt.vector("a")
     s = tt.add(tt.zeros_like(a))
     assert local_add_specialize.transform(None, s.owner)[0].type == s.type
-    x = tt.dvector("x")
-    s = tt.add(x, tt.zeros_like(x), 0)
+    x, i = tt.dvector("x"), tt.ivector("i")
+    s = tt.add(i, tt.zeros_like(i), 0)
     (new,) = local_add_specialize.transform(None, s.owner)
+    assert new is i
+    # Beside a float term a +0 goes in local_add_specialize_float (nonfinite_unsafe: the
+    # sign of a zero), a -0.0 here (x + -0.0 is x, -0.0 included).
+    s = tt.add(x, tt.zeros_like(x), 0)
+    assert not local_add_specialize.transform(None, s.owner)
+    (new,) = local_add_specialize_float.transform(None, s.owner)
     assert new is x
+    s = tt.add(x, tt.constant(-0.0))
+    (new,) = local_add_specialize.transform(None, s.owner)
+    assert new is x and not local_add_specialize_float.transform(None, s.owner)
     c = tt.constant(0, dtype="int64") + tt.constant(1, dtype="int32")
     (new,) = local_add_specialize.transform(None, c.owner)
     assert new.type == c.type and int(new.eval()) == 1

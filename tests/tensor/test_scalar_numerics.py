@@ -396,3 +396,77 @@ def test_trimmed_sweep(engine, references):
             if res.bad(spec.ulps):
                 bad.append(sweep.format_result(res, spec.ulps))
     assert not bad, "\n".join(bad)
+
+
+#: Graphs whose value's sign of zero (seen through a division, arctan2 or a pole of
+#: gamma) a rewrite that drops a zero term or negates for ``0 - x`` would change:
+#: ``-0.0 + 0.0`` is ``0.0`` and ``0.0 - 0.0`` is ``0.0``, not ``-(0.0)``.
+SIGNED_ZERO_GRAPHS = {
+    "1 / (x + 0)": (lambda x, y: 1 / (x + 0.0), lambda x, y: 1 / (x + 0.0)),
+    "1 / (0 - x)": (lambda x, y: 1 / (0.0 - x), lambda x, y: 1 / (0.0 - x)),
+    "1 / (x + y + 0)": (lambda x, y: 1 / (x + y + 0.0), lambda x, y: 1 / (x + y + 0.0)),
+    "1 / (zeros_like(x) + x)": (
+        lambda x, y: 1 / (tt.zeros_like(x) + x),
+        lambda x, y: 1 / (np.zeros_like(x) + x),
+    ),
+    "1 / (x * 0)": (lambda x, y: 1 / (x * 0.0), lambda x, y: 1 / (x * 0.0)),
+    "1 / (0 / (x - 2))": (lambda x, y: 1 / (0.0 / (x - 2)), lambda x, y: 1 / (0.0 / (x - 2))),
+    "arctan2(x + 0, -1)": (
+        lambda x, y: tt.arctan2(x + 0.0, -1.0),
+        lambda x, y: np.arctan2(x + 0.0, -1.0),
+    ),
+    "gamma(0 - x)": (lambda x, y: tt.gamma(0.0 - x), lambda x, y: _scipy_gamma(0.0 - x)),
+    # an integer's zero converts to 0.0: 0.0 - 0 is 0.0, -(0.0) is -0.0
+    "1 / (0 - int8)": (
+        lambda x, y: 1 / (tt.constant(np.zeros((), x.dtype)) - tt.cast(tt.gt(x, 5), "int8")),
+        lambda x, y: 1 / (0.0 - (x > 5).astype("int8")),
+    ),
+    "1 / (x - 0)": (lambda x, y: 1 / (x - 0.0), lambda x, y: 1 / (x - 0.0)),
+    "1 / (x + -0.0)": (lambda x, y: 1 / (x + np.float32(-0.0)), lambda x, y: 1 / (x + -0.0)),
+}
+
+
+def _scipy_gamma(x):
+    from scipy.special import gamma  # (scipy: a test extra, as for the sweep)
+
+    return gamma(x)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_without_nonfinite_unsafe_the_sign_of_a_zero_is_numpys(engine, dtype):
+    # FAST_RUN drops x + 0 and makes 0 - x a negation, as Theano's and PyTensor's do
+    # (docs/optimization.md, nonfinite_unsafe); excluded, every engine gives IEEE's sign.
+    x = np.array([-0.0, 0.0, 1.0, -3.0], dtype=dtype)
+    y = np.array([-0.0, -0.0, 4.0, 0.5], dtype=dtype)
+    make_mode, build_mode = sweep.ENGINES[engine]
+    xs, ys = tt.vector("x", dtype=dtype), tt.vector("y", dtype=dtype)
+    differs = set()
+    for name, (graph, numpys) in SIGNED_ZERO_GRAPHS.items():
+        with np.errstate(all="ignore"):
+            want = np.asarray(numpys(x, y)).astype(dtype)
+        for safe in (True, False):
+            mode = make_mode().excluding("nonfinite_unsafe") if safe else make_mode()
+            with ckernel.compile_mode(build_mode):
+                f = theano_dag.function(
+                    [xs, ys], graph(xs, ys), mode=mode, on_unused_input="ignore"
+                )
+                got = np.asarray(f(x, y))
+            assert got.dtype == want.dtype, name
+            if safe:  # the signs exactly, the finite values within float32's last bit
+                np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=name)
+                np.testing.assert_allclose(got, want, rtol=3e-7, err_msg=name)
+            elif not np.array_equal(got, want, equal_nan=True):
+                differs.add(name)
+    # ... and the default mode's rewrites are the ones the docs list.
+    assert differs == {
+        "1 / (x + 0)",
+        "1 / (0 - x)",
+        "1 / (x + y + 0)",
+        "1 / (zeros_like(x) + x)",
+        "1 / (x * 0)",
+        "1 / (0 / (x - 2))",
+        "arctan2(x + 0, -1)",
+        "gamma(0 - x)",
+        "1 / (0 - int8)",
+    }

@@ -27,9 +27,11 @@ from theano_dag.opt.rewrites.utils import (
     const_value,
     elemwise_of,
     fit,
+    has_signed_zeros,
     is_const,
     is_float,
     length_sources,
+    no_signed_zeros,
     pattern,
     scalar_op,
     single_client,
@@ -49,6 +51,7 @@ __all__ = [
     "REASSOCIATE",
     "commutative_key",
     "local_add_zero",
+    "local_add_zero_float",
     "local_mul_one",
     "local_mul_zero",
     "local_zero_div",
@@ -58,6 +61,7 @@ __all__ = [
     "local_intdiv_by_one",
     "local_sub_zero",
     "local_zero_sub",
+    "local_zero_sub_float",
     "local_sub_self",
     "local_neg_neg",
     "local_abs_neg",
@@ -110,7 +114,22 @@ _FAST = "fast_compile"
 
 # x + 0 -> x
 local_add_zero = canonicalize(_FAST)(
-    pattern("local_add_zero", (tm.add, "x", ZERO), "x", commutative=True)
+    pattern(
+        "local_add_zero",
+        (tm.add, {"pattern": "x", "constraint": no_signed_zeros}, ZERO),
+        "x",
+        commutative=True,
+    )
+)
+# The same of a float x: exact but for the sign of a zero (-0.0 + 0.0 is 0.0, the rewrite
+# keeps -0.0; 1 / x tells them apart), which excluding nonfinite_unsafe keeps.
+local_add_zero_float = canonicalize(_FAST, NONFINITE_UNSAFE)(
+    pattern(
+        "local_add_zero_float",
+        (tm.add, {"pattern": "x", "constraint": has_signed_zeros}, ZERO),
+        "x",
+        commutative=True,
+    )
 )
 # x * 1 -> x
 local_mul_one = canonicalize(_FAST)(
@@ -240,8 +259,24 @@ def local_zero_sub(fgraph, node):
     """Subtracting from zero negates (in the result's dtype: ``0 - u`` of a uint8 ``u``
     is an int16, and must not wrap around)."""
     # 0 - x -> -x
-    if not isinstance(scalar_op(node), ts.Sub):
+    if not isinstance(scalar_op(node), ts.Sub) or has_signed_zeros(node.outputs[0]):
         return None
+    return _negated(node)
+
+
+@canonicalize(NONFINITE_UNSAFE)
+@local_optimizer([tm.sub], fit=fit)
+def local_zero_sub_float(fgraph, node):
+    """``0 - x -> -x`` in a float dtype: exact but for the sign of a zero (``0.0 - 0.0``
+    is ``0.0``, ``-0.0`` negated; ``1 / x`` tells them apart), an integer or bool ``x``'s
+    zero included (it converts to ``0.0``)."""
+    if not isinstance(scalar_op(node), ts.Sub) or not has_signed_zeros(node.outputs[0]):
+        return None
+    return _negated(node)
+
+
+def _negated(node):
+    """``-x`` for the node ``0 - x`` (None if it is not one), of its output's type."""
     zero, x = node.inputs
     out = node.outputs[0]
     if not is_const(zero, 0) or out.dtype == "bool":

@@ -21,7 +21,9 @@ from theano_dag.opt.rewrites.utils import (
     abs_arg,
     const_value,
     fit,
+    has_signed_zeros,
     is_float,
+    is_plus_zero,
     is_scalar_like,
     pattern,
     scalar_op,
@@ -44,6 +46,7 @@ __all__ = [
     "local_adagrad",
     "local_fma",
     "local_add_specialize",
+    "local_add_specialize_float",
     "local_abs_merge",
     "local_incsubtensor_of_zeros_to_setsubtensor",
 ]
@@ -333,6 +336,7 @@ def local_fma(fgraph, node):
 def local_add_specialize(fgraph, node):
     """Zero terms of a sum go; a sum of zeros is zeros of the sum's type (Theano's
     ``local_add_specialize``; ``local_add_zero`` handles ``x + 0`` in canonicalize).
+    A ``+0`` beside float terms is left to ``local_add_specialize_float``.
 
     >>> import theano_dag.tensor as tt
     >>> a = tt.vector("a")
@@ -340,12 +344,30 @@ def local_add_specialize(fgraph, node):
     >>> local_add_specialize.transform(None, s.owner)[0].type == s.type
     True
     """
+    return _without_zero_terms(node, sign_of_zero=False)
+
+
+@RULES.specialize(NONFINITE_UNSAFE)
+@local_optimizer([tm.add])
+def local_add_specialize_float(fgraph, node):
+    """``local_add_specialize`` where a ``+0`` term goes beside float terms: exact but
+    for the sign of a zero (``-0.0 + 0.0`` is ``0.0``, the terms left may sum to
+    ``-0.0``; ``1 / x`` tells them apart)."""
+    return _without_zero_terms(node, sign_of_zero=True)
+
+
+def _without_zero_terms(node, sign_of_zero):
+    """``node`` (an add) without its zero terms, where dropping them changes the sign
+    of a zero (``sign_of_zero``) or not; else False."""
     # add(x, 0, y) -> add(x, y) ; add(zeros_like(a)) -> zeros of the result's type
     if not isinstance(scalar_op(node), ts.Add):
         return False
     out = node.outputs[0]
     kept = [i for i in node.inputs if not _is_zero(i)]
     if len(kept) == len(node.inputs):
+        return False
+    signed = any(map(has_signed_zeros, kept)) and any(map(is_plus_zero, node.inputs))
+    if signed != sign_of_zero:
         return False
     if not kept:
         new = fit(out, typed_constant(0, out.dtype), node.inputs)

@@ -186,6 +186,40 @@ def is_float(var) -> bool:
     return var.type.dtype in float_dtypes
 
 
+def has_signed_zeros(var) -> bool:
+    """Whether ``var``'s dtype has a -0.0 beside 0.0 (a float or a complex): where
+    ``-0.0 + 0.0`` is ``0.0`` and ``0.0 - 0.0`` is not ``-(0.0)``, so dropping a zero term
+    or negating for a subtraction from zero changes the sign of a zero, which ``1 / x``,
+    ``arctan2`` and a pole of ``gamma`` tell apart.
+
+    >>> import theano_dag.tensor as tt
+    >>> has_signed_zeros(tt.dvector()), has_signed_zeros(tt.ivector())
+    (True, False)
+    """
+    return np.dtype(var.type.dtype).kind in "fc"
+
+
+def no_signed_zeros(var) -> bool:
+    """``not has_signed_zeros(var)``: a pattern's constraint."""
+    return not has_signed_zeros(var)
+
+
+has_signed_zeros.side_effect_free = no_signed_zeros.side_effect_free = True
+
+
+def is_plus_zero(var) -> bool:
+    """Whether ``var`` is a constant zero some element of which is ``+0`` (an integer 0
+    too: it converts to ``0.0``), as opposed to ``-0.0``, which leaves every ``x + -0.0``
+    exactly ``x``.
+
+    >>> import theano_dag.tensor as tt
+    >>> is_plus_zero(tt.constant(0.0)), is_plus_zero(tt.constant(-0.0))
+    (True, False)
+    """
+    v = const_value(var)
+    return v is not None and bool(np.all(v == 0)) and not bool(np.all(np.signbit(v)))
+
+
 def typed_constant(value, dtype, ndim=0):
     """A constant of ``dtype`` holding ``value``, with ``ndim`` broadcastable dimensions."""
     return constant(np.asarray(value, dtype=dtype).reshape((1,) * ndim))
