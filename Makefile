@@ -155,7 +155,8 @@ docs-check: docs
 # The differential fuzzer (theano_dag/testing/fuzz.py): N random graphs from SEED on every
 # engine here, against numpy; each failure is shrunk and printed as a script.
 # FUZZ_ARGS: more of its options (--lazy: lazy ifelse graphs too; --extra-ops: the extra
-# ops, special functions to unique; --values wide...).
+# ops, special functions to unique; --values wide; --layouts mixed: input arrays strided,
+# reversed, Fortran-ordered, unaligned...).
 N ?= 1000
 SEED ?= 0
 FUZZ_ARGS ?=

@@ -720,6 +720,26 @@ def test_max_and_min_of_empty_values_are_numpys_or_raise_as_numpy(chunking, dtyp
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_a_join_with_an_empty_part_then_an_elementwise_op_keeps_numpys_shape(chunking):
+    # roll along a length-1 axis joins x[:, 0:] and x[:, 0:0]: chunks (1, 0) on axis 1,
+    # which dask.array's unify_chunks gave back as one chunk while reporting two, so
+    # x - y of (0, 1) operands was (0, 2).
+    x = tt.TensorType("int32", shape=(None, 1))("x")
+    y = tt.TensorType("float32", shape=(None, 1))("y")
+    r = tt.roll(x, -1, axis=1)
+    outs = [r, r - y, tt.join(1, x, x[:, :0]) * 2, tt.arctan2(r, np.int32(-5)) - y]
+    mode = Mode(linker=DaskLinker(chunks=CHUNKINGS[chunking], **SYNC))
+    f = theano_dag.function([x, y], outs, mode=mode)
+    ref = theano_dag.function([x, y], outs, mode=REF)
+    for n in (0, 1, 3):
+        xv, yv = np.arange(n, dtype="int32").reshape(n, 1), np.ones((n, 1), "float32")
+        for got, want in zip(f(xv, yv), ref(xv, yv)):
+            got = np.asarray(got)
+            assert got.shape == want.shape and got.dtype == want.dtype, (n, got.shape)
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("chunks", [-1, 2])
 def test_outputs_of_one_value_are_distinct_arrays(chunks):
     # function([x], [x, x]) copies x twice; Dask computes the two equal copies once,

@@ -250,6 +250,22 @@ def _as_dask(value):
     )
 
 
+def _without_empty_chunks(value):
+    """A dask array whose chunks of length 0 (a join with an empty part makes them:
+    ``(1, 0)``) are merged into their neighbours (an empty axis into one chunk): dask.array's
+    ``unify_chunks`` (2026.8) gives such an array back as one chunk while it reports two,
+    and an elementwise op with a length-1 operand then made a (0, 2) result of (0, 1)
+    operands. A value that is no dask array, or has no such chunk, is returned as it is."""
+    if not is_dask_array(value):
+        return value
+    merged = {
+        axis: tuple(c for c in chunks if c) or (0,)
+        for axis, chunks in enumerate(value.chunks)
+        if len(chunks) > 1 and 0 in chunks
+    }
+    return value.rechunk(merged) if merged else value
+
+
 def _local(value) -> bool:
     return not is_dask_array(value)
 
@@ -708,7 +724,7 @@ def build(
             else:
                 outs = rule(node, vals)
         for o, val in zip(node.outputs, outs):
-            values[o] = val
+            val = values[o] = _without_empty_chunks(val)
             if owners is not None and is_dask_array(val):
                 for name in val.dask.layers:
                     owners.setdefault(name, node)
