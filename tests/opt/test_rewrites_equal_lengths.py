@@ -363,6 +363,36 @@ def test_fill_rewrites_keep_lengths_not_known_equal():
     assert local_mul_one.transform(None, (mt * ones).owner) == [mt]
 
 
+@pytest.mark.parametrize("linker", ["py", "cpu", "dask"])
+def test_a_fill_whose_model_may_not_exist_raises_as_numpy_unless_the_model_is_computed(linker):
+    # fill(max(x), x) and fill(x[0], x) of an empty x: numpy's max and index raise, and
+    # so must the fill; local_useless_fill dropped the model and returned x.
+    pytest.importorskip("dask") if linker == "dask" else None
+    mode = get_mode("FAST_RUN") if linker == "cpu" else Mode(linker=linker, optimizer="fast_run")
+    a = tt.imatrix("a")
+    c = tt.TensorType("float64", shape=(None, 1))("c")
+    cases = [
+        ([a], tt.fill(tt.max(a), a), [np.zeros((0, 3), "int32")], "no identity"),
+        ([a], tt.fill(tt.argmin(a, axis=0), a), [np.zeros((0, 3), "int32")], "empty"),
+        ([c], tt.second(c[0], c), [np.zeros((0, 1))], "out of bounds"),
+    ]
+    for inputs, out, values, why in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = theano_dag.function(inputs, out, mode=mode)
+        full = [np.arange(6).reshape(2, 3).astype(v.dtype)[:, : v.shape[1]] for v in values]
+        np.testing.assert_array_equal(np.asarray(f(*full)), full[0])
+        with pytest.raises((ValueError, IndexError), match=why):
+            f(*values)
+    # Where the model is an output too (computed anyway), the fill goes.
+    f = theano_dag.function([a], [tt.max(a), tt.fill(tt.max(a), a)], mode=mode)
+    assert not any(
+        isinstance(getattr(n.op, "scalar_op", None), ts.Second) for n in f.maker.fgraph.toposort()
+    )
+    got = f(np.arange(6, dtype="int32").reshape(2, 3))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.arange(6).reshape(2, 3))
+
+
 def test_length_sources():
     assert length_sources(x, 0) == {(x, 0)}
     assert length_sources(x * y, 0) == {(x, 0), (y, 0)}

@@ -22,12 +22,14 @@ from theano_dag.opt.rewrites.utils import (
     length_sources,
     scalar_op,
     sources_cover,
+    value_computed,
 )
 from theano_dag.tensor import math as tm
-from theano_dag.tensor.arrays import Assert
+from theano_dag.tensor.arrays import Assert, MaxAndArgmax
 from theano_dag.tensor.basic import Alloc, Join, Tile
 from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from theano_dag.tensor.math import Argmax
 from theano_dag.tensor.shape import (
     EqualLengths,
     IndicesInBounds,
@@ -41,6 +43,8 @@ from theano_dag.tensor.shape import (
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
+    AdvancedSubtensor,
+    AdvancedSubtensor1,
     IncSubtensor,
     Subtensor,
 )
@@ -288,7 +292,31 @@ def local_useless_fill(fgraph, node):
         given |= client_length_sources(fgraph, out, d, memo)
         if not sources_cover(length_sources(out, d, fgraph, _memo=memo), given):
             return False  # the fill checks x's length against y's
+    raising = _may_raise(x)
+    if raising is not None and not value_computed(fgraph, raising, besides=node):
+        return False  # x's value may not exist (the max of nothing): the fill raises then
     return y
+
+
+def _may_raise(var):
+    """The value under ``var``'s broadcasts whose node may raise on values of its inputs'
+    types (an integer or advanced index out of range, the max, min or argmax of what may
+    be empty), or None. A fill whose model is such a value raises where the value does,
+    as numpy's broadcast of it would (``fill(x[0], y)`` of an empty ``x``), so it is kept
+    where nothing else computes the value."""
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        var = var.owner.inputs[0]
+    node = var.owner
+    if node is None:
+        return None
+    op = node.op
+    if isinstance(op, Subtensor):
+        may = any(not isinstance(e, slice) for e in op.idx_list)
+    elif isinstance(op, CAReduce):
+        may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum))
+    else:
+        may = isinstance(op, (AdvancedSubtensor1, AdvancedSubtensor, Argmax, MaxAndArgmax))
+    return var if may else None
 
 
 @useless()
