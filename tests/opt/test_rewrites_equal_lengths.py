@@ -384,7 +384,13 @@ def test_a_fill_whose_model_may_not_exist_raises_as_numpy_unless_the_model_is_co
         np.testing.assert_array_equal(np.asarray(f(*full)), full[0])
         with pytest.raises((ValueError, IndexError), match=why):
             f(*values)
-    # Where the model is an output too (computed anyway), the fill goes.
+    # A slice cannot raise, and where the model is an output too (computed anyway), the
+    # fill goes.
+    v = tt.dvector("v")
+    f = theano_dag.function([v], tt.fill(v[1:], tt.exp(v[1:])), mode=mode)
+    assert not any(
+        isinstance(getattr(n.op, "scalar_op", None), ts.Second) for n in f.maker.fgraph.toposort()
+    )
     f = theano_dag.function([a], [tt.max(a), tt.fill(tt.max(a), a)], mode=mode)
     assert not any(
         isinstance(getattr(n.op, "scalar_op", None), ts.Second) for n in f.maker.fgraph.toposort()

@@ -311,7 +311,7 @@ def _may_raise(var):
         return None
     op = node.op
     if isinstance(op, Subtensor):
-        may = any(not isinstance(e, slice) for e in op.idx_list)
+        may = any(entry[0] == "int" for entry in op.idx_list)
     elif isinstance(op, CAReduce):
         may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum))
     else:
