@@ -111,7 +111,7 @@ def test_profile_reports_time_and_changes_per_rewrite():
     assert "time - applied - tried" in text and "local_mul_one" in text
     assert "Changes per rewrite (DebugMode):" in text
     prof, checker = mode.last_optimizer_profile
-    assert checker.counts["local_mul_one"] >= 1 and checker.counts["local_add_zero"] >= 1
+    assert checker.counts["local_mul_one"] >= 1 and checker.counts["local_add_zero_float"] >= 1
 
 
 class _WrongLinker(PerformLinker):

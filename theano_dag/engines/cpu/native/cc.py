@@ -32,12 +32,7 @@ loops vectorize: no ``-ffast-math``; ``-fno-math-errno`` and ``-fno-trapping-mat
 let GCC vectorize ``exp``/``sin``/... calls through glibc's libmvec (the kernels
 declare its vector variants themselves, see :func:`simd_functions`);
 ``-ffp-contract=off`` keeps ``a*b+c`` rounded twice, as numpy does; ``-fwrapv``
-makes integer overflow wrap, as numpy's does; ``-frounding-math`` keeps the sign of
-a zero: without it GCC 12 folds ``0.0 - x`` into ``-x`` (and ``-x + 0.0`` into ``-x``)
-wherever it deduces that ``x`` is no ``-0.0`` (an integer converted, an ``abs``, a
-comparison's 0 or 1), but ``x`` may be ``+0.0``, and ``0.0 - 0.0`` is ``0.0``, not
-``-0.0`` (numpy's, and the kernels' numpy path); it folds nothing else our kernels
-compute (round to nearest is the only mode they run in). The instruction set is the
+makes integer overflow wrap, as numpy's does. The instruction set is the
 x86-64 level of this CPU (``-march=x86-64-v3`` ...), part of the cache key.
 """
 
@@ -84,7 +79,6 @@ BASE_FLAGS = (
     "-fno-math-errno",
     "-fno-trapping-math",
     "-ffp-contract=off",
-    "-frounding-math",
     "-fwrapv",
     "-fno-semantic-interposition",
     "-w",
