@@ -30,12 +30,18 @@ from theano_dag.tensor.elemwise import Sum
 from theano_dag.tensor.fused import FusedReduce
 from theano_dag.tensor.shape import (
     EqualLengths,
+    IndicesInBounds,
     LengthMismatchError,
     checked_shape,
     equal_lengths,
     shape_i,
 )
-from theano_dag.tensor.subtensor import Subtensor
+from theano_dag.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    IncSubtensor,
+    Subtensor,
+)
 
 MUL = "Elemwise{mul,no_inplace} along dimension 0: lengths that must be equal differ"
 MUL_XY = f"{MUL} (x: 3, y: 4)"
@@ -397,6 +403,37 @@ def test_a_fill_whose_model_may_not_exist_raises_as_numpy_unless_the_model_is_co
     )
     got = f(np.arange(6, dtype="int32").reshape(2, 3))
     np.testing.assert_array_equal(np.asarray(got[1]), np.arange(6).reshape(2, 3))
+
+
+@pytest.mark.parametrize("linker", ["py", "cpu"])
+def test_a_set_or_increment_that_changes_nothing_still_refuses_an_index_out_of_range(linker):
+    # set_subtensor(fill(x, 1)[idx], 1) and inc_subtensor(x[idx], 0) give x, but numpy
+    # raises IndexError where an index lies out of range: the engines returned x. The
+    # node still goes; the check of its indices stays (IndicesInBounds).
+    mode = get_mode("FAST_RUN") if linker == "cpu" else Mode(linker=linker, optimizer="fast_run")
+    a, i = tt.dmatrix("a"), tt.lscalar("i")
+    ones = tt.ones_like(a)
+    outs = {
+        "set of the value held, an index vector": tt.set_subtensor(ones[[3, 0]], 1.0),
+        "set of the value held, an integer": tt.set_subtensor(ones[i], 1.0),
+        "increment by zeros, an integer": tt.inc_subtensor(a[:, i], 0.0),
+        "increment by zeros, an index vector": tt.inc_subtensor(a[[0, 2]], tt.zeros((2, 1))),
+        "increment by zeros, two index vectors": tt.inc_subtensor(a[[0, 2], [1, 1]], 0.0),
+    }
+    incs = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
+    for what, out in outs.items():
+        f = theano_dag.function([a, i], out, mode=mode, on_unused_input="ignore")
+        assert not any(isinstance(n.op, incs) for n in f.maker.fgraph.toposort()), what
+        v = np.arange(12.0).reshape(4, 3)
+        np.testing.assert_array_equal(f(v, 1), np.ones_like(v) if "set" in what else v)
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(np.zeros((0, 3)), 5)
+    # A slice, or an integer within a length known statically, cannot raise: no check.
+    b = tt.TensorType("float64", shape=(4, None))("b")
+    for out in (tt.inc_subtensor(a[1:i], 0.0), tt.inc_subtensor(b[-4], 0.0)):
+        f = theano_dag.function([a, b, i], out, mode=mode, on_unused_input="ignore")
+        ops = [type(n.op) for n in f.maker.fgraph.toposort()]
+        assert not set(ops) & {*incs, IndicesInBounds}, ops
 
 
 def test_length_sources():

@@ -26,7 +26,7 @@ from theano_dag.opt.rewrites.utils import (
 )
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.arrays import Assert, MaxAndArgmax
-from theano_dag.tensor.basic import Alloc, Join, Tile
+from theano_dag.tensor.basic import Alloc, Join, Tile, fill
 from theano_dag.tensor.basic import cast as tcast
 from theano_dag.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from theano_dag.tensor.math import Argmax
@@ -39,6 +39,7 @@ from theano_dag.tensor.shape import (
     Shape,
     Shape_i,
     equal_lengths,
+    shape_i,
 )
 from theano_dag.tensor.subtensor import (
     AdvancedIncSubtensor,
@@ -301,9 +302,9 @@ def local_useless_fill(fgraph, node):
 def _may_raise(var):
     """The value under ``var``'s broadcasts whose node may raise on values of its inputs'
     types (an integer or advanced index out of range, the max, min or argmax of what may
-    be empty), or None. A fill whose model is such a value raises where the value does,
-    as numpy's broadcast of it would (``fill(x[0], y)`` of an empty ``x``), so it is kept
-    where nothing else computes the value."""
+    be empty, a check of indices), or None. A fill whose model is such a value raises
+    where the value does, as numpy's broadcast of it would (``fill(x[0], y)`` of an empty
+    ``x``), so it is kept where nothing else computes the value."""
     while var.owner is not None and isinstance(var.owner.op, DimShuffle):
         var = var.owner.inputs[0]
     node = var.owner
@@ -315,7 +316,9 @@ def _may_raise(var):
     elif isinstance(op, CAReduce):
         may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum))
     else:
-        may = isinstance(op, (AdvancedSubtensor1, AdvancedSubtensor, Argmax, MaxAndArgmax))
+        may = isinstance(
+            op, (AdvancedSubtensor1, AdvancedSubtensor, Argmax, MaxAndArgmax, IndicesInBounds)
+        )
     return var if may else None
 
 
@@ -358,7 +361,44 @@ def local_incsubtensor_of_zeros(fgraph, node):
     v = const_value(y)
     if v is None or v != 0:
         return False
-    return x
+    return _with_indices_checked(node, x)
+
+
+def _with_indices_checked(node, x):
+    """``x`` (what ``node``, an increment or set of a part, gives where it changes
+    nothing) with the check of ``node``'s indices kept: numpy raises IndexError where an
+    index lies out of range, and so does ``fill(n, x)`` of a length ``n`` that
+    ``IndicesInBounds`` passes on once the indices are in bounds (a fill
+    ``local_useless_fill`` keeps). ``x`` itself where no index may lie out of range (a
+    slice, a constant within a length known statically); False (the node stays) where
+    an index is a boolean mask."""
+    op = node.op
+    idx = node.inputs[2:]
+    if isinstance(op, IncSubtensor):
+        it, indexed = iter(idx), []
+        for d, entry in enumerate(op.idx_list):
+            if entry[0] == "int":
+                indexed.append((next(it), d))
+            else:  # a slice: its parts are inputs too
+                for _ in range(sum(entry[1:])):
+                    next(it)
+    elif isinstance(op, AdvancedIncSubtensor1):
+        indexed = [(idx[0], 0)]
+    else:
+        entries, _ = AdvancedSubtensor(op.idx_list)._walk(x, idx)
+        if any(kind == "adv" and vals[0].dtype == "bool" for kind, _, vals in entries):
+            return False
+        indexed = [(vals[0], d) for kind, d, vals in entries if kind == "adv"]
+    n = None
+    for i, d in indexed:
+        known, length = const_value(i), x.type.shape[d]
+        if known is not None and length is not None:
+            known = np.asarray(known)
+            if ((-length <= known) & (known < length)).all():
+                continue
+        what = f"{op}: dimension {d}"
+        n = IndicesInBounds(what)(shape_i(x, d) if n is None else n, i, shape_i(x, d))
+    return x if n is None else fill(n, x)
 
 
 @useless()
@@ -374,7 +414,7 @@ def local_setsubtensor_of_constants(fgraph, node):
     vx, vy = const_value(x), const_value(y)
     if vx is None or vy is None or vx != vy or np.isnan(vx):
         return False
-    return x
+    return _with_indices_checked(node, x)
 
 
 @useless()
