@@ -53,6 +53,8 @@ from theano_dag.opt.rewrites.table import RULES
 from theano_dag.opt.rewrites.utils import (
     const_value,
     fit,
+    index_entries,
+    index_in_range,
     keep_trace,
     scalar_op,
     single_client,
@@ -111,27 +113,6 @@ __all__ = [
 canonicalize = RULES.canonicalize
 
 FULL = slice(None, None, None)
-
-
-def index_entries(node):
-    """The index of a Subtensor (or IncSubtensor) node, one entry per indexed dimension:
-    an int scalar variable, or a ``slice`` of int scalar variables (None for a part left
-    out).
-
-    >>> import theano_dag.tensor as tt
-    >>> x, i = tt.dmatrix("x"), tt.lscalar("i")
-    >>> index_entries(x[1:, i].owner)
-    [slice(1, None, None), i]
-    """
-    skip = 2 if isinstance(node.op, IncSubtensor) else 1
-    it = iter(node.inputs[skip:])
-    out = []
-    for entry in node.op.idx_list:
-        if entry[0] == "int":
-            out.append(next(it))
-        else:
-            out.append(slice(*(next(it) if present else None for present in entry[1:])))
-    return out
 
 
 def subtensor(x, entries):
@@ -975,7 +956,7 @@ def local_subtensor_of_alloc(fgraph, node):
         n = val_lengths[d - added] if d >= added else 1
         if n is None:
             return False
-        if not isinstance(e, slice) and n == 1 and not _in_range(e, dims[d]):
+        if not isinstance(e, slice) and n == 1 and not index_in_range(e, dims[d]):
             return False
         if n != 1 and not (isinstance(e, slice) and _full(e)):
             cut.append((d, n))  # the alloc checks n against dims[d]; the parts might not
@@ -1010,13 +991,6 @@ def local_subtensor_of_alloc(fgraph, node):
         lengths[k] = checked
     new = fit(out, alloc(new_val, *lengths))
     return [keep_trace(out, new, [val, *dims, *node.inputs[1:]])] if new is not None else False
-
-
-def _in_range(index, length) -> bool:
-    """Whether the integer ``index`` is known, with ``length``, to read an element."""
-    i = const_value(index)
-    n = length if isinstance(length, int) else const_value(length)
-    return i is not None and n is not None and -n <= int(i) < n
 
 
 def _reshape_to_shape_of(y):

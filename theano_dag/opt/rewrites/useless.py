@@ -19,6 +19,8 @@ from theano_dag.opt.rewrites.utils import (
     const_value,
     elemwise_of,
     fit,
+    index_entries,
+    index_in_range,
     length_sources,
     scalar_op,
     sources_cover,
@@ -373,29 +375,20 @@ def _with_indices_checked(node, x):
     slice, a constant within a length known statically); False (the node stays) where
     an index is a boolean mask."""
     op = node.op
-    idx = node.inputs[2:]
     if isinstance(op, IncSubtensor):
-        it, indexed = iter(idx), []
-        for d, entry in enumerate(op.idx_list):
-            if entry[0] == "int":
-                indexed.append((next(it), d))
-            else:  # a slice: its parts are inputs too
-                for _ in range(sum(entry[1:])):
-                    next(it)
+        entries = index_entries(node)
+        indexed = [(e, d) for d, e in enumerate(entries) if not isinstance(e, slice)]
     elif isinstance(op, AdvancedIncSubtensor1):
-        indexed = [(idx[0], 0)]
+        indexed = [(node.inputs[2], 0)]
     else:
-        entries, _ = AdvancedSubtensor(op.idx_list)._walk(x, idx)
+        entries, _ = AdvancedSubtensor(op.idx_list)._walk(x, node.inputs[2:])
         if any(kind == "adv" and vals[0].dtype == "bool" for kind, _, vals in entries):
             return False
         indexed = [(vals[0], d) for kind, d, vals in entries if kind == "adv"]
     n = None
     for i, d in indexed:
-        known, length = const_value(i), x.type.shape[d]
-        if known is not None and length is not None:
-            known = np.asarray(known)
-            if ((-length <= known) & (known < length)).all():
-                continue
+        if index_in_range(i, x.type.shape[d]):
+            continue
         what = f"{op}: dimension {d}"
         n = IndicesInBounds(what)(shape_i(x, d) if n is None else n, i, shape_i(x, d))
     return x if n is None else fill(n, x)

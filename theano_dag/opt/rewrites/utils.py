@@ -22,7 +22,7 @@ from theano_dag.tensor.basic import Alloc, cast, fill
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise
 from theano_dag.tensor.math import _ew
 from theano_dag.tensor.shape import EqualLengths, IndicesInBounds, Shape, Shape_i, specify_shape
-from theano_dag.tensor.subtensor import Subtensor
+from theano_dag.tensor.subtensor import IncSubtensor, Subtensor
 from theano_dag.tensor.type import TensorType, float_dtypes
 from theano_dag.tensor.variable import TensorConstant, constant
 
@@ -45,6 +45,11 @@ __all__ = [
     "typed_constant",
     "single_client",
     "is_float",
+    "has_signed_zeros",
+    "no_signed_zeros",
+    "is_plus_zero",
+    "index_entries",
+    "index_in_range",
     "elemwise_of",
     "keep_trace",
     "count_scalar_ops",
@@ -218,6 +223,42 @@ def is_plus_zero(var) -> bool:
     """
     v = const_value(var)
     return v is not None and bool(np.all(v == 0)) and not bool(np.all(np.signbit(v)))
+
+
+def index_entries(node):
+    """The index of a Subtensor (or IncSubtensor) node, one entry per indexed dimension:
+    an int scalar variable, or a ``slice`` of int scalar variables (None for a part left
+    out).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, i = tt.dmatrix("x"), tt.lscalar("i")
+    >>> index_entries(x[1:, i].owner)
+    [slice(1, None, None), i]
+    """
+    skip = 2 if isinstance(node.op, IncSubtensor) else 1
+    it = iter(node.inputs[skip:])
+    out = []
+    for entry in node.op.idx_list:
+        if entry[0] == "int":
+            out.append(next(it))
+        else:
+            out.append(slice(*(next(it) if present else None for present in entry[1:])))
+    return out
+
+
+def index_in_range(index, length) -> bool:
+    """Whether ``index`` (an integer, or an integer array) is known, with ``length`` (an
+    int, a variable, or None: unknown), to read elements only.
+
+    >>> import theano_dag.tensor as tt
+    >>> index_in_range(tt.constant(2), 3), index_in_range(tt.constant(-4), 3)
+    (True, False)
+    """
+    i = const_value(index)
+    n = length if length is None or isinstance(length, int) else const_value(length)
+    if i is None or n is None:
+        return False
+    return bool(((-int(n) <= np.asarray(i)) & (np.asarray(i) < int(n))).all())
 
 
 def typed_constant(value, dtype, ndim=0):

@@ -190,32 +190,41 @@ def _fma_c(op, args, in_dtypes, out_dtypes):
     return [f"({x} * {y} + {z})"]
 
 
-# A C float literal +0.0, maybe cast: what c_literal writes for a constant 0 of any dtype.
-_ZERO_LITERAL = re.compile(r"^\(*(\((?:double|float)\))?\(*(?:0|0\.0)\)*$")
+# dtype -> c_literal(0, dtype): the text of a constant zero operand, as the kernels write it.
+_ZERO_TEXT: dict = {}
+
+
+def _is_zero_literal(arg, dtype) -> bool:
+    text = _ZERO_TEXT.get(dtype)
+    if text is None:
+        text = _ZERO_TEXT[dtype] = c_literal(0, dtype)
+    return arg == text
 
 
 def _signed_zero_c(op, args, in_dtypes, out_dtypes):
-    """``0.0 - y`` and ``y + 0.0`` (a literal +0.0) of floats as conditionals: GCC 12
-    folds them into ``-y`` and ``y`` wherever it deduces that ``y`` is no -0.0 (an
-    integer converted, an ``abs``, ``-(double)i``), even at -O0, but ``y`` may be +0.0,
-    and ``0.0 - 0.0`` is ``0.0``, ``-(double)0 + 0.0`` is ``0.0`` (numpy's, and the
-    kernels' numpy path). None where no operand is such a literal (the op's own C)."""
+    """``0.0 - y`` and ``y + 0.0`` (a constant +0, of any dtype) of floats as
+    conditionals: GCC 12 folds them into ``-y`` and ``y`` wherever it deduces that ``y``
+    is no -0.0 (an integer converted, an ``abs``, ``-(double)i``), even at -O0, but ``y``
+    may be +0.0, and ``0.0 - 0.0`` is ``0.0``, ``-(double)0 + 0.0`` is ``0.0`` (numpy's,
+    and the kernels' numpy path). None where no operand is such a constant (the op's own
+    C)."""
     od = out_dtypes[0]
-    if od not in _FLOATS or not any(_ZERO_LITERAL.match(a) for a in args):
+    zero = [_is_zero_literal(a, d) for a, d in zip(args, in_dtypes)]
+    if od not in _FLOATS or not any(zero):
         return None
     xs = _cast_args(args, in_dtypes, od)
     t = C_TYPES[od]
     if isinstance(op, ts.Sub):
-        x, y = xs
-        return [f"(({y}) == 0 ? ({t})0.0 : -({y}))"] if _ZERO_LITERAL.match(x) else None
+        return [f"(({xs[1]}) == 0 ? ({t})0.0 : -({xs[1]}))"] if zero[0] else None
     # a sum, added left to right as C's a + b + c
-    acc = xs[0]
-    for b in xs[1:]:
-        if _ZERO_LITERAL.match(b) or _ZERO_LITERAL.match(acc):
-            a = acc if _ZERO_LITERAL.match(b) else b
+    acc, acc_zero = xs[0], zero[0]
+    for b, b_zero in zip(xs[1:], zero[1:]):
+        if b_zero or acc_zero:
+            a = acc if b_zero else b
             acc = f"(({a}) == 0 ? ({t})0.0 : ({a}))"
         else:
             acc = f"({acc} + {b})"
+        acc_zero = False
     return [acc]
 
 
