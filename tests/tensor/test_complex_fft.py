@@ -6,6 +6,7 @@ the real shapes, gradients by finite differences (real costs through complex val
 
 import numpy as np
 import pytest
+import scipy.special
 
 from theano_dag import function
 from theano_dag import tensor as tt
@@ -54,7 +55,20 @@ COMPLEX_OPS = [
     ("sqrt", lambda z, w: tt.sqrt(z), lambda z, w: np.sqrt(z)),
     ("sum", lambda z, w: (z * w).sum(axis=0), lambda z, w: (z * w).sum(axis=0)),
     ("fused", lambda z, w: abs(tt.exp(z) * w + 1) - 2, lambda z, w: abs(np.exp(z) * w + 1) - 2),
-]
+    # The functions with a complex form in numpy or scipy: their values, in z's dtype.
+    *[
+        (f, lambda z, w, f=f: getattr(tt, f)(z), lambda z, w, r=r: r(z).astype(z.dtype))
+        for f, r in [
+            ("sin", np.sin), ("cosh", np.cosh), ("tanh", np.tanh), ("arcsinh", np.arcsinh),
+            ("arctan", np.arctan), ("expm1", np.expm1), ("log1p", np.log1p),
+            ("erf", scipy.special.erf), ("erfc", scipy.special.erfc),
+            ("erfcx", scipy.special.erfcx), ("gamma", scipy.special.gamma),
+            ("psi", scipy.special.psi), ("log_erfc", lambda v: np.log(scipy.special.erfc(v))),
+            ("sech2", lambda v: 1 / np.cosh(v) ** 2),
+        ]
+    ],
+    ("softsign", lambda z, w: tt.nnet.softsign(z), lambda z, w: z / (1 + abs(z))),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("linker", LINKERS)
@@ -68,6 +82,40 @@ def test_complex_elementwise_ops_match_numpy(name, build, ref, dtype, linker):
     want = np.asarray(ref(vz, vw))
     assert got.dtype == out.dtype == want.dtype, (got.dtype, out.dtype, want.dtype)
     np.testing.assert_allclose(got, want, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+
+
+# The ops defined on reals only: their stable forms compare with 0 (sigmoid's numpy form
+# dropped the imaginary part: a wrong value), or numpy and scipy have no complex loop
+# (they raised only when the function ran).
+REAL_ONLY = [
+    ("sigmoid", lambda z: tt.nnet.sigmoid(z)),
+    ("softplus", lambda z: tt.nnet.softplus(z)),
+    ("log1pexp", lambda z: tt.log1pexp(z)),
+    ("sigmoid_binary_crossentropy", lambda z: tt.nnet.sigmoid_binary_crossentropy(z, z)),
+    ("arctan2", lambda z: tt.arctan2(z, z)),
+    ("logaddexp", lambda z: tt.logaddexp(z, z)),
+    ("chi2sf", lambda z: tt.chi2sf(z, z)),
+    ("gammainc", lambda z: tt.gammainc(z, z)),
+    ("gammaincc", lambda z: tt.gammaincc(z, z)),
+    ("jv", lambda z: tt.jv(z, z)),
+    ("iv", lambda z: tt.iv(z, z)),
+    ("round_half_away_from_zero", lambda z: tt.round_half_away_from_zero(z)),
+    *[
+        (f, lambda z, f=f: getattr(tt, f)(z))
+        for f in ("deg2rad", "rad2deg", "gammaln", "tri_gamma", "erfinv", "erfcinv",
+                  "j0", "j1", "i0", "i1", "log1mexp")
+    ],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name, build", REAL_ONLY, ids=[c[0] for c in REAL_ONLY])
+def test_ops_defined_on_reals_refuse_complex_inputs_when_built(name, build, dtype):
+    z = tt.vector("z", dtype=dtype)
+    with pytest.raises(TypeError, match=f"{dtype} input: this op is defined on real numbers only"):
+        build(z)
+    x = tt.vector("x", dtype=dtype.replace("complex", "float").replace("128", "64"))
+    assert build(x).dtype.startswith("float")  # real inputs as before
 
 
 @pytest.mark.parametrize("linker", LINKERS)

@@ -52,8 +52,10 @@ __all__ = [
     "upgrade_to_float",
     "upgrade_to_float_no_complex",
     "upgrade_to_float64",
+    "upgrade_to_float64_no_complex",
     "true_div_out",
     "same_out",
+    "same_out_no_complex",
     "bool_out",
     "real_out",
     "holomorphic_grads",
@@ -265,6 +267,17 @@ def upgrade_to_float64(*dtypes):
     return ("float64",)
 
 
+def upgrade_to_float64_no_complex(*dtypes):
+    """``upgrade_to_float64`` for ops defined on reals only (``chi2sf``): a complex input
+    raises.
+
+    >>> upgrade_to_float64_no_complex("float32")
+    ('float64',)
+    """
+    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
+    return ("float64",)
+
+
 def true_div_out(*dtypes):
     """Theano's rule for ``/``: integers (and bools) divide to ``config.floatX``, read when
     the node is built (``int64 / uint64`` too, though the two upcast to float64); an
@@ -282,6 +295,17 @@ def true_div_out(*dtypes):
 
 
 def same_out(*dtypes):
+    return (dtypes[0],)
+
+
+def same_out_no_complex(*dtypes):
+    """``same_out`` for ops defined on reals only (rounding half away from zero): a
+    complex input raises.
+
+    >>> same_out_no_complex("int8")
+    ('int8',)
+    """
+    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
     return (dtypes[0],)
 
 

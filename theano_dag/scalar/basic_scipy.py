@@ -96,6 +96,7 @@ __all__ = [
     "jv",
     "psi",
     "tri_gamma",
+    "upgrade_to_float",
     "upgrade_to_float_no_complex",
 ]
 
@@ -136,5 +137,5 @@ class GammaIncC(BinaryScalarOp):
         return [grad_not_implemented(self, 0, k), -gz * _d_lower_dx(k, x)]
 
 
-gammainc = GammaInc(upgrade_to_float, name="gammainc")
-gammaincc = GammaIncC(upgrade_to_float, name="gammaincc")
+gammainc = GammaInc(upgrade_to_float_no_complex, name="gammainc")
+gammaincc = GammaIncC(upgrade_to_float_no_complex, name="gammaincc")

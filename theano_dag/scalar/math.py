@@ -25,9 +25,10 @@ from theano_dag.scalar.basic import (
     real_out,
     round_half_away_from_zero_vec,
     same_out,
+    same_out_no_complex,
     upcast_out_nobool,
     upgrade_to_float,
-    upgrade_to_float64,
+    upgrade_to_float64_no_complex,
     upgrade_to_float_no_complex,
     vocabulary,
     zero_grads,
@@ -341,6 +342,7 @@ deg2rad = _unary(
     f"(%(x)s * (%(t)s){_DEG!r})",
     lambda x, out: const_like(_DEG, out),
     "degrees to radians",
+    pref=upgrade_to_float_no_complex,
 )
 rad2deg = _unary(
     "rad2deg",
@@ -348,8 +350,13 @@ rad2deg = _unary(
     f"(%(x)s * (%(t)s){1 / _DEG!r})",
     lambda x, out: const_like(1 / _DEG, out),
     "radians to degrees",
+    pref=upgrade_to_float_no_complex,
 )
 # sigmoid and softplus: written so that exp never overflows, in numpy and in C alike.
+# Their stable forms compare x with 0, which has no meaning for a complex x (the numpy
+# form dropped its imaginary part): a complex input is refused when the graph is built,
+# as are those of the other ops below defined on reals only (scipy's and numpy's
+# functions without a complex loop would raise only when the function runs).
 sigmoid = _unary(
     "sigmoid",
     _sigmoid,
@@ -359,6 +366,7 @@ sigmoid = _unary(
     # gradient of ``log(1 - sigmoid(x))``) instead of computing 0 / 0 at large x.
     lambda x, out: out * (1.0 - out),
     "1 / (1 + exp(-x))",
+    pref=upgrade_to_float_no_complex,
 )
 softplus = _unary(
     "softplus",
@@ -366,6 +374,7 @@ softplus = _unary(
     "((%(x)s > 0 ? %(x)s : (%(t)s)0) + log1p(exp(-fabs(%(x)s))))",
     lambda x, out: _of(x).sigmoid(x),
     "log(1 + exp(x))",
+    pref=upgrade_to_float_no_complex,
 )
 
 
@@ -469,6 +478,7 @@ gammaln = _unary(
     "lgamma(%(x)s)",
     lambda x, out: _of(x).psi(x),
     "log|gamma(x)|",
+    pref=upgrade_to_float_no_complex,
 )
 
 
@@ -554,6 +564,7 @@ tri_gamma = _unary(
     None,
     None,
     "the trigamma function, d/dx psi(x)",
+    pref=upgrade_to_float_no_complex,
 )
 erfinv = _unary(
     "erfinv",
@@ -561,6 +572,7 @@ erfinv = _unary(
     None,
     lambda x, out: const_like(_SQRT_PI_OVER_2, out) * _of(x).exp(out * out),
     "the inverse of erf",
+    pref=upgrade_to_float_no_complex,
 )
 erfcinv = _unary(
     "erfcinv",
@@ -568,6 +580,7 @@ erfcinv = _unary(
     None,
     lambda x, out: -const_like(_SQRT_PI_OVER_2, out) * _of(x).exp(out * out),
     "the inverse of erfc",
+    pref=upgrade_to_float_no_complex,
 )
 
 
@@ -805,6 +818,7 @@ j1 = _unary(
     None,
     lambda x, out: (_of(x).j0(x) - _of(x).jv(const_like(2, out), x)) / 2,
     "Bessel function of the first kind, order 1",
+    pref=upgrade_to_float_no_complex,
 )
 j0 = _unary(
     "j0",
@@ -812,6 +826,7 @@ j0 = _unary(
     None,
     lambda x, out: -_of(x).j1(x),
     "Bessel function of the first kind, order 0",
+    pref=upgrade_to_float_no_complex,
 )
 i1 = _unary(
     "i1",
@@ -819,6 +834,7 @@ i1 = _unary(
     None,
     lambda x, out: (_of(x).i0(x) + _of(x).iv(const_like(2, out), x)) / 2,
     "modified Bessel function of the first kind, order 1",
+    pref=upgrade_to_float_no_complex,
 )
 i0 = _unary(
     "i0",
@@ -826,6 +842,7 @@ i0 = _unary(
     None,
     lambda x, out: _of(x).i1(x),
     "modified Bessel function of the first kind, order 0",
+    pref=upgrade_to_float_no_complex,
 )
 
 
@@ -849,7 +866,7 @@ class LogAddExp(BinaryScalarOp):
         return [gz * t.sigmoid(x - y), gz * t.sigmoid(y - x)]
 
 
-logaddexp = LogAddExp(upgrade_to_float, name="logaddexp")
+logaddexp = LogAddExp(upgrade_to_float_no_complex, name="logaddexp")
 
 
 def _sigmoid_bce(z, t):
@@ -895,7 +912,7 @@ class SigmoidBinaryCrossentropy(BinaryScalarOp):
 
 
 sigmoid_binary_crossentropy = SigmoidBinaryCrossentropy(
-    upgrade_to_float, name="sigmoid_binary_crossentropy"
+    upgrade_to_float_no_complex, name="sigmoid_binary_crossentropy"
 )
 
 
@@ -1011,6 +1028,7 @@ log1mexp = _unary(
     # exp(-x) overflows (x < -709.8; -88.7 in float32) and the derivative is -exp(x)
     lambda x, out: _of(x).exp(x) / _of(x).expm1(x),
     "log(1 - exp(x)) for x <= 0, accurate at both ends",
+    pref=upgrade_to_float_no_complex,
 )
 
 
@@ -1072,7 +1090,7 @@ trunc = _rounding("trunc", np.trunc, "trunc(%(x)s)", upgrade_to_float_no_complex
 # rint rounds half to even in the default rounding mode, as numpy.round does.
 round_half_to_even = _rounding("round_half_to_even", np.round, "rint(%(x)s)")
 round_half_away_from_zero = _rounding(
-    "round_half_away_from_zero", round_half_away_from_zero_vec, "round(%(x)s)"
+    "round_half_away_from_zero", round_half_away_from_zero_vec, "round(%(x)s)", same_out_no_complex
 )
 
 
@@ -1092,7 +1110,7 @@ class ArcTan2(BinaryScalarOp):
         return [gz * x / r2, -gz * y / r2]
 
 
-arctan2 = ArcTan2(upgrade_to_float, name="arctan2")
+arctan2 = ArcTan2(upgrade_to_float_no_complex, name="arctan2")
 
 
 def _scipy_chi2sf(x, k):
@@ -1137,9 +1155,10 @@ class Iv(_Bessel2):
     sign = 1
 
 
-chi2sf = Chi2SF(upgrade_to_float64, name="chi2sf")  # float64 whatever the inputs, as Theano
-jv = Jv(upgrade_to_float, name="jv")
-iv = Iv(upgrade_to_float, name="iv")
+# float64 whatever the inputs, as Theano
+chi2sf = Chi2SF(upgrade_to_float64_no_complex, name="chi2sf")
+jv = Jv(upgrade_to_float_no_complex, name="jv")
+iv = Iv(upgrade_to_float_no_complex, name="iv")
 
 
 # -- complex numbers ---------------------------------------------------------------
