@@ -7,6 +7,7 @@ import pytest
 
 import theano_dag
 import theano_dag.tensor as tt
+from theano_dag.engines.opencl.context import opencl_available
 from theano_dag.gradient import verify_grad
 from theano_dag.tensor import extra_ops as eo
 
@@ -149,6 +150,44 @@ def test_compress(axis):
 @pytest.mark.parametrize("axis", [None, 0, 1, -1, -2])
 def test_repeat_gradient_every_axis(axis):
     verify_grad(lambda x: eo.RepeatOp(axis=axis)(x, 3), [RNG.random((3, 4))], rng=RNG)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_repeat_gradient_by_a_vector_of_counts(axis):
+    # Theano had no gradient for a vector of counts: each element gets the sum of the
+    # output gradient over its copies (none for a count of 0).
+    verify_grad(
+        lambda x: eo.RepeatOp(axis=axis)(x, np.array([2, 0, 1] if axis in (0, -2) else
+                                                   [1, 3, 0, 2] if axis is not None else
+                                                   [1, 0, 2, 1, 3, 0, 1, 1, 2, 0, 1, 2])),
+        [RNG.random((3, 4))],
+        rng=RNG,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "DASK", "opencl"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_repeat_gradient_by_counts_given_at_run_time(axis, mode):
+    # Counts known only when the function runs: the segment sums against numpy's, a
+    # count of 0 included, and one count spread over the axis as numpy spreads it.
+    if mode == "opencl":
+        ok, why = opencl_available()
+        if not ok:
+            pytest.skip(f"no OpenCL device: {why}")
+        mode = theano_dag.Mode(linker="opencl")
+    x, r = tt.dmatrix("x"), tt.lvector("r")
+    w = tt.dmatrix("w") if axis is not None else tt.dvector("w")
+    cost = (eo.RepeatOp(axis=axis)(x, r) * w).sum()
+    f = theano_dag.function([x, r, w], tt.grad(cost, x), mode=mode)
+    val = RNG.random((3, 4))
+    n = val.size if axis is None else val.shape[axis]
+    for counts in (RNG.integers(0, 3, n), np.array([2])):
+        weights = RNG.random(np.repeat(val, counts, axis=axis).shape)
+        where = np.repeat(np.arange(n), np.broadcast_to(counts, (n,)))
+        want = np.zeros(n if axis is None else np.moveaxis(val, axis, 0).shape)
+        np.add.at(want, where, weights if axis is None else np.moveaxis(weights, axis, 0))
+        want = want.reshape(val.shape) if axis is None else np.moveaxis(want, 0, axis)
+        np.testing.assert_allclose(np.asarray(f(val, counts, weights)), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE", "DASK"])

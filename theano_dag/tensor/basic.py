@@ -12,7 +12,7 @@ from theano_dag import tensor as _tensor
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.identity_ops import DeepCopyOp, ViewOp
-from theano_dag.graph.null_type import disconnected_type, grad_not_implemented, is_disconnected
+from theano_dag.graph.null_type import disconnected_type, is_disconnected
 from theano_dag.graph.op import Op
 from theano_dag.tensor import math as tm
 from theano_dag.tensor.elemwise import DimShuffle, Elemwise, reduce_grad_to
@@ -1117,7 +1117,7 @@ class Repeat(Op):
         x, r = inputs
         (gz,) = output_grads
         if r.ndim != 0:
-            return [grad_not_implemented(self, 0, x, "repeats must be a scalar"), disconnected()]
+            return [self._segment_sums(x, r, gz), disconnected()]
         if self.axis is None:
             x_flat = flatten(x)
             g = tsum(reshape(gz, [shape_i(x_flat, 0), r]), axis=1)
@@ -1127,6 +1127,25 @@ class Repeat(Op):
         dims.insert(axis + 1, r)
         g = tsum(reshape(gz, dims, ndim=x.ndim + 1), axis=axis + 1)
         return [g, disconnected()]
+
+    def _segment_sums(self, x, r, gz):
+        """The gradient for a vector of counts: each element of ``x`` gets the sum of
+        the ``gz`` entries its copies became, by an increment at the repeated positions
+        (``repeat(arange(n), r)``: counts of 0 give 0, one count is spread as numpy
+        spreads it). Theano left it unimplemented; PyTensor computes it so."""
+        if self.axis is None:
+            flat = flatten(x)
+            at = Repeat(0)(arange(shape_i(flat, 0)), r)
+            g = _tensor.subtensor.inc_subtensor(zeros_like(flat)[at], gz)
+            return reshape(g, shape(x), ndim=x.ndim)
+        axis = self.axis % x.ndim
+        front = [axis] + [d for d in range(x.ndim) if d != axis]  # the axis first
+        back = [front.index(d) for d in range(x.ndim)]
+        at = Repeat(0)(arange(shape_i(x, axis)), r)
+        g = _tensor.subtensor.inc_subtensor(
+            zeros_like(x).dimshuffle(front)[at], gz.dimshuffle(front)
+        )
+        return g.dimshuffle(back)
 
 
 def repeat(x, repeats, axis=None):
