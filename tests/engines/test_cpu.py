@@ -367,6 +367,34 @@ def test_update_in_place_copes_with_aliased_shared_values():
     np.testing.assert_array_equal(b.get_value(), np.ones((50, 50)))
 
 
+@pytest.mark.parametrize(
+    "mode", ["cpu0", "FAST_RUN", "py_fast_run"], ids=["planned", "default", "reference"]
+)
+def test_an_input_that_is_a_shared_value_overwritten_in_place_is_read_as_given(mode):
+    # A caller passes a shared variable's own array (get_value(borrow=True)), or a row of
+    # it, as an explicit input, and the call overwrites that shared value in place (an
+    # in-place add into it, its update written into its storage): the input must be
+    # read as it was given. The generated call read it after the overwrite ([2, 4, 6]
+    # for the update where [1, 2, 3] was given).
+    mode = {"cpu0": cpu(0), "py_fast_run": Mode(linker="py", optimizer="fast_run")}.get(mode, mode)
+    z = tt.dvector("z")
+    s = shared(np.array([1.0, 2.0, 3.0]))
+    f = function([z], z + s, updates=[(s, s * 0 + z)], mode=mode)
+    for _ in range(2):  # the first call, then the generated call of these shapes
+        s.set_value(np.array([1.0, 2.0, 3.0]))
+        np.testing.assert_array_equal(f(s.get_value(borrow=True)), [2.0, 4.0, 6.0])
+        np.testing.assert_array_equal(s.get_value(), [1.0, 2.0, 3.0])
+    m = shared(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    g = function([z], (z + m).sum(), updates=[(m, m * 0 + z)], mode=mode)
+    row = m.get_value(borrow=True)[1]
+    assert g(row) == 51.0  # z = [4, 5, 6] added to both rows: 21 + 30
+    np.testing.assert_array_equal(m.get_value(), [[4.0, 5.0, 6.0]] * 2)
+    # Arrays that do not share memory with it are not copied.
+    a = np.array([7.0, 8.0, 9.0])
+    h = function([z], z + s, updates=[(s, s * 0 + z)], mode=mode)
+    np.testing.assert_array_equal(h(a), [8.0, 10.0, 12.0])
+
+
 def test_swapping_updates_and_returned_old_value():
     a, b = shared(np.arange(4000.0)), shared(-np.arange(4000.0))
     f = function([], a, updates=[(a, b), (b, a * 1.0)], mode=cpu(0))

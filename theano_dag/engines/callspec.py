@@ -52,6 +52,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from theano_dag.graph.type import Type
 
 try:  # the C half of the call, built by `pip install` where a C compiler is found
@@ -73,6 +75,8 @@ __all__ = [
     "as_thunk",
     "refuse_none",
     "with_message",
+    "buffer_owner",
+    "unaliased",
 ]
 
 
@@ -280,6 +284,46 @@ def refuse_none(engine: str, variables, cells) -> None:
                     "computes on arrays only (the CPU and OpenCL engines hand a None to the "
                     "ops that read one, as Theano does)"
                 ) from None
+
+
+def buffer_owner(value):
+    """The object that owns ``value``'s memory: an array that owns its data, or the buffer
+    (a memory map, bytes) an array was made over. Two arrays can share memory only if
+    they have the same owner: numpy keeps a view's ``base`` at the array (or the foreign
+    buffer) that owns the data, however many views lie between.
+
+    >>> import numpy as np
+    >>> a = np.zeros((3, 4))
+    >>> buffer_owner(a[1:][:, 2]) is a, buffer_owner(a) is a
+    (True, True)
+    """
+    base = getattr(value, "base", None)
+    if base is None:
+        return value
+    # An array over a foreign buffer (np.frombuffer, a memmap): the buffer itself.
+    outer = getattr(base, "base", None)
+    return base if outer is None else outer
+
+
+def unaliased(given, held):
+    """``given`` (the arrays a caller passed) with a copy in place of each one that may
+    share memory with an array of ``held`` (shared values that the call overwrites in
+    place), or None when none does. A caller may pass a shared variable's own array
+    (``get_value(borrow=True)``, or one given to ``shared(..., borrow=True)``), or a view
+    of it: the call must read the value it had, not what an in-place update wrote there.
+
+    >>> import numpy as np
+    >>> w = np.ones(3)
+    >>> unaliased((np.zeros(2),), (w,)) is None
+    True
+    >>> x, = unaliased((w[1:],), (w,))
+    >>> x.base is None and x.tolist() == [1.0, 1.0]
+    True
+    """
+    owners = {id(buffer_owner(h)) for h in held}
+    if not any(id(buffer_owner(g)) in owners for g in given):
+        return None
+    return tuple(_copy.copy(g) if id(buffer_owner(g)) in owners else g for g in given)
 
 
 def with_message(exc: BaseException, msg: str, fallback=TypeError) -> BaseException:
@@ -503,13 +547,15 @@ class PlainCall(CallPath):
         self.out_cells = list(spec.output_cells)
         self.freed_cells = [spec.output_cells[j] for j in spec.freed_outputs]
         self.mutable = any(s.mutable for s in spec.inputs)
-        # For each input, the earlier inputs of an equal type (the type tells whether two
-        # values share memory): what a call compares when an input is mutable. Types
-        # are fixed, so they are compared here once, not at every call.
+        # For each input, the earlier inputs: what a call compares when an input is
+        # mutable. Two values of an equal type are compared by the type (it tells
+        # whether they share memory); arrays of other types (a row of a shared matrix
+        # given for a vector) by the owner of their memory. Types are fixed, so they
+        # are compared here once, not at every call.
         types = [s.type for s in spec.inputs]
         self.alias_checks = []
         for k, t in enumerate(types):
-            earlier = tuple(j for j in range(k) if types[j] == t)
+            earlier = tuple((j, types[j] == t) for j in range(k))
             if earlier:
                 self.alias_checks.append((k, t, earlier))
         self.implicit_names = {s.name for s in spec.inputs if s.implicit and s.name}
@@ -625,9 +671,17 @@ class PlainCall(CallPath):
             val = cells[k][0]
             if val is None:
                 continue
-            for j in earlier:
+            for j, same_type in earlier:
                 other = cells[j][0]
-                if other is not None and j not in copied and t.may_share_memory(other, val):
+                if other is None or j in copied:
+                    continue
+                if (
+                    t.may_share_memory(other, val)
+                    if same_type
+                    else isinstance(val, np.ndarray)
+                    and isinstance(other, np.ndarray)
+                    and buffer_owner(val) is buffer_owner(other)
+                ):
                     cells[k][0] = _copy.copy(val)
                     copied.add(k)
                     break

@@ -49,6 +49,7 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import raise_with_op
+from theano_dag.engines.callspec import buffer_owner, unaliased
 from theano_dag.engines.cpu.emit.impls import KernelCall
 from theano_dag.misc.cache_eviction import TMP_PREFIX, evict_if_due
 from theano_dag.tensor.elemwise import DimShuffle
@@ -654,6 +655,18 @@ def _persistent(plan):
     return out
 
 
+def _overwritten_shared(plan, spec):
+    """The names of the implicit inputs (shared values) whose storage the plan writes
+    into: those an in-place op destroys (or a view of which it destroys), and those whose
+    update is computed straight into their storage."""
+    p = plan.program
+    overwritten = set(plan.update_inplace)
+    if p.has_destroyers:
+        overwritten |= p._destroyed()
+    explicit = set(spec.explicit)
+    return [p.names[v] for k, v in enumerate(p.inputs) if k not in explicit and v in overwritten]
+
+
 def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     """Compile the plan's call path, a specialisation of ``spec`` (a ``CallSpec``):
     ``fast(x0, x1, ...)`` checks the explicit inputs against this plan's signature
@@ -698,6 +711,22 @@ def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     if checks:
         head.append("    if " + " or ".join(checks) + ":")
         head.append(f"        return _switch(({', '.join(explicit)}{',' if explicit else ''}))")
+    held = _overwritten_shared(plan, spec)
+    if explicit and held:
+        # A caller's array that is (or views) a shared value this call overwrites in
+        # place is read from a copy (PlainCall's _unalias_inputs, for any types).
+        # Written out (buffer_owner where an array is a view), as it runs at every call.
+        def owner_id(nm):
+            return f"id({nm} if {nm}.base is None else _owner({nm}))"
+
+        head.append(f"    _held = {{{', '.join(owner_id(nm) for nm in held)}}}")
+        head.append(f"    if {' or '.join(f'{owner_id(nm)} in _held' for nm in explicit)}:")
+        head.append(
+            f"        {', '.join(explicit)}, = _unaliased(({', '.join(explicit)},), "
+            f"({', '.join(held)},))"
+        )
+        extra["_unaliased"] = unaliased
+        extra["_owner"] = buffer_owner
     body, where = _body(plan, "fast", extra)
     tail = []
     for k_in, k_out in spec.updates:
