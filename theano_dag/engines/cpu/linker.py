@@ -29,7 +29,15 @@ import numpy as np
 
 from theano_dag.config import config
 from theano_dag.engines.basic import Container, Linker, PerformLinker, io_storage_map
-from theano_dag.engines.callspec import NATIVE_CALL, CallPath, CallSpec, Guard, PlainCall, Thunk
+from theano_dag.engines.callspec import (
+    NATIVE_CALL,
+    CallPath,
+    CallSpec,
+    Guard,
+    PlainCall,
+    Thunk,
+    buffer_owner,
+)
 from theano_dag.engines.cpu.emit.codegen import (
     _persistent,
     build_core,
@@ -315,6 +323,14 @@ class CPUThunk(Thunk):
             return
         plan = self.plan_for(sig)
         core = self._core(plan)
+        if plan.kept_ids:
+            # A value given in a buffer the plan keeps (a borrowed output fed back): a copy
+            # (the call overwrites that buffer before it has read the value).
+            kept = plan.kept_ids
+            vals = [
+                v.copy() if isinstance(v, np.ndarray) and id(buffer_owner(v)) in kept else v
+                for v in vals
+            ]
         if self.program.incremental:
             outs = self._run_incremental(plan, core, vals)
         else:

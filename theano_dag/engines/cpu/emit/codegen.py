@@ -711,6 +711,16 @@ def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     if checks:
         head.append("    if " + " or ".join(checks) + ":")
         head.append(f"        return _switch(({', '.join(explicit)}{',' if explicit else ''}))")
+    if plan.kept_ids:
+        # An input that is (or views) a buffer the plan keeps (a borrowed output the
+        # caller feeds back) is read from a copy: the call overwrites that buffer.
+        extra["_kept"] = plan.kept_ids
+        extra["_owner"] = buffer_owner
+        extra["_copy"] = np.ndarray.copy
+        for v in p.inputs:
+            nm = names[v]
+            head.append(f"    if id({nm} if {nm}.base is None else _owner({nm})) in _kept:")
+            head.append(f"        {nm} = _copy({nm})")
     held = _overwritten_shared(plan, spec)
     if explicit and held:
         # A caller's array that is (or views) a shared value this call overwrites in

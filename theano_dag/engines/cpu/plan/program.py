@@ -687,6 +687,15 @@ class Plan:
             elif c == "alloc":
                 self._slot(v, tuple(shapes[v]))
         self.blocks = blocks
+        # The buffers this plan keeps and writes at every call that a caller may hold: an
+        # Out(borrow=True) output's. A call given one of them (or a view of it) as an
+        # input, as a loop feeding an output back does, reads a copy (codegen.build_fast,
+        # CPUThunk): the call writes the new output there before it has read the input.
+        self.kept_ids = frozenset(
+            id(self.slot_values[self.slots[v]])
+            for v, c in cat.items()
+            if c == "own" and isinstance(self.slot_values.get(self.slots.get(v)), np.ndarray)
+        )
         self.n_unplanned = sum(1 for c in cat.values() if c in ("fresh", "alloc", "dyn"))
 
     def block_memory_error(self, b) -> MemoryError:
