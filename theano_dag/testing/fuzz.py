@@ -96,6 +96,7 @@ import theano_dag.tensor as tt
 from theano_dag.compile import function_cache
 from theano_dag.compile.debugmode import DebugMode
 from theano_dag.compile.function import function
+from theano_dag.compile.io import Out
 from theano_dag.compile.mode import Mode
 from theano_dag.compile.sharedvalue import shared
 from theano_dag.config import config
@@ -1772,8 +1773,11 @@ def input_value(seed, shape, dtype, special, values="default"):
 
 #: How a recipe's input arrays are laid out: ``"default"``, C order (what every cited
 #: seed means); ``"mixed"``, each input of each call in one of :data:`LAYOUT_KINDS`,
-#: drawn from its value's seed (:func:`laid_out`).
-LAYOUTS = ("default", "mixed")
+#: drawn from its value's seed (:func:`laid_out`); ``"aliased"``, C order, the outputs
+#: declared ``Out(borrow=True)``, and in the second call each input given an array the
+#: function holds where one fits (:func:`aliases`): the shared variable's own array,
+#: as ``f(s.get_value(borrow=True))`` gives it, or an output of the first call, fed back.
+LAYOUTS = ("default", "mixed", "aliased")
 LAYOUT_KINDS = (
     "c",
     "fortran",
@@ -1840,10 +1844,69 @@ def laid_out(x, how):
 
 def _layout_of(rec, call, k):
     """The layout (:data:`LAYOUT_KINDS`) of input ``k``'s array in call ``call``."""
-    if rec.layouts == "default":
+    if rec.layouts != "mixed":
         return "c"
     rng = np.random.default_rng([_seed_of(rec, call, k), 17])
     return LAYOUT_KINDS[int(rng.integers(len(LAYOUT_KINDS)))]
+
+
+def aliases(rec) -> dict:
+    """Under ``layouts="aliased"``, what the second call gives input ``k`` (a dict):
+    ``("shared",)``, the shared variable's own array (the input's value is then the
+    shared variable's), or ``("output", j)``, output ``j`` of the first call (a buffer
+    the function keeps, ``Out(borrow=True)``), the input's value written into it. The
+    first that has the input's dtype and shape, each output at most once; a call checks
+    the arrays themselves too (:func:`aliased_arg`).
+
+    >>> rec = Recipe(nodes=[("input", [1], "float64"), ("exp", [0], None)], outputs=[1],
+    ...              dims=[[1], [1]], dtypes=["float64", "float64"], layouts="aliased")
+    >>> aliases(rec)  # (a length 1 in both calls: the second call's others differ)
+    {0: ('output', 0)}
+    """
+    if rec.layouts != "aliased":
+        return {}
+    first, second = _call_sizes(rec)
+
+    def shape(dims, sizes):
+        # (A masked length is a bound, which the call's own check then refuses.)
+        return tuple(_length(d, sizes) for d in dims)
+
+    s = rec.shared_index
+    found, used = {}, set()
+    for k, node in enumerate(rec.nodes):
+        if node[0] != "input":
+            continue
+        want, dtype = shape(node[1], second), node[2]
+        if s is not None and rec.dtypes[s] == dtype and shape(rec.nodes[s][1], first) == want:
+            found[k] = ("shared",)
+            continue
+        for j, o in enumerate(rec.outputs):
+            if j not in used and rec.dtypes[o] == dtype and shape(rec.dims[o], first) == want:
+                used.add(j)
+                found[k] = ("output", j)
+                break
+    return found
+
+
+def aliased_arg(held, value):
+    """``held`` (an array the function holds) as the argument of an input whose value is
+    ``value``, or None where it cannot be (another type or shape, read-only, not a numpy
+    array: a device array). For an output fed back, ``value`` is written into it first.
+
+    >>> buf = np.zeros(2)
+    >>> aliased_arg(buf, np.ones(2)) is buf, buf.tolist()
+    (True, [1.0, 1.0])
+    """
+    if (
+        type(held) is not np.ndarray
+        or held.dtype != value.dtype
+        or held.shape != value.shape
+        or not held.flags.writeable
+    ):
+        return None
+    if held is not value:
+        held[...] = value
+    return held
 
 
 def _seed_of(rec, call, k):
@@ -2377,9 +2440,12 @@ def _compile_recipe(rec, mode):
     its inputs, and its shared variable (None without one)."""
     inputs, svar, syms = _build(rec)
     updates = [(svar, syms[rec.update])] if svar is not None and rec.update else []
+    outputs = [syms[k] for k in rec.outputs]
+    if rec.layouts == "aliased":  # buffers the function keeps, fed back (aliases)
+        outputs = [Out(o, borrow=True) for o in outputs]
     f = function(
         [syms[k] for k in inputs],
-        [syms[k] for k in rec.outputs],
+        outputs,
         updates=updates,
         mode=mode,
         on_unused_input="ignore",
@@ -2406,10 +2472,34 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
         if svar is not None:
             svar.set_value(state.copy())
         kept, problems = [], []
+        fed_back = aliases(rec)
+        prev = []
         for call, v in enumerate(vals):
             if s is not None:
                 v = {**v, s: state}
             args = [laid_out(v[k], _layout_of(rec, call, k)) for k in inputs]
+            fed = set()  # the positions given an array the function holds
+            if call == 1 and fed_back:
+                v = dict(v)
+                for pos, k in enumerate(inputs):
+                    how = fed_back.get(k)
+                    if how == ("shared",):
+                        held = svar.get_value(borrow=True)
+                        same = getattr(held, "shape", None) == v[k].shape
+                        arg = aliased_arg(held, held) if same else None
+                        if arg is not None and arg.dtype == v[k].dtype:
+                            v[k] = arg.copy()  # the input's value is the shared variable's
+                        else:
+                            arg = None
+                    elif how is not None and not any(
+                        np.shares_memory(prev[how[1]], args[p]) for p in fed
+                    ):
+                        arg = aliased_arg(prev[how[1]], v[k])
+                    else:
+                        arg = None
+                    if arg is not None:
+                        args[pos] = arg
+                        fed.add(pos)
             try:
                 want = reference(rec, v, only=needed)
             except (ValueError, IndexError) as e:  # an empty value's max, an index past it
@@ -2420,11 +2510,13 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
                 refused = f"{type(e).__name__}: {e}"
                 return problems + [f"call {call}: numpy raises {refused}; the engine returned"]
             try:
-                got = f(*args)
+                prev = f(*args)
             except Exception as e:
                 return problems + [f"call {call} raised {type(e).__name__}: {e}"]
-            got = [_host(g) for g in got]
-            for k, arg in zip(inputs, args):
+            got = [_host(g) for g in prev]
+            for pos, (k, arg) in enumerate(zip(inputs, args)):
+                if pos in fed:
+                    continue  # the function's own array: an update or an output may follow
                 if not np.array_equal(arg, v[k], equal_nan=arg.dtype.kind in "fc"):
                     problems.append(f"call {call}: input {_name(k)} modified")
             for j, (k, g) in enumerate(zip(rec.outputs, got)):
@@ -2434,10 +2526,12 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
                     why = close(g, want[k], tol, nonfinite, int_rtols[j], alts)
                 if why:
                     problems.append(f"call {call}: output {j} ({_name(k)}): {why}")
-                for a in args:
+                for pos, a in enumerate(args):
+                    if pos in fed:
+                        continue  # a kept buffer fed back may be this output's again
                     if isinstance(g, np.ndarray) and np.shares_memory(g, a):
                         problems.append(f"call {call}: output {j} shares memory with an input")
-            for j in range(len(got)):
+            for j in range(len(got) if rec.layouts != "aliased" else 0):  # (borrowed: may)
                 for i in range(j):
                     gi, gj = got[i], got[j]
                     if isinstance(gi, np.ndarray) and gi.size and np.shares_memory(gi, gj):
@@ -2458,7 +2552,7 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
                 eq_nan = copy.dtype.kind in "fc"
                 if not np.array_equal(_host(obj), copy, equal_nan=eq_nan):
                     problems.append(f"call {call}: the first call's output {j} was overwritten")
-            if call == 0:
+            if call == 0 and rec.layouts != "aliased":  # (borrowed outputs may change)
                 kept = [(g, np.array(g, copy=True)) for g in got]
             if problems:
                 return problems
@@ -2753,6 +2847,7 @@ def _script_head(rec, title, flags):
         "import theano_dag.tensor as tt",
         "from theano_dag.compile.debugmode import DebugMode",
         "from theano_dag.compile.function import function",
+        "from theano_dag.compile.io import Out",
         "from theano_dag.compile.mode import Mode",
         "from theano_dag.compile.sharedvalue import shared",
         "from theano_dag.config import config",
@@ -2776,6 +2871,7 @@ def _script_head(rec, title, flags):
         lines.append("from theano_dag.scalar import cast_array")
     wide = [wrap_values] if rec.values != "default" else []
     wide += [laid_out] if rec.layouts != "default" else []
+    wide += [aliased_arg] if rec.layouts == "aliased" else []
     for h in wide + [input_value, close, _report] + helpers:
         lines += ["", "", _SOURCES[h.__name__]]
     lines += ["", ""]
@@ -2806,7 +2902,7 @@ def _script_head(rec, title, flags):
 # The helpers' text, read once: a run outlives edits of this file.
 _SOURCES = {
     h.__name__: textwrap.dedent(inspect.getsource(h)).rstrip()
-    for h in (wrap_values, laid_out, input_value, close, _report) + _NP_HELPERS
+    for h in (wrap_values, laid_out, aliased_arg, input_value, close, _report) + _NP_HELPERS
 }
 
 
@@ -2819,6 +2915,38 @@ def _input_values(rec, call, inputs):
     ]
 
 
+def _aliasing_lines(rec, inputs, fed_back):
+    """A reproducer's second call under ``layouts="aliased"``: what :func:`aliases` gives
+    each input, as ``_check_engine`` gives it."""
+    lines, fed = [], []
+    s = rec.shared_index
+    for pos, k in enumerate(inputs):
+        how = fed_back.get(k)
+        if how is None:
+            continue
+        nm = f"{_name(k)}_value"
+        if how == ("shared",):
+            lines += [
+                f"# {_name(k)}: the shared variable's own array (its value then {_name(k)}'s)",
+                f"_held = {_name(s)}.get_value(borrow=True)",
+                f"if aliased_arg(_held, _held) is not None and _held.shape == {nm}.shape "
+                f"and _held.dtype == {nm}.dtype:",
+                f"    {nm}, args[{pos}] = _held.copy(), _held",
+            ]
+        else:
+            j = how[1]
+            unshared = " and ".join(
+                [f"not np.shares_memory(prev[{j}], args[{p}])" for p in fed] or ["True"]
+            )
+            lines += [
+                f"# {_name(k)}: output {j} of the first call fed back, {_name(k)}'s value in it",
+                f"if {unshared} and aliased_arg(prev[{j}], {nm}) is not None:",
+                f"    args[{pos}] = prev[{j}]",
+            ]
+        fed.append(pos)
+    return lines
+
+
 def reproducer(rec, engine) -> str:
     """A stand-alone script running ``rec`` on ``engine``: the two calls of :func:`check`,
     each output printed beside numpy's value (it needs theano_dag and numpy, not this
@@ -2829,6 +2957,9 @@ def reproducer(rec, engine) -> str:
     upd = f", updates=[({_name(s)}, {_name(rec.update)})]" if rec.update is not None else ""
     ins = ", ".join(_name(k) for k in inputs)
     outs = ", ".join(_name(k) for k in rec.outputs)
+    fed_back = aliases(rec)
+    if fed_back:
+        outs = ", ".join(f"Out({_name(k)}, borrow=True)" for k in rec.outputs)
     body = [f"f = function([{ins}], [{outs}]{upd}, mode={mode}, on_unused_input='ignore')"]
     if s is not None:
         body.append(f"state = {_name(s)}.get_value()")
@@ -2839,11 +2970,16 @@ def reproducer(rec, engine) -> str:
         args = [f"{_name(k)}_value" for k in inputs]
         laid = [
             f"{a}.copy()"
-            if rec.layouts == "default"
+            if rec.layouts in ("default", "aliased")
             else f"laid_out({a}, {_layout_of(rec, call, k)!r})"
             for a, k in zip(args, inputs)
         ]
-        body.append(f"got = f({', '.join(laid)})")
+        body.append(f"args = [{', '.join(laid)}]")
+        if call == 1:
+            body += _aliasing_lines(rec, inputs, fed_back)
+        body.append("got = f(*args)")
+        if call == 0 and fed_back:
+            body.append("prev = list(got)  # the buffers the function keeps (borrowed)")
         state_arg = ["state"] if s is not None else []
         body.append(f"want, new_state = numpy_values({', '.join(args + state_arg)})")
         if s is not None and rec.update is not None:
@@ -3139,7 +3275,9 @@ def main(argv=None):
         default="default",
         help="default: C-ordered input arrays; mixed: each input of each call Fortran-"
         "ordered, reversed, strided, rotated, read-only, unaligned or with odd strides on "
-        "its unit axes (LAYOUT_KINDS; the same graphs and values)",
+        "its unit axes (LAYOUT_KINDS; the same graphs and values); aliased: the outputs "
+        "borrowed, and the second call given the function's own arrays where they fit "
+        "(the shared variable's, an output of the first call fed back)",
     )
     ap.add_argument(
         "--dask-cluster",
@@ -3224,7 +3362,7 @@ def _fuzz(a):
         f"{' extra' if a.extra_ops else ''} graphs (seed {a.seed}, "
         f"{a.start} to {a.n - 1}"
         f"{', edge lengths' if a.lengths == 'edge' else ''}"
-        f"{', mixed layouts' if a.layouts == 'mixed' else ''}), engines "
+        f"{'' if a.layouts == 'default' else f', {a.layouts} layouts'}), engines "
         f"{engines or available_engines()}: {len(failures)} failing, {len(classified)} "
         f"classified by tag ({', '.join(sorted({c[2] for c in classified})) or 'none'}); "
         f"{t1 - t0:.0f} s; {n_grads} gradient graphs (seed {grad_seed}): "
