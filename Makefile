@@ -156,7 +156,8 @@ docs-check: docs
 # engine here, against numpy; each failure is shrunk and printed as a script.
 # FUZZ_ARGS: more of its options (--lazy: lazy ifelse graphs too; --extra-ops: the extra
 # ops, special functions to unique; --values wide; --layouts mixed: input arrays strided,
-# reversed, Fortran-ordered, unaligned...).
+# reversed, Fortran-ordered, unaligned...; --layouts aliased: the second call given the
+# shared variable's array or a borrowed output of the first call).
 N ?= 1000
 SEED ?= 0
 FUZZ_ARGS ?=
