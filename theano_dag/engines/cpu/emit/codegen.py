@@ -655,18 +655,6 @@ def _persistent(plan):
     return out
 
 
-def _overwritten_shared(plan, spec):
-    """The names of the implicit inputs (shared values) whose storage the plan writes
-    into: those an in-place op destroys (or a view of which it destroys), and those whose
-    update is computed straight into their storage."""
-    p = plan.program
-    overwritten = set(plan.update_inplace)
-    if p.has_destroyers:
-        overwritten |= p._destroyed()
-    explicit = set(spec.explicit)
-    return [p.names[v] for k, v in enumerate(p.inputs) if k not in explicit and v in overwritten]
-
-
 def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     """Compile the plan's call path, a specialisation of ``spec`` (a ``CallSpec``):
     ``fast(x0, x1, ...)`` checks the explicit inputs against this plan's signature
@@ -721,7 +709,7 @@ def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
             nm = names[v]
             head.append(f"    if id({nm} if {nm}.base is None else _owner({nm})) in _kept:")
             head.append(f"        {nm} = _copy({nm})")
-    held = _overwritten_shared(plan, spec)
+    held = [names[p.inputs[k]] for k in plan.overwritten_inputs if k not in spec.explicit]
     if explicit and held:
         # A caller's array that is (or views) a shared value this call overwrites in
         # place is read from a copy (PlainCall's _unalias_inputs, for any types).
