@@ -219,12 +219,18 @@ def build_optdb(rules=RULES) -> SequenceDB:
             (obj.db if isinstance(obj, TopoDB) else obj).name_aliases = aliases
     # Merging after every change lets canonicalize see the shared subexpressions at once.
     db["canonicalize"].register("merge", MergeOptimizer(), "fast_run", "fast_compile", cleanup=True)
+    # A stable form runs in other passes too (to meet the forms they make): it is tagged
+    # stabilize wherever it runs, so that excluding("stabilize") leaves all of it out.
+    stable = {id(rule.rewrite) for rule in rules if rule.db == "stabilize"}
     for rule in rules:
         target = _local_db(db, rule.db)
+        tags = rule.tags
+        if rule.db != "stabilize" and id(rule.rewrite) in stable and "stabilize" not in tags:
+            tags += ("stabilize",)
         if rule.opt_in:  # neither fast_run nor the DB's name selects it
-            target.register(rule.name, rule.rewrite, *rule.tags, use_db_name_as_tag=False)
+            target.register(rule.name, rule.rewrite, *tags, use_db_name_as_tag=False)
         else:
-            target.register(rule.name, rule.rewrite, "fast_run", *rule.tags, **rule.kwargs)
+            target.register(rule.name, rule.rewrite, "fast_run", *tags, **rule.kwargs)
     return db
 
 

@@ -183,7 +183,7 @@ local_abs_neg = canonicalize(_FAST)(
 # log(exp(x)) -> x
 # (where exp(x) overflows, the written graph gives inf and the rewrite x: nonfinite_unsafe;
 # exp(x) may have other uses, as in the gradient of log(exp(x)): the rewrite still holds)
-local_log_exp = canonicalize(NONFINITE_UNSAFE)(
+local_log_exp = canonicalize(NONFINITE_UNSAFE, "stabilize")(
     pattern("local_log_exp", (tm.log, (tm.exp, _F)), "x", allow_multiple_clients=True)
 )
 
@@ -194,7 +194,7 @@ def _nan_below_zero(x):
 
 
 # exp(log(x)) -> switch(x >= 0, x, nan)
-local_exp_log = canonicalize()(
+local_exp_log = canonicalize("stabilize")(
     pattern(
         "local_exp_log",
         (tm.exp, (tm.log, _F)),

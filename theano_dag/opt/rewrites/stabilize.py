@@ -483,7 +483,7 @@ def _nan_unless(cond, value):
     return tm.switch(cond, value, typed_constant(np.nan, value.dtype))
 
 
-@RULES.canonicalize()
+@RULES.canonicalize("stabilize")
 @local_optimizer([tm.sqrt, tm.sqr, tm.mul], needs=[type(ts.sqrt)])
 def local_sqrt_sqr(fgraph, node):
     """``sqrt(x**2)`` as ``|x|`` (``x**2`` overflows for ``|x| > 1.3e154`` in float64),
@@ -524,10 +524,10 @@ def local_sqrt_sqr(fgraph, node):
     return fit(node.outputs[0], _nan_unless(tm.ge(x, 0), xf), [x])
 
 
-RULES.specialize()(local_sqrt_sqr)
+RULES.specialize("stabilize")(local_sqrt_sqr)
 
 
-@RULES.canonicalize(NONFINITE_UNSAFE)
+@RULES.canonicalize(NONFINITE_UNSAFE, "stabilize")
 @local_optimizer([tm.log1p])
 def local_log1p_expm1(fgraph, node):
     """``log1p(expm1(x))`` as ``x`` (``expm1`` overflows beyond 709 in float64)."""
@@ -556,7 +556,7 @@ _INVERSE_PAIRS = {
 }
 
 
-@RULES.specialize()
+@RULES.specialize("stabilize")
 @local_optimizer([tm.exp, tm.expm1, tm.softplus, tm.log1mexp])
 def local_exp_log_inverses(fgraph, node):
     """An exponential of a logarithm (``exp(log1p(x))``, ``expm1(log(x))``,
@@ -742,7 +742,7 @@ def local_func_inv(fgraph, node):
 
 # In specialize, as PyTensor's: after stabilize has paired exp(x) with 1 + exp(x) into
 # sigmoids (exp(x) * exp(x) / (1 + exp(x))**2 would otherwise become exp(2x) / ...).
-@RULES.specialize()
+@RULES.specialize("stabilize")
 @local_optimizer([tm.mul, tm.true_div], requirements=(count_scalar_ops,), needs=[type(ts.exp)])
 def local_mul_exp(fgraph, node):
     """A product or quotient of exponentials as the exponential of the sum or
