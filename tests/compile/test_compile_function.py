@@ -202,6 +202,20 @@ def test_output_aliasing_an_input_is_copied():
     assert np.shares_memory(h(a), a)
 
 
+def test_borrowed_outputs_that_are_an_input_not_borrowed_are_copies():
+    # An output that is also a later output was wrapped in a view when both were
+    # borrowed, whatever it viewed: the caller's own input array came back (Theano's
+    # insert_deepcopy does the same). Two borrowed outputs may share memory, but the
+    # input is not borrowed.
+    x = vec("x")
+    f = function([x], [Out(x, borrow=True), Out(x, borrow=True)], mode=PY)
+    a = np.ones(2)
+    r = f(a)
+    assert not np.shares_memory(r[0], a) and not np.shares_memory(r[1], a)
+    g = function([In(x, borrow=True)], [Out(x, borrow=True), Out(x, borrow=True)], mode=PY)
+    assert np.shares_memory(g(a)[0], a)  # borrowed on both sides: a view
+
+
 def test_duplicate_outputs_do_not_alias():
     x = vec("x")
     y = neg(x)

@@ -260,9 +260,6 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
                 j = positions[bisect.bisect_right(positions, i)] if positions[-1] > i else None
                 if j is not None and (first_j is None or j < first_j):
                     first_j = j
-        if first_j is not None:
-            wrap(i, wrapped_outputs[i].borrow and wrapped_outputs[first_j].borrow)
-            continue
         aliased = [
             v
             for v in views_of_output_i
@@ -270,6 +267,16 @@ def insert_deepcopy(fgraph, wrapped_inputs, wrapped_outputs):
             # update gives the variable a new object, it does not write into it.
             if v.owner is None and v not in updated_inputs and not _has_destroyers(fgraph, v)
         ]
+        if first_j is not None:
+            # Two borrowed outputs may share memory, but not hand out an input that is not
+            # borrowed too (Theano's did, for an output that is also a later one: the
+            # caller's own array came back as a borrowed output).
+            unborrowed = any(
+                v in input_index and not wrapped_inputs[input_index[v]].borrow for v in aliased
+            )
+            both = wrapped_outputs[i].borrow and wrapped_outputs[first_j].borrow
+            wrap(i, both and not unborrowed)
+            continue
         if aliased:
             if len(aliased) > 1 and not graph_input_rank:
                 for k, inp in enumerate(graph_inputs(fgraph.outputs)):
