@@ -446,7 +446,9 @@ def _positive_const(var) -> bool:
     return v is not None and np.asarray(v).dtype.kind in "iuf" and bool(v > 0)
 
 
-@stabilize()
+# nonfinite_unsafe as well: at x = -inf the written log(1 / x) is log(-0.0) = -inf, and
+# -log(x) NaN (at x = -0.0, NaN and inf).
+@stabilize(NONFINITE_UNSAFE)
 @local_optimizer([tm.log])
 def local_log_div(fgraph, node):
     """``log(1 / x)`` as ``-log(x)`` (and ``log(c / x)``, ``log(x / c)`` with a positive
@@ -475,7 +477,7 @@ def local_log_div(fgraph, node):
     return fit(node.outputs[0], new, inner.inputs)
 
 
-RULES.specialize()(local_log_div)
+RULES.specialize(NONFINITE_UNSAFE)(local_log_div)
 
 
 def _nan_unless(cond, value):
