@@ -547,15 +547,15 @@ class PlainCall(CallPath):
         self.out_cells = list(spec.output_cells)
         self.freed_cells = [spec.output_cells[j] for j in spec.freed_outputs]
         self.mutable = any(s.mutable for s in spec.inputs)
-        # For each input, the earlier inputs: what a call compares when an input is
-        # mutable. Two values of an equal type are compared by the type (it tells
-        # whether they share memory); arrays of other types (a row of a shared matrix
-        # given for a vector) by the owner of their memory. Types are fixed, so they
-        # are compared here once, not at every call.
+        # For each input, the earlier inputs of an equal type (the type tells whether two
+        # values share memory): what a call compares when an input is mutable. Types
+        # are fixed, so they are compared here once, not at every call. Arrays of other
+        # types (a row of a shared matrix given for a vector) are compared by the owner
+        # of their memory, in one pass (_unalias_inputs).
         types = [s.type for s in spec.inputs]
         self.alias_checks = []
         for k, t in enumerate(types):
-            earlier = tuple((j, types[j] == t) for j in range(k))
+            earlier = tuple(j for j in range(k) if types[j] == t)
             if earlier:
                 self.alias_checks.append((k, t, earlier))
         self.implicit_names = {s.name for s in spec.inputs if s.implicit and s.name}
@@ -671,17 +671,17 @@ class PlainCall(CallPath):
             val = cells[k][0]
             if val is None:
                 continue
-            for j, same_type in earlier:
+            for j in earlier:
                 other = cells[j][0]
-                if other is None or j in copied:
-                    continue
-                if (
-                    t.may_share_memory(other, val)
-                    if same_type
-                    else isinstance(val, np.ndarray)
-                    and isinstance(other, np.ndarray)
-                    and buffer_owner(val) is buffer_owner(other)
-                ):
+                if other is not None and j not in copied and t.may_share_memory(other, val):
                     cells[k][0] = _copy.copy(val)
                     copied.add(k)
                     break
+        # Arrays of any types, by the owner of their memory: the first one keeps it.
+        owners: dict = {}
+        for k, cell in enumerate(cells):
+            val = cell[0]
+            if k in copied or not isinstance(val, np.ndarray):
+                continue
+            if owners.setdefault(id(buffer_owner(val)), k) != k:
+                cell[0] = _copy.copy(val)

@@ -245,6 +245,10 @@ def upgrade_to_float(*dtypes):
     return (upcast(*[_FLOAT_OF.get(d, d) for d in dtypes]),)
 
 
+def _reals_only(dtypes):
+    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
+
+
 def upgrade_to_float_no_complex(*dtypes):
     """``upgrade_to_float`` for ops defined on reals only: a complex input raises.
 
@@ -254,7 +258,7 @@ def upgrade_to_float_no_complex(*dtypes):
     Traceback (most recent call last):
     TypeError: complex64 input: this op is defined on real numbers only
     """
-    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
+    _reals_only(dtypes)
     return upgrade_to_float(*dtypes)
 
 
@@ -274,8 +278,8 @@ def upgrade_to_float64_no_complex(*dtypes):
     >>> upgrade_to_float64_no_complex("float32")
     ('float64',)
     """
-    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
-    return ("float64",)
+    _reals_only(dtypes)
+    return upgrade_to_float64(*dtypes)
 
 
 def true_div_out(*dtypes):
@@ -305,8 +309,8 @@ def same_out_no_complex(*dtypes):
     >>> same_out_no_complex("int8")
     ('int8',)
     """
-    _refuse_complex(dtypes, TypeError, "this op is defined on real numbers only")
-    return (dtypes[0],)
+    _reals_only(dtypes)
+    return same_out(*dtypes)
 
 
 def bool_out(*dtypes):

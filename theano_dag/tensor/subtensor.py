@@ -712,7 +712,7 @@ class AdvancedSubtensor(Op):
 
     __repr__ = __str__
 
-    def _walk(self, x, idx_inputs):
+    def walk(self, x, idx_inputs):
         """``[(kind, dim, value_inputs)]`` per index entry (kind: adv, slice or new) and
         the number of ``x``'s dimensions the index consumes."""
         it = iter(idx_inputs)
@@ -746,7 +746,7 @@ class AdvancedSubtensor(Op):
         replaces the first advanced index when the advanced indices are adjacent in the
         index; a slice or a None between them sends it to the front.
         """
-        entries, consumed = self._walk(x, idx_inputs)
+        entries, consumed = self.walk(x, idx_inputs)
         adv = [k for k, e in enumerate(entries) if e[0] == "adv"]
         adjacent = adv == list(range(adv[0], adv[-1] + 1)) if adv else True
         slots = [] if adjacent or not adv else [("adv", None)]
@@ -807,7 +807,7 @@ class AdvancedSubtensor(Op):
         # each int index array, within the length of the dimension of x it indexes
         indexed = [
             (vals[0], input_shapes[0][dim], f"{x} along dimension {dim}")
-            for kind, dim, vals in self._walk(x, idx)[0]
+            for kind, dim, vals in self.walk(x, idx)[0]
             if kind == "adv" and vals[0].dtype != "bool"
         ]
         return [in_bounds_shape(out, indexed, str(self))]
@@ -822,7 +822,7 @@ class AdvancedSubtensor(Op):
         shape_of = {}
         for v, shp in zip(idx, idx_shapes):
             shape_of.setdefault(v, shp)
-        starts = [dim for kind, dim, _ in self._walk(x, idx)[0] if kind == "adv"]
+        starts = [dim for kind, dim, _ in self.walk(x, idx)[0] if kind == "adv"]
         adv_shapes, names = [], []
         for k, (v, start) in enumerate(zip(indices, starts)):
             if v.dtype == "bool":  # a mask selects as many elements as it has True

@@ -1888,14 +1888,17 @@ def aliases(rec) -> dict:
     return found
 
 
-def aliased_arg(held, value):
+def aliased_arg(held, value, write=True):
     """``held`` (an array the function holds) as the argument of an input whose value is
-    ``value``, or None where it cannot be (another type or shape, read-only, not a numpy
-    array: a device array). For an output fed back, ``value`` is written into it first.
+    ``value``'s, or None where it cannot be (another dtype or shape, read-only, not a
+    numpy array: a device array). ``write``: ``value`` is written into it first (an
+    output fed back); else the input's value becomes ``held``'s (the shared variable's).
 
     >>> buf = np.zeros(2)
     >>> aliased_arg(buf, np.ones(2)) is buf, buf.tolist()
     (True, [1.0, 1.0])
+    >>> aliased_arg(buf, np.ones(3), write=False) is None
+    True
     """
     if (
         type(held) is not np.ndarray
@@ -1904,7 +1907,7 @@ def aliased_arg(held, value):
         or not held.flags.writeable
     ):
         return None
-    if held is not value:
+    if write:
         held[...] = value
     return held
 
@@ -2484,13 +2487,9 @@ def _check_engine(rec, name, tol, exclude=(), nonfinite=None):
                 for pos, k in enumerate(inputs):
                     how = fed_back.get(k)
                     if how == ("shared",):
-                        held = svar.get_value(borrow=True)
-                        same = getattr(held, "shape", None) == v[k].shape
-                        arg = aliased_arg(held, held) if same else None
-                        if arg is not None and arg.dtype == v[k].dtype:
+                        arg = aliased_arg(svar.get_value(borrow=True), v[k], write=False)
+                        if arg is not None:
                             v[k] = arg.copy()  # the input's value is the shared variable's
-                        else:
-                            arg = None
                     elif how is not None and not any(
                         np.shares_memory(prev[how[1]], args[p]) for p in fed
                     ):
@@ -2928,9 +2927,8 @@ def _aliasing_lines(rec, inputs, fed_back):
         if how == ("shared",):
             lines += [
                 f"# {_name(k)}: the shared variable's own array (its value then {_name(k)}'s)",
-                f"_held = {_name(s)}.get_value(borrow=True)",
-                f"if aliased_arg(_held, _held) is not None and _held.shape == {nm}.shape "
-                f"and _held.dtype == {nm}.dtype:",
+                f"_held = aliased_arg({_name(s)}.get_value(borrow=True), {nm}, write=False)",
+                "if _held is not None:",
                 f"    {nm}, args[{pos}] = _held.copy(), _held",
             ]
         else:

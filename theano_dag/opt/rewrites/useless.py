@@ -381,7 +381,7 @@ def _with_indices_checked(node, x):
     elif isinstance(op, AdvancedIncSubtensor1):
         indexed = [(node.inputs[2], 0)]
     else:
-        entries, _ = AdvancedSubtensor(op.idx_list)._walk(x, node.inputs[2:])
+        entries, _ = AdvancedSubtensor(op.idx_list).walk(x, node.inputs[2:])
         if any(kind == "adv" and vals[0].dtype == "bool" for kind, _, vals in entries):
             return False
         indexed = [(vals[0], d) for kind, d, vals in entries if kind == "adv"]

@@ -699,24 +699,27 @@ def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
     if checks:
         head.append("    if " + " or ".join(checks) + ":")
         head.append(f"        return _switch(({', '.join(explicit)}{',' if explicit else ''}))")
+
+    # The two alias checks below run at every call: written out, the owner of an array's
+    # memory read as callspec.buffer_owner gives it (called only where it is a view).
+    def owner_id(nm):
+        return f"id({nm} if {nm}.base is None else _owner({nm}))"
+
+    held = [names[p.inputs[k]] for k in plan.overwritten_inputs if k not in spec.explicit]
+    if plan.kept_ids or (explicit and held):
+        extra["_owner"] = buffer_owner
     if plan.kept_ids:
         # An input that is (or views) a buffer the plan keeps (a borrowed output the
         # caller feeds back) is read from a copy: the call overwrites that buffer.
         extra["_kept"] = plan.kept_ids
-        extra["_owner"] = buffer_owner
         extra["_copy"] = np.ndarray.copy
         for v in p.inputs:
             nm = names[v]
-            head.append(f"    if id({nm} if {nm}.base is None else _owner({nm})) in _kept:")
+            head.append(f"    if {owner_id(nm)} in _kept:")
             head.append(f"        {nm} = _copy({nm})")
-    held = [names[p.inputs[k]] for k in plan.overwritten_inputs if k not in spec.explicit]
     if explicit and held:
         # A caller's array that is (or views) a shared value this call overwrites in
         # place is read from a copy (PlainCall's _unalias_inputs, for any types).
-        # Written out (buffer_owner where an array is a view), as it runs at every call.
-        def owner_id(nm):
-            return f"id({nm} if {nm}.base is None else _owner({nm}))"
-
         head.append(f"    _held = {{{', '.join(owner_id(nm) for nm in held)}}}")
         head.append(f"    if {' or '.join(f'{owner_id(nm)} in _held' for nm in explicit)}:")
         head.append(
@@ -724,7 +727,6 @@ def build_fast(plan, spec, slow, switch, errstate=True, guarded=False):
             f"({', '.join(held)},))"
         )
         extra["_unaliased"] = unaliased
-        extra["_owner"] = buffer_owner
     body, where = _body(plan, "fast", extra)
     tail = []
     for k_in, k_out in spec.updates:

@@ -205,7 +205,7 @@ class Program:
                     break
             else:
                 if destroyed is None:
-                    outputs, destroyed = set(self.fgraph.outputs), self.destroyed_values()
+                    outputs, destroyed = set(self.fgraph.outputs), self.destroyed_values
                 if getattr(node.op, "destroy_map", None) or any(
                     o in outputs or o in destroyed for o in node.outputs
                 ):
@@ -228,10 +228,12 @@ class Program:
                 for o, v in zip(node.outputs, vals):
                     folded[o] = v
 
-    def destroyed_values(self):
+    @functools.cached_property
+    def destroyed_values(self) -> set:
         """The values some node overwrites, and what they view: each call must compute
         them afresh, never fold them into a constant, and an input among them is written
-        by the call (a caller's array aliasing it is read from a copy)."""
+        by the call (a caller's array aliasing it is read from a copy). The graph's, so
+        made once for every plan."""
         destroyed = set()
         for node in reversed(self.order):
             for ins in (getattr(node.op, "destroy_map", None) or {}).values():
@@ -688,16 +690,16 @@ class Plan:
             elif c == "alloc":
                 self._slot(v, tuple(shapes[v]))
         self.blocks = blocks
-        # The buffers this plan keeps and writes at every call that a caller may hold: an
-        # Out(borrow=True) output's. A call given one of them (or a view of it) as an
-        # input, as a loop feeding an output back does, reads a copy (codegen.build_fast,
-        # CPUThunk): the call writes the new output there before it has read the input.
         # The inputs whose storage a call writes (an update computed into it, an in-place
         # op): a caller's array that is (or views) one of them is read from a copy.
         overwritten = set(self.update_inplace)
         if p.has_destroyers:
-            overwritten |= p.destroyed_values()
+            overwritten |= p.destroyed_values
         self.overwritten_inputs = tuple(k for k, v in enumerate(p.inputs) if v in overwritten)
+        # The buffers this plan keeps and writes at every call that a caller may hold: an
+        # Out(borrow=True) output's. A call given one of them (or a view of it) as an
+        # input, as a loop feeding an output back does, reads a copy (codegen.build_fast,
+        # CPUThunk): the call writes the new output there before it has read the input.
         self.kept_ids = frozenset(
             id(self.slot_values[self.slots[v]])
             for v, c in cat.items()
