@@ -314,34 +314,59 @@ def test_composite_with_special_values(compiledir, dtype):
     assert_same(k(x), want, rtol=8 * eps, atol=8 * eps)
 
 
-@pytest.mark.xfail(
-    strict=False,  # (where the compiler or libmvec makes one path only, it passes)
-    reason="a known limitation (docs/engines.md): the elements a vectorized loop leaves over "
-    "run the scalar libm functions, an ulp from libmvec's for some arguments; padding them "
-    "into a whole turn of 64 fixed it and cost the small graphs 10-30%",
-)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_equal_inputs_give_equal_outputs_at_every_place(compiledir, dtype):
     # The loop computes whole vectors with libmvec's exp, erf... and the elements left
     # over with narrower vectors or the scalar functions, an ulp apart for some arguments:
     # exp(1.0) was 2.7182818284590455 in the body and 2.718281828459045 in the last
     # elements, so an argsort of the values ordered their ties otherwise than numpy's
-    # (the fuzzer, seed 202, graph 120). Every length, contiguous and broadcast (a bool
-    # row over the rows, whose byte operand makes a turn 64 elements on AVX-512).
+    # (the fuzzer, seed 202, graph 120). Such a kernel runs whole turns only, the leftover
+    # padded. Every length, contiguous and broadcast (a bool row over the rows, whose byte
+    # operand makes a turn 64 elements on AVX-512), from an unaligned start (a loop
+    # peeled for alignment would compute its first elements apart), split over threads
+    # (60,001 elements) and walked in blocks (a transposed operand).
     def fn(c, x):
         return ts.exp(ts.switch(c, ts.as_scalar(np.asarray(0, dtype)), x)) + ts.erf(x)
 
     node = composite_node(fn, ["bool", dtype], [TensorType("bool", (True, False)),
                                                  TensorType(dtype, (False, False))])  # fmt: skip
     (k,) = build([node], compiledir)
-    for rows, cols in [(1, 2), (1, 7), (1, 63), (1, 65), (1, 1000), (48, 3), (48, 129), (5, 64)]:
+    shapes = [(1, 2), (1, 7), (1, 63), (1, 65), (1, 1000), (48, 3), (48, 129), (5, 64), (1, 60001)]
+    for rows, cols in shapes:
         c = np.zeros((1, cols), bool)
         c[0, ::5] = True
-        for x in (np.ones((rows, cols), dtype), np.full((rows, cols), 0.3, dtype)):
-            got = k(c, x)
-            picked = got[np.broadcast_to(~c, got.shape)]
-            assert np.unique(picked).size == 1, (rows, cols, np.unique(picked))
-            assert_same(got, reference(node, [c, x])[0], rtol=8 * np.finfo(dtype).eps)
+        for v in (1.0, 0.3):
+            unaligned = np.full((rows, cols + 1), v, dtype)[:, 1:]
+            transposed = np.full((cols, rows), v, dtype).T
+            for x in (np.full((rows, cols), v, dtype), unaligned, transposed):
+                got = k(c, x)
+                picked = got[np.broadcast_to(~c, got.shape)]
+                assert np.unique(picked).size == 1, (rows, cols, np.unique(picked))
+                assert_same(got, reference(node, [c, x])[0], rtol=8 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_equal_inputs_equal_outputs_at_every_length(compiledir, dtype):
+    # Kernels of one float type, whose turn is a vector of it (8 doubles, 16 floats on
+    # AVX-512), and one that computes in double from floats: every length to 3 turns of
+    # bytes, values where libmvec's and libm's functions differ.
+    def one_type(x):
+        return ts.exp(x) + ts.erf(x) * ts.tanh(x)
+
+    def widened(x):
+        return ts.log1p(ts.cast(x, "float64")) + ts.exp(x)
+
+    values = np.array([1.0, 0.3, 0.7, 2.5, -1.75, 11.0], dtype)
+    for fn in (one_type, widened):
+        node = composite_node(fn, [dtype])
+        (k,) = build([node], compiledir)
+        for n in range(1, 3 * 64 + 2):
+            for v in values:
+                x = np.full(n, v, dtype)
+                got = k(x)
+                assert np.unique(got).size == 1, (fn.__name__, n, v, np.unique(got))
+            x = np.resize(values, n)
+            assert_same(k(x), reference(node, [x])[0], rtol=8 * np.finfo(dtype).eps)
 
 
 def test_small_int_intermediates_wrap(compiledir):

@@ -161,6 +161,28 @@ def test_the_plan_runs_a_softmax_step_not_perform(dtype):
 
 
 @_has_c
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_equal_entries_of_a_lane_give_equal_values(dtype):
+    # The exp of a lane's entries (and the log of the sums) ran in vectors of libmvec and
+    # the entries left over in libm's scalar exp, an ulp apart for some arguments: the
+    # equal entries of a row [0, v, v, ..., v] came out unequal, and an argmax of them
+    # picked another. Every length of row and of column, along both axes.
+    x = _var(dtype, 2)
+    f = _c_function([x], [nnet.Softmax(-1)(x), nnet.LogSoftmax(-1)(x)])
+    g = _c_function([x], [nnet.Softmax(0)(x), nnet.LogSoftmax(0)(x)])
+    for n in range(2, 70):
+        for v in (-1.0, -0.3, -2.7, -1.3):
+            xv = np.full((3, n), v, dtype)
+            xv[:, 0] = 0
+            for h, a in ((f, xv), (g, np.ascontiguousarray(xv.T))):
+                for out in h(a):
+                    lane = out if h is f else out.T
+                    assert np.unique(lane[:, 1:]).size == 1, (n, v, np.unique(lane[:, 1:]))
+                    assert np.unique(lane[:, 0]).size == 1
+    assert {k.kind for k in kernel_calls(f)} == {"softmax", "logsoftmax"}
+
+
+@_has_c
 @pytest.mark.parametrize("axis", [0, -1])
 @pytest.mark.parametrize("op", [nnet.Softmax, nnet.LogSoftmax, nnet.SoftmaxGrad])
 def test_gradients_through_the_step_match_finite_differences(op, axis):

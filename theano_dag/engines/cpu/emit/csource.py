@@ -526,6 +526,7 @@ def kernel_source(name, node, arg_pos, consts) -> str:
         tuple([in_types[p].broadcastable for p in arg_pos]),
         ndim,
         parallel_threshold(node.op.scalar_op),
+        _turn(in_dt, out_dt, body) if _CALLS_MVEC.search(body) else 0,
     )
     frame = _FRAMES.get(key)
     if frame is None:
@@ -538,7 +539,31 @@ def kernel_source(name, node, arg_pos, consts) -> str:
 _FRAMES: dict = {}
 
 
-def _kernel_frame(name, in_dtypes, out_dtypes, in_broadcastable, ndim, threshold):
+# A call of a function libmvec vectorizes. Such a loop computes whole vectors with the
+# vector variant and the elements a vector leaves over with a narrower one or the scalar
+# libm function, which differ by an ulp for some arguments (exp(1.0): 2.7182818284590455
+# and 2.718281828459045): equal inputs at two places of one array gave unequal outputs,
+# and an argsort of them ordered their ties otherwise than numpy. Such a kernel runs its
+# loop over whole turns only, the leftover as one more turn over a padded copy; kernels
+# of plain arithmetic compute the same bits in every lane and are not padded.
+_CALLS_MVEC = re.compile(r"\b(?:" + "|".join(sorted(cc.MVEC_FUNCTIONS)) + r")f?\s*\(")
+# A turn: the elements of a 512-bit vector of the loop's smallest type, operands and
+# temporaries ("unsigned char", "int"... in the body), which GCC's vectorization factor
+# divides (it is the vector's bytes over the smallest type's, on AVX-512 and narrower).
+# A turn no longer than it has to be: padding 32 doubles to 64 cost a logistic
+# regression's step 12% (benchmarks/small_graphs.py).
+_C_WORD_SIZE = {"char": 1, "short": 2, "int": 4, "float": 4}
+_C_WORDS = re.compile(r"\b(char|short|int|float)\b")
+VECTOR_BYTES = 64
+
+
+def _turn(in_dt, out_dt, body):
+    sizes = [np.dtype(d).itemsize for d in (*in_dt, *out_dt)]
+    sizes += [_C_WORD_SIZE[w] for w in set(_C_WORDS.findall(body))]
+    return VECTOR_BYTES // min(sizes)
+
+
+def _kernel_frame(name, in_dtypes, out_dtypes, in_broadcastable, ndim, threshold, turn):
     """The C of a kernel before and after its loop body."""
     nin, nout = len(in_dtypes), len(out_dtypes)
     ctys = [C_TYPES[d] for d in in_dtypes + out_dtypes]
@@ -563,10 +588,7 @@ static __attribute__((noinline)) void {name}_body(ptrdiff_t n, {", ".join(params
     }}
 }}
 
-static void {name}_fn(char **p, ptrdiff_t n)
-{{
-    {name}_body(n, {", ".join(casts)});
-}}
+{_padded_fn(name, ctys, nin, casts, turn) if turn else _plain_fn(name, casts)}
 
 int {name}_v(void **arrs)
 {{
@@ -582,6 +604,38 @@ int {name}({entry_params})
 }}
 """
     return head, tail
+
+
+def _plain_fn(name, casts):
+    return f"""static void {name}_fn(char **p, ptrdiff_t n)
+{{
+    {name}_body(n, {", ".join(casts)});
+}}"""
+
+
+def _padded_fn(name, ctys, nin, casts, turn):
+    # Whole turns in place; the leftover copied into a turn of stack buffers (filled up
+    # with its first element: no value the inputs do not hold), computed, copied back.
+    # A lone element (a 0-d array, a single row's one column) has no other to agree with.
+    na = len(ctys)
+    lines = []
+    for j in range(na):
+        lines.append(f"{ctys[j]} b{j}[{turn}] __attribute__((aligned(64)));")
+    for j in range(nin):
+        lines.append(f"memcpy(b{j}, ({ctys[j]} *)p[{j}] + w, r * sizeof(b{j}[0]));")
+        lines.append(f"for (ptrdiff_t i = r; i < {turn}; i++) b{j}[i] = b{j}[0];")
+    lines.append(f"{name}_body({turn}, {', '.join(f'b{j}' for j in range(na))});")
+    for j in range(nin, na):
+        lines.append(f"memcpy(({ctys[j]} *)p[{j}] + w, b{j}, r * sizeof(b{j}[0]));")
+    padded = "\n    ".join(lines)
+    return f"""static void {name}_fn(char **p, ptrdiff_t n)
+{{
+    ptrdiff_t w = n & ~(ptrdiff_t){turn - 1}, r = n - w;
+    if (n == 1) w = 1, r = 0;
+    if (w) {name}_body(w, {", ".join(casts)});
+    if (!r) return;
+    {padded}
+}}"""
 
 
 # -- the preamble ------------------------------------------------------------------------
@@ -608,7 +662,7 @@ def _helpers():
 def _simd_decls(functions):
     decls = []
     for fn in functions:
-        nargs = 2 if fn in ("atan2", "hypot", "pow") else 1
+        nargs = cc.MVEC_FUNCTIONS[fn]
         dargs = ", ".join(["double"] * nargs)
         fargs = ", ".join(["float"] * nargs)
         decls.append(f"TD_SIMD double ({fn})({dargs}); TD_SIMD float ({fn}f)({fargs});")
@@ -670,6 +724,9 @@ def _make_preamble(layout, simd_functions) -> str:
 #define TD_SIMD __attribute__((simd("notinbranch")))
 {_simd_decls(simd_functions)}
 #endif
+/* bytes of the widest vector: a loop calling them runs whole vectors of its smallest
+   type (see csource._CALLS_MVEC) */
+#define TD_VECTOR_BYTES {VECTOR_BYTES}
 /* exp(float) is expf, as numpy computes float32 in float32 */
 #include <tgmath.h>
 

@@ -65,6 +65,7 @@ __all__ = [
     "get_toolchain",
     "x86_64_level",
     "simd_functions",
+    "MVEC_FUNCTIONS",
     "kernel_dir",
     "stats",
 ]
@@ -147,7 +148,7 @@ def x86_64_level() -> int:
 
 # libm functions glibc's libmvec has vector variants of (double name; the float one
 # adds "f"), with their number of arguments.
-_MVEC = {
+MVEC_FUNCTIONS = {
     "acos": 1, "acosh": 1, "asin": 1, "asinh": 1, "atan": 1, "atanh": 1, "cbrt": 1,
     "cos": 1, "cosh": 1, "erf": 1, "erfc": 1, "exp": 1, "exp10": 1, "exp2": 1,
     "expm1": 1, "log": 1, "log10": 1, "log1p": 1, "log2": 1, "sin": 1, "sinh": 1,
@@ -202,7 +203,7 @@ def simd_functions(level=None) -> tuple:
         found = []
         if lib is not None:
             exports = _symbol_finder(lib)
-            for fn, nargs in sorted(_MVEC.items()):
+            for fn, nargs in sorted(MVEC_FUNCTIONS.items()):
                 v = "v" * nargs
                 names = [f"_ZGV{isa}N{nd}{v}_{fn}" for isa, nd, _ in _ABI]
                 names += [f"_ZGV{isa}N{nf}{v}_{fn}f" for isa, _, nf in _ABI]

@@ -59,6 +59,33 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
 /* The max of m and v, NaN once either is (numpy's maximum). */
 #define TD_SM_MAX(m, v) (((v) > (m) || (v) != (v)) ? (v) : (m))
 
+/* F over v[0 .. n) in place, in whole vectors of TD_VECTOR_BYTES, the last padded with its
+   first value: a vectorized loop computes the values whole vectors leave over with a
+   narrower vector or libm's scalar function, an ulp from libmvec's for some arguments,
+   which gave equal entries of one lane unequal results. Both calls of the loop run the
+   same code (td_F_all_S, not inlined). */
+#define TD_TURNS(T, S, F)                                                               \
+    static __attribute__((noinline)) void td_##F##_all_##S(T *restrict v, ptrdiff_t n)  \
+    {                                                                                   \
+        _Pragma("omp simd")                                                             \
+        for (ptrdiff_t k = 0; k < n; k++) v[k] = F(v[k]);                               \
+    }                                                                                   \
+    static void td_##F##_turns_##S(T *v, ptrdiff_t n)                                   \
+    {                                                                                   \
+        enum { turn = TD_VECTOR_BYTES / sizeof(T) };                                    \
+        const ptrdiff_t w = n & ~(ptrdiff_t)(turn - 1), r = n - w;                      \
+        if (w) td_##F##_all_##S(v, w);                                                  \
+        if (!r) return;                                                                 \
+        T b[turn] __attribute__((aligned(64)));                                         \
+        memcpy(b, v + w, r * sizeof(T));                                                \
+        for (ptrdiff_t k = r; k < turn; k++) b[k] = b[0];                               \
+        td_##F##_all_##S(b, turn);                                                      \
+        memcpy(v + w, b, r * sizeof(T));                                                \
+    }
+TD_TURNS(double, f64, exp)
+TD_TURNS(float, f32, exp)
+TD_TURNS(double, f64, log)
+
 #define TD_SOFTMAX(T, S)                                                                \
     /* Rows of n contiguous values (the last axis), x to o, log_ for LogSoftmax: up to  \
        TD_SM_CHUNK rows at a time, each pass over all of them (the exp and log of short \
@@ -80,8 +107,7 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
                 for (ptrdiff_t k = 0; k < n; k++) ob[r * n + k] = TD_SM_Z(xr[k], mr);   \
             }                                                                           \
             const ptrdiff_t len = h * n;                                                \
-            _Pragma("omp simd")                                                         \
-            for (ptrdiff_t k = 0; k < len; k++) ob[k] = exp(ob[k]);                     \
+            td_exp_turns_##S(ob, len);                                                  \
             if (!log_) {                                                                \
                 for (ptrdiff_t r = 0; r < h; r++)                                       \
                     s[r] = (T)0 + td_pairwise_##S(ob + r * n, n);                       \
@@ -98,8 +124,7 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
                     ls[r] = acc;                                                        \
                 }                                                                       \
             }                                                                           \
-            _Pragma("omp simd")                                                         \
-            for (ptrdiff_t r = 0; r < h; r++) ls[r] = log(ls[r]);                       \
+            td_log_turns_f64(ls, h);                                                    \
             for (ptrdiff_t r = 0; r < h; r++)                                           \
                 for (ptrdiff_t k = 0; k < n; k++)                                       \
                     ob[r * n + k] =                                                     \
@@ -123,17 +148,14 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
             for (ptrdiff_t k = 0; k < n; k++) {                                         \
                 const T *xk = xb + k * inner;                                           \
                 T *ok = ob + k * inner;                                                 \
-                _Pragma("omp simd")                                                     \
-                for (ptrdiff_t i = 0; i < w; i++) ok[i] = exp(TD_SM_Z(xk[i], m[i]));    \
+                for (ptrdiff_t i = 0; i < w; i++) ok[i] = TD_SM_Z(xk[i], m[i]);         \
+                td_exp_turns_##S(ok, w);                                                \
                 if (log_ || sizeof(T) == sizeof(double))                                \
                     for (ptrdiff_t i = 0; i < w; i++) s[i] += ok[i];                    \
                 else /* the softmax of floats: numpy's float32 sum */                   \
                     for (ptrdiff_t i = 0; i < w; i++) s[i] = (T)((T)s[i] + ok[i]);      \
             }                                                                           \
-            if (log_) {                                                                 \
-                _Pragma("omp simd")                                                     \
-                for (ptrdiff_t i = 0; i < w; i++) s[i] = log(s[i]);                     \
-            }                                                                           \
+            if (log_) td_log_turns_f64(s, w);                                           \
             for (ptrdiff_t k = 0; k < n; k++) {                                         \
                 const T *xk = xb + k * inner;                                           \
                 T *ok = ob + k * inner;                                                 \
