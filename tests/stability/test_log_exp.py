@@ -28,6 +28,12 @@ CASES = [
         [np.array([-1e-20, -1e-8, -0.5, -1.0, -40.0, -800.0])],
     ),
     elementwise(
+        "log1p(-exp(x)) near 0 and far below",
+        lambda x: tt.log1p(-tt.exp(x)),
+        lambda x: mpmath.log(-mpmath.expm1(x)),
+        [np.array([-1e-20, -1e-8, -1e-5, -0.5, -40.0, -800.0])],
+    ),
+    elementwise(
         "log(-expm1(x)) far below 0",
         lambda x: tt.log(-tt.expm1(x)),
         lambda x: mpmath.log(-mpmath.expm1(x)),

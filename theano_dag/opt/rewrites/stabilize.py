@@ -251,6 +251,7 @@ def local_expm1(fgraph, node):
     # exp(x) - 1 -> expm1(x) ; -1 + exp(x) -> expm1(x)
     # exp(x) + y - 1 -> expm1(x) + y ; exp(x) + y + -1 -> expm1(x) + y
     # 1 - exp(x) -> -expm1(x)   (the gradient of log(1 - exp(x)) divides by it)
+    # 1 + -exp(x) + y -> -expm1(x) + y   (the gradient of log1p(-exp(x)): 1 + z)
     if not graph_holds(fgraph, ts.exp):
         return False
     if isinstance(scalar_op(node), ts.Sub):
@@ -270,9 +271,9 @@ def local_expm1(fgraph, node):
         add = terms.owner
         ins = list(add.inputs) if isinstance(scalar_op(add), ts.Add) else [terms]
     else:
-        if not _any_maybe_exp(node.inputs):
-            return False
         ins = list(node.inputs)
+        if not _any_maybe_exp(ins):
+            return _one_minus_exp(node, ins)
         minus = next((i for i in ins if is_const(i, -1)), None)
         if minus is None:
             return False
@@ -286,6 +287,28 @@ def local_expm1(fgraph, node):
     if not is_float(x):
         return False
     new = tm.expm1(x)
+    if rest:
+        new = tm.add(new, *rest)
+    return fit(node.outputs[0], new, node.inputs)
+
+
+def _is_exp_float(var):
+    return var is not None and _is_op(var, ts.exp) and is_float(var)
+
+
+def _one_minus_exp(node, ins):
+    """``-expm1(x) + rest`` for the sum ``ins`` of ``node`` holding 1 and ``-exp(x)``."""
+    negated = [_negated(i) for i in ins]
+    k = next((k for k, e in enumerate(negated) if _is_exp_float(e)), None)
+    if k is None:
+        return False
+    e = negated[k]
+    rest = ins[:k] + ins[k + 1 :]
+    one = next((i for i in rest if is_const(i, 1)), None)
+    if one is None:
+        return False
+    rest.remove(one)
+    new = tm.neg(tm.expm1(e.owner.inputs[0]))
     if rest:
         new = tm.add(new, *rest)
     return fit(node.outputs[0], new, node.inputs)
