@@ -737,7 +737,8 @@ def test_a_join_with_an_empty_part_then_an_elementwise_op_keeps_numpys_shape(chu
         for got, want in zip(f(xv, yv), ref(xv, yv)):
             got = np.asarray(got)
             assert got.shape == want.shape and got.dtype == want.dtype, (n, got.shape)
-            np.testing.assert_array_equal(got, want)
+            # (arctan2's last bit: the chunks' C kernels call libmvec's, numpy libm's)
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo("float64").eps)
 
 
 @pytest.mark.parametrize("chunks", [-1, 2])

@@ -228,6 +228,63 @@ def test_gradient_of_minus_log_sum_exp_too():
     np.testing.assert_allclose(f(np.array([[2000.0, 2000.0, 0.0]])), [[-0.5, -0.5, 0.0]])
 
 
+def _lse_hvp(x, u, axis):
+    """numpy: the Hessian of ``sum(log(sum(exp(x), axis)))`` times ``u``."""
+    p = np.exp(x - x.max(axis=axis, keepdims=True))
+    p /= p.sum(axis=axis, keepdims=True)
+    return p * u - p * np.sum(p * u, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_second_derivative_of_log_sum_exp_is_shifted_by_the_max(axis, engine):
+    # The gradient of sum(U * gradient of a log-sum-exp) is exp(x) * (U / s - t / s**2),
+    # s and t sums of exp(x): inf / inf at large x, 0 / 0 far below. It does not change
+    # when exp(x) is scaled, so it is computed from exp(x - max(x)) over the sums' axes.
+    m = tt.dmatrix("m")
+    u = np.array([[1.0, -2.0, 0.5], [0.25, 1.0, -1.0]])
+    lse = tt.log(tt.sum(tt.exp(m), axis=axis))
+    hvp = theano_dag.grad(tt.sum(theano_dag.grad(tt.sum(lse), m) * u), m)
+    f = theano_dag.function([m], hvp, mode=rewritten_mode(engine))
+    for x in ([[1000.0, -1000.0, 0.0], [800.0, 801.0, 5.0]], [[-1000.0, -1001.0, -999.0]] * 2):
+        x = np.array(x)
+        np.testing.assert_allclose(f(x), _lse_hvp(x, u, axis), rtol=1e-12, atol=1e-300)
+    fg = FunctionGraph([m], [hvp])
+    theano_dag.compile.mode.get_mode("FAST_RUN").optimizer.optimize(fg)
+    ops = {n.op.scalar_op if isinstance(n.op, Elemwise) else type(n.op) for n in fg.toposort()}
+    assert ts.exp_sub in ops and ts.exp not in ops, ops
+
+
+def test_scale_free_exp_over_sums_of_other_axes_is_left_alone():
+    # exp(x)**2 / (column sums * row sums) does not change when exp(x) is scaled by one
+    # number, but does when each row is scaled by its own (its max): left as written.
+    m = tt.dmatrix("m")
+    e = tt.exp(m)
+    out = e * e / (tt.sum(e, axis=0, keepdims=True) * tt.sum(e, axis=1, keepdims=True))
+    tr = e / tt.sum(e.T, axis=0).dimshuffle(0, "x")  # a transposition on the way
+    for y in (out, tr):
+        fg = FunctionGraph([m], [y])
+        theano_dag.compile.mode.get_mode("FAST_RUN").optimizer.optimize(fg)
+        ops = {n.op.scalar_op if isinstance(n.op, Elemwise) else None for n in fg.toposort()}
+        assert ts.exp_sub not in ops
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5]])
+    ex = np.exp(x)
+    f = theano_dag.function([m], [out, tr])
+    got = f(x)
+    np.testing.assert_allclose(got[0], ex * ex / (ex.sum(0) * ex.sum(1)[:, None]))
+    np.testing.assert_allclose(got[1], ex / ex.sum(1)[:, None])
+
+
+def test_excluding_stabilize_leaves_the_second_derivative_as_written():
+    m = tt.dmatrix("m")
+    lse = tt.log(tt.sum(tt.exp(m), axis=1))
+    hvp = theano_dag.grad(tt.sum(theano_dag.grad(tt.sum(lse), m) * np.ones((1, 3))), m)
+    fg = FunctionGraph([m], [hvp])
+    Mode(linker="py", optimizer="fast_run").excluding("stabilize").optimizer.optimize(fg)
+    ops = {n.op.scalar_op if isinstance(n.op, Elemwise) else None for n in fg.toposort()}
+    assert ts.exp in ops and ts.exp_sub not in ops
+
+
 # -- log-softmax through indexing --------------------------------------------------
 
 

@@ -28,6 +28,8 @@ X = np.array(
 )
 Y = np.array([0, 1, 1, 0, 2, 1])
 T = np.eye(3)[Y]  # the same labels, one-hot
+# The vector of a Hessian-vector product (a matrix of X's shape).
+U = np.array([[1.0, -2.0, 0.5], [0.25, 1.0, -1.0], [2.0, 0.5, 1.0]] * 2)
 # A bias with no row where the gradient cancels to 1e-3 (float32 loses digits there,
 # whatever the form).
 B = np.array([0.5, -200.0, 0.5])
@@ -65,6 +67,25 @@ def softmax_vjp(x, w, axis=-1):
 def log_softmax_vjp(x, w, axis=-1):
     """The gradient of ``sum(w * log_softmax(x))``."""
     return w - sm(x, axis) * np.sum(w, axis=axis, keepdims=True)
+
+
+def lse_hvp(x, u):
+    """The Hessian of ``sum(lse(x, axis=1))`` times ``u``: ``p * u - p * (p . u)`` per row,
+    ``p`` the row's softmax."""
+    p = sm(x)
+    return p * u - p * np.sum(p * u, axis=1, keepdims=True)
+
+
+def lse_hvp_vjp(x, u, w):
+    """The gradient of ``sum(w * lse_hvp(x, u))``: per row ``p * (a - <a>) - p * (w - <w>)
+    <u> - <w> p * (u - <u>)``, ``<v>`` the softmax's mean of ``v``, ``a = w * u``."""
+    p = sm(x)
+
+    def mean(v):
+        return np.sum(p * v, axis=1, keepdims=True)
+
+    a = w * u
+    return p * (a - mean(a)) - p * (w - mean(w)) * mean(u) - mean(w) * p * (u - mean(u))
 
 
 def nll_vjp(x, y, w):
@@ -259,6 +280,14 @@ CASES = [
         [X[1]],
         lambda v: lse(v),
         lambda v, w: [w * sm(v)],
+    ),
+    # its second derivative: the Hessian times U, the gradient of sum(U * gradient)
+    case(
+        "the Hessian of log(sum(exp(x), axis=1)) times a matrix",
+        lambda x: tt.grad(tt.sum(tt.grad(tt.sum(tt.log(tt.sum(tt.exp(x), axis=1))), x) * U), x),
+        [X],
+        lambda x: lse_hvp(x, U),
+        lambda x, w: [lse_hvp_vjp(x, U, w)],
     ),
 ]
 

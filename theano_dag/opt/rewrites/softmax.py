@@ -273,6 +273,181 @@ def local_exp_over_sum_exp(fgraph, node):
     return False
 
 
+# Elementwise ops whose output scales as a product of powers of the inputs' scales.
+_SQR, _RECIPROCAL, _SECOND = type(ts.sqr), type(ts.reciprocal), type(ts.second)
+_SCALING = (ts.Mul, ts.TrueDiv, ts.Neg, _SQR, _RECIPROCAL, ts.Add, ts.Sub, _SECOND)
+# The most nodes computed from an exp that ``_ScaleDegree`` looks at (a product of a few
+# sums of it): past them, it gives up.
+_MAX_SCALE_NODES = 64
+
+
+class _ScaleDegree:
+    """How values depend on the scale of ``e = exp(x)``: ``degree(v)`` is ``k`` when
+    ``v`` computed from ``c * e`` instead of ``e`` is ``c**k * v``, for a ``c > 0`` that
+    may differ along the axes outside ``axes`` (those no sum of the walk reduces), None
+    when that is not known (``log(sum(e))``, a sum over other axes, a transposition).
+    Values are walked through products, quotients, sums of terms of one degree, ``fill``,
+    sums over ``axes`` and DimShuffles that keep the order of the axes; values that do
+    not depend on ``e`` have degree 0, as has an op of values of degree 0."""
+
+    def __init__(self, fgraph, e):
+        self.e = e
+        self.axes = None  # x's axes the sums reduce, set by the first
+        self.memo = {e: (1, tuple(range(e.ndim)))}  # var -> (degree, x's axis per dim)
+        self.region = []  # the nodes that depend on e, inputs first
+        # The nodes computed from e (a few, or the walk gives up).
+        self.below, todo = set(), [e]
+        while todo:
+            for client, _ in fgraph.clients.get(todo.pop(), ()):
+                if type(client) is not str and client not in self.below:
+                    if len(self.below) == _MAX_SCALE_NODES:
+                        raise _NotScaled
+                    self.below.add(client)
+                    todo.extend(client.outputs)
+
+    def degree(self, var):
+        return self._walk(var)[0]
+
+    def _walk(self, var):
+        got = self.memo.get(var)
+        if got is None:
+            node = var.owner
+            got = (0, None)  # independent of e
+            if node in self.below:
+                got = self._apply(node, [self._walk(i) for i in node.inputs])
+                self.region.append(node)
+            self.memo[var] = got
+        return got
+
+    def _apply(self, node, ins):
+        op = node.op
+        if isinstance(op, DimShuffle):
+            ((k, amap),) = ins
+            kept = [amap[i] for i in op.new_order if i != "x"]
+            if [a for a in kept if a is not None] != sorted(a for a in kept if a is not None):
+                raise _NotScaled  # a transposition
+            return k, tuple(None if i == "x" else amap[i] for i in op.new_order)
+        if type(op) is Sum:
+            ((k, amap),) = ins
+            summed = range(len(amap)) if op.axis is None else op.axis
+            axes = frozenset(amap[i] for i in summed)
+            if None in axes or self.axes is not None and axes != self.axes:
+                raise _NotScaled
+            self.axes = axes
+            return k, tuple(a for i, a in enumerate(amap) if i not in summed)
+        sop = scalar_op(node)
+        if sop is None:
+            raise _NotScaled
+        if all(k == 0 for k, _ in ins):
+            return 0, self._merge(ins)
+        if not isinstance(sop, _SCALING):
+            raise _NotScaled
+        amap = self._merge(ins)
+        degs = [k for k, _ in ins]
+        if isinstance(sop, ts.Mul):
+            return sum(degs), amap
+        if isinstance(sop, ts.TrueDiv):
+            return degs[0] - degs[1], amap
+        if isinstance(sop, ts.Neg):
+            return degs[0], amap
+        if isinstance(sop, _SQR):
+            return 2 * degs[0], amap
+        if isinstance(sop, _RECIPROCAL):
+            return -degs[0], amap
+        if isinstance(sop, _SECOND):
+            return degs[1], amap
+        # add, sub: terms of one degree (a term of zeros, a gradient's fill, has any)
+        degs = {k for k, i in zip(degs, node.inputs) if not _zeros(i)}
+        if len(degs) != 1:
+            raise _NotScaled
+        return degs.pop(), amap
+
+    def _merge(self, ins):
+        """The axis map of an elementwise node's output: x's axis per dim. An input of
+        nonzero degree broadcast along an axis that no sum reduces is not known (its
+        scale is not that of the values it meets there)."""
+        out = [None] * max(len(m) for _, m in ins if m is not None)
+        for _, amap in ins:
+            for d, a in enumerate(amap or ()):
+                if a is not None:
+                    if out[d] not in (None, a):
+                        raise _NotScaled
+                    out[d] = a
+        axes = self.axes or frozenset()
+        for k, amap in ins:
+            if k and any(a is None and o not in (None, *axes) for a, o in zip(amap, out)):
+                raise _NotScaled
+        return tuple(out)
+
+
+class _NotScaled(Exception):
+    pass
+
+
+def _zeros(var):
+    """Whether ``var`` is zeros: a constant, ``fill(a, 0)``, or the negation of one."""
+    while True:
+        sop = scalar_op(var.owner)
+        if isinstance(sop, ts.Neg):
+            var = var.owner.inputs[0]
+        elif isinstance(sop, _SECOND):
+            var = var.owner.inputs[1]
+        else:
+            return isinstance(var, Constant) and not np.any(var.data)
+
+
+def _exp_below(var):
+    """An ``exp(x)`` that ``var`` is computed from through products, sums and
+    DimShuffles (the nearest, within a few nodes), or None."""
+    todo, seen = [var], 0
+    while todo and seen < 16:
+        v = todo.pop(0)
+        seen += 1
+        if _exp_arg(v) is not None:
+            return v
+        owner = v.owner
+        if owner is not None and (
+            isinstance(owner.op, DimShuffle)
+            or type(owner.op) is Sum
+            or isinstance(scalar_op(owner), _SCALING)
+        ):
+            todo.extend(owner.inputs)
+    return None
+
+
+@RULES.specialize("stabilize")
+@local_optimizer([tm.mul, tm.true_div], needs=[type(ts.exp)])
+def local_scale_free_exp(fgraph, node):
+    """A product of ``exp(x)`` and sums of it that does not change when ``exp(x)`` is
+    scaled (``exp(x) * (w / s - t / s**2)`` with ``s = sum(exp(x))``, ``t = sum(exp(x) *
+    w)``: the second derivative of a log-sum-exp) computed from ``exp(x - m)``, ``m`` the
+    max of ``x`` over the sums' axes: exp(x) overflowed at large ``x`` (inf / inf) and
+    its sums underflowed at very negative ``x`` (0 / 0). After the first derivative's own
+    rewrite (``local_exp_over_sum_exp``) and the softmax's, whose forms it leaves alone."""
+    # exp(x) * f(exp(x), sum(exp(x) * ..)) of degree 0 -> the same of exp(x - m)
+    presence = getattr(fgraph, "op_presence", None)
+    if presence is not None and not presence.counts.get(Sum):
+        return False
+    e = _exp_below(node.outputs[0])
+    if e is None:
+        return False
+    x = _exp_arg(e)
+    if not is_float(x) or _shifted_by_a_max(x):
+        return False
+    try:
+        walk = _ScaleDegree(fgraph, e)
+        if walk.degree(node.outputs[0]) != 0 or walk.axes is None:
+            return False
+    except _NotScaled:
+        return False
+    shifted, _ = tm._log_sum_exp_terms(x, tuple(sorted(walk.axes)))
+    new = {e: shifted}
+    for n in walk.region:  # inputs first: every input is made
+        outs = n.op.make_node(*[new.get(i, i) for i in n.inputs]).outputs
+        new.update(zip(n.outputs, outs))
+    return fit(node.outputs[0], new[node.outputs[0]])
+
+
 # -- softmax and log-softmax ----------------------------------------------------------
 
 # Indexings that commute with an elementwise log: log(a[idx]) == log(a)[idx].
