@@ -273,7 +273,7 @@ def local_exp_over_sum_exp(fgraph, node):
     return False
 
 
-# Elementwise ops whose output scales as a product of powers of the inputs' scales.
+# The elementwise ops ``_ScaleDegree`` walks through (of inputs of any degree).
 _SQR, _RECIPROCAL, _SECOND = type(ts.sqr), type(ts.reciprocal), type(ts.second)
 _SCALING = (ts.Mul, ts.TrueDiv, ts.Neg, _SQR, _RECIPROCAL, ts.Add, ts.Sub, _SECOND)
 # The most nodes computed from an exp that ``_ScaleDegree`` looks at (a product of a few
@@ -284,11 +284,12 @@ _MAX_SCALE_NODES = 64
 class _ScaleDegree:
     """How values depend on the scale of ``e = exp(x)``: ``degree(v)`` is ``k`` when
     ``v`` computed from ``c * e`` instead of ``e`` is ``c**k * v``, for a ``c > 0`` that
-    may differ along the axes outside ``axes`` (those no sum of the walk reduces), None
-    when that is not known (``log(sum(e))``, a sum over other axes, a transposition).
-    Values are walked through products, quotients, sums of terms of one degree, ``fill``,
-    sums over ``axes`` and DimShuffles that keep the order of the axes; values that do
-    not depend on ``e`` have degree 0, as has an op of values of degree 0."""
+    may differ along the axes outside ``axes`` (those the sums of the walk reduce); it
+    raises ``_NotScaled`` where that is not known (``log(sum(e))``, sums over different
+    axes, a transposition, an op other than those below). Values are walked through
+    products, quotients, sums of terms of one degree, ``fill``, sums over ``axes`` and
+    DimShuffles that keep the order of the axes; values that do not depend on ``e``
+    have degree 0, as has an elementwise op of values of degree 0."""
 
     def __init__(self, fgraph, e):
         self.e = e
