@@ -275,6 +275,20 @@ def test_scale_free_exp_over_sums_of_other_axes_is_left_alone():
     np.testing.assert_allclose(got[1], ex / ex.sum(1)[:, None])
 
 
+def test_log_of_a_sum_of_exp_over_another_value_is_left_alone():
+    # log(s / n) is log(s) - log(n) for a count n (a mean's); for a y of any sign it is
+    # not (s / -0.0 is -inf, log of it NaN; log(-0.0) is -inf): left as written.
+    v, y = tt.dvector("v"), tt.dscalar("y")
+    out = tt.log(tt.sum(tt.exp(v)) / y)
+    fg = stabilize(FunctionGraph([v, y], [out]))
+    assert "Max" not in [type(n.op).__name__ for n in fg.toposort()]
+    f = theano_dag.function([v, y], out)
+    x = np.array([0.5, -1.0])
+    np.testing.assert_allclose(f(x, 3.0), np.log(np.exp(x).sum() / 3.0))
+    mean = theano_dag.function([v], tt.log(tt.mean(tt.exp(v))))
+    np.testing.assert_allclose(mean(np.array([1000.0, 1000.0])), 1000.0)
+
+
 def test_excluding_stabilize_leaves_the_second_derivative_as_written():
     m = tt.dmatrix("m")
     lse = tt.log(tt.sum(tt.exp(m), axis=1))

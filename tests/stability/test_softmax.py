@@ -281,6 +281,13 @@ CASES = [
         lambda v: lse(v),
         lambda v, w: [w * sm(v)],
     ),
+    case(
+        "log(mean(exp(x), axis=1))",
+        lambda x: tt.log(tt.mean(tt.exp(x), axis=1)),
+        [X],
+        lambda x: lse(x, 1) - np.log(x.shape[1]),
+        lambda x, w: [w[:, None] * sm(x)],
+    ),
     # its second derivative: the Hessian times U, the gradient of sum(U * gradient)
     case(
         "the Hessian of log(sum(exp(x), axis=1)) times a matrix",

@@ -196,17 +196,31 @@ def _shifted_by_a_max(var, depth=4):
 @local_optimizer([tm.log])
 def local_log_sum_exp(fgraph, node):
     """``log(sum(exp(x), axis))`` as ``m + log(sum(exp(x - m), axis))`` with ``m`` the
-    max over ``axis`` (``tensor.logsumexp``), which cannot overflow."""
+    max over ``axis`` (``tensor.logsumexp``), which cannot overflow; ``log(mean(exp(x),
+    axis))`` as that less ``log(n)``, ``n`` the count."""
     # log(sum(exp(x), axis)) -> logsumexp(x, axis) ; also with keepdims=True
+    # log(sum(exp(x), axis) / n) -> logsumexp(x, axis) - log(n) ; n a count (a mean)
     if scalar_op(node) != ts.log:
         return False
     (arg,) = node.inputs
+    new = _log_sum_exp_of(arg)
+    div = arg.owner
+    if new is None and isinstance(scalar_op(div), ts.TrueDiv) and _a_count(div.inputs[1]):
+        new = _log_sum_exp_of(div.inputs[0])
+        if new is not None:
+            new = new - tm.log(div.inputs[1])
+    return False if new is None else fit(node.outputs[0], new)
+
+
+def _log_sum_exp_of(arg):
+    """``tensor.logsumexp`` of ``x`` where ``arg`` is ``sum(exp(x), axis)`` (or with
+    keepdims=True), else None."""
     outer = None
     s = arg.owner
     if s is not None and isinstance(s.op, DimShuffle) and not s.op.drop:
         outer, s = s.op, s.inputs[0].owner
     if s is None or type(s.op) is not Sum:
-        return False
+        return None
     x = _exp_arg(s.inputs[0])
     inner = s.inputs[0].owner
     if x is None and inner is not None and isinstance(inner.op, DimShuffle):
@@ -216,11 +230,25 @@ def local_log_sum_exp(fgraph, node):
         y = _exp_arg(inner.inputs[0])
         x = None if y is None else inner.op(y)
     if x is None or not is_float(x) or _shifted_by_a_max(x):
-        return False
+        return None
     new = tm.logsumexp(x, axis=s.op.axis)
-    if outer is not None:
-        new = outer(new)
-    return fit(node.outputs[0], new)
+    return new if outer is None else outer(new)
+
+
+def _a_count(var, depth=6):
+    """Whether ``var`` is a positive constant or a count: lengths of arrays and their
+    products, cast and broadcast (a mean's divisor). ``log(s / n)`` is ``log(s) -
+    log(n)`` for every ``s >= 0`` then, infinities and NaN alike."""
+    if isinstance(var, Constant):
+        return bool(np.all(np.asarray(var.data) > 0))
+    owner = var.owner
+    if owner is None or depth == 0:
+        return False
+    if type(owner.op) in (tb.Shape_i, tb.Shape):
+        return True
+    if isinstance(owner.op, DimShuffle) or isinstance(scalar_op(owner), (ts.Cast, ts.Mul)):
+        return all(_a_count(i, depth - 1) for i in owner.inputs)
+    return False
 
 
 @stabilize()
