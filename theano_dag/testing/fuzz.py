@@ -1866,22 +1866,17 @@ def aliases(rec) -> dict:
     if rec.layouts != "aliased":
         return {}
     first, second = _call_sizes(rec)
-
-    def shape(dims, sizes):
-        # (A masked length is a bound, which the call's own check then refuses.)
-        return tuple(_length(d, sizes) for d in dims)
-
     s = rec.shared_index
     found, used = {}, set()
     for k, node in enumerate(rec.nodes):
         if node[0] != "input":
             continue
-        want, dtype = shape(node[1], second), node[2]
-        if s is not None and rec.dtypes[s] == dtype and shape(rec.nodes[s][1], first) == want:
+        want, dtype = _shape(node[1], second), node[2]
+        if s is not None and rec.dtypes[s] == dtype and _shape(rec.nodes[s][1], first) == want:
             found[k] = ("shared",)
             continue
         for j, o in enumerate(rec.outputs):
-            if j not in used and rec.dtypes[o] == dtype and shape(rec.dims[o], first) == want:
+            if j not in used and rec.dtypes[o] == dtype and _shape(rec.dims[o], first) == want:
                 used.add(j)
                 found[k] = ("output", j)
                 break
@@ -1918,7 +1913,9 @@ def _seed_of(rec, call, k):
 
 
 def _shape(dims, sizes):
-    return tuple(1 if d == 1 else sizes[d] for d in dims)
+    """The shape of dims tokens at ``sizes``: an input's plain names, or a value's derived
+    lengths (``_length``; a masked length is its bound, which a call's check refuses)."""
+    return tuple(1 if d == 1 else sizes[d] if d in sizes else int(_length(d, sizes)) for d in dims)
 
 
 def _call_sizes(rec):

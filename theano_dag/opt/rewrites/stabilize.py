@@ -298,11 +298,11 @@ def _is_exp_float(var):
 
 def _one_minus_exp(node, ins):
     """``-expm1(x) + rest`` for the sum ``ins`` of ``node`` holding 1 and ``-exp(x)``."""
-    negated = [_negated(i) for i in ins]
-    k = next((k for k, e in enumerate(negated) if _is_exp_float(e)), None)
-    if k is None:
+    # (map is lazy: most sums have no -exp(x) term, and this runs on each of them)
+    found = next(((k, e) for k, e in enumerate(map(_negated, ins)) if _is_exp_float(e)), None)
+    if found is None:
         return False
-    e = negated[k]
+    k, e = found
     rest = ins[:k] + ins[k + 1 :]
     one = next((i for i in rest if is_const(i, 1)), None)
     if one is None:
