@@ -578,6 +578,7 @@ def _kernel_frame(name, in_dtypes, out_dtypes, in_broadcastable, ndim, threshold
         masks.append(f"{m:#x}ULL")
     operands = [f"a{j}" for j in range(nin)] + [f"o{j}" for j in range(nout)]
     entry_params = ", ".join(["void *" + a for a in operands])
+    loop = "turns" if turn else "fn"
     head = f"""
 static __attribute__((noinline)) void {name}_body(ptrdiff_t n, {", ".join(params)})
 {{
@@ -588,13 +589,16 @@ static __attribute__((noinline)) void {name}_body(ptrdiff_t n, {", ".join(params
     }}
 }}
 
-{_padded_fn(name, ctys, nin, casts, turn) if turn else _plain_fn(name, casts)}
-
+static void {name}_fn(char **p, ptrdiff_t n)
+{{
+    {name}_body(n, {", ".join(casts)});
+}}
+{_turns_fn(name, in_dtypes + out_dtypes, nin, turn) if turn else ""}
 int {name}_v(void **arrs)
 {{
     static const int codes[{nin + nout}] = {{{codes}}};
     static const unsigned long long bcast[{max(nin, 1)}] = {{{", ".join(masks) or "0"}}};
-    return td_run({nin}, {nout}, arrs, codes, bcast, {ndim}, {name}_fn, {threshold});
+    return td_run({nin}, {nout}, arrs, codes, bcast, {ndim}, {name}_{loop}, {threshold});
 }}
 
 int {name}({entry_params})
@@ -606,36 +610,16 @@ int {name}({entry_params})
     return head, tail
 
 
-def _plain_fn(name, casts):
-    return f"""static void {name}_fn(char **p, ptrdiff_t n)
+def _turns_fn(name, dtypes, nin, turn):
+    # The loop in whole turns (td_turns, elemwise_driver.c), for a kernel calling libmvec.
+    sizes = ", ".join(str(np.dtype(d).itemsize) for d in dtypes)
+    return f"""
+static void {name}_turns(char **p, ptrdiff_t n)
 {{
-    {name}_body(n, {", ".join(casts)});
-}}"""
-
-
-def _padded_fn(name, ctys, nin, casts, turn):
-    # Whole turns in place; the leftover copied into a turn of stack buffers (filled up
-    # with its first element: no value the inputs do not hold), computed, copied back.
-    # A lone element (a 0-d array, a single row's one column) has no other to agree with.
-    na = len(ctys)
-    lines = []
-    for j in range(na):
-        lines.append(f"{ctys[j]} b{j}[{turn}] __attribute__((aligned(64)));")
-    for j in range(nin):
-        lines.append(f"memcpy(b{j}, ({ctys[j]} *)p[{j}] + w, r * sizeof(b{j}[0]));")
-        lines.append(f"for (ptrdiff_t i = r; i < {turn}; i++) b{j}[i] = b{j}[0];")
-    lines.append(f"{name}_body({turn}, {', '.join(f'b{j}' for j in range(na))});")
-    for j in range(nin, na):
-        lines.append(f"memcpy(({ctys[j]} *)p[{j}] + w, b{j}, r * sizeof(b{j}[0]));")
-    padded = "\n    ".join(lines)
-    return f"""static void {name}_fn(char **p, ptrdiff_t n)
-{{
-    ptrdiff_t w = n & ~(ptrdiff_t){turn - 1}, r = n - w;
-    if (n == 1) w = 1, r = 0;
-    if (w) {name}_body(w, {", ".join(casts)});
-    if (!r) return;
-    {padded}
-}}"""
+    static const int es[{len(dtypes)}] = {{{sizes}}};
+    td_turns(p, n, {turn}, {nin}, {len(dtypes)}, es, {name}_fn);
+}}
+"""
 
 
 # -- the preamble ------------------------------------------------------------------------

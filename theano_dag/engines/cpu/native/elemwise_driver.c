@@ -26,6 +26,36 @@ enum { TD_ETYPE = 1, TD_EDTYPE = 2, TD_ENDIM = 3, TD_ESHAPE = 4, TD_ENOMEM = 5, 
 
 typedef void (*td_fn)(char **p, ptrdiff_t n);
 
+/* fn over n elements in whole turns of `turn` (a power of two) only: the leftover is one
+   more turn over stack copies of the inputs (filled up by repeating it), its
+   outputs copied back; a lone element runs as it is. A loop calling libmvec's functions
+   computes what whole vectors leave over with narrower vectors or libm's scalar
+   functions, an ulp apart for some arguments: equal inputs at two places of one array
+   gave unequal outputs (csource._CALLS_MVEC says which kernels, and their turn). A turn
+   of an operand is at most TD_VECTOR_BYTES elements of 8 bytes. */
+/* (inlined into each caller, whose constants it folds: the generic copies cost a padded
+   kernel of 10 values about 100 ns a call as a function) */
+static inline __attribute__((always_inline)) void
+td_turns(char **p, ptrdiff_t n, ptrdiff_t turn, int nin, int na, const int *es, td_fn fn)
+{
+    ptrdiff_t w = n & ~(turn - 1), r = n - w;
+    if (n == 1) w = 1, r = 0;
+    if (w) fn(p, w);
+    if (!r) return;
+    char raw[na * TD_VECTOR_BYTES * 8 + 63];
+    char *q[na], *base = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    for (int k = 0; k < na; k++) q[k] = base + k * TD_VECTOR_BYTES * 8;
+    for (int k = 0; k < nin; k++) {
+        memcpy(q[k], p[k] + w * es[k], r * es[k]);
+        for (ptrdiff_t f = r, c; f < turn; f += c) {  /* the leftover repeated */
+            c = f < turn - f ? f : turn - f;
+            memcpy(q[k] + f * es[k], q[k], c * es[k]);
+        }
+    }
+    fn(q, turn);
+    for (int k = nin; k < na; k++) memcpy(p[k] + w * es[k], q[k], r * es[k]);
+}
+
 static ptrdiff_t td_split(ptrdiff_t n, int t, int nt)
 {
     if (t >= nt) return n;

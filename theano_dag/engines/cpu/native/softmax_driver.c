@@ -59,28 +59,21 @@ static int td_sm_check(void **ops, int nin, int code, ptrdiff_t *outer, ptrdiff_
 /* The max of m and v, NaN once either is (numpy's maximum). */
 #define TD_SM_MAX(m, v) (((v) > (m) || (v) != (v)) ? (v) : (m))
 
-/* F over v[0 .. n) in place, in whole vectors of TD_VECTOR_BYTES, the last padded with its
-   first value: a vectorized loop computes the values whole vectors leave over with a
-   narrower vector or libm's scalar function, an ulp from libmvec's for some arguments,
-   which gave equal entries of one lane unequal results. Both calls of the loop run the
-   same code (td_F_all_S, not inlined). */
+/* F over v[0 .. n) in place, in whole vectors only (td_turns): equal entries of one lane
+   gave unequal results where libm's scalar F computed the values a vector left over. */
 #define TD_TURNS(T, S, F)                                                               \
-    static __attribute__((noinline)) void td_##F##_all_##S(T *restrict v, ptrdiff_t n)  \
+    static void td_##F##_all_##S(char **p, ptrdiff_t n)                                \
     {                                                                                   \
+        const T *x = (const T *)p[0];                                                   \
+        T *o = (T *)p[1];                                                               \
         _Pragma("omp simd")                                                             \
-        for (ptrdiff_t k = 0; k < n; k++) v[k] = F(v[k]);                               \
+        for (ptrdiff_t k = 0; k < n; k++) o[k] = F(x[k]);                               \
     }                                                                                   \
     static void td_##F##_turns_##S(T *v, ptrdiff_t n)                                   \
     {                                                                                   \
-        enum { turn = TD_VECTOR_BYTES / sizeof(T) };                                    \
-        const ptrdiff_t w = n & ~(ptrdiff_t)(turn - 1), r = n - w;                      \
-        if (w) td_##F##_all_##S(v, w);                                                  \
-        if (!r) return;                                                                 \
-        T b[turn] __attribute__((aligned(64)));                                         \
-        memcpy(b, v + w, r * sizeof(T));                                                \
-        for (ptrdiff_t k = r; k < turn; k++) b[k] = b[0];                               \
-        td_##F##_all_##S(b, turn);                                                      \
-        memcpy(v + w, b, r * sizeof(T));                                                \
+        static const int es[2] = {sizeof(T), sizeof(T)};                                \
+        char *p[2] = {(char *)v, (char *)v};                                            \
+        td_turns(p, n, TD_VECTOR_BYTES / sizeof(T), 1, 2, es, td_##F##_all_##S);        \
     }
 TD_TURNS(double, f64, exp)
 TD_TURNS(float, f32, exp)
