@@ -31,7 +31,7 @@ from theano_dag.tensor.arrays import (
     scalar_from_tensor,
     tensor_from_scalar,
 )
-from theano_dag.tensor.elemwise import CAReduce, ProdWithoutZeros, Sum
+from theano_dag.tensor.elemwise import CAReduce, Max, ProdWithoutZeros, Sum
 from theano_dag.tensor.fourier import Fourier
 from theano_dag.tensor.fused import Adagrad, FusedReduce
 from theano_dag.tensor.nnet import blocksparse, conv3d2d, corr, corr3d, pool, prepend, sigm
@@ -281,11 +281,30 @@ def _reduce_rows(name, fn, ref, gens=CUBE, grad=True, dtypes=FLOATS, **kw):
     return rows
 
 
+def _max_identity(x, axis=None, keepdims=False):
+    """``Max`` with ``empty_identity``: the shift of a log-sum-exp."""
+    return tt.math._reduce(Max, x, axis, keepdims, empty_identity=True)
+
+
+def _np_max_identity(x, axis=None, keepdims=False):
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    return np.max(x, axis=axis, keepdims=keepdims, initial=lowest)
+
+
 REDUCTIONS = [
     *_reduce_rows("sum", tt.sum, np.sum, dtypes=NUMERIC),
     *_reduce_rows("prod", tt.prod, np.prod, dtypes=NUMERIC),
     *_reduce_rows("max", tt.max, np.max, dtypes=NUMERIC),
     *_reduce_rows("min", tt.min, np.min, dtypes=NUMERIC),
+    *_reduce_rows("max_identity", _max_identity, _np_max_identity, dtypes=NUMERIC),
+    *_reduce_rows(
+        "max_identity_of_empty",
+        _max_identity,
+        _np_max_identity,
+        gens=(U(2, 0, 4),),
+        grad=False,
+        dtypes=NUMERIC,
+    ),
     *_reduce_rows("mean", tt.mean, np.mean, dtypes=NUMERIC),
     *_reduce_rows("var", tt.var, np.var),
     *_reduce_rows("std", tt.std, np.std, gens=(U(2, 3, 4, lo=-3, hi=3),)),

@@ -639,13 +639,14 @@ _ROWS_PER_VALUE, _ROWS_BASE = 32, 64
 _ROWS_PER_VALUE_SELECT = 12
 
 
-def reduce_last_axis(ufunc, x, out=None, keepdims=False):
+def reduce_last_axis(ufunc, x, out=None, keepdims=False, initial=None):
     """``ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims)`` for ``numpy.add`` (of a
     float array), ``numpy.maximum`` or ``numpy.minimum``, value for value; a short last
     axis of a C-contiguous array of enough rows is reduced by a few ufunc calls over its
     columns: numpy reduces each row in its own inner loop, about 50 ns a row (24 us for
     the ``(500, 2)`` of a two-component mixture's log-sum-exp, against 2 us by columns),
-    and a few rows in less time than a call per column.
+    and a few rows in less time than a call per column. ``initial`` (not None): numpy's,
+    the value of a row of no elements (a ``Max`` with ``empty_identity``).
 
     >>> import numpy as np
     >>> x = np.array([[1.0, 5.0], [-0.0, -0.0], [np.nan, 2.0]])
@@ -670,6 +671,8 @@ def reduce_last_axis(ufunc, x, out=None, keepdims=False):
         or (ufunc is np.add and x.dtype.char not in ("f", "d"))
         or (keepdims and out is not None)
     ):
+        if initial is not None:
+            return ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims, initial=initial)
         return ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims)
     if keepdims:
         # by columns of the other axes (numpy loops slowly over a trailing axis of 1)
@@ -728,6 +731,11 @@ class CAReduce(Op):
     def acc_dtype_for(self, in_dtype):
         return self.output_dtype(in_dtype)
 
+    def initial_for(self, dtype):
+        """The value a reduction of no elements gives, numpy's ``initial``, where the op
+        gives one instead of numpy's error (a max of nothing); None: numpy's reduce."""
+        return None
+
     def make_node(self, x):
         x = as_tensor_variable(x)
         if self.axis is not None and any(a < 0 for a in self.axis):
@@ -757,8 +765,9 @@ class CAReduce(Op):
                 # One axis at a time, the last first, as Theano's perform: the same order
                 # of additions, so the same rounding, as Theano's reference results.
                 r = x if self.ufunc in (np.add, np.multiply) else x.astype(acc, copy=False)
+                kw = {} if (ini := self.initial_for(acc)) is None else {"initial": ini}
                 for axis in sorted(axes, reverse=True):
-                    r = self.ufunc.reduce(r, axis=axis, dtype=acc)  # accumulates in acc
+                    r = self.ufunc.reduce(r, axis=axis, dtype=acc, **kw)  # accumulates in acc
         output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -945,13 +954,48 @@ class ProdWithoutZeros(Op):
 
 
 class Max(CAReduce):
-    """Maximum along ``axis``; ties all receive the gradient (as in Theano)."""
+    """Maximum along ``axis``; ties all receive the gradient (as in Theano).
 
-    def __init__(self, axis=None):
+    Over an axis of length 0 it raises numpy's error, as numpy's and Theano's max do;
+    with ``empty_identity=True`` it gives the maximum's identity there, -inf (the
+    integer's least value, False), as numpy's ``initial``: the shift of a log-sum-exp,
+    whose value over no elements is -inf, and of a softmax.
+
+    >>> import numpy as np
+    >>> from theano_dag import tensor as tt
+    >>> x = tt.dmatrix("x")
+    >>> Max(axis=1, empty_identity=True)(x).eval({x: np.zeros((2, 0))})
+    array([-inf, -inf])
+    """
+
+    def __init__(self, axis=None, empty_identity=False):
         super().__init__(ts.maximum, axis)
+        self.empty_identity = bool(empty_identity)
 
-    __props__ = ("axis",)
-    __str__ = __repr__ = CAReduce.__str__
+    __props__ = ("axis", "empty_identity")
+
+    #: (a class default too: an op pickled before the parameter existed unpickles)
+    empty_identity = False
+
+    def __str__(self):
+        parts = [] if self.axis is None else [f"axis={self.axis}"]
+        if self.empty_identity:
+            parts.append("empty=identity")
+        return type(self).__name__ + (f"{{{', '.join(parts)}}}" if parts else "")
+
+    __repr__ = __str__
+
+    def initial_for(self, dtype):
+        if not self.empty_identity:
+            return None
+        dt = np.dtype(dtype)
+        lowest = self.ufunc is np.maximum
+        if dt.kind == "b":
+            return not lowest
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return info.min if lowest else info.max
+        return -np.inf if lowest else np.inf
 
     def L_op(self, inputs, outputs, output_grads):
         tm = _tensor.math
@@ -966,8 +1010,9 @@ class Max(CAReduce):
 class Min(Max):
     """Minimum along ``axis``."""
 
-    def __init__(self, axis=None):
+    def __init__(self, axis=None, empty_identity=False):
         CAReduce.__init__(self, ts.minimum, axis)
+        self.empty_identity = bool(empty_identity)
 
 
 class _BoolReduce(CAReduce):

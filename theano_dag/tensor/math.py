@@ -452,7 +452,8 @@ def betaln(a, b):
 def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x), axis))`` without overflow: the max ``m`` is taken out first,
     ``m + log(sum(exp(x - m)))``: inf where ``x`` has a +inf, with the softmax's limit
-    as its gradient (the mass shared among the +inf), -inf for a slice of -inf alone.
+    as its gradient (the mass shared among the +inf), -inf for a slice of -inf alone and
+    over an axis of length 0 (the log of an empty sum).
 
     >>> import numpy as np
     >>> print(f"{float(logsumexp(np.array([1000.0, 1000.0])).eval()):.4f}")
@@ -483,7 +484,9 @@ def _log_sum_exp_terms(x, axis):
            [0.33333333, 1.        ],
            [0.        , 0.        ]])
     """
-    m = max(x, axis=axis)
+    # Over an axis of length 0 the shift is -inf (then 0 below), not numpy's error for
+    # a max of nothing: the value there is log(0) = -inf, as log(sum(exp(x))) gives.
+    m = Max(axis=axis, empty_identity=True)(x)
     # -inf - -inf would be NaN
     m = switch(
         eq(m, constant(np.asarray(-np.inf, dtype=m.dtype))),

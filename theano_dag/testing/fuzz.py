@@ -311,8 +311,9 @@ def softplus(x):
 
 def softmax(x):
     """Along the last axis, less its maximum; a row whose maximum is +inf has its limit
-    (the mass shared by its infinite entries), a row holding NaN is NaN."""
-    m = np.max(x, axis=-1, keepdims=True)
+    (the mass shared by its infinite entries), a row holding NaN is NaN; rows of no
+    entries an empty array, as ``exp(x) / sum(exp(x))`` is."""
+    m = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
     z = np.where((m == np.inf) & (x == np.inf), x.dtype.type(0), x - m)
     e = np.exp(z)
     return e / np.sum(e, axis=-1, keepdims=True)
@@ -321,7 +322,7 @@ def softmax(x):
 def logsoftmax(x):
     """The log of :func:`softmax`: ``-log(k)`` at the k infinite entries of a row whose
     maximum is +inf, -inf at the others."""
-    m = np.max(x, axis=-1, keepdims=True)
+    m = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
     z = np.where((m == np.inf) & (x == np.inf), x.dtype.type(0), x - m)
     return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
 
@@ -401,11 +402,10 @@ def special(name, x):
 def lse(x, p, dtype):
     """``log(sum(exp(x)))`` over ``p = (axis, keepdims)``, its true value in float64:
     +inf where an element is +inf, NaN where one is NaN (and none is +inf), -inf where
-    every element is -inf. Of no element, an error: its shift is their max (Theano's and
-    PyTensor's stable form raise there too)."""
+    every element is -inf, and of no element (the log of an empty sum, as scipy's)."""
     axis, keepdims = p
     x = np.asarray(x, dtype="float64")
-    m = np.max(x, axis=axis, keepdims=True)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0.0)
     r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return np.asarray(r if keepdims else np.sum(r, axis=axis)).astype(dtype)
@@ -2620,7 +2620,7 @@ def _kinks(rec, env, needed) -> bool:
     than one element, ``maximum``/``minimum`` of equal operands, a comparison of
     operands closer than finite differences can tell apart, ties in a sort, a ``std`` of
     equal elements, a step (:data:`STEPS`) within reach. Only the nodes the outputs need
-    count (numpy may refuse another: an empty row's softmax)."""
+    count (numpy may refuse another: the max of an empty row)."""
     for k, node in enumerate(rec.nodes):
         if k not in needed:
             continue

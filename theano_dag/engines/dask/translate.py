@@ -339,17 +339,21 @@ _NO_IDENTITY = {"max": "maximum", "min": "minimum"}
 
 def _empty_extremum(x, axis, name, node):
     """The max or min of an empty ``x`` (a length 0 on an axis known now) as numpy's:
-    an error where a reduced axis is empty, else an empty array of the output's shape.
+    an error where a reduced axis is empty (the op's identity with ``empty_identity``),
+    else an empty array of the output's shape.
     dask.array's (2026.8) gives an empty array where numpy raises (the max over axis 0
     of a (0, 3) array, whose 3 maxima do not exist) and raises where numpy's is empty
     (the max over axis 1 of the same array)."""
     axes = set(range(x.ndim)) if axis is None else {a % x.ndim for a in axis}
+    shape = tuple(n for a, n in enumerate(x.shape) if a not in axes)
+    initial = node.op.initial_for(_out_dtype(node))
+    if initial is not None:
+        return backend.da.full(shape, initial, dtype=_out_dtype(node), chunks=-1)
     if any(x.shape[a] == 0 for a in axes):
         raise ValueError(
             f"zero-size array to reduction operation {_NO_IDENTITY[name]} which has no "
             f"identity (Dask engine: {node.op} of a value of shape {x.shape})"
         )
-    shape = tuple(n for a, n in enumerate(x.shape) if a not in axes)
     return backend.da.zeros(shape, dtype=_out_dtype(node), chunks=-1)
 
 

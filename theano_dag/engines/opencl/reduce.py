@@ -122,6 +122,8 @@ class ReduceImpl(Impl):
         fused = isinstance(op, FusedReduce)
         red = op.reduce_op if fused else op
         self.kind = _reduce_kind(red)
+        # a max of no elements: the kernel's identity (Max's empty_identity) or an error
+        self.empty_ok = red.initial_for(node.outputs[0].type.dtype) is not None
         self.ndim = max(v.ndim for v in node.inputs)
         self.axes = tuple(range(self.ndim)) if red.axis is None else tuple(red.axis)
         self.kept = tuple(d for d in range(self.ndim) if d not in self.axes)
@@ -241,7 +243,7 @@ class ReduceImpl(Impl):
             full.append(lengths.pop() if lengths else 1)
         shape = tuple(full[d] for d in self.kept)
         r = int(np.prod([full[d] for d in self.axes])) if self.axes else 1
-        if r == 0 and self.kind in ("max", "min"):
+        if r == 0 and self.kind in ("max", "min") and not self.empty_ok:
             # numpy's (and the CPU engine's) error: the kernel would give its identity,
             # -inf or the integer's minimum, as the maximum of nothing.
             name = "maximum" if self.kind == "max" else "minimum"
@@ -407,10 +409,9 @@ class SoftmaxImpl(Impl):
             raise ValueError(
                 f"{self.node.op}: dy {inputs[0].shape} and sm {ref.shape} differ " "in shape"
             )
-        if self.kind != "grad" and ref.shape[self.axis] == 0:
-            # As the reference engine: the maximum of an empty row has no identity.
-            raise ValueError("zero-size array to reduction operation maximum which has no identity")
         y = out(0, ref.shape, self.dtypes[-1])
+        if ref.shape[self.axis] == 0:  # lanes of no values: an empty output, as numpy's
+            return [y]
         m = int(np.prod([ref.shape[d] for d in self.kept])) if self.kept else 1
         args = [I64(m), I64(ref.shape[self.axis])]
         # Each array's (size, stride) pairs: the kept dims in order, then the axis.

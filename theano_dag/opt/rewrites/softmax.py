@@ -239,7 +239,7 @@ def _a_count(var, depth=6):
     """Whether ``var`` is a positive constant or a count: lengths of arrays and their
     products, cast and broadcast (a mean's divisor). ``log(s / n)`` is ``log(s) -
     log(n)`` for every ``s >= 0`` and ``n > 0`` then, infinities and NaN alike; a count
-    of 0 is a mean over an empty axis, where ``logsumexp`` raises (docs/migrating.md)."""
+    of 0 is a mean over an empty axis, NaN either way (``logsumexp`` is -inf there)."""
     if isinstance(var, Constant):
         return bool(np.all(np.asarray(var.data) > 0))
     owner = var.owner

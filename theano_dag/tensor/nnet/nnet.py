@@ -222,6 +222,8 @@ def _minus_max(x, axis):
     """``x - max(x, axis)``, 0 where ``x`` is a maximum of +inf: ``inf - inf`` would be
     NaN, and the softmax's limit there puts the whole mass on the infinite entries
     (shared equally between them)."""
+    if x.size == 0:  # (lanes of no values have no max: an empty result, as numpy's)
+        return np.array(x, copy=True)
     m = _reduce_keep(np.maximum, x, axis)
     if np.inf not in m:  # the common case: one pass, as before (one C call to test)
         return x - m
@@ -259,6 +261,8 @@ def _np_softmax(x, axis):
 
 
 def _np_log_softmax(x, axis):
+    if x.size == 0:  # (the log of the empty lanes' zero sums would warn)
+        return np.array(x, copy=True)
     t = _short_rows(x, axis)
     if t is not None:
         return _rows_back(_np_log_softmax(t, 0), x)
@@ -699,7 +703,9 @@ class CrossentropySoftmaxArgmax1HotWithBias(Op):
         rows = np.arange(len(y))
         output_storage[0][0] = np.asarray(log_norm[:, 0] - z[rows, y], dtype=dtype)
         output_storage[1][0] = np.asarray(np.exp(z - log_norm), dtype=dtype)
-        output_storage[2][0] = np.asarray(np.argmax(z, axis=1), dtype=node.outputs[2].dtype)
+        # (no rows, no classes: numpy's argmax of the (0, 0) raises)
+        am = np.argmax(z, axis=1) if z.size else np.zeros(len(z), dtype=np.int64)
+        output_storage[2][0] = np.asarray(am, dtype=node.outputs[2].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         # x's columns b's length, x's rows y_idx's, as perform checks (the columns'

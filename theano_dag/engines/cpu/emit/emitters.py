@@ -91,8 +91,9 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         acc = op.acc_dtype_for(x_dtype)
         if acc != od:
             return None
+        initial = op.initial_for(acc)
         if _by_columns(op.ufunc, axes, x_dtype, x_ndim, od):
-            return [_last_axis_step(node, ctx, op.ufunc, x)]
+            return [_last_axis_step(node, ctx, op.ufunc, x, initial)]
         fn = ctx.glob(op.ufunc.reduce, op.ufunc.__name__ + "_reduce")
         # The reduce is given the accumulator's dtype (numpy's add and multiply reduce
         # small ints into the platform's int); add and multiply convert as they go, as
@@ -102,6 +103,8 @@ def _reduce_steps(node, ctx, op, x, x_dtype, x_ndim):
         if x_dtype != acc and op.ufunc not in (np.add, np.multiply):
             cast = f".astype({ctx.glob(np.dtype(acc), 'D')})"
         cast += f", dtype={ctx.glob(np.dtype(acc), 'D')}"
+        if initial is not None:  # a max of no elements: its identity, not numpy's error
+            cast += f", initial={ctx.const(initial, 'ini')}"
     elif od == "bool" and type(op.scalar_op).__name__ in ("AND", "OR"):
         # All / Any: numpy's truth of each element, as their perform does; of a number
         # array, the ufunc's reduce that np.all and np.any run under their Python wrapper
@@ -137,15 +140,17 @@ def _by_columns(ufunc, axes, x_dtype, x_ndim, od):
     return ufunc in (np.maximum, np.minimum) or (ufunc is np.add and od in ("float32", "float64"))
 
 
-def _last_axis_step(node, ctx, ufunc, x):
-    """The step of ``reduce_last_axis(ufunc, x)`` into the node's output."""
+def _last_axis_step(node, ctx, ufunc, x, initial=None):
+    """The step of ``reduce_last_axis(ufunc, x, initial=initial)`` into the node's
+    output."""
     fn = ctx.glob(reduce_last_axis, "reduce_last")
     uf = ctx.glob(ufunc, ufunc.__name__)
+    ini = "" if initial is None else f", initial={ctx.const(initial, 'ini')}"
 
     def emit(ins, outs, target):
         if target is not None:
-            return [f"{outs[0]} = {fn}({uf}, {ins[0]}, {target})"]
-        return [f"{outs[0]} = {fn}({uf}, {ins[0]})"]
+            return [f"{outs[0]} = {fn}({uf}, {ins[0]}, {target}{ini})"]
+        return [f"{outs[0]} = {fn}({uf}, {ins[0]}{ini})"]
 
     emit.allocates = True  # (in the input's dtype, the output's: _by_columns)
     return Step(node, node.outputs, (x,), emit)

@@ -599,10 +599,11 @@ class SumKernel(StepKernel):
     }
     _SELECT = {"maxtrail": np.maximum, "mintrail": np.minimum}
 
-    def __init__(self, node, dtype, axes, library=None, kind="all"):
+    def __init__(self, node, dtype, axes, library=None, kind="all", initial=None):
         super().__init__(node, dtype, self._NAMES[kind], library)
         self.axes = axes
         self.select = self._SELECT.get(kind)
+        self.initial = initial  # of a row of no elements (the C kernel fails on one)
 
     def _bind(self, lib):
         # called through ctypes on a line of its own, by its array entry in a segment
@@ -616,7 +617,7 @@ class SumKernel(StepKernel):
     def fail(self, x, out):
         """numpy's sum (maximum, minimum) of ``x`` into ``out`` (what the numpy step runs)."""
         if self.select is not None:
-            reduce_last_axis(self.select, x, out)
+            reduce_last_axis(self.select, x, out, initial=self.initial)
         else:
             np.add.reduce(x, axis=self.axes, out=out)
 
@@ -1043,9 +1044,9 @@ class KernelLibrary:
         self.kernels.append(k)
         return k
 
-    def add_sum(self, node, dtype, axes, kind="all") -> SumKernel:
+    def add_sum(self, node, dtype, axes, kind="all", initial=None) -> SumKernel:
         """A :class:`SumKernel` of ``node`` (its C is in the step library)."""
-        return self._add_step("add_sum", SumKernel(node, dtype, axes, self, kind))
+        return self._add_step("add_sum", SumKernel(node, dtype, axes, self, kind, initial))
 
     def add_matvec(self, node, dtype, kind) -> MatVecKernel:
         """A :class:`MatVecKernel` of ``node`` (its C is in the step library)."""
@@ -1962,7 +1963,7 @@ def _sum_step(node, ctx, op, x, x_dtype, x_ndim, numpy_step):
         kind = "trail"
     else:
         return None
-    k = lib.add_sum(node, od, axes, kind)
+    k = lib.add_sum(node, od, axes, kind, op.initial_for(od))
     kname = ctx.glob(k, "SUM")
 
     def emit(names, outs, target):

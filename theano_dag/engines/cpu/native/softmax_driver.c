@@ -13,10 +13,10 @@
    Why: the perform of a softmax of a few hundred values cost 10-40 us of numpy calls
    (a sampler's mixture weights, a classifier's batch); here it is one step of a segment.
    Operands of another type, dtype, rank or shape, an input that is not C-contiguous,
-   an output that shares memory with an input, a softmax along an axis of length 0:
-   an error code before anything is written, and the engine runs the op's perform
-   instead (which raises numpy's error for the last). Appended to the libraries that
-   use it (KernelLibrary.extras). */
+   an output that shares memory with an input: an error code before anything is
+   written, and the engine runs the op's perform instead. Along an axis of length 0
+   the output is empty, as numpy's softmax written out is. Appended to the libraries
+   that use it (KernelLibrary.extras). */
 #define TD_SM_CHUNK 256
 
 /* The lengths of the lanes (n), of the axes before the axis (outer) and after it
@@ -165,9 +165,7 @@ TD_TURNS(double, f64, log)
         ptrdiff_t outer, n, inner;                                                      \
         const int rc = td_sm_check(ops, 1, td_code_##S, &outer, &n, &inner);            \
         if (rc) return rc;                                                              \
-        /* lanes of no values: perform raises numpy's error (a max of no values) */     \
-        if (n == 0) return TD_ERR(TD_ESHAPE, 0);                                        \
-        if (outer == 0 || inner == 0) return 0;                                         \
+        if (outer == 0 || n == 0 || inner == 0) return 0; /* an empty output */        \
         const T *x = TD_F(ops[0], TD_OFF_DATA, const T *);                              \
         T *o = TD_F(ops[2], TD_OFF_DATA, T *);                                          \
         if (inner == 1) {                                                               \
