@@ -208,6 +208,33 @@ def test_logit_of_sigmoid_and_sigmoid_of_logit():
     )
 
 
+def test_log_of_a_product_of_sigmoids_is_a_sum_of_softpluses():
+    x, y = tt.dvectors("x", "y")
+    outs = [
+        tt.log(tt.sigmoid(x) * tt.sigmoid(-x)),
+        tt.log(2 * tt.sigmoid(x) * tt.exp(y)),
+        tt.log(tt.exp(y) * (tt.sigmoid(x) * (1 - tt.sigmoid(y)))),  # nested: a gradient's
+    ]
+    fg = check([x, y], outs, None, [vec(), vec()], stabilize)
+    assert "log" not in scalar_ops(fg) and "sigmoid" not in scalar_ops(fg)
+    assert "softplus" in scalar_ops(fg)
+    # where the written product is 0 (|x| > 745) its log is -inf; the sum of logs is not
+    f = theano_dag.function([x, y], outs)
+    got = f(np.array([-800.0, 800.0, 0.0]), np.array([800.0, -800.0, 0.0]))
+    np.testing.assert_allclose(got[0], [-800.0, -800.0, -2 * np.log(2)])
+    np.testing.assert_allclose(got[1], [np.log(2) - 800 + 800, np.log(2) - 800, 0.0])
+    np.testing.assert_allclose(got[2], [800 - 800 - 800, -800 - 0.0 - 0.0, -2 * np.log(2)])
+
+
+def test_log_of_a_product_with_a_factor_of_any_sign_is_left_alone():
+    # log(a * b) of two negatives is not log(a) + log(b): only sigmoids, exps and
+    # positive constants are split
+    x, a = tt.dvectors("x", "a")
+    outs = [tt.log(tt.sigmoid(x) * a), tt.log(-2 * tt.sigmoid(x)), tt.log(tt.exp(x) * a)]
+    fg = stabilize(FunctionGraph([x, a], outs))
+    assert scalar_ops(fg).count("log") == 3
+
+
 def test_products_without_sigmoids_left_alone():
     x, a, b = tt.dvectors("x", "a", "b")
     outs = [a * tt.exp(x) / (b + tt.exp(x)), a / (2 + tt.exp(x)), a * b - a, tt.log(a / (1 - a))]

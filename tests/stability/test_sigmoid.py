@@ -72,6 +72,13 @@ CASES = [
         [LOGITS],
     ),
     elementwise("log(sigmoid(x))", lambda x: tt.log(tt.sigmoid(x)), mp_log_sigmoid, [LOGITS]),
+    # the product is 0 for |x| > 745 (float64), 104 (float32): log of it -inf
+    elementwise(
+        "log(sigmoid(x) * sigmoid(-x))",
+        lambda x: tt.log(tt.sigmoid(x) * tt.sigmoid(-x)),
+        lambda x: mp_log_sigmoid(x) + mp_log_sigmoid(-x),
+        [LOGITS],
+    ),
     elementwise(
         "log(1 - sigmoid(x))",
         lambda x: tt.log(1 - tt.sigmoid(x)),

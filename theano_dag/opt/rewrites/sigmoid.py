@@ -52,6 +52,7 @@ __all__ = [
     "local_sigm_cancel",
     "local_log_sigmoid",
     "local_logit_sigmoid",
+    "local_log_sigmoid_product",
     "local_sigmoid_logit",
     "local_exp_softplus",
     "local_bce_sigmoid",
@@ -610,6 +611,55 @@ def local_logit_sigmoid(fgraph, node):
     if k_num is None or k_den is None or k_num[0] is not k_den[0] or k_num[1] == k_den[1]:
         return False
     return fit(node.outputs[0], _signed(*k_num), div.inputs)
+
+
+def _stable_log_of_factor(var):
+    """``log(var)`` without its overflow, where ``var`` is a sigmoid (``-softplus(-x)``),
+    an ``exp`` (its float argument) or a positive constant; else None."""
+    k = sigmoid_key(var)
+    if k is not None and is_float(k[0]):
+        return tm.neg(tm.softplus(_signed(k[0], not k[1])))
+    if scalar_op(var.owner) == ts.exp and is_float(var.owner.inputs[0]):
+        return var.owner.inputs[0]
+    c = const_value(var)
+    if c is not None and np.asarray(c).dtype.kind in "iuf" and np.all(np.asarray(c) > 0):
+        return tm.log(var)
+    return None
+
+
+def _factors(var):
+    """The factors of ``var``, through nested products (a gradient shares a partial
+    product, so canonicalize leaves it nested)."""
+    if isinstance(scalar_op(var.owner), ts.Mul):
+        return [f for i in var.owner.inputs for f in _factors(i)]
+    return [var]
+
+
+@stabilize()
+@local_optimizer([tm.log])
+def local_log_sigmoid_product(fgraph, node):
+    """``log(sigmoid(x) * sigmoid(-x))`` as ``-softplus(-x) - softplus(x)``: the log of a
+    product of sigmoids, exps and positive constants (one sigmoid at least) as the sum
+    of their logs, each without overflow. The written product is 0 for ``|x| > 745``
+    (``log`` of it -inf, where the value is ``-|x|``). Only factors that are never
+    negative: ``log(a * b)`` of two negatives is not ``log(a) + log(b)``."""
+    # log(sigmoid(x) * sigmoid(y)) -> -softplus(-x) - softplus(-y) ; also with exp(z): + z
+    if scalar_op(node) != ts.log or not is_float(node.outputs[0]):
+        return False
+    if not isinstance(scalar_op(node.inputs[0].owner), ts.Mul):
+        return False
+    factors = _factors(node.inputs[0])
+    if not any(sigmoid_key(f) is not None for f in factors):
+        return False
+    terms = [_stable_log_of_factor(f) for f in factors]
+    if any(t is None for t in terms):
+        return False
+    od = node.outputs[0].dtype
+    total = None
+    for t in terms:
+        t = t if t.dtype == od else cast(t, od)
+        total = t if total is None else total + t
+    return fit(node.outputs[0], total, factors)
 
 
 @stabilize()
