@@ -346,6 +346,56 @@ def test_a_maximum_over_an_empty_axis_raises_on_every_engine(engine, build, shap
         f(np.zeros(shape))
 
 
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_negative_labels_of_a_rewritten_cross_entropy_index_as_numpy(engine):
+    # Found by a probe of rewrites against the written form: -log(softmax(x))[rows, y]
+    # with a label -1 is the log-probability of the last class (numpy's indexing), but
+    # the fused cross-entropy op it is rewritten to refused labels below 0. Labels in
+    # [-n, n) now index as numpy does, in every cross-entropy op and their gradients'
+    # one-hot masks; others raise an error that is an IndexError (numpy's) and a
+    # ValueError (Theano's).
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    rows = tt.arange(y.shape[0])
+    nll = -tt.log(tt.nnet.softmax(x))[rows, y]
+    cce = tt.nnet.categorical_crossentropy(tt.nnet.softmax(x), y)
+    g = grad(tt.sum(nll), x)
+    gg = grad(tt.sum(grad(tt.sum(cce * cce), x) ** 2), x)  # through the one-hot masks
+    xv = np.random.default_rng(3).standard_normal((3, 4))
+    f = _compiled(engine, [x, y], [nll, cce, g, gg])
+    ref = function([x, y], [nll, cce, g, gg], mode=Mode(linker="py", optimizer=None))
+    for yv in (np.array([0, -1, 2]), np.array([-4, -3, 3])):
+        for got, want in zip(f(xv, yv), ref(xv, yv + 4 * (yv < 0))):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    f_cce = _compiled(engine, [x, y], cce)
+    for bad in (np.array([0, 4, 1]), np.array([-5, 0, 0])):
+        with pytest.raises(IndexError, match="out of (range|bounds)"):
+            f(xv, bad)  # (the written indexing's, on the reference engine)
+        for error in (IndexError, ValueError):
+            with pytest.raises(error, match=r"class index out of range \[-4, 4\)"):
+                f_cce(xv, bad)
+
+
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_reading_back_a_part_set_at_an_index_out_of_range_raises(engine):
+    # Found by a probe of rewrites against the written form: set_subtensor(x[i], v)[i]
+    # was v itself, and set_subtensor(x[rows], y)[rows] y, whatever the index; the
+    # written write raises IndexError for an index out of range. The value read back is
+    # now a fill of the indexed part (a view), which checks the index.
+    x, v, i = tt.dvector("x"), tt.dscalar("v"), tt.lscalar("i")
+    m, y = tt.dmatrix("m"), tt.dmatrix("y")
+    rows = tt.constant(np.array([2, 0]))
+    f = _compiled(engine, [x, v, i], tt.set_subtensor(x[i], v)[i])
+    g = _compiled(engine, [m, y], tt.set_subtensor(m[rows], y)[rows])
+    assert f(np.zeros(3), 1.5, -3) == 1.5
+    yv = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(g(np.zeros((3, 3)), yv), yv)
+    for k in (3, -4):
+        with pytest.raises(IndexError):
+            f(np.zeros(3), 1.5, k)
+    with pytest.raises(IndexError):
+        g(np.zeros((2, 3)), yv)
+
+
 def _lse_np(v, axis, keepdims=False):
     with np.errstate(divide="ignore"):
         return np.log(np.sum(np.exp(v), axis=axis, keepdims=keepdims))

@@ -142,9 +142,18 @@ def test_reading_back_what_was_set_is_the_value(dtype):
     x, v = tt.matrix("x", dtype=dtype), tt.vector("v", dtype=dtype)
     i, j = tt.lscalars("ij")
     f = theano_dag.function([x, i, v], tt.set_subtensor(x[i], v)[i])
-    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [DeepCopyOp]
+    assert not _nodes(f, IncSubtensor)
     vv = np.arange(4, dtype=dtype)
     np.testing.assert_array_equal(f(np.zeros((3, 4), dtype), 1, vv), vv)
+    # an index out of range raises, as the written form's write does: the part is read
+    # (a view) as the model of a fill of the value
+    with pytest.raises(IndexError):
+        f(np.zeros((3, 4), dtype), 3, vv)
+    # an index known in range reads nothing
+    x34 = tt.TensorType(dtype, shape=(3, None))("x34")
+    f = theano_dag.function([x34, v], tt.set_subtensor(x34[-3], v)[-3])
+    assert [type(n.op) for n in f.maker.fgraph.toposort()] == [DeepCopyOp]
+    np.testing.assert_array_equal(f(np.zeros((3, 4), dtype), vv), vv)
     # a value of fewer dimensions is spread over the part
     f = theano_dag.function([x, i, j, v], tt.set_subtensor(x[:i, :j], v)[:i, :j])
     assert not _nodes(f, IncSubtensor) and _nodes(f, tt.Alloc)
@@ -164,8 +173,15 @@ def test_reading_back_rows_just_set(dtype):
     x, y = tt.matrix("x", dtype=dtype), tt.matrix("y", dtype=dtype)
     rows = tt.constant(np.array([2, 0]))
     f = theano_dag.function([x, y], tt.set_subtensor(x[rows], y)[rows])
-    assert not _nodes(f, (AdvancedIncSubtensor1, AdvancedSubtensor1))
+    assert not _nodes(f, AdvancedIncSubtensor1)
     yv = np.arange(6, dtype=dtype).reshape(2, 3)
+    np.testing.assert_array_equal(f(np.zeros((3, 3), dtype), yv), yv)
+    with pytest.raises(IndexError):  # row 2 of 2 rows: the written form's write raises
+        f(np.zeros((2, 3), dtype), yv)
+    # rows known in range: nothing read
+    x33 = tt.TensorType(dtype, shape=(3, None))("x33")
+    f = theano_dag.function([x33, y], tt.set_subtensor(x33[rows], y)[rows])
+    assert not _nodes(f, (AdvancedIncSubtensor1, AdvancedSubtensor1))
     np.testing.assert_array_equal(f(np.zeros((3, 3), dtype), yv), yv)
     # a row listed twice holds the last value written: the write and the read stay
     twice = tt.constant(np.array([1, 1]))

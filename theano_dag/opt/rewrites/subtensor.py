@@ -11,7 +11,8 @@ Theano's names (``theano.tensor.opt``):
 - ``local_subtensor_of_dot``: ``dot(a, b)[i]`` -> ``dot(a[i], b)``: only the rows read
   are computed (when nothing else reads the product);
 - ``local_subtensor_make_vector``: ``make_vector(a, b, c)[1]`` -> ``b``;
-- ``local_subtensor_inc_subtensor``: ``set_subtensor(x[i], v)[i]`` -> ``v``;
+- ``local_subtensor_inc_subtensor``: ``set_subtensor(x[i], v)[i]`` -> ``v`` (a fill of
+  ``x[i]``, which checks ``i``, where ``i`` may lie out of range);
 - ``local_adv_sub1_adv_inc_sub1``: the same for a row list (``AdvancedSubtensor1``);
 - ``local_set_to_inc_subtensor``: ``set_subtensor(x[i], x[i] + y)`` -> ``inc_subtensor(x[i],
   y)`` for a row list naming each row once;
@@ -453,12 +454,17 @@ def local_subtensor_inc_subtensor(fgraph, node):
 
     Like Theano's, the rewrite takes the value to fill the part it was set to (the
     case of a value broadcast into it at run time along a dimension not declared
-    broadcastable is not told apart).
+    broadcastable is not told apart). Unlike Theano's, an integer index not known in
+    range is still checked, as the written write checks it: the value is a fill of the
+    part ``x[i]`` (a view).
 
     >>> import theano_dag.tensor as tt
-    >>> x, v, i = tt.dmatrix("x"), tt.dvector("v"), tt.lscalar("i")
-    >>> local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[i], v)[i].owner)
+    >>> x, v, i = tt.TensorType("float64", shape=(3, None))("x"), tt.dvector("v"), tt.lscalar("i")
+    >>> local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[1], v)[1].owner)
     [v]
+    >>> new = local_subtensor_inc_subtensor.transform(None, tt.set_subtensor(x[i], v)[i].owner)
+    >>> new[0].owner.op.scalar_op.name, new[0].owner.inputs[1] is v
+    ('second', True)
     """
     # set_subtensor(x[idx], v)[idx] -> v (spread to the shape of x[idx])
     u = node.inputs[0]
@@ -471,9 +477,18 @@ def local_subtensor_inc_subtensor(fgraph, node):
     if not all(_same_index(a, b) for a, b in zip(outer, inner)):
         return False
     x, value = un.inputs[:2]
-    new = _filled(value, subtensor(x, inner), node.outputs[0])
+    region = subtensor(x, inner)
+    new = _filled(value, region, node.outputs[0])
     if new is None:
         return False
+    lengths = known_lengths(x)
+    if any(not isinstance(e, slice) and not index_in_range(e, n) for e, n in zip(inner, lengths)):
+        # An integer index out of range raises in the written form (numpy's IndexError):
+        # the value read back is a fill of the indexed part, which checks the index
+        # (local_useless_fill keeps it unless the part is computed anyway).
+        new = fit(node.outputs[0], fill(region, new))
+        if new is None:
+            return False
     return [keep_trace(node.outputs[0], new, [x, value, *node.inputs[1:]])]
 
 
@@ -483,7 +498,8 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
     """Reading back the rows just set (one row list) is the value set.
 
     >>> import theano_dag.tensor as tt
-    >>> x, y, i = tt.dmatrix("x"), tt.dmatrix("y"), tt.constant([0, 2])
+    >>> x, y = tt.TensorType("float64", shape=(3, None))("x"), tt.dmatrix("y")
+    >>> i = tt.constant([0, 2])
     >>> local_adv_sub1_adv_inc_sub1.transform(None, tt.set_subtensor(x[i], y)[i].owner)
     [y]
     """
@@ -500,7 +516,12 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
     # qualifies (Theano asserts it at run time).
     if not writes_once([ilist]):
         return False
-    new = _filled(value, x[ilist], node.outputs[0])
+    region = x[ilist]
+    new = _filled(value, region, node.outputs[0])
+    if new is not None and not index_in_range(ilist, known_lengths(x)[0]):
+        # an index out of range raises in the written form: a fill of the rows read
+        # checks them (local_useless_fill keeps it unless they are computed anyway)
+        new = fit(node.outputs[0], fill(region, new))
     return [new] if new is not None else False
 
 

@@ -316,7 +316,10 @@ def _may_raise(var):
     if isinstance(op, Subtensor):
         may = any(entry[0] == "int" for entry in op.idx_list)
     elif isinstance(op, CAReduce):
-        may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum))
+        # (a Max with empty_identity, a log-sum-exp's shift, has a value of nothing)
+        may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum)) and not getattr(
+            op, "empty_identity", False
+        )
     else:
         may = isinstance(
             op, (AdvancedSubtensor1, AdvancedSubtensor, Argmax, MaxAndArgmax, IndicesInBounds)

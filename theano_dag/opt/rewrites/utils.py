@@ -254,7 +254,8 @@ def index_in_range(index, length) -> bool:
     >>> index_in_range(tt.constant(2), 3), index_in_range(tt.constant(-4), 3)
     (True, False)
     """
-    i = const_value(index)
+    # (a constant array's own entries: const_value knows a uniform one only)
+    i = index.data if isinstance(index, TensorConstant) else const_value(index)
     n = length if length is None or isinstance(length, int) else const_value(length)
     if i is None or n is None:
         return False
