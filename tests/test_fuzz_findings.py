@@ -396,6 +396,24 @@ def test_reading_back_a_part_set_at_an_index_out_of_range_raises(engine):
         g(np.zeros((2, 3)), yv)
 
 
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_a_rewrite_dropping_a_term_keeps_its_check_of_lengths(engine):
+    # Found by a probe of rewrites against the written form with inputs of lengths that
+    # differ: switch(x > 0, y, y) was y, and x - x + y, x * 0 + y were y (their zeros
+    # dropped), where numpy's broadcast of a length 3 against 4 raises. Kept where no
+    # other node checks the lengths; dropped where they are known equal.
+    x, y = tt.dvector("x"), tt.dvector("y")
+    outs = [tt.switch(x > 0, y, y), x - x + y, x * 0 + y]
+    fs = [_compiled(engine, [x, y], o) for o in outs]
+    for f in fs:
+        with pytest.raises(ValueError):
+            f(np.arange(3.0), np.arange(4.0))
+        np.testing.assert_array_equal(f(np.arange(4.0), np.arange(4.0) + 1), np.arange(4.0) + 1)
+    # one length: nothing left but y
+    f = function([y], [tt.switch(y > 0, y, y), y - y + y, y * 0 + y])
+    assert {type(n.op).__name__ for n in f.maker.fgraph.apply_nodes} <= {"DeepCopyOp"}
+
+
 def _lse_np(v, axis, keepdims=False):
     with np.errstate(divide="ignore"):
         return np.log(np.sum(np.exp(v), axis=axis, keepdims=keepdims))

@@ -25,6 +25,7 @@ from theano_dag.opt.rewrites.utils import (
     is_float,
     is_plus_zero,
     is_scalar_like,
+    lengths_kept,
     pattern,
     scalar_op,
     single_client,
@@ -344,7 +345,7 @@ def local_add_specialize(fgraph, node):
     >>> local_add_specialize.transform(None, s.owner)[0].type == s.type
     True
     """
-    return _without_zero_terms(node, sign_of_zero=False)
+    return _without_zero_terms(fgraph, node, sign_of_zero=False)
 
 
 @RULES.specialize(NONFINITE_UNSAFE)
@@ -353,12 +354,14 @@ def local_add_specialize_float(fgraph, node):
     """``local_add_specialize`` where a ``+0`` term goes beside float terms: exact but
     for the sign of a zero (``-0.0 + 0.0`` is ``0.0``, the terms left may sum to
     ``-0.0``; ``1 / x`` tells them apart)."""
-    return _without_zero_terms(node, sign_of_zero=True)
+    return _without_zero_terms(fgraph, node, sign_of_zero=True)
 
 
-def _without_zero_terms(node, sign_of_zero):
+def _without_zero_terms(fgraph, node, sign_of_zero):
     """``node`` (an add) without its zero terms, where dropping them changes the sign
-    of a zero (``sign_of_zero``) or not; else False."""
+    of a zero (``sign_of_zero``) or not; else False. Not where a term dropped (zeros of
+    ``x``'s shape, ``x - x``) has lengths the others are not known to share: the sum
+    checks them (numpy raises where they differ)."""
     # add(x, 0, y) -> add(x, y) ; add(zeros_like(a)) -> zeros of the result's type
     if not isinstance(scalar_op(node), ts.Add):
         return False
@@ -375,7 +378,9 @@ def _without_zero_terms(node, sign_of_zero):
         new = fit(out, kept[0], node.inputs)
     else:
         new = fit(out, tm.add(*kept), node.inputs)
-    return [new] if new is not None else False
+    if new is None or not lengths_kept(out, new, fgraph):
+        return False
+    return [new]
 
 
 def _is_zero(var) -> bool:

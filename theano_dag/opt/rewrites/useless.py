@@ -22,6 +22,7 @@ from theano_dag.opt.rewrites.utils import (
     index_entries,
     index_in_range,
     length_sources,
+    lengths_checked,
     scalar_op,
     sources_cover,
     value_computed,
@@ -230,14 +231,20 @@ def local_useless_switch(fgraph, node):
         return False
     cond, a, b = node.inputs
     out = node.outputs[0]
-    if a is b:
-        return fit(out, a, [cond])
+    same = a if a is b else None
     for kept, other in ((a, b), (b, a)):
         inner = kept
-        while inner.owner is not None and isinstance(inner.owner.op, IndicesInBounds):
+        while (
+            same is None and inner.owner is not None and isinstance(inner.owner.op, IndicesInBounds)
+        ):
             inner = inner.owner.inputs[0]
             if inner is other:
-                return fit(out, kept, [cond])
+                same = kept
+    if same is not None:
+        new = fit(out, same, [cond])
+        # the condition's lengths are checked against the branch's by the switch (numpy
+        # raises where they differ): kept where nothing else checks them
+        return new if new is not None and lengths_checked(out, new, fgraph) else False
     c = const_value(cond)
     if c is None:
         return None

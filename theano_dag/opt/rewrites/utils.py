@@ -538,6 +538,20 @@ def lengths_kept(old, new, fgraph=None) -> bool:
     node = old.owner
     if node is None or not isinstance(old.type, TensorType) or not _may_drop_lengths(node):
         return True
+    return lengths_checked(old, new, fgraph)
+
+
+def lengths_checked(old, new, fgraph=None) -> bool:
+    """:func:`lengths_kept` without its quick answer: for a rewrite that drops an input
+    of any kind (``switch(c, a, a) -> a`` drops ``c``, whose lengths the switch checks).
+
+    >>> import theano_dag.tensor as tt
+    >>> x, y = tt.dvector("x"), tt.dvector("y")
+    >>> lengths_checked(tt.switch(x > 0, y, y), y), lengths_checked(tt.switch(y > 0, y, y), y)
+    (False, True)
+    """
+    if old.owner is None or not isinstance(old.type, TensorType):
+        return True
     if getattr(new.type, "ndim", None) != old.ndim:
         return True  # (not a replacement fit gives)
     memo: dict = {}
