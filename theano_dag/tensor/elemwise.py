@@ -959,7 +959,7 @@ class Max(CAReduce):
     Over an axis of length 0 it raises numpy's error, as numpy's and Theano's max do;
     with ``empty_identity=True`` it gives the maximum's identity there, -inf (the
     integer's least value, False), as numpy's ``initial``: the shift of a log-sum-exp,
-    whose value over no elements is -inf, and of a softmax.
+    whose value over no elements is -inf.
 
     >>> import numpy as np
     >>> from theano_dag import tensor as tt

@@ -630,9 +630,14 @@ def _stable_log_of_factor(var):
 def _factors(var):
     """The factors of ``var``, through nested products (a gradient shares a partial
     product, so canonicalize leaves it nested)."""
-    if isinstance(scalar_op(var.owner), ts.Mul):
-        return [f for i in var.owner.inputs for f in _factors(i)]
-    return [var]
+    out, todo = [], [var]
+    while todo:  # (a loop, not a recursion: a long chain of products stays in bounds)
+        v = todo.pop()
+        if isinstance(scalar_op(v.owner), ts.Mul):
+            todo.extend(reversed(v.owner.inputs))
+        else:
+            out.append(v)
+    return out
 
 
 @stabilize()

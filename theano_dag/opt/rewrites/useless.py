@@ -231,15 +231,7 @@ def local_useless_switch(fgraph, node):
         return False
     cond, a, b = node.inputs
     out = node.outputs[0]
-    same = a if a is b else None
-    for kept, other in ((a, b), (b, a)):
-        inner = kept
-        while (
-            same is None and inner.owner is not None and isinstance(inner.owner.op, IndicesInBounds)
-        ):
-            inner = inner.owner.inputs[0]
-            if inner is other:
-                same = kept
+    same = _same_branch(a, b)
     if same is not None:
         new = fit(out, same, [cond])
         # the condition's lengths are checked against the branch's by the switch (numpy
@@ -249,6 +241,20 @@ def local_useless_switch(fgraph, node):
     if c is None:
         return None
     return fit(out, a if c else b, [cond, b if c else a])
+
+
+def _same_branch(a, b):
+    """The branch to keep where ``a`` and ``b`` are one value (one of them, maybe, that
+    value passed on by checks of indices: that one), else None."""
+    if a is b:
+        return a
+    for kept, other in ((a, b), (b, a)):
+        inner = kept
+        while inner.owner is not None and isinstance(inner.owner.op, IndicesInBounds):
+            inner = inner.owner.inputs[0]
+            if inner is other:
+                return kept
+    return None
 
 
 @useless("local_cut_useless_reduce")  # Theano's name for it, as a tag: excluding() takes it
