@@ -347,71 +347,44 @@ def test_a_maximum_over_an_empty_axis_raises_on_every_engine(engine, build, shap
 
 
 @pytest.mark.parametrize("engine", EVERY_ENGINE)
-def test_negative_labels_of_a_rewritten_cross_entropy_index_as_numpy(engine):
+def test_labels_out_of_range_of_a_cross_entropy_raise_numpys_and_theanos_error(engine):
     # Found by a probe of rewrites against the written form: -log(softmax(x))[rows, y]
-    # with a label -1 is the log-probability of the last class (numpy's indexing), but
-    # the fused cross-entropy op it is rewritten to refused labels below 0. Labels in
-    # [-n, n) now index as numpy does, in every cross-entropy op and their gradients'
-    # one-hot masks; others raise an error that is an IndexError (numpy's) and a
-    # ValueError (Theano's).
+    # with a label past the last class raises numpy's IndexError as written, but the
+    # fused cross-entropy op it is rewritten to raised a ValueError (Theano's). The
+    # error is now both. A label below 0 is refused as in Theano (numpy's indexing would
+    # read -1 as the last class: a label of -1 often marks an example to leave out).
     x, y = tt.dmatrix("x"), tt.lvector("y")
     rows = tt.arange(y.shape[0])
     nll = -tt.log(tt.nnet.softmax(x))[rows, y]
     cce = tt.nnet.categorical_crossentropy(tt.nnet.softmax(x), y)
     g = grad(tt.sum(nll), x)
-    gg = grad(tt.sum(grad(tt.sum(cce * cce), x) ** 2), x)  # through the one-hot masks
     xv = np.random.default_rng(3).standard_normal((3, 4))
-    f = _compiled(engine, [x, y], [nll, cce, g, gg])
-    ref = function([x, y], [nll, cce, g, gg], mode=Mode(linker="py", optimizer=None))
-    for yv in (np.array([0, -1, 2]), np.array([-4, -3, 3])):
-        for got, want in zip(f(xv, yv), ref(xv, yv + 4 * (yv < 0))):
-            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-    f_cce = _compiled(engine, [x, y], cce)
-    for bad in (np.array([0, 4, 1]), np.array([-5, 0, 0])):
-        with pytest.raises(IndexError, match="out of (range|bounds)"):
-            f(xv, bad)  # (the written indexing's, on the reference engine)
-        for error in (IndexError, ValueError):
-            with pytest.raises(error, match=r"class index out of range \[-4, 4\)"):
-                f_cce(xv, bad)
+    ref = function([x, y], [nll, cce, g], mode=Mode(linker="py", optimizer=None))
+    f = _compiled(engine, [x, y], [nll, cce, g])
+    for got, want in zip(f(xv, np.array([0, 3, 2])), ref(xv, np.array([0, 3, 2]))):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    # (the reference engine runs the written indexing itself: numpy's semantics)
+    for out in (cce,) if engine == "py" else (nll, cce, g):
+        h = _compiled(engine, [x, y], out)
+        for bad in (np.array([0, 4, 1]), np.array([0, -1, 1])):
+            for error in (IndexError, ValueError):
+                with pytest.raises(error, match=r"out of (range|bounds)"):
+                    h(xv, bad)
 
 
 @pytest.mark.parametrize("engine", EVERY_ENGINE)
-def test_reading_back_a_part_set_at_an_index_out_of_range_raises(engine):
-    # Found by a probe of rewrites against the written form: set_subtensor(x[i], v)[i]
-    # was v itself, and set_subtensor(x[rows], y)[rows] y, whatever the index; the
-    # written write raises IndexError for an index out of range. The value read back is
-    # now a fill of the indexed part (a view), which checks the index.
-    x, v, i = tt.dvector("x"), tt.dscalar("v"), tt.lscalar("i")
-    m, y = tt.dmatrix("m"), tt.dmatrix("y")
-    rows = tt.constant(np.array([2, 0]))
-    f = _compiled(engine, [x, v, i], tt.set_subtensor(x[i], v)[i])
-    g = _compiled(engine, [m, y], tt.set_subtensor(m[rows], y)[rows])
-    assert f(np.zeros(3), 1.5, -3) == 1.5
-    yv = np.arange(6.0).reshape(2, 3)
-    np.testing.assert_array_equal(g(np.zeros((3, 3)), yv), yv)
-    for k in (3, -4):
-        with pytest.raises(IndexError):
-            f(np.zeros(3), 1.5, k)
-    with pytest.raises(IndexError):
-        g(np.zeros((2, 3)), yv)
-
-
-@pytest.mark.parametrize("engine", EVERY_ENGINE)
-def test_a_rewrite_dropping_a_term_keeps_its_check_of_lengths(engine):
-    # Found by a probe of rewrites against the written form with inputs of lengths that
-    # differ: switch(x > 0, y, y) was y, and x - x + y, x * 0 + y were y (their zeros
-    # dropped), where numpy's broadcast of a length 3 against 4 raises. Kept where no
-    # other node checks the lengths; dropped where they are known equal.
-    x, y = tt.dvector("x"), tt.dvector("y")
-    outs = [tt.switch(x > 0, y, y), x - x + y, x * 0 + y]
-    fs = [_compiled(engine, [x, y], o) for o in outs]
-    for f in fs:
-        with pytest.raises(ValueError):
-            f(np.arange(3.0), np.arange(4.0))
-        np.testing.assert_array_equal(f(np.arange(4.0), np.arange(4.0) + 1), np.arange(4.0) + 1)
-    # one length: nothing left but y
-    f = function([y], [tt.switch(y > 0, y, y), y - y + y, y * 0 + y])
-    assert {type(n.op).__name__ for n in f.maker.fgraph.apply_nodes} <= {"DeepCopyOp"}
+def test_the_fused_cross_entropy_ops_refuse_negative_labels_as_theanos(engine):
+    # Theano's own tests (test_nnet.py's test_neg_idx): the fused ops, called directly,
+    # raise ValueError for a label below 0; only the rewrites count it from the end.
+    x, b, y, dy = tt.dmatrix("x"), tt.dvector("b"), tt.lvector("y"), tt.dvector("dy")
+    xv, bv, yv = np.random.default_rng(4).random((3, 5)), np.zeros(5), np.array([0, -1, 2])
+    smv = np.exp(xv) / np.exp(xv).sum(axis=1, keepdims=True)
+    f = _compiled(engine, [x, b, y], tt.nnet.CrossentropySoftmaxArgmax1HotWithBias()(x, b, y))
+    g = _compiled(engine, [dy, x, y], tt.nnet.CrossentropySoftmax1HotWithBiasDx()(dy, x, y))
+    with pytest.raises(ValueError, match=r"class index out of range \[0, 5\)"):
+        f(xv, bv, yv)
+    with pytest.raises(ValueError, match=r"class index out of range \[0, 5\)"):
+        g(np.ones(3), smv, yv)
 
 
 def _lse_np(v, axis, keepdims=False):

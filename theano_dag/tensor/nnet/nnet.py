@@ -96,18 +96,19 @@ def _int_vector(op, name, x):
 
 
 class LabelOutOfRangeError(IndexError, ValueError):
-    """A class index outside ``[-n, n)`` for ``n`` classes: an ``IndexError``, as numpy's
-    indexing of the written form (``-log(sm)[arange(n), y]``) raises, and a
+    """A class index out of range: an ``IndexError``, as numpy's indexing of the written
+    form (``-log(sm)[arange(n), y]``) raises for a label past the last class, and a
     ``ValueError``, as Theano's check of the labels raised."""
 
 
 def _check_labels(op, idx, n_classes):
-    """Labels as numpy indexes a row with them: ``-1`` is the last class (the written
-    form a cross-entropy op is rewritten from gives that value)."""
-    if idx.size and (idx.min() < -n_classes or idx.max() >= n_classes):
+    """Labels in ``[0, n)``, as Theano's cross-entropy ops require: a label below 0 is
+    refused too, where numpy's indexing would read ``-1`` as the last class (a label of
+    -1 often marks an example to leave out; a loss of the last class would be silently
+    wrong)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= n_classes):
         raise LabelOutOfRangeError(
-            f"{op}: class index out of range [-{n_classes}, {n_classes}): "
-            f"min {idx.min()}, max {idx.max()}"
+            f"{op}: class index out of range [0, {n_classes}): " f"min {idx.min()}, max {idx.max()}"
         )
 
 
@@ -560,7 +561,6 @@ def _one_hot_mask(idx, n, dtype):
     """``mask[i, j] = (j == idx[i])`` as ``dtype``, built from elementwise ops so that it
     differentiates and fuses like any other expression."""
     cols = tb.arange(n).dimshuffle("x", 0)
-    idx = tm.switch(tm.lt(idx, 0), idx + n, idx)  # -1: the last class, as numpy indexes
     return tb.cast(tm.eq(cols, idx.dimshuffle(0, "x")), dtype)
 
 
