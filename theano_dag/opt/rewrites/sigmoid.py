@@ -592,8 +592,13 @@ def local_log_sigmoid(fgraph, node):
         return False
     if k is None or not is_float(k[0]):
         return False
+    return fit(node.outputs[0], _log_sigmoid(k), arg.owner.inputs)
+
+
+def _log_sigmoid(k):
+    """``log(sigmoid(±x))`` as ``-softplus(∓x)`` for the ``sigmoid_key`` ``k``."""
     base, negated = k
-    return fit(node.outputs[0], tm.neg(tm.softplus(_signed(base, not negated))), arg.owner.inputs)
+    return tm.neg(tm.softplus(_signed(base, not negated)))
 
 
 @stabilize()
@@ -618,26 +623,13 @@ def _stable_log_of_factor(var):
     an ``exp`` (its float argument) or a positive constant; else None."""
     k = sigmoid_key(var)
     if k is not None and is_float(k[0]):
-        return tm.neg(tm.softplus(_signed(k[0], not k[1])))
+        return _log_sigmoid(k)
     if scalar_op(var.owner) == ts.exp and is_float(var.owner.inputs[0]):
         return var.owner.inputs[0]
     c = const_value(var)
     if c is not None and np.asarray(c).dtype.kind in "iuf" and np.all(np.asarray(c) > 0):
         return tm.log(var)
     return None
-
-
-def _factors(var):
-    """The factors of ``var``, through nested products (a gradient shares a partial
-    product, so canonicalize leaves it nested)."""
-    out, todo = [], [var]
-    while todo:  # (a loop, not a recursion: a long chain of products stays in bounds)
-        v = todo.pop()
-        if isinstance(scalar_op(v.owner), ts.Mul):
-            todo.extend(reversed(v.owner.inputs))
-        else:
-            out.append(v)
-    return out
 
 
 @stabilize()
@@ -651,10 +643,13 @@ def local_log_sigmoid_product(fgraph, node):
     # log(sigmoid(x) * sigmoid(y)) -> -softplus(-x) - softplus(-y) ; also with exp(z): + z
     if scalar_op(node) != ts.log or not is_float(node.outputs[0]):
         return False
-    if not isinstance(scalar_op(node.inputs[0].owner), ts.Mul):
+    prod = node.inputs[0]
+    if not isinstance(scalar_op(prod.owner), ts.Mul):
         return False
-    factors = _factors(node.inputs[0])
-    if not any(sigmoid_key(f) is not None for f in factors):
+    if not _any_factor(prod, lambda v: sigmoid_key(v) is not None):
+        return False
+    factors, den, negated = _split(prod)  # (through nested products: a gradient's)
+    if den or negated:
         return False
     terms = [_stable_log_of_factor(f) for f in factors]
     if any(t is None for t in terms):

@@ -436,15 +436,19 @@ def _same_index(a, b) -> bool:
     return ca is not None and ca == cb
 
 
-def _filled(value, region, out):
+def _filled(value, region, out, in_range=True):
     """``value`` (cast to ``out``'s dtype) spread to the shape of ``region`` (an
     expression of the indexed part) where it has fewer dimensions or broadcasts along
-    one that ``out`` does not."""
+    one that ``out`` does not. Where the index may lie out of range (not ``in_range``),
+    a fill of ``region``, which checks it as the written write does (numpy's IndexError;
+    ``local_useless_fill`` keeps the fill unless the part is computed anyway)."""
     if value.dtype != out.dtype:
         value = cast(value, out.dtype)
     if value.type.broadcastable == out.type.broadcastable:
-        return fit(out, value)
-    return fit(out, alloc(value, *[shape_i(region, d) for d in range(region.ndim)]))
+        new = fit(out, value)
+    else:
+        new = fit(out, alloc(value, *[shape_i(region, d) for d in range(region.ndim)]))
+    return new if new is None or in_range else fit(out, fill(region, new))
 
 
 @canonicalize()
@@ -477,18 +481,12 @@ def local_subtensor_inc_subtensor(fgraph, node):
     if not all(_same_index(a, b) for a, b in zip(outer, inner)):
         return False
     x, value = un.inputs[:2]
-    region = subtensor(x, inner)
-    new = _filled(value, region, node.outputs[0])
+    in_range = all(
+        isinstance(e, slice) or index_in_range(e, n) for e, n in zip(inner, known_lengths(x))
+    )
+    new = _filled(value, subtensor(x, inner), node.outputs[0], in_range)
     if new is None:
         return False
-    lengths = known_lengths(x)
-    if any(not isinstance(e, slice) and not index_in_range(e, n) for e, n in zip(inner, lengths)):
-        # An integer index out of range raises in the written form (numpy's IndexError):
-        # the value read back is a fill of the indexed part, which checks the index
-        # (local_useless_fill keeps it unless the part is computed anyway).
-        new = fit(node.outputs[0], fill(region, new))
-        if new is None:
-            return False
     return [keep_trace(node.outputs[0], new, [x, value, *node.inputs[1:]])]
 
 
@@ -516,12 +514,8 @@ def local_adv_sub1_adv_inc_sub1(fgraph, node):
     # qualifies (Theano asserts it at run time).
     if not writes_once([ilist]):
         return False
-    region = x[ilist]
-    new = _filled(value, region, node.outputs[0])
-    if new is not None and not index_in_range(ilist, known_lengths(x)[0]):
-        # an index out of range raises in the written form: a fill of the rows read
-        # checks them (local_useless_fill keeps it unless they are computed anyway)
-        new = fit(node.outputs[0], fill(region, new))
+    in_range = index_in_range(ilist, known_lengths(x)[0])
+    new = _filled(value, x[ilist], node.outputs[0], in_range)
     return [new] if new is not None else False
 
 
