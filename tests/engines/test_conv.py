@@ -801,3 +801,32 @@ def test_cpu_pool_c_loop_matches_numpy(case, mode, dtype):
     # a strided image is declined by the C loop: numpy's path, same values
     xt = np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2)
     np.testing.assert_allclose(cpu_conv.pool_forward(xt, xp, None, in_c), want, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", ["valid", "half", "full-stride2", "1x1-plain", "groups-noflip"])
+def test_conv_of_no_images(case, engine, dtype):
+    # A batch of no images: no output, no input gradient, and a filter gradient (a sum
+    # over the images) of zeros.
+    xs, ws, kw = CASES[case]
+    xs = (0,) + xs[1:]
+    ins, outs = _graph(xs, ws, kw, dtype)
+    vals = _values(xs, ws, kw, dtype)
+    got = function(ins, outs, mode=mode_of(engine))(*vals)
+    ref = function(ins, outs, mode=REF)(*vals)
+    for g, r in zip(got, ref):
+        assert g.shape == r.shape and g.dtype == r.dtype
+    assert got[2].shape == ws and not got[2].any()
+
+
+@pytest.mark.parametrize("border_mode", ["valid", "half", 1])
+def test_cpu_conv_grad_weights_of_no_images_writes_zeros(border_mode):
+    # The emitter's output is a planned buffer that holds what an earlier step left
+    # there: a sum over no images must write its zeros.
+    op = nnet.abstract_conv.AbstractConv2d(border_mode=border_mode)
+    geo = cpu_conv.ConvGeometry(op, (3, 3))
+    x, gy = np.ones((0, 2, 5, 5)), np.ones((0, 4) + geo.out_hw((5, 5)))
+    out = np.full((4, 2, 3, 3), np.nan)
+    assert cpu_conv.conv_grad_weights(x, gy, None, None, None, out, geo) is out
+    assert not out.any()

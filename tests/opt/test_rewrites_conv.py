@@ -160,6 +160,24 @@ def test_conv_fold_is_a_named_pass():
     assert not any(isinstance(op, Conv2dBiasAct) for op in _ops(f))
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batch_norm_fold_is_nonfinite_unsafe(engine):
+    # (C - m) * s + b with an infinite s is an infinity as written; folded, C * s and
+    # b - m * s are opposite infinities and their sum NaN. Excluding nonfinite_unsafe
+    # keeps the written form.
+    x, w, b, s, m = tt.dtensor4("x"), tt.dtensor4("w"), *(tt.dvector(n) for n in "bsm")
+    y = (nnet.conv2d(x, w) - _channel(m)) * _channel(s) + _channel(b)
+    vals = (np.ones((1, 1, 3, 3)), np.ones((2, 1, 2, 2)), np.zeros(2), [np.inf, 1.0], np.ones(2))
+    ref = function([x, w, b, s, m], y, mode=REF)(*vals)
+    assert ref[0, :, 0, 0].tolist() == [np.inf, 3.0]
+    folded = function([x, w, b, s, m], y, mode=mode_of(engine))
+    assert any(isinstance(op, Conv2dBiasAct) for op in _ops(folded))
+    assert np.isnan(folded(*vals)[0, 0]).all()
+    kept = function([x, w, b, s, m], y, mode=mode_of(engine).excluding("nonfinite_unsafe"))
+    assert not any(isinstance(op, Conv2dBiasAct) for op in _ops(kept))
+    np.testing.assert_array_equal(kept(*vals), ref)
+
+
 # -- the fused op ------------------------------------------------------------------------
 
 

@@ -302,6 +302,28 @@ def test_tensorinv_tensorsolve_lstsq():
         np.testing.assert_allclose(g, w, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_svds_of_a_non_finite_matrix_raise(bad, dtype):
+    # numpy's SVD never returns for diag([inf, 1, 1]) (OpenBLAS's LAPACK) and raises
+    # LinAlgError for NaN: the ops that take an SVD raise that error for both.
+    m, v = tt.matrix("m", dtype=dtype), tt.vector("v", dtype=dtype)
+    cases = [
+        ("svd", nlinalg.svd(m, compute_uv=False), lambda a, b: np.linalg.svd(a)[1]),
+        ("svd", nlinalg.svd(m)[1], lambda a, b: np.linalg.svd(a)[1]),
+        ("svd", nlinalg.norm(m, 2), lambda a, b: np.linalg.norm(a, 2)),
+        ("pinv", nlinalg.pinv(m), lambda a, b: np.linalg.pinv(a)),
+        ("lstsq", nlinalg.lstsq()(m, v, -1)[0], lambda a, b: np.linalg.lstsq(a, b, -1)[0]),
+    ]
+    good = (RECT[:3, :3] + 3 * np.eye(3)).astype(dtype), np.arange(3, dtype=dtype)
+    for mode in ("FAST_RUN", Mode(linker="py"), "DASK"):
+        for who, out, numpy_form in cases:
+            f = function([m, v], out, mode=mode, on_unused_input="ignore")
+            with pytest.raises(np.linalg.LinAlgError, match=f"{who} got a matrix with an inf"):
+                f(np.diag([bad, 1, 1]).astype(dtype), good[1])
+            np.testing.assert_allclose(f(*good), numpy_form(*good), rtol=1e-5)
+
+
 def test_lstsq_refuses_wrong_ranks_when_the_graph_is_built():
     # Theano's TestLstsq wrong-shape tests: numpy refuses these when the function runs;
     # here make_node says which argument is wrong before anything is compiled.

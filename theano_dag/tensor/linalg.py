@@ -99,6 +99,19 @@ def _linalg_dtype(a):
     return a.astype("float32") if a.dtype == np.float16 else a
 
 
+def _svd_input(a, who):
+    """``_linalg_dtype(a)`` for an SVD, refused where an entry is not finite: LAPACK's SVD
+    (numpy's, OpenBLAS's build) never returns for some matrices holding an infinity,
+    ``diag([inf, 1, 1])`` among them, and gives no singular values for NaN (numpy raises
+    ``LinAlgError`` there: the same error, for both)."""
+    a = _linalg_dtype(a)
+    if not np.isfinite(a).all():
+        raise np.linalg.LinAlgError(
+            f"SVD did not converge: {who} got a matrix with an infinite or NaN entry"
+        )
+    return a
+
+
 _TRIANGULAR_SOLVE: list = []  # [scipy's solve_triangular or None], looked up once
 
 
@@ -413,7 +426,7 @@ class MatrixPinv(Op):
         return Apply(self, [x], [TensorType(x.dtype, shape=(n, m))()])
 
     def perform(self, node, inputs, output_storage, params=None):
-        out = np.linalg.pinv(_linalg_dtype(inputs[0]))
+        out = np.linalg.pinv(_svd_input(inputs[0], "pinv"))
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -693,7 +706,8 @@ class SVD(Op):
         return Apply(self, [x], [u, s, vt])
 
     def perform(self, node, inputs, output_storage, params=None):
-        outs = np.linalg.svd(_linalg_dtype(inputs[0]), self.full_matrices, self.compute_uv)
+        x = _svd_input(inputs[0], "svd")
+        outs = np.linalg.svd(x, self.full_matrices, self.compute_uv)
         outs = outs if self.compute_uv else (outs,)
         for store, o, var in zip(output_storage, outs, node.outputs):
             store[0] = np.asarray(o, dtype=var.dtype)
@@ -942,7 +956,7 @@ class lstsq(Op):  # noqa: N801 (Theano's name for the op class)
 
     def perform(self, node, inputs, output_storage, params=None):
         a, b, rcond = inputs
-        outs = np.linalg.lstsq(_linalg_dtype(a), _linalg_dtype(b), rcond=float(rcond))
+        outs = np.linalg.lstsq(_svd_input(a, "lstsq"), _linalg_dtype(b), rcond=float(rcond))
         for store, o, var in zip(output_storage, outs, node.outputs):
             store[0] = np.asarray(o, dtype=var.dtype)
 

@@ -110,7 +110,11 @@ def _constant(*variables):
     return all(isinstance(v, Constant) for v in graph_inputs(variables))
 
 
-@RULES.conv_fold()
+# nonfinite_unsafe: the shift distributed over the scale, (C - m) * s + b as
+# C * s + (b - m * s), and a constant scale folded into the filters are exact for a
+# finite scale; with an infinite one the written form is an infinity where the folded
+# one adds opposite infinities (NaN).
+@RULES.conv_fold("nonfinite_unsafe")
 @local_optimizer([Elemwise], needs=[AbstractConv2d])
 def local_conv_bn_fold(fgraph, node):
     """``(C - m) * s + b`` and ``C * s + b`` -> ``Conv2dBiasAct(x, W, b - m * s, s)``."""

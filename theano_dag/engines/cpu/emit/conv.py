@@ -893,6 +893,9 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
         )
     if out is None:
         out = np.empty((f, cg, kh, kw), dtype=gy.dtype)
+    if n == 0:  # a sum over no images (the loop below writes out at the first image)
+        out[...] = 0
+        return out
     acc = _ws(acc, (f, kg), gy.dtype)
     # Flipped filters: the products go into a flipped view of the output.
     dst = out[:, :, ::-1, ::-1] if geo.flip else out
