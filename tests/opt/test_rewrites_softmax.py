@@ -95,6 +95,23 @@ def test_crossentropy_of_softmax_stays_finite():
     assert f(np.array([[0.0, 800.0]]), np.array([0])) == 800.0
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_crossentropy_of_softmax_of_no_rows(engine):
+    # The fused op's zero bias has one entry per class: made from x's row 0 it raised
+    # for a batch of no rows, where the written cross-entropy is empty.
+    x, y = tt.dmatrix("x"), tt.lvector("y")
+    nll = nnet.crossentropy_categorical_1hot(nnet.softmax(x), y)
+    f = theano_dag.function([x, y], [nll, tt.grad(nll.sum(), x)], mode=rewritten_mode(engine))
+    assert any(
+        isinstance(n.op, nnet.CrossentropySoftmaxArgmax1HotWithBias)
+        for n in f.maker.fgraph.apply_nodes
+    )
+    cost, dx = f(np.zeros((0, 4)), np.zeros(0, "int64"))
+    assert cost.shape == (0,) and dx.shape == (0, 4)
+    with pytest.raises(ValueError, match="x has 0 rows but y_idx has 3 entries"):
+        f(np.zeros((0, 4)), np.zeros(3, "int64"))
+
+
 def test_crossentropy_gradient_is_fused():
     x, b, y = tt.dmatrix("x"), tt.dvector("b"), tt.lvector("y")
     cost = nnet.crossentropy_categorical_1hot(nnet.softmax(x + b), y).mean()

@@ -831,7 +831,7 @@ def crossentropy_softmax_1hot(x, y_idx):
     array([0.2877])
     """
     x = _float_tensor("crossentropy_softmax_1hot", "x", x, 2)
-    b = tb.zeros_like(x[0, :])
+    b = tb.zeros((tb.Shape_i(1)(x),), dtype=x.dtype)  # (not zeros_like(x[0]): x may have no rows)
     return crossentropy_softmax_1hot_with_bias(x, b, y_idx)
 
 
