@@ -741,6 +741,29 @@ def test_a_join_with_an_empty_part_then_an_elementwise_op_keeps_numpys_shape(chu
             np.testing.assert_allclose(got, want, rtol=4 * np.finfo("float64").eps)
 
 
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_a_join_of_parts_whose_other_lengths_differ_raises(chunking):
+    # dask.array's concatenate left out a part of no values whatever its other
+    # lengths: (0, 2) and (3, 2) joined along axis 1 gave the (3, 2) part.
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    outs = [tt.concatenate([a, b], axis=1), tt.stack([a, b], axis=-1)]
+    mode = Mode(linker=DaskLinker(chunks=CHUNKINGS[chunking], **SYNC))
+    f = theano_dag.function([a, b], outs, mode=mode)
+    ref = theano_dag.function([a, b], outs, mode=REF)
+    for sa, sb in [((0, 2), (3, 2)), ((3, 2), (0, 2)), ((2, 2), (3, 2))]:
+        va, vb = np.ones(sa), np.zeros(sb)
+        with pytest.raises(ValueError) as want:
+            ref(va, vb)
+        with pytest.raises(ValueError, match=re.escape(f"cannot join shapes {[sa, sb]}")):
+            f(va, vb)
+        assert "cannot join shapes" in str(want.value)
+    for sa, sb in [((3, 2), (3, 2)), ((0, 2), (0, 2)), ((3, 0), (3, 0))]:
+        va, vb = np.ones(sa), np.zeros(sb)
+        for got, r in zip(f(va, vb), ref(va, vb)):
+            assert got.shape == r.shape
+            np.testing.assert_array_equal(got, r)
+
+
 @pytest.mark.parametrize("chunks", [-1, 2])
 def test_outputs_of_one_value_are_distinct_arrays(chunks):
     # function([x], [x, x]) copies x twice; Dask computes the two equal copies once,

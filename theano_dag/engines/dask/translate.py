@@ -437,7 +437,18 @@ def _reshape(node, vals):
 
 
 def _join(node, vals):
-    return [_cast(backend.da.concatenate([_as_dask(v) for v in vals], axis=node.op.axis), node)]
+    # dask's concatenate leaves out an input of no values whatever its other lengths
+    # ((0, 2) and (3, 4) along axis 1 gave the (3, 4) one): numpy's check of the lengths
+    # first, on inputs cut to no length along the axis (no values to copy), with the
+    # error perform gives.
+    axis = node.op.axis % vals[0].ndim
+    cut = [np.empty(v.shape[:axis] + (0,) + v.shape[axis + 1 :], v.dtype) for v in vals]
+    try:
+        np.concatenate(cut, axis=axis)
+    except ValueError as e:
+        shapes = [tuple(v.shape) for v in vals]
+        raise ValueError(f"{node.op}: cannot join shapes {shapes}: {e}") from None
+    return [_cast(backend.da.concatenate([_as_dask(v) for v in vals], axis=axis), node)]
 
 
 def _alloc(node, vals):
