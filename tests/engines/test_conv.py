@@ -830,3 +830,22 @@ def test_cpu_conv_grad_weights_of_no_images_writes_zeros(border_mode):
     out = np.full((4, 2, 3, 3), np.nan)
     assert cpu_conv.conv_grad_weights(x, gy, None, None, None, out, geo) is out
     assert not out.any()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_conv_of_filters_that_do_not_divide_by_the_groups_raises(engine):
+    # 5 filters in 2 groups: the CPU engine's grouped products read 2 x 2 of them and
+    # returned an output whose fifth channel no product wrote.
+    x, w = tt.dtensor4("x"), tt.dtensor4("w")
+    f = function([x, w], nnet.conv2d(x, w, num_groups=2), mode=mode_of(engine))
+    with pytest.raises(ValueError, match=r"and 5 filters \(must divide by the groups\)"):
+        f(np.ones((2, 2, 5, 4)), np.ones((5, 1, 2, 3)))
+
+
+def test_cpu_conv_gradients_refuse_shapes_that_do_not_fit_the_groups():
+    geo = cpu_conv.ConvGeometry(nnet.abstract_conv.AbstractConv2d(num_groups=2), (2, 3))
+    x, gy, w = np.ones((2, 2, 5, 4)), np.ones((2, 5, 4, 2)), np.ones((5, 1, 2, 3))
+    with pytest.raises(ValueError, match=r"conv_grad_weights: image \(2, 2, 5, 4\) and output"):
+        cpu_conv.conv_grad_weights(x, gy, None, None, None, None, geo)
+    with pytest.raises(ValueError, match=r"conv_grad_inputs: output gradient \(2, 5, 4, 2\)"):
+        cpu_conv.conv_grad_inputs(w, gy, None, None, (5, 4), geo)

@@ -132,6 +132,18 @@ def test_permute_row_elements_values_and_gradient(dtype, mode):
 
 
 @pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
+def test_inverse_permutation_by_indices_that_repeat_fills_zeros(mode):
+    # Rows of y that are no permutations: entries land where y says (the last of a
+    # repeated index wins, as numpy's put), and the places no entry reaches are 0, not
+    # the memory the output was given.
+    x, y = tt.dmatrix("x"), tt.lmatrix("y")
+    xv = np.arange(1.0, 9.0).reshape(2, 4)
+    yv = np.array([[0, 0, 2, 2], [3, 3, 3, 3]])
+    got = run([x, y], tt.permute_row_elements(x, y, 1), [xv, yv], mode)
+    np.testing.assert_array_equal(got, [[2.0, 0.0, 4.0, 0.0], [0.0, 0.0, 0.0, 8.0]])
+
+
+@pytest.mark.parametrize("mode", ENGINES, ids=["py", "cpu"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_max_and_argmax_mean_and_tri_ops(dtype, mode):
     t = tt.tensor3("t", dtype=dtype)

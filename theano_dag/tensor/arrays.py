@@ -500,7 +500,9 @@ class PermuteRowElements(Op):
         xb = np.broadcast_to(x, lead + (n,))
         yb = np.broadcast_to(y, lead + (n,))
         if inverse:
-            out = np.empty(lead + (n,), dtype=x.dtype)
+            # zeros where no entry lands: a row of y that repeats an index (no
+            # permutation) leaves places unwritten, which were whatever memory held
+            out = np.zeros(lead + (n,), dtype=x.dtype)
             np.put_along_axis(out, yb, xb, axis=-1)
         else:
             out = np.take_along_axis(xb, yb, axis=-1)

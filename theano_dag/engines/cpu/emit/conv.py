@@ -819,6 +819,13 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
     n, c = x.shape[:2]
     f = w.shape[0]
     g = geo.groups
+    # (the grouped products below would leave the filters past f // g * g unread)
+    if c != w.shape[1] * g or f % g:
+        raise ValueError(
+            f"convolution: image has {c} channels, filters expect {w.shape[1]} per group x "
+            f"{g} group(s) and {f} filters (must divide by the groups); "
+            f"shapes {x.shape}, {w.shape}"
+        )
     for name, v in (("bias", bias), ("scale", scale)):
         if v is not None and v.shape != (f,):
             raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
@@ -880,6 +887,11 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
     n, c = x.shape[:2]
     f = gy.shape[1]
     g = geo.groups
+    if c % g or f % g:
+        raise ValueError(
+            f"conv_grad_weights: image {x.shape} and output gradient {gy.shape} do not fit "
+            f"{g} group(s)"
+        )
     fg, cg = f // g, c // g
     kh, kw = geo.kshp
     kg = cg * kh * kw
@@ -939,6 +951,11 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     n, f = gy.shape[:2]
     cg = w.shape[1]
     g = geo.groups
+    if w.shape[0] != f or f % g:
+        raise ValueError(
+            f"conv_grad_inputs: output gradient {gy.shape} does not fit filters {w.shape} in "
+            f"{g} group(s)"
+        )
     fg = f // g
     c = cg * g
     kh, kw = geo.kshp
