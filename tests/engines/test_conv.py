@@ -849,3 +849,15 @@ def test_cpu_conv_gradients_refuse_shapes_that_do_not_fit_the_groups():
         cpu_conv.conv_grad_weights(x, gy, None, None, None, None, geo)
     with pytest.raises(ValueError, match=r"conv_grad_inputs: output gradient \(2, 5, 4, 2\)"):
         cpu_conv.conv_grad_inputs(w, gy, None, None, (5, 4), geo)
+
+
+@pytest.mark.parametrize("engine", ["py", *ENGINES])
+@pytest.mark.parametrize("border_mode", ["valid", "full", (1, 2)])
+def test_conv_of_filters_with_no_taps_raises(border_mode, engine):
+    # A filter of length 0 along a spatial axis: the reference engine padded by -1 (an
+    # error of numpy's) or summed no taps (zeros), the CPU engine gave zeros.
+    x, w = tt.dtensor4("x"), tt.dtensor4("w")
+    mode = REF if engine == "py" else mode_of(engine)
+    f = function([x, w], nnet.conv2d(x, w, border_mode=border_mode), mode=mode)
+    with pytest.raises(ValueError, match=r"filters of spatial shape \(0, 3\) have no taps"):
+        f(np.ones((2, 2, 5, 4)), np.ones((3, 2, 0, 3)))

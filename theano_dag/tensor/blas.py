@@ -167,13 +167,18 @@ class Gemm(_Destructive):
                 raise InconsistencyError(f"{Gemm.E_z_uniq}: {self} overwrites z")
         return Apply(self, [z, a, x, y, b], [z.type()])
 
+    def check_shapes(self, zs, xs, ys):
+        """Raise the op's error where the shapes of ``z``, ``x``, ``y`` do not fit (an
+        engine that computes the op its own way checks with it too)."""
+        if xs[1] != ys[0] or tuple(zs) != (xs[0], ys[1]):
+            raise ValueError(
+                f"{self}: incompatible shapes for b*z + a*dot(x, y): z {tuple(zs)}, "
+                f"x {tuple(xs)}, y {tuple(ys)}"
+            )
+
     def perform(self, node, inputs, output_storage, params=None):
         z, a, x, y, b = inputs
-        if x.shape[1] != y.shape[0] or z.shape != (x.shape[0], y.shape[1]):
-            raise ValueError(
-                f"{self}: incompatible shapes for b*z + a*dot(x, y): z {z.shape}, "
-                f"x {x.shape}, y {y.shape}"
-            )
+        self.check_shapes(z.shape, x.shape, y.shape)
         out = self._target(z)
         prod = np.dot(x, y)
         if b == 0:
@@ -221,13 +226,17 @@ class Gemv(_Destructive):
         _check_len(self, "y", A.type.shape[0], y.type.shape[0], shapes)
         return Apply(self, [y, alpha, A, x, beta], [y.type()])
 
-    def perform(self, node, inputs, output_storage, params=None):
-        y, alpha, A, x, beta = inputs  # noqa: N806
-        if A.shape != (y.shape[0], x.shape[0]):
+    def check_shapes(self, ys, As, xs):  # noqa: N803
+        """Raise the op's error where the shapes of ``y``, ``A``, ``x`` do not fit."""
+        if tuple(As) != (ys[0], xs[0]):
             raise ValueError(
                 f"{self}: incompatible shapes for beta*y + alpha*dot(A, x): "
-                f"y {y.shape}, A {A.shape}, x {x.shape}"
+                f"y {tuple(ys)}, A {tuple(As)}, x {tuple(xs)}"
             )
+
+    def perform(self, node, inputs, output_storage, params=None):
+        y, alpha, A, x, beta = inputs  # noqa: N806
+        self.check_shapes(y.shape, A.shape, x.shape)
         out = self._target(y)
         prod = np.dot(A, x)
         if beta == 0:
@@ -289,13 +298,17 @@ class Ger(_Destructive):
         _check_len(self, "A columns", A.type.shape[1], y.type.shape[0], shapes)
         return Apply(self, [A, alpha, x, y], [A.type()])
 
-    def perform(self, node, inputs, output_storage, params=None):
-        A, alpha, x, y = inputs  # noqa: N806
-        if A.shape != (x.shape[0], y.shape[0]):
+    def check_shapes(self, As, xs, ys):  # noqa: N803
+        """Raise the op's error where the shapes of ``A``, ``x``, ``y`` do not fit."""
+        if tuple(As) != (xs[0], ys[0]):
             raise ValueError(
                 f"{self}: incompatible shapes for A + alpha*outer(x, y): "
-                f"A {A.shape}, x {x.shape}, y {y.shape}"
+                f"A {tuple(As)}, x {tuple(xs)}, y {tuple(ys)}"
             )
+
+    def perform(self, node, inputs, output_storage, params=None):
+        A, alpha, x, y = inputs  # noqa: N806
+        self.check_shapes(A.shape, x.shape, y.shape)
         out = self._target(A)
         out += alpha * np.outer(x, y)
         output_storage[0][0] = out

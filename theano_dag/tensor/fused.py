@@ -70,6 +70,7 @@ class Adagrad(Op):
     def perform(self, node, inputs, output_storage, params=None):
         acc, g = inputs
         dtype = node.outputs[0].dtype
+        check_runtime_broadcast(self, node.inputs, inputs)  # (as the written update's)
         with np.errstate(all="ignore"):
             new_acc = np.asarray(acc + g * g, dtype=dtype)
             step = np.asarray(g / np.sqrt(new_acc + np.asarray(self.eps, dtype)), dtype=dtype)

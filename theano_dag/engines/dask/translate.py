@@ -390,18 +390,29 @@ def _dot(node, vals):
     return [_cast(out, node)]
 
 
+# The BLAS ops' shapes checked first, as their perform checks them: the sum below would
+# broadcast a z of one row over the product's rows.
+def _check_blas(node, *arrays):
+    shapes = [a.shape for a in arrays]
+    if not any(np.isnan(n) for s in shapes for n in s):  # (lengths dask knows only later)
+        node.op.check_shapes(*shapes)
+
+
 def _gemm(node, vals):
     z, a, x, y, b = (_as_dask(v) for v in vals)
+    _check_blas(node, z, x, y)
     return [_cast(b * z + a * backend.da.dot(x, y), node)]
 
 
 def _gemv(node, vals):
     y, alpha, a, x, beta = (_as_dask(v) for v in vals)
+    _check_blas(node, y, a, x)
     return [_cast(beta * y + alpha * backend.da.dot(a, x), node)]
 
 
 def _ger(node, vals):
     a, alpha, x, y = (_as_dask(v) for v in vals)
+    _check_blas(node, a, x, y)
     return [_cast(a + alpha * backend.da.outer(x, y), node)]
 
 
@@ -422,13 +433,32 @@ def _dimshuffle(node, vals):
 
 def _subtensor(node, vals):
     x, *idx = vals
-    return [x[_rebuild(node.op.idx_list, idx)]]
+    index, axis = [], 0
+    for entry in _rebuild(node.op.idx_list, idx):
+        if isinstance(entry, slice):
+            entry = _numpy_slice(entry, x.shape[axis])
+        index.append(entry)
+        axis += entry is not None
+    return [x[tuple(index)]]
+
+
+def _numpy_slice(s, n):
+    """The slice that picks from a length ``n`` what numpy's ``s`` picks, in the bounds:
+    dask.array reads a start before the first entry with a negative step as the last
+    entry (``x[-4::-1]`` of 1 entry was ``x``, numpy's is empty)."""
+    r = range(*s.indices(n))
+    if not r:
+        return slice(0, 0, 1)
+    stop = r[-1] + r.step
+    return slice(r[0], None if stop < 0 else stop, r.step)
 
 
 def _reshape(node, vals):
     x, shape = vals
     # numpy's rules and perform's errors: dask would read a second -1 as a length of 1.
     shape = node.op.target_shape(node, x.shape, np.asarray(shape).reshape(-1))
+    if x.size == 0:  # (dask.array's reshape of no values fails for some shapes)
+        return [backend.da.zeros(shape, dtype=x.dtype)]
     try:
         return [x.reshape(shape)]
     except NotImplementedError:

@@ -334,16 +334,8 @@ class ElemwiseImpl(Impl):
                     f"{self.node.op}: input shapes {shapes} do not match along " f"dimension {d}"
                 )
             if rest and len(lengths) > 1:
-                for k, (x, m) in enumerate(zip(inputs, self.modes)):
-                    if (
-                        m == "full"
-                        and x.shape[d] == 1
-                        and not self.node.inputs[k].type.broadcastable[d]
-                    ):
-                        raise ValueError(
-                            f"{self.node.op}: input shapes {shapes} differ along dimension {d}, "
-                            f"and input {k} has length 1 there but is not declared broadcastable"
-                        )
+                full = [k for k, m in enumerate(self.modes) if m == "full"]
+                refuse_undeclared_broadcast(self.node, inputs, d, full, shapes)
             out.append(rest.pop() if rest else 1)
         return tuple(out)
 
@@ -422,3 +414,15 @@ def _install():
 
 
 _install()
+
+
+def refuse_undeclared_broadcast(node, inputs, d, which, shapes):
+    """Raise where one of the inputs ``which`` has length 1 along ``d``, which other
+    inputs do not have, and is not declared broadcastable there (the broadcast follows
+    the type, as on the other engines)."""
+    for k in which:
+        if inputs[k].shape[d] == 1 and not node.inputs[k].type.broadcastable[d]:
+            raise ValueError(
+                f"{node.op}: input shapes {shapes} differ along dimension {d}, "
+                f"and input {k} has length 1 there but is not declared broadcastable"
+            )

@@ -19,6 +19,7 @@ from theano_dag.engines.opencl.elemwise import (
     _digest,
     check_fp64,
     elemwise_body,
+    refuse_undeclared_broadcast,
 )
 from theano_dag.engines.opencl.impl import I64, Impl, Unsupported, register_impl
 from theano_dag.scalar.basic import OPENCL_TYPES
@@ -235,11 +236,13 @@ class ReduceImpl(Impl):
         full = []
         for d in range(self.ndim):
             lengths = {x.shape[d] for x in inputs} - {1}
+            shapes = [x.shape for x in inputs]
             if len(lengths) > 1:
                 raise ValueError(
-                    f"{self.node.op}: input shapes {[x.shape for x in inputs]} "
-                    f"do not match along dimension {d}"
+                    f"{self.node.op}: input shapes {shapes} do not match along dimension {d}"
                 )
+            if lengths and len(inputs) > 1:
+                refuse_undeclared_broadcast(self.node, inputs, d, range(len(inputs)), shapes)
             full.append(lengths.pop() if lengths else 1)
         shape = tuple(full[d] for d in self.kept)
         r = int(np.prod([full[d] for d in self.axes])) if self.axes else 1

@@ -148,6 +148,12 @@ def border_mode_to_pad(border_mode, kshp, dilation=None):
     nd = len(kshp)
     dilation = (1,) * nd if dilation is None else dilation
     mode = _norm_border_mode(border_mode, "border_mode_to_pad", nd)
+    if any(isinstance(k, (int, np.integer)) and k < 1 for k in kshp):
+        # (the engines padded by negative lengths, or summed no taps, each its own way)
+        raise ValueError(
+            f"convolution: filters of spatial shape {tuple(int(k) for k in kshp)} have no "
+            "taps along an axis (each length must be at least 1)"
+        )
     pads = []
     for d in range(nd):
         keff = (kshp[d] - 1) * dilation[d] + 1
