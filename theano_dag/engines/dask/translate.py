@@ -394,8 +394,13 @@ def _dot(node, vals):
 # broadcast a z of one row over the product's rows.
 def _check_blas(node, *arrays):
     shapes = [a.shape for a in arrays]
-    if not any(np.isnan(n) for s in shapes for n in s):  # (lengths dask knows only later)
+    if not _unknown_lengths(shapes):
         node.op.check_shapes(*shapes)
+
+
+def _unknown_lengths(shapes):
+    """Whether a length is NaN: an input's chunks dask knows only once computed."""
+    return any(np.isnan(n) for s in shapes for n in s)
 
 
 def _gemm(node, vals):
@@ -435,7 +440,7 @@ def _subtensor(node, vals):
     x, *idx = vals
     index, axis = [], 0
     for entry in _rebuild(node.op.idx_list, idx):
-        if isinstance(entry, slice):
+        if isinstance(entry, slice) and not np.isnan(x.shape[axis]):
             entry = _numpy_slice(entry, x.shape[axis])
         index.append(entry)
         axis += entry is not None
@@ -472,12 +477,13 @@ def _join(node, vals):
     # first, on inputs cut to no length along the axis (no values to copy), with the
     # error perform gives.
     axis = node.op.axis % vals[0].ndim
-    cut = [np.empty(v.shape[:axis] + (0,) + v.shape[axis + 1 :], v.dtype) for v in vals]
-    try:
-        np.concatenate(cut, axis=axis)
-    except ValueError as e:
-        shapes = [tuple(v.shape) for v in vals]
-        raise ValueError(f"{node.op}: cannot join shapes {shapes}: {e}") from None
+    shapes = [tuple(v.shape) for v in vals]
+    if not _unknown_lengths(shapes):
+        cut = [np.empty(s[:axis] + (0,) + s[axis + 1 :], v.dtype) for s, v in zip(shapes, vals)]
+        try:
+            np.concatenate(cut, axis=axis)
+        except ValueError as e:
+            raise ValueError(f"{node.op}: cannot join shapes {shapes}: {e}") from None
     return [_cast(backend.da.concatenate([_as_dask(v) for v in vals], axis=axis), node)]
 
 

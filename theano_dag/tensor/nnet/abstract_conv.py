@@ -79,6 +79,7 @@ __all__ = [
     "get_conv_output_shape",
     "get_conv_shape_1axis",
     "border_mode_to_pad",
+    "check_conv_groups",
 ]
 
 # The layout named in error messages, per number of spatial dimensions.
@@ -250,16 +251,31 @@ def _out_sp(padded_sp, kshp, stride, dil, who, shapes):
     return out
 
 
+def check_conv_groups(who, xshape, wshape, groups):
+    """Raise where images of shape ``xshape`` and filters of shape ``wshape`` do not fit
+    ``groups`` groups: the image's channels are the filters' times the groups, and the
+    filters divide by the groups (an engine's grouped products would leave the rest
+    unread).
+
+    >>> check_conv_groups("conv", (2, 2, 5, 4), (5, 1, 2, 3), 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: conv: image has 2 channels, filters expect 1 per group x 2 group(s) and 5 ...
+    """
+    c, (f, cg) = xshape[1], wshape[:2]
+    if c != cg * groups or f % groups:
+        raise ValueError(
+            f"{who}: image has {c} channels, filters expect {cg} per group x "
+            f"{groups} group(s) and {f} filters (must divide by the groups); "
+            f"shapes {tuple(xshape)}, {tuple(wshape)}"
+        )
+
+
 def _conv_forward(op, x, w):
     nd = x.ndim - 2
-    c, (f, cg), kshp = x.shape[1], w.shape[:2], w.shape[2:]
+    (f, cg), kshp = w.shape[:2], w.shape[2:]
     g = op.num_groups
-    if c != cg * g or f % g:
-        raise ValueError(
-            f"{op}: image has {c} channels, filters expect {cg} per group x "
-            f"{g} group(s) and {f} filters (must divide by the groups); "
-            f"shapes {x.shape}, {w.shape}"
-        )
+    check_conv_groups(op, x.shape, w.shape, g)
     pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
     xp = _pad(x, pads)
     out_sp = _out_sp(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op, (x.shape, w.shape))

@@ -73,6 +73,7 @@ from theano_dag.tensor.nnet.abstract_conv import (
     AbstractConv2d_gradWeights,
     Conv2dBiasAct,
     border_mode_to_pad,
+    check_conv_groups,
 )
 from theano_dag.tensor.nnet.pool import Pool
 
@@ -819,13 +820,7 @@ def conv_forward(x, w, xp, cols, out, geo, bias=None, relu=False, scale=None, ws
     n, c = x.shape[:2]
     f = w.shape[0]
     g = geo.groups
-    # (the grouped products below would leave the filters past f // g * g unread)
-    if c != w.shape[1] * g or f % g:
-        raise ValueError(
-            f"convolution: image has {c} channels, filters expect {w.shape[1]} per group x "
-            f"{g} group(s) and {f} filters (must divide by the groups); "
-            f"shapes {x.shape}, {w.shape}"
-        )
+    check_conv_groups("convolution", x.shape, w.shape, g)
     for name, v in (("bias", bias), ("scale", scale)):
         if v is not None and v.shape != (f,):
             raise ValueError(f"convolution: {name} has shape {v.shape}, the filters {w.shape}")
