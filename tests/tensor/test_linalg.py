@@ -9,6 +9,7 @@ from tensor_helpers import inferred_node_shapes
 from theano_dag import function
 from theano_dag import tensor as tt
 from theano_dag.compile.mode import Mode
+from theano_dag.engines.dask import backend as dask_backend
 from theano_dag.gradient import grad
 from theano_dag.gradient.verify import verify_grad
 from theano_dag.tensor import linalg, nlinalg, slinalg
@@ -316,7 +317,12 @@ def test_svds_of_a_non_finite_matrix_raise(bad, dtype):
         ("lstsq", nlinalg.lstsq()(m, v, -1)[0], lambda a, b: np.linalg.lstsq(a, b, -1)[0]),
     ]
     good = (RECT[:3, :3] + 3 * np.eye(3)).astype(dtype), np.arange(3, dtype=dtype)
-    for mode in ("FAST_RUN", Mode(linker="py"), "DASK"):
+    try:
+        dask_backend.require()
+        modes = ("FAST_RUN", Mode(linker="py"), "DASK")
+    except ImportError:  # (the numpy 1.23 venv has no dask)
+        modes = ("FAST_RUN", Mode(linker="py"))
+    for mode in modes:
         for who, out, numpy_form in cases:
             f = function([m, v], out, mode=mode, on_unused_input="ignore")
             with pytest.raises(np.linalg.LinAlgError, match=f"{who} got a matrix with an inf"):
