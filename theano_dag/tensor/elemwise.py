@@ -671,9 +671,8 @@ def reduce_last_axis(ufunc, x, out=None, keepdims=False, initial=None):
         or (ufunc is np.add and x.dtype.char not in ("f", "d"))
         or (keepdims and out is not None)
     ):
-        if initial is not None:
-            return ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims, initial=initial)
-        return ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims)
+        kw = {} if initial is None else {"initial": initial}  # (numpy's: no identity)
+        return ufunc.reduce(x, axis=-1, out=out, keepdims=keepdims, **kw)
     if keepdims:
         # by columns of the other axes (numpy loops slowly over a trailing axis of 1)
         return reduce_last_axis(ufunc, x)[..., None]

@@ -330,8 +330,8 @@ def _may_raise(var):
         may = any(entry[0] == "int" for entry in op.idx_list)
     elif isinstance(op, CAReduce):
         # (a Max with empty_identity, a log-sum-exp's shift, has a value of nothing)
-        may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum)) and not getattr(
-            op, "empty_identity", False
+        may = isinstance(op.scalar_op, (ts.Maximum, ts.Minimum)) and (
+            op.initial_for(var.dtype) is None
         )
     else:
         may = isinstance(

@@ -80,6 +80,8 @@ __all__ = [
     "get_conv_shape_1axis",
     "border_mode_to_pad",
     "check_conv_groups",
+    "check_grad_inputs_groups",
+    "check_grad_weights_groups",
 ]
 
 # The layout named in error messages, per number of spatial dimensions.
@@ -271,6 +273,26 @@ def check_conv_groups(who, xshape, wshape, groups):
         )
 
 
+def check_grad_weights_groups(who, xshape, gyshape, groups):
+    """Raise where images of shape ``xshape`` and an output gradient of shape
+    ``gyshape`` do not fit ``groups`` groups (or differ in batch length)."""
+    if xshape[1] % groups or gyshape[1] % groups or gyshape[0] != xshape[0]:
+        raise ValueError(
+            f"{who}: image {tuple(xshape)} and output gradient {tuple(gyshape)} do not fit "
+            f"{groups} group(s)"
+        )
+
+
+def check_grad_inputs_groups(who, wshape, gyshape, groups):
+    """Raise where filters of shape ``wshape`` and an output gradient of shape
+    ``gyshape`` do not fit ``groups`` groups (one gradient channel per filter)."""
+    if gyshape[1] != wshape[0] or wshape[0] % groups:
+        raise ValueError(
+            f"{who}: output gradient {tuple(gyshape)} does not fit filters {tuple(wshape)} in "
+            f"{groups} group(s)"
+        )
+
+
 def _conv_forward(op, x, w):
     nd = x.ndim - 2
     (f, cg), kshp = w.shape[:2], w.shape[2:]
@@ -302,10 +324,7 @@ def _conv_grad_weights(op, x, gy, kshp):
     n, c = x.shape[:2]
     g = op.num_groups
     f = gy.shape[1]
-    if c % g or f % g or gy.shape[0] != n:
-        raise ValueError(
-            f"{op}: image {x.shape} and output gradient {gy.shape} do not fit {g} group(s)"
-        )
+    check_grad_weights_groups(op, x.shape, gy.shape, g)
     pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
     xp = _pad(x, pads)
     out_sp = _out_sp(xp.shape[2:], kshp, op.subsample, op.filter_dilation, op, (x.shape, gy.shape))
@@ -335,10 +354,7 @@ def _conv_grad_inputs(op, w, gy, imshp):
     (f, cg), kshp = w.shape[:2], w.shape[2:]
     g = op.num_groups
     n = gy.shape[0]
-    if gy.shape[1] != f or f % g:
-        raise ValueError(
-            f"{op}: output gradient {gy.shape} does not fit filters {w.shape} in {g} group(s)"
-        )
+    check_grad_inputs_groups(op, w.shape, gy.shape, g)
     pads = border_mode_to_pad(op.border_mode, kshp, op.filter_dilation)
     padded = tuple(imshp[d] + sum(pads[d]) for d in range(nd))
     out_sp = _out_sp(

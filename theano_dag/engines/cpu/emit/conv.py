@@ -74,6 +74,8 @@ from theano_dag.tensor.nnet.abstract_conv import (
     Conv2dBiasAct,
     border_mode_to_pad,
     check_conv_groups,
+    check_grad_inputs_groups,
+    check_grad_weights_groups,
 )
 from theano_dag.tensor.nnet.pool import Pool
 
@@ -882,11 +884,7 @@ def conv_grad_weights(x, gy, xp, cols, acc, out, geo):
     n, c = x.shape[:2]
     f = gy.shape[1]
     g = geo.groups
-    if c % g or f % g:
-        raise ValueError(
-            f"conv_grad_weights: image {x.shape} and output gradient {gy.shape} do not fit "
-            f"{g} group(s)"
-        )
+    check_grad_weights_groups("conv_grad_weights", x.shape, gy.shape, g)
     fg, cg = f // g, c // g
     kh, kw = geo.kshp
     kg = cg * kh * kw
@@ -946,11 +944,7 @@ def conv_grad_inputs(w, gy, cols, out, imshp, geo):
     n, f = gy.shape[:2]
     cg = w.shape[1]
     g = geo.groups
-    if w.shape[0] != f or f % g:
-        raise ValueError(
-            f"conv_grad_inputs: output gradient {gy.shape} does not fit filters {w.shape} in "
-            f"{g} group(s)"
-        )
+    check_grad_inputs_groups("conv_grad_inputs", w.shape, gy.shape, g)
     fg = f // g
     c = cg * g
     kh, kw = geo.kshp
