@@ -23,6 +23,8 @@ from theano_dag import scalar as ts
 from theano_dag.compile.mode import Mode
 from theano_dag.config import config
 from theano_dag.engines.cpu.native import ckernel
+from theano_dag.engines.dask import backend as dask_backend
+from theano_dag.engines.dask.linker import DaskLinker
 from theano_dag.engines.opencl.context import opencl_available
 
 OCL_OK, OCL_WHY = opencl_available()
@@ -228,3 +230,48 @@ def test_nan_constant_inside_a_fused_kernel(engine):
     f = compile_on(engine, [x], out)
     got = f(np.arange(6, dtype="float32"))
     assert np.isnan(got).all(), got
+
+
+# -- a reduction's own conversion of its accumulator ------------------------------------
+
+
+def _reduction_engines():
+    engines = list(ENGINE_PARAMS)
+    try:
+        dask_backend.require()
+        engines.append("dask")
+    except ImportError:  # (an environment without dask)
+        pass
+    return engines
+
+
+@pytest.mark.parametrize("engine", _reduction_engines())
+def test_a_reduction_converts_its_float_accumulator_by_the_rule(engine):
+    # A sum into an integer dtype accumulates in a float (float64 for a float32 input,
+    # a float acc_dtype for uint64): its value out of the output's range is the minimum,
+    # as a cast's. The reference engine and the CPU engine gave x86's low bits (301.5 as
+    # int8: 45), OpenCL 2**63 for a uint64, the Dask engine x86's bits too.
+    f32 = tt.fmatrix("f32")
+    u64 = tt.matrix("u64", dtype="uint64")
+    outs = [
+        f32.sum(axis=1, dtype="int8"),
+        (f32 * 2).prod(axis=0, dtype="uint8"),
+        u64.sum(axis=1, acc_dtype="float64"),
+        u64.sum(acc_dtype="float32"),
+    ]
+    if engine == "dask":
+        mode = Mode(linker=DaskLinker(chunks=2, scheduler="sync"))
+        f = theano_dag.function([f32, u64], outs, mode=mode)
+    else:
+        f = compile_on(engine, [f32, u64], outs)
+    fv = np.array([[300.0, 1.5], [-2.5, np.nan], [100.0, 26.0], [-3.0, 0.5]], "float32")
+    uv = np.array([[2**64 - 1, 2**63], [5, 7]], "uint64")
+    for _ in range(2):
+        got = f(fv, uv)
+        sums = fv.astype("float64").sum(axis=1)
+        np.testing.assert_array_equal(got[0], [rule(s, "int8") for s in sums])
+        np.testing.assert_array_equal(got[0], [-128, -128, 126, -2])
+        prods = (fv * 2).astype("float64").prod(axis=0)
+        np.testing.assert_array_equal(got[1], [rule(p, "uint8") for p in prods])
+        np.testing.assert_array_equal(got[2], [0, 12])
+        assert got[3] == 0 and got[3].dtype == np.uint64

@@ -11,6 +11,7 @@ from theano_dag.config import config
 from theano_dag.graph.fg import FunctionGraph
 from theano_dag.graph.identity_ops import DeepCopyOp
 from theano_dag.graph.rewriting import out2in
+from theano_dag.opt.rewrites.useless import local_cast_cast
 from theano_dag.opt.tensor_opt import (
     local_lift_transpose_through_dot,
     local_merge_switch_same_cond,
@@ -303,6 +304,40 @@ def test_a_cast_of_a_lossless_cast_is_one_cast():
     # Theano's spelling of a cast: Cast of a scalar type
     f = theano_dag.function([x], Elemwise(ts.Cast(ts.get_scalar_type("float64")))(x))
     assert f(xv).dtype == "float64"
+
+
+@pytest.mark.parametrize(
+    "src, mid, dst",
+    [
+        ("int64", "float64", "int64"),  # 2**53 + 1 rounds in float64
+        ("uint64", "float64", "int8"),
+        ("int8", "float32", "uint8"),  # a float out of range gives 0, an int8 wraps
+        ("int16", "float32", "int8"),
+        ("int32", "float64", "int8"),
+    ],
+)
+def test_a_cast_through_a_float_that_changes_values_stays_two_casts(src, mid, dst):
+    x = tt.vector("x", dtype=src)
+    info = np.iinfo(src)
+    values = [info.min, -1 if info.min else 7, 0, 1, 100, 2**53 + 1, int(info.max)]
+    xv = np.array([v for v in values if info.min <= v <= info.max], src)
+    out = tt.cast(tt.cast(x, mid), dst)
+    assert local_cast_cast.transform(None, out.owner) is False
+    f = theano_dag.function([x], out)
+    want = ts.cast_array(xv.astype(mid), dst)
+    np.testing.assert_array_equal(f(xv), want)
+    assert not np.array_equal(want, xv.astype(dst))  # one cast would differ
+    ref = theano_dag.function([x], out, mode=Mode(optimizer=None))
+    np.testing.assert_array_equal(ref(xv), want)
+
+
+def test_a_cast_through_a_float_holding_every_value_is_one_cast():
+    b = tt.vector("b", dtype="int8")
+    out = tt.cast(tt.cast(b, "float32"), "int16")
+    assert local_cast_cast.transform(None, out.owner)[0].owner.inputs == [b]
+    f = theano_dag.function([b], out)
+    bv = np.array([-128, -1, 0, 127], "int8")
+    np.testing.assert_array_equal(f(bv), bv.astype("int16"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -119,6 +119,25 @@ def test_bitwise_ops_reject_floats():
         ~tt.fvector()
 
 
+def test_bitwise_ops_reject_integers_without_a_common_integer_dtype():
+    # uint64 with a signed integer upcasts to float64, which numpy's bitwise ufuncs (and
+    # every engine) refuse at the first call: refused when the graph is built instead.
+    u = tt.vector("u", dtype="uint64")
+    with pytest.raises(TypeError) as e:
+        u | 1
+    assert str(e.value) == (
+        "Elemwise{or_,no_inplace}: or_: inputs of dtypes uint64, int8 have no common "
+        "integer dtype (they upcast to float64); cast one of them first"
+    )
+    with pytest.raises(TypeError, match="xor: inputs of dtypes int32, uint64"):
+        tt.xor(tt.ivector(), u)
+    f = theano_dag.function([u], [u & np.uint8(3), u | u])
+    a = np.array([1, 6, 2**64 - 1], dtype="uint64")
+    got = f(a)
+    np.testing.assert_array_equal(got[0], a & np.uint8(3))
+    assert got[0].dtype == got[1].dtype == np.uint64
+
+
 # -- broadcasting -------------------------------------------------------------------------
 
 

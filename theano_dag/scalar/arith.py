@@ -103,6 +103,8 @@ __all__ = [
     "cast",
     "convert_to",
     "cast_array",
+    "cast_of_cast_is_one",
+    "converts_exactly",
     "int_cast_bounds",
     "astype_keeps_rule",
 ]
@@ -728,6 +730,47 @@ def int_cast_bounds(src, dst) -> tuple:
 
 
 _CAST_BOUNDS: dict = {}
+
+
+def converts_exactly(src, dst) -> bool:
+    """Whether every value of dtype ``src`` converts to dtype ``dst`` unchanged: numpy's
+    ``can_cast(src, dst, "safe")``, less the integers wider than the float's mantissa
+    (numpy calls int64 to float64 safe, but 2**53 + 1 rounds to 2**53).
+
+    >>> converts_exactly("int32", "float64"), converts_exactly("int64", "float64")
+    (True, False)
+    >>> converts_exactly("uint8", "float16"), converts_exactly("int16", "int32")
+    (True, True)
+    """
+    s, d = np.dtype(src), np.dtype(dst)
+    if not np.can_cast(s, d, "safe"):
+        return False
+    if s.kind in "iu" and d.kind in "fc":
+        return 8 * s.itemsize - (s.kind == "i") <= np.finfo(d).nmant + 1
+    return True
+
+
+def cast_of_cast_is_one(src, mid, dst) -> bool:
+    """Whether converting dtype ``src`` to ``mid`` then to ``dst`` gives, for every value,
+    what converting it to ``dst`` at once gives (by the engines' cast rule): the first
+    step loses nothing, and where it makes integers floats that the second step makes
+    integers again, ``dst`` holds every value of ``src`` (a float out of range gives the
+    integer's minimum, where an integer wraps: ``uint8(float32(int8(-1)))`` is 0, not 255).
+
+    >>> one = cast_of_cast_is_one
+    >>> one("int8", "float32", "int16"), one("int8", "float32", "uint8")
+    (True, False)
+    >>> cast_of_cast_is_one("int64", "float64", "int64")  # 2**53 + 1 rounds
+    False
+    """
+    if not converts_exactly(src, mid):
+        return False
+    s, m, d = np.dtype(src), np.dtype(mid), np.dtype(dst)
+    if s.kind in "iu" and m.kind in "fc" and d.kind in "iu":
+        return converts_exactly(s, d)
+    return True
+
+
 # The ufuncs' reductions: cheaper than x.min() on small arrays (no method dispatch).
 _smallest, _largest = np.minimum.reduce, np.maximum.reduce
 

@@ -842,6 +842,14 @@ class ScalarOp(Op):
         if pref is None:
             raise NotImplementedError(f"{self} has no output_types_preference")
         out = pref(*dtypes)
+        kinds = self.input_kinds
+        if kinds is not None and any(_dtype_kind(d) not in kinds for d in out):
+            # uint64 with a signed integer: numpy's ufunc has no loop for them (their
+            # upcast is float64), so the op would fail at its first call on every engine.
+            raise TypeError(
+                f"{self}: inputs of dtypes {', '.join(dtypes)} have no common integer "
+                f"dtype (they upcast to {', '.join(out)}); cast one of them first"
+            )
         if len(out) != self.nout:
             raise TypeError(
                 f"{self}: output_types_preference gave {len(out)} types, " f"expected {self.nout}"

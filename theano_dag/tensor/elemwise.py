@@ -688,6 +688,16 @@ def reduce_last_axis(ufunc, x, out=None, keepdims=False, initial=None):
     return out
 
 
+def _to_output_dtype(r, node):
+    """A reduction's accumulated ``r`` as the output's dtype: by the engines' cast rule
+    (``cast_array``) where a float accumulator meets an integer output (a sum of int8 in
+    float64, of uint64 in float64), whose value out of range is the integer's minimum
+    on every engine, not the low bits x86's conversion leaves."""
+    r = np.asarray(r)
+    dtype = node.outputs[0].dtype
+    return r if r.dtype == dtype else ts.cast_array(r, dtype)
+
+
 class CAReduce(Op):
     """Reduce along ``axis`` (None: all) with a commutative, associative scalar op.
 
@@ -767,7 +777,7 @@ class CAReduce(Op):
                 kw = {} if (ini := self.initial_for(acc)) is None else {"initial": ini}
                 for axis in sorted(axes, reverse=True):
                     r = self.ufunc.reduce(r, axis=axis, dtype=acc, **kw)  # accumulates in acc
-        output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
+        output_storage[0][0] = _to_output_dtype(r, node)
 
     def infer_shape(self, fgraph, node, input_shapes):
         axes = self._axes(node.inputs[0].ndim)
@@ -942,7 +952,7 @@ class ProdWithoutZeros(Op):
         nonzero = np.where(x == 0, np.ones((), dtype=x.dtype), x)
         with np.errstate(all="ignore"):
             r = np.multiply.reduce(nonzero, axis=self._axes(x.ndim), dtype=acc)
-        output_storage[0][0] = np.asarray(r, dtype=node.outputs[0].dtype)
+        output_storage[0][0] = _to_output_dtype(r, node)
 
     def L_op(self, inputs, outputs, output_grads):
         return [

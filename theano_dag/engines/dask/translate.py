@@ -280,7 +280,13 @@ def _out_dtype(node, k=0):
 
 def _cast(x, node, k=0):
     dt = _out_dtype(node, k)
-    return x if x.dtype == dt else x.astype(dt)
+    if x.dtype == dt:
+        return x
+    if x.dtype.kind == "f" and np.dtype(dt).kind in "iu":
+        # The engines' cast rule (a float out of the integer's range gives its minimum),
+        # not astype's, which keeps x86's low bits: a sum of uint64 in float64.
+        return x.map_blocks(ts.cast_array, dt, meta=_meta(x.ndim, dt))
+    return x.astype(dt)
 
 
 # ---------------------------------------------------------------------------

@@ -225,12 +225,18 @@ class ReduceImpl(Impl):
             "        }",
             "        barrier(CLK_LOCAL_MEM_FENCE);",
             "    }",
-            # a bool is whether the result is nonzero: (uchar)0.5f would be false
-            f"    if (lid == 0) y[yo + m] = ({to})"
-            + ("(sc[0] != 0);" if self.out_dtype == "bool" else "sc[0];"),
+            f"    if (lid == 0) y[yo + m] = {self._store('sc[0]')};",
             "}",
         ]
         return {self.name: "\n".join(lines) + "\n"}
+
+    def _store(self, acc: str) -> str:
+        """The accumulator ``acc`` converted to the output's dtype by the engines' cast
+        rule (Cast's expression): a float accumulator out of an integer's range (a sum of
+        uint64 in float64) gives the integer's minimum, as on the other engines; a bool
+        is whether the result is nonzero ((uchar)0.5f would be false)."""
+        cast = ts.convert_to(self.out_dtype)
+        return cast.c_code([acc], [self.acc_dtype], [self.out_dtype], types=OPENCL_TYPES)[0]
 
     def run(self, inputs, out):
         full = []

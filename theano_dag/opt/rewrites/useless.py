@@ -271,7 +271,7 @@ def local_useless_reduce(fgraph, node):
     if isinstance(node.op.scalar_op, (ts.AND, ts.OR)) and x.dtype != "bool":
         new = tm.neq(new, 0)  # all/any of one number: whether it is nonzero
     acc = node.op.acc_dtype_for(x.dtype)
-    if not np.can_cast(x.dtype, acc, "safe"):
+    if not ts.converts_exactly(x.dtype, acc):
         # The one element passes through the accumulator, as the op computes it: an int32
         # summed with acc_dtype="int16" wraps there (100000 -> -31072), then widens.
         new = tcast(new, acc)
@@ -524,9 +524,12 @@ def local_cast_cast(fgraph, node):
     if not isinstance(sop, ts.Cast) or not isinstance(isop, ts.Cast):
         return False
     x = inner.owner.inputs[0]
-    if not np.can_cast(x.dtype, inner.dtype, "safe"):
-        return False  # the first cast rounds or wraps: the second sees its result
     out = node.outputs[0]
+    if not ts.cast_of_cast_is_one(x.dtype, inner.dtype, out.dtype):
+        # The first cast rounds or wraps (int64 to float64 too: the second sees its
+        # result), or makes a float of an integer that the second makes an integer out
+        # of range: the float's minimum, where an integer cast wraps.
+        return False
     new = x if x.dtype == out.dtype else node.op(x)
     return [fit(out, new)]
 
