@@ -90,6 +90,22 @@ def test_images2neibs_against_the_reference(case, dtype, engine):
     assert tuple(got_shape) == want.shape
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("shape", [(2, 2, 5, 1), (2, 2, 5, 0), (1, 2, 1, 7), (1, 1, 0, 0)])
+def test_ignore_borders_along_a_side_shorter_than_a_patch(shape, engine):
+    # No patch fits: no rows. The inferred length was 1 + (side - patch) // step per axis
+    # multiplied out, negative (-8 rows for (2, 2, 5, 1)) where the patches are none.
+    x = tt.tensor4("x")
+    out = images2neibs(x, (2, 3), (2, 1), mode="ignore_borders")
+    f = function([x], [out, out.shape], mode=_mode(engine))
+    shape_only = function([x], out.shape)
+    assert not any(isinstance(n.op, Images2Neibs) for n in shape_only.maker.fgraph.toposort())
+    got, got_shape = f(np.ones(shape, dtype=x.dtype))
+    assert got.shape == (0, 6)
+    assert tuple(got_shape) == (0, 6)
+    assert tuple(shape_only(np.ones(shape, dtype=x.dtype))) == (0, 6)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in CASES])
 def test_infer_shape_without_computing(case):
     mode, shape, neib_shape, neib_step = case

@@ -39,6 +39,7 @@ import numpy as np
 from theano_dag.graph.basic import Apply
 from theano_dag.graph.null_type import grad_undefined
 from theano_dag.graph.op import Op
+from theano_dag.tensor import math as tm
 from theano_dag.tensor.type import TensorType
 from theano_dag.tensor.variable import as_tensor_variable
 
@@ -71,7 +72,7 @@ def _grid(size, patch, step, mode):
             f"images2neibs(mode={mode!r}): patches of {patch} every {step} do not cover an "
             f"image side of {size} exactly"
         )
-    return 1 + reach // step
+    return max(1 + reach // step, 0)  # 'ignore_borders': none along a side shorter than a patch
 
 
 def _positions(size, patch, step, mode):
@@ -150,7 +151,10 @@ class Images2Neibs(Op):
         elif self.mode == "full":
             gr, gc = 1 + (h + c - 2) // sx, 1 + (w + d - 2) // sy
         else:
-            gr, gc = 1 + (h - c) // sx, 1 + (w - d) // sy
+            # 'ignore_borders' takes no patch along a side shorter than the patch ('valid'
+            # raises there): no row, not a negative count.
+            gr = tm.maximum(1 + (h - c) // sx, 0)
+            gc = tm.maximum(1 + (w - d) // sy, 0)
         return [(b * s * gr * gc, c * d)]
 
     def grad(self, inputs, output_grads):
