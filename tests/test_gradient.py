@@ -637,6 +637,28 @@ def test_rop_of_outputs_computed_from_one_another():
         np.testing.assert_allclose(g, want)
 
 
+def test_rop_where_one_inputs_cotangent_is_computed_from_anothers():
+    # Rop(a - b, [a, b], [va, vb]) is va - vb: the cotangent of a is the dummy cotangent u
+    # itself and b's is -u, computed from it; as known gradients u's stood for its whole
+    # gradient and b's term was dropped (va alone). The same for a + b + c, a fused
+    # multiply-add, a row added to each row of a matrix, inc_subtensor, solve.
+    a, b, c = tt.dmatrix("a"), tt.dmatrix("b"), tt.dmatrix("c")
+    va, vb, vc = tt.dmatrix("va"), tt.dmatrix("vb"), tt.dmatrix("vc")
+    av, bv, cv, vav, vbv, vcv = (rand(3, 3) for _ in range(6))
+    cases = [
+        (a - b, vav - vbv),
+        (a + b - c, vav + vbv - vcv),
+        (a * b + c, vav * bv + av * vbv + vcv),
+        (tt.inc_subtensor(a[1:], b[1:]), vav + np.vstack([np.zeros((1, 3)), vbv[1:]])),
+        (tt.dot(a, b) - c, vav @ bv + av @ vbv - vcv),
+    ]
+    for out, want in cases:
+        for legacy in (False, True):
+            jv = Rop(out, [a, b, c], [va, vb, vc], use_op_rop_implementation=legacy)
+            f = function([a, b, c, va, vb, vc], jv, on_unused_input="ignore")
+            np.testing.assert_allclose(f(av, bv, cv, vav, vbv, vcv), want, err_msg=str(out))
+
+
 def test_rop_errors_and_disconnected_outputs():
     x, y, v = tt.dvector("x"), tt.dvector("y"), tt.dvector("v")
     with pytest.raises(ValueError, match="mismatched dimensionality"):

@@ -719,6 +719,15 @@ def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
     for c, v in zip(input_cot, eval_points):
         # The same cotangent can serve two wrt entries: their eval points add up.
         known[c] = known[c] + v if c in known else v
+    if _one_feeds_another(list(known)):
+        # One input's cotangent computed from another's (Rop(a - b, [a, b], ...): the
+        # cotangent of a is u itself, b's is -u): as known gradients the first would stand
+        # for u's whole gradient and drop b's term, so differentiate sum_j <c_j, v_j>.
+        cost = None
+        for c, v in known.items():
+            term = (c * v).sum()
+            cost = term if cost is None else cost + term
+        return grad(cost, cotangents, disconnected_inputs="ignore", return_disconnected="None")
     return grad(
         None,
         cotangents,
