@@ -659,6 +659,25 @@ def test_rop_where_one_inputs_cotangent_is_computed_from_anothers():
             np.testing.assert_allclose(f(av, bv, cv, vav, vbv, vcv), want, err_msg=str(out))
 
 
+def test_rop_by_the_ops_r_op_counts_a_path_through_a_node_once():
+    # With use_op_rop_implementation, a node without R_op is pushed forward through its
+    # gradient: that pullback went back through the graph, so in x + abs(x) (Theano's
+    # relu) the path through abs counted twice (R(relu)(-1, v=1) was -0.5, not 0).
+    x, v = tt.dvector("x"), tt.dvector("v")
+    xv, vv = np.array([-1.0, 2.0, 0.5]), np.array([1.0, 3.0, -2.0])
+    cases = [
+        (x + abs(x), vv + np.sign(xv) * vv),
+        (tt.exp(x) + x, np.exp(xv) * vv + vv),
+        (tt.nnet.relu(x), np.where(xv > 0, vv, 0.0)),
+        (tt.log(tt.exp(x).sum()), (np.exp(xv) / np.exp(xv).sum()) @ vv),
+    ]
+    for out, want in cases:
+        for legacy in (False, True):
+            jv = Rop(out, x, v, use_op_rop_implementation=legacy)
+            got = function([x, v], jv)(xv, vv)
+            np.testing.assert_allclose(got, want, err_msg=f"{out}, legacy={legacy}")
+
+
 def test_rop_errors_and_disconnected_outputs():
     x, y, v = tt.dvector("x"), tt.dvector("y"), tt.dvector("v")
     with pytest.raises(ValueError, match="mismatched dimensionality"):

@@ -774,17 +774,33 @@ def _rop_legacy(fs, wrt, eval_points) -> list:
         try:
             outs = list(node.op.R_op(node.inputs, local))
         except MethodNotDefined:
-            outs = _pushforward_through_pullback(node.outputs, list(moving), list(moving.values()))
+            outs = _node_pushforward(node, moving, node.outputs)
         for k, (o, r) in enumerate(zip(node.outputs, outs)):
             if r is None and _dtype(o) is not None and not _is_discrete(o):
                 # None from R_op means "zero" or "undefined": the pullback tells them apart
                 # (None where disconnected, NullTypeGradError where undefined), so a path
                 # through an op without a derivative is never dropped as if it were zero.
-                outs[k] = _pushforward_through_pullback([o], list(moving), list(moving.values()))[0]
+                outs[k] = _node_pushforward(node, moving, [o])[0]
         for o, r in zip(node.outputs, outs):
             if o not in point:
                 point[o] = r
     return [point.get(fk) for fk in fs]
+
+
+def _node_pushforward(node, moving, outputs) -> list:
+    """``J v`` of ``outputs`` (some of ``node``'s) through ``node`` alone: ``moving`` maps
+    its inputs that carry a tangent to the tangent. Those inputs are fresh variables in a
+    copy of the node, so that a node reading ``x`` and a function of ``x`` (``x +
+    abs(x)``) counts the path through the function once, in that function's own step
+    (the pullback through the graph itself went back through it again)."""
+    fresh = {i: i.type() for i in moving}
+    copy = node.clone_with_new_inputs([fresh.get(i, i) for i in node.inputs])
+    place = {o: k for k, o in enumerate(node.outputs)}
+    rs = _pushforward_through_pullback(
+        [copy.outputs[place[o]] for o in outputs], list(fresh.values()), list(moving.values())
+    )
+    back = {f: i for i, f in fresh.items()}
+    return [None if r is None else clone_replace(r, replace=back) for r in rs]
 
 
 def subgraph_grad(wrt, end, start=None, cost=None, details=False):
