@@ -17,6 +17,7 @@ import operator
 import warnings
 from collections.abc import Mapping
 
+from theano_dag import scalar as ts
 from theano_dag import tensor as tt
 from theano_dag.config import config
 from theano_dag.graph.algorithms import clone_replace, graph_inputs
@@ -29,6 +30,7 @@ from theano_dag.graph.null_type import (
 )
 from theano_dag.graph.op import Op
 from theano_dag.graph.utils import MethodNotDefined
+from theano_dag.scalar.basic import ScalarType
 from theano_dag.sparse.type import SparseType
 
 __all__ = [
@@ -79,7 +81,11 @@ def _float_dtype_of(var) -> str:
 
 
 def _float_zeros_like(var):
-    return tt.zeros_like(var, dtype=_float_dtype_of(var))
+    dtype = _float_dtype_of(var)
+    if isinstance(var.type, ScalarType):
+        # A scalar's (a cotangent of ScalarFromTensor's output): a scalar, not a 0-d tensor.
+        return ts.second(var, ts.constant(0, dtype=dtype))
+    return tt.zeros_like(var, dtype=dtype)
 
 
 def _float_ones_like(var):
