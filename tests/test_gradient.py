@@ -987,3 +987,33 @@ def test_op_grad_returning_none_is_a_type_error():
     x = tt.dvector("x")
     with pytest.raises(TypeError):
         grad(ReturnsNone()(x).sum(), x)
+
+
+def _exact_prod_hessian(v):
+    """d2 prod(v) / dv_i dv_j: the product of the others, 0 on the diagonal."""
+    n = len(v)
+    return np.array(
+        [[0.0 if i == j else np.prod(np.delete(v, [i, j])) for j in range(n)] for i in range(n)]
+    )
+
+
+def test_the_hessian_of_a_product_is_exact_at_zeros():
+    # The gradient of prod is piecewise (no zero, one zero, more); its branches were
+    # constant zeros where the second derivative is not: the Hessian of prod([0, 2, 3])
+    # had zeros in rows 1 and 2 (they are [3, 0, 0] and [2, 0, 0]), prod([1, 0, 0])'s was 0.
+    x = tt.dvector("x")
+    h = function([x], gradient.hessian(tt.prod(x), x))
+    for v in ([0.0, 2.0, 3.0], [1.0, 0.0, 0.0], [0.0, 0.0, 5.0], [0.0, 0.0, 0.0], [2, 0, 0, 4.0]):
+        v = np.array(v)
+        np.testing.assert_allclose(h(v), _exact_prod_hessian(v), err_msg=str(v))
+    # along an axis of a matrix, through a function of the product
+    flat = tt.dvector("flat")
+    cost = tt.sin(tt.prod(flat.reshape((2, 3)), axis=1)).sum()
+    mv = np.array([[0.0, 2.0, 3.0], [1.0, 0.0, 0.0]])
+    got = function([flat], gradient.hessian(cost, flat))(mv.ravel()).reshape(2, 3, 2, 3)
+    for r, row in enumerate(mv):
+        p = np.prod(row)
+        g = np.array([np.prod(np.delete(row, i)) for i in range(3)])
+        want = np.cos(p) * _exact_prod_hessian(row) - np.sin(p) * np.outer(g, g)
+        np.testing.assert_allclose(got[r, :, r, :], want)
+        np.testing.assert_allclose(got[r, :, 1 - r, :], 0.0)

@@ -899,10 +899,21 @@ class Prod(_DtypeReduce):
         is_zero = tm.eq(x, 0)
         n_zeros = self._expand(Sum(self.axis, dtype="int64")(is_zero), x)
         prod_nz = self._expand(Prod(self.axis)(tm.switch(is_zero, 1, x)), x)
-        # No zero: prod / x. One zero: only it gets the product of the others. More: 0.
+        # The sum of the zeros: 0, but with a derivative of 1 along each of them.
+        zeros = self._expand(Sum(self.axis)(tm.switch(is_zero, x, 0)), x)
+        # No zero: prod / x. One zero: it gets the product of the others, the others 0.
+        # Two: each zero gets 0. More: 0 everywhere. The zeros are written as factors
+        # (``zeros``, ``zeros - x``: the other zero) so that the gradient of the gradient
+        # is exact too (the Hessian of prod([0, 2, 3]) has 3 and 2 in its first column;
+        # constant zeros there gave a Hessian of zeros off its first row).
         no_zero = gz * prod_nz / tm.switch(is_zero, 1, x)
-        one_zero = tm.switch(is_zero, gz * prod_nz, 0)
-        g = tm.switch(tm.eq(n_zeros, 0), no_zero, tm.switch(tm.eq(n_zeros, 1), one_zero, 0))
+        one_zero = tm.switch(is_zero, gz * prod_nz, no_zero * zeros)
+        two_zeros = tm.switch(is_zero, gz * prod_nz * (zeros - x), 0)
+        g = tm.switch(
+            tm.eq(n_zeros, 0),
+            no_zero,
+            tm.switch(tm.eq(n_zeros, 1), one_zero, tm.switch(tm.eq(n_zeros, 2), two_zeros, 0)),
+        )
         return [reduce_grad_to(g, x)]
 
 
