@@ -53,6 +53,20 @@ def test_grad():
     np.testing.assert_array_equal(g.eval({x: np.array([1.0, 9.0, 3.0])}), [0.0, 1.0, 0.0])
 
 
+def test_the_gradient_through_the_indices_alone_keeps_a_float32_dtype():
+    # A node whose values nobody reads gives x zeros of x's dtype, not floatX: summed
+    # with the values' gradient of another node, a float32 x's gradient became float64.
+    x = tt.fmatrix("x")
+    values = topk_and_argtopk(x, 2)[0]
+    indices = topk_and_argtopk(x, 2)[1]
+    g = theano_dag.grad((values * tt.cast(indices, "float32")).sum(), x)
+    assert g.dtype == "float32"
+    assert theano_dag.grad(tt.cast(argtopk(x, 2), "float32").sum(), x).dtype == "float32"
+    xv = np.array([[3.0, 1.0, 2.0, 5.0]], "float32")
+    got = theano_dag.function([x], g)(xv)
+    np.testing.assert_array_equal(got, [[0.0, 0.0, 0.0, 3.0]])  # 5 at 3, 3 at 0
+
+
 def test_errors():
     x = tt.dmatrix("x")
     with pytest.raises(IndexError, match="axis 2 is out of range"):

@@ -256,8 +256,10 @@ class TopKOp(Op):
         x, k = inputs
         k_grad = grad_undefined(self, 1, k, "TopKOp: k is not differentiable")
         if not self.return_values or is_disconnected(output_grads[0]):
-            # the indices alone: a step of x that keeps the order does not move them
-            return [tb.zeros_like(x, config.floatX), k_grad]
+            # the indices alone: a step of x that keeps the order does not move them (zeros
+            # of x's dtype: a float32 x's gradient stays float32)
+            dtype = config.floatX if x.dtype in discrete_dtypes else x.dtype
+            return [tb.zeros_like(x, dtype), k_grad]
         idx = (
             outputs[1]
             if self.return_indices
