@@ -34,6 +34,9 @@ from theano_dag.opt import (
     register_canonicalize,
 )
 from theano_dag.sparse.sandbox import sp2
+from theano_dag.tensor import hints
+from theano_dag.tensor import slinalg as la
+from theano_dag.tensor.elemwise import DimShuffle
 
 rng = np.random.default_rng(0)
 
@@ -409,3 +412,34 @@ def test_an_assertion_a_rewrite_removed_still_raises_at_the_call():
         [x], checked, mode=get_mode("FAST_RUN").including("local_remove_all_assert")
     )
     assert fast(-1.0) == -2.0
+
+
+def test_rewrites_that_read_a_hint_are_checked_on_inputs_that_keep_it():
+    # The rewrites of a psd solve (through the Cholesky factor) and of the transpose of
+    # a symmetric matrix hold for values that keep the hint; the random inputs of the
+    # compile-time check did not (a BadOptimization for a correct rewrite). An input a
+    # hint marks now gets a value that keeps it.
+    a, b = tt.dmatrix("a"), tt.dmatrix("b")
+    h = hints.psd(a)
+    x = la.solve(h, b)
+    outs = [x, h.T * 2, theano_dag.grad(x.sum(), b)]
+    f = theano_dag.function([a, b], outs, mode=DebugMode(check_isfinite=False))
+    av = np.array([[4.0, 1.0], [1.0, 3.0]])
+    bv = np.array([[1.0], [2.0]])
+    got = f(av, bv)
+    np.testing.assert_allclose(got[0], np.linalg.solve(av, bv))
+    np.testing.assert_allclose(got[1], 2 * av.T)
+    # a wrong rewrite of a hinted graph is still caught: the transpose of a matrix
+    # marked only positive (not symmetric) is not the matrix
+    db = build_optdb()
+
+    @register_canonicalize(db=db)
+    @local_optimizer([DimShuffle])
+    def local_wrong_transpose(fgraph, node):
+        x = node.inputs[0]
+        if node.op.new_order == (1, 0) and hints.hints(x):
+            return [x]
+        return False
+
+    with pytest.raises(BadOptimization, match="local_wrong_transpose"):
+        theano_dag.function([a], hints.Hint(positive=True)(a).T * 2, mode=mode_with(db))

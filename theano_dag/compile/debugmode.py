@@ -52,6 +52,7 @@ from theano_dag.graph.op import _C_RUNNER, COp
 from theano_dag.graph.rewriting.basic import opt_name, print_profile
 from theano_dag.graph.toolbox import BadOptimization, Feature, InputReorder
 from theano_dag.printing import debugprint
+from theano_dag.tensor.hints import Hint
 from theano_dag.tensor.type import values_eq_approx_remove_inf_nan
 
 __all__ = [
@@ -554,6 +555,43 @@ class _Evaluator:
             self.memo[out] = copy.deepcopy(val)
 
 
+def _keep_input_hints(fgraph, values):
+    """Random inputs break the promises of hints (a psd matrix, a symmetric one) that
+    rewrites rely on: an input a :class:`Hint` marks gets a value that keeps them."""
+    where = {v: k for k, v in enumerate(fgraph.inputs)}
+    for node in fgraph.apply_nodes:
+        if isinstance(node.op, Hint) and node.inputs[0] in where:
+            k = where[node.inputs[0]]
+            values[k] = _keeping_hints(values[k], dict(node.op.hints))
+
+
+def _keeping_hints(value, given) -> np.ndarray:
+    """``value`` made to keep the promises of the hints ``given``: positive values,
+    symmetric matrices (of the last two axes), positive semi-definite ones (``v v^T``
+    plus the identity, times the length). A value that keeps them already is kept.
+
+    >>> v = np.array([[1.0, 2.0], [0.0, 1.0]])
+    >>> _keeping_hints(v, {"symmetric": True})
+    array([[1., 1.],
+           [1., 1.]])
+    >>> bool(np.all(np.linalg.eigvalsh(_keeping_hints(v, {"psd": True})) > 0))
+    True
+    """
+    v = np.asarray(value)
+    if given.get("positive") and v.dtype.kind in "fi" and (v < 0).any():
+        v = np.abs(v)
+    if v.ndim < 2 or v.shape[-1] != v.shape[-2] or v.dtype.kind not in "fc":
+        return v
+    vt = np.swapaxes(v, -1, -2).conj()
+    if given.get("psd"):
+        symmetric = np.allclose(v, vt)
+        if not (symmetric and np.all(np.linalg.eigvalsh(v) >= 0)):
+            v = (v @ vt + v.shape[-1] * np.eye(v.shape[-1], dtype=v.dtype)).astype(v.dtype)
+    elif given.get("symmetric") and not np.allclose(v, vt):
+        v = ((v + vt) / 2).astype(v.dtype)
+    return v
+
+
 def _reason_name(reason) -> str:
     if reason is None:
         return "(no reason given)"
@@ -690,6 +728,7 @@ class RewriteChecker(Feature):
                 for signed in (False, True):
                     rng = np.random.default_rng(self.seed)
                     vals = [sample_value(v, length, rng, signed) for v in fgraph.inputs]
+                    _keep_input_hints(fgraph, vals)
                     ev = _Evaluator(fgraph.inputs, vals)
                     for out in fgraph.outputs:
                         ev.value(out)
