@@ -568,7 +568,8 @@ def _keep_input_hints(fgraph, values):
 def _keeping_hints(value, given) -> np.ndarray:
     """``value`` made to keep the promises of the hints ``given``: positive values,
     symmetric matrices (of the last two axes), positive semi-definite ones (``v v^T``
-    plus the identity, times the length). A value that keeps them already is kept.
+    plus ``n`` times the identity, for ``n x n`` matrices). A value that keeps them
+    already is kept.
 
     >>> v = np.array([[1.0, 2.0], [0.0, 1.0]])
     >>> _keeping_hints(v, {"symmetric": True})
