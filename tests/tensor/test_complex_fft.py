@@ -211,6 +211,21 @@ def test_complex_values_run_on_the_host():
     assert h.fn.placement.fallbacks, "the complex node runs on the host, named"
 
 
+@pytest.mark.parametrize("linker", LINKERS)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_cumulative_sums_and_products_of_complex_values(dtype, linker):
+    # numpy's and Theano's take them; they were refused with a TypeError.
+    z = tt.matrix("z", dtype=dtype)
+    v = (np.arange(6).reshape(2, 3) + 1j * np.array([[1, -2, 0.5], [0, 3, -1]])).astype(dtype)
+    v[1, 0] = 0
+    outs = [tt.cumsum(z, axis=0), tt.cumsum(z), tt.cumprod(z, axis=1), tt.cumprod(z)]
+    got = function([z], outs, mode=_mode(linker))(v)
+    want = [np.cumsum(v, 0), np.cumsum(v), np.cumprod(v, 1), np.cumprod(v)]
+    for g, w in zip(got, want):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
 # -- gradients: real costs through complex values ---------------------------------------
 
 GRADS = [
@@ -240,6 +255,9 @@ MATRIX_GRADS = [
     ("dot_mv", lambda m: abs(tt.dot(tt.complex(m[0], m[1]), tt.complex(m[1, 0], m[0, 1])))),
     ("dot_real_complex", lambda m: tt.imag(tt.dot(m[0], tt.complex(m[1], m[0])))),
     ("prod", lambda m: abs(tt.prod(tt.complex(m[0], m[1]), axis=0))),
+    ("cumsum", lambda m: abs(tt.cumsum(tt.complex(m[0], m[1]), axis=1) * (1 + 2j)).sum()),
+    ("cumprod", lambda m: abs(tt.cumprod(tt.complex(m[0], m[1]), axis=0)).sum()),
+    ("cumprod_flat", lambda m: tt.imag(tt.cumprod(tt.complex(m[0], m[1]))).sum()),
     ("mean_sq", lambda m: abs(tt.mean(tt.complex(m[0], m[1]) ** 2))),
 ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from theano_dag import scalar as ts
 from theano_dag.config import config
 from theano_dag.graph.basic import Apply, Constant, Variable
 from theano_dag.graph.null_type import disconnected_type
@@ -142,8 +143,6 @@ class CumOp(Op):
 
     def make_node(self, x):
         x = as_tensor_variable(x)
-        if x.dtype.startswith("complex"):
-            raise TypeError(f"{self}: complex inputs are not supported, got {x.type}")
         dtype = self._fn()(np.zeros(1, dtype=x.dtype)).dtype.name
         if self.axis is None:
             n = None if None in x.type.shape else int(np.prod(x.type.shape, dtype=np.int64))
@@ -183,6 +182,12 @@ class CumOp(Op):
         (gz,) = output_grads
         if x.dtype in discrete_dtypes:
             return [_float_zeros(x)]
+        # Holomorphic: complex values conjugate around the real formula.
+        return ts.holomorphic_grads(
+            lambda grads: self._real_L_op(x, grads[0], outputs[0]), inputs, outputs, output_grads
+        )
+
+    def _real_L_op(self, x, gz, out):
         # d out_j / d x_i is nonzero for j >= i: the gradient is a cumulative sum of gz
         # taken from the end (reverse, cumsum, reverse).
         if self.mode == "add":
@@ -191,9 +196,9 @@ class CumOp(Op):
             return [_rev_cumsum(gz, self.axis % x.ndim)]
         if self.axis is None:
             flat = tb.reshape(x, (-1,), ndim=1)
-            g = _cumprod_grad(flat, tb.reshape(gz, (-1,), ndim=1), outputs[0], 0)
+            g = _cumprod_grad(flat, tb.reshape(gz, (-1,), ndim=1), out, 0)
             return [tb.reshape(g, tb.shape(x), ndim=x.ndim)]
-        return [_cumprod_grad(x, gz, outputs[0], self.axis % x.ndim)]
+        return [_cumprod_grad(x, gz, out, self.axis % x.ndim)]
 
     def R_op(self, inputs, eval_points):
         if eval_points[0] is None:
