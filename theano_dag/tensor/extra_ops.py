@@ -179,7 +179,6 @@ class CumOp(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         (x,) = inputs
-        (gz,) = output_grads
         if x.dtype in discrete_dtypes:
             return [_float_zeros(x)]
         # Holomorphic: complex values conjugate around the real formula.
