@@ -714,10 +714,7 @@ def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
         # A known output gradient stands for the output's whole gradient (Lop's rule), so
         # with f = [m, m + v] the path from m + v back to m would be dropped: write the
         # pullback as the gradient of one scalar, sum_i <u_i, f_i>, instead.
-        cost = None
-        for out, u in zip(fs, cotangents):
-            term = (out * u).sum()
-            cost = term if cost is None else cost + term
+        cost = _sum_of_inner_products(zip(fs, cotangents))
         input_cot = grad(cost, list(wrt), disconnected_inputs="ignore")
     else:
         input_cot = Lop(fs, list(wrt), cotangents, disconnected_inputs="ignore")
@@ -729,10 +726,7 @@ def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
         # One input's cotangent computed from another's (Rop(a - b, [a, b], ...): the
         # cotangent of a is u itself, b's is -u): as known gradients the first would stand
         # for u's whole gradient and drop b's term, so differentiate sum_j <c_j, v_j>.
-        cost = None
-        for c, v in known.items():
-            term = (c * v).sum()
-            cost = term if cost is None else cost + term
+        cost = _sum_of_inner_products(known.items())
         return grad(cost, cotangents, disconnected_inputs="ignore", return_disconnected="None")
     return grad(
         None,
@@ -741,6 +735,16 @@ def _pushforward_through_pullback(fs, wrt, eval_points) -> list:
         disconnected_inputs="ignore",
         return_disconnected="None",
     )
+
+
+def _sum_of_inner_products(pairs):
+    """``sum_i <a_i, b_i>`` of the pairs ``(a_i, b_i)``: one scalar whose gradient stands
+    for every path, where known gradients would each stand for a variable's whole one."""
+    cost = None
+    for a, b in pairs:
+        term = (a * b).sum()
+        cost = term if cost is None else cost + term
+    return cost
 
 
 def _one_feeds_another(fs) -> bool:

@@ -139,8 +139,13 @@ class ArgSortOp(SortOp):
 
     def L_op(self, inputs, outputs, output_grads):
         (x,) = inputs
-        dtype = config.floatX if x.dtype in discrete_dtypes else x.dtype
-        return [tb.zeros_like(x, dtype=dtype)]
+        return [_zero_grad(x)]
+
+
+def _zero_grad(x):
+    """The zero gradient of ``x`` where the result does not move with it (indices, an
+    order): of ``x``'s dtype (a float32 ``x``'s stays float32), floatX for an integer."""
+    return tb.zeros_like(x, dtype=config.floatX if x.dtype in discrete_dtypes else x.dtype)
 
 
 def _along_axis_index(x, idx, axis):
@@ -256,10 +261,8 @@ class TopKOp(Op):
         x, k = inputs
         k_grad = grad_undefined(self, 1, k, "TopKOp: k is not differentiable")
         if not self.return_values or is_disconnected(output_grads[0]):
-            # the indices alone: a step of x that keeps the order does not move them (zeros
-            # of x's dtype: a float32 x's gradient stays float32)
-            dtype = config.floatX if x.dtype in discrete_dtypes else x.dtype
-            return [tb.zeros_like(x, dtype), k_grad]
+            # the indices alone: a step of x that keeps the order does not move them
+            return [_zero_grad(x), k_grad]
         idx = (
             outputs[1]
             if self.return_indices
@@ -356,8 +359,7 @@ class SortAlongOp(Op):
         x, axis = inputs
         axis_grad = grad_undefined(self, 1, axis, "the axis is not differentiable")
         if self.indices or x.dtype in discrete_dtypes:
-            dtype = config.floatX if x.dtype in discrete_dtypes else x.dtype
-            return [tb.zeros_like(x, dtype=dtype), axis_grad]
+            return [_zero_grad(x), axis_grad]
         return [_SortAlongGrad()(x, axis, output_grads[0]), axis_grad]
 
 
